@@ -1,0 +1,109 @@
+"""The codec interface, grouped as array->array, array->bytes and bytes->bytes."""
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ChunkSpec:
+    """What a codec is told about the chunk it transforms.
+
+    `dtype` is the in-memory numpy dtype (native byte order for numbers);
+    `order` is the memory layout the decoded chunk has ("C" or "F").
+    """
+
+    shape: tuple
+    dtype: np.dtype
+    fill_value: object = None
+    order: str = "C"
+
+    @property
+    def nbytes(self):
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+    def evolve(self, **changes):
+        return replace(self, **changes)
+
+
+class Codec:
+    """A codec: `name` is its v3 name, `configuration()` its v3 configuration."""
+
+    name = None
+    kind = None
+
+    @classmethod
+    def from_config(cls, configuration):
+        return cls(**(configuration or {}))
+
+    def configuration(self):
+        return {}
+
+    def to_json(self):
+        config = self.configuration()
+        return {"name": self.name, "configuration": config} if config else {"name": self.name}
+
+    def resolve(self, spec):
+        """Return a copy of this codec with array-dependent defaults filled in (e.g. blosc typesize)."""
+        return self
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.to_json() == other.to_json()
+
+    def __hash__(self):
+        return hash(repr(self.to_json()))
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.configuration().items())
+        return f"{type(self).__name__}({args})"
+
+
+class ArrayArrayCodec(Codec):
+    kind = "array_to_array"
+
+    def encoded_spec(self, spec):
+        """The ChunkSpec of the encoded array, given the decoded one."""
+        return spec
+
+    def encode(self, array, spec):
+        raise NotImplementedError
+
+    def decode(self, array, spec):
+        """Invert encode; `spec` is the decoded spec."""
+        raise NotImplementedError
+
+
+class ArrayBytesCodec(Codec):
+    kind = "array_to_bytes"
+
+    def encode(self, array, spec):
+        """Serialize `array` (shape and dtype of `spec`) to a bytes-like object."""
+        raise NotImplementedError
+
+    def decode(self, data, spec, out=None):
+        """Deserialize to an array of `spec`; when `out` is given (C-contiguous, spec's shape
+        and dtype) fill it and return it."""
+        raise NotImplementedError
+
+
+class BytesBytesCodec(Codec):
+    kind = "bytes_to_bytes"
+
+    def encode(self, data, spec):
+        raise NotImplementedError
+
+    def decode(self, data, spec):
+        raise NotImplementedError
+
+    def decode_into(self, data, out, spec):
+        """Decode into the writable buffer `out` when the decoded size is known; return the
+        number of bytes written. The default goes through `decode`."""
+        decoded = memoryview(self.decode(data, spec)).cast("B")
+        target = memoryview(out).cast("B")
+        if decoded.nbytes != target.nbytes:
+            from ..errors import ChunkDecodeError
+
+            raise ChunkDecodeError(
+                f"{self.name}: decoded {decoded.nbytes} bytes, expected {target.nbytes}"
+            )
+        target[:] = decoded
+        return decoded.nbytes

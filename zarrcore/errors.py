@@ -1,0 +1,45 @@
+"""Exception hierarchy. Every problem with stored data or metadata is a ZarrcoreError."""
+
+
+class ZarrcoreError(Exception):
+    """Base class of every error about stored data, metadata or keys."""
+
+
+class MetadataError(ZarrcoreError, ValueError):
+    """Metadata is malformed, invalid or unsupported."""
+
+
+class UnknownCodecError(MetadataError):
+    """A codec name or id that zarrcore does not know."""
+
+
+class UnknownDataTypeError(MetadataError):
+    """A data type that zarrcore does not know."""
+
+
+class ChunkDecodeError(ZarrcoreError, ValueError):
+    """A stored chunk could not be decoded (truncated, oversized or garbage)."""
+
+
+class ChecksumError(ChunkDecodeError):
+    """A stored checksum does not match the data."""
+
+
+class ShardIndexError(ChunkDecodeError):
+    """A shard index is malformed or points outside its shard."""
+
+
+class InvalidKeyError(ZarrcoreError, ValueError):
+    """A store key that is empty, absolute or escapes the store root."""
+
+
+class NodeNotFoundError(ZarrcoreError, FileNotFoundError):
+    """No array or group exists at a path."""
+
+
+class NodeExistsError(ZarrcoreError, FileExistsError):
+    """A node already exists where one was to be created."""
+
+
+class ReadOnlyError(ZarrcoreError, PermissionError):
+    """A write was attempted through a read-only store or array."""

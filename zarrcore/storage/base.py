@@ -1,0 +1,101 @@
+"""The Store interface: a flat key/value space with byte-range reads."""
+import contextlib
+import threading
+
+from ..errors import InvalidKeyError, ReadOnlyError
+
+
+def validate_key(key):
+    """Return `key` if it is a safe relative store key, else raise InvalidKeyError."""
+    if not isinstance(key, str):
+        raise InvalidKeyError(f"store key {key!r} is not a string")
+    if key == "" or key.startswith("/") or "\\" in key or "\x00" in key:
+        raise InvalidKeyError(f"invalid store key {key!r}")
+    for part in key.split("/"):
+        if part in ("", ".", ".."):
+            raise InvalidKeyError(f"invalid store key {key!r}: segment {part!r} not allowed")
+    return key
+
+
+def validate_prefix(prefix):
+    """Like validate_key, but the empty prefix (the root) and a trailing '/' are allowed."""
+    stripped = prefix.rstrip("/")
+    if stripped:
+        validate_key(stripped)
+    return stripped
+
+
+class Store:
+    """Base class of stores. Keys are '/'-separated relative paths.
+
+    `get` takes Python slice bounds: `start` may be negative to read a suffix.
+    Missing keys read as None.
+    """
+
+    read_only = False
+
+    def __init__(self, read_only=False):
+        self.read_only = read_only
+        self._locks = {}
+        self._locks_guard = threading.Lock()
+
+    # -- to implement -------------------------------------------------------
+    def get(self, key, start=None, stop=None):
+        raise NotImplementedError
+
+    def set(self, key, value):
+        raise NotImplementedError
+
+    def delete(self, key):
+        raise NotImplementedError
+
+    def exists(self, key):
+        raise NotImplementedError
+
+    def list_prefix(self, prefix):
+        """Yield every key that starts with `prefix` + '/' (all keys for '')."""
+        raise NotImplementedError
+
+    def list_dir(self, prefix):
+        """Yield the names of the immediate children (keys and 'directories') under `prefix`."""
+        raise NotImplementedError
+
+    # -- shared behaviour ---------------------------------------------------
+    def get_ranges(self, key, ranges):
+        """Read several (start, stop) ranges of one key; None if the key is missing."""
+        out = []
+        for start, stop in ranges:
+            data = self.get(key, start, stop)
+            if data is None:
+                return None
+            out.append(data)
+        return out
+
+    def getsize(self, key):
+        data = self.get(key)
+        return None if data is None else len(data)
+
+    def delete_prefix(self, prefix):
+        for key in list(self.list_prefix(prefix)):
+            self.delete(key)
+
+    def check_writable(self, key):
+        if self.read_only:
+            raise ReadOnlyError(f"cannot write {key!r}: store is read-only")
+
+    @contextlib.contextmanager
+    def lock(self, key):
+        """Exclusive lock on `key` for read-modify-write, across threads of this process."""
+        with self._locks_guard:
+            lk = self._locks.setdefault(key, threading.Lock())
+        with lk:
+            yield
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self._identity() == other._identity()
+
+    def __hash__(self):
+        return hash((type(self), self._identity()))
+
+    def _identity(self):
+        return id(self)

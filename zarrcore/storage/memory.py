@@ -1,0 +1,49 @@
+"""In-memory store backed by a dict of bytes."""
+from .base import Store, validate_key, validate_prefix
+
+
+class MemoryStore(Store):
+    """A store in a dict; pass your own dict to share it."""
+
+    def __init__(self, store_dict=None, read_only=False):
+        super().__init__(read_only)
+        self._data = {} if store_dict is None else store_dict
+
+    def _identity(self):
+        return id(self._data)
+
+    def __repr__(self):
+        return f"MemoryStore(<{len(self._data)} keys>)"
+
+    def get(self, key, start=None, stop=None):
+        value = self._data.get(validate_key(key))
+        if value is None:
+            return None
+        if start is None and stop is None:
+            return bytes(value)
+        return bytes(value[slice(start, stop)])
+
+    def set(self, key, value):
+        self.check_writable(key)
+        self._data[validate_key(key)] = bytes(value)
+
+    def delete(self, key):
+        self.check_writable(key)
+        self._data.pop(validate_key(key), None)
+
+    def exists(self, key):
+        return validate_key(key) in self._data
+
+    def list_prefix(self, prefix):
+        prefix = validate_prefix(prefix)
+        head = prefix + "/" if prefix else ""
+        return [k for k in list(self._data) if k.startswith(head)]
+
+    def list_dir(self, prefix):
+        prefix = validate_prefix(prefix)
+        head = prefix + "/" if prefix else ""
+        names = set()
+        for k in list(self._data):
+            if k.startswith(head):
+                names.add(k[len(head):].split("/", 1)[0])
+        return sorted(names)
