@@ -43,3 +43,10 @@ class NodeExistsError(ZarrcoreError, FileExistsError):
 
 class ReadOnlyError(ZarrcoreError, PermissionError):
     """A write was attempted through a read-only store or array."""
+
+
+class MemberNotFoundError(ZarrcoreError, KeyError):
+    """A group has no member of that name."""
+
+    def __str__(self):
+        return str(self.args[0]) if self.args else ""

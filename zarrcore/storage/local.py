@@ -1,13 +1,15 @@
 """Local directory store: one file per key, atomic writes, advisory file locks."""
 import contextlib
 import fcntl
+import hashlib
 import os
 import tempfile
 
 from .base import Store, validate_key, validate_prefix
 
-LOCK_SUFFIX = ".zarrcore-lock"
 TEMP_PREFIX = ".zarrcore-tmp-"
+# Lock files live outside the store so peers listing it never see them.
+LOCK_DIR = os.path.join(tempfile.gettempdir(), "zarrcore-locks")
 
 
 class LocalStore(Store):
@@ -83,7 +85,7 @@ class LocalStore(Store):
 
     @staticmethod
     def _is_internal(name):
-        return name.startswith(TEMP_PREFIX) or name.endswith(LOCK_SUFFIX)
+        return name.startswith(TEMP_PREFIX)
 
     def list_prefix(self, prefix):
         prefix = validate_prefix(prefix)
@@ -108,9 +110,9 @@ class LocalStore(Store):
     def lock(self, key):
         """Exclusive across threads and processes; the kernel drops a flock when its holder dies."""
         with super().lock(key):
-            path = self._path(key) + LOCK_SUFFIX
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            os.makedirs(LOCK_DIR, exist_ok=True)
+            name = hashlib.sha256(self._path(key).encode()).hexdigest() + ".lock"
+            fd = os.open(os.path.join(LOCK_DIR, name), os.O_RDWR | os.O_CREAT, 0o666)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 yield

@@ -1,0 +1,30 @@
+# Quick start: `make demo` and `make test` each make their own virtualenv and install zarrcore.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+DEMO_DIR ?= build/demo.zarr
+
+.PHONY: demo test bench install-test clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --upgrade pip
+
+demo: $(PY)
+	$(PY) -m pip install .
+	$(VENV)/bin/zarrcore demo $(DEMO_DIR)
+	$(VENV)/bin/zarrcore info $(DEMO_DIR)/temperature
+	$(VENV)/bin/zarrcore tree $(DEMO_DIR)
+
+install-test: $(PY)
+	$(PY) -m pip install ".[test]"
+
+test: install-test
+	cd tests && ../$(VENV)/bin/python -m pytest -q -p no:cacheprovider
+
+bench: $(PY)
+	$(PY) -m pip install ".[bench]"
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf build *.egg-info zarrcore/*.c zarrcore/*.so

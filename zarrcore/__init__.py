@@ -1,0 +1,25 @@
+"""zarrcore: Zarr v2 and v3 arrays with a compiled, GIL-free core."""
+import os
+
+from . import errors
+from .api import (
+    array, create_array, create_group, empty, empty_like, full, full_like, group, ones,
+    ones_like, open, open_array, open_group, zeros, zeros_like,
+)
+from .array import Array
+from .config import config
+from .group import Group
+from .storage import LocalStore, MemoryStore, Store
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Array", "Group", "Store", "LocalStore", "MemoryStore", "array", "config", "create_array",
+    "create_group", "empty", "empty_like", "errors", "full", "full_like", "get_include", "group",
+    "ones", "ones_like", "open", "open_array", "open_group", "zeros", "zeros_like",
+]
+
+
+def get_include():
+    """Directory holding zarrcore's .pxd files and C headers, for building against it."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

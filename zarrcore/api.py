@@ -1,0 +1,267 @@
+"""Top-level functions, named and behaving as in zarr-python 3."""
+import math
+
+import numpy as np
+
+from . import nodes
+from .array import Array
+from .codecs import BytesCodec, ZstdCodec, codec_from_json
+from .codecs.base import ChunkSpec
+from .errors import NodeExistsError, NodeNotFoundError
+from .group import Group, open_node
+from .pipeline import CodecChain
+from .storage import make_store
+
+_MODES = ("r", "r+", "a", "w", "w-")
+TARGET_CHUNK_BYTES = 1 << 20
+
+
+def guess_chunks(shape, itemsize):
+    """Chunks of about 1 MiB, made by halving the longest axis until they fit."""
+    chunks = [max(1, s) for s in shape]
+    while math.prod(chunks) * itemsize > TARGET_CHUNK_BYTES:
+        axis = max(range(len(chunks)), key=lambda i: chunks[i])
+        if chunks[axis] == 1:
+            break
+        chunks[axis] = math.ceil(chunks[axis] / 2)
+    return tuple(chunks)
+
+
+def _normalize_shape(shape):
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    shape = tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"shape must be non-negative, got {shape}")
+    return shape
+
+
+def _normalize_chunks(chunks, shape, itemsize):
+    if chunks is None or chunks == "auto":
+        return guess_chunks(shape, itemsize)
+    if isinstance(chunks, (int, np.integer)):
+        chunks = (int(chunks),) * len(shape)
+    chunks = tuple(int(c) for c in chunks)
+    if len(chunks) != len(shape):
+        raise ValueError(f"chunks {chunks} do not match the {len(shape)} dimensions of shape {shape}")
+    # -1 means the whole axis, as in zarr-python.
+    chunks = tuple(max(1, s) if c == -1 else c for c, s in zip(chunks, shape))
+    if any(c < 1 for c in chunks):
+        raise ValueError(f"chunk sizes must be positive, got {chunks}")
+    return chunks
+
+
+def _codec_list(value, default):
+    if value is None:
+        return []
+    if isinstance(value, str) and value == "auto":
+        return list(default)
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [value]
+
+
+def _prepare_path(store, path, mode_overwrite):
+    if nodes.node_exists(store, path):
+        if not mode_overwrite:
+            raise NodeExistsError(f"a node already exists at path {path!r} in {store!r}")
+        store.delete_prefix(path)
+        for key in nodes.METADATA_KEYS:
+            if store.exists(nodes.join(path, key)):
+                store.delete(nodes.join(path, key))
+
+
+def _fill_value_for(data_type, fill_value):
+    if fill_value is None:
+        return data_type.default_fill_value()
+    return np.asarray(fill_value, dtype=data_type.numpy_dtype)[()]
+
+
+def create_array(store=None, *, name=None, shape, dtype="float64", chunks=None, shards=None,
+                 filters=None, serializer="auto", compressors="auto", fill_value=None,
+                 order=None, zarr_format=3, attributes=None, chunk_key_encoding=None,
+                 dimension_names=None, overwrite=False, path=None, config=None):
+    """Create an array; `store` is a path, a dict, or a Store."""
+    from .metadata import ArrayMetadataV3, ChunkKeyEncoding, dtype_from_numpy
+
+    store = make_store(store)
+    path = nodes.normalize_path(path if path is not None else name)
+    shape = _normalize_shape(shape)
+    data_type = dtype_from_numpy(dtype)
+    np_dtype = data_type.numpy_dtype
+    chunks = _normalize_chunks(chunks, shape, np_dtype.itemsize)
+    if order not in (None, "C", "F"):
+        raise ValueError(f"order must be 'C' or 'F', not {order!r}")
+    if zarr_format == 2:
+        from .codecs.v2 import create_metadata_v2
+
+        metadata = create_metadata_v2(
+            shape=shape, data_type=data_type, chunks=chunks, filters=filters,
+            compressors=compressors, fill_value=fill_value, order=order or "C",
+            attributes=attributes or {}, chunk_key_encoding=chunk_key_encoding,
+        )
+    elif zarr_format == 3:
+        if shards is not None:
+            raise NotImplementedError("sharding is not supported yet")
+        fill = _fill_value_for(data_type, fill_value)
+        serializers = _codec_list(serializer, [BytesCodec(endian="little")])
+        codecs = [
+            *_codec_list(filters, []),
+            *serializers,
+            *_codec_list(compressors, [ZstdCodec(level=0, checksum=False)]),
+        ]
+        chain = CodecChain([codec_from_json(c) for c in codecs], ChunkSpec(chunks, np_dtype, fill))
+        if isinstance(chunk_key_encoding, dict) or chunk_key_encoding is None:
+            cke = ChunkKeyEncoding.from_json(chunk_key_encoding or {"name": "default"}, "chunk_key_encoding")
+        else:
+            cke = chunk_key_encoding
+        if dimension_names is not None:
+            dimension_names = tuple(dimension_names)
+            if len(dimension_names) != len(shape):
+                raise ValueError("dimension_names must have one entry per dimension")
+        metadata = ArrayMetadataV3(
+            shape=shape, data_type=data_type, chunk_shape=chunks, chunk_key_encoding=cke,
+            fill_value=fill, codecs=chain.to_json(), attributes=dict(attributes or {}),
+            dimension_names=dimension_names, storage_transformers=[], extra={},
+        )
+    else:
+        raise ValueError(f"zarr_format must be 2 or 3, not {zarr_format!r}")
+    _prepare_path(store, path, overwrite)
+    nodes.ensure_parent_groups(store, path, zarr_format)
+    nodes.write_metadata(store, path, metadata)
+    return Array(store, path, metadata)
+
+
+def _create_group(store, path, zarr_format, attributes, overwrite):
+    from .metadata import GroupMetadataV3
+    from .metadata.v2 import GroupMetadataV2
+
+    if zarr_format == 3:
+        metadata = GroupMetadataV3(attributes=dict(attributes or {}))
+    elif zarr_format == 2:
+        metadata = GroupMetadataV2(attributes=dict(attributes or {}))
+    else:
+        raise ValueError(f"zarr_format must be 2 or 3, not {zarr_format!r}")
+    _prepare_path(store, path, overwrite)
+    nodes.ensure_parent_groups(store, path, zarr_format)
+    nodes.write_metadata(store, path, metadata)
+    return Group(store, path, metadata)
+
+
+def _check_mode(mode):
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {_MODES}, not {mode!r}")
+
+
+def open(store=None, *, mode="a", path=None, zarr_format=None, **kwargs):
+    """Open the array or group at `path`; with mode 'w'/'w-'/'a' and a `shape`, create an array."""
+    _check_mode(mode)
+    store_ = make_store(store, read_only=(mode == "r"))
+    npath = nodes.normalize_path(path)
+    if "shape" in kwargs:
+        return open_array(store_, mode=mode, path=npath, zarr_format=zarr_format, **kwargs)
+    if mode in ("w", "w-"):
+        return open_group(store_, mode=mode, path=npath, zarr_format=zarr_format, **kwargs)
+    try:
+        return open_node(store_, npath, zarr_format, read_only=(mode == "r"))
+    except NodeNotFoundError:
+        if mode == "a":
+            return open_group(store_, mode=mode, path=npath, zarr_format=zarr_format, **kwargs)
+        raise
+
+
+def open_array(store=None, *, mode="a", path=None, zarr_format=None, name=None, **kwargs):
+    """Open an existing array, or create one (modes 'w', 'w-', 'a') when `shape` is given."""
+    _check_mode(mode)
+    store = make_store(store, read_only=(mode == "r"))
+    path = nodes.normalize_path(path if path is not None else name)
+    if mode in ("w", "w-"):
+        return create_array(store, name=path, overwrite=(mode == "w"),
+                            zarr_format=zarr_format or 3, **kwargs)
+    try:
+        node = open_node(store, path, zarr_format, read_only=(mode == "r"))
+    except NodeNotFoundError:
+        if mode == "a" and "shape" in kwargs:
+            return create_array(store, name=path, zarr_format=zarr_format or 3, **kwargs)
+        raise
+    if not isinstance(node, Array):
+        raise NodeNotFoundError(f"the node at path {path!r} is a group, not an array")
+    return node
+
+
+def open_group(store=None, *, mode="a", path=None, zarr_format=None, attributes=None,
+               use_consolidated=None):
+    """Open a group, creating it in modes 'a', 'w' and 'w-'."""
+    _check_mode(mode)
+    store = make_store(store, read_only=(mode == "r"))
+    path = nodes.normalize_path(path)
+    if mode in ("w", "w-"):
+        return _create_group(store, path, zarr_format or 3, attributes, mode == "w")
+    try:
+        node = open_node(store, path, zarr_format, read_only=(mode == "r"))
+    except NodeNotFoundError:
+        if mode == "a":
+            return _create_group(store, path, zarr_format or 3, attributes, False)
+        raise
+    if not isinstance(node, Group):
+        raise NodeNotFoundError(f"the node at path {path!r} is an array, not a group")
+    return node
+
+
+def group(store=None, *, overwrite=False, path=None, zarr_format=3, attributes=None):
+    """Create a group (or open the existing one when not overwriting)."""
+    mode = "w" if overwrite else "a"
+    return open_group(store, mode=mode, path=path, zarr_format=zarr_format, attributes=attributes)
+
+
+def create_group(store=None, *, path=None, zarr_format=3, attributes=None, overwrite=False):
+    return _create_group(make_store(store), nodes.normalize_path(path), zarr_format,
+                         attributes, overwrite)
+
+
+def array(data, store=None, **kwargs):
+    """Create an array holding `data`."""
+    data = np.asanyarray(data)
+    kwargs.setdefault("dtype", data.dtype)
+    arr = create_array(store, shape=data.shape, **kwargs)
+    arr[...] = data
+    return arr
+
+
+def full(shape, fill_value, store=None, **kwargs):
+    return create_array(store, shape=shape, fill_value=fill_value, **kwargs)
+
+
+def zeros(shape, store=None, **kwargs):
+    return create_array(store, shape=shape, fill_value=0, **kwargs)
+
+
+def ones(shape, store=None, **kwargs):
+    return create_array(store, shape=shape, fill_value=1, **kwargs)
+
+
+def empty(shape, store=None, **kwargs):
+    return create_array(store, shape=shape, **kwargs)
+
+
+def _like_kwargs(a, kwargs):
+    kwargs.setdefault("dtype", a.dtype)
+    if isinstance(a, Array):
+        kwargs.setdefault("chunks", a.chunks)
+    return kwargs
+
+
+def zeros_like(a, store=None, **kwargs):
+    return zeros(np.shape(a), store, **_like_kwargs(a, kwargs))
+
+
+def ones_like(a, store=None, **kwargs):
+    return ones(np.shape(a), store, **_like_kwargs(a, kwargs))
+
+
+def empty_like(a, store=None, **kwargs):
+    return empty(np.shape(a), store, **_like_kwargs(a, kwargs))
+
+
+def full_like(a, fill_value, store=None, **kwargs):
+    return full(np.shape(a), fill_value, store, **_like_kwargs(a, kwargs))

@@ -1,0 +1,193 @@
+"""The Group: a node holding arrays and groups by name."""
+from . import nodes
+from .array import Array
+from .errors import MemberNotFoundError, NodeExistsError, NodeNotFoundError, ReadOnlyError
+
+
+def open_node(store, path, zarr_format=None, read_only=False):
+    """The Array or Group at `path`."""
+    metadata = nodes.read_metadata(store, path, zarr_format)
+    if metadata.node_type == "array":
+        return Array(store, path, metadata, read_only=read_only)
+    return Group(store, path, metadata, read_only=read_only)
+
+
+class Group:
+    """A Zarr group: `g["a/b"]`, `g.create_array(...)`, `g.members()`."""
+
+    def __init__(self, store, path, metadata, read_only=False):
+        self._store = store
+        self._path = path
+        self._metadata = metadata
+        self._read_only = read_only or store.read_only
+
+    @property
+    def metadata(self):
+        return self._metadata
+
+    @property
+    def store(self):
+        return self._store
+
+    @property
+    def path(self):
+        return self._path
+
+    @property
+    def name(self):
+        return "/" + self._path
+
+    @property
+    def basename(self):
+        return self._path.rsplit("/", 1)[-1]
+
+    @property
+    def zarr_format(self):
+        return self._metadata.zarr_format
+
+    @property
+    def read_only(self):
+        return self._read_only
+
+    @property
+    def attrs(self):
+        return nodes.Attributes(self)
+
+    @property
+    def info(self):
+        return f"Name : {self.name}\nType : Group\nZarr format : {self.zarr_format}\nMembers : {len(self)}"
+
+    def __repr__(self):
+        return f"<zarrcore.Group {self._store!r}{self.name}>"
+
+    def _update_attributes(self, attributes):
+        self._check_writable()
+        self._metadata = self._metadata.evolve(attributes=attributes)
+        nodes.write_metadata(self._store, self._path, self._metadata)
+
+    def _check_writable(self):
+        if self._read_only:
+            raise ReadOnlyError(f"group {self.name!r} is read-only")
+
+    def _child_path(self, name):
+        name = nodes.normalize_path(name)
+        if not name:
+            raise ValueError("member name must not be empty")
+        return nodes.join(self._path, name)
+
+    # -- members --------------------------------------------------------------
+    def __getitem__(self, name):
+        try:
+            return open_node(self._store, self._child_path(name), read_only=self._read_only)
+        except NodeNotFoundError:
+            raise MemberNotFoundError(f"group {self.name!r} has no member {name!r}") from None
+
+    def get(self, name, default=None):
+        try:
+            return self[name]
+        except MemberNotFoundError:
+            return default
+
+    def __contains__(self, name):
+        try:
+            return nodes.node_exists(self._store, self._child_path(name))
+        except ValueError:
+            return False
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self):
+        return len(self.keys())
+
+    def __delitem__(self, name):
+        self._check_writable()
+        path = self._child_path(name)
+        if not nodes.node_exists(self._store, path):
+            raise MemberNotFoundError(f"group {self.name!r} has no member {name!r}")
+        self._store.delete_prefix(path)
+
+    def _children(self):
+        for name in self._store.list_dir(self._path):
+            if name in nodes.METADATA_KEYS:
+                continue
+            path = nodes.join(self._path, name)
+            try:
+                yield name, open_node(self._store, path, read_only=self._read_only)
+            except NodeNotFoundError:
+                continue
+
+    def members(self, max_depth=0):
+        """Yield (relative path, node) pairs; max_depth=None walks the whole subtree."""
+        if max_depth is not None and max_depth < 0:
+            raise ValueError("max_depth must be None or >= 0")
+        for name, node in self._children():
+            yield name, node
+            if isinstance(node, Group) and (max_depth is None or max_depth > 0):
+                deeper = None if max_depth is None else max_depth - 1
+                for sub, subnode in node.members(max_depth=deeper):
+                    yield f"{name}/{sub}", subnode
+
+    def keys(self):
+        return [name for name, _ in self._children()]
+
+    def arrays(self):
+        return [(n, node) for n, node in self._children() if isinstance(node, Array)]
+
+    def groups(self):
+        return [(n, node) for n, node in self._children() if isinstance(node, Group)]
+
+    def array_keys(self):
+        return [n for n, _ in self.arrays()]
+
+    def group_keys(self):
+        return [n for n, _ in self.groups()]
+
+    def tree(self):
+        """A text drawing of the hierarchy below this group."""
+        lines = [self.name]
+
+        def walk(group, prefix):
+            children = sorted(group._children())
+            for i, (name, node) in enumerate(children):
+                last = i == len(children) - 1
+                label = name if isinstance(node, Group) else f"{name} {node.shape} {node.dtype}"
+                lines.append(f"{prefix}{'└── ' if last else '├── '}{label}")
+                if isinstance(node, Group):
+                    walk(node, prefix + ("    " if last else "│   "))
+
+        walk(self, "")
+        return "\n".join(lines)
+
+    # -- creation -------------------------------------------------------------
+    def create_group(self, name, *, attributes=None, overwrite=False):
+        from .api import _create_group
+
+        self._check_writable()
+        return _create_group(self._store, self._child_path(name), self.zarr_format,
+                             attributes, overwrite)
+
+    def require_group(self, name, **kwargs):
+        path = self._child_path(name)
+        if nodes.node_exists(self._store, path):
+            node = open_node(self._store, path, read_only=self._read_only)
+            if not isinstance(node, Group):
+                raise NodeExistsError(f"an array exists at {path!r}, not a group")
+            return node
+        return self.create_group(name, **kwargs)
+
+    def create_array(self, name, **kwargs):
+        from .api import create_array
+
+        self._check_writable()
+        kwargs.setdefault("zarr_format", self.zarr_format)
+        return create_array(self._store, name=self._child_path(name), **kwargs)
+
+    def require_array(self, name, **kwargs):
+        path = self._child_path(name)
+        if nodes.node_exists(self._store, path):
+            node = open_node(self._store, path, read_only=self._read_only)
+            if not isinstance(node, Array):
+                raise NodeExistsError(f"a group exists at {path!r}, not an array")
+            return node
+        return self.create_array(name, **kwargs)

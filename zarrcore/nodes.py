@@ -1,0 +1,150 @@
+"""Where node metadata lives in a store, and reading it for either Zarr format."""
+import json
+
+from .errors import MetadataError, NodeNotFoundError
+from .storage import validate_key
+
+V3_KEY = "zarr.json"
+V2_ARRAY_KEY = ".zarray"
+V2_GROUP_KEY = ".zgroup"
+V2_ATTRS_KEY = ".zattrs"
+METADATA_KEYS = (V3_KEY, V2_ARRAY_KEY, V2_GROUP_KEY, V2_ATTRS_KEY)
+
+
+def normalize_path(path):
+    """'' for the root, else a validated 'a/b' path."""
+    if path is None:
+        return ""
+    path = str(path).strip("/")
+    return validate_key(path) if path else ""
+
+
+def join(path, key):
+    return f"{path}/{key}" if path else key
+
+
+def parent_paths(path):
+    """Ancestors of `path`, root first, excluding `path` itself."""
+    parts = path.split("/") if path else []
+    return ["/".join(parts[:i]) for i in range(len(parts))]
+
+
+def load_json(store, key):
+    data = store.get(key)
+    if data is None:
+        return None
+    try:
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise MetadataError(f"{key}: not valid JSON ({e})") from None
+    return doc
+
+
+def dump_json(doc):
+    return json.dumps(doc, indent=2, sort_keys=False, allow_nan=False).encode()
+
+
+def read_metadata(store, path, zarr_format=None):
+    """Parse the metadata of the node at `path`; NodeNotFoundError if there is none."""
+    from .metadata import parse_metadata_v3
+    from .metadata import v2 as metadata_v2
+
+    if zarr_format in (None, 3):
+        key = join(path, V3_KEY)
+        data = store.get(key)
+        if data is not None:
+            return parse_metadata_v3(data, where=key)
+    if zarr_format in (None, 2):
+        attrs_key = join(path, V2_ATTRS_KEY)
+        zarray_key = join(path, V2_ARRAY_KEY)
+        zarray = load_json(store, zarray_key)
+        if zarray is not None:
+            return metadata_v2.ArrayMetadataV2.from_json(
+                zarray, load_json(store, attrs_key), where=zarray_key
+            )
+        zgroup_key = join(path, V2_GROUP_KEY)
+        zgroup = load_json(store, zgroup_key)
+        if zgroup is not None:
+            return metadata_v2.GroupMetadataV2.from_json(
+                zgroup, load_json(store, attrs_key), where=zgroup_key
+            )
+    if zarr_format not in (None, 2, 3):
+        raise ValueError(f"zarr_format must be 2 or 3, not {zarr_format!r}")
+    raise NodeNotFoundError(f"no array or group at path {path!r} in {store!r}")
+
+
+def node_exists(store, path):
+    return any(store.exists(join(path, k)) for k in (V3_KEY, V2_ARRAY_KEY, V2_GROUP_KEY))
+
+
+def write_metadata(store, path, metadata):
+    """Write a node's metadata document(s) for its format."""
+    if metadata.zarr_format == 3:
+        store.set(join(path, V3_KEY), metadata.to_bytes())
+        return
+    key = V2_ARRAY_KEY if metadata.node_type == "array" else V2_GROUP_KEY
+    store.set(join(path, key), metadata.to_bytes())
+    attrs_key = join(path, V2_ATTRS_KEY)
+    if metadata.attributes:
+        store.set(attrs_key, dump_json(metadata.attributes))
+    elif store.exists(attrs_key):
+        store.delete(attrs_key)
+
+
+def ensure_parent_groups(store, path, zarr_format):
+    """Create a group at every ancestor of `path` that has no node yet."""
+    from .metadata import GroupMetadataV3
+    from .metadata import v2 as metadata_v2
+
+    for parent in parent_paths(path):
+        if not node_exists(store, parent):
+            if zarr_format == 3:
+                meta = GroupMetadataV3(attributes={})
+            else:
+                meta = metadata_v2.GroupMetadataV2(attributes={})
+            write_metadata(store, parent, meta)
+
+
+class Attributes(dict):
+    """A node's attributes; every change is written back to the store."""
+
+    def __init__(self, node):
+        super().__init__(node.metadata.attributes)
+        self._node = node
+
+    def _persist(self):
+        self._node._update_attributes(dict(self))
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        self._persist()
+
+    def __delitem__(self, key):
+        super().__delitem__(key)
+        self._persist()
+
+    def update(self, *args, **kwargs):
+        super().update(*args, **kwargs)
+        self._persist()
+
+    def pop(self, *args):
+        value = super().pop(*args)
+        self._persist()
+        return value
+
+    def clear(self):
+        super().clear()
+        self._persist()
+
+    def setdefault(self, key, default=None):
+        value = super().setdefault(key, default)
+        self._persist()
+        return value
+
+    def put(self, mapping):
+        """Replace all attributes."""
+        super().clear()
+        self.update(mapping)
+
+    def asdict(self):
+        return dict(self)
