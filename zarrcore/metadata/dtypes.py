@@ -1,0 +1,505 @@
+"""Zarr data types: their v2/v3 JSON names, numpy dtypes and fill-value encodings.
+
+Every data type is a :class:`DataType` subclass registered with
+:func:`register_data_type`; resolution from JSON or numpy offers the input to
+each registered class in turn (latest registration first) and takes the first
+that accepts it.
+
+Byte order: types read from v3 JSON have a native-order ``numpy_dtype`` (v3
+puts endianness in the ``bytes`` codec).  Types read from v2 JSON keep the
+stored byte order, so ``numpy_dtype`` may be big-endian; chunks decode to that
+dtype.
+"""
+
+import base64
+import binascii
+import functools
+import math
+import re
+import warnings
+
+import numpy as np
+
+from zarrcore.errors import MetadataError, UnknownDataTypeError
+
+__all__ = [
+    "DataType",
+    "register_data_type",
+    "registered_data_types",
+    "dtype_from_v3_json",
+    "dtype_from_v2_json",
+    "dtype_from_numpy",
+]
+
+_REGISTRY = []
+
+
+def register_data_type(cls):
+    """Register a DataType subclass (usable as a decorator); later ones win ties."""
+    if not (isinstance(cls, type) and issubclass(cls, DataType)):
+        raise TypeError(f"{cls!r} is not a DataType subclass")
+    if cls in _REGISTRY:
+        _REGISTRY.remove(cls)
+    _REGISTRY.insert(0, cls)
+    return cls
+
+
+def registered_data_types():
+    """The registered DataType classes, in resolution order."""
+    return tuple(_REGISTRY)
+
+
+def _default_where(zarr_format):
+    return "zarr.json" if zarr_format == 3 else ".zarray"
+
+
+class DataType:
+    """A zarr data type bound to a numpy dtype.
+
+    Subclasses override the ``from_json_v3`` / ``from_json_v2`` / ``from_numpy``
+    class methods (each returns an instance, or None when the input is not
+    theirs), ``to_json_v3``, and the ``_decode_fill`` / ``_encode_fill`` hooks,
+    which raise TypeError/ValueError on bad input.
+    """
+
+    #: numcodecs id of the v2 object codec that stores this type ("|O" types only).
+    v2_object_codec_id = None
+
+    def __init__(self, numpy_dtype):
+        self.numpy_dtype = np.dtype(numpy_dtype)
+
+    # -- resolution hooks ---------------------------------------------------
+
+    @classmethod
+    def from_json_v3(cls, obj, where="zarr.json"):
+        return None
+
+    @classmethod
+    def from_json_v2(cls, obj, object_codec_id=None, where=".zarray"):
+        # Plain typestrs ("<i4", "|S5", ...) are whatever numpy makes of them;
+        # object ("|O") types override this, as they need the object codec.
+        if isinstance(obj, str):
+            parsed = _parse_typestr(obj)
+            if parsed is not None and parsed.kind != "O":
+                return cls.from_numpy(parsed)
+        return None
+
+    @classmethod
+    def from_numpy(cls, dtype):
+        return None
+
+    # -- JSON ---------------------------------------------------------------
+
+    def to_json_v3(self):
+        raise NotImplementedError
+
+    def to_json_v2(self):
+        return self.numpy_dtype.str
+
+    # -- fill values --------------------------------------------------------
+
+    def default_fill_value(self):
+        """The fill value used when none is given: zero, False or empty."""
+        return np.zeros((), dtype=self.numpy_dtype)[()]
+
+    def cast_fill_value(self, value):
+        """Convert a user value to a scalar of this type (TypeError/ValueError if impossible)."""
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", DeprecationWarning)
+                return np.asarray(value, dtype=self.numpy_dtype)[()]
+        except (OverflowError, DeprecationWarning) as e:
+            raise ValueError(f"fill value {value!r} does not fit {self}: {e}") from None
+
+    def fill_value_from_json(self, value, zarr_format, where=None):
+        """Decode a JSON fill value; v2 ``null`` gives None.  Raises MetadataError."""
+        if value is None and zarr_format == 2:
+            return None
+        try:
+            return self._decode_fill(value, zarr_format)
+        except (TypeError, ValueError, OverflowError) as e:
+            where = where or _default_where(zarr_format)
+            raise MetadataError(
+                f"{where}: field 'fill_value': invalid value {value!r} for data type {self}: {e}"
+            ) from None
+
+    def fill_value_to_json(self, value, zarr_format):
+        """Encode a fill value (numpy scalar or anything castable to one) as JSON."""
+        if value is None and zarr_format == 2:
+            return None
+        return self._encode_fill(self.cast_fill_value(value), zarr_format)
+
+    def _decode_fill(self, value, zarr_format):
+        raise NotImplementedError
+
+    def _encode_fill(self, value, zarr_format):
+        raise NotImplementedError
+
+    # -- identity -----------------------------------------------------------
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.numpy_dtype == other.numpy_dtype
+
+    def __hash__(self):
+        return hash((type(self), self.numpy_dtype))
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.numpy_dtype.str!r})"
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_typestr(s):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return np.dtype(s)
+    except (TypeError, ValueError, SyntaxError):
+        return None
+
+
+def _name_and_config(obj):
+    """Split a v3 extension value (short-hand string or object) into (name, configuration)."""
+    if isinstance(obj, str):
+        return obj, {}
+    if isinstance(obj, dict) and isinstance(obj.get("name"), str):
+        config = obj.get("configuration", {})
+        if isinstance(config, dict):
+            return obj["name"], config
+    return None, None
+
+
+def _require_int(value, what):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an integer, got {value!r}")
+    return value
+
+
+# -- numbers ----------------------------------------------------------------
+
+
+def _json_int(value):
+    if isinstance(value, bool):
+        raise TypeError("expected an integer, got a boolean")
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if not isinstance(value, int):
+        raise TypeError("expected an integer")
+    return value
+
+
+class BoolType(DataType):
+    """``bool``."""
+
+    @classmethod
+    def from_json_v3(cls, obj, where="zarr.json"):
+        return cls(np.bool_) if _name_and_config(obj) == ("bool", {}) else None
+
+    @classmethod
+    def from_numpy(cls, dtype):
+        return cls(dtype) if dtype.kind == "b" else None
+
+    def to_json_v3(self):
+        return "bool"
+
+    def _decode_fill(self, value, zarr_format):
+        # zarr 2.x sometimes stored 0/1 for boolean fill values.
+        if isinstance(value, bool) or (zarr_format == 2 and value in (0, 1)):
+            return np.bool_(value)
+        raise TypeError("expected true or false")
+
+    def _encode_fill(self, value, zarr_format):
+        return bool(value)
+
+
+_INT_NAMES = {f"{k}{n}": np.dtype(f"{k[0]}{n // 8}") for k in ("int", "uint") for n in (8, 16, 32, 64)}
+
+
+class IntegerType(DataType):
+    """``int8`` … ``int64``, ``uint8`` … ``uint64``."""
+
+    @classmethod
+    def from_json_v3(cls, obj, where="zarr.json"):
+        name, config = _name_and_config(obj)
+        return cls(_INT_NAMES[name]) if name in _INT_NAMES and config == {} else None
+
+    @classmethod
+    def from_numpy(cls, dtype):
+        return cls(dtype) if dtype.kind in "iu" and dtype.name in _INT_NAMES else None
+
+    def to_json_v3(self):
+        return self.numpy_dtype.name
+
+    def _decode_fill(self, value, zarr_format):
+        value = _json_int(value)
+        info = np.iinfo(self.numpy_dtype)
+        if not info.min <= value <= info.max:
+            raise ValueError(f"out of range [{info.min}, {info.max}]")
+        return self.numpy_dtype.type(value)
+
+    def _encode_fill(self, value, zarr_format):
+        return int(value)
+
+
+_FLOAT_SPECIAL = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+# Bit patterns of the v3 spec's "NaN": sign 0, mantissa MSB 1, rest 0.
+_CANONICAL_NAN = {2: 0x7E00, 4: 0x7FC00000, 8: 0x7FF8000000000000}
+_HEX_RE = re.compile(r"0x[0-9a-fA-F]+\Z")
+
+
+def _float_from_json(value, dtype):
+    """Decode one IEEE float per the v3 spec (numbers, named specials, hex bit patterns)."""
+    dtype = dtype.newbyteorder("=")
+    if isinstance(value, bool):
+        raise TypeError("expected a number")
+    if isinstance(value, (int, float)):
+        with np.errstate(over="ignore"):
+            # Out-of-range numbers round to infinity, as IEEE rounding does.
+            if isinstance(value, int) and abs(value) > 2**1024:
+                value = math.copysign(math.inf, value)
+            return dtype.type(value)
+    if isinstance(value, str):
+        if value in _FLOAT_SPECIAL:
+            return dtype.type(_FLOAT_SPECIAL[value])
+        if _HEX_RE.match(value):
+            bits = int(value, 16)
+            if bits >> (8 * dtype.itemsize):
+                raise ValueError(f"hex value wider than {8 * dtype.itemsize} bits")
+            # Going through an unsigned view keeps NaN payloads bit-exact.
+            return np.array(bits, dtype=f"u{dtype.itemsize}").view(dtype)[()]
+    raise TypeError('expected a number, "NaN", "Infinity", "-Infinity" or a "0x..." bit pattern')
+
+
+def _float_to_json(value, dtype, zarr_format):
+    dtype = dtype.newbyteorder("=")
+    value = dtype.type(value)
+    if np.isnan(value):
+        bits = int(np.array(value, dtype=dtype).view(f"u{dtype.itemsize}"))
+        # v2 has no syntax for NaN payloads.
+        if zarr_format == 3 and bits != _CANONICAL_NAN[dtype.itemsize]:
+            return f"0x{bits:0{2 * dtype.itemsize}x}"
+        return "NaN"
+    if np.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return float(value)
+
+
+_FLOAT_NAMES = {"float16": np.dtype("f2"), "float32": np.dtype("f4"), "float64": np.dtype("f8")}
+
+
+class FloatType(DataType):
+    """``float16``, ``float32``, ``float64``."""
+
+    @classmethod
+    def from_json_v3(cls, obj, where="zarr.json"):
+        name, config = _name_and_config(obj)
+        return cls(_FLOAT_NAMES[name]) if name in _FLOAT_NAMES and config == {} else None
+
+    @classmethod
+    def from_numpy(cls, dtype):
+        return cls(dtype) if dtype.kind == "f" and dtype.name in _FLOAT_NAMES else None
+
+    def to_json_v3(self):
+        return self.numpy_dtype.name
+
+    def _decode_fill(self, value, zarr_format):
+        return _float_from_json(value, self.numpy_dtype)
+
+    def _encode_fill(self, value, zarr_format):
+        return _float_to_json(value, self.numpy_dtype, zarr_format)
+
+
+_COMPLEX_NAMES = {"complex64": np.dtype("c8"), "complex128": np.dtype("c16")}
+
+
+class ComplexType(DataType):
+    """``complex64``, ``complex128``; fill values are ``[real, imag]``."""
+
+    @classmethod
+    def from_json_v3(cls, obj, where="zarr.json"):
+        name, config = _name_and_config(obj)
+        return cls(_COMPLEX_NAMES[name]) if name in _COMPLEX_NAMES and config == {} else None
+
+    @classmethod
+    def from_numpy(cls, dtype):
+        return cls(dtype) if dtype.kind == "c" and dtype.name in _COMPLEX_NAMES else None
+
+    def to_json_v3(self):
+        return self.numpy_dtype.name
+
+    @property
+    def _part_dtype(self):
+        return np.dtype(f"f{self.numpy_dtype.itemsize // 2}")
+
+    def _decode_fill(self, value, zarr_format):
+        if not isinstance(value, list) or len(value) != 2:
+            raise TypeError("expected a [real, imag] pair")
+        parts = np.array([_float_from_json(v, self._part_dtype) for v in value])
+        # Assemble from the component floats' bits so NaN payloads survive.
+        return parts.view(self.numpy_dtype.newbyteorder("="))[0]
+
+    def _encode_fill(self, value, zarr_format):
+        parts = np.array(value, dtype=self.numpy_dtype.newbyteorder("=")).reshape(1).view(self._part_dtype)
+        return [_float_to_json(p, self._part_dtype, zarr_format) for p in parts]
+
+
+# -- raw bytes --------------------------------------------------------------
+
+
+def _bytes_from_json(value, length=None):
+    """Base64 string or list of byte values -> bytes (exactly ``length`` long if given)."""
+    if isinstance(value, str):
+        try:
+            data = base64.b64decode(value.encode("ascii"), validate=True)
+        except (binascii.Error, UnicodeEncodeError):
+            raise ValueError("invalid base64") from None
+    elif isinstance(value, list):
+        if not all(isinstance(b, int) and not isinstance(b, bool) and 0 <= b <= 255 for b in value):
+            raise ValueError("byte values must be integers in [0, 255]")
+        data = bytes(value)
+    else:
+        raise TypeError("expected a base64 string or a list of byte values")
+    if length is not None and len(data) != length:
+        raise ValueError(f"expected {length} bytes, got {len(data)}")
+    return data
+
+
+def _b64(data):
+    return base64.b64encode(bytes(data)).decode("ascii")
+
+
+class _VoidBase(DataType):
+    def cast_fill_value(self, value):
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            data = bytes(value)
+            if len(data) != self.numpy_dtype.itemsize:
+                raise ValueError(f"fill value must be {self.numpy_dtype.itemsize} bytes, got {len(data)}")
+            return np.frombuffer(data, dtype=self.numpy_dtype)[0]
+        return super().cast_fill_value(value)
+
+    def _decode_fill(self, value, zarr_format):
+        data = _bytes_from_json(value, self.numpy_dtype.itemsize)
+        return np.frombuffer(data, dtype=self.numpy_dtype)[0]
+
+    def _encode_fill(self, value, zarr_format):
+        return _b64(np.asarray(value, dtype=self.numpy_dtype).tobytes())
+
+
+_RAW_BITS_RE = re.compile(r"r([1-9][0-9]*)\Z")
+
+
+class RawBitsType(_VoidBase):
+    """Core v3 ``r<bits>`` (numpy ``V<bits/8>``); fill values are lists of byte values.
+
+    zarr-python writes ``raw_bytes`` instead, so numpy void dtypes resolve to
+    :class:`RawBytesType`; this type is only chosen by reading ``r*`` JSON.
+    """
+
+    @classmethod
+    def from_json_v3(cls, obj, where="zarr.json"):
+        name, config = _name_and_config(obj)
+        m = _RAW_BITS_RE.match(name) if isinstance(name, str) and config == {} else None
+        if m is None:
+            return None
+        bits = int(m.group(1))
+        if bits % 8:
+            raise MetadataError(f"{where}: field 'data_type': {name!r} is not a multiple of 8 bits")
+        return cls(np.dtype(f"V{bits // 8}"))
+
+    def to_json_v3(self):
+        return f"r{self.numpy_dtype.itemsize * 8}"
+
+    def _encode_fill(self, value, zarr_format):
+        if zarr_format == 2:
+            return super()._encode_fill(value, zarr_format)
+        return list(np.asarray(value, dtype=self.numpy_dtype).tobytes())
+
+
+def _length_bytes(config, where, name):
+    length = config.get("length_bytes") if set(config) == {"length_bytes"} else None
+    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+        raise MetadataError(
+            f"{where}: field 'data_type': {name!r} needs configuration {{\"length_bytes\": <positive int>}}"
+        )
+    return length
+
+
+class RawBytesType(_VoidBase):
+    """``{"name": "raw_bytes", "configuration": {"length_bytes": N}}`` (numpy ``V<N>``); base64 fill values."""
+
+    @classmethod
+    def from_json_v3(cls, obj, where="zarr.json"):
+        name, config = _name_and_config(obj)
+        if name != "raw_bytes" or config is None:
+            return None
+        return cls(np.dtype(f"V{_length_bytes(config, where, name)}"))
+
+    @classmethod
+    def from_numpy(cls, dtype):
+        if dtype.kind == "V" and dtype.fields is None and dtype.subdtype is None and dtype.itemsize > 0:
+            return cls(dtype)
+        return None
+
+    def to_json_v3(self):
+        return {"name": "raw_bytes", "configuration": {"length_bytes": self.numpy_dtype.itemsize}}
+
+
+for _cls in (RawBytesType, RawBitsType, ComplexType, FloatType, IntegerType, BoolType):
+    register_data_type(_cls)
+del _cls
+
+
+# -- resolution -------------------------------------------------------------
+
+
+def dtype_from_v3_json(obj, where="zarr.json"):
+    """Resolve a v3 ``data_type`` value; UnknownDataTypeError if no registered type accepts it."""
+    for cls in _REGISTRY:
+        dt = cls.from_json_v3(obj, where)
+        if dt is not None:
+            return dt
+    name, _ = _name_and_config(obj)
+    if name is None:
+        raise MetadataError(
+            f"{where}: field 'data_type': expected a name or a {{\"name\", \"configuration\"}} object, got {obj!r}"
+        )
+    raise UnknownDataTypeError(f"{where}: field 'data_type': unknown or invalid data type {obj!r}")
+
+
+def dtype_from_v2_json(obj, object_codec_id=None, where=".zarray"):
+    """Resolve a v2 ``dtype`` value; ``object_codec_id`` disambiguates ``"|O"``."""
+    for cls in _REGISTRY:
+        dt = cls.from_json_v2(obj, object_codec_id, where)
+        if dt is not None:
+            return dt
+    if isinstance(obj, str) and obj.lstrip("<>|=") == "O":
+        raise UnknownDataTypeError(
+            f"{where}: field 'dtype': object dtype {obj!r} needs a vlen-utf8 or vlen-bytes "
+            f"filter, got object codec {object_codec_id!r}"
+        )
+    raise UnknownDataTypeError(f"{where}: field 'dtype': unknown or invalid data type {obj!r}")
+
+
+def dtype_from_numpy(x):
+    """The DataType for a numpy dtype (or anything ``np.dtype`` accepts); TypeError if unsupported.
+
+    ``str`` and ``"string"`` give the variable-length string type, ``bytes`` the
+    variable-length bytes type; byte order is kept as given.
+    """
+    if isinstance(x, DataType):
+        return x
+    special = _NUMPY_SPECIAL.get(x) if isinstance(x, (str, type)) else None
+    if special is not None:
+        return special()
+    try:
+        dtype = np.dtype(x)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"not a data type: {x!r} ({e})") from None
+    for cls in _REGISTRY:
+        dt = cls.from_numpy(dtype)
+        if dt is not None:
+            return dt
+    raise TypeError(f"unsupported data type {dtype!r}")
+
+
+# str/bytes/"string" name variable-length types; filled in by the types that provide them.
+_NUMPY_SPECIAL = {}

@@ -1,0 +1,385 @@
+"""Zarr v3 metadata documents (``zarr.json``) for arrays and groups."""
+
+import dataclasses
+import json
+from dataclasses import InitVar, dataclass, field
+
+from zarrcore.errors import MetadataError
+from zarrcore.metadata.dtypes import DataType, dtype_from_numpy, dtype_from_v3_json
+
+__all__ = [
+    "ChunkKeyEncoding",
+    "ArrayMetadataV3",
+    "GroupMetadataV3",
+    "parse_metadata_v3",
+    "load_json_document",
+]
+
+
+def _err(where, name, msg):
+    return MetadataError(f"{where}: field {name!r}: {msg}")
+
+
+def load_json_document(doc, where):
+    """Parse a metadata document given as bytes, str or an already-decoded dict."""
+    if isinstance(doc, (bytes, bytearray, memoryview)):
+        try:
+            doc = bytes(doc).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise MetadataError(f"{where}: not UTF-8: {e}") from None
+    if isinstance(doc, str):
+        try:
+            doc = json.loads(doc)
+        except ValueError as e:
+            raise MetadataError(f"{where}: invalid JSON: {e}") from None
+    if not isinstance(doc, dict):
+        raise MetadataError(f"{where}: expected a JSON object, got {type(doc).__name__}")
+    return doc
+
+
+def _dumps(obj):
+    return json.dumps(obj, indent=2, ensure_ascii=False).encode("utf-8")
+
+
+def _is_int(x):
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _int_tuple(value, where, name, minimum):
+    if isinstance(value, (list, tuple)) and all(_is_int(v) and v >= minimum for v in value):
+        return tuple(int(v) for v in value)
+    kind = "positive" if minimum > 0 else "non-negative"
+    raise _err(where, name, f"expected a list of {kind} integers, got {value!r}")
+
+
+def _check_zarr_format(doc, where):
+    if "zarr_format" not in doc:
+        raise _err(where, "zarr_format", "missing")
+    if doc["zarr_format"] != 3 or isinstance(doc["zarr_format"], bool):
+        raise _err(where, "zarr_format", f"expected 3, got {doc['zarr_format']!r}")
+
+
+def _check_format(doc, where, node_type):
+    _check_zarr_format(doc, where)
+    if "node_type" not in doc:
+        raise _err(where, "node_type", "missing")
+    if doc["node_type"] != node_type:
+        raise _err(where, "node_type", f"expected {node_type!r}, got {doc['node_type']!r}")
+
+
+def _split_extra(doc, known, where):
+    """Unknown top-level fields; only objects with ``"must_understand": false`` may be ignored."""
+    extra = {}
+    for key, value in doc.items():
+        if key in known:
+            continue
+        if isinstance(value, dict) and value.get("must_understand") is False:
+            extra[key] = value
+        else:
+            raise _err(where, key, "unknown field that is not marked \"must_understand\": false")
+    return extra
+
+
+def _check_extra(extra, known, where):
+    if not isinstance(extra, dict):
+        raise _err(where, "extra", "expected a dict")
+    for key, value in extra.items():
+        if key in known or not (isinstance(value, dict) and value.get("must_understand") is False):
+            raise _err(where, key, "extra fields must be unknown objects with \"must_understand\": false")
+    return dict(extra)
+
+
+def _check_attributes(attributes, where):
+    if not isinstance(attributes, dict):
+        raise _err(where, "attributes", f"expected an object, got {type(attributes).__name__}")
+    return attributes
+
+
+def _extension(value, where, name):
+    """(name, configuration) of an extension value, either short-hand string or object."""
+    if isinstance(value, str):
+        return value, {}
+    if isinstance(value, dict) and isinstance(value.get("name"), str):
+        config = value.get("configuration", {})
+        if isinstance(config, dict):
+            return value["name"], config
+    raise _err(where, name, f"expected a name or a {{\"name\", \"configuration\"}} object, got {value!r}")
+
+
+@dataclass(frozen=True)
+class ChunkKeyEncoding:
+    """The ``default`` (``c/1/2``) or ``v2`` (``1.2``) chunk key encoding.
+
+    ``separator`` defaults to "/" for ``default`` and "." for ``v2``.
+    """
+
+    name: str = "default"
+    separator: str = None
+
+    def __post_init__(self):
+        if self.name not in ("default", "v2"):
+            raise ValueError(f"unknown chunk key encoding {self.name!r}")
+        if self.separator is None:
+            object.__setattr__(self, "separator", "/" if self.name == "default" else ".")
+        if self.separator not in ("/", "."):
+            raise ValueError(f"chunk key separator must be '/' or '.', got {self.separator!r}")
+
+    def encode(self, coords):
+        """The store key (relative to the array) of the chunk at grid index ``coords``."""
+        parts = [str(int(c)) for c in coords]
+        if self.name == "default":
+            return self.separator.join(["c", *parts])
+        return self.separator.join(parts) if parts else "0"
+
+    def to_json(self):
+        return {"name": self.name, "configuration": {"separator": self.separator}}
+
+    @classmethod
+    def from_json(cls, obj, where="zarr.json"):
+        name, config = _extension(obj, where, "chunk_key_encoding")
+        if name not in ("default", "v2"):
+            raise _err(where, "chunk_key_encoding", f"unknown chunk key encoding {name!r}")
+        if set(config) - {"separator"} or config.get("separator", ".") not in ("/", "."):
+            raise _err(where, "chunk_key_encoding", f"invalid configuration {config!r}")
+        return cls(name, config.get("separator"))
+
+
+_ARRAY_KEYS = frozenset(
+    {
+        "zarr_format",
+        "node_type",
+        "shape",
+        "data_type",
+        "chunk_grid",
+        "chunk_key_encoding",
+        "fill_value",
+        "codecs",
+        "attributes",
+        "storage_transformers",
+        "dimension_names",
+    }
+)
+
+
+def _default_codecs(data_type):
+    if data_type.v2_object_codec_id is not None:
+        return [{"name": data_type.v2_object_codec_id, "configuration": {}}]
+    if data_type.numpy_dtype.byteorder == "|":
+        return [{"name": "bytes"}]
+    return [{"name": "bytes", "configuration": {"endian": "little"}}]
+
+
+def _native(data_type):
+    # v3 data types carry no byte order; re-resolving the v3 name gives native order.
+    if data_type.numpy_dtype.isnative:
+        return data_type
+    return dtype_from_v3_json(data_type.to_json_v3())
+
+
+@dataclass(eq=False)
+class ArrayMetadataV3:
+    """The ``zarr.json`` of a v3 array (regular chunk grid only).
+
+    ``codecs`` are kept as their stored JSON; ``fill_value`` is a numpy scalar
+    (``None`` means the data type's default); ``where`` only labels errors.
+    """
+
+    shape: tuple
+    data_type: DataType
+    chunk_shape: tuple
+    chunk_key_encoding: ChunkKeyEncoding = field(default_factory=ChunkKeyEncoding)
+    fill_value: object = None
+    codecs: list = None
+    attributes: dict = field(default_factory=dict)
+    dimension_names: tuple = None
+    storage_transformers: list = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+    where: InitVar[str] = "zarr.json"
+
+    zarr_format = 3
+    node_type = "array"
+
+    def __post_init__(self, where):
+        self.shape = _int_tuple(self.shape, where, "shape", 0)
+        self.chunk_shape = _int_tuple(self.chunk_shape, where, "chunk_grid", 1)
+        if len(self.chunk_shape) != len(self.shape):
+            raise _err(
+                where,
+                "chunk_grid",
+                f"chunk shape {list(self.chunk_shape)} does not match the {len(self.shape)} dimensions of shape",
+            )
+        if not isinstance(self.data_type, DataType):
+            self.data_type = dtype_from_numpy(self.data_type)
+        self.data_type = _native(self.data_type)
+        if not isinstance(self.chunk_key_encoding, ChunkKeyEncoding):
+            self.chunk_key_encoding = ChunkKeyEncoding.from_json(self.chunk_key_encoding, where)
+        if self.fill_value is None:
+            self.fill_value = self.data_type.default_fill_value()
+        else:
+            self.fill_value = self.data_type.cast_fill_value(self.fill_value)
+        if self.codecs is None:
+            self.codecs = _default_codecs(self.data_type)
+        if not isinstance(self.codecs, (list, tuple)) or not self.codecs:
+            raise _err(where, "codecs", "expected a non-empty list")
+        for codec in self.codecs:
+            _extension(codec, where, "codecs")
+        self.codecs = list(self.codecs)
+        self.attributes = _check_attributes(self.attributes, where)
+        if self.dimension_names is not None:
+            names = self.dimension_names
+            if (
+                not isinstance(names, (list, tuple))
+                or len(names) != len(self.shape)
+                or not all(n is None or isinstance(n, str) for n in names)
+            ):
+                raise _err(
+                    where,
+                    "dimension_names",
+                    f"expected {len(self.shape)} strings or nulls, got {names!r}",
+                )
+            self.dimension_names = tuple(names)
+        if not isinstance(self.storage_transformers, (list, tuple)):
+            raise _err(where, "storage_transformers", "expected a list")
+        for transformer in self.storage_transformers:
+            # None are supported; only ones that may be ignored are allowed.
+            if not (isinstance(transformer, dict) and transformer.get("must_understand") is False):
+                name, _ = _extension(transformer, where, "storage_transformers")
+                raise _err(where, "storage_transformers", f"unsupported storage transformer {name!r}")
+        self.storage_transformers = list(self.storage_transformers)
+        self.extra = _check_extra(self.extra, _ARRAY_KEYS, where)
+
+    @property
+    def dtype(self):
+        return self.data_type.numpy_dtype
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def chunk_key(self, coords):
+        """Store key of the chunk at grid index ``coords``, relative to the array."""
+        return self.chunk_key_encoding.encode(coords)
+
+    def evolve(self, **changes):
+        """A copy with some fields replaced (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_json(cls, doc, where="zarr.json"):
+        """Parse and validate an array ``zarr.json`` (bytes, str or dict)."""
+        doc = load_json_document(doc, where)
+        _check_format(doc, where, "array")
+        for key in ("shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value", "codecs"):
+            if key not in doc:
+                raise _err(where, key, "missing")
+        data_type = dtype_from_v3_json(doc["data_type"], where)
+        grid_name, grid_config = _extension(doc["chunk_grid"], where, "chunk_grid")
+        if grid_name != "regular":
+            raise _err(where, "chunk_grid", f"unsupported chunk grid {grid_name!r}")
+        if set(grid_config) != {"chunk_shape"}:
+            raise _err(where, "chunk_grid", f"expected configuration {{\"chunk_shape\": [...]}}, got {grid_config!r}")
+        return cls(
+            shape=doc["shape"],
+            data_type=data_type,
+            chunk_shape=grid_config["chunk_shape"],
+            chunk_key_encoding=ChunkKeyEncoding.from_json(doc["chunk_key_encoding"], where),
+            fill_value=data_type.fill_value_from_json(doc["fill_value"], 3, where),
+            codecs=doc["codecs"],
+            attributes=doc.get("attributes", {}),
+            dimension_names=doc.get("dimension_names"),
+            storage_transformers=doc.get("storage_transformers", []),
+            extra=_split_extra(doc, _ARRAY_KEYS, where),
+            where=where,
+        )
+
+    def to_json(self):
+        """The ``zarr.json`` document as a dict, fields in the spec's order."""
+        doc = {
+            "zarr_format": 3,
+            "node_type": "array",
+            "shape": list(self.shape),
+            "data_type": self.data_type.to_json_v3(),
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(self.chunk_shape)}},
+            "chunk_key_encoding": self.chunk_key_encoding.to_json(),
+            "fill_value": self.data_type.fill_value_to_json(self.fill_value, 3),
+            "codecs": list(self.codecs),
+            "attributes": self.attributes,
+            "storage_transformers": list(self.storage_transformers),
+        }
+        if self.dimension_names is not None:
+            doc["dimension_names"] = list(self.dimension_names)
+        doc.update(self.extra)
+        return doc
+
+    def to_bytes(self):
+        """UTF-8 JSON, indented by 2."""
+        return _dumps(self.to_json())
+
+    def __eq__(self, other):
+        # Compare the JSON form: NaN fill values are equal when their bits are.
+        if not isinstance(other, ArrayMetadataV3):
+            return NotImplemented
+        return self.to_json() == other.to_json()
+
+    __hash__ = None
+
+
+_GROUP_KEYS = frozenset({"zarr_format", "node_type", "attributes", "consolidated_metadata"})
+
+
+@dataclass
+class GroupMetadataV3:
+    """The ``zarr.json`` of a v3 group; ``consolidated_metadata`` is kept as raw JSON."""
+
+    attributes: dict = field(default_factory=dict)
+    consolidated_metadata: dict = None
+    extra: dict = field(default_factory=dict)
+    where: InitVar[str] = "zarr.json"
+
+    zarr_format = 3
+    node_type = "group"
+
+    def __post_init__(self, where):
+        self.attributes = _check_attributes(self.attributes, where)
+        if self.consolidated_metadata is not None and not isinstance(self.consolidated_metadata, dict):
+            raise _err(where, "consolidated_metadata", "expected an object or null")
+        self.extra = _check_extra(self.extra, _GROUP_KEYS, where)
+
+    def evolve(self, **changes):
+        """A copy with some fields replaced."""
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_json(cls, doc, where="zarr.json"):
+        """Parse and validate a group ``zarr.json`` (bytes, str or dict)."""
+        doc = load_json_document(doc, where)
+        _check_format(doc, where, "group")
+        return cls(
+            attributes=doc.get("attributes", {}),
+            consolidated_metadata=doc.get("consolidated_metadata"),
+            extra=_split_extra(doc, _GROUP_KEYS, where),
+            where=where,
+        )
+
+    def to_json(self):
+        doc = {"zarr_format": 3, "node_type": "group", "attributes": self.attributes}
+        if self.consolidated_metadata is not None:
+            doc["consolidated_metadata"] = self.consolidated_metadata
+        doc.update(self.extra)
+        return doc
+
+    def to_bytes(self):
+        """UTF-8 JSON, indented by 2."""
+        return _dumps(self.to_json())
+
+
+def parse_metadata_v3(doc, where="zarr.json"):
+    """Parse a ``zarr.json`` into ArrayMetadataV3 or GroupMetadataV3 according to ``node_type``."""
+    doc = load_json_document(doc, where)
+    _check_zarr_format(doc, where)
+    node_type = doc.get("node_type")
+    if node_type == "array":
+        return ArrayMetadataV3.from_json(doc, where)
+    if node_type == "group":
+        return GroupMetadataV3.from_json(doc, where)
+    raise _err(where, "node_type", f"expected 'array' or 'group', got {node_type!r}")
