@@ -1,0 +1,286 @@
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from zarrcore.errors import MetadataError, UnknownDataTypeError
+from zarrcore.metadata.dtypes import (
+    DataType,
+    dtype_from_numpy,
+    dtype_from_v2_json,
+    dtype_from_v3_json,
+    register_data_type,
+    registered_data_types,
+)
+
+CORE_V3 = {
+    "bool": "|b1",
+    "int8": "|i1",
+    "int16": "<i2",
+    "int32": "<i4",
+    "int64": "<i8",
+    "uint8": "|u1",
+    "uint16": "<u2",
+    "uint32": "<u4",
+    "uint64": "<u8",
+    "float16": "<f2",
+    "float32": "<f4",
+    "float64": "<f8",
+    "complex64": "<c8",
+    "complex128": "<c16",
+}
+
+
+def bits_of(x):
+    x = np.asarray(x)
+    return x.view(f"u{x.dtype.itemsize}").item() if x.dtype.kind == "f" else x.tobytes()
+
+
+@pytest.mark.parametrize("name,typestr", CORE_V3.items())
+def test_core_v3_names(name, typestr):
+    dt = dtype_from_v3_json(name)
+    assert dt.to_json_v3() == name
+    assert dt.numpy_dtype == np.dtype(typestr)
+    assert dt.numpy_dtype.isnative
+    assert dt.to_json_v2() == typestr
+    assert dtype_from_numpy(typestr) == dt
+    assert dtype_from_v2_json(typestr) == dt
+    assert dtype_from_v3_json({"name": name}) == dt
+    assert dt.v2_object_codec_id is None
+    fill = dt.default_fill_value()
+    assert fill.dtype == dt.numpy_dtype and not fill
+    assert dt.fill_value_from_json(dt.fill_value_to_json(fill, 3), 3) == fill
+
+
+def test_v2_keeps_byte_order():
+    dt = dtype_from_v2_json(">f8")
+    assert dt.numpy_dtype == np.dtype(">f8")
+    assert dt.to_json_v2() == ">f8" and dt.to_json_v3() == "float64"
+    assert dt != dtype_from_v2_json("<f8")
+    assert dt.fill_value_from_json("NaN", 2).dtype == np.float64
+
+
+def test_raw_bits():
+    dt = dtype_from_v3_json("r24")
+    assert dt.numpy_dtype == np.dtype("V3") and dt.to_json_v3() == "r24"
+    fill = dt.fill_value_from_json([1, 2, 255], 3)
+    assert isinstance(fill, np.void) and fill.tobytes() == b"\x01\x02\xff"
+    assert dt.fill_value_to_json(fill, 3) == [1, 2, 255]
+    assert dt.fill_value_to_json(dt.default_fill_value(), 3) == [0, 0, 0]
+    assert dt.to_json_v2() == "|V3"
+    for bad in ([1, 2], [1, 2, 256], [1, 2, -1], "x", None, [1, 2, True]):
+        with pytest.raises(MetadataError, match="fill_value"):
+            dt.fill_value_from_json(bad, 3)
+    with pytest.raises(MetadataError, match="data_type"):
+        dtype_from_v3_json("r7")
+
+
+def test_raw_bytes_zarr_python_form():
+    dt = dtype_from_numpy("V3")
+    assert dt.to_json_v3() == {"name": "raw_bytes", "configuration": {"length_bytes": 3}}
+    assert dt.fill_value_to_json(b"abc", 3) == "YWJj"
+    assert dt.fill_value_from_json("YWJj", 3).tobytes() == b"abc"
+    assert dtype_from_v3_json(dt.to_json_v3()) == dt
+    assert dtype_from_v2_json("|V3") == dt
+
+
+@pytest.mark.parametrize(
+    "name,value,expected",
+    [
+        ("int8", -128, -128),
+        ("int8", 127, 127),
+        ("uint64", 2**64 - 1, 2**64 - 1),
+        ("int64", -(2**63), -(2**63)),
+        ("int32", 5.0, 5),
+        ("float32", 1, 1.0),
+        ("float64", 0.1, 0.1),
+        ("float16", 65504, 65504.0),
+        ("float32", 1e300, math.inf),
+        ("float64", "Infinity", math.inf),
+        ("float64", "-Infinity", -math.inf),
+        ("bool", True, True),
+    ],
+)
+def test_fill_value_decode(name, value, expected):
+    got = dtype_from_v3_json(name).fill_value_from_json(value, 3)
+    assert got == expected and got.dtype == dtype_from_v3_json(name).numpy_dtype
+
+
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("int8", 128),
+        ("int8", -129),
+        ("uint8", -1),
+        ("uint64", 2**64),
+        ("int32", 1.5),
+        ("int32", True),
+        ("int32", "0x10"),
+        ("int32", "1"),
+        ("int32", None),
+        ("bool", 1),
+        ("bool", "true"),
+        ("float32", "nan"),
+        ("float32", "0x1ffffffff"),
+        ("float32", "1.5"),
+        ("float32", True),
+        ("float32", None),
+        ("float32", [1.0]),
+        ("complex64", [1.0]),
+        ("complex64", 1.0),
+        ("complex64", [1.0, "x"]),
+    ],
+)
+def test_fill_value_invalid(name, value):
+    with pytest.raises(MetadataError, match=r"zarr\.json.*fill_value"):
+        dtype_from_v3_json(name).fill_value_from_json(value, 3)
+
+
+def test_fill_value_error_names_document():
+    with pytest.raises(MetadataError, match=r"a/b/\.zarray.*fill_value"):
+        dtype_from_v2_json("|i1").fill_value_from_json(300, 2, where="a/b/.zarray")
+
+
+def test_nan_encodings():
+    f4 = dtype_from_v3_json("float32")
+    assert f4.fill_value_to_json(np.float32("nan"), 3) == "NaN"
+    assert bits_of(f4.fill_value_from_json("NaN", 3)) == 0x7FC00000
+    assert bits_of(f4.fill_value_from_json("0x7fc00000", 3)) == 0x7FC00000
+    payload = np.array([0x7FC00001], dtype="u4").view("f4")[0]
+    assert f4.fill_value_to_json(payload, 3) == "0x7fc00001"
+    assert bits_of(f4.fill_value_from_json("0x7FC00001", 3)) == 0x7FC00001
+    negative_nan = np.array([0xFFC00000], dtype="u4").view("f4")[0]
+    assert f4.fill_value_to_json(negative_nan, 3) == "0xffc00000"
+    # v2 has no payload syntax
+    assert f4.fill_value_to_json(payload, 2) == "NaN"
+    f2 = dtype_from_v3_json("float16")
+    assert f2.fill_value_to_json(np.float16("nan"), 3) == "NaN"
+    assert bits_of(f2.fill_value_from_json("0x7c01", 3)) == 0x7C01
+    f8 = dtype_from_v3_json("float64")
+    assert f8.fill_value_to_json(np.inf, 3) == "Infinity"
+    assert f8.fill_value_to_json(-np.inf, 3) == "-Infinity"
+    assert f8.fill_value_to_json(-0.0, 3) == 0.0 and math.copysign(1, f8.fill_value_to_json(-0.0, 3)) < 0
+
+
+def test_complex_fill():
+    c16 = dtype_from_v3_json("complex128")
+    assert c16.fill_value_from_json([1, 2], 3) == 1 + 2j
+    assert c16.fill_value_to_json(1 + 2j, 3) == [1.0, 2.0]
+    v = c16.fill_value_from_json(["-Infinity", "NaN"], 3)
+    assert v.real == -math.inf and math.isnan(v.imag)
+    assert c16.fill_value_to_json(v, 3) == ["-Infinity", "NaN"]
+    c8 = dtype_from_v3_json("complex64")
+    v = c8.fill_value_from_json(["0x7fc00005", 0.5], 3)
+    assert c8.fill_value_to_json(v, 3) == ["0x7fc00005", 0.5]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([2, 4, 8]), st.data())
+def test_float_bits_round_trip(size, data):
+    bits = data.draw(st.integers(0, 2 ** (8 * size) - 1))
+    value = np.array([bits], dtype=f"u{size}").view(f"f{size}")[0]
+    dt = dtype_from_numpy(f"f{size}")
+    encoded = dt.fill_value_to_json(value, 3)
+    if isinstance(encoded, str) and encoded.startswith("0x"):
+        assert math.isnan(value)
+    decoded = dt.fill_value_from_json(encoded, 3)
+    assert bits_of(decoded) == bits
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([8, 16]), st.data())
+def test_complex_bits_round_trip(size, data):
+    raw = data.draw(st.binary(min_size=size, max_size=size))
+    value = np.frombuffer(raw, dtype=f"c{size}")[0]
+    dt = dtype_from_numpy(f"c{size}")
+    decoded = dt.fill_value_from_json(dt.fill_value_to_json(value, 3), 3)
+    assert np.asarray(decoded).tobytes() == raw
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]), st.data())
+def test_int_round_trip(name, data):
+    dt = dtype_from_v3_json(name)
+    info = np.iinfo(dt.numpy_dtype)
+    value = data.draw(st.integers(int(info.min), int(info.max)))
+    encoded = dt.fill_value_to_json(value, 3)
+    assert encoded == value and type(encoded) is int
+    assert dt.fill_value_from_json(encoded, 3) == value
+
+
+def test_cast_fill_value_errors():
+    with pytest.raises(ValueError):
+        dtype_from_numpy("i1").fill_value_to_json(300, 3)
+    with pytest.raises((TypeError, ValueError)):
+        dtype_from_numpy("f4").fill_value_to_json("abc", 3)
+
+
+@pytest.mark.parametrize("bad", ["int128", "float8", {"name": "nope"}, "r0", {"name": "int32", "configuration": {"x": 1}}])
+def test_unknown_v3_types(bad):
+    with pytest.raises(UnknownDataTypeError, match="data_type"):
+        dtype_from_v3_json(bad)
+
+
+@pytest.mark.parametrize("bad", [3, None, [], {"configuration": {}}])
+def test_malformed_v3_types(bad):
+    with pytest.raises(MetadataError, match="data_type"):
+        dtype_from_v3_json(bad)
+
+
+@pytest.mark.parametrize("bad", ["<x4", "|O", "<f16", 7])
+def test_unknown_v2_types(bad):
+    with pytest.raises(UnknownDataTypeError, match="dtype"):
+        dtype_from_v2_json(bad)
+
+
+@pytest.mark.parametrize("bad", ["float128", "O", object, "not a dtype"])
+def test_dtype_from_numpy_unsupported(bad):
+    with pytest.raises(TypeError):
+        dtype_from_numpy(bad)
+
+
+def test_register_user_type():
+    class Int4Bits(DataType):
+        """A made-up type stored as one byte per element."""
+
+        @classmethod
+        def from_json_v3(cls, obj, where="zarr.json"):
+            return cls("i1") if obj == "test.int4" else None
+
+        @classmethod
+        def from_json_v2(cls, obj, object_codec_id=None, where=".zarray"):
+            return cls("i1") if obj == "test.int4" else None
+
+        def to_json_v3(self):
+            return "test.int4"
+
+        def to_json_v2(self):
+            return "test.int4"
+
+        def _decode_fill(self, value, zarr_format):
+            if not isinstance(value, int) or not -8 <= value < 8:
+                raise ValueError("expected an int in [-8, 8)")
+            return np.int8(value)
+
+        def _encode_fill(self, value, zarr_format):
+            return int(value)
+
+    register_data_type(Int4Bits)
+    try:
+        dt = dtype_from_v3_json("test.int4")
+        assert isinstance(dt, Int4Bits) and dt.numpy_dtype == np.dtype("i1")
+        assert isinstance(dtype_from_v2_json("test.int4"), Int4Bits)
+        assert dt.fill_value_from_json(3, 3) == 3
+        with pytest.raises(MetadataError, match="fill_value"):
+            dt.fill_value_from_json(9, 3)
+        # the built-in int8 still wins for numpy input: the user type has no from_numpy
+        assert dtype_from_numpy("i1").to_json_v3() == "int8"
+    finally:
+        from zarrcore.metadata import dtypes
+
+        dtypes._REGISTRY.remove(Int4Bits)
+    assert Int4Bits not in registered_data_types()
+    with pytest.raises(TypeError):
+        register_data_type(int)
