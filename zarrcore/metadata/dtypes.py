@@ -443,7 +443,361 @@ class RawBytesType(_VoidBase):
         return {"name": "raw_bytes", "configuration": {"length_bytes": self.numpy_dtype.itemsize}}
 
 
-for _cls in (RawBytesType, RawBitsType, ComplexType, FloatType, IntegerType, BoolType):
+# -- strings and bytes ------------------------------------------------------
+
+
+def _is_object_typestr(obj):
+    parsed = _parse_typestr(obj) if isinstance(obj, str) else None
+    return parsed is not None and parsed.kind == "O"
+
+
+class _VariableLengthBase(DataType):
+    """Shared by the "|O" types whose v2 identity comes from the object codec."""
+
+    #: the v3 name, also accepted as short-hand
+    v3_names = ()
+
+    @classmethod
+    def from_json_v3(cls, obj, where="zarr.json"):
+        name, config = _name_and_config(obj)
+        return cls() if name in cls.v3_names and config == {} else None
+
+    @classmethod
+    def from_json_v2(cls, obj, object_codec_id=None, where=".zarray"):
+        if object_codec_id == cls.v2_object_codec_id and _is_object_typestr(obj):
+            return cls()
+        return None
+
+    def to_json_v3(self):
+        return self.v3_names[0]
+
+    def to_json_v2(self):
+        return "|O"
+
+    def __eq__(self, other):
+        return type(self) is type(other)
+
+    def __hash__(self):
+        return hash(type(self))
+
+
+# numpy >= 2 has a native variable-length string dtype; before that, object arrays of str.
+_STRING_NUMPY = np.dtypes.StringDType() if hasattr(np.dtypes, "StringDType") else np.dtype(object)
+
+
+class StringType(_VariableLengthBase):
+    """``string``: variable-length UTF-8 (v2: ``"|O"`` with the vlen-utf8 codec)."""
+
+    v3_names = ("string",)
+    v2_object_codec_id = "vlen-utf8"
+
+    def __init__(self, numpy_dtype=_STRING_NUMPY):
+        super().__init__(numpy_dtype)
+
+    @classmethod
+    def from_numpy(cls, dtype):
+        return cls() if dtype.kind == "T" else None
+
+    def default_fill_value(self):
+        return np.str_("")
+
+    def cast_fill_value(self, value):
+        if isinstance(value, str):
+            return np.str_(value)
+        raise TypeError(f"fill value for {self} must be a str, got {value!r}")
+
+    def _decode_fill(self, value, zarr_format):
+        # zarr 2.x wrote 0 (its generic default) as the fill value of object arrays.
+        if zarr_format == 2 and value == 0 and not isinstance(value, bool):
+            return self.default_fill_value()
+        return self.cast_fill_value(value)
+
+    def _encode_fill(self, value, zarr_format):
+        return str(value)
+
+
+class VariableLengthBytesType(_VariableLengthBase):
+    """``variable_length_bytes`` (object dtype; v2: ``"|O"`` with the vlen-bytes codec).
+
+    Fill values are ``bytes`` rather than ``np.bytes_``, which drops trailing NULs.
+    """
+
+    v3_names = ("variable_length_bytes", "bytes")
+    v2_object_codec_id = "vlen-bytes"
+
+    def __init__(self, numpy_dtype=object):
+        super().__init__(numpy_dtype)
+
+    def default_fill_value(self):
+        return b""
+
+    def cast_fill_value(self, value):
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return bytes(value)
+        raise TypeError(f"fill value for {self} must be bytes, got {value!r}")
+
+    def _decode_fill(self, value, zarr_format):
+        if zarr_format == 2 and value == 0 and not isinstance(value, bool):
+            return b""
+        return _bytes_from_json(value)
+
+    def _encode_fill(self, value, zarr_format):
+        return _b64(value)
+
+
+class FixedLengthUTF32Type(DataType):
+    """``{"name": "fixed_length_utf32", "configuration": {"length_bytes": N}}`` (numpy ``U<N/4>``)."""
+
+    @classmethod
+    def from_json_v3(cls, obj, where="zarr.json"):
+        name, config = _name_and_config(obj)
+        if name != "fixed_length_utf32" or config is None:
+            return None
+        length = _length_bytes(config, where, name)
+        if length % 4:
+            raise MetadataError(f"{where}: field 'data_type': {name!r} length_bytes must be a multiple of 4")
+        return cls(np.dtype(f"U{length // 4}"))
+
+    @classmethod
+    def from_numpy(cls, dtype):
+        return cls(dtype) if dtype.kind == "U" and dtype.itemsize > 0 else None
+
+    def to_json_v3(self):
+        return {"name": "fixed_length_utf32", "configuration": {"length_bytes": self.numpy_dtype.itemsize}}
+
+    def cast_fill_value(self, value):
+        if not isinstance(value, str):
+            raise TypeError(f"fill value for {self} must be a str, got {value!r}")
+        if len(value) > self.numpy_dtype.itemsize // 4:
+            raise ValueError(f"fill value {value!r} is longer than {self.numpy_dtype.itemsize // 4} characters")
+        return np.str_(value)
+
+    def _decode_fill(self, value, zarr_format):
+        return self.cast_fill_value(value)
+
+    def _encode_fill(self, value, zarr_format):
+        return str(value)
+
+
+class NullTerminatedBytesType(DataType):
+    """``{"name": "null_terminated_bytes", "configuration": {"length_bytes": N}}`` (numpy ``S<N>``); base64 fill values."""
+
+    @classmethod
+    def from_json_v3(cls, obj, where="zarr.json"):
+        name, config = _name_and_config(obj)
+        if name != "null_terminated_bytes" or config is None:
+            return None
+        return cls(np.dtype(f"S{_length_bytes(config, where, name)}"))
+
+    @classmethod
+    def from_numpy(cls, dtype):
+        return cls(dtype) if dtype.kind == "S" and dtype.itemsize > 0 else None
+
+    def to_json_v3(self):
+        return {"name": "null_terminated_bytes", "configuration": {"length_bytes": self.numpy_dtype.itemsize}}
+
+    def cast_fill_value(self, value):
+        if not isinstance(value, (bytes, bytearray, memoryview)):
+            raise TypeError(f"fill value for {self} must be bytes, got {value!r}")
+        if len(value) > self.numpy_dtype.itemsize:
+            raise ValueError(f"fill value is longer than {self.numpy_dtype.itemsize} bytes")
+        return np.bytes_(bytes(value))
+
+    def _decode_fill(self, value, zarr_format):
+        return self.cast_fill_value(_bytes_from_json(value))
+
+    def _encode_fill(self, value, zarr_format):
+        return _b64(value)
+
+
+# -- dates and times --------------------------------------------------------
+
+_TIME_UNITS = frozenset({"Y", "M", "W", "D", "h", "m", "s", "ms", "us", "μs", "ns", "ps", "fs", "as", "generic"})
+
+
+class _TimeBase(DataType):
+    kind = None
+    v3_name = None
+
+    @classmethod
+    def from_json_v3(cls, obj, where="zarr.json"):
+        name, config = _name_and_config(obj)
+        if name != cls.v3_name or config is None:
+            return None
+        unit, scale = config.get("unit"), config.get("scale_factor")
+        if (
+            set(config) != {"unit", "scale_factor"}
+            or unit not in _TIME_UNITS
+            or isinstance(scale, bool)
+            or not isinstance(scale, int)
+            or not 1 <= scale < 2**31
+            or (unit == "generic" and scale != 1)
+        ):
+            raise MetadataError(
+                f"{where}: field 'data_type': {name!r} needs configuration "
+                f"{{\"unit\": <numpy unit>, \"scale_factor\": <positive int>}}, got {config!r}"
+            )
+        suffix = "" if unit == "generic" else f"[{scale}{unit}]"
+        return cls(np.dtype(f"{cls.kind}8{suffix}"))
+
+    @classmethod
+    def from_numpy(cls, dtype):
+        return cls(dtype) if dtype.kind == cls.kind else None
+
+    def to_json_v3(self):
+        unit, scale = np.datetime_data(self.numpy_dtype)
+        return {"name": self.v3_name, "configuration": {"unit": unit, "scale_factor": scale}}
+
+    @property
+    def _native(self):
+        return self.numpy_dtype.newbyteorder("=")
+
+    def default_fill_value(self):
+        # NaT (the int64 minimum), as zarr-python chooses.
+        return np.array(-(2**63), dtype="i8").view(self._native)[()]
+
+    def _decode_fill(self, value, zarr_format):
+        # Stored as the int64 count of units; NaT is the int64 minimum.
+        value = _json_int(value)
+        if not -(2**63) <= value < 2**63:
+            raise ValueError("out of int64 range")
+        return np.array(value, dtype="i8").view(self._native)[()]
+
+    def _encode_fill(self, value, zarr_format):
+        return int(np.asarray(value, dtype=self._native).view("i8"))
+
+
+class DateTime64Type(_TimeBase):
+    """``{"name": "numpy.datetime64", "configuration": {"unit": "s", "scale_factor": 1}}``."""
+
+    kind = "M"
+    v3_name = "numpy.datetime64"
+
+
+class TimeDelta64Type(_TimeBase):
+    """``{"name": "numpy.timedelta64", "configuration": {"unit": "s", "scale_factor": 1}}``."""
+
+    kind = "m"
+    v3_name = "numpy.timedelta64"
+
+
+# -- structured -------------------------------------------------------------
+
+
+def _struct_field_error(where, field, msg):
+    return MetadataError(f"{where}: field {field!r}: structured data type: {msg}")
+
+
+class StructuredType(_VoidBase):
+    """Packed numpy structured dtypes; base64 fill values.
+
+    v3: ``{"name": "structured", "configuration": {"fields": [[name, data_type], ...]}}``
+    (the older name ``"struct"`` is read too); v2: ``[[name, typestr], [name, typestr, shape], ...]``
+    with nested lists for nested structures.  Fields with a shape exist only in v2.
+    """
+
+    @classmethod
+    def from_json_v3(cls, obj, where="zarr.json"):
+        name, config = _name_and_config(obj)
+        if name not in ("structured", "struct") or config is None:
+            return None
+        entries = config.get("fields")
+        if set(config) != {"fields"} or not isinstance(entries, list) or not entries:
+            raise _struct_field_error(where, "data_type", f"expected a non-empty list of fields, got {config!r}")
+        fields = []
+        for entry in entries:
+            if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)):
+                raise _struct_field_error(where, "data_type", f"expected [name, data_type], got {entry!r}")
+            fields.append((entry[0], dtype_from_v3_json(entry[1], where).numpy_dtype))
+        return cls._build(fields, where, "data_type")
+
+    @classmethod
+    def from_json_v2(cls, obj, object_codec_id=None, where=".zarray"):
+        if not isinstance(obj, list):
+            return None
+        fields = []
+        for entry in obj:
+            if not (isinstance(entry, list) and len(entry) in (2, 3) and isinstance(entry[0], str)):
+                raise _struct_field_error(where, "dtype", f"expected [name, dtype] or [name, dtype, shape], got {entry!r}")
+            field_dtype = dtype_from_v2_json(entry[1], None, where).numpy_dtype
+            if len(entry) == 3:
+                shape = entry[2]
+                if not (isinstance(shape, list) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)):
+                    raise _struct_field_error(where, "dtype", f"invalid field shape {shape!r}")
+                fields.append((entry[0], field_dtype, tuple(shape)))
+            else:
+                fields.append((entry[0], field_dtype))
+        return cls._build(fields, where, "dtype")
+
+    @classmethod
+    def _build(cls, fields, where, field):
+        if not fields:
+            raise _struct_field_error(where, field, "no fields")
+        try:
+            dtype = np.dtype(fields)
+        except (TypeError, ValueError) as e:
+            raise _struct_field_error(where, field, str(e)) from None
+        dt = cls.from_numpy(dtype)
+        if dt is None:
+            raise _struct_field_error(where, field, f"unsupported fields {fields!r}")
+        return dt
+
+    @classmethod
+    def from_numpy(cls, dtype):
+        if dtype.kind != "V" or dtype.names is None or dtype.hasobject:
+            return None
+        # Only packed layouts: the JSON forms have no room for offsets or padding.
+        offset = 0
+        for name in dtype.names:
+            field_dtype, field_offset = dtype.fields[name][:2]
+            if field_offset != offset:
+                return None
+            base = field_dtype.subdtype[0] if field_dtype.subdtype else field_dtype
+            try:
+                dtype_from_numpy(base)
+            except TypeError:
+                return None
+            offset += field_dtype.itemsize
+        return cls(dtype) if offset == dtype.itemsize else None
+
+    def _fields(self):
+        for name in self.numpy_dtype.names:
+            field_dtype = self.numpy_dtype.fields[name][0]
+            if field_dtype.subdtype:
+                yield name, dtype_from_numpy(field_dtype.subdtype[0]), field_dtype.subdtype[1]
+            else:
+                yield name, dtype_from_numpy(field_dtype), None
+
+    def to_json_v3(self):
+        fields = []
+        for name, dt, shape in self._fields():
+            if shape is not None:
+                raise TypeError(f"structured field {name!r} has a shape, which Zarr v3 cannot store")
+            fields.append([name, dt.to_json_v3()])
+        return {"name": "structured", "configuration": {"fields": fields}}
+
+    def to_json_v2(self):
+        return [
+            [name, dt.to_json_v2()] if shape is None else [name, dt.to_json_v2(), list(shape)]
+            for name, dt, shape in self._fields()
+        ]
+
+
+for _cls in (
+    StructuredType,
+    TimeDelta64Type,
+    DateTime64Type,
+    NullTerminatedBytesType,
+    FixedLengthUTF32Type,
+    VariableLengthBytesType,
+    StringType,
+    RawBytesType,
+    RawBitsType,
+    ComplexType,
+    FloatType,
+    IntegerType,
+    BoolType,
+):
     register_data_type(_cls)
 del _cls
 
@@ -479,6 +833,10 @@ def dtype_from_v2_json(obj, object_codec_id=None, where=".zarray"):
     raise UnknownDataTypeError(f"{where}: field 'dtype': unknown or invalid data type {obj!r}")
 
 
+# Python types and names that mean variable-length types rather than numpy's U0/S0.
+_NUMPY_SPECIAL = {str: StringType, "string": StringType, bytes: VariableLengthBytesType}
+
+
 def dtype_from_numpy(x):
     """The DataType for a numpy dtype (or anything ``np.dtype`` accepts); TypeError if unsupported.
 
@@ -500,6 +858,3 @@ def dtype_from_numpy(x):
             return dt
     raise TypeError(f"unsupported data type {dtype!r}")
 
-
-# str/bytes/"string" name variable-length types; filled in by the types that provide them.
-_NUMPY_SPECIAL = {}

@@ -170,10 +170,10 @@ def _default_codecs(data_type):
 
 
 def _native(data_type):
-    # v3 data types carry no byte order; re-resolving the v3 name gives native order.
-    if data_type.numpy_dtype.isnative:
-        return data_type
-    return dtype_from_v3_json(data_type.to_json_v3())
+    # v3 data types carry no byte order; re-resolving the v3 form gives native order.
+    # Computing that form first also rejects types v3 cannot store (TypeError).
+    as_json = data_type.to_json_v3()
+    return data_type if data_type.numpy_dtype.isnative else dtype_from_v3_json(as_json)
 
 
 @dataclass(eq=False)
