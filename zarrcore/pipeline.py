@@ -1,4 +1,6 @@
 """The read/write pipeline: a codec chain per array, and chunk batches run on the thread pool."""
+import math
+
 import numpy as np
 
 from . import kernels
@@ -87,6 +89,42 @@ class CodecChain:
             data = codec.encode(data, self.bytes_spec)
         return data
 
+    @property
+    def partial_codec(self):
+        """The array->bytes codec when it reads and rewrites parts of a stored chunk itself
+        (`read_partial`/`write_partial`, as sharding does); only possible when no other codec
+        transforms the chunk as a whole."""
+        if self.array_array or self.bytes_bytes:
+            return None
+        return self.array_bytes if hasattr(self.array_bytes, "read_partial") else None
+
+    def read_into(self, data, selection, target, complete):
+        """Put `selection` of the chunk encoded in `data` (None: not stored, so fill) in `target`."""
+        if data is None:
+            target[...] = self.spec.fill_value
+        elif (complete and self.decodes_in_place and target.size == math.prod(self.spec.shape)
+              and target.flags.c_contiguous):
+            self.decode(data, out=target.reshape(self.spec.shape))
+        else:
+            kernels.copy_region(self.decode(data)[selection + (Ellipsis,)], target)
+
+    def merge(self, data, selection, part):
+        """The chunk encoded in `data` (fill when None) with `selection` set to `part`."""
+        if data is None:
+            chunk = np.full(self.spec.shape, self.spec.fill_value, dtype=self.spec.dtype)
+        else:
+            chunk = self.decode(data)
+            if not chunk.flags.writeable:
+                chunk = chunk.copy()
+        chunk[selection] = part
+        return chunk
+
+    def encode_unless_fill(self, chunk):
+        """The encoded chunk, or None when it is all fill and empty chunks are not written."""
+        if not config.write_empty_chunks and kernels.is_fill(chunk, self.spec.fill_value):
+            return None
+        return self.encode(chunk)
+
 
 class ChunkStore:
     """Reads and writes the chunks of one array: keys, codec chain, fill value."""
@@ -100,44 +138,38 @@ class ChunkStore:
         self.fill_value = fill_value
         self.spec = ChunkSpec(self.chunk_shape, dtype, fill_value)
         self.chain = CodecChain(codecs, self.spec, where)
+        # Set for sharding: it fetches and rewrites only the byte ranges a selection needs.
+        self.partial = self.chain.partial_codec
 
     def key(self, coords):
         rel = self._chunk_key(coords)
         return f"{self.key_prefix}/{rel}" if self.key_prefix else rel
 
-    def decode(self, data, key, out=None):
-        try:
-            return self.chain.decode(data, out=out)
-        except ZarrcoreError as e:
-            raise _with_key(e, key) from e
-
     def read_chunk(self, coords):
         """The decoded chunk, or None when it is not stored."""
         key = self.key(coords)
         data = self.store.get(key)
-        return None if data is None else self.decode(data, key)
-
-    def fill_chunk(self):
-        return np.full(self.chunk_shape, self.fill_value, dtype=self.dtype)
+        if data is None:
+            return None
+        try:
+            return self.chain.decode(data)
+        except ZarrcoreError as e:
+            raise _with_key(e, key) from e
 
     # -- reads ---------------------------------------------------------------
     def read(self, indexer, out):
         """Fill `out` (shape indexer.drop_shape) with the selection, chunks in parallel."""
-        size = int(np.prod(self.chunk_shape, dtype=np.int64))
 
         def work(p):
             key = self.key(p.coords)
-            data = self.store.get(key)
             target = out[p.out_selection + (Ellipsis,)]
-            if data is None:
-                target[...] = self.fill_value
-                return
-            if (p.complete and self.chain.decodes_in_place and target.size == size
-                    and target.flags.c_contiguous):
-                self.decode(data, key, out=target.reshape(self.chunk_shape))
-                return
-            chunk = self.decode(data, key)
-            kernels.copy_region(chunk[p.chunk_selection + (Ellipsis,)], target)
+            try:
+                if self.partial is not None:
+                    self.partial.read_partial(self.store, key, p.chunk_selection, target)
+                else:
+                    self.chain.read_into(self.store.get(key), p.chunk_selection, target, p.complete)
+            except ZarrcoreError as e:
+                raise _with_key(e, key) from e
 
         parallel_map(work, indexer.projections())
         return out
@@ -145,28 +177,36 @@ class ChunkStore:
     # -- writes --------------------------------------------------------------
     def write(self, indexer, value):
         """Write `value` (broadcast to indexer.drop_shape) into the selected chunks."""
-        size = int(np.prod(self.chunk_shape, dtype=np.int64))
+        size = math.prod(self.chunk_shape)
 
         def work(p):
             key = self.key(p.coords)
             part = value[p.out_selection + (Ellipsis,)]
-            if p.complete and part.size == size:
-                chunk = np.ascontiguousarray(part).reshape(self.chunk_shape)
-                self.store_chunk(key, chunk)
-                return
-            # Read-modify-write: hold the key's lock so concurrent writers do not lose updates.
-            with self.store.lock(key):
-                data = None if p.complete else self.store.get(key)
-                chunk = self.fill_chunk() if data is None else self.decode(data, key)
-                if not chunk.flags.writeable:
-                    chunk = chunk.copy()
-                chunk[p.chunk_selection] = part
-                self.store_chunk(key, chunk)
+            try:
+                if p.complete and part.size == size:
+                    chunk = np.ascontiguousarray(part).reshape(self.chunk_shape)
+                    data = self.chain.encode_unless_fill(chunk)
+                    # Locked too, so it lands wholly before or after another writer's
+                    # read-modify-write of the same key rather than inside it.
+                    with self.store.lock(key):
+                        self._put(key, data)
+                    return
+                # Read-modify-write: hold the key's lock so concurrent writers do not lose updates.
+                with self.store.lock(key):
+                    if self.partial is not None:
+                        self.partial.write_partial(self.store, key, p.chunk_selection, part,
+                                                   p.complete)
+                    else:
+                        data = None if p.complete else self.store.get(key)
+                        chunk = self.chain.merge(data, p.chunk_selection, part)
+                        self._put(key, self.chain.encode_unless_fill(chunk))
+            except ZarrcoreError as e:
+                raise _with_key(e, key) from e
 
         parallel_map(work, indexer.projections())
 
-    def store_chunk(self, key, chunk):
-        if not config.write_empty_chunks and kernels.is_fill(chunk, self.fill_value):
+    def _put(self, key, data):
+        if data is None:
             self.store.delete(key)
         else:
-            self.store.set(key, self.chain.encode(chunk))
+            self.store.set(key, data)
