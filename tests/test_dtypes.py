@@ -1,3 +1,4 @@
+import json
 import math
 
 import numpy as np
@@ -284,3 +285,160 @@ def test_register_user_type():
     assert Int4Bits not in registered_data_types()
     with pytest.raises(TypeError):
         register_data_type(int)
+
+
+# -- extended types ----------------------------------------------------------
+
+EXTENDED = [
+    # (numpy input, v3 JSON, v2 JSON, object codec id)
+    (str, "string", "|O", "vlen-utf8"),
+    (bytes, "variable_length_bytes", "|O", "vlen-bytes"),
+    ("U3", {"name": "fixed_length_utf32", "configuration": {"length_bytes": 12}}, "<U3", None),
+    ("S5", {"name": "null_terminated_bytes", "configuration": {"length_bytes": 5}}, "|S5", None),
+    ("V7", {"name": "raw_bytes", "configuration": {"length_bytes": 7}}, "|V7", None),
+    ("M8[10s]", {"name": "numpy.datetime64", "configuration": {"unit": "s", "scale_factor": 10}}, "<M8[10s]", None),
+    ("M8", {"name": "numpy.datetime64", "configuration": {"unit": "generic", "scale_factor": 1}}, "<M8", None),
+    ("m8[ns]", {"name": "numpy.timedelta64", "configuration": {"unit": "ns", "scale_factor": 1}}, "<m8[ns]", None),
+    (
+        [("a", "<i4"), ("b", [("c", "<f4"), ("d", "u1")])],
+        {
+            "name": "structured",
+            "configuration": {
+                "fields": [
+                    ["a", "int32"],
+                    ["b", {"name": "structured", "configuration": {"fields": [["c", "float32"], ["d", "uint8"]]}}],
+                ]
+            },
+        },
+        [["a", "<i4"], ["b", [["c", "<f4"], ["d", "|u1"]]]],
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize("np_in,v3,v2,codec", EXTENDED, ids=lambda x: str(x)[:30])
+def test_extended_names(np_in, v3, v2, codec):
+    dt = dtype_from_numpy(np_in)
+    assert dt.to_json_v3() == v3 and dt.to_json_v2() == v2
+    assert dt.v2_object_codec_id == codec
+    assert dtype_from_v3_json(v3) == dt
+    assert dtype_from_v2_json(v2, codec) == dt
+    fill = dt.default_fill_value()
+    for fmt in (2, 3):
+        again = dt.fill_value_from_json(json.loads(json.dumps(dt.fill_value_to_json(fill, fmt))), fmt)
+        if dt.numpy_dtype.kind in "OTUS":
+            assert again == fill
+        else:
+            assert again.dtype == dt.numpy_dtype.newbyteorder("=") or again.dtype == dt.numpy_dtype
+            assert np.asarray(again).tobytes() == np.asarray(fill).tobytes()
+
+
+def test_string_fill_values():
+    dt = dtype_from_numpy("string")
+    assert dt.numpy_dtype == np.dtypes.StringDType()
+    assert dtype_from_numpy(np.dtypes.StringDType()) == dt
+    assert dt.fill_value_from_json("héllo", 3) == "héllo"
+    assert isinstance(dt.fill_value_from_json("x", 3), np.str_)
+    assert dt.fill_value_to_json("héllo", 2) == "héllo"
+    assert dt.fill_value_from_json(0, 2) == ""  # zarr 2.x default for object arrays
+    assert dt.fill_value_from_json(None, 2) is None
+    for bad in (0, None, b"x", ["a"]):
+        with pytest.raises(MetadataError, match="fill_value"):
+            dt.fill_value_from_json(bad, 3)
+    with pytest.raises(TypeError):
+        dt.fill_value_to_json(5, 3)
+
+
+def test_vlen_bytes_fill_values():
+    dt = dtype_from_numpy(bytes)
+    assert dt.numpy_dtype == np.dtype(object)
+    assert dtype_from_v3_json("bytes") == dt  # zarr-python's alias
+    assert dt.fill_value_to_json(b"ab\x00", 3) == "YWIA"
+    assert dt.fill_value_from_json("YWIA", 3) == b"ab\x00"
+    assert dt.fill_value_from_json("YWI=", 2) == b"ab"
+    for bad in ("not base64!", 1, "YWI"):
+        with pytest.raises(MetadataError, match="fill_value"):
+            dt.fill_value_from_json(bad, 3)
+
+
+def test_object_dtype_needs_codec():
+    with pytest.raises(UnknownDataTypeError, match="vlen-utf8"):
+        dtype_from_v2_json("|O")
+    with pytest.raises(UnknownDataTypeError, match="dtype"):
+        dtype_from_v2_json("|O", "pickle")
+    assert dtype_from_v2_json("|O", "vlen-utf8").to_json_v3() == "string"
+    # the codec id is only consulted for object dtypes
+    assert dtype_from_v2_json("<i4", "vlen-utf8").to_json_v3() == "int32"
+
+
+def test_fixed_length_strings():
+    u = dtype_from_v3_json({"name": "fixed_length_utf32", "configuration": {"length_bytes": 8}})
+    assert u.numpy_dtype == np.dtype("<U2")
+    assert u.fill_value_from_json("ab", 3) == "ab"
+    with pytest.raises(MetadataError, match="fill_value"):
+        u.fill_value_from_json("abc", 3)
+    big = dtype_from_v2_json(">U3")
+    assert big.numpy_dtype == np.dtype(">U3") and big.fill_value_to_json("héy", 2) == "héy"
+    s = dtype_from_v2_json("|S3")
+    assert s.fill_value_from_json("YWJj", 2) == b"abc"
+    assert isinstance(s.fill_value_from_json("YWI=", 3), np.bytes_)
+    assert s.fill_value_to_json(b"ab", 3) == "YWI="
+    with pytest.raises(MetadataError, match="fill_value"):
+        s.fill_value_from_json("YWJjZA==", 3)
+    for bad in (
+        {"name": "fixed_length_utf32", "configuration": {"length_bytes": 6}},
+        {"name": "fixed_length_utf32"},
+        {"name": "null_terminated_bytes", "configuration": {"length_bytes": 0}},
+        {"name": "raw_bytes", "configuration": {"length_bytes": "3"}},
+    ):
+        with pytest.raises(MetadataError, match="data_type"):
+            dtype_from_v3_json(bad)
+
+
+def test_time_fill_values():
+    dt = dtype_from_numpy("M8[s]")
+    assert dt.fill_value_from_json(946684800, 3) == np.datetime64("2000-01-01T00:00:00")
+    assert dt.fill_value_to_json(np.datetime64("2000-01-01"), 3) == 946684800
+    nat = dt.fill_value_from_json(-(2**63), 3)
+    assert np.isnat(nat) and dt.fill_value_to_json(nat, 2) == -(2**63)
+    assert np.isnat(dt.default_fill_value()) and dt.default_fill_value().dtype == np.dtype("M8[s]")
+    td = dtype_from_v2_json(">m8[10ms]")
+    assert td.numpy_dtype == np.dtype(">m8[10ms]")
+    assert td.fill_value_from_json(3, 2) == np.timedelta64(30, "ms")
+    for bad in (2**63, "NaT", 1.5, True):
+        with pytest.raises(MetadataError, match="fill_value"):
+            dt.fill_value_from_json(bad, 3)
+    for config in ({"unit": "parsec", "scale_factor": 1}, {"unit": "s", "scale_factor": 0}, {"unit": "s"}, {"unit": "s", "scale_factor": 2**31}):
+        with pytest.raises(MetadataError, match="data_type"):
+            dtype_from_v3_json({"name": "numpy.datetime64", "configuration": config})
+
+
+def test_structured():
+    v2 = [["a", ">i2"], ["b", [["c", ">f4"], ["d", "<i2"]]], ["e", "|S2", [2, 3]]]
+    dt = dtype_from_v2_json(v2)
+    assert dt.numpy_dtype == np.dtype([("a", ">i2"), ("b", [("c", ">f4"), ("d", "<i2")]), ("e", "S2", (2, 3))])
+    assert dt.to_json_v2() == v2
+    with pytest.raises(TypeError, match="shape"):
+        dt.to_json_v3()
+    fill = np.zeros((), dtype=dt.numpy_dtype)[()]
+    fill["a"] = 7
+    encoded = dt.fill_value_to_json(fill, 2)
+    assert dt.fill_value_from_json(encoded, 2).tobytes() == fill.tobytes()
+    assert dt.fill_value_from_json(encoded, 2)["a"] == 7
+    # the older "struct" name is read, "structured" is written
+    old = dtype_from_v3_json({"name": "struct", "configuration": {"fields": [["x", "uint8"], ["y", "float64"]]}})
+    assert old.to_json_v3()["name"] == "structured"
+    assert old.numpy_dtype == np.dtype([("x", "u1"), ("y", "<f8")])
+    fill = old.fill_value_from_json(old.fill_value_to_json((3, 1.5), 3), 3)
+    assert fill["x"] == 3 and fill["y"] == 1.5
+    for bad in ([["a"]], [["a", "<i4", "x"]], [["a", "<i4"], ["a", "<i4"]], [[1, "<i4"]], [["a", "|O"]]):
+        with pytest.raises(MetadataError, match="dtype"):
+            dtype_from_v2_json(bad)
+    for bad in ({"fields": []}, {"fields": [["a"]]}, {}, {"fields": [["a", "string"]]}):
+        with pytest.raises(MetadataError, match="data_type"):
+            dtype_from_v3_json({"name": "structured", "configuration": bad})
+    # padded layouts have no JSON form
+    with pytest.raises(TypeError):
+        dtype_from_numpy(np.dtype({"names": ["a", "b"], "formats": ["i1", "i4"], "offsets": [0, 4]}))
+    with pytest.raises(TypeError):
+        dtype_from_numpy([("a", "O")])
