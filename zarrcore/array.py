@@ -41,7 +41,18 @@ class Array:
         return ChunkStore(
             self._store, self._path, metadata.chunk_key, metadata.chunk_shape,
             metadata.dtype, self._read_fill_value(metadata), codecs, where,
+            key_layout=self._key_layout(metadata), array_shape=metadata.shape,
         )
+
+    @staticmethod
+    def _key_layout(metadata):
+        """(head, separator, leading separator) of the chunk keys; see ChunkStore."""
+        if metadata.zarr_format == 2:
+            return "", metadata.dimension_separator, False
+        encoding = metadata.chunk_key_encoding
+        if encoding.name == "default":
+            return "c", encoding.separator, True
+        return "", encoding.separator, False
 
     @staticmethod
     def _read_fill_value(metadata):

@@ -1,13 +1,23 @@
-"""The read/write pipeline: a codec chain per array, and chunk batches run on the thread pool."""
+"""The read/write pipeline: a codec chain per array, and chunk batches run on the thread pool.
+
+Reads and writes of basic selections on a directory store with a plain chain (bytes, at most
+one compressor, optional trailing crc32c) run as one compiled batch: native code walks every
+chunk with no Python per chunk. Everything else goes chunk by chunk through the codec objects,
+whose heavy work is compiled and GIL-free as well.
+"""
 import math
+import sys
 
 import numpy as np
 
 from . import kernels
+from ._batch import ChunkBatch
 from .codecs import codec_from_json
 from .codecs.base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec
 from .config import config, parallel_map
 from .errors import MetadataError, ZarrcoreError
+from .indexing import BasicIndexer, ChunkProjection
+from .storage import LocalStore
 
 
 def _with_key(error, key):
@@ -126,20 +136,109 @@ class CodecChain:
         return self.encode(chunk)
 
 
-class ChunkStore:
-    """Reads and writes the chunks of one array: keys, codec chain, fill value."""
+def _memory_byteorder(dtype):
+    order = dtype.byteorder
+    if order in ("=", "|"):
+        return sys.byteorder
+    return "little" if order == "<" else "big"
 
-    def __init__(self, store, key_prefix, chunk_key, chunk_shape, dtype, fill_value, codecs, where):
+
+def batch_settings(chain, dtype, fill_value):
+    """Keyword arguments for ChunkBatch when the chain is one it runs natively, else None."""
+    from .codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, ZlibCodec, ZstdCodec
+
+    if chain.array_array or type(chain.array_bytes) is not BytesCodec or dtype.hasobject:
+        return None
+    if dtype.fields is not None or dtype.subdtype is not None:
+        return None
+    compressors = list(chain.bytes_bytes)
+    crc = bool(compressors) and type(compressors[-1]) is Crc32cCodec
+    if crc:
+        compressors.pop()
+    if len(compressors) > 1:
+        return None
+    settings = {"crc32c": crc, "compressor": None}
+    if compressors:
+        codec = compressors[0]
+        if type(codec) is ZstdCodec:
+            settings.update(compressor="zstd", clevel=codec.level, checksum=codec.checksum)
+        elif type(codec) is BloscCodec:
+            settings.update(compressor="blosc", clevel=codec.clevel, cname=codec.cname,
+                            shuffle=codec.shuffle_id, typesize=codec.typesize,
+                            blocksize=codec.blocksize)
+        elif type(codec) in (GzipCodec, ZlibCodec):
+            settings.update(compressor="gzip" if type(codec) is GzipCodec else "zlib",
+                            clevel=codec.level)
+        else:
+            return None
+    itemsize = dtype.itemsize
+    swap = (dtype.kind in "biufcmM" and itemsize > 1
+            and chain.array_bytes.endian not in (None, _memory_byteorder(dtype)))
+    float_size = itemsize // 2 if dtype.kind == "c" else itemsize if dtype.kind == "f" else 0
+    settings.update(
+        itemsize=itemsize,
+        swap_size=(itemsize // 2 if dtype.kind == "c" else itemsize) if swap else 0,
+        fill=np.asarray(fill_value, dtype=dtype).tobytes(),
+        fill_floatsize=float_size if _memory_byteorder(dtype) == sys.byteorder else 0,
+    )
+    return settings
+
+
+def _batch_pieces(dim_pieces):
+    """BasicIndexer pieces of one axis as rows of zc_piece."""
+    rows = []
+    for c, chunk_sel, out_sel, _ in dim_pieces:
+        if isinstance(chunk_sel, slice):
+            count = len(range(chunk_sel.start, chunk_sel.stop, chunk_sel.step))
+            rows.append((c, chunk_sel.start, chunk_sel.step, count, out_sel.start, out_sel.step or 1))
+        else:
+            rows.append((c, chunk_sel, 1, 1, 0, 0))
+    return rows
+
+
+class ChunkStore:
+    """Reads and writes the chunks of one array: keys, codec chain, fill value.
+
+    `key_layout` is (head, separator, leading separator) of the chunk key encoding, e.g.
+    ("c", "/", True) for v3 default keys "c/1/2", ("", ".", False) for v2 keys "1.2".
+    """
+
+    def __init__(self, store, key_prefix, chunk_key, chunk_shape, dtype, fill_value, codecs, where,
+                 key_layout=None, array_shape=None):
         self.store = store
         self.key_prefix = key_prefix
         self._chunk_key = chunk_key
         self.chunk_shape = tuple(chunk_shape)
+        self.array_shape = tuple(array_shape) if array_shape is not None else None
         self.dtype = dtype
         self.fill_value = fill_value
         self.spec = ChunkSpec(self.chunk_shape, dtype, fill_value)
         self.chain = CodecChain(codecs, self.spec, where)
         # Set for sharding: it fetches and rewrites only the byte ranges a selection needs.
         self.partial = self.chain.partial_codec
+        self._batch = None
+        if key_layout is not None and isinstance(store, LocalStore) and self.array_shape is not None:
+            self._batch = batch_settings(self.chain, dtype, fill_value)
+            self._key_layout = key_layout
+
+    def _make_batch(self, indexer, data, data_strides):
+        head, sep, lead = self._key_layout
+        root = self.store.root + "/" + (self.key_prefix + "/" if self.key_prefix else "")
+        batch = ChunkBatch(
+            key_head=root + head, sep=sep, lead_sep=lead, array_shape=self.array_shape,
+            chunk_shape=self.chunk_shape, write_empty_chunks=config.write_empty_chunks,
+            pieces=[_batch_pieces(p) for p in indexer.dim_pieces], data=data,
+            data_strides=data_strides, **self._batch,
+        )
+        return batch, len(root)
+
+    def _run(self, work, ntasks):
+        parallel_map(lambda _: work(), range(min(config.num_threads, max(ntasks, 1))))
+
+    def _batch_strides(self, indexer, array):
+        """Byte strides of `array` (shape indexer.drop_shape) per array axis; 0 for int axes."""
+        strides = iter(array.strides)
+        return [next(strides) if isinstance(p[0][1], slice) else 0 for p in indexer.dim_pieces]
 
     def key(self, coords):
         rel = self._chunk_key(coords)
@@ -159,6 +258,11 @@ class ChunkStore:
     # -- reads ---------------------------------------------------------------
     def read(self, indexer, out):
         """Fill `out` (shape indexer.drop_shape) with the selection, chunks in parallel."""
+        if self._batch is not None and type(indexer) is BasicIndexer:
+            batch, head_len = self._make_batch(indexer, out, self._batch_strides(indexer, out))
+            self._run(batch.work_read, batch.ntasks)
+            batch.raise_error(head_len)
+            return out
 
         def work(p):
             key = self.key(p.coords)
@@ -177,6 +281,13 @@ class ChunkStore:
     # -- writes --------------------------------------------------------------
     def write(self, indexer, value):
         """Write `value` (broadcast to indexer.drop_shape) into the selected chunks."""
+        projections = indexer.projections()
+        if self._batch is not None and type(indexer) is BasicIndexer:
+            batch, head_len = self._make_batch(indexer, value, self._batch_strides(indexer, value))
+            self._run(batch.work_write, batch.ntasks)
+            batch.raise_error(head_len)
+            # Partly covered chunks need read-modify-write under their lock, below.
+            projections = [self._projection(indexer, t) for t in batch.deferred()]
         size = math.prod(self.chunk_shape)
 
         def work(p):
@@ -203,7 +314,17 @@ class ChunkStore:
             except ZarrcoreError as e:
                 raise _with_key(e, key) from e
 
-        parallel_map(work, indexer.projections())
+        parallel_map(work, projections)
+
+    @staticmethod
+    def _projection(indexer, task):
+        """The ChunkProjection of batch task number `task` (C order over the axes' pieces)."""
+        counts = [len(p) for p in indexer.dim_pieces]
+        combo = [pieces[i] for pieces, i in zip(indexer.dim_pieces, np.unravel_index(task, counts))]
+        return ChunkProjection(
+            tuple(p[0] for p in combo), tuple(p[1] for p in combo),
+            tuple(p[2] for p in combo if p[2] is not None), all(p[3] for p in combo),
+        )
 
     def _put(self, key, data):
         if data is None:

@@ -1,0 +1,510 @@
+/* Batched chunk reads and writes for a directory store. Threads share one zc_batch and
+ * take tasks (chunks) from an atomic counter, so no Python runs per chunk. */
+#define _GNU_SOURCE
+#include "zc_batch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "zc_blosc.h"
+#include "zc_byteswap.h"
+#include "zc_copy.h"
+#include "zc_crc32c.h"
+#include "zc_fill.h"
+#include "zc_status.h"
+#include "zc_zlib.h"
+#include "zc_zstd.h"
+
+/* A scratch buffer that grows; one per worker thread and purpose. */
+typedef struct {
+    unsigned char *p;
+    size_t cap;
+} zc_buf;
+
+static int buf_reserve(zc_buf *b, size_t n)
+{
+    if (n <= b->cap)
+        return ZC_OK;
+    unsigned char *p = (unsigned char *)realloc(b->p, n ? n : 1);
+    if (p == NULL)
+        return ZC_ERR_NOMEM;
+    b->p = p;
+    b->cap = n;
+    return ZC_OK;
+}
+
+static size_t chunk_nbytes(const zc_batch *b)
+{
+    size_t n = b->itemsize;
+    for (int d = 0; d < b->ndim; d++)
+        n *= (size_t)b->chunk_shape[d];
+    return n;
+}
+
+int zc_batch_prepare(zc_batch *b)
+{
+    if (b->ndim < 0 || b->ndim > ZC_BATCH_MAX_NDIM || b->itemsize == 0 || b->fill == NULL)
+        return ZC_ERR_PARAM;
+    int64_t n = 1;
+    size_t elems = 1;
+    for (int d = 0; d < b->ndim; d++) {
+        if (b->chunk_shape[d] <= 0 || b->array_shape[d] < 0 || b->npieces[d] < 0)
+            return ZC_ERR_PARAM;
+        if (elems > SIZE_MAX / (size_t)b->chunk_shape[d] / b->itemsize)
+            return ZC_ERR_SIZE;
+        elems *= (size_t)b->chunk_shape[d];
+        for (int64_t i = 0; i < b->npieces[d]; i++) {
+            const zc_piece *p = &b->pieces[b->piece_offset[d] + i];
+            int64_t last = p->chunk_start + (p->count - 1) * p->chunk_step;
+            /* Every piece must stay inside its chunk and inside the array. */
+            if (p->count < 1 || p->chunk_step < 1 || p->chunk_index < 0 || p->chunk_start < 0 ||
+                last >= b->chunk_shape[d] ||
+                p->chunk_index * b->chunk_shape[d] + last >= b->array_shape[d])
+                return ZC_ERR_PARAM;
+        }
+        if (b->npieces[d] && n > INT64_MAX / b->npieces[d])
+            return ZC_ERR_SIZE;
+        n *= b->npieces[d];
+    }
+    b->ntasks = n;
+    b->next_task = 0;
+    b->failed = 0;
+    b->status = ZC_OK;
+    b->sys_errno = 0;
+    b->failed_task = -1;
+    return ZC_OK;
+}
+
+static void task_pieces(const zc_batch *b, int64_t t, const zc_piece **p)
+{
+    for (int d = b->ndim - 1; d >= 0; d--) {
+        p[d] = &b->pieces[b->piece_offset[d] + t % b->npieces[d]];
+        t /= b->npieces[d];
+    }
+}
+
+static int format_key(const zc_batch *b, const zc_piece **p, char *buf, size_t cap)
+{
+    int n = snprintf(buf, cap, "%s", b->key_head);
+    if (n < 0 || (size_t)n >= cap)
+        return ZC_ERR_SIZE;
+    size_t len = (size_t)n;
+    for (int d = 0; d < b->ndim; d++) {
+        if (d > 0 || b->lead_sep)
+            n = snprintf(buf + len, cap - len, "%c%lld", b->sep, (long long)p[d]->chunk_index);
+        else
+            n = snprintf(buf + len, cap - len, "%lld", (long long)p[d]->chunk_index);
+        if (n < 0 || (size_t)n >= cap - len)
+            return ZC_ERR_SIZE;
+        len += (size_t)n;
+    }
+    if (b->ndim == 0 && !b->lead_sep) {
+        /* A 0-d array's only chunk is "0" under the v2 encoding. */
+        if (len + 2 > cap)
+            return ZC_ERR_SIZE;
+        buf[len++] = '0';
+        buf[len] = 0;
+    }
+    return ZC_OK;
+}
+
+int zc_batch_task_key(const zc_batch *b, int64_t t, char *buf, size_t cap)
+{
+    const zc_piece *p[ZC_BATCH_MAX_NDIM];
+    if (t < 0 || t >= b->ntasks)
+        return ZC_ERR_PARAM;
+    task_pieces(b, t, p);
+    return format_key(b, p, buf, cap);
+}
+
+static void fail(zc_batch *b, int64_t t, int status, int err)
+{
+    if (__atomic_exchange_n(&b->failed, 1, __ATOMIC_ACQ_REL) == 0) {
+        b->status = status;
+        b->sys_errno = err;
+        b->failed_task = t;
+    }
+}
+
+/* An N-d region: `a` is written, from `b` (or from the fill pattern when `b` is NULL). */
+typedef struct {
+    int ndim;
+    ptrdiff_t shape[ZC_BATCH_MAX_NDIM];
+    char *a;
+    ptrdiff_t a_strides[ZC_BATCH_MAX_NDIM];
+    const char *b;
+    ptrdiff_t b_strides[ZC_BATCH_MAX_NDIM];
+} zc_region;
+
+static void fill_run(char *dst, ptrdiff_t ds, const unsigned char *fill, int64_t n, size_t size)
+{
+    for (int64_t i = 0; i < n; i++)
+        memcpy(dst + i * ds, fill, size);
+}
+
+static int region_apply(const zc_region *r, size_t size, const unsigned char *fill)
+{
+    if (r->b)
+        return zc_copy_nd(r->ndim, r->shape, size, r->b, r->b_strides, r->a, r->a_strides);
+    int nd = r->ndim;
+    for (int d = 0; d < nd; d++)
+        if (r->shape[d] == 0)
+            return ZC_OK;
+    if (nd == 0) {
+        memcpy(r->a, fill, size);
+        return ZC_OK;
+    }
+    ptrdiff_t idx[ZC_BATCH_MAX_NDIM] = {0};
+    for (;;) {
+        char *a = r->a;
+        for (int d = 0; d < nd - 1; d++)
+            a += idx[d] * r->a_strides[d];
+        fill_run(a, r->a_strides[nd - 1], fill, r->shape[nd - 1], size);
+        int d = nd - 2;
+        while (d >= 0 && ++idx[d] == r->shape[d])
+            idx[d--] = 0;
+        if (d < 0)
+            return ZC_OK;
+    }
+}
+
+/* The chunk-side and caller-side views of a task's region. */
+static void task_region(const zc_batch *b, const zc_piece **p, char *chunk, zc_region *chunk_view,
+                        char **data_base, ptrdiff_t *data_strides)
+{
+    ptrdiff_t cstride = (ptrdiff_t)b->itemsize;
+    char *c = chunk;
+    char *o = b->data;
+    chunk_view->ndim = b->ndim;
+    for (int d = b->ndim - 1; d >= 0; d--) {
+        chunk_view->shape[d] = p[d]->count;
+        chunk_view->a_strides[d] = cstride * p[d]->chunk_step;
+        c += cstride * p[d]->chunk_start;
+        cstride *= b->chunk_shape[d];
+        data_strides[d] = b->data_strides[d] * p[d]->out_step;
+        o += b->data_strides[d] * p[d]->out_start;
+    }
+    chunk_view->a = c;
+    *data_base = o;
+}
+
+/* Does the task cover its whole chunk, landing on one contiguous C-ordered run? */
+static int direct_target(const zc_batch *b, const zc_piece **p, const ptrdiff_t *data_strides)
+{
+    ptrdiff_t expect = (ptrdiff_t)b->itemsize;
+    for (int d = b->ndim - 1; d >= 0; d--) {
+        if (p[d]->chunk_start != 0 || p[d]->count != b->chunk_shape[d])
+            return 0;
+        if (p[d]->count > 1 && data_strides[d] != expect)
+            return 0;
+        expect *= (ptrdiff_t)p[d]->count;
+    }
+    return 1;
+}
+
+static int read_file(const char *path, zc_buf *buf, size_t *len, int *missing)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR) {
+            *missing = 1;
+            return ZC_OK;
+        }
+        return ZC_ERR_IO;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size < 0) {
+        close(fd);
+        return ZC_ERR_IO;
+    }
+    size_t size = (size_t)st.st_size;
+    if (buf_reserve(buf, size) != ZC_OK) {
+        close(fd);
+        return ZC_ERR_NOMEM;
+    }
+    size_t got = 0;
+    while (got < size) {
+        ssize_t r = read(fd, buf->p + got, size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    *missing = 0;
+    *len = got;
+    return ZC_OK;
+}
+
+static uint32_t load_le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Encoded bytes -> `n` decoded bytes at `out`, in memory byte order. */
+static int decode_chunk(const zc_batch *b, const unsigned char *src, size_t len, void *out, size_t n)
+{
+    if (b->crc32c) {
+        if (len < 4)
+            return ZC_ERR_CORRUPT;
+        len -= 4;
+        if (zc_crc32c(0, src, len) != load_le32(src + len))
+            return ZC_ERR_CHECKSUM;
+    }
+    int st;
+    switch (b->compressor) {
+    case ZC_COMP_NONE:
+        if (len != n)
+            return ZC_ERR_SIZE;
+        memcpy(out, src, n);
+        st = ZC_OK;
+        break;
+    case ZC_COMP_ZSTD: st = zc_zstd_decompress(src, len, out, n); break;
+    case ZC_COMP_BLOSC: st = zc_blosc_decompress(src, len, out, n); break;
+    case ZC_COMP_GZIP: st = zc_inflate(src, len, out, n, ZC_ZLIB_FORMAT_GZIP); break;
+    case ZC_COMP_ZLIB: st = zc_inflate(src, len, out, n, ZC_ZLIB_FORMAT_ZLIB); break;
+    default: return ZC_ERR_PARAM;
+    }
+    if (st == ZC_OK && b->swap_size > 1)
+        st = zc_byteswap(out, out, n / b->swap_size, b->swap_size);
+    return st;
+}
+
+void zc_batch_read_worker(zc_batch *b)
+{
+    zc_buf file = {0}, scratch = {0};
+    size_t n = chunk_nbytes(b);
+    char path[ZC_BATCH_PATH_MAX];
+    const zc_piece *p[ZC_BATCH_MAX_NDIM];
+    if (buf_reserve(&scratch, n) != ZC_OK) {
+        fail(b, 0, ZC_ERR_NOMEM, 0);
+        return;
+    }
+    for (;;) {
+        if (__atomic_load_n(&b->failed, __ATOMIC_ACQUIRE))
+            break;
+        int64_t t = __atomic_fetch_add(&b->next_task, 1, __ATOMIC_ACQ_REL);
+        if (t >= b->ntasks)
+            break;
+        task_pieces(b, t, p);
+        int st = format_key(b, p, path, sizeof path);
+        if (st != ZC_OK) {
+            fail(b, t, st, 0);
+            break;
+        }
+        zc_region r;
+        char *dst;
+        ptrdiff_t dst_strides[ZC_BATCH_MAX_NDIM];
+        task_region(b, p, (char *)scratch.p, &r, &dst, dst_strides);
+        size_t len = 0;
+        int missing = 0;
+        st = read_file(path, &file, &len, &missing);
+        if (st != ZC_OK) {
+            fail(b, t, st, errno);
+            break;
+        }
+        zc_region out = {.ndim = b->ndim, .a = dst, .b = NULL};
+        memcpy(out.shape, r.shape, sizeof(ptrdiff_t) * (size_t)b->ndim);
+        memcpy(out.a_strides, dst_strides, sizeof(ptrdiff_t) * (size_t)b->ndim);
+        if (missing) {
+            region_apply(&out, b->itemsize, b->fill);
+            continue;
+        }
+        if (direct_target(b, p, dst_strides)) {
+            st = decode_chunk(b, file.p, len, dst, n);
+        } else if ((st = decode_chunk(b, file.p, len, scratch.p, n)) == ZC_OK) {
+            out.b = r.a;
+            memcpy(out.b_strides, r.a_strides, sizeof(ptrdiff_t) * (size_t)b->ndim);
+            st = region_apply(&out, b->itemsize, NULL);
+        }
+        if (st != ZC_OK) {
+            fail(b, t, st, 0);
+            break;
+        }
+    }
+    free(file.p);
+    free(scratch.p);
+}
+
+static int make_parents(char *path)
+{
+    for (char *s = strchr(path + 1, '/'); s; s = strchr(s + 1, '/')) {
+        *s = 0;
+        int r = mkdir(path, 0777);
+        *s = '/';
+        if (r != 0 && errno != EEXIST)
+            return -1;
+    }
+    return 0;
+}
+
+/* Write `len` bytes to `path` through a temporary file beside it and a rename. */
+static int write_atomic(const char *path, const unsigned char *data, size_t len)
+{
+    char tmp[ZC_BATCH_PATH_MAX + 64];
+    const char *slash = strrchr(path, '/');
+    size_t dirlen = slash ? (size_t)(slash - path) : 0;
+    static int64_t counter;
+    int64_t id = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
+    int n = snprintf(tmp, sizeof tmp, "%.*s/.zarrcore-tmp-%ld-%lld", (int)dirlen, path,
+                     (long)getpid(), (long long)id);
+    if (n < 0 || (size_t)n >= sizeof tmp)
+        return ZC_ERR_SIZE;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == ENOENT) {
+        if (make_parents(tmp) != 0)
+            return ZC_ERR_IO;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    }
+    if (fd < 0)
+        return ZC_ERR_IO;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = write(fd, data + done, len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            errno = e;
+            return ZC_ERR_IO;
+        }
+        done += (size_t)w;
+    }
+    if (close(fd) != 0 || rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        errno = e;
+        return ZC_ERR_IO;
+    }
+    return ZC_OK;
+}
+
+/* Decoded chunk (memory order, modified in place) -> encoded bytes in `out`. */
+static int encode_chunk(const zc_batch *b, unsigned char *chunk, size_t n, zc_buf *out,
+                        const unsigned char **data, size_t *len)
+{
+    int st = ZC_OK;
+    if (b->swap_size > 1 && (st = zc_byteswap(chunk, chunk, n / b->swap_size, b->swap_size)) != ZC_OK)
+        return st;
+    size_t bound = n;
+    switch (b->compressor) {
+    case ZC_COMP_NONE: bound = n; break;
+    case ZC_COMP_ZSTD: bound = zc_zstd_bound(n); break;
+    case ZC_COMP_BLOSC: bound = zc_blosc_bound(n); break;
+    case ZC_COMP_GZIP: bound = zc_deflate_bound(n, ZC_ZLIB_FORMAT_GZIP); break;
+    case ZC_COMP_ZLIB: bound = zc_deflate_bound(n, ZC_ZLIB_FORMAT_ZLIB); break;
+    default: return ZC_ERR_PARAM;
+    }
+    if (bound == 0 && n)
+        return ZC_ERR_SIZE;
+    if ((st = buf_reserve(out, bound + 4)) != ZC_OK)
+        return st;
+    size_t m = 0;
+    switch (b->compressor) {
+    case ZC_COMP_NONE: memcpy(out->p, chunk, n); m = n; break;
+    case ZC_COMP_ZSTD: st = zc_zstd_compress(chunk, n, out->p, bound, b->clevel, b->checksum, &m); break;
+    case ZC_COMP_BLOSC:
+        st = zc_blosc_compress(chunk, n, out->p, bound, b->clevel, b->shuffle, b->typesize, b->cname,
+                               b->blocksize, &m);
+        break;
+    case ZC_COMP_GZIP: st = zc_deflate(chunk, n, out->p, bound, b->clevel, ZC_ZLIB_FORMAT_GZIP, &m); break;
+    case ZC_COMP_ZLIB: st = zc_deflate(chunk, n, out->p, bound, b->clevel, ZC_ZLIB_FORMAT_ZLIB, &m); break;
+    }
+    if (st != ZC_OK)
+        return st;
+    if (b->crc32c) {
+        uint32_t c = zc_crc32c(0, out->p, m);
+        for (int i = 0; i < 4; i++)
+            out->p[m + (size_t)i] = (unsigned char)(c >> (8 * i));
+        m += 4;
+    }
+    *data = out->p;
+    *len = m;
+    return ZC_OK;
+}
+
+void zc_batch_write_worker(zc_batch *b)
+{
+    zc_buf scratch = {0}, encoded = {0};
+    size_t n = chunk_nbytes(b);
+    char path[ZC_BATCH_PATH_MAX];
+    const zc_piece *p[ZC_BATCH_MAX_NDIM];
+    if (buf_reserve(&scratch, n) != ZC_OK) {
+        fail(b, 0, ZC_ERR_NOMEM, 0);
+        return;
+    }
+    for (;;) {
+        if (__atomic_load_n(&b->failed, __ATOMIC_ACQUIRE))
+            break;
+        int64_t t = __atomic_fetch_add(&b->next_task, 1, __ATOMIC_ACQ_REL);
+        if (t >= b->ntasks)
+            break;
+        task_pieces(b, t, p);
+        int edge = 0, partial = 0;
+        for (int d = 0; d < b->ndim; d++) {
+            int64_t lo = p[d]->chunk_index * b->chunk_shape[d];
+            int64_t extent = b->array_shape[d] - lo < b->chunk_shape[d] ? b->array_shape[d] - lo
+                                                                         : b->chunk_shape[d];
+            edge |= extent < b->chunk_shape[d];
+            partial |= p[d]->count != extent;
+        }
+        if (partial) {
+            /* Read-modify-write needs the chunk's lock: the caller does those. */
+            b->deferred[t] = 1;
+            continue;
+        }
+        int st = format_key(b, p, path, sizeof path);
+        if (st != ZC_OK) {
+            fail(b, t, st, 0);
+            break;
+        }
+        if (edge)
+            fill_run((char *)scratch.p, (ptrdiff_t)b->itemsize, b->fill, (int64_t)(n / b->itemsize),
+                     b->itemsize);
+        zc_region r;
+        char *src;
+        ptrdiff_t src_strides[ZC_BATCH_MAX_NDIM];
+        task_region(b, p, (char *)scratch.p, &r, &src, src_strides);
+        r.b = src;
+        memcpy(r.b_strides, src_strides, sizeof(ptrdiff_t) * (size_t)b->ndim);
+        if ((st = region_apply(&r, b->itemsize, NULL)) != ZC_OK) {
+            fail(b, t, st, 0);
+            break;
+        }
+        int is_fill = 0;
+        if (!b->write_empty_chunks)
+            is_fill = b->fill_floatsize
+                          ? zc_is_fill_float(scratch.p, n, b->fill, b->itemsize, b->fill_floatsize, 0)
+                          : zc_is_fill(scratch.p, n, b->fill, b->itemsize);
+        if (is_fill < 0) {
+            fail(b, t, is_fill, 0);
+            break;
+        }
+        if (is_fill) {
+            if (unlink(path) != 0 && errno != ENOENT && errno != ENOTDIR) {
+                fail(b, t, ZC_ERR_IO, errno);
+                break;
+            }
+            continue;
+        }
+        const unsigned char *data;
+        size_t len;
+        st = encode_chunk(b, scratch.p, n, &encoded, &data, &len);
+        if (st == ZC_OK)
+            st = write_atomic(path, data, len);
+        if (st != ZC_OK) {
+            fail(b, t, st, errno);
+            break;
+        }
+    }
+    free(scratch.p);
+    free(encoded.p);
+}

@@ -1,0 +1,74 @@
+/* Batched chunk reads and writes for a directory store: every chunk of a request in one
+ * GIL-free job that several threads work through together. */
+#ifndef ZC_BATCH_H
+#define ZC_BATCH_H
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define ZC_BATCH_MAX_NDIM 32
+#define ZC_BATCH_PATH_MAX 4096
+/* A system call failed; zc_batch.sys_errno says why. */
+#define ZC_ERR_IO (-20)
+
+/* The bytes->bytes stage of the chain (one compressor at most). */
+#define ZC_COMP_NONE 0
+#define ZC_COMP_ZSTD 1
+#define ZC_COMP_BLOSC 2
+#define ZC_COMP_GZIP 3
+#define ZC_COMP_ZLIB 4
+
+/* One axis of a selection, as pieces that each fall in one chunk. Piece p of axis d covers
+ * `count` elements from `chunk_start` by `chunk_step` inside chunk `chunk_index`, and lands
+ * at `out_start` by `out_step` in the output. */
+typedef struct {
+    int64_t chunk_index, chunk_start, chunk_step, count, out_start, out_step;
+} zc_piece;
+
+typedef struct {
+    /* Chunk grid and chain. */
+    int ndim;
+    int64_t array_shape[ZC_BATCH_MAX_NDIM];
+    int64_t chunk_shape[ZC_BATCH_MAX_NDIM];
+    size_t itemsize;
+    size_t swap_size;       /* byteswap items of this size (0: stored order is memory order) */
+    int compressor;         /* ZC_COMP_* */
+    int clevel, shuffle, checksum;  /* encode settings of the compressor */
+    size_t typesize, blocksize;
+    char cname[16];
+    int crc32c;             /* a trailing crc32c follows the compressed bytes */
+    const unsigned char *fill;  /* itemsize bytes */
+    size_t fill_floatsize;  /* 2/4/8: items are floats and a NaN fill matches any NaN; 0: bytewise */
+    int write_empty_chunks;
+    /* Keys: `key_head` then the coordinates, each preceded by `sep` when `lead_sep`. */
+    char key_head[ZC_BATCH_PATH_MAX];
+    char sep;
+    int lead_sep;
+    /* Pieces per axis: axis d's are pieces[piece_offset[d] .. piece_offset[d] + npieces[d]). */
+    const zc_piece *pieces;
+    int64_t piece_offset[ZC_BATCH_MAX_NDIM];
+    int64_t npieces[ZC_BATCH_MAX_NDIM];
+    int64_t ntasks;
+    /* The caller's array (output of reads, input of writes): base and byte strides. */
+    char *data;
+    ptrdiff_t data_strides[ZC_BATCH_MAX_NDIM];
+    /* Shared progress and outcome. */
+    int64_t next_task;
+    int failed;             /* set once; workers stop taking tasks */
+    int status;             /* ZC_* of the first failure */
+    int sys_errno;          /* errno when the failure was an I/O error */
+    int64_t failed_task;
+    /* Writes: tasks that are not whole chunks are left for the caller (flag per task). */
+    unsigned char *deferred;
+} zc_batch;
+
+/* Fill in ntasks and validate the piece tables; ZC_OK or ZC_ERR_PARAM. */
+int zc_batch_prepare(zc_batch *b);
+/* The relative-to-head key of task `t` written into `buf` (for error messages). */
+int zc_batch_task_key(const zc_batch *b, int64_t t, char *buf, size_t cap);
+/* Work through read tasks until none are left; call from several threads at once. */
+void zc_batch_read_worker(zc_batch *b);
+/* Work through write tasks until none are left; call from several threads at once. */
+void zc_batch_write_worker(zc_batch *b);
+
+#endif
