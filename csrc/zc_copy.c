@@ -1,0 +1,134 @@
+/* Strided copy: drop unit dimensions, fuse dimensions that are contiguous in both arrays,
+ * then walk the outer dimensions with an odometer and copy inner rows. */
+#include "zc_copy.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "zc_status.h"
+
+int zc_strided_extent(int ndim, const ptrdiff_t *shape, const ptrdiff_t *strides, size_t itemsize,
+                      ptrdiff_t *lo, ptrdiff_t *hi)
+{
+    if (ndim < 0 || ndim > ZC_MAX_DIMS || itemsize == 0 || itemsize > PTRDIFF_MAX || lo == NULL ||
+        hi == NULL || (ndim && (shape == NULL || strides == NULL)))
+        return ZC_ERR_PARAM;
+    ptrdiff_t l = 0, h = (ptrdiff_t)itemsize;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0)
+            return ZC_ERR_PARAM;
+        if (shape[i] == 0) {
+            *lo = *hi = 0;
+            return ZC_OK;
+        }
+    }
+    for (int i = 0; i < ndim; i++) {
+        ptrdiff_t s = strides[i], span;
+        if (s == PTRDIFF_MIN)
+            return ZC_ERR_SIZE;
+        ptrdiff_t a = s < 0 ? -s : s;
+        if (shape[i] > 1 && a > PTRDIFF_MAX / (shape[i] - 1))
+            return ZC_ERR_SIZE;
+        span = a * (shape[i] - 1);
+        if (s < 0) {
+            if (l < PTRDIFF_MIN + span)
+                return ZC_ERR_SIZE;
+            l -= span;
+        } else {
+            if (h > PTRDIFF_MAX - span)
+                return ZC_ERR_SIZE;
+            h += span;
+        }
+    }
+    *lo = l;
+    *hi = h;
+    return ZC_OK;
+}
+
+static void copy_items(char *d, ptrdiff_t ds, const char *s, ptrdiff_t ss, ptrdiff_t n, size_t itemsize)
+{
+    /* Fixed-size memcpy compiles to single loads/stores. */
+#define ITEMS(K)                                      \
+    for (ptrdiff_t i = 0; i < n; i++, d += ds, s += ss) \
+        memcpy(d, s, K);                                \
+    return;
+    switch (itemsize) {
+    case 1: ITEMS(1)
+    case 2: ITEMS(2)
+    case 4: ITEMS(4)
+    case 8: ITEMS(8)
+    case 16: ITEMS(16)
+    default:
+        for (ptrdiff_t i = 0; i < n; i++, d += ds, s += ss)
+            memcpy(d, s, itemsize);
+    }
+#undef ITEMS
+}
+
+int zc_copy_nd(int ndim, const ptrdiff_t *shape, size_t itemsize, const void *src,
+               const ptrdiff_t *src_strides, void *dst, const ptrdiff_t *dst_strides)
+{
+    ptrdiff_t lo, hi;
+    int status = zc_strided_extent(ndim, shape, src_strides, itemsize, &lo, &hi);
+    if (status == ZC_OK)
+        status = zc_strided_extent(ndim, shape, dst_strides, itemsize, &lo, &hi);
+    if (status != ZC_OK)
+        return status;
+    if (hi == 0)
+        return ZC_OK; /* some dimension is empty */
+    if (src == NULL || dst == NULL)
+        return ZC_ERR_PARAM;
+
+    /* Simplified geometry, innermost dimension last. */
+    ptrdiff_t n[ZC_MAX_DIMS], ss[ZC_MAX_DIMS], ds[ZC_MAX_DIMS];
+    int nd = 0;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] == 1)
+            continue;
+        ptrdiff_t sspan, dspan;
+        int fusable = nd > 0 && !__builtin_mul_overflow(src_strides[i], shape[i], &sspan) &&
+                      !__builtin_mul_overflow(dst_strides[i], shape[i], &dspan) &&
+                      ss[nd - 1] == sspan && ds[nd - 1] == dspan;
+        if (fusable) {
+            n[nd - 1] *= shape[i];
+            ss[nd - 1] = src_strides[i];
+            ds[nd - 1] = dst_strides[i];
+            continue;
+        }
+        n[nd] = shape[i];
+        ss[nd] = src_strides[i];
+        ds[nd] = dst_strides[i];
+        nd++;
+    }
+    const char *s = (const char *)src;
+    char *d = (char *)dst;
+    if (nd == 0) {
+        memcpy(d, s, itemsize);
+        return ZC_OK;
+    }
+    /* The innermost dimension becomes one memcpy when it is contiguous in both. */
+    ptrdiff_t inner = n[nd - 1], iss = ss[nd - 1], ids = ds[nd - 1];
+    int run = iss == (ptrdiff_t)itemsize && ids == (ptrdiff_t)itemsize;
+    size_t runbytes = (size_t)inner * itemsize;
+    int outer = nd - 1;
+    ptrdiff_t idx[ZC_MAX_DIMS] = {0};
+    for (;;) {
+        if (run)
+            memcpy(d, s, runbytes);
+        else
+            copy_items(d, ids, s, iss, inner, itemsize);
+        int k = outer - 1;
+        for (; k >= 0; k--) {
+            s += ss[k];
+            d += ds[k];
+            if (++idx[k] < n[k])
+                break;
+            s -= ss[k] * n[k];
+            d -= ds[k] * n[k];
+            idx[k] = 0;
+        }
+        if (k < 0)
+            break;
+    }
+    return ZC_OK;
+}

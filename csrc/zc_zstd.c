@@ -1,0 +1,197 @@
+/* Zstandard through per-thread reusable contexts. */
+#include "zc_zstd.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "zc_extern.h"
+#include "zc_status.h"
+
+/* Contexts are costly to create (hundreds of KB of tables), so each thread keeps one of
+ * each; the key destructors free them when the thread exits. */
+static pthread_key_t cctx_key, dctx_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static int keys_ok;
+
+static void free_cctx(void *p) { ZSTD_freeCCtx((ZSTD_CCtx *)p); }
+static void free_dctx(void *p) { ZSTD_freeDCtx((ZSTD_DCtx *)p); }
+
+static void make_keys(void)
+{
+    keys_ok = pthread_key_create(&cctx_key, free_cctx) == 0 &&
+              pthread_key_create(&dctx_key, free_dctx) == 0;
+}
+
+static ZSTD_CCtx *thread_cctx(void)
+{
+    pthread_once(&key_once, make_keys);
+    if (!keys_ok)
+        return NULL;
+    ZSTD_CCtx *c = (ZSTD_CCtx *)pthread_getspecific(cctx_key);
+    if (c == NULL) {
+        c = ZSTD_createCCtx();
+        if (c != NULL && pthread_setspecific(cctx_key, c) != 0) {
+            ZSTD_freeCCtx(c);
+            c = NULL;
+        }
+    }
+    return c;
+}
+
+static ZSTD_DCtx *thread_dctx(void)
+{
+    pthread_once(&key_once, make_keys);
+    if (!keys_ok)
+        return NULL;
+    ZSTD_DCtx *d = (ZSTD_DCtx *)pthread_getspecific(dctx_key);
+    if (d == NULL) {
+        d = ZSTD_createDCtx();
+        if (d != NULL && pthread_setspecific(dctx_key, d) != 0) {
+            ZSTD_freeDCtx(d);
+            d = NULL;
+        }
+    }
+    return d;
+}
+
+size_t zc_zstd_bound(size_t srclen)
+{
+    size_t b = ZSTD_compressBound(srclen);
+    return ZSTD_isError(b) ? 0 : b;
+}
+
+int zc_zstd_compress(const void *src, size_t srclen, void *dst, size_t dstcap, int level,
+                     int checksum, size_t *outlen)
+{
+    if ((src == NULL && srclen) || dst == NULL || outlen == NULL)
+        return ZC_ERR_PARAM;
+    if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
+        return ZC_ERR_PARAM;
+    if (zc_zstd_bound(srclen) == 0)
+        return ZC_ERR_SIZE;
+    ZSTD_CCtx *c = thread_cctx();
+    if (c == NULL)
+        return ZC_ERR_NOMEM;
+    ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
+    if (ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, checksum ? 1 : 0)))
+        return ZC_ERR_PARAM;
+    size_t n = ZSTD_compress2(c, dst, dstcap, src ? src : "", srclen);
+    if (ZSTD_isError(n))
+        return ZC_ERR_SIZE;
+    *outlen = n;
+    return ZC_OK;
+}
+
+int zc_zstd_content_size(const void *src, size_t srclen, int *known, size_t *size)
+{
+    if (src == NULL || known == NULL || size == NULL)
+        return ZC_ERR_PARAM;
+    if (srclen == 0)
+        return ZC_ERR_CORRUPT;
+    unsigned long long n = ZSTD_findDecompressedSize(src, srclen);
+    if (n == ZSTD_CONTENTSIZE_ERROR)
+        return ZC_ERR_CORRUPT;
+    if (n == ZSTD_CONTENTSIZE_UNKNOWN) {
+        *known = 0;
+        *size = 0;
+        return ZC_OK;
+    }
+    /* A 4-byte RLE block regenerates at most 128 KiB, so no valid input expands more than
+     * 32768:1; larger claims are garbage and must not drive an allocation. */
+    if (n / 32768 > (unsigned long long)srclen || n > (unsigned long long)SIZE_MAX)
+        return ZC_ERR_CORRUPT;
+    *known = 1;
+    *size = (size_t)n;
+    return ZC_OK;
+}
+
+int zc_zstd_decompress(const void *src, size_t srclen, void *dst, size_t dstlen)
+{
+    if (src == NULL || (dst == NULL && dstlen))
+        return ZC_ERR_PARAM;
+    if (srclen == 0)
+        return ZC_ERR_CORRUPT;
+    ZSTD_DCtx *d = thread_dctx();
+    if (d == NULL)
+        return ZC_ERR_NOMEM;
+    ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
+    /* One-shot decoding also handles frames without a content size, concatenated and
+     * skippable frames, and stops with an error rather than write past dstlen. */
+    char dummy;
+    size_t n = ZSTD_decompressDCtx(d, dst ? dst : &dummy, dstlen, src, srclen);
+    if (ZSTD_isError(n)) {
+        /* "dst too small" is the decoded size disagreeing with ours; anything else is damage. */
+        int known;
+        size_t size;
+        if (zc_zstd_content_size(src, srclen, &known, &size) == ZC_OK && known && size != dstlen)
+            return ZC_ERR_SIZE;
+        return ZC_ERR_CORRUPT;
+    }
+    return n == dstlen ? ZC_OK : ZC_ERR_SIZE;
+}
+
+int zc_zstd_decompress_alloc(const void *src, size_t srclen, size_t maxlen, void **out,
+                             size_t *outlen)
+{
+    if (src == NULL || out == NULL || outlen == NULL)
+        return ZC_ERR_PARAM;
+    if (srclen == 0)
+        return ZC_ERR_CORRUPT;
+    ZSTD_DCtx *d = thread_dctx();
+    if (d == NULL)
+        return ZC_ERR_NOMEM;
+    ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
+
+    size_t cap = ZSTD_DStreamOutSize();
+    if (cap > maxlen)
+        cap = maxlen;
+    char *buf = (char *)malloc(cap ? cap : 1);
+    if (buf == NULL)
+        return ZC_ERR_NOMEM;
+    ZSTD_inBuffer in = {src, srclen, 0};
+    ZSTD_outBuffer ob = {buf, cap, 0};
+    size_t ret = 0;
+    int status = ZC_OK;
+    for (;;) {
+        if (ob.pos == ob.size) {
+            if (ob.size >= maxlen) {
+                /* Full at the limit: fine only if nothing more is left to come. */
+                if (in.pos == in.size && ret == 0)
+                    break;
+                status = ZC_ERR_SIZE;
+                break;
+            }
+            size_t ncap = ob.size > maxlen / 2 ? maxlen : ob.size * 2;
+            char *nbuf = (char *)realloc(buf, ncap);
+            if (nbuf == NULL) {
+                status = ZC_ERR_NOMEM;
+                break;
+            }
+            buf = nbuf;
+            ob.dst = buf;
+            ob.size = ncap;
+        }
+        size_t before_in = in.pos, before_out = ob.pos;
+        ret = ZSTD_decompressStream(d, &ob, &in);
+        if (ZSTD_isError(ret)) {
+            status = ZC_ERR_CORRUPT;
+            break;
+        }
+        /* ret == 0 means a frame just ended; the next call starts the next frame. */
+        if (in.pos == in.size && ret == 0)
+            break;
+        if (in.pos == in.size && ob.pos < ob.size && in.pos == before_in && ob.pos == before_out) {
+            status = ZC_ERR_CORRUPT; /* input exhausted mid-frame: truncated */
+            break;
+        }
+    }
+    if (status != ZC_OK) {
+        free(buf);
+        return status;
+    }
+    *out = buf;
+    *outlen = ob.pos;
+    return ZC_OK;
+}

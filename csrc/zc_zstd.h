@@ -1,0 +1,26 @@
+/* Zstandard frames: compress with level/checksum, decompress known or unknown sizes. */
+#ifndef ZC_ZSTD_H
+#define ZC_ZSTD_H
+
+#include <stddef.h>
+
+/* Worst-case compressed size of `srclen` bytes (0 when srclen is too large). */
+size_t zc_zstd_bound(size_t srclen);
+
+/* Compress into `dst`; on ZC_OK `*outlen` is the frame size. */
+int zc_zstd_compress(const void *src, size_t srclen, void *dst, size_t dstcap, int level,
+                     int checksum, size_t *outlen);
+
+/* Sum of the content sizes of every frame in `src`: ZC_OK with `*known` = 1 and `*size`
+ * when every frame records it, `*known` = 0 when some frame does not. */
+int zc_zstd_content_size(const void *src, size_t srclen, int *known, size_t *size);
+
+/* Decompress every frame of `src` into `dst`, which must be exactly the decoded size. */
+int zc_zstd_decompress(const void *src, size_t srclen, void *dst, size_t dstlen);
+
+/* Decompress frames of unknown size into a malloc'd buffer of at most `maxlen` bytes;
+ * on ZC_OK the caller frees `*out` (non-NULL even when `*outlen` is 0). */
+int zc_zstd_decompress_alloc(const void *src, size_t srclen, size_t maxlen, void **out,
+                             size_t *outlen);
+
+#endif

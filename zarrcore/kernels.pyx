@@ -1,0 +1,324 @@
+# cython: language_level=3
+"""Array kernels in C: byte swapping, strided copies, fill detection, shard indexes.
+
+Thin GIL-free bindings over csrc/. The C kernels take (pointer, item count, itemsize)
+so that they can later back numpy ufunc loops directly.
+"""
+import numpy as np
+
+cimport numpy as cnp
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from libc.stdint cimport uint64_t
+
+from zarrcore._compress import crc32c
+from zarrcore.errors import ShardIndexError
+
+cnp.import_array()
+
+cdef extern from "zc_status.h":
+    int ZC_OK, ZC_ERR_CORRUPT, ZC_ERR_SIZE, ZC_ERR_NOMEM, ZC_ERR_PARAM, ZC_ERR_CHECKSUM
+    int ZC_ERR_UNSUPPORTED, ZC_ERR_OVERLAP
+
+cdef extern from "zc_byteswap.h" nogil:
+    int zc_byteswap(void *dst, const void *src, size_t n, size_t itemsize)
+
+cdef extern from "zc_copy.h" nogil:
+    int zc_copy_nd(int ndim, const Py_ssize_t *shape, size_t itemsize, const void *src,
+                   const Py_ssize_t *src_strides, void *dst, const Py_ssize_t *dst_strides)
+
+cdef extern from "zc_fill.h" nogil:
+    int zc_is_fill(const void *buf, size_t nbytes, const void *pattern, size_t itemsize)
+    int zc_is_fill_float(const void *buf, size_t nbytes, const void *pattern, size_t itemsize,
+                         size_t floatsize, int swapped)
+
+cdef extern from "zc_crc32c.h" nogil:
+    unsigned int zc_crc32c(unsigned int crc, const void *data, size_t n)
+    unsigned int zc_crc32c_portable(unsigned int crc, const void *data, size_t n)
+
+cdef extern from "zc_shard_index.h" nogil:
+    int zc_shard_index_validate(const uint64_t *entries, size_t n, uint64_t data_size, size_t *bad)
+    int zc_shard_index_unpack(const void *buf, size_t buflen, size_t n, uint64_t data_size,
+                              uint64_t *entries, size_t *bad)
+    int zc_shard_index_pack(const uint64_t *entries, size_t n, void *out, size_t outlen)
+
+if (ZC_OK, ZC_ERR_CORRUPT, ZC_ERR_SIZE, ZC_ERR_NOMEM, ZC_ERR_PARAM, ZC_ERR_CHECKSUM,
+        ZC_ERR_UNSUPPORTED, ZC_ERR_OVERLAP) != (OK, ERR_CORRUPT, ERR_SIZE, ERR_NOMEM, ERR_PARAM,
+                                                ERR_CHECKSUM, ERR_UNSUPPORTED, ERR_OVERLAP):
+    raise ImportError("zarrcore.kernels: Status enum out of sync with csrc/zc_status.h")
+
+
+# ---- C-level API (declared in kernels.pxd) ----------------------------------------------
+
+cdef int byteswap_items(void *dst, const void *src, size_t n, size_t itemsize) noexcept nogil:
+    return zc_byteswap(dst, src, n, itemsize)
+
+
+cdef int copy_strided(int ndim, const Py_ssize_t *shape, size_t itemsize, const void *src,
+                      const Py_ssize_t *src_strides, void *dst,
+                      const Py_ssize_t *dst_strides) noexcept nogil:
+    return zc_copy_nd(ndim, shape, itemsize, src, src_strides, dst, dst_strides)
+
+
+cdef int is_fill_bytes(const void *buf, size_t nbytes, const void *pattern,
+                       size_t itemsize) noexcept nogil:
+    return zc_is_fill(buf, nbytes, pattern, itemsize)
+
+
+cdef int is_fill_floats(const void *buf, size_t nbytes, const void *pattern, size_t itemsize,
+                        size_t floatsize, bint swapped) noexcept nogil:
+    return zc_is_fill_float(buf, nbytes, pattern, itemsize, floatsize, swapped)
+
+
+cdef unsigned int crc32c_bytes(unsigned int crc, const void *data, size_t n) noexcept nogil:
+    return zc_crc32c(crc, data, n)
+
+
+cdef int shard_index_check(const uint64_t *entries, size_t n, uint64_t data_size,
+                           size_t *bad) noexcept nogil:
+    return zc_shard_index_validate(entries, n, data_size, bad)
+
+
+# ---- helpers ----------------------------------------------------------------------------
+
+cdef int _check(int status, str what) except -1:
+    if status == ZC_OK:
+        return 0
+    if status == ZC_ERR_NOMEM:
+        raise MemoryError(what)
+    raise ValueError(f"{what} (status {status})")
+
+
+cdef int _check_out(object out, tuple shape, object dtype) except -1:
+    if not isinstance(out, np.ndarray) or not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError("out must be a writable C-contiguous array")
+    if out.shape != shape or out.dtype != dtype:
+        raise ValueError(f"out has shape {out.shape} and dtype {out.dtype}, expected {shape} and {dtype}")
+    return 0
+
+
+cdef int _no_objects(object dtype) except -1:
+    if dtype.hasobject or dtype.kind in "OT":
+        raise TypeError(f"dtype {dtype} does not hold fixed-size plain data")
+    return 0
+
+
+cdef size_t _swap_unit(object dtype) except 0:
+    """Size of the units whose bytes are reversed, as numpy's byteswap does."""
+    _no_objects(dtype)
+    if dtype.subdtype is not None:
+        return _swap_unit(dtype.subdtype[0])
+    if dtype.fields is not None:
+        raise TypeError(f"cannot byteswap structured dtype {dtype}")
+    if dtype.kind == "c":
+        return dtype.itemsize // 2
+    if dtype.kind == "U":
+        return 4
+    if dtype.kind in "SV":
+        return 1
+    return dtype.itemsize
+
+
+# ---- Python API -------------------------------------------------------------------------
+
+def byteswap(arr, out=None):
+    """Like `arr.byteswap()` (values reinterpreted, dtype kept); `out` may be `arr` for in place.
+
+    Returns a C-contiguous array (`out` when given).
+    """
+    src = np.ascontiguousarray(arr)
+    cdef size_t unit = _swap_unit(src.dtype)
+    cdef int status
+    if out is None:
+        dst = np.empty_like(src, order="C")
+    else:
+        dst = out
+        _check_out(dst, src.shape, src.dtype)
+    cdef size_t n = <size_t>src.nbytes // unit
+    cdef void *dp = cnp.PyArray_DATA(dst)
+    cdef const void *sp = cnp.PyArray_DATA(src)
+    with nogil:
+        status = zc_byteswap(dp, sp, n, unit)
+    _check(status, "byteswap: out overlaps the input without being it")
+    return dst
+
+
+def copy_region(src, dst):
+    """`dst[...] = src` for arrays of the same shape and dtype with any strides."""
+    s = np.asarray(src)
+    d = dst
+    if not isinstance(d, np.ndarray) or not d.flags.writeable:
+        raise ValueError("copy_region: dst must be a writable numpy array")
+    if s.shape != d.shape:
+        raise ValueError(f"copy_region: shapes differ: {s.shape} vs {d.shape}")
+    if s.dtype != d.dtype:
+        raise ValueError(f"copy_region: dtypes differ: {s.dtype} vs {d.dtype}")
+    _no_objects(s.dtype)
+    if np.may_share_memory(s, d):
+        s = s.copy()
+    cdef cnp.ndarray cs = s, cd = d
+    cdef int status
+    with nogil:
+        status = zc_copy_nd(cnp.PyArray_NDIM(cs), <Py_ssize_t *>cnp.PyArray_DIMS(cs),
+                            cnp.PyArray_ITEMSIZE(cs), cnp.PyArray_DATA(cs),
+                            <Py_ssize_t *>cnp.PyArray_STRIDES(cs), cnp.PyArray_DATA(cd),
+                            <Py_ssize_t *>cnp.PyArray_STRIDES(cd))
+    _check(status, "copy_region: array geometry out of range")
+    return dst
+
+
+def transpose(src, axes, out=None):
+    """C-contiguous copy of `src.transpose(axes)`, into `out` when given."""
+    a = np.asarray(src)
+    axes = tuple(int(x) for x in axes)
+    if sorted(axes) != list(range(a.ndim)):
+        raise ValueError(f"transpose: {axes} is not a permutation of range({a.ndim})")
+    view = a.transpose(axes)
+    if out is None:
+        out = np.empty(view.shape, dtype=a.dtype)
+    else:
+        _check_out(out, view.shape, a.dtype)
+    return copy_region(view, out)
+
+
+cdef object _fill_pattern(object dtype, object fill_value):
+    if dtype.kind == "V" and isinstance(fill_value, (bytes, bytearray, memoryview)):
+        raw = bytes(fill_value)
+        if len(raw) != dtype.itemsize:
+            raise ValueError(f"is_fill: fill value has {len(raw)} bytes, dtype {dtype} needs {dtype.itemsize}")
+        return raw
+    fill = np.asarray(fill_value, dtype=dtype)
+    if fill.shape != () and fill.size != 1:
+        raise ValueError(f"is_fill: fill value must be a scalar, got shape {fill.shape}")
+    return fill.tobytes()
+
+
+def is_fill(arr, fill_value):
+    """True when every element of `arr` equals `fill_value`.
+
+    Compares bytes (so -0.0 is not 0.0, structured types work); a NaN fill matches NaNs
+    of any payload, per component for complex.
+    """
+    a = np.ascontiguousarray(arr)
+    dtype = a.dtype
+    _no_objects(dtype)
+    cdef bytes pattern = _fill_pattern(dtype, fill_value)
+    cdef const char *pat = pattern
+    cdef size_t itemsize = dtype.itemsize
+    cdef size_t floatsize = 0
+    cdef bint swapped = not dtype.isnative
+    cdef size_t nbytes = a.nbytes
+    cdef const void *data = cnp.PyArray_DATA(a)
+    cdef int result
+    if dtype.kind == "f":
+        floatsize = itemsize
+    elif dtype.kind == "c":
+        floatsize = itemsize // 2
+    if floatsize > 8:
+        # long double: x87 layout with padding, no portable bit test; numpy knows it.
+        part = dtype if dtype.kind == "f" else np.dtype(np.longdouble).newbyteorder(dtype.byteorder)
+        fill = np.frombuffer(pattern, dtype=part)
+        nan = np.isnan(fill)
+        if nan.any():
+            vals = a.view(part).reshape(-1, fill.size)
+            same = (vals == fill) & (np.signbit(vals) == np.signbit(fill))
+            return bool(np.where(nan, np.isnan(vals), same).all())
+        floatsize = 0
+    with nogil:
+        if floatsize:
+            result = zc_is_fill_float(data, nbytes, pat, itemsize, floatsize, swapped)
+        else:
+            result = zc_is_fill(data, nbytes, pat, itemsize)
+    if result < 0:
+        _check(result, "is_fill: bad arguments")
+    return result == 1
+
+
+def _crc32c_portable(buf, unsigned int value=0):
+    """crc32c through the table fallback even on SSE4.2 machines (for tests)."""
+    cdef Py_buffer view
+    cdef unsigned int c
+    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+    try:
+        with nogil:
+            c = zc_crc32c_portable(value, view.buf, <size_t>view.len)
+    finally:
+        PyBuffer_Release(&view)
+    return c
+
+
+# ---- shard index ------------------------------------------------------------------------
+
+cdef int _shard_failed(int status, size_t bad, object entries, uint64_t data_size) except -1:
+    if status == ZC_ERR_NOMEM:
+        raise MemoryError("shard index validation")
+    if status == ZC_ERR_PARAM:
+        raise ValueError("shard index: invalid arguments")
+    offset, nbytes = (int(v) for v in entries[bad])
+    where = f"shard index entry of inner chunk {bad} (offset {offset}, nbytes {nbytes})"
+    if status == ZC_ERR_CORRUPT:
+        raise ShardIndexError(f"{where}: only one of offset/nbytes marks the chunk empty")
+    if status == ZC_ERR_SIZE:
+        raise ShardIndexError(f"{where}: reaches past the {data_size}-byte shard")
+    if status == ZC_ERR_OVERLAP:
+        raise ShardIndexError(f"{where}: overlaps another chunk")
+    raise ShardIndexError(f"{where}: invalid (status {status})")
+
+
+cdef cnp.ndarray _entries_array(entries):
+    a = np.ascontiguousarray(entries, dtype=np.uint64)
+    if a.ndim != 2 or a.shape[1] != 2:
+        raise ValueError(f"shard index entries must have shape (n, 2), got {a.shape}")
+    return a
+
+
+def shard_index_validate(entries, shard_data_size):
+    """Raise ShardIndexError unless every (offset, nbytes) row is empty (both 2**64-1) or
+    lies inside a shard of `shard_data_size` bytes, with no two chunks overlapping."""
+    cdef cnp.ndarray a = _entries_array(entries)
+    cdef uint64_t size = shard_data_size
+    cdef size_t bad = 0
+    cdef int status
+    with nogil:
+        status = zc_shard_index_validate(<uint64_t *>cnp.PyArray_DATA(a), a.shape[0], size, &bad)
+    if status != ZC_OK:
+        _shard_failed(status, bad, a, size)
+
+
+def shard_index_unpack(buf, Py_ssize_t n_chunks, shard_data_size):
+    """Decode and validate a little-endian (offset, nbytes) index (crc32c already removed)
+    into a uint64 array of shape (n_chunks, 2)."""
+    cdef Py_buffer view
+    cdef uint64_t size = shard_data_size
+    cdef size_t bad = 0
+    cdef int status
+    if n_chunks < 0:
+        raise ValueError(f"shard index: negative chunk count {n_chunks}")
+    cdef cnp.ndarray entries = np.empty((n_chunks, 2), dtype=np.uint64)
+    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+    try:
+        if view.len != 16 * n_chunks:
+            raise ShardIndexError(
+                f"shard index is {view.len} bytes, expected {16 * n_chunks} for {n_chunks} chunks"
+            )
+        with nogil:
+            status = zc_shard_index_unpack(view.buf, view.len, n_chunks, size,
+                                           <uint64_t *>cnp.PyArray_DATA(entries), &bad)
+    finally:
+        PyBuffer_Release(&view)
+    if status != ZC_OK:
+        _shard_failed(status, bad, entries, size)
+    return entries
+
+
+def shard_index_pack(entries):
+    """Encode uint64 (offset, nbytes) rows of shape (n, 2) as little-endian bytes."""
+    cdef cnp.ndarray a = _entries_array(entries)
+    cdef Py_ssize_t n = a.shape[0]
+    out = PyBytes_FromStringAndSize(NULL, 16 * n)
+    cdef char *p = PyBytes_AS_STRING(out)
+    cdef int status
+    with nogil:
+        status = zc_shard_index_pack(<uint64_t *>cnp.PyArray_DATA(a), n, p, 16 * n)
+    _check(status, "shard_index_pack")
+    return out
