@@ -7,6 +7,7 @@ from . import nodes
 from .array import Array
 from .codecs import BytesCodec, ZstdCodec, codec_from_json
 from .codecs.base import ChunkSpec
+from .codecs.sharding import ShardingCodec
 from .errors import NodeExistsError, NodeNotFoundError
 from .group import Group, open_node
 from .pipeline import CodecChain
@@ -51,6 +52,26 @@ def _normalize_chunks(chunks, shape, itemsize):
     return chunks
 
 
+def _shard(codecs, chunks, shards, shape, itemsize, auto_chunks):
+    """(codecs, chunk grid shape) of an array sharded as zarr-python 3 writes it: one
+    sharding_indexed codec holding `codecs`, and the shards as the grid's chunks.
+
+    `shards` is a shape or {"shape": ..., "index_location": "start"|"end"}.
+    """
+    index_location = "end"
+    if isinstance(shards, dict):
+        index_location = shards.get("index_location", "end")
+        shards = shards["shape"]
+    shard_shape = _normalize_chunks(shards, shape, itemsize)
+    if auto_chunks:
+        # The largest divisor of each shard side not above the guessed chunk side.
+        guess = guess_chunks(shard_shape, itemsize)
+        chunks = tuple(max(d for d in range(1, c + 1) if s % d == 0) for c, s in zip(guess, shard_shape))
+    if any(s % c for s, c in zip(shard_shape, chunks)):
+        raise ValueError(f"the shard shape {shard_shape} must be a multiple of the chunk shape {chunks}")
+    return [ShardingCodec(chunks, codecs, index_location=index_location)], shard_shape
+
+
 def _codec_list(value, default):
     if value is None:
         return []
@@ -89,11 +110,15 @@ def create_array(store=None, *, name=None, shape, dtype="float64", chunks=None, 
     shape = _normalize_shape(shape)
     data_type = dtype_from_numpy(dtype)
     np_dtype = data_type.numpy_dtype
+    auto_chunks = chunks is None or (isinstance(chunks, str) and chunks == "auto")
     chunks = _normalize_chunks(chunks, shape, np_dtype.itemsize)
     if order not in (None, "C", "F"):
         raise ValueError(f"order must be 'C' or 'F', not {order!r}")
     if zarr_format == 2:
         from .codecs.v2 import create_metadata_v2
+
+        if shards is not None:
+            raise ValueError("sharding needs zarr_format=3")
 
         metadata = create_metadata_v2(
             shape=shape, data_type=data_type, chunks=chunks, filters=filters,
@@ -101,8 +126,6 @@ def create_array(store=None, *, name=None, shape, dtype="float64", chunks=None, 
             attributes=attributes or {}, chunk_key_encoding=chunk_key_encoding,
         )
     elif zarr_format == 3:
-        if shards is not None:
-            raise NotImplementedError("sharding is not supported yet")
         fill = _fill_value_for(data_type, fill_value)
         serializers = _codec_list(serializer, [BytesCodec(endian="little")])
         codecs = [
@@ -110,6 +133,8 @@ def create_array(store=None, *, name=None, shape, dtype="float64", chunks=None, 
             *serializers,
             *_codec_list(compressors, [ZstdCodec(level=0, checksum=False)]),
         ]
+        if shards is not None:
+            codecs, chunks = _shard(codecs, chunks, shards, shape, np_dtype.itemsize, auto_chunks)
         chain = CodecChain([codec_from_json(c) for c in codecs], ChunkSpec(chunks, np_dtype, fill))
         if isinstance(chunk_key_encoding, dict) or chunk_key_encoding is None:
             cke = ChunkKeyEncoding.from_json(chunk_key_encoding or {"name": "default"}, "chunk_key_encoding")

@@ -4,6 +4,7 @@ import math
 import numpy as np
 
 from . import nodes
+from .codecs.sharding import ShardingCodec
 from .errors import ReadOnlyError
 from .indexing import BasicIndexer, is_basic_selection
 from .pipeline import ChunkStore
@@ -99,12 +100,21 @@ class Array:
         return self._metadata.dtype
 
     @property
+    def _sharding(self):
+        """The sharding codec when it is the array's only codec (zarr-python's definition)."""
+        codec = self._chunks.partial
+        return codec if isinstance(codec, ShardingCodec) else None
+
+    @property
     def chunks(self):
-        return tuple(self._metadata.chunk_shape)
+        """The chunk shape; the inner chunk shape when sharded."""
+        sharding = self._sharding
+        return sharding.chunk_shape if sharding else tuple(self._metadata.chunk_shape)
 
     @property
     def shards(self):
-        return None
+        """The shard shape, or None when the array is not sharded."""
+        return tuple(self._metadata.chunk_shape) if self._sharding else None
 
     @property
     def ndim(self):
@@ -149,7 +159,9 @@ class Array:
 
     @property
     def nchunks_initialized(self):
-        return len(self._stored_chunk_keys())
+        """Stored chunks; for a sharded array, stored shards times chunks per shard."""
+        per_shard = math.prod(self.shards) // math.prod(self.chunks) if self.shards else 1
+        return len(self._stored_chunk_keys()) * per_shard
 
     def nbytes_stored(self):
         return sum(self._store.getsize(k) or 0 for k in self._stored_chunk_keys())
@@ -192,11 +204,11 @@ class Array:
         raise IndexError(f"unsupported selection {selection!r}")
 
     def get_basic_selection(self, selection=Ellipsis, out=None):
-        indexer = BasicIndexer(selection, self.shape, self.chunks)
+        indexer = BasicIndexer(selection, self.shape, self._chunks.chunk_shape)
         return self._read(indexer, out)
 
     def set_basic_selection(self, selection, value):
-        indexer = BasicIndexer(selection, self.shape, self.chunks)
+        indexer = BasicIndexer(selection, self.shape, self._chunks.chunk_shape)
         self._write(indexer, value)
 
     def _read(self, indexer, out=None):

@@ -1,0 +1,304 @@
+"""The sharding_indexed codec: many inner chunks in one stored object, located by an index.
+
+A shard is the encoded inner chunks, in any order, plus an index before or after them: per
+inner chunk (C order) a uint64 pair (offset, nbytes), both 2**64-1 for an empty chunk,
+encoded with the index codecs (normally little-endian bytes and a crc32c).
+"""
+import math
+
+import numpy as np
+
+from .. import kernels
+from ..config import config, parallel_map
+from ..errors import MetadataError, ShardIndexError, ZarrcoreError
+from ..indexing import BasicIndexer
+from .base import ArrayBytesCodec, ChunkSpec
+from .registry import codec_from_json, register_codec
+
+EMPTY = 2**64 - 1
+LITTLE_BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
+# Ranges less than this apart are fetched in one request: reading a gap is cheaper than a request.
+COALESCE_GAP = 1 << 16
+# A read touching at least this share of a shard's inner chunks fetches the whole object once.
+WHOLE_READ_SHARE = 0.5
+
+
+def morton_order(shape):
+    """C-order linear indices of a grid of `shape`, sorted by compressed Morton (Z-order) code."""
+    coords = np.indices(shape, dtype=np.uint64).reshape(len(shape), -1)
+    bits = [(int(s) - 1).bit_length() for s in shape]
+    code = np.zeros(coords.shape[1], dtype=np.uint64)
+    out_bit = 0
+    for bit in range(max(bits, default=0)):
+        for dim, nbits in enumerate(bits):
+            if bit < nbits:
+                code |= ((coords[dim] >> np.uint64(bit)) & np.uint64(1)) << np.uint64(out_bit)
+                out_bit += 1
+    return np.argsort(code, kind="stable")
+
+
+def _inner_error(error, coords):
+    return type(error)(f"inner chunk {coords}: {error}")
+
+
+class _Whole:
+    """A shard held in memory."""
+
+    def __init__(self, data):
+        self.view = memoryview(data).cast("B")
+        self.size = self.view.nbytes
+
+    def get(self, start, stop):
+        return self.view[start:stop]
+
+    def fetch(self, spans):
+        return [self.view[o:o + n] for o, n in spans]
+
+
+class _Ranged:
+    """A stored shard of known size, read by byte ranges."""
+
+    def __init__(self, store, key, size):
+        self.store, self.key, self.size = store, key, size
+
+    def get(self, start, stop):
+        return self._ranges([(start, stop)])[0]
+
+    def _ranges(self, ranges):
+        datas = self.store.get_ranges(self.key, ranges)
+        if datas is None or any(len(d) != b - a for d, (a, b) in zip(datas, ranges)):
+            raise ShardIndexError(f"shard changed or was truncated while being read ({self.size} bytes before)")
+        return datas
+
+    def fetch(self, spans):
+        """The bytes of each (offset, nbytes) span; spans close together share one request."""
+        order = sorted(range(len(spans)), key=lambda i: spans[i][0])
+        groups = []  # [start, stop, members]
+        for i in order:
+            offset, nbytes = spans[i]
+            if groups and offset - groups[-1][1] <= COALESCE_GAP:
+                groups[-1][1] = max(groups[-1][1], offset + nbytes)
+                groups[-1][2].append(i)
+            else:
+                groups.append([offset, offset + nbytes, [i]])
+        out = [None] * len(spans)
+        datas = self._ranges([(g[0], g[1]) for g in groups]) if groups else []
+        for (start, _, members), data in zip(groups, datas):
+            view = memoryview(data).cast("B")
+            for i in members:
+                offset, nbytes = spans[i]
+                out[i] = view[offset - start:offset - start + nbytes]
+        return out
+
+
+class ShardingCodec(ArrayBytesCodec):
+    """Array->bytes codec storing a chunk ("shard") as separately encoded inner chunks.
+
+    Runtime option `config.shard_write_order` ("C" or "morton") sets the order of the inner
+    chunks' bytes in written shards; it is not part of the metadata, as the spec requires.
+    """
+
+    name = "sharding_indexed"
+
+    def __init__(self, chunk_shape, codecs=(LITTLE_BYTES,),
+                 index_codecs=(LITTLE_BYTES, {"name": "crc32c"}), index_location="end"):
+        if isinstance(chunk_shape, (str, bytes)) or not all(
+            isinstance(c, (int, np.integer)) and not isinstance(c, bool) and c >= 1
+            for c in chunk_shape
+        ) or not len(chunk_shape):
+            raise MetadataError(f"sharding_indexed: chunk_shape {chunk_shape!r} must be positive integers")
+        if index_location not in ("start", "end"):
+            raise MetadataError(f"sharding_indexed: index_location must be 'start' or 'end', not {index_location!r}")
+        self.chunk_shape = tuple(int(c) for c in chunk_shape)
+        self.codecs = tuple(codec_from_json(c, "sharding_indexed codecs") for c in codecs)
+        self.index_codecs = tuple(codec_from_json(c, "sharding_indexed index_codecs") for c in index_codecs)
+        self.index_location = index_location
+
+    def configuration(self):
+        return {
+            "chunk_shape": list(self.chunk_shape),
+            "codecs": [c.to_json() for c in self.codecs],
+            "index_codecs": [c.to_json() for c in self.index_codecs],
+            "index_location": self.index_location,
+        }
+
+    def resolve(self, spec):
+        """A copy bound to the shard `spec`, with inner and index codec chains built."""
+        from ..pipeline import CodecChain  # the pipeline imports the codec package
+
+        shard_shape = tuple(spec.shape)
+        if len(shard_shape) != len(self.chunk_shape) or any(
+            s % c for s, c in zip(shard_shape, self.chunk_shape)
+        ):
+            raise MetadataError(
+                f"sharding_indexed: inner chunk shape {self.chunk_shape} does not evenly divide "
+                f"the shard shape {shard_shape}"
+            )
+        inner = CodecChain(self.codecs, spec.evolve(shape=self.chunk_shape), "sharding_indexed codecs")
+        grid = tuple(s // c for s, c in zip(shard_shape, self.chunk_shape))
+        index_spec = ChunkSpec(grid + (2,), np.dtype("uint64"), EMPTY)
+        index = CodecChain(self.index_codecs, index_spec, "sharding_indexed index_codecs")
+        if any(c.name != "crc32c" for c in index.bytes_bytes):
+            raise MetadataError("sharding_indexed: index_codecs must have a fixed encoded size "
+                                "(bytes->bytes codecs other than crc32c are not allowed)")
+        codec = ShardingCodec(self.chunk_shape, inner.codecs, index.codecs, self.index_location)
+        codec._bind(spec, inner, index, grid)
+        return codec
+
+    def _bind(self, spec, inner, index, grid):
+        self._spec, self._inner, self._index, self._grid = spec, inner, index, grid
+        self._n = math.prod(grid)
+        self._strides = tuple(math.prod(grid[d + 1:]) for d in range(len(grid)))
+        self._empty_index = np.full((self._n, 2), EMPTY, dtype=np.uint64)
+        # The recommended little-endian layout goes through the compiled pack/unpack kernels.
+        self._packed_index = (not index.array_array and index.array_bytes.name == "bytes"
+                              and index.array_bytes.configuration().get("endian", "little") == "little")
+        self._index_size = len(self._encode_index(self._empty_index))
+        self._orders = {"C": None, "morton": morton_order(grid)}
+
+    # -- index -------------------------------------------------------------------------------
+    def _encode_index(self, entries):
+        if not self._packed_index:
+            return self._index.encode(entries.reshape(self._index.spec.shape))
+        data = kernels.shard_index_pack(entries)
+        for codec in self._index.bytes_bytes:
+            data = codec.encode(data, self._index.bytes_spec)
+        return data
+
+    def _read_index(self, shard):
+        """The validated (n, 2) uint64 entries of `shard`."""
+        size, isz = shard.size, self._index_size
+        if size < isz:
+            raise ShardIndexError(f"shard is {size} bytes, shorter than its {isz}-byte index")
+        at_start = self.index_location == "start"
+        data = shard.get(0, isz) if at_start else shard.get(size - isz, size)
+        # Index at the start: offsets count from the shard's first byte, so check them against
+        # its whole size here, and against the index's end below.
+        data_size = size if at_start else size - isz
+        if self._packed_index:
+            for codec in reversed(self._index.bytes_bytes):
+                data = codec.decode(data, self._index.bytes_spec)
+            entries = kernels.shard_index_unpack(data, self._n, data_size)
+        else:
+            entries = self._index.decode(data).reshape(self._n, 2)
+            kernels.shard_index_validate(entries, data_size)
+        if at_start:
+            inside = (entries[:, 0] < isz) & (entries[:, 1] > 0) & (entries[:, 1] != EMPTY)
+            if inside.any():
+                i = int(np.flatnonzero(inside)[0])
+                raise ShardIndexError(
+                    f"shard index entry of inner chunk {self._coords(i)} (offset {entries[i, 0]}, "
+                    f"nbytes {entries[i, 1]}): overlaps the {isz}-byte index at the shard's start"
+                )
+        return entries
+
+    def _coords(self, i):
+        return tuple(int(c) for c in np.unravel_index(i, self._grid))
+
+    def _linear(self, coords):
+        return sum(c * s for c, s in zip(coords, self._strides))
+
+    def _blobs(self, shard, indices):
+        """Encoded bytes of the inner chunks `indices` (None for empty ones) from `shard`."""
+        if shard is None:
+            return [None] * len(indices)
+        entries = self._read_index(shard)
+        spans = [tuple(int(v) for v in entries[i]) for i in indices]
+        stored = [k for k, (offset, _) in enumerate(spans) if offset != EMPTY]
+        blobs = [None] * len(indices)
+        for k, blob in zip(stored, shard.fetch([spans[k] for k in stored])):
+            blobs[k] = blob
+        return blobs
+
+    def _projections(self, selection):
+        return list(BasicIndexer(selection, self._spec.shape, self.chunk_shape).projections())
+
+    # -- reads -------------------------------------------------------------------------------
+    def decode(self, data, spec, out=None):
+        if out is None:
+            out = np.empty(self._spec.shape, dtype=self._spec.dtype)
+        full = (slice(None),) * len(self.chunk_shape)
+        self._read(_Whole(data), self._projections(full), out)
+        return out
+
+    def read_partial(self, store, key, selection, out):
+        """Fill `out` with `selection` of the shard stored at `key`, fetching only the index and
+        the inner chunks needed (or the whole object once when most of it is needed)."""
+        projections = self._projections(selection)
+        if len(projections) >= WHOLE_READ_SHARE * self._n:
+            data = store.get(key)
+            shard = None if data is None else _Whole(data)
+        else:
+            size = store.getsize(key)
+            shard = None if size is None else _Ranged(store, key, size)
+        self._read(shard, projections, out)
+
+    def _read(self, shard, projections, out):
+        blobs = self._blobs(shard, [self._linear(p.coords) for p in projections])
+
+        def work(item):
+            p, blob = item
+            try:
+                self._inner.read_into(blob, p.chunk_selection, out[p.out_selection + (Ellipsis,)],
+                                      p.complete)
+            except ZarrcoreError as e:
+                raise _inner_error(e, p.coords) from e
+
+        # Inner chunks decode in parallel, GIL released, straight into `out` when contiguous there.
+        parallel_map(work, zip(projections, blobs))
+
+    # -- writes ------------------------------------------------------------------------------
+    def encode(self, array, spec):
+        blobs = [None] * self._n
+        self._update(blobs, (slice(None),) * len(self.chunk_shape), array)
+        return self._assemble(blobs)
+
+    def write_partial(self, store, key, selection, value, complete):
+        """Set `selection` of the shard at `key` to `value`: re-encode only the inner chunks it
+        touches, keep the others' bytes, and store the shard anew in one write (delete it when
+        no inner chunk is left). `complete`: the selection covers the whole stored region, so
+        the old shard need not be read. The caller holds the key's lock."""
+        data = None if complete else store.get(key)
+        blobs = [None] * self._n if data is None else self._blobs(_Whole(data), range(self._n))
+        self._update(blobs, selection, value)
+        if all(b is None for b in blobs):
+            store.delete(key)
+        else:
+            store.set(key, self._assemble(blobs))
+
+    def _update(self, blobs, selection, value):
+        """Re-encode, in parallel, the inner chunks `selection` touches, into `blobs`."""
+
+        def work(p):
+            part = value[p.out_selection + (Ellipsis,)]
+            i = self._linear(p.coords)
+            try:
+                if p.complete:
+                    chunk = np.ascontiguousarray(part).reshape(self.chunk_shape)
+                else:
+                    chunk = self._inner.merge(blobs[i], p.chunk_selection, part)
+                blobs[i] = self._inner.encode_unless_fill(chunk)
+            except ZarrcoreError as e:
+                raise _inner_error(e, p.coords) from e
+
+        parallel_map(work, self._projections(selection))
+
+    def _assemble(self, blobs):
+        """The shard bytes: inner chunks in the configured write order, and the index."""
+        order = self._orders[config.shard_write_order]
+        entries = self._empty_index.copy()
+        at_start = self.index_location == "start"
+        offset = self._index_size if at_start else 0
+        parts = []
+        for i in range(self._n) if order is None else order.tolist():
+            blob = blobs[i]
+            if blob is not None:
+                nbytes = memoryview(blob).nbytes
+                entries[i] = (offset, nbytes)
+                parts.append(blob)
+                offset += nbytes
+        index = self._encode_index(entries)
+        return b"".join([index, *parts] if at_start else [*parts, index])
+
+
+register_codec(ShardingCodec)
