@@ -8,6 +8,7 @@ from zarrcore.metadata.dtypes import (
     register_data_type,
     registered_data_types,
 )
+from zarrcore.metadata.v2 import ArrayMetadataV2, GroupMetadataV2, parse_metadata_v2
 from zarrcore.metadata.v3 import (
     ArrayMetadataV3,
     ChunkKeyEncoding,
@@ -22,6 +23,9 @@ __all__ = [
     "dtype_from_v3_json",
     "register_data_type",
     "registered_data_types",
+    "ArrayMetadataV2",
+    "GroupMetadataV2",
+    "parse_metadata_v2",
     "ArrayMetadataV3",
     "ChunkKeyEncoding",
     "GroupMetadataV3",

@@ -168,12 +168,6 @@ def _name_and_config(obj):
     return None, None
 
 
-def _require_int(value, what):
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{what} must be an integer, got {value!r}")
-    return value
-
-
 # -- numbers ----------------------------------------------------------------
 
 

@@ -1,10 +1,9 @@
 """Zarr v3 metadata documents (``zarr.json``) for arrays and groups."""
 
 import dataclasses
-import json
 from dataclasses import InitVar, dataclass, field
 
-from zarrcore.errors import MetadataError
+from zarrcore.metadata.common import check_zarr_format, dump_json, field_error, int_tuple, load_json_document
 from zarrcore.metadata.dtypes import DataType, dtype_from_numpy, dtype_from_v3_json
 
 __all__ = [
@@ -12,59 +11,15 @@ __all__ = [
     "ArrayMetadataV3",
     "GroupMetadataV3",
     "parse_metadata_v3",
-    "load_json_document",
 ]
 
 
-def _err(where, name, msg):
-    return MetadataError(f"{where}: field {name!r}: {msg}")
-
-
-def load_json_document(doc, where):
-    """Parse a metadata document given as bytes, str or an already-decoded dict."""
-    if isinstance(doc, (bytes, bytearray, memoryview)):
-        try:
-            doc = bytes(doc).decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise MetadataError(f"{where}: not UTF-8: {e}") from None
-    if isinstance(doc, str):
-        try:
-            doc = json.loads(doc)
-        except ValueError as e:
-            raise MetadataError(f"{where}: invalid JSON: {e}") from None
-    if not isinstance(doc, dict):
-        raise MetadataError(f"{where}: expected a JSON object, got {type(doc).__name__}")
-    return doc
-
-
-def _dumps(obj):
-    return json.dumps(obj, indent=2, ensure_ascii=False).encode("utf-8")
-
-
-def _is_int(x):
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
-def _int_tuple(value, where, name, minimum):
-    if isinstance(value, (list, tuple)) and all(_is_int(v) and v >= minimum for v in value):
-        return tuple(int(v) for v in value)
-    kind = "positive" if minimum > 0 else "non-negative"
-    raise _err(where, name, f"expected a list of {kind} integers, got {value!r}")
-
-
-def _check_zarr_format(doc, where):
-    if "zarr_format" not in doc:
-        raise _err(where, "zarr_format", "missing")
-    if doc["zarr_format"] != 3 or isinstance(doc["zarr_format"], bool):
-        raise _err(where, "zarr_format", f"expected 3, got {doc['zarr_format']!r}")
-
-
 def _check_format(doc, where, node_type):
-    _check_zarr_format(doc, where)
+    check_zarr_format(doc, where, 3)
     if "node_type" not in doc:
-        raise _err(where, "node_type", "missing")
+        raise field_error(where, "node_type", "missing")
     if doc["node_type"] != node_type:
-        raise _err(where, "node_type", f"expected {node_type!r}, got {doc['node_type']!r}")
+        raise field_error(where, "node_type", f"expected {node_type!r}, got {doc['node_type']!r}")
 
 
 def _split_extra(doc, known, where):
@@ -76,22 +31,22 @@ def _split_extra(doc, known, where):
         if isinstance(value, dict) and value.get("must_understand") is False:
             extra[key] = value
         else:
-            raise _err(where, key, "unknown field that is not marked \"must_understand\": false")
+            raise field_error(where, key, "unknown field that is not marked \"must_understand\": false")
     return extra
 
 
 def _check_extra(extra, known, where):
     if not isinstance(extra, dict):
-        raise _err(where, "extra", "expected a dict")
+        raise field_error(where, "extra", "expected a dict")
     for key, value in extra.items():
         if key in known or not (isinstance(value, dict) and value.get("must_understand") is False):
-            raise _err(where, key, "extra fields must be unknown objects with \"must_understand\": false")
+            raise field_error(where, key, "extra fields must be unknown objects with \"must_understand\": false")
     return dict(extra)
 
 
 def _check_attributes(attributes, where):
     if not isinstance(attributes, dict):
-        raise _err(where, "attributes", f"expected an object, got {type(attributes).__name__}")
+        raise field_error(where, "attributes", f"expected an object, got {type(attributes).__name__}")
     return attributes
 
 
@@ -103,7 +58,7 @@ def _extension(value, where, name):
         config = value.get("configuration", {})
         if isinstance(config, dict):
             return value["name"], config
-    raise _err(where, name, f"expected a name or a {{\"name\", \"configuration\"}} object, got {value!r}")
+    raise field_error(where, name, f"expected a name or a {{\"name\", \"configuration\"}} object, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -138,9 +93,9 @@ class ChunkKeyEncoding:
     def from_json(cls, obj, where="zarr.json"):
         name, config = _extension(obj, where, "chunk_key_encoding")
         if name not in ("default", "v2"):
-            raise _err(where, "chunk_key_encoding", f"unknown chunk key encoding {name!r}")
+            raise field_error(where, "chunk_key_encoding", f"unknown chunk key encoding {name!r}")
         if set(config) - {"separator"} or config.get("separator", ".") not in ("/", "."):
-            raise _err(where, "chunk_key_encoding", f"invalid configuration {config!r}")
+            raise field_error(where, "chunk_key_encoding", f"invalid configuration {config!r}")
         return cls(name, config.get("separator"))
 
 
@@ -200,10 +155,10 @@ class ArrayMetadataV3:
     node_type = "array"
 
     def __post_init__(self, where):
-        self.shape = _int_tuple(self.shape, where, "shape", 0)
-        self.chunk_shape = _int_tuple(self.chunk_shape, where, "chunk_grid", 1)
+        self.shape = int_tuple(self.shape, where, "shape", 0)
+        self.chunk_shape = int_tuple(self.chunk_shape, where, "chunk_grid", 1)
         if len(self.chunk_shape) != len(self.shape):
-            raise _err(
+            raise field_error(
                 where,
                 "chunk_grid",
                 f"chunk shape {list(self.chunk_shape)} does not match the {len(self.shape)} dimensions of shape",
@@ -220,7 +175,7 @@ class ArrayMetadataV3:
         if self.codecs is None:
             self.codecs = _default_codecs(self.data_type)
         if not isinstance(self.codecs, (list, tuple)) or not self.codecs:
-            raise _err(where, "codecs", "expected a non-empty list")
+            raise field_error(where, "codecs", "expected a non-empty list")
         for codec in self.codecs:
             _extension(codec, where, "codecs")
         self.codecs = list(self.codecs)
@@ -232,19 +187,19 @@ class ArrayMetadataV3:
                 or len(names) != len(self.shape)
                 or not all(n is None or isinstance(n, str) for n in names)
             ):
-                raise _err(
+                raise field_error(
                     where,
                     "dimension_names",
                     f"expected {len(self.shape)} strings or nulls, got {names!r}",
                 )
             self.dimension_names = tuple(names)
         if not isinstance(self.storage_transformers, (list, tuple)):
-            raise _err(where, "storage_transformers", "expected a list")
+            raise field_error(where, "storage_transformers", "expected a list")
         for transformer in self.storage_transformers:
             # None are supported; only ones that may be ignored are allowed.
             if not (isinstance(transformer, dict) and transformer.get("must_understand") is False):
                 name, _ = _extension(transformer, where, "storage_transformers")
-                raise _err(where, "storage_transformers", f"unsupported storage transformer {name!r}")
+                raise field_error(where, "storage_transformers", f"unsupported storage transformer {name!r}")
         self.storage_transformers = list(self.storage_transformers)
         self.extra = _check_extra(self.extra, _ARRAY_KEYS, where)
 
@@ -271,13 +226,13 @@ class ArrayMetadataV3:
         _check_format(doc, where, "array")
         for key in ("shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value", "codecs"):
             if key not in doc:
-                raise _err(where, key, "missing")
+                raise field_error(where, key, "missing")
         data_type = dtype_from_v3_json(doc["data_type"], where)
         grid_name, grid_config = _extension(doc["chunk_grid"], where, "chunk_grid")
         if grid_name != "regular":
-            raise _err(where, "chunk_grid", f"unsupported chunk grid {grid_name!r}")
+            raise field_error(where, "chunk_grid", f"unsupported chunk grid {grid_name!r}")
         if set(grid_config) != {"chunk_shape"}:
-            raise _err(where, "chunk_grid", f"expected configuration {{\"chunk_shape\": [...]}}, got {grid_config!r}")
+            raise field_error(where, "chunk_grid", f"expected configuration {{\"chunk_shape\": [...]}}, got {grid_config!r}")
         return cls(
             shape=doc["shape"],
             data_type=data_type,
@@ -313,7 +268,7 @@ class ArrayMetadataV3:
 
     def to_bytes(self):
         """UTF-8 JSON, indented by 2."""
-        return _dumps(self.to_json())
+        return dump_json(self.to_json())
 
     def __eq__(self, other):
         # Compare the JSON form: NaN fill values are equal when their bits are.
@@ -342,7 +297,7 @@ class GroupMetadataV3:
     def __post_init__(self, where):
         self.attributes = _check_attributes(self.attributes, where)
         if self.consolidated_metadata is not None and not isinstance(self.consolidated_metadata, dict):
-            raise _err(where, "consolidated_metadata", "expected an object or null")
+            raise field_error(where, "consolidated_metadata", "expected an object or null")
         self.extra = _check_extra(self.extra, _GROUP_KEYS, where)
 
     def evolve(self, **changes):
@@ -370,16 +325,16 @@ class GroupMetadataV3:
 
     def to_bytes(self):
         """UTF-8 JSON, indented by 2."""
-        return _dumps(self.to_json())
+        return dump_json(self.to_json())
 
 
 def parse_metadata_v3(doc, where="zarr.json"):
     """Parse a ``zarr.json`` into ArrayMetadataV3 or GroupMetadataV3 according to ``node_type``."""
     doc = load_json_document(doc, where)
-    _check_zarr_format(doc, where)
+    check_zarr_format(doc, where, 3)
     node_type = doc.get("node_type")
     if node_type == "array":
         return ArrayMetadataV3.from_json(doc, where)
     if node_type == "group":
         return GroupMetadataV3.from_json(doc, where)
-    raise _err(where, "node_type", f"expected 'array' or 'group', got {node_type!r}")
+    raise field_error(where, "node_type", f"expected 'array' or 'group', got {node_type!r}")

@@ -1,0 +1,216 @@
+"""Zarr v2 metadata documents: ``.zarray``, ``.zgroup`` and ``.zattrs``."""
+
+import dataclasses
+from dataclasses import InitVar, dataclass, field
+
+from zarrcore.errors import MetadataError
+from zarrcore.metadata.common import check_zarr_format, dump_json, field_error, int_tuple, load_json_document
+from zarrcore.metadata.dtypes import DataType, dtype_from_numpy, dtype_from_v2_json, registered_data_types
+from zarrcore.metadata.v3 import ChunkKeyEncoding
+
+__all__ = ["ArrayMetadataV2", "GroupMetadataV2", "parse_metadata_v2"]
+
+
+def _zattrs_where(where, own_name):
+    return where[: -len(own_name)] + ".zattrs" if where.endswith(own_name) else ".zattrs"
+
+
+def _load_attributes(zattrs_doc, where):
+    if zattrs_doc is None:
+        return {}
+    # .zattrs is the attributes object itself, so field errors name the document.
+    return load_json_document(zattrs_doc, where)
+
+
+def _codec_config(value, where, name):
+    if isinstance(value, dict) and isinstance(value.get("id"), str):
+        return value
+    raise field_error(where, name, f"expected a codec configuration with a string \"id\", got {value!r}")
+
+
+def _object_codec_id(filters, compressor):
+    """The id of the first known object codec (vlen-utf8, vlen-bytes, …) among the codecs."""
+    known = {cls.v2_object_codec_id for cls in registered_data_types()} - {None}
+    for codec in [*(filters or ()), compressor]:
+        if codec is not None and codec["id"] in known:
+            return codec["id"]
+    return None
+
+
+@dataclass(eq=False)
+class ArrayMetadataV2:
+    """A v2 array: its ``.zarray`` plus the attributes from ``.zattrs``.
+
+    ``data_type`` keeps the stored byte order, so ``dtype`` may be big-endian.
+    ``fill_value`` is a numpy scalar, or None for ``null`` (unset chunks are
+    undefined; read them as zeros).  ``compressor`` and ``filters`` are the raw
+    numcodecs configurations; ``filters=[]`` and ``None`` stay distinct.
+    """
+
+    shape: tuple
+    data_type: DataType
+    chunk_shape: tuple
+    compressor: dict = None
+    fill_value: object = None
+    order: str = "C"
+    filters: list = None
+    dimension_separator: str = "."
+    attributes: dict = field(default_factory=dict)
+    where: InitVar[str] = ".zarray"
+
+    zarr_format = 2
+    node_type = "array"
+
+    def __post_init__(self, where):
+        self.shape = int_tuple(self.shape, where, "shape", 0)
+        self.chunk_shape = int_tuple(self.chunk_shape, where, "chunks", 1)
+        if len(self.chunk_shape) != len(self.shape):
+            raise field_error(
+                where, "chunks", f"chunks {list(self.chunk_shape)} do not match the {len(self.shape)} dimensions of shape"
+            )
+        if not isinstance(self.data_type, DataType):
+            self.data_type = dtype_from_numpy(self.data_type)
+        if self.compressor is not None:
+            _codec_config(self.compressor, where, "compressor")
+        if self.filters is not None:
+            if not isinstance(self.filters, (list, tuple)):
+                raise field_error(where, "filters", f"expected a list or null, got {self.filters!r}")
+            self.filters = [_codec_config(f, where, "filters") for f in self.filters]
+        if self.fill_value is not None:
+            self.fill_value = self.data_type.cast_fill_value(self.fill_value)
+        if self.order not in ("C", "F"):
+            raise field_error(where, "order", f"expected 'C' or 'F', got {self.order!r}")
+        if self.dimension_separator not in (".", "/"):
+            raise field_error(where, "dimension_separator", f"expected '.' or '/', got {self.dimension_separator!r}")
+        if not isinstance(self.attributes, dict):
+            raise MetadataError(f"{_zattrs_where(where, '.zarray')}: expected an object")
+
+    @property
+    def dtype(self):
+        return self.data_type.numpy_dtype
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def chunk_key_encoding(self):
+        """The equivalent v3 ``v2`` chunk key encoding."""
+        return ChunkKeyEncoding("v2", self.dimension_separator)
+
+    def chunk_key(self, coords):
+        """Store key of the chunk at grid index ``coords`` ("0.0", "0/0"; "0" for 0-d)."""
+        return self.chunk_key_encoding.encode(coords)
+
+    def evolve(self, **changes):
+        """A copy with some fields replaced (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_json(cls, zarray_doc, zattrs_doc=None, where=".zarray"):
+        """Parse ``.zarray`` (and optionally ``.zattrs``); unknown ``.zarray`` keys are ignored."""
+        doc = load_json_document(zarray_doc, where)
+        check_zarr_format(doc, where, 2)
+        for key in ("shape", "chunks", "dtype", "compressor", "fill_value", "order"):
+            if key not in doc:
+                raise field_error(where, key, "missing")
+        # Documents from before v2 had filters lack the key.
+        filters = doc.get("filters")
+        if filters is not None:
+            if not isinstance(filters, list):
+                raise field_error(where, "filters", f"expected a list or null, got {filters!r}")
+            filters = [_codec_config(f, where, "filters") for f in filters]
+        compressor = doc["compressor"]
+        if compressor is not None:
+            _codec_config(compressor, where, "compressor")
+        data_type = dtype_from_v2_json(doc["dtype"], _object_codec_id(filters, compressor), where)
+        return cls(
+            shape=doc["shape"],
+            data_type=data_type,
+            chunk_shape=doc["chunks"],
+            compressor=compressor,
+            fill_value=data_type.fill_value_from_json(doc["fill_value"], 2, where),
+            order=doc["order"],
+            filters=filters,
+            dimension_separator=doc.get("dimension_separator", "."),
+            attributes=_load_attributes(zattrs_doc, _zattrs_where(where, ".zarray")),
+            where=where,
+        )
+
+    def to_json(self):
+        """The ``.zarray`` document as a dict, keys in zarr-python's order."""
+        return {
+            "shape": list(self.shape),
+            "chunks": list(self.chunk_shape),
+            "dtype": self.data_type.to_json_v2(),
+            "fill_value": self.data_type.fill_value_to_json(self.fill_value, 2),
+            "order": self.order,
+            "filters": None if self.filters is None else list(self.filters),
+            "dimension_separator": self.dimension_separator,
+            "compressor": self.compressor,
+            "zarr_format": 2,
+        }
+
+    def to_bytes(self):
+        """``.zarray`` as UTF-8 JSON, indented by 2."""
+        return dump_json(self.to_json())
+
+    def zattrs_bytes(self):
+        """``.zattrs`` as UTF-8 JSON, indented by 2."""
+        return dump_json(self.attributes)
+
+    def __eq__(self, other):
+        # Compare the JSON form: NaN fill values are equal then.
+        if not isinstance(other, ArrayMetadataV2):
+            return NotImplemented
+        return (self.to_json(), self.attributes) == (other.to_json(), other.attributes)
+
+    __hash__ = None
+
+
+@dataclass
+class GroupMetadataV2:
+    """A v2 group: ``.zgroup`` (``{"zarr_format": 2}``) plus the attributes from ``.zattrs``."""
+
+    attributes: dict = field(default_factory=dict)
+    where: InitVar[str] = ".zgroup"
+
+    zarr_format = 2
+    node_type = "group"
+
+    def __post_init__(self, where):
+        if not isinstance(self.attributes, dict):
+            raise MetadataError(f"{_zattrs_where(where, '.zgroup')}: expected an object")
+
+    def evolve(self, **changes):
+        """A copy with some fields replaced."""
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_json(cls, zgroup_doc, zattrs_doc=None, where=".zgroup"):
+        """Parse ``.zgroup`` (and optionally ``.zattrs``)."""
+        check_zarr_format(load_json_document(zgroup_doc, where), where, 2)
+        return cls(attributes=_load_attributes(zattrs_doc, _zattrs_where(where, ".zgroup")), where=where)
+
+    def to_json(self):
+        return {"zarr_format": 2}
+
+    def to_bytes(self):
+        """``.zgroup`` as UTF-8 JSON, indented by 2."""
+        return dump_json(self.to_json())
+
+    def zattrs_bytes(self):
+        """``.zattrs`` as UTF-8 JSON, indented by 2."""
+        return dump_json(self.attributes)
+
+
+def parse_metadata_v2(zarray_doc=None, zgroup_doc=None, zattrs_doc=None, prefix=""):
+    """Array or group metadata from whichever of ``.zarray`` / ``.zgroup`` exists under ``prefix``.
+
+    ``prefix`` (e.g. "a/b/") only labels errors.
+    """
+    if (zarray_doc is None) == (zgroup_doc is None):
+        raise MetadataError(f"{prefix}.zarray: expected exactly one of .zarray and .zgroup")
+    if zarray_doc is not None:
+        return ArrayMetadataV2.from_json(zarray_doc, zattrs_doc, where=f"{prefix}.zarray")
+    return GroupMetadataV2.from_json(zgroup_doc, zattrs_doc, where=f"{prefix}.zgroup")
