@@ -1,0 +1,17 @@
+"""Codecs: importing this package registers every built-in codec."""
+from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec
+from .blosc import BloscCodec
+from .bytes import BytesCodec
+from .crc32c import Crc32cCodec
+from .gzip import GzipCodec, ZlibCodec
+from .lz4 import LZ4Codec
+from .registry import codec_from_json, codec_from_v2, register_codec, registered_names
+from .sharding import ShardingCodec
+from .transpose import TransposeCodec
+from .zstd import ZstdCodec
+
+__all__ = [
+    "ArrayArrayCodec", "ArrayBytesCodec", "BloscCodec", "BytesBytesCodec", "BytesCodec",
+    "ChunkSpec", "Codec", "Crc32cCodec", "GzipCodec", "LZ4Codec", "ShardingCodec", "TransposeCodec", "ZlibCodec",
+    "ZstdCodec", "codec_from_json", "codec_from_v2", "register_codec", "registered_names",
+]

@@ -1,0 +1,75 @@
+"""The `bytes` array->bytes codec: raw items in a chosen byte order."""
+import sys
+
+import numpy as np
+
+from .. import kernels
+from ..errors import ChunkDecodeError, MetadataError
+from .base import ArrayBytesCodec
+from .registry import register_codec
+
+_NATIVE = sys.byteorder
+
+
+def _byte_order(dtype):
+    """'little', 'big', or None when the dtype has no byte order (1-byte, bytes, structured)."""
+    if dtype.byteorder == "|":
+        return None
+    if dtype.byteorder == "=":
+        return _NATIVE
+    return "little" if dtype.byteorder == "<" else "big"
+
+
+class BytesCodec(ArrayBytesCodec):
+    """Serialize items as raw bytes, little or big endian."""
+
+    name = "bytes"
+
+    def __init__(self, endian="little"):
+        if endian not in ("little", "big", None):
+            raise MetadataError(f"bytes codec: endian must be 'little' or 'big', got {endian!r}")
+        self.endian = endian
+
+    def configuration(self):
+        return {"endian": self.endian} if self.endian else {}
+
+    def resolve(self, spec):
+        dtype = np.dtype(spec.dtype)
+        if dtype.hasobject:
+            raise MetadataError(f"bytes codec: dtype {dtype} has no fixed-size encoding")
+        if _byte_order(dtype) is None:
+            # zarr-python records no endian for types without one.
+            return self if self.endian is None else BytesCodec(None)
+        if self.endian is None:
+            raise MetadataError(f"bytes codec: endian is required for dtype {dtype}")
+        return self
+
+    def _swap(self, dtype):
+        order = _byte_order(dtype)
+        return order is not None and self.endian is not None and order != self.endian
+
+    def encode(self, array, spec):
+        array = np.ascontiguousarray(array)
+        if self._swap(array.dtype):
+            array = kernels.byteswap(array)
+        return array.reshape(-1).view(np.uint8)
+
+    def decode(self, data, spec, out=None):
+        dtype = np.dtype(spec.dtype)
+        raw = np.frombuffer(data, dtype=np.uint8)
+        if raw.nbytes != spec.nbytes:
+            raise ChunkDecodeError(
+                f"bytes codec: chunk has {raw.nbytes} bytes, expected {spec.nbytes} for shape {spec.shape} {dtype}"
+            )
+        if out is not None:
+            out.reshape(-1).view(np.uint8)[...] = raw
+            if self._swap(dtype):
+                kernels.byteswap(out, out)
+            return out
+        array = raw.view(dtype).reshape(spec.shape)
+        if self._swap(dtype):
+            array = kernels.byteswap(array)
+        return array
+
+
+register_codec(BytesCodec)

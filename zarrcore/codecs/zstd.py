@@ -1,0 +1,44 @@
+"""The `zstd` bytes->bytes codec (v3 `zstd`, v2 id `zstd`)."""
+from .. import _compress
+from ..errors import MetadataError
+from .base import BytesBytesCodec
+from .registry import register_codec
+
+MIN_LEVEL, MAX_LEVEL = -131072, 22  # zstd 1.5's ZSTD_minCLevel / ZSTD_maxCLevel
+
+
+class ZstdCodec(BytesBytesCodec):
+    """Zstandard; level 0 is zstd's default (3), negative levels trade ratio for speed."""
+
+    name = "zstd"
+
+    def __init__(self, level=0, checksum=False):
+        if not isinstance(level, int) or isinstance(level, bool) or not MIN_LEVEL <= level <= MAX_LEVEL:
+            raise MetadataError(f"zstd codec: level must be an integer {MIN_LEVEL}..{MAX_LEVEL}, got {level!r}")
+        if not isinstance(checksum, bool):
+            raise MetadataError(f"zstd codec: checksum must be a boolean, got {checksum!r}")
+        self.level = level
+        self.checksum = checksum
+
+    @classmethod
+    def from_v2_config(cls, config):
+        return cls(level=config.get("level", 1), checksum=config.get("checksum", False))
+
+    def configuration(self):
+        return {"level": self.level, "checksum": self.checksum}
+
+    def to_v2_json(self):
+        return {"id": "zstd", "level": self.level, "checksum": self.checksum}
+
+    def encode(self, data, spec):
+        return _compress.zstd_compress(data, self.level, self.checksum)
+
+    def decode(self, data, spec):
+        return _compress.zstd_decompress(data)
+
+    def decode_into(self, data, out, spec):
+        _compress.zstd_decompress(data, out)
+        return memoryview(out).nbytes
+
+
+register_codec(ZstdCodec, v2_id="zstd")
