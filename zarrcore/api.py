@@ -114,11 +114,10 @@ def create_array(store=None, *, name=None, shape, dtype="float64", chunks=None, 
     chunks = _normalize_chunks(chunks, shape, np_dtype.itemsize)
     if order not in (None, "C", "F"):
         raise ValueError(f"order must be 'C' or 'F', not {order!r}")
+    if shards is not None and zarr_format == 2:
+        raise ValueError("sharding needs zarr_format=3")
     if zarr_format == 2:
         from .codecs.v2 import create_metadata_v2
-
-        if shards is not None:
-            raise ValueError("sharding needs zarr_format=3")
 
         metadata = create_metadata_v2(
             shape=shape, data_type=data_type, chunks=chunks, filters=filters,

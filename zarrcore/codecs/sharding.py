@@ -56,19 +56,15 @@ class _Whole:
 
 
 class _Ranged:
-    """A stored shard of known size, read by byte ranges."""
+    """A stored shard read by byte ranges, its size unknown (ranges past its end come back short)."""
 
-    def __init__(self, store, key, size):
-        self.store, self.key, self.size = store, key, size
+    size = None
+
+    def __init__(self, store, key):
+        self.store, self.key = store, key
 
     def get(self, start, stop):
-        return self._ranges([(start, stop)])[0]
-
-    def _ranges(self, ranges):
-        datas = self.store.get_ranges(self.key, ranges)
-        if datas is None or any(len(d) != b - a for d, (a, b) in zip(datas, ranges)):
-            raise ShardIndexError(f"shard changed or was truncated while being read ({self.size} bytes before)")
-        return datas
+        return self.store.get(self.key, start, stop)
 
     def fetch(self, spans):
         """The bytes of each (offset, nbytes) span; spans close together share one request."""
@@ -81,8 +77,10 @@ class _Ranged:
                 groups[-1][2].append(i)
             else:
                 groups.append([offset, offset + nbytes, [i]])
-        out = [None] * len(spans)
-        datas = self._ranges([(g[0], g[1]) for g in groups]) if groups else []
+        out = [b""] * len(spans)
+        datas = self.store.get_ranges(self.key, [(g[0], g[1]) for g in groups]) if groups else []
+        if datas is None:
+            raise ShardIndexError("shard was deleted while being read")
         for (start, _, members), data in zip(groups, datas):
             view = memoryview(data).cast("B")
             for i in members:
@@ -166,15 +164,21 @@ class ShardingCodec(ArrayBytesCodec):
         return data
 
     def _read_index(self, shard):
-        """The validated (n, 2) uint64 entries of `shard`."""
-        size, isz = shard.size, self._index_size
-        if size < isz:
-            raise ShardIndexError(f"shard is {size} bytes, shorter than its {isz}-byte index")
+        """The validated (n, 2) uint64 entries of `shard`, None when it is not stored."""
+        isz = self._index_size
         at_start = self.index_location == "start"
-        data = shard.get(0, isz) if at_start else shard.get(size - isz, size)
-        # Index at the start: offsets count from the shard's first byte, so check them against
-        # its whole size here, and against the index's end below.
-        data_size = size if at_start else size - isz
+        data = shard.get(0, isz) if at_start else shard.get(-isz, None)
+        if data is None:
+            return None
+        if len(data) < isz:
+            raise ShardIndexError(f"shard is {len(data)} bytes, shorter than its {isz}-byte index")
+        # Offsets count from the shard's first byte: with the index at the start they are checked
+        # against the whole size here, and against the index's end below. A ranged read does
+        # not know the size: entries past the end show as short reads in _blobs.
+        if shard.size is None:
+            data_size = EMPTY - 1
+        else:
+            data_size = shard.size if at_start else shard.size - isz
         if self._packed_index:
             for codec in reversed(self._index.bytes_bytes):
                 data = codec.decode(data, self._index.bytes_spec)
@@ -200,15 +204,19 @@ class ShardingCodec(ArrayBytesCodec):
 
     def _blobs(self, shard, indices):
         """Encoded bytes of the inner chunks `indices` (None for empty ones) from `shard`."""
-        if shard is None:
+        entries = None if shard is None else self._read_index(shard)
+        if entries is None:
             return [None] * len(indices)
-        entries = self._read_index(shard)
-        spans = [tuple(int(v) for v in entries[i]) for i in indices]
-        stored = [k for k, (offset, _) in enumerate(spans) if offset != EMPTY]
-        blobs = [None] * len(indices)
-        for k, blob in zip(stored, shard.fetch([spans[k] for k in stored])):
-            blobs[k] = blob
-        return blobs
+        rows = entries.tolist()
+        stored = [i for i in indices if rows[i][0] != EMPTY]
+        found = dict(zip(stored, shard.fetch([rows[i] for i in stored])))
+        for i, blob in found.items():
+            if len(blob) != rows[i][1]:
+                raise ShardIndexError(
+                    f"shard index entry of inner chunk {self._coords(i)} (offset {rows[i][0]}, "
+                    f"nbytes {rows[i][1]}): reaches past the end of the shard"
+                )
+        return [found.get(i) for i in indices]
 
     def _projections(self, selection):
         return list(BasicIndexer(selection, self._spec.shape, self.chunk_shape).projections())
@@ -229,8 +237,7 @@ class ShardingCodec(ArrayBytesCodec):
             data = store.get(key)
             shard = None if data is None else _Whole(data)
         else:
-            size = store.getsize(key)
-            shard = None if size is None else _Ranged(store, key, size)
+            shard = _Ranged(store, key)
         self._read(shard, projections, out)
 
     def _read(self, shard, projections, out):
