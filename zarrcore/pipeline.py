@@ -146,6 +146,7 @@ def _memory_byteorder(dtype):
 def batch_settings(chain, dtype, fill_value):
     """Keyword arguments for ChunkBatch when the chain is one it runs natively, else None."""
     from .codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, ZlibCodec, ZstdCodec
+    from .codecs.blosc import SHUFFLES
 
     if chain.array_array or type(chain.array_bytes) is not BytesCodec or dtype.hasobject:
         return None
@@ -164,7 +165,7 @@ def batch_settings(chain, dtype, fill_value):
             settings.update(compressor="zstd", clevel=codec.level, checksum=codec.checksum)
         elif type(codec) is BloscCodec:
             settings.update(compressor="blosc", clevel=codec.clevel, cname=codec.cname,
-                            shuffle=codec.shuffle_id, typesize=codec.typesize,
+                            shuffle=SHUFFLES.index(codec.shuffle), typesize=codec.typesize,
                             blocksize=codec.blocksize)
         elif type(codec) in (GzipCodec, ZlibCodec):
             settings.update(compressor="gzip" if type(codec) is GzipCodec else "zlib",
