@@ -1,0 +1,88 @@
+"""numcodecs' `bz2` and `lzma` compressors (v2 only), over the Python standard library,
+which releases the GIL while it works."""
+import bz2
+import lzma
+
+from ..errors import ChunkDecodeError, MetadataError
+from .base import BytesBytesCodec
+from .registry import register_codec
+
+
+class BZ2Codec(BytesBytesCodec):
+    """bzip2 streams at `level` 1-9."""
+
+    name = None
+
+    def __init__(self, level=1):
+        if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= 9:
+            raise MetadataError(f"bz2 codec: level must be an integer 1-9, got {level!r}")
+        self.level = level
+
+    @classmethod
+    def from_v2_config(cls, config):
+        return cls(**config)
+
+    def configuration(self):
+        return {"level": self.level}
+
+    def to_v2_json(self):
+        return {"id": "bz2", "level": self.level}
+
+    to_json = to_v2_json
+
+    def encode(self, data, spec):
+        return bz2.compress(memoryview(data), self.level)
+
+    def decode(self, data, spec):
+        try:
+            return bz2.decompress(memoryview(data))
+        except (OSError, ValueError, EOFError) as e:
+            raise ChunkDecodeError(f"bz2 codec: corrupt or truncated data: {e}") from None
+
+
+class LZMACodec(BytesBytesCodec):
+    """lzma/xz streams; the parameters are those of `lzma.compress`, as numcodecs stores them."""
+
+    name = None
+
+    def __init__(self, format=1, check=-1, preset=None, filters=None):
+        for field, value in (("format", format), ("check", check)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise MetadataError(f"lzma codec: {field} must be an integer, got {value!r}")
+        if preset is not None and (isinstance(preset, bool) or not isinstance(preset, int)):
+            raise MetadataError(f"lzma codec: preset must be null or an integer, got {preset!r}")
+        if filters is not None and not (isinstance(filters, list) and all(isinstance(f, dict) for f in filters)):
+            raise MetadataError(f"lzma codec: filters must be null or a list of objects, got {filters!r}")
+        self.format = format
+        self.check = check
+        self.preset = preset
+        self.filters = filters
+
+    @classmethod
+    def from_v2_config(cls, config):
+        return cls(**config)
+
+    def configuration(self):
+        return {"format": self.format, "check": self.check, "preset": self.preset, "filters": self.filters}
+
+    def to_v2_json(self):
+        return {"id": "lzma", **self.configuration()}
+
+    to_json = to_v2_json
+
+    def encode(self, data, spec):
+        try:
+            return lzma.compress(memoryview(data), format=self.format, check=self.check,
+                                 preset=self.preset, filters=self.filters)
+        except (lzma.LZMAError, ValueError, TypeError) as e:
+            raise MetadataError(f"lzma codec: invalid parameters {self.configuration()}: {e}") from None
+
+    def decode(self, data, spec):
+        try:
+            return lzma.decompress(memoryview(data), format=self.format, filters=self.filters)
+        except (lzma.LZMAError, ValueError, TypeError, EOFError) as e:
+            raise ChunkDecodeError(f"lzma codec: corrupt or truncated data: {e}") from None
+
+
+register_codec(BZ2Codec, v2_id="bz2")
+register_codec(LZMACodec, v2_id="lzma")

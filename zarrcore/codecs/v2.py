@@ -1,0 +1,141 @@
+"""The Zarr v2 codec chain as a v3-style codec list, and v2 array metadata creation.
+
+numcodecs runs a v2 chunk through `filters` then `compressor`, starting from the chunk's raw
+bytes in its stored dtype and `order`. As v3 codecs that is: a transpose for F order, the
+filters as array->array codecs on the flattened chunk, raw bytes in the stored byte order,
+and the compressor. An object codec (vlen-utf8, vlen-bytes) among the filters, or as the
+compressor, is the array->bytes step itself; codecs after it, or after the first
+bytes->bytes codec in the filters (crc32c), work on bytes.
+"""
+import numpy as np
+
+from ..errors import MetadataError
+from . import numcodecs_compressors, numcodecs_filters  # noqa: F401  (registers the v2 ids)
+from .base import ArrayBytesCodec, ChunkSpec, Codec
+from .bytes import BytesCodec, _byte_order
+from .numcodecs_filters import V2Filter
+from .registry import codec_from_v2
+from .transpose import TransposeCodec
+from .zstd import ZstdCodec
+
+_U1 = np.dtype(np.uint8)
+
+
+class V2BytesCodec(BytesCodec):
+    """Raw items in whatever byte order the stored dtype (or the last filter's) has."""
+
+    def __init__(self):
+        super().__init__(endian=None)
+
+    def resolve(self, spec):
+        return BytesCodec(_byte_order(np.dtype(spec.dtype))).resolve(spec)
+
+
+def _load_vlen():
+    """Object codecs live in their own module, which registers them when imported."""
+    try:
+        from . import vlen  # noqa: F401
+    except ImportError:
+        pass
+
+
+def codecs_from_v2_metadata(meta, where=".zarray"):
+    """The codec list that reads and writes the chunks of v2 array metadata `meta`."""
+    _load_vlen()
+    stages = [codec_from_v2(f, f"{where}: filters[{i}]") for i, f in enumerate(meta.filters or ())]
+    if meta.compressor is not None:
+        stages.append(codec_from_v2(meta.compressor, f"{where}: compressor"))
+    serializers = [i for i, c in enumerate(stages) if isinstance(c, ArrayBytesCodec)]
+    if len(serializers) > 1:
+        raise MetadataError(f"{where}: more than one object codec among filters and compressor")
+    if serializers:
+        split = serializers[0]
+        serializer = stages.pop(split)
+    else:
+        split = next((i for i, c in enumerate(stages) if not isinstance(c, V2Filter)), len(stages))
+        serializer = V2BytesCodec()
+    codecs = []
+    if meta.order == "F" and len(meta.shape) > 1:
+        codecs.append(TransposeCodec(tuple(reversed(range(len(meta.shape))))))
+    for codec in stages[:split]:
+        if not isinstance(codec, V2Filter):
+            raise MetadataError(f"{where}: {codec.to_v2_json()['id']!r} cannot come before the object codec")
+        codecs.append(codec)
+    codecs.append(serializer)
+    tail = [c.as_bytes_codec() if isinstance(c, V2Filter) else c for c in stages[split:]]
+    if serializers or len(tail) > 1:
+        # numcodecs hands these the uint8 output of an object codec or a byte filter, so blosc
+        # takes a typesize of 1 rather than the array's itemsize.
+        tail = [c.resolve(ChunkSpec((0,), _U1)) for c in tail]
+    return codecs + tail
+
+
+def _v2_json(codec, where):
+    """A numcodecs configuration dict from a dict, a numcodecs codec or a zarrcore codec."""
+    if isinstance(codec, dict):
+        config = codec
+    elif isinstance(codec, Codec):
+        if not hasattr(codec, "to_v2_json"):
+            raise ValueError(f"{where}: codec {codec!r} has no Zarr v2 form")
+        config = codec.to_v2_json()
+    elif hasattr(codec, "get_config"):
+        config = codec.get_config()
+    else:
+        raise TypeError(f"{where}: expected a codec or a numcodecs configuration, got {codec!r}")
+    # Re-serialized, so the stored configuration is complete as numcodecs writes it.
+    return codec_from_v2(config, where).to_v2_json()
+
+
+def _compressor_json(compressors):
+    if compressors is None:
+        return None
+    if isinstance(compressors, str) and compressors == "auto":
+        return ZstdCodec(level=0, checksum=False).to_v2_json()
+    if isinstance(compressors, (list, tuple)):
+        if len(compressors) > 1:
+            raise ValueError(f"Zarr format 2 arrays take one compressor, got {len(compressors)}")
+        if not compressors:
+            return None
+        compressors = compressors[0]
+    return _v2_json(compressors, "compressor")
+
+
+def _separator(chunk_key_encoding):
+    from ..metadata import ChunkKeyEncoding
+
+    if chunk_key_encoding is None:
+        return "."
+    if isinstance(chunk_key_encoding, str):
+        return chunk_key_encoding
+    if isinstance(chunk_key_encoding, dict):
+        chunk_key_encoding = ChunkKeyEncoding.from_json(chunk_key_encoding, "chunk_key_encoding")
+    return chunk_key_encoding.separator
+
+
+def create_metadata_v2(*, shape, data_type, chunks, filters=None, compressors="auto",
+                       fill_value=None, order="C", attributes=None, chunk_key_encoding=None):
+    """Array metadata for a new v2 array, checked by building its codec chain.
+
+    Object types get their object codec (vlen-utf8/vlen-bytes) as a filter when none is given.
+    """
+    from ..metadata.v2 import ArrayMetadataV2
+    from ..pipeline import CodecChain
+
+    _load_vlen()
+    if isinstance(filters, str) and filters == "auto":
+        filters = None
+    if filters is not None and not isinstance(filters, (list, tuple)):
+        filters = [filters]
+    filters = None if filters is None else [_v2_json(f, f"filters[{i}]") for i, f in enumerate(filters)]
+    compressor = _compressor_json(compressors)
+    object_codec = data_type.v2_object_codec_id
+    if object_codec and not any(c["id"] == object_codec for c in [*(filters or ()), compressor] if c):
+        filters = [{"id": object_codec}, *(filters or ())]
+    fill = data_type.default_fill_value() if fill_value is None else fill_value
+    meta = ArrayMetadataV2(
+        shape=shape, data_type=data_type, chunk_shape=chunks, compressor=compressor,
+        fill_value=fill, order=order, filters=filters,
+        dimension_separator=_separator(chunk_key_encoding), attributes=dict(attributes or {}),
+    )
+    CodecChain(codecs_from_v2_metadata(meta), ChunkSpec(meta.chunk_shape, meta.dtype, meta.fill_value))
+    return meta
