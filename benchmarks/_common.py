@@ -1,0 +1,175 @@
+"""Shared definitions of the benchmark suite: libraries, datasets and expected values.
+
+Imported by run.py (the orchestrator) and _worker.py (one process per library). Only numpy
+and the standard library are imported here, so the orchestrator stays light.
+"""
+import math
+import os
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+DEFAULT_DATA_DIR = os.path.join(HERE, "data")
+
+# Display order: the three peers, then zarrcore.
+PEERS = ("tensorstore", "zarr-python", "zarrs-python")
+LIBS = PEERS + ("zarrcore",)
+
+CUBE_VARIANTS = ("plain", "zstd", "sharded")
+SMALL_VARIANT = "small"
+
+ZSTD0 = {"name": "zstd", "configuration": {"level": 0, "checksum": False}}
+BYTES_LE = {"name": "bytes", "configuration": {"endian": "little"}}
+CRC32C = {"name": "crc32c"}
+
+
+class Dataset:
+    """One benchmark array: its shape, data type and chunking, as every library will write it."""
+
+    def __init__(self, name, shape, dtype, chunks, shards=None, zstd=True):
+        self.name = name
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.chunks = tuple(chunks)  # inner chunks when sharded
+        self.shards = tuple(shards) if shards else None
+        self.zstd = zstd
+
+    @property
+    def nbytes(self):
+        return math.prod(self.shape) * self.dtype.itemsize
+
+    @property
+    def read_block(self):
+        """The unit of the chunk-by-chunk read: the shard when sharded, else the chunk."""
+        return self.shards or self.chunks
+
+    def grid(self, block):
+        return tuple(math.ceil(s / b) for s, b in zip(self.shape, block))
+
+    def nchunks(self):
+        """Number of (inner) chunks."""
+        return math.prod(self.grid(self.chunks))
+
+    def regions(self, block):
+        """Slices of every block of the grid, in C order."""
+        out = []
+        for index in np.ndindex(*self.grid(block)):
+            out.append(tuple(slice(i * b, min((i + 1) * b, s))
+                             for i, b, s in zip(index, block, self.shape)))
+        return out
+
+    def compressors(self):
+        return [ZSTD0] if self.zstd else []
+
+    def codecs_json(self):
+        """The v3 `codecs` list of the array (what tensorstore's spec takes)."""
+        inner = [BYTES_LE, *self.compressors()]
+        if not self.shards:
+            return inner
+        return [{
+            "name": "sharding_indexed",
+            "configuration": {
+                "chunk_shape": list(self.chunks),
+                "codecs": inner,
+                "index_codecs": [BYTES_LE, CRC32C],
+                "index_location": "end",
+            },
+        }]
+
+    def metadata_json(self):
+        """zarr.json of the array, as tensorstore's `metadata` member."""
+        return {
+            "zarr_format": 3,
+            "node_type": "array",
+            "shape": list(self.shape),
+            "data_type": self.dtype.name,
+            "chunk_grid": {"name": "regular",
+                           "configuration": {"chunk_shape": list(self.shards or self.chunks)}},
+            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "fill_value": 0,
+            "codecs": self.codecs_json(),
+        }
+
+    def describe(self):
+        s = "x".join(map(str, self.shape))
+        parts = [f"{self.dtype.name} {s}"]
+        if self.shards:
+            parts.append("shards " + "x".join(map(str, self.shards))
+                         + ", inner chunks " + "x".join(map(str, self.chunks))
+                         + ", index bytes+crc32c at end")
+        else:
+            parts.append("chunks " + "x".join(map(str, self.chunks)))
+        parts.append("zstd level 0" if self.zstd else "uncompressed")
+        return ", ".join(parts)
+
+    # -- expected values ---------------------------------------------------------------------
+    def expected(self, sel=None):
+        """The expected values of region `sel` (a tuple of slices; None for everything)."""
+        if sel is None:
+            sel = tuple(slice(0, s) for s in self.shape)
+        ranges = [np.arange(*s.indices(n)) for s, n in zip(sel, self.shape)]
+        if self.name == SMALL_VARIANT:
+            i, j = ranges
+            flat = (i[:, None] * self.shape[1] + j[None, :]) % 4099
+            return (flat.astype(np.float32) * np.float32(0.25)).astype(self.dtype)
+        z, y, x = ranges
+        # value = (x + y*y//32 + z**3) mod 65536, z axis 0 and x the last axis. Each term is
+        # reduced mod 2**16 in int64 first; uint16 additions then wrap mod 2**16 as well.
+        zt = (z.astype(np.int64) ** 3 % 65536).astype(np.uint16)
+        yt = (y.astype(np.int64) * y // 32 % 65536).astype(np.uint16)
+        xt = (x % 65536).astype(np.uint16)
+        return np.add(np.add(zt[:, None, None], yt[None, :, None]), xt[None, None, :])
+
+
+def cube_block(n):
+    """256, clamped to the array for small smoke-test cubes."""
+    return min(256, n)
+
+
+def make_datasets(n, small_n=1000):
+    c = cube_block(n)
+    inner = min(64, c)
+    shape = (n, n, n)
+    return {
+        "plain": Dataset("plain", shape, "uint16", (c, c, c), zstd=False),
+        "zstd": Dataset("zstd", shape, "uint16", (c, c, c), zstd=True),
+        "sharded": Dataset("sharded", shape, "uint16", (inner,) * 3, shards=(c, c, c), zstd=True),
+        "small": Dataset("small", (small_n, small_n), "float32", (10, 10), zstd=True),
+    }
+
+
+def reference_path(data_dir, n, small_n, variant):
+    """Where the shared reference copy of a dataset lives (every library reads this one)."""
+    if variant == SMALL_VARIANT:
+        return os.path.join(data_dir, f"small{small_n}", "ref", "small.zarr")
+    return os.path.join(data_dir, f"n{n}", "ref", f"{variant}.zarr")
+
+
+def write_path(data_dir, lib, variant):
+    """Where a library's timed writes go (recreated for every repeat)."""
+    return os.path.join(data_dir, "write", lib, f"{variant}.zarr")
+
+
+def check_equal(result, ds, sel=None, expected_cache=None):
+    """True when `result` equals the expected values of region `sel` of `ds`.
+
+    Compares in slabs along axis 0 so that checking a whole large array needs little memory
+    when no cached expected array is given.
+    """
+    if sel is None:
+        sel = tuple(slice(0, s) for s in ds.shape)
+    shape = tuple(len(range(*s.indices(n))) for s, n in zip(sel, ds.shape))
+    result = np.asarray(result)
+    if result.shape != shape or result.dtype != ds.dtype:
+        return False
+    if expected_cache is not None:
+        return bool(np.array_equal(result, expected_cache[sel]))
+    start, stop, _ = sel[0].indices(ds.shape[0])
+    step = max(1, (64 << 20) // max(1, result[0:1].nbytes))
+    for lo in range(start, stop, step):
+        hi = min(lo + step, stop)
+        sub = (slice(lo, hi),) + tuple(sel[1:])
+        if not np.array_equal(result[lo - start:hi - start], ds.expected(sub)):
+            return False
+    return True

@@ -1,0 +1,427 @@
+"""RESULTS.md and results.png from the results dictionary of run.py."""
+import os
+import re
+
+import _common as C
+
+NOTES_BEGIN = "<!-- BEGIN NOTES (kept by run.py when it rewrites this file) -->"
+NOTES_END = "<!-- END NOTES -->"
+DEFAULT_NOTES = """\
+_What limits each workload now (decode GB/s, copy, I/O, Python overhead), from a profile
+(py-spy, perf, callgrind). Written by hand; run.py keeps this section when it rewrites the
+file._
+"""
+
+RATIO_TARGET = 0.5
+THREADS_TARGET = 1.8
+RSS_TARGET = 1.10
+MIB = 2 ** 20
+
+TITLES = {
+    "read_all": "Read all in one call (s)",
+    "read_chunks": "Read chunk by chunk, shard by shard when sharded, sequentially (s)",
+    "write_all": "Write all in one call (s)",
+}
+
+
+def _ok(r):
+    return r is not None and not r.get("error") and r.get("best") is not None and r.get("ok") is not False
+
+
+def compare(res):
+    """zarrcore's best time against the best valid peer: (ratio, best_peer_name, status, note)."""
+    zc = res.get("zarrcore")
+    peers = {lib: res[lib]["best"] for lib in C.PEERS if lib in res and _ok(res[lib])}
+    if not peers:
+        return None, None, "n/a", "no peer result"
+    best_peer = min(peers, key=peers.get)
+    if zc is None:
+        return None, best_peer, "n/a", "zarrcore not run"
+    if zc.get("error"):
+        return None, best_peer, "n/a", "zarrcore error"
+    if zc.get("ok") is False:
+        return None, best_peer, "WRONG", "zarrcore result differs from expected"
+    if zc.get("best") is None:
+        return None, best_peer, "n/a", "no zarrcore time"
+    ratio = zc["best"] / peers[best_peer]
+    return ratio, best_peer, ("PASS" if ratio <= RATIO_TARGET else "FAIL"), ""
+
+
+def _num(v, fmt=None):
+    """Seconds with enough digits for both smoke tests and full runs."""
+    if fmt:
+        return fmt.format(v)
+    return f"{v:.4f}" if v < 0.1 else f"{v:.3f}"
+
+
+def _cell(r, scale=1.0, fmt=None):
+    if r is None:
+        return "-"
+    if r.get("error"):
+        return "error"
+    if r.get("best") is None:
+        return "-"
+    text = _num(r["best"] * scale, fmt)
+    return text + (" **WRONG**" if r.get("ok") is False else "")
+
+
+def _per_chunk(r):
+    """µs per chunk for the small-chunk workloads."""
+    n = r.get("nchunks") if r else None
+    return 1e6 / n if n else None
+
+
+def _timing_table(results, key_prefix, variants, scale_of=None, fmt=None):
+    libs = [lib for lib in C.LIBS if lib in results["libs"]]
+    head = ["variant", *libs, "best peer", "zarrcore / best peer", f"target ≤ {RATIO_TARGET}"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for v in variants:
+        res = results["timings"].get(f"{key_prefix}/{v}")
+        if res is None:
+            continue
+        cells = []
+        for lib in libs:
+            r = res.get(lib)
+            scale = scale_of(r) if scale_of else 1.0
+            cells.append(_cell(r, scale or 1.0, fmt))
+        ratio, best_peer, status, note = compare(res)
+        rtext = f"{ratio:.2f}×" if ratio is not None else (note or "-")
+        rows.append("| " + " | ".join([v, *cells, best_peer or "-", rtext, status]) + " |")
+    return "\n".join(rows)
+
+
+def _targets(results):
+    rows = ["| target | measured | status |", "|---|---|---|"]
+    names = {"read_all": "read all", "read_chunks": "read chunk by chunk",
+             "write_all": "write all"}
+    for wl in ("read_all", "read_chunks", "write_all"):
+        for v in C.CUBE_VARIANTS:
+            res = results["timings"].get(f"{wl}/{v}")
+            if res is None:
+                continue
+            ratio, best_peer, status, note = compare(res)
+            measured = (f"{ratio:.2f}× ({_num(res['zarrcore']['best'])} s vs {best_peer} "
+                        f"{_num(res[best_peer]['best'])} s)") if ratio is not None else note
+            rows.append(f"| {names[wl]}, {v}: ≤ {RATIO_TARGET}× best peer | {measured} | {status} |")
+    for wl, name in (("read_all", "read"), ("write_all", "write")):
+        res = results["timings"].get(f"small/{wl}")
+        if res is None:
+            continue
+        ratio, best_peer, status, note = compare(res)
+        if ratio is not None:
+            zc = res["zarrcore"]["best"] * _per_chunk(res["zarrcore"])
+            bp = res[best_peer]["best"] * _per_chunk(res[best_peer])
+            measured = f"{ratio:.2f}× ({zc:.1f} µs/chunk vs {best_peer} {bp:.1f} µs/chunk)"
+        else:
+            measured = note
+        rows.append(f"| small chunks {name}: ≤ {RATIO_TARGET}× best peer µs/chunk "
+                    f"| {measured} | {status} |")
+    speedup, status, note = _thread_speedup(results, "zarrcore")
+    if speedup is not None or note != "not run":
+        measured = f"{speedup:.2f}×" if speedup is not None else note
+        rows.append(f"| 2 user threads ≥ {THREADS_TARGET}× faster than 1 (zarrcore pool at 1) "
+                    f"| {measured} | {status} |")
+    for r in results["rss"]:
+        if r.get("lib") != "zarrcore":
+            continue
+        ratio, status, measured = _rss_eval(r)
+        rows.append(f"| peak RSS of a whole-array read ({r['variant']}) ≤ output + 10% "
+                    f"| {measured} | {status} |")
+    return "\n".join(rows)
+
+
+def _thread_speedup(results, lib):
+    one = results["threads"].get("1", {}).get(lib)
+    two = results["threads"].get("2", {}).get(lib)
+    if one is None or two is None:
+        return None, "n/a", "not run"
+    if one.get("error") or two.get("error"):
+        return None, "n/a", "error"
+    if one.get("ok") is False or two.get("ok") is False:
+        return None, "WRONG", "wrong result"
+    if not one.get("best") or not two.get("best"):
+        return None, "n/a", "no time"
+    s = one["best"] / two["best"]
+    return s, ("PASS" if s >= THREADS_TARGET else "FAIL"), ""
+
+
+def _rss_eval(r):
+    if r.get("error"):
+        return None, "n/a", "error: " + r["error"][:120]
+    inc = r["maxrss_peak"] - r["rss_before"]
+    ratio = inc / r["output_bytes"]
+    status = "PASS" if ratio <= RSS_TARGET else "FAIL"
+    if r.get("ok") is False:
+        status = "WRONG"
+    measured = (f"{ratio:.2f}× (+{inc / MIB:.1f} MiB for a {r['output_bytes'] / MIB:.1f} MiB "
+                f"output; peak {r['maxrss_peak'] / MIB:.1f} MiB)")
+    return ratio, status, measured
+
+
+def _keep_notes(path):
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return DEFAULT_NOTES
+    m = re.search(re.escape(NOTES_BEGIN) + r"\n(.*?)" + re.escape(NOTES_END), text, re.S)
+    return m.group(1) if m else DEFAULT_NOTES
+
+
+def write_markdown(results, path):
+    a = results["args"]
+    m = results["machine"]
+    notes = _keep_notes(path)
+    mem = m.get("mem_total_bytes")
+    la0, la1 = results.get("loadavg_start"), results.get("loadavg_end")
+    L = []
+    L.append("# zarrcore benchmark results\n")
+    L.append(f"Generated by `benchmarks/run.py` on **{results['date']}** "
+             f"(`python benchmarks/run.py {_argline(a)}`). "
+             "Regenerate with `make bench`; see [README.md](README.md).\n")
+    L.append("## Machine\n")
+    L.append(f"- CPU: {m.get('cpu_model')}; {m.get('cpus')} CPUs "
+             f"({m.get('sockets')} socket × {m.get('cores_per_socket')} cores × "
+             f"{m.get('threads_per_core')} threads per core)")
+    if mem:
+        L.append(f"- Memory: {mem / 2**30:.1f} GiB")
+    L.append(f"- OS: {m.get('platform')}; Python {m.get('python')}")
+    if la0 and la1:
+        L.append(f"- Load average (1 min) at start / end: {la0[0]:.2f} / {la1[0]:.2f} "
+                 "(other work on the machine skews the numbers; compare ratios)")
+    L.append(f"- zarrcore checkout: git {m.get('git_commit') or '?'}"
+             + (" with uncommitted changes" if m.get("git_dirty") else ""))
+    L.append("")
+    L.append("## Versions\n")
+    L.append("| library | versions | imported from |")
+    L.append("|---|---|---|")
+    for lib in C.LIBS:
+        info = results["libs"].get(lib)
+        if info is None:
+            continue
+        if info.get("error"):
+            L.append(f"| {lib} | unavailable: {info['error'][:200]} | |")
+            continue
+        v = ", ".join(f"{k} {val}" for k, val in info["versions"].items())
+        L.append(f"| {lib} | {v} | `{info['module_path']}` |")
+    L.append("")
+    L.append("## Method\n")
+    L.append(
+        f"- Best of {a['repeats']} after {a['warmup']} warm-up round(s), warm page cache. "
+        "Each library runs in its own worker process; the libraries take turns within each "
+        "round, in a rotating order, so that they see the same machine state.\n"
+        "- zarrs-python is zarr-python with "
+        "`zarr.config.set({\"codec_pipeline.path\": \"zarrs.ZarrsCodecPipeline\"})` "
+        "(strict: no silent fallback to zarr-python's pipeline).\n"
+        + ("- Reads read one shared reference copy of each dataset, written by zarr-python. "
+           if a.get("read_from", "ref") == "ref" else
+           "- Reads read each library's own copy, from its write workload. ")
+        + "Writes go to a fresh directory per library and round; array creation is not timed.\n"
+        "- Every read is compared element by element with the expected array, and every "
+        "written array is read back with zarr-python and compared, so a fast wrong answer "
+        "is marked **WRONG** and cannot count.\n"
+        "- Ratios are zarrcore's time over the best peer's (tensorstore, zarr-python, "
+        "zarrs-python).")
+    L.append("")
+    L.append("Datasets:\n")
+    for k, d in results["datasets"].items():
+        L.append(f"- `{k}`: {d}")
+    L.append("")
+    L.append("## Targets\n")
+    L.append(_targets(results))
+    L.append("")
+    for wl in ("read_all", "read_chunks", "write_all"):
+        if any(k.startswith(wl + "/") for k in results["timings"]):
+            L.append(f"## {TITLES[wl]}\n")
+            L.append(_timing_table(results, wl, C.CUBE_VARIANTS))
+            L.append("")
+    if any(k.startswith("small/") for k in results["timings"]):
+        L.append(f"## Small chunks (µs per chunk)\n")
+        L.append(f"`small`: {results['datasets'].get('small')}; time of the whole-array "
+                 "read or write divided by the number of chunks.\n")
+        L.append(_timing_table(results, "small", ("read_all", "write_all"),
+                               scale_of=_per_chunk, fmt="{:.1f}"))
+        L.append("")
+    if results["threads"]:
+        L.append("## Thread scaling\n")
+        L.append("User threads read disjoint runs of the inner chunks of the `sharded` "
+                 "variant, one inner chunk per call. Each library's own pool is held to one "
+                 "thread where it has a setting: zarrcore `config.set(num_threads=1)`, "
+                 "tensorstore `data_copy_concurrency` and `file_io_concurrency` limit 1, "
+                 "zarr-python and zarrs-python `threading.max_workers=1`.\n")
+        L.append(f"| library | 1 thread (s) | 2 threads (s) | speedup | target ≥ {THREADS_TARGET} |")
+        L.append("|---|---|---|---|---|")
+        for lib in C.LIBS:
+            one = results["threads"].get("1", {}).get(lib)
+            two = results["threads"].get("2", {}).get(lib)
+            if one is None and two is None:
+                continue
+            s, status, note = _thread_speedup(results, lib)
+            L.append(f"| {lib} | {_cell(one)} | {_cell(two)} | "
+                     f"{f'{s:.2f}×' if s is not None else note} | "
+                     f"{status if lib == 'zarrcore' else '(peer)'} |")
+        L.append("")
+    if results["rss"]:
+        L.append("## Peak RSS of a whole-array read\n")
+        L.append("A fresh process per row opens the array, reads one element (so imports "
+                 "and pools are in place), then reads the whole array once. *Before* is the "
+                 "RSS just before that read; *peak* is `ru_maxrss`. The target compares "
+                 "peak − before with the output array's size.\n")
+        L.append(f"| library | variant | output MiB | before MiB | peak MiB | peak − before MiB "
+                 f"| (peak − before) / output | target ≤ {RSS_TARGET} |")
+        L.append("|---|---|---|---|---|---|---|---|")
+        for r in results["rss"]:
+            if r.get("error"):
+                L.append(f"| {r['lib']} | {r['variant']} | error: {r['error'][:150]} "
+                         "| | | | | |")
+                continue
+            ratio, status, _ = _rss_eval(r)
+            L.append(f"| {r['lib']} | {r['variant']} | {r['output_bytes'] / MIB:.1f} | "
+                     f"{r['rss_before'] / MIB:.1f} | {r['maxrss_peak'] / MIB:.1f} | "
+                     f"{(r['maxrss_peak'] - r['rss_before']) / MIB:.1f} | {ratio:.2f} | "
+                     f"{status if r['lib'] == 'zarrcore' else '(peer)'} |")
+        L.append("")
+    lim = results.get("limits")
+    if lim:
+        L.append("## Machine limits\n")
+        L.append("Measured in one process, one thread, on the same data (floors under the "
+                 "workloads):\n")
+        if "file_read_gbps" in lim:
+            L.append(f"- reading the `plain` chunk files into a buffer (`readinto`): "
+                     f"{lim['file_read_gbps']:.2f} GB/s")
+        if "memcpy_gbps" in lim:
+            L.append(f"- memcpy of {lim['output_bytes'] / MIB:.0f} MiB: {lim['memcpy_gbps']:.2f} GB/s")
+        if "touch_output_seconds" in lim:
+            L.append(f"- touching a fresh {lim['output_bytes'] / MIB:.0f} MiB output "
+                     f"(page faults): {lim['touch_output_seconds']:.3f} s")
+        if "zstd_decode_gbps_1thread" in lim:
+            L.append(f"- zstd (numcodecs) decoding the `zstd` chunks: "
+                     f"{lim['zstd_decode_gbps_1thread']:.2f} GB/s per thread; encoding at "
+                     f"level 0: {lim['zstd_encode_gbps_1thread']:.2f} GB/s per thread; "
+                     f"compression ratio {lim['zstd_ratio']:.2f}")
+        for k, v in lim.items():
+            if k.endswith("error"):
+                L.append(f"- {k}: {v}")
+        L.append("")
+    L.append("## Failures\n")
+    if results["failures"]:
+        for f in results["failures"]:
+            L.append(f"- {f['lib']} / {f['workload']}: {f['error'][:300]}")
+    else:
+        L.append("None: every read and write of every library checked out.")
+    L.append("")
+    L.append("## What limits each workload\n")
+    L.append(NOTES_BEGIN)
+    L.append(notes.rstrip("\n"))
+    L.append(NOTES_END)
+    L.append("")
+    with open(path, "w") as f:
+        f.write("\n".join(L))
+
+
+def _argline(a):
+    parts = [f"--n {a['n']}", f"--repeats {a['repeats']}"]
+    if a.get("small_n") != 1000:
+        parts.append(f"--small-n {a['small_n']}")
+    if a.get("warmup") != 1:
+        parts.append(f"--warmup {a['warmup']}")
+    if list(a.get("libs", C.LIBS)) != list(C.LIBS):
+        parts.append("--libs " + ",".join(a["libs"]))
+    if a.get("read_from", "ref") != "ref":
+        parts.append(f"--read-from {a['read_from']}")
+    return " ".join(parts)
+
+
+def plot(results, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    libs = [lib for lib in C.LIBS if lib in results["libs"]]
+    colors = {"tensorstore": "#4c72b0", "zarr-python": "#dd8452", "zarrs-python": "#55a868",
+              "zarrcore": "#c44e52"}
+    fig, axes = plt.subplots(2, 3, figsize=(16, 9.5))
+    a = results["args"]
+    fig.suptitle(f"zarrcore vs peers — N={a['n']} uint16 cube, best of {a['repeats']}, "
+                 f"{results['date'][:10]}, {results['machine'].get('cpu_model', '')}", fontsize=11)
+
+    def bars(ax, groups, values, ylabel, title, log=False, ratios=None):
+        x = np.arange(len(groups))
+        width = 0.8 / max(1, len(libs))
+        for i, lib in enumerate(libs):
+            vals = [values.get((g, lib)) for g in groups]
+            hs = [v if v is not None else 0 for v in vals]
+            rects = ax.bar(x + (i - (len(libs) - 1) / 2) * width, hs, width, label=lib,
+                           color=colors.get(lib))
+            for g, rect, v in zip(groups, rects, vals):
+                cx = rect.get_x() + rect.get_width() / 2
+                if v is None:
+                    ax.annotate("n/a", (cx, 0), ha="center", va="bottom", fontsize=7,
+                                rotation=90)
+                elif lib == "zarrcore" and ratios and ratios.get(g) is not None:
+                    ax.annotate(f"{ratios[g]:.2f}×", (cx, v), ha="center", va="bottom",
+                                fontsize=7, color=colors["zarrcore"])
+        ax.set_xticks(x)
+        ax.set_xticklabels(groups)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title, fontsize=10)
+        if log:
+            ax.set_yscale("log")
+        ax.grid(axis="y", alpha=0.3)
+
+    def valid(r):
+        return _ok(r)
+
+    for ax, wl in zip(axes[0], ("read_all", "read_chunks", "write_all")):
+        values, ratios = {}, {}
+        for v in C.CUBE_VARIANTS:
+            res = results["timings"].get(f"{wl}/{v}", {})
+            ratios[v] = compare(res)[0] if res else None
+            for lib in libs:
+                if valid(res.get(lib)):
+                    values[(v, lib)] = res[lib]["best"]
+        bars(ax, list(C.CUBE_VARIANTS), values, "seconds (lower is better)",
+             TITLES[wl].replace(" (s)", "").replace(", shard by shard when sharded", ""),
+             ratios=ratios)
+    axes[0][0].legend(fontsize=8)
+
+    values, ratios = {}, {}
+    for wl in ("read_all", "write_all"):
+        res = results["timings"].get(f"small/{wl}", {})
+        g = wl.replace("_all", "")
+        ratios[g] = compare(res)[0] if res else None
+        for lib in libs:
+            if valid(res.get(lib)):
+                values[(g, lib)] = res[lib]["best"] * _per_chunk(res[lib])
+    bars(axes[1][0], ["read", "write"], values, "µs per chunk (log)",
+         "Small chunks: " + results["datasets"].get("small", ""), log=bool(values),
+         ratios=ratios)
+    axes[1][0].title.set_fontsize(8)
+
+    ax = axes[1][1]
+    tl = [lib for lib in libs if lib in results["threads"].get("1", {})]
+    sp = [(_thread_speedup(results, lib)[0] or 0) for lib in tl]
+    ax.bar(tl, sp, color=[colors.get(lib) for lib in tl])
+    ax.axhline(THREADS_TARGET, color="k", ls="--", lw=1, label=f"target {THREADS_TARGET}×")
+    ax.axhline(1.0, color="gray", ls=":", lw=1)
+    ax.set_ylabel("speedup, 2 threads over 1")
+    ax.set_title("Thread scaling: inner chunks of `sharded`, library pool at 1", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.tick_params(axis="x", labelsize=8)
+    ax.grid(axis="y", alpha=0.3)
+
+    values = {}
+    for r in results["rss"]:
+        if not r.get("error"):
+            values[(r["variant"], r["lib"])] = (r["maxrss_peak"] - r["rss_before"]) / r["output_bytes"]
+    variants = [v for v in C.CUBE_VARIANTS if any(k[0] == v for k in values)]
+    bars(axes[1][2], variants, values, "(peak RSS − RSS before) / output",
+         "Memory of a whole-array read")
+    axes[1][2].axhline(RSS_TARGET, color="k", ls="--", lw=1)
+    axes[1][2].axhline(1.0, color="gray", ls=":", lw=1)
+
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
