@@ -9,6 +9,8 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyOb
 from cpython.object cimport PyObject
 from libc.stdlib cimport free
 
+import numpy as np
+
 from zarrcore.errors import ChunkDecodeError
 
 cdef extern from "Python.h":
@@ -55,20 +57,35 @@ cdef extern from "zc_lz4.h" nogil:
 
 # ---- buffers ----------------------------------------------------------------------------
 
-cdef int _get_src(object obj, Py_buffer *view) except -1:
+cdef int _get_buffer(object obj, Py_buffer *view, int flags, str what) except -1:
     try:
-        PyObject_GetBuffer(obj, view, PyBUF_SIMPLE)
-    except BufferError as e:
-        raise TypeError(f"expected a C-contiguous buffer, got {type(obj).__name__}: {e}") from None
-    return 0
+        PyObject_GetBuffer(obj, view, flags)
+        return 0
+    except (BufferError, ValueError) as e:  # numpy reports non-contiguity as ValueError
+        err = e
+    # numpy exports no buffer for datetime64/timedelta64 arrays; their bytes are plain data.
+    if isinstance(obj, np.ndarray) and obj.flags.c_contiguous and not obj.dtype.hasobject:
+        PyObject_GetBuffer(obj.reshape(-1).view(np.uint8), view, flags)
+        return 0
+    raise TypeError(f"{what} must be a {'writable ' if flags & PyBUF_WRITABLE else ''}"
+                    f"C-contiguous buffer, got {type(obj).__name__}: {err}") from None
 
 
-cdef int _get_out(object obj, Py_buffer *view) except -1:
-    try:
-        PyObject_GetBuffer(obj, view, PyBUF_WRITABLE)
-    except BufferError as e:
-        raise TypeError(f"out must be a writable C-contiguous buffer: {e}") from None
-    return 0
+cdef inline int _get_src(object obj, Py_buffer *view) except -1:
+    return _get_buffer(obj, view, PyBUF_SIMPLE, "input")
+
+
+cdef inline int _get_out(object obj, Py_buffer *view) except -1:
+    return _get_buffer(obj, view, PyBUF_WRITABLE, "out")
+
+
+def buffer_nbytes(obj):
+    """Size in bytes of a C-contiguous buffer (including numpy datetime arrays)."""
+    cdef Py_buffer view
+    _get_src(obj, &view)
+    n = view.len
+    PyBuffer_Release(&view)
+    return n
 
 
 cdef object _adopt(PyObject *raw, Py_ssize_t n):

@@ -76,7 +76,7 @@ class BloscCodec(BytesBytesCodec):
 
     def decode_into(self, data, out, spec):
         _compress.blosc_decompress(data, out)
-        return memoryview(out).nbytes
+        return _compress.buffer_nbytes(out)
 
 
 register_codec(BloscCodec, v2_id="blosc")

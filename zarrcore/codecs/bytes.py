@@ -62,6 +62,8 @@ class BytesCodec(ArrayBytesCodec):
                 f"bytes codec: chunk has {raw.nbytes} bytes, expected {spec.nbytes} for shape {spec.shape} {dtype}"
             )
         if out is not None:
+            if not out.flags.c_contiguous:
+                raise ValueError("bytes codec: out must be C-contiguous")
             out.reshape(-1).view(np.uint8)[...] = raw
             if self._swap(dtype):
                 kernels.byteswap(out, out)

@@ -7,9 +7,18 @@ from .base import BytesBytesCodec
 from .registry import register_codec
 
 
+def _u8(buf):
+    """A flat uint8 view of any C-contiguous buffer (numpy datetime arrays export none)."""
+    if isinstance(buf, np.ndarray):
+        if not buf.flags.c_contiguous:
+            raise TypeError("crc32c codec: buffers must be C-contiguous")
+        return buf.reshape(-1).view(np.uint8)
+    return np.frombuffer(buf, dtype=np.uint8)
+
+
 def _split(data):
-    """Payload view and stored checksum of `data`."""
-    raw = np.frombuffer(data, dtype=np.uint8)
+    """The payload of `data` as a view, after verifying its checksum."""
+    raw = _u8(data)
     if raw.nbytes < 4:
         raise ChunkDecodeError(f"crc32c codec: {raw.nbytes} bytes is too short to hold a checksum")
     payload = raw[:-4]
@@ -33,7 +42,7 @@ class Crc32cCodec(BytesBytesCodec):
         return {"id": "crc32c"}
 
     def encode(self, data, spec):
-        raw = np.frombuffer(data, dtype=np.uint8)
+        raw = _u8(data)
         out = np.empty(raw.nbytes + 4, dtype=np.uint8)
         out[:-4] = raw
         out[-4:] = np.frombuffer(_compress.crc32c(raw).to_bytes(4, "little"), dtype=np.uint8)
@@ -44,7 +53,7 @@ class Crc32cCodec(BytesBytesCodec):
 
     def decode_into(self, data, out, spec):
         payload = _split(data)
-        target = np.frombuffer(out, dtype=np.uint8)
+        target = _u8(out)
         if payload.nbytes != target.nbytes:
             raise ChunkDecodeError(f"crc32c codec: payload has {payload.nbytes} bytes, expected {target.nbytes}")
         target[...] = payload

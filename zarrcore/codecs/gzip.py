@@ -37,7 +37,7 @@ class GzipCodec(BytesBytesCodec):
 
     def decode_into(self, data, out, spec):
         _compress.gzip_decompress(data, out)
-        return memoryview(out).nbytes
+        return _compress.buffer_nbytes(out)
 
 
 class ZlibCodec(BytesBytesCodec):
@@ -66,7 +66,7 @@ class ZlibCodec(BytesBytesCodec):
 
     def decode_into(self, data, out, spec):
         _compress.zlib_decompress(data, out)
-        return memoryview(out).nbytes
+        return _compress.buffer_nbytes(out)
 
 
 register_codec(GzipCodec, v2_id="gzip")

@@ -33,7 +33,7 @@ class LZ4Codec(BytesBytesCodec):
 
     def decode_into(self, data, out, spec):
         _compress.lz4_decompress(data, out)
-        return memoryview(out).nbytes
+        return _compress.buffer_nbytes(out)
 
 
 register_codec(LZ4Codec, v2_id="lz4")

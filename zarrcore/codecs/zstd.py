@@ -38,7 +38,7 @@ class ZstdCodec(BytesBytesCodec):
 
     def decode_into(self, data, out, spec):
         _compress.zstd_decompress(data, out)
-        return memoryview(out).nbytes
+        return _compress.buffer_nbytes(out)
 
 
 register_codec(ZstdCodec, v2_id="zstd")
