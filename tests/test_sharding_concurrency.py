@@ -1,0 +1,81 @@
+"""Writers sharing shards lose no element: 8 threads, then 4 processes, writing stripes."""
+import multiprocessing
+import threading
+
+import numpy as np
+import pytest
+
+import zarrcore
+
+SHAPE, SHARD, INNER = (64, 48), (32, 48), (4, 4)
+
+
+def create(store):
+    return zarrcore.create_array(store, shape=SHAPE, dtype="int32", chunks=INNER, shards=SHARD,
+                                 fill_value=0)
+
+
+def stripes(axis, worker, workers):
+    """Selections of `worker`'s stripes: every `workers`-th row (axis 0) or column (axis 1).
+    Neighbouring stripes belong to different workers and share inner chunks and shards."""
+    for i in range(worker, SHAPE[axis], workers):
+        yield (i, slice(None)) if axis == 0 else (slice(None), i)
+
+
+def write_stripes(a, axis, worker, workers):
+    for sel in stripes(axis, worker, workers):
+        a[sel] = sel[axis] + 1
+
+
+def lost_elements(a, axis):
+    expected = np.arange(1, SHAPE[axis] + 1, dtype="int32")
+    expected = np.broadcast_to(expected[:, None] if axis == 0 else expected[None, :], SHAPE)
+    return int((a[...] != expected).sum())
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("kind", ["memory", "local"])
+def test_threads_lose_nothing(tmp_path, kind, axis):
+    store = zarrcore.MemoryStore() if kind == "memory" else zarrcore.LocalStore(tmp_path / "s")
+    a = create(store)
+    workers = 8
+    start = threading.Barrier(workers)
+    errors = []
+
+    def run(worker):
+        try:
+            start.wait()
+            write_stripes(a, axis, worker, workers)
+        except BaseException as e:  # re-raised in the test thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert lost_elements(a, axis) == 0
+
+
+def _process_writer(path, axis, worker, workers, start):
+    a = zarrcore.open_array(path, mode="r+")
+    start.wait()
+    write_stripes(a, axis, worker, workers)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_processes_lose_nothing(tmp_path, axis):
+    path = str(tmp_path / "p")
+    a = create(path)
+    workers = 4
+    ctx = multiprocessing.get_context("spawn")
+    start = ctx.Barrier(workers)
+    procs = [ctx.Process(target=_process_writer, args=(path, axis, w, workers, start))
+             for w in range(workers)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0] * workers
+    assert lost_elements(a, axis) == 0
