@@ -187,7 +187,7 @@ def open(store=None, *, mode="a", path=None, zarr_format=None, **kwargs):
     if mode in ("w", "w-"):
         return open_group(store_, mode=mode, path=npath, zarr_format=zarr_format, **kwargs)
     try:
-        return open_node(store_, npath, zarr_format, read_only=(mode == "r"))
+        return open_node(store_, npath, zarr_format, read_only=(mode == "r"), use_consolidated=None)
     except NodeNotFoundError:
         if mode == "a":
             return open_group(store_, mode=mode, path=npath, zarr_format=zarr_format, **kwargs)
@@ -215,14 +215,19 @@ def open_array(store=None, *, mode="a", path=None, zarr_format=None, name=None, 
 
 def open_group(store=None, *, mode="a", path=None, zarr_format=None, attributes=None,
                use_consolidated=None):
-    """Open a group, creating it in modes 'a', 'w' and 'w-'."""
+    """Open a group, creating it in modes 'a', 'w' and 'w-'.
+
+    With consolidated metadata (used when present if `use_consolidated` is None, required
+    when True, ignored when False) members are opened without reading their metadata.
+    """
     _check_mode(mode)
     store = make_store(store, read_only=(mode == "r"))
     path = nodes.normalize_path(path)
     if mode in ("w", "w-"):
         return _create_group(store, path, zarr_format or 3, attributes, mode == "w")
     try:
-        node = open_node(store, path, zarr_format, read_only=(mode == "r"))
+        node = open_node(store, path, zarr_format, read_only=(mode == "r"),
+                         use_consolidated=use_consolidated)
     except NodeNotFoundError:
         if mode == "a":
             return _create_group(store, path, zarr_format or 3, attributes, False)

@@ -4,22 +4,30 @@ from .array import Array
 from .errors import MemberNotFoundError, NodeExistsError, NodeNotFoundError, ReadOnlyError
 
 
-def open_node(store, path, zarr_format=None, read_only=False):
-    """The Array or Group at `path`."""
-    metadata = nodes.read_metadata(store, path, zarr_format)
+def open_node(store, path, zarr_format=None, read_only=False, use_consolidated=False):
+    """The Array or Group at `path`; a group's consolidated metadata is used unless
+    `use_consolidated` is False, and required when it is True."""
+    if use_consolidated is False:
+        metadata, consolidated = nodes.read_metadata(store, path, zarr_format), None
+    else:
+        from .consolidated import open_group_metadata
+
+        metadata, consolidated = open_group_metadata(store, path, zarr_format, use_consolidated)
     if metadata.node_type == "array":
         return Array(store, path, metadata, read_only=read_only)
-    return Group(store, path, metadata, read_only=read_only)
+    return Group(store, path, metadata, read_only=read_only, consolidated=consolidated)
 
 
 class Group:
     """A Zarr group: `g["a/b"]`, `g.create_array(...)`, `g.members()`."""
 
-    def __init__(self, store, path, metadata, read_only=False):
+    def __init__(self, store, path, metadata, read_only=False, consolidated=None):
         self._store = store
         self._path = path
         self._metadata = metadata
         self._read_only = read_only or store.read_only
+        # Members' metadata, when opened through consolidated metadata: no store reads.
+        self._consolidated = consolidated
 
     @property
     def metadata(self):
@@ -76,9 +84,22 @@ class Group:
         return nodes.join(self._path, name)
 
     # -- members --------------------------------------------------------------
+    def _open_member(self, name):
+        path = self._child_path(name)
+        if self._consolidated is None:
+            return open_node(self._store, path, read_only=self._read_only)
+        rel = nodes.normalize_path(name)
+        metadata = self._consolidated.metadata(rel)
+        if metadata is None:
+            raise NodeNotFoundError(f"no member {rel!r} in the consolidated metadata of {self.name!r}")
+        if metadata.node_type == "array":
+            return Array(self._store, path, metadata, read_only=self._read_only)
+        return Group(self._store, path, metadata, read_only=self._read_only,
+                     consolidated=self._consolidated.subgroup(rel))
+
     def __getitem__(self, name):
         try:
-            return open_node(self._store, self._child_path(name), read_only=self._read_only)
+            return self._open_member(name)
         except NodeNotFoundError:
             raise MemberNotFoundError(f"group {self.name!r} has no member {name!r}") from None
 
@@ -90,6 +111,8 @@ class Group:
 
     def __contains__(self, name):
         try:
+            if self._consolidated is not None:
+                return self._consolidated.metadata(nodes.normalize_path(name)) is not None
             return nodes.node_exists(self._store, self._child_path(name))
         except ValueError:
             return False
@@ -106,8 +129,13 @@ class Group:
         if not nodes.node_exists(self._store, path):
             raise MemberNotFoundError(f"group {self.name!r} has no member {name!r}")
         self._store.delete_prefix(path)
+        self._consolidated = None  # stale now
 
     def _children(self):
+        if self._consolidated is not None:
+            for name in self._consolidated.children():
+                yield name, self._open_member(name)
+            return
         for name in self._store.list_dir(self._path):
             if name in nodes.METADATA_KEYS:
                 continue
@@ -164,6 +192,7 @@ class Group:
         from .api import _create_group
 
         self._check_writable()
+        self._consolidated = None  # the hierarchy changes: read members from the store
         return _create_group(self._store, self._child_path(name), self.zarr_format,
                              attributes, overwrite)
 
@@ -180,6 +209,7 @@ class Group:
         from .api import create_array
 
         self._check_writable()
+        self._consolidated = None  # the hierarchy changes: read members from the store
         kwargs.setdefault("zarr_format", self.zarr_format)
         return create_array(self._store, name=self._child_path(name), **kwargs)
 

@@ -1,0 +1,208 @@
+"""Consolidated metadata: the metadata of a whole hierarchy in one document, as zarr-python
+writes it, so that opening a deep hierarchy costs one read.
+
+v2: `.zmetadata` = {"metadata": {"a/.zarray": doc, "a/.zattrs": doc, ...},
+"zarr_consolidated_format": 1} beside the group's `.zgroup`.
+v3: the group's `zarr.json` carries "consolidated_metadata": {"kind": "inline",
+"must_understand": false, "metadata": {"a": zarr.json doc, "a/b": ...}}.
+"""
+from . import nodes
+from .errors import MetadataError, NodeNotFoundError
+from .storage import make_store
+
+V2_KEY = ".zmetadata"
+_V2_DOC_KEYS = (nodes.V2_ARRAY_KEY, nodes.V2_GROUP_KEY, nodes.V2_ATTRS_KEY)
+
+
+def _empty_inline():
+    return {"kind": "inline", "must_understand": False, "metadata": {}}
+
+
+class ConsolidatedMetadata:
+    """Parsed-on-demand metadata of every node below one group, by path relative to it.
+
+    Views of subgroups (`subgroup`) share the documents and the parse cache.
+    """
+
+    def __init__(self, zarr_format, docs, where, prefix="", _shared=None):
+        self.zarr_format = zarr_format
+        self._where = where
+        self._prefix = prefix
+        if _shared is None:
+            children = {}
+            for rel in filter(None, docs):  # "" is the group itself (v2)
+                parent, _, name = rel.rpartition("/")
+                children.setdefault(parent, []).append(name)
+            _shared = (docs, {k: sorted(v) for k, v in children.items()}, {})
+        self._docs, self._children, self._cache = _shared
+
+    @classmethod
+    def from_v3(cls, field, where):
+        """From a group's `consolidated_metadata` field (None when it has none)."""
+        if field is None:
+            return None
+        metadata = field.get("metadata") if isinstance(field, dict) else None
+        if not isinstance(metadata, dict) or field.get("kind") != "inline":
+            raise MetadataError(f"{where}: field 'consolidated_metadata': expected an inline metadata object")
+        for rel, doc in metadata.items():
+            _check_entry(rel, doc, where)
+        return cls(3, dict(metadata), where)
+
+    @classmethod
+    def from_v2(cls, doc, where):
+        """From a `.zmetadata` document; keys are regrouped by node."""
+        if not isinstance(doc, dict) or not isinstance(doc.get("metadata"), dict):
+            raise MetadataError(f"{where}: expected an object with a 'metadata' object")
+        if doc.get("zarr_consolidated_format") != 1:
+            raise MetadataError(
+                f"{where}: field 'zarr_consolidated_format': expected 1, got {doc.get('zarr_consolidated_format')!r}"
+            )
+        nodes_ = {}
+        for key, value in doc["metadata"].items():
+            rel, _, name = key.rpartition("/")
+            if name not in _V2_DOC_KEYS:
+                continue  # zarr-python 2 also consolidated other .z* keys; only nodes matter
+            _check_entry(rel, value, where, key)
+            nodes_.setdefault(rel, {})[name] = value
+        # A bare .zattrs names no node.
+        docs = {rel: d for rel, d in nodes_.items() if set(d) - {nodes.V2_ATTRS_KEY}}
+        return cls(2, docs, where)
+
+    def _key(self, rel):
+        return f"{self._prefix}/{rel}" if self._prefix and rel else (self._prefix or rel)
+
+    def metadata(self, rel=""):
+        """The metadata of the node at `rel` below this view, or None if there is none."""
+        key = self._key(rel)
+        if key in self._cache:
+            return self._cache[key]
+        doc = self._docs.get(key)
+        if doc is None:
+            return None
+        where = f"{self._where}: metadata {key!r}"
+        if self.zarr_format == 3:
+            from .metadata import parse_metadata_v3
+
+            meta = parse_metadata_v3(doc, where)
+        else:
+            from .metadata.v2 import parse_metadata_v2
+
+            meta = parse_metadata_v2(doc.get(nodes.V2_ARRAY_KEY), doc.get(nodes.V2_GROUP_KEY),
+                                     doc.get(nodes.V2_ATTRS_KEY), prefix=f"{where}: ")
+        self._cache[key] = meta
+        return meta
+
+    def children(self, rel=""):
+        """Names of the direct children of `rel`."""
+        return list(self._children.get(self._key(rel), ()))
+
+    def subgroup(self, rel):
+        """The view rooted at the group `rel` below this one."""
+        return ConsolidatedMetadata(self.zarr_format, None, self._where, self._key(rel),
+                                    (self._docs, self._children, self._cache))
+
+
+def _check_entry(rel, doc, where, key=None):
+    if not isinstance(doc, dict):
+        raise MetadataError(f"{where}: metadata {key or rel!r}: expected an object")
+    try:
+        nodes.normalize_path(rel)
+    except ValueError:
+        raise MetadataError(f"{where}: metadata key {key or rel!r} is not a valid path") from None
+    if rel.startswith("/") or rel.endswith("/"):
+        raise MetadataError(f"{where}: metadata key {key or rel!r} is not a normalized path")
+
+
+def open_group_metadata(store, path, zarr_format, use_consolidated):
+    """(metadata, consolidated metadata or None) of the node at `path`.
+
+    A v2 `.zmetadata` also holds the group's own documents, so when it exists nothing else
+    is read. NodeNotFoundError when there is no node; MetadataError when
+    `use_consolidated` is True and the node is not a group with consolidated metadata.
+    """
+    meta = None
+    if zarr_format in (None, 3):
+        try:
+            meta = nodes.read_metadata(store, path, 3)
+        except NodeNotFoundError:
+            if zarr_format == 3:
+                raise
+    if meta is None:
+        if use_consolidated is not False:
+            key = nodes.join(path, V2_KEY)
+            doc = nodes.load_json(store, key)
+            if doc is not None:
+                consolidated = ConsolidatedMetadata.from_v2(doc, key)
+                root = consolidated.metadata("")
+                if root is not None and root.node_type == "group":
+                    return root, consolidated
+        meta = nodes.read_metadata(store, path, 2)
+    consolidated = None
+    if meta.node_type == "group" and meta.zarr_format == 3 and use_consolidated is not False:
+        consolidated = ConsolidatedMetadata.from_v3(meta.consolidated_metadata, nodes.join(path, nodes.V3_KEY))
+    if use_consolidated and consolidated is None:
+        raise MetadataError(f"no consolidated metadata for a group at path {path!r} in {store!r}")
+    return meta, consolidated
+
+
+def _node_docs(store, path, keys):
+    """{key: document} of the metadata documents among `keys` stored at `path`."""
+    docs = {}
+    for key in keys:
+        doc = nodes.load_json(store, nodes.join(path, key))
+        if doc is not None:
+            docs[key] = doc
+    return docs
+
+
+def _walk(store, path, keys, rel=""):
+    """(relative path, documents) of every node below `path`, parents first."""
+    group = nodes.join(path, rel) if rel else path
+    for name in sorted(store.list_dir(group)):
+        if name in nodes.METADATA_KEYS or name == V2_KEY:
+            continue
+        child_rel = f"{rel}/{name}" if rel else name
+        docs = _node_docs(store, nodes.join(path, child_rel), keys)
+        if not set(docs) - {nodes.V2_ATTRS_KEY}:
+            continue  # not a node (a v2 bare .zattrs, a stray file or a v3 node in v2)
+        yield child_rel, docs
+        if nodes.V2_GROUP_KEY in docs or docs.get(nodes.V3_KEY, {}).get("node_type") == "group":
+            yield from _walk(store, path, keys, child_rel)
+
+
+def consolidate_metadata(store, path="", zarr_format=None):
+    """Gather the metadata of every node below the group at `path` into it; return the group."""
+    from .group import Group
+
+    store = make_store(store)
+    path = nodes.normalize_path(path)
+    meta = nodes.read_metadata(store, path, zarr_format)
+    if meta.node_type != "group":
+        raise NodeNotFoundError(f"the node at path {path!r} is an array, not a group")
+    if meta.zarr_format == 3:
+        gathered = {}
+        for rel, docs in _walk(store, path, (nodes.V3_KEY,)):
+            doc = docs[nodes.V3_KEY]
+            if doc.get("node_type") == "group":
+                doc = {**doc, "consolidated_metadata": _empty_inline()}  # as zarr-python writes
+            gathered[rel] = doc
+        meta = meta.evolve(consolidated_metadata={"kind": "inline", "must_understand": False,
+                                                  "metadata": gathered})
+        nodes.write_metadata(store, path, meta)
+        consolidated = ConsolidatedMetadata.from_v3(meta.consolidated_metadata, nodes.join(path, nodes.V3_KEY))
+    else:
+        gathered = _node_docs(store, path, (nodes.V2_GROUP_KEY, nodes.V2_ATTRS_KEY))
+        for rel, docs in _walk(store, path, _V2_DOC_KEYS):
+            gathered.update({f"{rel}/{key}": doc for key, doc in docs.items()})
+        doc = {"metadata": gathered, "zarr_consolidated_format": 1}
+        key = nodes.join(path, V2_KEY)
+        store.set(key, nodes.dump_json(doc))
+        consolidated = ConsolidatedMetadata.from_v2(doc, key)
+    return Group(store, path, meta, consolidated=consolidated)
+
+
+def open_consolidated(store=None, *, path=None, mode="r", zarr_format=None):
+    """Open the group at `path` through its consolidated metadata (which must exist)."""
+    from .api import open_group
+
+    return open_group(store, mode=mode, path=path, zarr_format=zarr_format, use_consolidated=True)
