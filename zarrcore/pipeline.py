@@ -25,11 +25,19 @@ def _with_key(error, key):
     return type(error)(f"chunk {key!r}: {error}")
 
 
+def _naming(where, error):
+    """A codec's MetadataError with the metadata key (`where`) in front of its message."""
+    return error if where in str(error) else type(error)(f"{where}: {error}")
+
+
 class CodecChain:
     """An ordered chain array->array* array->bytes bytes->bytes*, resolved for one chunk spec."""
 
     def __init__(self, codecs, spec, where="codecs"):
-        codecs = [codec_from_json(c, where) for c in codecs]
+        try:
+            codecs = [codec_from_json(c, where) for c in codecs]
+        except MetadataError as e:
+            raise _naming(where, e) from e
         self.array_array, self.bytes_bytes = [], []
         self.array_bytes = None
         for codec in codecs:
@@ -50,6 +58,12 @@ class CodecChain:
         if self.array_bytes is None:
             raise MetadataError(f"{where}: no array->bytes codec (such as 'bytes')")
         self.spec = spec
+        try:
+            self._resolve(spec)
+        except MetadataError as e:
+            raise _naming(where, e) from e
+
+    def _resolve(self, spec):
         # Resolve each codec against the spec it sees, in encode order.
         self.array_specs = []
         resolved_aa = []
@@ -231,7 +245,8 @@ class ChunkStore:
             pieces=[_batch_pieces(p) for p in indexer.dim_pieces], data=data,
             data_strides=data_strides, **self._batch,
         )
-        return batch, len(root)
+        # Errors name the store key: the path below the store root, array prefix included.
+        return batch, len(self.store.root) + 1
 
     def _run(self, work, ntasks):
         parallel_map(lambda _: work(), range(min(config.num_threads, max(ntasks, 1))))
