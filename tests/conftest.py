@@ -1,0 +1,36 @@
+"""Shared test setup.
+
+CI installs zarrcore (`pip install .[test]`) and runs pytest from tests/, so `import zarrcore`
+finds the installed package. A developer who built the extensions in place
+(`python setup.py build_ext --inplace`) runs the same command from tests/, where the repo root is
+not on sys.path: only then is it added, so an installed package always wins.
+"""
+import importlib.util
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+if importlib.util.find_spec("zarrcore") is None:
+    sys.path.insert(0, ROOT)
+
+import zarrcore  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _restore_config():
+    """Tests may change zarrcore.config; put it back afterwards."""
+    cfg = zarrcore.config
+    saved = {name: getattr(cfg, name) for name in ("num_threads", "write_empty_chunks")}
+    yield
+    cfg.set(**saved)
+
+
+@pytest.fixture(params=["memory", "local"])
+def store(request, tmp_path):
+    """A fresh, empty store of each kind."""
+    if request.param == "memory":
+        return zarrcore.MemoryStore()
+    return zarrcore.LocalStore(tmp_path / "store")
