@@ -216,7 +216,9 @@ def write_markdown(results, path):
         + ("- Reads read one shared reference copy of each dataset, written by zarr-python. "
            if a.get("read_from", "ref") == "ref" else
            "- Reads read each library's own copy, from its write workload. ")
-        + "Writes go to a fresh directory per library and round; array creation is not timed.\n"
+        + "Chunk by chunk: each block is read, checked and dropped; the sum of the read "
+        "times counts. Writes go to a fresh directory per library and round; array creation "
+        "is not timed.\n"
         "- Every read is compared element by element with the expected array, and every "
         "written array is read back with zarr-python and compared, so a fast wrong answer "
         "is marked **WRONG** and cannot count.\n"
@@ -345,7 +347,9 @@ def plot(results, path):
     fig, axes = plt.subplots(2, 3, figsize=(16, 9.5))
     a = results["args"]
     fig.suptitle(f"zarrcore vs peers — N={a['n']} uint16 cube, best of {a['repeats']}, "
-                 f"{results['date'][:10]}, {results['machine'].get('cpu_model', '')}", fontsize=11)
+                 f"{results['date'][:10]}, {results['machine'].get('cpu_model', '')}\n"
+                 "labels on zarrcore's bars: zarrcore time / best peer time (target ≤ 0.5×)",
+                 fontsize=11)
 
     def bars(ax, groups, values, ylabel, title, log=False, ratios=None):
         x = np.arange(len(groups))
