@@ -65,6 +65,27 @@ static void copy_items(char *d, ptrdiff_t ds, const char *s, ptrdiff_t ss, ptrdi
 #undef ITEMS
 }
 
+/* Tile edges for transposing copies: a tile's source lines and destination rows both stay
+ * in L1 (at most 16 KiB per side); narrow items get taller tiles to amortize the loops. */
+#define TILE 32
+#define tile_for(itemsize) ((itemsize) <= 2 ? 4 * TILE : TILE)
+
+/* Copy an nk x ni plane whose rows (i) are contiguous in dst but not in src while the k
+ * axis is the small stride in src: tiling turns the strided reads into cache hits. */
+static void copy_tiled(char *d, ptrdiff_t dk, ptrdiff_t di, const char *s, ptrdiff_t sk,
+                       ptrdiff_t si, ptrdiff_t nk, ptrdiff_t ni, size_t itemsize)
+{
+    const ptrdiff_t t = tile_for(itemsize);
+    for (ptrdiff_t k0 = 0; k0 < nk; k0 += t) {
+        ptrdiff_t k1 = k0 + t < nk ? k0 + t : nk;
+        for (ptrdiff_t i0 = 0; i0 < ni; i0 += t) {
+            ptrdiff_t len = i0 + t < ni ? t : ni - i0;
+            for (ptrdiff_t k = k0; k < k1; k++)
+                copy_items(d + k * dk + i0 * di, di, s + k * sk + i0 * si, si, len, itemsize);
+        }
+    }
+}
+
 int zc_copy_nd(int ndim, const ptrdiff_t *shape, size_t itemsize, const void *src,
                const ptrdiff_t *src_strides, void *dst, const ptrdiff_t *dst_strides)
 {
@@ -110,11 +131,38 @@ int zc_copy_nd(int ndim, const ptrdiff_t *shape, size_t itemsize, const void *sr
     ptrdiff_t inner = n[nd - 1], iss = ss[nd - 1], ids = ds[nd - 1];
     int run = iss == (ptrdiff_t)itemsize && ids == (ptrdiff_t)itemsize;
     size_t runbytes = (size_t)inner * itemsize;
+    /* Otherwise, when some outer dimension has a smaller source stride (a transpose), pull
+     * it out and copy (that dimension x inner) planes in tiles. */
+    int tk = -1;
+    ptrdiff_t tn = 1, tss = 0, tds = 0;
+    if (!run && inner >= TILE) {
+        ptrdiff_t best = iss < 0 ? -iss : iss;
+        for (int k = 0; k < nd - 1; k++) {
+            ptrdiff_t a = ss[k] < 0 ? -ss[k] : ss[k];
+            if (a < best && n[k] >= TILE) {
+                best = a;
+                tk = k;
+            }
+        }
+    }
+    if (tk >= 0) {
+        tn = n[tk];
+        tss = ss[tk];
+        tds = ds[tk];
+        for (int k = tk; k < nd - 1; k++) {
+            n[k] = n[k + 1];
+            ss[k] = ss[k + 1];
+            ds[k] = ds[k + 1];
+        }
+        nd--;
+    }
     int outer = nd - 1;
     ptrdiff_t idx[ZC_MAX_DIMS] = {0};
     for (;;) {
         if (run)
             memcpy(d, s, runbytes);
+        else if (tk >= 0)
+            copy_tiled(d, tds, ids, s, tss, iss, tn, inner, itemsize);
         else
             copy_items(d, ids, s, iss, inner, itemsize);
         int k = outer - 1;

@@ -126,6 +126,20 @@ def test_transpose_matches_numpy(data, a):
     assert kernels.transpose(a, axes, out) is out
 
 
+@pytest.mark.parametrize("dtype", ["u1", "i2", "f4", "c16", "S3"])
+@pytest.mark.parametrize("shape, axes", [
+    ((70, 45), (1, 0)), ((33, 40, 37), (2, 1, 0)), ((5, 64, 35), (0, 2, 1)), ((40, 3, 50, 2), (2, 3, 0, 1)),
+])
+def test_transpose_tiled_paths(dtype, shape, axes):
+    a = np.arange(np.prod(shape)).astype(dtype).reshape(shape)
+    for src in (a, a[::-1, ..., ::2]):  # also negative and non-unit strides
+        t = src.transpose(axes)
+        assert kernels.transpose(src, axes).tobytes() == np.ascontiguousarray(t).tobytes()
+        dst = np.zeros(t.shape[::-1], dtype).transpose()  # an F-ordered destination
+        kernels.copy_region(t, dst)
+        assert dst.tobytes("A") == np.asfortranarray(t).tobytes("A")
+
+
 def test_transpose_large_and_errors():
     a = np.arange(300 * 500, dtype="f8").reshape(300, 500)
     np.testing.assert_array_equal(kernels.transpose(a, (1, 0)), a.T)
