@@ -136,7 +136,11 @@ def create_array(store=None, *, name=None, shape, dtype="float64", chunks=None, 
             codecs, chunks = _shard(codecs, chunks, shards, shape, np_dtype.itemsize, auto_chunks)
         chain = CodecChain([codec_from_json(c) for c in codecs], ChunkSpec(chunks, np_dtype, fill))
         if isinstance(chunk_key_encoding, dict) or chunk_key_encoding is None:
-            cke = ChunkKeyEncoding.from_json(chunk_key_encoding or {"name": "default"}, "chunk_key_encoding")
+            cke_json = dict(chunk_key_encoding or {"name": "default"})
+            # zarr-python's form puts the separator beside the name.
+            if "separator" in cke_json and "configuration" not in cke_json:
+                cke_json["configuration"] = {"separator": cke_json.pop("separator")}
+            cke = ChunkKeyEncoding.from_json(cke_json, "chunk_key_encoding")
         else:
             cke = chunk_key_encoding
         if dimension_names is not None:
