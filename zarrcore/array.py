@@ -1,12 +1,17 @@
 """The Array: a chunked N-d array in a store, read and written with numpy semantics."""
+import itertools
 import math
+import re
 
 import numpy as np
 
 from . import nodes
 from .codecs.sharding import ShardingCodec
 from .errors import ReadOnlyError
-from .indexing import BasicIndexer, is_basic_selection
+from .indexing import (
+    BasicIndexer, BlockIndexer, OrthogonalIndexer, coordinate_indexer, mask_indexer,
+    numpy_indexer, pop_fields,
+)
 from .pipeline import ChunkStore
 
 
@@ -37,8 +42,8 @@ class Array:
         else:
             from .codecs.v2 import codecs_from_v2_metadata
 
-            codecs = codecs_from_v2_metadata(metadata)
             where = nodes.join(self._path, nodes.V2_ARRAY_KEY)
+            codecs = codecs_from_v2_metadata(metadata, where)
         return ChunkStore(
             self._store, self._path, metadata.chunk_key, metadata.chunk_shape,
             metadata.dtype, self._read_fill_value(metadata), codecs, where,
@@ -194,41 +199,107 @@ class Array:
 
     # -- selection ------------------------------------------------------------
     def __getitem__(self, selection):
-        if is_basic_selection(selection):
-            return self.get_basic_selection(selection)
-        raise IndexError(f"unsupported selection {selection!r}")
+        """numpy's `x[selection]`: basic, advanced (int or bool arrays) and mixed selections;
+        field names select fields of a structured dtype."""
+        fields, selection = pop_fields(selection)
+        return self._read(numpy_indexer(selection, self.shape, self._grid), fields=fields)
 
     def __setitem__(self, selection, value):
-        if is_basic_selection(selection):
-            return self.set_basic_selection(selection, value)
-        raise IndexError(f"unsupported selection {selection!r}")
+        fields, selection = pop_fields(selection)
+        self._write(numpy_indexer(selection, self.shape, self._grid), value, fields)
 
-    def get_basic_selection(self, selection=Ellipsis, out=None):
-        indexer = BasicIndexer(selection, self.shape, self._chunks.chunk_shape)
-        return self._read(indexer, out)
+    @property
+    def _grid(self):
+        """The shape of the stored objects the pipeline reads: shards when sharded."""
+        return self._chunks.chunk_shape
 
-    def set_basic_selection(self, selection, value):
-        indexer = BasicIndexer(selection, self.shape, self._chunks.chunk_shape)
-        self._write(indexer, value)
+    @property
+    def oindex(self):
+        """Orthogonal selection: `a.oindex[[0, 2], 1:5]` (one int, slice or array per axis)."""
+        return _Selector(self.get_orthogonal_selection, self.set_orthogonal_selection)
 
-    def _read(self, indexer, out=None):
-        if out is None:
-            result = np.empty(indexer.drop_shape, dtype=self.dtype)
-        else:
-            if out.shape != indexer.shape:
-                raise ValueError(f"out has shape {out.shape}, selection has shape {indexer.shape}")
-            result = out.reshape(indexer.drop_shape)
-            if not np.shares_memory(result, out):
-                raise ValueError("out must be reshapeable without a copy")
-        if result.size:
-            self._chunks.read(indexer, result)
+    @property
+    def vindex(self):
+        """Vectorized selection, as numpy's advanced indexing: `a.vindex[rows, cols]`, or a
+        boolean mask `a.vindex[mask]`."""
+        return _Selector(self._get_vectorized, self._set_vectorized)
+
+    @property
+    def blocks(self):
+        """Selection by storage block (shard when sharded, else chunk): `a.blocks[1, :2]`."""
+        return _Selector(self.get_block_selection, self.set_block_selection)
+
+    def _get_vectorized(self, selection, out=None, fields=None):
+        return self._read(numpy_indexer(selection, self.shape, self._grid), out, fields)
+
+    def _set_vectorized(self, selection, value, fields=None):
+        self._write(numpy_indexer(selection, self.shape, self._grid), value, fields)
+
+    def get_basic_selection(self, selection=Ellipsis, out=None, fields=None):
+        return self._read(BasicIndexer(selection, self.shape, self._grid), out, fields)
+
+    def set_basic_selection(self, selection, value, fields=None):
+        self._write(BasicIndexer(selection, self.shape, self._grid), value, fields)
+
+    def get_orthogonal_selection(self, selection, out=None, fields=None):
+        return self._read(OrthogonalIndexer(selection, self.shape, self._grid), out, fields)
+
+    def set_orthogonal_selection(self, selection, value, fields=None):
+        self._write(OrthogonalIndexer(selection, self.shape, self._grid), value, fields)
+
+    def get_coordinate_selection(self, selection, out=None, fields=None):
+        return self._read(coordinate_indexer(selection, self.shape, self._grid), out, fields)
+
+    def set_coordinate_selection(self, selection, value, fields=None):
+        self._write(coordinate_indexer(selection, self.shape, self._grid), value, fields)
+
+    def get_mask_selection(self, mask, out=None, fields=None):
+        return self._read(mask_indexer(mask, self.shape, self._grid), out, fields)
+
+    def set_mask_selection(self, mask, value, fields=None):
+        self._write(mask_indexer(mask, self.shape, self._grid), value, fields)
+
+    def get_block_selection(self, selection, out=None, fields=None):
+        indexer = BlockIndexer(selection, self.shape, self.shards or self.chunks, self._grid)
+        return self._read(indexer, out, fields)
+
+    def set_block_selection(self, selection, value, fields=None):
+        indexer = BlockIndexer(selection, self.shape, self.shards or self.chunks, self._grid)
+        self._write(indexer, value, fields)
+
+    def _fill_buffer(self, indexer, buffer):
+        """Read the selection into `buffer` (shape indexer.drop_shape), in the indexer's order."""
+        if buffer.size:
+            self._chunks.read(indexer, buffer)
+        return buffer
+
+    def _read(self, indexer, out=None, fields=None):
+        """The selection as a new array (a scalar when 0-d), or written into `out`."""
+        if out is not None and out.shape != indexer.shape:
+            raise ValueError(f"out has shape {out.shape}, selection has shape {indexer.shape}")
+        if out is not None and fields is None and not indexer.permuted and out.dtype == self.dtype:
+            view = out.reshape(indexer.drop_shape)
+            # Chunks decode straight into the caller's array when it reshapes without a copy.
+            if np.may_share_memory(view, out) or not out.size:
+                self._fill_buffer(indexer, view)
+                return out
+        buffer = self._fill_buffer(indexer, np.empty(indexer.drop_shape, dtype=self.dtype))
+        data = indexer.unpermute(buffer).reshape(indexer.shape)
+        if fields is not None:
+            data = data[fields]
         if out is not None:
+            out[...] = data
             return out
-        result = result.reshape(indexer.shape)
-        return result[()] if result.ndim == 0 else result
+        return data[()] if indexer.scalar else data
 
-    def _write(self, indexer, value):
+    def _write(self, indexer, value, fields=None):
         self._check_writable()
+        if fields is not None:
+            # Other fields keep their stored values: read the selection, set the fields, write.
+            current = self._read(indexer)
+            current = np.array(current, dtype=self.dtype, ndmin=0, copy=True)
+            current[fields] = value
+            value = current
         value = np.asarray(value)
         if value.dtype != self.dtype:
             # As numpy's own assignment casts: unsafe, but impossible conversions raise.
@@ -240,7 +311,100 @@ class Array:
                 f"could not broadcast value of shape {value.shape} to selection shape {indexer.shape}"
             ) from None
         if indexer.nitems:
-            self._chunks.write(indexer, value)
+            self._chunks.write(indexer, indexer.permute(value))
+
+    # -- shape changes and chunk iteration --------------------------------------
+    def resize(self, *new_shape):
+        """Change the shape. Stored chunks wholly outside the new shape are deleted; where an
+        axis shrinks, the cut-off part of the boundary chunks is reset to the fill value, so
+        growing again shows fill there."""
+        self._check_writable()
+        if len(new_shape) == 1 and not isinstance(new_shape[0], (int, np.integer)):
+            new_shape = new_shape[0]
+        new_shape = tuple(int(s) for s in new_shape)
+        if len(new_shape) != self.ndim or any(s < 0 for s in new_shape):
+            raise ValueError(f"new shape {new_shape} does not fit a {self.ndim}-d array")
+        old_shape = self.shape
+        self._set_metadata(self._metadata.evolve(shape=new_shape))
+        nodes.write_metadata(self._store, self._path, self._metadata)
+        if any(n < o for n, o in zip(new_shape, old_shape)):
+            self._trim_chunks(old_shape, new_shape)
+
+    def _trim_chunks(self, old_shape, new_shape):
+        grid = self._grid
+        head = len(self._path) + 1 if self._path else 0
+        for key in self._stored_chunk_keys():
+            coords = tuple(int(c) for c in re.findall(r"\d+", key[head:]))
+            if len(coords) != self.ndim or self._chunks.key(coords) != key:
+                continue
+            starts = [c * g for c, g in zip(coords, grid)]
+            if any(start >= n for start, n in zip(starts, new_shape)):
+                self._store.delete(key)
+                continue
+            if any(n < min(start + g, o) for start, n, o, g in zip(starts, new_shape, old_shape, grid)):
+                self._reset_outside(coords, starts, new_shape)
+
+    def _reset_outside(self, coords, starts, new_shape):
+        """Set the part of chunk `coords` beyond `new_shape` to the fill value."""
+        key = self._chunks.key(coords)
+        with self._store.lock(key):
+            chunk = self._chunks.read_chunk(coords)
+            if chunk is None:
+                return
+            chunk = np.array(chunk, copy=True)
+            for axis, (start, n) in enumerate(zip(starts, new_shape)):
+                if n - start < chunk.shape[axis]:
+                    chunk[(slice(None),) * axis + (slice(n - start, None),)] = self._chunks.fill_value
+            data = self._chunks.chain.encode_unless_fill(chunk)
+            if data is None:
+                self._store.delete(key)
+            else:
+                self._store.set(key, data)
+
+    def append(self, data, axis=0):
+        """Grow `axis` by `data`'s length along it and write `data` there; the new shape."""
+        data = np.asarray(data)
+        if data.ndim != self.ndim:
+            raise ValueError(f"data has {data.ndim} dimensions, the array {self.ndim}")
+        axis = axis + self.ndim if axis < 0 else axis
+        if not 0 <= axis < self.ndim:
+            raise np.exceptions.AxisError(axis, self.ndim)
+        others = [s for i, s in enumerate(self.shape) if i != axis]
+        if [s for i, s in enumerate(data.shape) if i != axis] != others:
+            raise ValueError(
+                f"data of shape {data.shape} does not match the array's shape {self.shape} "
+                f"off axis {axis}"
+            )
+        old = self.shape[axis]
+        new_shape = self.shape[:axis] + (old + data.shape[axis],) + self.shape[axis + 1:]
+        self.resize(new_shape)
+        self[(slice(None),) * axis + (slice(old, None),)] = data
+        return new_shape
+
+    def iter_chunks(self):
+        """Yield (block coordinates, region as a tuple of slices) for every storage block (shard
+        when sharded, else chunk) in C order; `a[region]` is that block's data."""
+        blocks = self.shards or self.chunks
+        grid = [-(-s // b) for s, b in zip(self.shape, blocks)]
+        for coords in itertools.product(*(range(n) for n in grid)):
+            yield coords, tuple(
+                slice(c * b, min((c + 1) * b, s)) for c, b, s in zip(coords, blocks, self.shape)
+            )
+
+
+class _Selector:
+    """`a.oindex`, `a.vindex`, `a.blocks`: square brackets over a get/set selection method."""
+
+    def __init__(self, get, set):
+        self._get, self._set = get, set
+
+    def __getitem__(self, selection):
+        fields, selection = pop_fields(selection)
+        return self._get(selection, fields=fields)
+
+    def __setitem__(self, selection, value):
+        fields, selection = pop_fields(selection)
+        self._set(selection, value, fields=fields)
 
 
 class ArrayInfo:

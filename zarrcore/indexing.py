@@ -1,23 +1,40 @@
-"""Basic (numpy-style int/slice/Ellipsis/newaxis) selections projected onto the chunk grid."""
-import itertools
+"""Selections of every indexing mode, projected onto a regular chunk grid.
+
+An indexer has `shape` (the result's shape), `drop_shape` (the shape of the buffer the
+pipeline fills: newaxis dims left out, vectorized points flattened), `nitems`, and
+`projections()`, which yields one ChunkProjection per chunk touched. Out selections are
+always slices, so the pipeline writes each chunk's share into a view of its buffer: the
+buffer holds int-array axes and points grouped by chunk. When that is not the result's order
+(`permuted`), `unpermute(buffer)` gives the result's order (still drop_shape) and
+`permute(values)` the buffer's. The per-chunk arithmetic and the grouping of points by chunk
+run in _indexing.pyx.
+"""
+import math
 import numbers
 from dataclasses import dataclass
 
 import numpy as np
+
+from . import _indexing
 
 
 @dataclass(frozen=True)
 class ChunkProjection:
     """One chunk's share of a selection.
 
-    `chunk_selection` indexes the decoded chunk, `out_selection` the result array;
-    `complete` says the selection covers every in-bounds element of the chunk.
+    `chunk[chunk_selection]` (ints, slices, or int arrays numpy reads as intended) has the shape
+    of `out[out_selection]` (ints and slices: a view), out having the indexer's drop_shape.
+    `complete` says the selection covers every in-bounds element of the chunk once, in C order.
     """
 
     coords: tuple
     chunk_selection: tuple
     out_selection: tuple
     complete: bool
+
+
+def _is_int(x):
+    return isinstance(x, (numbers.Integral, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
 def _dim_int(index, dim_len, axis):
@@ -27,51 +44,30 @@ def _dim_int(index, dim_len, axis):
     return i + dim_len if i < 0 else i
 
 
-def _int_pieces(i, chunk_len, dim_len):
-    c = i // chunk_len
-    extent = min(chunk_len, dim_len - c * chunk_len)
-    return [(c, i - c * chunk_len, None, extent == 1)]
+def _index_array(item):
+    """`item` (list or array) as an integer or boolean ndarray, as numpy accepts it."""
+    a = np.asarray(item)
+    if a.dtype == bool:
+        return a
+    if a.size == 0 and a.dtype.kind == "f":
+        # An empty list indexes nothing; numpy reads it as an int array.
+        return a.astype(np.int64)
+    if a.dtype.kind not in "iu":
+        raise IndexError("arrays used as indices must be of integer (or boolean) type")
+    return a
 
 
-def _slice_pieces(sl, chunk_len, dim_len):
-    """Pieces (chunk, chunk slice, out slice, complete) of a slice along one axis."""
-    start, stop, step = sl.indices(dim_len)
-    n = len(range(start, stop, step))
-    if n == 0:
-        return [], 0
-    if step < 0:
-        # Walk the same elements ascending; the output positions run backwards.
-        start, step = start + (n - 1) * step, -step
-        reverse = True
-    else:
-        reverse = False
-    last = start + (n - 1) * step
-    pieces = []
-    c = start // chunk_len
-    last_chunk = last // chunk_len
-    while c <= last_chunk:
-        lo = c * chunk_len
-        hi = min(lo + chunk_len, dim_len)
-        j0 = max(0, -(-(lo - start) // step))
-        j1 = min(n, -(-(hi - start) // step))
-        if j0 < j1:
-            first = start + j0 * step - lo
-            chunk_sel = slice(first, start + (j1 - 1) * step - lo + 1, step)
-            if reverse:
-                out_sel = slice(n - 1 - j0, (n - 1 - j1) if j1 < n else None, -1)
-            else:
-                out_sel = slice(j0, j1)
-            # Distinct in-chunk elements: covering them all means the count matches.
-            pieces.append((c, chunk_sel, out_sel, j1 - j0 == hi - lo))
-            c += 1
-        else:
-            # Large steps skip whole chunks: jump to the chunk of the next element.
-            c = (start + j1 * step) // chunk_len if j1 < n else last_chunk + 1
-    return pieces, n
+def _check_bool_axes(mask, shape, axis):
+    for d, (m, s) in enumerate(zip(mask.shape, shape)):
+        if m != s:
+            raise IndexError(
+                f"boolean index did not match indexed array along axis {axis + d}; "
+                f"size of axis is {s} but size of corresponding boolean axis is {m}"
+            )
 
 
 def expand_selection(selection, ndim):
-    """Normalize to a tuple of ints, slices and None (newaxis), Ellipsis expanded."""
+    """Normalize to a tuple of one item per axis, plus None for newaxis; Ellipsis expanded."""
     if not isinstance(selection, tuple):
         selection = (selection,)
     n_ellipsis = sum(1 for s in selection if s is Ellipsis)
@@ -95,24 +91,43 @@ def expand_selection(selection, ndim):
 
 def is_basic_selection(selection):
     items = selection if isinstance(selection, tuple) else (selection,)
-    for s in items:
-        if s is None or s is Ellipsis or isinstance(s, slice):
-            continue
-        if isinstance(s, (numbers.Integral, np.integer)) and not isinstance(s, (bool, np.bool_)):
-            continue
-        return False
-    return True
+    return all(s is None or s is Ellipsis or isinstance(s, slice) or _is_int(s) for s in items)
 
 
-class BasicIndexer:
-    """Project a basic selection onto a regular chunk grid.
+def pop_fields(selection):
+    """Split structured-dtype field names (str, or a list of str) out of a selection."""
+    if isinstance(selection, str):
+        return selection, Ellipsis
+    if isinstance(selection, list) and selection and all(isinstance(f, str) for f in selection):
+        return selection, Ellipsis
+    if not isinstance(selection, tuple):
+        return None, selection
+    fields = [
+        f for f in selection
+        if isinstance(f, str) or (isinstance(f, list) and f and all(isinstance(x, str) for x in f))
+    ]
+    if not fields:
+        return None, selection
+    if len(fields) > 1:
+        raise IndexError("give the fields as one name or one list of names")
+    rest = tuple(s for s in selection if s is not fields[0])
+    return fields[0], rest if rest else Ellipsis
 
-    `shape` is the result shape (newaxis included); `projections()` yields ChunkProjection.
-    """
+
+class OrthogonalIndexer:
+    """Outer-product selection (np.ix_ semantics): per axis an int, a slice with any step, or a
+    1-D int array (unsorted, repeated, negative allowed) or bool array; newaxis allowed."""
+
+    arrays_allowed = True
 
     def __init__(self, selection, shape, chunk_shape):
         items = expand_selection(selection, len(shape))
-        self.dim_pieces = []
+        # As numpy: ints on every axis read a scalar, unless an Ellipsis asks for an array.
+        self.scalar = all(_is_int(item) for item in items) and not (
+            isinstance(selection, tuple) and any(s is Ellipsis for s in selection)
+            or selection is Ellipsis
+        )
+        self.plans = []
         result_shape = []
         drop_shape = []
         axis = 0
@@ -120,31 +135,250 @@ class BasicIndexer:
             if item is None:
                 result_shape.append(1)
                 continue
-            dim_len, chunk_len = shape[axis], chunk_shape[axis]
-            if isinstance(item, slice):
-                pieces, n = _slice_pieces(item, chunk_len, dim_len)
+            plan = self._axis_plan(item, shape[axis], chunk_shape[axis], axis)
+            if plan.kept:
+                n = sum(plan.count)
                 result_shape.append(n)
                 drop_shape.append(n)
-            elif isinstance(item, (numbers.Integral, np.integer)) and not isinstance(item, bool):
-                pieces = _int_pieces(_dim_int(item, dim_len, axis), chunk_len, dim_len)
-            else:
-                raise IndexError(
-                    f"unsupported index {item!r} for basic selection; "
-                    "use .oindex or .vindex for arrays"
-                )
-            self.dim_pieces.append(pieces)
+            self.plans.append(plan)
             axis += 1
         self.shape = tuple(result_shape)
-        # Shape of the result before newaxis dims are inserted.
         self.drop_shape = tuple(drop_shape)
+
+    def _axis_plan(self, item, dim_len, chunk_len, axis):
+        if isinstance(item, slice):
+            return _indexing.slice_plan(*item.indices(dim_len), chunk_len, dim_len)
+        if _is_int(item):
+            return _indexing.int_plan(_dim_int(item, dim_len, axis), chunk_len, dim_len)
+        if not self.arrays_allowed:
+            raise IndexError(
+                f"unsupported index {item!r} for basic selection; use .oindex or .vindex for arrays"
+            )
+        a = _index_array(item)
+        if a.dtype == bool:
+            if a.ndim != 1:
+                raise IndexError("orthogonal selection takes 1-D boolean arrays, one per axis")
+            _check_bool_axes(a, (dim_len,), axis)
+            a = np.flatnonzero(a)
+        elif a.ndim == 0:
+            return _indexing.int_plan(_dim_int(a, dim_len, axis), chunk_len, dim_len)
+        elif a.ndim != 1:
+            raise IndexError("orthogonal selection takes 1-D integer arrays, one per axis")
+        return _indexing.array_plan(np.ascontiguousarray(a, dtype=np.int64), chunk_len, dim_len, axis)
 
     @property
     def nitems(self):
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
+
+    @property
+    def dim_pieces(self):
+        """Per axis, the (chunk, chunk selection, out selection, complete) of each chunk."""
+        return [list(zip(p.chunks, p.chunk_sel, p.out_sel, p.complete)) for p in self.plans]
+
+    @property
+    def _orders(self):
+        kept = [p for p in self.plans if p.kept]
+        return [(axis, p.order) for axis, p in enumerate(kept) if p.order is not None]
+
+    @property
+    def permuted(self):
+        return any(p.order is not None for p in self.plans)
+
+    def unpermute(self, buffer):
+        for axis, order in self._orders:
+            result = np.empty_like(buffer)
+            result[(slice(None),) * axis + (order,)] = buffer
+            buffer = result
+        return buffer
+
+    def permute(self, values):
+        for axis, order in self._orders:
+            values = np.take(values, order, axis=axis)
+        return values
 
     def projections(self):
-        for combo in itertools.product(*self.dim_pieces):
-            coords = tuple(p[0] for p in combo)
-            chunk_sel = tuple(p[1] for p in combo)
-            out_sel = tuple(p[2] for p in combo if p[2] is not None)
-            yield ChunkProjection(coords, chunk_sel, out_sel, all(p[3] for p in combo))
+        return _indexing.orthogonal_projections(self.plans, ChunkProjection)
+
+
+class BasicIndexer(OrthogonalIndexer):
+    """Basic numpy selection: ints, slices with any step, Ellipsis and newaxis."""
+
+    arrays_allowed = False
+
+
+class BlockIndexer(BasicIndexer):
+    """Selection of whole storage blocks (ints and step-1 slices over the block grid), read as
+    the basic selection of the elements those blocks cover."""
+
+    def __init__(self, selection, shape, block_shape, chunk_shape):
+        items = expand_selection(selection, len(shape))
+        if any(item is None for item in items):
+            raise IndexError("block selections do not take newaxis")
+        region = []
+        for axis, (item, dim_len, block) in enumerate(zip(items, shape, block_shape)):
+            nblocks = -(-dim_len // block)
+            if isinstance(item, slice):
+                start, stop, step = item.indices(nblocks)
+                if step != 1:
+                    raise IndexError("block selections take slices with step 1 only")
+                stop = max(start, stop)
+            elif _is_int(item):
+                start = _dim_int(item, nblocks, axis)
+                stop = start + 1
+            else:
+                raise IndexError(f"unsupported block selection {item!r}: use ints and slices")
+            region.append(slice(start * block, min(stop * block, dim_len)))
+        super().__init__(tuple(region), shape, chunk_shape)
+
+
+class CoordinateIndexer:
+    """Vectorized selection: points given by int arrays (one per axis) broadcast together, as in
+    numpy's `x[i0, i1, ...]`. The pipeline buffer holds the points flattened."""
+
+    def __init__(self, arrays, shape, chunk_shape):
+        if len(arrays) != len(shape):
+            raise IndexError(
+                f"coordinate selection needs {len(shape)} index arrays, got {len(arrays)}"
+            )
+        for a in arrays:
+            if not isinstance(a, np.ndarray) or a.dtype.kind not in "iu":
+                raise IndexError("coordinate selections take integer arrays, one per axis")
+        arrays = np.broadcast_arrays(*arrays)
+        self.shape = arrays[0].shape
+        self.scalar = not self.shape
+        n = math.prod(self.shape)
+        self.drop_shape = (n,)
+        flat = [np.ascontiguousarray(a, dtype=np.int64).reshape(n) for a in arrays]
+        self._groups = _indexing.group_points(flat, shape, chunk_shape) if n else None
+
+    @property
+    def nitems(self):
+        return self.drop_shape[0]
+
+    @property
+    def permuted(self):
+        return self._groups is not None and self._groups.order is not None
+
+    def unpermute(self, buffer):
+        if not self.permuted:
+            return buffer
+        result = np.empty_like(buffer)
+        result[self._groups.order] = buffer
+        return result
+
+    def permute(self, values):
+        return values[self._groups.order] if self.permuted else values
+
+    def projections(self):
+        if self._groups is None:
+            return iter(())
+        return _indexing.point_projections(self._groups, ChunkProjection)
+
+
+def coordinate_indexer(selection, shape, chunk_shape):
+    """Indexer of a coordinate selection: one int or int array (or list) per axis."""
+    items = selection if isinstance(selection, tuple) else (selection,)
+    arrays = [_index_array(s) for s in items]
+    if any(a.dtype == bool for a in arrays):
+        raise IndexError("coordinate selections take integer arrays; use a mask selection")
+    return CoordinateIndexer(arrays, shape, chunk_shape)
+
+
+def mask_indexer(mask, shape, chunk_shape):
+    """Indexer of a boolean mask of the array's shape: the true elements in C order."""
+    if isinstance(mask, tuple) and len(mask) == 1:
+        mask = mask[0]
+    mask = np.asarray(mask)
+    if mask.dtype != bool:
+        raise IndexError("mask selections take a boolean array")
+    if mask.ndim != len(shape):
+        raise IndexError(f"mask has {mask.ndim} dimensions, the array {len(shape)}")
+    _check_bool_axes(mask, shape, 0)
+    return CoordinateIndexer(list(np.nonzero(mask)), shape, chunk_shape)
+
+
+def numpy_indexer(selection, shape, chunk_shape):
+    """The indexer whose result is numpy's `x[selection]`, for any selection numpy accepts
+    (basic, advanced int/bool arrays, mixed with slices, ints, Ellipsis and newaxis)."""
+    if is_basic_selection(selection):
+        return BasicIndexer(selection, shape, chunk_shape)
+    items = list(selection) if isinstance(selection, tuple) else [selection]
+    for i, item in enumerate(items):
+        if not (item is None or item is Ellipsis or isinstance(item, slice) or _is_int(item)):
+            a = _index_array(item)
+            if a.dtype == bool and a.ndim == 0:
+                raise IndexError("boolean scalar indices are not supported")
+            # A 0-d int array indexes like an int.
+            items[i] = int(a) if a.ndim == 0 else a
+    consumed = sum(
+        item.ndim if isinstance(item, np.ndarray) and item.dtype == bool else 1
+        for item in items if item is not None and item is not Ellipsis
+    )
+    if consumed > len(shape):
+        raise IndexError(
+            f"too many indices for array: array is {len(shape)}-dimensional, "
+            f"but {consumed} were indexed"
+        )
+    if sum(1 for item in items if item is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    # Expand Ellipsis, and each k-d bool array into the k int arrays of its true elements.
+    expanded, axis = [], 0
+    for item in items:
+        if item is Ellipsis:
+            n = len(shape) - consumed
+            expanded.extend([slice(None)] * n)
+            axis += n
+        elif isinstance(item, np.ndarray) and item.dtype == bool:
+            _check_bool_axes(item, shape[axis:axis + item.ndim], axis)
+            expanded.extend(np.nonzero(item))
+            axis += item.ndim
+        else:
+            expanded.append(item)
+            axis += item is not None
+    expanded.extend([slice(None)] * (len(shape) - axis))
+
+    arrays = [i for i, item in enumerate(expanded) if isinstance(item, np.ndarray)]
+    if not arrays:
+        return BasicIndexer(tuple(expanded), shape, chunk_shape)
+    advanced = [i for i, item in enumerate(expanded) if isinstance(item, np.ndarray) or _is_int(item)]
+    adjacent = advanced[-1] - advanced[0] == len(advanced) - 1
+    broadcast = np.broadcast_shapes(*(np.shape(expanded[i]) for i in advanced))
+    basic = [
+        1 if item is None else len(range(*item.indices(shape[_axis_of(expanded, i)])))
+        for i, item in enumerate(expanded) if item is None or isinstance(item, slice)
+    ]
+    lead = sum(1 for i, item in enumerate(expanded[:advanced[0]])
+               if item is None or isinstance(item, slice)) if adjacent else 0
+    result_shape = tuple(basic[:lead]) + broadcast + tuple(basic[lead:])
+
+    if len(arrays) == 1 and adjacent:
+        # One array, ints beside it: the orthogonal selection of the flattened array.
+        flat = list(expanded)
+        flat[arrays[0]] = expanded[arrays[0]].reshape(-1)
+        indexer = OrthogonalIndexer(tuple(flat), shape, chunk_shape)
+        indexer.shape = result_shape
+        return indexer
+
+    # General case: one coordinate array per axis, each shaped to broadcast to the result.
+    coords = []
+    ndim_out = len(result_shape)
+    basic_pos = 0
+    for i, item in enumerate(expanded):
+        if item is None:
+            basic_pos += 1
+            continue
+        if i in advanced:
+            a = np.asarray(item)
+            a = a.reshape((1,) * (len(broadcast) - a.ndim) + a.shape)
+            coords.append(a.reshape((1,) * lead + a.shape + (1,) * (ndim_out - lead - a.ndim)))
+        else:
+            r = basic_pos + (len(broadcast) if basic_pos >= lead else 0)
+            axis_range = np.arange(*item.indices(shape[_axis_of(expanded, i)]))
+            coords.append(axis_range.reshape((1,) * r + (-1,) + (1,) * (ndim_out - r - 1)))
+            basic_pos += 1
+    return CoordinateIndexer(coords, shape, chunk_shape)
+
+
+def _axis_of(items, position):
+    """The array axis indexed by items[position] (newaxis items index none)."""
+    return sum(1 for item in items[:position] if item is not None)

@@ -1,0 +1,216 @@
+/* Chunk-grid projection kernels: plain loops over int64 index arrays, no allocation except
+ * the sort's workspace. */
+#include "zc_indexing.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "zc_status.h"
+
+#define ZC_MAX_DIMS 64
+#define RADIX_BITS 16
+#define RADIX_BINS ((int64_t)1 << RADIX_BITS)
+
+static int64_t ceil_div(int64_t a, int64_t b) { return a > 0 ? (a + b - 1) / b : 0; }
+
+int64_t zc_slice_chunks(int64_t start, int64_t step, int64_t n, int64_t chunk_len,
+                        int64_t dim_len, int64_t *chunk, int64_t *first, int64_t *count,
+                        int64_t *out_first, uint8_t *complete)
+{
+    int64_t k = 0, j0 = 0;
+    while (j0 < n) {
+        /* The chunk holding element j0, and the elements j0..j1 that fall in it. */
+        int64_t c = (start + j0 * step) / chunk_len;
+        int64_t lo = c * chunk_len;
+        int64_t hi = lo + chunk_len < dim_len ? lo + chunk_len : dim_len;
+        int64_t j1 = ceil_div(hi - start, step);
+        if (j1 > n)
+            j1 = n;
+        chunk[k] = c;
+        first[k] = start + j0 * step - lo;
+        count[k] = j1 - j0;
+        out_first[k] = j0;
+        /* Distinct positions: covering the chunk means the count equals its extent. */
+        complete[k] = (j1 - j0) == (hi - lo);
+        k++;
+        j0 = j1;
+    }
+    return k;
+}
+
+int64_t zc_point_chunk_ids(const int64_t *const *idx, int ndim, int64_t n, const int64_t *shape,
+                           const int64_t *chunk_shape, int64_t *ids, int *bad_axis)
+{
+    int64_t grid[ZC_MAX_DIMS];
+    for (int d = 0; d < ndim; d++)
+        grid[d] = ceil_div(shape[d], chunk_shape[d]);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t id = 0;
+        for (int d = 0; d < ndim; d++) {
+            int64_t v = idx[d][i];
+            if (v < 0)
+                v += shape[d];
+            if (v < 0 || v >= shape[d]) {
+                *bad_axis = d;
+                return i;
+            }
+            id = id * grid[d] + v / chunk_shape[d];
+        }
+        ids[i] = id;
+    }
+    return -1;
+}
+
+static int counting_sort(const int64_t *keys, int64_t n, int64_t nkeys, int64_t *order)
+{
+    int64_t *bins = calloc((size_t)nkeys + 1, sizeof(int64_t));
+    if (bins == NULL)
+        return ZC_ERR_NOMEM;
+    for (int64_t i = 0; i < n; i++)
+        bins[keys[i] + 1]++;
+    for (int64_t b = 0; b < nkeys; b++)
+        bins[b + 1] += bins[b];
+    for (int64_t i = 0; i < n; i++)
+        order[bins[keys[i]]++] = i;
+    free(bins);
+    return ZC_OK;
+}
+
+static int radix_sort(const int64_t *keys, int64_t n, int64_t nkeys, int64_t *order)
+{
+    int64_t *bins = malloc((size_t)(RADIX_BINS + 1) * sizeof(int64_t));
+    int64_t *tmp = malloc((size_t)n * sizeof(int64_t));
+    if (bins == NULL || tmp == NULL) {
+        free(bins);
+        free(tmp);
+        return ZC_ERR_NOMEM;
+    }
+    int64_t *src = order, *dst = tmp;
+    for (int64_t i = 0; i < n; i++)
+        src[i] = i;
+    for (int shift = 0; shift < 64 && ((nkeys - 1) >> shift) > 0; shift += RADIX_BITS) {
+        memset(bins, 0, (size_t)(RADIX_BINS + 1) * sizeof(int64_t));
+        for (int64_t i = 0; i < n; i++)
+            bins[((keys[src[i]] >> shift) & (RADIX_BINS - 1)) + 1]++;
+        for (int64_t b = 0; b < RADIX_BINS; b++)
+            bins[b + 1] += bins[b];
+        for (int64_t i = 0; i < n; i++)
+            dst[bins[(keys[src[i]] >> shift) & (RADIX_BINS - 1)]++] = src[i];
+        int64_t *swap = src;
+        src = dst;
+        dst = swap;
+    }
+    if (src != order)
+        memcpy(order, src, (size_t)n * sizeof(int64_t));
+    free(bins);
+    free(tmp);
+    return ZC_OK;
+}
+
+int zc_sort_keys(const int64_t *keys, int64_t n, int64_t nkeys, int64_t *order, int *sorted)
+{
+    int64_t i = 1;
+    while (i < n && keys[i - 1] <= keys[i])
+        i++;
+    *sorted = i >= n;
+    if (*sorted) {
+        for (i = 0; i < n; i++)
+            order[i] = i;
+        return ZC_OK;
+    }
+    /* One counting pass is cheapest while its bins stay small next to the data. */
+    if (nkeys <= 4 * n + RADIX_BINS)
+        return counting_sort(keys, n, nkeys, order);
+    return radix_sort(keys, n, nkeys, order);
+}
+
+int64_t zc_group_runs(const int64_t *keys, const int64_t *order, int64_t n, int64_t *group_keys,
+                      int64_t *offsets)
+{
+    int64_t g = 0;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t key = keys[order[k]];
+        if (g == 0 || key != group_keys[g - 1]) {
+            group_keys[g] = key;
+            offsets[g] = k;
+            g++;
+        }
+    }
+    offsets[g] = n;
+    return g;
+}
+
+void zc_point_locals(const int64_t *const *idx, int ndim, int64_t n, const int64_t *order,
+                     const int64_t *shape, const int64_t *chunk_shape, int64_t *local)
+{
+    for (int d = 0; d < ndim; d++) {
+        const int64_t *src = idx[d];
+        int64_t *dst = local + (int64_t)d * n;
+        for (int64_t k = 0; k < n; k++) {
+            int64_t v = src[order[k]];
+            if (v < 0)
+                v += shape[d];
+            dst[k] = v % chunk_shape[d];
+        }
+    }
+}
+
+/* Whether the group's points are the chunk's in-bounds region in C order, once each. */
+static int group_complete(const int64_t *local, int64_t n, int ndim, int64_t a, int64_t b,
+                          const int64_t *coords, const int64_t *shape, const int64_t *chunk_shape)
+{
+    int64_t extent[ZC_MAX_DIMS], pos[ZC_MAX_DIMS], size = 1;
+    for (int d = 0; d < ndim; d++) {
+        int64_t lo = coords[d] * chunk_shape[d];
+        extent[d] = shape[d] - lo < chunk_shape[d] ? shape[d] - lo : chunk_shape[d];
+        size *= extent[d];
+        pos[d] = 0;
+    }
+    if (b - a != size)
+        return 0;
+    for (int64_t k = a; k < b; k++) {
+        for (int d = 0; d < ndim; d++)
+            if (local[(int64_t)d * n + k] != pos[d])
+                return 0;
+        for (int d = ndim - 1; d >= 0; d--) {
+            if (++pos[d] < extent[d])
+                break;
+            pos[d] = 0;
+        }
+    }
+    return 1;
+}
+
+void zc_group_flags(const int64_t *local, int64_t n, int ndim, const int64_t *offsets,
+                    int64_t ngroups, const int64_t *coords, const int64_t *shape,
+                    const int64_t *chunk_shape, uint8_t *flags, int64_t *step)
+{
+    for (int64_t g = 0; g < ngroups; g++) {
+        int64_t a = offsets[g], b = offsets[g + 1];
+        uint8_t f = 0;
+        if (group_complete(local, n, ndim, a, b, coords + g * ndim, shape, chunk_shape))
+            f |= ZC_GROUP_COMPLETE;
+        if (step != NULL) {
+            int64_t s = b - a > 1 ? local[a + 1] - local[a] : 1;
+            for (int64_t k = a + 2; k < b && s > 0; k++)
+                if (local[k] - local[k - 1] != s)
+                    s = 0;
+            step[g] = s > 0 ? s : 0;
+            if (s > 0)
+                f |= ZC_GROUP_PROGRESSION;
+        }
+        flags[g] = f;
+    }
+}
+
+void zc_unravel(const int64_t *ids, int64_t n, int ndim, const int64_t *grid_shape,
+                int64_t *coords)
+{
+    for (int64_t i = 0; i < n; i++) {
+        int64_t id = ids[i];
+        for (int d = ndim - 1; d >= 0; d--) {
+            coords[i * ndim + d] = id % grid_shape[d];
+            id /= grid_shape[d];
+        }
+    }
+}

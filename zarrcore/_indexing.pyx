@@ -1,0 +1,282 @@
+# cython: language_level=3
+"""Bindings of csrc/zc_indexing.c: per-axis chunk plans, points grouped by chunk, and the
+generators that turn them into per-chunk projections.
+
+`chunk[chunk_selection]` has the shape of `out[out_selection]`. Out selections are always
+slices: the pipeline's buffer holds array-indexed axes and points in chunk order, and `order`
+maps buffer positions back to result positions. Chunk selections may hold int arrays; when
+numpy would not read them as an outer product, every kept axis is given in np.ix_ form.
+"""
+import numpy as np
+
+cimport numpy as cnp
+from libc.stdint cimport int64_t, uint8_t
+from libc.stdlib cimport free, malloc
+
+cnp.import_array()
+
+cdef extern from "zc_status.h":
+    int ZC_OK
+
+cdef extern from "zc_indexing.h" nogil:
+    int ZC_GROUP_COMPLETE, ZC_GROUP_PROGRESSION
+    int64_t zc_slice_chunks(int64_t start, int64_t step, int64_t n, int64_t chunk_len,
+                            int64_t dim_len, int64_t *chunk, int64_t *first, int64_t *count,
+                            int64_t *out_first, uint8_t *complete)
+    int64_t zc_point_chunk_ids(const int64_t *const *idx, int ndim, int64_t n,
+                               const int64_t *shape, const int64_t *chunk_shape, int64_t *ids,
+                               int *bad_axis)
+    int zc_sort_keys(const int64_t *keys, int64_t n, int64_t nkeys, int64_t *order, int *sorted)
+    int64_t zc_group_runs(const int64_t *keys, const int64_t *order, int64_t n,
+                          int64_t *group_keys, int64_t *offsets)
+    void zc_point_locals(const int64_t *const *idx, int ndim, int64_t n, const int64_t *order,
+                         const int64_t *shape, const int64_t *chunk_shape, int64_t *local)
+    void zc_group_flags(const int64_t *local, int64_t n, int ndim, const int64_t *offsets,
+                        int64_t ngroups, const int64_t *coords, const int64_t *shape,
+                        const int64_t *chunk_shape, uint8_t *flags, int64_t *step)
+    void zc_unravel(const int64_t *ids, int64_t n, int ndim, const int64_t *grid_shape,
+                    int64_t *coords)
+
+cdef enum:
+    MAX_DIMS = 64  # numpy's own limit on dimensions
+
+
+cdef inline int64_t *_ptr(cnp.ndarray a) noexcept nogil:
+    return <int64_t *>cnp.PyArray_DATA(a)
+
+
+cdef class AxisPlan:
+    """One axis of an orthogonal selection: parallel lists, one entry per chunk touched.
+
+    `chunk_sel` holds ints (dropped axis), slices or int arrays; `out_sel` slices into the
+    buffer axis, or None for a dropped axis; `count` is each piece's output length. `order`
+    is None, or the result position of each buffer position along this axis.
+    """
+    cdef public list chunks, chunk_sel, out_sel, complete, count
+    cdef public bint kept
+    cdef public object order
+
+    def __init__(self, bint kept):
+        self.kept = kept
+        self.order = None
+        self.chunks, self.chunk_sel, self.out_sel, self.complete, self.count = [], [], [], [], []
+
+    cdef void add(self, int64_t chunk, object csel, object osel, bint complete, int64_t count):
+        self.chunks.append(chunk)
+        self.chunk_sel.append(csel)
+        self.out_sel.append(osel)
+        self.complete.append(complete)
+        self.count.append(count)
+
+
+def int_plan(int64_t i, int64_t chunk_len, int64_t dim_len):
+    """Plan of an in-bounds integer index: one chunk, axis dropped."""
+    plan = AxisPlan(False)
+    cdef int64_t c = i // chunk_len
+    plan.add(c, i - c * chunk_len, None, min(chunk_len, dim_len - c * chunk_len) == 1, 1)
+    return plan
+
+
+def slice_plan(int64_t start, int64_t stop, int64_t step, int64_t chunk_len, int64_t dim_len):
+    """Plan of a slice already normalized by slice.indices(dim_len); any nonzero step."""
+    plan = AxisPlan(True)
+    cdef int64_t n = len(range(start, stop, step))
+    if n == 0:
+        return plan
+    cdef bint reverse = step < 0
+    if reverse:
+        # Walk the same elements ascending; their output positions run backwards.
+        start, step = start + (n - 1) * step, -step
+    cdef int64_t nmax = min(n, (dim_len + chunk_len - 1) // chunk_len)
+    cdef cnp.ndarray buf = np.empty((4, nmax), dtype=np.int64)
+    cdef cnp.ndarray full = np.empty(nmax, dtype=np.uint8)
+    cdef int64_t *b = _ptr(buf)
+    cdef uint8_t *f = <uint8_t *>cnp.PyArray_DATA(full)
+    cdef int64_t k, m, first, count, j0
+    with nogil:
+        m = zc_slice_chunks(start, step, n, chunk_len, dim_len, b, b + nmax, b + 2 * nmax,
+                            b + 3 * nmax, f)
+    for k in range(m):
+        first, count, j0 = b[nmax + k], b[2 * nmax + k], b[3 * nmax + k]
+        if reverse:
+            o = slice(n - 1 - j0, (n - 1 - j0 - count) if j0 + count < n else None, -1)
+        else:
+            o = slice(j0, j0 + count, 1)
+        plan.add(b[k], slice(first, first + (count - 1) * step + 1, step), o, f[k], count)
+    return plan
+
+
+cdef class PointGroups:
+    """Points grouped by chunk. Sorted point k is input point order[k] (order is None when the
+    points already come chunk by chunk); group g is sorted points offsets[g]..offsets[g+1], in
+    chunk coords[g]; local[d, k] is sorted point k's in-chunk coordinate along axis d;
+    flags/step are zc_group_flags' results."""
+    cdef public object order
+    cdef public cnp.ndarray offsets, coords, local, flags, step
+    cdef public int64_t ngroups
+
+
+def group_points(list arrays, shape, chunk_shape, bint progressions=False, axes=None):
+    """Group points (one C-contiguous int64 array per axis, equal lengths) by chunk.
+
+    Negative coordinates count from the end; any outside the array raise IndexError (naming
+    axis `axes[d]`). `progressions` (one axis only) also finds groups whose in-chunk positions
+    ascend evenly.
+    """
+    cdef int ndim = len(arrays), bad_axis = 0, d, status, in_order = 0
+    if ndim > MAX_DIMS:
+        raise IndexError(f"too many indices: {ndim}")
+    cdef int64_t n = len(arrays[0])
+    cdef cnp.ndarray shp = np.asarray(shape, dtype=np.int64)
+    cdef cnp.ndarray chk = np.asarray(chunk_shape, dtype=np.int64)
+    cdef cnp.ndarray grid = -(-shp // chk)
+    cdef int64_t nkeys = 1
+    for d in range(ndim):
+        nkeys *= grid[d]
+    cdef const int64_t *idx[MAX_DIMS]
+    for d in range(ndim):
+        idx[d] = _ptr(arrays[d])
+    cdef cnp.ndarray ids = np.empty(n, dtype=np.int64)
+    cdef int64_t bad
+    with nogil:
+        bad = zc_point_chunk_ids(idx, ndim, n, _ptr(shp), _ptr(chk), _ptr(ids), &bad_axis)
+    if bad >= 0:
+        raise IndexError(
+            f"index {arrays[bad_axis][bad]} is out of bounds for axis "
+            f"{bad_axis if axes is None else axes[bad_axis]} with size {shape[bad_axis]}"
+        )
+    cdef cnp.ndarray order = np.empty(n, dtype=np.int64)
+    with nogil:
+        status = zc_sort_keys(_ptr(ids), n, nkeys, _ptr(order), &in_order)
+    if status != ZC_OK:
+        raise MemoryError("grouping points by chunk")
+    cdef cnp.ndarray keys = np.empty(n + 1, dtype=np.int64)
+    cdef cnp.ndarray offsets = np.empty(n + 1, dtype=np.int64)
+    cdef cnp.ndarray local = np.empty((ndim, n), dtype=np.int64)
+    cdef int64_t *p_ids = _ptr(ids)
+    cdef int64_t *p_order = _ptr(order)
+    cdef int64_t *p_keys = _ptr(keys)
+    cdef int64_t *p_offsets = _ptr(offsets)
+    cdef int64_t *p_local = _ptr(local)
+    cdef int64_t ngroups
+    with nogil:
+        ngroups = zc_group_runs(p_ids, p_order, n, p_keys, p_offsets)
+        zc_point_locals(idx, ndim, n, p_order, _ptr(shp), _ptr(chk), p_local)
+    cdef cnp.ndarray coords = np.empty((ngroups, ndim), dtype=np.int64)
+    cdef cnp.ndarray flags = np.empty(ngroups, dtype=np.uint8)
+    cdef cnp.ndarray step = np.empty(ngroups if progressions else 0, dtype=np.int64)
+    cdef int64_t *p_step = _ptr(step) if progressions else NULL
+    cdef int64_t *p_coords = _ptr(coords)
+    cdef uint8_t *p_flags = <uint8_t *>cnp.PyArray_DATA(flags)
+    with nogil:
+        zc_unravel(p_keys, ngroups, ndim, _ptr(grid), p_coords)
+        zc_group_flags(p_local, n, ndim, p_offsets, ngroups, p_coords, _ptr(shp), _ptr(chk),
+                       p_flags, p_step)
+    g = PointGroups()
+    g.order = None if in_order else order
+    g.offsets = offsets[:ngroups + 1]
+    g.local, g.coords, g.flags, g.step, g.ngroups = local, coords, flags, step, ngroups
+    return g
+
+
+def array_plan(cnp.ndarray idx, int64_t chunk_len, int64_t dim_len, int axis):
+    """Plan of a 1-D int64 index array along one axis (unsorted, repeated, negative allowed).
+
+    Groups whose in-chunk positions ascend evenly become slices.
+    """
+    plan = AxisPlan(True)
+    if len(idx) == 0:
+        return plan
+    g = group_points([idx], (dim_len,), (chunk_len,), True, (axis,))
+    plan.order = g.order
+    cdef int64_t[:] offsets = g.offsets, step = g.step, local = g.local[0]
+    cdef uint8_t[:] flags = g.flags
+    cdef int64_t[:, :] coords = g.coords
+    cdef int64_t k, a, b, s
+    for k in range(g.ngroups):
+        a, b = offsets[k], offsets[k + 1]
+        s = step[k]
+        if flags[k] & ZC_GROUP_PROGRESSION:
+            csel = slice(local[a], local[a] + (b - a - 1) * s + 1, s)
+        else:
+            csel = g.local[0, a:b]
+        plan.add(coords[k, 0], csel, slice(a, b, 1), flags[k] & ZC_GROUP_COMPLETE, b - a)
+    return plan
+
+
+cdef object _ix(object sel, int64_t count, tuple ix_shape):
+    """An axis' chunk selection as an int array shaped for np.ix_-style broadcasting."""
+    if isinstance(sel, slice):
+        sel = np.arange(sel.start, sel.start + count * sel.step, sel.step)
+    return sel.reshape(ix_shape)
+
+
+def orthogonal_projections(list plans, Projection):
+    """Yield Projection(coords, chunk_sel, out_sel, complete) for every combination of the axis
+    plans' pieces (the outer product of the chunks touched), odometer order."""
+    cdef Py_ssize_t ndim = len(plans), d, p, nkept = 0, narrays
+    cdef Py_ssize_t pos[MAX_DIMS]
+    cdef Py_ssize_t size[MAX_DIMS]
+    cdef Py_ssize_t kept_pos[MAX_DIMS]
+    cdef bint dropped = False
+    cdef AxisPlan plan
+    for d in range(ndim):
+        plan = plans[d]
+        size[d] = len(plan.chunks)
+        if size[d] == 0:
+            return
+        pos[d] = 0
+        kept_pos[d] = nkept if plan.kept else -1
+        nkept += plan.kept
+        dropped = dropped or not plan.kept
+    # np.ix_ forms of the chunk selections, built when first needed.
+    cdef list ix_cache = [[None] * size[d] for d in range(ndim)]
+    while True:
+        coords, csel, osel = [], [], []
+        complete, narrays = True, 0
+        for d in range(ndim):
+            plan = plans[d]
+            p = pos[d]
+            coords.append(plan.chunks[p])
+            c = plan.chunk_sel[p]
+            csel.append(c)
+            if plan.kept:
+                osel.append(plan.out_sel[p])
+                narrays += not isinstance(c, slice)
+            complete = complete and plan.complete[p]
+        # numpy reads one array among slices in place; more arrays, or ints beside one (which
+        # numpy broadcasts with it), need the outer-product form.
+        if narrays > 1 or (narrays and dropped):
+            for d in range(ndim):
+                if kept_pos[d] < 0:
+                    continue
+                plan = plans[d]
+                p = pos[d]
+                if ix_cache[d][p] is None:
+                    ix_shape = (1,) * kept_pos[d] + (-1,) + (1,) * (nkept - 1 - kept_pos[d])
+                    ix_cache[d][p] = _ix(plan.chunk_sel[p], plan.count[p], ix_shape)
+                csel[d] = ix_cache[d][p]
+        yield Projection(tuple(coords), tuple(csel), tuple(osel), complete)
+        d = ndim - 1
+        while d >= 0:
+            pos[d] += 1
+            if pos[d] < size[d]:
+                break
+            pos[d] = 0
+            d -= 1
+        if d < 0:
+            return
+
+
+def point_projections(PointGroups g, Projection):
+    """Yield one Projection per chunk holding points: in-chunk coordinate arrays, and the
+    slice of the sorted points they fill."""
+    cdef int64_t k, a, b, d, ndim = g.local.shape[0]
+    cdef int64_t[:] offsets = g.offsets
+    cdef uint8_t[:] flags = g.flags
+    cdef cnp.ndarray local = g.local
+    for k in range(g.ngroups):
+        a, b = offsets[k], offsets[k + 1]
+        yield Projection(tuple(g.coords[k].tolist()),
+                         tuple([local[d, a:b] for d in range(ndim)]),
+                         (slice(a, b),), bool(flags[k] & ZC_GROUP_COMPLETE))
