@@ -225,6 +225,15 @@ def test_crc32c_unaligned_views():
         assert kernels._crc32c_portable(view) == crc32c_ref.crc32c(bytes(view))
 
 
+@pytest.mark.parametrize("n", [767, 768, 769, 24575, 24576, 24577, 3 * 24576 + 800 + 13])
+def test_crc32c_lane_boundaries(n):
+    # The SSE4.2 path runs three lanes of 8 KiB, then of 256 bytes, then single words.
+    data = np.random.default_rng(n).integers(0, 256, n + 3, dtype=np.uint8).tobytes()
+    for start in range(3):
+        view = memoryview(data)[start:start + n]
+        assert kernels.crc32c(view, 7) == crc32c_ref.crc32c(bytes(view), 7)
+
+
 # ---- shard index ------------------------------------------------------------------------
 
 
