@@ -199,7 +199,18 @@ def batch_settings(chain, dtype, fill_value):
     return settings
 
 
-def _batch_pieces(dim_pieces):
+def run_workers(work, ntasks):
+    """Call the GIL-free `work` of a native job from as many pool threads as it can use."""
+    parallel_map(lambda _: work(), range(min(config.num_threads, max(ntasks, 1))))
+
+
+def batch_strides(indexer, array):
+    """Byte strides of `array` (shape indexer.drop_shape) per array axis; 0 for int axes."""
+    strides = iter(array.strides)
+    return [next(strides) if isinstance(p[0][1], slice) else 0 for p in indexer.dim_pieces]
+
+
+def batch_pieces(dim_pieces):
     """BasicIndexer pieces of one axis as rows of zc_piece."""
     rows = []
     for c, chunk_sel, out_sel, _ in dim_pieces:
@@ -242,19 +253,11 @@ class ChunkStore:
         batch = ChunkBatch(
             key_head=root + head, sep=sep, lead_sep=lead, array_shape=self.array_shape,
             chunk_shape=self.chunk_shape, write_empty_chunks=config.write_empty_chunks,
-            pieces=[_batch_pieces(p) for p in indexer.dim_pieces], data=data,
+            pieces=[batch_pieces(p) for p in indexer.dim_pieces], data=data,
             data_strides=data_strides, **self._batch,
         )
         # Errors name the store key: the path below the store root, array prefix included.
         return batch, len(self.store.root) + 1
-
-    def _run(self, work, ntasks):
-        parallel_map(lambda _: work(), range(min(config.num_threads, max(ntasks, 1))))
-
-    def _batch_strides(self, indexer, array):
-        """Byte strides of `array` (shape indexer.drop_shape) per array axis; 0 for int axes."""
-        strides = iter(array.strides)
-        return [next(strides) if isinstance(p[0][1], slice) else 0 for p in indexer.dim_pieces]
 
     def key(self, coords):
         rel = self._chunk_key(coords)
@@ -275,8 +278,8 @@ class ChunkStore:
     def read(self, indexer, out):
         """Fill `out` (shape indexer.drop_shape) with the selection, chunks in parallel."""
         if self._batch is not None and type(indexer) is BasicIndexer:
-            batch, head_len = self._make_batch(indexer, out, self._batch_strides(indexer, out))
-            self._run(batch.work_read, batch.ntasks)
+            batch, head_len = self._make_batch(indexer, out, batch_strides(indexer, out))
+            run_workers(batch.work_read, batch.ntasks)
             batch.raise_error(head_len)
             return out
 
@@ -299,8 +302,8 @@ class ChunkStore:
         """Write `value` (broadcast to indexer.drop_shape) into the selected chunks."""
         projections = indexer.projections()
         if self._batch is not None and type(indexer) is BasicIndexer:
-            batch, head_len = self._make_batch(indexer, value, self._batch_strides(indexer, value))
-            self._run(batch.work_write, batch.ntasks)
+            batch, head_len = self._make_batch(indexer, value, batch_strides(indexer, value))
+            run_workers(batch.work_write, batch.ntasks)
             batch.raise_error(head_len)
             # Partly covered chunks need read-modify-write under their lock, below.
             projections = [self._projection(indexer, t) for t in batch.deferred()]

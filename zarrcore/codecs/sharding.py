@@ -11,7 +11,7 @@ import numpy as np
 from .. import kernels
 from ..config import config, parallel_map
 from ..errors import MetadataError, ShardIndexError, ZarrcoreError
-from ..indexing import BasicIndexer
+from ..indexing import BasicIndexer, is_basic_selection
 from .base import ArrayBytesCodec, ChunkSpec
 from .registry import codec_from_json, register_codec
 
@@ -153,6 +153,11 @@ class ShardingCodec(ArrayBytesCodec):
                               and index.array_bytes.configuration().get("endian", "little") == "little")
         self._index_size = len(self._encode_index(self._empty_index))
         self._orders = {"C": None, "morton": morton_order(grid)}
+        # Inner chains the core runs by itself (bytes, one compressor, crc32c) decode and
+        # encode as one compiled job; others (transpose, nested sharding...) chunk by chunk.
+        from ..pipeline import batch_settings
+
+        self._native = batch_settings(inner, spec.dtype, spec.fill_value)
 
     # -- index -------------------------------------------------------------------------------
     def _encode_index(self, entries):
@@ -199,9 +204,6 @@ class ShardingCodec(ArrayBytesCodec):
     def _coords(self, i):
         return tuple(int(c) for c in np.unravel_index(i, self._grid))
 
-    def _linear(self, coords):
-        return sum(c * s for c, s in zip(coords, self._strides))
-
     def _blobs(self, shard, indices):
         """Encoded bytes of the inner chunks `indices` (None for empty ones) from `shard`."""
         entries = None if shard is None else self._read_index(shard)
@@ -218,30 +220,68 @@ class ShardingCodec(ArrayBytesCodec):
                 )
         return [found.get(i) for i in indices]
 
-    def _projections(self, selection):
-        return list(BasicIndexer(selection, self._spec.shape, self.chunk_shape).projections())
+    def _indexer(self, selection):
+        return BasicIndexer(selection, self._spec.shape, self.chunk_shape)
+
+    def _touched(self, indexer):
+        """C-order grid indices of the inner chunks `indexer` touches, in projection order."""
+        index = np.zeros((), dtype=np.int64)
+        for pieces, stride in zip(indexer.dim_pieces, self._strides):
+            index = np.add.outer(index, np.array([p[0] for p in pieces], dtype=np.int64) * stride)
+        return index.ravel().tolist()
+
+    def _native_job(self, indexer, src, data):
+        """A compiled job over the inner chunks `indexer` touches, `data` the caller's array."""
+        from .. import _shard, pipeline
+
+        return _shard.ShardJob(
+            self._native, self.chunk_shape, self._grid, src,
+            [pipeline.batch_pieces(p) for p in indexer.dim_pieces], data,
+            pipeline.batch_strides(indexer, data), config.write_empty_chunks,
+        )
+
+    def _run(self, job, work):
+        from ..pipeline import run_workers
+
+        run_workers(work, job.ntasks)
+        failure = job.error()
+        if failure is not None:
+            error, i = failure
+            raise _inner_error(error, self._coords(i)) from None
 
     # -- reads -------------------------------------------------------------------------------
     def decode(self, data, spec, out=None):
         if out is None:
             out = np.empty(self._spec.shape, dtype=self._spec.dtype)
-        full = (slice(None),) * len(self.chunk_shape)
-        self._read(_Whole(data), self._projections(full), out)
+        self._read(_Whole(data), self._indexer(Ellipsis), out)
         return out
 
     def read_partial(self, store, key, selection, out):
         """Fill `out` with `selection` of the shard stored at `key`, fetching only the index and
         the inner chunks needed (or the whole object once when most of it is needed)."""
-        projections = self._projections(selection)
-        if len(projections) >= WHOLE_READ_SHARE * self._n:
+        if not is_basic_selection(selection):
+            # Array selections: decode the shard whole and let numpy pick.
+            data = store.get(key)
+            out[...] = self._spec.fill_value if data is None else self.decode(data, self._spec)[selection]
+            return
+        indexer = self._indexer(selection)
+        if math.prod(len(p) for p in indexer.dim_pieces) >= WHOLE_READ_SHARE * self._n:
             data = store.get(key)
             shard = None if data is None else _Whole(data)
         else:
             shard = _Ranged(store, key)
-        self._read(shard, projections, out)
+        self._read(shard, indexer, out)
 
-    def _read(self, shard, projections, out):
-        blobs = self._blobs(shard, [self._linear(p.coords) for p in projections])
+    def _read(self, shard, indexer, out):
+        touched = self._touched(indexer)
+        blobs = self._blobs(shard, touched)
+        if self._native is not None:
+            src = [None] * self._n
+            for i, blob in zip(touched, blobs):
+                src[i] = blob
+            job = self._native_job(indexer, src, out)
+            self._run(job, job.work_read)
+            return
 
         def work(item):
             p, blob = item
@@ -252,12 +292,12 @@ class ShardingCodec(ArrayBytesCodec):
                 raise _inner_error(e, p.coords) from e
 
         # Inner chunks decode in parallel, GIL released, straight into `out` when contiguous there.
-        parallel_map(work, zip(projections, blobs))
+        parallel_map(work, zip(indexer.projections(), blobs))
 
     # -- writes ------------------------------------------------------------------------------
     def encode(self, array, spec):
         blobs = [None] * self._n
-        self._update(blobs, (slice(None),) * len(self.chunk_shape), array)
+        self._update(blobs, Ellipsis, array)
         return self._assemble(blobs)
 
     def write_partial(self, store, key, selection, value, complete):
@@ -266,8 +306,17 @@ class ShardingCodec(ArrayBytesCodec):
         no inner chunk is left). `complete`: the selection covers the whole stored region, so
         the old shard need not be read. The caller holds the key's lock."""
         data = None if complete else store.get(key)
-        blobs = [None] * self._n if data is None else self._blobs(_Whole(data), range(self._n))
-        self._update(blobs, selection, value)
+        if is_basic_selection(selection):
+            blobs = [None] * self._n if data is None else self._blobs(_Whole(data), range(self._n))
+            self._update(blobs, selection, value)
+        else:
+            # Array selections: rewrite the shard whole.
+            shard = np.full(self._spec.shape, self._spec.fill_value, dtype=self._spec.dtype)
+            if data is not None:
+                self.decode(data, self._spec, out=shard)
+            shard[selection] = value
+            blobs = [None] * self._n
+            self._update(blobs, Ellipsis, shard)
         if all(b is None for b in blobs):
             store.delete(key)
         else:
@@ -275,10 +324,17 @@ class ShardingCodec(ArrayBytesCodec):
 
     def _update(self, blobs, selection, value):
         """Re-encode, in parallel, the inner chunks `selection` touches, into `blobs`."""
+        indexer = self._indexer(selection)
+        if self._native is not None:
+            job = self._native_job(indexer, blobs, value)
+            self._run(job, job.work_write)
+            for i, data in job.encoded():
+                blobs[i] = data
+            return
 
-        def work(p):
+        def work(item):
+            p, i = item
             part = value[p.out_selection + (Ellipsis,)]
-            i = self._linear(p.coords)
             try:
                 if p.complete:
                     chunk = np.ascontiguousarray(part).reshape(self.chunk_shape)
@@ -288,7 +344,7 @@ class ShardingCodec(ArrayBytesCodec):
             except ZarrcoreError as e:
                 raise _inner_error(e, p.coords) from e
 
-        parallel_map(work, self._projections(selection))
+        parallel_map(work, zip(indexer.projections(), self._touched(indexer)))
 
     def _assemble(self, blobs):
         """The shard bytes: inner chunks in the configured write order, and the index."""

@@ -1,0 +1,283 @@
+/* Batched decoding and encoding of a shard's inner chunks; see zc_shard_batch.h. */
+#include "zc_shard_batch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "zc_blosc.h"
+#include "zc_byteswap.h"
+#include "zc_copy.h"
+#include "zc_crc32c.h"
+#include "zc_fill.h"
+#include "zc_status.h"
+#include "zc_zlib.h"
+#include "zc_zstd.h"
+
+static uint32_t load_le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+int zc_inner_decode(const zc_inner_chain *c, const unsigned char *src, size_t len, void *out,
+                    size_t n)
+{
+    if (c->crc32c) {
+        if (len < 4)
+            return ZC_ERR_CORRUPT;
+        len -= 4;
+        if (zc_crc32c(0, src, len) != load_le32(src + len))
+            return ZC_ERR_CHECKSUM;
+    }
+    int st;
+    switch (c->compressor) {
+    case ZC_COMP_NONE:
+        if (len != n)
+            return ZC_ERR_SIZE;
+        memcpy(out, src, n);
+        st = ZC_OK;
+        break;
+    case ZC_COMP_ZSTD: st = zc_zstd_decompress(src, len, out, n); break;
+    case ZC_COMP_BLOSC: st = zc_blosc_decompress(src, len, out, n); break;
+    case ZC_COMP_GZIP: st = zc_inflate(src, len, out, n, ZC_ZLIB_FORMAT_GZIP); break;
+    case ZC_COMP_ZLIB: st = zc_inflate(src, len, out, n, ZC_ZLIB_FORMAT_ZLIB); break;
+    default: return ZC_ERR_PARAM;
+    }
+    if (st == ZC_OK && c->swap_size > 1)
+        st = zc_byteswap(out, out, n / c->swap_size, c->swap_size);
+    return st;
+}
+
+int zc_inner_encode(const zc_inner_chain *c, unsigned char *chunk, size_t n, unsigned char **out,
+                    size_t *outlen)
+{
+    int st;
+    if (c->swap_size > 1 && (st = zc_byteswap(chunk, chunk, n / c->swap_size, c->swap_size)) != ZC_OK)
+        return st;
+    size_t bound;
+    switch (c->compressor) {
+    case ZC_COMP_NONE: bound = n; break;
+    case ZC_COMP_ZSTD: bound = zc_zstd_bound(n); break;
+    case ZC_COMP_BLOSC: bound = zc_blosc_bound(n); break;
+    case ZC_COMP_GZIP: bound = zc_deflate_bound(n, ZC_ZLIB_FORMAT_GZIP); break;
+    case ZC_COMP_ZLIB: bound = zc_deflate_bound(n, ZC_ZLIB_FORMAT_ZLIB); break;
+    default: return ZC_ERR_PARAM;
+    }
+    if ((bound == 0 && n) || bound > SIZE_MAX - 4)
+        return ZC_ERR_SIZE;
+    unsigned char *p = (unsigned char *)malloc(bound + 4);
+    if (p == NULL)
+        return ZC_ERR_NOMEM;
+    size_t m = 0;
+    st = ZC_OK;
+    switch (c->compressor) {
+    case ZC_COMP_NONE: memcpy(p, chunk, n); m = n; break;
+    case ZC_COMP_ZSTD: st = zc_zstd_compress(chunk, n, p, bound, c->clevel, c->checksum, &m); break;
+    case ZC_COMP_BLOSC:
+        st = zc_blosc_compress(chunk, n, p, bound, c->clevel, c->shuffle, c->typesize, c->cname,
+                               c->blocksize, &m);
+        break;
+    case ZC_COMP_GZIP: st = zc_deflate(chunk, n, p, bound, c->clevel, ZC_ZLIB_FORMAT_GZIP, &m); break;
+    case ZC_COMP_ZLIB: st = zc_deflate(chunk, n, p, bound, c->clevel, ZC_ZLIB_FORMAT_ZLIB, &m); break;
+    }
+    if (st != ZC_OK) {
+        free(p);
+        return st;
+    }
+    if (c->crc32c) {
+        uint32_t crc = zc_crc32c(0, p, m);
+        for (int i = 0; i < 4; i++)
+            p[m + (size_t)i] = (unsigned char)(crc >> (8 * i));
+        m += 4;
+    }
+    *out = p;
+    *outlen = m;
+    return ZC_OK;
+}
+
+static size_t chunk_nbytes(const zc_shard_job *j)
+{
+    size_t n = j->chain.itemsize;
+    for (int d = 0; d < j->ndim; d++)
+        n *= (size_t)j->chunk_shape[d];
+    return n;
+}
+
+int zc_shard_job_prepare(zc_shard_job *j)
+{
+    if (j->ndim < 0 || j->ndim > ZC_SHARD_MAX_NDIM || j->chain.itemsize == 0 || j->fill == NULL
+        || j->pieces == NULL)
+        return ZC_ERR_PARAM;
+    size_t elems = 1;
+    int64_t tasks = 1;
+    for (int d = 0; d < j->ndim; d++) {
+        if (j->chunk_shape[d] <= 0 || j->grid[d] <= 0 || j->npieces[d] < 0)
+            return ZC_ERR_PARAM;
+        if (elems > SIZE_MAX / (size_t)j->chunk_shape[d] / j->chain.itemsize)
+            return ZC_ERR_SIZE;
+        elems *= (size_t)j->chunk_shape[d];
+        for (int64_t k = 0; k < j->npieces[d]; k++) {
+            const zc_piece *p = &j->pieces[j->piece_offset[d] + k];
+            int64_t last = p->chunk_start + (p->count - 1) * p->chunk_step;
+            /* Every piece must stay inside its inner chunk and the grid. */
+            if (p->chunk_index < 0 || p->chunk_index >= j->grid[d] || p->count < 1
+                || p->chunk_step < 1 || p->chunk_start < 0 || last >= j->chunk_shape[d])
+                return ZC_ERR_PARAM;
+        }
+        tasks *= j->npieces[d];
+    }
+    j->ntasks = tasks;
+    j->next_task = 0;
+    j->failed = 0;
+    j->status = ZC_OK;
+    j->failed_task = -1;
+    return ZC_OK;
+}
+
+static int64_t next_task(zc_shard_job *j)
+{
+    if (__atomic_load_n(&j->failed, __ATOMIC_ACQUIRE))
+        return -1;
+    int64_t t = __atomic_fetch_add(&j->next_task, 1, __ATOMIC_ACQ_REL);
+    return t < j->ntasks ? t : -1;
+}
+
+static void fail(zc_shard_job *j, int64_t t, int status)
+{
+    int expected = 0;
+    if (__atomic_compare_exchange_n(&j->failed, &expected, 1, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+        j->status = status;
+        j->failed_task = t;
+    }
+}
+
+/* Geometry of one task: its region's shape, where it starts and how it strides inside the
+ * decoded inner chunk and inside the caller's array. */
+typedef struct {
+    int64_t chunk;          /* C-order grid index */
+    int complete;           /* covers the whole inner chunk */
+    int direct;             /* ... landing on one C-contiguous run of the caller's array */
+    ptrdiff_t shape[ZC_SHARD_MAX_NDIM];
+    size_t chunk_offset;
+    ptrdiff_t chunk_strides[ZC_SHARD_MAX_NDIM];
+    char *data;
+    ptrdiff_t data_strides[ZC_SHARD_MAX_NDIM];
+} task_view;
+
+static void task_geometry(const zc_shard_job *j, int64_t t, task_view *v)
+{
+    ptrdiff_t item = (ptrdiff_t)j->chain.itemsize, cstride = item, expect = item;
+    int64_t grid_stride = 1;
+    v->chunk = 0;
+    v->complete = 1;
+    v->direct = 1;
+    v->chunk_offset = 0;
+    v->data = j->data;
+    for (int d = j->ndim - 1; d >= 0; d--) {
+        const zc_piece *p = &j->pieces[j->piece_offset[d] + t % j->npieces[d]];
+        t /= j->npieces[d];
+        v->chunk += p->chunk_index * grid_stride;
+        grid_stride *= j->grid[d];
+        v->shape[d] = (ptrdiff_t)p->count;
+        v->chunk_strides[d] = cstride * (ptrdiff_t)p->chunk_step;
+        v->chunk_offset += (size_t)(cstride * (ptrdiff_t)p->chunk_start);
+        cstride *= (ptrdiff_t)j->chunk_shape[d];
+        v->data_strides[d] = j->data_strides[d] * (ptrdiff_t)p->out_step;
+        v->data += j->data_strides[d] * (ptrdiff_t)p->out_start;
+        if (p->count != j->chunk_shape[d])
+            v->complete = v->direct = 0;
+        if (p->count > 1 && v->data_strides[d] != expect)
+            v->direct = 0;
+        expect *= (ptrdiff_t)p->count;
+    }
+}
+
+/* Set the region of `v` in the caller's array to the fill value. */
+static int fill_region(const zc_shard_job *j, const task_view *v)
+{
+    static const ptrdiff_t zero[ZC_SHARD_MAX_NDIM];
+    return zc_copy_nd(j->ndim, v->shape, j->chain.itemsize, j->fill, zero, v->data, v->data_strides);
+}
+
+void zc_shard_read_worker(zc_shard_job *j)
+{
+    size_t n = chunk_nbytes(j);
+    unsigned char *scratch = NULL;
+    int64_t t;
+    while ((t = next_task(j)) >= 0) {
+        task_view v;
+        task_geometry(j, t, &v);
+        const unsigned char *src = j->src[v.chunk];
+        int st;
+        if (src == NULL) {
+            st = fill_region(j, &v);
+        } else if (v.direct) {
+            st = zc_inner_decode(&j->chain, src, j->src_len[v.chunk], v.data, n);
+        } else {
+            if (scratch == NULL && (scratch = (unsigned char *)malloc(n ? n : 1)) == NULL) {
+                fail(j, t, ZC_ERR_NOMEM);
+                break;
+            }
+            st = zc_inner_decode(&j->chain, src, j->src_len[v.chunk], scratch, n);
+            if (st == ZC_OK)
+                st = zc_copy_nd(j->ndim, v.shape, j->chain.itemsize, scratch + v.chunk_offset,
+                                v.chunk_strides, v.data, v.data_strides);
+        }
+        if (st != ZC_OK) {
+            fail(j, t, st);
+            break;
+        }
+    }
+    free(scratch);
+}
+
+void zc_shard_write_worker(zc_shard_job *j)
+{
+    size_t n = chunk_nbytes(j), items = n / j->chain.itemsize;
+    unsigned char *chunk = (unsigned char *)malloc(n ? n : 1);
+    if (chunk == NULL) {
+        fail(j, 0, ZC_ERR_NOMEM);
+        return;
+    }
+    static const ptrdiff_t zero[1];
+    const ptrdiff_t all[1] = {(ptrdiff_t)items}, step[1] = {(ptrdiff_t)j->chain.itemsize};
+    int64_t t;
+    while ((t = next_task(j)) >= 0) {
+        task_view v;
+        task_geometry(j, t, &v);
+        int st = ZC_OK;
+        if (!v.complete) {
+            /* Merge into the stored inner chunk, or into fill when there is none. */
+            const unsigned char *src = j->src[v.chunk];
+            st = src ? zc_inner_decode(&j->chain, src, j->src_len[v.chunk], chunk, n)
+                     : zc_copy_nd(1, all, j->chain.itemsize, j->fill, zero, chunk, step);
+        }
+        if (st == ZC_OK)
+            st = zc_copy_nd(j->ndim, v.shape, j->chain.itemsize, v.data, v.data_strides,
+                            chunk + v.chunk_offset, v.chunk_strides);
+        int is_fill = 0;
+        if (st == ZC_OK && !j->write_empty_chunks) {
+            is_fill = j->fill_floatsize ? zc_is_fill_float(chunk, n, j->fill, j->chain.itemsize,
+                                                           j->fill_floatsize, 0)
+                                        : zc_is_fill(chunk, n, j->fill, j->chain.itemsize);
+            if (is_fill < 0)
+                st = is_fill;
+        }
+        j->out[t] = NULL;
+        j->out_len[t] = 0;
+        if (st == ZC_OK && !is_fill)
+            st = zc_inner_encode(&j->chain, chunk, n, &j->out[t], &j->out_len[t]);
+        if (st != ZC_OK) {
+            fail(j, t, st);
+            break;
+        }
+    }
+    free(chunk);
+}
+
+int64_t zc_shard_task_chunk(const zc_shard_job *j, int64_t t)
+{
+    task_view v;
+    task_geometry(j, t, &v);
+    return v.chunk;
+}

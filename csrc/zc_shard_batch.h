@@ -1,0 +1,70 @@
+/* The inner chunks of one shard decoded or encoded as one GIL-free job that several threads
+ * work through together, taking inner chunks from an atomic counter. */
+#ifndef ZC_SHARD_BATCH_H
+#define ZC_SHARD_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zc_batch.h"
+
+#define ZC_SHARD_MAX_NDIM ZC_BATCH_MAX_NDIM
+
+/* An inner codec chain the core runs by itself: bytes (swapped by `swap_size` units when the
+ * stored order differs from memory), at most one compressor (ZC_COMP_*), optional crc32c. */
+typedef struct {
+    size_t itemsize, swap_size;
+    int compressor, clevel, shuffle, checksum;
+    size_t typesize, blocksize;
+    char cname[16];
+    int crc32c;
+} zc_inner_chain;
+
+/* Encoded bytes -> `n` decoded bytes at `out`, in memory byte order. */
+int zc_inner_decode(const zc_inner_chain *c, const unsigned char *src, size_t len, void *out,
+                    size_t n);
+
+/* `n` decoded bytes at `chunk` (byte-swapped in place) -> a malloc'ed encoding in *out. */
+int zc_inner_encode(const zc_inner_chain *c, unsigned char *chunk, size_t n, unsigned char **out,
+                    size_t *outlen);
+
+typedef struct {
+    zc_inner_chain chain;
+    int ndim;
+    int64_t chunk_shape[ZC_SHARD_MAX_NDIM];
+    int64_t grid[ZC_SHARD_MAX_NDIM];    /* inner chunks per shard along each axis */
+    const unsigned char *fill;          /* itemsize bytes */
+    size_t fill_floatsize;              /* compare floats NaN-aware (0: bytewise) */
+    int write_empty_chunks;
+    /* Encoded inner chunks by C-order index in the grid; src[i] NULL: not stored. */
+    const unsigned char *const *src;
+    const size_t *src_len;
+    /* The selection: pieces per axis as in zc_batch; tasks are their C-order product. */
+    const zc_piece *pieces;
+    int64_t piece_offset[ZC_SHARD_MAX_NDIM];
+    int64_t npieces[ZC_SHARD_MAX_NDIM];
+    int64_t ntasks;
+    /* The caller's array: output of reads, input of writes. */
+    char *data;
+    ptrdiff_t data_strides[ZC_SHARD_MAX_NDIM];
+    /* Writes: per task the malloc'ed encoding (NULL: all fill, leave the chunk out). */
+    unsigned char **out;
+    size_t *out_len;
+    /* Shared progress and outcome. */
+    int64_t next_task;
+    int failed;
+    int status;
+    int64_t failed_task;
+} zc_shard_job;
+
+/* Validate the job and count its tasks; ZC_OK or ZC_ERR_PARAM / ZC_ERR_SIZE. */
+int zc_shard_job_prepare(zc_shard_job *j);
+/* C-order grid index of the inner chunk of task `t`. */
+int64_t zc_shard_task_chunk(const zc_shard_job *j, int64_t t);
+/* Decode tasks into `data` until none are left (empty inner chunks read as fill). */
+void zc_shard_read_worker(zc_shard_job *j);
+/* Encode tasks from `data` until none are left; partly covered inner chunks start from their
+ * stored bytes (or fill). */
+void zc_shard_write_worker(zc_shard_job *j);
+
+#endif
