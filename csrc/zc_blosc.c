@@ -25,6 +25,9 @@ int zc_blosc_compress(const void *src, size_t srclen, void *dst, size_t dstcap, 
         return ZC_ERR_SIZE;
     if (dstcap < BLOSC_MAX_OVERHEAD)
         return ZC_ERR_SIZE;
+    /* Checked up front: c-blosc would also print a complaint to stderr. */
+    if (blosc_compname_to_compcode(cname) < 0)
+        return ZC_ERR_UNSUPPORTED;
     /* c-blosc silently treats typesizes above 255 as 1; keep that but make it explicit. */
     if (typesize > BLOSC_MAX_TYPESIZE)
         typesize = 1;
@@ -35,7 +38,7 @@ int zc_blosc_compress(const void *src, size_t srclen, void *dst, size_t dstcap, 
     if (n == 0)
         return ZC_ERR_SIZE;
     if (n < 0)
-        return n == -5 ? ZC_ERR_UNSUPPORTED : ZC_ERR_PARAM;
+        return ZC_ERR_PARAM;
     *outlen = (size_t)n;
     return ZC_OK;
 }

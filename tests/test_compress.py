@@ -273,9 +273,28 @@ def test_oversized_claims_raise_before_allocating():
         c.blosc_decompress(bytes(enc))
 
 
-def test_snappy_is_unavailable():
-    with pytest.raises(ValueError):
-        c.blosc_compress(b"abc" * 100, 1, 5, 0, "snappy")
+@pytest.mark.parametrize("cname", ["snappy", "brotli", ""])
+def test_unavailable_blosc_compressors(cname, capfd):
+    with pytest.raises(ValueError, match="not available"):
+        c.blosc_compress(b"abc" * 100, 1, 5, 0, cname)
+    assert capfd.readouterr().err == ""
+
+
+def test_threads_share_nothing():
+    # The GIL is released and zstd keeps per-thread contexts: run everything concurrently.
+    from concurrent.futures import ThreadPoolExecutor
+
+    def work(i):
+        data = bytes([i % 251]) * (1000 + i) + os.urandom(500)
+        for enc, dec in ((lambda d: c.zstd_compress(d, i % 7, bool(i & 1)), c.zstd_decompress),
+                         (lambda d: c.blosc_compress(d, 4, 5, 1, "zstd"), c.blosc_decompress),
+                         (lambda d: c.gzip_compress(d, 1), c.gzip_decompress)):
+            assert dec(enc(data)) == data
+            assert dec(enc(data), bytearray(len(data))) == data
+        return True
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(work, range(200)))
 
 
 def test_compress_parameter_errors():
