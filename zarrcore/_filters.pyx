@@ -1,11 +1,15 @@
 # cython: language_level=3
-"""GIL-free bindings to the numcodecs filter kernels in csrc/: checksums, delta, shuffle.
+"""GIL-free bindings to the numcodecs filter kernels in csrc/: checksums, delta, shuffle and
+the vlen-utf8 / vlen-bytes framing.
 
 Inputs are any C-contiguous buffers; outputs are new uint8 numpy arrays. Bad input raises
 ChunkDecodeError (ChecksumError for a mismatch); callers add the key.
 """
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport uint32_t
+from libc.stdlib cimport free, malloc
 
 import numpy as np
 
@@ -28,6 +32,14 @@ cdef extern from "zc_delta.h" nogil:
     int ZC_DELTA_INT, ZC_DELTA_FLOAT
     int zc_delta_encode(void *data, size_t n, size_t count, int kind, size_t width)
     int zc_delta_decode(void *data, size_t n, size_t count, int kind, size_t width)
+
+cdef extern from "zc_vlen.h" nogil:
+    int zc_vlen_encoded_size(size_t n, const size_t *lens, size_t *total)
+    int zc_vlen_pack(size_t n, const char *const *ptrs, const size_t *lens, void *dst, size_t dstlen)
+    int zc_vlen_index(const void *src, size_t srclen, size_t n, size_t *offsets, size_t *lens)
+
+cdef extern from "Python.h":
+    const char *PyUnicode_AsUTF8AndSize(object s, Py_ssize_t *size) except NULL
 
 cdef extern from "zc_shuffle.h" nogil:
     int zc_shuffle(const void *src, void *dst, size_t n, size_t elementsize)
@@ -197,3 +209,93 @@ def shuffle(src, size_t elementsize):
 def unshuffle(src, size_t elementsize):
     """Invert `shuffle` into a new uint8 array."""
     return _shuffle(src, elementsize, False)
+
+
+def vlen_encode(list items, bint text):
+    """Frame `items` (str when `text`, else bytes; None is empty) as one uint8 array."""
+    cdef Py_ssize_t n = len(items), i, size
+    cdef const char **ptrs = <const char **>malloc(max(n, 1) * sizeof(char *))
+    cdef size_t *lens = <size_t *>malloc(max(n, 1) * sizeof(size_t))
+    cdef size_t total = 0
+    cdef Py_buffer oview
+    cdef int status
+    cdef list keep = []  # bytes made from bytes-like items, alive until packed
+    if ptrs == NULL or lens == NULL:
+        free(ptrs)
+        free(lens)
+        raise MemoryError("vlen: out of memory")
+    try:
+        for i in range(n):
+            item = items[i]
+            if item is None:
+                ptrs[i], lens[i] = b"", 0
+            elif text:
+                if not isinstance(item, str):
+                    raise TypeError(f"vlen-utf8: expected str items, got {type(item).__name__}")
+                ptrs[i] = PyUnicode_AsUTF8AndSize(item, &size)
+                lens[i] = size
+            else:
+                if not isinstance(item, bytes):
+                    if not isinstance(item, (bytearray, memoryview)):
+                        raise TypeError(f"vlen-bytes: expected bytes items, got {type(item).__name__}")
+                    item = bytes(item)
+                    keep.append(item)
+                ptrs[i] = PyBytes_AS_STRING(item)
+                lens[i] = PyBytes_GET_SIZE(item)
+        status = zc_vlen_encoded_size(n, lens, &total)
+        if status != ZC_OK:
+            raise ValueError("vlen: too many items or an item too long for 32-bit lengths")
+        out = np.empty(total, dtype=np.uint8)
+        _get(out, &oview, PyBUF_WRITABLE)
+        with nogil:
+            status = zc_vlen_pack(n, ptrs, lens, oview.buf, oview.len)
+        PyBuffer_Release(&oview)
+        if status != ZC_OK:
+            _raise("vlen", status)
+        return out
+    finally:
+        free(ptrs)
+        free(lens)
+
+
+def vlen_decode(src, Py_ssize_t count, bint text):
+    """The `count` items framed in `src`, as a list of str (text) or bytes."""
+    cdef Py_buffer view
+    cdef size_t *offsets = <size_t *>malloc(max(count, 1) * sizeof(size_t))
+    cdef size_t *lens = <size_t *>malloc(max(count, 1) * sizeof(size_t))
+    cdef const char *base
+    cdef Py_ssize_t i
+    cdef int status
+    cdef list items
+    if offsets == NULL or lens == NULL:
+        free(offsets)
+        free(lens)
+        raise MemoryError("vlen: out of memory")
+    try:
+        _get(src, &view, PyBUF_SIMPLE)
+        try:
+            with nogil:
+                status = zc_vlen_index(view.buf, view.len, count, offsets, lens)
+            what = "vlen-utf8" if text else "vlen-bytes"
+            if status == ZC_ERR_SIZE:
+                raise ChunkDecodeError(f"{what}: bytes left over after {count} items")
+            if status != ZC_OK:
+                raise ChunkDecodeError(
+                    f"{what}: corrupt or truncated data ({view.len} bytes, expected {count} items)"
+                )
+            base = <const char *>view.buf
+            items = [None] * count
+            for i in range(count):
+                if text:
+                    try:
+                        items[i] = PyUnicode_DecodeUTF8(base + offsets[i], lens[i], "strict")
+                    except UnicodeDecodeError as e:
+                        raise ChunkDecodeError(f"vlen-utf8: item {i} is not valid UTF-8: {e}") from None
+                else:
+                    items[i] = PyBytes_FromStringAndSize(base + offsets[i], lens[i])
+            return items
+        finally:
+            PyBuffer_Release(&view)
+    finally:
+        free(offsets)
+        free(lens)

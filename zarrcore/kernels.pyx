@@ -153,6 +153,10 @@ def copy_region(src, dst):
         raise ValueError(f"copy_region: shapes differ: {s.shape} vs {d.shape}")
     if s.dtype != d.dtype:
         raise ValueError(f"copy_region: dtypes differ: {s.dtype} vs {d.dtype}")
+    if s.dtype.kind in "OT":
+        # Variable-length items are references numpy must copy (and count) itself.
+        d[...] = s
+        return dst
     _no_objects(s.dtype)
     if np.may_share_memory(s, d):
         s = s.copy()
@@ -201,6 +205,9 @@ def is_fill(arr, fill_value):
     """
     a = np.ascontiguousarray(arr)
     dtype = a.dtype
+    if dtype.kind in "OT":
+        # Variable-length items (vlen-utf8/vlen-bytes) have no fixed bytes; compare values.
+        return bool((a == fill_value).all())
     _no_objects(dtype)
     cdef bytes pattern = _fill_pattern(dtype, fill_value)
     cdef const char *pat = pattern

@@ -10,7 +10,7 @@ bytes->bytes codec in the filters (crc32c), work on bytes.
 import numpy as np
 
 from ..errors import MetadataError
-from . import numcodecs_compressors, numcodecs_filters  # noqa: F401  (registers the v2 ids)
+from . import numcodecs_compressors, numcodecs_filters, vlen  # noqa: F401  (registers the v2 ids)
 from .base import ArrayBytesCodec, ChunkSpec, Codec
 from .bytes import BytesCodec, _byte_order
 from .numcodecs_filters import V2Filter
@@ -31,17 +31,8 @@ class V2BytesCodec(BytesCodec):
         return BytesCodec(_byte_order(np.dtype(spec.dtype))).resolve(spec)
 
 
-def _load_vlen():
-    """Object codecs live in their own module, which registers them when imported."""
-    try:
-        from . import vlen  # noqa: F401
-    except ImportError:
-        pass
-
-
 def codecs_from_v2_metadata(meta, where=".zarray"):
     """The codec list that reads and writes the chunks of v2 array metadata `meta`."""
-    _load_vlen()
     stages = [codec_from_v2(f, f"{where}: filters[{i}]") for i, f in enumerate(meta.filters or ())]
     if meta.compressor is not None:
         stages.append(codec_from_v2(meta.compressor, f"{where}: compressor"))
@@ -121,7 +112,6 @@ def create_metadata_v2(*, shape, data_type, chunks, filters=None, compressors="a
     from ..metadata.v2 import ArrayMetadataV2
     from ..pipeline import CodecChain
 
-    _load_vlen()
     if isinstance(filters, str) and filters == "auto":
         filters = None
     if filters is not None and not isinstance(filters, (list, tuple)):
