@@ -427,3 +427,20 @@ def test_corrupt_inner_chunk_names_inner_chunk():
         a[...]
     with pytest.raises(ZarrcoreError, match=r"x/c/0/0.*inner chunk \(1, 1\)"):
         a[5, 5] = 3  # a partial write decodes the touched inner chunk
+
+
+def test_array_selections(store):
+    """Orthogonal, vectorized and block selections read and write inside shards."""
+    data = np.arange(20 * 18, dtype="int32").reshape(20, 18)
+    a = zarrcore.create_array(store, name="o", shape=data.shape, dtype="int32", chunks=(3, 3),
+                              shards=(6, 9), fill_value=0)
+    a[...] = data
+    rows, cols = [0, 5, 6, 19], [17, 1, 9]
+    np.testing.assert_array_equal(a.oindex[rows, cols], data[np.ix_(rows, cols)])
+    np.testing.assert_array_equal(a.vindex[rows[:3], cols], data[rows[:3], cols])
+    np.testing.assert_array_equal(a.blocks[1, 1], data[6:12, 9:18])
+    a.oindex[[2, 7], 4:6] = -1
+    data[np.ix_([2, 7], [4, 5])] = -1
+    a.vindex[[0, 19], [0, 17]] = -2
+    data[[0, 19], [0, 17]] = -2
+    np.testing.assert_array_equal(a[...], data)
