@@ -21,7 +21,7 @@ cdef extern from "Python.h":
     const Py_ssize_t PY_SSIZE_T_MAX
 
 cdef extern from "zc_status.h":
-    int ZC_OK, ZC_ERR_CORRUPT, ZC_ERR_SIZE, ZC_ERR_NOMEM, ZC_ERR_PARAM, ZC_ERR_UNSUPPORTED
+    int ZC_OK, ZC_ERR_SIZE, ZC_ERR_NOMEM, ZC_ERR_UNSUPPORTED
 
 cdef extern from "zc_crc32c.h" nogil:
     unsigned int zc_crc32c(unsigned int crc, const void *data, size_t n)
