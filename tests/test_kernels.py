@@ -111,8 +111,12 @@ def test_copy_region_errors():
     ro.flags.writeable = False
     with pytest.raises(ValueError):
         kernels.copy_region(np.zeros(3), ro)
+    objs = np.empty(2, object)
+    kernels.copy_region(np.array(["a", None], dtype=object), objs)  # numpy copies references
+    assert objs.tolist() == ["a", None]
     with pytest.raises(TypeError):
-        kernels.copy_region(np.array([None]), np.array([None]))
+        mixed = np.dtype([("a", "i4"), ("b", object)])
+        kernels.copy_region(np.zeros(2, mixed), np.zeros(2, mixed))
 
 
 @FAST
