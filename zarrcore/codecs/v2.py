@@ -99,6 +99,8 @@ def _separator(chunk_key_encoding):
     if isinstance(chunk_key_encoding, str):
         return chunk_key_encoding
     if isinstance(chunk_key_encoding, dict):
+        if "separator" in chunk_key_encoding:  # zarr-python's short form
+            return chunk_key_encoding["separator"]
         chunk_key_encoding = ChunkKeyEncoding.from_json(chunk_key_encoding, "chunk_key_encoding")
     return chunk_key_encoding.separator
 
