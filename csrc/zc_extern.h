@@ -36,6 +36,8 @@ size_t ZSTD_decompressStream(ZSTD_DCtx *zds, ZSTD_outBuffer *output, ZSTD_inBuff
 size_t ZSTD_DStreamOutSize(void);
 unsigned long long ZSTD_findDecompressedSize(const void *src, size_t srcSize);
 unsigned ZSTD_isError(size_t code);
+size_t ZSTD_DCtx_setParameter(ZSTD_DCtx *dctx, int param, int value);
+size_t ZSTD_sizeof_DCtx(const ZSTD_DCtx *dctx);
 
 /* ---- lz4 ---- */
 #define LZ4_MAX_INPUT_SIZE 0x7E000000

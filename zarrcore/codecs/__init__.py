@@ -8,10 +8,12 @@ from .lz4 import LZ4Codec
 from .registry import codec_from_json, codec_from_v2, register_codec, registered_names
 from .sharding import ShardingCodec
 from .transpose import TransposeCodec
+from .vlen import VLenBytesCodec, VLenUTF8Codec
 from .zstd import ZstdCodec
 
 __all__ = [
     "ArrayArrayCodec", "ArrayBytesCodec", "BloscCodec", "BytesBytesCodec", "BytesCodec",
-    "ChunkSpec", "Codec", "Crc32cCodec", "GzipCodec", "LZ4Codec", "ShardingCodec", "TransposeCodec", "ZlibCodec",
+    "ChunkSpec", "Codec", "Crc32cCodec", "GzipCodec", "LZ4Codec", "ShardingCodec", "TransposeCodec", "VLenBytesCodec",
+    "VLenUTF8Codec", "ZlibCodec",
     "ZstdCodec", "codec_from_json", "codec_from_v2", "register_codec", "registered_names",
 ]
