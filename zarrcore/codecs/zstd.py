@@ -28,7 +28,10 @@ class ZstdCodec(BytesBytesCodec):
         return {"level": self.level, "checksum": self.checksum}
 
     def to_v2_json(self):
-        return {"id": "zstd", "level": self.level, "checksum": self.checksum}
+        # zarr-python leaves out a false checksum, and tensorstore rejects the key.
+        if self.checksum:
+            return {"id": "zstd", "level": self.level, "checksum": True}
+        return {"id": "zstd", "level": self.level}
 
     def encode(self, data, spec):
         return _compress.zstd_compress(data, self.level, self.checksum)
