@@ -49,7 +49,7 @@ def _index_array(item):
     a = np.asarray(item)
     if a.dtype == bool:
         return a
-    if a.size == 0 and a.dtype.kind == "f":
+    if a.size == 0 and a.dtype.kind == "f" and not isinstance(item, np.ndarray):
         # An empty list indexes nothing; numpy reads it as an int array.
         return a.astype(np.int64)
     if a.dtype.kind not in "iu":
@@ -59,7 +59,8 @@ def _index_array(item):
 
 def _check_bool_axes(mask, shape, axis):
     for d, (m, s) in enumerate(zip(mask.shape, shape)):
-        if m != s:
+        # numpy lets an empty boolean axis stand against any length.
+        if m != s and m != 0:
             raise IndexError(
                 f"boolean index did not match indexed array along axis {axis + d}; "
                 f"size of axis is {s} but size of corresponding boolean axis is {m}"
@@ -240,11 +241,14 @@ class CoordinateIndexer:
             raise IndexError(
                 f"coordinate selection needs {len(shape)} index arrays, got {len(arrays)}"
             )
-        for a in arrays:
+        for axis, a in enumerate(arrays):
             if not isinstance(a, np.ndarray) or a.dtype.kind not in "iu":
                 raise IndexError("coordinate selections take integer arrays, one per axis")
+            if a.ndim == 0:
+                # numpy checks ints even when the arrays broadcast to nothing.
+                _dim_int(a, shape[axis], axis)
+        self.shape = _broadcast_shape([a.shape for a in arrays])
         arrays = np.broadcast_arrays(*arrays)
-        self.shape = arrays[0].shape
         self.scalar = not self.shape
         n = math.prod(self.shape)
         self.drop_shape = (n,)
@@ -291,9 +295,8 @@ def mask_indexer(mask, shape, chunk_shape):
     mask = np.asarray(mask)
     if mask.dtype != bool:
         raise IndexError("mask selections take a boolean array")
-    if mask.ndim != len(shape):
-        raise IndexError(f"mask has {mask.ndim} dimensions, the array {len(shape)}")
-    _check_bool_axes(mask, shape, 0)
+    if mask.shape != tuple(shape):
+        raise IndexError(f"mask has shape {mask.shape}, the array {tuple(shape)}")
     return CoordinateIndexer(list(np.nonzero(mask)), shape, chunk_shape)
 
 
@@ -341,8 +344,11 @@ def numpy_indexer(selection, shape, chunk_shape):
     if not arrays:
         return BasicIndexer(tuple(expanded), shape, chunk_shape)
     advanced = [i for i, item in enumerate(expanded) if isinstance(item, np.ndarray) or _is_int(item)]
-    adjacent = advanced[-1] - advanced[0] == len(advanced) - 1
-    broadcast = np.broadcast_shapes(*(np.shape(expanded[i]) for i in advanced))
+    # numpy judges adjacency on the selection as written: an Ellipsis separates even when it
+    # stands for no axis, and a k-d bool array is one item.
+    written = [i for i, item in enumerate(items) if isinstance(item, np.ndarray) or _is_int(item)]
+    adjacent = written[-1] - written[0] == len(written) - 1
+    broadcast = _broadcast_shape([np.shape(expanded[i]) for i in advanced])
     basic = [
         1 if item is None else len(range(*item.indices(shape[_axis_of(expanded, i)])))
         for i, item in enumerate(expanded) if item is None or isinstance(item, slice)
@@ -368,6 +374,10 @@ def numpy_indexer(selection, shape, chunk_shape):
             basic_pos += 1
             continue
         if i in advanced:
+            if _is_int(item):
+                # numpy checks ints even when the arrays broadcast to nothing.
+                axis = _axis_of(expanded, i)
+                _dim_int(item, shape[axis], axis)
             a = np.asarray(item)
             a = a.reshape((1,) * (len(broadcast) - a.ndim) + a.shape)
             coords.append(a.reshape((1,) * lead + a.shape + (1,) * (ndim_out - lead - a.ndim)))
@@ -377,6 +387,16 @@ def numpy_indexer(selection, shape, chunk_shape):
             coords.append(axis_range.reshape((1,) * r + (-1,) + (1,) * (ndim_out - r - 1)))
             basic_pos += 1
     return CoordinateIndexer(coords, shape, chunk_shape)
+
+
+def _broadcast_shape(shapes):
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise IndexError(
+            "shape mismatch: indexing arrays could not be broadcast together with shapes "
+            + " ".join(str(s) for s in shapes)
+        ) from None
 
 
 def _axis_of(items, position):
