@@ -1,0 +1,107 @@
+"""resize, append and iter_chunks."""
+import numpy as np
+import pytest
+
+import zarrcore
+
+
+def chunk_keys(a):
+    return sorted(k for k in a.store.list_prefix("") if not k.endswith(("zarr.json", ".zarray", ".zattrs")))
+
+
+@pytest.fixture(params=["v3", "v3-sharded", "v2"])
+def make(request, store):
+    def make(shape, chunks, **kwargs):
+        if request.param == "v2":
+            kwargs["zarr_format"] = 2
+        if request.param == "v3-sharded":
+            kwargs["shards"] = tuple(2 * c for c in chunks)
+        return zarrcore.create_array(store, shape=shape, chunks=chunks, dtype="i4", fill_value=-7,
+                                     **kwargs)
+
+    return make
+
+
+def test_shrink_drops_outside_chunks_and_grow_shows_fill(make):
+    a = make((10, 9), (2, 3))
+    ref = np.arange(90, dtype="i4").reshape(10, 9)
+    a[...] = ref
+    before = len(chunk_keys(a))
+    a.resize((5, 4))
+    assert a.shape == (5, 4)
+    np.testing.assert_array_equal(a[...], ref[:5, :4])
+    assert len(chunk_keys(a)) < before
+    block = a.shards or a.chunks
+    grid = [-(-s // b) for s, b in zip(a.shape, block)]
+    assert len(chunk_keys(a)) == grid[0] * grid[1]
+    a.resize(10, 9)
+    expected = np.full((10, 9), -7, dtype="i4")
+    expected[:5, :4] = ref[:5, :4]
+    np.testing.assert_array_equal(a[...], expected)
+    reopened = zarrcore.open_array(a.store, path=a.path)
+    assert reopened.shape == (10, 9)
+    np.testing.assert_array_equal(reopened[...], expected)
+
+
+def test_resize_to_zero_and_back(make):
+    a = make((6,), (4,))
+    a[...] = np.arange(6)
+    a.resize(0)
+    assert a.shape == (0,) and chunk_keys(a) == []
+    a.resize(3)
+    np.testing.assert_array_equal(a[...], [-7, -7, -7])
+
+
+def test_resize_rejects_bad_shapes(make):
+    a = make((6, 2), (4, 1))
+    with pytest.raises(ValueError):
+        a.resize((6,))
+    with pytest.raises(ValueError):
+        a.resize((6, -1))
+
+
+def test_append(make):
+    a = make((3, 4), (2, 3))
+    ref = np.arange(12, dtype="i4").reshape(3, 4)
+    a[...] = ref
+    assert a.append(np.full((2, 4), 5)) == (5, 4)
+    ref = np.concatenate([ref, np.full((2, 4), 5, dtype="i4")])
+    assert a.append(np.ones((5, 3)), axis=-1) == (5, 7)
+    ref = np.concatenate([ref, np.ones((5, 3), dtype="i4")], axis=1)
+    np.testing.assert_array_equal(a[...], ref)
+    with pytest.raises(ValueError):
+        a.append(np.ones((2, 6)))
+    with pytest.raises(ValueError):
+        a.append(np.ones(7))
+    with pytest.raises(np.exceptions.AxisError):
+        a.append(np.ones((5, 7)), axis=2)
+
+
+def test_read_only_resize_fails():
+    store = zarrcore.MemoryStore()
+    zarrcore.create_array(store, shape=(4,), chunks=(2,), dtype="i4")
+    a = zarrcore.open_array(store, mode="r")
+    with pytest.raises(zarrcore.errors.ReadOnlyError):
+        a.resize(8)
+
+
+def test_iter_chunks_covers_the_array_once(make):
+    a = make((7, 5), (3, 2))
+    ref = np.arange(35, dtype="i4").reshape(7, 5)
+    a[...] = ref
+    seen = np.zeros(ref.shape, dtype=int)
+    items = list(a.iter_chunks())
+    for coords, region in items:
+        seen[region] += 1
+        np.testing.assert_array_equal(a[region], a.blocks[coords])
+    assert (seen == 1).all()
+    block = a.shards or a.chunks
+    assert len(items) == (-(-7 // block[0])) * (-(-5 // block[1]))
+    assert [c for c, _ in items] == sorted(c for c, _ in items)
+
+
+def test_iter_chunks_zero_d_and_empty():
+    a = zarrcore.create_array({}, shape=(), dtype="i4")
+    assert list(a.iter_chunks()) == [((), ())]
+    b = zarrcore.create_array({}, shape=(0, 3), chunks=(2, 2), dtype="i4")
+    assert list(b.iter_chunks()) == []
