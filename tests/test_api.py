@@ -455,13 +455,14 @@ def test_nchunks_initialized_ignores_children_of_groups(tmp_path):
 
 
 # -- config ---------------------------------------------------------------------------------------
-def test_config_num_threads_results_match():
+def test_config_num_threads_results_match(store):
     data = np.random.default_rng(1).integers(0, 1000, size=(40, 33)).astype("i8")
     results = []
     for n in (1, 2, 5):
         zarrcore.config.set(num_threads=n)
         assert zarrcore.config.num_threads == n
-        a = zarrcore.create_array({}, shape=data.shape, dtype="i8", chunks=(7, 5))
+        a = zarrcore.create_array(store, name=f"t{n}", shape=data.shape, dtype="i8",
+                                  chunks=(7, 5))
         a[...] = data
         a[3:30:3, ::-2] = -1
         results.append(a[...])

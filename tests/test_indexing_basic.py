@@ -55,8 +55,10 @@ def selection_for(shape):
 
 
 def values_for(draw, shape, dtype):
-    """A value to assign to a selection of `shape`: full shape, a broadcastable one, a scalar."""
-    kind = draw(st.sampled_from(["full", "scalar", "broadcast"]))
+    """A value to assign to a selection of `shape`: full shape, a broadcastable one, a scalar,
+    or a non-contiguous view (reversed, strided, Fortran-ordered, other byte order)."""
+    kind = draw(st.sampled_from(["full", "scalar", "broadcast", "strided", "fortran",
+                                 "swapped"]))
     rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
     if kind == "scalar":
         return dtype.type(rng.integers(-1000, 1000))
@@ -65,7 +67,18 @@ def values_for(draw, shape, dtype):
         drop = draw(st.integers(0, len(shape)))
         bshape = tuple(1 if draw(st.booleans()) else s for s in shape[drop:])
         return rng.integers(-1000, 1000, size=bshape).astype(dtype)
-    return rng.integers(-1000, 1000, size=shape).astype(dtype)
+    if kind == "strided" and shape:
+        big = rng.integers(-1000, 1000, size=tuple(2 * s + 1 for s in shape)).astype(dtype)
+        view = big[tuple(slice(-2, None, -2) if draw(st.booleans()) else slice(1, None, 2)
+                         for _ in shape)]
+        assert view.shape == shape
+        return view
+    value = rng.integers(-1000, 1000, size=shape).astype(dtype)
+    if kind == "fortran":
+        return np.array(value, order="F")
+    if kind == "swapped":
+        return value.astype(value.dtype.newbyteorder())
+    return value
 
 
 def make_pair(shape, chunks, dtype="int32", fill_value=-1, store=None):
