@@ -228,9 +228,10 @@ def test_unknown_codec_id_is_named(field):
 ])
 def test_invalid_filter_configuration(filters):
     store = zarrcore.MemoryStore()
-    store.set(".zarray", _zarray(filters=filters))
-    with pytest.raises(MetadataError, match=filters[0]["id"]):
-        zarrcore.open_array(store)
+    store.set("g/a/.zarray", _zarray(filters=filters))
+    with pytest.raises(MetadataError, match=filters[0]["id"]) as info:
+        zarrcore.open_array(store, path="g/a")
+    assert str(info.value).startswith("g/a/.zarray: ")
 
 
 @pytest.mark.parametrize("checksum", [CRC32(), Adler32(), Fletcher32(), JenkinsLookup3(), CRC32C()])
