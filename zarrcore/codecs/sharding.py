@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import kernels
 from ..config import config, parallel_map
-from ..errors import MetadataError, ShardIndexError, ZarrcoreError
+from ..errors import ChunkDecodeError, MetadataError, ShardIndexError, ZarrcoreError
 from ..indexing import BasicIndexer, is_basic_selection
 from .base import ArrayBytesCodec, ChunkSpec
 from .registry import codec_from_json, register_codec
@@ -184,13 +184,18 @@ class ShardingCodec(ArrayBytesCodec):
             data_size = EMPTY - 1
         else:
             data_size = shard.size if at_start else shard.size - isz
-        if self._packed_index:
-            for codec in reversed(self._index.bytes_bytes):
-                data = codec.decode(data, self._index.bytes_spec)
-            entries = kernels.shard_index_unpack(data, self._n, data_size)
-        else:
-            entries = self._index.decode(data).reshape(self._n, 2)
-            kernels.shard_index_validate(entries, data_size)
+        try:
+            if self._packed_index:
+                for codec in reversed(self._index.bytes_bytes):
+                    data = codec.decode(data, self._index.bytes_spec)
+                entries = kernels.shard_index_unpack(data, self._n, data_size)
+            else:
+                entries = self._index.decode(data).reshape(self._n, 2)
+                kernels.shard_index_validate(entries, data_size)
+        except ShardIndexError as e:
+            raise ShardIndexError(f"{e} (inner chunks in C order over the {self._grid} grid)") from e
+        except ChunkDecodeError as e:  # a bad checksum, chiefly
+            raise type(e)(f"shard index: {e}") from e
         if at_start:
             inside = (entries[:, 0] < isz) & (entries[:, 1] > 0) & (entries[:, 1] != EMPTY)
             if inside.any():
@@ -311,7 +316,8 @@ class ShardingCodec(ArrayBytesCodec):
             self._update(blobs, selection, value)
         else:
             # Array selections: rewrite the shard whole.
-            shard = np.full(self._spec.shape, self._spec.fill_value, dtype=self._spec.dtype)
+            shard = np.empty(self._spec.shape, dtype=self._spec.dtype)
+            shard[...] = self._spec.fill_value  # as in CodecChain.merge: not np.full
             if data is not None:
                 self.decode(data, self._spec, out=shard)
             shard[selection] = value
