@@ -95,7 +95,15 @@ def _prepare_path(store, path, mode_overwrite):
 def _fill_value_for(data_type, fill_value):
     if fill_value is None:
         return data_type.default_fill_value()
-    return np.asarray(fill_value, dtype=data_type.numpy_dtype)[()]
+    return data_type.cast_fill_value(fill_value)
+
+
+def _default_serializer(data_type):
+    """zarr-python's choice: the type's vlen codec for strings and bytes, else little-endian bytes."""
+    if data_type.v2_object_codec_id:
+        # The v3 names of the vlen codecs are their v2 object-codec ids.
+        return codec_from_json({"name": data_type.v2_object_codec_id})
+    return BytesCodec(endian="little")
 
 
 def create_array(store=None, *, name=None, shape, dtype="float64", chunks=None, shards=None,
@@ -126,7 +134,7 @@ def create_array(store=None, *, name=None, shape, dtype="float64", chunks=None, 
         )
     elif zarr_format == 3:
         fill = _fill_value_for(data_type, fill_value)
-        serializers = _codec_list(serializer, [BytesCodec(endian="little")])
+        serializers = _codec_list(serializer, [_default_serializer(data_type)])
         codecs = [
             *_codec_list(filters, []),
             *serializers,

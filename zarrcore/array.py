@@ -62,9 +62,10 @@ class Array:
 
     @staticmethod
     def _read_fill_value(metadata):
-        # v2 `null` means undefined; read it as zeros as the peers do.
+        # v2 `null` means undefined; read it as the type's default (zero, NaT, empty) as
+        # zarr-python does.
         if metadata.fill_value is None:
-            return np.zeros((), dtype=metadata.dtype)[()]
+            return metadata.data_type.default_fill_value()
         return metadata.fill_value
 
     # -- properties -----------------------------------------------------------
@@ -300,10 +301,8 @@ class Array:
             current = np.array(current, dtype=self.dtype, ndmin=0, copy=True)
             current[fields] = value
             value = current
-        value = np.asarray(value)
-        if value.dtype != self.dtype:
-            # As numpy's own assignment casts: unsafe, but impossible conversions raise.
-            value = value.astype(self.dtype)
+        # As numpy's own assignment casts: unsafe, but impossible conversions raise.
+        value = self._metadata.data_type.cast_array(value)
         try:
             value = np.broadcast_to(value, indexer.shape).reshape(indexer.drop_shape)
         except ValueError:

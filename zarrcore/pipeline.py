@@ -135,7 +135,9 @@ class CodecChain:
     def merge(self, data, selection, part):
         """The chunk encoded in `data` (fill when None) with `selection` set to `part`."""
         if data is None:
-            chunk = np.full(self.spec.shape, self.spec.fill_value, dtype=self.spec.dtype)
+            # Not np.full: it turns a bytes fill into an S array first, dropping trailing NULs.
+            chunk = np.empty(self.spec.shape, dtype=self.spec.dtype)
+            chunk[...] = self.spec.fill_value
         else:
             chunk = self.decode(data)
             if not chunk.flags.writeable:

@@ -20,6 +20,10 @@ class _VLenCodec(ArrayBytesCodec):
     def to_v2_json(self):
         return {"id": self.name}
 
+    def to_json(self):
+        # zarr-python writes the empty configuration out.
+        return {"name": self.name, "configuration": {}}
+
     def resolve(self, spec):
         if np.dtype(spec.dtype).kind not in "OT":
             raise MetadataError(f"{self.name} codec: needs a variable-length data type, not {spec.dtype}")

@@ -111,6 +111,19 @@ class DataType:
         except (OverflowError, DeprecationWarning) as e:
             raise ValueError(f"fill value {value!r} does not fit {self}: {e}") from None
 
+    def cast_array(self, value):
+        """``value`` as an array of this type, converted as numpy's assignment converts it
+        (unsafely); TypeError or ValueError when impossible."""
+        if isinstance(value, np.ndarray) and value.dtype == self.numpy_dtype:
+            return value
+        try:
+            if isinstance(value, np.ndarray):
+                return value.astype(self.numpy_dtype)
+            # Not via an intermediate array: [1, 2.5] into strings gives "1", as numpy does.
+            return np.asarray(value, dtype=self.numpy_dtype)
+        except OverflowError as e:
+            raise ValueError(f"value does not fit {self}: {e}") from None
+
     def fill_value_from_json(self, value, zarr_format, where=None):
         """Decode a JSON fill value; v2 ``null`` gives None.  Raises MetadataError."""
         if value is None and zarr_format == 2:
@@ -468,6 +481,19 @@ class _VariableLengthBase(DataType):
     def to_json_v2(self):
         return "|O"
 
+    def _item(self, item):
+        """One item of an object array as the vlen codec takes it; TypeError if it is not one."""
+        raise NotImplementedError
+
+    def cast_array(self, value):
+        array = super().cast_array(value)
+        if array.dtype.kind != "O":
+            return array
+        # Object arrays hold anything; check each item now, before any chunk is written.
+        out = np.empty(array.size, dtype=object)
+        out[:] = [self._item(x) for x in array.flat]
+        return out.reshape(array.shape)
+
     def __eq__(self, other):
         return type(self) is type(other)
 
@@ -500,6 +526,11 @@ class StringType(_VariableLengthBase):
             return np.str_(value)
         raise TypeError(f"fill value for {self} must be a str, got {value!r}")
 
+    def _item(self, item):
+        if isinstance(item, str):
+            return item
+        raise TypeError(f"{self} items must be str, got {type(item).__name__}")
+
     def _decode_fill(self, value, zarr_format):
         # zarr 2.x wrote 0 (its generic default) as the fill value of object arrays.
         if zarr_format == 2 and value == 0 and not isinstance(value, bool):
@@ -529,6 +560,11 @@ class VariableLengthBytesType(_VariableLengthBase):
         if isinstance(value, (bytes, bytearray, memoryview)):
             return bytes(value)
         raise TypeError(f"fill value for {self} must be bytes, got {value!r}")
+
+    def _item(self, item):
+        if isinstance(item, (bytes, bytearray, memoryview)):
+            return bytes(item)
+        raise TypeError(f"{self} items must be bytes, got {type(item).__name__}")
 
     def _decode_fill(self, value, zarr_format):
         if zarr_format == 2 and value == 0 and not isinstance(value, bool):
