@@ -79,3 +79,20 @@ def test_processes_lose_nothing(tmp_path, axis):
         p.join(120)
     assert [p.exitcode for p in procs] == [0] * workers
     assert lost_elements(a, axis) == 0
+
+
+def test_threads_with_their_own_array_objects_lose_nothing():
+    """Each thread opens the array anew over one dict: the Store objects differ, the locks not."""
+    data = {}
+    create(data)
+    workers = 8
+
+    def run(worker):
+        write_stripes(zarrcore.open_array(data, mode="r+"), 0, worker, workers)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert lost_elements(zarrcore.open_array(data, mode="r"), 0) == 0

@@ -25,6 +25,13 @@ def validate_prefix(prefix):
     return stripped
 
 
+# Key locks of all stores, by (store type, store identity, key): two Store objects over the
+# same data (say, each thread opening the array anew) must exclude each other. Entries are
+# counted and dropped when no one holds or waits for them.
+_KEY_LOCKS = {}
+_KEY_LOCKS_GUARD = threading.Lock()
+
+
 class Store:
     """Base class of stores. Keys are '/'-separated relative paths.
 
@@ -36,8 +43,6 @@ class Store:
 
     def __init__(self, read_only=False):
         self.read_only = read_only
-        self._locks = {}
-        self._locks_guard = threading.Lock()
 
     # -- to implement -------------------------------------------------------
     def get(self, key, start=None, stop=None):
@@ -85,11 +90,20 @@ class Store:
 
     @contextlib.contextmanager
     def lock(self, key):
-        """Exclusive lock on `key` for read-modify-write, across threads of this process."""
-        with self._locks_guard:
-            lk = self._locks.setdefault(key, threading.Lock())
-        with lk:
-            yield
+        """Exclusive lock on `key` for read-modify-write, across threads of this process
+        and every Store object over the same data."""
+        name = (type(self), self._identity(), key)
+        with _KEY_LOCKS_GUARD:
+            entry = _KEY_LOCKS.setdefault(name, [threading.Lock(), 0])
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with _KEY_LOCKS_GUARD:
+                entry[1] -= 1
+                if not entry[1]:
+                    del _KEY_LOCKS[name]
 
     def __eq__(self, other):
         return type(self) is type(other) and self._identity() == other._identity()
