@@ -150,3 +150,32 @@ def test_morton_order_readable_by_peers(tmp_path):
         zarrcore.config.set(shard_write_order="C")
     for reader, (whole, _) in read_all(path).items():
         np.testing.assert_array_equal(whole, expected(), err_msg=reader)
+
+
+DTYPES = {"bool": False, "uint8": 7, "int16": -1, "float64": "NaN", "complex64": [1.0, -2.0],
+          "str": ""}
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+def test_dtypes_both_ways(tmp_path, dtype):
+    rng = np.random.default_rng(3)
+    if dtype == "str":
+        data = np.array([f"v{i}" * (i % 3) for i in range(9 * 10)], dtype=object).reshape(9, 10)
+    else:
+        data = (rng.random((9, 10)) * 100).astype(dtype)
+    kwargs = dict(shape=data.shape, dtype=str if dtype == "str" else dtype, chunks=(2, 5),
+                  shards=(4, 10), compressors=[ZSTD])
+    if dtype != "str":
+        kwargs["fill_value"] = np.nan if DTYPES[dtype] == "NaN" else (
+            complex(*DTYPES[dtype]) if dtype.startswith("complex") else DTYPES[dtype])
+    theirs = zarr.create_array(str(tmp_path / "theirs"), **kwargs)
+    theirs[...] = data
+    theirs[4:8, :] = theirs.fill_value  # left out of the shard
+    ours = zarrcore.create_array(str(tmp_path / "ours"), **kwargs)
+    ours[...] = data
+    ours[4:8, :] = ours.fill_value
+    expected = zarr.open_array(str(tmp_path / "theirs"), mode="r")[...]
+    np.testing.assert_array_equal(zarrcore.open_array(str(tmp_path / "theirs"))[...], expected)
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "ours"), mode="r")[...], expected)
+    if dtype != "str":
+        np.testing.assert_array_equal(ts_open(tmp_path / "ours").read().result(), expected)
