@@ -316,14 +316,14 @@ def test_partial_write_keeps_other_inner_chunks_bytes():
     np.testing.assert_array_equal(a[...], data)
 
 
-def test_inner_chunks_decoded_straight_into_output():
-    # 1-d inner chunks are contiguous in the output: no temporary per chunk is needed, and the
-    # result is exact whichever way it went.
-    a = zarrcore.create_array({}, shape=(1000,), dtype="float64", chunks=(10,), shards=(500,))
-    data = np.linspace(0, 1, 1000)
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_read_into_out_array(order):
+    """C-ordered rows of whole inner chunks decode straight into `out`; other layouts copy."""
+    a = zarrcore.create_array({}, shape=(40, 30), dtype="float64", chunks=(2, 30), shards=(8, 30))
+    data = np.linspace(0, 1, 1200).reshape(40, 30)
     a[...] = data
-    out = np.empty(1000)
-    a.get_basic_selection(slice(None), out=out)
+    out = np.empty((40, 30), order=order)
+    assert a.get_basic_selection(Ellipsis, out=out) is out
     np.testing.assert_array_equal(out, data)
 
 
