@@ -58,27 +58,28 @@ def test_threads_lose_nothing(tmp_path, kind, axis):
     assert lost_elements(a, axis) == 0
 
 
-def _process_writer(path, axis, worker, workers, start):
-    a = zarrcore.open_array(path, mode="r+")
-    start.wait()
-    write_stripes(a, axis, worker, workers)
+def _process_writer(paths, worker, workers, start):
+    arrays = [zarrcore.open_array(path, mode="r+") for path in paths]
+    for axis, a in enumerate(arrays):
+        start.wait()  # all processes write each array at the same time
+        write_stripes(a, axis, worker, workers)
 
 
-@pytest.mark.parametrize("axis", [0, 1])
-def test_processes_lose_nothing(tmp_path, axis):
-    path = str(tmp_path / "p")
-    a = create(path)
+def test_processes_lose_nothing(tmp_path):
+    """4 processes write row stripes to one array, then column stripes to another."""
+    paths = [str(tmp_path / "rows"), str(tmp_path / "cols")]
+    arrays = [create(path) for path in paths]
     workers = 4
     ctx = multiprocessing.get_context("spawn")
     start = ctx.Barrier(workers)
-    procs = [ctx.Process(target=_process_writer, args=(path, axis, w, workers, start))
+    procs = [ctx.Process(target=_process_writer, args=(paths, w, workers, start))
              for w in range(workers)]
     for p in procs:
         p.start()
     for p in procs:
         p.join(120)
     assert [p.exitcode for p in procs] == [0] * workers
-    assert lost_elements(a, axis) == 0
+    assert [lost_elements(a, axis) for axis, a in enumerate(arrays)] == [0, 0]
 
 
 def test_threads_with_their_own_array_objects_lose_nothing():
