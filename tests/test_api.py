@@ -477,14 +477,30 @@ def test_config_rejects_bad_values():
         zarrcore.config.set(no_such_option=1)
 
 
-def test_write_empty_chunks_config():
+def test_write_empty_chunks_config(store):
     zarrcore.config.set(write_empty_chunks=True)
-    a = zarrcore.create_array({}, shape=(4,), dtype="i1", chunks=(2,))
+    a = zarrcore.create_array(store, shape=(4,), dtype="i1", chunks=(2,))
     a[...] = 0
     assert a.nchunks_initialized == 2
+    np.testing.assert_array_equal(a[...], [0] * 4)
     zarrcore.config.set(write_empty_chunks=False)
     a[...] = 0
     assert a.nchunks_initialized == 0
+    a[1:3] = 0  # partial writes of fill drop nothing new and store nothing
+    assert a.nchunks_initialized == 0
+
+
+@pytest.mark.parametrize("dtype,fill", [("f4", np.nan), ("f8", np.inf), ("c8", complex(np.nan, 1)),
+                                        ("i8", -5), ("u2", 65535), ("bool", True)])
+def test_all_fill_chunks_not_stored(store, dtype, fill):
+    a = zarrcore.create_array(store, shape=(5, 4), dtype=dtype, chunks=(2, 3), fill_value=fill)
+    a[...] = np.full((5, 4), fill, dtype=dtype)
+    assert a.nchunks_initialized == 0
+    a[1, 1] = 0
+    assert a.nchunks_initialized == 1
+    a[0:2, 0:3] = fill  # back to all fill: the chunk is deleted
+    assert a.nchunks_initialized == 0
+    np.testing.assert_array_equal(a[...], np.full((5, 4), fill, dtype=dtype))
 
 
 def _subprocess_env(**extra):

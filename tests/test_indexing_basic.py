@@ -1,4 +1,9 @@
-"""Basic selections (ints, slices of any step, Ellipsis, newaxis) against a numpy mirror."""
+"""Basic selections (ints, slices of any step, Ellipsis, newaxis) against a numpy mirror.
+
+ZARRCORE_HYPOTHESIS_EXAMPLES=2000 runs a longer search than the default.
+"""
+import os
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -7,7 +12,8 @@ from hypothesis.extra import numpy as hnp
 
 import zarrcore
 
-SETTINGS = settings(max_examples=150, deadline=None,
+SETTINGS = settings(max_examples=int(os.environ.get("ZARRCORE_HYPOTHESIS_EXAMPLES", 150)),
+                    deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
 

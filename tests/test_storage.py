@@ -203,13 +203,11 @@ def test_failed_write_leaves_old_value_and_no_temp_file(tmp_path):
     assert os.listdir(tmp_path) == ["k"]
 
 
-def _writer_loop(root, key, payloads, stop_at):
+def _writer_loop(root, key, payloads, started, n):
     s = LocalStore(root)
-    i = 0
-    while time.monotonic() < stop_at:
+    started.set()
+    for i in range(n):
         s.set(key, payloads[i % len(payloads)])
-        i += 1
-    return i
 
 
 def test_reader_never_sees_partial_data(tmp_path):
@@ -219,16 +217,23 @@ def test_reader_never_sees_partial_data(tmp_path):
     s = LocalStore(tmp_path)
     s.set("big", payloads[0])
     ctx = multiprocessing.get_context("spawn")
-    stop_at = time.monotonic() + 2.5
-    with ctx.Pool(1) as pool:
-        result = pool.apply_async(_writer_loop, (str(tmp_path), "big", payloads, stop_at))
-        reads = 0
-        while not result.ready():
-            data = s.get("big")
-            assert data in payloads, (len(data), data[:1], data[-1:])
-            reads += 1
-        writes = result.get(timeout=30)
-    assert writes > 10 and reads > 10
+    started = ctx.Event()
+    writer = ctx.Process(target=_writer_loop,
+                         args=(str(tmp_path), "big", payloads, started, 150))
+    writer.start()
+    assert started.wait(120)
+    reads = 0
+    while writer.is_alive():
+        data = s.get("big")
+        assert data in payloads, (len(data), data[:1], data[-1:])
+        # Nor does a listing ever show a half-written file.
+        assert list(s.list_prefix("")) == ["big"]
+        assert list(s.list_dir("")) == ["big"]
+        reads += 1
+    writer.join(120)
+    assert writer.exitcode == 0
+    assert reads > 3
+    assert s.get("big") == payloads[149 % 3]
     assert _temp_files(tmp_path) == []
 
 
