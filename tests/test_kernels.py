@@ -35,16 +35,25 @@ def views(draw, base):
 # ---- byteswap ---------------------------------------------------------------------------
 
 
+# The byteswap ufunc takes numbers (datetimes and text as integer views); it works on the
+# values in native order, so the reference is numpy's byteswap of the native-order array.
+swappable = st.sampled_from([d for d in NUMERIC if np.dtype(d).kind not in "mMU"]).map(np.dtype)
+
+
+def native_byteswap(a):
+    return a.astype(a.dtype.newbyteorder("=")).byteswap()
+
+
 @FAST
-@given(arrays())
+@given(arrays(swappable))
 def test_byteswap_matches_numpy(a):
-    assert kernels.byteswap(a).tobytes() == a.byteswap().tobytes()
+    assert kernels.byteswap(a).tobytes() == native_byteswap(a).tobytes()
 
 
 @FAST
-@given(arrays())
+@given(arrays(swappable))
 def test_byteswap_in_place_and_out(a):
-    a = np.ascontiguousarray(a)
+    a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("="))
     expected = a.byteswap()
     out = np.empty_like(a)
     assert kernels.byteswap(a, out) is out
@@ -56,7 +65,7 @@ def test_byteswap_in_place_and_out(a):
 
 def test_byteswap_non_contiguous_and_long_double():
     a = np.arange(24, dtype=">i4").reshape(4, 6)[:, ::-2]
-    assert kernels.byteswap(a).tobytes() == a.byteswap().tobytes()
+    assert kernels.byteswap(a).tobytes() == native_byteswap(a).tobytes()
     ld = np.arange(5, dtype=np.longdouble)
     assert kernels.byteswap(ld).tobytes() == ld.byteswap().tobytes()
     cld = np.arange(5, dtype=np.clongdouble)
@@ -70,9 +79,11 @@ def test_byteswap_rejects_bad_input():
         kernels.byteswap(np.zeros(3, dtype=[("a", "<i4"), ("b", "<f8")]))
     a = np.arange(10, dtype="u4")
     with pytest.raises(ValueError):
-        kernels.byteswap(a, np.empty(10, "u2"))
-    with pytest.raises(ValueError):
-        kernels.byteswap(a[:9], a[1:])  # partial overlap
+        kernels.byteswap(a, np.empty(9, "u4"))
+    # Overlapping out: numpy's ufunc machinery buffers, so the result is as if not.
+    b = a.copy()
+    kernels.byteswap(b[:9], b[1:])
+    assert b[1:].tobytes() == a[:9].byteswap().tobytes()
 
 
 # ---- copy / transpose -------------------------------------------------------------------

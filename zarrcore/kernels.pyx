@@ -4,6 +4,8 @@
 Thin GIL-free bindings over csrc/. The C kernels take (pointer, item count, itemsize)
 so that they can later back numpy ufunc loops directly.
 """
+import math
+
 import numpy as np
 
 cimport numpy as cnp
@@ -11,7 +13,6 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.stdint cimport uint64_t
 
-from zarrcore._compress import crc32c
 from zarrcore.errors import ShardIndexError
 
 cnp.import_array()
@@ -103,52 +104,108 @@ cdef int _no_objects(object dtype) except -1:
     return 0
 
 
-cdef size_t _swap_unit(object dtype) except 0:
-    """Size of the units whose bytes are reversed, as numpy's byteswap does."""
-    _no_objects(dtype)
-    if dtype.subdtype is not None:
-        return _swap_unit(dtype.subdtype[0])
-    if dtype.fields is not None:
-        raise TypeError(f"cannot byteswap structured dtype {dtype}")
-    if dtype.kind == "c":
-        return dtype.itemsize // 2
-    if dtype.kind == "U":
-        return 4
-    if dtype.kind in "SV":
-        return 1
-    return dtype.itemsize
-
-
 # ---- Python API -------------------------------------------------------------------------
 
-def byteswap(arr, out=None):
-    """Like `arr.byteswap()` (values reinterpreted, dtype kept); `out` may be `arr` for in place.
+# ---- numpy ufuncs -----------------------------------------------------------------------
+# Legacy-API ufuncs: numpy does the dispatch, casting, broadcasting, out= and overlap
+# handling; these inner loops only walk one strided 1-D run, and run without the GIL.
 
-    Returns a C-contiguous array (`out` when given).
-    """
-    src = np.ascontiguousarray(arr)
-    cdef size_t unit = _swap_unit(src.dtype)
-    cdef int status
-    if out is None:
-        dst = np.empty_like(src, order="C")
-    else:
-        dst = out
-        _check_out(dst, src.shape, src.dtype)
-    cdef size_t n = <size_t>src.nbytes // unit
-    cdef void *dp = cnp.PyArray_DATA(dst)
-    cdef const void *sp = cnp.PyArray_DATA(src)
-    with nogil:
-        status = zc_byteswap(dp, sp, n, unit)
-    _check(status, "byteswap: out overlaps the input without being it")
-    return dst
+cnp.import_ufunc()
+
+ctypedef struct _ItemKind:
+    size_t itemsize   # bytes per element
+    size_t unit       # bytes per swapped / compared part (half the item for complex)
+    size_t floatsize  # IEEE float part size, 0 for non-floats
+
+cdef enum:
+    _NTYPES = 18
+cdef _ItemKind _KINDS[_NTYPES]
+cdef cnp.PyUFuncGenericFunction _swap_loops[_NTYPES]
+cdef cnp.PyUFuncGenericFunction _equal_loops[_NTYPES]
+cdef void *_loop_data[_NTYPES]
+cdef char _swap_sig[2 * _NTYPES]
+cdef char _equal_sig[3 * _NTYPES]
 
 
-def copy_region(src, dst):
-    """`dst[...] = src` for arrays of the same shape and dtype with any strides."""
+cdef void _byteswap_loop(char **args, cnp.npy_intp *dims, cnp.npy_intp *steps,
+                         void *data) noexcept nogil:
+    cdef _ItemKind *k = <_ItemKind *>data
+    cdef cnp.npy_intp n = dims[0], i
+    cdef size_t parts = k.itemsize // k.unit
+    if steps[0] == <cnp.npy_intp>k.itemsize and steps[1] == <cnp.npy_intp>k.itemsize:
+        # numpy hands over in place (same pointer) or non-overlapping runs only.
+        zc_byteswap(args[1], args[0], <size_t>n * parts, k.unit)
+        return
+    for i in range(n):
+        zc_byteswap(args[1] + i * steps[1], args[0] + i * steps[0], parts, k.unit)
+
+
+cdef void _fill_equal_loop(char **args, cnp.npy_intp *dims, cnp.npy_intp *steps,
+                           void *data) noexcept nogil:
+    cdef _ItemKind *k = <_ItemKind *>data
+    cdef cnp.npy_intp i
+    cdef char *a = args[0]
+    cdef char *b = args[1]
+    cdef char *o = args[2]
+    for i in range(dims[0]):
+        if k.floatsize:
+            o[0] = zc_is_fill_float(a, k.itemsize, b, k.itemsize, k.floatsize, 0) == 1
+        else:
+            o[0] = zc_is_fill(a, k.itemsize, b, k.itemsize) == 1
+        a += steps[0]
+        b += steps[1]
+        o += steps[2]
+
+
+cdef void _register_loops():
+    """One loop of each ufunc per type; numpy's legacy dispatch cannot take parametric
+    datetimes, so those are left to views as int64. Long double types come last."""
+    cdef int i
+    for i, code in enumerate("?bBhHiIlLqQefdFDgG"):
+        dt = np.dtype(code)
+        part = dt.itemsize // 2 if dt.kind == "c" else dt.itemsize
+        _KINDS[i].itemsize, _KINDS[i].unit = dt.itemsize, part
+        _KINDS[i].floatsize = part if dt.kind in "fc" else 0
+        _loop_data[i] = &_KINDS[i]
+        _swap_loops[i] = <cnp.PyUFuncGenericFunction>_byteswap_loop
+        _equal_loops[i] = <cnp.PyUFuncGenericFunction>_fill_equal_loop
+        _swap_sig[2 * i] = _swap_sig[2 * i + 1] = <char>dt.num
+        _equal_sig[3 * i] = _equal_sig[3 * i + 1] = <char>dt.num
+        _equal_sig[3 * i + 2] = <char>cnp.NPY_BOOL
+
+
+_register_loops()
+
+# Kept alive for the ufuncs, which point into them.
+_BYTESWAP_DOC = b"""byteswap(x, /, out=None, *, where=True, casting='same_kind', order='K', dtype=None)
+
+Reverse the bytes of each element of `x` (of each part for complex), as
+`x.byteswap()` does; a numpy ufunc over bool, integer, float and complex arrays (view
+datetimes as int64). The loop runs on values in native byte order: for a native array
+the result has the bytes of `x.byteswap()`."""
+_FILL_EQUAL_DOC = b"""fill_equal(x, fill, /, out=None, *, where=True, casting='same_kind', order='K', dtype=None)
+
+Elementwise: True where `x` equals `fill` bit for bit, except that any NaN equals any
+NaN (per part for complex). So -0.0 is not 0.0, and a NaN fill value matches NaNs of
+any payload. `is_fill(a, fill)` is this test applied to every element, stopping early.
+A numpy ufunc over bool, integer, float and complex arrays (not long double)."""
+
+byteswap = cnp.PyUFunc_FromFuncAndData(
+    _swap_loops, _loop_data, _swap_sig, _NTYPES, 1, 1, cnp.PyUFunc_None,
+    b"byteswap", _BYTESWAP_DOC, 0)
+# The long double types (last two) have no NaN-aware comparison in C: fill_equal omits them.
+fill_equal = cnp.PyUFunc_FromFuncAndData(
+    _equal_loops, _loop_data, _equal_sig, _NTYPES - 2, 2, 1, cnp.PyUFunc_None,
+    b"fill_equal", _FILL_EQUAL_DOC, 0)
+
+
+def copy_region(src, out=None):
+    """`out[...] = src` for arrays of the same shape and dtype with any strides (a strided
+    gather/scatter copy); without `out`, a new C-contiguous copy. Returns `out`."""
     s = np.asarray(src)
-    d = dst
+    d = np.empty(s.shape, dtype=s.dtype) if out is None else out
     if not isinstance(d, np.ndarray) or not d.flags.writeable:
-        raise ValueError("copy_region: dst must be a writable numpy array")
+        raise ValueError("copy_region: out must be a writable numpy array")
     if s.shape != d.shape:
         raise ValueError(f"copy_region: shapes differ: {s.shape} vs {d.shape}")
     if s.dtype != d.dtype:
@@ -156,7 +213,7 @@ def copy_region(src, dst):
     if s.dtype.kind in "OT":
         # Variable-length items are references numpy must copy (and count) itself.
         d[...] = s
-        return dst
+        return d
     _no_objects(s.dtype)
     if np.may_share_memory(s, d):
         s = s.copy()
@@ -168,7 +225,7 @@ def copy_region(src, dst):
                             <Py_ssize_t *>cnp.PyArray_STRIDES(cs), cnp.PyArray_DATA(cd),
                             <Py_ssize_t *>cnp.PyArray_STRIDES(cd))
     _check(status, "copy_region: array geometry out of range")
-    return dst
+    return d
 
 
 def transpose(src, axes, out=None):
@@ -206,8 +263,10 @@ def is_fill(arr, fill_value):
     a = np.ascontiguousarray(arr)
     dtype = a.dtype
     if dtype.kind in "OT":
-        # Variable-length items (vlen-utf8/vlen-bytes) have no fixed bytes; compare values.
-        return bool((a == fill_value).all())
+        # Variable-length items (vlen-utf8/vlen-bytes) have no fixed bytes; compare values,
+        # the fill as a 0-d array of the same dtype: a bare bytes fill would become an S
+        # array first and lose its trailing NULs.
+        return bool((a == np.asarray(fill_value, dtype=dtype)).all())
     _no_objects(dtype)
     cdef bytes pattern = _fill_pattern(dtype, fill_value)
     cdef const char *pat = pattern
@@ -239,6 +298,37 @@ def is_fill(arr, fill_value):
     if result < 0:
         _check(result, "is_fill: bad arguments")
     return result == 1
+
+
+def crc32c(data, value=0, out=None):
+    """CRC-32C of each row of `data` along its last axis (the raw bytes of its items, any
+    fixed-size dtype; a bytes-like object is one row), continuing from the CRCs `value`
+    (broadcast over the rows). Returns uint32 of shape `data.shape[:-1]` (a scalar for one
+    row), or `out`, a C-contiguous uint32 array of that shape."""
+    a = np.asarray(data) if isinstance(data, np.ndarray) else _bytes_like(data)
+    _no_objects(a.dtype)
+    shape = a.shape[:-1]
+    a = np.ascontiguousarray(a)
+    cdef Py_ssize_t nrows = math.prod(shape), r
+    cdef size_t rowbytes = a.nbytes // nrows if nrows else 0
+    start = np.ascontiguousarray(np.broadcast_to(np.asarray(value, dtype=np.uint32), shape))
+    result = np.empty(shape, dtype=np.uint32) if out is None else out
+    _check_out(result, shape, np.dtype(np.uint32))
+    cdef const unsigned char *src = <const unsigned char *>cnp.PyArray_DATA(a)
+    cdef const unsigned int *v = <const unsigned int *>cnp.PyArray_DATA(start)
+    cdef unsigned int *o = <unsigned int *>cnp.PyArray_DATA(result)
+    with nogil:
+        for r in range(nrows):
+            o[r] = zc_crc32c(v[r], src + r * rowbytes, rowbytes)
+    return result[()] if out is None and not shape else result
+
+
+cdef object _bytes_like(object data):
+    """A buffer's bytes as a 1-D uint8 array (a copy only when it is not contiguous)."""
+    try:
+        return np.frombuffer(data, dtype=np.uint8)
+    except ValueError:
+        return np.frombuffer(bytes(memoryview(data)), dtype=np.uint8)
 
 
 def _crc32c_portable(buf, unsigned int value=0):
@@ -292,16 +382,17 @@ def shard_index_validate(entries, shard_data_size):
         _shard_failed(status, bad, a, size)
 
 
-def shard_index_unpack(buf, Py_ssize_t n_chunks, shard_data_size):
+def shard_index_unpack(buf, Py_ssize_t n_chunks, shard_data_size, out=None):
     """Decode and validate a little-endian (offset, nbytes) index (crc32c already removed)
-    into a uint64 array of shape (n_chunks, 2)."""
+    into a uint64 array of shape (n_chunks, 2): a new one, or `out` (C-contiguous)."""
     cdef Py_buffer view
     cdef uint64_t size = shard_data_size
     cdef size_t bad = 0
     cdef int status
     if n_chunks < 0:
         raise ValueError(f"shard index: negative chunk count {n_chunks}")
-    cdef cnp.ndarray entries = np.empty((n_chunks, 2), dtype=np.uint64)
+    cdef cnp.ndarray entries = np.empty((n_chunks, 2), dtype=np.uint64) if out is None else out
+    _check_out(entries, (n_chunks, 2), np.dtype(np.uint64))
     PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
     try:
         if view.len != 16 * n_chunks:
@@ -318,12 +409,18 @@ def shard_index_unpack(buf, Py_ssize_t n_chunks, shard_data_size):
     return entries
 
 
-def shard_index_pack(entries):
-    """Encode uint64 (offset, nbytes) rows of shape (n, 2) as little-endian bytes."""
+def shard_index_pack(entries, out=None):
+    """Encode uint64 (offset, nbytes) rows of shape (n, 2) as little-endian bytes: a new
+    bytes object, or into `out`, a C-contiguous uint8 array of 16 * n bytes."""
     cdef cnp.ndarray a = _entries_array(entries)
     cdef Py_ssize_t n = a.shape[0]
-    out = PyBytes_FromStringAndSize(NULL, 16 * n)
-    cdef char *p = PyBytes_AS_STRING(out)
+    cdef char *p
+    if out is None:
+        out = PyBytes_FromStringAndSize(NULL, 16 * n)
+        p = PyBytes_AS_STRING(out)
+    else:
+        _check_out(out, (16 * n,), np.dtype(np.uint8))
+        p = <char *>cnp.PyArray_DATA(out)
     cdef int status
     with nogil:
         status = zc_shard_index_pack(<uint64_t *>cnp.PyArray_DATA(a), n, p, 16 * n)

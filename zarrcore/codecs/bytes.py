@@ -20,6 +20,16 @@ def _byte_order(dtype):
     return "little" if dtype.byteorder == "<" else "big"
 
 
+def _swappable(array):
+    """`array` as numbers the kernels.byteswap ufunc takes: UCS4 text as uint32 characters,
+    datetimes as int64 (a view; numeric arrays as they are)."""
+    if array.dtype.kind == "U":
+        return array.reshape(-1).view(np.uint32)
+    if array.dtype.kind in "mM":
+        return array.view(np.int64)
+    return array
+
+
 class BytesCodec(ArrayBytesCodec):
     """Serialize items as raw bytes, little or big endian."""
 
@@ -51,7 +61,7 @@ class BytesCodec(ArrayBytesCodec):
     def encode(self, array, spec):
         array = np.ascontiguousarray(array)
         if self._swap(array.dtype):
-            array = kernels.byteswap(array)
+            array = kernels.byteswap(_swappable(array))
         return array.reshape(-1).view(np.uint8)
 
     def decode(self, data, spec, out=None):
@@ -66,11 +76,12 @@ class BytesCodec(ArrayBytesCodec):
                 raise ValueError("bytes codec: out must be C-contiguous")
             out.reshape(-1).view(np.uint8)[...] = raw
             if self._swap(dtype):
-                kernels.byteswap(out, out)
+                view = _swappable(out)
+                kernels.byteswap(view, out=view)
             return out
         array = raw.view(dtype).reshape(spec.shape)
         if self._swap(dtype):
-            array = kernels.byteswap(array)
+            array = kernels.byteswap(_swappable(array)).view(dtype).reshape(spec.shape)
         return array
 
 
