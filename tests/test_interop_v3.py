@@ -140,6 +140,12 @@ def make_data(case, seed=0):
             flat[(2 + k)::17] = finfo.smallest_subnormal
             flat[(4 + k)::19] = finfo.max
             flat[(6 + k)::23] = -0.0
+            # NaNs with payloads and sign bits must survive bit for bit.
+            ubits = flat.view(f"u{part.itemsize}")
+            nan_bits = int(np.array(np.nan, dtype=part).view(f"u{part.itemsize}"))
+            sign = 1 << (8 * part.itemsize - 1)
+            ubits[(8 + k)::29] = nan_bits | 1
+            ubits[(9 + k)::31] = nan_bits | sign | 3
             parts.append(x)
         if dt.kind == "f":
             data = parts[0]
