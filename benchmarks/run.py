@@ -255,6 +255,11 @@ class Runner:
                     & set(self.args.workloads))
 
     # -- timing --
+    def _note_load(self):
+        la = loadavg()
+        if la:
+            self.results["loadavg_max"] = max(self.results.get("loadavg_max") or 0.0, la[0])
+
     def _record_failure(self, lib, what, error):
         self.results["failures"].append({"lib": lib, "workload": what, "error": error})
         log(f"  {lib} {what}: {error}")
@@ -269,6 +274,7 @@ class Runner:
             if lib not in libs:
                 out[lib]["error"] = "library not available"
         msg = {"op": op, "variant": variant, **(extra or {})}
+        self._note_load()
         for rnd in range(a.warmup + a.repeats):
             k = rnd % len(libs) if libs else 0
             for lib in libs[k:] + libs[:k]:
@@ -425,6 +431,8 @@ def parse_args(argv=None):
     p.add_argument("--regenerate", action="store_true", help="rewrite the reference datasets")
     p.add_argument("--timeout", type=float, default=1800, help="seconds per request")
     p.add_argument("--no-plot", action="store_true")
+    p.add_argument("--report-only", action="store_true",
+                   help="only rewrite RESULTS.md and results.png from OUT_DIR/results.json")
     args = p.parse_args(argv)
 
     def split(value, allowed, what):
@@ -445,8 +453,28 @@ def parse_args(argv=None):
     return args
 
 
+def write_reports(results, out_dir, plot=True):
+    import _report
+
+    os.makedirs(out_dir, exist_ok=True)
+    md_path = os.path.join(out_dir, "RESULTS.md")
+    _report.write_markdown(results, md_path)
+    log(f"wrote {md_path}")
+    if plot:
+        png = os.path.join(out_dir, "results.png")
+        try:
+            _report.plot(results, png)
+            log(f"wrote {png}")
+        except ImportError as e:
+            log(f"no plot: {e}")
+
+
 def main(argv=None):
     args = parse_args(argv)
+    if args.report_only:
+        with open(os.path.join(args.out_dir, "results.json")) as f:
+            write_reports(json.load(f), args.out_dir, not args.no_plot)
+        return 0
     os.makedirs(args.data_dir, exist_ok=True)
     runner = Runner(args)
     log(f"N={args.n}, small {args.small_n}x{args.small_n}, best of {args.repeats} after "
@@ -463,21 +491,10 @@ def main(argv=None):
         runner.run_limits()
     runner.results["loadavg_end"] = loadavg()
 
-    import _report
-
     os.makedirs(args.out_dir, exist_ok=True)
     with open(os.path.join(args.out_dir, "results.json"), "w") as f:
         json.dump(runner.results, f, indent=1)
-    md_path = os.path.join(args.out_dir, "RESULTS.md")
-    _report.write_markdown(runner.results, md_path)
-    log(f"wrote {md_path}")
-    if not args.no_plot:
-        png = os.path.join(args.out_dir, "results.png")
-        try:
-            _report.plot(runner.results, png)
-            log(f"wrote {png}")
-        except ImportError as e:
-            log(f"no plot: {e}")
+    write_reports(runner.results, args.out_dir, not args.no_plot)
     failures = runner.results["failures"]
     if failures:
         log(f"{len(failures)} failure(s); see RESULTS.md")
