@@ -103,9 +103,13 @@ class V2Filter(ArrayArrayCodec):
         if out.dtype != dtype:
             try:
                 out = out.view(dtype)
-            except (TypeError, ValueError):
-                # e.g. object labels back into a numpy string dtype, as zarr-python casts.
+            except TypeError:
+                # Object labels back into a numpy string dtype: zarr-python casts too.
                 out = out.astype(dtype)
+            except ValueError:
+                raise ChunkDecodeError(
+                    f"{self.v2_id} filter: decoded {out.nbytes} bytes, not whole {dtype} items"
+                ) from None
         if out.size != math.prod(spec.shape):
             raise ChunkDecodeError(
                 f"{self.v2_id} filter: decoded {out.size} items, expected {math.prod(spec.shape)}"
@@ -134,7 +138,12 @@ class FilterAsBytes(BytesBytesCodec):
         return _raw(self.filter.encode_flat(np.frombuffer(data, dtype=_U1)))
 
     def decode(self, data, spec):
-        return _raw(self.filter.decode_flat(np.frombuffer(data, dtype=_U1)))
+        try:
+            return _raw(self.filter.decode_flat(np.frombuffer(data, dtype=_U1)))
+        except ValueError as e:  # the bytes are not whole items of the filter's dtype
+            if isinstance(e, ChunkDecodeError):
+                raise
+            raise ChunkDecodeError(f"{self.filter.v2_id} filter: {e}") from None
 
 
 class _TypedFilter(V2Filter):
