@@ -5,6 +5,8 @@ from .bytes import BytesCodec
 from .crc32c import Crc32cCodec
 from .gzip import GzipCodec, ZlibCodec
 from .lz4 import LZ4Codec
+from .numcodecs_compressors import BZ2Codec, LZMACodec
+from .numcodecs_filters import V2Filter
 from .registry import codec_from_json, codec_from_v2, register_codec, registered_names
 from .sharding import ShardingCodec
 from .transpose import TransposeCodec
@@ -12,8 +14,9 @@ from .vlen import VLenBytesCodec, VLenUTF8Codec
 from .zstd import ZstdCodec
 
 __all__ = [
-    "ArrayArrayCodec", "ArrayBytesCodec", "BloscCodec", "BytesBytesCodec", "BytesCodec",
-    "ChunkSpec", "Codec", "Crc32cCodec", "GzipCodec", "LZ4Codec", "ShardingCodec", "TransposeCodec", "VLenBytesCodec",
+    "ArrayArrayCodec", "ArrayBytesCodec", "BZ2Codec", "BloscCodec", "BytesBytesCodec", "BytesCodec",
+    "ChunkSpec", "Codec", "Crc32cCodec", "GzipCodec", "LZ4Codec", "LZMACodec", "ShardingCodec", "TransposeCodec",
+    "V2Filter", "VLenBytesCodec",
     "VLenUTF8Codec", "ZlibCodec",
     "ZstdCodec", "codec_from_json", "codec_from_v2", "register_codec", "registered_names",
 ]
