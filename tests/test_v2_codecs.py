@@ -269,3 +269,24 @@ def test_truncated_compressed_chunk():
     store.set("0", store.get("0")[:-3])
     with pytest.raises(ChunkDecodeError, match="bz2"):
         a[...]
+
+
+def test_kernel_bindings_check_their_input():
+    from zarrcore import _filters
+
+    with pytest.raises(ChunkDecodeError):
+        _filters.unshuffle(b"abcde", 2)
+    with pytest.raises(ChunkDecodeError):
+        _filters.checksum_verify("fletcher32", b"abc", True)
+    with pytest.raises(ValueError, match="unknown checksum"):
+        _filters.checksum32("md5", b"")
+    with pytest.raises(ValueError, match="prefix|parameters"):
+        _filters.checksum32("crc32", b"x", 0, b"prefix")  # only jenkins_lookup3 takes one
+    with pytest.raises(ValueError, match="native"):
+        _filters.delta_encode(np.arange(4, dtype=">i4"))
+    with pytest.raises(ValueError, match="unsupported"):
+        _filters.delta_encode(np.zeros(4, dtype="c8"))
+    assert _filters.checksum32("crc32", b"") == 0 and _filters.checksum32("adler32", b"") == 1
+    assert bytes(_filters.shuffle(b"", 4)) == b"" and list(_filters.vlen_decode(b"\0\0\0\0", 0, True)) == []
+    with pytest.raises(TypeError, match="str"):
+        _filters.vlen_encode([b"bytes"], True)
