@@ -771,3 +771,24 @@ def test_v2_group_and_array_via_api(tmp_path):
     assert h.zarr_format == 2 and dict(h.attrs) == {"v": 2}
     np.testing.assert_array_equal(h["x"][...], np.arange(5))
     assert h["x"].zarr_format == 2
+
+
+def test_stray_files_and_dirs_are_not_members(tmp_path):
+    g = zarrcore.open_group(str(tmp_path), mode="w")
+    g.create_array("a", shape=(2,), dtype="i1", chunks=(1,))[...] = 1
+    (tmp_path / "README.txt").write_text("not a node")
+    (tmp_path / ".DS_Store").write_bytes(b"\x00\x01")
+    (tmp_path / "plain_dir" / "inner").mkdir(parents=True)
+    (tmp_path / "plain_dir" / "inner" / "file").write_bytes(b"x")
+    g = zarrcore.open_group(str(tmp_path), mode="r")
+    assert sorted(g.keys()) == ["a"]
+    assert [p for p, _ in g.members(max_depth=None)] == ["a"]
+    assert "README.txt" not in g and "plain_dir" not in g
+    assert g.tree().count("\n") == 1
+    assert g["a"].nchunks_initialized == 2
+
+
+def test_empty_group_tree(tmp_path):
+    g = zarrcore.open_group(str(tmp_path), mode="w")
+    assert g.tree().strip().splitlines() == [g.tree().strip().splitlines()[0]]
+    assert list(g.members(max_depth=None)) == [] and len(g) == 0

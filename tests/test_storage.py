@@ -381,3 +381,27 @@ def test_make_store_forms(tmp_path):
     assert make_store(str(tmp_path), read_only=True).read_only
     with pytest.raises(TypeError):
         make_store(1.5)
+
+
+def test_concurrent_partial_chunk_writes_from_threads(tmp_path):
+    """Threads, each with its own store and array objects, write disjoint elements of the same
+    chunk: every element survives."""
+    import numpy as np
+
+    zarrcore.create_array(str(tmp_path), shape=(6, 8), dtype="int32", chunks=(6, 8))
+    memory = {}
+    zarrcore.create_array(memory, shape=(6, 8), dtype="int32", chunks=(6, 8))
+
+    def work(row, make_store):
+        a = zarrcore.open_array(make_store(), mode="r+")
+        for col in range(8):
+            a[row, col] = row * 100 + col + 1
+
+    expected = np.array([[r * 100 + c + 1 for c in range(8)] for r in range(6)], dtype="int32")
+    for make_store in (lambda: LocalStore(tmp_path), lambda: MemoryStore(memory)):
+        threads = [threading.Thread(target=work, args=(r, make_store)) for r in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        np.testing.assert_array_equal(zarrcore.open_array(make_store())[...], expected)
