@@ -142,7 +142,9 @@ class CodecChain:
             chunk = self.decode(data)
             if not chunk.flags.writeable:
                 chunk = chunk.copy()
-        chunk[selection] = part
+        # The Ellipsis makes an all-int selection a 0-d view, so an object `part` is copied
+        # item-wise rather than stored whole as one element.
+        chunk[selection + (Ellipsis,)] = part
         return chunk
 
     def encode_unless_fill(self, chunk):
