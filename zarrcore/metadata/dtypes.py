@@ -481,15 +481,18 @@ class _VariableLengthBase(DataType):
     def to_json_v2(self):
         return "|O"
 
+    #: the Python type of the items the vlen codec takes
+    item_type = None
+
     def _item(self, item):
         """One item of an object array as the vlen codec takes it; TypeError if it is not one."""
         raise NotImplementedError
 
     def cast_array(self, value):
         array = super().cast_array(value)
-        if array.dtype.kind != "O":
+        # Object arrays hold anything; check the items now, before any chunk is written.
+        if array.dtype.kind != "O" or set(map(type, array.flat)) <= {self.item_type}:
             return array
-        # Object arrays hold anything; check each item now, before any chunk is written.
         out = np.empty(array.size, dtype=object)
         out[:] = [self._item(x) for x in array.flat]
         return out.reshape(array.shape)
@@ -510,6 +513,7 @@ class StringType(_VariableLengthBase):
 
     v3_names = ("string",)
     v2_object_codec_id = "vlen-utf8"
+    item_type = str
 
     def __init__(self, numpy_dtype=_STRING_NUMPY):
         super().__init__(numpy_dtype)
@@ -549,6 +553,7 @@ class VariableLengthBytesType(_VariableLengthBase):
 
     v3_names = ("variable_length_bytes", "bytes")
     v2_object_codec_id = "vlen-bytes"
+    item_type = bytes
 
     def __init__(self, numpy_dtype=object):
         super().__init__(numpy_dtype)
@@ -886,5 +891,10 @@ def dtype_from_numpy(x):
         dt = cls.from_numpy(dtype)
         if dt is not None:
             return dt
+    if dtype.kind == "O":
+        raise TypeError(
+            "numpy's object dtype is ambiguous: use dtype=str (or 'string') for variable-length "
+            "text, dtype=bytes for variable-length bytes"
+        )
     raise TypeError(f"unsupported data type {dtype!r}")
 
