@@ -458,3 +458,60 @@ def test_metadata_on_disk_with_bad_encoding(tmp_path):
     with pytest.raises(MetadataError) as info:
         zarrcore.open(str(tmp_path / "x"), mode="r")
     assert "zarr.json" in str(info.value)
+
+
+# -- random damage: an error naming the key, or (without a checksum) some values; never a crash --
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+CHECKSUMMED = {"crc32c", "zstd-crc32c", "transpose-gzip-crc32c"}
+
+
+@st.composite
+def damage(draw, good):
+    kind = draw(st.sampled_from(["flip", "overwrite", "truncate", "insert", "header"]))
+    out = bytearray(good)
+    if kind == "flip":
+        for _ in range(draw(st.integers(1, 4))):
+            i = draw(st.integers(0, len(out) - 1))
+            out[i] ^= 1 << draw(st.integers(0, 7))
+    elif kind == "overwrite":
+        i = draw(st.integers(0, len(out) - 1))
+        chunk = draw(st.binary(min_size=1, max_size=16))
+        out[i:i + len(chunk)] = chunk
+    elif kind == "truncate":
+        # Not to nothing: an empty chunk is test_corrupt_chunk's "empty" case.
+        del out[draw(st.integers(1, len(out) - 1)):]
+    elif kind == "insert":
+        i = draw(st.integers(0, len(out)))
+        out[i:i] = draw(st.binary(min_size=1, max_size=64))
+    else:
+        # The first 16 bytes hold the headers (blosc sizes, zstd frame sizes, gzip flags).
+        n = min(16, len(out))
+        out[:n] = draw(st.binary(min_size=n, max_size=n))
+    return bytes(out)
+
+
+@settings(max_examples=int(os.environ.get("ZARRCORE_HYPOTHESIS_EXAMPLES", 120)), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_damage_never_crashes(tmp_path_factory, data):
+    chain = data.draw(st.sampled_from(sorted(CHAINS)), label="chain")
+    kind = data.draw(st.sampled_from(["local", "memory"]), label="store")
+    store = _make_store(kind, tmp_path_factory.mktemp("dmg"))
+    _write_array(store, chain)
+    key = "arr/c/1/1"
+    good = store.get(key)
+    bad = data.draw(damage(good), label="damaged chunk")
+    store.set(key, bad)
+    b = zarrcore.open_array(store, path="arr", mode="r")
+    try:
+        got = b[...]
+    except ChunkDecodeError as e:
+        assert key in str(e)
+        return
+    assert got.shape == SHAPE and got.dtype == np.int32
+    if chain in CHECKSUMMED and bad != good:
+        pytest.fail(f"damage to a crc32c-protected chunk went unnoticed: {chain}")
+    if bad == good:
+        np.testing.assert_array_equal(got, np.arange(30, dtype="int32").reshape(SHAPE) + 1)
