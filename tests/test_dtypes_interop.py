@@ -422,3 +422,20 @@ def test_hypothesis_fixed_size_types_to_zarr_python(tmp_path_factory, case):
         out = zarr.open_array(path, mode="r")[...]
     assert out.astype(data.dtype).tobytes() == data.tobytes()
     assert zarrcore.open_array(path, mode="r")[...].astype(data.dtype).tobytes() == data.tobytes()
+
+
+@pytest.mark.parametrize("writer,reader", [(zarrcore, zarr), (zarr, zarrcore)])
+@pytest.mark.parametrize("name", ["U5", "M8[10s]", "m8[us]", "float16", "complex128", "uint64", "struct"])
+def test_v3_big_endian_bytes_codec_both_ways(tmp_path, writer, reader, name):
+    zc_dtype, zp_dtype, data, fill, _ = CASES[name]
+    serializer = {"name": "bytes", "configuration": {"endian": "big"}}
+    if writer is zarr:
+        from zarr.codecs import BytesCodec
+
+        serializer = BytesCodec(endian="big")
+    a = writer.create_array(tmp_path, shape=SHAPE, chunks=CHUNKS, dtype=zp_dtype if writer is zarr else zc_dtype,
+                            serializer=serializer, fill_value=fill, compressors=None)
+    a[:WRITTEN] = data
+    assert_same(reader.open_array(tmp_path, mode="r")[...], expected_array(name, 3, True))
+    if name != "struct":  # structured types have no byte order: no endian is recorded
+        assert metadata_doc(tmp_path, 3)["codecs"] == [{"name": "bytes", "configuration": {"endian": "big"}}]

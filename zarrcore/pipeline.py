@@ -191,12 +191,14 @@ def batch_settings(chain, dtype, fill_value):
         else:
             return None
     itemsize = dtype.itemsize
-    swap = (dtype.kind in "biufcmM" and itemsize > 1
+    swap = (dtype.kind in "biufcmMU" and itemsize > 1
             and chain.array_bytes.endian not in (None, _memory_byteorder(dtype)))
+    # Swapped in units: complex parts, UCS4 characters, else whole items.
+    unit = itemsize // 2 if dtype.kind == "c" else 4 if dtype.kind == "U" else itemsize
     float_size = itemsize // 2 if dtype.kind == "c" else itemsize if dtype.kind == "f" else 0
     settings.update(
         itemsize=itemsize,
-        swap_size=(itemsize // 2 if dtype.kind == "c" else itemsize) if swap else 0,
+        swap_size=unit if swap else 0,
         fill=np.asarray(fill_value, dtype=dtype).tobytes(),
         fill_floatsize=float_size if _memory_byteorder(dtype) == sys.byteorder else 0,
     )
