@@ -9,6 +9,8 @@ import os
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import zarrcore
 from zarrcore.errors import (
@@ -461,9 +463,6 @@ def test_metadata_on_disk_with_bad_encoding(tmp_path):
 
 
 # -- random damage: an error naming the key, or (without a checksum) some values; never a crash --
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
 CHECKSUMMED = {"crc32c", "zstd-crc32c", "transpose-gzip-crc32c"}
 
 
