@@ -1,5 +1,7 @@
 /* Batched chunk reads and writes for a directory store. Threads share one zc_batch and
- * take tasks (chunks) from an atomic counter, so no Python runs per chunk. */
+ * take tasks (chunks) from an atomic counter, so no Python runs per chunk. Reads of chunks
+ * with no compressor or zstd stream (zc_stream.c): a thread holds bounded buffers only, so
+ * reading a whole array takes about the memory of its output. */
 #define _GNU_SOURCE
 #include "zc_batch.h"
 
@@ -17,6 +19,7 @@
 #include "zc_crc32c.h"
 #include "zc_fill.h"
 #include "zc_status.h"
+#include "zc_stream.h"
 #include "zc_zlib.h"
 #include "zc_zstd.h"
 
@@ -193,6 +196,17 @@ static void task_region(const zc_batch *b, const zc_piece **p, char *chunk, zc_r
     *data_base = o;
 }
 
+/* Where the task's selection lands in the caller's array: base and byte strides. */
+static void task_out(const zc_batch *b, const zc_piece **p, char **data_base, ptrdiff_t *data_strides)
+{
+    char *o = b->data;
+    for (int d = 0; d < b->ndim; d++) {
+        data_strides[d] = b->data_strides[d] * p[d]->out_step;
+        o += b->data_strides[d] * p[d]->out_start;
+    }
+    *data_base = o;
+}
+
 /* Does the task cover its whole chunk, landing on one contiguous C-ordered run? */
 static int direct_target(const zc_batch *b, const zc_piece **p, const ptrdiff_t *data_strides)
 {
@@ -207,10 +221,12 @@ static int direct_target(const zc_batch *b, const zc_piece **p, const ptrdiff_t 
     return 1;
 }
 
-static int read_file(const char *path, zc_buf *buf, size_t *len, int *missing)
+/* Open a chunk's file: ZC_OK with *fd and *size, or *missing when it is not stored. */
+static int open_chunk(const char *path, int *fd, size_t *size, int *missing)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
+    *missing = 0;
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR) {
             *missing = 1;
             return ZC_OK;
@@ -218,26 +234,38 @@ static int read_file(const char *path, zc_buf *buf, size_t *len, int *missing)
         return ZC_ERR_IO;
     }
     struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_size < 0) {
-        close(fd);
+    if (fstat(*fd, &st) != 0 || st.st_size < 0) {
+        int e = errno;
+        close(*fd);
+        errno = e;
         return ZC_ERR_IO;
     }
-    size_t size = (size_t)st.st_size;
-    if (buf_reserve(buf, size) != ZC_OK) {
-        close(fd);
-        return ZC_ERR_NOMEM;
+    if (S_ISDIR(st.st_mode)) {
+        /* A directory where a chunk would be holds no chunk, as the store sees it. */
+        close(*fd);
+        *missing = 1;
+        return ZC_OK;
     }
+    *size = (size_t)st.st_size;
+    return ZC_OK;
+}
+
+/* The whole file into `buf`; *len is what was read (short when the file shrank). */
+static int read_all(int fd, size_t size, zc_buf *buf, size_t *len)
+{
+    if (buf_reserve(buf, size) != ZC_OK)
+        return ZC_ERR_NOMEM;
     size_t got = 0;
     while (got < size) {
         ssize_t r = read(fd, buf->p + got, size - got);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r <= 0)
+        if (r < 0)
+            return ZC_ERR_IO;
+        if (r == 0)
             break;
         got += (size_t)r;
     }
-    close(fd);
-    *missing = 0;
     *len = got;
     return ZC_OK;
 }
@@ -247,9 +275,12 @@ static uint32_t load_le32(const unsigned char *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* Encoded bytes -> `n` decoded bytes at `out`, in memory byte order. */
+/* Encoded bytes -> `n` decoded bytes at `out`, in memory byte order (compressors that are
+ * not streamed: blosc, gzip, zlib). */
 static int decode_chunk(const zc_batch *b, const unsigned char *src, size_t len, void *out, size_t n)
 {
+    if (src == NULL)
+        src = (const unsigned char *)""; /* an empty file: corrupt, not a bad parameter */
     if (b->crc32c) {
         if (len < 4)
             return ZC_ERR_CORRUPT;
@@ -276,16 +307,64 @@ static int decode_chunk(const zc_batch *b, const unsigned char *src, size_t len,
     return st;
 }
 
+/* Per-thread state of a read worker; buffers are allocated on first use. */
+typedef struct {
+    zc_buf file, scratch;   /* whole-chunk path (blosc, gzip, zlib) */
+    zc_stream_bufs stream;  /* streamed path (no compressor, zstd): bounded blocks */
+} zc_reader;
+
+/* Decode the stored chunk in `fd` (`size` bytes) into the task's selection, whose place in
+ * the caller's array is `out`. No compressor and zstd stream through bounded buffers; the
+ * other compressors decode the whole chunk, into `out` when it is one contiguous run and
+ * into the thread's chunk-sized scratch buffer otherwise. */
+static int read_task(const zc_batch *b, zc_reader *rd, const zc_piece **p, int fd, size_t size,
+                     const zc_region *out)
+{
+    size_t n = chunk_nbytes(b);
+    if (b->compressor == ZC_COMP_NONE || b->compressor == ZC_COMP_ZSTD) {
+        int64_t start[ZC_BATCH_MAX_NDIM], step[ZC_BATCH_MAX_NDIM], count[ZC_BATCH_MAX_NDIM];
+        for (int d = 0; d < b->ndim; d++) {
+            start[d] = p[d]->chunk_start;
+            step[d] = p[d]->chunk_step;
+            count[d] = p[d]->count;
+        }
+        zc_scatter s;
+        int st = zc_scatter_init(&s, b->ndim, b->chunk_shape, start, step, count, b->itemsize,
+                                 out->a, out->a_strides);
+        if (st != ZC_OK)
+            return st;
+        zc_stream_format f = {
+            .zstd = b->compressor == ZC_COMP_ZSTD, .crc32c = b->crc32c, .nbytes = n,
+            .itemsize = b->itemsize, .swap_size = b->swap_size,
+        };
+        return zc_stream_read(fd, size, &f, &s, &rd->stream);
+    }
+    size_t len = 0;
+    int st = read_all(fd, size, &rd->file, &len);
+    if (st != ZC_OK)
+        return st;
+    if (direct_target(b, p, out->a_strides))
+        return decode_chunk(b, rd->file.p, len, out->a, n);
+    if (buf_reserve(&rd->scratch, n) != ZC_OK)
+        return ZC_ERR_NOMEM;
+    zc_region r;
+    char *dst;
+    ptrdiff_t dst_strides[ZC_BATCH_MAX_NDIM];
+    task_region(b, p, (char *)rd->scratch.p, &r, &dst, dst_strides);
+    if ((st = decode_chunk(b, rd->file.p, len, rd->scratch.p, n)) != ZC_OK)
+        return st;
+    zc_region copy = *out;
+    copy.b = r.a;
+    memcpy(copy.b_strides, r.a_strides, sizeof(ptrdiff_t) * (size_t)b->ndim);
+    return region_apply(&copy, b->itemsize, NULL);
+}
+
 void zc_batch_read_worker(zc_batch *b)
 {
-    zc_buf file = {0}, scratch = {0};
-    size_t n = chunk_nbytes(b);
+    zc_reader rd;
+    memset(&rd, 0, sizeof rd);
     char path[ZC_BATCH_PATH_MAX];
     const zc_piece *p[ZC_BATCH_MAX_NDIM];
-    if (buf_reserve(&scratch, n) != ZC_OK) {
-        fail(b, 0, ZC_ERR_NOMEM, 0);
-        return;
-    }
     for (;;) {
         if (__atomic_load_n(&b->failed, __ATOMIC_ACQUIRE))
             break;
@@ -298,38 +377,32 @@ void zc_batch_read_worker(zc_batch *b)
             fail(b, t, st, 0);
             break;
         }
-        zc_region r;
-        char *dst;
-        ptrdiff_t dst_strides[ZC_BATCH_MAX_NDIM];
-        task_region(b, p, (char *)scratch.p, &r, &dst, dst_strides);
-        size_t len = 0;
-        int missing = 0;
-        st = read_file(path, &file, &len, &missing);
-        if (st != ZC_OK) {
+        zc_region out = {.ndim = b->ndim, .b = NULL};
+        task_out(b, p, &out.a, out.a_strides);
+        for (int d = 0; d < b->ndim; d++)
+            out.shape[d] = p[d]->count;
+        int fd, missing;
+        size_t size = 0;
+        if ((st = open_chunk(path, &fd, &size, &missing)) != ZC_OK) {
             fail(b, t, st, errno);
             break;
         }
-        zc_region out = {.ndim = b->ndim, .a = dst, .b = NULL};
-        memcpy(out.shape, r.shape, sizeof(ptrdiff_t) * (size_t)b->ndim);
-        memcpy(out.a_strides, dst_strides, sizeof(ptrdiff_t) * (size_t)b->ndim);
         if (missing) {
             region_apply(&out, b->itemsize, b->fill);
             continue;
         }
-        if (direct_target(b, p, dst_strides)) {
-            st = decode_chunk(b, file.p, len, dst, n);
-        } else if ((st = decode_chunk(b, file.p, len, scratch.p, n)) == ZC_OK) {
-            out.b = r.a;
-            memcpy(out.b_strides, r.a_strides, sizeof(ptrdiff_t) * (size_t)b->ndim);
-            st = region_apply(&out, b->itemsize, NULL);
-        }
+        errno = 0;
+        st = read_task(b, &rd, p, fd, size, &out);
+        int err = errno;
+        close(fd);
         if (st != ZC_OK) {
-            fail(b, t, st, 0);
+            fail(b, t, st, st == ZC_ERR_IO ? err : 0);
             break;
         }
     }
-    free(file.p);
-    free(scratch.p);
+    free(rd.file.p);
+    free(rd.scratch.p);
+    zc_stream_bufs_free(&rd.stream);
 }
 
 static int make_parents(char *path)
@@ -437,10 +510,6 @@ void zc_batch_write_worker(zc_batch *b)
     size_t n = chunk_nbytes(b);
     char path[ZC_BATCH_PATH_MAX];
     const zc_piece *p[ZC_BATCH_MAX_NDIM];
-    if (buf_reserve(&scratch, n) != ZC_OK) {
-        fail(b, 0, ZC_ERR_NOMEM, 0);
-        return;
-    }
     for (;;) {
         if (__atomic_load_n(&b->failed, __ATOMIC_ACQUIRE))
             break;
@@ -464,6 +533,11 @@ void zc_batch_write_worker(zc_batch *b)
         int st = format_key(b, p, path, sizeof path);
         if (st != ZC_OK) {
             fail(b, t, st, 0);
+            break;
+        }
+        /* One chunk and its encoding per thread, taken when a task first needs them. */
+        if (buf_reserve(&scratch, n) != ZC_OK) {
+            fail(b, t, ZC_ERR_NOMEM, 0);
             break;
         }
         if (edge)

@@ -66,7 +66,10 @@ typedef struct {
 int zc_batch_prepare(zc_batch *b);
 /* The relative-to-head key of task `t` written into `buf` (for error messages). */
 int zc_batch_task_key(const zc_batch *b, int64_t t, char *buf, size_t cap);
-/* Work through read tasks until none are left; call from several threads at once. */
+/* Work through read tasks until none are left; call from several threads at once. Chunks
+ * with no compressor or zstd (each with or without crc32c) are streamed through bounded
+ * per-thread buffers; blosc/gzip/zlib chunks are decoded whole, into a per-thread scratch
+ * buffer taken on first need unless the selection is one contiguous run of the output. */
 void zc_batch_read_worker(zc_batch *b);
 /* Work through write tasks until none are left; call from several threads at once. */
 void zc_batch_write_worker(zc_batch *b);

@@ -1,0 +1,438 @@
+/* Streaming chunk reads: bounded file blocks, zstd into a bounded window, and a scatter of
+ * each decoded byte range of the C-ordered chunk into the selected output region. */
+#define _GNU_SOURCE
+#include "zc_stream.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zc_byteswap.h"
+#include "zc_crc32c.h"
+#include "zc_extern.h"
+#include "zc_status.h"
+
+/* ZSTD_d_stableOutBuffer (ZSTD_d_experimentalParam2): decode straight into a caller buffer
+ * that stays put for the whole frame, with no window buffer inside the context. */
+#define ZC_ZSTD_D_STABLE_OUT_BUFFER 1001
+
+/* ---- selection scatter ------------------------------------------------------------------ */
+
+int zc_scatter_init(zc_scatter *s, int ndim, const int64_t *shape, const int64_t *start,
+                    const int64_t *step, const int64_t *count, size_t itemsize, char *out,
+                    const ptrdiff_t *out_strides)
+{
+    if (s == NULL || ndim < 0 || ndim > ZC_STREAM_MAX_NDIM || itemsize == 0)
+        return ZC_ERR_PARAM;
+    s->itemsize = itemsize;
+    s->out = out;
+    /* The byte extent of the selection; every index is checked to stay in its axis. */
+    size_t cstride = itemsize, lo = 0, last = 0;
+    for (int d = ndim - 1; d >= 0; d--) {
+        if (shape[d] < 1 || start[d] < 0 || step[d] < 1 || count[d] < 1 || start[d] >= shape[d] ||
+            (count[d] - 1) > (shape[d] - 1 - start[d]) / step[d])
+            return ZC_ERR_PARAM;
+        lo += (size_t)start[d] * cstride;
+        last += (size_t)(start[d] + (count[d] - 1) * step[d]) * cstride;
+        cstride *= (size_t)shape[d];
+    }
+    s->lo = lo;
+    s->hi = last + itemsize;
+    /* Simplify, outermost first: unit axes carry no offset; a wholly selected axis folds into
+     * the axis outside it when that one is a single index or a step-1 run whose output
+     * stride is exactly one inner span. */
+    int nd = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 1)
+            continue;
+        if (nd > 0 && start[d] == 0 && step[d] == 1 && count[d] == shape[d]) {
+            int p = nd - 1;
+            if (s->count[p] == 1 ||
+                (s->step[p] == 1 && s->out_strides[p] == out_strides[d] * (ptrdiff_t)count[d])) {
+                s->shape[p] *= shape[d];
+                s->start[p] *= shape[d];
+                s->count[p] *= count[d];
+                s->step[p] = 1;
+                s->out_strides[p] = out_strides[d];
+                continue;
+            }
+        }
+        s->shape[nd] = shape[d];
+        s->start[nd] = start[d];
+        s->step[nd] = step[d];
+        s->count[nd] = count[d];
+        s->out_strides[nd] = out_strides[d];
+        nd++;
+    }
+    if (nd == 0) {
+        s->shape[0] = s->count[0] = s->step[0] = 1;
+        s->start[0] = 0;
+        s->out_strides[0] = (ptrdiff_t)itemsize;
+        nd = 1;
+    }
+    s->ndim = nd;
+    return ZC_OK;
+}
+
+int zc_scatter_run(const zc_scatter *s, char **dst, size_t *lo, size_t *len)
+{
+    if (s->ndim != 1 || (s->count[0] > 1 && (s->step[0] != 1 ||
+                                              s->out_strides[0] != (ptrdiff_t)s->itemsize)))
+        return 0;
+    *dst = s->out;
+    *lo = s->lo;
+    *len = s->hi - s->lo;
+    return 1;
+}
+
+static void copy_items(char *d, ptrdiff_t ds, const char *src, ptrdiff_t ss, int64_t n,
+                       size_t itemsize)
+{
+    if (ds == (ptrdiff_t)itemsize && ss == (ptrdiff_t)itemsize) {
+        memcpy(d, src, (size_t)n * itemsize);
+        return;
+    }
+#define ITEMS(K)                                            \
+    for (int64_t i = 0; i < n; i++, d += ds, src += ss)     \
+        memcpy(d, src, K);                                  \
+    return;
+    switch (itemsize) {
+    case 1: ITEMS(1)
+    case 2: ITEMS(2)
+    case 4: ITEMS(4)
+    case 8: ITEMS(8)
+    case 16: ITEMS(16)
+    default:
+        for (int64_t i = 0; i < n; i++, d += ds, src += ss)
+            memcpy(d, src, itemsize);
+    }
+#undef ITEMS
+}
+
+void zc_scatter_range(const zc_scatter *s, const void *src, size_t off, size_t len)
+{
+    size_t a = off > s->lo ? off : s->lo;
+    size_t b = off + len < s->hi ? off + len : s->hi;
+    if (a >= b)
+        return;
+    const size_t is = s->itemsize;
+    const char *base = (const char *)src - off; /* chunk byte x is at base + x (x in range) */
+    const int L = s->ndim - 1;
+    const int64_t R = s->shape[L], st = s->start[L], sp = s->step[L], cn = s->count[L];
+    const ptrdiff_t os = s->out_strides[L];
+    const int64_t e0 = (int64_t)(a / is), e1 = (int64_t)((b + is - 1) / is);
+    int64_t r = e0 / R;
+    const int64_t rlast = (e1 - 1) / R;
+    int64_t idx[ZC_STREAM_MAX_NDIM];
+    int64_t t = r;
+    for (int d = L - 1; d >= 0; d--) {
+        idx[d] = t % s->shape[d];
+        t /= s->shape[d];
+    }
+    for (;;) {
+        /* Is row r selected, and where does it land? */
+        char *o = s->out;
+        int d = 0;
+        for (; d < L; d++) {
+            int64_t i = idx[d] - s->start[d];
+            if (i < 0)
+                break;
+            if (s->step[d] != 1) {
+                if (i % s->step[d])
+                    break;
+                i /= s->step[d];
+            }
+            if (i >= s->count[d])
+                break;
+            o += i * s->out_strides[d];
+        }
+        if (d == L) {
+            int64_t row = r * R;
+            int64_t ra = (e0 > row ? e0 : row) - row;
+            int64_t rb = (e1 < row + R ? e1 : row + R) - row;
+            int64_t k0 = ra <= st ? 0 : (ra - st + sp - 1) / sp;
+            int64_t k1 = rb <= st ? 0 : (rb - st + sp - 1) / sp;
+            if (k1 > cn)
+                k1 = cn;
+            if (k0 < k1)
+                copy_items(o + k0 * os, os, base + (size_t)(row + st + k0 * sp) * is,
+                           (ptrdiff_t)(sp * (int64_t)is), k1 - k0, is);
+        }
+        if (r == rlast)
+            break;
+        r++;
+        for (d = L - 1; d >= 0 && ++idx[d] == s->shape[d]; d--)
+            idx[d] = 0;
+    }
+}
+
+/* ---- per-thread streaming zstd context ---------------------------------------------------- */
+
+/* zc_zstd.c keeps its one-shot contexts private, so streaming keeps its own: one per
+ * thread, freed by the key destructor when the thread exits. */
+static pthread_key_t dctx_key;
+static pthread_once_t dctx_once = PTHREAD_ONCE_INIT;
+static int dctx_key_ok;
+
+static void free_dctx(void *p) { ZSTD_freeDCtx((ZSTD_DCtx *)p); }
+static void make_dctx_key(void) { dctx_key_ok = pthread_key_create(&dctx_key, free_dctx) == 0; }
+
+static ZSTD_DCtx *thread_dctx(void)
+{
+    pthread_once(&dctx_once, make_dctx_key);
+    if (!dctx_key_ok)
+        return NULL;
+    ZSTD_DCtx *d = (ZSTD_DCtx *)pthread_getspecific(dctx_key);
+    if (d == NULL) {
+        d = ZSTD_createDCtx();
+        if (d != NULL && pthread_setspecific(dctx_key, d) != 0) {
+            ZSTD_freeDCtx(d);
+            d = NULL;
+        }
+    }
+    return d;
+}
+
+/* Drop the thread's context when a frame with a huge window left it big. */
+static void trim_dctx(ZSTD_DCtx *d)
+{
+    if (ZSTD_sizeof_DCtx(d) > ZC_STREAM_DCTX_KEEP && pthread_setspecific(dctx_key, NULL) == 0)
+        ZSTD_freeDCtx(d);
+}
+
+/* ---- file reading ------------------------------------------------------------------------- */
+
+void zc_stream_bufs_free(zc_stream_bufs *b)
+{
+    free(b->block);
+    free(b->window);
+    b->block = b->window = NULL;
+}
+
+static int get_buf(unsigned char **p, size_t size)
+{
+    if (*p == NULL)
+        *p = (unsigned char *)malloc(size);
+    return *p ? ZC_OK : ZC_ERR_NOMEM;
+}
+
+/* Read `len` bytes at `at`: ZC_OK, ZC_ERR_SIZE when the file ends first, ZC_ERR_IO. */
+static int pread_full(int fd, void *buf, size_t len, size_t at)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = pread(fd, (char *)buf + got, len - got, (off_t)(at + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return ZC_ERR_IO;
+        if (r == 0)
+            return ZC_ERR_SIZE;
+        got += (size_t)r;
+    }
+    return ZC_OK;
+}
+
+static uint32_t load_le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Compare the crc32c `crc` of the payload (the file less its last 4 bytes) with the trailer. */
+static int check_trailer(int fd, size_t fsize, uint32_t crc)
+{
+    unsigned char t[4];
+    int st = pread_full(fd, t, 4, fsize - 4);
+    if (st == ZC_ERR_SIZE)
+        return ZC_ERR_CORRUPT;
+    if (st != ZC_OK)
+        return st;
+    return crc == load_le32(t) ? ZC_OK : ZC_ERR_CHECKSUM;
+}
+
+/* After a decode failure `st`: when the chunk carries a crc32c that does not match, the
+ * damage is reported as a checksum mismatch, as a check before decoding would have. */
+static int prefer_checksum(int fd, size_t fsize, const zc_stream_format *f, zc_stream_bufs *bufs,
+                           int st)
+{
+    if (!f->crc32c || fsize < 4 || (st != ZC_ERR_SIZE && st != ZC_ERR_CORRUPT))
+        return st;
+    if (get_buf(&bufs->block, ZC_STREAM_BLOCK) != ZC_OK)
+        return st;
+    uint32_t crc = 0;
+    for (size_t at = 0, plen = fsize - 4; at < plen;) {
+        size_t n = plen - at < ZC_STREAM_BLOCK ? plen - at : ZC_STREAM_BLOCK;
+        if (pread_full(fd, bufs->block, n, at) != ZC_OK)
+            return st;
+        crc = zc_crc32c(crc, bufs->block, n);
+        at += n;
+    }
+    return check_trailer(fd, fsize, crc) == ZC_ERR_CHECKSUM ? ZC_ERR_CHECKSUM : st;
+}
+
+/* Block size for `itemsize`: whole items, so swaps and scatters never split one. */
+static size_t item_block(size_t cap, size_t itemsize)
+{
+    return cap >= itemsize ? cap / itemsize * itemsize : itemsize;
+}
+
+static int swap(const zc_stream_format *f, void *p, size_t len)
+{
+    if (f->swap_size > 1 && len)
+        return zc_byteswap(p, p, len / f->swap_size, f->swap_size);
+    return ZC_OK;
+}
+
+/* Stored bytes are the chunk. */
+static int read_plain(int fd, size_t fsize, const zc_stream_format *f, const zc_scatter *s,
+                      zc_stream_bufs *bufs)
+{
+    const size_t n = f->nbytes;
+    const size_t plen = fsize - (f->crc32c ? 4 : 0);
+    if (plen != n)
+        return ZC_ERR_SIZE;
+    char *dst = NULL;
+    size_t lo, len;
+    int run = zc_scatter_run(s, &dst, &lo, &len);
+    int st;
+    if (run && !f->crc32c) {
+        /* One run and nothing to verify: read just it, into place. */
+        if ((st = pread_full(fd, dst, len, lo)) != ZC_OK)
+            return st;
+        return swap(f, dst, len);
+    }
+    uint32_t crc = 0;
+    if (run && lo == 0 && len == n) {
+        /* The whole chunk into place, checksummed block by block while cache-hot. */
+        size_t bs = item_block(ZC_STREAM_BLOCK, f->itemsize);
+        for (size_t at = 0; at < n; at += bs) {
+            size_t k = n - at < bs ? n - at : bs;
+            if ((st = pread_full(fd, dst + at, k, at)) != ZC_OK)
+                return st;
+            crc = zc_crc32c(crc, dst + at, k);
+            if ((st = swap(f, dst + at, k)) != ZC_OK)
+                return st;
+        }
+        return check_trailer(fd, fsize, crc);
+    }
+    if ((st = get_buf(&bufs->block, ZC_STREAM_BLOCK)) != ZC_OK)
+        return st;
+    size_t bs = item_block(ZC_STREAM_BLOCK, f->itemsize);
+    /* Without a checksum only the selection's extent is read. */
+    size_t from = f->crc32c ? 0 : s->lo, to = f->crc32c ? n : s->hi;
+    for (size_t at = from; at < to; at += bs) {
+        size_t k = to - at < bs ? to - at : bs;
+        if ((st = pread_full(fd, bufs->block, k, at)) != ZC_OK)
+            return st;
+        if (f->crc32c)
+            crc = zc_crc32c(crc, bufs->block, k);
+        if (at < s->hi && at + k > s->lo) {
+            if ((st = swap(f, bufs->block, k)) != ZC_OK)
+                return st;
+            zc_scatter_range(s, bufs->block, at, k);
+        }
+    }
+    return f->crc32c ? check_trailer(fd, fsize, crc) : ZC_OK;
+}
+
+/* Stored bytes are zstd frames whose concatenated content is the chunk. */
+static int read_zstd(int fd, size_t fsize, const zc_stream_format *f, const zc_scatter *s,
+                     zc_stream_bufs *bufs)
+{
+    const size_t n = f->nbytes;
+    const size_t plen = fsize - (f->crc32c ? 4 : 0);
+    if (plen == 0)
+        return ZC_ERR_CORRUPT;
+    int st;
+    if ((st = get_buf(&bufs->block, ZC_STREAM_BLOCK)) != ZC_OK)
+        return st;
+    char *dst = NULL;
+    size_t lo, len;
+    /* The whole chunk on one run of the output: decode into it (it is zstd's window too). */
+    int direct = zc_scatter_run(s, &dst, &lo, &len) && lo == 0 && len == n;
+    if (!direct && (st = get_buf(&bufs->window, ZC_STREAM_WINDOW)) != ZC_OK)
+        return st;
+    ZSTD_DCtx *d = thread_dctx();
+    if (d == NULL)
+        return ZC_ERR_NOMEM;
+    ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
+    /* If the context refuses, buffered mode into the same output works as well. */
+    ZSTD_DCtx_setParameter(d, ZC_ZSTD_D_STABLE_OUT_BUFFER, direct);
+    const size_t ws = item_block(ZC_STREAM_WINDOW, f->itemsize);
+    ZSTD_outBuffer out = {direct ? (void *)dst : (void *)bufs->window, direct ? n : (ws < n ? ws : n), 0};
+    ZSTD_inBuffer in = {bufs->block, 0, 0};
+    size_t flushed = 0; /* window mode: chunk bytes already scattered */
+    size_t at = 0;      /* payload bytes read */
+    uint32_t crc = 0;
+    st = ZC_OK;
+    for (;;) {
+        if (in.pos == in.size && at < plen) {
+            size_t k = plen - at < ZC_STREAM_BLOCK ? plen - at : ZC_STREAM_BLOCK;
+            if ((st = pread_full(fd, bufs->block, k, at)) != ZC_OK) {
+                if (st == ZC_ERR_SIZE)
+                    st = ZC_ERR_CORRUPT; /* the file shrank under us */
+                break;
+            }
+            if (f->crc32c)
+                crc = zc_crc32c(crc, bufs->block, k);
+            at += k;
+            in.size = k;
+            in.pos = 0;
+        }
+        if (!direct && out.pos == out.size && out.size) {
+            /* A full window (whole items): swap, scatter, start the next. */
+            if (flushed < s->hi && flushed + out.pos > s->lo) {
+                if ((st = swap(f, out.dst, out.pos)) != ZC_OK)
+                    break;
+                zc_scatter_range(s, out.dst, flushed, out.pos);
+            }
+            flushed += out.pos;
+            out.pos = 0;
+            out.size = n - flushed < ws ? n - flushed : ws;
+        }
+        size_t ip = in.pos, op = out.pos;
+        size_t ret = ZSTD_decompressStream(d, &out, &in);
+        if (ZSTD_isError(ret)) {
+            st = ZC_ERR_CORRUPT;
+            break;
+        }
+        if (ret == 0 && in.pos == in.size && at == plen)
+            break; /* every frame ended and flushed, all input used */
+        if (in.pos == ip && out.pos == op) {
+            /* Stuck: with no room left the content is longer than the chunk; with room, the
+             * input ended inside a frame. */
+            st = out.pos == out.size ? ZC_ERR_SIZE : ZC_ERR_CORRUPT;
+            break;
+        }
+    }
+    if (st == ZC_OK) {
+        size_t total = (direct ? 0 : flushed) + out.pos;
+        if (total != n)
+            st = ZC_ERR_SIZE;
+        else if (direct)
+            st = swap(f, dst, n);
+        else if (out.pos && flushed < s->hi && flushed + out.pos > s->lo &&
+                 (st = swap(f, out.dst, out.pos)) == ZC_OK)
+            zc_scatter_range(s, out.dst, flushed, out.pos);
+    }
+    int err = errno;
+    trim_dctx(d);
+    errno = err;
+    if (st == ZC_OK && f->crc32c)
+        st = check_trailer(fd, fsize, crc);
+    return st;
+}
+
+int zc_stream_read(int fd, size_t fsize, const zc_stream_format *f, const zc_scatter *s,
+                   zc_stream_bufs *bufs)
+{
+    if (f == NULL || s == NULL || bufs == NULL || f->itemsize == 0 || f->nbytes % f->itemsize ||
+        s->hi > f->nbytes || (f->swap_size > 1 && f->itemsize % f->swap_size))
+        return ZC_ERR_PARAM;
+    if (f->crc32c && fsize < 4)
+        return ZC_ERR_CORRUPT;
+    int st = f->zstd ? read_zstd(fd, fsize, f, s, bufs) : read_plain(fd, fsize, f, s, bufs);
+    return prefer_checksum(fd, fsize, f, bufs, st);
+}
