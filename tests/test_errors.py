@@ -99,14 +99,6 @@ UNDETECTABLE = {
 }
 
 
-# Library bug: on a directory store the compiled batch path reports an empty chunk file under a
-# compressor as a bare ZarrcoreError "failed with status -4" (ZC_ERR_PARAM), not ChunkDecodeError.
-EMPTY_BATCH_BUG = pytest.mark.xfail(
-    strict=True, raises=ZarrcoreError,
-    reason="_batch/zc_batch: empty chunk file under a compressor -> ZC_ERR_PARAM, "
-           "raised as plain ZarrcoreError instead of ChunkDecodeError")
-
-
 def _corrupt_params():
     out = []
     for kind in ("local", "memory"):
@@ -114,12 +106,7 @@ def _corrupt_params():
             for corruption in CORRUPTIONS:
                 if (chain, corruption) in UNDETECTABLE:
                     continue
-                marks = []
-                if (kind == "local" and corruption == "empty"
-                        and chain in ("zstd", "zstd-checksum", "gzip", "blosc-lz4",
-                                      "blosc-zstd-bitshuffle")):
-                    marks = [EMPTY_BATCH_BUG]
-                out.append(pytest.param(kind, chain, corruption, marks=marks,
+                out.append(pytest.param(kind, chain, corruption,
                                         id=f"{kind}-{chain}-{corruption}"))
     return out
 
