@@ -1,3 +1,4 @@
+import base64
 import json
 import math
 
@@ -405,7 +406,8 @@ def test_time_fill_values():
     td = dtype_from_v2_json(">m8[10ms]")
     assert td.numpy_dtype == np.dtype(">m8[10ms]")
     assert td.fill_value_from_json(3, 2) == np.timedelta64(30, "ms")
-    for bad in (2**63, "NaT", 1.5, True):
+    assert np.isnat(dt.fill_value_from_json("NaT", 3)) and np.isnat(td.fill_value_from_json("NaT", 2))
+    for bad in (2**63, "nat", "2000-01-01", 1.5, True):
         with pytest.raises(MetadataError, match="fill_value"):
             dt.fill_value_from_json(bad, 3)
     for config in ({"unit": "parsec", "scale_factor": 1}, {"unit": "s", "scale_factor": 0}, {"unit": "s"}, {"unit": "s", "scale_factor": 2**31}):
@@ -425,12 +427,31 @@ def test_structured():
     encoded = dt.fill_value_to_json(fill, 2)
     assert dt.fill_value_from_json(encoded, 2).tobytes() == fill.tobytes()
     assert dt.fill_value_from_json(encoded, 2)["a"] == 7
-    # the older "struct" name is read, "structured" is written
-    old = dtype_from_v3_json({"name": "struct", "configuration": {"fields": [["x", "uint8"], ["y", "float64"]]}})
-    assert old.to_json_v3()["name"] == "structured"
+    # zarr-extensions' "struct" form: object fields and fill values, kept when written back
+    struct_json = {"name": "struct", "configuration": {"fields": [
+        {"name": "x", "data_type": "uint8"},
+        {"name": "p", "data_type": {"name": "struct", "configuration": {"fields": [
+            {"name": "t", "data_type": {"name": "numpy.datetime64", "configuration": {"unit": "s", "scale_factor": 1}}},
+            {"name": "f", "data_type": "float32"}]}}}]}}
+    struct = dtype_from_v3_json(struct_json)
+    assert struct.numpy_dtype == np.dtype([("x", "u1"), ("p", [("t", "M8[s]"), ("f", "<f4")])])
+    assert struct.to_json_v3() == struct_json
+    fill_json = {"x": 3, "p": {"t": "NaT", "f": "NaN"}}
+    fill = struct.fill_value_from_json(fill_json, 3)
+    assert fill["x"] == 3 and np.isnat(fill["p"]["t"]) and np.isnan(fill["p"]["f"])
+    assert struct.fill_value_to_json(fill, 3) == {"x": 3, "p": {"t": -(2**63), "f": "NaN"}}
+    # either field form and either fill form under either name
+    mixed = dtype_from_v3_json({"name": "struct", "configuration": {"fields": [["x", "uint8"], ["y", "float64"]]}})
+    assert mixed.to_json_v3()["configuration"]["fields"][1] == {"name": "y", "data_type": "float64"}
+    assert mixed.fill_value_from_json(base64.b64encode(bytes(9)).decode(), 3).tobytes() == bytes(9)
+    old = dtype_from_v3_json({"name": "structured", "configuration": {"fields": [["x", "uint8"], ["y", "float64"]]}})
+    assert old.fill_value_from_json({"x": 1, "y": -0.5}, 3).tolist() == (1, -0.5)
     assert old.numpy_dtype == np.dtype([("x", "u1"), ("y", "<f8")])
     fill = old.fill_value_from_json(old.fill_value_to_json((3, 1.5), 3), 3)
     assert fill["x"] == 3 and fill["y"] == 1.5
+    for bad in ({"x": 1}, {"x": 1, "y": 2, "z": 3}, {"x": "a", "y": 1}):
+        with pytest.raises(MetadataError, match="fill_value"):
+            old.fill_value_from_json(bad, 3)
     for bad in ([["a"]], [["a", "<i4", "x"]], [["a", "<i4"], ["a", "<i4"]], [[1, "<i4"]], [["a", "|O"]]):
         with pytest.raises(MetadataError, match="dtype"):
             dtype_from_v2_json(bad)

@@ -5,7 +5,7 @@ import numpy as np
 
 from . import nodes
 from .array import Array
-from .codecs import BytesCodec, ZstdCodec, codec_from_json
+from .codecs import ZstdCodec, codec_from_json
 from .codecs.base import ChunkSpec
 from .codecs.sharding import ShardingCodec
 from .errors import NodeExistsError, NodeNotFoundError
@@ -98,20 +98,13 @@ def _fill_value_for(data_type, fill_value):
     return data_type.cast_fill_value(fill_value)
 
 
-def _default_serializer(data_type):
-    """zarr-python's choice: the type's vlen codec for strings and bytes, else little-endian bytes."""
-    if data_type.v2_object_codec_id:
-        # The v3 names of the vlen codecs are their v2 object-codec ids.
-        return codec_from_json({"name": data_type.v2_object_codec_id})
-    return BytesCodec(endian="little")
-
-
 def create_array(store=None, *, name=None, shape, dtype="float64", chunks=None, shards=None,
                  filters=None, serializer="auto", compressors="auto", fill_value=None,
                  order=None, zarr_format=3, attributes=None, chunk_key_encoding=None,
                  dimension_names=None, overwrite=False, path=None, config=None):
     """Create an array; `store` is a path, a dict, or a Store."""
     from .metadata import ArrayMetadataV3, ChunkKeyEncoding, dtype_from_numpy
+    from .metadata.v3 import default_codecs
 
     store = make_store(store)
     path = nodes.normalize_path(path if path is not None else name)
@@ -134,7 +127,7 @@ def create_array(store=None, *, name=None, shape, dtype="float64", chunks=None, 
         )
     elif zarr_format == 3:
         fill = _fill_value_for(data_type, fill_value)
-        serializers = _codec_list(serializer, [_default_serializer(data_type)])
+        serializers = _codec_list(serializer, default_codecs(data_type))
         codecs = [
             *_codec_list(filters, []),
             *serializers,

@@ -47,6 +47,10 @@ class BytesCodec(ArrayBytesCodec):
         dtype = np.dtype(spec.dtype)
         if dtype.hasobject:
             raise MetadataError(f"bytes codec: dtype {dtype} has no fixed-size encoding")
+        if self._stored_struct(dtype) is not None:
+            # A "struct" array's endian is the byte order of every field; "structured" ones
+            # record none (fields in memory order), as below.
+            return self
         if _byte_order(dtype) is None:
             # zarr-python records no endian for types without one.
             return self if self.endian is None else BytesCodec(None)
@@ -58,9 +62,19 @@ class BytesCodec(ArrayBytesCodec):
         order = _byte_order(dtype)
         return order is not None and self.endian is not None and order != self.endian
 
+    def _stored_struct(self, dtype):
+        """The stored dtype of a structured `dtype` when its fields need another byte order."""
+        if dtype.names is None or self.endian is None:
+            return None
+        stored = dtype.newbyteorder("<" if self.endian == "little" else ">")
+        return None if stored == dtype else stored
+
     def encode(self, array, spec):
         array = np.ascontiguousarray(array)
-        if self._swap(array.dtype):
+        stored = self._stored_struct(array.dtype)
+        if stored is not None:
+            array = array.astype(stored)
+        elif self._swap(array.dtype):
             array = kernels.byteswap(_swappable(array))
         return array.reshape(-1).view(np.uint8)
 
@@ -71,6 +85,13 @@ class BytesCodec(ArrayBytesCodec):
             raise ChunkDecodeError(
                 f"bytes codec: chunk has {raw.nbytes} bytes, expected {spec.nbytes} for shape {spec.shape} {dtype}"
             )
+        stored = self._stored_struct(dtype)
+        if stored is not None:
+            array = raw.view(stored).reshape(spec.shape)
+            if out is None:
+                return array.astype(dtype)
+            out[...] = array
+            return out
         if out is not None:
             if not out.flags.c_contiguous:
                 raise ValueError("bytes codec: out must be C-contiguous")

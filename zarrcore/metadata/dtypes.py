@@ -692,8 +692,9 @@ class _TimeBase(DataType):
         return np.array(-(2**63), dtype="i8").view(self._native)[()]
 
     def _decode_fill(self, value, zarr_format):
-        # Stored as the int64 count of units; NaT is the int64 minimum.
-        value = _json_int(value)
+        # Stored as the int64 count of units; NaT is the int64 minimum, or the string "NaT"
+        # (the extension spec allows it; zarr-python writes the integer).
+        value = -(2**63) if value == "NaT" else _json_int(value)
         if not -(2**63) <= value < 2**63:
             raise ValueError("out of int64 range")
         return np.array(value, dtype="i8").view(self._native)[()]
@@ -723,13 +724,30 @@ def _struct_field_error(where, field, msg):
     return MetadataError(f"{where}: field {field!r}: structured data type: {msg}")
 
 
-class StructuredType(_VoidBase):
-    """Packed numpy structured dtypes; base64 fill values.
+def _struct_entry(entry):
+    """(name, data type JSON) of a v3 field: ``[name, dt]`` or ``{"name": name, "data_type": dt}``."""
+    if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str):
+        return entry
+    if isinstance(entry, dict) and set(entry) == {"name", "data_type"} and isinstance(entry["name"], str):
+        return entry["name"], entry["data_type"]
+    return None
 
-    v3: ``{"name": "structured", "configuration": {"fields": [[name, data_type], ...]}}``
-    (the older name ``"struct"`` is read too); v2: ``[[name, typestr], [name, typestr, shape], ...]``
-    with nested lists for nested structures.  Fields with a shape exist only in v2.
+
+class StructuredType(_VoidBase):
+    """Packed numpy structured dtypes.
+
+    v3 has two forms, and an array read in one is written back in it: zarr-python's
+    ``{"name": "structured", "configuration": {"fields": [[name, data_type], ...]}}`` with
+    base64 fill values (what new arrays get), and zarr-extensions'
+    ``{"name": "struct", "configuration": {"fields": [{"name": ..., "data_type": ...}, ...]}}``
+    with fill values as objects of per-field fill values.  Either field form and either fill
+    form is read under both names.  v2: ``[[name, typestr], [name, typestr, shape], ...]`` with
+    nested lists for nested structures; fields with a shape exist only in v2.
     """
+
+    def __init__(self, numpy_dtype, v3_name="structured"):
+        super().__init__(numpy_dtype)
+        self.v3_name = v3_name
 
     @classmethod
     def from_json_v3(cls, obj, where="zarr.json"):
@@ -741,10 +759,15 @@ class StructuredType(_VoidBase):
             raise _struct_field_error(where, "data_type", f"expected a non-empty list of fields, got {config!r}")
         fields = []
         for entry in entries:
-            if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)):
-                raise _struct_field_error(where, "data_type", f"expected [name, data_type], got {entry!r}")
-            fields.append((entry[0], dtype_from_v3_json(entry[1], where).numpy_dtype))
-        return cls._build(fields, where, "data_type")
+            parsed = _struct_entry(entry)
+            if parsed is None:
+                raise _struct_field_error(
+                    where, "data_type", f"expected [name, data_type] or {{\"name\", \"data_type\"}}, got {entry!r}"
+                )
+            fields.append((parsed[0], dtype_from_v3_json(parsed[1], where).numpy_dtype))
+        dt = cls._build(fields, where, "data_type")
+        dt.v3_name = name
+        return dt
 
     @classmethod
     def from_json_v2(cls, obj, object_codec_id=None, where=".zarray"):
@@ -796,20 +819,45 @@ class StructuredType(_VoidBase):
         return cls(dtype) if offset == dtype.itemsize else None
 
     def _fields(self):
+        """(name, DataType, shape or None) per field; nested structures keep this one's v3 form."""
         for name in self.numpy_dtype.names:
             field_dtype = self.numpy_dtype.fields[name][0]
+            shape = None
             if field_dtype.subdtype:
-                yield name, dtype_from_numpy(field_dtype.subdtype[0]), field_dtype.subdtype[1]
-            else:
-                yield name, dtype_from_numpy(field_dtype), None
+                field_dtype, shape = field_dtype.subdtype
+            dt = dtype_from_numpy(field_dtype)
+            if isinstance(dt, StructuredType):
+                dt.v3_name = self.v3_name
+            yield name, dt, shape
 
-    def to_json_v3(self):
-        fields = []
+    def _v3_fields(self):
         for name, dt, shape in self._fields():
             if shape is not None:
                 raise TypeError(f"structured field {name!r} has a shape, which Zarr v3 cannot store")
-            fields.append([name, dt.to_json_v3()])
-        return {"name": "structured", "configuration": {"fields": fields}}
+            yield name, dt
+
+    def to_json_v3(self):
+        if self.v3_name == "struct":
+            fields = [{"name": name, "data_type": dt.to_json_v3()} for name, dt in self._v3_fields()]
+        else:
+            fields = [[name, dt.to_json_v3()] for name, dt in self._v3_fields()]
+        return {"name": self.v3_name, "configuration": {"fields": fields}}
+
+    def _decode_fill(self, value, zarr_format):
+        if not (isinstance(value, dict) and zarr_format == 3):
+            return super()._decode_fill(value, zarr_format)
+        names = self.numpy_dtype.names
+        if set(value) != set(names):
+            raise ValueError(f"fill value fields {sorted(value)} are not the fields {list(names)}")
+        fill = np.zeros((), dtype=self.numpy_dtype)
+        for name, dt in self._v3_fields():
+            fill[name] = dt._decode_fill(value[name], zarr_format)
+        return fill[()]
+
+    def _encode_fill(self, value, zarr_format):
+        if zarr_format == 3 and self.v3_name == "struct":
+            return {name: dt.fill_value_to_json(value[name], zarr_format) for name, dt in self._v3_fields()}
+        return super()._encode_fill(value, zarr_format)
 
     def to_json_v2(self):
         return [

@@ -116,7 +116,8 @@ _ARRAY_KEYS = frozenset(
 )
 
 
-def _default_codecs(data_type):
+def default_codecs(data_type):
+    """The serializer zarr-python gives a new array of `data_type`, as codec JSON."""
     if data_type.v2_object_codec_id is not None:
         return [{"name": data_type.v2_object_codec_id, "configuration": {}}]
     if data_type.numpy_dtype.byteorder == "|":
@@ -173,7 +174,7 @@ class ArrayMetadataV3:
         else:
             self.fill_value = self.data_type.cast_fill_value(self.fill_value)
         if self.codecs is None:
-            self.codecs = _default_codecs(self.data_type)
+            self.codecs = default_codecs(self.data_type)
         if not isinstance(self.codecs, (list, tuple)) or not self.codecs:
             raise field_error(where, "codecs", "expected a non-empty list")
         for codec in self.codecs:
