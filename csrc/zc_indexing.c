@@ -38,12 +38,37 @@ int64_t zc_slice_chunks(int64_t start, int64_t step, int64_t n, int64_t chunk_le
     return k;
 }
 
+/* Quotient and remainder of v >= 0 by c >= 1. With inv = 1/c (0 for plain division), a
+ * multiply replaces the division: exact after a one-step correction while v < 2**52. */
+static inline int64_t divmod(int64_t v, int64_t c, double inv, int64_t *rem)
+{
+    if (inv == 0.0) {
+        *rem = v % c;
+        return v / c;
+    }
+    int64_t q = (int64_t)((double)v * inv);
+    int64_t r = v - q * c;
+    if (r < 0) {
+        q--;
+        r += c;
+    } else if (r >= c) {
+        q++;
+        r -= c;
+    }
+    *rem = r;
+    return q;
+}
+
 int64_t zc_point_chunk_ids(const int64_t *const *idx, int ndim, int64_t n, const int64_t *shape,
-                           const int64_t *chunk_shape, int64_t *ids, int *bad_axis)
+                           const int64_t *chunk_shape, int64_t *ids, int64_t *local,
+                           int *bad_axis)
 {
     int64_t grid[ZC_MAX_DIMS];
-    for (int d = 0; d < ndim; d++)
+    double inv[ZC_MAX_DIMS];
+    for (int d = 0; d < ndim; d++) {
         grid[d] = ceil_div(shape[d], chunk_shape[d]);
+        inv[d] = shape[d] < ((int64_t)1 << 52) ? 1.0 / (double)chunk_shape[d] : 0.0;
+    }
     for (int64_t i = 0; i < n; i++) {
         int64_t id = 0;
         for (int d = 0; d < ndim; d++) {
@@ -54,84 +79,28 @@ int64_t zc_point_chunk_ids(const int64_t *const *idx, int ndim, int64_t n, const
                 *bad_axis = d;
                 return i;
             }
-            id = id * grid[d] + v / chunk_shape[d];
+            id = id * grid[d] + divmod(v, chunk_shape[d], inv[d], &local[(int64_t)d * n + i]);
         }
         ids[i] = id;
     }
     return -1;
 }
 
-static int counting_sort(const int64_t *keys, int64_t n, int64_t nkeys, int64_t *order)
+int zc_ascending(const int64_t *keys, int64_t n)
 {
-    int64_t *bins = calloc((size_t)nkeys + 1, sizeof(int64_t));
-    if (bins == NULL)
-        return ZC_ERR_NOMEM;
-    for (int64_t i = 0; i < n; i++)
-        bins[keys[i] + 1]++;
-    for (int64_t b = 0; b < nkeys; b++)
-        bins[b + 1] += bins[b];
-    for (int64_t i = 0; i < n; i++)
-        order[bins[keys[i]]++] = i;
-    free(bins);
-    return ZC_OK;
+    for (int64_t i = 1; i < n; i++)
+        if (keys[i - 1] > keys[i])
+            return 0;
+    return 1;
 }
 
-static int radix_sort(const int64_t *keys, int64_t n, int64_t nkeys, int64_t *order)
-{
-    int64_t *bins = malloc((size_t)(RADIX_BINS + 1) * sizeof(int64_t));
-    int64_t *tmp = malloc((size_t)n * sizeof(int64_t));
-    if (bins == NULL || tmp == NULL) {
-        free(bins);
-        free(tmp);
-        return ZC_ERR_NOMEM;
-    }
-    int64_t *src = order, *dst = tmp;
-    for (int64_t i = 0; i < n; i++)
-        src[i] = i;
-    for (int shift = 0; shift < 64 && ((nkeys - 1) >> shift) > 0; shift += RADIX_BITS) {
-        memset(bins, 0, (size_t)(RADIX_BINS + 1) * sizeof(int64_t));
-        for (int64_t i = 0; i < n; i++)
-            bins[((keys[src[i]] >> shift) & (RADIX_BINS - 1)) + 1]++;
-        for (int64_t b = 0; b < RADIX_BINS; b++)
-            bins[b + 1] += bins[b];
-        for (int64_t i = 0; i < n; i++)
-            dst[bins[(keys[src[i]] >> shift) & (RADIX_BINS - 1)]++] = src[i];
-        int64_t *swap = src;
-        src = dst;
-        dst = swap;
-    }
-    if (src != order)
-        memcpy(order, src, (size_t)n * sizeof(int64_t));
-    free(bins);
-    free(tmp);
-    return ZC_OK;
-}
-
-int zc_sort_keys(const int64_t *keys, int64_t n, int64_t nkeys, int64_t *order, int *sorted)
-{
-    int64_t i = 1;
-    while (i < n && keys[i - 1] <= keys[i])
-        i++;
-    *sorted = i >= n;
-    if (*sorted) {
-        for (i = 0; i < n; i++)
-            order[i] = i;
-        return ZC_OK;
-    }
-    /* One counting pass is cheapest while its bins stay small next to the data. */
-    if (nkeys <= 4 * n + RADIX_BINS)
-        return counting_sort(keys, n, nkeys, order);
-    return radix_sort(keys, n, nkeys, order);
-}
-
-int64_t zc_group_runs(const int64_t *keys, const int64_t *order, int64_t n, int64_t *group_keys,
+int64_t zc_group_runs(const int64_t *sorted_keys, int64_t n, int64_t *group_keys,
                       int64_t *offsets)
 {
     int64_t g = 0;
     for (int64_t k = 0; k < n; k++) {
-        int64_t key = keys[order[k]];
-        if (g == 0 || key != group_keys[g - 1]) {
-            group_keys[g] = key;
+        if (g == 0 || sorted_keys[k] != group_keys[g - 1]) {
+            group_keys[g] = sorted_keys[k];
             offsets[g] = k;
             g++;
         }
@@ -140,19 +109,91 @@ int64_t zc_group_runs(const int64_t *keys, const int64_t *order, int64_t n, int6
     return g;
 }
 
-void zc_point_locals(const int64_t *const *idx, int ndim, int64_t n, const int64_t *order,
-                     const int64_t *shape, const int64_t *chunk_shape, int64_t *local)
+/* The scatter pass streams its reads and writes each key's run in sequence: cheaper than
+ * gathering the rows afterwards, which would read at random. */
+static int64_t counting_sort(const int64_t *keys, int64_t n, int64_t nkeys, const int64_t *rows,
+                             int nrows, int64_t *order, int64_t *sorted_rows,
+                             int64_t *group_keys, int64_t *offsets)
 {
-    for (int d = 0; d < ndim; d++) {
-        const int64_t *src = idx[d];
-        int64_t *dst = local + (int64_t)d * n;
-        for (int64_t k = 0; k < n; k++) {
-            int64_t v = src[order[k]];
-            if (v < 0)
-                v += shape[d];
-            dst[k] = v % chunk_shape[d];
+    int64_t *bins = calloc((size_t)nkeys + 1, sizeof(int64_t));
+    if (bins == NULL)
+        return ZC_ERR_NOMEM;
+    for (int64_t i = 0; i < n; i++)
+        bins[keys[i] + 1]++;
+    int64_t g = 0;
+    for (int64_t b = 0; b < nkeys; b++) {
+        if (bins[b + 1]) {
+            group_keys[g] = b;
+            offsets[g++] = bins[b];
         }
+        bins[b + 1] += bins[b];
     }
+    offsets[g] = n;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t at = bins[keys[i]]++;
+        order[at] = i;
+        for (int d = 0; d < nrows; d++)
+            sorted_rows[(int64_t)d * n + at] = rows[(int64_t)d * n + i];
+    }
+    free(bins);
+    return g;
+}
+
+/* Passes over 16-bit digits, moving (key, position) pairs so no pass reads at random; then
+ * one gather of the rows. */
+static int64_t radix_sort(const int64_t *keys, int64_t n, int64_t nkeys, const int64_t *rows,
+                          int nrows, int64_t *order, int64_t *sorted_rows, int64_t *group_keys,
+                          int64_t *offsets)
+{
+    int64_t *bins = malloc((size_t)(RADIX_BINS + 1) * sizeof(int64_t));
+    int64_t *tmp = malloc((size_t)n * 3 * sizeof(int64_t));
+    if (bins == NULL || tmp == NULL) {
+        free(bins);
+        free(tmp);
+        return ZC_ERR_NOMEM;
+    }
+    int64_t *src_pos = order, *src_key = tmp, *dst_pos = tmp + n, *dst_key = tmp + 2 * n;
+    for (int64_t i = 0; i < n; i++) {
+        src_pos[i] = i;
+        src_key[i] = keys[i];
+    }
+    for (int shift = 0; shift < 64 && ((nkeys - 1) >> shift) > 0; shift += RADIX_BITS) {
+        memset(bins, 0, (size_t)(RADIX_BINS + 1) * sizeof(int64_t));
+        for (int64_t i = 0; i < n; i++)
+            bins[((src_key[i] >> shift) & (RADIX_BINS - 1)) + 1]++;
+        for (int64_t b = 0; b < RADIX_BINS; b++)
+            bins[b + 1] += bins[b];
+        for (int64_t i = 0; i < n; i++) {
+            int64_t at = bins[(src_key[i] >> shift) & (RADIX_BINS - 1)]++;
+            dst_pos[at] = src_pos[i];
+            dst_key[at] = src_key[i];
+        }
+        int64_t *swap = src_pos;
+        src_pos = dst_pos;
+        dst_pos = swap;
+        swap = src_key;
+        src_key = dst_key;
+        dst_key = swap;
+    }
+    if (src_pos != order)
+        memcpy(order, src_pos, (size_t)n * sizeof(int64_t));
+    int64_t g = zc_group_runs(src_key, n, group_keys, offsets);
+    for (int d = 0; d < nrows; d++)
+        for (int64_t k = 0; k < n; k++)
+            sorted_rows[(int64_t)d * n + k] = rows[(int64_t)d * n + order[k]];
+    free(bins);
+    free(tmp);
+    return g;
+}
+
+int64_t zc_sort_points(const int64_t *keys, int64_t n, int64_t nkeys, const int64_t *rows,
+                       int nrows, int64_t *order, int64_t *sorted_rows, int64_t *group_keys,
+                       int64_t *offsets)
+{
+    /* One counting pass is cheapest while its bins stay small next to the data. */
+    if (nkeys <= 4 * n + RADIX_BINS)
+        return counting_sort(keys, n, nkeys, rows, nrows, order, sorted_rows, group_keys, offsets);
+    return radix_sort(keys, n, nkeys, rows, nrows, order, sorted_rows, group_keys, offsets);
 }
 
 /* Whether the group's points are the chunk's in-bounds region in C order, once each. */

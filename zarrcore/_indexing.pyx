@@ -7,6 +7,8 @@ slices: the pipeline's buffer holds array-indexed axes and points in chunk order
 maps buffer positions back to result positions. Chunk selections may hold int arrays; when
 numpy would not read them as an outer product, every kept axis is given in np.ix_ form.
 """
+import math
+
 import numpy as np
 
 cimport numpy as cnp
@@ -25,12 +27,13 @@ cdef extern from "zc_indexing.h" nogil:
                             int64_t *out_first, uint8_t *complete)
     int64_t zc_point_chunk_ids(const int64_t *const *idx, int ndim, int64_t n,
                                const int64_t *shape, const int64_t *chunk_shape, int64_t *ids,
-                               int *bad_axis)
-    int zc_sort_keys(const int64_t *keys, int64_t n, int64_t nkeys, int64_t *order, int *sorted)
-    int64_t zc_group_runs(const int64_t *keys, const int64_t *order, int64_t n,
-                          int64_t *group_keys, int64_t *offsets)
-    void zc_point_locals(const int64_t *const *idx, int ndim, int64_t n, const int64_t *order,
-                         const int64_t *shape, const int64_t *chunk_shape, int64_t *local)
+                               int64_t *local, int *bad_axis)
+    int zc_ascending(const int64_t *keys, int64_t n)
+    int64_t zc_group_runs(const int64_t *sorted_keys, int64_t n, int64_t *group_keys,
+                          int64_t *offsets)
+    int64_t zc_sort_points(const int64_t *keys, int64_t n, int64_t nkeys, const int64_t *rows,
+                           int nrows, int64_t *order, int64_t *sorted_rows,
+                           int64_t *group_keys, int64_t *offsets)
     void zc_group_flags(const int64_t *local, int64_t n, int ndim, const int64_t *offsets,
                         int64_t ngroups, const int64_t *coords, const int64_t *shape,
                         const int64_t *chunk_shape, uint8_t *flags, int64_t *step)
@@ -123,45 +126,48 @@ def group_points(list arrays, shape, chunk_shape, bint progressions=False, axes=
     axis `axes[d]`). `progressions` (one axis only) also finds groups whose in-chunk positions
     ascend evenly.
     """
-    cdef int ndim = len(arrays), bad_axis = 0, d, status, in_order = 0
+    cdef int ndim = len(arrays), bad_axis = 0, d, in_order
     if ndim > MAX_DIMS:
         raise IndexError(f"too many indices: {ndim}")
     cdef int64_t n = len(arrays[0])
     cdef cnp.ndarray shp = np.asarray(shape, dtype=np.int64)
     cdef cnp.ndarray chk = np.asarray(chunk_shape, dtype=np.int64)
     cdef cnp.ndarray grid = -(-shp // chk)
-    cdef int64_t nkeys = 1
-    for d in range(ndim):
-        nkeys *= grid[d]
+    total = math.prod(int(c) for c in grid)
+    if total >= 2**63:
+        raise IndexError(f"a chunk grid of {total} chunks is too large for point selections")
+    cdef int64_t nkeys = total
     cdef const int64_t *idx[MAX_DIMS]
     for d in range(ndim):
         idx[d] = _ptr(arrays[d])
     cdef cnp.ndarray ids = np.empty(n, dtype=np.int64)
+    cdef cnp.ndarray unsorted = np.empty((ndim, n), dtype=np.int64)
     cdef int64_t bad
     with nogil:
-        bad = zc_point_chunk_ids(idx, ndim, n, _ptr(shp), _ptr(chk), _ptr(ids), &bad_axis)
+        bad = zc_point_chunk_ids(idx, ndim, n, _ptr(shp), _ptr(chk), _ptr(ids),
+                                 _ptr(unsorted), &bad_axis)
     if bad >= 0:
         raise IndexError(
             f"index {arrays[bad_axis][bad]} is out of bounds for axis "
             f"{bad_axis if axes is None else axes[bad_axis]} with size {shape[bad_axis]}"
         )
-    cdef cnp.ndarray order = np.empty(n, dtype=np.int64)
+    cdef int64_t ngroups, most = min(n, nkeys)
+    cdef cnp.ndarray keys = np.empty(most + 1, dtype=np.int64)
+    cdef cnp.ndarray offsets = np.empty(most + 1, dtype=np.int64)
+    cdef cnp.ndarray local = unsorted
+    cdef cnp.ndarray order = None
     with nogil:
-        status = zc_sort_keys(_ptr(ids), n, nkeys, _ptr(order), &in_order)
-    if status != ZC_OK:
-        raise MemoryError("grouping points by chunk")
-    cdef cnp.ndarray keys = np.empty(n + 1, dtype=np.int64)
-    cdef cnp.ndarray offsets = np.empty(n + 1, dtype=np.int64)
-    cdef cnp.ndarray local = np.empty((ndim, n), dtype=np.int64)
-    cdef int64_t *p_ids = _ptr(ids)
-    cdef int64_t *p_order = _ptr(order)
-    cdef int64_t *p_keys = _ptr(keys)
-    cdef int64_t *p_offsets = _ptr(offsets)
-    cdef int64_t *p_local = _ptr(local)
-    cdef int64_t ngroups
-    with nogil:
-        ngroups = zc_group_runs(p_ids, p_order, n, p_keys, p_offsets)
-        zc_point_locals(idx, ndim, n, p_order, _ptr(shp), _ptr(chk), p_local)
+        in_order = zc_ascending(_ptr(ids), n)
+        if in_order:
+            ngroups = zc_group_runs(_ptr(ids), n, _ptr(keys), _ptr(offsets))
+    if not in_order:
+        order = np.empty(n, dtype=np.int64)
+        local = np.empty((ndim, n), dtype=np.int64)
+        with nogil:
+            ngroups = zc_sort_points(_ptr(ids), n, nkeys, _ptr(unsorted), ndim, _ptr(order),
+                                     _ptr(local), _ptr(keys), _ptr(offsets))
+        if ngroups < 0:
+            raise MemoryError("grouping points by chunk")
     cdef cnp.ndarray coords = np.empty((ngroups, ndim), dtype=np.int64)
     cdef cnp.ndarray flags = np.empty(ngroups, dtype=np.uint8)
     cdef cnp.ndarray step = np.empty(ngroups if progressions else 0, dtype=np.int64)
@@ -169,11 +175,11 @@ def group_points(list arrays, shape, chunk_shape, bint progressions=False, axes=
     cdef int64_t *p_coords = _ptr(coords)
     cdef uint8_t *p_flags = <uint8_t *>cnp.PyArray_DATA(flags)
     with nogil:
-        zc_unravel(p_keys, ngroups, ndim, _ptr(grid), p_coords)
-        zc_group_flags(p_local, n, ndim, p_offsets, ngroups, p_coords, _ptr(shp), _ptr(chk),
-                       p_flags, p_step)
+        zc_unravel(_ptr(keys), ngroups, ndim, _ptr(grid), p_coords)
+        zc_group_flags(_ptr(local), n, ndim, _ptr(offsets), ngroups, p_coords, _ptr(shp),
+                       _ptr(chk), p_flags, p_step)
     g = PointGroups()
-    g.order = None if in_order else order
+    g.order = order
     g.offsets = offsets[:ngroups + 1]
     g.local, g.coords, g.flags, g.step, g.ngroups = local, coords, flags, step, ngroups
     return g
