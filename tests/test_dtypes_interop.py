@@ -481,3 +481,18 @@ def test_v3_struct_form_read_and_written_back(tmp_path, endian):
     assert after["data_type"] == STRUCT_FORM and after["codecs"] == doc["codecs"]
     assert after["fill_value"] == {"id": -1, "p": {"x": "NaN", "t": -(2**63)}}
     assert zarrcore.open_array(tmp_path)[3].tolist() == (7, (1.5, np.datetime64("2000-01-01T00:00:00")))
+
+
+@pytest.mark.parametrize("name", ["string", "bytes"])
+def test_vlen_then_blosc_as_zarr_python(tmp_path, name):
+    """Blosc after a vlen codec compresses a byte stream: typesize 1, as zarr-python sets it."""
+    from zarr.codecs import BloscCodec
+
+    zc_dtype, zp_dtype, data, _, _ = CASES[name]
+    ours = zarrcore.create_array(tmp_path / "zc", shape=SHAPE, chunks=CHUNKS, dtype=zc_dtype,
+                                 compressors={"name": "blosc", "configuration": {"cname": "zstd", "clevel": 3}})
+    zarr.create_array(tmp_path / "zp", shape=SHAPE, chunks=CHUNKS, dtype=zp_dtype,
+                      compressors=BloscCodec(cname="zstd", clevel=3))
+    assert dtype_fields(tmp_path / "zc", 3) == dtype_fields(tmp_path / "zp", 3)
+    ours[:WRITTEN] = data
+    assert_same(zarr.open_array(tmp_path / "zc", mode="r")[...], expected_array(name, 3, False))

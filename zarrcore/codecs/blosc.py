@@ -58,7 +58,9 @@ class BloscCodec(BytesBytesCodec):
                 "blocksize": self.blocksize}
 
     def resolve(self, spec):
-        typesize = self.typesize or np.dtype(spec.dtype).itemsize
+        dtype = np.dtype(spec.dtype)
+        # After vlen-utf8/vlen-bytes the data is a byte stream: typesize 1, as zarr-python has it.
+        typesize = self.typesize or (1 if dtype.kind in "OT" else dtype.itemsize)
         shuffle = self.shuffle or ("bitshuffle" if typesize == 1 else "shuffle")
         if typesize == self.typesize and shuffle == self.shuffle:
             return self
