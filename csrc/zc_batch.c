@@ -13,15 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "zc_blosc.h"
-#include "zc_byteswap.h"
 #include "zc_copy.h"
-#include "zc_crc32c.h"
 #include "zc_fill.h"
 #include "zc_status.h"
 #include "zc_stream.h"
-#include "zc_zlib.h"
-#include "zc_zstd.h"
 
 /* A scratch buffer that grows; one per worker thread and purpose. */
 typedef struct {
@@ -43,7 +38,7 @@ static int buf_reserve(zc_buf *b, size_t n)
 
 static size_t chunk_nbytes(const zc_batch *b)
 {
-    size_t n = b->itemsize;
+    size_t n = b->chain.itemsize;
     for (int d = 0; d < b->ndim; d++)
         n *= (size_t)b->chunk_shape[d];
     return n;
@@ -51,14 +46,14 @@ static size_t chunk_nbytes(const zc_batch *b)
 
 int zc_batch_prepare(zc_batch *b)
 {
-    if (b->ndim < 0 || b->ndim > ZC_BATCH_MAX_NDIM || b->itemsize == 0 || b->fill == NULL)
+    if (b->ndim < 0 || b->ndim > ZC_BATCH_MAX_NDIM || b->chain.itemsize == 0 || b->fill == NULL)
         return ZC_ERR_PARAM;
     int64_t n = 1;
     size_t elems = 1;
     for (int d = 0; d < b->ndim; d++) {
         if (b->chunk_shape[d] <= 0 || b->array_shape[d] < 0 || b->npieces[d] < 0)
             return ZC_ERR_PARAM;
-        if (elems > SIZE_MAX / (size_t)b->chunk_shape[d] / b->itemsize)
+        if (elems > SIZE_MAX / (size_t)b->chunk_shape[d] / b->chain.itemsize)
             return ZC_ERR_SIZE;
         elems *= (size_t)b->chunk_shape[d];
         for (int64_t i = 0; i < b->npieces[d]; i++) {
@@ -180,7 +175,7 @@ static int region_apply(const zc_region *r, size_t size, const unsigned char *fi
 static void task_region(const zc_batch *b, const zc_piece **p, char *chunk, zc_region *chunk_view,
                         char **data_base, ptrdiff_t *data_strides)
 {
-    ptrdiff_t cstride = (ptrdiff_t)b->itemsize;
+    ptrdiff_t cstride = (ptrdiff_t)b->chain.itemsize;
     char *c = chunk;
     char *o = b->data;
     chunk_view->ndim = b->ndim;
@@ -210,7 +205,7 @@ static void task_out(const zc_batch *b, const zc_piece **p, char **data_base, pt
 /* Does the task cover its whole chunk, landing on one contiguous C-ordered run? */
 static int direct_target(const zc_batch *b, const zc_piece **p, const ptrdiff_t *data_strides)
 {
-    ptrdiff_t expect = (ptrdiff_t)b->itemsize;
+    ptrdiff_t expect = (ptrdiff_t)b->chain.itemsize;
     for (int d = b->ndim - 1; d >= 0; d--) {
         if (p[d]->chunk_start != 0 || p[d]->count != b->chunk_shape[d])
             return 0;
@@ -270,43 +265,6 @@ static int read_all(int fd, size_t size, zc_buf *buf, size_t *len)
     return ZC_OK;
 }
 
-static uint32_t load_le32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-/* Encoded bytes -> `n` decoded bytes at `out`, in memory byte order (compressors that are
- * not streamed: blosc, gzip, zlib). */
-static int decode_chunk(const zc_batch *b, const unsigned char *src, size_t len, void *out, size_t n)
-{
-    if (src == NULL)
-        src = (const unsigned char *)""; /* an empty file: corrupt, not a bad parameter */
-    if (b->crc32c) {
-        if (len < 4)
-            return ZC_ERR_CORRUPT;
-        len -= 4;
-        if (zc_crc32c(0, src, len) != load_le32(src + len))
-            return ZC_ERR_CHECKSUM;
-    }
-    int st;
-    switch (b->compressor) {
-    case ZC_COMP_NONE:
-        if (len != n)
-            return ZC_ERR_SIZE;
-        memcpy(out, src, n);
-        st = ZC_OK;
-        break;
-    case ZC_COMP_ZSTD: st = zc_zstd_decompress(src, len, out, n); break;
-    case ZC_COMP_BLOSC: st = zc_blosc_decompress(src, len, out, n); break;
-    case ZC_COMP_GZIP: st = zc_inflate(src, len, out, n, ZC_ZLIB_FORMAT_GZIP); break;
-    case ZC_COMP_ZLIB: st = zc_inflate(src, len, out, n, ZC_ZLIB_FORMAT_ZLIB); break;
-    default: return ZC_ERR_PARAM;
-    }
-    if (st == ZC_OK && b->swap_size > 1)
-        st = zc_byteswap(out, out, n / b->swap_size, b->swap_size);
-    return st;
-}
-
 /* Per-thread state of a read worker; buffers are allocated on first use. */
 typedef struct {
     zc_buf file, scratch;   /* whole-chunk path (blosc, gzip, zlib) */
@@ -321,7 +279,7 @@ static int read_task(const zc_batch *b, zc_reader *rd, const zc_piece **p, int f
                      const zc_region *out)
 {
     size_t n = chunk_nbytes(b);
-    if (b->compressor == ZC_COMP_NONE || b->compressor == ZC_COMP_ZSTD) {
+    if (b->chain.compressor == ZC_COMP_NONE || b->chain.compressor == ZC_COMP_ZSTD) {
         int64_t start[ZC_BATCH_MAX_NDIM], step[ZC_BATCH_MAX_NDIM], count[ZC_BATCH_MAX_NDIM];
         for (int d = 0; d < b->ndim; d++) {
             start[d] = p[d]->chunk_start;
@@ -329,13 +287,13 @@ static int read_task(const zc_batch *b, zc_reader *rd, const zc_piece **p, int f
             count[d] = p[d]->count;
         }
         zc_scatter s;
-        int st = zc_scatter_init(&s, b->ndim, b->chunk_shape, start, step, count, b->itemsize,
+        int st = zc_scatter_init(&s, b->ndim, b->chunk_shape, start, step, count, b->chain.itemsize,
                                  out->a, out->a_strides);
         if (st != ZC_OK)
             return st;
         zc_stream_format f = {
-            .zstd = b->compressor == ZC_COMP_ZSTD, .crc32c = b->crc32c, .nbytes = n,
-            .itemsize = b->itemsize, .swap_size = b->swap_size,
+            .zstd = b->chain.compressor == ZC_COMP_ZSTD, .crc32c = b->chain.crc32c, .nbytes = n,
+            .itemsize = b->chain.itemsize, .swap_size = b->chain.swap_size,
         };
         return zc_stream_read(fd, size, &f, &s, &rd->stream);
     }
@@ -344,19 +302,19 @@ static int read_task(const zc_batch *b, zc_reader *rd, const zc_piece **p, int f
     if (st != ZC_OK)
         return st;
     if (direct_target(b, p, out->a_strides))
-        return decode_chunk(b, rd->file.p, len, out->a, n);
+        return zc_chain_decode(&b->chain, rd->file.p, len, out->a, n);
     if (buf_reserve(&rd->scratch, n) != ZC_OK)
         return ZC_ERR_NOMEM;
     zc_region r;
     char *dst;
     ptrdiff_t dst_strides[ZC_BATCH_MAX_NDIM];
     task_region(b, p, (char *)rd->scratch.p, &r, &dst, dst_strides);
-    if ((st = decode_chunk(b, rd->file.p, len, rd->scratch.p, n)) != ZC_OK)
+    if ((st = zc_chain_decode(&b->chain, rd->file.p, len, rd->scratch.p, n)) != ZC_OK)
         return st;
     zc_region copy = *out;
     copy.b = r.a;
     memcpy(copy.b_strides, r.a_strides, sizeof(ptrdiff_t) * (size_t)b->ndim);
-    return region_apply(&copy, b->itemsize, NULL);
+    return region_apply(&copy, b->chain.itemsize, NULL);
 }
 
 void zc_batch_read_worker(zc_batch *b)
@@ -388,7 +346,7 @@ void zc_batch_read_worker(zc_batch *b)
             break;
         }
         if (missing) {
-            region_apply(&out, b->itemsize, b->fill);
+            region_apply(&out, b->chain.itemsize, b->fill);
             continue;
         }
         errno = 0;
@@ -460,50 +418,6 @@ static int write_atomic(const char *path, const unsigned char *data, size_t len)
     return ZC_OK;
 }
 
-/* Decoded chunk (memory order, modified in place) -> encoded bytes in `out`. */
-static int encode_chunk(const zc_batch *b, unsigned char *chunk, size_t n, zc_buf *out,
-                        const unsigned char **data, size_t *len)
-{
-    int st = ZC_OK;
-    if (b->swap_size > 1 && (st = zc_byteswap(chunk, chunk, n / b->swap_size, b->swap_size)) != ZC_OK)
-        return st;
-    size_t bound = n;
-    switch (b->compressor) {
-    case ZC_COMP_NONE: bound = n; break;
-    case ZC_COMP_ZSTD: bound = zc_zstd_bound(n); break;
-    case ZC_COMP_BLOSC: bound = zc_blosc_bound(n); break;
-    case ZC_COMP_GZIP: bound = zc_deflate_bound(n, ZC_ZLIB_FORMAT_GZIP); break;
-    case ZC_COMP_ZLIB: bound = zc_deflate_bound(n, ZC_ZLIB_FORMAT_ZLIB); break;
-    default: return ZC_ERR_PARAM;
-    }
-    if (bound == 0 && n)
-        return ZC_ERR_SIZE;
-    if ((st = buf_reserve(out, bound + 4)) != ZC_OK)
-        return st;
-    size_t m = 0;
-    switch (b->compressor) {
-    case ZC_COMP_NONE: memcpy(out->p, chunk, n); m = n; break;
-    case ZC_COMP_ZSTD: st = zc_zstd_compress(chunk, n, out->p, bound, b->clevel, b->checksum, &m); break;
-    case ZC_COMP_BLOSC:
-        st = zc_blosc_compress(chunk, n, out->p, bound, b->clevel, b->shuffle, b->typesize, b->cname,
-                               b->blocksize, &m);
-        break;
-    case ZC_COMP_GZIP: st = zc_deflate(chunk, n, out->p, bound, b->clevel, ZC_ZLIB_FORMAT_GZIP, &m); break;
-    case ZC_COMP_ZLIB: st = zc_deflate(chunk, n, out->p, bound, b->clevel, ZC_ZLIB_FORMAT_ZLIB, &m); break;
-    }
-    if (st != ZC_OK)
-        return st;
-    if (b->crc32c) {
-        uint32_t c = zc_crc32c(0, out->p, m);
-        for (int i = 0; i < 4; i++)
-            out->p[m + (size_t)i] = (unsigned char)(c >> (8 * i));
-        m += 4;
-    }
-    *data = out->p;
-    *len = m;
-    return ZC_OK;
-}
-
 void zc_batch_write_worker(zc_batch *b)
 {
     zc_buf scratch = {0}, encoded = {0};
@@ -541,23 +455,23 @@ void zc_batch_write_worker(zc_batch *b)
             break;
         }
         if (edge)
-            fill_run((char *)scratch.p, (ptrdiff_t)b->itemsize, b->fill, (int64_t)(n / b->itemsize),
-                     b->itemsize);
+            fill_run((char *)scratch.p, (ptrdiff_t)b->chain.itemsize, b->fill, (int64_t)(n / b->chain.itemsize),
+                     b->chain.itemsize);
         zc_region r;
         char *src;
         ptrdiff_t src_strides[ZC_BATCH_MAX_NDIM];
         task_region(b, p, (char *)scratch.p, &r, &src, src_strides);
         r.b = src;
         memcpy(r.b_strides, src_strides, sizeof(ptrdiff_t) * (size_t)b->ndim);
-        if ((st = region_apply(&r, b->itemsize, NULL)) != ZC_OK) {
+        if ((st = region_apply(&r, b->chain.itemsize, NULL)) != ZC_OK) {
             fail(b, t, st, 0);
             break;
         }
         int is_fill = 0;
         if (!b->write_empty_chunks)
             is_fill = b->fill_floatsize
-                          ? zc_is_fill_float(scratch.p, n, b->fill, b->itemsize, b->fill_floatsize, 0)
-                          : zc_is_fill(scratch.p, n, b->fill, b->itemsize);
+                          ? zc_is_fill_float(scratch.p, n, b->fill, b->chain.itemsize, b->fill_floatsize, 0)
+                          : zc_is_fill(scratch.p, n, b->fill, b->chain.itemsize);
         if (is_fill < 0) {
             fail(b, t, is_fill, 0);
             break;
@@ -569,11 +483,12 @@ void zc_batch_write_worker(zc_batch *b)
             }
             continue;
         }
-        const unsigned char *data;
-        size_t len;
-        st = encode_chunk(b, scratch.p, n, &encoded, &data, &len);
+        size_t cap = zc_chain_encode_bound(&b->chain, n), len = 0;
+        st = cap ? buf_reserve(&encoded, cap) : ZC_ERR_SIZE;
         if (st == ZC_OK)
-            st = write_atomic(path, data, len);
+            st = zc_chain_encode(&b->chain, scratch.p, n, encoded.p, cap, &len);
+        if (st == ZC_OK)
+            st = write_atomic(path, encoded.p, len);
         if (st != ZC_OK) {
             fail(b, t, st, errno);
             break;

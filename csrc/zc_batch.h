@@ -6,17 +6,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "zc_chain.h"
+
 #define ZC_BATCH_MAX_NDIM 32
 #define ZC_BATCH_PATH_MAX 4096
 /* A system call failed; zc_batch.sys_errno says why. */
 #define ZC_ERR_IO (-20)
 
-/* The bytes->bytes stage of the chain (one compressor at most). */
-#define ZC_COMP_NONE 0
-#define ZC_COMP_ZSTD 1
-#define ZC_COMP_BLOSC 2
-#define ZC_COMP_GZIP 3
-#define ZC_COMP_ZLIB 4
 
 /* One axis of a selection, as pieces that each fall in one chunk. Piece p of axis d covers
  * `count` elements from `chunk_start` by `chunk_step` inside chunk `chunk_index`, and lands
@@ -30,13 +26,7 @@ typedef struct {
     int ndim;
     int64_t array_shape[ZC_BATCH_MAX_NDIM];
     int64_t chunk_shape[ZC_BATCH_MAX_NDIM];
-    size_t itemsize;
-    size_t swap_size;       /* byteswap items of this size (0: stored order is memory order) */
-    int compressor;         /* ZC_COMP_* */
-    int clevel, shuffle, checksum;  /* encode settings of the compressor */
-    size_t typesize, blocksize;
-    char cname[16];
-    int crc32c;             /* a trailing crc32c follows the compressed bytes */
+    zc_chain chain;
     const unsigned char *fill;  /* itemsize bytes */
     size_t fill_floatsize;  /* 2/4/8: items are floats and a NaN fill matches any NaN; 0: bytewise */
     int write_empty_chunks;

@@ -4,95 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zc_blosc.h"
-#include "zc_byteswap.h"
 #include "zc_copy.h"
-#include "zc_crc32c.h"
 #include "zc_fill.h"
 #include "zc_status.h"
-#include "zc_zlib.h"
-#include "zc_zstd.h"
-
-static uint32_t load_le32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-int zc_inner_decode(const zc_inner_chain *c, const unsigned char *src, size_t len, void *out,
-                    size_t n)
-{
-    if (c->crc32c) {
-        if (len < 4)
-            return ZC_ERR_CORRUPT;
-        len -= 4;
-        if (zc_crc32c(0, src, len) != load_le32(src + len))
-            return ZC_ERR_CHECKSUM;
-    }
-    int st;
-    switch (c->compressor) {
-    case ZC_COMP_NONE:
-        if (len != n)
-            return ZC_ERR_SIZE;
-        memcpy(out, src, n);
-        st = ZC_OK;
-        break;
-    case ZC_COMP_ZSTD: st = zc_zstd_decompress(src, len, out, n); break;
-    case ZC_COMP_BLOSC: st = zc_blosc_decompress(src, len, out, n); break;
-    case ZC_COMP_GZIP: st = zc_inflate(src, len, out, n, ZC_ZLIB_FORMAT_GZIP); break;
-    case ZC_COMP_ZLIB: st = zc_inflate(src, len, out, n, ZC_ZLIB_FORMAT_ZLIB); break;
-    default: return ZC_ERR_PARAM;
-    }
-    if (st == ZC_OK && c->swap_size > 1)
-        st = zc_byteswap(out, out, n / c->swap_size, c->swap_size);
-    return st;
-}
-
-int zc_inner_encode(const zc_inner_chain *c, unsigned char *chunk, size_t n, unsigned char **out,
-                    size_t *outlen)
-{
-    int st;
-    if (c->swap_size > 1 && (st = zc_byteswap(chunk, chunk, n / c->swap_size, c->swap_size)) != ZC_OK)
-        return st;
-    size_t bound;
-    switch (c->compressor) {
-    case ZC_COMP_NONE: bound = n; break;
-    case ZC_COMP_ZSTD: bound = zc_zstd_bound(n); break;
-    case ZC_COMP_BLOSC: bound = zc_blosc_bound(n); break;
-    case ZC_COMP_GZIP: bound = zc_deflate_bound(n, ZC_ZLIB_FORMAT_GZIP); break;
-    case ZC_COMP_ZLIB: bound = zc_deflate_bound(n, ZC_ZLIB_FORMAT_ZLIB); break;
-    default: return ZC_ERR_PARAM;
-    }
-    if ((bound == 0 && n) || bound > SIZE_MAX - 4)
-        return ZC_ERR_SIZE;
-    unsigned char *p = (unsigned char *)malloc(bound + 4);
-    if (p == NULL)
-        return ZC_ERR_NOMEM;
-    size_t m = 0;
-    st = ZC_OK;
-    switch (c->compressor) {
-    case ZC_COMP_NONE: memcpy(p, chunk, n); m = n; break;
-    case ZC_COMP_ZSTD: st = zc_zstd_compress(chunk, n, p, bound, c->clevel, c->checksum, &m); break;
-    case ZC_COMP_BLOSC:
-        st = zc_blosc_compress(chunk, n, p, bound, c->clevel, c->shuffle, c->typesize, c->cname,
-                               c->blocksize, &m);
-        break;
-    case ZC_COMP_GZIP: st = zc_deflate(chunk, n, p, bound, c->clevel, ZC_ZLIB_FORMAT_GZIP, &m); break;
-    case ZC_COMP_ZLIB: st = zc_deflate(chunk, n, p, bound, c->clevel, ZC_ZLIB_FORMAT_ZLIB, &m); break;
-    }
-    if (st != ZC_OK) {
-        free(p);
-        return st;
-    }
-    if (c->crc32c) {
-        uint32_t crc = zc_crc32c(0, p, m);
-        for (int i = 0; i < 4; i++)
-            p[m + (size_t)i] = (unsigned char)(crc >> (8 * i));
-        m += 4;
-    }
-    *out = p;
-    *outlen = m;
-    return ZC_OK;
-}
 
 static size_t chunk_nbytes(const zc_shard_job *j)
 {
@@ -212,13 +126,13 @@ void zc_shard_read_worker(zc_shard_job *j)
         if (src == NULL) {
             st = fill_region(j, &v);
         } else if (v.direct) {
-            st = zc_inner_decode(&j->chain, src, j->src_len[v.chunk], v.data, n);
+            st = zc_chain_decode(&j->chain, src, j->src_len[v.chunk], v.data, n);
         } else {
             if (scratch == NULL && (scratch = (unsigned char *)malloc(n ? n : 1)) == NULL) {
                 fail(j, t, ZC_ERR_NOMEM);
                 break;
             }
-            st = zc_inner_decode(&j->chain, src, j->src_len[v.chunk], scratch, n);
+            st = zc_chain_decode(&j->chain, src, j->src_len[v.chunk], scratch, n);
             if (st == ZC_OK)
                 st = zc_copy_nd(j->ndim, v.shape, j->chain.itemsize, scratch + v.chunk_offset,
                                 v.chunk_strides, v.data, v.data_strides);
@@ -249,7 +163,7 @@ void zc_shard_write_worker(zc_shard_job *j)
         if (!v.complete) {
             /* Merge into the stored inner chunk, or into fill when there is none. */
             const unsigned char *src = j->src[v.chunk];
-            st = src ? zc_inner_decode(&j->chain, src, j->src_len[v.chunk], chunk, n)
+            st = src ? zc_chain_decode(&j->chain, src, j->src_len[v.chunk], chunk, n)
                      : zc_copy_nd(1, all, j->chain.itemsize, j->fill, zero, chunk, step);
         }
         if (st == ZC_OK)
@@ -265,8 +179,15 @@ void zc_shard_write_worker(zc_shard_job *j)
         }
         j->out[t] = NULL;
         j->out_len[t] = 0;
-        if (st == ZC_OK && !is_fill)
-            st = zc_inner_encode(&j->chain, chunk, n, &j->out[t], &j->out_len[t]);
+        if (st == ZC_OK && !is_fill) {
+            size_t cap = zc_chain_encode_bound(&j->chain, n);
+            if (cap == 0)
+                st = ZC_ERR_SIZE;
+            else if ((j->out[t] = (unsigned char *)malloc(cap)) == NULL)
+                st = ZC_ERR_NOMEM;
+            else
+                st = zc_chain_encode(&j->chain, chunk, n, j->out[t], cap, &j->out_len[t]);
+        }
         if (st != ZC_OK) {
             fail(j, t, st);
             break;

@@ -7,29 +7,12 @@
 #include <stdint.h>
 
 #include "zc_batch.h"
+#include "zc_chain.h"
 
 #define ZC_SHARD_MAX_NDIM ZC_BATCH_MAX_NDIM
 
-/* An inner codec chain the core runs by itself: bytes (swapped by `swap_size` units when the
- * stored order differs from memory), at most one compressor (ZC_COMP_*), optional crc32c. */
 typedef struct {
-    size_t itemsize, swap_size;
-    int compressor, clevel, shuffle, checksum;
-    size_t typesize, blocksize;
-    char cname[16];
-    int crc32c;
-} zc_inner_chain;
-
-/* Encoded bytes -> `n` decoded bytes at `out`, in memory byte order. */
-int zc_inner_decode(const zc_inner_chain *c, const unsigned char *src, size_t len, void *out,
-                    size_t n);
-
-/* `n` decoded bytes at `chunk` (byte-swapped in place) -> a malloc'ed encoding in *out. */
-int zc_inner_encode(const zc_inner_chain *c, unsigned char *chunk, size_t n, unsigned char **out,
-                    size_t *outlen);
-
-typedef struct {
-    zc_inner_chain chain;
+    zc_chain chain;
     int ndim;
     int64_t chunk_shape[ZC_SHARD_MAX_NDIM];
     int64_t grid[ZC_SHARD_MAX_NDIM];    /* inner chunks per shard along each axis */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "zc_byteswap.h"
+#include "zc_chain.h"
 #include "zc_crc32c.h"
 #include "zc_extern.h"
 #include "zc_status.h"
@@ -235,11 +236,6 @@ static int pread_full(int fd, void *buf, size_t len, size_t at)
     return ZC_OK;
 }
 
-static uint32_t load_le32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* Compare the crc32c `crc` of the payload (the file less its last 4 bytes) with the trailer. */
 static int check_trailer(int fd, size_t fsize, uint32_t crc)
 {
@@ -249,7 +245,7 @@ static int check_trailer(int fd, size_t fsize, uint32_t crc)
         return ZC_ERR_CORRUPT;
     if (st != ZC_OK)
         return st;
-    return crc == load_le32(t) ? ZC_OK : ZC_ERR_CHECKSUM;
+    return crc == zc_load_le32(t) ? ZC_OK : ZC_ERR_CHECKSUM;
 }
 
 /* After a decode failure `st`: when the chunk carries a crc32c that does not match, the

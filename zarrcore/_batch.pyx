@@ -13,6 +13,14 @@ from .errors import ChecksumError, ChunkDecodeError, ZarrcoreError
 cdef extern from "zc_status.h":
     int ZC_OK, ZC_ERR_CORRUPT, ZC_ERR_SIZE, ZC_ERR_NOMEM, ZC_ERR_PARAM, ZC_ERR_CHECKSUM
 
+cdef extern from "zc_chain.h":
+    ctypedef struct zc_chain:
+        size_t itemsize, swap_size
+        int compressor, clevel, shuffle, checksum
+        size_t typesize, blocksize
+        char cname[16]
+        int crc32c
+
 cdef extern from "zc_batch.h":
     int ZC_BATCH_MAX_NDIM, ZC_BATCH_PATH_MAX, ZC_ERR_IO
     ctypedef struct zc_piece:
@@ -21,12 +29,7 @@ cdef extern from "zc_batch.h":
         int ndim
         int64_t array_shape[32]
         int64_t chunk_shape[32]
-        size_t itemsize
-        size_t swap_size
-        int compressor, clevel, shuffle, checksum
-        size_t typesize, blocksize
-        char cname[16]
-        int crc32c
+        zc_chain chain
         const unsigned char *fill
         size_t fill_floatsize
         int write_empty_chunks
@@ -70,17 +73,17 @@ cdef class ChunkBatch:
         if len(fill) != itemsize:
             raise ValueError("fill pattern must be one item")
         self.b.ndim = ndim
-        self.b.itemsize = itemsize
-        self.b.swap_size = swap_size
-        self.b.compressor = COMPRESSORS[compressor]
-        self.b.clevel = clevel
-        self.b.shuffle = shuffle
-        self.b.checksum = checksum
-        self.b.typesize = typesize
-        self.b.blocksize = blocksize
+        self.b.chain.itemsize = itemsize
+        self.b.chain.swap_size = swap_size
+        self.b.chain.compressor = COMPRESSORS[compressor]
+        self.b.chain.clevel = clevel
+        self.b.chain.shuffle = shuffle
+        self.b.chain.checksum = checksum
+        self.b.chain.typesize = typesize
+        self.b.chain.blocksize = blocksize
         cname_b = cname.encode()[:15]
-        strncpy(self.b.cname, cname_b, 15)
-        self.b.crc32c = crc32c
+        strncpy(self.b.chain.cname, cname_b, 15)
+        self.b.chain.crc32c = crc32c
         self.b.fill_floatsize = fill_floatsize
         self.b.write_empty_chunks = write_empty_chunks
         strncpy(self.b.key_head, head, ZC_BATCH_PATH_MAX - 1)

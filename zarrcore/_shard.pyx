@@ -9,6 +9,7 @@ from libc.stdint cimport int64_t
 from libc.stdlib cimport calloc, free
 from libc.string cimport memset, strncpy
 
+from ._batch import COMPRESSORS
 from .errors import ChecksumError, ChunkDecodeError, ZarrcoreError
 
 cdef extern from "zc_status.h":
@@ -18,16 +19,18 @@ cdef extern from "zc_batch.h":
     ctypedef struct zc_piece:
         int64_t chunk_index, chunk_start, chunk_step, count, out_start, out_step
 
-cdef extern from "zc_shard_batch.h":
-    int ZC_SHARD_MAX_NDIM
-    ctypedef struct zc_inner_chain:
+cdef extern from "zc_chain.h":
+    ctypedef struct zc_chain:
         size_t itemsize, swap_size
         int compressor, clevel, shuffle, checksum
         size_t typesize, blocksize
         char cname[16]
         int crc32c
+
+cdef extern from "zc_shard_batch.h":
+    int ZC_SHARD_MAX_NDIM
     ctypedef struct zc_shard_job:
-        zc_inner_chain chain
+        zc_chain chain
         int ndim
         int64_t chunk_shape[32]
         int64_t grid[32]
@@ -51,7 +54,6 @@ cdef extern from "zc_shard_batch.h":
     void zc_shard_read_worker(zc_shard_job *j) nogil
     void zc_shard_write_worker(zc_shard_job *j) nogil
 
-COMPRESSORS = {None: 0, "zstd": 1, "blosc": 2, "gzip": 3, "zlib": 4}
 
 
 cdef class ShardJob:

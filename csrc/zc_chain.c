@@ -1,0 +1,95 @@
+/* Decode and encode through a zc_chain; see zc_chain.h. */
+#include "zc_chain.h"
+
+#include <string.h>
+
+#include "zc_blosc.h"
+#include "zc_byteswap.h"
+#include "zc_crc32c.h"
+#include "zc_status.h"
+#include "zc_zlib.h"
+#include "zc_zstd.h"
+
+uint32_t zc_load_le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+int zc_chain_decode(const zc_chain *c, const unsigned char *src, size_t len, void *out, size_t n)
+{
+    if (src == NULL)
+        src = (const unsigned char *)""; /* an empty chunk: corrupt, not a bad parameter */
+    if (c->crc32c) {
+        if (len < 4)
+            return ZC_ERR_CORRUPT;
+        len -= 4;
+        if (zc_crc32c(0, src, len) != zc_load_le32(src + len))
+            return ZC_ERR_CHECKSUM;
+    }
+    int st;
+    switch (c->compressor) {
+    case ZC_COMP_NONE:
+        if (len != n)
+            return ZC_ERR_SIZE;
+        memcpy(out, src, n);
+        st = ZC_OK;
+        break;
+    case ZC_COMP_ZSTD: st = zc_zstd_decompress(src, len, out, n); break;
+    case ZC_COMP_BLOSC: st = zc_blosc_decompress(src, len, out, n); break;
+    case ZC_COMP_GZIP: st = zc_inflate(src, len, out, n, ZC_ZLIB_FORMAT_GZIP); break;
+    case ZC_COMP_ZLIB: st = zc_inflate(src, len, out, n, ZC_ZLIB_FORMAT_ZLIB); break;
+    default: return ZC_ERR_PARAM;
+    }
+    if (st == ZC_OK && c->swap_size > 1)
+        st = zc_byteswap(out, out, n / c->swap_size, c->swap_size);
+    return st;
+}
+
+size_t zc_chain_encode_bound(const zc_chain *c, size_t n)
+{
+    size_t bound;
+    switch (c->compressor) {
+    case ZC_COMP_NONE: bound = n; break;
+    case ZC_COMP_ZSTD: bound = zc_zstd_bound(n); break;
+    case ZC_COMP_BLOSC: bound = zc_blosc_bound(n); break;
+    case ZC_COMP_GZIP: bound = zc_deflate_bound(n, ZC_ZLIB_FORMAT_GZIP); break;
+    case ZC_COMP_ZLIB: bound = zc_deflate_bound(n, ZC_ZLIB_FORMAT_ZLIB); break;
+    default: return 0;
+    }
+    if ((bound == 0 && n) || bound > SIZE_MAX - 4)
+        return 0;
+    return bound + 4;
+}
+
+int zc_chain_encode(const zc_chain *c, unsigned char *chunk, size_t n, unsigned char *dst,
+                    size_t cap, size_t *outlen)
+{
+    size_t bound = zc_chain_encode_bound(c, n);
+    if (bound == 0 || cap < bound)
+        return ZC_ERR_SIZE;
+    int st = ZC_OK;
+    if (c->swap_size > 1 && (st = zc_byteswap(chunk, chunk, n / c->swap_size, c->swap_size)) != ZC_OK)
+        return st;
+    size_t room = bound - 4, m = 0;
+    switch (c->compressor) {
+    case ZC_COMP_NONE: memcpy(dst, chunk, n); m = n; break;
+    case ZC_COMP_ZSTD: st = zc_zstd_compress(chunk, n, dst, room, c->clevel, c->checksum, &m); break;
+    case ZC_COMP_BLOSC:
+        st = zc_blosc_compress(chunk, n, dst, room, c->clevel, c->shuffle, c->typesize, c->cname,
+                               c->blocksize, &m);
+        break;
+    case ZC_COMP_GZIP: st = zc_deflate(chunk, n, dst, room, c->clevel, ZC_ZLIB_FORMAT_GZIP, &m); break;
+    case ZC_COMP_ZLIB: st = zc_deflate(chunk, n, dst, room, c->clevel, ZC_ZLIB_FORMAT_ZLIB, &m); break;
+    default: return ZC_ERR_PARAM;
+    }
+    if (st != ZC_OK)
+        return st;
+    if (c->crc32c) {
+        uint32_t crc = zc_crc32c(0, dst, m);
+        for (int i = 0; i < 4; i++)
+            dst[m + (size_t)i] = (unsigned char)(crc >> (8 * i));
+        m += 4;
+    }
+    *outlen = m;
+    return ZC_OK;
+}

@@ -1,0 +1,40 @@
+/* The chunk codec chains the core runs by itself: bytes (byte-swapped when the stored order
+ * differs from memory), at most one compressor, and an optional trailing crc32c. */
+#ifndef ZC_CHAIN_H
+#define ZC_CHAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The bytes->bytes stage of the chain (one compressor at most). */
+#define ZC_COMP_NONE 0
+#define ZC_COMP_ZSTD 1
+#define ZC_COMP_BLOSC 2
+#define ZC_COMP_GZIP 3
+#define ZC_COMP_ZLIB 4
+
+typedef struct {
+    size_t itemsize;
+    size_t swap_size;       /* byteswap items of this size (0: stored order is memory order) */
+    int compressor;         /* ZC_COMP_* */
+    int clevel, shuffle, checksum;  /* encode settings of the compressor */
+    size_t typesize, blocksize;
+    char cname[16];
+    int crc32c;             /* a trailing crc32c follows the compressed bytes */
+} zc_chain;
+
+/* A little-endian uint32 (the crc32c trailer). */
+uint32_t zc_load_le32(const unsigned char *p);
+
+/* Encoded bytes -> exactly `n` decoded bytes at `out`, in memory byte order. */
+int zc_chain_decode(const zc_chain *c, const unsigned char *src, size_t len, void *out, size_t n);
+
+/* Room `zc_chain_encode` may need for `n` decoded bytes; 0 when too large. */
+size_t zc_chain_encode_bound(const zc_chain *c, size_t n);
+
+/* `n` decoded bytes at `chunk` (byte-swapped in place) -> the encoding at `dst`, which has
+ * `cap` >= zc_chain_encode_bound bytes; `*outlen` is its size. */
+int zc_chain_encode(const zc_chain *c, unsigned char *chunk, size_t n, unsigned char *dst,
+                    size_t cap, size_t *outlen);
+
+#endif
