@@ -38,15 +38,33 @@ int64_t zc_slice_chunks(int64_t start, int64_t step, int64_t n, int64_t chunk_le
     return k;
 }
 
-/* Quotient and remainder of v >= 0 by c >= 1. With inv = 1/c (0 for plain division), a
- * multiply replaces the division: exact after a one-step correction while v < 2**52. */
-static inline int64_t divmod(int64_t v, int64_t c, double inv, int64_t *rem)
+/* Division by the chunk shape through floating reciprocals: a multiply instead of a
+ * division, exact after a one-step correction while values stay below 2**52 (plain
+ * division beyond, flagged by inv = 0). */
+typedef struct {
+    int ndim;
+    const int64_t *shape, *chunk;
+    double inv[ZC_MAX_DIMS];
+} divider;
+
+static void divider_init(divider *dv, int ndim, const int64_t *shape, const int64_t *chunk)
 {
-    if (inv == 0.0) {
+    dv->ndim = ndim;
+    dv->shape = shape;
+    dv->chunk = chunk;
+    for (int d = 0; d < ndim; d++)
+        dv->inv[d] = shape[d] < ((int64_t)1 << 52) ? 1.0 / (double)chunk[d] : 0.0;
+}
+
+/* Quotient of in-bounds v >= 0 by chunk[d], its remainder in *rem. */
+static inline int64_t divmod(const divider *dv, int d, int64_t v, int64_t *rem)
+{
+    int64_t c = dv->chunk[d];
+    if (dv->inv[d] == 0.0) {
         *rem = v % c;
         return v / c;
     }
-    int64_t q = (int64_t)((double)v * inv);
+    int64_t q = (int64_t)((double)v * dv->inv[d]);
     int64_t r = v - q * c;
     if (r < 0) {
         q--;
@@ -59,16 +77,22 @@ static inline int64_t divmod(int64_t v, int64_t c, double inv, int64_t *rem)
     return q;
 }
 
-int64_t zc_point_chunk_ids(const int64_t *const *idx, int ndim, int64_t n, const int64_t *shape,
-                           const int64_t *chunk_shape, int64_t *ids, int64_t *local,
-                           int *bad_axis)
+/* In-chunk coordinate along axis d of a coordinate known to be in bounds. */
+static inline int64_t local_of(const divider *dv, int d, int64_t v)
 {
-    int64_t grid[ZC_MAX_DIMS];
-    double inv[ZC_MAX_DIMS];
-    for (int d = 0; d < ndim; d++) {
+    int64_t r;
+    divmod(dv, d, v < 0 ? v + dv->shape[d] : v, &r);
+    return r;
+}
+
+int64_t zc_point_chunk_ids(const int64_t *const *idx, int ndim, int64_t n, const int64_t *shape,
+                           const int64_t *chunk_shape, int64_t *ids, int *bad_axis)
+{
+    int64_t grid[ZC_MAX_DIMS], r;
+    divider dv;
+    divider_init(&dv, ndim, shape, chunk_shape);
+    for (int d = 0; d < ndim; d++)
         grid[d] = ceil_div(shape[d], chunk_shape[d]);
-        inv[d] = shape[d] < ((int64_t)1 << 52) ? 1.0 / (double)chunk_shape[d] : 0.0;
-    }
     for (int64_t i = 0; i < n; i++) {
         int64_t id = 0;
         for (int d = 0; d < ndim; d++) {
@@ -79,11 +103,27 @@ int64_t zc_point_chunk_ids(const int64_t *const *idx, int ndim, int64_t n, const
                 *bad_axis = d;
                 return i;
             }
-            id = id * grid[d] + divmod(v, chunk_shape[d], inv[d], &local[(int64_t)d * n + i]);
+            id = id * grid[d] + divmod(&dv, d, v, &r);
         }
         ids[i] = id;
     }
     return -1;
+}
+
+void zc_point_locals(const int64_t *const *idx, int ndim, int64_t n, const int64_t *order,
+                     const int64_t *shape, const int64_t *chunk_shape, int64_t *local)
+{
+    divider dv;
+    divider_init(&dv, ndim, shape, chunk_shape);
+    for (int d = 0; d < ndim; d++) {
+        int64_t *row = local + (int64_t)d * n;
+        if (order == NULL)
+            for (int64_t k = 0; k < n; k++)
+                row[k] = local_of(&dv, d, idx[d][k]);
+        else
+            for (int64_t k = 0; k < n; k++)
+                row[k] = local_of(&dv, d, idx[d][order[k]]);
+    }
 }
 
 int zc_ascending(const int64_t *keys, int64_t n)
@@ -109,11 +149,11 @@ int64_t zc_group_runs(const int64_t *sorted_keys, int64_t n, int64_t *group_keys
     return g;
 }
 
-/* The scatter pass streams its reads and writes each key's run in sequence: cheaper than
- * gathering the rows afterwards, which would read at random. */
-static int64_t counting_sort(const int64_t *keys, int64_t n, int64_t nkeys, const int64_t *rows,
-                             int nrows, int64_t *order, int64_t *sorted_rows,
-                             int64_t *group_keys, int64_t *offsets)
+/* The scatter pass reads the points in sequence and writes each chunk's run in sequence:
+ * cheaper than gathering the in-chunk coordinates afterwards, which would read at random. */
+static int64_t counting_sort(const int64_t *keys, int64_t n, int64_t nkeys,
+                             const int64_t *const *idx, const divider *dv, int64_t *order,
+                             int64_t *local, int64_t *group_keys, int64_t *offsets)
 {
     int64_t *bins = calloc((size_t)nkeys + 1, sizeof(int64_t));
     if (bins == NULL)
@@ -132,18 +172,16 @@ static int64_t counting_sort(const int64_t *keys, int64_t n, int64_t nkeys, cons
     for (int64_t i = 0; i < n; i++) {
         int64_t at = bins[keys[i]]++;
         order[at] = i;
-        for (int d = 0; d < nrows; d++)
-            sorted_rows[(int64_t)d * n + at] = rows[(int64_t)d * n + i];
+        for (int d = 0; d < dv->ndim; d++)
+            local[(int64_t)d * n + at] = local_of(dv, d, idx[d][i]);
     }
     free(bins);
     return g;
 }
 
-/* Passes over 16-bit digits, moving (key, position) pairs so no pass reads at random; then
- * one gather of the rows. */
-static int64_t radix_sort(const int64_t *keys, int64_t n, int64_t nkeys, const int64_t *rows,
-                          int nrows, int64_t *order, int64_t *sorted_rows, int64_t *group_keys,
-                          int64_t *offsets)
+/* Passes over 16-bit digits, moving (key, position) pairs so no pass reads at random. */
+static int64_t radix_sort(const int64_t *keys, int64_t n, int64_t nkeys, int64_t *order,
+                          int64_t *group_keys, int64_t *offsets)
 {
     int64_t *bins = malloc((size_t)(RADIX_BINS + 1) * sizeof(int64_t));
     int64_t *tmp = malloc((size_t)n * 3 * sizeof(int64_t));
@@ -178,22 +216,25 @@ static int64_t radix_sort(const int64_t *keys, int64_t n, int64_t nkeys, const i
     if (src_pos != order)
         memcpy(order, src_pos, (size_t)n * sizeof(int64_t));
     int64_t g = zc_group_runs(src_key, n, group_keys, offsets);
-    for (int d = 0; d < nrows; d++)
-        for (int64_t k = 0; k < n; k++)
-            sorted_rows[(int64_t)d * n + k] = rows[(int64_t)d * n + order[k]];
     free(bins);
     free(tmp);
     return g;
 }
 
-int64_t zc_sort_points(const int64_t *keys, int64_t n, int64_t nkeys, const int64_t *rows,
-                       int nrows, int64_t *order, int64_t *sorted_rows, int64_t *group_keys,
-                       int64_t *offsets)
+int64_t zc_sort_points(const int64_t *keys, int64_t n, int64_t nkeys,
+                       const int64_t *const *idx, int ndim, const int64_t *shape,
+                       const int64_t *chunk_shape, int64_t *order, int64_t *local,
+                       int64_t *group_keys, int64_t *offsets)
 {
+    divider dv;
+    divider_init(&dv, ndim, shape, chunk_shape);
     /* One counting pass is cheapest while its bins stay small next to the data. */
     if (nkeys <= 4 * n + RADIX_BINS)
-        return counting_sort(keys, n, nkeys, rows, nrows, order, sorted_rows, group_keys, offsets);
-    return radix_sort(keys, n, nkeys, rows, nrows, order, sorted_rows, group_keys, offsets);
+        return counting_sort(keys, n, nkeys, idx, &dv, order, local, group_keys, offsets);
+    int64_t g = radix_sort(keys, n, nkeys, order, group_keys, offsets);
+    if (g >= 0)
+        zc_point_locals(idx, ndim, n, order, shape, chunk_shape, local);
+    return g;
 }
 
 /* Whether the group's points are the chunk's in-bounds region in C order, once each. */

@@ -14,12 +14,15 @@ int64_t zc_slice_chunks(int64_t start, int64_t step, int64_t n, int64_t chunk_le
                         int64_t *out_first, uint8_t *complete);
 
 /* Chunk of n points given as ndim coordinate arrays idx[d][0..n) (negative values count
- * from the end): ids[i] = C-order index of the point's chunk in the chunk grid, and
- * local[d*n + i] its coordinate inside that chunk. Returns -1, or the first point out of
- * bounds with its axis in *bad_axis. */
+ * from the end): ids[i] = C-order index of the point's chunk in the chunk grid. Returns -1,
+ * or the first point out of bounds with its axis in *bad_axis. */
 int64_t zc_point_chunk_ids(const int64_t *const *idx, int ndim, int64_t n, const int64_t *shape,
-                           const int64_t *chunk_shape, int64_t *ids, int64_t *local,
-                           int *bad_axis);
+                           const int64_t *chunk_shape, int64_t *ids, int *bad_axis);
+
+/* In-chunk coordinates of in-bounds points: local[d*n + k] for point order[k] (point k when
+ * order is NULL). */
+void zc_point_locals(const int64_t *const *idx, int ndim, int64_t n, const int64_t *order,
+                     const int64_t *shape, const int64_t *chunk_shape, int64_t *local);
 
 /* 1 when keys[0..n) never decrease, else 0. */
 int zc_ascending(const int64_t *keys, int64_t n);
@@ -29,14 +32,15 @@ int zc_ascending(const int64_t *keys, int64_t n);
 int64_t zc_group_runs(const int64_t *sorted_keys, int64_t n, int64_t *group_keys,
                       int64_t *offsets);
 
-/* Stable sort of n points by key in [0, nkeys): order[k] is the position of the k-th point
- * and sorted_rows[d*n + k] = rows[d*n + order[k]] for the nrows rows of per-point values;
- * the runs of equal keys as zc_group_runs writes them. A counting sort when nkeys is small
- * next to n, least-significant-digit radix passes when not. group_keys and offsets hold
- * min(n, nkeys) + 1 entries. Returns the number of runs, or ZC_ERR_NOMEM. */
-int64_t zc_sort_points(const int64_t *keys, int64_t n, int64_t nkeys, const int64_t *rows,
-                       int nrows, int64_t *order, int64_t *sorted_rows, int64_t *group_keys,
-                       int64_t *offsets);
+/* Stable sort of n in-bounds points (idx as for zc_point_chunk_ids) by their chunk ids
+ * `keys` in [0, nkeys): order[k] is the position of the k-th point and local[d*n + k] its
+ * in-chunk coordinates; the runs of equal keys as zc_group_runs writes them. A counting sort
+ * when nkeys is small next to n, least-significant-digit radix passes when not. group_keys
+ * and offsets hold min(n, nkeys) + 1 entries. Returns the number of runs, or ZC_ERR_NOMEM. */
+int64_t zc_sort_points(const int64_t *keys, int64_t n, int64_t nkeys,
+                       const int64_t *const *idx, int ndim, const int64_t *shape,
+                       const int64_t *chunk_shape, int64_t *order, int64_t *local,
+                       int64_t *group_keys, int64_t *offsets);
 
 /* Flags of each group (sorted points offsets[g]..offsets[g+1] of local, chunk grid
  * coordinates coords[g*ndim..]): ZC_GROUP_COMPLETE when the points enumerate the chunk's

@@ -27,12 +27,15 @@ cdef extern from "zc_indexing.h" nogil:
                             int64_t *out_first, uint8_t *complete)
     int64_t zc_point_chunk_ids(const int64_t *const *idx, int ndim, int64_t n,
                                const int64_t *shape, const int64_t *chunk_shape, int64_t *ids,
-                               int64_t *local, int *bad_axis)
+                               int *bad_axis)
+    void zc_point_locals(const int64_t *const *idx, int ndim, int64_t n, const int64_t *order,
+                         const int64_t *shape, const int64_t *chunk_shape, int64_t *local)
     int zc_ascending(const int64_t *keys, int64_t n)
     int64_t zc_group_runs(const int64_t *sorted_keys, int64_t n, int64_t *group_keys,
                           int64_t *offsets)
-    int64_t zc_sort_points(const int64_t *keys, int64_t n, int64_t nkeys, const int64_t *rows,
-                           int nrows, int64_t *order, int64_t *sorted_rows,
+    int64_t zc_sort_points(const int64_t *keys, int64_t n, int64_t nkeys,
+                           const int64_t *const *idx, int ndim, const int64_t *shape,
+                           const int64_t *chunk_shape, int64_t *order, int64_t *local,
                            int64_t *group_keys, int64_t *offsets)
     void zc_group_flags(const int64_t *local, int64_t n, int ndim, const int64_t *offsets,
                         int64_t ngroups, const int64_t *coords, const int64_t *shape,
@@ -141,11 +144,9 @@ def group_points(list arrays, shape, chunk_shape, bint progressions=False, axes=
     for d in range(ndim):
         idx[d] = _ptr(arrays[d])
     cdef cnp.ndarray ids = np.empty(n, dtype=np.int64)
-    cdef cnp.ndarray unsorted = np.empty((ndim, n), dtype=np.int64)
     cdef int64_t bad
     with nogil:
-        bad = zc_point_chunk_ids(idx, ndim, n, _ptr(shp), _ptr(chk), _ptr(ids),
-                                 _ptr(unsorted), &bad_axis)
+        bad = zc_point_chunk_ids(idx, ndim, n, _ptr(shp), _ptr(chk), _ptr(ids), &bad_axis)
     if bad >= 0:
         raise IndexError(
             f"index {arrays[bad_axis][bad]} is out of bounds for axis "
@@ -154,18 +155,18 @@ def group_points(list arrays, shape, chunk_shape, bint progressions=False, axes=
     cdef int64_t ngroups, most = min(n, nkeys)
     cdef cnp.ndarray keys = np.empty(most + 1, dtype=np.int64)
     cdef cnp.ndarray offsets = np.empty(most + 1, dtype=np.int64)
-    cdef cnp.ndarray local = unsorted
+    cdef cnp.ndarray local = np.empty((ndim, n), dtype=np.int64)
     cdef cnp.ndarray order = None
     with nogil:
         in_order = zc_ascending(_ptr(ids), n)
         if in_order:
             ngroups = zc_group_runs(_ptr(ids), n, _ptr(keys), _ptr(offsets))
+            zc_point_locals(idx, ndim, n, NULL, _ptr(shp), _ptr(chk), _ptr(local))
     if not in_order:
         order = np.empty(n, dtype=np.int64)
-        local = np.empty((ndim, n), dtype=np.int64)
         with nogil:
-            ngroups = zc_sort_points(_ptr(ids), n, nkeys, _ptr(unsorted), ndim, _ptr(order),
-                                     _ptr(local), _ptr(keys), _ptr(offsets))
+            ngroups = zc_sort_points(_ptr(ids), n, nkeys, idx, ndim, _ptr(shp), _ptr(chk),
+                                     _ptr(order), _ptr(local), _ptr(keys), _ptr(offsets))
         if ngroups < 0:
             raise MemoryError("grouping points by chunk")
     cdef cnp.ndarray coords = np.empty((ngroups, ndim), dtype=np.int64)
