@@ -435,3 +435,23 @@ def test_scattered_points_group_per_chunk():
     projections = list(indexer.projections())
     assert len(projections) == 40
     assert sum(p.chunk_selection[0].size for p in projections) == 100_000
+
+
+def test_points_on_huge_sparse_grids():
+    """A grid too large for one counting sort (radix passes), a shape past 2**52 (exact
+    division rather than reciprocals), only the touched chunks stored."""
+    a = zarrcore.create_array({}, shape=(2**60, 5), chunks=(3, 2), dtype="i4", fill_value=-1,
+                              compressors=None)
+    rng = np.random.default_rng(3)
+    rows = rng.integers(0, 2**60, 500)
+    rows[:3] = [2**60 - 1, 0, 2**52 + 1]
+    cols = rng.integers(0, 5, 500)
+    values = np.arange(500, dtype="i4")
+    a.vindex[rows, cols] = values
+    np.testing.assert_array_equal(a.vindex[rows, cols], values)
+    np.testing.assert_array_equal(a.vindex[rows[::-1], cols[::-1] - 5], values[::-1])
+    np.testing.assert_array_equal(a.oindex[[0, 2**60 - 1], [cols[1], cols[0]]],
+                                  [[1, -1], [-1, 0]])
+    assert a.nchunks_initialized <= 500
+    with pytest.raises(IndexError):
+        a.vindex[[2**60], [0]]
