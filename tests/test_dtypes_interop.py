@@ -421,7 +421,11 @@ def test_hypothesis_fixed_size_types_both_ways(tmp_path_factory, case):
             a = writer.create_array(path, shape=data.shape, chunks=chunks, dtype=data.dtype, zarr_format=fmt)
             a[...] = data
             out = reader.open_array(path, mode="r")[...]
-        assert out.astype(data.dtype).tobytes() == data.tobytes()
+        if writer is zarr and data.dtype.kind in "fc":
+            # zarr-python skips chunks equal to the fill by value, so -0.0 reads back as 0.0.
+            np.testing.assert_array_equal(out, data)
+        else:
+            assert out.astype(data.dtype).tobytes() == data.tobytes()
 
 
 @pytest.mark.parametrize("writer,reader", [(zarrcore, zarr), (zarr, zarrcore)])

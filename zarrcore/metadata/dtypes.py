@@ -485,8 +485,10 @@ class _VariableLengthBase(DataType):
     item_type = None
 
     def _item(self, item):
-        """One item of an object array as the vlen codec takes it; TypeError if it is not one."""
-        raise NotImplementedError
+        """An item (or fill value) as the vlen codec takes it; TypeError if it is not one."""
+        if isinstance(item, self.item_type):
+            return item
+        raise TypeError(f"{self} values must be {self.item_type.__name__}, got {type(item).__name__}")
 
     def cast_array(self, value):
         array = super().cast_array(value)
@@ -526,14 +528,7 @@ class StringType(_VariableLengthBase):
         return np.str_("")
 
     def cast_fill_value(self, value):
-        if isinstance(value, str):
-            return np.str_(value)
-        raise TypeError(f"fill value for {self} must be a str, got {value!r}")
-
-    def _item(self, item):
-        if isinstance(item, str):
-            return item
-        raise TypeError(f"{self} items must be str, got {type(item).__name__}")
+        return np.str_(self._item(value))
 
     def _decode_fill(self, value, zarr_format):
         # zarr 2.x wrote 0 (its generic default) as the fill value of object arrays.
@@ -562,14 +557,10 @@ class VariableLengthBytesType(_VariableLengthBase):
         return b""
 
     def cast_fill_value(self, value):
-        if isinstance(value, (bytes, bytearray, memoryview)):
-            return bytes(value)
-        raise TypeError(f"fill value for {self} must be bytes, got {value!r}")
+        return self._item(value)
 
     def _item(self, item):
-        if isinstance(item, (bytes, bytearray, memoryview)):
-            return bytes(item)
-        raise TypeError(f"{self} items must be bytes, got {type(item).__name__}")
+        return bytes(item) if isinstance(item, (bytearray, memoryview)) else super()._item(item)
 
     def _decode_fill(self, value, zarr_format):
         if zarr_format == 2 and value == 0 and not isinstance(value, bool):
