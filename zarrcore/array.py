@@ -7,7 +7,6 @@ import numpy as np
 
 from . import nodes
 from .codecs.sharding import ShardingCodec
-from .errors import ReadOnlyError
 from .indexing import (
     BasicIndexer, BlockIndexer, OrthogonalIndexer, coordinate_indexer, mask_indexer,
     numpy_indexer, pop_fields,
@@ -22,13 +21,13 @@ def _format_bytes(n):
         n /= 1024
 
 
-class Array:
+class Array(nodes.Node):
     """A Zarr array. Index it like numpy: `a[...]`, `a[2:10, 5] = 1`."""
 
+    kind = "array"
+
     def __init__(self, store, path, metadata, read_only=False):
-        self._store = store
-        self._path = path
-        self._read_only = read_only or store.read_only
+        super().__init__(store, path, metadata, read_only)
         self._set_metadata(metadata)
 
     def _set_metadata(self, metadata):
@@ -69,34 +68,6 @@ class Array:
         return metadata.fill_value
 
     # -- properties -----------------------------------------------------------
-    @property
-    def metadata(self):
-        return self._metadata
-
-    @property
-    def store(self):
-        return self._store
-
-    @property
-    def path(self):
-        return self._path
-
-    @property
-    def name(self):
-        return "/" + self._path
-
-    @property
-    def basename(self):
-        return self._path.rsplit("/", 1)[-1]
-
-    @property
-    def read_only(self):
-        return self._read_only
-
-    @property
-    def zarr_format(self):
-        return self._metadata.zarr_format
-
     @property
     def shape(self):
         return tuple(self._metadata.shape)
@@ -143,10 +114,6 @@ class Array:
         return getattr(self._metadata, "order", "C")
 
     @property
-    def attrs(self):
-        return nodes.Attributes(self)
-
-    @property
     def codecs(self):
         return self._chunks.chain.codecs
 
@@ -187,16 +154,6 @@ class Array:
     def __array__(self, dtype=None, copy=None):
         data = self[...]
         return data if dtype is None else data.astype(dtype, copy=False)
-
-    # -- metadata updates -----------------------------------------------------
-    def _update_attributes(self, attributes):
-        self._check_writable()
-        self._metadata = self._metadata.evolve(attributes=attributes)
-        nodes.write_metadata(self._store, self._path, self._metadata)
-
-    def _check_writable(self):
-        if self._read_only:
-            raise ReadOnlyError(f"array {self.name!r} is read-only")
 
     # -- selection ------------------------------------------------------------
     def __getitem__(self, selection):

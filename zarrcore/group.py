@@ -1,7 +1,7 @@
 """The Group: a node holding arrays and groups by name."""
 from . import nodes
 from .array import Array
-from .errors import MemberNotFoundError, NodeExistsError, NodeNotFoundError, ReadOnlyError
+from .errors import MemberNotFoundError, NodeExistsError, NodeNotFoundError
 
 
 def open_node(store, path, zarr_format=None, read_only=False, use_consolidated=False):
@@ -18,48 +18,15 @@ def open_node(store, path, zarr_format=None, read_only=False, use_consolidated=F
     return Group(store, path, metadata, read_only=read_only, consolidated=consolidated)
 
 
-class Group:
+class Group(nodes.Node):
     """A Zarr group: `g["a/b"]`, `g.create_array(...)`, `g.members()`."""
 
+    kind = "group"
+
     def __init__(self, store, path, metadata, read_only=False, consolidated=None):
-        self._store = store
-        self._path = path
-        self._metadata = metadata
-        self._read_only = read_only or store.read_only
+        super().__init__(store, path, metadata, read_only)
         # Members' metadata, when opened through consolidated metadata: no store reads.
         self._consolidated = consolidated
-
-    @property
-    def metadata(self):
-        return self._metadata
-
-    @property
-    def store(self):
-        return self._store
-
-    @property
-    def path(self):
-        return self._path
-
-    @property
-    def name(self):
-        return "/" + self._path
-
-    @property
-    def basename(self):
-        return self._path.rsplit("/", 1)[-1]
-
-    @property
-    def zarr_format(self):
-        return self._metadata.zarr_format
-
-    @property
-    def read_only(self):
-        return self._read_only
-
-    @property
-    def attrs(self):
-        return nodes.Attributes(self)
 
     @property
     def info(self):
@@ -67,15 +34,6 @@ class Group:
 
     def __repr__(self):
         return f"<zarrcore.Group {self._store!r}{self.name}>"
-
-    def _update_attributes(self, attributes):
-        self._check_writable()
-        self._metadata = self._metadata.evolve(attributes=attributes)
-        nodes.write_metadata(self._store, self._path, self._metadata)
-
-    def _check_writable(self):
-        if self._read_only:
-            raise ReadOnlyError(f"group {self.name!r} is read-only")
 
     def _child_path(self, name):
         name = nodes.normalize_path(name)

@@ -1,7 +1,7 @@
 """Where node metadata lives in a store, and reading it for either Zarr format."""
 import json
 
-from .errors import MetadataError, NodeNotFoundError
+from .errors import MetadataError, NodeNotFoundError, ReadOnlyError
 from .storage import validate_key
 
 V3_KEY = "zarr.json"
@@ -103,6 +103,59 @@ def ensure_parent_groups(store, path, zarr_format):
             else:
                 meta = metadata_v2.GroupMetadataV2(attributes={})
             write_metadata(store, parent, meta)
+
+
+class Node:
+    """What arrays and groups share: where they live, their metadata and attributes."""
+
+    kind = "node"
+
+    def __init__(self, store, path, metadata, read_only=False):
+        self._store = store
+        self._path = path
+        self._read_only = read_only or store.read_only
+        self._metadata = metadata
+
+    @property
+    def metadata(self):
+        return self._metadata
+
+    @property
+    def store(self):
+        return self._store
+
+    @property
+    def path(self):
+        return self._path
+
+    @property
+    def name(self):
+        return "/" + self._path
+
+    @property
+    def basename(self):
+        return self._path.rsplit("/", 1)[-1]
+
+    @property
+    def zarr_format(self):
+        return self._metadata.zarr_format
+
+    @property
+    def read_only(self):
+        return self._read_only
+
+    @property
+    def attrs(self):
+        return Attributes(self)
+
+    def _update_attributes(self, attributes):
+        self._check_writable()
+        self._metadata = self._metadata.evolve(attributes=attributes)
+        write_metadata(self._store, self._path, self._metadata)
+
+    def _check_writable(self):
+        if self._read_only:
+            raise ReadOnlyError(f"{self.kind} {self.name!r} is read-only")
 
 
 class Attributes(dict):
