@@ -52,9 +52,16 @@ def cmd_demo(args):
                                                          "shuffle": "bitshuffle"}}],
     )
     counts[:] = np.arange(1000, dtype=np.uint16) % 97
+    # Sharded: 64 inner chunks per shard object, index checksummed at its end.
+    pressure = climate.create_array(
+        "pressure", shape=temperature.shape, dtype="float32", chunks=(8, 32, 32),
+        shards=(16, 128, 128),
+    )
+    pressure[...] = 1000 + temperature
     check = _open(args.path)
     ok = (np.array_equal(check["temperature"][...], temperature)
-          and np.array_equal(check["climate/station_counts"][...], np.arange(1000) % 97))
+          and np.array_equal(check["climate/station_counts"][...], np.arange(1000) % 97)
+          and np.array_equal(check["climate/pressure"][...], 1000 + temperature))
     print(f"wrote and re-read {args.path}: {'verified' if ok else 'MISMATCH'}")
     if not ok:
         sys.exit(1)
