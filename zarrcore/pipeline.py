@@ -283,7 +283,7 @@ class ChunkStore:
     # -- reads ---------------------------------------------------------------
     def read(self, indexer, out):
         """Fill `out` (shape indexer.drop_shape) with the selection, chunks in parallel."""
-        if self._batch is not None and type(indexer) is BasicIndexer:
+        if self._batch is not None and isinstance(indexer, BasicIndexer):
             batch, head_len = self._make_batch(indexer, out, batch_strides(indexer, out))
             run_workers(batch.work_read, batch.ntasks)
             batch.raise_error(head_len)
@@ -307,7 +307,7 @@ class ChunkStore:
     def write(self, indexer, value):
         """Write `value` (broadcast to indexer.drop_shape) into the selected chunks."""
         projections = indexer.projections()
-        if self._batch is not None and type(indexer) is BasicIndexer:
+        if self._batch is not None and isinstance(indexer, BasicIndexer):
             batch, head_len = self._make_batch(indexer, value, batch_strides(indexer, value))
             run_workers(batch.work_write, batch.ntasks)
             batch.raise_error(head_len)

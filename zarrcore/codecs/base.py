@@ -1,4 +1,5 @@
 """The codec interface, grouped as array->array, array->bytes and bytes->bytes."""
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -19,7 +20,7 @@ class ChunkSpec:
 
     @property
     def nbytes(self):
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        return math.prod(self.shape) * self.dtype.itemsize
 
     def evolve(self, **changes):
         return replace(self, **changes)
