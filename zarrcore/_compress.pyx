@@ -8,6 +8,7 @@ Bad input raises ChunkDecodeError (ChecksumError for checksums); callers add the
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.object cimport PyObject
 from libc.stdlib cimport free
+from libc.string cimport memset
 
 import numpy as np
 
@@ -145,34 +146,162 @@ def crc32c(src, unsigned int value=0):
     return c
 
 
-# ---- blosc ------------------------------------------------------------------------------
+# ---- one encode and one decode path for every compressor ----------------------------------
 
-def blosc_compress(src, int typesize, int clevel, int shuffle, str cname, int blocksize=0):
-    """Blosc-compress `src`; shuffle 0 none, 1 byte, 2 bit."""
+cdef enum _Codec:
+    _BLOSC, _ZSTD, _DEFLATE, _LZ4
+
+cdef struct _Params:
+    _Codec codec
+    int level       # blosc clevel, zstd/deflate level, lz4 acceleration
+    int fmt         # deflate: ZC_ZLIB_FORMAT_GZIP or ZC_ZLIB_FORMAT_ZLIB
+    bint checksum   # zstd
+    int shuffle     # blosc, and its typesize, blocksize and cname
+    size_t typesize, blocksize
+    const char *cname
+
+
+cdef inline _Params _params(_Codec codec, int fmt=0) noexcept:
+    """Parameters of `codec` with every setting zero."""
+    cdef _Params p
+    memset(&p, 0, sizeof(p))
+    p.codec = codec
+    p.fmt = fmt
+    return p
+
+
+cdef size_t _bound(const _Params *p, size_t n) noexcept nogil:
+    if p.codec == _BLOSC:
+        return zc_blosc_bound(n)
+    if p.codec == _ZSTD:
+        return zc_zstd_bound(n)
+    if p.codec == _DEFLATE:
+        return zc_deflate_bound(n, p.fmt)
+    return zc_lz4_bound(n)
+
+
+cdef int _encode(const _Params *p, const void *src, size_t n, void *dst, size_t cap,
+                 size_t *outlen) noexcept nogil:
+    if p.codec == _BLOSC:
+        return zc_blosc_compress(src, n, dst, cap, p.level, p.shuffle, p.typesize, p.cname,
+                                 p.blocksize, outlen)
+    if p.codec == _ZSTD:
+        return zc_zstd_compress(src, n, dst, cap, p.level, p.checksum, outlen)
+    if p.codec == _DEFLATE:
+        return zc_deflate(src, n, dst, cap, p.level, p.fmt, outlen)
+    return zc_lz4_compress(src, n, dst, cap, p.level, outlen)
+
+
+cdef int _decoded_size(const _Params *p, const void *src, size_t n, int *known,
+                       size_t *size) noexcept nogil:
+    """The decoded size when the encoding records it (*known = 1), else *known = 0."""
+    known[0] = 1
+    if p.codec == _BLOSC:
+        return zc_blosc_decoded_size(src, n, size)
+    if p.codec == _ZSTD:
+        return zc_zstd_content_size(src, n, known, size)
+    if p.codec == _LZ4:
+        return zc_lz4_decoded_size(src, n, size)
+    known[0] = 0
+    return ZC_OK
+
+
+cdef int _decode(const _Params *p, const void *src, size_t n, void *dst,
+                 size_t dstlen) noexcept nogil:
+    if p.codec == _BLOSC:
+        return zc_blosc_decompress(src, n, dst, dstlen)
+    if p.codec == _ZSTD:
+        return zc_zstd_decompress(src, n, dst, dstlen)
+    if p.codec == _DEFLATE:
+        return zc_inflate(src, n, dst, dstlen, p.fmt)
+    return zc_lz4_decompress(src, n, dst, dstlen)
+
+
+cdef int _decode_alloc(const _Params *p, const void *src, size_t n, size_t maxlen, void **out,
+                       size_t *outlen) noexcept nogil:
+    """Decode data of unknown decoded size (zstd, deflate) into a malloc'd buffer."""
+    if p.codec == _ZSTD:
+        return zc_zstd_decompress_alloc(src, n, maxlen, out, outlen)
+    return zc_inflate_alloc(src, n, maxlen, p.fmt, out, outlen)
+
+
+cdef object _compress(str codec, object src, _Params p):
+    """`src` encoded as `p` says, as new bytes."""
     cdef Py_buffer view
     cdef PyObject *raw = NULL
     cdef PyObject *done
     cdef size_t n = 0, cap
     cdef int status
-    cdef bytes cname_b = cname.encode("ascii")
-    cdef const char *cn = cname_b
-    if typesize < 1 or blocksize < 0:
-        raise ValueError(f"blosc: invalid typesize {typesize} or blocksize {blocksize}")
     _get_src(src, &view)
     try:
-        cap = zc_blosc_bound(view.len)
+        cap = _bound(&p, view.len)
+        if cap == 0:
+            _encode_failed(codec, ZC_ERR_SIZE)
         raw = _new_bytes(NULL, cap)
         with nogil:
-            status = zc_blosc_compress(view.buf, view.len, _bytes_data(raw), cap, clevel, shuffle,
-                                       typesize, cn, blocksize, &n)
+            status = _encode(&p, view.buf, view.len, _bytes_data(raw), cap, &n)
         if status != ZC_OK:
-            _encode_failed("blosc", status)
+            _encode_failed(codec, status)
         done, raw = raw, NULL
         return _adopt(done, n)
     finally:
         if raw != NULL:
             _decref(raw)
         PyBuffer_Release(&view)
+
+
+cdef object _decompress(str codec, object src, object out, _Params p):
+    """`src` decoded into `out` (returned) or new bytes."""
+    cdef Py_buffer view, oview
+    cdef PyObject *raw = NULL
+    cdef PyObject *done
+    cdef void *buf = NULL
+    cdef size_t n = 0
+    cdef int status, known = 0
+    _get_src(src, &view)
+    try:
+        if out is not None:
+            _get_out(out, &oview)
+            try:
+                with nogil:
+                    status = _decode(&p, view.buf, view.len, oview.buf, oview.len)
+                if status != ZC_OK:
+                    _decode_failed(codec, status, view.len, oview.len)
+            finally:
+                PyBuffer_Release(&oview)
+            return out
+        status = _decoded_size(&p, view.buf, view.len, &known, &n)
+        if status != ZC_OK:
+            _decode_failed(codec, status, view.len, -1)
+        if not known:
+            with nogil:
+                status = _decode_alloc(&p, view.buf, view.len, PY_SSIZE_T_MAX, &buf, &n)
+            if status != ZC_OK:
+                _decode_failed(codec, status, view.len, -1)
+            return _from_malloc(buf, n)
+        raw = _new_bytes(NULL, n)
+        with nogil:
+            status = _decode(&p, view.buf, view.len, _bytes_data(raw), n)
+        if status != ZC_OK:
+            _decode_failed(codec, status, view.len, n)
+        done, raw = raw, NULL
+        return _adopt(done, n)
+    finally:
+        if raw != NULL:
+            _decref(raw)
+        PyBuffer_Release(&view)
+
+
+# ---- blosc ------------------------------------------------------------------------------
+
+def blosc_compress(src, int typesize, int clevel, int shuffle, str cname, int blocksize=0):
+    """Blosc-compress `src`; shuffle 0 none, 1 byte, 2 bit."""
+    cdef bytes cname_b = cname.encode("ascii")
+    cdef _Params p = _params(_BLOSC)
+    if typesize < 1 or blocksize < 0:
+        raise ValueError(f"blosc: invalid typesize {typesize} or blocksize {blocksize}")
+    p.level, p.shuffle, p.typesize, p.blocksize, p.cname = clevel, shuffle, typesize, blocksize, cname_b
+    return _compress("blosc", src, p)
 
 
 def blosc_decoded_size(src):
@@ -192,160 +321,31 @@ def blosc_decoded_size(src):
 
 def blosc_decompress(src, out=None):
     """Decompress a blosc buffer into `out` (returned) or new bytes."""
-    cdef Py_buffer view, oview
-    cdef PyObject *raw = NULL
-    cdef PyObject *done
-    cdef size_t n = 0
-    cdef int status
-    _get_src(src, &view)
-    try:
-        if out is not None:
-            _get_out(out, &oview)
-            try:
-                with nogil:
-                    status = zc_blosc_decompress(view.buf, view.len, oview.buf, oview.len)
-                if status != ZC_OK:
-                    _decode_failed("blosc", status, view.len, oview.len)
-            finally:
-                PyBuffer_Release(&oview)
-            return out
-        status = zc_blosc_decoded_size(view.buf, view.len, &n)
-        if status != ZC_OK:
-            _decode_failed("blosc", status, view.len, -1)
-        raw = _new_bytes(NULL, n)
-        with nogil:
-            status = zc_blosc_decompress(view.buf, view.len, _bytes_data(raw), n)
-        if status != ZC_OK:
-            _decode_failed("blosc", status, view.len, n)
-        done, raw = raw, NULL
-        return _adopt(done, n)
-    finally:
-        if raw != NULL:
-            _decref(raw)
-        PyBuffer_Release(&view)
+    return _decompress("blosc", src, out, _params(_BLOSC))
 
 
 # ---- zstd -------------------------------------------------------------------------------
 
 def zstd_compress(src, int level, bint checksum):
     """Compress `src` as one zstd frame (content size recorded)."""
-    cdef Py_buffer view
-    cdef PyObject *raw = NULL
-    cdef PyObject *done
-    cdef size_t n = 0, cap
-    cdef int status
-    _get_src(src, &view)
-    try:
-        cap = zc_zstd_bound(view.len)
-        if cap == 0:
-            _encode_failed("zstd", ZC_ERR_SIZE)
-        raw = _new_bytes(NULL, cap)
-        with nogil:
-            status = zc_zstd_compress(view.buf, view.len, _bytes_data(raw), cap, level, checksum, &n)
-        if status != ZC_OK:
-            _encode_failed("zstd", status)
-        done, raw = raw, NULL
-        return _adopt(done, n)
-    finally:
-        if raw != NULL:
-            _decref(raw)
-        PyBuffer_Release(&view)
+    cdef _Params p = _params(_ZSTD)
+    p.level, p.checksum = level, checksum
+    return _compress("zstd", src, p)
 
 
 def zstd_decompress(src, out=None):
     """Decompress all zstd frames of `src` (with or without content size) into `out` or bytes."""
-    cdef Py_buffer view, oview
-    cdef PyObject *raw = NULL
-    cdef PyObject *done
-    cdef void *buf = NULL
-    cdef size_t n = 0
-    cdef int status, known = 0
-    _get_src(src, &view)
-    try:
-        if out is not None:
-            _get_out(out, &oview)
-            try:
-                with nogil:
-                    status = zc_zstd_decompress(view.buf, view.len, oview.buf, oview.len)
-                if status != ZC_OK:
-                    _decode_failed("zstd", status, view.len, oview.len)
-            finally:
-                PyBuffer_Release(&oview)
-            return out
-        status = zc_zstd_content_size(view.buf, view.len, &known, &n)
-        if status != ZC_OK:
-            _decode_failed("zstd", status, view.len, -1)
-        if not known:
-            with nogil:
-                status = zc_zstd_decompress_alloc(view.buf, view.len, PY_SSIZE_T_MAX, &buf, &n)
-            if status != ZC_OK:
-                _decode_failed("zstd", status, view.len, -1)
-            return _from_malloc(buf, n)
-        raw = _new_bytes(NULL, n)
-        with nogil:
-            status = zc_zstd_decompress(view.buf, view.len, _bytes_data(raw), n)
-        if status != ZC_OK:
-            _decode_failed("zstd", status, view.len, n)
-        done, raw = raw, NULL
-        return _adopt(done, n)
-    finally:
-        if raw != NULL:
-            _decref(raw)
-        PyBuffer_Release(&view)
+    return _decompress("zstd", src, out, _params(_ZSTD))
 
 
 # ---- gzip / zlib ------------------------------------------------------------------------
 
 cdef object _deflate(str codec, object src, int level, int fmt):
-    cdef Py_buffer view
-    cdef PyObject *raw = NULL
-    cdef PyObject *done
-    cdef size_t n = 0, cap
-    cdef int status
+    cdef _Params p = _params(_DEFLATE, fmt)
     if not 0 <= level <= 9:
         raise ValueError(f"{codec}: level must be 0-9, got {level}")
-    _get_src(src, &view)
-    try:
-        cap = zc_deflate_bound(view.len, fmt)
-        if cap == 0:
-            _encode_failed(codec, ZC_ERR_SIZE)
-        raw = _new_bytes(NULL, cap)
-        with nogil:
-            status = zc_deflate(view.buf, view.len, _bytes_data(raw), cap, level, fmt, &n)
-        if status != ZC_OK:
-            _encode_failed(codec, status)
-        done, raw = raw, NULL
-        return _adopt(done, n)
-    finally:
-        if raw != NULL:
-            _decref(raw)
-        PyBuffer_Release(&view)
-
-
-cdef object _inflate(str codec, object src, object out, int fmt):
-    cdef Py_buffer view, oview
-    cdef void *buf = NULL
-    cdef size_t n = 0
-    cdef int status
-    _get_src(src, &view)
-    try:
-        if out is not None:
-            _get_out(out, &oview)
-            try:
-                with nogil:
-                    status = zc_inflate(view.buf, view.len, oview.buf, oview.len, fmt)
-                if status != ZC_OK:
-                    _decode_failed(codec, status, view.len, oview.len)
-            finally:
-                PyBuffer_Release(&oview)
-            return out
-        with nogil:
-            status = zc_inflate_alloc(view.buf, view.len, PY_SSIZE_T_MAX, fmt, &buf, &n)
-        if status != ZC_OK:
-            _decode_failed(codec, status, view.len, -1)
-        return _from_malloc(buf, n)
-    finally:
-        PyBuffer_Release(&view)
+    p.level = level
+    return _compress(codec, src, p)
 
 
 def gzip_compress(src, int level):
@@ -355,7 +355,7 @@ def gzip_compress(src, int level):
 
 def gzip_decompress(src, out=None):
     """Decompress one or more concatenated gzip members into `out` or bytes."""
-    return _inflate("gzip", src, out, ZC_ZLIB_FORMAT_GZIP)
+    return _decompress("gzip", src, out, _params(_DEFLATE, ZC_ZLIB_FORMAT_GZIP))
 
 
 def zlib_compress(src, int level):
@@ -365,66 +365,18 @@ def zlib_compress(src, int level):
 
 def zlib_decompress(src, out=None):
     """Decompress a zlib stream into `out` or bytes."""
-    return _inflate("zlib", src, out, ZC_ZLIB_FORMAT_ZLIB)
+    return _decompress("zlib", src, out, _params(_DEFLATE, ZC_ZLIB_FORMAT_ZLIB))
 
 
 # ---- lz4 --------------------------------------------------------------------------------
 
 def lz4_compress(src, int acceleration=1):
     """Compress `src` in numcodecs' LZ4 format (size prefix + block)."""
-    cdef Py_buffer view
-    cdef PyObject *raw = NULL
-    cdef PyObject *done
-    cdef size_t n = 0, cap
-    cdef int status
-    _get_src(src, &view)
-    try:
-        cap = zc_lz4_bound(view.len)
-        if cap == 0:
-            _encode_failed("lz4", ZC_ERR_SIZE)
-        raw = _new_bytes(NULL, cap)
-        with nogil:
-            status = zc_lz4_compress(view.buf, view.len, _bytes_data(raw), cap, acceleration, &n)
-        if status != ZC_OK:
-            _encode_failed("lz4", status)
-        done, raw = raw, NULL
-        return _adopt(done, n)
-    finally:
-        if raw != NULL:
-            _decref(raw)
-        PyBuffer_Release(&view)
+    cdef _Params p = _params(_LZ4)
+    p.level = acceleration
+    return _compress("lz4", src, p)
 
 
 def lz4_decompress(src, out=None):
     """Decompress numcodecs LZ4 data into `out` or bytes."""
-    cdef Py_buffer view, oview
-    cdef PyObject *raw = NULL
-    cdef PyObject *done
-    cdef size_t n = 0
-    cdef int status
-    _get_src(src, &view)
-    try:
-        if out is not None:
-            _get_out(out, &oview)
-            try:
-                with nogil:
-                    status = zc_lz4_decompress(view.buf, view.len, oview.buf, oview.len)
-                if status != ZC_OK:
-                    _decode_failed("lz4", status, view.len, oview.len)
-            finally:
-                PyBuffer_Release(&oview)
-            return out
-        status = zc_lz4_decoded_size(view.buf, view.len, &n)
-        if status != ZC_OK:
-            _decode_failed("lz4", status, view.len, -1)
-        raw = _new_bytes(NULL, n)
-        with nogil:
-            status = zc_lz4_decompress(view.buf, view.len, _bytes_data(raw), n)
-        if status != ZC_OK:
-            _decode_failed("lz4", status, view.len, n)
-        done, raw = raw, NULL
-        return _adopt(done, n)
-    finally:
-        if raw != NULL:
-            _decref(raw)
-        PyBuffer_Release(&view)
+    return _decompress("lz4", src, out, _params(_LZ4))
