@@ -225,36 +225,47 @@ cdef int _decode_alloc(const _Params *p, const void *src, size_t n, size_t maxle
     return zc_inflate_alloc(src, n, maxlen, p.fmt, out, outlen)
 
 
-cdef object _compress(str codec, object src, _Params p):
-    """`src` encoded as `p` says, as new bytes."""
-    cdef Py_buffer view
-    cdef PyObject *raw = NULL
+cdef object _to_new_bytes(str codec, const Py_buffer *view, const _Params *p, size_t cap,
+                          bint encode):
+    """`view` encoded (into at most `cap` bytes) or decoded (into exactly `cap`) as new bytes."""
+    cdef PyObject *raw = _new_bytes(NULL, cap)
     cdef PyObject *done
-    cdef size_t n = 0, cap
+    cdef size_t n = cap
     cdef int status
-    _get_src(src, &view)
     try:
-        cap = _bound(&p, view.len)
-        if cap == 0:
-            _encode_failed(codec, ZC_ERR_SIZE)
-        raw = _new_bytes(NULL, cap)
         with nogil:
-            status = _encode(&p, view.buf, view.len, _bytes_data(raw), cap, &n)
+            if encode:
+                status = _encode(p, view.buf, view.len, _bytes_data(raw), cap, &n)
+            else:
+                status = _decode(p, view.buf, view.len, _bytes_data(raw), cap)
         if status != ZC_OK:
-            _encode_failed(codec, status)
+            if encode:
+                _encode_failed(codec, status)
+            _decode_failed(codec, status, view.len, cap)
         done, raw = raw, NULL
         return _adopt(done, n)
     finally:
         if raw != NULL:
             _decref(raw)
+
+
+cdef object _compress(str codec, object src, _Params p):
+    """`src` encoded as `p` says, as new bytes."""
+    cdef Py_buffer view
+    cdef size_t cap
+    _get_src(src, &view)
+    try:
+        cap = _bound(&p, view.len)
+        if cap == 0:
+            _encode_failed(codec, ZC_ERR_SIZE)
+        return _to_new_bytes(codec, &view, &p, cap, True)
+    finally:
         PyBuffer_Release(&view)
 
 
 cdef object _decompress(str codec, object src, object out, _Params p):
     """`src` decoded into `out` (returned) or new bytes."""
     cdef Py_buffer view, oview
-    cdef PyObject *raw = NULL
-    cdef PyObject *done
     cdef void *buf = NULL
     cdef size_t n = 0
     cdef int status, known = 0
@@ -273,22 +284,14 @@ cdef object _decompress(str codec, object src, object out, _Params p):
         status = _decoded_size(&p, view.buf, view.len, &known, &n)
         if status != ZC_OK:
             _decode_failed(codec, status, view.len, -1)
-        if not known:
-            with nogil:
-                status = _decode_alloc(&p, view.buf, view.len, PY_SSIZE_T_MAX, &buf, &n)
-            if status != ZC_OK:
-                _decode_failed(codec, status, view.len, -1)
-            return _from_malloc(buf, n)
-        raw = _new_bytes(NULL, n)
+        if known:
+            return _to_new_bytes(codec, &view, &p, n, False)
         with nogil:
-            status = _decode(&p, view.buf, view.len, _bytes_data(raw), n)
+            status = _decode_alloc(&p, view.buf, view.len, PY_SSIZE_T_MAX, &buf, &n)
         if status != ZC_OK:
-            _decode_failed(codec, status, view.len, n)
-        done, raw = raw, NULL
-        return _adopt(done, n)
+            _decode_failed(codec, status, view.len, -1)
+        return _from_malloc(buf, n)
     finally:
-        if raw != NULL:
-            _decref(raw)
         PyBuffer_Release(&view)
 
 
