@@ -1,40 +1,19 @@
 /* Batched chunk reads and writes for a directory store. Threads share one zc_batch and
  * take tasks (chunks) from an atomic counter, so no Python runs per chunk. Reads of chunks
- * with no compressor or zstd stream (zc_stream.c): a thread holds bounded buffers only, so
- * reading a whole array takes about the memory of its output. */
+ * with no compressor or zstd stream (zc_chunk_io.c, zc_stream.c): a thread holds bounded
+ * buffers only, so reading a whole array takes about the memory of its output. */
 #define _GNU_SOURCE
 #include "zc_batch.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "zc_chunk_io.h"
 #include "zc_copy.h"
 #include "zc_fill.h"
 #include "zc_status.h"
-#include "zc_stream.h"
-
-/* A scratch buffer that grows; one per worker thread and purpose. */
-typedef struct {
-    unsigned char *p;
-    size_t cap;
-} zc_buf;
-
-static int buf_reserve(zc_buf *b, size_t n)
-{
-    if (n <= b->cap)
-        return ZC_OK;
-    unsigned char *p = (unsigned char *)realloc(b->p, n ? n : 1);
-    if (p == NULL)
-        return ZC_ERR_NOMEM;
-    b->p = p;
-    b->cap = n;
-    return ZC_OK;
-}
 
 static size_t chunk_nbytes(const zc_batch *b)
 {
@@ -88,27 +67,10 @@ static void task_pieces(const zc_batch *b, int64_t t, const zc_piece **p)
 
 static int format_key(const zc_batch *b, const zc_piece **p, char *buf, size_t cap)
 {
-    int n = snprintf(buf, cap, "%s", b->key_head);
-    if (n < 0 || (size_t)n >= cap)
-        return ZC_ERR_SIZE;
-    size_t len = (size_t)n;
-    for (int d = 0; d < b->ndim; d++) {
-        if (d > 0 || b->lead_sep)
-            n = snprintf(buf + len, cap - len, "%c%lld", b->sep, (long long)p[d]->chunk_index);
-        else
-            n = snprintf(buf + len, cap - len, "%lld", (long long)p[d]->chunk_index);
-        if (n < 0 || (size_t)n >= cap - len)
-            return ZC_ERR_SIZE;
-        len += (size_t)n;
-    }
-    if (b->ndim == 0 && !b->lead_sep) {
-        /* A 0-d array's only chunk is "0" under the v2 encoding. */
-        if (len + 2 > cap)
-            return ZC_ERR_SIZE;
-        buf[len++] = '0';
-        buf[len] = 0;
-    }
-    return ZC_OK;
+    int64_t coords[ZC_BATCH_MAX_NDIM];
+    for (int d = 0; d < b->ndim; d++)
+        coords[d] = p[d]->chunk_index;
+    return zc_key_format(b->key_head, b->sep, b->lead_sep, b->ndim, coords, buf, cap);
 }
 
 int zc_batch_task_key(const zc_batch *b, int64_t t, char *buf, size_t cap)
@@ -202,124 +164,24 @@ static void task_out(const zc_batch *b, const zc_piece **p, char **data_base, pt
     *data_base = o;
 }
 
-/* Does the task cover its whole chunk, landing on one contiguous C-ordered run? */
-static int direct_target(const zc_batch *b, const zc_piece **p, const ptrdiff_t *data_strides)
-{
-    ptrdiff_t expect = (ptrdiff_t)b->chain.itemsize;
-    for (int d = b->ndim - 1; d >= 0; d--) {
-        if (p[d]->chunk_start != 0 || p[d]->count != b->chunk_shape[d])
-            return 0;
-        if (p[d]->count > 1 && data_strides[d] != expect)
-            return 0;
-        expect *= (ptrdiff_t)p[d]->count;
-    }
-    return 1;
-}
-
-/* Open a chunk's file: ZC_OK with *fd and *size, or *missing when it is not stored. */
-static int open_chunk(const char *path, int *fd, size_t *size, int *missing)
-{
-    *missing = 0;
-    *fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (*fd < 0) {
-        if (errno == ENOENT || errno == ENOTDIR) {
-            *missing = 1;
-            return ZC_OK;
-        }
-        return ZC_ERR_IO;
-    }
-    struct stat st;
-    if (fstat(*fd, &st) != 0 || st.st_size < 0) {
-        int e = errno;
-        close(*fd);
-        errno = e;
-        return ZC_ERR_IO;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        /* A directory where a chunk would be holds no chunk, as the store sees it. */
-        close(*fd);
-        *missing = 1;
-        return ZC_OK;
-    }
-    *size = (size_t)st.st_size;
-    return ZC_OK;
-}
-
-/* The whole file into `buf`; *len is what was read (short when the file shrank). */
-static int read_all(int fd, size_t size, zc_buf *buf, size_t *len)
-{
-    if (buf_reserve(buf, size) != ZC_OK)
-        return ZC_ERR_NOMEM;
-    size_t got = 0;
-    while (got < size) {
-        ssize_t r = read(fd, buf->p + got, size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return ZC_ERR_IO;
-        if (r == 0)
-            break;
-        got += (size_t)r;
-    }
-    *len = got;
-    return ZC_OK;
-}
-
-/* Per-thread state of a read worker; buffers are allocated on first use. */
-typedef struct {
-    zc_buf file, scratch;   /* whole-chunk path (blosc, gzip, zlib) */
-    zc_stream_bufs stream;  /* streamed path (no compressor, zstd): bounded blocks */
-} zc_reader;
-
 /* Decode the stored chunk in `fd` (`size` bytes) into the task's selection, whose place in
- * the caller's array is `out`. No compressor and zstd stream through bounded buffers; the
- * other compressors decode the whole chunk, into `out` when it is one contiguous run and
- * into the thread's chunk-sized scratch buffer otherwise. */
-static int read_task(const zc_batch *b, zc_reader *rd, const zc_piece **p, int fd, size_t size,
-                     const zc_region *out)
+ * the caller's array is `out`. */
+static int read_task(const zc_batch *b, zc_chunk_reader *rd, const zc_piece **p, int fd,
+                     size_t size, const zc_region *out)
 {
-    size_t n = chunk_nbytes(b);
-    if (b->chain.compressor == ZC_COMP_NONE || b->chain.compressor == ZC_COMP_ZSTD) {
-        int64_t start[ZC_BATCH_MAX_NDIM], step[ZC_BATCH_MAX_NDIM], count[ZC_BATCH_MAX_NDIM];
-        for (int d = 0; d < b->ndim; d++) {
-            start[d] = p[d]->chunk_start;
-            step[d] = p[d]->chunk_step;
-            count[d] = p[d]->count;
-        }
-        zc_scatter s;
-        int st = zc_scatter_init(&s, b->ndim, b->chunk_shape, start, step, count, b->chain.itemsize,
-                                 out->a, out->a_strides);
-        if (st != ZC_OK)
-            return st;
-        zc_stream_format f = {
-            .zstd = b->chain.compressor == ZC_COMP_ZSTD, .crc32c = b->chain.crc32c, .nbytes = n,
-            .itemsize = b->chain.itemsize, .swap_size = b->chain.swap_size,
-        };
-        return zc_stream_read(fd, size, &f, &s, &rd->stream);
+    zc_chunk_sel sel = {.ndim = b->ndim, .shape = b->chunk_shape, .out = out->a};
+    for (int d = 0; d < b->ndim; d++) {
+        sel.start[d] = p[d]->chunk_start;
+        sel.step[d] = p[d]->chunk_step;
+        sel.count[d] = p[d]->count;
+        sel.out_strides[d] = out->a_strides[d];
     }
-    size_t len = 0;
-    int st = read_all(fd, size, &rd->file, &len);
-    if (st != ZC_OK)
-        return st;
-    if (direct_target(b, p, out->a_strides))
-        return zc_chain_decode(&b->chain, rd->file.p, len, out->a, n);
-    if (buf_reserve(&rd->scratch, n) != ZC_OK)
-        return ZC_ERR_NOMEM;
-    zc_region r;
-    char *dst;
-    ptrdiff_t dst_strides[ZC_BATCH_MAX_NDIM];
-    task_region(b, p, (char *)rd->scratch.p, &r, &dst, dst_strides);
-    if ((st = zc_chain_decode(&b->chain, rd->file.p, len, rd->scratch.p, n)) != ZC_OK)
-        return st;
-    zc_region copy = *out;
-    copy.b = r.a;
-    memcpy(copy.b_strides, r.a_strides, sizeof(ptrdiff_t) * (size_t)b->ndim);
-    return region_apply(&copy, b->chain.itemsize, NULL);
+    return zc_chunk_read(&b->chain, &sel, fd, 0, size, rd);
 }
 
 void zc_batch_read_worker(zc_batch *b)
 {
-    zc_reader rd;
+    zc_chunk_reader rd;
     memset(&rd, 0, sizeof rd);
     char path[ZC_BATCH_PATH_MAX];
     const zc_piece *p[ZC_BATCH_MAX_NDIM];
@@ -341,7 +203,7 @@ void zc_batch_read_worker(zc_batch *b)
             out.shape[d] = p[d]->count;
         int fd, missing;
         size_t size = 0;
-        if ((st = open_chunk(path, &fd, &size, &missing)) != ZC_OK) {
+        if ((st = zc_file_open(path, &fd, &size, &missing)) != ZC_OK) {
             fail(b, t, st, errno);
             break;
         }
@@ -358,64 +220,7 @@ void zc_batch_read_worker(zc_batch *b)
             break;
         }
     }
-    free(rd.file.p);
-    free(rd.scratch.p);
-    zc_stream_bufs_free(&rd.stream);
-}
-
-static int make_parents(char *path)
-{
-    for (char *s = strchr(path + 1, '/'); s; s = strchr(s + 1, '/')) {
-        *s = 0;
-        int r = mkdir(path, 0777);
-        *s = '/';
-        if (r != 0 && errno != EEXIST)
-            return -1;
-    }
-    return 0;
-}
-
-/* Write `len` bytes to `path` through a temporary file beside it and a rename. */
-static int write_atomic(const char *path, const unsigned char *data, size_t len)
-{
-    char tmp[ZC_BATCH_PATH_MAX + 64];
-    const char *slash = strrchr(path, '/');
-    size_t dirlen = slash ? (size_t)(slash - path) : 0;
-    static int64_t counter;
-    int64_t id = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
-    int n = snprintf(tmp, sizeof tmp, "%.*s/.zarrcore-tmp-%ld-%lld", (int)dirlen, path,
-                     (long)getpid(), (long long)id);
-    if (n < 0 || (size_t)n >= sizeof tmp)
-        return ZC_ERR_SIZE;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno == ENOENT) {
-        if (make_parents(tmp) != 0)
-            return ZC_ERR_IO;
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    }
-    if (fd < 0)
-        return ZC_ERR_IO;
-    size_t done = 0;
-    while (done < len) {
-        ssize_t w = write(fd, data + done, len - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            int e = errno;
-            close(fd);
-            unlink(tmp);
-            errno = e;
-            return ZC_ERR_IO;
-        }
-        done += (size_t)w;
-    }
-    if (close(fd) != 0 || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        errno = e;
-        return ZC_ERR_IO;
-    }
-    return ZC_OK;
+    zc_chunk_reader_free(&rd);
 }
 
 void zc_batch_write_worker(zc_batch *b)
@@ -450,7 +255,7 @@ void zc_batch_write_worker(zc_batch *b)
             break;
         }
         /* One chunk and its encoding per thread, taken when a task first needs them. */
-        if (buf_reserve(&scratch, n) != ZC_OK) {
+        if (zc_buf_reserve(&scratch, n) != ZC_OK) {
             fail(b, t, ZC_ERR_NOMEM, 0);
             break;
         }
@@ -484,11 +289,11 @@ void zc_batch_write_worker(zc_batch *b)
             continue;
         }
         size_t cap = zc_chain_encode_bound(&b->chain, n), len = 0;
-        st = cap ? buf_reserve(&encoded, cap) : ZC_ERR_SIZE;
+        st = cap ? zc_buf_reserve(&encoded, cap) : ZC_ERR_SIZE;
         if (st == ZC_OK)
             st = zc_chain_encode(&b->chain, scratch.p, n, encoded.p, cap, &len);
         if (st == ZC_OK)
-            st = write_atomic(path, encoded.p, len);
+            st = zc_file_replace(path, encoded.p, len);
         if (st != ZC_OK) {
             fail(b, t, st, errno);
             break;

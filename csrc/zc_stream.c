@@ -236,11 +236,11 @@ static int pread_full(int fd, void *buf, size_t len, size_t at)
     return ZC_OK;
 }
 
-/* Compare the crc32c `crc` of the payload (the file less its last 4 bytes) with the trailer. */
-static int check_trailer(int fd, size_t fsize, uint32_t crc)
+/* Compare the crc32c `crc` of the payload (the chunk less its last 4 bytes) with the trailer. */
+static int check_trailer(int fd, size_t fsize, const zc_stream_format *f, uint32_t crc)
 {
     unsigned char t[4];
-    int st = pread_full(fd, t, 4, fsize - 4);
+    int st = pread_full(fd, t, 4, f->offset + fsize - 4);
     if (st == ZC_ERR_SIZE)
         return ZC_ERR_CORRUPT;
     if (st != ZC_OK)
@@ -260,12 +260,12 @@ static int prefer_checksum(int fd, size_t fsize, const zc_stream_format *f, zc_s
     uint32_t crc = 0;
     for (size_t at = 0, plen = fsize - 4; at < plen;) {
         size_t n = plen - at < ZC_STREAM_BLOCK ? plen - at : ZC_STREAM_BLOCK;
-        if (pread_full(fd, bufs->block, n, at) != ZC_OK)
+        if (pread_full(fd, bufs->block, n, f->offset + at) != ZC_OK)
             return st;
         crc = zc_crc32c(crc, bufs->block, n);
         at += n;
     }
-    return check_trailer(fd, fsize, crc) == ZC_ERR_CHECKSUM ? ZC_ERR_CHECKSUM : st;
+    return check_trailer(fd, fsize, f, crc) == ZC_ERR_CHECKSUM ? ZC_ERR_CHECKSUM : st;
 }
 
 /* Block size for `itemsize`: whole items, so swaps and scatters never split one. */
@@ -295,7 +295,7 @@ static int read_plain(int fd, size_t fsize, const zc_stream_format *f, const zc_
     int st;
     if (run && !f->crc32c) {
         /* One run and nothing to verify: read just it, into place. */
-        if ((st = pread_full(fd, dst, len, lo)) != ZC_OK)
+        if ((st = pread_full(fd, dst, len, f->offset + lo)) != ZC_OK)
             return st;
         return swap(f, dst, len);
     }
@@ -305,13 +305,13 @@ static int read_plain(int fd, size_t fsize, const zc_stream_format *f, const zc_
         size_t bs = item_block(ZC_STREAM_BLOCK, f->itemsize);
         for (size_t at = 0; at < n; at += bs) {
             size_t k = n - at < bs ? n - at : bs;
-            if ((st = pread_full(fd, dst + at, k, at)) != ZC_OK)
+            if ((st = pread_full(fd, dst + at, k, f->offset + at)) != ZC_OK)
                 return st;
             crc = zc_crc32c(crc, dst + at, k);
             if ((st = swap(f, dst + at, k)) != ZC_OK)
                 return st;
         }
-        return check_trailer(fd, fsize, crc);
+        return check_trailer(fd, fsize, f, crc);
     }
     if ((st = get_buf(&bufs->block, ZC_STREAM_BLOCK)) != ZC_OK)
         return st;
@@ -320,7 +320,7 @@ static int read_plain(int fd, size_t fsize, const zc_stream_format *f, const zc_
     size_t from = f->crc32c ? 0 : s->lo, to = f->crc32c ? n : s->hi;
     for (size_t at = from; at < to; at += bs) {
         size_t k = to - at < bs ? to - at : bs;
-        if ((st = pread_full(fd, bufs->block, k, at)) != ZC_OK)
+        if ((st = pread_full(fd, bufs->block, k, f->offset + at)) != ZC_OK)
             return st;
         if (f->crc32c)
             crc = zc_crc32c(crc, bufs->block, k);
@@ -330,7 +330,7 @@ static int read_plain(int fd, size_t fsize, const zc_stream_format *f, const zc_
             zc_scatter_range(s, bufs->block, at, k);
         }
     }
-    return f->crc32c ? check_trailer(fd, fsize, crc) : ZC_OK;
+    return f->crc32c ? check_trailer(fd, fsize, f, crc) : ZC_OK;
 }
 
 /* Stored bytes are zstd frames whose concatenated content is the chunk. */
@@ -366,7 +366,7 @@ static int read_zstd(int fd, size_t fsize, const zc_stream_format *f, const zc_s
     for (;;) {
         if (in.pos == in.size && at < plen) {
             size_t k = plen - at < ZC_STREAM_BLOCK ? plen - at : ZC_STREAM_BLOCK;
-            if ((st = pread_full(fd, bufs->block, k, at)) != ZC_OK) {
+            if ((st = pread_full(fd, bufs->block, k, f->offset + at)) != ZC_OK) {
                 if (st == ZC_ERR_SIZE)
                     st = ZC_ERR_CORRUPT; /* the file shrank under us */
                 break;
@@ -417,7 +417,7 @@ static int read_zstd(int fd, size_t fsize, const zc_stream_format *f, const zc_s
     trim_dctx(d);
     errno = err;
     if (st == ZC_OK && f->crc32c)
-        st = check_trailer(fd, fsize, crc);
+        st = check_trailer(fd, fsize, f, crc);
     return st;
 }
 
@@ -425,7 +425,8 @@ int zc_stream_read(int fd, size_t fsize, const zc_stream_format *f, const zc_sca
                    zc_stream_bufs *bufs)
 {
     if (f == NULL || s == NULL || bufs == NULL || f->itemsize == 0 || f->nbytes % f->itemsize ||
-        s->hi > f->nbytes || (f->swap_size > 1 && f->itemsize % f->swap_size))
+        s->hi > f->nbytes || (f->swap_size > 1 && f->itemsize % f->swap_size) ||
+        fsize > (uint64_t)INT64_MAX || f->offset > (uint64_t)INT64_MAX - fsize)
         return ZC_ERR_PARAM;
     if (f->crc32c && fsize < 4)
         return ZC_ERR_CORRUPT;

@@ -62,6 +62,7 @@ typedef struct {
     size_t nbytes;      /* decoded chunk size */
     size_t itemsize;
     size_t swap_size;   /* 0 or 1: no swap */
+    uint64_t offset;    /* where the stored chunk starts in its file (inner chunks of a shard) */
 } zc_stream_format;
 
 /* A thread's block and window buffers, allocated on first use; zero-initialize, then
@@ -72,7 +73,7 @@ typedef struct {
 
 void zc_stream_bufs_free(zc_stream_bufs *b);
 
-/* Decode the chunk stored in the open file `fd` (`fsize` bytes, from fstat) into the
+/* Decode the chunk stored in the open file `fd` (`fsize` bytes from f->offset) into the
  * selection `s`. ZC_OK; ZC_ERR_SIZE / ZC_ERR_CORRUPT for a chunk whose decoded size is not
  * nbytes or whose bytes are not valid; ZC_ERR_CHECKSUM when the crc32c does not match
  * (reported in preference to the others); ZC_ERR_IO with errno set; ZC_ERR_NOMEM. */

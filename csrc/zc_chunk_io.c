@@ -1,0 +1,229 @@
+/* Stored chunks between store files and memory; see zc_chunk_io.h. */
+#define _GNU_SOURCE
+#include "zc_chunk_io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "zc_copy.h"
+#include "zc_status.h"
+
+int zc_buf_reserve(zc_buf *b, size_t n)
+{
+    if (n <= b->cap)
+        return ZC_OK;
+    unsigned char *p = (unsigned char *)realloc(b->p, n ? n : 1);
+    if (p == NULL)
+        return ZC_ERR_NOMEM;
+    b->p = p;
+    b->cap = n;
+    return ZC_OK;
+}
+
+int zc_key_format(const char *head, char sep, int lead_sep, int ndim, const int64_t *coords,
+                  char *buf, size_t cap)
+{
+    int n = snprintf(buf, cap, "%s", head);
+    if (n < 0 || (size_t)n >= cap)
+        return ZC_ERR_SIZE;
+    size_t len = (size_t)n;
+    for (int d = 0; d < ndim; d++) {
+        if (d > 0 || lead_sep)
+            n = snprintf(buf + len, cap - len, "%c%lld", sep, (long long)coords[d]);
+        else
+            n = snprintf(buf + len, cap - len, "%lld", (long long)coords[d]);
+        if (n < 0 || (size_t)n >= cap - len)
+            return ZC_ERR_SIZE;
+        len += (size_t)n;
+    }
+    if (ndim == 0 && !lead_sep) {
+        /* A 0-d array's only chunk is "0" under the v2 encoding. */
+        if (len + 2 > cap)
+            return ZC_ERR_SIZE;
+        buf[len++] = '0';
+        buf[len] = 0;
+    }
+    return ZC_OK;
+}
+
+int zc_file_open(const char *path, int *fd, size_t *size, int *missing)
+{
+    *missing = 0;
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR) {
+            *missing = 1;
+            return ZC_OK;
+        }
+        return ZC_ERR_IO;
+    }
+    struct stat st;
+    if (fstat(*fd, &st) != 0 || st.st_size < 0) {
+        int e = errno;
+        close(*fd);
+        errno = e;
+        return ZC_ERR_IO;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        /* A directory where a chunk would be holds no chunk, as the store sees it. */
+        close(*fd);
+        *fd = -1;
+        *missing = 1;
+        return ZC_OK;
+    }
+    *size = (size_t)st.st_size;
+    return ZC_OK;
+}
+
+int zc_pread_full(int fd, void *buf, size_t len, uint64_t at)
+{
+    size_t got = 0;
+    while (got < len) {
+        if (at + got > (uint64_t)INT64_MAX)
+            return ZC_ERR_SIZE;
+        ssize_t r = pread(fd, (char *)buf + got, len - got, (off_t)(at + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return ZC_ERR_IO;
+        if (r == 0)
+            return ZC_ERR_SIZE;
+        got += (size_t)r;
+    }
+    return ZC_OK;
+}
+
+static int make_parents(char *path)
+{
+    for (char *s = strchr(path + 1, '/'); s; s = strchr(s + 1, '/')) {
+        *s = 0;
+        int r = mkdir(path, 0777);
+        *s = '/';
+        if (r != 0 && errno != EEXIST)
+            return -1;
+    }
+    return 0;
+}
+
+int zc_file_replace(const char *path, const unsigned char *data, size_t len)
+{
+    char tmp[4096 + 64];
+    const char *slash = strrchr(path, '/');
+    size_t dirlen = slash ? (size_t)(slash - path) : 0;
+    static int64_t counter;
+    int64_t id = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
+    int n = snprintf(tmp, sizeof tmp, "%.*s/.zarrcore-tmp-%ld-%lld", (int)dirlen, path,
+                     (long)getpid(), (long long)id);
+    if (n < 0 || (size_t)n >= sizeof tmp)
+        return ZC_ERR_SIZE;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == ENOENT) {
+        if (make_parents(tmp) != 0)
+            return ZC_ERR_IO;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    }
+    if (fd < 0)
+        return ZC_ERR_IO;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = write(fd, data + done, len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            errno = e;
+            return ZC_ERR_IO;
+        }
+        done += (size_t)w;
+    }
+    if (close(fd) != 0 || rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        errno = e;
+        return ZC_ERR_IO;
+    }
+    return ZC_OK;
+}
+
+void zc_chunk_reader_free(zc_chunk_reader *r)
+{
+    free(r->file.p);
+    free(r->scratch.p);
+    r->file.p = r->scratch.p = NULL;
+    r->file.cap = r->scratch.cap = 0;
+    zc_stream_bufs_free(&r->stream);
+}
+
+/* Is the selection the whole chunk, landing on one contiguous C-ordered run? */
+static int whole_run(const zc_chunk_sel *s, size_t itemsize)
+{
+    ptrdiff_t expect = (ptrdiff_t)itemsize;
+    for (int d = s->ndim - 1; d >= 0; d--) {
+        if (s->start[d] != 0 || s->count[d] != s->shape[d])
+            return 0;
+        if (s->count[d] > 1 && s->out_strides[d] != expect)
+            return 0;
+        expect *= (ptrdiff_t)s->count[d];
+    }
+    return 1;
+}
+
+int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, int fd, uint64_t offset, size_t size,
+                  zc_chunk_reader *r)
+{
+    if (s->ndim < 0 || s->ndim > ZC_CHUNK_IO_MAX_NDIM || c->itemsize == 0)
+        return ZC_ERR_PARAM;
+    size_t n = c->itemsize;
+    for (int d = 0; d < s->ndim; d++) {
+        if (s->shape[d] < 1 || n > SIZE_MAX / (size_t)s->shape[d])
+            return ZC_ERR_PARAM;
+        n *= (size_t)s->shape[d];
+    }
+    if (c->compressor == ZC_COMP_NONE || c->compressor == ZC_COMP_ZSTD) {
+        zc_scatter sc;
+        int st = zc_scatter_init(&sc, s->ndim, s->shape, s->start, s->step, s->count, c->itemsize,
+                                 s->out, s->out_strides);
+        if (st != ZC_OK)
+            return st;
+        zc_stream_format f = {
+            .zstd = c->compressor == ZC_COMP_ZSTD, .crc32c = c->crc32c, .nbytes = n,
+            .itemsize = c->itemsize, .swap_size = c->swap_size, .offset = offset,
+        };
+        return zc_stream_read(fd, size, &f, &sc, &r->stream);
+    }
+    if (zc_buf_reserve(&r->file, size) != ZC_OK)
+        return ZC_ERR_NOMEM;
+    int st = zc_pread_full(fd, r->file.p, size, offset);
+    if (st == ZC_ERR_SIZE)
+        st = ZC_ERR_CORRUPT; /* the file shrank under us: a truncated chunk */
+    if (st != ZC_OK)
+        return st;
+    if (whole_run(s, c->itemsize))
+        return zc_chain_decode(c, r->file.p, size, s->out, n);
+    if (zc_buf_reserve(&r->scratch, n) != ZC_OK)
+        return ZC_ERR_NOMEM;
+    if ((st = zc_chain_decode(c, r->file.p, size, r->scratch.p, n)) != ZC_OK)
+        return st;
+    /* The selection's view of the decoded chunk, then a strided copy into place. */
+    ptrdiff_t shape[ZC_CHUNK_IO_MAX_NDIM], strides[ZC_CHUNK_IO_MAX_NDIM];
+    ptrdiff_t cstride = (ptrdiff_t)c->itemsize;
+    size_t at = 0;
+    for (int d = s->ndim - 1; d >= 0; d--) {
+        if (s->start[d] < 0 || s->step[d] < 1 || s->count[d] < 1 ||
+            s->start[d] + (s->count[d] - 1) * s->step[d] >= s->shape[d])
+            return ZC_ERR_PARAM;
+        shape[d] = (ptrdiff_t)s->count[d];
+        strides[d] = cstride * (ptrdiff_t)s->step[d];
+        at += (size_t)cstride * (size_t)s->start[d];
+        cstride *= (ptrdiff_t)s->shape[d];
+    }
+    return zc_copy_nd(s->ndim, shape, c->itemsize, r->scratch.p + at, strides, s->out,
+                      s->out_strides);
+}

@@ -1,0 +1,70 @@
+/* One stored chunk between a file of a directory store and memory: key paths, opening,
+ * decoding a chunk (a whole file or a byte range of one, as in a shard) into a selection of
+ * the caller's array, and atomic replacement of a file. Shared by the array batch
+ * (zc_batch.c) and the shard batch (zc_shard_io.c). */
+#ifndef ZC_CHUNK_IO_H
+#define ZC_CHUNK_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zc_chain.h"
+#include "zc_stream.h"
+
+#define ZC_CHUNK_IO_MAX_NDIM 32
+/* A system call failed; errno says why. (Same value as zc_batch.h's and zc_stream.h's.) */
+#ifndef ZC_ERR_IO
+#define ZC_ERR_IO (-20)
+#endif
+
+/* A scratch buffer that grows; one per worker thread and purpose. */
+typedef struct {
+    unsigned char *p;
+    size_t cap;
+} zc_buf;
+
+int zc_buf_reserve(zc_buf *b, size_t n);
+
+/* The path `head` followed by the coordinates, each preceded by `sep` (the first one only
+ * when `lead_sep`); a 0-d key without `lead_sep` is "0" (v2). ZC_ERR_SIZE when it does not
+ * fit in `cap`. */
+int zc_key_format(const char *head, char sep, int lead_sep, int ndim, const int64_t *coords,
+                  char *buf, size_t cap);
+
+/* Open a stored object: ZC_OK with *fd and *size, or with *missing set (and no fd) when
+ * nothing is stored there (no file, or a directory); ZC_ERR_IO with errno otherwise. */
+int zc_file_open(const char *path, int *fd, size_t *size, int *missing);
+
+/* Read exactly `len` bytes at `at`: ZC_OK, ZC_ERR_SIZE when the file ends first, ZC_ERR_IO. */
+int zc_pread_full(int fd, void *buf, size_t len, uint64_t at);
+
+/* Replace `path` with `len` bytes through a temporary file beside it and a rename, making
+ * missing parent directories. */
+int zc_file_replace(const char *path, const unsigned char *data, size_t len);
+
+/* A selection of a C-ordered chunk of `shape`: on axis d `count[d]` items from `start[d]`
+ * by `step[d]` (>= 1), landing at `out` + k * out_strides[d] (bytes, any sign). */
+typedef struct {
+    int ndim;
+    const int64_t *shape;
+    int64_t start[ZC_CHUNK_IO_MAX_NDIM], step[ZC_CHUNK_IO_MAX_NDIM], count[ZC_CHUNK_IO_MAX_NDIM];
+    char *out;
+    ptrdiff_t out_strides[ZC_CHUNK_IO_MAX_NDIM];
+} zc_chunk_sel;
+
+/* Per-thread buffers of chunk reads, taken on first need; zero-initialize, free when done. */
+typedef struct {
+    zc_buf file, scratch;   /* whole-chunk path (blosc, gzip, zlib) */
+    zc_stream_bufs stream;  /* streamed path (no compressor, zstd): bounded blocks */
+} zc_chunk_reader;
+
+void zc_chunk_reader_free(zc_chunk_reader *r);
+
+/* Decode the chunk stored as bytes [offset, offset + size) of `fd` into the selection.
+ * No compressor and zstd stream through bounded buffers; the other compressors decode the
+ * whole chunk, into the output when the selection is the whole chunk on one contiguous run
+ * of it, else into the reader's chunk-sized scratch buffer and from there into place. */
+int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, int fd, uint64_t offset, size_t size,
+                  zc_chunk_reader *r);
+
+#endif
