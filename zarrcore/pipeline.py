@@ -12,12 +12,14 @@ import numpy as np
 
 from . import kernels
 from ._batch import ChunkBatch
+from ._shard_io import ShardSpec
 from .codecs import codec_from_json
 from .codecs.base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec
 from .config import config, parallel_map
 from .errors import MetadataError, ZarrcoreError
 from .indexing import BasicIndexer, ChunkProjection
 from .storage import LocalStore
+from .storage.local import LOCK_DIR
 
 
 def _with_key(error, key):
@@ -249,15 +251,28 @@ class ChunkStore:
         # Set for sharding: it fetches and rewrites only the byte ranges a selection needs.
         self.partial = self.chain.partial_codec
         self._batch = None
+        # Sharded arrays whose index and inner chains the core runs: one native batch over
+        # every shard and inner chunk (zarrcore._shard_io).
+        self._shards = None
         if key_layout is not None and isinstance(store, LocalStore) and self.array_shape is not None:
             self._batch = batch_settings(self.chain, dtype, fill_value)
             self._key_layout = key_layout
+            settings = self.partial.batch_settings() if self.partial is not None else None
+            if settings is not None:
+                self._shards = ShardSpec(
+                    key_head=self._key_head(), head_len=len(store.root) + 1, sep=key_layout[1],
+                    lead_sep=key_layout[2], lock_dir=LOCK_DIR, array_shape=self.array_shape,
+                    shard_shape=self.chunk_shape, **settings,
+                )
+
+    def _key_head(self):
+        head = self._key_layout[0]
+        return self.store.root + "/" + (self.key_prefix + "/" if self.key_prefix else "") + head
 
     def _make_batch(self, indexer, data, data_strides):
-        head, sep, lead = self._key_layout
-        root = self.store.root + "/" + (self.key_prefix + "/" if self.key_prefix else "")
+        _, sep, lead = self._key_layout
         batch = ChunkBatch(
-            key_head=root + head, sep=sep, lead_sep=lead, array_shape=self.array_shape,
+            key_head=self._key_head(), sep=sep, lead_sep=lead, array_shape=self.array_shape,
             chunk_shape=self.chunk_shape, write_empty_chunks=config.write_empty_chunks,
             pieces=[batch_pieces(p) for p in indexer.dim_pieces], data=data,
             data_strides=data_strides, **self._batch,
@@ -288,6 +303,12 @@ class ChunkStore:
             run_workers(batch.work_read, batch.ntasks)
             batch.raise_error(head_len)
             return out
+        if self._shards is not None and isinstance(indexer, BasicIndexer):
+            batch = self._shards.batch([batch_pieces(p) for p in indexer.dim_pieces], out,
+                                       batch_strides(indexer, out))
+            run_workers(batch.work_read, batch.ntasks)
+            batch.raise_error()
+            return out
 
         def work(p):
             key = self.key(p.coords)
@@ -312,6 +333,16 @@ class ChunkStore:
             run_workers(batch.work_write, batch.ntasks)
             batch.raise_error(head_len)
             # Partly covered chunks need read-modify-write under their lock, below.
+            projections = [self._projection(indexer, t) for t in batch.deferred()]
+        elif self._shards is not None and isinstance(indexer, BasicIndexer):
+            batch = self._shards.batch(
+                [batch_pieces(p) for p in indexer.dim_pieces], value, batch_strides(indexer, value),
+                writing=True, write_empty_chunks=config.write_empty_chunks,
+                write_order=self.partial.write_order(),
+            )
+            run_workers(batch.work_write, batch.ntasks)
+            batch.raise_error()
+            # Whole shards are written; partly covered ones are read-modify-written below.
             projections = [self._projection(indexer, t) for t in batch.deferred()]
         size = math.prod(self.chunk_shape)
 

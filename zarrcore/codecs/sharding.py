@@ -159,6 +159,21 @@ class ShardingCodec(ArrayBytesCodec):
 
         self._native = batch_settings(inner, spec.dtype, spec.fill_value)
 
+    def batch_settings(self):
+        """Settings of the native sharded batch over a directory store (zarrcore._shard_io)
+        when it runs this codec: an inner chain the core runs and a little-endian index with
+        or without a crc32c. None otherwise."""
+        index_tail = [c.name for c in self._index.bytes_bytes]
+        if self._native is None or not self._packed_index or index_tail not in ([], ["crc32c"]):
+            return None
+        return dict(self._native, chunk_shape=self.chunk_shape,
+                    index_at_start=self.index_location == "start", index_crc32c=bool(index_tail))
+
+    def write_order(self):
+        """C-order indices of the inner chunks in the order written shards lay them out
+        (config.shard_write_order); None for C order."""
+        return self._orders[config.shard_write_order]
+
     # -- index -------------------------------------------------------------------------------
     def _encode_index(self, entries):
         if not self._packed_index:

@@ -1,0 +1,681 @@
+/* Sharded reads and writes on a directory store; see zc_shard_io.h. */
+#define _GNU_SOURCE
+#include "zc_shard_io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "zc_chunk_io.h"
+#include "zc_copy.h"
+#include "zc_crc32c.h"
+#include "zc_fill.h"
+#include "zc_sha256.h"
+#include "zc_shard_index.h"
+#include "zc_status.h"
+
+#define SLOT_IDLE 0
+#define SLOT_LOADING 1
+#define SLOT_READY 2
+
+struct zc_shard_slot {
+    int state;          /* reads: SLOT_* */
+    int fd;             /* reads: the open shard; -1 when it is not stored (or closed) */
+    int64_t remaining;  /* tasks not done yet: the last one closes the shard / writes it */
+    uint64_t *entries;  /* reads: the shard's validated index, 2 per inner chunk */
+};
+
+/* ---- setup -------------------------------------------------------------------------------- */
+
+/* The axes' shard piece numbers of slot `s` (C order over the piece counts). */
+static void slot_runs(const zc_shard_io *io, int64_t s, int64_t *r)
+{
+    for (int d = io->ndim - 1; d >= 0; d--) {
+        r[d] = s % io->npieces[d];
+        s /= io->npieces[d];
+    }
+}
+
+static int64_t run_len(const zc_shard_io *io, int d, int64_t r)
+{
+    const int64_t *run = io->run + io->run_offset[d];
+    return run[r + 1] - run[r];
+}
+
+static const zc_piece *shard_piece(const zc_shard_io *io, int d, int64_t r)
+{
+    return &io->pieces[io->piece_offset[d] + r];
+}
+
+/* Split shard piece `p` of axis d at inner chunk boundaries into `out`; returns the count. */
+static int64_t split_piece(const zc_shard_io *io, int d, const zc_piece *p, zc_piece *out)
+{
+    const int64_t C = io->chunk_shape[d], G = io->grid[d];
+    int64_t k = 0;
+    for (int64_t i = 0; i < p->count;) {
+        int64_t pos = p->chunk_start + i * p->chunk_step, j = pos / C;
+        /* The first element past inner chunk j, or the piece's end. */
+        int64_t next = ((j + 1) * C - p->chunk_start + p->chunk_step - 1) / p->chunk_step;
+        if (next > p->count)
+            next = p->count;
+        zc_piece q = {.chunk_index = p->chunk_index * G + j, .chunk_start = pos - j * C,
+                      .chunk_step = p->chunk_step, .count = next - i,
+                      .out_start = p->out_start + i * p->out_step, .out_step = p->out_step};
+        out[k++] = q;
+        i = next;
+    }
+    return k;
+}
+
+/* Does shard piece `p` of axis d cover the shard's in-bounds extent? */
+static int piece_complete(const zc_shard_io *io, int d, const zc_piece *p)
+{
+    int64_t lo = p->chunk_index * io->shard_shape[d];
+    int64_t extent = io->array_shape[d] - lo < io->shard_shape[d] ? io->array_shape[d] - lo
+                                                                  : io->shard_shape[d];
+    /* Prepare checked the piece stays inside, so this many items are all of them. */
+    return p->count == extent;
+}
+
+static void reset_outcome(zc_shard_io *io)
+{
+    io->next_task = 0;
+    io->failed = 0;
+    io->status = ZC_OK;
+    io->sys_errno = 0;
+    io->index_problem = ZC_SHARD_INDEX_OK;
+    io->failed_slot = -1;
+    io->failed_inner = -1;
+    io->failed_size = 0;
+    io->failed_entry[0] = io->failed_entry[1] = 0;
+}
+
+int zc_shard_io_prepare(zc_shard_io *io)
+{
+    io->inner = NULL;
+    io->run = NULL;
+    io->task_start = NULL;
+    io->slots = NULL;
+    io->deferred = NULL;
+    io->out = NULL;
+    io->out_len = NULL;
+    io->nslots = io->ntasks = 0;
+    reset_outcome(io);
+    if (io->ndim < 1 || io->ndim > ZC_SHARD_IO_MAX_NDIM || io->chain.itemsize == 0 ||
+        io->fill == NULL)
+        return ZC_ERR_PARAM;
+    size_t elems = 1;
+    int64_t ninner = 1, nslots = 1, ninner_pieces = 0, npieces = 0;
+    for (int d = 0; d < io->ndim; d++) {
+        const int64_t C = io->chunk_shape[d], S = io->shard_shape[d];
+        if (C <= 0 || S <= 0 || S % C || io->array_shape[d] < 0 || io->npieces[d] < 0 ||
+            (io->npieces[d] && io->pieces == NULL))
+            return ZC_ERR_PARAM;
+        if (elems > SIZE_MAX / (size_t)C / io->chain.itemsize)
+            return ZC_ERR_SIZE;
+        elems *= (size_t)C;
+        io->grid[d] = S / C;
+        if (ninner > INT64_MAX / io->grid[d])
+            return ZC_ERR_SIZE;
+        ninner *= io->grid[d];
+        for (int64_t k = 0; k < io->npieces[d]; k++) {
+            const zc_piece *p = shard_piece(io, d, k);
+            /* Every piece must stay inside its shard and inside the array. */
+            if (p->count < 1 || p->chunk_step < 1 || p->chunk_index < 0 || p->chunk_start < 0 ||
+                p->chunk_start >= S || (p->count - 1) > (S - 1 - p->chunk_start) / p->chunk_step ||
+                p->chunk_index > (io->array_shape[d] - 1) / S)
+                return ZC_ERR_PARAM;
+            int64_t last = p->chunk_start + (p->count - 1) * p->chunk_step;
+            if (p->chunk_index * S + last >= io->array_shape[d])
+                return ZC_ERR_PARAM;
+            /* A piece touches at most min(count, grid) inner chunks. */
+            ninner_pieces += p->count < io->grid[d] ? p->count : io->grid[d];
+        }
+        npieces += io->npieces[d];
+        if (io->npieces[d] && nslots > INT64_MAX / io->npieces[d])
+            return ZC_ERR_SIZE;
+        nslots *= io->npieces[d];
+    }
+    if ((uint64_t)ninner > (SIZE_MAX - 4) / 16 || (uint64_t)ninner_pieces > SIZE_MAX / sizeof(zc_piece))
+        return ZC_ERR_SIZE;
+    io->ninner = ninner;
+    io->inner = (zc_piece *)malloc((size_t)(ninner_pieces ? ninner_pieces : 1) * sizeof(zc_piece));
+    io->run = (int64_t *)malloc((size_t)(npieces + io->ndim) * sizeof(int64_t));
+    if (io->inner == NULL || io->run == NULL)
+        return ZC_ERR_NOMEM;
+    int64_t k = 0, ro = 0;
+    for (int d = 0; d < io->ndim; d++) {
+        io->run_offset[d] = ro;
+        for (int64_t r = 0; r < io->npieces[d]; r++) {
+            io->run[ro + r] = k;
+            k += split_piece(io, d, shard_piece(io, d, r), io->inner + k);
+        }
+        io->run[ro + io->npieces[d]] = k;
+        ro += io->npieces[d] + 1;
+    }
+    if (io->writing && io->write_order) {
+        /* The layout order must name every inner chunk once. */
+        unsigned char *seen = (unsigned char *)calloc((size_t)ninner, 1);
+        if (seen == NULL)
+            return ZC_ERR_NOMEM;
+        int ok = 1;
+        for (int64_t i = 0; i < ninner && ok; i++) {
+            int64_t c = io->write_order[i];
+            ok = c >= 0 && c < ninner && !seen[c];
+            if (ok)
+                seen[c] = 1;
+        }
+        free(seen);
+        if (!ok)
+            return ZC_ERR_PARAM;
+    }
+    io->nslots = nslots;
+    io->slots = (zc_shard_slot *)calloc((size_t)(nslots ? nslots : 1), sizeof(zc_shard_slot));
+    io->task_start = (int64_t *)malloc((size_t)(nslots + 1) * sizeof(int64_t));
+    io->deferred = (unsigned char *)calloc((size_t)(nslots ? nslots : 1), 1);
+    if (io->slots == NULL || io->task_start == NULL || io->deferred == NULL)
+        return ZC_ERR_NOMEM;
+    int64_t tasks = 0, r[ZC_SHARD_IO_MAX_NDIM];
+    for (int64_t s = 0; s < nslots; s++) {
+        slot_runs(io, s, r);
+        int64_t n = 1;
+        for (int d = 0; d < io->ndim; d++) {
+            n *= run_len(io, d, r[d]);
+            if (io->writing && !piece_complete(io, d, shard_piece(io, d, r[d])))
+                io->deferred[s] = 1;
+        }
+        if (io->deferred[s])
+            n = 0; /* partly covered: the caller's read-modify-write */
+        io->slots[s].fd = -1;
+        io->slots[s].remaining = n;
+        io->task_start[s] = tasks;
+        tasks += n;
+    }
+    io->task_start[nslots] = tasks;
+    io->ntasks = tasks;
+    if (io->writing) {
+        io->out = (unsigned char **)calloc((size_t)(tasks ? tasks : 1), sizeof(unsigned char *));
+        io->out_len = (size_t *)calloc((size_t)(tasks ? tasks : 1), sizeof(size_t));
+        if (io->out == NULL || io->out_len == NULL)
+            return ZC_ERR_NOMEM;
+    }
+    return ZC_OK;
+}
+
+static void release_slot(zc_shard_slot *slot)
+{
+    if (slot->fd >= 0)
+        close(slot->fd);
+    slot->fd = -1;
+    free(slot->entries);
+    slot->entries = NULL;
+}
+
+void zc_shard_io_close_files(zc_shard_io *io)
+{
+    for (int64_t s = 0; io->slots && s < io->nslots; s++)
+        release_slot(&io->slots[s]);
+}
+
+void zc_shard_io_free(zc_shard_io *io)
+{
+    zc_shard_io_close_files(io);
+    if (io->out)
+        for (int64_t t = 0; t < io->ntasks; t++)
+            free(io->out[t]);
+    free(io->out);
+    free(io->out_len);
+    free(io->inner);
+    free(io->run);
+    free(io->task_start);
+    free(io->slots);
+    free(io->deferred);
+    io->out = NULL;
+    io->out_len = NULL;
+    io->inner = NULL;
+    io->run = NULL;
+    io->task_start = NULL;
+    io->slots = NULL;
+    io->deferred = NULL;
+    io->nslots = io->ntasks = 0;
+}
+
+int zc_shard_io_slot_coords(const zc_shard_io *io, int64_t s, int64_t *coords)
+{
+    int64_t r[ZC_SHARD_IO_MAX_NDIM];
+    if (s < 0 || s >= io->nslots)
+        return ZC_ERR_PARAM;
+    slot_runs(io, s, r);
+    for (int d = 0; d < io->ndim; d++)
+        coords[d] = shard_piece(io, d, r[d])->chunk_index;
+    return ZC_OK;
+}
+
+int zc_shard_io_slot_key(const zc_shard_io *io, int64_t s, char *buf, size_t cap)
+{
+    int64_t coords[ZC_SHARD_IO_MAX_NDIM];
+    int st = zc_shard_io_slot_coords(io, s, coords);
+    if (st != ZC_OK)
+        return st;
+    return zc_key_format(io->key_head, io->sep, io->lead_sep, io->ndim, coords, buf, cap);
+}
+
+/* ---- tasks -------------------------------------------------------------------------------- */
+
+static int64_t next_task(zc_shard_io *io)
+{
+    if (__atomic_load_n(&io->failed, __ATOMIC_ACQUIRE))
+        return -1;
+    int64_t t = __atomic_fetch_add(&io->next_task, 1, __ATOMIC_ACQ_REL);
+    return t < io->ntasks ? t : -1;
+}
+
+typedef struct {
+    int status, err, problem;
+    int64_t inner;
+    uint64_t size, entry[2];
+} failure;
+
+static void fail(zc_shard_io *io, int64_t s, const failure *f)
+{
+    if (__atomic_exchange_n(&io->failed, 1, __ATOMIC_ACQ_REL) == 0) {
+        io->status = f->status;
+        io->sys_errno = f->status == ZC_ERR_IO ? f->err : 0;
+        io->index_problem = f->problem;
+        io->failed_slot = s;
+        io->failed_inner = f->inner;
+        io->failed_size = f->size;
+        io->failed_entry[0] = f->entry[0];
+        io->failed_entry[1] = f->entry[1];
+    }
+}
+
+static void fail_simple(zc_shard_io *io, int64_t s, int64_t inner, int status, int err)
+{
+    failure f = {.status = status, .err = err, .inner = inner};
+    fail(io, s, &f);
+}
+
+/* The slot task `t` belongs to (tasks are grouped by slot, slots in order). */
+static int64_t task_slot(const zc_shard_io *io, int64_t t)
+{
+    int64_t lo = 0, hi = io->nslots - 1;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo + 1) / 2;
+        if (io->task_start[mid] <= t)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* One task's inner chunk and its region in the caller's array. */
+typedef struct {
+    const zc_piece *p[ZC_SHARD_IO_MAX_NDIM];  /* inner pieces per axis */
+    int64_t lin;                              /* C-order inner chunk in the shard */
+    int edge;                                 /* the inner chunk reaches past the array */
+    ptrdiff_t shape[ZC_SHARD_IO_MAX_NDIM];
+    char *data;                               /* where the region starts in the caller's array */
+    ptrdiff_t data_strides[ZC_SHARD_IO_MAX_NDIM];
+} task_view;
+
+static void task_geometry(const zc_shard_io *io, int64_t t, int64_t s, task_view *v)
+{
+    int64_t r[ZC_SHARD_IO_MAX_NDIM];
+    slot_runs(io, s, r);
+    int64_t l = t - io->task_start[s], stride = 1;
+    v->lin = 0;
+    v->edge = 0;
+    v->data = io->data;
+    for (int d = io->ndim - 1; d >= 0; d--) {
+        int64_t n = run_len(io, d, r[d]);
+        const zc_piece *p = &io->inner[io->run[io->run_offset[d] + r[d]] + l % n];
+        l /= n;
+        v->p[d] = p;
+        v->lin += (p->chunk_index - shard_piece(io, d, r[d])->chunk_index * io->grid[d]) * stride;
+        stride *= io->grid[d];
+        v->edge |= (p->chunk_index + 1) * io->chunk_shape[d] > io->array_shape[d];
+        v->shape[d] = (ptrdiff_t)p->count;
+        v->data_strides[d] = io->data_strides[d] * (ptrdiff_t)p->out_step;
+        v->data += io->data_strides[d] * (ptrdiff_t)p->out_start;
+    }
+}
+
+/* The index's bytes: 16 per inner chunk (prepare checked this fits), then the crc32c. */
+static void index_size(const zc_shard_io *io, size_t *raw, size_t *total)
+{
+    *raw = 16 * (size_t)io->ninner;
+    *total = *raw + (io->index_crc32c ? 4 : 0);
+}
+
+/* ---- reads -------------------------------------------------------------------------------- */
+
+/* Open slot `s`'s shard and read, check and keep its index; failures are recorded. */
+static int load_shard(zc_shard_io *io, int64_t s, zc_buf *buf)
+{
+    zc_shard_slot *slot = &io->slots[s];
+    char path[ZC_SHARD_IO_PATH_MAX];
+    int st = zc_shard_io_slot_key(io, s, path, sizeof path);
+    if (st != ZC_OK) {
+        fail_simple(io, s, -1, st, 0);
+        return st;
+    }
+    int fd, missing;
+    size_t size = 0;
+    if ((st = zc_file_open(path, &fd, &size, &missing)) != ZC_OK) {
+        fail_simple(io, s, -1, st, errno);
+        return st;
+    }
+    if (missing)
+        return ZC_OK; /* every inner chunk reads as fill */
+    size_t raw, isz;
+    index_size(io, &raw, &isz);
+    failure f = {.status = ZC_OK, .inner = -1};
+    uint64_t *entries = NULL;
+    if (size < isz) {
+        f = (failure){.status = ZC_ERR_SIZE, .problem = ZC_SHARD_INDEX_SHORT, .inner = -1,
+                      .size = size};
+        goto failed;
+    }
+    if (zc_buf_reserve(buf, isz) != ZC_OK) {
+        f.status = ZC_ERR_NOMEM;
+        goto failed;
+    }
+    if ((st = zc_pread_full(fd, buf->p, isz, io->index_at_start ? 0 : size - isz)) != ZC_OK) {
+        /* A shard that shrank under us is short. */
+        f = st == ZC_ERR_SIZE ? (failure){.status = ZC_ERR_SIZE, .problem = ZC_SHARD_INDEX_SHORT,
+                                          .inner = -1, .size = size}
+                              : (failure){.status = st, .err = errno, .inner = -1};
+        goto failed;
+    }
+    if (io->index_crc32c && zc_crc32c(0, buf->p, raw) != zc_load_le32(buf->p + raw)) {
+        f = (failure){.status = ZC_ERR_CHECKSUM, .problem = ZC_SHARD_INDEX_CHECKSUM, .inner = -1};
+        goto failed;
+    }
+    if ((entries = (uint64_t *)malloc(raw ? raw : 1)) == NULL) {
+        f.status = ZC_ERR_NOMEM;
+        goto failed;
+    }
+    /* Offsets count from the shard's first byte: with the index at the start they are
+     * checked against the whole size here and against the index's end below. */
+    size_t bad = 0;
+    st = zc_shard_index_unpack(buf->p, raw, (size_t)io->ninner,
+                               io->index_at_start ? size : size - isz, entries, &bad);
+    if (st == ZC_ERR_CORRUPT || st == ZC_ERR_SIZE || st == ZC_ERR_OVERLAP) {
+        f = (failure){.status = st, .problem = ZC_SHARD_INDEX_ENTRY, .inner = (int64_t)bad,
+                      .entry = {entries[2 * bad], entries[2 * bad + 1]}};
+        goto failed;
+    }
+    if (st != ZC_OK) {
+        f.status = st;
+        goto failed;
+    }
+    if (io->index_at_start) {
+        for (int64_t i = 0; i < io->ninner; i++) {
+            uint64_t off = entries[2 * i], len = entries[2 * i + 1];
+            if (off != ZC_SHARD_EMPTY && len != 0 && off < isz) {
+                f = (failure){.status = ZC_ERR_OVERLAP, .problem = ZC_SHARD_INDEX_IN_INDEX,
+                              .inner = i, .entry = {off, len}};
+                goto failed;
+            }
+        }
+    }
+    slot->entries = entries;
+    slot->fd = fd;
+    return ZC_OK;
+failed:
+    free(entries);
+    close(fd);
+    fail(io, s, &f);
+    return f.status;
+}
+
+/* Make slot `s` ready: load it, or wait while another thread does. */
+static int slot_ready(zc_shard_io *io, int64_t s, zc_buf *buf)
+{
+    zc_shard_slot *slot = &io->slots[s];
+    int state = __atomic_load_n(&slot->state, __ATOMIC_ACQUIRE);
+    if (state == SLOT_READY)
+        return ZC_OK;
+    int expected = SLOT_IDLE;
+    if (state == SLOT_IDLE &&
+        __atomic_compare_exchange_n(&slot->state, &expected, SLOT_LOADING, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+        int st = load_shard(io, s, buf);
+        if (st == ZC_OK)
+            __atomic_store_n(&slot->state, SLOT_READY, __ATOMIC_RELEASE);
+        return st;
+    }
+    /* Another thread reads the index: a few system calls, or it fails and says so. */
+    while (__atomic_load_n(&slot->state, __ATOMIC_ACQUIRE) != SLOT_READY) {
+        if (__atomic_load_n(&io->failed, __ATOMIC_ACQUIRE))
+            return ZC_ERR_PARAM;
+        sched_yield();
+    }
+    return ZC_OK;
+}
+
+void zc_shard_io_read_worker(zc_shard_io *io)
+{
+    static const ptrdiff_t zero[ZC_SHARD_IO_MAX_NDIM];
+    zc_chunk_reader rd;
+    memset(&rd, 0, sizeof rd);
+    zc_buf index = {0};
+    int64_t t;
+    while ((t = next_task(io)) >= 0) {
+        int64_t s = task_slot(io, t);
+        zc_shard_slot *slot = &io->slots[s];
+        if (slot_ready(io, s, &index) != ZC_OK)
+            break;
+        task_view v;
+        task_geometry(io, t, s, &v);
+        int st;
+        if (slot->fd < 0 || slot->entries[2 * v.lin] == ZC_SHARD_EMPTY) {
+            st = zc_copy_nd(io->ndim, v.shape, io->chain.itemsize, io->fill, zero, v.data,
+                            v.data_strides);
+        } else {
+            zc_chunk_sel sel = {.ndim = io->ndim, .shape = io->chunk_shape, .out = v.data};
+            for (int d = 0; d < io->ndim; d++) {
+                sel.start[d] = v.p[d]->chunk_start;
+                sel.step[d] = v.p[d]->chunk_step;
+                sel.count[d] = v.p[d]->count;
+                sel.out_strides[d] = v.data_strides[d];
+            }
+            /* load_shard checked the entry lies inside the file. */
+            errno = 0;
+            st = zc_chunk_read(&io->chain, &sel, slot->fd, slot->entries[2 * v.lin],
+                               (size_t)slot->entries[2 * v.lin + 1], &rd);
+        }
+        if (st != ZC_OK) {
+            fail_simple(io, s, v.lin, st, errno);
+            break;
+        }
+        if (__atomic_sub_fetch(&slot->remaining, 1, __ATOMIC_ACQ_REL) == 0)
+            release_slot(slot);
+    }
+    zc_chunk_reader_free(&rd);
+    free(index.p);
+}
+
+/* ---- writes ------------------------------------------------------------------------------- */
+
+/* Replace `path` with `len` bytes (or delete it when `data` is NULL) while holding the
+ * store's lock file of the path, as LocalStore.lock takes it. */
+static int replace_locked(const zc_shard_io *io, const char *path, const unsigned char *data,
+                          size_t len)
+{
+    int lfd = -1;
+    if (io->lock_dir[0]) {
+        char hex[65], lock[ZC_SHARD_IO_PATH_MAX + 80];
+        zc_sha256_hex(path, strlen(path), hex);
+        int n = snprintf(lock, sizeof lock, "%s/%s.lock", io->lock_dir, hex);
+        if (n < 0 || (size_t)n >= sizeof lock)
+            return ZC_ERR_SIZE;
+        if (mkdir(io->lock_dir, 0777) != 0 && errno != EEXIST)
+            return ZC_ERR_IO;
+        if ((lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666)) < 0)
+            return ZC_ERR_IO;
+        while (flock(lfd, LOCK_EX) != 0) {
+            if (errno != EINTR) {
+                int e = errno;
+                close(lfd);
+                errno = e;
+                return ZC_ERR_IO;
+            }
+        }
+    }
+    int st = ZC_OK;
+    if (data != NULL)
+        st = zc_file_replace(path, data, len);
+    else if (unlink(path) != 0 && errno != ENOENT && errno != ENOTDIR)
+        st = ZC_ERR_IO;
+    int e = errno;
+    if (lfd >= 0)
+        close(lfd); /* drops the flock */
+    errno = e;
+    return st;
+}
+
+/* Per-thread buffers of a write worker, taken on first need. */
+typedef struct {
+    zc_buf chunk, encoded, shard;
+    int64_t *task_of;    /* per inner chunk of a shard: its task, -1 for none */
+    uint64_t *entries;   /* 2 per inner chunk */
+} writer;
+
+/* Every task of slot `s` is done: lay its inner chunks out, add the index, store it. */
+static int write_shard(zc_shard_io *io, int64_t s, writer *w)
+{
+    const int64_t n = io->ninner;
+    if (w->task_of == NULL && (w->task_of = (int64_t *)malloc((size_t)n * sizeof(int64_t))) == NULL)
+        return ZC_ERR_NOMEM;
+    if (w->entries == NULL && (w->entries = (uint64_t *)malloc((size_t)n * 16)) == NULL)
+        return ZC_ERR_NOMEM;
+    for (int64_t i = 0; i < n; i++) {
+        w->task_of[i] = -1;
+        w->entries[2 * i] = w->entries[2 * i + 1] = ZC_SHARD_EMPTY;
+    }
+    size_t raw, isz, total;
+    index_size(io, &raw, &isz);
+    total = isz;
+    int any = 0;
+    for (int64_t t = io->task_start[s]; t < io->task_start[s + 1]; t++) {
+        task_view v;
+        task_geometry(io, t, s, &v);
+        w->task_of[v.lin] = t;
+        if (io->out[t] != NULL) {
+            if (io->out_len[t] > SIZE_MAX - total)
+                return ZC_ERR_SIZE;
+            total += io->out_len[t];
+            any = 1;
+        }
+    }
+    char path[ZC_SHARD_IO_PATH_MAX];
+    int st = zc_shard_io_slot_key(io, s, path, sizeof path);
+    if (st != ZC_OK)
+        return st;
+    if (!any)
+        return replace_locked(io, path, NULL, 0); /* nothing but fill: no shard */
+    if (zc_buf_reserve(&w->shard, total) != ZC_OK)
+        return ZC_ERR_NOMEM;
+    size_t pos = io->index_at_start ? isz : 0;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t i = io->write_order ? io->write_order[k] : k;
+        int64_t t = w->task_of[i];
+        if (t < 0 || io->out[t] == NULL)
+            continue;
+        memcpy(w->shard.p + pos, io->out[t], io->out_len[t]);
+        w->entries[2 * i] = pos;
+        w->entries[2 * i + 1] = io->out_len[t];
+        pos += io->out_len[t];
+        free(io->out[t]);
+        io->out[t] = NULL;
+    }
+    unsigned char *index = w->shard.p + (io->index_at_start ? 0 : pos);
+    if ((st = zc_shard_index_pack(w->entries, (size_t)n, index, raw)) != ZC_OK)
+        return st;
+    if (io->index_crc32c) {
+        uint32_t crc = zc_crc32c(0, index, raw);
+        for (int b = 0; b < 4; b++)
+            index[raw + (size_t)b] = (unsigned char)(crc >> (8 * b));
+    }
+    return replace_locked(io, path, w->shard.p, total);
+}
+
+void zc_shard_io_write_worker(zc_shard_io *io)
+{
+    static const ptrdiff_t zero[1];
+    writer w;
+    memset(&w, 0, sizeof w);
+    size_t n = io->chain.itemsize;
+    for (int d = 0; d < io->ndim; d++)
+        n *= (size_t)io->chunk_shape[d];
+    const ptrdiff_t all[1] = {(ptrdiff_t)(n / io->chain.itemsize)};
+    const ptrdiff_t item[1] = {(ptrdiff_t)io->chain.itemsize};
+    int64_t t;
+    while ((t = next_task(io)) >= 0) {
+        int64_t s = task_slot(io, t);
+        task_view v;
+        task_geometry(io, t, s, &v);
+        int st = zc_buf_reserve(&w.chunk, n);
+        /* An inner chunk past the array's end keeps the fill value there. */
+        if (st == ZC_OK && v.edge)
+            st = zc_copy_nd(1, all, io->chain.itemsize, io->fill, zero, w.chunk.p, item);
+        if (st == ZC_OK) {
+            /* Whole shards only: every piece starts at 0 by 1, so the region is a corner. */
+            ptrdiff_t strides[ZC_SHARD_IO_MAX_NDIM], cstride = (ptrdiff_t)io->chain.itemsize;
+            size_t at = 0;
+            for (int d = io->ndim - 1; d >= 0; d--) {
+                strides[d] = cstride * (ptrdiff_t)v.p[d]->chunk_step;
+                at += (size_t)cstride * (size_t)v.p[d]->chunk_start;
+                cstride *= (ptrdiff_t)io->chunk_shape[d];
+            }
+            st = zc_copy_nd(io->ndim, v.shape, io->chain.itemsize, v.data, v.data_strides,
+                            w.chunk.p + at, strides);
+        }
+        int is_fill = 0;
+        if (st == ZC_OK && !io->write_empty_chunks) {
+            is_fill = io->fill_floatsize ? zc_is_fill_float(w.chunk.p, n, io->fill, io->chain.itemsize,
+                                                            io->fill_floatsize, 0)
+                                         : zc_is_fill(w.chunk.p, n, io->fill, io->chain.itemsize);
+            if (is_fill < 0)
+                st = is_fill;
+        }
+        if (st == ZC_OK && !is_fill) {
+            size_t cap = zc_chain_encode_bound(&io->chain, n), len = 0;
+            st = cap ? zc_buf_reserve(&w.encoded, cap) : ZC_ERR_SIZE;
+            if (st == ZC_OK)
+                st = zc_chain_encode(&io->chain, w.chunk.p, n, w.encoded.p, cap, &len);
+            /* Kept at its encoded size until the shard's last chunk is done. */
+            if (st == ZC_OK && (io->out[t] = (unsigned char *)malloc(len ? len : 1)) == NULL)
+                st = ZC_ERR_NOMEM;
+            if (st == ZC_OK) {
+                memcpy(io->out[t], w.encoded.p, len);
+                io->out_len[t] = len;
+            }
+        }
+        if (st != ZC_OK) {
+            fail_simple(io, s, v.lin, st, 0);
+            break;
+        }
+        if (__atomic_sub_fetch(&io->slots[s].remaining, 1, __ATOMIC_ACQ_REL) == 0) {
+            errno = 0;
+            if ((st = write_shard(io, s, &w)) != ZC_OK) {
+                fail_simple(io, s, -1, st, errno);
+                break;
+            }
+        }
+    }
+    free(w.chunk.p);
+    free(w.encoded.p);
+    free(w.shard.p);
+    free(w.task_of);
+    free(w.entries);
+}

@@ -1,0 +1,112 @@
+/* Sharded reads and writes on a directory store as one GIL-free batch that several threads
+ * work through together: every shard and inner chunk a basic selection touches, with no
+ * Python per shard or per inner chunk.
+ *
+ * The caller gives the selection as pieces over the shard grid (as zc_batch takes them over
+ * its chunk grid); prepare splits each into pieces over the inner chunks. Tasks are inner
+ * chunks, grouped by shard ("slot": one combination of the axes' shard pieces, C order).
+ *
+ * Reads: the first task of a shard to run opens it, reads and checks its index (crc32c,
+ * entries inside the data and not overlapping) and keeps the file open for the shard's
+ * other tasks; the others wait for that. Each task then reads exactly its inner chunk's
+ * bytes and decodes them into the output (zc_chunk_read), or fills its region when the
+ * inner chunk or the whole shard is not stored. The last task of a shard closes it.
+ *
+ * Writes: only shards the selection covers wholly (the in-bounds part of edge shards) are
+ * written here; the others are flagged in `deferred` for the caller's read-modify-write.
+ * Each task gathers and encodes one inner chunk (none when it is all fill and empty chunks
+ * are not written); the last task of a shard lays its chunks out in `write_order`, adds the
+ * index and replaces the shard file atomically, or deletes it when no chunk is left. The
+ * replacement happens under the same flock the Python store takes for its read-modify-
+ * writes (`lock_dir`/<sha256 of the path>.lock), so it never lands inside one. */
+#ifndef ZC_SHARD_IO_H
+#define ZC_SHARD_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zc_batch.h"
+#include "zc_chain.h"
+
+#define ZC_SHARD_IO_MAX_NDIM ZC_BATCH_MAX_NDIM
+#define ZC_SHARD_IO_PATH_MAX ZC_BATCH_PATH_MAX
+
+/* What was wrong with a shard's index (zc_shard_io.index_problem). */
+#define ZC_SHARD_INDEX_OK 0
+#define ZC_SHARD_INDEX_SHORT 1      /* the shard is smaller than its index */
+#define ZC_SHARD_INDEX_CHECKSUM 2   /* the index's crc32c does not match */
+#define ZC_SHARD_INDEX_ENTRY 3      /* entry failed_inner: status as zc_shard_index_validate */
+#define ZC_SHARD_INDEX_IN_INDEX 4   /* entry failed_inner lies inside an index at the start */
+
+typedef struct zc_shard_slot zc_shard_slot;
+
+typedef struct {
+    /* Geometry and codecs. */
+    int ndim;
+    int64_t array_shape[ZC_SHARD_IO_MAX_NDIM];
+    int64_t shard_shape[ZC_SHARD_IO_MAX_NDIM];
+    int64_t chunk_shape[ZC_SHARD_IO_MAX_NDIM];  /* inner chunks; divides shard_shape */
+    zc_chain chain;                             /* of the inner chunks */
+    const unsigned char *fill;                  /* itemsize bytes */
+    size_t fill_floatsize;                      /* as zc_batch */
+    int write_empty_chunks;
+    int index_at_start;                         /* else at the end */
+    int index_crc32c;                           /* the index is followed by its crc32c */
+    const int64_t *write_order;                 /* writes: inner chunk layout order, NULL: C */
+    /* Keys of shards, as zc_batch's keys of chunks; lock_dir "" takes no locks. */
+    char key_head[ZC_SHARD_IO_PATH_MAX];
+    char sep;
+    int lead_sep;
+    char lock_dir[ZC_SHARD_IO_PATH_MAX];
+    /* The selection as pieces over the shard grid (zc_piece, as in zc_batch). */
+    const zc_piece *pieces;
+    int64_t piece_offset[ZC_SHARD_IO_MAX_NDIM];
+    int64_t npieces[ZC_SHARD_IO_MAX_NDIM];
+    /* The caller's array (output of reads, input of writes): base and byte strides. */
+    char *data;
+    ptrdiff_t data_strides[ZC_SHARD_IO_MAX_NDIM];
+    int writing;
+
+    /* Set up by zc_shard_io_prepare, released by zc_shard_io_free. */
+    int64_t grid[ZC_SHARD_IO_MAX_NDIM];  /* inner chunks per shard along each axis */
+    int64_t ninner;                      /* inner chunks per shard */
+    zc_piece *inner;                     /* inner pieces, all axes */
+    int64_t *run;                        /* per axis: shard piece r's inner pieces start at
+                                          * inner[run[run_offset[d] + r]], end at r + 1's */
+    int64_t run_offset[ZC_SHARD_IO_MAX_NDIM];
+    int64_t nslots;
+    int64_t *task_start;                 /* nslots + 1: slot s has tasks [task_start[s], ..[s+1]) */
+    zc_shard_slot *slots;
+    unsigned char *deferred;             /* writes: per slot, left for the caller */
+    unsigned char **out;                 /* writes: per task, the encoded inner chunk */
+    size_t *out_len;
+    int64_t ntasks;
+
+    /* Shared progress and outcome. */
+    int64_t next_task;
+    int failed;
+    int status;             /* ZC_* of the first failure */
+    int sys_errno;          /* with ZC_ERR_IO */
+    int index_problem;      /* ZC_SHARD_INDEX_*: the failure is in the shard's index */
+    int64_t failed_slot;    /* -1: none */
+    int64_t failed_inner;   /* C-order inner chunk in its shard, -1: the shard as a whole */
+    uint64_t failed_size;   /* the shard's size (ZC_SHARD_INDEX_SHORT) */
+    uint64_t failed_entry[2];  /* the offending index entry (ZC_SHARD_INDEX_ENTRY/IN_INDEX) */
+} zc_shard_io;
+
+/* Validate the job and set up its pieces, slots and tasks: ZC_OK, ZC_ERR_PARAM,
+ * ZC_ERR_SIZE or ZC_ERR_NOMEM. Call zc_shard_io_free afterwards in every case. */
+int zc_shard_io_prepare(zc_shard_io *io);
+/* Close files left open by a failed read and free what prepare and the workers allocated. */
+void zc_shard_io_free(zc_shard_io *io);
+/* Close files a failed read left open (the job keeps its tables). */
+void zc_shard_io_close_files(zc_shard_io *io);
+/* The shard key of slot `s` (path below key_head's directory, as zc_batch_task_key). */
+int zc_shard_io_slot_key(const zc_shard_io *io, int64_t s, char *buf, size_t cap);
+/* Shard grid coordinates of slot `s`. */
+int zc_shard_io_slot_coords(const zc_shard_io *io, int64_t s, int64_t *coords);
+/* Work through read or write tasks until none are left; call from several threads. */
+void zc_shard_io_read_worker(zc_shard_io *io);
+void zc_shard_io_write_worker(zc_shard_io *io);
+
+#endif

@@ -1,0 +1,271 @@
+# cython: language_level=3
+"""Bindings for csrc/zc_shard_io.c: sharded reads and writes on a directory store as one
+GIL-free batch over every shard and inner chunk a selection touches."""
+import os
+
+import numpy as np
+
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from libc.stdint cimport int64_t, uint64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy, memset, strncpy
+
+from ._batch import COMPRESSORS
+from .errors import ChecksumError, ChunkDecodeError, ShardIndexError, ZarrcoreError
+
+cdef extern from "zc_status.h":
+    int ZC_OK, ZC_ERR_CORRUPT, ZC_ERR_SIZE, ZC_ERR_NOMEM, ZC_ERR_PARAM, ZC_ERR_CHECKSUM
+    int ZC_ERR_OVERLAP
+
+cdef extern from "zc_chain.h":
+    ctypedef struct zc_chain:
+        size_t itemsize, swap_size
+        int compressor, clevel, shuffle, checksum
+        size_t typesize, blocksize
+        char cname[16]
+        int crc32c
+
+cdef extern from "zc_batch.h":
+    int ZC_ERR_IO
+    ctypedef struct zc_piece:
+        int64_t chunk_index, chunk_start, chunk_step, count, out_start, out_step
+
+cdef extern from "zc_sha256.h":
+    void zc_sha256_hex(const void *data, size_t len, char *hex)
+
+cdef extern from "zc_shard_io.h":
+    int ZC_SHARD_IO_MAX_NDIM, ZC_SHARD_IO_PATH_MAX
+    int ZC_SHARD_INDEX_SHORT, ZC_SHARD_INDEX_CHECKSUM, ZC_SHARD_INDEX_ENTRY
+    int ZC_SHARD_INDEX_IN_INDEX
+    ctypedef struct zc_shard_io:
+        int ndim
+        int64_t array_shape[32]
+        int64_t shard_shape[32]
+        int64_t chunk_shape[32]
+        zc_chain chain
+        const unsigned char *fill
+        size_t fill_floatsize
+        int write_empty_chunks, index_at_start, index_crc32c
+        const int64_t *write_order
+        char key_head[4096]
+        char sep
+        int lead_sep
+        char lock_dir[4096]
+        const zc_piece *pieces
+        int64_t piece_offset[32]
+        int64_t npieces[32]
+        char *data
+        Py_ssize_t data_strides[32]
+        int writing
+        int64_t grid[32]
+        int64_t ninner, nslots, ntasks
+        unsigned char *deferred
+        int failed, status, sys_errno, index_problem
+        int64_t failed_slot, failed_inner
+        uint64_t failed_size
+        uint64_t failed_entry[2]
+    int zc_shard_io_prepare(zc_shard_io *io)
+    void zc_shard_io_free(zc_shard_io *io)
+    void zc_shard_io_close_files(zc_shard_io *io)
+    int zc_shard_io_slot_key(const zc_shard_io *io, int64_t s, char *buf, size_t cap)
+    void zc_shard_io_read_worker(zc_shard_io *io) nogil
+    void zc_shard_io_write_worker(zc_shard_io *io) nogil
+
+
+def sha256_hex(data):
+    """hashlib.sha256(data).hexdigest() by the C code that names lock files (for tests)."""
+    cdef const unsigned char[::1] view = data
+    cdef char hex[65]
+    zc_sha256_hex(&view[0] if len(data) else NULL, len(data), hex)
+    return hex[:64].decode()
+
+
+cdef class ShardSpec:
+    """What stays fixed for one array: geometry, codecs, keys. `batch()` makes a job."""
+
+    cdef zc_shard_io io
+    cdef bytes _fill
+    cdef int64_t ninner
+    cdef tuple grid
+    cdef Py_ssize_t head_len
+
+    def __cinit__(self):
+        memset(&self.io, 0, sizeof(zc_shard_io))
+
+    def __init__(self, *, key_head, head_len, sep, lead_sep, lock_dir, array_shape, shard_shape,
+                 chunk_shape, index_at_start, index_crc32c, itemsize, swap_size, compressor,
+                 clevel=0, shuffle=0, checksum=False, typesize=0, blocksize=0, cname="",
+                 crc32c=False, fill=b"", fill_floatsize=0):
+        ndim = len(shard_shape)
+        if not 1 <= ndim <= ZC_SHARD_IO_MAX_NDIM or len(chunk_shape) != ndim or len(array_shape) != ndim:
+            raise ValueError(f"1 to {ZC_SHARD_IO_MAX_NDIM} dimensions, the same for every shape")
+        head = os.fsencode(key_head)
+        lock = os.fsencode(lock_dir)
+        if len(head) >= ZC_SHARD_IO_PATH_MAX - 64 or len(lock) >= ZC_SHARD_IO_PATH_MAX - 80:
+            raise ValueError("store path too long")
+        if len(fill) != itemsize:
+            raise ValueError("fill pattern must be one item")
+        c = &self.io.chain
+        c.itemsize = itemsize
+        c.swap_size = swap_size
+        c.compressor = COMPRESSORS[compressor]
+        c.clevel = clevel
+        c.shuffle = shuffle
+        c.checksum = checksum
+        c.typesize = typesize
+        c.blocksize = blocksize
+        strncpy(c.cname, cname.encode()[:15], 15)
+        c.crc32c = crc32c
+        self.io.ndim = ndim
+        for d in range(ndim):
+            self.io.array_shape[d] = array_shape[d]
+            self.io.shard_shape[d] = shard_shape[d]
+            self.io.chunk_shape[d] = chunk_shape[d]
+        self.io.index_at_start = index_at_start
+        self.io.index_crc32c = index_crc32c
+        self.io.fill_floatsize = fill_floatsize
+        strncpy(self.io.key_head, head, ZC_SHARD_IO_PATH_MAX - 1)
+        strncpy(self.io.lock_dir, lock, ZC_SHARD_IO_PATH_MAX - 1)
+        self.io.sep = ord(sep)
+        self.io.lead_sep = lead_sep
+        self._fill = bytes(fill)
+        self.io.fill = <const unsigned char *><char *>self._fill
+        self.grid = tuple(s // c for s, c in zip(shard_shape, chunk_shape))
+        self.ninner = 1
+        for g in self.grid:
+            self.ninner *= g
+        self.head_len = head_len
+
+    def batch(self, pieces, data, data_strides, writing=False, write_empty_chunks=False,
+              write_order=None):
+        """A job over the selection given as per-axis zc_piece rows over the shard grid
+        (pipeline.batch_pieces), `data` the caller's array with `data_strides` per axis."""
+        return ShardBatch(self, pieces, data, data_strides, writing, write_empty_chunks,
+                          write_order)
+
+
+cdef class ShardBatch:
+    """One sharded read or write; call `work_read()` / `work_write()` from several threads."""
+
+    cdef zc_shard_io io
+    cdef ShardSpec spec
+    cdef zc_piece *table
+    cdef object _keep
+
+    def __cinit__(self):
+        memset(&self.io, 0, sizeof(zc_shard_io))
+        self.table = NULL
+
+    def __init__(self, ShardSpec spec, pieces, data, data_strides, writing, write_empty_chunks,
+                 write_order):
+        memcpy(&self.io, &spec.io, sizeof(zc_shard_io))
+        self.spec = spec
+        cdef int ndim = spec.io.ndim
+        if len(pieces) != ndim or len(data_strides) != ndim:
+            raise ValueError("one piece list and one stride per axis")
+        cdef Py_ssize_t total = 0, k = 0
+        for axis in pieces:
+            total += len(axis)
+        self.table = <zc_piece *>malloc(max(total, 1) * sizeof(zc_piece))
+        if self.table == NULL:
+            raise MemoryError("shard batch")
+        cdef zc_piece *p
+        for d in range(ndim):
+            self.io.piece_offset[d] = k
+            self.io.npieces[d] = len(pieces[d])
+            self.io.data_strides[d] = data_strides[d]
+            for row in pieces[d]:
+                p = &self.table[k]
+                p.chunk_index, p.chunk_start, p.chunk_step, p.count, p.out_start, p.out_step = row
+                k += 1
+        self.io.pieces = self.table
+        # The caller's array may be a strided or broadcast view: use its base and strides.
+        cdef size_t address = data.__array_interface__["data"][0]
+        self.io.data = <char *>address
+        self.io.writing = writing
+        self.io.write_empty_chunks = write_empty_chunks
+        cdef const int64_t[::1] order
+        if write_order is not None:
+            write_order = np.ascontiguousarray(write_order, dtype=np.int64)
+            if write_order.shape[0] != spec.ninner:
+                raise ValueError("write order must name every inner chunk")
+            order = write_order
+            self.io.write_order = &order[0]
+        self._keep = (data, write_order)
+        st = zc_shard_io_prepare(&self.io)
+        if st == ZC_ERR_NOMEM:
+            raise MemoryError("shard batch")
+        if st != ZC_OK:
+            raise ValueError(f"invalid shard batch (status {st})")
+
+    def __dealloc__(self):
+        zc_shard_io_free(&self.io)
+        free(self.table)
+
+    @property
+    def ntasks(self):
+        return self.io.ntasks
+
+    def work_read(self):
+        with nogil:
+            zc_shard_io_read_worker(&self.io)
+
+    def work_write(self):
+        with nogil:
+            zc_shard_io_write_worker(&self.io)
+
+    def deferred(self):
+        """Slots (C order over the axes' shard pieces) left for the caller's read-modify-write."""
+        flags = PyBytes_FromStringAndSize(<char *>self.io.deferred, self.io.nslots)
+        return np.flatnonzero(np.frombuffer(flags, np.uint8)).tolist()
+
+    def _slot_key(self, int64_t s):
+        cdef char buf[4096]
+        if zc_shard_io_slot_key(&self.io, s, buf, sizeof(buf)) != ZC_OK:
+            return "?"
+        return os.fsdecode(bytes(buf))[self.spec.head_len:]
+
+    def raise_error(self):
+        """Raise the first failure as a ZarrcoreError (or OSError) naming its shard key and,
+        when there is one, the inner chunk."""
+        zc_shard_io_close_files(&self.io)
+        if not self.io.failed:
+            return
+        key = self._slot_key(self.io.failed_slot) if self.io.failed_slot >= 0 else "?"
+        where = f"chunk {key!r}: "
+        cdef int64_t i = self.io.failed_inner
+        inner = None
+        if i >= 0:
+            inner = tuple(int(c) for c in np.unravel_index(i, self.spec.grid))
+        st, problem = self.io.status, self.io.index_problem
+        if st == ZC_ERR_IO:
+            raise OSError(self.io.sys_errno, f"{where}{os.strerror(self.io.sys_errno)}")
+        if st == ZC_ERR_NOMEM:
+            raise MemoryError(f"{where}out of memory")
+        if problem == ZC_SHARD_INDEX_SHORT:
+            isz = 16 * self.io.ninner + 4 * self.io.index_crc32c
+            raise ShardIndexError(
+                f"{where}shard is {self.io.failed_size} bytes, shorter than its {isz}-byte index")
+        if problem == ZC_SHARD_INDEX_CHECKSUM:
+            raise ChecksumError(f"{where}shard index: crc32c checksum mismatch")
+        if problem in (ZC_SHARD_INDEX_ENTRY, ZC_SHARD_INDEX_IN_INDEX):
+            entry = (f"shard index entry of inner chunk {inner} (offset {self.io.failed_entry[0]}, "
+                     f"nbytes {self.io.failed_entry[1]})")
+            if problem == ZC_SHARD_INDEX_IN_INDEX:
+                why = "overlaps the index at the shard's start"
+            elif st == ZC_ERR_CORRUPT:
+                why = "only one of offset/nbytes marks the chunk empty"
+            elif st == ZC_ERR_SIZE:
+                why = "reaches past the end of the shard"
+            elif st == ZC_ERR_OVERLAP:
+                why = "overlaps another chunk"
+            else:
+                why = f"invalid (status {st})"
+            raise ShardIndexError(f"{where}{entry}: {why}")
+        if inner is not None:
+            where += f"inner chunk {inner}: "
+        if st == ZC_ERR_CHECKSUM:
+            raise ChecksumError(f"{where}crc32c checksum mismatch")
+        if st in (ZC_ERR_CORRUPT, ZC_ERR_SIZE):
+            raise ChunkDecodeError(f"{where}data is truncated, oversized or corrupt")
+        raise ZarrcoreError(f"{where}failed with status {st}")
