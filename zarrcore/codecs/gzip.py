@@ -5,68 +5,60 @@ from .base import BytesBytesCodec
 from .registry import register_codec
 
 
-def _level(codec, level):
-    if not isinstance(level, int) or isinstance(level, bool) or not 0 <= level <= 9:
-        raise MetadataError(f"{codec} codec: level must be an integer 0-9, got {level!r}")
-    return level
+class _DeflateCodec(BytesBytesCodec):
+    """A deflate stream at `level` 0-9 in the container of `v2_id` ("gzip" or "zlib"), which
+    the subclass compresses with `_deflate` and decompresses with `_inflate`."""
+
+    v2_id = None
+
+    def __init__(self, level):
+        if not isinstance(level, int) or isinstance(level, bool) or not 0 <= level <= 9:
+            raise MetadataError(f"{self.v2_id} codec: level must be an integer 0-9, got {level!r}")
+        self.level = level
+
+    @classmethod
+    def from_v2_config(cls, config):
+        return cls(level=config.get("level", 1))
+
+    def configuration(self):
+        return {"level": self.level}
+
+    def to_v2_json(self):
+        return {"id": self.v2_id, "level": self.level}
+
+    def encode(self, data, spec):
+        return self._deflate(data, self.level)
+
+    def decode(self, data, spec):
+        return self._inflate(data)
+
+    def decode_into(self, data, out, spec):
+        self._inflate(data, out)
+        return _compress.buffer_nbytes(out)
 
 
-class GzipCodec(BytesBytesCodec):
+class GzipCodec(_DeflateCodec):
     """gzip (RFC 1952) members."""
 
     name = "gzip"
+    v2_id = "gzip"
+    _deflate = staticmethod(_compress.gzip_compress)
+    _inflate = staticmethod(_compress.gzip_decompress)
 
     def __init__(self, level=6):
-        self.level = _level("gzip", level)
-
-    @classmethod
-    def from_v2_config(cls, config):
-        return cls(level=config.get("level", 1))
-
-    def configuration(self):
-        return {"level": self.level}
-
-    def to_v2_json(self):
-        return {"id": "gzip", "level": self.level}
-
-    def encode(self, data, spec):
-        return _compress.gzip_compress(data, self.level)
-
-    def decode(self, data, spec):
-        return _compress.gzip_decompress(data)
-
-    def decode_into(self, data, out, spec):
-        _compress.gzip_decompress(data, out)
-        return _compress.buffer_nbytes(out)
+        super().__init__(level)
 
 
-class ZlibCodec(BytesBytesCodec):
+class ZlibCodec(_DeflateCodec):
     """zlib (RFC 1950) stream, numcodecs' `zlib`; there is no v3 name."""
 
     name = None
+    v2_id = "zlib"
+    _deflate = staticmethod(_compress.zlib_compress)
+    _inflate = staticmethod(_compress.zlib_decompress)
 
     def __init__(self, level=1):
-        self.level = _level("zlib", level)
-
-    @classmethod
-    def from_v2_config(cls, config):
-        return cls(level=config.get("level", 1))
-
-    def configuration(self):
-        return {"level": self.level}
-
-    def to_v2_json(self):
-        return {"id": "zlib", "level": self.level}
-
-    def encode(self, data, spec):
-        return _compress.zlib_compress(data, self.level)
-
-    def decode(self, data, spec):
-        return _compress.zlib_decompress(data)
-
-    def decode_into(self, data, out, spec):
-        _compress.zlib_decompress(data, out)
-        return _compress.buffer_nbytes(out)
+        super().__init__(level)
 
 
 register_codec(GzipCodec, v2_id="gzip")
