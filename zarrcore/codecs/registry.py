@@ -31,12 +31,7 @@ def codec_from_json(spec, where="codecs"):
     config = spec.get("configuration", {})
     if not isinstance(config, dict):
         raise MetadataError(f"{where}: configuration of codec {name!r} must be an object")
-    try:
-        return cls.from_config(config)
-    except (TypeError, ValueError) as e:
-        if isinstance(e, MetadataError):
-            raise
-        raise MetadataError(f"{where}: invalid configuration for codec {name!r}: {e}") from e
+    return _build(cls.from_config, config, f"{where}: invalid configuration for codec {name!r}")
 
 
 def codec_from_v2(config, where="compressor"):
@@ -49,12 +44,17 @@ def codec_from_v2(config, where="compressor"):
     if cls is None:
         raise UnknownCodecError(f"{where}: unknown codec id {config['id']!r}")
     options = {k: v for k, v in config.items() if k != "id"}
+    return _build(cls.from_v2_config, options, f"{where}: invalid configuration for {config['id']!r}")
+
+
+def _build(make, config, what):
+    """make(config); its TypeError or ValueError as a MetadataError that starts with `what`."""
     try:
-        return cls.from_v2_config(options)
+        return make(config)
     except (TypeError, ValueError) as e:
         if isinstance(e, MetadataError):
             raise
-        raise MetadataError(f"{where}: invalid configuration for {config['id']!r}: {e}") from e
+        raise MetadataError(f"{what}: {e}") from e
 
 
 def registered_names():
