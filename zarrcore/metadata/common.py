@@ -1,10 +1,21 @@
-"""JSON helpers shared by the v2 and v3 metadata documents."""
+"""JSON helpers and base classes shared by the v2 and v3 metadata documents."""
 
+import dataclasses
 import json
 
 from zarrcore.errors import MetadataError
+from zarrcore.metadata.dtypes import DataType, dtype_from_numpy
 
-__all__ = ["check_zarr_format", "dump_json", "field_error", "int_tuple", "is_int", "load_json_document"]
+__all__ = [
+    "ArrayMetadata",
+    "MetadataDocument",
+    "check_zarr_format",
+    "dump_json",
+    "field_error",
+    "int_tuple",
+    "is_int",
+    "load_json_document",
+]
 
 
 def field_error(where, name, msg):
@@ -48,3 +59,44 @@ def check_zarr_format(doc, where, version):
         raise field_error(where, "zarr_format", "missing")
     if doc["zarr_format"] != version or isinstance(doc["zarr_format"], bool):
         raise field_error(where, "zarr_format", f"expected {version}, got {doc['zarr_format']!r}")
+
+
+class MetadataDocument:
+    """Base of the metadata dataclasses: copies and the stored form of their `to_json()`."""
+
+    def evolve(self, **changes):
+        """A copy with some fields replaced (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_bytes(self):
+        """The document as UTF-8 JSON, indented by 2."""
+        return dump_json(self.to_json())
+
+
+class ArrayMetadata(MetadataDocument):
+    """Base of the v2 and v3 array metadata: `shape`, `chunk_shape`, `data_type` and
+    `chunk_key_encoding`, and what follows from them."""
+
+    def _check_grid(self, where, chunks_field, mismatch):
+        """Validate `shape` and `chunk_shape` (named `chunks_field` in errors; `mismatch`
+        formats `chunks` and `ndim` when their lengths differ) and make `data_type` a DataType."""
+        self.shape = int_tuple(self.shape, where, "shape", 0)
+        self.chunk_shape = int_tuple(self.chunk_shape, where, chunks_field, 1)
+        if len(self.chunk_shape) != len(self.shape):
+            raise field_error(
+                where, chunks_field, mismatch.format(chunks=list(self.chunk_shape), ndim=len(self.shape))
+            )
+        if not isinstance(self.data_type, DataType):
+            self.data_type = dtype_from_numpy(self.data_type)
+
+    @property
+    def dtype(self):
+        return self.data_type.numpy_dtype
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def chunk_key(self, coords):
+        """Store key of the chunk at grid index ``coords``, relative to the array."""
+        return self.chunk_key_encoding.encode(coords)

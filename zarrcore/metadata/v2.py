@@ -1,11 +1,17 @@
 """Zarr v2 metadata documents: ``.zarray``, ``.zgroup`` and ``.zattrs``."""
 
-import dataclasses
 from dataclasses import InitVar, dataclass, field
 
 from zarrcore.errors import MetadataError
-from zarrcore.metadata.common import check_zarr_format, dump_json, field_error, int_tuple, load_json_document
-from zarrcore.metadata.dtypes import DataType, dtype_from_numpy, dtype_from_v2_json, registered_data_types
+from zarrcore.metadata.common import (
+    ArrayMetadata,
+    MetadataDocument,
+    check_zarr_format,
+    dump_json,
+    field_error,
+    load_json_document,
+)
+from zarrcore.metadata.dtypes import DataType, dtype_from_v2_json, registered_data_types
 from zarrcore.metadata.v3 import ChunkKeyEncoding
 
 __all__ = ["ArrayMetadataV2", "GroupMetadataV2", "parse_metadata_v2"]
@@ -38,7 +44,7 @@ def _object_codec_id(filters, compressor):
 
 
 @dataclass(eq=False)
-class ArrayMetadataV2:
+class ArrayMetadataV2(ArrayMetadata):
     """A v2 array: its ``.zarray`` plus the attributes from ``.zattrs``.
 
     ``data_type`` keeps the stored byte order, so ``dtype`` may be big-endian.
@@ -62,14 +68,7 @@ class ArrayMetadataV2:
     node_type = "array"
 
     def __post_init__(self, where):
-        self.shape = int_tuple(self.shape, where, "shape", 0)
-        self.chunk_shape = int_tuple(self.chunk_shape, where, "chunks", 1)
-        if len(self.chunk_shape) != len(self.shape):
-            raise field_error(
-                where, "chunks", f"chunks {list(self.chunk_shape)} do not match the {len(self.shape)} dimensions of shape"
-            )
-        if not isinstance(self.data_type, DataType):
-            self.data_type = dtype_from_numpy(self.data_type)
+        self._check_grid(where, "chunks", "chunks {chunks} do not match the {ndim} dimensions of shape")
         if self.compressor is not None:
             _codec_config(self.compressor, where, "compressor")
         if self.filters is not None:
@@ -86,25 +85,9 @@ class ArrayMetadataV2:
             raise MetadataError(f"{_zattrs_where(where, '.zarray')}: expected an object")
 
     @property
-    def dtype(self):
-        return self.data_type.numpy_dtype
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
     def chunk_key_encoding(self):
-        """The equivalent v3 ``v2`` chunk key encoding."""
+        """The equivalent v3 ``v2`` chunk key encoding (keys "0.0", "0/0"; "0" for 0-d)."""
         return ChunkKeyEncoding("v2", self.dimension_separator)
-
-    def chunk_key(self, coords):
-        """Store key of the chunk at grid index ``coords`` ("0.0", "0/0"; "0" for 0-d)."""
-        return self.chunk_key_encoding.encode(coords)
-
-    def evolve(self, **changes):
-        """A copy with some fields replaced (validated again)."""
-        return dataclasses.replace(self, **changes)
 
     @classmethod
     def from_json(cls, zarray_doc, zattrs_doc=None, where=".zarray"):
@@ -151,10 +134,6 @@ class ArrayMetadataV2:
             "zarr_format": 2,
         }
 
-    def to_bytes(self):
-        """``.zarray`` as UTF-8 JSON, indented by 2."""
-        return dump_json(self.to_json())
-
     def zattrs_bytes(self):
         """``.zattrs`` as UTF-8 JSON, indented by 2."""
         return dump_json(self.attributes)
@@ -169,7 +148,7 @@ class ArrayMetadataV2:
 
 
 @dataclass
-class GroupMetadataV2:
+class GroupMetadataV2(MetadataDocument):
     """A v2 group: ``.zgroup`` (``{"zarr_format": 2}``) plus the attributes from ``.zattrs``."""
 
     attributes: dict = field(default_factory=dict)
@@ -182,10 +161,6 @@ class GroupMetadataV2:
         if not isinstance(self.attributes, dict):
             raise MetadataError(f"{_zattrs_where(where, '.zgroup')}: expected an object")
 
-    def evolve(self, **changes):
-        """A copy with some fields replaced."""
-        return dataclasses.replace(self, **changes)
-
     @classmethod
     def from_json(cls, zgroup_doc, zattrs_doc=None, where=".zgroup"):
         """Parse ``.zgroup`` (and optionally ``.zattrs``)."""
@@ -194,10 +169,6 @@ class GroupMetadataV2:
 
     def to_json(self):
         return {"zarr_format": 2}
-
-    def to_bytes(self):
-        """``.zgroup`` as UTF-8 JSON, indented by 2."""
-        return dump_json(self.to_json())
 
     def zattrs_bytes(self):
         """``.zattrs`` as UTF-8 JSON, indented by 2."""

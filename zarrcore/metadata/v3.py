@@ -1,10 +1,15 @@
 """Zarr v3 metadata documents (``zarr.json``) for arrays and groups."""
 
-import dataclasses
 from dataclasses import InitVar, dataclass, field
 
-from zarrcore.metadata.common import check_zarr_format, dump_json, field_error, int_tuple, load_json_document
-from zarrcore.metadata.dtypes import DataType, dtype_from_numpy, dtype_from_v3_json
+from zarrcore.metadata.common import (
+    ArrayMetadata,
+    MetadataDocument,
+    check_zarr_format,
+    field_error,
+    load_json_document,
+)
+from zarrcore.metadata.dtypes import DataType, dtype_from_v3_json
 
 __all__ = [
     "ChunkKeyEncoding",
@@ -133,7 +138,7 @@ def _native(data_type):
 
 
 @dataclass(eq=False)
-class ArrayMetadataV3:
+class ArrayMetadataV3(ArrayMetadata):
     """The ``zarr.json`` of a v3 array (regular chunk grid only).
 
     ``codecs`` are kept as their stored JSON; ``fill_value`` is a numpy scalar
@@ -156,16 +161,7 @@ class ArrayMetadataV3:
     node_type = "array"
 
     def __post_init__(self, where):
-        self.shape = int_tuple(self.shape, where, "shape", 0)
-        self.chunk_shape = int_tuple(self.chunk_shape, where, "chunk_grid", 1)
-        if len(self.chunk_shape) != len(self.shape):
-            raise field_error(
-                where,
-                "chunk_grid",
-                f"chunk shape {list(self.chunk_shape)} does not match the {len(self.shape)} dimensions of shape",
-            )
-        if not isinstance(self.data_type, DataType):
-            self.data_type = dtype_from_numpy(self.data_type)
+        self._check_grid(where, "chunk_grid", "chunk shape {chunks} does not match the {ndim} dimensions of shape")
         self.data_type = _native(self.data_type)
         if not isinstance(self.chunk_key_encoding, ChunkKeyEncoding):
             self.chunk_key_encoding = ChunkKeyEncoding.from_json(self.chunk_key_encoding, where)
@@ -203,22 +199,6 @@ class ArrayMetadataV3:
                 raise field_error(where, "storage_transformers", f"unsupported storage transformer {name!r}")
         self.storage_transformers = list(self.storage_transformers)
         self.extra = _check_extra(self.extra, _ARRAY_KEYS, where)
-
-    @property
-    def dtype(self):
-        return self.data_type.numpy_dtype
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    def chunk_key(self, coords):
-        """Store key of the chunk at grid index ``coords``, relative to the array."""
-        return self.chunk_key_encoding.encode(coords)
-
-    def evolve(self, **changes):
-        """A copy with some fields replaced (validated again)."""
-        return dataclasses.replace(self, **changes)
 
     @classmethod
     def from_json(cls, doc, where="zarr.json"):
@@ -267,10 +247,6 @@ class ArrayMetadataV3:
         doc.update(self.extra)
         return doc
 
-    def to_bytes(self):
-        """UTF-8 JSON, indented by 2."""
-        return dump_json(self.to_json())
-
     def __eq__(self, other):
         # Compare the JSON form: NaN fill values are equal when their bits are.
         if not isinstance(other, ArrayMetadataV3):
@@ -284,7 +260,7 @@ _GROUP_KEYS = frozenset({"zarr_format", "node_type", "attributes", "consolidated
 
 
 @dataclass
-class GroupMetadataV3:
+class GroupMetadataV3(MetadataDocument):
     """The ``zarr.json`` of a v3 group; ``consolidated_metadata`` is kept as raw JSON."""
 
     attributes: dict = field(default_factory=dict)
@@ -300,10 +276,6 @@ class GroupMetadataV3:
         if self.consolidated_metadata is not None and not isinstance(self.consolidated_metadata, dict):
             raise field_error(where, "consolidated_metadata", "expected an object or null")
         self.extra = _check_extra(self.extra, _GROUP_KEYS, where)
-
-    def evolve(self, **changes):
-        """A copy with some fields replaced."""
-        return dataclasses.replace(self, **changes)
 
     @classmethod
     def from_json(cls, doc, where="zarr.json"):
@@ -323,10 +295,6 @@ class GroupMetadataV3:
             doc["consolidated_metadata"] = self.consolidated_metadata
         doc.update(self.extra)
         return doc
-
-    def to_bytes(self):
-        """UTF-8 JSON, indented by 2."""
-        return dump_json(self.to_json())
 
 
 def parse_metadata_v3(doc, where="zarr.json"):
