@@ -136,12 +136,10 @@ cdef class ShardSpec:
             self.ninner *= g
         self.head_len = head_len
 
-    def batch(self, pieces, data, data_strides, writing=False, write_empty_chunks=False,
-              write_order=None):
-        """A job over the selection given as per-axis zc_piece rows over the shard grid
-        (pipeline.batch_pieces), `data` the caller's array with `data_strides` per axis."""
-        return ShardBatch(self, pieces, data, data_strides, writing, write_empty_chunks,
-                          write_order)
+    def batch(self, plans, data, writing=False, write_empty_chunks=False, write_order=None):
+        """A job over a basic selection, given as the indexer's AxisPlans over the shard grid
+        (one per array axis), `data` the caller's array (the indexer's drop_shape)."""
+        return ShardBatch(self, plans, data, writing, write_empty_chunks, write_order)
 
 
 cdef class ShardBatch:
@@ -156,28 +154,46 @@ cdef class ShardBatch:
         memset(&self.io, 0, sizeof(zc_shard_io))
         self.table = NULL
 
-    def __init__(self, ShardSpec spec, pieces, data, data_strides, writing, write_empty_chunks,
-                 write_order):
+    def __init__(self, ShardSpec spec, plans, data, writing, write_empty_chunks, write_order):
         memcpy(&self.io, &spec.io, sizeof(zc_shard_io))
         self.spec = spec
         cdef int ndim = spec.io.ndim
-        if len(pieces) != ndim or len(data_strides) != ndim:
-            raise ValueError("one piece list and one stride per axis")
-        cdef Py_ssize_t total = 0, k = 0
-        for axis in pieces:
-            total += len(axis)
+        if len(plans) != ndim:
+            raise ValueError("one plan per axis")
+        cdef Py_ssize_t total = 0, k = 0, i, kept = 0
+        cdef list chunks, csels, osels, counts
+        for plan in plans:
+            total += len(plan.chunks)
         self.table = <zc_piece *>malloc(max(total, 1) * sizeof(zc_piece))
         if self.table == NULL:
             raise MemoryError("shard batch")
+        strides = data.strides
         cdef zc_piece *p
+        # The plans' pieces as zc_piece rows, as pipeline.batch_pieces makes them, without
+        # a Python object per piece: this runs once per call, small reads included.
         for d in range(ndim):
+            plan = plans[d]
+            chunks, csels, osels, counts = plan.chunks, plan.chunk_sel, plan.out_sel, plan.count
             self.io.piece_offset[d] = k
-            self.io.npieces[d] = len(pieces[d])
-            self.io.data_strides[d] = data_strides[d]
-            for row in pieces[d]:
+            self.io.npieces[d] = len(chunks)
+            if plan.kept:
+                self.io.data_strides[d] = strides[kept]
+                kept += 1
+            else:
+                self.io.data_strides[d] = 0
+            for i in range(len(chunks)):
                 p = &self.table[k]
-                p.chunk_index, p.chunk_start, p.chunk_step, p.count, p.out_start, p.out_step = row
+                p.chunk_index = chunks[i]
+                csel = csels[i]
+                if type(csel) is slice:
+                    osel = osels[i]
+                    p.chunk_start, p.chunk_step, p.count = csel.start, csel.step, counts[i]
+                    p.out_start, p.out_step = osel.start, osel.step or 1
+                else:
+                    p.chunk_start, p.chunk_step, p.count, p.out_start, p.out_step = csel, 1, 1, 0, 0
                 k += 1
+        if kept != data.ndim:
+            raise ValueError("the array does not have the selection's shape")
         self.io.pieces = self.table
         # The caller's array may be a strided or broadcast view: use its base and strides.
         cdef size_t address = data.__array_interface__["data"][0]

@@ -209,7 +209,11 @@ def batch_settings(chain, dtype, fill_value):
 
 def run_workers(work, ntasks):
     """Call the GIL-free `work` of a native job from as many pool threads as it can use."""
-    parallel_map(lambda _: work(), range(min(config.num_threads, max(ntasks, 1))))
+    threads = min(config.num_threads, ntasks)
+    if threads <= 1:
+        work()  # one thread: no pool round trip (small reads pay for every microsecond)
+        return
+    parallel_map(lambda _: work(), range(threads))
 
 
 def batch_strides(indexer, array):
@@ -304,8 +308,7 @@ class ChunkStore:
             batch.raise_error(head_len)
             return out
         if self._shards is not None and isinstance(indexer, BasicIndexer):
-            batch = self._shards.batch([batch_pieces(p) for p in indexer.dim_pieces], out,
-                                       batch_strides(indexer, out))
+            batch = self._shards.batch(indexer.plans, out)
             run_workers(batch.work_read, batch.ntasks)
             batch.raise_error()
             return out
@@ -335,11 +338,9 @@ class ChunkStore:
             # Partly covered chunks need read-modify-write under their lock, below.
             projections = [self._projection(indexer, t) for t in batch.deferred()]
         elif self._shards is not None and isinstance(indexer, BasicIndexer):
-            batch = self._shards.batch(
-                [batch_pieces(p) for p in indexer.dim_pieces], value, batch_strides(indexer, value),
-                writing=True, write_empty_chunks=config.write_empty_chunks,
-                write_order=self.partial.write_order(),
-            )
+            batch = self._shards.batch(indexer.plans, value, writing=True,
+                                       write_empty_chunks=config.write_empty_chunks,
+                                       write_order=self.partial.write_order())
             run_workers(batch.work_write, batch.ntasks)
             batch.raise_error()
             # Whole shards are written; partly covered ones are read-modify-written below.
