@@ -78,69 +78,61 @@ cdef int _raise(str what, int status) except -1:
     raise ValueError(f"{what}: invalid parameters")
 
 
-def checksum32(str algo, src, unsigned int seed=0, prefix=b""):
-    """The checksum `algo` of prefix+src (seed: jenkins_lookup3's initval)."""
-    cdef Py_buffer view, pview
-    cdef uint32_t v = 0
+cdef enum _ChecksumOp:
+    _SUM, _FRAME, _VERIFY
+
+
+cdef object _checksum(_ChecksumOp op, str algo, object src, bint at_end, uint32_t seed,
+                      object prefix):
+    """The checksum `algo` of prefix+src (_SUM), src framed with it (_FRAME) or the payload
+    offset of a framed src after checking it (_VERIFY)."""
+    cdef Py_buffer view, pview, oview
+    cdef uint32_t v = 0, stored = 0, computed = 0
+    cdef size_t offset = 0
     cdef int status, a = _algo(algo)
+    out = None
     _get(src, &view, PyBUF_SIMPLE)
     try:
         _get(prefix, &pview, PyBUF_SIMPLE)
         try:
+            if op == _FRAME:
+                out = np.empty(view.len + 4, dtype=np.uint8)
+                _get(out, &oview, PyBUF_WRITABLE)
             with nogil:
-                status = zc_checksum32(a, seed, pview.buf, pview.len, view.buf, view.len, &v)
+                if op == _SUM:
+                    status = zc_checksum32(a, seed, pview.buf, pview.len, view.buf, view.len, &v)
+                elif op == _FRAME:
+                    status = zc_checksum_frame(a, seed, pview.buf, pview.len, at_end, view.buf,
+                                               view.len, oview.buf, oview.len)
+                else:
+                    status = zc_checksum_verify(a, seed, pview.buf, pview.len, at_end, view.buf,
+                                                view.len, &offset, &stored, &computed)
+            if op == _FRAME:
+                PyBuffer_Release(&oview)
         finally:
             PyBuffer_Release(&pview)
     finally:
         PyBuffer_Release(&view)
+    if op == _VERIFY and status == ZC_ERR_CHECKSUM:
+        raise ChecksumError(f"{algo}: stored checksum {stored:#010x} does not match computed {computed:#010x}")
     if status != ZC_OK:
         _raise(algo, status)
-    return v
+    return v if op == _SUM else out if op == _FRAME else offset
+
+
+def checksum32(str algo, src, unsigned int seed=0, prefix=b""):
+    """The checksum `algo` of prefix+src (seed: jenkins_lookup3's initval)."""
+    return _checksum(_SUM, algo, src, False, seed, prefix)
 
 
 def checksum_frame(str algo, src, bint at_end, unsigned int seed=0, prefix=b""):
     """src with its 4-byte little-endian checksum before or after it, as a uint8 array."""
-    cdef Py_buffer view, pview, oview
-    cdef int status, a = _algo(algo)
-    _get(src, &view, PyBUF_SIMPLE)
-    try:
-        _get(prefix, &pview, PyBUF_SIMPLE)
-        try:
-            out = np.empty(view.len + 4, dtype=np.uint8)
-            _get(out, &oview, PyBUF_WRITABLE)
-            with nogil:
-                status = zc_checksum_frame(a, seed, pview.buf, pview.len, at_end, view.buf,
-                                           view.len, oview.buf, oview.len)
-            PyBuffer_Release(&oview)
-        finally:
-            PyBuffer_Release(&pview)
-    finally:
-        PyBuffer_Release(&view)
-    if status != ZC_OK:
-        _raise(algo, status)
-    return out
+    return _checksum(_FRAME, algo, src, at_end, seed, prefix)
 
 
 def checksum_verify(str algo, src, bint at_end, unsigned int seed=0, prefix=b""):
     """Check a framed buffer; return the payload's byte offset (its length is len(src) - 4)."""
-    cdef Py_buffer view, pview
-    cdef size_t offset = 0
-    cdef uint32_t stored = 0, computed = 0
-    cdef int status, a = _algo(algo)
-    _get(src, &view, PyBUF_SIMPLE)
-    try:
-        _get(prefix, &pview, PyBUF_SIMPLE)
-        with nogil:
-            status = zc_checksum_verify(a, seed, pview.buf, pview.len, at_end, view.buf, view.len,
-                                        &offset, &stored, &computed)
-        PyBuffer_Release(&pview)  # nothing between acquiring and releasing can raise
-    finally:
-        PyBuffer_Release(&view)
-    if status == ZC_ERR_CHECKSUM:
-        raise ChecksumError(f"{algo}: stored checksum {stored:#010x} does not match computed {computed:#010x}")
-    if status != ZC_OK:
-        _raise(algo, status)
-    return offset
+    return _checksum(_VERIFY, algo, src, at_end, seed, prefix)
 
 
 cdef int _delta(object array, bint encode) except -1:
