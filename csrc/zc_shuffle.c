@@ -18,11 +18,14 @@ static int check(const void *src, const void *dst, size_t len, size_t elementsiz
     return ZC_OK;
 }
 
-int zc_shuffle(const void *src, void *dst, size_t len, size_t elementsize)
+/* Byte j of each of the `count` elements: strided by elementsize in the elements, plane j
+ * (contiguous from j * count) in the shuffled form. `shuffle` moves it from the elements to
+ * the plane, else back. */
+static inline int move_bytes(const void *src, void *dst, size_t len, size_t elementsize,
+                             int shuffle)
 {
     const uint8_t *s = (const uint8_t *)src;
     uint8_t *d = (uint8_t *)dst;
-    size_t count;
     int status = check(src, dst, len, elementsize);
     if (status != ZC_OK)
         return status;
@@ -31,35 +34,25 @@ int zc_shuffle(const void *src, void *dst, size_t len, size_t elementsize)
             memcpy(d, s, len);
         return ZC_OK;
     }
-    count = len / elementsize;
+    const size_t count = len / elementsize;
+    /* Strides and plane starts of source and destination (constants once inlined). */
+    const size_t ss = shuffle ? elementsize : 1, ds = shuffle ? 1 : elementsize;
+    const size_t sj = shuffle ? 1 : count, dj = shuffle ? count : 1;
     for (size_t j = 0; j < elementsize; j++) {
-        uint8_t *out = d + j * count;
-        const uint8_t *in = s + j;
+        const uint8_t *in = s + j * sj;
+        uint8_t *out = d + j * dj;
         for (size_t i = 0; i < count; i++)
-            out[i] = in[i * elementsize];
+            out[i * ds] = in[i * ss];
     }
     return ZC_OK;
 }
 
+int zc_shuffle(const void *src, void *dst, size_t len, size_t elementsize)
+{
+    return move_bytes(src, dst, len, elementsize, 1);
+}
+
 int zc_unshuffle(const void *src, void *dst, size_t len, size_t elementsize)
 {
-    const uint8_t *s = (const uint8_t *)src;
-    uint8_t *d = (uint8_t *)dst;
-    size_t count;
-    int status = check(src, dst, len, elementsize);
-    if (status != ZC_OK)
-        return status;
-    if (elementsize == 1) {
-        if (len > 0)
-            memcpy(d, s, len);
-        return ZC_OK;
-    }
-    count = len / elementsize;
-    for (size_t j = 0; j < elementsize; j++) {
-        const uint8_t *in = s + j * count;
-        uint8_t *out = d + j;
-        for (size_t i = 0; i < count; i++)
-            out[i * elementsize] = in[i];
-    }
-    return ZC_OK;
+    return move_bytes(src, dst, len, elementsize, 0);
 }
