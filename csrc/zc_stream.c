@@ -4,7 +4,6 @@
 #include "zc_stream.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include "zc_crc32c.h"
 #include "zc_extern.h"
 #include "zc_status.h"
+#include "zc_zstd.h"
 
 /* ZSTD_d_stableOutBuffer (ZSTD_d_experimentalParam2): decode straight into a caller buffer
  * that stays put for the whole frame, with no window buffer inside the context. */
@@ -169,40 +169,6 @@ void zc_scatter_range(const zc_scatter *s, const void *src, size_t off, size_t l
     }
 }
 
-/* ---- per-thread streaming zstd context ---------------------------------------------------- */
-
-/* zc_zstd.c keeps its one-shot contexts private, so streaming keeps its own: one per
- * thread, freed by the key destructor when the thread exits. */
-static pthread_key_t dctx_key;
-static pthread_once_t dctx_once = PTHREAD_ONCE_INIT;
-static int dctx_key_ok;
-
-static void free_dctx(void *p) { ZSTD_freeDCtx((ZSTD_DCtx *)p); }
-static void make_dctx_key(void) { dctx_key_ok = pthread_key_create(&dctx_key, free_dctx) == 0; }
-
-static ZSTD_DCtx *thread_dctx(void)
-{
-    pthread_once(&dctx_once, make_dctx_key);
-    if (!dctx_key_ok)
-        return NULL;
-    ZSTD_DCtx *d = (ZSTD_DCtx *)pthread_getspecific(dctx_key);
-    if (d == NULL) {
-        d = ZSTD_createDCtx();
-        if (d != NULL && pthread_setspecific(dctx_key, d) != 0) {
-            ZSTD_freeDCtx(d);
-            d = NULL;
-        }
-    }
-    return d;
-}
-
-/* Drop the thread's context when a frame with a huge window left it big. */
-static void trim_dctx(ZSTD_DCtx *d)
-{
-    if (ZSTD_sizeof_DCtx(d) > ZC_STREAM_DCTX_KEEP && pthread_setspecific(dctx_key, NULL) == 0)
-        ZSTD_freeDCtx(d);
-}
-
 /* ---- file reading ------------------------------------------------------------------------- */
 
 void zc_stream_bufs_free(zc_stream_bufs *b)
@@ -350,10 +316,9 @@ static int read_zstd(int fd, size_t fsize, const zc_stream_format *f, const zc_s
     int direct = zc_scatter_run(s, &dst, &lo, &len) && lo == 0 && len == n;
     if (!direct && (st = get_buf(&bufs->window, ZC_STREAM_WINDOW)) != ZC_OK)
         return st;
-    ZSTD_DCtx *d = thread_dctx();
+    ZSTD_DCtx *d = zc_zstd_thread_dctx();
     if (d == NULL)
         return ZC_ERR_NOMEM;
-    ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
     /* If the context refuses, buffered mode into the same output works as well. */
     ZSTD_DCtx_setParameter(d, ZC_ZSTD_D_STABLE_OUT_BUFFER, direct);
     const size_t ws = item_block(ZC_STREAM_WINDOW, f->itemsize);
@@ -414,7 +379,7 @@ static int read_zstd(int fd, size_t fsize, const zc_stream_format *f, const zc_s
             zc_scatter_range(s, out.dst, flushed, out.pos);
     }
     int err = errno;
-    trim_dctx(d);
+    zc_zstd_thread_dctx_trim(ZC_STREAM_DCTX_KEEP);
     errno = err;
     if (st == ZC_OK && f->crc32c)
         st = check_trailer(fd, fsize, f, crc);

@@ -20,8 +20,8 @@
  * (the frame's window, 2 MiB at the default level for big chunks) in the thread's context. */
 #define ZC_STREAM_BLOCK (1u << 18)
 #define ZC_STREAM_WINDOW (1u << 17)
-/* A thread's streaming zstd context is dropped after a chunk when it holds more than this
- * (frames with huge windows), so an idle thread never keeps much. */
+/* The thread's zstd context (zc_zstd_thread_dctx) is dropped after a streamed chunk when it
+ * holds more than this (frames with huge windows), so an idle thread never keeps much. */
 #define ZC_STREAM_DCTX_KEEP (16u << 20)
 
 /* A selection of a C-ordered chunk of `shape` items of `itemsize` bytes: on axis d,

@@ -10,7 +10,8 @@
 
 /* Contexts are costly to create (hundreds of KB of tables), so each thread keeps one of
  * each; the key destructors free them when the thread exits. */
-static pthread_key_t cctx_key, dctx_key;
+enum { CCTX, DCTX };
+static pthread_key_t keys[2];
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static int keys_ok;
 
@@ -19,40 +20,43 @@ static void free_dctx(void *p) { ZSTD_freeDCtx((ZSTD_DCtx *)p); }
 
 static void make_keys(void)
 {
-    keys_ok = pthread_key_create(&cctx_key, free_cctx) == 0 &&
-              pthread_key_create(&dctx_key, free_dctx) == 0;
+    keys_ok = pthread_key_create(&keys[CCTX], free_cctx) == 0 &&
+              pthread_key_create(&keys[DCTX], free_dctx) == 0;
 }
 
-static ZSTD_CCtx *thread_cctx(void)
+/* The thread's CCTX or DCTX, created on first use; NULL when out of memory. */
+static void *thread_ctx(int kind)
 {
     pthread_once(&key_once, make_keys);
     if (!keys_ok)
         return NULL;
-    ZSTD_CCtx *c = (ZSTD_CCtx *)pthread_getspecific(cctx_key);
+    void *c = pthread_getspecific(keys[kind]);
     if (c == NULL) {
-        c = ZSTD_createCCtx();
-        if (c != NULL && pthread_setspecific(cctx_key, c) != 0) {
-            ZSTD_freeCCtx(c);
+        c = kind == CCTX ? (void *)ZSTD_createCCtx() : (void *)ZSTD_createDCtx();
+        if (c != NULL && pthread_setspecific(keys[kind], c) != 0) {
+            (kind == CCTX ? free_cctx : free_dctx)(c);
             c = NULL;
         }
     }
     return c;
 }
 
-static ZSTD_DCtx *thread_dctx(void)
+ZSTD_DCtx *zc_zstd_thread_dctx(void)
+{
+    ZSTD_DCtx *d = (ZSTD_DCtx *)thread_ctx(DCTX);
+    if (d != NULL)
+        ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters);
+    return d;
+}
+
+void zc_zstd_thread_dctx_trim(size_t keep)
 {
     pthread_once(&key_once, make_keys);
     if (!keys_ok)
-        return NULL;
-    ZSTD_DCtx *d = (ZSTD_DCtx *)pthread_getspecific(dctx_key);
-    if (d == NULL) {
-        d = ZSTD_createDCtx();
-        if (d != NULL && pthread_setspecific(dctx_key, d) != 0) {
-            ZSTD_freeDCtx(d);
-            d = NULL;
-        }
-    }
-    return d;
+        return;
+    ZSTD_DCtx *d = (ZSTD_DCtx *)pthread_getspecific(keys[DCTX]);
+    if (d != NULL && ZSTD_sizeof_DCtx(d) > keep && pthread_setspecific(keys[DCTX], NULL) == 0)
+        ZSTD_freeDCtx(d);
 }
 
 size_t zc_zstd_bound(size_t srclen)
@@ -70,7 +74,7 @@ int zc_zstd_compress(const void *src, size_t srclen, void *dst, size_t dstcap, i
         return ZC_ERR_PARAM;
     if (zc_zstd_bound(srclen) == 0)
         return ZC_ERR_SIZE;
-    ZSTD_CCtx *c = thread_cctx();
+    ZSTD_CCtx *c = (ZSTD_CCtx *)thread_ctx(CCTX);
     if (c == NULL)
         return ZC_ERR_NOMEM;
     ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
@@ -113,10 +117,9 @@ int zc_zstd_decompress(const void *src, size_t srclen, void *dst, size_t dstlen)
         return ZC_ERR_PARAM;
     if (srclen == 0)
         return ZC_ERR_CORRUPT;
-    ZSTD_DCtx *d = thread_dctx();
+    ZSTD_DCtx *d = zc_zstd_thread_dctx();
     if (d == NULL)
         return ZC_ERR_NOMEM;
-    ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
     /* One-shot decoding also handles frames without a content size, concatenated and
      * skippable frames, and stops with an error rather than write past dstlen. */
     char dummy;
@@ -139,10 +142,9 @@ int zc_zstd_decompress_alloc(const void *src, size_t srclen, size_t maxlen, void
         return ZC_ERR_PARAM;
     if (srclen == 0)
         return ZC_ERR_CORRUPT;
-    ZSTD_DCtx *d = thread_dctx();
+    ZSTD_DCtx *d = zc_zstd_thread_dctx();
     if (d == NULL)
         return ZC_ERR_NOMEM;
-    ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
 
     size_t cap = ZSTD_DStreamOutSize();
     if (cap > maxlen)

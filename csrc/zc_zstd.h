@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+struct ZSTD_DCtx_s; /* ZSTD_DCtx, declared with the zstd prototypes in zc_extern.h */
+
 /* Worst-case compressed size of `srclen` bytes (0 when srclen is too large). */
 size_t zc_zstd_bound(size_t srclen);
 
@@ -22,5 +24,14 @@ int zc_zstd_decompress(const void *src, size_t srclen, void *dst, size_t dstlen)
  * on ZC_OK the caller frees `*out` (non-NULL even when `*outlen` is 0). */
 int zc_zstd_decompress_alloc(const void *src, size_t srclen, size_t maxlen, void **out,
                              size_t *outlen);
+
+/* The calling thread's decompression context (ZSTD_DCtx of zc_extern.h), reset to default
+ * parameters: created on first use, reused by the functions above and by zc_stream.c, freed
+ * when the thread exits. NULL when out of memory. */
+struct ZSTD_DCtx_s *zc_zstd_thread_dctx(void);
+
+/* After using it: free the thread's context now if it holds more than `keep` bytes (a frame
+ * with a huge window grew it), so that an idle thread never keeps much. */
+void zc_zstd_thread_dctx_trim(size_t keep);
 
 #endif
