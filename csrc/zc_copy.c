@@ -45,8 +45,12 @@ int zc_strided_extent(int ndim, const ptrdiff_t *shape, const ptrdiff_t *strides
     return ZC_OK;
 }
 
-static void copy_items(char *d, ptrdiff_t ds, const char *s, ptrdiff_t ss, ptrdiff_t n, size_t itemsize)
+void zc_copy_items(char *d, ptrdiff_t ds, const char *s, ptrdiff_t ss, ptrdiff_t n, size_t itemsize)
 {
+    if (ds == (ptrdiff_t)itemsize && ss == (ptrdiff_t)itemsize) {
+        memcpy(d, s, (size_t)n * itemsize);
+        return;
+    }
     /* Fixed-size memcpy compiles to single loads/stores. */
 #define ITEMS(K)                                      \
     for (ptrdiff_t i = 0; i < n; i++, d += ds, s += ss) \
@@ -81,7 +85,7 @@ static void copy_tiled(char *d, ptrdiff_t dk, ptrdiff_t di, const char *s, ptrdi
         for (ptrdiff_t i0 = 0; i0 < ni; i0 += t) {
             ptrdiff_t len = i0 + t < ni ? t : ni - i0;
             for (ptrdiff_t k = k0; k < k1; k++)
-                copy_items(d + k * dk + i0 * di, di, s + k * sk + i0 * si, si, len, itemsize);
+                zc_copy_items(d + k * dk + i0 * di, di, s + k * sk + i0 * si, si, len, itemsize);
         }
     }
 }
@@ -164,7 +168,7 @@ int zc_copy_nd(int ndim, const ptrdiff_t *shape, size_t itemsize, const void *sr
         else if (tk >= 0)
             copy_tiled(d, tds, ids, s, tss, iss, tn, inner, itemsize);
         else
-            copy_items(d, ids, s, iss, inner, itemsize);
+            zc_copy_items(d, ids, s, iss, inner, itemsize);
         int k = outer - 1;
         for (; k >= 0; k--) {
             s += ss[k];

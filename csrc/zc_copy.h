@@ -18,4 +18,9 @@ int zc_strided_extent(int ndim, const ptrdiff_t *shape, const ptrdiff_t *strides
 int zc_copy_nd(int ndim, const ptrdiff_t *shape, size_t itemsize, const void *src,
                const ptrdiff_t *src_strides, void *dst, const ptrdiff_t *dst_strides);
 
+/* The 1-d case without checks: `n` items from `src` by byte stride `ss` to `dst` by `ds`
+ * (one memcpy when both are contiguous). */
+void zc_copy_items(char *dst, ptrdiff_t ds, const char *src, ptrdiff_t ss, ptrdiff_t n,
+                   size_t itemsize);
+
 #endif

@@ -10,6 +10,7 @@
 
 #include "zc_byteswap.h"
 #include "zc_chain.h"
+#include "zc_copy.h"
 #include "zc_crc32c.h"
 #include "zc_extern.h"
 #include "zc_status.h"
@@ -88,30 +89,6 @@ int zc_scatter_run(const zc_scatter *s, char **dst, size_t *lo, size_t *len)
     return 1;
 }
 
-static void copy_items(char *d, ptrdiff_t ds, const char *src, ptrdiff_t ss, int64_t n,
-                       size_t itemsize)
-{
-    if (ds == (ptrdiff_t)itemsize && ss == (ptrdiff_t)itemsize) {
-        memcpy(d, src, (size_t)n * itemsize);
-        return;
-    }
-#define ITEMS(K)                                            \
-    for (int64_t i = 0; i < n; i++, d += ds, src += ss)     \
-        memcpy(d, src, K);                                  \
-    return;
-    switch (itemsize) {
-    case 1: ITEMS(1)
-    case 2: ITEMS(2)
-    case 4: ITEMS(4)
-    case 8: ITEMS(8)
-    case 16: ITEMS(16)
-    default:
-        for (int64_t i = 0; i < n; i++, d += ds, src += ss)
-            memcpy(d, src, itemsize);
-    }
-#undef ITEMS
-}
-
 void zc_scatter_range(const zc_scatter *s, const void *src, size_t off, size_t len)
 {
     size_t a = off > s->lo ? off : s->lo;
@@ -158,8 +135,8 @@ void zc_scatter_range(const zc_scatter *s, const void *src, size_t off, size_t l
             if (k1 > cn)
                 k1 = cn;
             if (k0 < k1)
-                copy_items(o + k0 * os, os, base + (size_t)(row + st + k0 * sp) * is,
-                           (ptrdiff_t)(sp * (int64_t)is), k1 - k0, is);
+                zc_copy_items(o + k0 * os, os, base + (size_t)(row + st + k0 * sp) * is,
+                              (ptrdiff_t)(sp * (int64_t)is), k1 - k0, is);
         }
         if (r == rlast)
             break;
