@@ -6,10 +6,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "zc_byteswap.h"
 #include "zc_chain.h"
+#include "zc_chunk_io.h"
 #include "zc_copy.h"
 #include "zc_crc32c.h"
 #include "zc_extern.h"
@@ -162,28 +162,11 @@ static int get_buf(unsigned char **p, size_t size)
     return *p ? ZC_OK : ZC_ERR_NOMEM;
 }
 
-/* Read `len` bytes at `at`: ZC_OK, ZC_ERR_SIZE when the file ends first, ZC_ERR_IO. */
-static int pread_full(int fd, void *buf, size_t len, size_t at)
-{
-    size_t got = 0;
-    while (got < len) {
-        ssize_t r = pread(fd, (char *)buf + got, len - got, (off_t)(at + got));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return ZC_ERR_IO;
-        if (r == 0)
-            return ZC_ERR_SIZE;
-        got += (size_t)r;
-    }
-    return ZC_OK;
-}
-
 /* Compare the crc32c `crc` of the payload (the chunk less its last 4 bytes) with the trailer. */
 static int check_trailer(int fd, size_t fsize, const zc_stream_format *f, uint32_t crc)
 {
     unsigned char t[4];
-    int st = pread_full(fd, t, 4, f->offset + fsize - 4);
+    int st = zc_pread_full(fd, t, 4, f->offset + fsize - 4);
     if (st == ZC_ERR_SIZE)
         return ZC_ERR_CORRUPT;
     if (st != ZC_OK)
@@ -203,7 +186,7 @@ static int prefer_checksum(int fd, size_t fsize, const zc_stream_format *f, zc_s
     uint32_t crc = 0;
     for (size_t at = 0, plen = fsize - 4; at < plen;) {
         size_t n = plen - at < ZC_STREAM_BLOCK ? plen - at : ZC_STREAM_BLOCK;
-        if (pread_full(fd, bufs->block, n, f->offset + at) != ZC_OK)
+        if (zc_pread_full(fd, bufs->block, n, f->offset + at) != ZC_OK)
             return st;
         crc = zc_crc32c(crc, bufs->block, n);
         at += n;
@@ -238,7 +221,7 @@ static int read_plain(int fd, size_t fsize, const zc_stream_format *f, const zc_
     int st;
     if (run && !f->crc32c) {
         /* One run and nothing to verify: read just it, into place. */
-        if ((st = pread_full(fd, dst, len, f->offset + lo)) != ZC_OK)
+        if ((st = zc_pread_full(fd, dst, len, f->offset + lo)) != ZC_OK)
             return st;
         return swap(f, dst, len);
     }
@@ -248,7 +231,7 @@ static int read_plain(int fd, size_t fsize, const zc_stream_format *f, const zc_
         size_t bs = item_block(ZC_STREAM_BLOCK, f->itemsize);
         for (size_t at = 0; at < n; at += bs) {
             size_t k = n - at < bs ? n - at : bs;
-            if ((st = pread_full(fd, dst + at, k, f->offset + at)) != ZC_OK)
+            if ((st = zc_pread_full(fd, dst + at, k, f->offset + at)) != ZC_OK)
                 return st;
             crc = zc_crc32c(crc, dst + at, k);
             if ((st = swap(f, dst + at, k)) != ZC_OK)
@@ -263,7 +246,7 @@ static int read_plain(int fd, size_t fsize, const zc_stream_format *f, const zc_
     size_t from = f->crc32c ? 0 : s->lo, to = f->crc32c ? n : s->hi;
     for (size_t at = from; at < to; at += bs) {
         size_t k = to - at < bs ? to - at : bs;
-        if ((st = pread_full(fd, bufs->block, k, f->offset + at)) != ZC_OK)
+        if ((st = zc_pread_full(fd, bufs->block, k, f->offset + at)) != ZC_OK)
             return st;
         if (f->crc32c)
             crc = zc_crc32c(crc, bufs->block, k);
@@ -308,7 +291,7 @@ static int read_zstd(int fd, size_t fsize, const zc_stream_format *f, const zc_s
     for (;;) {
         if (in.pos == in.size && at < plen) {
             size_t k = plen - at < ZC_STREAM_BLOCK ? plen - at : ZC_STREAM_BLOCK;
-            if ((st = pread_full(fd, bufs->block, k, f->offset + at)) != ZC_OK) {
+            if ((st = zc_pread_full(fd, bufs->block, k, f->offset + at)) != ZC_OK) {
                 if (st == ZC_ERR_SIZE)
                     st = ZC_ERR_CORRUPT; /* the file shrank under us */
                 break;
