@@ -73,22 +73,11 @@ ctypedef fused job_t:
     zc_shard_job
 
 
-cdef inline tuple set_up_job(job_t *j, settings, chunk_shape, pieces, data, data_strides,
-                             write_empty_chunks):
-    """Set the chain and fill of `j` from `settings` (pipeline.batch_settings), its dimensions
-    and chunk shape, and the selection: per-axis `pieces` (rows of zc_piece) over `data`, the
-    caller's array, with its byte `data_strides` per axis. Returns what `j` points into, which
-    the caller keeps alive as long as `j`. (ZC_SHARD_MAX_NDIM is ZC_BATCH_MAX_NDIM.)"""
-    import numpy as np
+cdef inline void set_up_chain(zc_chain *c, settings) except *:
+    """Set `c` from `settings` (pipeline.batch_settings: itemsize, swap_size, compressor and
+    its options, crc32c)."""
     from zarrcore._batch import COMPRESSORS
 
-    ndim = len(chunk_shape)
-    if ndim > ZC_BATCH_MAX_NDIM:
-        raise ValueError(f"at most {ZC_BATCH_MAX_NDIM} dimensions")
-    fill = settings["fill"]
-    if len(fill) != settings["itemsize"]:
-        raise ValueError("fill pattern must be one item")
-    c = &j.chain
     c.itemsize = settings["itemsize"]
     c.swap_size = settings["swap_size"]
     c.compressor = COMPRESSORS[settings["compressor"]]
@@ -99,6 +88,23 @@ cdef inline tuple set_up_job(job_t *j, settings, chunk_shape, pieces, data, data
     c.blocksize = settings.get("blocksize", 0)
     strncpy(c.cname, settings.get("cname", "").encode()[:15], 15)
     c.crc32c = settings["crc32c"]
+
+
+cdef inline tuple set_up_job(job_t *j, settings, chunk_shape, pieces, data, data_strides,
+                             write_empty_chunks):
+    """Set the chain and fill of `j` from `settings` (pipeline.batch_settings), its dimensions
+    and chunk shape, and the selection: per-axis `pieces` (rows of zc_piece) over `data`, the
+    caller's array, with its byte `data_strides` per axis. Returns what `j` points into, which
+    the caller keeps alive as long as `j`. (ZC_SHARD_MAX_NDIM is ZC_BATCH_MAX_NDIM.)"""
+    import numpy as np
+
+    ndim = len(chunk_shape)
+    if ndim > ZC_BATCH_MAX_NDIM:
+        raise ValueError(f"at most {ZC_BATCH_MAX_NDIM} dimensions")
+    fill = settings["fill"]
+    if len(fill) != settings["itemsize"]:
+        raise ValueError("fill pattern must be one item")
+    set_up_chain(&j.chain, settings)
     j.ndim = ndim
     j.fill_floatsize = settings["fill_floatsize"]
     j.write_empty_chunks = write_empty_chunks

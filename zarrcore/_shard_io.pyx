@@ -10,25 +10,15 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset, strncpy
 
-from ._batch import COMPRESSORS
+from ._jobs cimport set_up_chain, zc_chain, zc_piece
 from .errors import ChecksumError, ChunkDecodeError, ShardIndexError, ZarrcoreError
 
 cdef extern from "zc_status.h":
     int ZC_OK, ZC_ERR_CORRUPT, ZC_ERR_SIZE, ZC_ERR_NOMEM, ZC_ERR_PARAM, ZC_ERR_CHECKSUM
     int ZC_ERR_OVERLAP
 
-cdef extern from "zc_chain.h":
-    ctypedef struct zc_chain:
-        size_t itemsize, swap_size
-        int compressor, clevel, shuffle, checksum
-        size_t typesize, blocksize
-        char cname[16]
-        int crc32c
-
 cdef extern from "zc_batch.h":
     int ZC_ERR_IO
-    ctypedef struct zc_piece:
-        int64_t chunk_index, chunk_start, chunk_step, count, out_start, out_step
 
 cdef extern from "zc_sha256.h":
     void zc_sha256_hex(const void *data, size_t len, char *hex)
@@ -93,9 +83,8 @@ cdef class ShardSpec:
         memset(&self.io, 0, sizeof(zc_shard_io))
 
     def __init__(self, *, key_head, head_len, sep, lead_sep, lock_dir, array_shape, shard_shape,
-                 chunk_shape, index_at_start, index_crc32c, itemsize, swap_size, compressor,
-                 clevel=0, shuffle=0, checksum=False, typesize=0, blocksize=0, cname="",
-                 crc32c=False, fill=b"", fill_floatsize=0):
+                 chunk_shape, index_at_start, index_crc32c, fill=b"", fill_floatsize=0,
+                 **chain):
         ndim = len(shard_shape)
         if not 1 <= ndim <= ZC_SHARD_IO_MAX_NDIM or len(chunk_shape) != ndim or len(array_shape) != ndim:
             raise ValueError(f"1 to {ZC_SHARD_IO_MAX_NDIM} dimensions, the same for every shape")
@@ -103,19 +92,9 @@ cdef class ShardSpec:
         lock = os.fsencode(lock_dir)
         if len(head) >= ZC_SHARD_IO_PATH_MAX - 64 or len(lock) >= ZC_SHARD_IO_PATH_MAX - 80:
             raise ValueError("store path too long")
-        if len(fill) != itemsize:
+        if len(fill) != chain["itemsize"]:
             raise ValueError("fill pattern must be one item")
-        c = &self.io.chain
-        c.itemsize = itemsize
-        c.swap_size = swap_size
-        c.compressor = COMPRESSORS[compressor]
-        c.clevel = clevel
-        c.shuffle = shuffle
-        c.checksum = checksum
-        c.typesize = typesize
-        c.blocksize = blocksize
-        strncpy(c.cname, cname.encode()[:15], 15)
-        c.crc32c = crc32c
+        set_up_chain(&self.io.chain, chain)
         self.io.ndim = ndim
         for d in range(ndim):
             self.io.array_shape[d] = array_shape[d]
