@@ -515,7 +515,8 @@ static int replace_locked(const zc_shard_io *io, const char *path, const unsigne
     if (io->lock_dir[0]) {
         char hex[65], lock[ZC_SHARD_IO_PATH_MAX + 80];
         zc_sha256_hex(path, strlen(path), hex);
-        int n = snprintf(lock, sizeof lock, "%s/%s.lock", io->lock_dir, hex);
+        /* One of 4096 striped lock files, as zarrcore.storage.local names them. */
+        int n = snprintf(lock, sizeof lock, "%s/%.3s.lock", io->lock_dir, hex);
         if (n < 0 || (size_t)n >= sizeof lock)
             return ZC_ERR_SIZE;
         if (mkdir(io->lock_dir, 0777) != 0 && errno != EEXIST)

@@ -8,8 +8,11 @@ import tempfile
 from .base import Store, validate_key, validate_prefix
 
 TEMP_PREFIX = ".zarrcore-tmp-"
-# Lock files live outside the store so peers listing it never see them.
+# Lock files live outside the store so peers listing it never see them. A key's lock is one of
+# 4096 striped files named by the first 3 hex digits of the SHA-256 of its path, so their
+# number stays bounded however many chunks are written; csrc/zc_shard_io.c names them alike.
 LOCK_DIR = os.path.join(tempfile.gettempdir(), "zarrcore-locks")
+LOCK_NAME_DIGITS = 3
 
 
 class LocalStore(Store):
@@ -111,7 +114,8 @@ class LocalStore(Store):
         """Exclusive across threads and processes; the kernel drops a flock when its holder dies."""
         with super().lock(key):
             os.makedirs(LOCK_DIR, exist_ok=True)
-            name = hashlib.sha256(self._path(key).encode()).hexdigest() + ".lock"
+            digest = hashlib.sha256(self._path(key).encode()).hexdigest()
+            name = digest[:LOCK_NAME_DIGITS] + ".lock"
             fd = os.open(os.path.join(LOCK_DIR, name), os.O_RDWR | os.O_CREAT, 0o666)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
