@@ -281,9 +281,11 @@ void zc_batch_write_worker(zc_batch *b)
             fail(b, t, is_fill, 0);
             break;
         }
+        /* Replaced or deleted under the key's lock, so this lands wholly before or after
+         * another writer's read-modify-write of the chunk rather than inside it. */
         if (is_fill) {
-            if (unlink(path) != 0 && errno != ENOENT && errno != ENOTDIR) {
-                fail(b, t, ZC_ERR_IO, errno);
+            if ((st = zc_file_replace_locked(b->lock_dir, path, NULL, 0)) != ZC_OK) {
+                fail(b, t, st, errno);
                 break;
             }
             continue;
@@ -293,7 +295,7 @@ void zc_batch_write_worker(zc_batch *b)
         if (st == ZC_OK)
             st = zc_chain_encode(&b->chain, scratch.p, n, encoded.p, cap, &len);
         if (st == ZC_OK)
-            st = zc_file_replace(path, encoded.p, len);
+            st = zc_file_replace_locked(b->lock_dir, path, encoded.p, len);
         if (st != ZC_OK) {
             fail(b, t, st, errno);
             break;

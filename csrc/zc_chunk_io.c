@@ -7,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "zc_copy.h"
+#include "zc_sha256.h"
 #include "zc_status.h"
 
 int zc_buf_reserve(zc_buf *b, size_t n)
@@ -150,6 +152,54 @@ int zc_file_replace(const char *path, const unsigned char *data, size_t len)
         return ZC_ERR_IO;
     }
     return ZC_OK;
+}
+
+/* Open (creating it, and `lock_dir` when missing) the lock file of `path` and take its
+ * flock: ZC_OK with the descriptor in *fd, ZC_ERR_SIZE, or ZC_ERR_IO with errno. */
+static int lock_path(const char *lock_dir, const char *path, int *fd)
+{
+    char hex[65], lock[4096 + 16];
+    zc_sha256_hex(path, strlen(path), hex);
+    int n = snprintf(lock, sizeof lock, "%s/%.3s.lock", lock_dir, hex);
+    if (n < 0 || (size_t)n >= sizeof lock)
+        return ZC_ERR_SIZE;
+    int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (lfd < 0 && errno == ENOENT) {
+        /* No lock directory yet: make it, on this first need rather than per chunk. */
+        if (mkdir(lock_dir, 0777) != 0 && errno != EEXIST)
+            return ZC_ERR_IO;
+        lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    }
+    if (lfd < 0)
+        return ZC_ERR_IO;
+    while (flock(lfd, LOCK_EX) != 0) {
+        if (errno != EINTR) {
+            int e = errno;
+            close(lfd);
+            errno = e;
+            return ZC_ERR_IO;
+        }
+    }
+    *fd = lfd;
+    return ZC_OK;
+}
+
+int zc_file_replace_locked(const char *lock_dir, const char *path, const unsigned char *data,
+                           size_t len)
+{
+    int lfd = -1, st;
+    if (lock_dir != NULL && lock_dir[0] && (st = lock_path(lock_dir, path, &lfd)) != ZC_OK)
+        return st;
+    st = ZC_OK;
+    if (data != NULL)
+        st = zc_file_replace(path, data, len);
+    else if (unlink(path) != 0 && errno != ENOENT && errno != ENOTDIR)
+        st = ZC_ERR_IO;
+    int e = errno;
+    if (lfd >= 0)
+        close(lfd); /* drops the flock */
+    errno = e;
+    return st;
 }
 
 void zc_chunk_reader_free(zc_chunk_reader *r)

@@ -42,6 +42,15 @@ int zc_pread_full(int fd, void *buf, size_t len, uint64_t at);
  * missing parent directories. */
 int zc_file_replace(const char *path, const unsigned char *data, size_t len);
 
+/* Replace `path` as zc_file_replace does (or delete it when `data` is NULL) while holding
+ * the flock of its lock file in `lock_dir`: one of 4096 striped files named by the first 3
+ * hex digits of the SHA-256 of `path` ("<lock_dir>/abc.lock"), the file
+ * zarrcore.storage.local.LocalStore.lock takes for the same key, so the replacement lands
+ * wholly before or after another writer's read-modify-write of it. `lock_dir` NULL or ""
+ * takes no lock. */
+int zc_file_replace_locked(const char *lock_dir, const char *path, const unsigned char *data,
+                           size_t len);
+
 /* A selection of a C-ordered chunk of `shape`: on axis d `count[d]` items from `start[d]`
  * by `step[d]` (>= 1), landing at `out` + k * out_strides[d] (bytes, any sign). */
 typedef struct {

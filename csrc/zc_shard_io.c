@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,7 +15,6 @@
 #include "zc_copy.h"
 #include "zc_crc32c.h"
 #include "zc_fill.h"
-#include "zc_sha256.h"
 #include "zc_shard_index.h"
 #include "zc_status.h"
 
@@ -506,44 +504,6 @@ void zc_shard_io_read_worker(zc_shard_io *io)
 
 /* ---- writes ------------------------------------------------------------------------------- */
 
-/* Replace `path` with `len` bytes (or delete it when `data` is NULL) while holding the
- * store's lock file of the path, as LocalStore.lock takes it. */
-static int replace_locked(const zc_shard_io *io, const char *path, const unsigned char *data,
-                          size_t len)
-{
-    int lfd = -1;
-    if (io->lock_dir[0]) {
-        char hex[65], lock[ZC_SHARD_IO_PATH_MAX + 80];
-        zc_sha256_hex(path, strlen(path), hex);
-        /* One of 4096 striped lock files, as zarrcore.storage.local names them. */
-        int n = snprintf(lock, sizeof lock, "%s/%.3s.lock", io->lock_dir, hex);
-        if (n < 0 || (size_t)n >= sizeof lock)
-            return ZC_ERR_SIZE;
-        if (mkdir(io->lock_dir, 0777) != 0 && errno != EEXIST)
-            return ZC_ERR_IO;
-        if ((lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666)) < 0)
-            return ZC_ERR_IO;
-        while (flock(lfd, LOCK_EX) != 0) {
-            if (errno != EINTR) {
-                int e = errno;
-                close(lfd);
-                errno = e;
-                return ZC_ERR_IO;
-            }
-        }
-    }
-    int st = ZC_OK;
-    if (data != NULL)
-        st = zc_file_replace(path, data, len);
-    else if (unlink(path) != 0 && errno != ENOENT && errno != ENOTDIR)
-        st = ZC_ERR_IO;
-    int e = errno;
-    if (lfd >= 0)
-        close(lfd); /* drops the flock */
-    errno = e;
-    return st;
-}
-
 /* Per-thread buffers of a write worker, taken on first need. */
 typedef struct {
     zc_buf chunk, encoded, shard;
@@ -583,7 +543,7 @@ static int write_shard(zc_shard_io *io, int64_t s, writer *w)
     if (st != ZC_OK)
         return st;
     if (!any)
-        return replace_locked(io, path, NULL, 0); /* nothing but fill: no shard */
+        return zc_file_replace_locked(io->lock_dir, path, NULL, 0); /* nothing but fill: no shard */
     if (zc_buf_reserve(&w->shard, total) != ZC_OK)
         return ZC_ERR_NOMEM;
     size_t pos = io->index_at_start ? isz : 0;
@@ -607,7 +567,7 @@ static int write_shard(zc_shard_io *io, int64_t s, writer *w)
         for (int b = 0; b < 4; b++)
             index[raw + (size_t)b] = (unsigned char)(crc >> (8 * b));
     }
-    return replace_locked(io, path, w->shard.p, total);
+    return zc_file_replace_locked(io->lock_dir, path, w->shard.p, total);
 }
 
 void zc_shard_io_write_worker(zc_shard_io *io)

@@ -18,7 +18,8 @@
  * are not written); the last task of a shard lays its chunks out in `write_order`, adds the
  * index and replaces the shard file atomically, or deletes it when no chunk is left. The
  * replacement happens under the same flock the Python store takes for its read-modify-
- * writes (`lock_dir`/<sha256 of the path>.lock), so it never lands inside one. */
+ * writes (zc_file_replace_locked: a striped lock file in `lock_dir` named from the SHA-256
+ * of the path), so it never lands inside one. */
 #ifndef ZC_SHARD_IO_H
 #define ZC_SHARD_IO_H
 

@@ -7,6 +7,8 @@ import struct
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import crc32c
 import numcodecs
@@ -361,3 +363,31 @@ def test_read_memory_is_bounded(tmp_path, comp):
     # Whole-chunk buffers would add 2 threads x (8 MiB file + 8 MiB scratch) = 32 MiB; streamed
     # reads keep a few bounded buffers per thread (blocks, window, zstd's history window).
     assert grown < out_kib + 16 * 1024, (grown, out_kib)
+
+
+# -- locks -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", [7, 0], ids=["replace", "delete"])
+def test_whole_chunk_write_waits_for_the_store_lock(tmp_path, value):
+    """A whole-chunk write (or the delete of a chunk left all fill) never lands inside
+    another writer's read-modify-write of the same key."""
+    a = make(tmp_path / "a", np.ones((16, 16), np.uint16), (8, 8), "zstd", fill_value=0)
+    assert a._chunks._batch is not None
+    held, done = threading.Event(), []
+    store = zarrcore.LocalStore(tmp_path / "a")
+
+    def writer():
+        held.wait()
+        a[0:8, 0:8] = value
+        done.append(time.monotonic())
+
+    t = threading.Thread(target=writer)
+    t.start()
+    with store.lock("c/0/0"):
+        held.set()
+        time.sleep(0.3)
+        released = time.monotonic()
+    t.join()
+    assert done and done[0] >= released
+    np.testing.assert_array_equal(a[0:8, 0:8], value)
+    assert os.path.exists(chunk_path(a, 0, 0)) == bool(value)

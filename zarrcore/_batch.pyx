@@ -27,15 +27,18 @@ cdef class ChunkBatch:
     cdef object _keep
 
     def __init__(self, *, key_head, sep, lead_sep, array_shape, chunk_shape, pieces=(),
-                 data=None, data_strides=(), write_empty_chunks=False, **settings):
-        """`settings` are pipeline.batch_settings: the chain, fill and item layout."""
+                 data=None, data_strides=(), write_empty_chunks=False, lock_dir="", **settings):
+        """`settings` are pipeline.batch_settings: the chain, fill and item layout. Writes
+        replace and delete chunk files under their lock file in `lock_dir` ("": no locks)."""
         memset(&self.b, 0, sizeof(zc_batch))
         head = os.fsencode(key_head)
-        if len(head) >= ZC_BATCH_PATH_MAX - 64:
+        lock = os.fsencode(lock_dir)
+        if len(head) >= ZC_BATCH_PATH_MAX - 64 or len(lock) >= ZC_BATCH_PATH_MAX - 16:
             raise ValueError("store path too long")
         keep = set_up_job(&self.b, settings, chunk_shape, pieces, data, data_strides,
                           write_empty_chunks)
         strncpy(self.b.key_head, head, ZC_BATCH_PATH_MAX - 1)
+        strncpy(self.b.lock_dir, lock, ZC_BATCH_PATH_MAX - 1)
         self.b.sep = ord(sep)
         self.b.lead_sep = lead_sep
         for d in range(self.b.ndim):

@@ -28,6 +28,7 @@ cdef extern from "zc_batch.h":
         char key_head[4096]
         char sep
         int lead_sep
+        char lock_dir[4096]
         const zc_piece *pieces
         int64_t piece_offset[32]
         int64_t npieces[32]

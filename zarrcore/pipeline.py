@@ -280,8 +280,9 @@ class ChunkStore:
     def _make_batch(self, indexer, data, data_strides):
         _, sep, lead = self._key_layout
         batch = ChunkBatch(
-            key_head=self._key_head(), sep=sep, lead_sep=lead, array_shape=self.array_shape,
-            chunk_shape=self.chunk_shape, write_empty_chunks=config.write_empty_chunks,
+            key_head=self._key_head(), sep=sep, lead_sep=lead, lock_dir=LOCK_DIR,
+            array_shape=self.array_shape, chunk_shape=self.chunk_shape,
+            write_empty_chunks=config.write_empty_chunks,
             pieces=[batch_pieces(p) for p in indexer.dim_pieces], data=data,
             data_strides=data_strides, **self._batch,
         )

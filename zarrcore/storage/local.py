@@ -10,7 +10,8 @@ from .base import Store, validate_key, validate_prefix
 TEMP_PREFIX = ".zarrcore-tmp-"
 # Lock files live outside the store so peers listing it never see them. A key's lock is one of
 # 4096 striped files named by the first 3 hex digits of the SHA-256 of its path, so their
-# number stays bounded however many chunks are written; csrc/zc_shard_io.c names them alike.
+# number stays bounded however many chunks are written; the native batches' writes take them
+# alike (zc_file_replace_locked in csrc/zc_chunk_io.c).
 LOCK_DIR = os.path.join(tempfile.gettempdir(), "zarrcore-locks")
 LOCK_NAME_DIGITS = 3
 
