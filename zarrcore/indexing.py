@@ -69,6 +69,8 @@ def _check_bool_axes(mask, shape, axis):
 
 def expand_selection(selection, ndim):
     """Normalize to a tuple of one item per axis, plus None for newaxis; Ellipsis expanded."""
+    if type(selection) is tuple and len(selection) == ndim and _all_slices(selection):
+        return selection  # already one slice per axis (the common case, kept cheap)
     if not isinstance(selection, tuple):
         selection = (selection,)
     n_ellipsis = sum(1 for s in selection if s is Ellipsis)
@@ -90,13 +92,24 @@ def expand_selection(selection, ndim):
     return tuple(out)
 
 
+def _all_slices(items):
+    for s in items:
+        if type(s) is not slice:
+            return False
+    return True
+
+
 def is_basic_selection(selection):
+    if type(selection) is tuple and _all_slices(selection):
+        return True
     items = selection if isinstance(selection, tuple) else (selection,)
     return all(s is None or s is Ellipsis or isinstance(s, slice) or _is_int(s) for s in items)
 
 
 def pop_fields(selection):
     """Split structured-dtype field names (str, or a list of str) out of a selection."""
+    if type(selection) is tuple and _all_slices(selection):
+        return None, selection
     if isinstance(selection, str):
         return selection, Ellipsis
     if isinstance(selection, list) and selection and all(isinstance(f, str) for f in selection):
@@ -147,6 +160,8 @@ class OrthogonalIndexer:
         self.drop_shape = tuple(drop_shape)
 
     def _axis_plan(self, item, dim_len, chunk_len, axis):
+        if type(item) is slice:
+            return _indexing.slice_plan(*item.indices(dim_len), chunk_len, dim_len)
         if isinstance(item, slice):
             return _indexing.slice_plan(*item.indices(dim_len), chunk_len, dim_len)
         if _is_int(item):
@@ -183,9 +198,14 @@ class OrthogonalIndexer:
 
     @property
     def permuted(self):
-        return any(p.order is not None for p in self.plans)
+        for p in self.plans:
+            if p.order is not None:
+                return True
+        return False
 
     def unpermute(self, buffer):
+        if not self.permuted:
+            return buffer
         for axis, order in self._orders:
             result = np.empty_like(buffer)
             result[(slice(None),) * axis + (order,)] = buffer
