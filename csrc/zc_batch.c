@@ -91,116 +91,71 @@ static void fail(zc_batch *b, int64_t t, int status, int err)
     }
 }
 
-/* An N-d region: `a` is written, from `b` (or from the fill pattern when `b` is NULL). */
-typedef struct {
-    int ndim;
-    ptrdiff_t shape[ZC_BATCH_MAX_NDIM];
-    char *a;
-    ptrdiff_t a_strides[ZC_BATCH_MAX_NDIM];
-    const char *b;
-    ptrdiff_t b_strides[ZC_BATCH_MAX_NDIM];
-} zc_region;
-
-static void fill_run(char *dst, ptrdiff_t ds, const unsigned char *fill, int64_t n, size_t size)
-{
-    for (int64_t i = 0; i < n; i++)
-        memcpy(dst + i * ds, fill, size);
-}
-
-static int region_apply(const zc_region *r, size_t size, const unsigned char *fill)
-{
-    if (r->b)
-        return zc_copy_nd(r->ndim, r->shape, size, r->b, r->b_strides, r->a, r->a_strides);
-    int nd = r->ndim;
-    for (int d = 0; d < nd; d++)
-        if (r->shape[d] == 0)
-            return ZC_OK;
-    if (nd == 0) {
-        memcpy(r->a, fill, size);
-        return ZC_OK;
-    }
-    ptrdiff_t idx[ZC_BATCH_MAX_NDIM] = {0};
-    for (;;) {
-        char *a = r->a;
-        for (int d = 0; d < nd - 1; d++)
-            a += idx[d] * r->a_strides[d];
-        fill_run(a, r->a_strides[nd - 1], fill, r->shape[nd - 1], size);
-        int d = nd - 2;
-        while (d >= 0 && ++idx[d] == r->shape[d])
-            idx[d--] = 0;
-        if (d < 0)
-            return ZC_OK;
-    }
-}
-
-/* The chunk-side and caller-side views of a task's region. */
-static void task_region(const zc_batch *b, const zc_piece **p, char *chunk, zc_region *chunk_view,
-                        char **data_base, ptrdiff_t *data_strides)
+/* The task's selection inside a chunk buffer at `chunk`: where it starts and its byte strides. */
+static char *task_chunk_view(const zc_batch *b, const zc_piece **p, char *chunk, ptrdiff_t *strides)
 {
     ptrdiff_t cstride = (ptrdiff_t)b->chain.itemsize;
-    char *c = chunk;
-    char *o = b->data;
-    chunk_view->ndim = b->ndim;
     for (int d = b->ndim - 1; d >= 0; d--) {
-        chunk_view->shape[d] = p[d]->count;
-        chunk_view->a_strides[d] = cstride * p[d]->chunk_step;
-        c += cstride * p[d]->chunk_start;
+        strides[d] = cstride * p[d]->chunk_step;
+        chunk += cstride * p[d]->chunk_start;
         cstride *= b->chunk_shape[d];
-        data_strides[d] = b->data_strides[d] * p[d]->out_step;
-        o += b->data_strides[d] * p[d]->out_start;
     }
-    chunk_view->a = c;
-    *data_base = o;
+    return chunk;
 }
 
-/* Where the task's selection lands in the caller's array: base and byte strides. */
-static void task_out(const zc_batch *b, const zc_piece **p, char **data_base, ptrdiff_t *data_strides)
+/* Where the task's selection lands in the caller's array: its shape, base and byte strides. */
+static char *task_out(const zc_batch *b, const zc_piece **p, ptrdiff_t *shape, ptrdiff_t *data_strides)
 {
     char *o = b->data;
     for (int d = 0; d < b->ndim; d++) {
+        shape[d] = p[d]->count;
         data_strides[d] = b->data_strides[d] * p[d]->out_step;
         o += b->data_strides[d] * p[d]->out_start;
     }
-    *data_base = o;
+    return o;
+}
+
+/* The next task to take, or -1 when none is left or a thread failed. */
+static int64_t next_task(zc_batch *b)
+{
+    if (__atomic_load_n(&b->failed, __ATOMIC_ACQUIRE))
+        return -1;
+    int64_t t = __atomic_fetch_add(&b->next_task, 1, __ATOMIC_ACQ_REL);
+    return t < b->ntasks ? t : -1;
 }
 
 /* Decode the stored chunk in `fd` (`size` bytes) into the task's selection, whose place in
- * the caller's array is `out`. */
+ * the caller's array is `out` with byte strides `out_strides`. */
 static int read_task(const zc_batch *b, zc_chunk_reader *rd, const zc_piece **p, int fd,
-                     size_t size, const zc_region *out)
+                     size_t size, char *out, const ptrdiff_t *out_strides)
 {
-    zc_chunk_sel sel = {.ndim = b->ndim, .shape = b->chunk_shape, .out = out->a};
+    zc_chunk_sel sel = {.ndim = b->ndim, .shape = b->chunk_shape, .out = out};
     for (int d = 0; d < b->ndim; d++) {
         sel.start[d] = p[d]->chunk_start;
         sel.step[d] = p[d]->chunk_step;
         sel.count[d] = p[d]->count;
-        sel.out_strides[d] = out->a_strides[d];
+        sel.out_strides[d] = out_strides[d];
     }
     return zc_chunk_read(&b->chain, &sel, fd, 0, size, rd);
 }
 
 void zc_batch_read_worker(zc_batch *b)
 {
+    static const ptrdiff_t zero[ZC_BATCH_MAX_NDIM];
     zc_chunk_reader rd;
     memset(&rd, 0, sizeof rd);
     char path[ZC_BATCH_PATH_MAX];
     const zc_piece *p[ZC_BATCH_MAX_NDIM];
-    for (;;) {
-        if (__atomic_load_n(&b->failed, __ATOMIC_ACQUIRE))
-            break;
-        int64_t t = __atomic_fetch_add(&b->next_task, 1, __ATOMIC_ACQ_REL);
-        if (t >= b->ntasks)
-            break;
+    int64_t t;
+    while ((t = next_task(b)) >= 0) {
         task_pieces(b, t, p);
         int st = format_key(b, p, path, sizeof path);
         if (st != ZC_OK) {
             fail(b, t, st, 0);
             break;
         }
-        zc_region out = {.ndim = b->ndim, .b = NULL};
-        task_out(b, p, &out.a, out.a_strides);
-        for (int d = 0; d < b->ndim; d++)
-            out.shape[d] = p[d]->count;
+        ptrdiff_t shape[ZC_BATCH_MAX_NDIM], out_strides[ZC_BATCH_MAX_NDIM];
+        char *out = task_out(b, p, shape, out_strides);
         int fd, missing;
         size_t size = 0;
         if ((st = zc_file_open(path, &fd, &size, &missing)) != ZC_OK) {
@@ -208,11 +163,15 @@ void zc_batch_read_worker(zc_batch *b)
             break;
         }
         if (missing) {
-            region_apply(&out, b->chain.itemsize, b->fill);
+            if ((st = zc_copy_nd(b->ndim, shape, b->chain.itemsize, b->fill, zero, out,
+                                 out_strides)) != ZC_OK) {
+                fail(b, t, st, 0);
+                break;
+            }
             continue;
         }
         errno = 0;
-        st = read_task(b, &rd, p, fd, size, &out);
+        st = read_task(b, &rd, p, fd, size, out, out_strides);
         int err = errno;
         close(fd);
         if (st != ZC_OK) {
@@ -227,14 +186,13 @@ void zc_batch_write_worker(zc_batch *b)
 {
     zc_buf scratch = {0}, encoded = {0};
     size_t n = chunk_nbytes(b);
+    static const ptrdiff_t zero[1];
+    const ptrdiff_t all[1] = {(ptrdiff_t)(n / b->chain.itemsize)};
+    const ptrdiff_t item[1] = {(ptrdiff_t)b->chain.itemsize};
     char path[ZC_BATCH_PATH_MAX];
     const zc_piece *p[ZC_BATCH_MAX_NDIM];
-    for (;;) {
-        if (__atomic_load_n(&b->failed, __ATOMIC_ACQUIRE))
-            break;
-        int64_t t = __atomic_fetch_add(&b->next_task, 1, __ATOMIC_ACQ_REL);
-        if (t >= b->ntasks)
-            break;
+    int64_t t;
+    while ((t = next_task(b)) >= 0) {
         task_pieces(b, t, p);
         int edge = 0, partial = 0;
         for (int d = 0; d < b->ndim; d++) {
@@ -259,16 +217,16 @@ void zc_batch_write_worker(zc_batch *b)
             fail(b, t, ZC_ERR_NOMEM, 0);
             break;
         }
-        if (edge)
-            fill_run((char *)scratch.p, (ptrdiff_t)b->chain.itemsize, b->fill, (int64_t)(n / b->chain.itemsize),
-                     b->chain.itemsize);
-        zc_region r;
-        char *src;
-        ptrdiff_t src_strides[ZC_BATCH_MAX_NDIM];
-        task_region(b, p, (char *)scratch.p, &r, &src, src_strides);
-        r.b = src;
-        memcpy(r.b_strides, src_strides, sizeof(ptrdiff_t) * (size_t)b->ndim);
-        if ((st = region_apply(&r, b->chain.itemsize, NULL)) != ZC_OK) {
+        /* A chunk past the array's end keeps the fill value there. */
+        st = edge ? zc_copy_nd(1, all, b->chain.itemsize, b->fill, zero, scratch.p, item) : ZC_OK;
+        if (st == ZC_OK) {
+            ptrdiff_t shape[ZC_BATCH_MAX_NDIM], src_strides[ZC_BATCH_MAX_NDIM];
+            ptrdiff_t dst_strides[ZC_BATCH_MAX_NDIM];
+            char *src = task_out(b, p, shape, src_strides);
+            char *dst = task_chunk_view(b, p, (char *)scratch.p, dst_strides);
+            st = zc_copy_nd(b->ndim, shape, b->chain.itemsize, src, src_strides, dst, dst_strides);
+        }
+        if (st != ZC_OK) {
             fail(b, t, st, 0);
             break;
         }
