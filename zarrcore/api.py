@@ -5,7 +5,7 @@ import numpy as np
 
 from . import nodes
 from .array import Array
-from .codecs import ZstdCodec, codec_from_json
+from .codecs import ZstdCodec
 from .codecs.base import ChunkSpec
 from .codecs.sharding import ShardingCodec
 from .errors import NodeExistsError, NodeNotFoundError
@@ -135,7 +135,7 @@ def create_array(store=None, *, name=None, shape, dtype="float64", chunks=None, 
         ]
         if shards is not None:
             codecs, chunks = _shard(codecs, chunks, shards, shape, np_dtype.itemsize, auto_chunks)
-        chain = CodecChain([codec_from_json(c) for c in codecs], ChunkSpec(chunks, np_dtype, fill))
+        chain = CodecChain(codecs, ChunkSpec(chunks, np_dtype, fill))
         if isinstance(chunk_key_encoding, dict) or chunk_key_encoding is None:
             cke_json = dict(chunk_key_encoding or {"name": "default"})
             # zarr-python's form puts the separator beside the name.
