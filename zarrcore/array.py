@@ -311,11 +311,7 @@ class Array(nodes.Node):
             for axis, (start, n) in enumerate(zip(starts, new_shape)):
                 if n - start < chunk.shape[axis]:
                     chunk[(slice(None),) * axis + (slice(n - start, None),)] = self._chunks.fill_value
-            data = self._chunks.chain.encode_unless_fill(chunk)
-            if data is None:
-                self._store.delete(key)
-            else:
-                self._store.set(key, data)
+            self._chunks.put(key, self._chunks.chain.encode_unless_fill(chunk))
 
     def append(self, data, axis=0):
         """Grow `axis` by `data`'s length along it and write `data` there; the new shape."""

@@ -362,7 +362,7 @@ class ChunkStore:
                     # Locked too, so it lands wholly before or after another writer's
                     # read-modify-write of the same key rather than inside it.
                     with self.store.lock(key):
-                        self._put(key, data)
+                        self.put(key, data)
                     return
                 # Read-modify-write: hold the key's lock so concurrent writers do not lose updates.
                 with self.store.lock(key):
@@ -372,7 +372,7 @@ class ChunkStore:
                     else:
                         data = None if p.complete else self.store.get(key)
                         chunk = self.chain.merge(data, p.chunk_selection, part)
-                        self._put(key, self.chain.encode_unless_fill(chunk))
+                        self.put(key, self.chain.encode_unless_fill(chunk))
             except ZarrcoreError as e:
                 raise _with_key(e, key) from e
 
@@ -388,7 +388,8 @@ class ChunkStore:
             tuple(p[2] for p in combo if p[2] is not None), all(p[3] for p in combo),
         )
 
-    def _put(self, key, data):
+    def put(self, key, data):
+        """Store the encoded chunk `data` at `key`; None (all fill, not written) deletes it."""
         if data is None:
             self.store.delete(key)
         else:
