@@ -9,7 +9,7 @@ from zarrcore.metadata.common import (
     field_error,
     load_json_document,
 )
-from zarrcore.metadata.dtypes import DataType, dtype_from_v3_json
+from zarrcore.metadata.dtypes import DataType, _name_and_config, dtype_from_v3_json
 
 __all__ = [
     "ChunkKeyEncoding",
@@ -57,12 +57,9 @@ def _check_attributes(attributes, where):
 
 def _extension(value, where, name):
     """(name, configuration) of an extension value, either short-hand string or object."""
-    if isinstance(value, str):
-        return value, {}
-    if isinstance(value, dict) and isinstance(value.get("name"), str):
-        config = value.get("configuration", {})
-        if isinstance(config, dict):
-            return value["name"], config
+    parsed = _name_and_config(value)
+    if parsed[0] is not None:
+        return parsed
     raise field_error(where, name, f"expected a name or a {{\"name\", \"configuration\"}} object, got {value!r}")
 
 
