@@ -35,13 +35,17 @@ int zc_batch_prepare(zc_batch *b)
         if (elems > SIZE_MAX / (size_t)b->chunk_shape[d] / b->chain.itemsize)
             return ZC_ERR_SIZE;
         elems *= (size_t)b->chunk_shape[d];
+        const int64_t C = b->chunk_shape[d], A = b->array_shape[d];
         for (int64_t i = 0; i < b->npieces[d]; i++) {
             const zc_piece *p = &b->pieces[b->piece_offset[d] + i];
-            int64_t last = p->chunk_start + (p->count - 1) * p->chunk_step;
-            /* Every piece must stay inside its chunk and inside the array. */
+            /* Every piece must stay inside its chunk and inside the array (checked in an
+             * order that cannot overflow). */
             if (p->count < 1 || p->chunk_step < 1 || p->chunk_index < 0 || p->chunk_start < 0 ||
-                last >= b->chunk_shape[d] ||
-                p->chunk_index * b->chunk_shape[d] + last >= b->array_shape[d])
+                p->chunk_start >= C || (p->count - 1) > (C - 1 - p->chunk_start) / p->chunk_step ||
+                p->chunk_index > (A - 1) / C)
+                return ZC_ERR_PARAM;
+            int64_t last = p->chunk_start + (p->count - 1) * p->chunk_step;
+            if (last >= A - p->chunk_index * C)
                 return ZC_ERR_PARAM;
         }
         if (b->npieces[d] && n > INT64_MAX / b->npieces[d])

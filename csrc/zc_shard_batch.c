@@ -31,12 +31,16 @@ int zc_shard_job_prepare(zc_shard_job *j)
         elems *= (size_t)j->chunk_shape[d];
         for (int64_t k = 0; k < j->npieces[d]; k++) {
             const zc_piece *p = &j->pieces[j->piece_offset[d] + k];
-            int64_t last = p->chunk_start + (p->count - 1) * p->chunk_step;
-            /* Every piece must stay inside its inner chunk and the grid. */
+            const int64_t C = j->chunk_shape[d];
+            /* Every piece must stay inside its inner chunk and the grid (checked in an order
+             * that cannot overflow). */
             if (p->chunk_index < 0 || p->chunk_index >= j->grid[d] || p->count < 1
-                || p->chunk_step < 1 || p->chunk_start < 0 || last >= j->chunk_shape[d])
+                || p->chunk_step < 1 || p->chunk_start < 0 || p->chunk_start >= C
+                || (p->count - 1) > (C - 1 - p->chunk_start) / p->chunk_step)
                 return ZC_ERR_PARAM;
         }
+        if (j->npieces[d] && tasks > INT64_MAX / j->npieces[d])
+            return ZC_ERR_SIZE;
         tasks *= j->npieces[d];
     }
     j->ntasks = tasks;

@@ -130,7 +130,7 @@ int zc_shard_io_prepare(zc_shard_io *io)
                 p->chunk_index > (io->array_shape[d] - 1) / S)
                 return ZC_ERR_PARAM;
             int64_t last = p->chunk_start + (p->count - 1) * p->chunk_step;
-            if (p->chunk_index * S + last >= io->array_shape[d])
+            if (last >= io->array_shape[d] - p->chunk_index * S)
                 return ZC_ERR_PARAM;
             /* A piece touches at most min(count, grid) inner chunks. */
             ninner_pieces += p->count < io->grid[d] ? p->count : io->grid[d];
