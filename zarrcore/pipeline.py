@@ -18,6 +18,7 @@ from . import kernels
 from ._batch import ChunkBatch
 from ._shard_io import ShardSpec
 from .codecs import codec_from_json
+from .codecs.bytes import BytesCodec
 from .codecs.base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec
 from .config import config, parallel_map
 from .errors import MetadataError, ZarrcoreError
@@ -82,6 +83,12 @@ class CodecChain:
         self.bytes_spec = spec
         self.array_bytes = self.array_bytes.resolve(spec)
         self.bytes_bytes = [c.resolve(spec) for c in self.bytes_bytes]
+        # True when the encoded bytes are the chunk's items in their in-memory layout.
+        ab, dtype = self.array_bytes, np.dtype(spec.dtype)
+        self._raw_items = (
+            not self.array_array and type(ab) is BytesCodec and not dtype.hasobject
+            and not ab._swap(dtype) and ab._stored_struct(dtype) is None
+        )
 
     @property
     def codecs(self):
@@ -100,6 +107,10 @@ class CodecChain:
         for codec in reversed(self.bytes_bytes[1:]):
             data = codec.decode(data, self.bytes_spec)
         if self.bytes_bytes:
+            if out is not None and self._raw_items and out.flags.c_contiguous:
+                # The stored bytes are the items as they lie in memory: decompress into `out`.
+                self.bytes_bytes[0].decode_into(data, out.reshape(-1).view(np.uint8), self.bytes_spec)
+                return out
             data = self.bytes_bytes[0].decode(data, self.bytes_spec)
         if self.array_array:
             array = self.array_bytes.decode(data, self.bytes_spec)
