@@ -10,15 +10,12 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset, strncpy
 
-from ._jobs cimport set_up_chain, zc_chain, zc_piece
-from .errors import ChecksumError, ChunkDecodeError, ShardIndexError, ZarrcoreError
+from ._jobs cimport ZC_ERR_IO, set_up_chain, zc_chain, zc_piece
+from ._batch import status_error
+from .errors import ChecksumError, ShardIndexError
 
 cdef extern from "zc_status.h":
-    int ZC_OK, ZC_ERR_CORRUPT, ZC_ERR_SIZE, ZC_ERR_NOMEM, ZC_ERR_PARAM, ZC_ERR_CHECKSUM
-    int ZC_ERR_OVERLAP
-
-cdef extern from "zc_batch.h":
-    int ZC_ERR_IO
+    int ZC_OK, ZC_ERR_CORRUPT, ZC_ERR_SIZE, ZC_ERR_NOMEM, ZC_ERR_OVERLAP
 
 cdef extern from "zc_sha256.h":
     void zc_sha256_hex(const void *data, size_t len, char *hex)
@@ -259,8 +256,4 @@ cdef class ShardBatch:
             raise ShardIndexError(f"{where}{entry}: {why}")
         if inner is not None:
             where += f"inner chunk {inner}: "
-        if st == ZC_ERR_CHECKSUM:
-            raise ChecksumError(f"{where}crc32c checksum mismatch")
-        if st in (ZC_ERR_CORRUPT, ZC_ERR_SIZE):
-            raise ChunkDecodeError(f"{where}data is truncated, oversized or corrupt")
-        raise ZarrcoreError(f"{where}failed with status {st}")
+        raise status_error(st, where)
