@@ -94,7 +94,8 @@ static void reset_outcome(zc_shard_io *io)
     io->failed_entry[0] = io->failed_entry[1] = 0;
 }
 
-int zc_shard_io_prepare(zc_shard_io *io)
+/* No buffers held: what prepare starts from and free leaves behind. */
+static void forget_buffers(zc_shard_io *io)
 {
     io->inner = NULL;
     io->run = NULL;
@@ -104,6 +105,11 @@ int zc_shard_io_prepare(zc_shard_io *io)
     io->out = NULL;
     io->out_len = NULL;
     io->nslots = io->ntasks = 0;
+}
+
+int zc_shard_io_prepare(zc_shard_io *io)
+{
+    forget_buffers(io);
     reset_outcome(io);
     if (io->ndim < 1 || io->ndim > ZC_SHARD_IO_MAX_NDIM || io->chain.itemsize == 0 ||
         io->fill == NULL)
@@ -234,14 +240,7 @@ void zc_shard_io_free(zc_shard_io *io)
     free(io->task_start);
     free(io->slots);
     free(io->deferred);
-    io->out = NULL;
-    io->out_len = NULL;
-    io->inner = NULL;
-    io->run = NULL;
-    io->task_start = NULL;
-    io->slots = NULL;
-    io->deferred = NULL;
-    io->nslots = io->ntasks = 0;
+    forget_buffers(io);
 }
 
 int zc_shard_io_slot_coords(const zc_shard_io *io, int64_t s, int64_t *coords)
