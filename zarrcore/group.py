@@ -3,6 +3,8 @@ from . import nodes
 from .array import Array
 from .errors import MemberNotFoundError, NodeExistsError, NodeNotFoundError
 
+_A = {"array": "an array", "group": "a group"}
+
 
 def open_node(store, path, zarr_format=None, read_only=False, use_consolidated=False):
     """The Array or Group at `path`; a group's consolidated metadata is used unless
@@ -154,14 +156,20 @@ class Group(nodes.Node):
         return _create_group(self._store, self._child_path(name), self.zarr_format,
                              attributes, overwrite)
 
-    def require_group(self, name, **kwargs):
+    def _existing(self, name, cls):
+        """The member `name`, None when there is none; NodeExistsError when it is not a `cls`."""
         path = self._child_path(name)
-        if nodes.node_exists(self._store, path):
+        try:
             node = open_node(self._store, path, read_only=self._read_only)
-            if not isinstance(node, Group):
-                raise NodeExistsError(f"an array exists at {path!r}, not a group")
-            return node
-        return self.create_group(name, **kwargs)
+        except NodeNotFoundError:
+            return None
+        if not isinstance(node, cls):
+            raise NodeExistsError(f"{_A[node.kind]} exists at {path!r}, not {_A[cls.kind]}")
+        return node
+
+    def require_group(self, name, **kwargs):
+        node = self._existing(name, Group)
+        return node if node is not None else self.create_group(name, **kwargs)
 
     def create_array(self, name, **kwargs):
         from .api import create_array
@@ -172,10 +180,5 @@ class Group(nodes.Node):
         return create_array(self._store, name=self._child_path(name), **kwargs)
 
     def require_array(self, name, **kwargs):
-        path = self._child_path(name)
-        if nodes.node_exists(self._store, path):
-            node = open_node(self._store, path, read_only=self._read_only)
-            if not isinstance(node, Array):
-                raise NodeExistsError(f"a group exists at {path!r}, not an array")
-            return node
-        return self.create_array(name, **kwargs)
+        node = self._existing(name, Array)
+        return node if node is not None else self.create_array(name, **kwargs)
