@@ -86,10 +86,7 @@ def _prepare_path(store, path, mode_overwrite):
     if nodes.node_exists(store, path):
         if not mode_overwrite:
             raise NodeExistsError(f"a node already exists at path {path!r} in {store!r}")
-        store.delete_prefix(path)
-        for key in nodes.METADATA_KEYS:
-            if store.exists(nodes.join(path, key)):
-                store.delete(nodes.join(path, key))
+        store.delete_prefix(path)  # the node's metadata keys too: they lie under `path`/
 
 
 def _fill_value_for(data_type, fill_value):
