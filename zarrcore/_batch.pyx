@@ -43,8 +43,6 @@ cdef class ChunkBatch:
         self.b.lead_sep = lead_sep
         for d in range(self.b.ndim):
             self.b.array_shape[d] = array_shape[d]
-        deferred = np.zeros(0, np.uint8)
-        self._keep = (*keep, data, deferred)
         if zc_batch_prepare(&self.b) != ZC_OK:
             raise ValueError("invalid chunk batch")
         deferred = np.zeros(self.b.ntasks, np.uint8)
