@@ -236,9 +236,7 @@ void zc_batch_write_worker(zc_batch *b)
         }
         int is_fill = 0;
         if (!b->write_empty_chunks)
-            is_fill = b->fill_floatsize
-                          ? zc_is_fill_float(scratch.p, n, b->fill, b->chain.itemsize, b->fill_floatsize, 0)
-                          : zc_is_fill(scratch.p, n, b->fill, b->chain.itemsize);
+            is_fill = zc_is_fill_value(scratch.p, n, b->fill, b->chain.itemsize, b->fill_floatsize);
         if (is_fill < 0) {
             fail(b, t, is_fill, 0);
             break;

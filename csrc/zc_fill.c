@@ -83,3 +83,10 @@ int zc_is_fill_float(const void *buf, size_t nbytes, const void *pattern, size_t
     }
     return 1;
 }
+
+int zc_is_fill_value(const void *buf, size_t nbytes, const void *pattern, size_t itemsize,
+                     size_t floatsize)
+{
+    return floatsize ? zc_is_fill_float(buf, nbytes, pattern, itemsize, floatsize, 0)
+                     : zc_is_fill(buf, nbytes, pattern, itemsize);
+}

@@ -15,4 +15,8 @@ int zc_is_fill(const void *buf, size_t nbytes, const void *pattern, size_t items
 int zc_is_fill_float(const void *buf, size_t nbytes, const void *pattern, size_t itemsize,
                      size_t floatsize, int swapped);
 
+/* zc_is_fill_float on native-order items when `floatsize` is nonzero, else zc_is_fill. */
+int zc_is_fill_value(const void *buf, size_t nbytes, const void *pattern, size_t itemsize,
+                     size_t floatsize);
+
 #endif

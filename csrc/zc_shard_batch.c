@@ -175,9 +175,7 @@ void zc_shard_write_worker(zc_shard_job *j)
                             chunk + v.chunk_offset, v.chunk_strides);
         int is_fill = 0;
         if (st == ZC_OK && !j->write_empty_chunks) {
-            is_fill = j->fill_floatsize ? zc_is_fill_float(chunk, n, j->fill, j->chain.itemsize,
-                                                           j->fill_floatsize, 0)
-                                        : zc_is_fill(chunk, n, j->fill, j->chain.itemsize);
+            is_fill = zc_is_fill_value(chunk, n, j->fill, j->chain.itemsize, j->fill_floatsize);
             if (is_fill < 0)
                 st = is_fill;
         }

@@ -602,9 +602,8 @@ void zc_shard_io_write_worker(zc_shard_io *io)
         }
         int is_fill = 0;
         if (st == ZC_OK && !io->write_empty_chunks) {
-            is_fill = io->fill_floatsize ? zc_is_fill_float(w.chunk.p, n, io->fill, io->chain.itemsize,
-                                                            io->fill_floatsize, 0)
-                                         : zc_is_fill(w.chunk.p, n, io->fill, io->chain.itemsize);
+            is_fill = zc_is_fill_value(w.chunk.p, n, io->fill, io->chain.itemsize,
+                                       io->fill_floatsize);
             if (is_fill < 0)
                 st = is_fill;
         }
