@@ -352,7 +352,7 @@ class ChunkStore:
             run_workers(batch.work_write, batch.ntasks)
             batch.raise_error(head_len)
             # Partly covered chunks need read-modify-write under their lock, below.
-            projections = [self._projection(indexer, t) for t in batch.deferred()]
+            projections = self._projections(indexer, batch.deferred())
         elif self._shards is not None and isinstance(indexer, BasicIndexer):
             batch = self._shards.batch(indexer.plans, value, writing=True,
                                        write_empty_chunks=config.write_empty_chunks,
@@ -360,7 +360,7 @@ class ChunkStore:
             run_workers(batch.work_write, batch.ntasks)
             batch.raise_error()
             # Whole shards are written; partly covered ones are read-modify-written below.
-            projections = [self._projection(indexer, t) for t in batch.deferred()]
+            projections = self._projections(indexer, batch.deferred())
         size = math.prod(self.chunk_shape)
 
         def work(p):
@@ -390,14 +390,18 @@ class ChunkStore:
         parallel_map(work, projections)
 
     @staticmethod
-    def _projection(indexer, task):
-        """The ChunkProjection of batch task number `task` (C order over the axes' pieces)."""
-        counts = [len(p) for p in indexer.dim_pieces]
-        combo = [pieces[i] for pieces, i in zip(indexer.dim_pieces, np.unravel_index(task, counts))]
-        return ChunkProjection(
-            tuple(p[0] for p in combo), tuple(p[1] for p in combo),
-            tuple(p[2] for p in combo if p[2] is not None), all(p[3] for p in combo),
-        )
+    def _projections(indexer, tasks):
+        """The ChunkProjections of batch task numbers `tasks` (C order over the axes' pieces)."""
+        dim_pieces = indexer.dim_pieces  # built once: the property makes new lists every call
+        counts = [len(p) for p in dim_pieces]
+        projections = []
+        for task in tasks:
+            combo = [pieces[i] for pieces, i in zip(dim_pieces, np.unravel_index(task, counts))]
+            projections.append(ChunkProjection(
+                tuple(p[0] for p in combo), tuple(p[1] for p in combo),
+                tuple(p[2] for p in combo if p[2] is not None), all(p[3] for p in combo),
+            ))
+        return projections
 
     def put(self, key, data):
         """Store the encoded chunk `data` at `key`; None (all fill, not written) deletes it."""
