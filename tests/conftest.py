@@ -23,7 +23,7 @@ import zarrcore  # noqa: E402
 def _restore_config():
     """Tests may change zarrcore.config; put it back afterwards."""
     cfg = zarrcore.config
-    saved = {name: getattr(cfg, name) for name in ("num_threads", "write_empty_chunks")}
+    saved = {name: getattr(cfg, name) for name in ("num_threads", "write_empty_chunks", "buffer_pool_bytes")}
     yield
     cfg.set(**saved)
 

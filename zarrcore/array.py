@@ -5,7 +5,7 @@ import re
 
 import numpy as np
 
-from . import nodes
+from . import _memory, nodes
 from .codecs.sharding import ShardingCodec
 from .indexing import (
     BasicIndexer, BlockIndexer, OrthogonalIndexer, coordinate_indexer, mask_indexer,
@@ -241,7 +241,7 @@ class Array(nodes.Node):
             if np.may_share_memory(view, out) or not out.size:
                 self._fill_buffer(indexer, view)
                 return out
-        buffer = self._fill_buffer(indexer, np.empty(indexer.drop_shape, dtype=self.dtype))
+        buffer = self._fill_buffer(indexer, _memory.empty(indexer.drop_shape, self.dtype))
         data = indexer.unpermute(buffer).reshape(indexer.shape)
         if fields is not None:
             data = data[fields]

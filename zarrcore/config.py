@@ -1,10 +1,13 @@
-"""Runtime configuration: thread pool size and write behaviour.
+"""Runtime configuration: thread pool size, kept memory and write behaviour.
 
 `ZARRCORE_NUM_THREADS` sets the pool size at import; `config.set(num_threads=...)` changes it.
+`ZARRCORE_BUFFER_POOL_BYTES` sets how much freed output memory is kept for reuse.
 """
 import concurrent.futures
 import os
 import threading
+
+from . import _memory
 
 
 def _env_threads():
@@ -17,6 +20,21 @@ def _env_threads():
     return os.cpu_count() or 1
 
 
+def _env_pool_bytes():
+    value = os.environ.get("ZARRCORE_BUFFER_POOL_BYTES")
+    if value:
+        try:
+            return max(0, int(value))
+        except ValueError:
+            raise ValueError(
+                f"ZARRCORE_BUFFER_POOL_BYTES must be an integer, not {value!r}") from None
+    try:
+        ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        ram = 8 << 30
+    return min(1 << 30, ram // 8)
+
+
 class Config:
     """Process-wide settings. Attribute reads are cheap; `set` validates."""
 
@@ -25,6 +43,10 @@ class Config:
         self.write_empty_chunks = False
         # Order in which a shard's inner chunks are laid out on write ("C" or "morton"); not stored.
         self.shard_write_order = "C"
+        # Freed output arrays of 1 MiB and more are kept up to this many bytes (reclaimable by
+        # the kernel under memory pressure) and reused by the next read of the same size.
+        self.buffer_pool_bytes = _env_pool_bytes()
+        _memory.set_limit(self.buffer_pool_bytes)
         self._executor = None
         self._executor_threads = 0
         self._lock = threading.Lock()
@@ -40,6 +62,11 @@ class Config:
             elif name == "shard_write_order":
                 if value not in ("C", "morton"):
                     raise ValueError("shard_write_order must be 'C' or 'morton'")
+            elif name == "buffer_pool_bytes":
+                value = int(value)
+                if value < 0:
+                    raise ValueError("buffer_pool_bytes must be >= 0")
+                _memory.set_limit(value)
             else:
                 raise TypeError(f"unknown config option {name!r}")
             setattr(self, name, value)

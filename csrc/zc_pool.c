@@ -1,0 +1,147 @@
+/* Kept blocks for output arrays; see zc_pool.h. */
+#define _GNU_SOURCE
+#include "zc_pool.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/mman.h>
+
+#define PAGE ((size_t)4096)
+#define HUGE ((size_t)2 << 20)
+#define MAX_KEPT 32
+
+typedef struct {
+    void *p;
+    size_t size;
+    uint64_t age; /* when it was given back: the oldest goes first */
+} kept_block;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static kept_block kept[MAX_KEPT];
+static int nkept;
+static size_t kept_bytes, limit_bytes;
+static uint64_t clock_ticks;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/* A fork while another thread holds the lock must not leave the child's copy locked. */
+static void before_fork(void) { pthread_mutex_lock(&lock); }
+static void after_fork(void) { pthread_mutex_unlock(&lock); }
+static void register_atfork(void) { pthread_atfork(before_fork, after_fork, after_fork); }
+
+size_t zc_pool_block_size(size_t size)
+{
+    size_t unit = size >= HUGE ? HUGE : PAGE;
+    if (size == 0)
+        size = 1;
+    if (size > SIZE_MAX - unit)
+        return 0;
+    return (size + unit - 1) / unit * unit;
+}
+
+/* Map `size` bytes, 2 MiB aligned when the size is a multiple of it (so transparent huge
+ * pages can back it whole). */
+static void *map_block(size_t size)
+{
+    size_t align = size % HUGE == 0 ? HUGE : PAGE;
+    size_t span = size + (align > PAGE ? align : 0);
+    if (span < size)
+        return NULL;
+    char *raw = (char *)mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+        return NULL;
+    char *p = (char *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
+    if (p > raw)
+        munmap(raw, (size_t)(p - raw));
+    if (raw + span > p + size)
+        munmap(p + size, (size_t)(raw + span - (p + size)));
+#ifdef MADV_HUGEPAGE
+    /* numpy asks the same for arrays of 4 MiB and more. */
+    if (size >= 2 * HUGE)
+        madvise(p, size, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+void *zc_pool_take(size_t size)
+{
+    size_t block = zc_pool_block_size(size);
+    if (block == 0)
+        return NULL;
+    pthread_once(&atfork_once, register_atfork);
+    void *p = NULL;
+    pthread_mutex_lock(&lock);
+    int best = -1;
+    for (int i = 0; i < nkept; i++)
+        if (kept[i].size == block && (best < 0 || kept[i].age > kept[best].age))
+            best = i; /* the most recently given back is the likeliest still resident */
+    if (best >= 0) {
+        p = kept[best].p;
+        kept_bytes -= block;
+        kept[best] = kept[--nkept];
+    }
+    pthread_mutex_unlock(&lock);
+    return p != NULL ? p : map_block(block);
+}
+
+/* Drop the oldest kept blocks until `room` more bytes (and a block more, if `slot`) fit;
+ * returns the blocks to unmap (after the lock is released) in `out`. */
+static int make_room(size_t room, int slot, kept_block *out)
+{
+    int n = 0;
+    while (nkept > 0 && ((slot && nkept == MAX_KEPT) || kept_bytes + room > limit_bytes)) {
+        int oldest = 0;
+        for (int i = 1; i < nkept; i++)
+            if (kept[i].age < kept[oldest].age)
+                oldest = i;
+        out[n++] = kept[oldest];
+        kept_bytes -= kept[oldest].size;
+        kept[oldest] = kept[--nkept];
+    }
+    return n;
+}
+
+void zc_pool_give(void *p, size_t size)
+{
+    if (p == NULL)
+        return;
+    size_t block = zc_pool_block_size(size);
+#ifdef MADV_FREE
+    /* Reclaimable under memory pressure; a write before that keeps the page, fault-free.
+     * Done before the block is listed: once listed, another thread may take and fill it. */
+    madvise(p, block, MADV_FREE);
+#endif
+    kept_block drop[MAX_KEPT];
+    int ndrop = 0, keep = 0;
+    pthread_mutex_lock(&lock);
+    if (block <= limit_bytes) {
+        ndrop = make_room(block, 1, drop);
+        kept[nkept++] = (kept_block){.p = p, .size = block, .age = ++clock_ticks};
+        kept_bytes += block;
+        keep = 1;
+    }
+    pthread_mutex_unlock(&lock);
+    for (int i = 0; i < ndrop; i++)
+        munmap(drop[i].p, drop[i].size);
+    if (!keep)
+        munmap(p, block);
+}
+
+void zc_pool_set_limit(size_t bytes)
+{
+    kept_block drop[MAX_KEPT];
+    pthread_once(&atfork_once, register_atfork);
+    pthread_mutex_lock(&lock);
+    limit_bytes = bytes;
+    int n = make_room(0, 0, drop);
+    pthread_mutex_unlock(&lock);
+    for (int i = 0; i < n; i++)
+        munmap(drop[i].p, drop[i].size);
+}
+
+size_t zc_pool_kept(void)
+{
+    pthread_mutex_lock(&lock);
+    size_t n = kept_bytes;
+    pthread_mutex_unlock(&lock);
+    return n;
+}

@@ -1,0 +1,129 @@
+"""The pool of kept output blocks behind large reads (zarrcore._memory, csrc/zc_pool.c)."""
+import gc
+import threading
+
+import numpy as np
+import pytest
+
+import zarrcore
+from zarrcore import _memory
+
+BIG = (4 << 20) // 8  # float64 items in 4 MiB
+
+
+def address(a):
+    return a.__array_interface__["data"][0]
+
+
+@pytest.fixture
+def pool():
+    zarrcore.config.set(buffer_pool_bytes=0)  # start empty
+    zarrcore.config.set(buffer_pool_bytes=64 << 20)
+    yield
+    zarrcore.config.set(buffer_pool_bytes=0)
+
+
+def test_small_arrays_come_from_numpy(pool):
+    a = _memory.empty((10, 10), np.float32)
+    assert a.base is None and a.flags.owndata
+
+
+def test_object_arrays_come_from_numpy(pool):
+    a = _memory.empty((BIG,), object)
+    assert a.base is None and (a == None).all()  # noqa: E711
+
+
+def test_large_array_is_a_writable_pool_block(pool):
+    a = _memory.empty((BIG // 4, 4), "<f8")
+    assert a.shape == (BIG // 4, 4) and a.dtype == np.dtype("<f8")
+    assert a.flags.writeable and a.flags.c_contiguous and a.flags.aligned
+    a[...] = np.arange(BIG).reshape(a.shape)
+    assert a.sum() == BIG * (BIG - 1) / 2
+    assert address(a) % 4096 == 0
+
+
+def test_freed_block_is_reused_for_the_same_size(pool):
+    a = _memory.empty((BIG,), np.float64)
+    where = address(a)
+    del a
+    gc.collect()
+    assert _memory.kept_bytes() == 4 << 20
+    b = _memory.empty((BIG // 2, 2), np.float64)
+    assert address(b) == where
+    assert _memory.kept_bytes() == 0
+
+
+def test_a_live_view_keeps_the_block_from_reuse(pool):
+    a = _memory.empty((BIG,), np.float64)
+    a[:] = 7
+    view = a[10:20]
+    where = address(a)
+    del a
+    b = _memory.empty((BIG,), np.float64)
+    assert address(b) != where
+    b[:] = 1
+    assert (view == 7).all()
+    del view
+    c = _memory.empty((BIG,), np.float64)
+    assert address(c) == where
+
+
+def test_limit_zero_keeps_nothing(pool):
+    a = _memory.empty((BIG,), np.float64)
+    del a
+    assert _memory.kept_bytes() == 4 << 20
+    zarrcore.config.set(buffer_pool_bytes=0)
+    assert _memory.kept_bytes() == 0
+    b = _memory.empty((BIG,), np.float64)
+    del b
+    assert _memory.kept_bytes() == 0
+
+
+def test_limit_drops_the_oldest_blocks(pool):
+    zarrcore.config.set(buffer_pool_bytes=8 << 20)
+    a, b, c = (_memory.empty((BIG,), np.float64) for _ in range(3))
+    first = address(a)
+    del a, b, c
+    # Three 4 MiB blocks freed in order; only the two given back last fit under 8 MiB.
+    assert _memory.kept_bytes() == 8 << 20
+    again = [_memory.empty((BIG,), np.float64) for _ in range(2)]
+    assert first not in {address(a) for a in again}
+
+
+def test_config_validates_the_limit():
+    with pytest.raises(ValueError, match="buffer_pool_bytes"):
+        zarrcore.config.set(buffer_pool_bytes=-1)
+
+
+def test_threads_never_share_a_block(pool):
+    errors = []
+
+    def work(k):
+        for _ in range(50):
+            a = _memory.empty((BIG,), np.float64)
+            a[:] = k
+            if not (a == k).all():
+                errors.append(k)
+            del a
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_reads_return_independent_arrays(tmp_path, pool):
+    data = np.arange(2 * BIG, dtype=np.float64).reshape(2, BIG)
+    arr = zarrcore.create_array(tmp_path / "a.zarr", shape=data.shape, dtype=data.dtype,
+                                chunks=(1, BIG // 2))
+    arr[...] = data
+    first = arr[...]
+    assert not first.flags.owndata  # on a pool block
+    second = arr[...]
+    assert address(first) != address(second)
+    second[...] = -1
+    np.testing.assert_array_equal(first, data)
+    del second
+    np.testing.assert_array_equal(arr[...], data)

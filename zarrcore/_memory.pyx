@@ -1,0 +1,61 @@
+# cython: language_level=3
+"""Output arrays on kept memory blocks (csrc/zc_pool.c), so repeated large reads skip the
+page faults and kernel zeroing of fresh memory."""
+import math
+
+import numpy as np
+
+from cpython.buffer cimport PyBuffer_FillInfo
+
+cdef extern from "zc_pool.h" nogil:
+    void *zc_pool_take(size_t size)
+    void zc_pool_give(void *p, size_t size)
+    void zc_pool_set_limit(size_t nbytes)
+    size_t zc_pool_kept()
+
+# Below this numpy's allocator already reuses freed memory without new page faults.
+POOL_MIN_BYTES = 1 << 20
+
+
+cdef class _Block:
+    """`size` bytes of a pool block; the block goes back to the pool when this is freed, that
+    is once no array (or view) uses it any more."""
+
+    cdef void *p
+    cdef size_t size
+
+    def __cinit__(self, size_t size):
+        with nogil:
+            self.p = zc_pool_take(size)
+        if self.p == NULL:
+            raise MemoryError(f"cannot allocate {size} bytes")
+        self.size = size
+
+    def __getbuffer__(self, Py_buffer *view, int flags):
+        PyBuffer_FillInfo(view, self, self.p, <Py_ssize_t>self.size, 0, flags)
+
+    def __dealloc__(self):
+        if self.p != NULL:
+            with nogil:
+                zc_pool_give(self.p, self.size)
+
+
+def empty(shape, dtype):
+    """An uninitialised C-ordered array, on a pool block when it is large."""
+    dtype = np.dtype(dtype)
+    count = math.prod(shape)
+    nbytes = count * dtype.itemsize
+    if nbytes < POOL_MIN_BYTES or dtype.hasobject:
+        return np.empty(shape, dtype=dtype)
+    return np.frombuffer(_Block(nbytes), dtype=dtype, count=count).reshape(shape)
+
+
+def set_limit(size_t nbytes):
+    """Keep at most `nbytes` of freed blocks for reuse (0: none)."""
+    with nogil:
+        zc_pool_set_limit(nbytes)
+
+
+def kept_bytes():
+    """Bytes of freed blocks kept for reuse now."""
+    return zc_pool_kept()
