@@ -13,6 +13,7 @@
 #include "zc_chunk_io.h"
 #include "zc_copy.h"
 #include "zc_fill.h"
+#include "zc_scratch.h"
 #include "zc_status.h"
 
 static size_t chunk_nbytes(const zc_batch *b)
@@ -188,8 +189,10 @@ void zc_batch_read_worker(zc_batch *b)
 
 void zc_batch_write_worker(zc_batch *b)
 {
-    zc_buf scratch = {0}, encoded = {0};
     size_t n = chunk_nbytes(b);
+    /* Stored as is: encoded in the chunk buffer, which has room for the crc32c trailer. */
+    const int in_place = b->chain.compressor == ZC_COMP_NONE;
+    const size_t cap = zc_chain_encode_bound(&b->chain, n);
     static const ptrdiff_t zero[1];
     const ptrdiff_t all[1] = {(ptrdiff_t)(n / b->chain.itemsize)};
     const ptrdiff_t item[1] = {(ptrdiff_t)b->chain.itemsize};
@@ -216,18 +219,20 @@ void zc_batch_write_worker(zc_batch *b)
             fail(b, t, st, 0);
             break;
         }
-        /* One chunk and its encoding per thread, taken when a task first needs them. */
-        if (zc_buf_reserve(&scratch, n) != ZC_OK) {
-            fail(b, t, ZC_ERR_NOMEM, 0);
+        /* One chunk and its encoding per thread, kept from job to job (zc_scratch.h). */
+        unsigned char *chunk = cap ? zc_scratch(ZC_SCRATCH_CHUNK, in_place ? cap : n) : NULL;
+        unsigned char *encoded = in_place ? chunk : cap ? zc_scratch(ZC_SCRATCH_ENCODED, cap) : NULL;
+        if (chunk == NULL || encoded == NULL) {
+            fail(b, t, cap ? ZC_ERR_NOMEM : ZC_ERR_SIZE, 0);
             break;
         }
         /* A chunk past the array's end keeps the fill value there. */
-        st = edge ? zc_copy_nd(1, all, b->chain.itemsize, b->fill, zero, scratch.p, item) : ZC_OK;
+        st = edge ? zc_copy_nd(1, all, b->chain.itemsize, b->fill, zero, chunk, item) : ZC_OK;
         if (st == ZC_OK) {
             ptrdiff_t shape[ZC_BATCH_MAX_NDIM], src_strides[ZC_BATCH_MAX_NDIM];
             ptrdiff_t dst_strides[ZC_BATCH_MAX_NDIM];
             char *src = task_out(b, p, shape, src_strides);
-            char *dst = task_chunk_view(b, p, (char *)scratch.p, dst_strides);
+            char *dst = task_chunk_view(b, p, (char *)chunk, dst_strides);
             st = zc_copy_nd(b->ndim, shape, b->chain.itemsize, src, src_strides, dst, dst_strides);
         }
         if (st != ZC_OK) {
@@ -236,7 +241,7 @@ void zc_batch_write_worker(zc_batch *b)
         }
         int is_fill = 0;
         if (!b->write_empty_chunks)
-            is_fill = zc_is_fill_value(scratch.p, n, b->fill, b->chain.itemsize, b->fill_floatsize);
+            is_fill = zc_is_fill_value(chunk, n, b->fill, b->chain.itemsize, b->fill_floatsize);
         if (is_fill < 0) {
             fail(b, t, is_fill, 0);
             break;
@@ -250,17 +255,14 @@ void zc_batch_write_worker(zc_batch *b)
             }
             continue;
         }
-        size_t cap = zc_chain_encode_bound(&b->chain, n), len = 0;
-        st = cap ? zc_buf_reserve(&encoded, cap) : ZC_ERR_SIZE;
+        size_t len = 0;
+        st = zc_chain_encode(&b->chain, chunk, n, encoded, cap, &len);
         if (st == ZC_OK)
-            st = zc_chain_encode(&b->chain, scratch.p, n, encoded.p, cap, &len);
-        if (st == ZC_OK)
-            st = zc_file_replace_locked(b->lock_dir, path, encoded.p, len);
+            st = zc_file_replace_locked(b->lock_dir, path, encoded, len);
         if (st != ZC_OK) {
             fail(b, t, st, errno);
             break;
         }
     }
-    free(scratch.p);
-    free(encoded.p);
+    zc_scratch_idle();
 }

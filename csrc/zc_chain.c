@@ -72,7 +72,11 @@ int zc_chain_encode(const zc_chain *c, unsigned char *chunk, size_t n, unsigned 
         return st;
     size_t room = bound - 4, m = 0;
     switch (c->compressor) {
-    case ZC_COMP_NONE: memcpy(dst, chunk, n); m = n; break;
+    case ZC_COMP_NONE:
+        if (dst != chunk)
+            memcpy(dst, chunk, n);
+        m = n;
+        break;
     case ZC_COMP_ZSTD: st = zc_zstd_compress(chunk, n, dst, room, c->clevel, c->checksum, &m); break;
     case ZC_COMP_BLOSC:
         st = zc_blosc_compress(chunk, n, dst, room, c->clevel, c->shuffle, c->typesize, c->cname,

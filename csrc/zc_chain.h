@@ -33,7 +33,8 @@ int zc_chain_decode(const zc_chain *c, const unsigned char *src, size_t len, voi
 size_t zc_chain_encode_bound(const zc_chain *c, size_t n);
 
 /* `n` decoded bytes at `chunk` (byte-swapped in place) -> the encoding at `dst`, which has
- * `cap` >= zc_chain_encode_bound bytes; `*outlen` is its size. */
+ * `cap` >= zc_chain_encode_bound bytes; `*outlen` is its size. Without a compressor `dst`
+ * may be `chunk` itself (with the bound's room), and nothing is copied. */
 int zc_chain_encode(const zc_chain *c, unsigned char *chunk, size_t n, unsigned char *dst,
                     size_t cap, size_t *outlen);
 
