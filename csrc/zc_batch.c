@@ -10,8 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "zc_byteswap.h"
 #include "zc_chunk_io.h"
 #include "zc_copy.h"
+#include "zc_crc32c.h"
 #include "zc_fill.h"
 #include "zc_scratch.h"
 #include "zc_status.h"
@@ -187,6 +189,110 @@ void zc_batch_read_worker(zc_batch *b)
     zc_chunk_reader_free(&rd);
 }
 
+/* ---- uncompressed chunks, streamed ---------------------------------------------------------- */
+
+/* Bytes gathered per write() of a streamed chunk: small enough to stay in cache between the
+ * gather and the kernel's copy into the page cache. */
+#define STREAM_PIECE ((size_t)256 << 10)
+
+/* A whole chunk's region of the caller's array as slabs: the chunk's C-ordered pieces over
+ * axes [axis, ndim), each at most STREAM_PIECE bytes. */
+typedef struct {
+    int axis;
+    ptrdiff_t shape[ZC_BATCH_MAX_NDIM], src_strides[ZC_BATCH_MAX_NDIM];
+    ptrdiff_t slab_strides[ZC_BATCH_MAX_NDIM];
+    const char *src;
+    size_t slab;
+    int64_t nslabs;
+} slab_walk;
+
+/* Set up the walk of task pieces `p`; 0 when even one row of the last axis is larger than
+ * STREAM_PIECE (or the array is 0-d). */
+static int slab_walk_init(const zc_batch *b, const zc_piece **p, slab_walk *w)
+{
+    w->src = task_out(b, p, w->shape, w->src_strides);
+    size_t bytes = b->chain.itemsize;
+    int d = b->ndim;
+    while (d > 0 && bytes * (size_t)w->shape[d - 1] <= STREAM_PIECE) {
+        w->slab_strides[d - 1] = (ptrdiff_t)bytes;
+        bytes *= (size_t)w->shape[d - 1];
+        d--;
+    }
+    if (d == b->ndim)
+        return 0;
+    w->axis = d;
+    w->slab = bytes;
+    w->nslabs = 1;
+    for (int k = 0; k < d; k++)
+        w->nslabs *= w->shape[k];
+    return 1;
+}
+
+/* Gather slabs from `*k` on into `buf` while they fit in STREAM_PIECE; returns the bytes. */
+static size_t slab_gather(const zc_batch *b, const slab_walk *w, int64_t *k, unsigned char *buf)
+{
+    size_t used = 0;
+    for (; *k < w->nslabs && used + w->slab <= STREAM_PIECE; (*k)++) {
+        const char *at = w->src;
+        for (int64_t i = *k, d = w->axis - 1; d >= 0; d--) {
+            at += (i % w->shape[d]) * w->src_strides[d];
+            i /= w->shape[d];
+        }
+        zc_copy_nd(b->ndim - w->axis, w->shape + w->axis, b->chain.itemsize, at,
+                   w->src_strides + w->axis, (char *)buf + used, w->slab_strides + w->axis);
+        used += w->slab;
+    }
+    return used;
+}
+
+/* Does the region hold only the fill value? Stops at the first slab that does not. */
+static int slab_all_fill(const zc_batch *b, const slab_walk *w, unsigned char *buf)
+{
+    for (int64_t k = 0; k < w->nslabs;) {
+        size_t n = slab_gather(b, w, &k, buf);
+        int fill = zc_is_fill_value(buf, n, b->fill, b->chain.itemsize, b->fill_floatsize);
+        if (fill <= 0)
+            return fill;
+    }
+    return 1;
+}
+
+/* Store an uncompressed chunk wholly inside the array a piece at a time: gathered into a
+ * cache-sized buffer and written straight to the temporary file, so the chunk crosses memory
+ * once less than through a chunk-sized buffer. */
+static int write_streamed(const zc_batch *b, const slab_walk *w, const char *path,
+                          unsigned char *buf)
+{
+    if (!b->write_empty_chunks) {
+        int fill = slab_all_fill(b, w, buf);
+        if (fill < 0)
+            return fill;
+        if (fill)
+            return zc_file_replace_locked(b->lock_dir, path, NULL, 0);
+    }
+    zc_file_writer f;
+    int st = zc_file_writer_open(&f, path);
+    uint32_t crc = 0;
+    for (int64_t k = 0; st == ZC_OK && k < w->nslabs;) {
+        size_t n = slab_gather(b, w, &k, buf);
+        if (b->chain.swap_size > 1 &&
+            (st = zc_byteswap(buf, buf, n / b->chain.swap_size, b->chain.swap_size)) != ZC_OK) {
+            zc_file_writer_abort(&f);
+            break;
+        }
+        if (b->chain.crc32c)
+            crc = zc_crc32c(crc, buf, n);
+        st = zc_file_writer_write(&f, buf, n);
+    }
+    if (st == ZC_OK && b->chain.crc32c) {
+        unsigned char trailer[4];
+        for (int i = 0; i < 4; i++)
+            trailer[i] = (unsigned char)(crc >> (8 * i));
+        st = zc_file_writer_write(&f, trailer, 4);
+    }
+    return st == ZC_OK ? zc_file_writer_commit(&f, b->lock_dir, path) : st;
+}
+
 void zc_batch_write_worker(zc_batch *b)
 {
     size_t n = chunk_nbytes(b);
@@ -218,6 +324,17 @@ void zc_batch_write_worker(zc_batch *b)
         if (st != ZC_OK) {
             fail(b, t, st, 0);
             break;
+        }
+        slab_walk walk;
+        if (in_place && !edge && slab_walk_init(b, p, &walk)) {
+            unsigned char *buf = zc_scratch(ZC_SCRATCH_CHUNK, STREAM_PIECE);
+            errno = 0;
+            st = buf ? write_streamed(b, &walk, path, buf) : ZC_ERR_NOMEM;
+            if (st != ZC_OK) {
+                fail(b, t, st, errno);
+                break;
+            }
+            continue;
         }
         /* One chunk and its encoding per thread, kept from job to job (zc_scratch.h). */
         unsigned char *chunk = cap ? zc_scratch(ZC_SCRATCH_CHUNK, in_place ? cap : n) : NULL;

@@ -112,44 +112,51 @@ static int make_parents(char *path)
     return 0;
 }
 
-int zc_file_replace(const char *path, const unsigned char *data, size_t len)
+int zc_file_writer_open(zc_file_writer *w, const char *path)
 {
-    char tmp[4096 + 64];
     const char *slash = strrchr(path, '/');
     size_t dirlen = slash ? (size_t)(slash - path) : 0;
     static int64_t counter;
     int64_t id = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
-    int n = snprintf(tmp, sizeof tmp, "%.*s/.zarrcore-tmp-%ld-%lld", (int)dirlen, path,
+    w->fd = -1;
+    int n = snprintf(w->tmp, sizeof w->tmp, "%.*s/.zarrcore-tmp-%ld-%lld", (int)dirlen, path,
                      (long)getpid(), (long long)id);
-    if (n < 0 || (size_t)n >= sizeof tmp)
+    if (n < 0 || (size_t)n >= sizeof w->tmp)
         return ZC_ERR_SIZE;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno == ENOENT) {
-        if (make_parents(tmp) != 0)
+    w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (w->fd < 0 && errno == ENOENT) {
+        if (make_parents(w->tmp) != 0)
             return ZC_ERR_IO;
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     }
-    if (fd < 0)
-        return ZC_ERR_IO;
+    return w->fd < 0 ? ZC_ERR_IO : ZC_OK;
+}
+
+void zc_file_writer_abort(zc_file_writer *w)
+{
+    int e = errno;
+    if (w->fd >= 0) {
+        close(w->fd);
+        unlink(w->tmp);
+    }
+    w->fd = -1;
+    errno = e;
+}
+
+int zc_file_writer_write(zc_file_writer *w, const unsigned char *data, size_t len)
+{
     size_t done = 0;
     while (done < len) {
-        ssize_t w = write(fd, data + done, len - done);
-        if (w < 0 && errno == EINTR)
+        ssize_t r = write(w->fd, data + done, len - done);
+        if (r < 0 && errno == EINTR)
             continue;
-        if (w <= 0) {
-            int e = errno;
-            close(fd);
-            unlink(tmp);
-            errno = e;
+        if (r <= 0) {
+            if (r == 0)
+                errno = EIO;
+            zc_file_writer_abort(w);
             return ZC_ERR_IO;
         }
-        done += (size_t)w;
-    }
-    if (close(fd) != 0 || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        errno = e;
-        return ZC_ERR_IO;
+        done += (size_t)r;
     }
     return ZC_OK;
 }
@@ -184,22 +191,59 @@ static int lock_path(const char *lock_dir, const char *path, int *fd)
     return ZC_OK;
 }
 
-int zc_file_replace_locked(const char *lock_dir, const char *path, const unsigned char *data,
-                           size_t len)
+static void unlock_path(int lfd)
 {
-    int lfd = -1, st;
-    if (lock_dir != NULL && lock_dir[0] && (st = lock_path(lock_dir, path, &lfd)) != ZC_OK)
-        return st;
-    st = ZC_OK;
-    if (data != NULL)
-        st = zc_file_replace(path, data, len);
-    else if (unlink(path) != 0 && errno != ENOENT && errno != ENOTDIR)
-        st = ZC_ERR_IO;
     int e = errno;
     if (lfd >= 0)
         close(lfd); /* drops the flock */
     errno = e;
+}
+
+int zc_file_writer_commit(zc_file_writer *w, const char *lock_dir, const char *path)
+{
+    if (close(w->fd) != 0) {
+        w->fd = -1;
+        int e = errno;
+        unlink(w->tmp);
+        errno = e;
+        return ZC_ERR_IO;
+    }
+    w->fd = -1;
+    int lfd = -1, st = ZC_OK;
+    if (lock_dir != NULL && lock_dir[0] && (st = lock_path(lock_dir, path, &lfd)) != ZC_OK) {
+        int e = errno;
+        unlink(w->tmp);
+        errno = e;
+        return st;
+    }
+    if (rename(w->tmp, path) != 0) {
+        int e = errno;
+        unlink(w->tmp);
+        errno = e;
+        st = ZC_ERR_IO;
+    }
+    unlock_path(lfd);
     return st;
+}
+
+int zc_file_replace_locked(const char *lock_dir, const char *path, const unsigned char *data,
+                           size_t len)
+{
+    int st;
+    if (data == NULL) {
+        int lfd = -1;
+        if (lock_dir != NULL && lock_dir[0] && (st = lock_path(lock_dir, path, &lfd)) != ZC_OK)
+            return st;
+        st = unlink(path) != 0 && errno != ENOENT && errno != ENOTDIR ? ZC_ERR_IO : ZC_OK;
+        unlock_path(lfd);
+        return st;
+    }
+    zc_file_writer w;
+    if ((st = zc_file_writer_open(&w, path)) != ZC_OK)
+        return st;
+    if ((st = zc_file_writer_write(&w, data, len)) != ZC_OK)
+        return st;
+    return zc_file_writer_commit(&w, lock_dir, path);
 }
 
 void zc_chunk_reader_free(zc_chunk_reader *r)

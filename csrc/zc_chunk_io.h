@@ -38,16 +38,32 @@ int zc_file_open(const char *path, int *fd, size_t *size, int *missing);
 /* Read exactly `len` bytes at `at`: ZC_OK, ZC_ERR_SIZE when the file ends first, ZC_ERR_IO. */
 int zc_pread_full(int fd, void *buf, size_t len, uint64_t at);
 
-/* Replace `path` with `len` bytes through a temporary file beside it and a rename, making
- * missing parent directories. */
-int zc_file_replace(const char *path, const unsigned char *data, size_t len);
+/* A new version of a stored object, written to a temporary file beside it and renamed over
+ * it on commit, so readers see the old or the new object, never a torn one. */
+typedef struct {
+    int fd;
+    char tmp[4096 + 64];
+} zc_file_writer;
 
-/* Replace `path` as zc_file_replace does (or delete it when `data` is NULL) while holding
- * the flock of its lock file in `lock_dir`: one of 4096 striped files named by the first 3
- * hex digits of the SHA-256 of `path` ("<lock_dir>/abc.lock"), the file
- * zarrcore.storage.local.LocalStore.lock takes for the same key, so the replacement lands
- * wholly before or after another writer's read-modify-write of it. `lock_dir` NULL or ""
- * takes no lock. */
+/* Create the temporary file for `path`, making missing parent directories. */
+int zc_file_writer_open(zc_file_writer *w, const char *path);
+
+/* Append `len` bytes; on failure the writer is aborted. */
+int zc_file_writer_write(zc_file_writer *w, const unsigned char *data, size_t len);
+
+/* Rename the written file over `path` while holding the flock of its lock file in
+ * `lock_dir`: one of 4096 striped files named by the first 3 hex digits of the SHA-256 of
+ * `path` ("<lock_dir>/abc.lock"), the file zarrcore.storage.local.LocalStore.lock takes for
+ * the same key, so the replacement lands wholly before or after another writer's
+ * read-modify-write of it. `lock_dir` NULL or "" takes no lock. On failure the writer is
+ * aborted. */
+int zc_file_writer_commit(zc_file_writer *w, const char *lock_dir, const char *path);
+
+/* Drop the temporary file (errno is kept). */
+void zc_file_writer_abort(zc_file_writer *w);
+
+/* Replace `path` with `len` bytes through a zc_file_writer committed under `lock_dir` (or
+ * delete it under the lock when `data` is NULL). */
 int zc_file_replace_locked(const char *lock_dir, const char *path, const unsigned char *data,
                            size_t len);
 

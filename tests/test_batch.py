@@ -326,6 +326,40 @@ def test_zarr_python_reads_ours(tmp_path, comp):
     np.testing.assert_array_equal(z[...], data)
 
 
+@pytest.mark.parametrize("comp", ["none", "crc"])
+@pytest.mark.parametrize("endian", ["little", "big"])
+@pytest.mark.parametrize("shape, chunks", [
+    ((40, 33, 20), (16, 16, 16)),       # edge chunks: padded with the fill value
+    ((64, 48, 1024), (32, 8, 512)),     # 8 KiB rows, 32 KiB slabs, many per write
+    ((4, 70000), (2, 70000)),           # a row over 256 KiB: the whole-chunk buffer path
+    ((96,), (32,)),
+])
+def test_uncompressed_chunks_match_zarr_python_bytes(tmp_path, comp, endian, shape, chunks,
+                                                     threads):
+    """Uncompressed chunks are stored a cache-sized piece at a time; the files are byte for
+    byte the ones zarr-python writes, from a strided source, with all-fill chunks left out."""
+    from zarr.codecs import BytesCodec, Crc32cCodec
+
+    rng = np.random.default_rng(8)
+    data = rng.integers(1, 60000, tuple(2 * n for n in shape), dtype="uint16")
+    data = data[(slice(None, None, 2),) * len(shape)]   # not contiguous
+    data[(slice(0, chunks[0]),) + (slice(None),) * (len(shape) - 1)] = 0  # all-fill chunks
+    ours = make(tmp_path / "a", data, chunks, comp, fill_value=0, endian=endian)
+    z = zarr.create_array(str(tmp_path / "z"), shape=data.shape, dtype="uint16", chunks=chunks,
+                          compressors=[Crc32cCodec()] if comp == "crc" else None,
+                          serializer=BytesCodec(endian=endian), fill_value=0)
+    z[...] = data
+    files = {}
+    for name in ("a", "z"):
+        root = tmp_path / name / "c"
+        files[name] = {str(p.relative_to(root)): p.read_bytes()
+                       for p in root.rglob("*") if p.is_file()}
+    assert files["a"].keys() == files["z"].keys()
+    assert files["a"] == files["z"]
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "a"), mode="r")[...], data)
+    np.testing.assert_array_equal(ours[...], data)
+
+
 # -- memory ---------------------------------------------------------------------------------------
 
 RSS_SCRIPT = textwrap.dedent("""
