@@ -15,6 +15,7 @@
 #include "zc_copy.h"
 #include "zc_crc32c.h"
 #include "zc_fill.h"
+#include "zc_key_lock.h"
 #include "zc_scratch.h"
 #include "zc_status.h"
 
@@ -261,14 +262,14 @@ static int slab_all_fill(const zc_batch *b, const slab_walk *w, unsigned char *b
  * cache-sized buffer and written straight to the temporary file, so the chunk crosses memory
  * once less than through a chunk-sized buffer. */
 static int write_streamed(const zc_batch *b, const slab_walk *w, const char *path,
-                          unsigned char *buf)
+                          unsigned char *buf, int lock_fd)
 {
     if (!b->write_empty_chunks) {
         int fill = slab_all_fill(b, w, buf);
         if (fill < 0)
             return fill;
         if (fill)
-            return zc_file_replace_locked(b->lock_dir, path, NULL, 0);
+            return zc_file_replace_locked(lock_fd, path, NULL, 0);
     }
     zc_file_writer f;
     int st = zc_file_writer_open(&f, path);
@@ -290,7 +291,7 @@ static int write_streamed(const zc_batch *b, const slab_walk *w, const char *pat
             trailer[i] = (unsigned char)(crc >> (8 * i));
         st = zc_file_writer_write(&f, trailer, 4);
     }
-    return st == ZC_OK ? zc_file_writer_commit(&f, b->lock_dir, path) : st;
+    return st == ZC_OK ? zc_file_writer_commit(&f, lock_fd, path) : st;
 }
 
 void zc_batch_write_worker(zc_batch *b)
@@ -299,6 +300,7 @@ void zc_batch_write_worker(zc_batch *b)
     /* Stored as is: encoded in the chunk buffer, which has room for the crc32c trailer. */
     const int in_place = b->chain.compressor == ZC_COMP_NONE;
     const size_t cap = zc_chain_encode_bound(&b->chain, n);
+    int lock_fd = -1; /* the key lock file, opened on first need */
     static const ptrdiff_t zero[1];
     const ptrdiff_t all[1] = {(ptrdiff_t)(n / b->chain.itemsize)};
     const ptrdiff_t item[1] = {(ptrdiff_t)b->chain.itemsize};
@@ -325,11 +327,15 @@ void zc_batch_write_worker(zc_batch *b)
             fail(b, t, st, 0);
             break;
         }
+        if (lock_fd < 0 && b->lock_dir[0] && (st = zc_key_lock_open(b->lock_dir, &lock_fd)) != ZC_OK) {
+            fail(b, t, st, errno);
+            break;
+        }
         slab_walk walk;
         if (in_place && !edge && slab_walk_init(b, p, &walk)) {
             unsigned char *buf = zc_scratch(ZC_SCRATCH_CHUNK, STREAM_PIECE);
             errno = 0;
-            st = buf ? write_streamed(b, &walk, path, buf) : ZC_ERR_NOMEM;
+            st = buf ? write_streamed(b, &walk, path, buf, lock_fd) : ZC_ERR_NOMEM;
             if (st != ZC_OK) {
                 fail(b, t, st, errno);
                 break;
@@ -366,7 +372,7 @@ void zc_batch_write_worker(zc_batch *b)
         /* Replaced or deleted under the key's lock, so this lands wholly before or after
          * another writer's read-modify-write of the chunk rather than inside it. */
         if (is_fill) {
-            if ((st = zc_file_replace_locked(b->lock_dir, path, NULL, 0)) != ZC_OK) {
+            if ((st = zc_file_replace_locked(lock_fd, path, NULL, 0)) != ZC_OK) {
                 fail(b, t, st, errno);
                 break;
             }
@@ -375,11 +381,13 @@ void zc_batch_write_worker(zc_batch *b)
         size_t len = 0;
         st = zc_chain_encode(&b->chain, chunk, n, encoded, cap, &len);
         if (st == ZC_OK)
-            st = zc_file_replace_locked(b->lock_dir, path, encoded, len);
+            st = zc_file_replace_locked(lock_fd, path, encoded, len);
         if (st != ZC_OK) {
             fail(b, t, st, errno);
             break;
         }
     }
+    if (lock_fd >= 0)
+        close(lock_fd);
     zc_scratch_idle();
 }

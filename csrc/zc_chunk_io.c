@@ -7,12 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "zc_copy.h"
-#include "zc_sha256.h"
+#include "zc_key_lock.h"
 #include "zc_status.h"
 
 int zc_buf_reserve(zc_buf *b, size_t n)
@@ -161,45 +160,7 @@ int zc_file_writer_write(zc_file_writer *w, const unsigned char *data, size_t le
     return ZC_OK;
 }
 
-/* Open (creating it, and `lock_dir` when missing) the lock file of `path` and take its
- * flock: ZC_OK with the descriptor in *fd, ZC_ERR_SIZE, or ZC_ERR_IO with errno. */
-static int lock_path(const char *lock_dir, const char *path, int *fd)
-{
-    char hex[65], lock[4096 + 16];
-    zc_sha256_hex(path, strlen(path), hex);
-    int n = snprintf(lock, sizeof lock, "%s/%.3s.lock", lock_dir, hex);
-    if (n < 0 || (size_t)n >= sizeof lock)
-        return ZC_ERR_SIZE;
-    int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (lfd < 0 && errno == ENOENT) {
-        /* No lock directory yet: make it, on this first need rather than per chunk. */
-        if (mkdir(lock_dir, 0777) != 0 && errno != EEXIST)
-            return ZC_ERR_IO;
-        lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    }
-    if (lfd < 0)
-        return ZC_ERR_IO;
-    while (flock(lfd, LOCK_EX) != 0) {
-        if (errno != EINTR) {
-            int e = errno;
-            close(lfd);
-            errno = e;
-            return ZC_ERR_IO;
-        }
-    }
-    *fd = lfd;
-    return ZC_OK;
-}
-
-static void unlock_path(int lfd)
-{
-    int e = errno;
-    if (lfd >= 0)
-        close(lfd); /* drops the flock */
-    errno = e;
-}
-
-int zc_file_writer_commit(zc_file_writer *w, const char *lock_dir, const char *path)
+int zc_file_writer_commit(zc_file_writer *w, int lock_fd, const char *path)
 {
     if (close(w->fd) != 0) {
         w->fd = -1;
@@ -209,33 +170,29 @@ int zc_file_writer_commit(zc_file_writer *w, const char *lock_dir, const char *p
         return ZC_ERR_IO;
     }
     w->fd = -1;
-    int lfd = -1, st = ZC_OK;
-    if (lock_dir != NULL && lock_dir[0] && (st = lock_path(lock_dir, path, &lfd)) != ZC_OK) {
-        int e = errno;
-        unlink(w->tmp);
-        errno = e;
-        return st;
-    }
-    if (rename(w->tmp, path) != 0) {
-        int e = errno;
-        unlink(w->tmp);
-        errno = e;
+    int st = lock_fd >= 0 ? zc_key_lock(lock_fd, path) : ZC_OK;
+    if (st == ZC_OK && rename(w->tmp, path) != 0)
         st = ZC_ERR_IO;
-    }
-    unlock_path(lfd);
+    int e = errno;
+    if (st != ZC_OK)
+        unlink(w->tmp);
+    if (lock_fd >= 0)
+        zc_key_unlock(lock_fd, path);
+    errno = e;
     return st;
 }
 
-int zc_file_replace_locked(const char *lock_dir, const char *path, const unsigned char *data,
-                           size_t len)
+int zc_file_replace_locked(int lock_fd, const char *path, const unsigned char *data, size_t len)
 {
     int st;
     if (data == NULL) {
-        int lfd = -1;
-        if (lock_dir != NULL && lock_dir[0] && (st = lock_path(lock_dir, path, &lfd)) != ZC_OK)
+        if (lock_fd >= 0 && (st = zc_key_lock(lock_fd, path)) != ZC_OK)
             return st;
         st = unlink(path) != 0 && errno != ENOENT && errno != ENOTDIR ? ZC_ERR_IO : ZC_OK;
-        unlock_path(lfd);
+        int e = errno;
+        if (lock_fd >= 0)
+            zc_key_unlock(lock_fd, path);
+        errno = e;
         return st;
     }
     zc_file_writer w;
@@ -243,7 +200,7 @@ int zc_file_replace_locked(const char *lock_dir, const char *path, const unsigne
         return st;
     if ((st = zc_file_writer_write(&w, data, len)) != ZC_OK)
         return st;
-    return zc_file_writer_commit(&w, lock_dir, path);
+    return zc_file_writer_commit(&w, lock_fd, path);
 }
 
 void zc_chunk_reader_free(zc_chunk_reader *r)

@@ -51,21 +51,18 @@ int zc_file_writer_open(zc_file_writer *w, const char *path);
 /* Append `len` bytes; on failure the writer is aborted. */
 int zc_file_writer_write(zc_file_writer *w, const unsigned char *data, size_t len);
 
-/* Rename the written file over `path` while holding the flock of its lock file in
- * `lock_dir`: one of 4096 striped files named by the first 3 hex digits of the SHA-256 of
- * `path` ("<lock_dir>/abc.lock"), the file zarrcore.storage.local.LocalStore.lock takes for
+/* Rename the written file over `path` while holding the key lock of `path` on `lock_fd`
+ * (zc_key_lock.h; -1: no lock), the lock zarrcore.storage.local.LocalStore.lock takes for
  * the same key, so the replacement lands wholly before or after another writer's
- * read-modify-write of it. `lock_dir` NULL or "" takes no lock. On failure the writer is
- * aborted. */
-int zc_file_writer_commit(zc_file_writer *w, const char *lock_dir, const char *path);
+ * read-modify-write of it. On failure the writer is aborted. */
+int zc_file_writer_commit(zc_file_writer *w, int lock_fd, const char *path);
 
 /* Drop the temporary file (errno is kept). */
 void zc_file_writer_abort(zc_file_writer *w);
 
-/* Replace `path` with `len` bytes through a zc_file_writer committed under `lock_dir` (or
+/* Replace `path` with `len` bytes through a zc_file_writer committed under `lock_fd` (or
  * delete it under the lock when `data` is NULL). */
-int zc_file_replace_locked(const char *lock_dir, const char *path, const unsigned char *data,
-                           size_t len);
+int zc_file_replace_locked(int lock_fd, const char *path, const unsigned char *data, size_t len);
 
 /* A selection of a C-ordered chunk of `shape`: on axis d `count[d]` items from `start[d]`
  * by `step[d]` (>= 1), landing at `out` + k * out_strides[d] (bytes, any sign). */

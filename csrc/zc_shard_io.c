@@ -15,6 +15,7 @@
 #include "zc_copy.h"
 #include "zc_crc32c.h"
 #include "zc_fill.h"
+#include "zc_key_lock.h"
 #include "zc_shard_index.h"
 #include "zc_status.h"
 
@@ -511,7 +512,7 @@ typedef struct {
 } writer;
 
 /* Every task of slot `s` is done: lay its inner chunks out, add the index, store it. */
-static int write_shard(zc_shard_io *io, int64_t s, writer *w)
+static int write_shard(zc_shard_io *io, int64_t s, writer *w, int lock_fd)
 {
     const int64_t n = io->ninner;
     if (w->task_of == NULL && (w->task_of = (int64_t *)malloc((size_t)n * sizeof(int64_t))) == NULL)
@@ -542,7 +543,7 @@ static int write_shard(zc_shard_io *io, int64_t s, writer *w)
     if (st != ZC_OK)
         return st;
     if (!any)
-        return zc_file_replace_locked(io->lock_dir, path, NULL, 0); /* nothing but fill: no shard */
+        return zc_file_replace_locked(lock_fd, path, NULL, 0); /* nothing but fill: no shard */
     if (zc_buf_reserve(&w->shard, total) != ZC_OK)
         return ZC_ERR_NOMEM;
     size_t pos = io->index_at_start ? isz : 0;
@@ -566,7 +567,7 @@ static int write_shard(zc_shard_io *io, int64_t s, writer *w)
         for (int b = 0; b < 4; b++)
             index[raw + (size_t)b] = (unsigned char)(crc >> (8 * b));
     }
-    return zc_file_replace_locked(io->lock_dir, path, w->shard.p, total);
+    return zc_file_replace_locked(lock_fd, path, w->shard.p, total);
 }
 
 void zc_shard_io_write_worker(zc_shard_io *io)
@@ -579,6 +580,7 @@ void zc_shard_io_write_worker(zc_shard_io *io)
         n *= (size_t)io->chunk_shape[d];
     const ptrdiff_t all[1] = {(ptrdiff_t)(n / io->chain.itemsize)};
     const ptrdiff_t item[1] = {(ptrdiff_t)io->chain.itemsize};
+    int lock_fd = -1; /* the key lock file, opened on first need */
     int64_t t;
     while ((t = next_task(io)) >= 0) {
         int64_t s = task_slot(io, t);
@@ -626,12 +628,16 @@ void zc_shard_io_write_worker(zc_shard_io *io)
         }
         if (__atomic_sub_fetch(&io->slots[s].remaining, 1, __ATOMIC_ACQ_REL) == 0) {
             errno = 0;
-            if ((st = write_shard(io, s, &w)) != ZC_OK) {
+            if (lock_fd < 0 && io->lock_dir[0])
+                st = zc_key_lock_open(io->lock_dir, &lock_fd);
+            if (st != ZC_OK || (st = write_shard(io, s, &w, lock_fd)) != ZC_OK) {
                 fail_simple(io, s, -1, st, errno);
                 break;
             }
         }
     }
+    if (lock_fd >= 0)
+        close(lock_fd);
     free(w.chunk.p);
     free(w.encoded.p);
     free(w.shard.p);

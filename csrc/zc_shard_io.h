@@ -17,9 +17,8 @@
  * Each task gathers and encodes one inner chunk (none when it is all fill and empty chunks
  * are not written); the last task of a shard lays its chunks out in `write_order`, adds the
  * index and replaces the shard file atomically, or deletes it when no chunk is left. The
- * replacement happens under the same flock the Python store takes for its read-modify-
- * writes (zc_file_replace_locked: a striped lock file in `lock_dir` named from the SHA-256
- * of the path), so it never lands inside one. */
+ * replacement happens under the key lock the Python store takes for its read-modify-writes
+ * (zc_key_lock.h, in `lock_dir`), so it never lands inside one. */
 #ifndef ZC_SHARD_IO_H
 #define ZC_SHARD_IO_H
 

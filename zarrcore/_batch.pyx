@@ -5,6 +5,7 @@ import os
 import numpy as np
 
 from libc.stdint cimport int64_t
+from libc.errno cimport errno
 from libc.string cimport memset, strncpy
 
 from zarrcore._jobs cimport (
@@ -29,7 +30,7 @@ cdef class ChunkBatch:
     def __init__(self, *, key_head, sep, lead_sep, array_shape, chunk_shape, pieces=(),
                  data=None, data_strides=(), write_empty_chunks=False, lock_dir="", **settings):
         """`settings` are pipeline.batch_settings: the chain, fill and item layout. Writes
-        replace and delete chunk files under their lock file in `lock_dir` ("": no locks)."""
+        replace and delete chunk files under their key lock in `lock_dir` ("": no locks)."""
         memset(&self.b, 0, sizeof(zc_batch))
         head = os.fsencode(key_head)
         lock = os.fsencode(lock_dir)
@@ -81,6 +82,32 @@ cdef class ChunkBatch:
         if st == ZC_ERR_IO:
             raise OSError(self.b.sys_errno, f"chunk {key!r}: {os.strerror(self.b.sys_errno)}")
         raise status_error(st, f"chunk {key!r}: ")
+
+
+cdef extern from "zc_key_lock.h" nogil:
+    int zc_key_lock_open(const char *lock_dir, int *fd)
+    int zc_key_lock(int fd, const char *path)
+
+
+def lock_key(lock_dir, path):
+    """Take the key lock of `path` (csrc/zc_key_lock.h), waiting as long as it takes; returns
+    the descriptor that holds it, whose closing drops it."""
+    cdef bytes d = os.fsencode(lock_dir), p = os.fsencode(path)
+    cdef const char *dp = d
+    cdef const char *pp = p
+    cdef int fd = -1, st
+    with nogil:
+        st = zc_key_lock_open(dp, &fd)
+        if st == ZC_OK:
+            st = zc_key_lock(fd, pp)
+    if st == ZC_OK:
+        return fd
+    if st == ZC_ERR_IO:
+        err = errno
+        if fd >= 0:
+            os.close(fd)
+        raise OSError(err, f"key lock for {os.fsdecode(p)!r}: {os.strerror(err)}")
+    raise ValueError(f"lock directory path too long: {lock_dir!r}")
 
 
 def status_error(int st, str where=""):

@@ -1,19 +1,15 @@
 """Local directory store: one file per key, atomic writes, advisory file locks."""
 import contextlib
-import fcntl
-import hashlib
 import os
 import tempfile
 
+from .._batch import lock_key
 from .base import Store, validate_key, validate_prefix
 
 TEMP_PREFIX = ".zarrcore-tmp-"
-# Lock files live outside the store so peers listing it never see them. A key's lock is one of
-# 4096 striped files named by the first 3 hex digits of the SHA-256 of its path, so their
-# number stays bounded however many chunks are written; the native batches' writes take them
-# alike (zc_file_replace_locked in csrc/zc_chunk_io.c).
+# The key lock file lives outside the store so peers listing it never see it. A key's lock is
+# one byte of it (csrc/zc_key_lock.h), which the native batches' writes take alike.
 LOCK_DIR = os.path.join(tempfile.gettempdir(), "zarrcore-locks")
-LOCK_NAME_DIGITS = 3
 
 
 class LocalStore(Store):
@@ -112,14 +108,10 @@ class LocalStore(Store):
 
     @contextlib.contextmanager
     def lock(self, key):
-        """Exclusive across threads and processes; the kernel drops a flock when its holder dies."""
+        """Exclusive across threads and processes; the kernel drops the lock when its holder dies."""
         with super().lock(key):
-            os.makedirs(LOCK_DIR, exist_ok=True)
-            digest = hashlib.sha256(self._path(key).encode()).hexdigest()
-            name = digest[:LOCK_NAME_DIGITS] + ".lock"
-            fd = os.open(os.path.join(LOCK_DIR, name), os.O_RDWR | os.O_CREAT, 0o666)
+            fd = lock_key(LOCK_DIR, self._path(key))
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
                 yield
             finally:
                 os.close(fd)
