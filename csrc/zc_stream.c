@@ -100,6 +100,10 @@ void zc_scatter_range(const zc_scatter *s, const void *src, size_t off, size_t l
     const int L = s->ndim - 1;
     const int64_t R = s->shape[L], st = s->start[L], sp = s->step[L], cn = s->count[L];
     const ptrdiff_t os = s->out_strides[L];
+    /* Unit steps and a contiguous output row: a row wholly inside the range is one memcpy. */
+    int unit = sp == 1 && os == (ptrdiff_t)is;
+    for (int d = 0; d < L && unit; d++)
+        unit = s->step[d] == 1;
     const int64_t e0 = (int64_t)(a / is), e1 = (int64_t)((b + is - 1) / is);
     int64_t r = e0 / R;
     const int64_t rlast = (e1 - 1) / R;
@@ -126,7 +130,9 @@ void zc_scatter_range(const zc_scatter *s, const void *src, size_t off, size_t l
                 break;
             o += i * s->out_strides[d];
         }
-        if (d == L) {
+        if (d == L && unit && r * R >= e0 && r * R + R <= e1) {
+            memcpy(o, base + (size_t)(r * R + st) * is, (size_t)cn * is);
+        } else if (d == L) {
             int64_t row = r * R;
             int64_t ra = (e0 > row ? e0 : row) - row;
             int64_t rb = (e1 < row + R ? e1 : row + R) - row;
