@@ -65,27 +65,93 @@ size_t zc_zstd_bound(size_t srclen)
     return ZSTD_isError(b) ? 0 : b;
 }
 
+/* The thread's compression context, reset and set to `level` and `checksum`. */
+static ZSTD_CCtx *thread_cctx(int level, int checksum, int *st)
+{
+    *st = ZC_OK;
+    if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel()) {
+        *st = ZC_ERR_PARAM;
+        return NULL;
+    }
+    ZSTD_CCtx *c = (ZSTD_CCtx *)thread_ctx(CCTX);
+    if (c == NULL) {
+        *st = ZC_ERR_NOMEM;
+        return NULL;
+    }
+    ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
+    if (ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, checksum ? 1 : 0))) {
+        *st = ZC_ERR_PARAM;
+        return NULL;
+    }
+    return c;
+}
+
 int zc_zstd_compress(const void *src, size_t srclen, void *dst, size_t dstcap, int level,
                      int checksum, size_t *outlen)
 {
     if ((src == NULL && srclen) || dst == NULL || outlen == NULL)
         return ZC_ERR_PARAM;
-    if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
-        return ZC_ERR_PARAM;
     if (zc_zstd_bound(srclen) == 0)
         return ZC_ERR_SIZE;
-    ZSTD_CCtx *c = (ZSTD_CCtx *)thread_ctx(CCTX);
+    int st;
+    ZSTD_CCtx *c = thread_cctx(level, checksum, &st);
     if (c == NULL)
-        return ZC_ERR_NOMEM;
-    ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
-    if (ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level)) ||
-        ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, checksum ? 1 : 0)))
-        return ZC_ERR_PARAM;
+        return st;
     size_t n = ZSTD_compress2(c, dst, dstcap, src ? src : "", srclen);
     if (ZSTD_isError(n))
         return ZC_ERR_SIZE;
     *outlen = n;
     return ZC_OK;
+}
+
+int zc_zstd_encoder_begin(zc_zstd_encoder *e, size_t n, int level, int checksum,
+                          unsigned char *dst, size_t cap)
+{
+    size_t bound = zc_zstd_bound(n);
+    if (dst == NULL || bound == 0 || cap < bound)
+        return ZC_ERR_SIZE;
+    int st;
+    e->cctx = thread_cctx(level, checksum, &st);
+    if (e->cctx == NULL)
+        return st;
+    /* The pledged size picks the same parameters and frame header as one call would. */
+    if (ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(e->cctx, n)))
+        return ZC_ERR_PARAM;
+    e->dst = dst;
+    e->cap = cap;
+    e->pos = 0;
+    return ZC_OK;
+}
+
+static int encoder_run(zc_zstd_encoder *e, const void *src, size_t len, int op)
+{
+    ZSTD_inBuffer in = {src ? src : "", len, 0};
+    ZSTD_outBuffer out = {e->dst, e->cap, e->pos};
+    for (;;) {
+        size_t left = ZSTD_compressStream2(e->cctx, &out, &in, op);
+        if (ZSTD_isError(left))
+            return ZC_ERR_SIZE; /* more than pledged, or no room: neither happens within bound */
+        if (op == ZSTD_e_end ? left == 0 : in.pos == in.size)
+            break;
+        if (out.pos == out.size)
+            return ZC_ERR_SIZE;
+    }
+    e->pos = out.pos;
+    return ZC_OK;
+}
+
+int zc_zstd_encoder_feed(zc_zstd_encoder *e, const void *src, size_t len)
+{
+    return encoder_run(e, src, len, ZSTD_e_continue);
+}
+
+int zc_zstd_encoder_end(zc_zstd_encoder *e, size_t *outlen)
+{
+    int st = encoder_run(e, NULL, 0, ZSTD_e_end);
+    if (st == ZC_OK)
+        *outlen = e->pos;
+    return st;
 }
 
 int zc_zstd_content_size(const void *src, size_t srclen, int *known, size_t *size)

@@ -360,6 +360,28 @@ def test_uncompressed_chunks_match_zarr_python_bytes(tmp_path, comp, endian, sha
     np.testing.assert_array_equal(ours[...], data)
 
 
+@pytest.mark.parametrize("comp", ["zstd", "zstd-crc", "zstd-checksum"])
+@pytest.mark.parametrize("endian", ["little", "big"])
+def test_zstd_chunks_streamed_equal_one_call(tmp_path, comp, endian, threads):
+    """zstd chunks are compressed from cache-sized pieces as a stream; each stored chunk is
+    byte for byte the frame one call over the whole chunk makes."""
+    from zarrcore import _compress
+
+    rng = np.random.default_rng(9)
+    data = rng.integers(0, 300, (96, 40, 2048), dtype="uint16")[::2, :, ::2]  # strided
+    a = make(tmp_path / "a", data, (16, 20, 512), comp, endian=endian)
+    zstd = COMPRESSORS[comp][0]["configuration"]
+    for i, j, k in np.ndindex(3, 2, 2):
+        chunk = np.ascontiguousarray(data[16 * i:16 * (i + 1), 20 * j:20 * (j + 1),
+                                          512 * k:512 * (k + 1)], dtype=f"{'<' if endian == 'little' else '>'}u2")
+        want = _compress.zstd_compress(chunk.tobytes(), zstd["level"], zstd["checksum"])
+        if comp == "zstd-crc":
+            want += struct.pack("<I", crc32c.crc32c(want))
+        with open(chunk_path(a, i, j, k), "rb") as f:
+            assert f.read() == want, (i, j, k)
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "a"), mode="r")[...], data)
+
+
 # -- memory ---------------------------------------------------------------------------------------
 
 RSS_SCRIPT = textwrap.dedent("""
