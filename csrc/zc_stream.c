@@ -158,7 +158,8 @@ void zc_stream_bufs_free(zc_stream_bufs *b)
 {
     free(b->block);
     free(b->window);
-    b->block = b->window = NULL;
+    free(b->whole);
+    b->block = b->window = b->whole = NULL;
 }
 
 static int get_buf(unsigned char **p, size_t size)
@@ -265,6 +266,24 @@ static int read_plain(int fd, size_t fsize, const zc_stream_format *f, const zc_
     return f->crc32c ? check_trailer(fd, fsize, f, crc) : ZC_OK;
 }
 
+/* A small zstd chunk in one block (ZC_STREAM_WHOLE): read, decode and scatter at once. */
+static int read_zstd_whole(int fd, size_t plen, const zc_stream_format *f, const zc_scatter *s,
+                           zc_stream_bufs *bufs)
+{
+    int st = zc_pread_full(fd, bufs->block, plen, f->offset);
+    if (st != ZC_OK)
+        return st == ZC_ERR_SIZE ? ZC_ERR_CORRUPT : st; /* the file shrank under us */
+    uint32_t crc = f->crc32c ? zc_crc32c(0, bufs->block, plen) : 0;
+    if ((st = get_buf(&bufs->whole, ZC_STREAM_WHOLE)) != ZC_OK ||
+        (st = zc_zstd_decompress(bufs->block, plen, bufs->whole, f->nbytes)) != ZC_OK)
+        return st;
+    if (f->crc32c && (st = check_trailer(fd, plen + 4, f, crc)) != ZC_OK)
+        return st;
+    if ((st = swap(f, bufs->whole, f->nbytes)) == ZC_OK)
+        zc_scatter_range(s, bufs->whole, 0, f->nbytes);
+    return st;
+}
+
 /* Stored bytes are zstd frames whose concatenated content is the chunk. */
 static int read_zstd(int fd, size_t fsize, const zc_stream_format *f, const zc_scatter *s,
                      zc_stream_bufs *bufs)
@@ -280,6 +299,8 @@ static int read_zstd(int fd, size_t fsize, const zc_stream_format *f, const zc_s
     size_t lo, len;
     /* The whole chunk on one run of the output: decode into it (it is zstd's window too). */
     int direct = zc_scatter_run(s, &dst, &lo, &len) && lo == 0 && len == n;
+    if (!direct && n <= ZC_STREAM_WHOLE && plen <= ZC_STREAM_BLOCK)
+        return read_zstd_whole(fd, plen, f, s, bufs);
     if (!direct && (st = get_buf(&bufs->window, ZC_STREAM_WINDOW)) != ZC_OK)
         return st;
     ZSTD_DCtx *d = zc_zstd_thread_dctx();

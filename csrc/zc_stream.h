@@ -20,6 +20,10 @@
  * (the frame's window, 2 MiB at the default level for big chunks) in the thread's context. */
 #define ZC_STREAM_BLOCK (1u << 18)
 #define ZC_STREAM_WINDOW (1u << 17)
+/* A zstd chunk of at most this many bytes, stored in at most one block, is decoded in one
+ * call into a per-thread buffer and scattered from there: no copy out of zstd's own stream
+ * buffer, which the windowed path pays. */
+#define ZC_STREAM_WHOLE (1u << 20)
 /* The thread's zstd context (zc_zstd_thread_dctx) is dropped after a streamed chunk when it
  * holds more than this (frames with huge windows), so an idle thread never keeps much. */
 #define ZC_STREAM_DCTX_KEEP (16u << 20)
@@ -65,10 +69,10 @@ typedef struct {
     uint64_t offset;    /* where the stored chunk starts in its file (inner chunks of a shard) */
 } zc_stream_format;
 
-/* A thread's block and window buffers, allocated on first use; zero-initialize, then
+/* A thread's block, window and whole-chunk buffers, allocated on first use; zero-initialize, then
  * zc_stream_bufs_free when done. */
 typedef struct {
-    unsigned char *block, *window;
+    unsigned char *block, *window, *whole;
 } zc_stream_bufs;
 
 void zc_stream_bufs_free(zc_stream_bufs *b);
