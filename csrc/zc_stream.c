@@ -131,7 +131,21 @@ void zc_scatter_range(const zc_scatter *s, const void *src, size_t off, size_t l
             o += i * s->out_strides[d];
         }
         if (d == L && unit && r * R >= e0 && r * R + R <= e1) {
-            memcpy(o, base + (size_t)(r * R + st) * is, (size_t)cn * is);
+            /* This row and the plane's next selected rows wholly in range, in one tight loop. */
+            int64_t more = 0;
+            if (L > 0) {
+                more = s->start[L - 1] + s->count[L - 1] - 1 - idx[L - 1];
+                if (more > e1 / R - 1 - r)
+                    more = e1 / R - 1 - r;
+            }
+            const char *from = base + (size_t)(r * R + st) * is;
+            const size_t rowbytes = (size_t)cn * is, srow = (size_t)R * is;
+            const ptrdiff_t orow = L > 0 ? s->out_strides[L - 1] : 0;
+            for (int64_t k = 0; k <= more; k++, o += orow, from += srow)
+                memcpy(o, from, rowbytes);
+            r += more;
+            if (L > 0)
+                idx[L - 1] += more;
         } else if (d == L) {
             int64_t row = r * R;
             int64_t ra = (e0 > row ? e0 : row) - row;
