@@ -138,7 +138,8 @@ static int64_t next_task(zc_batch *b)
 static int read_task(const zc_batch *b, zc_chunk_reader *rd, const zc_piece **p, int fd,
                      size_t size, char *out, const ptrdiff_t *out_strides)
 {
-    zc_chunk_sel sel = {.ndim = b->ndim, .shape = b->chunk_shape, .out = out};
+    zc_chunk_sel sel = {.ndim = b->ndim, .shape = b->chunk_shape, .out = out,
+                        .stream_out = b->stream_out};
     for (int d = 0; d < b->ndim; d++) {
         sel.start[d] = p[d]->chunk_start;
         sel.step[d] = p[d]->chunk_step;

@@ -45,6 +45,7 @@ typedef struct {
     /* The caller's array (output of reads, input of writes): base and byte strides. */
     char *data;
     ptrdiff_t data_strides[ZC_BATCH_MAX_NDIM];
+    int stream_out;  /* reads: the output outgrows the caches (zc_stream.h's ZC_STREAM_OUT_MIN) */
     /* Shared progress and outcome. */
     int64_t next_task;
     int failed;             /* set once; workers stop taking tasks */

@@ -243,6 +243,7 @@ int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, int fd, uint64_t off
                                  s->out, s->out_strides);
         if (st != ZC_OK)
             return st;
+        sc.stream_out = s->stream_out;
         zc_stream_format f = {
             .zstd = c->compressor == ZC_COMP_ZSTD, .crc32c = c->crc32c, .nbytes = n,
             .itemsize = c->itemsize, .swap_size = c->swap_size, .offset = offset,

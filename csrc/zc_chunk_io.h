@@ -72,6 +72,7 @@ typedef struct {
     int64_t start[ZC_CHUNK_IO_MAX_NDIM], step[ZC_CHUNK_IO_MAX_NDIM], count[ZC_CHUNK_IO_MAX_NDIM];
     char *out;
     ptrdiff_t out_strides[ZC_CHUNK_IO_MAX_NDIM];
+    int stream_out;  /* the output outgrows the caches (zc_stream.h's ZC_STREAM_OUT_MIN) */
 } zc_chunk_sel;
 
 /* Per-thread buffers of chunk reads, taken on first need; zero-initialize, free when done. */

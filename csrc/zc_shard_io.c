@@ -479,7 +479,8 @@ void zc_shard_io_read_worker(zc_shard_io *io)
             st = zc_copy_nd(io->ndim, v.shape, io->chain.itemsize, io->fill, zero, v.data,
                             v.data_strides);
         } else {
-            zc_chunk_sel sel = {.ndim = io->ndim, .shape = io->chunk_shape, .out = v.data};
+            zc_chunk_sel sel = {.ndim = io->ndim, .shape = io->chunk_shape, .out = v.data,
+                                .stream_out = io->stream_out};
             for (int d = 0; d < io->ndim; d++) {
                 sel.start[d] = v.p[d]->chunk_start;
                 sel.step[d] = v.p[d]->chunk_step;

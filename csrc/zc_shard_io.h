@@ -65,6 +65,7 @@ typedef struct {
     /* The caller's array (output of reads, input of writes): base and byte strides. */
     char *data;
     ptrdiff_t data_strides[ZC_SHARD_IO_MAX_NDIM];
+    int stream_out;  /* reads: the output outgrows the caches (zc_stream.h's ZC_STREAM_OUT_MIN) */
     int writing;
 
     /* Set up by zc_shard_io_prepare, released by zc_shard_io_free. */

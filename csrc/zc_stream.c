@@ -5,7 +5,11 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "zc_byteswap.h"
 #include "zc_chain.h"
@@ -22,6 +26,25 @@
 
 /* ---- selection scatter ------------------------------------------------------------------ */
 
+/* memcpy with streaming stores for the 16-byte aligned body (the caller fences). */
+static void copy_streaming(char *d, const char *s, size_t n)
+{
+#if defined(__SSE2__)
+    size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+    if (n < head + 64) {
+        memcpy(d, s, n);
+        return;
+    }
+    memcpy(d, s, head);
+    d += head, s += head, n -= head;
+    for (; n >= 16; n -= 16, d += 16, s += 16)
+        _mm_stream_si128((__m128i *)d, _mm_loadu_si128((const __m128i *)s));
+    memcpy(d, s, n);
+#else
+    memcpy(d, s, n);
+#endif
+}
+
 int zc_scatter_init(zc_scatter *s, int ndim, const int64_t *shape, const int64_t *start,
                     const int64_t *step, const int64_t *count, size_t itemsize, char *out,
                     const ptrdiff_t *out_strides)
@@ -30,6 +53,7 @@ int zc_scatter_init(zc_scatter *s, int ndim, const int64_t *shape, const int64_t
         return ZC_ERR_PARAM;
     s->itemsize = itemsize;
     s->out = out;
+    s->stream_out = 0;
     /* The byte extent of the selection; every index is checked to stay in its axis. */
     size_t cstride = itemsize, lo = 0, last = 0;
     for (int d = ndim - 1; d >= 0; d--) {
@@ -141,8 +165,12 @@ void zc_scatter_range(const zc_scatter *s, const void *src, size_t off, size_t l
             const char *from = base + (size_t)(r * R + st) * is;
             const size_t rowbytes = (size_t)cn * is, srow = (size_t)R * is;
             const ptrdiff_t orow = L > 0 ? s->out_strides[L - 1] : 0;
-            for (int64_t k = 0; k <= more; k++, o += orow, from += srow)
-                memcpy(o, from, rowbytes);
+            if (s->stream_out)
+                for (int64_t k = 0; k <= more; k++, o += orow, from += srow)
+                    copy_streaming(o, from, rowbytes);
+            else
+                for (int64_t k = 0; k <= more; k++, o += orow, from += srow)
+                    memcpy(o, from, rowbytes);
             r += more;
             if (L > 0)
                 idx[L - 1] += more;
@@ -164,6 +192,10 @@ void zc_scatter_range(const zc_scatter *s, const void *src, size_t off, size_t l
         for (d = L - 1; d >= 0 && ++idx[d] == s->shape[d]; d--)
             idx[d] = 0;
     }
+#if defined(__SSE2__)
+    if (s->stream_out)
+        _mm_sfence(); /* streaming stores are weakly ordered: done before anyone reads them */
+#endif
 }
 
 /* ---- file reading ------------------------------------------------------------------------- */

@@ -382,6 +382,23 @@ def test_zstd_chunks_streamed_equal_one_call(tmp_path, comp, endian, threads):
     np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "a"), mode="r")[...], data)
 
 
+@pytest.mark.parametrize("comp", ["none", "zstd", "zstd-crc"])
+@pytest.mark.parametrize("sharded", [False, True], ids=["chunks", "shards"])
+def test_large_outputs_stream_rows_exactly(tmp_path, comp, sharded):
+    """Outputs of 8 MiB and more take their rows through streaming stores: rows of odd
+    lengths and unaligned starts land exactly, neighbours untouched."""
+    rng = np.random.default_rng(10)
+    data = rng.integers(0, 60000, (40, 300, 389), dtype="uint16")   # 9.3 MB
+    kw = {"shards": (20, 150, 389)} if sharded else {}
+    a = make(tmp_path / "a", data, (10, 75, 389) if sharded else (20, 37, 131), comp, **kw)
+    np.testing.assert_array_equal(a[...], data)
+    np.testing.assert_array_equal(a[1:, 3:297, 7:388], data[1:, 3:297, 7:388])
+    out = np.full((40, 300, 400), 7, dtype="uint16")
+    a.get_basic_selection(Ellipsis, out=out[:, :, 5:394])
+    np.testing.assert_array_equal(out[:, :, 5:394], data)
+    assert (out[:, :, :5] == 7).all() and (out[:, :, 394:] == 7).all()
+
+
 # -- memory ---------------------------------------------------------------------------------------
 
 RSS_SCRIPT = textwrap.dedent("""

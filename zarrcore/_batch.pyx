@@ -9,8 +9,8 @@ from libc.errno cimport errno
 from libc.string cimport memset, strncpy
 
 from zarrcore._jobs cimport (
-    ZC_BATCH_PATH_MAX, ZC_ERR_IO, set_up_job, zc_batch, zc_batch_prepare, zc_batch_read_worker,
-    zc_batch_task_key, zc_batch_write_worker,
+    ZC_BATCH_PATH_MAX, ZC_ERR_IO, ZC_STREAM_OUT_MIN, set_up_job, zc_batch, zc_batch_prepare,
+    zc_batch_read_worker, zc_batch_task_key, zc_batch_write_worker,
 )
 
 from .errors import ChecksumError, ChunkDecodeError, ZarrcoreError
@@ -38,6 +38,7 @@ cdef class ChunkBatch:
             raise ValueError("store path too long")
         keep = set_up_job(&self.b, settings, chunk_shape, pieces, data, data_strides,
                           write_empty_chunks)
+        self.b.stream_out = data.nbytes >= ZC_STREAM_OUT_MIN
         strncpy(self.b.key_head, head, ZC_BATCH_PATH_MAX - 1)
         strncpy(self.b.lock_dir, lock, ZC_BATCH_PATH_MAX - 1)
         self.b.sep = ord(sep)

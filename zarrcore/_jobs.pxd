@@ -13,6 +13,9 @@ cdef extern from "zc_chain.h":
         char cname[16]
         int crc32c
 
+cdef extern from "zc_stream.h":
+    unsigned int ZC_STREAM_OUT_MIN
+
 cdef extern from "zc_batch.h":
     int ZC_BATCH_MAX_NDIM, ZC_BATCH_PATH_MAX, ZC_ERR_IO
     ctypedef struct zc_piece:
@@ -35,6 +38,7 @@ cdef extern from "zc_batch.h":
         int64_t ntasks
         char *data
         Py_ssize_t data_strides[32]
+        int stream_out
         int failed, status, sys_errno
         int64_t failed_task
         unsigned char *deferred

@@ -10,7 +10,7 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset, strncpy
 
-from ._jobs cimport ZC_ERR_IO, set_up_chain, zc_chain, zc_piece
+from ._jobs cimport ZC_ERR_IO, ZC_STREAM_OUT_MIN, set_up_chain, zc_chain, zc_piece
 from ._batch import status_error
 from .errors import ChecksumError, ShardIndexError
 
@@ -43,6 +43,7 @@ cdef extern from "zc_shard_io.h":
         int64_t npieces[32]
         char *data
         Py_ssize_t data_strides[32]
+        int stream_out
         int writing
         int64_t grid[32]
         int64_t ninner, nslots, ntasks
@@ -174,6 +175,7 @@ cdef class ShardBatch:
         # The caller's array may be a strided or broadcast view: use its base and strides.
         cdef size_t address = data.__array_interface__["data"][0]
         self.io.data = <char *>address
+        self.io.stream_out = data.nbytes >= ZC_STREAM_OUT_MIN
         self.io.writing = writing
         self.io.write_empty_chunks = write_empty_chunks
         cdef const int64_t[::1] order
