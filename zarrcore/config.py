@@ -87,13 +87,17 @@ class Config:
 config = Config()
 
 
+def in_pool_thread():
+    """Is the caller one of the pool's threads? (They must not wait on the pool themselves.)"""
+    return threading.current_thread().name.startswith("zarrcore")
+
+
 def parallel_map(func, items):
     """Apply `func` to every item on the pool (inline when there is one item or one thread);
     results in order, the first exception re-raised."""
     items = list(items)
     if len(items) <= 1 or config.num_threads == 1:
         return [func(item) for item in items]
-    # Threads of the pool must not wait on the pool themselves (nested sharded reads).
-    if threading.current_thread().name.startswith("zarrcore"):
+    if in_pool_thread():  # nested sharded reads
         return [func(item) for item in items]
     return list(config.executor().map(func, items))
