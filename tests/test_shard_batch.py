@@ -306,7 +306,7 @@ def test_garbage_inner_chunk(tmp_path):
 
 # -- locks -------------------------------------------------------------------------------------
 
-def test_lock_file_names_match_the_store():
+def test_key_lock_stripes_hash_with_sha256():
     for text in (b"", b"abc", b"x" * 55, b"y" * 64, "/tmp/é/c/0/1".encode() * 9):
         assert _shard_io.sha256_hex(text) == hashlib.sha256(text).hexdigest()
 

@@ -61,7 +61,7 @@ cdef extern from "zc_shard_io.h":
 
 
 def sha256_hex(data):
-    """hashlib.sha256(data).hexdigest() by the C code that names lock files (for tests)."""
+    """hashlib.sha256(data).hexdigest() by the C code that places key locks (for tests)."""
     cdef const unsigned char[::1] view = data
     cdef char hex[65]
     zc_sha256_hex(&view[0] if len(data) else NULL, len(data), hex)

@@ -10,24 +10,19 @@ import threading
 from . import _memory
 
 
-def _env_threads():
-    value = os.environ.get("ZARRCORE_NUM_THREADS")
-    if value:
-        try:
-            return max(1, int(value))
-        except ValueError:
-            raise ValueError(f"ZARRCORE_NUM_THREADS must be an integer, not {value!r}") from None
-    return os.cpu_count() or 1
+def _env_int(name, default, minimum):
+    """Integer environment variable `name` (at least `minimum`), or `default` when unset."""
+    value = os.environ.get(name)
+    if not value:
+        return default
+    try:
+        return max(minimum, int(value))
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, not {value!r}") from None
 
 
-def _env_pool_bytes():
-    value = os.environ.get("ZARRCORE_BUFFER_POOL_BYTES")
-    if value:
-        try:
-            return max(0, int(value))
-        except ValueError:
-            raise ValueError(
-                f"ZARRCORE_BUFFER_POOL_BYTES must be an integer, not {value!r}") from None
+def _default_pool_bytes():
+    """1 GiB, or an eighth of the machine's memory when that is less."""
     try:
         ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
@@ -39,13 +34,13 @@ class Config:
     """Process-wide settings. Attribute reads are cheap; `set` validates."""
 
     def __init__(self):
-        self.num_threads = _env_threads()
+        self.num_threads = _env_int("ZARRCORE_NUM_THREADS", os.cpu_count() or 1, 1)
         self.write_empty_chunks = False
         # Order in which a shard's inner chunks are laid out on write ("C" or "morton"); not stored.
         self.shard_write_order = "C"
         # Freed output arrays of 1 MiB and more are kept up to this many bytes (reclaimable by
         # the kernel under memory pressure) and reused by the next read of the same size.
-        self.buffer_pool_bytes = _env_pool_bytes()
+        self.buffer_pool_bytes = _env_int("ZARRCORE_BUFFER_POOL_BYTES", _default_pool_bytes(), 0)
         _memory.set_limit(self.buffer_pool_bytes)
         self._executor = None
         self._executor_threads = 0
