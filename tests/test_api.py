@@ -522,6 +522,19 @@ def test_num_threads_env_variable():
     assert bad.returncode != 0 and "ZARRCORE_NUM_THREADS" in bad.stderr
 
 
+def test_buffer_pool_env_variable():
+    code = ("import zarrcore, numpy as np; from zarrcore import _memory\n"
+            "a = _memory.empty((1 << 20,), np.uint8); del a\n"
+            "print(zarrcore.config.buffer_pool_bytes, _memory.kept_bytes())")
+    for value, kept in (("0", 0), ("3000000", 1 << 20)):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=_subprocess_env(ZARRCORE_BUFFER_POOL_BYTES=value), check=True)
+        assert out.stdout.split() == [value, str(kept)]
+    bad = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=_subprocess_env(ZARRCORE_BUFFER_POOL_BYTES="lots"))
+    assert bad.returncode != 0 and "ZARRCORE_BUFFER_POOL_BYTES" in bad.stderr
+
+
 # -- basic indexing against numpy ---------------------------------------------------------------
 @pytest.fixture
 def pair(store):
