@@ -360,7 +360,8 @@ void zc_batch_write_worker(zc_batch *b)
             fail(b, t, st, 0);
             break;
         }
-        if (lock_fd < 0 && b->lock_dir[0] && (st = zc_key_lock_open(b->lock_dir, &lock_fd)) != ZC_OK) {
+        if (lock_fd < 0 && b->lock_dir[0] &&
+            (st = zc_key_lock_open(b->lock_dir, &lock_fd)) != ZC_OK) {
             fail(b, t, st, errno);
             break;
         }
@@ -381,7 +382,8 @@ void zc_batch_write_worker(zc_batch *b)
         }
         /* One chunk and its encoding per thread, kept from job to job (zc_scratch.h). */
         unsigned char *chunk = cap ? zc_scratch(ZC_SCRATCH_CHUNK, in_place ? cap : n) : NULL;
-        unsigned char *encoded = in_place ? chunk : cap ? zc_scratch(ZC_SCRATCH_ENCODED, cap) : NULL;
+        unsigned char *encoded =
+            in_place ? chunk : cap ? zc_scratch(ZC_SCRATCH_ENCODED, cap) : NULL;
         if (chunk == NULL || encoded == NULL) {
             fail(b, t, cap ? ZC_ERR_NOMEM : ZC_ERR_SIZE, 0);
             break;
