@@ -45,6 +45,7 @@ cdef extern from "zc_indexing.h" nogil:
 
 cdef enum:
     MAX_DIMS = 64  # numpy's own limit on dimensions
+    SMALL_PLAN = 16
 
 
 cdef inline int64_t *_ptr(cnp.ndarray a) noexcept nogil:
@@ -94,10 +95,17 @@ def slice_plan(int64_t start, int64_t stop, int64_t step, int64_t chunk_len, int
         # Walk the same elements ascending; their output positions run backwards.
         start, step = start + (n - 1) * step, -step
     cdef int64_t nmax = min(n, (dim_len + chunk_len - 1) // chunk_len)
-    cdef cnp.ndarray buf = np.empty((4, nmax), dtype=np.int64)
-    cdef cnp.ndarray full = np.empty(nmax, dtype=np.uint8)
-    cdef int64_t *b = _ptr(buf)
-    cdef uint8_t *f = <uint8_t *>cnp.PyArray_DATA(full)
+    # A few chunks (the common case, small reads included) fit on the stack.
+    cdef int64_t small_b[4 * SMALL_PLAN]
+    cdef uint8_t small_f[SMALL_PLAN]
+    cdef cnp.ndarray buf, full
+    cdef int64_t *b = small_b
+    cdef uint8_t *f = small_f
+    if nmax > SMALL_PLAN:
+        buf = np.empty((4, nmax), dtype=np.int64)
+        full = np.empty(nmax, dtype=np.uint8)
+        b = _ptr(buf)
+        f = <uint8_t *>cnp.PyArray_DATA(full)
     cdef int64_t k, m, first, count, j0
     with nogil:
         m = zc_slice_chunks(start, step, n, chunk_len, dim_len, b, b + nmax, b + 2 * nmax,

@@ -137,7 +137,7 @@ class OrthogonalIndexer:
     def __init__(self, selection, shape, chunk_shape):
         items = expand_selection(selection, len(shape))
         # As numpy: ints on every axis read a scalar, unless an Ellipsis asks for an array.
-        self.scalar = all(_is_int(item) for item in items) and not (
+        self.scalar = not _all_slices(items) and all(_is_int(item) for item in items) and not (
             isinstance(selection, tuple) and any(s is Ellipsis for s in selection)
             or selection is Ellipsis
         )
