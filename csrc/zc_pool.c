@@ -4,11 +4,12 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 
 #define PAGE ((size_t)4096)
 #define HUGE ((size_t)2 << 20)
-#define MAX_KEPT 32
+#define MAX_KEPT 1024 /* 2 GiB of 2 MiB blocks; a linear scan of this is still cheap */
 
 typedef struct {
     void *p;
@@ -55,8 +56,8 @@ static void *map_block(size_t size)
     if (raw + span > p + size)
         munmap(p + size, (size_t)(raw + span - (p + size)));
 #ifdef MADV_HUGEPAGE
-    /* numpy asks the same for arrays of 4 MiB and more. */
-    if (size >= 2 * HUGE)
+    /* Every block of 2 MiB or more is whole huge pages: one fault each instead of 512. */
+    if (size >= HUGE)
         madvise(p, size, MADV_HUGEPAGE);
 #endif
     return p;
@@ -144,4 +145,71 @@ size_t zc_pool_kept(void)
     size_t n = kept_bytes;
     pthread_mutex_unlock(&lock);
     return n;
+}
+
+/* The slab pieces are carved from now; it holds one reference of its own. */
+struct zc_slab {
+    char *base;
+    size_t used;
+    int refs;
+};
+static zc_slab *carving;
+
+static void slab_release(zc_slab *slab)
+{
+    if (__atomic_sub_fetch(&slab->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        zc_pool_give(slab->base, HUGE);
+        free(slab);
+    }
+}
+
+void *zc_pool_take_piece(size_t size, zc_slab **slab_out)
+{
+    size = (size + PAGE - 1) / PAGE * PAGE;
+    if (size == 0 || size > HUGE)
+        return NULL;
+    pthread_once(&atfork_once, register_atfork);
+    zc_slab *fresh = NULL, *retired = NULL;
+    for (;;) {
+        pthread_mutex_lock(&lock);
+        zc_slab *slab = carving;
+        if (slab != NULL && slab->used + size <= HUGE) {
+            void *p = slab->base + slab->used;
+            slab->used += size;
+            __atomic_add_fetch(&slab->refs, 1, __ATOMIC_RELAXED);
+            pthread_mutex_unlock(&lock);
+            *slab_out = slab;
+            if (fresh != NULL) { /* another thread installed a slab first */
+                zc_pool_give(fresh->base, HUGE);
+                free(fresh);
+            }
+            if (retired != NULL)
+                slab_release(retired);
+            return p;
+        }
+        if (fresh != NULL) {
+            retired = carving;
+            carving = fresh;
+            fresh = NULL;
+            pthread_mutex_unlock(&lock);
+            continue;
+        }
+        pthread_mutex_unlock(&lock);
+        /* Taken outside the lock: zc_pool_take locks it too. */
+        fresh = (zc_slab *)malloc(sizeof *fresh);
+        void *base = fresh != NULL ? zc_pool_take(HUGE) : NULL;
+        if (base == NULL) {
+            free(fresh);
+            if (retired != NULL)
+                slab_release(retired);
+            return NULL;
+        }
+        *fresh = (zc_slab){.base = (char *)base, .used = 0, .refs = 1};
+    }
+}
+
+void zc_pool_give_piece(zc_slab *slab)
+{
+    if (slab != NULL)
+        slab_release(slab);
 }

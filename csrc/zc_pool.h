@@ -25,4 +25,16 @@ void zc_pool_set_limit(size_t bytes);
 /* The bytes currently kept. */
 size_t zc_pool_kept(void);
 
+/* Pieces of shared 2 MiB blocks, for outputs too small for a block of their own yet large
+ * enough that faulting them in page by page shows: one huge-page fault serves several
+ * outputs. A block goes back to the pool once every piece of it has been given back. */
+typedef struct zc_slab zc_slab;
+
+/* `size` bytes (at most 2 MiB, page aligned) and, in `slab`, what to give back; NULL when out
+ * of memory. Contents are unspecified. */
+void *zc_pool_take_piece(size_t size, zc_slab **slab);
+
+/* Give back one piece of `slab`. */
+void zc_pool_give_piece(zc_slab *slab);
+
 #endif

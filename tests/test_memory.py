@@ -9,6 +9,7 @@ import zarrcore
 from zarrcore import _memory
 
 BIG = (4 << 20) // 8  # float64 items in 4 MiB
+PIECE = (512 << 10) // 8  # float64 items in 512 KiB: a piece of a shared 2 MiB block
 
 
 def address(a):
@@ -40,6 +41,35 @@ def test_large_array_is_a_writable_pool_block(pool):
     a[...] = np.arange(BIG).reshape(a.shape)
     assert a.sum() == BIG * (BIG - 1) / 2
     assert address(a) % 4096 == 0
+
+
+def test_mid_size_arrays_are_disjoint_pieces_of_shared_blocks(pool):
+    pieces = [_memory.empty((PIECE,), np.float64) for _ in range(8)]
+    starts = sorted(address(a) for a in pieces)
+    assert all(s % 4096 == 0 for s in starts)
+    assert all(b - a >= PIECE * 8 for a, b in zip(starts, starts[1:]))
+    # 8 pieces of 512 KiB span at most three 2 MiB blocks.
+    assert len({s >> 21 for s in starts}) <= 3
+    for k, a in enumerate(pieces):
+        a[:] = k
+    assert all((a == k).all() for k, a in enumerate(pieces))
+
+
+def test_a_block_of_pieces_is_kept_once_all_are_freed(pool):
+    pieces = [_memory.empty((PIECE,), np.float64) for _ in range(8)]
+    blocks = {address(a) >> 21 for a in pieces}
+    assert _memory.kept_bytes() == 0
+    survivor = pieces.pop()
+    del pieces
+    # At least one block held none but the freed pieces; the survivor's is still in use.
+    kept = _memory.kept_bytes()
+    assert kept >= 2 << 20 and kept % (2 << 20) == 0
+    survivor[:] = 3
+    # New pieces take the kept block rather than fresh memory.
+    again = [_memory.empty((PIECE,), np.float64) for _ in range(8)]
+    assert _memory.kept_bytes() <= kept - (2 << 20)
+    assert {address(a) >> 21 for a in again} & blocks
+    assert (survivor == 3).all()
 
 
 def test_freed_block_is_reused_for_the_same_size(pool):
@@ -95,12 +125,13 @@ def test_config_validates_the_limit():
         zarrcore.config.set(buffer_pool_bytes=-1)
 
 
-def test_threads_never_share_a_block(pool):
+@pytest.mark.parametrize("items", [BIG, PIECE, PIECE // 2 + 1])
+def test_threads_never_share_a_block(pool, items):
     errors = []
 
     def work(k):
         for _ in range(50):
-            a = _memory.empty((BIG,), np.float64)
+            a = _memory.empty((items,), np.float64)
             a[:] = k
             if not (a == k).all():
                 errors.append(k)

@@ -107,9 +107,14 @@ def slice_plan(int64_t start, int64_t stop, int64_t step, int64_t chunk_len, int
         b = _ptr(buf)
         f = <uint8_t *>cnp.PyArray_DATA(full)
     cdef int64_t k, m, first, count, j0
-    with nogil:
+    if nmax <= SMALL_PLAN:
+        # Releasing the GIL for so little would only invite another thread to take it.
         m = zc_slice_chunks(start, step, n, chunk_len, dim_len, b, b + nmax, b + 2 * nmax,
                             b + 3 * nmax, f)
+    else:
+        with nogil:
+            m = zc_slice_chunks(start, step, n, chunk_len, dim_len, b, b + nmax,
+                                b + 2 * nmax, b + 3 * nmax, f)
     for k in range(m):
         first, count, j0 = b[nmax + k], b[2 * nmax + k], b[3 * nmax + k]
         if reverse:

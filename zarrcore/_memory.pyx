@@ -12,9 +12,15 @@ cdef extern from "zc_pool.h" nogil:
     void zc_pool_give(void *p, size_t size)
     void zc_pool_set_limit(size_t nbytes)
     size_t zc_pool_kept()
+    ctypedef struct zc_slab
+    void *zc_pool_take_piece(size_t size, zc_slab **slab)
+    void zc_pool_give_piece(zc_slab *slab)
 
-# Below this numpy's allocator already reuses freed memory without new page faults.
+# From here an output has a pool block of its own.
 POOL_MIN_BYTES = 1 << 20
+# From here to POOL_MIN_BYTES an output is a piece of a shared huge-page block. Smaller ones
+# come from numpy: they fault in few pages, and a live piece keeps its whole 2 MiB block.
+PIECE_MIN_BYTES = 256 << 10
 
 
 cdef class _Block:
@@ -23,10 +29,16 @@ cdef class _Block:
 
     cdef void *p
     cdef size_t size
+    cdef zc_slab *slab  # set when the block is a piece of a shared one
 
-    def __cinit__(self, size_t size):
-        with nogil:
-            self.p = zc_pool_take(size)
+    def __cinit__(self, size_t size, bint piece=False):
+        # A piece is a moment's work under a mutex: keeping the GIL spares a handover to
+        # another thread and the wait to get it back.
+        if piece:
+            self.p = zc_pool_take_piece(size, &self.slab)
+        else:
+            with nogil:
+                self.p = zc_pool_take(size)
         if self.p == NULL:
             raise MemoryError(f"cannot allocate {size} bytes")
         self.size = size
@@ -35,9 +47,13 @@ cdef class _Block:
         PyBuffer_FillInfo(view, self, self.p, <Py_ssize_t>self.size, 0, flags)
 
     def __dealloc__(self):
-        if self.p != NULL:
-            with nogil:
-                zc_pool_give(self.p, self.size)
+        if self.p == NULL:
+            return
+        if self.slab != NULL:
+            zc_pool_give_piece(self.slab)
+            return
+        with nogil:
+            zc_pool_give(self.p, self.size)
 
 
 def empty(shape, dtype):
@@ -45,9 +61,10 @@ def empty(shape, dtype):
     dtype = np.dtype(dtype)
     count = math.prod(shape)
     nbytes = count * dtype.itemsize
-    if nbytes < POOL_MIN_BYTES or dtype.hasobject:
+    if nbytes < PIECE_MIN_BYTES or dtype.hasobject:
         return np.empty(shape, dtype=dtype)
-    return np.frombuffer(_Block(nbytes), dtype=dtype, count=count).reshape(shape)
+    block = _Block(nbytes, nbytes < POOL_MIN_BYTES)
+    return np.frombuffer(block, dtype=dtype, count=count).reshape(shape)
 
 
 def set_limit(size_t nbytes):
