@@ -124,13 +124,24 @@ static char *task_out(const zc_batch *b, const zc_piece **p, ptrdiff_t *shape, p
     return o;
 }
 
-/* The next task to take, or -1 when none is left or a thread failed. */
-static int64_t next_task(zc_batch *b)
+/* A worker's current run of consecutive tasks. */
+typedef struct {
+    int64_t next, end;
+} task_run;
+
+/* The next task to take, or -1 when none is left or a thread failed. Workers claim runs of
+ * consecutive tasks, so that with many small chunks each works in its own directories
+ * rather than both queueing for one directory's lock on every file they create. */
+static int64_t next_task(zc_batch *b, task_run *run)
 {
     if (__atomic_load_n(&b->failed, __ATOMIC_ACQUIRE))
         return -1;
-    int64_t t = __atomic_fetch_add(&b->next_task, 1, __ATOMIC_ACQ_REL);
-    return t < b->ntasks ? t : -1;
+    if (run->next >= run->end) {
+        int64_t len = b->ntasks / 64 > 1 ? b->ntasks / 64 : 1;
+        run->next = __atomic_fetch_add(&b->next_task, len, __ATOMIC_ACQ_REL);
+        run->end = run->next + len < b->ntasks ? run->next + len : b->ntasks;
+    }
+    return run->next < run->end ? run->next++ : -1;
 }
 
 /* Decode the stored chunk in `fd` (`size` bytes) into the task's selection, whose place in
@@ -157,7 +168,8 @@ void zc_batch_read_worker(zc_batch *b)
     char path[ZC_BATCH_PATH_MAX];
     const zc_piece *p[ZC_BATCH_MAX_NDIM];
     int64_t t;
-    while ((t = next_task(b)) >= 0) {
+    task_run run = {0, 0};
+    while ((t = next_task(b, &run)) >= 0) {
         task_pieces(b, t, p);
         int st = format_key(b, p, path, sizeof path);
         if (st != ZC_OK) {
@@ -340,7 +352,8 @@ void zc_batch_write_worker(zc_batch *b)
     char path[ZC_BATCH_PATH_MAX];
     const zc_piece *p[ZC_BATCH_MAX_NDIM];
     int64_t t;
-    while ((t = next_task(b)) >= 0) {
+    task_run run = {0, 0};
+    while ((t = next_task(b, &run)) >= 0) {
         task_pieces(b, t, p);
         int edge = 0, partial = 0;
         for (int d = 0; d < b->ndim; d++) {
