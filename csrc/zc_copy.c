@@ -45,10 +45,41 @@ int zc_strided_extent(int ndim, const ptrdiff_t *shape, const ptrdiff_t *strides
     return ZC_OK;
 }
 
+/* Fill `n` contiguous items at `d` with the item at `s` (a broadcast source): one memset
+ * when its bytes are all equal, else the first item doubled by memcpy from a cache-hot
+ * head. */
+static void fill_items(char *d, const char *s, ptrdiff_t n, size_t itemsize)
+{
+    const size_t total = (size_t)n * itemsize;
+    size_t k = 1;
+    while (k < itemsize && s[k] == s[0])
+        k++;
+    if (k == itemsize) {
+        memset(d, (unsigned char)s[0], total);
+        return;
+    }
+    size_t cap = ((size_t)64 << 10) / itemsize * itemsize;
+    if (cap == 0)
+        cap = itemsize;
+    memcpy(d, s, itemsize);
+    for (size_t done = itemsize; done < total;) {
+        /* Every length is a whole number of items. */
+        size_t len = done < total - done ? done : total - done;
+        if (len > cap)
+            len = cap;
+        memcpy(d + done, d, len);
+        done += len;
+    }
+}
+
 void zc_copy_items(char *d, ptrdiff_t ds, const char *s, ptrdiff_t ss, ptrdiff_t n, size_t itemsize)
 {
     if (ds == (ptrdiff_t)itemsize && ss == (ptrdiff_t)itemsize) {
         memcpy(d, s, (size_t)n * itemsize);
+        return;
+    }
+    if (ds == (ptrdiff_t)itemsize && ss == 0 && n > 0) {
+        fill_items(d, s, n, itemsize);
         return;
     }
     /* Fixed-size memcpy compiles to single loads/stores. */

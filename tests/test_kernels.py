@@ -113,6 +113,22 @@ def test_copy_region_broadcast_zero_stride_and_overlap():
     np.testing.assert_array_equal(a, [0, 0, 1, 2, 3, 4, 5, 6, 7, 8])
 
 
+@pytest.mark.parametrize("item", [
+    np.uint8(7), np.uint16(0x0102), np.float64(1.5), np.float64(0.0), np.complex64(1 - 2j),
+    np.array((3, 250), dtype="<i4,u1")[()],  # 5-byte items
+    np.array(b"ab" * 40000, dtype="S80000")[()],  # items larger than a 64 KiB copy step
+])
+@pytest.mark.parametrize("shape", [(1,), (3, 7), (5, 64, 33)])
+def test_copy_region_fills_from_one_broadcast_item(item, shape):
+    src = np.broadcast_to(np.asarray(item), shape)
+    dst = np.zeros(shape, dtype=src.dtype)
+    kernels.copy_region(src, dst)
+    np.testing.assert_array_equal(dst, np.full(shape, item, dtype=src.dtype))
+    strided = np.zeros(shape + (2,), dtype=src.dtype)[..., 0]  # destination not contiguous
+    kernels.copy_region(src, strided)
+    np.testing.assert_array_equal(strided, np.full(shape, item, dtype=src.dtype))
+
+
 def test_copy_region_errors():
     with pytest.raises(ValueError):
         kernels.copy_region(np.zeros(3), np.zeros(4))
