@@ -38,8 +38,9 @@ class Config:
         self.write_empty_chunks = False
         # Order in which a shard's inner chunks are laid out on write ("C" or "morton"); not stored.
         self.shard_write_order = "C"
-        # Freed output arrays of 1 MiB and more are kept up to this many bytes (reclaimable by
-        # the kernel under memory pressure) and reused by the next read of the same size.
+        # Freed output arrays of 1 MiB and more, and freed 2 MiB blocks shared by arrays of
+        # 256 KiB and more, are kept up to this many bytes (reclaimable by the kernel under
+        # memory pressure) and reused by later reads.
         self.buffer_pool_bytes = _env_int("ZARRCORE_BUFFER_POOL_BYTES", _default_pool_bytes(), 0)
         _memory.set_limit(self.buffer_pool_bytes)
         self._executor = None
