@@ -279,6 +279,11 @@ def write_markdown(results, path):
                      f"{f'{s:.2f}×' if s is not None else note} | "
                      f"{status if lib == 'zarrcore' else '(peer)'} |")
         L.append("")
+        lim = results.get("limits") or {}
+        if "cpu_scaling_2" in lim:
+            L.append(f"Two cores ran {lim['cpu_scaling_2']:.2f}x as fast as one on pure "
+                     f"computation in this run (*Machine limits*), the ceiling for any "
+                     f"library here.\n")
     if results["rss"]:
         L.append("## Peak RSS of a whole-array read\n")
         L.append("A fresh process per row opens the array, reads one element (so imports "
@@ -304,6 +309,12 @@ def write_markdown(results, path):
         L.append("## Machine limits\n")
         L.append("Measured in one process, one thread, on the same data (floors under the "
                  "workloads):\n")
+        if "cpu_scaling_2" in lim:
+            L.append(f"- two cores against one: a pure-Python loop split between two processes "
+                     f"(nothing shared) runs {lim['cpu_scaling_2']:.2f}x faster than whole in "
+                     f"one (best time against best time; single trials "
+                     f"{lim['cpu_scaling_2_low']:.2f}–{lim['cpu_scaling_2_high']:.2f}x), the "
+                     f"ceiling for the thread-scaling target on this machine now")
         if "file_read_gbps" in lim:
             L.append(f"- reading the `plain` chunk files into a buffer (`readinto`): "
                      f"{lim['file_read_gbps']:.2f} GB/s")

@@ -13,6 +13,7 @@ import contextlib
 import gc
 import importlib.metadata
 import json
+import multiprocessing
 import os
 import resource
 import shutil
@@ -414,9 +415,40 @@ def _chunk_files(path):
     return sorted(files)
 
 
+def _spin_after(start, n):
+    start.wait()
+    x = 0
+    for i in range(n):
+        x += i
+
+
+def _cpu_scaling(n=4_000_000, trials=5):
+    """The same pure-Python loop run whole in one process, then split between two (nothing
+    shared): how much faster two cores are than one on this machine now. Returns the ratio of
+    the best times and the range of single trials' ratios."""
+    ctx = multiprocessing.get_context("fork")
+
+    def run(k):
+        start = ctx.Barrier(k + 1)
+        procs = [ctx.Process(target=_spin_after, args=(start, n // k)) for _ in range(k)]
+        for p in procs:
+            p.start()
+        start.wait()
+        t0 = time.perf_counter()
+        for p in procs:
+            p.join()
+        return time.perf_counter() - t0
+
+    pairs = [(run(1), run(2)) for _ in range(trials)]
+    ratios = [a / b for a, b in pairs]
+    return min(a for a, _ in pairs) / min(b for _, b in pairs), min(ratios), max(ratios)
+
+
 def limits_main(args):
     """What the machine can do at best: the floors under the workloads."""
     out = {}
+    best, low, high = _cpu_scaling()
+    out["cpu_scaling_2"], out["cpu_scaling_2_low"], out["cpu_scaling_2_high"] = best, low, high
     ds = C.make_datasets(args.n, args.small_n)
     nbytes = ds["plain"].nbytes
     try:
