@@ -272,37 +272,13 @@ static int slab_all_fill(const zc_batch *b, const slab_walk *w, unsigned char *b
     return 1;
 }
 
-/* The chunk's pieces fed to a zstd stream into `encoded` (`cap` bytes, room for the trailer);
- * *len is the stored size, crc32c trailer included. */
-static int encode_streamed(const zc_batch *b, const slab_walk *w, unsigned char *buf,
-                           unsigned char *encoded, size_t cap, size_t *len)
-{
-    zc_zstd_encoder e;
-    size_t n = w->slab * (size_t)w->nslabs;
-    int st = zc_zstd_encoder_begin(&e, n, b->chain.clevel, b->chain.checksum, encoded, cap - 4);
-    for (int64_t k = 0; st == ZC_OK && k < w->nslabs;) {
-        size_t m = slab_gather(b, w, &k, buf);
-        if (b->chain.swap_size > 1)
-            st = zc_byteswap(buf, buf, m / b->chain.swap_size, b->chain.swap_size);
-        if (st == ZC_OK)
-            st = zc_zstd_encoder_feed(&e, buf, m);
-    }
-    if (st == ZC_OK)
-        st = zc_zstd_encoder_end(&e, len);
-    if (st == ZC_OK && b->chain.crc32c) {
-        uint32_t crc = zc_crc32c(0, encoded, *len);
-        for (int i = 0; i < 4; i++)
-            encoded[(*len)++] = (unsigned char)(crc >> (8 * i));
-    }
-    return st;
-}
-
-/* Store a chunk wholly inside the array a piece at a time, gathered into a cache-sized
- * buffer: uncompressed pieces are written straight to the temporary file, zstd takes them as
- * a stream. Either way the chunk crosses memory once less than through a chunk-sized buffer,
- * and the stored bytes are the same. */
+/* Store an uncompressed chunk wholly inside the array a piece at a time, gathered into a
+ * cache-sized buffer and written straight to the temporary file: the chunk crosses memory once
+ * less than through a chunk-sized buffer. (Compressed chunks are gathered whole instead: zstd
+ * fed piece by piece copies the stream into its own window and matches across the wrap, which
+ * costs more than the gather saves.) */
 static int write_streamed(const zc_batch *b, const slab_walk *w, const char *path,
-                          unsigned char *buf, unsigned char *encoded, size_t cap, int lock_fd)
+                          unsigned char *buf, int lock_fd)
 {
     if (!b->write_empty_chunks) {
         int fill = slab_all_fill(b, w, buf);
@@ -310,11 +286,6 @@ static int write_streamed(const zc_batch *b, const slab_walk *w, const char *pat
             return fill;
         if (fill)
             return zc_file_replace_locked(lock_fd, path, NULL, 0);
-    }
-    if (b->chain.compressor == ZC_COMP_ZSTD) {
-        size_t len = 0;
-        int st = encode_streamed(b, w, buf, encoded, cap, &len);
-        return st == ZC_OK ? zc_file_replace_locked(lock_fd, path, encoded, len) : st;
     }
     zc_file_writer f;
     int st = zc_file_writer_open(&f, path);
@@ -379,14 +350,10 @@ void zc_batch_write_worker(zc_batch *b)
             break;
         }
         slab_walk walk;
-        if ((in_place || b->chain.compressor == ZC_COMP_ZSTD) && !edge &&
-            slab_walk_init(b, p, &walk)) {
+        if (in_place && !edge && slab_walk_init(b, p, &walk)) {
             unsigned char *buf = zc_scratch(ZC_SCRATCH_CHUNK, STREAM_PIECE);
-            unsigned char *encoded = in_place ? NULL : zc_scratch(ZC_SCRATCH_ENCODED, cap);
             errno = 0;
-            st = buf && (in_place || encoded) && cap
-                     ? write_streamed(b, &walk, path, buf, encoded, cap, lock_fd)
-                     : cap ? ZC_ERR_NOMEM : ZC_ERR_SIZE;
+            st = buf ? write_streamed(b, &walk, path, buf, lock_fd) : ZC_ERR_NOMEM;
             if (st != ZC_OK) {
                 fail(b, t, st, errno);
                 break;

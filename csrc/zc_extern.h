@@ -24,10 +24,6 @@ size_t ZSTD_freeCCtx(ZSTD_CCtx *cctx);
 size_t ZSTD_CCtx_reset(ZSTD_CCtx *cctx, int reset);
 size_t ZSTD_CCtx_setParameter(ZSTD_CCtx *cctx, int param, int value);
 size_t ZSTD_compress2(ZSTD_CCtx *cctx, void *dst, size_t dstCapacity, const void *src, size_t srcSize);
-size_t ZSTD_CCtx_setPledgedSrcSize(ZSTD_CCtx *cctx, unsigned long long pledgedSrcSize);
-size_t ZSTD_compressStream2(ZSTD_CCtx *cctx, ZSTD_outBuffer *output, ZSTD_inBuffer *input, int endOp);
-#define ZSTD_e_continue 0
-#define ZSTD_e_end 2
 size_t ZSTD_compressBound(size_t srcSize);
 int ZSTD_minCLevel(void);
 int ZSTD_maxCLevel(void);

@@ -105,55 +105,6 @@ int zc_zstd_compress(const void *src, size_t srclen, void *dst, size_t dstcap, i
     return ZC_OK;
 }
 
-int zc_zstd_encoder_begin(zc_zstd_encoder *e, size_t n, int level, int checksum,
-                          unsigned char *dst, size_t cap)
-{
-    size_t bound = zc_zstd_bound(n);
-    if (dst == NULL || bound == 0 || cap < bound)
-        return ZC_ERR_SIZE;
-    int st;
-    e->cctx = thread_cctx(level, checksum, &st);
-    if (e->cctx == NULL)
-        return st;
-    /* The pledged size picks the same parameters and frame header as one call would. */
-    if (ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(e->cctx, n)))
-        return ZC_ERR_PARAM;
-    e->dst = dst;
-    e->cap = cap;
-    e->pos = 0;
-    return ZC_OK;
-}
-
-static int encoder_run(zc_zstd_encoder *e, const void *src, size_t len, int op)
-{
-    ZSTD_inBuffer in = {src ? src : "", len, 0};
-    ZSTD_outBuffer out = {e->dst, e->cap, e->pos};
-    for (;;) {
-        size_t left = ZSTD_compressStream2(e->cctx, &out, &in, op);
-        if (ZSTD_isError(left))
-            return ZC_ERR_SIZE; /* more than pledged, or no room: neither happens within bound */
-        if (op == ZSTD_e_end ? left == 0 : in.pos == in.size)
-            break;
-        if (out.pos == out.size)
-            return ZC_ERR_SIZE;
-    }
-    e->pos = out.pos;
-    return ZC_OK;
-}
-
-int zc_zstd_encoder_feed(zc_zstd_encoder *e, const void *src, size_t len)
-{
-    return encoder_run(e, src, len, ZSTD_e_continue);
-}
-
-int zc_zstd_encoder_end(zc_zstd_encoder *e, size_t *outlen)
-{
-    int st = encoder_run(e, NULL, 0, ZSTD_e_end);
-    if (st == ZC_OK)
-        *outlen = e->pos;
-    return st;
-}
-
 int zc_zstd_content_size(const void *src, size_t srclen, int *known, size_t *size)
 {
     if (src == NULL || known == NULL || size == NULL)

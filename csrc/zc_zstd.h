@@ -13,21 +13,6 @@ size_t zc_zstd_bound(size_t srclen);
 int zc_zstd_compress(const void *src, size_t srclen, void *dst, size_t dstcap, int level,
                      int checksum, size_t *outlen);
 
-/* A frame of `n` bytes compressed from pieces fed in order into `dst`, which has room for
- * zc_zstd_bound(n): the frame is byte for byte the one zc_zstd_compress makes of the whole,
- * without the whole ever being in one buffer. Uses the thread's compression context. */
-typedef struct {
-    struct ZSTD_CCtx_s *cctx;
-    unsigned char *dst;
-    size_t cap, pos;
-} zc_zstd_encoder;
-
-int zc_zstd_encoder_begin(zc_zstd_encoder *e, size_t n, int level, int checksum,
-                          unsigned char *dst, size_t cap);
-int zc_zstd_encoder_feed(zc_zstd_encoder *e, const void *src, size_t len);
-/* Finish the frame; on ZC_OK `*outlen` is its size. */
-int zc_zstd_encoder_end(zc_zstd_encoder *e, size_t *outlen);
-
 /* Sum of the content sizes of every frame in `src`: ZC_OK with `*known` = 1 and `*size`
  * when every frame records it, `*known` = 0 when some frame does not. */
 int zc_zstd_content_size(const void *src, size_t srclen, int *known, size_t *size);

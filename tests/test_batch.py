@@ -362,9 +362,9 @@ def test_uncompressed_chunks_match_zarr_python_bytes(tmp_path, comp, endian, sha
 
 @pytest.mark.parametrize("comp", ["zstd", "zstd-crc", "zstd-checksum"])
 @pytest.mark.parametrize("endian", ["little", "big"])
-def test_zstd_chunks_streamed_equal_one_call(tmp_path, comp, endian, threads):
-    """zstd chunks are compressed from cache-sized pieces as a stream; each stored chunk is
-    byte for byte the frame one call over the whole chunk makes."""
+def test_zstd_chunks_equal_one_call(tmp_path, comp, endian, threads):
+    """zstd chunks gathered from a strided array are stored byte for byte as the frame one
+    call over the contiguous chunk makes."""
     from zarrcore import _compress
 
     rng = np.random.default_rng(9)
