@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 
+cimport numpy as cnp
 from libc.stdint cimport int64_t
 from libc.errno cimport errno
 from libc.string cimport memset, strncpy
@@ -15,10 +16,10 @@ from zarrcore._jobs cimport (
 
 from .errors import ChecksumError, ChunkDecodeError, ZarrcoreError
 
+cnp.import_array()
+
 cdef extern from "zc_status.h":
     int ZC_OK, ZC_ERR_CORRUPT, ZC_ERR_SIZE, ZC_ERR_NOMEM, ZC_ERR_CHECKSUM
-
-COMPRESSORS = {None: 0, "zstd": 1, "blosc": 2, "gzip": 3, "zlib": 4}
 
 
 cdef class ChunkBatch:
@@ -27,8 +28,8 @@ cdef class ChunkBatch:
     cdef zc_batch b
     cdef object _keep
 
-    def __init__(self, *, key_head, sep, lead_sep, array_shape, chunk_shape, pieces=(),
-                 data=None, data_strides=(), write_empty_chunks=False, lock_dir="", **settings):
+    def __init__(self, *, key_head, sep, lead_sep, array_shape, chunk_shape, plans, data,
+                 write_empty_chunks=False, lock_dir="", **settings):
         """`settings` are pipeline.batch_settings: the chain, fill and item layout. Writes
         replace and delete chunk files under their key lock in `lock_dir` ("": no locks)."""
         memset(&self.b, 0, sizeof(zc_batch))
@@ -36,7 +37,7 @@ cdef class ChunkBatch:
         lock = os.fsencode(lock_dir)
         if len(head) >= ZC_BATCH_PATH_MAX - 64 or len(lock) >= ZC_BATCH_PATH_MAX - 16:
             raise ValueError("store path too long")
-        keep = set_up_job(&self.b, settings, chunk_shape, pieces, data, data_strides,
+        keep = set_up_job(&self.b, settings, chunk_shape, plans, <cnp.ndarray?>data,
                           write_empty_chunks)
         self.b.stream_out = data.nbytes >= ZC_STREAM_OUT_MIN
         strncpy(self.b.key_head, head, ZC_BATCH_PATH_MAX - 1)

@@ -2,10 +2,12 @@
 """What the compiled chunk jobs share (_batch.ChunkBatch over a directory store, _shard.ShardJob
 over one shard's inner chunks): their C declarations, and one setup of their codec chain, fill
 and selection from Python values."""
+cimport numpy as cnp
 from libc.stdint cimport int64_t
 from libc.string cimport strncpy
 
 cdef extern from "zc_chain.h":
+    int ZC_COMP_NONE, ZC_COMP_ZSTD, ZC_COMP_BLOSC, ZC_COMP_GZIP, ZC_COMP_ZLIB
     ctypedef struct zc_chain:
         size_t itemsize, swap_size
         int compressor, clevel, shuffle, checksum
@@ -81,11 +83,21 @@ ctypedef fused job_t:
 cdef inline void set_up_chain(zc_chain *c, settings) except *:
     """Set `c` from `settings` (pipeline.batch_settings: itemsize, swap_size, compressor and
     its options, crc32c)."""
-    from zarrcore._batch import COMPRESSORS
-
+    name = settings["compressor"]
     c.itemsize = settings["itemsize"]
     c.swap_size = settings["swap_size"]
-    c.compressor = COMPRESSORS[settings["compressor"]]
+    if name is None:
+        c.compressor = ZC_COMP_NONE
+    elif name == "zstd":
+        c.compressor = ZC_COMP_ZSTD
+    elif name == "blosc":
+        c.compressor = ZC_COMP_BLOSC
+    elif name == "gzip":
+        c.compressor = ZC_COMP_GZIP
+    elif name == "zlib":
+        c.compressor = ZC_COMP_ZLIB
+    else:
+        raise ValueError(f"no native compressor {name!r}")
     c.clevel = settings.get("clevel", 0)
     c.shuffle = settings.get("shuffle", 0)
     c.checksum = settings.get("checksum", False)
@@ -95,17 +107,62 @@ cdef inline void set_up_chain(zc_chain *c, settings) except *:
     c.crc32c = settings["crc32c"]
 
 
-cdef inline tuple set_up_job(job_t *j, settings, chunk_shape, pieces, data, data_strides,
-                             write_empty_chunks):
-    """Set the chain and fill of `j` from `settings` (pipeline.batch_settings), its dimensions
-    and chunk shape, and the selection: per-axis `pieces` (rows of zc_piece) over `data`, the
-    caller's array, with its byte `data_strides` per axis. Returns what `j` points into, which
-    the caller keeps alive as long as `j`. (ZC_SHARD_MAX_NDIM is ZC_BATCH_MAX_NDIM.)"""
+cdef inline object set_up_pieces(plans, cnp.ndarray data, const zc_piece **pieces,
+                                 int64_t *piece_offset, int64_t *npieces,
+                                 Py_ssize_t *data_strides):
+    """Lay out the selection of the indexer's per-axis `plans` (_indexing.AxisPlan) over
+    `data`, the caller's array (one axis per kept plan), as zc_piece rows, without a Python
+    object per piece: this runs once per call, small reads included. Returns the table the
+    rows live in, which the caller keeps as long as it uses them."""
     import numpy as np
 
+    cdef Py_ssize_t total = 0, k = 0, i, kept = 0
+    cdef list chunks, csels, osels, counts
+    for plan in plans:
+        total += len(plan.chunks)
+    table = np.empty((total, 6), dtype=np.int64)  # zc_piece is six int64
+    cdef zc_piece *rows = <zc_piece *>cnp.PyArray_DATA(table)
+    cdef zc_piece *p
+    for d in range(len(plans)):
+        plan = plans[d]
+        chunks, csels, osels, counts = plan.chunks, plan.chunk_sel, plan.out_sel, plan.count
+        piece_offset[d] = k
+        npieces[d] = len(chunks)
+        if plan.kept:
+            if kept >= cnp.PyArray_NDIM(data):
+                raise ValueError("the array does not have the selection's shape")
+            data_strides[d] = cnp.PyArray_STRIDE(data, kept)
+            kept += 1
+        else:
+            data_strides[d] = 0
+        for i in range(len(chunks)):
+            p = &rows[k]
+            p.chunk_index = chunks[i]
+            csel = csels[i]
+            if type(csel) is slice:
+                osel = osels[i]
+                p.chunk_start, p.chunk_step, p.count = csel.start, csel.step, counts[i]
+                p.out_start, p.out_step = osel.start, osel.step or 1
+            else:
+                p.chunk_start, p.chunk_step, p.count, p.out_start, p.out_step = csel, 1, 1, 0, 0
+            k += 1
+    if kept != cnp.PyArray_NDIM(data):
+        raise ValueError("the array does not have the selection's shape")
+    pieces[0] = rows if total else NULL
+    return table
+
+
+cdef inline tuple set_up_job(job_t *j, settings, chunk_shape, plans, cnp.ndarray data,
+                             write_empty_chunks):
+    """Set the chain and fill of `j` from `settings` (pipeline.batch_settings), its dimensions
+    and chunk shape, and the selection of the indexer's `plans` over `data`, the caller's
+    array. Returns what `j` points into, which the caller keeps alive as long as `j`.
+    (ZC_SHARD_MAX_NDIM is ZC_BATCH_MAX_NDIM.)"""
     ndim = len(chunk_shape)
     if ndim > ZC_BATCH_MAX_NDIM:
         raise ValueError(f"at most {ZC_BATCH_MAX_NDIM} dimensions")
+    if len(plans) != ndim:
+        raise ValueError("one plan per axis")
     fill = settings["fill"]
     if len(fill) != settings["itemsize"]:
         raise ValueError("fill pattern must be one item")
@@ -113,21 +170,11 @@ cdef inline tuple set_up_job(job_t *j, settings, chunk_shape, pieces, data, data
     j.ndim = ndim
     j.fill_floatsize = settings["fill_floatsize"]
     j.write_empty_chunks = write_empty_chunks
-    table = np.ascontiguousarray(np.concatenate(
-        [np.asarray(p, dtype=np.int64).reshape(-1, 6) for p in pieces]
-        or [np.zeros((0, 6), np.int64)]))
-    cdef int64_t[:, ::1] tview = table
-    offset = 0
     for d in range(ndim):
         j.chunk_shape[d] = chunk_shape[d]
-        j.piece_offset[d] = offset
-        j.npieces[d] = len(pieces[d])
-        j.data_strides[d] = data_strides[d]
-        offset += len(pieces[d])
+    table = set_up_pieces(plans, data, &j.pieces, j.piece_offset, j.npieces, j.data_strides)
     cdef const unsigned char[::1] fview = fill
     j.fill = &fview[0]
-    j.pieces = <const zc_piece *>&tview[0, 0] if table.shape[0] else NULL
     # The caller's array may be a strided or broadcast view: use its base and strides.
-    cdef size_t address = data.__array_interface__["data"][0]
-    j.data = <char *>address
+    j.data = <char *>cnp.PyArray_DATA(data)
     return table, fill

@@ -1,6 +1,7 @@
 # cython: language_level=3
 """Bindings for csrc/zc_shard_batch.c: a shard's inner chunks decoded or encoded as one
 GIL-free job that several threads work through together."""
+cimport numpy as cnp
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdlib cimport calloc, free
@@ -12,6 +13,8 @@ from zarrcore._jobs cimport (
 )
 
 from ._batch import status_error
+
+cnp.import_array()
 
 cdef extern from "zc_status.h":
     int ZC_OK
@@ -35,9 +38,8 @@ cdef class ShardJob:
         self.views = NULL
         self.nviews = 0
 
-    def __init__(self, settings, chunk_shape, grid, src, pieces, data, data_strides,
-                 write_empty_chunks=False):
-        keep = set_up_job(&self.j, settings, chunk_shape, pieces, data, data_strides,
+    def __init__(self, settings, chunk_shape, grid, src, plans, data, write_empty_chunks=False):
+        keep = set_up_job(&self.j, settings, chunk_shape, plans, <cnp.ndarray?>data,
                           write_empty_chunks)
         for d in range(self.j.ndim):
             self.j.grid[d] = grid[d]

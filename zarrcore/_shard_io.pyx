@@ -5,14 +5,19 @@ import os
 
 import numpy as np
 
+cimport numpy as cnp
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset, strncpy
 
-from ._jobs cimport ZC_ERR_IO, ZC_STREAM_OUT_MIN, set_up_chain, zc_chain, zc_piece
+from ._jobs cimport (
+    ZC_ERR_IO, ZC_STREAM_OUT_MIN, set_up_chain, set_up_pieces, zc_chain, zc_piece,
+)
 from ._batch import status_error
 from .errors import ChecksumError, ShardIndexError
+
+cnp.import_array()
 
 cdef extern from "zc_status.h":
     int ZC_OK, ZC_ERR_CORRUPT, ZC_ERR_SIZE, ZC_ERR_NOMEM, ZC_ERR_OVERLAP
@@ -124,12 +129,10 @@ cdef class ShardBatch:
 
     cdef zc_shard_io io
     cdef ShardSpec spec
-    cdef zc_piece *table
     cdef object _keep
 
     def __cinit__(self):
         memset(&self.io, 0, sizeof(zc_shard_io))
-        self.table = NULL
 
     def __init__(self, ShardSpec spec, plans, data, writing, write_empty_chunks, write_order):
         memcpy(&self.io, &spec.io, sizeof(zc_shard_io))
@@ -137,44 +140,11 @@ cdef class ShardBatch:
         cdef int ndim = spec.io.ndim
         if len(plans) != ndim:
             raise ValueError("one plan per axis")
-        cdef Py_ssize_t total = 0, k = 0, i, kept = 0
-        cdef list chunks, csels, osels, counts
-        for plan in plans:
-            total += len(plan.chunks)
-        self.table = <zc_piece *>malloc(max(total, 1) * sizeof(zc_piece))
-        if self.table == NULL:
-            raise MemoryError("shard batch")
-        strides = data.strides
-        cdef zc_piece *p
-        # The plans' pieces as zc_piece rows, as pipeline.batch_pieces makes them, without
-        # a Python object per piece: this runs once per call, small reads included.
-        for d in range(ndim):
-            plan = plans[d]
-            chunks, csels, osels, counts = plan.chunks, plan.chunk_sel, plan.out_sel, plan.count
-            self.io.piece_offset[d] = k
-            self.io.npieces[d] = len(chunks)
-            if plan.kept:
-                self.io.data_strides[d] = strides[kept]
-                kept += 1
-            else:
-                self.io.data_strides[d] = 0
-            for i in range(len(chunks)):
-                p = &self.table[k]
-                p.chunk_index = chunks[i]
-                csel = csels[i]
-                if type(csel) is slice:
-                    osel = osels[i]
-                    p.chunk_start, p.chunk_step, p.count = csel.start, csel.step, counts[i]
-                    p.out_start, p.out_step = osel.start, osel.step or 1
-                else:
-                    p.chunk_start, p.chunk_step, p.count, p.out_start, p.out_step = csel, 1, 1, 0, 0
-                k += 1
-        if kept != data.ndim:
-            raise ValueError("the array does not have the selection's shape")
-        self.io.pieces = self.table
+        cdef cnp.ndarray array = data
+        table = set_up_pieces(plans, array, &self.io.pieces, self.io.piece_offset,
+                              self.io.npieces, self.io.data_strides)
         # The caller's array may be a strided or broadcast view: use its base and strides.
-        cdef size_t address = data.__array_interface__["data"][0]
-        self.io.data = <char *>address
+        self.io.data = <char *>cnp.PyArray_DATA(array)
         self.io.stream_out = data.nbytes >= ZC_STREAM_OUT_MIN
         self.io.writing = writing
         self.io.write_empty_chunks = write_empty_chunks
@@ -185,7 +155,7 @@ cdef class ShardBatch:
                 raise ValueError("write order must name every inner chunk")
             order = write_order
             self.io.write_order = &order[0]
-        self._keep = (data, write_order)
+        self._keep = (table, data, write_order)
         st = zc_shard_io_prepare(&self.io)
         if st == ZC_ERR_NOMEM:
             raise MemoryError("shard batch")
@@ -194,7 +164,6 @@ cdef class ShardBatch:
 
     def __dealloc__(self):
         zc_shard_io_free(&self.io)
-        free(self.table)
 
     @property
     def ntasks(self):

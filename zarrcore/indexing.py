@@ -34,6 +34,8 @@ class ChunkProjection:
 
 
 def _is_int(x):
+    if type(x) is int:  # the common case, without the abstract-class checks below
+        return True
     return isinstance(x, (numbers.Integral, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 

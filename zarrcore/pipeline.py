@@ -239,24 +239,6 @@ def run_workers(work, ntasks):
             f.result()
 
 
-def batch_strides(indexer, array):
-    """Byte strides of `array` (shape indexer.drop_shape) per array axis; 0 for int axes."""
-    strides = iter(array.strides)
-    return [next(strides) if isinstance(p[0][1], slice) else 0 for p in indexer.dim_pieces]
-
-
-def batch_pieces(dim_pieces):
-    """BasicIndexer pieces of one axis as rows of zc_piece."""
-    rows = []
-    for c, chunk_sel, out_sel, _ in dim_pieces:
-        if isinstance(chunk_sel, slice):
-            count = len(range(chunk_sel.start, chunk_sel.stop, chunk_sel.step))
-            rows.append((c, chunk_sel.start, chunk_sel.step, count, out_sel.start, out_sel.step or 1))
-        else:
-            rows.append((c, chunk_sel, 1, 1, 0, 0))
-    return rows
-
-
 class ChunkStore:
     """Reads and writes the chunks of one array: keys, codec chain, fill value.
 
@@ -296,14 +278,13 @@ class ChunkStore:
         head = self._key_layout[0]
         return self.store.root + "/" + (self.key_prefix + "/" if self.key_prefix else "") + head
 
-    def _make_batch(self, indexer, data, data_strides):
+    def _make_batch(self, indexer, data):
         _, sep, lead = self._key_layout
         batch = ChunkBatch(
             key_head=self._key_head(), sep=sep, lead_sep=lead, lock_dir=LOCK_DIR,
             array_shape=self.array_shape, chunk_shape=self.chunk_shape,
-            write_empty_chunks=config.write_empty_chunks,
-            pieces=[batch_pieces(p) for p in indexer.dim_pieces], data=data,
-            data_strides=data_strides, **self._batch,
+            write_empty_chunks=config.write_empty_chunks, plans=indexer.plans, data=data,
+            **self._batch,
         )
         # Errors name the store key: the path below the store root, array prefix included.
         return batch, len(self.store.root) + 1
@@ -327,7 +308,7 @@ class ChunkStore:
     def read(self, indexer, out):
         """Fill `out` (shape indexer.drop_shape) with the selection, chunks in parallel."""
         if self._batch is not None and isinstance(indexer, BasicIndexer):
-            batch, head_len = self._make_batch(indexer, out, batch_strides(indexer, out))
+            batch, head_len = self._make_batch(indexer, out)
             run_workers(batch.work_read, batch.ntasks)
             batch.raise_error(head_len)
             return out
@@ -356,7 +337,7 @@ class ChunkStore:
         """Write `value` (broadcast to indexer.drop_shape) into the selected chunks."""
         projections = indexer.projections()
         if self._batch is not None and isinstance(indexer, BasicIndexer):
-            batch, head_len = self._make_batch(indexer, value, batch_strides(indexer, value))
+            batch, head_len = self._make_batch(indexer, value)
             run_workers(batch.work_write, batch.ntasks)
             batch.raise_error(head_len)
             # Partly covered chunks need read-modify-write under their lock, below.

@@ -252,13 +252,10 @@ class ShardingCodec(ArrayBytesCodec):
 
     def _native_job(self, indexer, src, data):
         """A compiled job over the inner chunks `indexer` touches, `data` the caller's array."""
-        from .. import _shard, pipeline
+        from .. import _shard
 
-        return _shard.ShardJob(
-            self._native, self.chunk_shape, self._grid, src,
-            [pipeline.batch_pieces(p) for p in indexer.dim_pieces], data,
-            pipeline.batch_strides(indexer, data), config.write_empty_chunks,
-        )
+        return _shard.ShardJob(self._native, self.chunk_shape, self._grid, src, indexer.plans,
+                               data, config.write_empty_chunks)
 
     def _run(self, job, work):
         from ..pipeline import run_workers
