@@ -10,17 +10,24 @@
 #define PAGE ((size_t)4096)
 #define HUGE ((size_t)2 << 20)
 #define MAX_KEPT 1024 /* 2 GiB of 2 MiB blocks; a linear scan of this is still cheap */
+/* The most recently given back blocks, up to this many bytes, stay resident rather than
+ * MADV_FREE: in a threaded process every MADV_FREE flushes the other CPUs' TLBs (an IPI
+ * each), which a block taken again straight away would pay for nothing. */
+#define HOT_BYTES ((size_t)32 << 20)
+#define MAX_COOL 64 /* blocks advised per give at most (a bound for the stack) */
 
 typedef struct {
     void *p;
     size_t size;
     uint64_t age; /* when it was given back: the oldest goes first */
+    int advised;  /* MADV_FREE since given back */
 } kept_block;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static kept_block kept[MAX_KEPT];
 static int nkept;
 static size_t kept_bytes, limit_bytes;
+static size_t hot_bytes; /* kept and not advised */
 static uint64_t clock_ticks;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
@@ -63,6 +70,17 @@ static void *map_block(size_t size)
     return p;
 }
 
+/* Take kept[i] off the list (lock held). */
+static kept_block unlist(int i)
+{
+    kept_block b = kept[i];
+    kept_bytes -= b.size;
+    if (!b.advised)
+        hot_bytes -= b.size;
+    kept[i] = kept[--nkept];
+    return b;
+}
+
 void *zc_pool_take(size_t size)
 {
     size_t block = zc_pool_block_size(size);
@@ -75,11 +93,8 @@ void *zc_pool_take(size_t size)
     for (int i = 0; i < nkept; i++)
         if (kept[i].size == block && (best < 0 || kept[i].age > kept[best].age))
             best = i; /* the most recently given back is the likeliest still resident */
-    if (best >= 0) {
-        p = kept[best].p;
-        kept_bytes -= block;
-        kept[best] = kept[--nkept];
-    }
+    if (best >= 0)
+        p = unlist(best).p;
     pthread_mutex_unlock(&lock);
     return p != NULL ? p : map_block(block);
 }
@@ -94,37 +109,64 @@ static int make_room(size_t room, int slot, kept_block *out)
         for (int i = 1; i < nkept; i++)
             if (kept[i].age < kept[oldest].age)
                 oldest = i;
-        out[n++] = kept[oldest];
-        kept_bytes -= kept[oldest].size;
-        kept[oldest] = kept[--nkept];
+        out[n++] = unlist(oldest);
     }
     return n;
+}
+
+/* Mark `b` reclaimable under memory pressure; a write before that keeps the page, fault-free.
+ * Only ever on a block off the list: once listed, another thread may take and fill it. */
+static void advise_free(kept_block *b)
+{
+#ifdef MADV_FREE
+    madvise(b->p, b->size, MADV_FREE);
+#endif
+    b->advised = 1;
+}
+
+/* List `b` if the limit allows, else unmap it. The oldest blocks pushed past the limit are
+ * unmapped, and the oldest hot ones past HOT_BYTES advised and listed again as cold. */
+static void keep(kept_block b)
+{
+    kept_block drop[MAX_KEPT], cool[MAX_COOL];
+    int ndrop = 0, ncool = 0, listed = 0;
+    pthread_mutex_lock(&lock);
+    if (b.age == 0)
+        b.age = ++clock_ticks;
+    if (b.size <= limit_bytes) {
+        ndrop = make_room(b.size, 1, drop);
+        kept[nkept++] = b;
+        kept_bytes += b.size;
+        if (!b.advised)
+            hot_bytes += b.size;
+        listed = 1;
+        while (hot_bytes > HOT_BYTES && ncool < MAX_COOL) {
+            int oldest = -1;
+            for (int i = 0; i < nkept; i++)
+                if (!kept[i].advised && (oldest < 0 || kept[i].age < kept[oldest].age))
+                    oldest = i;
+            cool[ncool++] = unlist(oldest);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    for (int i = 0; i < ndrop; i++)
+        munmap(drop[i].p, drop[i].size);
+    if (!listed)
+        munmap(b.p, b.size);
+    for (int i = 0; i < ncool; i++) {
+        advise_free(&cool[i]);
+        keep(cool[i]); /* cold now, so this cools nothing further */
+    }
 }
 
 void zc_pool_give(void *p, size_t size)
 {
     if (p == NULL)
         return;
-    size_t block = zc_pool_block_size(size);
-#ifdef MADV_FREE
-    /* Reclaimable under memory pressure; a write before that keeps the page, fault-free.
-     * Done before the block is listed: once listed, another thread may take and fill it. */
-    madvise(p, block, MADV_FREE);
-#endif
-    kept_block drop[MAX_KEPT];
-    int ndrop = 0, keep = 0;
-    pthread_mutex_lock(&lock);
-    if (block <= limit_bytes) {
-        ndrop = make_room(block, 1, drop);
-        kept[nkept++] = (kept_block){.p = p, .size = block, .age = ++clock_ticks};
-        kept_bytes += block;
-        keep = 1;
-    }
-    pthread_mutex_unlock(&lock);
-    for (int i = 0; i < ndrop; i++)
-        munmap(drop[i].p, drop[i].size);
-    if (!keep)
-        munmap(p, block);
+    kept_block b = {.p = p, .size = zc_pool_block_size(size)};
+    if (b.size > HOT_BYTES)
+        advise_free(&b);
+    keep(b);
 }
 
 void zc_pool_set_limit(size_t bytes)

@@ -2,8 +2,9 @@
  *
  * Fresh anonymous memory costs a page fault and a kernel zeroing per page on first write,
  * which for a whole-array read is a third of the time. Blocks given back are kept (up to a
- * byte limit, marked MADV_FREE so the kernel may still reclaim them under pressure) and
- * handed out again for the next request of the same rounded size. */
+ * byte limit) and handed out again for the next request of the same rounded size. The most
+ * recent 32 MiB of them stay resident; older and larger ones are marked MADV_FREE, so the
+ * kernel may still reclaim them under pressure. */
 #ifndef ZC_POOL_H
 #define ZC_POOL_H
 

@@ -158,3 +158,40 @@ def test_reads_return_independent_arrays(tmp_path, pool):
     np.testing.assert_array_equal(first, data)
     del second
     np.testing.assert_array_equal(arr[...], data)
+
+
+def lazy_free_bytes():
+    """This process's memory marked MADV_FREE and not reclaimed yet (None where not reported)."""
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("LazyFree:"):
+                    return int(line.split()[1]) << 10
+    except OSError:
+        pass
+    return None
+
+
+@pytest.mark.skipif(lazy_free_bytes() is None, reason="the kernel reports no LazyFree memory")
+def test_recent_blocks_stay_resident_and_older_ones_are_advised(pool):
+    """The last 32 MiB given back stay resident (no MADV_FREE, whose TLB flush interrupts the
+    other threads' CPUs); blocks pushed out of those 32 MiB, or larger ones, are advised."""
+    zarrcore.config.set(buffer_pool_bytes=256 << 20)
+    start = lazy_free_bytes()
+    blocks = [_memory.empty((BIG,), np.float64) for _ in range(9)]  # 9 x 4 MiB
+    for b in blocks:
+        b[...] = 1.0  # resident, so advising shows in LazyFree
+    first = address(blocks[0])
+    del b
+    for _ in range(8):
+        blocks.pop(0)
+    assert lazy_free_bytes() - start < 4 << 20  # 32 MiB given back, all resident
+    del blocks  # 36 MiB given back: the oldest 4 MiB block is advised
+    assert lazy_free_bytes() - start >= 4 << 20
+    assert _memory.kept_bytes() == 36 << 20
+    big = _memory.empty(((48 << 20) // 8,), np.float64)
+    big[...] = 1.0
+    del big
+    assert lazy_free_bytes() - start >= 52 << 20
+    again = _memory.empty((BIG,), np.float64)
+    assert address(again) != first  # the most recent (resident) block goes out first
