@@ -1,11 +1,20 @@
 # cython: language_level=3
 """Output arrays on kept memory blocks (csrc/zc_pool.c), so repeated large reads skip the
 page faults and kernel zeroing of fresh memory."""
-import math
 
 import numpy as np
 
+cimport numpy as cnp
 from cpython.buffer cimport PyBuffer_FillInfo
+from cpython.object cimport PyTypeObject
+from cpython.ref cimport Py_INCREF
+
+cnp.import_array()
+
+cdef extern from "numpy/arrayobject.h":
+    object PyArray_NewFromDescr(PyTypeObject *subtype, cnp.dtype descr, int nd,
+                                cnp.npy_intp *dims, cnp.npy_intp *strides, void *data, int flags,
+                                object obj)
 
 cdef extern from "zc_pool.h" nogil:
     void *zc_pool_take(size_t size)
@@ -58,13 +67,24 @@ cdef class _Block:
 
 def empty(shape, dtype):
     """An uninitialised C-ordered array, on a pool block when it is large."""
-    dtype = np.dtype(dtype)
-    count = math.prod(shape)
-    nbytes = count * dtype.itemsize
-    if nbytes < PIECE_MIN_BYTES or dtype.hasobject:
-        return np.empty(shape, dtype=dtype)
+    cdef cnp.dtype descr = np.dtype(dtype)
+    cdef cnp.npy_intp dims[cnp.NPY_MAXDIMS]
+    cdef int ndim = len(shape), d
+    if ndim > cnp.NPY_MAXDIMS:
+        return np.empty(shape, dtype=descr)  # numpy says what is wrong
+    cdef object count = 1
+    for d in range(ndim):
+        dims[d] = shape[d]
+        count *= shape[d]
+    nbytes = count * descr.itemsize
+    if nbytes < PIECE_MIN_BYTES or descr.hasobject:
+        return np.empty(shape, dtype=descr)
     block = _Block(nbytes, nbytes < POOL_MIN_BYTES)
-    return np.frombuffer(block, dtype=dtype, count=count).reshape(shape)
+    Py_INCREF(descr)  # PyArray_NewFromDescr steals it
+    out = PyArray_NewFromDescr(<PyTypeObject *>np.ndarray, descr, ndim, dims, NULL,
+                               (<_Block>block).p, cnp.NPY_ARRAY_CARRAY, None)
+    cnp.set_array_base(out, block)
+    return out
 
 
 def set_limit(size_t nbytes):

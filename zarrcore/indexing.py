@@ -137,6 +137,11 @@ class OrthogonalIndexer:
     arrays_allowed = True
 
     def __init__(self, selection, shape, chunk_shape):
+        if type(selection) is tuple and len(selection) == len(shape) and _all_slices(selection):
+            self.scalar = False
+            self.plans, self.shape = _indexing.slices_plans(selection, shape, chunk_shape)
+            self.drop_shape = self.shape
+            return
         items = expand_selection(selection, len(shape))
         # As numpy: ints on every axis read a scalar, unless an Ellipsis asks for an array.
         self.scalar = not _all_slices(items) and all(_is_int(item) for item in items) and not (
