@@ -16,6 +16,7 @@
 #include "zc_crc32c.h"
 #include "zc_fill.h"
 #include "zc_key_lock.h"
+#include "zc_pool.h"
 #include "zc_scratch.h"
 #include "zc_status.h"
 #include "zc_zstd.h"
@@ -58,6 +59,8 @@ int zc_batch_prepare(zc_batch *b)
         n *= b->npieces[d];
     }
     b->ntasks = n;
+    b->nsegments = 1;
+    b->segments = NULL;
     b->next_task = 0;
     b->failed = 0;
     b->status = ZC_OK;
@@ -129,6 +132,17 @@ typedef struct {
     int64_t next, end;
 } task_run;
 
+/* A split chunk (zc_batch_split_writes). */
+#define SEGMENT_MIN ((size_t)8 << 20)
+#define MAX_SEGMENTS 64
+struct zc_chunk_segments {
+    unsigned char *chunk; /* gathered, a zc_pool block */
+    unsigned char *out;   /* segment s's compressed bytes at s * seg_cap, spliced in place */
+    size_t out_len[MAX_SEGMENTS];
+    int not_fill; /* some segment holds other than the fill value */
+    int done;     /* segments compressed */
+};
+
 /* The next task to take, or -1 when none is left or a thread failed. Workers claim runs of
  * consecutive tasks, so that with many small chunks each works in its own directories
  * rather than both queueing for one directory's lock on every file they create. */
@@ -137,9 +151,10 @@ static int64_t next_task(zc_batch *b, task_run *run)
     if (__atomic_load_n(&b->failed, __ATOMIC_ACQUIRE))
         return -1;
     if (run->next >= run->end) {
-        int64_t len = b->ntasks / 64 > 1 ? b->ntasks / 64 : 1;
+        const int64_t total = b->ntasks * b->nsegments;
+        int64_t len = total / 64 > 1 ? total / 64 : 1;
         run->next = __atomic_fetch_add(&b->next_task, len, __ATOMIC_ACQ_REL);
-        run->end = run->next + len < b->ntasks ? run->next + len : b->ntasks;
+        run->end = run->next + len < total ? run->next + len : total;
     }
     return run->next < run->end ? run->next++ : -1;
 }
@@ -310,8 +325,175 @@ static int write_streamed(const zc_batch *b, const slab_walk *w, const char *pat
     return st == ZC_OK ? zc_file_writer_commit(&f, lock_fd, path) : st;
 }
 
+/* Does the task's chunk reach past the array's end (`edge`), and does the selection leave
+ * some of the chunk's elements inside the array out (`partial`)? */
+static void task_coverage(const zc_batch *b, const zc_piece **p, int *edge, int *partial)
+{
+    *edge = *partial = 0;
+    for (int d = 0; d < b->ndim; d++) {
+        int64_t lo = p[d]->chunk_index * b->chunk_shape[d];
+        int64_t extent = b->array_shape[d] - lo < b->chunk_shape[d] ? b->array_shape[d] - lo
+                                                                     : b->chunk_shape[d];
+        *edge |= extent < b->chunk_shape[d];
+        *partial |= p[d]->count != extent;
+    }
+}
+
+/* Bytes of compressed output room per segment of a split chunk. */
+static size_t segment_cap(const zc_batch *b)
+{
+    size_t plane = chunk_nbytes(b) / (size_t)b->chunk_shape[0];
+    int64_t most = (b->chunk_shape[0] + b->nsegments - 1) / b->nsegments;
+    return zc_zstd_bound(plane * (size_t)most);
+}
+
+int64_t zc_batch_split_writes(zc_batch *b, int nthreads)
+{
+    const size_t n = chunk_nbytes(b);
+    int64_t k = b->ntasks ? (nthreads + b->ntasks - 1) / b->ntasks : 1;
+    if (k > (int64_t)(n / SEGMENT_MIN))
+        k = (int64_t)(n / SEGMENT_MIN);
+    if (b->ndim > 0 && k > b->chunk_shape[0])
+        k = b->chunk_shape[0];
+    if (k > MAX_SEGMENTS)
+        k = MAX_SEGMENTS;
+    if (k < 2 || b->ndim == 0 || b->segments != NULL || b->chain.compressor != ZC_COMP_ZSTD ||
+        b->chain.checksum)
+        return b->ntasks;
+    const zc_piece *p[ZC_BATCH_MAX_NDIM];
+    for (int64_t t = 0; t < b->ntasks; t++) {
+        int edge, partial;
+        task_pieces(b, t, p);
+        task_coverage(b, p, &edge, &partial);
+        if (edge || partial)
+            return b->ntasks;
+    }
+    b->nsegments = k;
+    const size_t cap = segment_cap(b);
+    struct zc_chunk_segments *segs = calloc((size_t)b->ntasks, sizeof *segs);
+    int ok = segs != NULL && cap != 0 && cap <= (SIZE_MAX - 4) / (size_t)k;
+    for (int64_t t = 0; ok && t < b->ntasks; t++) {
+        segs[t].chunk = zc_pool_take(n);
+        segs[t].out = malloc(cap * (size_t)k + 4); /* + 4: a crc32c trailer */
+        ok = segs[t].chunk != NULL && segs[t].out != NULL;
+    }
+    b->segments = segs;
+    if (!ok) { /* not worth failing the write for: store the chunks whole */
+        zc_batch_free(b);
+        return b->ntasks;
+    }
+    return b->ntasks * k;
+}
+
+void zc_batch_free(zc_batch *b)
+{
+    if (b->segments != NULL) {
+        for (int64_t t = 0; t < b->ntasks; t++) {
+            zc_pool_give(b->segments[t].chunk, chunk_nbytes(b));
+            free(b->segments[t].out);
+        }
+        free(b->segments);
+        b->segments = NULL;
+    }
+    b->nsegments = 1;
+}
+
+/* Splice the compressed segments of a chunk into one frame and store it, or delete the chunk
+ * when it holds only the fill value and empty chunks are not written. */
+static int store_segments(const zc_batch *b, struct zc_chunk_segments *cs, const char *path,
+                          int lock_fd)
+{
+    if (!b->write_empty_chunks && !__atomic_load_n(&cs->not_fill, __ATOMIC_ACQUIRE))
+        return zc_file_replace_locked(lock_fd, path, NULL, 0);
+    const size_t cap = segment_cap(b);
+    size_t m = cs->out_len[0];
+    for (int64_t s = 1; s < b->nsegments; s++) {
+        memmove(cs->out + m, cs->out + (size_t)s * cap, cs->out_len[s]);
+        m += cs->out_len[s];
+    }
+    if (b->chain.crc32c) {
+        uint32_t crc = zc_crc32c(0, cs->out, m);
+        for (int i = 0; i < 4; i++)
+            cs->out[m++] = (unsigned char)(crc >> (8 * i));
+    }
+    return zc_file_replace_locked(lock_fd, path, cs->out, m);
+}
+
+/* Gather segment `s` of task `t`'s chunk (a run of planes along the first axis), note whether
+ * it holds only the fill value, and compress it. */
+static int compress_segment(const zc_batch *b, int64_t t, int64_t s)
+{
+    struct zc_chunk_segments *cs = &b->segments[t];
+    const zc_piece *p[ZC_BATCH_MAX_NDIM];
+    ptrdiff_t shape[ZC_BATCH_MAX_NDIM], src_strides[ZC_BATCH_MAX_NDIM];
+    ptrdiff_t dst_strides[ZC_BATCH_MAX_NDIM];
+    task_pieces(b, t, p);
+    char *src = task_out(b, p, shape, src_strides);
+    task_chunk_view(b, p, (char *)cs->chunk, dst_strides);
+    const int64_t k = b->nsegments, planes = b->chunk_shape[0];
+    const int64_t z0 = s * planes / k, z1 = (s + 1) * planes / k;
+    const size_t n = chunk_nbytes(b), len = n / (size_t)planes * (size_t)(z1 - z0);
+    unsigned char *seg = cs->chunk + (size_t)dst_strides[0] * (size_t)z0;
+    shape[0] = z1 - z0;
+    int st = zc_copy_nd(b->ndim, shape, b->chain.itemsize, src + src_strides[0] * z0, src_strides,
+                        (char *)seg, dst_strides);
+    if (st != ZC_OK)
+        return st;
+    if (!b->write_empty_chunks) {
+        int fill = zc_is_fill_value(seg, len, b->fill, b->chain.itemsize, b->fill_floatsize);
+        if (fill < 0)
+            return fill;
+        if (!fill)
+            __atomic_store_n(&cs->not_fill, 1, __ATOMIC_RELEASE);
+    }
+    if (b->chain.swap_size > 1 &&
+        (st = zc_byteswap(seg, seg, len / b->chain.swap_size, b->chain.swap_size)) != ZC_OK)
+        return st;
+    const size_t cap = segment_cap(b);
+    return zc_zstd_compress_segment(seg, len, cs->out + (size_t)s * cap, cap, b->chain.clevel, n,
+                                    s == 0, s == k - 1, &cs->out_len[s]);
+}
+
+/* The write worker of a split batch: work items are (chunk, segment); whoever compresses a
+ * chunk's last segment stores the chunk. */
+static void write_segments(zc_batch *b)
+{
+    int lock_fd = -1;
+    char path[ZC_BATCH_PATH_MAX];
+    const zc_piece *p[ZC_BATCH_MAX_NDIM];
+    task_run run = {0, 0};
+    int64_t w;
+    while ((w = next_task(b, &run)) >= 0) {
+        const int64_t t = w / b->nsegments;
+        struct zc_chunk_segments *cs = &b->segments[t];
+        int st = compress_segment(b, t, w % b->nsegments);
+        if (st != ZC_OK) {
+            fail(b, t, st, 0);
+            break;
+        }
+        if (__atomic_add_fetch(&cs->done, 1, __ATOMIC_ACQ_REL) < b->nsegments)
+            continue;
+        task_pieces(b, t, p);
+        errno = 0;
+        if ((st = format_key(b, p, path, sizeof path)) == ZC_OK && lock_fd < 0 && b->lock_dir[0])
+            st = zc_key_lock_open(b->lock_dir, &lock_fd);
+        if (st == ZC_OK)
+            st = store_segments(b, cs, path, lock_fd);
+        if (st != ZC_OK) {
+            fail(b, t, st, errno);
+            break;
+        }
+    }
+    if (lock_fd >= 0)
+        close(lock_fd);
+}
+
 void zc_batch_write_worker(zc_batch *b)
 {
+    if (b->segments != NULL) {
+        write_segments(b);
+        return;
+    }
     size_t n = chunk_nbytes(b);
     /* Stored as is: encoded in the chunk buffer, which has room for the crc32c trailer. */
     const int in_place = b->chain.compressor == ZC_COMP_NONE;
@@ -326,14 +508,8 @@ void zc_batch_write_worker(zc_batch *b)
     task_run run = {0, 0};
     while ((t = next_task(b, &run)) >= 0) {
         task_pieces(b, t, p);
-        int edge = 0, partial = 0;
-        for (int d = 0; d < b->ndim; d++) {
-            int64_t lo = p[d]->chunk_index * b->chunk_shape[d];
-            int64_t extent = b->array_shape[d] - lo < b->chunk_shape[d] ? b->array_shape[d] - lo
-                                                                         : b->chunk_shape[d];
-            edge |= extent < b->chunk_shape[d];
-            partial |= p[d]->count != extent;
-        }
+        int edge, partial;
+        task_coverage(b, p, &edge, &partial);
         if (partial) {
             /* Read-modify-write needs the chunk's lock: the caller does those. */
             b->deferred[t] = 1;

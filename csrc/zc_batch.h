@@ -54,10 +54,23 @@ typedef struct {
     int64_t failed_task;
     /* Writes: tasks that are not whole chunks are left for the caller (flag per task). */
     unsigned char *deferred;
+    /* Writes of fewer big zstd chunks than threads (zc_batch_split_writes): each chunk is
+     * compressed as `nsegments` segments at once; 1 when chunks are not split. */
+    int64_t nsegments;
+    struct zc_chunk_segments *segments;
 } zc_batch;
 
 /* Fill in ntasks and validate the piece tables; ZC_OK or ZC_ERR_PARAM. */
 int zc_batch_prepare(zc_batch *b);
+/* Before a write that `nthreads` threads will work through: when there are fewer chunks than
+ * threads, all whole and zstd-compressed without a zstd checksum, split each chunk of 16 MiB
+ * or more along its first axis so that the threads compress it together (one frame, spliced
+ * from segments; zc_zstd_compress_segment). Returns the work items to spread over threads. */
+int64_t zc_batch_split_writes(zc_batch *b, int nthreads);
+
+/* Release what zc_batch_split_writes took. */
+void zc_batch_free(zc_batch *b);
+
 /* The relative-to-head key of task `t` written into `buf` (for error messages). */
 int zc_batch_task_key(const zc_batch *b, int64_t t, char *buf, size_t cap);
 /* Work through read tasks until none are left; call from several threads at once. Chunks

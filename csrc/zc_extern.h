@@ -28,6 +28,29 @@ size_t ZSTD_compressBound(size_t srcSize);
 int ZSTD_minCLevel(void);
 int ZSTD_maxCLevel(void);
 
+/* The buffer-less API (zstd.h's static-linking section) that builds one frame from segments
+ * compressed apart, as zstd's own multithreaded compressor does. */
+typedef struct {
+    unsigned windowLog, chainLog, hashLog, searchLog, minMatch, targetLength;
+    int strategy;
+} ZSTD_compressionParameters;
+typedef struct { int contentSizeFlag, checksumFlag, noDictIDFlag; } ZSTD_frameParameters;
+typedef struct {
+    ZSTD_compressionParameters cParams;
+    ZSTD_frameParameters fParams;
+} ZSTD_parameters;
+ZSTD_parameters ZSTD_getParams(int compressionLevel, unsigned long long estimatedSrcSize,
+                               size_t dictSize);
+size_t ZSTD_compressBegin_advanced(ZSTD_CCtx *cctx, const void *dict, size_t dictSize,
+                                   ZSTD_parameters params, unsigned long long pledgedSrcSize);
+size_t ZSTD_compressContinue(ZSTD_CCtx *cctx, void *dst, size_t dstCapacity, const void *src,
+                             size_t srcSize);
+size_t ZSTD_compressEnd(ZSTD_CCtx *cctx, void *dst, size_t dstCapacity, const void *src,
+                        size_t srcSize);
+/* zstd-internal (zstd_compress_internal.h), exported by the archive: forget the repeat
+ * offsets, which a segment cannot share with the one before it. */
+void ZSTD_invalidateRepCodes(ZSTD_CCtx *cctx);
+
 ZSTD_DCtx *ZSTD_createDCtx(void);
 size_t ZSTD_freeDCtx(ZSTD_DCtx *dctx);
 size_t ZSTD_DCtx_reset(ZSTD_DCtx *dctx, int reset);

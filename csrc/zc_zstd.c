@@ -105,6 +105,37 @@ int zc_zstd_compress(const void *src, size_t srclen, void *dst, size_t dstcap, i
     return ZC_OK;
 }
 
+int zc_zstd_compress_segment(const void *src, size_t srclen, void *dst, size_t dstcap, int level,
+                             size_t frame_len, int first, int last, size_t *outlen)
+{
+    if (src == NULL || dst == NULL || outlen == NULL || srclen == 0 || srclen > frame_len)
+        return ZC_ERR_PARAM;
+    if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
+        return ZC_ERR_PARAM;
+    ZSTD_CCtx *c = (ZSTD_CCtx *)thread_ctx(CCTX);
+    if (c == NULL)
+        return ZC_ERR_NOMEM;
+    /* Every segment takes the parameters one call over the whole frame would: the header the
+     * first one writes declares the window that all of them keep to. */
+    ZSTD_parameters params = ZSTD_getParams(level, frame_len, 0);
+    params.fParams = (ZSTD_frameParameters){.contentSizeFlag = 1, .noDictIDFlag = 1};
+    size_t n = ZSTD_compressBegin_advanced(c, NULL, 0, params,
+                                           first ? frame_len : ZSTD_CONTENTSIZE_UNKNOWN);
+    if (!ZSTD_isError(n) && !first) {
+        /* Flush the header (into dst, overwritten below) so that the decoder's repeat offsets
+         * from the segment before cannot be used here. */
+        n = ZSTD_compressContinue(c, dst, dstcap, src, 0);
+        ZSTD_invalidateRepCodes(c);
+    }
+    if (!ZSTD_isError(n))
+        n = last ? ZSTD_compressEnd(c, dst, dstcap, src, srclen)
+                 : ZSTD_compressContinue(c, dst, dstcap, src, srclen);
+    if (ZSTD_isError(n))
+        return ZC_ERR_SIZE;
+    *outlen = n;
+    return ZC_OK;
+}
+
 int zc_zstd_content_size(const void *src, size_t srclen, int *known, size_t *size)
 {
     if (src == NULL || known == NULL || size == NULL)

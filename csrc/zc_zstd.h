@@ -13,6 +13,13 @@ size_t zc_zstd_bound(size_t srclen);
 int zc_zstd_compress(const void *src, size_t srclen, void *dst, size_t dstcap, int level,
                      int checksum, size_t *outlen);
 
+/* Compress one segment of a frame of `frame_len` bytes whose segments are compressed apart
+ * (by different threads) and stored one after the other: the `first` writes the frame header
+ * with the content size, the `last` closes the frame. Each segment starts with no history, so
+ * the frame is a little larger than one call makes; no zstd checksum. */
+int zc_zstd_compress_segment(const void *src, size_t srclen, void *dst, size_t dstcap, int level,
+                             size_t frame_len, int first, int last, size_t *outlen);
+
 /* Sum of the content sizes of every frame in `src`: ZC_OK with `*known` = 1 and `*size`
  * when every frame records it, `*known` = 0 when some frame does not. */
 int zc_zstd_content_size(const void *src, size_t srclen, int *known, size_t *size);

@@ -382,6 +382,79 @@ def test_zstd_chunks_equal_one_call(tmp_path, comp, endian, threads):
     np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "a"), mode="r")[...], data)
 
 
+BIG_CHUNK = (128, 256, 256)  # 16 MiB of uint16: two 8 MiB segments on two threads
+
+
+def big_chunk_data(seed=12):
+    rng = np.random.default_rng(seed)
+    z, y, x = np.ogrid[:128, :256, :256]
+    return ((x + y * y // 32 + z ** 3) % 4096 + rng.integers(0, 3, BIG_CHUNK)).astype("uint16")
+
+
+def read_with_tensorstore(path):
+    import tensorstore as ts
+
+    return ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": str(path)}}).result() \
+        .read().result()
+
+
+@pytest.mark.parametrize("comp", ["zstd", "zstd-crc"])
+@pytest.mark.parametrize("endian", ["little", "big"])
+def test_a_big_chunk_is_compressed_by_every_thread_as_one_frame(tmp_path, comp, endian):
+    """Fewer big zstd chunks than threads: the threads compress segments of each chunk at once
+    into one frame that zarr-python and tensorstore read exactly, at most a few per cent larger
+    than one call's; on one thread it is one call's frame byte for byte."""
+    from zarrcore import _compress
+
+    data = big_chunk_data()
+    stored = {}
+    for nthreads in (1, 2):
+        zarrcore.config.set(num_threads=nthreads)
+        path = tmp_path / f"t{nthreads}"
+        a = make(path, data, BIG_CHUNK, comp, endian=endian)
+        with open(chunk_path(a, 0, 0, 0), "rb") as f:
+            stored[nthreads] = f.read()
+        np.testing.assert_array_equal(zarr.open_array(str(path), mode="r")[...], data)
+        np.testing.assert_array_equal(read_with_tensorstore(path), data)
+        np.testing.assert_array_equal(zarrcore.open_array(str(path))[...], data)
+    one_call = _compress.zstd_compress(data.astype(a.dtype.newbyteorder(
+        "<" if endian == "little" else ">")).tobytes(), 0, False)
+    frames = {n: s[:-4] if comp == "zstd-crc" else s for n, s in stored.items()}
+    if comp == "zstd-crc":
+        for s in stored.values():
+            assert struct.unpack("<I", s[-4:])[0] == crc32c.crc32c(s[:-4])
+    assert frames[1] == one_call
+    assert frames[2] != one_call  # split, and still one frame declaring the whole chunk
+    assert numcodecs.Zstd().decode(frames[2]) == numcodecs.Zstd().decode(one_call)
+    assert len(frames[2]) < 1.05 * len(one_call)
+
+
+def test_a_split_chunk_of_fill_values_is_not_stored(tmp_path):
+    """write_empty_chunks=False holds for split chunks: all fill deletes the chunk; one value
+    other than the fill, in the last segment only, stores it."""
+    zarrcore.config.set(num_threads=2, write_empty_chunks=False)
+    data = np.full(BIG_CHUNK, 7, dtype="uint16")
+    a = make(tmp_path / "a", data, BIG_CHUNK, "zstd", fill_value=7)
+    assert not os.path.exists(chunk_path(a, 0, 0, 0))
+    data[-1, -1, -1] = 8
+    a[...] = data
+    assert os.path.exists(chunk_path(a, 0, 0, 0))
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "a"), mode="r")[...], data)
+    a[...] = 7
+    assert not os.path.exists(chunk_path(a, 0, 0, 0))
+
+
+def test_zstd_checksums_keep_chunks_whole(tmp_path):
+    """A zstd checksum covers the whole frame, so such chunks are never split."""
+    from zarrcore import _compress
+
+    zarrcore.config.set(num_threads=2)
+    data = big_chunk_data()
+    a = make(tmp_path / "a", data, BIG_CHUNK, "zstd-checksum")
+    with open(chunk_path(a, 0, 0, 0), "rb") as f:
+        assert f.read() == _compress.zstd_compress(data.tobytes(), 3, True)
+
+
 @pytest.mark.parametrize("comp", ["none", "zstd", "zstd-crc"])
 @pytest.mark.parametrize("sharded", [False, True], ids=["chunks", "shards"])
 def test_large_outputs_stream_rows_exactly(tmp_path, comp, sharded):

@@ -10,8 +10,9 @@ from libc.errno cimport errno
 from libc.string cimport memset, strncpy
 
 from zarrcore._jobs cimport (
-    ZC_BATCH_PATH_MAX, ZC_ERR_IO, ZC_STREAM_OUT_MIN, set_up_job, zc_batch, zc_batch_prepare,
-    zc_batch_read_worker, zc_batch_task_key, zc_batch_write_worker,
+    ZC_BATCH_PATH_MAX, ZC_ERR_IO, ZC_STREAM_OUT_MIN, set_up_job, zc_batch, zc_batch_free,
+    zc_batch_prepare, zc_batch_read_worker, zc_batch_split_writes, zc_batch_task_key,
+    zc_batch_write_worker,
 )
 
 from .errors import ChecksumError, ChunkDecodeError, ZarrcoreError
@@ -53,9 +54,17 @@ cdef class ChunkBatch:
         self.b.deferred = &defview[0] if self.b.ntasks else NULL
         self._keep = (*keep, data, deferred)
 
+    def __dealloc__(self):
+        zc_batch_free(&self.b)
+
     @property
     def ntasks(self):
         return self.b.ntasks
+
+    def split_writes(self, int nthreads):
+        """Before writing on `nthreads` threads: let them compress big chunks together when
+        there are fewer chunks than threads. Returns the work items (for `work_write`)."""
+        return zc_batch_split_writes(&self.b, nthreads)
 
     def work_read(self):
         with nogil:

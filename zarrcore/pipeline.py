@@ -338,7 +338,7 @@ class ChunkStore:
         projections = indexer.projections()
         if self._batch is not None and isinstance(indexer, BasicIndexer):
             batch, head_len = self._make_batch(indexer, value)
-            run_workers(batch.work_write, batch.ntasks)
+            run_workers(batch.work_write, batch.split_writes(config.num_threads))
             batch.raise_error(head_len)
             # Partly covered chunks need read-modify-write under their lock, below.
             projections = self._projections(indexer, batch.deferred())
