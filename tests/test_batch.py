@@ -444,6 +444,19 @@ def test_a_split_chunk_of_fill_values_is_not_stored(tmp_path):
     assert not os.path.exists(chunk_path(a, 0, 0, 0))
 
 
+@pytest.mark.parametrize("nthreads", [1, 2], ids=["whole", "split"])
+def test_a_failed_big_chunk_store_names_the_chunk(tmp_path, nthreads):
+    """A chunk that cannot be stored (here a directory stands at its key) fails the write with
+    an OSError naming the chunk, and leaves no temporary file, split or not."""
+    zarrcore.config.set(num_threads=nthreads)
+    a = zarrcore.create_array(str(tmp_path / "a"), shape=BIG_CHUNK, dtype="uint16",
+                              chunks=BIG_CHUNK, compressors=[ZSTD], fill_value=0)
+    os.makedirs(os.path.join(chunk_path(a, 0, 0, 0), "in-the-way"))
+    with pytest.raises(OSError, match="c/0/0/0"):
+        a[...] = big_chunk_data()
+    assert os.listdir(os.path.dirname(chunk_path(a, 0, 0, 0))) == ["0"]
+
+
 def test_zstd_checksums_keep_chunks_whole(tmp_path):
     """A zstd checksum covers the whole frame, so such chunks are never split."""
     from zarrcore import _compress
