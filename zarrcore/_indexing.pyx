@@ -105,7 +105,7 @@ def slices_plans(tuple items, shape, chunk_shape):
     sizes = [0] * ndim
     for d in range(ndim):
         dim_len = shape[d]
-        start, stop, step = (<slice>items[d]).indices(dim_len)
+        start, stop, step = (<slice?>items[d]).indices(dim_len)
         plans[d] = _slice_plan(start, stop, step, chunk_shape[d], dim_len)
         sizes[d] = _slice_len(start, stop, step)
     return plans, tuple(sizes)
