@@ -134,6 +134,9 @@ typedef struct {
 
 /* A split chunk (zc_batch_split_writes). */
 #define SEGMENT_MIN ((size_t)8 << 20)
+/* Blosc chunks from this size decode on blosc threads when threads would idle: starting
+ * them costs tens of microseconds, a few per cent of such a chunk's decoding. */
+#define BLOSC_SPLIT_MIN ((size_t)4 << 20)
 #define MAX_SEGMENTS 64
 struct zc_chunk_segments {
     unsigned char *chunk; /* gathered, a zc_pool block */
@@ -383,6 +386,14 @@ int64_t zc_batch_split_writes(zc_batch *b, int nthreads)
         return b->ntasks;
     }
     return b->ntasks * k;
+}
+
+int64_t zc_batch_split_reads(zc_batch *b, int nthreads)
+{
+    if (b->chain.compressor == ZC_COMP_BLOSC && b->ntasks > 0 && nthreads > b->ntasks &&
+        chunk_nbytes(b) >= BLOSC_SPLIT_MIN)
+        b->chain.decode_threads = (int)(nthreads / b->ntasks);
+    return b->ntasks;
 }
 
 void zc_batch_free(zc_batch *b)

@@ -68,6 +68,11 @@ int zc_batch_prepare(zc_batch *b);
  * from segments; zc_zstd_compress_segment). Returns the work items to spread over threads. */
 int64_t zc_batch_split_writes(zc_batch *b, int nthreads);
 
+/* Before a read that `nthreads` threads will work through: when there are fewer blosc chunks
+ * of 4 MiB or more than threads, each is decoded on blosc threads of its own, so that the
+ * threads left idle share it. Returns the work items to spread over threads. */
+int64_t zc_batch_split_reads(zc_batch *b, int nthreads);
+
 /* Release what zc_batch_split_writes took. */
 void zc_batch_free(zc_batch *b);
 

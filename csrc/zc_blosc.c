@@ -78,7 +78,7 @@ int zc_blosc_decoded_size(const void *src, size_t srclen, size_t *nbytes)
     return ZC_OK;
 }
 
-int zc_blosc_decompress(const void *src, size_t srclen, void *dst, size_t dstlen)
+int zc_blosc_decompress(const void *src, size_t srclen, void *dst, size_t dstlen, int threads)
 {
     size_t n;
     int status = zc_blosc_decoded_size(src, srclen, &n);
@@ -90,7 +90,7 @@ int zc_blosc_decompress(const void *src, size_t srclen, void *dst, size_t dstlen
         return ZC_OK;
     if (dst == NULL)
         return ZC_ERR_PARAM;
-    int got = blosc_decompress_ctx(src, dst, dstlen, 1);
+    int got = blosc_decompress_ctx(src, dst, dstlen, threads > 1 ? threads : 1);
     if (got < 0)
         return ZC_ERR_CORRUPT;
     return (size_t)got == n ? ZC_OK : ZC_ERR_CORRUPT;

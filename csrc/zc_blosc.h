@@ -16,7 +16,8 @@ int zc_blosc_compress(const void *src, size_t srclen, void *dst, size_t dstcap, 
 /* Validate the header of a blosc buffer and report its decoded size. */
 int zc_blosc_decoded_size(const void *src, size_t srclen, size_t *nbytes);
 
-/* Decompress into `dst`, which must be exactly the decoded size. */
-int zc_blosc_decompress(const void *src, size_t srclen, void *dst, size_t dstlen);
+/* Decompress into `dst`, which must be exactly the decoded size, on `threads` threads of
+ * blosc's own (its blocks decode apart; the result is the same on any number). */
+int zc_blosc_decompress(const void *src, size_t srclen, void *dst, size_t dstlen, int threads);
 
 #endif

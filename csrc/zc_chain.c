@@ -35,7 +35,7 @@ int zc_chain_decode(const zc_chain *c, const unsigned char *src, size_t len, voi
         st = ZC_OK;
         break;
     case ZC_COMP_ZSTD: st = zc_zstd_decompress(src, len, out, n); break;
-    case ZC_COMP_BLOSC: st = zc_blosc_decompress(src, len, out, n); break;
+    case ZC_COMP_BLOSC: st = zc_blosc_decompress(src, len, out, n, c->decode_threads); break;
     case ZC_COMP_GZIP: st = zc_inflate(src, len, out, n, ZC_ZLIB_FORMAT_GZIP); break;
     case ZC_COMP_ZLIB: st = zc_inflate(src, len, out, n, ZC_ZLIB_FORMAT_ZLIB); break;
     default: return ZC_ERR_PARAM;

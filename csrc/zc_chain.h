@@ -21,6 +21,7 @@ typedef struct {
     size_t typesize, blocksize;
     char cname[16];
     int crc32c;             /* a trailing crc32c follows the compressed bytes */
+    int decode_threads;     /* blosc: threads of its own per chunk decoded (0 or 1: none) */
 } zc_chain;
 
 /* A little-endian uint32 (the crc32c trailer). */

@@ -468,6 +468,28 @@ def test_zstd_checksums_keep_chunks_whole(tmp_path):
         assert f.read() == _compress.zstd_compress(data.tobytes(), 3, True)
 
 
+@pytest.mark.parametrize("cname", ["lz4", "zstd"])
+def test_a_big_blosc_chunk_decodes_on_every_thread(tmp_path, cname, threads):
+    """Fewer big blosc chunks than threads: each decodes on blosc threads of its own; what
+    zarr-python wrote reads exactly, whole or in part, and a cut chunk still fails by name."""
+    from zarr.codecs import BloscCodec
+
+    data = big_chunk_data()
+    zarr.create_array(str(tmp_path / "z"), shape=BIG_CHUNK, dtype="uint16", chunks=BIG_CHUNK,
+                      compressors=[BloscCodec(cname=cname, clevel=5, shuffle="shuffle")],
+                      fill_value=0)[...] = data
+    a = zarrcore.open_array(str(tmp_path / "z"))
+    np.testing.assert_array_equal(a[...], data)
+    np.testing.assert_array_equal(a[5:100, ::3, 7], data[5:100, ::3, 7])
+    path = chunk_path(a, 0, 0, 0)
+    with open(path, "rb") as f:
+        stored = f.read()
+    with open(path, "wb") as f:
+        f.write(stored[:len(stored) // 2])
+    with pytest.raises(ChunkDecodeError, match="c/0/0/0"):
+        a[...]
+
+
 @pytest.mark.parametrize("comp", ["none", "zstd", "zstd-crc"])
 @pytest.mark.parametrize("sharded", [False, True], ids=["chunks", "shards"])
 def test_large_outputs_stream_rows_exactly(tmp_path, comp, sharded):

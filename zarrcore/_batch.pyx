@@ -11,8 +11,8 @@ from libc.string cimport memset, strncpy
 
 from zarrcore._jobs cimport (
     ZC_BATCH_PATH_MAX, ZC_ERR_IO, ZC_STREAM_OUT_MIN, set_up_job, zc_batch, zc_batch_free,
-    zc_batch_prepare, zc_batch_read_worker, zc_batch_split_writes, zc_batch_task_key,
-    zc_batch_write_worker,
+    zc_batch_prepare, zc_batch_read_worker, zc_batch_split_reads, zc_batch_split_writes,
+    zc_batch_task_key, zc_batch_write_worker,
 )
 
 from .errors import ChecksumError, ChunkDecodeError, ZarrcoreError
@@ -65,6 +65,11 @@ cdef class ChunkBatch:
         """Before writing on `nthreads` threads: let them compress big chunks together when
         there are fewer chunks than threads. Returns the work items (for `work_write`)."""
         return zc_batch_split_writes(&self.b, nthreads)
+
+    def split_reads(self, int nthreads):
+        """Before reading on `nthreads` threads: let them decode big blosc chunks together when
+        there are fewer chunks than threads. Returns the work items (for `work_read`)."""
+        return zc_batch_split_reads(&self.b, nthreads)
 
     def work_read(self):
         with nogil:

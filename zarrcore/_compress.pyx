@@ -32,7 +32,7 @@ cdef extern from "zc_blosc.h" nogil:
     int zc_blosc_compress(const void *src, size_t n, void *dst, size_t cap, int clevel, int shuffle,
                           size_t typesize, const char *cname, size_t blocksize, size_t *outlen)
     int zc_blosc_decoded_size(const void *src, size_t n, size_t *nbytes)
-    int zc_blosc_decompress(const void *src, size_t n, void *dst, size_t dstlen)
+    int zc_blosc_decompress(const void *src, size_t n, void *dst, size_t dstlen, int threads)
 
 cdef extern from "zc_zstd.h" nogil:
     size_t zc_zstd_bound(size_t n)
@@ -209,7 +209,7 @@ cdef int _decoded_size(const _Params *p, const void *src, size_t n, int *known,
 cdef int _decode(const _Params *p, const void *src, size_t n, void *dst,
                  size_t dstlen) noexcept nogil:
     if p.codec == _BLOSC:
-        return zc_blosc_decompress(src, n, dst, dstlen)
+        return zc_blosc_decompress(src, n, dst, dstlen, 1)
     if p.codec == _ZSTD:
         return zc_zstd_decompress(src, n, dst, dstlen)
     if p.codec == _DEFLATE:

@@ -47,6 +47,7 @@ cdef extern from "zc_batch.h":
     int zc_batch_prepare(zc_batch *b)
     int zc_batch_task_key(const zc_batch *b, int64_t t, char *buf, size_t cap)
     int64_t zc_batch_split_writes(zc_batch *b, int nthreads)
+    int64_t zc_batch_split_reads(zc_batch *b, int nthreads)
     void zc_batch_free(zc_batch *b)
     void zc_batch_read_worker(zc_batch *b) nogil
     void zc_batch_write_worker(zc_batch *b) nogil

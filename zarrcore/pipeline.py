@@ -309,7 +309,7 @@ class ChunkStore:
         """Fill `out` (shape indexer.drop_shape) with the selection, chunks in parallel."""
         if self._batch is not None and isinstance(indexer, BasicIndexer):
             batch, head_len = self._make_batch(indexer, out)
-            run_workers(batch.work_read, batch.ntasks)
+            run_workers(batch.work_read, batch.split_reads(config.num_threads))
             batch.raise_error(head_len)
             return out
         if self._shards is not None and isinstance(indexer, BasicIndexer):
