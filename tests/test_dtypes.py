@@ -339,7 +339,9 @@ def test_string_fill_values():
     assert dt.numpy_dtype == np.dtypes.StringDType()
     assert dtype_from_numpy(np.dtypes.StringDType()) == dt
     assert dt.fill_value_from_json("héllo", 3) == "héllo"
-    assert isinstance(dt.fill_value_from_json("x", 3), np.str_)
+    assert type(dt.fill_value_from_json("x", 3)) is str
+    assert dt.fill_value_from_json("a\x00", 3) == "a\x00"  # trailing NULs are kept
+    assert dt.fill_value_to_json("\x00", 3) == "\x00"
     assert dt.fill_value_to_json("héllo", 2) == "héllo"
     assert dt.fill_value_from_json(0, 2) == ""  # zarr 2.x default for object arrays
     assert dt.fill_value_from_json(None, 2) is None

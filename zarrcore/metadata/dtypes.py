@@ -511,7 +511,11 @@ _STRING_NUMPY = np.dtypes.StringDType() if hasattr(np.dtypes, "StringDType") els
 
 
 class StringType(_VariableLengthBase):
-    """``string``: variable-length UTF-8 (v2: ``"|O"`` with the vlen-utf8 codec)."""
+    """``string``: variable-length UTF-8 (v2: ``"|O"`` with the vlen-utf8 codec).
+
+    Fill values are ``str`` rather than ``np.str_``, whose conversion to ``str`` drops trailing
+    NULs.
+    """
 
     v3_names = ("string",)
     v2_object_codec_id = "vlen-utf8"
@@ -525,10 +529,10 @@ class StringType(_VariableLengthBase):
         return cls() if dtype.kind == "T" else None
 
     def default_fill_value(self):
-        return np.str_("")
+        return ""
 
     def cast_fill_value(self, value):
-        return np.str_(self._item(value))
+        return str(self._item(value))
 
     def _decode_fill(self, value, zarr_format):
         # zarr 2.x wrote 0 (its generic default) as the fill value of object arrays.
