@@ -352,6 +352,8 @@ static size_t segment_cap(const zc_batch *b)
 
 int64_t zc_batch_split_writes(zc_batch *b, int nthreads)
 {
+    if (b->segments != NULL)
+        return b->ntasks * b->nsegments; /* split already */
     const size_t n = chunk_nbytes(b);
     int64_t k = b->ntasks ? (nthreads + b->ntasks - 1) / b->ntasks : 1;
     if (k > (int64_t)(n / SEGMENT_MIN))
@@ -360,8 +362,7 @@ int64_t zc_batch_split_writes(zc_batch *b, int nthreads)
         k = b->chunk_shape[0];
     if (k > MAX_SEGMENTS)
         k = MAX_SEGMENTS;
-    if (k < 2 || b->ndim == 0 || b->segments != NULL || b->chain.compressor != ZC_COMP_ZSTD ||
-        b->chain.checksum)
+    if (k < 2 || b->ndim == 0 || b->chain.compressor != ZC_COMP_ZSTD || b->chain.checksum)
         return b->ntasks;
     const zc_piece *p[ZC_BATCH_MAX_NDIM];
     for (int64_t t = 0; t < b->ntasks; t++) {
