@@ -391,9 +391,13 @@ int64_t zc_batch_split_writes(zc_batch *b, int nthreads)
 
 int64_t zc_batch_split_reads(zc_batch *b, int nthreads)
 {
+    const size_t n = chunk_nbytes(b);
     if (b->chain.compressor == ZC_COMP_BLOSC && b->ntasks > 0 && nthreads > b->ntasks &&
-        chunk_nbytes(b) >= BLOSC_SPLIT_MIN)
-        b->chain.decode_threads = (int)(nthreads / b->ntasks);
+        n >= BLOSC_SPLIT_MIN) {
+        /* At most a thread per MiB, so that starting them stays small against the work. */
+        int64_t k = nthreads / b->ntasks, most = (int64_t)(n >> 20);
+        b->chain.decode_threads = (int)(k < most ? k : most);
+    }
     return b->ntasks;
 }
 
