@@ -321,8 +321,7 @@ static int write_streamed(const zc_batch *b, const slab_walk *w, const char *pat
     }
     if (st == ZC_OK && b->chain.crc32c) {
         unsigned char trailer[4];
-        for (int i = 0; i < 4; i++)
-            trailer[i] = (unsigned char)(crc >> (8 * i));
+        zc_store_le32(trailer, crc);
         st = zc_file_writer_write(&f, trailer, 4);
     }
     return st == ZC_OK ? zc_file_writer_commit(&f, lock_fd, path) : st;
@@ -428,9 +427,8 @@ static int store_segments(const zc_batch *b, struct zc_chunk_segments *cs, const
         m += cs->out_len[s];
     }
     if (b->chain.crc32c) {
-        uint32_t crc = zc_crc32c(0, cs->out, m);
-        for (int i = 0; i < 4; i++)
-            cs->out[m++] = (unsigned char)(crc >> (8 * i));
+        zc_store_le32(cs->out + m, zc_crc32c(0, cs->out, m));
+        m += 4;
     }
     return zc_file_replace_locked(lock_fd, path, cs->out, m);
 }

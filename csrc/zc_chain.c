@@ -15,6 +15,12 @@ uint32_t zc_load_le32(const unsigned char *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+void zc_store_le32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
 int zc_chain_decode(const zc_chain *c, const unsigned char *src, size_t len, void *out, size_t n)
 {
     if (src == NULL)
@@ -89,9 +95,7 @@ int zc_chain_encode(const zc_chain *c, unsigned char *chunk, size_t n, unsigned 
     if (st != ZC_OK)
         return st;
     if (c->crc32c) {
-        uint32_t crc = zc_crc32c(0, dst, m);
-        for (int i = 0; i < 4; i++)
-            dst[m + (size_t)i] = (unsigned char)(crc >> (8 * i));
+        zc_store_le32(dst + m, zc_crc32c(0, dst, m));
         m += 4;
     }
     *outlen = m;

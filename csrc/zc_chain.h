@@ -24,8 +24,9 @@ typedef struct {
     int decode_threads;     /* blosc: threads of its own per chunk decoded (0 or 1: none) */
 } zc_chain;
 
-/* A little-endian uint32 (the crc32c trailer). */
+/* A little-endian uint32 (the crc32c trailer): read at `p`, or written there. */
 uint32_t zc_load_le32(const unsigned char *p);
+void zc_store_le32(unsigned char *p, uint32_t v);
 
 /* Encoded bytes -> exactly `n` decoded bytes at `out`, in memory byte order. */
 int zc_chain_decode(const zc_chain *c, const unsigned char *src, size_t len, void *out, size_t n);

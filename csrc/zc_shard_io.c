@@ -563,11 +563,8 @@ static int write_shard(zc_shard_io *io, int64_t s, writer *w, int lock_fd)
     unsigned char *index = w->shard.p + (io->index_at_start ? 0 : pos);
     if ((st = zc_shard_index_pack(w->entries, (size_t)n, index, raw)) != ZC_OK)
         return st;
-    if (io->index_crc32c) {
-        uint32_t crc = zc_crc32c(0, index, raw);
-        for (int b = 0; b < 4; b++)
-            index[raw + (size_t)b] = (unsigned char)(crc >> (8 * b));
-    }
+    if (io->index_crc32c)
+        zc_store_le32(index + raw, zc_crc32c(0, index, raw));
     return zc_file_replace_locked(lock_fd, path, w->shard.p, total);
 }
 

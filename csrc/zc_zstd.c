@@ -110,11 +110,10 @@ int zc_zstd_compress_segment(const void *src, size_t srclen, void *dst, size_t d
 {
     if (src == NULL || dst == NULL || outlen == NULL || srclen == 0 || srclen > frame_len)
         return ZC_ERR_PARAM;
-    if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
-        return ZC_ERR_PARAM;
-    ZSTD_CCtx *c = (ZSTD_CCtx *)thread_ctx(CCTX);
+    int st;
+    ZSTD_CCtx *c = thread_cctx(level, 0, &st);
     if (c == NULL)
-        return ZC_ERR_NOMEM;
+        return st;
     /* Every segment takes the parameters one call over the whole frame would: the header the
      * first one writes declares the window that all of them keep to. */
     ZSTD_parameters params = ZSTD_getParams(level, frame_len, 0);
