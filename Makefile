@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEMO_DIR ?= build/demo.zarr
 
-.PHONY: demo test bench install-test clean
+.PHONY: demo test bench wheel install-test clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -26,5 +26,10 @@ bench: $(PY)
 	$(PY) -m pip install ".[bench]"
 	$(PY) benchmarks/run.py
 
+wheel: $(PY)
+	rm -rf build/lib.* build/temp.* build/bdist.*  # an in-tree build would ship stale files
+	$(PY) -m pip wheel --no-deps -w wheels .
+	$(PY) wheels/check_wheel.py wheels
+
 clean:
-	rm -rf build *.egg-info zarrcore/*.c zarrcore/*.so
+	rm -rf build *.egg-info zarrcore/*.c zarrcore/*.so wheels/*.whl

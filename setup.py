@@ -1,4 +1,5 @@
-"""Build the compiled core: Cython bindings over csrc/, statically linked to python-blosc's libblosc.a."""
+"""Build the compiled core: csrc/ as one static library, Cython bindings over it, all linked
+to python-blosc's libblosc.a."""
 import glob
 import importlib.metadata
 import os
@@ -7,6 +8,7 @@ import sys
 import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 
 def _blosc_paths():
@@ -26,21 +28,38 @@ def _blosc_paths():
 
 BLOSC_INCLUDE, BLOSC_ARCHIVE = _blosc_paths()
 C_SOURCES = sorted(glob.glob("csrc/*.c"))
+C_HEADERS = sorted(glob.glob("csrc/*.h"))
 COMPILE_ARGS = ["-O3", "-std=c99", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"]
-# The archive's zstd/lz4/zlib symbols stay private to each extension.
-LINK_ARGS = ["-Wl,--exclude-libs,ALL", "-pthread"]
+# csrc/ is compiled once into this archive, which every extension links.
+CORE_LIBRARY = ("zarrcore_csrc", {
+    "sources": C_SOURCES,
+    "include_dirs": ["csrc", BLOSC_INCLUDE],
+    "cflags": COMPILE_ARGS,
+    "obj_deps": {"": C_HEADERS},
+})
+# The blosc archive goes after the core library on the link line (archives resolve only
+# earlier references), and its zstd/lz4/zlib symbols stay private to each extension.
+LINK_ARGS = [BLOSC_ARCHIVE, "-Wl,--exclude-libs,ALL", "-pthread"]
 
 
 def extension(name):
     return Extension(
         name,
-        sources=[name.replace(".", "/") + ".pyx"] + C_SOURCES,
+        sources=[name.replace(".", "/") + ".pyx"],
+        depends=C_SOURCES + C_HEADERS,
         include_dirs=["csrc", BLOSC_INCLUDE, numpy.get_include()],
-        extra_objects=[BLOSC_ARCHIVE],
         extra_compile_args=COMPILE_ARGS,
         extra_link_args=LINK_ARGS,
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
+
+
+class BuildExt(build_ext):
+    """build_ext that first builds the core library (plain `build` does, `build_ext` alone not)."""
+
+    def run(self):
+        self.run_command("build_clib")
+        super().run()
 
 
 MODULES = sorted(p[:-4].replace("/", ".") for p in glob.glob("zarrcore/*.pyx"))
@@ -51,5 +70,8 @@ setup(
         language_level=3,
         compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True},
     ),
-    package_data={"zarrcore": ["*.pxd", "include/*.h"]},
+    libraries=[CORE_LIBRARY],
+    cmdclass={"build_ext": BuildExt},
+    package_data={"zarrcore": ["kernels.pxd"]},
+    options={"build_ext": {"parallel": os.cpu_count() or 1}},
 )

@@ -1,0 +1,67 @@
+"""The installed package is self-contained (wheels/check_wheel.py): extensions need only glibc,
+export only their PyInit_ function, and the public .pxd is installed."""
+import importlib.metadata
+import importlib.util
+import pathlib
+import zipfile
+
+import pytest
+
+CHECKER = pathlib.Path(__file__).resolve().parent.parent / "wheels" / "check_wheel.py"
+
+
+@pytest.fixture(scope="module")
+def check_wheel():
+    spec = importlib.util.spec_from_file_location("check_wheel", CHECKER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def installed_extensions():
+    import zarrcore
+
+    return sorted(pathlib.Path(zarrcore.__file__).parent.glob("*.so"))
+
+
+def test_installed_package_is_self_contained(check_wheel):
+    assert check_wheel.check_installed() == []
+
+
+def test_each_extension_needs_only_glibc_and_exports_only_its_init(check_wheel):
+    extensions = installed_extensions()
+    assert {p.name.split(".")[0] for p in extensions} == set(check_wheel.EXTENSIONS)
+    for path in extensions:
+        needed, exported = check_wheel.elf_dynamic_info(path.read_bytes())
+        assert "libc.so.6" in needed and set(needed) <= check_wheel.ALLOWED_NEEDED, path.name
+        assert exported == [f"PyInit_{path.name.split('.')[0]}"], path.name
+
+
+def shared_libblosc():
+    for f in importlib.metadata.distribution("blosc").files or ():
+        if str(f).endswith("libblosc.so"):
+            return pathlib.Path(f.locate())
+    pytest.skip("the installed blosc distribution ships no libblosc.so to check against")
+
+
+def test_a_library_that_exports_its_codecs_is_refused(check_wheel):
+    problems = check_wheel.check_extension("zarrcore/kernels.so", shared_libblosc().read_bytes())
+    assert len(problems) == 1
+    assert problems[0].startswith("zarrcore/kernels.so: exports ") and "more" in problems[0]
+
+
+def test_a_wheel_missing_a_pxd_or_an_extension_or_with_stray_files_is_refused(check_wheel, tmp_path):
+    wheel = tmp_path / "zarrcore-0-py3-none-any.whl"
+    extensions = installed_extensions()
+    with zipfile.ZipFile(wheel, "w") as z:
+        for path in extensions[1:]:
+            z.write(path, f"zarrcore/{path.name}")
+        z.writestr("zarrcore/kernels.so", b"not an ELF file")
+        z.writestr("zarrcore/_batch.c", b"/* generated */")
+    problems = check_wheel.check_wheel(wheel)
+    missing = extensions[0].name.split(".")[0]
+    assert f"zarrcore/{missing}: no compiled extension" in problems
+    assert "zarrcore/kernels.pxd: missing (needed by `cimport zarrcore.kernels`)" in problems
+    assert "zarrcore/kernels.so: not an ELF file" in problems
+    assert "zarrcore/_batch.c: not meant to be shipped (a stale build directory?)" in problems
+    assert len(problems) == 4
