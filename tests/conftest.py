@@ -19,6 +19,38 @@ if importlib.util.find_spec("zarrcore") is None:
 import zarrcore  # noqa: E402
 
 
+def _asan_loaded():
+    """Is AddressSanitizer's runtime in this process (.ci/asan preloads it)?"""
+    try:
+        with open("/proc/self/maps") as f:
+            return any("libasan" in line for line in f)
+    except OSError:
+        return False
+
+
+ASAN = _asan_loaded()
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "measures_memory: asserts on RSS, which AddressSanitizer's shadow memory inflates")
+    config.addinivalue_line(
+        "markers", "checks_linking: asserts on how the extensions link, which a sanitized build changes")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not ASAN:
+        return
+    reasons = {
+        "measures_memory": "AddressSanitizer's shadow memory and quarantine inflate RSS",
+        "checks_linking": "a sanitized build links libasan and exports its hooks",
+    }
+    for item in items:
+        for name, reason in reasons.items():
+            if item.get_closest_marker(name):
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
 @pytest.fixture(autouse=True)
 def _restore_config():
     """Tests may change zarrcore.config; put it back afterwards."""

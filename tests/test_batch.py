@@ -526,6 +526,7 @@ RSS_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.measures_memory
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("comp", ["none", "zstd-crc"])
 def test_read_memory_is_bounded(tmp_path, comp):
@@ -571,6 +572,7 @@ STREAM_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.measures_memory
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("sharded", [False, True], ids=["chunks", "shards"])
 def test_streaming_a_large_array_block_by_block_keeps_memory_bounded(tmp_path, sharded):

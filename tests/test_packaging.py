@@ -7,6 +7,8 @@ import zipfile
 
 import pytest
 
+pytestmark = pytest.mark.checks_linking
+
 CHECKER = pathlib.Path(__file__).resolve().parent.parent / "wheels" / "check_wheel.py"
 
 
