@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEMO_DIR ?= build/demo.zarr
 
-.PHONY: demo test asan bench wheel install-test clean
+.PHONY: demo test sanitize bench wheel install-test clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +22,8 @@ install-test: $(PY)
 test: install-test
 	cd tests && ../$(VENV)/bin/python -m pytest -q -p no:cacheprovider
 
-asan:
-	.ci/asan
+sanitize:
+	.ci/sanitize
 
 bench: $(PY)
 	$(PY) -m pip install ".[bench]"

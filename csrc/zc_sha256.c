@@ -62,7 +62,8 @@ void zc_sha256(const void *data, size_t len, unsigned char out[32])
     /* The tail, a 1 bit, zeros, and the message length in bits (big-endian) fill one or
      * two final blocks. */
     unsigned char tail[128] = {0};
-    memcpy(tail, p, n);
+    if (n)
+        memcpy(tail, p, n); /* p may be NULL when len is 0 */
     tail[n] = 0x80;
     size_t total = n + 9 <= 64 ? 64 : 128;
     uint64_t bits = (uint64_t)len * 8;

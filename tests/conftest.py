@@ -20,7 +20,7 @@ import zarrcore  # noqa: E402
 
 
 def _asan_loaded():
-    """Is AddressSanitizer's runtime in this process (.ci/asan preloads it)?"""
+    """Is AddressSanitizer's runtime in this process (.ci/sanitize preloads it)?"""
     try:
         with open("/proc/self/maps") as f:
             return any("libasan" in line for line in f)
@@ -43,7 +43,7 @@ def pytest_collection_modifyitems(config, items):
         return
     reasons = {
         "measures_memory": "AddressSanitizer's shadow memory and quarantine inflate RSS",
-        "checks_linking": "a sanitized build links libasan and exports its hooks",
+        "checks_linking": "a sanitized build links the sanitizer runtimes",
     }
     for item in items:
         for name, reason in reasons.items():
