@@ -509,21 +509,35 @@ def test_large_outputs_stream_rows_exactly(tmp_path, comp, sharded):
 
 # -- memory ---------------------------------------------------------------------------------------
 
-RSS_SCRIPT = textwrap.dedent("""
-    import sys
-    import numpy, zarrcore
+# Scripts run in a fresh process: VmHWM is then this process's own peak (ru_maxrss would carry
+# the forking parent's over exec).
+STATUS_KIB = """
+import sys
+import numpy, zarrcore
 
-    def status_kib(field):
-        with open("/proc/self/status") as f:
-            return next(int(l.split()[1]) for l in f if l.startswith(field + ":"))
+def status_kib(field):
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith(field + ":"))
 
+"""
+
+
+def run_measured(script, *args):
+    """Run STATUS_KIB + `script` with this zarrcore in a fresh interpreter; its output ints."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(zarrcore.__file__)), os.environ.get("PYTHONPATH", "")]))
+    res = subprocess.run([sys.executable, "-c", STATUS_KIB + textwrap.dedent(script), *map(str, args)],
+                         env=env, capture_output=True, text=True, check=True)
+    return list(map(int, res.stdout.split()))
+
+
+RSS_SCRIPT = """
     zarrcore.config.set(num_threads=2)
     base = status_kib("VmRSS")
     a = zarrcore.open_array(sys.argv[1])
     out = a[...]
-    # VmHWM is this process's own peak (ru_maxrss would carry the forking parent's over exec).
     print(status_kib("VmHWM") - base, out.nbytes // 1024, int(out[-1, -1, -1]))
-""")
+"""
 
 
 @pytest.mark.measures_memory
@@ -536,25 +550,14 @@ def test_read_memory_is_bounded(tmp_path, comp):
     make(tmp_path / "a", data, (128, 128, 256), comp)
     expect = int(data[-1, -1, -1])
     del data
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [os.path.dirname(os.path.dirname(zarrcore.__file__)), os.environ.get("PYTHONPATH", "")]))
-    res = subprocess.run([sys.executable, "-c", RSS_SCRIPT, str(tmp_path / "a")], env=env,
-                         capture_output=True, text=True, check=True)
-    grown, out_kib, last = map(int, res.stdout.split())
+    grown, out_kib, last = run_measured(RSS_SCRIPT, tmp_path / "a")
     assert last == expect
     # Whole-chunk buffers would add 2 threads x (8 MiB file + 8 MiB scratch) = 32 MiB; streamed
     # reads keep a few bounded buffers per thread (blocks, window, zstd's history window).
     assert grown < out_kib + 16 * 1024, (grown, out_kib)
 
 
-STREAM_SCRIPT = textwrap.dedent("""
-    import sys
-    import numpy, zarrcore
-
-    def status_kib(field):
-        with open("/proc/self/status") as f:
-            return next(int(l.split()[1]) for l in f if l.startswith(field + ":"))
-
+STREAM_SCRIPT = """
     path, sharded = sys.argv[1], sys.argv[2] == "1"
     zarrcore.config.set(num_threads=2)
     shape, block = (1024, 1024, 512), 64
@@ -569,7 +572,7 @@ STREAM_SCRIPT = textwrap.dedent("""
         wrong += int(out.min() != k + 1 or out.max() != k + 1)
         del out
     print(status_kib("VmHWM") - base, wrong)
-""")
+"""
 
 
 @pytest.mark.measures_memory
@@ -578,11 +581,7 @@ STREAM_SCRIPT = textwrap.dedent("""
 def test_streaming_a_large_array_block_by_block_keeps_memory_bounded(tmp_path, sharded):
     """Writing then reading 1 GiB in 64 MiB blocks holds a few blocks at most, whatever the
     array's size: nothing is kept per chunk or shard (so arrays larger than RAM stream)."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [os.path.dirname(os.path.dirname(zarrcore.__file__)), os.environ.get("PYTHONPATH", "")]))
-    res = subprocess.run([sys.executable, "-c", STREAM_SCRIPT, str(tmp_path / "a"),
-                          str(int(sharded))], env=env, capture_output=True, text=True, check=True)
-    grown_kib, wrong = map(int, res.stdout.split())
+    grown_kib, wrong = run_measured(STREAM_SCRIPT, tmp_path / "a", int(sharded))
     assert wrong == 0
     # A block being written (64 MiB), its chunks in flight, and a read block with its pool
     # block: well under a quarter of the 1 GiB streamed.

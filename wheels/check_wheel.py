@@ -22,7 +22,8 @@ ALLOWED_NEEDED = {
 }
 PUBLIC_PXD = ("kernels.pxd",)
 # One extension per Cython module of the checkout this script belongs to.
-EXTENSIONS = sorted(p.stem for p in (pathlib.Path(__file__).resolve().parent.parent / "zarrcore").glob("*.pyx"))
+EXTENSIONS = sorted(
+    p.stem for p in (pathlib.Path(__file__).resolve().parent.parent / "zarrcore").glob("*.pyx"))
 
 SHT_DYNSYM, SHT_DYNAMIC = 11, 6
 DT_NULL, DT_NEEDED = 0, 1
@@ -63,8 +64,7 @@ def elf_dynamic_info(data):
     for k in range(shnum):
         f = struct.unpack_from(sect_fmt, data, shoff + k * shentsize)
         # name, type, flags, addr, offset, size, link, info, addralign, entsize
-        sections.append({"type": f[1], "offset": f[4], "size": f[5], "link": f[6],
-                         "entsize": f[9]})
+        sections.append({"type": f[1], "offset": f[4], "size": f[5], "link": f[6]})
 
     def body(section):
         start, size = section["offset"], section["size"]
@@ -130,7 +130,7 @@ def check_files(files, only_shipped=False):
     for module in EXTENSIONS:
         if module not in extensions:
             problems.append(f"zarrcore/{module}: no compiled extension")
-    for module, name in sorted(extensions.items()):
+    for name in sorted(extensions.values()):
         problems += check_extension(name, files[name]())
     for pxd in PUBLIC_PXD:
         if f"zarrcore/{pxd}" not in files:
