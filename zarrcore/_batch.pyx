@@ -103,11 +103,12 @@ cdef class ChunkBatch:
 cdef extern from "zc_key_lock.h" nogil:
     int zc_key_lock_open(const char *lock_dir, int *fd)
     int zc_key_lock(int fd, const char *path)
+    int zc_key_unlock(int fd, const char *path)
 
 
 def lock_key(lock_dir, path):
     """Take the key lock of `path` (csrc/zc_key_lock.h), waiting as long as it takes; returns
-    the descriptor that holds it, whose closing drops it."""
+    the descriptor that holds it, for unlock_key."""
     cdef bytes d = os.fsencode(lock_dir), p = os.fsencode(path)
     cdef const char *dp = d
     cdef const char *pp = p
@@ -124,6 +125,15 @@ def lock_key(lock_dir, path):
             os.close(fd)
         raise OSError(err, f"key lock for {os.fsdecode(p)!r}: {os.strerror(err)}")
     raise ValueError(f"lock directory path too long: {lock_dir!r}")
+
+
+def unlock_key(int fd, path):
+    """Drop the key lock of `path` held on `fd` and close it. The explicit unlock matters: a
+    child forked meanwhile shares the descriptor, and closing alone would leave the lock held
+    until the child exits."""
+    cdef bytes p = os.fsencode(path)
+    zc_key_unlock(fd, p)
+    os.close(fd)
 
 
 def status_error(int st, str where=""):

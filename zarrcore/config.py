@@ -79,8 +79,17 @@ class Config:
                 self._executor_threads = self.num_threads
             return self._executor
 
+    def _after_fork_in_child(self):
+        # The pool's threads, and whoever held the lock, do not exist in a forked child: its
+        # first parallel call starts a pool of its own instead of queueing work that no
+        # thread would ever run.
+        self._lock = threading.Lock()
+        self._executor = None
+        self._executor_threads = 0
+
 
 config = Config()
+os.register_at_fork(after_in_child=config._after_fork_in_child)
 
 
 def in_pool_thread():

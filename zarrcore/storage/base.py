@@ -1,5 +1,6 @@
 """The Store interface: a flat key/value space with byte-range reads."""
 import contextlib
+import os
 import threading
 
 from ..errors import InvalidKeyError, ReadOnlyError
@@ -30,6 +31,16 @@ def validate_prefix(prefix):
 # counted and dropped when no one holds or waits for them.
 _KEY_LOCKS = {}
 _KEY_LOCKS_GUARD = threading.Lock()
+
+
+def _forget_key_locks_in_child():
+    # Locks held by the parent's other threads would never be released in a forked child.
+    global _KEY_LOCKS, _KEY_LOCKS_GUARD
+    _KEY_LOCKS = {}
+    _KEY_LOCKS_GUARD = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_key_locks_in_child)
 
 
 class Store:
@@ -102,7 +113,8 @@ class Store:
         finally:
             with _KEY_LOCKS_GUARD:
                 entry[1] -= 1
-                if not entry[1]:
+                # (A child forked inside this block has a fresh registry without `entry`.)
+                if not entry[1] and _KEY_LOCKS.get(name) is entry:
                     del _KEY_LOCKS[name]
 
     def __eq__(self, other):

@@ -3,7 +3,7 @@ import contextlib
 import os
 import tempfile
 
-from .._batch import lock_key
+from .._batch import lock_key, unlock_key
 from .base import Store, validate_key, validate_prefix
 
 TEMP_PREFIX = ".zarrcore-tmp-"
@@ -110,8 +110,9 @@ class LocalStore(Store):
     def lock(self, key):
         """Exclusive across threads and processes; the kernel drops the lock when its holder dies."""
         with super().lock(key):
-            fd = lock_key(LOCK_DIR, self._path(key))
+            path = self._path(key)
+            fd = lock_key(LOCK_DIR, path)
             try:
                 yield
             finally:
-                os.close(fd)
+                unlock_key(fd, path)
