@@ -148,6 +148,11 @@ class Array(nodes.Node):
             raise TypeError("len() of unsized object")
         return self.shape[0]
 
+    def __reduce__(self):
+        # The chunk store holds compiled job state that does not pickle; it is rebuilt from
+        # the metadata, so processes and task schedulers can ship arrays.
+        return type(self), (self._store, self._path, self._metadata, self._read_only)
+
     def __repr__(self):
         return f"<zarrcore.Array {self._store!r}{self.name} shape={self.shape} dtype={self.dtype}>"
 
