@@ -470,6 +470,16 @@ def test_config_num_threads_results_match(store):
         np.testing.assert_array_equal(r, results[0])
 
 
+def test_a_pool_in_use_survives_a_resize():
+    """A call in one thread holds the pool while another thread changes num_threads: its
+    remaining work still runs (a shut-down pool would refuse it)."""
+    zarrcore.config.set(num_threads=2)
+    held = zarrcore.config.executor()
+    zarrcore.config.set(num_threads=3)
+    assert zarrcore.config.executor() is not held
+    assert held.submit(lambda: 42).result(timeout=10) == 42
+
+
 def test_config_rejects_bad_values():
     with pytest.raises(ValueError):
         zarrcore.config.set(num_threads=0)

@@ -71,8 +71,8 @@ class Config:
         """The shared thread pool, sized to `num_threads`."""
         with self._lock:
             if self._executor is None or self._executor_threads != self.num_threads:
-                if self._executor is not None:
-                    self._executor.shutdown(wait=False)
+                # The old pool is dropped, not shut down: a call in another thread may hold it
+                # still and submit to it. Its idle threads exit once it is collected.
                 self._executor = concurrent.futures.ThreadPoolExecutor(
                     self.num_threads, thread_name_prefix="zarrcore"
                 )
