@@ -501,3 +501,31 @@ def test_random_damage_never_crashes(tmp_path_factory, data):
         pytest.fail(f"damage to a crc32c-protected chunk went unnoticed: {chain}")
     if bad == good:
         np.testing.assert_array_equal(got, np.arange(30, dtype="int32").reshape(SHAPE) + 1)
+
+
+# -- selections and assignments ---------------------------------------------------------------
+
+@pytest.mark.parametrize("select", [
+    lambda a: a[10, 0],
+    lambda a: a[0, 0, 0],
+    lambda a: a.oindex[[0, 12], :],
+    lambda a: a.vindex[[0, 1], [0, 99]],
+    lambda a: a.blocks[5],
+    lambda a: a[..., ...],
+], ids=["out of bounds", "too many indices", "oindex", "vindex", "blocks", "two ellipses"])
+def test_bad_selections_raise_a_zarrcore_index_error(select):
+    a = zarrcore.create_array({}, shape=(10, 10), chunks=(4, 4), dtype="i4")
+    with pytest.raises(zarrcore.errors.SelectionError) as info:
+        select(a)
+    assert isinstance(info.value, zarrcore.errors.ZarrcoreError)
+    assert isinstance(info.value, IndexError)  # as numpy raises
+
+
+def test_wrong_value_or_out_shapes_name_the_array():
+    a = zarrcore.create_array({}, name="grid/t", shape=(10, 10), chunks=(4, 4), dtype="i4")
+    with pytest.raises(zarrcore.errors.ShapeMismatchError, match="'/grid/t'.*shape \\(3,\\)"):
+        a[0:4, 0] = np.arange(3)
+    with pytest.raises(zarrcore.errors.ShapeMismatchError, match="'/grid/t': out has shape"):
+        a.get_basic_selection((slice(0, 4), 0), out=np.empty(5, "i4"))
+    assert issubclass(zarrcore.errors.ShapeMismatchError, ValueError)
+    np.testing.assert_array_equal(a[...], 0)  # nothing was written

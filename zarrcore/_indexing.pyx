@@ -11,6 +11,8 @@ import math
 
 import numpy as np
 
+from .errors import SelectionError
+
 cimport numpy as cnp
 from libc.stdint cimport int64_t, uint8_t
 from libc.stdlib cimport free, malloc
@@ -165,20 +167,20 @@ cdef class PointGroups:
 def group_points(list arrays, shape, chunk_shape, bint progressions=False, axes=None):
     """Group points (one C-contiguous int64 array per axis, equal lengths) by chunk.
 
-    Negative coordinates count from the end; any outside the array raise IndexError (naming
+    Negative coordinates count from the end; any outside the array raise SelectionError (naming
     axis `axes[d]`). `progressions` (one axis only) also finds groups whose in-chunk positions
     ascend evenly.
     """
     cdef int ndim = len(arrays), bad_axis = 0, d, in_order
     if ndim > MAX_DIMS:
-        raise IndexError(f"too many indices: {ndim}")
+        raise SelectionError(f"too many indices: {ndim}")
     cdef int64_t n = len(arrays[0])
     cdef cnp.ndarray shp = np.asarray(shape, dtype=np.int64)
     cdef cnp.ndarray chk = np.asarray(chunk_shape, dtype=np.int64)
     cdef cnp.ndarray grid = -(-shp // chk)
     total = math.prod(int(c) for c in grid)
     if total >= 2**63:
-        raise IndexError(f"a chunk grid of {total} chunks is too large for point selections")
+        raise SelectionError(f"a chunk grid of {total} chunks is too large for point selections")
     cdef int64_t nkeys = total
     cdef const int64_t *idx[MAX_DIMS]
     for d in range(ndim):
@@ -188,7 +190,7 @@ def group_points(list arrays, shape, chunk_shape, bint progressions=False, axes=
     with nogil:
         bad = zc_point_chunk_ids(idx, ndim, n, _ptr(shp), _ptr(chk), _ptr(ids), &bad_axis)
     if bad >= 0:
-        raise IndexError(
+        raise SelectionError(
             f"index {arrays[bad_axis][bad]} is out of bounds for axis "
             f"{bad_axis if axes is None else axes[bad_axis]} with size {shape[bad_axis]}"
         )

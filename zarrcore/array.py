@@ -6,6 +6,7 @@ import re
 import numpy as np
 
 from . import _memory, nodes
+from .errors import ShapeMismatchError
 from .codecs.sharding import ShardingCodec
 from .indexing import (
     BasicIndexer, BlockIndexer, OrthogonalIndexer, coordinate_indexer, mask_indexer,
@@ -239,7 +240,8 @@ class Array(nodes.Node):
     def _read(self, indexer, out=None, fields=None):
         """The selection as a new array (a scalar when 0-d), or written into `out`."""
         if out is not None and out.shape != indexer.shape:
-            raise ValueError(f"out has shape {out.shape}, selection has shape {indexer.shape}")
+            raise ShapeMismatchError(
+                f"array {self.name!r}: out has shape {out.shape}, selection has shape {indexer.shape}")
         if out is not None and fields is None and not indexer.permuted and out.dtype == self.dtype:
             view = out.reshape(indexer.drop_shape)
             # Chunks decode straight into the caller's array when it reshapes without a copy.
@@ -268,9 +270,9 @@ class Array(nodes.Node):
         try:
             value = np.broadcast_to(value, indexer.shape).reshape(indexer.drop_shape)
         except ValueError:
-            raise ValueError(
-                f"could not broadcast value of shape {value.shape} to selection shape {indexer.shape}"
-            ) from None
+            raise ShapeMismatchError(
+                f"array {self.name!r}: could not broadcast value of shape {value.shape} to "
+                f"selection shape {indexer.shape}") from None
         if indexer.nitems:
             self._chunks.write(indexer, indexer.permute(value))
 

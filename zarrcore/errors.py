@@ -5,6 +5,14 @@ class ZarrcoreError(Exception):
     """Base class of every error about stored data, metadata or keys."""
 
 
+class SelectionError(ZarrcoreError, IndexError):
+    """An index or selection that does not fit the array (an IndexError, as in numpy)."""
+
+
+class ShapeMismatchError(ZarrcoreError, ValueError):
+    """A value to write, or an `out` array, whose shape does not fit the selection."""
+
+
 class MetadataError(ZarrcoreError, ValueError):
     """Metadata is malformed, invalid or unsupported."""
 

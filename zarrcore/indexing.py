@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _indexing
+from .errors import SelectionError
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ def _is_int(x):
 def _dim_int(index, dim_len, axis):
     i = int(index)
     if i < -dim_len or i >= dim_len:
-        raise IndexError(f"index {i} is out of bounds for axis {axis} with size {dim_len}")
+        raise SelectionError(f"index {i} is out of bounds for axis {axis} with size {dim_len}")
     return i + dim_len if i < 0 else i
 
 
@@ -55,7 +56,7 @@ def _index_array(item):
         # An empty list indexes nothing; numpy reads it as an int array.
         return a.astype(np.int64)
     if a.dtype.kind not in "iu":
-        raise IndexError("arrays used as indices must be of integer (or boolean) type")
+        raise SelectionError("arrays used as indices must be of integer (or boolean) type")
     return a
 
 
@@ -63,7 +64,7 @@ def _check_bool_axes(mask, shape, axis):
     for d, (m, s) in enumerate(zip(mask.shape, shape)):
         # numpy lets an empty boolean axis stand against any length.
         if m != s and m != 0:
-            raise IndexError(
+            raise SelectionError(
                 f"boolean index did not match indexed array along axis {axis + d}; "
                 f"size of axis is {s} but size of corresponding boolean axis is {m}"
             )
@@ -77,10 +78,10 @@ def expand_selection(selection, ndim):
         selection = (selection,)
     n_ellipsis = sum(1 for s in selection if s is Ellipsis)
     if n_ellipsis > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
+        raise SelectionError("an index can only have a single ellipsis ('...')")
     n_real = sum(1 for s in selection if s is not None and s is not Ellipsis)
     if n_real > ndim:
-        raise IndexError(
+        raise SelectionError(
             f"too many indices for array: array is {ndim}-dimensional, but {n_real} were indexed"
         )
     out = []
@@ -125,7 +126,7 @@ def pop_fields(selection):
     if not fields:
         return None, selection
     if len(fields) > 1:
-        raise IndexError("give the fields as one name or one list of names")
+        raise SelectionError("give the fields as one name or one list of names")
     rest = tuple(s for s in selection if s is not fields[0])
     return fields[0], rest if rest else Ellipsis
 
@@ -174,19 +175,19 @@ class OrthogonalIndexer:
         if _is_int(item):
             return _indexing.int_plan(_dim_int(item, dim_len, axis), chunk_len, dim_len)
         if not self.arrays_allowed:
-            raise IndexError(
+            raise SelectionError(
                 f"unsupported index {item!r} for basic selection; use .oindex or .vindex for arrays"
             )
         a = _index_array(item)
         if a.dtype == bool:
             if a.ndim != 1:
-                raise IndexError("orthogonal selection takes 1-D boolean arrays, one per axis")
+                raise SelectionError("orthogonal selection takes 1-D boolean arrays, one per axis")
             _check_bool_axes(a, (dim_len,), axis)
             a = np.flatnonzero(a)
         elif a.ndim == 0:
             return _indexing.int_plan(_dim_int(a, dim_len, axis), chunk_len, dim_len)
         elif a.ndim != 1:
-            raise IndexError("orthogonal selection takes 1-D integer arrays, one per axis")
+            raise SelectionError("orthogonal selection takes 1-D integer arrays, one per axis")
         return _indexing.array_plan(np.ascontiguousarray(a, dtype=np.int64), chunk_len, dim_len, axis)
 
     @property
@@ -241,20 +242,20 @@ class BlockIndexer(BasicIndexer):
     def __init__(self, selection, shape, block_shape, chunk_shape):
         items = expand_selection(selection, len(shape))
         if any(item is None for item in items):
-            raise IndexError("block selections do not take newaxis")
+            raise SelectionError("block selections do not take newaxis")
         region = []
         for axis, (item, dim_len, block) in enumerate(zip(items, shape, block_shape)):
             nblocks = -(-dim_len // block)
             if isinstance(item, slice):
                 start, stop, step = item.indices(nblocks)
                 if step != 1:
-                    raise IndexError("block selections take slices with step 1 only")
+                    raise SelectionError("block selections take slices with step 1 only")
                 stop = max(start, stop)
             elif _is_int(item):
                 start = _dim_int(item, nblocks, axis)
                 stop = start + 1
             else:
-                raise IndexError(f"unsupported block selection {item!r}: use ints and slices")
+                raise SelectionError(f"unsupported block selection {item!r}: use ints and slices")
             region.append(slice(start * block, min(stop * block, dim_len)))
         super().__init__(tuple(region), shape, chunk_shape)
 
@@ -265,12 +266,12 @@ class CoordinateIndexer:
 
     def __init__(self, arrays, shape, chunk_shape):
         if len(arrays) != len(shape):
-            raise IndexError(
+            raise SelectionError(
                 f"coordinate selection needs {len(shape)} index arrays, got {len(arrays)}"
             )
         for axis, a in enumerate(arrays):
             if not isinstance(a, np.ndarray) or a.dtype.kind not in "iu":
-                raise IndexError("coordinate selections take integer arrays, one per axis")
+                raise SelectionError("coordinate selections take integer arrays, one per axis")
             if a.ndim == 0:
                 # numpy checks ints even when the arrays broadcast to nothing.
                 _dim_int(a, shape[axis], axis)
@@ -311,7 +312,7 @@ def coordinate_indexer(selection, shape, chunk_shape):
     items = selection if isinstance(selection, tuple) else (selection,)
     arrays = [_index_array(s) for s in items]
     if any(a.dtype == bool for a in arrays):
-        raise IndexError("coordinate selections take integer arrays; use a mask selection")
+        raise SelectionError("coordinate selections take integer arrays; use a mask selection")
     return CoordinateIndexer(arrays, shape, chunk_shape)
 
 
@@ -321,9 +322,9 @@ def mask_indexer(mask, shape, chunk_shape):
         mask = mask[0]
     mask = np.asarray(mask)
     if mask.dtype != bool:
-        raise IndexError("mask selections take a boolean array")
+        raise SelectionError("mask selections take a boolean array")
     if mask.shape != tuple(shape):
-        raise IndexError(f"mask has shape {mask.shape}, the array {tuple(shape)}")
+        raise SelectionError(f"mask has shape {mask.shape}, the array {tuple(shape)}")
     return CoordinateIndexer(list(np.nonzero(mask)), shape, chunk_shape)
 
 
@@ -337,7 +338,7 @@ def numpy_indexer(selection, shape, chunk_shape):
         if not (item is None or item is Ellipsis or isinstance(item, slice) or _is_int(item)):
             a = _index_array(item)
             if a.dtype == bool and a.ndim == 0:
-                raise IndexError("boolean scalar indices are not supported")
+                raise SelectionError("boolean scalar indices are not supported")
             # A 0-d int array indexes like an int.
             items[i] = int(a) if a.ndim == 0 else a
     consumed = sum(
@@ -345,12 +346,12 @@ def numpy_indexer(selection, shape, chunk_shape):
         for item in items if item is not None and item is not Ellipsis
     )
     if consumed > len(shape):
-        raise IndexError(
+        raise SelectionError(
             f"too many indices for array: array is {len(shape)}-dimensional, "
             f"but {consumed} were indexed"
         )
     if sum(1 for item in items if item is Ellipsis) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
+        raise SelectionError("an index can only have a single ellipsis ('...')")
     # Expand Ellipsis, and each k-d bool array into the k int arrays of its true elements.
     expanded, axis = [], 0
     for item in items:
@@ -420,7 +421,7 @@ def _broadcast_shape(shapes):
     try:
         return np.broadcast_shapes(*shapes)
     except ValueError:
-        raise IndexError(
+        raise SelectionError(
             "shape mismatch: indexing arrays could not be broadcast together with shapes "
             + " ".join(str(s) for s in shapes)
         ) from None
