@@ -6,8 +6,8 @@ import re
 import numpy as np
 
 from . import _memory, nodes
-from .errors import ShapeMismatchError
 from .codecs.sharding import ShardingCodec
+from .errors import ShapeMismatchError
 from .indexing import (
     BasicIndexer, BlockIndexer, OrthogonalIndexer, coordinate_indexer, mask_indexer,
     numpy_indexer, pop_fields,
