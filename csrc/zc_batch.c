@@ -489,8 +489,8 @@ static void write_segments(zc_batch *b)
             continue;
         task_pieces(b, t, p);
         errno = 0;
-        if ((st = format_key(b, p, path, sizeof path)) == ZC_OK && lock_fd < 0 && b->lock_dir[0])
-            st = zc_key_lock_open(b->lock_dir, &lock_fd);
+        if ((st = format_key(b, p, path, sizeof path)) == ZC_OK)
+            st = zc_key_lock_open_once(b->lock_dir, &lock_fd);
         if (st == ZC_OK)
             st = store_segments(b, cs, path, lock_fd);
         if (st != ZC_OK) {
@@ -534,8 +534,7 @@ void zc_batch_write_worker(zc_batch *b)
             fail(b, t, st, 0);
             break;
         }
-        if (lock_fd < 0 && b->lock_dir[0] &&
-            (st = zc_key_lock_open(b->lock_dir, &lock_fd)) != ZC_OK) {
+        if ((st = zc_key_lock_open_once(b->lock_dir, &lock_fd)) != ZC_OK) {
             fail(b, t, st, errno);
             break;
         }

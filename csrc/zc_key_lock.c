@@ -33,6 +33,11 @@ int zc_key_lock_open(const char *lock_dir, int *fd)
     return *fd < 0 ? ZC_ERR_IO : ZC_OK;
 }
 
+int zc_key_lock_open_once(const char *lock_dir, int *fd)
+{
+    return *fd >= 0 || lock_dir[0] == '\0' ? ZC_OK : zc_key_lock_open(lock_dir, fd);
+}
+
 #ifdef F_OFD_SETLKW
 static int set_lock(int fd, const char *path, short type)
 {

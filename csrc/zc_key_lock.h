@@ -13,6 +13,10 @@
  * with errno, or ZC_ERR_SIZE for a too long `lock_dir`. */
 int zc_key_lock_open(const char *lock_dir, int *fd);
 
+/* As zc_key_lock_open, on a worker's first need: ZC_OK and nothing done when *fd is open
+ * already (>= 0) or `lock_dir` is empty (the store takes no locks). */
+int zc_key_lock_open_once(const char *lock_dir, int *fd);
+
 /* Take (waiting as long as it takes) or drop the lock of `path` on descriptor `fd`. */
 int zc_key_lock(int fd, const char *path);
 int zc_key_unlock(int fd, const char *path);

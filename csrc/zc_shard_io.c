@@ -626,9 +626,8 @@ void zc_shard_io_write_worker(zc_shard_io *io)
         }
         if (__atomic_sub_fetch(&io->slots[s].remaining, 1, __ATOMIC_ACQ_REL) == 0) {
             errno = 0;
-            if (lock_fd < 0 && io->lock_dir[0])
-                st = zc_key_lock_open(io->lock_dir, &lock_fd);
-            if (st != ZC_OK || (st = write_shard(io, s, &w, lock_fd)) != ZC_OK) {
+            if ((st = zc_key_lock_open_once(io->lock_dir, &lock_fd)) != ZC_OK ||
+                (st = write_shard(io, s, &w, lock_fd)) != ZC_OK) {
                 fail_simple(io, s, -1, st, errno);
                 break;
             }
