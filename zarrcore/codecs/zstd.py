@@ -22,7 +22,8 @@ class ZstdCodec(BytesBytesCodec):
 
     @classmethod
     def from_v2_config(cls, config):
-        return cls(level=config.get("level", 1), checksum=config.get("checksum", False))
+        # numcodecs' defaults: level 0 (zstd's default) and no checksum.
+        return cls(level=config.get("level", 0), checksum=config.get("checksum", False))
 
     def configuration(self):
         return {"level": self.level, "checksum": self.checksum}
