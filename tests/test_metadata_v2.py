@@ -220,4 +220,4 @@ def test_zarr2_style_documents():
     strings = ArrayMetadataV2.from_json(
         {**doc, "dtype": "|O", "fill_value": 0, "filters": [{"id": "vlen-utf8"}]}
     )
-    assert strings.fill_value == "" and strings.data_type == dtype_from_numpy(str)
+    assert strings.fill_value == "0" and strings.data_type == dtype_from_numpy(str)

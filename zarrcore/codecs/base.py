@@ -1,4 +1,5 @@
 """The codec interface, grouped as array->array, array->bytes and bytes->bytes."""
+import copy
 import math
 from dataclasses import dataclass, replace
 
@@ -10,13 +11,20 @@ class ChunkSpec:
     """What a codec is told about the chunk it transforms.
 
     `dtype` is the in-memory numpy dtype (native byte order for numbers);
-    `order` is the memory layout the decoded chunk has ("C" or "F").
+    `order` is the memory layout the decoded chunk has ("C" or "F"); `array_dtype` is the
+    array's dtype (default `dtype`), which stays when a codec changes `dtype`: zarr-python
+    fills in array-dependent codec parameters, such as the bytes codec's endian, from it.
     """
 
     shape: tuple
     dtype: np.dtype
     fill_value: object = None
     order: str = "C"
+    array_dtype: np.dtype = None
+
+    def __post_init__(self):
+        if self.array_dtype is None:
+            object.__setattr__(self, "array_dtype", np.dtype(self.dtype))
 
     @property
     def nbytes(self):
@@ -27,10 +35,16 @@ class ChunkSpec:
 
 
 class Codec:
-    """A codec: `name` is its v3 name, `configuration()` its v3 configuration."""
+    """A codec: `name` is its v3 name, `configuration()` its v3 configuration.
+
+    `stored_json`, when set, is the v3 JSON the codec is stored as instead: a built-in codec
+    standing for another codec with the same encoding (numcodecs.zstd as zstd) keeps its own
+    class, so the compiled paths that recognize that class still run it.
+    """
 
     name = None
     kind = None
+    stored_json = None
 
     @classmethod
     def from_config(cls, configuration):
@@ -40,6 +54,10 @@ class Codec:
         return {}
 
     def to_json(self):
+        if self.stored_json is not None:
+            return copy.deepcopy(self.stored_json)
+        if self.name is None and hasattr(self, "to_v2_json"):
+            return self.to_v2_json()  # a codec of v2 arrays only: its numcodecs form
         config = self.configuration()
         return {"name": self.name, "configuration": config} if config else {"name": self.name}
 

@@ -41,11 +41,13 @@ class BloscCodec(BytesBytesCodec):
 
     @classmethod
     def from_v2_config(cls, config):
+        """From numcodecs' configuration; what it leaves out takes numcodecs' defaults."""
         config = dict(config)
         shuffle = config.pop("shuffle", 1)
         if not _is_int(shuffle) or shuffle not in (-1, 0, 1, 2):
             raise MetadataError(f"blosc: shuffle must be -1, 0, 1 or 2, got {shuffle!r}")
-        return cls(shuffle=None if shuffle == -1 else SHUFFLES[shuffle], **config)
+        return cls(cname=config.pop("cname", "lz4"), shuffle=None if shuffle == -1 else SHUFFLES[shuffle],
+                   **config)
 
     def configuration(self):
         config = {"typesize": self.typesize, "cname": self.cname, "clevel": self.clevel,

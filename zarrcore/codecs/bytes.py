@@ -51,10 +51,11 @@ class BytesCodec(ArrayBytesCodec):
             # A "struct" array's endian is the byte order of every field; "structured" ones
             # record none (fields in memory order), as below.
             return self
-        if _byte_order(dtype) is None:
-            # zarr-python records no endian for types without one.
+        if _byte_order(np.dtype(spec.array_dtype)) is None:
+            # zarr-python records no endian for arrays whose type has none, even when a filter
+            # made multi-byte items of them (those are then in native order).
             return self if self.endian is None else BytesCodec(None)
-        if self.endian is None:
+        if self.endian is None and _byte_order(dtype) is not None:
             raise MetadataError(f"bytes codec: endian is required for dtype {dtype}")
         return self
 

@@ -2,7 +2,7 @@
 import numpy as np
 
 from .. import _compress
-from ..errors import ChecksumError, ChunkDecodeError
+from ..errors import ChecksumError, ChunkDecodeError, MetadataError
 from .base import BytesBytesCodec
 from .registry import register_codec
 
@@ -16,13 +16,14 @@ def _u8(buf):
     return np.frombuffer(buf, dtype=np.uint8)
 
 
-def _split(data):
-    """The payload of `data` as a view, after verifying its checksum."""
+def _split(data, at_start=False):
+    """The payload of `data` as a view, after verifying its checksum (after it, or before it
+    when `at_start`)."""
     raw = _u8(data)
     if raw.nbytes < 4:
         raise ChunkDecodeError(f"crc32c codec: {raw.nbytes} bytes is too short to hold a checksum")
-    payload = raw[:-4]
-    stored = int.from_bytes(raw[-4:].tobytes(), "little")
+    payload, checksum = (raw[4:], raw[:4]) if at_start else (raw[:-4], raw[-4:])
+    stored = int.from_bytes(checksum.tobytes(), "little")
     actual = _compress.crc32c(payload)
     if actual != stored:
         raise ChecksumError(f"crc32c codec: checksum mismatch (stored {stored:#010x}, computed {actual:#010x})")
@@ -33,31 +34,48 @@ class Crc32cCodec(BytesBytesCodec):
     """Append a CRC-32C; decoding verifies it."""
 
     name = "crc32c"
+    at_start = False
 
     @classmethod
     def from_v2_config(cls, config):
-        return cls(**config)
+        """From numcodecs' configuration, whose `location` ("end" by default) may be "start"."""
+        config = dict(config)
+        location = config.pop("location", None)
+        if config:
+            raise MetadataError(f"crc32c codec: unknown parameters {sorted(config)}")
+        if location not in (None, "start", "end"):
+            raise MetadataError(f"crc32c codec: location must be 'start' or 'end', got {location!r}")
+        return Crc32cAtStartCodec() if location == "start" else cls()
 
     def to_v2_json(self):
-        return {"id": "crc32c"}
+        return {"id": "crc32c", "location": "start"} if self.at_start else {"id": "crc32c"}
 
     def encode(self, data, spec):
         raw = _u8(data)
         out = np.empty(raw.nbytes + 4, dtype=np.uint8)
-        out[:-4] = raw
-        out[-4:] = np.frombuffer(_compress.crc32c(raw).to_bytes(4, "little"), dtype=np.uint8)
+        payload, checksum = (out[4:], out[:4]) if self.at_start else (out[:-4], out[-4:])
+        payload[...] = raw
+        checksum[...] = np.frombuffer(_compress.crc32c(raw).to_bytes(4, "little"), dtype=np.uint8)
         return out
 
     def decode(self, data, spec):
-        return _split(data)
+        return _split(data, self.at_start)
 
     def decode_into(self, data, out, spec):
-        payload = _split(data)
+        payload = _split(data, self.at_start)
         target = _u8(out)
         if payload.nbytes != target.nbytes:
             raise ChunkDecodeError(f"crc32c codec: payload has {payload.nbytes} bytes, expected {target.nbytes}")
         target[...] = payload
         return payload.nbytes
+
+
+class Crc32cAtStartCodec(Crc32cCodec):
+    """numcodecs' crc32c with `location` "start": the checksum before the data. A class of
+    its own, as the compiled batches run only the plain crc32c."""
+
+    name = None  # no v3 form of its own
+    at_start = True
 
 
 register_codec(Crc32cCodec, v2_id="crc32c")

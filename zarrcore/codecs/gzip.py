@@ -10,21 +10,30 @@ class _DeflateCodec(BytesBytesCodec):
     the subclass compresses with `_deflate` and decompresses with `_inflate`."""
 
     v2_id = None
+    ZLIB_DEFAULT = -1  # numcodecs passes it on to zlib, which compresses at level 6
 
     def __init__(self, level):
         if not isinstance(level, int) or isinstance(level, bool) or not 0 <= level <= 9:
             raise MetadataError(f"{self.v2_id} codec: level must be an integer 0-9, got {level!r}")
         self.level = level
+        self.configured_level = level  # as stored; `level` is what compression uses
 
     @classmethod
     def from_v2_config(cls, config):
-        return cls(level=config.get("level", 1))
+        """From numcodecs' configuration, where level -1 (zlib's default) is valid too: the
+        level matters only for writing, so data zarr 2 wrote with it must read."""
+        level = config.get("level", 1)
+        if level != cls.ZLIB_DEFAULT or isinstance(level, bool):
+            return cls(level=level)
+        codec = cls(level=6)
+        codec.configured_level = level
+        return codec
 
     def configuration(self):
-        return {"level": self.level}
+        return {"level": self.configured_level}
 
     def to_v2_json(self):
-        return {"id": self.v2_id, "level": self.level}
+        return {"id": self.v2_id, "level": self.configured_level}
 
     def encode(self, data, spec):
         return self._deflate(data, self.level)

@@ -28,8 +28,6 @@ class BZ2Codec(BytesBytesCodec):
     def to_v2_json(self):
         return {"id": "bz2", "level": self.level}
 
-    to_json = to_v2_json
-
     def encode(self, data, spec):
         return bz2.compress(memoryview(data), self.level)
 
@@ -67,8 +65,6 @@ class LZMACodec(BytesBytesCodec):
 
     def to_v2_json(self):
         return {"id": "lzma", **self.configuration()}
-
-    to_json = to_v2_json
 
     def encode(self, data, spec):
         try:

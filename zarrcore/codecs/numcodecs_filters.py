@@ -69,9 +69,6 @@ class V2Filter(ArrayArrayCodec):
     def to_v2_json(self):
         return {"id": self.v2_id, **self.configuration()}
 
-    def to_json(self):
-        return self.to_v2_json()
-
     def encoded_layout(self, count, dtype):
         raise NotImplementedError
 
@@ -127,9 +124,6 @@ class FilterAsBytes(BytesBytesCodec):
 
     def __init__(self, filter):
         self.filter = filter
-
-    def to_json(self):
-        return self.filter.to_v2_json()
 
     def to_v2_json(self):
         return self.filter.to_v2_json()

@@ -44,7 +44,12 @@ def codec_from_v2(config, where="compressor"):
     if cls is None:
         raise UnknownCodecError(f"{where}: unknown codec id {config['id']!r}")
     options = {k: v for k, v in config.items() if k != "id"}
-    return _build(cls.from_v2_config, options, f"{where}: invalid configuration for {config['id']!r}")
+    try:
+        return _build(cls.from_v2_config, options, f"{where}: invalid configuration for {config['id']!r}")
+    except MetadataError as e:  # the codec's own message: put `where` in front
+        if str(e).startswith(where):
+            raise
+        raise type(e)(f"{where}: {e}") from None
 
 
 def _build(make, config, what):

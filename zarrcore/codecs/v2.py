@@ -31,21 +31,11 @@ class V2BytesCodec(BytesCodec):
         return BytesCodec(_byte_order(np.dtype(spec.dtype))).resolve(spec)
 
 
-def _from_v2(config, where):
-    """codec_from_v2, with `where` in front of the codecs' own configuration errors too."""
-    try:
-        return codec_from_v2(config, where)
-    except MetadataError as e:
-        if str(e).startswith(where):
-            raise
-        raise type(e)(f"{where}: {e}") from None
-
-
 def codecs_from_v2_metadata(meta, where=".zarray"):
     """The codec list that reads and writes the chunks of v2 array metadata `meta`."""
-    stages = [_from_v2(f, f"{where}: filters[{i}]") for i, f in enumerate(meta.filters or ())]
+    stages = [codec_from_v2(f, f"{where}: filters[{i}]") for i, f in enumerate(meta.filters or ())]
     if meta.compressor is not None:
-        stages.append(_from_v2(meta.compressor, f"{where}: compressor"))
+        stages.append(codec_from_v2(meta.compressor, f"{where}: compressor"))
     serializers = [i for i, c in enumerate(stages) if isinstance(c, ArrayBytesCodec)]
     if len(serializers) > 1:
         raise MetadataError(f"{where}: more than one object codec among filters and compressor")
@@ -84,7 +74,7 @@ def _v2_json(codec, where):
     else:
         raise TypeError(f"{where}: expected a codec or a numcodecs configuration, got {codec!r}")
     # Re-serialized, so the stored configuration is complete as numcodecs writes it.
-    return _from_v2(config, where).to_v2_json()
+    return codec_from_v2(config, where).to_v2_json()
 
 
 def _compressor_json(compressors):

@@ -18,20 +18,29 @@ class ZstdCodec(BytesBytesCodec):
         if not isinstance(checksum, bool):
             raise MetadataError(f"zstd codec: checksum must be a boolean, got {checksum!r}")
         self.level = level
+        self.configured_level = level  # as stored; `level` is what compression uses
         self.checksum = checksum
 
     @classmethod
     def from_v2_config(cls, config):
-        return cls(level=config.get("level", 1), checksum=config.get("checksum", False))
+        """From numcodecs' configuration (defaults: level 0, zstd's default, and no checksum),
+        whose levels past zstd's range numcodecs clamps into it: the level matters only for
+        writing, so data written with one must read."""
+        level = config.get("level", 0)
+        if isinstance(level, int) and not isinstance(level, bool):
+            codec = cls(level=min(max(level, MIN_LEVEL), MAX_LEVEL), checksum=config.get("checksum", False))
+            codec.configured_level = level
+            return codec
+        return cls(level=level, checksum=config.get("checksum", False))
 
     def configuration(self):
-        return {"level": self.level, "checksum": self.checksum}
+        return {"level": self.configured_level, "checksum": self.checksum}
 
     def to_v2_json(self):
         # zarr-python leaves out a false checksum, and tensorstore rejects the key.
         if self.checksum:
-            return {"id": "zstd", "level": self.level, "checksum": True}
-        return {"id": "zstd", "level": self.level}
+            return {"id": "zstd", "level": self.configured_level, "checksum": True}
+        return {"id": "zstd", "level": self.configured_level}
 
     def encode(self, data, spec):
         return _compress.zstd_compress(data, self.level, self.checksum)

@@ -352,6 +352,10 @@ class ComplexType(DataType):
 # -- raw bytes --------------------------------------------------------------
 
 
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _bytes_from_json(value, length=None):
     """Base64 string or list of byte values -> bytes (exactly ``length`` long if given)."""
     if isinstance(value, str):
@@ -535,9 +539,10 @@ class StringType(_VariableLengthBase):
         return str(self._item(value))
 
     def _decode_fill(self, value, zarr_format):
-        # zarr 2.x wrote 0 (its generic default) as the fill value of object arrays.
-        if zarr_format == 2 and value == 0 and not isinstance(value, bool):
-            return self.default_fill_value()
+        # zarr 2.x wrote 0 (its generic default) as the fill value of object arrays: "0", as
+        # zarr-python 3 reads it (zarr 2.18 fills with the number 0).
+        if zarr_format == 2 and _is_number(value):
+            return str(value)
         return self.cast_fill_value(value)
 
     def _encode_fill(self, value, zarr_format):
@@ -603,6 +608,10 @@ class FixedLengthUTF32Type(DataType):
         return np.str_(value)
 
     def _decode_fill(self, value, zarr_format):
+        if zarr_format == 2 and (isinstance(value, str) or _is_number(value)):
+            # zarr 2.x kept the fill value as written and numpy converted it: 0 is "0", and a
+            # longer string is cut to the item (zarr 2.18 and zarr-python 3 read it so).
+            return np.str_(np.array(value, dtype=self.numpy_dtype)[()])
         return self.cast_fill_value(value)
 
     def _encode_fill(self, value, zarr_format):
@@ -634,6 +643,16 @@ class NullTerminatedBytesType(DataType):
         return np.bytes_(bytes(value))
 
     def _decode_fill(self, value, zarr_format):
+        if zarr_format == 2:
+            # As zarr 2.18 reads it: base64 if it decodes, else the value's text (0 from
+            # zarr 2.x is b"0"), cut to the item.
+            try:
+                data = _bytes_from_json(value)
+            except (TypeError, ValueError):
+                if not (isinstance(value, str) or _is_number(value)):
+                    raise
+                data = str(value).encode("ascii")
+            return self.cast_fill_value(data[:self.numpy_dtype.itemsize])
         return self.cast_fill_value(_bytes_from_json(value))
 
     def _encode_fill(self, value, zarr_format):
