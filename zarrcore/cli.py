@@ -1,4 +1,5 @@
-"""Command line: `zarrcore info|tree|verify|demo PATH`, `zarrcore --version`."""
+"""Command line: `zarrcore info|tree|verify|demo PATH`, `zarrcore convert|copy SRC DST`,
+`zarrcore --version`. Ctrl-C stops convert and copy cleanly: `convert --resume` goes on."""
 import argparse
 import json
 import sys
@@ -93,6 +94,35 @@ def cmd_verify(args):
     return 0 if report.ok else 1
 
 
+def cmd_convert(args):
+    from .tools.convert import convert
+
+    try:
+        report = convert(
+            args.src, args.dst, zarr_format=args.zarr_format, chunks=args.chunks,
+            shards=args.shards, codecs=args.codecs, compressor=args.compressor, dtype=args.dtype,
+            dimension_names=None if args.dimension_names is None else args.dimension_names.split(","),
+            memory=args.memory, resume=args.resume, overwrite=args.overwrite,
+            progress=_progress(args))
+    except KeyboardInterrupt:
+        print("zarrcore convert: interrupted; run it again with --resume to finish", file=sys.stderr)
+        return 130
+    _print_report(args, report)
+
+
+def cmd_copy(args):
+    from .tools.copy import copy
+
+    _print_report(args, copy(args.src, args.dst, overwrite=args.overwrite, progress=_progress(args)))
+
+
+def _print_report(args, report):
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    elif not args.quiet:
+        print(report)
+
+
 def _progress(args):
     """progress= for the tools: off with --quiet, else a bar when stderr is a terminal."""
     return False if args.quiet else None
@@ -117,6 +147,30 @@ def main(argv=None):
             p.add_argument("--missing", action="store_true",
                            help="report chunks (and inner chunks) that are not stored")
             p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p = sub.add_parser("convert", help="rewrite an array or hierarchy: format, chunks, shards, "
+                                        "codecs, data type; streaming, parallel, resumable")
+    p.add_argument("src")
+    p.add_argument("dst")
+    p.add_argument("--zarr-format", type=int, choices=(2, 3))
+    p.add_argument("--chunks", help="chunk shape (inner chunks when sharded), e.g. 64,64,64")
+    p.add_argument("--shards", help="shard shape, e.g. 512,512,512, or none")
+    p.add_argument("--compressor", help="zstd:LEVEL, blosc:CNAME:LEVEL[:SHUFFLE], gzip:LEVEL, "
+                                        "zlib:LEVEL, lz4, none, or codec JSON")
+    p.add_argument("--codecs", help="the chunk codecs as a v3 JSON list")
+    p.add_argument("--dtype", help="a data type every value converts to exactly")
+    p.add_argument("--dimension-names", help="comma-separated (default: _ARRAY_DIMENSIONS of v2)")
+    p.add_argument("--memory", default="1GiB", help="bound on data held at once (default 1GiB)")
+    p.add_argument("--resume", action="store_true", help="finish an interrupted conversion")
+    p.add_argument("--overwrite", action="store_true", help="replace what is at DST")
+    p.set_defaults(func=cmd_convert)
+    q = sub.add_parser("copy", help="copy stored bytes from one store to another, in parallel")
+    q.add_argument("src")
+    q.add_argument("dst")
+    q.add_argument("--overwrite", action="store_true", help="replace what is at DST")
+    q.set_defaults(func=cmd_copy)
+    for p in (p, q):
+        p.add_argument("--json", action="store_true", help="print the report as JSON")
+        p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no report")
     args = parser.parse_args(argv)
     try:
         return args.func(args) or 0
