@@ -52,9 +52,9 @@ def v3_codecs(array):
     shape they encode. A v2 array's codecs come out as the v3 codecs of the same encoding."""
     chain = array._chunks.chain
     if array.zarr_format == 3:
-        if isinstance(chain.partial, ShardingCodec):
-            inner = chain.partial._inner
-            return inner.to_json(), tuple(chain.partial.chunk_shape)
+        sharding = array._chunks.partial
+        if isinstance(sharding, ShardingCodec):
+            return sharding._inner.to_json(), tuple(sharding.chunk_shape)
         return chain.to_json(), tuple(array.metadata.chunk_shape)
     where = f"{array.name} (.zarray)"
     out, moved = [], []
