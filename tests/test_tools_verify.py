@@ -139,3 +139,14 @@ def test_half_empty_index_entry(tmp_path):
     _rewrite_index(tmp_path / "c/0", 4, lambda e: e.__setitem__((2, 1), EMPTY))
     report = zarrcore.verify(str(tmp_path))
     assert [(p.kind, p.key) for p in report.problems] == [("corrupt", "c/0")]
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_zero_dimensional_array(tmp_path, zarr_format):
+    a = zarrcore.create_array(str(tmp_path), shape=(), dtype="f8", zarr_format=zarr_format)
+    a[...] = 3.5
+    report = zarrcore.verify(str(tmp_path), missing=True)
+    assert report.ok and report.objects == 1, str(report)
+    dst = {}
+    zarrcore.convert(str(tmp_path), dst, zarr_format=5 - zarr_format, progress=False)
+    assert zarrcore.open_array(dst)[...] == 3.5

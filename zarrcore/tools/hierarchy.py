@@ -81,7 +81,8 @@ class ChunkKeys:
 
     def coords(self, key):
         """The grid position whose key is `key`, or None when there is none."""
-        coords = tuple(int(c) for c in re.findall(r"\d+", key[self._head:]))
+        # A 0-d array's one chunk has a key of its own ("0" in v2, "c" in v3).
+        coords = tuple(int(c) for c in re.findall(r"\d+", key[self._head:])) if self.grid else ()
         if len(coords) != len(self.grid) or any(c >= n for c, n in zip(coords, self.grid)):
             return None
         return coords if self.chunks.key(coords) == key else None
