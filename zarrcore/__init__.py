@@ -11,14 +11,15 @@ from .config import config
 from .consolidated import consolidate_metadata, open_consolidated
 from .group import Group
 from .storage import LocalStore, MemoryStore, Store
+from .tools import convert, copy, verify
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Array", "Group", "Store", "LocalStore", "MemoryStore", "array", "config",
-    "consolidate_metadata", "create_array", "create_group", "empty", "empty_like", "errors",
+    "consolidate_metadata", "convert", "copy", "create_array", "create_group", "empty", "empty_like", "errors",
     "full", "full_like", "get_include", "group", "ones", "ones_like", "open", "open_array",
-    "open_consolidated", "open_group", "zeros", "zeros_like",
+    "open_consolidated", "open_group", "verify", "zeros", "zeros_like",
 ]
 
 

@@ -144,6 +144,11 @@ class Array(nodes.Node):
     def info(self):
         return ArrayInfo(self)
 
+    def info_complete(self):
+        """The summary with what needs a listing of the store: stored bytes, storage ratio and
+        chunks initialized (`info` shows them too)."""
+        return ArrayInfo(self)
+
     def __len__(self):
         if not self.shape:
             raise TypeError("len() of unsized object")
@@ -372,23 +377,45 @@ class ArrayInfo:
     def __init__(self, array):
         self._array = array
 
-    def __repr__(self):
+    def to_dict(self):
+        """The summary as JSON-ready values; codecs as the node's metadata names them (numcodecs
+        configurations for format 2)."""
         a = self._array
+        meta = a.metadata
         stored = a.nbytes_stored()
+        if a.zarr_format == 2:
+            codecs = {"filters": meta.filters, "compressor": meta.compressor}
+        else:
+            codecs = {"codecs": [c.to_json() for c in a.codecs]}
+        return {
+            "name": a.name, "type": "Array", "zarr_format": a.zarr_format,
+            "data_type": str(a.dtype), "shape": list(a.shape), "chunk_shape": list(a.chunks),
+            "shard_shape": None if a.shards is None else list(a.shards), "order": a.order,
+            "fill_value": meta.data_type.fill_value_to_json(meta.fill_value, a.zarr_format),
+            **codecs, "nbytes": a.nbytes, "nbytes_stored": stored,
+            "storage_ratio": a.nbytes / stored if stored else None,
+            "nchunks_initialized": a.nchunks_initialized, "nchunks": a.nchunks,
+        }
+
+    def __repr__(self):
+        d = self.to_dict()
+        stored = d["nbytes_stored"]
+        codecs = ([("Filters", d["filters"]), ("Compressor", d["compressor"])] if "filters" in d
+                  else [("Codecs", d["codecs"])])
         rows = [
             ("Type", "Array"),
-            ("Zarr format", a.zarr_format),
-            ("Data type", a.dtype),
-            ("Shape", a.shape),
-            ("Chunk shape", a.chunks),
-            ("Shard shape", a.shards),
-            ("Order", a.order),
-            ("Fill value", a.fill_value),
-            ("Codecs", [c.to_json() for c in a.codecs]),
-            ("No. bytes", f"{a.nbytes} ({_format_bytes(a.nbytes)})"),
+            ("Zarr format", d["zarr_format"]),
+            ("Data type", self._array.dtype),
+            ("Shape", self._array.shape),
+            ("Chunk shape", self._array.chunks),
+            ("Shard shape", self._array.shards),
+            ("Order", d["order"]),
+            ("Fill value", self._array.fill_value),
+            *codecs,
+            ("No. bytes", f"{d['nbytes']} ({_format_bytes(d['nbytes'])})"),
             ("No. bytes stored", f"{stored} ({_format_bytes(stored)})"),
-            ("Storage ratio", f"{a.nbytes / stored:.1f}" if stored else "-"),
-            ("Chunks initialized", f"{a.nchunks_initialized}/{a.nchunks}"),
+            ("Storage ratio", f"{d['storage_ratio']:.1f}" if stored else "-"),
+            ("Chunks initialized", f"{d['nchunks_initialized']}/{d['nchunks']}"),
         ]
         width = max(len(k) for k, _ in rows)
         return "\n".join(f"{k:<{width}} : {v}" for k, v in rows)

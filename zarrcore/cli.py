@@ -1,5 +1,7 @@
-"""Command line: `zarrcore info PATH`, `zarrcore tree PATH`, `zarrcore demo PATH`."""
+"""Command line: `zarrcore info|tree|verify|demo PATH`, `zarrcore convert|copy SRC DST`,
+`zarrcore --version`. Ctrl-C stops convert and copy cleanly: `convert --resume` goes on."""
 import argparse
+import json
 import sys
 
 import numpy as np
@@ -16,12 +18,29 @@ def _open(path):
 
 def cmd_info(args):
     node = _open(args.path)
-    print(node.info)
+    if isinstance(node, Array):
+        info = node.info_complete()
+        print(json.dumps(info.to_dict(), indent=2) if args.json else info)
+    elif args.json:
+        print(json.dumps({"name": node.name, "type": "Group", "zarr_format": node.zarr_format,
+                          "members": len(node), "attributes": dict(node.attrs)}, indent=2))
+    else:
+        print(node.info)
+
+
+def _tree_json(node):
+    if isinstance(node, Array):
+        return {"name": node.basename, "type": "array", "shape": list(node.shape),
+                "dtype": str(node.dtype)}
+    members = sorted(node.members(), key=lambda m: m[0])
+    return {"name": node.basename, "type": "group", "members": [_tree_json(m) for _, m in members]}
 
 
 def cmd_tree(args):
     node = _open(args.path)
-    if isinstance(node, Array):
+    if args.json:
+        print(json.dumps(_tree_json(node), indent=2))
+    elif isinstance(node, Array):
         print(f"{node.name} {node.shape} {node.dtype}")
     else:
         print(node.tree())
@@ -67,22 +86,100 @@ def cmd_demo(args):
         sys.exit(1)
 
 
+def cmd_verify(args):
+    from .tools.verify import verify
+
+    report = verify(args.path, missing=args.missing, progress=_progress(args))
+    print(json.dumps(report.to_json(), indent=2) if args.json else report)
+    return 0 if report.ok else 1
+
+
+def cmd_convert(args):
+    from .tools.convert import convert
+
+    try:
+        report = convert(
+            args.src, args.dst, zarr_format=args.zarr_format, chunks=args.chunks,
+            shards=args.shards, codecs=args.codecs, compressor=args.compressor, dtype=args.dtype,
+            dimension_names=None if args.dimension_names is None else args.dimension_names.split(","),
+            memory=args.memory, resume=args.resume, overwrite=args.overwrite,
+            progress=_progress(args))
+    except KeyboardInterrupt:
+        print("zarrcore convert: interrupted; run it again with --resume to finish", file=sys.stderr)
+        return 130
+    _print_report(args, report)
+
+
+def cmd_copy(args):
+    from .tools.copy import copy
+
+    _print_report(args, copy(args.src, args.dst, overwrite=args.overwrite, progress=_progress(args)))
+
+
+def _print_report(args, report):
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    elif not args.quiet:
+        print(report)
+
+
+def _progress(args):
+    """progress= for the tools: off with --quiet, else a bar when stderr is a terminal."""
+    return False if args.quiet else None
+
+
 def main(argv=None):
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="zarrcore", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"zarrcore {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, func, text in (("info", cmd_info, "summary of an array or group"),
                              ("tree", cmd_tree, "the hierarchy below a group"),
+                             ("verify", cmd_verify, "decode every stored chunk and report damage"),
                              ("demo", cmd_demo, "write, re-read and verify an example dataset")):
         p = sub.add_parser(name, help=text)
         p.add_argument("path")
         p.set_defaults(func=func)
+        if name != "demo":
+            p.add_argument("--json", action="store_true", help="print JSON")
+        if name == "verify":
+            p.add_argument("--missing", action="store_true",
+                           help="report chunks (and inner chunks) that are not stored")
+            p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p = sub.add_parser("convert", help="rewrite an array or hierarchy: format, chunks, shards, "
+                                        "codecs, data type; streaming, parallel, resumable")
+    p.add_argument("src")
+    p.add_argument("dst")
+    p.add_argument("--zarr-format", type=int, choices=(2, 3))
+    p.add_argument("--chunks", help="chunk shape (inner chunks when sharded), e.g. 64,64,64")
+    p.add_argument("--shards", help="shard shape, e.g. 512,512,512, or none")
+    p.add_argument("--compressor", help="zstd:LEVEL, blosc:CNAME:LEVEL[:SHUFFLE], gzip:LEVEL, "
+                                        "zlib:LEVEL, lz4, none, or codec JSON")
+    p.add_argument("--codecs", help="the chunk codecs as a v3 JSON list")
+    p.add_argument("--dtype", help="a data type every value converts to exactly")
+    p.add_argument("--dimension-names", help="comma-separated (default: _ARRAY_DIMENSIONS of v2)")
+    p.add_argument("--memory", default="1GiB", help="bound on data held at once (default 1GiB)")
+    p.add_argument("--resume", action="store_true", help="finish an interrupted conversion")
+    p.add_argument("--overwrite", action="store_true", help="replace what is at DST")
+    p.set_defaults(func=cmd_convert)
+    q = sub.add_parser("copy", help="copy stored bytes from one store to another, in parallel")
+    q.add_argument("src")
+    q.add_argument("dst")
+    q.add_argument("--overwrite", action="store_true", help="replace what is at DST")
+    q.set_defaults(func=cmd_copy)
+    for p in (p, q):
+        p.add_argument("--json", action="store_true", help="print the report as JSON")
+        p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no report")
     args = parser.parse_args(argv)
     try:
-        args.func(args)
-    except (ZarrcoreError, OSError) as e:
+        return args.func(args) or 0
+    except (ZarrcoreError, OSError, ValueError) as e:
         print(f"zarrcore {args.command}: {e}", file=sys.stderr)
         return 1
-    return 0
+    except KeyboardInterrupt:
+        print(f"zarrcore {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

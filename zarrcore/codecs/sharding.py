@@ -311,6 +311,41 @@ class ShardingCodec(ArrayBytesCodec):
         # Inner chunks decode in parallel, GIL released, straight into `out` when contiguous there.
         parallel_map(work, zip(indexer.projections(), blobs))
 
+    def check(self, data, max_bytes=64 << 20):
+        """Check the shard `data` whole: its index (bounds, overlaps, checksum: a bad one raises
+        ShardIndexError or ChecksumError), then every inner chunk decoded, slabs of inner
+        chunks of about `max_bytes` at a time. Returns (damaged, empty): (coords, error) of
+        each inner chunk that does not decode (coords None: a slab failed as a whole), and the
+        coords of the inner chunks not stored."""
+        shard = _Whole(data)
+        entries = self._read_index(shard)
+        empty = [self._coords(i) for i in np.flatnonzero(entries[:, 0] == EMPTY).tolist()]
+        rows, inner = self._grid[0], self.chunk_shape
+        row_bytes = self._spec.dtype.itemsize * math.prod(self._spec.shape) // rows
+        step = max(1, max_bytes // max(row_bytes, 1))
+        per_row = self._n // rows
+        damaged = []
+        for start in range(0, rows, step):
+            stop = min(rows, start + step)
+            selection = (slice(start * inner[0], stop * inner[0]),) + (slice(None),) * (len(inner) - 1)
+            indexer = self._indexer(selection)
+            try:
+                self._read(shard, indexer, np.empty(indexer.shape, dtype=self._spec.dtype))
+            except ZarrcoreError as slab_error:
+                # Decode the slab's chunks one by one to name every damaged one.
+                found = len(damaged)
+                for i in range(start * per_row, stop * per_row):
+                    offset, nbytes = entries[i].tolist()
+                    if offset == EMPTY:
+                        continue
+                    try:
+                        self._inner.decode(shard.get(offset, offset + nbytes))
+                    except ZarrcoreError as e:
+                        damaged.append((self._coords(i), str(e)))
+                if len(damaged) == found:
+                    damaged.append((None, str(slab_error)))
+        return damaged, empty
+
     # -- writes ------------------------------------------------------------------------------
     def encode(self, array, spec):
         blobs = [None] * self._n

@@ -1,0 +1,279 @@
+"""zarrcore.convert and zarrcore.copy: exact results that zarr-python and tensorstore read,
+kill-and-resume giving the same bytes, bounded memory."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import zarrcore
+from zarrcore.cli import main
+from zarrcore.tools.hierarchy import CONVERT_STATE_KEY
+
+zarr = pytest.importorskip("zarr")
+ts = pytest.importorskip("tensorstore")
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = np.random.default_rng(1).normal(size=(60, 70, 33)).astype("f4")
+
+
+@pytest.fixture
+def v2_source(tmp_path):
+    """A consolidated v2 hierarchy: blosc-lz4 3-d data with _ARRAY_DIMENSIONS, a zlib + delta
+    1-d array, an F-order array and a fill value."""
+    root = tmp_path / "src.zarr"
+    g = zarrcore.open_group(str(root), mode="w", zarr_format=2, attributes={"title": "t"})
+    a = g.create_array("data", shape=DATA.shape, dtype="f4", chunks=(16, 16, 11),
+                       compressors={"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1},
+                       fill_value=-1.0, attributes={"_ARRAY_DIMENSIONS": ["t", "y", "x"], "units": "K"})
+    a[:] = DATA
+    a[:16, :16, :11] = -1.0  # one chunk all fill: not stored
+    b = g.sub = g.create_group("sub").create_array(
+        "ramp", shape=(500,), dtype="i8", chunks=(64,), filters=[{"id": "delta", "dtype": "<i8"}],
+        compressors={"id": "zlib", "level": 3})
+    b[:] = np.arange(500) * 3
+    f = g.create_array("fortran", shape=(9, 13), dtype="u2", chunks=(4, 5), order="F",
+                       compressors={"id": "zstd", "level": 2})
+    f[:] = np.arange(117, dtype="u2").reshape(9, 13)
+    zarrcore.consolidate_metadata(str(root))
+    return root
+
+
+def _expected():
+    data = DATA.copy()
+    data[:16, :16, :11] = -1.0
+    return {"data": data, "sub/ramp": np.arange(500) * 3,
+            "fortran": np.arange(117, dtype="u2").reshape(9, 13)}
+
+
+def _check_everywhere(path, expected):
+    """zarrcore, zarr-python and tensorstore read `expected` from the hierarchy at `path`."""
+    g = zarr.open_group(str(path), mode="r")
+    for name, want in expected.items():
+        np.testing.assert_array_equal(zarrcore.open_array(str(path), path=name)[...], want)
+        np.testing.assert_array_equal(g[name][...], want)
+        fmt = g[name].metadata.zarr_format
+        driver = "zarr3" if fmt == 3 else "zarr"
+        spec = {"driver": driver, "kvstore": {"driver": "file", "path": str(path / name)}}
+        try:
+            got = ts.open(spec, read=True).result().read().result()
+        except ValueError as e:  # tensorstore has no numcodecs.<id> codecs nor v2 filters
+            assert "numcodecs" in str(e) or "filters are not supported" in str(e), e
+            continue
+        np.testing.assert_array_equal(got, want)
+
+
+def test_v2_to_v3_raw_keeps_everything(v2_source, tmp_path):
+    dst = tmp_path / "v3.zarr"
+    report = zarrcore.convert(str(v2_source), str(dst), zarr_format=3, progress=False)
+    assert report.arrays == 3 and report.raw_arrays == 3
+    _check_everywhere(dst, _expected())
+    meta = json.loads((dst / "data/zarr.json").read_text())
+    assert meta["dimension_names"] == ["t", "y", "x"]
+    assert meta["attributes"] == {"units": "K"} and meta["fill_value"] == -1.0
+    assert [c["name"] for c in meta["codecs"]] == ["bytes", "blosc"]
+    ramp = json.loads((dst / "sub/ramp/zarr.json").read_text())
+    assert [c["name"] for c in ramp["codecs"]] == ["numcodecs.delta", "bytes", "numcodecs.zlib"]
+    fortran = json.loads((dst / "fortran/zarr.json").read_text())
+    assert fortran["codecs"][0] == {"name": "transpose", "configuration": {"order": [1, 0]}}
+    # Chunks are byte for byte the source's; the fill chunk stays absent.
+    assert (dst / "data/c/1/2/0").read_bytes() == (v2_source / "data/1.2.0").read_bytes()
+    assert not (dst / "data/c/0/0/0").exists()
+    root = json.loads((dst / "zarr.json").read_text())
+    assert set(root["consolidated_metadata"]["metadata"]) == {"data", "sub", "sub/ramp", "fortran"}
+    assert not (dst / CONVERT_STATE_KEY).exists()
+    assert zarrcore.verify(str(dst)).ok
+
+
+def test_reshard_rechunk_and_back_to_v2(v2_source, tmp_path):
+    sharded = tmp_path / "sharded.zarr"
+    zarrcore.convert(str(v2_source), str(sharded), zarr_format=3, chunks={"data": (8, 10, 11)},
+                     shards={"data": (32, 40, 33)}, compressor="zstd:5", progress=False)
+    a = zarrcore.open_array(str(sharded), path="data")
+    assert a.shards == (32, 40, 33) and a.chunks == (8, 10, 11)
+    _check_everywhere(sharded, _expected())
+    # Reshard the sharded array, then rechunk it into v2 with gzip.
+    resharded = tmp_path / "resharded.zarr"
+    zarrcore.convert(str(sharded), str(resharded), shards=(20, 35, 33), chunks=(5, 7, 11),
+                     progress=False)
+    assert zarrcore.open_array(str(resharded), path="data").shards == (20, 35, 33)
+    _check_everywhere(resharded, _expected())
+    back = tmp_path / "back.zarr"
+    zarrcore.convert(str(resharded), str(back), zarr_format=2, chunks=(13, 17, 5),
+                     compressor="gzip:4", progress=False)
+    meta = json.loads((back / "data/.zarray").read_text())
+    assert meta["chunks"] == [13, 17, 5] and meta["compressor"] == {"id": "gzip", "level": 4}
+    assert json.loads((back / "data/.zattrs").read_text())["_ARRAY_DIMENSIONS"] == ["t", "y", "x"]
+    assert meta["fill_value"] == -1.0
+    assert json.loads((back / "fortran/.zarray").read_text())["order"] == "F"
+    _check_everywhere(back, _expected())
+    assert (back / ".zmetadata").exists()
+
+
+def test_v3_to_v2_raw_and_options(tmp_path):
+    src = tmp_path / "a3.zarr"
+    a = zarrcore.create_array(str(src), shape=(50, 40), dtype="i2", chunks=(20, 20),
+                              compressors=[{"name": "zstd", "configuration": {"level": 1}}],
+                              dimension_names=("r", "c"))
+    a[:] = np.arange(2000, dtype="i2").reshape(50, 40)
+    dst = tmp_path / "a2.zarr"
+    assert zarrcore.convert(str(src), str(dst), zarr_format=2, progress=False).raw_arrays == 1
+    assert json.loads((dst / ".zattrs").read_text()) == {"_ARRAY_DIMENSIONS": ["r", "c"]}
+    assert (dst / "1.1").read_bytes() == (src / "c/1/1").read_bytes()
+    np.testing.assert_array_equal(zarr.open_array(str(dst), mode="r")[...], a[...])
+    # A lossless dtype change; a lossy one is refused.
+    wide = tmp_path / "wide.zarr"
+    zarrcore.convert(str(src), str(wide), dtype="int32", progress=False)
+    w = zarrcore.open_array(str(wide))
+    assert w.dtype == np.int32 and np.array_equal(w[...], a[...])
+    with pytest.raises(ValueError, match="could change values"):
+        zarrcore.convert(str(src), str(tmp_path / "narrow.zarr"), dtype="int8", progress=False)
+    with pytest.raises(zarrcore.errors.NodeExistsError):
+        zarrcore.convert(str(src), str(wide), progress=False)
+    zarrcore.convert(str(src), str(wide), overwrite=True, compressor="none", progress=False)
+    assert zarrcore.open_array(str(wide)).dtype == np.int16
+
+
+def test_memory_stores_and_copy(tmp_path):
+    src = {}
+    g = zarrcore.open_group(src, mode="w")
+    g.create_array("x", shape=(30,), dtype="f8", chunks=(7,))[:] = np.linspace(0, 1, 30)
+    dst = {}
+    zarrcore.convert(src, dst, chunks=(10,), progress=False)
+    assert np.array_equal(zarrcore.open_array(dst, path="x")[...], np.linspace(0, 1, 30))
+    copied = {}
+    report = zarrcore.copy(dst, copied, progress=False)
+    assert copied == dst and report.keys == len(dst)
+    on_disk = tmp_path / "copy.zarr"
+    assert main(["copy", "-q", str(tmp_path / "none"), str(on_disk)]) == 0  # nothing to copy
+    zarrcore.copy(copied, str(on_disk), progress=False, overwrite=True)
+    assert zarrcore.verify(str(on_disk)).ok
+    np.testing.assert_array_equal(zarr.open_array(str(on_disk / "x"), mode="r")[...], np.linspace(0, 1, 30))
+
+
+def test_cli_convert(v2_source, tmp_path, capsys):
+    dst = tmp_path / "cli.zarr"
+    assert main(["convert", "-q", str(v2_source), str(dst), "--zarr-format", "3",
+                 "--shards", "32,32,33", "--chunks", "16,16,11", "--compressor", "blosc:zstd:3:bitshuffle",
+                 "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["arrays"] == 3
+    a = zarrcore.open_array(str(dst), path="data")
+    assert a.shards == (32, 32, 33)
+    inner = a.metadata.codecs[0]["configuration"]["codecs"]
+    assert inner[1]["configuration"]["shuffle"] == "bitshuffle"
+    # The 1-d and 2-d arrays keep their chunking; they get the compressor.
+    assert zarrcore.open_array(str(dst), path="sub/ramp").shards is None
+    _check_everywhere(dst, _expected())
+    assert main(["convert", "-q", str(v2_source), str(dst)]) == 1  # exists
+    assert main(["verify", "-q", str(dst)]) == 0
+
+
+CONVERT_SCRIPT = """
+import sys, zarrcore
+zarrcore.config.set(num_threads=1)
+zarrcore.convert(sys.argv[1], sys.argv[2], zarr_format=3, chunks=(8, 8, 8), shards=(16, 16, 16),
+                 compressor="zstd:3", resume=sys.argv[3] == "resume", progress=False,
+                 memory="64MiB")
+"""
+
+
+def _tree_bytes(path):
+    out = {}
+    for dirpath, _, files in os.walk(path):
+        for name in files:
+            full = os.path.join(dirpath, name)
+            out[os.path.relpath(full, path)] = open(full, "rb").read()
+    return out
+
+
+def test_killed_conversion_resumes_to_the_same_bytes(tmp_path):
+    src = tmp_path / "big.zarr"
+    a = zarrcore.create_array(str(src), shape=(96, 96, 96), dtype="f4", chunks=(32, 32, 32),
+                              zarr_format=2, compressors={"id": "blosc", "cname": "lz4", "clevel": 5})
+    a[:] = np.random.default_rng(3).random((96, 96, 96), dtype="f4")
+    env = dict(os.environ, PYTHONPATH=REPO)
+    whole = tmp_path / "whole.zarr"
+    subprocess.run([sys.executable, "-c", CONVERT_SCRIPT, str(src), str(whole), "fresh"],
+                   env=env, check=True)
+    cut = tmp_path / "cut.zarr"
+    proc = subprocess.Popen([sys.executable, "-c", CONVERT_SCRIPT, str(src), str(cut), "fresh"], env=env)
+    # Kill it once some shards (of 216) are written, before it is done.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        shards = sum(len(f) for _, _, f in os.walk(cut / "c")) if (cut / "c").exists() else 0
+        if shards >= 20 or proc.poll() is not None:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    if not (cut / CONVERT_STATE_KEY).exists():
+        pytest.skip("the conversion finished before it could be killed")
+    written = sum(len(f) for _, _, f in os.walk(cut / "c"))
+    assert 0 < written < 216
+    # A plain rerun refuses; --resume finishes it.
+    failed = subprocess.run([sys.executable, "-c", CONVERT_SCRIPT, str(src), str(cut), "fresh"],
+                            env=env, capture_output=True, text=True)
+    assert failed.returncode != 0 and "unfinished conversion" in failed.stderr
+    subprocess.run([sys.executable, "-c", CONVERT_SCRIPT, str(src), str(cut), "resume"],
+                   env=env, check=True)
+    got, want = _tree_bytes(cut), _tree_bytes(whole)
+    got = {k: v for k, v in got.items() if ".zarrcore-tmp-" not in k}
+    assert got.keys() == want.keys() and got == want
+
+
+def test_resume_rewrites_damaged_and_missing_objects(tmp_path):
+    src = tmp_path / "s.zarr"
+    a = zarrcore.create_array(str(src), shape=(40, 40), dtype="u4", chunks=(10, 10))
+    a[:] = np.arange(1600, dtype="u4").reshape(40, 40)
+    dst = tmp_path / "d.zarr"
+    zarrcore.convert(str(src), str(dst), chunks=(20, 20), progress=False)
+    want = _tree_bytes(dst)
+    # Pretend it was cut short: the state document back, one object gone, one damaged.
+    (dst / CONVERT_STATE_KEY).write_text(json.dumps({"source": "", "options": {
+        "zarr_format": None, "chunks": [20, 20], "shards": None, "codecs": None,
+        "compressor": None, "dtype": None, "dimension_names": None}}))
+    (dst / "c/0/1").unlink()
+    raw = bytearray((dst / "c/1/1").read_bytes())
+    raw[-3] ^= 0xFF
+    (dst / "c/1/1").write_bytes(bytes(raw))
+    report = zarrcore.convert(str(src), str(dst), chunks=(20, 20), resume=True, progress=False)
+    assert report.objects_written == 2 and report.objects_kept == 2
+    assert _tree_bytes(dst) == want
+    with pytest.raises(ValueError, match="other options"):
+        (dst / CONVERT_STATE_KEY).write_text(json.dumps({"options": {}}))
+        zarrcore.convert(str(src), str(dst), chunks=(20, 20), resume=True, progress=False)
+
+
+RSS_SCRIPT = """
+zarrcore.config.set(num_threads=2)
+base = status_kib("VmRSS")
+zarrcore.convert(sys.argv[1], sys.argv[2], zarr_format=3, chunks=(32, 64, 64),
+                 shards=(64, 128, 128), compressor="zstd:1", memory=sys.argv[3], progress=False)
+print(status_kib("VmHWM") - base)
+"""
+
+
+@pytest.mark.measures_memory
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_peak_rss_stays_under_the_memory_limit(tmp_path):
+    """A 256 MiB array whose source chunks span the whole first axis, converted with a 96 MiB
+    limit: the memory it grows by stays under the limit (and far under the array)."""
+    from test_batch import run_measured
+
+    src = tmp_path / "rss.zarr"
+    shape = (256, 512, 512)
+    a = zarrcore.create_array(str(src), shape=shape, dtype="u2", chunks=(256, 64, 64),
+                              zarr_format=2, compressors={"id": "blosc", "cname": "lz4", "clevel": 1})
+    for i in range(0, 512, 64):
+        a[:, i:i + 64] = np.arange(256 * 64 * 512, dtype="u2").reshape(256, 64, 512)
+    limit = 96 << 20
+    grown_kib, = run_measured(RSS_SCRIPT, src, tmp_path / "o.zarr", limit)
+    assert grown_kib * 1024 < limit, grown_kib >> 10
+    assert zarrcore.verify(str(tmp_path / "o.zarr")).ok
+    np.testing.assert_array_equal(zarrcore.open_array(str(tmp_path / "o.zarr"))[:, 64:128],
+                                  a[:, 64:128])

@@ -1,0 +1,103 @@
+"""Progress bars in a real terminal (tmux), none elsewhere, and Ctrl-C leaving a resumable
+conversion."""
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import zarrcore
+from zarrcore.tools.hierarchy import CONVERT_STATE_KEY
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+pytest.importorskip("tqdm", reason="the bar needs tqdm (the tools extra)")
+needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+@pytest.fixture
+def source(tmp_path):
+    src = tmp_path / "src.zarr"
+    a = zarrcore.create_array(str(src), shape=(256, 256, 256), dtype="u2", chunks=(32, 32, 32),
+                              zarr_format=2, compressors={"id": "blosc", "cname": "lz4", "clevel": 1})
+    a[:] = np.random.default_rng(5).integers(0, 4000, (256, 256, 256), dtype="u2")
+    return src
+
+
+def _cli(*args):
+    return (f"ZARRCORE_NUM_THREADS=1 PYTHONPATH={shlex.quote(REPO)} "
+            f"{shlex.quote(sys.executable)} -m zarrcore.cli " + " ".join(map(shlex.quote, args)))
+
+
+class Tmux:
+    def __init__(self, name):
+        self.name = name
+
+    def run(self, command):
+        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", "150", "-y", "20",
+                        command + "; echo EXIT=$?; sleep 30"], check=True)
+
+    def screen(self):
+        return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name],
+                              capture_output=True, text=True).stdout
+
+    def wait_for(self, predicate, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self.screen()
+            if predicate(text):
+                return text
+            time.sleep(0.1)
+        raise AssertionError(f"screen never matched:\n{self.screen()}")
+
+    def kill(self):
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+
+
+@pytest.fixture
+def tmux(request):
+    t = Tmux(f"zc-{os.getpid()}-{request.node.name}"[:60])
+    yield t
+    t.kill()
+
+
+@needs_tmux
+def test_bar_in_a_terminal_and_ctrl_c_resumes(source, tmp_path, tmux):
+    dst = tmp_path / "dst.zarr"
+    tmux.run(_cli("convert", str(source), str(dst), "--zarr-format", "3", "--chunks", "32,32,32",
+                  "--shards", "64,64,64", "--compressor", "zstd:19"))
+    # The bar: percentage, bytes done of the total, throughput, ETA and shards done.
+    bar = tmux.wait_for(lambda s: "convert:" in s and "B/s" in s and "/64 shards" in s)
+    line = next(line for line in bar.splitlines() if "convert:" in line)
+    assert "%" in line and "32.0M" in line and "<" in line, line  # ETA after "<"
+    tmux.wait_for(lambda s: any(f" {n}/64 shards" in s for n in range(1, 63)))
+    subprocess.run(["tmux", "send-keys", "-t", tmux.name, "C-c"], check=True)
+    text = tmux.wait_for(lambda s: "EXIT=" in s)
+    assert "interrupted; run it again with --resume" in text and "EXIT=130" in text
+    assert "Traceback" not in text
+    assert (dst / CONVERT_STATE_KEY).exists()
+    done = subprocess.run(_cli("convert", "-q", str(source), str(dst), "--zarr-format", "3",
+                               "--chunks", "32,32,32", "--shards", "64,64,64",
+                               "--compressor", "zstd:19", "--resume", "--json"),
+                          shell=True, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert '"objects_kept": 0' not in done.stdout  # the shards written before Ctrl-C were kept
+    assert not (dst / CONVERT_STATE_KEY).exists()
+    np.testing.assert_array_equal(zarrcore.open_array(str(dst))[...],
+                                  zarrcore.open_array(str(source))[...])
+
+
+@needs_tmux
+def test_quiet_means_no_bar_in_a_terminal(source, tmp_path, tmux):
+    tmux.run(_cli("verify", "-q", str(source)))
+    text = tmux.wait_for(lambda s: "EXIT=" in s)
+    assert "verify:" not in text and "all well" in text and "EXIT=0" in text
+
+
+def test_no_bar_off_a_terminal(source, tmp_path):
+    out = subprocess.run(_cli("copy", str(source), str(tmp_path / "c.zarr")), shell=True,
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and out.stderr == "" and "copied" in out.stdout

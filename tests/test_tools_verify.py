@@ -1,0 +1,152 @@
+"""zarrcore.verify and `zarrcore verify`: every planted damage is named by its key."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import zarrcore
+from zarrcore.cli import main
+from zarrcore.codecs.sharding import EMPTY
+
+ZSTD_CHECKSUM = [{"name": "zstd", "configuration": {"level": 3, "checksum": True}}]
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    """A v3 group with zstd (checksummed), gzip, crc32c and sharded arrays, and a v2 group."""
+    root = tmp_path / "d.zarr"
+    g = zarrcore.open_group(str(root), mode="w")
+    rng = np.random.default_rng(0)
+    data = rng.random((40, 40)).astype("f4")
+    g.create_array("zstd", shape=(40, 40), dtype="f4", chunks=(10, 10), compressors=ZSTD_CHECKSUM)[:] = data
+    g.create_array("gzip", shape=(40, 40), dtype="f4", chunks=(10, 10),
+                   compressors=[{"name": "gzip", "configuration": {"level": 5}}])[:] = data
+    g.create_array("crc", shape=(40, 40), dtype="f4", chunks=(10, 10),
+                   compressors=[{"name": "crc32c"}])[:] = data
+    g.create_array("sharded", shape=(40, 40), dtype="f4", chunks=(5, 5), shards=(20, 20),
+                   compressors=ZSTD_CHECKSUM)[:] = data
+    v2 = zarrcore.open_group(str(root / "v2"), mode="w", zarr_format=2)
+    # The parent group of a v2 group inside a v3 one is not a v2 node: open it on its own.
+    v2.create_array("z", shape=(40,), dtype="i4", chunks=(10,),
+                    compressors={"id": "zstd", "level": 1, "checksum": True})[:] = np.arange(40)
+    return root
+
+
+def _flip(path, at):
+    raw = bytearray(path.read_bytes())
+    raw[at] ^= 0x5A
+    path.write_bytes(bytes(raw))
+
+
+def _rewrite_index(path, n, edit):
+    """Apply `edit` to the (n, 2) entries of the shard index at the end of `path`, with a
+    correct crc32c, so that only the index checks can catch it."""
+    raw = path.read_bytes()
+    size = 16 * n + 4
+    entries = np.frombuffer(raw[-size:-4], dtype="<u8").reshape(n, 2).copy()
+    edit(entries)
+    body = entries.astype("<u8").tobytes()
+    crc = zarrcore.kernels.crc32c(np.frombuffer(body, dtype=np.uint8))
+    path.write_bytes(raw[:-size] + body + int(crc).to_bytes(4, "little"))
+
+
+def test_clean_dataset_verifies(dataset):
+    report = zarrcore.verify(str(dataset), missing=True)
+    assert report.ok, str(report)
+    assert report.arrays == 5 and report.objects == 16 * 3 + 4 + 4
+    assert main(["verify", "-q", str(dataset)]) == 0
+
+
+def test_every_planted_damage_is_named(dataset, capsys):
+    d = dataset
+    _flip(d / "zstd/c/1/1", 20)                                  # zstd checksum
+    _flip(d / "gzip/c/2/3", 30)                                  # gzip crc / deflate stream
+    _flip(d / "crc/c/0/2", 7)                                    # crc32c codec
+    (d / "zstd/c/3/3").write_bytes((d / "zstd/c/3/3").read_bytes()[:-9])  # truncated
+    _flip(d / "sharded/c/0/0", 10)                               # an inner chunk of a shard
+    _flip(d / "sharded/c/0/1", (d / "sharded/c/0/1").stat().st_size - 2)  # the index crc
+    _rewrite_index(d / "sharded/c/1/0", 16,                      # an entry past the end
+                   lambda e: e.__setitem__((3, 0), 1 << 40))
+    _rewrite_index(d / "sharded/c/1/1", 16,                      # two entries overlapping
+                   lambda e: e.__setitem__((5, 0), e[4, 0] + 1))
+    os.makedirs(d / "zstd/c/4", exist_ok=True)
+    (d / "zstd/c/4/0").write_bytes(b"outside")                   # beyond the 4x4 grid
+    (d / "zstd/c/0/0.bak").write_bytes(b"stray")                 # no grid key at all
+    _flip(d / "v2/z/2", 12)
+    (d / "gzip/c/0/0").unlink()                                  # missing (with --missing)
+    report = zarrcore.verify(str(d), missing=True)
+    found = {(p.kind, p.key) for p in report.problems}
+    assert found == {
+        ("corrupt", "zstd/c/1/1"), ("corrupt", "gzip/c/2/3"), ("corrupt", "crc/c/0/2"),
+        ("corrupt", "zstd/c/3/3"), ("corrupt", "sharded/c/0/0"), ("corrupt", "sharded/c/0/1"),
+        ("corrupt", "sharded/c/1/0"), ("corrupt", "sharded/c/1/1"), ("corrupt", "v2/z/2"),
+        ("out-of-grid", "zstd/c/4/0"), ("out-of-grid", "zstd/c/0/0.bak"),
+        ("missing", "gzip/c/0/0"),
+    }, str(report)
+    inner = [p for p in report.problems if p.key == "sharded/c/0/0"]
+    assert len(inner) == 1 and inner[0].inner_chunk is not None
+    # The index checks name their finding.
+    details = {p.key: p.detail for p in report.problems}
+    assert "reaches past" in details["sharded/c/1/0"]
+    assert "overlap" in details["sharded/c/1/1"]
+    assert "checksum" in details["sharded/c/0/1"]
+    # Without --missing a missing chunk is no problem.
+    assert ("missing", "gzip/c/0/0") not in {(p.kind, p.key) for p in zarrcore.verify(str(d)).problems}
+    assert main(["verify", "-q", "--json", "--missing", str(d)]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert not doc["ok"] and {(p["kind"], p["key"]) for p in doc["problems"]} == found
+
+
+def test_metadata_and_stray_keys(dataset):
+    (dataset / "gzip/zarr.json").write_text("{ not json")
+    (dataset / "notes.txt").write_text("hello")
+    report = zarrcore.verify(str(dataset))
+    found = {(p.kind, p.key) for p in report.problems}
+    assert ("metadata", "gzip/zarr.json") in found
+    assert ("stray", "notes.txt") in found
+
+
+def test_chunks_of_a_node_without_metadata_are_stray(dataset):
+    (dataset / "crc/zarr.json").unlink()
+    report = zarrcore.verify(str(dataset))
+    assert {p.key for p in report.problems if p.kind == "stray"} == {
+        f"crc/c/{i}/{j}" for i in range(4) for j in range(4)}
+
+
+def test_missing_inner_chunks_of_a_shard(tmp_path):
+    a = zarrcore.create_array(str(tmp_path), shape=(8, 8), dtype="u1", chunks=(4, 4), shards=(8, 8))
+    a[:4, :4] = 1
+    report = zarrcore.verify(a, missing=True)
+    assert sorted(p.inner_chunk for p in report.problems) == [(0, 1), (1, 0), (1, 1)]
+    assert zarrcore.verify(a).ok
+
+
+def test_memory_store_and_array(tmp_path):
+    store = {}
+    a = zarrcore.create_array(store, shape=(10,), dtype="i2", chunks=(5,), compressors=ZSTD_CHECKSUM)
+    a[:] = 3
+    assert zarrcore.verify(store).ok
+    raw = bytearray(store["c/1"])
+    raw[-1] ^= 1
+    store["c/1"] = bytes(raw)
+    assert [p.key for p in zarrcore.verify(a).problems] == ["c/1"]
+
+
+def test_half_empty_index_entry(tmp_path):
+    a = zarrcore.create_array(str(tmp_path), shape=(8,), dtype="u1", chunks=(2,), shards=(8,))
+    a[:] = 7
+    _rewrite_index(tmp_path / "c/0", 4, lambda e: e.__setitem__((2, 1), EMPTY))
+    report = zarrcore.verify(str(tmp_path))
+    assert [(p.kind, p.key) for p in report.problems] == [("corrupt", "c/0")]
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_zero_dimensional_array(tmp_path, zarr_format):
+    a = zarrcore.create_array(str(tmp_path), shape=(), dtype="f8", zarr_format=zarr_format)
+    a[...] = 3.5
+    report = zarrcore.verify(str(tmp_path), missing=True)
+    assert report.ok and report.objects == 1, str(report)
+    dst = {}
+    zarrcore.convert(str(tmp_path), dst, zarr_format=5 - zarr_format, progress=False)
+    assert zarrcore.open_array(dst)[...] == 3.5

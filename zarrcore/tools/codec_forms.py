@@ -1,0 +1,167 @@
+"""An array's codecs in the other Zarr format, and the short forms the tools take.
+
+v2 -> v3 keeps the encoding byte for byte: blosc, zstd, gzip and crc32c become the v3 codecs of
+those names, every other numcodecs codec `numcodecs.<id>` (filters that change the chunk's
+values as array->array codecs, byte filters and compressors after the serializer), F order a
+transpose, the stored byte order the bytes codec's endian. v3 -> v2 is the reverse.
+"""
+import json
+
+import numpy as np
+
+from ..codecs import (
+    BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, NumcodecsFilter, TransposeCodec, ZlibCodec,
+    ZstdCodec, codec_from_json, codec_from_v2,
+)
+from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, ChunkSpec
+from ..codecs.numcodecs_filters import FilterAsBytes, V2Filter
+from ..codecs.numcodecs_v3 import ARRAY_TO_ARRAY, BYTES_TO_BYTES, PREFIX
+from ..codecs.sharding import ShardingCodec
+from ..codecs.vlen import VLenBytesCodec, VLenUTF8Codec
+from ..errors import MetadataError
+from ..pipeline import CodecChain
+
+
+def _numcodecs_v3(v2_json, kinds, where):
+    codec_id = v2_json["id"]
+    if codec_id not in kinds:
+        raise MetadataError(f"{where}: numcodecs codec {codec_id!r} has no Zarr v3 form here; "
+                            f"give the codecs to use")
+    return {"name": PREFIX + codec_id, "configuration": {k: v for k, v in v2_json.items() if k != "id"}}
+
+
+def bytes_codec_v3(codec, where="codecs"):
+    """The v3 JSON of a resolved bytes->bytes codec object, as the encoding it stands for."""
+    if codec.stored_json is not None:  # a numcodecs.<id> codec already
+        return codec.to_json()
+    if type(codec) is ZstdCodec:
+        return {"name": "zstd", "configuration": {"level": codec.level, "checksum": codec.checksum}}
+    if type(codec) is GzipCodec:
+        return {"name": "gzip", "configuration": {"level": codec.level}}
+    if type(codec) in (BloscCodec, Crc32cCodec):
+        return codec.to_json()
+    if isinstance(codec, FilterAsBytes):
+        return _numcodecs_v3(codec.to_v2_json(), BYTES_TO_BYTES, where)
+    if hasattr(codec, "to_v2_json"):
+        return _numcodecs_v3(codec.to_v2_json(), BYTES_TO_BYTES, where)
+    return codec.to_json()
+
+
+def v3_codecs(array):
+    """The array's (own, or inner when sharded) chunk codecs as a v3 JSON list, and the chunk
+    shape they encode. A v2 array's codecs come out as the v3 codecs of the same encoding."""
+    chain = array._chunks.chain
+    if array.zarr_format == 3:
+        sharding = array._chunks.partial
+        if isinstance(sharding, ShardingCodec):
+            return sharding._inner.to_json(), tuple(sharding.chunk_shape)
+        return chain.to_json(), tuple(array.metadata.chunk_shape)
+    where = f"{array.name} (.zarray)"
+    out, moved = [], []
+    for codec in chain.array_array:
+        if isinstance(codec, TransposeCodec):
+            out.append(codec.to_json())
+        elif isinstance(codec, V2Filter):
+            if codec.v2_id in BYTES_TO_BYTES and codec.v2_id not in ARRAY_TO_ARRAY:
+                moved.append(_numcodecs_v3(codec.to_v2_json(), BYTES_TO_BYTES, where))
+            elif moved:
+                raise MetadataError(f"{where}: filter {codec.v2_id!r} after a byte filter has no v3 form")
+            else:
+                out.append(_numcodecs_v3(codec.to_v2_json(), ARRAY_TO_ARRAY, where))
+        else:
+            raise MetadataError(f"{where}: filter {codec!r} has no Zarr v3 form")
+    out.append(chain.array_bytes.to_json())
+    out += moved
+    out += [bytes_codec_v3(c, where) for c in chain.bytes_bytes]
+    return out, tuple(array.metadata.chunk_shape)
+
+
+def v2_form(codecs, shape, dtype, where="codecs"):
+    """(filters, compressor, order, stored dtype) of a v2 array whose chunks are encoded as the
+    v3 JSON `codecs` (for chunks of `shape` and `dtype`). MetadataError when v2 has no form."""
+    chain = CodecChain(codecs, ChunkSpec(tuple(shape), np.dtype(dtype), None), where)
+    order, filters = "C", []
+    for i, codec in enumerate(chain.array_array):
+        if (isinstance(codec, TransposeCodec) and i == 0
+                and codec.order == tuple(reversed(range(len(shape))))):
+            order = "F"
+        elif isinstance(codec, NumcodecsFilter):
+            filters.append({"id": codec.codec_id, **codec.configuration()})
+        else:
+            raise MetadataError(f"{where}: codec {codec.name!r} has no Zarr v2 form")
+    serializer = chain.array_bytes
+    stored = np.dtype(dtype)
+    if isinstance(serializer, (VLenUTF8Codec, VLenBytesCodec)):
+        filters.insert(0, serializer.to_v2_json())
+    elif type(serializer) is BytesCodec:
+        if serializer.endian is not None:
+            stored = stored.newbyteorder("<" if serializer.endian == "little" else ">")
+    else:
+        raise MetadataError(f"{where}: codec {serializer.name!r} has no Zarr v2 form")
+    tail = []
+    for codec in chain.bytes_bytes:
+        if not hasattr(codec, "to_v2_json"):
+            raise MetadataError(f"{where}: codec {codec.name!r} has no Zarr v2 form")
+        tail.append(codec.to_v2_json())
+    compressor = tail.pop() if tail else None
+    return filters + tail, compressor, order, stored
+
+
+_SHORT = {
+    "zstd": lambda args: ZstdCodec(level=int(args[0]) if args else 0),
+    "gzip": lambda args: GzipCodec(level=int(args[0]) if args else 6),
+    "zlib": lambda args: ZlibCodec(level=int(args[0]) if args else 1),
+    "blosc": lambda args: BloscCodec(cname=args[0] if args else "zstd",
+                                     clevel=int(args[1]) if len(args) > 1 else 5,
+                                     shuffle=args[2] if len(args) > 2 else None),
+    "lz4": lambda args: codec_from_v2({"id": "lz4", **({"acceleration": int(args[0])} if args else {})}),
+}
+
+
+def parse_compressor(text):
+    """A compressor from a short form (`zstd:5`, `blosc:lz4:5[:bitshuffle]`, `gzip:6`,
+    `zlib:6`, `lz4`, `none`), v3 JSON (`{"name": ...}`) or numcodecs JSON (`{"id": ...}`);
+    None for `none`. Returns a codec object, which either format can store."""
+    if not isinstance(text, str):
+        return _codec_object(text)
+    text = text.strip()
+    if text.startswith("{"):
+        return _codec_object(json.loads(text))
+    name, *args = text.split(":")
+    if name == "none":
+        return None
+    if name not in _SHORT:
+        raise ValueError(f"unknown compressor {text!r}: say zstd:LEVEL, blosc:CNAME:LEVEL[:SHUFFLE], "
+                         f"gzip:LEVEL, zlib:LEVEL, lz4, none or JSON")
+    try:
+        return _SHORT[name](args)
+    except (ValueError, IndexError) as e:
+        raise ValueError(f"compressor {text!r}: {e}") from None
+
+
+def _codec_object(spec):
+    if spec is None:
+        return None
+    if isinstance(spec, dict) and "id" in spec:
+        return codec_from_v2(spec, "compressor")
+    return codec_from_json(spec, "compressor")
+
+
+def parse_codecs(value):
+    """A v3 codec list from JSON text or a list."""
+    if isinstance(value, str):
+        value = json.loads(value)
+    if not isinstance(value, list):
+        raise ValueError(f"codecs must be a JSON list of v3 codecs, got {value!r}")
+    return value
+
+
+def with_compressor(codecs, compressor, where="codecs"):
+    """The v3 JSON list `codecs` with its bytes->bytes codecs replaced by `compressor` (a codec
+    object or None)."""
+    kept = [c for c in codecs if isinstance(codec_from_json(c, where), (ArrayArrayCodec, ArrayBytesCodec))]
+    if compressor is None:
+        return kept
+    if compressor.name is not None and compressor.stored_json is None:
+        return kept + [compressor.to_json()]
+    return kept + [bytes_codec_v3(compressor, where)]

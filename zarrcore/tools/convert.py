@@ -1,0 +1,466 @@
+"""convert: rewrite an array or a hierarchy in another format, chunking, sharding, codecs or
+data type, streaming with bounded memory, resumable after a kill.
+
+How it runs: the destination's metadata is planned whole first (in memory, so every option is
+checked before anything is written). A state document (CONVERT_STATE_KEY) at the destination
+root names the options; it is written before anything else and deleted last, so while it
+exists the destination is an unfinished conversion. Each array is then written by blocks:
+whole destination objects (shards, or chunks), grown to line up with the source chunks as far
+as the memory limit allows, each read from the source region it covers and written in one go;
+several blocks are in flight on `config.num_threads` threads. Every stored object is written
+by an atomic rename, so a kill leaves each object old, new or absent, never torn.
+
+`resume=True` keeps the state and metadata (they must match the options), and rewrites only the
+destination objects that are absent (and should hold data), do not decode, or differ from the
+source: a destination object that decodes to the source's values is complete.
+
+When an array keeps its chunk grid, data type, fill value and encoding (format 2 to 3 keeps it
+when the codecs map one to one), its stored objects are copied byte for byte, without decoding.
+"""
+import dataclasses
+import itertools
+import json
+import math
+
+import numpy as np
+
+from .. import kernels, nodes
+from ..api import create_array, _create_group
+from ..array import Array
+from ..codecs import codec_from_json
+from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec
+from ..config import config
+from ..consolidated import V2_KEY, consolidate_metadata
+from ..errors import MetadataError, NodeExistsError
+from ..storage import MemoryStore
+from .codec_forms import parse_codecs, parse_compressor, v2_form, v3_codecs, with_compressor
+from .hierarchy import CONVERT_STATE_KEY, ChunkKeys, store_and_path, walk
+from .progress import Progress, parse_bytes, run_bounded
+
+DEFAULT_MEMORY = 1 << 30
+
+
+@dataclasses.dataclass
+class ConvertReport:
+    """What a conversion did."""
+
+    arrays: int = 0
+    groups: int = 0
+    raw_arrays: int = 0  # arrays whose stored objects were copied without decoding
+    objects_written: int = 0
+    objects_kept: int = 0  # on resume: already complete
+    nbytes: int = 0  # array bytes covered
+
+    def to_json(self):
+        return dataclasses.asdict(self)
+
+    def __str__(self):
+        return (f"converted {self.arrays} arrays ({self.raw_arrays} copied raw) and {self.groups} "
+                f"groups, {self.nbytes} bytes: {self.objects_written} objects written, "
+                f"{self.objects_kept} kept")
+
+
+def convert(source, dest, *, source_path="", dest_path="", zarr_format=None, chunks=None,
+            shards=None, codecs=None, compressor=None, dtype=None, dimension_names=None,
+            memory=DEFAULT_MEMORY, resume=False, overwrite=False, progress=None):
+    """Convert the array or hierarchy at `source_path` of `source` (a directory, dict, Store,
+    Array or Group) into `dest` at `dest_path`.
+
+    Options left None keep the source's: `zarr_format` 2 or 3; `chunks` (inner chunks when
+    sharded); `shards` a shape, or False for none; `codecs` a v3 codec list (JSON text too);
+    `compressor` a short form (`zstd:5`, `blosc:lz4:5`, `gzip:6`, `none`) or codec JSON,
+    replacing the compressors only; `dtype` only where every value converts exactly;
+    `dimension_names` (default: a v2 array's `_ARRAY_DIMENSIONS`). `chunks`, `shards`, `dtype`
+    and `dimension_names` may be dicts from array path (relative to `source_path`) to value.
+    `memory` bounds the data held at once (bytes or "1GiB"). Returns a ConvertReport."""
+    src_store, src_path = store_and_path(source, source_path, read_only=True)
+    dst_store, dst_path = store_and_path(dest, dest_path)
+    if src_store == dst_store and _overlap(src_path, dst_path):
+        raise ValueError(f"source {src_path!r} and destination {dst_path!r} overlap in one store")
+    options = {
+        "zarr_format": zarr_format, "chunks": chunks, "shards": shards, "codecs": codecs,
+        "compressor": compressor if compressor is None or isinstance(compressor, (str, dict)) else repr(compressor),
+        "dtype": None if dtype is None else str(np.dtype(dtype)),
+        "dimension_names": dimension_names,
+    }
+    options = json.loads(json.dumps(options, default=_jsonable))
+    budget = parse_bytes(memory) // 2  # the rest is headroom: interpreter, buffers in flight
+    plan = _Plan(src_store, src_path, dst_path, zarr_format, chunks, shards, codecs, compressor,
+                 dtype, dimension_names)
+    state_key = nodes.join(dst_path, CONVERT_STATE_KEY)
+    state = {"source": f"{src_store!r}/{src_path}", "options": options}
+    existing = nodes.load_json(dst_store, state_key)
+    if resume and existing is not None:
+        if existing.get("options") != options:
+            raise ValueError(f"{state_key}: the unfinished conversion there used other options "
+                             f"({existing.get('options')}); convert again with those, or overwrite")
+        plan.check_written(dst_store)
+    else:
+        if existing is not None or nodes.node_exists(dst_store, dst_path):
+            if not overwrite:
+                what = "an unfinished conversion (resume it)" if existing is not None else "a node"
+                raise NodeExistsError(f"{dst_store!r} holds {what} at {dst_path!r}; pass overwrite")
+            dst_store.delete_prefix(dst_path) if dst_path else _clear(dst_store)
+        dst_store.set(state_key, nodes.dump_json(state))
+        plan.write(dst_store)
+    report = ConvertReport(groups=len(plan.groups), arrays=len(plan.arrays))
+    jobs = [_ArrayJob(src, Array(dst_store, path, meta), budget, resume)
+            for src, (path, meta) in plan.arrays]
+    report.raw_arrays = sum(job.raw for job in jobs)
+    in_flight = max(1, min(config.num_threads, budget // max([j.task_bytes for j in jobs] + [1])))
+    total = sum(j.src.nbytes for j in jobs)
+    count = sum(j.count for j in jobs)
+
+    def done(task, result):
+        nbytes, written, kept = result
+        report.nbytes += nbytes
+        report.objects_written += written
+        report.objects_kept += kept
+        bar.update(nbytes, written + kept)
+
+    with Progress(total, count, "convert", progress,
+                  chunk_word="shards" if all(j.dst.shards for j in jobs) and jobs else "chunks") as bar:
+        tasks = ((job, item) for job in jobs for item in job.tasks())
+        run_bounded(lambda task: task[0].run(task[1]), tasks, in_flight, done)
+    if plan.consolidated:
+        consolidate_metadata(dst_store, dst_path)
+    dst_store.delete(state_key)
+    return report
+
+
+def _jsonable(value):
+    if isinstance(value, (tuple, np.integer)):
+        return list(value) if isinstance(value, tuple) else int(value)
+    return str(value)
+
+
+def _overlap(a, b):
+    return not a or not b or a == b or a.startswith(b + "/") or b.startswith(a + "/")
+
+
+def _clear(store):
+    for key in list(store.list_prefix("")):
+        store.delete(key)
+
+
+def _for(option, path):
+    """An option's value for the array at `path` (options may be dicts by array path)."""
+    return option.get(path) if isinstance(option, dict) else option
+
+
+def _shape(option, path, ndim, what):
+    """The shape `option` gives the `ndim`-d array at `path`: a shape given for the whole
+    hierarchy applies to the arrays with as many dimensions, and leaves the others as they are."""
+    value = _for(option, path)
+    if value is None or value is False:
+        return value
+    if isinstance(value, str):
+        if value.lower() == "none":
+            return False
+        value = [int(v) for v in value.split(",")]
+    value = (int(value),) * ndim if isinstance(value, (int, np.integer)) else tuple(int(v) for v in value)
+    if len(value) != ndim and not isinstance(option, dict):
+        return None
+    if len(value) != ndim or any(v < 1 for v in value):
+        raise ValueError(f"{what} {value} do not fit the {ndim}-d array {path or '/'!r}")
+    return value
+
+
+class _Plan:
+    """The destination's metadata, built in a memory store (every option checked) before
+    anything is written."""
+
+    def __init__(self, src_store, src_path, dst_path, zarr_format, chunks, shards, codecs,
+                 compressor, dtype, dimension_names):
+        def on_problem(kind, key, detail):
+            if kind == "metadata":
+                raise MetadataError(f"{key}: {detail}")
+
+        self.dst_path = dst_path
+        self.store = MemoryStore()
+        self.groups, self.arrays = [], []  # paths; (source Array, (dst path, dst metadata))
+        self.compressor = parse_compressor(compressor) if compressor is not None else False
+        self.codecs = None if codecs is None else parse_codecs(codecs)
+        self.consolidated = False
+        head = len(src_path) + 1 if src_path else 0
+        for path, meta in walk(src_store, src_path, on_problem):
+            rel = path[head:]
+            out = nodes.join(dst_path, rel) if rel else dst_path
+            fmt = zarr_format or meta.zarr_format
+            if meta.node_type == "group":
+                if not rel:
+                    self.consolidated = (getattr(meta, "consolidated_metadata", None) is not None
+                                         or src_store.exists(nodes.join(path, V2_KEY)))
+                _create_group(self.store, out, fmt, _attrs(meta.attributes, None, fmt), False)
+                self.groups.append(out)
+                continue
+            src = Array(src_store, path, meta, read_only=True)
+            dst = self._array(src, rel, out, fmt, _shape(chunks, rel, src.ndim, "chunks"),
+                              _shape(shards, rel, src.ndim, "shards"), _for(dtype, rel),
+                              _for(dimension_names, rel))
+            self.arrays.append((src, (out, dst.metadata)))
+
+    def _array(self, src, rel, out, fmt, chunks, shards, dtype, dimension_names):
+        ndim = src.ndim
+        new_dtype = src.dtype if dtype is None else np.dtype(dtype)
+        _check_lossless(src, new_dtype)
+        base, inner = v3_codecs(src) if self.codecs is None else (self.codecs, src.chunks)
+        if self.compressor is not False:
+            base = with_compressor(base, self.compressor, f"{src.name} codecs")
+        if new_dtype != src.dtype and self.codecs is None:
+            base = _retyped(base, src.name)
+        chunks = chunks or inner
+        if fmt == 2 and shards:
+            raise ValueError("sharding needs zarr_format 3")
+        if fmt == 3 and shards is None and src.shards:
+            shards = {"shape": src.shards, "index_location": src._chunks.partial.index_location}
+        shards = shards or None
+        meta = src.metadata
+        names = dimension_names
+        if names is None:
+            names = (meta.dimension_names if src.zarr_format == 3
+                     else _array_dimensions(meta.attributes, ndim))
+        fill = _fill(src, new_dtype)
+        attributes = _attrs(meta.attributes, names, fmt)
+        if fmt == 3:
+            kinds = [codec_from_json(c, f"{src.name} codecs") for c in base]
+            key_encoding = None
+            if src.zarr_format == 3:
+                key_encoding = {"name": meta.chunk_key_encoding.name,
+                                "separator": meta.chunk_key_encoding.separator}
+            return create_array(
+                self.store, name=out, shape=src.shape, dtype=new_dtype, chunks=chunks, shards=shards,
+                filters=[c for c, k in zip(base, kinds) if isinstance(k, ArrayArrayCodec)],
+                serializer=[c for c, k in zip(base, kinds) if isinstance(k, ArrayBytesCodec)],
+                compressors=[c for c, k in zip(base, kinds)
+                             if not isinstance(k, (ArrayArrayCodec, ArrayBytesCodec))],
+                fill_value=fill, attributes=attributes,
+                dimension_names=None if names is None else tuple(names),
+                chunk_key_encoding=key_encoding, zarr_format=3)
+        filters, compressor, order, stored = v2_form(base, chunks, new_dtype, f"{src.name} codecs")
+        separator = meta.dimension_separator if src.zarr_format == 2 else "."
+        return create_array(
+            self.store, name=out, shape=src.shape, dtype=stored, chunks=chunks,
+            filters=filters or None, compressors=compressor, fill_value=fill, order=order,
+            attributes=attributes, chunk_key_encoding=separator, zarr_format=2)
+
+    def _metadata_keys(self):
+        for path in [*self.groups, *(p for _, (p, _) in self.arrays)]:
+            for name in nodes.METADATA_KEYS:
+                key = nodes.join(path, name)
+                if self.store.exists(key):
+                    yield key
+
+    def write(self, store):
+        """Write the planned metadata, and any missing ancestor groups of the destination."""
+        for parent in nodes.parent_paths(self.dst_path):
+            if not nodes.node_exists(store, parent):
+                for name in nodes.METADATA_KEYS:
+                    key = nodes.join(parent, name)
+                    if self.store.exists(key):
+                        store.set(key, self.store.get(key))
+        for key in self._metadata_keys():
+            store.set(key, self.store.get(key))
+
+    def check_written(self, store):
+        """On resume: the destination's metadata must be the planned metadata."""
+        for key in self._metadata_keys():
+            if _without_consolidated(store.get(key)) != _without_consolidated(self.store.get(key)):
+                raise ValueError(f"{key}: the destination's metadata differs from what these "
+                                 f"options make; convert again with the first options, or overwrite")
+
+
+def _without_consolidated(data):
+    if data is None:
+        return None
+    doc = json.loads(data)
+    if isinstance(doc, dict):
+        doc.pop("consolidated_metadata", None)
+    return doc
+
+
+def _array_dimensions(attributes, ndim):
+    names = attributes.get("_ARRAY_DIMENSIONS")
+    if isinstance(names, list) and len(names) == ndim and all(isinstance(n, str) for n in names):
+        return names
+    return None
+
+
+def _attrs(attributes, names, fmt):
+    """Attributes for the destination: v2's `_ARRAY_DIMENSIONS` become v3 dimension names, and
+    dimension names become `_ARRAY_DIMENSIONS` in v2."""
+    attributes = dict(attributes)
+    if fmt == 3:
+        if names is not None and attributes.get("_ARRAY_DIMENSIONS") == list(names):
+            del attributes["_ARRAY_DIMENSIONS"]
+    elif names is not None and all(isinstance(n, str) for n in names):
+        attributes["_ARRAY_DIMENSIONS"] = list(names)
+    return attributes
+
+
+def _check_lossless(src, new_dtype):
+    if new_dtype == src.dtype:
+        return
+    if not np.can_cast(src.dtype, new_dtype, casting="safe"):
+        raise ValueError(f"{src.name}: converting {src.dtype} to {new_dtype} could change values; "
+                         f"only conversions that keep every value are done")
+
+
+def _retyped(codecs, name):
+    """The codecs for a new data type: blosc's typesize is taken from it again; filters that
+    were configured for the old type are refused."""
+    out = []
+    for spec in codecs:
+        codec = codec_from_json(spec, f"{name} codecs")
+        if isinstance(codec, ArrayArrayCodec) and codec.name != "transpose":
+            raise ValueError(f"{name}: filter {codec.name!r} was set up for the old data type; "
+                             f"give the codecs for the new one")
+        if spec.get("name") == "blosc":
+            spec = {**spec, "configuration": {k: v for k, v in spec.get("configuration", {}).items()
+                                              if k != "typesize"}}
+        out.append(spec)
+    return out
+
+
+def _fill(src, new_dtype):
+    fill = src.metadata.fill_value
+    if fill is None or new_dtype == src.dtype:
+        return fill
+    cast = np.asarray(fill).astype(new_dtype)
+    if not np.array_equal(cast.astype(src.dtype), np.asarray(fill), equal_nan=src.dtype.kind in "fc"):
+        raise ValueError(f"{src.name}: fill value {fill!r} does not fit {new_dtype}")
+    return cast[()]
+
+
+def _same_bits(a, b):
+    if a.dtype.hasobject or b.dtype.hasobject:
+        return np.array_equal(a, b)
+    return a.shape == b.shape and np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+
+
+class _ArrayJob:
+    """One array's work: raw copies of stored objects, or blocks of destination objects."""
+
+    def __init__(self, src, dst, budget, resume):
+        self.src, self.dst, self.resume = src, dst, resume
+        self.src_keys = ChunkKeys(src)
+        self.dst_keys = ChunkKeys(dst)
+        self.stored = sorted(self.src_keys.stored()[0].items())
+        self.raw = self._can_copy_raw()
+        if self.raw:
+            self.count = len(self.stored)
+            self.task_bytes = 0
+            return
+        unit = self.dst_keys.chunks.chunk_shape
+        self.block = self._block(unit, budget)
+        self.count = math.prod(self.dst_keys.grid)
+        self.task_bytes = self._cost(self.block)
+
+    # -- raw copies ----------------------------------------------------------------------------
+    def _can_copy_raw(self):
+        s, d = self.src_keys.chunks, self.dst_keys.chunks
+        if (s.chunk_shape != d.chunk_shape or s.dtype != d.dtype
+                or not _same_bits(np.asarray(s.fill_value, dtype=s.dtype), np.asarray(d.fill_value, dtype=d.dtype))):
+            return False
+        if _stored_codecs(self.src) != _stored_codecs(self.dst):
+            return False
+        # The codec mapping is meant to be exact; the first stored object proves it.
+        if self.stored:
+            data = self.src.store.get(self.stored[0][1])
+            if data is not None and not _same_bits(s.chain.decode(data), d.chain.decode(data)):
+                return False
+        return True
+
+    def _raw_copy(self, item):
+        coords, key = item
+        data = self.src.store.get(key)
+        nbytes = math.prod(r.stop - r.start for r in self.src_keys.region(coords)) * self.src.dtype.itemsize
+        if data is None:
+            return nbytes, 0, 0
+        dst_key = self.dst_keys.chunks.key(coords)
+        if self.resume and self.dst.store.get(dst_key) == data:
+            return nbytes, 0, 1
+        self.dst.store.set(dst_key, data)
+        return nbytes, 1, 0
+
+    # -- blocks ----------------------------------------------------------------------------------
+    def _cost(self, block):
+        """Bytes a task over `block` holds at most: the block, the encoded objects, the block
+        in the new type, a destination object decoded (on resume) and the source chunks being
+        decoded into it."""
+        itemsize = max(self.src.dtype.itemsize, self.dst.dtype.itemsize)
+        n = math.prod(block) * itemsize
+        src_unit = math.prod(self.src_keys.chunks.chunk_shape) * self.src.dtype.itemsize
+        dst_unit = math.prod(self.dst_keys.chunks.chunk_shape) * itemsize
+        return 3 * n + (dst_unit if self.resume else 0) + config.num_threads * src_unit
+
+    def _block(self, unit, budget):
+        """The block shape: a whole number of destination objects per axis, lined up with the
+        source chunks (their least common multiple) when that fits in the memory budget."""
+        src = self.src_keys.chunks.chunk_shape
+        shape = self.src.shape
+        block = [min(math.lcm(u, s), -(-max(n, 1) // u) * u) for u, s, n in zip(unit, src, shape)]
+        while self._cost(block) > budget and any(b > u for b, u in zip(block, unit)):
+            axis = max((i for i in range(len(block)) if block[i] > unit[i]), key=lambda i: block[i])
+            block[axis] = max(unit[axis], block[axis] // unit[axis] // 2 * unit[axis])
+        if self._cost(block) > budget:
+            raise ValueError(
+                f"{self.src.name}: converting one destination object of shape {tuple(unit)} needs "
+                f"about {self._cost(block) * 2 >> 20} MiB; raise the memory limit")
+        return tuple(block)
+
+    def tasks(self):
+        if self.raw:
+            yield from self.stored
+            return
+        grid = [-(-n // b) for n, b in zip(self.src.shape, self.block)]
+        for index in np.ndindex(*grid):
+            yield tuple(slice(i * b, min((i + 1) * b, n)) for i, b, n in zip(index, self.block, self.src.shape))
+
+    def run(self, item):
+        if self.raw:
+            return self._raw_copy(item)
+        region = item
+        data = np.empty(tuple(r.stop - r.start for r in region), dtype=self.src.dtype)
+        self.src.get_basic_selection(region, out=data)
+        if self.dst.dtype != self.src.dtype:
+            data = data.astype(self.dst.dtype)
+        units = self._units(region)
+        nbytes = data.size * self.src.dtype.itemsize
+        if not self.resume:
+            self.dst.set_basic_selection(region, data)
+            return nbytes, len(units), 0
+        pending = [u for u in units if not self._complete(u, region, data)]
+        for coords, part in pending:
+            local = tuple(slice(p.start - r.start, p.stop - r.start) for p, r in zip(part, region))
+            self.dst.set_basic_selection(part, data[local])
+        return nbytes, len(pending), len(units) - len(pending)
+
+    def _units(self, region):
+        """(coords, region) of the destination objects in the block `region`."""
+        unit = self.dst_keys.chunks.chunk_shape
+        ranges = [range(r.start // u, -(-r.stop // u)) for r, u in zip(region, unit)]
+        return [(c, self.dst_keys.region(c)) for c in itertools.product(*ranges)]
+
+    def _complete(self, unit, region, data):
+        """Is the destination object `unit` stored as the source has it (absent when all fill)?"""
+        coords, part = unit
+        local = tuple(slice(p.start - r.start, p.stop - r.start) for p, r in zip(part, region))
+        values = data[local]
+        chunks = self.dst_keys.chunks
+        stored = self.dst.store.get(chunks.key(coords))
+        if stored is None:
+            return not config.write_empty_chunks and kernels.is_fill(values, chunks.fill_value)
+        try:
+            decoded = chunks.chain.decode(stored)
+        except Exception:  # noqa: BLE001 - a damaged object is rewritten
+            return False
+        return _same_bits(decoded[tuple(slice(0, p.stop - p.start) for p in part)], values)
+
+
+def _stored_codecs(array):
+    """The v3 JSON of how the array's stored objects are encoded (v2 codecs mapped to v3)."""
+    try:
+        return array._chunks.chain.to_json() if array.zarr_format == 3 else v3_codecs(array)[0]
+    except MetadataError:
+        return None

@@ -1,0 +1,97 @@
+"""Walking a hierarchy as stored, and telling the stored keys of an array apart."""
+import itertools
+import math
+import re
+
+from .. import nodes
+from ..array import Array
+from ..consolidated import V2_KEY
+from ..errors import ZarrcoreError
+from ..storage import make_store
+
+# Written into a destination while a conversion runs; see tools/convert.py.
+CONVERT_STATE_KEY = ".zarrcore-convert.json"
+_NOT_MEMBERS = frozenset(nodes.METADATA_KEYS) | {V2_KEY, CONVERT_STATE_KEY}
+
+
+def store_and_path(source, path="", read_only=False):
+    """(Store, normalized path) of a path, dict, Store, Array or Group plus a path below it."""
+    if isinstance(source, nodes.Node):
+        return source.store, nodes.normalize_path(nodes.join(source.path, nodes.normalize_path(path)))
+    return make_store(source, read_only=read_only), nodes.normalize_path(path)
+
+
+def walk(store, path, on_problem):
+    """Yield (path, metadata) of the node at `path` and of every node below it, parents first,
+    reading each node's own metadata (not consolidated copies).
+
+    `on_problem(kind, key, detail)` hears of metadata that does not read ("metadata") and of
+    keys inside a group that belong to no node ("stray")."""
+    try:
+        meta = nodes.read_metadata(store, path)
+    except ZarrcoreError as e:
+        on_problem("metadata", _metadata_key(store, path), str(e))
+        return
+    yield path, meta
+    if meta.node_type != "group":
+        return
+    for name in store.list_dir(path):
+        if name in _NOT_MEMBERS:
+            continue
+        child = nodes.join(path, name)
+        if nodes.node_exists(store, child):
+            yield from walk(store, child, on_problem)
+            continue
+        keys = [child] if store.exists(child) else sorted(store.list_prefix(child))
+        for key in keys:
+            on_problem("stray", key, "belongs to no array or group")
+
+
+def _metadata_key(store, path):
+    for key in nodes.METADATA_KEYS:
+        full = nodes.join(path, key)
+        if store.exists(full):
+            return full
+    return nodes.join(path, nodes.V3_KEY)
+
+
+class ChunkKeys:
+    """The stored objects of one array (chunks, or shards when sharded) by grid position."""
+
+    def __init__(self, array: Array):
+        self.array = array
+        self.chunks = array._chunks  # the pipeline's view: keys, codec chain, fill value
+        self.grid = tuple(math.ceil(s / c) for s, c in zip(array.shape, self.chunks.chunk_shape))
+        self._head = len(array.path) + 1 if array.path else 0
+
+    def stored(self):
+        """(in-grid {coords: key}, [keys that are no grid position]) of the stored keys."""
+        meta = set(nodes.METADATA_KEYS)
+        found, outside = {}, []
+        for key in self.array.store.list_prefix(self.array.path):
+            rel = key[self._head:]
+            if rel in meta:
+                continue
+            coords = self.coords(key)
+            if coords is None:
+                outside.append(key)
+            else:
+                found[coords] = key
+        return found, sorted(outside)
+
+    def coords(self, key):
+        """The grid position whose key is `key`, or None when there is none."""
+        # A 0-d array's one chunk has a key of its own ("0" in v2, "c" in v3).
+        coords = tuple(int(c) for c in re.findall(r"\d+", key[self._head:])) if self.grid else ()
+        if len(coords) != len(self.grid) or any(c >= n for c, n in zip(coords, self.grid)):
+            return None
+        return coords if self.chunks.key(coords) == key else None
+
+    def all_coords(self):
+        return itertools.product(*(range(n) for n in self.grid))
+
+    def region(self, coords):
+        """The array region (tuple of slices) the object at `coords` holds."""
+        return tuple(slice(c * n, min((c + 1) * n, s))
+                     for c, n, s in zip(coords, self.chunks.chunk_shape, self.array.shape))
+
