@@ -310,7 +310,7 @@ class Array(nodes.Node):
     def _reset_outside(self, coords, starts, new_shape):
         """Set the part of chunk `coords` beyond `new_shape` to the fill value."""
         key = self._chunks.key(coords)
-        with self._store.lock(key):
+        with self._store.lock(key, self._path):
             chunk = self._chunks.read_chunk(coords)
             if chunk is None:
                 return
