@@ -159,6 +159,7 @@ def test_zarr_python_and_tensorstore_ignore_the_lock_file(tmp_path):
     g = zarrcore.open_group(root, mode="w")
     a = g.create_array("a", shape=(8, 8), dtype="int16", chunks=(4, 4), shards=(8, 8))
     a[1:3, 1:3] = 7  # partial: the lock file of "a"
+    g.attrs["x"] = 1  # the group's own lock file (metadata updates lock too)
     assert (tmp_path / "g" / "a" / LOCK_FILE).exists()
     zg = zarr.open_group(root, mode="r")
     # zarr-python warns of every file in a group's directory that is not a node, this one too.
@@ -207,6 +208,8 @@ def test_a_store_that_cannot_lock_fails_loudly():
     a = zarrcore.create_array(store, shape=(8,), dtype="u1", chunks=(4,))
     with pytest.raises(LockUnavailableError):
         a[1:3] = 1
+    with pytest.raises(LockUnavailableError):
+        a.attrs["x"] = 1
     np.testing.assert_array_equal(a[...], 0)
 
 

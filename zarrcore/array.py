@@ -35,6 +35,8 @@ class Array(nodes.Node):
         self._metadata = metadata
         self._chunks = self._make_chunk_store(metadata)
 
+    _apply_metadata = _set_metadata
+
     def _make_chunk_store(self, metadata):
         if metadata.zarr_format == 3:
             codecs = metadata.codecs
@@ -280,16 +282,21 @@ class Array(nodes.Node):
     def resize(self, *new_shape):
         """Change the shape. Stored chunks wholly outside the new shape are deleted; where an
         axis shrinks, the cut-off part of the boundary chunks is reset to the fill value, so
-        growing again shows fill there."""
-        self._check_writable()
+        growing again shows fill there. Serialised with every other metadata update of the
+        array, across threads and processes: the shape and attributes are read anew under the
+        lock."""
         if len(new_shape) == 1 and not isinstance(new_shape[0], (int, np.integer)):
             new_shape = new_shape[0]
         new_shape = tuple(int(s) for s in new_shape)
-        if len(new_shape) != self.ndim or any(s < 0 for s in new_shape):
-            raise ValueError(f"new shape {new_shape} does not fit a {self.ndim}-d array")
-        old_shape = self.shape
-        self._set_metadata(self._metadata.evolve(shape=new_shape))
-        nodes.write_metadata(self._store, self._path, self._metadata)
+        with self._metadata_update() as current:
+            self._resize_locked(current, new_shape)
+
+    def _resize_locked(self, current, new_shape):
+        """resize with the metadata lock held and `current` the stored metadata."""
+        old_shape = tuple(current.shape)
+        if len(new_shape) != len(old_shape) or any(s < 0 for s in new_shape):
+            raise ValueError(f"new shape {new_shape} does not fit a {len(old_shape)}-d array")
+        self._store_metadata(current.evolve(shape=new_shape))
         if any(n < o for n, o in zip(new_shape, old_shape)):
             self._trim_chunks(old_shape, new_shape)
 
@@ -321,23 +328,27 @@ class Array(nodes.Node):
             self._chunks.put(key, self._chunks.chain.encode_unless_fill(chunk))
 
     def append(self, data, axis=0):
-        """Grow `axis` by `data`'s length along it and write `data` there; the new shape."""
+        """Grow `axis` by `data`'s length along it and write `data` there; the new shape.
+        Concurrent appends (threads or processes) each get their own region: the growth and
+        the write happen under the array's metadata lock."""
         data = np.asarray(data)
         if data.ndim != self.ndim:
             raise ValueError(f"data has {data.ndim} dimensions, the array {self.ndim}")
         axis = axis + self.ndim if axis < 0 else axis
         if not 0 <= axis < self.ndim:
             raise np.exceptions.AxisError(axis, self.ndim)
-        others = [s for i, s in enumerate(self.shape) if i != axis]
-        if [s for i, s in enumerate(data.shape) if i != axis] != others:
-            raise ValueError(
-                f"data of shape {data.shape} does not match the array's shape {self.shape} "
-                f"off axis {axis}"
-            )
-        old = self.shape[axis]
-        new_shape = self.shape[:axis] + (old + data.shape[axis],) + self.shape[axis + 1:]
-        self.resize(new_shape)
-        self[(slice(None),) * axis + (slice(old, None),)] = data
+        with self._metadata_update() as current:
+            shape = tuple(current.shape)
+            others = [s for i, s in enumerate(shape) if i != axis]
+            if [s for i, s in enumerate(data.shape) if i != axis] != others:
+                raise ValueError(
+                    f"data of shape {data.shape} does not match the array's shape {shape} "
+                    f"off axis {axis}"
+                )
+            old = shape[axis]
+            new_shape = shape[:axis] + (old + data.shape[axis],) + shape[axis + 1:]
+            self._resize_locked(current, new_shape)
+            self[(slice(None),) * axis + (slice(old, None),)] = data
         return new_shape
 
     def iter_chunks(self):
