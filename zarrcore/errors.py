@@ -64,3 +64,6 @@ class LockUnavailableError(ZarrcoreError, OSError):
     """Keys cannot be locked across processes: the store has no such locks, or its file system
     refuses them. Read-modify-writes fail with it rather than risk losing concurrent updates."""
 
+
+class OutsideStoreError(ZarrcoreError, PermissionError):
+    """A key of a confined store whose path resolves outside the store's root (a symlink)."""

@@ -262,7 +262,9 @@ class ChunkStore:
         # Sharded arrays whose index and inner chains the core runs: one native batch over
         # every shard and inner chunk (zarrcore._shard_io).
         self._shards = None
-        if key_layout is not None and isinstance(store, LocalStore) and self.array_shape is not None:
+        # (A confined store checks every path in Python, so it takes the generic path.)
+        if (key_layout is not None and isinstance(store, LocalStore) and not store.confined
+                and self.array_shape is not None):
             self._batch = batch_settings(self.chain, dtype, fill_value)
             self._key_layout = key_layout
             settings = self.partial.batch_settings() if self.partial is not None else None

@@ -3,6 +3,7 @@ import contextlib
 import os
 
 from .._batch import LOCK_FILE, TEMP_PREFIX, lock_key, remove_stale_temp, replace_file, unlock_key
+from ..errors import OutsideStoreError
 from .base import Store, validate_key, validate_prefix
 
 
@@ -12,12 +13,16 @@ class LocalStore(Store):
     Key locks live in a lock file in the directory of the node a key belongs to
     (csrc/zc_key_lock.h). Temporary files of writers a kill left behind are removed when a
     writable store lists their directory (`remove_stale_temporary_files` does it for a whole
-    prefix).
+    prefix). Symlinks in the store are followed; `confined=True` refuses every key whose path
+    resolves outside `root` instead (default: `zarrcore.config.confine_local_stores`).
     """
 
-    def __init__(self, root, read_only=False):
+    def __init__(self, root, read_only=False, confined=None):
+        from ..config import config
+
         super().__init__(read_only)
         self.root = os.path.abspath(os.fspath(root))
+        self.confined = config.confine_local_stores if confined is None else bool(confined)
 
     def _identity(self):
         return self.root
@@ -26,7 +31,17 @@ class LocalStore(Store):
         return f"LocalStore({self.root!r})"
 
     def _path(self, key):
-        return os.path.join(self.root, *validate_key(key).split("/"))
+        path = os.path.join(self.root, *validate_key(key).split("/"))
+        if self.confined:
+            self._check_inside(key, path)
+        return path
+
+    def _check_inside(self, key, path):
+        root = os.path.realpath(self.root)
+        real = os.path.realpath(path)
+        if real != root and not real.startswith(root + os.sep):
+            raise OutsideStoreError(
+                f"key {key!r} of the confined {self!r} resolves to {real!r}, outside the store")
 
     def _dir(self, prefix):
         """The directory of `prefix` ('' or a validated prefix)."""
