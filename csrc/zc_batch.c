@@ -296,14 +296,14 @@ static int slab_all_fill(const zc_batch *b, const slab_walk *w, unsigned char *b
  * fed piece by piece copies the stream into its own window and matches across the wrap, which
  * costs more than the gather saves.) */
 static int write_streamed(const zc_batch *b, const slab_walk *w, const char *path,
-                          unsigned char *buf, int lock_fd)
+                          unsigned char *buf, const zc_key_locks *locks)
 {
     if (!b->write_empty_chunks) {
         int fill = slab_all_fill(b, w, buf);
         if (fill < 0)
             return fill;
         if (fill)
-            return zc_file_replace_locked(lock_fd, path, NULL, 0);
+            return zc_file_replace_locked(locks, path, NULL, 0);
     }
     zc_file_writer f;
     int st = zc_file_writer_open(&f, path);
@@ -324,7 +324,7 @@ static int write_streamed(const zc_batch *b, const slab_walk *w, const char *pat
         zc_store_le32(trailer, crc);
         st = zc_file_writer_write(&f, trailer, 4);
     }
-    return st == ZC_OK ? zc_file_writer_commit(&f, lock_fd, path) : st;
+    return st == ZC_OK ? zc_file_writer_commit(&f, locks, path) : st;
 }
 
 /* Does the task's chunk reach past the array's end (`edge`), and does the selection leave
@@ -416,10 +416,10 @@ void zc_batch_free(zc_batch *b)
 /* Splice the compressed segments of a chunk into one frame and store it, or delete the chunk
  * when it holds only the fill value and empty chunks are not written. */
 static int store_segments(const zc_batch *b, struct zc_chunk_segments *cs, const char *path,
-                          int lock_fd)
+                          const zc_key_locks *locks)
 {
     if (!b->write_empty_chunks && !__atomic_load_n(&cs->not_fill, __ATOMIC_ACQUIRE))
-        return zc_file_replace_locked(lock_fd, path, NULL, 0);
+        return zc_file_replace_locked(locks, path, NULL, 0);
     const size_t cap = segment_cap(b);
     size_t m = cs->out_len[0];
     for (int64_t s = 1; s < b->nsegments; s++) {
@@ -430,7 +430,7 @@ static int store_segments(const zc_batch *b, struct zc_chunk_segments *cs, const
         zc_store_le32(cs->out + m, zc_crc32c(0, cs->out, m));
         m += 4;
     }
-    return zc_file_replace_locked(lock_fd, path, cs->out, m);
+    return zc_file_replace_locked(locks, path, cs->out, m);
 }
 
 /* Gather segment `s` of task `t`'s chunk (a run of planes along the first axis), note whether
@@ -472,7 +472,7 @@ static int compress_segment(const zc_batch *b, int64_t t, int64_t s)
  * chunk's last segment stores the chunk. */
 static void write_segments(zc_batch *b)
 {
-    int lock_fd = -1;
+    zc_key_locks locks = ZC_KEY_LOCKS_NONE;
     char path[ZC_BATCH_PATH_MAX];
     const zc_piece *p[ZC_BATCH_MAX_NDIM];
     task_run run = {0, 0};
@@ -490,16 +490,15 @@ static void write_segments(zc_batch *b)
         task_pieces(b, t, p);
         errno = 0;
         if ((st = format_key(b, p, path, sizeof path)) == ZC_OK)
-            st = zc_key_lock_open_once(b->lock_dir, &lock_fd);
+            st = zc_key_locks_open_once(&locks, b->lock_dir);
         if (st == ZC_OK)
-            st = store_segments(b, cs, path, lock_fd);
+            st = store_segments(b, cs, path, &locks);
         if (st != ZC_OK) {
             fail(b, t, st, errno);
             break;
         }
     }
-    if (lock_fd >= 0)
-        close(lock_fd);
+    zc_key_locks_close(&locks);
 }
 
 void zc_batch_write_worker(zc_batch *b)
@@ -512,7 +511,7 @@ void zc_batch_write_worker(zc_batch *b)
     /* Stored as is: encoded in the chunk buffer, which has room for the crc32c trailer. */
     const int in_place = b->chain.compressor == ZC_COMP_NONE;
     const size_t cap = zc_chain_encode_bound(&b->chain, n);
-    int lock_fd = -1; /* the key lock file, opened on first need */
+    zc_key_locks locks = ZC_KEY_LOCKS_NONE; /* the lock file, opened on first need */
     static const ptrdiff_t zero[1];
     const ptrdiff_t all[1] = {(ptrdiff_t)(n / b->chain.itemsize)};
     const ptrdiff_t item[1] = {(ptrdiff_t)b->chain.itemsize};
@@ -534,7 +533,7 @@ void zc_batch_write_worker(zc_batch *b)
             fail(b, t, st, 0);
             break;
         }
-        if ((st = zc_key_lock_open_once(b->lock_dir, &lock_fd)) != ZC_OK) {
+        if ((st = zc_key_locks_open_once(&locks, b->lock_dir)) != ZC_OK) {
             fail(b, t, st, errno);
             break;
         }
@@ -542,7 +541,7 @@ void zc_batch_write_worker(zc_batch *b)
         if (in_place && !edge && slab_walk_init(b, p, &walk)) {
             unsigned char *buf = zc_scratch(ZC_SCRATCH_CHUNK, STREAM_PIECE);
             errno = 0;
-            st = buf ? write_streamed(b, &walk, path, buf, lock_fd) : ZC_ERR_NOMEM;
+            st = buf ? write_streamed(b, &walk, path, buf, &locks) : ZC_ERR_NOMEM;
             if (st != ZC_OK) {
                 fail(b, t, st, errno);
                 break;
@@ -580,7 +579,7 @@ void zc_batch_write_worker(zc_batch *b)
         /* Replaced or deleted under the key's lock, so this lands wholly before or after
          * another writer's read-modify-write of the chunk rather than inside it. */
         if (is_fill) {
-            if ((st = zc_file_replace_locked(lock_fd, path, NULL, 0)) != ZC_OK) {
+            if ((st = zc_file_replace_locked(&locks, path, NULL, 0)) != ZC_OK) {
                 fail(b, t, st, errno);
                 break;
             }
@@ -589,13 +588,12 @@ void zc_batch_write_worker(zc_batch *b)
         size_t len = 0;
         st = zc_chain_encode(&b->chain, chunk, n, encoded, cap, &len);
         if (st == ZC_OK)
-            st = zc_file_replace_locked(lock_fd, path, encoded, len);
+            st = zc_file_replace_locked(&locks, path, encoded, len);
         if (st != ZC_OK) {
             fail(b, t, st, errno);
             break;
         }
     }
-    if (lock_fd >= 0)
-        close(lock_fd);
+    zc_key_locks_close(&locks);
     zc_scratch_idle();
 }

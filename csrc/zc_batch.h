@@ -34,8 +34,9 @@ typedef struct {
     char key_head[ZC_BATCH_PATH_MAX];
     char sep;
     int lead_sep;
-    /* Writes replace and delete chunk files under their key lock in this directory, as the
-     * store's read-modify-writes take it (zc_key_lock.h); "" takes no locks. */
+    /* Writes replace and delete chunk files under their key lock in the lock file of this
+     * directory, the array's own, as the store's read-modify-writes take it (zc_key_lock.h);
+     * "" takes no locks. */
     char lock_dir[ZC_BATCH_PATH_MAX];
     /* Pieces per axis: axis d's are pieces[piece_offset[d] .. piece_offset[d] + npieces[d]). */
     const zc_piece *pieces;

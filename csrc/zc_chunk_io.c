@@ -13,6 +13,7 @@
 #include "zc_copy.h"
 #include "zc_key_lock.h"
 #include "zc_status.h"
+#include "zc_temp.h"
 
 int zc_buf_reserve(zc_buf *b, size_t n)
 {
@@ -113,30 +114,25 @@ static int make_parents(char *path)
 
 int zc_file_writer_open(zc_file_writer *w, const char *path)
 {
-    const char *slash = strrchr(path, '/');
-    size_t dirlen = slash ? (size_t)(slash - path) : 0;
-    static int64_t counter;
-    int64_t id = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
-    w->fd = -1;
-    int n = snprintf(w->tmp, sizeof w->tmp, "%.*s/.zarrcore-tmp-%ld-%lld", (int)dirlen, path,
-                     (long)getpid(), (long long)id);
-    if (n < 0 || (size_t)n >= sizeof w->tmp)
-        return ZC_ERR_SIZE;
-    w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (w->fd < 0 && errno == ENOENT) {
-        if (make_parents(w->tmp) != 0)
+    int st = zc_temp_create(path, w->tmp, sizeof w->tmp, &w->fd);
+    if (st == ZC_ERR_IO && errno == ENOENT) {
+        char parents[sizeof w->tmp];
+        if (strlen(path) >= sizeof parents)
+            return ZC_ERR_SIZE;
+        strcpy(parents, path);
+        if (make_parents(parents) != 0)
             return ZC_ERR_IO;
-        w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        st = zc_temp_create(path, w->tmp, sizeof w->tmp, &w->fd);
     }
-    return w->fd < 0 ? ZC_ERR_IO : ZC_OK;
+    return st;
 }
 
 void zc_file_writer_abort(zc_file_writer *w)
 {
     int e = errno;
     if (w->fd >= 0) {
-        close(w->fd);
         unlink(w->tmp);
+        close(w->fd);
     }
     w->fd = -1;
     errno = e;
@@ -160,38 +156,46 @@ int zc_file_writer_write(zc_file_writer *w, const unsigned char *data, size_t le
     return ZC_OK;
 }
 
-int zc_file_writer_commit(zc_file_writer *w, int lock_fd, const char *path)
+int zc_file_writer_commit(zc_file_writer *w, const zc_key_locks *locks, const char *path)
 {
-    if (close(w->fd) != 0) {
-        w->fd = -1;
+    /* Closed before the rename, so a write error a network file system reports only at close
+     * fails the write rather than publishing a torn file; a duplicate keeps the open file
+     * description, and with it the temporary file's lock, until the rename is done. */
+    int hold = dup(w->fd);
+    if (hold < 0 || close(w->fd) != 0) {
         int e = errno;
+        if (hold >= 0)
+            close(hold);
+        else
+            close(w->fd);
+        w->fd = -1;
         unlink(w->tmp);
         errno = e;
         return ZC_ERR_IO;
     }
     w->fd = -1;
-    int st = lock_fd >= 0 ? zc_key_lock(lock_fd, path) : ZC_OK;
+    int st = zc_key_lock(locks, path);
     if (st == ZC_OK && rename(w->tmp, path) != 0)
         st = ZC_ERR_IO;
     int e = errno;
     if (st != ZC_OK)
         unlink(w->tmp);
-    if (lock_fd >= 0)
-        zc_key_unlock(lock_fd, path);
+    zc_key_unlock(locks, path);
+    close(hold);
     errno = e;
     return st;
 }
 
-int zc_file_replace_locked(int lock_fd, const char *path, const unsigned char *data, size_t len)
+int zc_file_replace_locked(const zc_key_locks *locks, const char *path,
+                           const unsigned char *data, size_t len)
 {
     int st;
     if (data == NULL) {
-        if (lock_fd >= 0 && (st = zc_key_lock(lock_fd, path)) != ZC_OK)
+        if ((st = zc_key_lock(locks, path)) != ZC_OK)
             return st;
         st = unlink(path) != 0 && errno != ENOENT && errno != ENOTDIR ? ZC_ERR_IO : ZC_OK;
         int e = errno;
-        if (lock_fd >= 0)
-            zc_key_unlock(lock_fd, path);
+        zc_key_unlock(locks, path);
         errno = e;
         return st;
     }
@@ -200,7 +204,7 @@ int zc_file_replace_locked(int lock_fd, const char *path, const unsigned char *d
         return st;
     if ((st = zc_file_writer_write(&w, data, len)) != ZC_OK)
         return st;
-    return zc_file_writer_commit(&w, lock_fd, path);
+    return zc_file_writer_commit(&w, locks, path);
 }
 
 void zc_chunk_reader_free(zc_chunk_reader *r)

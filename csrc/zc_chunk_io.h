@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "zc_chain.h"
+#include "zc_key_lock.h"
 #include "zc_stream.h"
 
 #define ZC_CHUNK_IO_MAX_NDIM 32
@@ -38,31 +39,33 @@ int zc_file_open(const char *path, int *fd, size_t *size, int *missing);
 /* Read exactly `len` bytes at `at`: ZC_OK, ZC_ERR_SIZE when the file ends first, ZC_ERR_IO. */
 int zc_pread_full(int fd, void *buf, size_t len, uint64_t at);
 
-/* A new version of a stored object, written to a temporary file beside it and renamed over
- * it on commit, so readers see the old or the new object, never a torn one. */
+/* A new version of a stored object, written to a temporary file beside it (zc_temp.h) and
+ * renamed over it on commit, so readers see the old or the new object, never a torn one. */
 typedef struct {
     int fd;
     char tmp[4096 + 64];
 } zc_file_writer;
 
-/* Create the temporary file for `path`, making missing parent directories. */
+/* Create (and lock, zc_temp.h) the temporary file for `path`, making missing parent
+ * directories. */
 int zc_file_writer_open(zc_file_writer *w, const char *path);
 
 /* Append `len` bytes; on failure the writer is aborted. */
 int zc_file_writer_write(zc_file_writer *w, const unsigned char *data, size_t len);
 
-/* Rename the written file over `path` while holding the key lock of `path` on `lock_fd`
- * (zc_key_lock.h; -1: no lock), the lock zarrcore.storage.local.LocalStore.lock takes for
- * the same key, so the replacement lands wholly before or after another writer's
+/* Rename the written file over `path` while holding the key lock of `path` in `locks`
+ * (zc_key_lock.h; not open: no lock), the lock zarrcore.storage.local.LocalStore.lock takes
+ * for the same key, so the replacement lands wholly before or after another writer's
  * read-modify-write of it. On failure the writer is aborted. */
-int zc_file_writer_commit(zc_file_writer *w, int lock_fd, const char *path);
+int zc_file_writer_commit(zc_file_writer *w, const zc_key_locks *locks, const char *path);
 
 /* Drop the temporary file (errno is kept). */
 void zc_file_writer_abort(zc_file_writer *w);
 
-/* Replace `path` with `len` bytes through a zc_file_writer committed under `lock_fd` (or
+/* Replace `path` with `len` bytes through a zc_file_writer committed under `locks` (or
  * delete it under the lock when `data` is NULL). */
-int zc_file_replace_locked(int lock_fd, const char *path, const unsigned char *data, size_t len);
+int zc_file_replace_locked(const zc_key_locks *locks, const char *path,
+                           const unsigned char *data, size_t len);
 
 /* A selection of a C-ordered chunk of `shape`: on axis d `count[d]` items from `start[d]`
  * by `step[d]` (>= 1), landing at `out` + k * out_strides[d] (bytes, any sign). */

@@ -1,4 +1,4 @@
-/* Key locks as byte-range locks of one shared file; see zc_key_lock.h. */
+/* Key locks as byte-range locks of a lock file in each node directory; see zc_key_lock.h. */
 #define _GNU_SOURCE
 #include "zc_key_lock.h"
 
@@ -13,36 +13,117 @@
 
 #include "zc_sha256.h"
 #include "zc_status.h"
+#include "zc_temp.h"
 
 #ifndef ZC_ERR_IO
 #define ZC_ERR_IO (-20)
 #endif
 
-int zc_key_lock_open(const char *lock_dir, int *fd)
+static int make_dirs(char *path)
 {
-    char name[4096 + 16];
-    int n = snprintf(name, sizeof name, "%s/keys.lock", lock_dir);
-    if (n < 0 || (size_t)n >= sizeof name)
-        return ZC_ERR_SIZE;
-    *fd = open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (*fd < 0 && errno == ENOENT) {
-        if (mkdir(lock_dir, 0777) != 0 && errno != EEXIST)
-            return ZC_ERR_IO;
-        *fd = open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    for (char *s = strchr(path + 1, '/');; s = strchr(s + 1, '/')) {
+        if (s)
+            *s = 0;
+        int r = mkdir(path, 0777);
+        if (s)
+            *s = '/';
+        if (r != 0 && errno != EEXIST)
+            return -1;
+        if (!s)
+            return 0;
     }
+}
+
+/* Give a new lock file write permission for whoever may write its directory, whatever the
+ * umask, and the directory's group (best effort: only a member of that group may). */
+static void share_like_dir(int fd, const struct stat *dir)
+{
+    mode_t mode = 0600;
+    if (dir->st_mode & S_IWGRP)
+        mode |= 0060;
+    if (dir->st_mode & S_IWOTH)
+        mode |= 0006;
+    if (dir->st_gid != getegid() && fchown(fd, (uid_t)-1, dir->st_gid) != 0)
+        errno = 0;
+    fchmod(fd, mode);
+}
+
+/* Create the lock file `name` in `dir_path`: written as a temporary file with its final
+ * permissions and linked into place, so no one ever opens it with the creator's umask.
+ * ZC_OK with *fd (also when another process created it first), or ZC_ERR_IO. */
+static int create_lock_file(const char *name, char *dir_path, int *fd)
+{
+    struct stat dir;
+    if (stat(dir_path, &dir) != 0) {
+        if (errno != ENOENT || make_dirs(dir_path) != 0 || stat(dir_path, &dir) != 0)
+            return ZC_ERR_IO;
+    }
+    char tmp[4096 + 64];
+    int t, st = zc_temp_create(name, tmp, sizeof tmp, &t);
+    if (st != ZC_OK)
+        return st;
+    share_like_dir(t, &dir);
+    int linked = link(tmp, name) == 0, e = errno;
+    unlink(tmp);
+    if (linked) {
+        zc_temp_unlock(t);
+        *fd = t;
+        return ZC_OK;
+    }
+    close(t);
+    if (e == EEXIST) {
+        *fd = open(name, O_WRONLY | O_CLOEXEC);
+        return *fd < 0 ? ZC_ERR_IO : ZC_OK;
+    }
+    /* No hard links here: create it in place, then set its permissions. */
+    *fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (*fd >= 0) {
+        share_like_dir(*fd, &dir);
+        return ZC_OK;
+    }
+    if (errno == EEXIST)
+        *fd = open(name, O_WRONLY | O_CLOEXEC);
     return *fd < 0 ? ZC_ERR_IO : ZC_OK;
 }
 
-int zc_key_lock_open_once(const char *lock_dir, int *fd)
+int zc_key_locks_open(zc_key_locks *l, const char *node_dir)
 {
-    return *fd >= 0 || lock_dir[0] == '\0' ? ZC_OK : zc_key_lock_open(lock_dir, fd);
+    char name[4096 + 32], dir[4096];
+    size_t len = strlen(node_dir);
+    int n = snprintf(name, sizeof name, "%s/%s", node_dir, ZC_KEY_LOCK_FILE);
+    if (n < 0 || (size_t)n >= sizeof name || len >= sizeof dir)
+        return ZC_ERR_SIZE;
+    l->skip = len + 1;
+    /* Write-only: a write lock needs nothing more, so a store's writers need no read access. */
+    l->fd = open(name, O_WRONLY | O_CLOEXEC);
+    if (l->fd >= 0)
+        return ZC_OK;
+    if (errno != ENOENT)
+        return ZC_ERR_IO;
+    memcpy(dir, node_dir, len + 1);
+    return create_lock_file(name, dir, &l->fd);
+}
+
+int zc_key_locks_open_once(zc_key_locks *l, const char *node_dir)
+{
+    return l->fd >= 0 || node_dir[0] == '\0' ? ZC_OK : zc_key_locks_open(l, node_dir);
+}
+
+void zc_key_locks_close(zc_key_locks *l)
+{
+    if (l->fd >= 0)
+        close(l->fd);
+    l->fd = -1;
 }
 
 #ifdef F_OFD_SETLKW
-static int set_lock(int fd, const char *path, short type)
+static int set_lock(const zc_key_locks *l, const char *path, short type)
 {
+    if (l->fd < 0)
+        return ZC_OK;
+    const char *key = strlen(path) > l->skip ? path + l->skip : path;
     unsigned char digest[32];
-    zc_sha256(path, strlen(path), digest);
+    zc_sha256(key, strlen(key), digest);
     struct flock fl;
     memset(&fl, 0, sizeof fl); /* l_pid must be 0 for these locks */
     fl.l_type = type;
@@ -50,23 +131,25 @@ static int set_lock(int fd, const char *path, short type)
     fl.l_start = (off_t)((uint32_t)digest[0] << 24 | (uint32_t)digest[1] << 16 |
                          (uint32_t)digest[2] << 8 | digest[3]);
     fl.l_len = 1;
-    while (fcntl(fd, type == F_UNLCK ? F_OFD_SETLK : F_OFD_SETLKW, &fl) != 0)
+    while (fcntl(l->fd, type == F_UNLCK ? F_OFD_SETLK : F_OFD_SETLKW, &fl) != 0)
         if (errno != EINTR)
             return ZC_ERR_IO;
     return ZC_OK;
 }
 
-int zc_key_lock(int fd, const char *path) { return set_lock(fd, path, F_WRLCK); }
-int zc_key_unlock(int fd, const char *path) { return set_lock(fd, path, F_UNLCK); }
+int zc_key_lock(const zc_key_locks *l, const char *path) { return set_lock(l, path, F_WRLCK); }
+int zc_key_unlock(const zc_key_locks *l, const char *path) { return set_lock(l, path, F_UNLCK); }
 #else
-static int set_flock(int fd, int op)
+static int set_flock(const zc_key_locks *l, int op)
 {
-    while (flock(fd, op) != 0)
+    if (l->fd < 0)
+        return ZC_OK;
+    while (flock(l->fd, op) != 0)
         if (errno != EINTR)
             return ZC_ERR_IO;
     return ZC_OK;
 }
 
-int zc_key_lock(int fd, const char *path) { (void)path; return set_flock(fd, LOCK_EX); }
-int zc_key_unlock(int fd, const char *path) { (void)path; return set_flock(fd, LOCK_UN); }
+int zc_key_lock(const zc_key_locks *l, const char *path) { (void)path; return set_flock(l, LOCK_EX); }
+int zc_key_unlock(const zc_key_locks *l, const char *path) { (void)path; return set_flock(l, LOCK_UN); }
 #endif

@@ -1,24 +1,47 @@
-/* Advisory locks on the keys of a directory store, across threads and processes.
+/* Advisory locks on the keys of a directory store, across threads, processes and hosts.
  *
- * A key's lock is one byte of the shared file "<lock_dir>/keys.lock", at an offset taken from
- * the SHA-256 of the key's path (2^32 stripes), locked as an open file description lock.
- * Such locks conflict between descriptors even within one process, and the kernel drops them
- * when their descriptor is closed or the process dies. A writer opens the file once and then
- * pays one system call to take and one to drop each key's lock. Where open file description
- * locks do not exist the whole file is flocked instead: correct, only coarser. */
+ * The locks of a node's keys live with the node: in the file ZC_KEY_LOCK_FILE of the node's
+ * directory (the array or group the keys belong to). A key's lock is one byte of that file, at
+ * an offset taken from the SHA-256 of the key's path relative to that directory (2^32
+ * stripes), locked as an open file description lock. Every process that reaches the node, by
+ * whatever path (a symlink, another store root above it, another host of a shared file
+ * system), locks the same bytes of the same file. Such locks conflict between descriptors even
+ * within one process, and the kernel (or the file server) drops them when their descriptor is
+ * closed or the process dies. Where open file description locks do not exist the whole file
+ * is flocked instead: correct, only coarser.
+ *
+ * The lock file is created with write permission for whoever may write the directory (owner,
+ * and group and others as the directory's own write bits say, whatever the umask), so every
+ * user who can write the store can lock its keys. */
 #ifndef ZC_KEY_LOCK_H
 #define ZC_KEY_LOCK_H
 
-/* Open (creating it and `lock_dir` when missing) the lock file: ZC_OK with *fd, or ZC_ERR_IO
- * with errno, or ZC_ERR_SIZE for a too long `lock_dir`. */
-int zc_key_lock_open(const char *lock_dir, int *fd);
+#include <stddef.h>
 
-/* As zc_key_lock_open, on a worker's first need: ZC_OK and nothing done when *fd is open
- * already (>= 0) or `lock_dir` is empty (the store takes no locks). */
-int zc_key_lock_open_once(const char *lock_dir, int *fd);
+#define ZC_KEY_LOCK_FILE ".zarrcore-locks"
 
-/* Take (waiting as long as it takes) or drop the lock of `path` on descriptor `fd`. */
-int zc_key_lock(int fd, const char *path);
-int zc_key_unlock(int fd, const char *path);
+/* An open lock file of one node directory. `fd` -1: nothing open (and no locks taken). */
+typedef struct {
+    int fd;
+    size_t skip; /* length of "<node directory>/": paths minus this are the hashed keys */
+} zc_key_locks;
+
+#define ZC_KEY_LOCKS_NONE {-1, 0}
+
+/* Open (creating it, and `node_dir` when missing) the lock file of `node_dir`: ZC_OK, or
+ * ZC_ERR_IO with errno, or ZC_ERR_SIZE for a too long `node_dir`. */
+int zc_key_locks_open(zc_key_locks *l, const char *node_dir);
+
+/* As zc_key_locks_open, on a worker's first need: ZC_OK and nothing done when `l` is open
+ * already or `node_dir` is empty (the store takes no locks). */
+int zc_key_locks_open_once(zc_key_locks *l, const char *node_dir);
+
+void zc_key_locks_close(zc_key_locks *l);
+
+/* Take (waiting as long as it takes) or drop the lock of `path`, a path below the node
+ * directory of `l`. Nothing when `l` is not open. ZC_ERR_IO with errno on failure (ENOLCK,
+ * EOPNOTSUPP or ENOSYS: the file system does not support the locks). */
+int zc_key_lock(const zc_key_locks *l, const char *path);
+int zc_key_unlock(const zc_key_locks *l, const char *path);
 
 #endif

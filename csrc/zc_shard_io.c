@@ -513,7 +513,7 @@ typedef struct {
 } writer;
 
 /* Every task of slot `s` is done: lay its inner chunks out, add the index, store it. */
-static int write_shard(zc_shard_io *io, int64_t s, writer *w, int lock_fd)
+static int write_shard(zc_shard_io *io, int64_t s, writer *w, const zc_key_locks *locks)
 {
     const int64_t n = io->ninner;
     if (w->task_of == NULL && (w->task_of = (int64_t *)malloc((size_t)n * sizeof(int64_t))) == NULL)
@@ -544,7 +544,7 @@ static int write_shard(zc_shard_io *io, int64_t s, writer *w, int lock_fd)
     if (st != ZC_OK)
         return st;
     if (!any)
-        return zc_file_replace_locked(lock_fd, path, NULL, 0); /* nothing but fill: no shard */
+        return zc_file_replace_locked(locks, path, NULL, 0); /* nothing but fill: no shard */
     if (zc_buf_reserve(&w->shard, total) != ZC_OK)
         return ZC_ERR_NOMEM;
     size_t pos = io->index_at_start ? isz : 0;
@@ -565,7 +565,7 @@ static int write_shard(zc_shard_io *io, int64_t s, writer *w, int lock_fd)
         return st;
     if (io->index_crc32c)
         zc_store_le32(index + raw, zc_crc32c(0, index, raw));
-    return zc_file_replace_locked(lock_fd, path, w->shard.p, total);
+    return zc_file_replace_locked(locks, path, w->shard.p, total);
 }
 
 void zc_shard_io_write_worker(zc_shard_io *io)
@@ -578,7 +578,7 @@ void zc_shard_io_write_worker(zc_shard_io *io)
         n *= (size_t)io->chunk_shape[d];
     const ptrdiff_t all[1] = {(ptrdiff_t)(n / io->chain.itemsize)};
     const ptrdiff_t item[1] = {(ptrdiff_t)io->chain.itemsize};
-    int lock_fd = -1; /* the key lock file, opened on first need */
+    zc_key_locks locks = ZC_KEY_LOCKS_NONE; /* the lock file, opened on first need */
     int64_t t;
     while ((t = next_task(io)) >= 0) {
         int64_t s = task_slot(io, t);
@@ -626,15 +626,14 @@ void zc_shard_io_write_worker(zc_shard_io *io)
         }
         if (__atomic_sub_fetch(&io->slots[s].remaining, 1, __ATOMIC_ACQ_REL) == 0) {
             errno = 0;
-            if ((st = zc_key_lock_open_once(io->lock_dir, &lock_fd)) != ZC_OK ||
-                (st = write_shard(io, s, &w, lock_fd)) != ZC_OK) {
+            if ((st = zc_key_locks_open_once(&locks, io->lock_dir)) != ZC_OK ||
+                (st = write_shard(io, s, &w, &locks)) != ZC_OK) {
                 fail_simple(io, s, -1, st, errno);
                 break;
             }
         }
     }
-    if (lock_fd >= 0)
-        close(lock_fd);
+    zc_key_locks_close(&locks);
     free(w.chunk.p);
     free(w.encoded.p);
     free(w.shard.p);

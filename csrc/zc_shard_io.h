@@ -18,7 +18,7 @@
  * are not written); the last task of a shard lays its chunks out in `write_order`, adds the
  * index and replaces the shard file atomically, or deletes it when no chunk is left. The
  * replacement happens under the key lock the Python store takes for its read-modify-writes
- * (zc_key_lock.h, in `lock_dir`), so it never lands inside one. */
+ * (zc_key_lock.h, in the lock file of `lock_dir`), so it never lands inside one. */
 #ifndef ZC_SHARD_IO_H
 #define ZC_SHARD_IO_H
 

@@ -55,7 +55,8 @@ def pytest_collection_modifyitems(config, items):
 def _restore_config():
     """Tests may change zarrcore.config; put it back afterwards."""
     cfg = zarrcore.config
-    saved = {name: getattr(cfg, name) for name in ("num_threads", "write_empty_chunks", "buffer_pool_bytes")}
+    saved = {name: getattr(cfg, name) for name in (
+        "num_threads", "write_empty_chunks", "buffer_pool_bytes", "confine_local_stores")}
     yield
     cfg.set(**saved)
 

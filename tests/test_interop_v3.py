@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import zarrcore
+from zarrcore.storage.local import LOCK_FILE
 
 zarr = pytest.importorskip("zarr")
 ts = pytest.importorskip("tensorstore")
@@ -195,7 +196,7 @@ def stored_chunk_keys(root):
     for dirpath, _, files in os.walk(root):
         rel = os.path.relpath(dirpath, root)
         for f in files:
-            if f != "zarr.json":
+            if f not in ("zarr.json", LOCK_FILE):
                 keys.add(f if rel == "." else os.path.join(rel, f).replace(os.sep, "/"))
     return keys
 

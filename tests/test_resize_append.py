@@ -105,3 +105,34 @@ def test_iter_chunks_zero_d_and_empty():
     assert list(a.iter_chunks()) == [((), ())]
     b = zarrcore.create_array({}, shape=(0, 3), chunks=(2, 2), dtype="i4")
     assert list(b.iter_chunks()) == []
+
+
+@pytest.mark.parametrize("shards", [None, (4, 6)], ids=["chunks", "shards"])
+def test_growing_shows_fill_where_a_killed_shrink_or_an_outdated_writer_left_data(tmp_path, shards):
+    """A shrink killed right after its metadata write leaves the cut-off chunks; a writer
+    whose handle has the old shape writes beyond the new one. Growing resets both to fill
+    before the larger shape shows them."""
+    path = str(tmp_path / "a")
+    a = zarrcore.create_array(path, shape=(8, 12), dtype="int16", chunks=(2, 3), shards=shards,
+                              fill_value=-1)
+    a[...] = 7
+    outdated = zarrcore.open_array(path, mode="r+")
+    # The shrink's only atomic step, as a kill right after it would leave things:
+    zarrcore.nodes.write_metadata(a.store, "", a.metadata.evolve(shape=(3, 5)))
+    outdated[6:8, 0:2] = 9  # beyond the new shape, through the old one
+    a = zarrcore.open_array(path, mode="r+")
+    a.resize((8, 12))
+    expected = np.full((8, 12), -1, "int16")
+    expected[:3, :5] = 7
+    np.testing.assert_array_equal(a[...], expected)
+
+
+def test_append_checks_only_the_blocks_it_exposes(tmp_path, monkeypatch):
+    """Growing looks at the blocks beyond the old shape, not at a listing of every chunk."""
+    a = zarrcore.create_array(str(tmp_path / "a"), shape=(0, 40), dtype="u1", chunks=(2, 4))
+    calls = []
+    monkeypatch.setattr(a, "_stored_chunk_keys", lambda: calls.append(1) or [])
+    for i in range(5):
+        a.append(np.full((3, 40), i, "u1"))
+    assert not calls
+    np.testing.assert_array_equal(a[...], np.repeat(np.arange(5, dtype="u1"), 3)[:, None] + np.zeros(40, "u1"))

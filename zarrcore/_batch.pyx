@@ -1,5 +1,6 @@
 # cython: language_level=3
 """Bindings for csrc/zc_batch.c: all chunks of one request as one GIL-free job."""
+import errno as errno_
 import os
 
 import numpy as np
@@ -15,7 +16,7 @@ from zarrcore._jobs cimport (
     zc_batch_task_key, zc_batch_write_worker,
 )
 
-from .errors import ChecksumError, ChunkDecodeError, ZarrcoreError
+from .errors import ChecksumError, ChunkDecodeError, LockUnavailableError, ZarrcoreError
 
 cnp.import_array()
 
@@ -101,39 +102,101 @@ cdef class ChunkBatch:
 
 
 cdef extern from "zc_key_lock.h" nogil:
-    int zc_key_lock_open(const char *lock_dir, int *fd)
-    int zc_key_lock(int fd, const char *path)
-    int zc_key_unlock(int fd, const char *path)
+    const char *ZC_KEY_LOCK_FILE
+    ctypedef struct zc_key_locks:
+        int fd
+        size_t skip
+    int zc_key_locks_open(zc_key_locks *l, const char *node_dir)
+    void zc_key_locks_close(zc_key_locks *l)
+    int zc_key_lock(const zc_key_locks *l, const char *path)
+    int zc_key_unlock(const zc_key_locks *l, const char *path)
+
+cdef extern from "zc_temp.h" nogil:
+    const char *ZC_TEMP_PREFIX
+    int zc_temp_remove_stale(const char *tmp)
+
+cdef extern from "zc_chunk_io.h" nogil:
+    int zc_file_replace_locked(const zc_key_locks *locks, const char *path,
+                               const unsigned char *data, size_t len)
+
+# Names of temporary files (csrc/zc_temp.h) start with this; stores never list them.
+TEMP_PREFIX = ZC_TEMP_PREFIX.decode()
+# The lock file of a node directory (csrc/zc_key_lock.h); stores never list it either.
+LOCK_FILE = ZC_KEY_LOCK_FILE.decode()
+
+# Errors of lock calls that mean the file system has no such locks.
+_NO_LOCKS = {errno_.ENOLCK, errno_.EOPNOTSUPP, errno_.ENOSYS}
 
 
-def lock_key(lock_dir, path):
-    """Take the key lock of `path` (csrc/zc_key_lock.h), waiting as long as it takes; returns
-    the descriptor that holds it, for unlock_key."""
-    cdef bytes d = os.fsencode(lock_dir), p = os.fsencode(path)
+def lock_key(node_dir, key):
+    """Take the lock of `key` (relative to the node directory `node_dir`, whose lock file
+    holds it: csrc/zc_key_lock.h), waiting as long as it takes; returns the descriptor that
+    holds it, for unlock_key."""
+    cdef bytes p = os.fsencode(os.path.join(node_dir, key))
+    cdef bytes d = os.fsencode(node_dir)
     cdef const char *dp = d
     cdef const char *pp = p
-    cdef int fd = -1, st
+    cdef zc_key_locks locks
+    cdef int st
+    locks.fd = -1
     with nogil:
-        st = zc_key_lock_open(dp, &fd)
+        st = zc_key_locks_open(&locks, dp)
         if st == ZC_OK:
-            st = zc_key_lock(fd, pp)
+            st = zc_key_lock(&locks, pp)
     if st == ZC_OK:
-        return fd
-    if st == ZC_ERR_IO:
-        err = errno
-        if fd >= 0:
-            os.close(fd)
-        raise OSError(err, f"key lock for {os.fsdecode(p)!r}: {os.strerror(err)}")
-    raise ValueError(f"lock directory path too long: {lock_dir!r}")
+        return locks.fd
+    err = errno
+    zc_key_locks_close(&locks)
+    lock_file = os.path.join(node_dir, LOCK_FILE)
+    if st != ZC_ERR_IO:
+        raise ValueError(f"lock file path too long: {lock_file!r}")
+    if err in _NO_LOCKS:
+        raise LockUnavailableError(
+            err, f"cannot lock key {key!r}: the file system of {lock_file!r} does not support "
+            f"POSIX locks ({os.strerror(err)})")
+    if err == errno_.EACCES:
+        raise PermissionError(
+            err, f"cannot lock key {key!r}: no write permission for the lock file {lock_file!r}; "
+            "every user who writes the store needs it (chmod g+w, or o+w)")
+    raise OSError(err, f"cannot lock key {key!r} in {lock_file!r}: {os.strerror(err)}")
 
 
-def unlock_key(int fd, path):
-    """Drop the key lock of `path` held on `fd` and close it. The explicit unlock matters: a
+def unlock_key(int fd, node_dir, key):
+    """Drop the lock of `key` held on `fd` and close it. The explicit unlock matters: a
     child forked meanwhile shares the descriptor, and closing alone would leave the lock held
     until the child exits."""
+    cdef bytes p = os.fsencode(os.path.join(node_dir, key))
+    cdef zc_key_locks locks
+    locks.fd = fd
+    locks.skip = len(os.fsencode(node_dir)) + 1
+    zc_key_unlock(&locks, p)
+    zc_key_locks_close(&locks)
+
+
+def replace_file(path, data):
+    """Replace the file `path` with `data` atomically: written to a locked temporary file beside
+    it (csrc/zc_temp.h) and renamed over it; missing directories are made."""
     cdef bytes p = os.fsencode(path)
-    zc_key_unlock(fd, p)
-    os.close(fd)
+    cdef const char *pp = p
+    cdef const unsigned char[::1] view = memoryview(data).cast("B") if len(data) else b"\0"
+    cdef size_t n = len(data)
+    cdef zc_key_locks none
+    cdef int st
+    none.fd = -1
+    with nogil:
+        st = zc_file_replace_locked(&none, pp, &view[0], n)
+    if st == ZC_OK:
+        return
+    if st == ZC_ERR_IO:
+        err = errno
+        raise OSError(err, os.strerror(err), path)
+    raise ValueError(f"path too long: {path!r}")
+
+
+def remove_stale_temp(path):
+    """Remove the temporary file `path` unless a live writer holds it; True when removed."""
+    cdef bytes p = os.fsencode(path)
+    return zc_temp_remove_stale(p) == 1
 
 
 def status_error(int st, str where=""):

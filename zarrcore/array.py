@@ -5,7 +5,7 @@ import re
 
 import numpy as np
 
-from . import _memory, nodes
+from . import _memory, kernels, nodes
 from .codecs.sharding import ShardingCodec
 from .errors import ShapeMismatchError
 from .indexing import (
@@ -13,6 +13,11 @@ from .indexing import (
     numpy_indexer, pop_fields,
 )
 from .pipeline import ChunkStore
+
+
+# Up to this many storage blocks outside a kept region, a resize checks each; beyond, it lists
+# the array's stored blocks instead.
+_ENUMERATE_BLOCKS_MAX = 16384
 
 
 def _format_bytes(n):
@@ -34,6 +39,8 @@ class Array(nodes.Node):
     def _set_metadata(self, metadata):
         self._metadata = metadata
         self._chunks = self._make_chunk_store(metadata)
+
+    _apply_metadata = _set_metadata
 
     def _make_chunk_store(self, metadata):
         if metadata.zarr_format == 3:
@@ -283,66 +290,105 @@ class Array(nodes.Node):
 
     # -- shape changes and chunk iteration --------------------------------------
     def resize(self, *new_shape):
-        """Change the shape. Stored chunks wholly outside the new shape are deleted; where an
-        axis shrinks, the cut-off part of the boundary chunks is reset to the fill value, so
-        growing again shows fill there."""
-        self._check_writable()
+        """Change the shape. What a smaller shape cuts off is gone: growing again shows the fill
+        value there.
+
+        Serialised with every other metadata update of the array, across threads and processes
+        (the shape and attributes are read anew under the lock), and safe to interrupt: the
+        shape changes in one atomic write of the metadata. Before it, stored data that the new
+        shape would show beyond the old one is reset to fill (data that a smaller shape cut
+        off, or that an interrupted resize or a writer with an outdated shape left there);
+        after it, chunks outside a smaller shape are deleted and the cut-off part of its
+        boundary chunks reset, or left for the next growing resize to reset if interrupted."""
         if len(new_shape) == 1 and not isinstance(new_shape[0], (int, np.integer)):
             new_shape = new_shape[0]
         new_shape = tuple(int(s) for s in new_shape)
-        if len(new_shape) != self.ndim or any(s < 0 for s in new_shape):
-            raise ValueError(f"new shape {new_shape} does not fit a {self.ndim}-d array")
-        old_shape = self.shape
-        self._set_metadata(self._metadata.evolve(shape=new_shape))
-        nodes.write_metadata(self._store, self._path, self._metadata)
-        if any(n < o for n, o in zip(new_shape, old_shape)):
-            self._trim_chunks(old_shape, new_shape)
+        with self._metadata_update() as current:
+            self._resize_locked(current, new_shape)
 
-    def _trim_chunks(self, old_shape, new_shape):
+    def _resize_locked(self, current, new_shape):
+        """resize with the metadata lock held and `current` the stored metadata."""
+        old_shape = tuple(current.shape)
+        if len(new_shape) != len(old_shape) or any(s < 0 for s in new_shape):
+            raise ValueError(f"new shape {new_shape} does not fit a {len(old_shape)}-d array")
+        kept = tuple(map(min, old_shape, new_shape))
+        if kept != new_shape:
+            self._clear_outside(kept, new_shape)
+        self._store_metadata(current.evolve(shape=new_shape))
+        if kept != old_shape:
+            self._clear_outside(kept, old_shape)
+
+    def _clear_outside(self, kept, extent):
+        """Leave no stored data outside the box `kept` (from the origin): delete the storage
+        blocks (shards or chunks) wholly outside it and reset the rest of those partly outside
+        to fill. Looks at the blocks over `extent` that reach outside `kept` when they are few,
+        else at every stored block."""
         grid = self._grid
+        for coords in self._blocks_outside(kept, extent):
+            key = self._chunks.key(coords)
+            starts = [c * g for c, g in zip(coords, grid)]
+            with self._store.lock(key, self._path):
+                if any(start >= k for start, k in zip(starts, kept)):
+                    self._store.delete(key)
+                    continue
+                chunk = self._chunks.read_chunk(coords)
+                if chunk is None:
+                    continue
+                fill = self._chunks.fill_value
+                beyond = [(slice(None),) * axis + (slice(k - start, None),)
+                          for axis, (start, k) in enumerate(zip(starts, kept))
+                          if k - start < chunk.shape[axis]]
+                if all(kernels.is_fill(chunk[region], fill) for region in beyond):
+                    continue
+                chunk = np.array(chunk, copy=True)
+                for region in beyond:
+                    chunk[region] = fill
+                self._chunks.put(key, self._chunks.chain.encode_unless_fill(chunk))
+
+    def _blocks_outside(self, kept, extent):
+        """Coordinates of stored blocks that may hold data outside the box `kept`."""
+        grid = self._grid
+        counts = [-(-e // g) for e, g in zip(extent, grid)]
+        inside = [min(k // g, n) for k, g, n in zip(kept, grid, counts)]
+        if math.prod(counts) - math.prod(inside) <= _ENUMERATE_BLOCKS_MAX:
+            for axis in range(self.ndim):
+                # Inside on the axes before `axis`, outside on it, anywhere after it.
+                ranges = ([range(n) for n in inside[:axis]] + [range(inside[axis], counts[axis])]
+                          + [range(n) for n in counts[axis + 1:]])
+                for coords in itertools.product(*ranges):
+                    if self._store.exists(self._chunks.key(coords)):
+                        yield coords
+            return
         head = len(self._path) + 1 if self._path else 0
         for key in self._stored_chunk_keys():
             coords = tuple(int(c) for c in re.findall(r"\d+", key[head:]))
             if len(coords) != self.ndim or self._chunks.key(coords) != key:
                 continue
-            starts = [c * g for c, g in zip(coords, grid)]
-            if any(start >= n for start, n in zip(starts, new_shape)):
-                self._store.delete(key)
-                continue
-            if any(n < min(start + g, o) for start, n, o, g in zip(starts, new_shape, old_shape, grid)):
-                self._reset_outside(coords, starts, new_shape)
-
-    def _reset_outside(self, coords, starts, new_shape):
-        """Set the part of chunk `coords` beyond `new_shape` to the fill value."""
-        key = self._chunks.key(coords)
-        with self._store.lock(key):
-            chunk = self._chunks.read_chunk(coords)
-            if chunk is None:
-                return
-            chunk = np.array(chunk, copy=True)
-            for axis, (start, n) in enumerate(zip(starts, new_shape)):
-                if n - start < chunk.shape[axis]:
-                    chunk[(slice(None),) * axis + (slice(n - start, None),)] = self._chunks.fill_value
-            self._chunks.put(key, self._chunks.chain.encode_unless_fill(chunk))
+            if any((c + 1) * g > k for c, g, k in zip(coords, grid, kept)):
+                yield coords
 
     def append(self, data, axis=0):
-        """Grow `axis` by `data`'s length along it and write `data` there; the new shape."""
+        """Grow `axis` by `data`'s length along it and write `data` there; the new shape.
+        Concurrent appends (threads or processes) each get their own region: the growth and
+        the write happen under the array's metadata lock."""
         data = np.asarray(data)
         if data.ndim != self.ndim:
             raise ValueError(f"data has {data.ndim} dimensions, the array {self.ndim}")
         axis = axis + self.ndim if axis < 0 else axis
         if not 0 <= axis < self.ndim:
             raise np.exceptions.AxisError(axis, self.ndim)
-        others = [s for i, s in enumerate(self.shape) if i != axis]
-        if [s for i, s in enumerate(data.shape) if i != axis] != others:
-            raise ValueError(
-                f"data of shape {data.shape} does not match the array's shape {self.shape} "
-                f"off axis {axis}"
-            )
-        old = self.shape[axis]
-        new_shape = self.shape[:axis] + (old + data.shape[axis],) + self.shape[axis + 1:]
-        self.resize(new_shape)
-        self[(slice(None),) * axis + (slice(old, None),)] = data
+        with self._metadata_update() as current:
+            shape = tuple(current.shape)
+            others = [s for i, s in enumerate(shape) if i != axis]
+            if [s for i, s in enumerate(data.shape) if i != axis] != others:
+                raise ValueError(
+                    f"data of shape {data.shape} does not match the array's shape {shape} "
+                    f"off axis {axis}"
+                )
+            old = shape[axis]
+            new_shape = shape[:axis] + (old + data.shape[axis],) + shape[axis + 1:]
+            self._resize_locked(current, new_shape)
+            self[(slice(None),) * axis + (slice(old, None),)] = data
         return new_shape
 
     def iter_chunks(self):

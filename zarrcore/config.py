@@ -2,6 +2,7 @@
 
 `ZARRCORE_NUM_THREADS` sets the pool size at import; `config.set(num_threads=...)` changes it.
 `ZARRCORE_BUFFER_POOL_BYTES` sets how much freed output memory is kept for reuse.
+`ZARRCORE_CONFINE_LOCAL_STORES=1` makes directory stores refuse paths outside their root.
 """
 import concurrent.futures
 import os
@@ -38,6 +39,9 @@ class Config:
         self.write_empty_chunks = False
         # Order in which a shard's inner chunks are laid out on write ("C" or "morton"); not stored.
         self.shard_write_order = "C"
+        # Stores made from a path refuse keys that resolve outside their root (LocalStore's
+        # `confined`); otherwise symlinks out of the store are followed.
+        self.confine_local_stores = bool(_env_int("ZARRCORE_CONFINE_LOCAL_STORES", 0, 0))
         # Freed output arrays of 1 MiB and more, and freed 2 MiB blocks shared by arrays of
         # 256 KiB and more, are kept up to this many bytes (reclaimable by the kernel under
         # memory pressure) and reused by later reads.
@@ -53,7 +57,7 @@ class Config:
                 value = int(value)
                 if value < 1:
                     raise ValueError("num_threads must be >= 1")
-            elif name == "write_empty_chunks":
+            elif name in ("write_empty_chunks", "confine_local_stores"):
                 value = bool(value)
             elif name == "shard_write_order":
                 if value not in ("C", "morton"):

@@ -179,26 +179,29 @@ def consolidate_metadata(store, path="", zarr_format=None):
     meta = nodes.read_metadata(store, path, zarr_format)
     if meta.node_type != "group":
         raise NodeNotFoundError(f"the node at path {path!r} is an array, not a group")
-    if meta.zarr_format == 3:
-        gathered = {}
-        for rel, docs in _walk(store, path, (nodes.V3_KEY,)):
-            doc = docs[nodes.V3_KEY]
-            if doc.get("node_type") == "group":
-                doc = {**doc, "consolidated_metadata": _empty_inline()}  # as zarr-python writes
-            gathered[rel] = doc
-        meta = meta.evolve(consolidated_metadata={"kind": "inline", "must_understand": False,
-                                                  "metadata": gathered})
-        nodes.write_metadata(store, path, meta)
-        consolidated = ConsolidatedMetadata.from_v3(meta.consolidated_metadata, nodes.join(path, nodes.V3_KEY))
-    else:
-        gathered = _node_docs(store, path, (nodes.V2_GROUP_KEY, nodes.V2_ATTRS_KEY))
-        for rel, docs in _walk(store, path, _V2_DOC_KEYS):
-            gathered.update({f"{rel}/{key}": doc for key, doc in docs.items()})
-        doc = {"metadata": gathered, "zarr_consolidated_format": 1}
-        key = nodes.join(path, V2_KEY)
-        store.set(key, nodes.dump_json(doc))
-        consolidated = ConsolidatedMetadata.from_v2(doc, key)
-    return Group(store, path, meta, consolidated=consolidated)
+    group = Group(store, path, meta)
+    # Under the group's metadata lock, so a concurrent update of its attributes is kept.
+    with group._metadata_update() as meta:
+        if meta.zarr_format == 3:
+            gathered = {}
+            for rel, docs in _walk(store, path, (nodes.V3_KEY,)):
+                doc = docs[nodes.V3_KEY]
+                if doc.get("node_type") == "group":
+                    doc = {**doc, "consolidated_metadata": _empty_inline()}  # as zarr-python writes
+                gathered[rel] = doc
+            group._store_metadata(meta.evolve(consolidated_metadata={
+                "kind": "inline", "must_understand": False, "metadata": gathered}))
+            consolidated = ConsolidatedMetadata.from_v3(group.metadata.consolidated_metadata,
+                                                        nodes.join(path, nodes.V3_KEY))
+        else:
+            gathered = _node_docs(store, path, (nodes.V2_GROUP_KEY, nodes.V2_ATTRS_KEY))
+            for rel, docs in _walk(store, path, _V2_DOC_KEYS):
+                gathered.update({f"{rel}/{key}": doc for key, doc in docs.items()})
+            doc = {"metadata": gathered, "zarr_consolidated_format": 1}
+            key = nodes.join(path, V2_KEY)
+            store.set(key, nodes.dump_json(doc))
+            consolidated = ConsolidatedMetadata.from_v2(doc, key)
+    return Group(store, path, group.metadata, consolidated=consolidated)
 
 
 def open_consolidated(store=None, *, path=None, mode="r", zarr_format=None):

@@ -58,3 +58,12 @@ class MemberNotFoundError(ZarrcoreError, KeyError):
 
     def __str__(self):
         return str(self.args[0]) if self.args else ""
+
+
+class LockUnavailableError(ZarrcoreError, OSError):
+    """Keys cannot be locked across processes: the store has no such locks, or its file system
+    refuses them. Read-modify-writes fail with it rather than risk losing concurrent updates."""
+
+
+class OutsideStoreError(ZarrcoreError, PermissionError):
+    """A key of a confined store whose path resolves outside the store's root (a symlink)."""

@@ -1,4 +1,5 @@
 """Where node metadata lives in a store, and reading it for either Zarr format."""
+import contextlib
 import json
 
 from .errors import MetadataError, NodeNotFoundError, ReadOnlyError
@@ -91,6 +92,13 @@ def write_metadata(store, path, metadata):
         store.delete(attrs_key)
 
 
+def metadata_lock_key(path, zarr_format, node_type):
+    """The key whose lock serialises every update of a node's metadata (the v2 .zattrs too)."""
+    if zarr_format == 3:
+        return join(path, V3_KEY)
+    return join(path, V2_ARRAY_KEY if node_type == "array" else V2_GROUP_KEY)
+
+
 def ensure_parent_groups(store, path, zarr_format):
     """Create a group at every ancestor of `path` that has no node yet."""
     from .metadata import GroupMetadataV3
@@ -148,10 +156,28 @@ class Node:
     def attrs(self):
         return Attributes(self)
 
-    def _update_attributes(self, attributes):
+    @contextlib.contextmanager
+    def _metadata_update(self):
+        """Hold the lock of this node's metadata (across threads and processes) and yield its
+        stored version, read anew under the lock so that no concurrent update is lost; store
+        the new version with `_store_metadata` inside the block."""
         self._check_writable()
-        self._metadata = self._metadata.evolve(attributes=attributes)
-        write_metadata(self._store, self._path, self._metadata)
+        key = metadata_lock_key(self._path, self.zarr_format, self._metadata.node_type)
+        with self._store.lock(key, self._path):
+            current = read_metadata(self._store, self._path, self.zarr_format)
+            if current.node_type != self._metadata.node_type:
+                raise NodeNotFoundError(
+                    f"{self.kind} {self.name!r} is gone: a {current.node_type} is there now")
+            self._apply_metadata(current)
+            yield current
+
+    def _store_metadata(self, metadata):
+        """Write `metadata` (inside `_metadata_update`) and take it as this handle's."""
+        write_metadata(self._store, self._path, metadata)
+        self._apply_metadata(metadata)
+
+    def _apply_metadata(self, metadata):
+        self._metadata = metadata
 
     def _check_writable(self):
         if self._read_only:
@@ -159,45 +185,49 @@ class Node:
 
 
 class Attributes(dict):
-    """A node's attributes; every change is written back to the store."""
+    """A node's attributes. Every change is applied to the attributes stored at that moment,
+    under the node's metadata lock, so changes by other handles, threads and processes are
+    kept; the mapping then shows the stored attributes."""
 
     def __init__(self, node):
         super().__init__(node.metadata.attributes)
         self._node = node
 
-    def _persist(self):
-        self._node._update_attributes(dict(self))
+    def _change(self, edit):
+        """Apply `edit` (a function of a dict) to the stored attributes; its result."""
+        with self._node._metadata_update() as current:
+            attributes = dict(current.attributes)
+            result = edit(attributes)
+            self._node._store_metadata(current.evolve(attributes=attributes))
+        super().clear()
+        super().update(attributes)
+        return result
 
     def __setitem__(self, key, value):
-        super().__setitem__(key, value)
-        self._persist()
+        self._change(lambda d: d.__setitem__(key, value))
 
     def __delitem__(self, key):
-        super().__delitem__(key)
-        self._persist()
+        self._change(lambda d: d.__delitem__(key))
 
     def update(self, *args, **kwargs):
-        super().update(*args, **kwargs)
-        self._persist()
+        self._change(lambda d: d.update(*args, **kwargs))
 
     def pop(self, *args):
-        value = super().pop(*args)
-        self._persist()
-        return value
+        return self._change(lambda d: d.pop(*args))
+
+    def popitem(self):
+        return self._change(lambda d: d.popitem())
 
     def clear(self):
-        super().clear()
-        self._persist()
+        self._change(lambda d: d.clear())
 
     def setdefault(self, key, default=None):
-        value = super().setdefault(key, default)
-        self._persist()
-        return value
+        return self._change(lambda d: d.setdefault(key, default))
 
     def put(self, mapping):
         """Replace all attributes."""
-        super().clear()
-        self.update(mapping)
+        mapping = dict(mapping)
+        self._change(lambda d: (d.clear(), d.update(mapping)))
 
     def asdict(self):
         return dict(self)

@@ -24,7 +24,6 @@ from .config import config, in_pool_thread, parallel_map
 from .errors import MetadataError, ZarrcoreError
 from .indexing import BasicIndexer, ChunkProjection
 from .storage import LocalStore
-from .storage.local import LOCK_DIR
 
 
 def _with_key(error, key):
@@ -263,25 +262,30 @@ class ChunkStore:
         # Sharded arrays whose index and inner chains the core runs: one native batch over
         # every shard and inner chunk (zarrcore._shard_io).
         self._shards = None
-        if key_layout is not None and isinstance(store, LocalStore) and self.array_shape is not None:
+        # (A confined store checks every path in Python, so it takes the generic path.)
+        if (key_layout is not None and isinstance(store, LocalStore) and not store.confined
+                and self.array_shape is not None):
             self._batch = batch_settings(self.chain, dtype, fill_value)
             self._key_layout = key_layout
             settings = self.partial.batch_settings() if self.partial is not None else None
             if settings is not None:
                 self._shards = ShardSpec(
                     key_head=self._key_head(), head_len=len(store.root) + 1, sep=key_layout[1],
-                    lead_sep=key_layout[2], lock_dir=LOCK_DIR, array_shape=self.array_shape,
+                    lead_sep=key_layout[2], lock_dir=self._node_dir(), array_shape=self.array_shape,
                     shard_shape=self.chunk_shape, **settings,
                 )
 
+    def _node_dir(self):
+        """The array's directory, whose lock file holds its chunks' key locks."""
+        return self.store.root + ("/" + self.key_prefix if self.key_prefix else "")
+
     def _key_head(self):
-        head = self._key_layout[0]
-        return self.store.root + "/" + (self.key_prefix + "/" if self.key_prefix else "") + head
+        return self._node_dir() + "/" + self._key_layout[0]
 
     def _make_batch(self, indexer, data):
         _, sep, lead = self._key_layout
         batch = ChunkBatch(
-            key_head=self._key_head(), sep=sep, lead_sep=lead, lock_dir=LOCK_DIR,
+            key_head=self._key_head(), sep=sep, lead_sep=lead, lock_dir=self._node_dir(),
             array_shape=self.array_shape, chunk_shape=self.chunk_shape,
             write_empty_chunks=config.write_empty_chunks, plans=indexer.plans, data=data,
             **self._batch,
@@ -361,11 +365,11 @@ class ChunkStore:
                     data = self.chain.encode_unless_fill(chunk)
                     # Locked too, so it lands wholly before or after another writer's
                     # read-modify-write of the same key rather than inside it.
-                    with self.store.lock(key):
+                    with self.store.lock(key, self.key_prefix):
                         self.put(key, data)
                     return
                 # Read-modify-write: hold the key's lock so concurrent writers do not lose updates.
-                with self.store.lock(key):
+                with self.store.lock(key, self.key_prefix):
                     if self.partial is not None:
                         self.partial.write_partial(self.store, key, p.chunk_selection, part,
                                                    p.complete)

@@ -3,7 +3,7 @@ import contextlib
 import os
 import threading
 
-from ..errors import InvalidKeyError, ReadOnlyError
+from ..errors import InvalidKeyError, LockUnavailableError, ReadOnlyError
 
 
 def validate_key(key):
@@ -99,10 +99,21 @@ class Store:
         if self.read_only:
             raise ReadOnlyError(f"cannot write {key!r}: store is read-only")
 
+    def lock(self, key, node=""):
+        """Exclusive lock on `key` for read-modify-write, across every thread and process that
+        writes the store (a context manager). `node` is the path of the node (array or group)
+        `key` belongs to: stores that keep locks with the data keep them with that node, so
+        every store opened at or above it agrees. A store that cannot lock across processes
+        raises LockUnavailableError: its read-modify-writes could lose concurrent updates. A
+        store whose data no other process writes may use `thread_lock` as its lock."""
+        raise LockUnavailableError(
+            f"{self!r} cannot lock keys across processes (no lock() of its own), so it cannot "
+            f"update {key!r} without risking to lose a concurrent update")
+
     @contextlib.contextmanager
-    def lock(self, key):
-        """Exclusive lock on `key` for read-modify-write, across threads of this process
-        and every Store object over the same data."""
+    def thread_lock(self, key):
+        """Exclusive lock on `key` across the threads of this process and every Store object
+        over the same data."""
         name = (type(self), self._identity(), key)
         with _KEY_LOCKS_GUARD:
             entry = _KEY_LOCKS.setdefault(name, [threading.Lock(), 0])

@@ -1,23 +1,28 @@
 """Local directory store: one file per key, atomic writes, advisory file locks."""
 import contextlib
 import os
-import tempfile
 
-from .._batch import lock_key, unlock_key
+from .._batch import LOCK_FILE, TEMP_PREFIX, lock_key, remove_stale_temp, replace_file, unlock_key
+from ..errors import OutsideStoreError
 from .base import Store, validate_key, validate_prefix
-
-TEMP_PREFIX = ".zarrcore-tmp-"
-# The key lock file lives outside the store so peers listing it never see it. A key's lock is
-# one byte of it (csrc/zc_key_lock.h), which the native batches' writes take alike.
-LOCK_DIR = os.path.join(tempfile.gettempdir(), "zarrcore-locks")
 
 
 class LocalStore(Store):
-    """A store in a directory of the local file system."""
+    """A store in a directory of the local (or a shared) file system.
 
-    def __init__(self, root, read_only=False):
+    Key locks live in a lock file in the directory of the node a key belongs to
+    (csrc/zc_key_lock.h). Temporary files of writers a kill left behind are removed when a
+    writable store lists their directory (`remove_stale_temporary_files` does it for a whole
+    prefix). Symlinks in the store are followed; `confined=True` refuses every key whose path
+    resolves outside `root` instead (default: `zarrcore.config.confine_local_stores`).
+    """
+
+    def __init__(self, root, read_only=False, confined=None):
+        from ..config import config
+
         super().__init__(read_only)
         self.root = os.path.abspath(os.fspath(root))
+        self.confined = config.confine_local_stores if confined is None else bool(confined)
 
     def _identity(self):
         return self.root
@@ -26,7 +31,21 @@ class LocalStore(Store):
         return f"LocalStore({self.root!r})"
 
     def _path(self, key):
-        return os.path.join(self.root, *validate_key(key).split("/"))
+        path = os.path.join(self.root, *validate_key(key).split("/"))
+        if self.confined:
+            self._check_inside(key, path)
+        return path
+
+    def _check_inside(self, key, path):
+        root = os.path.realpath(self.root)
+        real = os.path.realpath(path)
+        if real != root and not real.startswith(root + os.sep):
+            raise OutsideStoreError(
+                f"key {key!r} of the confined {self!r} resolves to {real!r}, outside the store")
+
+    def _dir(self, prefix):
+        """The directory of `prefix` ('' or a validated prefix)."""
+        return self._path(prefix) if prefix else self.root
 
     def get(self, key, start=None, stop=None):
         try:
@@ -61,19 +80,8 @@ class LocalStore(Store):
 
     def set(self, key, value):
         self.check_writable(key)
-        path = self._path(key)
-        directory = os.path.dirname(path)
-        os.makedirs(directory, exist_ok=True)
-        # Write beside the target and rename, so a reader never sees a torn file.
-        fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(value)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+        # Written beside the target and renamed, so a reader never sees a torn file.
+        replace_file(self._path(key), value)
 
     def delete(self, key):
         self.check_writable(key)
@@ -83,36 +91,59 @@ class LocalStore(Store):
     def exists(self, key):
         return os.path.isfile(self._path(key))
 
-    @staticmethod
-    def _is_internal(name):
-        return name.startswith(TEMP_PREFIX)
+    def _visible(self, directory, names):
+        """`names` of `directory` without the store's own files; stale temporary files among
+        them are removed on the way when the store is writable."""
+        out = []
+        for name in names:
+            if name.startswith(TEMP_PREFIX):
+                if not self.read_only:
+                    remove_stale_temp(os.path.join(directory, name))
+            elif name != LOCK_FILE:
+                out.append(name)
+        return out
 
     def list_prefix(self, prefix):
         prefix = validate_prefix(prefix)
-        base = os.path.join(self.root, *prefix.split("/")) if prefix else self.root
         keys = []
-        for dirpath, _, filenames in os.walk(base):
+        for dirpath, _, filenames in os.walk(self._dir(prefix)):
             rel = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
-            for name in filenames:
-                if not self._is_internal(name):
-                    keys.append(name if rel == "." else f"{rel}/{name}")
+            for name in self._visible(dirpath, filenames):
+                keys.append(name if rel == "." else f"{rel}/{name}")
         return keys
 
     def list_dir(self, prefix):
         prefix = validate_prefix(prefix)
-        base = os.path.join(self.root, *prefix.split("/")) if prefix else self.root
+        base = self._dir(prefix)
         try:
-            return sorted(n for n in os.listdir(base) if not self._is_internal(n))
+            return sorted(self._visible(base, os.listdir(base)))
         except (FileNotFoundError, NotADirectoryError):
             return []
 
+    def remove_stale_temporary_files(self, prefix=""):
+        """Remove the temporary files under `prefix` that no live writer holds (writers killed
+        before renaming them into place left them); the number removed."""
+        self.check_writable(prefix or "/")
+        removed = 0
+        for dirpath, _, filenames in os.walk(self._dir(validate_prefix(prefix))):
+            for name in filenames:
+                if name.startswith(TEMP_PREFIX):
+                    removed += remove_stale_temp(os.path.join(dirpath, name))
+        return removed
+
     @contextlib.contextmanager
-    def lock(self, key):
-        """Exclusive across threads and processes; the kernel drops the lock when its holder dies."""
-        with super().lock(key):
-            path = self._path(key)
-            fd = lock_key(LOCK_DIR, path)
+    def lock(self, key, node=""):
+        """Exclusive across threads, processes and hosts that reach the node's directory, by
+        any path; the lock's holder keeps it until it leaves the block or dies."""
+        key = validate_key(key)
+        node = validate_prefix(node)
+        if node and not key.startswith(node + "/"):
+            raise ValueError(f"key {key!r} is not below node {node!r}")
+        rel = key[len(node) + 1:] if node else key
+        node_dir = self._dir(node)
+        with self.thread_lock(key):
+            fd = lock_key(node_dir, rel)
             try:
                 yield
             finally:
-                unlock_key(fd, path)
+                unlock_key(fd, node_dir, rel)
