@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from .. import kernels
-from ..config import config, parallel_map
+from ..config import config, parallel_map, run_workers
 from ..errors import ChunkDecodeError, MetadataError, ShardIndexError, ZarrcoreError
 from ..indexing import BasicIndexer, is_basic_selection
 from .base import ArrayBytesCodec, ChunkSpec
@@ -258,8 +258,6 @@ class ShardingCodec(ArrayBytesCodec):
                                data, config.write_empty_chunks)
 
     def _run(self, job, work):
-        from ..pipeline import run_workers
-
         run_workers(work, job.ntasks)
         failure = job.error()
         if failure is not None:
