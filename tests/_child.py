@@ -2,6 +2,7 @@
 import os
 import signal
 import time
+import traceback
 
 
 def run_in_child(body, timeout=20):
@@ -14,6 +15,8 @@ def run_in_child(body, timeout=20):
             signal.alarm(timeout + 5)  # the parent's deadline comes first; this is a backstop
             body()
             status = 0
+        except BaseException:
+            traceback.print_exc()  # in the test's captured output
         finally:
             os._exit(status)
     deadline = time.monotonic() + timeout
