@@ -13,6 +13,7 @@ file._
 """
 
 RATIO_TARGET = 0.5
+FLOOR_TARGET = 1.15  # the sharded write, quiet and busy: at most this times its encode floor
 THREADS_TARGET = 1.8
 RSS_TARGET = 1.10
 MIB = 2 ** 20
@@ -123,6 +124,11 @@ def _targets(results):
             measured = note
         rows.append(f"| small chunks {name}: ≤ {RATIO_TARGET}× best peer µs/chunk "
                     f"| {measured} | {status} |")
+    for cond in ("quiet", "busy"):
+        ev = _busy_eval(results, cond)
+        if ev is not None:
+            rows.append(f"| sharded write, {cond}: ≤ {FLOOR_TARGET}× encode floor and ahead of "
+                        f"every peer | {ev[1]} | {ev[0]} |")
     speedup, status, note = _thread_speedup(results, "zarrcore")
     if speedup is not None or note != "not run":
         measured = f"{speedup:.2f}×" if speedup is not None else note
@@ -134,6 +140,53 @@ def _targets(results):
         ratio, status, measured = _rss_eval(r)
         rows.append(f"| peak RSS of a whole-array read ({r['variant']}) ≤ output + 10% "
                     f"| {measured} | {status} |")
+    return "\n".join(rows)
+
+
+def _busy_eval(results, cond):
+    """(status, measured text) of the sharded write in condition `cond` against its encode
+    floor and the peers, or None when not run."""
+    res = results["timings"].get(f"write_busy/{cond}")
+    floor = results.get("floors", {}).get(cond)
+    if res is None or not _ok(floor):
+        return None
+    zc = res.get("zarrcore")
+    if not _ok(zc):
+        return "n/a", "no valid zarrcore time"
+    ratio = zc["best"] / floor["best"]
+    _, best_peer, _, _ = compare(res)
+    ahead = best_peer is None or zc["best"] < res[best_peer]["best"]
+    text = f"{ratio:.2f}× floor ({_num(zc['best'])} s vs {_num(floor['best'])} s)"
+    if best_peer:
+        text += f", {zc['best'] / res[best_peer]['best']:.2f}× {best_peer}"
+    return ("PASS" if ratio <= FLOOR_TARGET and ahead else "FAIL"), text
+
+
+def _busy_table(results):
+    """Rows per condition: floor, each library, zarrcore against the floor and the best peer,
+    and in how many rounds zarrcore was the fastest library."""
+    libs = [lib for lib in C.LIBS if lib in results["libs"]]
+    head = ["condition", "encode floor", *libs, "zarrcore / floor", "zarrcore / best peer",
+            "rounds zarrcore fastest", "target"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for cond in ("quiet", "busy"):
+        res = results["timings"].get(f"write_busy/{cond}")
+        if res is None:
+            continue
+        floor = results["floors"].get(cond)
+        ratio, best_peer, _, note = compare(res)
+        zc = res.get("zarrcore") or {}
+        times = {lib: r["times"] for lib, r in res.items() if _ok(r)}
+        n = min((len(t) for t in times.values()), default=0)
+        fastest = sum(1 for i in range(n)
+                      if min(times, key=lambda lib: times[lib][i]) == "zarrcore")
+        ev = _busy_eval(results, cond)
+        rows.append("| " + " | ".join([
+            cond, _cell(floor), *[_cell(res.get(lib)) for lib in libs],
+            f"{zc['best'] / floor['best']:.2f}×" if _ok(zc) and _ok(floor) else "-",
+            f"{ratio:.2f}×" if ratio is not None else (note or "-"),
+            f"{fastest} of {n}" if "zarrcore" in times else "-",
+            ev[0] if ev else "n/a"]) + " |")
     return "\n".join(rows)
 
 
@@ -284,6 +337,22 @@ def write_markdown(results, path):
             L.append(f"Two cores ran {lim['cpu_scaling_2']:.2f}x as fast as one on pure "
                      f"computation in this run (*Machine limits*), the ceiling for any "
                      f"library here.\n")
+    if any(k.startswith("write_busy/") for k in results["timings"]):
+        busy = results.get("busy", {})
+        hogs = busy.get("hogs", 1)
+        L.append("## Sharded write, quiet and beside a CPU hog (s)\n")
+        L.append(f"The `sharded` write of every library, and its *encode floor*: zstd at level "
+                 f"3 (what level 0 means) of its "
+                 f"{(results['floors'].get('quiet') or {}).get('nchunks', '')} inner chunks, from contiguous copies, on as many threads as CPUs taking "
+                 f"chunks as they are free (python-zstandard). *Busy*: {hogs} pure-Python "
+                 f"loop{'s' if hogs != 1 else ''} at `nice -n 19` "
+                 + ("in this run's session" if busy.get("hog_session", "same") == "same"
+                    else "each in a session of its own (outside this run's autogroup)")
+                 + " runs beside each write. Every round runs both conditions; within one the "
+                 f"libraries and the floor take turns in a rotating order. Best of "
+                 f"{a['repeats']}.\n")
+        L.append(_busy_table(results))
+        L.append("")
     if results["rss"]:
         L.append("## Peak RSS of a whole-array read\n")
         L.append("A fresh process per row opens the array, reads one element (so imports "
@@ -402,6 +471,12 @@ def _argline(a):
         parts.append("--libs " + ",".join(a["libs"]))
     if a.get("read_from", "ref") != "ref":
         parts.append(f"--read-from {a['read_from']}")
+    if list(a.get("workloads", C.WORKLOADS)) != list(C.WORKLOADS):
+        parts.append("--workloads " + ",".join(a["workloads"]))
+    if a.get("hogs", 1) != 1:
+        parts.append(f"--hogs {a['hogs']}")
+    if a.get("hog_session", "same") != "same":
+        parts.append(f"--hog-session {a['hog_session']}")
     return " ".join(parts)
 
 

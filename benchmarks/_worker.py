@@ -206,6 +206,7 @@ class Server:
         self.lib = ADAPTERS[args.lib](args)
         self.datasets = C.make_datasets(args.n, args.small_n)
         self._expected = {}
+        self._chunks = {}  # op_encode_floor's contiguous chunks of one variant
 
     def expected(self, variant):
         """The whole expected array, cached (the cube is shared by the three cube variants)."""
@@ -272,6 +273,37 @@ class Server:
         seconds, _ = self._timed(lambda: self.lib.write_all(h, data))
         del h
         return {"seconds": seconds, "ok": None, "path": path, "nchunks": ds.nchunks()}
+
+    def op_encode_floor(self, msg):
+        """The compute floor of writing `variant`: zstd at its level (0 means 3) of every (inner)
+        chunk, from contiguous copies, on as many threads as CPUs, each taking the next chunk
+        as it is free (python-zstandard, GIL released)."""
+        import zstandard
+
+        variant = msg["variant"]
+        ds = self.datasets[variant]
+        if variant not in self._chunks:
+            exp = self.expected(variant)
+            self._chunks = {variant: [np.ascontiguousarray(exp[sel]) for sel in ds.regions(ds.chunks)]}
+        chunks = self._chunks[variant]
+        level = int(msg.get("level", 3))
+        nthreads = os.cpu_count() or 1
+        compressors = [zstandard.ZstdCompressor(level=level) for _ in range(nthreads)]
+        claim = iter(range(len(chunks)))  # next() on it is atomic under the GIL
+
+        def work(k):
+            for i in claim:
+                compressors[k].compress(chunks[i])
+
+        def run():
+            threads = [threading.Thread(target=work, args=(k,)) for k in range(nthreads)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+
+        seconds, _ = self._timed(run)
+        return {"seconds": seconds, "ok": None, "nchunks": len(chunks), "threads": nthreads}
 
     def op_verify(self, msg):
         """Read the array at msg["path"] with this library and compare with the expected data."""

@@ -24,7 +24,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _common as C  # noqa: E402
 
 WORKER = os.path.join(C.HERE, "_worker.py")
-WORKLOADS = ("read_all", "read_chunks", "write_all", "small", "threads", "rss", "limits")
+BUSY_VARIANT = "sharded"
+CONDITIONS = ("quiet", "busy")
+# The CPU hog of the busy condition: pure Python spinning at the lowest priority, as another
+# user's batch job would run beside the writer.
+HOG = [sys.executable, "-c", "while True: pass"]
 
 
 class WorkerError(Exception):
@@ -183,6 +187,7 @@ class Runner:
             "datasets": {k: d.describe() for k, d in self.datasets.items()},
             "timings": {},
             "threads": {},
+            "floors": {},
             "rss": [],
             "limits": None,
             "failures": [],
@@ -251,7 +256,7 @@ class Runner:
                 json.dump(spec, f)
 
     def _wants_cube(self):
-        return bool({"read_all", "read_chunks", "write_all", "threads", "rss", "limits"}
+        return bool({"read_all", "read_chunks", "write_all", "threads", "busy", "rss", "limits"}
                     & set(self.args.workloads))
 
     # -- timing --
@@ -361,6 +366,70 @@ class Runner:
                                      {"nthreads": nt}, libs=thread_libs)
                 self.results["threads"][str(nt)] = r
 
+    def _hogs(self):
+        """Start the busy condition's CPU hogs (--hogs of them, nice 19), spinning once this
+        returns; stop them with _stop."""
+        hogs = [subprocess.Popen(["nice", "-n", "19", *HOG],
+                                 start_new_session=self.args.hog_session == "new")
+                for _ in range(self.args.hogs)]
+        time.sleep(0.2)
+        return hogs
+
+    @staticmethod
+    def _stop(procs):
+        for p in procs:
+            p.kill()
+            p.wait()
+
+    def run_busy(self):
+        """The sharded write of every library and its encode floor (op encode_floor: zstd of
+        every inner chunk on all CPUs), quiet and beside CPU hogs. Each round runs both
+        conditions; within a condition the libraries and the floor take turns in a rotating
+        order. Stores timings["write_busy/<condition>"] and floors[<condition>]."""
+        a = self.args
+        libs = [lib for lib in self.libs if self.workers[lib].hello is not None]
+        entries = libs + ["floor"]
+        out = {c: {e: {"best": None, "times": [], "ok": True, "error": None} for e in entries}
+               for c in CONDITIONS}
+        write = {"op": "write_all", "variant": BUSY_VARIANT}
+        floor = {"op": "encode_floor", "variant": BUSY_VARIANT}
+        self._note_load()
+        for rnd in range(a.warmup + a.repeats):
+            for cond in CONDITIONS:
+                hogs = self._hogs() if cond == "busy" else []
+                try:
+                    k = rnd % len(entries)
+                    for e in entries[k:] + entries[:k]:
+                        r = out[cond][e]
+                        if r["error"]:
+                            continue
+                        try:
+                            if e == "floor":
+                                reply = self.helper.call(floor, timeout=a.timeout)
+                            else:
+                                reply = self.call(e, write)
+                        except WorkerError as err:
+                            r["error"] = str(err)
+                            self._record_failure(e, f"write_busy/{cond}", str(err))
+                            continue
+                        if rnd >= a.warmup:
+                            r["times"].append(reply["seconds"])
+                        r["nchunks"] = reply.get("nchunks")
+                finally:
+                    self._stop(hogs)
+            self._note_load()
+        self.results["floors"] = {}
+        for cond in CONDITIONS:
+            for r in out[cond].values():
+                r["best"] = min(r["times"]) if r["times"] else None
+            self.results["floors"][cond] = out[cond].pop("floor")
+            self.results["timings"][f"write_busy/{cond}"] = out[cond]
+            self.verify_writes(f"write_busy/{cond}", BUSY_VARIANT)
+            line = "  ".join(f"{e} {self._fmt(r)}" for e, r in
+                             [*out[cond].items(), ("floor", self.results["floors"][cond])])
+            log(f"write_busy/{cond}: {line}")
+        self.results["busy"] = {"hogs": a.hogs, "hog_session": a.hog_session}
+
     def run_rss(self):
         a = self.args
         for v in a.rss_variants:
@@ -412,13 +481,20 @@ def parse_args(argv=None):
     p.add_argument("--warmup", type=int, default=1, help="untimed rounds first (default 1)")
     p.add_argument("--libs", default=",".join(C.LIBS),
                    help="comma-separated subset of: " + ", ".join(C.LIBS))
-    p.add_argument("--workloads", default=",".join(WORKLOADS),
-                   help="comma-separated subset of: " + ", ".join(WORKLOADS))
+    p.add_argument("--workloads", default=",".join(C.WORKLOADS),
+                   help="comma-separated subset of: " + ", ".join(C.WORKLOADS))
     p.add_argument("--thread-libs", default=",".join(C.LIBS),
                    help="libraries in the thread-scaling workload (default all)")
     p.add_argument("--rss-libs", default=",".join(C.LIBS),
                    help="libraries whose peak RSS is measured (default all)")
     p.add_argument("--rss-variants", default=",".join(C.CUBE_VARIANTS))
+    p.add_argument("--hogs", type=int, default=1,
+                   help="CPU hogs (nice 19) beside the busy condition's writes (default 1)")
+    p.add_argument("--hog-session", choices=("same", "new"), default="same",
+                   help="start the hogs in this run's session (default) or each in a new one; "
+                        "where the kernel groups scheduling by session (autogroup), nice only "
+                        "ranks processes within one session, so a hog in another session "
+                        "takes a full share")
     p.add_argument("--data-dir", default=C.DEFAULT_DATA_DIR)
     p.add_argument("--out-dir", default=C.HERE,
                    help="where RESULTS.md, results.json and results.png go (default benchmarks/)")
@@ -443,7 +519,7 @@ def parse_args(argv=None):
         return items
 
     args.libs = [lib for lib in C.LIBS if lib in split(args.libs, C.LIBS, "library")]
-    args.workloads = split(args.workloads, WORKLOADS, "workload")
+    args.workloads = split(args.workloads, C.WORKLOADS, "workload")
     args.thread_libs = split(args.thread_libs, C.LIBS, "library")
     args.rss_libs = split(args.rss_libs, C.LIBS, "library")
     args.rss_variants = split(args.rss_variants, C.CUBE_VARIANTS, "variant")
@@ -483,6 +559,8 @@ def main(argv=None):
         runner.start_workers()
         runner.generate()
         runner.run_workloads()
+        if "busy" in args.workloads:
+            runner.run_busy()
     finally:
         runner.stop_workers()
     if "rss" in args.workloads:

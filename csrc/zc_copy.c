@@ -121,6 +121,25 @@ static void copy_tiled(char *d, ptrdiff_t dk, ptrdiff_t di, const char *s, ptrdi
     }
 }
 
+/* Rows of at most this many bytes are prefetched this many rows ahead. */
+#define PREFETCH_RUN_MAX 1024
+#define PREFETCH_ROWS 16
+
+/* Step the odometer `idx` over the outer dimensions 0..outer-1 (sizes `n`, source strides
+ * `ss`) and the pointer `*p` with it; 0 once it has passed the last row. */
+static int advance(int outer, const ptrdiff_t *n, const ptrdiff_t *ss, ptrdiff_t *idx,
+                   const char **p)
+{
+    for (int k = outer - 1; k >= 0; k--) {
+        *p += ss[k];
+        if (++idx[k] < n[k])
+            return 1;
+        *p -= ss[k] * n[k];
+        idx[k] = 0;
+    }
+    return 0;
+}
+
 int zc_copy_nd(int ndim, const ptrdiff_t *shape, size_t itemsize, const void *src,
                const ptrdiff_t *src_strides, void *dst, const ptrdiff_t *dst_strides)
 {
@@ -193,7 +212,23 @@ int zc_copy_nd(int ndim, const ptrdiff_t *shape, size_t itemsize, const void *sr
     }
     int outer = nd - 1;
     ptrdiff_t idx[ZC_MAX_DIMS] = {0};
+    /* Short contiguous rows far apart in the source (an inner chunk gathered out of a big
+     * array) defeat the hardware prefetchers, which follow streams within a page: each row
+     * would wait for memory. A second odometer runs PREFETCH_ROWS rows ahead and asks for
+     * those rows' cache lines early: the 512 inner chunks (64^3 uint16) of a 512^3 array
+     * take 0.06 s instead of 0.09 s on one thread; a few instructions per row when the
+     * source is in cache. */
+    const char *ps = s;
+    ptrdiff_t pidx[ZC_MAX_DIMS] = {0};
+    int prefetch = run && outer > 0 && runbytes <= PREFETCH_RUN_MAX;
+    for (int i = 0; prefetch && i < PREFETCH_ROWS; i++)
+        prefetch = advance(outer, n, ss, pidx, &ps);
     for (;;) {
+        if (prefetch) {
+            for (size_t o = 0; o < runbytes; o += 64)
+                __builtin_prefetch(ps + o);
+            prefetch = advance(outer, n, ss, pidx, &ps);
+        }
         if (run)
             memcpy(d, s, runbytes);
         else if (tk >= 0)

@@ -507,12 +507,13 @@ void zc_shard_io_read_worker(zc_shard_io *io)
 
 /* Per-thread buffers of a write worker, taken on first need. */
 typedef struct {
-    zc_buf chunk, encoded, shard;
+    zc_buf chunk, encoded, index;
     int64_t *task_of;    /* per inner chunk of a shard: its task, -1 for none */
     uint64_t *entries;   /* 2 per inner chunk */
 } writer;
 
-/* Every task of slot `s` is done: lay its inner chunks out, add the index, store it. */
+/* Every task of slot `s` is done: lay its inner chunks out, add the index, store it. The
+ * encoded chunks go to the file as they are, one write each, with no shard-sized copy. */
 static int write_shard(zc_shard_io *io, int64_t s, writer *w, const zc_key_locks *locks)
 {
     const int64_t n = io->ninner;
@@ -524,20 +525,27 @@ static int write_shard(zc_shard_io *io, int64_t s, writer *w, const zc_key_locks
         w->task_of[i] = -1;
         w->entries[2 * i] = w->entries[2 * i + 1] = ZC_SHARD_EMPTY;
     }
-    size_t raw, isz, total;
+    size_t raw, isz;
     index_size(io, &raw, &isz);
-    total = isz;
-    int any = 0;
     for (int64_t t = io->task_start[s]; t < io->task_start[s + 1]; t++) {
         task_view v;
         task_geometry(io, t, s, &v);
         w->task_of[v.lin] = t;
-        if (io->out[t] != NULL) {
-            if (io->out_len[t] > SIZE_MAX - total)
-                return ZC_ERR_SIZE;
-            total += io->out_len[t];
-            any = 1;
-        }
+    }
+    /* Offsets in the layout order; the index follows the chunks or precedes them. */
+    size_t pos = io->index_at_start ? isz : 0;
+    int any = 0;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t i = io->write_order ? io->write_order[k] : k;
+        int64_t t = w->task_of[i];
+        if (t < 0 || io->out[t] == NULL)
+            continue;
+        if (io->out_len[t] > SIZE_MAX - isz - pos)
+            return ZC_ERR_SIZE;
+        w->entries[2 * i] = pos;
+        w->entries[2 * i + 1] = io->out_len[t];
+        pos += io->out_len[t];
+        any = 1;
     }
     char path[ZC_SHARD_IO_PATH_MAX];
     int st = zc_shard_io_slot_key(io, s, path, sizeof path);
@@ -545,27 +553,30 @@ static int write_shard(zc_shard_io *io, int64_t s, writer *w, const zc_key_locks
         return st;
     if (!any)
         return zc_file_replace_locked(locks, path, NULL, 0); /* nothing but fill: no shard */
-    if (zc_buf_reserve(&w->shard, total) != ZC_OK)
+    if (zc_buf_reserve(&w->index, isz) != ZC_OK)
         return ZC_ERR_NOMEM;
-    size_t pos = io->index_at_start ? isz : 0;
+    if ((st = zc_shard_index_pack(w->entries, (size_t)n, w->index.p, raw)) != ZC_OK)
+        return st;
+    if (io->index_crc32c)
+        zc_store_le32(w->index.p + raw, zc_crc32c(0, w->index.p, raw));
+    zc_file_writer f;
+    if ((st = zc_file_writer_open(&f, path)) != ZC_OK)
+        return st;
+    if (io->index_at_start && (st = zc_file_writer_write(&f, w->index.p, isz)) != ZC_OK)
+        return st;
     for (int64_t k = 0; k < n; k++) {
         int64_t i = io->write_order ? io->write_order[k] : k;
         int64_t t = w->task_of[i];
         if (t < 0 || io->out[t] == NULL)
             continue;
-        memcpy(w->shard.p + pos, io->out[t], io->out_len[t]);
-        w->entries[2 * i] = pos;
-        w->entries[2 * i + 1] = io->out_len[t];
-        pos += io->out_len[t];
+        if ((st = zc_file_writer_write(&f, io->out[t], io->out_len[t])) != ZC_OK)
+            return st;
         free(io->out[t]);
         io->out[t] = NULL;
     }
-    unsigned char *index = w->shard.p + (io->index_at_start ? 0 : pos);
-    if ((st = zc_shard_index_pack(w->entries, (size_t)n, index, raw)) != ZC_OK)
+    if (!io->index_at_start && (st = zc_file_writer_write(&f, w->index.p, isz)) != ZC_OK)
         return st;
-    if (io->index_crc32c)
-        zc_store_le32(index + raw, zc_crc32c(0, index, raw));
-    return zc_file_replace_locked(locks, path, w->shard.p, total);
+    return zc_file_writer_commit(&f, locks, path);
 }
 
 void zc_shard_io_write_worker(zc_shard_io *io)
@@ -636,7 +647,7 @@ void zc_shard_io_write_worker(zc_shard_io *io)
     zc_key_locks_close(&locks);
     free(w.chunk.p);
     free(w.encoded.p);
-    free(w.shard.p);
+    free(w.index.p);
     free(w.task_of);
     free(w.entries);
 }

@@ -2,40 +2,16 @@
 fork start method, DataLoader workers) reads and writes normally: no work queued for the
 parent's threads, no lock that only a vanished thread could release."""
 import os
-import signal
 import sys
 import threading
-import time
 
 import numpy as np
 import pytest
 
 import zarrcore
+from _child import run_in_child
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
-
-
-def run_in_child(body, timeout=20):
-    """Fork, run `body()` in the child, and return its exit status (0 = ok); a child still
-    running after `timeout` seconds is killed and reported as hung."""
-    pid = os.fork()
-    if pid == 0:
-        status = 1
-        try:
-            signal.alarm(timeout + 5)  # the parent's deadline comes first; this is a backstop
-            body()
-            status = 0
-        finally:
-            os._exit(status)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(0.02)
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    return "hung"
 
 
 @pytest.mark.parametrize("shards", [None, (64, 64)], ids=["chunks", "shards"])

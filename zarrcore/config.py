@@ -5,6 +5,7 @@
 `ZARRCORE_CONFINE_LOCAL_STORES=1` makes directory stores refuse paths outside their root.
 """
 import concurrent.futures
+import itertools
 import os
 import threading
 
@@ -96,17 +97,63 @@ config = Config()
 os.register_at_fork(after_in_child=config._after_fork_in_child)
 
 
-def in_pool_thread():
-    """Is the caller one of the pool's threads? (They must not wait on the pool themselves.)"""
-    return threading.current_thread().name.startswith("zarrcore")
+_working = threading.local()  # .active: the thread runs run_workers' `work` as its caller
+
+
+def _in_parallel_work():
+    """Does the caller run inside parallel work already, as a pool thread or as the caller of
+    run_workers? Nested parallel calls there run inline: the threads are all busy."""
+    return threading.current_thread().name.startswith("zarrcore") or getattr(_working, "active", False)
+
+
+def run_workers(work, ntasks):
+    """Call `work` from the calling thread and from pool threads, as many in all as there are
+    threads and tasks (`ntasks`).
+
+    `work` takes its tasks one by one from state shared between its calls and returns when
+    none is left, so the caller alone can do all of them. Helpers only help: those that have
+    not started when the caller runs out of tasks are cancelled, and the caller waits only for
+    helpers already running, which are finishing tasks they took. So a caller that holds a
+    lock never waits for pool work queued behind tasks blocked on that lock, and a busy pool
+    or a descheduled thread delays nobody."""
+    nworkers = min(config.num_threads, ntasks)
+    if nworkers <= 1 or _in_parallel_work():
+        work()  # no pool round trip (small reads pay for every microsecond)
+        return
+    executor = config.executor()
+    helpers = [executor.submit(work) for _ in range(nworkers - 1)]
+    _working.active = True
+    try:
+        work()
+    finally:
+        _working.active = False
+        for f in helpers:
+            if not f.cancel():
+                f.result()
 
 
 def parallel_map(func, items):
-    """Apply `func` to every item on the pool (inline when there is one item or one thread);
-    results in order, the first exception re-raised."""
+    """Apply `func` to every item, with pool threads helping the caller (run_workers); results
+    in order, the exception of the first failing item re-raised (later items are skipped)."""
     items = list(items)
-    if len(items) <= 1 or config.num_threads == 1:
+    n = len(items)
+    if n <= 1 or config.num_threads == 1 or _in_parallel_work():
         return [func(item) for item in items]
-    if in_pool_thread():  # nested sharded reads
-        return [func(item) for item in items]
-    return list(config.executor().map(func, items))
+    results = [None] * n
+    failures = []
+    claim = itertools.count()  # next() on it is atomic: each item is taken once
+
+    def work():
+        while not failures:
+            i = next(claim)
+            if i >= n:
+                return
+            try:
+                results[i] = func(items[i])
+            except BaseException as e:  # re-raised by the caller
+                failures.append((i, e))
+
+    run_workers(work, n)
+    if failures:
+        raise min(failures, key=lambda f: f[0])[1]
+    return results

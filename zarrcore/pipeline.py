@@ -20,7 +20,7 @@ from ._shard_io import ShardSpec
 from .codecs import codec_from_json
 from .codecs.bytes import BytesCodec
 from .codecs.base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec
-from .config import config, in_pool_thread, parallel_map
+from .config import config, parallel_map, run_workers
 from .errors import MetadataError, ZarrcoreError
 from .indexing import BasicIndexer, ChunkProjection
 from .storage import LocalStore
@@ -219,23 +219,6 @@ def batch_settings(chain, dtype, fill_value):
         fill_floatsize=float_size if _memory_byteorder(dtype) == sys.byteorder else 0,
     )
     return settings
-
-
-def run_workers(work, ntasks):
-    """Call the GIL-free `work` of a native job from as many threads as it can use: the
-    calling thread and pool threads (the caller works rather than waits, which saves waking
-    one thread per call)."""
-    threads = min(config.num_threads, ntasks)
-    if threads <= 1 or in_pool_thread():
-        work()  # no pool round trip (small reads pay for every microsecond)
-        return
-    executor = config.executor()
-    helpers = [executor.submit(work) for _ in range(threads - 1)]
-    try:
-        work()
-    finally:
-        for f in helpers:
-            f.result()
 
 
 class ChunkStore:

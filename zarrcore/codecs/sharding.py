@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from .. import kernels
-from ..config import config, parallel_map
+from ..config import config, parallel_map, run_workers
 from ..errors import ChunkDecodeError, MetadataError, ShardIndexError, ZarrcoreError
 from ..indexing import BasicIndexer, is_basic_selection
 from .base import ArrayBytesCodec, ChunkSpec
@@ -56,15 +56,16 @@ class _Whole:
 
 
 class _Ranged:
-    """A stored shard read by byte ranges, its size unknown (ranges past its end come back short)."""
+    """A stored shard read by byte ranges (Store.reader: one version of it throughout where the
+    store can; else its size may be unknown, and ranges past its end come back short)."""
 
-    size = None
-
-    def __init__(self, store, key):
-        self.store, self.key = store, key
+    def __init__(self, reader):
+        self.reader = reader
+        self.size = reader.size
 
     def get(self, start, stop):
-        return self.store.get(self.key, start, stop)
+        data = self.reader.get_ranges([(start, stop)])
+        return None if data is None else data[0]
 
     def fetch(self, spans):
         """The bytes of each (offset, nbytes) span; spans close together share one request."""
@@ -78,7 +79,7 @@ class _Ranged:
             else:
                 groups.append([offset, offset + nbytes, [i]])
         out = [b""] * len(spans)
-        datas = self.store.get_ranges(self.key, [(g[0], g[1]) for g in groups]) if groups else []
+        datas = self.reader.get_ranges([(g[0], g[1]) for g in groups]) if groups else []
         if datas is None:
             raise ShardIndexError("shard was deleted while being read")
         for (start, _, members), data in zip(groups, datas):
@@ -193,7 +194,7 @@ class ShardingCodec(ArrayBytesCodec):
         if len(data) < isz:
             raise ShardIndexError(f"shard is {len(data)} bytes, shorter than its {isz}-byte index")
         # Offsets count from the shard's first byte: with the index at the start they are checked
-        # against the whole size here, and against the index's end below. A ranged read does
+        # against the whole size here, and against the index's end below. A ranged read may
         # not know the size: entries past the end show as short reads in _blobs.
         if shard.size is None:
             data_size = EMPTY - 1
@@ -258,8 +259,6 @@ class ShardingCodec(ArrayBytesCodec):
                                data, config.write_empty_chunks)
 
     def _run(self, job, work):
-        from ..pipeline import run_workers
-
         run_workers(work, job.ntasks)
         failure = job.error()
         if failure is not None:
@@ -285,9 +284,12 @@ class ShardingCodec(ArrayBytesCodec):
         if math.prod(len(p) for p in indexer.dim_pieces) >= WHOLE_READ_SHARE * self._n:
             data = store.get(key)
             shard = None if data is None else _Whole(data)
-        else:
-            shard = _Ranged(store, key)
-        self._read(shard, indexer, out)
+            self._read(shard, indexer, out)
+            return
+        # One version of the shard throughout: a writer may replace it between the reads of
+        # its index and of its inner chunks.
+        with store.reader(key) as reader:
+            self._read(None if reader is None else _Ranged(reader), indexer, out)
 
     def _read(self, shard, indexer, out):
         touched = self._touched(indexer)

@@ -43,6 +43,30 @@ def _forget_key_locks_in_child():
 os.register_at_fork(after_in_child=_forget_key_locks_in_child)
 
 
+class _KeyReader:
+    """Store.reader of a store that keeps no versions: each read goes to the store."""
+
+    size = None
+
+    def __init__(self, store, key):
+        self._store, self._key = store, key
+
+    def get_ranges(self, ranges):
+        return self._store.get_ranges(self._key, ranges)
+
+
+class BytesReader:
+    """Byte ranges of one value in memory (Store.reader)."""
+
+    def __init__(self, data):
+        self._view = memoryview(data).cast("B")
+        self.size = self._view.nbytes
+
+    def get_ranges(self, ranges):
+        """The bytes of each (start, stop) range, Python slice bounds (short past the end)."""
+        return [self._view[slice(start, stop)] for start, stop in ranges]
+
+
 class Store:
     """Base class of stores. Keys are '/'-separated relative paths.
 
@@ -86,6 +110,15 @@ class Store:
                 return None
             out.append(data)
         return out
+
+    @contextlib.contextmanager
+    def reader(self, key):
+        """Byte ranges of `key` for a series of reads: an object whose `get_ranges` reads as
+        Store.get_ranges does and whose `size` is the value's size or None, or None when the
+        key is known to be missing. Stores that can, override this to read one version of the
+        value throughout, even when the key is replaced meanwhile; this one reads each range
+        from the value as it is at that moment."""
+        yield _KeyReader(self, key)
 
     def getsize(self, key):
         data = self.get(key)

@@ -1,5 +1,7 @@
 """In-memory store backed by a dict of bytes."""
-from .base import Store, validate_key, validate_prefix
+import contextlib
+
+from .base import BytesReader, Store, validate_key, validate_prefix
 
 
 class MemoryStore(Store):
@@ -26,6 +28,12 @@ class MemoryStore(Store):
         if start is None and stop is None:
             return bytes(value)
         return bytes(value[slice(start, stop)])
+
+    @contextlib.contextmanager
+    def reader(self, key):
+        """As Store.reader, of the value stored now (values are immutable bytes)."""
+        value = self._data.get(validate_key(key))
+        yield None if value is None else BytesReader(value)
 
     def set(self, key, value):
         self.check_writable(key)
