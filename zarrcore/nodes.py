@@ -1,7 +1,8 @@
 """Where node metadata lives in a store, and reading it for either Zarr format."""
 import json
 
-from .errors import MetadataError, NodeNotFoundError, ReadOnlyError
+from .errors import NodeNotFoundError, ReadOnlyError
+from .metadata.common import parse_json
 from .storage import validate_key
 
 V3_KEY = "zarr.json"
@@ -33,11 +34,7 @@ def load_json(store, key):
     data = store.get(key)
     if data is None:
         return None
-    try:
-        doc = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise MetadataError(f"{key}: not valid JSON ({e})") from None
-    return doc
+    return parse_json(data, key)
 
 
 def dump_json(doc):

@@ -19,7 +19,9 @@ from ._batch import ChunkBatch
 from ._shard_io import ShardSpec
 from .codecs import codec_from_json
 from .codecs.bytes import BytesCodec
-from .codecs.base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec
+from .codecs.base import (
+    ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, check_chunk_bytes,
+)
 from .config import config, in_pool_thread, parallel_map
 from .errors import MetadataError, ZarrcoreError
 from .indexing import BasicIndexer, ChunkProjection
@@ -259,6 +261,8 @@ class ChunkStore:
         self.chain = CodecChain(codecs, self.spec, where)
         # Set for sharding: it fetches and rewrites only the byte ranges a selection needs.
         self.partial = self.chain.partial_codec
+        if self.partial is None:  # (sharding checks its inner chunks itself)
+            check_chunk_bytes(self.chunk_shape, dtype, f"{where}: chunks")
         self._batch = None
         # Sharded arrays whose index and inner chains the core runs: one native batch over
         # every shard and inner chunk (zarrcore._shard_io).

@@ -4,6 +4,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..config import config
+from ..errors import MetadataError
+
 
 @dataclass(frozen=True)
 class ChunkSpec:
@@ -24,6 +27,18 @@ class ChunkSpec:
 
     def evolve(self, **changes):
         return replace(self, **changes)
+
+
+def check_chunk_bytes(shape, dtype, what):
+    """Refuse chunks (of `shape` and `dtype`, described by `what`) larger than
+    config.max_chunk_bytes: decoding one allocates that much."""
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    if nbytes > config.max_chunk_bytes:
+        raise MetadataError(
+            f"{what} of shape {tuple(shape)} and {np.dtype(dtype)} take {nbytes} bytes, more than "
+            f"config.max_chunk_bytes ({config.max_chunk_bytes}); raise it with "
+            f"zarrcore.config.set(max_chunk_bytes=...) or ZARRCORE_MAX_CHUNK_BYTES"
+        )
 
 
 class Codec:

@@ -391,7 +391,7 @@ class _VoidBase(DataType):
         return _b64(np.asarray(value, dtype=self.numpy_dtype).tobytes())
 
 
-_RAW_BITS_RE = re.compile(r"r([1-9][0-9]*)\Z")
+_RAW_BITS_RE = re.compile(r"r([1-9][0-9]{0,11})\Z")  # more digits: too large anyway
 
 
 class RawBitsType(_VoidBase):
@@ -410,7 +410,7 @@ class RawBitsType(_VoidBase):
         bits = int(m.group(1))
         if bits % 8:
             raise MetadataError(f"{where}: field 'data_type': {name!r} is not a multiple of 8 bits")
-        return cls(np.dtype(f"V{bits // 8}"))
+        return cls(np.dtype(f"V{_check_itemsize(bits // 8, where, name)}"))
 
     def to_json_v3(self):
         return f"r{self.numpy_dtype.itemsize * 8}"
@@ -421,13 +421,26 @@ class RawBitsType(_VoidBase):
         return list(np.asarray(value, dtype=self.numpy_dtype).tobytes())
 
 
+# numpy's largest item (its itemsize is a C int).
+MAX_ITEMSIZE = 2**31 - 1
+
+
+def _check_itemsize(nbytes, where, name):
+    if nbytes > MAX_ITEMSIZE:
+        raise MetadataError(
+            f"{where}: field 'data_type': {name!r} items of {nbytes} bytes exceed the largest "
+            f"numpy holds ({MAX_ITEMSIZE} bytes)"
+        )
+    return nbytes
+
+
 def _length_bytes(config, where, name):
     length = config.get("length_bytes") if set(config) == {"length_bytes"} else None
     if isinstance(length, bool) or not isinstance(length, int) or length < 1:
         raise MetadataError(
             f"{where}: field 'data_type': {name!r} needs configuration {{\"length_bytes\": <positive int>}}"
         )
-    return length
+    return _check_itemsize(length, where, name)
 
 
 class RawBytesType(_VoidBase):
