@@ -39,7 +39,7 @@ def open_doc(doc, key="zarr.json"):
 def test_limits_are_configurable_and_checked():
     cfg = zarrcore.config
     assert (cfg.max_dimensions, cfg.max_chunk_bytes, cfg.max_shard_index_entries) == (
-        32, 512 << 20, 1 << 20)
+        32, 128 << 20, 1 << 20)
     with pytest.raises(ValueError):
         cfg.set(max_dimensions=33)  # the compiled core's ceiling
     with pytest.raises(ValueError):

@@ -29,7 +29,7 @@ DIMENSIONS_CEILING = 32
 # Resource limits: metadata declaring more is refused before anything is allocated from it.
 LIMITS = {
     "max_dimensions": ("ZARRCORE_MAX_DIMENSIONS", 32),
-    "max_chunk_bytes": ("ZARRCORE_MAX_CHUNK_BYTES", 512 << 20),
+    "max_chunk_bytes": ("ZARRCORE_MAX_CHUNK_BYTES", 128 << 20),
     "max_shard_index_entries": ("ZARRCORE_MAX_SHARD_INDEX_ENTRIES", 1 << 20),
 }
 

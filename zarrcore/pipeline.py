@@ -21,6 +21,7 @@ from .codecs import codec_from_json
 from .codecs.bytes import BytesCodec
 from .codecs.base import (
     ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, check_chunk_bytes,
+    size_with_slack,
 )
 from .config import config, in_pool_thread, parallel_map
 from .errors import MetadataError, ZarrcoreError
@@ -85,8 +86,12 @@ class CodecChain:
         self.bytes_spec = spec
         self.array_bytes = self.array_bytes.resolve(spec)
         self.bytes_bytes = [c.resolve(spec) for c in self.bytes_bytes]
-        # True when the encoded bytes are the chunk's items in their in-memory layout.
         ab, dtype = self.array_bytes, np.dtype(spec.dtype)
+        # The bytes->bytes decoders stop near the size the bytes codec needs when it is fixed
+        # (a bomb fails fast); else at what config.max_chunk_bytes allows.
+        fixed = type(ab) is BytesCodec and not dtype.hasobject and dtype.kind != "T"
+        self._unwrap_spec = spec.evolve(max_bytes=size_with_slack(spec.nbytes) if fixed else None)
+        # True when the encoded bytes are the chunk's items in their in-memory layout.
         self._raw_items = (
             not self.array_array and type(ab) is BytesCodec and not dtype.hasobject
             and not ab._swap(dtype) and ab._stored_struct(dtype) is None
@@ -107,13 +112,13 @@ class CodecChain:
     def decode(self, data, out=None):
         """Bytes to a C-ordered chunk of `spec` (written into `out` when given)."""
         for codec in reversed(self.bytes_bytes[1:]):
-            data = codec.decode(data, self.bytes_spec)
+            data = codec.decode(data, self._unwrap_spec)
         if self.bytes_bytes:
             if out is not None and self._raw_items and out.flags.c_contiguous:
                 # The stored bytes are the items as they lie in memory: decompress into `out`.
-                self.bytes_bytes[0].decode_into(data, out.reshape(-1).view(np.uint8), self.bytes_spec)
+                self.bytes_bytes[0].decode_into(data, out.reshape(-1).view(np.uint8), self._unwrap_spec)
                 return out
-            data = self.bytes_bytes[0].decode(data, self.bytes_spec)
+            data = self.bytes_bytes[0].decode(data, self._unwrap_spec)
         if self.array_array:
             array = self.array_bytes.decode(data, self.bytes_spec)
             for codec, spec in zip(reversed(self.array_array), reversed(self.array_specs)):

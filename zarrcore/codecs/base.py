@@ -13,13 +13,15 @@ class ChunkSpec:
     """What a codec is told about the chunk it transforms.
 
     `dtype` is the in-memory numpy dtype (native byte order for numbers);
-    `order` is the memory layout the decoded chunk has ("C" or "F").
+    `order` is the memory layout the decoded chunk has ("C" or "F"); bytes->bytes decoders
+    fail rather than produce more than `max_bytes` (None: see `decode_limit`).
     """
 
     shape: tuple
     dtype: np.dtype
     fill_value: object = None
     order: str = "C"
+    max_bytes: int = None
 
     @property
     def nbytes(self):
@@ -39,6 +41,20 @@ def check_chunk_bytes(shape, dtype, what):
             f"config.max_chunk_bytes ({config.max_chunk_bytes}); raise it with "
             f"zarrcore.config.set(max_chunk_bytes=...) or ZARRCORE_MAX_CHUNK_BYTES"
         )
+
+
+def size_with_slack(nbytes):
+    """`nbytes` plus room for what codecs add: checksums, headers, and the growth of
+    incompressible data under a compressor or two."""
+    return nbytes + nbytes // 64 + 65536
+
+
+def decode_limit(spec):
+    """The most bytes a bytes->bytes decoder may produce for a chunk of `spec`; data that would
+    decode to more is refused before it is decoded in full."""
+    if spec.max_bytes is not None:
+        return spec.max_bytes
+    return size_with_slack(config.max_chunk_bytes)
 
 
 class Codec:
