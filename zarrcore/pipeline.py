@@ -31,7 +31,9 @@ from .storage.local import LOCK_DIR
 
 
 def _with_key(error, key):
-    """Re-raise a codec error with the store key in front of its message."""
+    """Re-raise a codec or store error with the store key in front of its message."""
+    if isinstance(error, OSError) and error.errno is not None:
+        return type(error)(error.errno, f"chunk {key!r}: {error.strerror}")
     return type(error)(f"chunk {key!r}: {error}")
 
 

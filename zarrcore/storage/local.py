@@ -4,12 +4,18 @@ import os
 import tempfile
 
 from .._batch import lock_key, unlock_key
+from ..errors import StoreError
 from .base import Store, validate_key, validate_prefix
 
 TEMP_PREFIX = ".zarrcore-tmp-"
 # The key lock file lives outside the store so peers listing it never see it. A key's lock is
 # one byte of it (csrc/zc_key_lock.h), which the native batches' writes take alike.
 LOCK_DIR = os.path.join(tempfile.gettempdir(), "zarrcore-locks")
+
+
+def _store_error(key, error):
+    """An OSError met on `key` as a StoreError naming the key."""
+    return StoreError(error.errno, f"key {key!r}: {error.strerror or error}")
 
 
 class LocalStore(Store):
@@ -39,6 +45,8 @@ class LocalStore(Store):
                 return f.read(max(hi - lo, 0))
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
+        except OSError as e:  # a symlink loop, no permission...
+            raise _store_error(key, e) from e
 
     def get_ranges(self, key, ranges):
         try:
@@ -52,33 +60,46 @@ class LocalStore(Store):
                 return out
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
+        except OSError as e:  # a symlink loop, no permission...
+            raise _store_error(key, e) from e
 
     def getsize(self, key):
         try:
             return os.stat(self._path(key)).st_size
         except (FileNotFoundError, NotADirectoryError):
             return None
+        except OSError as e:
+            raise _store_error(key, e) from e
 
     def set(self, key, value):
         self.check_writable(key)
         path = self._path(key)
         directory = os.path.dirname(path)
-        os.makedirs(directory, exist_ok=True)
-        # Write beside the target and rename, so a reader never sees a torn file.
-        fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)
+        try:
+            os.makedirs(directory, exist_ok=True)
+            # Write beside the target and rename, so a reader never sees a torn file.
+            fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)
+        except OSError as e:
+            raise _store_error(key, e) from e
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(value)
             os.replace(tmp, path)
-        except BaseException:
+        except BaseException as e:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+            if isinstance(e, OSError):  # a directory where the key should be, a full disk...
+                raise _store_error(key, e) from e
             raise
 
     def delete(self, key):
         self.check_writable(key)
-        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        try:
             os.unlink(self._path(key))
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        except OSError as e:
+            raise _store_error(key, e) from e
 
     def exists(self, key):
         return os.path.isfile(self._path(key))
@@ -105,6 +126,8 @@ class LocalStore(Store):
             return sorted(n for n in os.listdir(base) if not self._is_internal(n))
         except (FileNotFoundError, NotADirectoryError):
             return []
+        except OSError as e:
+            raise _store_error(prefix, e) from e
 
     @contextlib.contextmanager
     def lock(self, key):
