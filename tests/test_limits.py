@@ -169,3 +169,20 @@ def test_nan_attributes_written_by_zarr_python_still_read():
     store = {"zarr.json": zarr_json([4], [2]).replace(b'"attributes": {}', b'"attributes": {"x": NaN}')}
     a = zarrcore.open_array(store)
     assert np.isnan(a.attrs["x"])
+
+
+def test_malformed_data_type_values_are_metadata_errors():
+    # Found by tests/fuzz/slow_metadata.py: a non-string time unit raised TypeError (unhashable).
+    for unit in ({"s": 1}, ["s"]):
+        dtype = {"name": "numpy.datetime64", "configuration": {"unit": unit, "scale_factor": 1}}
+        with pytest.raises(MetadataError, match="field 'data_type'"):
+            open_doc(zarr_json([4], [2], dtype=dtype))
+
+
+@pytest.mark.parametrize("digits", [-400, 400, 2**31 - 1])
+def test_quantize_digits_beyond_a_double_are_metadata_errors(digits):
+    # Writing raised OverflowError or ValueError (math domain error).
+    zarray = {"zarr_format": 2, "shape": [4], "chunks": [4], "dtype": "<f8", "compressor": None,
+              "fill_value": 0, "order": "C", "filters": [{"id": "quantize", "digits": digits, "dtype": "<f8"}]}
+    with pytest.raises(MetadataError, match="quantize filter: digits"):
+        zarrcore.open_array({".zarray": json.dumps(zarray).encode()}, mode="r+")

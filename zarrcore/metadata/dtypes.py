@@ -670,6 +670,7 @@ class _TimeBase(DataType):
         unit, scale = config.get("unit"), config.get("scale_factor")
         if (
             set(config) != {"unit", "scale_factor"}
+            or not isinstance(unit, str)
             or unit not in _TIME_UNITS
             or isinstance(scale, bool)
             or not isinstance(scale, int)
@@ -896,10 +897,21 @@ del _cls
 # -- resolution -------------------------------------------------------------
 
 
+def _resolve(from_json, where, field, *args):
+    """A registered type's from_json_*; a type error inside it (a list where a string
+    belongs, a size numpy refuses...) as the MetadataError of a malformed data_type."""
+    try:
+        return from_json(*args)
+    except (TypeError, ValueError, OverflowError) as e:
+        if isinstance(e, MetadataError):
+            raise
+        raise MetadataError(f"{where}: field {field!r}: invalid data type {args[0]!r}: {e}") from None
+
+
 def dtype_from_v3_json(obj, where="zarr.json"):
     """Resolve a v3 ``data_type`` value; UnknownDataTypeError if no registered type accepts it."""
     for cls in _REGISTRY:
-        dt = cls.from_json_v3(obj, where)
+        dt = _resolve(cls.from_json_v3, where, "data_type", obj, where)
         if dt is not None:
             return dt
     name, _ = _name_and_config(obj)
@@ -913,7 +925,7 @@ def dtype_from_v3_json(obj, where="zarr.json"):
 def dtype_from_v2_json(obj, object_codec_id=None, where=".zarray"):
     """Resolve a v2 ``dtype`` value; ``object_codec_id`` disambiguates ``"|O"``."""
     for cls in _REGISTRY:
-        dt = cls.from_json_v2(obj, object_codec_id, where)
+        dt = _resolve(cls.from_json_v2, where, "dtype", obj, object_codec_id, where)
         if dt is not None:
             return dt
     if isinstance(obj, str) and obj.lstrip("<>|=") == "O":
