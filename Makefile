@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEMO_DIR ?= build/demo.zarr
 
-.PHONY: demo test sanitize bench wheel install-test clean
+.PHONY: demo test sanitize fuzz bench wheel install-test clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,11 @@ test: install-test
 
 sanitize:
 	.ci/sanitize
+
+# FUZZ_SECONDS per harness (60 is the short run), FUZZ_HARNESSES to pick some; see .ci/fuzz.
+FUZZ_SECONDS ?= 60
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) .ci/fuzz
 
 bench: $(PY)
 	$(PY) -m pip install ".[bench]"

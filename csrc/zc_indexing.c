@@ -11,7 +11,8 @@
 #define RADIX_BITS 16
 #define RADIX_BINS ((int64_t)1 << RADIX_BITS)
 
-static int64_t ceil_div(int64_t a, int64_t b) { return a > 0 ? (a + b - 1) / b : 0; }
+/* ceil(a / b) for b > 0, with no overflow for any a (a + b - 1 could pass INT64_MAX). */
+static int64_t ceil_div(int64_t a, int64_t b) { return a > 0 ? a / b + (a % b != 0) : 0; }
 
 int64_t zc_slice_chunks(int64_t start, int64_t step, int64_t n, int64_t chunk_len,
                         int64_t dim_len, int64_t *chunk, int64_t *first, int64_t *count,
@@ -22,7 +23,8 @@ int64_t zc_slice_chunks(int64_t start, int64_t step, int64_t n, int64_t chunk_le
         /* The chunk holding element j0, and the elements j0..j1 that fall in it. */
         int64_t c = (start + j0 * step) / chunk_len;
         int64_t lo = c * chunk_len;
-        int64_t hi = lo + chunk_len < dim_len ? lo + chunk_len : dim_len;
+        /* lo + chunk_len may pass INT64_MAX in the last chunk of an axis near 2**63 long. */
+        int64_t hi = chunk_len < dim_len - lo ? lo + chunk_len : dim_len;
         int64_t j1 = ceil_div(hi - start, step);
         if (j1 > n)
             j1 = n;
@@ -245,7 +247,8 @@ static int group_complete(const int64_t *local, int64_t n, int ndim, int64_t a, 
     for (int d = 0; d < ndim; d++) {
         int64_t lo = coords[d] * chunk_shape[d];
         extent[d] = shape[d] - lo < chunk_shape[d] ? shape[d] - lo : chunk_shape[d];
-        size *= extent[d];
+        if (__builtin_mul_overflow(size, extent[d], &size))
+            return 0; /* more elements than any group of points can hold */
         pos[d] = 0;
     }
     if (b - a != size)

@@ -59,8 +59,10 @@ static int64_t split_piece(const zc_shard_io *io, int d, const zc_piece *p, zc_p
     int64_t k = 0;
     for (int64_t i = 0; i < p->count;) {
         int64_t pos = p->chunk_start + i * p->chunk_step, j = pos / C;
-        /* The first element past inner chunk j, or the piece's end. */
-        int64_t next = ((j + 1) * C - p->chunk_start + p->chunk_step - 1) / p->chunk_step;
+        /* The first element past inner chunk j, or the piece's end (a ceiling division
+         * that cannot overflow on a shard axis near 2**63 long). */
+        int64_t past = (j + 1) * C - p->chunk_start;
+        int64_t next = past / p->chunk_step + (past % p->chunk_step != 0);
         if (next > p->count)
             next = p->count;
         zc_piece q = {.chunk_index = p->chunk_index * G + j, .chunk_start = pos - j * C,
@@ -339,7 +341,8 @@ static void task_geometry(const zc_shard_io *io, int64_t t, int64_t s, task_view
         v->p[d] = p;
         v->lin += (p->chunk_index - shard_piece(io, d, r[d])->chunk_index * io->grid[d]) * stride;
         stride *= io->grid[d];
-        v->edge |= (p->chunk_index + 1) * io->chunk_shape[d] > io->array_shape[d];
+        /* (chunk_index + 1) * chunk_shape could pass INT64_MAX on an axis near 2**63 long. */
+        v->edge |= io->chunk_shape[d] > io->array_shape[d] - p->chunk_index * io->chunk_shape[d];
         v->shape[d] = (ptrdiff_t)p->count;
         v->data_strides[d] = io->data_strides[d] * (ptrdiff_t)p->out_step;
         v->data += io->data_strides[d] * (ptrdiff_t)p->out_start;

@@ -17,6 +17,7 @@ if importlib.util.find_spec("zarrcore") is None:
     sys.path.insert(0, ROOT)
 
 import zarrcore  # noqa: E402
+from zarrcore.config import LIMITS  # noqa: E402
 
 
 def _asan_loaded():
@@ -56,7 +57,7 @@ def _restore_config():
     """Tests may change zarrcore.config; put it back afterwards."""
     cfg = zarrcore.config
     saved = {name: getattr(cfg, name) for name in (
-        "num_threads", "write_empty_chunks", "buffer_pool_bytes", "confine_local_stores")}
+        "num_threads", "write_empty_chunks", "buffer_pool_bytes", "confine_local_stores", *LIMITS)}
     yield
     cfg.set(**saved)
 

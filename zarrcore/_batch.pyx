@@ -16,7 +16,7 @@ from zarrcore._jobs cimport (
     zc_batch_task_key, zc_batch_write_worker,
 )
 
-from .errors import ChecksumError, ChunkDecodeError, LockUnavailableError, ZarrcoreError
+from .errors import ChecksumError, ChunkDecodeError, LockUnavailableError, StoreError, ZarrcoreError
 
 cnp.import_array()
 
@@ -91,13 +91,13 @@ cdef class ChunkBatch:
         return os.fsdecode(bytes(buf))
 
     def raise_error(self, head_len):
-        """Raise the first failure as a ZarrcoreError (or OSError) naming its chunk key."""
+        """Raise the first failure as a ZarrcoreError (StoreError for I/O) naming its chunk key."""
         if not self.b.failed:
             return
         key = self.task_key(self.b.failed_task)[head_len:] if self.b.failed_task >= 0 else "?"
         st = self.b.status
         if st == ZC_ERR_IO:
-            raise OSError(self.b.sys_errno, f"chunk {key!r}: {os.strerror(self.b.sys_errno)}")
+            raise StoreError(self.b.sys_errno, f"chunk {key!r}: {os.strerror(self.b.sys_errno)}")
         raise status_error(st, f"chunk {key!r}: ")
 
 

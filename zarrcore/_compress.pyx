@@ -2,7 +2,8 @@
 """GIL-free bindings to the compressors in csrc/.
 
 Every function takes any C-contiguous buffer. Decoders accept `out`, a writable
-C-contiguous buffer of exactly the decoded size, and fill it instead of allocating.
+C-contiguous buffer of exactly the decoded size, and fill it instead of allocating; or
+`max_size`, past which they fail instead of allocating more.
 Bad input raises ChunkDecodeError (ChecksumError for checksums); callers add the key.
 """
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
@@ -263,11 +264,12 @@ cdef object _compress(str codec, object src, _Params p):
         PyBuffer_Release(&view)
 
 
-cdef object _decompress(str codec, object src, object out, _Params p):
-    """`src` decoded into `out` (returned) or new bytes."""
+cdef object _decompress(str codec, object src, object out, _Params p, object max_size):
+    """`src` decoded into `out` (returned) or new bytes of at most `max_size` (None: no
+    limit), checked before the decoded data is allocated or produced in full."""
     cdef Py_buffer view, oview
     cdef void *buf = NULL
-    cdef size_t n = 0
+    cdef size_t n = 0, limit = PY_SSIZE_T_MAX if max_size is None else max_size
     cdef int status, known = 0
     _get_src(src, &view)
     try:
@@ -284,10 +286,13 @@ cdef object _decompress(str codec, object src, object out, _Params p):
         status = _decoded_size(&p, view.buf, view.len, &known, &n)
         if status != ZC_OK:
             _decode_failed(codec, status, view.len, -1)
+        if known and n > limit:
+            raise ChunkDecodeError(f"{codec}: the data declares {n} decoded bytes, more than "
+                                   f"the {limit} this chunk may hold")
         if known:
             return _to_new_bytes(codec, &view, &p, n, False)
         with nogil:
-            status = _decode_alloc(&p, view.buf, view.len, PY_SSIZE_T_MAX, &buf, &n)
+            status = _decode_alloc(&p, view.buf, view.len, limit, &buf, &n)
         if status != ZC_OK:
             _decode_failed(codec, status, view.len, -1)
         return _from_malloc(buf, n)
@@ -322,9 +327,9 @@ def blosc_decoded_size(src):
         PyBuffer_Release(&view)
 
 
-def blosc_decompress(src, out=None):
+def blosc_decompress(src, out=None, max_size=None):
     """Decompress a blosc buffer into `out` (returned) or new bytes."""
-    return _decompress("blosc", src, out, _params(_BLOSC))
+    return _decompress("blosc", src, out, _params(_BLOSC), max_size)
 
 
 # ---- zstd -------------------------------------------------------------------------------
@@ -336,9 +341,9 @@ def zstd_compress(src, int level, bint checksum):
     return _compress("zstd", src, p)
 
 
-def zstd_decompress(src, out=None):
+def zstd_decompress(src, out=None, max_size=None):
     """Decompress all zstd frames of `src` (with or without content size) into `out` or bytes."""
-    return _decompress("zstd", src, out, _params(_ZSTD))
+    return _decompress("zstd", src, out, _params(_ZSTD), max_size)
 
 
 # ---- gzip / zlib ------------------------------------------------------------------------
@@ -356,9 +361,9 @@ def gzip_compress(src, int level):
     return _deflate("gzip", src, level, ZC_ZLIB_FORMAT_GZIP)
 
 
-def gzip_decompress(src, out=None):
+def gzip_decompress(src, out=None, max_size=None):
     """Decompress one or more concatenated gzip members into `out` or bytes."""
-    return _decompress("gzip", src, out, _params(_DEFLATE, ZC_ZLIB_FORMAT_GZIP))
+    return _decompress("gzip", src, out, _params(_DEFLATE, ZC_ZLIB_FORMAT_GZIP), max_size)
 
 
 def zlib_compress(src, int level):
@@ -366,9 +371,9 @@ def zlib_compress(src, int level):
     return _deflate("zlib", src, level, ZC_ZLIB_FORMAT_ZLIB)
 
 
-def zlib_decompress(src, out=None):
+def zlib_decompress(src, out=None, max_size=None):
     """Decompress a zlib stream into `out` or bytes."""
-    return _decompress("zlib", src, out, _params(_DEFLATE, ZC_ZLIB_FORMAT_ZLIB))
+    return _decompress("zlib", src, out, _params(_DEFLATE, ZC_ZLIB_FORMAT_ZLIB), max_size)
 
 
 # ---- lz4 --------------------------------------------------------------------------------
@@ -380,6 +385,6 @@ def lz4_compress(src, int acceleration=1):
     return _compress("lz4", src, p)
 
 
-def lz4_decompress(src, out=None):
+def lz4_decompress(src, out=None, max_size=None):
     """Decompress numcodecs LZ4 data into `out` or bytes."""
-    return _decompress("lz4", src, out, _params(_LZ4))
+    return _decompress("lz4", src, out, _params(_LZ4), max_size)

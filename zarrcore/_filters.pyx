@@ -253,41 +253,42 @@ def vlen_encode(list items, bint text):
 def vlen_decode(src, Py_ssize_t count, bint text):
     """The `count` items framed in `src`, as a list of str (text) or bytes."""
     cdef Py_buffer view
-    cdef size_t *offsets = <size_t *>malloc(max(count, 1) * sizeof(size_t))
-    cdef size_t *lens = <size_t *>malloc(max(count, 1) * sizeof(size_t))
+    cdef size_t *offsets = NULL
+    cdef size_t *lens = NULL
     cdef const char *base
     cdef Py_ssize_t i
     cdef int status
     cdef list items
-    if offsets == NULL or lens == NULL:
-        free(offsets)
-        free(lens)
-        raise MemoryError("vlen: out of memory")
+    what = "vlen-utf8" if text else "vlen-bytes"
+    _get(src, &view, PyBUF_SIMPLE)
     try:
-        _get(src, &view, PyBUF_SIMPLE)
-        try:
-            with nogil:
-                status = zc_vlen_index(view.buf, view.len, count, offsets, lens)
-            what = "vlen-utf8" if text else "vlen-bytes"
-            if status == ZC_ERR_SIZE:
-                raise ChunkDecodeError(f"{what}: bytes left over after {count} items")
-            if status != ZC_OK:
-                raise ChunkDecodeError(
-                    f"{what}: corrupt or truncated data ({view.len} bytes, expected {count} items)"
-                )
-            base = <const char *>view.buf
-            items = [None] * count
-            for i in range(count):
-                if text:
-                    try:
-                        items[i] = PyUnicode_DecodeUTF8(base + offsets[i], lens[i], "strict")
-                    except UnicodeDecodeError as e:
-                        raise ChunkDecodeError(f"vlen-utf8: item {i} is not valid UTF-8: {e}") from None
-                else:
-                    items[i] = PyBytes_FromStringAndSize(base + offsets[i], lens[i])
-            return items
-        finally:
-            PyBuffer_Release(&view)
+        # Each item takes at least its 4-byte length: refuse before allocating from `count`.
+        if view.len < 4 or (view.len - 4) // 4 < count:
+            raise ChunkDecodeError(f"{what}: {view.len} bytes cannot hold {count} items")
+        offsets = <size_t *>malloc(max(count, 1) * sizeof(size_t))
+        lens = <size_t *>malloc(max(count, 1) * sizeof(size_t))
+        if offsets == NULL or lens == NULL:
+            raise MemoryError("vlen: out of memory")
+        with nogil:
+            status = zc_vlen_index(view.buf, view.len, count, offsets, lens)
+        if status == ZC_ERR_SIZE:
+            raise ChunkDecodeError(f"{what}: bytes left over after {count} items")
+        if status != ZC_OK:
+            raise ChunkDecodeError(
+                f"{what}: corrupt or truncated data ({view.len} bytes, expected {count} items)"
+            )
+        base = <const char *>view.buf
+        items = [None] * count
+        for i in range(count):
+            if text:
+                try:
+                    items[i] = PyUnicode_DecodeUTF8(base + offsets[i], lens[i], "strict")
+                except UnicodeDecodeError as e:
+                    raise ChunkDecodeError(f"vlen-utf8: item {i} is not valid UTF-8: {e}") from None
+            else:
+                items[i] = PyBytes_FromStringAndSize(base + offsets[i], lens[i])
+        return items
     finally:
+        PyBuffer_Release(&view)
         free(offsets)
         free(lens)

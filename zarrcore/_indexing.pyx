@@ -87,10 +87,11 @@ def int_plan(int64_t i, int64_t chunk_len, int64_t dim_len):
 
 
 cdef inline int64_t _slice_len(int64_t start, int64_t stop, int64_t step) noexcept:
-    """len(range(start, stop, step)) for a nonzero step."""
+    """len(range(start, stop, step)) for a nonzero step (bounds from slice.indices), with no
+    intermediate past 2**63 - 1."""
     if step > 0:
-        return (stop - start + step - 1) // step if stop > start else 0
-    return (start - stop - step - 1) // -step if start > stop else 0
+        return (stop - start - 1) // step + 1 if stop > start else 0
+    return (start - stop - 1) // -step + 1 if start > stop else 0
 
 
 def slice_plan(int64_t start, int64_t stop, int64_t step, int64_t chunk_len, int64_t dim_len):
@@ -123,7 +124,9 @@ cdef AxisPlan _slice_plan(int64_t start, int64_t stop, int64_t step, int64_t chu
     if reverse:
         # Walk the same elements ascending; their output positions run backwards.
         start, step = start + (n - 1) * step, -step
-    cdef int64_t nmax = min(n, (dim_len + chunk_len - 1) // chunk_len)
+    # The axis' chunk count, rounded up without forming dim_len + chunk_len (which can pass
+    # 2**63 - 1 on an axis near that long and made this count negative).
+    cdef int64_t nmax = min(n, dim_len // chunk_len + (dim_len % chunk_len != 0))
     # A few chunks (the common case, small reads included) fit on the stack.
     cdef int64_t small_b[4 * SMALL_PLAN]
     cdef uint8_t small_f[SMALL_PLAN]

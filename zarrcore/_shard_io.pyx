@@ -15,7 +15,7 @@ from ._jobs cimport (
     ZC_ERR_IO, ZC_STREAM_OUT_MIN, set_up_chain, set_up_pieces, zc_chain, zc_piece,
 )
 from ._batch import status_error
-from .errors import ChecksumError, ShardIndexError
+from .errors import ChecksumError, ShardIndexError, StoreError
 
 cnp.import_array()
 
@@ -189,7 +189,7 @@ cdef class ShardBatch:
         return os.fsdecode(bytes(buf))[self.spec.head_len:]
 
     def raise_error(self):
-        """Raise the first failure as a ZarrcoreError (or OSError) naming its shard key and,
+        """Raise the first failure as a ZarrcoreError (StoreError for I/O) naming its shard key and,
         when there is one, the inner chunk."""
         zc_shard_io_close_files(&self.io)
         if not self.io.failed:
@@ -202,7 +202,7 @@ cdef class ShardBatch:
             inner = tuple(int(c) for c in np.unravel_index(i, self.spec.grid))
         st, problem = self.io.status, self.io.index_problem
         if st == ZC_ERR_IO:
-            raise OSError(self.io.sys_errno, f"{where}{os.strerror(self.io.sys_errno)}")
+            raise StoreError(self.io.sys_errno, f"{where}{os.strerror(self.io.sys_errno)}")
         if st == ZC_ERR_NOMEM:
             raise MemoryError(f"{where}out of memory")
         if problem == ZC_SHARD_INDEX_SHORT:

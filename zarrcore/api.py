@@ -10,6 +10,7 @@ from .codecs.base import ChunkSpec
 from .codecs.sharding import ShardingCodec
 from .errors import NodeExistsError, NodeNotFoundError
 from .group import Group, open_node
+from .metadata.common import check_attributes
 from .pipeline import CodecChain
 from .storage import make_store
 
@@ -103,6 +104,7 @@ def create_array(store=None, *, name=None, shape, dtype="float64", chunks=None, 
     from .metadata import ArrayMetadataV3, ChunkKeyEncoding, dtype_from_numpy
     from .metadata.v3 import default_codecs
 
+    check_attributes(attributes or {})
     store = make_store(store)
     path = nodes.normalize_path(path if path is not None else name)
     shape = _normalize_shape(shape)
@@ -152,16 +154,18 @@ def create_array(store=None, *, name=None, shape, dtype="float64", chunks=None, 
         )
     else:
         raise ValueError(f"zarr_format must be 2 or 3, not {zarr_format!r}")
+    array = Array(store, path, metadata)  # checks codecs and limits before anything is written
     _prepare_path(store, path, overwrite)
     nodes.ensure_parent_groups(store, path, zarr_format)
     nodes.write_metadata(store, path, metadata)
-    return Array(store, path, metadata)
+    return array
 
 
 def _create_group(store, path, zarr_format, attributes, overwrite):
     from .metadata import GroupMetadataV3
     from .metadata.v2 import GroupMetadataV2
 
+    check_attributes(attributes or {})
     if zarr_format == 3:
         metadata = GroupMetadataV3(attributes=dict(attributes or {}))
     elif zarr_format == 2:

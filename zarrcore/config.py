@@ -3,6 +3,9 @@
 `ZARRCORE_NUM_THREADS` sets the pool size at import; `config.set(num_threads=...)` changes it.
 `ZARRCORE_BUFFER_POOL_BYTES` sets how much freed output memory is kept for reuse.
 `ZARRCORE_CONFINE_LOCAL_STORES=1` makes directory stores refuse paths outside their root.
+The resource limits on what stored metadata may declare (`max_dimensions`, `max_chunk_bytes`,
+`max_shard_index_entries`) come from `ZARRCORE_MAX_DIMENSIONS`, `ZARRCORE_MAX_CHUNK_BYTES` and
+`ZARRCORE_MAX_SHARD_INDEX_ENTRIES`.
 """
 import concurrent.futures
 import itertools
@@ -21,6 +24,24 @@ def _env_int(name, default, minimum):
         return max(minimum, int(value))
     except ValueError:
         raise ValueError(f"{name} must be an integer, not {value!r}") from None
+
+
+# The compiled batches handle at most this many dimensions (ZC_BATCH_MAX_NDIM).
+DIMENSIONS_CEILING = 32
+# Resource limits: metadata declaring more is refused before anything is allocated from it.
+LIMITS = {
+    "max_dimensions": ("ZARRCORE_MAX_DIMENSIONS", 32),
+    "max_chunk_bytes": ("ZARRCORE_MAX_CHUNK_BYTES", 128 << 20),
+    "max_shard_index_entries": ("ZARRCORE_MAX_SHARD_INDEX_ENTRIES", 1 << 20),
+}
+
+
+def _check_limit(name, value):
+    value = int(value)
+    if value < 1 or (name == "max_dimensions" and value > DIMENSIONS_CEILING):
+        high = f" and <= {DIMENSIONS_CEILING}" if name == "max_dimensions" else ""
+        raise ValueError(f"{name} must be >= 1{high}, not {value}")
+    return value
 
 
 def _default_pool_bytes():
@@ -48,6 +69,8 @@ class Config:
         # memory pressure) and reused by later reads.
         self.buffer_pool_bytes = _env_int("ZARRCORE_BUFFER_POOL_BYTES", _default_pool_bytes(), 0)
         _memory.set_limit(self.buffer_pool_bytes)
+        for name, (env, default) in LIMITS.items():
+            setattr(self, name, _check_limit(name, _env_int(env, default, 1)))
         self._executor = None
         self._executor_threads = 0
         self._lock = threading.Lock()
@@ -68,6 +91,8 @@ class Config:
                 if value < 0:
                     raise ValueError("buffer_pool_bytes must be >= 0")
                 _memory.set_limit(value)
+            elif name in LIMITS:
+                value = _check_limit(name, value)
             else:
                 raise TypeError(f"unknown config option {name!r}")
             setattr(self, name, value)

@@ -165,6 +165,10 @@ def _walk(store, path, keys, rel=""):
         docs = _node_docs(store, nodes.join(path, child_rel), keys)
         if not set(docs) - {nodes.V2_ATTRS_KEY}:
             continue  # not a node (a v2 bare .zattrs, a stray file or a v3 node in v2)
+        for key, doc in docs.items():
+            if not isinstance(doc, dict):
+                raise MetadataError(f"{nodes.join(path, child_rel)}/{key}: expected a JSON object, "
+                                    f"got {type(doc).__name__}")
         yield child_rel, docs
         if nodes.V2_GROUP_KEY in docs or docs.get(nodes.V3_KEY, {}).get("node_type") == "group":
             yield from _walk(store, path, keys, child_rel)

@@ -49,6 +49,11 @@ class NodeExistsError(ZarrcoreError, FileExistsError):
     """A node already exists where one was to be created."""
 
 
+class StoreError(ZarrcoreError, OSError):
+    """The store could not read, list or write a key: a directory or a symlink loop where a
+    key should be, a full disk, no permission... (`errno` is the system's)."""
+
+
 class ReadOnlyError(ZarrcoreError, PermissionError):
     """A write was attempted through a read-only store or array."""
 

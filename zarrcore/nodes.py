@@ -2,7 +2,8 @@
 import contextlib
 import json
 
-from .errors import MetadataError, NodeNotFoundError, ReadOnlyError
+from .errors import NodeNotFoundError, ReadOnlyError
+from .metadata.common import parse_json
 from .storage import validate_key
 
 V3_KEY = "zarr.json"
@@ -34,11 +35,7 @@ def load_json(store, key):
     data = store.get(key)
     if data is None:
         return None
-    try:
-        doc = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise MetadataError(f"{key}: not valid JSON ({e})") from None
-    return doc
+    return parse_json(data, key)
 
 
 def dump_json(doc):

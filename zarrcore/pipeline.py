@@ -19,7 +19,10 @@ from ._batch import ChunkBatch
 from ._shard_io import ShardSpec
 from .codecs import codec_from_json
 from .codecs.bytes import BytesCodec
-from .codecs.base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec
+from .codecs.base import (
+    ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, check_chunk_bytes,
+    size_with_slack,
+)
 from .config import config, parallel_map, run_workers
 from .errors import MetadataError, ZarrcoreError
 from .indexing import BasicIndexer, ChunkProjection
@@ -27,7 +30,9 @@ from .storage import LocalStore
 
 
 def _with_key(error, key):
-    """Re-raise a codec error with the store key in front of its message."""
+    """Re-raise a codec or store error with the store key in front of its message."""
+    if isinstance(error, OSError) and error.errno is not None:
+        return type(error)(error.errno, f"chunk {key!r}: {error.strerror}")
     return type(error)(f"chunk {key!r}: {error}")
 
 
@@ -82,8 +87,12 @@ class CodecChain:
         self.bytes_spec = spec
         self.array_bytes = self.array_bytes.resolve(spec)
         self.bytes_bytes = [c.resolve(spec) for c in self.bytes_bytes]
-        # True when the encoded bytes are the chunk's items in their in-memory layout.
         ab, dtype = self.array_bytes, np.dtype(spec.dtype)
+        # The bytes->bytes decoders stop near the size the bytes codec needs when it is fixed
+        # (a bomb fails fast); else at what config.max_chunk_bytes allows.
+        fixed = type(ab) is BytesCodec and not dtype.hasobject and dtype.kind != "T"
+        self._unwrap_spec = spec.evolve(max_bytes=size_with_slack(spec.nbytes) if fixed else None)
+        # True when the encoded bytes are the chunk's items in their in-memory layout.
         self._raw_items = (
             not self.array_array and type(ab) is BytesCodec and not dtype.hasobject
             and not ab._swap(dtype) and ab._stored_struct(dtype) is None
@@ -104,13 +113,13 @@ class CodecChain:
     def decode(self, data, out=None):
         """Bytes to a C-ordered chunk of `spec` (written into `out` when given)."""
         for codec in reversed(self.bytes_bytes[1:]):
-            data = codec.decode(data, self.bytes_spec)
+            data = codec.decode(data, self._unwrap_spec)
         if self.bytes_bytes:
             if out is not None and self._raw_items and out.flags.c_contiguous:
                 # The stored bytes are the items as they lie in memory: decompress into `out`.
-                self.bytes_bytes[0].decode_into(data, out.reshape(-1).view(np.uint8), self.bytes_spec)
+                self.bytes_bytes[0].decode_into(data, out.reshape(-1).view(np.uint8), self._unwrap_spec)
                 return out
-            data = self.bytes_bytes[0].decode(data, self.bytes_spec)
+            data = self.bytes_bytes[0].decode(data, self._unwrap_spec)
         if self.array_array:
             array = self.array_bytes.decode(data, self.bytes_spec)
             for codec, spec in zip(reversed(self.array_array), reversed(self.array_specs)):
@@ -241,6 +250,8 @@ class ChunkStore:
         self.chain = CodecChain(codecs, self.spec, where)
         # Set for sharding: it fetches and rewrites only the byte ranges a selection needs.
         self.partial = self.chain.partial_codec
+        if self.partial is None:  # (sharding checks its inner chunks itself)
+            check_chunk_bytes(self.chunk_shape, dtype, f"{where}: chunks")
         self._batch = None
         # Sharded arrays whose index and inner chains the core runs: one native batch over
         # every shard and inner chunk (zarrcore._shard_io).

@@ -5,6 +5,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..config import config
+from ..errors import MetadataError
+
 
 @dataclass(frozen=True)
 class ChunkSpec:
@@ -14,6 +17,8 @@ class ChunkSpec:
     `order` is the memory layout the decoded chunk has ("C" or "F"); `array_dtype` is the
     array's dtype (default `dtype`), which stays when a codec changes `dtype`: zarr-python
     fills in array-dependent codec parameters, such as the bytes codec's endian, from it.
+    bytes->bytes decoders fail rather than produce more than `max_bytes` (None: see
+    `decode_limit`).
     """
 
     shape: tuple
@@ -25,6 +30,7 @@ class ChunkSpec:
     def __post_init__(self):
         if self.array_dtype is None:
             object.__setattr__(self, "array_dtype", np.dtype(self.dtype))
+    max_bytes: int = None
 
     @property
     def nbytes(self):
@@ -32,6 +38,32 @@ class ChunkSpec:
 
     def evolve(self, **changes):
         return replace(self, **changes)
+
+
+def check_chunk_bytes(shape, dtype, what):
+    """Refuse chunks (of `shape` and `dtype`, described by `what`) larger than
+    config.max_chunk_bytes: decoding one allocates that much."""
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    if nbytes > config.max_chunk_bytes:
+        raise MetadataError(
+            f"{what} of shape {tuple(shape)} and {np.dtype(dtype)} take {nbytes} bytes, more than "
+            f"config.max_chunk_bytes ({config.max_chunk_bytes}); raise it with "
+            f"zarrcore.config.set(max_chunk_bytes=...) or ZARRCORE_MAX_CHUNK_BYTES"
+        )
+
+
+def size_with_slack(nbytes):
+    """`nbytes` plus room for what codecs add: checksums, headers, and the growth of
+    incompressible data under a compressor or two."""
+    return nbytes + nbytes // 64 + 65536
+
+
+def decode_limit(spec):
+    """The most bytes a bytes->bytes decoder may produce for a chunk of `spec`; data that would
+    decode to more is refused before it is decoded in full."""
+    if spec.max_bytes is not None:
+        return spec.max_bytes
+    return size_with_slack(config.max_chunk_bytes)
 
 
 class Codec:

@@ -3,7 +3,7 @@ import numpy as np
 
 from .. import _compress
 from ..errors import MetadataError
-from .base import BytesBytesCodec
+from .base import BytesBytesCodec, decode_limit
 from .registry import register_codec
 
 # snappy is valid metadata but absent from this build's c-blosc; encoding it fails.
@@ -76,7 +76,7 @@ class BloscCodec(BytesBytesCodec):
                                         SHUFFLES.index(codec.shuffle), codec.cname, codec.blocksize)
 
     def decode(self, data, spec):
-        return _compress.blosc_decompress(data)
+        return _compress.blosc_decompress(data, max_size=decode_limit(spec))
 
     def decode_into(self, data, out, spec):
         _compress.blosc_decompress(data, out)

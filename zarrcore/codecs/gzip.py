@@ -1,7 +1,7 @@
 """Deflate codecs: `gzip` (v3 and v2) and numcodecs' `zlib` (v2 only)."""
 from .. import _compress
 from ..errors import MetadataError
-from .base import BytesBytesCodec
+from .base import BytesBytesCodec, decode_limit
 from .registry import register_codec
 
 
@@ -39,7 +39,7 @@ class _DeflateCodec(BytesBytesCodec):
         return self._deflate(data, self.level)
 
     def decode(self, data, spec):
-        return self._inflate(data)
+        return self._inflate(data, max_size=decode_limit(spec))
 
     def decode_into(self, data, out, spec):
         self._inflate(data, out)

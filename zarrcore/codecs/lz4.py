@@ -1,7 +1,7 @@
 """numcodecs' `lz4` codec (v2 only): size prefix + LZ4 block."""
 from .. import _compress
 from ..errors import MetadataError
-from .base import BytesBytesCodec
+from .base import BytesBytesCodec, decode_limit
 from .registry import register_codec
 
 
@@ -29,7 +29,7 @@ class LZ4Codec(BytesBytesCodec):
         return _compress.lz4_compress(data, self.acceleration)
 
     def decode(self, data, spec):
-        return _compress.lz4_decompress(data)
+        return _compress.lz4_decompress(data, max_size=decode_limit(spec))
 
     def decode_into(self, data, out, spec):
         _compress.lz4_decompress(data, out)

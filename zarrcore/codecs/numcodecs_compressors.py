@@ -4,8 +4,28 @@ import bz2
 import lzma
 
 from ..errors import ChunkDecodeError, MetadataError
-from .base import BytesBytesCodec
+from .base import BytesBytesCodec, decode_limit
 from .registry import register_codec
+
+
+def _decompress_bounded(make_decompressor, data, limit, name):
+    """All streams in `data` through decompressors from `make_decompressor` (bz2, lzma), as
+    bz2.decompress / lzma.decompress take them, failing as soon as the output passes `limit`
+    bytes: a stream that inflates to gigabytes is never decoded first."""
+    parts, size, rest = [], 0, memoryview(data)
+    while True:
+        decompressor = make_decompressor()
+        part = decompressor.decompress(rest, max_length=limit - size + 1)
+        size += len(part)
+        if size > limit:
+            raise ChunkDecodeError(f"{name} codec: the data decodes to more than the {limit} "
+                                   f"bytes this chunk may hold")
+        if not decompressor.eof:
+            raise ChunkDecodeError(f"{name} codec: corrupt or truncated data: the stream does not end")
+        parts.append(part)
+        rest = decompressor.unused_data
+        if not rest:
+            return b"".join(parts) if len(parts) > 1 else parts[0]
 
 
 class BZ2Codec(BytesBytesCodec):
@@ -33,8 +53,10 @@ class BZ2Codec(BytesBytesCodec):
 
     def decode(self, data, spec):
         try:
-            return bz2.decompress(memoryview(data))
+            return _decompress_bounded(bz2.BZ2Decompressor, data, decode_limit(spec), "bz2")
         except (OSError, ValueError, EOFError) as e:
+            if isinstance(e, ChunkDecodeError):
+                raise
             raise ChunkDecodeError(f"bz2 codec: corrupt or truncated data: {e}") from None
 
 
@@ -75,8 +97,13 @@ class LZMACodec(BytesBytesCodec):
 
     def decode(self, data, spec):
         try:
-            return lzma.decompress(memoryview(data), format=self.format, filters=self.filters)
+            def decompressor():
+                return lzma.LZMADecompressor(format=self.format, filters=self.filters)
+
+            return _decompress_bounded(decompressor, data, decode_limit(spec), "lzma")
         except (lzma.LZMAError, ValueError, TypeError, EOFError) as e:
+            if isinstance(e, ChunkDecodeError):
+                raise
             raise ChunkDecodeError(f"lzma codec: corrupt or truncated data: {e}") from None
 
 

@@ -224,16 +224,19 @@ class QuantizeFilter(_TypedFilter):
         self.digits = _int(digits, self.v2_id, "digits", minimum=-(2**31))
         if self.dtype.kind != "f" or self.astype.kind != "f":
             raise MetadataError("quantize filter: only floating point dtypes are supported")
+        # numcodecs' exact steps, so the rounding matches bit for bit.
+        try:
+            exp = math.log10(10.0 ** -self.digits)
+            exp = math.floor(exp) if exp < 0 else math.ceil(exp)
+            self._scale = 2.0 ** math.ceil(math.log2(10.0 ** -exp))
+        except (OverflowError, ValueError):  # 10**-digits beyond what a double holds
+            raise MetadataError(f"quantize filter: digits {digits} out of range") from None
 
     def configuration(self):
         return {"digits": self.digits, **super().configuration()}
 
     def encode_flat(self, array):
-        # numcodecs' exact steps, so the rounding matches bit for bit.
-        exp = math.log10(10.0 ** -self.digits)
-        exp = math.floor(exp) if exp < 0 else math.ceil(exp)
-        scale = 2.0 ** math.ceil(math.log2(10.0 ** -exp))
-        enc = np.around(scale * array.view(self.dtype)) / scale
+        enc = np.around(self._scale * array.view(self.dtype)) / self._scale
         return enc.astype(self.astype, copy=False)
 
     def decode_flat(self, array):

@@ -12,7 +12,7 @@ from .. import kernels
 from ..config import config, parallel_map, run_workers
 from ..errors import ChunkDecodeError, MetadataError, ShardIndexError, ZarrcoreError
 from ..indexing import BasicIndexer, is_basic_selection
-from .base import ArrayBytesCodec, ChunkSpec
+from .base import ArrayBytesCodec, ChunkSpec, check_chunk_bytes
 from .registry import codec_from_json, register_codec
 
 EMPTY = 2**64 - 1
@@ -21,6 +21,8 @@ LITTLE_BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
 COALESCE_GAP = 1 << 16
 # A read touching at least this share of a shard's inner chunks fetches the whole object once.
 WHOLE_READ_SHARE = 0.5
+# Sharding inside sharding deeper than this is refused (each level is a codec chain to build).
+MAX_NESTING = 8
 
 
 def morton_order(shape):
@@ -35,6 +37,28 @@ def morton_order(shape):
                 code |= ((coords[dim] >> np.uint64(bit)) & np.uint64(1)) << np.uint64(out_bit)
                 out_bit += 1
     return np.argsort(code, kind="stable")
+
+
+def _nesting(codecs):
+    """Levels of sharding_indexed in the codec list `codecs` (JSON or codec objects), counted
+    without recursion so that hostile metadata cannot exhaust the stack; stops past
+    MAX_NESTING."""
+    depth, level = 0, codecs
+    while depth <= MAX_NESTING:
+        inner = []
+        for codec in level:
+            if isinstance(codec, ShardingCodec):
+                inner += [*codec.codecs, *codec.index_codecs]
+            elif (isinstance(codec, dict) and codec.get("name") == ShardingCodec.name
+                  and isinstance(codec.get("configuration"), dict)):
+                for key in ("codecs", "index_codecs"):
+                    value = codec["configuration"].get(key)
+                    inner += value if isinstance(value, (list, tuple)) else []
+        if not inner:
+            return depth
+        depth += 1
+        level = inner
+    return depth
 
 
 def _inner_error(error, coords):
@@ -108,6 +132,8 @@ class ShardingCodec(ArrayBytesCodec):
             raise MetadataError(f"sharding_indexed: chunk_shape {chunk_shape!r} must be positive integers")
         if index_location not in ("start", "end"):
             raise MetadataError(f"sharding_indexed: index_location must be 'start' or 'end', not {index_location!r}")
+        if _nesting([*codecs, *index_codecs]) >= MAX_NESTING:
+            raise MetadataError(f"sharding_indexed: nested more than {MAX_NESTING} levels deep")
         self.chunk_shape = tuple(int(c) for c in chunk_shape)
         self.codecs = tuple(codec_from_json(c, "sharding_indexed codecs") for c in codecs)
         self.index_codecs = tuple(codec_from_json(c, "sharding_indexed index_codecs") for c in index_codecs)
@@ -133,13 +159,23 @@ class ShardingCodec(ArrayBytesCodec):
                 f"sharding_indexed: inner chunk shape {self.chunk_shape} does not evenly divide "
                 f"the shard shape {shard_shape}"
             )
-        inner = CodecChain(self.codecs, spec.evolve(shape=self.chunk_shape), "sharding_indexed codecs")
         grid = tuple(s // c for s, c in zip(shard_shape, self.chunk_shape))
+        # Checked before anything is allocated from these sizes.
+        check_chunk_bytes(self.chunk_shape, spec.dtype, "sharding_indexed: inner chunks")
+        n = math.prod(grid)
+        if n > config.max_shard_index_entries:
+            raise MetadataError(
+                f"sharding_indexed: {n} inner chunks per shard (grid {grid}) exceed "
+                f"config.max_shard_index_entries ({config.max_shard_index_entries}); raise it with "
+                f"zarrcore.config.set(max_shard_index_entries=...) or ZARRCORE_MAX_SHARD_INDEX_ENTRIES"
+            )
+        inner = CodecChain(self.codecs, spec.evolve(shape=self.chunk_shape), "sharding_indexed codecs")
         index_spec = ChunkSpec(grid + (2,), np.dtype("uint64"), EMPTY)
         index = CodecChain(self.index_codecs, index_spec, "sharding_indexed index_codecs")
-        if any(c.name != "crc32c" for c in index.bytes_bytes):
+        if index.array_bytes.name != "bytes" or any(c.name != "crc32c" for c in index.bytes_bytes):
             raise MetadataError("sharding_indexed: index_codecs must have a fixed encoded size "
-                                "(bytes->bytes codecs other than crc32c are not allowed)")
+                                "(the bytes codec, and bytes->bytes codecs other than crc32c "
+                                "are not allowed)")
         codec = ShardingCodec(self.chunk_shape, inner.codecs, index.codecs, self.index_location)
         codec._bind(spec, inner, index, grid)
         return codec
@@ -148,12 +184,13 @@ class ShardingCodec(ArrayBytesCodec):
         self._spec, self._inner, self._index, self._grid = spec, inner, index, grid
         self._n = math.prod(grid)
         self._strides = tuple(math.prod(grid[d + 1:]) for d in range(len(grid)))
-        self._empty_index = np.full((self._n, 2), EMPTY, dtype=np.uint64)
         # The recommended little-endian layout goes through the compiled pack/unpack kernels.
-        self._packed_index = (not index.array_array and index.array_bytes.name == "bytes"
+        self._packed_index = (not index.array_array
                               and index.array_bytes.configuration().get("endian", "little") == "little")
-        self._index_size = len(self._encode_index(self._empty_index))
-        self._orders = {"C": None, "morton": morton_order(grid)}
+        # A uint64 pair per inner chunk, and a 4-byte crc32c per checksum codec. Nothing here
+        # is proportional to the number of inner chunks: opening stays cheap for any shard.
+        self._index_size = 16 * self._n + 4 * len(index.bytes_bytes)
+        self._morton = None
         # Inner chains the core runs by itself (bytes, one compressor, crc32c) decode and
         # encode as one compiled job; others (transpose, nested sharding...) chunk by chunk.
         from ..pipeline import batch_settings
@@ -173,7 +210,11 @@ class ShardingCodec(ArrayBytesCodec):
     def write_order(self):
         """C-order indices of the inner chunks in the order written shards lay them out
         (config.shard_write_order); None for C order."""
-        return self._orders[config.shard_write_order]
+        if config.shard_write_order == "C":
+            return None
+        if self._morton is None:
+            self._morton = morton_order(self._grid)
+        return self._morton
 
     # -- index -------------------------------------------------------------------------------
     def _encode_index(self, entries):
@@ -294,6 +335,9 @@ class ShardingCodec(ArrayBytesCodec):
     def _read(self, shard, indexer, out):
         touched = self._touched(indexer)
         blobs = self._blobs(shard, touched)
+        if all(blob is None for blob in blobs):
+            out[...] = self._spec.fill_value
+            return
         if self._native is not None:
             src = [None] * self._n
             for i, blob in zip(touched, blobs):
@@ -403,8 +447,8 @@ class ShardingCodec(ArrayBytesCodec):
 
     def _assemble(self, blobs):
         """The shard bytes: inner chunks in the configured write order, and the index."""
-        order = self._orders[config.shard_write_order]
-        entries = self._empty_index.copy()
+        order = self.write_order()
+        entries = np.full((self._n, 2), EMPTY, dtype=np.uint64)
         at_start = self.index_location == "start"
         offset = self._index_size if at_start else 0
         parts = []

@@ -1,7 +1,7 @@
 """The `zstd` bytes->bytes codec (v3 `zstd`, v2 id `zstd`)."""
 from .. import _compress
 from ..errors import MetadataError
-from .base import BytesBytesCodec
+from .base import BytesBytesCodec, decode_limit
 from .registry import register_codec
 
 MIN_LEVEL, MAX_LEVEL = -131072, 22  # zstd 1.5's ZSTD_minCLevel / ZSTD_maxCLevel
@@ -46,7 +46,7 @@ class ZstdCodec(BytesBytesCodec):
         return _compress.zstd_compress(data, self.level, self.checksum)
 
     def decode(self, data, spec):
-        return _compress.zstd_decompress(data)
+        return _compress.zstd_decompress(data, max_size=decode_limit(spec))
 
     def decode_into(self, data, out, spec):
         _compress.zstd_decompress(data, out)

@@ -2,24 +2,42 @@
 
 import dataclasses
 import json
+import math
 
+from zarrcore.config import config
 from zarrcore.errors import MetadataError
 from zarrcore.metadata.dtypes import DataType, dtype_from_numpy
 
 __all__ = [
     "ArrayMetadata",
     "MetadataDocument",
+    "check_attributes",
     "check_zarr_format",
     "dump_json",
     "field_error",
     "int_tuple",
     "is_int",
     "load_json_document",
+    "parse_json",
 ]
+
+# Sizes the compiled core computes in signed 64-bit integers.
+INT64_MAX = 2**63 - 1
 
 
 def field_error(where, name, msg):
     return MetadataError(f"{where}: field {name!r}: {msg}")
+
+
+def parse_json(text, where):
+    """The value of the JSON document `text` (str or UTF-8 bytes); MetadataError naming
+    `where` when it is not valid JSON or is nested too deeply to parse."""
+    try:
+        return json.loads(text)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise MetadataError(f"{where}: invalid JSON: {e}") from None
+    except RecursionError:
+        raise MetadataError(f"{where}: invalid JSON: nested too deeply") from None
 
 
 def load_json_document(doc, where):
@@ -30,10 +48,7 @@ def load_json_document(doc, where):
         except UnicodeDecodeError as e:
             raise MetadataError(f"{where}: not UTF-8: {e}") from None
     if isinstance(doc, str):
-        try:
-            doc = json.loads(doc)
-        except ValueError as e:
-            raise MetadataError(f"{where}: invalid JSON: {e}") from None
+        doc = parse_json(doc, where)
     if not isinstance(doc, dict):
         raise MetadataError(f"{where}: expected a JSON object, got {type(doc).__name__}")
     return doc
@@ -54,6 +69,20 @@ def int_tuple(value, where, name, minimum):
     raise field_error(where, name, f"expected a list of {kind} integers, got {value!r}")
 
 
+def check_attributes(attributes, where="attributes"):
+    """Refuse new attributes that strict JSON cannot hold (sets, NaN, objects nested too
+    deeply...), before anything is written."""
+    if not isinstance(attributes, dict):
+        raise MetadataError(f"{where}: expected a dict, got {type(attributes).__name__}")
+    try:
+        json.dumps(attributes, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise MetadataError(f"{where}: cannot be stored as JSON: {e}") from None
+    except RecursionError:
+        raise MetadataError(f"{where}: cannot be stored as JSON: nested too deeply") from None
+    return attributes
+
+
 def check_zarr_format(doc, where, version):
     if "zarr_format" not in doc:
         raise field_error(where, "zarr_format", "missing")
@@ -65,7 +94,9 @@ class MetadataDocument:
     """Base of the metadata dataclasses: copies and the stored form of their `to_json()`."""
 
     def evolve(self, **changes):
-        """A copy with some fields replaced (validated again)."""
+        """A copy with some fields replaced (validated again; new attributes must be JSON)."""
+        if "attributes" in changes:
+            check_attributes(changes["attributes"])
         return dataclasses.replace(self, **changes)
 
     def to_bytes(self):
@@ -80,6 +111,9 @@ class ArrayMetadata(MetadataDocument):
     def _check_grid(self, where, chunks_field, mismatch):
         """Validate `shape` and `chunk_shape` (named `chunks_field` in errors; `mismatch`
         formats `chunks` and `ndim` when their lengths differ) and make `data_type` a DataType."""
+        if isinstance(self.shape, (list, tuple)) and len(self.shape) > config.max_dimensions:
+            raise field_error(where, "shape", f"{len(self.shape)} dimensions exceed "
+                              f"config.max_dimensions ({config.max_dimensions})")
         self.shape = int_tuple(self.shape, where, "shape", 0)
         self.chunk_shape = int_tuple(self.chunk_shape, where, chunks_field, 1)
         if len(self.chunk_shape) != len(self.shape):
@@ -88,6 +122,14 @@ class ArrayMetadata(MetadataDocument):
             )
         if not isinstance(self.data_type, DataType):
             self.data_type = dtype_from_numpy(self.data_type)
+        # Bound what the core derives from the grid, so no size it computes can overflow.
+        for name, values in (("shape", self.shape), (chunks_field, self.chunk_shape)):
+            if any(v > INT64_MAX for v in values):
+                raise field_error(where, name, f"{list(values)} holds a size of 2**63 or more")
+        if math.prod(-(-s // c) for s, c in zip(self.shape, self.chunk_shape)) > INT64_MAX:
+            raise field_error(where, chunks_field, "the chunk grid has 2**63 chunks or more")
+        if math.prod(self.chunk_shape) * self.data_type.numpy_dtype.itemsize > INT64_MAX:
+            raise field_error(where, chunks_field, "a chunk holds 2**63 bytes or more")
 
     @property
     def dtype(self):

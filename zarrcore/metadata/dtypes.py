@@ -395,7 +395,7 @@ class _VoidBase(DataType):
         return _b64(np.asarray(value, dtype=self.numpy_dtype).tobytes())
 
 
-_RAW_BITS_RE = re.compile(r"r([1-9][0-9]*)\Z")
+_RAW_BITS_RE = re.compile(r"r([1-9][0-9]{0,11})\Z")  # more digits: too large anyway
 
 
 class RawBitsType(_VoidBase):
@@ -414,7 +414,7 @@ class RawBitsType(_VoidBase):
         bits = int(m.group(1))
         if bits % 8:
             raise MetadataError(f"{where}: field 'data_type': {name!r} is not a multiple of 8 bits")
-        return cls(np.dtype(f"V{bits // 8}"))
+        return cls(np.dtype(f"V{_check_itemsize(bits // 8, where, name)}"))
 
     def to_json_v3(self):
         return f"r{self.numpy_dtype.itemsize * 8}"
@@ -425,13 +425,26 @@ class RawBitsType(_VoidBase):
         return list(np.asarray(value, dtype=self.numpy_dtype).tobytes())
 
 
+# numpy's largest item (its itemsize is a C int).
+MAX_ITEMSIZE = 2**31 - 1
+
+
+def _check_itemsize(nbytes, where, name):
+    if nbytes > MAX_ITEMSIZE:
+        raise MetadataError(
+            f"{where}: field 'data_type': {name!r} items of {nbytes} bytes exceed the largest "
+            f"numpy holds ({MAX_ITEMSIZE} bytes)"
+        )
+    return nbytes
+
+
 def _length_bytes(config, where, name):
     length = config.get("length_bytes") if set(config) == {"length_bytes"} else None
     if isinstance(length, bool) or not isinstance(length, int) or length < 1:
         raise MetadataError(
             f"{where}: field 'data_type': {name!r} needs configuration {{\"length_bytes\": <positive int>}}"
         )
-    return length
+    return _check_itemsize(length, where, name)
 
 
 class RawBytesType(_VoidBase):
@@ -676,6 +689,7 @@ class _TimeBase(DataType):
         unit, scale = config.get("unit"), config.get("scale_factor")
         if (
             set(config) != {"unit", "scale_factor"}
+            or not isinstance(unit, str)
             or unit not in _TIME_UNITS
             or isinstance(scale, bool)
             or not isinstance(scale, int)
@@ -902,10 +916,21 @@ del _cls
 # -- resolution -------------------------------------------------------------
 
 
+def _resolve(from_json, where, field, *args):
+    """A registered type's from_json_*; a type error inside it (a list where a string
+    belongs, a size numpy refuses...) as the MetadataError of a malformed data_type."""
+    try:
+        return from_json(*args)
+    except (TypeError, ValueError, OverflowError) as e:
+        if isinstance(e, MetadataError):
+            raise
+        raise MetadataError(f"{where}: field {field!r}: invalid data type {args[0]!r}: {e}") from None
+
+
 def dtype_from_v3_json(obj, where="zarr.json"):
     """Resolve a v3 ``data_type`` value; UnknownDataTypeError if no registered type accepts it."""
     for cls in _REGISTRY:
-        dt = cls.from_json_v3(obj, where)
+        dt = _resolve(cls.from_json_v3, where, "data_type", obj, where)
         if dt is not None:
             return dt
     name, _ = _name_and_config(obj)
@@ -919,7 +944,7 @@ def dtype_from_v3_json(obj, where="zarr.json"):
 def dtype_from_v2_json(obj, object_codec_id=None, where=".zarray"):
     """Resolve a v2 ``dtype`` value; ``object_codec_id`` disambiguates ``"|O"``."""
     for cls in _REGISTRY:
-        dt = cls.from_json_v2(obj, object_codec_id, where)
+        dt = _resolve(cls.from_json_v2, where, "dtype", obj, object_codec_id, where)
         if dt is not None:
             return dt
     if isinstance(obj, str) and obj.lstrip("<>|=") == "O":

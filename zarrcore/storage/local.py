@@ -3,7 +3,7 @@ import contextlib
 import os
 
 from .._batch import LOCK_FILE, TEMP_PREFIX, lock_key, remove_stale_temp, replace_file, unlock_key
-from ..errors import OutsideStoreError
+from ..errors import OutsideStoreError, StoreError
 from .base import Store, validate_key, validate_prefix
 
 
@@ -28,6 +28,11 @@ class _FileReader:
                 lo += len(part)
             out.append(parts[0] if len(parts) == 1 else b"".join(parts))
         return out
+
+
+def _store_error(key, error):
+    """An OSError met on `key` as a StoreError naming the key."""
+    return StoreError(error.errno, f"key {key!r}: {error.strerror or error}")
 
 
 class LocalStore(Store):
@@ -81,6 +86,8 @@ class LocalStore(Store):
                 return f.read(max(hi - lo, 0))
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
+        except OSError as e:  # a symlink loop, no permission...
+            raise _store_error(key, e) from e
 
     def get_ranges(self, key, ranges):
         with self.reader(key) as reader:
@@ -95,6 +102,8 @@ class LocalStore(Store):
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             yield None
             return
+        except OSError as e:  # a symlink loop, no permission...
+            raise _store_error(key, e) from e
         with f:
             yield _FileReader(f.fileno())
 
@@ -103,16 +112,25 @@ class LocalStore(Store):
             return os.stat(self._path(key)).st_size
         except (FileNotFoundError, NotADirectoryError):
             return None
+        except OSError as e:
+            raise _store_error(key, e) from e
 
     def set(self, key, value):
         self.check_writable(key)
         # Written beside the target and renamed, so a reader never sees a torn file.
-        replace_file(self._path(key), value)
+        try:
+            replace_file(self._path(key), value)
+        except OSError as e:  # a directory where the key should be, a full disk...
+            raise _store_error(key, e) from e
 
     def delete(self, key):
         self.check_writable(key)
-        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        try:
             os.unlink(self._path(key))
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        except OSError as e:
+            raise _store_error(key, e) from e
 
     def exists(self, key):
         return os.path.isfile(self._path(key))
@@ -145,6 +163,8 @@ class LocalStore(Store):
             return sorted(self._visible(base, os.listdir(base)))
         except (FileNotFoundError, NotADirectoryError):
             return []
+        except OSError as e:
+            raise _store_error(prefix, e) from e
 
     def remove_stale_temporary_files(self, prefix=""):
         """Remove the temporary files under `prefix` that no live writer holds (writers killed
