@@ -76,8 +76,9 @@ class LocalStore(Store):
         return self._path(prefix) if prefix else self.root
 
     def get(self, key, start=None, stop=None):
+        path = self._path(key)
         try:
-            with open(self._path(key), "rb") as f:
+            with open(path, "rb") as f:
                 if start is None and stop is None:
                     return f.read()
                 size = os.fstat(f.fileno()).st_size
@@ -97,8 +98,9 @@ class LocalStore(Store):
     def reader(self, key):
         """As Store.reader, from the open file: a replacement renamed over it meanwhile does not
         change what the reader reads."""
+        path = self._path(key)
         try:
-            f = open(self._path(key), "rb")
+            f = open(path, "rb")
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             yield None
             return
@@ -118,15 +120,17 @@ class LocalStore(Store):
     def set(self, key, value):
         self.check_writable(key)
         # Written beside the target and renamed, so a reader never sees a torn file.
+        path = self._path(key)
         try:
-            replace_file(self._path(key), value)
+            replace_file(path, value)
         except OSError as e:  # a directory where the key should be, a full disk...
             raise _store_error(key, e) from e
 
     def delete(self, key):
         self.check_writable(key)
+        path = self._path(key)
         try:
-            os.unlink(self._path(key))
+            os.unlink(path)
         except (FileNotFoundError, NotADirectoryError):
             pass
         except OSError as e:
