@@ -116,6 +116,53 @@ void zc_key_locks_close(zc_key_locks *l)
     l->fd = -1;
 }
 
+/* Lock (F_WRLCK) or unlock (F_UNLCK) all of the file `fd`, waiting for the lock. */
+static int set_whole_file_lock(int fd, short type)
+{
+#ifdef F_OFD_SETLKW
+    struct flock fl;
+    memset(&fl, 0, sizeof fl); /* whole file; l_pid must be 0 */
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    while (fcntl(fd, type == F_UNLCK ? F_OFD_SETLK : F_OFD_SETLKW, &fl) != 0)
+#else
+    while (flock(fd, type == F_UNLCK ? LOCK_UN : LOCK_EX) != 0)
+#endif
+        if (errno != EINTR)
+            return ZC_ERR_IO;
+    return ZC_OK;
+}
+
+int zc_file_lock(const char *path, int *fd)
+{
+    for (;;) {
+        /* Write access: an exclusive POSIX lock needs it (so does flock on NFS). */
+        *fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (*fd < 0)
+            return ZC_ERR_IO;
+        if (set_whole_file_lock(*fd, F_WRLCK) != ZC_OK) {
+            int e = errno;
+            close(*fd);
+            *fd = -1;
+            errno = e;
+            return ZC_ERR_IO;
+        }
+        struct stat held, named;
+        if (fstat(*fd, &held) == 0 && stat(path, &named) == 0 && held.st_dev == named.st_dev &&
+            held.st_ino == named.st_ino)
+            return ZC_OK;
+        /* A new version was renamed over the one locked (or it was removed): lock that. */
+        zc_file_unlock(*fd);
+    }
+}
+
+void zc_file_unlock(int fd)
+{
+    /* Unlocked explicitly: a child forked meanwhile shares the descriptor. */
+    set_whole_file_lock(fd, F_UNLCK);
+    close(fd);
+}
+
 #ifdef F_OFD_SETLKW
 static int set_lock(const zc_key_locks *l, const char *path, short type)
 {

@@ -12,7 +12,15 @@
  *
  * The lock file is created with write permission for whoever may write the directory (owner,
  * and group and others as the directory's own write bits say, whatever the umask), so every
- * user who can write the store can lock its keys. */
+ * user who can write the store can lock its keys.
+ *
+ * A key whose holder rewrites it only by renaming a new version over it, as the last step
+ * under its lock (a group's metadata), can be locked without a lock file: zc_file_lock takes
+ * a lock on the file itself and keeps it only once the path still names the locked file, so
+ * a waiter that locked a version renamed away meanwhile drops it and locks the new one. The
+ * holder's rename thus hands the lock on; everything it wrote before is in place by then.
+ * Groups need this: zarr-python lists a group's directory as its members and warns about
+ * every file it does not know, which a lock file there would be. */
 #ifndef ZC_KEY_LOCK_H
 #define ZC_KEY_LOCK_H
 
@@ -43,5 +51,11 @@ void zc_key_locks_close(zc_key_locks *l);
  * EOPNOTSUPP or ENOSYS: the file system does not support the locks). */
 int zc_key_lock(const zc_key_locks *l, const char *path);
 int zc_key_unlock(const zc_key_locks *l, const char *path);
+
+/* Take (waiting as long as it takes) an exclusive lock on the file `path` itself, as it is
+ * once the lock is held: ZC_OK with *fd holding it, or ZC_ERR_IO with errno (ENOENT: there is
+ * no such file). The file must be writable by the caller. zc_file_unlock drops it. */
+int zc_file_lock(const char *path, int *fd);
+void zc_file_unlock(int fd);
 
 #endif

@@ -132,3 +132,29 @@ def test_a_handle_shows_what_others_stored_once_it_updates(tmp_path):
     assert mine.shape == (6, BLOCK[1])
     mine.append(np.zeros(BLOCK, "int32"))
     assert zarrcore.open_array(path).shape == (9, BLOCK[1])
+
+
+def update_group_attributes(path, worker, count, start):
+    g = zarrcore.open_group(path, mode="r+")
+    start.wait()
+    for i in range(count):
+        g.attrs[f"w{worker}-{i}"] = i
+        if worker == 0 and i % 10 == 0:
+            zarrcore.consolidate_metadata(path)
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_two_processes_updating_group_attributes_keep_every_update(tmp_path, zarr_format):
+    """A group's metadata lock is its metadata file's own (no lock file beside its members):
+    still exclusive across processes, consolidation included."""
+    path = str(tmp_path / "g")
+    zarrcore.open_group(path, mode="w", zarr_format=zarr_format).create_array(
+        "x", shape=(4,), dtype="u1")
+    count = 100
+    start = multiprocessing.get_context("spawn").Barrier(2)
+    codes = spawn([(update_group_attributes, (path, w, count, start)) for w in range(2)])
+    assert codes == [0, 0]
+    # Not through .zmetadata of v2, which holds the attributes of its last consolidation.
+    attrs = dict(zarrcore.open_group(path, mode="r", use_consolidated=False).attrs)
+    assert attrs == {f"w{w}-{i}": i for w in range(2) for i in range(count)}
+    assert not (tmp_path / "g" / zarrcore.storage.local.LOCK_FILE).exists()

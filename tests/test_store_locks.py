@@ -159,12 +159,11 @@ def test_zarr_python_and_tensorstore_ignore_the_lock_file(tmp_path):
     g = zarrcore.open_group(root, mode="w")
     a = g.create_array("a", shape=(8, 8), dtype="int16", chunks=(4, 4), shards=(8, 8))
     a[1:3, 1:3] = 7  # partial: the lock file of "a"
-    g.attrs["x"] = 1  # the group's own lock file (metadata updates lock too)
+    g.attrs["x"] = 1  # locks the group's zarr.json itself
     assert (tmp_path / "g" / "a" / LOCK_FILE).exists()
     zg = zarr.open_group(root, mode="r")
-    # zarr-python warns of every file in a group's directory that is not a node, this one too.
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=f".*{LOCK_FILE}.*not recognized")
+        warnings.simplefilter("error")
         assert sorted(name for name, _ in zg.members()) == ["a"]
     za = zarr.open_array(root, path="a", mode="r")
     assert za.nchunks_initialized == a.nchunks_initialized
@@ -273,3 +272,34 @@ def test_cleaning_never_takes_a_live_writers_temporary_file(tmp_path):
         cleaner.join()
     assert not errors
     assert a[0, 0] == 29 and a[1, 1] == -29
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_group_directories_hold_nothing_zarr_python_would_list(tmp_path, zarr_format):
+    """Updates of a group's metadata lock its metadata file itself: zarr-python lists every
+    file of a group's directory as a member and warns of those it does not know."""
+    zarr = pytest.importorskip("zarr")
+    root = str(tmp_path / "g")
+    g = zarrcore.open_group(root, mode="w", zarr_format=zarr_format)
+    sub = g.create_group("sub")
+    a = sub.create_array("a", shape=(8, 8), dtype="int16", chunks=(4, 4), fill_value=0)
+    a[1:3, 1:3] = 7  # partial: the lock file of "a" (arrays keep theirs)
+    a.resize((6, 10))
+    a.append(np.ones((2, 10), "int16"))
+    a.attrs["unit"] = "m"
+    g.attrs["x"] = 1
+    sub.attrs.update(y=2)
+    del g.attrs["x"]
+    zarrcore.consolidate_metadata(root)
+    zarrcore.consolidate_metadata(root, path="sub")
+    for group_dir in (tmp_path / "g", tmp_path / "g" / "sub"):
+        extra = [n for n in os.listdir(group_dir)
+                 if n not in ("zarr.json", ".zgroup", ".zattrs", ".zmetadata", "sub", "a")]
+        assert extra == []
+    assert (tmp_path / "g" / "sub" / "a" / LOCK_FILE).exists()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        zg = zarr.open_group(root, mode="r", use_consolidated=False)
+        assert sorted(name for name, _ in zg.members(max_depth=None)) == ["sub", "sub/a"]
+        assert zg["sub"].attrs["y"] == 2
+        np.testing.assert_array_equal(zg["sub/a"][...], a[...])

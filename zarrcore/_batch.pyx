@@ -110,6 +110,8 @@ cdef extern from "zc_key_lock.h" nogil:
     void zc_key_locks_close(zc_key_locks *l)
     int zc_key_lock(const zc_key_locks *l, const char *path)
     int zc_key_unlock(const zc_key_locks *l, const char *path)
+    int zc_file_lock(const char *path, int *fd)
+    void zc_file_unlock(int fd)
 
 cdef extern from "zc_temp.h" nogil:
     const char *ZC_TEMP_PREFIX
@@ -150,15 +152,22 @@ def lock_key(node_dir, key):
     lock_file = os.path.join(node_dir, LOCK_FILE)
     if st != ZC_ERR_IO:
         raise ValueError(f"lock file path too long: {lock_file!r}")
+    raise _lock_error(err, key, lock_file)
+
+
+def _lock_error(err, key, lock_file):
+    """The error of a failed lock of `key` in the file `lock_file` (errno `err`)."""
     if err in _NO_LOCKS:
-        raise LockUnavailableError(
+        return LockUnavailableError(
             err, f"cannot lock key {key!r}: the file system of {lock_file!r} does not support "
             f"POSIX locks ({os.strerror(err)})")
     if err == errno_.EACCES:
-        raise PermissionError(
-            err, f"cannot lock key {key!r}: no write permission for the lock file {lock_file!r}; "
-            "every user who writes the store needs it (chmod g+w, or o+w)")
-    raise OSError(err, f"cannot lock key {key!r} in {lock_file!r}: {os.strerror(err)}")
+        return PermissionError(
+            err, f"cannot lock key {key!r}: no write permission for {lock_file!r}, which holds "
+            "its lock; every user who writes the store needs it (chmod g+w, or o+w)")
+    if err == errno_.ENOENT:
+        return FileNotFoundError(err, f"cannot lock key {key!r}: {lock_file!r} does not exist")
+    return OSError(err, f"cannot lock key {key!r} in {lock_file!r}: {os.strerror(err)}")
 
 
 def unlock_key(int fd, node_dir, key):
@@ -171,6 +180,25 @@ def unlock_key(int fd, node_dir, key):
     locks.skip = len(os.fsencode(node_dir)) + 1
     zc_key_unlock(&locks, p)
     zc_key_locks_close(&locks)
+
+
+def lock_file(path, key):
+    """Lock the file `path` (of `key`) itself, as it is once locked (csrc/zc_key_lock.h),
+    waiting as long as it takes; returns the descriptor that holds it, for unlock_file.
+    FileNotFoundError when there is no such file."""
+    cdef bytes p = os.fsencode(path)
+    cdef const char *pp = p
+    cdef int fd = -1, st
+    with nogil:
+        st = zc_file_lock(pp, &fd)
+    if st != ZC_OK:
+        raise _lock_error(errno, key, path)
+    return fd
+
+
+def unlock_file(int fd):
+    """Drop the lock lock_file took on `fd` and close it."""
+    zc_file_unlock(fd)
 
 
 def replace_file(path, data):

@@ -80,13 +80,15 @@ def write_metadata(store, path, metadata):
     if metadata.zarr_format == 3:
         store.set(join(path, V3_KEY), metadata.to_bytes())
         return
-    key = V2_ARRAY_KEY if metadata.node_type == "array" else V2_GROUP_KEY
-    store.set(join(path, key), metadata.to_bytes())
+    # .zattrs first: a group's update is over, and its lock handed on, once .zgroup is
+    # replaced (Store.lock replaced_last).
     attrs_key = join(path, V2_ATTRS_KEY)
     if metadata.attributes:
         store.set(attrs_key, dump_json(metadata.attributes))
     elif store.exists(attrs_key):
         store.delete(attrs_key)
+    key = V2_ARRAY_KEY if metadata.node_type == "array" else V2_GROUP_KEY
+    store.set(join(path, key), metadata.to_bytes())
 
 
 def metadata_lock_key(path, zarr_format, node_type):
@@ -159,8 +161,16 @@ class Node:
         stored version, read anew under the lock so that no concurrent update is lost; store
         the new version with `_store_metadata` inside the block."""
         self._check_writable()
-        key = metadata_lock_key(self._path, self.zarr_format, self._metadata.node_type)
-        with self._store.lock(key, self._path):
+        node_type = self._metadata.node_type
+        key = metadata_lock_key(self._path, self.zarr_format, node_type)
+        with contextlib.ExitStack() as held:
+            # A group's update ends by replacing the locked document (write_metadata), so its
+            # lock can be that file's own: no lock file beside the group's members.
+            try:
+                held.enter_context(
+                    self._store.lock(key, self._path, replaced_last=node_type == "group"))
+            except FileNotFoundError:
+                raise NodeNotFoundError(f"{self.kind} {self.name!r} is gone: no {key!r}") from None
             current = read_metadata(self._store, self._path, self.zarr_format)
             if current.node_type != self._metadata.node_type:
                 raise NodeNotFoundError(

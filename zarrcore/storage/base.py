@@ -132,11 +132,13 @@ class Store:
         if self.read_only:
             raise ReadOnlyError(f"cannot write {key!r}: store is read-only")
 
-    def lock(self, key, node=""):
+    def lock(self, key, node="", *, replaced_last=False):
         """Exclusive lock on `key` for read-modify-write, across every thread and process that
         writes the store (a context manager). `node` is the path of the node (array or group)
         `key` belongs to: stores that keep locks with the data keep them with that node, so
-        every store opened at or above it agrees. A store that cannot lock across processes
+        every store opened at or above it agrees. `replaced_last`: the holder writes `key`
+        only as its last write under the lock, replacing it whole, and `key` exists; a store
+        may then lock the object itself and let that write hand the lock on. A store that cannot lock across processes
         raises LockUnavailableError: its read-modify-writes could lose concurrent updates. A
         store whose data no other process writes may use `thread_lock` as its lock."""
         raise LockUnavailableError(

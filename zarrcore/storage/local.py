@@ -2,7 +2,8 @@
 import contextlib
 import os
 
-from .._batch import LOCK_FILE, TEMP_PREFIX, lock_key, remove_stale_temp, replace_file, unlock_key
+from .._batch import (LOCK_FILE, TEMP_PREFIX, lock_file, lock_key, remove_stale_temp,
+                      replace_file, unlock_file, unlock_key)
 from ..errors import OutsideStoreError, StoreError
 from .base import Store, validate_key, validate_prefix
 
@@ -39,7 +40,9 @@ class LocalStore(Store):
     """A store in a directory of the local (or a shared) file system.
 
     Key locks live in a lock file in the directory of the node a key belongs to
-    (csrc/zc_key_lock.h). Temporary files of writers a kill left behind are removed when a
+    (csrc/zc_key_lock.h), but for keys locked `replaced_last` (a group's metadata), which
+    lock their own file: no lock file in a group's directory, which other Zarr libraries
+    list as the group's members. Temporary files of writers a kill left behind are removed when a
     writable store lists their directory (`remove_stale_temporary_files` does it for a whole
     prefix). Symlinks in the store are followed; `confined=True` refuses every key whose path
     resolves outside `root` instead (default: `zarrcore.config.confine_local_stores`).
@@ -182,16 +185,25 @@ class LocalStore(Store):
         return removed
 
     @contextlib.contextmanager
-    def lock(self, key, node=""):
+    def lock(self, key, node="", *, replaced_last=False):
         """Exclusive across threads, processes and hosts that reach the node's directory, by
-        any path; the lock's holder keeps it until it leaves the block or dies."""
+        any path; the lock's holder keeps it until it leaves the block or dies, or, when
+        `replaced_last`, until it replaces `key`. FileNotFoundError when `replaced_last` and
+        there is no `key`."""
         key = validate_key(key)
         node = validate_prefix(node)
         if node and not key.startswith(node + "/"):
             raise ValueError(f"key {key!r} is not below node {node!r}")
-        rel = key[len(node) + 1:] if node else key
-        node_dir = self._dir(node)
         with self.thread_lock(key):
+            if replaced_last:
+                fd = lock_file(self._path(key), key)
+                try:
+                    yield
+                finally:
+                    unlock_file(fd)
+                return
+            rel = key[len(node) + 1:] if node else key
+            node_dir = self._dir(node)
             fd = lock_key(node_dir, rel)
             try:
                 yield

@@ -11,7 +11,7 @@ class MemoryStore(Store):
         super().__init__(read_only)
         self._data = {} if store_dict is None else store_dict
 
-    def lock(self, key, node=""):
+    def lock(self, key, node="", *, replaced_last=False):
         """Exclusive across threads: the data lives in this process, so no other can write it."""
         return self.thread_lock(validate_key(key))
 
