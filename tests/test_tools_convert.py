@@ -17,7 +17,8 @@ from zarrcore.tools.hierarchy import CONVERT_STATE_KEY
 zarr = pytest.importorskip("zarr")
 ts = pytest.importorskip("tensorstore")
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Subprocesses import the zarrcore under test: the installed one, or an in-place build.
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(zarrcore.__file__))
 DATA = np.random.default_rng(1).normal(size=(60, 70, 33)).astype("f4")
 
 
@@ -196,7 +197,7 @@ def test_killed_conversion_resumes_to_the_same_bytes(tmp_path):
     a = zarrcore.create_array(str(src), shape=(96, 96, 96), dtype="f4", chunks=(32, 32, 32),
                               zarr_format=2, compressors={"id": "blosc", "cname": "lz4", "clevel": 5})
     a[:] = np.random.default_rng(3).random((96, 96, 96), dtype="f4")
-    env = dict(os.environ, PYTHONPATH=REPO)
+    env = dict(os.environ, PYTHONPATH=PACKAGE_PARENT)
     whole = tmp_path / "whole.zarr"
     subprocess.run([sys.executable, "-c", CONVERT_SCRIPT, str(src), str(whole), "fresh"],
                    env=env, check=True)

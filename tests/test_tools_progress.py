@@ -13,7 +13,8 @@ import pytest
 import zarrcore
 from zarrcore.tools.hierarchy import CONVERT_STATE_KEY
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Subprocesses import the zarrcore under test: the installed one, or an in-place build.
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(zarrcore.__file__))
 pytest.importorskip("tqdm", reason="the bar needs tqdm (the tools extra)")
 needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -28,7 +29,7 @@ def source(tmp_path):
 
 
 def _cli(*args):
-    return (f"ZARRCORE_NUM_THREADS=1 PYTHONPATH={shlex.quote(REPO)} "
+    return (f"ZARRCORE_NUM_THREADS=1 PYTHONPATH={shlex.quote(PACKAGE_PARENT)} "
             f"{shlex.quote(sys.executable)} -m zarrcore.cli " + " ".join(map(shlex.quote, args)))
 
 
