@@ -34,11 +34,10 @@ static int make_dirs(char *path)
     }
 }
 
-/* Give a new lock file write permission for whoever may write its directory, whatever the
- * umask, and the directory's group (best effort: only a member of that group may). */
-static void share_like_dir(int fd, const struct stat *dir)
+/* Give a new file `mode` plus write permission for whoever may write its directory, whatever
+ * the umask, and the directory's group (best effort: only a member of that group may). */
+static void share_like_dir(int fd, const struct stat *dir, mode_t mode)
 {
-    mode_t mode = 0600;
     if (dir->st_mode & S_IWGRP)
         mode |= 0060;
     if (dir->st_mode & S_IWOTH)
@@ -46,6 +45,27 @@ static void share_like_dir(int fd, const struct stat *dir)
     if (dir->st_gid != getegid() && fchown(fd, (uid_t)-1, dir->st_gid) != 0)
         errno = 0;
     fchmod(fd, mode);
+}
+
+int zc_share_like_dir(int fd, const char *path)
+{
+    char dir_path[4096 + 64];
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL) {
+        strcpy(dir_path, ".");
+    } else {
+        size_t n = slash == path ? 1 : (size_t)(slash - path);
+        if (n >= sizeof dir_path)
+            return ZC_ERR_SIZE;
+        memcpy(dir_path, path, n);
+        dir_path[n] = 0;
+    }
+    struct stat dir, file;
+    if (stat(dir_path, &dir) != 0 || fstat(fd, &file) != 0)
+        return ZC_ERR_IO;
+    if (!(dir.st_mode & S_ISVTX))
+        share_like_dir(fd, &dir, file.st_mode & 0777);
+    return ZC_OK;
 }
 
 /* Create the lock file `name` in `dir_path`: written as a temporary file with its final
@@ -62,7 +82,7 @@ static int create_lock_file(const char *name, char *dir_path, int *fd)
     int t, st = zc_temp_create(name, tmp, sizeof tmp, &t);
     if (st != ZC_OK)
         return st;
-    share_like_dir(t, &dir);
+    share_like_dir(t, &dir, 0600);
     int linked = link(tmp, name) == 0, e = errno;
     unlink(tmp);
     if (linked) {
@@ -78,7 +98,7 @@ static int create_lock_file(const char *name, char *dir_path, int *fd)
     /* No hard links here: create it in place, then set its permissions. */
     *fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (*fd >= 0) {
-        share_like_dir(*fd, &dir);
+        share_like_dir(*fd, &dir, 0600);
         return ZC_OK;
     }
     if (errno == EEXIST)

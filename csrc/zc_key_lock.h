@@ -56,6 +56,11 @@ int zc_key_unlock(const zc_key_locks *l, const char *path);
  * once the lock is held: ZC_OK with *fd holding it, or ZC_ERR_IO with errno (ENOENT: there is
  * no such file). The file must be writable by the caller. zc_file_unlock drops it. */
 int zc_file_lock(const char *path, int *fd);
+
+/* Give `fd`, a new version of the file `path` that others take zc_file_lock on, write
+ * permission for whoever may write its directory, as lock files get; in a sticky directory
+ * (where others may not replace the file either) it keeps its mode. ZC_OK, or ZC_ERR_IO. */
+int zc_share_like_dir(int fd, const char *path);
 void zc_file_unlock(int fd);
 
 #endif

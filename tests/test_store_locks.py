@@ -116,7 +116,8 @@ def share_directories(base):
                     reason="switching to a second user needs root and fork")
 def test_a_second_user_can_write_a_store_the_first_made(tmp_path):
     """The first user (umask 022) writes a store whose directories everyone may write; another
-    user then writes partial chunks and shards of it, which take key locks."""
+    user then writes partial chunks and shards of it, which take key locks, and updates the
+    attributes of groups, whose metadata documents are locked in place."""
     base = tempfile.mkdtemp(prefix="zarrcore-users-", dir="/tmp")  # tmp_path is private to us
     try:
         os.chmod(base, 0o777)
@@ -125,9 +126,13 @@ def test_a_second_user_can_write_a_store_the_first_made(tmp_path):
             sharded = create(os.path.join(base, "s"))
             plain = zarrcore.create_array(os.path.join(base, "p"), shape=(8, 8), dtype="u1",
                                           chunks=(4, 4), zarr_format=2)
+            groups = [zarrcore.open_group(os.path.join(base, f"g{v}"), mode="w", zarr_format=v)
+                      for v in (2, 3)]
             share_directories(base)
             sharded[0, 0] = 1  # makes the lock files, and new chunk directories: shared too
             plain[0, 0] = 1
+            for g in groups:  # group metadata rewritten in a shared directory: lockable by all
+                g.attrs["first"] = 1
             share_directories(base)
         finally:
             os.umask(old)
@@ -139,6 +144,8 @@ def test_a_second_user_can_write_a_store_the_first_made(tmp_path):
                 os.setuid(65534)
                 zarrcore.open_array(os.path.join(base, "s"), mode="r+")[1, 1] = 2
                 zarrcore.open_array(os.path.join(base, "p"), mode="r+")[1, 1] = 2
+                for v in (2, 3):  # group metadata updates lock the metadata document itself
+                    zarrcore.open_group(os.path.join(base, f"g{v}"), mode="r+").attrs["second"] = 2
                 status = 0
             except BaseException:
                 traceback.print_exc()
@@ -148,6 +155,9 @@ def test_a_second_user_can_write_a_store_the_first_made(tmp_path):
         assert os.waitstatus_to_exitcode(status) == 0
         assert sharded[1, 1] == 2 and plain[1, 1] == 2
         assert sharded[0, 0] == 1 and plain[0, 0] == 1
+        for v in (2, 3):
+            assert dict(zarrcore.open_group(os.path.join(base, f"g{v}")).attrs) == {
+                "first": 1, "second": 2}
     finally:
         shutil.rmtree(base)
 

@@ -112,12 +112,19 @@ cdef extern from "zc_key_lock.h" nogil:
     int zc_key_unlock(const zc_key_locks *l, const char *path)
     int zc_file_lock(const char *path, int *fd)
     void zc_file_unlock(int fd)
+    int zc_share_like_dir(int fd, const char *path)
 
 cdef extern from "zc_temp.h" nogil:
     const char *ZC_TEMP_PREFIX
     int zc_temp_remove_stale(const char *tmp)
 
 cdef extern from "zc_chunk_io.h" nogil:
+    ctypedef struct zc_file_writer:
+        int fd
+    int zc_file_writer_open(zc_file_writer *w, const char *path)
+    int zc_file_writer_write(zc_file_writer *w, const unsigned char *data, size_t len)
+    int zc_file_writer_commit(zc_file_writer *w, const zc_key_locks *locks, const char *path)
+    void zc_file_writer_abort(zc_file_writer *w)
     int zc_file_replace_locked(const zc_key_locks *locks, const char *path,
                                const unsigned char *data, size_t len)
 
@@ -201,18 +208,33 @@ def unlock_file(int fd):
     zc_file_unlock(fd)
 
 
-def replace_file(path, data):
+def replace_file(path, data, shared=False):
     """Replace the file `path` with `data` atomically: written to a locked temporary file beside
-    it (csrc/zc_temp.h) and renamed over it; missing directories are made."""
+    it (csrc/zc_temp.h) and renamed over it; missing directories are made. `shared`: the file
+    is one others lock (zc_file_lock), so it gets write permission for whoever may write its
+    directory."""
     cdef bytes p = os.fsencode(path)
     cdef const char *pp = p
     cdef const unsigned char[::1] view = memoryview(data).cast("B") if len(data) else b"\0"
     cdef size_t n = len(data)
     cdef zc_key_locks none
+    cdef zc_file_writer w
+    cdef bint share = shared
     cdef int st
     none.fd = -1
     with nogil:
-        st = zc_file_replace_locked(&none, pp, &view[0], n)
+        if not share:
+            st = zc_file_replace_locked(&none, pp, &view[0], n)
+        else:
+            st = zc_file_writer_open(&w, pp)
+            if st == ZC_OK:
+                st = zc_share_like_dir(w.fd, pp)
+                if st != ZC_OK:
+                    zc_file_writer_abort(&w)
+            if st == ZC_OK:
+                st = zc_file_writer_write(&w, &view[0], n)
+            if st == ZC_OK:
+                st = zc_file_writer_commit(&w, &none, pp)
     if st == ZC_OK:
         return
     if st == ZC_ERR_IO:

@@ -8,6 +8,11 @@ from ..errors import OutsideStoreError, StoreError
 from .base import Store, validate_key, validate_prefix
 
 
+# The documents a group's metadata lock locks in place (lock(replaced_last=True)): written
+# with write permission for whoever may write their directory, so every such user can lock them.
+SELF_LOCKED_DOCUMENTS = ("zarr.json", ".zgroup")
+
+
 class _FileReader:
     """Byte ranges of an open file (LocalStore.reader)."""
 
@@ -125,7 +130,7 @@ class LocalStore(Store):
         # Written beside the target and renamed, so a reader never sees a torn file.
         path = self._path(key)
         try:
-            replace_file(path, value)
+            replace_file(path, value, shared=key.rpartition("/")[2] in SELF_LOCKED_DOCUMENTS)
         except OSError as e:  # a directory where the key should be, a full disk...
             raise _store_error(key, e) from e
 
