@@ -186,3 +186,21 @@ def test_quantize_digits_beyond_a_double_are_metadata_errors(digits):
               "fill_value": 0, "order": "C", "filters": [{"id": "quantize", "digits": digits, "dtype": "<f8"}]}
     with pytest.raises(MetadataError, match="quantize filter: digits"):
         zarrcore.open_array({".zarray": json.dumps(zarray).encode()}, mode="r+")
+
+
+@pytest.mark.parametrize("inner_codecs", [None, [{"name": "bytes"}, {"name": "gzip"}]],
+                         ids=["native", "python"])
+def test_array_selections_of_a_huge_declared_shard_take_memory_of_their_extent(
+        tmp_path, inner_codecs):
+    """A shard declared at 64 GiB holding a few stored bytes: point and orthogonal reads and
+    writes touch only the inner chunks they span (the whole shard used to be allocated)."""
+    n = 1 << 36
+    kwargs = {} if inner_codecs is None else {"serializer": inner_codecs[0],
+                                              "compressors": inner_codecs[1:]}
+    a = zarrcore.create_array(str(tmp_path / "a"), shape=(n,), dtype="u1", chunks=(1 << 20,),
+                              shards=(n,), fill_value=7, **kwargs)
+    a.vindex[[5, 1 << 21, 3]] = [1, 2, 3]
+    a.oindex[[(1 << 21) + 1]] = 4
+    np.testing.assert_array_equal(a.vindex[[3, 5, 1 << 21, (1 << 21) + 1, 6]], [3, 1, 2, 4, 7])
+    np.testing.assert_array_equal(a.oindex[[(1 << 21) + 1, 0]], [4, 7])
+    assert a[1 << 21] == 2

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import kernels
 from ..config import config, parallel_map, run_workers
-from ..errors import ChunkDecodeError, MetadataError, ShardIndexError, ZarrcoreError
+from ..errors import ChunkDecodeError, MetadataError, SelectionError, ShardIndexError, ZarrcoreError
 from ..indexing import BasicIndexer, is_basic_selection
 from .base import ArrayBytesCodec, ChunkSpec, check_chunk_bytes
 from .registry import codec_from_json, register_codec
@@ -285,6 +285,38 @@ class ShardingCodec(ArrayBytesCodec):
     def _indexer(self, selection):
         return BasicIndexer(selection, self._spec.shape, self.chunk_shape)
 
+    def _box(self, selection):
+        """(box, inner) for an array selection of the shard: `box` a slice per axis spanning
+        what it selects, `inner` the same selection relative to the box; so that memory goes
+        with the selection's extent, not with the shard's declared size."""
+        items = selection if isinstance(selection, tuple) else (selection,)
+        if len(items) != len(self._spec.shape):
+            raise SelectionError(f"shard selection {selection!r} does not have one item per axis")
+        box, inner = [], []
+        for item, n in zip(items, self._spec.shape):
+            if isinstance(item, slice):
+                start, stop, step = item.indices(n)
+                if step > 0 and start < stop:
+                    box.append(slice(start, stop))
+                    inner.append(slice(0, stop - start, step))
+                else:
+                    box.append(slice(0, n))
+                    inner.append(item)
+                continue
+            index = np.asarray(item)
+            if index.dtype.kind not in "iu":
+                raise SelectionError(f"shard selection {selection!r}: expected integer arrays")
+            if index.size == 0:
+                box.append(slice(0, 0))
+                inner.append(index)
+                continue
+            lo, hi = int(index.min()), int(index.max()) + 1
+            if lo < 0 or hi > n:
+                raise SelectionError(f"shard selection {selection!r} is outside the shard")
+            box.append(slice(lo, hi))
+            inner.append(index - lo)
+        return tuple(box), tuple(inner)
+
     def _touched(self, indexer):
         """C-order grid indices of the inner chunks `indexer` touches, in projection order."""
         index = np.zeros((), dtype=np.int64)
@@ -317,9 +349,12 @@ class ShardingCodec(ArrayBytesCodec):
         """Fill `out` with `selection` of the shard stored at `key`, fetching only the index and
         the inner chunks needed (or the whole object once when most of it is needed)."""
         if not is_basic_selection(selection):
-            # Array selections: decode the shard whole and let numpy pick.
-            data = store.get(key)
-            out[...] = self._spec.fill_value if data is None else self.decode(data, self._spec)[selection]
+            # Array selections: read the box they span (only its inner chunks), let numpy pick.
+            box, inner = self._box(selection)
+            region = np.empty(BasicIndexer(box, self._spec.shape, self.chunk_shape).shape,
+                              dtype=self._spec.dtype)
+            self.read_partial(store, key, box, region)
+            out[...] = region[inner]
             return
         indexer = self._indexer(selection)
         if math.prod(len(p) for p in indexer.dim_pieces) >= WHOLE_READ_SHARE * self._n:
@@ -408,14 +443,17 @@ class ShardingCodec(ArrayBytesCodec):
             blobs = [None] * self._n if data is None else self._blobs(_Whole(data), range(self._n))
             self._update(blobs, selection, value)
         else:
-            # Array selections: rewrite the shard whole.
-            shard = np.empty(self._spec.shape, dtype=self._spec.dtype)
-            shard[...] = self._spec.fill_value  # as in CodecChain.merge: not np.full
-            if data is not None:
-                self.decode(data, self._spec, out=shard)
-            shard[selection] = value
-            blobs = [None] * self._n
-            self._update(blobs, Ellipsis, shard)
+            # Array selections: rewrite the box they span (only its inner chunks).
+            box, inner = self._box(selection)
+            indexer = self._indexer(box)
+            region = np.empty(indexer.shape, dtype=self._spec.dtype)
+            if data is None:
+                region[...] = self._spec.fill_value  # as in CodecChain.merge: not np.full
+            else:
+                self._read(_Whole(data), indexer, region)
+            region[inner] = value
+            blobs = [None] * self._n if data is None else self._blobs(_Whole(data), range(self._n))
+            self._update(blobs, box, region)
         if all(b is None for b in blobs):
             store.delete(key)
         else:
