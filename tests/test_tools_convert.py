@@ -60,12 +60,18 @@ def _check_everywhere(path, expected):
         fmt = g[name].metadata.zarr_format
         driver = "zarr3" if fmt == 3 else "zarr"
         spec = {"driver": driver, "kvstore": {"driver": "file", "path": str(path / name)}}
-        try:
-            got = ts.open(spec, read=True).result().read().result()
-        except ValueError as e:  # tensorstore has no numcodecs.<id> codecs nor v2 filters
-            assert "numcodecs" in str(e) or "filters are not supported" in str(e), e
+        if _beyond_tensorstore(g[name].metadata.to_dict()):
             continue
+        got = ts.open(spec, read=True).result().read().result()
         np.testing.assert_array_equal(got, want)
+
+
+def _beyond_tensorstore(metadata):
+    """Does the array use what tensorstore has not: numcodecs.<id> codecs, or v2 filters?
+    (Decided up front: a C++ exception out of tensorstore aborts the AddressSanitizer run.)"""
+    if metadata["zarr_format"] == 3:
+        return "numcodecs." in json.dumps(metadata["codecs"], default=str)
+    return bool(metadata.get("filters"))
 
 
 def test_v2_to_v3_raw_keeps_everything(v2_source, tmp_path):
