@@ -26,11 +26,11 @@ class ChunkSpec:
     fill_value: object = None
     order: str = "C"
     array_dtype: np.dtype = None
+    max_bytes: int = None
 
     def __post_init__(self):
         if self.array_dtype is None:
             object.__setattr__(self, "array_dtype", np.dtype(self.dtype))
-    max_bytes: int = None
 
     @property
     def nbytes(self):
