@@ -1,7 +1,10 @@
 """Object stores on local servers: S3 (moto), HTTP with byte ranges, fsspec; both ways with
 zarr-python on the same bucket; capability flags, conditional writes and locks."""
 import json
+import os
 import pickle
+import subprocess
+import sys
 import threading
 import time
 
@@ -439,6 +442,48 @@ def test_s3_stale_lock_object_is_taken_over(s3_bucket):
         assert json.loads(store.get("a/.zarrcore-lock.k"))["time"] > 0
     assert time.monotonic() - started < 10
     assert store.get("a/.zarrcore-lock.k") is None and store.list_prefix("a") == []
+
+
+def test_s3_lock_held_past_its_lease_is_renewed_not_taken(s3_bucket, monkeypatch):
+    from zarrcore.storage import objectstore
+
+    monkeypatch.setattr(objectstore, "LOCK_LEASE", 0.8)
+    server, bucket = s3_bucket
+    options = server.storage_options()
+    holder = make_store(f"s3://{bucket}", storage_options=options)
+    # The waiter is another process: this one's threads queue on a lock of their own.
+    waiter = subprocess.Popen([sys.executable, "-c", f"""
+import sys, time
+from zarrcore.storage import make_store, objectstore
+objectstore.LOCK_LEASE = 0.8
+store = make_store("s3://{bucket}", storage_options={options!r})
+sys.stdin.readline()
+with store.lock("a/k", "a"):
+    print(time.time(), flush=True)
+"""], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(zarrcore.__file__))})
+    with holder.lock("a/k", "a"):
+        waiter.stdin.write("go\n")
+        waiter.stdin.flush()
+        time.sleep(2.5)  # three leases: renewed meanwhile, so never presumed dead
+        released = time.time()
+    taken, _ = waiter.communicate(timeout=60)
+    assert waiter.returncode == 0
+    assert float(taken) >= released
+
+
+def test_s3_lock_taken_over_while_held_fails_loudly(s3_bucket, monkeypatch):
+    from zarrcore.storage import objectstore
+
+    monkeypatch.setattr(objectstore, "LOCK_LEASE", 0.4)
+    server, bucket = s3_bucket
+    store = make_store(f"s3://{bucket}", storage_options=server.storage_options())
+    with pytest.raises(zarrcore.errors.LockLostError, match="a/.zarrcore-lock.k"):
+        with store.lock("a/k", "a"):
+            # Another host, presuming this holder dead, takes the lock object over.
+            store.set("a/.zarrcore-lock.k", json.dumps({"host": "other", "pid": 1,
+                                                        "time": time.time()}).encode())
+            time.sleep(0.5)
 
 
 def test_tools_and_cli_take_urls_with_storage_options(s3_bucket, tmp_path):

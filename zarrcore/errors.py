@@ -84,6 +84,11 @@ class LockUnavailableError(ZarrcoreError, OSError):
     refuses them. Read-modify-writes fail with it rather than risk losing concurrent updates."""
 
 
+class LockLostError(ZarrcoreError, OSError):
+    """A lock was taken from its holder while held (its lease ran out), so an update made under
+    it may have raced another writer's."""
+
+
 class OutsideStoreError(ZarrcoreError, PermissionError):
     """A key of a confined store whose path resolves outside the store's root (a symlink)."""
 

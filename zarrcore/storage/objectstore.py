@@ -17,9 +17,10 @@ import os
 import random
 import re
 import socket
+import threading
 import time
 
-from ..errors import KeyChangedError, LockUnavailableError, ReadOnlyError, StoreError
+from ..errors import KeyChangedError, LockLostError, LockUnavailableError, ReadOnlyError, StoreError
 from . import _aio
 from .base import Store, validate_key, validate_prefix
 
@@ -35,6 +36,7 @@ _CONDITIONAL_BACKENDS = ("S3Store", "GCSStore", "AzureStore", "MemoryStore")
 # never listed as keys.
 LOCK_PREFIX = ".zarrcore-lock."
 # A lock object older than this many seconds was left by a dead holder and may be taken over.
+# Its holder renews it every LOCK_LEASE / 4 seconds for as long as it holds the lock.
 LOCK_LEASE = 120.0
 
 
@@ -409,9 +411,11 @@ class ObjectStore(Store):
     def lock(self, key, node="", *, replaced_last=False):
         """Exclusive across threads, processes and hosts: the holder is whoever created the
         lock object `.zarrcore-lock.NAME` beside `key` with a create-only put, and deleting it
-        releases the lock. A lock object older than LOCK_LEASE seconds (its holder died) is
-        taken over by a conditional put on its ETag. Without conditional writes this raises
-        LockUnavailableError, unless the store was made `single_writer`."""
+        releases the lock. The holder renews the object's time stamp every LOCK_LEASE / 4
+        seconds (a conditional put on its ETag); one not renewed for LOCK_LEASE seconds (its
+        holder died) is taken over the same way. A holder that finds its lock object taken
+        over raises LockLostError when it leaves the block. Without conditional writes this
+        raises LockUnavailableError, unless the store was made `single_writer`."""
         key = validate_key(key)
         if self.single_writer and not self.supports_conditional_writes:
             with self.thread_lock(key):
@@ -424,29 +428,73 @@ class ObjectStore(Store):
         head, _, name = key.rpartition("/")
         lock_key = f"{head}/{LOCK_PREFIX}{name}" if head else LOCK_PREFIX + name
         with self.thread_lock(key):  # threads of this process queue here, not on the server
-            self._acquire(lock_key)
+            lease = _Lease(self, lock_key)
             try:
                 yield
             finally:
-                self.delete(lock_key)
+                lease.release()
 
-    def _acquire(self, lock_key):
-        wait = 0.005
+    def _put_stamp(self, lock_key, version):
+        """Put a time stamp of this holder at `lock_key` if its version is still `version`
+        (None: if there is none); the new version, or None when another writer came first."""
+        stamp = json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
+                            "time": time.time()}).encode()
+        mode = "create" if version is None else {
+            name: value for name, value in zip(("e_tag", "version"), version) if value is not None}
+        put = _aio.run(self._put(lock_key, stamp, mode))
+        return None if put is None else (put.get("e_tag"), put.get("version"))
+
+
+class _Lease:
+    """One holding of a lock object: taken on creation (waiting for it as long as a live
+    holder renews it), renewed from a daemon thread, and deleted by release()."""
+
+    def __init__(self, store, lock_key):
+        self._store, self._key = store, lock_key
+        self._version = self._acquire()
+        self._lost = False
+        self._done = threading.Event()
+        self._renewer = threading.Thread(target=self._renew, name="zarrcore-lease", daemon=True)
+        self._renewer.start()
+
+    def _acquire(self):
+        store, wait = self._store, 0.005
         while True:
-            stamp = json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
-                                "time": time.time()}).encode()
-            if self.set_if(lock_key, stamp, None):
-                return
-            held, version = self.get_versioned(lock_key)
+            version = store._put_stamp(self._key, None)
+            if version is not None:
+                return version
+            held, version = store.get_versioned(self._key)
             if held is not None:
                 try:
                     since = float(json.loads(held)["time"])
                 except (ValueError, KeyError, TypeError):
                     since = 0.0  # not a lock object of ours: stale
-                if time.time() - since > LOCK_LEASE and self.set_if(lock_key, stamp, version):
-                    return
+                if time.time() - since > LOCK_LEASE:
+                    taken = store._put_stamp(self._key, version)
+                    if taken is not None:
+                        return taken
             time.sleep(wait * (1 + random.random()))
             wait = min(wait * 2, 0.5)
+
+    def _renew(self):
+        while not self._done.wait(LOCK_LEASE / 4):
+            try:
+                version = self._store._put_stamp(self._key, self._version)
+            except StoreError:
+                continue  # a failed request: try again before the lease runs out
+            if version is None:
+                self._lost = True  # taken over: this holder was presumed dead
+                return
+            self._version = version
+
+    def release(self):
+        self._done.set()
+        self._renewer.join()
+        if self._lost:
+            raise LockLostError(
+                f"the lock object {self._key!r} of {self._store!r} was taken over while held "
+                f"(not renewed for {LOCK_LEASE:g} s): a concurrent update may have been lost")
+        self._store.delete(self._key)
 
 
 class _ObjectReader:
