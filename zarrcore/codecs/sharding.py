@@ -388,7 +388,11 @@ class ShardingCodec(ArrayBytesCodec):
 
     def _read(self, shard, indexer, out):
         touched = self._touched(indexer)
-        blobs = self._blobs(shard, touched)
+        self._read_blobs(indexer, touched, self._blobs(shard, touched), out)
+
+    def _read_blobs(self, indexer, touched, blobs, out):
+        """Fill `out` with `indexer`'s selection from `blobs`, the encoded inner chunks
+        `touched` (None for empty ones)."""
         if all(blob is None for blob in blobs):
             out[...] = self._spec.fill_value
             return
@@ -456,20 +460,17 @@ class ShardingCodec(ArrayBytesCodec):
         """The shard `data` (None: not stored) with `selection` set to `value`: only the inner
         chunks it touches are re-encoded, the others keep their bytes. None when no inner
         chunk is left, unless `keep_empty` (then a shard of only its index)."""
+        blobs = [None] * self._n if data is None else self._blobs(_Whole(data), range(self._n))
         if is_basic_selection(selection):
-            blobs = [None] * self._n if data is None else self._blobs(_Whole(data), range(self._n))
             self._update(blobs, selection, value)
         else:
             # Array selections: rewrite the box they span (only its inner chunks).
             box, inner = self._box(selection)
             indexer = self._indexer(box)
             region = np.empty(indexer.shape, dtype=self._spec.dtype)
-            if data is None:
-                region[...] = self._spec.fill_value  # as in CodecChain.merge: not np.full
-            else:
-                self._read(_Whole(data), indexer, region)
+            touched = self._touched(indexer)
+            self._read_blobs(indexer, touched, [blobs[i] for i in touched], region)
             region[inner] = value
-            blobs = [None] * self._n if data is None else self._blobs(_Whole(data), range(self._n))
             self._update(blobs, box, region)
         if not keep_empty and all(b is None for b in blobs):
             return None
