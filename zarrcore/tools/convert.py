@@ -23,6 +23,7 @@ import dataclasses
 import itertools
 import json
 import math
+import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -174,6 +175,7 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
             for src, (path, meta) in plan.arrays]
     report.raw_arrays = sum(job.raw for job in jobs)
     in_flight = max(1, min(config.num_threads, budget // max([j.task_bytes for j in jobs] + [1])))
+    buffers = _BlockBuffers(in_flight)
     total = sum(j.src.nbytes for j in jobs)
     count = sum(j.count for j in jobs)
 
@@ -187,7 +189,7 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
     with Progress(total, count, "convert", progress,
                   chunk_word="shards" if all(j.dst.shards for j in jobs) and jobs else "chunks") as bar:
         tasks = ((job, item) for job in jobs for item in job.tasks())
-        run_bounded(lambda task: task[0].run(task[1]), tasks, in_flight, done)
+        run_bounded(lambda task: task[0].run(task[1], buffers), tasks, in_flight, done)
     if plan.consolidated:
         consolidate_metadata(dst_store, dst_path)
     dst_store.delete(state_key)
@@ -404,6 +406,34 @@ def _same_bits(a, b):
     return a.shape == b.shape and np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
 
 
+class _BlockBuffers:
+    """Block buffers kept from one task for the next, at most one per task in flight: a fresh
+    buffer of hundreds of MiB costs the kernel a page fault and a zeroing per page, every
+    block."""
+
+    def __init__(self, in_flight):
+        self._kept, self._guard, self._in_flight = [], threading.Lock(), in_flight
+
+    def take(self, shape, dtype):
+        """An uninitialised array of `shape` and `dtype`, and the buffer to give back."""
+        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+        with self._guard:
+            fits = [b for b in self._kept if b.nbytes >= nbytes]
+            buffer = min(fits, key=lambda b: b.nbytes) if fits else None
+            if buffer is not None:
+                self._kept.remove(buffer)
+        if buffer is None:
+            buffer = np.empty(nbytes, dtype=np.uint8)
+        return buffer[:nbytes].view(dtype).reshape(shape), buffer
+
+    def give_back(self, buffer):
+        with self._guard:
+            self._kept.append(buffer)
+            # Past one per task in flight, the smallest go (a later array's blocks may differ).
+            self._kept.sort(key=lambda b: b.nbytes)
+            del self._kept[:max(0, len(self._kept) - self._in_flight)]
+
+
 class _ArrayJob:
     """One array's work: raw copies of stored objects, or blocks of destination objects."""
 
@@ -484,11 +514,17 @@ class _ArrayJob:
         for index in np.ndindex(*grid):
             yield tuple(slice(i * b, min((i + 1) * b, n)) for i, b, n in zip(index, self.block, self.src.shape))
 
-    def run(self, item):
+    def run(self, item, buffers):
         if self.raw:
             return self._raw_copy(item)
-        region = item
-        data = np.empty(tuple(r.stop - r.start for r in region), dtype=self.src.dtype)
+        data, buffer = buffers.take(tuple(r.stop - r.start for r in item), self.src.dtype)
+        try:
+            return self._convert_block(item, data)
+        finally:
+            buffers.give_back(buffer)
+
+    def _convert_block(self, region, data):
+        """Convert the block `region` of the source, read into `data`."""
         self.src.get_basic_selection(region, out=data)
         if self.dst.dtype != self.src.dtype:
             data = data.astype(self.dst.dtype)
