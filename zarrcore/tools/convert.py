@@ -418,10 +418,9 @@ class _BlockBuffers:
         """An uninitialised array of `shape` and `dtype`, and the buffer to give back."""
         nbytes = math.prod(shape) * np.dtype(dtype).itemsize
         with self._guard:
-            fits = [b for b in self._kept if b.nbytes >= nbytes]
-            buffer = min(fits, key=lambda b: b.nbytes) if fits else None
-            if buffer is not None:
-                self._kept.remove(buffer)
+            # Kept smallest first: the first that fits.
+            at = next((i for i, b in enumerate(self._kept) if b.nbytes >= nbytes), None)
+            buffer = None if at is None else self._kept.pop(at)
         if buffer is None:
             buffer = np.empty(nbytes, dtype=np.uint8)
         return buffer[:nbytes].view(dtype).reshape(shape), buffer
