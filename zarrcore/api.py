@@ -107,6 +107,25 @@ def _fill_value_for(data_type: Any, fill_value: Any) -> Any:
     return data_type.cast_fill_value(fill_value)
 
 
+def _data_type(dtype: Any, zarr_format: int, filters: Any, compressors: Any) -> Any:
+    """The DataType of a new array; numpy's object dtype in format 2 takes the one its object
+    codec names (as zarr 2 did)."""
+    from .metadata import dtype_from_numpy
+    from .metadata.dtypes import ObjectDataTypeError
+
+    try:
+        return dtype_from_numpy(dtype)
+    except ObjectDataTypeError:
+        if zarr_format != 2:
+            raise
+        from .codecs.v2 import object_data_type
+
+        data_type = object_data_type(filters, compressors)
+        if data_type is None:
+            raise
+        return data_type
+
+
 def create_array(store: StoreLike = None, *, name: str | None = None,
                  shape: ShapeLike | None = None, dtype: npt.DTypeLike | None = None,
                  data: npt.ArrayLike | None = None, chunks: ChunksLike = None,
@@ -195,7 +214,7 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
     if shape is None:
         raise TypeError("create_array needs a shape (or data)")
     dtype = "float64" if dtype is None else dtype
-    from .metadata import ArrayMetadataV3, ChunkKeyEncoding, dtype_from_numpy
+    from .metadata import ArrayMetadataV3, ChunkKeyEncoding
     from .metadata.v3 import default_codecs
 
     check_attributes(attributes or {})
@@ -203,7 +222,7 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
     store = make_store(store, storage_options=storage_options,
                        mode=_store_mode("w" if overwrite else "a", path))
     shape = _normalize_shape(shape)
-    data_type = dtype_from_numpy(dtype)
+    data_type = _data_type(dtype, zarr_format, filters, compressors)
     np_dtype = data_type.numpy_dtype
     auto_chunks = chunks is None or (isinstance(chunks, str) and chunks == "auto")
     chunks = _normalize_chunks(chunks, shape, np_dtype.itemsize)
