@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -167,7 +168,8 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
     fill_value : scalar, optional
         The value of elements never written (default: the type's zero, empty or NaT).
     order : {"C", "F"}, optional
-        The memory order of chunks (format 2).
+        The memory order of chunks (format 2), which reads of it return too; a format 3
+        array warns and ignores it, as zarr-python does (see `config`).
     zarr_format : {2, 3}, optional
         The format to write.
     attributes : Mapping, optional
@@ -179,8 +181,8 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
     overwrite : bool, optional
         Replace a node already at the path.
     config : Mapping, optional
-        The array's own settings, as zarr-python's: `write_empty_chunks` (`order` is
-        accepted); see `Array.with_config`.
+        The array's own settings, as zarr-python's: `write_empty_chunks` and `order`; see
+        `Array.with_config`.
     write_data : bool, optional
         Write `data`'s values (True), or only take its shape and dtype.
     storage_options : dict, optional
@@ -230,6 +232,10 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
         raise ValueError(f"order must be 'C' or 'F', not {order!r}")
     if shards is not None and zarr_format == 2:
         raise ValueError("sharding needs zarr_format=3")
+    if order is not None and zarr_format == 3:
+        warnings.warn("order has no effect on a Zarr format 3 array: its chunks are C order; "
+                      "the memory order of what reads return is config={'order': ...}",
+                      RuntimeWarning, stacklevel=2)
     if zarr_format == 2:
         from .codecs.v2 import create_metadata_v2
 
