@@ -5,6 +5,7 @@ import contextlib
 import itertools
 import math
 import re
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,7 @@ from .pipeline import ChunkStore
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from ._types import NodeMetadata, Selection
+    from ._types import NodeMetadata, Selection, ShapeLike, StoreLike
     from .codecs.base import Codec
     from .storage import Store
 
@@ -179,6 +180,66 @@ class Array(nodes.Node):
             compressor = self._metadata.compressor
             return () if compressor is None else (codec_from_v2(compressor, "compressor"),)
         return tuple(self._codec_stages().bytes_bytes)
+
+    @property
+    def compressor(self) -> Codec | None:
+        """A v2 array's compressor (None when it has none), as zarr-python's deprecated
+        `compressor`; `compressors` is the form for both formats.
+
+        Raises
+        ------
+        TypeError
+            A v3 array, which has `compressors` instead.
+        """
+        if self.zarr_format != 2:
+            raise TypeError("`compressor` is not available for Zarr format 3 arrays; use `compressors`")
+        compressors = self.compressors
+        return compressors[0] if compressors else None
+
+    @classmethod
+    def open(cls, store: StoreLike) -> Array:
+        """The array stored at the root of `store` (zarr-python's `Array.open`).
+
+        Parameters
+        ----------
+        store : str, os.PathLike, dict, Store
+            A directory path, a URL, a dict or a Store (or another library's store).
+
+        Returns
+        -------
+        Array
+
+        Raises
+        ------
+        NodeNotFoundError
+            No array is there (a group is a NodeTypeError).
+        """
+        from .api import open_array
+
+        return open_array(store, mode="r+")
+
+    @classmethod
+    def create(cls, store: StoreLike, *, shape: ShapeLike, dtype: npt.DTypeLike, **kwargs: Any) -> Array:
+        """zarr-python's deprecated `Array.create`: `zarrcore.create` with `store`.
+
+        Parameters
+        ----------
+        store : str, os.PathLike, dict, Store
+            Where to create the array.
+        shape : int or tuple of int
+        dtype : dtype-like
+        **kwargs
+            As `zarrcore.create` takes them (`chunk_shape`, `codecs`, `compressor`, ...).
+
+        Returns
+        -------
+        Array
+        """
+        from .api import create
+
+        warnings.warn("Array.create is deprecated in zarr-python 3; use zarrcore.create_array",
+                      DeprecationWarning, stacklevel=2)
+        return create(shape, dtype=dtype, store=store, **kwargs)
 
     @property
     def cdata_shape(self) -> tuple[int, ...]:
