@@ -5,7 +5,7 @@ from .bytes import BytesCodec
 from .crc32c import Crc32cCodec
 from .gzip import GzipCodec, ZlibCodec
 from .lz4 import LZ4Codec
-from .numcodecs_compressors import BZ2Codec, LZMACodec
+from .numcodecs_compressors import Base64Codec, BZ2Codec, LZMACodec
 from .numcodecs_filters import V2Filter
 from .numcodecs_v3 import NumcodecsBytesCodec, NumcodecsFilter, NumcodecsSerializer
 from .objects import JSONCodec, MsgPackCodec, PickleCodec, VLenArrayCodec
@@ -18,7 +18,7 @@ from .zfpy import ZfpyCodec
 from .zstd import ZstdCodec
 
 __all__ = [
-    "ArrayArrayCodec", "ArrayBytesCodec", "BZ2Codec", "BloscCodec", "BytesBytesCodec", "BytesCodec",
+    "ArrayArrayCodec", "ArrayBytesCodec", "BZ2Codec", "Base64Codec", "BloscCodec", "BytesBytesCodec", "BytesCodec",
     "ChunkSpec", "Codec", "Crc32cCodec", "GzipCodec", "JSONCodec", "LZ4Codec", "LZMACodec",
     "MsgPackCodec", "NumcodecsBytesCodec", "NumcodecsFilter", "NumcodecsSerializer", "PcodecCodec", "PickleCodec", "ShardingCodec",
     "TransposeCodec", "V2Filter", "VLenArrayCodec", "VLenBytesCodec",
