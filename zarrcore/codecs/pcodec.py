@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from ..errors import ChunkDecodeError, MetadataError
-from .base import ArrayBytesCodec, into
+from .base import ArrayBytesCodec, into, stored_numbers
 from .registry import register_codec
 
 # The types numcodecs' PCodec writes (Pco refuses 8-bit types unless asked to take them).
@@ -51,7 +51,7 @@ class PcodecCodec(ArrayBytesCodec):
         return {"id": self.v2_id, **self.configuration()}
 
     def resolve(self, spec):
-        dtype = np.dtype(spec.dtype)
+        dtype = stored_numbers(spec.dtype)
         if dtype not in _DTYPES:
             raise MetadataError(f"pcodec codec: data type {dtype} is not one Pco stores "
                                 f"(native 16-, 32- and 64-bit integers and floats)")
@@ -84,6 +84,7 @@ class PcodecCodec(ArrayBytesCodec):
     def encode(self, array, spec):
         pcodec = _pcodec()
         flat = np.ascontiguousarray(array).reshape(-1)
+        flat = flat.view(stored_numbers(flat.dtype))
         config = self._chunk_config(pcodec)
         try:
             return pcodec.standalone.simple_compress(flat, config)
@@ -95,7 +96,8 @@ class PcodecCodec(ArrayBytesCodec):
         # Into an array of the chunk's own size: Pco stops there, whatever the data declares.
         target = out if out is not None and out.flags.c_contiguous else np.empty(spec.shape, spec.dtype)
         try:
-            progress = _pcodec().standalone.simple_decompress_into(bytes(data), target.reshape(-1))
+            progress = _pcodec().standalone.simple_decompress_into(
+                bytes(data), target.reshape(-1).view(stored_numbers(target.dtype)))
         except (RuntimeError, TypeError, ValueError) as e:
             raise ChunkDecodeError(f"pcodec codec: cannot decode the chunk: {e}") from None
         if progress.n_processed != count or not progress.finished:

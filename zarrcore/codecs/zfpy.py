@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ..errors import ChunkDecodeError, MetadataError
-from .base import ArrayBytesCodec, into
+from .base import ArrayBytesCodec, into, stored_numbers
 from .registry import register_codec
 
 _DTYPES = frozenset(np.dtype(t) for t in ("f4", "f8", "i4", "i8"))
@@ -66,7 +66,7 @@ class ZfpyCodec(ArrayBytesCodec):
         return {"id": self.v2_id, **self.configuration()}
 
     def resolve(self, spec):
-        dtype = np.dtype(spec.dtype)
+        dtype = stored_numbers(spec.dtype)
         if dtype not in _DTYPES:
             raise MetadataError(f"zfpy codec: data type {dtype} is not one zfp stores "
                                 f"(native float32, float64, int32, int64)")
@@ -79,7 +79,8 @@ class ZfpyCodec(ArrayBytesCodec):
             raise MetadataError(f"zfpy codec: mode {self.mode} cannot encode; numcodecs writes "
                                 f"modes {sorted(_MODE_KWARG)}")
         try:
-            return _zfpy().compress_numpy(np.ascontiguousarray(array), write_header=True, **kwargs)
+            array = np.ascontiguousarray(array)
+            return _zfpy().compress_numpy(array.view(stored_numbers(array.dtype)), write_header=True, **kwargs)
         except (TypeError, ValueError, RuntimeError) as e:
             raise MetadataError(f"zfpy codec: cannot encode with {self.configuration()}: {e}") from None
 
@@ -91,10 +92,10 @@ class ZfpyCodec(ArrayBytesCodec):
         except (ValueError, RuntimeError, TypeError) as e:
             raise ChunkDecodeError(f"zfpy codec: not a zfp stream with a header: {e}") from None
         shape = [header[axis] for axis in ("nw", "nz", "ny", "nx") if header[axis]]
-        count = math.prod(spec.shape)
-        if np.dtype(header["type"]) != np.dtype(spec.dtype) or math.prod(shape) != count:
+        count, numbers = math.prod(spec.shape), stored_numbers(spec.dtype)
+        if np.dtype(header["type"]) != numbers or math.prod(shape) != count:
             raise ChunkDecodeError(f"zfpy codec: the stream holds {tuple(shape)} {np.dtype(header['type'])}, "
-                                   f"expected {count} values of {np.dtype(spec.dtype)}")
+                                   f"expected {count} values of {numbers}")
         expert = header["config"]["expert"]
         blocks = math.prod(-(-n // 4) for n in shape)
         if blocks * expert["minbits"] > 8 * len(data):
@@ -108,7 +109,7 @@ class ZfpyCodec(ArrayBytesCodec):
             array = zfpy.decompress_numpy(data + bytes(padding))
         except (ValueError, RuntimeError, TypeError) as e:
             raise ChunkDecodeError(f"zfpy codec: cannot decode the chunk: {e}") from None
-        return into(array.reshape(spec.shape), out)
+        return into(array.view(spec.dtype).reshape(spec.shape), out)
 
 
 register_codec(ZfpyCodec, v2_id="zfpy")
