@@ -317,27 +317,6 @@ class Array(nodes.Node):
         return type(self)(self._store, self._path, self._metadata, self._read_only,
                           {**self._config, **_config_items(config)})
 
-    def update_attributes(self, new_attributes: Mapping[str, Any]) -> Array:
-        """Merge `new_attributes` into the stored attributes (one metadata update).
-
-        Parameters
-        ----------
-        new_attributes : Mapping
-            Attributes to set (JSON-compatible values).
-
-        Returns
-        -------
-        Array
-            This array.
-
-        Raises
-        ------
-        ReadOnlyError
-            The array is read-only.
-        """
-        self.attrs.update(new_attributes)
-        return self
-
     def __len__(self) -> int:
         """The length of the first axis; TypeError for a 0-d array."""
         if not self.shape:

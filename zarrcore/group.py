@@ -670,27 +670,6 @@ class Group(nodes.Node):
         return self._summary(f"Members (all depths) : {len(kinds)}", f"Arrays : {kinds.count('array')}",
                              f"Groups : {kinds.count('group')}")
 
-    def update_attributes(self, new_attributes: Mapping[str, Any]) -> Group:
-        """Merge `new_attributes` into the stored attributes (one metadata update).
-
-        Parameters
-        ----------
-        new_attributes : Mapping
-            Attributes to set (JSON-compatible values).
-
-        Returns
-        -------
-        Group
-            This group.
-
-        Raises
-        ------
-        ReadOnlyError
-            The group is read-only.
-        """
-        self.attrs.update(new_attributes)
-        return self
-
     def nmembers(self, max_depth: int | None = 0) -> int:
         """The number of members.
 
