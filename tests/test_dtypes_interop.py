@@ -339,7 +339,7 @@ def test_string_array_rejects_undecodable_bytes():
 
 
 @pytest.mark.parametrize("dtype,fill", [
-    ("int8", 300), ("int8", "x"), ("string", 5), (bytes, "str"), ("U2", "abc"), ("S1", b"ab"),
+    ("int8", 300), ("int8", "x"), ("string", b"x"), (bytes, "str"), ("U2", "abc"), ("S1", b"ab"),
     ("V2", b"\x00"), ("M8[s]", "never"),
 ])
 def test_bad_fill_values_raise(dtype, fill):

@@ -167,7 +167,7 @@ def test_partial_configuration_takes_numcodecs_defaults():
     ({"name": "numcodecs.zlib", "configuration": {"level": "high"}}, "level"),
     ({"name": "numcodecs.crc32c", "configuration": {"location": "middle"}}, "location"),
     ({"name": "numcodecs.zstd", "configuration": {"id": "zstd"}}, "'id'"),
-    ({"name": "numcodecs.pcodec", "configuration": {}}, "unknown codec"),
+    ({"name": "numcodecs.no_such_codec", "configuration": {}}, "unknown codec"),
 ])
 def test_bad_configurations(spec, message):
     with pytest.raises(MetadataError, match=message) as info:

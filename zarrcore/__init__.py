@@ -1,11 +1,9 @@
 """zarrcore: Zarr v2 and v3 arrays with a compiled, GIL-free core."""
-import os
-
 from . import errors
 from .api import (
-    array, copy_all, copy_store, create_array, create_group, create_hierarchy, empty, empty_like,
+    array, copy_all, copy_store, create, create_array, create_group, create_hierarchy, empty, empty_like,
     from_array, full, full_like, group, load, ones, ones_like, open, open_array, open_group,
-    open_like, save, save_array, save_group, tree, zeros, zeros_like,
+    open_like, print_debug_info, save, save_array, save_group, tree, zeros, zeros_like,
 )
 from .array import Array
 from .config import config
@@ -19,10 +17,10 @@ __version__ = "0.1.0"
 __all__ = [
     "Array", "Group", "Store", "LocalStore", "MemoryStore", "ZipStore", "ObjectStore",
     "FsspecStore", "array", "config",
-    "consolidate_metadata", "convert", "copy", "copy_all", "copy_store", "create_array",
+    "consolidate_metadata", "convert", "copy", "copy_all", "copy_store", "create", "create_array",
     "create_group", "create_hierarchy", "empty", "empty_like", "errors", "from_array", "full",
     "full_like", "get_include", "group", "load", "ones", "ones_like", "open", "open_array",
-    "open_consolidated", "open_group", "open_like", "save", "save_array", "save_group", "tree",
+    "open_consolidated", "open_group", "open_like", "print_debug_info", "save", "save_array", "save_group", "tree",
     "verify", "zeros", "zeros_like",
 ]
 
@@ -36,4 +34,6 @@ def get_include() -> str:
     str
         The directory to add to the include path (it holds the ``zarrcore`` package).
     """
+    import os
+
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

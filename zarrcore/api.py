@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -107,6 +108,25 @@ def _fill_value_for(data_type: Any, fill_value: Any) -> Any:
     return data_type.cast_fill_value(fill_value)
 
 
+def _data_type(dtype: Any, zarr_format: int, filters: Any, compressors: Any) -> Any:
+    """The DataType of a new array; numpy's object dtype in format 2 takes the one its object
+    codec names (as zarr 2 did)."""
+    from .metadata import dtype_from_numpy
+    from .metadata.dtypes import ObjectDataTypeError
+
+    try:
+        return dtype_from_numpy(dtype)
+    except ObjectDataTypeError:
+        if zarr_format != 2:
+            raise
+        from .codecs.v2 import object_data_type
+
+        data_type = object_data_type(filters, compressors)
+        if data_type is None:
+            raise
+        return data_type
+
+
 def create_array(store: StoreLike = None, *, name: str | None = None,
                  shape: ShapeLike | None = None, dtype: npt.DTypeLike | None = None,
                  data: npt.ArrayLike | None = None, chunks: ChunksLike = None,
@@ -148,7 +168,8 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
     fill_value : scalar, optional
         The value of elements never written (default: the type's zero, empty or NaT).
     order : {"C", "F"}, optional
-        The memory order of chunks (format 2).
+        The memory order of chunks (format 2), which reads of it return too; a format 3
+        array warns and ignores it, as zarr-python does (see `config`).
     zarr_format : {2, 3}, optional
         The format to write.
     attributes : Mapping, optional
@@ -160,8 +181,8 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
     overwrite : bool, optional
         Replace a node already at the path.
     config : Mapping, optional
-        The array's own settings, as zarr-python's: `write_empty_chunks` (`order` is
-        accepted); see `Array.with_config`.
+        The array's own settings, as zarr-python's: `write_empty_chunks` and `order`; see
+        `Array.with_config`.
     write_data : bool, optional
         Write `data`'s values (True), or only take its shape and dtype.
     storage_options : dict, optional
@@ -195,7 +216,7 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
     if shape is None:
         raise TypeError("create_array needs a shape (or data)")
     dtype = "float64" if dtype is None else dtype
-    from .metadata import ArrayMetadataV3, ChunkKeyEncoding, dtype_from_numpy
+    from .metadata import ArrayMetadataV3, ChunkKeyEncoding
     from .metadata.v3 import default_codecs
 
     check_attributes(attributes or {})
@@ -203,7 +224,7 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
     store = make_store(store, storage_options=storage_options,
                        mode=_store_mode("w" if overwrite else "a", path))
     shape = _normalize_shape(shape)
-    data_type = dtype_from_numpy(dtype)
+    data_type = _data_type(dtype, zarr_format, filters, compressors)
     np_dtype = data_type.numpy_dtype
     auto_chunks = chunks is None or (isinstance(chunks, str) and chunks == "auto")
     chunks = _normalize_chunks(chunks, shape, np_dtype.itemsize)
@@ -211,6 +232,10 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
         raise ValueError(f"order must be 'C' or 'F', not {order!r}")
     if shards is not None and zarr_format == 2:
         raise ValueError("sharding needs zarr_format=3")
+    if order is not None and zarr_format == 3:
+        warnings.warn("order has no effect on a Zarr format 3 array: its chunks are C order; "
+                      "the memory order of what reads return is config={'order': ...}",
+                      RuntimeWarning, stacklevel=2)
     if zarr_format == 2:
         from .codecs.v2 import create_metadata_v2
 
@@ -257,6 +282,163 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
     if data is not None and write_data:
         array[...] = data
     return array
+
+
+def _split_codecs(codecs: Iterable[Any]) -> dict[str, Any]:
+    """A whole v3 codec list as create_array's filters, serializer and compressors."""
+    from .codecs import ArrayArrayCodec, ArrayBytesCodec, codec_from_json
+
+    stages: dict[str, list[Any]] = {"filters": [], "serializer": [], "compressors": []}
+    for codec in codecs:
+        built = codec_from_json(codec.to_dict() if hasattr(codec, "to_dict") else codec)
+        stage = ("filters" if isinstance(built, ArrayArrayCodec) else
+                 "serializer" if isinstance(built, ArrayBytesCodec) else "compressors")
+        stages[stage].append(built)
+    if len(stages["serializer"]) != 1:
+        raise ValueError(f"codecs must hold one array->bytes codec, got {len(stages['serializer'])}")
+    return {**stages, "serializer": stages["serializer"][0]}
+
+
+def create(shape: ShapeLike, *, chunks: ChunksLike | bool = None, dtype: npt.DTypeLike | None = None,
+           compressor: CodecLike | Literal["auto"] = "auto", fill_value: Any = None,
+           order: Literal["C", "F"] | None = None, store: StoreLike = None,
+           synchronizer: Any = None, overwrite: bool = False, path: str | None = None,
+           chunk_store: StoreLike = None, filters: Iterable[Any] | None = None,
+           cache_metadata: bool | None = None, cache_attrs: bool | None = None,
+           read_only: bool | None = None, object_codec: CodecLike | None = None,
+           dimension_separator: Literal[".", "/"] | None = None,
+           write_empty_chunks: bool | None = None, zarr_version: int | None = None,
+           zarr_format: int | None = None, meta_array: Any = None,
+           attributes: Mapping[str, Any] | None = None, chunk_shape: ShapeLike | None = None,
+           chunk_key_encoding: Any = None, codecs: Iterable[Any] | None = None,
+           dimension_names: Sequence[str | None] | None = None,
+           storage_options: dict[str, Any] | None = None,
+           config: Mapping[str, Any] | None = None, **kwargs: Any) -> Array:
+    """zarr-python's `create` (the zarr 2 style of creating an array): format 2 arrays take
+    one `compressor`, `filters`, `object_codec`, `order` and `dimension_separator`; format 3
+    arrays a whole `codecs` list and `chunk_key_encoding`.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The array's shape.
+    chunks, chunk_shape : int, tuple of int or bool, optional
+        The chunk shape; None or True guesses it, False is one chunk.
+    dtype : dtype-like, optional
+        The data type (default float64).
+    compressor : codec, "auto" or None, optional
+        Format 2: the compressor ("auto": zstd level 0).
+    fill_value : scalar, optional
+        The value of elements never written.
+    order : {"C", "F"}, optional
+        Format 2: the memory order of chunks.
+    store : str, os.PathLike, dict, Store or None
+        Where to create it (None: a new memory store).
+    synchronizer, cache_metadata, cache_attrs, meta_array : optional
+        Accepted and ignored, as in zarr-python 3.
+    overwrite : bool, optional
+        Replace a node already at the path.
+    path : str, optional
+        The array's path in the store.
+    chunk_store : optional
+        A separate store for chunks: not supported (as in zarr-python 3).
+    filters : list of codecs, optional
+        Format 2: numcodecs filters.
+    read_only : bool, optional
+        Return a read-only handle on the new array.
+    object_codec : codec, optional
+        Format 2: the object codec of a variable-length or object dtype, put first among the
+        filters.
+    dimension_separator : {".", "/"}, optional
+        Format 2: the chunk key separator.
+    write_empty_chunks : bool, optional
+        The array's own `write_empty_chunks` setting.
+    zarr_version, zarr_format : {2, 3}, optional
+        The format (default 3).
+    attributes : Mapping, optional
+        The array's attributes.
+    chunk_key_encoding : dict or tuple, optional
+        Format 3: {"name", "separator"} or (name, separator).
+    codecs : list of codecs, optional
+        Format 3: the whole codec chain (default bytes then zstd).
+    dimension_names : sequence of str or None, optional
+        Format 3: one name per dimension.
+    storage_options : dict, optional
+        Options of the store a URL names.
+    config : Mapping, optional
+        The array's own settings (see `Array.with_config`).
+    **kwargs
+        Anything else is refused, as a TypeError.
+
+    Returns
+    -------
+    Array
+
+    Raises
+    ------
+    ValueError
+        Format 2 settings given for format 3 or the other way round, or `zarr_version` and
+        `zarr_format` that differ.
+    NotImplementedError
+        A separate `chunk_store`.
+    """
+    if kwargs:
+        raise TypeError(f"create() got unexpected keyword arguments {sorted(kwargs)}")
+    if zarr_version is not None and zarr_format is not None and zarr_version != zarr_format:
+        raise ValueError(f"zarr_version {zarr_version} and zarr_format {zarr_format} differ")
+    zarr_format = zarr_format or zarr_version or 3
+    if chunk_store is not None:
+        raise NotImplementedError("a separate chunk_store is not supported")
+    chunks = chunk_shape if chunk_shape is not None else chunks
+    if chunks is True:
+        chunks = None
+    elif chunks is False:
+        chunks = _normalize_shape(shape)
+    array_config = {**(config or {}), **({} if write_empty_chunks is None else
+                                         {"write_empty_chunks": write_empty_chunks})}
+    common = dict(shape=shape, chunks=chunks, dtype=dtype, fill_value=fill_value, store=store,
+                  path=path, overwrite=overwrite, attributes=attributes, config=array_config,
+                  storage_options=storage_options, zarr_format=zarr_format)
+    if zarr_format == 2:
+        if codecs is not None or chunk_key_encoding is not None or dimension_names is not None:
+            raise ValueError("codecs, chunk_key_encoding and dimension_names are for zarr_format 3; "
+                             "format 2 takes compressor, filters and dimension_separator")
+        filters = list(filters or [])
+        if object_codec is not None:
+            filters.insert(0, object_codec)
+        array = create_array(**common, filters=filters or None, compressors=compressor,
+                             order=order, chunk_key_encoding=dimension_separator)
+    else:
+        for name, value in (("compressor", None if compressor == "auto" else compressor),
+                            ("filters", filters), ("object_codec", object_codec),
+                            ("dimension_separator", dimension_separator), ("order", order)):
+            if value is not None:
+                raise ValueError(f"{name} is for zarr_format 2; format 3 takes codecs (and "
+                                 f"chunk_key_encoding, config={{'order': ...}})")
+        if isinstance(chunk_key_encoding, tuple):
+            chunk_key_encoding = {"name": chunk_key_encoding[0], "separator": chunk_key_encoding[1]}
+        stages = {} if codecs is None else _split_codecs(codecs)
+        array = create_array(**common, chunk_key_encoding=chunk_key_encoding,
+                             dimension_names=dimension_names, **stages)
+    return Array(array.store, array.path, array.metadata, read_only=True,
+                 config=array_config) if read_only else array
+
+
+def print_debug_info() -> None:
+    """Print the versions of Python, zarrcore and the packages it uses or interoperates with,
+    for bug reports (as zarr-python's)."""
+    import importlib.metadata
+    import platform
+
+    print(f"platform: {platform.platform()}")
+    print(f"python: {platform.python_version()}")
+    for package in ("zarrcore", "numpy", "blosc", "numcodecs", "msgpack", "pcodec", "zfpy",
+                    "obstore", "fsspec", "tqdm", "xarray", "dask", "zarr"):
+        try:
+            version = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            version = "not installed"
+        print(f"{package}: {version}")
 
 
 def _create_group(store: Store, path: str, zarr_format: int,

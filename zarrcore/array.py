@@ -5,6 +5,7 @@ import contextlib
 import itertools
 import math
 import re
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,7 @@ from .pipeline import ChunkStore
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from ._types import NodeMetadata, Selection
+    from ._types import NodeMetadata, Selection, ShapeLike, StoreLike
     from .codecs.base import Codec
     from .storage import Store
 
@@ -143,8 +144,11 @@ class Array(nodes.Node):
 
     @property
     def order(self) -> str:
-        """The memory order of chunks: "C", or "F" for a v2 array stored so."""
-        return getattr(self._metadata, "order", "C")
+        """The memory order of the arrays reads return, as zarr-python's: a v2 array's stored
+        `order`; for v3, the array's `config` order ("C" unless set)."""
+        if self._metadata.zarr_format == 2:
+            return str(self._metadata.order)
+        return self._config["order"] or "C"
 
     @property
     def codecs(self) -> tuple[Codec, ...]:
@@ -176,6 +180,66 @@ class Array(nodes.Node):
             compressor = self._metadata.compressor
             return () if compressor is None else (codec_from_v2(compressor, "compressor"),)
         return tuple(self._codec_stages().bytes_bytes)
+
+    @property
+    def compressor(self) -> Codec | None:
+        """A v2 array's compressor (None when it has none), as zarr-python's deprecated
+        `compressor`; `compressors` is the form for both formats.
+
+        Raises
+        ------
+        TypeError
+            A v3 array, which has `compressors` instead.
+        """
+        if self.zarr_format != 2:
+            raise TypeError("`compressor` is not available for Zarr format 3 arrays; use `compressors`")
+        compressors = self.compressors
+        return compressors[0] if compressors else None
+
+    @classmethod
+    def open(cls, store: StoreLike) -> Array:
+        """The array stored at the root of `store` (zarr-python's `Array.open`).
+
+        Parameters
+        ----------
+        store : str, os.PathLike, dict, Store
+            A directory path, a URL, a dict or a Store (or another library's store).
+
+        Returns
+        -------
+        Array
+
+        Raises
+        ------
+        NodeNotFoundError
+            No array is there (a group is a NodeTypeError).
+        """
+        from .api import open_array
+
+        return open_array(store, mode="r+")
+
+    @classmethod
+    def create(cls, store: StoreLike, *, shape: ShapeLike, dtype: npt.DTypeLike, **kwargs: Any) -> Array:
+        """zarr-python's deprecated `Array.create`: `zarrcore.create` with `store`.
+
+        Parameters
+        ----------
+        store : str, os.PathLike, dict, Store
+            Where to create the array.
+        shape : int or tuple of int
+        dtype : dtype-like
+        **kwargs
+            As `zarrcore.create` takes them (`chunk_shape`, `codecs`, `compressor`, ...).
+
+        Returns
+        -------
+        Array
+        """
+        from .api import create
+
+        warnings.warn("Array.create is deprecated in zarr-python 3; use zarrcore.create_array",
+                      DeprecationWarning, stacklevel=2)
+        return create(shape, dtype=dtype, store=store, **kwargs)
 
     @property
     def cdata_shape(self) -> tuple[int, ...]:
@@ -225,8 +289,9 @@ class Array(nodes.Node):
 
     @property
     def config(self) -> dict[str, Any]:
-        """This array's own settings: `write_empty_chunks` (None: follow zarrcore.config)."""
-        return dict(self._config)
+        """This array's own settings: `write_empty_chunks` (None: follow zarrcore.config) and
+        `order` (the memory order of what reads of a v3 array return)."""
+        return {**self._config, "order": self._config["order"] or "C"}
 
     def with_config(self, config: Mapping[str, Any]) -> Array:
         """The same array with some of its own settings changed (as zarr-python's).
@@ -235,7 +300,9 @@ class Array(nodes.Node):
         ----------
         config : Mapping
             `write_empty_chunks`: store chunks that hold only the fill value (True) or leave
-            them out (False); None follows `zarrcore.config`.
+            them out (False); None follows `zarrcore.config`. `order`: "C" or "F", the
+            memory order of the arrays reads return (v3; a v2 array's stored order decides
+            for it, as in zarr-python).
 
         Returns
         -------
@@ -248,28 +315,7 @@ class Array(nodes.Node):
             An unknown setting.
         """
         return type(self)(self._store, self._path, self._metadata, self._read_only,
-                          {**self._config, **dict(config)})
-
-    def update_attributes(self, new_attributes: Mapping[str, Any]) -> Array:
-        """Merge `new_attributes` into the stored attributes (one metadata update).
-
-        Parameters
-        ----------
-        new_attributes : Mapping
-            Attributes to set (JSON-compatible values).
-
-        Returns
-        -------
-        Array
-            This array.
-
-        Raises
-        ------
-        ReadOnlyError
-            The array is read-only.
-        """
-        self.attrs.update(new_attributes)
-        return self
+                          {**self._config, **_config_items(config)})
 
     def __len__(self) -> int:
         """The length of the first axis; TypeError for a 0-d array."""
@@ -653,7 +699,9 @@ class Array(nodes.Node):
         if out is not None:
             out[...] = data
             return out
-        return data[()] if indexer.scalar else data
+        if indexer.scalar:
+            return data[()]
+        return np.asfortranarray(data) if self.order == "F" else data
 
     def _write(self, indexer: Any, value: Any, fields: Fields = None) -> None:
         self._check_writable()
@@ -932,16 +980,25 @@ class ArrayInfo:
     __str__ = __repr__
 
 
-def _array_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
-    """An array's own settings from zarr-python's ArrayConfig form (a dict, or an object with
-    such attributes); `order` is accepted and only C order is served."""
+def _config_items(config: Any) -> dict[str, Any]:
+    """The settings given in zarr-python's ArrayConfig form: a dict, or an object with such
+    attributes."""
     if config is None:
-        config = {}
-    elif not isinstance(config, Mapping):
-        config = {name: getattr(config, name) for name in ("write_empty_chunks", "order")
-                  if hasattr(config, name)}
+        return {}
+    if isinstance(config, Mapping):
+        return dict(config)
+    return {name: getattr(config, name) for name in ("write_empty_chunks", "order")
+            if hasattr(config, name)}
+
+
+def _array_config(config: Any) -> dict[str, Any]:
+    """An array's own settings, checked, from `_config_items`' forms."""
+    config = _config_items(config)
     unknown = set(config) - {"write_empty_chunks", "order"}
     if unknown:
         raise TypeError(f"unknown array config {sorted(unknown)}")
     write_empty = config.get("write_empty_chunks")
-    return {"write_empty_chunks": None if write_empty is None else bool(write_empty)}
+    order = config.get("order")
+    if order not in (None, "C", "F"):
+        raise ValueError(f"array config: order must be 'C' or 'F', not {order!r}")
+    return {"write_empty_chunks": None if write_empty is None else bool(write_empty), "order": order}

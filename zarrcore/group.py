@@ -1,7 +1,8 @@
 """The Group: a node holding arrays and groups by name."""
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -13,7 +14,7 @@ from .errors import MemberNotFoundError, NodeExistsError, NodeNotFoundError, Zar
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from ._types import NodeMetadata, ShapeLike
+    from ._types import NodeMetadata, ShapeLike, StoreLike
     from .consolidated import ConsolidatedMetadata
     from .storage import Store
 
@@ -52,7 +53,10 @@ class Group(nodes.Node):
     @property
     def info(self) -> str:
         """A printable summary: name, type, format, number of members."""
-        return f"Name : {self.name}\nType : Group\nZarr format : {self.zarr_format}\nMembers : {len(self)}"
+        return self._summary(f"Members : {len(self)}")
+
+    def _summary(self, *rows: str) -> str:
+        return "\n".join([f"Name : {self.name}", "Type : Group", f"Zarr format : {self.zarr_format}", *rows])
 
     def __repr__(self) -> str:
         return f"<zarrcore.Group {self._store!r}{self.name}>"
@@ -429,6 +433,242 @@ class Group(nodes.Node):
         self._consolidated = None
         array(value, self._store, name=self._child_path(name), overwrite=True,
               zarr_format=self.zarr_format)
+
+    @classmethod
+    def open(cls, store: StoreLike, zarr_format: int | None = None) -> Group:
+        """The group stored at the root of `store` (zarr-python's `Group.open`; the format is
+        detected when not given).
+
+        Parameters
+        ----------
+        store : str, os.PathLike, dict, Store
+            A directory path, a URL, a dict or a Store (or another library's store).
+        zarr_format : {2, 3}, optional
+            Open only that format.
+
+        Returns
+        -------
+        Group
+
+        Raises
+        ------
+        NodeNotFoundError
+            No group is there.
+        """
+        from .api import open_group
+
+        return open_group(store, mode="r+", zarr_format=zarr_format)
+
+    @classmethod
+    def from_store(cls, store: StoreLike, *, attributes: Mapping[str, Any] | None = None,
+                   zarr_format: int = 3, overwrite: bool = False) -> Group:
+        """Create a group at the root of `store` (zarr-python's `Group.from_store`).
+
+        Parameters
+        ----------
+        store : str, os.PathLike, dict, Store
+            Where to create it.
+        attributes : Mapping, optional
+            The group's attributes.
+        zarr_format : {2, 3}, optional
+            The format to write.
+        overwrite : bool, optional
+            Replace a node already there.
+
+        Returns
+        -------
+        Group
+
+        Raises
+        ------
+        NodeExistsError
+            A node is there and `overwrite` is False.
+        """
+        from .api import create_group
+
+        return create_group(store, attributes=attributes, zarr_format=zarr_format, overwrite=overwrite)
+
+    def create(self, name: str, **kwargs: Any) -> Array:
+        """zarr-python's `Group.create`: the same as `create_array`.
+
+        Parameters
+        ----------
+        name : str
+            A path relative to this group.
+        **kwargs
+            As `create_array` takes them.
+
+        Returns
+        -------
+        Array
+        """
+        return self.create_array(name, **kwargs)
+
+    def create_dataset(self, name: str, **kwargs: Any) -> Array:
+        """h5py's name for `create_array`, deprecated in zarr-python 3; `data` gives the shape
+        and dtype and is written.
+
+        Parameters
+        ----------
+        name : str
+            A path relative to this group.
+        **kwargs
+            As `create_array` takes them.
+
+        Returns
+        -------
+        Array
+        """
+        warnings.warn("Group.create_dataset is deprecated in zarr-python 3; use create_array",
+                      DeprecationWarning, stacklevel=2)
+        return self.create_array(name, **kwargs)
+
+    def require_dataset(self, name: str, *, shape: ShapeLike, **kwargs: Any) -> Array:
+        """h5py's name for `require_array`, deprecated in zarr-python 3.
+
+        Parameters
+        ----------
+        name : str
+            A path relative to this group.
+        shape : int or tuple of int
+            The shape it must have, or is created with.
+        **kwargs
+            As `require_array` takes them.
+
+        Returns
+        -------
+        Array
+        """
+        warnings.warn("Group.require_dataset is deprecated in zarr-python 3; use require_array",
+                      DeprecationWarning, stacklevel=2)
+        return self.require_array(name, shape=shape, **kwargs)
+
+    def create_hierarchy(self, nodes: Mapping[str, Any], *, overwrite: bool = False
+                         ) -> Iterator[tuple[str, Array | Group]]:
+        """`zarrcore.create_hierarchy` below this group: paths are relative to it, and so are
+        the paths yielded.
+
+        Parameters
+        ----------
+        nodes : Mapping
+            Metadata by path: zarrcore's metadata objects, or zarr-python's.
+        overwrite : bool, optional
+            Replace nodes already at those paths.
+
+        Yields
+        ------
+        tuple of (str, Array or Group)
+        """
+        from .api import create_hierarchy
+
+        self._check_writable()
+        self._consolidated = None
+        prefix = f"{self.path}/" if self.path else ""
+        for path, node in create_hierarchy(
+                store=self._store, nodes={self._child_path(p): m for p, m in nodes.items()},
+                overwrite=overwrite):
+            yield path[len(prefix):], node
+
+    def _like(self, make: Callable[..., Array], name: str, data: Any, kwargs: dict[str, Any]
+              ) -> Array:
+        self._check_writable()
+        self._consolidated = None
+        kwargs.setdefault("zarr_format", self.zarr_format)
+        return make(data, self._store, name=self._child_path(name), **kwargs)
+
+    def zeros_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
+        """`zarrcore.zeros_like` of `data`, at `name` below this group.
+
+        Parameters
+        ----------
+        name : str
+            A path relative to this group.
+        data : Array or array_like
+            The model: its shape and dtype (and chunks when an Array).
+        **kwargs
+            As `create_array` takes them.
+
+        Returns
+        -------
+        Array
+        """
+        from .api import zeros_like
+
+        return self._like(zeros_like, name, data, kwargs)
+
+    def ones_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
+        """`zarrcore.ones_like` of `data`, at `name` below this group.
+
+        Parameters
+        ----------
+        name : str
+            A path relative to this group.
+        data : Array or array_like
+            The model: its shape and dtype (and chunks when an Array).
+        **kwargs
+            As `create_array` takes them.
+
+        Returns
+        -------
+        Array
+        """
+        from .api import ones_like
+
+        return self._like(ones_like, name, data, kwargs)
+
+    def empty_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
+        """`zarrcore.empty_like` of `data`, at `name` below this group.
+
+        Parameters
+        ----------
+        name : str
+            A path relative to this group.
+        data : Array or array_like
+            The model: its shape and dtype (and chunks when an Array).
+        **kwargs
+            As `create_array` takes them.
+
+        Returns
+        -------
+        Array
+        """
+        from .api import empty_like
+
+        return self._like(empty_like, name, data, kwargs)
+
+    def full_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
+        """`zarrcore.full_like` of `data`, at `name` below this group; `fill_value` among the
+        keywords (default: `data`'s when it is an Array).
+
+        Parameters
+        ----------
+        name : str
+            A path relative to this group.
+        data : Array or array_like
+            The model: its shape and dtype (and chunks when an Array).
+        **kwargs
+            As `create_array` takes them, with `fill_value`.
+
+        Returns
+        -------
+        Array
+        """
+        from .api import full_like
+
+        fill_value = kwargs.pop("fill_value", getattr(data, "fill_value", None))
+        return self._like(lambda d, *args, **kw: full_like(d, fill_value, *args, **kw), name, data, kwargs)
+
+    def info_complete(self) -> str:
+        """`info` with the numbers of members, arrays and groups at every depth below this
+        group (it lists the whole hierarchy).
+
+        Returns
+        -------
+        str
+        """
+        kinds = [node.kind for _, node in self.members(max_depth=None)]
+        return self._summary(f"Members (all depths) : {len(kinds)}", f"Arrays : {kinds.count('array')}",
+                             f"Groups : {kinds.count('group')}")
 
     def nmembers(self, max_depth: int | None = 0) -> int:
         """The number of members.

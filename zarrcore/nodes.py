@@ -5,7 +5,7 @@ import contextlib
 import json
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .config import config
 from .errors import LockUnavailableError, NodeNotFoundError, ReadOnlyError, WriteConflictError
@@ -136,6 +136,9 @@ def ensure_parent_groups(store: Store, path: str, zarr_format: int) -> None:
             write_metadata(store, parent, meta)
 
 
+_NodeT = TypeVar("_NodeT", bound="Node")
+
+
 class Node:
     """What arrays and groups share: where they live, their metadata and attributes."""
 
@@ -187,6 +190,27 @@ class Node:
     def attrs(self) -> Attributes:
         """The node's attributes; changing them updates the stored metadata."""
         return Attributes(self)
+
+    def update_attributes(self: _NodeT, new_attributes: Mapping[str, Any]) -> _NodeT:
+        """Merge `new_attributes` into the stored attributes (one metadata update).
+
+        Parameters
+        ----------
+        new_attributes : Mapping
+            Attributes to set (JSON-compatible values).
+
+        Returns
+        -------
+        Array or Group
+            This node.
+
+        Raises
+        ------
+        ReadOnlyError
+            The node is read-only.
+        """
+        self.attrs.update(new_attributes)
+        return self
 
     @contextlib.contextmanager
     def _metadata_update(self, optimistic: bool = False) -> Iterator[Any]:

@@ -5,21 +5,23 @@ from .bytes import BytesCodec
 from .crc32c import Crc32cCodec
 from .gzip import GzipCodec, ZlibCodec
 from .lz4 import LZ4Codec
-from .numcodecs_compressors import BZ2Codec, LZMACodec
+from .numcodecs_compressors import Base64Codec, BZ2Codec, LZMACodec
 from .numcodecs_filters import V2Filter
-from .numcodecs_v3 import NumcodecsBytesCodec, NumcodecsFilter
+from .numcodecs_v3 import NumcodecsBytesCodec, NumcodecsFilter, NumcodecsSerializer
 from .objects import JSONCodec, MsgPackCodec, PickleCodec, VLenArrayCodec
+from .pcodec import PcodecCodec
 from .registry import codec_from_json, codec_from_v2, register_codec, registered_names
 from .sharding import ShardingCodec
 from .transpose import TransposeCodec
 from .vlen import VLenBytesCodec, VLenUTF8Codec
+from .zfpy import ZfpyCodec
 from .zstd import ZstdCodec
 
 __all__ = [
-    "ArrayArrayCodec", "ArrayBytesCodec", "BZ2Codec", "BloscCodec", "BytesBytesCodec", "BytesCodec",
+    "ArrayArrayCodec", "ArrayBytesCodec", "BZ2Codec", "Base64Codec", "BloscCodec", "BytesBytesCodec", "BytesCodec",
     "ChunkSpec", "Codec", "Crc32cCodec", "GzipCodec", "JSONCodec", "LZ4Codec", "LZMACodec",
-    "MsgPackCodec", "NumcodecsBytesCodec", "NumcodecsFilter", "PickleCodec", "ShardingCodec",
+    "MsgPackCodec", "NumcodecsBytesCodec", "NumcodecsFilter", "NumcodecsSerializer", "PcodecCodec", "PickleCodec", "ShardingCodec",
     "TransposeCodec", "V2Filter", "VLenArrayCodec", "VLenBytesCodec",
-    "VLenUTF8Codec", "ZlibCodec",
+    "VLenUTF8Codec", "ZfpyCodec", "ZlibCodec",
     "ZstdCodec", "codec_from_json", "codec_from_v2", "register_codec", "registered_names",
 ]

@@ -47,6 +47,13 @@ class ChunkSpec:
         return replace(self, **changes)
 
 
+def stored_numbers(dtype):
+    """The numbers a numcodecs codec sees for items of `dtype`: datetimes and timedeltas as
+    int64 (numcodecs views them so), other types as they are."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.int64).newbyteorder(dtype.byteorder) if dtype.kind in "mM" else dtype
+
+
 def check_chunk_bytes(shape, dtype, what):
     """Refuse chunks (of `shape` and `dtype`, described by `what`) larger than
     config.max_chunk_bytes: decoding one allocates that much."""

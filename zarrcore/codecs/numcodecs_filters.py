@@ -161,8 +161,9 @@ class DeltaFilter(_TypedFilter):
 
     def __init__(self, dtype, astype=None):
         super().__init__(dtype, astype)
+        # Timedeltas too, as numcodecs takes them (zarr 2 wrote them; datetimes fail there).
         if not ((self.dtype.kind in "iufc" and self.astype.kind in "iufc")
-                or self.dtype.kind == self.astype.kind == "b"):
+                or self.dtype.kind == self.astype.kind and self.dtype.kind in "bm"):
             raise MetadataError(f"delta filter: unsupported dtypes {self.dtype} -> {self.astype}")
 
     @staticmethod

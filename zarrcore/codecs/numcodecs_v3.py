@@ -9,19 +9,22 @@ shape (packbits gives its bytes), and the compressors, shuffle and checksums as 
 codecs on the serialized chunk, where blosc's typesize is 1 unless configured. Parameters that
 zarr-python fills in from the data type when they are missing (shuffle's elementsize, the
 decoded dtype of fixedscaleoffset, quantize and astype) are filled in the same way, from the
-array's data type, and stored. pcodec and zfpy are not implemented.
+array's data type, and stored. pcodec and zfpy are array->bytes codecs: the serializer,
+given the chunk with its shape.
 """
 import math
 
 import numpy as np
 
 from ..errors import MetadataError
-from .base import ArrayArrayCodec, BytesBytesCodec, ChunkSpec
+from . import pcodec, zfpy  # noqa: F401  (registers the v2 ids)
+from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec
 from .numcodecs_filters import V2Filter
 from .registry import codec_from_v2, register_codec
 
 PREFIX = "numcodecs."
 ARRAY_TO_ARRAY = ("delta", "bitround", "fixedscaleoffset", "quantize", "packbits", "astype")
+ARRAY_TO_BYTES = ("pcodec", "zfpy")
 BYTES_TO_BYTES = ("blosc", "zstd", "zlib", "gzip", "lz4", "bz2", "lzma", "shuffle", "crc32",
                   "crc32c", "adler32", "fletcher32", "jenkins_lookup3")
 # Parameters zarr-python fills in from the data type when missing, and how.
@@ -119,6 +122,23 @@ class NumcodecsBytesCodec(_NumcodecsV3, BytesBytesCodec):  # type: ignore[misc] 
         return self.resolve(spec).decode(data, spec)
 
 
+class NumcodecsSerializer(_NumcodecsV3, ArrayBytesCodec):  # type: ignore[misc]  # as above
+    """pcodec or zfpy as the array->bytes codec. Resolved, it is the zarrcore codec itself,
+    stored under this name."""
+
+    def resolve(self, spec):
+        codec = self._build(self._config).resolve(spec)
+        codec.name = self.name
+        codec.stored_json = self.to_json()
+        return codec
+
+    def encode(self, array, spec):
+        return self.resolve(spec).encode(array, spec)
+
+    def decode(self, data, spec, out=None):
+        return self.resolve(spec).decode(data, spec, out)
+
+
 class _Factory:
     """The registry entry of one `numcodecs.<id>` name."""
 
@@ -131,6 +151,8 @@ class _Factory:
 
 for _id in ARRAY_TO_ARRAY:
     register_codec(_Factory(NumcodecsFilter, _id), name=PREFIX + _id)
+for _id in ARRAY_TO_BYTES:
+    register_codec(_Factory(NumcodecsSerializer, _id), name=PREFIX + _id)
 for _id in BYTES_TO_BYTES:
     register_codec(_Factory(NumcodecsBytesCodec, _id), name=PREFIX + _id)
 del _id

@@ -105,6 +105,28 @@ def _separator(chunk_key_encoding):
     return chunk_key_encoding.separator
 
 
+def _filter_list(filters):
+    if filters is None or (isinstance(filters, str) and filters == "auto"):
+        return []
+    return list(filters) if isinstance(filters, (list, tuple)) else [filters]
+
+
+def object_data_type(filters, compressors):
+    """The data type of a new v2 array of numpy's object dtype: the one its object codec
+    (vlen-utf8, vlen-bytes, json2, msgpack2, vlen-array, pickle or categorize, among `filters`
+    or as the compressor) stands for, as a reader decides it; None without one."""
+    from ..metadata.dtypes import dtype_from_v2_json
+
+    stages = [_v2_json(f, f"filters[{i}]") for i, f in enumerate(_filter_list(filters))]
+    compressor = _compressor_json(compressors)
+    for config in [*stages, *([compressor] if compressor else [])]:
+        try:
+            return dtype_from_v2_json("|O", config["id"], "filters")
+        except MetadataError:
+            continue
+    return None
+
+
 def create_metadata_v2(*, shape, data_type, chunks, filters=None, compressors="auto",
                        fill_value=None, order="C", attributes=None, chunk_key_encoding=None):
     """Array metadata for a new v2 array, checked by building its codec chain.
@@ -114,11 +136,8 @@ def create_metadata_v2(*, shape, data_type, chunks, filters=None, compressors="a
     from ..metadata.v2 import ArrayMetadataV2
     from ..pipeline import CodecChain
 
-    if isinstance(filters, str) and filters == "auto":
-        filters = None
-    if filters is not None and not isinstance(filters, (list, tuple)):
-        filters = [filters]
-    filters = None if filters is None else [_v2_json(f, f"filters[{i}]") for i, f in enumerate(filters)]
+    filters = None if filters is None or (isinstance(filters, str) and filters == "auto") else [
+        _v2_json(f, f"filters[{i}]") for i, f in enumerate(_filter_list(filters))]
     compressor = _compressor_json(compressors)
     object_codec = data_type.v2_object_codec_id
     if object_codec and not any(c["id"] == object_codec for c in [*(filters or ()), compressor] if c):

@@ -29,6 +29,7 @@ __all__ = [
     "dtype_from_v3_json",
     "dtype_from_v2_json",
     "dtype_from_numpy",
+    "ObjectDataTypeError",
 ]
 
 _REGISTRY: "list[type[DataType]]" = []
@@ -552,13 +553,14 @@ class StringType(_VariableLengthBase):
         return ""
 
     def cast_fill_value(self, value):
+        if _is_number(value):  # zarr-python's zeros/ones/full take numbers: 0 -> "0"
+            return str(value)
         return str(self._item(value))
 
     def _decode_fill(self, value, zarr_format):
-        # zarr 2.x wrote 0 (its generic default) as the fill value of object arrays: "0", as
-        # zarr-python 3 reads it (zarr 2.18 fills with the number 0).
-        if zarr_format == 2 and _is_number(value):
-            return str(value)
+        # zarr 2.x wrote 0 (its generic default) as the fill value of object arrays; a number
+        # reads as its text in either format, as zarr-python 3 reads it (zarr 2.18 fills
+        # with the number 0).
         return self.cast_fill_value(value)
 
     def _encode_fill(self, value, zarr_format):
@@ -1008,29 +1010,56 @@ def dtype_from_v2_json(obj, object_codec_id=None, where=".zarray"):
 _NUMPY_SPECIAL = {str: StringType, "string": StringType, bytes: VariableLengthBytesType}
 
 
+class ObjectDataTypeError(TypeError, ValueError):
+    """numpy's object dtype without the object codec that says what its items are. A
+    ValueError as zarr-python raises it, and a TypeError as for other unusable dtypes."""
+
+
+def _zarr_data_type(x):
+    """The DataType of a zarr-python data type object (``zarr.dtype.*``): by its numpy dtype
+    (which keeps the byte order), or by its v3 JSON where that is numpy's object dtype; None
+    for anything else."""
+    if not type(x).__module__.startswith("zarr.") or not callable(getattr(x, "to_native_dtype", None)):
+        return None
+    native = x.to_native_dtype()
+    if native.kind != "O":
+        return dtype_from_numpy(native)
+    return dtype_from_v3_json(x.to_json(zarr_format=3), "dtype")
+
+
 def dtype_from_numpy(x):
     """The DataType for a numpy dtype (or anything ``np.dtype`` accepts); TypeError if unsupported.
 
     ``str`` and ``"string"`` give the variable-length string type, ``bytes`` the
-    variable-length bytes type; byte order is kept as given.
+    variable-length bytes type; byte order is kept as given. zarr-python's data type objects
+    and v3 data type names (``"variable_length_bytes"``) are taken too.
     """
     if isinstance(x, DataType):
         return x
     special = _NUMPY_SPECIAL.get(x) if isinstance(x, (str, type)) else None
     if special is not None:
         return special()
+    zarr_type = _zarr_data_type(x)
+    if zarr_type is not None:
+        return zarr_type
     try:
         dtype = np.dtype(x)
     except (TypeError, ValueError) as e:
+        if isinstance(x, (str, dict)):
+            try:
+                return dtype_from_v3_json(x, "dtype")
+            except MetadataError:
+                pass
         raise TypeError(f"not a data type: {x!r} ({e})") from None
     for cls in _REGISTRY:
         dt = cls.from_numpy(dtype)
         if dt is not None:
             return dt
     if dtype.kind == "O":
-        raise TypeError(
+        raise ObjectDataTypeError(
             "numpy's object dtype is ambiguous: use dtype=str (or 'string') for variable-length "
-            "text, dtype=bytes for variable-length bytes"
+            "text, dtype=bytes for variable-length bytes; for other Python objects (format 2 "
+            "only), give the object codec among the filters (json2, msgpack2, vlen-array, pickle)"
         )
     raise TypeError(f"unsupported data type {dtype!r}")
 

@@ -226,10 +226,9 @@ class ArrayMetadataV3(ArrayMetadata):
         )
 
     def to_json(self):
-        """The ``zarr.json`` document as a dict, fields in the spec's order."""
+        """The ``zarr.json`` document as a dict, fields in zarr-python's order (so the
+        documents it and zarrcore write for the same array are the same bytes)."""
         doc = {
-            "zarr_format": 3,
-            "node_type": "array",
             "shape": list(self.shape),
             "data_type": self.data_type.to_json_v3(),
             "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(self.chunk_shape)}},
@@ -237,10 +236,11 @@ class ArrayMetadataV3(ArrayMetadata):
             "fill_value": self.data_type.fill_value_to_json(self.fill_value, 3),
             "codecs": list(self.codecs),
             "attributes": self.attributes,
-            "storage_transformers": list(self.storage_transformers),
         }
         if self.dimension_names is not None:
             doc["dimension_names"] = list(self.dimension_names)
+        doc.update({"zarr_format": 3, "node_type": "array",
+                    "storage_transformers": list(self.storage_transformers)})
         doc.update(self.extra)
         return doc
 
@@ -287,9 +287,11 @@ class GroupMetadataV3(MetadataDocument):
         )
 
     def to_json(self):
-        doc = {"zarr_format": 3, "node_type": "group", "attributes": self.attributes}
+        # zarr-python's order, as for arrays.
+        doc = {"attributes": self.attributes, "zarr_format": 3}
         if self.consolidated_metadata is not None:
             doc["consolidated_metadata"] = self.consolidated_metadata
+        doc["node_type"] = "group"
         doc.update(self.extra)
         return doc
 

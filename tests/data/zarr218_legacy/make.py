@@ -31,6 +31,9 @@ CASES = {
     "object_fill_0": ("|O", None, numcodecs.VLenUTF8(), np.array(["ab", "c", "", "d"], dtype=object), 0),
     "delta_bool": ("|b1", None, None, np.array([True, False, False, True]), None,
                    [numcodecs.Delta(dtype=bool)]),
+    "base64": ("<i4", numcodecs.Base64(), None, np.arange(4), None),
+    "delta_timedelta": ("<m8[ms]", None, None, np.array([5, -3, 0, 1200], dtype="m8[ms]"), None,
+                        [numcodecs.Delta(dtype="<m8[ms]")]),
 }
 
 

@@ -1,0 +1,109 @@
+"""numcodecs' `pcodec` codec (Pco, through the optional `pcodec` package): a chunk's numbers,
+flattened in memory order, as one standalone Pco file."""
+import math
+
+import numpy as np
+
+from ..errors import ChunkDecodeError, MetadataError
+from .base import ArrayBytesCodec, into, stored_numbers
+from .registry import register_codec
+
+# The types numcodecs' PCodec writes (Pco refuses 8-bit types unless asked to take them).
+_DTYPES = frozenset(np.dtype(t) for t in ("u2", "i2", "u4", "i4", "u8", "i8", "f2", "f4", "f8"))
+_MODES = ("auto", "classic")
+_DELTAS = ("auto", "none", "try_consecutive", "try_lookback")
+
+
+def _pcodec():
+    try:
+        import pcodec
+    except ImportError:
+        raise MetadataError('the pcodec codec needs pcodec: pip install "zarrcore[pcodec]"') from None
+    return pcodec
+
+
+class PcodecCodec(ArrayBytesCodec):
+    """`pcodec` with numcodecs' parameters and defaults. They matter only for encoding, where
+    Pco checks them; reading needs none."""
+
+    name = None
+    v2_id = "pcodec"
+
+    def __init__(self, level=8, mode_spec="auto", delta_spec="auto", paging_spec="equal_pages_up_to",
+                 delta_encoding_order=None, equal_pages_up_to=262144):
+        self.level = level
+        self.mode_spec = mode_spec
+        self.delta_spec = delta_spec
+        self.paging_spec = paging_spec
+        self.delta_encoding_order = delta_encoding_order
+        self.equal_pages_up_to = equal_pages_up_to
+
+    @classmethod
+    def from_v2_config(cls, config):
+        return cls(**config)
+
+    def configuration(self):
+        return {"level": self.level, "mode_spec": self.mode_spec, "delta_spec": self.delta_spec,
+                "paging_spec": self.paging_spec, "delta_encoding_order": self.delta_encoding_order,
+                "equal_pages_up_to": self.equal_pages_up_to}
+
+    def to_v2_json(self):
+        return {"id": self.v2_id, **self.configuration()}
+
+    def resolve(self, spec):
+        dtype = stored_numbers(spec.dtype)
+        if dtype not in _DTYPES:
+            raise MetadataError(f"pcodec codec: data type {dtype} is not one Pco stores "
+                                f"(native 16-, 32- and 64-bit integers and floats)")
+        _pcodec()
+        return self
+
+    def _chunk_config(self, pcodec):
+        """Pco's ChunkConfig for these parameters, as numcodecs builds it."""
+        if self.mode_spec not in _MODES:
+            raise MetadataError(f"pcodec codec: mode_spec {self.mode_spec!r} is not one of {_MODES}")
+        if self.delta_spec not in _DELTAS:
+            raise MetadataError(f"pcodec codec: delta_spec {self.delta_spec!r} is not one of {_DELTAS}")
+        if self.paging_spec != "equal_pages_up_to":
+            raise MetadataError(f"pcodec codec: paging_spec {self.paging_spec!r} is not 'equal_pages_up_to'")
+        order = self.delta_encoding_order
+        if order is not None and self.delta_spec not in ("auto", "try_consecutive"):
+            raise MetadataError("pcodec codec: delta_encoding_order needs delta_spec 'try_consecutive'")
+        if order is not None or self.delta_spec == "try_consecutive":
+            delta = pcodec.DeltaSpec.try_consecutive(order)  # "auto" with an order: numcodecs' old form
+        else:
+            delta = getattr(pcodec.DeltaSpec, self.delta_spec)()
+        try:
+            return pcodec.ChunkConfig(
+                compression_level=self.level, delta_spec=delta,
+                mode_spec=getattr(pcodec.ModeSpec, self.mode_spec)(),
+                paging_spec=pcodec.PagingSpec.equal_pages_up_to(self.equal_pages_up_to))
+        except (TypeError, ValueError, RuntimeError, OverflowError) as e:
+            raise MetadataError(f"pcodec codec: invalid parameters {self.configuration()}: {e}") from None
+
+    def encode(self, array, spec):
+        pcodec = _pcodec()
+        flat = np.ascontiguousarray(array).reshape(-1)
+        flat = flat.view(stored_numbers(flat.dtype))
+        config = self._chunk_config(pcodec)
+        try:
+            return pcodec.standalone.simple_compress(flat, config)
+        except (RuntimeError, TypeError) as e:  # Pco checks the level only here
+            raise MetadataError(f"pcodec codec: cannot encode with {self.configuration()}: {e}") from None
+
+    def decode(self, data, spec, out=None):
+        count = math.prod(spec.shape)
+        # Into an array of the chunk's own size: Pco stops there, whatever the data declares.
+        target = out if out is not None and out.flags.c_contiguous else np.empty(spec.shape, spec.dtype)
+        try:
+            progress = _pcodec().standalone.simple_decompress_into(
+                bytes(data), target.reshape(-1).view(stored_numbers(target.dtype)))
+        except (RuntimeError, TypeError, ValueError) as e:
+            raise ChunkDecodeError(f"pcodec codec: cannot decode the chunk: {e}") from None
+        if progress.n_processed != count or not progress.finished:
+            held = "more" if progress.n_processed == count else progress.n_processed
+            raise ChunkDecodeError(f"pcodec codec: the chunk holds {held} values, expected {count}")
+        return target if target is out else into(target, out)
+
+
+register_codec(PcodecCodec, v2_id="pcodec")

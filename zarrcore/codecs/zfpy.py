@@ -1,0 +1,115 @@
+"""numcodecs' `zfpy` codec (zfp, through the optional `zfpy` package): a chunk as one zfp
+stream with a full header (type, shape, mode), compressed in 4^d blocks of the chunk's shape.
+
+zfp reads its bit stream in 64-bit words without bounds checks, so a stream is checked and
+padded before it is decoded: its header must name the chunk's type and number of items, and
+zero bytes follow the data, enough for every block the header implies. A truncated stream then
+decodes into the padding rather than past the end of the buffer.
+"""
+import math
+
+import numpy as np
+
+from ..errors import ChunkDecodeError, MetadataError
+from .base import ArrayBytesCodec, into, stored_numbers
+from .registry import register_codec
+
+_DTYPES = frozenset(np.dtype(t) for t in ("f4", "f8", "i4", "i8"))
+# numcodecs' modes and the zfpy keyword each takes (zfpy.mode_fixed_rate, ...).
+_MODE_KWARG = {2: "rate", 3: "precision", 4: "tolerance"}
+_HEADER_PAD = 32  # the longest header is 148 bits; zfp reads whole words past it
+_MAX_BLOCK_BITS = 1 << 15  # maxbits is a 15-bit field in zfp's header
+_EMPTY_BLOCK_BITS = 128  # at most one bit per bit plane, plus the block's flag bits
+
+
+def _zfpy():
+    try:
+        import zfpy
+    except ImportError:
+        raise MetadataError('the zfpy codec needs zfpy: pip install "zarrcore[zfpy]"') from None
+    return zfpy
+
+
+class ZfpyCodec(ArrayBytesCodec):
+    """`zfpy` with numcodecs' parameters: `mode` 2 (fixed rate), 3 (fixed precision) or 4
+    (fixed accuracy; tolerance -1 is lossless) and the value that mode takes."""
+
+    name = None
+    v2_id = "zfpy"
+
+    def __init__(self, mode=4, tolerance=-1, rate=-1, precision=-1, compression_kwargs=None):
+        # compression_kwargs is derived from the others; numcodecs stores it and ignores it.
+        for field, value in (("mode", mode), ("precision", precision)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise MetadataError(f"zfpy codec: {field} must be an integer, got {value!r}")
+        for field, value in (("tolerance", tolerance), ("rate", rate)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise MetadataError(f"zfpy codec: {field} must be a number, got {value!r}")
+        self.mode, self.tolerance, self.rate, self.precision = mode, tolerance, rate, precision
+
+    @classmethod
+    def from_v2_config(cls, config):
+        return cls(**config)
+
+    def _compression_kwargs(self):
+        field = _MODE_KWARG.get(self.mode)
+        return None if field is None else {field: getattr(self, field)}
+
+    def configuration(self):
+        kwargs = self._compression_kwargs()
+        config = {"mode": self.mode}
+        if kwargs is not None:
+            config["compression_kwargs"] = kwargs
+        return {**config, "tolerance": self.tolerance, "rate": self.rate, "precision": self.precision}
+
+    def to_v2_json(self):
+        return {"id": self.v2_id, **self.configuration()}
+
+    def resolve(self, spec):
+        dtype = stored_numbers(spec.dtype)
+        if dtype not in _DTYPES:
+            raise MetadataError(f"zfpy codec: data type {dtype} is not one zfp stores "
+                                f"(native float32, float64, int32, int64)")
+        _zfpy()
+        return self
+
+    def encode(self, array, spec):
+        kwargs = self._compression_kwargs()
+        if kwargs is None:
+            raise MetadataError(f"zfpy codec: mode {self.mode} cannot encode; numcodecs writes "
+                                f"modes {sorted(_MODE_KWARG)}")
+        try:
+            array = np.ascontiguousarray(array)
+            return _zfpy().compress_numpy(array.view(stored_numbers(array.dtype)), write_header=True, **kwargs)
+        except (TypeError, ValueError, RuntimeError) as e:
+            raise MetadataError(f"zfpy codec: cannot encode with {self.configuration()}: {e}") from None
+
+    def decode(self, data, spec, out=None):
+        zfpy = _zfpy()
+        data = bytes(data)
+        try:
+            header = zfpy.header(data + bytes(_HEADER_PAD))
+        except (ValueError, RuntimeError, TypeError) as e:
+            raise ChunkDecodeError(f"zfpy codec: not a zfp stream with a header: {e}") from None
+        shape = [header[axis] for axis in ("nw", "nz", "ny", "nx") if header[axis]]
+        count, numbers = math.prod(spec.shape), stored_numbers(spec.dtype)
+        if np.dtype(header["type"]) != numbers or math.prod(shape) != count:
+            raise ChunkDecodeError(f"zfpy codec: the stream holds {tuple(shape)} {np.dtype(header['type'])}, "
+                                   f"expected {count} values of {numbers}")
+        expert = header["config"]["expert"]
+        blocks = math.prod(-(-n // 4) for n in shape)
+        if blocks * expert["minbits"] > 8 * len(data):
+            raise ChunkDecodeError(f"zfpy codec: the stream ({len(data)} bytes) is shorter than its "
+                                   f"{blocks} blocks of at least {expert['minbits']} bits")
+        # One block cut short reads at most maxbits; each block after it, in the zeros, reads
+        # its minbits or a bit per bit plane. Bounded by the data's own length (checked above).
+        straddle = max(_MAX_BLOCK_BITS, expert["maxbits"])
+        padding = _HEADER_PAD + (straddle + blocks * max(_EMPTY_BLOCK_BITS, expert["minbits"])) // 8
+        try:
+            array = zfpy.decompress_numpy(data + bytes(padding))
+        except (ValueError, RuntimeError, TypeError) as e:
+            raise ChunkDecodeError(f"zfpy codec: cannot decode the chunk: {e}") from None
+        return into(array.view(spec.dtype).reshape(spec.shape), out)
+
+
+register_codec(ZfpyCodec, v2_id="zfpy")
