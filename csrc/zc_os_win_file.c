@@ -187,11 +187,20 @@ int zc_os_rename(const char *from, const char *to)
     int r = -1;
     if (wt != NULL) {
         r = rename_posix(wf, wt);
-        if (r == 0) {
-            /* Older systems and other file systems: fails while `to` is open elsewhere. */
-            r = MoveFileExW(wf, wt, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH) ? 1 : -1;
-            if (r < 0)
-                zc_win_set_errno(GetLastError());
+        /* Older systems and other file systems refuse while `to` is open elsewhere: readers
+         * hold files briefly, so try for a while (2^0 + ... + 2^10 ms, about 2 s). */
+        for (DWORD wait = 1; r == 0; wait *= 2) {
+            if (MoveFileExW(wf, wt, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH)) {
+                r = 1;
+                break;
+            }
+            DWORD e = GetLastError();
+            if ((e != ERROR_ACCESS_DENIED && e != ERROR_SHARING_VIOLATION) || wait > 1024) {
+                zc_win_set_errno(e);
+                r = -1;
+                break;
+            }
+            Sleep(wait);
         }
     }
     free(wf);
