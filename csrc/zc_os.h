@@ -18,8 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#if defined(_MSC_VER) && !defined(__clang__)
+/* ZC_MSVC: MSVC's intrinsics instead of GCC's builtins. wheels/wincheck.py also sets it for
+ * MinGW, whose headers have the same intrinsics, to run those branches under Wine. */
+#if defined(_MSC_VER) && !defined(__clang__) && !defined(ZC_MSVC)
 #define ZC_MSVC 1
+#endif
+#ifdef ZC_MSVC
 #include <intrin.h>
 #include <stdlib.h>
 #endif
