@@ -95,8 +95,8 @@ static uint32_t shift(uint32_t t[4][256], uint32_t c)
     return t[0][c & 0xFF] ^ t[1][(c >> 8) & 0xFF] ^ t[2][(c >> 16) & 0xFF] ^ t[3][c >> 24];
 }
 
-TARGET_SSE42 static uint64_t lanes3(uint64_t c0, const unsigned char *p,
-                                                         size_t lane, uint32_t t[4][256])
+TARGET_SSE42 static uint64_t lanes3(uint64_t c0, const unsigned char *p, size_t lane,
+                                    uint32_t t[4][256])
 {
     uint64_t c1 = 0, c2 = 0, a, b, c;
     const unsigned char *end = p + lane;
