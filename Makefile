@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEMO_DIR ?= build/demo.zarr
 
-.PHONY: demo test docs sanitize fuzz bench wheel install-test clean
+.PHONY: demo test docs sanitize fuzz bench wheel wincheck install-test clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,12 @@ wheel: $(PY)
 	rm -rf build/lib.* build/temp.* build/bdist.*  # an in-tree build would ship stale files
 	$(PY) -m pip wheel --no-deps -w wheels .
 	$(PY) wheels/check_wheel.py wheels
+
+# The Windows port of csrc/, checked from Linux: every file cross-compiled with MinGW-w64
+# (warnings are errors) and the system layer run under Wine (wheels/README.md).
+wincheck: $(PY)
+	$(PY) -m pip install "blosc>=1.11"
+	$(PY) wheels/wincheck.py --run
 
 clean:
 	rm -rf build *.egg-info zarrcore/*.c zarrcore/*.so wheels/*.whl docs/api/generated

@@ -11,19 +11,25 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 
+# python-blosc's wheels ship the static library as lib/libblosc.a (Linux, macOS) or
+# lib/libblosc.lib (Windows, built with /MD as Python's extensions are; lib/blosc.lib beside it
+# is only the import library of its blosc.dll, which a wheel of ours must not need).
+STATIC_BLOSC = "libblosc.lib" if sys.platform == "win32" else "libblosc.a"
+
+
 def _blosc_paths():
-    """Return (include_dir, libblosc.a) from the installed `blosc` distribution's file list."""
+    """Return (include_dir, static libblosc) from the installed `blosc` distribution's files."""
     dist = importlib.metadata.distribution("blosc")
     header = archive = None
     for f in dist.files or ():
         name = str(f).replace("\\", "/")
         if name.endswith("include/blosc.h"):
             header = os.path.abspath(f.locate())
-        elif name.endswith(("/libblosc.a", "/libblosc.lib")):
+        elif name.endswith("/" + STATIC_BLOSC):
             archive = os.path.abspath(f.locate())
     if header is None or archive is None:
-        sys.exit("zarrcore build: the installed 'blosc' distribution ships no blosc.h and "
-                 "static libblosc (.a, or .lib on Windows)")
+        sys.exit(f"zarrcore build: the installed 'blosc' distribution ships no blosc.h and "
+                 f"static {STATIC_BLOSC}")
     return os.path.dirname(header), archive
 
 
@@ -32,7 +38,7 @@ C_SOURCES = sorted(glob.glob("csrc/*.c"))
 # The public header of the array API (zarrcore/array_api.h) is compiled into the core too.
 C_HEADERS = sorted(glob.glob("csrc/*.h")) + ["zarrcore/array_api.h"]
 if sys.platform == "win32":
-    # MSVC. csrc/ still needs Windows ports of its POSIX parts first (wheels/README.md).
+    # MSVC; csrc/zc_os.h holds what differs from POSIX systems and GCC-like compilers.
     COMPILE_ARGS = ["/O2", "/std:c11"]
 else:
     COMPILE_ARGS = ["-O3", "-std=c99", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"]
@@ -45,12 +51,19 @@ CORE_LIBRARY = ("zarrcore_csrc", {
 })
 # The blosc archive goes after the core library on the link line (archives resolve only
 # earlier references), and its zstd/lz4/zlib symbols stay private to each extension: on
-# Linux by --exclude-libs; macOS binds each bundle's symbols by two-level namespace and a
-# Windows DLL exports only what it names (PyInit_*), so another copy cannot clash there.
+# Linux by --exclude-libs; on macOS by exporting nothing but the module's PyInit_ (two-level
+# namespaces already bind each bundle to its own copy); a Windows DLL exports only what it
+# names, PyInit_ (link.exe takes the .lib's path as an input like any other).
 if sys.platform.startswith("linux"):
     LINK_ARGS = [BLOSC_ARCHIVE, "-Wl,--exclude-libs,ALL", "-pthread"]
 else:
     LINK_ARGS = [BLOSC_ARCHIVE]
+
+
+def link_args(name):
+    if sys.platform == "darwin":
+        return LINK_ARGS + [f"-Wl,-exported_symbol,_PyInit_{name.rsplit('.', 1)[-1]}"]
+    return LINK_ARGS
 
 
 def extension(name):
@@ -60,7 +73,7 @@ def extension(name):
         depends=C_SOURCES + C_HEADERS,
         include_dirs=["csrc", ".", BLOSC_INCLUDE, numpy.get_include()],
         extra_compile_args=COMPILE_ARGS,
-        extra_link_args=LINK_ARGS,
+        extra_link_args=link_args(name),
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
     )
 

@@ -11,6 +11,7 @@
 #include "zc_copy.h"
 #include "zc_indexing.h"
 #include "zc_key_lock.h"
+#include "zc_os.h"
 #include "zc_status.h"
 #include "zc_stream.h"
 
@@ -87,12 +88,12 @@ failed:
 
 static void array_retain(zc_array *a)
 {
-    __atomic_add_fetch(&a->refs, 1, __ATOMIC_RELAXED);
+    zc_atomic_add_int(&a->refs, 1, ZC_RELAXED);
 }
 
 static void array_release(zc_array *a)
 {
-    if (a == NULL || __atomic_sub_fetch(&a->refs, 1, __ATOMIC_ACQ_REL) != 0)
+    if (a == NULL || zc_atomic_add_int(&a->refs, -1, ZC_ACQ_REL) != 0)
         return;
     free(a->fill);
     free(a->write_order);
@@ -101,12 +102,12 @@ static void array_release(zc_array *a)
 
 void zc_array_close(zc_array *a)
 {
-    __atomic_store_n(&a->closed, 1, __ATOMIC_RELEASE);
+    zc_atomic_store_int(&a->closed, 1, ZC_RELEASE);
 }
 
 static int array_is_closed(const zc_array *a)
 {
-    return __atomic_load_n(&a->closed, __ATOMIC_ACQUIRE);
+    return zc_atomic_load_int(&a->closed, ZC_ACQUIRE);
 }
 
 static int array_ndim(const zc_array *a)

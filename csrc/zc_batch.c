@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "zc_byteswap.h"
 #include "zc_chunk_io.h"
@@ -16,6 +15,7 @@
 #include "zc_crc32c.h"
 #include "zc_fill.h"
 #include "zc_key_lock.h"
+#include "zc_os.h"
 #include "zc_pool.h"
 #include "zc_scratch.h"
 #include "zc_status.h"
@@ -96,7 +96,7 @@ int zc_batch_task_key(const zc_batch *b, int64_t t, char *buf, size_t cap)
 
 static void fail(zc_batch *b, int64_t t, int status, int err)
 {
-    if (__atomic_exchange_n(&b->failed, 1, __ATOMIC_ACQ_REL) == 0) {
+    if (zc_atomic_exchange_int(&b->failed, 1, ZC_ACQ_REL) == 0) {
         b->status = status;
         b->sys_errno = err;
         b->failed_task = t;
@@ -151,12 +151,12 @@ struct zc_chunk_segments {
  * rather than both queueing for one directory's lock on every file they create. */
 static int64_t next_task(zc_batch *b, task_run *run)
 {
-    if (__atomic_load_n(&b->failed, __ATOMIC_ACQUIRE))
+    if (zc_atomic_load_int(&b->failed, ZC_ACQUIRE))
         return -1;
     if (run->next >= run->end) {
         const int64_t total = b->ntasks * b->nsegments;
         int64_t len = total / 64 > 1 ? total / 64 : 1;
-        run->next = __atomic_fetch_add(&b->next_task, len, __ATOMIC_ACQ_REL);
+        run->next = zc_atomic_fetch_add_i64(&b->next_task, len, ZC_ACQ_REL);
         run->end = run->next + len < total ? run->next + len : total;
     }
     return run->next < run->end ? run->next++ : -1;
@@ -213,7 +213,7 @@ void zc_batch_read_worker(zc_batch *b)
         errno = 0;
         st = read_task(b, &rd, p, fd, size, out, out_strides);
         int err = errno;
-        close(fd);
+        zc_os_close(fd);
         if (st != ZC_OK) {
             fail(b, t, st, st == ZC_ERR_IO ? err : 0);
             break;
@@ -418,7 +418,7 @@ void zc_batch_free(zc_batch *b)
 static int store_segments(const zc_batch *b, struct zc_chunk_segments *cs, const char *path,
                           const zc_key_locks *locks)
 {
-    if (!b->write_empty_chunks && !__atomic_load_n(&cs->not_fill, __ATOMIC_ACQUIRE))
+    if (!b->write_empty_chunks && !zc_atomic_load_int(&cs->not_fill, ZC_ACQUIRE))
         return zc_file_replace_locked(locks, path, NULL, 0);
     const size_t cap = segment_cap(b);
     size_t m = cs->out_len[0];
@@ -458,7 +458,7 @@ static int compress_segment(const zc_batch *b, int64_t t, int64_t s)
         if (fill < 0)
             return fill;
         if (!fill)
-            __atomic_store_n(&cs->not_fill, 1, __ATOMIC_RELEASE);
+            zc_atomic_store_int(&cs->not_fill, 1, ZC_RELEASE);
     }
     if (b->chain.swap_size > 1 &&
         (st = zc_byteswap(seg, seg, len / b->chain.swap_size, b->chain.swap_size)) != ZC_OK)
@@ -485,7 +485,7 @@ static void write_segments(zc_batch *b)
             fail(b, t, st, 0);
             break;
         }
-        if (__atomic_add_fetch(&cs->done, 1, __ATOMIC_ACQ_REL) < b->nsegments)
+        if (zc_atomic_add_int(&cs->done, 1, ZC_ACQ_REL) < b->nsegments)
             continue;
         task_pieces(b, t, p);
         errno = 0;
@@ -643,7 +643,7 @@ int zc_batch_rewrite_task(zc_batch *b, int64_t t, zc_key_locks *locks)
             err = errno;
         if (st == ZC_OK)
             st = zc_chain_decode(&b->chain, stored, size, chunk, n);
-        close(fd);
+        zc_os_close(fd);
     }
     if (st != ZC_OK)
         goto done;

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "zc_os.h"
 #include "zc_status.h"
 
 #define SWAP_LOOP(T, BSWAP)                       \
@@ -32,13 +33,13 @@ int zc_byteswap(void *dst, const void *src, size_t n, size_t itemsize)
             memcpy(d, s, total);
         break;
     case 2:
-        SWAP_LOOP(uint16_t, __builtin_bswap16)
+        SWAP_LOOP(uint16_t, zc_bswap16)
         break;
     case 4:
-        SWAP_LOOP(uint32_t, __builtin_bswap32)
+        SWAP_LOOP(uint32_t, zc_bswap32)
         break;
     case 8:
-        SWAP_LOOP(uint64_t, __builtin_bswap64)
+        SWAP_LOOP(uint64_t, zc_bswap64)
         break;
     default:
         for (size_t i = 0; i < n; i++) {

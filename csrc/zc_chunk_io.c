@@ -1,17 +1,14 @@
 /* Stored chunks between store files and memory; see zc_chunk_io.h. */
-#define _GNU_SOURCE
 #include "zc_chunk_io.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "zc_copy.h"
 #include "zc_key_lock.h"
+#include "zc_os.h"
 #include "zc_status.h"
 #include "zc_temp.h"
 
@@ -56,7 +53,7 @@ int zc_key_format(const char *head, char sep, int lead_sep, int ndim, const int6
 int zc_file_open(const char *path, int *fd, size_t *size, int *missing)
 {
     *missing = 0;
-    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    *fd = zc_os_open_read(path, 0);
     if (*fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR) {
             *missing = 1;
@@ -64,21 +61,21 @@ int zc_file_open(const char *path, int *fd, size_t *size, int *missing)
         }
         return ZC_ERR_IO;
     }
-    struct stat st;
-    if (fstat(*fd, &st) != 0 || st.st_size < 0) {
-        int e = errno;
-        close(*fd);
+    zc_file_info st;
+    if (zc_os_fstat(*fd, &st) != 0 || st.size > SIZE_MAX) {
+        int e = st.size > SIZE_MAX ? EFBIG : errno;
+        zc_os_close(*fd);
         errno = e;
         return ZC_ERR_IO;
     }
-    if (S_ISDIR(st.st_mode)) {
+    if (st.kind == ZC_FILE_DIRECTORY) {
         /* A directory where a chunk would be holds no chunk, as the store sees it. */
-        close(*fd);
+        zc_os_close(*fd);
         *fd = -1;
         *missing = 1;
         return ZC_OK;
     }
-    *size = (size_t)st.st_size;
+    *size = (size_t)st.size;
     return ZC_OK;
 }
 
@@ -88,7 +85,7 @@ int zc_pread_full(int fd, void *buf, size_t len, uint64_t at)
     while (got < len) {
         if (at + got > (uint64_t)INT64_MAX)
             return ZC_ERR_SIZE;
-        ssize_t r = pread(fd, (char *)buf + got, len - got, (off_t)(at + got));
+        ptrdiff_t r = zc_os_pread(fd, (char *)buf + got, len - got, at + got);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
@@ -100,18 +97,6 @@ int zc_pread_full(int fd, void *buf, size_t len, uint64_t at)
     return ZC_OK;
 }
 
-static int make_parents(char *path)
-{
-    for (char *s = strchr(path + 1, '/'); s; s = strchr(s + 1, '/')) {
-        *s = 0;
-        int r = mkdir(path, 0777);
-        *s = '/';
-        if (r != 0 && errno != EEXIST)
-            return -1;
-    }
-    return 0;
-}
-
 int zc_file_writer_open(zc_file_writer *w, const char *path)
 {
     int st = zc_temp_create(path, w->tmp, sizeof w->tmp, &w->fd);
@@ -120,7 +105,7 @@ int zc_file_writer_open(zc_file_writer *w, const char *path)
         if (strlen(path) >= sizeof parents)
             return ZC_ERR_SIZE;
         strcpy(parents, path);
-        if (make_parents(parents) != 0)
+        if (zc_os_make_dirs(parents, 0) != 0)
             return ZC_ERR_IO;
         st = zc_temp_create(path, w->tmp, sizeof w->tmp, &w->fd);
     }
@@ -131,8 +116,8 @@ void zc_file_writer_abort(zc_file_writer *w)
 {
     int e = errno;
     if (w->fd >= 0) {
-        unlink(w->tmp);
-        close(w->fd);
+        zc_os_unlink(w->tmp);
+        zc_os_close(w->fd);
     }
     w->fd = -1;
     errno = e;
@@ -142,7 +127,7 @@ int zc_file_writer_write(zc_file_writer *w, const unsigned char *data, size_t le
 {
     size_t done = 0;
     while (done < len) {
-        ssize_t r = write(w->fd, data + done, len - done);
+        ptrdiff_t r = zc_os_write(w->fd, data + done, len - done);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0) {
@@ -161,27 +146,27 @@ int zc_file_writer_commit(zc_file_writer *w, const zc_key_locks *locks, const ch
     /* Closed before the rename, so a write error a network file system reports only at close
      * fails the write rather than publishing a torn file; a duplicate keeps the open file
      * description, and with it the temporary file's lock, until the rename is done. */
-    int hold = dup(w->fd);
-    if (hold < 0 || close(w->fd) != 0) {
+    int hold = zc_os_dup(w->fd);
+    if (hold < 0 || zc_os_close(w->fd) != 0) {
         int e = errno;
         if (hold >= 0)
-            close(hold);
+            zc_os_close(hold);
         else
-            close(w->fd);
+            zc_os_close(w->fd);
         w->fd = -1;
-        unlink(w->tmp);
+        zc_os_unlink(w->tmp);
         errno = e;
         return ZC_ERR_IO;
     }
     w->fd = -1;
     int st = zc_key_lock(locks, path);
-    if (st == ZC_OK && rename(w->tmp, path) != 0)
+    if (st == ZC_OK && zc_os_rename(w->tmp, path) != 0)
         st = ZC_ERR_IO;
     int e = errno;
     if (st != ZC_OK)
-        unlink(w->tmp);
+        zc_os_unlink(w->tmp);
     zc_key_unlock(locks, path);
-    close(hold);
+    zc_os_close(hold);
     errno = e;
     return st;
 }
@@ -193,7 +178,7 @@ int zc_file_replace_locked(const zc_key_locks *locks, const char *path,
     if (data == NULL) {
         if ((st = zc_key_lock(locks, path)) != ZC_OK)
             return st;
-        st = unlink(path) != 0 && errno != ENOENT && errno != ENOTDIR ? ZC_ERR_IO : ZC_OK;
+        st = zc_os_unlink(path) != 0 && errno != ENOENT && errno != ENOTDIR ? ZC_ERR_IO : ZC_OK;
         int e = errno;
         zc_key_unlock(locks, path);
         errno = e;

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "zc_os.h"
 #include "zc_status.h"
 
 int zc_strided_extent(int ndim, const ptrdiff_t *shape, const ptrdiff_t *strides, size_t itemsize,
@@ -161,8 +162,8 @@ int zc_copy_nd(int ndim, const ptrdiff_t *shape, size_t itemsize, const void *sr
         if (shape[i] == 1)
             continue;
         ptrdiff_t sspan, dspan;
-        int fusable = nd > 0 && !__builtin_mul_overflow(src_strides[i], shape[i], &sspan) &&
-                      !__builtin_mul_overflow(dst_strides[i], shape[i], &dspan) &&
+        int fusable = nd > 0 && !zc_mul_overflow_i64(src_strides[i], shape[i], &sspan) &&
+                      !zc_mul_overflow_i64(dst_strides[i], shape[i], &dspan) &&
                       ss[nd - 1] == sspan && ds[nd - 1] == dspan;
         if (fusable) {
             n[nd - 1] *= shape[i];
@@ -226,7 +227,7 @@ int zc_copy_nd(int ndim, const ptrdiff_t *shape, size_t itemsize, const void *sr
     for (;;) {
         if (prefetch) {
             for (size_t o = 0; o < runbytes; o += 64)
-                __builtin_prefetch(ps + o);
+                zc_prefetch(ps + o);
             prefetch = advance(outer, n, ss, pidx, &ps);
         }
         if (run)

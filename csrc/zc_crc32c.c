@@ -1,13 +1,14 @@
 /* CRC-32C: SSE4.2 crc32 instruction when the CPU has it, slicing-by-8 tables otherwise. */
 #include "zc_crc32c.h"
 
-#include <pthread.h>
 #include <string.h>
+
+#include "zc_os.h"
 
 #define POLY 0x82F63B78u /* reflected Castagnoli polynomial */
 
 static uint32_t table[8][256];
-static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+static zc_once table_once = ZC_ONCE_INIT;
 
 static void build_table(void)
 {
@@ -24,7 +25,7 @@ static void build_table(void)
 
 static uint32_t crc_portable(uint32_t c, const unsigned char *p, size_t len)
 {
-    pthread_once(&table_once, build_table);
+    zc_once_run(&table_once, build_table);
     while (len && ((uintptr_t)p & 7)) {
         c = (c >> 8) ^ table[0][(c ^ *p++) & 0xFF];
         len--;
@@ -44,9 +45,15 @@ static uint32_t crc_portable(uint32_t c, const unsigned char *p, size_t len)
     return c;
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if (defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))) || \
+    (defined(ZC_MSVC) && defined(_M_X64))
 #include <nmmintrin.h>
 #define ZC_HAVE_SSE42_PATH 1
+#ifdef ZC_MSVC
+#define TARGET_SSE42 /* MSVC compiles every intrinsic without asking */
+#else
+#define TARGET_SSE42 __attribute__((target("sse4.2")))
+#endif
 
 /* The crc32 instruction has 3-cycle latency but 1-cycle throughput, so long inputs run
  * three independent lanes and merge them: for the raw (uninverted) CRC register,
@@ -55,7 +62,7 @@ static uint32_t crc_portable(uint32_t c, const unsigned char *p, size_t len)
 #define LONG_LANE 8192
 #define SHORT_LANE 256
 static uint32_t zeros_long[4][256], zeros_short[4][256];
-static pthread_once_t zeros_once = PTHREAD_ONCE_INIT;
+static zc_once zeros_once = ZC_ONCE_INIT;
 
 static void build_zeros_table(uint32_t t[4][256], size_t n)
 {
@@ -78,7 +85,7 @@ static void build_zeros_table(uint32_t t[4][256], size_t n)
 
 static void build_zeros(void)
 {
-    pthread_once(&table_once, build_table);
+    zc_once_run(&table_once, build_table);
     build_zeros_table(zeros_long, LONG_LANE);
     build_zeros_table(zeros_short, SHORT_LANE);
 }
@@ -88,8 +95,8 @@ static uint32_t shift(uint32_t t[4][256], uint32_t c)
     return t[0][c & 0xFF] ^ t[1][(c >> 8) & 0xFF] ^ t[2][(c >> 16) & 0xFF] ^ t[3][c >> 24];
 }
 
-__attribute__((target("sse4.2"))) static uint64_t lanes3(uint64_t c0, const unsigned char *p,
-                                                         size_t lane, uint32_t t[4][256])
+TARGET_SSE42 static uint64_t lanes3(uint64_t c0, const unsigned char *p, size_t lane,
+                                    uint32_t t[4][256])
 {
     uint64_t c1 = 0, c2 = 0, a, b, c;
     const unsigned char *end = p + lane;
@@ -106,7 +113,7 @@ __attribute__((target("sse4.2"))) static uint64_t lanes3(uint64_t c0, const unsi
     return shift(t, (uint32_t)c0) ^ (uint32_t)c2;
 }
 
-__attribute__((target("sse4.2"))) static uint32_t crc_sse42(uint32_t c, const unsigned char *p, size_t len)
+TARGET_SSE42 static uint32_t crc_sse42(uint32_t c, const unsigned char *p, size_t len)
 {
     uint64_t c64 = c;
     while (len && ((uintptr_t)p & 7)) {
@@ -114,7 +121,7 @@ __attribute__((target("sse4.2"))) static uint32_t crc_sse42(uint32_t c, const un
         len--;
     }
     if (len >= 3 * SHORT_LANE)
-        pthread_once(&zeros_once, build_zeros);
+        zc_once_run(&zeros_once, build_zeros);
     while (len >= 3 * LONG_LANE) {
         c64 = lanes3(c64, p, LONG_LANE, zeros_long);
         p += 3 * LONG_LANE;
@@ -143,8 +150,14 @@ static int have_sse42(void)
     /* -1 unknown; the race on first use is benign, every thread computes the same answer. */
     static volatile int cached = -1;
     if (cached < 0) {
+#ifdef ZC_MSVC
+        int regs[4];
+        __cpuid(regs, 1);
+        cached = regs[2] >> 20 & 1; /* ECX bit 20: SSE4.2 */
+#else
         __builtin_cpu_init();
         cached = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+#endif
     }
     return cached;
 }

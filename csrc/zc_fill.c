@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "zc_os.h"
 #include "zc_status.h"
 
 int zc_is_fill(const void *buf, size_t nbytes, const void *pattern, size_t itemsize)
@@ -34,13 +35,13 @@ static uint64_t load(const unsigned char *p, size_t size, int swapped)
     switch (size) {
     case 2:
         memcpy(&a, p, 2);
-        return swapped ? __builtin_bswap16(a) : a;
+        return swapped ? zc_bswap16(a) : a;
     case 4:
         memcpy(&b, p, 4);
-        return swapped ? __builtin_bswap32(b) : b;
+        return swapped ? zc_bswap32(b) : b;
     default:
         memcpy(&c, p, 8);
-        return swapped ? __builtin_bswap64(c) : c;
+        return swapped ? zc_bswap64(c) : c;
     }
 }
 

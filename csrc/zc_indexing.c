@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "zc_os.h"
 #include "zc_status.h"
 
 #define ZC_MAX_DIMS 64
@@ -247,7 +248,7 @@ static int group_complete(const int64_t *local, int64_t n, int ndim, int64_t a, 
     for (int d = 0; d < ndim; d++) {
         int64_t lo = coords[d] * chunk_shape[d];
         extent[d] = shape[d] - lo < chunk_shape[d] ? shape[d] - lo : chunk_shape[d];
-        if (__builtin_mul_overflow(size, extent[d], &size))
+        if (zc_mul_overflow_i64(size, extent[d], &size))
             return 0; /* more elements than any group of points can hold */
         pos[d] = 0;
     }

@@ -1,16 +1,12 @@
 /* Key locks as byte-range locks of a lock file in each node directory; see zc_key_lock.h. */
-#define _GNU_SOURCE
 #include "zc_key_lock.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "zc_os.h"
 #include "zc_sha256.h"
 #include "zc_status.h"
 #include "zc_temp.h"
@@ -19,53 +15,20 @@
 #define ZC_ERR_IO (-20)
 #endif
 
-static int make_dirs(char *path)
-{
-    for (char *s = strchr(path + 1, '/');; s = strchr(s + 1, '/')) {
-        if (s)
-            *s = 0;
-        int r = mkdir(path, 0777);
-        if (s)
-            *s = '/';
-        if (r != 0 && errno != EEXIST)
-            return -1;
-        if (!s)
-            return 0;
-    }
-}
-
-/* Give a new file `mode` plus write permission for whoever may write its directory, whatever
- * the umask, and the directory's group (best effort: only a member of that group may). */
-static void share_like_dir(int fd, const struct stat *dir, mode_t mode)
-{
-    if (dir->st_mode & S_IWGRP)
-        mode |= 0060;
-    if (dir->st_mode & S_IWOTH)
-        mode |= 0006;
-    if (dir->st_gid != getegid() && fchown(fd, (uid_t)-1, dir->st_gid) != 0)
-        errno = 0;
-    fchmod(fd, mode);
-}
-
 int zc_share_like_dir(int fd, const char *path)
 {
     char dir_path[4096 + 64];
-    const char *slash = strrchr(path, '/');
-    if (slash == NULL) {
+    const char *sep = zc_os_last_sep(path);
+    if (sep == NULL) {
         strcpy(dir_path, ".");
     } else {
-        size_t n = slash == path ? 1 : (size_t)(slash - path);
+        size_t n = sep == path ? 1 : (size_t)(sep - path);
         if (n >= sizeof dir_path)
             return ZC_ERR_SIZE;
         memcpy(dir_path, path, n);
         dir_path[n] = 0;
     }
-    struct stat dir, file;
-    if (stat(dir_path, &dir) != 0 || fstat(fd, &file) != 0)
-        return ZC_ERR_IO;
-    if (!(dir.st_mode & S_ISVTX))
-        share_like_dir(fd, &dir, file.st_mode & 0777);
-    return ZC_OK;
+    return zc_os_share_like_dir(fd, dir_path, -1) == 0 ? ZC_OK : ZC_ERR_IO;
 }
 
 /* Create the lock file `name` in `dir_path`: written as a temporary file with its final
@@ -73,36 +36,36 @@ int zc_share_like_dir(int fd, const char *path)
  * ZC_OK with *fd (also when another process created it first), or ZC_ERR_IO. */
 static int create_lock_file(const char *name, char *dir_path, int *fd)
 {
-    struct stat dir;
-    if (stat(dir_path, &dir) != 0) {
-        if (errno != ENOENT || make_dirs(dir_path) != 0 || stat(dir_path, &dir) != 0)
+    zc_file_info dir;
+    if (zc_os_stat(dir_path, 0, &dir) != 0) {
+        if (errno != ENOENT || zc_os_make_dirs(dir_path, 1) != 0)
             return ZC_ERR_IO;
     }
     char tmp[4096 + 64];
     int t, st = zc_temp_create(name, tmp, sizeof tmp, &t);
     if (st != ZC_OK)
         return st;
-    share_like_dir(t, &dir, 0600);
-    int linked = link(tmp, name) == 0, e = errno;
-    unlink(tmp);
+    zc_os_share_like_dir(t, dir_path, 0600);
+    int linked = zc_os_link(tmp, name) == 0, e = errno;
+    zc_os_unlink(tmp);
     if (linked) {
         zc_temp_unlock(t);
         *fd = t;
         return ZC_OK;
     }
-    close(t);
+    zc_os_close(t);
     if (e == EEXIST) {
-        *fd = open(name, O_WRONLY | O_CLOEXEC);
+        *fd = zc_os_open_write(name);
         return *fd < 0 ? ZC_ERR_IO : ZC_OK;
     }
     /* No hard links here: create it in place, then set its permissions. */
-    *fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    *fd = zc_os_create(name, 0600);
     if (*fd >= 0) {
-        share_like_dir(*fd, &dir, 0600);
+        zc_os_share_like_dir(*fd, dir_path, 0600);
         return ZC_OK;
     }
     if (errno == EEXIST)
-        *fd = open(name, O_WRONLY | O_CLOEXEC);
+        *fd = zc_os_open_write(name);
     return *fd < 0 ? ZC_ERR_IO : ZC_OK;
 }
 
@@ -115,7 +78,7 @@ int zc_key_locks_open(zc_key_locks *l, const char *node_dir)
         return ZC_ERR_SIZE;
     l->skip = len + 1;
     /* Write-only: a write lock needs nothing more, so a store's writers need no read access. */
-    l->fd = open(name, O_WRONLY | O_CLOEXEC);
+    l->fd = zc_os_open_write(name);
     if (l->fd >= 0)
         return ZC_OK;
     if (errno != ENOENT)
@@ -132,44 +95,27 @@ int zc_key_locks_open_once(zc_key_locks *l, const char *node_dir)
 void zc_key_locks_close(zc_key_locks *l)
 {
     if (l->fd >= 0)
-        close(l->fd);
+        zc_os_close(l->fd);
     l->fd = -1;
-}
-
-/* Lock (F_WRLCK) or unlock (F_UNLCK) all of the file `fd`, waiting for the lock. */
-static int set_whole_file_lock(int fd, short type)
-{
-#ifdef F_OFD_SETLKW
-    struct flock fl;
-    memset(&fl, 0, sizeof fl); /* whole file; l_pid must be 0 */
-    fl.l_type = type;
-    fl.l_whence = SEEK_SET;
-    while (fcntl(fd, type == F_UNLCK ? F_OFD_SETLK : F_OFD_SETLKW, &fl) != 0)
-#else
-    while (flock(fd, type == F_UNLCK ? LOCK_UN : LOCK_EX) != 0)
-#endif
-        if (errno != EINTR)
-            return ZC_ERR_IO;
-    return ZC_OK;
 }
 
 int zc_file_lock(const char *path, int *fd)
 {
     for (;;) {
         /* Write access: an exclusive POSIX lock needs it (so does flock on NFS). */
-        *fd = open(path, O_WRONLY | O_CLOEXEC);
+        *fd = zc_os_open_write(path);
         if (*fd < 0)
             return ZC_ERR_IO;
-        if (set_whole_file_lock(*fd, F_WRLCK) != ZC_OK) {
+        if (zc_os_lock(*fd, ZC_LOCK_WHOLE, 1, 1) != 1) {
             int e = errno;
-            close(*fd);
+            zc_os_close(*fd);
             *fd = -1;
             errno = e;
             return ZC_ERR_IO;
         }
-        struct stat held, named;
-        if (fstat(*fd, &held) == 0 && stat(path, &named) == 0 && held.st_dev == named.st_dev &&
-            held.st_ino == named.st_ino)
+        zc_file_info held, named;
+        if (zc_os_fstat(*fd, &held) == 0 && zc_os_stat(path, 0, &named) == 0 &&
+            held.dev == named.dev && held.ino == named.ino)
             return ZC_OK;
         /* A new version was renamed over the one locked (or it was removed): lock that. */
         zc_file_unlock(*fd);
@@ -179,44 +125,30 @@ int zc_file_lock(const char *path, int *fd)
 void zc_file_unlock(int fd)
 {
     /* Unlocked explicitly: a child forked meanwhile shares the descriptor. */
-    set_whole_file_lock(fd, F_UNLCK);
-    close(fd);
+    zc_os_unlock(fd, ZC_LOCK_WHOLE);
+    zc_os_close(fd);
 }
 
-#ifdef F_OFD_SETLKW
-static int set_lock(const zc_key_locks *l, const char *path, short type)
+/* The byte of the lock file that stands for `path`: 32 bits of the SHA-256 of its key. */
+static uint64_t key_byte(const zc_key_locks *l, const char *path)
 {
-    if (l->fd < 0)
-        return ZC_OK;
     const char *key = strlen(path) > l->skip ? path + l->skip : path;
     unsigned char digest[32];
     zc_sha256(key, strlen(key), digest);
-    struct flock fl;
-    memset(&fl, 0, sizeof fl); /* l_pid must be 0 for these locks */
-    fl.l_type = type;
-    fl.l_whence = SEEK_SET;
-    fl.l_start = (off_t)((uint32_t)digest[0] << 24 | (uint32_t)digest[1] << 16 |
-                         (uint32_t)digest[2] << 8 | digest[3]);
-    fl.l_len = 1;
-    while (fcntl(l->fd, type == F_UNLCK ? F_OFD_SETLK : F_OFD_SETLKW, &fl) != 0)
-        if (errno != EINTR)
-            return ZC_ERR_IO;
-    return ZC_OK;
+    return (uint64_t)digest[0] << 24 | (uint64_t)digest[1] << 16 | (uint64_t)digest[2] << 8 |
+           digest[3];
 }
 
-int zc_key_lock(const zc_key_locks *l, const char *path) { return set_lock(l, path, F_WRLCK); }
-int zc_key_unlock(const zc_key_locks *l, const char *path) { return set_lock(l, path, F_UNLCK); }
-#else
-static int set_flock(const zc_key_locks *l, int op)
+int zc_key_lock(const zc_key_locks *l, const char *path)
 {
     if (l->fd < 0)
         return ZC_OK;
-    while (flock(l->fd, op) != 0)
-        if (errno != EINTR)
-            return ZC_ERR_IO;
-    return ZC_OK;
+    return zc_os_lock(l->fd, key_byte(l, path), 1, 1) == 1 ? ZC_OK : ZC_ERR_IO;
 }
 
-int zc_key_lock(const zc_key_locks *l, const char *path) { (void)path; return set_flock(l, LOCK_EX); }
-int zc_key_unlock(const zc_key_locks *l, const char *path) { (void)path; return set_flock(l, LOCK_UN); }
-#endif
+int zc_key_unlock(const zc_key_locks *l, const char *path)
+{
+    if (l->fd < 0)
+        return ZC_OK;
+    return zc_os_unlock(l->fd, key_byte(l, path)) == 0 ? ZC_OK : ZC_ERR_IO;
+}

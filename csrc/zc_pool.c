@@ -2,10 +2,10 @@
 #define _GNU_SOURCE
 #include "zc_pool.h"
 
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/mman.h>
+
+#include "zc_os.h"
 
 #define PAGE ((size_t)4096)
 #define HUGE ((size_t)2 << 20)
@@ -23,18 +23,18 @@ typedef struct {
     int advised;  /* MADV_FREE since given back */
 } kept_block;
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static zc_mutex lock = ZC_MUTEX_INIT;
 static kept_block kept[MAX_KEPT];
 static int nkept;
 static size_t kept_bytes, limit_bytes;
 static size_t hot_bytes; /* kept and not advised */
 static uint64_t clock_ticks;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static zc_once atfork_once = ZC_ONCE_INIT;
 
 /* A fork while another thread holds the lock must not leave the child's copy locked. */
-static void before_fork(void) { pthread_mutex_lock(&lock); }
-static void after_fork(void) { pthread_mutex_unlock(&lock); }
-static void register_atfork(void) { pthread_atfork(before_fork, after_fork, after_fork); }
+static void before_fork(void) { zc_mutex_lock(&lock); }
+static void after_fork(void) { zc_mutex_unlock(&lock); }
+static void register_atfork(void) { zc_atfork(before_fork, after_fork, after_fork); }
 
 size_t zc_pool_block_size(size_t size)
 {
@@ -50,23 +50,10 @@ size_t zc_pool_block_size(size_t size)
  * pages can back it whole). */
 static void *map_block(size_t size)
 {
-    size_t align = size % HUGE == 0 ? HUGE : PAGE;
-    size_t span = size + (align > PAGE ? align : 0);
-    if (span < size)
-        return NULL;
-    char *raw = (char *)mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED)
-        return NULL;
-    char *p = (char *)(((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1));
-    if (p > raw)
-        munmap(raw, (size_t)(p - raw));
-    if (raw + span > p + size)
-        munmap(p + size, (size_t)(raw + span - (p + size)));
-#ifdef MADV_HUGEPAGE
+    void *p = zc_mem_map(size, size % HUGE == 0 ? HUGE : PAGE);
     /* Every block of 2 MiB or more is whole huge pages: one fault each instead of 512. */
-    if (size >= HUGE)
-        madvise(p, size, MADV_HUGEPAGE);
-#endif
+    if (p != NULL && size >= HUGE)
+        zc_mem_advise_huge(p, size);
     return p;
 }
 
@@ -86,16 +73,16 @@ void *zc_pool_take(size_t size)
     size_t block = zc_pool_block_size(size);
     if (block == 0)
         return NULL;
-    pthread_once(&atfork_once, register_atfork);
+    zc_once_run(&atfork_once, register_atfork);
     void *p = NULL;
-    pthread_mutex_lock(&lock);
+    zc_mutex_lock(&lock);
     int best = -1;
     for (int i = 0; i < nkept; i++)
         if (kept[i].size == block && (best < 0 || kept[i].age > kept[best].age))
             best = i; /* the most recently given back is the likeliest still resident */
     if (best >= 0)
         p = unlist(best).p;
-    pthread_mutex_unlock(&lock);
+    zc_mutex_unlock(&lock);
     return p != NULL ? p : map_block(block);
 }
 
@@ -118,9 +105,7 @@ static int make_room(size_t room, int slot, kept_block *out)
  * Only ever on a block off the list: once listed, another thread may take and fill it. */
 static void advise_free(kept_block *b)
 {
-#ifdef MADV_FREE
-    madvise(b->p, b->size, MADV_FREE);
-#endif
+    zc_mem_advise_free(b->p, b->size);
     b->advised = 1;
 }
 
@@ -130,7 +115,7 @@ static void keep(kept_block b)
 {
     kept_block drop[MAX_KEPT], cool[MAX_COOL];
     int ndrop = 0, ncool = 0, listed = 0;
-    pthread_mutex_lock(&lock);
+    zc_mutex_lock(&lock);
     if (b.age == 0)
         b.age = ++clock_ticks;
     if (b.size <= limit_bytes) {
@@ -148,11 +133,11 @@ static void keep(kept_block b)
             cool[ncool++] = unlist(oldest);
         }
     }
-    pthread_mutex_unlock(&lock);
+    zc_mutex_unlock(&lock);
     for (int i = 0; i < ndrop; i++)
-        munmap(drop[i].p, drop[i].size);
+        zc_mem_unmap(drop[i].p, drop[i].size);
     if (!listed)
-        munmap(b.p, b.size);
+        zc_mem_unmap(b.p, b.size);
     for (int i = 0; i < ncool; i++) {
         advise_free(&cool[i]);
         keep(cool[i]); /* cold now, so this cools nothing further */
@@ -172,20 +157,20 @@ void zc_pool_give(void *p, size_t size)
 void zc_pool_set_limit(size_t bytes)
 {
     kept_block drop[MAX_KEPT];
-    pthread_once(&atfork_once, register_atfork);
-    pthread_mutex_lock(&lock);
+    zc_once_run(&atfork_once, register_atfork);
+    zc_mutex_lock(&lock);
     limit_bytes = bytes;
     int n = make_room(0, 0, drop);
-    pthread_mutex_unlock(&lock);
+    zc_mutex_unlock(&lock);
     for (int i = 0; i < n; i++)
-        munmap(drop[i].p, drop[i].size);
+        zc_mem_unmap(drop[i].p, drop[i].size);
 }
 
 size_t zc_pool_kept(void)
 {
-    pthread_mutex_lock(&lock);
+    zc_mutex_lock(&lock);
     size_t n = kept_bytes;
-    pthread_mutex_unlock(&lock);
+    zc_mutex_unlock(&lock);
     return n;
 }
 
@@ -199,7 +184,7 @@ static zc_slab *carving;
 
 static void slab_release(zc_slab *slab)
 {
-    if (__atomic_sub_fetch(&slab->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+    if (zc_atomic_add_int(&slab->refs, -1, ZC_ACQ_REL) == 0) {
         zc_pool_give(slab->base, HUGE);
         free(slab);
     }
@@ -210,16 +195,16 @@ void *zc_pool_take_piece(size_t size, zc_slab **slab_out)
     size = (size + PAGE - 1) / PAGE * PAGE;
     if (size == 0 || size > HUGE)
         return NULL;
-    pthread_once(&atfork_once, register_atfork);
+    zc_once_run(&atfork_once, register_atfork);
     zc_slab *fresh = NULL, *retired = NULL;
     for (;;) {
-        pthread_mutex_lock(&lock);
+        zc_mutex_lock(&lock);
         zc_slab *slab = carving;
         if (slab != NULL && slab->used + size <= HUGE) {
             void *p = slab->base + slab->used;
             slab->used += size;
-            __atomic_add_fetch(&slab->refs, 1, __ATOMIC_RELAXED);
-            pthread_mutex_unlock(&lock);
+            zc_atomic_add_int(&slab->refs, 1, ZC_RELAXED);
+            zc_mutex_unlock(&lock);
             *slab_out = slab;
             if (fresh != NULL) { /* another thread installed a slab first */
                 zc_pool_give(fresh->base, HUGE);
@@ -233,10 +218,10 @@ void *zc_pool_take_piece(size_t size, zc_slab **slab_out)
             retired = carving;
             carving = fresh;
             fresh = NULL;
-            pthread_mutex_unlock(&lock);
+            zc_mutex_unlock(&lock);
             continue;
         }
-        pthread_mutex_unlock(&lock);
+        zc_mutex_unlock(&lock);
         /* Taken outside the lock: zc_pool_take locks it too. */
         fresh = (zc_slab *)malloc(sizeof *fresh);
         void *base = fresh != NULL ? zc_pool_take(HUGE) : NULL;

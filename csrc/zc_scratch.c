@@ -2,8 +2,7 @@
 #define _GNU_SOURCE
 #include "zc_scratch.h"
 
-#include <pthread.h>
-#include <sys/mman.h>
+#include "zc_os.h"
 
 #define HUGE ((size_t)2 << 20)
 
@@ -16,42 +15,41 @@ typedef struct {
     scratch_buf slot[ZC_SCRATCH_SLOTS];
 } thread_scratch;
 
-static pthread_key_t key;
-static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static zc_tls_key key;
+static zc_once key_once = ZC_ONCE_INIT;
 static int key_ok;
 
 static void release(scratch_buf *b)
 {
     if (b->p != NULL)
-        munmap(b->p, b->cap);
+        zc_mem_unmap(b->p, b->cap);
     b->p = NULL;
     b->cap = 0;
 }
 
-static void free_thread(void *p)
+static void ZC_TLS_CALLBACK free_thread(void *p)
 {
     thread_scratch *t = (thread_scratch *)p;
     for (int i = 0; i < ZC_SCRATCH_SLOTS; i++)
         release(&t->slot[i]);
-    munmap(t, sizeof *t);
+    zc_mem_unmap(t, sizeof *t);
 }
 
-static void make_key(void) { key_ok = pthread_key_create(&key, free_thread) == 0; }
+static void make_key(void) { key_ok = zc_tls_create(&key, free_thread) == 0; }
 
 static thread_scratch *mine(void)
 {
-    pthread_once(&key_once, make_key);
+    zc_once_run(&key_once, make_key);
     if (!key_ok)
         return NULL;
-    thread_scratch *t = (thread_scratch *)pthread_getspecific(key);
+    thread_scratch *t = (thread_scratch *)zc_tls_get(key);
     if (t == NULL) {
-        /* mmap rather than malloc: the destructor may run after the allocator's own. */
-        t = (thread_scratch *)mmap(NULL, sizeof *t, PROT_READ | PROT_WRITE,
-                                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (t == MAP_FAILED)
+        /* Mapped rather than malloc'd: the destructor may run after the allocator's own. */
+        t = (thread_scratch *)zc_mem_map(sizeof *t, 4096);
+        if (t == NULL)
             return NULL;
-        if (pthread_setspecific(key, t) != 0) {
-            munmap(t, sizeof *t);
+        if (zc_tls_set(key, t) != 0) {
+            zc_mem_unmap(t, sizeof *t);
             return NULL;
         }
     }
@@ -70,9 +68,8 @@ unsigned char *zc_scratch(int slot, size_t n)
     size_t cap = n < HUGE ? (n + 4095) / 4096 * 4096 : (n + HUGE - 1) / HUGE * HUGE;
     if (cap < n)
         return NULL;
-    void *p = mmap(NULL, cap ? cap : 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
-    if (p == MAP_FAILED)
+    void *p = zc_mem_map(cap ? cap : 4096, 4096);
+    if (p == NULL)
         return NULL;
     b->p = (unsigned char *)p;
     b->cap = cap ? cap : 4096;
@@ -81,17 +78,15 @@ unsigned char *zc_scratch(int slot, size_t n)
 
 void zc_scratch_idle(void)
 {
-    pthread_once(&key_once, make_key);
-    thread_scratch *t = key_ok ? (thread_scratch *)pthread_getspecific(key) : NULL;
+    zc_once_run(&key_once, make_key);
+    thread_scratch *t = key_ok ? (thread_scratch *)zc_tls_get(key) : NULL;
     if (t == NULL)
         return;
     for (int i = 0; i < ZC_SCRATCH_SLOTS; i++) {
         scratch_buf *b = &t->slot[i];
         if (b->cap > ZC_SCRATCH_KEEP_MAX)
             release(b);
-#ifdef MADV_FREE
         else if (b->p != NULL)
-            madvise(b->p, b->cap, MADV_FREE);
-#endif
+            zc_mem_advise_free(b->p, b->cap);
     }
 }

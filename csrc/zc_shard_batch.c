@@ -6,6 +6,7 @@
 
 #include "zc_copy.h"
 #include "zc_fill.h"
+#include "zc_os.h"
 #include "zc_scratch.h"
 #include "zc_status.h"
 
@@ -69,9 +70,9 @@ int zc_shard_job_list(zc_shard_job *j, const int64_t *tasks, int64_t n)
 
 static int64_t next_task(zc_shard_job *j)
 {
-    if (__atomic_load_n(&j->failed, __ATOMIC_ACQUIRE))
+    if (zc_atomic_load_int(&j->failed, ZC_ACQUIRE))
         return -1;
-    int64_t k = __atomic_fetch_add(&j->next_task, 1, __ATOMIC_ACQ_REL);
+    int64_t k = zc_atomic_fetch_add_i64(&j->next_task, 1, ZC_ACQ_REL);
     if (k >= j->nlisted)
         return -1;
     return j->listed ? j->listed[k] : k;
@@ -80,8 +81,7 @@ static int64_t next_task(zc_shard_job *j)
 static void fail(zc_shard_job *j, int64_t t, int status)
 {
     int expected = 0;
-    if (__atomic_compare_exchange_n(&j->failed, &expected, 1, 0, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_ACQUIRE)) {
+    if (zc_atomic_cas_int(&j->failed, &expected, 1)) {
         j->status = status;
         j->failed_task = t;
     }

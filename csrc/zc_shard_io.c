@@ -3,19 +3,16 @@
 #include "zc_shard_io.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "zc_chunk_io.h"
 #include "zc_copy.h"
 #include "zc_crc32c.h"
 #include "zc_fill.h"
 #include "zc_key_lock.h"
+#include "zc_os.h"
 #include "zc_shard_batch.h"
 #include "zc_shard_index.h"
 #include "zc_status.h"
@@ -219,7 +216,7 @@ int zc_shard_io_prepare(zc_shard_io *io)
 static void release_slot(zc_shard_slot *slot)
 {
     if (slot->fd >= 0)
-        close(slot->fd);
+        zc_os_close(slot->fd);
     slot->fd = -1;
     free(slot->entries);
     slot->entries = NULL;
@@ -271,9 +268,9 @@ int zc_shard_io_slot_key(const zc_shard_io *io, int64_t s, char *buf, size_t cap
 
 static int64_t next_task(zc_shard_io *io)
 {
-    if (__atomic_load_n(&io->failed, __ATOMIC_ACQUIRE))
+    if (zc_atomic_load_int(&io->failed, ZC_ACQUIRE))
         return -1;
-    int64_t t = __atomic_fetch_add(&io->next_task, 1, __ATOMIC_ACQ_REL);
+    int64_t t = zc_atomic_fetch_add_i64(&io->next_task, 1, ZC_ACQ_REL);
     return t < io->ntasks ? t : -1;
 }
 
@@ -285,7 +282,7 @@ typedef struct {
 
 static void fail(zc_shard_io *io, int64_t s, const failure *f)
 {
-    if (__atomic_exchange_n(&io->failed, 1, __ATOMIC_ACQ_REL) == 0) {
+    if (zc_atomic_exchange_int(&io->failed, 1, ZC_ACQ_REL) == 0) {
         io->status = f->status;
         io->sys_errno = f->status == ZC_ERR_IO ? f->err : 0;
         io->index_problem = f->problem;
@@ -452,7 +449,7 @@ static int load_shard(zc_shard_io *io, int64_t s, zc_buf *buf)
     return ZC_OK;
 failed:
     free(entries);
-    close(fd);
+    zc_os_close(fd);
     fail(io, s, &f);
     return f.status;
 }
@@ -461,23 +458,22 @@ failed:
 static int slot_ready(zc_shard_io *io, int64_t s, zc_buf *buf)
 {
     zc_shard_slot *slot = &io->slots[s];
-    int state = __atomic_load_n(&slot->state, __ATOMIC_ACQUIRE);
+    int state = zc_atomic_load_int(&slot->state, ZC_ACQUIRE);
     if (state == SLOT_READY)
         return ZC_OK;
     int expected = SLOT_IDLE;
     if (state == SLOT_IDLE &&
-        __atomic_compare_exchange_n(&slot->state, &expected, SLOT_LOADING, 0, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_ACQUIRE)) {
+        zc_atomic_cas_int(&slot->state, &expected, SLOT_LOADING)) {
         int st = load_shard(io, s, buf);
         if (st == ZC_OK)
-            __atomic_store_n(&slot->state, SLOT_READY, __ATOMIC_RELEASE);
+            zc_atomic_store_int(&slot->state, SLOT_READY, ZC_RELEASE);
         return st;
     }
     /* Another thread reads the index: a few system calls, or it fails and says so. */
-    while (__atomic_load_n(&slot->state, __ATOMIC_ACQUIRE) != SLOT_READY) {
-        if (__atomic_load_n(&io->failed, __ATOMIC_ACQUIRE))
+    while (zc_atomic_load_int(&slot->state, ZC_ACQUIRE) != SLOT_READY) {
+        if (zc_atomic_load_int(&io->failed, ZC_ACQUIRE))
             return ZC_ERR_PARAM;
-        sched_yield();
+        zc_thread_yield();
     }
     return ZC_OK;
 }
@@ -518,7 +514,7 @@ void zc_shard_io_read_worker(zc_shard_io *io)
             fail_simple(io, s, v.lin, st, errno);
             break;
         }
-        if (__atomic_sub_fetch(&slot->remaining, 1, __ATOMIC_ACQ_REL) == 0)
+        if (zc_atomic_add_i64(&slot->remaining, -1, ZC_ACQ_REL) == 0)
             release_slot(slot);
     }
     zc_chunk_reader_free(&rd);
@@ -691,7 +687,7 @@ void zc_shard_io_write_worker(zc_shard_io *io)
             fail_simple(io, s, v.lin, st, 0);
             break;
         }
-        if (__atomic_sub_fetch(&io->slots[s].remaining, 1, __ATOMIC_ACQ_REL) == 0) {
+        if (zc_atomic_add_i64(&io->slots[s].remaining, -1, ZC_ACQ_REL) == 0) {
             errno = 0;
             if ((st = zc_key_locks_open_once(&locks, io->lock_dir)) != ZC_OK ||
                 (st = write_shard(io, s, &w, &locks)) != ZC_OK) {
@@ -727,7 +723,7 @@ static int read_whole_shard(zc_shard_io *io, int64_t s, const char *path, unsign
         f = st == ZC_ERR_SIZE ? short_shard(size) : (failure){.status = st, .err = errno, .inner = -1};
     else
         check_index(io, *data + (io->index_at_start ? 0 : size - isz), size, entries, &f);
-    close(fd);
+    zc_os_close(fd);
 done:
     if (f.status != ZC_OK)
         fail(io, s, &f);

@@ -7,9 +7,6 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "zc_byteswap.h"
 #include "zc_chain.h"
@@ -17,8 +14,13 @@
 #include "zc_copy.h"
 #include "zc_crc32c.h"
 #include "zc_extern.h"
+#include "zc_os.h"
 #include "zc_status.h"
 #include "zc_zstd.h"
+
+#ifdef ZC_SSE2
+#include <emmintrin.h>
+#endif
 
 /* ZSTD_d_stableOutBuffer (ZSTD_d_experimentalParam2): decode straight into a caller buffer
  * that stays put for the whole frame, with no window buffer inside the context. */
@@ -29,7 +31,7 @@
 /* memcpy with streaming stores for the 16-byte aligned body (the caller fences). */
 static void copy_streaming(char *d, const char *s, size_t n)
 {
-#if defined(__SSE2__)
+#ifdef ZC_SSE2
     size_t head = (16 - ((uintptr_t)d & 15)) & 15;
     if (n < head + 64) {
         memcpy(d, s, n);
@@ -192,7 +194,7 @@ void zc_scatter_range(const zc_scatter *s, const void *src, size_t off, size_t l
         for (d = L - 1; d >= 0 && ++idx[d] == s->shape[d]; d--)
             idx[d] = 0;
     }
-#if defined(__SSE2__)
+#ifdef ZC_SSE2
     if (s->stream_out)
         _mm_sfence(); /* streaming stores are weakly ordered: done before anyone reads them */
 #endif

@@ -1,39 +1,39 @@
 /* Zstandard through per-thread reusable contexts. */
 #include "zc_zstd.h"
 
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "zc_extern.h"
+#include "zc_os.h"
 #include "zc_status.h"
 
 /* Contexts are costly to create (hundreds of KB of tables), so each thread keeps one of
  * each; the key destructors free them when the thread exits. */
 enum { CCTX, DCTX };
-static pthread_key_t keys[2];
-static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static zc_tls_key keys[2];
+static zc_once key_once = ZC_ONCE_INIT;
 static int keys_ok;
 
-static void free_cctx(void *p) { ZSTD_freeCCtx((ZSTD_CCtx *)p); }
-static void free_dctx(void *p) { ZSTD_freeDCtx((ZSTD_DCtx *)p); }
+static void ZC_TLS_CALLBACK free_cctx(void *p) { ZSTD_freeCCtx((ZSTD_CCtx *)p); }
+static void ZC_TLS_CALLBACK free_dctx(void *p) { ZSTD_freeDCtx((ZSTD_DCtx *)p); }
 
 static void make_keys(void)
 {
-    keys_ok = pthread_key_create(&keys[CCTX], free_cctx) == 0 &&
-              pthread_key_create(&keys[DCTX], free_dctx) == 0;
+    keys_ok = zc_tls_create(&keys[CCTX], free_cctx) == 0 &&
+              zc_tls_create(&keys[DCTX], free_dctx) == 0;
 }
 
 /* The thread's CCTX or DCTX, created on first use; NULL when out of memory. */
 static void *thread_ctx(int kind)
 {
-    pthread_once(&key_once, make_keys);
+    zc_once_run(&key_once, make_keys);
     if (!keys_ok)
         return NULL;
-    void *c = pthread_getspecific(keys[kind]);
+    void *c = zc_tls_get(keys[kind]);
     if (c == NULL) {
         c = kind == CCTX ? (void *)ZSTD_createCCtx() : (void *)ZSTD_createDCtx();
-        if (c != NULL && pthread_setspecific(keys[kind], c) != 0) {
+        if (c != NULL && zc_tls_set(keys[kind], c) != 0) {
             (kind == CCTX ? free_cctx : free_dctx)(c);
             c = NULL;
         }
@@ -51,11 +51,11 @@ ZSTD_DCtx *zc_zstd_thread_dctx(void)
 
 void zc_zstd_thread_dctx_trim(size_t keep)
 {
-    pthread_once(&key_once, make_keys);
+    zc_once_run(&key_once, make_keys);
     if (!keys_ok)
         return;
-    ZSTD_DCtx *d = (ZSTD_DCtx *)pthread_getspecific(keys[DCTX]);
-    if (d != NULL && ZSTD_sizeof_DCtx(d) > keep && pthread_setspecific(keys[DCTX], NULL) == 0)
+    ZSTD_DCtx *d = (ZSTD_DCtx *)zc_tls_get(keys[DCTX]);
+    if (d != NULL && ZSTD_sizeof_DCtx(d) > keep && zc_tls_set(keys[DCTX], NULL) == 0)
         ZSTD_freeDCtx(d);
 }
 

@@ -3,15 +3,19 @@
     python wheels/check_wheel.py WHEEL_OR_DIRECTORY...
     python wheels/check_wheel.py --installed
 
-Each compiled extension must need no shared library beyond glibc's own and export nothing but
-its PyInit_ function (the statically linked blosc, zstd, lz4 and zlib stay private, so they
-cannot clash with another copy in the process), every zarrcore/*.pyx must have its extension,
+Each compiled extension must need no shared library beyond the system's C runtime and export
+nothing but its PyInit_ function (the statically linked blosc, zstd, lz4 and zlib stay private,
+so they cannot clash with another copy in the process): ELF (Linux: glibc's libraries), Mach-O
+(macOS: libSystem) and PE (Windows: KERNEL32, the Universal CRT's api-ms-win-crt-*,
+VCRUNTIME140 and pythonXY.dll), read here without binutils. Every zarrcore/*.pyx must have its
+extension,
 and the public .pxd files and header must be there for `cimport zarrcore.kernels`,
 `cimport zarrcore.array_api` and `#include <zarrcore/array_api.h>`; a wheel must hold
 nothing else of zarrcore's but Python modules.
 Exits 1 and names every problem when a check fails.
 """
 import pathlib
+import re
 import struct
 import sys
 import zipfile
@@ -21,6 +25,12 @@ ALLOWED_NEEDED = {
     "libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1",
     "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1",
 }
+# macOS: the C library and system calls. The core is C, so no libc++; Python's own symbols
+# are looked up at load time (-undefined dynamic_lookup), so no libpython either.
+MACHO_ALLOWED = {"/usr/lib/libSystem.B.dylib"}
+# Windows (case-insensitive): what an MSVC-built C extension of CPython links, /MD.
+PE_ALLOWED = re.compile(r"kernel32\.dll|vcruntime140\.dll|api-ms-win-crt-[a-z0-9-]+\.dll|"
+                        r"python3\d*\.dll", re.IGNORECASE)
 # Public files beside the Python modules, with what needs each (PEP 561's marker: the package's
 # annotations, and the .pyi stubs of its extensions, are for type checkers).
 PUBLIC_FILES = {
@@ -39,8 +49,11 @@ STB_GLOBAL, STB_WEAK = 1, 2
 SHN_UNDEF = 0
 
 
-class ElfError(ValueError):
-    pass
+class BinaryError(ValueError):
+    """An extension file that cannot be read as the binary format it claims."""
+
+
+ElfError = MachOError = PeError = BinaryError
 
 
 def _string(table, offset):
@@ -106,14 +119,170 @@ def elf_dynamic_info(data):
     return needed, exported
 
 
+MH_MAGIC_64, MH_MAGIC, FAT_MAGIC, FAT_MAGIC_64 = 0xFEEDFACF, 0xFEEDFACE, 0xCAFEBABE, 0xCAFEBABF
+LC_SYMTAB = 0x2
+# Load commands naming a dylib the image needs: LC_LOAD_DYLIB, LC_LOAD_WEAK_DYLIB,
+# LC_REEXPORT_DYLIB, LC_LAZY_LOAD_DYLIB, LC_LOAD_UPWARD_DYLIB.
+LC_DYLIBS = {0xC, 0x80000018, 0x8000001F, 0x20, 0x80000023}
+N_STAB, N_PEXT, N_TYPE, N_EXT, N_SECT = 0xE0, 0x10, 0x0E, 0x01, 0x0E
+
+
+def macho_dynamic_info(data):
+    """(needed dylibs, exported symbols without their leading '_') of a Mach-O image given as
+    bytes; of every architecture of a universal one."""
+    if len(data) < 8:
+        raise MachOError("not a Mach-O file")
+    magic, = struct.unpack_from(">I", data, 0)
+    if magic in (FAT_MAGIC, FAT_MAGIC_64):
+        count, = struct.unpack_from(">I", data, 4)
+        entry = ">iiQQI" if magic == FAT_MAGIC_64 else ">iiIII"
+        step = struct.calcsize(entry) + (4 if magic == FAT_MAGIC_64 else 0)
+        if 8 + count * step > len(data):
+            raise MachOError("universal header past the end of the file")
+        needed, exported = [], []
+        for k in range(count):
+            _, _, offset, size, _ = struct.unpack_from(entry, data, 8 + k * step)
+            if offset + size > len(data):
+                raise MachOError("architecture slice past the end of the file")
+            n, e = macho_dynamic_info(data[offset:offset + size])
+            needed += [x for x in n if x not in needed]
+            exported += [x for x in e if x not in exported]
+        return needed, exported
+    magic, = struct.unpack_from("<I", data, 0)  # every macOS architecture is little-endian
+    if magic not in (MH_MAGIC_64, MH_MAGIC) or len(data) < 32:
+        raise MachOError("not a Mach-O file")
+    wide = magic == MH_MAGIC_64
+    header = 32 if wide else 28
+    ncmds, sizeofcmds = struct.unpack_from("<II", data, 16)
+    if header + sizeofcmds > len(data):
+        raise MachOError("load commands past the end of the file")
+    needed, exported, at = [], [], header
+    for _ in range(ncmds):
+        if at + 8 > header + sizeofcmds:
+            raise MachOError("load commands past their declared size")
+        cmd, size = struct.unpack_from("<II", data, at)
+        if size < 8 or at + size > header + sizeofcmds:
+            raise MachOError(f"load command {cmd:#x} of bad size {size}")
+        body = data[at:at + size]
+        if cmd in LC_DYLIBS:
+            name_at, = struct.unpack_from("<I", body, 8)
+            if not 24 <= name_at < size:
+                raise MachOError("dylib name outside its load command")
+            needed.append(_string(body, name_at))
+        elif cmd == LC_SYMTAB:
+            symoff, nsyms, stroff, strsize = struct.unpack_from("<IIII", body, 8)
+            entry = "<IBBHQ" if wide else "<IBBHI"
+            step = struct.calcsize(entry)
+            if symoff + nsyms * step > len(data) or stroff + strsize > len(data):
+                raise MachOError("symbol table past the end of the file")
+            strings = data[stroff:stroff + strsize]
+            for k in range(nsyms):
+                strx, ntype, _, _, _ = struct.unpack_from(entry, data, symoff + k * step)
+                if (not ntype & N_STAB and ntype & N_EXT and not ntype & N_PEXT
+                        and ntype & N_TYPE == N_SECT):
+                    name = _string(strings, strx)
+                    exported.append(name[1:] if name.startswith("_") else name)
+        at += size
+    return needed, exported
+
+
+def _pe_sections(data):
+    """(optional header offset, PE32+?, section table) of a PE image."""
+    if data[:2] != b"MZ" or len(data) < 0x40:
+        raise PeError("not a PE file")
+    pe, = struct.unpack_from("<I", data, 0x3C)
+    if data[pe:pe + 4] != b"PE\0\0" or pe + 24 > len(data):
+        raise PeError("not a PE file")
+    nsections, = struct.unpack_from("<H", data, pe + 6)
+    optsize, = struct.unpack_from("<H", data, pe + 20)
+    opt = pe + 24
+    magic, = struct.unpack_from("<H", data, opt)
+    if magic not in (0x10B, 0x20B):
+        raise PeError(f"unknown optional header magic {magic:#x}")
+    table = opt + optsize
+    if table + 40 * nsections > len(data):
+        raise PeError("section table past the end of the file")
+    sections = [struct.unpack_from("<8xIIII", data, table + 40 * k) for k in range(nsections)]
+    return opt, magic == 0x20B, sections  # (virtual size, address, raw size, raw offset)
+
+
+def pe_dynamic_info(data):
+    """(imported DLLs, exported names) of a PE image (a .pyd) given as bytes; exports by
+    ordinal only appear as "#ordinal"."""
+    opt, plus, sections = _pe_sections(data)
+
+    def offset(rva):
+        for vsize, vaddr, rsize, raw in sections:
+            if vaddr <= rva < vaddr + max(vsize, rsize):
+                if rva - vaddr >= rsize or raw + rva - vaddr >= len(data):
+                    break
+                return raw + rva - vaddr
+        raise PeError(f"address {rva:#x} is in no section of the file")
+
+    count, = struct.unpack_from("<I", data, opt + (108 if plus else 92))
+    directories = opt + (112 if plus else 96)
+
+    def directory(index):
+        if index >= count:
+            return 0, 0
+        return struct.unpack_from("<II", data, directories + 8 * index)
+
+    needed = []
+    # The import table (descriptors of 20 bytes, name at 12) and the delay-load table
+    # (descriptors of 32 bytes, name at 4), each ending with a zeroed descriptor.
+    for index, step, name_at in ((1, 20, 12), (13, 32, 4)):
+        rva, size = directory(index)
+        if rva == 0:
+            continue
+        at = offset(rva)
+        while True:
+            if at + step > len(data):
+                raise PeError("import table past the end of the file")
+            if data[at:at + step] == bytes(step):
+                break
+            name_rva, = struct.unpack_from("<I", data, at + name_at)
+            needed.append(_string(data, offset(name_rva)))
+            at += step
+    exported = []
+    rva, size = directory(0)
+    if rva:
+        at = offset(rva)
+        base, nfunctions, nnames, functions_rva, names_rva, ordinals_rva = struct.unpack_from(
+            "<IIIIII", data, at + 16)
+        named = set()
+        for k in range(nnames):
+            name_rva, = struct.unpack_from("<I", data, offset(names_rva) + 4 * k)
+            ordinal, = struct.unpack_from("<H", data, offset(ordinals_rva) + 2 * k)
+            exported.append(_string(data, offset(name_rva)))
+            named.add(ordinal)
+        for k in range(nfunctions):
+            address, = struct.unpack_from("<I", data, offset(functions_rva) + 4 * k)
+            if address and k not in named:
+                exported.append(f"#{base + k}")
+    return needed, exported
+
+
+def dynamic_info(data):
+    """(needed libraries, exported symbols, whether a library is allowed) of an extension in
+    whichever binary format it is."""
+    if data[:4] == b"\x7fELF":
+        return (*elf_dynamic_info(data), ALLOWED_NEEDED.__contains__)
+    if data[:2] == b"MZ":
+        return (*pe_dynamic_info(data), lambda lib: PE_ALLOWED.fullmatch(lib) is not None)
+    if len(data) >= 4 and (struct.unpack_from("<I", data, 0)[0] in (MH_MAGIC_64, MH_MAGIC) or
+                           struct.unpack_from(">I", data, 0)[0] in (FAT_MAGIC, FAT_MAGIC_64)):
+        return (*macho_dynamic_info(data), MACHO_ALLOWED.__contains__)
+    raise BinaryError("not an ELF, Mach-O or PE file")
+
+
 def check_extension(label, data):
     """Problems with one compiled extension module (its file name in `label`)."""
     module = pathlib.PurePosixPath(label).name.split(".")[0]
     try:
-        needed, exported = elf_dynamic_info(data)
-    except (ElfError, struct.error) as e:
+        needed, exported, allowed = dynamic_info(data)
+    except (BinaryError, struct.error) as e:
         return [f"{label}: {e}"]
-    problems = [f"{label}: needs {lib}" for lib in needed if lib not in ALLOWED_NEEDED]
+    problems = [f"{label}: needs {lib}" for lib in needed if not allowed(lib)]
     extra = sorted(set(exported) - {f"PyInit_{module}"})
     if extra:
         shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
@@ -130,7 +299,7 @@ def check_files(files, only_shipped=False):
         path = pathlib.PurePosixPath(name)
         if path.parts[0] != "zarrcore":
             continue
-        if len(path.parts) == 2 and path.suffix == ".so":
+        if len(path.parts) == 2 and path.suffix in (".so", ".pyd"):
             extensions[path.name.split(".")[0]] = name
         elif only_shipped and path.suffix not in (".py", ".pyi") and not (
                 len(path.parts) == 2 and path.name in PUBLIC_FILES):

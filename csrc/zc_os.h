@@ -1,0 +1,243 @@
+/* What csrc/ needs of the operating system and the compiler, for POSIX systems (Linux, macOS)
+ * and Windows.
+ *
+ * POSIX maps straight onto the system calls the code made before this layer existed: threads
+ * and atomics are macros over pthreads and GCC/Clang builtins, the rest thin functions in
+ * zc_os_posix_*.c. Windows (MSVC or MinGW) is in zc_os_win_*.c. Every file compiles on every
+ * system and is empty where it does not belong, so a build simply compiles every
+ * file of csrc/.
+ *
+ * Descriptors are ints: POSIX descriptors, or on Windows C runtime descriptors over handles
+ * opened with every sharing mode, so a file that one thread reads can still be renamed over or
+ * removed by another, as on POSIX. Paths are UTF-8 (Windows turns them into UTF-16 for its
+ * wide API; '/' and '\\' both separate there). Failures return -1 and set errno (on Windows
+ * translated from GetLastError). */
+#ifndef ZC_OS_H
+#define ZC_OS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ZC_MSVC: MSVC's intrinsics instead of GCC's builtins. wheels/wincheck.py also sets it for
+ * MinGW, whose headers have the same intrinsics, to run those branches under Wine. */
+#if defined(_MSC_VER) && !defined(__clang__) && !defined(ZC_MSVC)
+#define ZC_MSVC 1
+#endif
+#ifdef ZC_MSVC
+#include <intrin.h>
+#include <stdlib.h>
+#endif
+
+/* ---- Atomics on int and int64_t, with the orders of GCC's __atomic builtins. MSVC gets
+ * interlocked operations, full barriers whatever the order asked. ---- */
+#ifndef ZC_MSVC
+#define ZC_RELAXED __ATOMIC_RELAXED
+#define ZC_ACQUIRE __ATOMIC_ACQUIRE
+#define ZC_RELEASE __ATOMIC_RELEASE
+#define ZC_ACQ_REL __ATOMIC_ACQ_REL
+#define zc_atomic_load_int(p, order) __atomic_load_n((p), (order))
+#define zc_atomic_store_int(p, v, order) __atomic_store_n((p), (v), (order))
+#define zc_atomic_add_int(p, v, order) __atomic_add_fetch((p), (v), (order))
+#define zc_atomic_exchange_int(p, v, order) __atomic_exchange_n((p), (v), (order))
+/* Compare *p with *expected: equal, store `desired` and return 1; else *expected = *p, 0. */
+#define zc_atomic_cas_int(p, expected, desired)                                                \
+    __atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQ_REL,               \
+                                __ATOMIC_ACQUIRE)
+#define zc_atomic_add_i64(p, v, order) __atomic_add_fetch((p), (v), (order))
+#define zc_atomic_fetch_add_i64(p, v, order) __atomic_fetch_add((p), (v), (order))
+#else
+#define ZC_RELAXED 0
+#define ZC_ACQUIRE 2
+#define ZC_RELEASE 3
+#define ZC_ACQ_REL 4
+/* int and long are both 32 bits on Windows. */
+static __inline int zc_atomic_load_int(const int *p, int order)
+{
+    (void)order;
+    return (int)_InterlockedCompareExchange((volatile long *)p, 0, 0);
+}
+static __inline void zc_atomic_store_int(int *p, int v, int order)
+{
+    (void)order;
+    _InterlockedExchange((volatile long *)p, (long)v);
+}
+static __inline int zc_atomic_add_int(int *p, int v, int order)
+{
+    (void)order;
+    return (int)_InterlockedExchangeAdd((volatile long *)p, (long)v) + v;
+}
+static __inline int zc_atomic_exchange_int(int *p, int v, int order)
+{
+    (void)order;
+    return (int)_InterlockedExchange((volatile long *)p, (long)v);
+}
+static __inline int zc_atomic_cas_int(int *p, int *expected, int desired)
+{
+    long seen = _InterlockedCompareExchange((volatile long *)p, (long)desired, (long)*expected);
+    if (seen == (long)*expected)
+        return 1;
+    *expected = (int)seen;
+    return 0;
+}
+static __inline int64_t zc_atomic_fetch_add_i64(int64_t *p, int64_t v, int order)
+{
+    (void)order;
+    return _InterlockedExchangeAdd64((volatile __int64 *)p, v);
+}
+static __inline int64_t zc_atomic_add_i64(int64_t *p, int64_t v, int order)
+{
+    return zc_atomic_fetch_add_i64(p, v, order) + v;
+}
+#endif
+
+/* ---- Byte order, overflow checks, prefetch ---- */
+#ifndef ZC_MSVC
+#define zc_bswap16(x) __builtin_bswap16(x)
+#define zc_bswap32(x) __builtin_bswap32(x)
+#define zc_bswap64(x) __builtin_bswap64(x)
+/* *r = a * b; 1 when that overflows int64_t (ptrdiff_t on 64-bit systems). */
+#define zc_mul_overflow_i64(a, b, r) __builtin_mul_overflow((a), (b), (r))
+#define zc_prefetch(p) __builtin_prefetch(p)
+#else
+#define zc_bswap16(x) _byteswap_ushort(x)
+#define zc_bswap32(x) _byteswap_ulong(x)
+#define zc_bswap64(x) _byteswap_uint64(x)
+static __inline int zc_mul_overflow_i64(int64_t a, int64_t b, int64_t *r)
+{
+#if defined(_M_X64)
+    __int64 high;
+    *r = _mul128(a, b, &high);
+#else
+    __int64 high = __mulh(a, b);
+    *r = (int64_t)((uint64_t)a * (uint64_t)b);
+#endif
+    return high != (*r < 0 ? -1 : 0);
+}
+#if defined(_M_X64)
+#define zc_prefetch(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
+#else
+#define zc_prefetch(p) ((void)(p))
+#endif
+#endif
+
+/* SSE2 intrinsics (every x86-64 compiler has them; MSVC does not say so with __SSE2__). */
+#if defined(__SSE2__) || (defined(ZC_MSVC) && defined(_M_X64))
+#define ZC_SSE2 1
+#endif
+
+/* ---- Threads: a mutex, run-once, per-thread values (with a destructor run at thread exit),
+ * yielding, and fork handlers (nothing on Windows, which does not fork). csrc/ starts no
+ * threads: its callers' threads run the work. ---- */
+#ifdef _WIN32
+typedef struct { void *opaque; } zc_mutex; /* an SRWLOCK */
+#define ZC_MUTEX_INIT {0}
+typedef struct { void *opaque; } zc_once; /* an INIT_ONCE */
+#define ZC_ONCE_INIT {0}
+typedef unsigned long zc_tls_key; /* a fiber-local storage index, whose callback runs at exit */
+#define ZC_TLS_CALLBACK __stdcall
+void zc_mutex_lock(zc_mutex *m);
+void zc_mutex_unlock(zc_mutex *m);
+void zc_once_run(zc_once *once, void (*fn)(void));
+/* 0, or nonzero when no key is left. */
+int zc_tls_create(zc_tls_key *key, void(ZC_TLS_CALLBACK *destroy)(void *));
+void *zc_tls_get(zc_tls_key key);
+int zc_tls_set(zc_tls_key key, void *value); /* 0 on success */
+void zc_thread_yield(void);
+#define zc_atfork(prepare, parent, child) ((void)(prepare), (void)(parent), (void)(child))
+#else
+#include <pthread.h>
+#include <sched.h>
+typedef pthread_mutex_t zc_mutex;
+#define ZC_MUTEX_INIT PTHREAD_MUTEX_INITIALIZER
+typedef pthread_once_t zc_once;
+#define ZC_ONCE_INIT PTHREAD_ONCE_INIT
+typedef pthread_key_t zc_tls_key;
+#define ZC_TLS_CALLBACK
+#define zc_mutex_lock(m) pthread_mutex_lock(m)
+#define zc_mutex_unlock(m) pthread_mutex_unlock(m)
+#define zc_once_run(once, fn) pthread_once((once), (fn))
+#define zc_tls_create(key, destroy) pthread_key_create((key), (destroy))
+#define zc_tls_get(key) pthread_getspecific(key)
+#define zc_tls_set(key, value) pthread_setspecific((key), (value))
+#define zc_thread_yield() sched_yield()
+#define zc_atfork(prepare, parent, child) pthread_atfork((prepare), (parent), (child))
+#endif
+
+/* ---- Memory: anonymous page-aligned blocks (zc_os_*_mem.c) ---- */
+
+/* `size` bytes, readable and writable, at an address aligned to `align` (a power of two and a
+ * multiple of 4 KiB; Windows may fall back to its 64 KiB granularity); NULL when out of
+ * memory. */
+void *zc_mem_map(size_t size, size_t align);
+void zc_mem_unmap(void *p, size_t size);
+/* Let the system take the pages back under memory pressure until they are next written (their
+ * contents are then unspecified): MADV_FREE, or MEM_RESET on Windows; nothing elsewhere. */
+void zc_mem_advise_free(void *p, size_t size);
+/* Back the block with huge pages where the system does so on request (MADV_HUGEPAGE). */
+void zc_mem_advise_huge(void *p, size_t size);
+
+/* ---- Files (zc_os_*_file.c) ---- */
+
+enum { ZC_FILE_REGULAR, ZC_FILE_DIRECTORY, ZC_FILE_OTHER };
+
+typedef struct {
+    uint64_t size;
+    uint64_t dev, ino; /* the same pair: the same file */
+    uint64_t nlink;    /* names it has; 0 once removed (on Windows: once its removal is pending) */
+    int kind;          /* ZC_FILE_* */
+} zc_file_info;
+
+/* Open for reading; with `nofollow`, a symbolic link is not followed and opening does not
+ * block (for files of unknown origin). Directories open too (zc_os_fstat tells). */
+int zc_os_open_read(const char *path, int nofollow);
+/* Open an existing file for writing only. */
+int zc_os_open_write(const char *path);
+/* Create a new file for writing only, failing with EEXIST when it exists; `mode` as open(2)'s
+ * (POSIX only). */
+int zc_os_create(const char *path, unsigned mode);
+int zc_os_close(int fd);
+/* A second descriptor of the same open file (sharing its locks). */
+int zc_os_dup(int fd);
+/* Read up to `len` bytes at `at`: the count (0 at the end), or -1 (EINTR: try again). */
+ptrdiff_t zc_os_pread(int fd, void *buf, size_t len, uint64_t at);
+/* Write up to `len` bytes at the file position: the count, or -1 (EINTR: try again). */
+ptrdiff_t zc_os_write(int fd, const void *buf, size_t len);
+int zc_os_fstat(int fd, zc_file_info *info);
+int zc_os_stat(const char *path, int nofollow, zc_file_info *info);
+/* Rename `from` to `to`, atomically replacing `to` if it exists (on Windows also while others
+ * have it open, where the system allows: Windows 10 1607 and later on NTFS). */
+int zc_os_rename(const char *from, const char *to);
+int zc_os_unlink(const char *path);
+/* A second name `name` for the file `existing`. */
+int zc_os_link(const char *existing, const char *name);
+int zc_os_mkdir(const char *path);
+/* Whether `c` separates path components ('/', and on Windows '\\'). */
+int zc_os_is_sep(char c);
+/* The length of the root of `path` that is no directory to make ("/", "C:\\", "\\\\host\\share\\"). */
+size_t zc_os_root_length(const char *path);
+/* The last separator of `path`, or NULL. */
+const char *zc_os_last_sep(const char *path);
+/* Make the directories of `path` that are missing: every component with `last`, else all but
+ * the last. 0, or -1 with errno. (zc_os_dirs.c, on top of zc_os_mkdir.) */
+int zc_os_make_dirs(char *path, int last);
+/* Give a file just created in `dir` the mode `mode` plus write permission for whoever may
+ * write `dir`, whatever the umask, and `dir`'s group (best effort); with `mode` < 0 the file
+ * keeps its mode and nothing is done in a sticky directory. Windows: nothing, the file
+ * inherits `dir`'s access control list. 0, or -1 with errno. */
+int zc_os_share_like_dir(int fd, const char *dir, int mode);
+long zc_os_pid(void);
+/* Nanoseconds of the real-time clock. */
+uint64_t zc_os_time_ns(void);
+
+/* ---- Advisory locks (zc_os_*_lock.c): one byte of a file at `at` (below 2^32), or the whole
+ * file with ZC_LOCK_WHOLE. They conflict between open files, even within one process, and go
+ * when the last descriptor of the open file closes or the process dies: POSIX open file
+ * description locks, whole-file flock where those do not exist; LockFileEx on Windows, where a
+ * whole-file lock is one byte far beyond any data, since Windows' locks also bar reads and
+ * writes of what they cover. ---- */
+#define ZC_LOCK_WHOLE UINT64_MAX
+/* 1 taken, 0 another holds a conflicting lock (only without `wait`), -1 with errno. */
+int zc_os_lock(int fd, uint64_t at, int exclusive, int wait);
+int zc_os_unlock(int fd, uint64_t at);
+
+#endif

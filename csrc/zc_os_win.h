@@ -1,0 +1,25 @@
+/* Helpers shared by the Windows implementations of zc_os.h (zc_os_win_*.c), and nothing else. */
+#ifndef ZC_OS_WIN_H
+#define ZC_OS_WIN_H
+#ifdef _WIN32
+
+#ifndef _WIN32_WINNT
+#define _WIN32_WINNT 0x0602 /* Windows 8: GetSystemTimePreciseAsFileTime, FileStandardInfo */
+#endif
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#include <windows.h>
+#include <wchar.h>
+
+/* `path` (UTF-8) as a new UTF-16 string for the wide API (free it), or NULL with errno. */
+wchar_t *zc_win_wide(const char *path);
+
+/* Set errno to the nearest POSIX meaning of the Windows error `error`. */
+void zc_win_set_errno(DWORD error);
+
+/* The handle under C runtime descriptor `fd`, or INVALID_HANDLE_VALUE with errno EBADF. */
+HANDLE zc_win_handle(int fd);
+
+#endif
+#endif

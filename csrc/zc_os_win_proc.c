@@ -1,0 +1,15 @@
+/* The process id and the clock on Windows; see zc_os.h. */
+#ifdef _WIN32
+#include "zc_os_win.h" /* first: it sets the Windows version */
+#include "zc_os.h"
+
+long zc_os_pid(void) { return (long)GetCurrentProcessId(); }
+
+uint64_t zc_os_time_ns(void)
+{
+    FILETIME ft;
+    GetSystemTimePreciseAsFileTime(&ft);
+    uint64_t ticks = (uint64_t)ft.dwHighDateTime << 32 | ft.dwLowDateTime; /* 100 ns since 1601 */
+    return (ticks - 116444736000000000ULL) * 100u;
+}
+#endif

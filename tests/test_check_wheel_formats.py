@@ -1,0 +1,192 @@
+"""wheels/check_wheel.py on macOS (Mach-O) and Windows (PE) extensions: what they link and
+export. PE images are real DLLs cross-built with MinGW-w64 (when it is installed); Mach-O
+images are built here byte by byte, since no Mach-O linker runs on this system."""
+import importlib.util
+import pathlib
+import shutil
+import struct
+import subprocess
+import zipfile
+
+import pytest
+
+pytestmark = pytest.mark.checks_linking
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CHECKER = ROOT / "wheels" / "check_wheel.py"
+MINGW = "x86_64-w64-mingw32-gcc"
+LIBSYSTEM = "/usr/lib/libSystem.B.dylib"
+EXPORTED, PRIVATE_EXTERN, UNDEFINED = 0x0F, 0x1F, 0x01  # n_type: N_SECT|N_EXT, +N_PEXT, N_EXT
+LC_LOAD_DYLIB, LC_LOAD_WEAK_DYLIB, LC_SYMTAB = 0xC, 0x80000018, 0x2
+
+
+@pytest.fixture(scope="module")
+def check_wheel():
+    spec = importlib.util.spec_from_file_location("check_wheel", CHECKER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def macho(dylibs, symbols, weak=()):
+    """A 64-bit Mach-O bundle (x86_64) with these LC_LOAD_DYLIB (and weak) commands and a
+    symbol table of (name, n_type)."""
+    commands = b""
+    for cmd, names in ((LC_LOAD_DYLIB, dylibs), (LC_LOAD_WEAK_DYLIB, weak)):
+        for name in names:
+            raw = name.encode() + b"\0"
+            raw += b"\0" * (-len(raw) % 8)
+            commands += struct.pack("<IIIIII", cmd, 24 + len(raw), 24, 2, 0x10000, 0x10000) + raw
+    ncmds = len(dylibs) + len(weak) + 1
+    sizeofcmds = len(commands) + 24
+    symoff = 32 + sizeofcmds
+    strings, entries = b"\0", b""
+    for name, ntype in symbols:
+        entries += struct.pack("<IBBHQ", len(strings), ntype, 1 if ntype != UNDEFINED else 0, 0,
+                               0x1000)
+        strings += b"_" + name.encode() + b"\0"
+    commands += struct.pack("<IIIIII", LC_SYMTAB, 24, symoff, len(symbols),
+                            symoff + len(entries), len(strings))
+    header = struct.pack("<IiiIIIII", 0xFEEDFACF, 0x01000007, 3, 8, ncmds, sizeofcmds, 0, 0)
+    return header + commands + entries + strings
+
+
+def universal(*slices):
+    """A universal (fat) Mach-O file of these slices."""
+    out = struct.pack(">II", 0xCAFEBABE, len(slices))
+    at = 8 + 20 * len(slices)
+    at += -at % 16
+    body = b""
+    for s in slices:
+        out += struct.pack(">iiIII", 0x01000007, 3, at + len(body), len(s), 4)
+        body += s + b"\0" * (-len(s) % 16)
+    return out + b"\0" * (-len(out) % 16) + body
+
+
+def good_macho(module):
+    return macho([LIBSYSTEM], [(f"PyInit_{module}", EXPORTED), ("zc_pool_take", PRIVATE_EXTERN),
+                               ("PyLong_FromLong", UNDEFINED)])
+
+
+def test_a_macho_extension_linking_libsystem_and_exporting_its_init_passes(check_wheel):
+    data = good_macho("kernels")
+    assert check_wheel.macho_dynamic_info(data) == ([LIBSYSTEM], ["PyInit_kernels"])
+    assert check_wheel.check_extension("zarrcore/kernels.cpython-311-darwin.so", data) == []
+    assert check_wheel.check_extension("zarrcore/kernels.so", universal(data, data)) == []
+
+
+def test_a_macho_extension_linking_or_exporting_more_fails(check_wheel):
+    data = macho([LIBSYSTEM, "@rpath/libzstd.1.dylib"],
+                 [("PyInit_kernels", EXPORTED), ("ZSTD_compress", EXPORTED)],
+                 weak=["/usr/lib/libc++.1.dylib"])
+    assert check_wheel.check_extension("zarrcore/kernels.so", data) == [
+        "zarrcore/kernels.so: needs @rpath/libzstd.1.dylib",
+        "zarrcore/kernels.so: needs /usr/lib/libc++.1.dylib",
+        "zarrcore/kernels.so: exports ZSTD_compress",
+    ]
+    # In one slice of a universal file only: still found.
+    assert check_wheel.check_extension("zarrcore/kernels.so", universal(good_macho("kernels"), data))
+
+
+def test_a_truncated_macho_extension_is_reported_not_crashed_on(check_wheel):
+    data = good_macho("kernels")
+    for cut in (8, 40, len(data) - 5):
+        problems = check_wheel.check_extension("zarrcore/kernels.so", data[:cut])
+        assert len(problems) == 1 and problems[0].startswith("zarrcore/kernels.so: "), cut
+
+
+def public_files(z):
+    for name in ("kernels.pxd", "array_api.pxd", "array_api.h", "py.typed"):
+        z.writestr(f"zarrcore/{name}", b"")
+
+
+def test_a_macos_wheel_of_good_extensions_passes_and_a_bad_one_fails(check_wheel, tmp_path):
+    wheel = tmp_path / "zarrcore-0.1.0-cp311-cp311-macosx_11_0_arm64.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        public_files(z)
+        for m in check_wheel.EXTENSIONS:
+            z.writestr(f"zarrcore/{m}.cpython-311-darwin.so", good_macho(m))
+    assert check_wheel.check_wheel(wheel) == []
+    with zipfile.ZipFile(wheel, "a") as z:
+        z.writestr("zarrcore/kernels.cpython-312-darwin.so",
+                   macho([LIBSYSTEM, "/opt/homebrew/lib/libblosc.1.dylib"],
+                         [("PyInit_kernels", EXPORTED)]))
+    assert check_wheel.check_wheel(wheel) == [
+        "zarrcore/kernels.cpython-312-darwin.so: needs /opt/homebrew/lib/libblosc.1.dylib"]
+
+
+DLL_SOURCE = r"""
+#include <windows.h>
+__declspec(dllexport) void *PyInit_%(module)s(void) { return (void *)GetModuleHandleW(NULL); }
+#ifdef EXTRA_EXPORT
+__declspec(dllexport) int ZSTD_compress(void) { return 0; }
+#endif
+#ifdef EXTRA_DLL
+__declspec(dllexport) int beep(void) { return MessageBeep(0); }
+#endif
+BOOL WINAPI DllMainCRTStartup(HINSTANCE h, DWORD reason, LPVOID reserved)
+{
+    (void)h, (void)reason, (void)reserved;
+    return TRUE;
+}
+"""
+
+
+def mingw_dll(tmp_path, module, *defines, libraries=("kernel32",)):
+    """A DLL like an extension module: PyInit_<module> exported, KERNEL32 imported, no C
+    runtime (MinGW's would be msvcrt.dll, which MSVC builds never link)."""
+    if shutil.which(MINGW) is None:
+        pytest.skip(f"no {MINGW} to build Windows DLLs with (apt-get install gcc-mingw-w64-x86-64)")
+    source = tmp_path / f"{module}.c"
+    source.write_text(DLL_SOURCE % {"module": module})
+    out = tmp_path / f"{module}{''.join(d.lower() for d in defines)}.pyd"
+    subprocess.run([MINGW, "-shared", "-nostdlib", "-O2", *(f"-D{d}" for d in defines),
+                    str(source), "-o", str(out), *(f"-l{lib}" for lib in libraries)], check=True)
+    return out.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def kernels_dll(tmp_path_factory):
+    return mingw_dll(tmp_path_factory.mktemp("dll"), "kernels")
+
+
+def test_a_pe_extension_importing_kernel32_and_exporting_its_init_passes(check_wheel, kernels_dll):
+    data = kernels_dll
+    assert check_wheel.pe_dynamic_info(data) == (["KERNEL32.dll"], ["PyInit_kernels"])
+    assert check_wheel.check_extension("zarrcore/kernels.cp311-win_amd64.pyd", data) == []
+
+
+def test_a_pe_extension_linking_another_dll_or_exporting_more_fails(check_wheel, tmp_path):
+    extra_dll = mingw_dll(tmp_path, "kernels", "EXTRA_DLL", libraries=("kernel32", "user32"))
+    assert check_wheel.check_extension("zarrcore/kernels.pyd", extra_dll) == [
+        "zarrcore/kernels.pyd: needs USER32.dll", "zarrcore/kernels.pyd: exports beep"]
+    extra_export = mingw_dll(tmp_path, "kernels", "EXTRA_EXPORT")
+    assert check_wheel.check_extension("zarrcore/kernels.pyd", extra_export) == [
+        "zarrcore/kernels.pyd: exports ZSTD_compress"]
+
+
+def test_pe_imports_allowed_are_the_msvc_runtime_kernel32_and_python(check_wheel):
+    allowed = ["KERNEL32.dll", "VCRUNTIME140.dll", "api-ms-win-crt-runtime-l1-1-0.dll",
+               "API-MS-WIN-CRT-HEAP-L1-1-0.DLL", "python311.dll", "python3.dll"]
+    refused = ["msvcrt.dll", "blosc.dll", "VCRUNTIME140_1.dll", "MSVCP140.dll", "USER32.dll",
+               "python311.dll.evil"]
+    assert all(check_wheel.PE_ALLOWED.fullmatch(n) for n in allowed)
+    assert not any(check_wheel.PE_ALLOWED.fullmatch(n) for n in refused)
+
+
+def test_a_windows_wheel_s_pyd_extensions_are_found_and_checked(check_wheel, kernels_dll, tmp_path):
+    """Only `kernels` is built (a DLL per module costs seconds): the others are reported
+    missing, `kernels` is not, and its own check passes."""
+    wheel = tmp_path / "zarrcore-0.1.0-cp311-cp311-win_amd64.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        public_files(z)
+        z.writestr("zarrcore/kernels.cp311-win_amd64.pyd", kernels_dll)
+    assert check_wheel.check_wheel(wheel) == [
+        f"zarrcore/{m}: no compiled extension" for m in check_wheel.EXTENSIONS if m != "kernels"]
+
+
+def test_a_truncated_pe_extension_is_reported_not_crashed_on(check_wheel, kernels_dll):
+    data = kernels_dll
+    for cut in (2, 0x40, 0x100, len(data) // 2):
+        problems = check_wheel.check_extension("zarrcore/kernels.pyd", data[:cut])
+        assert len(problems) == 1 and problems[0].startswith("zarrcore/kernels.pyd: "), cut
