@@ -529,6 +529,27 @@ def _write_row(url, options, row, errors):
         errors.put(f"{type(e).__name__}: {e}")
 
 
+def test_processes_that_end_right_after_a_request_exit_cleanly(s3_bucket):
+    """A request's future is completed by a thread of obstore's runtime calling into Python;
+    a process that ends as soon as it has the result must not be aborted at finalization."""
+    server, bucket = s3_bucket
+    options = server.storage_options()
+    code = f"""
+import sys
+from zarrcore.storage import make_store
+store = make_store("s3://{bucket}", storage_options={options!r})
+store.set("k/" + sys.argv[1], b"x" * 1000)
+store.get("k/" + sys.argv[1])
+"""
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(zarrcore.__file__))}
+    codes = []
+    for wave in range(4):
+        children = [subprocess.Popen([sys.executable, "-c", code, f"{wave}-{i}"], env=env,
+                                     stderr=subprocess.PIPE) for i in range(4)]
+        codes += [(child.wait(60), child.stderr.read().decode()[-300:]) for child in children]
+    assert [c for c, _ in codes] == [0] * 16, codes
+
+
 def test_s3_processes_partially_writing_one_shard_lose_nothing(s3_bucket):
     """Four processes read-modify-write the same shard under the store's lock objects."""
     import multiprocessing

@@ -1,10 +1,12 @@
 """Concurrent requests of remote stores: an asyncio loop on a thread of its own, and a bounded
 fan-out whose results the calling thread takes as they arrive."""
 import asyncio
+import atexit
 import errno
 import os
 import queue
 import threading
+import time
 
 from ..errors import StoreError
 
@@ -20,6 +22,19 @@ def _forget_loop_in_child():
 
 
 os.register_at_fork(after_in_child=_forget_loop_in_child)
+
+
+def _settle_at_exit():
+    """Give the threads of obstore's runtime a moment to leave Python before the interpreter
+    finalizes. Such a thread completes a request's future by calling into the loop (which
+    writes to a socket with the GIL released); once the caller has its result and the
+    program ends, a thread still in that call is killed at finalization, which aborts the
+    process (its frames are Rust's)."""
+    if _loop is not None:
+        time.sleep(0.05)
+
+
+atexit.register(_settle_at_exit)
 
 
 def io_loop():
