@@ -163,6 +163,69 @@ def test_opens_zarrcore_groups_and_stores(written):
         expected["count"], xr.open_dataset(group, engine="zarrcore", group="sub")["count"])
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("group", [None, "sub"])
+def test_open_zarr_takes_zarrcore_groups(written, layout, group):
+    path = written[layout]
+    expected = xr.open_zarr(path, group=group).load()
+    root = zarrcore.open_group(path, mode="r")
+    node = root[group] if group else root
+    # A group in a directory is that directory's path.
+    xr.testing.assert_identical(expected, xr.open_zarr(node).load())
+    assert xr.open_dataset(node, engine="zarrcore").encoding["source"] == os.fspath(node)
+    # Any group or store through zarr-python's view of zarrcore's store.
+    zstore = zarrcore.storage.as_zarr_store(node)
+    xr.testing.assert_identical(expected, xr.open_zarr(zstore).load())
+    xr.testing.assert_identical(
+        expected, xr.open_zarr(zarrcore.storage.as_zarr_store(root.store), group=group).load())
+
+
+def test_open_zarr_groups_in_memory_need_the_store_view(written):
+    source = zarrcore.open_group(written["v3"], mode="r")
+    group = zarrcore.open_group({}, mode="w")
+    zarrcore.copy_store(source, group.store, if_exists="replace")
+    with pytest.raises(TypeError, match="as_zarr_store"):
+        xr.open_zarr(group)
+    expected = xr.open_zarr(written["v3"]).load()
+    xr.testing.assert_identical(expected, xr.open_zarr(zarrcore.storage.as_zarr_store(group)).load())
+    # Written by xarray through the view, read by zarrcore.
+    target = zarrcore.storage.MemoryStore()
+    expected.to_zarr(zarrcore.storage.as_zarr_store(target), mode="w", zarr_format=3)
+    xr.testing.assert_identical(expected, xr.open_dataset(target, engine="zarrcore").load())
+
+
+def test_zarr_python_store_view_byte_ranges():
+    from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.core.sync import sync
+
+    store = zarrcore.storage.MemoryStore({"g/k": b"0123456789", "g/sub/x": b"", "other": b"o"})
+    zarrcore.open_group(store, path="g", mode="w")
+    view = zarrcore.storage.as_zarr_store(store)
+    proto = default_buffer_prototype()
+    get = lambda key, r=None: sync(view.get(key, proto, r))  # noqa: E731
+    assert get("g/k").to_bytes() == b"0123456789"
+    assert get("g/k", RangeByteRequest(2, 5)).to_bytes() == b"234"
+    assert get("g/k", OffsetByteRequest(7)).to_bytes() == b"789"
+    assert get("g/k", SuffixByteRequest(3)).to_bytes() == b"789"
+    assert get("g/k", SuffixByteRequest(0)).to_bytes() == b""
+    assert get("missing") is None
+
+    async def listing(it):
+        return sorted([k async for k in it])
+
+    rooted = zarrcore.storage.as_zarr_store(zarrcore.open_group(store, path="g"))
+    assert sync(listing(rooted.list())) == ["k", "sub/x", "zarr.json"]
+    assert sync(listing(rooted.list_prefix("sub/"))) == ["sub/x"]
+    assert sync(listing(rooted.list_dir(""))) == ["k", "sub", "zarr.json"]
+    assert sync(listing(view.list_prefix(""))) == ["g/k", "g/sub/x", "g/zarr.json", "other", "zarr.json"]
+    ro = rooted.with_read_only(True)
+    with pytest.raises(ValueError):
+        sync(ro.set("k", proto.buffer.from_bytes(b"x")))
+    sync(rooted.set("new", proto.buffer.from_bytes(b"n")))
+    assert store.get("g/new") == b"n"
+
+
 class CountingStore(MemoryStore):
     """A memory store that records the chunk keys read."""
 
