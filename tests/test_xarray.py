@@ -275,6 +275,47 @@ def test_indexing_reads_only_the_chunks_selected():
     assert set(store.reads) == {"v/c/0/0", "v/c/3/2"}
 
 
+def test_data_arrays_hold_zarrcore_arrays_unread():
+    store = CountingStore()
+    data = np.arange(40 * 30, dtype="float32").reshape(40, 30)
+    a = zarrcore.create_array(store, name="v", shape=data.shape, chunks=(10, 10), dtype=data.dtype)
+    a[...] = data
+    store.reads.clear()
+    da = xr.DataArray(a, dims=("a", "b"), coords={"a": np.arange(40) * 2}, name="v")
+    assert da.variable._data is a and store.reads == []
+    repr(da)
+    assert store.reads == []
+    # Selections reach zarrcore as selections (basic, outer, vectorized).
+    assert float(da[5, 7]) == data[5, 7]
+    assert set(store.reads) == {"v/c/0/0"}
+    store.reads.clear()
+    np.testing.assert_array_equal(da.isel(a=[1, 35], b=[2, 25]), data[np.ix_([1, 35], [2, 25])])
+    assert set(store.reads) == {"v/c/0/0", "v/c/0/2", "v/c/3/0", "v/c/3/2"}
+    store.reads.clear()
+    points = da.isel(a=xr.DataArray([1, 35], dims="p"), b=xr.DataArray([2, 25], dims="p"))
+    np.testing.assert_array_equal(points, data[[1, 35], [2, 25]])
+    assert set(store.reads) == {"v/c/0/0", "v/c/3/2"}
+    store.reads.clear()
+    np.testing.assert_array_equal(da.sel(a=slice(20, 38)).values, data[10:20])
+    assert set(store.reads) == {"v/c/1/0", "v/c/1/1", "v/c/1/2"}
+    # Reductions, arithmetic, loading and computing read it.
+    assert float(da.mean()) == pytest.approx(data.mean())
+    np.testing.assert_allclose(da.sum("b").values, data.sum(1))
+    np.testing.assert_array_equal((da * 2 + 1).values, data * 2 + 1)
+    computed = da.compute()
+    assert type(computed.data) is np.ndarray and da.variable._data is a
+    np.testing.assert_array_equal(computed, data)
+    ds = xr.Dataset({"v": da, "w": da + 1})
+    assert type(ds.load().v.data) is np.ndarray
+    # Dask takes over when asked, reading nothing until computed.
+    store.reads.clear()
+    chunked = xr.DataArray(a, dims=("a", "b")).chunk({"a": 20})
+    assert chunked.data.chunks == ((20, 20), (30,)) and store.reads == []
+    np.testing.assert_array_equal(chunked.values, data)
+    mapped = xr.apply_ufunc(np.negative, xr.DataArray(a, dims=("a", "b")), dask="parallelized")
+    np.testing.assert_array_equal(mapped.values, -data)
+
+
 def test_missing_dimension_names_raise(tmp_path):
     zarrcore.open_group(str(tmp_path / "g.zarr"), mode="w").create_array(
         "v", shape=(3,), dtype="int8")
