@@ -438,6 +438,92 @@ def test_to_zarr_compute_false_defers_dask_writes(tmp_path):
                                 xr.open_dataset(path, engine="zarr").load())
 
 
+def _outcome(write):
+    """"ok", or the type of the error `write()` raises."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            write()
+    except Exception as e:  # noqa: BLE001  (the comparison is of the outcome)
+        return type(e).__name__
+    return "ok"
+
+
+SAFE_CHUNK_CASES = {
+    # name: (dask chunks along "a", encoding of "v", extra to_zarr arguments)
+    "aligned": (4, {"chunks": (4,)}, {}),
+    "split-chunks": (3, {"chunks": (4,)}, {}),
+    "split-shards": (2, {"chunks": (2,), "shards": (4,)}, {}),
+    "split-unsafe": (3, {"chunks": (4,)}, {"safe_chunks": False}),
+    "split-aligned": (3, {"chunks": (4,)}, {"align_chunks": True}),
+    "shards-aligned": (3, {"chunks": (2,), "shards": (4,)}, {"align_chunks": True}),
+}
+
+
+@pytest.mark.parametrize("case", SAFE_CHUNK_CASES)
+def test_to_zarr_safe_and_aligned_chunks_as_xarray(tmp_path, case):
+    size, enc, extra = SAFE_CHUNK_CASES[case]
+    ds = xr.Dataset({"v": (("a",), np.arange(14.0))}).chunk({"a": size})
+    paths = {name: str(tmp_path / f"{name}.zarr") for name in ("xarray", "zarrcore")}
+    outcomes = {
+        "xarray": _outcome(lambda: ds.to_zarr(paths["xarray"], mode="w", zarr_format=3,
+                                              encoding={"v": enc}, **extra)),
+        "zarrcore": _outcome(lambda: zx.to_zarr(ds, paths["zarrcore"], mode="w", zarr_format=3,
+                                                encoding={"v": enc}, **extra)),
+    }
+    assert outcomes["zarrcore"] == outcomes["xarray"]
+    if extra.get("safe_chunks") is False:
+        # xarray's tasks may lose each other's updates of a shared chunk; zarrcore's lock it.
+        assert metadata_documents(paths["xarray"])[0] == metadata_documents(paths["zarrcore"])[0]
+        xr.testing.assert_identical(ds.load(), xr.open_zarr(paths["zarrcore"]).load())
+    elif outcomes["xarray"] == "ok":
+        assert_same_layout(paths["xarray"], paths["zarrcore"])
+    else:  # refused before anything of the variable is written
+        assert not os.path.exists(os.path.join(paths["zarrcore"], "v"))
+
+
+@pytest.mark.parametrize("region", [slice(2, 10), slice(4, 12), slice(4, 14)])
+@pytest.mark.parametrize("align", [False, True])
+def test_to_zarr_region_chunks_as_xarray(tmp_path, region, align):
+    ds = xr.Dataset({"v": (("a",), np.arange(14.0))})
+    part = ds.isel(a=region).chunk({"a": 4})
+    outcomes = {}
+    for name, write in [("xarray", lambda p: part.to_zarr(p, region={"a": region},
+                                                           align_chunks=align)),
+                        ("zarrcore", lambda p: zx.to_zarr(part, p, region={"a": region},
+                                                          align_chunks=align))]:
+        path = str(tmp_path / f"{name}.zarr")
+        ds.to_zarr(path, mode="w", zarr_format=3, encoding={"v": {"chunks": (4,)}})
+        outcomes[name] = _outcome(lambda: write(path))
+    assert outcomes["zarrcore"] == outcomes["xarray"]
+    if outcomes["xarray"] == "ok":
+        assert_same_layout(str(tmp_path / "xarray.zarr"), str(tmp_path / "zarrcore.zarr"))
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize("write_empty", [None, False, True])
+def test_to_zarr_write_empty_chunks_as_xarray(tmp_path, zarr_format, write_empty):
+    data = np.full(12, np.nan)
+    data[:4] = 1.0
+    ds = xr.Dataset({"v": (("a",), data)})
+    more = xr.Dataset({"v": (("a",), np.full(4, np.nan))})
+    enc = {"v": {"chunks": (4,)}}
+    args = {} if write_empty is None else {"write_empty_chunks": write_empty}
+    for name, write in [("xarray", lambda d, p, **k: d.to_zarr(p, **k)),
+                        ("zarrcore", lambda d, p, **k: zx.to_zarr(d, p, **k))]:
+        path = str(tmp_path / f"{name}.zarr")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            write(ds, path, mode="w", zarr_format=zarr_format, encoding=enc, **args)
+            write(more, path, append_dim="a", **args)  # existing arrays too
+    assert_same_layout(str(tmp_path / "xarray.zarr"), str(tmp_path / "zarrcore.zarr"))
+    # The argument and the encoding must agree, as in xarray.
+    clash = {"v": {"chunks": (4,), "write_empty_chunks": not write_empty}}
+    if write_empty is not None:
+        with pytest.raises(ValueError):
+            zx.to_zarr(ds, str(tmp_path / "clash.zarr"), mode="w", encoding=clash, **args)
+
+
 def test_to_zarr_shared_shards_need_locks():
     class NoLockStore(MemoryStore):
         """Declares no locks (as an object store without conditional writes)."""
@@ -449,7 +535,7 @@ def test_to_zarr_shared_shards_need_locks():
     # refused even with it.)
     with zarrcore.config.set(unsafe_partial_writes=True):
         with pytest.raises(LockUnavailableError, match="rechunk"):
-            zx.to_zarr(ds, NoLockStore(), mode="w", zarr_format=3,
+            zx.to_zarr(ds, NoLockStore(), mode="w", zarr_format=3, safe_chunks=False,
                        encoding={"v": {"chunks": (2,), "shards": (4,)}})
         store = NoLockStore()
         zx.to_zarr(ds.chunk({"a": 4}), store, mode="w", zarr_format=3,
