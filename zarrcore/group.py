@@ -1,7 +1,6 @@
 """The Group: a node holding arrays and groups by name."""
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -73,7 +72,7 @@ class Group(nodes.Node):
         if not isinstance(self._store, LocalStore):
             raise TypeError(f"{self!r} is not in a local directory, so it has no file system "
                             f"path; pass zarrcore.storage.as_zarr_store(group) instead")
-        return os.path.join(self._store.root, *self._path.split("/")) if self._path else self._store.root
+        return self._store._path(self._path) if self._path else self._store.root
 
     def _child_path(self, name: str) -> str:
         name = nodes.normalize_path(name)
