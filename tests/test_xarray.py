@@ -163,6 +163,69 @@ def test_opens_zarrcore_groups_and_stores(written):
         expected["count"], xr.open_dataset(group, engine="zarrcore", group="sub")["count"])
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("group", [None, "sub"])
+def test_open_zarr_takes_zarrcore_groups(written, layout, group):
+    path = written[layout]
+    expected = xr.open_zarr(path, group=group).load()
+    root = zarrcore.open_group(path, mode="r")
+    node = root[group] if group else root
+    # A group in a directory is that directory's path.
+    xr.testing.assert_identical(expected, xr.open_zarr(node).load())
+    assert xr.open_dataset(node, engine="zarrcore").encoding["source"] == os.fspath(node)
+    # Any group or store through zarr-python's view of zarrcore's store.
+    zstore = zarrcore.storage.as_zarr_store(node)
+    xr.testing.assert_identical(expected, xr.open_zarr(zstore).load())
+    xr.testing.assert_identical(
+        expected, xr.open_zarr(zarrcore.storage.as_zarr_store(root.store), group=group).load())
+
+
+def test_open_zarr_groups_in_memory_need_the_store_view(written):
+    source = zarrcore.open_group(written["v3"], mode="r")
+    group = zarrcore.open_group({}, mode="w")
+    zarrcore.copy_store(source, group.store, if_exists="replace")
+    with pytest.raises(TypeError, match="as_zarr_store"):
+        xr.open_zarr(group)
+    expected = xr.open_zarr(written["v3"]).load()
+    xr.testing.assert_identical(expected, xr.open_zarr(zarrcore.storage.as_zarr_store(group)).load())
+    # Written by xarray through the view, read by zarrcore.
+    target = zarrcore.storage.MemoryStore()
+    expected.to_zarr(zarrcore.storage.as_zarr_store(target), mode="w", zarr_format=3)
+    xr.testing.assert_identical(expected, xr.open_dataset(target, engine="zarrcore").load())
+
+
+def test_zarr_python_store_view_byte_ranges():
+    from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.core.sync import sync
+
+    store = zarrcore.storage.MemoryStore({"g/k": b"0123456789", "g/sub/x": b"", "other": b"o"})
+    zarrcore.open_group(store, path="g", mode="w")
+    view = zarrcore.storage.as_zarr_store(store)
+    proto = default_buffer_prototype()
+    get = lambda key, r=None: sync(view.get(key, proto, r))  # noqa: E731
+    assert get("g/k").to_bytes() == b"0123456789"
+    assert get("g/k", RangeByteRequest(2, 5)).to_bytes() == b"234"
+    assert get("g/k", OffsetByteRequest(7)).to_bytes() == b"789"
+    assert get("g/k", SuffixByteRequest(3)).to_bytes() == b"789"
+    assert get("g/k", SuffixByteRequest(0)).to_bytes() == b""
+    assert get("missing") is None
+
+    async def listing(it):
+        return sorted([k async for k in it])
+
+    rooted = zarrcore.storage.as_zarr_store(zarrcore.open_group(store, path="g"))
+    assert sync(listing(rooted.list())) == ["k", "sub/x", "zarr.json"]
+    assert sync(listing(rooted.list_prefix("sub/"))) == ["sub/x"]
+    assert sync(listing(rooted.list_dir(""))) == ["k", "sub", "zarr.json"]
+    assert sync(listing(view.list_prefix(""))) == ["g/k", "g/sub/x", "g/zarr.json", "other", "zarr.json"]
+    ro = rooted.with_read_only(True)
+    with pytest.raises(ValueError):
+        sync(ro.set("k", proto.buffer.from_bytes(b"x")))
+    sync(rooted.set("new", proto.buffer.from_bytes(b"n")))
+    assert store.get("g/new") == b"n"
+
+
 class CountingStore(MemoryStore):
     """A memory store that records the chunk keys read."""
 
@@ -210,6 +273,47 @@ def test_indexing_reads_only_the_chunks_selected():
     points = opened.v.isel(a=xr.DataArray([1, 35], dims="p"), b=xr.DataArray([2, 25], dims="p"))
     np.testing.assert_array_equal(points.values, data[[1, 35], [2, 25]])  # vectorized
     assert set(store.reads) == {"v/c/0/0", "v/c/3/2"}
+
+
+def test_data_arrays_hold_zarrcore_arrays_unread():
+    store = CountingStore()
+    data = np.arange(40 * 30, dtype="float32").reshape(40, 30)
+    a = zarrcore.create_array(store, name="v", shape=data.shape, chunks=(10, 10), dtype=data.dtype)
+    a[...] = data
+    store.reads.clear()
+    da = xr.DataArray(a, dims=("a", "b"), coords={"a": np.arange(40) * 2}, name="v")
+    assert da.variable._data is a and store.reads == []
+    repr(da)
+    assert store.reads == []
+    # Selections reach zarrcore as selections (basic, outer, vectorized).
+    assert float(da[5, 7]) == data[5, 7]
+    assert set(store.reads) == {"v/c/0/0"}
+    store.reads.clear()
+    np.testing.assert_array_equal(da.isel(a=[1, 35], b=[2, 25]), data[np.ix_([1, 35], [2, 25])])
+    assert set(store.reads) == {"v/c/0/0", "v/c/0/2", "v/c/3/0", "v/c/3/2"}
+    store.reads.clear()
+    points = da.isel(a=xr.DataArray([1, 35], dims="p"), b=xr.DataArray([2, 25], dims="p"))
+    np.testing.assert_array_equal(points, data[[1, 35], [2, 25]])
+    assert set(store.reads) == {"v/c/0/0", "v/c/3/2"}
+    store.reads.clear()
+    np.testing.assert_array_equal(da.sel(a=slice(20, 38)).values, data[10:20])
+    assert set(store.reads) == {"v/c/1/0", "v/c/1/1", "v/c/1/2"}
+    # Reductions, arithmetic, loading and computing read it.
+    assert float(da.mean()) == pytest.approx(data.mean())
+    np.testing.assert_allclose(da.sum("b").values, data.sum(1))
+    np.testing.assert_array_equal((da * 2 + 1).values, data * 2 + 1)
+    computed = da.compute()
+    assert type(computed.data) is np.ndarray and da.variable._data is a
+    np.testing.assert_array_equal(computed, data)
+    ds = xr.Dataset({"v": da, "w": da + 1})
+    assert type(ds.load().v.data) is np.ndarray
+    # Dask takes over when asked, reading nothing until computed.
+    store.reads.clear()
+    chunked = xr.DataArray(a, dims=("a", "b")).chunk({"a": 20})
+    assert chunked.data.chunks == ((20, 20), (30,)) and store.reads == []
+    np.testing.assert_array_equal(chunked.values, data)
+    mapped = xr.apply_ufunc(np.negative, xr.DataArray(a, dims=("a", "b")), dask="parallelized")
+    np.testing.assert_array_equal(mapped.values, -data)
 
 
 def test_missing_dimension_names_raise(tmp_path):
@@ -334,6 +438,92 @@ def test_to_zarr_compute_false_defers_dask_writes(tmp_path):
                                 xr.open_dataset(path, engine="zarr").load())
 
 
+def _outcome(write):
+    """"ok", or the type of the error `write()` raises."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            write()
+    except Exception as e:  # noqa: BLE001  (the comparison is of the outcome)
+        return type(e).__name__
+    return "ok"
+
+
+SAFE_CHUNK_CASES = {
+    # name: (dask chunks along "a", encoding of "v", extra to_zarr arguments)
+    "aligned": (4, {"chunks": (4,)}, {}),
+    "split-chunks": (3, {"chunks": (4,)}, {}),
+    "split-shards": (2, {"chunks": (2,), "shards": (4,)}, {}),
+    "split-unsafe": (3, {"chunks": (4,)}, {"safe_chunks": False}),
+    "split-aligned": (3, {"chunks": (4,)}, {"align_chunks": True}),
+    "shards-aligned": (3, {"chunks": (2,), "shards": (4,)}, {"align_chunks": True}),
+}
+
+
+@pytest.mark.parametrize("case", SAFE_CHUNK_CASES)
+def test_to_zarr_safe_and_aligned_chunks_as_xarray(tmp_path, case):
+    size, enc, extra = SAFE_CHUNK_CASES[case]
+    ds = xr.Dataset({"v": (("a",), np.arange(14.0))}).chunk({"a": size})
+    paths = {name: str(tmp_path / f"{name}.zarr") for name in ("xarray", "zarrcore")}
+    outcomes = {
+        "xarray": _outcome(lambda: ds.to_zarr(paths["xarray"], mode="w", zarr_format=3,
+                                              encoding={"v": enc}, **extra)),
+        "zarrcore": _outcome(lambda: zx.to_zarr(ds, paths["zarrcore"], mode="w", zarr_format=3,
+                                                encoding={"v": enc}, **extra)),
+    }
+    assert outcomes["zarrcore"] == outcomes["xarray"]
+    if extra.get("safe_chunks") is False:
+        # xarray's tasks may lose each other's updates of a shared chunk; zarrcore's lock it.
+        assert metadata_documents(paths["xarray"])[0] == metadata_documents(paths["zarrcore"])[0]
+        xr.testing.assert_identical(ds.load(), xr.open_zarr(paths["zarrcore"]).load())
+    elif outcomes["xarray"] == "ok":
+        assert_same_layout(paths["xarray"], paths["zarrcore"])
+    else:  # refused before anything of the variable is written
+        assert not os.path.exists(os.path.join(paths["zarrcore"], "v"))
+
+
+@pytest.mark.parametrize("region", [slice(2, 10), slice(4, 12), slice(4, 14)])
+@pytest.mark.parametrize("align", [False, True])
+def test_to_zarr_region_chunks_as_xarray(tmp_path, region, align):
+    ds = xr.Dataset({"v": (("a",), np.arange(14.0))})
+    part = ds.isel(a=region).chunk({"a": 4})
+    outcomes = {}
+    for name, write in [("xarray", lambda p: part.to_zarr(p, region={"a": region},
+                                                           align_chunks=align)),
+                        ("zarrcore", lambda p: zx.to_zarr(part, p, region={"a": region},
+                                                          align_chunks=align))]:
+        path = str(tmp_path / f"{name}.zarr")
+        ds.to_zarr(path, mode="w", zarr_format=3, encoding={"v": {"chunks": (4,)}})
+        outcomes[name] = _outcome(lambda: write(path))
+    assert outcomes["zarrcore"] == outcomes["xarray"]
+    if outcomes["xarray"] == "ok":
+        assert_same_layout(str(tmp_path / "xarray.zarr"), str(tmp_path / "zarrcore.zarr"))
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize("write_empty", [None, False, True])
+def test_to_zarr_write_empty_chunks_as_xarray(tmp_path, zarr_format, write_empty):
+    data = np.full(12, np.nan)
+    data[:4] = 1.0
+    ds = xr.Dataset({"v": (("a",), data)})
+    more = xr.Dataset({"v": (("a",), np.full(4, np.nan))})
+    enc = {"v": {"chunks": (4,)}}
+    args = {} if write_empty is None else {"write_empty_chunks": write_empty}
+    for name, write in [("xarray", lambda d, p, **k: d.to_zarr(p, **k)),
+                        ("zarrcore", lambda d, p, **k: zx.to_zarr(d, p, **k))]:
+        path = str(tmp_path / f"{name}.zarr")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            write(ds, path, mode="w", zarr_format=zarr_format, encoding=enc, **args)
+            write(more, path, append_dim="a", **args)  # existing arrays too
+    assert_same_layout(str(tmp_path / "xarray.zarr"), str(tmp_path / "zarrcore.zarr"))
+    # The argument and the encoding must agree, as in xarray.
+    clash = {"v": {"chunks": (4,), "write_empty_chunks": not write_empty}}
+    if write_empty is not None:
+        with pytest.raises(ValueError):
+            zx.to_zarr(ds, str(tmp_path / "clash.zarr"), mode="w", encoding=clash, **args)
+
+
 def test_to_zarr_shared_shards_need_locks():
     class NoLockStore(MemoryStore):
         """Declares no locks (as an object store without conditional writes)."""
@@ -345,7 +535,7 @@ def test_to_zarr_shared_shards_need_locks():
     # refused even with it.)
     with zarrcore.config.set(unsafe_partial_writes=True):
         with pytest.raises(LockUnavailableError, match="rechunk"):
-            zx.to_zarr(ds, NoLockStore(), mode="w", zarr_format=3,
+            zx.to_zarr(ds, NoLockStore(), mode="w", zarr_format=3, safe_chunks=False,
                        encoding={"v": {"chunks": (2,), "shards": (4,)}})
         store = NoLockStore()
         zx.to_zarr(ds.chunk({"a": 4}), store, mode="w", zarr_format=3,
@@ -360,8 +550,8 @@ def test_dask_datasets_round_trip(tmp_path, dask_scheduler):
     ds = xr.Dataset({"a": (("t", "x"), rng.random((40, 30)).astype("float32")),
                      "b": (("t", "x"), rng.integers(-99, 99, (40, 30)).astype("int16"))})
     path = str(tmp_path / "d.zarr")
-    # Tasks of 8 rows share the shards of 10: every one must land.
-    zx.to_zarr(ds.chunk({"t": 8}), path, mode="w", zarr_format=3,
+    # Tasks of 8 rows share the shards of 10 (safe_chunks off): every one must land.
+    zx.to_zarr(ds.chunk({"t": 8}), path, mode="w", zarr_format=3, safe_chunks=False,
                encoding={"a": {"chunks": (5, 30), "shards": (10, 30)}})
     opened = xr.open_dataset(path, engine="zarrcore", chunks={})
     assert opened.a.chunks == ((10, 10, 10, 10), (30,))

@@ -346,6 +346,27 @@ class Array(nodes.Node):
         data = self[...]
         return data if dtype is None else data.astype(dtype, copy=False)
 
+    # -- numpy's protocols -------------------------------------------------------
+    # A zarrcore Array is a duck array (NEP 13 and 18): numpy's functions, ufuncs and the
+    # arithmetic operators read it whole and give numpy arrays, so libraries that keep duck
+    # arrays as they are (xarray) hold the Array unread and index it for what they need.
+    # `==` and `!=` stay the identity of the handle, as for every node.
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if any(isinstance(o, Array) for o in kwargs.get("out", ())):
+            return NotImplemented  # an Array is no buffer to compute into
+        return _apply(getattr(ufunc, method), inputs, kwargs,
+                      _foreign_types(inputs + tuple(kwargs.get("out", ()))))
+
+    def __array_function__(self, func: Callable[..., Any], types: Any, args: Any,
+                           kwargs: Any) -> Any:
+        foreign = [t for t in types if not issubclass(t, (Array, np.ndarray))]
+        if not foreign:
+            metadata_only = _METADATA_FUNCTIONS.get(func)
+            if metadata_only is not None:
+                return metadata_only(*args, **kwargs)
+        return _apply(func, args, kwargs, foreign)
+
     # -- selection ------------------------------------------------------------
     def __getitem__(self, selection: Selection) -> Any:
         """numpy's `x[selection]`: basic, advanced (int or bool arrays) and mixed selections;
@@ -901,6 +922,78 @@ class Array(nodes.Node):
             yield coords, tuple(
                 slice(c * b, min((c + 1) * b, s)) for c, b, s in zip(coords, blocks, self.shape)
             )
+
+
+def _read_arrays(value: Any) -> Any:
+    """`value` with every Array in it (also in lists, tuples and dicts) read into numpy."""
+    if isinstance(value, Array):
+        return value[...]
+    if isinstance(value, (list, tuple)):
+        return type(value)(_read_arrays(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _read_arrays(v) for k, v in value.items()}
+    return value
+
+
+def _foreign_types(values: Sequence[Any]) -> list[type]:
+    """The types of `values` other than Array and numpy's that override ufuncs themselves."""
+    return [type(v) for v in values if not isinstance(v, (Array, np.ndarray, np.generic))
+            and hasattr(type(v), "__array_ufunc__")]
+
+
+def _apply(func: Callable[..., Any], args: Any, kwargs: Any, foreign: Sequence[type]) -> Any:
+    """`func` of `args` with the Arrays read; with dask arrays among them, the Arrays become
+    dask arrays too (the result stays lazy); NotImplemented for other foreign types, which
+    then take their own turn."""
+    if not foreign:
+        return func(*_read_arrays(args), **_read_arrays(kwargs))
+    if all(hasattr(t, "__dask_graph__") for t in foreign):
+        from .dask import arrays_as_dask
+
+        return func(*arrays_as_dask(args), **arrays_as_dask(kwargs))
+    return NotImplemented
+
+
+def _shape_of(a: Any) -> tuple[int, ...]:
+    return a.shape if isinstance(a, Array) else np.shape(a)
+
+
+# numpy functions that need an Array's metadata, never its data.
+_METADATA_FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
+    np.shape: _shape_of,
+    np.ndim: lambda a: len(_shape_of(a)),
+    np.size: lambda a, axis=None: (math.prod(_shape_of(a)) if axis is None
+                                   else _shape_of(a)[axis]),
+    np.result_type: lambda *args: np.result_type(
+        *(a.dtype if isinstance(a, Array) else a for a in args)),
+}
+
+
+def _binary_operator(ufunc: np.ufunc, name: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    def forward(self: Array, other: Any) -> Any:
+        return ufunc(self, other)
+
+    def reflected(self: Array, other: Any) -> Any:
+        return ufunc(other, self)
+
+    forward.__name__, reflected.__name__ = f"__{name}__", f"__r{name}__"
+    return forward, reflected
+
+
+for _ufunc, _name in [(np.add, "add"), (np.subtract, "sub"), (np.multiply, "mul"),
+                      (np.true_divide, "truediv"), (np.floor_divide, "floordiv"),
+                      (np.remainder, "mod"), (np.power, "pow"), (np.matmul, "matmul"),
+                      (np.bitwise_and, "and"), (np.bitwise_or, "or"), (np.bitwise_xor, "xor"),
+                      (np.left_shift, "lshift"), (np.right_shift, "rshift")]:
+    _forward, _reflected = _binary_operator(_ufunc, _name)
+    setattr(Array, _forward.__name__, _forward)
+    setattr(Array, _reflected.__name__, _reflected)
+for _ufunc, _name in [(np.less, "lt"), (np.less_equal, "le"), (np.greater, "gt"),
+                      (np.greater_equal, "ge")]:
+    setattr(Array, f"__{_name}__", _binary_operator(_ufunc, _name)[0])
+for _ufunc, _name in [(np.negative, "neg"), (np.positive, "pos"), (np.absolute, "abs"),
+                      (np.invert, "invert")]:
+    setattr(Array, f"__{_name}__", lambda self, _ufunc=_ufunc: _ufunc(self))
 
 
 class _Selector:

@@ -43,6 +43,18 @@ def from_zarr(array_or_url, chunks=None, *, path=None, storage_options=None, nam
                          meta=np.empty((0,) * array.ndim, dtype=array.dtype))
 
 
+def arrays_as_dask(value):
+    """`value` with every zarrcore Array in it (also in lists, tuples and dicts) as a dask
+    array of it (from_zarr's default chunks)."""
+    if isinstance(value, Array):
+        return from_zarr(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(arrays_as_dask(v) for v in value)
+    if isinstance(value, dict):
+        return {k: arrays_as_dask(v) for k, v in value.items()}
+    return value
+
+
 def _misaligned_axes(chunks, region, array):
     """Axes on which dask `chunks` written at `region` (slices) of `array` split a storage
     block (shard or chunk) between tasks."""

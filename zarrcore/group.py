@@ -61,6 +61,23 @@ class Group(nodes.Node):
     def __repr__(self) -> str:
         return f"<zarrcore.Group {self._store!r}{self.name}>"
 
+    def __fspath__(self) -> str:
+        """The group's directory, for a group in a local directory, so that what takes a path
+        takes the group (`xr.open_zarr(group)`, which opens it with zarr-python).
+
+        Raises
+        ------
+        TypeError
+            The group is in another kind of store; `zarrcore.storage.as_zarr_store(group)`
+            gives zarr-python and `xr.open_zarr` a store over it.
+        """
+        from .storage import LocalStore
+
+        if not isinstance(self._store, LocalStore):
+            raise TypeError(f"{self!r} is not in a local directory, so it has no file system "
+                            f"path; pass zarrcore.storage.as_zarr_store(group) instead")
+        return self._store._path(self._path) if self._path else self._store.root
+
     def _child_path(self, name: str) -> str:
         name = nodes.normalize_path(name)
         if not name:

@@ -9,4 +9,25 @@ from .urls import make_store
 from .zip import ZipStore
 
 __all__ = ["Store", "LocalStore", "MemoryStore", "ZipStore", "ObjectStore", "FsspecStore",
-           "validate_key", "make_store"]
+           "validate_key", "make_store", "as_zarr_store"]
+
+
+def as_zarr_store(store_or_node, *, read_only=None):
+    """zarr-python's store (a `zarr.abc.store.Store`) over a zarrcore Store, or over the keys
+    below a zarrcore Group or Array: `xr.open_zarr(as_zarr_store(group))` reads through
+    zarrcore's store. Needs zarr-python.
+
+    Parameters
+    ----------
+    store_or_node : Store, Group or Array
+        The store, or the node whose path becomes the zarr-python store's root.
+    read_only : bool, optional
+        Default: as the zarrcore store.
+
+    Returns
+    -------
+    zarr.abc.store.Store
+    """
+    from .zarr_python import as_zarr_store as make
+
+    return make(store_or_node, read_only=read_only)

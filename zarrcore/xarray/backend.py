@@ -195,6 +195,23 @@ class ZarrcoreDataStore(AbstractDataStore):
         pass
 
 
+def _store_like(filename_or_obj):
+    """A zarrcore Group or Store as given (a Group in a directory is also a path, but opening
+    that path would lose the handle's consolidated metadata), other paths normalized."""
+    if isinstance(filename_or_obj, (Group, Store)):
+        return filename_or_obj
+    return _normalize_path(filename_or_obj)
+
+
+def _source(filename_or_obj):
+    """encoding["source"] of a dataset opened from a Group: its directory when it has one
+    (xarray would take the Group's `path`, relative to no directory, for a file name)."""
+    try:
+        return os.fspath(filename_or_obj)
+    except TypeError:
+        return repr(filename_or_obj)
+
+
 def _decode(store, decoders):
     with close_on_error(store):
         return StoreBackendEntrypoint().open_dataset(store, **decoders)
@@ -233,20 +250,23 @@ class ZarrcoreBackendEntrypoint(BackendEntrypoint):
                      consolidated=None, storage_options=None, zarr_format=None,
                      use_zarr_fill_value_as_mask=None):
         store = ZarrcoreDataStore.open(
-            _normalize_path(filename_or_obj), group=group, mode=mode, consolidated=consolidated,
+            _store_like(filename_or_obj), group=group, mode=mode, consolidated=consolidated,
             zarr_format=zarr_format, storage_options=storage_options,
             use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask)
-        return _decode(store, dict(
+        ds = _decode(store, dict(
             mask_and_scale=mask_and_scale, decode_times=decode_times,
             concat_characters=concat_characters, decode_coords=decode_coords,
             drop_variables=drop_variables, use_cftime=use_cftime,
             decode_timedelta=decode_timedelta))
+        if isinstance(filename_or_obj, Group):
+            ds.encoding["source"] = _source(filename_or_obj)
+        return ds
 
     def open_groups_as_dict(self, filename_or_obj, *, mask_and_scale=True, decode_times=True,
                             concat_characters=True, decode_coords=True, drop_variables=None,
                             use_cftime=None, decode_timedelta=None, group=None, mode="r",
                             consolidated=None, storage_options=None, zarr_format=None):
-        root = open_root_group(_normalize_path(filename_or_obj), group=group, mode=mode,
+        root = open_root_group(_store_like(filename_or_obj), group=group, mode=mode,
                                consolidated=consolidated, zarr_format=zarr_format,
                                storage_options=storage_options)
         decoders = dict(

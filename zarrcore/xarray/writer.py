@@ -8,6 +8,7 @@ fill_value, v3 as a `_FillValue` attribute. Dask-backed variables are written by
 """
 import numpy as np
 from xarray import conventions, coding
+from xarray.backends.chunks import grid_rechunk, validate_grid_chunks_alignment
 from xarray.backends.zarr import (
     FillValueCoder, _validate_and_transpose_existing_dims, _validate_datatypes_for_zarr_append,
     encode_zarr_attr_value, encode_zarr_variable, extract_zarr_variable_encoding,
@@ -47,11 +48,16 @@ def _auto_chunks(shape, dtype):
 class _DatasetWriter:
     """Writes one dataset into one zarrcore Group, as xarray's ZarrStore.store does."""
 
-    def __init__(self, group, mode, append_dim, region):
+    def __init__(self, group, mode, append_dim, region, write_empty_chunks=None,
+                 safe_chunks=True, align_chunks=False):
         self.group = group
         self.mode = mode
         self.append_dim = append_dim
         self.region = region
+        self.write_empty_chunks = write_empty_chunks
+        # As xarray: aligning the dask chunks makes them safe.
+        self.safe_chunks = safe_chunks and not align_chunks
+        self.align_chunks = align_chunks
         self.zarr_format = group.zarr_format
         # v2 keeps the mask value as the array's fill_value (netCDF's _FillValue).
         self.fill_value_as_mask = self.zarr_format == 2
@@ -164,22 +170,52 @@ class _DatasetWriter:
         variable.encoding.pop("_FillValue", None)
         encoding = extract_zarr_variable_encoding(
             variable, raise_on_invalid=check_encoding, name=name, zarr_format=self.zarr_format)
+        write_empty = self._write_empty_chunks(encoding.pop("write_empty_chunks", None))
         dims = variable.dims
         region = dict(self.region or {})
         region = {d: region.get(d, slice(None)) for d in dims}
         if name in self.existing:
             array = self.existing[name]
+            if write_empty is not None:
+                array = array.with_config({"write_empty_chunks": write_empty})
             if self.append_dim is not None and self.append_dim in dims:
                 axis = dims.index(self.append_dim)
                 region[self.append_dim] = slice(array.shape[axis], None)
                 shape = list(array.shape)
                 shape[axis] += variable.shape[axis]
                 array.resize(tuple(shape))
+            variable = self._line_up(name, variable, array._grid, array.shape, region)
         else:
-            array = self._create(name, variable, encoding, attrs, fill_value)
+            # Checked before the array exists, so a refusal leaves nothing behind.
+            block = encoding.get("shards") or encoding.get("chunks")
+            if isinstance(block, tuple):
+                variable = self._line_up(name, variable, block, variable.shape, region)
+            array = self._create(name, variable, encoding, attrs, fill_value, write_empty)
         self.writes.append((variable.data, array, tuple(region[d] for d in dims)))
 
-    def _create(self, name, variable, encoding, attrs, fill_value):
+    def _write_empty_chunks(self, from_encoding):
+        """The variable's write_empty_chunks: the argument's, else its encoding's."""
+        if self.write_empty_chunks is None:
+            return from_encoding
+        if from_encoding is not None and from_encoding != self.write_empty_chunks:
+            raise ValueError(f"write_empty_chunks={self.write_empty_chunks} differs from the "
+                             f"encoding's write_empty_chunks={from_encoding}")
+        return self.write_empty_chunks
+
+    def _line_up(self, name, variable, block, shape, region):
+        """`variable` with its dask chunks lined up with the storage blocks (shards, else
+        chunks) `block` when aligning; refused, as xarray does, when safe_chunks is on and two
+        dask chunks would write parts of one block."""
+        where = tuple(region[d] for d in variable.dims)
+        if self.align_chunks:
+            return grid_rechunk(variable, tuple(block), where)
+        if self.safe_chunks:
+            validate_grid_chunks_alignment(
+                variable.chunks, tuple(block), tuple(shape), where,
+                allow_partial_chunks=self.mode != "r+", name=name)
+        return variable
+
+    def _create(self, name, variable, encoding, attrs, fill_value, write_empty):
         attributes = {k: encode_zarr_attr_value(v) for k, v in attrs.items()}
         dtype = variable.dtype
         if coding.strings.check_vlen_dtype(dtype) is str or dtype.kind == "T":
@@ -199,6 +235,8 @@ class _DatasetWriter:
         if self.zarr_format == 2 and isinstance(compressors, str) and compressors == "auto":
             compressors = V2_DEFAULT_COMPRESSOR
         filters = encoding.get("filters", None)
+        if write_empty is not None:
+            options["config"] = {"write_empty_chunks": write_empty}
         array = api.create_array(
             self.group.store, name=_join(self.group.path, name), shape=variable.shape,
             dtype=dtype, chunks=chunks, shards=encoding.get("shards"),
@@ -218,11 +256,17 @@ def _join(path, name):
 
 
 def to_zarr(dataset, store=None, mode=None, group=None, encoding=None, *, compute=True,
-            consolidated=None, append_dim=None, region=None,
-            storage_options=None, zarr_format=None):
+            consolidated=None, append_dim=None, region=None, safe_chunks=True,
+            align_chunks=False, storage_options=None, zarr_format=None,
+            write_empty_chunks=None):
     """Write `dataset` to `store` (a path, URL, dict, Store or Group) as xarray's
     `Dataset.to_zarr` does, with the same arguments. Dask-backed variables are written in
-    parallel by their tasks; those whose chunks split a shard (or chunk) between tasks need
+    parallel by their tasks.
+
+    As in xarray, `safe_chunks` refuses dask chunks that would write parts of one shard (or
+    chunk) from two tasks, and `align_chunks` rechunks the dask arrays so that they do not;
+    `write_empty_chunks` (default: the variable's encoding, else `config`) decides whether
+    chunks equal to the fill value are stored. With `safe_chunks=False`, shared shards need
     a store with locks or conditional writes (a local directory has locks). Returns the
     zarrcore Group, or a dask Delayed of the writes when `compute` is False."""
     from ..dask import store as dask_store
@@ -235,7 +279,8 @@ def to_zarr(dataset, store=None, mode=None, group=None, encoding=None, *, comput
     root = open_root_group(store, group=group, mode="a" if mode == "a-" else mode,
                            consolidated=False, zarr_format=zarr_format,
                            storage_options=storage_options)
-    writer = _DatasetWriter(root, mode, append_dim, region)
+    writer = _DatasetWriter(root, mode, append_dim, region, write_empty_chunks, safe_chunks,
+                            align_chunks)
     dataset = writer.validate_region(dataset)
     if encoding and mode in ("a", "a-", "r+"):
         clash = [k for k in encoding if k in writer.existing]
