@@ -316,6 +316,25 @@ def test_data_arrays_hold_zarrcore_arrays_unread():
     np.testing.assert_array_equal(mapped.values, -data)
 
 
+def test_data_arrays_of_zarrcore_arrays_compute_without_dask(monkeypatch):
+    from zarrcore.xarray import chunkmanager
+
+    def no_dask():
+        raise ImportError("this operation on a zarrcore-backed xarray object needs dask")
+
+    monkeypatch.setattr(chunkmanager, "_dask_manager", no_dask)
+    data = np.arange(5 * 6, dtype="int16").reshape(5, 6)
+    a = zarrcore.create_array(MemoryStore(), shape=data.shape, chunks=(2, 4), dtype=data.dtype)
+    a[...] = data
+    manager = chunkmanager.ZarrcoreChunkManager()
+    assert manager.chunks(a) == ((2, 2, 1), (4, 2))
+    da = xr.DataArray(a, dims=("y", "x"))
+    np.testing.assert_array_equal(da.load().values, data)
+    np.testing.assert_array_equal(xr.Dataset({"v": da}).compute().v.values, data)
+    with pytest.raises(ImportError, match="needs dask"):
+        manager.rechunk(a, (1, 1))
+
+
 def test_missing_dimension_names_raise(tmp_path):
     zarrcore.open_group(str(tmp_path / "g.zarr"), mode="w").create_array(
         "v", shape=(3,), dtype="int8")
