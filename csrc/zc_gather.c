@@ -45,7 +45,8 @@ int zc_gather_nd(int ndim, const int64_t *shape, size_t itemsize, const unsigned
                 if (a->index[k] < 0 || a->index[k] >= shape[d])
                     return ZC_ERR_PARAM;
         } else if (a->count && (a->start < 0 || a->step < 0 || a->start >= shape[d] ||
-                                (a->step && (a->count - 1) > (shape[d] - 1 - a->start) / a->step))) {
+                                (a->step &&
+                                 (a->count - 1) > (shape[d] - 1 - a->start) / a->step))) {
             return ZC_ERR_PARAM;
         }
         cstride[d] = s;

@@ -182,7 +182,8 @@ static int read_listed(const zc_shard_job *j, int64_t t, const task_view *v, siz
     const unsigned char *src = j->src[s];
     const zc_listing *l = &j->listing;
     int st = ZC_OK;
-    const unsigned char *chunk = src == NULL ? j->fill : decoded(j, src, j->src_len[s], n, scratch, &st);
+    const unsigned char *chunk =
+        src == NULL ? j->fill : decoded(j, src, j->src_len[s], n, scratch, &st);
     if (chunk == NULL)
         return st;
     if (l->point_start != NULL) {

@@ -34,8 +34,8 @@ cdef class ChunkBatch:
                  write_empty_chunks=False, lock_dir="", points=None, **settings):
         """`settings` are pipeline.batch_settings: the chain, fill and item layout. Writes
         replace and delete chunk files under their key lock in `lock_dir` ("": no locks).
-        A read of points gives `points` (point_start, local, out_index, coords: see zc_listing) instead
-        of `plans`, and `data` 1-d."""
+        A read of points gives `points` (point_start, local, out_index, coords: see
+        zc_listing) instead of `plans`, and `data` 1-d."""
         memset(&self.b, 0, sizeof(zc_batch))
         head = os.fsencode(key_head)
         lock = os.fsencode(lock_dir)

@@ -280,8 +280,9 @@ cdef inline tuple set_up_job(job_t *j, settings, chunk_shape, plans, cnp.ndarray
     """Set the chain and fill of `j` from `settings` (pipeline.batch_settings), its dimensions
     and chunk shape, and the selection over `data`, the caller's array: the indexer's `plans`
     (reads may hold int arrays: listed pieces), or for a read of `points`, the zc_listing
-    arrays (point_start, local, out_index, coords or None) and `data` 1-d. Returns what `j` points into,
-    which the caller keeps alive as long as `j`. (ZC_SHARD_MAX_NDIM is ZC_BATCH_MAX_NDIM.)"""
+    arrays (point_start, local, out_index, coords or None) and `data` 1-d. Returns what `j`
+    points into, which the caller keeps alive as long as `j`. (ZC_SHARD_MAX_NDIM is
+    ZC_BATCH_MAX_NDIM.)"""
     import numpy as np
 
     ndim = len(chunk_shape)

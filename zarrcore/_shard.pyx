@@ -133,8 +133,8 @@ cdef class ChunkWaves:
 
     Task t is the t-th chunk of the C-order product of the selection's per-axis pieces
     (`plans`; int arrays among them are gathered), or for a read of `points` (point_start,
-    local, out_index, None: see zc_listing) the t-th group of points; `grid` bounds the chunk indices;
-    `data` is the caller's array (1-d for points). A task never
+    local, out_index, None: see zc_listing) the t-th group of points; `grid` bounds the chunk
+    indices; `data` is the caller's array (1-d for points). A task never
     given bytes reads as fill (its chunk is not stored) and is encoded from fill.
     """
 

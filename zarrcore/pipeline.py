@@ -6,6 +6,9 @@ chunk with no Python per chunk. Sharded arrays there whose inner chain is such a
 whose index is little-endian (with or without crc32c) do the same over every shard and inner
 chunk (zarrcore._shard_io): reads of any basic selection, writes of the shards a selection
 covers wholly; partly covered shards are read-modify-written below under their lock.
+Orthogonal and point (coordinate, mask) reads over such chains run in the compiled jobs too:
+the batch on a directory, ChunkWaves elsewhere and over the inner chunks of shards, with
+int-array axes as listed pieces and points grouped by chunk, gathered in C.
 Everything else goes chunk by chunk through the codec objects, whose heavy work is compiled
 and GIL-free as well.
 """
