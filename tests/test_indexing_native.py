@@ -214,3 +214,36 @@ def test_listed_piece_errors_name_the_key(tmp_path):
     for read in (lambda: a.oindex[[11, 10, 1]], lambda: a.vindex[[11, 10, 1]]):
         with pytest.raises(zarrcore.errors.ZarrcoreError, match="c/2"):
             read()
+
+
+def test_listings_out_of_bounds_are_refused():
+    """Positions outside the chunk or the output are refused before any work runs."""
+    from zarrcore._indexing import AxisPlan
+    from zarrcore._shard import ChunkWaves
+
+    spec = zarrcore.codecs.base.ChunkSpec((4,), np.dtype("i4"), 0)
+    settings = pipeline.batch_settings(pipeline.CodecChain([{"name": "bytes"}], spec),
+                                       np.dtype("i4"), 0)
+    out = np.zeros(3, dtype="i4")
+    i64 = np.int64
+
+    def plan(index, out_index):
+        rows = np.array([[0, 0, 0, len(index), 0, 1]], dtype=i64)
+        return AxisPlan.from_rows(rows, (np.array(index, i64), np.array(out_index, i64)),
+                                  np.zeros(1, bool))
+
+    ChunkWaves(settings, (4,), (1,), [plan([3, 0, 3], [0, 1, 2])], out)  # in bounds
+    with pytest.raises(ValueError):
+        ChunkWaves(settings, (4,), (1,), [plan([4, 0, 3], [0, 1, 2])], out)  # past the chunk
+    with pytest.raises(ValueError):
+        ChunkWaves(settings, (4,), (1,), [plan([1, 0, 3], [0, 3, 2])], out)  # past the output
+    points = (np.array([0, 3], i64), np.array([0, 5, 1], i64), np.arange(3, dtype=i64), None)
+    job = ChunkWaves(settings, (4,), (1,), None, out, points=points)
+    job.add(np.arange(4, dtype="i4").tobytes(), np.array([0], i64), np.array([0], i64),
+            np.array([16], i64))
+    job.run(np.array([0], i64))
+    job.work_read()
+    assert job.error() is not None  # in-chunk offset 5 of a 4-item chunk
+    with pytest.raises(ValueError):
+        ChunkWaves(settings, (4,), (1,), None, out,
+                   points=(points[0], points[1], np.array([0, 1, 3], i64), None))
