@@ -29,11 +29,66 @@ static size_t chunk_nbytes(const zc_batch *b)
     return n;
 }
 
+int zc_listing_check(const zc_listing *l, int ndim, const int64_t *grid)
+{
+    if (l->point_start == NULL)
+        return ZC_OK;
+    if (l->ngroups < 0 || l->local == NULL || l->out_index == NULL || l->point_start[0] != 0)
+        return ZC_ERR_PARAM;
+    for (int64_t g = 0; g < l->ngroups; g++) {
+        if (l->point_start[g + 1] < l->point_start[g])
+            return ZC_ERR_PARAM;
+        for (int d = 0; l->coords != NULL && d < ndim; d++)
+            if (l->coords[g * ndim + d] < 0 || l->coords[g * ndim + d] >= grid[d])
+                return ZC_ERR_PARAM;
+    }
+    return ZC_OK;
+}
+
+int zc_listed_piece_check(const zc_listing *l, const zc_piece *p, int64_t C, int64_t extent)
+{
+    if (l->index == NULL || l->out_index == NULL || p->chunk_step != 0 || p->count < 1 ||
+        p->out_start != 0 || p->out_step != 1 || p->chunk_start < 0 ||
+        p->chunk_start > l->nindex - p->count || extent > C)
+        return ZC_ERR_PARAM;
+    const int64_t *at = l->index + p->chunk_start;
+    for (int64_t k = 0; k < p->count; k++)
+        if (at[k] < 0 || at[k] >= extent)
+            return ZC_ERR_PARAM;
+    return ZC_OK;
+}
+
+void zc_piece_axes(const zc_listing *l, int ndim, const zc_piece *const *p, zc_gather_axis *axes)
+{
+    for (int d = 0; d < ndim; d++) {
+        const int listed = p[d]->chunk_step == 0;
+        axes[d] = (zc_gather_axis){
+            .start = p[d]->chunk_start, .step = p[d]->chunk_step, .count = p[d]->count,
+            .index = listed ? l->index + p[d]->chunk_start : NULL,
+            .out_index = listed ? l->out_index + p[d]->chunk_start : NULL};
+    }
+}
+
+/* Does piece set `p` list positions on some axis? */
+static int any_listed(int ndim, const zc_piece *const *p)
+{
+    for (int d = 0; d < ndim; d++)
+        if (p[d]->chunk_step == 0)
+            return 1;
+    return 0;
+}
+
+/* Is the job a read of points (zc_listing)? */
+static int by_points(const zc_batch *b)
+{
+    return b->listing.point_start != NULL;
+}
+
 int zc_batch_prepare(zc_batch *b)
 {
     if (b->ndim < 0 || b->ndim > ZC_BATCH_MAX_NDIM || b->chain.itemsize == 0 || b->fill == NULL)
         return ZC_ERR_PARAM;
-    int64_t n = 1;
+    int64_t n = 1, grid[ZC_BATCH_MAX_NDIM];
     size_t elems = 1;
     for (int d = 0; d < b->ndim; d++) {
         if (b->chunk_shape[d] <= 0 || b->array_shape[d] < 0 || b->npieces[d] < 0)
@@ -42,8 +97,16 @@ int zc_batch_prepare(zc_batch *b)
             return ZC_ERR_SIZE;
         elems *= (size_t)b->chunk_shape[d];
         const int64_t C = b->chunk_shape[d], A = b->array_shape[d];
+        grid[d] = A / C + (A % C != 0);
         for (int64_t i = 0; i < b->npieces[d]; i++) {
             const zc_piece *p = &b->pieces[b->piece_offset[d] + i];
+            if (p->chunk_step == 0) {
+                if (p->chunk_index < 0 || p->chunk_index >= grid[d] ||
+                    zc_listed_piece_check(&b->listing, p, C,
+                                          A - p->chunk_index * C < C ? A - p->chunk_index * C : C))
+                    return ZC_ERR_PARAM;
+                continue;
+            }
             /* Every piece must stay inside its chunk and inside the array (checked in an
              * order that cannot overflow). */
             if (p->count < 1 || p->chunk_step < 1 || p->chunk_index < 0 || p->chunk_start < 0 ||
@@ -58,7 +121,10 @@ int zc_batch_prepare(zc_batch *b)
             return ZC_ERR_SIZE;
         n *= b->npieces[d];
     }
-    b->ntasks = n;
+    if (zc_listing_check(&b->listing, b->ndim, grid) != ZC_OK ||
+        (by_points(b) && b->listing.ngroups && b->listing.coords == NULL))
+        return ZC_ERR_PARAM;
+    b->ntasks = by_points(b) ? b->listing.ngroups : n;
     b->nsegments = 1;
     b->segments = NULL;
     b->next_task = 0;
@@ -85,11 +151,20 @@ static int format_key(const zc_batch *b, const zc_piece **p, char *buf, size_t c
     return zc_key_format(b->key_head, b->sep, b->lead_sep, b->ndim, coords, buf, cap);
 }
 
+/* The key of task `t` of a read of points. */
+static int points_key(const zc_batch *b, int64_t t, char *buf, size_t cap)
+{
+    return zc_key_format(b->key_head, b->sep, b->lead_sep, b->ndim,
+                         b->listing.coords + t * b->ndim, buf, cap);
+}
+
 int zc_batch_task_key(const zc_batch *b, int64_t t, char *buf, size_t cap)
 {
     const zc_piece *p[ZC_BATCH_MAX_NDIM];
     if (t < 0 || t >= b->ntasks)
         return ZC_ERR_PARAM;
+    if (by_points(b))
+        return points_key(b, t, buf, cap);
     task_pieces(b, t, p);
     return format_key(b, p, buf, cap);
 }
@@ -175,27 +250,68 @@ static int read_task(const zc_batch *b, zc_chunk_reader *rd, const zc_piece **p,
         sel.count[d] = p[d]->count;
         sel.out_strides[d] = out_strides[d];
     }
+    zc_gather_axis axes[ZC_BATCH_MAX_NDIM];
+    if (any_listed(b->ndim, p)) {
+        zc_piece_axes(&b->listing, b->ndim, p, axes);
+        sel.gather = axes;
+    }
     return zc_chunk_read(&b->chain, &sel, fd, 0, size, rd);
+}
+
+/* Decode the stored chunk in `fd` (`size` bytes) and gather the points of task `t`. */
+static int read_points(const zc_batch *b, zc_chunk_reader *rd, int64_t t, int fd, size_t size)
+{
+    const int64_t a = b->listing.point_start[t];
+    zc_chunk_sel sel = {.ndim = b->ndim, .shape = b->chunk_shape, .out = b->data,
+                        .local = b->listing.local + a, .local_out = b->listing.out_index + a,
+                        .npoints = b->listing.point_start[t + 1] - a};
+    sel.out_strides[0] = b->data_strides[0];
+    return zc_chunk_read(&b->chain, &sel, fd, 0, size, rd);
+}
+
+/* Fill the selection of task `t` (pieces `p`, region `out` of `shape` by `out_strides`) whose
+ * chunk is not stored. */
+static int fill_task(const zc_batch *b, int64_t t, const zc_piece **p, const ptrdiff_t *shape,
+                     char *out, const ptrdiff_t *out_strides)
+{
+    static const ptrdiff_t zero[ZC_BATCH_MAX_NDIM];
+    if (by_points(b)) {
+        const int64_t a = b->listing.point_start[t];
+        return zc_gather_points(b->fill, 1, b->chain.itemsize, NULL, b->listing.out_index + a,
+                                b->listing.point_start[t + 1] - a, b->data, b->data_strides[0]);
+    }
+    if (any_listed(b->ndim, p)) {
+        zc_gather_axis axes[ZC_BATCH_MAX_NDIM];
+        zc_piece_axes(&b->listing, b->ndim, p, axes);
+        return zc_gather_fill(b->ndim, b->chain.itemsize, b->fill, axes, out, out_strides);
+    }
+    return zc_copy_nd(b->ndim, shape, b->chain.itemsize, b->fill, zero, out, out_strides);
 }
 
 void zc_batch_read_worker(zc_batch *b)
 {
-    static const ptrdiff_t zero[ZC_BATCH_MAX_NDIM];
     zc_chunk_reader rd;
     memset(&rd, 0, sizeof rd);
     char path[ZC_BATCH_PATH_MAX];
     const zc_piece *p[ZC_BATCH_MAX_NDIM];
     int64_t t;
     task_run run = {0, 0};
+    const int points = by_points(b);
     while ((t = next_task(b, &run)) >= 0) {
-        task_pieces(b, t, p);
-        int st = format_key(b, p, path, sizeof path);
+        ptrdiff_t shape[ZC_BATCH_MAX_NDIM], out_strides[ZC_BATCH_MAX_NDIM];
+        char *out = NULL;
+        int st;
+        if (points) {
+            st = points_key(b, t, path, sizeof path);
+        } else {
+            task_pieces(b, t, p);
+            st = format_key(b, p, path, sizeof path);
+            out = task_out(b, p, shape, out_strides);
+        }
         if (st != ZC_OK) {
             fail(b, t, st, 0);
             break;
         }
-        ptrdiff_t shape[ZC_BATCH_MAX_NDIM], out_strides[ZC_BATCH_MAX_NDIM];
-        char *out = task_out(b, p, shape, out_strides);
         int fd, missing;
         size_t size = 0;
         if ((st = zc_file_open(path, &fd, &size, &missing)) != ZC_OK) {
@@ -203,15 +319,15 @@ void zc_batch_read_worker(zc_batch *b)
             break;
         }
         if (missing) {
-            if ((st = zc_copy_nd(b->ndim, shape, b->chain.itemsize, b->fill, zero, out,
-                                 out_strides)) != ZC_OK) {
+            if ((st = fill_task(b, t, p, shape, out, out_strides)) != ZC_OK) {
                 fail(b, t, st, 0);
                 break;
             }
             continue;
         }
         errno = 0;
-        st = read_task(b, &rd, p, fd, size, out, out_strides);
+        st = points ? read_points(b, &rd, t, fd, size)
+                    : read_task(b, &rd, p, fd, size, out, out_strides);
         int err = errno;
         zc_os_close(fd);
         if (st != ZC_OK) {
@@ -349,8 +465,17 @@ static size_t segment_cap(const zc_batch *b)
     return zc_zstd_bound(plane * (size_t)most);
 }
 
+/* Writes take slices and indices only: no listed pieces (prepare lets those in only with
+ * an index list), no points. */
+static int lists_positions(const zc_batch *b)
+{
+    return b->listing.index != NULL || by_points(b);
+}
+
 int64_t zc_batch_split_writes(zc_batch *b, int nthreads)
 {
+    if (lists_positions(b))
+        return b->ntasks; /* the write workers refuse it */
     if (b->segments != NULL)
         return b->ntasks * b->nsegments; /* split already */
     const size_t n = chunk_nbytes(b);
@@ -503,6 +628,10 @@ static void write_segments(zc_batch *b)
 
 void zc_batch_write_worker(zc_batch *b)
 {
+    if (lists_positions(b)) {
+        fail(b, 0, ZC_ERR_PARAM, 0);
+        return;
+    }
     if (b->segments != NULL) {
         write_segments(b);
         return;
@@ -609,6 +738,10 @@ int zc_batch_rewrite_task(zc_batch *b, int64_t t, zc_key_locks *locks)
     unsigned char *stored = NULL, *chunk = NULL, *encoded = NULL;
     int fd = -1, missing = 0, locked = 0, st, err = 0;
     size_t size = 0;
+    if (lists_positions(b)) {
+        st = ZC_ERR_PARAM;
+        goto done;
+    }
     task_pieces(b, t, p);
     if ((st = format_key(b, p, path, sizeof path)) != ZC_OK)
         goto done;

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "zc_chain.h"
+#include "zc_gather.h"
 #include "zc_key_lock.h"
 
 #define ZC_BATCH_MAX_NDIM 32
@@ -21,6 +22,33 @@
 typedef struct {
     int64_t chunk_index, chunk_start, chunk_step, count, out_start, out_step;
 } zc_piece;
+
+/* Reads of array selections (zc_gather.h), beside or instead of the pieces.
+ * Listed pieces: a piece with chunk_step 0 selects the in-chunk positions
+ * index[chunk_start .. chunk_start + count) (nindex entries in all), landing at the output
+ * positions out_index[chunk_start ..] along its axis (its out_start is 0, its out_step 1).
+ * Points (point_start set): the pieces are unused and task t is the chunk at grid coordinates
+ * coords[t * ndim ..], whose items local[k] (C-order offsets in the chunk) go to item
+ * out_index[k] of the caller's 1-d array, for k in [point_start[t], point_start[t + 1]).
+ * The caller checks the output positions against its array. */
+typedef struct {
+    const int64_t *index;
+    int64_t nindex;
+    int64_t ngroups;
+    const int64_t *coords;
+    const int64_t *point_start;
+    const int64_t *local;
+    const int64_t *out_index;
+} zc_listing;
+
+/* Check `l` against a job of `ndim` axes and chunk grid `grid` (coords unchecked when NULL):
+ * ZC_OK or ZC_ERR_PARAM. */
+int zc_listing_check(const zc_listing *l, int ndim, const int64_t *grid);
+/* Check listed piece `p` (chunk_step 0) against its chunk length `C` and `extent`, the
+ * in-bounds part of that chunk: ZC_OK or ZC_ERR_PARAM. */
+int zc_listed_piece_check(const zc_listing *l, const zc_piece *p, int64_t C, int64_t extent);
+/* The gather axes (zc_gather.h) of the pieces p[0..ndim) of a task, listed or strided. */
+void zc_piece_axes(const zc_listing *l, int ndim, const zc_piece *const *p, zc_gather_axis *axes);
 
 typedef struct {
     /* Chunk grid and chain. */
@@ -60,9 +88,11 @@ typedef struct {
      * compressed as `nsegments` segments at once; 1 when chunks are not split. */
     int64_t nsegments;
     struct zc_chunk_segments *segments;
+    /* Reads only: index lists and points. */
+    zc_listing listing;
 } zc_batch;
 
-/* Fill in ntasks and validate the piece tables; ZC_OK or ZC_ERR_PARAM. */
+/* Fill in ntasks and validate the piece tables and listing; ZC_OK or ZC_ERR_PARAM. */
 int zc_batch_prepare(zc_batch *b);
 /* Before a write that `nthreads` threads will work through: when there are fewer chunks than
  * threads, all whole and zstd-compressed without a zstd checksum, split each chunk of 16 MiB

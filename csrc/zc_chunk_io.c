@@ -215,6 +215,16 @@ static int whole_run(const zc_chunk_sel *s, size_t itemsize)
     return 1;
 }
 
+/* Gather the listed selection (`gather` or points) out of the decoded chunk of `n` bytes. */
+static int gather_listed(const zc_chain *c, const zc_chunk_sel *s, const unsigned char *chunk,
+                         size_t n)
+{
+    if (s->local != NULL)
+        return zc_gather_points(chunk, (int64_t)(n / c->itemsize), c->itemsize, s->local,
+                                s->local_out, s->npoints, s->out, s->out_strides[0]);
+    return zc_gather_nd(s->ndim, s->shape, c->itemsize, chunk, s->gather, s->out, s->out_strides);
+}
+
 int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, int fd, uint64_t offset, size_t size,
                   zc_chunk_reader *r)
 {
@@ -226,7 +236,8 @@ int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, int fd, uint64_t off
             return ZC_ERR_PARAM;
         n *= (size_t)s->shape[d];
     }
-    if (c->compressor == ZC_COMP_NONE || c->compressor == ZC_COMP_ZSTD) {
+    const int listed = s->gather != NULL || s->local != NULL;
+    if (!listed && (c->compressor == ZC_COMP_NONE || c->compressor == ZC_COMP_ZSTD)) {
         zc_scatter sc;
         int st = zc_scatter_init(&sc, s->ndim, s->shape, s->start, s->step, s->count, c->itemsize,
                                  s->out, s->out_strides);
@@ -246,12 +257,14 @@ int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, int fd, uint64_t off
         st = ZC_ERR_CORRUPT; /* the file shrank under us: a truncated chunk */
     if (st != ZC_OK)
         return st;
-    if (whole_run(s, c->itemsize))
+    if (!listed && whole_run(s, c->itemsize))
         return zc_chain_decode(c, r->file.p, size, s->out, n);
     if (zc_buf_reserve(&r->scratch, n) != ZC_OK)
         return ZC_ERR_NOMEM;
     if ((st = zc_chain_decode(c, r->file.p, size, r->scratch.p, n)) != ZC_OK)
         return st;
+    if (listed)
+        return gather_listed(c, s, r->scratch.p, n);
     /* The selection's view of the decoded chunk, then a strided copy into place. */
     ptrdiff_t shape[ZC_CHUNK_IO_MAX_NDIM], strides[ZC_CHUNK_IO_MAX_NDIM];
     ptrdiff_t cstride = (ptrdiff_t)c->itemsize;

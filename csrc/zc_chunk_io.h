@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "zc_chain.h"
+#include "zc_gather.h"
 #include "zc_key_lock.h"
 #include "zc_stream.h"
 
@@ -68,11 +69,17 @@ int zc_file_replace_locked(const zc_key_locks *locks, const char *path,
                            const unsigned char *data, size_t len);
 
 /* A selection of a C-ordered chunk of `shape`: on axis d `count[d]` items from `start[d]`
- * by `step[d]` (>= 1), landing at `out` + k * out_strides[d] (bytes, any sign). */
+ * by `step[d]` (>= 1), landing at `out` + k * out_strides[d] (bytes, any sign). With
+ * `gather` set instead, the cross product of its axes (zc_gather_nd); with `local` set, the
+ * points: items local[k] (C-order offsets in the chunk) land at
+ * `out` + local_out[k] * out_strides[0], 0 <= k < npoints (zc_gather_points). */
 typedef struct {
     int ndim;
     const int64_t *shape;
     int64_t start[ZC_CHUNK_IO_MAX_NDIM], step[ZC_CHUNK_IO_MAX_NDIM], count[ZC_CHUNK_IO_MAX_NDIM];
+    const zc_gather_axis *gather;
+    const int64_t *local, *local_out;
+    int64_t npoints;
     char *out;
     ptrdiff_t out_strides[ZC_CHUNK_IO_MAX_NDIM];
     int stream_out;  /* the output outgrows the caches (zc_stream.h's ZC_STREAM_OUT_MIN) */
@@ -87,7 +94,8 @@ typedef struct {
 void zc_chunk_reader_free(zc_chunk_reader *r);
 
 /* Decode the chunk stored as bytes [offset, offset + size) of `fd` into the selection.
- * No compressor and zstd stream through bounded buffers; the other compressors decode the
+ * Index lists and points are gathered from the whole decoded chunk (zc_gather.h). Otherwise
+ * no compressor and zstd stream through bounded buffers; the other compressors decode the
  * whole chunk, into the output when the selection is the whole chunk on one contiguous run
  * of it, else into the reader's chunk-sized scratch buffer and from there into place. */
 int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, int fd, uint64_t offset, size_t size,

@@ -20,8 +20,10 @@ static size_t chunk_nbytes(const zc_shard_job *j)
 
 int zc_shard_job_prepare(zc_shard_job *j)
 {
+    const int points = j->listing.point_start != NULL;
     if (j->ndim < 0 || j->ndim > ZC_SHARD_MAX_NDIM || j->chain.itemsize == 0 || j->fill == NULL
-        || j->pieces == NULL)
+        || (j->pieces == NULL && !points) || (points && !j->src_by_task)
+        || zc_listing_check(&j->listing, j->ndim, j->grid) != ZC_OK)
         return ZC_ERR_PARAM;
     size_t elems = 1;
     int64_t tasks = 1;
@@ -34,6 +36,12 @@ int zc_shard_job_prepare(zc_shard_job *j)
         for (int64_t k = 0; k < j->npieces[d]; k++) {
             const zc_piece *p = &j->pieces[j->piece_offset[d] + k];
             const int64_t C = j->chunk_shape[d];
+            if (p->chunk_step == 0) {
+                if (p->chunk_index < 0 || p->chunk_index >= j->grid[d] ||
+                    zc_listed_piece_check(&j->listing, p, C, C))
+                    return ZC_ERR_PARAM;
+                continue;
+            }
             /* Every piece must stay inside its inner chunk and the grid (checked in an order
              * that cannot overflow). */
             if (p->chunk_index < 0 || p->chunk_index >= j->grid[d] || p->count < 1
@@ -45,9 +53,9 @@ int zc_shard_job_prepare(zc_shard_job *j)
             return ZC_ERR_SIZE;
         tasks *= j->npieces[d];
     }
-    j->ntasks = tasks;
+    j->ntasks = points ? j->listing.ngroups : tasks;
     j->listed = NULL;
-    j->nlisted = tasks;
+    j->nlisted = j->ntasks;
     j->next_task = 0;
     j->failed = 0;
     j->status = ZC_OK;
@@ -91,6 +99,7 @@ static void fail(zc_shard_job *j, int64_t t, int status)
  * decoded inner chunk and inside the caller's array. */
 typedef struct {
     int64_t chunk;          /* C-order grid index */
+    int listed;             /* some axis lists its positions: gathered (zc_gather.h) */
     int complete;           /* covers the whole inner chunk */
     int direct;             /* ... landing on one C-contiguous run of the caller's array */
     ptrdiff_t shape[ZC_SHARD_MAX_NDIM];
@@ -105,6 +114,7 @@ static void task_geometry(const zc_shard_job *j, int64_t t, task_view *v)
     ptrdiff_t item = (ptrdiff_t)j->chain.itemsize, cstride = item, expect = item;
     int64_t grid_stride = 1;
     v->chunk = 0;
+    v->listed = 0;
     v->complete = 1;
     v->direct = 1;
     v->chunk_offset = 0;
@@ -122,7 +132,9 @@ static void task_geometry(const zc_shard_job *j, int64_t t, task_view *v)
         cstride *= (ptrdiff_t)j->chunk_shape[d];
         v->data_strides[d] = j->data_strides[d] * (ptrdiff_t)p->out_step;
         v->data += j->data_strides[d] * (ptrdiff_t)p->out_start;
-        if (p->count != j->chunk_shape[d])
+        if (p->chunk_step == 0)
+            v->listed = 1;
+        if (p->count != j->chunk_shape[d] || p->chunk_step == 0)
             v->complete = v->direct = 0;
         if (p->count > 1 && v->data_strides[d] != expect)
             v->direct = 0;
@@ -143,36 +155,88 @@ static int raw_items(const zc_shard_job *j)
     return j->chain.compressor == ZC_COMP_NONE && !j->chain.crc32c && j->chain.swap_size <= 1;
 }
 
+/* The decoded bytes of the `n`-byte inner chunk `src` (`len` bytes stored): `src` itself when
+ * it holds the items as they lie in memory, else `*scratch`, a per-thread buffer kept from job
+ * to job (no page faults for each), taken on first need. NULL with *st set on failure. */
+static const unsigned char *decoded(const zc_shard_job *j, const unsigned char *src, size_t len,
+                                    size_t n, unsigned char **scratch, int *st)
+{
+    if (raw_items(j)) {
+        *st = len != n ? ZC_ERR_SIZE : ZC_OK;
+        return *st == ZC_OK ? src : NULL;
+    }
+    if (*scratch == NULL && (*scratch = zc_scratch(ZC_SCRATCH_CHUNK, n ? n : 1)) == NULL) {
+        *st = ZC_ERR_NOMEM;
+        return NULL;
+    }
+    *st = zc_chain_decode(&j->chain, src, len, *scratch, n);
+    return *st == ZC_OK ? *scratch : NULL;
+}
+
+/* Task `t` of a read with a listing (geometry `v` unless by points): gather its points or
+ * its listed pieces, or fill their places when its chunk is not stored. */
+static int read_listed(const zc_shard_job *j, int64_t t, const task_view *v, size_t n,
+                       unsigned char **scratch)
+{
+    const int64_t s = j->src_by_task || v == NULL ? t : v->chunk;
+    const unsigned char *src = j->src[s];
+    const zc_listing *l = &j->listing;
+    int st = ZC_OK;
+    const unsigned char *chunk =
+        src == NULL ? j->fill : decoded(j, src, j->src_len[s], n, scratch, &st);
+    if (chunk == NULL)
+        return st;
+    if (l->point_start != NULL) {
+        const int64_t a = l->point_start[t];
+        return zc_gather_points(chunk, src == NULL ? 1 : (int64_t)(n / j->chain.itemsize),
+                                j->chain.itemsize, src == NULL ? NULL : l->local + a,
+                                l->out_index + a, l->point_start[t + 1] - a, j->data,
+                                j->data_strides[0]);
+    }
+    const zc_piece *p[ZC_SHARD_MAX_NDIM];
+    int64_t r = t;
+    for (int d = j->ndim - 1; d >= 0; d--) {
+        p[d] = &j->pieces[j->piece_offset[d] + r % j->npieces[d]];
+        r /= j->npieces[d];
+    }
+    zc_gather_axis axes[ZC_SHARD_MAX_NDIM];
+    zc_piece_axes(l, j->ndim, p, axes);
+    if (src == NULL)
+        return zc_gather_fill(j->ndim, j->chain.itemsize, j->fill, axes, v->data, v->data_strides);
+    return zc_gather_nd(j->ndim, j->chunk_shape, j->chain.itemsize, chunk, axes, v->data,
+                        v->data_strides);
+}
+
 void zc_shard_read_worker(zc_shard_job *j)
 {
     size_t n = chunk_nbytes(j);
     unsigned char *scratch = NULL;
-    const int raw = raw_items(j);
+    const int points = j->listing.point_start != NULL;
     int64_t t;
     while ((t = next_task(j)) >= 0) {
         task_view v;
+        int st;
+        if (points) {
+            st = read_listed(j, t, NULL, n, &scratch);
+            if (st != ZC_OK) {
+                fail(j, t, st);
+                break;
+            }
+            continue;
+        }
         task_geometry(j, t, &v);
         const int64_t s = j->src_by_task ? t : v.chunk;
         const unsigned char *src = j->src[s];
-        int st;
-        if (src == NULL) {
+        if (v.listed) {
+            st = read_listed(j, t, &v, n, &scratch);
+        } else if (src == NULL) {
             st = fill_region(j, &v);
         } else if (v.direct) {
             st = zc_chain_decode(&j->chain, src, j->src_len[s], v.data, n);
-        } else if (raw) {
-            /* Copy the selection straight out of the stored bytes. */
-            st = j->src_len[s] != n ? ZC_ERR_SIZE
-                 : zc_copy_nd(j->ndim, v.shape, j->chain.itemsize, src + v.chunk_offset,
-                              v.chunk_strides, v.data, v.data_strides);
         } else {
-            /* A per-thread buffer kept from job to job: no page faults for each. */
-            if (scratch == NULL && (scratch = zc_scratch(ZC_SCRATCH_CHUNK, n ? n : 1)) == NULL) {
-                fail(j, t, ZC_ERR_NOMEM);
-                break;
-            }
-            st = zc_chain_decode(&j->chain, src, j->src_len[s], scratch, n);
-            if (st == ZC_OK)
-                st = zc_copy_nd(j->ndim, v.shape, j->chain.itemsize, scratch + v.chunk_offset,
+            const unsigned char *chunk = decoded(j, src, j->src_len[s], n, &scratch, &st);
+            if (chunk != NULL)
+                st = zc_copy_nd(j->ndim, v.shape, j->chain.itemsize, chunk + v.chunk_offset,
                                 v.chunk_strides, v.data, v.data_strides);
         }
         if (st != ZC_OK) {
@@ -186,6 +250,10 @@ void zc_shard_read_worker(zc_shard_job *j)
 
 void zc_shard_write_worker(zc_shard_job *j)
 {
+    if (j->listing.index != NULL || j->listing.point_start != NULL) {
+        fail(j, 0, ZC_ERR_PARAM);
+        return;
+    }
     size_t n = chunk_nbytes(j), items = n / j->chain.itemsize;
     unsigned char *chunk = (unsigned char *)malloc(n ? n : 1);
     if (chunk == NULL) {
@@ -236,6 +304,8 @@ void zc_shard_write_worker(zc_shard_job *j)
 
 int64_t zc_shard_task_chunk(const zc_shard_job *j, int64_t t)
 {
+    if (j->src_by_task)
+        return 0;
     task_view v;
     task_geometry(j, t, &v);
     return v.chunk;

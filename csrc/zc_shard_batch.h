@@ -44,9 +44,11 @@ typedef struct {
     int failed;
     int status;
     int64_t failed_task;
+    /* Reads only: index lists, and points (with `src_by_task`; coords unused), as zc_batch. */
+    zc_listing listing;
 } zc_shard_job;
 
-/* Validate the job and count its tasks; ZC_OK or ZC_ERR_PARAM / ZC_ERR_SIZE. */
+/* Validate the job (its listing too) and count its tasks; ZC_OK or ZC_ERR_PARAM / ZC_ERR_SIZE. */
 int zc_shard_job_prepare(zc_shard_job *j);
 /* Let the next run of the workers take only the `n` tasks `tasks` (each < ntasks, none
  * twice; the caller keeps the list); `out`/`out_len` stay indexed by task number.
@@ -57,7 +59,7 @@ int64_t zc_shard_task_chunk(const zc_shard_job *j, int64_t t);
 /* Decode tasks into `data` until none are left (empty inner chunks read as fill). */
 void zc_shard_read_worker(zc_shard_job *j);
 /* Encode tasks from `data` until none are left; partly covered inner chunks start from their
- * stored bytes (or fill). */
+ * stored bytes (or fill). A job with a listing fails with ZC_ERR_PARAM. */
 void zc_shard_write_worker(zc_shard_job *j);
 
 #endif

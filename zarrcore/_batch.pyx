@@ -28,19 +28,21 @@ cdef class ChunkBatch:
     """One read or write over a directory store; call `work()` from several threads."""
 
     cdef zc_batch b
-    cdef object _keep
+    cdef object _keep, _deferred
 
     def __init__(self, *, key_head, sep, lead_sep, array_shape, chunk_shape, plans, data,
-                 write_empty_chunks=False, lock_dir="", **settings):
+                 write_empty_chunks=False, lock_dir="", points=None, **settings):
         """`settings` are pipeline.batch_settings: the chain, fill and item layout. Writes
-        replace and delete chunk files under their key lock in `lock_dir` ("": no locks)."""
+        replace and delete chunk files under their key lock in `lock_dir` ("": no locks).
+        A read of points gives `points` (point_start, local, out_index, coords: see
+        zc_listing) instead of `plans`, and `data` 1-d."""
         memset(&self.b, 0, sizeof(zc_batch))
         head = os.fsencode(key_head)
         lock = os.fsencode(lock_dir)
         if len(head) >= ZC_BATCH_PATH_MAX - 64 or len(lock) >= ZC_BATCH_PATH_MAX - 16:
             raise ValueError("store path too long")
         keep = set_up_job(&self.b, settings, chunk_shape, plans, <cnp.ndarray?>data,
-                          write_empty_chunks)
+                          write_empty_chunks, points)
         self.b.stream_out = data.nbytes >= ZC_STREAM_OUT_MIN
         strncpy(self.b.key_head, head, ZC_BATCH_PATH_MAX - 1)
         strncpy(self.b.lock_dir, lock, ZC_BATCH_PATH_MAX - 1)
@@ -53,7 +55,8 @@ cdef class ChunkBatch:
         deferred = np.zeros(self.b.ntasks, np.uint8)
         cdef unsigned char[::1] defview = deferred
         self.b.deferred = &defview[0] if self.b.ntasks else NULL
-        self._keep = (*keep, data, deferred)
+        self._keep = (*keep, data)
+        self._deferred = deferred
 
     def __dealloc__(self):
         zc_batch_free(&self.b)
@@ -82,7 +85,7 @@ cdef class ChunkBatch:
 
     def deferred(self):
         """Indexes of write tasks that need read-modify-write by the caller."""
-        return np.flatnonzero(self._keep[3])
+        return np.flatnonzero(self._deferred)
 
     def task_key(self, int64_t t):
         cdef char buf[4096]

@@ -58,24 +58,89 @@ cdef class AxisPlan:
     """One axis of an orthogonal selection: parallel lists, one entry per chunk touched.
 
     `chunk_sel` holds ints (dropped axis), slices or int arrays; `out_sel` slices into the
-    buffer axis, or None for a dropped axis; `count` is each piece's output length. `order`
-    is None, or the result position of each buffer position along this axis.
+    buffer axis (or int arrays of buffer positions), or None for a dropped axis; `count` is
+    each piece's output length. `order` is None, or the result position of each buffer
+    position along this axis.
+
+    A plan built from arrays holds `rows` instead, the pieces as zc_piece rows (chunk_index,
+    chunk_start, chunk_step, count, out_start, out_step; int64, one per chunk touched), with
+    `listed` = (index, out_index) for the rows whose chunk_step is 0 (zc_listing) and `full`
+    their complete flags: the compiled jobs take them as they are, and the lists are made from
+    them only when asked for.
     """
-    cdef public list chunks, chunk_sel, out_sel, complete, count
+    cdef list _chunks, _chunk_sel, _out_sel, _complete, _count
     cdef public bint kept
-    cdef public object order
+    cdef public object order, rows, listed, full
 
     def __init__(self, bint kept):
         self.kept = kept
-        self.order = None
-        self.chunks, self.chunk_sel, self.out_sel, self.complete, self.count = [], [], [], [], []
+        self.order = self.rows = self.listed = self.full = None
+        self._chunks, self._chunk_sel, self._out_sel = [], [], []
+        self._complete, self._count = [], []
 
     cdef void add(self, int64_t chunk, object csel, object osel, bint complete, int64_t count):
-        self.chunks.append(chunk)
-        self.chunk_sel.append(csel)
-        self.out_sel.append(osel)
-        self.complete.append(complete)
-        self.count.append(count)
+        self._chunks.append(chunk)
+        self._chunk_sel.append(csel)
+        self._out_sel.append(osel)
+        self._complete.append(complete)
+        self._count.append(count)
+
+    @staticmethod
+    def from_rows(rows, listed, full):
+        """A kept axis' plan of zc_piece `rows`, (index, out_index) and complete flags."""
+        plan = AxisPlan(True)
+        plan.rows, plan.listed, plan.full = rows, listed, full
+        plan._chunks = plan._chunk_sel = plan._out_sel = plan._complete = plan._count = None
+        return plan
+
+    @property
+    def npieces(self):
+        return len(self.rows) if self.rows is not None else len(self._chunks)
+
+    @property
+    def chunks(self):
+        if self._chunks is None:
+            self._chunks = self.rows[:, 0].tolist()
+        return self._chunks
+
+    @property
+    def count(self):
+        if self._count is None:
+            self._count = self.rows[:, 3].tolist()
+        return self._count
+
+    @property
+    def complete(self):
+        if self._complete is None:
+            self._complete = self.full.astype(bool).tolist()
+        return self._complete
+
+    @property
+    def chunk_sel(self):
+        if self._chunk_sel is None:
+            self._selections()
+        return self._chunk_sel
+
+    @property
+    def out_sel(self):
+        if self._out_sel is None:
+            self._selections()
+        return self._out_sel
+
+    cdef _selections(self):
+        """The chunk and out selections of `rows`, one Python object each."""
+        index, out_index = self.listed if self.listed is not None else (None, None)
+        self._chunk_sel, self._out_sel = [], []
+        for _, start, step, count, out_start, out_step in self.rows.tolist():
+            if step:
+                self._chunk_sel.append(slice(start, start + (count - 1) * step + 1, step))
+                self._out_sel.append(slice(out_start, out_start + count * out_step, out_step))
+            else:
+                self._chunk_sel.append(index[start:start + count])
+                # A listed piece's output positions ascend: a run when they span `count`.
+                first, last = out_index[start], out_index[start + count - 1]
+                self._out_sel.append(slice(first, last + 1, 1) if last - first == count - 1
+                                     else out_index[start:start + count])
 
 
 def int_plan(int64_t i, int64_t chunk_len, int64_t dim_len):
@@ -232,27 +297,30 @@ def group_points(list arrays, shape, chunk_shape, bint progressions=False, axes=
 
 
 def array_plan(cnp.ndarray idx, int64_t chunk_len, int64_t dim_len, int axis):
-    """Plan of a 1-D int64 index array along one axis (unsorted, repeated, negative allowed).
+    """Plan of a 1-D int64 index array along one axis (unsorted, repeated, negative allowed),
+    as zc_piece rows built with numpy, with no Python object per chunk.
 
-    Groups whose in-chunk positions ascend evenly become slices.
+    Groups whose in-chunk positions ascend evenly become strided pieces, the others listed.
     """
-    plan = AxisPlan(True)
     if len(idx) == 0:
-        return plan
+        return AxisPlan(True)
     g = group_points([idx], (dim_len,), (chunk_len,), True, (axis,))
+    offsets, local = g.offsets, g.local[0]
+    starts, counts = offsets[:-1], np.diff(offsets)
+    strided = (g.flags & ZC_GROUP_PROGRESSION) != 0
+    rows = np.empty((g.ngroups, 6), dtype=np.int64)
+    rows[:, 0] = g.coords[:, 0]
+    rows[:, 3] = counts
+    rows[:, 4] = starts
+    rows[:, 5] = 1
+    rows[:, 2] = np.where(strided, g.step, 0)
+    # Listed groups: their positions, and their elements' buffer positions, end to end.
+    listed_counts = np.where(strided, 0, counts)
+    in_listed = np.repeat(~strided, counts)
+    listed = (local[in_listed], np.flatnonzero(in_listed).astype(np.int64))
+    rows[:, 1] = np.where(strided, local[starts], np.cumsum(listed_counts) - listed_counts)
+    plan = AxisPlan.from_rows(rows, listed, (g.flags & ZC_GROUP_COMPLETE) != 0)
     plan.order = g.order
-    cdef int64_t[:] offsets = g.offsets, step = g.step, local = g.local[0]
-    cdef uint8_t[:] flags = g.flags
-    cdef int64_t[:, :] coords = g.coords
-    cdef int64_t k, a, b, s
-    for k in range(g.ngroups):
-        a, b = offsets[k], offsets[k + 1]
-        s = step[k]
-        if flags[k] & ZC_GROUP_PROGRESSION:
-            csel = slice(local[a], local[a] + (b - a - 1) * s + 1, s)
-        else:
-            csel = g.local[0, a:b]
-        plan.add(coords[k, 0], csel, slice(a, b, 1), flags[k] & ZC_GROUP_COMPLETE, b - a)
     return plan
 
 
@@ -274,7 +342,7 @@ def orthogonal_projections(list plans, Projection):
     cdef AxisPlan plan
     for d in range(ndim):
         plan = plans[d]
-        size[d] = len(plan.chunks)
+        size[d] = plan.npieces
         if size[d] == 0:
             return
         pos[d] = 0

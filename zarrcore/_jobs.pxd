@@ -23,6 +23,14 @@ cdef extern from "zc_batch.h":
     int ZC_BATCH_MAX_NDIM, ZC_BATCH_PATH_MAX, ZC_ERR_IO
     ctypedef struct zc_piece:
         int64_t chunk_index, chunk_start, chunk_step, count, out_start, out_step
+    ctypedef struct zc_listing:
+        const int64_t *index
+        int64_t nindex
+        int64_t ngroups
+        const int64_t *coords
+        const int64_t *point_start
+        const int64_t *local
+        const int64_t *out_index
     ctypedef struct zc_batch:
         int ndim
         int64_t array_shape[32]
@@ -45,6 +53,7 @@ cdef extern from "zc_batch.h":
         int failed, status, sys_errno
         int64_t failed_task
         unsigned char *deferred
+        zc_listing listing
     int zc_batch_prepare(zc_batch *b)
     int zc_batch_task_key(const zc_batch *b, int64_t t, char *buf, size_t cap)
     int64_t zc_batch_split_writes(zc_batch *b, int nthreads)
@@ -76,6 +85,7 @@ cdef extern from "zc_shard_batch.h":
         size_t *out_len
         int failed, status
         int64_t failed_task
+        zc_listing listing
     int zc_shard_job_prepare(zc_shard_job *j)
     int zc_shard_job_list(zc_shard_job *j, const int64_t *tasks, int64_t n)
     int64_t zc_shard_task_chunk(const zc_shard_job *j, int64_t t)
@@ -155,25 +165,27 @@ cdef inline void set_up_chain(zc_chain *c, settings) except *:
 
 cdef inline object set_up_pieces(plans, cnp.ndarray data, const zc_piece **pieces,
                                  int64_t *piece_offset, int64_t *npieces,
-                                 Py_ssize_t *data_strides):
+                                 Py_ssize_t *data_strides, list lists=None):
     """Lay out the selection of the indexer's per-axis `plans` (_indexing.AxisPlan) over
     `data`, the caller's array (one axis per kept plan), as zc_piece rows, without a Python
     object per piece: this runs once per call, small reads included. Returns the table the
-    rows live in, which the caller keeps as long as it uses them."""
+    rows live in, which the caller keeps as long as it uses them. Chunk selections that are
+    int arrays become listed pieces (zc_listing): each axis' in-chunk positions and output
+    positions (the out selection, a slice or an int array) are appended to `lists` as a pair
+    of arrays (refused when it is None)."""
     import numpy as np
 
-    cdef Py_ssize_t total = 0, k = 0, i, kept = 0
+    cdef Py_ssize_t total = 0, k = 0, i, kept = 0, listed = 0
     cdef list chunks, csels, osels, counts
     for plan in plans:
-        total += len(plan.chunks)
+        total += plan.npieces
     table = np.empty((total, 6), dtype=np.int64)  # zc_piece is six int64
     cdef zc_piece *rows = <zc_piece *>cnp.PyArray_DATA(table)
     cdef zc_piece *p
     for d in range(len(plans)):
         plan = plans[d]
-        chunks, csels, osels, counts = plan.chunks, plan.chunk_sel, plan.out_sel, plan.count
         piece_offset[d] = k
-        npieces[d] = len(chunks)
+        npieces[d] = plan.npieces
         if plan.kept:
             if kept >= cnp.PyArray_NDIM(data):
                 raise ValueError("the array does not have the selection's shape")
@@ -181,6 +193,25 @@ cdef inline object set_up_pieces(plans, cnp.ndarray data, const zc_piece **piece
             kept += 1
         else:
             data_strides[d] = 0
+        axis_lists, axis_outs = [], []
+        if plan.rows is not None:
+            # Built as rows already (arrays): copied whole, listed offsets moved past the
+            # axes before.
+            block = table[k:k + npieces[d]]
+            block[...] = plan.rows
+            if plan.listed is not None and len(plan.listed[0]):
+                if lists is None:
+                    raise ValueError("index lists are for reads only")
+                listed_rows = block[:, 2] == 0
+                block[listed_rows, 1] += listed
+                block[listed_rows, 4:] = (0, 1)  # (zc_listing: output positions are listed)
+                axis_lists.append(plan.listed[0])
+                axis_outs.append(plan.listed[1])
+                listed += len(plan.listed[0])
+            k += npieces[d]
+            chunks = []
+        else:
+            chunks, csels, osels, counts = plan.chunks, plan.chunk_sel, plan.out_sel, plan.count
         for i in range(len(chunks)):
             p = &rows[k]
             p.chunk_index = chunks[i]
@@ -189,25 +220,75 @@ cdef inline object set_up_pieces(plans, cnp.ndarray data, const zc_piece **piece
                 osel = osels[i]
                 p.chunk_start, p.chunk_step, p.count = csel.start, csel.step, counts[i]
                 p.out_start, p.out_step = osel.start, osel.step or 1
+            elif isinstance(csel, np.ndarray):
+                if lists is None:
+                    raise ValueError("index lists are for reads only")
+                osel = osels[i]
+                if type(osel) is slice:
+                    osel = np.arange(osel.start, osel.stop, osel.step or 1)
+                if len(csel) != counts[i] or len(osel) != counts[i]:
+                    raise ValueError("one output position per listed position")
+                axis_lists.append(csel)
+                axis_outs.append(osel)
+                p.chunk_start, p.chunk_step, p.count = listed, 0, counts[i]
+                p.out_start, p.out_step = 0, 1
+                listed += counts[i]
             else:
                 p.chunk_start, p.chunk_step, p.count, p.out_start, p.out_step = csel, 1, 1, 0, 0
             k += 1
+        if axis_outs:
+            # Listed output positions are checked here, once per axis: C trusts them.
+            outs = np.concatenate(axis_outs)
+            if not plan.kept or outs.min() < 0 or outs.max() >= cnp.PyArray_DIM(data, kept - 1):
+                raise ValueError("listed output positions outside the array")
+            lists.append((np.concatenate(axis_lists), outs))
     if kept != cnp.PyArray_NDIM(data):
         raise ValueError("the array does not have the selection's shape")
     pieces[0] = rows if total else NULL
     return table
 
 
+cdef inline tuple set_up_points(zc_listing *listing, points, int ndim, cnp.ndarray data,
+                                Py_ssize_t *data_strides):
+    """Point `listing` at the points' arrays (point_start, local, out_index, coords or None;
+    int64, C-contiguous), `data` being the 1-d array the points go to; returns them."""
+    start, local, out_index, coords = points
+    cdef const int64_t[::1] s = start, l = local, o = out_index
+    cdef const int64_t[:, ::1] c
+    if (s.shape[0] < 1 or cnp.PyArray_NDIM(data) != 1 or s[s.shape[0] - 1] != l.shape[0]
+            or o.shape[0] != l.shape[0]):
+        raise ValueError("one local and one output position per point")
+    # Output positions are checked here: C trusts them.
+    if l.shape[0] and (out_index.min() < 0 or out_index.max() >= cnp.PyArray_DIM(data, 0)):
+        raise ValueError("output positions outside the array")
+    listing.ngroups = s.shape[0] - 1
+    listing.point_start = &s[0]
+    # (Non-NULL when there are no points: NULL says there is no listing.)
+    listing.local = &l[0] if l.shape[0] else &s[0]
+    listing.out_index = &o[0] if o.shape[0] else &s[0]
+    if coords is not None:
+        c = coords
+        if c.shape[0] != listing.ngroups or (listing.ngroups and c.shape[1] != ndim):
+            raise ValueError("one chunk per group")
+        listing.coords = &c[0, 0] if listing.ngroups else NULL
+    data_strides[0] = cnp.PyArray_STRIDE(data, 0)
+    return start, local, out_index, coords
+
+
 cdef inline tuple set_up_job(job_t *j, settings, chunk_shape, plans, cnp.ndarray data,
-                             write_empty_chunks):
+                             write_empty_chunks, points=None):
     """Set the chain and fill of `j` from `settings` (pipeline.batch_settings), its dimensions
-    and chunk shape, and the selection of the indexer's `plans` over `data`, the caller's
-    array. Returns what `j` points into, which the caller keeps alive as long as `j`.
-    (ZC_SHARD_MAX_NDIM is ZC_BATCH_MAX_NDIM.)"""
+    and chunk shape, and the selection over `data`, the caller's array: the indexer's `plans`
+    (reads may hold int arrays: listed pieces), or for a read of `points`, the zc_listing
+    arrays (point_start, local, out_index, coords or None) and `data` 1-d. Returns what `j`
+    points into, which the caller keeps alive as long as `j`. (ZC_SHARD_MAX_NDIM is
+    ZC_BATCH_MAX_NDIM.)"""
+    import numpy as np
+
     ndim = len(chunk_shape)
     if ndim > ZC_BATCH_MAX_NDIM:
         raise ValueError(f"at most {ZC_BATCH_MAX_NDIM} dimensions")
-    if len(plans) != ndim:
+    if points is None and len(plans) != ndim:
         raise ValueError("one plan per axis")
     fill = settings["fill"]
     if len(fill) != settings["itemsize"]:
@@ -218,9 +299,21 @@ cdef inline tuple set_up_job(job_t *j, settings, chunk_shape, plans, cnp.ndarray
     j.write_empty_chunks = write_empty_chunks
     for d in range(ndim):
         j.chunk_shape[d] = chunk_shape[d]
-    table = set_up_pieces(plans, data, &j.pieces, j.piece_offset, j.npieces, j.data_strides)
     cdef const unsigned char[::1] fview = fill
     j.fill = &fview[0]
     # The caller's array may be a strided or broadcast view: use its base and strides.
     j.data = <char *>cnp.PyArray_DATA(data)
-    return table, fill
+    if points is not None:
+        return (*set_up_points(&j.listing, points, ndim, data, j.data_strides), fill)
+    lists = []
+    table = set_up_pieces(plans, data, &j.pieces, j.piece_offset, j.npieces, j.data_strides,
+                          lists)
+    cdef const int64_t[::1] index, out_index
+    if not lists:
+        return table, fill
+    index = np.concatenate([pair[0] for pair in lists]).astype(np.int64, copy=False)
+    out_index = np.concatenate([pair[1] for pair in lists]).astype(np.int64, copy=False)
+    j.listing.index = &index[0]
+    j.listing.out_index = &out_index[0]
+    j.listing.nindex = index.shape[0]
+    return table, fill, index, out_index

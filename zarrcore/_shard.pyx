@@ -132,7 +132,9 @@ cdef class ChunkWaves:
     next wave takes.
 
     Task t is the t-th chunk of the C-order product of the selection's per-axis pieces
-    (`plans`); `grid` bounds the chunk indices; `data` is the caller's array. A task never
+    (`plans`; int arrays among them are gathered), or for a read of `points` (point_start,
+    local, out_index, None: see zc_listing) the t-th group of points; `grid` bounds the chunk
+    indices; `data` is the caller's array (1-d for points). A task never
     given bytes reads as fill (its chunk is not stored) and is encoded from fill.
     """
 
@@ -143,9 +145,10 @@ cdef class ChunkWaves:
     def __cinit__(self):
         memset(&self.j, 0, sizeof(zc_shard_job))
 
-    def __init__(self, settings, chunk_shape, grid, plans, data, write_empty_chunks=False):
+    def __init__(self, settings, chunk_shape, grid, plans, data, write_empty_chunks=False,
+                 points=None):
         keep = set_up_job(&self.j, settings, chunk_shape, plans, <cnp.ndarray?>data,
-                          write_empty_chunks)
+                          write_empty_chunks, points)
         for d in range(self.j.ndim):
             self.j.grid[d] = grid[d]
         self.j.src_by_task = 1

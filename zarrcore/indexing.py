@@ -138,6 +138,8 @@ class OrthogonalIndexer:
     arrays_allowed = True
 
     def __init__(self, selection, shape, chunk_shape):
+        # The items of axes indexed by arrays (see buffer_positions).
+        self._array_items = {}
         if type(selection) is tuple and len(selection) == len(shape) and _all_slices(selection):
             self.scalar = False
             self.plans, self.shape = _indexing.slices_plans(selection, shape, chunk_shape)
@@ -158,6 +160,8 @@ class OrthogonalIndexer:
                 result_shape.append(1)
                 continue
             plan = self._axis_plan(item, shape[axis], chunk_shape[axis], axis)
+            if plan.kept and not isinstance(item, slice):
+                self._array_items[len(self.plans)] = (item, shape[axis])
             if plan.kept:
                 n = sum(plan.count)
                 result_shape.append(n)
@@ -193,6 +197,18 @@ class OrthogonalIndexer:
     @property
     def nitems(self):
         return math.prod(self.shape)
+
+    def buffer_positions(self, axis):
+        """The array positions along `axis` in the buffer's order, when an int or bool array
+        indexes it; else None."""
+        if axis not in self._array_items:
+            return None
+        item, dim_len = self._array_items[axis]
+        a = _index_array(item)
+        a = np.flatnonzero(a) if a.dtype == bool else a.reshape(-1).astype(np.int64)
+        a = np.where(a < 0, a + dim_len, a)  # (the plan checked the bounds)
+        order = self.plans[axis].order
+        return a if order is None else a[order]
 
     @property
     def dim_pieces(self):
@@ -286,6 +302,11 @@ class CoordinateIndexer:
     @property
     def nitems(self):
         return self.drop_shape[0]
+
+    @property
+    def groups(self):
+        """The points grouped by chunk (_indexing.PointGroups), None when there are none."""
+        return self._groups
 
     @property
     def permuted(self):

@@ -6,6 +6,9 @@ chunk with no Python per chunk. Sharded arrays there whose inner chain is such a
 whose index is little-endian (with or without crc32c) do the same over every shard and inner
 chunk (zarrcore._shard_io): reads of any basic selection, writes of the shards a selection
 covers wholly; partly covered shards are read-modify-written below under their lock.
+Orthogonal and point (coordinate, mask) reads over such chains run in the compiled jobs too:
+the batch on a directory, ChunkWaves elsewhere and over the inner chunks of shards, with
+int-array axes as listed pieces and points grouped by chunk, gathered in C.
 Everything else goes chunk by chunk through the codec objects, whose heavy work is compiled
 and GIL-free as well.
 """
@@ -36,7 +39,7 @@ from .errors import (
     KeyChangedError, LockUnavailableError, MetadataError, ShardIndexError, WriteConflictError,
     ZarrcoreError,
 )
-from .indexing import BasicIndexer, ChunkProjection
+from .indexing import BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer
 from .storage.base import Store
 from . import _indexing
 
@@ -165,6 +168,64 @@ def _replan(plans, shape, block_shape, chunk_shape):
         else:
             out.append(_indexing.slice_plan(first, first + (count - 1) * step + 1, step, c, n))
     return out
+
+
+def _listed_plan(positions, chunk_len):
+    """Plan of one axis over chunks of `chunk_len`: `positions` (array positions, in the
+    buffer's order) grouped by chunk, each group a listed piece whose output positions are
+    its elements' buffer positions."""
+    ids = positions // chunk_len
+    perm = np.argsort(ids, kind="stable")
+    sorted_ids = ids[perm]
+    starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
+    rows = np.zeros((len(starts), 6), dtype=np.int64)  # zc_piece rows, chunk_step 0
+    rows[:, 0] = sorted_ids[starts]
+    rows[:, 1] = starts
+    rows[:, 3] = np.diff(np.r_[starts, len(perm)])
+    rows[:, 5] = 1
+    listed = (positions[perm] - sorted_ids * chunk_len, perm.astype(np.int64))
+    return _indexing.AxisPlan.from_rows(rows, listed, np.zeros(len(starts), dtype=bool))
+
+
+def _inner_plans(indexer, shape, block_shape, chunk_shape):
+    """The plans of an orthogonal selection over the blocks of `block_shape` (shards), over
+    the finer grid of `chunk_shape` (their inner chunks), the buffer's order kept: axes
+    indexed by arrays become listed pieces."""
+    out = []
+    for axis, plan in enumerate(indexer.plans):
+        positions = indexer.buffer_positions(axis)
+        if positions is None:
+            out.extend(_replan([plan], shape[axis:axis + 1], block_shape[axis:axis + 1],
+                               chunk_shape[axis:axis + 1]))
+        else:
+            out.append(_listed_plan(positions, chunk_shape[axis]))
+    return out
+
+
+def _points(groups, chunk_shape):
+    """The zc_listing arrays (point_start, local, out_index, coords) of points grouped by
+    chunks of `chunk_shape` (_indexing.PointGroups), each going to its buffer position."""
+    local = np.ravel_multi_index(tuple(groups.local), chunk_shape).astype(np.int64, copy=False)
+    return (np.ascontiguousarray(groups.offsets), local, np.arange(len(local), dtype=np.int64),
+            np.ascontiguousarray(groups.coords))
+
+
+def _inner_points(groups, inner_shape, grid):
+    """Points grouped by shard (`groups`), regrouped by inner chunk (`inner_shape`, `grid`
+    of them per shard) within each shard, the buffer's order kept: the zc_listing arrays
+    (point_start, local, out_index, None), and per group its shard (a group of `groups`)
+    and its C-order inner chunk in that shard."""
+    inner_shape = np.asarray(inner_shape, dtype=np.int64)[:, None]
+    shard = np.repeat(np.arange(groups.ngroups, dtype=np.int64), np.diff(groups.offsets))
+    inner = np.ravel_multi_index(tuple(groups.local // inner_shape), grid)
+    order = np.lexsort((inner, shard))  # points stay grouped by shard, their order kept
+    shard, inner = shard[order], inner[order]
+    starts = np.flatnonzero(np.r_[True, (shard[1:] != shard[:-1]) | (inner[1:] != inner[:-1])])
+    local = np.ravel_multi_index(tuple((groups.local % inner_shape)[:, order]),
+                                 tuple(inner_shape[:, 0]))
+    point_start = np.r_[starts, len(order)].astype(np.int64)
+    return ((point_start, local.astype(np.int64, copy=False), order.astype(np.int64), None),
+            shard[starts], inner[starts])
 
 
 def _run_waves(job, tasks, writing=False):
@@ -472,10 +533,15 @@ class ChunkStore:
 
     def _make_batch(self, indexer, data):
         _, sep, lead = self._key_layout
+        points = plans = None
+        if isinstance(indexer, CoordinateIndexer):
+            points = _points(indexer.groups, self.chunk_shape)
+        else:
+            plans = indexer.plans
         batch = ChunkBatch(
             key_head=self._key_head(), sep=sep, lead_sep=lead, lock_dir=self._node_dir(),
             array_shape=self.array_shape, chunk_shape=self.chunk_shape,
-            write_empty_chunks=self.spec.writes_empty, plans=indexer.plans, data=data,
+            write_empty_chunks=self.spec.writes_empty, plans=plans, points=points, data=data,
             **self._batch,
         )
         # Errors name the store key: the path below the store root, array prefix included.
@@ -510,20 +576,26 @@ class ChunkStore:
                 conflict_pause(attempt)
 
     def _read_once(self, indexer, out):
-        if self._batch is not None and isinstance(indexer, BasicIndexer):
+        basic = isinstance(indexer, BasicIndexer)
+        # Orthogonal (basic included) and point selections the compiled jobs read.
+        native = (isinstance(indexer, OrthogonalIndexer)
+                  or isinstance(indexer, CoordinateIndexer) and indexer.groups is not None
+                  and len(self.chunk_shape) > 0)
+        if self._batch is not None and native:
             batch, head_len = self._make_batch(indexer, out)
             run_workers(batch.work_read, batch.split_reads(config.num_threads))
             batch.raise_error(head_len)
             return out
-        if self._shards is not None and isinstance(indexer, BasicIndexer):
+        if self._shards is not None and basic:
             batch = self._shards.batch(indexer.plans, out)
             run_workers(batch.work_read, batch.ntasks)
             batch.raise_error()
             return out
-        if self._ranged_shards and isinstance(indexer, BasicIndexer):
+        if self.partial is not None and self.array_shape is not None and (
+                self._ranged_shards and basic or native and self.partial._native is not None):
             self._read_shard_waves(indexer, out)
             return out
-        if self._waves is not None and isinstance(indexer, BasicIndexer):
+        if self._waves is not None and native:
             self._read_chunk_waves(indexer, out)
             return out
         projections = list(indexer.projections())
@@ -567,9 +639,16 @@ class ChunkStore:
     def _read_chunk_waves(self, indexer, out):
         """Read through Store.get_many: every chunk requested at once, decoded by compiled
         workers in waves of those that have arrived."""
-        job = ChunkWaves(self._waves, self.chunk_shape, self._grid(self.chunk_shape),
-                         indexer.plans, out)
-        keys = [self.key(c) for c in _task_grid(indexer.plans, lambda p: p.chunks).tolist()]
+        grid = self._grid(self.chunk_shape)
+        if isinstance(indexer, CoordinateIndexer):
+            points = _points(indexer.groups, self.chunk_shape)
+            job = ChunkWaves(self._waves, self.chunk_shape, grid, None, out,
+                             points=(*points[:3], None))
+            coords = points[3]
+        else:
+            job = ChunkWaves(self._waves, self.chunk_shape, grid, indexer.plans, out)
+            coords = _task_grid(indexer.plans, lambda p: p.chunks)
+        keys = [self.key(c) for c in coords.tolist()]
         start = np.zeros(1, dtype=np.int64)
         for batch in arrivals(self.store, [(key, None) for key in keys]):
             tasks = np.fromiter((i for i, _ in batch), dtype=np.int64, count=len(batch))
@@ -588,20 +667,31 @@ class ChunkStore:
         their bytes arrive."""
         codec = self.partial
         inner_shape, grid = codec.chunk_shape, np.asarray(codec._grid, dtype=np.int64)
-        plans = _replan(indexer.plans, self.array_shape, self.chunk_shape, inner_shape)
-        if self._waves is not None:
-            job = ChunkWaves(self._waves, inner_shape, self._grid(inner_shape), plans, out)
+        inner_grid = self._grid(inner_shape)
+        if isinstance(indexer, CoordinateIndexer):
+            # Tasks are the groups of points by inner chunk, shard by shard.
+            groups = indexer.groups
+            points, shard_of, local = _inner_points(groups, inner_shape, tuple(grid))
+            job = ChunkWaves(codec._native, inner_shape, inner_grid, None, out, points=points)
+            keys = [self.key(c) for c in groups.coords.tolist()]
         else:
-            job = _InnerChunkWaves(codec._inner, plans, out)
-        keys = [self.key(c) for c in _task_grid(indexer.plans, lambda p: p.chunks).tolist()]
-        # Per task: the shard it is in (its place in `keys`) and its C-order place in it.
-        coords = _task_grid(plans, lambda p: p.chunks)
-        places = [np.searchsorted(np.asarray(p.chunks, dtype=np.int64), coords[:, d] // grid[d])
-                  for d, p in enumerate(indexer.plans)]
-        shard_of = (np.ravel_multi_index(places, [len(p.chunks) for p in indexer.plans])
-                    if places else np.zeros(len(coords), dtype=np.int64))
-        local = (np.ravel_multi_index([coords[:, d] % grid[d] for d in range(len(grid))], grid)
-                 if len(grid) else np.zeros(len(coords), dtype=np.int64))
+            if isinstance(indexer, BasicIndexer):
+                plans = _replan(indexer.plans, self.array_shape, self.chunk_shape, inner_shape)
+            else:
+                plans = _inner_plans(indexer, self.array_shape, self.chunk_shape, inner_shape)
+            if codec._native is not None:
+                job = ChunkWaves(codec._native, inner_shape, inner_grid, plans, out)
+            else:
+                job = _InnerChunkWaves(codec._inner, plans, out)
+            keys = [self.key(c) for c in _task_grid(indexer.plans, lambda p: p.chunks).tolist()]
+            # Per task: the shard it is in (its place in `keys`) and its C-order place in it.
+            coords = _task_grid(plans, lambda p: p.chunks)
+            places = [np.searchsorted(np.asarray(p.chunks, dtype=np.int64), coords[:, d] // grid[d])
+                      for d, p in enumerate(indexer.plans)]
+            shard_of = (np.ravel_multi_index(places, [len(p.chunks) for p in indexer.plans])
+                        if places else np.zeros(len(coords), dtype=np.int64))
+            local = (np.ravel_multi_index([coords[:, d] % grid[d] for d in range(len(grid))], grid)
+                     if len(grid) else np.zeros(len(coords), dtype=np.int64))
         by_shard = np.argsort(shard_of, kind="stable")
         bounds = np.searchsorted(shard_of[by_shard], np.arange(len(keys) + 1))
         shard_tasks = [by_shard[bounds[s]:bounds[s + 1]] for s in range(len(keys))]
