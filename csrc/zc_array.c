@@ -3,10 +3,12 @@
 #include "zc_array.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "zc_copy.h"
 #include "zc_indexing.h"
@@ -77,6 +79,10 @@ zc_array *zc_array_new(const zc_batch *tmpl, const zc_shard_io *shards, const in
             if (tmpl->chunk_shape[d] <= 0 || tmpl->array_shape[d] < 0)
                 goto failed;
     }
+    /* A confined root's descriptor of its own: the handle may outlive the store. */
+    zc_root *root = a->sharded ? &a->shards.root : &a->chunks.root;
+    if (root->confined && (root->fd = fcntl(root->fd, F_DUPFD_CLOEXEC, 0)) < 0)
+        goto failed;
     return a;
 failed:
     free(a->fill);
@@ -94,6 +100,9 @@ static void array_release(zc_array *a)
 {
     if (a == NULL || __atomic_sub_fetch(&a->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return;
+    const zc_root *root = a->sharded ? &a->shards.root : &a->chunks.root;
+    if (root->confined)
+        close(root->fd);
     free(a->fill);
     free(a->write_order);
     free(a);
@@ -195,6 +204,9 @@ static int status_error(zc_array_error *err, int st, int e, const char *key, con
     switch (st) {
     case ZC_ERR_IO:
         return io_error(err, key, e);
+    case ZC_ERR_OUTSIDE:
+        return set_error(err, ZC_ARRAY_ERR_OUTSIDE, 0,
+                         "key '%s' of the confined store leads outside the store's root", key);
     case ZC_ERR_CHECKSUM:
         return set_error(err, ZC_ARRAY_ERR_CHECKSUM, 0, "chunk '%s': %scrc32c checksum mismatch",
                          key, where);

@@ -19,21 +19,6 @@
 #define ZC_ERR_IO (-20)
 #endif
 
-static int make_dirs(char *path)
-{
-    for (char *s = strchr(path + 1, '/');; s = strchr(s + 1, '/')) {
-        if (s)
-            *s = 0;
-        int r = mkdir(path, 0777);
-        if (s)
-            *s = '/';
-        if (r != 0 && errno != EEXIST)
-            return -1;
-        if (!s)
-            return 0;
-    }
-}
-
 /* Give a new file `mode` plus write permission for whoever may write its directory, whatever
  * the umask, and the directory's group (best effort: only a member of that group may). */
 static void share_like_dir(int fd, const struct stat *dir, mode_t mode)
@@ -47,7 +32,7 @@ static void share_like_dir(int fd, const struct stat *dir, mode_t mode)
     fchmod(fd, mode);
 }
 
-int zc_share_like_dir(int fd, const char *path)
+int zc_share_like_dir(const zc_root *root, int fd, const char *path)
 {
     char dir_path[4096 + 64];
     const char *slash = strrchr(path, '/');
@@ -61,7 +46,10 @@ int zc_share_like_dir(int fd, const char *path)
         dir_path[n] = 0;
     }
     struct stat dir, file;
-    if (stat(dir_path, &dir) != 0 || fstat(fd, &file) != 0)
+    int st = zc_fs_stat(root, dir_path, &dir, 1);
+    if (st != ZC_OK)
+        return st;
+    if (fstat(fd, &file) != 0)
         return ZC_ERR_IO;
     if (!(dir.st_mode & S_ISVTX))
         share_like_dir(fd, &dir, file.st_mode & 0777);
@@ -70,63 +58,74 @@ int zc_share_like_dir(int fd, const char *path)
 
 /* Create the lock file `name` in `dir_path`: written as a temporary file with its final
  * permissions and linked into place, so no one ever opens it with the creator's umask.
- * ZC_OK with *fd (also when another process created it first), or ZC_ERR_IO. */
-static int create_lock_file(const char *name, char *dir_path, int *fd)
+ * ZC_OK with *fd (also when another process created it first), or an error. */
+static int create_lock_file(const zc_root *root, const char *name, const char *dir_path, int *fd)
 {
     struct stat dir;
-    if (stat(dir_path, &dir) != 0) {
-        if (errno != ENOENT || make_dirs(dir_path) != 0 || stat(dir_path, &dir) != 0)
-            return ZC_ERR_IO;
+    int st = zc_fs_stat(root, dir_path, &dir, 1);
+    if (st == ZC_ERR_IO && errno == ENOENT) {
+        if ((st = zc_fs_mkdirs(root, dir_path)) == ZC_OK)
+            st = zc_fs_stat(root, dir_path, &dir, 1);
     }
-    char tmp[4096 + 64];
-    int t, st = zc_temp_create(name, tmp, sizeof tmp, &t);
     if (st != ZC_OK)
         return st;
+    zc_at at;
+    if ((st = zc_fs_at(root, name, &at)) != ZC_OK)
+        return st;
+    char tmp[4096 + 64];
+    int t;
+    if ((st = zc_temp_create(&at, tmp, sizeof tmp, &t)) != ZC_OK) {
+        zc_fs_at_close(&at);
+        return st;
+    }
     share_like_dir(t, &dir, 0600);
-    int linked = link(tmp, name) == 0, e = errno;
-    unlink(tmp);
+    int linked = linkat(at.dir, tmp, at.dir, at.name, 0) == 0, e = errno;
+    unlinkat(at.dir, tmp, 0);
     if (linked) {
         zc_temp_unlock(t);
+        zc_fs_at_close(&at);
         *fd = t;
         return ZC_OK;
     }
     close(t);
-    if (e == EEXIST) {
-        *fd = open(name, O_WRONLY | O_CLOEXEC);
-        return *fd < 0 ? ZC_ERR_IO : ZC_OK;
+    *fd = -1;
+    if (e != EEXIST) {
+        /* No hard links here: create it in place (O_EXCL: never through a symlink), then set
+         * its permissions. */
+        if ((*fd = openat(at.dir, at.name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) >= 0)
+            share_like_dir(*fd, &dir, 0600);
+        else
+            e = errno;
     }
-    /* No hard links here: create it in place, then set its permissions. */
-    *fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (*fd >= 0) {
-        share_like_dir(*fd, &dir, 0600);
+    zc_fs_at_close(&at);
+    if (*fd >= 0)
         return ZC_OK;
+    if (e != EEXIST) {
+        errno = e;
+        return ZC_ERR_IO;
     }
-    if (errno == EEXIST)
-        *fd = open(name, O_WRONLY | O_CLOEXEC);
-    return *fd < 0 ? ZC_ERR_IO : ZC_OK;
+    /* Another process created it first. */
+    return zc_fs_open(root, name, O_WRONLY, 0, fd);
 }
 
-int zc_key_locks_open(zc_key_locks *l, const char *node_dir)
+int zc_key_locks_open(zc_key_locks *l, const zc_root *root, const char *node_dir)
 {
-    char name[4096 + 32], dir[4096];
+    char name[4096 + 32];
     size_t len = strlen(node_dir);
     int n = snprintf(name, sizeof name, "%s/%s", node_dir, ZC_KEY_LOCK_FILE);
-    if (n < 0 || (size_t)n >= sizeof name || len >= sizeof dir)
+    if (n < 0 || (size_t)n >= sizeof name || len >= 4096)
         return ZC_ERR_SIZE;
     l->skip = len + 1;
     /* Write-only: a write lock needs nothing more, so a store's writers need no read access. */
-    l->fd = open(name, O_WRONLY | O_CLOEXEC);
-    if (l->fd >= 0)
-        return ZC_OK;
-    if (errno != ENOENT)
-        return ZC_ERR_IO;
-    memcpy(dir, node_dir, len + 1);
-    return create_lock_file(name, dir, &l->fd);
+    int st = zc_fs_open(root, name, O_WRONLY, 0, &l->fd);
+    if (st == ZC_ERR_IO && errno == ENOENT)
+        st = create_lock_file(root, name, node_dir, &l->fd);
+    return st;
 }
 
-int zc_key_locks_open_once(zc_key_locks *l, const char *node_dir)
+int zc_key_locks_open_once(zc_key_locks *l, const zc_root *root, const char *node_dir)
 {
-    return l->fd >= 0 || node_dir[0] == '\0' ? ZC_OK : zc_key_locks_open(l, node_dir);
+    return l->fd >= 0 || node_dir[0] == '\0' ? ZC_OK : zc_key_locks_open(l, root, node_dir);
 }
 
 void zc_key_locks_close(zc_key_locks *l)
@@ -153,13 +152,13 @@ static int set_whole_file_lock(int fd, short type)
     return ZC_OK;
 }
 
-int zc_file_lock(const char *path, int *fd)
+int zc_file_lock(const zc_root *root, const char *path, int *fd)
 {
     for (;;) {
         /* Write access: an exclusive POSIX lock needs it (so does flock on NFS). */
-        *fd = open(path, O_WRONLY | O_CLOEXEC);
-        if (*fd < 0)
-            return ZC_ERR_IO;
+        int st = zc_fs_open(root, path, O_WRONLY, 0, fd);
+        if (st != ZC_OK)
+            return st;
         if (set_whole_file_lock(*fd, F_WRLCK) != ZC_OK) {
             int e = errno;
             close(*fd);
@@ -168,7 +167,8 @@ int zc_file_lock(const char *path, int *fd)
             return ZC_ERR_IO;
         }
         struct stat held, named;
-        if (fstat(*fd, &held) == 0 && stat(path, &named) == 0 && held.st_dev == named.st_dev &&
+        if (fstat(*fd, &held) == 0 && zc_fs_stat(root, path, &named, 1) == ZC_OK &&
+            held.st_dev == named.st_dev &&
             held.st_ino == named.st_ino)
             return ZC_OK;
         /* A new version was renamed over the one locked (or it was removed): lock that. */

@@ -56,8 +56,9 @@ static void name_parts(uint64_t *id, uint64_t *stamp)
     *stamp = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) & 0xffffffffffULL;
 }
 
-int zc_temp_create(const char *path, char *tmp, size_t cap, int *fd)
+int zc_temp_create(const zc_at *at, char *tmp, size_t cap, int *fd)
 {
+    const char *path = at->name;
     const char *slash = strrchr(path, '/');
     int dirlen = slash ? (int)(slash - path) : 0;
     *fd = -1;
@@ -69,7 +70,8 @@ int zc_temp_create(const char *path, char *tmp, size_t cap, int *fd)
                          (unsigned long long)id);
         if (n < 0 || (size_t)n >= cap)
             return ZC_ERR_SIZE;
-        *fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        /* (O_EXCL: a symlink at the name is never followed.) */
+        *fd = openat(at->dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (*fd < 0) {
             if (errno == EEXIST)
                 continue;
@@ -100,18 +102,22 @@ void zc_temp_unlock(int fd)
 #endif
 }
 
-int zc_temp_remove_stale(const char *tmp)
+int zc_temp_remove_stale(const zc_root *r, const char *tmp)
 {
-    int fd = open(tmp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
+    zc_at at;
+    if (zc_fs_at(r, tmp, &at) != ZC_OK)
         return 0;
+    int fd = openat(at.dir, at.name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     struct stat held, named;
     int removed = 0;
     /* A shared lock conflicts with a live writer's exclusive one; once we hold it, a writer
      * that has not locked its new file yet fails to and leaves it. */
-    if (fstat(fd, &held) == 0 && S_ISREG(held.st_mode) && try_lock(fd, 0) == 1 &&
-        lstat(tmp, &named) == 0 && named.st_ino == held.st_ino && named.st_dev == held.st_dev)
-        removed = unlink(tmp) == 0;
-    close(fd);
+    if (fd >= 0 && fstat(fd, &held) == 0 && S_ISREG(held.st_mode) && try_lock(fd, 0) == 1 &&
+        fstatat(at.dir, at.name, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+        named.st_ino == held.st_ino && named.st_dev == held.st_dev)
+        removed = unlinkat(at.dir, at.name, 0) == 0;
+    if (fd >= 0)
+        close(fd);
+    zc_fs_at_close(&at);
     return removed;
 }
