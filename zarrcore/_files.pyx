@@ -143,6 +143,10 @@ cdef class FileRoot:
         cdef bytes s = os.fsencode(source)
         cdef bytes d = os.fsencode(dest)
         cdef int st = zc_fs_rename(&self.root, s, d)
+        if st == ZC_ERR_OUTSIDE:
+            raise OutsideStoreError(
+                errno_.EXDEV, f"renaming key {self.key(source)!r} to {self.key(dest)!r} of the "
+                f"confined store {self.path!r}: a path resolves outside the store's root")
         if st != ZC_OK:
             raise self._error(st, errno, source)
 
