@@ -78,6 +78,10 @@ zc_array *zc_array_new(const zc_batch *tmpl, const zc_shard_io *shards, const in
             if (tmpl->chunk_shape[d] <= 0 || tmpl->array_shape[d] < 0)
                 goto failed;
     }
+    /* A confined root's descriptor of its own: the handle may outlive the store. */
+    zc_root *root = a->sharded ? &a->shards.root : &a->chunks.root;
+    if (root->confined && (root->fd = zc_os_dup_private(root->fd)) < 0)
+        goto failed;
     return a;
 failed:
     free(a->fill);
@@ -95,6 +99,7 @@ static void array_release(zc_array *a)
 {
     if (a == NULL || zc_atomic_add_int(&a->refs, -1, ZC_ACQ_REL) != 0)
         return;
+    zc_fs_root_close(a->sharded ? &a->shards.root : &a->chunks.root);
     free(a->fill);
     free(a->write_order);
     free(a);
@@ -196,6 +201,9 @@ static int status_error(zc_array_error *err, int st, int e, const char *key, con
     switch (st) {
     case ZC_ERR_IO:
         return io_error(err, key, e);
+    case ZC_ERR_OUTSIDE:
+        return set_error(err, ZC_ARRAY_ERR_OUTSIDE, 0,
+                         "key '%s' of the confined store leads outside the store's root", key);
     case ZC_ERR_CHECKSUM:
         return set_error(err, ZC_ARRAY_ERR_CHECKSUM, 0, "chunk '%s': %scrc32c checksum mismatch",
                          key, where);

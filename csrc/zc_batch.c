@@ -314,7 +314,7 @@ void zc_batch_read_worker(zc_batch *b)
         }
         int fd, missing;
         size_t size = 0;
-        if ((st = zc_file_open(path, &fd, &size, &missing)) != ZC_OK) {
+        if ((st = zc_file_open(&b->root, path, &fd, &size, &missing)) != ZC_OK) {
             fail(b, t, st, errno);
             break;
         }
@@ -419,10 +419,10 @@ static int write_streamed(const zc_batch *b, const slab_walk *w, const char *pat
         if (fill < 0)
             return fill;
         if (fill)
-            return zc_file_replace_locked(locks, path, NULL, 0);
+            return zc_file_replace_locked(&b->root, locks, path, NULL, 0);
     }
     zc_file_writer f;
-    int st = zc_file_writer_open(&f, path);
+    int st = zc_file_writer_open(&f, &b->root, path);
     uint32_t crc = 0;
     for (int64_t k = 0; st == ZC_OK && k < w->nslabs;) {
         size_t n = slab_gather(b, w, &k, buf);
@@ -544,7 +544,7 @@ static int store_segments(const zc_batch *b, struct zc_chunk_segments *cs, const
                           const zc_key_locks *locks)
 {
     if (!b->write_empty_chunks && !zc_atomic_load_int(&cs->not_fill, ZC_ACQUIRE))
-        return zc_file_replace_locked(locks, path, NULL, 0);
+        return zc_file_replace_locked(&b->root, locks, path, NULL, 0);
     const size_t cap = segment_cap(b);
     size_t m = cs->out_len[0];
     for (int64_t s = 1; s < b->nsegments; s++) {
@@ -555,7 +555,7 @@ static int store_segments(const zc_batch *b, struct zc_chunk_segments *cs, const
         zc_store_le32(cs->out + m, zc_crc32c(0, cs->out, m));
         m += 4;
     }
-    return zc_file_replace_locked(locks, path, cs->out, m);
+    return zc_file_replace_locked(&b->root, locks, path, cs->out, m);
 }
 
 /* Gather segment `s` of task `t`'s chunk (a run of planes along the first axis), note whether
@@ -615,7 +615,7 @@ static void write_segments(zc_batch *b)
         task_pieces(b, t, p);
         errno = 0;
         if ((st = format_key(b, p, path, sizeof path)) == ZC_OK)
-            st = zc_key_locks_open_once(&locks, b->lock_dir);
+            st = zc_key_locks_open_once(&locks, &b->root, b->lock_dir);
         if (st == ZC_OK)
             st = store_segments(b, cs, path, &locks);
         if (st != ZC_OK) {
@@ -662,7 +662,7 @@ void zc_batch_write_worker(zc_batch *b)
             fail(b, t, st, 0);
             break;
         }
-        if ((st = zc_key_locks_open_once(&locks, b->lock_dir)) != ZC_OK) {
+        if ((st = zc_key_locks_open_once(&locks, &b->root, b->lock_dir)) != ZC_OK) {
             fail(b, t, st, errno);
             break;
         }
@@ -708,7 +708,7 @@ void zc_batch_write_worker(zc_batch *b)
         /* Replaced or deleted under the key's lock, so this lands wholly before or after
          * another writer's read-modify-write of the chunk rather than inside it. */
         if (is_fill) {
-            if ((st = zc_file_replace_locked(&locks, path, NULL, 0)) != ZC_OK) {
+            if ((st = zc_file_replace_locked(&b->root, &locks, path, NULL, 0)) != ZC_OK) {
                 fail(b, t, st, errno);
                 break;
             }
@@ -717,7 +717,7 @@ void zc_batch_write_worker(zc_batch *b)
         size_t len = 0;
         st = zc_chain_encode(&b->chain, chunk, n, encoded, cap, &len);
         if (st == ZC_OK)
-            st = zc_file_replace_locked(&locks, path, encoded, len);
+            st = zc_file_replace_locked(&b->root, &locks, path, encoded, len);
         if (st != ZC_OK) {
             fail(b, t, st, errno);
             break;
@@ -746,7 +746,7 @@ int zc_batch_rewrite_task(zc_batch *b, int64_t t, zc_key_locks *locks)
     if ((st = format_key(b, p, path, sizeof path)) != ZC_OK)
         goto done;
     errno = 0;
-    if ((st = zc_key_locks_open_once(locks, b->lock_dir)) != ZC_OK ||
+    if ((st = zc_key_locks_open_once(locks, &b->root, b->lock_dir)) != ZC_OK ||
         (st = zc_key_lock(locks, path)) != ZC_OK) {
         err = errno;
         goto done;
@@ -758,7 +758,7 @@ int zc_batch_rewrite_task(zc_batch *b, int64_t t, zc_key_locks *locks)
         st = cap ? ZC_ERR_NOMEM : ZC_ERR_SIZE;
         goto done;
     }
-    if ((st = zc_file_open(path, &fd, &size, &missing)) != ZC_OK) {
+    if ((st = zc_file_open(&b->root, path, &fd, &size, &missing)) != ZC_OK) {
         err = errno;
         goto done;
     }
@@ -798,9 +798,9 @@ int zc_batch_rewrite_task(zc_batch *b, int64_t t, zc_key_locks *locks)
     size_t len = 0;
     errno = 0;
     if (is_fill)
-        st = zc_file_replace_locked(&held, path, NULL, 0);
+        st = zc_file_replace_locked(&b->root, &held, path, NULL, 0);
     else if ((st = zc_chain_encode(&b->chain, chunk, n, encoded, cap, &len)) == ZC_OK)
-        st = zc_file_replace_locked(&held, path, encoded, len);
+        st = zc_file_replace_locked(&b->root, &held, path, encoded, len);
     err = errno;
 done:
     if (locked)

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "zc_chain.h"
+#include "zc_fs.h"
 #include "zc_gather.h"
 #include "zc_key_lock.h"
 
@@ -67,6 +68,8 @@ typedef struct {
      * directory, the array's own, as the store's read-modify-writes take it (zc_key_lock.h);
      * "" takes no locks. */
     char lock_dir[ZC_BATCH_PATH_MAX];
+    /* The store's root, which key_head and lock_dir start with (zc_fs.h: confined or not). */
+    zc_root root;
     /* Pieces per axis: axis d's are pieces[piece_offset[d] .. piece_offset[d] + npieces[d]). */
     const zc_piece *pieces;
     int64_t piece_offset[ZC_BATCH_MAX_NDIM];

@@ -50,16 +50,16 @@ int zc_key_format(const char *head, char sep, int lead_sep, int ndim, const int6
     return ZC_OK;
 }
 
-int zc_file_open(const char *path, int *fd, size_t *size, int *missing)
+int zc_file_open(const zc_root *root, const char *path, int *fd, size_t *size, int *missing)
 {
     *missing = 0;
-    *fd = zc_os_open_read(path, 0);
-    if (*fd < 0) {
-        if (errno == ENOENT || errno == ENOTDIR) {
+    int s = zc_fs_open(root, path, ZC_OPEN_READ, 0, fd);
+    if (s != ZC_OK) {
+        if (s == ZC_ERR_IO && (errno == ENOENT || errno == ENOTDIR)) {
             *missing = 1;
             return ZC_OK;
         }
-        return ZC_ERR_IO;
+        return s;
     }
     zc_file_info st;
     if (zc_os_fstat(*fd, &st) != 0 || st.size > SIZE_MAX) {
@@ -97,17 +97,31 @@ int zc_pread_full(int fd, void *buf, size_t len, uint64_t at)
     return ZC_OK;
 }
 
-int zc_file_writer_open(zc_file_writer *w, const char *path)
+/* The temporary file of a new version of `path` (its place in w->at). */
+static int open_temp(zc_file_writer *w, const zc_root *root, const char *path)
 {
-    int st = zc_temp_create(path, w->tmp, sizeof w->tmp, &w->fd);
+    int st = zc_fs_at(root, path, &w->at);
+    if (st == ZC_OK && (st = zc_temp_create(&w->at, w->tmp, sizeof w->tmp, &w->fd)) != ZC_OK)
+        zc_fs_at_close(&w->at);
+    return st;
+}
+
+int zc_file_writer_open(zc_file_writer *w, const zc_root *root, const char *path)
+{
+    w->fd = -1;
+    int st = open_temp(w, root, path);
     if (st == ZC_ERR_IO && errno == ENOENT) {
-        char parents[sizeof w->tmp];
-        if (strlen(path) >= sizeof parents)
-            return ZC_ERR_SIZE;
-        strcpy(parents, path);
-        if (zc_os_make_dirs(parents, 0) != 0)
+        /* A directory above is missing: make them all, then try again. */
+        char parent[sizeof w->tmp];
+        const char *sep = zc_os_last_sep(path);
+        size_t n = sep ? (size_t)(sep - path) : 0;
+        if (n == 0 || n >= sizeof parent)
             return ZC_ERR_IO;
-        st = zc_temp_create(path, w->tmp, sizeof w->tmp, &w->fd);
+        memcpy(parent, path, n);
+        parent[n] = '\0';
+        if ((st = zc_fs_mkdirs(root, parent)) != ZC_OK)
+            return st;
+        st = open_temp(w, root, path);
     }
     return st;
 }
@@ -116,8 +130,9 @@ void zc_file_writer_abort(zc_file_writer *w)
 {
     int e = errno;
     if (w->fd >= 0) {
-        zc_os_unlink(w->tmp);
+        zc_os_unlink_at(w->at.dir, w->tmp);
         zc_os_close(w->fd);
+        zc_fs_at_close(&w->at);
     }
     w->fd = -1;
     errno = e;
@@ -154,38 +169,44 @@ int zc_file_writer_commit(zc_file_writer *w, const zc_key_locks *locks, const ch
         else
             zc_os_close(w->fd);
         w->fd = -1;
-        zc_os_unlink(w->tmp);
+        zc_os_unlink_at(w->at.dir, w->tmp);
+        zc_fs_at_close(&w->at);
         errno = e;
         return ZC_ERR_IO;
     }
     w->fd = -1;
     int st = zc_key_lock(locks, path);
-    if (st == ZC_OK && zc_os_rename(w->tmp, path) != 0)
+    /* Renamed within the directory found at open: a rename never follows a symlink at the
+     * name it replaces. */
+    if (st == ZC_OK && zc_os_rename_at(w->at.dir, w->tmp, w->at.dir, w->at.name) != 0)
         st = ZC_ERR_IO;
     int e = errno;
     if (st != ZC_OK)
-        zc_os_unlink(w->tmp);
+        zc_os_unlink_at(w->at.dir, w->tmp);
     zc_key_unlock(locks, path);
     zc_os_close(hold);
+    zc_fs_at_close(&w->at);
     errno = e;
     return st;
 }
 
-int zc_file_replace_locked(const zc_key_locks *locks, const char *path,
+int zc_file_replace_locked(const zc_root *root, const zc_key_locks *locks, const char *path,
                            const unsigned char *data, size_t len)
 {
     int st;
     if (data == NULL) {
         if ((st = zc_key_lock(locks, path)) != ZC_OK)
             return st;
-        st = zc_os_unlink(path) != 0 && errno != ENOENT && errno != ENOTDIR ? ZC_ERR_IO : ZC_OK;
+        st = zc_fs_unlink(root, path);
+        if (st == ZC_ERR_IO && (errno == ENOENT || errno == ENOTDIR))
+            st = ZC_OK;
         int e = errno;
         zc_key_unlock(locks, path);
         errno = e;
         return st;
     }
     zc_file_writer w;
-    if ((st = zc_file_writer_open(&w, path)) != ZC_OK)
+    if ((st = zc_file_writer_open(&w, root, path)) != ZC_OK)
         return st;
     if ((st = zc_file_writer_write(&w, data, len)) != ZC_OK)
         return st;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "zc_chain.h"
+#include "zc_fs.h"
 #include "zc_gather.h"
 #include "zc_key_lock.h"
 #include "zc_stream.h"
@@ -33,9 +34,10 @@ int zc_buf_reserve(zc_buf *b, size_t n);
 int zc_key_format(const char *head, char sep, int lead_sep, int ndim, const int64_t *coords,
                   char *buf, size_t cap);
 
-/* Open a stored object: ZC_OK with *fd and *size, or with *missing set (and no fd) when
- * nothing is stored there (no file, or a directory); ZC_ERR_IO with errno otherwise. */
-int zc_file_open(const char *path, int *fd, size_t *size, int *missing);
+/* Open a stored object below `root` (zc_fs.h): ZC_OK with *fd and *size, or with *missing set
+ * (and no fd) when nothing is stored there (no file, or a directory); ZC_ERR_IO with errno or
+ * ZC_ERR_OUTSIDE otherwise. */
+int zc_file_open(const zc_root *root, const char *path, int *fd, size_t *size, int *missing);
 
 /* Read exactly `len` bytes at `at`: ZC_OK, ZC_ERR_SIZE when the file ends first, ZC_ERR_IO. */
 int zc_pread_full(int fd, void *buf, size_t len, uint64_t at);
@@ -44,12 +46,13 @@ int zc_pread_full(int fd, void *buf, size_t len, uint64_t at);
  * renamed over it on commit, so readers see the old or the new object, never a torn one. */
 typedef struct {
     int fd;
-    char tmp[4096 + 64];
+    zc_at at;            /* the object's place: its directory and name (zc_fs.h) */
+    char tmp[4096 + 64]; /* the temporary file's name relative to at.dir */
 } zc_file_writer;
 
-/* Create (and lock, zc_temp.h) the temporary file for `path`, making missing parent
- * directories. */
-int zc_file_writer_open(zc_file_writer *w, const char *path);
+/* Create (and lock, zc_temp.h) the temporary file for `path` below `root`, making missing
+ * parent directories. `path` must stay valid until the writer is committed or aborted. */
+int zc_file_writer_open(zc_file_writer *w, const zc_root *root, const char *path);
 
 /* Append `len` bytes; on failure the writer is aborted. */
 int zc_file_writer_write(zc_file_writer *w, const unsigned char *data, size_t len);
@@ -65,7 +68,7 @@ void zc_file_writer_abort(zc_file_writer *w);
 
 /* Replace `path` with `len` bytes through a zc_file_writer committed under `locks` (or
  * delete it under the lock when `data` is NULL). */
-int zc_file_replace_locked(const zc_key_locks *locks, const char *path,
+int zc_file_replace_locked(const zc_root *root, const zc_key_locks *locks, const char *path,
                            const unsigned char *data, size_t len);
 
 /* A selection of a C-ordered chunk of `shape`: on axis d `count[d]` items from `start[d]`

@@ -15,7 +15,7 @@
 #define ZC_ERR_IO (-20)
 #endif
 
-int zc_share_like_dir(int fd, const char *path)
+int zc_share_like_dir(const zc_root *root, int fd, const char *path)
 {
     char dir_path[4096 + 64];
     const char *sep = zc_os_last_sep(path);
@@ -28,68 +28,77 @@ int zc_share_like_dir(int fd, const char *path)
         memcpy(dir_path, path, n);
         dir_path[n] = 0;
     }
-    return zc_os_share_like_dir(fd, dir_path, -1) == 0 ? ZC_OK : ZC_ERR_IO;
+    return zc_fs_share_like_dir(root, fd, dir_path, -1);
 }
 
 /* Create the lock file `name` in `dir_path`: written as a temporary file with its final
  * permissions and linked into place, so no one ever opens it with the creator's umask.
- * ZC_OK with *fd (also when another process created it first), or ZC_ERR_IO. */
-static int create_lock_file(const char *name, char *dir_path, int *fd)
+ * ZC_OK with *fd (also when another process created it first), or an error. */
+static int create_lock_file(const zc_root *root, const char *name, const char *dir_path, int *fd)
 {
     zc_file_info dir;
-    if (zc_os_stat(dir_path, 0, &dir) != 0) {
-        if (errno != ENOENT || zc_os_make_dirs(dir_path, 1) != 0)
-            return ZC_ERR_IO;
-    }
-    char tmp[4096 + 64];
-    int t, st = zc_temp_create(name, tmp, sizeof tmp, &t);
+    int st = zc_fs_stat(root, dir_path, &dir, 1);
+    if (st == ZC_ERR_IO && errno == ENOENT)
+        st = zc_fs_mkdirs(root, dir_path);
     if (st != ZC_OK)
         return st;
-    zc_os_share_like_dir(t, dir_path, 0600);
-    int linked = zc_os_link(tmp, name) == 0, e = errno;
-    zc_os_unlink(tmp);
+    zc_at at;
+    if ((st = zc_fs_at(root, name, &at)) != ZC_OK)
+        return st;
+    char tmp[4096 + 64];
+    int t;
+    if ((st = zc_temp_create(&at, tmp, sizeof tmp, &t)) != ZC_OK) {
+        zc_fs_at_close(&at);
+        return st;
+    }
+    zc_fs_share_like_dir(root, t, dir_path, 0600);
+    int linked = zc_os_link_at(at.dir, tmp, at.dir, at.name) == 0, e = errno;
+    zc_os_unlink_at(at.dir, tmp);
     if (linked) {
         zc_temp_unlock(t);
+        zc_fs_at_close(&at);
         *fd = t;
         return ZC_OK;
     }
     zc_os_close(t);
-    if (e == EEXIST) {
-        *fd = zc_os_open_write(name);
-        return *fd < 0 ? ZC_ERR_IO : ZC_OK;
+    *fd = -1;
+    if (e != EEXIST) {
+        /* No hard links here: create it in place (never through a symlink), then set its
+         * permissions. */
+        if ((*fd = zc_os_open_at(at.dir, at.name, ZC_OPEN_CREATE, 0600)) >= 0)
+            zc_fs_share_like_dir(root, *fd, dir_path, 0600);
+        else
+            e = errno;
     }
-    /* No hard links here: create it in place, then set its permissions. */
-    *fd = zc_os_create(name, 0600);
-    if (*fd >= 0) {
-        zc_os_share_like_dir(*fd, dir_path, 0600);
+    zc_fs_at_close(&at);
+    if (*fd >= 0)
         return ZC_OK;
+    if (e != EEXIST) {
+        errno = e;
+        return ZC_ERR_IO;
     }
-    if (errno == EEXIST)
-        *fd = zc_os_open_write(name);
-    return *fd < 0 ? ZC_ERR_IO : ZC_OK;
+    /* Another process created it first. */
+    return zc_fs_open(root, name, ZC_OPEN_WRITE, 0, fd);
 }
 
-int zc_key_locks_open(zc_key_locks *l, const char *node_dir)
+int zc_key_locks_open(zc_key_locks *l, const zc_root *root, const char *node_dir)
 {
-    char name[4096 + 32], dir[4096];
+    char name[4096 + 32];
     size_t len = strlen(node_dir);
     int n = snprintf(name, sizeof name, "%s/%s", node_dir, ZC_KEY_LOCK_FILE);
-    if (n < 0 || (size_t)n >= sizeof name || len >= sizeof dir)
+    if (n < 0 || (size_t)n >= sizeof name || len >= 4096)
         return ZC_ERR_SIZE;
     l->skip = len + 1;
     /* Write-only: a write lock needs nothing more, so a store's writers need no read access. */
-    l->fd = zc_os_open_write(name);
-    if (l->fd >= 0)
-        return ZC_OK;
-    if (errno != ENOENT)
-        return ZC_ERR_IO;
-    memcpy(dir, node_dir, len + 1);
-    return create_lock_file(name, dir, &l->fd);
+    int st = zc_fs_open(root, name, ZC_OPEN_WRITE, 0, &l->fd);
+    if (st == ZC_ERR_IO && errno == ENOENT)
+        st = create_lock_file(root, name, node_dir, &l->fd);
+    return st;
 }
 
-int zc_key_locks_open_once(zc_key_locks *l, const char *node_dir)
+int zc_key_locks_open_once(zc_key_locks *l, const zc_root *root, const char *node_dir)
 {
-    return l->fd >= 0 || node_dir[0] == '\0' ? ZC_OK : zc_key_locks_open(l, node_dir);
+    return l->fd >= 0 || node_dir[0] == '\0' ? ZC_OK : zc_key_locks_open(l, root, node_dir);
 }
 
 void zc_key_locks_close(zc_key_locks *l)
@@ -99,13 +108,13 @@ void zc_key_locks_close(zc_key_locks *l)
     l->fd = -1;
 }
 
-int zc_file_lock(const char *path, int *fd)
+int zc_file_lock(const zc_root *root, const char *path, int *fd)
 {
     for (;;) {
         /* Write access: an exclusive POSIX lock needs it (so does flock on NFS). */
-        *fd = zc_os_open_write(path);
-        if (*fd < 0)
-            return ZC_ERR_IO;
+        int st = zc_fs_open(root, path, ZC_OPEN_WRITE, 0, fd);
+        if (st != ZC_OK)
+            return st;
         if (zc_os_lock(*fd, ZC_LOCK_WHOLE, 1, 1) != 1) {
             int e = errno;
             zc_os_close(*fd);
@@ -114,7 +123,7 @@ int zc_file_lock(const char *path, int *fd)
             return ZC_ERR_IO;
         }
         zc_file_info held, named;
-        if (zc_os_fstat(*fd, &held) == 0 && zc_os_stat(path, 0, &named) == 0 &&
+        if (zc_os_fstat(*fd, &held) == 0 && zc_fs_stat(root, path, &named, 1) == ZC_OK &&
             held.dev == named.dev && held.ino == named.ino)
             return ZC_OK;
         /* A new version was renamed over the one locked (or it was removed): lock that. */

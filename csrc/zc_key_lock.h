@@ -26,6 +26,8 @@
 
 #include <stddef.h>
 
+#include "zc_fs.h"
+
 #define ZC_KEY_LOCK_FILE ".zarrcore-locks"
 
 /* An open lock file of one node directory. `fd` -1: nothing open (and no locks taken). */
@@ -36,13 +38,14 @@ typedef struct {
 
 #define ZC_KEY_LOCKS_NONE {-1, 0}
 
-/* Open (creating it, and `node_dir` when missing) the lock file of `node_dir`: ZC_OK, or
- * ZC_ERR_IO with errno, or ZC_ERR_SIZE for a too long `node_dir`. */
-int zc_key_locks_open(zc_key_locks *l, const char *node_dir);
+/* Open (creating it, and `node_dir` when missing) the lock file of `node_dir`, a directory
+ * below `root` (zc_fs.h): ZC_OK, or ZC_ERR_IO with errno, ZC_ERR_OUTSIDE, or ZC_ERR_SIZE for a
+ * too long `node_dir`. */
+int zc_key_locks_open(zc_key_locks *l, const zc_root *root, const char *node_dir);
 
 /* As zc_key_locks_open, on a worker's first need: ZC_OK and nothing done when `l` is open
  * already or `node_dir` is empty (the store takes no locks). */
-int zc_key_locks_open_once(zc_key_locks *l, const char *node_dir);
+int zc_key_locks_open_once(zc_key_locks *l, const zc_root *root, const char *node_dir);
 
 void zc_key_locks_close(zc_key_locks *l);
 
@@ -52,15 +55,16 @@ void zc_key_locks_close(zc_key_locks *l);
 int zc_key_lock(const zc_key_locks *l, const char *path);
 int zc_key_unlock(const zc_key_locks *l, const char *path);
 
-/* Take (waiting as long as it takes) an exclusive lock on the file `path` itself, as it is
- * once the lock is held: ZC_OK with *fd holding it, or ZC_ERR_IO with errno (ENOENT: there is
- * no such file). The file must be writable by the caller. zc_file_unlock drops it. */
-int zc_file_lock(const char *path, int *fd);
+/* Take (waiting as long as it takes) an exclusive lock on the file `path` (below `root`)
+ * itself, as it is once the lock is held: ZC_OK with *fd holding it, or ZC_ERR_IO with errno
+ * (ENOENT: there is no such file), or ZC_ERR_OUTSIDE. The file must be writable by the
+ * caller. zc_file_unlock drops it. */
+int zc_file_lock(const zc_root *root, const char *path, int *fd);
 
 /* Give `fd`, a new version of the file `path` that others take zc_file_lock on, write
  * permission for whoever may write its directory, as lock files get; in a sticky directory
- * (where others may not replace the file either) it keeps its mode. ZC_OK, or ZC_ERR_IO. */
-int zc_share_like_dir(int fd, const char *path);
+ * (where others may not replace the file either) it keeps its mode. ZC_OK, or an error. */
+int zc_share_like_dir(const zc_root *root, int fd, const char *path);
 void zc_file_unlock(int fd);
 
 #endif

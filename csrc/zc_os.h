@@ -176,55 +176,89 @@ void zc_mem_advise_free(void *p, size_t size);
 /* Back the block with huge pages where the system does so on request (MADV_HUGEPAGE). */
 void zc_mem_advise_huge(void *p, size_t size);
 
-/* ---- Files (zc_os_*_file.c) ---- */
+/* ---- Files (zc_os_*_file.c) ----
+ * Names are looked up in a directory `dir`: a descriptor of a directory (opened with
+ * ZC_OPEN_PATH | ZC_OPEN_DIRECTORY), or ZC_OS_CWD, with which the name is a path as the plain
+ * calls take it. POSIX has these as its *at() calls. Windows has none: there a directory's
+ * descriptor stands for the directory's final path (GetFinalPathNameByHandleW), which the name
+ * is joined to, so a directory renamed meanwhile is followed but one swapped for a link to
+ * elsewhere is not noticed. */
 
-enum { ZC_FILE_REGULAR, ZC_FILE_DIRECTORY, ZC_FILE_OTHER };
+#define ZC_OS_CWD (-100)
+
+enum { ZC_FILE_REGULAR, ZC_FILE_DIRECTORY, ZC_FILE_LINK, ZC_FILE_OTHER };
 
 typedef struct {
     uint64_t size;
     uint64_t dev, ino; /* the same pair: the same file */
     uint64_t nlink;    /* names it has; 0 once removed (on Windows: once its removal is pending) */
-    int kind;          /* ZC_FILE_* */
+    int kind;          /* ZC_FILE_* (ZC_FILE_LINK: a symbolic link or other reparse point) */
 } zc_file_info;
 
-/* Open for reading; with `nofollow`, a symbolic link is not followed and opening does not
- * block (for files of unknown origin). Directories open too (zc_os_fstat tells). */
-int zc_os_open_read(const char *path, int nofollow);
-/* Open an existing file for writing only. */
-int zc_os_open_write(const char *path);
-/* Create a new file for writing only, failing with EEXIST when it exists; `mode` as open(2)'s
- * (POSIX only). */
-int zc_os_create(const char *path, unsigned mode);
+/* How zc_os_open_at and zc_os_open_beneath open a file: one of READ (directories too, as
+ * open(2) does: zc_os_fstat tells), WRITE (an existing file, for writing only), CREATE (a new
+ * file for writing only: EEXIST when the name exists, also as a symbolic link, which is never
+ * followed) or PATH (any file, only to name it as `dir` or look at it with zc_os_fstat: O_PATH
+ * where it exists), and any of DIRECTORY (ENOTDIR unless it is one) and NOFOLLOW (a symbolic
+ * link at the name is not followed, and opening does not block: for files of unknown origin).
+ * Descriptors are not inherited by programs the process starts. */
+enum {
+    ZC_OPEN_READ = 0,
+    ZC_OPEN_WRITE = 1,
+    ZC_OPEN_CREATE = 2,
+    ZC_OPEN_PATH = 3,
+    ZC_OPEN_DIRECTORY = 4,
+    ZC_OPEN_NOFOLLOW = 8,
+};
+#define ZC_OPEN_HOW(how) ((how) & 3)
+
+/* Open `name` in `dir`; `mode` is the new file's as open(2)'s (POSIX only). The descriptor,
+ * or -1 with errno. */
+int zc_os_open_at(int dir, const char *name, int how, unsigned mode);
+/* Open `rel`, a relative path, beneath the directory `root` (zc_os_*_beneath.c), following
+ * only symbolic links that stay beneath it: -1 with errno EXDEV when it leads out. Linux:
+ * openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS); POSIX systems without it: a walk of one
+ * component at a time that never lets the kernel follow a link (O_NOFOLLOW), reading links
+ * itself. Windows: opened by the joined path, then refused unless its final path is beneath
+ * the root's (check after open: see wheels/README.md); ZC_OPEN_CREATE is refused there
+ * (EINVAL), since a file made outside could not be taken back: create in a directory opened
+ * beneath the root instead. */
+int zc_os_open_beneath(int root, const char *rel, int how, unsigned mode);
+/* Resolve zc_os_open_beneath by the walk even where openat2 exists (tests of the fallback;
+ * nothing on Windows). */
+void zc_os_beneath_by_walking(int on);
 int zc_os_close(int fd);
 /* A second descriptor of the same open file (sharing its locks). */
 int zc_os_dup(int fd);
+/* As zc_os_dup, not inherited by programs the process starts (a descriptor kept long). */
+int zc_os_dup_private(int fd);
 /* Read up to `len` bytes at `at`: the count (0 at the end), or -1 (EINTR: try again). */
 ptrdiff_t zc_os_pread(int fd, void *buf, size_t len, uint64_t at);
 /* Write up to `len` bytes at the file position: the count, or -1 (EINTR: try again). */
 ptrdiff_t zc_os_write(int fd, const void *buf, size_t len);
 int zc_os_fstat(int fd, zc_file_info *info);
-int zc_os_stat(const char *path, int nofollow, zc_file_info *info);
-/* Rename `from` to `to`, atomically replacing `to` if it exists (on Windows also while others
- * have it open, where the system allows: Windows 10 1607 and later on NTFS). */
-int zc_os_rename(const char *from, const char *to);
-int zc_os_unlink(const char *path);
-/* A second name `name` for the file `existing`. */
-int zc_os_link(const char *existing, const char *name);
-int zc_os_mkdir(const char *path);
+/* Information on `name` in `dir`; with `nofollow`, on a symbolic link itself. */
+int zc_os_stat_at(int dir, const char *name, int nofollow, zc_file_info *info);
+/* Rename `from` (in `from_dir`) to `to` (in `to_dir`), atomically replacing `to` if it exists
+ * (a symbolic link there is replaced, never followed; on Windows also while others have `to`
+ * open, where the system allows: Windows 10 1607 and later on NTFS). */
+int zc_os_rename_at(int from_dir, const char *from, int to_dir, const char *to);
+int zc_os_unlink_at(int dir, const char *name);
+/* A second name `name` (in `dir`) for the file `existing` (in `existing_dir`). */
+int zc_os_link_at(int existing_dir, const char *existing, int dir, const char *name);
+int zc_os_mkdir_at(int dir, const char *name);
 /* Whether `c` separates path components ('/', and on Windows '\\'). */
 int zc_os_is_sep(char c);
 /* The length of the root of `path` that is no directory to make ("/", "C:\\", "\\\\host\\share\\"). */
 size_t zc_os_root_length(const char *path);
 /* The last separator of `path`, or NULL. */
 const char *zc_os_last_sep(const char *path);
-/* Make the directories of `path` that are missing: every component with `last`, else all but
- * the last. 0, or -1 with errno. (zc_os_dirs.c, on top of zc_os_mkdir.) */
-int zc_os_make_dirs(char *path, int last);
-/* Give a file just created in `dir` the mode `mode` plus write permission for whoever may
- * write `dir`, whatever the umask, and `dir`'s group (best effort); with `mode` < 0 the file
- * keeps its mode and nothing is done in a sticky directory. Windows: nothing, the file
- * inherits `dir`'s access control list. 0, or -1 with errno. */
-int zc_os_share_like_dir(int fd, const char *dir, int mode);
+/* Give a file just created, `fd`, the mode `mode` plus write permission for whoever may write
+ * the directory `dir_name` (in `dir`), whatever the umask, and that directory's group (best
+ * effort); with `mode` < 0 the file keeps its mode and nothing is done in a sticky directory.
+ * Windows: nothing, the file inherits the directory's access control list. 0, or -1 with
+ * errno. */
+int zc_os_share_like_dir(int fd, int dir, const char *dir_name, int mode);
 long zc_os_pid(void);
 /* Nanoseconds of the real-time clock. */
 uint64_t zc_os_time_ns(void);

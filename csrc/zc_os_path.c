@@ -1,8 +1,6 @@
 /* Paths and directories, on every system; see zc_os.h. */
 #include "zc_os.h"
 
-#include <errno.h>
-
 int zc_os_is_sep(char c)
 {
 #ifdef _WIN32
@@ -39,23 +37,4 @@ const char *zc_os_last_sep(const char *path)
         if (zc_os_is_sep(*path))
             last = path;
     return last;
-}
-
-int zc_os_make_dirs(char *path, int last)
-{
-    char *root = path + zc_os_root_length(path);
-    for (char *s = root;; s++) {
-        while (*s && !zc_os_is_sep(*s))
-            s++;
-        if (!*s && !last)
-            return 0;
-        char c = *s;
-        *s = 0;
-        int r = s > root ? zc_os_mkdir(path) : 0;
-        *s = c;
-        if (r != 0 && errno != EEXIST)
-            return -1;
-        if (!c)
-            return 0;
-    }
 }

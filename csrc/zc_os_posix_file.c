@@ -2,29 +2,38 @@
 #ifndef _WIN32
 #define _GNU_SOURCE
 #include "zc_os.h"
+#include "zc_os_posix.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <fcntl.h>
+#include <stdio.h> /* renameat */
 #include <sys/stat.h>
 #include <unistd.h>
 
-int zc_os_open_read(const char *path, int nofollow)
+int zc_posix_open_flags(int how)
 {
-    return open(path, nofollow ? O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
-                               : O_RDONLY | O_CLOEXEC);
+    static const int base[4] = {
+        O_RDONLY, O_WRONLY, O_WRONLY | O_CREAT | O_EXCL,
+#ifdef O_PATH
+        O_PATH, /* search permission on the way is enough */
+#else
+        O_RDONLY,
+#endif
+    };
+    return base[ZC_OPEN_HOW(how)] | (how & ZC_OPEN_DIRECTORY ? O_DIRECTORY : 0) |
+           (how & ZC_OPEN_NOFOLLOW ? O_NOFOLLOW | O_NONBLOCK : 0) | O_CLOEXEC;
 }
 
-int zc_os_open_write(const char *path) { return open(path, O_WRONLY | O_CLOEXEC); }
-
-int zc_os_create(const char *path, unsigned mode)
+int zc_os_open_at(int dir, const char *name, int how, unsigned mode)
 {
-    return open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, (mode_t)mode);
+    return openat(ZC_POSIX_DIR(dir), name, zc_posix_open_flags(how), (mode_t)mode);
 }
 
 int zc_os_close(int fd) { return close(fd); }
 
 int zc_os_dup(int fd) { return dup(fd); }
+
+int zc_os_dup_private(int fd) { return fcntl(fd, F_DUPFD_CLOEXEC, 0); }
 
 ptrdiff_t zc_os_pread(int fd, void *buf, size_t len, uint64_t at)
 {
@@ -45,8 +54,10 @@ static int fill_info(int r, const struct stat *st, zc_file_info *info)
     info->dev = (uint64_t)st->st_dev;
     info->ino = (uint64_t)st->st_ino;
     info->nlink = (uint64_t)st->st_nlink;
-    info->kind = S_ISREG(st->st_mode) ? ZC_FILE_REGULAR
-                 : S_ISDIR(st->st_mode) ? ZC_FILE_DIRECTORY : ZC_FILE_OTHER;
+    info->kind = S_ISREG(st->st_mode)   ? ZC_FILE_REGULAR
+                 : S_ISDIR(st->st_mode) ? ZC_FILE_DIRECTORY
+                 : S_ISLNK(st->st_mode) ? ZC_FILE_LINK
+                                        : ZC_FILE_OTHER;
     return 0;
 }
 
@@ -56,17 +67,24 @@ int zc_os_fstat(int fd, zc_file_info *info)
     return fill_info(fstat(fd, &st), &st, info);
 }
 
-int zc_os_stat(const char *path, int nofollow, zc_file_info *info)
+int zc_os_stat_at(int dir, const char *name, int nofollow, zc_file_info *info)
 {
     struct stat st;
-    return fill_info(nofollow ? lstat(path, &st) : stat(path, &st), &st, info);
+    return fill_info(fstatat(ZC_POSIX_DIR(dir), name, &st, nofollow ? AT_SYMLINK_NOFOLLOW : 0),
+                     &st, info);
 }
 
-int zc_os_rename(const char *from, const char *to) { return rename(from, to); }
+int zc_os_rename_at(int from_dir, const char *from, int to_dir, const char *to)
+{
+    return renameat(ZC_POSIX_DIR(from_dir), from, ZC_POSIX_DIR(to_dir), to);
+}
 
-int zc_os_unlink(const char *path) { return unlink(path); }
+int zc_os_unlink_at(int dir, const char *name) { return unlinkat(ZC_POSIX_DIR(dir), name, 0); }
 
-int zc_os_link(const char *existing, const char *name) { return link(existing, name); }
+int zc_os_link_at(int existing_dir, const char *existing, int dir, const char *name)
+{
+    return linkat(ZC_POSIX_DIR(existing_dir), existing, ZC_POSIX_DIR(dir), name, 0);
+}
 
-int zc_os_mkdir(const char *path) { return mkdir(path, 0777); }
+int zc_os_mkdir_at(int dir, const char *name) { return mkdirat(ZC_POSIX_DIR(dir), name, 0777); }
 #endif

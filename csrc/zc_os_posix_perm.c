@@ -2,15 +2,16 @@
 #ifndef _WIN32
 #define _GNU_SOURCE
 #include "zc_os.h"
+#include "zc_os_posix.h"
 
 #include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-int zc_os_share_like_dir(int fd, const char *dir, int mode)
+int zc_os_share_like_dir(int fd, int dir, const char *dir_name, int mode)
 {
     struct stat d, f;
-    if (stat(dir, &d) != 0)
+    if (fstatat(ZC_POSIX_DIR(dir), dir_name, &d, 0) != 0)
         return -1;
     if (mode < 0) {
         /* In a sticky directory others may not replace the file either: nothing to share. */

@@ -15,6 +15,15 @@
 /* `path` (UTF-8) as a new UTF-16 string for the wide API (free it), or NULL with errno. */
 wchar_t *zc_win_wide(const char *path);
 
+/* The final path of the open file `h` (links and junctions resolved, names as stored, as
+ * C:\dir\file or \\host\share\file, without the \\?\ prefix) as a new string (free it), or
+ * NULL with errno. */
+wchar_t *zc_win_final_path(HANDLE h);
+
+/* `name` in the directory `dir` (zc_os.h: a descriptor, or ZC_OS_CWD) as a new UTF-16 path for
+ * the wide API (free it), or NULL with errno. */
+wchar_t *zc_win_wide_at(int dir, const char *name);
+
 /* Set errno to the nearest POSIX meaning of the Windows error `error`. */
 void zc_win_set_errno(DWORD error);
 

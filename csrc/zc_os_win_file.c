@@ -27,25 +27,18 @@ typedef struct {
     WCHAR name[1];
 } rename_info_ex;
 
-static HANDLE open_handle(const char *path, DWORD access, DWORD disposition, DWORD flags)
+static HANDLE open_handle(const wchar_t *path, DWORD access, DWORD disposition, DWORD flags)
 {
-    wchar_t *w = zc_win_wide(path);
-    if (w == NULL)
-        return INVALID_HANDLE_VALUE;
-    HANDLE h = CreateFileW(w, access, SHARE_ALL, NULL, disposition, FILE_ATTRIBUTE_NORMAL | flags,
-                           NULL);
-    DWORD e = GetLastError();
-    free(w);
+    HANDLE h = CreateFileW(path, access, SHARE_ALL, NULL, disposition,
+                           FILE_ATTRIBUTE_NORMAL | flags, NULL);
     if (h == INVALID_HANDLE_VALUE)
-        zc_win_set_errno(e);
+        zc_win_set_errno(GetLastError());
     return h;
 }
 
-static int open_fd(const char *path, DWORD access, DWORD disposition, DWORD flags, int crt_flags)
+/* A C runtime descriptor owning `h` (closed on failure), or -1 with errno. */
+static int wrap(HANDLE h, int crt_flags)
 {
-    HANDLE h = open_handle(path, access, disposition, flags);
-    if (h == INVALID_HANDLE_VALUE)
-        return -1;
     int fd = _open_osfhandle((intptr_t)h, crt_flags | _O_BINARY | _O_NOINHERIT);
     if (fd < 0) {
         CloseHandle(h);
@@ -54,28 +47,54 @@ static int open_fd(const char *path, DWORD access, DWORD disposition, DWORD flag
     return fd;
 }
 
-int zc_os_open_read(const char *path, int nofollow)
-{
-    /* Backup semantics open directories too, as open(2) does, for zc_os_fstat to tell. */
-    return open_fd(path, GENERIC_READ, OPEN_EXISTING,
-                   FILE_FLAG_BACKUP_SEMANTICS | (nofollow ? FILE_FLAG_OPEN_REPARSE_POINT : 0),
-                   _O_RDONLY);
-}
-
-int zc_os_open_write(const char *path)
-{
-    return open_fd(path, GENERIC_WRITE, OPEN_EXISTING, 0, _O_WRONLY);
-}
-
-int zc_os_create(const char *path, unsigned mode)
+int zc_os_open_at(int dir, const char *name, int how, unsigned mode)
 {
     (void)mode; /* the directory's access control list decides */
-    return open_fd(path, GENERIC_WRITE, CREATE_NEW, 0, _O_WRONLY);
+    static const DWORD access[4] = {GENERIC_READ, GENERIC_WRITE, GENERIC_WRITE,
+                                    FILE_READ_ATTRIBUTES};
+    /* Backup semantics open directories too, as open(2) does. */
+    DWORD flags = (ZC_OPEN_HOW(how) == ZC_OPEN_WRITE || ZC_OPEN_HOW(how) == ZC_OPEN_CREATE
+                       ? 0
+                       : FILE_FLAG_BACKUP_SEMANTICS) |
+                  (how & ZC_OPEN_NOFOLLOW ? FILE_FLAG_OPEN_REPARSE_POINT : 0);
+    wchar_t *w = zc_win_wide_at(dir, name);
+    if (w == NULL)
+        return -1;
+    HANDLE h = open_handle(w, access[ZC_OPEN_HOW(how)],
+                           ZC_OPEN_HOW(how) == ZC_OPEN_CREATE ? CREATE_NEW : OPEN_EXISTING, flags);
+    free(w);
+    if (h == INVALID_HANDLE_VALUE)
+        return -1;
+    if (how & ZC_OPEN_DIRECTORY) {
+        FILE_BASIC_INFO b;
+        if (!GetFileInformationByHandleEx(h, FileBasicInfo, &b, sizeof b) ||
+            !(b.FileAttributes & FILE_ATTRIBUTE_DIRECTORY)) {
+            CloseHandle(h);
+            errno = ENOTDIR;
+            return -1;
+        }
+    }
+    return wrap(h, ZC_OPEN_HOW(how) == ZC_OPEN_WRITE || ZC_OPEN_HOW(how) == ZC_OPEN_CREATE
+                       ? _O_WRONLY
+                       : _O_RDONLY);
 }
 
 int zc_os_close(int fd) { return _close(fd); }
 
 int zc_os_dup(int fd) { return _dup(fd); }
+
+int zc_os_dup_private(int fd)
+{
+    HANDLE h = zc_win_handle(fd), copy;
+    if (h == INVALID_HANDLE_VALUE)
+        return -1;
+    if (!DuplicateHandle(GetCurrentProcess(), h, GetCurrentProcess(), &copy, 0, FALSE,
+                         DUPLICATE_SAME_ACCESS)) {
+        zc_win_set_errno(GetLastError());
+        return -1;
+    }
+    return wrap(copy, _O_RDONLY);
+}
 
 ptrdiff_t zc_os_pread(int fd, void *buf, size_t len, uint64_t at)
 {
@@ -125,7 +144,7 @@ static int handle_info(HANDLE h, zc_file_info *info)
     /* A removed file others still hold keeps its links until closed, pending deletion. */
     if (GetFileInformationByHandleEx(h, FileStandardInfo, &s, sizeof s) && s.DeletePending)
         info->nlink = 0;
-    info->kind = b.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT ? ZC_FILE_OTHER
+    info->kind = b.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT ? ZC_FILE_LINK
                  : b.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY ? ZC_FILE_DIRECTORY
                                                                  : ZC_FILE_REGULAR;
     return 0;
@@ -137,15 +156,14 @@ int zc_os_fstat(int fd, zc_file_info *info)
     return h == INVALID_HANDLE_VALUE ? -1 : handle_info(h, info);
 }
 
-int zc_os_stat(const char *path, int nofollow, zc_file_info *info)
+int zc_os_stat_at(int dir, const char *name, int nofollow, zc_file_info *info)
 {
     /* No data access: a handle for attributes, which no lock or sharing mode bars. */
-    HANDLE h = open_handle(path, FILE_READ_ATTRIBUTES, OPEN_EXISTING,
-                           FILE_FLAG_BACKUP_SEMANTICS | (nofollow ? FILE_FLAG_OPEN_REPARSE_POINT : 0));
-    if (h == INVALID_HANDLE_VALUE)
+    int fd = zc_os_open_at(dir, name, ZC_OPEN_PATH | (nofollow ? ZC_OPEN_NOFOLLOW : 0), 0);
+    if (fd < 0)
         return -1;
-    int r = handle_info(h, info);
-    CloseHandle(h);
+    int r = zc_os_fstat(fd, info);
+    _close(fd);
     return r;
 }
 
@@ -181,9 +199,9 @@ static int rename_posix(const wchar_t *from, const wchar_t *to)
     return done;
 }
 
-int zc_os_rename(const char *from, const char *to)
+int zc_os_rename_at(int from_dir, const char *from, int to_dir, const char *to)
 {
-    wchar_t *wf = zc_win_wide(from), *wt = wf != NULL ? zc_win_wide(to) : NULL;
+    wchar_t *wf = zc_win_wide_at(from_dir, from), *wt = wf != NULL ? zc_win_wide_at(to_dir, to) : NULL;
     int r = -1;
     if (wt != NULL) {
         r = rename_posix(wf, wt);
@@ -210,11 +228,12 @@ int zc_os_rename(const char *from, const char *to)
 
 enum name_op { REMOVE, MAKE_DIR, HARD_LINK };
 
-/* `op` on the UTF-16 form of `a` (and, for HARD_LINK, the new name `b`): 0, or -1 with errno. */
-static int name_call(enum name_op op, const char *a, const char *b)
+/* `op` on `a` in `a_dir` (and, for HARD_LINK, the new name `b` in `b_dir`): 0, or -1 with
+ * errno. */
+static int name_call(enum name_op op, int a_dir, const char *a, int b_dir, const char *b)
 {
-    wchar_t *wa = zc_win_wide(a), *wb = NULL;
-    if (wa == NULL || (b != NULL && (wb = zc_win_wide(b)) == NULL)) {
+    wchar_t *wa = zc_win_wide_at(a_dir, a), *wb = NULL;
+    if (wa == NULL || (b != NULL && (wb = zc_win_wide_at(b_dir, b)) == NULL)) {
         free(wa);
         return -1;
     }
@@ -230,16 +249,25 @@ static int name_call(enum name_op op, const char *a, const char *b)
     return -1;
 }
 
-int zc_os_unlink(const char *path) { return name_call(REMOVE, path, NULL); }
+int zc_os_unlink_at(int dir, const char *name)
+{
+    return name_call(REMOVE, dir, name, ZC_OS_CWD, NULL);
+}
 
-int zc_os_mkdir(const char *path) { return name_call(MAKE_DIR, path, NULL); }
+int zc_os_mkdir_at(int dir, const char *name)
+{
+    return name_call(MAKE_DIR, dir, name, ZC_OS_CWD, NULL);
+}
 
-int zc_os_link(const char *existing, const char *name) { return name_call(HARD_LINK, existing, name); }
+int zc_os_link_at(int existing_dir, const char *existing, int dir, const char *name)
+{
+    return name_call(HARD_LINK, existing_dir, existing, dir, name);
+}
 
-int zc_os_share_like_dir(int fd, const char *dir, int mode)
+int zc_os_share_like_dir(int fd, int dir, const char *dir_name, int mode)
 {
     /* New files inherit the directory's access control list; there is no umask to undo. */
-    (void)fd, (void)dir, (void)mode;
+    (void)fd, (void)dir, (void)dir_name, (void)mode;
     return 0;
 }
 #endif

@@ -1,10 +1,13 @@
-/* Windows conventions under zc_os.h: UTF-8 paths to UTF-16, Windows errors to errno. */
+/* Windows conventions under zc_os.h: UTF-8 paths to UTF-16, names in directories to paths,
+ * Windows errors to errno. */
 #ifdef _WIN32
-#include "zc_os_win.h"
+#include "zc_os_win.h" /* first: it sets the Windows version */
+#include "zc_os.h"
 
 #include <errno.h>
 #include <io.h>
 #include <stdlib.h>
+#include <string.h>
 
 wchar_t *zc_win_wide(const char *path)
 {
@@ -20,6 +23,97 @@ wchar_t *zc_win_wide(const char *path)
     }
     MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path, -1, w, n);
     return w;
+}
+
+/* `path` without its \\?\ (or \\?\UNC\) prefix, in place. */
+static void drop_prefix(wchar_t *path)
+{
+    if (wcsncmp(path, L"\\\\?\\UNC\\", 8) == 0) {
+        memmove(path + 2, path + 8, (wcslen(path + 8) + 1) * sizeof *path);
+    } else if (wcsncmp(path, L"\\\\?\\", 4) == 0) {
+        memmove(path, path + 4, (wcslen(path + 4) + 1) * sizeof *path);
+    }
+}
+
+wchar_t *zc_win_final_path(HANDLE h)
+{
+    DWORD flags = FILE_NAME_NORMALIZED | VOLUME_NAME_DOS;
+    DWORD n = GetFinalPathNameByHandleW(h, NULL, 0, flags);
+    wchar_t *path = n ? (wchar_t *)malloc((size_t)n * sizeof *path) : NULL;
+    if (n == 0 || path == NULL) {
+        if (n == 0)
+            zc_win_set_errno(GetLastError());
+        else
+            errno = ENOMEM;
+        return NULL;
+    }
+    DWORD got = GetFinalPathNameByHandleW(h, path, n, flags);
+    if (got == 0 || got >= n) {
+        zc_win_set_errno(got == 0 ? GetLastError() : ERROR_INVALID_DATA);
+        free(path);
+        return NULL;
+    }
+    drop_prefix(path);
+    return path;
+}
+
+/* The full form of `path` (".", ".." and '/' resolved), with the \\?\ prefix when it is long,
+ * as a new string; NULL with errno. */
+static wchar_t *full_path(const wchar_t *path)
+{
+    DWORD n = GetFullPathNameW(path, 0, NULL, NULL);
+    wchar_t *full = n ? (wchar_t *)malloc(((size_t)n + 8) * sizeof *full) : NULL;
+    if (full == NULL) {
+        if (n == 0)
+            zc_win_set_errno(GetLastError());
+        else
+            errno = ENOMEM;
+        return NULL;
+    }
+    wchar_t *at = full + 8; /* room for the prefix */
+    DWORD got = GetFullPathNameW(path, n, at, NULL);
+    if (got == 0 || got >= n) {
+        zc_win_set_errno(got == 0 ? GetLastError() : ERROR_INVALID_DATA);
+        free(full);
+        return NULL;
+    }
+    if (got >= MAX_PATH - 12) { /* beyond what the wide API takes without the prefix */
+        if (at[0] == L'\\' && at[1] == L'\\') {
+            at -= 6;
+            memcpy(at, L"\\\\?\\UNC", 7 * sizeof *at); /* over the first '\\' of \\host */
+        } else {
+            at -= 4;
+            memcpy(at, L"\\\\?\\", 4 * sizeof *at);
+        }
+    }
+    memmove(full, at, (wcslen(at) + 1) * sizeof *full);
+    return full;
+}
+
+wchar_t *zc_win_wide_at(int dir, const char *name)
+{
+    if (dir == ZC_OS_CWD)
+        return zc_win_wide(name);
+    HANDLE h = zc_win_handle(dir);
+    wchar_t *base = h != INVALID_HANDLE_VALUE ? zc_win_final_path(h) : NULL;
+    wchar_t *rel = base != NULL ? zc_win_wide(name) : NULL;
+    wchar_t *joined = NULL, *full = NULL;
+    if (rel != NULL) {
+        size_t nb = wcslen(base), nr = wcslen(rel);
+        joined = (wchar_t *)malloc((nb + nr + 2) * sizeof *joined);
+        if (joined != NULL) {
+            memcpy(joined, base, nb * sizeof *joined);
+            joined[nb] = L'\\';
+            memcpy(joined + nb + 1, rel, (nr + 1) * sizeof *joined);
+            full = full_path(joined);
+        } else {
+            errno = ENOMEM;
+        }
+    }
+    free(base);
+    free(rel);
+    free(joined);
+    return full;
 }
 
 void zc_win_set_errno(DWORD error)

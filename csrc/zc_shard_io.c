@@ -414,7 +414,7 @@ static int load_shard(zc_shard_io *io, int64_t s, zc_buf *buf)
     }
     int fd, missing;
     size_t size = 0;
-    if ((st = zc_file_open(path, &fd, &size, &missing)) != ZC_OK) {
+    if ((st = zc_file_open(&io->root, path, &fd, &size, &missing)) != ZC_OK) {
         fail_simple(io, s, -1, st, errno);
         return st;
     }
@@ -586,7 +586,7 @@ static int store_shard(const zc_shard_io *io, const char *path, writer *w,
         any = 1;
     }
     if (!any)
-        return zc_file_replace_locked(locks, path, NULL, 0); /* nothing but fill: no shard */
+        return zc_file_replace_locked(&io->root, locks, path, NULL, 0); /* nothing but fill: no shard */
     if (zc_buf_reserve(&w->index, isz) != ZC_OK)
         return ZC_ERR_NOMEM;
     int st = zc_shard_index_pack(w->entries, (size_t)n, w->index.p, raw);
@@ -595,7 +595,7 @@ static int store_shard(const zc_shard_io *io, const char *path, writer *w,
     if (io->index_crc32c)
         zc_store_le32(w->index.p + raw, zc_crc32c(0, w->index.p, raw));
     zc_file_writer f;
-    if ((st = zc_file_writer_open(&f, path)) != ZC_OK)
+    if ((st = zc_file_writer_open(&f, &io->root, path)) != ZC_OK)
         return st;
     if (io->index_at_start && (st = zc_file_writer_write(&f, w->index.p, isz)) != ZC_OK)
         return st;
@@ -689,7 +689,7 @@ void zc_shard_io_write_worker(zc_shard_io *io)
         }
         if (zc_atomic_add_i64(&io->slots[s].remaining, -1, ZC_ACQ_REL) == 0) {
             errno = 0;
-            if ((st = zc_key_locks_open_once(&locks, io->lock_dir)) != ZC_OK ||
+            if ((st = zc_key_locks_open_once(&locks, &io->root, io->lock_dir)) != ZC_OK ||
                 (st = write_shard(io, s, &w, &locks)) != ZC_OK) {
                 fail_simple(io, s, -1, st, errno);
                 break;
@@ -711,7 +711,7 @@ static int read_whole_shard(zc_shard_io *io, int64_t s, const char *path, unsign
     size_t size = 0, raw, isz;
     index_size(io, &raw, &isz);
     *data = NULL;
-    int st = zc_file_open(path, &fd, &size, &missing);
+    int st = zc_file_open(&io->root, path, &fd, &size, &missing);
     failure f = {.status = st, .err = errno, .inner = -1};
     if (st != ZC_OK || missing)
         goto done;
@@ -745,7 +745,7 @@ int zc_shard_io_rewrite_slot(zc_shard_io *io, int64_t s, zc_key_locks *locks)
         return st;
     }
     errno = 0;
-    if ((st = zc_key_locks_open_once(locks, io->lock_dir)) != ZC_OK ||
+    if ((st = zc_key_locks_open_once(locks, &io->root, io->lock_dir)) != ZC_OK ||
         (st = zc_key_lock(locks, path)) != ZC_OK) {
         fail_simple(io, s, -1, st, errno);
         return st;

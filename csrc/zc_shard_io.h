@@ -59,6 +59,7 @@ typedef struct {
     char sep;
     int lead_sep;
     char lock_dir[ZC_SHARD_IO_PATH_MAX];
+    zc_root root; /* as zc_batch's */
     /* The selection as pieces over the shard grid (zc_piece, as in zc_batch). */
     const zc_piece *pieces;
     int64_t piece_offset[ZC_SHARD_IO_MAX_NDIM];

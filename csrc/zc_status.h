@@ -10,5 +10,6 @@
 #define ZC_ERR_CHECKSUM (-5)    /* a stored checksum does not match */
 #define ZC_ERR_UNSUPPORTED (-6) /* valid input that this build cannot handle */
 #define ZC_ERR_OVERLAP (-7)     /* two ranges that must be disjoint overlap */
+#define ZC_ERR_OUTSIDE (-8)     /* a path leads outside a confined store's root (zc_fs.h) */
 
 #endif

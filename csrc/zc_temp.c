@@ -22,8 +22,9 @@ static void name_parts(uint64_t *id, uint64_t *stamp)
     *stamp = zc_os_time_ns() & 0xffffffffffULL;
 }
 
-int zc_temp_create(const char *path, char *tmp, size_t cap, int *fd)
+int zc_temp_create(const zc_at *at, char *tmp, size_t cap, int *fd)
 {
+    const char *path = at->name;
     const char *sep = zc_os_last_sep(path);
     int dirlen = sep ? (int)(sep - path) : 0;
     *fd = -1;
@@ -35,7 +36,7 @@ int zc_temp_create(const char *path, char *tmp, size_t cap, int *fd)
                          (unsigned long long)id);
         if (n < 0 || (size_t)n >= cap)
             return ZC_ERR_SIZE;
-        *fd = zc_os_create(tmp, 0666);
+        *fd = zc_os_open_at(at->dir, tmp, ZC_OPEN_CREATE, 0666);
         if (*fd < 0) {
             if (errno == EEXIST)
                 continue;
@@ -55,19 +56,22 @@ int zc_temp_create(const char *path, char *tmp, size_t cap, int *fd)
 
 void zc_temp_unlock(int fd) { zc_os_unlock(fd, ZC_LOCK_WHOLE); }
 
-int zc_temp_remove_stale(const char *tmp)
+int zc_temp_remove_stale(const zc_root *r, const char *tmp)
 {
-    int fd = zc_os_open_read(tmp, 1);
-    if (fd < 0)
+    zc_at at;
+    if (zc_fs_at(r, tmp, &at) != ZC_OK)
         return 0;
+    int fd = zc_os_open_at(at.dir, at.name, ZC_OPEN_READ | ZC_OPEN_NOFOLLOW, 0);
     zc_file_info held, named;
     int removed = 0;
     /* A shared lock conflicts with a live writer's exclusive one; once we hold it, a writer
      * that has not locked its new file yet fails to and leaves it. */
-    if (zc_os_fstat(fd, &held) == 0 && held.kind == ZC_FILE_REGULAR &&
-        zc_os_lock(fd, ZC_LOCK_WHOLE, 0, 0) == 1 && zc_os_stat(tmp, 1, &named) == 0 &&
+    if (fd >= 0 && zc_os_fstat(fd, &held) == 0 && held.kind == ZC_FILE_REGULAR &&
+        zc_os_lock(fd, ZC_LOCK_WHOLE, 0, 0) == 1 && zc_os_stat_at(at.dir, at.name, 1, &named) == 0 &&
         named.ino == held.ino && named.dev == held.dev)
-        removed = zc_os_unlink(tmp) == 0;
-    zc_os_close(fd);
+        removed = zc_os_unlink_at(at.dir, at.name) == 0;
+    if (fd >= 0)
+        zc_os_close(fd);
+    zc_fs_at_close(&at);
     return removed;
 }

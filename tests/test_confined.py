@@ -1,9 +1,14 @@
 """Symlinks in a directory store: followed by default (stores often link data elsewhere), and
 refused, with an OutsideStoreError naming the key, in a confined store when they lead out."""
+import os
+import threading
+import time
+
 import numpy as np
 import pytest
 
 import zarrcore
+from zarrcore._files import resolve_by_walking
 from zarrcore.errors import OutsideStoreError
 
 
@@ -60,3 +65,135 @@ def test_a_confined_store_refuses_a_linked_key_file(tmp_path):
             op()
     assert (tmp_path / "secret").read_bytes() == b"s"
     assert store.get("a") == b"1"
+
+
+# ---- confinement in the compiled file access (csrc/zc_fs.c) -----------------------------------
+
+@pytest.fixture(params=["openat2", "walk"])
+def resolver(request):
+    """Confined paths resolved by openat2, and by the component walk used where it is missing."""
+    resolve_by_walking(request.param == "walk")
+    yield request.param
+    resolve_by_walking(False)
+
+
+def _confined_array(tmp_path, shards=None, shape=(4, 4), chunks=(2, 2)):
+    zarrcore.create_array(str(tmp_path / "s"), shape=shape, dtype="u1", chunks=chunks,
+                          shards=shards, fill_value=0)
+    (tmp_path / "outside").mkdir()
+    return zarrcore.open_array(zarrcore.LocalStore(tmp_path / "s", confined=True), mode="r+")
+
+
+def _outside_names(tmp_path):
+    return sorted(p.name for p in (tmp_path / "outside").iterdir())
+
+
+@pytest.mark.parametrize("shards", [None, (2, 4)], ids=["chunks", "shards"])
+def test_a_confined_store_keeps_the_native_batches_and_handles(tmp_path, shards):
+    a = _confined_array(tmp_path, shards)
+    assert (a._chunks._shards if shards else a._chunks._batch) is not None
+    values = np.arange(16, dtype="u1").reshape(4, 4)
+    a[...] = values
+    with a.native_handle() as h:
+        np.testing.assert_array_equal(h.read((0, 0), (4, 4)), values)
+        h.write((1, 1), np.full((2, 2), 9, "u1"))
+    values[1:3, 1:3] = 9
+    np.testing.assert_array_equal(a[...], values)
+
+
+@pytest.mark.parametrize("target", ["directory", "file"])
+@pytest.mark.parametrize("shards", [None, (2, 4)], ids=["chunks", "shards"])
+def test_links_out_of_a_confined_store_are_refused_everywhere(tmp_path, resolver, shards, target):
+    """Reads, whole and partial writes (native batches of many chunks, and read-modify-writes
+    of shards) and native handle calls all refuse a key whose path leads out; nothing outside
+    is read or written."""
+    a = _confined_array(tmp_path, shards, shape=(4, 64), chunks=(2, 2))
+    a[...] = 1
+    store_dir = tmp_path / "s" / "c" / "1"
+    if target == "directory":  # c/1 -> outside: every chunk of row 1
+        for p in store_dir.iterdir():
+            p.unlink()
+        store_dir.rmdir()
+        store_dir.symlink_to(tmp_path / "outside")
+    else:  # c/1/0 -> a file outside
+        (tmp_path / "outside" / "secret").write_bytes(b"secret")
+        (store_dir / "0").unlink()
+        (store_dir / "0").symlink_to(tmp_path / "outside" / "secret")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "outside").iterdir()}
+    escapes = [
+        lambda: a[2:4, :],                                          # read, native batch
+        lambda: a.__setitem__((slice(2, 4), slice(None)), 5),       # native batch write
+        lambda: a.__setitem__((slice(None), slice(None)), 6),       # many chunks at once
+        lambda: a.__setitem__((3, 1), 7),                           # partial: read-modify-write
+        lambda: a.native_handle().read((2, 0), (2, 4)),
+        lambda: a.native_handle().write((2, 0), np.full((2, 4), 8, "u1")),
+        lambda: a.native_handle().write((3, 1), np.full((1, 1), 8, "u1")),
+    ]
+    for i, op in enumerate(escapes):
+        with pytest.raises(OutsideStoreError, match="c/1/0"):
+            op()
+        assert {p.name: p.read_bytes() for p in (tmp_path / "outside").iterdir()} == before, i
+    np.testing.assert_array_equal(a[0:2, :], 6 if shards is None else a[0:2, :])
+
+
+def test_store_level_calls_refuse_links_out(tmp_path, resolver):
+    store = zarrcore.LocalStore(tmp_path / "s", confined=True)
+    store.set("d/a", b"1")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "x").write_bytes(b"x")
+    (tmp_path / "s" / "e").symlink_to(tmp_path / "outside")
+    (tmp_path / "s" / "in").symlink_to("d")  # stays inside: fine
+    assert store.get("in/a") == b"1" and store.exists("in/a") and store.getsize("in/a") == 1
+    for op in (lambda: store.get("e/x"), lambda: store.set("e/y", b"2"),
+               lambda: store.delete("e/x"), lambda: store.getsize("e/x"),
+               lambda: store.exists("e/x"), lambda: store.list_dir("e"),
+               lambda: store.list_prefix("e"), lambda: store.get_ranges("e/x", [(0, 1)]),
+               lambda: store.rename_prefix("d", "e/d"),
+               lambda: store.lock("e/x", replaced_last=True).__enter__()):
+        with pytest.raises(OutsideStoreError, match="'e"):
+            op()
+    assert _outside_names(tmp_path) == ["x"] and store.get("d/a") == b"1"
+    # Listing the root lists the link, never what lies behind it.
+    assert sorted(store.list_prefix("")) == ["d/a"]
+
+
+@pytest.mark.parametrize("shards", [None, (1, 8)], ids=["chunks", "shards"])
+def test_swapping_a_directory_for_a_link_never_lets_a_write_out(tmp_path, resolver, shards):
+    """A thread keeps swapping a chunk directory with a symlink to a directory outside while
+    another writes through the confined store: nothing ever lands outside. (A check of the
+    resolved path before opening it, as confined stores once did, lets writes escape here.)"""
+    a = _confined_array(tmp_path, shards, shape=(4, 32), chunks=(1, 1))
+    outside = tmp_path / "outside"
+    c0 = tmp_path / "s" / "c" / "0"
+    a[...] = 1
+    stop = threading.Event()
+
+    def swap():
+        n = 0
+        while not stop.is_set():
+            n += 1
+            for step in (lambda: os.rename(c0, c0.with_name(f"away{n}")),
+                         lambda: os.symlink(outside, c0),
+                         lambda: os.unlink(c0) if c0.is_symlink() else None):
+                try:
+                    step()
+                except OSError:
+                    pass
+
+    swapper = threading.Thread(target=swap)
+    swapper.start()
+    try:
+        deadline = time.monotonic() + 1.0
+        value = 0
+        while time.monotonic() < deadline and not list(outside.iterdir()):
+            value = value % 250 + 2
+            for write in (lambda: a.__setitem__(Ellipsis, value),
+                          lambda: a.__setitem__((0, slice(0, 31)), value)):
+                try:
+                    write()
+                except (OutsideStoreError, zarrcore.errors.StoreError):
+                    pass
+    finally:
+        stop.set()
+        swapper.join()
+    assert _outside_names(tmp_path) == []

@@ -1,4 +1,7 @@
 """resize, append and iter_chunks."""
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -136,3 +139,70 @@ def test_append_checks_only_the_blocks_it_exposes(tmp_path, monkeypatch):
         a.append(np.full((3, 40), i, "u1"))
     assert not calls
     np.testing.assert_array_equal(a[...], np.repeat(np.arange(5, dtype="u1"), 3)[:, None] + np.zeros(40, "u1"))
+
+
+# ---- resizing stored shards through their index --------------------------------------------
+
+@pytest.mark.parametrize("order", ["C", "morton"])
+@pytest.mark.parametrize("index_location", ["start", "end"])
+def test_shrink_then_grow_of_shards_equals_numpy_and_zarr_python(tmp_path, order, index_location):
+    import zarr
+
+    zarrcore.config.set(shard_write_order=order)
+    path = str(tmp_path / "a")
+    a = zarrcore.create_array(path, shape=(40, 30), chunks=(4, 4), dtype="i4", fill_value=-7,
+                              shards={"shape": (16, 16), "index_location": index_location},
+                              compressors={"name": "zstd"})
+    ref = np.arange(1200, dtype="i4").reshape(40, 30)
+    a[...] = ref
+    a.resize((21, 13))  # cuts across inner chunks and shards on both axes
+    a.resize((40, 30))
+    want = np.full((40, 30), -7, "i4")
+    want[:21, :13] = ref[:21, :13]
+    np.testing.assert_array_equal(a[...], want)
+    np.testing.assert_array_equal(zarrcore.open_array(path)[...], want)
+    np.testing.assert_array_equal(zarr.open_array(path, mode="r")[...], want)
+
+
+_HUGE_SHARD_RESIZE = r"""
+import sys, time
+import numpy as np
+import zarrcore
+
+
+def status_kib(field):
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
+
+
+zarrcore.config.set(max_shard_index_entries=1 << 20)
+# 2**20 inner chunks of 64 x 64 bytes: a shard declared 4 GiB, of which three are stored.
+a = zarrcore.create_array(sys.argv[1], shape=(65536, 65536), chunks=(64, 64),
+                          shards=(65536, 65536), dtype="u1", fill_value=0)
+block = np.zeros((256, 384), "u1")
+for r, c in ((0, 0), (1, 1), (3, 5)):
+    block[r * 64:(r + 1) * 64, c * 64:(c + 1) * 64] = r + c + 1
+a[:256, :384] = block  # inner chunks of fill are not stored
+with open("/proc/self/clear_refs", "w") as f:  # the peak (VmHWM) starts again from here
+    f.write("5")
+before = status_kib("VmRSS")
+t0 = time.process_time()  # (CPU time: a loaded machine's waits are not the resize's work)
+a.resize((100, 300))  # keeps (0, 0), cuts across (1, 1), drops (3, 5)
+elapsed = time.process_time() - t0
+grown = status_kib("VmHWM") - before
+a.resize((65536, 65536))
+want = np.zeros((256, 384), "u1")
+want[:100, :300] = block[:100, :300]
+np.testing.assert_array_equal(a[:256, :384], want)
+print(elapsed, grown)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="peak RSS read from /proc")
+def test_resizing_a_huge_declared_shard_touches_only_its_stored_inner_chunks(tmp_path):
+    out = subprocess.run([sys.executable, "-c", _HUGE_SHARD_RESIZE, str(tmp_path / "a")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    elapsed, grown_kib = map(float, out.stdout.split())
+    assert elapsed < 1.0
+    assert grown_kib < 200 * 1024  # the index (16 MiB) and a few copies, not the 4 GiB shard

@@ -7,6 +7,8 @@ cimport numpy as cnp
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport strncpy
 
+from zarrcore._files cimport zc_root
+
 cdef extern from "zc_chain.h":
     int ZC_COMP_NONE, ZC_COMP_ZSTD, ZC_COMP_BLOSC, ZC_COMP_GZIP, ZC_COMP_ZLIB
     ctypedef struct zc_chain:
@@ -43,6 +45,7 @@ cdef extern from "zc_batch.h":
         char sep
         int lead_sep
         char lock_dir[4096]
+        zc_root root
         const zc_piece *pieces
         int64_t piece_offset[32]
         int64_t npieces[32]
@@ -110,6 +113,7 @@ cdef extern from "zc_shard_io.h":
         char sep
         int lead_sep
         char lock_dir[4096]
+        zc_root root
         const zc_piece *pieces
         int64_t piece_offset[32]
         int64_t npieces[32]

@@ -11,6 +11,7 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset, strncpy
 
+from ._files cimport FileRoot
 from ._jobs cimport (
     ZC_ERR_IO, ZC_SHARD_INDEX_CHECKSUM, ZC_SHARD_INDEX_ENTRY, ZC_SHARD_INDEX_IN_INDEX,
     ZC_SHARD_INDEX_SHORT, ZC_SHARD_IO_MAX_NDIM, ZC_SHARD_IO_PATH_MAX, ZC_STREAM_OUT_MIN,
@@ -45,13 +46,14 @@ cdef class ShardSpec:
     cdef int64_t ninner
     cdef tuple grid
     cdef Py_ssize_t head_len
+    cdef FileRoot files
 
     def __cinit__(self):
         memset(&self.io, 0, sizeof(zc_shard_io))
 
-    def __init__(self, *, key_head, head_len, sep, lead_sep, lock_dir, array_shape, shard_shape,
-                 chunk_shape, index_at_start, index_crc32c, fill=b"", fill_floatsize=0,
-                 **chain):
+    def __init__(self, *, FileRoot root, key_head, head_len, sep, lead_sep, lock_dir, array_shape,
+                 shard_shape, chunk_shape, index_at_start, index_crc32c, fill=b"",
+                 fill_floatsize=0, **chain):
         ndim = len(shard_shape)
         if not 1 <= ndim <= ZC_SHARD_IO_MAX_NDIM or len(chunk_shape) != ndim or len(array_shape) != ndim:
             raise ValueError(f"1 to {ZC_SHARD_IO_MAX_NDIM} dimensions, the same for every shape")
@@ -74,6 +76,8 @@ cdef class ShardSpec:
         strncpy(self.io.lock_dir, lock, ZC_SHARD_IO_PATH_MAX - 1)
         self.io.sep = ord(sep)
         self.io.lead_sep = lead_sep
+        self.io.root = root.root
+        self.files = root  # (its descriptor outlives every batch of this spec)
         self._fill = bytes(fill)
         self.io.fill = <const unsigned char *><char *>self._fill
         self.grid = tuple(s // c for s, c in zip(shard_shape, chunk_shape))

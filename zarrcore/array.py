@@ -14,12 +14,12 @@ import numpy as np
 from . import _memory, kernels, nodes
 from .codecs import codec_from_v2
 from .codecs.sharding import ShardingCodec
-from .errors import SelectionError, ShapeMismatchError
+from .errors import SelectionError, ShapeMismatchError, ZarrcoreError
 from .indexing import (
     BasicIndexer, BlockIndexer, OrthogonalIndexer, coordinate_indexer, mask_indexer,
     numpy_indexer, pop_fields,
 )
-from .pipeline import ChunkStore
+from .pipeline import ChunkStore, _with_key
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -824,6 +824,9 @@ class Array(nodes.Node):
                 if any(start >= k for start, k in zip(starts, kept)):
                     self._store.delete(key)
                     continue
+                if self._chunks.partial is not None:
+                    self._trim_shard(key, [k - start for start, k in zip(starts, kept)])
+                    continue
                 chunk = self._chunks.read_chunk(coords)
                 if chunk is None:
                     continue
@@ -837,6 +840,21 @@ class Array(nodes.Node):
                 for region in beyond:
                     chunk[region] = fill
                 self._chunks.put(key, self._chunks.chain.encode_unless_fill(chunk))
+
+    def _trim_shard(self, key: str, bound: list[int]) -> None:
+        """Reset what the shard at `key` holds at or beyond `bound` (from its origin) to fill,
+        through its index (ShardingCodec.trim): never decoded whole at its declared size."""
+        data = self._store.get(key)
+        if data is None:
+            return
+        try:
+            trimmed = self._chunks.partial.trim(data, bound)
+        except ZarrcoreError as e:
+            raise _with_key(e, key) from e
+        if trimmed is None:
+            self._store.delete(key)
+        elif trimmed is not data:
+            self._chunks.put(key, trimmed)
 
     def _blocks_outside(self, kept: tuple[int, ...],
                         extent: tuple[int, ...]) -> Iterator[tuple[int, ...]]:

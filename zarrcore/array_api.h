@@ -25,7 +25,7 @@
  *
  * A handle is a snapshot of the array when it was made: its shape, chunking, codecs, fill
  * value and config.write_empty_chunks / config.shard_write_order. Make a new one after a
- * resize. It serves arrays in an (unconfined) local directory store whose codecs the compiled
+ * resize. It serves arrays in a local directory store (confined or not) whose codecs the compiled
  * core runs by itself: bytes, at most one of zstd / blosc / gzip / zlib, an optional crc32c;
  * and sharding_indexed over such inner codecs with a little-endian index. Others are refused
  * when the handle is made.
@@ -55,6 +55,7 @@
 #define ZC_ARRAY_ERR_CHECKSUM (-107)    /* a checksum does not match: ChecksumError */
 #define ZC_ARRAY_ERR_SHARD_INDEX (-108) /* a shard's index is malformed: ShardIndexError */
 #define ZC_ARRAY_ERR_NOMEM (-109)       /* out of memory: MemoryError */
+#define ZC_ARRAY_ERR_OUTSIDE (-110)     /* a confined store's path leads out: OutsideStoreError */
 
 /* What went wrong, filled by a failing call (when not NULL): the status, the system's errno
  * for ZC_ARRAY_ERR_IO and _LOCK, and a message naming the store key. */

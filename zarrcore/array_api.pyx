@@ -11,11 +11,12 @@ from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New
 from libc.stdint cimport int64_t
 from libc.string cimport memset, strncpy
 
+from ._files cimport FileRoot
 from ._jobs cimport ZC_BATCH_PATH_MAX, set_up_chain, zc_batch, zc_shard_io
 
 from .errors import (
-    ChecksumError, ChunkDecodeError, LockUnavailableError, ReadOnlyError, SelectionError,
-    ShardIndexError, StoreError, ZarrcoreError,
+    ChecksumError, ChunkDecodeError, LockUnavailableError, OutsideStoreError, ReadOnlyError,
+    SelectionError, ShardIndexError, StoreError, ZarrcoreError,
 )
 
 cnp.import_array()
@@ -43,6 +44,7 @@ _ERRORS = {
     ZC_ARRAY_ERR_CHECKSUM: ChecksumError,
     ZC_ARRAY_ERR_SHARD_INDEX: ShardIndexError,
     ZC_ARRAY_ERR_NOMEM: MemoryError,
+    ZC_ARRAY_ERR_OUTSIDE: OutsideStoreError,
 }
 
 
@@ -86,8 +88,9 @@ cdef class ArrayHandle:
         self.dtype = array.dtype
         if store.native_root is None:
             raise ZarrcoreError(
-                f"array {array.name!r}: a native handle needs an unconfined local directory "
-                f"store, not {store!r} (memory, remote and confined stores are served by a[...])")
+                f"array {array.name!r}: a native handle needs a local directory store, not "
+                f"{store!r} (memory and remote stores are served by a[...])")
+        cdef FileRoot files = store.files()
         sharding = chunks.partial.batch_settings() if chunks._shards is not None else None
         if chunks._batch is None and sharding is None:
             names = [c.name for c in chunks.chain.codecs]
@@ -124,6 +127,7 @@ cdef class ArrayHandle:
             strncpy(b.lock_dir, lock, ZC_BATCH_PATH_MAX - 1)
             b.sep = ord(sep)
             b.lead_sep = lead_sep
+            b.root = files.root  # (zc_array_new takes a descriptor of its own)
         else:
             set_up_chain(&io.chain, settings)
             io.ndim = len(chunks.chunk_shape)
@@ -140,6 +144,7 @@ cdef class ArrayHandle:
             strncpy(io.lock_dir, lock, ZC_BATCH_PATH_MAX - 1)
             io.sep = ord(sep)
             io.lead_sep = lead_sep
+            io.root = files.root
             write_order = chunks.partial.write_order()
             if write_order is not None:
                 order = np.ascontiguousarray(write_order, dtype=np.int64)

@@ -505,7 +505,7 @@ class ChunkStore:
             settings = self.partial.batch_settings() if self.partial is not None else None
             if settings is not None:
                 self._shards = ShardSpec(
-                    key_head=self._key_head(), head_len=len(store.native_root) + 1, sep=key_layout[1],
+                    root=store.files(), key_head=self._key_head(), head_len=len(store.native_root) + 1, sep=key_layout[1],
                     lead_sep=key_layout[2], lock_dir=self._node_dir(), array_shape=self.array_shape,
                     shard_shape=self.chunk_shape, **settings,
                 )
@@ -539,7 +539,7 @@ class ChunkStore:
         else:
             plans = indexer.plans
         batch = ChunkBatch(
-            key_head=self._key_head(), sep=sep, lead_sep=lead, lock_dir=self._node_dir(),
+            root=self.store.files(), key_head=self._key_head(), sep=sep, lead_sep=lead, lock_dir=self._node_dir(),
             array_shape=self.array_shape, chunk_shape=self.chunk_shape,
             write_empty_chunks=self.spec.writes_empty, plans=plans, points=points, data=data,
             **self._batch,

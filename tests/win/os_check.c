@@ -1,9 +1,13 @@
 /* The Windows side of csrc/zc_os.h exercised where it differs most from POSIX: built by
  * wheels/wincheck.py and run under Wine. Prints one line per failed check; exits 1 if any. */
+#include "zc_os_win.h" /* first: it sets the Windows version */
+
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "zc_fs.h"
 #include "zc_key_lock.h"
 #include "zc_os.h"
 #include "zc_sha256.h"
@@ -11,6 +15,7 @@
 #include "zc_temp.h"
 
 static int failures;
+static const zc_root plain; /* paths as they are */
 
 #define CHECK(cond)                                                                            \
     do {                                                                                       \
@@ -25,14 +30,73 @@ static void ZC_TLS_CALLBACK destroy(void *p) { destroyed += p != NULL; }
 static int once_runs;
 static void once_body(void) { once_runs++; }
 
+/* A new temporary file beside `path` (its name in `tmp`), as the store's writers make them. */
+static int temp_beside(const char *path, char *tmp, size_t cap, int *fd)
+{
+    zc_at at;
+    zc_fs_at(&plain, path, &at);
+    return zc_temp_create(&at, tmp, cap, fd);
+}
+
 static void write_file(const char *path, const char *text)
 {
     char tmp[512];
     int fd;
-    CHECK(zc_temp_create(path, tmp, sizeof tmp, &fd) == ZC_OK);
+    CHECK(temp_beside(path, tmp, sizeof tmp, &fd) == ZC_OK);
     CHECK(zc_os_write(fd, text, strlen(text)) == (ptrdiff_t)strlen(text));
     zc_os_close(fd);
-    CHECK(zc_os_rename(tmp, path) == 0);
+    CHECK(zc_os_rename_at(ZC_OS_CWD, tmp, ZC_OS_CWD, path) == 0);
+}
+
+/* A confined root at `dir`: files below it open, paths out of it (by "..", or through a
+ * directory symbolic link where Wine can make one) are refused after the open. */
+static void check_confined(const char *base, const char *dir)
+{
+    zc_root root;
+    char path[600], out[600], link[600];
+    CHECK(zc_fs_root_open(&root, dir, 1) == ZC_OK);
+    snprintf(out, sizeof out, "%s/outside", base);
+    write_file(out, "secret");
+    snprintf(path, sizeof path, "%s/inside", dir);
+    write_file(path, "mine");
+    int fd = -1;
+    CHECK(zc_fs_open(&root, path, ZC_OPEN_READ, 0, &fd) == ZC_OK && fd >= 0);
+    zc_os_close(fd);
+    snprintf(path, sizeof path, "%s/../../../outside", dir); /* dir is three below base */
+    CHECK(zc_fs_open(&root, path, ZC_OPEN_READ, 0, &fd) == ZC_ERR_OUTSIDE);
+    /* Lock files made below the root: directories made, temporary file linked into place. */
+    zc_key_locks l = ZC_KEY_LOCKS_NONE;
+    snprintf(path, sizeof path, "%s/x/y", dir);
+    CHECK(zc_key_locks_open(&l, &root, path) == ZC_OK);
+    zc_key_locks_close(&l);
+    snprintf(link, sizeof link, "%s/out", dir);
+    wchar_t *wl = zc_win_wide(link), *wt = zc_win_wide(base);
+    if (CreateSymbolicLinkW(wl, wt, SYMBOLIC_LINK_FLAG_DIRECTORY | 0x2 /* unprivileged */)) {
+        /* Windows resolves links in final paths; Wine reports the path opened by. */
+        int via = zc_os_open_at(ZC_OS_CWD, link, ZC_OPEN_PATH | ZC_OPEN_DIRECTORY, 0);
+        int at_base = zc_os_open_at(ZC_OS_CWD, base, ZC_OPEN_PATH | ZC_OPEN_DIRECTORY, 0);
+        wchar_t *fv = zc_win_final_path(zc_win_handle(via));
+        wchar_t *fb = zc_win_final_path(zc_win_handle(at_base));
+        if (fv != NULL && fb != NULL && wcscmp(fv, fb) == 0) {
+            snprintf(path, sizeof path, "%s/outside", link);
+            CHECK(zc_fs_open(&root, path, ZC_OPEN_READ, 0, &fd) == ZC_ERR_OUTSIDE);
+            CHECK(zc_fs_unlink(&root, path) == ZC_ERR_OUTSIDE);
+        } else {
+            printf("note: final paths do not resolve links here\n");
+        }
+        free(fv);
+        free(fb);
+        zc_os_close(via);
+        zc_os_close(at_base);
+        RemoveDirectoryW(wl);
+    } else {
+        printf("note: no directory symbolic links here (error %lu)\n", GetLastError());
+    }
+    free(wl);
+    free(wt);
+    zc_file_info info;
+    CHECK(zc_os_stat_at(ZC_OS_CWD, out, 0, &info) == 0 && info.size == 6);
+    zc_fs_root_close(&root);
 }
 
 int main(int argc, char **argv)
@@ -43,40 +107,40 @@ int main(int argc, char **argv)
     }
     char dir[400], path[512], lockdir[512];
     snprintf(dir, sizeof dir, "%s/d\xc3\xa9j\xc3\xa0/a\\b", argv[1]); /* UTF-8, both separators */
-    CHECK(zc_os_make_dirs(dir, 1) == 0);
+    CHECK(zc_fs_mkdirs(&plain, dir) == ZC_OK);
     zc_file_info info;
-    CHECK(zc_os_stat(dir, 0, &info) == 0 && info.kind == ZC_FILE_DIRECTORY);
+    CHECK(zc_os_stat_at(ZC_OS_CWD, dir, 0, &info) == 0 && info.kind == ZC_FILE_DIRECTORY);
     snprintf(path, sizeof path, "%s/zarr.json", dir);
 
     /* Replacement while a reader holds the old version open: the reader keeps its bytes.
      * Systems without POSIX-semantics renames (before Windows 10 1607, other file systems
      * than NTFS, Wine) refuse it until the reader is done. */
     write_file(path, "old");
-    int reader = zc_os_open_read(path, 0);
+    int reader = zc_os_open_at(ZC_OS_CWD, path, ZC_OPEN_READ, 0);
     CHECK(reader >= 0);
     char tmp[512], buf[8] = {0};
     int t;
-    CHECK(zc_temp_create(path, tmp, sizeof tmp, &t) == ZC_OK);
+    CHECK(temp_beside(path, tmp, sizeof tmp, &t) == ZC_OK);
     CHECK(zc_os_write(t, "new!", 4) == 4);
-    if (zc_os_rename(tmp, path) == 0) {
+    if (zc_os_rename_at(ZC_OS_CWD, tmp, ZC_OS_CWD, path) == 0) {
         CHECK(zc_os_pread(reader, buf, sizeof buf, 0) == 3 && memcmp(buf, "old", 3) == 0);
         zc_os_close(reader);
     } else {
         printf("note: no rename over open files here (errno %d)\n", errno);
         CHECK(errno == EACCES);
         zc_os_close(reader);
-        CHECK(zc_os_rename(tmp, path) == 0);
+        CHECK(zc_os_rename_at(ZC_OS_CWD, tmp, ZC_OS_CWD, path) == 0);
     }
     zc_os_close(t);
-    reader = zc_os_open_read(path, 0);
+    reader = zc_os_open_at(ZC_OS_CWD, path, ZC_OPEN_READ, 0);
     CHECK(zc_os_fstat(reader, &info) == 0 && info.size == 4 && info.kind == ZC_FILE_REGULAR);
     CHECK(zc_os_pread(reader, buf, 2, 2) == 2 && memcmp(buf, "w!", 2) == 0);
     CHECK(zc_os_pread(reader, buf, 2, 4) == 0);
 
     /* A whole-file lock excludes other lockers, not readers. */
     int held;
-    CHECK(zc_file_lock(path, &held) == ZC_OK);
-    int other = zc_os_open_write(path);
+    CHECK(zc_file_lock(&plain, path, &held) == ZC_OK);
+    int other = zc_os_open_at(ZC_OS_CWD, path, ZC_OPEN_WRITE, 0);
     CHECK(zc_os_lock(other, ZC_LOCK_WHOLE, 1, 0) == 0);
     CHECK(zc_os_pread(reader, buf, 4, 0) == 4);
     zc_file_unlock(held);
@@ -88,7 +152,7 @@ int main(int argc, char **argv)
     /* Key locks: per open file, even within one process; another key is free. */
     snprintf(lockdir, sizeof lockdir, "%s/new/node", dir);
     zc_key_locks a = ZC_KEY_LOCKS_NONE, b = ZC_KEY_LOCKS_NONE;
-    CHECK(zc_key_locks_open(&a, lockdir) == ZC_OK && zc_key_locks_open(&b, lockdir) == ZC_OK);
+    CHECK(zc_key_locks_open(&a, &plain, lockdir) == ZC_OK && zc_key_locks_open(&b, &plain, lockdir) == ZC_OK);
     char key[600];
     snprintf(key, sizeof key, "%s/c/0/0", lockdir);
     CHECK(zc_key_lock(&a, key) == ZC_OK);
@@ -105,18 +169,19 @@ int main(int argc, char **argv)
     zc_key_locks_close(&b);
 
     /* A live writer's temporary file stays; a dead one's goes. */
-    CHECK(zc_temp_create(path, tmp, sizeof tmp, &t) == ZC_OK);
-    CHECK(zc_temp_remove_stale(tmp) == 0);
+    CHECK(temp_beside(path, tmp, sizeof tmp, &t) == ZC_OK);
+    CHECK(zc_temp_remove_stale(&plain, tmp) == 0);
     zc_os_close(t);
-    CHECK(zc_temp_remove_stale(tmp) == 1);
-    CHECK(zc_os_stat(tmp, 0, &info) != 0);
+    CHECK(zc_temp_remove_stale(&plain, tmp) == 1);
+    CHECK(zc_os_stat_at(ZC_OS_CWD, tmp, 0, &info) != 0);
 
     /* Missing files, and directories opened as open(2) does. */
-    CHECK(zc_os_open_read("no/such/file", 0) < 0);
-    int d = zc_os_open_read(dir, 0);
+    CHECK(zc_os_open_at(ZC_OS_CWD, "no/such/file", ZC_OPEN_READ, 0) < 0);
+    int d = zc_os_open_at(ZC_OS_CWD, dir, ZC_OPEN_READ, 0);
     CHECK(d >= 0 && zc_os_fstat(d, &info) == 0 && info.kind == ZC_FILE_DIRECTORY);
     zc_os_close(d);
-    CHECK(zc_os_unlink(path) == 0 && zc_os_stat(path, 0, &info) != 0);
+    CHECK(zc_os_unlink_at(ZC_OS_CWD, path) == 0 && zc_os_stat_at(ZC_OS_CWD, path, 0, &info) != 0);
+    check_confined(argv[1], dir);
 
     /* Memory, aligned; threads' helpers. */
     size_t huge = (size_t)2 << 20;

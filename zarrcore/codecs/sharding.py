@@ -61,6 +61,11 @@ def _nesting(codecs):
     return depth
 
 
+def _stored(blobs):
+    """{index: blob} of the inner chunks stored in the list `blobs` (None: not stored)."""
+    return {i: blob for i, blob in enumerate(blobs) if blob is not None}
+
+
 def _inner_error(error, coords):
     return type(error)(f"inner chunk {coords}: {error}")
 
@@ -202,7 +207,7 @@ class ShardingCodec(ArrayBytesCodec):
         # A uint64 pair per inner chunk, and a 4-byte crc32c per checksum codec. Nothing here
         # is proportional to the number of inner chunks: opening stays cheap for any shard.
         self._index_size = 16 * self._n + 4 * len(index.bytes_bytes)
-        self._morton = None
+        self._morton = self._morton_rank = None
         # Inner chains the core runs by itself (bytes, one compressor, crc32c) decode and
         # encode as one compiled job; others (transpose, nested sharding...) chunk by chunk.
         from ..pipeline import batch_settings
@@ -227,6 +232,18 @@ class ShardingCodec(ArrayBytesCodec):
         if self._morton is None:
             self._morton = morton_order(self._grid)
         return self._morton
+
+    def _layout(self, indices):
+        """The inner chunk indices `indices` in the order written shards lay them out."""
+        indices = np.sort(np.asarray(indices, dtype=np.int64))
+        order = self.write_order()
+        if order is None:
+            return indices
+        if self._morton_rank is None:
+            rank = np.empty(self._n, dtype=np.int64)
+            rank[order] = np.arange(self._n, dtype=np.int64)
+            self._morton_rank = rank
+        return indices[np.argsort(self._morton_rank[indices], kind="stable")]
 
     # -- index -------------------------------------------------------------------------------
     def _encode_index(self, entries):
@@ -454,7 +471,7 @@ class ShardingCodec(ArrayBytesCodec):
     def encode(self, array, spec):
         blobs = [None] * self._n
         self._update(blobs, Ellipsis, array)
-        return self._assemble(blobs)
+        return self._assemble(_stored(blobs))
 
     def merge(self, data, selection, value, keep_empty=False):
         """The shard `data` (None: not stored) with `selection` set to `value`: only the inner
@@ -474,7 +491,49 @@ class ShardingCodec(ArrayBytesCodec):
             self._update(blobs, box, region)
         if not keep_empty and all(b is None for b in blobs):
             return None
-        return self._assemble(blobs)
+        return self._assemble(_stored(blobs))
+
+    def trim(self, data, bound):
+        """The shard `data` with everything at or beyond `bound` (an extent per axis from the
+        shard's origin) reset to fill, as a shrinking resize leaves it: inner chunks wholly
+        beyond it leave the index, those across it are decoded, cut and encoded again, and the
+        rest keep their bytes. `data` itself when nothing changes, None when no inner chunk is
+        left. Memory goes with the stored inner chunks, never with the shard's declared size."""
+        entries = self._read_index(_Whole(data))
+        stored = np.flatnonzero(entries[:, 0] != EMPTY)
+        chunk = np.array(self.chunk_shape, dtype=np.int64)
+        starts = np.stack(np.unravel_index(stored, self._grid), axis=-1).astype(np.int64) * chunk
+        bound = np.minimum(np.array(bound, dtype=np.int64), np.array(self._spec.shape))
+        beyond = (starts >= bound).any(axis=1)
+        across = ~beyond & (starts + chunk > bound).any(axis=1)
+        if not beyond.any() and not across.any():
+            return data
+        view = memoryview(data)
+        blobs = {}
+        for i, (offset, nbytes) in zip(stored.tolist(), entries[stored].tolist()):
+            blobs[i] = view[offset:offset + nbytes]
+        for i in stored[beyond].tolist():
+            del blobs[i]
+        fill = self._spec.fill_value
+        for i, start in zip(stored[across].tolist(), starts[across].tolist()):
+            try:
+                value = self._inner.decode(blobs[i])
+                cut = [(slice(None),) * axis + (slice(b - s, None),)
+                       for axis, (s, b, c) in enumerate(zip(start, bound.tolist(), self.chunk_shape))
+                       if b - s < c]
+                if all(kernels.is_fill(value[region], fill) for region in cut):
+                    continue
+                value = np.array(value, copy=True)
+                for region in cut:
+                    value[region] = fill
+                blob = self._inner.encode_unless_fill(value)
+            except ZarrcoreError as e:
+                raise _inner_error(e, self._coords(i)) from e
+            if blob is None:
+                del blobs[i]
+            else:
+                blobs[i] = blob
+        return self._assemble(blobs) if blobs else None
 
     def _update(self, blobs, selection, value):
         """Re-encode, in parallel, the inner chunks `selection` touches, into `blobs`."""
@@ -501,19 +560,18 @@ class ShardingCodec(ArrayBytesCodec):
         parallel_map(work, zip(indexer.projections(), self._touched(indexer)))
 
     def _assemble(self, blobs):
-        """The shard bytes: inner chunks in the configured write order, and the index."""
-        order = self.write_order()
+        """The shard bytes of the inner chunks `blobs` ({C-order index: encoded bytes}): laid
+        out in the configured write order, with the index."""
         entries = np.full((self._n, 2), EMPTY, dtype=np.uint64)
         at_start = self.index_location == "start"
         offset = self._index_size if at_start else 0
         parts = []
-        for i in range(self._n) if order is None else order.tolist():
+        for i in self._layout(list(blobs)).tolist():
             blob = blobs[i]
-            if blob is not None:
-                nbytes = memoryview(blob).nbytes
-                entries[i] = (offset, nbytes)
-                parts.append(blob)
-                offset += nbytes
+            nbytes = memoryview(blob).nbytes
+            entries[i] = (offset, nbytes)
+            parts.append(blob)
+            offset += nbytes
         index = self._encode_index(entries)
         return b"".join([index, *parts] if at_start else [*parts, index])
 

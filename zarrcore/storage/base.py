@@ -84,7 +84,8 @@ class Store:
     - `supports_conditional_writes`: get_versioned and set_if work, so a read-modify-write
       can detect a concurrent one and retry instead of locking;
     - `native_root`: the directory of a local store whose keys are plain files below it,
-      which the compiled batches may read and write directly; None otherwise.
+      which the compiled batches read and write directly, through the store's `files()`
+      (zarrcore._files.FileRoot, confined or not); None otherwise.
     """
 
     read_only = False

@@ -1,16 +1,19 @@
 """Local directory store: one file per key, atomic writes, advisory file locks."""
 import contextlib
 import os
+import stat
+import threading
 
-from .._batch import (LOCK_FILE, TEMP_PREFIX, lock_file, lock_key, remove_stale_temp,
-                      replace_file, unlock_file, unlock_key)
-from ..errors import OutsideStoreError, StoreError
+from .._files import LOCK_FILE, TEMP_PREFIX, FileRoot, unlock_file
+from ..errors import StoreError, ZarrcoreError
 from .base import Store, validate_key, validate_prefix
 
 
 # The documents a group's metadata lock locks in place (lock(replaced_last=True)): written
 # with write permission for whoever may write their directory, so every such user can lock them.
 SELF_LOCKED_DOCUMENTS = ("zarr.json", ".zgroup")
+# Missing, as the store sees it: nothing there, or something that is not a file.
+_MISSING = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
 
 
 class _FileReader:
@@ -37,20 +40,24 @@ class _FileReader:
 
 
 def _store_error(key, error):
-    """An OSError met on `key` as a StoreError naming the key."""
+    """An OSError met on `key` as a StoreError naming the key (a ZarrcoreError as it is)."""
+    if isinstance(error, ZarrcoreError):
+        return error
     return StoreError(error.errno, f"key {key!r}: {error.strerror or error}")
 
 
 class LocalStore(Store):
     """A store in a directory of the local (or a shared) file system.
 
-    Key locks live in a lock file in the directory of the node a key belongs to
-    (csrc/zc_key_lock.h), but for keys locked `replaced_last` (a group's metadata), which
-    lock their own file: no lock file in a group's directory, which other Zarr libraries
-    list as the group's members. Temporary files of writers a kill left behind are removed when a
-    writable store lists their directory (`remove_stale_temporary_files` does it for a whole
-    prefix). Symlinks in the store are followed; `confined=True` refuses every key whose path
-    resolves outside `root` instead (default: `zarrcore.config.confine_local_stores`).
+    Every file is reached through the store's FileRoot (zarrcore._files, csrc/zc_fs.h), as the
+    compiled batches reach them. Key locks live in a lock file in the directory of the node a
+    key belongs to (csrc/zc_key_lock.h), but for keys locked `replaced_last` (a group's
+    metadata), which lock their own file: no lock file in a group's directory, which other Zarr
+    libraries list as the group's members. Temporary files of writers a kill left behind are
+    removed when a writable store lists their directory (`remove_stale_temporary_files` does it
+    for a whole prefix). Symlinks in the store are followed; `confined=True` (default:
+    `zarrcore.config.confine_local_stores`) resolves every path beneath the root's directory,
+    so a key whose path leads outside `root` raises OutsideStoreError instead.
     """
 
     supports_locks = True
@@ -61,8 +68,19 @@ class LocalStore(Store):
         super().__init__(read_only)
         self.root = os.path.abspath(os.fspath(root))
         self.confined = config.confine_local_stores if confined is None else bool(confined)
-        # (A confined store checks every path in Python, so the compiled batches stay out.)
-        self.native_root = None if self.confined else self.root
+        self.native_root = self.root
+        self._file_root = None
+        self._file_root_guard = threading.Lock()
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        del state["_file_root"], state["_file_root_guard"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._file_root = None
+        self._file_root_guard = threading.Lock()
 
     def _identity(self):
         return self.root
@@ -70,36 +88,52 @@ class LocalStore(Store):
     def __repr__(self):
         return f"LocalStore({self.root!r})"
 
-    def _path(self, key):
-        path = os.path.join(self.root, *validate_key(key).split("/"))
-        if self.confined:
-            self._check_inside(key, path)
-        return path
+    def files(self, create=False):
+        """The FileRoot every file of the store is reached through (the compiled batches copy
+        it). A confined store opens its root directory once, making it first when `create`
+        (and the store is writable); FileNotFoundError when it does not exist."""
+        files = self._file_root
+        if files is None:
+            with self._file_root_guard:
+                if self._file_root is None:
+                    if self.confined and create and not self.read_only:
+                        os.makedirs(self.root, exist_ok=True)
+                    self._file_root = FileRoot(self.root, self.confined)
+                files = self._file_root
+        return files
 
-    def _check_inside(self, key, path):
-        root = os.path.realpath(self.root)
-        real = os.path.realpath(path)
-        if real != root and not real.startswith(root + os.sep):
-            raise OutsideStoreError(
-                f"key {key!r} of the confined {self!r} resolves to {real!r}, outside the store")
+    def _path(self, key):
+        return os.path.join(self.root, *validate_key(key).split("/"))
 
     def _dir(self, prefix):
         """The directory of `prefix` ('' or a validated prefix)."""
         return self._path(prefix) if prefix else self.root
 
-    def get(self, key, start=None, stop=None):
-        path = self._path(key)
+    def _open(self, key, path, directory=False):
+        """A descriptor of `path` (of `key`; a directory with `directory`), None when nothing
+        is stored there."""
         try:
-            with open(path, "rb") as f:
+            return self.files().open(path, directory)
+        except _MISSING:
+            return None
+        except OSError as e:  # a symlink loop, no permission, a path out of a confined store...
+            raise _store_error(key, e) from e
+
+    def get(self, key, start=None, stop=None):
+        fd = self._open(key, self._path(key))
+        if fd is None:
+            return None
+        try:
+            with open(fd, "rb") as f:
                 if start is None and stop is None:
                     return f.read()
                 size = os.fstat(f.fileno()).st_size
                 lo, hi, _ = slice(start, stop).indices(size)
                 f.seek(lo)
                 return f.read(max(hi - lo, 0))
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        except IsADirectoryError:
             return None
-        except OSError as e:  # a symlink loop, no permission...
+        except OSError as e:
             raise _store_error(key, e) from e
 
     def get_ranges(self, key, ranges):
@@ -110,46 +144,51 @@ class LocalStore(Store):
     def reader(self, key):
         """As Store.reader, from the open file: a replacement renamed over it meanwhile does not
         change what the reader reads."""
-        path = self._path(key)
-        try:
-            f = open(path, "rb")
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        fd = self._open(key, self._path(key))
+        if fd is None:
             yield None
             return
-        except OSError as e:  # a symlink loop, no permission...
-            raise _store_error(key, e) from e
-        with f:
-            yield _FileReader(f.fileno())
+        try:
+            is_file = stat.S_ISREG(os.fstat(fd).st_mode)
+            yield _FileReader(fd) if is_file else None
+        finally:
+            os.close(fd)
+
+    def _stat(self, key):
+        """os.fstat of what `key`'s path names (following links), None when nothing is."""
+        fd = self._open(key, self._path(key))
+        if fd is None:
+            return None
+        try:
+            return os.fstat(fd)
+        finally:
+            os.close(fd)
 
     def getsize(self, key):
-        try:
-            return os.stat(self._path(key)).st_size
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except OSError as e:
-            raise _store_error(key, e) from e
+        st = self._stat(key)
+        return st.st_size if st is not None and stat.S_ISREG(st.st_mode) else None
 
     def set(self, key, value):
         self.check_writable(key)
         # Written beside the target and renamed, so a reader never sees a torn file.
-        path = self._path(key)
         try:
-            replace_file(path, value, shared=key.rpartition("/")[2] in SELF_LOCKED_DOCUMENTS)
+            self.files(create=True).replace(
+                self._path(key), value, shared=key.rpartition("/")[2] in SELF_LOCKED_DOCUMENTS)
         except OSError as e:  # a directory where the key should be, a full disk...
             raise _store_error(key, e) from e
 
     def delete(self, key):
         self.check_writable(key)
-        path = self._path(key)
         try:
-            os.unlink(path)
+            self.files().unlink(self._path(key))
         except (FileNotFoundError, NotADirectoryError):
             pass
         except OSError as e:
             raise _store_error(key, e) from e
 
     def exists(self, key):
-        return os.path.isfile(self._path(key))
+        st = self._stat(key)
+        return st is not None and stat.S_ISREG(st.st_mode)
 
     def _visible(self, directory, names):
         """`names` of `directory` without the store's own files; stale temporary files among
@@ -158,15 +197,30 @@ class LocalStore(Store):
         for name in names:
             if name.startswith(TEMP_PREFIX):
                 if not self.read_only:
-                    remove_stale_temp(os.path.join(directory, name))
+                    self.files().remove_stale_temp(os.path.join(directory, name))
             elif name != LOCK_FILE:
                 out.append(name)
         return out
 
-    def list_prefix(self, prefix):
+    def _walk(self, prefix):
+        """(directory path, names of its files) of every directory below `prefix`'s, walked
+        from a descriptor of it (os.fwalk: links to directories are not descended into)."""
         prefix = validate_prefix(prefix)
+        top = self._dir(prefix)
+        fd = self._open(prefix, top, directory=True)
+        if fd is None:
+            return
+        try:
+            for dirpath, _, filenames, _ in os.fwalk(".", dir_fd=fd):
+                yield os.path.normpath(os.path.join(top, dirpath)), filenames
+        except OSError as e:
+            raise _store_error(prefix, e) from e
+        finally:
+            os.close(fd)
+
+    def list_prefix(self, prefix):
         keys = []
-        for dirpath, _, filenames in os.walk(self._dir(prefix)):
+        for dirpath, filenames in self._walk(prefix):
             rel = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
             for name in self._visible(dirpath, filenames):
                 keys.append(name if rel == "." else f"{rel}/{name}")
@@ -175,27 +229,34 @@ class LocalStore(Store):
     def list_dir(self, prefix):
         prefix = validate_prefix(prefix)
         base = self._dir(prefix)
-        try:
-            return sorted(self._visible(base, os.listdir(base)))
-        except (FileNotFoundError, NotADirectoryError):
+        fd = self._open(prefix, base, directory=True)
+        if fd is None:
             return []
+        try:
+            return sorted(self._visible(base, os.listdir(fd)))
         except OSError as e:
             raise _store_error(prefix, e) from e
+        finally:
+            os.close(fd)
 
     def missing_detail(self, prefix):
-        directory = self._dir(validate_prefix(prefix))
-        if not os.path.isdir(directory):
-            what = "is not a directory" if os.path.exists(directory) else "does not exist"
-            return f"the directory {directory!r} {what}"
+        prefix = validate_prefix(prefix)
+        directory = self._dir(prefix)
+        fd = self._open(prefix, directory)
+        if fd is None:
+            return f"the directory {directory!r} does not exist"
+        try:
+            if not stat.S_ISDIR(os.fstat(fd).st_mode):
+                return f"the directory {directory!r} is not a directory"
+        finally:
+            os.close(fd)
         return ""
 
     def rename_prefix(self, source, dest):
         """As Store.rename_prefix, in one rename of the directory."""
         self.check_writable(dest)
-        target = self._path(dest)
         try:
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            os.rename(self._path(source), target)
+            self.files(create=True).rename(self._path(source), self._path(dest))
         except OSError as e:
             raise _store_error(source, e) from e
 
@@ -204,10 +265,10 @@ class LocalStore(Store):
         before renaming them into place left them); the number removed."""
         self.check_writable(prefix or "/")
         removed = 0
-        for dirpath, _, filenames in os.walk(self._dir(validate_prefix(prefix))):
+        for dirpath, filenames in self._walk(prefix):
             for name in filenames:
                 if name.startswith(TEMP_PREFIX):
-                    removed += remove_stale_temp(os.path.join(dirpath, name))
+                    removed += self.files().remove_stale_temp(os.path.join(dirpath, name))
         return removed
 
     @contextlib.contextmanager
@@ -221,8 +282,9 @@ class LocalStore(Store):
         if node and not key.startswith(node + "/"):
             raise ValueError(f"key {key!r} is not below node {node!r}")
         with self.thread_lock(key):
+            files = self.files(create=True)
             if replaced_last:
-                fd = lock_file(self._path(key), key)
+                fd = files.lock_file(self._path(key), key)
                 try:
                     yield
                 finally:
@@ -230,8 +292,8 @@ class LocalStore(Store):
                 return
             rel = key[len(node) + 1:] if node else key
             node_dir = self._dir(node)
-            fd = lock_key(node_dir, rel)
+            fd = files.lock_key(node_dir, rel)
             try:
                 yield
             finally:
-                unlock_key(fd, node_dir, rel)
+                files.unlock_key(fd, node_dir, rel)

@@ -1,0 +1,249 @@
+# cython: language_level=3
+"""Bindings for csrc/zc_fs.c, zc_temp.c and zc_key_lock.c: the files of a directory store,
+opened, replaced, renamed, removed and locked below its root, confined or not. LocalStore
+reaches its files only through a FileRoot, and the compiled jobs copy its `root`, so both go
+through the same checks."""
+import errno as errno_
+import os
+
+from libc.errno cimport errno
+
+from .errors import LockUnavailableError, OutsideStoreError
+
+cdef extern from "zc_status.h":
+    int ZC_OK, ZC_ERR_SIZE, ZC_ERR_OUTSIDE
+
+cdef extern from "zc_os.h" nogil:
+    int ZC_OPEN_READ, ZC_OPEN_DIRECTORY
+    void zc_os_beneath_by_walking(int on)
+
+cdef extern from "zc_fs.h" nogil:
+    int ZC_ERR_IO
+    int zc_fs_root_open(zc_root *r, const char *path, int confined)
+    void zc_fs_root_close(zc_root *r)
+    int zc_fs_open(const zc_root *r, const char *path, int how, unsigned mode, int *fd)
+    int zc_fs_unlink(const zc_root *r, const char *path)
+    int zc_fs_rename(const zc_root *r, const char *src, const char *dst)
+    int zc_fs_mkdirs(const zc_root *r, const char *dir)
+
+cdef extern from "zc_key_lock.h" nogil:
+    const char *ZC_KEY_LOCK_FILE
+    ctypedef struct zc_key_locks:
+        int fd
+        size_t skip
+    int zc_key_locks_open(zc_key_locks *l, const zc_root *root, const char *node_dir)
+    void zc_key_locks_close(zc_key_locks *l)
+    int zc_key_lock(const zc_key_locks *l, const char *path)
+    int zc_key_unlock(const zc_key_locks *l, const char *path)
+    int zc_file_lock(const zc_root *root, const char *path, int *fd)
+    void zc_file_unlock(int fd)
+    int zc_share_like_dir(const zc_root *root, int fd, const char *path)
+
+cdef extern from "zc_temp.h" nogil:
+    const char *ZC_TEMP_PREFIX
+    int zc_temp_remove_stale(const zc_root *r, const char *tmp)
+
+cdef extern from "zc_chunk_io.h" nogil:
+    ctypedef struct zc_file_writer:
+        int fd
+    int zc_file_writer_open(zc_file_writer *w, const zc_root *root, const char *path)
+    int zc_file_writer_write(zc_file_writer *w, const unsigned char *data, size_t len)
+    int zc_file_writer_commit(zc_file_writer *w, const zc_key_locks *locks, const char *path)
+    void zc_file_writer_abort(zc_file_writer *w)
+    int zc_file_replace_locked(const zc_root *root, const zc_key_locks *locks, const char *path,
+                               const unsigned char *data, size_t len)
+
+# Names of temporary files (csrc/zc_temp.h) start with this; stores never list them.
+TEMP_PREFIX = ZC_TEMP_PREFIX.decode()
+# The lock file of a node directory (csrc/zc_key_lock.h); stores never list it either.
+LOCK_FILE = ZC_KEY_LOCK_FILE.decode()
+
+# Errors of lock calls that mean the file system has no such locks.
+_NO_LOCKS = {errno_.ENOLCK, errno_.EOPNOTSUPP, errno_.ENOSYS}
+
+
+def resolve_by_walking(bint on):
+    """Resolve confined paths by the component walk even where openat2 exists (for tests of
+    the fallback, csrc/zc_fs.h)."""
+    zc_os_beneath_by_walking(on)
+
+
+def unlock_file(int fd):
+    """Drop the lock FileRoot.lock_file took on `fd` and close it."""
+    zc_file_unlock(fd)
+
+
+cdef class FileRoot:
+    """The root directory of a directory store. Confined, it holds the root's descriptor and
+    resolves every path beneath it (csrc/zc_fs.h): a path that leads out raises
+    OutsideStoreError naming the key. Paths given to its methods are below `path`. Raises
+    FileNotFoundError when a confined root does not exist."""
+
+    def __cinit__(self):
+        self.root.confined = 0
+        self.root.fd = -1
+
+    def __init__(self, path, bint confined):
+        self.path = os.fspath(path)
+        cdef bytes p = os.fsencode(self.path)
+        if zc_fs_root_open(&self.root, p, confined) != ZC_OK:
+            raise self._error(ZC_ERR_IO, errno, self.path)
+
+    def __dealloc__(self):
+        zc_fs_root_close(&self.root)
+
+    @property
+    def confined(self):
+        return bool(self.root.confined)
+
+    def key(self, path):
+        """The store key of `path`."""
+        return os.fspath(path)[len(self.path.rstrip("/")) + 1:]
+
+    cdef _error(self, int st, int err, path):
+        if st == ZC_ERR_OUTSIDE:
+            return OutsideStoreError(
+                errno_.EXDEV, f"key {self.key(path)!r} of the confined store {self.path!r} "
+                "resolves outside the store's root")
+        if st == ZC_ERR_IO:
+            return OSError(err, os.strerror(err), path)
+        return OSError(errno_.ENAMETOOLONG, "path too long", path)
+
+    def open(self, path, bint directory=False):
+        """A descriptor of `path` below the root, for reading (a directory: for listing, and
+        NotADirectoryError when it is none)."""
+        cdef bytes p = os.fsencode(path)
+        cdef const char *pp = p
+        cdef int how = ZC_OPEN_READ | (ZC_OPEN_DIRECTORY if directory else 0)
+        cdef int fd = -1, st
+        with nogil:
+            st = zc_fs_open(&self.root, pp, how, 0, &fd)
+        if st != ZC_OK:
+            raise self._error(st, errno, path)
+        return fd
+
+    def unlink(self, path):
+        cdef bytes p = os.fsencode(path)
+        cdef int st = zc_fs_unlink(&self.root, p)
+        if st != ZC_OK:
+            raise self._error(st, errno, path)
+
+    def mkdirs(self, path):
+        """Make the directory `path` and those missing above it."""
+        cdef bytes p = os.fsencode(path)
+        cdef int st = zc_fs_mkdirs(&self.root, p)
+        if st != ZC_OK:
+            raise self._error(st, errno, path)
+
+    def rename(self, source, dest):
+        """Rename `source` to `dest`, making the directories missing above `dest`."""
+        self.mkdirs(os.path.dirname(dest))
+        cdef bytes s = os.fsencode(source)
+        cdef bytes d = os.fsencode(dest)
+        cdef int st = zc_fs_rename(&self.root, s, d)
+        if st == ZC_ERR_OUTSIDE:
+            raise OutsideStoreError(
+                errno_.EXDEV, f"renaming key {self.key(source)!r} to {self.key(dest)!r} of the "
+                f"confined store {self.path!r}: a path resolves outside the store's root")
+        if st != ZC_OK:
+            raise self._error(st, errno, source)
+
+    def replace(self, path, data, shared=False):
+        """Replace the file `path` with `data` atomically: written to a locked temporary file
+        beside it (csrc/zc_temp.h) and renamed over it; missing directories are made.
+        `shared`: the file is one others lock (lock_file), so it gets write permission for
+        whoever may write its directory."""
+        cdef bytes p = os.fsencode(path)
+        cdef const char *pp = p
+        cdef const unsigned char[::1] view = memoryview(data).cast("B") if len(data) else b"\0"
+        cdef size_t n = len(data)
+        cdef zc_key_locks none
+        cdef zc_file_writer w
+        cdef bint share = shared
+        cdef int st
+        none.fd = -1
+        with nogil:
+            if not share:
+                st = zc_file_replace_locked(&self.root, &none, pp, &view[0], n)
+            else:
+                st = zc_file_writer_open(&w, &self.root, pp)
+                if st == ZC_OK:
+                    st = zc_share_like_dir(&self.root, w.fd, pp)
+                    if st != ZC_OK:
+                        zc_file_writer_abort(&w)
+                if st == ZC_OK:
+                    st = zc_file_writer_write(&w, &view[0], n)
+                if st == ZC_OK:
+                    st = zc_file_writer_commit(&w, &none, pp)
+        if st != ZC_OK:
+            raise self._error(st, errno, path)
+
+    def remove_stale_temp(self, path):
+        """Remove the temporary file `path` unless a live writer holds it; True when removed."""
+        cdef bytes p = os.fsencode(path)
+        return zc_temp_remove_stale(&self.root, p) == 1
+
+    def lock_key(self, node_dir, key):
+        """Take the lock of `key` (relative to the node directory `node_dir`, whose lock file
+        holds it: csrc/zc_key_lock.h), waiting as long as it takes; returns the descriptor
+        that holds it, for unlock_key."""
+        cdef bytes p = os.fsencode(os.path.join(node_dir, key))
+        cdef bytes d = os.fsencode(node_dir)
+        cdef const char *dp = d
+        cdef const char *pp = p
+        cdef zc_key_locks locks
+        cdef int st
+        locks.fd = -1
+        with nogil:
+            st = zc_key_locks_open(&locks, &self.root, dp)
+            if st == ZC_OK:
+                st = zc_key_lock(&locks, pp)
+        if st == ZC_OK:
+            return locks.fd
+        err = errno
+        zc_key_locks_close(&locks)
+        lock_file = os.path.join(node_dir, LOCK_FILE)
+        if st != ZC_ERR_IO:
+            raise self._error(st, err, lock_file)
+        raise _lock_error(err, key, lock_file)
+
+    def unlock_key(self, int fd, node_dir, key):
+        """Drop the lock of `key` held on `fd` and close it. The explicit unlock matters: a
+        child forked meanwhile shares the descriptor, and closing alone would leave the lock
+        held until the child exits."""
+        cdef bytes p = os.fsencode(os.path.join(node_dir, key))
+        cdef zc_key_locks locks
+        locks.fd = fd
+        locks.skip = len(os.fsencode(node_dir)) + 1
+        zc_key_unlock(&locks, p)
+        zc_key_locks_close(&locks)
+
+    def lock_file(self, path, key):
+        """Lock the file `path` (of `key`) itself, as it is once locked (csrc/zc_key_lock.h),
+        waiting as long as it takes; returns the descriptor that holds it, for unlock_file.
+        FileNotFoundError when there is no such file."""
+        cdef bytes p = os.fsencode(path)
+        cdef const char *pp = p
+        cdef int fd = -1, st
+        with nogil:
+            st = zc_file_lock(&self.root, pp, &fd)
+        if st == ZC_ERR_IO:
+            raise _lock_error(errno, key, path)
+        if st != ZC_OK:
+            raise self._error(st, errno, path)
+        return fd
+
+
+def _lock_error(err, key, lock_file):
+    """The error of a failed lock of `key` in the file `lock_file` (errno `err`)."""
+    if err in _NO_LOCKS:
+        return LockUnavailableError(
+            err, f"cannot lock key {key!r}: the file system of {lock_file!r} does not support "
+            f"POSIX locks ({os.strerror(err)})")
+    if err == errno_.EACCES:
+        return PermissionError(
+            err, f"cannot lock key {key!r}: no write permission for {lock_file!r}, which holds "
+            "its lock; every user who writes the store needs it (chmod g+w, or o+w)")
+    if err == errno_.ENOENT:
+        return FileNotFoundError(err, f"cannot lock key {key!r}: {lock_file!r} does not exist")
+    return OSError(err, f"cannot lock key {key!r} in {lock_file!r}: {os.strerror(err)}")
