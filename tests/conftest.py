@@ -152,3 +152,13 @@ def io_config():
              for name in ("io_concurrency", "io_timeout", "io_retries")}
     yield zarrcore.config
     zarrcore.config.set(**saved)
+
+
+@pytest.fixture(scope="module")
+def check_wheel():
+    """wheels/check_wheel.py, imported as a module."""
+    spec = importlib.util.spec_from_file_location(
+        "check_wheel", os.path.join(ROOT, "wheels", "check_wheel.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

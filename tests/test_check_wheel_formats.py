@@ -1,8 +1,6 @@
 """wheels/check_wheel.py on macOS (Mach-O) and Windows (PE) extensions: what they link and
 export. PE images are real DLLs cross-built with MinGW-w64 (when it is installed); Mach-O
 images are built here byte by byte, since no Mach-O linker runs on this system."""
-import importlib.util
-import pathlib
 import shutil
 import struct
 import subprocess
@@ -12,20 +10,10 @@ import pytest
 
 pytestmark = pytest.mark.checks_linking
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-CHECKER = ROOT / "wheels" / "check_wheel.py"
 MINGW = "x86_64-w64-mingw32-gcc"
 LIBSYSTEM = "/usr/lib/libSystem.B.dylib"
 EXPORTED, PRIVATE_EXTERN, UNDEFINED = 0x0F, 0x1F, 0x01  # n_type: N_SECT|N_EXT, +N_PEXT, N_EXT
 LC_LOAD_DYLIB, LC_LOAD_WEAK_DYLIB, LC_SYMTAB = 0xC, 0x80000018, 0x2
-
-
-@pytest.fixture(scope="module")
-def check_wheel():
-    spec = importlib.util.spec_from_file_location("check_wheel", CHECKER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def macho(dylibs, symbols, weak=()):

@@ -12,18 +12,9 @@ import zarrcore
 from zarrcore.codecs import codec_from_json, codec_from_v2
 from zarrcore.errors import ChecksumError, MetadataError
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    try:
-        import zarr.codecs.numcodecs as nc  # zarr-python >= 3.1.3
-    except ImportError:
-        import numcodecs.zarr3 as nc
+from _numcodecs_zarr3 import IGNORE_WARNINGS, nc  # noqa: E402
 
-# zarr-python warns that these codecs are outside the v3 spec, numcodecs.zarr3 that it moved.
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:Numcodecs codecs are not in the Zarr version 3"),
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
-]
+pytestmark = IGNORE_WARNINGS
 
 
 def _quiet(make):

@@ -2,23 +2,12 @@
 system's C runtime (glibc's libraries on Linux), export only their PyInit_ function, and the
 public .pxd is installed."""
 import importlib.metadata
-import importlib.util
 import pathlib
 import zipfile
 
 import pytest
 
 pytestmark = pytest.mark.checks_linking
-
-CHECKER = pathlib.Path(__file__).resolve().parent.parent / "wheels" / "check_wheel.py"
-
-
-@pytest.fixture(scope="module")
-def check_wheel():
-    spec = importlib.util.spec_from_file_location("check_wheel", CHECKER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def installed_extensions():

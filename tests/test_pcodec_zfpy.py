@@ -21,17 +21,9 @@ if not hasattr(numcodecs, "ZFPY") or not hasattr(numcodecs, "PCodec"):
     pytest.skip("this numcodecs has no ZFPY/PCodec, so there is nothing to compare with",
                 allow_module_level=True)
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    try:
-        import zarr.codecs.numcodecs as nc  # zarr-python >= 3.1.3
-    except ImportError:
-        import numcodecs.zarr3 as nc
+from _numcodecs_zarr3 import IGNORE_WARNINGS, nc  # noqa: E402
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:Numcodecs codecs are not in the Zarr version 3"),
-    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
-]
+pytestmark = IGNORE_WARNINGS
 
 # name -> (dtype, numcodecs configuration without its id)
 CASES = {
