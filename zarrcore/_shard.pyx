@@ -3,7 +3,6 @@
 GIL-free job that several threads work through together."""
 cimport numpy as cnp
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer
-from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdlib cimport calloc, free, realloc
 from libc.stdint cimport int64_t
 from libc.string cimport memset
@@ -34,6 +33,41 @@ cdef void free_job_arrays(zc_shard_job *j):
             free(j.out[t])
     free(j.out)
     free(j.out_len)
+
+
+cdef class EncodedChunk:
+    """Bytes a compiled job encoded (malloc'ed), exposed read-only by the buffer protocol and
+    freed with the object."""
+
+    cdef unsigned char *data
+    cdef Py_ssize_t size
+
+    def __cinit__(self):
+        self.data = NULL
+        self.size = 0
+
+    def __getbuffer__(self, Py_buffer *buffer, int flags):
+        PyBuffer_FillInfo(buffer, self, self.data, self.size, 1, flags)
+
+    def __releasebuffer__(self, Py_buffer *buffer):
+        pass
+
+    def __dealloc__(self):
+        free(self.data)
+
+
+cdef object take_encoded(zc_shard_job *j, int64_t t):
+    """Task t's encoding, taken from the job: a read-only memoryview of the job's own output
+    (handed over without a copy), or None when all fill."""
+    if j.out[t] == NULL:
+        return None
+    cdef EncodedChunk chunk = EncodedChunk.__new__(EncodedChunk)
+    # Give back the room the encoding did not use (compressed chunks need little).
+    cdef void *shrunk = realloc(j.out[t], j.out_len[t] if j.out_len[t] else 1)
+    chunk.data = <unsigned char *>(shrunk if shrunk != NULL else j.out[t])
+    chunk.size = j.out_len[t]
+    j.out[t] = NULL
+    return memoryview(chunk)
 
 
 cdef class ShardJob:
@@ -106,16 +140,10 @@ cdef class ShardJob:
             zc_shard_write_worker(&self.j)
 
     def encoded(self):
-        """(inner chunk index, bytes or None when all fill) per task, after `work_write`."""
-        out = []
-        for t in range(self.j.ntasks):
-            data = None
-            if self.j.out[t] != NULL:
-                data = PyBytes_FromStringAndSize(<char *>self.j.out[t], self.j.out_len[t])
-                free(self.j.out[t])
-                self.j.out[t] = NULL
-            out.append((zc_shard_task_chunk(&self.j, t), data))
-        return out
+        """(inner chunk index, its encoding as take_encoded gives it) per task, after
+        `work_write`."""
+        return [(zc_shard_task_chunk(&self.j, t), take_encoded(&self.j, t))
+                for t in range(self.j.ntasks)]
 
     def error(self):
         """None, or (exception, inner chunk index) of the first failure."""
@@ -216,45 +244,10 @@ cdef class ChunkWaves:
         """Per task of the last wave (after `work_write`): its encoding (a read-only
         memoryview of the job's own output, handed over without a copy), or None when all
         fill."""
-        out = []
-        cdef EncodedChunk chunk
-        cdef void *shrunk
-        for t in self._listed.tolist():
-            data = None
-            if self.j.out[t] != NULL:
-                chunk = EncodedChunk.__new__(EncodedChunk)
-                # Give back the room the encoding did not use (compressed chunks need little).
-                shrunk = realloc(self.j.out[t], self.j.out_len[t] if self.j.out_len[t] else 1)
-                chunk.data = <unsigned char *>(shrunk if shrunk != NULL else self.j.out[t])
-                chunk.size = self.j.out_len[t]
-                self.j.out[t] = NULL
-                data = memoryview(chunk)
-            out.append(data)
-        return out
+        return [take_encoded(&self.j, t) for t in self._listed.tolist()]
 
     def error(self):
         """None, or (exception, task) of the first failure."""
         if not self.j.failed:
             return None
         return status_error(self.j.status), self.j.failed_task
-
-
-cdef class EncodedChunk:
-    """Bytes a compiled job encoded (malloc'ed), exposed read-only by the buffer protocol and
-    freed with the object."""
-
-    cdef unsigned char *data
-    cdef Py_ssize_t size
-
-    def __cinit__(self):
-        self.data = NULL
-        self.size = 0
-
-    def __getbuffer__(self, Py_buffer *buffer, int flags):
-        PyBuffer_FillInfo(buffer, self, self.data, self.size, 1, flags)
-
-    def __releasebuffer__(self, Py_buffer *buffer):
-        pass
-
-    def __dealloc__(self):
-        free(self.data)

@@ -122,6 +122,20 @@ class Codec:
         return f"{type(self).__name__}({args})"
 
 
+class NumcodecsForm(Codec):
+    """A codec stored in v2 metadata as numcodecs stores it: its `v2_id` beside its
+    configuration, taken back as keyword arguments."""
+
+    v2_id: str | None = None
+
+    @classmethod
+    def from_v2_config(cls, config):
+        return cls(**config)
+
+    def to_v2_json(self):
+        return {"id": self.v2_id, **self.configuration()}
+
+
 class ArrayArrayCodec(Codec):
     kind = "array_to_array"
 

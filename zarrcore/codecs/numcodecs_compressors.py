@@ -6,7 +6,7 @@ import bz2
 import lzma
 
 from ..errors import ChunkDecodeError, MetadataError
-from .base import BytesBytesCodec, decode_limit
+from .base import BytesBytesCodec, NumcodecsForm, decode_limit
 from .registry import register_codec
 
 
@@ -30,25 +30,19 @@ def _decompress_bounded(make_decompressor, data, limit, name):
             return b"".join(parts) if len(parts) > 1 else parts[0]
 
 
-class BZ2Codec(BytesBytesCodec):
+class BZ2Codec(NumcodecsForm, BytesBytesCodec):
     """bzip2 streams at `level` 1-9."""
 
     name = None
+    v2_id = "bz2"
 
     def __init__(self, level=1):
         if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= 9:
             raise MetadataError(f"bz2 codec: level must be an integer 1-9, got {level!r}")
         self.level = level
 
-    @classmethod
-    def from_v2_config(cls, config):
-        return cls(**config)
-
     def configuration(self):
         return {"level": self.level}
-
-    def to_v2_json(self):
-        return {"id": "bz2", "level": self.level}
 
     def encode(self, data, spec):
         return bz2.compress(memoryview(data), self.level)
@@ -62,10 +56,11 @@ class BZ2Codec(BytesBytesCodec):
             raise ChunkDecodeError(f"bz2 codec: corrupt or truncated data: {e}") from None
 
 
-class LZMACodec(BytesBytesCodec):
+class LZMACodec(NumcodecsForm, BytesBytesCodec):
     """lzma/xz streams; the parameters are those of `lzma.compress`, as numcodecs stores them."""
 
     name = None
+    v2_id = "lzma"
 
     def __init__(self, format=1, check=-1, preset=None, filters=None):
         for field, value in (("format", format), ("check", check)):
@@ -80,15 +75,8 @@ class LZMACodec(BytesBytesCodec):
         self.preset = preset
         self.filters = filters
 
-    @classmethod
-    def from_v2_config(cls, config):
-        return cls(**config)
-
     def configuration(self):
         return {"format": self.format, "check": self.check, "preset": self.preset, "filters": self.filters}
-
-    def to_v2_json(self):
-        return {"id": "lzma", **self.configuration()}
 
     def encode(self, data, spec):
         try:
@@ -109,18 +97,12 @@ class LZMACodec(BytesBytesCodec):
             raise ChunkDecodeError(f"lzma codec: corrupt or truncated data: {e}") from None
 
 
-class Base64Codec(BytesBytesCodec):
+class Base64Codec(NumcodecsForm, BytesBytesCodec):
     """Base64 text (RFC 4648's standard alphabet); decoding skips other characters, as
     numcodecs' does. The output is smaller than the input, so it needs no limit."""
 
     name = None
-
-    @classmethod
-    def from_v2_config(cls, config):
-        return cls(**config)
-
-    def to_v2_json(self):
-        return {"id": "base64"}
+    v2_id = "base64"
 
     def encode(self, data, spec):
         return base64.standard_b64encode(memoryview(data).cast("B"))

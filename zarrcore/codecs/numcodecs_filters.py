@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import _filters
 from ..errors import ChunkDecodeError, MetadataError
-from .base import ArrayArrayCodec, BytesBytesCodec, ChunkSpec
+from .base import ArrayArrayCodec, BytesBytesCodec, ChunkSpec, NumcodecsForm
 from .registry import register_codec
 
 _U1 = np.dtype(np.uint8)
@@ -52,7 +52,7 @@ def _native(dtype):
     return dtype.newbyteorder("=")
 
 
-class V2Filter(ArrayArrayCodec):
+class V2Filter(NumcodecsForm, ArrayArrayCodec):
     """A numcodecs filter; subclasses set `v2_id` and implement the flat hooks.
 
     `encoded_layout(count, dtype)` gives the encoded (length, dtype) of `count` items of
@@ -60,14 +60,6 @@ class V2Filter(ArrayArrayCodec):
     """
 
     name = None  # v2 only: no v3 name
-    v2_id: str | None = None
-
-    @classmethod
-    def from_v2_config(cls, config):
-        return cls(**config)
-
-    def to_v2_json(self):
-        return {"id": self.v2_id, **self.configuration()}
 
     def encoded_layout(self, count, dtype):
         raise NotImplementedError

@@ -15,7 +15,7 @@ import numpy as np
 from .. import _filters
 from ..config import config
 from ..errors import ChunkDecodeError, MetadataError, ZarrcoreError
-from .base import ArrayBytesCodec, into
+from .base import ArrayBytesCodec, NumcodecsForm, into
 from .registry import register_codec
 
 
@@ -40,18 +40,10 @@ def _chunk_items(items, shape, what):
     return out
 
 
-class _ObjectCodec(ArrayBytesCodec):
+class _ObjectCodec(NumcodecsForm, ArrayBytesCodec):
     """An object codec of v2 arrays only: known by its numcodecs id, for object data types."""
 
     name = None
-    v2_id: str | None = None
-
-    @classmethod
-    def from_v2_config(cls, config):
-        return cls(**config)
-
-    def to_v2_json(self):
-        return {"id": self.v2_id, **self.configuration()}
 
     def resolve(self, spec):
         if np.dtype(spec.dtype).kind != "O":

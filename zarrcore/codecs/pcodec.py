@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from ..errors import ChunkDecodeError, MetadataError
-from .base import ArrayBytesCodec, into, stored_numbers
+from .base import ArrayBytesCodec, NumcodecsForm, into, stored_numbers
 from .registry import register_codec
 
 # The types numcodecs' PCodec writes (Pco refuses 8-bit types unless asked to take them).
@@ -22,7 +22,7 @@ def _pcodec():
     return pcodec
 
 
-class PcodecCodec(ArrayBytesCodec):
+class PcodecCodec(NumcodecsForm, ArrayBytesCodec):
     """`pcodec` with numcodecs' parameters and defaults. They matter only for encoding, where
     Pco checks them; reading needs none."""
 
@@ -38,17 +38,10 @@ class PcodecCodec(ArrayBytesCodec):
         self.delta_encoding_order = delta_encoding_order
         self.equal_pages_up_to = equal_pages_up_to
 
-    @classmethod
-    def from_v2_config(cls, config):
-        return cls(**config)
-
     def configuration(self):
         return {"level": self.level, "mode_spec": self.mode_spec, "delta_spec": self.delta_spec,
                 "paging_spec": self.paging_spec, "delta_encoding_order": self.delta_encoding_order,
                 "equal_pages_up_to": self.equal_pages_up_to}
-
-    def to_v2_json(self):
-        return {"id": self.v2_id, **self.configuration()}
 
     def resolve(self, spec):
         dtype = stored_numbers(spec.dtype)

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ..errors import ChunkDecodeError, MetadataError
-from .base import ArrayBytesCodec, into, stored_numbers
+from .base import ArrayBytesCodec, NumcodecsForm, into, stored_numbers
 from .registry import register_codec
 
 _DTYPES = frozenset(np.dtype(t) for t in ("f4", "f8", "i4", "i8"))
@@ -30,7 +30,7 @@ def _zfpy():
     return zfpy
 
 
-class ZfpyCodec(ArrayBytesCodec):
+class ZfpyCodec(NumcodecsForm, ArrayBytesCodec):
     """`zfpy` with numcodecs' parameters: `mode` 2 (fixed rate), 3 (fixed precision) or 4
     (fixed accuracy; tolerance -1 is lossless) and the value that mode takes."""
 
@@ -47,10 +47,6 @@ class ZfpyCodec(ArrayBytesCodec):
                 raise MetadataError(f"zfpy codec: {field} must be a number, got {value!r}")
         self.mode, self.tolerance, self.rate, self.precision = mode, tolerance, rate, precision
 
-    @classmethod
-    def from_v2_config(cls, config):
-        return cls(**config)
-
     def _compression_kwargs(self):
         field = _MODE_KWARG.get(self.mode)
         return None if field is None else {field: getattr(self, field)}
@@ -61,9 +57,6 @@ class ZfpyCodec(ArrayBytesCodec):
         if kwargs is not None:
             config["compression_kwargs"] = kwargs
         return {**config, "tolerance": self.tolerance, "rate": self.rate, "precision": self.precision}
-
-    def to_v2_json(self):
-        return {"id": self.v2_id, **self.configuration()}
 
     def resolve(self, spec):
         dtype = stored_numbers(spec.dtype)
