@@ -129,8 +129,10 @@ def test_links_out_of_a_confined_store_are_refused_everywhere(tmp_path, resolver
         lambda: a.native_handle().write((2, 0), np.full((2, 4), 8, "u1")),
         lambda: a.native_handle().write((3, 1), np.full((1, 1), 8, "u1")),
     ]
+    # Behind a linked directory every chunk of row 1 is outside, and threads may meet any first.
+    refused_key = "c/1/0" if target == "file" else r"c/1/\d"
     for i, op in enumerate(escapes):
-        with pytest.raises(OutsideStoreError, match="c/1/0"):
+        with pytest.raises(OutsideStoreError, match=refused_key):
             op()
         assert {p.name: p.read_bytes() for p in (tmp_path / "outside").iterdir()} == before, i
     np.testing.assert_array_equal(a[0:2, :], 6 if shards is None else a[0:2, :])
