@@ -6,7 +6,9 @@ through the same checks."""
 import errno as errno_
 import os
 
-from libc.errno cimport errno
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from libc.errno cimport EINTR, errno
+from libc.stddef cimport ptrdiff_t
 
 from .errors import LockUnavailableError, OutsideStoreError
 
@@ -15,7 +17,10 @@ cdef extern from "zc_status.h":
 
 cdef extern from "zc_os.h" nogil:
     int ZC_OPEN_READ, ZC_OPEN_DIRECTORY
+    unsigned long long ZC_LOCK_WHOLE
     void zc_os_beneath_by_walking(int on)
+    ptrdiff_t zc_os_pread(int fd, void *buf, size_t len, unsigned long long at)
+    int zc_os_lock(int fd, unsigned long long at, int exclusive, int wait)
 
 cdef extern from "zc_fs.h" nogil:
     int ZC_ERR_IO
@@ -68,6 +73,40 @@ def resolve_by_walking(bint on):
     zc_os_beneath_by_walking(on)
 
 
+def pread(int fd, Py_ssize_t size, unsigned long long offset):
+    """`size` bytes of the file `fd` from `offset` (fewer only at its end), read without the
+    GIL through csrc/zc_os.h: os.pread for Pythons without it (Windows, where the read moves
+    the descriptor's file position)."""
+    if size < 0:
+        raise ValueError("negative size")
+    data = PyBytes_FromStringAndSize(NULL, size)
+    cdef char *buf = PyBytes_AS_STRING(data)
+    cdef Py_ssize_t got = 0
+    cdef ptrdiff_t n = 0
+    with nogil:
+        while got < size:
+            n = zc_os_pread(fd, buf + got, <size_t>(size - got), offset + <unsigned long long>got)
+            if n > 0:
+                got += n
+            elif n == 0 or errno != EINTR:
+                break
+    if n < 0:
+        raise OSError(errno, os.strerror(errno))
+    return data if got == size else data[:got]
+
+
+def try_lock_whole(int fd):
+    """Lock the open file `fd` exclusively, as a whole, if no other open file of it holds such
+    a lock (csrc/zc_os.h: on Windows one byte far past the data, so readers are not barred):
+    True when taken. Closing the file drops it. fcntl.flock for Pythons without fcntl."""
+    cdef int st
+    with nogil:
+        st = zc_os_lock(fd, ZC_LOCK_WHOLE, 1, 0)
+    if st < 0:
+        raise OSError(errno, os.strerror(errno))
+    return st == 1
+
+
 def unlock_file(int fd):
     """Drop the lock FileRoot.lock_file took on `fd` and close it."""
     zc_file_unlock(fd)
@@ -98,7 +137,8 @@ cdef class FileRoot:
 
     def key(self, path):
         """The store key of `path`."""
-        return os.fspath(path)[len(self.path.rstrip("/")) + 1:]
+        rel = os.fspath(path)[len(self.path.rstrip("/" + os.sep)) + 1:]
+        return rel.replace(os.sep, "/")
 
     cdef _error(self, int st, int err, path):
         if st == ZC_ERR_OUTSIDE:

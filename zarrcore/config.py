@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from . import _memory
+from ._portable import at_fork_in_child
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
@@ -246,7 +247,7 @@ class _Restore:
 
 
 config = Config()
-os.register_at_fork(after_in_child=config._after_fork_in_child)
+at_fork_in_child(config._after_fork_in_child)
 
 
 _working = threading.local()  # .active: the thread runs run_workers' `work` as its caller

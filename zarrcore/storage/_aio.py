@@ -8,6 +8,7 @@ import queue
 import threading
 import time
 
+from .._portable import at_fork_in_child
 from ..errors import StoreError
 
 _loop = None
@@ -21,7 +22,7 @@ def _forget_loop_in_child():
     _loop_guard = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_forget_loop_in_child)
+at_fork_in_child(_forget_loop_in_child)
 
 
 def _settle_at_exit():

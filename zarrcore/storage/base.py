@@ -4,6 +4,7 @@ import errno
 import os
 import threading
 
+from .._portable import at_fork_in_child
 from ..errors import InvalidKeyError, LockUnavailableError, ReadOnlyError, StoreError
 
 
@@ -41,7 +42,7 @@ def _forget_key_locks_in_child():
     _KEY_LOCKS_GUARD = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_forget_key_locks_in_child)
+at_fork_in_child(_forget_key_locks_in_child)
 
 
 class _KeyReader:

@@ -5,6 +5,7 @@ import stat
 import threading
 
 from .._files import LOCK_FILE, TEMP_PREFIX, FileRoot, unlock_file
+from .. import _portable
 from ..errors import StoreError, ZarrcoreError
 from .base import Store, validate_key, validate_prefix
 
@@ -30,7 +31,7 @@ class _FileReader:
             lo, hi, _ = slice(start, stop).indices(self.size)
             parts = []
             while lo < hi:  # one pread returns at most about 2 GiB
-                part = os.pread(self._fd, hi - lo, lo)
+                part = _portable.pread(self._fd, hi - lo, lo)
                 if not part:
                     break
                 parts.append(part)
@@ -204,15 +205,15 @@ class LocalStore(Store):
 
     def _walk(self, prefix):
         """(directory path, names of its files) of every directory below `prefix`'s, walked
-        from a descriptor of it (os.fwalk: links to directories are not descended into)."""
+        from a descriptor of it where the system allows (links to directories are not
+        descended into: _portable.walk_files)."""
         prefix = validate_prefix(prefix)
         top = self._dir(prefix)
         fd = self._open(prefix, top, directory=True)
         if fd is None:
             return
         try:
-            for dirpath, _, filenames, _ in os.fwalk(".", dir_fd=fd):
-                yield os.path.normpath(os.path.join(top, dirpath)), filenames
+            yield from _portable.walk_files(fd, top)
         except OSError as e:
             raise _store_error(prefix, e) from e
         finally:
@@ -233,7 +234,7 @@ class LocalStore(Store):
         if fd is None:
             return []
         try:
-            return sorted(self._visible(base, os.listdir(fd)))
+            return sorted(self._visible(base, _portable.list_names(fd, base)))
         except OSError as e:
             raise _store_error(prefix, e) from e
         finally:

@@ -15,7 +15,6 @@ Write semantics (those of a zip file, and of zarr-python's ZipStore):
   the file); threads of that process may write and read it at once.
 """
 import errno
-import fcntl
 import os
 import struct
 import threading
@@ -24,6 +23,7 @@ import warnings
 import weakref
 import zipfile
 
+from .. import _portable
 from ..errors import StoreError
 from .base import Store, validate_key, validate_prefix
 
@@ -109,19 +109,25 @@ class ZipStore(Store):
         try:
             if mode == "a" and not os.path.exists(self.path):
                 mode = "w"
-            fp = open(self.path, {"r": "rb", "a": "r+b", "w": "w+b"}[mode])
+            if mode == "r":
+                fp = open(self.path, "rb")
+            else:  # emptied ("w") only once locked: another writer may be using it
+                flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0)
+                fp = open(os.open(self.path, flags, 0o666), "r+b")
             try:
-                if mode != "r":
-                    fcntl.flock(fp.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if mode != "r" and not _portable.try_lock_exclusive(fp.fileno()):
+                    raise StoreError(errno.EBUSY, f"{self!r}: another process is writing this "
+                                                  f"zip (or another ZipStore of it, not closed)")
+                if mode == "w":
+                    fp.truncate(0)
                 zf = zipfile.ZipFile(fp, mode, compression=self.compression, allowZip64=True)
             except BaseException:
                 fp.close()
                 raise
-        except BlockingIOError as e:
-            raise StoreError(errno.EBUSY, f"{self!r}: another process is writing this zip "
-                                          f"(or another ZipStore of it, not closed)") from e
         except zipfile.BadZipFile as e:
             raise StoreError(errno.EIO, f"{self!r}: not a readable zip file: {e}") from e
+        except StoreError:
+            raise
         except OSError as e:
             raise StoreError(e.errno, f"{self!r}: {e.strerror or e}") from e
         if self._mode == "w":
@@ -129,7 +135,7 @@ class ZipStore(Store):
         self._state[:] = [zf, fp]
         # Closes the ZipFile (and so its file and lock) when the store is collected or at exit.
         self._finalizer = weakref.finalize(self, _close_zip, self._state)
-        self._fd = os.dup(zf.fp.fileno())
+        self._fd = _portable.reading_descriptor(zf.fp.fileno(), self.path)
         return zf
 
     def _member(self, key):
@@ -149,7 +155,7 @@ class ZipStore(Store):
                 return "compressed"
             if zf.mode != "r":
                 zf.fp.flush()
-            header = os.pread(self._fd, _LOCAL_HEADER_SIZE, info.header_offset)
+            header = _portable.pread(self._fd, _LOCAL_HEADER_SIZE, info.header_offset)
             if len(header) < _LOCAL_HEADER_SIZE:
                 raise StoreError(errno.EIO, f"key {key!r} of {self!r}: truncated zip member")
             signature, name_len, extra_len = _LOCAL_HEADER.unpack(header)
@@ -179,7 +185,7 @@ class ZipStore(Store):
         for start, stop in ranges:
             lo, hi, _ = slice(start, stop).indices(size)
             want = max(hi - lo, 0)
-            data = os.pread(self._fd, want, offset + lo) if want else b""
+            data = _portable.pread(self._fd, want, offset + lo) if want else b""
             if len(data) != want:
                 raise StoreError(errno.EIO, f"key {key!r} of {self!r}: zip member cut short")
             out.append(data)
