@@ -101,3 +101,52 @@ def test_out_is_filled_as_given():
     out = np.zeros((3, 4), dtype="i2")
     assert a.get_basic_selection(..., out=out) is out
     np.testing.assert_array_equal(out, np.arange(12).reshape(3, 4))
+
+
+@pytest.mark.parametrize("case", sorted(CREATES))
+def test_global_array_order_as_zarr_python(case, tmp_path):
+    """config.set({"array.order": "F"}) as zarr-python 3.1 takes it: v3 arrays created or
+    opened meanwhile without an order of their own read F-ordered, arrays opened before keep
+    their order, new v2 arrays store it unless given `order`, and opened v2 arrays follow their
+    stored order."""
+    kwargs = dict(shape=(4, 6), chunks=(2, 4), dtype="i4", fill_value=0, **CREATES[case])
+    values = np.arange(24, dtype="i4").reshape(4, 6)
+    paths = {"ours": tmp_path / "ours", "theirs": tmp_path / "theirs"}
+    assert zarrcore.config.get("array.order") == zarr.config.get("array.order") == "C"
+    before = {"ours": zarrcore.create_array({}, shape=(2, 2), dtype="u1"),
+              "theirs": _quiet(lambda: zarr.create_array({}, shape=(2, 2), dtype="u1"))}
+    with zarrcore.config.set({"array.order": "F"}), zarr.config.set({"array.order": "F"}):
+        assert zarrcore.config.get("array.order") == zarrcore.config.array_order == "F"
+        ours = zarrcore.create_array(paths["ours"], **kwargs)
+        theirs = _quiet(lambda: zarr.create_array(paths["theirs"], **kwargs))
+        ours[:], theirs[:] = values, values
+        handles = [(ours, theirs), (zarrcore.open_array(paths["ours"]),
+                                    _quiet(lambda: zarr.open_array(paths["theirs"])))]
+        assert before["ours"].order == before["theirs"].order == "C"
+        assert before["ours"][:].flags.c_contiguous
+    handles.append((zarrcore.open_array(paths["ours"]), _quiet(lambda: zarr.open_array(paths["theirs"]))))
+    if CREATES[case]["zarr_format"] == 2:
+        assert ours.metadata.order == theirs.metadata.order
+    for handle_ours, handle_theirs in handles:
+        assert handle_ours.order == handle_theirs.order
+        assert handle_ours.config["order"] == handle_theirs.config.order
+        got, want = _reads(handle_ours), _quiet(lambda: _reads(handle_theirs))
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+            assert _layout(got[name]) == _layout(want[name]), (name, case)
+    v3 = CREATES[case]["zarr_format"] == 3
+    assert [h.order for h, _ in handles] == ["C" if case == "v3_config_C" else "F", "F",
+                                             "C" if v3 else "F"]
+
+
+def test_global_array_order_for_zarr_2_style_creation_and_groups():
+    with zarrcore.config.set({"array.order": "F"}), zarr.config.set({"array.order": "F"}):
+        ours = [zarrcore.create(shape=(3, 4), dtype="i4", zarr_format=2),
+                zarrcore.open_group({}, mode="w", zarr_format=2).create_array("x", shape=(3,), dtype="i4")]
+        theirs = _quiet(lambda: [
+            zarr.create(shape=(3, 4), dtype="i4", zarr_format=2),
+            zarr.open_group({}, mode="w", zarr_format=2).create_array("x", shape=(3,), dtype="i4")])
+    assert [a.metadata.order for a in ours] == [a.metadata.order for a in theirs] == ["F", "F"]
+    with pytest.raises(ValueError, match="array_order"):
+        zarrcore.config.set({"array.order": "K"})
+    assert zarrcore.config.array_order == "C"

@@ -13,6 +13,7 @@ from .array import Array
 from .codecs import ZstdCodec
 from .codecs.base import ChunkSpec
 from .codecs.sharding import ShardingCodec
+from .config import config as global_config
 from .errors import NodeExistsError, NodeNotFoundError
 from .group import Group, open_node
 from .metadata.common import check_attributes
@@ -168,8 +169,9 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
     fill_value : scalar, optional
         The value of elements never written (default: the type's zero, empty or NaT).
     order : {"C", "F"}, optional
-        The memory order of chunks (format 2), which reads of it return too; a format 3
-        array warns and ignores it, as zarr-python does (see `config`).
+        The memory order of chunks (format 2; default `zarrcore.config.array_order`), which
+        reads of it return too; a format 3 array warns and ignores it, as zarr-python does
+        (see `config`).
     zarr_format : {2, 3}, optional
         The format to write.
     attributes : Mapping, optional
@@ -241,7 +243,7 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
 
         metadata = create_metadata_v2(
             shape=shape, data_type=data_type, chunks=chunks, filters=filters,
-            compressors=compressors, fill_value=fill_value, order=order or "C",
+            compressors=compressors, fill_value=fill_value, order=order or global_config.array_order,
             attributes=attributes or {}, chunk_key_encoding=chunk_key_encoding,
         )
     elif zarr_format == 3:

@@ -145,10 +145,11 @@ class Array(nodes.Node):
     @property
     def order(self) -> str:
         """The memory order of the arrays reads return, as zarr-python's: a v2 array's stored
-        `order`; for v3, the array's `config` order ("C" unless set)."""
+        `order`; for v3, the array's `config` order (unless set, `zarrcore.config.array_order`
+        when the array was opened)."""
         if self._metadata.zarr_format == 2:
             return str(self._metadata.order)
-        return self._config["order"] or "C"
+        return str(self._config["order"])
 
     @property
     def codecs(self) -> tuple[Codec, ...]:
@@ -291,7 +292,7 @@ class Array(nodes.Node):
     def config(self) -> dict[str, Any]:
         """This array's own settings: `write_empty_chunks` (None: follow zarrcore.config) and
         `order` (the memory order of what reads of a v3 array return)."""
-        return {**self._config, "order": self._config["order"] or "C"}
+        return dict(self._config)
 
     def with_config(self, config: Mapping[str, Any]) -> Array:
         """The same array with some of its own settings changed (as zarr-python's).
@@ -302,7 +303,7 @@ class Array(nodes.Node):
             `write_empty_chunks`: store chunks that hold only the fill value (True) or leave
             them out (False); None follows `zarrcore.config`. `order`: "C" or "F", the
             memory order of the arrays reads return (v3; a v2 array's stored order decides
-            for it, as in zarr-python).
+            for it, as in zarr-python); None takes `zarrcore.config.array_order`.
 
         Returns
         -------
@@ -1103,7 +1104,8 @@ def _config_items(config: Any) -> dict[str, Any]:
 
 
 def _array_config(config: Any) -> dict[str, Any]:
-    """An array's own settings, checked, from `_config_items`' forms."""
+    """An array's own settings, checked, from `_config_items`' forms; an order not given is
+    zarrcore.config's now (zarr-python's "array.order" when the array is opened)."""
     config = _config_items(config)
     unknown = set(config) - {"write_empty_chunks", "order"}
     if unknown:
@@ -1112,4 +1114,8 @@ def _array_config(config: Any) -> dict[str, Any]:
     order = config.get("order")
     if order not in (None, "C", "F"):
         raise ValueError(f"array config: order must be 'C' or 'F', not {order!r}")
+    if order is None:
+        from .config import config as global_config
+
+        order = global_config.array_order
     return {"write_empty_chunks": None if write_empty is None else bool(write_empty), "order": order}

@@ -67,8 +67,8 @@ def _default_pool_bytes() -> int:
 class Config:
     """Process-wide settings. Attribute reads are cheap; `set` validates.
 
-    The options, each an attribute: `num_threads`, `write_empty_chunks`, `shard_write_order`,
-    `confine_local_stores`, `allow_pickle`, `buffer_pool_bytes`, `io_concurrency`,
+    The options, each an attribute: `num_threads`, `write_empty_chunks`, `array_order`,
+    `shard_write_order`, `confine_local_stores`, `allow_pickle`, `buffer_pool_bytes`, `io_concurrency`,
     `io_timeout`, `io_retries`, `max_dimensions`, `max_chunk_bytes` and
     `max_shard_index_entries`; the module's documentation names their environment variables.
     """
@@ -81,6 +81,10 @@ class Config:
     def __init__(self) -> None:
         self.num_threads = _env_int("ZARRCORE_NUM_THREADS", os.cpu_count() or 1, 1)
         self.write_empty_chunks = False
+        # The memory order ("C" or "F") of what reads return, for v3 arrays opened or created
+        # without an order of their own (their `config`), and the order new v2 arrays store
+        # when `order` is not given: zarr-python's "array.order".
+        self.array_order = "C"
         # Order in which a shard's inner chunks are laid out on write ("C" or "morton"); not stored.
         self.shard_write_order = "C"
         # Stores made from a path refuse keys that resolve outside their root (LocalStore's
@@ -114,8 +118,8 @@ class Config:
     def set(self, options: Mapping[str, Any] | None = None, **kwargs: Any) -> _Restore:
         """Set options, given as a dict, as keywords or both.
 
-        zarr-python's names ("array.write_empty_chunks", "threading.max_workers",
-        "async.concurrency", "async.timeout") work too. Nothing changes when one is invalid.
+        zarr-python's names ("array.write_empty_chunks", "array.order",
+        "threading.max_workers", "async.concurrency", "async.timeout") work too. Nothing changes when one is invalid.
 
         Parameters
         ----------
@@ -181,6 +185,9 @@ class Config:
         elif name in ("write_empty_chunks", "confine_local_stores", "allow_pickle",
                       "unsafe_partial_writes"):
             value = bool(value)
+        elif name == "array_order":
+            if value not in ("C", "F"):
+                raise ValueError(f"array_order must be 'C' or 'F', not {value!r}")
         elif name == "shard_write_order":
             if value not in ("C", "morton"):
                 raise ValueError("shard_write_order must be 'C' or 'morton'")
@@ -220,13 +227,14 @@ class Config:
 
 
 _OPTIONS = frozenset([
-    "num_threads", "write_empty_chunks", "shard_write_order", "confine_local_stores",
-    "allow_pickle", "unsafe_partial_writes", "buffer_pool_bytes", "io_concurrency", "io_timeout",
+    "num_threads", "write_empty_chunks", "array_order", "shard_write_order",
+    "confine_local_stores", "allow_pickle", "unsafe_partial_writes", "buffer_pool_bytes", "io_concurrency", "io_timeout",
     "io_retries", *LIMITS,
 ])
 # zarr-python's names of the options that mean the same here.
 _ALIASES = {
     "array.write_empty_chunks": "write_empty_chunks",
+    "array.order": "array_order",
     "threading.max_workers": "num_threads",
     "async.concurrency": "io_concurrency",
     "async.timeout": "io_timeout",
