@@ -3,13 +3,13 @@ a fixed delay, get_many and set_many running requests concurrently; optionally c
 writes (get_versioned/set_if), in memory or in a directory that several processes share.
 They count requests and bytes."""
 import concurrent.futures
-import fcntl
 import hashlib
 import os
 import threading
 import time
 
 import zarrcore
+from zarrcore import _portable
 from zarrcore.storage.base import validate_key
 
 
@@ -155,7 +155,8 @@ class DirectoryVersionedStore(zarrcore.LocalStore):
 
     def set_if(self, key, value, version):
         with open(self._cas_path, "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+            while not _portable.try_lock_exclusive(lock.fileno()):
+                time.sleep(0.001)
             current = self.get(key)
             found = None if current is None else hashlib.sha256(current).hexdigest()
             if found != version:

@@ -37,9 +37,16 @@ def pytest_configure(config):
         "markers", "measures_memory: asserts on RSS, which AddressSanitizer's shadow memory inflates")
     config.addinivalue_line(
         "markers", "checks_linking: asserts on how the extensions link, which a sanitized build changes")
+    config.addinivalue_line(
+        "markers", "posix(reason): needs what only POSIX systems have (the reason); skipped on Windows")
 
 
 def pytest_collection_modifyitems(config, items):
+    if sys.platform == "win32":
+        for item in items:
+            marker = item.get_closest_marker("posix")
+            if marker:
+                item.add_marker(pytest.mark.skip(reason=f"POSIX only: {marker.args[0]}"))
     if not ASAN:
         return
     reasons = {

@@ -11,6 +11,9 @@ import zarrcore
 from zarrcore._files import resolve_by_walking
 from zarrcore.errors import OutsideStoreError
 
+pytestmark = pytest.mark.posix("symbolic links need a privilege on Windows, where confinement is "
+                               "checked after the open (wheels/README.md)")
+
 
 @pytest.mark.parametrize("shards", [None, (2, 4)], ids=["chunks", "shards"])
 def test_symlinks_out_of_the_store_are_followed_by_default(tmp_path, shards):

@@ -1,7 +1,6 @@
 """Key locks live with the data: a lock file in each node's directory, keyed by the key's path
 below it, so processes that reach a store by different paths (a symlink, another TMPDIR,
 another store root) exclude each other, and every user who can write the store can lock."""
-import fcntl
 import multiprocessing
 import os
 import shutil
@@ -69,6 +68,7 @@ def test_lock_file_lives_in_the_node_directory_and_is_never_listed(tmp_path):
     assert LOCK_FILE not in store.list_dir("grp/arr")
 
 
+@pytest.mark.posix("symbolic links need a privilege on Windows")
 def test_processes_through_a_symlink_and_other_tmpdirs_lose_nothing(tmp_path):
     """Two processes write through the real path with one TMPDIR, two through a symlink with
     another, and one through a store rooted above the array: all write rows of one array."""
@@ -90,6 +90,7 @@ def test_processes_through_a_symlink_and_other_tmpdirs_lose_nothing(tmp_path):
     assert lost_rows(a) == 0
 
 
+@pytest.mark.posix("POSIX permission bits and umask")
 @pytest.mark.parametrize("dir_mode, lock_mode", [
     (0o755, 0o600), (0o775, 0o660), (0o777, 0o666), (0o2770, 0o660),
 ])
@@ -224,9 +225,12 @@ def test_a_store_that_cannot_lock_fails_loudly():
 
 # -- temporary files ---------------------------------------------------------------------------
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork for the live writer")
 def test_stale_temporary_files_go_with_a_listing_and_live_ones_stay(tmp_path):
     """A temporary file no one holds (its writer was killed) is removed when a writable store
     lists its directory; one a live writer holds stays; a read-only store removes nothing."""
+    import fcntl
+
     a = zarrcore.create_array(str(tmp_path / "a"), shape=(8,), dtype="u1", chunks=(4,))
     a[...] = 1
     stale = tmp_path / "a" / "c" / (TEMP_PREFIX + "dead-1")

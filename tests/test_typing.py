@@ -1,6 +1,7 @@
 """Type check: mypy over the package and over typing_usage.py, which uses the public API as a
 user would. Any type error fails the test. The cache lives under the temporary directory: a
 first run takes about 20-40 s, later runs about a second."""
+import getpass
 import os
 import subprocess
 import sys
@@ -14,7 +15,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_mypy_package_and_usage():
-    cache = os.path.join(tempfile.gettempdir(), f"zarrcore-mypy-cache-{os.getuid()}")
+    cache = os.path.join(tempfile.gettempdir(), f"zarrcore-mypy-cache-{getpass.getuser()}")
     result = subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", os.path.join(ROOT, "pyproject.toml"),
          "--cache-dir", cache, "--no-error-summary", "--hide-error-context",
