@@ -19,6 +19,15 @@ from zarrcore.storage import LocalStore, ZipStore
 POSIX_CALLS = [(os, "pread"), (os, "fwalk"), (os, "register_at_fork")]
 
 
+def _on_threads(target, n):
+    """Run target(0) ... target(n - 1) on threads of their own, all at once."""
+    threads = [threading.Thread(target=target, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 @pytest.fixture
 def remove_posix_calls(monkeypatch):
     """A function that takes the POSIX calls away and chooses _portable again, as a Python
@@ -72,11 +81,7 @@ def test_compiled_pread(tmp_path):
                 if _files.pread(fd, 64, lo) != data[lo:lo + 64]:
                     errors.append(lo)
 
-        threads = [threading.Thread(target=read, args=(n,)) for n in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        _on_threads(read, 4)
         assert errors == []
     finally:
         os.close(fd)
@@ -224,11 +229,7 @@ def test_zip_store_writers_across_threads(fallbacks, tmp_path):
         except StoreError:
             outcomes.append(None)
 
-    threads = [threading.Thread(target=open_writer, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _on_threads(open_writer, 4)
     winners = [s for s in outcomes if s is not None]
     assert len(winners) == 1 and len(outcomes) == 4
     store = winners[0]
@@ -241,11 +242,7 @@ def test_zip_store_writers_across_threads(fallbacks, tmp_path):
             if store.get(key) != value or store.get(key, 1, 5) != value[1:5]:
                 failures.append(key)
 
-    threads = [threading.Thread(target=append_and_read, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    _on_threads(append_and_read, 4)
     store.close()
     assert failures == []
     with zipfile.ZipFile(path) as zf:
