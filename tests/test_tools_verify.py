@@ -177,3 +177,31 @@ def test_consolidated_metadata_is_checked_against_the_nodes(tmp_path, fmt):
     assert found == [("consolidated", key, "does not list the node 's/new'"),
                      ("consolidated", key, "lists 'gone', which is no node"),
                      ("consolidated", key, "metadata of 's/b' differs from the node's own")]
+
+
+@pytest.mark.parametrize("compressors", [ZSTD_CHECKSUM, [{"name": "crc32c"}],
+                                         [{"name": "gzip", "configuration": {"level": 1}}]])
+def test_unsharded_chunks_decode_in_boxes_without_a_python_call_each(tmp_path, monkeypatch,
+                                                                       compressors):
+    """Chunks of arrays that are not sharded are checked a box of the grid at a time (the
+    compiled batch on a directory), and the damaged ones in a box are still each named."""
+    path = tmp_path / "a.zarr"
+    a = zarrcore.create_array(str(path), shape=(60, 50), dtype="i2", chunks=(3, 5),
+                              compressors=compressors)
+    a[:] = np.arange(3000, dtype="i2").reshape(60, 50)
+    a[:30, :25] = 0  # 50 chunks of fill, not stored: a box half empty still reads as one
+    calls = []
+    decode = zarrcore.pipeline.CodecChain.decode
+    monkeypatch.setattr(zarrcore.pipeline.CodecChain, "decode",
+                        lambda self, *args, **kw: calls.append(1) or decode(self, *args, **kw))
+    report = zarrcore.verify(str(path))
+    assert report.ok and report.objects == 150
+    assert report.stored_bytes == sum(p.stat().st_size for p in (path / "c").rglob("*") if p.is_file())
+    assert len(calls) < 5, len(calls)  # not one per chunk
+    damaged = {"c/0/9", "c/19/0", "c/19/9"}
+    for key in damaged:
+        _flip(path / key, len((path / key).read_bytes()) // 2)
+    report = zarrcore.verify(str(path))
+    assert {p.key for p in report.problems} == damaged
+    assert all(p.kind == "corrupt" for p in report.problems)
+    assert report.objects == 150

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from ..array import Array
 from ..codecs.sharding import ShardingCodec
@@ -28,7 +31,8 @@ if TYPE_CHECKING:
     from ..group import Group
     from ..storage import Store
 
-# Each shard is decoded in slabs of inner chunks of about this many bytes.
+# Each shard is decoded in slabs of inner chunks of about this many bytes, and the chunks of
+# arrays that are not sharded in boxes of about as many.
 SLAB_BYTES = 64 << 20
 
 
@@ -143,25 +147,29 @@ def verify(source: StoreLike | Array | Group, path: str = "", *, missing: bool =
         if missing:
             report.problems.extend(Problem("missing", keys.chunks.key(c), "not stored")
                                    for c in keys.all_coords() if c not in found)
-        arrays.append((keys, sorted(found.values())))
+        arrays.append((keys, found))
 
     for node_path, meta in found_nodes.items():
         if meta.node_type == "group":
             report.problems.extend(_check_consolidated(store, node_path, found_nodes))
-    total = sum(store.getsize(k) or 0 for _, ks in arrays for k in ks) if progress is not False else 0
-    count = sum(len(ks) for _, ks in arrays)
-    items = ((keys, key) for keys, ks in arrays for key in ks)
+    total = (sum(store.getsize(k) or 0 for _, found in arrays for k in found.values())
+             if progress is not False else 0)
+    count = sum(len(found) for _, found in arrays)
+    items = ((keys, group) for keys, found in arrays for group in _groups(keys, found))
 
-    def check(item: tuple[ChunkKeys, str]) -> tuple[int, list[Problem]]:
-        keys, key = item
-        return _check_object(keys, key, missing)
+    def check(item: tuple[ChunkKeys, list[tuple[tuple, str]]]) -> tuple[int, list[Problem]]:
+        keys, group = item
+        if len(group) == 1:
+            return _check_object(keys, group[0][1], missing)
+        return _check_box(keys, group, missing)
 
-    def done(item: tuple[ChunkKeys, str], result: tuple[int, list[Problem]]) -> None:
+    def done(item: tuple[ChunkKeys, list[tuple[tuple, str]]],
+             result: tuple[int, list[Problem]]) -> None:
         nbytes, problems = result
-        report.objects += 1
+        report.objects += len(item[1])
         report.stored_bytes += nbytes
         report.problems.extend(problems)
-        bar.update(nbytes)
+        bar.update(nbytes, len(item[1]))
 
     with Progress(total, count, "verify", progress) as bar:
         run_bounded(check, items, 2 * config.num_threads, done)
@@ -206,6 +214,61 @@ def _check_consolidated(store: Store, group_path: str,
     problems += [Problem("consolidated", where, f"does not list the node {rel!r}")
                  for rel in sorted(set(below) - set(listed_paths))]
     return problems
+
+
+def _groups(keys: ChunkKeys, found: dict[tuple, str]) -> list[list[tuple[tuple, str]]]:
+    """The stored objects `found` ({coords: key}) in groups checked together: for arrays that
+    are not sharded, the chunks in each box of the grid of about SLAB_BYTES, where they fill at
+    least half of it (a sparse box would cost the filling of its absent chunks); single
+    objects otherwise, and for shards (each checked by its own slabs)."""
+    ordered = sorted(found.items(), key=lambda item: item[1])
+    chunk_shape = keys.chunks.chunk_shape
+    if isinstance(keys.chunks.partial, ShardingCodec) or not keys.grid:
+        return [[item] for item in ordered]
+    box = _box_shape(keys.grid, math.prod(chunk_shape) * keys.array.dtype.itemsize)
+    boxes: dict[tuple, list[tuple[tuple, str]]] = {}
+    for coords, key in ordered:
+        boxes.setdefault(tuple(c // b for c, b in zip(coords, box)), []).append((coords, key))
+    groups = []
+    for at, group in boxes.items():
+        capacity = math.prod(min(b, n - a * b) for a, b, n in zip(at, box, keys.grid))
+        groups.extend([group] if 2 * len(group) >= capacity else [[item] for item in group])
+    return groups
+
+
+def _box_shape(grid: tuple, chunk_bytes: int) -> tuple:
+    """Chunks per axis of a box of the grid holding about SLAB_BYTES, whole along the last
+    axes first (so its region is close to contiguous)."""
+    room = max(1, SLAB_BYTES // max(chunk_bytes, 1))
+    box = []
+    for n in reversed(grid):
+        take = max(1, min(n, room))
+        box.append(take)
+        room //= take
+    return tuple(reversed(box))
+
+
+def _check_box(keys: ChunkKeys, group: list[tuple[tuple, str]],
+               missing: bool) -> tuple[int, list[Problem]]:
+    """(stored bytes, problems) of the stored chunks `group` ((coords, key) in one box of the
+    grid): decoded together by one read of their region (the compiled batch where the codecs
+    allow it), and one by one, to name each damaged chunk, only when that read fails."""
+    lows = [min(c[d] for c, _ in group) for d in range(len(keys.grid))]
+    highs = [max(c[d] for c, _ in group) for d in range(len(keys.grid))]
+    region = tuple(slice(lo * n, min((hi + 1) * n, s))
+                   for lo, hi, n, s in zip(lows, highs, keys.chunks.chunk_shape, keys.array.shape))
+    array = keys.array
+    try:
+        array.get_basic_selection(region, out=np.empty([r.stop - r.start for r in region],
+                                                       dtype=array.dtype))
+    except Exception:  # noqa: BLE001 - a damaged chunk: each one is decoded alone below
+        nbytes, problems = 0, []
+        for _, key in group:
+            size, found = _check_object(keys, key, missing)
+            nbytes += size
+            problems += found
+        return nbytes, problems
+    return sum(keys.chunks.store.getsize(key) or 0 for _, key in group), []
 
 
 def _check_object(keys: ChunkKeys, key: str, missing: bool) -> tuple[int, list[Problem]]:
