@@ -98,6 +98,31 @@ def _timing_table(results, key_prefix, variants, scale_of=None, fmt=None):
     return "\n".join(rows)
 
 
+def _xarray_floor_lines(results):
+    """The decode floor of each xarray variant beside the 0.5x target it bounds."""
+    floors = results.get("xarray_floors") or {}
+    if not floors:
+        return []
+    L = ["Compute floor: zstd decoding of every stored (inner) chunk alone, on all CPUs into "
+         "reused buffers, files already in memory (`decode_floor` in benchmarks/xarray_bench.py)."
+         " Both workloads decode every chunk once, so no reader can take less.\n",
+         "| variant | decode floor | workload | zarrcore | zarrcore / floor "
+         f"| {RATIO_TARGET}× best peer | {RATIO_TARGET}× best peer / floor |",
+         "|---|---|---|---|---|---|---|"]
+    for variant, floor in floors.items():
+        for wl in ("xarray_load", "xarray_mean"):
+            zc = results["timings"].get(f"{wl}/{variant}", {}).get("zarrcore") or {}
+            peer = _best_peer_seconds(results, wl, variant)
+            if zc.get("best") is None or peer is None:
+                continue
+            target = RATIO_TARGET * peer
+            L.append(f"| {variant} | {_num(floor['best'])} | {wl.split('_')[1]} | "
+                     f"{_num(zc['best'])} | {zc['best'] / floor['best']:.2f}× | {_num(target)} | "
+                     f"{target / floor['best']:.2f}× |")
+    L.append("")
+    return L
+
+
 def _targets(results):
     rows = ["| target | measured | status |", "|---|---|---|"]
     names = {"read_all": "read all", "read_chunks": "read chunk by chunk",
@@ -427,6 +452,7 @@ def write_markdown(results, path):
                  "zarr-python's inner chunks).\n")
         L.append(_timing_table(results, "xarray_mean", ("plain", "sharded")))
         L.append("")
+        L.extend(_xarray_floor_lines(results))
     native = results.get("native")
     if native and not native.get("error"):
         L.extend(_native_section(native))
