@@ -8,6 +8,7 @@
 
 #include "zc_chain.h"
 #include "zc_gather.h"
+#include "zc_chunk_cache.h"
 #include "zc_key_lock.h"
 
 #define ZC_BATCH_MAX_NDIM 32
@@ -67,6 +68,9 @@ typedef struct {
      * directory, the array's own, as the store's read-modify-writes take it (zc_key_lock.h);
      * "" takes no locks. */
     char lock_dir[ZC_BATCH_PATH_MAX];
+    /* Chunks live in this memory store rather than files (NULL: files): keys are store keys,
+     * locks its key locks (zc_chunk_io.h). */
+    zc_memstore *mem;
     /* Pieces per axis: axis d's are pieces[piece_offset[d] .. piece_offset[d] + npieces[d]). */
     const zc_piece *pieces;
     int64_t piece_offset[ZC_BATCH_MAX_NDIM];
@@ -76,6 +80,9 @@ typedef struct {
     char *data;
     ptrdiff_t data_strides[ZC_BATCH_MAX_NDIM];
     int stream_out;  /* reads: the output outgrows the caches (zc_stream.h's ZC_STREAM_OUT_MIN) */
+    /* Reads: decoded chunks are taken from and kept in this cache (NULL: none), keyed by
+     * their grid coordinates and 0. */
+    zc_chunk_cache *cache;
     /* Shared progress and outcome. */
     int64_t next_task;
     int failed;             /* set once; workers stop taking tasks */

@@ -19,6 +19,10 @@ cdef extern from "zc_chain.h":
 cdef extern from "zc_stream.h":
     unsigned int ZC_STREAM_OUT_MIN
 
+cdef extern from "zc_memstore.h":
+    ctypedef struct zc_memstore:
+        pass
+
 cdef extern from "zc_batch.h":
     int ZC_BATCH_MAX_NDIM, ZC_BATCH_PATH_MAX, ZC_ERR_IO
     ctypedef struct zc_piece:
@@ -43,6 +47,7 @@ cdef extern from "zc_batch.h":
         char sep
         int lead_sep
         char lock_dir[4096]
+        zc_memstore *mem
         const zc_piece *pieces
         int64_t piece_offset[32]
         int64_t npieces[32]
@@ -110,6 +115,7 @@ cdef extern from "zc_shard_io.h":
         char sep
         int lead_sep
         char lock_dir[4096]
+        zc_memstore *mem
         const zc_piece *pieces
         int64_t piece_offset[32]
         int64_t npieces[32]
