@@ -1,14 +1,10 @@
 /* A byte-bounded, validated cache of decoded chunks; see zc_chunk_cache.h. */
-#define _GNU_SOURCE
 #include "zc_chunk_cache.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 
+#include "zc_os.h"
 #include "zc_status.h"
 
 /* Parts of the table: enough that two threads rarely meet on one lock. The byte budget is
@@ -27,7 +23,7 @@ struct entry {
 };
 
 typedef struct {
-    pthread_mutex_t lock;
+    zc_mutex lock;
     entry **buckets;         /* nbuckets chains */
     entry *newest, *oldest;
     size_t used;
@@ -38,7 +34,7 @@ typedef struct {
 struct zc_chunk_cache {
     size_t chunk_bytes;
     size_t capacity;         /* bytes: a whole number of chunks */
-    size_t used;             /* bytes of linked entries, all parts (atomic) */
+    int64_t used;            /* bytes of linked entries, all parts (atomic) */
     int key_len;
     int nparts;
     size_t nbuckets;         /* per part, a power of two */
@@ -49,7 +45,7 @@ struct zc_chunk_cache {
 
 static void entry_release(entry *e)
 {
-    if (e != NULL && __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+    if (e != NULL && zc_atomic_add_int(&e->refs, -1, ZC_ACQ_REL) == 0) {
         free(e->data);
         free(e);
     }
@@ -114,7 +110,7 @@ static void remove_entry(const zc_chunk_cache *c, part *p, entry *e)
     lru_unlink(p, e);
     p->used -= c->chunk_bytes;
     p->entries--;
-    __atomic_sub_fetch(&((zc_chunk_cache *)c)->used, c->chunk_bytes, __ATOMIC_RELAXED);
+    zc_atomic_add_i64(&((zc_chunk_cache *)c)->used, -(int64_t)c->chunk_bytes, ZC_RELAXED);
     entry_release(e);
 }
 
@@ -137,7 +133,8 @@ zc_chunk_cache *zc_chunk_cache_new(size_t capacity, size_t chunk_bytes, int key_
         return NULL;
     c->chunk_bytes = chunk_bytes;
     c->key_len = key_len;
-    const size_t chunks = capacity / chunk_bytes;
+    /* Within int64_t, the type of the atomic byte count. */
+    const size_t chunks = (capacity > (size_t)INT64_MAX ? (size_t)INT64_MAX : capacity) / chunk_bytes;
     c->capacity = chunks * chunk_bytes;
     c->nparts = chunks >= MAX_PARTS ? MAX_PARTS : (int)chunks;
     c->nbuckets = 16;
@@ -146,7 +143,7 @@ zc_chunk_cache *zc_chunk_cache_new(size_t capacity, size_t chunk_bytes, int key_
     for (int i = 0; i < c->nparts; i++) {
         part *p = &c->parts[i];
         p->buckets = (entry **)calloc(c->nbuckets, sizeof(entry *));
-        pthread_mutex_init(&p->lock, NULL);
+        zc_mutex_init(&p->lock);
         if (p->buckets == NULL) {
             c->nparts = i + 1;
             zc_chunk_cache_free(c);
@@ -165,7 +162,7 @@ void zc_chunk_cache_free(zc_chunk_cache *c)
         while (p->oldest != NULL)
             remove_entry(c, p, p->oldest);
         free(p->buckets);
-        pthread_mutex_destroy(&p->lock);
+        zc_mutex_destroy(&p->lock);
     }
     free(c);
 }
@@ -177,7 +174,7 @@ void zc_chunk_cache_get_stats(zc_chunk_cache *c, zc_chunk_cache_stats *out)
         out->capacity = c->capacity;
     for (int i = 0; c != NULL && i < c->nparts; i++) {
         part *p = &c->parts[i];
-        pthread_mutex_lock(&p->lock);
+        zc_mutex_lock(&p->lock);
         out->hits += p->hits;
         out->misses += p->misses;
         out->inserts += p->inserts;
@@ -185,7 +182,7 @@ void zc_chunk_cache_get_stats(zc_chunk_cache *c, zc_chunk_cache_stats *out)
         out->stale += p->stale;
         out->used += p->used;
         out->entries += p->entries;
-        pthread_mutex_unlock(&p->lock);
+        zc_mutex_unlock(&p->lock);
     }
 }
 
@@ -197,23 +194,20 @@ int zc_chunk_version_of(const zc_object *o, zc_chunk_version *v)
         v->mtime_ns = v->ctime_ns = 0;
         return ZC_OK;
     }
-    struct stat st;
-    if (fstat(o->fd, &st) != 0)
+    zc_file_info info;
+    if (zc_os_fstat(o->fd, &info) != 0)
         return ZC_ERR_IO;
-    v->dev = (uint64_t)st.st_dev;
-    v->ino = (uint64_t)st.st_ino;
-    v->size = (uint64_t)st.st_size;
-    v->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
-    v->ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000LL + st.st_ctim.tv_nsec;
+    v->dev = info.dev;
+    v->ino = info.ino;
+    v->size = info.size;
+    v->mtime_ns = info.mtime_ns;
+    v->ctime_ns = info.ctime_ns;
     return ZC_OK;
 }
 
 int zc_chunk_version_settled(const zc_chunk_version *v)
 {
-    struct timespec now;
-    if (clock_gettime(CLOCK_REALTIME, &now) != 0)
-        return 0;
-    const int64_t t = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
+    const int64_t t = (int64_t)zc_os_time_ns();
     return v->ctime_ns <= t - ZC_CHUNK_CACHE_SETTLE_NS;
 }
 
@@ -223,7 +217,7 @@ static entry *lookup(zc_chunk_cache *c, uint64_t hash, const int64_t *key,
                      const zc_chunk_version *v)
 {
     part *p = &c->parts[hash % (uint64_t)c->nparts];
-    pthread_mutex_lock(&p->lock);
+    zc_mutex_lock(&p->lock);
     entry *e = find_entry(c, p, hash, key);
     if (e != NULL && !same_version(&e->version, v)) {
         remove_entry(c, p, e);
@@ -231,14 +225,14 @@ static entry *lookup(zc_chunk_cache *c, uint64_t hash, const int64_t *key,
         e = NULL;
     }
     if (e != NULL) {
-        __atomic_add_fetch(&e->refs, 1, __ATOMIC_RELAXED);
+        zc_atomic_add_int(&e->refs, 1, ZC_RELAXED);
         lru_unlink(p, e);
         lru_push(p, e);
         p->hits++;
     } else {
         p->misses++;
     }
-    pthread_mutex_unlock(&p->lock);
+    zc_mutex_unlock(&p->lock);
     return e;
 }
 
@@ -248,11 +242,11 @@ static void insert(zc_chunk_cache *c, entry *e)
 {
     const int home = (int)(e->hash % (uint64_t)c->nparts);
     part *p = &c->parts[home];
-    pthread_mutex_lock(&p->lock);
+    zc_mutex_lock(&p->lock);
     entry *old = find_entry(c, p, e->hash, e->key);
     if (old != NULL)
         remove_entry(c, p, old);
-    __atomic_add_fetch(&e->refs, 1, __ATOMIC_RELAXED);
+    zc_atomic_add_int(&e->refs, 1, ZC_RELAXED);
     entry **at = bucket_of(c, p, e->hash);
     e->next_in_bucket = *at;
     *at = e;
@@ -260,19 +254,19 @@ static void insert(zc_chunk_cache *c, entry *e)
     p->used += c->chunk_bytes;
     p->entries++;
     p->inserts++;
-    __atomic_add_fetch(&c->used, c->chunk_bytes, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&p->lock);
+    zc_atomic_add_i64(&c->used, (int64_t)c->chunk_bytes, ZC_RELAXED);
+    zc_mutex_unlock(&p->lock);
     /* One part's lock at a time; the new entry itself stays. */
     for (int k = 0; k < c->nparts; k++) {
         part *q = &c->parts[(home + k) % c->nparts];
-        pthread_mutex_lock(&q->lock);
+        zc_mutex_lock(&q->lock);
         while (q->oldest != NULL && q->oldest != e &&
-               __atomic_load_n(&c->used, __ATOMIC_RELAXED) > c->capacity) {
+               zc_atomic_load_i64(&c->used, ZC_RELAXED) > (int64_t)c->capacity) {
             remove_entry(c, q, q->oldest);
             q->evictions++;
         }
-        pthread_mutex_unlock(&q->lock);
-        if (__atomic_load_n(&c->used, __ATOMIC_RELAXED) <= c->capacity)
+        zc_mutex_unlock(&q->lock);
+        if (zc_atomic_load_i64(&c->used, ZC_RELAXED) <= (int64_t)c->capacity)
             break;
     }
 }

@@ -48,7 +48,7 @@ void zc_chunk_cache_free(zc_chunk_cache *c);
 void zc_chunk_cache_get_stats(zc_chunk_cache *c, zc_chunk_cache_stats *out);
 
 /* The identity of the open object `o` into `v` (offset and nbytes left as they are): a
- * file's fstat, or a memory blob's version (settled at once: it never changes). ZC_OK or
+ * file's zc_os_fstat, or a memory blob's version (settled at once: it never changes). ZC_OK or
  * ZC_ERR_IO. */
 int zc_chunk_version_of(const zc_object *o, zc_chunk_version *v);
 

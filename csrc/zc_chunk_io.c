@@ -219,7 +219,7 @@ int zc_object_pread(const zc_object *o, void *buf, size_t len, uint64_t at)
 void zc_object_close(zc_object *o)
 {
     if (o->fd >= 0)
-        close(o->fd);
+        zc_os_close(o->fd);
     zc_blob_release(o->blob);
     o->fd = -1;
     o->blob = NULL;

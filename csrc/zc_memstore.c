@@ -2,10 +2,10 @@
 #define _GNU_SOURCE
 #include "zc_memstore.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "zc_os.h"
 #include "zc_status.h"
 
 typedef struct item item;
@@ -19,7 +19,7 @@ struct item {
 typedef struct key_lock key_lock;
 struct key_lock {
     key_lock *next;
-    pthread_t owner;
+    zc_thread_id owner;
     int depth;    /* takes by the owner not yet dropped; 0: free */
     int waiters;
     char key[];
@@ -27,14 +27,14 @@ struct key_lock {
 
 struct zc_memstore {
     int refs;
-    pthread_mutex_t mutex;  /* the table */
+    zc_mutex mutex;  /* the table */
     item **buckets;
     size_t nbuckets, count;
     /* The last version given. Kept here, not in a global: each extension module links its
      * own copy of this code, and stores pass between them. */
     uint64_t version;
-    pthread_mutex_t lock_mutex;  /* the key locks */
-    pthread_cond_t lock_freed;
+    zc_mutex lock_mutex;  /* the key locks */
+    zc_cond lock_freed;
     key_lock *locks;
 };
 
@@ -55,12 +55,12 @@ zc_blob *zc_blob_new(size_t len)
 
 void zc_blob_retain(zc_blob *b)
 {
-    __atomic_add_fetch(&b->refs, 1, __ATOMIC_RELAXED);
+    zc_atomic_add_int(&b->refs, 1, ZC_RELAXED);
 }
 
 void zc_blob_release(zc_blob *b)
 {
-    if (b != NULL && __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0)
+    if (b != NULL && zc_atomic_add_int(&b->refs, -1, ZC_ACQ_REL) == 0)
         free(b);
 }
 
@@ -85,20 +85,20 @@ zc_memstore *zc_memstore_new(void)
         return NULL;
     }
     m->refs = 1;
-    pthread_mutex_init(&m->mutex, NULL);
-    pthread_mutex_init(&m->lock_mutex, NULL);
-    pthread_cond_init(&m->lock_freed, NULL);
+    zc_mutex_init(&m->mutex);
+    zc_mutex_init(&m->lock_mutex);
+    zc_cond_init(&m->lock_freed);
     return m;
 }
 
 void zc_memstore_retain(zc_memstore *m)
 {
-    __atomic_add_fetch(&m->refs, 1, __ATOMIC_RELAXED);
+    zc_atomic_add_int(&m->refs, 1, ZC_RELAXED);
 }
 
 void zc_memstore_release(zc_memstore *m)
 {
-    if (m == NULL || __atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) != 0)
+    if (m == NULL || zc_atomic_add_int(&m->refs, -1, ZC_ACQ_REL) != 0)
         return;
     for (size_t i = 0; i < m->nbuckets; i++) {
         for (item *it = m->buckets[i], *next; it != NULL; it = next) {
@@ -113,9 +113,9 @@ void zc_memstore_release(zc_memstore *m)
         free(l);
     }
     free(m->buckets);
-    pthread_mutex_destroy(&m->mutex);
-    pthread_mutex_destroy(&m->lock_mutex);
-    pthread_cond_destroy(&m->lock_freed);
+    zc_mutex_destroy(&m->mutex);
+    zc_mutex_destroy(&m->lock_mutex);
+    zc_cond_destroy(&m->lock_freed);
     free(m);
 }
 
@@ -153,12 +153,12 @@ static void grow(zc_memstore *m)
 zc_blob *zc_memstore_get(zc_memstore *m, const char *key)
 {
     const uint64_t h = hash_key(key);
-    pthread_mutex_lock(&m->mutex);
+    zc_mutex_lock(&m->mutex);
     item *it = *find(m, key, h);
     zc_blob *b = it ? it->blob : NULL;
     if (b != NULL)
         zc_blob_retain(b);
-    pthread_mutex_unlock(&m->mutex);
+    zc_mutex_unlock(&m->mutex);
     return b;
 }
 
@@ -176,7 +176,7 @@ int zc_memstore_put(zc_memstore *m, const char *key, zc_blob *b)
         zc_blob_retain(b);
     }
     zc_blob *old = NULL;
-    pthread_mutex_lock(&m->mutex);
+    zc_mutex_lock(&m->mutex);
     item **at = find(m, key, h);
     if (*at != NULL) {
         old = (*at)->blob;
@@ -197,7 +197,7 @@ int zc_memstore_put(zc_memstore *m, const char *key, zc_blob *b)
     }
     if (b != NULL)
         b->version = ++m->version;
-    pthread_mutex_unlock(&m->mutex);
+    zc_mutex_unlock(&m->mutex);
     free(fresh);  /* the key was there already */
     zc_blob_release(old);
     return ZC_OK;
@@ -205,15 +205,15 @@ int zc_memstore_put(zc_memstore *m, const char *key, zc_blob *b)
 
 size_t zc_memstore_len(zc_memstore *m)
 {
-    pthread_mutex_lock(&m->mutex);
+    zc_mutex_lock(&m->mutex);
     size_t n = m->count;
-    pthread_mutex_unlock(&m->mutex);
+    zc_mutex_unlock(&m->mutex);
     return n;
 }
 
 int zc_memstore_keys(zc_memstore *m, char ***keys, size_t *n)
 {
-    pthread_mutex_lock(&m->mutex);
+    zc_mutex_lock(&m->mutex);
     char **out = (char **)malloc((m->count ? m->count : 1) * sizeof(char *));
     size_t k = 0;
     for (size_t i = 0; out != NULL && i < m->nbuckets; i++) {
@@ -228,7 +228,7 @@ int zc_memstore_keys(zc_memstore *m, char ***keys, size_t *n)
             k++;
         }
     }
-    pthread_mutex_unlock(&m->mutex);
+    zc_mutex_unlock(&m->mutex);
     *keys = out;
     *n = k;
     return out ? ZC_OK : ZC_ERR_NOMEM;
@@ -238,41 +238,41 @@ int zc_memstore_keys(zc_memstore *m, char ***keys, size_t *n)
 
 int zc_memstore_lock(zc_memstore *m, const char *key)
 {
-    pthread_mutex_lock(&m->lock_mutex);
+    zc_mutex_lock(&m->lock_mutex);
     key_lock *l = m->locks;
     while (l != NULL && strcmp(l->key, key) != 0)
         l = l->next;
     if (l == NULL) {
         size_t klen = strlen(key) + 1;
         if ((l = (key_lock *)calloc(1, sizeof *l + klen)) == NULL) {
-            pthread_mutex_unlock(&m->lock_mutex);
+            zc_mutex_unlock(&m->lock_mutex);
             return ZC_ERR_NOMEM;
         }
         memcpy(l->key, key, klen);
         l->next = m->locks;
         m->locks = l;
     }
-    if (l->depth == 0 || !pthread_equal(l->owner, pthread_self())) {
+    if (l->depth == 0 || !zc_thread_equal(l->owner, zc_thread_self())) {
         l->waiters++;
         while (l->depth != 0)
-            pthread_cond_wait(&m->lock_freed, &m->lock_mutex);
+            zc_cond_wait(&m->lock_freed, &m->lock_mutex);
         l->waiters--;
-        l->owner = pthread_self();
+        l->owner = zc_thread_self();
     }
     l->depth++;
-    pthread_mutex_unlock(&m->lock_mutex);
+    zc_mutex_unlock(&m->lock_mutex);
     return ZC_OK;
 }
 
 int zc_memstore_unlock(zc_memstore *m, const char *key)
 {
-    pthread_mutex_lock(&m->lock_mutex);
+    zc_mutex_lock(&m->lock_mutex);
     key_lock **at = &m->locks;
     while (*at != NULL && strcmp((*at)->key, key) != 0)
         at = &(*at)->next;
     key_lock *l = *at;
-    if (l == NULL || l->depth == 0 || !pthread_equal(l->owner, pthread_self())) {
-        pthread_mutex_unlock(&m->lock_mutex);
+    if (l == NULL || l->depth == 0 || !zc_thread_equal(l->owner, zc_thread_self())) {
+        zc_mutex_unlock(&m->lock_mutex);
         return ZC_ERR_PARAM;
     }
     if (--l->depth == 0) {
@@ -280,9 +280,9 @@ int zc_memstore_unlock(zc_memstore *m, const char *key)
             *at = l->next;
             free(l);
         } else {
-            pthread_cond_broadcast(&m->lock_freed);
+            zc_cond_broadcast(&m->lock_freed);
         }
     }
-    pthread_mutex_unlock(&m->lock_mutex);
+    zc_mutex_unlock(&m->lock_mutex);
     return ZC_OK;
 }

@@ -9,6 +9,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The timestamps of struct stat, in nanoseconds. */
+#ifdef __APPLE__
+#define ST_MTIME st_mtimespec
+#define ST_CTIME st_ctimespec
+#else
+#define ST_MTIME st_mtim
+#define ST_CTIME st_ctim
+#endif
+
 int zc_os_open_read(const char *path, int nofollow)
 {
     return open(path, nofollow ? O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
@@ -47,6 +56,8 @@ static int fill_info(int r, const struct stat *st, zc_file_info *info)
     info->nlink = (uint64_t)st->st_nlink;
     info->kind = S_ISREG(st->st_mode) ? ZC_FILE_REGULAR
                  : S_ISDIR(st->st_mode) ? ZC_FILE_DIRECTORY : ZC_FILE_OTHER;
+    info->mtime_ns = (int64_t)st->ST_MTIME.tv_sec * 1000000000LL + st->ST_MTIME.tv_nsec;
+    info->ctime_ns = (int64_t)st->ST_CTIME.tv_sec * 1000000000LL + st->ST_CTIME.tv_nsec;
     return 0;
 }
 
