@@ -2,8 +2,8 @@
 match numpy, it stays within its budget, and it never serves a chunk the store no longer
 holds, whether this process or another one changed it."""
 import os
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -142,20 +142,12 @@ def test_threads_share_a_small_cache(tmp_path):
     a[...] = data
     settle()
     h = a.native_handle(cache_bytes=6 * 100)
-    failures = []
 
     def work(seed):
-        try:
-            for start, count, step, sel in regions(np.random.default_rng(seed), a.shape, 150):
-                np.testing.assert_array_equal(h.read(start, count, step), data[sel])
-        except AssertionError as e:
-            failures.append(e)
+        for start, count, step, sel in regions(np.random.default_rng(seed), a.shape, 150):
+            np.testing.assert_array_equal(h.read(start, count, step), data[sel])
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not failures
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(work, range(4)))  # (re-raises the first thread's failure)
     info = h.cache_info()
     assert info["hits"] > 0 and info["evictions"] > 0 and info["entries"] <= 6
