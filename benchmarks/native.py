@@ -10,8 +10,14 @@ zarrcore.get_include() (benchmarks/_native_reader.c, built once into build/); tw
 calling a[...]; tensorstore with that many reads in flight and its data-copy and file-I/O
 concurrency held to that many threads. Each is timed once after a warm-up pass over the same
 regions (the dataset is then in the page cache); a sample of regions is checked against the
-expected values. Targets: the native reads take at most half of tensorstore's time, and two
-native threads read at least 1.8x as fast as one.
+expected values.
+
+Both libraries run without a cache and then with a cache of decoded chunks of --cache-bytes
+(zarrcore: native_handle(cache_bytes=...); tensorstore: a cache_pool of that
+total_bytes_limit, which rechecks the files on every read as zarrcore's cache does); the
+warm-up pass fills each cache. Targets: the native reads take at most half of tensorstore's
+time (with a cache, against tensorstore with the same cache), and two native threads read at
+least 1.8x as fast as one.
 """
 import argparse
 import hashlib
@@ -91,11 +97,12 @@ def time_python_threads(array, starts, edge, nthreads):
     return time.perf_counter() - t0
 
 
-def open_tensorstore(path, concurrency):
+def open_tensorstore(path, concurrency, cache_bytes=0):
     import tensorstore as ts
 
     context = ts.Context({"data_copy_concurrency": {"limit": concurrency},
-                          "file_io_concurrency": {"limit": concurrency}})
+                          "file_io_concurrency": {"limit": concurrency},
+                          "cache_pool": {"total_bytes_limit": cache_bytes}})
     spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": path}}
     return ts.open(spec, read=True, context=context).result()
 
@@ -127,6 +134,9 @@ def main(argv=None):
     p.add_argument("--reads", type=int, default=10000, help="regions read (default 10000)")
     p.add_argument("--edge", type=int, default=64, help="region edge (default 64)")
     p.add_argument("--threads", type=int, default=2, help="concurrency (default 2)")
+    p.add_argument("--cache-bytes", type=int, default=256 << 20,
+                   help="decoded-chunk cache of the cached runs (default 256 MiB, the decoded "
+                        "N=512 cube; 0: no cached runs)")
     p.add_argument("--zarrcore", choices=("auto", "installed", "inplace"), default="auto")
     p.add_argument("--json", action="store_true", help="print the results as one JSON line")
     args = p.parse_args(argv)
@@ -160,34 +170,67 @@ def main(argv=None):
         results["tensorstore_error"] = str(e)
     reader.read(capsule, starts, edge, args.threads, None)
 
+    n = args.threads
     results["native_1"] = reader.read(capsule, starts, edge, 1, None)
-    results[f"native_{args.threads}"] = reader.read(capsule, starts, edge, args.threads, None)
-    results["python_threads"] = time_python_threads(array, starts, edge, args.threads)
+    results[f"native_{n}"] = reader.read(capsule, starts, edge, n, None)
+    results["python_threads"] = time_python_threads(array, starts, edge, n)
     if tensor is not None:
-        time_tensorstore(tensor, starts, edge, args.threads)  # its warm-up
-        results["tensorstore"] = time_tensorstore(tensor, starts, edge, args.threads)
-        results["native_vs_tensorstore"] = results[f"native_{args.threads}"] / results["tensorstore"]
-    results["native_scaling"] = results["native_1"] / results[f"native_{args.threads}"]
+        time_tensorstore(tensor, starts, edge, n)  # its warm-up
+        results["tensorstore"] = time_tensorstore(tensor, starts, edge, n)
+        results["native_vs_tensorstore"] = results[f"native_{n}"] / results["tensorstore"]
+    results["native_scaling"] = results["native_1"] / results[f"native_{n}"]
+    if args.cache_bytes:
+        results["cache_bytes"] = args.cache_bytes
+        cached = array.native_handle(cache_bytes=args.cache_bytes)
+        capsule = cached.capsule()
+        out[...] = 0
+        reader.read(capsule, sample, edge, n, out)
+        check(ds, out, sample, edge, "zarrcore native, cached")
+        reader.read(capsule, starts, edge, n, None)  # fills the cache
+        results["cached_native_1"] = reader.read(capsule, starts, edge, 1, None)
+        results[f"cached_native_{n}"] = reader.read(capsule, starts, edge, n, None)
+        results["cached_native_scaling"] = results["cached_native_1"] / results[f"cached_native_{n}"]
+        results["cache_info"] = cached.cache_info()
+        if tensor is not None:
+            del tensor
+            tensor = open_tensorstore(path, n, args.cache_bytes)
+            check(ds, [tensor[selection(s, edge)].read().result() for s in sample], sample, edge,
+                  "tensorstore, cached")
+            time_tensorstore(tensor, starts, edge, n)  # fills its cache
+            results["cached_tensorstore"] = time_tensorstore(tensor, starts, edge, n)
+            results["cached_native_vs_tensorstore"] = (results[f"cached_native_{n}"]
+                                                      / results["cached_tensorstore"])
     results["loadavg_end"] = os.getloadavg()[0]
 
     if args.json:
         print(json.dumps(results))
         return 0
-    n = len(starts)
-    print(f"{n} random {edge}^3 regions of {ds.describe()}; load average "
+    print(f"{len(starts)} random {edge}^3 regions of {ds.describe()}; load average "
           f"{results['loadavg_start']:.2f} -> {results['loadavg_end']:.2f}")
-    for key, label in [("native_1", "zarrcore native, 1 pthread"),
-                       (f"native_{args.threads}", f"zarrcore native, {args.threads} pthreads"),
-                       ("python_threads", f"zarrcore a[...], {args.threads} Python threads"),
-                       ("tensorstore", f"tensorstore, {args.threads} reads in flight")]:
+    for key, label in contenders(n, args.cache_bytes):
         if key in results:
-            print(f"  {label:40s} {results[key]:8.3f} s  {1e6 * results[key] / n:8.1f} us/region")
-    if "native_vs_tensorstore" in results:
-        print(f"  native / tensorstore: {results['native_vs_tensorstore']:.2f}x "
-              f"(target <= {RATIO_TARGET})")
-    print(f"  {args.threads} native threads over 1: {results['native_scaling']:.2f}x "
-          f"(target >= {SCALING_TARGET})")
+            print(f"  {label:52s} {results[key]:8.3f} s  "
+                  f"{1e6 * results[key] / len(starts):8.1f} us/region")
+    for prefix, what in [("", "no cache"), ("cached_", "cache of both")]:
+        if prefix + "native_vs_tensorstore" in results:
+            print(f"  native / tensorstore, {what}: {results[prefix + 'native_vs_tensorstore']:.2f}x "
+                  f"(target <= {RATIO_TARGET})")
+        if prefix + "native_scaling" in results:
+            print(f"  {n} native threads over 1, {what}: {results[prefix + 'native_scaling']:.2f}x "
+                  f"(target >= {SCALING_TARGET})")
     return 0
+
+
+def contenders(n, cache_bytes):
+    """(result key, label) of every timed row."""
+    mib = f"{cache_bytes / (1 << 20):g} MiB"
+    return [("native_1", "zarrcore native, 1 pthread"),
+            (f"native_{n}", f"zarrcore native, {n} pthreads"),
+            ("python_threads", f"zarrcore a[...], {n} Python threads"),
+            ("tensorstore", f"tensorstore, {n} futures in flight"),
+            ("cached_native_1", f"zarrcore native, 1 pthread, {mib} cache"),
+            (f"cached_native_{n}", f"zarrcore native, {n} pthreads, {mib} cache"),
+            ("cached_tensorstore", f"tensorstore, {n} futures in flight, {mib} cache_pool")]
 
 
 if __name__ == "__main__":

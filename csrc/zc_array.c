@@ -25,12 +25,13 @@ struct zc_array {
     zc_shard_io shards;  /* sharded: the shard batch template */
     unsigned char *fill;
     int64_t *write_order;
+    zc_chunk_cache *cache;  /* NULL: none */
 };
 
 /* ---- handles ------------------------------------------------------------------------------ */
 
 zc_array *zc_array_new(const zc_batch *tmpl, const zc_shard_io *shards, const int64_t *write_order,
-                       size_t head_len, int read_only)
+                       size_t head_len, int read_only, size_t cache_bytes)
 {
     const size_t itemsize = shards ? shards->chain.itemsize : tmpl->chain.itemsize;
     const int ndim = shards ? shards->ndim : tmpl->ndim;
@@ -78,16 +79,35 @@ zc_array *zc_array_new(const zc_batch *tmpl, const zc_shard_io *shards, const in
             if (tmpl->chunk_shape[d] <= 0 || tmpl->array_shape[d] < 0)
                 goto failed;
     }
+    if (cache_bytes) {
+        const int64_t *C = shards ? shards->chunk_shape : tmpl->chunk_shape;
+        size_t chunk_bytes = itemsize;
+        for (int d = 0; d < ndim; d++) {
+            if ((uint64_t)C[d] > SIZE_MAX / chunk_bytes)
+                goto failed;
+            chunk_bytes *= (size_t)C[d];
+        }
+        if ((a->cache = zc_chunk_cache_new(cache_bytes, chunk_bytes, ndim + 1)) == NULL)
+            goto failed;
+    }
     /* A confined root's descriptor of its own: the handle may outlive the store. */
     zc_root *root = a->sharded ? &a->shards.root : &a->chunks.root;
     if (root->confined && (root->fd = zc_os_dup_private(root->fd)) < 0)
         goto failed;
+    if (a->sharded ? a->shards.mem : a->chunks.mem)
+        zc_memstore_retain(a->sharded ? a->shards.mem : a->chunks.mem);
     return a;
 failed:
+    zc_chunk_cache_free(a->cache);
     free(a->fill);
     free(a->write_order);
     free(a);
     return NULL;
+}
+
+void zc_array_cache_stats(zc_array *a, zc_chunk_cache_stats *out)
+{
+    zc_chunk_cache_get_stats(a->cache, out);
 }
 
 static void array_retain(zc_array *a)
@@ -100,6 +120,8 @@ static void array_release(zc_array *a)
     if (a == NULL || zc_atomic_add_int(&a->refs, -1, ZC_ACQ_REL) != 0)
         return;
     zc_fs_root_close(a->sharded ? &a->shards.root : &a->chunks.root);
+    zc_chunk_cache_free(a->cache);
+    zc_memstore_release(a->sharded ? a->shards.mem : a->chunks.mem);
     free(a->fill);
     free(a->write_order);
     free(a);
@@ -387,6 +409,7 @@ static int run_chunks(zc_array *a, region_plan *plan, char *data, int writing, z
     memcpy(b.data_strides, plan->strides, sizeof b.data_strides);
     b.data = data;
     b.stream_out = !writing && plan->nbytes >= ZC_STREAM_OUT_MIN;
+    b.cache = writing ? NULL : a->cache;
     if (zc_batch_prepare(&b) != ZC_OK)
         return set_error(err, ZC_ARRAY_ERR_ARGUMENT, 0, "invalid region plan");
     if (!writing) {
@@ -417,6 +440,7 @@ static int run_shards(zc_array *a, region_plan *plan, char *data, int writing, z
     io.data = data;
     io.stream_out = !writing && plan->nbytes >= ZC_STREAM_OUT_MIN;
     io.writing = writing;
+    io.cache = writing ? NULL : a->cache;
     int st = zc_shard_io_prepare(&io);
     if (st != ZC_OK) {
         zc_shard_io_free(&io);

@@ -237,9 +237,9 @@ static int64_t next_task(zc_batch *b, task_run *run)
     return run->next < run->end ? run->next++ : -1;
 }
 
-/* Decode the stored chunk in `fd` (`size` bytes) into the task's selection, whose place in
+/* Decode the stored chunk `o` (`size` bytes) into the task's selection, whose place in
  * the caller's array is `out` with byte strides `out_strides`. */
-static int read_task(const zc_batch *b, zc_chunk_reader *rd, const zc_piece **p, int fd,
+static int read_task(const zc_batch *b, zc_chunk_reader *rd, const zc_piece **p, const zc_object *o,
                      size_t size, char *out, const ptrdiff_t *out_strides)
 {
     zc_chunk_sel sel = {.ndim = b->ndim, .shape = b->chunk_shape, .out = out,
@@ -255,18 +255,28 @@ static int read_task(const zc_batch *b, zc_chunk_reader *rd, const zc_piece **p,
         zc_piece_axes(&b->listing, b->ndim, p, axes);
         sel.gather = axes;
     }
-    return zc_chunk_read(&b->chain, &sel, fd, 0, size, rd);
+    if (b->cache == NULL)
+        return zc_chunk_read(&b->chain, &sel, o, 0, size, rd);
+    int64_t key[ZC_BATCH_MAX_NDIM + 1];
+    for (int d = 0; d < b->ndim; d++)
+        key[d] = p[d]->chunk_index;
+    key[b->ndim] = 0;
+    zc_chunk_version version = {.offset = 0, .nbytes = size};
+    if (zc_chunk_version_of(o, &version) != ZC_OK)
+        return ZC_ERR_IO;
+    return zc_chunk_cache_read(b->cache, key, &version, &b->chain, &sel, o, 0, size, rd);
 }
 
-/* Decode the stored chunk in `fd` (`size` bytes) and gather the points of task `t`. */
-static int read_points(const zc_batch *b, zc_chunk_reader *rd, int64_t t, int fd, size_t size)
+/* Decode the stored chunk `o` (`size` bytes) and gather the points of task `t`. */
+static int read_points(const zc_batch *b, zc_chunk_reader *rd, int64_t t, const zc_object *o,
+                       size_t size)
 {
     const int64_t a = b->listing.point_start[t];
     zc_chunk_sel sel = {.ndim = b->ndim, .shape = b->chunk_shape, .out = b->data,
                         .local = b->listing.local + a, .local_out = b->listing.out_index + a,
                         .npoints = b->listing.point_start[t + 1] - a};
     sel.out_strides[0] = b->data_strides[0];
-    return zc_chunk_read(&b->chain, &sel, fd, 0, size, rd);
+    return zc_chunk_read(&b->chain, &sel, o, 0, size, rd);
 }
 
 /* Fill the selection of task `t` (pieces `p`, region `out` of `shape` by `out_strides`) whose
@@ -312,9 +322,10 @@ void zc_batch_read_worker(zc_batch *b)
             fail(b, t, st, 0);
             break;
         }
-        int fd, missing;
+        zc_object o;
+        int missing;
         size_t size = 0;
-        if ((st = zc_file_open(&b->root, path, &fd, &size, &missing)) != ZC_OK) {
+        if ((st = zc_object_open(&b->root, b->mem, path, &o, &size, &missing)) != ZC_OK) {
             fail(b, t, st, errno);
             break;
         }
@@ -326,10 +337,10 @@ void zc_batch_read_worker(zc_batch *b)
             continue;
         }
         errno = 0;
-        st = points ? read_points(b, &rd, t, fd, size)
-                    : read_task(b, &rd, p, fd, size, out, out_strides);
+        st = points ? read_points(b, &rd, t, &o, size)
+                    : read_task(b, &rd, p, &o, size, out, out_strides);
         int err = errno;
-        zc_os_close(fd);
+        zc_object_close(&o);
         if (st != ZC_OK) {
             fail(b, t, st, st == ZC_ERR_IO ? err : 0);
             break;
@@ -419,28 +430,28 @@ static int write_streamed(const zc_batch *b, const slab_walk *w, const char *pat
         if (fill < 0)
             return fill;
         if (fill)
-            return zc_file_replace_locked(&b->root, locks, path, NULL, 0);
+            return zc_object_replace(&b->root, b->mem, locks, path, NULL, 0);
     }
-    zc_file_writer f;
-    int st = zc_file_writer_open(&f, &b->root, path);
+    zc_object_writer f;
+    int st = zc_object_writer_open(&f, &b->root, b->mem, path);
     uint32_t crc = 0;
     for (int64_t k = 0; st == ZC_OK && k < w->nslabs;) {
         size_t n = slab_gather(b, w, &k, buf);
         if (b->chain.swap_size > 1 &&
             (st = zc_byteswap(buf, buf, n / b->chain.swap_size, b->chain.swap_size)) != ZC_OK) {
-            zc_file_writer_abort(&f);
+            zc_object_writer_abort(&f);
             break;
         }
         if (b->chain.crc32c)
             crc = zc_crc32c(crc, buf, n);
-        st = zc_file_writer_write(&f, buf, n);
+        st = zc_object_writer_write(&f, buf, n);
     }
     if (st == ZC_OK && b->chain.crc32c) {
         unsigned char trailer[4];
         zc_store_le32(trailer, crc);
-        st = zc_file_writer_write(&f, trailer, 4);
+        st = zc_object_writer_write(&f, trailer, 4);
     }
-    return st == ZC_OK ? zc_file_writer_commit(&f, locks, path) : st;
+    return st == ZC_OK ? zc_object_writer_commit(&f, locks, path) : st;
 }
 
 /* Does the task's chunk reach past the array's end (`edge`), and does the selection leave
@@ -544,7 +555,7 @@ static int store_segments(const zc_batch *b, struct zc_chunk_segments *cs, const
                           const zc_key_locks *locks)
 {
     if (!b->write_empty_chunks && !zc_atomic_load_int(&cs->not_fill, ZC_ACQUIRE))
-        return zc_file_replace_locked(&b->root, locks, path, NULL, 0);
+        return zc_object_replace(&b->root, b->mem, locks, path, NULL, 0);
     const size_t cap = segment_cap(b);
     size_t m = cs->out_len[0];
     for (int64_t s = 1; s < b->nsegments; s++) {
@@ -555,7 +566,7 @@ static int store_segments(const zc_batch *b, struct zc_chunk_segments *cs, const
         zc_store_le32(cs->out + m, zc_crc32c(0, cs->out, m));
         m += 4;
     }
-    return zc_file_replace_locked(&b->root, locks, path, cs->out, m);
+    return zc_object_replace(&b->root, b->mem, locks, path, cs->out, m);
 }
 
 /* Gather segment `s` of task `t`'s chunk (a run of planes along the first axis), note whether
@@ -708,7 +719,7 @@ void zc_batch_write_worker(zc_batch *b)
         /* Replaced or deleted under the key's lock, so this lands wholly before or after
          * another writer's read-modify-write of the chunk rather than inside it. */
         if (is_fill) {
-            if ((st = zc_file_replace_locked(&b->root, &locks, path, NULL, 0)) != ZC_OK) {
+            if ((st = zc_object_replace(&b->root, b->mem, &locks, path, NULL, 0)) != ZC_OK) {
                 fail(b, t, st, errno);
                 break;
             }
@@ -717,7 +728,7 @@ void zc_batch_write_worker(zc_batch *b)
         size_t len = 0;
         st = zc_chain_encode(&b->chain, chunk, n, encoded, cap, &len);
         if (st == ZC_OK)
-            st = zc_file_replace_locked(&b->root, &locks, path, encoded, len);
+            st = zc_object_replace(&b->root, b->mem, &locks, path, encoded, len);
         if (st != ZC_OK) {
             fail(b, t, st, errno);
             break;
@@ -736,7 +747,8 @@ int zc_batch_rewrite_task(zc_batch *b, int64_t t, zc_key_locks *locks)
     char path[ZC_BATCH_PATH_MAX];
     const size_t n = chunk_nbytes(b), cap = zc_chain_encode_bound(&b->chain, n);
     unsigned char *stored = NULL, *chunk = NULL, *encoded = NULL;
-    int fd = -1, missing = 0, locked = 0, st, err = 0;
+    zc_object o;
+    int missing = 0, locked = 0, st, err = 0;
     size_t size = 0;
     if (lists_positions(b)) {
         st = ZC_ERR_PARAM;
@@ -747,7 +759,7 @@ int zc_batch_rewrite_task(zc_batch *b, int64_t t, zc_key_locks *locks)
         goto done;
     errno = 0;
     if ((st = zc_key_locks_open_once(locks, &b->root, b->lock_dir)) != ZC_OK ||
-        (st = zc_key_lock(locks, path)) != ZC_OK) {
+        (st = zc_object_lock(b->mem, locks, path)) != ZC_OK) {
         err = errno;
         goto done;
     }
@@ -758,7 +770,7 @@ int zc_batch_rewrite_task(zc_batch *b, int64_t t, zc_key_locks *locks)
         st = cap ? ZC_ERR_NOMEM : ZC_ERR_SIZE;
         goto done;
     }
-    if ((st = zc_file_open(&b->root, path, &fd, &size, &missing)) != ZC_OK) {
+    if ((st = zc_object_open(&b->root, b->mem, path, &o, &size, &missing)) != ZC_OK) {
         err = errno;
         goto done;
     }
@@ -772,11 +784,11 @@ int zc_batch_rewrite_task(zc_batch *b, int64_t t, zc_key_locks *locks)
             st = ZC_ERR_SIZE;
         else if ((stored = (unsigned char *)malloc(size ? size : 1)) == NULL)
             st = ZC_ERR_NOMEM;
-        else if ((st = zc_pread_full(fd, stored, size, 0)) == ZC_ERR_IO)
+        else if ((st = zc_object_pread(&o, stored, size, 0)) == ZC_ERR_IO)
             err = errno;
         if (st == ZC_OK)
             st = zc_chain_decode(&b->chain, stored, size, chunk, n);
-        zc_os_close(fd);
+        zc_object_close(&o);
     }
     if (st != ZC_OK)
         goto done;
@@ -793,18 +805,19 @@ int zc_batch_rewrite_task(zc_batch *b, int64_t t, zc_key_locks *locks)
         st = is_fill;
         goto done;
     }
-    /* The key's lock is held here already: replaced without taking it again. */
+    /* The key's lock is held here already: replaced without taking it again (a memory
+     * store's lock is taken again by its holder freely). */
     const zc_key_locks held = ZC_KEY_LOCKS_NONE;
     size_t len = 0;
     errno = 0;
     if (is_fill)
-        st = zc_file_replace_locked(&b->root, &held, path, NULL, 0);
+        st = zc_object_replace(&b->root, b->mem, &held, path, NULL, 0);
     else if ((st = zc_chain_encode(&b->chain, chunk, n, encoded, cap, &len)) == ZC_OK)
-        st = zc_file_replace_locked(&b->root, &held, path, encoded, len);
+        st = zc_object_replace(&b->root, b->mem, &held, path, encoded, len);
     err = errno;
 done:
     if (locked)
-        zc_key_unlock(locks, path);
+        zc_object_unlock(b->mem, locks, path);
     free(stored);
     free(chunk);
     free(encoded);

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "zc_chain.h"
+#include "zc_chunk_cache.h"
 #include "zc_fs.h"
 #include "zc_gather.h"
 #include "zc_key_lock.h"
@@ -70,6 +71,9 @@ typedef struct {
     char lock_dir[ZC_BATCH_PATH_MAX];
     /* The store's root, which key_head and lock_dir start with (zc_fs.h: confined or not). */
     zc_root root;
+    /* Chunks live in this memory store rather than files (NULL: files): keys are store keys,
+     * locks its key locks, and `root` is unused (zc_chunk_io.h). */
+    zc_memstore *mem;
     /* Pieces per axis: axis d's are pieces[piece_offset[d] .. piece_offset[d] + npieces[d]). */
     const zc_piece *pieces;
     int64_t piece_offset[ZC_BATCH_MAX_NDIM];
@@ -79,6 +83,9 @@ typedef struct {
     char *data;
     ptrdiff_t data_strides[ZC_BATCH_MAX_NDIM];
     int stream_out;  /* reads: the output outgrows the caches (zc_stream.h's ZC_STREAM_OUT_MIN) */
+    /* Reads: decoded chunks are taken from and kept in this cache (NULL: none), keyed by
+     * their grid coordinates and 0. */
+    zc_chunk_cache *cache;
     /* Shared progress and outcome. */
     int64_t next_task;
     int failed;             /* set once; workers stop taking tasks */

@@ -213,6 +213,135 @@ int zc_file_replace_locked(const zc_root *root, const zc_key_locks *locks, const
     return zc_file_writer_commit(&w, locks, path);
 }
 
+/* ---- stored objects ----------------------------------------------------------------------- */
+
+int zc_object_open(const zc_root *root, zc_memstore *mem, const char *path, zc_object *o,
+                   size_t *size, int *missing)
+{
+    o->fd = -1;
+    o->blob = NULL;
+    if (mem == NULL)
+        return zc_file_open(root, path, &o->fd, size, missing);
+    o->blob = zc_memstore_get(mem, path);
+    *missing = o->blob == NULL;
+    *size = o->blob ? o->blob->len : 0;
+    return ZC_OK;
+}
+
+int zc_object_pread(const zc_object *o, void *buf, size_t len, uint64_t at)
+{
+    if (o->blob == NULL)
+        return zc_pread_full(o->fd, buf, len, at);
+    if (at > o->blob->len || len > o->blob->len - at)
+        return ZC_ERR_SIZE;
+    memcpy(buf, o->blob->data + at, len);
+    return ZC_OK;
+}
+
+void zc_object_close(zc_object *o)
+{
+    if (o->fd >= 0)
+        zc_os_close(o->fd);
+    zc_blob_release(o->blob);
+    o->fd = -1;
+    o->blob = NULL;
+}
+
+int zc_object_writer_open(zc_object_writer *w, const zc_root *root, zc_memstore *mem,
+                          const char *path)
+{
+    w->mem = mem;
+    w->blob = NULL;
+    w->len = w->cap = 0;
+    w->file.fd = -1;
+    return mem == NULL ? zc_file_writer_open(&w->file, root, path) : ZC_OK;
+}
+
+int zc_object_writer_write(zc_object_writer *w, const unsigned char *data, size_t len)
+{
+    if (w->mem == NULL)
+        return zc_file_writer_write(&w->file, data, len);
+    if (len > SIZE_MAX / 2 - w->len) {
+        zc_object_writer_abort(w);
+        return ZC_ERR_SIZE;
+    }
+    if (w->len + len > w->cap) {
+        size_t cap = w->cap ? w->cap : 4096;
+        while (cap < w->len + len)
+            cap *= 2;
+        zc_blob *b = zc_blob_new(cap);
+        if (b == NULL) {
+            zc_object_writer_abort(w);
+            return ZC_ERR_NOMEM;
+        }
+        if (w->len)
+            memcpy(b->data, w->blob->data, w->len);
+        zc_blob_release(w->blob);
+        w->blob = b;
+        w->cap = cap;
+    }
+    memcpy(w->blob->data + w->len, data, len);
+    w->len += len;
+    return ZC_OK;
+}
+
+void zc_object_writer_abort(zc_object_writer *w)
+{
+    if (w->mem == NULL) {
+        zc_file_writer_abort(&w->file);
+        return;
+    }
+    zc_blob_release(w->blob);
+    w->blob = NULL;
+    w->len = w->cap = 0;
+}
+
+int zc_object_writer_commit(zc_object_writer *w, const zc_key_locks *locks, const char *path)
+{
+    if (w->mem == NULL)
+        return zc_file_writer_commit(&w->file, locks, path);
+    if (w->blob == NULL && (w->blob = zc_blob_new(0)) == NULL)
+        return ZC_ERR_NOMEM;
+    w->blob->len = w->len;
+    int st = zc_memstore_lock(w->mem, path);
+    if (st == ZC_OK) {
+        st = zc_memstore_put(w->mem, path, w->blob);
+        zc_memstore_unlock(w->mem, path);
+    }
+    zc_object_writer_abort(w);
+    return st;
+}
+
+int zc_object_replace(const zc_root *root, zc_memstore *mem, const zc_key_locks *locks,
+                      const char *path, const unsigned char *data, size_t len)
+{
+    if (mem == NULL)
+        return zc_file_replace_locked(root, locks, path, data, len);
+    if (data == NULL) {
+        int st = zc_memstore_lock(mem, path);
+        if (st == ZC_OK) {
+            st = zc_memstore_put(mem, path, NULL);
+            zc_memstore_unlock(mem, path);
+        }
+        return st;
+    }
+    zc_object_writer w;
+    int st = zc_object_writer_open(&w, root, mem, path);
+    if (st == ZC_OK)
+        st = zc_object_writer_write(&w, data, len);
+    return st == ZC_OK ? zc_object_writer_commit(&w, locks, path) : st;
+}
+
+int zc_object_lock(zc_memstore *mem, const zc_key_locks *locks, const char *path)
+{
+    return mem ? zc_memstore_lock(mem, path) : zc_key_lock(locks, path);
+}
+
+int zc_object_unlock(zc_memstore *mem, const zc_key_locks *locks, const char *path)
+{
+    return mem ? zc_memstore_unlock(mem, path) : zc_key_unlock(locks, path);
+}
+
 void zc_chunk_reader_free(zc_chunk_reader *r)
 {
     free(r->file.p);
@@ -236,18 +365,21 @@ static int whole_run(const zc_chunk_sel *s, size_t itemsize)
     return 1;
 }
 
-/* Gather the listed selection (`gather` or points) out of the decoded chunk of `n` bytes. */
-static int gather_listed(const zc_chain *c, const zc_chunk_sel *s, const unsigned char *chunk,
-                         size_t n)
+/* Gather the listed selection (`gather` or points) out of `chunk`, a whole decoded chunk. */
+static int gather_listed(const zc_chunk_sel *s, size_t itemsize, const unsigned char *chunk)
 {
-    if (s->local != NULL)
-        return zc_gather_points(chunk, (int64_t)(n / c->itemsize), c->itemsize, s->local,
-                                s->local_out, s->npoints, s->out, s->out_strides[0]);
-    return zc_gather_nd(s->ndim, s->shape, c->itemsize, chunk, s->gather, s->out, s->out_strides);
+    if (s->local != NULL) {
+        int64_t items = 1;
+        for (int d = 0; d < s->ndim; d++)
+            items *= s->shape[d]; /* (their product in bytes was checked to fit a size_t) */
+        return zc_gather_points(chunk, items, itemsize, s->local, s->local_out, s->npoints,
+                                s->out, s->out_strides[0]);
+    }
+    return zc_gather_nd(s->ndim, s->shape, itemsize, chunk, s->gather, s->out, s->out_strides);
 }
 
-int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, int fd, uint64_t offset, size_t size,
-                  zc_chunk_reader *r)
+int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, const zc_object *o, uint64_t offset,
+                  size_t size, zc_chunk_reader *r)
 {
     if (s->ndim < 0 || s->ndim > ZC_CHUNK_IO_MAX_NDIM || c->itemsize == 0)
         return ZC_ERR_PARAM;
@@ -269,11 +401,11 @@ int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, int fd, uint64_t off
             .zstd = c->compressor == ZC_COMP_ZSTD, .crc32c = c->crc32c, .nbytes = n,
             .itemsize = c->itemsize, .swap_size = c->swap_size, .offset = offset,
         };
-        return zc_stream_read(fd, size, &f, &sc, &r->stream);
+        return zc_stream_read(o, size, &f, &sc, &r->stream);
     }
     if (zc_buf_reserve(&r->file, size) != ZC_OK)
         return ZC_ERR_NOMEM;
-    int st = zc_pread_full(fd, r->file.p, size, offset);
+    int st = zc_object_pread(o, r->file.p, size, offset);
     if (st == ZC_ERR_SIZE)
         st = ZC_ERR_CORRUPT; /* the file shrank under us: a truncated chunk */
     if (st != ZC_OK)
@@ -284,11 +416,16 @@ int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, int fd, uint64_t off
         return ZC_ERR_NOMEM;
     if ((st = zc_chain_decode(c, r->file.p, size, r->scratch.p, n)) != ZC_OK)
         return st;
-    if (listed)
-        return gather_listed(c, s, r->scratch.p, n);
+    return zc_chunk_sel_copy(s, c->itemsize, r->scratch.p);
+}
+
+int zc_chunk_sel_copy(const zc_chunk_sel *s, size_t itemsize, const unsigned char *chunk)
+{
+    if (s->gather != NULL || s->local != NULL)
+        return gather_listed(s, itemsize, chunk);
     /* The selection's view of the decoded chunk, then a strided copy into place. */
     ptrdiff_t shape[ZC_CHUNK_IO_MAX_NDIM], strides[ZC_CHUNK_IO_MAX_NDIM];
-    ptrdiff_t cstride = (ptrdiff_t)c->itemsize;
+    ptrdiff_t cstride = (ptrdiff_t)itemsize;
     size_t at = 0;
     for (int d = s->ndim - 1; d >= 0; d--) {
         if (s->start[d] < 0 || s->step[d] < 1 || s->count[d] < 1 ||
@@ -299,6 +436,5 @@ int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, int fd, uint64_t off
         at += (size_t)cstride * (size_t)s->start[d];
         cstride *= (ptrdiff_t)s->shape[d];
     }
-    return zc_copy_nd(s->ndim, shape, c->itemsize, r->scratch.p + at, strides, s->out,
-                      s->out_strides);
+    return zc_copy_nd(s->ndim, shape, itemsize, chunk + at, strides, s->out, s->out_strides);
 }

@@ -12,6 +12,7 @@
 #include "zc_fs.h"
 #include "zc_gather.h"
 #include "zc_key_lock.h"
+#include "zc_memstore.h"
 #include "zc_stream.h"
 
 #define ZC_CHUNK_IO_MAX_NDIM 32
@@ -71,6 +72,48 @@ void zc_file_writer_abort(zc_file_writer *w);
 int zc_file_replace_locked(const zc_root *root, const zc_key_locks *locks, const char *path,
                            const unsigned char *data, size_t len);
 
+/* ---- stored objects: files of a directory store, or blobs of a zc_memstore ---------------- */
+
+/* Jobs over a memory store (their `mem` not NULL) name objects by store key where they name
+ * files by path below their root otherwise (zc_fs.h: confined or not), and lock keys with
+ * zc_memstore_lock rather than a lock file. The root is not used with a memory store. */
+
+/* An open stored object: a file (fd >= 0), or a memory store's blob held by a reference. */
+typedef struct zc_object {
+    int fd;
+    zc_blob *blob;
+} zc_object;
+
+/* As zc_file_open, of `path` in `mem` (NULL: the file system below `root`). */
+int zc_object_open(const zc_root *root, zc_memstore *mem, const char *path, zc_object *o,
+                   size_t *size, int *missing);
+/* As zc_pread_full. */
+int zc_object_pread(const zc_object *o, void *buf, size_t len, uint64_t at);
+void zc_object_close(zc_object *o);
+
+/* A new version of a stored object: a zc_file_writer, or a blob that grows as it is
+ * written and is stored on commit. */
+typedef struct {
+    zc_file_writer file;
+    zc_memstore *mem;
+    zc_blob *blob;
+    size_t len, cap;
+} zc_object_writer;
+
+int zc_object_writer_open(zc_object_writer *w, const zc_root *root, zc_memstore *mem,
+                          const char *path);
+int zc_object_writer_write(zc_object_writer *w, const unsigned char *data, size_t len);
+/* As zc_file_writer_commit; in memory under the key's lock (taken again if the thread holds
+ * it: zc_memstore_lock). */
+int zc_object_writer_commit(zc_object_writer *w, const zc_key_locks *locks, const char *path);
+void zc_object_writer_abort(zc_object_writer *w);
+/* As zc_file_replace_locked, in `mem` when not NULL. */
+int zc_object_replace(const zc_root *root, zc_memstore *mem, const zc_key_locks *locks,
+                      const char *path, const unsigned char *data, size_t len);
+/* As zc_key_lock / zc_key_unlock, in `mem` when not NULL. */
+int zc_object_lock(zc_memstore *mem, const zc_key_locks *locks, const char *path);
+int zc_object_unlock(zc_memstore *mem, const zc_key_locks *locks, const char *path);
+
 /* A selection of a C-ordered chunk of `shape`: on axis d `count[d]` items from `start[d]`
  * by `step[d]` (>= 1), landing at `out` + k * out_strides[d] (bytes, any sign). With
  * `gather` set instead, the cross product of its axes (zc_gather_nd); with `local` set, the
@@ -96,12 +139,16 @@ typedef struct {
 
 void zc_chunk_reader_free(zc_chunk_reader *r);
 
-/* Decode the chunk stored as bytes [offset, offset + size) of `fd` into the selection.
+/* Decode the chunk stored as bytes [offset, offset + size) of `o` into the selection.
  * Index lists and points are gathered from the whole decoded chunk (zc_gather.h). Otherwise
  * no compressor and zstd stream through bounded buffers; the other compressors decode the
  * whole chunk, into the output when the selection is the whole chunk on one contiguous run
  * of it, else into the reader's chunk-sized scratch buffer and from there into place. */
-int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, int fd, uint64_t offset, size_t size,
-                  zc_chunk_reader *r);
+int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, const zc_object *o, uint64_t offset,
+                  size_t size, zc_chunk_reader *r);
+
+/* Copy the selection out of `chunk`, a whole decoded chunk (C order, s->shape items of
+ * `itemsize` bytes): ZC_OK, or ZC_ERR_PARAM when the selection leaves the chunk. */
+int zc_chunk_sel_copy(const zc_chunk_sel *s, size_t itemsize, const unsigned char *chunk);
 
 #endif

@@ -43,6 +43,7 @@
 #define zc_atomic_cas_int(p, expected, desired)                                                \
     __atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQ_REL,               \
                                 __ATOMIC_ACQUIRE)
+#define zc_atomic_load_i64(p, order) __atomic_load_n((p), (order))
 #define zc_atomic_add_i64(p, v, order) __atomic_add_fetch((p), (v), (order))
 #define zc_atomic_fetch_add_i64(p, v, order) __atomic_fetch_add((p), (v), (order))
 #else
@@ -78,6 +79,11 @@ static __inline int zc_atomic_cas_int(int *p, int *expected, int desired)
         return 1;
     *expected = (int)seen;
     return 0;
+}
+static __inline int64_t zc_atomic_load_i64(const int64_t *p, int order)
+{
+    (void)order;
+    return _InterlockedCompareExchange64((volatile __int64 *)p, 0, 0);
 }
 static __inline int64_t zc_atomic_fetch_add_i64(int64_t *p, int64_t v, int order)
 {
@@ -125,18 +131,30 @@ static __inline int zc_mul_overflow_i64(int64_t a, int64_t b, int64_t *r)
 #define ZC_SSE2 1
 #endif
 
-/* ---- Threads: a mutex, run-once, per-thread values (with a destructor run at thread exit),
- * yielding, and fork handlers (nothing on Windows, which does not fork). csrc/ starts no
- * threads: its callers' threads run the work. ---- */
+/* ---- Threads: a mutex (static or made at run time, not recursive), a condition variable
+ * waited on with a mutex, the calling thread's identity, run-once, per-thread values (with a
+ * destructor run at thread exit), yielding, and fork handlers (nothing on Windows, which does
+ * not fork). csrc/ starts no threads: its callers' threads run the work. ---- */
 #ifdef _WIN32
 typedef struct { void *opaque; } zc_mutex; /* an SRWLOCK */
 #define ZC_MUTEX_INIT {0}
+typedef struct { void *opaque; } zc_cond; /* a CONDITION_VARIABLE */
+typedef unsigned long zc_thread_id; /* the thread's id, unique among running threads */
 typedef struct { void *opaque; } zc_once; /* an INIT_ONCE */
 #define ZC_ONCE_INIT {0}
 typedef unsigned long zc_tls_key; /* a fiber-local storage index, whose callback runs at exit */
 #define ZC_TLS_CALLBACK __stdcall
+void zc_mutex_init(zc_mutex *m);
+#define zc_mutex_destroy(m) ((void)(m)) /* SRW locks hold no resources */
 void zc_mutex_lock(zc_mutex *m);
 void zc_mutex_unlock(zc_mutex *m);
+void zc_cond_init(zc_cond *c);
+#define zc_cond_destroy(c) ((void)(c))
+/* Release `m` (held), wait until woken (or spuriously), take `m` again. */
+void zc_cond_wait(zc_cond *c, zc_mutex *m);
+void zc_cond_broadcast(zc_cond *c);
+zc_thread_id zc_thread_self(void);
+#define zc_thread_equal(a, b) ((a) == (b))
 void zc_once_run(zc_once *once, void (*fn)(void));
 /* 0, or nonzero when no key is left. */
 int zc_tls_create(zc_tls_key *key, void(ZC_TLS_CALLBACK *destroy)(void *));
@@ -153,8 +171,18 @@ typedef pthread_once_t zc_once;
 #define ZC_ONCE_INIT PTHREAD_ONCE_INIT
 typedef pthread_key_t zc_tls_key;
 #define ZC_TLS_CALLBACK
+typedef pthread_cond_t zc_cond;
+typedef pthread_t zc_thread_id;
+#define zc_mutex_init(m) pthread_mutex_init((m), NULL)
+#define zc_mutex_destroy(m) pthread_mutex_destroy(m)
 #define zc_mutex_lock(m) pthread_mutex_lock(m)
 #define zc_mutex_unlock(m) pthread_mutex_unlock(m)
+#define zc_cond_init(c) pthread_cond_init((c), NULL)
+#define zc_cond_destroy(c) pthread_cond_destroy(c)
+#define zc_cond_wait(c, m) pthread_cond_wait((c), (m))
+#define zc_cond_broadcast(c) pthread_cond_broadcast(c)
+#define zc_thread_self() pthread_self()
+#define zc_thread_equal(a, b) pthread_equal((a), (b))
 #define zc_once_run(once, fn) pthread_once((once), (fn))
 #define zc_tls_create(key, destroy) pthread_key_create((key), (destroy))
 #define zc_tls_get(key) pthread_getspecific(key)
@@ -193,6 +221,11 @@ typedef struct {
     uint64_t dev, ino; /* the same pair: the same file */
     uint64_t nlink;    /* names it has; 0 once removed (on Windows: once its removal is pending) */
     int kind;          /* ZC_FILE_* (ZC_FILE_LINK: a symbolic link or other reparse point) */
+    /* Nanoseconds since 1970 (zc_os_time_ns's clock) of the last change of the data, and of
+     * the data or the metadata (POSIX st_ctim; Windows' ChangeTime): neither is set back by a
+     * write; on POSIX users cannot set the latter at all (on Windows NtSetInformationFile
+     * can). */
+    int64_t mtime_ns, ctime_ns;
 } zc_file_info;
 
 /* How zc_os_open_at and zc_os_open_beneath open a file: one of READ (directories too, as

@@ -10,6 +10,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The timestamps of struct stat, in nanoseconds. */
+#ifdef __APPLE__
+#define ST_MTIME st_mtimespec
+#define ST_CTIME st_ctimespec
+#else
+#define ST_MTIME st_mtim
+#define ST_CTIME st_ctim
+#endif
+
 int zc_posix_open_flags(int how)
 {
     static const int base[4] = {
@@ -58,6 +67,8 @@ static int fill_info(int r, const struct stat *st, zc_file_info *info)
                  : S_ISDIR(st->st_mode) ? ZC_FILE_DIRECTORY
                  : S_ISLNK(st->st_mode) ? ZC_FILE_LINK
                                         : ZC_FILE_OTHER;
+    info->mtime_ns = (int64_t)st->ST_MTIME.tv_sec * 1000000000LL + st->ST_MTIME.tv_nsec;
+    info->ctime_ns = (int64_t)st->ST_CTIME.tv_sec * 1000000000LL + st->ST_CTIME.tv_nsec;
     return 0;
 }
 

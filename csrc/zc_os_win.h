@@ -10,6 +10,7 @@
 #define WIN32_LEAN_AND_MEAN
 #endif
 #include <windows.h>
+#include <stdint.h>
 #include <wchar.h>
 
 /* `path` (UTF-8) as a new UTF-16 string for the wide API (free it), or NULL with errno. */
@@ -26,6 +27,9 @@ wchar_t *zc_win_wide_at(int dir, const char *name);
 
 /* Set errno to the nearest POSIX meaning of the Windows error `error`. */
 void zc_win_set_errno(DWORD error);
+
+/* Nanoseconds since 1970 of a FILETIME-like count `ticks` of 100 ns since 1601. */
+int64_t zc_win_time_ns(uint64_t ticks);
 
 /* The handle under C runtime descriptor `fd`, or INVALID_HANDLE_VALUE with errno EBADF. */
 HANDLE zc_win_handle(int fd);

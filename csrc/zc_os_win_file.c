@@ -133,10 +133,14 @@ static int handle_info(HANDLE h, zc_file_info *info)
 {
     BY_HANDLE_FILE_INFORMATION b;
     FILE_STANDARD_INFO s;
-    if (!GetFileInformationByHandle(h, &b)) {
+    FILE_BASIC_INFO times;
+    if (!GetFileInformationByHandle(h, &b) ||
+        !GetFileInformationByHandleEx(h, FileBasicInfo, &times, sizeof times)) {
         zc_win_set_errno(GetLastError());
         return -1;
     }
+    info->mtime_ns = zc_win_time_ns((uint64_t)times.LastWriteTime.QuadPart);
+    info->ctime_ns = zc_win_time_ns((uint64_t)times.ChangeTime.QuadPart);
     info->size = (uint64_t)b.nFileSizeHigh << 32 | b.nFileSizeLow;
     info->dev = b.dwVolumeSerialNumber;
     info->ino = (uint64_t)b.nFileIndexHigh << 32 | b.nFileIndexLow;

@@ -9,7 +9,11 @@ uint64_t zc_os_time_ns(void)
 {
     FILETIME ft;
     GetSystemTimePreciseAsFileTime(&ft);
-    uint64_t ticks = (uint64_t)ft.dwHighDateTime << 32 | ft.dwLowDateTime; /* 100 ns since 1601 */
-    return (ticks - 116444736000000000ULL) * 100u;
+    return (uint64_t)zc_win_time_ns((uint64_t)ft.dwHighDateTime << 32 | ft.dwLowDateTime);
+}
+
+int64_t zc_win_time_ns(uint64_t ticks)
+{
+    return ((int64_t)ticks - 116444736000000000LL) * 100;
 }
 #endif

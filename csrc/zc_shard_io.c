@@ -23,9 +23,10 @@
 
 struct zc_shard_slot {
     int state;          /* reads: SLOT_* */
-    int fd;             /* reads: the open shard; -1 when it is not stored (or closed) */
+    zc_object obj;      /* reads: the open shard; fd -1 and no blob when not stored (or closed) */
     int64_t remaining;  /* tasks not done yet: the last one closes the shard / writes it */
     uint64_t *entries;  /* reads: the shard's validated index, 2 per inner chunk */
+    zc_chunk_version version;  /* reads through a cache: the open shard's identity */
 };
 
 /* ---- setup -------------------------------------------------------------------------------- */
@@ -197,7 +198,7 @@ int zc_shard_io_prepare(zc_shard_io *io)
         }
         if (io->deferred[s])
             n = 0; /* partly covered: the caller's read-modify-write */
-        io->slots[s].fd = -1;
+        io->slots[s].obj.fd = -1;
         io->slots[s].remaining = n;
         io->task_start[s] = tasks;
         tasks += n;
@@ -215,9 +216,7 @@ int zc_shard_io_prepare(zc_shard_io *io)
 
 static void release_slot(zc_shard_slot *slot)
 {
-    if (slot->fd >= 0)
-        zc_os_close(slot->fd);
-    slot->fd = -1;
+    zc_object_close(&slot->obj);
     free(slot->entries);
     slot->entries = NULL;
 }
@@ -412,14 +411,20 @@ static int load_shard(zc_shard_io *io, int64_t s, zc_buf *buf)
         fail_simple(io, s, -1, st, 0);
         return st;
     }
-    int fd, missing;
+    zc_object o;
+    int missing;
     size_t size = 0;
-    if ((st = zc_file_open(&io->root, path, &fd, &size, &missing)) != ZC_OK) {
+    if ((st = zc_object_open(&io->root, io->mem, path, &o, &size, &missing)) != ZC_OK) {
         fail_simple(io, s, -1, st, errno);
         return st;
     }
     if (missing)
         return ZC_OK; /* every inner chunk reads as fill */
+    if (io->cache != NULL && zc_chunk_version_of(&o, &slot->version) != ZC_OK) {
+        fail_simple(io, s, -1, ZC_ERR_IO, errno);
+        zc_object_close(&o);
+        return ZC_ERR_IO;
+    }
     size_t raw, isz;
     index_size(io, &raw, &isz);
     failure f = {.status = ZC_OK, .inner = -1};
@@ -432,7 +437,7 @@ static int load_shard(zc_shard_io *io, int64_t s, zc_buf *buf)
         f.status = ZC_ERR_NOMEM;
         goto failed;
     }
-    if ((st = zc_pread_full(fd, buf->p, isz, io->index_at_start ? 0 : size - isz)) != ZC_OK) {
+    if ((st = zc_object_pread(&o, buf->p, isz, io->index_at_start ? 0 : size - isz)) != ZC_OK) {
         /* A shard that shrank under us is short. */
         f = st == ZC_ERR_SIZE ? short_shard(size)
                               : (failure){.status = st, .err = errno, .inner = -1};
@@ -445,11 +450,11 @@ static int load_shard(zc_shard_io *io, int64_t s, zc_buf *buf)
     if (check_index(io, buf->p, size, entries, &f) != ZC_OK)
         goto failed;
     slot->entries = entries;
-    slot->fd = fd;
+    slot->obj = o;
     return ZC_OK;
 failed:
     free(entries);
-    zc_os_close(fd);
+    zc_object_close(&o);
     fail(io, s, &f);
     return f.status;
 }
@@ -493,7 +498,7 @@ void zc_shard_io_read_worker(zc_shard_io *io)
         task_view v;
         task_geometry(io, t, s, &v);
         int st;
-        if (slot->fd < 0 || slot->entries[2 * v.lin] == ZC_SHARD_EMPTY) {
+        if (slot->entries == NULL || slot->entries[2 * v.lin] == ZC_SHARD_EMPTY) {
             st = zc_copy_nd(io->ndim, v.shape, io->chain.itemsize, io->fill, zero, v.data,
                             v.data_strides);
         } else {
@@ -506,9 +511,20 @@ void zc_shard_io_read_worker(zc_shard_io *io)
                 sel.out_strides[d] = v.data_strides[d];
             }
             /* load_shard checked the entry lies inside the file. */
+            const uint64_t off = slot->entries[2 * v.lin], len = slot->entries[2 * v.lin + 1];
             errno = 0;
-            st = zc_chunk_read(&io->chain, &sel, slot->fd, slot->entries[2 * v.lin],
-                               (size_t)slot->entries[2 * v.lin + 1], &rd);
+            if (io->cache == NULL) {
+                st = zc_chunk_read(&io->chain, &sel, &slot->obj, off, (size_t)len, &rd);
+            } else {
+                int64_t key[ZC_SHARD_IO_MAX_NDIM + 1];
+                zc_shard_io_slot_coords(io, s, key);
+                key[io->ndim] = v.lin;
+                zc_chunk_version version = slot->version;
+                version.offset = off;
+                version.nbytes = len;
+                st = zc_chunk_cache_read(io->cache, key, &version, &io->chain, &sel, &slot->obj,
+                                         off, (size_t)len, &rd);
+            }
         }
         if (st != ZC_OK) {
             fail_simple(io, s, v.lin, st, errno);
@@ -585,8 +601,8 @@ static int store_shard(const zc_shard_io *io, const char *path, writer *w,
         pos += w->blob_len[i];
         any = 1;
     }
-    if (!any)
-        return zc_file_replace_locked(&io->root, locks, path, NULL, 0); /* nothing but fill: no shard */
+    if (!any) /* nothing but fill: no shard */
+        return zc_object_replace(&io->root, io->mem, locks, path, NULL, 0);
     if (zc_buf_reserve(&w->index, isz) != ZC_OK)
         return ZC_ERR_NOMEM;
     int st = zc_shard_index_pack(w->entries, (size_t)n, w->index.p, raw);
@@ -594,19 +610,20 @@ static int store_shard(const zc_shard_io *io, const char *path, writer *w,
         return st;
     if (io->index_crc32c)
         zc_store_le32(w->index.p + raw, zc_crc32c(0, w->index.p, raw));
-    zc_file_writer f;
-    if ((st = zc_file_writer_open(&f, &io->root, path)) != ZC_OK)
+    zc_object_writer f;
+    if ((st = zc_object_writer_open(&f, &io->root, io->mem, path)) != ZC_OK)
         return st;
-    if (io->index_at_start && (st = zc_file_writer_write(&f, w->index.p, isz)) != ZC_OK)
+    if (io->index_at_start && (st = zc_object_writer_write(&f, w->index.p, isz)) != ZC_OK)
         return st;
     for (int64_t k = 0; k < n; k++) {
         int64_t i = io->write_order ? io->write_order[k] : k;
-        if (w->blob[i] != NULL && (st = zc_file_writer_write(&f, w->blob[i], w->blob_len[i])) != ZC_OK)
+        if (w->blob[i] != NULL &&
+            (st = zc_object_writer_write(&f, w->blob[i], w->blob_len[i])) != ZC_OK)
             return st;
     }
-    if (!io->index_at_start && (st = zc_file_writer_write(&f, w->index.p, isz)) != ZC_OK)
+    if (!io->index_at_start && (st = zc_object_writer_write(&f, w->index.p, isz)) != ZC_OK)
         return st;
-    return zc_file_writer_commit(&f, locks, path);
+    return zc_object_writer_commit(&f, locks, path);
 }
 
 /* Every task of slot `s` is done: store the shard of their encoded chunks. */
@@ -707,11 +724,12 @@ void zc_shard_io_write_worker(zc_shard_io *io)
 static int read_whole_shard(zc_shard_io *io, int64_t s, const char *path, unsigned char **data,
                             uint64_t *entries)
 {
-    int fd, missing;
+    zc_object o;
+    int missing;
     size_t size = 0, raw, isz;
     index_size(io, &raw, &isz);
     *data = NULL;
-    int st = zc_file_open(&io->root, path, &fd, &size, &missing);
+    int st = zc_object_open(&io->root, io->mem, path, &o, &size, &missing);
     failure f = {.status = st, .err = errno, .inner = -1};
     if (st != ZC_OK || missing)
         goto done;
@@ -719,11 +737,11 @@ static int read_whole_shard(zc_shard_io *io, int64_t s, const char *path, unsign
         f = short_shard(size);
     else if ((*data = (unsigned char *)malloc(size)) == NULL)
         f.status = ZC_ERR_NOMEM;
-    else if ((st = zc_pread_full(fd, *data, size, 0)) != ZC_OK)
+    else if ((st = zc_object_pread(&o, *data, size, 0)) != ZC_OK)
         f = st == ZC_ERR_SIZE ? short_shard(size) : (failure){.status = st, .err = errno, .inner = -1};
     else
         check_index(io, *data + (io->index_at_start ? 0 : size - isz), size, entries, &f);
-    zc_os_close(fd);
+    zc_object_close(&o);
 done:
     if (f.status != ZC_OK)
         fail(io, s, &f);
@@ -746,7 +764,7 @@ int zc_shard_io_rewrite_slot(zc_shard_io *io, int64_t s, zc_key_locks *locks)
     }
     errno = 0;
     if ((st = zc_key_locks_open_once(locks, &io->root, io->lock_dir)) != ZC_OK ||
-        (st = zc_key_lock(locks, path)) != ZC_OK) {
+        (st = zc_object_lock(io->mem, locks, path)) != ZC_OK) {
         fail_simple(io, s, -1, st, errno);
         return st;
     }
@@ -821,7 +839,7 @@ int zc_shard_io_rewrite_slot(zc_shard_io *io, int64_t s, zc_key_locks *locks)
         fail_simple(io, s, -1, st, errno);
 done:
     if (locked)
-        zc_key_unlock(locks, path);
+        zc_object_unlock(io->mem, locks, path);
     for (int64_t t = 0; j.out != NULL && t < j.ntasks; t++)
         free(j.out[t]);
     free(j.out);

@@ -27,6 +27,7 @@
 
 #include "zc_batch.h"
 #include "zc_chain.h"
+#include "zc_chunk_cache.h"
 #include "zc_key_lock.h"
 
 #define ZC_SHARD_IO_MAX_NDIM ZC_BATCH_MAX_NDIM
@@ -60,6 +61,8 @@ typedef struct {
     int lead_sep;
     char lock_dir[ZC_SHARD_IO_PATH_MAX];
     zc_root root; /* as zc_batch's */
+    /* Shards live in this memory store rather than files (NULL: files), as zc_batch's. */
+    zc_memstore *mem;
     /* The selection as pieces over the shard grid (zc_piece, as in zc_batch). */
     const zc_piece *pieces;
     int64_t piece_offset[ZC_SHARD_IO_MAX_NDIM];
@@ -69,6 +72,9 @@ typedef struct {
     ptrdiff_t data_strides[ZC_SHARD_IO_MAX_NDIM];
     int stream_out;  /* reads: the output outgrows the caches (zc_stream.h's ZC_STREAM_OUT_MIN) */
     int writing;
+    /* Reads: decoded inner chunks are taken from and kept in this cache (NULL: none), keyed
+     * by the shard's grid coordinates and the inner chunk's C-order index. */
+    zc_chunk_cache *cache;
 
     /* Set up by zc_shard_io_prepare, released by zc_shard_io_free. */
     int64_t grid[ZC_SHARD_IO_MAX_NDIM];  /* inner chunks per shard along each axis */

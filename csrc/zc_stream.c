@@ -218,10 +218,10 @@ static int get_buf(unsigned char **p, size_t size)
 }
 
 /* Compare the crc32c `crc` of the payload (the chunk less its last 4 bytes) with the trailer. */
-static int check_trailer(int fd, size_t fsize, const zc_stream_format *f, uint32_t crc)
+static int check_trailer(const zc_object *o, size_t fsize, const zc_stream_format *f, uint32_t crc)
 {
     unsigned char t[4];
-    int st = zc_pread_full(fd, t, 4, f->offset + fsize - 4);
+    int st = zc_object_pread(o, t, 4, f->offset + fsize - 4);
     if (st == ZC_ERR_SIZE)
         return ZC_ERR_CORRUPT;
     if (st != ZC_OK)
@@ -231,7 +231,7 @@ static int check_trailer(int fd, size_t fsize, const zc_stream_format *f, uint32
 
 /* After a decode failure `st`: when the chunk carries a crc32c that does not match, the
  * damage is reported as a checksum mismatch, as a check before decoding would have. */
-static int prefer_checksum(int fd, size_t fsize, const zc_stream_format *f, zc_stream_bufs *bufs,
+static int prefer_checksum(const zc_object *o, size_t fsize, const zc_stream_format *f, zc_stream_bufs *bufs,
                            int st)
 {
     if (!f->crc32c || fsize < 4 || (st != ZC_ERR_SIZE && st != ZC_ERR_CORRUPT))
@@ -241,12 +241,12 @@ static int prefer_checksum(int fd, size_t fsize, const zc_stream_format *f, zc_s
     uint32_t crc = 0;
     for (size_t at = 0, plen = fsize - 4; at < plen;) {
         size_t n = plen - at < ZC_STREAM_BLOCK ? plen - at : ZC_STREAM_BLOCK;
-        if (zc_pread_full(fd, bufs->block, n, f->offset + at) != ZC_OK)
+        if (zc_object_pread(o, bufs->block, n, f->offset + at) != ZC_OK)
             return st;
         crc = zc_crc32c(crc, bufs->block, n);
         at += n;
     }
-    return check_trailer(fd, fsize, f, crc) == ZC_ERR_CHECKSUM ? ZC_ERR_CHECKSUM : st;
+    return check_trailer(o, fsize, f, crc) == ZC_ERR_CHECKSUM ? ZC_ERR_CHECKSUM : st;
 }
 
 /* Block size for `itemsize`: whole items, so swaps and scatters never split one. */
@@ -263,7 +263,7 @@ static int swap(const zc_stream_format *f, void *p, size_t len)
 }
 
 /* Stored bytes are the chunk. */
-static int read_plain(int fd, size_t fsize, const zc_stream_format *f, const zc_scatter *s,
+static int read_plain(const zc_object *o, size_t fsize, const zc_stream_format *f, const zc_scatter *s,
                       zc_stream_bufs *bufs)
 {
     const size_t n = f->nbytes;
@@ -276,7 +276,7 @@ static int read_plain(int fd, size_t fsize, const zc_stream_format *f, const zc_
     int st;
     if (run && !f->crc32c) {
         /* One run and nothing to verify: read just it, into place. */
-        if ((st = zc_pread_full(fd, dst, len, f->offset + lo)) != ZC_OK)
+        if ((st = zc_object_pread(o, dst, len, f->offset + lo)) != ZC_OK)
             return st;
         return swap(f, dst, len);
     }
@@ -286,13 +286,13 @@ static int read_plain(int fd, size_t fsize, const zc_stream_format *f, const zc_
         size_t bs = item_block(ZC_STREAM_BLOCK, f->itemsize);
         for (size_t at = 0; at < n; at += bs) {
             size_t k = n - at < bs ? n - at : bs;
-            if ((st = zc_pread_full(fd, dst + at, k, f->offset + at)) != ZC_OK)
+            if ((st = zc_object_pread(o, dst + at, k, f->offset + at)) != ZC_OK)
                 return st;
             crc = zc_crc32c(crc, dst + at, k);
             if ((st = swap(f, dst + at, k)) != ZC_OK)
                 return st;
         }
-        return check_trailer(fd, fsize, f, crc);
+        return check_trailer(o, fsize, f, crc);
     }
     if ((st = get_buf(&bufs->block, ZC_STREAM_BLOCK)) != ZC_OK)
         return st;
@@ -301,7 +301,7 @@ static int read_plain(int fd, size_t fsize, const zc_stream_format *f, const zc_
     size_t from = f->crc32c ? 0 : s->lo, to = f->crc32c ? n : s->hi;
     for (size_t at = from; at < to; at += bs) {
         size_t k = to - at < bs ? to - at : bs;
-        if ((st = zc_pread_full(fd, bufs->block, k, f->offset + at)) != ZC_OK)
+        if ((st = zc_object_pread(o, bufs->block, k, f->offset + at)) != ZC_OK)
             return st;
         if (f->crc32c)
             crc = zc_crc32c(crc, bufs->block, k);
@@ -311,21 +311,21 @@ static int read_plain(int fd, size_t fsize, const zc_stream_format *f, const zc_
             zc_scatter_range(s, bufs->block, at, k);
         }
     }
-    return f->crc32c ? check_trailer(fd, fsize, f, crc) : ZC_OK;
+    return f->crc32c ? check_trailer(o, fsize, f, crc) : ZC_OK;
 }
 
 /* A small zstd chunk in one block (ZC_STREAM_WHOLE): read, decode and scatter at once. */
-static int read_zstd_whole(int fd, size_t plen, const zc_stream_format *f, const zc_scatter *s,
+static int read_zstd_whole(const zc_object *o, size_t plen, const zc_stream_format *f, const zc_scatter *s,
                            zc_stream_bufs *bufs)
 {
-    int st = zc_pread_full(fd, bufs->block, plen, f->offset);
+    int st = zc_object_pread(o, bufs->block, plen, f->offset);
     if (st != ZC_OK)
         return st == ZC_ERR_SIZE ? ZC_ERR_CORRUPT : st; /* the file shrank under us */
     uint32_t crc = f->crc32c ? zc_crc32c(0, bufs->block, plen) : 0;
     if ((st = get_buf(&bufs->whole, ZC_STREAM_WHOLE)) != ZC_OK ||
         (st = zc_zstd_decompress(bufs->block, plen, bufs->whole, f->nbytes)) != ZC_OK)
         return st;
-    if (f->crc32c && (st = check_trailer(fd, plen + 4, f, crc)) != ZC_OK)
+    if (f->crc32c && (st = check_trailer(o, plen + 4, f, crc)) != ZC_OK)
         return st;
     if ((st = swap(f, bufs->whole, f->nbytes)) == ZC_OK)
         zc_scatter_range(s, bufs->whole, 0, f->nbytes);
@@ -333,7 +333,7 @@ static int read_zstd_whole(int fd, size_t plen, const zc_stream_format *f, const
 }
 
 /* Stored bytes are zstd frames whose concatenated content is the chunk. */
-static int read_zstd(int fd, size_t fsize, const zc_stream_format *f, const zc_scatter *s,
+static int read_zstd(const zc_object *o, size_t fsize, const zc_stream_format *f, const zc_scatter *s,
                      zc_stream_bufs *bufs)
 {
     const size_t n = f->nbytes;
@@ -348,7 +348,7 @@ static int read_zstd(int fd, size_t fsize, const zc_stream_format *f, const zc_s
     /* The whole chunk on one run of the output: decode into it (it is zstd's window too). */
     int direct = zc_scatter_run(s, &dst, &lo, &len) && lo == 0 && len == n;
     if (!direct && n <= ZC_STREAM_WHOLE && plen <= ZC_STREAM_BLOCK)
-        return read_zstd_whole(fd, plen, f, s, bufs);
+        return read_zstd_whole(o, plen, f, s, bufs);
     if (!direct && (st = get_buf(&bufs->window, ZC_STREAM_WINDOW)) != ZC_OK)
         return st;
     ZSTD_DCtx *d = zc_zstd_thread_dctx();
@@ -366,7 +366,7 @@ static int read_zstd(int fd, size_t fsize, const zc_stream_format *f, const zc_s
     for (;;) {
         if (in.pos == in.size && at < plen) {
             size_t k = plen - at < ZC_STREAM_BLOCK ? plen - at : ZC_STREAM_BLOCK;
-            if ((st = zc_pread_full(fd, bufs->block, k, f->offset + at)) != ZC_OK) {
+            if ((st = zc_object_pread(o, bufs->block, k, f->offset + at)) != ZC_OK) {
                 if (st == ZC_ERR_SIZE)
                     st = ZC_ERR_CORRUPT; /* the file shrank under us */
                 break;
@@ -417,11 +417,11 @@ static int read_zstd(int fd, size_t fsize, const zc_stream_format *f, const zc_s
     zc_zstd_thread_dctx_trim(ZC_STREAM_DCTX_KEEP);
     errno = err;
     if (st == ZC_OK && f->crc32c)
-        st = check_trailer(fd, fsize, f, crc);
+        st = check_trailer(o, fsize, f, crc);
     return st;
 }
 
-int zc_stream_read(int fd, size_t fsize, const zc_stream_format *f, const zc_scatter *s,
+int zc_stream_read(const zc_object *o, size_t fsize, const zc_stream_format *f, const zc_scatter *s,
                    zc_stream_bufs *bufs)
 {
     if (f == NULL || s == NULL || bufs == NULL || f->itemsize == 0 || f->nbytes % f->itemsize ||
@@ -430,6 +430,6 @@ int zc_stream_read(int fd, size_t fsize, const zc_stream_format *f, const zc_sca
         return ZC_ERR_PARAM;
     if (f->crc32c && fsize < 4)
         return ZC_ERR_CORRUPT;
-    int st = f->zstd ? read_zstd(fd, fsize, f, s, bufs) : read_plain(fd, fsize, f, s, bufs);
-    return prefer_checksum(fd, fsize, f, bufs, st);
+    int st = f->zstd ? read_zstd(o, fsize, f, s, bufs) : read_plain(o, fsize, f, s, bufs);
+    return prefer_checksum(o, fsize, f, bufs, st);
 }

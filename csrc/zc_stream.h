@@ -83,11 +83,14 @@ typedef struct {
 
 void zc_stream_bufs_free(zc_stream_bufs *b);
 
-/* Decode the chunk stored in the open file `fd` (`fsize` bytes from f->offset) into the
+/* A stored object open for reading (zc_chunk_io.h). */
+typedef struct zc_object zc_object;
+
+/* Decode the chunk stored in the open object `o` (`fsize` bytes from f->offset) into the
  * selection `s`. ZC_OK; ZC_ERR_SIZE / ZC_ERR_CORRUPT for a chunk whose decoded size is not
  * nbytes or whose bytes are not valid; ZC_ERR_CHECKSUM when the crc32c does not match
  * (reported in preference to the others); ZC_ERR_IO with errno set; ZC_ERR_NOMEM. */
-int zc_stream_read(int fd, size_t fsize, const zc_stream_format *f, const zc_scatter *s,
-                   zc_stream_bufs *bufs);
+int zc_stream_read(const zc_object *o, size_t fsize, const zc_stream_format *f,
+                   const zc_scatter *s, zc_stream_bufs *bufs);
 
 #endif

@@ -6,12 +6,15 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
 
 import zarrcore
+from zarrcore.array_api import CACHE_SETTLE_SECONDS
 from zarrcore.errors import ChunkDecodeError, SelectionError, ZarrcoreError
+from zarrcore.storage.memory import MemoryStore
 
 pytest.importorskip("Cython")
 
@@ -257,10 +260,16 @@ def random_partition(rng, shape, pieces):
     return boxes
 
 
+def store_of(kind, tmp_path):
+    """A directory store's path, or a MemoryStore (its data in C, zarrcore._memstore)."""
+    return str(tmp_path / "a.zarr") if kind == "directory" else MemoryStore()
+
+
+@pytest.mark.parametrize("store", ["directory", "memory"])
 @pytest.mark.parametrize("shards", [None, (16, 16, 16)])
-def test_cython_prange_reads_and_writes_random_regions(built, tmp_path, shards):
+def test_cython_prange_reads_and_writes_random_regions(built, tmp_path, shards, store):
     regions, _ = built
-    a = zarrcore.create_array(str(tmp_path / "a.zarr"), shape=(45, 38, 33), dtype="uint16",
+    a = zarrcore.create_array(store_of(store, tmp_path), shape=(45, 38, 33), dtype="uint16",
                               chunks=(8, 8, 8), shards=shards, fill_value=5)
     handle = a.native_handle()
     assert regions.describe(handle) == ([45, 38, 33], [8, 8, 8], list(shards) if shards else None, 2)
@@ -288,6 +297,21 @@ def test_cython_prange_reads_and_writes_random_regions(built, tmp_path, shards):
     thread_of = np.full(n, -1, np.intc)
     regions.read_regions(handle, starts, shapes, steps, out.ctypes.data, offsets, thread_of)
     assert set(thread_of) == {0, 1}
+    check_regions(out, starts, shapes, steps, offsets, src)
+    # Again through a cache of 5 (inner) chunks that both threads fill, hit and evict.
+    time.sleep(CACHE_SETTLE_SECONDS + 0.05)
+    cached = a.native_handle(cache_bytes=5 * 8 ** 3 * 2)
+    for _ in range(2):
+        out[...] = 0
+        thread_of[...] = -1
+        regions.read_regions(cached, starts, shapes, steps, out.ctypes.data, offsets, thread_of)
+        assert set(thread_of) == {0, 1}
+        check_regions(out, starts, shapes, steps, offsets, src)
+    info = cached.cache_info()
+    assert info["hits"] > 0 and info["evictions"] > 0 and info["entries"] <= 5
+
+
+def check_regions(out, starts, shapes, steps, offsets, src):
     for st, sh, sp, off in zip(starts, shapes, steps, offsets):
         got = out[off:off + sh.prod() * 2].view(np.uint16).reshape(sh)
         sel = tuple(slice(b, b + k * (m - 1) + 1, k) for b, m, k in zip(st, sh, sp))
@@ -312,10 +336,11 @@ def test_cython_errors_raise_after_the_loop(built, tmp_path):
                              np.array([0], np.int64), np.zeros(1, np.intc))
 
 
+@pytest.mark.parametrize("store", ["directory", "memory"])
 @pytest.mark.parametrize("shards", [None, (20, 20, 12)])
-def test_c_pthreads_read_and_write_tiles(built, tmp_path, shards):
+def test_c_pthreads_read_and_write_tiles(built, tmp_path, shards, store):
     _, tiles = built
-    a = zarrcore.create_array(str(tmp_path / "a.zarr"), shape=(40, 30, 25), dtype="int32",
+    a = zarrcore.create_array(store_of(store, tmp_path), shape=(40, 30, 25), dtype="int32",
                               chunks=(10, 10, 6), shards=shards)
     data = np.random.default_rng(3).integers(-1000, 1000, size=a.shape, dtype=np.int32)
     a[...] = data

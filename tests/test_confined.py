@@ -202,3 +202,27 @@ def test_swapping_a_directory_for_a_link_never_lets_a_write_out(tmp_path, resolv
         stop.set()
         swapper.join()
     assert _outside_names(tmp_path) == []
+
+
+@pytest.mark.parametrize("shards", [None, (2, 4)], ids=["chunks", "shards"])
+def test_a_cached_handle_of_a_confined_store_still_refuses_links_out(tmp_path, resolver, shards):
+    """A chunk cached by a handle's decoded-chunk cache, then replaced by a link to a file
+    outside with the same bytes: the read opens the link beneath the root and refuses it, so
+    the cache never answers for a key that now leads out."""
+    from zarrcore.array_api import CACHE_SETTLE_SECONDS
+
+    a = _confined_array(tmp_path, shards)
+    values = np.arange(16, dtype="u1").reshape(4, 4)
+    a[...] = values
+    time.sleep(CACHE_SETTLE_SECONDS + 0.05)  # old enough to be cached
+    h = a.native_handle(cache_bytes=1 << 16)
+    for _ in range(2):
+        np.testing.assert_array_equal(h.read((0, 0), (4, 4)), values)
+    assert h.cache_info()["hits"] > 0
+    key = tmp_path / "s" / "c" / "1" / "0"
+    secret = tmp_path / "outside" / "secret"
+    os.rename(key, secret)
+    key.symlink_to(secret)
+    with pytest.raises(OutsideStoreError, match="c/1/0"):
+        h.read((2, 0), (2, 2))
+    np.testing.assert_array_equal(h.read((0, 0), (2, 4)), values[:2])

@@ -22,7 +22,7 @@ import tempfile
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2"]
 # What tests/win/os_check.c needs: the system layer and what sits right on it.
-OS_CHECK_SOURCES = ["zc_fs.c", "zc_key_lock.c", "zc_sha256.c", "zc_temp.c"]
+OS_CHECK_SOURCES = ["zc_fs.c", "zc_key_lock.c", "zc_memstore.c", "zc_sha256.c", "zc_temp.c"]
 
 
 def blosc_include():

@@ -21,6 +21,10 @@ cdef extern from "zc_chain.h":
 cdef extern from "zc_stream.h":
     unsigned int ZC_STREAM_OUT_MIN
 
+cdef extern from "zc_memstore.h":
+    ctypedef struct zc_memstore:
+        pass
+
 cdef extern from "zc_batch.h":
     int ZC_BATCH_MAX_NDIM, ZC_BATCH_PATH_MAX, ZC_ERR_IO
     ctypedef struct zc_piece:
@@ -46,6 +50,7 @@ cdef extern from "zc_batch.h":
         int lead_sep
         char lock_dir[4096]
         zc_root root
+        zc_memstore *mem
         const zc_piece *pieces
         int64_t piece_offset[32]
         int64_t npieces[32]
@@ -114,6 +119,7 @@ cdef extern from "zc_shard_io.h":
         int lead_sep
         char lock_dir[4096]
         zc_root root
+        zc_memstore *mem
         const zc_piece *pieces
         int64_t piece_offset[32]
         int64_t npieces[32]

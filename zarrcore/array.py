@@ -745,12 +745,19 @@ class Array(nodes.Node):
         if indexer.nitems:
             self._chunks.write(indexer, indexer.permute(value))
 
-    def native_handle(self) -> Any:
+    def native_handle(self, cache_bytes: int = 0) -> Any:
         """A handle for reading and writing regions of this array from compiled code, on
         threads without the GIL (zarrcore/array_api.h, zarrcore/array_api.pxd).
 
         It is a snapshot of the array's shape, chunking, codecs and
         write_empty_chunks now.
+
+        Parameters
+        ----------
+        cache_bytes : int, default 0
+            Keep up to this many bytes of decoded chunks (inner chunks when sharded) for
+            the handle's reads, shared by all its threads; 0: no cache. A cached chunk is
+            used only while its file is unchanged (README, "From compiled code").
 
         Returns
         -------
@@ -761,10 +768,12 @@ class Array(nodes.Node):
         ------
         ZarrcoreError
             The compiled core cannot serve the array alone (its store or its codecs).
+        ValueError
+            `cache_bytes` is neither 0 nor at least one (inner) chunk's decoded size.
         """
         from .array_api import ArrayHandle
 
-        return ArrayHandle(self)
+        return ArrayHandle(self, cache_bytes)
 
     # -- shape changes and chunk iteration --------------------------------------
     def resize(self, *new_shape: Any) -> None:

@@ -25,10 +25,13 @@
  *
  * A handle is a snapshot of the array when it was made: its shape, chunking, codecs, fill
  * value and config.write_empty_chunks / config.shard_write_order. Make a new one after a
- * resize. It serves arrays in a local directory store (confined or not) whose codecs the compiled
- * core runs by itself: bytes, at most one of zstd / blosc / gzip / zlib, an optional crc32c;
- * and sharding_indexed over such inner codecs with a little-endian index. Others are refused
- * when the handle is made.
+ * resize. It serves arrays in a local directory store (confined or not) or in a MemoryStore of
+ * its own data, whose codecs the compiled core runs by itself: bytes, at most one of zstd /
+ * blosc / gzip / zlib, an optional crc32c; and sharding_indexed over such inner codecs with a
+ * little-endian index. Others are refused when the handle is made. A handle made with
+ * native_handle(cache_bytes=N) keeps up to N bytes of decoded chunks for its reads, shared by
+ * every thread, and uses one only while the stored bytes it came from are unchanged (README,
+ * "From compiled code").
  *
  * Writes keep the guarantees of the Python path: each chunk or shard replaced atomically (a
  * temporary file renamed over it), partial writes read-modify-written under the key's lock

@@ -2,35 +2,50 @@
 """Array handles for compiled code (csrc/zc_array.c behind zarrcore/array_api.h): the
 ArrayHandle that zarrcore.Array.native_handle() makes, the capsule _C_API holding the C
 function table, and raise_status, which turns a failed call's status into its exception."""
+import math
+import operator
 import os
 
 import numpy as np
 
 cimport numpy as cnp
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memset, strncpy
 
 from ._files cimport FileRoot
-from ._jobs cimport ZC_BATCH_PATH_MAX, set_up_chain, zc_batch, zc_shard_io
+from ._jobs cimport ZC_BATCH_PATH_MAX, set_up_chain, zc_batch, zc_memstore, zc_shard_io
 
 from .errors import (
     ChecksumError, ChunkDecodeError, LockUnavailableError, OutsideStoreError, ReadOnlyError,
     SelectionError, ShardIndexError, StoreError, ZarrcoreError,
 )
+from .pipeline import batch_settings
 
 cnp.import_array()
 
 cdef extern from "zc_array.h":
     ctypedef struct zc_array_api:
         pass
+    ctypedef struct zc_chunk_cache_stats:
+        uint64_t hits, misses, inserts, evictions, stale
+        size_t used, capacity
+        int64_t entries
     zc_array *zc_array_new(const zc_batch *tmpl, const zc_shard_io *shards,
-                           const int64_t *write_order, size_t head_len, int read_only)
+                           const int64_t *write_order, size_t head_len, int read_only,
+                           size_t cache_bytes)
+    void zc_array_cache_stats(zc_array *a, zc_chunk_cache_stats *out)
     void zc_array_close(zc_array *a)
     const zc_array_api *zc_array_api_table()
 
 cdef extern from "zarrcore/array_api.h":
     const zc_array_api *ZarrcoreArrayAPI
+
+cdef extern from "zc_chunk_cache.h":
+    long long ZC_CHUNK_CACHE_SETTLE_NS
+
+# A file changed less than this many seconds ago is read but not cached (zc_chunk_cache.h).
+CACHE_SETTLE_SECONDS = ZC_CHUNK_CACHE_SETTLE_NS / 1e9
 
 # The function table for C extensions (zc_import_array_api in zarrcore/array_api.h).
 _C_API = PyCapsule_New(<void *>zc_array_api_table(), b"zarrcore.array_api._C_API", NULL)
@@ -81,29 +96,46 @@ cdef class ArrayHandle:
     def __cinit__(self):
         self.ptr = NULL
 
-    def __init__(self, array):
+    def __init__(self, array, cache_bytes=0):
         chunks = array._chunks
         store = chunks.store
         self.name = array.name
         self.dtype = array.dtype
-        if store.native_root is None:
+        memory = getattr(store, "native_memory", None)
+        if store.native_root is None and memory is None:
             raise ZarrcoreError(
-                f"array {array.name!r}: a native handle needs a local directory store, not "
-                f"{store!r} (memory and remote stores are served by a[...])")
-        cdef FileRoot files = store.files()
-        sharding = chunks.partial.batch_settings() if chunks._shards is not None else None
-        if chunks._batch is None and sharding is None:
+                f"array {array.name!r}: a native handle needs a local directory store or a "
+                f"MemoryStore holding its own data, not {store!r} (memory stores over a dict "
+                f"passed in and remote stores are served by a[...])")
+        if chunks.partial is not None:
+            sharding = chunks.partial.batch_settings()
+            native = sharding is not None
+        else:
+            sharding = None
+            native = batch_settings(chunks.chain, array.dtype, chunks.fill_value) is not None
+        if not native:
             names = [c.name for c in chunks.chain.codecs]
             raise ZarrcoreError(
                 f"array {array.name!r}: a native handle needs codecs the compiled core runs by "
                 f"itself (bytes, at most one of zstd/blosc/gzip/zlib, crc32c; or sharding_indexed "
                 f"over those with a little-endian index) and a fixed-size, non-structured data "
                 f"type; this array has {names} and {array.dtype}")
-        head = os.fsencode(chunks._key_head())
-        lock = os.fsencode(chunks._node_dir())
+        cdef size_t mem = 0
+        cdef FileRoot files = None
+        if memory is not None:
+            # Keys are store keys; the store's key locks are its own (no lock file).
+            prefix = chunks.key_prefix
+            head = ((prefix + "/" if prefix else "") + chunks._key_layout[0]).encode()
+            lock = b""
+            head_len = 0
+            mem = memory.address
+        else:
+            head = os.fsencode(chunks._key_head())
+            lock = os.fsencode(chunks._node_dir())
+            head_len = len(os.fsencode(store.native_root)) + 1
+            files = store.files()
         _check_path(head, 64, "store path")
         _check_path(lock, 80, "store path")
-        head_len = len(os.fsencode(store.native_root)) + 1
         cdef zc_batch b
         cdef zc_shard_io io
         cdef const int64_t[::1] order
@@ -111,7 +143,8 @@ cdef class ArrayHandle:
         cdef const unsigned char[::1] fill
         memset(&b, 0, sizeof(b))
         memset(&io, 0, sizeof(io))
-        settings = sharding if sharding is not None else chunks._batch
+        settings = (sharding if sharding is not None else
+                    batch_settings(chunks.chain, array.dtype, chunks.fill_value))
         fill = settings["fill"]
         _, sep, lead_sep = chunks._key_layout
         if sharding is None:
@@ -127,7 +160,9 @@ cdef class ArrayHandle:
             strncpy(b.lock_dir, lock, ZC_BATCH_PATH_MAX - 1)
             b.sep = ord(sep)
             b.lead_sep = lead_sep
-            b.root = files.root  # (zc_array_new takes a descriptor of its own)
+            if files is not None:
+                b.root = files.root  # (zc_array_new takes a descriptor of its own)
+            b.mem = <zc_memstore *>mem
         else:
             set_up_chain(&io.chain, settings)
             io.ndim = len(chunks.chunk_shape)
@@ -144,13 +179,23 @@ cdef class ArrayHandle:
             strncpy(io.lock_dir, lock, ZC_BATCH_PATH_MAX - 1)
             io.sep = ord(sep)
             io.lead_sep = lead_sep
-            io.root = files.root
+            if files is not None:
+                io.root = files.root
+            io.mem = <zc_memstore *>mem
             write_order = chunks.partial.write_order()
             if write_order is not None:
                 order = np.ascontiguousarray(write_order, dtype=np.int64)
                 order_ptr = &order[0]
+        inner = settings["chunk_shape"] if sharding is not None else chunks.chunk_shape
+        chunk_bytes = array.dtype.itemsize * math.prod(inner)
+        cache_bytes = operator.index(cache_bytes)
+        if cache_bytes and cache_bytes < chunk_bytes:
+            raise ValueError(
+                f"cache_bytes must be 0 (no cache) or hold at least one "
+                f"{'inner chunk' if sharding is not None else 'chunk'} of {chunk_bytes} bytes, "
+                f"not {cache_bytes}")
         self.ptr = zc_array_new(&b, &io if sharding is not None else NULL, order_ptr, head_len,
-                                array.read_only)
+                                array.read_only, cache_bytes)
         if self.ptr == NULL:
             raise MemoryError(f"array {array.name!r}: native handle")
 
@@ -176,6 +221,16 @@ cdef class ArrayHandle:
     def __repr__(self):
         state = "closed" if self.closed else "open"
         return f"<zarrcore.array_api.ArrayHandle {self.name!r} {state}>"
+
+    def cache_info(self):
+        """The decoded-chunk cache's counters: hits, misses, inserts, evictions, stale (entries
+        dropped because the stored chunk changed), entries, used and capacity (bytes); all 0
+        without a cache."""
+        cdef zc_chunk_cache_stats st
+        zc_array_cache_stats(self.ptr, &st)
+        return {"hits": st.hits, "misses": st.misses, "inserts": st.inserts,
+                "evictions": st.evictions, "stale": st.stale, "entries": st.entries,
+                "used": st.used, "capacity": st.capacity}
 
     def capsule(self):
         """A PyCapsule named "zarrcore.array" holding the `zc_array *`, with a reference of its

@@ -498,10 +498,10 @@ class ChunkStore:
         # Sharded arrays whose index and inner chains the core runs: one native batch over
         # every shard and inner chunk (zarrcore._shard_io).
         self._shards = None
+        self._key_layout = key_layout
         if (key_layout is not None and store.native_root is not None
                 and self.array_shape is not None):
             self._batch = batch_settings(self.chain, dtype, fill_value)
-            self._key_layout = key_layout
             settings = self.partial.batch_settings() if self.partial is not None else None
             if settings is not None:
                 self._shards = ShardSpec(

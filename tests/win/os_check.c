@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <windows.h> /* CreateThread: csrc/ itself starts no threads */
 
 #include "zc_fs.h"
 #include "zc_key_lock.h"
+#include "zc_memstore.h"
 #include "zc_os.h"
 #include "zc_sha256.h"
 #include "zc_status.h"
@@ -36,6 +38,25 @@ static int temp_beside(const char *path, char *tmp, size_t cap, int *fd)
     zc_at at;
     zc_fs_at(&plain, path, &at);
     return zc_temp_create(&at, tmp, cap, fd);
+}
+
+/* A second thread taking a memory store's key lock that the main thread holds: it must wait
+ * on the store's condition variable until the main thread lets go. */
+typedef struct {
+    zc_memstore *store;
+    int taken;
+    zc_thread_id id;
+} locker;
+
+static DWORD WINAPI take_key_lock(LPVOID arg)
+{
+    locker *l = (locker *)arg;
+    l->id = zc_thread_self();
+    if (zc_memstore_lock(l->store, "c/0") == ZC_OK) {
+        zc_atomic_store_int(&l->taken, 1, ZC_RELEASE);
+        zc_memstore_unlock(l->store, "c/0");
+    }
+    return 0;
 }
 
 static void write_file(const char *path, const char *text)
@@ -202,6 +223,41 @@ int main(int argc, char **argv)
     int counter = 0, seen = 1;
     CHECK(zc_atomic_add_int(&counter, 2, ZC_ACQ_REL) == 2 && !zc_atomic_cas_int(&counter, &seen, 5) &&
           seen == 2 && zc_atomic_cas_int(&counter, &seen, 5) && counter == 5);
+    int64_t total = 5;
+    CHECK(zc_atomic_add_i64(&total, -7, ZC_RELAXED) == -2 && zc_atomic_load_i64(&total, ZC_RELAXED) == -2);
+    zc_mutex made;
+    zc_mutex_init(&made);
+    zc_mutex_lock(&made);
+    zc_mutex_unlock(&made);
+    zc_mutex_destroy(&made);
+
+    /* A file's times, on zc_os_time_ns's clock. */
+    write_file(path, "times");
+    uint64_t now = zc_os_time_ns();
+    CHECK(zc_os_stat_at(ZC_OS_CWD, path, 0, &info) == 0 && info.mtime_ns > 0 &&
+          info.ctime_ns >= info.mtime_ns);
+    CHECK(info.mtime_ns <= (int64_t)now + 1000000000LL && info.mtime_ns >= (int64_t)now - 60000000000LL);
+    CHECK(zc_os_unlink_at(ZC_OS_CWD, path) == 0);
+
+    /* Key locks of a memory store: taken again by their holder, waited for by others. */
+    locker l = {zc_memstore_new(), 0, 0};
+    CHECK(l.store != NULL);
+    CHECK(zc_memstore_lock(l.store, "c/0") == ZC_OK && zc_memstore_lock(l.store, "c/0") == ZC_OK);
+    HANDLE th = CreateThread(NULL, 0, take_key_lock, &l, 0, NULL);
+    CHECK(th != NULL);
+    Sleep(100);
+    CHECK(zc_atomic_load_int(&l.taken, ZC_ACQUIRE) == 0);
+    CHECK(zc_memstore_unlock(l.store, "c/0") == ZC_OK);
+    Sleep(50);
+    CHECK(zc_atomic_load_int(&l.taken, ZC_ACQUIRE) == 0);
+    CHECK(zc_memstore_unlock(l.store, "c/0") == ZC_OK);
+    WaitForSingleObject(th, INFINITE);
+    CloseHandle(th);
+    CHECK(zc_atomic_load_int(&l.taken, ZC_ACQUIRE) == 1);
+    CHECK(!zc_thread_equal(l.id, zc_thread_self()) && zc_thread_equal(zc_thread_self(), zc_thread_self()));
+    CHECK(zc_memstore_unlock(l.store, "c/0") == ZC_ERR_PARAM); /* not held */
+    zc_memstore_release(l.store);
+
     int64_t big;
     CHECK(zc_mul_overflow_i64((int64_t)1 << 40, (int64_t)1 << 30, &big));
     CHECK(zc_bswap32(0x11223344u) == 0x44332211u);

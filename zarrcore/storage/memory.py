@@ -1,22 +1,34 @@
-"""In-memory store backed by a dict of bytes."""
+"""In-memory store: a mapping of keys to bytes, its own in C or a dict passed in."""
 import contextlib
 
+from .._memstore import NativeMemoryMap
 from .base import BytesReader, Store, validate_key, validate_prefix
 
 
 class MemoryStore(Store):
-    """A store in a dict; pass your own dict to share it."""
+    """A store in memory. Its own data is kept in C (zarrcore._memstore.NativeMemoryMap), so
+    array handles (Array.native_handle) read and write it from threads without the GIL; pass
+    your own dict to share it instead (such a store is served by a[...] only)."""
 
     # Its data lives in this process, so locking out this process's threads locks out all.
     supports_locks = True
 
     def __init__(self, store_dict=None, read_only=False):
         super().__init__(read_only)
-        self._data = {} if store_dict is None else store_dict
+        self._data = NativeMemoryMap() if store_dict is None else store_dict
+
+    @property
+    def native_memory(self):
+        """The NativeMemoryMap holding the data, or None for a dict passed in."""
+        return self._data if isinstance(self._data, NativeMemoryMap) else None
 
     def lock(self, key, node="", *, replaced_last=False):
-        """Exclusive across threads: the data lives in this process, so no other can write it."""
-        return self.thread_lock(validate_key(key))
+        """Exclusive across threads: the data lives in this process, so no other can write it.
+        Over its own data, the lock array handles take for the key from native threads."""
+        key = validate_key(key)
+        if isinstance(self._data, NativeMemoryMap):
+            return self._data.lock(key)
+        return self.thread_lock(key)
 
     def _identity(self):
         # (A view of another library's dict, urls._ZarrBuffers, is identified by that dict.)
@@ -65,8 +77,8 @@ class MemoryStore(Store):
         return sorted(names)
 
 
-# memory://NAME stores: one dict per name for the life of the process.
-_NAMED: dict[str, dict[str, bytes]] = {}
+# memory://NAME stores: one mapping per name for the life of the process.
+_NAMED: dict[str, NativeMemoryMap] = {}
 
 
 def named_memory_store(name, read_only=False):
@@ -74,4 +86,6 @@ def named_memory_store(name, read_only=False):
     process (a new, unshared one when `name` is empty)."""
     if not name:
         return MemoryStore(read_only=read_only)
-    return MemoryStore(_NAMED.setdefault(name, {}), read_only=read_only)
+    if name not in _NAMED:
+        _NAMED[name] = NativeMemoryMap()
+    return MemoryStore(_NAMED[name], read_only=read_only)

@@ -1,0 +1,66 @@
+/* A byte-bounded cache of decoded chunks (inner chunks of shards, or whole chunks), shared by
+ * every thread reading through one array handle.
+ *
+ * Keys are the stored object's grid coordinates plus the inner chunk's index in it (0 for an
+ * unsharded chunk). Each entry remembers the version of the stored bytes it was decoded from
+ * (zc_chunk_version) and is served only to a reader that found that same version, so it never
+ * hands out data the store no longer holds: for a file, its device, inode, size, mtime and
+ * ctime (nanoseconds) and the chunk's byte range in it; a file whose ctime is too recent to
+ * tell apart from a later change (zc_chunk_version_settled) is read but not cached.
+ *
+ * The table is split into independently locked parts by key hash, each with its own least
+ * recently used list; the byte budget is the whole cache's, and an insert evicts the least
+ * recently used entries of its own part first, then of the others. Entries are reference
+ * counted, so an evicted entry stays valid for the readers copying out of it. */
+#ifndef ZC_CHUNK_CACHE_H
+#define ZC_CHUNK_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zc_chain.h"
+#include "zc_chunk_io.h"
+
+/* A file's ctime must be at least this old before chunks decoded from it are cached: a later
+ * change then always carries a different ctime (timestamps are taken from a clock that ticks
+ * every few milliseconds; the second is a margin for clocks of network file systems). */
+#define ZC_CHUNK_CACHE_SETTLE_NS 1000000000LL
+
+typedef struct zc_chunk_cache zc_chunk_cache;
+
+/* The version of stored bytes: equal versions mean equal bytes. */
+typedef struct {
+    uint64_t dev, ino, size;
+    int64_t mtime_ns, ctime_ns;
+    uint64_t offset, nbytes;  /* the chunk's bytes in the object */
+} zc_chunk_version;
+
+typedef struct {
+    uint64_t hits, misses, inserts, evictions, stale;
+    size_t used, capacity;
+    int64_t entries;
+} zc_chunk_cache_stats;
+
+/* A cache of at most `capacity` bytes of decoded chunks of `chunk_bytes` each, keyed by
+ * `key_len` int64 values. NULL when out of memory or `capacity` holds no chunk. */
+zc_chunk_cache *zc_chunk_cache_new(size_t capacity, size_t chunk_bytes, int key_len);
+void zc_chunk_cache_free(zc_chunk_cache *c);
+void zc_chunk_cache_get_stats(zc_chunk_cache *c, zc_chunk_cache_stats *out);
+
+/* The identity of the open object `o` into `v` (offset and nbytes left as they are): a
+ * file's zc_os_fstat, or a memory blob's version (settled at once: it never changes). ZC_OK or
+ * ZC_ERR_IO. */
+int zc_chunk_version_of(const zc_object *o, zc_chunk_version *v);
+
+/* May chunks of version `v` be cached: is its ctime settled (ZC_CHUNK_CACHE_SETTLE_NS)? */
+int zc_chunk_version_settled(const zc_chunk_version *v);
+
+/* Decode the chunk stored as bytes [offset, offset + size) of `o`, of version `v`, into the
+ * selection `s` as zc_chunk_read does, through the cache: a cached entry of key `key` and
+ * version `v` is copied from; otherwise the whole chunk is decoded into a new entry (cached
+ * when `v` is settled) and the selection copied from it. */
+int zc_chunk_cache_read(zc_chunk_cache *c, const int64_t *key, const zc_chunk_version *v,
+                        const zc_chain *chain, const zc_chunk_sel *s, const zc_object *o,
+                        uint64_t offset, size_t size, zc_chunk_reader *r);
+
+#endif

@@ -1,0 +1,153 @@
+"""The decoded-chunk cache of array handles (native_handle(cache_bytes=...)): reads through it
+match numpy, it stays within its budget, and it never serves a chunk the store no longer
+holds, whether this process or another one changed it."""
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import zarrcore
+from zarrcore.array_api import CACHE_SETTLE_SECONDS
+
+ZSTD = {"name": "zstd", "configuration": {"level": 1, "checksum": False}}
+
+
+def settle():
+    """Wait until files written so far may be cached."""
+    time.sleep(CACHE_SETTLE_SECONDS + 0.05)
+
+
+def make(tmp_path, name, shards, compressors, data):
+    a = zarrcore.create_array(str(tmp_path / name), shape=data.shape, dtype=data.dtype,
+                              chunks=(6, 5), shards=shards, compressors=compressors)
+    a[...] = data
+    return a
+
+
+def regions(rng, shape, n):
+    out = []
+    for _ in range(n):
+        start = [int(rng.integers(0, s)) for s in shape]
+        count = [int(rng.integers(1, s - b + 1)) for s, b in zip(shape, start)]
+        step = [int(rng.integers(1, 3)) for _ in shape]
+        count = [max(1, (c + k - 1) // k) for c, k in zip(count, step)]
+        sel = tuple(slice(b, b + k * (c - 1) + 1, k) for b, c, k in zip(start, count, step))
+        out.append((start, count, step, sel))
+    return out
+
+
+@pytest.mark.parametrize("shards", [None, (12, 20)], ids=["chunks", "shards"])
+@pytest.mark.parametrize("compressors", [[], [ZSTD]], ids=["raw", "zstd"])
+def test_cached_reads_match_numpy_and_stay_in_budget(tmp_path, shards, compressors):
+    data = np.random.default_rng(0).integers(0, 1000, size=(29, 41)).astype(">i4")
+    a = make(tmp_path, "a.zarr", shards, compressors, data)
+    settle()
+    chunk = 6 * 5 * 4
+    h = a.native_handle(cache_bytes=3 * chunk)
+    for start, count, step, sel in regions(np.random.default_rng(1), a.shape, 150):
+        np.testing.assert_array_equal(h.read(start, count, step), data[sel])
+    info = h.cache_info()
+    assert info["hits"] > 0 and info["inserts"] > 0 and info["evictions"] > 0
+    assert info["entries"] <= 3 and info["used"] <= info["capacity"] <= 3 * chunk
+    big = a.native_handle(cache_bytes=1 << 20)
+    for _ in range(2):
+        np.testing.assert_array_equal(big.read((0, 0), a.shape), data)
+    info = big.cache_info()
+    assert info["hits"] == info["inserts"] == info["misses"] and info["evictions"] == 0
+    np.testing.assert_array_equal(big.read_chunk((4, 8)), np.pad(data[24:, 40:], ((0, 1), (0, 4))))
+    # A cache of exactly every chunk keeps them all: the budget is not split by key hash.
+    exact = a.native_handle(cache_bytes=45 * chunk)
+    for _ in range(3):
+        np.testing.assert_array_equal(exact.read((0, 0), a.shape), data)
+    info = exact.cache_info()
+    assert info["evictions"] == 0 and info["entries"] == info["inserts"] == 45
+    assert info["used"] == info["capacity"] == 45 * chunk
+
+
+def test_no_cache_by_default_and_bad_sizes(tmp_path):
+    a = make(tmp_path, "a.zarr", (12, 20), [ZSTD], np.zeros((29, 41), "i4"))
+    assert a.native_handle().cache_info() == dict.fromkeys(
+        ["hits", "misses", "inserts", "evictions", "stale", "entries", "used", "capacity"], 0)
+    for bad in (1, 119, -1):
+        with pytest.raises(ValueError, match="inner chunk of 120 bytes"):
+            a.native_handle(cache_bytes=bad)
+    with pytest.raises(TypeError):
+        a.native_handle(cache_bytes=1.5)
+
+
+def test_files_changed_recently_are_read_not_cached(tmp_path):
+    data = np.arange(29 * 41, dtype="i4").reshape(29, 41)
+    a = make(tmp_path, "a.zarr", (12, 20), [ZSTD], data)
+    h = a.native_handle(cache_bytes=1 << 20)
+    np.testing.assert_array_equal(h.read((0, 0), a.shape), data)
+    assert h.cache_info()["inserts"] == 0
+
+
+@pytest.mark.parametrize("shards", [None, (12, 20)], ids=["chunks", "shards"])
+def test_writes_in_this_process_are_seen_at_once(tmp_path, shards):
+    data = np.arange(29 * 41, dtype="i4").reshape(29, 41)
+    a = make(tmp_path, "a.zarr", shards, [ZSTD], data)
+    settle()
+    h = a.native_handle(cache_bytes=1 << 20)
+    np.testing.assert_array_equal(h.read((0, 0), a.shape), data)
+    assert h.cache_info()["inserts"] > 0
+    a[3:9, 2:30] = -1
+    data[3:9, 2:30] = -1
+    np.testing.assert_array_equal(h.read((0, 0), a.shape), data)
+    h.write((20, 7), np.full((5, 5), -2, "i4"))
+    data[20:25, 7:12] = -2
+    np.testing.assert_array_equal(h.read((0, 0), a.shape), data)
+    assert h.cache_info()["stale"] > 0
+    # Once the new files settle they are cached again.
+    settle()
+    before = h.cache_info()["inserts"]
+    np.testing.assert_array_equal(h.read((0, 0), a.shape), data)
+    np.testing.assert_array_equal(h.read((0, 0), a.shape), data)
+    assert h.cache_info()["inserts"] > before
+
+
+@pytest.mark.parametrize("shards", [None, (12, 20)], ids=["chunks", "shards"])
+def test_in_place_rewrite_of_same_size_with_old_mtime_is_not_served_stale(tmp_path, shards):
+    """Another writer overwriting files in place, with the same size, the same shard index and
+    the old mtime put back: only the ctime tells, and it does."""
+    data = np.arange(29 * 41, dtype="i4").reshape(29, 41)
+    a = make(tmp_path, "a.zarr", shards, [], data)
+    b = make(tmp_path, "b.zarr", shards, [], data + 1000)
+    settle()
+    h = a.native_handle(cache_bytes=1 << 20)
+    np.testing.assert_array_equal(h.read((0, 0), a.shape), data)
+    assert h.cache_info()["inserts"] > 0
+    for root, _, files in os.walk(tmp_path / "b.zarr"):
+        for name in files:
+            if name == "zarr.json" or name.startswith("."):
+                continue
+            source = os.path.join(root, name)
+            target = source.replace("b.zarr", "a.zarr")
+            st = os.stat(target)
+            with open(source, "rb") as f, open(target, "r+b") as g:
+                new = f.read()
+                assert len(new) == st.st_size
+                g.write(new)
+            os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    np.testing.assert_array_equal(h.read((0, 0), a.shape), data + 1000)
+    assert h.cache_info()["stale"] > 0
+
+
+def test_threads_share_a_small_cache(tmp_path):
+    data = np.random.default_rng(2).integers(0, 1 << 30, size=(60, 80)).astype("i4")
+    a = zarrcore.create_array(str(tmp_path / "a.zarr"), shape=data.shape, dtype="i4",
+                              chunks=(5, 5), shards=(20, 20), compressors=[ZSTD])
+    a[...] = data
+    settle()
+    h = a.native_handle(cache_bytes=6 * 100)
+
+    def work(seed):
+        for start, count, step, sel in regions(np.random.default_rng(seed), a.shape, 150):
+            np.testing.assert_array_equal(h.read(start, count, step), data[sel])
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(work, range(4)))  # (re-raises the first thread's failure)
+    info = h.cache_info()
+    assert info["hits"] > 0 and info["evictions"] > 0 and info["entries"] <= 6
