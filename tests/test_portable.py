@@ -13,7 +13,7 @@ import pytest
 
 import zarrcore
 from zarrcore import _files, _portable
-from zarrcore.errors import StoreError
+from zarrcore.errors import InvalidKeyError, StoreError
 from zarrcore.storage import LocalStore, ZipStore
 
 POSIX_CALLS = [(os, "pread"), (os, "fwalk"), (os, "register_at_fork")]
@@ -280,3 +280,28 @@ print("ok")
     run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=120)
     assert run.stdout.strip() == "ok", run.stderr
+
+
+@pytest.mark.parametrize("key", ["a:b/zarr.json", "x/CON", "x/nul.txt", "c/0?/1", "d/e.", "d/e ",
+                                 "com1/zarr.json", "a\x01b"])
+def test_keys_windows_cannot_name_are_refused_there(tmp_path, monkeypatch, key):
+    """On Windows a ':' writes an alternate stream of another file and CON a device: a
+    directory store there refuses such keys before touching the disk."""
+    assert _portable.windows_file_name_problem(key)
+    monkeypatch.setattr(_portable, "file_name_problem", _portable.windows_file_name_problem)
+    store = LocalStore(tmp_path / "s")
+    with pytest.raises(InvalidKeyError, match="cannot be a file"):
+        store.set(key, b"1")
+    with pytest.raises(InvalidKeyError, match="cannot be a file"):
+        store.get(key)
+    assert not (tmp_path / "s").exists() or not any((tmp_path / "s").rglob("*"))
+
+
+def test_ordinary_keys_name_files_on_windows(tmp_path, monkeypatch):
+    monkeypatch.setattr(_portable, "file_name_problem", _portable.windows_file_name_problem)
+    a = zarrcore.create_array(LocalStore(tmp_path / "s"), name="g/temperature.v2", shape=(4, 4),
+                              chunks=(2, 2), shards=(4, 4), dtype="i4")
+    a[...] = 7
+    assert (a[...] == 7).all()
+    for key in ("zarr.json", ".zattrs", "c/0/0", "0.0", "console/LPT", "a.b/c_d-e"):
+        assert _portable.windows_file_name_problem(key) is None, key

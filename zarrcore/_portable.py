@@ -14,8 +14,11 @@ reload re-chooses them everywhere (tests/test_portable.py runs the stand-ins on 
 - `walk_files` and `list_names`: directories read from a descriptor where Python can (it has
   os.fwalk exactly there), else by path with os.scandir.
 - `at_fork_in_child`: os.register_at_fork where processes fork, else nothing.
+- `file_name_problem`: why a key cannot name a file here: on Windows a ':' opens an alternate
+  stream of another file and CON or NUL a device, so such keys would put data elsewhere.
 """
 import os
+import re
 import stat
 
 from . import _files
@@ -118,3 +121,29 @@ if hasattr(os, "register_at_fork"):
 else:
     def at_fork_in_child(function):
         """Nothing: this system does not fork."""
+
+
+# Characters Windows refuses in file names, and its device names (with any extension).
+_WINDOWS_BAD_CHARS = re.compile(r'[<>:"|?*\x00-\x1f]')
+_WINDOWS_DEVICES = re.compile(r"(CON|PRN|AUX|NUL|COM[0-9\u00b9\u00b2\u00b3]|LPT[0-9\u00b9\u00b2\u00b3])(\..*)?",
+                              re.IGNORECASE)
+
+
+def windows_file_name_problem(key):
+    """Why the '/'-separated `key` cannot name a file on Windows, or None."""
+    for part in key.split("/"):
+        if _WINDOWS_BAD_CHARS.search(part):
+            return f"segment {part!r} holds a character Windows file names cannot"
+        if _WINDOWS_DEVICES.fullmatch(part.rstrip(" .")):
+            return f"segment {part!r} names a Windows device"
+        if part.endswith((" ", ".")):
+            return f"segment {part!r} ends in a space or dot, which Windows drops"
+    return None
+
+
+if os.name == "nt":
+    file_name_problem = windows_file_name_problem
+else:
+    def file_name_problem(key):
+        """None: every key validate_key allows names a file here."""
+        return None

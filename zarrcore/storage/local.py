@@ -6,7 +6,7 @@ import threading
 
 from .._files import LOCK_FILE, TEMP_PREFIX, FileRoot, unlock_file
 from .. import _portable
-from ..errors import StoreError, ZarrcoreError
+from ..errors import InvalidKeyError, StoreError, ZarrcoreError
 from .base import Store, validate_key, validate_prefix
 
 
@@ -104,7 +104,10 @@ class LocalStore(Store):
         return files
 
     def _path(self, key):
-        return os.path.join(self.root, *validate_key(key).split("/"))
+        problem = _portable.file_name_problem(validate_key(key))
+        if problem:
+            raise InvalidKeyError(f"store key {key!r} cannot be a file in {self.root!r}: {problem}")
+        return os.path.join(self.root, *key.split("/"))
 
     def _dir(self, prefix):
         """The directory of `prefix` ('' or a validated prefix)."""
