@@ -126,6 +126,80 @@ static void copy_tiled(char *d, ptrdiff_t dk, ptrdiff_t di, const char *s, ptrdi
 #define PREFETCH_RUN_MAX 1024
 #define PREFETCH_ROWS 16
 
+/* Rows of at most this many bytes are copied inline: a call to memcpy per row of a 64^3
+ * block at a random offset (two rows of about 64 bytes each per output row) cost more than
+ * the bytes it moved. */
+#define SHORT_RUN_MAX 256
+
+/* Copy `n` (1..SHORT_RUN_MAX) bytes with fixed-size moves, which compile to single loads and
+ * stores: whole 64-byte blocks, then two overlapping moves for the rest. */
+static inline void copy_short(char *d, const char *s, size_t n)
+{
+    if (n >= 64) {
+        size_t o = 0;
+        for (; o + 64 <= n; o += 64)
+            memcpy(d + o, s + o, 64);
+        if (o < n)
+            memcpy(d + n - 64, s + n - 64, 64);
+    } else if (n >= 32) {
+        memcpy(d, s, 32);
+        memcpy(d + n - 32, s + n - 32, 32);
+    } else if (n >= 16) {
+        memcpy(d, s, 16);
+        memcpy(d + n - 16, s + n - 16, 16);
+    } else if (n >= 8) {
+        memcpy(d, s, 8);
+        memcpy(d + n - 8, s + n - 8, 8);
+    } else if (n >= 4) {
+        memcpy(d, s, 4);
+        memcpy(d + n - 4, s + n - 4, 4);
+    } else if (n >= 2) {
+        memcpy(d, s, 2);
+        memcpy(d + n - 2, s + n - 2, 2);
+    } else {
+        *d = *s;
+    }
+}
+
+/* Short contiguous rows: the innermost outer dimension in a tight loop, prefetching the row
+ * PREFETCH_ROWS ahead (in the next plane near a plane's end), the dimensions above it by
+ * odometer. `outer` >= 1 dimensions of rows, `runbytes` <= SHORT_RUN_MAX. */
+static void copy_short_rows(int outer, const ptrdiff_t *n, const ptrdiff_t *ss,
+                            const ptrdiff_t *ds, const char *s, char *d, size_t runbytes)
+{
+    const ptrdiff_t nr = n[outer - 1], sr = ss[outer - 1], dr = ds[outer - 1];
+    const ptrdiff_t np = outer > 1 ? n[outer - 2] : 1, sp = outer > 1 ? ss[outer - 2] : 0;
+    ptrdiff_t idx[ZC_MAX_DIMS] = {0};
+    for (;;) {
+        /* Where the next plane starts, when there is one in this dimension. */
+        const char *next = outer > 1 && idx[outer - 2] + 1 < np ? s + sp : NULL;
+        const char *rs = s;
+        char *rd = d;
+        for (ptrdiff_t i = 0; i < nr; i++, rs += sr, rd += dr) {
+            const char *ahead = i + PREFETCH_ROWS < nr ? rs + PREFETCH_ROWS * sr
+                                : next != NULL && i + PREFETCH_ROWS - nr < nr
+                                    ? next + (i + PREFETCH_ROWS - nr) * sr
+                                    : NULL;
+            if (ahead != NULL)
+                for (size_t o = 0; o < runbytes; o += 64)
+                    zc_prefetch(ahead + o);
+            copy_short(rd, rs, runbytes);
+        }
+        int k = outer - 2;
+        for (; k >= 0; k--) {
+            s += ss[k];
+            d += ds[k];
+            if (++idx[k] < n[k])
+                break;
+            s -= ss[k] * n[k];
+            d -= ds[k] * n[k];
+            idx[k] = 0;
+        }
+        if (k < 0)
+            return;
+    }
+}
+
 /* Step the odometer `idx` over the outer dimensions 0..outer-1 (sizes `n`, source strides
  * `ss`) and the pointer `*p` with it; 0 once it has passed the last row. */
 static int advance(int outer, const ptrdiff_t *n, const ptrdiff_t *ss, ptrdiff_t *idx,
@@ -212,6 +286,10 @@ int zc_copy_nd(int ndim, const ptrdiff_t *shape, size_t itemsize, const void *sr
         nd--;
     }
     int outer = nd - 1;
+    if (run && outer > 0 && runbytes <= SHORT_RUN_MAX) {
+        copy_short_rows(outer, n, ss, ds, s, d, runbytes);
+        return ZC_OK;
+    }
     ptrdiff_t idx[ZC_MAX_DIMS] = {0};
     /* Short contiguous rows far apart in the source (an inner chunk gathered out of a big
      * array) defeat the hardware prefetchers, which follow streams within a page: each row

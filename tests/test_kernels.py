@@ -103,6 +103,21 @@ def test_copy_region_matches_assignment(data, base):
     assert dst.tobytes() == expected.tobytes()
 
 
+@pytest.mark.parametrize("dtype", ["u1", "u2", "c16"])
+def test_copy_region_short_rows_of_every_length(dtype):
+    """Rows of 1 to 300 bytes cut out of a larger array (reversed, too), as a block at an
+    offset into a cached chunk: the inline copies of each size class and the rows prefetched
+    across plane ends."""
+    rng = np.random.default_rng(5)
+    itemsize = np.dtype(dtype).itemsize
+    base = rng.integers(0, 255, size=(5, 40, 320 // itemsize + 3), dtype="u1").astype(dtype)
+    for width in range(1, 300 // itemsize + 1):
+        for src in (base[1:4, 2:39, 3:3 + width], base[3:0:-1, 38:1:-2, 3:3 + width]):
+            dst = np.zeros((2,) + src.shape, dtype)[1]
+            kernels.copy_region(src, dst)
+            assert dst.tobytes() == src.tobytes(), width
+
+
 def test_copy_region_broadcast_zero_stride_and_overlap():
     src = np.broadcast_to(np.arange(5.0), (4, 5))
     dst = np.empty((4, 5))
