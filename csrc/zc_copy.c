@@ -161,6 +161,23 @@ static inline void copy_short(char *d, const char *s, size_t n)
     }
 }
 
+/* Step the odometer `idx` over dimensions 0..dims-1 (sizes `n`) and the source and
+ * destination pointers with it (strides `ss`, `ds`); 0 once it has passed the end. */
+static int step(int dims, const ptrdiff_t *n, const ptrdiff_t *ss, const ptrdiff_t *ds,
+                ptrdiff_t *idx, const char **s, char **d)
+{
+    for (int k = dims - 1; k >= 0; k--) {
+        *s += ss[k];
+        *d += ds[k];
+        if (++idx[k] < n[k])
+            return 1;
+        *s -= ss[k] * n[k];
+        *d -= ds[k] * n[k];
+        idx[k] = 0;
+    }
+    return 0;
+}
+
 /* Short contiguous rows: the innermost outer dimension in a tight loop, prefetching the row
  * PREFETCH_ROWS ahead (in the next plane near a plane's end), the dimensions above it by
  * odometer. `outer` >= 1 dimensions of rows, `runbytes` <= SHORT_RUN_MAX. */
@@ -185,17 +202,7 @@ static void copy_short_rows(int outer, const ptrdiff_t *n, const ptrdiff_t *ss,
                     zc_prefetch(ahead + o);
             copy_short(rd, rs, runbytes);
         }
-        int k = outer - 2;
-        for (; k >= 0; k--) {
-            s += ss[k];
-            d += ds[k];
-            if (++idx[k] < n[k])
-                break;
-            s -= ss[k] * n[k];
-            d -= ds[k] * n[k];
-            idx[k] = 0;
-        }
-        if (k < 0)
+        if (!step(outer - 1, n, ss, ds, idx, &s, &d))
             return;
     }
 }
@@ -314,17 +321,7 @@ int zc_copy_nd(int ndim, const ptrdiff_t *shape, size_t itemsize, const void *sr
             copy_tiled(d, tds, ids, s, tss, iss, tn, inner, itemsize);
         else
             zc_copy_items(d, ids, s, iss, inner, itemsize);
-        int k = outer - 1;
-        for (; k >= 0; k--) {
-            s += ss[k];
-            d += ds[k];
-            if (++idx[k] < n[k])
-                break;
-            s -= ss[k] * n[k];
-            d -= ds[k] * n[k];
-            idx[k] = 0;
-        }
-        if (k < 0)
+        if (!step(outer, n, ss, ds, idx, &s, &d))
             break;
     }
     return ZC_OK;
