@@ -162,10 +162,11 @@ def _stored_chunks(path, variant):
     for name in (*FLOAT_VARS, *INT_VARS):
         with open(os.path.join(path, name, "zarr.json")) as f:
             meta = json.load(f)
-        itemsize = np.dtype({"float32": "f4", "int16": "i2"}[meta["data_type"]]).itemsize
+        itemsize = np.dtype(meta["data_type"]).itemsize
         inner = CHUNKS[variant]["chunks"]
         size = int(np.prod(inner)) * itemsize
-        per_shard = int(np.prod([s // c for s, c in zip(CHUNKS[variant].get("shards", inner), inner)]))
+        shard = CHUNKS[variant].get("shards", inner)
+        per_shard = int(np.prod([s // c for s, c in zip(shard, inner)]))
         for root, _, files in os.walk(os.path.join(path, name, "c")):
             for fname in files:
                 with open(os.path.join(root, fname), "rb") as f:

@@ -125,8 +125,9 @@ else:
 
 # Characters Windows refuses in file names, and its device names (with any extension).
 _WINDOWS_BAD_CHARS = re.compile(r'[<>:"|?*\x00-\x1f]')
-_WINDOWS_DEVICES = re.compile(r"(CON|PRN|AUX|NUL|COM[0-9\u00b9\u00b2\u00b3]|LPT[0-9\u00b9\u00b2\u00b3])(\..*)?",
-                              re.IGNORECASE)
+_WINDOWS_DEVICES = re.compile(
+    r"(CON|PRN|AUX|NUL|COM[0-9\u00b9\u00b2\u00b3]|LPT[0-9\u00b9\u00b2\u00b3])(\..*)?",
+    re.IGNORECASE)
 
 
 def windows_file_name_problem(key):

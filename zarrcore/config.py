@@ -68,8 +68,8 @@ class Config:
     """Process-wide settings. Attribute reads are cheap; `set` validates.
 
     The options, each an attribute: `num_threads`, `write_empty_chunks`, `array_order`,
-    `shard_write_order`, `confine_local_stores`, `allow_pickle`, `buffer_pool_bytes`, `io_concurrency`,
-    `io_timeout`, `io_retries`, `max_dimensions`, `max_chunk_bytes` and
+    `shard_write_order`, `confine_local_stores`, `allow_pickle`, `buffer_pool_bytes`,
+    `io_concurrency`, `io_timeout`, `io_retries`, `max_dimensions`, `max_chunk_bytes` and
     `max_shard_index_entries`; the module's documentation names their environment variables.
     """
 
@@ -119,7 +119,8 @@ class Config:
         """Set options, given as a dict, as keywords or both.
 
         zarr-python's names ("array.write_empty_chunks", "array.order",
-        "threading.max_workers", "async.concurrency", "async.timeout") work too. Nothing changes when one is invalid.
+        "threading.max_workers", "async.concurrency", "async.timeout") work too. Nothing
+        changes when one is invalid.
 
         Parameters
         ----------
@@ -228,8 +229,8 @@ class Config:
 
 _OPTIONS = frozenset([
     "num_threads", "write_empty_chunks", "array_order", "shard_write_order",
-    "confine_local_stores", "allow_pickle", "unsafe_partial_writes", "buffer_pool_bytes", "io_concurrency", "io_timeout",
-    "io_retries", *LIMITS,
+    "confine_local_stores", "allow_pickle", "unsafe_partial_writes", "buffer_pool_bytes",
+    "io_concurrency", "io_timeout", "io_retries", *LIMITS,
 ])
 # zarr-python's names of the options that mean the same here.
 _ALIASES = {
