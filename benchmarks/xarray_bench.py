@@ -153,6 +153,29 @@ def time_one(lib, op, variant, mib, data_dir, where):
             "tasks_per_variable": tasks}
 
 
+def time_mean_in_memory(variant, mib, data_dir, where):
+    """{"seconds"}: the best of three dask means on a fresh LocalCluster (as time_one's) over
+    the dataset already held in the workers' memory, in zarrcore's dask chunks (the shard or
+    chunk shape): what the cluster, dask's reduction and numpy take with nothing to read."""
+    import distributed
+    import xarray as xr
+
+    engine = _engine("zarrcore", where)
+    path = dataset_path(data_dir, mib, variant)
+    with distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        ds = xr.open_dataset(path, engine=engine, chunks={}).persist()
+        distributed.wait(ds)
+        best = None
+        for _ in range(4):  # the first untimed, as in time_one
+            t0 = time.perf_counter()
+            ds.mean().compute()
+            seconds = time.perf_counter() - t0
+            best = seconds if best is None else min(best, seconds)
+    return {"seconds": best}
+
+
 # -- the compute floor ------------------------------------------------------------------------
 
 def _stored_chunks(path, variant):
@@ -214,10 +237,12 @@ def decode_floor(path, variant, repeats=3):
 
 # -- the workload group, driven by run.py -----------------------------------------------------
 
-def _measure(lib, op, variant, args, env):
-    argv = [sys.executable, os.path.abspath(__file__), "time", "--lib", lib, "--op", op,
-            "--variant", variant, "--mib", str(args.xarray_mib), "--data-dir", args.data_dir,
+def _measure(lib, op, variant, args, env, mode="time"):
+    argv = [sys.executable, os.path.abspath(__file__), mode, "--variant", variant,
+            "--mib", str(args.xarray_mib), "--data-dir", args.data_dir,
             "--zarrcore", args.zarrcore]
+    if mode == "time":
+        argv += ["--lib", lib, "--op", op]
     p = subprocess.run(argv, capture_output=True, text=True, timeout=args.timeout, env=env)
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     if p.returncode or not lines:
@@ -250,6 +275,17 @@ def run(args, results, log):
         results["xarray_floors"][variant] = floor
         log(f"xarray: {variant}: decoding every chunk on {floor['threads']} threads: {floor['best']:.3f}s")
     for variant in VARIANTS:
+        floor = results["xarray_floors"][variant]
+        try:
+            floor["mean_in_memory"] = _measure(None, None, variant, args, env,
+                                               mode="mean-in-memory")["seconds"]
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            results["failures"].append({"lib": "floor", "workload": f"xarray_mean/{variant}",
+                                        "error": str(e)})
+            continue
+        log(f"xarray: {variant}: dask mean of the dataset held in memory: "
+            f"{floor['mean_in_memory']:.3f}s")
+    for variant in VARIANTS:
         for op in OPS:
             key = f"xarray_{op}/{variant}"
             out = {lib: {"best": None, "times": [], "ok": True, "error": None} for lib in LIBS}
@@ -281,15 +317,21 @@ def run(args, results, log):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("mode", choices=("time",))
-    p.add_argument("--lib", choices=LIBS, required=True)
-    p.add_argument("--op", choices=OPS, required=True)
+    p.add_argument("mode", choices=("time", "mean-in-memory"))
     p.add_argument("--variant", choices=VARIANTS, required=True)
     p.add_argument("--mib", type=int, default=1024)
     p.add_argument("--data-dir", default=C.DEFAULT_DATA_DIR)
     p.add_argument("--zarrcore", choices=("auto", "installed", "inplace"), default="auto")
+    p.add_argument("--lib", choices=LIBS)
+    p.add_argument("--op", choices=OPS)
     a = p.parse_args(argv)
-    print(json.dumps(time_one(a.lib, a.op, a.variant, a.mib, a.data_dir, a.zarrcore)))
+    if a.mode == "mean-in-memory":
+        reply = time_mean_in_memory(a.variant, a.mib, a.data_dir, a.zarrcore)
+    elif a.lib is None or a.op is None:
+        p.error("time needs --lib and --op")
+    else:
+        reply = time_one(a.lib, a.op, a.variant, a.mib, a.data_dir, a.zarrcore)
+    print(json.dumps(reply))
 
 
 if __name__ == "__main__":
