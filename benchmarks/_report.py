@@ -215,6 +215,16 @@ def _native_section(native):
             lines.append(f"| {label} | {native[key]:.3f} | "
                          f"{1e6 * native[key] / native['reads']:.0f} |")
     lines.append("")
+    if "decode_floor" in native:
+        floor = native["decode_floor"]
+        line = (f"Decode floor without a cache: zstd decoding of every inner chunk each region "
+                f"touches ({native['decoded_chunks']} in all), once per region, on {n} threads "
+                f"into reused buffers from frames already in memory: {floor:.3f} s. zarrcore's "
+                f"{n} native threads take {native[f'native_{n}'] / floor:.2f}× that")
+        if "tensorstore" in native:
+            line += (f"; {RATIO_TARGET}× tensorstore would be "
+                     f"{RATIO_TARGET * native['tensorstore'] / floor:.2f}× it")
+        lines += [line + ".", ""]
     return lines
 
 
