@@ -9,9 +9,9 @@ The plain, zstd and sharded datasets of benchmarks/_common.py go to a moto S3 se
 127.0.0.1 and are served by a byte-range HTTP server on 127.0.0.1; every library reaches both
 through a proxy that holds each request `--delay` seconds before forwarding it (and counts
 requests and bytes). Workloads: read_all, read_region (the middle half along every axis) and
-write_all (S3 only: HTTP is read-only). For each zarrcore read, the latency floor is
+write_all (S3 only: HTTP is read-only). For each zarrcore read and write, the latency floor is
 requests / config.io_concurrency x delay (rounded up to whole rounds: no request takes less
-than the delay), plus the same read with no delay.
+than the delay), plus the same read or write with no delay.
 
 Writes benchmarks/remote-results.json (or --out) and prints a table.
 """
@@ -567,7 +567,7 @@ def measure_all(args, datasets, ref_root, proxies):
                     try:
                         row.update(within(args.timeout, one, lib, kind, counter, prefix, ds,
                                           workload, expected, args))
-                        if name.startswith("zarrcore") and workload != "write_all" and concurrency:
+                        if name.startswith("zarrcore") and concurrency:
                             counter.delay = 0.0
                             try:
                                 row["no_delay"] = one(lib, kind, counter, prefix, ds, workload,
@@ -650,7 +650,7 @@ def markdown(results):
          f"N={results['n']}, {delay_ms:g} ms added to every request, best of "
          f"{results['repeats']}; zarrcore keeps {results['io_concurrency']} requests in flight. "
          f"Floor: ceil(requests / {results['io_concurrency']}) x {delay_ms:g} ms, plus the same "
-         f"read with no delay. Seconds (requests).\n"]
+         f"read or write with no delay. Seconds (requests).\n"]
     if results.get("unavailable"):
         L.append(f"Not measured (not installed): {', '.join(results['unavailable'])}.\n")
     libs = sorted({r["lib"] for r in results["runs"]}, key=lambda x: (x.startswith("zarrcore"), x))
