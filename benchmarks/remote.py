@@ -61,6 +61,17 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     request_queue_size = 512
 
 
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    # A response's headers and body go out in two writes: with Nagle's algorithm the body of a
+    # small response waits for the client's delayed ACK of the headers (about 40 ms), which
+    # no object store adds.
+    disable_nagle_algorithm = True
+
+    def log_message(self, *args):
+        pass
+
+
 def serve(handler):
     """Start `handler` on a free port of 127.0.0.1 in a daemon thread; the server."""
     server = _Server(("127.0.0.1", free_port()), handler)
@@ -86,12 +97,7 @@ def range_server(root):
     """An HTTP server of the files below `root` that answers Range requests (one range:
     `bytes=a-b`, `bytes=a-`, `bytes=-n`), as object stores' HTTP endpoints do."""
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args):
-            pass
-
+    class Handler(_Handler):
         def _file(self):
             path = os.path.normpath(os.path.join(root, self.path.split("?")[0].lstrip("/")))
             if not path.startswith(os.path.abspath(root)) or not os.path.isfile(path):
@@ -151,12 +157,7 @@ class DelayProxy:
         proxy = self
         local = threading.local()
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
+        class Handler(_Handler):
             def _control(self):
                 """/__bench/stats, /__bench/reset, /__bench/delay/SECONDS: the counts and the
                 delay, for the benchmark process (the servers run in a process of their own)."""
@@ -257,9 +258,12 @@ def serve_all(args):
     closes. (Apart from the libraries measured, which may hold the GIL while they wait.)"""
     for k, v in CREDENTIALS.items():
         os.environ.setdefault(k, v)
+    import werkzeug.serving
     from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request
+    # (As _Handler: no ~40 ms stall before the body of moto's small responses.)
+    werkzeug.serving.WSGIRequestHandler.disable_nagle_algorithm = True
     moto_port = free_port()
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=moto_port, verbose=False)
     moto.start()
