@@ -9,9 +9,9 @@ The plain, zstd and sharded datasets of benchmarks/_common.py go to a moto S3 se
 127.0.0.1 and are served by a byte-range HTTP server on 127.0.0.1; every library reaches both
 through a proxy that holds each request `--delay` seconds before forwarding it (and counts
 requests and bytes). Workloads: read_all, read_region (the middle half along every axis) and
-write_all (S3 only: HTTP is read-only). For each zarrcore read, the latency floor is
+write_all (S3 only: HTTP is read-only). For each zarrcore read and write, the latency floor is
 requests / config.io_concurrency x delay (rounded up to whole rounds: no request takes less
-than the delay), plus the same read with no delay.
+than the delay), plus the same read or write with no delay.
 
 Writes benchmarks/remote-results.json (or --out) and prints a table.
 """
@@ -61,6 +61,17 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     request_queue_size = 512
 
 
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    # A response's headers and body go out in two writes: with Nagle's algorithm the body of a
+    # small response waits for the client's delayed ACK of the headers (about 40 ms), which
+    # no object store adds.
+    disable_nagle_algorithm = True
+
+    def log_message(self, *args):
+        pass
+
+
 def serve(handler):
     """Start `handler` on a free port of 127.0.0.1 in a daemon thread; the server."""
     server = _Server(("127.0.0.1", free_port()), handler)
@@ -86,12 +97,7 @@ def range_server(root):
     """An HTTP server of the files below `root` that answers Range requests (one range:
     `bytes=a-b`, `bytes=a-`, `bytes=-n`), as object stores' HTTP endpoints do."""
 
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args):
-            pass
-
+    class Handler(_Handler):
         def _file(self):
             path = os.path.normpath(os.path.join(root, self.path.split("?")[0].lstrip("/")))
             if not path.startswith(os.path.abspath(root)) or not os.path.isfile(path):
@@ -151,12 +157,7 @@ class DelayProxy:
         proxy = self
         local = threading.local()
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
+        class Handler(_Handler):
             def _control(self):
                 """/__bench/stats, /__bench/reset, /__bench/delay/SECONDS: the counts and the
                 delay, for the benchmark process (the servers run in a process of their own)."""
@@ -257,9 +258,12 @@ def serve_all(args):
     closes. (Apart from the libraries measured, which may hold the GIL while they wait.)"""
     for k, v in CREDENTIALS.items():
         os.environ.setdefault(k, v)
+    import werkzeug.serving
     from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request
+    # (As _Handler: no ~40 ms stall before the body of moto's small responses.)
+    werkzeug.serving.WSGIRequestHandler.disable_nagle_algorithm = True
     moto_port = free_port()
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=moto_port, verbose=False)
     moto.start()
@@ -567,7 +571,7 @@ def measure_all(args, datasets, ref_root, proxies):
                     try:
                         row.update(within(args.timeout, one, lib, kind, counter, prefix, ds,
                                           workload, expected, args))
-                        if name.startswith("zarrcore") and workload != "write_all" and concurrency:
+                        if name.startswith("zarrcore") and concurrency:
                             counter.delay = 0.0
                             try:
                                 row["no_delay"] = one(lib, kind, counter, prefix, ds, workload,
@@ -650,7 +654,7 @@ def markdown(results):
          f"N={results['n']}, {delay_ms:g} ms added to every request, best of "
          f"{results['repeats']}; zarrcore keeps {results['io_concurrency']} requests in flight. "
          f"Floor: ceil(requests / {results['io_concurrency']}) x {delay_ms:g} ms, plus the same "
-         f"read with no delay. Seconds (requests).\n"]
+         f"read or write with no delay. Seconds (requests).\n"]
     if results.get("unavailable"):
         L.append(f"Not measured (not installed): {', '.join(results['unavailable'])}.\n")
     libs = sorted({r["lib"] for r in results["runs"]}, key=lambda x: (x.startswith("zarrcore"), x))

@@ -255,11 +255,12 @@ void zc_shard_write_worker(zc_shard_job *j)
         return;
     }
     size_t n = chunk_nbytes(j), items = n / j->chain.itemsize;
-    unsigned char *chunk = (unsigned char *)malloc(n ? n : 1);
-    if (chunk == NULL) {
-        fail(j, 0, ZC_ERR_NOMEM);
-        return;
-    }
+    const size_t cap = zc_chain_encode_bound(&j->chain, n);
+    /* Without a compressor the encoding is the chunk's own bytes (swapped in place, with a
+     * checksum after them): the chunk is assembled in its output buffer, saving a copy. Else
+     * in the thread's scratch buffer, kept across waves and jobs (no page faults anew). */
+    const int in_place = j->chain.compressor == ZC_COMP_NONE;
+    unsigned char *scratch = NULL;
     static const ptrdiff_t zero[1];
     const ptrdiff_t all[1] = {(ptrdiff_t)items}, step[1] = {(ptrdiff_t)j->chain.itemsize};
     int64_t t;
@@ -267,7 +268,18 @@ void zc_shard_write_worker(zc_shard_job *j)
         task_view v;
         task_geometry(j, t, &v);
         int st = ZC_OK;
-        if (!v.complete) {
+        j->out[t] = NULL;
+        j->out_len[t] = 0;
+        unsigned char *chunk = NULL;
+        if (cap == 0)
+            st = ZC_ERR_SIZE;
+        else if (in_place)
+            chunk = j->out[t] = (unsigned char *)malloc(cap);
+        else
+            chunk = scratch != NULL ? scratch : (scratch = zc_scratch(ZC_SCRATCH_CHUNK, n ? n : 1));
+        if (st == ZC_OK && chunk == NULL)
+            st = ZC_ERR_NOMEM;
+        if (st == ZC_OK && !v.complete) {
             /* Merge into the stored inner chunk, or into fill when there is none. */
             const int64_t s = j->src_by_task ? t : v.chunk;
             const unsigned char *src = j->src[s];
@@ -283,13 +295,11 @@ void zc_shard_write_worker(zc_shard_job *j)
             if (is_fill < 0)
                 st = is_fill;
         }
-        j->out[t] = NULL;
-        j->out_len[t] = 0;
-        if (st == ZC_OK && !is_fill) {
-            size_t cap = zc_chain_encode_bound(&j->chain, n);
-            if (cap == 0)
-                st = ZC_ERR_SIZE;
-            else if ((j->out[t] = (unsigned char *)malloc(cap)) == NULL)
+        if (st == ZC_OK && is_fill) {
+            free(j->out[t]);
+            j->out[t] = NULL;
+        } else if (st == ZC_OK) {
+            if (!in_place && (j->out[t] = (unsigned char *)malloc(cap)) == NULL)
                 st = ZC_ERR_NOMEM;
             else
                 st = zc_chain_encode(&j->chain, chunk, n, j->out[t], cap, &j->out_len[t]);
@@ -299,7 +309,8 @@ void zc_shard_write_worker(zc_shard_job *j)
             break;
         }
     }
-    free(chunk);
+    if (scratch != NULL)
+        zc_scratch_idle();
 }
 
 int64_t zc_shard_task_chunk(const zc_shard_job *j, int64_t t)

@@ -230,6 +230,54 @@ def test_s3_missing_bucket_and_object(moto_server):
         zarrcore.open_group("s3://no-such-bucket/x", mode="r", storage_options=options)
     with pytest.raises(StoreError, match="'k'"):
         store.set("k", b"v")
+    with pytest.raises(StoreError, match="bucket does not exist"):
+        store.set_many([("k", b"v"), ("l", b"w")])
+
+
+def test_set_many_starts_each_put_as_its_item_is_yielded():
+    import obstore.store
+
+    store = ObjectStore(obstore.store.MemoryStore())
+
+    def items():
+        yield "a", b"1"
+        waited = time.monotonic()
+        while store.get("a") is None:  # (stored only if its put started before the next item)
+            assert time.monotonic() - waited < 5, "'a' was not put before the next item was asked for"
+            time.sleep(0.005)
+        yield "b", b"2"
+
+    store.set_many(items())
+    assert store.get("b") == b"2"
+
+    def failing():
+        yield "c", b"3"
+        raise ValueError("no more items")
+
+    with pytest.raises(ValueError, match="no more items"):
+        store.set_many(failing())
+
+
+def test_s3_over_https_signs_unsigned_payload(monkeypatch):
+    """UNSIGNED-PAYLOAD (no SHA-256 of each body) only where TLS protects the body: s3:// to
+    AWS or another https endpoint, unless the caller chose otherwise."""
+    for name in ("AWS_UNSIGNED_PAYLOAD", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+
+    def unsigned(url, **options):
+        config = ObjectStore.from_url(url, storage_options={"region": "us-east-1", **options})._store.config
+        return config.get("unsigned_payload")
+
+    assert unsigned("s3://b/x") == "true"
+    assert unsigned("s3://b/x", endpoint_url="https://minio.example:9000") == "true"
+    assert unsigned("s3://b/x", endpoint_url="http://127.0.0.1:9000") is None
+    assert unsigned("s3://b/x", client_kwargs={"endpoint_url": "http://127.0.0.1:9000"}) is None
+    assert unsigned("s3://b/x", unsigned_payload=False) == "false"
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9000")
+    assert unsigned("s3://b/x") is None
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    monkeypatch.setenv("AWS_UNSIGNED_PAYLOAD", "false")
+    assert unsigned("s3://b/x") is None
 
 
 # -- faults through a proxy in front of moto ---------------------------------

@@ -395,3 +395,76 @@ def test_ranged_reads_through_version_keeping_readers_run_concurrently():
     # All 16 data ranges are submitted at once; on a loaded machine the pool's threads may
     # start later than the first requests end, so not all 16 need be seen in flight.
     assert len(reads(store)) == 18 and store.most_in_flight >= 8
+
+
+class _StreamingStore(zarrcore.MemoryStore):
+    """A store that streams writes: set_many takes each item as it is yielded, and calls
+    `after_first` once the first is stored."""
+
+    supports_locks = False
+    streams_writes = True
+
+    def __init__(self):
+        super().__init__()
+        self.after_first = lambda: None
+
+    def set_many(self, items):
+        for i, (key, value) in enumerate(items):
+            self.set(key, value)
+            if i == 0:
+                self.after_first()
+
+
+@pytest.mark.parametrize("layout", ["chunks", "shards", "zstd chunks"])
+def test_writes_to_a_store_that_streams_them_hand_over_chunks_in_waves(layout):
+    """The first chunks reach the store before the last are encoded: values changed once the
+    first chunk is stored show up in the last chunks only."""
+    zarrcore.config.set(num_threads=2)
+    store = _StreamingStore()
+    kwargs = {"shards": (8,), "chunks": (4,)} if layout == "shards" else {"chunks": (8,)}
+    a = zarrcore.create_array(store, shape=(128,), dtype="int32", fill_value=-1,
+                              compressors=None if layout != "zstd chunks" else "auto", **kwargs)
+    value = np.arange(128, dtype="int32")
+
+    def change_the_source():
+        value[:] += 1000
+
+    store.after_first = change_the_source
+    a[...] = value
+    written = a[...]
+    assert np.array_equal(written[:8], np.arange(8))
+    assert np.array_equal(written[-8:], np.arange(120, 128) + 1000)
+
+
+def test_writes_to_other_stores_encode_every_chunk_before_storing_any():
+    zarrcore.config.set(num_threads=2)
+    store = _StreamingStore()
+    store.streams_writes = False
+    a = zarrcore.create_array(store, shape=(128,), dtype="int32", chunks=(8,), compressors=None)
+    value = np.arange(128, dtype="int32")
+
+    def change_the_source():
+        value[:] += 1000
+
+    store.after_first = change_the_source
+    a[...] = value
+    assert np.array_equal(a[...], np.arange(128))
+
+
+@pytest.mark.parametrize("endian", ["little", "big"])
+@pytest.mark.parametrize("crc", [False, True])
+def test_uncompressed_chunks_encoded_in_waves_equal_the_local_batches(tmp_path, endian, crc):
+    """Uncompressed chunks are assembled in their output buffers (swapped there, checksum
+    after them); all-fill chunks are not stored. The bytes equal the local batches' own."""
+    value = np.arange(64 * 48, dtype="int32").reshape(64, 48)
+    value[:16] = 7  # a row of chunks left all fill
+    stores = [zarrcore.MemoryStore(), zarrcore.LocalStore(str(tmp_path / "a.zarr"))]
+    for store in stores:
+        a = zarrcore.create_array(store, shape=value.shape, dtype="int32", chunks=(16, 16),
+                                  fill_value=7, serializer={"name": "bytes", "configuration": {"endian": endian}},
+                                  compressors=[{"name": "crc32c"}] if crc else None)
+        a[...] = value
+        assert np.array_equal(a[...], value)
+    keys = stores[1].list_prefix("c")
+    assert sorted(stores[0].list_prefix("c")) == sorted(keys) and len(keys) == 9
+    assert all(stores[0].get(k) == stores[1].get(k) for k in keys)

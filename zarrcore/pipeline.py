@@ -60,6 +60,9 @@ def _naming(where, error):
 CONFLICT_RETRIES = 64
 CONFLICT_PAUSE = 0.002
 CONFLICT_PAUSE_MAX = 0.25
+# A write to a store that streams writes encodes its chunks in at most this many waves (each
+# a round of the thread pool), so the first uploads start after a small part of the encoding.
+WRITE_WAVES = 16
 _FETCH_DONE = object()
 
 
@@ -226,6 +229,16 @@ def _inner_points(groups, inner_shape, grid):
     point_start = np.r_[starts, len(order)].astype(np.int64)
     return ((point_start, local.astype(np.int64, copy=False), order.astype(np.int64), None),
             shard[starts], inner[starts])
+
+
+def _write_waves(n, store):
+    """Consecutive slices of range(n) that a write encodes one after another. On a store that
+    streams writes, each wave's chunks upload while the next is encoded: as many chunks per
+    wave as threads, or more so that there are at most WRITE_WAVES; one slice otherwise."""
+    if not store.streams_writes:
+        return [slice(0, n)]
+    size = max(config.num_threads, -(-n // WRITE_WAVES))
+    return [slice(start, start + size) for start in range(0, n, size)]
 
 
 def _run_waves(job, tasks, writing=False):
@@ -817,11 +830,13 @@ class ChunkStore:
                     self._read_modify_write(
                         key, lambda data, keep_empty: self._merged(data, p, part, keep_empty))
                     return None
-                if part.size == size:
+                if part.size != size:  # a chunk at the array's edge: what lies outside is fill
+                    data = self._merged(None, p, part, False)
+                elif self.partial is not None:  # (sharding encodes `part` where it lies)
+                    data = self._merged(None, p, part, self.spec.writes_empty)
+                else:
                     data = self.chain.encode_unless_fill(
                         np.ascontiguousarray(part).reshape(self.chunk_shape))
-                else:  # a chunk at the array's edge: what lies outside the array is fill
-                    data = self._merged(None, p, part, False)
                 if not locked:
                     return key, data
                 # Locked too, so it lands wholly before or after another writer's
@@ -832,14 +847,17 @@ class ChunkStore:
             except ZarrcoreError as e:
                 raise _with_key(e, key) from e
 
-        whole = [item for item in parallel_map(work, projections) if item is not None]
-        if whole:
-            self._put_many(whole)
+        def encoded():
+            listed = list(projections)
+            for wave in _write_waves(len(listed), self.store):
+                yield from (item for item in parallel_map(work, listed[wave]) if item is not None)
+
+        self._put_many(encoded())
 
     def _write_chunk_waves(self, indexer, value):
-        """Encode every whole chunk of the selection in one compiled wave and store them
-        together (Store.set_many); the projections of the partly covered chunks, left for
-        read-modify-write."""
+        """Encode every whole chunk of the selection in compiled waves (_write_waves) and
+        store them together (Store.set_many); the projections of the partly covered chunks,
+        left for read-modify-write."""
         complete = _task_grid(indexer.plans, lambda p: p.complete).all(axis=1)
         tasks = np.flatnonzero(complete)
         if tasks.size:
@@ -847,16 +865,22 @@ class ChunkStore:
                              indexer.plans, value, self.spec.writes_empty)
             keys = [self.key(c) for c in
                     _task_grid(indexer.plans, lambda p: p.chunks)[tasks].tolist()]
-            failure = _run_waves(job, tasks, writing=True)
-            if failure is not None:
-                error, task = failure
-                raise _with_key(error, keys[int(np.searchsorted(tasks, task))])
-            self._put_many(list(zip(keys, job.encoded())))
+
+            def encoded():
+                for wave in _write_waves(tasks.size, self.store):
+                    failure = _run_waves(job, tasks[wave], writing=True)
+                    if failure is not None:
+                        error, task = failure
+                        raise _with_key(error, keys[int(np.searchsorted(tasks, task))])
+                    yield from zip(keys[wave], job.encoded())
+
+            self._put_many(encoded())
         return self._projections(indexer, np.flatnonzero(~complete))
 
     def _put_many(self, items):
-        """Store every (key, encoded chunk or None) of `items` (see `put`): each under its lock
-        on a store with locks, else all at once (Store.set_many)."""
+        """Store every (key, encoded chunk or None) of the iterable `items` (see `put`): each
+        under its lock on a store with locks, else all together (Store.set_many, which a
+        store that streams writes starts uploading as `items` yields them)."""
         store = self.store
         if self._whole_writes_locked():
             def put(item):
@@ -864,10 +888,18 @@ class ChunkStore:
                     self.put(*item)
             parallel_map(put, items)
             return
-        store.set_many([(key, data) for key, data in items if data is not None])
-        for key, data in items:
-            if data is None:
-                store.delete(key)
+        deleted = []
+
+        def stored():
+            for key, data in items:
+                if data is None:
+                    deleted.append(key)
+                else:
+                    yield key, data
+
+        store.set_many(stored())
+        for key in deleted:
+            store.delete(key)
 
     def _whole_writes_locked(self):
         """Do whole-object writes take the key's lock? Where read-modify-writes lock, so that

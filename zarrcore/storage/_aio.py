@@ -94,3 +94,47 @@ def fan_out(fetch, requests, limit, deadline, loop=None):
             yield i, result
     finally:
         future.cancel()
+
+
+def drain(call, items, limit, deadline, loop=None):
+    """Run call(*item) on the I/O loop (or `loop`) for every item of the iterable `items`,
+    each as soon as `items` yields it, with at most `limit` running at once; return when all
+    are done. `items` is iterated on the calling thread, so whatever produces them (encoding
+    the next chunks) overlaps with the calls already started. The first exception, of a call
+    or of `items`, is re-raised here and the calls not finished are cancelled. `deadline`:
+    seconds without any call finishing after which a StoreError names the keys (each item's
+    first element) still outstanding."""
+    loop = loop or io_loop()
+    gate = []  # the loop's semaphore, made on the loop by the first call
+
+    async def bounded(item):
+        if not gate:
+            gate.append(asyncio.Semaphore(limit))
+        async with gate[0]:
+            return await call(*item)
+
+    finished = queue.SimpleQueue()
+    running = {}
+
+    def settle(future):
+        del running[future]
+        future.result()  # a failure is raised here
+
+    try:
+        for item in items:
+            future = asyncio.run_coroutine_threadsafe(bounded(item), loop)
+            running[future] = item[0]
+            future.add_done_callback(finished.put)
+            while not finished.empty():
+                settle(finished.get())
+        while running:
+            try:
+                future = finished.get(timeout=deadline)
+            except queue.Empty:
+                keys = list(running.values())[:5]
+                raise StoreError(errno.ETIMEDOUT,
+                                 f"no answer for {deadline:.0f} s writing keys {keys}") from None
+            settle(future)
+    finally:
+        for future in running:
+            future.cancel()

@@ -84,6 +84,9 @@ class Store:
     - `supports_locks`: lock() excludes every thread, process and host writing the store;
     - `supports_conditional_writes`: get_versioned and set_if work, so a read-modify-write
       can detect a concurrent one and retry instead of locking;
+    - `streams_writes`: set_many starts writing each item as soon as its iterable yields it
+      and goes on in the background, so writers hand it chunks in waves as they are encoded
+      (the uploads of one wave overlap the encoding of the next);
     - `native_root`: the directory of a local store whose keys are plain files below it,
       which the compiled batches read and write directly, through the store's `files()`
       (zarrcore._files.FileRoot, confined or not); None otherwise.
@@ -95,6 +98,7 @@ class Store:
     supports_atomic_writes = True
     supports_locks = False
     supports_conditional_writes = False
+    streams_writes = False
     native_root = None
 
     def __init__(self, read_only=False):
@@ -151,7 +155,8 @@ class Store:
             yield i, self.get(key) if ranges is None else self.get_ranges(key, ranges)
 
     def set_many(self, items):
-        """Write every (key, value) of `items`; remote stores upload concurrently."""
+        """Write every (key, value) of the iterable `items`; remote stores upload
+        concurrently."""
         for key, value in items:
             self.set(key, value)
 

@@ -126,6 +126,8 @@ class FsspecStore(Store):
 
     def set_many(self, items):
         items = list(items)
+        if not items:
+            return
         for key, _ in items:
             self.check_writable(validate_key(key))
         try:

@@ -32,6 +32,10 @@ _OWN_OPTIONS = ("timeout", "retries", "conditional_writes", "single_writer", "cl
                 "retry_config")
 # Backends whose PUT takes If-Match / If-None-Match (S3 since 2024, GCS generations, Azure).
 _CONDITIONAL_BACKENDS = ("S3Store", "GCSStore", "AzureStore", "MemoryStore")
+# Where obstore takes an S3 endpoint: its option names and, without one, the environment.
+_ENDPOINT_OPTIONS = ("endpoint", "aws_endpoint", "aws_endpoint_url", "endpoint_url",
+                     "aws_endpoint_url_s3")
+_ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT")
 # Lock objects (see ObjectStore.lock) are named with this prefix beside their key and are
 # never listed as keys.
 LOCK_PREFIX = ".zarrcore-lock."
@@ -69,6 +73,21 @@ def _obstore():
     return obstore
 
 
+def _unsigned_payload(url, options):
+    """True when an S3 store's requests may sign UNSIGNED-PAYLOAD rather than the SHA-256 of
+    each body (which costs the client a pass over every byte it uploads): only for s3:// URLs
+    whose endpoint is https (AWS's own when none is set), where TLS already protects the body
+    in transit, as botocore decides by default. Over plain http the hash stays signed, and
+    an `unsigned_payload` of the caller's (option or AWS_UNSIGNED_PAYLOAD) is left as it is."""
+    options = {name.lower(): value for name, value in options.items()}
+    if (not url.startswith(("s3://", "s3a://")) or "AWS_UNSIGNED_PAYLOAD" in os.environ
+            or {"unsigned_payload", "aws_unsigned_payload"} & set(options)):
+        return False
+    endpoints = ([options[name] for name in _ENDPOINT_OPTIONS if name in options]
+                 + [os.environ[name] for name in _ENDPOINT_VARIABLES if name in os.environ])
+    return all(str(e).lower().startswith("https://") for e in endpoints)
+
+
 def _first_line(error):
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
@@ -92,7 +111,7 @@ class ObjectStore(Store):
         self.url = url
         # An HTTP server is a read-only key space that cannot be listed.
         self.supports_listing = not http
-        self.supports_writes = not http
+        self.supports_writes = self.streams_writes = not http
         self.supports_conditional_writes = (kind in _CONDITIONAL_BACKENDS
                                             if conditional_writes is None else bool(conditional_writes))
         # Locks are lock objects made by create-only puts (see lock); without conditional
@@ -108,7 +127,7 @@ class ObjectStore(Store):
     def from_url(cls, url, read_only=False, storage_options=None):
         """The store at `url` (s3://, gs://, az://, abfs://, http(s)://...). storage_options are
         obstore's configuration keys (s3fs' `key`, `secret`, `endpoint_url`, `anon`, ... are
-        taken too), plus `timeout` (seconds), `retries`, `client_options`, `retry_config` and
+        taken too; S3 over https defaults to `unsigned_payload`, see _unsigned_payload), plus `timeout` (seconds), `retries`, `client_options`, `retry_config` and
         `conditional_writes` (False for an S3-compatible server without If-Match) and
         `single_writer` (True: only this process writes the store, so locks need only exclude
         its threads)."""
@@ -127,6 +146,8 @@ class ObjectStore(Store):
                 options[ours] = value
         if options.pop("anon", False):
             options["skip_signature"] = True
+        if _unsigned_payload(url, options):
+            options["unsigned_payload"] = True
         timeout = float(own.get("timeout", config.io_timeout))
         retries = int(own.get("retries", config.io_retries))
         client = {"timeout": datetime.timedelta(seconds=timeout),
@@ -339,14 +360,16 @@ class ObjectStore(Store):
         _aio.run(self._put(validate_key(key), value))
 
     def set_many(self, items):
+        """As Store.set_many, up to config.io_concurrency PUTs at once, each started as soon
+        as `items` (which may be a generator) yields it."""
         from ..config import config
 
-        items = list(items)
-        for key, _ in items:
-            self.check_writable(key)
-            validate_key(key)
-        for _ in _aio.fan_out(self._put, items, config.io_concurrency, self._deadline()):
-            pass
+        def checked():
+            for key, value in items:
+                self.check_writable(key)
+                yield validate_key(key), value
+
+        _aio.drain(self._put, checked(), config.io_concurrency, self._deadline())
 
     def set_if(self, key, value, version):
         self.check_writable(key)
