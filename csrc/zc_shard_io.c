@@ -508,13 +508,13 @@ static int load_shard(zc_shard_io *io, int64_t s, zc_buf *buf)
     }
     const int pin = io->cache != NULL &&
                     io->task_start[s + 1] - io->task_start[s] <= ZC_SHARD_IO_PIN_MAX;
-    if (pin && io->index_cache != NULL) {
-        const int known = zc_chunk_version_at(&io->root, io->mem, path, &slot->version);
-        if (known == 0)
-            return ZC_OK; /* not stored: every inner chunk reads as fill */
-        if (known > 0 && cached_index(io, s) && pin_chunks(io, s))
-            return ZC_OK;
-    }
+    /* (A shard found missing is opened all the same: that is when a network file system
+     * revalidates a name it had cached as absent.) */
+    if (pin && io->index_cache != NULL && (io->mem != NULL || io->stat_fresh) &&
+        zc_chunk_version_at(&io->root, io->mem, path, &slot->version) > 0 &&
+        (io->mem != NULL || slot->version.dev == io->stat_dev) && cached_index(io, s) &&
+        pin_chunks(io, s))
+        return ZC_OK;
     zc_object o;
     int missing;
     size_t size = 0;
@@ -542,6 +542,12 @@ static int load_shard(zc_shard_io *io, int64_t s, zc_buf *buf)
         /* Replaced since its path was looked at (or never looked at): read it afresh. */
         forget_cached(io, s);
         slot->version = opened;
+        if (io->index_cache != NULL && cached_index(io, s)) {
+            slot->obj = o;
+            if (pin)
+                pin_chunks(io, s);
+            return ZC_OK;
+        }
     }
     size_t raw, isz;
     index_size(io, &raw, &isz);

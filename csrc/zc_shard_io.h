@@ -14,11 +14,12 @@
  *
  * Reads through a cache: the first task also looks up every inner chunk of the shard the
  * read needs (at most ZC_SHARD_IO_PIN_MAX of them) and pins those cached at the shard's
- * version. With the checked index cached too, the shard's identity comes from its path (one
- * stat, zc_chunk_version_at): when the index and every needed inner chunk are cached at that
- * identity, the shard is not opened at all. Otherwise it is opened, and the pins are kept
- * only when the open file is still of that identity (else it was replaced meanwhile: the
- * shard is read as without cached index, at the open file's identity).
+ * version, and takes its checked index from the index cache when it is there. On a local
+ * file system (stat_fresh) the shard's identity comes from its path first (one stat,
+ * zc_chunk_version_at): when the index and every needed inner chunk are cached at that
+ * identity, the shard is not opened at all. Otherwise it is opened, and what was pinned is
+ * kept only when the open file is still of that identity (else it was replaced meanwhile:
+ * the shard is read afresh, at the open file's identity).
  *
  * Writes: only shards the selection covers wholly (the in-bounds part of edge shards) are
  * written here; the others are flagged in `deferred` for the caller's read-modify-write.
@@ -90,6 +91,10 @@ typedef struct {
      * chunk) are taken from and kept in this one (NULL: none), keyed by the shard's grid
      * coordinates. */
     zc_chunk_cache *index_cache;
+    /* A stat of a shard file on device stat_dev is as fresh as opening it (zc_os_local_fs):
+     * only there (and in a memory store) is a shard served from the caches without opening. */
+    int stat_fresh;
+    uint64_t stat_dev;
 
     /* Set up by zc_shard_io_prepare, released by zc_shard_io_free. */
     int64_t grid[ZC_SHARD_IO_MAX_NDIM];  /* inner chunks per shard along each axis */

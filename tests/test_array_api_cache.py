@@ -235,3 +235,36 @@ def test_chunks_larger_than_a_block(tmp_path):
                                           data[start[0]:start[0] + 400, start[1]:start[1] + 200])
     info = h.cache_info()
     assert info["hits"] > 0 and info["evictions"] > 0 and info["entries"] <= 3
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs a second file system, /dev/shm")
+def test_shards_on_another_file_system_are_opened_and_still_cached(tmp_path):
+    """Shards in a directory linked to another file system than the array's are opened on
+    every read (only the array's own file system is known to answer a stat freshly), their
+    indexes and chunks still served from the cache, and a shard replaced there is read afresh."""
+    import shutil
+    import tempfile
+
+    if os.stat("/dev/shm").st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("/dev/shm is on the same file system as the test's directory")
+    data = np.arange(29 * 41, dtype="i4").reshape(29, 41)
+    a = make(tmp_path, "a.zarr", (12, 20), [ZSTD], data)
+    b = make(tmp_path, "b.zarr", (12, 20), [ZSTD], data + 1000)
+    elsewhere = tempfile.mkdtemp(dir="/dev/shm")
+    try:
+        shutil.move(str(tmp_path / "a.zarr" / "c" / "1"), elsewhere)
+        os.symlink(os.path.join(elsewhere, "1"), tmp_path / "a.zarr" / "c" / "1")
+        settle()
+        h = a.native_handle(cache_bytes=1 << 20)
+        for _ in range(3):
+            np.testing.assert_array_equal(h.read((0, 0), a.shape), data)
+        info = h.cache_info()
+        assert info["misses"] == info["inserts"] == 45 and info["hits"] == 90
+        shutil.copy(tmp_path / "b.zarr" / "c" / "1" / "1", os.path.join(elsewhere, "new"))
+        settle()
+        os.replace(os.path.join(elsewhere, "new"), os.path.join(elsewhere, "1", "1"))
+        expected = data.copy()
+        expected[12:24, 20:40] += 1000
+        np.testing.assert_array_equal(h.read((0, 0), a.shape), expected)
+    finally:
+        shutil.rmtree(elsewhere)
