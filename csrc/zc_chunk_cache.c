@@ -16,7 +16,9 @@
  * by transparent huge pages where the system gives them on request: copying regions out of a
  * cache of hundreds of MiB otherwise misses the TLB on nearly every row (64^3 uint16 regions
  * out of a 256 MiB cache of 64^3 chunks: 127 -> 110 us each on one thread). Slots start on a
- * cache line, so rows of a chunk cross no more lines than they must. */
+ * cache line, so rows of a chunk cross no more lines than they must. Caches under a block,
+ * and slots that fill one badly, take blocks of small pages instead (a huge page is resident
+ * whole). */
 #define BLOCK_BYTES ((size_t)2 << 20)
 #define SLOT_ALIGN ((size_t)64)
 #define PAGE_BYTES ((size_t)4096)
@@ -68,18 +70,21 @@ struct zc_chunk_cache {
 
 /* ---- slots -------------------------------------------------------------------------------- */
 
+/* Set up the slots of a cache whose capacity is set. */
 static void slots_init(zc_chunk_cache *c)
 {
     zc_mutex_init(&c->slots_lock);
     c->slot_bytes = (c->chunk_bytes + SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN;
-    if (c->slot_bytes <= BLOCK_BYTES) {
-        c->slots_per_block = BLOCK_BYTES / c->slot_bytes;
-        c->block_bytes = BLOCK_BYTES;
-    } else {
-        /* One slot per block, whole pages: huge pages back all but its tail. */
-        c->slots_per_block = 1;
-        c->block_bytes = (c->slot_bytes + PAGE_BYTES - 1) / PAGE_BYTES * PAGE_BYTES;
-    }
+    size_t block;
+    if (c->capacity >= BLOCK_BYTES && c->slot_bytes <= BLOCK_BYTES &&
+        BLOCK_BYTES % c->slot_bytes <= BLOCK_BYTES / 16)
+        block = BLOCK_BYTES; /* slots fill a huge page (within a sixteenth) */
+    else if (c->capacity < BLOCK_BYTES)
+        block = c->capacity / c->chunk_bytes * c->slot_bytes; /* all, on small pages */
+    else
+        block = c->slot_bytes; /* a slot per block (over 2 MiB: huge pages, but its tail) */
+    c->block_bytes = (block + PAGE_BYTES - 1) / PAGE_BYTES * PAGE_BYTES;
+    c->slots_per_block = c->block_bytes / c->slot_bytes;
 }
 
 static void *slot_take(zc_chunk_cache *c)
@@ -92,13 +97,16 @@ static void *slot_take(zc_chunk_cache *c)
         return p;
     }
     block *b = (block *)malloc(sizeof *b);
-    char *base = b != NULL ? (char *)zc_mem_map(c->block_bytes, BLOCK_BYTES) : NULL;
+    const int huge = c->block_bytes >= BLOCK_BYTES;
+    char *base = b != NULL ? (char *)zc_mem_map(c->block_bytes, huge ? BLOCK_BYTES : PAGE_BYTES)
+                           : NULL;
     if (base == NULL) {
         free(b);
         zc_mutex_unlock(&c->slots_lock);
         return NULL;
     }
-    zc_mem_advise_huge(base, c->block_bytes);
+    if (huge)
+        zc_mem_advise_huge(base, c->block_bytes);
     b->base = base;
     b->next = c->blocks;
     c->blocks = b;
@@ -224,10 +232,10 @@ zc_chunk_cache *zc_chunk_cache_new(size_t capacity, size_t chunk_bytes, int key_
         return NULL;
     c->chunk_bytes = chunk_bytes;
     c->key_len = key_len;
-    slots_init(c);
     /* Within int64_t, the type of the atomic byte count. */
     const size_t chunks = (capacity > (size_t)INT64_MAX ? (size_t)INT64_MAX : capacity) / chunk_bytes;
     c->capacity = chunks * chunk_bytes;
+    slots_init(c);
     c->nparts = chunks >= MAX_PARTS ? MAX_PARTS : (int)chunks;
     c->nbuckets = 16;
     while (c->nbuckets < 2 * (chunks / (size_t)c->nparts + 1) && c->nbuckets < ((size_t)1 << 30))

@@ -221,20 +221,23 @@ def test_shard_deleted_or_made_a_directory_reads_as_fill(tmp_path):
     np.testing.assert_array_equal(h.read((0, 0), a.shape), expected)
 
 
-def test_chunks_larger_than_a_block(tmp_path):
-    """Inner chunks over the cache's 2 MiB blocks get a block each."""
-    data = np.random.default_rng(3).random((1200, 300))
+@pytest.mark.parametrize("edge", [300, 600], ids=["small-pages", "over-a-block"])
+def test_chunks_that_fill_huge_pages_badly_or_exceed_them(tmp_path, edge):
+    """Inner chunks of 0.7 MiB (two fill a 2 MiB block badly: a block of small pages each)
+    and of 2.7 MiB (over a block: a block each)."""
+    data = np.random.default_rng(3).random((3 * edge, edge))
     a = zarrcore.create_array(str(tmp_path / "a.zarr"), shape=data.shape, dtype="f8",
-                              chunks=(300, 300), shards=(600, 300), compressors=[])
+                              chunks=(edge, edge), shards=(2 * edge, edge), compressors=[])
     a[...] = data
     settle()
-    h = a.native_handle(cache_bytes=3 * 300 * 300 * 8)
+    h = a.native_handle(cache_bytes=2 * edge * edge * 8)
     for _ in range(3):
-        for start in ((0, 0), (250, 17), (700, 0), (0, 0)):
-            np.testing.assert_array_equal(h.read(start, (400, 200)),
-                                          data[start[0]:start[0] + 400, start[1]:start[1] + 200])
+        for start in ((0, 0), (edge - 50, 17), (2 * edge, 0), (0, 0)):
+            np.testing.assert_array_equal(
+                h.read(start, (edge, edge // 2)),
+                data[start[0]:start[0] + edge, start[1]:start[1] + edge // 2])
     info = h.cache_info()
-    assert info["hits"] > 0 and info["evictions"] > 0 and info["entries"] <= 3
+    assert info["hits"] > 0 and info["evictions"] > 0 and info["entries"] <= 2
 
 
 @pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs a second file system, /dev/shm")
