@@ -26,6 +26,7 @@ struct zc_array {
     unsigned char *fill;
     int64_t *write_order;
     zc_chunk_cache *cache;  /* NULL: none */
+    zc_chunk_cache *index_cache;  /* sharded with a cache: checked shard indexes (NULL: none) */
 };
 
 /* ---- handles ------------------------------------------------------------------------------ */
@@ -40,6 +41,7 @@ zc_array *zc_array_new(const zc_batch *tmpl, const zc_shard_io *shards, const in
     zc_array *a = (zc_array *)calloc(1, sizeof *a);
     if (a == NULL)
         return NULL;
+    int64_t ninner = 1; /* inner chunks per shard */
     a->refs = 1;
     a->read_only = read_only;
     a->head_len = head_len;
@@ -53,7 +55,6 @@ zc_array *zc_array_new(const zc_batch *tmpl, const zc_shard_io *shards, const in
         a->shards.fill = a->fill;
         a->shards.pieces = NULL;
         a->shards.data = NULL;
-        int64_t ninner = 1;
         for (int d = 0; d < ndim; d++) {
             const int64_t C = shards->chunk_shape[d], S = shards->shard_shape[d];
             if (C <= 0 || S <= 0 || S % C || shards->array_shape[d] < 0 || S / C > INT64_MAX / ninner)
@@ -89,6 +90,13 @@ zc_array *zc_array_new(const zc_batch *tmpl, const zc_shard_io *shards, const in
         }
         if ((a->cache = zc_chunk_cache_new(cache_bytes, chunk_bytes, ndim + 1)) == NULL)
             goto failed;
+        /* Shard indexes take up to an eighth more, so that reads served from the cache need
+         * not read them: none when that holds no index. */
+        if (shards && (uint64_t)ninner <= cache_bytes / 8 / 16 &&
+            (a->index_cache = zc_chunk_cache_new(cache_bytes / 8, 16 * (size_t)ninner, ndim)) == NULL)
+            goto failed;
+        if (a->index_cache != NULL && a->shards.mem == NULL)
+            a->shards.stat_fresh = zc_os_local_fs(a->shards.lock_dir, &a->shards.stat_dev);
     }
     /* A confined root's descriptor of its own: the handle may outlive the store. */
     zc_root *root = a->sharded ? &a->shards.root : &a->chunks.root;
@@ -99,6 +107,7 @@ zc_array *zc_array_new(const zc_batch *tmpl, const zc_shard_io *shards, const in
     return a;
 failed:
     zc_chunk_cache_free(a->cache);
+    zc_chunk_cache_free(a->index_cache);
     free(a->fill);
     free(a->write_order);
     free(a);
@@ -121,6 +130,7 @@ static void array_release(zc_array *a)
         return;
     zc_fs_root_close(a->sharded ? &a->shards.root : &a->chunks.root);
     zc_chunk_cache_free(a->cache);
+    zc_chunk_cache_free(a->index_cache);
     zc_memstore_release(a->sharded ? a->shards.mem : a->chunks.mem);
     free(a->fill);
     free(a->write_order);
@@ -441,6 +451,7 @@ static int run_shards(zc_array *a, region_plan *plan, char *data, int writing, z
     io.stream_out = !writing && plan->nbytes >= ZC_STREAM_OUT_MIN;
     io.writing = writing;
     io.cache = writing ? NULL : a->cache;
+    io.index_cache = writing ? NULL : a->index_cache;
     int st = zc_shard_io_prepare(&io);
     if (st != ZC_OK) {
         zc_shard_io_free(&io);

@@ -11,7 +11,12 @@
  * The table is split into independently locked parts by key hash, each with its own least
  * recently used list; the byte budget is the whole cache's, and an insert evicts the least
  * recently used entries of its own part first, then of the others. Entries are reference
- * counted, so an evicted entry stays valid for the readers copying out of it. */
+ * counted, so an evicted entry stays valid for the readers copying out of it. Entries' bytes
+ * are slots of 2 MiB blocks, backed by huge pages where the system allows, kept until the
+ * cache is freed: at most the budget plus the entries evicted while still pinned.
+ *
+ * The same structure keeps other fixed-size records of stored objects validated the same way
+ * (the checked index of a shard). */
 #ifndef ZC_CHUNK_CACHE_H
 #define ZC_CHUNK_CACHE_H
 
@@ -52,8 +57,33 @@ void zc_chunk_cache_get_stats(zc_chunk_cache *c, zc_chunk_cache_stats *out);
  * ZC_ERR_IO. */
 int zc_chunk_version_of(const zc_object *o, zc_chunk_version *v);
 
+/* The identity of the object stored at `path` (in `mem`, or below `root` when NULL) into `v`
+ * without opening it: 1 with `v` set, 0 when nothing is stored there (no file, or a
+ * directory), -1 when it cannot tell (the caller opens the object and finds out why). */
+int zc_chunk_version_at(const zc_root *root, zc_memstore *mem, const char *path,
+                        zc_chunk_version *v);
+
+/* Are `a` and `b` the same version (equal stored bytes)? */
+int zc_chunk_version_same(const zc_chunk_version *a, const zc_chunk_version *b);
+
 /* May chunks of version `v` be cached: is its ctime settled (ZC_CHUNK_CACHE_SETTLE_NS)? */
 int zc_chunk_version_settled(const zc_chunk_version *v);
+
+/* A cached entry, pinned: its bytes stay valid until unpinned, even once evicted. */
+typedef struct zc_chunk_cache_entry zc_chunk_cache_entry;
+
+/* The entry of `key` at version `v`, pinned, or NULL (an entry of another version is dropped:
+ * the stored bytes changed). Counted as a hit or a miss. */
+zc_chunk_cache_entry *zc_chunk_cache_find(zc_chunk_cache *c, const int64_t *key,
+                                          const zc_chunk_version *v);
+/* The entry's chunk_bytes bytes. */
+const unsigned char *zc_chunk_cache_data(const zc_chunk_cache_entry *e);
+void zc_chunk_cache_unpin(zc_chunk_cache_entry *e);
+
+/* Keep a copy of chunk_bytes bytes at `data` as the entry of `key` at version `v`, when `v`
+ * is settled: ZC_OK (also when not settled) or ZC_ERR_NOMEM. */
+int zc_chunk_cache_keep(zc_chunk_cache *c, const int64_t *key, const zc_chunk_version *v,
+                        const void *data);
 
 /* Decode the chunk stored as bytes [offset, offset + size) of `o`, of version `v`, into the
  * selection `s` as zc_chunk_read does, through the cache: a cached entry of key `key` and
@@ -62,5 +92,9 @@ int zc_chunk_version_settled(const zc_chunk_version *v);
 int zc_chunk_cache_read(zc_chunk_cache *c, const int64_t *key, const zc_chunk_version *v,
                         const zc_chain *chain, const zc_chunk_sel *s, const zc_object *o,
                         uint64_t offset, size_t size, zc_chunk_reader *r);
+/* As zc_chunk_cache_read after zc_chunk_cache_find found no entry: decode into a new one. */
+int zc_chunk_cache_decode(zc_chunk_cache *c, const int64_t *key, const zc_chunk_version *v,
+                          const zc_chain *chain, const zc_chunk_sel *s, const zc_object *o,
+                          uint64_t offset, size_t size, zc_chunk_reader *r);
 
 #endif

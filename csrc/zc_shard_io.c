@@ -23,10 +23,13 @@
 
 struct zc_shard_slot {
     int state;          /* reads: SLOT_* */
-    zc_object obj;      /* reads: the open shard; fd -1 and no blob when not stored (or closed) */
+    zc_object obj;      /* reads: the open shard; fd -1 and no blob when not stored, closed, or
+                         * not needed (every inner chunk pinned) */
     int64_t remaining;  /* tasks not done yet: the last one closes the shard / writes it */
-    uint64_t *entries;  /* reads: the shard's validated index, 2 per inner chunk */
-    zc_chunk_version version;  /* reads through a cache: the open shard's identity */
+    const uint64_t *entries;  /* reads: the shard's validated index, 2 per inner chunk */
+    zc_chunk_cache_entry *index_pin;  /* entries' cache entry (else they are the slot's own) */
+    int pinned;                /* the tasks' cached inner chunks are pinned in io->pins */
+    zc_chunk_version version;  /* reads through a cache: the shard's identity */
 };
 
 /* ---- setup -------------------------------------------------------------------------------- */
@@ -104,6 +107,7 @@ static void forget_buffers(zc_shard_io *io)
     io->task_start = NULL;
     io->slots = NULL;
     io->deferred = NULL;
+    io->pins = NULL;
     io->out = NULL;
     io->out_len = NULL;
     io->nslots = io->ntasks = 0;
@@ -205,6 +209,10 @@ int zc_shard_io_prepare(zc_shard_io *io)
     }
     io->task_start[nslots] = tasks;
     io->ntasks = tasks;
+    if (!io->writing && io->cache != NULL &&
+        (io->pins = (zc_chunk_cache_entry **)calloc((size_t)(tasks ? tasks : 1),
+                                                    sizeof *io->pins)) == NULL)
+        return ZC_ERR_NOMEM;
     if (io->writing) {
         io->out = (unsigned char **)calloc((size_t)(tasks ? tasks : 1), sizeof(unsigned char *));
         io->out_len = (size_t *)calloc((size_t)(tasks ? tasks : 1), sizeof(size_t));
@@ -214,17 +222,37 @@ int zc_shard_io_prepare(zc_shard_io *io)
     return ZC_OK;
 }
 
+/* Drop the slot's index, cached or its own. */
+static void drop_index(zc_shard_slot *slot)
+{
+    if (slot->index_pin != NULL)
+        zc_chunk_cache_unpin(slot->index_pin);
+    else
+        free((void *)slot->entries);
+    slot->index_pin = NULL;
+    slot->entries = NULL;
+}
+
 static void release_slot(zc_shard_slot *slot)
 {
     zc_object_close(&slot->obj);
-    free(slot->entries);
-    slot->entries = NULL;
+    drop_index(slot);
+}
+
+static void unpin_task(zc_shard_io *io, int64_t t)
+{
+    if (io->pins != NULL && io->pins[t] != NULL) {
+        zc_chunk_cache_unpin(io->pins[t]);
+        io->pins[t] = NULL;
+    }
 }
 
 void zc_shard_io_close_files(zc_shard_io *io)
 {
     for (int64_t s = 0; io->slots && s < io->nslots; s++)
         release_slot(&io->slots[s]);
+    for (int64_t t = 0; io->pins && t < io->ntasks; t++)
+        unpin_task(io, t);
 }
 
 void zc_shard_io_free(zc_shard_io *io)
@@ -240,6 +268,7 @@ void zc_shard_io_free(zc_shard_io *io)
     free(io->task_start);
     free(io->slots);
     free(io->deferred);
+    free(io->pins);
     forget_buffers(io);
 }
 
@@ -401,7 +430,73 @@ static failure short_shard(uint64_t size)
                      .size = size};
 }
 
-/* Open slot `s`'s shard and read, check and keep its index; failures are recorded. */
+/* The version of the index of a shard of version `v`. */
+static zc_chunk_version index_version(const zc_shard_io *io, const zc_chunk_version *v)
+{
+    size_t raw, isz;
+    index_size(io, &raw, &isz);
+    zc_chunk_version iv = *v;
+    iv.offset = io->index_at_start || v->size < isz ? 0 : v->size - isz;
+    iv.nbytes = isz;
+    return iv;
+}
+
+/* Take slot `s`'s index from the index cache at the slot's version; 1 when it was there. */
+static int cached_index(zc_shard_io *io, int64_t s)
+{
+    zc_shard_slot *slot = &io->slots[s];
+    int64_t key[ZC_SHARD_IO_MAX_NDIM];
+    zc_shard_io_slot_coords(io, s, key);
+    const zc_chunk_version iv = index_version(io, &slot->version);
+    if ((slot->index_pin = zc_chunk_cache_find(io->index_cache, key, &iv)) == NULL)
+        return 0;
+    slot->entries = (const uint64_t *)zc_chunk_cache_data(slot->index_pin);
+    return 1;
+}
+
+/* The version of inner chunk `lin` of slot `slot`'s shard. */
+static zc_chunk_version chunk_version(const zc_shard_slot *slot, int64_t lin)
+{
+    zc_chunk_version v = slot->version;
+    v.offset = slot->entries[2 * lin];
+    v.nbytes = slot->entries[2 * lin + 1];
+    return v;
+}
+
+/* Pin the cached inner chunks that slot `s`'s tasks read, at the slot's version; 1 when every
+ * stored one is cached. */
+static int pin_chunks(zc_shard_io *io, int64_t s)
+{
+    zc_shard_slot *slot = &io->slots[s];
+    int64_t key[ZC_SHARD_IO_MAX_NDIM + 1];
+    zc_shard_io_slot_coords(io, s, key);
+    int all = 1;
+    for (int64_t t = io->task_start[s]; t < io->task_start[s + 1]; t++) {
+        task_view v;
+        task_geometry(io, t, s, &v);
+        if (slot->entries[2 * v.lin] == ZC_SHARD_EMPTY)
+            continue;
+        key[io->ndim] = v.lin;
+        const zc_chunk_version cv = chunk_version(slot, v.lin);
+        if ((io->pins[t] = zc_chunk_cache_find(io->cache, key, &cv)) == NULL)
+            all = 0;
+    }
+    slot->pinned = 1;
+    return all;
+}
+
+/* Forget what slot `s` took from the caches at a version the shard no longer has. */
+static void forget_cached(zc_shard_io *io, int64_t s)
+{
+    drop_index(&io->slots[s]);
+    for (int64_t t = io->task_start[s]; t < io->task_start[s + 1]; t++)
+        unpin_task(io, t);
+    io->slots[s].pinned = 0;
+}
+
+/* Open slot `s`'s shard and read, check and keep its index; failures are recorded. Through a
+ * cache, the shard is not opened when its index and the inner chunks the read needs are
+ * cached at the identity its path has (zc_shard_io.h). */
 static int load_shard(zc_shard_io *io, int64_t s, zc_buf *buf)
 {
     zc_shard_slot *slot = &io->slots[s];
@@ -411,19 +506,48 @@ static int load_shard(zc_shard_io *io, int64_t s, zc_buf *buf)
         fail_simple(io, s, -1, st, 0);
         return st;
     }
+    const int pin = io->cache != NULL &&
+                    io->task_start[s + 1] - io->task_start[s] <= ZC_SHARD_IO_PIN_MAX;
+    /* (A shard found missing is opened all the same: that is when a network file system
+     * revalidates a name it had cached as absent.) */
+    if (pin && io->index_cache != NULL && (io->mem != NULL || io->stat_fresh) &&
+        zc_chunk_version_at(&io->root, io->mem, path, &slot->version) > 0 &&
+        (io->mem != NULL || slot->version.dev == io->stat_dev) && cached_index(io, s) &&
+        pin_chunks(io, s))
+        return ZC_OK;
     zc_object o;
     int missing;
     size_t size = 0;
     if ((st = zc_object_open(&io->root, io->mem, path, &o, &size, &missing)) != ZC_OK) {
+        forget_cached(io, s);
         fail_simple(io, s, -1, st, errno);
         return st;
     }
-    if (missing)
+    if (missing) {
+        forget_cached(io, s);
         return ZC_OK; /* every inner chunk reads as fill */
-    if (io->cache != NULL && zc_chunk_version_of(&o, &slot->version) != ZC_OK) {
-        fail_simple(io, s, -1, ZC_ERR_IO, errno);
-        zc_object_close(&o);
-        return ZC_ERR_IO;
+    }
+    if (io->cache != NULL) {
+        zc_chunk_version opened = {0}; /* the whole shard: no byte range */
+        if (zc_chunk_version_of(&o, &opened) != ZC_OK) {
+            forget_cached(io, s);
+            fail_simple(io, s, -1, ZC_ERR_IO, errno);
+            zc_object_close(&o);
+            return ZC_ERR_IO;
+        }
+        if (slot->index_pin != NULL && zc_chunk_version_same(&opened, &slot->version)) {
+            slot->obj = o; /* the shard the cached index and chunks came from */
+            return ZC_OK;
+        }
+        /* Replaced since its path was looked at (or never looked at): read it afresh. */
+        forget_cached(io, s);
+        slot->version = opened;
+        if (io->index_cache != NULL && cached_index(io, s)) {
+            slot->obj = o;
+            if (pin)
+                pin_chunks(io, s);
+            return ZC_OK;
+        }
     }
     size_t raw, isz;
     index_size(io, &raw, &isz);
@@ -449,8 +573,17 @@ static int load_shard(zc_shard_io *io, int64_t s, zc_buf *buf)
     }
     if (check_index(io, buf->p, size, entries, &f) != ZC_OK)
         goto failed;
+    if (io->index_cache != NULL) {
+        int64_t key[ZC_SHARD_IO_MAX_NDIM];
+        zc_shard_io_slot_coords(io, s, key);
+        const zc_chunk_version iv = index_version(io, &slot->version);
+        /* Out of memory only leaves it uncached. */
+        (void)zc_chunk_cache_keep(io->index_cache, key, &iv, entries);
+    }
     slot->entries = entries;
     slot->obj = o;
+    if (pin)
+        pin_chunks(io, s);
     return ZC_OK;
 failed:
     free(entries);
@@ -515,15 +648,19 @@ void zc_shard_io_read_worker(zc_shard_io *io)
             errno = 0;
             if (io->cache == NULL) {
                 st = zc_chunk_read(&io->chain, &sel, &slot->obj, off, (size_t)len, &rd);
+            } else if (io->pins[t] != NULL) {
+                st = zc_chunk_sel_copy(&sel, io->chain.itemsize, zc_chunk_cache_data(io->pins[t]));
+                unpin_task(io, t);
             } else {
                 int64_t key[ZC_SHARD_IO_MAX_NDIM + 1];
                 zc_shard_io_slot_coords(io, s, key);
                 key[io->ndim] = v.lin;
-                zc_chunk_version version = slot->version;
-                version.offset = off;
-                version.nbytes = len;
-                st = zc_chunk_cache_read(io->cache, key, &version, &io->chain, &sel, &slot->obj,
-                                         off, (size_t)len, &rd);
+                const zc_chunk_version cv = chunk_version(slot, v.lin);
+                /* A pinned slot looked every chunk up already: this one is not cached. */
+                st = slot->pinned ? zc_chunk_cache_decode(io->cache, key, &cv, &io->chain, &sel,
+                                                          &slot->obj, off, (size_t)len, &rd)
+                                  : zc_chunk_cache_read(io->cache, key, &cv, &io->chain, &sel,
+                                                        &slot->obj, off, (size_t)len, &rd);
             }
         }
         if (st != ZC_OK) {

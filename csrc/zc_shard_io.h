@@ -12,6 +12,15 @@
  * bytes and decodes them into the output (zc_chunk_read), or fills its region when the
  * inner chunk or the whole shard is not stored. The last task of a shard closes it.
  *
+ * Reads through a cache: the first task also looks up every inner chunk of the shard the
+ * read needs (at most ZC_SHARD_IO_PIN_MAX of them) and pins those cached at the shard's
+ * version, and takes its checked index from the index cache when it is there. On a local
+ * file system (stat_fresh) the shard's identity comes from its path first (one stat,
+ * zc_chunk_version_at): when the index and every needed inner chunk are cached at that
+ * identity, the shard is not opened at all. Otherwise it is opened, and what was pinned is
+ * kept only when the open file is still of that identity (else it was replaced meanwhile:
+ * the shard is read afresh, at the open file's identity).
+ *
  * Writes: only shards the selection covers wholly (the in-bounds part of edge shards) are
  * written here; the others are flagged in `deferred` for the caller's read-modify-write.
  * Each task gathers and encodes one inner chunk (none when it is all fill and empty chunks
@@ -32,6 +41,9 @@
 
 #define ZC_SHARD_IO_MAX_NDIM ZC_BATCH_MAX_NDIM
 #define ZC_SHARD_IO_PATH_MAX ZC_BATCH_PATH_MAX
+/* Reads through a cache pin the cached inner chunks of shards whose read needs at most this
+ * many (more are looked up one at a time: opening the shard is then the lesser cost). */
+#define ZC_SHARD_IO_PIN_MAX 64
 
 /* What was wrong with a shard's index (zc_shard_io.index_problem). */
 #define ZC_SHARD_INDEX_OK 0
@@ -75,6 +87,14 @@ typedef struct {
     /* Reads: decoded inner chunks are taken from and kept in this cache (NULL: none), keyed
      * by the shard's grid coordinates and the inner chunk's C-order index. */
     zc_chunk_cache *cache;
+    /* Reads with a cache: checked shard indexes (16 * ninner bytes, 2 uint64 per inner
+     * chunk) are taken from and kept in this one (NULL: none), keyed by the shard's grid
+     * coordinates. */
+    zc_chunk_cache *index_cache;
+    /* A stat of a shard file on device stat_dev is as fresh as opening it (zc_os_local_fs):
+     * only there (and in a memory store) is a shard served from the caches without opening. */
+    int stat_fresh;
+    uint64_t stat_dev;
 
     /* Set up by zc_shard_io_prepare, released by zc_shard_io_free. */
     int64_t grid[ZC_SHARD_IO_MAX_NDIM];  /* inner chunks per shard along each axis */
@@ -87,6 +107,7 @@ typedef struct {
     int64_t *task_start;                 /* nslots + 1: slot s has tasks [task_start[s], ..[s+1]) */
     zc_shard_slot *slots;
     unsigned char *deferred;             /* writes: per slot, left for the caller */
+    zc_chunk_cache_entry **pins;         /* reads with a cache: per task, its pinned chunk */
     unsigned char **out;                 /* writes: per task, the encoded inner chunk */
     size_t *out_len;
     int64_t ntasks;

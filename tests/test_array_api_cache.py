@@ -151,3 +151,123 @@ def test_threads_share_a_small_cache(tmp_path):
         list(pool.map(work, range(4)))  # (re-raises the first thread's failure)
     info = h.cache_info()
     assert info["hits"] > 0 and info["evictions"] > 0 and info["entries"] <= 6
+
+
+def read_syscalls():
+    """Read system calls (read, pread, ...) this process made so far."""
+    with open("/proc/self/io") as f:
+        return int(next(line for line in f if line.startswith("syscr:")).split()[1])
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="needs Linux's /proc/self/io")
+@pytest.mark.parametrize("confined", [False, True], ids=["plain", "confined"])
+def test_shards_served_whole_from_the_cache_are_not_read(tmp_path, confined):
+    """Once a shard's index and the inner chunks a read needs are cached, the read stats the
+    shard and reads nothing from it; a shard replaced since is read afresh."""
+    data = np.arange(29 * 41, dtype="i4").reshape(29, 41)
+    make(tmp_path, "a.zarr", (12, 20), [ZSTD], data)
+    a = zarrcore.open_array(zarrcore.LocalStore(str(tmp_path / "a.zarr"), confined=confined))
+    settle()
+    h = a.native_handle(cache_bytes=1 << 20)
+    np.testing.assert_array_equal(h.read((0, 0), a.shape), data)
+    own = -read_syscalls() + read_syscalls()  # those of reading /proc/self/io
+    before = read_syscalls()
+    for _ in range(5):
+        np.testing.assert_array_equal(h.read((0, 0), a.shape), data)
+        np.testing.assert_array_equal(h.read((3, 4), (7, 9)), data[3:10, 4:13])
+    assert read_syscalls() - before == own
+    # Another writer renames a new shard over one (settled, so its chunks may be cached).
+    b = make(tmp_path, "b.zarr", (12, 20), [ZSTD], data + 1000)
+    settle()
+    os.replace(tmp_path / "b.zarr" / "c" / "1" / "1", tmp_path / "a.zarr" / "c" / "1" / "1")
+    expected = data.copy()
+    expected[12:24, 20:40] += 1000
+    np.testing.assert_array_equal(h.read((0, 0), a.shape), expected)
+    assert h.cache_info()["stale"] > 0
+    del b
+
+
+def test_index_cached_but_not_every_inner_chunk(tmp_path):
+    """A shard whose index is cached but not every inner chunk a read needs is opened, the
+    missing chunks decoded from it, and each chunk counted once as a hit or a miss."""
+    data = np.arange(29 * 41, dtype="i4").reshape(29, 41)
+    a = make(tmp_path, "a.zarr", (12, 20), [ZSTD], data)
+    settle()
+    h = a.native_handle(cache_bytes=1 << 20)
+    np.testing.assert_array_equal(h.read((0, 0), (6, 5)), data[:6, :5])
+    np.testing.assert_array_equal(h.read((0, 0), (12, 20)), data[:12, :20])
+    info = h.cache_info()
+    assert (info["hits"], info["misses"], info["inserts"]) == (1, 8, 8)
+    # Evicted chunks: a cache of 9 inner chunks (and one shard index) read across shards.
+    small = a.native_handle(cache_bytes=9 * 6 * 5 * 4)
+    for start, count, step, sel in regions(np.random.default_rng(4), a.shape, 100):
+        np.testing.assert_array_equal(small.read(start, count, step), data[sel])
+    info = small.cache_info()
+    assert info["evictions"] > 0 and info["hits"] > 0 and info["misses"] == info["inserts"]
+
+
+def test_shard_deleted_or_made_a_directory_reads_as_fill(tmp_path):
+    data = np.arange(29 * 41, dtype="i4").reshape(29, 41)
+    a = make(tmp_path, "a.zarr", (12, 20), [ZSTD], data)
+    settle()
+    h = a.native_handle(cache_bytes=1 << 20)
+    np.testing.assert_array_equal(h.read((0, 0), a.shape), data)
+    np.testing.assert_array_equal(h.read((0, 0), a.shape), data)
+    os.remove(tmp_path / "a.zarr" / "c" / "0" / "0")
+    os.mkdir(tmp_path / "a.zarr" / "c" / "0" / "0")
+    os.remove(tmp_path / "a.zarr" / "c" / "1" / "0")
+    expected = data.copy()
+    expected[:24, :20] = 0
+    np.testing.assert_array_equal(h.read((0, 0), a.shape), expected)
+
+
+@pytest.mark.parametrize("edge", [300, 600], ids=["small-pages", "over-a-block"])
+def test_chunks_that_fill_huge_pages_badly_or_exceed_them(tmp_path, edge):
+    """Inner chunks of 0.7 MiB (two fill a 2 MiB block badly: a block of small pages each)
+    and of 2.7 MiB (over a block: a block each)."""
+    data = np.random.default_rng(3).random((3 * edge, edge))
+    a = zarrcore.create_array(str(tmp_path / "a.zarr"), shape=data.shape, dtype="f8",
+                              chunks=(edge, edge), shards=(2 * edge, edge), compressors=[])
+    a[...] = data
+    settle()
+    h = a.native_handle(cache_bytes=2 * edge * edge * 8)
+    for _ in range(3):
+        for start in ((0, 0), (edge - 50, 17), (2 * edge, 0), (0, 0)):
+            np.testing.assert_array_equal(
+                h.read(start, (edge, edge // 2)),
+                data[start[0]:start[0] + edge, start[1]:start[1] + edge // 2])
+    info = h.cache_info()
+    assert info["hits"] > 0 and info["evictions"] > 0 and info["entries"] <= 2
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs a second file system, /dev/shm")
+def test_shards_on_another_file_system_are_opened_and_still_cached(tmp_path):
+    """Shards in a directory linked to another file system than the array's are opened on
+    every read (only the array's own file system is known to answer a stat freshly), their
+    indexes and chunks still served from the cache, and a shard replaced there is read afresh."""
+    import shutil
+    import tempfile
+
+    if os.stat("/dev/shm").st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("/dev/shm is on the same file system as the test's directory")
+    data = np.arange(29 * 41, dtype="i4").reshape(29, 41)
+    a = make(tmp_path, "a.zarr", (12, 20), [ZSTD], data)
+    b = make(tmp_path, "b.zarr", (12, 20), [ZSTD], data + 1000)
+    elsewhere = tempfile.mkdtemp(dir="/dev/shm")
+    try:
+        shutil.move(str(tmp_path / "a.zarr" / "c" / "1"), elsewhere)
+        os.symlink(os.path.join(elsewhere, "1"), tmp_path / "a.zarr" / "c" / "1")
+        settle()
+        h = a.native_handle(cache_bytes=1 << 20)
+        for _ in range(3):
+            np.testing.assert_array_equal(h.read((0, 0), a.shape), data)
+        info = h.cache_info()
+        assert info["misses"] == info["inserts"] == 45 and info["hits"] == 90
+        shutil.copy(tmp_path / "b.zarr" / "c" / "1" / "1", os.path.join(elsewhere, "new"))
+        settle()
+        os.replace(os.path.join(elsewhere, "new"), os.path.join(elsewhere, "1", "1"))
+        expected = data.copy()
+        expected[12:24, 20:40] += 1000
+        np.testing.assert_array_equal(h.read((0, 0), a.shape), expected)
+    finally:
+        shutil.rmtree(elsewhere)
