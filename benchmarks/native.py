@@ -144,8 +144,6 @@ def decode_floor(zarrcore, path, starts, edge, threads, repeats=3):
     """Best seconds to zstd-decode, on `threads` threads into reused buffers, every inner chunk
     each region touches, once per region: what any reader without a cache must decode (from
     files already in memory, with nothing copied out)."""
-    import concurrent.futures
-
     from zarrcore import _compress
 
     frames, chunks, size = inner_frames(zarrcore, path)
@@ -153,21 +151,24 @@ def decode_floor(zarrcore, path, starts, edge, threads, repeats=3):
     for start in starts:
         ranges = [range(int(s) // c, (int(s) + edge - 1) // c + 1) for s, c in zip(start, chunks)]
         work.extend(frames[k] for k in itertools.product(*ranges) if k in frames)
-    local = threading.local()
 
-    def decode(frame):
-        if not hasattr(local, "out"):
-            local.out = np.empty(size, np.uint8)
-        _compress.zstd_decompress(frame, out=local.out)
+    def run():
+        claim = iter(work)  # next() on it is atomic under the GIL
 
-    best = None
-    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            list(pool.map(decode, work, chunksize=64))
-            seconds = time.perf_counter() - t0
-            best = seconds if best is None else min(best, seconds)
-    return best, len(work)
+        def decode():
+            out = np.empty(size, np.uint8)
+            for frame in claim:
+                _compress.zstd_decompress(frame, out=out)
+
+        pool = [threading.Thread(target=decode) for _ in range(threads)]
+        t0 = time.perf_counter()
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+        return time.perf_counter() - t0
+
+    return min(run() for _ in range(repeats)), len(work)
 
 
 def check(ds, results, starts, edge, what):
