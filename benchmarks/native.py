@@ -89,6 +89,11 @@ def time_python_threads(array, starts, edge, nthreads):
                 return
             array[selection(starts[i], edge)]
 
+    return timed_threads(work, nthreads)
+
+
+def timed_threads(work, nthreads):
+    """Seconds for `nthreads` threads each running `work` to all finish."""
     threads = [threading.Thread(target=work) for _ in range(nthreads)]
     t0 = time.perf_counter()
     for t in threads:
@@ -160,13 +165,7 @@ def decode_floor(zarrcore, path, starts, edge, threads, repeats=3):
             for frame in claim:
                 _compress.zstd_decompress(frame, out=out)
 
-        pool = [threading.Thread(target=decode) for _ in range(threads)]
-        t0 = time.perf_counter()
-        for t in pool:
-            t.start()
-        for t in pool:
-            t.join()
-        return time.perf_counter() - t0
+        return timed_threads(decode, threads)
 
     return min(run() for _ in range(repeats)), len(work)
 
