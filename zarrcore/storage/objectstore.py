@@ -127,7 +127,8 @@ class ObjectStore(Store):
     def from_url(cls, url, read_only=False, storage_options=None):
         """The store at `url` (s3://, gs://, az://, abfs://, http(s)://...). storage_options are
         obstore's configuration keys (s3fs' `key`, `secret`, `endpoint_url`, `anon`, ... are
-        taken too; S3 over https defaults to `unsigned_payload`, see _unsigned_payload), plus `timeout` (seconds), `retries`, `client_options`, `retry_config` and
+        taken too; S3 over https defaults to `unsigned_payload`, see _unsigned_payload), plus
+        `timeout` (seconds), `retries`, `client_options`, `retry_config` and
         `conditional_writes` (False for an S3-compatible server without If-Match) and
         `single_writer` (True: only this process writes the store, so locks need only exclude
         its threads)."""
