@@ -133,6 +133,13 @@ static void copy_tiled(char *d, ptrdiff_t dk, ptrdiff_t di, const char *s, ptrdi
 
 /* Copy `n` (1..SHORT_RUN_MAX) bytes with fixed-size moves, which compile to single loads and
  * stores: whole 64-byte blocks, then two overlapping moves for the rest. */
+/* The first and last `w` bytes of `n` (w <= n <= 2w): all of them. */
+#define COPY_ENDS(w)                                                                           \
+    do {                                                                                       \
+        memcpy(d, s, (w));                                                                     \
+        memcpy(d + n - (w), s + n - (w), (w));                                                 \
+    } while (0)
+
 static inline void copy_short(char *d, const char *s, size_t n)
 {
     if (n >= 64) {
@@ -142,37 +149,37 @@ static inline void copy_short(char *d, const char *s, size_t n)
         if (o < n)
             memcpy(d + n - 64, s + n - 64, 64);
     } else if (n >= 32) {
-        memcpy(d, s, 32);
-        memcpy(d + n - 32, s + n - 32, 32);
+        COPY_ENDS(32);
     } else if (n >= 16) {
-        memcpy(d, s, 16);
-        memcpy(d + n - 16, s + n - 16, 16);
+        COPY_ENDS(16);
     } else if (n >= 8) {
-        memcpy(d, s, 8);
-        memcpy(d + n - 8, s + n - 8, 8);
+        COPY_ENDS(8);
     } else if (n >= 4) {
-        memcpy(d, s, 4);
-        memcpy(d + n - 4, s + n - 4, 4);
+        COPY_ENDS(4);
     } else if (n >= 2) {
-        memcpy(d, s, 2);
-        memcpy(d + n - 2, s + n - 2, 2);
+        COPY_ENDS(2);
     } else {
         *d = *s;
     }
 }
 
-/* Step the odometer `idx` over dimensions 0..dims-1 (sizes `n`) and the source and
- * destination pointers with it (strides `ss`, `ds`); 0 once it has passed the end. */
+#undef COPY_ENDS
+
+/* Step the odometer `idx` over dimensions 0..dims-1 (sizes `n`) and the source pointer with
+ * it (strides `ss`), and the destination pointer too unless `d` is NULL (strides `ds`); 0
+ * once it has passed the end. */
 static int step(int dims, const ptrdiff_t *n, const ptrdiff_t *ss, const ptrdiff_t *ds,
                 ptrdiff_t *idx, const char **s, char **d)
 {
     for (int k = dims - 1; k >= 0; k--) {
         *s += ss[k];
-        *d += ds[k];
+        if (d != NULL)
+            *d += ds[k];
         if (++idx[k] < n[k])
             return 1;
         *s -= ss[k] * n[k];
-        *d -= ds[k] * n[k];
+        if (d != NULL)
+            *d -= ds[k] * n[k];
         idx[k] = 0;
     }
     return 0;
@@ -205,21 +212,6 @@ static void copy_short_rows(int outer, const ptrdiff_t *n, const ptrdiff_t *ss,
         if (!step(outer - 1, n, ss, ds, idx, &s, &d))
             return;
     }
-}
-
-/* Step the odometer `idx` over the outer dimensions 0..outer-1 (sizes `n`, source strides
- * `ss`) and the pointer `*p` with it; 0 once it has passed the last row. */
-static int advance(int outer, const ptrdiff_t *n, const ptrdiff_t *ss, ptrdiff_t *idx,
-                   const char **p)
-{
-    for (int k = outer - 1; k >= 0; k--) {
-        *p += ss[k];
-        if (++idx[k] < n[k])
-            return 1;
-        *p -= ss[k] * n[k];
-        idx[k] = 0;
-    }
-    return 0;
 }
 
 int zc_copy_nd(int ndim, const ptrdiff_t *shape, size_t itemsize, const void *src,
@@ -308,12 +300,12 @@ int zc_copy_nd(int ndim, const ptrdiff_t *shape, size_t itemsize, const void *sr
     ptrdiff_t pidx[ZC_MAX_DIMS] = {0};
     int prefetch = run && outer > 0 && runbytes <= PREFETCH_RUN_MAX;
     for (int i = 0; prefetch && i < PREFETCH_ROWS; i++)
-        prefetch = advance(outer, n, ss, pidx, &ps);
+        prefetch = step(outer, n, ss, NULL, pidx, &ps, NULL);
     for (;;) {
         if (prefetch) {
             for (size_t o = 0; o < runbytes; o += 64)
                 zc_prefetch(ps + o);
-            prefetch = advance(outer, n, ss, pidx, &ps);
+            prefetch = step(outer, n, ss, NULL, pidx, &ps, NULL);
         }
         if (run)
             memcpy(d, s, runbytes);
