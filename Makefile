@@ -6,25 +6,49 @@ DEMO_DIR ?= build/demo.zarr
 
 .PHONY: demo test docs sanitize fuzz bench wheel wincheck install-test clean
 
+# What the installed package is built from: a change to any of these reinstalls it.
+SOURCES := setup.py pyproject.toml README.md $(shell find zarrcore csrc -type f \( -name '*.py' \
+	-o -name '*.pyx' -o -name '*.pxd' -o -name '*.pyi' -o -name '*.h' -o -name 'py.typed' \
+	-o -path 'csrc/*.c' \) -not -path '*/__pycache__/*')
+# The build requirements of pyproject.toml, installed once into the virtualenv: the build then
+# runs there (--no-build-isolation) and reuses build/'s compiled objects, so a reinstall after
+# a change compiles only what the change touched.
+BUILD_REQUIRES := "setuptools>=77" "cython>=3.0" "numpy>=2.0" "blosc>=1.11" wheel
+# Python files left in build/lib from an earlier build would be installed again even after
+# their source is gone; the compiled extensions stay, so unchanged ones are not rebuilt.
+PRUNE_BUILD := find build -path 'build/lib.*' -type f -not -name '*.so' -delete 2>/dev/null || true
+
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
 
-demo: $(PY)
-	$(PY) -m pip install .
+$(VENV)/.build-requires: | $(PY)
+	$(PY) -m pip install $(BUILD_REQUIRES)
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.build-requires $(SOURCES)
+	$(PRUNE_BUILD)
+	$(PY) -m pip install --no-build-isolation .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.build-requires $(SOURCES)
+	$(PRUNE_BUILD)
+	$(PY) -m pip install --no-build-isolation ".[test]"
+	touch $@ $(VENV)/.installed
+
+demo: $(VENV)/.installed
 	$(VENV)/bin/zarrcore demo $(DEMO_DIR)
 	$(VENV)/bin/zarrcore info $(DEMO_DIR)/temperature
 	$(VENV)/bin/zarrcore tree $(DEMO_DIR)
 
-install-test: $(PY)
-	$(PY) -m pip install ".[test]"
+install-test: $(VENV)/.installed-test
 
 test: install-test
 	cd tests && ../$(VENV)/bin/python -m pytest -q -p no:cacheprovider
 
 # The API reference, from the installed package's docstrings; warnings are errors.
-docs: $(PY)
-	$(PY) -m pip install ".[docs]"
+docs: $(VENV)/.installed
+	$(PY) -m pip install --no-build-isolation ".[docs]"
 	cd docs && ../$(VENV)/bin/python -m sphinx -W --keep-going -b html . ../build/docs/html
 
 sanitize:
@@ -35,8 +59,8 @@ FUZZ_SECONDS ?= 60
 fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) .ci/fuzz
 
-bench: $(PY)
-	$(PY) -m pip install ".[bench]"
+bench: $(VENV)/.installed
+	$(PY) -m pip install --no-build-isolation ".[bench]"
 	$(PY) benchmarks/run.py  # the `remote` group included (benchmarks/remote.py)
 	$(PY) benchmarks/convert.py
 
