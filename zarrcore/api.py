@@ -14,7 +14,7 @@ from .codecs import ZstdCodec
 from .codecs.base import ChunkSpec
 from .codecs.sharding import ShardingCodec
 from .config import config as global_config
-from .errors import NodeExistsError, NodeNotFoundError
+from .errors import NodeExistsError, NodeNotFoundError, ObjectDataTypeError
 from .group import Group, open_node
 from .metadata.common import check_attributes
 from .pipeline import CodecChain
@@ -113,7 +113,6 @@ def _data_type(dtype: Any, zarr_format: int, filters: Any, compressors: Any) -> 
     """The DataType of a new array; numpy's object dtype in format 2 takes the one its object
     codec names (as zarr 2 did)."""
     from .metadata import dtype_from_numpy
-    from .metadata.dtypes import ObjectDataTypeError
 
     try:
         return dtype_from_numpy(dtype)
