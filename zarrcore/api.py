@@ -452,7 +452,7 @@ def print_debug_info() -> None:
     print(f"platform: {platform.platform()}")
     print(f"python: {platform.python_version()}")
     for package in ("zarrcore", "numpy", "blosc", "numcodecs", "msgpack", "pcodec", "zfpy",
-                    "obstore", "fsspec", "tqdm", "xarray", "dask", "zarr"):
+                    "obstore", "fsspec", "xarray", "dask", "zarr"):
         try:
             version = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:

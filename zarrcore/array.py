@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 _ENUMERATE_BLOCKS_MAX = 16384
 
 
-def _format_bytes(n: float) -> str:  # type: ignore[return]  # the last unit returns
+def format_bytes(n: float) -> str:  # type: ignore[return]  # the last unit returns
+    """`n` bytes as 512 B, 1.5 KiB, 32.0 MiB..."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if n < 1024 or unit == "TiB":
             return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
@@ -1097,12 +1098,12 @@ class ArrayInfo:
             ("Order", d["order"]),
             ("Fill value", self._array.fill_value),
             *codecs,
-            ("No. bytes", f"{d['nbytes']} ({_format_bytes(d['nbytes'])})"),
+            ("No. bytes", f"{d['nbytes']} ({format_bytes(d['nbytes'])})"),
         ]
         if self._complete:
             stored = d["nbytes_stored"]
             rows += [
-                ("No. bytes stored", f"{stored} ({_format_bytes(stored)})"),
+                ("No. bytes stored", f"{stored} ({format_bytes(stored)})"),
                 ("Storage ratio", f"{d['storage_ratio']:.1f}" if stored else "-"),
                 ("Chunks initialized", f"{d['nchunks_initialized']}/{d['nchunks']}"),
             ]

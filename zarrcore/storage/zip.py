@@ -54,6 +54,7 @@ class ZipStore(Store):
 
     supports_listing = True
     supports_writes = True
+    supports_deletes = False  # members are only ever appended
     supports_atomic_writes = True
     # One process writes a zip at a time (an exclusive lock on the file), so locking out
     # this process's threads locks out every writer.
