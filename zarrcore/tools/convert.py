@@ -162,10 +162,10 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
     state = {"source": f"{src_store!r}/{src_path}", "options": options}
     # A store that cannot delete the state at the end (a zip) keeps none: resuming there
     # checks the destination's metadata against the options alone.
-    journal = dst_store.supports_deletes
-    existing = nodes.load_json(dst_store, state_key) if journal else None
+    keeps_state = dst_store.supports_deletes
+    existing = nodes.load_json(dst_store, state_key) if keeps_state else None
     if resume and (existing is not None
-                   or not journal and nodes.node_exists(dst_store, dst_path)):
+                   or not keeps_state and nodes.node_exists(dst_store, dst_path)):
         if existing is not None and existing.get("options") != options:
             raise ValueError(f"{state_key}: the unfinished conversion there used other options "
                              f"({existing.get('options')}); convert again with those, or "
@@ -176,10 +176,10 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
             if not overwrite:
                 what = ("an unfinished conversion: finish it with --resume (resume=True)"
                         if existing is not None else "a node")
-                raise NodeExistsError(f"{place(dst_store, dst_path)} holds {what}; replace it with --overwrite "
-                                      f"(overwrite=True)")
+                raise NodeExistsError(f"{place(dst_store, dst_path)} holds {what}; replace it "
+                                      f"with --overwrite (overwrite=True)")
             dst_store.delete_prefix(dst_path) if dst_path else _clear(dst_store)
-        if journal:
+        if keeps_state:
             dst_store.set(state_key, nodes.dump_json(state))
         plan.write(dst_store)
     report = ConvertReport(groups=len(plan.groups), arrays=len(plan.arrays))
@@ -204,7 +204,7 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
         run_bounded(lambda task: task[0].run(task[1], buffers), tasks, in_flight, done)
     if plan.consolidated:
         consolidate_metadata(dst_store, dst_path)
-    if journal:
+    if keeps_state:
         dst_store.delete(state_key)
     return report
 
@@ -289,7 +289,8 @@ class _Plan:
                               _for(dtype, rel), _for(dimension_names, rel))
             self.arrays.append((src, (out, dst.metadata)))
         for what, option in (("chunks", chunks), ("shards", shards)):
-            if option is not None and not isinstance(option, dict) and ndims and what not in taken:
+            whole = option is not None and not isinstance(option, dict)
+            if whole and ndims and what not in taken:
                 raise ValueError(f"--{what} ({what}=) {option!r} fits no array here: they have "
                                  f"{' or '.join(map(str, sorted(ndims)))} dimensions")
 
@@ -591,9 +592,9 @@ class _ArrayJob:
         index = tuple(r.start + i for r, i in zip(region, at))
         chunks = self.src_keys.chunks
         key = chunks.key(tuple(i // c for i, c in zip(index, chunks.chunk_shape)))
-        raise ValueError(f"{self.src.name}: the value {data[at].item()!r} at {index} (stored in {key!r}) "
-                         f"does not convert to {self.dst.dtype} exactly; --dtype (dtype=) converts "
-                         f"only when every value does")
+        raise ValueError(f"{self.src.name}: the value {data[at].item()!r} at {index} (stored in "
+                         f"{key!r}) does not convert to {self.dst.dtype} exactly; --dtype "
+                         f"(dtype=) converts only when every value does")
 
     def _units(self, region):
         """(coords, region) of the destination objects in the block `region`."""
