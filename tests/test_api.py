@@ -2,6 +2,7 @@
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -430,7 +431,7 @@ def test_info_and_nchunks_initialized(tmp_path):
                               fill_value=0)
     text = str(a.info)
     assert "Array" in text and "(10, 10)" in text and "(5, 5)" in text and "int32" in text
-    assert "0/4" in text
+    assert "0/4" in str(a.info_complete())
     assert a.nchunks_initialized == 0
     a[0, 0] = 1
     assert a.nchunks_initialized == 1
@@ -438,7 +439,7 @@ def test_info_and_nchunks_initialized(tmp_path):
     assert a.nchunks_initialized == 2
     a[:, :] = 5
     assert a.nchunks_initialized == 4
-    assert "4/4" in repr(a.info)
+    assert "4/4" in repr(a.info_complete())
     a[:5, :5] = 0
     assert a.nchunks_initialized == 3
     # Other files in the array's directory are no chunks.
@@ -818,3 +819,65 @@ def test_empty_group_tree(tmp_path):
     g = zarrcore.open_group(str(tmp_path), mode="w")
     assert g.tree().strip().splitlines() == [g.tree().strip().splitlines()[0]]
     assert list(g.members(max_depth=None)) == [] and len(g) == 0
+
+
+def test_default_chunks_are_zarr_pythons_guess():
+    # zarr-python 3's guess (its _guess_chunks, after h5py): the target is 256 KiB *
+    # 2**log10(MiB of the array) within 128 KiB..64 MiB, reached by halving axes in turn.
+    assert zarrcore.create_array({}, shape=(4096, 4096), dtype="f8").chunks == (256, 512)
+    assert zarrcore.create_array({}, shape=(100, 100), dtype="f8").chunks == (100, 100)
+    assert zarrcore.create_array({}, shape=(10 ** 9,), dtype="u1").chunks == (1953125,)
+    assert zarrcore.create_array({}, shape=(48, 256, 256), dtype="f4").chunks == (12, 128, 128)
+    zarr = pytest.importorskip("zarr", reason="the comparison with zarr-python needs it")
+    for shape, dtype in [((4096, 4096), "f8"), ((7, 1000, 33), "i2"), ((10 ** 7,), "c16")]:
+        ours = zarrcore.create_array({}, shape=shape, dtype=dtype).chunks
+        assert ours == zarr.create_array({}, shape=shape, dtype=dtype).chunks
+
+
+def test_setting_shape_resizes_as_in_zarr_python():
+    a = zarrcore.create_array({}, shape=(4, 4), chunks=(2, 2), dtype="i4", fill_value=0)
+    a[...] = 7
+    a.shape = (2, 6)
+    assert a.shape == (2, 6)
+    np.testing.assert_array_equal(a[...], [[7, 7, 7, 7, 0, 0]] * 2)
+
+
+def test_info_reads_no_listing_and_info_complete_does(tmp_path):
+    a = zarrcore.create_array(str(tmp_path), shape=(10, 10), dtype="int32", chunks=(5, 5))
+    a[...] = 1
+    listed = []
+    real = type(a.store).list_prefix
+
+    def counting(self, prefix):
+        listed.append(prefix)
+        return real(self, prefix)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(type(a.store), "list_prefix", counting)
+        text = repr(a.info)
+        assert listed == [] and "(10, 10)" in text and "Chunks initialized" not in text
+        assert "nchunks_initialized" not in a.info.to_dict()
+        assert "4/4" in repr(a.info_complete()) and listed
+
+
+def test_opening_with_the_other_zarr_format_says_which_is_there(tmp_path):
+    zarrcore.create_array(str(tmp_path / "v2"), shape=(3,), dtype="i1", zarr_format=2)
+    zarrcore.open_group(str(tmp_path / "v3"), mode="w", zarr_format=3)
+    with pytest.raises(NodeNotFoundError, match="a format 2 array is there"):
+        zarrcore.open_array(str(tmp_path / "v2"), mode="r", zarr_format=3)
+    with pytest.raises(NodeNotFoundError, match="a format 3 group is there"):
+        zarrcore.open_group(str(tmp_path / "v3"), mode="r", zarr_format=2)
+    with pytest.raises(NodeNotFoundError, match="no array or group at path"):
+        zarrcore.open_array(str(tmp_path / "none"), mode="r", zarr_format=3)
+
+
+def test_an_unbuilt_source_tree_says_to_build(tmp_path):
+    package = os.path.dirname(zarrcore.__file__)
+    shutil.copytree(package, tmp_path / "zarrcore",
+                    ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
+    run = subprocess.run([sys.executable, "-c", "import zarrcore"], cwd=tmp_path, text=True,
+                         capture_output=True, env={**os.environ, "PYTHONPATH": str(tmp_path)},
+                         timeout=120)
+    assert run.returncode == 1
+    assert "ImportError: zarrcore's compiled extensions are not built" in run.stderr
+    assert "build_ext --inplace" in run.stderr and "circular" not in run.stderr

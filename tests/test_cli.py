@@ -1,4 +1,8 @@
 """The command line: `zarrcore info`, `tree` and `demo`, run through zarrcore.cli.main."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -141,3 +145,16 @@ def test_demo_overwrites(tmp_path, capsys):
     assert main(["demo", str(path)]) == 0
     assert "verified" in capsys.readouterr().out
     assert "stale" not in zarrcore.open_group(str(path), mode="r")
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    zarrcore.open_group(str(tmp_path / "g"), mode="w", attributes={"long": "x" * 300_000})
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(zarrcore.__file__))}
+    child = subprocess.Popen([sys.executable, "-m", "zarrcore.cli", "info", "--json",
+                              str(tmp_path / "g")], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=env)
+    assert child.stdout.read(10) == b'{\n  "name"'  # then `| head` goes away
+    child.stdout.close()
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=120) == 1
+    assert err == "", err

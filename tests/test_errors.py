@@ -4,8 +4,10 @@ field: never a crash, never silently wrong data.
 The corrupt reads run in this process on purpose: a segfault in the compiled core kills the
 test run, and that is the failure signal.
 """
+import builtins
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -529,3 +531,17 @@ def test_wrong_value_or_out_shapes_name_the_array():
         a.get_basic_selection((slice(0, 4), 0), out=np.empty(5, "i4"))
     assert issubclass(zarrcore.errors.ShapeMismatchError, ValueError)
     np.testing.assert_array_equal(a[...], 0)  # nothing was written
+
+
+def test_every_error_the_readme_names_is_a_zarrcore_error():
+    readme = os.path.join(os.path.dirname(os.path.dirname(zarrcore.__file__)), "README.md")
+    if not os.path.exists(readme):
+        pytest.skip("README.md is not beside the package (an installed zarrcore)")
+    with open(readme, encoding="utf-8") as f:
+        names = set(re.findall(r"\b([A-Z][A-Za-z]*Error)\b", f.read()))
+    ours = sorted(n for n in names if not hasattr(builtins, n))
+    assert "UnsafeCodecError" in ours and "ObjectDataTypeError" in ours
+    for name in ours:
+        error = getattr(zarrcore.errors, name, None)
+        assert error is not None, f"{name} is not in zarrcore.errors"
+        assert issubclass(error, ZarrcoreError), name

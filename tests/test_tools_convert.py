@@ -136,12 +136,78 @@ def test_v3_to_v2_raw_and_options(tmp_path):
     zarrcore.convert(str(src), str(wide), dtype="int32", progress=False)
     w = zarrcore.open_array(str(wide))
     assert w.dtype == np.int32 and np.array_equal(w[...], a[...])
-    with pytest.raises(ValueError, match="could change values"):
+    with pytest.raises(ValueError, match="does not convert to int8 exactly"):
         zarrcore.convert(str(src), str(tmp_path / "narrow.zarr"), dtype="int8", progress=False)
     with pytest.raises(zarrcore.errors.NodeExistsError):
         zarrcore.convert(str(src), str(wide), progress=False)
     zarrcore.convert(str(src), str(wide), overwrite=True, compressor="none", progress=False)
     assert zarrcore.open_array(str(wide)).dtype == np.int16
+
+
+def test_narrowing_dtype_converts_when_every_value_fits(tmp_path, capsys):
+    src = tmp_path / "wide.zarr"
+    a = zarrcore.create_array(str(src), shape=(40, 30), dtype="i8", chunks=(10, 10))
+    a[...] = np.arange(1200).reshape(40, 30) - 600
+    narrow = tmp_path / "narrow.zarr"
+    assert main(["convert", "-q", str(src), str(narrow), "--dtype", "int16"]) == 0
+    n = zarrcore.open_array(str(narrow))
+    assert n.dtype == np.int16 and np.array_equal(n[...], a[...])
+    a[25, 17] = 70000  # one value int16 cannot hold
+    assert main(["convert", "-q", str(src), str(tmp_path / "bad.zarr"), "--dtype", "int16"]) == 1
+    err = capsys.readouterr().err
+    assert "the value 70000 at (25, 17) (stored in 'c/2/1') does not convert to int16" in err
+    floats = zarrcore.create_array(str(tmp_path / "f.zarr"), shape=(4,), dtype="f8", chunks=(2,))
+    floats[...] = [0.5, np.nan, -1.0, 2.0]
+    zarrcore.convert(str(tmp_path / "f.zarr"), str(tmp_path / "f4.zarr"), dtype="f4",
+                     progress=False)
+    np.testing.assert_array_equal(zarrcore.open_array(str(tmp_path / "f4.zarr"))[...],
+                                  np.array([0.5, np.nan, -1.0, 2.0], "f4"))
+    with pytest.raises(ValueError, match=r"the value 0.5 at \(0,\)"):
+        zarrcore.convert(str(tmp_path / "f.zarr"), str(tmp_path / "i.zarr"), dtype="i4",
+                         progress=False)
+
+
+def test_cli_convert_refuses_what_it_cannot_do(v2_source, tmp_path, capsys):
+    dst = tmp_path / "out.zarr"
+    # A chunk shape no array here has the rank of.
+    assert main(["convert", "-q", str(v2_source / "data"), str(dst), "--chunks", "64,64"]) == 1
+    err = capsys.readouterr().err
+    assert "--chunks" in err and "fits no array here: they have 3 dimensions" in err
+    assert not dst.exists()
+    # --codecs takes a JSON list; it says so, and where the short forms go.
+    assert main(["convert", "-q", str(v2_source), str(dst), "--codecs", "zstd:3"]) == 1
+    err = capsys.readouterr().err
+    assert "JSON list of v3 codecs" in err and "--compressor" in err and "Expecting" not in err
+    # Messages name the command's flags and no empty path.
+    assert main(["convert", "-q", str(v2_source), str(dst)]) == 0
+    assert main(["convert", "-q", str(v2_source), str(dst)]) == 1
+    err = capsys.readouterr().err
+    assert "--overwrite" in err and "at ''" not in err
+    assert main(["copy", "-q", str(v2_source), str(dst)]) == 1
+    err = capsys.readouterr().err
+    assert "--overwrite" in err and "--resume" in err and "at ''" not in err
+
+
+def test_cli_convert_and_copy_into_zips(v2_source, tmp_path, capsys):
+    out = tmp_path / "out.zip"
+    assert main(["convert", "-q", str(v2_source), str(out), "--zarr-format", "3"]) == 0
+    assert main(["convert", "-q", str(v2_source), str(out), "--zarr-format", "3",
+                 "--resume", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["objects_written"] == 0 and report["objects_kept"] > 0
+    for name, want in _expected().items():
+        np.testing.assert_array_equal(zarrcore.open_array(str(out), path=name, mode="r")[...],
+                                      want)
+    assert main(["convert", "-q", str(v2_source), str(out), "--overwrite"]) == 0
+    assert zarrcore.open_group(str(out), mode="r").metadata.zarr_format == 2
+    # A path into a zip names a node in it.
+    vol = tmp_path / "vol.zip"
+    assert main(["copy", "-q", str(v2_source / "sub"), f"{vol}/a/sub"]) == 0
+    assert main(["convert", "-q", str(v2_source / "data"), f"{vol}/vol"]) == 0
+    assert main(["info", "--json", f"{vol}/vol"]) == 0
+    assert json.loads(capsys.readouterr().out)["shape"] == [60, 70, 33]
+    np.testing.assert_array_equal(zarrcore.open_array(str(vol), path="a/sub/ramp", mode="r")[...],
+                                  np.arange(500) * 3)
 
 
 def test_memory_stores_and_copy(tmp_path):

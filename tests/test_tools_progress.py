@@ -1,4 +1,4 @@
-"""Progress bars in a real terminal (tmux), none elsewhere, and Ctrl-C leaving a resumable
+"""Progress lines in a real terminal (tmux), none elsewhere, and Ctrl-C leaving a resumable
 conversion."""
 import os
 import shlex
@@ -15,7 +15,6 @@ from zarrcore.tools.hierarchy import CONVERT_STATE_KEY
 
 # Subprocesses import the zarrcore under test: the installed one, or an in-place build.
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(zarrcore.__file__))
-pytest.importorskip("tqdm", reason="the bar needs tqdm (the tools extra)")
 needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 
@@ -73,7 +72,7 @@ def test_bar_in_a_terminal_and_ctrl_c_resumes(source, tmp_path, tmux):
     # The bar: percentage, bytes done of the total, throughput, ETA and shards done.
     bar = tmux.wait_for(lambda s: "convert:" in s and "B/s" in s and "/64 shards" in s)
     line = next(line for line in bar.splitlines() if "convert:" in line)
-    assert "%" in line and "32.0M" in line and "<" in line, line  # ETA after "<"
+    assert "%" in line and "32.0 MiB" in line and "<" in line, line  # ETA after "<"
     tmux.wait_for(lambda s: any(f" {n}/64 shards" in s for n in range(1, 63)))
     subprocess.run(["tmux", "send-keys", "-t", tmux.name, "C-c"], check=True)
     text = tmux.wait_for(lambda s: "EXIT=" in s)
@@ -102,3 +101,28 @@ def test_no_bar_off_a_terminal(source, tmp_path):
     out = subprocess.run(_cli("copy", str(source), str(tmp_path / "c.zarr")), shell=True,
                          capture_output=True, text=True)
     assert out.returncode == 0 and out.stderr == "" and "copied" in out.stdout
+
+
+def _last_line(stderr):
+    return stderr.rstrip("\n").split("\r")[-1]
+
+
+def test_line_drawn_without_tqdm(source, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # not installed
+    zarrcore.convert(str(source), str(tmp_path / "c.zarr"), chunks=(64, 64, 64), progress=True)
+    err = capsys.readouterr().err
+    line = _last_line(err)
+    assert err.endswith("\n") and line.startswith("convert: 100% 32.0 MiB/32.0 MiB [")
+    assert "B/s]" in line and line.endswith(" 64/64 chunks"), line
+
+
+def test_copy_resume_line_ends_at_100_percent(source, tmp_path, capsys):
+    dst = tmp_path / "c.zarr"
+    zarrcore.copy(str(source), str(dst), progress=False)
+    for name in sorted(os.listdir(dst))[:3]:  # a copy cut short: some chunks missing
+        if name[0].isdigit():
+            os.remove(dst / name)
+    report = zarrcore.copy(str(source), str(dst), resume=True, progress=True)
+    assert report.keys >= 3 and report.skipped > 0
+    line = _last_line(capsys.readouterr().err)
+    assert line.startswith("copy: 100% ") and "<00:00," in line, line

@@ -1,5 +1,6 @@
 """ZipStore (interchangeable with zarr-python's ZipStore both ways), memory:// stores, and
 how make_store resolves URLs and other libraries' store objects."""
+import gc
 import os
 import subprocess
 import sys
@@ -10,7 +11,9 @@ import numpy as np
 import pytest
 
 import zarrcore
-from zarrcore.errors import NodeNotFoundError, StoreError, StoreURLError
+from zarrcore.errors import (
+    NodeNotFoundError, StoreError, StoreURLError, UnsupportedStoreError, ZarrcoreError,
+)
 from zarrcore.storage import LocalStore, MemoryStore, ZipStore, make_store
 
 zarr = pytest.importorskip("zarr", reason="zarr-python is not installed")
@@ -122,6 +125,17 @@ def test_zip_store_is_closed_when_collected(tmp_path):
         assert zarr.open_array(zstore, mode="r")[...].tolist() == [1, 2, 3]
 
 
+def test_zip_collected_with_its_array_can_be_written_again(tmp_path):
+    path = str(tmp_path / "again.zip")
+    a = zarrcore.create_array(path, shape=(3,), dtype="i1")
+    a[...] = [1, 2, 3]
+    del a
+    gc.collect()  # the lock goes with the store's last descriptor
+    b = zarrcore.open_array(path, mode="a")
+    b[0] = 5
+    assert b[...].tolist() == [5, 2, 3]
+
+
 def test_zip_one_writer_process_and_zip64(tmp_path):
     path = tmp_path / "one.zip"
     store = ZipStore(path)
@@ -188,6 +202,13 @@ def test_make_store_resolves_paths_and_objects(tmp_path):
     assert zarr.open_array(zmem, mode="r")[...].tolist() == [1, 0, 0, 4]
     with pytest.raises(StoreURLError, match="storage_options"):
         make_store(str(tmp_path), storage_options={"anon": True})
+
+
+@pytest.mark.parametrize("store", [object(), b"/tmp/x.zarr", 3])
+def test_unsupported_store_objects_raise_a_zarrcore_type_error(store):
+    with pytest.raises(UnsupportedStoreError, match="store") as info:
+        zarrcore.open_array(store, mode="r")
+    assert isinstance(info.value, ZarrcoreError) and isinstance(info.value, TypeError)
 
 
 @pytest.mark.parametrize("url, pattern", [

@@ -1,5 +1,14 @@
 """zarrcore: Zarr v2 and v3 arrays with a compiled, GIL-free core."""
-from . import errors
+import importlib.util as _importlib_util
+
+# A source tree whose extensions are not built would otherwise fail deep inside the imports
+# below, as a "circular import".
+if _importlib_util.find_spec(f"{__name__}._memory") is None:
+    raise ImportError(
+        f"zarrcore's compiled extensions are not built in {__path__[0]}: install it "
+        f"(pip install .) or build them in place (python setup.py build_ext --inplace)")
+
+from . import errors  # noqa: E402
 from .api import (
     array, copy_all, copy_store, create, create_array, create_group, create_hierarchy, empty, empty_like,
     from_array, full, full_like, group, load, ones, ones_like, open, open_array, open_group,

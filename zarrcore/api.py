@@ -14,7 +14,7 @@ from .codecs import ZstdCodec
 from .codecs.base import ChunkSpec
 from .codecs.sharding import ShardingCodec
 from .config import config as global_config
-from .errors import NodeExistsError, NodeNotFoundError
+from .errors import NodeExistsError, NodeNotFoundError, ObjectDataTypeError
 from .group import Group, open_node
 from .metadata.common import check_attributes
 from .pipeline import CodecChain
@@ -27,17 +27,34 @@ if TYPE_CHECKING:
     from .storage import Store
 
 _MODES = ("r", "r+", "a", "w", "w-")
-TARGET_CHUNK_BYTES = 1 << 20
+# zarr-python's chunk guess (h5py's): its target grows with the array, by this step per
+# tenfold growth past 1 MiB, between the bounds.
+GUESS_STEP_BYTES = 256 << 10
+GUESS_MIN_BYTES = 128 << 10
+GUESS_MAX_BYTES = 64 << 20
 
 
-def guess_chunks(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
-    """Chunks of about 1 MiB, made by halving the longest axis until they fit."""
+def guess_chunks(shape: Sequence[int], itemsize: int,
+                 max_bytes: int = GUESS_MAX_BYTES) -> tuple[int, ...]:
+    """The chunks zarr-python 3 guesses: a target size of 256 KiB times 2**log10(the array's
+    MiB), kept within 128 KiB and `max_bytes`, reached by halving the axes in turn (the first
+    first) until the chunk is below the target or within half of it, and below `max_bytes`."""
     chunks = [max(1, s) for s in shape]
-    while math.prod(chunks) * itemsize > TARGET_CHUNK_BYTES:
-        axis = max(range(len(chunks)), key=lambda i: chunks[i])
-        if chunks[axis] == 1:
+    if itemsize <= 0 or not chunks:
+        return tuple(chunks)
+    total = math.prod(chunks) * itemsize
+    target = min(max(GUESS_STEP_BYTES * 2 ** math.log10(total / (1 << 20)), GUESS_MIN_BYTES),
+                 max_bytes)
+    step = 0
+    while True:
+        size = math.prod(chunks) * itemsize
+        if (size < target or abs(size - target) / target < 0.5) and size < max_bytes:
             break
+        if size == itemsize:  # one element is already too large
+            break
+        axis = step % len(chunks)
         chunks[axis] = math.ceil(chunks[axis] / 2)
+        step += 1
     return tuple(chunks)
 
 
@@ -78,8 +95,9 @@ def _shard(codecs: list[Any], chunks: tuple[int, ...], shards: Any, shape: tuple
         shards = shards["shape"]
     shard_shape = _normalize_chunks(shards, shape, itemsize)
     if auto_chunks:
-        # The largest divisor of each shard side not above the guessed chunk side.
-        guess = guess_chunks(shard_shape, itemsize)
+        # The largest divisor of each shard side not above the guessed chunk side; chunks
+        # of about 1 MiB, as zarr-python aims at inside shards.
+        guess = guess_chunks(shard_shape, itemsize, max_bytes=1 << 20)
         chunks = tuple(max(d for d in range(1, c + 1) if s % d == 0) for c, s in zip(guess, shard_shape))
     if any(s % c for s, c in zip(shard_shape, chunks)):
         raise ValueError(f"the shard shape {shard_shape} must be a multiple of the chunk shape {chunks}")
@@ -113,7 +131,6 @@ def _data_type(dtype: Any, zarr_format: int, filters: Any, compressors: Any) -> 
     """The DataType of a new array; numpy's object dtype in format 2 takes the one its object
     codec names (as zarr 2 did)."""
     from .metadata import dtype_from_numpy
-    from .metadata.dtypes import ObjectDataTypeError
 
     try:
         return dtype_from_numpy(dtype)
@@ -159,7 +176,7 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
         Values to take the shape and dtype from, and to write.
     chunks : int, tuple of int or "auto", optional
         The chunk shape (inner chunks when sharded); -1 is a whole axis; None or "auto"
-        guesses chunks of about 1 MiB.
+        guesses them as zarr-python does (inner chunks: about 1 MiB, dividing the shard).
     shards : tuple of int or dict, optional
         The shard shape, or {"shape": ..., "index_location": "start" | "end"}; None for
         no sharding (format 3 only).
@@ -435,7 +452,7 @@ def print_debug_info() -> None:
     print(f"platform: {platform.platform()}")
     print(f"python: {platform.python_version()}")
     for package in ("zarrcore", "numpy", "blosc", "numcodecs", "msgpack", "pcodec", "zfpy",
-                    "obstore", "fsspec", "tqdm", "xarray", "dask", "zarr"):
+                    "obstore", "fsspec", "xarray", "dask", "zarr"):
         try:
             version = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:

@@ -1,7 +1,9 @@
 """Command line: `zarrcore info|tree|verify|demo PATH`, `zarrcore convert|copy SRC DST`,
-`zarrcore --version`. Ctrl-C stops convert and copy cleanly: `--resume` goes on."""
+`zarrcore --version`. Ctrl-C stops convert and copy cleanly: `--resume` goes on. A PATH
+may lead into a zip: `data.zip/group/array`."""
 import argparse
 import json
+import os
 import sys
 
 import numpy as np
@@ -11,10 +13,24 @@ from .errors import ZarrcoreError
 from .nodes import BrokenNode
 
 
+def _locate(text):
+    """(store, path in it) of a command-line PATH: a local path that leads into a zip file
+    (`out.zip/vol`) is the zip and the node's path in it; anything else is a store itself."""
+    if "://" in text or "::" in text:
+        return text, ""
+    parts = text.replace(os.sep, "/").split("/")
+    for i, part in enumerate(parts[:-1]):
+        head = "/".join(parts[:i + 1])
+        if part.lower().endswith(".zip") and not os.path.isdir(head):
+            return head, "/".join(p for p in parts[i + 1:] if p)
+    return text, ""
+
+
 def _open(path, storage_options=None):
     from .api import open as open_node
 
-    return open_node(path, mode="r", storage_options=storage_options)
+    store, inner = _locate(path)
+    return open_node(store, mode="r", path=inner, storage_options=storage_options)
 
 
 def _storage_options(args, side=None):
@@ -108,7 +124,7 @@ def cmd_demo(args):
 def cmd_verify(args):
     from .tools.verify import verify
 
-    report = verify(args.path, missing=args.missing, progress=_progress(args),
+    report = verify(*_locate(args.path), missing=args.missing, progress=_progress(args),
                     storage_options=_storage_options(args))
     print(json.dumps(report.to_json(), indent=2) if args.json else report)
     return 0 if report.ok else 1
@@ -127,8 +143,10 @@ def _interruptible(args, name, run):
 def cmd_convert(args):
     from .tools.convert import convert
 
+    (src, src_path), (dst, dst_path) = _locate(args.src), _locate(args.dst)
     return _interruptible(args, "convert", lambda: convert(
-        args.src, args.dst, zarr_format=args.zarr_format, chunks=args.chunks,
+        src, dst, source_path=src_path, dest_path=dst_path,
+        zarr_format=args.zarr_format, chunks=args.chunks,
         shards=args.shards, codecs=args.codecs, compressor=args.compressor, dtype=args.dtype,
         dimension_names=None if args.dimension_names is None else args.dimension_names.split(","),
         memory=args.memory, resume=args.resume, overwrite=args.overwrite,
@@ -139,8 +157,10 @@ def cmd_convert(args):
 def cmd_copy(args):
     from .tools.copy import copy
 
+    (src, src_path), (dst, dst_path) = _locate(args.src), _locate(args.dst)
     return _interruptible(args, "copy", lambda: copy(
-        args.src, args.dst, overwrite=args.overwrite, resume=args.resume,
+        src, dst, source_path=src_path, dest_path=dst_path,
+        overwrite=args.overwrite, resume=args.resume,
         progress=_progress(args), source_storage_options=_storage_options(args, "src"),
         dest_storage_options=_storage_options(args, "dst")))
 
@@ -153,7 +173,7 @@ def _print_report(args, report):
 
 
 def _progress(args):
-    """progress= for the tools: off with --quiet, else a bar when stderr is a terminal."""
+    """progress= for the tools: off with --quiet, else a line when stderr is a terminal."""
     return False if args.quiet else None
 
 
@@ -177,7 +197,7 @@ def main(argv=None):
         if name == "verify":
             p.add_argument("--missing", action="store_true",
                            help="report chunks (and inner chunks) that are not stored")
-            p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+            p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     p = sub.add_parser("convert", help="rewrite an array or hierarchy: format, chunks, shards, "
                                         "codecs, data type; streaming, parallel, resumable")
     p.add_argument("src")
@@ -187,8 +207,11 @@ def main(argv=None):
     p.add_argument("--shards", help="shard shape, e.g. 512,512,512, or none")
     p.add_argument("--compressor", help="zstd:LEVEL, blosc:CNAME:LEVEL[:SHUFFLE], gzip:LEVEL, "
                                         "zlib:LEVEL, lz4, none, or codec JSON")
-    p.add_argument("--codecs", help="the chunk codecs as a v3 JSON list")
-    p.add_argument("--dtype", help="a data type every value converts to exactly")
+    p.add_argument("--codecs", help='the chunk codecs as a v3 JSON list, e.g. '
+                                    '\'[{"name": "bytes"}, {"name": "zstd"}]\' (short forms '
+                                    'such as zstd:3 go to --compressor)')
+    p.add_argument("--dtype", help="a new data type; every value must convert to it exactly "
+                                   "(checked as the chunks are converted)")
     p.add_argument("--dimension-names", help="comma-separated (default: _ARRAY_DIMENSIONS of v2)")
     p.add_argument("--memory", default="1GiB", help="bound on data held at once (default 1GiB)")
     p.add_argument("--resume", action="store_true", help="finish an interrupted conversion")
@@ -206,10 +229,17 @@ def main(argv=None):
         p.add_argument("--src-storage-options", metavar="JSON", help="for SRC only")
         p.add_argument("--dst-storage-options", metavar="JSON", help="for DST only")
         p.add_argument("--json", action="store_true", help="print the report as JSON")
-        p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no report")
+        p.add_argument("-q", "--quiet", action="store_true", help="no progress line, no report")
     args = parser.parse_args(argv)
     try:
-        return args.func(args) or 0
+        status = args.func(args) or 0
+        sys.stdout.flush()  # here, so that a closed pipe is seen below, not at exit
+        return status
+    except BrokenPipeError:
+        # The reader (`| head`) has gone: as Python's documentation advises, the rest of
+        # the output goes to devnull, so that the flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except (ZarrcoreError, OSError, ValueError) as e:
         print(f"zarrcore {args.command}: {e}", file=sys.stderr)
         return 1

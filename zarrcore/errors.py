@@ -25,6 +25,15 @@ class UnknownDataTypeError(MetadataError):
     """A data type that zarrcore does not know."""
 
 
+class ObjectDataTypeError(ZarrcoreError, TypeError, ValueError):
+    """numpy's object dtype without the object codec that says what its items are. A
+    ValueError as zarr-python raises it, and a TypeError as for other unusable dtypes."""
+
+
+class UnsafeCodecError(ZarrcoreError):
+    """A codec whose decoding would run code taken from the store."""
+
+
 class ChunkDecodeError(ZarrcoreError, ValueError):
     """A stored chunk could not be decoded (truncated, oversized or garbage)."""
 
@@ -97,6 +106,11 @@ class StoreURLError(ZarrcoreError, ValueError):
     """A store URL or store argument zarrcore cannot open: an unknown scheme, a scheme whose
     optional dependency is not installed (the message says what to install), or options
     that do not fit it. Nothing is created for it."""
+
+
+class UnsupportedStoreError(StoreURLError, TypeError):
+    """An object given as a store that is no store zarrcore knows (a TypeError too, as
+    zarr-python raises for it)."""
 
 
 class WriteConflictError(ZarrcoreError):

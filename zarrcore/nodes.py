@@ -89,6 +89,13 @@ def read_metadata(store: Store, path: str, zarr_format: int | None = None) -> No
             )
     if zarr_format not in (None, 2, 3):
         raise ValueError(f"zarr_format must be 2 or 3, not {zarr_format!r}")
+    if zarr_format is not None:
+        other = read_metadata(store, path, 5 - zarr_format) if node_exists(store, path) else None
+        if other is not None:
+            raise NodeNotFoundError(
+                f"no Zarr format {zarr_format} node at path {path!r} in {store!r}: a format "
+                f"{other.zarr_format} {other.node_type} is there (open it with "
+                f"zarr_format={other.zarr_format}, or None for either)")
     detail = store.missing_detail(path)
     raise NodeNotFoundError(f"no array or group at path {path!r} in {store!r}"
                             + (f": {detail}" if detail else ""))

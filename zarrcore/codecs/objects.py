@@ -14,13 +14,9 @@ import numpy as np
 
 from .. import _filters
 from ..config import config
-from ..errors import ChunkDecodeError, MetadataError, ZarrcoreError
+from ..errors import ChunkDecodeError, MetadataError, UnsafeCodecError
 from .base import ArrayBytesCodec, NumcodecsForm, into
 from .registry import register_codec
-
-
-class UnsafeCodecError(ZarrcoreError):
-    """A codec whose decoding would run code taken from the store."""
 
 
 def _chunk_items(items, shape, what):

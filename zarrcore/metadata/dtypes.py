@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from zarrcore.errors import MetadataError, UnknownDataTypeError
+from zarrcore.errors import MetadataError, ObjectDataTypeError, UnknownDataTypeError
 
 __all__ = [
     "DataType",
@@ -1008,11 +1008,6 @@ def dtype_from_v2_json(obj, object_codec_id=None, where=".zarray"):
 
 # Python types and names that mean variable-length types rather than numpy's U0/S0.
 _NUMPY_SPECIAL = {str: StringType, "string": StringType, bytes: VariableLengthBytesType}
-
-
-class ObjectDataTypeError(TypeError, ValueError):
-    """numpy's object dtype without the object codec that says what its items are. A
-    ValueError as zarr-python raises it, and a TypeError as for other unusable dtypes."""
 
 
 def _zarr_data_type(x):

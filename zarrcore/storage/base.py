@@ -80,6 +80,7 @@ class Store:
 
     - `supports_listing`: list_prefix and list_dir work;
     - `supports_writes`: set and delete work (unless the instance is `read_only`);
+    - `supports_deletes`: delete removes a stored key (a zip's members stay);
     - `supports_atomic_writes`: a reader sees a value set whole or not at all;
     - `supports_locks`: lock() excludes every thread, process and host writing the store;
     - `supports_conditional_writes`: get_versioned and set_if work, so a read-modify-write
@@ -95,6 +96,7 @@ class Store:
     read_only = False
     supports_listing = True
     supports_writes = True
+    supports_deletes = True
     supports_atomic_writes = True
     supports_locks = False
     supports_conditional_writes = False

@@ -7,7 +7,7 @@ import os
 import re
 import sys
 
-from ..errors import StoreURLError
+from ..errors import StoreURLError, UnsupportedStoreError
 from .base import Store
 from .local import LocalStore
 from .memory import MemoryStore, named_memory_store
@@ -38,7 +38,7 @@ def make_store(store, read_only=False, storage_options=None, mode=None):
     if isinstance(store, (str, os.PathLike)):
         path = os.fspath(store)
         if isinstance(path, bytes):
-            raise TypeError(f"a store path must be text, not {path!r}")
+            raise UnsupportedStoreError(f"a store path must be text, not {path!r}")
         if "://" not in path and "::" not in path:
             if storage_options:
                 raise StoreURLError(f"storage_options are for URLs, not the path {path!r}")
@@ -56,7 +56,9 @@ def make_store(store, read_only=False, storage_options=None, mode=None):
         return MemoryStore(read_only=read_only)
     converted = _from_object(store, read_only, mode)
     if converted is None:
-        raise TypeError(f"unsupported store type {type(store).__name__}")
+        raise UnsupportedStoreError(
+            f"unsupported store type {type(store).__name__}: give a path, a URL, a dict, a "
+            f"zarrcore Store or one of the stores listed under 'Stores and URLs' in the README")
     return converted
 
 

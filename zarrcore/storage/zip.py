@@ -32,15 +32,20 @@ _LOCAL_HEADER_SIZE = 30
 
 
 def _close_zip(state):
-    """Write the central directory, close the file and so release the writer's lock (a
-    finalizer: it holds no reference to the store)."""
-    zf, fp = state
-    state[:] = [None, None]
-    if zf is not None:
-        try:
-            zf.close()
-        finally:
-            fp.close()
+    """Write the central directory, close the file and the reading descriptor and so release
+    the writer's lock, which the descriptor shares where it is a duplicate (a finalizer: it
+    holds no reference to the store)."""
+    zf, fp, fd = state
+    state[:] = [None, None, None]
+    try:
+        if zf is not None:
+            try:
+                zf.close()
+            finally:
+                fp.close()
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 class ZipStore(Store):
@@ -49,6 +54,7 @@ class ZipStore(Store):
 
     supports_listing = True
     supports_writes = True
+    supports_deletes = False  # members are only ever appended
     supports_atomic_writes = True
     # One process writes a zip at a time (an exclusive lock on the file), so locking out
     # this process's threads locks out every writer.
@@ -63,7 +69,8 @@ class ZipStore(Store):
         self.compression = compression
         self._mode = "r" if self.read_only else mode
         self._guard = threading.RLock()
-        self._state = [None, None]  # [ZipFile, its file], shared with the finalizer
+        # [ZipFile, its file, the reading descriptor], shared with the finalizer
+        self._state = [None, None, None]
         self._finalizer = None
         self._fd = None           # for preads of stored members
         self._offsets = {}        # key -> (start, size) of a stored member's data
@@ -92,9 +99,7 @@ class ZipStore(Store):
             if self._finalizer is not None:
                 self._finalizer()
                 self._finalizer = None
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+            self._fd = None
             self._offsets.clear()
 
     # -- the open zip -------------------------------------------------------
@@ -132,10 +137,10 @@ class ZipStore(Store):
             raise StoreError(e.errno, f"{self!r}: {e.strerror or e}") from e
         if self._mode == "w":
             self._mode = "a"  # reopened after a close, it keeps what was written
-        self._state[:] = [zf, fp]
+        self._state[:] = [zf, fp, None]
         # Closes the ZipFile (and so its file and lock) when the store is collected or at exit.
         self._finalizer = weakref.finalize(self, _close_zip, self._state)
-        self._fd = _portable.reading_descriptor(zf.fp.fileno(), self.path)
+        self._fd = self._state[2] = _portable.reading_descriptor(zf.fp.fileno(), self.path)
         return zf
 
     def _member(self, key):

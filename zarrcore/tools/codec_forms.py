@@ -126,7 +126,7 @@ def parse_compressor(text):
         return _codec_object(text)
     text = text.strip()
     if text.startswith("{"):
-        return _codec_object(json.loads(text))
+        return _codec_object(_json(text, "compressor"))
     name, *args = text.split(":")
     if name == "none":
         return None
@@ -147,12 +147,26 @@ def _codec_object(spec):
     return codec_from_json(spec, "compressor")
 
 
+_CODECS_FORM = ('a JSON list of v3 codecs, e.g. \'[{"name": "bytes"}, {"name": "zstd", '
+               '"configuration": {"level": 3}}]\'; to change only the compressor, give '
+               '--compressor (compressor=) a short form such as zstd:3')
+
+
+def _json(text, what):
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"{what} {text!r} is not JSON ({e})") from None
+
+
 def parse_codecs(value):
     """A v3 codec list from JSON text or a list."""
     if isinstance(value, str):
-        value = json.loads(value)
+        if not value.strip().startswith("["):
+            raise ValueError(f"codecs {value!r}: give {_CODECS_FORM}")
+        value = _json(value, "codecs")
     if not isinstance(value, list):
-        raise ValueError(f"codecs must be a JSON list of v3 codecs, got {value!r}")
+        raise ValueError(f"codecs {value!r}: give {_CODECS_FORM}")
     return value
 
 

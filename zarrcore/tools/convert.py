@@ -24,6 +24,7 @@ import itertools
 import json
 import math
 import threading
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +40,7 @@ from ..consolidated import V2_KEY, consolidate_metadata
 from ..errors import MetadataError, NodeExistsError
 from ..storage import MemoryStore
 from .codec_forms import parse_codecs, parse_compressor, v2_form, v3_codecs, with_compressor
-from .hierarchy import CONVERT_STATE_KEY, ChunkKeys, store_and_path, walk
+from .hierarchy import CONVERT_STATE_KEY, ChunkKeys, place, store_and_path, walk
 from .progress import Progress, parse_bytes, run_bounded
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
     overwrite : bool, optional
         Replace a node (or an unfinished conversion) at the destination.
     progress : bool or None, optional
-        Show a progress bar (None: when stderr is a terminal and tqdm is installed).
+        Show a progress line on stderr (None: when stderr is a terminal).
     source_storage_options, dest_storage_options : dict, optional
         Options of the stores that URLs `source` and `dest` name.
 
@@ -140,9 +141,12 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
     """
     src_store, src_path = store_and_path(source, source_path, read_only=True,
                                          storage_options=source_storage_options)
-    dst_store, dst_path = store_and_path(dest, dest_path, storage_options=dest_storage_options)
+    # Overwriting a whole zip makes it anew: its members cannot be deleted.
+    dst_store, dst_path = store_and_path(dest, dest_path, storage_options=dest_storage_options,
+                                         mode="w" if overwrite and not dest_path else None)
     if src_store == dst_store and _overlap(src_path, dst_path):
-        raise ValueError(f"source {src_path!r} and destination {dst_path!r} overlap in one store")
+        raise ValueError(f"source and destination overlap: {place(src_store, src_path)} and "
+                         f"{place(dst_store, dst_path)}")
     options = {
         "zarr_format": zarr_format, "chunks": chunks, "shards": shards, "codecs": codecs,
         "compressor": compressor if compressor is None or isinstance(compressor, (str, dict)) else repr(compressor),
@@ -156,19 +160,27 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
                  dtype, dimension_names)
     state_key = nodes.join(dst_path, CONVERT_STATE_KEY)
     state = {"source": f"{src_store!r}/{src_path}", "options": options}
-    existing = nodes.load_json(dst_store, state_key)
-    if resume and existing is not None:
-        if existing.get("options") != options:
+    # A store that cannot delete the state at the end (a zip) keeps none: resuming there
+    # checks the destination's metadata against the options alone.
+    keeps_state = dst_store.supports_deletes
+    existing = nodes.load_json(dst_store, state_key) if keeps_state else None
+    if resume and (existing is not None
+                   or not keeps_state and nodes.node_exists(dst_store, dst_path)):
+        if existing is not None and existing.get("options") != options:
             raise ValueError(f"{state_key}: the unfinished conversion there used other options "
-                             f"({existing.get('options')}); convert again with those, or overwrite")
+                             f"({existing.get('options')}); convert again with those, or "
+                             f"replace it with --overwrite (overwrite=True)")
         plan.check_written(dst_store)
     else:
         if existing is not None or nodes.node_exists(dst_store, dst_path):
             if not overwrite:
-                what = "an unfinished conversion (resume it)" if existing is not None else "a node"
-                raise NodeExistsError(f"{dst_store!r} holds {what} at {dst_path!r}; pass overwrite")
+                what = ("an unfinished conversion: finish it with --resume (resume=True)"
+                        if existing is not None else "a node")
+                raise NodeExistsError(f"{place(dst_store, dst_path)} holds {what}; replace it "
+                                      f"with --overwrite (overwrite=True)")
             dst_store.delete_prefix(dst_path) if dst_path else _clear(dst_store)
-        dst_store.set(state_key, nodes.dump_json(state))
+        if keeps_state:
+            dst_store.set(state_key, nodes.dump_json(state))
         plan.write(dst_store)
     report = ConvertReport(groups=len(plan.groups), arrays=len(plan.arrays))
     jobs = [_ArrayJob(src, Array(dst_store, path, meta), budget, resume)
@@ -192,7 +204,8 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
         run_bounded(lambda task: task[0].run(task[1], buffers), tasks, in_flight, done)
     if plan.consolidated:
         consolidate_metadata(dst_store, dst_path)
-    dst_store.delete(state_key)
+    if keeps_state:
+        dst_store.delete(state_key)
     return report
 
 
@@ -225,7 +238,11 @@ def _shape(option, path, ndim, what):
     if isinstance(value, str):
         if value.lower() == "none":
             return False
-        value = [int(v) for v in value.split(",")]
+        try:
+            value = [int(v) for v in value.split(",")]
+        except ValueError:
+            raise ValueError(f"--{what} ({what}=) {value!r}: give sides such as 64,64,64"
+                             f"{' or none' if what == 'shards' else ''}") from None
     value = (int(value),) * ndim if isinstance(value, (int, np.integer)) else tuple(int(v) for v in value)
     if len(value) != ndim and not isinstance(option, dict):
         return None
@@ -251,6 +268,7 @@ class _Plan:
         self.codecs = None if codecs is None else parse_codecs(codecs)
         self.consolidated = False
         head = len(src_path) + 1 if src_path else 0
+        taken, ndims = set(), set()  # the shape options some array took; the arrays' ranks
         for path, meta in walk(src_store, src_path, on_problem):
             rel = path[head:]
             out = nodes.join(dst_path, rel) if rel else dst_path
@@ -263,15 +281,23 @@ class _Plan:
                 self.groups.append(out)
                 continue
             src = Array(src_store, path, meta, read_only=True)
-            dst = self._array(src, rel, out, fmt, _shape(chunks, rel, src.ndim, "chunks"),
-                              _shape(shards, rel, src.ndim, "shards"), _for(dtype, rel),
-                              _for(dimension_names, rel))
+            shapes = {what: _shape(option, rel, src.ndim, what)
+                      for what, option in (("chunks", chunks), ("shards", shards))}
+            taken.update(what for what, shape in shapes.items() if shape is not None)
+            ndims.add(src.ndim)
+            dst = self._array(src, rel, out, fmt, shapes["chunks"], shapes["shards"],
+                              _for(dtype, rel), _for(dimension_names, rel))
             self.arrays.append((src, (out, dst.metadata)))
+        for what, option in (("chunks", chunks), ("shards", shards)):
+            whole = option is not None and not isinstance(option, dict)
+            if whole and ndims and what not in taken:
+                raise ValueError(f"--{what} ({what}=) {option!r} fits no array here: they have "
+                                 f"{' or '.join(map(str, sorted(ndims)))} dimensions")
 
     def _array(self, src, rel, out, fmt, chunks, shards, dtype, dimension_names):
         ndim = src.ndim
         new_dtype = src.dtype if dtype is None else np.dtype(dtype)
-        _check_lossless(src, new_dtype)
+        _check_convertible(src, new_dtype)
         base, inner = v3_codecs(src) if self.codecs is None else (self.codecs, src.chunks)
         if self.compressor is not False:
             base = with_compressor(base, self.compressor, f"{src.name} codecs")
@@ -335,7 +361,8 @@ class _Plan:
         for key in self._metadata_keys():
             if _without_consolidated(store.get(key)) != _without_consolidated(self.store.get(key)):
                 raise ValueError(f"{key}: the destination's metadata differs from what these "
-                                 f"options make; convert again with the first options, or overwrite")
+                                 f"options make; convert again with the first options, or "
+                                 f"replace it with --overwrite (overwrite=True)")
 
 
 def _without_consolidated(data):
@@ -366,10 +393,16 @@ def _attrs(attributes, names, fmt):
     return attributes
 
 
-def _check_lossless(src, new_dtype):
-    if new_dtype == src.dtype:
+# Kinds (bool, integers, floats, complex) between which a narrowing conversion is done when
+# every value converts exactly, checked block by block as the values are read.
+_NUMERIC_KINDS = "biufc"
+
+
+def _check_convertible(src, new_dtype):
+    """Refuse a data type some values might not convert to, unless the values can be checked."""
+    if new_dtype == src.dtype or np.can_cast(src.dtype, new_dtype, casting="safe"):
         return
-    if not np.can_cast(src.dtype, new_dtype, casting="safe"):
+    if src.dtype.kind not in _NUMERIC_KINDS or new_dtype.kind not in _NUMERIC_KINDS:
         raise ValueError(f"{src.name}: converting {src.dtype} to {new_dtype} could change values; "
                          f"only conversions that keep every value are done")
 
@@ -438,6 +471,8 @@ class _ArrayJob:
 
     def __init__(self, src, dst, budget, resume):
         self.src, self.dst, self.resume = src, dst, resume
+        # A narrowing conversion checks each block's values (see _converted).
+        self.checks_values = not np.can_cast(src.dtype, dst.dtype, casting="safe")
         self.src_keys = ChunkKeys(src)
         self.dst_keys = ChunkKeys(dst)
         self.stored = sorted(self.src_keys.stored()[0].items())
@@ -485,7 +520,8 @@ class _ArrayJob:
         decoded (on resume) and the source chunks being decoded into it."""
         itemsize = max(self.src.dtype.itemsize, self.dst.dtype.itemsize)
         n = math.prod(block) * itemsize
-        copies = 3 if self.dst.dtype != self.src.dtype else 2
+        # A checked conversion holds the values converted back besides.
+        copies = 2 + (self.dst.dtype != self.src.dtype) + self.checks_values
         src_unit = math.prod(self.src_keys.chunks.chunk_shape) * self.src.dtype.itemsize
         dst_unit = math.prod(self.dst_keys.chunks.chunk_shape) * itemsize
         return copies * n + (dst_unit if self.resume else 0) + config.num_threads * src_unit
@@ -526,7 +562,7 @@ class _ArrayJob:
         """Convert the block `region` of the source, read into `data`."""
         self.src.get_basic_selection(region, out=data)
         if self.dst.dtype != self.src.dtype:
-            data = data.astype(self.dst.dtype)
+            data = self._converted(region, data)
         units = self._units(region)
         nbytes = data.size * self.src.dtype.itemsize
         if not self.resume:
@@ -537,6 +573,28 @@ class _ArrayJob:
             local = tuple(slice(p.start - r.start, p.stop - r.start) for p, r in zip(part, region))
             self.dst.set_basic_selection(part, data[local])
         return nbytes, len(pending), len(units) - len(pending)
+
+    def _converted(self, region, data):
+        """The block `region`'s values `data` in the destination's type; ValueError naming
+        the first value that does not convert exactly, and its source chunk."""
+        with warnings.catch_warnings(), np.errstate(invalid="ignore", over="ignore"):
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            out = data.astype(self.dst.dtype)
+            if not self.checks_values:
+                return out
+            back = out.astype(self.src.dtype)
+        kept = back == data
+        if data.dtype.kind in "fc":
+            kept |= np.isnan(back) & np.isnan(data)
+        if kept.all():
+            return out
+        at = tuple(int(i) for i in np.argwhere(~kept)[0])
+        index = tuple(r.start + i for r, i in zip(region, at))
+        chunks = self.src_keys.chunks
+        key = chunks.key(tuple(i // c for i, c in zip(index, chunks.chunk_shape)))
+        raise ValueError(f"{self.src.name}: the value {data[at].item()!r} at {index} (stored in "
+                         f"{key!r}) does not convert to {self.dst.dtype} exactly; --dtype "
+                         f"(dtype=) converts only when every value does")
 
     def _units(self, region):
         """(coords, region) of the destination objects in the block `region`."""

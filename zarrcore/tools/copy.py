@@ -13,7 +13,7 @@ from .. import nodes
 from ..config import config
 from ..consolidated import V2_KEY
 from ..errors import NodeExistsError
-from .hierarchy import store_and_path
+from .hierarchy import place, store_and_path
 from .progress import Progress, run_bounded
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def copy(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: str
     resume : bool, optional
         Finish a copy that was cut short, keeping the chunks already copied.
     progress : bool or None, optional
-        Show a progress bar (None: when stderr is a terminal and tqdm is installed).
+        Show a progress line on stderr (None: when stderr is a terminal).
     source_storage_options, dest_storage_options : dict, optional
         Options of the stores that URLs `source` and `dest` name.
 
@@ -85,14 +85,19 @@ def copy(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: str
     """
     src_store, src_path = store_and_path(source, source_path, read_only=True,
                                          storage_options=source_storage_options)
-    dst_store, dst_path = store_and_path(dest, dest_path, storage_options=dest_storage_options)
+    # Overwriting a whole zip makes it anew: its members cannot be deleted.
+    dst_store, dst_path = store_and_path(dest, dest_path, storage_options=dest_storage_options,
+                                         mode="w" if overwrite and not dest_path else None)
     if src_store == dst_store and src_path == dst_path:
         raise ValueError("source and destination are the same")
     if resume and overwrite:
-        raise ValueError("resume keeps what the destination holds; overwrite replaces it")
+        raise ValueError("--resume (resume=True) keeps what the destination holds; "
+                         "--overwrite (overwrite=True) replaces it: give one")
     if nodes.node_exists(dst_store, dst_path) and not resume:
         if not overwrite:
-            raise NodeExistsError(f"{dst_store!r} holds a node at {dst_path!r}; pass overwrite")
+            raise NodeExistsError(f"{place(dst_store, dst_path)} holds a node; replace it "
+                                  f"with --overwrite (overwrite=True), or finish a copy with "
+                                  f"--resume (resume=True)")
         if dst_path:
             dst_store.delete_prefix(dst_path)
         else:
@@ -105,25 +110,27 @@ def copy(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: str
     total = sum(src_store.getsize(k) or 0 for k in keys) if progress is not False else 0
     report = CopyReport()
 
-    def one(key: str) -> int | None:
+    def one(key: str) -> tuple[int, bool]:
+        """(bytes, copied): a key already there (on resume) is no copy, its bytes done."""
         target = nodes.join(dst_path, key[head:])
         if resume and key.rsplit("/", 1)[-1] not in _METADATA:
             size = dst_store.getsize(target)
             if size is not None and size == src_store.getsize(key):
-                return None
+                return size, False
         data = src_store.get(key)
         if data is None:  # deleted since the listing
-            return 0
+            return 0, True
         dst_store.set(target, data)
-        return len(data)
+        return len(data), True
 
-    def done(key: str, nbytes: int | None) -> None:
-        if nbytes is None:
-            report.skipped += 1
-        else:
+    def done(key: str, result: tuple[int, bool]) -> None:
+        nbytes, copied = result
+        if copied:
             report.keys += 1
             report.nbytes += nbytes
-        bar.update(nbytes or 0)
+        else:
+            report.skipped += 1
+        bar.update(nbytes)
 
     with Progress(total, len(keys), "copy", progress, chunk_word="keys") as bar:
         run_bounded(one, keys, 2 * config.num_threads, done)

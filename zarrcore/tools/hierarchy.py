@@ -14,13 +14,18 @@ CONVERT_STATE_KEY = ".zarrcore-convert.json"
 _NOT_MEMBERS = frozenset(nodes.METADATA_KEYS) | {V2_KEY, CONVERT_STATE_KEY}
 
 
-def store_and_path(source, path="", read_only=False, storage_options=None):
+def store_and_path(source, path="", read_only=False, storage_options=None, mode=None):
     """(Store, normalized path) of a path, URL, dict, Store, Array or Group plus a path below
-    it; `storage_options` configure a URL."""
+    it; `storage_options` configure a URL; `mode` "w": the whole store is being replaced."""
     if isinstance(source, nodes.Node):
         return source.store, nodes.normalize_path(nodes.join(source.path, nodes.normalize_path(path)))
-    store = make_store(source, read_only=read_only, storage_options=storage_options)
+    store = make_store(source, read_only=read_only, storage_options=storage_options, mode=mode)
     return store, nodes.normalize_path(path)
+
+
+def place(store, path):
+    """The store, and the path in it unless it is the root, for messages."""
+    return f"{store!r}" + (f" at {path!r}" if path else "")
 
 
 def walk(store, path, on_problem):

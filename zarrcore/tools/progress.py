@@ -1,12 +1,20 @@
-"""Progress bars for long jobs, and the bounded parallel loop they watch.
+"""Progress lines for long jobs, and the bounded parallel loop they watch.
 
-A bar (tqdm) shows bytes with throughput and ETA, and chunks done out of the total. It is drawn
-only on a terminal: `progress=None` means "when stderr is a terminal", True forces it and False
-turns it off. Without tqdm installed (the `tools` extra) there is no bar.
+A progress line shows the share done, bytes done of the total with throughput and ETA, and
+chunks done of the total, redrawn in place on stderr. It is drawn only on a terminal:
+`progress=None` means "when stderr is a terminal", True forces it and False turns it off
+(the command line's -q/--quiet).
 """
 import concurrent.futures
+import math
 import sys
 import threading
+import time
+
+from ..array import format_bytes
+
+# Seconds between redraws: often enough to look live, rarely enough to cost nothing.
+_REDRAW_SECONDS = 0.2
 
 
 def parse_bytes(text):
@@ -27,46 +35,59 @@ def parse_bytes(text):
     return int(value)
 
 
-def _tqdm():
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm
+def _clock(seconds):
+    if not math.isfinite(seconds):
+        return "?"
+    minutes, seconds = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes:02d}:{seconds:02d}"
 
 
 class Progress:
-    """Bytes and chunks done of a job; a no-op unless enabled."""
+    """Bytes and chunks done of a job, drawn as one line on stderr; a no-op unless enabled."""
 
     def __init__(self, total_bytes, total_chunks, desc, enabled=None, chunk_word="chunks"):
-        if enabled is None:
-            enabled = sys.stderr.isatty()
-        tqdm = _tqdm() if enabled else None
-        self._chunks_total = total_chunks
-        self._chunks = 0
-        self._word = chunk_word
+        self._out = sys.stderr
+        self.enabled = self._out.isatty() if enabled is None else bool(enabled)
+        self._total, self._chunks_total = total_bytes, total_chunks
+        self._desc, self._word = desc, chunk_word
+        self._bytes = self._chunks = 0
         self._lock = threading.Lock()
-        self._bar = None
-        if tqdm is not None:
-            self._bar = tqdm(total=total_bytes, desc=desc, unit="B", unit_scale=True,
-                             unit_divisor=1024, file=sys.stderr, dynamic_ncols=True,
-                             mininterval=0.2, smoothing=0.1, leave=True)
-            self._bar.set_postfix_str(self._postfix(), refresh=False)
+        self._start = time.monotonic()
+        self._drawn = -math.inf  # when the line was last drawn
+        self._width = 0  # of the line drawn last, to blank what a shorter one leaves
+        if self.enabled:
+            self._draw(self._start)
 
-    def _postfix(self):
-        return f"{self._chunks}/{self._chunks_total} {self._word}"
+    def line(self, now):
+        """The progress line at time `now` (time.monotonic())."""
+        elapsed = max(now - self._start, 1e-9)
+        rate = self._bytes / elapsed
+        done = self._bytes / self._total if self._total else 1.0
+        eta = (self._total - self._bytes) / rate if rate else math.inf
+        return (f"{self._desc}: {100 * done:3.0f}% {format_bytes(self._bytes)}/"
+                f"{format_bytes(self._total)} [{_clock(elapsed)}<{_clock(eta)}, "
+                f"{format_bytes(int(rate))}/s] {self._chunks}/{self._chunks_total} {self._word}")
+
+    def _draw(self, now, end=""):
+        text = self.line(now)
+        self._out.write("\r" + text.ljust(self._width) + end)
+        self._out.flush()
+        self._width, self._drawn = len(text), now
 
     def update(self, nbytes, chunks=1):
         with self._lock:
+            self._bytes += nbytes
             self._chunks += chunks
-            if self._bar is not None:
-                self._bar.set_postfix_str(self._postfix(), refresh=False)
-                self._bar.update(nbytes)
+            now = time.monotonic()
+            if self.enabled and now - self._drawn >= _REDRAW_SECONDS:
+                self._draw(now)
 
     def close(self):
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
+        with self._lock:
+            if self.enabled:
+                self._draw(time.monotonic(), end="\n")
+                self.enabled = False
 
     def __enter__(self):
         return self

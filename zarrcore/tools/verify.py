@@ -111,7 +111,7 @@ def verify(source: StoreLike | Array | Group, path: str = "", *, missing: bool =
     missing : bool, optional
         Report every chunk (or inner chunk) not stored as well.
     progress : bool or None, optional
-        Show a progress bar (None: when stderr is a terminal and tqdm is installed).
+        Show a progress line on stderr (None: when stderr is a terminal).
     storage_options : dict, optional
         Options of the store a URL `source` names.
 

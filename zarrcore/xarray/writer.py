@@ -36,13 +36,8 @@ def _default_mode(mode, append_dim, region):
 
 
 def _auto_chunks(shape, dtype):
-    """The chunks zarr-python picks for chunks="auto" when it is installed (so the layout is
-    the one xarray writes), else zarrcore's guess."""
-    try:
-        from zarr.core.chunk_grids import _guess_chunks
-    except ImportError:
-        return api.guess_chunks(shape, np.dtype(dtype).itemsize)
-    return tuple(int(c) for c in _guess_chunks(shape, np.dtype(dtype).itemsize)) if shape else ()
+    """The chunks zarr-python (and so xarray) picks for chunks="auto"."""
+    return api.guess_chunks(shape, np.dtype(dtype).itemsize)
 
 
 class _DatasetWriter:
