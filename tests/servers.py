@@ -273,7 +273,8 @@ class FaultProxy:
     connection): delay forwarding it, close mid-request (`cut_request_after` bytes), drop the
     connection, answer `status` itself, or cut the answer short (`truncate`); `after_apply`
     drops or answers `status` after the server has applied the request. `wait_idle` waits
-    for every request it holds (a delayed one whose client gave up too) to be done."""
+    for every request it holds (a delayed one whose client gave up too) to be done;
+    `requests` lists them."""
 
     def __init__(self, target_port):
         self.target_port = target_port
@@ -283,6 +284,7 @@ class FaultProxy:
         self._stopped = False
         self._busy = threading.Condition()
         self._in_flight = 0
+        self.requests = []  # (method, path) of every request, in order of arrival
         threading.Thread(target=self._accept, daemon=True).start()
 
     def stop(self):
@@ -322,6 +324,7 @@ class FaultProxy:
         method, path = line[0], line[1] if len(line) > 1 else ""
         if not request:
             return
+        self.requests.append((method, path))
         if not faults.take(method, path):
             return client.sendall(self._exchange(request, method))
         if faults.delay:
