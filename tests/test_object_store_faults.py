@@ -106,12 +106,12 @@ def test_lock_left_long_ago_is_taken_over_at_once_by_the_stores_clock(s3_bucket,
                                                                       monkeypatch):
     """Its age by the store's clock (Last-Modified against a probe's) decides at once, even
     when its stamp, from a skewed clock, says it is new."""
-    monkeypatch.setattr(objectstore, "LOCK_LEASE", 1.0)
+    monkeypatch.setattr(objectstore, "LOCK_LEASE", 2.0)
     server, bucket = s3_bucket
     store = make_store(f"s3://{bucket}", storage_options=server.storage_options())
     store.set("a/.zarrcore-lock.k", json.dumps({"host": "skewed", "pid": 7, "nonce": "s",
                                                 "time": time.time() + 3600}).encode())
-    time.sleep(3.5)  # more than a lease and Last-Modified's rounding to seconds
+    time.sleep(4.5)  # more than a lease, a second of margin and Last-Modified's rounding
     taker = make_store(f"s3://{bucket}", storage_options=server.storage_options())
 
     def take():
@@ -119,7 +119,7 @@ def test_lock_left_long_ago_is_taken_over_at_once_by_the_stores_clock(s3_bucket,
             return time.monotonic() - started
 
     started = time.monotonic()
-    assert _within(5, take) < 0.9  # not a lease of watching it unchanged
+    assert _within(5, take) < 1.8  # not a lease of watching it unchanged
     assert taker.get("a/.zarrcore-lock.") is None  # the probe is gone
 
 
@@ -142,10 +142,10 @@ def test_put_that_lands_late_cannot_revert_a_newer_write(s3_bucket, fault_proxy,
     zarrcore.create_array(url, shape=(4,), dtype="i4", chunks=(2,), fill_value=0,
                           storage_options=options)
     slow = zarrcore.open_array(url, mode="r+", storage_options=_proxied_options(
-        server, fault_proxy, timeout=0.5, retries=0))
+        server, fault_proxy, timeout=1, retries=0))
     if existing:
         slow[...] = 7  # (its next PUTs are If-Match these versions; else create-only)
-    fault_proxy.faults.match, fault_proxy.faults.delay = "/late.zarr/c/", 2.0
+    fault_proxy.faults.match, fault_proxy.faults.delay = "/late.zarr/c/", 3.0
     with pytest.raises(StoreError, match="timed out"):
         slow[...] = 1  # the PUTs reach the server only after the client gave up
     fast = zarrcore.open_array(url, mode="r+", storage_options=options)

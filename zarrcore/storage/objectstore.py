@@ -16,10 +16,10 @@ last writer wins. What this cannot fence: a late create-only PUT of a key delete
 conditioned on (S3's ETag is the MD5 of the body, so such a rewrite keeps it).
 """
 import asyncio
+import collections
 import contextlib
 import datetime
 import errno
-import collections
 import json
 import math
 import os
@@ -447,6 +447,7 @@ class ObjectStore(Store):
         self.check_writable(key)
         if not self.supports_conditional_writes:
             return super().set_if(key, value, version)
+        key = validate_key(key)
 
         async def put():
             self._versions.pop(key, None)
@@ -619,6 +620,8 @@ class _Lease:
             taken, stamp, held, meta = self._claim(version)
             if taken is not None:
                 return taken
+            if time.monotonic() - started >= config.lock_timeout:
+                raise self._timed_out(stamp, meta, config.lock_timeout)
             version = None
             if meta is not None:
                 if watched is None or watched[0] != held:
@@ -626,8 +629,6 @@ class _Lease:
                 if self._stale(stamp, meta, watched[1]):
                     version = held
                     continue  # take it over
-            if time.monotonic() - started >= config.lock_timeout:
-                raise self._timed_out(stamp, meta, config.lock_timeout)
             time.sleep(wait * (1 + random.random()))
             wait = min(wait * 2, 0.5)
 
