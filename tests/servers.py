@@ -115,6 +115,7 @@ class _Faults:
             self.count -= 1
             return True
 
+
 class _RangeHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -229,7 +230,7 @@ class RangeHTTPServer(ThreadingHTTPServer):
 
 def _read_message(sock, bodiless=False):
     """One whole HTTP message from `sock` (its head, and its body by Content-Length or
-    chunked; none when `bodiless`); b"" when the peer closed first."""
+    chunked; none when `bodiless`), or what came before the peer closed."""
     data = b""
     while b"\r\n\r\n" not in data:
         more = sock.recv(65536)

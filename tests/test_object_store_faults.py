@@ -91,6 +91,8 @@ def test_future_stamped_lock_times_out_naming_it_then_is_taken_over(s3_bucket, m
     lock_key = ".zarrcore-lock.zarr.json"
     a.store.set(lock_key, json.dumps({"host": "skewed", "pid": 7, "time": time.time() + 3600,
                                       "nonce": "f"}).encode())
+    with pytest.raises(ValueError, match="lock_timeout"):
+        zarrcore.config.set(lock_timeout=0)
     with zarrcore.config.set(lock_timeout=1):
         started = time.monotonic()
         with pytest.raises(LockTimeoutError, match=rf"1 s.*'{lock_key}'.*host 'skewed' pid 7"):
