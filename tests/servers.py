@@ -83,21 +83,37 @@ class MotoServer:
 
 class _Faults:
     """What the servers do wrong, set by a test: every field applies to requests whose path
-    contains `match` (all when None)."""
+    contains `match` (all when None); the proxy also checks `method` and `count`."""
 
     def __init__(self):
         self.reset()
 
     def reset(self):
         self.match = None
-        self.delay = 0.0        # seconds before answering (or forwarding the answer)
+        self.delay = 0.0        # seconds before answering (the proxy: before forwarding)
         self.status = None      # answer with this status and no body instead
         self.truncate = False   # announce the whole body, send half of it, close
         self.drop = False       # close the connection without an answer
         self.cut_request_after = None   # (proxy) forward this many request bytes, then close
+        self.after_apply = False  # (proxy) `status` or `drop` once the server has answered
+        self.method = None      # (proxy) only requests of this method ("PUT", "DELETE", ...)
+        self.count = None       # (proxy) only this many more requests (None: all)
+        self._taken = threading.Lock()
 
     def applies(self, path):
         return self.match is None or self.match in path
+
+    def take(self, method, path):
+        """(proxy) Do the faults apply to this request? Counts it against `count`."""
+        if not self.applies(path) or self.method not in (None, method):
+            return False
+        with self._taken:
+            if self.count is None:
+                return True
+            if self.count <= 0:
+                return False
+            self.count -= 1
+            return True
 
 
 class _RangeHandler(BaseHTTPRequestHandler):
@@ -212,10 +228,54 @@ class RangeHTTPServer(ThreadingHTTPServer):
         self.server_close()
 
 
+def _read_message(sock, bodiless=False):
+    """One whole HTTP message from `sock` (its head, and its body by Content-Length or
+    chunked; none when `bodiless`), or what came before the peer closed."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        more = sock.recv(65536)
+        if not more:
+            return data
+        data += more
+    head, _, body = data.partition(b"\r\n\r\n")
+    fields = {}
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        fields[name.strip().lower()] = value.strip()
+    status = head.split(b" ", 2)[1] if head.startswith(b"HTTP/") else b""
+    if bodiless or status in (b"204", b"304"):
+        return head + b"\r\n\r\n"
+    if fields.get(b"transfer-encoding", b"").lower() == b"chunked":
+        while not body.endswith(b"0\r\n\r\n"):
+            more = sock.recv(65536)
+            if not more:
+                break
+            body += more
+    else:
+        length = int(fields.get(b"content-length", 0))
+        while len(body) < length:
+            more = sock.recv(65536)
+            if not more:
+                break
+            body += more
+    return head + b"\r\n\r\n" + body
+
+
+def _closing(message):
+    """`message` with its Connection header made "close": one request per connection, so
+    that every request is matched against the faults on its own."""
+    head, _, body = message.partition(b"\r\n\r\n")
+    lines = [line for line in head.split(b"\r\n") if not line.lower().startswith(b"connection:")]
+    return b"\r\n".join(lines + [b"Connection: close"]) + b"\r\n\r\n" + body
+
+
 class FaultProxy:
-    """A TCP proxy to `target_port` that injects `faults` (a request's path is read from its
-    first line): delay the answer, close mid-request (`cut_request_after` bytes), drop the
-    connection, answer `status` itself, or cut the answer short (`truncate`)."""
+    """A TCP proxy to `target_port` that injects `faults` into each request (one per
+    connection): delay forwarding it, close mid-request (`cut_request_after` bytes), drop the
+    connection, answer `status` itself, or cut the answer short (`truncate`); `after_apply`
+    drops or answers `status` after the server has applied the request. `wait_idle` waits
+    for every request it holds (a delayed one whose client gave up too) to be done;
+    `requests` lists them."""
 
     def __init__(self, target_port):
         self.target_port = target_port
@@ -223,11 +283,19 @@ class FaultProxy:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.endpoint = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
         self._stopped = False
+        self._busy = threading.Condition()
+        self._in_flight = 0
+        self.requests = []  # (method, path) of every request, in order of arrival
         threading.Thread(target=self._accept, daemon=True).start()
 
     def stop(self):
         self._stopped = True
         self._listener.close()
+
+    def wait_idle(self, timeout):
+        """True once no request is in the proxy, False after `timeout` seconds."""
+        with self._busy:
+            return self._busy.wait_for(lambda: self._in_flight == 0, timeout)
 
     def _accept(self):
         while not self._stopped:
@@ -235,6 +303,8 @@ class FaultProxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return
+            with self._busy:
+                self._in_flight += 1
             threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
     def _serve(self, client):
@@ -244,49 +314,47 @@ class FaultProxy:
             pass  # the client gave up (as it should after a fault)
         finally:
             client.close()
+            with self._busy:
+                self._in_flight -= 1
+                self._busy.notify_all()
 
     def _inject(self, client):
         faults = self.faults
-        head = client.recv(65536)
-        line = head.split(b"\r\n", 1)[0].decode("latin-1")
-        path = line.split(" ")[1] if " " in line else ""
-        if not faults.applies(path):
-            return self._pipe(client, head, None, False)
+        request = _read_message(client)
+        line = request.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
+        method, path = line[0], line[1] if len(line) > 1 else ""
+        if not request:
+            return
+        self.requests.append((method, path))
+        if not faults.take(method, path):
+            return client.sendall(self._exchange(request, method))
         if faults.delay:
             time.sleep(faults.delay)
-        if faults.drop:
+        if faults.drop and not faults.after_apply:
             return
-        if faults.status:
-            client.sendall(f"HTTP/1.1 {faults.status} Fault\r\nContent-Length: 0\r\n"
-                           f"Connection: close\r\n\r\n".encode())
+        if faults.status and not faults.after_apply:
+            return self._answer(client, faults.status)
+        if faults.cut_request_after is not None:
+            # Forward part of the request, then die as a crashed server would.
+            with socket.create_connection(("127.0.0.1", self.target_port)) as server:
+                server.sendall(request[:faults.cut_request_after])
             return
-        return self._pipe(client, head, faults.cut_request_after, faults.truncate)
+        answer = self._exchange(request, method)
+        if faults.after_apply:
+            if faults.status:
+                self._answer(client, faults.status)
+            return  # (drop)
+        if faults.truncate:
+            answer = answer[:max(len(answer) - 10, len(answer) // 2)]
+        client.sendall(answer)
 
-    def _pipe(self, client, head, cut_request_after, truncate):
-        server = socket.create_connection(("127.0.0.1", self.target_port))
-        try:
-            if cut_request_after is not None:
-                # Forward part of the request, then die as a crashed server would.
-                server.sendall(head[:cut_request_after])
-                return
-            server.sendall(head)
+    def _exchange(self, request, method):
+        """The server's whole answer to `request`, made to close the connection."""
+        with socket.create_connection(("127.0.0.1", self.target_port)) as server:
+            server.sendall(_closing(request))
+            return _closing(_read_message(server, bodiless=method == "HEAD"))
 
-            def upstream():
-                try:
-                    while data := client.recv(65536):
-                        server.sendall(data)
-                except OSError:
-                    pass
-
-            threading.Thread(target=upstream, daemon=True).start()
-            sent = 0
-            while data := server.recv(65536):
-                if truncate and sent == 0:
-                    client.sendall(data[:max(len(data) - 10, len(data) // 2)])
-                    return
-                client.sendall(data)
-                sent += len(data)
-        except OSError:
-            pass
-        finally:
-            server.close()
+    @staticmethod
+    def _answer(client, status):
+        client.sendall(f"HTTP/1.1 {status} Fault\r\nContent-Length: 0\r\n"
+                       f"Connection: close\r\n\r\n".encode())

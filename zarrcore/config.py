@@ -6,6 +6,7 @@
 `ZARRCORE_ALLOW_PICKLE=1` lets the v2 `pickle` codec decode chunks (it runs stored code).
 `ZARRCORE_IO_CONCURRENCY`, `ZARRCORE_IO_TIMEOUT` and `ZARRCORE_IO_RETRIES` set how remote
 stores fetch: requests in flight, seconds per request, and retries of a failed request.
+`ZARRCORE_LOCK_TIMEOUT` sets the seconds an object store's lock is waited for.
 The resource limits on what stored metadata may declare (`max_dimensions`, `max_chunk_bytes`,
 `max_shard_index_entries`) come from `ZARRCORE_MAX_DIMENSIONS`, `ZARRCORE_MAX_CHUNK_BYTES` and
 `ZARRCORE_MAX_SHARD_INDEX_ENTRIES`.
@@ -69,8 +70,9 @@ class Config:
 
     The options, each an attribute: `num_threads`, `write_empty_chunks`, `array_order`,
     `shard_write_order`, `confine_local_stores`, `allow_pickle`, `buffer_pool_bytes`,
-    `io_concurrency`, `io_timeout`, `io_retries`, `max_dimensions`, `max_chunk_bytes` and
-    `max_shard_index_entries`; the module's documentation names their environment variables.
+    `io_concurrency`, `io_timeout`, `io_retries`, `lock_timeout`, `max_dimensions`,
+    `max_chunk_bytes` and `max_shard_index_entries`; the module's documentation names their
+    environment variables.
     """
 
     # Set from LIMITS in __init__.
@@ -105,6 +107,10 @@ class Config:
         # request (a timeout, a dropped connection, a server error) is tried again.
         self.io_timeout = float(os.environ.get("ZARRCORE_IO_TIMEOUT") or 30.0)
         self.io_retries = _env_int("ZARRCORE_IO_RETRIES", 3, 0)
+        # Seconds an object store's lock is waited for before LockTimeoutError: longer than
+        # two leases (storage/objectstore.py LOCK_LEASE), so that a lock its dead holder left
+        # is always taken over first, and a queue of live holders has time to pass.
+        self.lock_timeout = float(os.environ.get("ZARRCORE_LOCK_TIMEOUT") or 300.0)
         # A write of part of a chunk or shard reads, merges and rewrites it. On a store with
         # neither locks nor conditional writes a concurrent writer's update could be lost
         # that way, so such writes raise LockUnavailableError unless this is True.
@@ -192,10 +198,10 @@ class Config:
         elif name == "shard_write_order":
             if value not in ("C", "morton"):
                 raise ValueError("shard_write_order must be 'C' or 'morton'")
-        elif name == "io_timeout":
+        elif name in ("io_timeout", "lock_timeout"):
             value = float(value)
             if not value > 0:
-                raise ValueError("io_timeout must be > 0")
+                raise ValueError(f"{name} must be > 0")
         elif name in LIMITS:
             value = _check_limit(name, value)
         return value
@@ -230,7 +236,7 @@ class Config:
 _OPTIONS = frozenset([
     "num_threads", "write_empty_chunks", "array_order", "shard_write_order",
     "confine_local_stores", "allow_pickle", "unsafe_partial_writes", "buffer_pool_bytes",
-    "io_concurrency", "io_timeout", "io_retries", *LIMITS,
+    "io_concurrency", "io_timeout", "io_retries", "lock_timeout", *LIMITS,
 ])
 # zarr-python's names of the options that mean the same here.
 _ALIASES = {

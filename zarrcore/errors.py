@@ -93,6 +93,11 @@ class LockUnavailableError(ZarrcoreError, OSError):
     refuses them. Read-modify-writes fail with it rather than risk losing concurrent updates."""
 
 
+class LockTimeoutError(LockUnavailableError):
+    """A lock stayed held by another holder (named in the message with the lock) for longer
+    than config.lock_timeout."""
+
+
 class LockLostError(ZarrcoreError, OSError):
     """A lock was taken from its holder while held (its lease ran out), so an update made under
     it may have raced another writer's."""

@@ -5,14 +5,23 @@ Requests run on one asyncio loop of the process (storage/_aio.py), up to
 tried again `config.io_retries` times (storage_options `timeout` and `retries` override them).
 Objects are written whole by single PUTs (never multipart: a chunk or shard is far below the
 5 GiB a PUT takes, and a multipart upload costs two more round trips in sequence), so a reader
-sees each object old or new. Conditional writes use the object's ETag (If-Match) or
-If-None-Match for a new object, where the backend has them.
+sees each object old or new.
+
+Where the backend has conditional writes, every PUT is one: If-Match the ETag this store last
+wrote or read of the key, or create-only (If-None-Match) when it knows none, so a PUT that
+reaches the server late (after its client timed out) is refused once a newer write changed
+the object. A whole write that finds the object changed learns its ETag (HEAD) and puts again:
+last writer wins. What this cannot fence: a late create-only PUT of a key deleted meantime
+(deletes are not conditional), and a late PUT after a rewrite of the very bytes it was
+conditioned on (S3's ETag is the MD5 of the body, so such a rewrite keeps it).
 """
 import asyncio
+import collections
 import contextlib
 import datetime
 import errno
 import json
+import math
 import os
 import random
 import re
@@ -20,7 +29,8 @@ import socket
 import threading
 import time
 
-from ..errors import KeyChangedError, LockLostError, LockUnavailableError, ReadOnlyError, StoreError
+from ..errors import (KeyChangedError, LockLostError, LockTimeoutError, LockUnavailableError,
+                      ReadOnlyError, StoreError, WriteConflictError)
 from . import _aio
 from .base import Store, validate_key, validate_prefix
 
@@ -39,9 +49,17 @@ _ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"
 # Lock objects (see ObjectStore.lock) are named with this prefix beside their key and are
 # never listed as keys.
 LOCK_PREFIX = ".zarrcore-lock."
-# A lock object older than this many seconds was left by a dead holder and may be taken over.
-# Its holder renews it every LOCK_LEASE / 4 seconds for as long as it holds the lock.
+# A lock object not renewed for this many seconds was left by a dead holder and may be taken
+# over. Its holder renews it every LOCK_LEASE / 4 seconds for as long as it holds the lock.
 LOCK_LEASE = 120.0
+# Deletes of a lock object tried on release before it is left for others to take over.
+RELEASE_TRIES = 3
+# Whole-object PUTs that keep finding the object replaced by another writer give up after
+# this many tries.
+WRITE_TRIES = 8
+# ETags a store keeps (ObjectStore._versions); the oldest are forgotten past it, which costs
+# a later write of such a key a refused PUT and a HEAD.
+KNOWN_VERSIONS = 1 << 16
 
 
 # How obstore's errors (reqwest's underneath) say a request timed out.
@@ -98,6 +116,21 @@ def _is_missing(error):
     return isinstance(error, (FileNotFoundError, obs.exceptions.NotFoundError))
 
 
+def _mode(version):
+    """obstore's put mode that writes only over `version` ((ETag, version) of the object;
+    None: only where there is no object)."""
+    if version is None:
+        return "create"
+    return {name: value for name, value in zip(("e_tag", "version"), version)
+            if value is not None}
+
+
+def _version(meta):
+    """(ETag, version) of an object from obstore's metadata or put result; None without."""
+    version = (meta.get("e_tag"), meta.get("version"))
+    return None if version == (None, None) else version
+
+
 class ObjectStore(Store):
     """Keys as objects of an obstore store (`obstore.store.S3Store`, `GCSStore`, `AzureStore`,
     `HTTPStore`, ...). Make one from a URL with `ObjectStore.from_url`."""
@@ -122,6 +155,22 @@ class ObjectStore(Store):
         self.io_timeout = self.io_retries = None
         self.supports_locks = self.supports_writes and (self.supports_conditional_writes
                                                         or self.single_writer)
+        self._versions = collections.OrderedDict()
+        self._clock_offset = None  # this host's clock minus the store's (seconds), once known
+
+    # The ETags this store wrote or read last, by key: what its next PUT of the key is
+    # conditional on (see the module's docstring). A key whose PUT is in flight, failed or
+    # timed out has none. Not pickled: a copy elsewhere would only cost refused PUTs.
+    def _saw(self, key, meta):
+        version = _version(meta)
+        if version is None or not self.supports_conditional_writes:
+            return
+        self._versions[key] = version
+        if len(self._versions) > KNOWN_VERSIONS:
+            self._versions.popitem(last=False)
+
+    def __getstate__(self):
+        return {**self.__dict__, "_versions": collections.OrderedDict(), "_clock_offset": None}
 
     @classmethod
     def from_url(cls, url, read_only=False, storage_options=None):
@@ -239,6 +288,8 @@ class ObjectStore(Store):
                 return b""  # the range starts past the end: Python's slice is empty
             if pin is not None:
                 pin.saw(result.meta)
+            elif spec is None and not self.read_only:
+                self._saw(key, result.meta)
             data = await result.bytes_async()
             return bytes(data) if copy else memoryview(data)
         except KeyChangedError:
@@ -301,19 +352,20 @@ class ObjectStore(Store):
 
         return _aio.fan_out(self._fetch, requests, config.io_concurrency, self._deadline())
 
+    async def _get_with_meta(self, key):
+        """(bytes, obstore's metadata) of the object at `key`; (None, None) when missing."""
+        try:
+            result = await _obstore().get_async(self._store, key)
+            data = bytes(await result.bytes_async())
+        except Exception as e:
+            if self._missing(key, e):
+                return None, None
+        self._saw(key, result.meta)
+        return data, result.meta
+
     def get_versioned(self, key):
-        obs = _obstore()
-
-        async def get():
-            try:
-                result = await obs.get_async(self._store, validate_key(key))
-                meta = result.meta
-                return bytes(await result.bytes_async()), (meta["e_tag"], meta["version"])
-            except Exception as e:
-                if self._missing(key, e):
-                    return None, None
-
-        return _aio.run(get())
+        data, meta = _aio.run(self._get_with_meta(validate_key(key)))
+        return data, None if meta is None else (meta["e_tag"], meta["version"])
 
     def exists(self, key):
         async def head():
@@ -349,16 +401,35 @@ class ObjectStore(Store):
         try:
             return await obs.put_async(self._store, key, value, mode=mode, use_multipart=False)
         except Exception as e:
-            if mode != "overwrite" and isinstance(e, (obs.exceptions.AlreadyExistsError,
-                                                       obs.exceptions.PreconditionError,
-                                                       FileNotFoundError,
-                                                       obs.exceptions.NotFoundError)):
+            if mode != "overwrite" and (
+                    isinstance(e, (obs.exceptions.AlreadyExistsError,
+                                   obs.exceptions.PreconditionError))
+                    or (mode != "create" and self._missing(key, e))):
                 return None  # another writer came first (or deleted it)
             raise self._error(key, e) from e
 
+    async def _write(self, key, value):
+        """Put `value` at `key`, conditional on the version this store knows of it (see the
+        module's docstring); on a conflict, learn the current version and put again."""
+        if not self.supports_conditional_writes:
+            return await self._put(key, value)
+        for _ in range(WRITE_TRIES):
+            # Forgotten until this PUT is answered: one that fails or times out may still
+            # land, so the next write of the key learns the version anew.
+            put = await self._put(key, value, _mode(self._versions.pop(key, None)))
+            if put is not None:
+                self._saw(key, put)
+                return put
+            try:
+                self._saw(key, await _obstore().head_async(self._store, key))
+            except Exception as e:
+                self._missing(key, e)  # gone meanwhile: create it
+        raise WriteConflictError(f"key {key!r} of {self!r}: other writers replaced it "
+                                 f"{WRITE_TRIES} times while it was being written")
+
     def set(self, key, value):
         self.check_writable(key)
-        _aio.run(self._put(validate_key(key), value))
+        _aio.run(self._write(validate_key(key), value))
 
     def set_many(self, items):
         """As Store.set_many, up to config.io_concurrency PUTs at once, each started as soon
@@ -370,34 +441,39 @@ class ObjectStore(Store):
                 self.check_writable(key)
                 yield validate_key(key), value
 
-        _aio.drain(self._put, checked(), config.io_concurrency, self._deadline())
+        _aio.drain(self._write, checked(), config.io_concurrency, self._deadline())
 
     def set_if(self, key, value, version):
         self.check_writable(key)
         if not self.supports_conditional_writes:
             return super().set_if(key, value, version)
-        if version is None:
-            mode = "create"
-        else:
-            mode = {name: value for name, value in zip(("e_tag", "version"), version)
-                    if value is not None}
-        return _aio.run(self._put(validate_key(key), value, mode)) is not None
+        key = validate_key(key)
+
+        async def put():
+            self._versions.pop(key, None)
+            done = await self._put(key, value, _mode(version))
+            if done is not None:
+                self._saw(key, done)
+            return done is not None
+
+        return _aio.run(put())
 
     def delete(self, key):
         self.check_writable(key)
-        obs = _obstore()
+        _aio.run(self._delete(validate_key(key)))
 
-        async def delete():
-            try:
-                await obs.delete_async(self._store, validate_key(key))
-            except Exception as e:
-                self._missing(key, e)  # deleting a missing key is no error
-
-        _aio.run(delete())
+    async def _delete(self, key):
+        self._versions.pop(key, None)
+        try:
+            await _obstore().delete_async(self._store, key)
+        except Exception as e:
+            self._missing(key, e)  # deleting a missing key is no error
 
     def delete_prefix(self, prefix):
         self.check_writable(prefix or "/")
         keys = list(self.list_prefix(prefix))
+        for key in keys:
+            self._versions.pop(key, None)
         obs = _obstore()
         for i in range(0, len(keys), 1000):  # S3's DeleteObjects takes 1000 keys
             try:
@@ -435,11 +511,12 @@ class ObjectStore(Store):
     def lock(self, key, node="", *, replaced_last=False):
         """Exclusive across threads, processes and hosts: the holder is whoever created the
         lock object `.zarrcore-lock.NAME` beside `key` with a create-only put, and deleting it
-        releases the lock. The holder renews the object's time stamp every LOCK_LEASE / 4
-        seconds (a conditional put on its ETag); one not renewed for LOCK_LEASE seconds (its
-        holder died) is taken over the same way. A holder that finds its lock object taken
-        over raises LockLostError when it leaves the block. Without conditional writes this
-        raises LockUnavailableError, unless the store was made `single_writer`."""
+        releases the lock. The holder renews the object every LOCK_LEASE / 4 seconds (a
+        conditional put on its ETag); one not renewed for LOCK_LEASE seconds (its holder
+        died) is taken over the same way. A holder that finds its lock object taken over
+        raises LockLostError when it leaves the block. Waiting longer than
+        config.lock_timeout raises LockTimeoutError. Without conditional writes this raises
+        LockUnavailableError, unless the store was made `single_writer`."""
         key = validate_key(key)
         if self.single_writer and not self.supports_conditional_writes:
             with self.thread_lock(key):
@@ -458,52 +535,135 @@ class ObjectStore(Store):
             finally:
                 lease.release()
 
-    def _put_stamp(self, lock_key, version):
-        """Put a time stamp of this holder at `lock_key` if its version is still `version`
-        (None: if there is none); the new version, or None when another writer came first."""
-        stamp = json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
-                            "time": time.time()}).encode()
-        mode = "create" if version is None else {
-            name: value for name, value in zip(("e_tag", "version"), version) if value is not None}
-        put = _aio.run(self._put(lock_key, stamp, mode))
-        return None if put is None else (put.get("e_tag"), put.get("version"))
+    def _store_clock(self, beside):
+        """The store's clock now (seconds since the epoch), from this host's and an offset
+        learned once from the Last-Modified of a probe object put beside the lock object
+        `beside` (None when another's probe deleted it first). Last-Modified counts whole
+        seconds: the offset errs towards the store's clock seeming up to a second early."""
+        if self._clock_offset is None:
+            probe = beside[:beside.rindex(LOCK_PREFIX) + len(LOCK_PREFIX)]  # never a lock's
+            _aio.run(self._put(probe, b""))
+            put = time.time()
+            _, meta = _aio.run(self._get_with_meta(probe))
+            _aio.run(self._delete(probe))
+            if meta is None:
+                return None
+            self._clock_offset = put - meta["last_modified"].timestamp()
+        return time.time() - self._clock_offset
+
+
+# Nonces of the leases of this process whose lock objects could not be deleted on release:
+# their holder is done, so this process takes them over at once.
+_abandoned = set()
+
+
+def _parse_stamp(data):
+    """The stamp (a dict with a finite, positive "time") of a lock object's bytes; None when
+    they are none a zarrcore holder writes."""
+    try:
+        stamp = json.loads(data)
+        if math.isfinite(stamp["time"]) and stamp["time"] > 0:
+            return stamp
+    except (ValueError, KeyError, TypeError):
+        pass
+    return None
 
 
 class _Lease:
     """One holding of a lock object: taken on creation (waiting for it as long as a live
-    holder renews it), renewed from a daemon thread, and deleted by release()."""
+    holder renews it, up to config.lock_timeout), renewed from a daemon thread, and deleted
+    by release(). Its stamp carries a nonce, so that a put of it that was applied but whose
+    answer was lost (the retry then conflicting with it) is still recognised as its own."""
 
     def __init__(self, store, lock_key):
         self._store, self._key = store, lock_key
-        self._version = self._acquire()
+        self._nonce = os.urandom(16).hex()
+        try:
+            self._version = self._acquire()
+        except StoreError:
+            _abandoned.add(self._nonce)  # its put may have landed: this process may take it
+            raise
         self._lost = False
         self._done = threading.Event()
         self._renewer = threading.Thread(target=self._renew, name="zarrcore-lease", daemon=True)
         self._renewer.start()
 
+    def _claim(self, version):
+        """Put this holder's stamp if the lock object's version is still `version` (None: if
+        there is none): (its new version, None, None, None), or else (None, stamp, version,
+        obstore's metadata) of the lock object there (stamp None: no holder's; metadata
+        None: no object)."""
+        stamp = json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
+                            "time": time.time(), "nonce": self._nonce}).encode()
+        failure = None
+        try:
+            put = _aio.run(self._store._put(self._key, stamp, _mode(version)))
+            if put is not None:
+                return _version(put), None, None, None
+        except StoreError as e:
+            failure = e  # perhaps applied all the same: the lock object tells
+        data, meta = _aio.run(self._store._get_with_meta(self._key))
+        held = None if meta is None else _parse_stamp(data)
+        if held is not None and held.get("nonce") == self._nonce:
+            return _version(meta), None, None, None
+        if failure is not None:
+            raise failure
+        return None, held, None if meta is None else _version(meta), meta
+
     def _acquire(self):
-        store, wait = self._store, 0.005
+        from ..config import config
+
+        wait, version = 0.005, None
+        started = time.monotonic()
+        watched = None  # (version of the lock object, when it was first seen)
         while True:
-            version = store._put_stamp(self._key, None)
-            if version is not None:
-                return version
-            held, version = store.get_versioned(self._key)
-            if held is not None:
-                try:
-                    since = float(json.loads(held)["time"])
-                except (ValueError, KeyError, TypeError):
-                    since = 0.0  # not a lock object of ours: stale
-                if time.time() - since > LOCK_LEASE:
-                    taken = store._put_stamp(self._key, version)
-                    if taken is not None:
-                        return taken
+            taken, stamp, held, meta = self._claim(version)
+            if taken is not None:
+                return taken
+            if time.monotonic() - started >= config.lock_timeout:
+                raise self._timed_out(stamp, meta, config.lock_timeout)
+            version = None
+            if meta is not None:
+                if watched is None or watched[0] != held:
+                    watched = (held, time.monotonic())
+                if self._stale(stamp, meta, watched[1]):
+                    version = held
+                    continue  # take it over
             time.sleep(wait * (1 + random.random()))
             wait = min(wait * 2, 0.5)
+
+    def _stale(self, stamp, meta, since):
+        """Was the lock object (`stamp`, obstore's `meta`), unchanged since `since`
+        (time.monotonic()), left by a holder that is gone? Judged by clocks that a holder's
+        skew cannot move: how long this process saw it unchanged, and its age by the store's
+        clock; a stamp no holder writes (garbage, a NaN time) counts as left."""
+        if stamp is None or stamp.get("nonce") in _abandoned:
+            return True
+        if time.monotonic() - since > LOCK_LEASE:
+            return True
+        modified = meta["last_modified"].timestamp()
+        if time.time() - modified <= LOCK_LEASE:  # this host's clock: no probe needed yet
+            return False
+        now = self._store._store_clock(self._key)
+        return now is not None and now - modified > LOCK_LEASE + 1
+
+    def _timed_out(self, stamp, meta, timeout):
+        if meta is None:
+            holder = "other holders in turn"
+        elif stamp is None:
+            holder = "an object that is no lock stamp"
+        else:
+            holder = f"host {stamp.get('host')!r} pid {stamp.get('pid')}"
+        since = ("" if meta is None else
+                 f", last written {meta['last_modified']:%Y-%m-%d %H:%M:%S} UTC")
+        return LockTimeoutError(
+            f"gave up after {timeout:g} s (config.lock_timeout) waiting for the lock object "
+            f"{self._key!r} of {self._store!r}: held by {holder}{since}")
 
     def _renew(self):
         while not self._done.wait(LOCK_LEASE / 4):
             try:
-                version = self._store._put_stamp(self._key, self._version)
+                version = self._claim(self._version)[0]
             except StoreError:
                 continue  # a failed request: try again before the lease runs out
             if version is None:
@@ -512,13 +672,29 @@ class _Lease:
             self._version = version
 
     def release(self):
+        """Delete the lock object. When that keeps failing, leave it (the work it protected is
+        done: raising would report a finished update as failed): this process takes it over
+        at once, others once it is stale."""
         self._done.set()
         self._renewer.join()
         if self._lost:
             raise LockLostError(
                 f"the lock object {self._key!r} of {self._store!r} was taken over while held "
                 f"(not renewed for {LOCK_LEASE:g} s): a concurrent update may have been lost")
-        self._store.delete(self._key)
+        store = self._store
+        for attempt in range(RELEASE_TRIES):
+            try:
+                if attempt:
+                    # The failed delete may have been applied and the lock taken since.
+                    data, _ = _aio.run(store._get_with_meta(self._key))
+                    stamp = None if data is None else _parse_stamp(data)
+                    if stamp is None or stamp.get("nonce") != self._nonce:
+                        return
+                _aio.run(store._delete(self._key))
+                return
+            except StoreError:
+                time.sleep(0.05 * 2 ** attempt)
+        _abandoned.add(self._nonce)
 
 
 class _ObjectReader:

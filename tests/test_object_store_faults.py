@@ -1,0 +1,170 @@
+"""Object stores under faults (a proxy in front of moto's S3 server): lock objects that
+survive lost answers, failed releases and bad stamps, and PUTs that land late."""
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import zarrcore
+from zarrcore.errors import LockTimeoutError, StoreError
+from zarrcore.storage import make_store, objectstore
+
+pytest.importorskip("obstore", reason="obstore (the remote extra) is not installed")
+
+
+def _proxied_options(server, proxy, **extra):
+    return {**server.storage_options(proxy.endpoint), "timeout": 1, "retries": 1, **extra}
+
+
+def _within(seconds, call):
+    """call()'s result, failing the test if it has not returned within `seconds` (on a
+    thread: a call that would wait forever must not hang the test)."""
+    result = {}
+
+    def run():
+        try:
+            result["value"] = call()
+        except BaseException as e:  # re-raised below
+            result["error"] = e
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still waiting after {seconds} s"
+    if "error" in result:
+        raise result["error"]
+    return result.get("value")
+
+
+def test_lock_put_answered_503_after_it_landed_is_held_at_once(s3_bucket, fault_proxy,
+                                                               monkeypatch):
+    monkeypatch.setattr(objectstore, "LOCK_LEASE", 4.0)  # (what waiting for itself costs)
+    server, bucket = s3_bucket
+    store = make_store(f"s3://{bucket}", storage_options=_proxied_options(server, fault_proxy))
+    faults = fault_proxy.faults
+    faults.match, faults.method, faults.count = "/a/.zarrcore-lock.k", "PUT", 1
+    faults.status, faults.after_apply = 503, True  # created, but the answer is an error
+    started = time.monotonic()
+    with store.lock("a/k"):
+        elapsed = time.monotonic() - started
+    assert faults.count == 0
+    assert elapsed < 2, elapsed  # its own lock object, recognised by its nonce
+    assert store.get("a/.zarrcore-lock.k") is None
+
+
+def test_failed_lock_release_does_not_fail_the_committed_update(s3_bucket, fault_proxy):
+    server, bucket = s3_bucket
+    url = f"s3://{bucket}/a.zarr"
+    options = _proxied_options(server, fault_proxy, retries=0)
+    a = zarrcore.create_array(url, shape=(0, 4), dtype="i4", chunks=(2, 4),
+                              storage_options=options)
+    faults = fault_proxy.faults
+    # (obstore deletes by S3's DeleteObjects: the key is in the body.)
+    faults.match, faults.method = "?delete", "POST"
+    faults.drop, faults.after_apply, faults.count = True, True, 1  # deleted; answer lost
+    assert a.append(np.ones((3, 4), "i4")) == (3, 4)
+    assert faults.count == 0
+    direct = make_store(f"s3://{bucket}", storage_options=server.storage_options())
+    assert json.loads(direct.get("a.zarr/zarr.json"))["shape"] == [3, 4]
+    # Every delete of the lock object fails: it is left, and the update still succeeds.
+    faults.after_apply, faults.count = False, None
+    a.attrs["x"] = 1
+    assert direct.get("a.zarr/.zarrcore-lock.zarr.json") is not None
+    faults.reset()
+    started = time.monotonic()
+    a.attrs["y"] = 2  # takes over what this process left, without waiting out its lease
+    assert time.monotonic() - started < 2
+    assert direct.get("a.zarr/.zarrcore-lock.zarr.json") is None
+    b = zarrcore.open_array(url, mode="r", storage_options=server.storage_options())
+    assert b.shape == (3, 4) and dict(b.attrs) == {"x": 1, "y": 2}
+    np.testing.assert_array_equal(b[...], np.ones((3, 4)))
+
+
+def test_future_stamped_lock_times_out_naming_it_then_is_taken_over(s3_bucket, monkeypatch):
+    """A stamp's own clock counts for nothing: one from the future neither blocks forever
+    nor keeps the lock past a lease of the store's clock."""
+    server, bucket = s3_bucket
+    url, options = f"s3://{bucket}/f.zarr", server.storage_options()
+    a = zarrcore.create_array(url, shape=(4,), dtype="i2", chunks=(2,), storage_options=options)
+    lock_key = ".zarrcore-lock.zarr.json"
+    a.store.set(lock_key, json.dumps({"host": "skewed", "pid": 7, "time": time.time() + 3600,
+                                      "nonce": "f"}).encode())
+    with pytest.raises(ValueError, match="lock_timeout"):
+        zarrcore.config.set(lock_timeout=0)
+    with zarrcore.config.set(lock_timeout=1):
+        started = time.monotonic()
+        with pytest.raises(LockTimeoutError, match=rf"1 s.*'{lock_key}'.*host 'skewed' pid 7"):
+            _within(10, lambda: a.attrs.update(x=1))
+        assert 0.9 < time.monotonic() - started < 5
+    monkeypatch.setattr(objectstore, "LOCK_LEASE", 1.0)
+    _within(10, lambda: a.resize((6,)))  # unchanged for a lease: its holder is gone
+    assert a.store.get(lock_key) is None
+    assert zarrcore.open_array(url, mode="r", storage_options=options).shape == (6,)
+
+
+def test_lock_left_long_ago_is_taken_over_at_once_by_the_stores_clock(s3_bucket,
+                                                                      monkeypatch):
+    """Its age by the store's clock (Last-Modified against a probe's) decides at once, even
+    when its stamp, from a skewed clock, says it is new."""
+    monkeypatch.setattr(objectstore, "LOCK_LEASE", 2.0)
+    server, bucket = s3_bucket
+    store = make_store(f"s3://{bucket}", storage_options=server.storage_options())
+    store.set("a/.zarrcore-lock.k", json.dumps({"host": "skewed", "pid": 7, "nonce": "s",
+                                                "time": time.time() + 3600}).encode())
+    time.sleep(4.5)  # more than a lease, a second of margin and Last-Modified's rounding
+    taker = make_store(f"s3://{bucket}", storage_options=server.storage_options())
+
+    def take():
+        with taker.lock("a/k"):
+            return time.monotonic() - started
+
+    started = time.monotonic()
+    assert _within(5, take) < 1.8  # not a lease of watching it unchanged
+    assert taker.get("a/.zarrcore-lock.") is None  # the probe is gone
+
+
+def test_lock_stamps_no_holder_writes_are_taken_over(s3_bucket):
+    """No zarrcore holder writes a NaN time or garbage: such an object is no live lock."""
+    server, bucket = s3_bucket
+    url, options = f"s3://{bucket}/n.zarr", server.storage_options()
+    a = zarrcore.create_array(url, shape=(0, 4), dtype="i2", chunks=(2, 4),
+                              storage_options=options)
+    for rows, stamp in enumerate([b'{"host": "h", "pid": 1, "time": NaN}', b"garbage"], 1):
+        a.store.set(".zarrcore-lock.zarr.json", stamp)
+        assert _within(10, lambda: a.append(np.zeros((1, 4), "i2"))) == (rows, 4)
+        assert a.store.get(".zarrcore-lock.zarr.json") is None
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_put_that_lands_late_cannot_revert_a_newer_write(s3_bucket, fault_proxy, existing):
+    server, bucket = s3_bucket
+    url, options = f"s3://{bucket}/late.zarr", server.storage_options()
+    zarrcore.create_array(url, shape=(4,), dtype="i4", chunks=(2,), fill_value=0,
+                          storage_options=options)
+    slow = zarrcore.open_array(url, mode="r+", storage_options=_proxied_options(
+        server, fault_proxy, timeout=1, retries=0))
+    if existing:
+        slow[...] = 7  # (its next PUTs are If-Match these versions; else create-only)
+    fault_proxy.faults.match, fault_proxy.faults.delay = "/late.zarr/c/", 3.0
+    with pytest.raises(StoreError, match="timed out"):
+        slow[...] = 1  # the PUTs reach the server only after the client gave up
+    fast = zarrcore.open_array(url, mode="r+", storage_options=options)
+    fast[0:2] = 2
+    assert fault_proxy.wait_idle(10)  # the late PUTs were answered
+    got = fast[...]
+    assert got[:2].tolist() == [2, 2]  # the newer write stands
+    assert got[2:].tolist() in ([1, 1], [7, 7] if existing else [0, 0])
+
+
+def test_conditional_writes_cost_one_put_per_object(s3_bucket, fault_proxy):
+    """A new array, and a handle rewriting what it wrote, make one PUT per object."""
+    server, bucket = s3_bucket
+    a = zarrcore.create_array(f"s3://{bucket}/n.zarr", shape=(8, 8), dtype="i4", chunks=(2, 8),
+                              storage_options=_proxied_options(server, fault_proxy))
+    for value in (1, 2):
+        del fault_proxy.requests[:]
+        a[...] = value
+        assert sorted(m for m, _ in fault_proxy.requests) == ["PUT"] * 4, fault_proxy.requests
+    np.testing.assert_array_equal(a[...], 2)
