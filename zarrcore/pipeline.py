@@ -356,6 +356,12 @@ class CodecChain:
     def codecs(self):
         return [*self.array_array, self.array_bytes, *self.bytes_bytes]
 
+    @property
+    def verifies_integrity(self):
+        """Does decoding check a checksum somewhere along the chain (Codec.verifies_integrity)?
+        Every stage decoded before it feeds it, so a changed stored byte fails the check."""
+        return any(c.verifies_integrity for c in self.codecs)
+
     def to_json(self):
         return [c.to_json() for c in self.codecs]
 

@@ -156,6 +156,12 @@ class ShardingCodec(ArrayBytesCodec):
         self.index_codecs = tuple(codec_from_json(c, "sharding_indexed index_codecs") for c in index_codecs)
         self.index_location = index_location
 
+    @property
+    def verifies_integrity(self):
+        """Do the inner chunks carry a checksum? (The index's covers the index only; a
+        damaged index entry points the inner chunk's check at other bytes.)"""
+        return any(c.verifies_integrity for c in self.codecs)
+
     def configuration(self):
         return {
             "chunk_shape": list(self.chunk_shape),
