@@ -374,7 +374,7 @@ class ShardingCodec(ArrayBytesCodec):
                                data, self._spec.writes_empty)
 
     def _run(self, job, work):
-        run_workers(work, job.ntasks)
+        run_workers(work, job.ntasks, job.stop)
         failure = job.error()
         if failure is not None:
             error, i = failure
