@@ -44,8 +44,8 @@ def test_ctrl_c_stops_a_long_write_leaving_whole_chunks(tmp_path):
     root = os.path.dirname(os.path.dirname(zarrcore.__file__))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get(
         "PYTHONPATH")])))
-    child = subprocess.Popen([sys.executable, "-c", WRITER, path, str(tmp_path / "data.npy")], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen([sys.executable, "-c", WRITER, path, str(tmp_path / "data.npy")],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline().strip() == "writing"
         # Interrupted once the write is under way (its first chunk stored), on a busy machine too.

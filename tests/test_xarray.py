@@ -16,7 +16,9 @@ pytest.importorskip("dask.array", reason="chunked datasets need dask")
 
 import zarrcore  # noqa: E402
 import zarrcore.xarray as zx  # noqa: E402
-from zarrcore.errors import LockUnavailableError, MetadataError, ProcessLocalStoreError  # noqa: E402
+from zarrcore.errors import (  # noqa: E402
+    LockUnavailableError, MetadataError, ProcessLocalStoreError,
+)
 from zarrcore.storage import MemoryStore  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning",

@@ -12,9 +12,9 @@ from libc.string cimport memset, strncpy
 
 from zarrcore._files cimport FileRoot
 from zarrcore._jobs cimport (
-    ZC_BATCH_PATH_MAX, ZC_ERR_IO, ZC_STREAM_OUT_MIN, set_up_job, stop_claims, zc_batch, zc_batch_free,
-    zc_batch_prepare, zc_batch_read_worker, zc_batch_split_reads, zc_batch_split_writes,
-    zc_batch_task_key, zc_batch_write_worker,
+    ZC_BATCH_PATH_MAX, ZC_ERR_IO, ZC_STREAM_OUT_MIN, set_up_job, stop_claims, zc_batch,
+    zc_batch_free, zc_batch_prepare, zc_batch_read_worker, zc_batch_split_reads,
+    zc_batch_split_writes, zc_batch_task_key, zc_batch_write_worker,
 )
 
 from .errors import ChecksumError, ChunkDecodeError, OutsideStoreError, StoreError, ZarrcoreError

@@ -10,8 +10,8 @@ from libc.string cimport memset
 import numpy as np
 
 from zarrcore._jobs cimport (
-    set_up_job, stop_claims, zc_shard_job, zc_shard_job_list, zc_shard_job_prepare, zc_shard_read_worker,
-    zc_shard_task_chunk,
+    set_up_job, stop_claims, zc_shard_job, zc_shard_job_list, zc_shard_job_prepare,
+    zc_shard_read_worker, zc_shard_task_chunk,
     zc_shard_write_worker,
 )
 
