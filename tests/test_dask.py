@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 da = pytest.importorskip("dask.array", reason="the dask extra is not installed")
+import dask  # noqa: E402
 import zarrcore  # noqa: E402
 import zarrcore.dask as zd  # noqa: E402
-from zarrcore.errors import LockUnavailableError  # noqa: E402
-from zarrcore.storage import MemoryStore  # noqa: E402
+from zarrcore.errors import LockUnavailableError, ProcessLocalStoreError  # noqa: E402
+from zarrcore.storage import FsspecStore, MemoryStore  # noqa: E402
 from _remote_stores import VersionedStore  # noqa: E402
 
 
@@ -124,3 +125,37 @@ def test_compute_false_returns_one_delayed(tmp_path):
     assert (target[...] == 0).all()
     delayed.compute()
     assert (target[...] == 1).all()
+
+
+def _memory_targets():
+    """Stores that live in this process only: zarrcore's memory stores and fsspec's."""
+    fsspec = pytest.importorskip("fsspec", reason="fsspec is not installed")
+    return [("memory://", "memory://dask-process-local"), ("memory", MemoryStore()), ("dict", {}),
+            ("fsspec memory", FsspecStore(fsspec.filesystem("memory"), "dask-process-local"))]
+
+
+@pytest.mark.parametrize("scheduler", ["distributed", "processes"])
+def test_process_local_stores_are_refused_where_tasks_run_elsewhere(request, scheduler):
+    """Workers in other processes would write copies of a memory store: the client would
+    read fill values after a 'successful' write. Refused before any task runs."""
+    chosen = request.getfixturevalue("cluster_client") if scheduler == "distributed" else scheduler
+    x = da.ones((100, 100), chunks=50)
+    for what, target in _memory_targets():
+        array = zarrcore.create_array(target, shape=x.shape, dtype=x.dtype, chunks=(50, 50),
+                                      overwrite=True)
+        with dask.config.set(scheduler=chosen):
+            with pytest.raises(ProcessLocalStoreError, match="this process only"):
+                zd.to_zarr(x, array)
+            with pytest.raises(ProcessLocalStoreError):
+                zd.store([x], [array], compute=False)
+        with pytest.raises(ProcessLocalStoreError):
+            zd.store([x], [array], scheduler=chosen)
+        assert not array.nchunks_initialized, what
+    # Threads (and synchronous runs) share the store: those writes land.
+    for what, target in _memory_targets():
+        for local in ("threads", "sync"):
+            array = zarrcore.create_array(target, shape=x.shape, dtype=x.dtype, chunks=(50, 50),
+                                          overwrite=True)
+            with dask.config.set(scheduler=local):
+                zd.to_zarr(x, array)
+            assert array[...].sum() == 10_000, (what, local)

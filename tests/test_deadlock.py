@@ -126,8 +126,41 @@ def test_run_workers_finishes_without_the_pool():
         while next(tasks) < 100:
             done.append(1)
 
-    assert _with_pool_blocked(lambda: run_workers(work, 100))
+    assert _with_pool_blocked(lambda: run_workers(work, 100, lambda: None))
     assert len(done) == 100
+
+
+def test_run_workers_in_the_main_thread_finishes_without_the_pool():
+    """The main thread leaves the work to the pool (so that it handles Ctrl-C meanwhile), and
+    does it itself when no pool thread comes."""
+    import threading
+    import time
+    from itertools import count
+
+    from zarrcore.config import run_workers
+
+    zarrcore.config.set(num_threads=2)
+    release = threading.Event()
+    executor = zarrcore.config.executor()
+    blockers = [executor.submit(release.wait) for _ in range(2)]
+    rescue = threading.Timer(10, release.set)  # the pool comes back after 10 s at the latest
+    rescue.start()
+    tasks, done = count(), []
+
+    def work():
+        while next(tasks) < 100:
+            done.append(1)
+
+    started = time.monotonic()
+    try:
+        run_workers(work, 100, lambda: None)
+        took = time.monotonic() - started
+    finally:
+        release.set()
+        rescue.cancel()
+    for b in blockers:
+        b.result()
+    assert len(done) == 100 and took < 5
 
 
 def test_parallel_map_finishes_without_the_pool():

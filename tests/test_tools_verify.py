@@ -205,3 +205,56 @@ def test_unsharded_chunks_decode_in_boxes_without_a_python_call_each(tmp_path, m
     assert {p.key for p in report.problems} == damaged
     assert all(p.kind == "corrupt" for p in report.problems)
     assert report.objects == 150
+
+
+def test_flipped_byte_without_checksum_is_never_all_well(tmp_path, capsys):
+    """The default zstd writes no checksum: a flipped byte in its raw block decodes to other
+    values. verify cannot see that, so it must not call the data well, and on request fails."""
+    path = tmp_path / "a.zarr"
+    data = np.random.default_rng(1).random((40, 40))  # incompressible: stored in raw blocks
+    a = zarrcore.create_array(str(path), shape=data.shape, dtype="f8", chunks=(20, 20))
+    a[...] = data
+    _flip(path / "c/1/1", 100)
+    assert not np.array_equal(zarrcore.open_array(str(path))[...], data)  # it still decodes
+    report = zarrcore.verify(str(path))
+    assert report.ok and report.unchecked == 4 and report.unchecked_arrays == [""]
+    assert "all well" not in str(report) and "4 objects" in str(report)
+    assert main(["verify", "-q", "--json", str(path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] and doc["unchecked_objects"] == 4 and doc["unchecked_arrays"] == [""]
+    strict = zarrcore.verify(str(path), require_checksums=True)
+    assert not strict.ok and [(p.kind, p.key) for p in strict.problems] == [("unchecked", "")]
+    assert main(["verify", "-q", "--require-checksums", str(path)]) == 1
+    assert "no checksum" in capsys.readouterr().out
+
+
+def test_checked_data_is_all_well(dataset):
+    report = zarrcore.verify(str(dataset), require_checksums=True)
+    assert report.ok and report.unchecked == 0 and "all well" in str(report)
+
+
+@pytest.mark.parametrize("fmt, layout, checked", [
+    (3, {}, False),                                                       # zstd, no checksum
+    (3, {"compressors": ZSTD_CHECKSUM}, True),
+    (3, {"compressors": [{"name": "blosc"}]}, False),
+    (3, {"compressors": [{"name": "blosc"}, {"name": "crc32c"}]}, True),
+    (3, {"compressors": [{"name": "gzip"}]}, True),
+    (3, {"compressors": None}, False),
+    (3, {"compressors": [{"name": "numcodecs.crc32", "configuration": {}}]}, True),
+    (3, {"shards": (20,)}, False),                      # the index's crc32c covers the index only
+    (3, {"shards": (20,), "compressors": [{"name": "crc32c"}]}, True),
+    (2, {"compressors": {"id": "zlib", "level": 1}}, True),
+    (2, {"compressors": {"id": "blosc"}}, False),
+    (2, {"compressors": {"id": "lz4"}}, False),
+    (2, {"compressors": {"id": "lzma"}}, True),
+    (2, {"compressors": {"id": "lzma", "format": 2, "check": -1}}, False),  # .lzma: no check
+    (2, {"compressors": {"id": "bz2"}}, True),
+    (2, {"filters": [{"id": "fletcher32"}], "compressors": {"id": "blosc"}}, True),
+])
+def test_unchecked_objects_follow_the_codecs(tmp_path, fmt, layout, checked):
+    a = zarrcore.create_array(str(tmp_path / "a"), shape=(40,), dtype="i4", chunks=(10,),
+                              zarr_format=fmt, **layout)
+    a[...] = np.arange(40)
+    report = zarrcore.verify(str(tmp_path / "a"))
+    stored = 40 // (layout.get("shards") or (10,))[0]
+    assert report.ok and report.unchecked == (0 if checked else stored), str(report)

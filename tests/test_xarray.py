@@ -16,7 +16,9 @@ pytest.importorskip("dask.array", reason="chunked datasets need dask")
 
 import zarrcore  # noqa: E402
 import zarrcore.xarray as zx  # noqa: E402
-from zarrcore.errors import LockUnavailableError, MetadataError  # noqa: E402
+from zarrcore.errors import (  # noqa: E402
+    LockUnavailableError, MetadataError, ProcessLocalStoreError,
+)
 from zarrcore.storage import MemoryStore  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning",
@@ -578,3 +580,19 @@ def test_dask_datasets_round_trip(tmp_path, dask_scheduler):
     xr.testing.assert_identical(opened.load(), ds)
     np.testing.assert_allclose(means.a, ds.a.mean(), rtol=1e-6)
     np.testing.assert_allclose(means.b, ds.b.mean())
+
+
+def test_to_zarr_refuses_memory_stores_for_tasks_in_other_processes():
+    """The processes scheduler's tasks would write copies of the dict: refused before any
+    array is made. Under threads the same write lands."""
+    import dask
+
+    ds = xr.Dataset({"v": ("x", np.arange(12.0))}).chunk({"x": 4})
+    store = {}
+    with dask.config.set(scheduler="processes"):
+        with pytest.raises(ProcessLocalStoreError, match="this process only"):
+            zx.to_zarr(ds, store, mode="w")
+    assert not [k for k in store if "/" in k]  # no variable's array
+    with dask.config.set(scheduler="threads"):
+        zx.to_zarr(ds, store, mode="w")
+    np.testing.assert_array_equal(xr.open_dataset(store, engine="zarrcore").v, np.arange(12.0))

@@ -12,9 +12,9 @@ from libc.string cimport memset, strncpy
 
 from zarrcore._files cimport FileRoot
 from zarrcore._jobs cimport (
-    ZC_BATCH_PATH_MAX, ZC_ERR_IO, ZC_STREAM_OUT_MIN, set_up_job, zc_batch, zc_batch_free,
-    zc_batch_prepare, zc_batch_read_worker, zc_batch_split_reads, zc_batch_split_writes,
-    zc_batch_task_key, zc_batch_write_worker,
+    ZC_BATCH_PATH_MAX, ZC_ERR_IO, ZC_STREAM_OUT_MIN, set_up_job, stop_claims, zc_batch,
+    zc_batch_free, zc_batch_prepare, zc_batch_read_worker, zc_batch_split_reads,
+    zc_batch_split_writes, zc_batch_task_key, zc_batch_write_worker,
 )
 
 from .errors import ChecksumError, ChunkDecodeError, OutsideStoreError, StoreError, ZarrcoreError
@@ -85,6 +85,10 @@ cdef class ChunkBatch:
     def work_write(self):
         with nogil:
             zc_batch_write_worker(&self.b)
+
+    def stop(self):
+        """Let the workers take no further chunk: those in progress are finished (Ctrl-C)."""
+        stop_claims(&self.b.failed)
 
     def deferred(self):
         """Indexes of write tasks that need read-modify-write by the caller."""

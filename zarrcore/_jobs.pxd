@@ -9,6 +9,17 @@ from libc.string cimport strncpy
 
 from zarrcore._files cimport zc_root
 
+cdef extern from "zc_os.h":
+    int ZC_RELEASE
+    void zc_atomic_store_int(int *p, int v, int order) nogil
+
+
+cdef inline void stop_claims(int *failed) noexcept nogil:
+    """Make the workers of a job whose `failed` flag this is take no further task (each
+    finishes the one it holds), as its first failure does."""
+    zc_atomic_store_int(failed, 1, ZC_RELEASE)
+
+
 cdef extern from "zc_chain.h":
     int ZC_COMP_NONE, ZC_COMP_ZSTD, ZC_COMP_BLOSC, ZC_COMP_GZIP, ZC_COMP_ZLIB
     ctypedef struct zc_chain:

@@ -10,8 +10,8 @@ from libc.string cimport memset
 import numpy as np
 
 from zarrcore._jobs cimport (
-    set_up_job, zc_shard_job, zc_shard_job_list, zc_shard_job_prepare, zc_shard_read_worker,
-    zc_shard_task_chunk,
+    set_up_job, stop_claims, zc_shard_job, zc_shard_job_list, zc_shard_job_prepare,
+    zc_shard_read_worker, zc_shard_task_chunk,
     zc_shard_write_worker,
 )
 
@@ -139,6 +139,10 @@ cdef class ShardJob:
         with nogil:
             zc_shard_write_worker(&self.j)
 
+    def stop(self):
+        """Let the workers take no further chunk: those in progress are finished (Ctrl-C)."""
+        stop_claims(&self.j.failed)
+
     def encoded(self):
         """(inner chunk index, its encoding as take_encoded gives it) per task, after
         `work_write`."""
@@ -239,6 +243,10 @@ cdef class ChunkWaves:
     def work_write(self):
         with nogil:
             zc_shard_write_worker(&self.j)
+
+    def stop(self):
+        """Let the workers take no further chunk: those in progress are finished (Ctrl-C)."""
+        stop_claims(&self.j.failed)
 
     def encoded(self):
         """Per task of the last wave (after `work_write`): its encoding (a read-only

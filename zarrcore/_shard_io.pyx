@@ -15,9 +15,9 @@ from ._files cimport FileRoot
 from ._jobs cimport (
     ZC_ERR_IO, ZC_SHARD_INDEX_CHECKSUM, ZC_SHARD_INDEX_ENTRY, ZC_SHARD_INDEX_IN_INDEX,
     ZC_SHARD_INDEX_SHORT, ZC_SHARD_IO_MAX_NDIM, ZC_SHARD_IO_PATH_MAX, ZC_STREAM_OUT_MIN,
-    set_up_chain, set_up_pieces, zc_chain, zc_piece, zc_shard_io, zc_shard_io_close_files,
-    zc_shard_io_free, zc_shard_io_prepare, zc_shard_io_read_worker, zc_shard_io_slot_key,
-    zc_shard_io_write_worker,
+    set_up_chain, set_up_pieces, stop_claims, zc_chain, zc_piece, zc_shard_io,
+    zc_shard_io_close_files, zc_shard_io_free, zc_shard_io_prepare, zc_shard_io_read_worker,
+    zc_shard_io_slot_key, zc_shard_io_write_worker,
 )
 from ._batch import status_error
 from .errors import ChecksumError, ShardIndexError, StoreError
@@ -144,6 +144,10 @@ cdef class ShardBatch:
     def work_write(self):
         with nogil:
             zc_shard_io_write_worker(&self.io)
+
+    def stop(self):
+        """Let the workers take no further shard: those in progress are finished (Ctrl-C)."""
+        stop_claims(&self.io.failed)
 
     def deferred(self):
         """Slots (C order over the axes' shard pieces) left for the caller's read-modify-write."""

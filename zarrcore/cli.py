@@ -124,7 +124,8 @@ def cmd_demo(args):
 def cmd_verify(args):
     from .tools.verify import verify
 
-    report = verify(*_locate(args.path), missing=args.missing, progress=_progress(args),
+    report = verify(*_locate(args.path), missing=args.missing,
+                    require_checksums=args.require_checksums, progress=_progress(args),
                     storage_options=_storage_options(args))
     print(json.dumps(report.to_json(), indent=2) if args.json else report)
     return 0 if report.ok else 1
@@ -197,6 +198,8 @@ def main(argv=None):
         if name == "verify":
             p.add_argument("--missing", action="store_true",
                            help="report chunks (and inner chunks) that are not stored")
+            p.add_argument("--require-checksums", action="store_true",
+                           help="fail on arrays whose stored objects carry no checksum")
             p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     p = sub.add_parser("convert", help="rewrite an array or hierarchy: format, chunks, shards, "
                                         "codecs, data type; streaming, parallel, resumable")

@@ -274,7 +274,12 @@ def _in_parallel_work() -> bool:
     return threading.current_thread().name.startswith("zarrcore") or getattr(_working, "active", False)
 
 
-def run_workers(work: Callable[[], None], ntasks: int) -> None:
+# How long at a time the main thread waits for pool work: between waits Python handles the
+# signals it delivers to the main thread only (Ctrl-C).
+WAIT_SLICE = 0.05
+
+
+def run_workers(work: Callable[[], None], ntasks: int, stop: Callable[[], None]) -> None:
     """Call `work` from the calling thread and from pool threads, as many in all as there are
     threads and tasks (`ntasks`).
 
@@ -283,21 +288,69 @@ def run_workers(work: Callable[[], None], ntasks: int) -> None:
     not started when the caller runs out of tasks are cancelled, and the caller waits only for
     helpers already running, which are finishing tasks they took. So a caller that holds a
     lock never waits for pool work queued behind tasks blocked on that lock, and a busy pool
-    or a descheduled thread delays nobody."""
+    or a descheduled thread delays nobody.
+
+    In the main thread, with more tasks than workers, the pool does the work while the caller
+    waits in short slices, so that Ctrl-C is handled at once: `stop()` then makes the calls
+    of `work` take no further task, and KeyboardInterrupt is raised once the tasks in
+    progress are finished (each chunk written whole or not at all)."""
     nworkers = min(config.num_threads, ntasks)
-    if nworkers <= 1 or _in_parallel_work():
+    if _in_parallel_work():
+        work()  # the threads are busy with this work already
+        return
+    if ntasks > nworkers and threading.current_thread() is threading.main_thread():
+        _run_interruptibly(work, nworkers, stop)
+        return
+    if nworkers <= 1:
         work()  # no pool round trip (small reads pay for every microsecond)
         return
     executor = config.executor()
     helpers = [executor.submit(work) for _ in range(nworkers - 1)]
+    try:
+        _work_here(work)
+    finally:
+        for f in helpers:
+            if not f.cancel():
+                f.result()
+
+
+def _work_here(work: Callable[[], None]) -> None:
+    """Call `work` as run_workers' caller: parallel calls inside it run inline."""
     _working.active = True
     try:
         work()
     finally:
         _working.active = False
-        for f in helpers:
-            if not f.cancel():
-                f.result()
+
+
+def _run_interruptibly(work: Callable[[], None], nworkers: int,
+                       stop: Callable[[], None]) -> None:
+    """run_workers in the main thread: `nworkers` pool threads work, the caller waits."""
+    helpers = [config.executor().submit(work) for _ in range(nworkers)]
+    pending, interrupt = set(helpers), None
+    drained = False  # no task is left to take: helpers not started yet have nothing to do
+    while pending:
+        try:
+            if drained:
+                pending = {f for f in pending if not f.cancel()}
+                if not pending:
+                    break
+            done, pending = concurrent.futures.wait(pending, WAIT_SLICE,
+                                                    concurrent.futures.FIRST_COMPLETED)
+            if done:  # a call of `work` returns when no task is left
+                drained = True
+            elif not drained and not any(f.running() for f in pending):
+                _work_here(work)  # the pool is busy elsewhere: work here, as in other threads
+                drained = True
+        except KeyboardInterrupt as e:
+            if interrupt is None:
+                stop()
+            interrupt, drained = e, True
+    if interrupt is not None:
+        raise interrupt
+    for f in helpers:
+        if not f.cancelled():
+            f.result()
 
 
 def parallel_map(func: Callable[[_T], _R], items: Iterable[_T]) -> list[_R]:
@@ -310,9 +363,10 @@ def parallel_map(func: Callable[[_T], _R], items: Iterable[_T]) -> list[_R]:
     results: list[Any] = [None] * n
     failures: list[tuple[int, BaseException]] = []
     claim = itertools.count()  # next() on it is atomic: each item is taken once
+    stopped = threading.Event()
 
     def work() -> None:
-        while not failures:
+        while not failures and not stopped.is_set():
             i = next(claim)
             if i >= n:
                 return
@@ -321,7 +375,7 @@ def parallel_map(func: Callable[[_T], _R], items: Iterable[_T]) -> list[_R]:
             except BaseException as e:  # re-raised by the caller
                 failures.append((i, e))
 
-    run_workers(work, n)
+    run_workers(work, n, stopped.set)
     if failures:
         raise min(failures, key=lambda f: f[0])[1]
     return results

@@ -4,14 +4,19 @@ Tasks carry the array's description (store, path and metadata; see Array.__reduc
 its data, so graphs pickle small and any worker, thread or process, reads and writes the
 store itself.
 """
+import concurrent.futures
+import functools
+
 import dask
 import dask.array as da
+import dask.local
+import dask.threaded
 import numpy as np
-from dask.base import tokenize
+from dask.base import get_scheduler, tokenize
 
 from . import api
 from .array import Array
-from .errors import LockUnavailableError
+from .errors import LockUnavailableError, ProcessLocalStoreError
 
 
 def _open(array_or_url, path, storage_options, mode):
@@ -97,16 +102,49 @@ def check_writable_from_tasks(darr, array, region):
         f"a multiple of {block} from the array's origin, e.g. darr.rechunk({block})")
 
 
+def _runs_tasks_here(get):
+    """Does the dask scheduler function `get` call tasks in this process on the objects of
+    the graph itself (threads, or synchronously), rather than on unpickled copies?"""
+    if isinstance(get, functools.partial) and get.func is dask.local.get_async:
+        # (A concurrent.futures Executor as the scheduler: its `submit` comes first.)
+        executor = getattr(get.args[0], "__self__", None)
+        return isinstance(executor, concurrent.futures.ThreadPoolExecutor)
+    return get in (dask.threaded.get, dask.local.get_sync)
+
+
+def check_tasks_reach(targets, sources, scheduler=None):
+    """Refuse to write `targets` from tasks that the scheduler (`scheduler` as compute takes
+    it, None: the one dask picks now for `sources`) runs in other processes, when a target's
+    store keeps its data in this process only: the workers would write copies, and the
+    data would be silently lost."""
+    local = [t for t in targets if t.store.process_local]
+    if not local:
+        return
+    get = get_scheduler(scheduler=scheduler, collections=list(sources))
+    if _runs_tasks_here(get):
+        return
+    # (A distributed Client's `get` is its method; the processes scheduler is a function.)
+    name = getattr(get, "__self__", None) or getattr(get, "__module__", get)
+    raise ProcessLocalStoreError(
+        f"{local[0].store!r} (of {local[0].name!r}) keeps its data in this process only, but "
+        f"the dask scheduler {name} runs the tasks in other processes, on copies of it, "
+        f"whose writes would be lost; write to a store the workers share (a directory, an "
+        f"object store), or compute with scheduler='threads'")
+
+
 def store(sources, targets, regions=None, *, compute=True, **compute_kwargs):
     """Write each dask array of `sources` into the zarrcore Array of `targets` (at the slices
     of `regions`, default the whole array), every block from the task that holds it; with
-    `compute` False, a dask Delayed of all the writes."""
+    `compute` False, a dask Delayed of all the writes. A target in a store that lives in
+    this process only (a memory store) is refused, before any task runs, when the scheduler
+    (the one active now, with `compute` False) runs tasks in other processes."""
     if regions is None:
         regions = [None] * len(sources)
     regions = [_region(r, t, s.shape) for s, t, r in zip(sources, targets, regions)]
     for source, target, region in zip(sources, targets, regions):
         target._check_writable()
         check_writable_from_tasks(source, target, region)
+    check_tasks_reach(targets, sources, compute_kwargs.get("scheduler"))
     # No dask lock: zarrcore locks a shared storage block itself (see README, Guarantees).
     writes = da.store(list(sources), list(targets), regions=regions, lock=False,
                       compute=compute, **compute_kwargs)

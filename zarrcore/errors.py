@@ -107,6 +107,11 @@ class OutsideStoreError(ZarrcoreError, PermissionError):
     """A key of a confined store whose path resolves outside the store's root (a symlink)."""
 
 
+class ProcessLocalStoreError(ZarrcoreError, ValueError):
+    """A store whose data lives in this process only (a memory store) given to tasks that
+    run in other processes or on copies of it, where their writes would be lost."""
+
+
 class StoreURLError(ZarrcoreError, ValueError):
     """A store URL or store argument zarrcore cannot open: an unknown scheme, a scheme whose
     optional dependency is not installed (the message says what to install), or options

@@ -245,7 +245,7 @@ def _run_waves(job, tasks, writing=False):
     """Run the tasks `tasks` of ChunkWaves `job` on the thread pool; None, or (error, task)."""
     ntasks = job.run(tasks)
     if ntasks:
-        run_workers(job.work_write if writing else job.work_read, ntasks)
+        run_workers(job.work_write if writing else job.work_read, ntasks, job.stop)
     return job.error()
 
 
@@ -260,6 +260,7 @@ class _InnerChunkWaves:
         self.blobs = {}
         self.listed, self.failure = [], None
         self.claim = iter(())
+        self.stopped = False
 
     def add(self, data, tasks, offsets, lengths):
         view = memoryview(data).cast("B")
@@ -279,7 +280,7 @@ class _InnerChunkWaves:
     def work_read(self):
         counts = [len(p) for p in self.pieces]
         for k in self.claim:
-            if self.failure is not None:
+            if self.failure is not None or self.stopped:
                 return
             task = self.listed[k]
             combo = [pieces[i] for pieces, i in zip(self.pieces, np.unravel_index(task, counts))]
@@ -290,6 +291,10 @@ class _InnerChunkWaves:
                                      self.out[out_sel + (Ellipsis,)], all(c[2] for c in combo))
             except ZarrcoreError as e:
                 self.failure = (e, task)
+
+    def stop(self):
+        """Let the workers take no further chunk (Ctrl-C)."""
+        self.stopped = True
 
     def error(self):
         return self.failure
@@ -355,6 +360,12 @@ class CodecChain:
     @property
     def codecs(self):
         return [*self.array_array, self.array_bytes, *self.bytes_bytes]
+
+    @property
+    def verifies_integrity(self):
+        """Does decoding check a checksum somewhere along the chain (Codec.verifies_integrity)?
+        Every stage decoded before it feeds it, so a changed stored byte fails the check."""
+        return any(c.verifies_integrity for c in self.codecs)
 
     def to_json(self):
         return [c.to_json() for c in self.codecs]
@@ -596,12 +607,12 @@ class ChunkStore:
                   and len(self.chunk_shape) > 0)
         if self._batch is not None and native:
             batch, head_len = self._make_batch(indexer, out)
-            run_workers(batch.work_read, batch.split_reads(config.num_threads))
+            run_workers(batch.work_read, batch.split_reads(config.num_threads), batch.stop)
             batch.raise_error(head_len)
             return out
         if self._shards is not None and basic:
             batch = self._shards.batch(indexer.plans, out)
-            run_workers(batch.work_read, batch.ntasks)
+            run_workers(batch.work_read, batch.ntasks, batch.stop)
             batch.raise_error()
             return out
         if self.partial is not None and self.array_shape is not None and (
@@ -804,7 +815,7 @@ class ChunkStore:
         projections = indexer.projections()
         if self._batch is not None and isinstance(indexer, BasicIndexer):
             batch, head_len = self._make_batch(indexer, value)
-            run_workers(batch.work_write, batch.split_writes(config.num_threads))
+            run_workers(batch.work_write, batch.split_writes(config.num_threads), batch.stop)
             batch.raise_error(head_len)
             # Partly covered chunks need read-modify-write under their lock, below.
             projections = self._projections(indexer, batch.deferred())
@@ -812,7 +823,7 @@ class ChunkStore:
             batch = self._shards.batch(indexer.plans, value, writing=True,
                                        write_empty_chunks=self.spec.writes_empty,
                                        write_order=self.partial.write_order())
-            run_workers(batch.work_write, batch.ntasks)
+            run_workers(batch.work_write, batch.ntasks, batch.stop)
             batch.raise_error()
             # Whole shards are written; partly covered ones are read-modify-written below.
             projections = self._projections(indexer, batch.deferred())

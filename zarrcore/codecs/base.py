@@ -86,11 +86,15 @@ class Codec:
     `stored_json`, when set, is the v3 JSON the codec is stored as instead: a built-in codec
     standing for another codec with the same encoding (numcodecs.zstd as zstd) keeps its own
     class, so the compiled paths that recognize that class still run it.
+
+    `verifies_integrity`: decoding checks a checksum of the data it decodes, so a changed
+    stored byte fails it rather than decoding to other values.
     """
 
     name: str | None = None
     kind: str | None = None
     stored_json = None
+    verifies_integrity = False
 
     @classmethod
     def from_config(cls, configuration):

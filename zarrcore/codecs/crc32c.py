@@ -35,6 +35,7 @@ class Crc32cCodec(BytesBytesCodec):
 
     name: str | None = "crc32c"
     at_start = False
+    verifies_integrity = True
 
     @classmethod
     def from_v2_config(cls, config):

@@ -10,6 +10,7 @@ class _DeflateCodec(BytesBytesCodec):
     the subclass compresses with `_deflate` and decompresses with `_inflate`."""
 
     v2_id: str | None = None
+    verifies_integrity = True  # inflate checks gzip's CRC-32 and length, zlib's Adler-32
     ZLIB_DEFAULT = -1  # numcodecs passes it on to zlib, which compresses at level 6
 
     def __init__(self, level):

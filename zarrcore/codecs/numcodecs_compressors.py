@@ -35,6 +35,7 @@ class BZ2Codec(NumcodecsForm, BytesBytesCodec):
 
     name = None
     v2_id = "bz2"
+    verifies_integrity = True  # each block and the stream carry a CRC
 
     def __init__(self, level=1):
         if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= 9:
@@ -74,6 +75,12 @@ class LZMACodec(NumcodecsForm, BytesBytesCodec):
         self.check = check
         self.preset = preset
         self.filters = filters
+
+    @property
+    def verifies_integrity(self):
+        """xz streams carry a check (CRC-64 by default) unless `check` is CHECK_NONE; the
+        alone and raw formats carry none."""
+        return self.format == lzma.FORMAT_XZ and self.check != lzma.CHECK_NONE
 
     def configuration(self):
         return {"format": self.format, "check": self.check, "preset": self.preset, "filters": self.filters}

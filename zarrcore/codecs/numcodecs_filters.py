@@ -117,6 +117,10 @@ class FilterAsBytes(BytesBytesCodec):
     def __init__(self, filter):
         self.filter = filter
 
+    @property
+    def verifies_integrity(self):
+        return self.filter.verifies_integrity
+
     def to_v2_json(self):
         return self.filter.to_v2_json()
 
@@ -395,6 +399,7 @@ class _ChecksumFilter(V2Filter):
     """A 4-byte little-endian checksum framed around the data by the compiled kernel."""
 
     location = "start"
+    verifies_integrity = True
 
     def __init__(self, location=None):
         if location not in (None, "start", "end"):

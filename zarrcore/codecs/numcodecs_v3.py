@@ -54,6 +54,10 @@ class _NumcodecsV3:
     def configuration(self):
         return dict(self._config)
 
+    @property
+    def verifies_integrity(self):
+        return self.codec is not None and self.codec.verifies_integrity
+
     def to_json(self):
         # zarr-python writes "configuration" even when it is empty.
         return {"name": self.name, "configuration": self.configuration()}

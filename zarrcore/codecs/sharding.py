@@ -156,6 +156,12 @@ class ShardingCodec(ArrayBytesCodec):
         self.index_codecs = tuple(codec_from_json(c, "sharding_indexed index_codecs") for c in index_codecs)
         self.index_location = index_location
 
+    @property
+    def verifies_integrity(self):
+        """Do the inner chunks carry a checksum? (The index's covers the index only; a
+        damaged index entry points the inner chunk's check at other bytes.)"""
+        return any(c.verifies_integrity for c in self.codecs)
+
     def configuration(self):
         return {
             "chunk_shape": list(self.chunk_shape),
@@ -368,7 +374,7 @@ class ShardingCodec(ArrayBytesCodec):
                                data, self._spec.writes_empty)
 
     def _run(self, job, work):
-        run_workers(work, job.ntasks)
+        run_workers(work, job.ntasks, job.stop)
         failure = job.error()
         if failure is not None:
             error, i = failure

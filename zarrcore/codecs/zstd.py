@@ -33,6 +33,11 @@ class ZstdCodec(BytesBytesCodec):
             return codec
         return cls(level=level, checksum=config.get("checksum", False))
 
+    @property
+    def verifies_integrity(self):
+        """With `checksum`, frames carry a content checksum that decompression checks."""
+        return self.checksum
+
     def configuration(self):
         return {"level": self.configured_level, "checksum": self.checksum}
 

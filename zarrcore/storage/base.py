@@ -88,6 +88,8 @@ class Store:
     - `streams_writes`: set_many starts writing each item as soon as its iterable yields it
       and goes on in the background, so writers hand it chunks in waves as they are encoded
       (the uploads of one wave overlap the encoding of the next);
+    - `process_local`: the data lives in this process's memory only, so a copy of the store
+      in another process (a task pickled to a worker) reads and writes other data;
     - `native_root`: the directory of a local store whose keys are plain files below it,
       which the compiled batches read and write directly, through the store's `files()`
       (zarrcore._files.FileRoot, confined or not); None otherwise.
@@ -101,6 +103,7 @@ class Store:
     supports_locks = False
     supports_conditional_writes = False
     streams_writes = False
+    process_local = False
     native_root = None
 
     def __init__(self, read_only=False):

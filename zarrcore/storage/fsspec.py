@@ -37,7 +37,9 @@ class FsspecStore(Store):
         self.supports_listing = not http
         self.supports_writes = not http
         self.supports_atomic_writes = not any(p in _IN_PLACE_PROTOCOLS for p in protocols)
-        self.single_writer = bool(single_writer) or "memory" in protocols
+        # fsspec's in-memory filesystem is one per process.
+        self.process_local = "memory" in protocols
+        self.single_writer = bool(single_writer) or self.process_local
         self.supports_locks = self.single_writer and self.supports_writes
 
     def _identity(self):

@@ -12,6 +12,7 @@ class MemoryStore(Store):
 
     # Its data lives in this process, so locking out this process's threads locks out all.
     supports_locks = True
+    process_local = True
 
     def __init__(self, store_dict=None, read_only=False):
         super().__init__(read_only)

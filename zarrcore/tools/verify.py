@@ -6,8 +6,10 @@ gzip's CRC and length, numcodecs' checksums. Shard indexes are checked for entri
 shard, overlapping entries and their checksum. Keys inside an array that are no position of its
 chunk grid, keys inside a group that belong to no node, and metadata that does not read are
 reported too; with `missing=True`, so are grid positions (and inner chunks) not stored.
-Compressors without a checksum (blosc, lz4, zlib, uncompressed data) can hide a flipped byte
-that still decodes: only a checksum codec or zstd's checksum catches those.
+Codecs without a checksum (blosc, lz4, zstd without its checksum, uncompressed data) can hide
+a flipped byte that still decodes: the objects of arrays whose codecs carry none
+(Codec.verifies_integrity) are counted as unchecked, never reported as well, and with
+`require_checksums=True` each such array is a problem.
 """
 from __future__ import annotations
 
@@ -40,7 +42,9 @@ SLAB_BYTES = 64 << 20
 class Problem:
     """One finding: `kind` is "corrupt", "missing", "out-of-grid", "stray" or "metadata"."""
 
-    kind: str  # also "consolidated": consolidated metadata that does not match the nodes
+    # also "consolidated": consolidated metadata that does not match the nodes; "unchecked":
+    # an array whose stored objects carry no checksum (with require_checksums)
+    kind: str
     key: str
     detail: str = ""
     inner_chunk: tuple | None = None  # the inner chunk of a shard it concerns, if one
@@ -52,13 +56,17 @@ class Problem:
 
 @dataclasses.dataclass
 class VerifyReport:
-    """What verify found: `ok` is True when there are no problems."""
+    """What verify found: `ok` is True when there are no problems. `unchecked` stored objects
+    (of the arrays `unchecked_arrays`) carry no checksum: they decoded, but a changed byte
+    that still decodes would have gone unseen."""
 
     arrays: int = 0
     groups: int = 0
     objects: int = 0  # stored chunks or shards decoded
     stored_bytes: int = 0
     problems: list[Problem] = dataclasses.field(default_factory=list)
+    unchecked: int = 0
+    unchecked_arrays: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -74,29 +82,35 @@ class VerifyReport:
         """
         return {
             "ok": self.ok, "arrays": self.arrays, "groups": self.groups, "objects": self.objects,
-            "stored_bytes": self.stored_bytes,
+            "stored_bytes": self.stored_bytes, "unchecked_objects": self.unchecked,
+            "unchecked_arrays": self.unchecked_arrays,
             "problems": [{"kind": p.kind, "key": p.key, "detail": p.detail,
                           "inner_chunk": None if p.inner_chunk is None else list(p.inner_chunk)}
                          for p in self.problems],
         }
 
     def summary(self) -> str:
-        """One line: objects, bytes, arrays and groups checked, and the number of problems.
+        """One line: objects, bytes, arrays and groups checked, the number of problems, and
+        of the objects that carry no checksum ("all well" only when there are none of either).
 
         Returns
         -------
         str
         """
+        verdict = (f"{len(self.problems)} problems" if self.problems
+                   else "no damage found" if self.unchecked else "all well")
+        if self.unchecked:
+            verdict += (f"; {self.unchecked} objects (of {len(self.unchecked_arrays)} arrays) "
+                        f"carry no checksum and cannot be proven intact")
         return (f"{self.objects} stored objects ({self.stored_bytes} bytes) in {self.arrays} arrays "
-                f"and {self.groups} groups: "
-                + ("all well" if self.ok else f"{len(self.problems)} problems"))
+                f"and {self.groups} groups: " + verdict)
 
     def __str__(self) -> str:
         return "\n".join([*map(str, self.problems), self.summary()])
 
 
 def verify(source: StoreLike | Array | Group, path: str = "", *, missing: bool = False,
-           progress: bool | None = None,
+           require_checksums: bool = False, progress: bool | None = None,
            storage_options: dict[str, Any] | None = None) -> VerifyReport:
     """Check the array or hierarchy at `path` of `source` (a directory, URL, dict, Store, Array
     or Group; `storage_options` configure a URL); returns a VerifyReport naming every damaged
@@ -110,6 +124,10 @@ def verify(source: StoreLike | Array | Group, path: str = "", *, missing: bool =
         The node to check, below `source`.
     missing : bool, optional
         Report every chunk (or inner chunk) not stored as well.
+    require_checksums : bool, optional
+        Report each array whose stored objects carry no checksum (kind "unchecked"): a
+        changed byte there can decode to other values unseen. Without it they are only
+        counted (`unchecked`).
     progress : bool or None, optional
         Show a progress line on stderr (None: when stderr is a terminal).
     storage_options : dict, optional
@@ -120,7 +138,8 @@ def verify(source: StoreLike | Array | Group, path: str = "", *, missing: bool =
     VerifyReport
         Its `problems` name each corrupt, missing, out-of-grid or stray key, each
         unreadable metadata document and consolidated metadata that does not match the
-        nodes; damage is reported there, not raised.
+        nodes (and unchecked arrays, with `require_checksums`); damage is reported there, not
+        raised.
     """
     store, path = store_and_path(source, path, read_only=True, storage_options=storage_options)
     report = VerifyReport()
@@ -147,6 +166,13 @@ def verify(source: StoreLike | Array | Group, path: str = "", *, missing: bool =
         if missing:
             report.problems.extend(Problem("missing", keys.chunks.key(c), "not stored")
                                    for c in keys.all_coords() if c not in found)
+        if found and not keys.chunks.chain.verifies_integrity:
+            report.unchecked += len(found)
+            report.unchecked_arrays.append(node_path)
+            if require_checksums:
+                report.problems.append(Problem(
+                    "unchecked", node_path, f"its {len(found)} stored objects carry no checksum: a "
+                    f"changed byte that still decodes would go unseen"))
         arrays.append((keys, found))
 
     for node_path, meta in found_nodes.items():

@@ -264,7 +264,7 @@ def to_zarr(dataset, store=None, mode=None, group=None, encoding=None, *, comput
     chunks equal to the fill value are stored. With `safe_chunks=False`, shared shards need
     a store with locks or conditional writes (a local directory has locks). Returns the
     zarrcore Group, or a dask Delayed of the writes when `compute` is False."""
-    from ..dask import store as dask_store
+    from ..dask import check_tasks_reach, store as dask_store
 
     mode = _default_mode(mode, append_dim, region)
     encoding = dict(encoding or {})
@@ -274,6 +274,9 @@ def to_zarr(dataset, store=None, mode=None, group=None, encoding=None, *, comput
     root = open_root_group(store, group=group, mode="a" if mode == "a-" else mode,
                            consolidated=False, zarr_format=zarr_format,
                            storage_options=storage_options)
+    # Refused before any array is made, as dask_store would refuse the writes below.
+    check_tasks_reach([root], [v.data for v in dataset.variables.values()
+                               if hasattr(v.data, "dask")])
     writer = _DatasetWriter(root, mode, append_dim, region, write_empty_chunks, safe_chunks,
                             align_chunks)
     dataset = writer.validate_region(dataset)

@@ -1,0 +1,71 @@
+"""Ctrl-C (SIGINT) during a long `a[...] = big` stops it within seconds: no further chunk is
+started, those in progress are finished (each written whole), then KeyboardInterrupt."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import zarrcore
+from zarrcore.storage.local import TEMP_PREFIX
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="sends SIGINT")
+
+CHUNK = 16384  # int32 items: 64 KiB chunks, each a fraction of a second at zstd level 19
+NCHUNKS = 512  # a minute or so of compression on two busy cores
+
+# Writes the data of argv[2] (.npy) over the array at argv[1].
+WRITER = """
+import sys
+import numpy as np
+import zarrcore
+a = zarrcore.open_array(sys.argv[1], mode="r+")
+data = np.load(sys.argv[2])
+print("writing", flush=True)
+a[...] = data
+"""
+
+
+def chunk_files(path):
+    where = os.path.join(path, "c")
+    names = os.listdir(where) if os.path.isdir(where) else []
+    return [name for name in names if not name.startswith(TEMP_PREFIX)]
+
+
+def test_ctrl_c_stops_a_long_write_leaving_whole_chunks(tmp_path):
+    path = str(tmp_path / "a")
+    data = (np.sin(np.arange(CHUNK * NCHUNKS) / 50) * 1000).astype("i4")  # compressible
+    np.save(tmp_path / "data.npy", data)
+    zarrcore.create_array(path, shape=(CHUNK * NCHUNKS,), dtype="i4", chunks=(CHUNK,),
+                          compressors=[{"name": "zstd", "configuration": {"level": 19}}])
+    root = os.path.dirname(os.path.dirname(zarrcore.__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get(
+        "PYTHONPATH")])))
+    child = subprocess.Popen([sys.executable, "-c", WRITER, path, str(tmp_path / "data.npy")],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "writing"
+        # Interrupted once the write is under way (its first chunk stored), on a busy machine too.
+        started = time.monotonic()
+        while not chunk_files(path) and time.monotonic() - started < 10:
+            time.sleep(0.05)
+        child.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        _, err = child.communicate(timeout=5)
+        took = time.monotonic() - sent
+    finally:
+        child.kill()
+        child.wait()
+    assert "KeyboardInterrupt" in err and child.returncode != 0, err
+    assert took < 5
+    a = zarrcore.open_array(path)
+    stored = sorted(int(name) for name in chunk_files(path))
+    assert 0 < len(stored) < NCHUNKS  # cut short, not finished first
+    for i in stored:  # each chunk written whole: it decodes to the new values
+        np.testing.assert_array_equal(a[i * CHUNK:(i + 1) * CHUNK], data[i * CHUNK:(i + 1) * CHUNK])
+    leftovers = [name for _, _, files in os.walk(path) for name in files
+                 if name.startswith(TEMP_PREFIX)]
+    assert not leftovers
