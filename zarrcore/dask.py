@@ -118,7 +118,7 @@ def check_tasks_reach(targets, sources, scheduler=None):
     store keeps its data in this process only: the workers would write copies, and the
     data would be silently lost."""
     local = [t for t in targets if t.store.process_local]
-    if not local:
+    if not local or not sources:  # no dask collection: this process writes
         return
     get = get_scheduler(scheduler=scheduler, collections=list(sources))
     if _runs_tasks_here(get):
