@@ -12,7 +12,8 @@ from .. import kernels
 from ..config import config, parallel_map, run_workers
 from ..errors import ChunkDecodeError, MetadataError, SelectionError, ShardIndexError, ZarrcoreError
 from ..indexing import BasicIndexer, is_basic_selection
-from .base import ArrayBytesCodec, ChunkSpec, check_chunk_bytes
+from ..storage.base import at_most, bounded
+from .base import ENCODED_BOUND, ArrayBytesCodec, ChunkSpec, check_chunk_bytes
 from .registry import codec_from_json, register_codec
 
 EMPTY = 2**64 - 1
@@ -220,6 +221,11 @@ class ShardingCodec(ArrayBytesCodec):
 
         self._native = batch_settings(inner, spec.dtype, spec.fill_value)
 
+    @property
+    def max_encoded_bytes(self):
+        """The most bytes a valid shard takes: its index and every inner chunk at its most."""
+        return self._index_size + self._n * self._inner.max_encoded_bytes
+
     def batch_settings(self):
         """Settings of the native sharded batch over a directory store (zarrcore._shard_io)
         when it runs this codec: an inner chain the core runs and a little-endian index with
@@ -400,7 +406,8 @@ class ShardingCodec(ArrayBytesCodec):
             return
         indexer = self._indexer(selection)
         if math.prod(len(p) for p in indexer.dim_pieces) >= WHOLE_READ_SHARE * self._n:
-            data = store.get(key)
+            limit = self.max_encoded_bytes
+            data = bounded(store, key, store.get_ranges(key, at_most(limit)), limit, ENCODED_BOUND)
             shard = None if data is None else _Whole(data)
             self._read(shard, indexer, out)
             return
