@@ -63,15 +63,6 @@ class StoreError(ZarrcoreError, OSError):
     key should be, a full disk, no permission... (`errno` is the system's)."""
 
 
-class ValueTooLargeError(StoreError):
-    """A stored value larger than any valid one can be (a chunk larger than its codecs encode
-    to) or than the limits allow (`config.max_chunk_bytes`): refused before it is read or
-    inflated whole. The message names the key and the limit."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(27, message)  # EFBIG
-
-
 class KeyChangedError(StoreError):
     """A value read in several requests was replaced between them (an object store's ETag
     changed); reading it again reads the new value whole.
@@ -84,6 +75,12 @@ class KeyChangedError(StoreError):
 
     def __init__(self, message: str) -> None:
         super().__init__(11, message)  # EAGAIN
+
+
+class ValueTooLargeError(StoreError, ChunkDecodeError):
+    """A stored value larger than any valid one can be (a chunk larger than its codecs encode
+    to) or than the limits allow (`config.max_chunk_bytes`): refused before it is read or
+    inflated whole. The message names the key and the limit; `errno` is EFBIG."""
 
 
 class ReadOnlyError(ZarrcoreError, PermissionError):

@@ -33,8 +33,8 @@ def validate_prefix(prefix):
 def too_large(store, key, limit, why):
     """ValueTooLargeError: the value at `key` of `store` takes more than `limit` bytes, the
     most `why` allows."""
-    return ValueTooLargeError(f"key {key!r} of {store!r}: more than {limit} bytes, the most "
-                              f"{why}; refused unread")
+    return ValueTooLargeError(errno.EFBIG, f"key {key!r} of {store!r}: more than {limit} "
+                                           f"bytes, the most {why}; refused unread")
 
 
 def at_most(limit):

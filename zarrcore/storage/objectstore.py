@@ -33,6 +33,7 @@ from ..errors import (KeyChangedError, LockLostError, LockTimeoutError, LockUnav
                       ReadOnlyError, StoreError, WriteConflictError)
 from . import _aio
 from .base import Store, validate_key, validate_prefix
+from .options import checked_backend_options
 
 # s3fs spellings of storage_options (what zarr-python passes to fsspec) -> obstore's keys.
 _S3FS_NAMES = {"key": "access_key_id", "secret": "secret_access_key", "token": "session_token",
@@ -197,10 +198,16 @@ class ObjectStore(Store):
         `timeout` (seconds), `retries`, `client_options`, `retry_config` and
         `conditional_writes` (False for an S3-compatible server without If-Match) and
         `single_writer` (True: only this process writes the store, so locks need only exclude
-        its threads)."""
+        its threads). Other options, and options naming local credential files unless
+        `allow_credential_files` is True, are refused (see zarrcore.storage.options)."""
         from ..config import config
+        from ..errors import StoreURLError
 
         obs = _obstore()
+        try:
+            backend = obs.parse_scheme(url)
+        except (obs.exceptions.BaseError, ValueError) as e:
+            raise StoreURLError(f"cannot open {url!r}: {_first_line(e)}") from e
         options = dict(storage_options or {})
         own = {name: options.pop(name) for name in _OWN_OPTIONS if name in options}
         for name, ours in (("client_kwargs", None), *_S3FS_NAMES.items()):
@@ -213,6 +220,8 @@ class ObjectStore(Store):
                 options[ours] = value
         if options.pop("anon", False):
             options["skip_signature"] = True
+        s3fs = ("client_kwargs", "anon", *_S3FS_NAMES) if backend == "s3" else ()
+        checked_backend_options(url, backend, options, extra=(*_OWN_OPTIONS, *s3fs))
         if _unsigned_payload(url, options):
             options["unsigned_payload"] = True
         timeout = float(own.get("timeout", config.io_timeout))
@@ -230,8 +239,6 @@ class ObjectStore(Store):
         try:
             store = obs.store.from_url(url, client_options=client, retry_config=retry, **options)
         except (obs.exceptions.BaseError, ValueError, TypeError) as e:
-            from ..errors import StoreURLError
-
             raise StoreURLError(f"cannot open {url!r}: {_first_line(e)}") from e
         made = cls(store, read_only, url=url, conditional_writes=own.get("conditional_writes"),
                    single_writer=own.get("single_writer", False))
