@@ -171,6 +171,28 @@ def test_s3_object_far_larger_than_its_chunk_is_not_downloaded(s3_bucket, fault_
     assert fault_proxy.answered < bound + 1 + 4096  # the body asked for, and headers
 
 
+def test_shard_index_entry_larger_than_a_valid_inner_chunk_is_not_fetched():
+    from zarrcore.codecs.sharding import ShardingCodec
+    from zarrcore.errors import ShardIndexError
+    from _remote_stores import DelayedStore
+
+    store = DelayedStore()
+    codec = ShardingCodec((4,), codecs=[{"name": "bytes"}],
+                          index_codecs=[{"name": "bytes", "configuration": {"endian": "little"}}])
+    a = zarrcore.create_array(store, shape=(64,), dtype="uint8", chunks=(64,), serializer=codec,
+                              compressors=None)
+    a[...] = np.arange(64, dtype="uint8")
+    shard = bytearray(store.get("c/0"))
+    struct.pack_into("<Q", shard, len(shard) - 16 + 8, 50 << 20)  # the last inner chunk's nbytes
+    store.set("c/0", bytes(shard))
+    store.reset()
+    with pytest.raises(ShardIndexError, match=rf"\(15,\).*nbytes {50 << 20}.*more than the "
+                                              rf"{size_with_slack(4)} bytes"):
+        a[60:]
+    assert all(stop - start <= 16 * 16 for _, _, ranges in store.requests
+               for start, stop in ranges or [] if start is not None and start >= 0)
+
+
 @pytest.fixture
 def plain_http_server(tmp_path):
     """An HTTP server of `tmp_path` without byte ranges (Python's http.server)."""

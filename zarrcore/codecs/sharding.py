@@ -309,6 +309,14 @@ class ShardingCodec(ArrayBytesCodec):
                     f"shard index entry of inner chunk {self._coords(i)} (offset {entries[i, 0]}, "
                     f"nbytes {entries[i, 1]}): overlaps the {isz}-byte index at the shard's start"
                 )
+        # An inner chunk larger than a valid one is refused before its bytes are fetched.
+        limit = self._inner.max_encoded_bytes
+        oversized = (entries[:, 1] > limit) & (entries[:, 1] != EMPTY)
+        if oversized.any():
+            i = int(np.flatnonzero(oversized)[0])
+            raise ShardIndexError(
+                f"shard index entry of inner chunk {self._coords(i)} (offset {entries[i, 0]}, "
+                f"nbytes {entries[i, 1]}): more than the {limit} bytes {ENCODED_BOUND}")
         return entries
 
     def _coords(self, i):
