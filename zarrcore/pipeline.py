@@ -40,7 +40,7 @@ from .errors import (
     ZarrcoreError,
 )
 from .indexing import BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer
-from .storage.base import Store, at_most, bounded
+from .storage.base import Store, at_most, bounded, get_at_most
 from . import _indexing
 
 
@@ -600,7 +600,7 @@ class ChunkStore:
     def get_stored(self, key):
         """The stored chunk (or shard) at `key`, None when it is not stored; a value larger
         than a valid chunk is refused (ValueTooLargeError) without being read whole."""
-        return self._stored(key, self.store.get_ranges(key, self._whole([key])[0][1]))
+        return get_at_most(self.store, key, self.chain.max_encoded_bytes, ENCODED_BOUND)
 
     def read_chunk(self, coords):
         """The decoded chunk, or None when it is not stored."""
@@ -796,7 +796,8 @@ class ChunkStore:
 
         ranged = []  # (key, [(start, stop)]), and the tasks whose bytes that range holds
         whole = at_most(self.chain.max_encoded_bytes)
-        for batch in fetch([(key, whole if ranges is None else ranges) for key, ranges in requests]):
+        for batch in fetch([(key, whole if ranges is None else ranges)
+                            for key, ranges in requests]):
             wave = []
             for s, result in batch:
                 if requests[s][1] is None:

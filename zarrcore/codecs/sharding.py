@@ -12,7 +12,7 @@ from .. import kernels
 from ..config import config, parallel_map, run_workers
 from ..errors import ChunkDecodeError, MetadataError, SelectionError, ShardIndexError, ZarrcoreError
 from ..indexing import BasicIndexer, is_basic_selection
-from ..storage.base import at_most, bounded
+from ..storage.base import get_at_most
 from .base import ENCODED_BOUND, ArrayBytesCodec, ChunkSpec, check_chunk_bytes
 from .registry import codec_from_json, register_codec
 
@@ -414,8 +414,7 @@ class ShardingCodec(ArrayBytesCodec):
             return
         indexer = self._indexer(selection)
         if math.prod(len(p) for p in indexer.dim_pieces) >= WHOLE_READ_SHARE * self._n:
-            limit = self.max_encoded_bytes
-            data = bounded(store, key, store.get_ranges(key, at_most(limit)), limit, ENCODED_BOUND)
+            data = get_at_most(store, key, self.max_encoded_bytes, ENCODED_BOUND)
             shard = None if data is None else _Whole(data)
             self._read(shard, indexer, out)
             return

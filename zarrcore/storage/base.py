@@ -53,6 +53,12 @@ def bounded(store, key, parts, limit, why):
     return parts[0]
 
 
+def get_at_most(store, key, limit, why):
+    """The value at `key` of `store` (None: missing), read by one `at_most(limit)` request;
+    `too_large` when it is larger than `limit`."""
+    return bounded(store, key, store.get_ranges(key, at_most(limit)), limit, why)
+
+
 # Key locks of all stores, by (store type, store identity, key): two Store objects over the
 # same data (say, each thread opening the array anew) must exclude each other. Entries are
 # counted and dropped when no one holds or waits for them.
