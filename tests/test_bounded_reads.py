@@ -171,6 +171,20 @@ def test_s3_object_far_larger_than_its_chunk_is_not_downloaded(s3_bucket, fault_
     assert fault_proxy.answered < bound + 1 + 4096  # the body asked for, and headers
 
 
+def test_s3_metadata_document_beyond_the_limit_is_not_downloaded(s3_bucket, fault_proxy):
+    pytest.importorskip("obstore", reason="obstore (the remote extra) is not installed")
+    server, bucket = s3_bucket
+    store = make_store(f"s3://{bucket}", storage_options=server.storage_options())
+    store.set("big/zarr.json", b" " * (20 << 20) + ARRAY_JSON)  # valid JSON, 20 MiB
+    proxied = make_store(f"s3://{bucket}", storage_options={
+        **server.storage_options(fault_proxy.endpoint), "retries": 0})
+    zarrcore.config.set(max_chunk_bytes=1 << 20)
+    limit = size_with_slack(1 << 20)
+    with pytest.raises(ValueTooLargeError, match=rf"'big/zarr.json'.* more than {limit} bytes"):
+        zarrcore.open_array(proxied, path="big", mode="r")
+    assert fault_proxy.answered < limit + 1 + 4096
+
+
 def test_shard_index_entry_larger_than_a_valid_inner_chunk_is_not_fetched():
     from zarrcore.codecs.sharding import ShardingCodec
     from zarrcore.errors import ShardIndexError
