@@ -221,7 +221,7 @@ class ObjectStore(Store):
         if options.pop("anon", False):
             options["skip_signature"] = True
         s3fs = ("client_kwargs", "anon", *_S3FS_NAMES) if backend == "s3" else ()
-        checked_backend_options(url, backend, options, extra=(*_OWN_OPTIONS, *s3fs))
+        options = checked_backend_options(url, backend, options, extra=(*_OWN_OPTIONS, *s3fs))
         if _unsigned_payload(url, options):
             options["unsigned_payload"] = True
         timeout = float(own.get("timeout", config.io_timeout))
