@@ -275,7 +275,7 @@ class FaultProxy:
     connection, answer `status` itself, or cut the answer short (`truncate`); `after_apply`
     drops or answers `status` after the server has applied the request. `wait_idle` waits
     for every request it holds (a delayed one whose client gave up too) to be done;
-    `requests` lists them."""
+    `requests` lists them, `answered` counts the bytes of the answers it forwarded."""
 
     def __init__(self, target_port):
         self.target_port = target_port
@@ -286,6 +286,7 @@ class FaultProxy:
         self._busy = threading.Condition()
         self._in_flight = 0
         self.requests = []  # (method, path) of every request, in order of arrival
+        self.answered = 0
         threading.Thread(target=self._accept, daemon=True).start()
 
     def stop(self):
@@ -327,7 +328,7 @@ class FaultProxy:
             return
         self.requests.append((method, path))
         if not faults.take(method, path):
-            return client.sendall(self._exchange(request, method))
+            return self._forward(client, self._exchange(request, method))
         if faults.delay:
             time.sleep(faults.delay)
         if faults.drop and not faults.after_apply:
@@ -346,6 +347,11 @@ class FaultProxy:
             return  # (drop)
         if faults.truncate:
             answer = answer[:max(len(answer) - 10, len(answer) // 2)]
+        self._forward(client, answer)
+
+    def _forward(self, client, answer):
+        with self._busy:
+            self.answered += len(answer)
         client.sendall(answer)
 
     def _exchange(self, request, method):

@@ -28,6 +28,10 @@ class CountingStore(zarrcore.LocalStore):
         self.calls.append(("get", key))
         return super().get(key, start, stop)
 
+    def get_ranges(self, key, ranges):
+        self.calls.append(("get", key))
+        return super().get_ranges(key, ranges)
+
     def exists(self, key):
         self.calls.append(("exists", key))
         return super().exists(key)

@@ -48,6 +48,12 @@ LIMITS = {
 }
 
 
+def size_with_slack(nbytes: int) -> int:
+    """`nbytes` plus room for what codecs add: checksums, headers, and the growth of
+    incompressible data under a compressor or two."""
+    return nbytes + nbytes // 64 + 65536
+
+
 def _check_limit(name: str, value: Any) -> int:
     value = int(value)
     if value < 1 or (name == "max_dimensions" and value > DIMENSIONS_CEILING):
@@ -120,6 +126,12 @@ class Config:
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._executor_threads = 0
         self._lock = threading.Lock()
+
+    @property
+    def max_stored_bytes(self) -> int:
+        """The most bytes a stored value read whole may take when nothing tighter is known
+        (a chunk of `max_chunk_bytes` encoded, with slack): more is refused, not read."""
+        return size_with_slack(self.max_chunk_bytes)
 
     def set(self, options: Mapping[str, Any] | None = None, **kwargs: Any) -> _Restore:
         """Set options, given as a dict, as keywords or both.

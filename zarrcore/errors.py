@@ -77,6 +77,12 @@ class KeyChangedError(StoreError):
         super().__init__(11, message)  # EAGAIN
 
 
+class ValueTooLargeError(StoreError, ChunkDecodeError):
+    """A stored value larger than any valid one can be (a chunk larger than its codecs encode
+    to) or than the limits allow (`config.max_chunk_bytes`): refused before it is read or
+    inflated whole. The message names the key and the limit; `errno` is EFBIG."""
+
+
 class ReadOnlyError(ZarrcoreError, PermissionError):
     """A write was attempted through a read-only store or array."""
 

@@ -11,6 +11,7 @@ from .config import config
 from .errors import LockUnavailableError, NodeNotFoundError, ReadOnlyError, WriteConflictError
 from .metadata.common import parse_json
 from .storage import validate_key
+from .storage.base import get_at_most
 
 if TYPE_CHECKING:
     from ._types import NodeMetadata
@@ -52,8 +53,16 @@ def parent_paths(path: str) -> list[str]:
     return ["/".join(parts[:i]) for i in range(len(parts))]
 
 
+def _read_document(store: Store, key: str) -> bytes | None:
+    """The bytes of the metadata document at `key` (None: missing); one larger than
+    config.max_stored_bytes is refused (ValueTooLargeError) without being read whole."""
+    data = get_at_most(store, key, config.max_stored_bytes,
+                       "a metadata document may take (config.max_chunk_bytes with slack)")
+    return None if data is None else bytes(data)
+
+
 def load_json(store: Store, key: str) -> Any:
-    data = store.get(key)
+    data = _read_document(store, key)
     if data is None:
         return None
     return parse_json(data, key)
@@ -70,7 +79,7 @@ def read_metadata(store: Store, path: str, zarr_format: int | None = None) -> No
 
     if zarr_format in (None, 3):
         key = join(path, V3_KEY)
-        data = store.get(key)
+        data = _read_document(store, key)
         if data is not None:
             return parse_metadata_v3(data, where=key)
     if zarr_format in (None, 2):

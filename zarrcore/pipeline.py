@@ -31,16 +31,16 @@ from .codecs import codec_from_json
 from .codecs.bytes import BytesCodec
 from .codecs.sharding import EMPTY, WHOLE_READ_SHARE, coalesce
 from .codecs.base import (
-    ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, check_chunk_bytes,
-    size_with_slack,
+    ENCODED_BOUND, ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec,
+    check_chunk_bytes,
 )
-from .config import config, parallel_map, run_workers
+from .config import config, parallel_map, run_workers, size_with_slack
 from .errors import (
     KeyChangedError, LockUnavailableError, MetadataError, ShardIndexError, WriteConflictError,
     ZarrcoreError,
 )
 from .indexing import BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer
-from .storage.base import Store
+from .storage.base import Store, at_most, bounded, get_at_most
 from . import _indexing
 
 
@@ -367,6 +367,17 @@ class CodecChain:
         Every stage decoded before it feeds it, so a changed stored byte fails the check."""
         return any(c.verifies_integrity for c in self.codecs)
 
+    @property
+    def max_encoded_bytes(self):
+        """The most bytes a valid stored chunk of this chain takes, so a larger stored value is
+        refused unread: a shard's index and inner chunks at their most; the limit of the
+        bytes->bytes decoders when the bytes codec's output is of fixed size (its slack
+        covers what compressors and checksums add); else config.max_stored_bytes."""
+        partial = self.partial_codec
+        if partial is not None:
+            return partial.max_encoded_bytes
+        return self._unwrap_spec.max_bytes or config.max_stored_bytes
+
     def to_json(self):
         return [c.to_json() for c in self.codecs]
 
@@ -575,10 +586,26 @@ class ChunkStore:
         rel = self._chunk_key(coords)
         return f"{self.key_prefix}/{rel}" if self.key_prefix else rel
 
+    def _whole(self, keys):
+        """Store.get_many requests of the stored chunks at `keys`, each whole but of at most
+        one byte more than a valid chunk takes (see `_stored`)."""
+        ranges = at_most(self.chain.max_encoded_bytes)
+        return [(key, ranges) for key in keys]
+
+    def _stored(self, key, parts):
+        """The stored chunk `key` from the result `parts` of its `_whole` request (None: not
+        stored); ValueTooLargeError when it is larger than a valid chunk."""
+        return bounded(self.store, key, parts, self.chain.max_encoded_bytes, ENCODED_BOUND)
+
+    def get_stored(self, key):
+        """The stored chunk (or shard) at `key`, None when it is not stored; a value larger
+        than a valid chunk is refused (ValueTooLargeError) without being read whole."""
+        return get_at_most(self.store, key, self.chain.max_encoded_bytes, ENCODED_BOUND)
+
     def read_chunk(self, coords):
         """The decoded chunk, or None when it is not stored."""
         key = self.key(coords)
-        data = self.store.get(key)
+        data = self.get_stored(key)
         if data is None:
             return None
         try:
@@ -628,10 +655,10 @@ class ChunkStore:
             keys = [self.key(p.coords) for p in projections]
 
             def decode(item):
-                i, data = item
-                self._read_into(keys[i], data, projections[i], out)
+                i, parts = item
+                self._read_into(keys[i], self._stored(keys[i], parts), projections[i], out)
 
-            for batch in arrivals(self.store, [(key, None) for key in keys]):
+            for batch in arrivals(self.store, self._whole(keys)):
                 parallel_map(decode, batch)
             return out
 
@@ -644,7 +671,7 @@ class ChunkStore:
                     return
             except ZarrcoreError as e:
                 raise _with_key(e, key) from e
-            self._read_into(key, self.store.get(key), p, out)
+            self._read_into(key, self.get_stored(key), p, out)
 
         parallel_map(work, projections)
         return out
@@ -674,9 +701,10 @@ class ChunkStore:
             coords = _task_grid(indexer.plans, lambda p: p.chunks)
         keys = [self.key(c) for c in coords.tolist()]
         start = np.zeros(1, dtype=np.int64)
-        for batch in arrivals(self.store, [(key, None) for key in keys]):
+        for batch in arrivals(self.store, self._whole(keys)):
             tasks = np.fromiter((i for i, _ in batch), dtype=np.int64, count=len(batch))
-            for k, (_, data) in enumerate(batch):
+            for k, (i, parts) in enumerate(batch):
+                data = self._stored(keys[i], parts)
                 if data is not None:
                     job.add(data, tasks[k:k + 1], start, np.array([len(data)], dtype=np.int64))
             failure = _run_waves(job, tasks)
@@ -758,8 +786,7 @@ class ChunkStore:
             def read(request):
                 key, ranges = request
                 reader = readers[key]
-                data = None if reader is None else reader.get_ranges(ranges or [(0, None)])
-                return data if ranges is not None or data is None else data[0]
+                return None if reader is None else reader.get_ranges(ranges)
 
             def fetch(requests):
                 for key, _ in requests:
@@ -768,9 +795,13 @@ class ChunkStore:
                 return _fetch_concurrently(read, requests)
 
         ranged = []  # (key, [(start, stop)]), and the tasks whose bytes that range holds
-        for batch in fetch(requests):
+        whole = at_most(self.chain.max_encoded_bytes)
+        for batch in fetch([(key, whole if ranges is None else ranges)
+                            for key, ranges in requests]):
             wave = []
             for s, result in batch:
+                if requests[s][1] is None:
+                    result = self._stored(keys[s], result)
                 tasks = shard_tasks[s]
                 wave.append(tasks)
                 if result is None or (requests[s][1] is not None and result[0] is None):

@@ -66,10 +66,9 @@ def check_chunk_bytes(shape, dtype, what):
         )
 
 
-def size_with_slack(nbytes):
-    """`nbytes` plus room for what codecs add: checksums, headers, and the growth of
-    incompressible data under a compressor or two."""
-    return nbytes + nbytes // 64 + 65536
+# What bounds the size of a stored chunk (CodecChain.max_encoded_bytes), for errors.
+ENCODED_BOUND = ("a valid chunk of the array's codecs takes (config.max_chunk_bytes bounds "
+                 "codecs whose output has no fixed size)")
 
 
 def decode_limit(spec):
@@ -77,7 +76,7 @@ def decode_limit(spec):
     decode to more is refused before it is decoded in full."""
     if spec.max_bytes is not None:
         return spec.max_bytes
-    return size_with_slack(config.max_chunk_bytes)
+    return config.max_stored_bytes
 
 
 class Codec:

@@ -12,7 +12,8 @@ from .. import kernels
 from ..config import config, parallel_map, run_workers
 from ..errors import ChunkDecodeError, MetadataError, SelectionError, ShardIndexError, ZarrcoreError
 from ..indexing import BasicIndexer, is_basic_selection
-from .base import ArrayBytesCodec, ChunkSpec, check_chunk_bytes
+from ..storage.base import get_at_most
+from .base import ENCODED_BOUND, ArrayBytesCodec, ChunkSpec, check_chunk_bytes
 from .registry import codec_from_json, register_codec
 
 EMPTY = 2**64 - 1
@@ -220,6 +221,11 @@ class ShardingCodec(ArrayBytesCodec):
 
         self._native = batch_settings(inner, spec.dtype, spec.fill_value)
 
+    @property
+    def max_encoded_bytes(self):
+        """The most bytes a valid shard takes: its index and every inner chunk at its most."""
+        return self._index_size + self._n * self._inner.max_encoded_bytes
+
     def batch_settings(self):
         """Settings of the native sharded batch over a directory store (zarrcore._shard_io)
         when it runs this codec: an inner chain the core runs and a little-endian index with
@@ -303,6 +309,14 @@ class ShardingCodec(ArrayBytesCodec):
                     f"shard index entry of inner chunk {self._coords(i)} (offset {entries[i, 0]}, "
                     f"nbytes {entries[i, 1]}): overlaps the {isz}-byte index at the shard's start"
                 )
+        # An inner chunk larger than a valid one is refused before its bytes are fetched.
+        limit = self._inner.max_encoded_bytes
+        oversized = (entries[:, 1] > limit) & (entries[:, 1] != EMPTY)
+        if oversized.any():
+            i = int(np.flatnonzero(oversized)[0])
+            raise ShardIndexError(
+                f"shard index entry of inner chunk {self._coords(i)} (offset {entries[i, 0]}, "
+                f"nbytes {entries[i, 1]}): more than the {limit} bytes {ENCODED_BOUND}")
         return entries
 
     def _coords(self, i):
@@ -400,7 +414,7 @@ class ShardingCodec(ArrayBytesCodec):
             return
         indexer = self._indexer(selection)
         if math.prod(len(p) for p in indexer.dim_pieces) >= WHOLE_READ_SHARE * self._n:
-            data = store.get(key)
+            data = get_at_most(store, key, self.max_encoded_bytes, ENCODED_BOUND)
             shard = None if data is None else _Whole(data)
             self._read(shard, indexer, out)
             return

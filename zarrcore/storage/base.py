@@ -5,7 +5,9 @@ import os
 import threading
 
 from .._portable import at_fork_in_child
-from ..errors import InvalidKeyError, LockUnavailableError, ReadOnlyError, StoreError
+from ..errors import (
+    InvalidKeyError, LockUnavailableError, ReadOnlyError, StoreError, ValueTooLargeError,
+)
 
 
 def validate_key(key):
@@ -26,6 +28,35 @@ def validate_prefix(prefix):
     if stripped:
         validate_key(stripped)
     return stripped
+
+
+def too_large(store, key, limit, why):
+    """ValueTooLargeError: the value at `key` of `store` takes more than `limit` bytes, the
+    most `why` allows."""
+    return ValueTooLargeError(errno.EFBIG, f"key {key!r} of {store!r}: more than {limit} "
+                                           f"bytes, the most {why}; refused unread")
+
+
+def at_most(limit):
+    """The ranges (get_ranges, get_many) that read a whole value of at most `limit` bytes: one
+    byte more, so a larger value shows without being read whole (see `bounded`)."""
+    return [(0, limit + 1)]
+
+
+def bounded(store, key, parts, limit, why):
+    """The value that an `at_most(limit)` read of `key` returned as `parts` (None: missing);
+    `too_large` when it is larger than `limit`."""
+    if parts is None or parts[0] is None:
+        return None
+    if len(parts[0]) > limit:
+        raise too_large(store, key, limit, why)
+    return parts[0]
+
+
+def get_at_most(store, key, limit, why):
+    """The value at `key` of `store` (None: missing), read by one `at_most(limit)` request;
+    `too_large` when it is larger than `limit`."""
+    return bounded(store, key, store.get_ranges(key, at_most(limit)), limit, why)
 
 
 # Key locks of all stores, by (store type, store identity, key): two Store objects over the

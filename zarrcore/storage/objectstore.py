@@ -33,6 +33,7 @@ from ..errors import (KeyChangedError, LockLostError, LockTimeoutError, LockUnav
                       ReadOnlyError, StoreError, WriteConflictError)
 from . import _aio
 from .base import Store, validate_key, validate_prefix
+from .options import checked_backend_options
 
 # s3fs spellings of storage_options (what zarr-python passes to fsspec) -> obstore's keys.
 _S3FS_NAMES = {"key": "access_key_id", "secret": "secret_access_key", "token": "session_token",
@@ -131,6 +132,20 @@ def _version(meta):
     return None if version == (None, None) else version
 
 
+async def _cut(result, start, stop):
+    """[start:stop] of the body of the obstore GetResult `result` (a server that turns byte
+    ranges down sends all of it): read as it streams in, no further than `stop`."""
+    lo, hi, _ = slice(start, stop).indices(result.meta["size"])
+    parts, at = [], 0
+    if hi > lo:
+        async for part in result.stream(min_chunk_size=min(hi, 1 << 20)):
+            parts.append(memoryview(part)[max(lo - at, 0):max(hi - at, 0)])
+            at += len(part)
+            if at >= hi:
+                break
+    return b"".join(parts)
+
+
 class ObjectStore(Store):
     """Keys as objects of an obstore store (`obstore.store.S3Store`, `GCSStore`, `AzureStore`,
     `HTTPStore`, ...). Make one from a URL with `ObjectStore.from_url`."""
@@ -157,6 +172,9 @@ class ObjectStore(Store):
                                                         or self.single_writer)
         self._versions = collections.OrderedDict()
         self._clock_offset = None  # this host's clock minus the store's (seconds), once known
+        # Set when the server turned a byte range down (an HTTP server without them): ranges
+        # are then cut from streamed whole GETs.
+        self._no_ranges = False
 
     # The ETags this store wrote or read last, by key: what its next PUT of the key is
     # conditional on (see the module's docstring). A key whose PUT is in flight, failed or
@@ -180,10 +198,16 @@ class ObjectStore(Store):
         `timeout` (seconds), `retries`, `client_options`, `retry_config` and
         `conditional_writes` (False for an S3-compatible server without If-Match) and
         `single_writer` (True: only this process writes the store, so locks need only exclude
-        its threads)."""
+        its threads). Other options, and options naming local credential files unless
+        `allow_credential_files` is True, are refused (see zarrcore.storage.options)."""
         from ..config import config
+        from ..errors import StoreURLError
 
         obs = _obstore()
+        try:
+            backend = obs.parse_scheme(url)
+        except (obs.exceptions.BaseError, ValueError) as e:
+            raise StoreURLError(f"cannot open {url!r}: {_first_line(e)}") from e
         options = dict(storage_options or {})
         own = {name: options.pop(name) for name in _OWN_OPTIONS if name in options}
         for name, ours in (("client_kwargs", None), *_S3FS_NAMES.items()):
@@ -196,6 +220,8 @@ class ObjectStore(Store):
                 options[ours] = value
         if options.pop("anon", False):
             options["skip_signature"] = True
+        s3fs = ("client_kwargs", "anon", *_S3FS_NAMES) if backend == "s3" else ()
+        options = checked_backend_options(url, backend, options, extra=(*_OWN_OPTIONS, *s3fs))
         if _unsigned_payload(url, options):
             options["unsigned_payload"] = True
         timeout = float(own.get("timeout", config.io_timeout))
@@ -213,8 +239,6 @@ class ObjectStore(Store):
         try:
             store = obs.store.from_url(url, client_options=client, retry_config=retry, **options)
         except (obs.exceptions.BaseError, ValueError, TypeError) as e:
-            from ..errors import StoreURLError
-
             raise StoreURLError(f"cannot open {url!r}: {_first_line(e)}") from e
         made = cls(store, read_only, url=url, conditional_writes=own.get("conditional_writes"),
                    single_writer=own.get("single_writer", False))
@@ -260,7 +284,7 @@ class ObjectStore(Store):
         obs = _obstore()
         options = {} if pin is None or pin.e_tag is None else {"if_match": pin.e_tag}
         try:
-            if start is None and stop is None:
+            if start is None and stop is None or self._no_ranges:
                 spec = None
             else:
                 start = start or 0
@@ -282,14 +306,21 @@ class ObjectStore(Store):
             except obs.exceptions.PreconditionError as e:
                 raise KeyChangedError(f"key {key!r} of {self!r} was replaced while it was "
                                       f"being read; read it again") from e
+            except obs.exceptions.NotSupportedError:
+                if spec is None:
+                    raise
+                self._no_ranges = True
+                return await self._get(key, start, stop, pin, copy)
             except obs.exceptions.BaseError as e:
                 if spec is None or "416" not in str(e):
                     raise
                 return b""  # the range starts past the end: Python's slice is empty
             if pin is not None:
                 pin.saw(result.meta)
-            elif spec is None and not self.read_only:
+            elif not self.read_only:  # (a range's answer tells the whole object's version)
                 self._saw(key, result.meta)
+            if spec is None and (start, stop) != (None, None):
+                return await _cut(result, start, stop)
             data = await result.bytes_async()
             return bytes(data) if copy else memoryview(data)
         except KeyChangedError:
@@ -298,15 +329,17 @@ class ObjectStore(Store):
             if self._missing(key, e):
                 return None
 
-    async def _each_range(self, key, ranges):
-        parts = await asyncio.gather(*(self._get(key, start, stop) for start, stop in ranges))
+    async def _each_range(self, key, ranges, copy=True):
+        parts = await asyncio.gather(*(self._get(key, start, stop, copy=copy)
+                                       for start, stop in ranges))
         return None if any(p is None for p in parts) else list(parts)
 
     async def _get_ranges(self, key, ranges, copy=True):
         simple = all(start is not None and start >= 0 and stop is not None and stop > start
                      for start, stop in ranges)
-        if not simple:
-            return await self._each_range(key, ranges)
+        # (One range is one GET, whose answer tells the object's version too: see _saw.)
+        if not simple or self._no_ranges or len(ranges) == 1:
+            return await self._each_range(key, ranges, copy)
         obs = _obstore()
         try:
             parts = await obs.get_ranges_async(self._store, key, starts=[r[0] for r in ranges],

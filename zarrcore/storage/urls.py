@@ -11,6 +11,7 @@ from ..errors import StoreURLError, UnsupportedStoreError
 from .base import Store
 from .local import LocalStore
 from .memory import MemoryStore, named_memory_store
+from .options import checked_fsspec_options
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # Schemes obstore opens (gcs:// is fsspec's spelling of gs://).
@@ -108,7 +109,7 @@ def _fsspec_url(url, scheme, read_only, storage_options):
         raise StoreURLError(f"{url!r}: unknown scheme {protocol!r} (zarrcore opens s3://, gs://, "
                             f"az://, abfs://, http(s)://, file://, memory://, zip:// and "
                             f"fsspec's protocols)")
-    options = dict(storage_options or {})
+    options = checked_fsspec_options(url, dict(storage_options or {}))
     single_writer = options.pop("single_writer", False)
     try:
         fs, path = fsspec.core.url_to_fs(url, **options)

@@ -13,8 +13,15 @@ Write semantics (those of a zip file, and of zarr-python's ZipStore):
   then other readers do not see the new members, and a writer killed before it leaves a
   zip that has to be repaired. One process writes a zip at a time (an exclusive lock on
   the file); threads of that process may write and read it at once.
+
+Compressed members (deflate, bzip2, lzma) are inflated step by step, never more than a read
+asks for: a member read whole may inflate to at most `config.max_stored_bytes` (see
+zarrcore.config) and to no more than the size its directory entry declares; more is refused
+(ValueTooLargeError), whatever the entry says.
 """
+import bz2
 import errno
+import lzma
 import os
 import struct
 import threading
@@ -22,13 +29,66 @@ import time
 import warnings
 import weakref
 import zipfile
+import zlib
 
 from .. import _portable
+from ..config import config
 from ..errors import StoreError
-from .base import Store, validate_key, validate_prefix
+from .base import Store, too_large, validate_key, validate_prefix
 
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature ... name length, extra length
 _LOCAL_HEADER_SIZE = 30
+# Compressed bytes read from the file, and most bytes inflated, at a time while inflating a
+# member (a part before the range read is dropped at once).
+_INFLATE_STEP = 1 << 16
+_INFLATE_OUT = 1 << 22
+_WHOLE_READ = ("a zip member read whole may inflate to (config.max_chunk_bytes with slack; "
+               "raise it with zarrcore.config.set(max_chunk_bytes=...))")
+
+
+class _Inflater:
+    """The decompressor of one member's data (zip method `method`), giving at most `n` bytes
+    per call of `inflate`: the input is fed in steps, the output never made whole."""
+
+    def __init__(self, method):
+        self._zlib = method == zipfile.ZIP_DEFLATED
+        if self._zlib:
+            self._d = zlib.decompressobj(-15)
+        elif method == zipfile.ZIP_BZIP2:
+            self._d = bz2.BZ2Decompressor()
+        else:  # lzma: made from the properties that start the data
+            self._d = None
+        self._head = b""
+
+    @property
+    def wants_input(self):
+        if self._d is None:
+            return True
+        return not self._d.unconsumed_tail if self._zlib else self._d.needs_input
+
+    @property
+    def eof(self):
+        return self._d is not None and self._d.eof
+
+    def inflate(self, data, n):
+        """Up to `n` bytes of output from what was fed so far and `data`."""
+        if self._zlib:
+            return self._d.decompress(self._d.unconsumed_tail + data, n)
+        if self._d is None:
+            # zip's lzma: a 2-byte version, the size of the properties, the properties
+            # (lc, lp and pb in one byte, then the dictionary size), then a raw LZMA1 stream.
+            data = self._head = self._head + data
+            if len(data) < 4 or len(data) < 4 + int.from_bytes(data[2:4], "little"):
+                return b""
+            props = data[4:4 + int.from_bytes(data[2:4], "little")]
+            if len(props) != 5:
+                raise lzma.LZMAError("bad lzma properties")
+            lclppb, dict_size = props[0], int.from_bytes(props[1:5], "little")
+            self._d = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[{
+                "id": lzma.FILTER_LZMA1, "dict_size": dict_size, "lc": lclppb % 9,
+                "lp": lclppb // 9 % 5, "pb": lclppb // 45}])
+            data = data[4 + len(props):]
+        return self._d.decompress(data, n)
 
 
 def _close_zip(state):
@@ -72,8 +132,9 @@ class ZipStore(Store):
         # [ZipFile, its file, the reading descriptor], shared with the finalizer
         self._state = [None, None, None]
         self._finalizer = None
-        self._fd = None           # for preads of stored members
-        self._offsets = {}        # key -> (start, size) of a stored member's data
+        self._fd = None           # for preads of members' data
+        # key -> (start, compressed size, size, compression method, crc) of a member's data
+        self._members = {}
 
     def __repr__(self):
         return f"ZipStore({self.path!r})"
@@ -100,7 +161,7 @@ class ZipStore(Store):
                 self._finalizer()
                 self._finalizer = None
             self._fd = None
-            self._offsets.clear()
+            self._members.clear()
 
     # -- the open zip -------------------------------------------------------
     def _zip(self, for_writing=False):
@@ -144,8 +205,9 @@ class ZipStore(Store):
         return zf
 
     def _member(self, key):
-        """(start, size) of a stored member's data, "compressed", or None when missing."""
-        location = self._offsets.get(key)
+        """(start, compressed size, size, compression method, crc) of a member's data, as
+        its directory entry declares them, or None when missing."""
+        location = self._members.get(key)
         if location is not None:
             return location
         with self._guard:
@@ -156,8 +218,10 @@ class ZipStore(Store):
                 info = zf.getinfo(key)
             except KeyError:
                 return None
-            if info.compress_type != zipfile.ZIP_STORED:
-                return "compressed"
+            if info.flag_bits & 1 or info.compress_type not in (
+                    zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA):
+                raise StoreError(errno.EOPNOTSUPP, f"key {key!r} of {self!r}: encrypted, or "
+                                                   f"compressed by method {info.compress_type}")
             if zf.mode != "r":
                 zf.fp.flush()
             header = _portable.pread(self._fd, _LOCAL_HEADER_SIZE, info.header_offset)
@@ -167,8 +231,8 @@ class ZipStore(Store):
             if signature != b"PK\x03\x04":
                 raise StoreError(errno.EIO, f"key {key!r} of {self!r}: bad zip member header")
             location = (info.header_offset + _LOCAL_HEADER_SIZE + name_len + extra_len,
-                        info.file_size)
-            self._offsets[key] = location
+                        info.compress_size, info.file_size, info.compress_type, info.CRC)
+            self._members[key] = location
             return location
 
     # -- reads --------------------------------------------------------------
@@ -178,23 +242,58 @@ class ZipStore(Store):
 
     def get_ranges(self, key, ranges):
         key = validate_key(key)
-        location = self._member(key)
-        if location is None:
+        member = self._member(key)
+        if member is None:
             return None
-        if location == "compressed":
-            with self._guard:
-                data = self._zip().read(key)
-            return [data[slice(start, stop)] for start, stop in ranges]
-        offset, size = location
+        offset, _, size, method, _ = member
         out = []
         for start, stop in ranges:
             lo, hi, _ = slice(start, stop).indices(size)
             want = max(hi - lo, 0)
-            data = _portable.pread(self._fd, want, offset + lo) if want else b""
+            if method != zipfile.ZIP_STORED:
+                data = self._inflate(key, member, lo, lo + want) if want else b""
+            else:
+                data = _portable.pread(self._fd, want, offset + lo) if want else b""
             if len(data) != want:
                 raise StoreError(errno.EIO, f"key {key!r} of {self!r}: zip member cut short")
             out.append(data)
         return out
+
+    def _inflate(self, key, member, lo, hi):
+        """Bytes lo:hi of the compressed `member` at `key`, inflated in steps that make at most
+        `hi` bytes in all and keep only those past `lo`. A read of all of it checks the CRC,
+        and that the data inflates to no more than the size the directory declares."""
+        offset, compressed, size, method, crc = member
+        limit = config.max_stored_bytes
+        if hi - lo > limit:
+            raise too_large(self, key, limit, _WHOLE_READ)
+        inflater, kept, made = _Inflater(method), bytearray(), 0
+        position, end = offset, offset + compressed
+        whole = lo == 0 and hi == size
+        goal = hi + 1 if whole else hi  # a byte more shows an entry understating the size
+        try:
+            while made < goal and not inflater.eof:
+                data = b""
+                if inflater.wants_input:
+                    data = _portable.pread(self._fd, min(_INFLATE_STEP, end - position), position)
+                    if not data:
+                        break
+                    position += len(data)
+                part = inflater.inflate(data, min(goal - made, _INFLATE_OUT))
+                if made + len(part) > lo:
+                    kept += memoryview(part)[max(lo - made, 0):]
+                made += len(part)
+            if whole and made > size:
+                raise too_large(self, key, size, "its zip directory entry declares")
+            if whole and made == size and zlib.crc32(kept) != crc:
+                raise StoreError(errno.EIO, f"key {key!r} of {self!r}: zip member fails its "
+                                            f"CRC check")
+        except (zlib.error, OSError, EOFError, lzma.LZMAError) as e:
+            if isinstance(e, StoreError):
+                raise
+            raise StoreError(errno.EIO, f"key {key!r} of {self!r}: bad compressed zip member: "
+                                        f"{e}") from e
+        return bytes(kept)
 
     def exists(self, key):
         key = validate_key(key)
@@ -240,7 +339,7 @@ class ZipStore(Store):
                     zf.writestr(info, value if isinstance(value, bytes) else memoryview(value).cast("B"))
                 except OSError as e:
                     raise StoreError(e.errno, f"key {key!r} of {self!r}: {e.strerror or e}") from e
-            self._offsets.pop(key, None)
+            self._members.pop(key, None)
 
     def delete(self, key):
         self.check_writable(key)

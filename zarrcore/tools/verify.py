@@ -24,7 +24,7 @@ from ..array import Array
 from ..codecs.sharding import ShardingCodec
 from ..config import config
 from ..consolidated import open_group_metadata
-from ..errors import ZarrcoreError
+from ..errors import ValueTooLargeError, ZarrcoreError
 from .hierarchy import ChunkKeys, store_and_path, walk
 from .progress import Progress, run_bounded
 
@@ -305,7 +305,10 @@ def _check_box(keys: ChunkKeys, group: list[tuple[tuple, str]], missing: bool,
 def _check_object(keys: ChunkKeys, key: str, missing: bool) -> tuple[int, list[Problem]]:
     """(stored bytes, problems) of the stored object at `key`."""
     chunks = keys.chunks
-    data = chunks.store.get(key)
+    try:
+        data = chunks.get_stored(key)
+    except ValueTooLargeError as e:
+        return chunks.store.getsize(key) or 0, [Problem("corrupt", key, str(e))]
     if data is None:
         return 0, ([Problem("missing", key, "deleted while being checked")] if missing else [])
     try:
