@@ -147,12 +147,10 @@ def open_group_metadata(store: Store, path: str, zarr_format: int | None,
     `use_consolidated` is True and the node is not a group with consolidated metadata.
     """
     meta: Any = None
-    if zarr_format in (None, 3):
-        try:
-            meta = nodes.read_metadata(store, path, 3)
-        except NodeNotFoundError:
-            if zarr_format == 3:
-                raise
+    if zarr_format == 3:
+        meta = nodes.read_metadata(store, path, 3)
+    elif zarr_format is None:
+        meta = nodes.find_metadata(store, path, 3)
     if meta is None:
         if use_consolidated is not False:
             key = nodes.join(path, V2_KEY)

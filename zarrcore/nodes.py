@@ -72,11 +72,14 @@ def dump_json(doc: Any) -> bytes:
     return json.dumps(doc, indent=2, sort_keys=False, allow_nan=False).encode()
 
 
-def read_metadata(store: Store, path: str, zarr_format: int | None = None) -> NodeMetadata:
-    """Parse the metadata of the node at `path`; NodeNotFoundError if there is none."""
+def find_metadata(store: Store, path: str, zarr_format: int | None = None) -> NodeMetadata | None:
+    """Parse the metadata of the node at `path` (of `zarr_format`, None: either); None if
+    there is none."""
     from .metadata import parse_metadata_v3
     from .metadata import v2 as metadata_v2
 
+    if zarr_format not in (None, 2, 3):
+        raise ValueError(f"zarr_format must be 2 or 3, not {zarr_format!r}")
     if zarr_format in (None, 3):
         key = join(path, V3_KEY)
         data = _read_document(store, key)
@@ -96,10 +99,17 @@ def read_metadata(store: Store, path: str, zarr_format: int | None = None) -> No
             return metadata_v2.GroupMetadataV2.from_json(
                 zgroup, load_json(store, attrs_key), where=zgroup_key
             )
-    if zarr_format not in (None, 2, 3):
-        raise ValueError(f"zarr_format must be 2 or 3, not {zarr_format!r}")
+    return None
+
+
+def read_metadata(store: Store, path: str, zarr_format: int | None = None) -> NodeMetadata:
+    """Parse the metadata of the node at `path`; NodeNotFoundError if there is none (naming
+    the other format's node there, if any)."""
+    found = find_metadata(store, path, zarr_format)
+    if found is not None:
+        return found
     if zarr_format is not None:
-        other = read_metadata(store, path, 5 - zarr_format) if node_exists(store, path) else None
+        other = find_metadata(store, path, 5 - zarr_format)
         if other is not None:
             raise NodeNotFoundError(
                 f"no Zarr format {zarr_format} node at path {path!r} in {store!r}: a format "
