@@ -11,8 +11,8 @@ CSRC = os.path.join(ROOT, "csrc")
 
 pytestmark = pytest.mark.skipif(not os.path.isdir(CSRC), reason="needs the source tree's csrc/")
 
-# A definition starts at the beginning of a line (after its return type) and opens its body
-# on the next line, as every csrc file lays them out.
+# A definition starts a line (with its return type), as every csrc file lays them out; its
+# body follows its parameters.
 DEFINITION = re.compile(r"^(?:[A-Za-z_][\w \t\*]*?[\s\*])?(\w+)\(([^;{]*?)\)\s*\n?\{",
                         re.MULTILINE)
 CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
@@ -22,11 +22,12 @@ PLATFORMS = ("zc_os_posix_", "zc_os_win_")
 
 
 def _source(path):
-    """The file's text without comments and string literals."""
+    """The file's text without comments, string and character literals."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
     text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group().count("\n"), text, flags=re.DOTALL)
     text = re.sub(r"//[^\n]*", "", text)
+    text = re.sub(r"'(?:\\.|[^'\\\n])+'", "' '", text)
     return re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
 
 
@@ -96,14 +97,15 @@ def find_cycle(graph):
 
 def test_the_call_graph_reader_sees_calls_between_files():
     graph = csrc_call_graph()
-    assert "zc_os_posix_file.c" in graph["zc_fs.c"] or "zc_os_path.c" in graph["zc_fs.c"]
+    assert {"zc_os_path.c", "zc_os_posix_file.c", "zc_os_win_file.c"} <= graph["zc_fs.c"]
     assert "zc_crc32c.c" in graph["zc_chain.c"]
     # Platform files reach only their own platform's.
     assert not any(_platform(t) == "zc_os_win_" for t in graph["zc_os_posix_file.c"])
 
 
 def test_no_call_cycle_between_csrc_files():
-    assert find_cycle(csrc_call_graph()) is None, " -> ".join(find_cycle(csrc_call_graph()))
+    cycle = find_cycle(csrc_call_graph())
+    assert cycle is None, " -> ".join(cycle)
 
 
 def _defines(pattern):
@@ -145,7 +147,8 @@ def test_the_dimension_limit_is_defined_once():
 
 
 def _cython_files():
-    return sorted(n for n in os.listdir(os.path.join(ROOT, "zarrcore")) if n.endswith((".pyx", ".pxd")))
+    names = os.listdir(os.path.join(ROOT, "zarrcore"))
+    return sorted(n for n in names if n.endswith((".pyx", ".pxd")))
 
 
 def _text(name):
