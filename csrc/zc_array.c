@@ -36,7 +36,7 @@ zc_array *zc_array_new(const zc_batch *tmpl, const zc_shard_io *shards, const in
 {
     const size_t itemsize = shards ? shards->chain.itemsize : tmpl->chain.itemsize;
     const int ndim = shards ? shards->ndim : tmpl->ndim;
-    if (itemsize == 0 || ndim < (shards ? 1 : 0) || ndim > ZC_BATCH_MAX_NDIM)
+    if (itemsize == 0 || ndim < (shards ? 1 : 0) || ndim > ZC_MAX_NDIM)
         return NULL;
     zc_array *a = (zc_array *)calloc(1, sizeof *a);
     if (a == NULL)
@@ -262,7 +262,7 @@ static int batch_error(const zc_array *a, const zc_batch *b, zc_array_error *err
 /* "(i, j, k)" of C-order inner chunk `i` of a shard's grid. */
 static void inner_coords(const zc_shard_io *io, int64_t i, char *buf, size_t cap)
 {
-    int64_t c[ZC_SHARD_IO_MAX_NDIM];
+    int64_t c[ZC_MAX_NDIM];
     for (int d = io->ndim - 1; d >= 0; d--) {
         c[d] = i % io->grid[d];
         i /= io->grid[d];
@@ -316,8 +316,8 @@ static int shard_error(const zc_array *a, const zc_shard_io *io, zc_array_error 
 /* A region's plan: per axis, pieces over the grid of stored objects (as zc_batch takes them). */
 typedef struct {
     zc_piece *pieces;
-    int64_t piece_offset[ZC_ARRAY_MAX_NDIM], npieces[ZC_ARRAY_MAX_NDIM];
-    ptrdiff_t strides[ZC_ARRAY_MAX_NDIM];
+    int64_t piece_offset[ZC_MAX_NDIM], npieces[ZC_MAX_NDIM];
+    ptrdiff_t strides[ZC_MAX_NDIM];
     int64_t nitems;
     size_t nbytes;
 } region_plan;
@@ -515,9 +515,9 @@ static int array_read_chunk(zc_array *a, const int64_t *coords, void *out, zc_ar
     const int ndim = array_ndim(a);
     const int64_t *A = array_shape_of(a), *C = chunk_shape_of(a);
     const size_t itemsize = array_itemsize(a);
-    int64_t start[ZC_ARRAY_MAX_NDIM], shape[ZC_ARRAY_MAX_NDIM];
-    ptrdiff_t full[ZC_ARRAY_MAX_NDIM], strides[ZC_ARRAY_MAX_NDIM];
-    static const ptrdiff_t zero[ZC_ARRAY_MAX_NDIM];
+    int64_t start[ZC_MAX_NDIM], shape[ZC_MAX_NDIM];
+    ptrdiff_t full[ZC_MAX_NDIM], strides[ZC_MAX_NDIM];
+    static const ptrdiff_t zero[ZC_MAX_NDIM];
     if (ndim > 0 && coords == NULL)
         return set_error(err, ZC_ARRAY_ERR_ARGUMENT, 0, "coords must not be NULL");
     ptrdiff_t stride = (ptrdiff_t)itemsize;

@@ -12,6 +12,12 @@
 
 #include "zc_batch.h"
 #include "zc_shard_io.h"
+#include "zc_status.h"
+
+/* The public header, which includes nothing of csrc/, repeats the limit for its users. */
+#if ZC_ARRAY_MAX_NDIM != ZC_MAX_NDIM
+#error "zarrcore/array_api.h's ZC_ARRAY_MAX_NDIM differs from zc_status.h's ZC_MAX_NDIM"
+#endif
 
 /* A handle over chunks described by `tmpl` (geometry, chain, fill, keys, lock_dir; its
  * selection fields are ignored), or over shards by `shards` when not NULL, with the inner

@@ -86,9 +86,9 @@ static int by_points(const zc_batch *b)
 
 int zc_batch_prepare(zc_batch *b)
 {
-    if (b->ndim < 0 || b->ndim > ZC_BATCH_MAX_NDIM || b->chain.itemsize == 0 || b->fill == NULL)
+    if (b->ndim < 0 || b->ndim > ZC_MAX_NDIM || b->chain.itemsize == 0 || b->fill == NULL)
         return ZC_ERR_PARAM;
-    int64_t n = 1, grid[ZC_BATCH_MAX_NDIM];
+    int64_t n = 1, grid[ZC_MAX_NDIM];
     size_t elems = 1;
     for (int d = 0; d < b->ndim; d++) {
         if (b->chunk_shape[d] <= 0 || b->array_shape[d] < 0 || b->npieces[d] < 0)
@@ -145,7 +145,7 @@ static void task_pieces(const zc_batch *b, int64_t t, const zc_piece **p)
 
 static int format_key(const zc_batch *b, const zc_piece **p, char *buf, size_t cap)
 {
-    int64_t coords[ZC_BATCH_MAX_NDIM];
+    int64_t coords[ZC_MAX_NDIM];
     for (int d = 0; d < b->ndim; d++)
         coords[d] = p[d]->chunk_index;
     return zc_key_format(b->key_head, b->sep, b->lead_sep, b->ndim, coords, buf, cap);
@@ -160,7 +160,7 @@ static int points_key(const zc_batch *b, int64_t t, char *buf, size_t cap)
 
 int zc_batch_task_key(const zc_batch *b, int64_t t, char *buf, size_t cap)
 {
-    const zc_piece *p[ZC_BATCH_MAX_NDIM];
+    const zc_piece *p[ZC_MAX_NDIM];
     if (t < 0 || t >= b->ntasks)
         return ZC_ERR_PARAM;
     if (by_points(b))
@@ -250,14 +250,14 @@ static int read_task(const zc_batch *b, zc_chunk_reader *rd, const zc_piece **p,
         sel.count[d] = p[d]->count;
         sel.out_strides[d] = out_strides[d];
     }
-    zc_gather_axis axes[ZC_BATCH_MAX_NDIM];
+    zc_gather_axis axes[ZC_MAX_NDIM];
     if (any_listed(b->ndim, p)) {
         zc_piece_axes(&b->listing, b->ndim, p, axes);
         sel.gather = axes;
     }
     if (b->cache == NULL)
         return zc_chunk_read(&b->chain, &sel, o, 0, size, rd);
-    int64_t key[ZC_BATCH_MAX_NDIM + 1];
+    int64_t key[ZC_MAX_NDIM + 1];
     for (int d = 0; d < b->ndim; d++)
         key[d] = p[d]->chunk_index;
     key[b->ndim] = 0;
@@ -284,14 +284,14 @@ static int read_points(const zc_batch *b, zc_chunk_reader *rd, int64_t t, const 
 static int fill_task(const zc_batch *b, int64_t t, const zc_piece **p, const ptrdiff_t *shape,
                      char *out, const ptrdiff_t *out_strides)
 {
-    static const ptrdiff_t zero[ZC_BATCH_MAX_NDIM];
+    static const ptrdiff_t zero[ZC_MAX_NDIM];
     if (by_points(b)) {
         const int64_t a = b->listing.point_start[t];
         return zc_gather_points(b->fill, 1, b->chain.itemsize, NULL, b->listing.out_index + a,
                                 b->listing.point_start[t + 1] - a, b->data, b->data_strides[0]);
     }
     if (any_listed(b->ndim, p)) {
-        zc_gather_axis axes[ZC_BATCH_MAX_NDIM];
+        zc_gather_axis axes[ZC_MAX_NDIM];
         zc_piece_axes(&b->listing, b->ndim, p, axes);
         return zc_gather_fill(b->ndim, b->chain.itemsize, b->fill, axes, out, out_strides);
     }
@@ -303,12 +303,12 @@ void zc_batch_read_worker(zc_batch *b)
     zc_chunk_reader rd;
     memset(&rd, 0, sizeof rd);
     char path[ZC_BATCH_PATH_MAX];
-    const zc_piece *p[ZC_BATCH_MAX_NDIM];
+    const zc_piece *p[ZC_MAX_NDIM];
     int64_t t;
     task_run run = {0, 0};
     const int points = by_points(b);
     while ((t = next_task(b, &run)) >= 0) {
-        ptrdiff_t shape[ZC_BATCH_MAX_NDIM], out_strides[ZC_BATCH_MAX_NDIM];
+        ptrdiff_t shape[ZC_MAX_NDIM], out_strides[ZC_MAX_NDIM];
         char *out = NULL;
         int st;
         if (points) {
@@ -359,8 +359,8 @@ void zc_batch_read_worker(zc_batch *b)
  * axes [axis, ndim), each at most STREAM_PIECE bytes. */
 typedef struct {
     int axis;
-    ptrdiff_t shape[ZC_BATCH_MAX_NDIM], src_strides[ZC_BATCH_MAX_NDIM];
-    ptrdiff_t slab_strides[ZC_BATCH_MAX_NDIM];
+    ptrdiff_t shape[ZC_MAX_NDIM], src_strides[ZC_MAX_NDIM];
+    ptrdiff_t slab_strides[ZC_MAX_NDIM];
     const char *src;
     size_t slab;
     int64_t nslabs;
@@ -499,7 +499,7 @@ int64_t zc_batch_split_writes(zc_batch *b, int nthreads)
         k = MAX_SEGMENTS;
     if (k < 2 || b->ndim == 0 || b->chain.compressor != ZC_COMP_ZSTD || b->chain.checksum)
         return b->ntasks;
-    const zc_piece *p[ZC_BATCH_MAX_NDIM];
+    const zc_piece *p[ZC_MAX_NDIM];
     for (int64_t t = 0; t < b->ntasks; t++) {
         int edge, partial;
         task_pieces(b, t, p);
@@ -574,9 +574,9 @@ static int store_segments(const zc_batch *b, struct zc_chunk_segments *cs, const
 static int compress_segment(const zc_batch *b, int64_t t, int64_t s)
 {
     struct zc_chunk_segments *cs = &b->segments[t];
-    const zc_piece *p[ZC_BATCH_MAX_NDIM];
-    ptrdiff_t shape[ZC_BATCH_MAX_NDIM], src_strides[ZC_BATCH_MAX_NDIM];
-    ptrdiff_t dst_strides[ZC_BATCH_MAX_NDIM];
+    const zc_piece *p[ZC_MAX_NDIM];
+    ptrdiff_t shape[ZC_MAX_NDIM], src_strides[ZC_MAX_NDIM];
+    ptrdiff_t dst_strides[ZC_MAX_NDIM];
     task_pieces(b, t, p);
     char *src = task_out(b, p, shape, src_strides);
     task_chunk_view(b, p, (char *)cs->chunk, dst_strides);
@@ -610,7 +610,7 @@ static void write_segments(zc_batch *b)
 {
     zc_key_locks locks = ZC_KEY_LOCKS_NONE;
     char path[ZC_BATCH_PATH_MAX];
-    const zc_piece *p[ZC_BATCH_MAX_NDIM];
+    const zc_piece *p[ZC_MAX_NDIM];
     task_run run = {0, 0};
     int64_t w;
     while ((w = next_task(b, &run)) >= 0) {
@@ -656,7 +656,7 @@ void zc_batch_write_worker(zc_batch *b)
     const ptrdiff_t all[1] = {(ptrdiff_t)(n / b->chain.itemsize)};
     const ptrdiff_t item[1] = {(ptrdiff_t)b->chain.itemsize};
     char path[ZC_BATCH_PATH_MAX];
-    const zc_piece *p[ZC_BATCH_MAX_NDIM];
+    const zc_piece *p[ZC_MAX_NDIM];
     int64_t t;
     task_run run = {0, 0};
     while ((t = next_task(b, &run)) >= 0) {
@@ -699,8 +699,8 @@ void zc_batch_write_worker(zc_batch *b)
         /* A chunk past the array's end keeps the fill value there. */
         st = edge ? zc_copy_nd(1, all, b->chain.itemsize, b->fill, zero, chunk, item) : ZC_OK;
         if (st == ZC_OK) {
-            ptrdiff_t shape[ZC_BATCH_MAX_NDIM], src_strides[ZC_BATCH_MAX_NDIM];
-            ptrdiff_t dst_strides[ZC_BATCH_MAX_NDIM];
+            ptrdiff_t shape[ZC_MAX_NDIM], src_strides[ZC_MAX_NDIM];
+            ptrdiff_t dst_strides[ZC_MAX_NDIM];
             char *src = task_out(b, p, shape, src_strides);
             char *dst = task_chunk_view(b, p, (char *)chunk, dst_strides);
             st = zc_copy_nd(b->ndim, shape, b->chain.itemsize, src, src_strides, dst, dst_strides);
@@ -743,7 +743,7 @@ void zc_batch_write_worker(zc_batch *b)
 int zc_batch_rewrite_task(zc_batch *b, int64_t t, zc_key_locks *locks)
 {
     static const ptrdiff_t zero[1];
-    const zc_piece *p[ZC_BATCH_MAX_NDIM];
+    const zc_piece *p[ZC_MAX_NDIM];
     char path[ZC_BATCH_PATH_MAX];
     const size_t n = chunk_nbytes(b), cap = zc_chain_encode_bound(&b->chain, n);
     unsigned char *stored = NULL, *chunk = NULL, *encoded = NULL;
@@ -792,8 +792,8 @@ int zc_batch_rewrite_task(zc_batch *b, int64_t t, zc_key_locks *locks)
     }
     if (st != ZC_OK)
         goto done;
-    ptrdiff_t shape[ZC_BATCH_MAX_NDIM], src_strides[ZC_BATCH_MAX_NDIM];
-    ptrdiff_t dst_strides[ZC_BATCH_MAX_NDIM];
+    ptrdiff_t shape[ZC_MAX_NDIM], src_strides[ZC_MAX_NDIM];
+    ptrdiff_t dst_strides[ZC_MAX_NDIM];
     char *src = task_out(b, p, shape, src_strides);
     char *dst = task_chunk_view(b, p, (char *)chunk, dst_strides);
     if ((st = zc_copy_nd(b->ndim, shape, b->chain.itemsize, src, src_strides, dst,

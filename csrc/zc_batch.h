@@ -11,12 +11,9 @@
 #include "zc_fs.h"
 #include "zc_gather.h"
 #include "zc_key_lock.h"
+#include "zc_status.h"
 
-#define ZC_BATCH_MAX_NDIM 32
 #define ZC_BATCH_PATH_MAX 4096
-/* A system call failed; zc_batch.sys_errno says why. */
-#define ZC_ERR_IO (-20)
-
 
 /* One axis of a selection, as pieces that each fall in one chunk. Piece p of axis d covers
  * `count` elements from `chunk_start` by `chunk_step` inside chunk `chunk_index`, and lands
@@ -55,8 +52,8 @@ void zc_piece_axes(const zc_listing *l, int ndim, const zc_piece *const *p, zc_g
 typedef struct {
     /* Chunk grid and chain. */
     int ndim;
-    int64_t array_shape[ZC_BATCH_MAX_NDIM];
-    int64_t chunk_shape[ZC_BATCH_MAX_NDIM];
+    int64_t array_shape[ZC_MAX_NDIM];
+    int64_t chunk_shape[ZC_MAX_NDIM];
     zc_chain chain;
     const unsigned char *fill;  /* itemsize bytes */
     size_t fill_floatsize;  /* 2/4/8: items are floats and a NaN fill matches any NaN; 0: bytewise */
@@ -76,12 +73,12 @@ typedef struct {
     zc_memstore *mem;
     /* Pieces per axis: axis d's are pieces[piece_offset[d] .. piece_offset[d] + npieces[d]). */
     const zc_piece *pieces;
-    int64_t piece_offset[ZC_BATCH_MAX_NDIM];
-    int64_t npieces[ZC_BATCH_MAX_NDIM];
+    int64_t piece_offset[ZC_MAX_NDIM];
+    int64_t npieces[ZC_MAX_NDIM];
     int64_t ntasks;
     /* The caller's array (output of reads, input of writes): base and byte strides. */
     char *data;
-    ptrdiff_t data_strides[ZC_BATCH_MAX_NDIM];
+    ptrdiff_t data_strides[ZC_MAX_NDIM];
     int stream_out;  /* reads: the output outgrows the caches (zc_stream.h's ZC_STREAM_OUT_MIN) */
     /* Reads: decoded chunks are taken from and kept in this cache (NULL: none), keyed by
      * their grid coordinates and 0. */

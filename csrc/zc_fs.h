@@ -22,10 +22,6 @@
 #include "zc_os.h"
 #include "zc_status.h"
 
-#ifndef ZC_ERR_IO
-#define ZC_ERR_IO (-20)
-#endif
-
 /* The root the paths of a store start with. Zero-initialized: unconfined. */
 typedef struct {
     int confined;

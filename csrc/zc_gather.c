@@ -30,9 +30,9 @@ static inline int64_t out_position(const zc_gather_axis *a, int64_t k)
 int zc_gather_nd(int ndim, const int64_t *shape, size_t itemsize, const unsigned char *chunk,
                  const zc_gather_axis *axes, char *dst, const ptrdiff_t *dst_strides)
 {
-    if (ndim < 0 || ndim > ZC_GATHER_MAX_NDIM || itemsize == 0)
+    if (ndim < 0 || ndim > ZC_MAX_NDIM || itemsize == 0)
         return ZC_ERR_PARAM;
-    size_t cstride[ZC_GATHER_MAX_NDIM];
+    size_t cstride[ZC_MAX_NDIM];
     size_t s = itemsize;
     int empty = 0;
     for (int d = ndim - 1; d >= 0; d--) {
@@ -59,7 +59,7 @@ int zc_gather_nd(int ndim, const int64_t *shape, size_t itemsize, const unsigned
         return ZC_OK;
     }
     /* Odometer over the outer axes; the last axis is the inner loop. */
-    int64_t k[ZC_GATHER_MAX_NDIM] = {0};
+    int64_t k[ZC_MAX_NDIM] = {0};
     const int L = ndim - 1;
     const zc_gather_axis *last = &axes[L];
     const ptrdiff_t ds = dst_strides[L];
@@ -92,11 +92,11 @@ int zc_gather_nd(int ndim, const int64_t *shape, size_t itemsize, const unsigned
 int zc_gather_fill(int ndim, size_t itemsize, const unsigned char *fill,
                    const zc_gather_axis *axes, char *dst, const ptrdiff_t *dst_strides)
 {
-    if (ndim < 0 || ndim > ZC_GATHER_MAX_NDIM)
+    if (ndim < 0 || ndim > ZC_MAX_NDIM)
         return ZC_ERR_PARAM;
     /* A chunk of one item, every position 0. */
-    zc_gather_axis one[ZC_GATHER_MAX_NDIM];
-    int64_t shape[ZC_GATHER_MAX_NDIM];
+    zc_gather_axis one[ZC_MAX_NDIM];
+    int64_t shape[ZC_MAX_NDIM];
     for (int d = 0; d < ndim; d++) {
         one[d] = (zc_gather_axis){.count = axes[d].count, .out_index = axes[d].out_index};
         shape[d] = 1;

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ZC_GATHER_MAX_NDIM 32
+#include "zc_status.h"
 
 /* One axis of an orthogonal selection of a chunk: `count` positions, index[k] when `index`
  * is given, else start + k * step (step >= 0); the k-th lands at output position

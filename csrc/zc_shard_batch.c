@@ -21,7 +21,7 @@ static size_t chunk_nbytes(const zc_shard_job *j)
 int zc_shard_job_prepare(zc_shard_job *j)
 {
     const int points = j->listing.point_start != NULL;
-    if (j->ndim < 0 || j->ndim > ZC_SHARD_MAX_NDIM || j->chain.itemsize == 0 || j->fill == NULL
+    if (j->ndim < 0 || j->ndim > ZC_MAX_NDIM || j->chain.itemsize == 0 || j->fill == NULL
         || (j->pieces == NULL && !points) || (points && !j->src_by_task)
         || zc_listing_check(&j->listing, j->ndim, j->grid) != ZC_OK)
         return ZC_ERR_PARAM;
@@ -102,11 +102,11 @@ typedef struct {
     int listed;             /* some axis lists its positions: gathered (zc_gather.h) */
     int complete;           /* covers the whole inner chunk */
     int direct;             /* ... landing on one C-contiguous run of the caller's array */
-    ptrdiff_t shape[ZC_SHARD_MAX_NDIM];
+    ptrdiff_t shape[ZC_MAX_NDIM];
     size_t chunk_offset;
-    ptrdiff_t chunk_strides[ZC_SHARD_MAX_NDIM];
+    ptrdiff_t chunk_strides[ZC_MAX_NDIM];
     char *data;
-    ptrdiff_t data_strides[ZC_SHARD_MAX_NDIM];
+    ptrdiff_t data_strides[ZC_MAX_NDIM];
 } task_view;
 
 static void task_geometry(const zc_shard_job *j, int64_t t, task_view *v)
@@ -145,7 +145,7 @@ static void task_geometry(const zc_shard_job *j, int64_t t, task_view *v)
 /* Set the region of `v` in the caller's array to the fill value. */
 static int fill_region(const zc_shard_job *j, const task_view *v)
 {
-    static const ptrdiff_t zero[ZC_SHARD_MAX_NDIM];
+    static const ptrdiff_t zero[ZC_MAX_NDIM];
     return zc_copy_nd(j->ndim, v->shape, j->chain.itemsize, j->fill, zero, v->data, v->data_strides);
 }
 
@@ -193,13 +193,13 @@ static int read_listed(const zc_shard_job *j, int64_t t, const task_view *v, siz
                                 l->out_index + a, l->point_start[t + 1] - a, j->data,
                                 j->data_strides[0]);
     }
-    const zc_piece *p[ZC_SHARD_MAX_NDIM];
+    const zc_piece *p[ZC_MAX_NDIM];
     int64_t r = t;
     for (int d = j->ndim - 1; d >= 0; d--) {
         p[d] = &j->pieces[j->piece_offset[d] + r % j->npieces[d]];
         r /= j->npieces[d];
     }
-    zc_gather_axis axes[ZC_SHARD_MAX_NDIM];
+    zc_gather_axis axes[ZC_MAX_NDIM];
     zc_piece_axes(l, j->ndim, p, axes);
     if (src == NULL)
         return zc_gather_fill(j->ndim, j->chain.itemsize, j->fill, axes, v->data, v->data_strides);

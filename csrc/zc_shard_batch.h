@@ -8,14 +8,13 @@
 
 #include "zc_batch.h"
 #include "zc_chain.h"
-
-#define ZC_SHARD_MAX_NDIM ZC_BATCH_MAX_NDIM
+#include "zc_status.h"
 
 typedef struct {
     zc_chain chain;
     int ndim;
-    int64_t chunk_shape[ZC_SHARD_MAX_NDIM];
-    int64_t grid[ZC_SHARD_MAX_NDIM];    /* inner chunks per shard along each axis */
+    int64_t chunk_shape[ZC_MAX_NDIM];
+    int64_t grid[ZC_MAX_NDIM];    /* inner chunks per shard along each axis */
     const unsigned char *fill;          /* itemsize bytes */
     size_t fill_floatsize;              /* compare floats NaN-aware (0: bytewise) */
     int write_empty_chunks;
@@ -26,8 +25,8 @@ typedef struct {
     int src_by_task;
     /* The selection: pieces per axis as in zc_batch; tasks are their C-order product. */
     const zc_piece *pieces;
-    int64_t piece_offset[ZC_SHARD_MAX_NDIM];
-    int64_t npieces[ZC_SHARD_MAX_NDIM];
+    int64_t piece_offset[ZC_MAX_NDIM];
+    int64_t npieces[ZC_MAX_NDIM];
     int64_t ntasks;
     /* When set, the workers run only these `nlisted` tasks (say, those whose bytes have
      * arrived), each once; zc_shard_job_list sets them. */
@@ -35,7 +34,7 @@ typedef struct {
     int64_t nlisted;
     /* The caller's array: output of reads, input of writes. */
     char *data;
-    ptrdiff_t data_strides[ZC_SHARD_MAX_NDIM];
+    ptrdiff_t data_strides[ZC_MAX_NDIM];
     /* Writes: per task the malloc'ed encoding (NULL: all fill, leave the chunk out). */
     unsigned char **out;
     size_t *out_len;

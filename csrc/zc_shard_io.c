@@ -117,7 +117,7 @@ int zc_shard_io_prepare(zc_shard_io *io)
 {
     forget_buffers(io);
     reset_outcome(io);
-    if (io->ndim < 1 || io->ndim > ZC_SHARD_IO_MAX_NDIM || io->chain.itemsize == 0 ||
+    if (io->ndim < 1 || io->ndim > ZC_MAX_NDIM || io->chain.itemsize == 0 ||
         io->fill == NULL)
         return ZC_ERR_PARAM;
     size_t elems = 1;
@@ -191,7 +191,7 @@ int zc_shard_io_prepare(zc_shard_io *io)
     io->deferred = (unsigned char *)calloc((size_t)(nslots ? nslots : 1), 1);
     if (io->slots == NULL || io->task_start == NULL || io->deferred == NULL)
         return ZC_ERR_NOMEM;
-    int64_t tasks = 0, r[ZC_SHARD_IO_MAX_NDIM];
+    int64_t tasks = 0, r[ZC_MAX_NDIM];
     for (int64_t s = 0; s < nslots; s++) {
         slot_runs(io, s, r);
         int64_t n = 1;
@@ -274,7 +274,7 @@ void zc_shard_io_free(zc_shard_io *io)
 
 int zc_shard_io_slot_coords(const zc_shard_io *io, int64_t s, int64_t *coords)
 {
-    int64_t r[ZC_SHARD_IO_MAX_NDIM];
+    int64_t r[ZC_MAX_NDIM];
     if (s < 0 || s >= io->nslots)
         return ZC_ERR_PARAM;
     slot_runs(io, s, r);
@@ -285,7 +285,7 @@ int zc_shard_io_slot_coords(const zc_shard_io *io, int64_t s, int64_t *coords)
 
 int zc_shard_io_slot_key(const zc_shard_io *io, int64_t s, char *buf, size_t cap)
 {
-    int64_t coords[ZC_SHARD_IO_MAX_NDIM];
+    int64_t coords[ZC_MAX_NDIM];
     int st = zc_shard_io_slot_coords(io, s, coords);
     if (st != ZC_OK)
         return st;
@@ -344,17 +344,17 @@ static int64_t task_slot(const zc_shard_io *io, int64_t t)
 
 /* One task's inner chunk and its region in the caller's array. */
 typedef struct {
-    const zc_piece *p[ZC_SHARD_IO_MAX_NDIM];  /* inner pieces per axis */
+    const zc_piece *p[ZC_MAX_NDIM];  /* inner pieces per axis */
     int64_t lin;                              /* C-order inner chunk in the shard */
     int edge;                                 /* the inner chunk reaches past the array */
-    ptrdiff_t shape[ZC_SHARD_IO_MAX_NDIM];
+    ptrdiff_t shape[ZC_MAX_NDIM];
     char *data;                               /* where the region starts in the caller's array */
-    ptrdiff_t data_strides[ZC_SHARD_IO_MAX_NDIM];
+    ptrdiff_t data_strides[ZC_MAX_NDIM];
 } task_view;
 
 static void task_geometry(const zc_shard_io *io, int64_t t, int64_t s, task_view *v)
 {
-    int64_t r[ZC_SHARD_IO_MAX_NDIM];
+    int64_t r[ZC_MAX_NDIM];
     slot_runs(io, s, r);
     int64_t l = t - io->task_start[s], stride = 1;
     v->lin = 0;
@@ -445,7 +445,7 @@ static zc_chunk_version index_version(const zc_shard_io *io, const zc_chunk_vers
 static int cached_index(zc_shard_io *io, int64_t s)
 {
     zc_shard_slot *slot = &io->slots[s];
-    int64_t key[ZC_SHARD_IO_MAX_NDIM];
+    int64_t key[ZC_MAX_NDIM];
     zc_shard_io_slot_coords(io, s, key);
     const zc_chunk_version iv = index_version(io, &slot->version);
     if ((slot->index_pin = zc_chunk_cache_find(io->index_cache, key, &iv)) == NULL)
@@ -468,7 +468,7 @@ static zc_chunk_version chunk_version(const zc_shard_slot *slot, int64_t lin)
 static int pin_chunks(zc_shard_io *io, int64_t s)
 {
     zc_shard_slot *slot = &io->slots[s];
-    int64_t key[ZC_SHARD_IO_MAX_NDIM + 1];
+    int64_t key[ZC_MAX_NDIM + 1];
     zc_shard_io_slot_coords(io, s, key);
     int all = 1;
     for (int64_t t = io->task_start[s]; t < io->task_start[s + 1]; t++) {
@@ -574,7 +574,7 @@ static int load_shard(zc_shard_io *io, int64_t s, zc_buf *buf)
     if (check_index(io, buf->p, size, entries, &f) != ZC_OK)
         goto failed;
     if (io->index_cache != NULL) {
-        int64_t key[ZC_SHARD_IO_MAX_NDIM];
+        int64_t key[ZC_MAX_NDIM];
         zc_shard_io_slot_coords(io, s, key);
         const zc_chunk_version iv = index_version(io, &slot->version);
         /* Out of memory only leaves it uncached. */
@@ -618,7 +618,7 @@ static int slot_ready(zc_shard_io *io, int64_t s, zc_buf *buf)
 
 void zc_shard_io_read_worker(zc_shard_io *io)
 {
-    static const ptrdiff_t zero[ZC_SHARD_IO_MAX_NDIM];
+    static const ptrdiff_t zero[ZC_MAX_NDIM];
     zc_chunk_reader rd;
     memset(&rd, 0, sizeof rd);
     zc_buf index = {0};
@@ -652,7 +652,7 @@ void zc_shard_io_read_worker(zc_shard_io *io)
                 st = zc_chunk_sel_copy(&sel, io->chain.itemsize, zc_chunk_cache_data(io->pins[t]));
                 unpin_task(io, t);
             } else {
-                int64_t key[ZC_SHARD_IO_MAX_NDIM + 1];
+                int64_t key[ZC_MAX_NDIM + 1];
                 zc_shard_io_slot_coords(io, s, key);
                 key[io->ndim] = v.lin;
                 const zc_chunk_version cv = chunk_version(slot, v.lin);
@@ -807,7 +807,7 @@ void zc_shard_io_write_worker(zc_shard_io *io)
             st = zc_copy_nd(1, all, io->chain.itemsize, io->fill, zero, w.chunk.p, item);
         if (st == ZC_OK) {
             /* Whole shards only: every piece starts at 0 by 1, so the region is a corner. */
-            ptrdiff_t strides[ZC_SHARD_IO_MAX_NDIM], cstride = (ptrdiff_t)io->chain.itemsize;
+            ptrdiff_t strides[ZC_MAX_NDIM], cstride = (ptrdiff_t)io->chain.itemsize;
             size_t at = 0;
             for (int d = io->ndim - 1; d >= 0; d--) {
                 strides[d] = cstride * (ptrdiff_t)v.p[d]->chunk_step;
@@ -919,7 +919,7 @@ int zc_shard_io_rewrite_slot(zc_shard_io *io, int64_t s, zc_key_locks *locks)
         }
     }
     /* The slot's inner pieces, numbered within the shard's grid: one job over its chunks. */
-    int64_t r[ZC_SHARD_IO_MAX_NDIM], total = 0;
+    int64_t r[ZC_MAX_NDIM], total = 0;
     slot_runs(io, s, r);
     for (int d = 0; d < io->ndim; d++)
         total += run_len(io, d, r[d]);

@@ -38,8 +38,8 @@
 #include "zc_chain.h"
 #include "zc_chunk_cache.h"
 #include "zc_key_lock.h"
+#include "zc_status.h"
 
-#define ZC_SHARD_IO_MAX_NDIM ZC_BATCH_MAX_NDIM
 #define ZC_SHARD_IO_PATH_MAX ZC_BATCH_PATH_MAX
 /* Reads through a cache pin the cached inner chunks of shards whose read needs at most this
  * many (more are looked up one at a time: opening the shard is then the lesser cost). */
@@ -57,9 +57,9 @@ typedef struct zc_shard_slot zc_shard_slot;
 typedef struct {
     /* Geometry and codecs. */
     int ndim;
-    int64_t array_shape[ZC_SHARD_IO_MAX_NDIM];
-    int64_t shard_shape[ZC_SHARD_IO_MAX_NDIM];
-    int64_t chunk_shape[ZC_SHARD_IO_MAX_NDIM];  /* inner chunks; divides shard_shape */
+    int64_t array_shape[ZC_MAX_NDIM];
+    int64_t shard_shape[ZC_MAX_NDIM];
+    int64_t chunk_shape[ZC_MAX_NDIM];  /* inner chunks; divides shard_shape */
     zc_chain chain;                             /* of the inner chunks */
     const unsigned char *fill;                  /* itemsize bytes */
     size_t fill_floatsize;                      /* as zc_batch */
@@ -77,11 +77,11 @@ typedef struct {
     zc_memstore *mem;
     /* The selection as pieces over the shard grid (zc_piece, as in zc_batch). */
     const zc_piece *pieces;
-    int64_t piece_offset[ZC_SHARD_IO_MAX_NDIM];
-    int64_t npieces[ZC_SHARD_IO_MAX_NDIM];
+    int64_t piece_offset[ZC_MAX_NDIM];
+    int64_t npieces[ZC_MAX_NDIM];
     /* The caller's array (output of reads, input of writes): base and byte strides. */
     char *data;
-    ptrdiff_t data_strides[ZC_SHARD_IO_MAX_NDIM];
+    ptrdiff_t data_strides[ZC_MAX_NDIM];
     int stream_out;  /* reads: the output outgrows the caches (zc_stream.h's ZC_STREAM_OUT_MIN) */
     int writing;
     /* Reads: decoded inner chunks are taken from and kept in this cache (NULL: none), keyed
@@ -97,12 +97,12 @@ typedef struct {
     uint64_t stat_dev;
 
     /* Set up by zc_shard_io_prepare, released by zc_shard_io_free. */
-    int64_t grid[ZC_SHARD_IO_MAX_NDIM];  /* inner chunks per shard along each axis */
+    int64_t grid[ZC_MAX_NDIM];  /* inner chunks per shard along each axis */
     int64_t ninner;                      /* inner chunks per shard */
     zc_piece *inner;                     /* inner pieces, all axes */
     int64_t *run;                        /* per axis: shard piece r's inner pieces start at
                                           * inner[run[run_offset[d] + r]], end at r + 1's */
-    int64_t run_offset[ZC_SHARD_IO_MAX_NDIM];
+    int64_t run_offset[ZC_MAX_NDIM];
     int64_t nslots;
     int64_t *task_start;                 /* nslots + 1: slot s has tasks [task_start[s], ..[s+1]) */
     zc_shard_slot *slots;

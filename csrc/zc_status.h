@@ -1,6 +1,12 @@
-/* Status codes shared by every zarrcore C kernel. Zero is success, negatives are errors. */
+/* What every zarrcore C kernel shares: its status codes (zero is success, negatives are
+ * errors; zarrcore/_status.pyx turns them into exceptions) and the most dimensions an array
+ * may have. Every other definition of them refers here. */
 #ifndef ZC_STATUS_H
 #define ZC_STATUS_H
+
+/* Arrays have at most this many dimensions (zarrcore/array_api.h publishes it again as
+ * ZC_ARRAY_MAX_NDIM; zc_array.h checks the two agree). */
+#define ZC_MAX_NDIM 32
 
 #define ZC_OK 0
 #define ZC_ERR_CORRUPT (-1)     /* input is not a valid encoding (garbage or truncated) */
@@ -11,5 +17,6 @@
 #define ZC_ERR_UNSUPPORTED (-6) /* valid input that this build cannot handle */
 #define ZC_ERR_OVERLAP (-7)     /* two ranges that must be disjoint overlap */
 #define ZC_ERR_OUTSIDE (-8)     /* a path leads outside a confined store's root (zc_fs.h) */
+#define ZC_ERR_IO (-20)         /* a system call failed; errno (or the job's sys_errno) says why */
 
 #endif

@@ -10,7 +10,6 @@
 
 #include "zc_byteswap.h"
 #include "zc_chain.h"
-#include "zc_chunk_io.h"
 #include "zc_copy.h"
 #include "zc_crc32c.h"
 #include "zc_extern.h"
@@ -51,7 +50,7 @@ int zc_scatter_init(zc_scatter *s, int ndim, const int64_t *shape, const int64_t
                     const int64_t *step, const int64_t *count, size_t itemsize, char *out,
                     const ptrdiff_t *out_strides)
 {
-    if (s == NULL || ndim < 0 || ndim > ZC_STREAM_MAX_NDIM || itemsize == 0)
+    if (s == NULL || ndim < 0 || ndim > ZC_MAX_NDIM || itemsize == 0)
         return ZC_ERR_PARAM;
     s->itemsize = itemsize;
     s->out = out;
@@ -133,7 +132,7 @@ void zc_scatter_range(const zc_scatter *s, const void *src, size_t off, size_t l
     const int64_t e0 = (int64_t)(a / is), e1 = (int64_t)((b + is - 1) / is);
     int64_t r = e0 / R;
     const int64_t rlast = (e1 - 1) / R;
-    int64_t idx[ZC_STREAM_MAX_NDIM];
+    int64_t idx[ZC_MAX_NDIM];
     int64_t t = r;
     for (int d = L - 1; d >= 0; d--) {
         idx[d] = t % s->shape[d];

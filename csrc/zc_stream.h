@@ -9,11 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ZC_STREAM_MAX_NDIM 32
-/* A system call failed; errno says why. (Same value as zc_batch.h's.) */
-#ifndef ZC_ERR_IO
-#define ZC_ERR_IO (-20)
-#endif
+#include "zc_object.h"
+#include "zc_status.h"
 
 /* Bounded per-thread buffers: file blocks and the decompressed window (bytes). Larger ones
  * measured no faster; the window is one zstd block. Streaming zstd also keeps its history
@@ -35,11 +32,11 @@
 typedef struct {
     int ndim;                           /* >= 1 after init */
     size_t itemsize;
-    int64_t shape[ZC_STREAM_MAX_NDIM];
-    int64_t start[ZC_STREAM_MAX_NDIM];
-    int64_t step[ZC_STREAM_MAX_NDIM];
-    int64_t count[ZC_STREAM_MAX_NDIM];
-    ptrdiff_t out_strides[ZC_STREAM_MAX_NDIM];
+    int64_t shape[ZC_MAX_NDIM];
+    int64_t start[ZC_MAX_NDIM];
+    int64_t step[ZC_MAX_NDIM];
+    int64_t count[ZC_MAX_NDIM];
+    ptrdiff_t out_strides[ZC_MAX_NDIM];
     char *out;                          /* where the first selected item goes */
     size_t lo, hi;                      /* chunk bytes [lo, hi) hold every selected item */
     int stream_out;                     /* rows go out with streaming stores (see below) */
@@ -82,9 +79,6 @@ typedef struct {
 } zc_stream_bufs;
 
 void zc_stream_bufs_free(zc_stream_bufs *b);
-
-/* A stored object open for reading (zc_chunk_io.h). */
-typedef struct zc_object zc_object;
 
 /* Decode the chunk stored in the open object `o` (`fsize` bytes from f->offset) into the
  * selection `s`. ZC_OK; ZC_ERR_SIZE / ZC_ERR_CORRUPT for a chunk whose decoded size is not

@@ -9,10 +9,6 @@
 #include "zc_os.h"
 #include "zc_status.h"
 
-#ifndef ZC_ERR_IO
-#define ZC_ERR_IO (-20)
-#endif
-
 /* Unique among this process's names with its pid; the clock makes a name from a recycled pid
  * (or another host's same pid) unlikely to meet an old one. */
 static void name_parts(uint64_t *id, uint64_t *stamp)

@@ -290,3 +290,17 @@ def test_kernel_bindings_check_their_input():
     assert bytes(_filters.shuffle(b"", 4)) == b"" and list(_filters.vlen_decode(b"\0\0\0\0", 0, True)) == []
     with pytest.raises(TypeError, match="str"):
         _filters.vlen_encode([b"bytes"], True)
+
+
+def test_filters_take_buffers_as_the_compressors_do():
+    """One buffer helper: datetime arrays give their bytes, and a strided array is refused with
+    a TypeError naming the argument, by filters as by compressors."""
+    from zarrcore import _compress, _filters
+
+    times = np.arange(4).astype("M8[s]")
+    assert bytes(_filters.shuffle(times, 8)) == bytes(_filters.shuffle(times.view(np.uint8), 8))
+    assert _compress.buffer_nbytes(times) == 32
+    strided = np.arange(8, dtype=np.uint8)[::2]
+    for encode in (lambda: _filters.shuffle(strided, 1), lambda: _compress.zlib_compress(strided, 1)):
+        with pytest.raises(TypeError, match="input must be a C-contiguous buffer"):
+            encode()

@@ -1,6 +1,5 @@
 # cython: language_level=3
 """Bindings for csrc/zc_batch.c: all chunks of one request as one GIL-free job."""
-import errno as errno_
 import os
 
 import numpy as np
@@ -12,17 +11,15 @@ from libc.string cimport memset, strncpy
 
 from zarrcore._files cimport FileRoot
 from zarrcore._jobs cimport (
-    ZC_BATCH_PATH_MAX, ZC_ERR_IO, ZC_STREAM_OUT_MIN, set_up_job, stop_claims, zc_batch,
-    zc_batch_free, zc_batch_prepare, zc_batch_read_worker, zc_batch_split_reads,
-    zc_batch_split_writes, zc_batch_task_key, zc_batch_write_worker,
+    ZC_BATCH_PATH_MAX, ZC_STREAM_OUT_MIN, set_up_job, stop_claims, zc_batch, zc_batch_free,
+    zc_batch_prepare, zc_batch_read_worker, zc_batch_split_reads, zc_batch_split_writes,
+    zc_batch_task_key, zc_batch_write_worker,
 )
+from zarrcore._status cimport ZC_OK
 
-from .errors import ChecksumError, ChunkDecodeError, OutsideStoreError, StoreError, ZarrcoreError
+from ._status import status_error
 
 cnp.import_array()
-
-cdef extern from "zc_status.h":
-    int ZC_OK, ZC_ERR_CORRUPT, ZC_ERR_SIZE, ZC_ERR_NOMEM, ZC_ERR_CHECKSUM, ZC_ERR_OUTSIDE
 
 
 cdef class ChunkBatch:
@@ -105,22 +102,4 @@ cdef class ChunkBatch:
         if not self.b.failed:
             return
         key = self.task_key(self.b.failed_task)[head_len:] if self.b.failed_task >= 0 else "?"
-        st = self.b.status
-        if st == ZC_ERR_IO:
-            raise StoreError(self.b.sys_errno, f"chunk {key!r}: {os.strerror(self.b.sys_errno)}")
-        raise status_error(st, f"chunk {key!r}: ")
-
-
-def status_error(int st, str where=""):
-    """The exception for the ZC_* status `st` of a failed job (not ZC_ERR_IO), its message
-    starting with `where`."""
-    if st == ZC_ERR_OUTSIDE:
-        return OutsideStoreError(
-            errno_.EXDEV, f"{where}its path resolves outside the confined store's root")
-    if st == ZC_ERR_CHECKSUM:
-        return ChecksumError(f"{where}crc32c checksum mismatch")
-    if st == ZC_ERR_NOMEM:
-        return MemoryError(f"{where}out of memory")
-    if st in (ZC_ERR_CORRUPT, ZC_ERR_SIZE):
-        return ChunkDecodeError(f"{where}data is truncated, oversized or corrupt")
-    return ZarrcoreError(f"{where}failed with status {st}")
+        raise status_error(self.b.status, f"chunk {key!r}: ", sys_errno=self.b.sys_errno)

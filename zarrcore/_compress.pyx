@@ -6,13 +6,15 @@ C-contiguous buffer of exactly the decoded size, and fill it instead of allocati
 `max_size`, past which they fail instead of allocating more.
 Bad input raises ChunkDecodeError (ChecksumError for checksums); callers add the key.
 """
-from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release
 from cpython.object cimport PyObject
 from libc.stdlib cimport free
 from libc.string cimport memset
 
-import numpy as np
+from zarrcore._buffers cimport get_buffer
+from zarrcore._status cimport ZC_ERR_NOMEM, ZC_ERR_SIZE, ZC_ERR_UNSUPPORTED, ZC_OK
 
+from zarrcore._status import status_error
 from zarrcore.errors import ChunkDecodeError
 
 cdef extern from "Python.h":
@@ -21,9 +23,6 @@ cdef extern from "Python.h":
     int _PyBytes_Resize(PyObject **o, Py_ssize_t n) except -1
     void _decref "Py_DECREF"(PyObject *o)
     const Py_ssize_t PY_SSIZE_T_MAX
-
-cdef extern from "zc_status.h":
-    int ZC_OK, ZC_ERR_SIZE, ZC_ERR_NOMEM, ZC_ERR_UNSUPPORTED
 
 cdef extern from "zc_crc32c.h" nogil:
     unsigned int zc_crc32c(unsigned int crc, const void *data, size_t n)
@@ -59,26 +58,12 @@ cdef extern from "zc_lz4.h" nogil:
 
 # ---- buffers ----------------------------------------------------------------------------
 
-cdef int _get_buffer(object obj, Py_buffer *view, int flags, str what) except -1:
-    try:
-        PyObject_GetBuffer(obj, view, flags)
-        return 0
-    except (BufferError, ValueError) as e:  # numpy reports non-contiguity as ValueError
-        err = e
-    # numpy exports no buffer for datetime64/timedelta64 arrays; their bytes are plain data.
-    if isinstance(obj, np.ndarray) and obj.flags.c_contiguous and not obj.dtype.hasobject:
-        PyObject_GetBuffer(obj.reshape(-1).view(np.uint8), view, flags)
-        return 0
-    raise TypeError(f"{what} must be a {'writable ' if flags & PyBUF_WRITABLE else ''}"
-                    f"C-contiguous buffer, got {type(obj).__name__}: {err}") from None
-
-
 cdef inline int _get_src(object obj, Py_buffer *view) except -1:
-    return _get_buffer(obj, view, PyBUF_SIMPLE, "input")
+    return get_buffer(obj, view, PyBUF_SIMPLE, "input")
 
 
 cdef inline int _get_out(object obj, Py_buffer *view) except -1:
-    return _get_buffer(obj, view, PyBUF_WRITABLE, "out")
+    return get_buffer(obj, view, PyBUF_WRITABLE, "out")
 
 
 def buffer_nbytes(obj):
@@ -108,28 +93,29 @@ cdef object _from_malloc(void *buf, size_t n):
 
 # ---- errors -----------------------------------------------------------------------------
 
+_ENCODE_FAILED = {
+    ZC_ERR_NOMEM: (MemoryError, "out of memory"),
+    ZC_ERR_SIZE: (ValueError, "input too large to compress"),
+    ZC_ERR_UNSUPPORTED: (ValueError, "compressor not available in this build"),
+    None: (ValueError, "invalid compression parameters"),
+}
+
+
 cdef int _encode_failed(str codec, int status) except -1:
-    if status == ZC_ERR_NOMEM:
-        raise MemoryError(f"{codec}: out of memory")
-    if status == ZC_ERR_SIZE:
-        raise ValueError(f"{codec}: input too large to compress")
-    if status == ZC_ERR_UNSUPPORTED:
-        raise ValueError(f"{codec}: compressor not available in this build")
-    raise ValueError(f"{codec}: invalid compression parameters")
+    raise status_error(status, f"{codec}: ", _ENCODE_FAILED)
 
 
 cdef int _decode_failed(str codec, int status, Py_ssize_t srclen, Py_ssize_t expected) except -1:
-    if status == ZC_ERR_NOMEM:
-        raise MemoryError(f"{codec}: out of memory while decoding")
-    if status == ZC_ERR_SIZE:
-        if expected >= 0:
-            raise ChunkDecodeError(
-                f"{codec}: decoded size of {srclen} encoded bytes differs from the expected {expected}"
-            )
-        raise ChunkDecodeError(f"{codec}: decoded data of {srclen} encoded bytes is too large")
-    if status == ZC_ERR_UNSUPPORTED:
-        raise ChunkDecodeError(f"{codec}: data uses a feature not available in this build")
-    raise ChunkDecodeError(f"{codec}: corrupt or truncated data ({srclen} bytes)")
+    if expected >= 0:
+        size = f"decoded size of {srclen} encoded bytes differs from the expected {expected}"
+    else:
+        size = f"decoded data of {srclen} encoded bytes is too large"
+    raise status_error(status, f"{codec}: ", {
+        ZC_ERR_NOMEM: (MemoryError, "out of memory while decoding"),
+        ZC_ERR_SIZE: (ChunkDecodeError, size),
+        ZC_ERR_UNSUPPORTED: (ChunkDecodeError, "data uses a feature not available in this build"),
+        None: (ChunkDecodeError, f"corrupt or truncated data ({srclen} bytes)"),
+    })
 
 
 # ---- crc32c -----------------------------------------------------------------------------

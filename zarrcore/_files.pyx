@@ -10,10 +10,10 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.errno cimport EINTR, errno
 from libc.stddef cimport ptrdiff_t
 
-from .errors import LockUnavailableError, OutsideStoreError
+from ._status cimport ZC_ERR_IO, ZC_ERR_OUTSIDE, ZC_OK
 
-cdef extern from "zc_status.h":
-    int ZC_OK, ZC_ERR_SIZE, ZC_ERR_OUTSIDE
+from ._status import CALL_ERRNO, status_error
+from .errors import LockUnavailableError, OutsideStoreError
 
 cdef extern from "zc_os.h" nogil:
     int ZC_OPEN_READ, ZC_OPEN_DIRECTORY
@@ -23,7 +23,6 @@ cdef extern from "zc_os.h" nogil:
     int zc_os_lock(int fd, unsigned long long at, int exclusive, int wait)
 
 cdef extern from "zc_fs.h" nogil:
-    int ZC_ERR_IO
     int zc_fs_root_open(zc_root *r, const char *path, int confined)
     void zc_fs_root_close(zc_root *r)
     int zc_fs_open(const zc_root *r, const char *path, int how, unsigned mode, int *fd)
@@ -141,13 +140,12 @@ cdef class FileRoot:
         return rel.replace(os.sep, "/")
 
     cdef _error(self, int st, int err, path):
-        if st == ZC_ERR_OUTSIDE:
-            return OutsideStoreError(
-                errno_.EXDEV, f"key {self.key(path)!r} of the confined store {self.path!r} "
-                "resolves outside the store's root")
-        if st == ZC_ERR_IO:
-            return OSError(err, os.strerror(err), path)
-        return OSError(errno_.ENAMETOOLONG, "path too long", path)
+        return status_error(st, "", {
+            ZC_ERR_OUTSIDE: (OutsideStoreError, f"key {self.key(path)!r} of the confined store "
+                             f"{self.path!r} resolves outside the store's root", errno_.EXDEV),
+            ZC_ERR_IO: (OSError, None, CALL_ERRNO, path),
+            None: (OSError, "path too long", errno_.ENAMETOOLONG, path),
+        }, err)
 
     def open(self, path, bint directory=False):
         """A descriptor of `path` below the root, for reading (a directory: for listing, and

@@ -5,18 +5,19 @@ the vlen-utf8 / vlen-bytes framing.
 Inputs are any C-contiguous buffers; outputs are new uint8 numpy arrays. Bad input raises
 ChunkDecodeError (ChecksumError for a mismatch); callers add the key.
 """
-from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport uint32_t
 from libc.stdlib cimport free, malloc
 
+from zarrcore._buffers cimport get_buffer
+from zarrcore._status cimport ZC_ERR_CHECKSUM, ZC_ERR_CORRUPT, ZC_ERR_OVERLAP, ZC_ERR_SIZE, ZC_OK
+
 import numpy as np
 
+from zarrcore._status import status_error
 from zarrcore.errors import ChecksumError, ChunkDecodeError
-
-cdef extern from "zc_status.h":
-    int ZC_OK, ZC_ERR_CORRUPT, ZC_ERR_SIZE, ZC_ERR_PARAM, ZC_ERR_CHECKSUM, ZC_ERR_OVERLAP
 
 cdef extern from "zc_checksums.h" nogil:
     int ZC_CHECKSUM_CRC32, ZC_CHECKSUM_ADLER32, ZC_CHECKSUM_FLETCHER32, ZC_CHECKSUM_JENKINS_LOOKUP3
@@ -53,14 +54,6 @@ ALGORITHMS = {
 }
 
 
-cdef int _get(object obj, Py_buffer *view, int flags) except -1:
-    try:
-        PyObject_GetBuffer(obj, view, flags)
-    except BufferError as e:
-        raise TypeError(f"expected a C-contiguous buffer, got {type(obj).__name__}: {e}") from None
-    return 0
-
-
 cdef int _algo(str name) except -1:
     try:
         return ALGORITHMS[name]
@@ -68,14 +61,16 @@ cdef int _algo(str name) except -1:
         raise ValueError(f"unknown checksum {name!r}") from None
 
 
+_FAILED = {
+    ZC_ERR_CORRUPT: (ChunkDecodeError, "buffer too short to hold its checksum"),
+    ZC_ERR_SIZE: (ChunkDecodeError, "buffer size does not fit the element size"),
+    ZC_ERR_OVERLAP: (ValueError, "input and output overlap"),
+    None: (ValueError, "invalid parameters"),
+}
+
+
 cdef int _raise(str what, int status) except -1:
-    if status == ZC_ERR_CORRUPT:
-        raise ChunkDecodeError(f"{what}: buffer too short to hold its checksum")
-    if status == ZC_ERR_SIZE:
-        raise ChunkDecodeError(f"{what}: buffer size does not fit the element size")
-    if status == ZC_ERR_OVERLAP:
-        raise ValueError(f"{what}: input and output overlap")
-    raise ValueError(f"{what}: invalid parameters")
+    raise status_error(status, f"{what}: ", _FAILED)
 
 
 cdef enum _ChecksumOp:
@@ -91,13 +86,13 @@ cdef object _checksum(_ChecksumOp op, str algo, object src, bint at_end, uint32_
     cdef size_t offset = 0
     cdef int status, a = _algo(algo)
     out = None
-    _get(src, &view, PyBUF_SIMPLE)
+    get_buffer(src, &view, PyBUF_SIMPLE, "input")
     try:
-        _get(prefix, &pview, PyBUF_SIMPLE)
+        get_buffer(prefix, &pview, PyBUF_SIMPLE, "prefix")
         try:
             if op == _FRAME:
                 out = np.empty(view.len + 4, dtype=np.uint8)
-                _get(out, &oview, PyBUF_WRITABLE)
+                get_buffer(out, &oview, PyBUF_WRITABLE, "out")
             with nogil:
                 if op == _SUM:
                     status = zc_checksum32(a, seed, pview.buf, pview.len, view.buf, view.len, &v)
@@ -147,7 +142,7 @@ cdef int _delta(object array, bint encode) except -1:
         raise ValueError(f"delta: unsupported data type {array.dtype}")
     if not array.dtype.isnative:
         raise ValueError(f"delta: data type {array.dtype} is not in native byte order")
-    _get(array, &view, PyBUF_WRITABLE)
+    get_buffer(array, &view, PyBUF_WRITABLE, "array")
     try:
         with nogil:
             if encode:
@@ -176,10 +171,10 @@ def delta_decode(array):
 cdef object _shuffle(object src, size_t elementsize, bint forward):
     cdef Py_buffer view, oview
     cdef int status
-    _get(src, &view, PyBUF_SIMPLE)
+    get_buffer(src, &view, PyBUF_SIMPLE, "input")
     try:
         out = np.empty(view.len, dtype=np.uint8)
-        _get(out, &oview, PyBUF_WRITABLE)
+        get_buffer(out, &oview, PyBUF_WRITABLE, "out")
         with nogil:
             if forward:
                 status = zc_shuffle(view.buf, oview.buf, view.len, elementsize)
@@ -238,7 +233,7 @@ def vlen_encode(list items, bint text):
         if status != ZC_OK:
             raise ValueError("vlen: too many items or an item too long for 32-bit lengths")
         out = np.empty(total, dtype=np.uint8)
-        _get(out, &oview, PyBUF_WRITABLE)
+        get_buffer(out, &oview, PyBUF_WRITABLE, "out")
         with nogil:
             status = zc_vlen_pack(n, ptrs, lens, oview.buf, oview.len)
         PyBuffer_Release(&oview)
@@ -260,7 +255,7 @@ def vlen_decode(src, Py_ssize_t count, bint text):
     cdef int status
     cdef list items
     what = "vlen-utf8" if text else "vlen-bytes"
-    _get(src, &view, PyBUF_SIMPLE)
+    get_buffer(src, &view, PyBUF_SIMPLE, "input")
     try:
         # Each item takes at least its 4-byte length: refuse before allocating from `count`.
         if view.len < 4 or (view.len - 4) // 4 < count:
@@ -271,12 +266,12 @@ def vlen_decode(src, Py_ssize_t count, bint text):
             raise MemoryError("vlen: out of memory")
         with nogil:
             status = zc_vlen_index(view.buf, view.len, count, offsets, lens)
-        if status == ZC_ERR_SIZE:
-            raise ChunkDecodeError(f"{what}: bytes left over after {count} items")
         if status != ZC_OK:
-            raise ChunkDecodeError(
-                f"{what}: corrupt or truncated data ({view.len} bytes, expected {count} items)"
-            )
+            raise status_error(status, f"{what}: ", {
+                ZC_ERR_SIZE: (ChunkDecodeError, f"bytes left over after {count} items"),
+                None: (ChunkDecodeError,
+                       f"corrupt or truncated data ({view.len} bytes, expected {count} items)"),
+            })
         base = <const char *>view.buf
         items = [None] * count
         for i in range(count):

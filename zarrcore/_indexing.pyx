@@ -17,10 +17,9 @@ cimport numpy as cnp
 from libc.stdint cimport int64_t, uint8_t
 from libc.stdlib cimport free, malloc
 
-cnp.import_array()
+from zarrcore._status cimport ZC_OK
 
-cdef extern from "zc_status.h":
-    int ZC_OK
+cnp.import_array()
 
 cdef extern from "zc_indexing.h" nogil:
     int ZC_GROUP_COMPLETE, ZC_GROUP_PROGRESSION

@@ -8,6 +8,7 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport strncpy
 
 from zarrcore._files cimport zc_root
+from zarrcore._status cimport ZC_MAX_NDIM
 
 cdef extern from "zc_os.h":
     int ZC_RELEASE
@@ -37,7 +38,7 @@ cdef extern from "zc_memstore.h":
         pass
 
 cdef extern from "zc_batch.h":
-    int ZC_BATCH_MAX_NDIM, ZC_BATCH_PATH_MAX, ZC_ERR_IO
+    int ZC_BATCH_PATH_MAX
     ctypedef struct zc_piece:
         int64_t chunk_index, chunk_start, chunk_step, count, out_start, out_step
     ctypedef struct zc_listing:
@@ -50,8 +51,8 @@ cdef extern from "zc_batch.h":
         const int64_t *out_index
     ctypedef struct zc_batch:
         int ndim
-        int64_t array_shape[32]
-        int64_t chunk_shape[32]
+        int64_t array_shape[ZC_MAX_NDIM]
+        int64_t chunk_shape[ZC_MAX_NDIM]
         zc_chain chain
         const unsigned char *fill
         size_t fill_floatsize
@@ -63,11 +64,11 @@ cdef extern from "zc_batch.h":
         zc_root root
         zc_memstore *mem
         const zc_piece *pieces
-        int64_t piece_offset[32]
-        int64_t npieces[32]
+        int64_t piece_offset[ZC_MAX_NDIM]
+        int64_t npieces[ZC_MAX_NDIM]
         int64_t ntasks
         char *data
-        Py_ssize_t data_strides[32]
+        Py_ssize_t data_strides[ZC_MAX_NDIM]
         int stream_out
         int failed, status, sys_errno
         int64_t failed_task
@@ -85,8 +86,8 @@ cdef extern from "zc_shard_batch.h":
     ctypedef struct zc_shard_job:
         zc_chain chain
         int ndim
-        int64_t chunk_shape[32]
-        int64_t grid[32]
+        int64_t chunk_shape[ZC_MAX_NDIM]
+        int64_t grid[ZC_MAX_NDIM]
         const unsigned char *fill
         size_t fill_floatsize
         int write_empty_chunks
@@ -94,12 +95,12 @@ cdef extern from "zc_shard_batch.h":
         const size_t *src_len
         int src_by_task
         const zc_piece *pieces
-        int64_t piece_offset[32]
-        int64_t npieces[32]
+        int64_t piece_offset[ZC_MAX_NDIM]
+        int64_t npieces[ZC_MAX_NDIM]
         int64_t ntasks
         int64_t nlisted
         char *data
-        Py_ssize_t data_strides[32]
+        Py_ssize_t data_strides[ZC_MAX_NDIM]
         unsigned char **out
         size_t *out_len
         int failed, status
@@ -112,14 +113,14 @@ cdef extern from "zc_shard_batch.h":
     void zc_shard_write_worker(zc_shard_job *j) nogil
 
 cdef extern from "zc_shard_io.h":
-    int ZC_SHARD_IO_MAX_NDIM, ZC_SHARD_IO_PATH_MAX
+    int ZC_SHARD_IO_PATH_MAX
     int ZC_SHARD_INDEX_SHORT, ZC_SHARD_INDEX_CHECKSUM, ZC_SHARD_INDEX_ENTRY
     int ZC_SHARD_INDEX_IN_INDEX
     ctypedef struct zc_shard_io:
         int ndim
-        int64_t array_shape[32]
-        int64_t shard_shape[32]
-        int64_t chunk_shape[32]
+        int64_t array_shape[ZC_MAX_NDIM]
+        int64_t shard_shape[ZC_MAX_NDIM]
+        int64_t chunk_shape[ZC_MAX_NDIM]
         zc_chain chain
         const unsigned char *fill
         size_t fill_floatsize
@@ -132,13 +133,13 @@ cdef extern from "zc_shard_io.h":
         zc_root root
         zc_memstore *mem
         const zc_piece *pieces
-        int64_t piece_offset[32]
-        int64_t npieces[32]
+        int64_t piece_offset[ZC_MAX_NDIM]
+        int64_t npieces[ZC_MAX_NDIM]
         char *data
-        Py_ssize_t data_strides[32]
+        Py_ssize_t data_strides[ZC_MAX_NDIM]
         int stream_out
         int writing
-        int64_t grid[32]
+        int64_t grid[ZC_MAX_NDIM]
         int64_t ninner, nslots, ntasks
         unsigned char *deferred
         int failed, status, sys_errno, index_problem
@@ -302,13 +303,12 @@ cdef inline tuple set_up_job(job_t *j, settings, chunk_shape, plans, cnp.ndarray
     and chunk shape, and the selection over `data`, the caller's array: the indexer's `plans`
     (reads may hold int arrays: listed pieces), or for a read of `points`, the zc_listing
     arrays (point_start, local, out_index, coords or None) and `data` 1-d. Returns what `j`
-    points into, which the caller keeps alive as long as `j`. (ZC_SHARD_MAX_NDIM is
-    ZC_BATCH_MAX_NDIM.)"""
+    points into, which the caller keeps alive as long as `j`."""
     import numpy as np
 
     ndim = len(chunk_shape)
-    if ndim > ZC_BATCH_MAX_NDIM:
-        raise ValueError(f"at most {ZC_BATCH_MAX_NDIM} dimensions")
+    if ndim > ZC_MAX_NDIM:
+        raise ValueError(f"at most {ZC_MAX_NDIM} dimensions")
     if points is None and len(plans) != ndim:
         raise ValueError("one plan per axis")
     fill = settings["fill"]

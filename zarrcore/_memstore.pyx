@@ -8,8 +8,7 @@ from libc.stdint cimport uint64_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy
 
-cdef extern from "zc_status.h":
-    int ZC_OK
+from zarrcore._status cimport ZC_OK
 
 cdef extern from "zc_memstore.h" nogil:
     ctypedef struct zc_blob:

@@ -15,12 +15,11 @@ from zarrcore._jobs cimport (
     zc_shard_write_worker,
 )
 
-from ._batch import status_error
+from zarrcore._status cimport ZC_OK
+
+from ._status import status_error
 
 cnp.import_array()
-
-cdef extern from "zc_status.h":
-    int ZC_OK
 
 
 cdef void free_job_arrays(zc_shard_job *j):

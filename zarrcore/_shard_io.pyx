@@ -13,19 +13,19 @@ from libc.string cimport memcpy, memset, strncpy
 
 from ._files cimport FileRoot
 from ._jobs cimport (
-    ZC_ERR_IO, ZC_SHARD_INDEX_CHECKSUM, ZC_SHARD_INDEX_ENTRY, ZC_SHARD_INDEX_IN_INDEX,
-    ZC_SHARD_INDEX_SHORT, ZC_SHARD_IO_MAX_NDIM, ZC_SHARD_IO_PATH_MAX, ZC_STREAM_OUT_MIN,
-    set_up_chain, set_up_pieces, stop_claims, zc_chain, zc_piece, zc_shard_io,
-    zc_shard_io_close_files, zc_shard_io_free, zc_shard_io_prepare, zc_shard_io_read_worker,
-    zc_shard_io_slot_key, zc_shard_io_write_worker,
+    ZC_SHARD_INDEX_CHECKSUM, ZC_SHARD_INDEX_ENTRY, ZC_SHARD_INDEX_IN_INDEX,
+    ZC_SHARD_INDEX_SHORT, ZC_SHARD_IO_PATH_MAX, ZC_STREAM_OUT_MIN, set_up_chain, set_up_pieces,
+    stop_claims, zc_chain, zc_piece, zc_shard_io, zc_shard_io_close_files, zc_shard_io_free,
+    zc_shard_io_prepare, zc_shard_io_read_worker, zc_shard_io_slot_key, zc_shard_io_write_worker,
 )
-from ._batch import status_error
-from .errors import ChecksumError, ShardIndexError, StoreError
+from ._status cimport (
+    ZC_ERR_CORRUPT, ZC_ERR_IO, ZC_ERR_NOMEM, ZC_ERR_OVERLAP, ZC_ERR_SIZE, ZC_MAX_NDIM, ZC_OK,
+)
+
+from ._status import status_error
+from .errors import ChecksumError, ShardIndexError
 
 cnp.import_array()
-
-cdef extern from "zc_status.h":
-    int ZC_OK, ZC_ERR_CORRUPT, ZC_ERR_SIZE, ZC_ERR_NOMEM, ZC_ERR_OVERLAP
 
 cdef extern from "zc_sha256.h":
     void zc_sha256_hex(const void *data, size_t len, char *hex)
@@ -55,8 +55,8 @@ cdef class ShardSpec:
                  shard_shape, chunk_shape, index_at_start, index_crc32c, fill=b"",
                  fill_floatsize=0, **chain):
         ndim = len(shard_shape)
-        if not 1 <= ndim <= ZC_SHARD_IO_MAX_NDIM or len(chunk_shape) != ndim or len(array_shape) != ndim:
-            raise ValueError(f"1 to {ZC_SHARD_IO_MAX_NDIM} dimensions, the same for every shape")
+        if not 1 <= ndim <= ZC_MAX_NDIM or len(chunk_shape) != ndim or len(array_shape) != ndim:
+            raise ValueError(f"1 to {ZC_MAX_NDIM} dimensions, the same for every shape")
         head = os.fsencode(key_head)
         lock = os.fsencode(lock_dir)
         if len(head) >= ZC_SHARD_IO_PATH_MAX - 64 or len(lock) >= ZC_SHARD_IO_PATH_MAX - 80:
@@ -173,10 +173,8 @@ cdef class ShardBatch:
         if i >= 0:
             inner = tuple(int(c) for c in np.unravel_index(i, self.spec.grid))
         st, problem = self.io.status, self.io.index_problem
-        if st == ZC_ERR_IO:
-            raise StoreError(self.io.sys_errno, f"{where}{os.strerror(self.io.sys_errno)}")
-        if st == ZC_ERR_NOMEM:
-            raise MemoryError(f"{where}out of memory")
+        if st in (ZC_ERR_IO, ZC_ERR_NOMEM):
+            raise status_error(st, where, sys_errno=self.io.sys_errno)
         if problem == ZC_SHARD_INDEX_SHORT:
             isz = 16 * self.io.ninner + 4 * self.io.index_crc32c
             raise ShardIndexError(

@@ -15,7 +15,9 @@ from libc.string cimport memset, strncpy
 
 from ._files cimport FileRoot
 from ._jobs cimport ZC_BATCH_PATH_MAX, set_up_chain, zc_batch, zc_memstore, zc_shard_io
+from ._status cimport ZC_MAX_NDIM
 
+from ._status import CALL_ERRNO, status_error
 from .errors import (
     ChecksumError, ChunkDecodeError, LockUnavailableError, OutsideStoreError, ReadOnlyError,
     SelectionError, ShardIndexError, StoreError, ZarrcoreError,
@@ -53,13 +55,19 @@ _C_API = PyCapsule_New(<void *>zc_array_api_table(), b"zarrcore.array_api._C_API
 # import this module while it initializes).
 ZarrcoreArrayAPI = zc_array_api_table()
 
-_ERRORS = {
-    ZC_ARRAY_ERR_SELECTION: SelectionError,
-    ZC_ARRAY_ERR_DECODE: ChunkDecodeError,
-    ZC_ARRAY_ERR_CHECKSUM: ChecksumError,
-    ZC_ARRAY_ERR_SHARD_INDEX: ShardIndexError,
-    ZC_ARRAY_ERR_NOMEM: MemoryError,
-    ZC_ARRAY_ERR_OUTSIDE: OutsideStoreError,
+# The exception of each ZC_ARRAY_ERR_* status (_status.status_error's entries), whose message
+# the handle wrote.
+_MEANINGS = {
+    ZC_ARRAY_ERR_IO: (StoreError, "", CALL_ERRNO),
+    ZC_ARRAY_ERR_LOCK: (LockUnavailableError, "", CALL_ERRNO),
+    ZC_ARRAY_ERR_READ_ONLY: (ReadOnlyError, ""),
+    ZC_ARRAY_ERR_SELECTION: (SelectionError, ""),
+    ZC_ARRAY_ERR_DECODE: (ChunkDecodeError, ""),
+    ZC_ARRAY_ERR_CHECKSUM: (ChecksumError, ""),
+    ZC_ARRAY_ERR_SHARD_INDEX: (ShardIndexError, ""),
+    ZC_ARRAY_ERR_NOMEM: (MemoryError, ""),
+    ZC_ARRAY_ERR_OUTSIDE: (OutsideStoreError, ""),
+    None: (ZarrcoreError, ""),
 }
 
 
@@ -68,15 +76,8 @@ def raise_status(int status, int sys_errno, message):
     errno and the message from its zc_array_error."""
     if isinstance(message, bytes):
         message = message.decode("utf-8", "replace")
-    if status == ZC_ARRAY_OK:
-        return
-    if status == ZC_ARRAY_ERR_IO:
-        raise StoreError(sys_errno, message)
-    if status == ZC_ARRAY_ERR_LOCK:
-        raise LockUnavailableError(sys_errno, message)
-    if status == ZC_ARRAY_ERR_READ_ONLY:
-        raise ReadOnlyError(message)
-    raise _ERRORS.get(status, ZarrcoreError)(message)
+    if status != ZC_ARRAY_OK:
+        raise status_error(status, message, _MEANINGS, sys_errno)
 
 
 cdef void _release_capsule(object capsule) noexcept:
@@ -245,21 +246,21 @@ cdef class ArrayHandle:
 
     @property
     def shape(self):
-        cdef int64_t out[32]
+        cdef int64_t out[ZC_MAX_NDIM]
         zc_array_shape(self.ptr, out)
         return tuple(int(out[d]) for d in range(zc_array_ndim(self.ptr)))
 
     @property
     def chunks(self):
         """The chunk shape; the inner chunk shape when sharded."""
-        cdef int64_t out[32]
+        cdef int64_t out[ZC_MAX_NDIM]
         zc_array_chunk_shape(self.ptr, out)
         return tuple(int(out[d]) for d in range(zc_array_ndim(self.ptr)))
 
     @property
     def shards(self):
         """The shard shape, or None when the array is not sharded."""
-        cdef int64_t out[32]
+        cdef int64_t out[ZC_MAX_NDIM]
         if not zc_array_shard_shape(self.ptr, out):
             return None
         return tuple(int(out[d]) for d in range(zc_array_ndim(self.ptr)))
@@ -291,7 +292,7 @@ cdef class ArrayHandle:
     def read_chunk(self, coords):
         """The whole chunk (inner chunk when sharded) at grid `coords`, decoded."""
         out = np.empty(self.chunks, self.dtype)
-        cdef int64_t c[32]
+        cdef int64_t c[ZC_MAX_NDIM]
         cdef zc_array_error err
         cdef int st
         cdef void *data = cnp.PyArray_DATA(out)
@@ -314,10 +315,10 @@ cdef int _fill_axes(const zc_array *a, values, int64_t *out, what) except -1:
 
 cdef _call(ArrayHandle h, start, shape, step, data, bint writing):
     """Read (or write) the region of `start`, `shape`, `step` into (from) the array `data`."""
-    cdef int64_t s[32]
-    cdef int64_t n[32]
-    cdef int64_t k[32]
-    cdef ptrdiff_t strides[32]
+    cdef int64_t s[ZC_MAX_NDIM]
+    cdef int64_t n[ZC_MAX_NDIM]
+    cdef int64_t k[ZC_MAX_NDIM]
+    cdef ptrdiff_t strides[ZC_MAX_NDIM]
     cdef zc_array_error err
     cdef int st
     cdef int ndim = zc_array_ndim(h.ptr)

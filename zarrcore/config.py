@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from . import _memory
 from ._portable import at_fork_in_child
+from ._status import MAX_NDIM
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
@@ -38,11 +39,11 @@ def _env_int(name: str, default: int, minimum: int) -> int:
         raise ValueError(f"{name} must be an integer, not {value!r}") from None
 
 
-# The compiled batches handle at most this many dimensions (ZC_BATCH_MAX_NDIM).
-DIMENSIONS_CEILING = 32
+# The compiled core handles at most this many dimensions (csrc/zc_status.h).
+DIMENSIONS_CEILING = MAX_NDIM
 # Resource limits: metadata declaring more is refused before anything is allocated from it.
 LIMITS = {
-    "max_dimensions": ("ZARRCORE_MAX_DIMENSIONS", 32),
+    "max_dimensions": ("ZARRCORE_MAX_DIMENSIONS", MAX_NDIM),
     "max_chunk_bytes": ("ZARRCORE_MAX_CHUNK_BYTES", 128 << 20),
     "max_shard_index_entries": ("ZARRCORE_MAX_SHARD_INDEX_ENTRIES", 1 << 20),
 }

@@ -9,17 +9,20 @@ import math
 import numpy as np
 
 cimport numpy as cnp
-from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.stdint cimport uint64_t
 
+from zarrcore._buffers cimport get_buffer
+from zarrcore._status cimport (
+    ZC_ERR_CHECKSUM, ZC_ERR_CORRUPT, ZC_ERR_NOMEM, ZC_ERR_OVERLAP, ZC_ERR_PARAM, ZC_ERR_SIZE,
+    ZC_ERR_UNSUPPORTED, ZC_OK,
+)
+
+from zarrcore._status import status_error
 from zarrcore.errors import ShardIndexError
 
 cnp.import_array()
-
-cdef extern from "zc_status.h":
-    int ZC_OK, ZC_ERR_CORRUPT, ZC_ERR_SIZE, ZC_ERR_NOMEM, ZC_ERR_PARAM, ZC_ERR_CHECKSUM
-    int ZC_ERR_UNSUPPORTED, ZC_ERR_OVERLAP
 
 cdef extern from "zc_byteswap.h" nogil:
     int zc_byteswap(void *dst, const void *src, size_t n, size_t itemsize)
@@ -85,9 +88,8 @@ cdef int shard_index_check(const uint64_t *entries, size_t n, uint64_t data_size
 cdef int _check(int status, str what) except -1:
     if status == ZC_OK:
         return 0
-    if status == ZC_ERR_NOMEM:
-        raise MemoryError(what)
-    raise ValueError(f"{what} (status {status})")
+    raise status_error(status, what, {
+        ZC_ERR_NOMEM: (MemoryError, ""), None: (ValueError, f" (status {status})")})
 
 
 cdef int _check_out(object out, tuple shape, object dtype) except -1:
@@ -348,7 +350,7 @@ def _crc32c_portable(buf, unsigned int value=0):
     """crc32c through the table fallback even on SSE4.2 machines (for tests)."""
     cdef Py_buffer view
     cdef unsigned int c
-    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+    get_buffer(buf, &view, PyBUF_SIMPLE, "input")
     try:
         with nogil:
             c = zc_crc32c_portable(value, view.buf, <size_t>view.len)
@@ -360,19 +362,18 @@ def _crc32c_portable(buf, unsigned int value=0):
 # ---- shard index ------------------------------------------------------------------------
 
 cdef int _shard_failed(int status, size_t bad, object entries, uint64_t data_size) except -1:
-    if status == ZC_ERR_NOMEM:
-        raise MemoryError("shard index validation")
-    if status == ZC_ERR_PARAM:
-        raise ValueError("shard index: invalid arguments")
-    offset, nbytes = (int(v) for v in entries[bad])
-    where = f"shard index entry of inner chunk {bad} (offset {offset}, nbytes {nbytes})"
-    if status == ZC_ERR_CORRUPT:
-        raise ShardIndexError(f"{where}: only one of offset/nbytes marks the chunk empty")
-    if status == ZC_ERR_SIZE:
-        raise ShardIndexError(f"{where}: reaches past the {data_size}-byte shard")
-    if status == ZC_ERR_OVERLAP:
-        raise ShardIndexError(f"{where}: overlaps another chunk")
-    raise ShardIndexError(f"{where}: invalid (status {status})")
+    where = ""
+    if status not in (ZC_ERR_NOMEM, ZC_ERR_PARAM):  # (`bad` names an entry)
+        offset, nbytes = (int(v) for v in entries[bad])
+        where = f"shard index entry of inner chunk {bad} (offset {offset}, nbytes {nbytes}): "
+    raise status_error(status, where, {
+        ZC_ERR_NOMEM: (MemoryError, "shard index validation"),
+        ZC_ERR_PARAM: (ValueError, "shard index: invalid arguments"),
+        ZC_ERR_CORRUPT: (ShardIndexError, "only one of offset/nbytes marks the chunk empty"),
+        ZC_ERR_SIZE: (ShardIndexError, f"reaches past the {data_size}-byte shard"),
+        ZC_ERR_OVERLAP: (ShardIndexError, "overlaps another chunk"),
+        None: (ShardIndexError, f"invalid (status {status})"),
+    })
 
 
 cdef cnp.ndarray _entries_array(entries):
@@ -406,7 +407,7 @@ def shard_index_unpack(buf, Py_ssize_t n_chunks, shard_data_size, out=None):
         raise ValueError(f"shard index: negative chunk count {n_chunks}")
     cdef cnp.ndarray entries = np.empty((n_chunks, 2), dtype=np.uint64) if out is None else out
     _check_out(entries, (n_chunks, 2), np.dtype(np.uint64))
-    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+    get_buffer(buf, &view, PyBUF_SIMPLE, "input")
     try:
         if view.len != 16 * n_chunks:
             raise ShardIndexError(

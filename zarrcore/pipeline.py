@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from . import kernels
-from ._batch import ChunkBatch, status_error
+from ._batch import ChunkBatch
 from ._shard import ChunkWaves
 from ._shard_io import ShardSpec
 from .codecs import codec_from_json

@@ -1,0 +1,5 @@
+# Type stub of a compiled module (zarrcore/_status.pyx): its functions take and return numpy
+# arrays, bytes and ints; every name is typed Any here.
+from typing import Any
+
+def __getattr__(name: str) -> Any: ...
