@@ -93,7 +93,10 @@ class Codec:
     name: str | None = None
     kind: str | None = None
     stored_json = None
-    verifies_integrity = False
+
+    @property
+    def verifies_integrity(self):
+        return False
 
     @classmethod
     def from_config(cls, configuration):

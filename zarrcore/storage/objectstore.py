@@ -587,7 +587,7 @@ class ObjectStore(Store):
 
 # Nonces of the leases of this process whose lock objects could not be deleted on release:
 # their holder is done, so this process takes them over at once.
-_abandoned = set()
+_abandoned: set[str] = set()
 
 
 def _parse_stamp(data):
