@@ -192,6 +192,81 @@ def test_resizes_killed_leave_no_stale_data(tmp_path, sharded):
     assert_temp_files_go_with_a_listing(path)
 
 
+def mixed_op(g, shape):
+    """Operation g of the mixed-resize test on an array of `shape`: ("write", box), or a
+    resize that grows one axis and shrinks the other ("resize", new shape)."""
+    rng = random.Random(g)
+    kind = g % 3
+    if kind == 0:
+        return "write", region(g, shape)
+    if kind == 1:
+        return "resize", (MAX_SHAPE[0], rng.randrange(1, 10))
+    return "resize", (rng.randrange(1, 10), MAX_SHAPE[1])
+
+
+def apply_mixed_op(g, shape, data):
+    """The model: (shape, data) after operation g; data beyond `shape` is fill."""
+    kind, arg = mixed_op(g, shape)
+    data = data.copy()
+    if kind == "write":
+        data[arg] = g
+        return shape, data
+    keep = tuple(slice(0, n) for n in arg)
+    cut = np.full(MAX_SHAPE, FILL, "int32")
+    cut[keep] = data[keep]
+    return arg, cut
+
+
+@pytest.mark.parametrize("layout", ["chunks", "shards", "v2"])
+def test_resizes_growing_one_axis_and_shrinking_another_killed_leave_old_or_new(tmp_path,
+                                                                                 layout):
+    """Killed at any moment, such a resize leaves exactly the old array in the old shape or
+    the new one in the new shape: nothing the old shape shows is reset before the metadata
+    write."""
+    path = str(tmp_path / "a")
+    shards = (10, 8) if layout == "shards" else None
+    zarrcore.create_array(path, shape=MAX_SHAPE, dtype="int32", chunks=RESIZE_CHUNKS,
+                          shards=shards, fill_value=FILL, zarr_format=2 if layout == "v2" else 3)
+    grid = shards or RESIZE_CHUNKS
+
+    def op(g):
+        a = zarrcore.open_array(path, mode="r+")  # the shape the last operation left
+        kind, arg = mixed_op(g, a.shape)
+        if kind == "write":
+            a[arg] = g
+        else:
+            a.resize(arg)
+
+    killer = Killer(op, seed=5)
+    shape, data = MAX_SHAPE, np.full(MAX_SHAPE, FILL, "int32")
+    applied = resized = 0
+    for _ in range(KILLS):
+        finished = killer.run_one()
+        while applied < finished:
+            applied += 1
+            shape, data = apply_mixed_op(applied, shape, data)
+        a = zarrcore.open_array(path, mode="r+")
+        after_shape, after = apply_mixed_op(applied + 1, shape, data)
+        view = tuple(slice(0, n) for n in a.shape)
+        if mixed_op(applied + 1, shape)[0] == "write":
+            assert a.shape == shape
+            assert_each_block_old_or_new(a[...], data[view], after[view], grid)
+            now = data.copy()
+            now[view] = a[...]
+        else:
+            resized += 1
+            assert a.shape in (shape, after_shape)
+            now = data if a.shape == shape else after
+            np.testing.assert_array_equal(a[...], now[view])
+        # Growing now shows fill wherever the model has it: nothing stale comes back.
+        a.resize(MAX_SHAPE)
+        np.testing.assert_array_equal(a[...], now)
+        a.resize(shape if now is data else after_shape)
+    assert applied > KILLS // 4, "too few operations finished to mean anything"
+    assert resized > KILLS // 4, "too few resizes killed to mean anything"
+    assert_temp_files_go_with_a_listing(path)
+
+
 @pytest.mark.parametrize("zarr_format", [2, 3])
 def test_attribute_updates_killed_leave_old_or_new_metadata(tmp_path, zarr_format):
     path = str(tmp_path / "a")
