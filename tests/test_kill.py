@@ -134,9 +134,19 @@ def resize_op(g):
     return kind, region(g, MAX_SHAPE)
 
 
-def apply_resize_op(g, shape, data):
-    """The model: (shape, data) after operation g; data beyond `shape` is fill."""
-    kind, arg = resize_op(g)
+def run_op(a, op, g):
+    """Run operation g, `op` ("write", box) or a resize (kind, new shape), on the array `a`."""
+    kind, arg = op
+    if kind == "write":
+        a[arg] = g
+    else:
+        a.resize(arg)
+
+
+def apply_op(op, g, shape, data):
+    """The model: (shape, data) after operation g, `op` ("write", box) or a resize (kind, new
+    shape); data beyond `shape` is fill."""
+    kind, arg = op
     data = data.copy()
     if kind == "write":
         data[arg] = g
@@ -156,11 +166,7 @@ def test_resizes_killed_leave_no_stale_data(tmp_path, sharded):
     writer = zarrcore.open_array(path, mode="r+")
 
     def op(g):
-        kind, arg = resize_op(g)
-        if kind == "write":
-            writer[arg] = g
-        else:
-            writer.resize(arg)
+        run_op(writer, resize_op(g), g)
 
     killer = Killer(op, seed=2)
     shape, data = MAX_SHAPE, np.full(MAX_SHAPE, FILL, "int32")
@@ -169,9 +175,9 @@ def test_resizes_killed_leave_no_stale_data(tmp_path, sharded):
         finished = killer.run_one()
         while applied < finished:
             applied += 1
-            shape, data = apply_resize_op(applied, shape, data)
+            shape, data = apply_op(resize_op(applied), applied, shape, data)
         a = zarrcore.open_array(path, mode="r+")  # the metadata parses
-        after_shape, after = apply_resize_op(applied + 1, shape, data)
+        after_shape, after = apply_op(resize_op(applied + 1), applied + 1, shape, data)
         assert a.shape in (shape, after_shape)
         if resize_op(applied + 1)[0] == "write":
             view = tuple(slice(0, n) for n in shape)
@@ -204,19 +210,6 @@ def mixed_op(g, shape):
     return "resize", (rng.randrange(1, 10), MAX_SHAPE[1])
 
 
-def apply_mixed_op(g, shape, data):
-    """The model: (shape, data) after operation g; data beyond `shape` is fill."""
-    kind, arg = mixed_op(g, shape)
-    data = data.copy()
-    if kind == "write":
-        data[arg] = g
-        return shape, data
-    keep = tuple(slice(0, n) for n in arg)
-    cut = np.full(MAX_SHAPE, FILL, "int32")
-    cut[keep] = data[keep]
-    return arg, cut
-
-
 @pytest.mark.parametrize("layout", ["chunks", "shards", "v2"])
 def test_resizes_growing_one_axis_and_shrinking_another_killed_leave_old_or_new(tmp_path,
                                                                                  layout):
@@ -231,11 +224,7 @@ def test_resizes_growing_one_axis_and_shrinking_another_killed_leave_old_or_new(
 
     def op(g):
         a = zarrcore.open_array(path, mode="r+")  # the shape the last operation left
-        kind, arg = mixed_op(g, a.shape)
-        if kind == "write":
-            a[arg] = g
-        else:
-            a.resize(arg)
+        run_op(a, mixed_op(g, a.shape), g)
 
     killer = Killer(op, seed=5)
     shape, data = MAX_SHAPE, np.full(MAX_SHAPE, FILL, "int32")
@@ -244,9 +233,10 @@ def test_resizes_growing_one_axis_and_shrinking_another_killed_leave_old_or_new(
         finished = killer.run_one()
         while applied < finished:
             applied += 1
-            shape, data = apply_mixed_op(applied, shape, data)
+            shape, data = apply_op(mixed_op(applied, shape), applied, shape, data)
         a = zarrcore.open_array(path, mode="r+")
-        after_shape, after = apply_mixed_op(applied + 1, shape, data)
+        after_shape, after = apply_op(mixed_op(applied + 1, shape), applied + 1, shape,
+                                      data)
         view = tuple(slice(0, n) for n in a.shape)
         if mixed_op(applied + 1, shape)[0] == "write":
             assert a.shape == shape

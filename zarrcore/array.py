@@ -787,11 +787,16 @@ class Array(nodes.Node):
 
         Serialised with every other metadata update of the array, across threads and processes
         (the shape and attributes are read anew under the lock), and safe to interrupt: the
-        shape changes in one atomic write of the metadata. Before it, stored data that the new
-        shape would show beyond the old one is reset to fill (data that a smaller shape cut
-        off, or that an interrupted resize or a writer with an outdated shape left there);
-        after it, chunks outside a smaller shape are deleted and the cut-off part of its
-        boundary chunks reset, or left for the next growing resize to reset if interrupted.
+        shape changes in one atomic write of the metadata, and every other write changes only
+        what the shape stored at that moment does not show. Before the metadata write, stored
+        data outside the old shape is reset to fill (data that a smaller shape cut off, or that
+        an interrupted resize or a writer with an outdated shape left there); after it, chunks
+        outside the new shape are deleted and the cut-off part of its boundary chunks reset,
+        or left for the next growing resize to reset if interrupted. A kill or a failed write
+        at any step leaves the old array in the old shape or the new one in the new shape.
+        Boundary chunks and shards are reset by the read-modify-write partial writes use
+        (conditional writes on object stores), so a concurrent write inside both shapes is
+        kept.
 
         Parameters
         ----------
