@@ -616,17 +616,6 @@ class ChunkStore:
         than a valid chunk is refused (ValueTooLargeError) without being read whole."""
         return get_at_most(self.store, key, self.chain.max_encoded_bytes, ENCODED_BOUND)
 
-    def read_chunk(self, coords):
-        """The decoded chunk, or None when it is not stored."""
-        key = self.key(coords)
-        data = self.get_stored(key)
-        if data is None:
-            return None
-        try:
-            return self.chain.decode(data)
-        except ZarrcoreError as e:
-            raise _with_key(e, key) from e
-
     # -- reads ---------------------------------------------------------------
     def read(self, indexer, out):
         """Fill `out` (shape indexer.drop_shape) with the selection, chunks in parallel. A
@@ -1026,7 +1015,7 @@ class ChunkStore:
                 f"updated; gave up rather than overwrite their updates")
 
         def replace():
-            data = store.get(key)
+            data = self.get_stored(key)
             new = merge(data, False)
             if new is not data:
                 self.put(key, new)
