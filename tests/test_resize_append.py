@@ -273,7 +273,7 @@ def test_a_write_while_a_resize_resets_its_block_is_kept(kind, layout, grow, tmp
                                                 args=((slice(4, 6), 4), 99)))
                 threads[0].start()
                 # Done before the write-back, unless the resize's lock holds it until after.
-                threads[0].join(None if store.supports_conditional_writes else 0.3)
+                threads[0].join(30 if store.supports_conditional_writes else 0.3)
             return data
         return hooked
 
