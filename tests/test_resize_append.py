@@ -277,8 +277,8 @@ def test_a_write_while_a_resize_resets_its_block_is_kept(kind, layout, grow, tmp
             return data
         return hooked
 
-    store.get = write_inside(store.get)
-    store.get_versioned = write_inside(store.get_versioned)
+    for name in ("get", "get_ranges", "get_versioned"):
+        setattr(store, name, write_inside(getattr(store, name)))
     resizer.resize((8, 8) if grow else (6, 6))
     assert threads, "the resize never read the boundary block"
     threads[0].join(30)
