@@ -64,8 +64,8 @@ def _restore_config():
     """Tests may change zarrcore.config; put it back afterwards."""
     cfg = zarrcore.config
     saved = {name: getattr(cfg, name) for name in (
-        "num_threads", "write_empty_chunks", "array_order", "buffer_pool_bytes",
-        "confine_local_stores", *LIMITS)}
+        "num_threads", "write_empty_chunks", "array_order", "shard_write_order",
+        "buffer_pool_bytes", "confine_local_stores", *LIMITS)}
     yield
     cfg.set(**saved)
 

@@ -134,9 +134,19 @@ def resize_op(g):
     return kind, region(g, MAX_SHAPE)
 
 
-def apply_resize_op(g, shape, data):
-    """The model: (shape, data) after operation g; data beyond `shape` is fill."""
-    kind, arg = resize_op(g)
+def run_op(a, op, g):
+    """Run operation g, `op` ("write", box) or a resize (kind, new shape), on the array `a`."""
+    kind, arg = op
+    if kind == "write":
+        a[arg] = g
+    else:
+        a.resize(arg)
+
+
+def apply_op(op, g, shape, data):
+    """The model: (shape, data) after operation g, `op` ("write", box) or a resize (kind, new
+    shape); data beyond `shape` is fill."""
+    kind, arg = op
     data = data.copy()
     if kind == "write":
         data[arg] = g
@@ -156,11 +166,7 @@ def test_resizes_killed_leave_no_stale_data(tmp_path, sharded):
     writer = zarrcore.open_array(path, mode="r+")
 
     def op(g):
-        kind, arg = resize_op(g)
-        if kind == "write":
-            writer[arg] = g
-        else:
-            writer.resize(arg)
+        run_op(writer, resize_op(g), g)
 
     killer = Killer(op, seed=2)
     shape, data = MAX_SHAPE, np.full(MAX_SHAPE, FILL, "int32")
@@ -169,9 +175,9 @@ def test_resizes_killed_leave_no_stale_data(tmp_path, sharded):
         finished = killer.run_one()
         while applied < finished:
             applied += 1
-            shape, data = apply_resize_op(applied, shape, data)
+            shape, data = apply_op(resize_op(applied), applied, shape, data)
         a = zarrcore.open_array(path, mode="r+")  # the metadata parses
-        after_shape, after = apply_resize_op(applied + 1, shape, data)
+        after_shape, after = apply_op(resize_op(applied + 1), applied + 1, shape, data)
         assert a.shape in (shape, after_shape)
         if resize_op(applied + 1)[0] == "write":
             view = tuple(slice(0, n) for n in shape)
@@ -189,6 +195,65 @@ def test_resizes_killed_leave_no_stale_data(tmp_path, sharded):
         np.testing.assert_array_equal(a[...], now)
         a.resize(stored_shape)
     assert applied > KILLS // 4, "too few operations finished to mean anything"
+    assert_temp_files_go_with_a_listing(path)
+
+
+def mixed_op(g, shape):
+    """Operation g of the mixed-resize test on an array of `shape`: ("write", box), or a
+    resize that grows one axis and shrinks the other ("resize", new shape)."""
+    rng = random.Random(g)
+    kind = g % 3
+    if kind == 0:
+        return "write", region(g, shape)
+    if kind == 1:
+        return "resize", (MAX_SHAPE[0], rng.randrange(1, 10))
+    return "resize", (rng.randrange(1, 10), MAX_SHAPE[1])
+
+
+@pytest.mark.parametrize("layout", ["chunks", "shards", "v2"])
+def test_resizes_growing_one_axis_and_shrinking_another_killed_leave_old_or_new(tmp_path,
+                                                                                 layout):
+    """Killed at any moment, such a resize leaves exactly the old array in the old shape or
+    the new one in the new shape: nothing the old shape shows is reset before the metadata
+    write."""
+    path = str(tmp_path / "a")
+    shards = (10, 8) if layout == "shards" else None
+    zarrcore.create_array(path, shape=MAX_SHAPE, dtype="int32", chunks=RESIZE_CHUNKS,
+                          shards=shards, fill_value=FILL, zarr_format=2 if layout == "v2" else 3)
+    grid = shards or RESIZE_CHUNKS
+
+    def op(g):
+        a = zarrcore.open_array(path, mode="r+")  # the shape the last operation left
+        run_op(a, mixed_op(g, a.shape), g)
+
+    killer = Killer(op, seed=5)
+    shape, data = MAX_SHAPE, np.full(MAX_SHAPE, FILL, "int32")
+    applied = resized = 0
+    for _ in range(KILLS):
+        finished = killer.run_one()
+        while applied < finished:
+            applied += 1
+            shape, data = apply_op(mixed_op(applied, shape), applied, shape, data)
+        a = zarrcore.open_array(path, mode="r+")
+        after_shape, after = apply_op(mixed_op(applied + 1, shape), applied + 1, shape,
+                                      data)
+        view = tuple(slice(0, n) for n in a.shape)
+        if mixed_op(applied + 1, shape)[0] == "write":
+            assert a.shape == shape
+            assert_each_block_old_or_new(a[...], data[view], after[view], grid)
+            now = data.copy()
+            now[view] = a[...]
+        else:
+            resized += 1
+            assert a.shape in (shape, after_shape)
+            now = data if a.shape == shape else after
+            np.testing.assert_array_equal(a[...], now[view])
+        # Growing now shows fill wherever the model has it: nothing stale comes back.
+        a.resize(MAX_SHAPE)
+        np.testing.assert_array_equal(a[...], now)
+        a.resize(shape if now is data else after_shape)
+    assert applied > KILLS // 4, "too few operations finished to mean anything"
+    assert resized > KILLS // 4, "too few resizes killed to mean anything"
     assert_temp_files_go_with_a_listing(path)
 
 

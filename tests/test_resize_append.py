@@ -1,6 +1,9 @@
 """resize, append and iter_chunks."""
+import errno
 import subprocess
 import sys
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -206,3 +209,194 @@ def test_resizing_a_huge_declared_shard_touches_only_its_stored_inner_chunks(tmp
     elapsed, grown_kib = map(float, out.stdout.split())
     assert elapsed < 1.0
     assert grown_kib < 200 * 1024  # the index (16 MiB) and a few copies, not the 4 GiB shard
+
+
+# ---- resizes beside concurrent writers, and resizes cut short ------------------------------
+
+LAYOUTS = ["v3", "v3-sharded", "v2"]
+
+
+def new_handles(kind, tmp_path, request):
+    """A function giving another Store object on one new, empty store of `kind` per call."""
+    if kind == "memory":
+        store = zarrcore.MemoryStore()
+        return lambda: store
+    if kind == "local":
+        return lambda: zarrcore.LocalStore(tmp_path / "store")
+    pytest.importorskip("obstore", reason="obstore (the remote extra) is not installed")
+    server, bucket = request.getfixturevalue("s3_bucket")
+    return lambda: zarrcore.storage.make_store(f"s3://{bucket}/a.zarr",
+                                               storage_options=server.storage_options())
+
+
+def create(store, shape, chunks, layout):
+    """An int32 array of fill -7; `chunks` are the storage blocks (shards when sharded)."""
+    kwargs = {"zarr_format": 2} if layout == "v2" else {}
+    if layout == "v3-sharded":
+        kwargs["shards"], chunks = chunks, tuple(max(1, c // 2) for c in chunks)
+    return zarrcore.create_array(store, shape=shape, chunks=chunks, dtype="i4", fill_value=-7,
+                                 **kwargs)
+
+
+def cut(data, shape, extent=None):
+    """`data` cut to `shape`, shown in `extent` (fill beyond `shape`)."""
+    out = np.full(extent or shape, -7, "i4")
+    keep = tuple(slice(0, min(dims)) for dims in zip(shape, out.shape, data.shape))
+    out[keep] = data[keep]
+    return out
+
+
+@pytest.mark.parametrize("kind", ["memory", "local", "s3"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("grow", [False, True], ids=["shrink", "grow"])
+def test_a_write_while_a_resize_resets_its_block_is_kept(kind, layout, grow, tmp_path, request):
+    """A partial write inside the kept region lands between the resize's read of a boundary
+    block and its write-back (on a store with locks it waits for the resize): kept either way.
+    Growing resets what a shrink cut short left beyond the old shape (written here as such a
+    shrink leaves it)."""
+    handle = new_handles(kind, tmp_path, request)
+    a = create(handle(), (8, 8), (4, 4), layout)
+    ref = np.arange(64, dtype="i4").reshape(8, 8)
+    a[...] = ref
+    if grow:
+        zarrcore.nodes.write_metadata(a.store, "", a.metadata.evolve(shape=(6, 6)))
+    writer = zarrcore.open_array(handle(), mode="r+")
+    resizer = zarrcore.open_array(handle(), mode="r+")
+    store, boundary = resizer.store, resizer._chunks.key((1, 1))
+    threads = []
+
+    def write_inside(read):
+        def hooked(key, *args):
+            data = read(key, *args)
+            if key == boundary and not threads:
+                threads.append(threading.Thread(target=writer.__setitem__,
+                                                args=((slice(4, 6), 4), 99)))
+                threads[0].start()
+                # Done before the write-back, unless the resize's lock holds it until after.
+                threads[0].join(30 if store.supports_conditional_writes else 0.3)
+            return data
+        return hooked
+
+    for name in ("get", "get_ranges", "get_versioned"):
+        setattr(store, name, write_inside(getattr(store, name)))
+    resizer.resize((8, 8) if grow else (6, 6))
+    assert threads, "the resize never read the boundary block"
+    threads[0].join(30)
+    want = cut(ref, (6, 6), (8, 8) if grow else (6, 6))
+    want[4:6, 4] = 99
+    np.testing.assert_array_equal(zarrcore.open_array(handle())[...], want)
+
+
+@pytest.mark.parametrize("layout", ["v3", "v3-sharded"])
+def test_s3_partial_writes_beside_resizes_lose_nothing(layout, s3_bucket):
+    """Writers update their own elements of the block a resize cuts, inside every shape it
+    takes, while it shrinks and grows the array over and over (writing what each shrink
+    resets); each writer reads its element back after every write: it holds what was written."""
+    pytest.importorskip("obstore", reason="obstore (the remote extra) is not installed")
+    server, bucket = s3_bucket
+
+    def handle():
+        return zarrcore.storage.make_store(f"s3://{bucket}/a.zarr",
+                                           storage_options=server.storage_options())
+
+    create(handle(), (10,), (4,), layout)
+    rounds, lost, errors = [], [], []
+    stop = threading.Event()
+
+    def write(element):
+        try:
+            a = zarrcore.open_array(handle(), mode="r+")
+            value = 0
+            while not stop.is_set():
+                value += 1
+                a[element] = value
+                time.sleep(0.01)  # for a resize that read the block before to write it back
+                if a[element] != value:
+                    lost.append((element, value))
+            rounds.append(value)
+        except BaseException as e:
+            errors.append(e)
+
+    def resize():
+        try:
+            a = zarrcore.open_array(handle(), mode="r+")
+            while not stop.is_set():
+                a.resize(7)
+                a.resize(10)
+                a[7:] = 1  # for the next shrink to reset
+        except BaseException as e:
+            errors.append(e)
+
+    # Each writer its own element of the block that the shrinks cut, inside the kept part.
+    threads = [threading.Thread(target=write, args=(e,)) for e in (4, 5, 6)]
+    threads.append(threading.Thread(target=resize))
+    for t in threads:
+        t.start()
+    time.sleep(3)
+    stop.set()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    assert min(rounds) > 3, "too few writes to mean anything"
+    assert lost == []
+
+
+class InjectedFailure(zarrcore.errors.StoreError):
+    """A write refused on purpose (as a 403 would refuse it)."""
+
+
+def fail_write(store, number):
+    """Make the `number`-th write (set, conditional set or delete) of a chunk or metadata key
+    through `store` fail; lock objects are not counted. Returns the list of keys written."""
+    written = []
+
+    def counted(real):
+        def write(key, *args):
+            if ".zarrcore-lock." not in key:
+                written.append(key)
+                if len(written) == number:
+                    raise InjectedFailure(errno.EACCES, f"{key!r}: refused")
+            return real(key, *args)
+        return write
+
+    for name in ("set", "set_if", "delete"):
+        setattr(store, name, counted(getattr(store, name)))
+    store.set_many = lambda items: [store.set(key, value) for key, value in items]
+    return written
+
+
+@pytest.mark.parametrize("kind", ["memory", "local", "s3"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_resize_failing_at_any_write_leaves_the_old_or_the_new_array(kind, layout, tmp_path,
+                                                                        request):
+    """Growing one axis and shrinking the other, with each of the resize's writes failing in
+    turn (the metadata's among them): the array is then exactly the old one in the old shape
+    or the new one in the new shape, and resizing again completes it."""
+    old, new = (8, 6), (5, 9)
+    ref = np.arange(1, 49, dtype="i4").reshape(old)
+    metadata_key = ".zarray" if layout == "v2" else "zarr.json"
+    number = 0
+    while True:
+        number += 1
+        make = new_handles(kind, tmp_path / str(number), request)
+        a = create(make(), old, (2, 3), layout)
+        a[...] = ref
+        a = zarrcore.open_array(make(), mode="r+")
+        written = fail_write(a.store, number)
+        try:
+            a.resize(new)
+            break
+        except InjectedFailure:
+            pass
+        b = zarrcore.open_array(make(), mode="r+")
+        if b.shape == old:
+            np.testing.assert_array_equal(b[...], ref, err_msg=f"failed at {written[-1]}")
+        else:
+            assert b.shape == new and written[-1] != metadata_key
+            np.testing.assert_array_equal(b[...], cut(ref, new))
+        b.resize(new)
+        b.resize((8, 9))
+        np.testing.assert_array_equal(b[...], cut(ref, new, (8, 9)))
+        if kind == "s3":
+            b.store.delete_prefix("")
+    assert number > 2 and metadata_key in written

@@ -1,7 +1,6 @@
 """The Array: a chunked N-d array in a store, read and written with numpy semantics."""
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
 import re
@@ -11,15 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _memory, kernels, nodes
+from . import _memory, nodes
 from .codecs import codec_from_v2
 from .codecs.sharding import ShardingCodec
-from .errors import SelectionError, ShapeMismatchError, ZarrcoreError
+from .errors import SelectionError, ShapeMismatchError
 from .indexing import (
     BasicIndexer, BlockIndexer, OrthogonalIndexer, coordinate_indexer, mask_indexer,
     numpy_indexer, pop_fields,
 )
-from .pipeline import ChunkStore, _with_key
+from .pipeline import ChunkStore
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -788,11 +787,16 @@ class Array(nodes.Node):
 
         Serialised with every other metadata update of the array, across threads and processes
         (the shape and attributes are read anew under the lock), and safe to interrupt: the
-        shape changes in one atomic write of the metadata. Before it, stored data that the new
-        shape would show beyond the old one is reset to fill (data that a smaller shape cut
-        off, or that an interrupted resize or a writer with an outdated shape left there);
-        after it, chunks outside a smaller shape are deleted and the cut-off part of its
-        boundary chunks reset, or left for the next growing resize to reset if interrupted.
+        shape changes in one atomic write of the metadata, and every other write changes only
+        what the shape stored at that moment does not show. Before the metadata write, stored
+        data outside the old shape is reset to fill (data that a smaller shape cut off, or that
+        an interrupted resize or a writer with an outdated shape left there); after it, chunks
+        outside the new shape are deleted and the cut-off part of its boundary chunks reset,
+        or left for the next growing resize to reset if interrupted. A kill or a failed write
+        at any step leaves the old array in the old shape or the new one in the new shape.
+        Boundary chunks and shards are reset by the read-modify-write partial writes use
+        (conditional writes on object stores), so a concurrent write inside both shapes is
+        kept.
 
         Parameters
         ----------
@@ -817,60 +821,21 @@ class Array(nodes.Node):
         old_shape = tuple(current.shape)
         if len(new_shape) != len(old_shape) or any(s < 0 for s in new_shape):
             raise ValueError(f"new shape {new_shape} does not fit a {len(old_shape)}-d array")
-        kept = tuple(map(min, old_shape, new_shape))
-        if kept != new_shape:
-            self._clear_outside(kept, new_shape)
+        # Each step changes only what the shape stored at that moment does not show, so an
+        # interrupted resize leaves the old array or the new one.
+        if any(n > o for n, o in zip(new_shape, old_shape)):
+            self._clear_outside(old_shape, new_shape)
         self._store_metadata(current.evolve(shape=new_shape))
-        if kept != old_shape:
-            self._clear_outside(kept, old_shape)
+        if any(n < o for n, o in zip(new_shape, old_shape)):
+            self._clear_outside(new_shape, old_shape)
 
     def _clear_outside(self, kept: tuple[int, ...], extent: tuple[int, ...]) -> None:
-        """Leave no stored data outside the box `kept` (from the origin): delete the storage
-        blocks (shards or chunks) wholly outside it and reset the rest of those partly outside
-        to fill. Looks at the blocks over `extent` that reach outside `kept` when they are few,
-        else at every stored block."""
-        grid = self._grid
+        """Leave no stored data outside the box `kept` (from the origin): the storage blocks
+        (shards or chunks) wholly outside it are deleted, the rest of those partly outside
+        reset to fill (ChunkStore.reset_outside). Looks at the blocks over `extent` that reach
+        outside `kept` when they are few, else at every stored block."""
         for coords in self._blocks_outside(kept, extent):
-            key = self._chunks.key(coords)
-            starts = [c * g for c, g in zip(coords, grid)]
-            # (A store without locks gets here only under config.unsafe_partial_writes.)
-            held = (self._store.lock(key, self._path) if self._store.supports_locks
-                    else contextlib.nullcontext())
-            with held:
-                if any(start >= k for start, k in zip(starts, kept)):
-                    self._store.delete(key)
-                    continue
-                if self._chunks.partial is not None:
-                    self._trim_shard(key, [k - start for start, k in zip(starts, kept)])
-                    continue
-                chunk = self._chunks.read_chunk(coords)
-                if chunk is None:
-                    continue
-                fill = self._chunks.fill_value
-                beyond = [(slice(None),) * axis + (slice(k - start, None),)
-                          for axis, (start, k) in enumerate(zip(starts, kept))
-                          if k - start < chunk.shape[axis]]
-                if all(kernels.is_fill(chunk[region], fill) for region in beyond):
-                    continue
-                chunk = np.array(chunk, copy=True)
-                for region in beyond:
-                    chunk[region] = fill
-                self._chunks.put(key, self._chunks.chain.encode_unless_fill(chunk))
-
-    def _trim_shard(self, key: str, bound: list[int]) -> None:
-        """Reset what the shard at `key` holds at or beyond `bound` (from its origin) to fill,
-        through its index (ShardingCodec.trim): never decoded whole at its declared size."""
-        data = self._store.get(key)
-        if data is None:
-            return
-        try:
-            trimmed = self._chunks.partial.trim(data, bound)
-        except ZarrcoreError as e:
-            raise _with_key(e, key) from e
-        if trimmed is None:
-            self._store.delete(key)
-        elif trimmed is not data:
-            self._chunks.put(key, trimmed)
+            self._chunks.reset_outside(coords, kept)
 
     def _blocks_outside(self, kept: tuple[int, ...],
                         extent: tuple[int, ...]) -> Iterator[tuple[int, ...]]:

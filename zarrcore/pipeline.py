@@ -448,6 +448,20 @@ class CodecChain:
         chunk[selection + (Ellipsis,)] = part
         return chunk
 
+    def reset_beyond(self, data, bound):
+        """The chunk encoded in `data` with what lies at or beyond `bound` (an extent per axis
+        from its origin) set to fill; None when all that is fill already."""
+        chunk = self.decode(data)
+        fill = self.spec.fill_value
+        beyond = [(slice(None),) * axis + (slice(b, None),)
+                  for axis, (b, n) in enumerate(zip(bound, self.spec.shape)) if b < n]
+        if all(kernels.is_fill(chunk[region], fill) for region in beyond):
+            return None
+        chunk = np.array(chunk, copy=True)
+        for region in beyond:
+            chunk[region] = fill
+        return chunk
+
     def encode_unless_fill(self, chunk):
         """The encoded chunk, or None when it is all fill and empty chunks are not written."""
         if not self.spec.writes_empty and kernels.is_fill(chunk, self.spec.fill_value):
@@ -601,17 +615,6 @@ class ChunkStore:
         """The stored chunk (or shard) at `key`, None when it is not stored; a value larger
         than a valid chunk is refused (ValueTooLargeError) without being read whole."""
         return get_at_most(self.store, key, self.chain.max_encoded_bytes, ENCODED_BOUND)
-
-    def read_chunk(self, coords):
-        """The decoded chunk, or None when it is not stored."""
-        key = self.key(coords)
-        data = self.get_stored(key)
-        if data is None:
-            return None
-        try:
-            return self.chain.decode(data)
-        except ZarrcoreError as e:
-            raise _with_key(e, key) from e
 
     # -- reads ---------------------------------------------------------------
     def read(self, indexer, out):
@@ -955,38 +958,78 @@ class ChunkStore:
         write_empty_chunks)."""
         if self.partial is not None:
             return self.partial.merge(data, p.chunk_selection, part, keep_empty)
-        chunk = self.chain.merge(data, p.chunk_selection, part)
+        return self._encoded(self.chain.merge(data, p.chunk_selection, part), keep_empty)
+
+    def _encoded(self, chunk, keep_empty):
+        """`chunk` encoded; None when it is all fill and not `keep_empty` (nor the array's
+        write_empty_chunks)."""
         return self.chain.encode(chunk) if keep_empty else self.chain.encode_unless_fill(chunk)
+
+    def reset_outside(self, coords, kept):
+        """Reset what the stored object at `coords` (a chunk, or a shard) holds outside the box
+        `kept` (from the array's origin) to fill, as a resize leaves it: delete it when it lies
+        wholly outside, else read-modify-write it as partial writes do, so that a concurrent
+        write inside `kept` is never lost."""
+        key = self.key(coords)
+        bound = [k - c * n for c, n, k in zip(coords, self.chunk_shape, kept)]
+        if any(b <= 0 for b in bound):
+            self._put_many([(key, None)])
+            return
+        try:
+            self._read_modify_write(
+                key, lambda data, keep_empty: self._trimmed(data, bound, keep_empty))
+        except ZarrcoreError as e:
+            raise _with_key(e, key) from e
+
+    def _trimmed(self, data, bound, keep_empty):
+        """The stored object `data` (None: not stored) with what lies at or beyond `bound`
+        reset to fill, encoded (None as in `_encoded`); `data` itself when nothing changes. A
+        shard is trimmed through its index (ShardingCodec.trim), never decoded whole."""
+        if data is None:
+            return None
+        if self.partial is not None:
+            return self.partial.trim(data, bound, keep_empty)
+        chunk = self.chain.reset_beyond(data, bound)
+        return data if chunk is None else self._encoded(chunk, keep_empty)
 
     def _read_modify_write(self, key, merge):
         """Replace the chunk at `key` by `merge(stored bytes or None, keep_empty)` (encoded
-        bytes, or None to delete it) so that no concurrent writer's update is lost: by
-        conditional writes where the store has them, tried again while another writer comes
-        first (no lock object to create and remove, and whole-object writes need no lock);
-        else under the key's lock; else only with config.unsafe_partial_writes."""
+        bytes, None to delete it, or the stored bytes themselves to leave it as it is) so that
+        no concurrent writer's update is lost: by conditional writes where the store has them,
+        tried again while another writer comes first (no lock object to create and remove, and
+        whole-object writes need no lock); else under the key's lock; else only with
+        config.unsafe_partial_writes. Writes, resizes and appends all update parts of stored
+        objects through here."""
         store = self.store
         if store.supports_conditional_writes:
             for attempt in range(CONFLICT_RETRIES):
                 data, version = store.get_versioned(key)
                 # A chunk left all fill stays stored as such: a delete cannot be conditional.
                 new = merge(data, data is not None)
-                if new is None or store.set_if(key, new, version):
+                if new is None or new is data or store.set_if(key, new, version):
                     return
                 conflict_pause(attempt)
             # (Callers put the key in front of these messages.)
             raise WriteConflictError(
                 f"other writers replaced it {CONFLICT_RETRIES} times while it was being "
                 f"updated; gave up rather than overwrite their updates")
+
+        def replace():
+            data = self.get_stored(key)
+            new = merge(data, False)
+            if new is not data:
+                self.put(key, new)
+
         if store.supports_locks:
             with store.lock(key, self.key_prefix):
-                self.put(key, merge(store.get(key), False))
+                replace()
             return
         if not config.unsafe_partial_writes:
             raise LockUnavailableError(
                 f"cannot write part of it: {store!r} has neither locks nor conditional "
                 f"writes, so a concurrent writer's update could be lost; write whole chunks, "
                 f"or accept that with zarrcore.config.set(unsafe_partial_writes=True)")
-        self.put(key, merge(store.get(key), False))
+        replace()
 
     @staticmethod
     def _projections(indexer, tasks):

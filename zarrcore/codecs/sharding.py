@@ -513,12 +513,13 @@ class ShardingCodec(ArrayBytesCodec):
             return None
         return self._assemble(_stored(blobs))
 
-    def trim(self, data, bound):
+    def trim(self, data, bound, keep_empty=False):
         """The shard `data` with everything at or beyond `bound` (an extent per axis from the
         shard's origin) reset to fill, as a shrinking resize leaves it: inner chunks wholly
         beyond it leave the index, those across it are decoded, cut and encoded again, and the
-        rest keep their bytes. `data` itself when nothing changes, None when no inner chunk is
-        left. Memory goes with the stored inner chunks, never with the shard's declared size."""
+        rest keep their bytes. `data` itself when nothing changes; None when no inner chunk is
+        left, unless `keep_empty` (then a shard of only its index). Memory goes with the stored
+        inner chunks, never with the shard's declared size."""
         entries = self._read_index(_Whole(data))
         stored = np.flatnonzero(entries[:, 0] != EMPTY)
         chunk = np.array(self.chunk_shape, dtype=np.int64)
@@ -534,18 +535,11 @@ class ShardingCodec(ArrayBytesCodec):
             blobs[i] = view[offset:offset + nbytes]
         for i in stored[beyond].tolist():
             del blobs[i]
-        fill = self._spec.fill_value
-        for i, start in zip(stored[across].tolist(), starts[across].tolist()):
+        for i, inner_bound in zip(stored[across].tolist(), (bound - starts[across]).tolist()):
             try:
-                value = self._inner.decode(blobs[i])
-                cut = [(slice(None),) * axis + (slice(b - s, None),)
-                       for axis, (s, b, c) in enumerate(zip(start, bound.tolist(), self.chunk_shape))
-                       if b - s < c]
-                if all(kernels.is_fill(value[region], fill) for region in cut):
+                value = self._inner.reset_beyond(blobs[i], inner_bound)
+                if value is None:
                     continue
-                value = np.array(value, copy=True)
-                for region in cut:
-                    value[region] = fill
                 blob = self._inner.encode_unless_fill(value)
             except ZarrcoreError as e:
                 raise _inner_error(e, self._coords(i)) from e
@@ -553,7 +547,7 @@ class ShardingCodec(ArrayBytesCodec):
                 del blobs[i]
             else:
                 blobs[i] = blob
-        return self._assemble(blobs) if blobs else None
+        return self._assemble(blobs) if blobs or keep_empty else None
 
     def _update(self, blobs, selection, value):
         """Re-encode, in parallel, the inner chunks `selection` touches, into `blobs`."""
