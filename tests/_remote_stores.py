@@ -10,7 +10,7 @@ import time
 
 import zarrcore
 from zarrcore import _portable
-from zarrcore.storage.base import validate_key
+from zarrcore.storage.base import too_large, validate_key
 
 
 def _size(result):
@@ -109,12 +109,14 @@ class VersionedStore(DelayedStore):
         self._cas = threading.Lock()
         self.conflicts = 0
 
-    def get_versioned(self, key):
+    def get_versioned(self, key, limit=None, why=None):
         def read():
             with self._cas:
                 value = self._data.get(validate_key(key))
                 return None if value is None else (bytes(value), self._versions[key])
         found = self._request("get", key, None, read)
+        if found is not None and limit is not None and len(found[0]) > limit:
+            raise too_large(self, key, limit, why)
         return (None, None) if found is None else found
 
     def set(self, key, value):
@@ -149,8 +151,10 @@ class DirectoryVersionedStore(zarrcore.LocalStore):
         self.native_root = None
         self._cas_path = os.path.join(str(root), ".cas-lock")
 
-    def get_versioned(self, key):
+    def get_versioned(self, key, limit=None, why=None):
         data = self.get(key)
+        if data is not None and limit is not None and len(data) > limit:
+            raise too_large(self, key, limit, why)
         return (None, None) if data is None else (data, hashlib.sha256(data).hexdigest())
 
     def set_if(self, key, value, version):

@@ -1003,7 +1003,8 @@ class ChunkStore:
         store = self.store
         if store.supports_conditional_writes:
             for attempt in range(CONFLICT_RETRIES):
-                data, version = store.get_versioned(key)
+                data, version = store.get_versioned(key, self.chain.max_encoded_bytes,
+                                                     ENCODED_BOUND)
                 # A chunk left all fill stays stored as such: a delete cannot be conditional.
                 new = merge(data, data is not None)
                 if new is None or new is data or store.set_if(key, new, version):

@@ -196,9 +196,10 @@ class Store:
         for key, value in items:
             self.set(key, value)
 
-    def get_versioned(self, key):
+    def get_versioned(self, key, limit=None, why=None):
         """(value, version) of `key`, or (None, None) when it is missing. `version` (an ETag,
-        a generation) is what set_if compares with."""
+        a generation) is what set_if compares with. With `limit`, a value larger than that
+        raises `too_large(self, key, limit, why)` without being read whole."""
         raise LockUnavailableError(f"{self!r} has no conditional writes")
 
     def set_if(self, key, value, version):

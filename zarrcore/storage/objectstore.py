@@ -32,7 +32,7 @@ import time
 from ..errors import (KeyChangedError, LockLostError, LockTimeoutError, LockUnavailableError,
                       ReadOnlyError, StoreError, WriteConflictError)
 from . import _aio
-from .base import Store, validate_key, validate_prefix
+from .base import Store, too_large, validate_key, validate_prefix
 from .options import checked_backend_options
 
 # s3fs spellings of storage_options (what zarr-python passes to fsspec) -> obstore's keys.
@@ -385,19 +385,30 @@ class ObjectStore(Store):
 
         return _aio.fan_out(self._fetch, requests, config.io_concurrency, self._deadline())
 
-    async def _get_with_meta(self, key):
-        """(bytes, obstore's metadata) of the object at `key`; (None, None) when missing."""
+    async def _get_with_meta(self, key, limit=None, why=None):
+        """(bytes, obstore's metadata) of the object at `key`; (None, None) when missing.
+        With `limit`, one ranged GET of a byte more, and `too_large` when the object is
+        larger (as Store.get_versioned)."""
+        obs = _obstore()
+        options = {} if limit is None else {"range": (0, limit + 1)}
         try:
-            result = await _obstore().get_async(self._store, key)
+            try:
+                result = await obs.get_async(self._store, key, options=options)
+            except obs.exceptions.BaseError as e:
+                if not options or "416" not in str(e):
+                    raise
+                result = await obs.get_async(self._store, key)  # empty: no range fits
             data = bytes(await result.bytes_async())
         except Exception as e:
             if self._missing(key, e):
                 return None, None
+        if limit is not None and len(data) > limit:
+            raise too_large(self, key, limit, why)
         self._saw(key, result.meta)
         return data, result.meta
 
-    def get_versioned(self, key):
-        data, meta = _aio.run(self._get_with_meta(validate_key(key)))
+    def get_versioned(self, key, limit=None, why=None):
+        data, meta = _aio.run(self._get_with_meta(validate_key(key), limit, why))
         return data, None if meta is None else (meta["e_tag"], meta["version"])
 
     def exists(self, key):
