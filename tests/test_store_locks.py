@@ -1,6 +1,7 @@
-"""Key locks live with the data: a lock file in each node's directory, keyed by the key's path
-below it, so processes that reach a store by different paths (a symlink, another TMPDIR,
-another store root) exclude each other, and every user who can write the store can lock."""
+"""Key locks live beside the data: a lock file beside each hierarchy's top, keyed by the key's
+path below it, so processes that reach a store by different paths (a symlink, another TMPDIR,
+another store root) exclude each other, every user who can write the store can lock, and no
+reader or copy of the store meets it."""
 import multiprocessing
 import os
 import shutil
@@ -59,13 +60,19 @@ def run_processes(targets):
     return [p.exitcode for p in procs]
 
 
-def test_lock_file_lives_in_the_node_directory_and_is_never_listed(tmp_path):
+def beside(top):
+    """The lock file of the hierarchy whose top is the directory `top`."""
+    return top.parent / f".{top.name}{LOCK_FILE}"
+
+
+def test_lock_file_lives_beside_the_hierarchy_and_never_in_the_store(tmp_path):
     a = create(str(tmp_path / "s"), name="grp/arr")
     a[1, 1] = 5  # a partial write takes the inner chunk's shard lock
-    assert (tmp_path / "s" / "grp" / "arr" / LOCK_FILE).is_file()
-    store = zarrcore.LocalStore(tmp_path / "s")
+    assert beside(tmp_path / "s").is_file()
+    assert not [f for _, _, files in os.walk(tmp_path / "s") for f in files if LOCK_FILE in f]
+    store = zarrcore.LocalStore(tmp_path)
     assert not [k for k in store.list_prefix("") if LOCK_FILE in k]
-    assert LOCK_FILE not in store.list_dir("grp/arr")
+    assert store.list_dir("") == ["s"]
 
 
 @pytest.mark.posix("symbolic links need a privilege on Windows")
@@ -103,7 +110,7 @@ def test_lock_file_is_writable_by_whoever_may_write_the_directory(tmp_path, dir_
         a[1, 1] = 5
     finally:
         os.umask(old)
-    mode = stat.S_IMODE(os.stat(tmp_path / "a" / LOCK_FILE).st_mode)
+    mode = stat.S_IMODE(os.stat(beside(tmp_path / "a")).st_mode)
     assert mode == lock_mode
 
 
@@ -169,9 +176,9 @@ def test_zarr_python_and_tensorstore_ignore_the_lock_file(tmp_path):
     root = str(tmp_path / "g")
     g = zarrcore.open_group(root, mode="w")
     a = g.create_array("a", shape=(8, 8), dtype="int16", chunks=(4, 4), shards=(8, 8))
-    a[1:3, 1:3] = 7  # partial: the lock file of "a"
+    a[1:3, 1:3] = 7  # partial: the lock file of the hierarchy
     g.attrs["x"] = 1  # locks the group's zarr.json itself
-    assert (tmp_path / "g" / "a" / LOCK_FILE).exists()
+    assert beside(tmp_path / "g").exists()
     zg = zarr.open_group(root, mode="r")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -297,7 +304,7 @@ def test_group_directories_hold_nothing_zarr_python_would_list(tmp_path, zarr_fo
     g = zarrcore.open_group(root, mode="w", zarr_format=zarr_format)
     sub = g.create_group("sub")
     a = sub.create_array("a", shape=(8, 8), dtype="int16", chunks=(4, 4), fill_value=0)
-    a[1:3, 1:3] = 7  # partial: the lock file of "a" (arrays keep theirs)
+    a[1:3, 1:3] = 7  # partial: the lock file beside the hierarchy
     a.resize((6, 10))
     a.append(np.ones((2, 10), "int16"))
     a.attrs["unit"] = "m"
@@ -310,7 +317,8 @@ def test_group_directories_hold_nothing_zarr_python_would_list(tmp_path, zarr_fo
         extra = [n for n in os.listdir(group_dir)
                  if n not in ("zarr.json", ".zgroup", ".zattrs", ".zmetadata", "sub", "a")]
         assert extra == []
-    assert (tmp_path / "g" / "sub" / "a" / LOCK_FILE).exists()
+    assert beside(tmp_path / "g").exists()
+    assert not (tmp_path / "g" / "sub" / "a" / LOCK_FILE).exists()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         zg = zarr.open_group(root, mode="r", use_consolidated=False)
