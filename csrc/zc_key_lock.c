@@ -211,7 +211,17 @@ int zc_key_locks_open(zc_key_locks *l, const zc_root *root, const char *node_dir
     int e = errno;
     zc_os_close(dir);
     errno = e;
-    return st;
+    return st == ZC_ERR_IO ? ZC_ERR_LOCK : st;
+}
+
+void zc_key_locks_file(const zc_root *root, const char *node_dir, char *file, size_t cap)
+{
+    int e = errno;
+    zc_key_locks l;
+    zc_key_locks_open(&l, root, node_dir);
+    zc_key_locks_close(&l);
+    snprintf(file, cap, "%s", l.file);
+    errno = e;
 }
 
 int zc_key_locks_open_once(zc_key_locks *l, const zc_root *root, const char *node_dir)
@@ -272,12 +282,12 @@ int zc_key_lock(const zc_key_locks *l, const char *path)
 {
     if (l->fd < 0)
         return ZC_OK;
-    return zc_os_lock(l->fd, key_byte(l, path), 1, 1) == 1 ? ZC_OK : ZC_ERR_IO;
+    return zc_os_lock(l->fd, key_byte(l, path), 1, 1) == 1 ? ZC_OK : ZC_ERR_LOCK;
 }
 
 int zc_key_unlock(const zc_key_locks *l, const char *path)
 {
     if (l->fd < 0)
         return ZC_OK;
-    return zc_os_unlock(l->fd, key_byte(l, path)) == 0 ? ZC_OK : ZC_ERR_IO;
+    return zc_os_unlock(l->fd, key_byte(l, path)) == 0 ? ZC_OK : ZC_ERR_LOCK;
 }

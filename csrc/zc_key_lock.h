@@ -58,9 +58,13 @@ typedef struct {
 #define ZC_KEY_LOCKS_NONE {-1, 0, "", ""}
 
 /* Open (creating it, and `node_dir` when missing) the lock file of `node_dir`, a directory
- * below `root` (zc_fs.h): ZC_OK, or ZC_ERR_IO with errno (EINVAL: the lock file is no regular
+ * below `root` (zc_fs.h): ZC_OK, or ZC_ERR_LOCK with errno (EINVAL: the lock file is no regular
  * file), ZC_ERR_OUTSIDE, or ZC_ERR_SIZE for a too long path; `file` names the lock file. */
 int zc_key_locks_open(zc_key_locks *l, const zc_root *root, const char *node_dir);
+
+/* The path of the lock file of `node_dir` (as zc_key_locks_open finds it, making it if it can),
+ * in `file` of `cap` bytes: for the message of a failed lock. errno is kept. */
+void zc_key_locks_file(const zc_root *root, const char *node_dir, char *file, size_t cap);
 
 /* As zc_key_locks_open, on a worker's first need: ZC_OK and nothing done when `l` is open
  * already or `node_dir` is empty (the store takes no locks). */
@@ -69,7 +73,7 @@ int zc_key_locks_open_once(zc_key_locks *l, const zc_root *root, const char *nod
 void zc_key_locks_close(zc_key_locks *l);
 
 /* Take (waiting as long as it takes) or drop the lock of `path`, a path below the node
- * directory of `l`. Nothing when `l` is not open. ZC_ERR_IO with errno on failure (ENOLCK,
+ * directory of `l`. Nothing when `l` is not open. ZC_ERR_LOCK with errno on failure (ENOLCK,
  * EOPNOTSUPP or ENOSYS: the file system does not support the locks). */
 int zc_key_lock(const zc_key_locks *l, const char *path);
 int zc_key_unlock(const zc_key_locks *l, const char *path);

@@ -10,7 +10,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.errno cimport EINTR, errno
 from libc.stddef cimport ptrdiff_t
 
-from ._status cimport ZC_ERR_IO, ZC_ERR_OUTSIDE, ZC_OK
+from ._status cimport ZC_ERR_IO, ZC_ERR_LOCK, ZC_ERR_OUTSIDE, ZC_OK
 
 from ._status import CALL_ERRNO, status_error
 from .errors import LockUnavailableError, OutsideStoreError, StoreError
@@ -32,10 +32,12 @@ cdef extern from "zc_fs.h" nogil:
 
 cdef extern from "zc_key_lock.h" nogil:
     const char *ZC_KEY_LOCK_FILE
+    enum: ZC_KEY_LOCK_PATH_MAX
     ctypedef struct zc_key_locks:
         int fd
         char file[1]
     int zc_key_locks_open(zc_key_locks *l, const zc_root *root, const char *node_dir)
+    void zc_key_locks_file(const zc_root *root, const char *node_dir, char *file, size_t cap)
     void zc_key_locks_close(zc_key_locks *l)
     int zc_key_lock(const zc_key_locks *l, const char *path)
     int zc_key_unlock(const zc_key_locks *l, const char *path)
@@ -269,9 +271,17 @@ cdef class FileRoot:
         err = errno
         lock_file = os.fsdecode(<bytes>lock_path)
         held.locks_close()
-        if st != ZC_ERR_IO:
+        if st != ZC_ERR_LOCK:
             raise self._error(st, err, lock_file)
         raise _lock_error(err, key, lock_file)
+
+    def lock_error(self, node_dir, key, int err):
+        """The error of a failed lock of `key` (errno `err`) in the lock file of the node
+        directory `node_dir`, which it names."""
+        cdef bytes d = os.fsencode(node_dir)
+        cdef char file[ZC_KEY_LOCK_PATH_MAX]
+        zc_key_locks_file(&self.root, d, file, sizeof(file))
+        return _lock_error(err, key, os.fsdecode(<bytes>file))
 
     def lock_file(self, path, key):
         """Lock the file `path` (of `key`) itself, as it is once locked (csrc/zc_key_lock.h),
