@@ -152,6 +152,9 @@ static int open_beside(zc_key_locks *l, const zc_root *root, const char *node_di
         return ZC_ERR_SIZE;
     snprintf(l->node, sizeof l->node, "%s%s", real + end + (real[end] ? 1 : 0),
              real[end] ? "/" : "");
+    for (char *c = l->node; *c; c++)
+        if (zc_os_is_sep(*c))
+            *c = '/'; /* hashed as keys are written, whatever the system */
     char top[4096];
     memcpy(top, top_name, top_len);
     top[top_len] = '\0';
