@@ -120,8 +120,29 @@ def share_directories(base):
             os.chmod(os.path.join(root, d), 0o777)
 
 
-@pytest.mark.skipif(not hasattr(os, "fork") or os.geteuid() != 0,
-                    reason="switching to a second user needs root and fork")
+def as_nobody(work):
+    """Run `work` in a forked child as the user and group 65534: its exit code."""
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            work()
+            status = 0
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(status)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+needs_root = pytest.mark.skipif(not hasattr(os, "fork") or os.geteuid() != 0,
+                                reason="switching to a second user needs root and fork")
+
+
+@needs_root
 def test_a_second_user_can_write_a_store_the_first_made(tmp_path):
     """The first user (umask 022) writes a store whose directories everyone may write; another
     user then writes partial chunks and shards of it, which take key locks, and updates the
@@ -144,23 +165,14 @@ def test_a_second_user_can_write_a_store_the_first_made(tmp_path):
             share_directories(base)
         finally:
             os.umask(old)
-        pid = os.fork()
-        if pid == 0:
-            status = 1
-            try:
-                os.setgid(65534)
-                os.setuid(65534)
-                zarrcore.open_array(os.path.join(base, "s"), mode="r+")[1, 1] = 2
-                zarrcore.open_array(os.path.join(base, "p"), mode="r+")[1, 1] = 2
-                for v in (2, 3):  # group metadata updates lock the metadata document itself
-                    zarrcore.open_group(os.path.join(base, f"g{v}"), mode="r+").attrs["second"] = 2
-                status = 0
-            except BaseException:
-                traceback.print_exc()
-            finally:
-                os._exit(status)
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0
+
+        def writes():
+            zarrcore.open_array(os.path.join(base, "s"), mode="r+")[1, 1] = 2
+            zarrcore.open_array(os.path.join(base, "p"), mode="r+")[1, 1] = 2
+            for v in (2, 3):  # group metadata updates lock the metadata document itself
+                zarrcore.open_group(os.path.join(base, f"g{v}"), mode="r+").attrs["second"] = 2
+
+        assert as_nobody(writes) == 0
         assert sharded[1, 1] == 2 and plain[1, 1] == 2
         assert sharded[0, 0] == 1 and plain[0, 0] == 1
         for v in (2, 3):
@@ -449,28 +461,6 @@ def test_a_symlink_in_place_of_the_lock_file_is_never_followed(tmp_path, confine
         with pytest.raises(zarrcore.errors.ZarrcoreError, match=f".a{LOCK_FILE}"):
             write()
     assert not victim.exists()
-
-
-def as_nobody(work):
-    """Run `work` in a forked child as the user and group 65534: its exit code."""
-    pid = os.fork()
-    if pid == 0:
-        status = 1
-        try:
-            os.setgid(65534)
-            os.setuid(65534)
-            work()
-            status = 0
-        except BaseException:
-            traceback.print_exc()
-        finally:
-            os._exit(status)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status)
-
-
-needs_root = pytest.mark.skipif(not hasattr(os, "fork") or os.geteuid() != 0,
-                                reason="switching to a second user needs root and fork")
 
 
 @needs_root
