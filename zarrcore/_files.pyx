@@ -70,6 +70,7 @@ def is_lock_file(name):
     """Whether the file name `name` is that of a lock file (csrc/zc_key_lock.h)."""
     return name == LOCK_FILE or name.startswith(".") and name.endswith(LOCK_FILE)
 
+
 # Errors of lock calls that mean the file system has no such locks.
 _NO_LOCKS = {errno_.ENOLCK, errno_.EOPNOTSUPP, errno_.ENOSYS}
 

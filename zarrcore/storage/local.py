@@ -53,11 +53,12 @@ class LocalStore(Store):
     Every file is reached through the store's FileRoot (zarrcore._files, csrc/zc_fs.h), as the
     compiled batches reach them. Key locks live in a lock file beside the hierarchy the node a
     key belongs to is in, out of the store (csrc/zc_key_lock.h), but for keys locked
-    `replaced_last` (a group's metadata), which lock their own file. Temporary files of writers a kill left behind are
-    removed when a writable store lists their directory (`remove_stale_temporary_files` does it
-    for a whole prefix). Symlinks in the store are followed; `confined=True` (default:
-    `zarrcore.config.confine_local_stores`) resolves every path beneath the root's directory,
-    so a key whose path leads outside `root` raises OutsideStoreError instead.
+    `replaced_last` (a group's metadata), which lock their own file. Temporary files of writers
+    a kill left behind are removed when a writable store lists their directory
+    (`remove_stale_temporary_files` does it for a whole prefix). Symlinks in the store are
+    followed; `confined=True` (default: `zarrcore.config.confine_local_stores`) resolves every
+    path beneath the root's directory, so a key whose path leads outside `root` raises
+    OutsideStoreError instead.
     """
 
     supports_locks = True
