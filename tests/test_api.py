@@ -13,14 +13,13 @@ import zarrcore
 from zarrcore.errors import (
     MemberNotFoundError, NodeExistsError, NodeNotFoundError, ReadOnlyError, ZarrcoreError,
 )
-from zarrcore.storage.local import LOCK_FILE
 
 
 def chunk_files(root):
     out = set()
     for dirpath, _, files in os.walk(root):
         for f in files:
-            if f not in ("zarr.json", ".zarray", ".zgroup", ".zattrs", LOCK_FILE):
+            if f not in ("zarr.json", ".zarray", ".zgroup", ".zattrs"):
                 out.add(os.path.relpath(os.path.join(dirpath, f), root).replace(os.sep, "/"))
     return out
 
@@ -325,9 +324,7 @@ def test_overwrite(tmp_path):
     with pytest.raises(NodeExistsError):
         zarrcore.create_array(str(tmp_path), name="g", shape=(1,), dtype="i1")
     zarrcore.create_array(str(tmp_path), name="g", shape=(1,), dtype="i1", overwrite=True)
-    # (Lock files stay: removing one could let two writers lock different files.)
-    assert not [p for p in (tmp_path / "g").rglob("*")
-                if p.is_file() and p.name not in ("zarr.json", LOCK_FILE)]
+    assert not [p for p in (tmp_path / "g").rglob("*") if p.is_file() and p.name != "zarr.json"]
     assert not (tmp_path / "g" / "inner" / "zarr.json").exists()
     assert isinstance(zarrcore.open(str(tmp_path), path="g"), zarrcore.Array)
 
