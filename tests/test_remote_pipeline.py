@@ -213,6 +213,7 @@ def _process_writer(path, writer, start):
     write_rows(a, writer)
 
 
+@pytest.mark.slow
 def test_processes_lose_no_updates_by_conditional_writes(tmp_path):
     path = str(tmp_path / "d")
     a = create_shared(DirectoryVersionedStore(path))

@@ -77,6 +77,13 @@ def contract_bucket(moto_server):
     return moto_server, moto_server.new_bucket()
 
 
+@pytest.fixture(scope="module")
+def contract_s3fs(moto_server):
+    """One s3fs filesystem of the moto server for this module (making one takes a while)."""
+    pytest.importorskip("s3fs", reason="s3fs is not installed")
+    return moto_server.s3fs()
+
+
 def _memory_kind():
     data = MemoryStore()._data
     return Kind(lambda read_only: MemoryStore(data, read_only=read_only))
@@ -95,12 +102,13 @@ def _s3_kind(request, through):
     if through == "obstore":
         return Kind(lambda read_only: ObjectStore.from_url(
             f"s3://{bucket}/{prefix}", read_only, storage_options=server.storage_options()))
-    pytest.importorskip("s3fs", reason="s3fs is not installed")
-    fs = server.s3fs()
+    fs = request.getfixturevalue("contract_s3fs")
     return Kind(lambda read_only: FsspecStore(fs, f"{bucket}/{prefix}", read_only=read_only))
 
 
-KINDS = ["local", "memory", "zip", "s3-obstore", "s3-s3fs", "fsspec-memory", "http"]
+# The S3 kinds start moto's server.
+KINDS = ["local", "memory", "zip", pytest.param("s3-obstore", marks=pytest.mark.slow),
+         pytest.param("s3-s3fs", marks=pytest.mark.slow), "fsspec-memory", "http"]
 
 
 @pytest.fixture(params=KINDS)

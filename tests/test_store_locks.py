@@ -68,6 +68,7 @@ def test_lock_file_lives_in_the_node_directory_and_is_never_listed(tmp_path):
     assert LOCK_FILE not in store.list_dir("grp/arr")
 
 
+@pytest.mark.slow
 @pytest.mark.posix("symbolic links need a privilege on Windows")
 def test_processes_through_a_symlink_and_other_tmpdirs_lose_nothing(tmp_path):
     """Two processes write through the real path with one TMPDIR, two through a symlink with
@@ -115,6 +116,7 @@ def share_directories(base):
 
 @pytest.mark.skipif(not hasattr(os, "fork") or os.geteuid() != 0,
                     reason="switching to a second user needs root and fork")
+@pytest.mark.slow
 def test_a_second_user_can_write_a_store_the_first_made(tmp_path):
     """The first user (umask 022) writes a store whose directories everyone may write; another
     user then writes partial chunks and shards of it, which take key locks, and updates the
@@ -225,6 +227,7 @@ def test_a_store_that_cannot_lock_fails_loudly():
 
 # -- temporary files ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork for the live writer")
 def test_stale_temporary_files_go_with_a_listing_and_live_ones_stay(tmp_path):
     """A temporary file no one holds (its writer was killed) is removed when a writable store
