@@ -33,8 +33,9 @@ def _asan_loaded():
 ASAN = _asan_loaded()
 
 # How long property tests search, in one place: HYPOTHESIS_PROFILE=quick for a fast inner
-# loop, =thorough for a long search. No deadline: an example's time depends on the machine's
-# load. A test's own settings say only what its property needs (health checks it passes).
+# loop, =thorough for a long search. No deadline and no too_slow check: an example's time
+# depends on the machine's load. A test's own settings say only which health checks its
+# property needs suppressed (its list replaces the profile's, so it names too_slow as well).
 for _name, _examples in (("default", 100), ("quick", 10), ("thorough", 2000)):
     settings.register_profile(_name, max_examples=_examples, deadline=None,
                               suppress_health_check=[HealthCheck.too_slow])

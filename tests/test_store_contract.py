@@ -9,7 +9,6 @@ import uuid
 
 import pytest
 
-import zarrcore
 from zarrcore.errors import (InvalidKeyError, KeyChangedError, LockUnavailableError,
                              ReadOnlyError, StoreError)
 from zarrcore.storage import FsspecStore, LocalStore, MemoryStore, ObjectStore, Store, ZipStore
