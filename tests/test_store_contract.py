@@ -3,6 +3,7 @@ memory, a zip, S3 (moto) through obstore and through s3fs, fsspec's memory files
 HTTP server (read only). Where stores legitimately differ, a test asks the store's
 capability flags, never its type."""
 import os
+import pickle
 import threading
 import time
 import uuid
@@ -478,6 +479,16 @@ def test_locks_where_declared(writable):
         store.set("n/k", b"new")
     with other.lock("n/k", "n"):  # handed on by the write
         assert _as_bytes(store.get("n/k")) == b"new"
+
+
+def test_copies_read_the_same_data_unless_process_local(kind):
+    """A store that is not `process_local` reaches the same data from a copy of it (what a
+    task pickled to a worker process gets): checked here on a copy made in this process."""
+    reader = kind.read_only_twin(kind.fill(TREE))
+    if reader.process_local:
+        pytest.skip("the store's data lives in this process only")
+    copy = pickle.loads(pickle.dumps(reader))
+    assert {key: _as_bytes(copy.get(key)) for key in TREE} == TREE
 
 
 def test_native_root_where_declared(writable):
