@@ -523,6 +523,7 @@ def _subprocess_env(**extra):
     return env
 
 
+@pytest.mark.slow
 def test_num_threads_env_variable():
     code = "import zarrcore; print(zarrcore.config.num_threads)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -533,6 +534,7 @@ def test_num_threads_env_variable():
     assert bad.returncode != 0 and "ZARRCORE_NUM_THREADS" in bad.stderr
 
 
+@pytest.mark.slow
 def test_buffer_pool_env_variable():
     code = ("import zarrcore, numpy as np; from zarrcore import _memory\n"
             "a = _memory.empty((1 << 20,), np.uint8); del a\n"
@@ -868,6 +870,7 @@ def test_opening_with_the_other_zarr_format_says_which_is_there(tmp_path):
         zarrcore.open_array(str(tmp_path / "none"), mode="r", zarr_format=3)
 
 
+@pytest.mark.slow
 def test_an_unbuilt_source_tree_says_to_build(tmp_path):
     package = os.path.dirname(zarrcore.__file__)
     shutil.copytree(package, tmp_path / "zarrcore",

@@ -75,6 +75,7 @@ def test_lock_file_lives_beside_the_hierarchy_and_never_in_the_store(tmp_path):
     assert store.list_dir("") == ["s"]
 
 
+@pytest.mark.slow
 @pytest.mark.posix("symbolic links need a privilege on Windows")
 def test_processes_through_a_symlink_and_other_tmpdirs_lose_nothing(tmp_path):
     """Two processes write through the real path with one TMPDIR, two through a symlink with
@@ -143,6 +144,7 @@ needs_root = pytest.mark.skipif(not hasattr(os, "fork") or os.geteuid() != 0,
 
 
 @needs_root
+@pytest.mark.slow
 def test_a_second_user_can_write_a_store_the_first_made(tmp_path):
     """The first user (umask 022) writes a store whose directories everyone may write; another
     user then writes partial chunks and shards of it, which take key locks, and updates the
@@ -244,6 +246,7 @@ def test_a_store_that_cannot_lock_fails_loudly():
 
 # -- temporary files ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork for the live writer")
 def test_stale_temporary_files_go_with_a_listing_and_live_ones_stay(tmp_path):
     """A temporary file no one holds (its writer was killed) is removed when a writable store
@@ -464,6 +467,7 @@ def test_a_symlink_in_place_of_the_lock_file_is_never_followed(tmp_path, confine
 
 
 @needs_root
+@pytest.mark.slow
 @pytest.mark.parametrize("shards", [None, (4, 4)])
 def test_a_lock_file_the_user_cannot_write_raises_a_zarrcore_error_naming_it(shards):
     """A user who may write the store's files but not its lock file gets a ZarrcoreError
@@ -502,6 +506,7 @@ def test_a_lock_file_the_user_cannot_write_raises_a_zarrcore_error_naming_it(sha
 
 
 @needs_root
+@pytest.mark.slow
 def test_where_no_lock_file_can_be_made_beside_the_node_keeps_its_own():
     """A user who may write a store but not the directory above it locks in a lock file of
     the node's own, which every later writer then uses too."""
