@@ -13,10 +13,6 @@
 
 #define DIR_OPEN (ZC_OPEN_PATH | ZC_OPEN_DIRECTORY)
 
-#ifndef ZC_ERR_IO
-#define ZC_ERR_IO (-20)
-#endif
-
 int zc_share_like_dir(const zc_root *root, int fd, const char *path)
 {
     char dir_path[4096 + 64];
