@@ -288,8 +288,12 @@ def _in_parallel_work() -> bool:
 
 
 # How long at a time the main thread waits for pool work: between waits Python handles the
-# signals it delivers to the main thread only (Ctrl-C).
+# signals it delivers to the main thread only (Ctrl-C). Until a pool thread has started, it
+# waits briefly, to do the work itself when none starts (a busy pool); after that, longer,
+# so a long run costs a few Python steps a second. (On POSIX systems a signal ends the wait
+# at once; on Windows, Ctrl-C waits out the slice.)
 WAIT_SLICE = 0.05
+WAIT_STARTED = 1.0
 
 
 def run_workers(work: Callable[[], None], ntasks: int, stop: Callable[[], None]) -> None:
@@ -342,19 +346,23 @@ def _run_interruptibly(work: Callable[[], None], nworkers: int,
     helpers = [config.executor().submit(work) for _ in range(nworkers)]
     pending, interrupt = set(helpers), None
     drained = False  # no task is left to take: helpers not started yet have nothing to do
+    started = False  # a helper has started, so the work goes on without the caller
     while pending:
         try:
             if drained:
                 pending = {f for f in pending if not f.cancel()}
                 if not pending:
                     break
-            done, pending = concurrent.futures.wait(pending, WAIT_SLICE,
-                                                    concurrent.futures.FIRST_COMPLETED)
+            done, pending = concurrent.futures.wait(
+                pending, WAIT_STARTED if started or drained else WAIT_SLICE,
+                concurrent.futures.FIRST_COMPLETED)
             if done:  # a call of `work` returns when no task is left
                 drained = True
-            elif not drained and not any(f.running() for f in pending):
-                _work_here(work)  # the pool is busy elsewhere: work here, as in other threads
-                drained = True
+            elif not drained and not started:
+                started = any(f.running() for f in pending)
+                if not started:
+                    _work_here(work)  # the pool is busy elsewhere: work here, as elsewhere
+                    drained = True
         except KeyboardInterrupt as e:
             if interrupt is None:
                 stop()
