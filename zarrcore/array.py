@@ -953,10 +953,41 @@ def _apply(func: Callable[..., Any], args: Any, kwargs: Any, foreign: Sequence[t
     if not foreign:
         return func(*_read_arrays(args), **_read_arrays(kwargs))
     if all(hasattr(t, "__dask_graph__") for t in foreign):
-        from .dask import arrays_as_dask
-
         return func(*arrays_as_dask(args), **arrays_as_dask(kwargs))
     return NotImplemented
+
+
+def storage_block(array: Array) -> tuple[int, ...]:
+    """The shape of what `array` stores whole: the shard shape when sharded, else the chunk
+    shape."""
+    return tuple(array.shards or array.chunks)
+
+
+def as_dask(array: Array, chunks: Any = None, name: str | None = None,
+            inline_array: bool = False) -> Any:
+    """A dask array reading `array` (zarrcore.dask.from_zarr's); needs dask."""
+    import dask.array as da
+    from dask.base import tokenize
+
+    if chunks is None:
+        chunks = storage_block(array)
+    if name is None:
+        name = "from-zarrcore-" + tokenize(array, chunks)
+    return da.from_array(array, chunks=chunks, name=name, lock=False, fancy=False,
+                         asarray=False, inline_array=inline_array,
+                         meta=np.empty((0,) * array.ndim, dtype=array.dtype))
+
+
+def arrays_as_dask(value: Any) -> Any:
+    """`value` with every zarrcore Array in it (also in lists, tuples and dicts) as a dask
+    array of it (from_zarr's default chunks)."""
+    if isinstance(value, Array):
+        return as_dask(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(arrays_as_dask(v) for v in value)
+    if isinstance(value, dict):
+        return {k: arrays_as_dask(v) for k, v in value.items()}
+    return value
 
 
 def _shape_of(a: Any) -> tuple[int, ...]:
