@@ -1,5 +1,6 @@
 """The compiled layer's structure: csrc/ files call each other without cycles, the status codes
 and the dimension limit are defined once."""
+import ast
 import os
 import re
 from collections import defaultdict
@@ -80,7 +81,7 @@ def find_cycle(graph):
     def visit(node):
         state[node] = "open"
         path.append(node)
-        for nxt in sorted(graph[node]):
+        for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == "open":
                 return path[path.index(nxt):] + [nxt]
             if nxt not in state and (cycle := visit(nxt)):
@@ -159,3 +160,133 @@ def test_cython_modules_share_one_status_mapping_and_one_buffer_helper():
             text = _text(name)
             assert "def status_error" not in text, name
             assert "PyObject_GetBuffer(obj" not in text, name
+
+
+# -- the Python package's layers -----------------------------------------------------------------
+
+PACKAGE = os.path.join(ROOT, "zarrcore")
+# Each module's layer, by its longest matching name prefix; a module imports only modules of
+# its own layer or lower ones (README: API/tools/CLI -> arrays/groups -> pipeline ->
+# codecs/storage/metadata -> runtime/errors -> Cython -> csrc).
+LAYERS = {
+    "zarrcore": 5, "zarrcore.api": 5, "zarrcore.tools": 5, "zarrcore.xarray": 5,
+    "zarrcore.dask": 5, "zarrcore.cli": 5,
+    "zarrcore.array": 4, "zarrcore.group": 4, "zarrcore.nodes": 4, "zarrcore.consolidated": 4,
+    "zarrcore.creation": 4,
+    "zarrcore.pipeline": 3, "zarrcore.indexing": 3,
+    "zarrcore.codecs": 2, "zarrcore.storage": 2, "zarrcore.metadata": 2, "zarrcore._types": 2,
+    "zarrcore.config": 1, "zarrcore._portable": 1, "zarrcore.errors": 1,
+    "zarrcore.storage._aio": 1,
+}
+CYTHON_LAYER = 0
+# What is left of moving code to its layer: the codecs still reach up into the I/O engine
+# (sharding runs an inner pipeline, v2 builds one). Shrink this set; never grow it.
+UPWARD_LEFT = {
+    ("zarrcore.codecs.sharding", "zarrcore.pipeline"),
+    ("zarrcore.codecs.sharding", "zarrcore.indexing"),
+    ("zarrcore.codecs.v2", "zarrcore.pipeline"),
+}
+
+
+def _python_modules():
+    """{dotted name: file} of the package's Python modules."""
+    found = {}
+    for folder, _, files in os.walk(PACKAGE):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                dotted = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+                found[dotted.removesuffix(".__init__")] = path
+    return found
+
+
+def _is_module(dotted, modules):
+    return dotted in modules or os.path.exists(os.path.join(ROOT, *dotted.split(".")) + ".pyx")
+
+
+def _imported(module, node, is_package, modules):
+    """The package's modules that the import statement `node` in `module` imports."""
+    if isinstance(node, ast.Import):
+        return {a.name for a in node.names if a.name.split(".")[0] == "zarrcore"}
+    if node.level:
+        base = module.split(".")[:len(module.split(".")) + is_package - node.level]
+        source = ".".join(base + ([node.module] if node.module else []))
+    elif (node.module or "").split(".")[0] == "zarrcore":
+        source = node.module
+    else:
+        return set()
+    return {f"{source}.{a.name}" if _is_module(f"{source}.{a.name}", modules) else source
+            for a in node.names}
+
+
+def _type_checking_only(node):
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def python_imports():
+    """({module: modules it imports}, [(module, line) of imports inside functions], lines)
+    over the package; imports only for type checkers do not count."""
+    modules = _python_modules()
+    graph, local, lines = {}, [], 0
+    for module, path in modules.items():
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        lines += text.count("\n")
+        graph[module] = set()
+
+        def walk(node, in_function):
+            for child in ast.iter_child_nodes(node):
+                if _type_checking_only(child):
+                    continue
+                if isinstance(child, (ast.Import, ast.ImportFrom)):
+                    found = _imported(module, child, path.endswith("__init__.py"), modules)
+                    graph[module] |= found - {module}
+                    if found and in_function:
+                        local.append((module, child.lineno))
+                walk(child, in_function or isinstance(
+                    child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+        walk(ast.parse(text), False)
+    return graph, local, lines
+
+
+def layer(module):
+    if module not in _python_modules():
+        return CYTHON_LAYER
+    names = [n for n in LAYERS if module == n or module.startswith(n + ".")]
+    assert names, f"{module} has no layer in LAYERS"
+    return LAYERS[max(names, key=len)]
+
+
+def test_the_import_reader_sees_local_relative_and_package_imports():
+    graph, local, _ = python_imports()
+    assert "zarrcore._memory" in graph["zarrcore.array"]  # from . import _memory
+    assert "zarrcore.errors" in graph["zarrcore.codecs.base"]  # inside a function
+    assert ("zarrcore.codecs.base", 196) in local or any(m == "zarrcore.codecs.base"
+                                                         for m, _ in local)
+    assert find_cycle({"a": {"b"}, "b": {"a"}}) is not None
+
+
+def test_no_module_imports_a_higher_layer():
+    graph, _, _ = python_imports()
+    upward = {(m, t) for m, targets in graph.items() for t in targets if layer(t) > layer(m)}
+    assert upward == UPWARD_LEFT, sorted(upward ^ UPWARD_LEFT)
+
+
+def test_no_import_cycle_between_python_modules():
+    graph, _, _ = python_imports()
+    # The pipeline <-> codecs loop is what UPWARD_LEFT leaves.
+    graph = {m: {t for t in targets if (m, t) not in UPWARD_LEFT} for m, targets in graph.items()}
+    assert find_cycle(graph) is None, find_cycle(graph)
+
+
+# The package's imports inside functions today (2.4 per 1,000 lines; 4.7 before the creation
+# functions moved below api.py). The aim is one per 1,000 lines: lower this, never raise it.
+LOCAL_IMPORTS_LEFT = 39
+
+
+def test_few_imports_inside_functions():
+    """An import inside a function hides a dependency."""
+    _, local, lines = python_imports()
+    assert len(local) <= LOCAL_IMPORTS_LEFT, sorted(local)
+    assert lines > 10_000  # (the reader sees the package)
