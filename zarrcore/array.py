@@ -66,13 +66,11 @@ class Array(nodes.Node):
                  read_only: bool = False, config: Mapping[str, Any] | None = None) -> None:
         super().__init__(store, path, metadata, read_only)
         self._config = _array_config(config)
-        self._set_metadata(metadata)
+        self._apply_metadata(metadata)
 
-    def _set_metadata(self, metadata: NodeMetadata) -> None:
+    def _apply_metadata(self, metadata: NodeMetadata) -> None:
         self._metadata = metadata
         self._chunks = self._make_chunk_store(metadata)
-
-    _apply_metadata = _set_metadata
 
     def _make_chunk_store(self, metadata: Any) -> ChunkStore:
         if metadata.zarr_format == 3:
