@@ -14,7 +14,8 @@ import dask.threaded
 from dask.base import get_scheduler
 
 from . import api
-from .array import Array, arrays_as_dask, as_dask, storage_block
+from .array import Array, as_dask, storage_block
+from .array import arrays_as_dask  # noqa: F401  (a public name of this module)
 from .errors import LockUnavailableError, ProcessLocalStoreError
 
 
