@@ -1,9 +1,11 @@
-"""The compiled layer's structure: csrc/ files call each other without cycles, the status codes
-and the dimension limit are defined once."""
+"""The package's structure: csrc/ files call each other without cycles, the status codes and
+the dimension limit are defined once; Python modules import only from their layer and those
+below, without cycles."""
 import ast
 import os
 import re
 from collections import defaultdict
+from functools import cache
 
 import pytest
 
@@ -75,7 +77,7 @@ def csrc_call_graph():
 
 
 def find_cycle(graph):
-    """A list of files that call around in a circle, or None."""
+    """A list of nodes (files, modules) whose edges lead around in a circle, or None."""
     state, path = {}, []
 
     def visit(node):
@@ -183,6 +185,7 @@ LAYERS = {
 CYTHON_LAYER = 0
 
 
+@cache
 def _python_modules():
     """{dotted name: file} of the package's Python modules."""
     found = {}
