@@ -1,8 +1,11 @@
-"""The compiled layer's structure: csrc/ files call each other without cycles, the status codes
-and the dimension limit are defined once."""
+"""The package's structure: csrc/ files call each other without cycles, the status codes and
+the dimension limit are defined once; Python modules import only from their layer and those
+below, without cycles."""
+import ast
 import os
 import re
 from collections import defaultdict
+from functools import cache
 
 import pytest
 
@@ -74,13 +77,13 @@ def csrc_call_graph():
 
 
 def find_cycle(graph):
-    """A list of files that call around in a circle, or None."""
+    """A list of nodes (files, modules) whose edges lead around in a circle, or None."""
     state, path = {}, []
 
     def visit(node):
         state[node] = "open"
         path.append(node)
-        for nxt in sorted(graph[node]):
+        for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == "open":
                 return path[path.index(nxt):] + [nxt]
             if nxt not in state and (cycle := visit(nxt)):
@@ -159,3 +162,124 @@ def test_cython_modules_share_one_status_mapping_and_one_buffer_helper():
             text = _text(name)
             assert "def status_error" not in text, name
             assert "PyObject_GetBuffer(obj" not in text, name
+
+
+# -- the Python package's layers -----------------------------------------------------------------
+
+PACKAGE = os.path.join(ROOT, "zarrcore")
+# Each module's layer, by its longest matching name prefix; a module imports only modules of
+# its own layer or lower ones (README: API/tools/CLI -> arrays/groups -> pipeline ->
+# codecs/storage/metadata -> runtime/errors -> Cython -> csrc).
+LAYERS = {
+    "zarrcore": 5, "zarrcore.api": 5, "zarrcore.tools": 5, "zarrcore.xarray": 5,
+    "zarrcore.dask": 5, "zarrcore.cli": 5,
+    "zarrcore.array": 4, "zarrcore.group": 4, "zarrcore.nodes": 4, "zarrcore.consolidated": 4,
+    "zarrcore.creation": 4,
+    "zarrcore.pipeline": 3,
+    # Selections over chunk grids: the sharding codec reads parts of a shard with them.
+    "zarrcore.indexing": 2,
+    "zarrcore.codecs": 2, "zarrcore.storage": 2, "zarrcore.metadata": 2, "zarrcore._types": 2,
+    "zarrcore.config": 1, "zarrcore._portable": 1, "zarrcore.errors": 1,
+    "zarrcore.storage._aio": 1,
+}
+CYTHON_LAYER = 0
+
+
+@cache
+def _python_modules():
+    """{dotted name: file} of the package's Python modules."""
+    found = {}
+    for folder, _, files in os.walk(PACKAGE):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                dotted = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+                found[dotted.removesuffix(".__init__")] = path
+    return found
+
+
+def _is_module(dotted, modules):
+    return dotted in modules or os.path.exists(os.path.join(ROOT, *dotted.split(".")) + ".pyx")
+
+
+def _imported(module, node, is_package, modules):
+    """The package's modules that the import statement `node` in `module` imports."""
+    if isinstance(node, ast.Import):
+        return {a.name for a in node.names if a.name.split(".")[0] == "zarrcore"}
+    if node.level:
+        base = module.split(".")[:len(module.split(".")) + is_package - node.level]
+        source = ".".join(base + ([node.module] if node.module else []))
+    elif (node.module or "").split(".")[0] == "zarrcore":
+        source = node.module
+    else:
+        return set()
+    return {f"{source}.{a.name}" if _is_module(f"{source}.{a.name}", modules) else source
+            for a in node.names}
+
+
+def _type_checking_only(node):
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def python_imports():
+    """({module: modules it imports}, [(module, line) of imports inside functions], lines)
+    over the package; imports only for type checkers do not count."""
+    modules = _python_modules()
+    graph, local, lines = {}, [], 0
+    for module, path in modules.items():
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        lines += text.count("\n")
+        graph[module] = set()
+
+        def walk(node, in_function):
+            for child in ast.iter_child_nodes(node):
+                if _type_checking_only(child):
+                    continue
+                if isinstance(child, (ast.Import, ast.ImportFrom)):
+                    found = _imported(module, child, path.endswith("__init__.py"), modules)
+                    graph[module] |= found - {module}
+                    if found and in_function:
+                        local.append((module, child.lineno))
+                walk(child, in_function or isinstance(
+                    child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+        walk(ast.parse(text), False)
+    return graph, local, lines
+
+
+def layer(module):
+    if module not in _python_modules():
+        return CYTHON_LAYER
+    names = [n for n in LAYERS if module == n or module.startswith(n + ".")]
+    assert names, f"{module} has no layer in LAYERS"
+    return LAYERS[max(names, key=len)]
+
+
+def test_the_import_reader_sees_relative_package_and_local_imports():
+    graph, local, _ = python_imports()
+    assert "zarrcore._memory" in graph["zarrcore.array"]  # from . import _memory
+    assert "zarrcore.codecs.chain" in graph["zarrcore.pipeline"]  # from .codecs.chain import
+    assert "zarrcore.dask" in graph["zarrcore.xarray.writer"]  # inside a function
+    assert any(module == "zarrcore.xarray.writer" for module, _ in local)
+    assert "zarrcore._types" not in graph["zarrcore.nodes"]  # (only for type checkers)
+
+
+def test_no_module_imports_a_higher_layer():
+    graph, _, _ = python_imports()
+    upward = sorted((m, t) for m, targets in graph.items() for t in targets
+                    if layer(t) > layer(m))
+    assert not upward
+
+
+def test_no_import_cycle_between_python_modules():
+    graph, _, _ = python_imports()
+    assert find_cycle(graph) is None, find_cycle(graph)
+
+
+def test_few_imports_inside_functions():
+    """An import inside a function hides a dependency: one per 1,000 lines at most (those of
+    optional packages, outside zarrcore, do not count)."""
+    _, local, lines = python_imports()
+    assert lines > 10_000  # (the reader sees the package)
+    assert len(local) <= lines / 1000, sorted(local)

@@ -16,7 +16,7 @@ from .api import (
 )
 from .array import Array
 from .config import config
-from .consolidated import consolidate_metadata, open_consolidated
+from .api import consolidate_metadata, open_consolidated
 from .group import Group
 from .storage import FsspecStore, LocalStore, MemoryStore, ObjectStore, Store, ZipStore
 from .tools import convert, copy, verify

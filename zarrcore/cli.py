@@ -8,9 +8,15 @@ import sys
 
 import numpy as np
 
+from . import __version__
+from .api import open as open_node
+from .api import open_group
 from .array import Array
 from .errors import ZarrcoreError
 from .nodes import BrokenNode
+from .tools.convert import convert
+from .tools.copy import copy
+from .tools.verify import verify
 
 
 def _locate(text):
@@ -27,8 +33,6 @@ def _locate(text):
 
 
 def _open(path, storage_options=None):
-    from .api import open as open_node
-
     store, inner = _locate(path)
     return open_node(store, mode="r", path=inner, storage_options=storage_options)
 
@@ -89,8 +93,6 @@ def demo_data(shape):
 
 
 def cmd_demo(args):
-    from .api import open_group
-
     root = open_group(args.path, mode="w", attributes={"title": "zarrcore demo"},
                       storage_options=_storage_options(args))
     climate = root.create_group("climate", attributes={"source": "synthetic"})
@@ -122,8 +124,6 @@ def cmd_demo(args):
 
 
 def cmd_verify(args):
-    from .tools.verify import verify
-
     report = verify(*_locate(args.path), missing=args.missing,
                     require_checksums=args.require_checksums, progress=_progress(args),
                     storage_options=_storage_options(args))
@@ -142,8 +142,6 @@ def _interruptible(args, name, run):
 
 
 def cmd_convert(args):
-    from .tools.convert import convert
-
     (src, src_path), (dst, dst_path) = _locate(args.src), _locate(args.dst)
     return _interruptible(args, "convert", lambda: convert(
         src, dst, source_path=src_path, dest_path=dst_path,
@@ -156,8 +154,6 @@ def cmd_convert(args):
 
 
 def cmd_copy(args):
-    from .tools.copy import copy
-
     (src, src_path), (dst, dst_path) = _locate(args.src), _locate(args.dst)
     return _interruptible(args, "copy", lambda: copy(
         src, dst, source_path=src_path, dest_path=dst_path,
@@ -179,8 +175,6 @@ def _progress(args):
 
 
 def main(argv=None):
-    from . import __version__
-
     parser = argparse.ArgumentParser(prog="zarrcore", description=__doc__)
     parser.add_argument("--version", action="version", version=f"zarrcore {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -8,23 +8,22 @@ v3: the group's `zarr.json` carries "consolidated_metadata": {"kind": "inline",
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from . import nodes
-from .errors import MetadataError, NodeNotFoundError
-from .storage import make_store
+from .errors import MetadataError
+from .metadata import parse_metadata_v3
+from .metadata.v2 import parse_metadata_v2
 
 if TYPE_CHECKING:
-    from ._types import NodeMetadata, StoreLike
-    from .group import Group
+    from ._types import NodeMetadata
     from .storage import Store
 
 V2_KEY = ".zmetadata"
-_V2_DOC_KEYS = (nodes.V2_ARRAY_KEY, nodes.V2_GROUP_KEY, nodes.V2_ATTRS_KEY)
+V2_DOC_KEYS = (nodes.V2_ARRAY_KEY, nodes.V2_GROUP_KEY, nodes.V2_ATTRS_KEY)
 
 
-def _empty_inline() -> dict[str, Any]:
+def empty_inline() -> dict[str, Any]:
     return {"kind": "inline", "must_understand": False, "metadata": {}}
 
 
@@ -75,7 +74,7 @@ class ConsolidatedMetadata:
         nodes_: dict[str, dict[str, Any]] = {}
         for key, value in doc["metadata"].items():
             rel, _, name = key.rpartition("/")
-            if name not in _V2_DOC_KEYS:
+            if name not in V2_DOC_KEYS:
                 continue  # zarr-python 2 also consolidated other .z* keys; only nodes matter
             _check_entry(rel, value, where, key)
             nodes_.setdefault(rel, {})[name] = value
@@ -96,12 +95,8 @@ class ConsolidatedMetadata:
             return None
         where = f"{self._where}: metadata {key!r}"
         if self.zarr_format == 3:
-            from .metadata import parse_metadata_v3
-
             meta = parse_metadata_v3(doc, where)
         else:
-            from .metadata.v2 import parse_metadata_v2
-
             meta = parse_metadata_v2(doc.get(nodes.V2_ARRAY_KEY), doc.get(nodes.V2_GROUP_KEY),
                                      doc.get(nodes.V2_ATTRS_KEY), prefix=f"{where}: ")
         self._cache[key] = meta
@@ -169,131 +164,3 @@ def open_group_metadata(store: Store, path: str, zarr_format: int | None,
     return meta, consolidated
 
 
-def _node_docs(store: Store, path: str, keys: Iterable[str]) -> dict[str, Any]:
-    """{key: document} of the metadata documents among `keys` stored at `path`."""
-    docs: dict[str, Any] = {}
-    for key in keys:
-        doc = nodes.load_json(store, nodes.join(path, key))
-        if doc is not None:
-            docs[key] = doc
-    return docs
-
-
-def _walk(store: Store, path: str, keys: Iterable[str],
-          rel: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
-    """(relative path, documents) of every node below `path`, parents first."""
-    group = nodes.join(path, rel) if rel else path
-    for name in sorted(store.list_dir(group)):
-        if name in nodes.METADATA_KEYS or name == V2_KEY:
-            continue
-        child_rel = f"{rel}/{name}" if rel else name
-        docs = _node_docs(store, nodes.join(path, child_rel), keys)
-        if not set(docs) - {nodes.V2_ATTRS_KEY}:
-            continue  # not a node (a v2 bare .zattrs, a stray file or a v3 node in v2)
-        for key, doc in docs.items():
-            if not isinstance(doc, dict):
-                raise MetadataError(f"{nodes.join(path, child_rel)}/{key}: expected a JSON object, "
-                                    f"got {type(doc).__name__}")
-        yield child_rel, docs
-        if nodes.V2_GROUP_KEY in docs or docs.get(nodes.V3_KEY, {}).get("node_type") == "group":
-            yield from _walk(store, path, keys, child_rel)
-
-
-def consolidate_metadata(store: StoreLike, path: str = "", zarr_format: int | None = None,
-                         storage_options: dict[str, Any] | None = None) -> Group:
-    """Gather the metadata of every node below the group at `path` into it; return the group.
-
-    v3 groups get the inline `consolidated_metadata` field of their `zarr.json`, v2 groups a
-    `.zmetadata` document, as zarr-python writes them.
-
-    Parameters
-    ----------
-    store : str, os.PathLike, dict or Store
-        Where the hierarchy is.
-    path : str, optional
-        The group's path in the store.
-    zarr_format : {2, 3}, optional
-        The group's format; None finds it.
-    storage_options : dict, optional
-        Options of the store a URL names (see `make_store`).
-
-    Returns
-    -------
-    Group
-        The group, opened through its new consolidated metadata.
-
-    Raises
-    ------
-    NodeNotFoundError
-        No group at `path` (or an array there).
-    MetadataError
-        A member's metadata is not a JSON object.
-    ReadOnlyError
-        The store is read-only.
-    """
-    from .group import Group
-
-    store = make_store(store, storage_options=storage_options)
-    path = nodes.normalize_path(path)
-    meta = nodes.read_metadata(store, path, zarr_format)
-    if meta.node_type != "group":
-        raise NodeNotFoundError(f"the node at path {path!r} is an array, not a group")
-    group = Group(store, path, meta)
-    # Under the group's metadata lock, so a concurrent update of its attributes is kept.
-    with group._metadata_update(optimistic=True) as meta:
-        if meta.zarr_format == 3:
-            gathered: dict[str, Any] = {}
-            for rel, docs in _walk(store, path, (nodes.V3_KEY,)):
-                doc = docs[nodes.V3_KEY]
-                if doc.get("node_type") == "group":
-                    doc = {**doc, "consolidated_metadata": _empty_inline()}  # as zarr-python writes
-                gathered[rel] = doc
-            group._store_metadata(meta.evolve(consolidated_metadata={
-                "kind": "inline", "must_understand": False, "metadata": gathered}))
-            consolidated = ConsolidatedMetadata.from_v3(group.metadata.consolidated_metadata,  # type: ignore[union-attr]
-                                                        nodes.join(path, nodes.V3_KEY))
-        else:
-            gathered = _node_docs(store, path, (nodes.V2_GROUP_KEY, nodes.V2_ATTRS_KEY))
-            for rel, docs in _walk(store, path, _V2_DOC_KEYS):
-                gathered.update({f"{rel}/{key}": doc for key, doc in docs.items()})
-            doc = {"metadata": gathered, "zarr_consolidated_format": 1}
-            key = nodes.join(path, V2_KEY)
-            store.set(key, nodes.dump_json(doc))
-            consolidated = ConsolidatedMetadata.from_v2(doc, key)
-    return Group(store, path, group.metadata, consolidated=consolidated)
-
-
-def open_consolidated(store: StoreLike = None, *, path: str | None = None, mode: str = "r",
-                      zarr_format: int | None = None,
-                      storage_options: dict[str, Any] | None = None) -> Group:
-    """Open the group at `path` through its consolidated metadata (which must exist).
-
-    Parameters
-    ----------
-    store : str, os.PathLike, dict, Store or None
-        Where the hierarchy is.
-    path : str, optional
-        The group's path in the store.
-    mode : {"r", "r+", "a", "w", "w-"}, optional
-        As `open_group` takes it.
-    zarr_format : {2, 3}, optional
-        The group's format; None finds it.
-    storage_options : dict, optional
-        Options of the store a URL names (see `make_store`).
-
-    Returns
-    -------
-    Group
-        Its members open without reading their metadata from the store.
-
-    Raises
-    ------
-    MetadataError
-        The group has no consolidated metadata, or it is malformed.
-    NodeNotFoundError
-        No group at `path`.
-    """
-    from .api import open_group
-
-    return open_group(store, mode=mode, path=path, zarr_format=zarr_format, use_consolidated=True,
-                      storage_options=storage_options)

@@ -11,11 +11,11 @@ import dask
 import dask.array as da
 import dask.local
 import dask.threaded
-import numpy as np
-from dask.base import get_scheduler, tokenize
+from dask.base import get_scheduler
 
 from . import api
-from .array import Array
+from .array import Array, as_dask, storage_block
+from .array import arrays_as_dask  # noqa: F401  (a public name of this module)
 from .errors import LockUnavailableError, ProcessLocalStoreError
 
 
@@ -26,38 +26,13 @@ def _open(array_or_url, path, storage_options, mode):
     return api.open_array(array_or_url, mode=mode, path=path, **kwargs)
 
 
-def storage_block(array):
-    """The shape of what `array` stores whole: the shard shape when sharded, else the chunk
-    shape."""
-    return tuple(array.shards or array.chunks)
-
-
 def from_zarr(array_or_url, chunks=None, *, path=None, storage_options=None, name=None,
               inline_array=False):
     """A dask array reading `array_or_url` (a zarrcore Array, or a path, URL or store holding
     one at `path`). `chunks` default to the shard shape when sharded, else the chunk shape;
     the task names follow from the store, the path and the metadata, so the same array gives
     the same graph in every process."""
-    array = _open(array_or_url, path, storage_options, "r")
-    if chunks is None:
-        chunks = storage_block(array)
-    if name is None:
-        name = "from-zarrcore-" + tokenize(array, chunks)
-    return da.from_array(array, chunks=chunks, name=name, lock=False, fancy=False,
-                         asarray=False, inline_array=inline_array,
-                         meta=np.empty((0,) * array.ndim, dtype=array.dtype))
-
-
-def arrays_as_dask(value):
-    """`value` with every zarrcore Array in it (also in lists, tuples and dicts) as a dask
-    array of it (from_zarr's default chunks)."""
-    if isinstance(value, Array):
-        return from_zarr(value)
-    if isinstance(value, (list, tuple)):
-        return type(value)(arrays_as_dask(v) for v in value)
-    if isinstance(value, dict):
-        return {k: arrays_as_dask(v) for k, v in value.items()}
-    return value
+    return as_dask(_open(array_or_url, path, storage_options, "r"), chunks, name, inline_array)
 
 
 def _misaligned_axes(chunks, region, array):

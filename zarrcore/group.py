@@ -2,20 +2,32 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from . import nodes
-from .array import Array
-from .errors import MemberNotFoundError, NodeExistsError, NodeNotFoundError, ZarrcoreError
+from .array import (
+    Array, array, create_array, empty_like, full_like, ones_like, open_array, save_array,
+    zeros_like,
+)
+from .consolidated import (
+    V2_DOC_KEYS, V2_KEY, ConsolidatedMetadata, empty_inline, open_group_metadata,
+)
+from .creation import check_mode, prepare_path, store_mode
+from .errors import (
+    MemberNotFoundError, MetadataError, NodeExistsError, NodeNotFoundError, ZarrcoreError,
+)
+from .metadata import GroupMetadataV3
+from .metadata.common import MetadataDocument, check_attributes
+from .metadata.v2 import GroupMetadataV2
+from .storage import LocalStore, MemoryStore, make_store
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
     from ._types import NodeMetadata, ShapeLike, StoreLike
-    from .consolidated import ConsolidatedMetadata
     from .storage import Store
 
 _D = TypeVar("_D")
@@ -31,8 +43,6 @@ def open_node(store: Store, path: str, zarr_format: int | None = None, read_only
     if use_consolidated is False:
         metadata, consolidated = nodes.read_metadata(store, path, zarr_format), None
     else:
-        from .consolidated import open_group_metadata
-
         metadata, consolidated = open_group_metadata(store, path, zarr_format, use_consolidated)
     if metadata.node_type == "array":
         return Array(store, path, metadata, read_only=read_only)
@@ -71,8 +81,6 @@ class Group(nodes.Node):
             The group is in another kind of store; `zarrcore.storage.as_zarr_store(group)`
             gives zarr-python and `xr.open_zarr` a store over it.
         """
-        from .storage import LocalStore
-
         if not isinstance(self._store, LocalStore):
             raise TypeError(f"{self!r} is not in a local directory, so it has no file system "
                             f"path; pass zarrcore.storage.as_zarr_store(group) instead")
@@ -310,8 +318,6 @@ class Group(nodes.Node):
         ReadOnlyError
             This group is read-only.
         """
-        from .api import _create_group
-
         self._check_writable()
         self._consolidated = None  # the hierarchy changes: read members from the store
         return _create_group(self._store, self._child_path(name), self.zarr_format,
@@ -371,8 +377,6 @@ class Group(nodes.Node):
         ReadOnlyError
             This group is read-only.
         """
-        from .api import create_array
-
         self._check_writable()
         self._consolidated = None  # the hierarchy changes: read members from the store
         kwargs.setdefault("zarr_format", self.zarr_format)
@@ -444,8 +448,6 @@ class Group(nodes.Node):
         ReadOnlyError
             This group is read-only.
         """
-        from .api import array
-
         self._check_writable()
         self._consolidated = None
         array(value, self._store, name=self._child_path(name), overwrite=True,
@@ -472,8 +474,6 @@ class Group(nodes.Node):
         NodeNotFoundError
             No group is there.
         """
-        from .api import open_group
-
         return open_group(store, mode="r+", zarr_format=zarr_format)
 
     @classmethod
@@ -501,8 +501,6 @@ class Group(nodes.Node):
         NodeExistsError
             A node is there and `overwrite` is False.
         """
-        from .api import create_group
-
         return create_group(store, attributes=attributes, zarr_format=zarr_format, overwrite=overwrite)
 
     def create(self, name: str, **kwargs: Any) -> Array:
@@ -576,8 +574,6 @@ class Group(nodes.Node):
         ------
         tuple of (str, Array or Group)
         """
-        from .api import create_hierarchy
-
         self._check_writable()
         self._consolidated = None
         prefix = f"{self.path}/" if self.path else ""
@@ -609,8 +605,6 @@ class Group(nodes.Node):
         -------
         Array
         """
-        from .api import zeros_like
-
         return self._like(zeros_like, name, data, kwargs)
 
     def ones_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
@@ -629,8 +623,6 @@ class Group(nodes.Node):
         -------
         Array
         """
-        from .api import ones_like
-
         return self._like(ones_like, name, data, kwargs)
 
     def empty_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
@@ -649,8 +641,6 @@ class Group(nodes.Node):
         -------
         Array
         """
-        from .api import empty_like
-
         return self._like(empty_like, name, data, kwargs)
 
     def full_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
@@ -670,8 +660,6 @@ class Group(nodes.Node):
         -------
         Array
         """
-        from .api import full_like
-
         fill_value = kwargs.pop("fill_value", getattr(data, "fill_value", None))
         return self._like(lambda d, *args, **kw: full_like(d, fill_value, *args, **kw), name, data, kwargs)
 
@@ -836,9 +824,569 @@ class Group(nodes.Node):
         -------
         Array
         """
-        from .api import array
-
         self._check_writable()
         self._consolidated = None
         kwargs.setdefault("zarr_format", self.zarr_format)
         return array(data, self._store, name=self._child_path(name), **kwargs)
+
+
+# -- consolidating, creating and opening groups (zarr-python's top-level functions) ---------------
+
+
+def _node_docs(store: Store, path: str, keys: Iterable[str]) -> dict[str, Any]:
+    """{key: document} of the metadata documents among `keys` stored at `path`."""
+    docs: dict[str, Any] = {}
+    for key in keys:
+        doc = nodes.load_json(store, nodes.join(path, key))
+        if doc is not None:
+            docs[key] = doc
+    return docs
+
+
+def _walk(store: Store, path: str, keys: Iterable[str],
+          rel: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """(relative path, documents) of every node below `path`, parents first."""
+    group = nodes.join(path, rel) if rel else path
+    for name in sorted(store.list_dir(group)):
+        if name in nodes.METADATA_KEYS or name == V2_KEY:
+            continue
+        child_rel = f"{rel}/{name}" if rel else name
+        docs = _node_docs(store, nodes.join(path, child_rel), keys)
+        if not set(docs) - {nodes.V2_ATTRS_KEY}:
+            continue  # not a node (a v2 bare .zattrs, a stray file or a v3 node in v2)
+        for key, doc in docs.items():
+            if not isinstance(doc, dict):
+                raise MetadataError(f"{nodes.join(path, child_rel)}/{key}: expected a JSON object, "
+                                    f"got {type(doc).__name__}")
+        yield child_rel, docs
+        if nodes.V2_GROUP_KEY in docs or docs.get(nodes.V3_KEY, {}).get("node_type") == "group":
+            yield from _walk(store, path, keys, child_rel)
+
+
+def consolidate_metadata(store: StoreLike, path: str = "", zarr_format: int | None = None,
+                         storage_options: dict[str, Any] | None = None) -> Group:
+    """Gather the metadata of every node below the group at `path` into it; return the group.
+
+    v3 groups get the inline `consolidated_metadata` field of their `zarr.json`, v2 groups a
+    `.zmetadata` document, as zarr-python writes them.
+
+    Parameters
+    ----------
+    store : str, os.PathLike, dict or Store
+        Where the hierarchy is.
+    path : str, optional
+        The group's path in the store.
+    zarr_format : {2, 3}, optional
+        The group's format; None finds it.
+    storage_options : dict, optional
+        Options of the store a URL names (see `make_store`).
+
+    Returns
+    -------
+    Group
+        The group, opened through its new consolidated metadata.
+
+    Raises
+    ------
+    NodeNotFoundError
+        No group at `path` (or an array there).
+    MetadataError
+        A member's metadata is not a JSON object.
+    ReadOnlyError
+        The store is read-only.
+    """
+    store = make_store(store, storage_options=storage_options)
+    path = nodes.normalize_path(path)
+    meta = nodes.read_metadata(store, path, zarr_format)
+    if meta.node_type != "group":
+        raise NodeNotFoundError(f"the node at path {path!r} is an array, not a group")
+    group = Group(store, path, meta)
+    # Under the group's metadata lock, so a concurrent update of its attributes is kept.
+    with group._metadata_update(optimistic=True) as meta:
+        if meta.zarr_format == 3:
+            gathered: dict[str, Any] = {}
+            for rel, docs in _walk(store, path, (nodes.V3_KEY,)):
+                doc = docs[nodes.V3_KEY]
+                if doc.get("node_type") == "group":
+                    doc = {**doc, "consolidated_metadata": empty_inline()}  # as zarr-python writes
+                gathered[rel] = doc
+            group._store_metadata(meta.evolve(consolidated_metadata={
+                "kind": "inline", "must_understand": False, "metadata": gathered}))
+            consolidated = ConsolidatedMetadata.from_v3(group.metadata.consolidated_metadata,  # type: ignore[union-attr]
+                                                        nodes.join(path, nodes.V3_KEY))
+        else:
+            gathered = _node_docs(store, path, (nodes.V2_GROUP_KEY, nodes.V2_ATTRS_KEY))
+            for rel, docs in _walk(store, path, V2_DOC_KEYS):
+                gathered.update({f"{rel}/{key}": doc for key, doc in docs.items()})
+            doc = {"metadata": gathered, "zarr_consolidated_format": 1}
+            key = nodes.join(path, V2_KEY)
+            store.set(key, nodes.dump_json(doc))
+            consolidated = ConsolidatedMetadata.from_v2(doc, key)
+    return Group(store, path, group.metadata, consolidated=consolidated)
+
+
+def open_consolidated(store: StoreLike = None, *, path: str | None = None, mode: str = "r",
+                      zarr_format: int | None = None,
+                      storage_options: dict[str, Any] | None = None) -> Group:
+    """Open the group at `path` through its consolidated metadata (which must exist).
+
+    Parameters
+    ----------
+    store : str, os.PathLike, dict, Store or None
+        Where the hierarchy is.
+    path : str, optional
+        The group's path in the store.
+    mode : {"r", "r+", "a", "w", "w-"}, optional
+        As `open_group` takes it.
+    zarr_format : {2, 3}, optional
+        The group's format; None finds it.
+    storage_options : dict, optional
+        Options of the store a URL names (see `make_store`).
+
+    Returns
+    -------
+    Group
+        Its members open without reading their metadata from the store.
+
+    Raises
+    ------
+    MetadataError
+        The group has no consolidated metadata, or it is malformed.
+    NodeNotFoundError
+        No group at `path`.
+    """
+    return open_group(store, mode=mode, path=path, zarr_format=zarr_format, use_consolidated=True,
+                      storage_options=storage_options)
+
+
+def _create_group(store: Store, path: str, zarr_format: int,
+                  attributes: Mapping[str, Any] | None, overwrite: bool) -> Group:
+    check_attributes(attributes or {})
+    if zarr_format == 3:
+        metadata = GroupMetadataV3(attributes=dict(attributes or {}))
+    elif zarr_format == 2:
+        metadata = GroupMetadataV2(attributes=dict(attributes or {}))
+    else:
+        raise ValueError(f"zarr_format must be 2 or 3, not {zarr_format!r}")
+    prepare_path(store, path, overwrite)
+    nodes.ensure_parent_groups(store, path, zarr_format)
+    nodes.write_metadata(store, path, metadata)
+    return Group(store, path, metadata)
+
+
+def open(store: StoreLike = None, *, mode: str = "a", path: str | None = None,
+         zarr_format: int | None = None, storage_options: dict[str, Any] | None = None,
+         **kwargs: Any) -> Array | Group:
+    """Open the array or group at `path`; with mode 'w'/'w-'/'a' and a `shape`, create an array.
+
+    Parameters
+    ----------
+    store : str, os.PathLike, dict, Store or None
+        A directory path, a URL, a dict (kept in memory), a Store (or another library's
+        store), or None for a new memory store.
+    mode : {"r", "r+", "a", "w", "w-"}, optional
+        r: read only, must exist; r+: must exist; a: open, or create a group (an array when
+        `shape` is given); w: create, replacing what is there; w-: create, must not exist.
+    path : str, optional
+        The node's path in the store.
+    zarr_format : {2, 3}, optional
+        The format to open or create; None finds it (creates format 3).
+    storage_options : dict, optional
+        Options of the store a URL names (credentials, endpoint, timeouts...).
+    **kwargs
+        For creating: as `create_array` (with `shape`) or `open_group` takes them.
+
+    Returns
+    -------
+    Array or Group
+
+    Raises
+    ------
+    ValueError
+        An unknown mode.
+    NodeNotFoundError
+        Nothing at `path` in modes r and r+.
+    NodeExistsError
+        Something at `path` in mode w-.
+    """
+    check_mode(mode)
+    npath = nodes.normalize_path(path)
+    store_ = make_store(store, read_only=(mode == "r"), storage_options=storage_options,
+                        mode=store_mode(mode, npath))
+    if "shape" in kwargs:
+        return open_array(store_, mode=mode, path=npath, zarr_format=zarr_format, **kwargs)
+    if mode in ("w", "w-"):
+        return open_group(store_, mode=mode, path=npath, zarr_format=zarr_format, **kwargs)
+    try:
+        return open_node(store_, npath, zarr_format, read_only=(mode == "r"), use_consolidated=None)
+    except NodeNotFoundError:
+        if mode == "a":
+            return open_group(store_, mode=mode, path=npath, zarr_format=zarr_format, **kwargs)
+        raise
+
+
+def open_group(store: StoreLike = None, *, mode: str = "a", path: str | None = None,
+               zarr_format: int | None = None, attributes: Mapping[str, Any] | None = None,
+               use_consolidated: bool | None = None,
+               storage_options: dict[str, Any] | None = None) -> Group:
+    """Open a group, creating it in modes 'a', 'w' and 'w-'.
+
+    With consolidated metadata (used when present if `use_consolidated` is None, required
+    when True, ignored when False) members are opened without reading their metadata.
+
+    Parameters
+    ----------
+    store : str, os.PathLike, dict, Store or None
+        A directory path, a URL, a dict (kept in memory), a Store (or another library's
+        store), or None for a new memory store.
+    mode : {"r", "r+", "a", "w", "w-"}, optional
+        As `open` takes it.
+    path : str, optional
+        The group's path in the store.
+    zarr_format : {2, 3}, optional
+        The format to open or create; None finds it (creates format 3).
+    attributes : Mapping, optional
+        Attributes of a group created here.
+    use_consolidated : bool or None, optional
+        Use consolidated metadata when present (None), require it (True) or ignore it.
+    storage_options : dict, optional
+        Options of the store a URL names (credentials, endpoint, timeouts...).
+
+    Returns
+    -------
+    Group
+
+    Raises
+    ------
+    ValueError
+        An unknown mode.
+    NodeNotFoundError
+        No group there (nothing, or an array) in modes r and r+; an array there in mode a.
+    NodeExistsError
+        Something at the path in mode w-.
+    MetadataError
+        `use_consolidated` is True and the group has no consolidated metadata.
+    """
+    check_mode(mode)
+    path = nodes.normalize_path(path)
+    store = make_store(store, read_only=(mode == "r"), storage_options=storage_options,
+                       mode=store_mode(mode, path))
+    if mode in ("w", "w-"):
+        return _create_group(store, path, zarr_format or 3, attributes, mode == "w")
+    try:
+        node = open_node(store, path, zarr_format, read_only=(mode == "r"),
+                         use_consolidated=use_consolidated)
+    except NodeNotFoundError:
+        if mode == "a":
+            return _create_group(store, path, zarr_format or 3, attributes, False)
+        raise
+    if not isinstance(node, Group):
+        raise NodeNotFoundError(f"the node at path {path!r} is an array, not a group")
+    return node
+
+
+def group(store: StoreLike = None, *, overwrite: bool = False, path: str | None = None,
+          zarr_format: int = 3, attributes: Mapping[str, Any] | None = None,
+          storage_options: dict[str, Any] | None = None) -> Group:
+    """Create a group (or open the existing one when not overwriting).
+
+    Parameters
+    ----------
+    store : str, os.PathLike, dict, Store or None
+        A directory path, a URL, a dict (kept in memory), a Store (or another library's
+        store), or None for a new memory store.
+    overwrite : bool, optional
+        Replace whatever is at `path` (open_group's mode w), else mode a.
+    path : str, optional
+        The group's path in the store.
+    zarr_format : {2, 3}, optional
+        The format of a new group.
+    attributes : Mapping, optional
+        Attributes of a new group.
+    storage_options : dict, optional
+        Options of the store a URL names (credentials, endpoint, timeouts...).
+
+    Returns
+    -------
+    Group
+
+    Raises
+    ------
+    NodeNotFoundError
+        An array is at `path` and `overwrite` is False.
+    """
+    mode = "w" if overwrite else "a"
+    return open_group(store, mode=mode, path=path, zarr_format=zarr_format, attributes=attributes,
+                      storage_options=storage_options)
+
+
+def create_group(store: StoreLike = None, *, path: str | None = None, zarr_format: int = 3,
+                 attributes: Mapping[str, Any] | None = None, overwrite: bool = False,
+                 storage_options: dict[str, Any] | None = None) -> Group:
+    """Create a group.
+
+    Parameters
+    ----------
+    store : str, os.PathLike, dict, Store or None
+        A directory path, a URL, a dict (kept in memory), a Store (or another library's
+        store), or None for a new memory store.
+    path : str, optional
+        The group's path in the store; groups above it are created.
+    zarr_format : {2, 3}, optional
+        The format to write.
+    attributes : Mapping, optional
+        The group's attributes (strict JSON).
+    overwrite : bool, optional
+        Replace a node already at `path`.
+    storage_options : dict, optional
+        Options of the store a URL names (credentials, endpoint, timeouts...).
+
+    Returns
+    -------
+    Group
+
+    Raises
+    ------
+    NodeExistsError
+        A node exists at `path` and `overwrite` is False.
+    ValueError
+        A format other than 2 or 3.
+    """
+    path = nodes.normalize_path(path)
+    store = make_store(store, storage_options=storage_options,
+                       mode=store_mode("w" if overwrite else "a", path))
+    return _create_group(store, path, zarr_format, attributes, overwrite)
+
+
+def save_group(store: StoreLike, *args: npt.ArrayLike, zarr_format: int | None = None,
+               path: str | None = None, storage_options: dict[str, Any] | None = None,
+               **arrays: npt.ArrayLike) -> None:
+    """Store each positional array as `arr_0`, `arr_1`... and each keyword array under its
+    name, in a group at `path`.
+
+    Parameters
+    ----------
+    store : str, os.PathLike, dict, Store or None
+        A directory path, a URL, a dict (kept in memory), a Store (or another library's
+        store), or None for a new memory store.
+    *args : array_like
+        Arrays stored as `arr_0`, `arr_1`...
+    zarr_format : {2, 3}, optional
+        The format to write (default 3).
+    path : str, optional
+        The group's path in the store; what is there is replaced.
+    storage_options : dict, optional
+        Options of the store a URL names (credentials, endpoint, timeouts...).
+    **arrays : array_like
+        Arrays stored under their keyword.
+
+    Raises
+    ------
+    ValueError
+        No array given.
+    """
+    if not args and not arrays:
+        raise ValueError("save_group needs at least one array")
+    named = {f"arr_{i}": a for i, a in enumerate(args)} | arrays
+    grp = open_group(store, mode="w", path=path, zarr_format=zarr_format or 3,
+                     storage_options=storage_options)
+    for name, value in named.items():
+        grp[name] = np.asanyarray(value)
+
+
+def save(store: StoreLike, *args: npt.ArrayLike, zarr_format: int | None = None,
+         path: str | None = None, storage_options: dict[str, Any] | None = None,
+         **arrays: npt.ArrayLike) -> None:
+    """save_array for one positional array, else save_group.
+
+    Parameters
+    ----------
+    store : str, os.PathLike, dict, Store or None
+        A directory path, a URL, a dict (kept in memory), a Store (or another library's
+        store), or None for a new memory store.
+    *args : array_like
+        One array, or arrays for a group.
+    zarr_format : {2, 3}, optional
+        The format to write (default 3).
+    path : str, optional
+        The node's path in the store.
+    storage_options : dict, optional
+        Options of the store a URL names (credentials, endpoint, timeouts...).
+    **arrays : array_like
+        Arrays for a group, by name.
+    """
+    if len(args) == 1 and not arrays:
+        save_array(store, args[0], zarr_format=zarr_format, path=path,
+                   storage_options=storage_options)
+    else:
+        save_group(store, *args, zarr_format=zarr_format, path=path,
+                   storage_options=storage_options, **arrays)
+
+
+class GroupArrays:
+    """What load returns for a group: its arrays by name, each read when asked for."""
+
+    def __init__(self, group: Group) -> None:
+        self._group = group
+        self._names = group.array_keys()
+
+    def __getitem__(self, name: str) -> Any:
+        """The array `name` read whole; KeyError when the group has no such array."""
+        if name not in self._names:
+            raise KeyError(name)
+        return self._group[name][...]  # type: ignore[index]  # names of arrays only
+
+    def __iter__(self) -> Iterator[str]:
+        """The array names."""
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        """The number of arrays."""
+        return len(self._names)
+
+    def __contains__(self, name: object) -> bool:
+        """Is `name` one of the arrays?"""
+        return name in self._names
+
+    def keys(self) -> list[str]:
+        """The array names.
+
+        Returns
+        -------
+        list of str
+        """
+        return list(self._names)
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        """(name, values) of each array, each read when reached.
+
+        Returns
+        -------
+        iterator of (str, numpy.ndarray)
+        """
+        return ((name, self[name]) for name in self._names)
+
+    def values(self) -> Iterator[Any]:
+        """The values of each array, each read when reached.
+
+        Returns
+        -------
+        iterator of numpy.ndarray
+        """
+        return (self[name] for name in self._names)
+
+    def __repr__(self) -> str:
+        return f"<zarrcore.GroupArrays {self._names}>"
+
+
+def load(store: StoreLike, path: str | None = None,
+         zarr_format: int | None = None,
+         storage_options: dict[str, Any] | None = None) -> np.ndarray | GroupArrays:
+    """The array at `path` as a numpy array; for a group, a GroupArrays mapping that reads
+    each of its arrays when asked for it.
+
+    Parameters
+    ----------
+    store : str, os.PathLike, dict, Store or None
+        A directory path, a URL, a dict (kept in memory), a Store (or another library's
+        store), or None for a new memory store.
+    path : str, optional
+        The node's path in the store.
+    zarr_format : {2, 3}, optional
+        The node's format; None finds it.
+    storage_options : dict, optional
+        Options of the store a URL names (credentials, endpoint, timeouts...).
+
+    Returns
+    -------
+    numpy.ndarray or GroupArrays
+
+    Raises
+    ------
+    NodeNotFoundError
+        Nothing at `path`.
+    """
+    node = open(store, mode="r", path=path, zarr_format=zarr_format,
+                storage_options=storage_options)
+    return node[...] if isinstance(node, Array) else GroupArrays(node)
+
+
+def tree(grp: Group, expand: bool | None = None, level: int | None = None) -> str:
+    """grp.tree(): a text drawing of the hierarchy below the group.
+
+    Parameters
+    ----------
+    grp : Group
+    expand, level : optional
+        zarr-python's options; accepted, not used (the whole hierarchy is drawn).
+
+    Returns
+    -------
+    str
+    """
+    return grp.tree()
+
+
+def create_hierarchy(*, store: StoreLike, nodes: Mapping[str, Any],
+                     overwrite: bool = False) -> Iterator[tuple[str, Array | Group]]:
+    """Create a node for each {path: metadata} of `nodes` (zarrcore's or zarr-python's metadata
+    objects), with the groups above them; yields (path, Array or Group) as each is made.
+
+    Parameters
+    ----------
+    store : str, os.PathLike, dict, Store or None
+        A directory path, a URL, a dict (kept in memory), a Store (or another library's
+        store), or None for a new memory store.
+    nodes : Mapping
+        Metadata by path: zarrcore's metadata objects, or zarr-python's.
+    overwrite : bool, optional
+        Replace nodes already at those paths.
+
+    Yields
+    ------
+    tuple of (str, Array or Group)
+
+    Raises
+    ------
+    NodeExistsError
+        A node exists at one of the paths and `overwrite` is False.
+    TypeError
+        A value of `nodes` that is no metadata object.
+    """
+    store = make_store(store)
+    for path, metadata in _parents_first(nodes):
+        metadata = _zarrcore_metadata(metadata, path)
+        _write_node(store, path, metadata, overwrite)
+        is_group = isinstance(metadata, (GroupMetadataV3, GroupMetadataV2))
+        yield path, (Group if is_group else Array)(store, path, metadata)
+
+
+def _parents_first(specs: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """create_hierarchy's (path, metadata) pairs, paths normalized, each group before what is
+    below it."""
+    normalized = {nodes.normalize_path(p): m for p, m in specs.items()}
+    return sorted(normalized.items(), key=lambda item: item[0].count("/"))
+
+
+def _write_node(store: Store, path: str, metadata: NodeMetadata, overwrite: bool) -> None:
+    if nodes.node_exists(store, path):
+        if not overwrite:
+            raise NodeExistsError(f"a node exists at {path!r}; pass overwrite=True")
+        for key in list(store.list_prefix(path)):
+            store.delete(key)
+    nodes.ensure_parent_groups(store, path, metadata.zarr_format)
+    nodes.write_metadata(store, path, metadata)
+
+
+def _zarrcore_metadata(metadata: Any, path: str) -> Any:
+    """zarrcore metadata from zarrcore's own or zarr-python's metadata object (read from the
+    documents it would store)."""
+    if isinstance(metadata, MetadataDocument):
+        return metadata
+    if not hasattr(metadata, "to_buffer_dict"):
+        raise TypeError(f"nodes[{path!r}]: expected array or group metadata, got {metadata!r}")
+    from zarr.core.buffer import default_buffer_prototype
+
+    buffers = metadata.to_buffer_dict(default_buffer_prototype())
+    documents = MemoryStore({key: buffer.to_bytes() for key, buffer in buffers.items()})
+    return nodes.read_metadata(documents, "")

@@ -9,13 +9,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .config import config
 from .errors import LockUnavailableError, NodeNotFoundError, ReadOnlyError, WriteConflictError
+from .metadata import GroupMetadataV3, parse_metadata_v3
+from .metadata import v2 as metadata_v2
 from .metadata.common import parse_json
+from .pipeline import CONFLICT_RETRIES, conflict_pause
 from .storage import validate_key
 from .storage.base import get_at_most
 
 if TYPE_CHECKING:
     from ._types import NodeMetadata
-    from .metadata import GroupMetadataV2, GroupMetadataV3
+    from .metadata import GroupMetadataV2
     from .storage import Store
 
 V3_KEY = "zarr.json"
@@ -75,9 +78,6 @@ def dump_json(doc: Any) -> bytes:
 def find_metadata(store: Store, path: str, zarr_format: int | None = None) -> NodeMetadata | None:
     """Parse the metadata of the node at `path` (of `zarr_format`, None: either); None if
     there is none."""
-    from .metadata import parse_metadata_v3
-    from .metadata import v2 as metadata_v2
-
     if zarr_format not in (None, 2, 3):
         raise ValueError(f"zarr_format must be 2 or 3, not {zarr_format!r}")
     if zarr_format in (None, 3):
@@ -149,9 +149,6 @@ def metadata_lock_key(path: str, zarr_format: int, node_type: str) -> str:
 
 def ensure_parent_groups(store: Store, path: str, zarr_format: int) -> None:
     """Create a group at every ancestor of `path` that has no node yet."""
-    from .metadata import GroupMetadataV3
-    from .metadata import v2 as metadata_v2
-
     for parent in parent_paths(path):
         if not node_exists(store, parent):
             meta: GroupMetadataV3 | GroupMetadataV2
@@ -312,8 +309,6 @@ class Attributes(dict):
         """Apply `edit` (a function of a dict) to the stored attributes; its result. On a store
         with conditional writes but no locks, applied again to the newer attributes when
         another writer's update came first."""
-        from .pipeline import CONFLICT_RETRIES, conflict_pause
-
         for attempt in range(CONFLICT_RETRIES):
             try:
                 with self._node._metadata_update(optimistic=True) as current:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..config import config
-from ..errors import MetadataError
+from ..errors import ChunkDecodeError, MetadataError
 
 
 @dataclass(frozen=True)
@@ -193,8 +193,6 @@ class BytesBytesCodec(Codec):
         decoded = memoryview(self.decode(data, spec)).cast("B")
         target = memoryview(out).cast("B")
         if decoded.nbytes != target.nbytes:
-            from ..errors import ChunkDecodeError
-
             raise ChunkDecodeError(
                 f"{self.name}: decoded {decoded.nbytes} bytes, expected {target.nbytes}"
             )

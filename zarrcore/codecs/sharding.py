@@ -8,12 +8,13 @@ import math
 
 import numpy as np
 
-from .. import kernels
+from .. import _shard, kernels
 from ..config import config, parallel_map, run_workers
 from ..errors import ChunkDecodeError, MetadataError, SelectionError, ShardIndexError, ZarrcoreError
 from ..indexing import BasicIndexer, is_basic_selection
 from ..storage.base import get_at_most
 from .base import ENCODED_BOUND, ArrayBytesCodec, ChunkSpec, check_chunk_bytes
+from .chain import CodecChain, batch_settings
 from .registry import codec_from_json, register_codec
 
 EMPTY = 2**64 - 1
@@ -173,8 +174,6 @@ class ShardingCodec(ArrayBytesCodec):
 
     def resolve(self, spec):
         """A copy bound to the shard `spec`, with inner and index codec chains built."""
-        from ..pipeline import CodecChain  # the pipeline imports the codec package
-
         shard_shape = tuple(spec.shape)
         if len(shard_shape) != len(self.chunk_shape) or any(
             s % c for s, c in zip(shard_shape, self.chunk_shape)
@@ -217,8 +216,6 @@ class ShardingCodec(ArrayBytesCodec):
         self._morton = self._morton_rank = None
         # Inner chains the core runs by itself (bytes, one compressor, crc32c) decode and
         # encode as one compiled job; others (transpose, nested sharding...) chunk by chunk.
-        from ..pipeline import batch_settings
-
         self._native = batch_settings(inner, spec.dtype, spec.fill_value)
 
     @property
@@ -382,8 +379,6 @@ class ShardingCodec(ArrayBytesCodec):
 
     def _native_job(self, indexer, src, data):
         """A compiled job over the inner chunks `indexer` touches, `data` the caller's array."""
-        from .. import _shard
-
         return _shard.ShardJob(self._native, self.chunk_shape, self._grid, src, indexer.plans,
                                data, self._spec.writes_empty)
 

@@ -10,9 +10,13 @@ bytes->bytes codec in the filters (crc32c), work on bytes.
 import numpy as np
 
 from ..errors import MetadataError
+from ..metadata import ChunkKeyEncoding
+from ..metadata.dtypes import dtype_from_v2_json
+from ..metadata.v2 import ArrayMetadataV2
 from . import numcodecs_compressors, numcodecs_filters, vlen  # noqa: F401  (registers the v2 ids)
 from .base import ArrayBytesCodec, ChunkSpec, Codec
 from .bytes import BytesCodec, _byte_order
+from .chain import CodecChain
 from .numcodecs_filters import V2Filter
 from .registry import codec_from_v2
 from .transpose import TransposeCodec
@@ -92,8 +96,6 @@ def _compressor_json(compressors):
 
 
 def _separator(chunk_key_encoding):
-    from ..metadata import ChunkKeyEncoding
-
     if chunk_key_encoding is None:
         return "."
     if isinstance(chunk_key_encoding, str):
@@ -115,8 +117,6 @@ def object_data_type(filters, compressors):
     """The data type of a new v2 array of numpy's object dtype: the one its object codec
     (vlen-utf8, vlen-bytes, json2, msgpack2, vlen-array, pickle or categorize, among `filters`
     or as the compressor) stands for, as a reader decides it; None without one."""
-    from ..metadata.dtypes import dtype_from_v2_json
-
     stages = [_v2_json(f, f"filters[{i}]") for i, f in enumerate(_filter_list(filters))]
     compressor = _compressor_json(compressors)
     for config in [*stages, *([compressor] if compressor else [])]:
@@ -133,9 +133,6 @@ def create_metadata_v2(*, shape, data_type, chunks, filters=None, compressors="a
 
     Object types get their object codec (vlen-utf8/vlen-bytes) as a filter when none is given.
     """
-    from ..metadata.v2 import ArrayMetadataV2
-    from ..pipeline import CodecChain
-
     filters = None if filters is None or (isinstance(filters, str) and filters == "auto") else [
         _v2_json(f, f"filters[{i}]") for i, f in enumerate(_filter_list(filters))]
     compressor = _compressor_json(compressors)

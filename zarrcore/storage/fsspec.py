@@ -3,6 +3,7 @@ async implementation fetch get_many's requests concurrently on fsspec's own loop
 `config.io_concurrency` at once; others read one request after another."""
 import errno
 
+from ..config import config
 from ..errors import StoreError
 from . import _aio
 from .base import Store, validate_key, validate_prefix
@@ -126,8 +127,6 @@ class FsspecStore(Store):
             raise self._error(key, e) from e
 
     def get_many(self, requests):
-        from ..config import config
-
         if not self._async:
             return super().get_many(requests)
         deadline = config.io_timeout * (config.io_retries + 2) + 5

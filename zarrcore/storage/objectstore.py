@@ -29,8 +29,9 @@ import socket
 import threading
 import time
 
+from ..config import config
 from ..errors import (KeyChangedError, LockLostError, LockTimeoutError, LockUnavailableError,
-                      ReadOnlyError, StoreError, WriteConflictError)
+                      ReadOnlyError, StoreError, StoreURLError, WriteConflictError)
 from . import _aio
 from .base import Store, too_large, validate_key, validate_prefix
 from .options import checked_backend_options
@@ -200,9 +201,6 @@ class ObjectStore(Store):
         `single_writer` (True: only this process writes the store, so locks need only exclude
         its threads). Other options, and options naming local credential files unless
         `allow_credential_files` is True, are refused (see zarrcore.storage.options)."""
-        from ..config import config
-        from ..errors import StoreURLError
-
         obs = _obstore()
         try:
             backend = obs.parse_scheme(url)
@@ -363,8 +361,6 @@ class ObjectStore(Store):
     def _deadline(self):
         """Seconds get_many waits for any answer before it gives up: longer than the client's
         own timeouts and retries, which fail first."""
-        from ..config import config
-
         timeout = config.io_timeout if self.io_timeout is None else self.io_timeout
         retries = config.io_retries if self.io_retries is None else self.io_retries
         return timeout * (retries + 2) + 5
@@ -383,8 +379,6 @@ class ObjectStore(Store):
         yield _ObjectReader(self, validate_key(key))
 
     def get_many(self, requests):
-        from ..config import config
-
         return _aio.fan_out(self._fetch, requests, config.io_concurrency, self._deadline())
 
     async def _get_with_meta(self, key, limit=None, why=None):
@@ -484,8 +478,6 @@ class ObjectStore(Store):
     def set_many(self, items):
         """As Store.set_many, up to config.io_concurrency PUTs at once, each started as soon
         as `items` (which may be a generator) yields it."""
-        from ..config import config
-
         def checked():
             for key, value in items:
                 self.check_writable(key)
@@ -661,8 +653,6 @@ class _Lease:
         return None, held, None if meta is None else _version(meta), meta
 
     def _acquire(self):
-        from ..config import config
-
         wait, version = 0.005, None
         started = time.monotonic()
         watched = None  # (version of the lock object, when it was first seen)

@@ -9,9 +9,12 @@ import sys
 
 from ..errors import StoreURLError, UnsupportedStoreError
 from .base import Store
+from .fsspec import FsspecStore
 from .local import LocalStore
 from .memory import MemoryStore, named_memory_store
+from .objectstore import ObjectStore
 from .options import checked_fsspec_options
+from .zip import ZipStore
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # Schemes obstore opens (gcs:// is fsspec's spelling of gs://).
@@ -64,8 +67,6 @@ def make_store(store, read_only=False, storage_options=None, mode=None):
 
 
 def _zip_store(path, read_only, mode):
-    from .zip import ZipStore
-
     return ZipStore(path, read_only=read_only, mode="r" if read_only else mode if mode == "w" else "a")
 
 
@@ -88,8 +89,6 @@ def _from_url(url, read_only, storage_options, mode):
             import obstore  # noqa: F401
         except ImportError:
             raise StoreURLError(f"opening {url!r} needs obstore: {_REMOTE_EXTRA}") from None
-        from .objectstore import ObjectStore
-
         if scheme == "gcs":
             url = "gs://" + rest
         return ObjectStore.from_url(url, read_only, storage_options)
@@ -117,8 +116,6 @@ def _fsspec_url(url, scheme, read_only, storage_options):
         raise StoreURLError(f"opening {url!r} needs a package that is not installed: {e}") from e
     except (ValueError, TypeError) as e:
         raise StoreURLError(f"cannot open {url!r}: {e}") from e
-    from .fsspec import FsspecStore
-
     return FsspecStore(fs, path, read_only=read_only, single_writer=single_writer)
 
 
@@ -171,12 +168,8 @@ def _from_object(store, read_only, mode):
         if kind == "MemoryStore":
             return MemoryStore(_ZarrBuffers(store._store_dict), read_only=read_only)
         if kind == "FsspecStore":
-            from .fsspec import FsspecStore
-
             return FsspecStore(store.fs, store.path, read_only=read_only, loop=_zarr_loop())
         if kind == "ObjectStore":
-            from .objectstore import ObjectStore
-
             return ObjectStore(store.store, read_only=read_only)
         if kind == "ZipStore":
             if getattr(store, "_is_open", False) and not store.read_only:
@@ -185,14 +178,10 @@ def _from_object(store, read_only, mode):
             return _zip_store(store.path, read_only, mode)
         raise StoreURLError(f"zarr-python's {kind} is not a store zarrcore can use")
     if module.startswith("obstore"):
-        from .objectstore import ObjectStore
-
         return ObjectStore(store, read_only=read_only)
     fsspec = sys.modules.get("fsspec")
     if fsspec is not None:
         from fsspec.mapping import FSMap
-
-        from .fsspec import FsspecStore
 
         if isinstance(store, FSMap):
             return FsspecStore(store.fs, store.root, read_only=read_only)

@@ -31,13 +31,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import kernels, nodes
-from ..api import create_array, _create_group
-from ..array import Array
+from ..array import Array, create_array
 from ..codecs import codec_from_json
 from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec
 from ..config import config
-from ..consolidated import V2_KEY, consolidate_metadata
+from ..consolidated import V2_KEY
 from ..errors import MetadataError, NodeExistsError
+from ..group import Group, _create_group, consolidate_metadata
 from ..storage import MemoryStore
 from .codec_forms import parse_codecs, parse_compressor, v2_form, v3_codecs, with_compressor
 from .hierarchy import CONVERT_STATE_KEY, ChunkKeys, place, store_and_path, walk
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from .._types import CodecLike, StoreLike
-    from ..group import Group
 
 DEFAULT_MEMORY = 1 << 30
 

@@ -323,7 +323,3 @@ def _check_object(keys: ChunkKeys, key: str, missing: bool) -> tuple[int, list[P
         detail = str(e) if isinstance(e, ZarrcoreError) else f"{type(e).__name__}: {e}"
         return len(data), [Problem("corrupt", key, detail)]
     return len(data), []
-
-
-def format_json(report: VerifyReport) -> str:
-    return json.dumps(report.to_json(), indent=2)

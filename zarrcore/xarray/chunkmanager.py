@@ -6,7 +6,7 @@ dask="parallelized", map_blocks) works on a dask array over each Array, one task
 chunk (zarrcore.dask.from_zarr), and needs dask."""
 from xarray.namedarray.parallelcompat import ChunkManagerEntrypoint
 
-from ..array import Array
+from ..array import Array, arrays_as_dask
 
 
 def _block_sizes(array):
@@ -31,8 +31,6 @@ def _on_dask(name, as_dask=True):
     as a dask array (unless not `as_dask`)."""
     def method(self, *args, **kwargs):
         if as_dask:
-            from ..dask import arrays_as_dask
-
             args = arrays_as_dask(args)
         return getattr(_dask_manager(), name)(*args, **kwargs)
 

@@ -14,7 +14,7 @@ from xarray.backends.zarr import (
     encode_zarr_attr_value, encode_zarr_variable, extract_zarr_variable_encoding,
 )
 
-from .. import api, consolidated as consolidation
+from .. import api
 from .backend import DIMENSION_KEY, ZarrcoreDataStore, open_root_group, variable_dimensions
 from .encoding import codec_json, codecs_json
 
@@ -289,7 +289,7 @@ def to_zarr(dataset, store=None, mode=None, group=None, encoding=None, *, comput
         variables[name].encoding = enc
     writer.store(variables, attributes, set(encoding))
     if mode != "r+" and (consolidated or consolidated is None):
-        consolidation.consolidate_metadata(root.store)
+        api.consolidate_metadata(root.store)
     lazy = [(d, a, r) for d, a, r in writer.writes if hasattr(d, "dask")]
     for data, array, where in writer.writes:
         if not hasattr(data, "dask"):
