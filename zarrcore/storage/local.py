@@ -6,6 +6,7 @@ import threading
 
 from .._files import LOCK_FILE, TEMP_PREFIX, FileRoot, is_lock_file, unlock_file
 from .. import _portable
+from ..config import config
 from ..errors import InvalidKeyError, StoreError, ZarrcoreError
 from .base import Store, validate_key, validate_prefix
 
@@ -64,8 +65,6 @@ class LocalStore(Store):
     supports_locks = True
 
     def __init__(self, root, read_only=False, confined=None):
-        from ..config import config
-
         super().__init__(read_only)
         self.root = os.path.abspath(os.fspath(root))
         self.confined = config.confine_local_stores if confined is None else bool(confined)
