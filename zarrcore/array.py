@@ -111,9 +111,9 @@ class Array(nodes.Node):
 
     @property
     def _sharding(self) -> ShardingCodec | None:
-        """The sharding codec when it is the array's only codec (zarr-python's definition)."""
-        codec = self._chunks.partial
-        return codec if isinstance(codec, ShardingCodec) else None
+        """The sharding codec when it is the array's only codec (zarr-python's definition): the
+        chain's partial codec, the one codec that reads and rewrites parts of stored objects."""
+        return self._chunks.partial
 
     @property
     def chunks(self) -> tuple[int, ...]:
@@ -164,7 +164,7 @@ class Array(nodes.Node):
         """The chain whose stages filters, serializer and compressors report: the inner chain
         when sharded, as zarr-python reports them."""
         sharding = self._sharding
-        return sharding._inner if sharding else self._chunks.chain
+        return sharding.inner if sharding else self._chunks.chain
 
     @property
     def filters(self) -> tuple[Codec, ...]:

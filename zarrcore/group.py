@@ -71,12 +71,11 @@ class Group(nodes.Node):
             The group is in another kind of store; `zarrcore.storage.as_zarr_store(group)`
             gives zarr-python and `xr.open_zarr` a store over it.
         """
-        from .storage import LocalStore
-
-        if not isinstance(self._store, LocalStore):
+        path = self._store.local_path(self._path)
+        if path is None:
             raise TypeError(f"{self!r} is not in a local directory, so it has no file system "
                             f"path; pass zarrcore.storage.as_zarr_store(group) instead")
-        return self._store._path(self._path) if self._path else self._store.root
+        return path
 
     def _child_path(self, name: str) -> str:
         name = nodes.normalize_path(name)
