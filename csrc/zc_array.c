@@ -217,22 +217,31 @@ static const char *store_key(const zc_array *a, const char *path)
     return strlen(path) > a->head_len ? path + a->head_len : path;
 }
 
-/* The error of a failed system call on `key`: a lock the file system refuses, or I/O. */
-static int io_error(zc_array_error *err, const char *key, int e)
+/* The error of a failed lock of `key` in the lock file of `lock_dir` (below `root`), which
+ * it names: one the file system refuses, or I/O. */
+static int lock_error(zc_array_error *err, const zc_root *root, const char *lock_dir,
+                      const char *key, int e)
 {
+    char file[ZC_KEY_LOCK_PATH_MAX];
+    zc_key_locks_file(root, lock_dir, file, sizeof file);
     if (e == ENOLCK || e == EOPNOTSUPP || e == ENOSYS)
         return set_error(err, ZC_ARRAY_ERR_LOCK, e,
-                         "chunk '%s': cannot lock it: the file system does not support POSIX "
-                         "locks (%s)", key, strerror(e));
-    return set_error(err, ZC_ARRAY_ERR_IO, e, "chunk '%s': %s", key, strerror(e));
+                         "chunk '%s': cannot lock it: the file system of '%s' does not support "
+                         "POSIX locks (%s)", key, file, strerror(e));
+    return set_error(err, ZC_ARRAY_ERR_IO, e, "chunk '%s': cannot lock it in '%s': %s", key, file,
+                     strerror(e));
 }
 
-/* The error of kernel status `st` on `key` (`where`: "" or "inner chunk (i, j): "). */
-static int status_error(zc_array_error *err, int st, int e, const char *key, const char *where)
+/* The error of kernel status `st` on `key` (`where`: "" or "inner chunk (i, j): "), whose
+ * lock is in the lock file of `lock_dir`. */
+static int status_error(zc_array_error *err, int st, int e, const char *key, const char *where,
+                        const zc_root *root, const char *lock_dir)
 {
     switch (st) {
     case ZC_ERR_IO:
-        return io_error(err, key, e);
+        return set_error(err, ZC_ARRAY_ERR_IO, e, "chunk '%s': %s", key, strerror(e));
+    case ZC_ERR_LOCK:
+        return lock_error(err, root, lock_dir, key, e);
     case ZC_ERR_OUTSIDE:
         return set_error(err, ZC_ARRAY_ERR_OUTSIDE, 0,
                          "key '%s' of the confined store leads outside the store's root", key);
@@ -256,7 +265,8 @@ static int batch_error(const zc_array *a, const zc_batch *b, zc_array_error *err
     char path[ZC_BATCH_PATH_MAX] = "?";
     if (b->failed_task >= 0)
         zc_batch_task_key(b, b->failed_task, path, sizeof path);
-    return status_error(err, b->status, b->sys_errno, store_key(a, path), "");
+    return status_error(err, b->status, b->sys_errno, store_key(a, path), "", &b->root,
+                        b->lock_dir);
 }
 
 /* "(i, j, k)" of C-order inner chunk `i` of a shard's grid. */
@@ -307,7 +317,7 @@ static int shard_error(const zc_array *a, const zc_shard_io *io, zc_array_error 
                          : st == ZC_ERR_OVERLAP ? "overlaps another chunk"
                                                 : "invalid");
     default:
-        return status_error(err, st, io->sys_errno, key, where);
+        return status_error(err, st, io->sys_errno, key, where, &io->root, io->lock_dir);
     }
 }
 

@@ -822,6 +822,6 @@ done:
     free(chunk);
     free(encoded);
     if (st != ZC_OK)
-        fail(b, t, st, st == ZC_ERR_IO ? err : 0);
+        fail(b, t, st, st == ZC_ERR_IO || st == ZC_ERR_LOCK ? err : 0);
     return st;
 }

@@ -287,6 +287,10 @@ int zc_os_link_at(int existing_dir, const char *existing, int dir, const char *n
 int zc_os_mkdir_at(int dir, const char *name);
 /* Whether `c` separates path components ('/', and on Windows '\\'). */
 int zc_os_is_sep(char c);
+/* The absolute path of the existing directory `path` with every symbolic link resolved (and on
+ * Windows the final path of its handle), in `out` of `cap` bytes: 0, or -1 with errno
+ * (ENAMETOOLONG when it does not fit). */
+int zc_os_real_path(const char *path, char *out, size_t cap);
 /* The length of the root of `path` that is no directory to make ("/", "C:\\", "\\\\host\\share\\"). */
 size_t zc_os_root_length(const char *path);
 /* The last separator of `path`, or NULL. */

@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h> /* renameat */
+#include <stdlib.h> /* realpath */
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -42,6 +44,22 @@ int zc_os_open_at(int dir, const char *name, int how, unsigned mode)
 }
 
 int zc_os_close(int fd) { return close(fd); }
+
+int zc_os_real_path(const char *path, char *out, size_t cap)
+{
+    char *real = realpath(path, NULL);
+    if (real == NULL)
+        return -1;
+    size_t n = strlen(real);
+    if (n >= cap) {
+        free(real);
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(out, real, n + 1);
+    free(real);
+    return 0;
+}
 
 int zc_os_dup(int fd) { return dup(fd); }
 

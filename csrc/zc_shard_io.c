@@ -312,7 +312,7 @@ static void fail(zc_shard_io *io, int64_t s, const failure *f)
 {
     if (zc_atomic_exchange_int(&io->failed, 1, ZC_ACQ_REL) == 0) {
         io->status = f->status;
-        io->sys_errno = f->status == ZC_ERR_IO ? f->err : 0;
+        io->sys_errno = f->status == ZC_ERR_IO || f->status == ZC_ERR_LOCK ? f->err : 0;
         io->index_problem = f->problem;
         io->failed_slot = s;
         io->failed_inner = f->inner;

@@ -17,6 +17,7 @@
 #define ZC_ERR_UNSUPPORTED (-6) /* valid input that this build cannot handle */
 #define ZC_ERR_OVERLAP (-7)     /* two ranges that must be disjoint overlap */
 #define ZC_ERR_OUTSIDE (-8)     /* a path leads outside a confined store's root (zc_fs.h) */
+#define ZC_ERR_LOCK (-9)        /* a key's lock file cannot be opened or locked (zc_key_lock.h) */
 #define ZC_ERR_IO (-20)         /* a system call failed; errno (or the job's sys_errno) says why */
 
 #endif

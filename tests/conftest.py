@@ -10,6 +10,7 @@ import os
 import sys
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -31,8 +32,20 @@ def _asan_loaded():
 
 ASAN = _asan_loaded()
 
+# How long property tests search, in one place: HYPOTHESIS_PROFILE=quick for a fast inner
+# loop, =thorough for a long search. No deadline and no too_slow check: an example's time
+# depends on the machine's load. A test's own settings say only which health checks its
+# property needs suppressed (its list replaces the profile's, so it names too_slow as well).
+for _name, _examples in (("default", 100), ("quick", 10), ("thorough", 2000)):
+    settings.register_profile(_name, max_examples=_examples, deadline=None,
+                              suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
 
 def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "slow: compiles, starts a server, a cluster or processes, or kills them; "
+                   "`pytest -m 'not slow'` leaves such tests out")
     config.addinivalue_line(
         "markers", "measures_memory: asserts on RSS, which AddressSanitizer's shadow memory inflates")
     config.addinivalue_line(
@@ -41,7 +54,14 @@ def pytest_configure(config):
         "markers", "posix(reason): needs what only POSIX systems have (the reason); skipped on Windows")
 
 
+# Fixtures that start a server or a cluster: every test using one is `slow`.
+SLOW_FIXTURES = ("moto_server", "cluster_client")
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if any(name in SLOW_FIXTURES for name in getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
     if sys.platform == "win32":
         for item in items:
             marker = item.get_closest_marker("posix")
@@ -98,7 +118,7 @@ def cluster_client():
             os.environ["PYTHONPATH"] = saved
 
 
-@pytest.fixture(params=["threads", "distributed"])
+@pytest.fixture(params=["threads", pytest.param("distributed", marks=pytest.mark.slow)])
 def dask_scheduler(request):
     """Runs the test under dask's threaded scheduler, then under `cluster_client`."""
     dask = pytest.importorskip("dask", reason="dask is not installed")

@@ -13,14 +13,13 @@ import zarrcore
 from zarrcore.errors import (
     MemberNotFoundError, NodeExistsError, NodeNotFoundError, ReadOnlyError, ZarrcoreError,
 )
-from zarrcore.storage.local import LOCK_FILE
 
 
 def chunk_files(root):
     out = set()
     for dirpath, _, files in os.walk(root):
         for f in files:
-            if f not in ("zarr.json", ".zarray", ".zgroup", ".zattrs", LOCK_FILE):
+            if f not in ("zarr.json", ".zarray", ".zgroup", ".zattrs"):
                 out.add(os.path.relpath(os.path.join(dirpath, f), root).replace(os.sep, "/"))
     return out
 
@@ -325,9 +324,7 @@ def test_overwrite(tmp_path):
     with pytest.raises(NodeExistsError):
         zarrcore.create_array(str(tmp_path), name="g", shape=(1,), dtype="i1")
     zarrcore.create_array(str(tmp_path), name="g", shape=(1,), dtype="i1", overwrite=True)
-    # (Lock files stay: removing one could let two writers lock different files.)
-    assert not [p for p in (tmp_path / "g").rglob("*")
-                if p.is_file() and p.name not in ("zarr.json", LOCK_FILE)]
+    assert not [p for p in (tmp_path / "g").rglob("*") if p.is_file() and p.name != "zarr.json"]
     assert not (tmp_path / "g" / "inner" / "zarr.json").exists()
     assert isinstance(zarrcore.open(str(tmp_path), path="g"), zarrcore.Array)
 
@@ -526,6 +523,7 @@ def _subprocess_env(**extra):
     return env
 
 
+@pytest.mark.slow
 def test_num_threads_env_variable():
     code = "import zarrcore; print(zarrcore.config.num_threads)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -536,6 +534,7 @@ def test_num_threads_env_variable():
     assert bad.returncode != 0 and "ZARRCORE_NUM_THREADS" in bad.stderr
 
 
+@pytest.mark.slow
 def test_buffer_pool_env_variable():
     code = ("import zarrcore, numpy as np; from zarrcore import _memory\n"
             "a = _memory.empty((1 << 20,), np.uint8); del a\n"
@@ -871,6 +870,7 @@ def test_opening_with_the_other_zarr_format_says_which_is_there(tmp_path):
         zarrcore.open_array(str(tmp_path / "none"), mode="r", zarr_format=3)
 
 
+@pytest.mark.slow
 def test_an_unbuilt_source_tree_says_to_build(tmp_path):
     package = os.path.dirname(zarrcore.__file__)
     shutil.copytree(package, tmp_path / "zarrcore",

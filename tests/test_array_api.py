@@ -284,6 +284,7 @@ def _process_writer(path, k, n, barrier):
         h.write((i, 0), np.full((1, 6), i + 1, np.int16))
 
 
+@pytest.mark.slow
 def test_processes_writing_the_same_shard_lose_no_update(tmp_path):
     path = str(tmp_path / "a.zarr")
     n = 100

@@ -17,6 +17,7 @@ from zarrcore.errors import ChunkDecodeError, SelectionError, ZarrcoreError
 from zarrcore.storage.memory import MemoryStore
 
 pytest.importorskip("Cython")
+pytestmark = pytest.mark.slow  # every test uses `built`, which compiles
 
 # Region i of a call: start starts[i], shape shapes[i], step steps[i]. Writes take region i
 # from the same place of `src`, an array of the whole array's shape (the regions of one call

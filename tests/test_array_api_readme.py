@@ -27,6 +27,7 @@ def readme_blocks():
     return blocks
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(README), reason="README.md is not shipped with the package")
 def test_readme_examples_build_and_run(tmp_path):
     blocks = readme_blocks()

@@ -540,6 +540,7 @@ RSS_SCRIPT = """
 """
 
 
+@pytest.mark.slow
 @pytest.mark.measures_memory
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("comp", ["none", "zstd-crc"])
@@ -575,6 +576,7 @@ STREAM_SCRIPT = """
 """
 
 
+@pytest.mark.slow
 @pytest.mark.measures_memory
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("sharded", [False, True], ids=["chunks", "shards"])

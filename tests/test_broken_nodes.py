@@ -46,6 +46,7 @@ def test_tree_shows_the_broken_node(hierarchy):
     assert "inner (2,) float64" in text and "z (3,) uint8" in text
 
 
+@pytest.mark.slow
 def test_cli_tree_json_reports_the_broken_node(hierarchy):
     path, _ = hierarchy
     import os

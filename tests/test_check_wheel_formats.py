@@ -138,12 +138,14 @@ def kernels_dll(tmp_path_factory):
     return mingw_dll(tmp_path_factory.mktemp("dll"), "kernels")
 
 
+@pytest.mark.slow  # builds DLLs with MinGW-w64
 def test_a_pe_extension_importing_kernel32_and_exporting_its_init_passes(check_wheel, kernels_dll):
     data = kernels_dll
     assert check_wheel.pe_dynamic_info(data) == (["KERNEL32.dll"], ["PyInit_kernels"])
     assert check_wheel.check_extension("zarrcore/kernels.cp311-win_amd64.pyd", data) == []
 
 
+@pytest.mark.slow  # builds DLLs with MinGW-w64
 def test_a_pe_extension_linking_another_dll_or_exporting_more_fails(check_wheel, tmp_path):
     extra_dll = mingw_dll(tmp_path, "kernels", "EXTRA_DLL", libraries=("kernel32", "user32"))
     assert check_wheel.check_extension("zarrcore/kernels.pyd", extra_dll) == [
@@ -162,6 +164,7 @@ def test_pe_imports_allowed_are_the_msvc_runtime_kernel32_and_python(check_wheel
     assert not any(check_wheel.PE_ALLOWED.fullmatch(n) for n in refused)
 
 
+@pytest.mark.slow  # builds DLLs with MinGW-w64
 def test_a_windows_wheel_s_pyd_extensions_are_found_and_checked(check_wheel, kernels_dll, tmp_path):
     """Only `kernels` is built (a DLL per module costs seconds): the others are reported
     missing, `kernels` is not, and its own check passes."""
@@ -173,6 +176,7 @@ def test_a_windows_wheel_s_pyd_extensions_are_found_and_checked(check_wheel, ker
         f"zarrcore/{m}: no compiled extension" for m in check_wheel.EXTENSIONS if m != "kernels"]
 
 
+@pytest.mark.slow  # builds DLLs with MinGW-w64
 def test_a_truncated_pe_extension_is_reported_not_crashed_on(check_wheel, kernels_dll):
     data = kernels_dll
     for cut in (2, 0x40, 0x100, len(data) // 2):

@@ -70,6 +70,7 @@ def test_pxd_files_ship_in_the_include_dir():
     assert os.path.isfile(os.path.join(include, "zarrcore", "kernels.pxd"))
 
 
+@pytest.mark.slow
 def test_cython_extension_cimports_kernels(tmp_path):
     (tmp_path / "zc_user.pyx").write_text(textwrap.dedent(USER_PYX))
     (tmp_path / "setup.py").write_text(textwrap.dedent(SETUP_PY))

@@ -147,6 +147,7 @@ def test_demo_overwrites(tmp_path, capsys):
     assert "stale" not in zarrcore.open_group(str(path), mode="r")
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_ends_quietly(tmp_path):
     zarrcore.open_group(str(tmp_path / "g"), mode="w", attributes={"long": "x" * 300_000})
     env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(zarrcore.__file__))}

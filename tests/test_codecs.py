@@ -5,7 +5,7 @@ import zlib
 import numcodecs
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -15,7 +15,6 @@ from zarrcore.codecs import (
 )
 from zarrcore.errors import ChecksumError, ChunkDecodeError, MetadataError, UnknownCodecError
 
-FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 dtypes = st.sampled_from(["u1", "i2", "u4", "i8", "f2", "f4", "f8", "c8", "c16", "?", "M8[ms]"]).map(np.dtype)
 chunks = hnp.arrays(dtypes, hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=8))
@@ -37,7 +36,6 @@ def bytes_bytes_codecs():
 # ---- round trips ------------------------------------------------------------------------
 
 
-@FAST
 @given(chunks, st.sampled_from(["little", "big"]))
 def test_bytes_codec_round_trip(a, endian):
     spec = spec_of(a)
@@ -76,7 +74,6 @@ def test_bytes_codec_wrong_length(delta):
         BytesCodec().decode(b"\0" * (64 + delta), spec, out=np.empty((4, 4), "f4"))
 
 
-@FAST
 @given(chunks, st.data())
 def test_transpose_codec_round_trip(a, data):
     order = data.draw(st.permutations(range(a.ndim)))
@@ -98,7 +95,6 @@ def test_transpose_codec_ndim_mismatch():
         TransposeCodec([1, 0]).resolve(ChunkSpec((2, 3, 4), np.dtype("u1")))
 
 
-@FAST
 @given(chunks, st.sampled_from(range(len(bytes_bytes_codecs()))))
 def test_bytes_bytes_round_trip(a, which):
     spec = spec_of(a)
@@ -116,7 +112,6 @@ def test_bytes_bytes_round_trip(a, which):
 # ---- interop with numcodecs / stdlib ----------------------------------------------------
 
 
-@FAST
 @given(chunks)
 def test_numcodecs_interop(a):
     spec = spec_of(a)

@@ -9,14 +9,12 @@ import numcodecs
 import numpy as np
 import pytest
 import zstandard
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from zarrcore import _compress as c
 from zarrcore.errors import ChunkDecodeError
 
-FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # Compressible data: runs and repeats, so the codecs exercise their match paths.
 payloads = st.one_of(
@@ -52,7 +50,6 @@ def zstd_stream(data):
 # ---- round trips against references -----------------------------------------------------
 
 
-@FAST
 @given(payloads, st.sampled_from(["blosclz", "lz4", "lz4hc", "zlib", "zstd"]),
        st.integers(0, 9), st.integers(0, 2), st.sampled_from([1, 2, 4, 8, 3, 300]))
 def test_blosc_matches_python_blosc(data, cname, clevel, shuffle, typesize):
@@ -75,7 +72,6 @@ def test_blosc_blocksize_and_numpy_input():
     assert np.frombuffer(blosc.decompress(enc), "f8").tolist() == a.tolist()
 
 
-@FAST
 @given(payloads, st.integers(-5, 19), st.booleans())
 def test_zstd_matches_zstandard(data, level, checksum):
     ours = c.zstd_compress(data, level, checksum)
@@ -89,7 +85,6 @@ def test_zstd_matches_zstandard(data, level, checksum):
         assert out == data
 
 
-@FAST
 @given(st.lists(payloads, min_size=1, max_size=4), st.booleans())
 def test_zstd_concatenated_frames(parts, with_size):
     frames = [c.zstd_compress(p, 1, False) if with_size else zstd_stream(p) for p in parts]
@@ -105,7 +100,6 @@ def test_zstd_unknown_size_large_output():
     assert c.zstd_decompress(zstd_stream(data)) == data
 
 
-@FAST
 @given(payloads, st.integers(0, 9))
 def test_gzip_and_zlib_match_stdlib(data, level):
     assert gzip.decompress(c.gzip_compress(data, level)) == data
@@ -121,7 +115,6 @@ def test_gzip_and_zlib_match_stdlib(data, level):
     assert out == data
 
 
-@FAST
 @given(st.lists(payloads, min_size=1, max_size=4))
 def test_gzip_concatenated_members(parts):
     stream = b"".join(gzip.compress(p) for p in parts)
@@ -137,7 +130,6 @@ def test_zlib_rejects_trailing_stream():
         c.zlib_decompress(zlib.compress(b"a") + zlib.compress(b"b"))
 
 
-@FAST
 @given(payloads, st.integers(1, 20))
 def test_lz4_matches_numcodecs(data, accel):
     ours = c.lz4_compress(data, accel)
@@ -149,7 +141,6 @@ def test_lz4_matches_numcodecs(data, accel):
     assert out == data
 
 
-@FAST
 @given(st.binary(max_size=5000), st.integers(0, 2**32 - 1))
 def test_crc32c_matches_package(data, value):
     assert c.crc32c(data) == crc32c_ref.crc32c(data)
@@ -210,7 +201,6 @@ def test_empty_and_tiny_input_raise(name):
             DECODERS[name](bad)
 
 
-@FUZZ
 @given(st.sampled_from(sorted(DECODERS)), st.binary(max_size=300), st.booleans())
 def test_random_bytes_never_crash(name, data, with_out):
     try:
@@ -222,7 +212,6 @@ def test_random_bytes_never_crash(name, data, with_out):
         pass
 
 
-@FUZZ
 @given(st.sampled_from(sorted(DECODERS)), payloads.filter(len), st.data())
 def test_truncated_and_corrupted_frames_raise(name, payload, draw):
     enc = encoders()[name](payload)

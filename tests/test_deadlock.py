@@ -85,6 +85,7 @@ def hammer(path, layout):
     np.testing.assert_array_equal(zarrcore.open_array(path)[...], expected)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_threads_sharing_shards_do_not_deadlock(tmp_path, layout):
     assert run_in_child(lambda: hammer(str(tmp_path / "a"), layout), timeout=30) == 0

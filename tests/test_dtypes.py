@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from zarrcore.errors import MetadataError, UnknownDataTypeError
@@ -178,7 +178,6 @@ def test_complex_fill():
     assert c8.fill_value_to_json(v, 3) == ["0x7fc00005", 0.5]
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.sampled_from([2, 4, 8]), st.data())
 def test_float_bits_round_trip(size, data):
     bits = data.draw(st.integers(0, 2 ** (8 * size) - 1))
@@ -191,7 +190,6 @@ def test_float_bits_round_trip(size, data):
     assert bits_of(decoded) == bits
 
 
-@settings(max_examples=200, deadline=None)
 @given(st.sampled_from([8, 16]), st.data())
 def test_complex_bits_round_trip(size, data):
     raw = data.draw(st.binary(min_size=size, max_size=size))
@@ -201,7 +199,6 @@ def test_complex_bits_round_trip(size, data):
     assert np.asarray(decoded).tobytes() == raw
 
 
-@settings(max_examples=200, deadline=None)
 @given(st.sampled_from(["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]), st.data())
 def test_int_round_trip(name, data):
     dt = dtype_from_v3_json(name)

@@ -410,7 +410,7 @@ def stored_arrays(draw):
     return data, chunks, draw(st.sampled_from([2, 3]))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(case=stored_arrays())
 def test_hypothesis_fixed_size_types_both_ways(tmp_path_factory, case):
     data, chunks, fmt = case

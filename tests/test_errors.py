@@ -480,8 +480,7 @@ def damage(draw, good):
     return bytes(out)
 
 
-@settings(max_examples=int(os.environ.get("ZARRCORE_HYPOTHESIS_EXAMPLES", 120)), deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_random_damage_never_crashes(tmp_path_factory, data):
     chain = data.draw(st.sampled_from(sorted(CHAINS)), label="chain")

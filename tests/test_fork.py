@@ -11,7 +11,8 @@ import pytest
 import zarrcore
 from _child import run_in_child
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")]
 
 
 @pytest.mark.parametrize("shards", [None, (64, 64)], ids=["chunks", "shards"])

@@ -1,8 +1,7 @@
 """Basic selections (ints, slices of any step, Ellipsis, newaxis) against a numpy mirror.
 
-ZARRCORE_HYPOTHESIS_EXAMPLES=2000 runs a longer search than the default.
+HYPOTHESIS_PROFILE=thorough runs a longer search than the default (tests/conftest.py).
 """
-import os
 
 import numpy as np
 import pytest
@@ -12,9 +11,7 @@ from hypothesis.extra import numpy as hnp
 
 import zarrcore
 
-SETTINGS = settings(max_examples=int(os.environ.get("ZARRCORE_HYPOTHESIS_EXAMPLES", 150)),
-                    deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture,
+SETTINGS = settings(suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
 
 

@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 
 import zarrcore
 
-SETTINGS = settings(max_examples=200, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 FILL = -1
 
 

@@ -6,7 +6,7 @@ import tempfile
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import zarrcore
@@ -85,7 +85,6 @@ def _stores():
     return st.sampled_from(STORES)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=arrays(), kind=_stores(), data=st.data())
 def test_orthogonal_reads_match_numpy(case, kind, data):
     layout, ref, box = case
@@ -96,7 +95,6 @@ def test_orthogonal_reads_match_numpy(case, kind, data):
             np.testing.assert_array_equal(a.oindex[sel], _numpy_orthogonal(ref, sel))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=arrays(), kind=_stores(), data=st.data())
 def test_coordinate_and_mask_reads_match_numpy(case, kind, data):
     layout, ref, box = case

@@ -2,14 +2,13 @@
 import crc32c as crc32c_ref
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from zarrcore import kernels
 from zarrcore.errors import ShardIndexError
 
-FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 EMPTY = 2**64 - 1
 
 NUMERIC = ["i1", "u1", "i2", "<u2", ">u2", "i4", ">i4", "u8", "f2", "<f4", ">f8", "c8", ">c16",
@@ -44,13 +43,11 @@ def native_byteswap(a):
     return a.astype(a.dtype.newbyteorder("=")).byteswap()
 
 
-@FAST
 @given(arrays(swappable))
 def test_byteswap_matches_numpy(a):
     assert kernels.byteswap(a).tobytes() == native_byteswap(a).tobytes()
 
 
-@FAST
 @given(arrays(swappable))
 def test_byteswap_in_place_and_out(a):
     a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("="))
@@ -89,7 +86,6 @@ def test_byteswap_rejects_bad_input():
 # ---- copy / transpose -------------------------------------------------------------------
 
 
-@FAST
 @given(st.data(), arrays(dtype=st.sampled_from(["u1", "i2", "f4", "c16", "S3", "U5"]).map(np.dtype)))
 def test_copy_region_matches_assignment(data, base):
     src = views(data.draw, base)
@@ -161,7 +157,6 @@ def test_copy_region_errors():
         kernels.copy_region(np.zeros(2, mixed), np.zeros(2, mixed))
 
 
-@FAST
 @given(st.data(), arrays(shape=hnp.array_shapes(min_dims=1, max_dims=5, min_side=1, max_side=5)))
 def test_transpose_matches_numpy(data, a):
     axes = data.draw(st.permutations(range(a.ndim)))
@@ -198,7 +193,6 @@ def test_transpose_large_and_errors():
 # ---- is_fill ----------------------------------------------------------------------------
 
 
-@FAST
 @given(arrays(shape=hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5)))
 def test_is_fill_matches_bytewise_numpy(a):
     if a.size == 0:
@@ -256,7 +250,6 @@ def test_is_fill_signed_zero_and_structured():
 # ---- crc32c -----------------------------------------------------------------------------
 
 
-@FAST
 @given(st.binary(max_size=3000), st.integers(0, 2**32 - 1))
 def test_crc32c_both_paths_match_package(data, value):
     assert kernels.crc32c(data, value) == crc32c_ref.crc32c(data, value)
@@ -287,7 +280,6 @@ def pack_reference(entries):
     return np.asarray(entries, dtype="<u8").tobytes()
 
 
-@FAST
 @given(st.lists(st.tuples(st.integers(0, 50), st.booleans()), max_size=30))
 def test_shard_index_round_trip(sizes):
     entries, offset = [], 0

@@ -2,7 +2,7 @@
 import crc32c as crc32c_ref
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -21,7 +21,6 @@ def test_byteswap_is_a_ufunc():
     assert "x.byteswap()" in kernels.byteswap.__doc__
 
 
-@settings(max_examples=100, deadline=None)
 @given(hnp.arrays(st.sampled_from(SWAP_TYPES).map(np.dtype), hnp.array_shapes(min_dims=0, max_side=5)))
 def test_byteswap_matches_numpy(a):
     result = kernels.byteswap(a)
@@ -96,7 +95,6 @@ def test_fill_equal_broadcasting_out_and_casting():
     np.testing.assert_array_equal(counts, (a == 5).astype("i4"))
 
 
-@settings(max_examples=100, deadline=None)
 @given(hnp.arrays(st.sampled_from(FILL_TYPES).map(np.dtype), hnp.array_shapes(min_dims=0, max_side=6),
                   elements=None), st.booleans())
 def test_is_fill_is_fill_equal_everywhere(a, use_first):

@@ -20,7 +20,8 @@ import pytest
 import zarrcore
 from zarrcore.storage.local import TEMP_PREFIX
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")]
 
 KILLS = 32
 FILL = -1

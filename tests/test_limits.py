@@ -49,6 +49,7 @@ def test_limits_are_configurable_and_checked():
         open_doc(zarr_json([1, 1, 1], [1, 1, 1]))
 
 
+@pytest.mark.slow
 def test_limits_from_environment():
     code = "import zarrcore; c = zarrcore.config; print(c.max_dimensions, c.max_chunk_bytes, c.max_shard_index_entries)"
     env = dict(os.environ, ZARRCORE_MAX_DIMENSIONS="4", ZARRCORE_MAX_CHUNK_BYTES="1000",

@@ -45,6 +45,7 @@ def spawn(targets):
     return [p.exitcode for p in procs]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sharded", [False, True], ids=["chunks", "shards"])
 def test_two_processes_appending_lose_no_block(tmp_path, sharded):
     path = str(tmp_path / "a")
@@ -88,6 +89,7 @@ def resize_repeatedly(path, count, start):
         a.resize((10 + i % 7, BLOCK[1]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("zarr_format", [2, 3])
 def test_attribute_updates_beside_resizes_are_all_kept(tmp_path, zarr_format):
     path = str(tmp_path / "a")
@@ -143,6 +145,7 @@ def update_group_attributes(path, worker, count, start):
             zarrcore.consolidate_metadata(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("zarr_format", [2, 3])
 def test_two_processes_updating_group_attributes_keep_every_update(tmp_path, zarr_format):
     """A group's metadata lock is its metadata file's own (no lock file beside its members):

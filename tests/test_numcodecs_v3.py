@@ -201,7 +201,7 @@ def test_v2_crc32c_location(tmp_path):
 CODEC_CHOICES = st.sampled_from(sorted(CASES))
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(case=CODEC_CHOICES, extra=st.sampled_from([None, "zstd", "crc32", "shuffle", "lz4"]),
        shape=st.tuples(st.integers(1, 13), st.integers(1, 7)),
        chunks=st.tuples(st.integers(1, 6), st.integers(1, 4)), seed=st.integers(0, 2**16),

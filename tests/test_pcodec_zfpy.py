@@ -200,7 +200,7 @@ def test_missing_package_names_the_extra(tmp_path, monkeypatch, module):
         codec_from_json({"name": f"numcodecs.{module}"}).resolve(_spec((4,), "float64"))
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(case=st.sampled_from(sorted(CASES)), fmt=st.sampled_from([2, 3]),
        shape=st.lists(st.integers(1, 9), min_size=1, max_size=3),
        chunk_fraction=st.floats(0.2, 1.0), seed=st.integers(0, 2**16))

@@ -49,6 +49,7 @@ def _block_sum(array, k):
     return int(array[k * 8:(k + 1) * 8].sum())
 
 
+@pytest.mark.slow
 def test_spawned_workers_read_a_pickled_sharded_array(tmp_path):
     data = np.arange(32 * 16, dtype="int64").reshape(32, 16)
     a = zarrcore.create_array(str(tmp_path / "a"), shape=data.shape, dtype="int64",

@@ -249,6 +249,7 @@ def test_zip_store_writers_across_threads(fallbacks, tmp_path):
         assert zf.testzip() is None and len(zf.namelist()) == 121
 
 
+@pytest.mark.slow
 def test_import_and_round_trip_without_posix_calls(tmp_path):
     """A fresh interpreter without fcntl, os.pread, os.fwalk, os.register_at_fork and os.fork
     (as on Windows) imports zarrcore and creates, writes, reads and lists a directory and a zip."""

@@ -141,7 +141,7 @@ def random_arrays():
     return out
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(selection=SELECTION)
 def test_random_reads_equal_numpy(random_arrays, selection):
     for a, data in random_arrays:
@@ -154,7 +154,6 @@ def test_random_reads_equal_numpy(random_arrays, selection):
         np.testing.assert_array_equal(a[selection], expected)
 
 
-@settings(max_examples=30, deadline=None)
 @given(selection=SELECTION, sharded=st.booleans())
 def test_random_writes_equal_numpy(selection, sharded):
     store = VersionedStore()
@@ -213,6 +212,7 @@ def _process_writer(path, writer, start):
     write_rows(a, writer)
 
 
+@pytest.mark.slow
 def test_processes_lose_no_updates_by_conditional_writes(tmp_path):
     path = str(tmp_path / "d")
     a = create_shared(DirectoryVersionedStore(path))

@@ -201,6 +201,7 @@ print(elapsed, grown)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="peak RSS read from /proc")
 def test_resizing_a_huge_declared_shard_touches_only_its_stored_inner_chunks(tmp_path):
     out = subprocess.run([sys.executable, "-c", _HUGE_SHARD_RESIZE, str(tmp_path / "a")],

@@ -65,6 +65,7 @@ def _process_writer(paths, worker, workers, start):
         write_stripes(a, axis, worker, workers)
 
 
+@pytest.mark.slow
 def test_processes_lose_nothing(tmp_path):
     """4 processes write row stripes to one array, then column stripes to another."""
     paths = [str(tmp_path / "rows"), str(tmp_path / "cols")]

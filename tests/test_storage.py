@@ -210,6 +210,7 @@ def _writer_loop(root, key, payloads, started, n):
         s.set(key, payloads[i % len(payloads)])
 
 
+@pytest.mark.slow
 def test_reader_never_sees_partial_data(tmp_path):
     """One process rewrites a key with large values while this one reads: every read is one
     whole value."""
@@ -280,6 +281,7 @@ def _increment(root, n):
             s.set("counter", str(value + 1).encode())
 
 
+@pytest.mark.slow
 def test_lock_across_processes(tmp_path):
     s = LocalStore(tmp_path)
     s.set("counter", b"0")
@@ -351,6 +353,7 @@ def _concurrent_array_writer(root, row):
         a[row, col] = row * 100 + col + 1
 
 
+@pytest.mark.slow
 def test_concurrent_partial_chunk_writes_from_processes(tmp_path):
     """Processes write disjoint elements of the same chunks: the chunk locks keep every one."""
     import numpy as np

@@ -141,6 +141,7 @@ def hammer_threads(path, python_chain, rounds):
     assert lost_updates(a, rounds) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork for the time limit")
 @pytest.mark.parametrize("python_chain", [False, True], ids=["native", "python-chain"])
 def test_threads_share_shards(tmp_path, python_chain):
@@ -165,6 +166,7 @@ def _process_reader(path, start, stop, reads, failed):
         print("\n".join(problems[:10]), flush=True)
 
 
+@pytest.mark.slow
 def test_processes_share_shards(tmp_path):
     path, writers, rounds = str(tmp_path / "a"), 4, 12
     a = create(path)

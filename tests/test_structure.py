@@ -125,14 +125,9 @@ def _defines(pattern):
     return hits
 
 
-# zc_key_lock.c is being rewritten on another branch, which drops this fallback (dead code:
-# the file includes zc_status.h before it).
-PENDING = {("zc_key_lock.c", "#define ZC_ERR_IO (-20)")}
-
-
 @needs_csrc
 def test_status_codes_are_defined_only_in_zc_status_h():
-    hits = [hit for hit in _defines(r"ZC_(?:OK|ERR_\w+)") if hit not in PENDING]
+    hits = _defines(r"ZC_(?:OK|ERR_\w+)")
     assert hits and {f for f, _ in hits} == {"zc_status.h"}, hits
 
 

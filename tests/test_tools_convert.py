@@ -263,6 +263,7 @@ def _tree_bytes(path):
     return out
 
 
+@pytest.mark.slow
 def test_killed_conversion_resumes_to_the_same_bytes(tmp_path):
     src = tmp_path / "big.zarr"
     a = zarrcore.create_array(str(src), shape=(96, 96, 96), dtype="f4", chunks=(32, 32, 32),
@@ -330,6 +331,7 @@ print(status_kib("VmHWM") - base)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.measures_memory
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_peak_rss_stays_under_the_memory_limit(tmp_path):

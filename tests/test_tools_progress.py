@@ -64,6 +64,7 @@ def tmux(request):
     t.kill()
 
 
+@pytest.mark.slow
 @needs_tmux
 def test_bar_in_a_terminal_and_ctrl_c_resumes(source, tmp_path, tmux):
     dst = tmp_path / "dst.zarr"
@@ -90,6 +91,7 @@ def test_bar_in_a_terminal_and_ctrl_c_resumes(source, tmp_path, tmux):
                                   zarrcore.open_array(str(source))[...])
 
 
+@pytest.mark.slow
 @needs_tmux
 def test_quiet_means_no_bar_in_a_terminal(source, tmp_path, tmux):
     tmux.run(_cli("verify", "-q", str(source)))
@@ -97,6 +99,7 @@ def test_quiet_means_no_bar_in_a_terminal(source, tmp_path, tmux):
     assert "verify:" not in text and "no damage found" in text and "EXIT=0" in text
 
 
+@pytest.mark.slow
 def test_no_bar_off_a_terminal(source, tmp_path):
     out = subprocess.run(_cli("copy", str(source), str(tmp_path / "c.zarr")), shell=True,
                          capture_output=True, text=True)

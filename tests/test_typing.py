@@ -14,6 +14,7 @@ pytest.importorskip("mypy", reason="mypy is not installed (it is in the `test` e
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+@pytest.mark.slow
 def test_mypy_package_and_usage():
     cache = os.path.join(tempfile.gettempdir(), f"zarrcore-mypy-cache-{getpass.getuser()}")
     result = subprocess.run(

@@ -185,7 +185,6 @@ texts = st.text(max_size=20)
 blobs = st.binary(max_size=20)
 
 
-@settings(max_examples=100, deadline=None)
 @given(items=st.lists(texts, max_size=30))
 def test_hypothesis_utf8_framing(items):
     encoded = _filters.vlen_encode(items, True)
@@ -193,7 +192,6 @@ def test_hypothesis_utf8_framing(items):
     assert _filters.vlen_decode(encoded, len(items), True) == items
 
 
-@settings(max_examples=100, deadline=None)
 @given(items=st.lists(blobs, max_size=30))
 def test_hypothesis_bytes_framing(items):
     encoded = _filters.vlen_encode(items, False)
@@ -202,7 +200,6 @@ def test_hypothesis_bytes_framing(items):
     assert list(decoded) == items
 
 
-@settings(max_examples=200, deadline=None)
 @given(data=st.binary(max_size=40), count=st.integers(0, 6), text=st.booleans())
 def test_hypothesis_garbage_never_crashes(data, count, text):
     try:
@@ -228,7 +225,7 @@ def writes(draw):
     return kind, n, chunks, fill, steps, draw(st.sampled_from([2, 3]))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(case=writes())
 def test_hypothesis_arrays_match_numpy_and_zarr_python(tmp_path_factory, case):
     zarr = pytest.importorskip("zarr")

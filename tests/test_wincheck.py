@@ -11,10 +11,10 @@ import pytest
 WINCHECK = pathlib.Path(__file__).resolve().parent.parent / "wheels" / "wincheck.py"
 CC = os.environ.get("WIN_CC", "x86_64-w64-mingw32-gcc")
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     shutil.which(CC) is None,
     reason=f"no {CC}: the Windows cross-compile check needs MinGW-w64 "
-           "(apt-get install gcc-mingw-w64-x86-64)")
+           "(apt-get install gcc-mingw-w64-x86-64)")]
 
 
 @pytest.fixture(scope="module")

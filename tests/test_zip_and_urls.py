@@ -115,6 +115,7 @@ def test_zip_threads_write_and_read_at_once(tmp_path):
         np.testing.assert_array_equal(zarr.open_array(zstore, mode="r")[...], expected)
 
 
+@pytest.mark.slow
 def test_zip_store_is_closed_when_collected(tmp_path):
     path = tmp_path / "gc.zip"
     code = (f"import zarrcore; a = zarrcore.create_array({str(path)!r}, shape=(3,), dtype='i1'); "
@@ -136,6 +137,7 @@ def test_zip_collected_with_its_array_can_be_written_again(tmp_path):
     assert b[...].tolist() == [5, 2, 3]
 
 
+@pytest.mark.slow
 def test_zip_one_writer_process_and_zip64(tmp_path):
     path = tmp_path / "one.zip"
     store = ZipStore(path)
@@ -222,6 +224,7 @@ def test_bad_urls_raise_and_create_nothing(tmp_path, monkeypatch, url, pattern):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_urls_without_the_remote_extra_say_what_to_install(tmp_path):
     """With obstore and fsspec absent, every remote URL fails naming the URL and the extra,
     and nothing appears in the working directory (it used to make ./s3:/bucket/x.zarr)."""

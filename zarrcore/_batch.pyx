@@ -15,7 +15,7 @@ from zarrcore._jobs cimport (
     zc_batch_prepare, zc_batch_read_worker, zc_batch_split_reads, zc_batch_split_writes,
     zc_batch_task_key, zc_batch_write_worker,
 )
-from zarrcore._status cimport ZC_OK
+from zarrcore._status cimport ZC_ERR_LOCK, ZC_OK
 
 from ._status import status_error
 
@@ -27,6 +27,7 @@ cdef class ChunkBatch:
 
     cdef zc_batch b
     cdef object _keep, _deferred
+    cdef FileRoot _files
 
     def __init__(self, *, FileRoot root, key_head, sep, lead_sep, array_shape, chunk_shape, plans,
                  data, write_empty_chunks=False, lock_dir="", points=None, **settings):
@@ -48,6 +49,7 @@ cdef class ChunkBatch:
         self.b.sep = ord(sep)
         self.b.lead_sep = lead_sep
         self.b.root = root.root
+        self._files = root
         for d in range(self.b.ndim):
             self.b.array_shape[d] = array_shape[d]
         if zc_batch_prepare(&self.b) != ZC_OK:
@@ -102,4 +104,6 @@ cdef class ChunkBatch:
         if not self.b.failed:
             return
         key = self.task_key(self.b.failed_task)[head_len:] if self.b.failed_task >= 0 else "?"
+        if self.b.status == ZC_ERR_LOCK:
+            raise self._files.lock_error(<bytes>self.b.lock_dir, key, self.b.sys_errno)
         raise status_error(self.b.status, f"chunk {key!r}: ", sys_errno=self.b.sys_errno)

@@ -10,10 +10,10 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.errno cimport EINTR, errno
 from libc.stddef cimport ptrdiff_t
 
-from ._status cimport ZC_ERR_IO, ZC_ERR_OUTSIDE, ZC_OK
+from ._status cimport ZC_ERR_IO, ZC_ERR_LOCK, ZC_ERR_OUTSIDE, ZC_OK
 
 from ._status import CALL_ERRNO, status_error
-from .errors import LockUnavailableError, OutsideStoreError
+from .errors import LockUnavailableError, OutsideStoreError, StoreError
 
 cdef extern from "zc_os.h" nogil:
     int ZC_OPEN_READ, ZC_OPEN_DIRECTORY
@@ -32,10 +32,12 @@ cdef extern from "zc_fs.h" nogil:
 
 cdef extern from "zc_key_lock.h" nogil:
     const char *ZC_KEY_LOCK_FILE
+    enum: ZC_KEY_LOCK_PATH_MAX
     ctypedef struct zc_key_locks:
         int fd
-        size_t skip
+        char file[1]
     int zc_key_locks_open(zc_key_locks *l, const zc_root *root, const char *node_dir)
+    void zc_key_locks_file(const zc_root *root, const char *node_dir, char *file, size_t cap)
     void zc_key_locks_close(zc_key_locks *l)
     int zc_key_lock(const zc_key_locks *l, const char *path)
     int zc_key_unlock(const zc_key_locks *l, const char *path)
@@ -59,8 +61,15 @@ cdef extern from "zc_chunk_io.h" nogil:
 
 # Names of temporary files (csrc/zc_temp.h) start with this; stores never list them.
 TEMP_PREFIX = ZC_TEMP_PREFIX.decode()
-# The lock file of a node directory (csrc/zc_key_lock.h); stores never list it either.
+# The lock file of a node directory, and the end of the name of one beside a hierarchy
+# (csrc/zc_key_lock.h); stores never list them either.
 LOCK_FILE = ZC_KEY_LOCK_FILE.decode()
+
+
+def is_lock_file(name):
+    """Whether the file name `name` is that of a lock file (csrc/zc_key_lock.h)."""
+    return name == LOCK_FILE or name.startswith(".") and name.endswith(LOCK_FILE)
+
 
 # Errors of lock calls that mean the file system has no such locks.
 _NO_LOCKS = {errno_.ENOLCK, errno_.EOPNOTSUPP, errno_.ENOSYS}
@@ -109,6 +118,28 @@ def try_lock_whole(int fd):
 def unlock_file(int fd):
     """Drop the lock FileRoot.lock_file took on `fd` and close it."""
     zc_file_unlock(fd)
+
+
+cdef class KeyLock:
+    """A key's lock, held on its open lock file until released (FileRoot.lock_key)."""
+    cdef zc_key_locks locks
+    cdef bytes path
+
+    def __cinit__(self):
+        self.locks.fd = -1
+
+    cdef locks_close(self):
+        zc_key_locks_close(&self.locks)
+
+    def release(self):
+        """Drop the lock and close the file. The explicit unlock matters: a child forked
+        meanwhile shares the descriptor, and closing alone would leave the lock held until
+        the child exits."""
+        zc_key_unlock(&self.locks, self.path)
+        zc_key_locks_close(&self.locks)
+
+    def __dealloc__(self):
+        zc_key_locks_close(&self.locks)
 
 
 cdef class FileRoot:
@@ -222,39 +253,36 @@ cdef class FileRoot:
         return zc_temp_remove_stale(&self.root, p) == 1
 
     def lock_key(self, node_dir, key):
-        """Take the lock of `key` (relative to the node directory `node_dir`, whose lock file
-        holds it: csrc/zc_key_lock.h), waiting as long as it takes; returns the descriptor
-        that holds it, for unlock_key."""
-        cdef bytes p = os.fsencode(os.path.join(node_dir, key))
+        """Take the lock of `key` (relative to the node directory `node_dir`, in the lock file
+        of its hierarchy: csrc/zc_key_lock.h), waiting as long as it takes; returns the
+        KeyLock that holds it."""
+        cdef KeyLock held = KeyLock()
+        held.path = os.fsencode(os.path.join(node_dir, key))
         cdef bytes d = os.fsencode(node_dir)
         cdef const char *dp = d
-        cdef const char *pp = p
-        cdef zc_key_locks locks
+        cdef const char *pp = held.path
+        cdef const char *lock_path = held.locks.file
         cdef int st
-        locks.fd = -1
         with nogil:
-            st = zc_key_locks_open(&locks, &self.root, dp)
+            st = zc_key_locks_open(&held.locks, &self.root, dp)
             if st == ZC_OK:
-                st = zc_key_lock(&locks, pp)
+                st = zc_key_lock(&held.locks, pp)
         if st == ZC_OK:
-            return locks.fd
+            return held
         err = errno
-        zc_key_locks_close(&locks)
-        lock_file = os.path.join(node_dir, LOCK_FILE)
-        if st != ZC_ERR_IO:
+        lock_file = os.fsdecode(<bytes>lock_path)
+        held.locks_close()
+        if st != ZC_ERR_LOCK:
             raise self._error(st, err, lock_file)
         raise _lock_error(err, key, lock_file)
 
-    def unlock_key(self, int fd, node_dir, key):
-        """Drop the lock of `key` held on `fd` and close it. The explicit unlock matters: a
-        child forked meanwhile shares the descriptor, and closing alone would leave the lock
-        held until the child exits."""
-        cdef bytes p = os.fsencode(os.path.join(node_dir, key))
-        cdef zc_key_locks locks
-        locks.fd = fd
-        locks.skip = len(os.fsencode(node_dir)) + 1
-        zc_key_unlock(&locks, p)
-        zc_key_locks_close(&locks)
+    def lock_error(self, node_dir, key, int err):
+        """The error of a failed lock of `key` (errno `err`) in the lock file of the node
+        directory `node_dir`, which it names."""
+        cdef bytes d = os.fsencode(node_dir)
+        cdef char file[ZC_KEY_LOCK_PATH_MAX]
+        zc_key_locks_file(&self.root, d, file, sizeof(file))
+        return _lock_error(err, key, os.fsdecode(<bytes>file))
 
     def lock_file(self, path, key):
         """Lock the file `path` (of `key`) itself, as it is once locked (csrc/zc_key_lock.h),
@@ -278,10 +306,12 @@ def _lock_error(err, key, lock_file):
         return LockUnavailableError(
             err, f"cannot lock key {key!r}: the file system of {lock_file!r} does not support "
             f"POSIX locks ({os.strerror(err)})")
-    if err == errno_.EACCES:
-        return PermissionError(
+    if err in (errno_.EACCES, errno_.EPERM):
+        return StoreError(
             err, f"cannot lock key {key!r}: no write permission for {lock_file!r}, which holds "
             "its lock; every user who writes the store needs it (chmod g+w, or o+w)")
     if err == errno_.ENOENT:
         return FileNotFoundError(err, f"cannot lock key {key!r}: {lock_file!r} does not exist")
-    return OSError(err, f"cannot lock key {key!r} in {lock_file!r}: {os.strerror(err)}")
+    if err == errno_.EINVAL:
+        return StoreError(err, f"cannot lock key {key!r}: {lock_file!r} is no regular file")
+    return StoreError(err, f"cannot lock key {key!r} in {lock_file!r}: {os.strerror(err)}")

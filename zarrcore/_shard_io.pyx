@@ -19,7 +19,8 @@ from ._jobs cimport (
     zc_shard_io_prepare, zc_shard_io_read_worker, zc_shard_io_slot_key, zc_shard_io_write_worker,
 )
 from ._status cimport (
-    ZC_ERR_CORRUPT, ZC_ERR_IO, ZC_ERR_NOMEM, ZC_ERR_OVERLAP, ZC_ERR_SIZE, ZC_MAX_NDIM, ZC_OK,
+    ZC_ERR_CORRUPT, ZC_ERR_IO, ZC_ERR_LOCK, ZC_ERR_NOMEM, ZC_ERR_OVERLAP, ZC_ERR_SIZE, ZC_MAX_NDIM,
+    ZC_OK,
 )
 
 from ._status import status_error
@@ -175,6 +176,8 @@ cdef class ShardBatch:
         st, problem = self.io.status, self.io.index_problem
         if st in (ZC_ERR_IO, ZC_ERR_NOMEM):
             raise status_error(st, where, sys_errno=self.io.sys_errno)
+        if st == ZC_ERR_LOCK:
+            raise self.spec.files.lock_error(<bytes>self.io.lock_dir, key, self.io.sys_errno)
         if problem == ZC_SHARD_INDEX_SHORT:
             isz = 16 * self.io.ninner + 4 * self.io.index_crc32c
             raise ShardIndexError(

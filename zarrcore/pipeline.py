@@ -535,7 +535,7 @@ class ChunkStore:
                 self._waves = self.partial.inner_native_form
 
     def node_dir(self):
-        """The array's directory, whose lock file holds its chunks' key locks."""
+        """The array's directory, which locates its chunks' key locks (csrc/zc_key_lock.h)."""
         return self.store.native_root + ("/" + self.key_prefix if self.key_prefix else "")
 
     def key_head(self):

@@ -230,6 +230,7 @@ class Store:
         return None if data is None else len(data)
 
     def delete_prefix(self, prefix):
+        self.check_writable(prefix or "/")
         for key in list(self.list_prefix(prefix)):
             self.delete(key)
 
@@ -239,6 +240,12 @@ class Store:
 
     def rename_prefix(self, source, dest):
         """Move every key under `source` to the same place under `dest` (which holds none)."""
+        validate_prefix(source)
+        validate_prefix(dest)
+        self.check_writable(dest)
+        if not self.supports_deletes:  # refused before any copy is made
+            raise StoreError(errno.EOPNOTSUPP, f"cannot move the keys below {source!r}: "
+                                               f"{self!r} cannot delete keys")
         for key in list(self.list_prefix(source)):
             self.set(dest + key[len(source):], self.get(key))
         self.delete_prefix(source)

@@ -58,11 +58,26 @@ class FsspecStore(Store):
         if self._async:
             self._loop = self.fs.loop
 
-    def _call(self, method, *args, **kwargs):
-        """fs.`method`(...), through its coroutine on the store's loop when it is async."""
+    async def _acall(self, method, *args, **kwargs):
+        """fs.`method`(...), awaiting its coroutine when the filesystem is async."""
         if self._async:
-            return _aio.run(getattr(self.fs, "_" + method)(*args, **kwargs), self._loop)
+            return await getattr(self.fs, "_" + method)(*args, **kwargs)
         return getattr(self.fs, method)(*args, **kwargs)
+
+    def _run(self, coro):
+        """The result of `coro`, run on the store's loop when the filesystem is async (over a
+        sync filesystem it never suspends, so it runs here)."""
+        if self._async:
+            return _aio.run(coro, self._loop)
+        try:
+            coro.send(None)
+        except StopIteration as done:
+            return done.value
+        coro.close()
+        raise RuntimeError(f"{self!r}: a call of a sync filesystem suspended")
+
+    def _call(self, method, *args, **kwargs):
+        return self._run(self._acall(method, *args, **kwargs))
 
     def _full(self, key):
         return f"{self.path}/{key}" if self.path else key
@@ -74,22 +89,37 @@ class FsspecStore(Store):
 
     # -- reads --------------------------------------------------------------
     def get(self, key, start=None, stop=None):
-        path = self._full(validate_key(key))
-        try:
-            if start is None and stop is None:
-                return self._call("cat_file", path)
-            return self._call("cat_file", path, start=start, end=stop)
-        except FileNotFoundError:
-            return None
-        except Exception as e:
-            raise self._error(key, e) from e
+        ranges = None if start is None and stop is None else [(start, stop)]
+        got = self._run(self._fetch(key, ranges))
+        return got if ranges is None or got is None else got[0]
+
+    def get_ranges(self, key, ranges):
+        return self._run(self._fetch(key, list(ranges)))
+
+    async def _read(self, path, start, stop):
+        """The bytes of path[start:stop] (Python slice bounds). Filesystems disagree on
+        reversed bounds, negative ends and starts past the end: those are resolved against
+        the size, and a plain range cat_file refuses is empty if it lies past the end."""
+        start = start or 0
+        if (start < 0 and stop is None) or (start >= 0 and (stop is None or stop > start)):
+            try:
+                return await self._acall("cat_file", path, start=start, end=stop)
+            except FileNotFoundError:
+                raise
+            except Exception:
+                lo, hi, _ = slice(start, stop).indices(await self._acall("size", path))
+                if hi > lo:
+                    raise
+                return b""
+        lo, hi, _ = slice(start, stop).indices(await self._acall("size", path))
+        return await self._read(path, lo, hi) if hi > lo else b""
 
     async def _fetch(self, key, ranges):
         path = self._full(validate_key(key))
         try:
             if ranges is None:
-                return await self.fs._cat_file(path)
-            return [await self.fs._cat_file(path, start=start, end=stop) for start, stop in ranges]
+                return await self._acall("cat_file", path)
+            return [await self._read(path, start, stop) for start, stop in ranges]
         except FileNotFoundError:
             return None
         except Exception as e:
@@ -105,14 +135,16 @@ class FsspecStore(Store):
                             loop=self._loop)
 
     def exists(self, key):
+        path = self._full(validate_key(key))
         try:
-            return self._call("isfile", self._full(validate_key(key)))
+            return self._call("isfile", path)
         except Exception as e:
             raise self._error(key, e) from e
 
     def getsize(self, key):
+        path = self._full(validate_key(key))
         try:
-            return self._call("size", self._full(validate_key(key)))
+            return self._call("size", path)
         except FileNotFoundError:
             return None
         except Exception as e:
@@ -121,8 +153,9 @@ class FsspecStore(Store):
     # -- writes -------------------------------------------------------------
     def set(self, key, value):
         self.check_writable(key)
+        path = self._full(validate_key(key))
         try:
-            self._call("pipe_file", self._full(validate_key(key)), bytes(value))
+            self._call("pipe_file", path, bytes(value))
         except Exception as e:
             raise self._error(key, e) from e
 
@@ -139,8 +172,9 @@ class FsspecStore(Store):
 
     def delete(self, key):
         self.check_writable(key)
+        path = self._full(validate_key(key))
         try:
-            self._call("rm_file", self._full(validate_key(key)))
+            self._call("rm_file", path)
         except FileNotFoundError:
             pass
         except Exception as e:

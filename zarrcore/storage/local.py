@@ -4,7 +4,7 @@ import os
 import stat
 import threading
 
-from .._files import LOCK_FILE, TEMP_PREFIX, FileRoot, unlock_file
+from .._files import LOCK_FILE, TEMP_PREFIX, FileRoot, is_lock_file, unlock_file
 from .. import _portable
 from ..errors import InvalidKeyError, StoreError, ZarrcoreError
 from .base import Store, validate_key, validate_prefix
@@ -51,14 +51,14 @@ class LocalStore(Store):
     """A store in a directory of the local (or a shared) file system.
 
     Every file is reached through the store's FileRoot (zarrcore._files, csrc/zc_fs.h), as the
-    compiled batches reach them. Key locks live in a lock file in the directory of the node a
-    key belongs to (csrc/zc_key_lock.h), but for keys locked `replaced_last` (a group's
-    metadata), which lock their own file: no lock file in a group's directory, which other Zarr
-    libraries list as the group's members. Temporary files of writers a kill left behind are
-    removed when a writable store lists their directory (`remove_stale_temporary_files` does it
-    for a whole prefix). Symlinks in the store are followed; `confined=True` (default:
-    `zarrcore.config.confine_local_stores`) resolves every path beneath the root's directory,
-    so a key whose path leads outside `root` raises OutsideStoreError instead.
+    compiled batches reach them. Key locks live in a lock file beside the hierarchy the node a
+    key belongs to is in, out of the store (csrc/zc_key_lock.h), but for keys locked
+    `replaced_last` (a group's metadata), which lock their own file. Temporary files of writers
+    a kill left behind are removed when a writable store lists their directory
+    (`remove_stale_temporary_files` does it for a whole prefix). Symlinks in the store are
+    followed; `confined=True` (default: `zarrcore.config.confine_local_stores`) resolves every
+    path beneath the root's directory, so a key whose path leads outside `root` raises
+    OutsideStoreError instead.
     """
 
     supports_locks = True
@@ -207,7 +207,7 @@ class LocalStore(Store):
             if name.startswith(TEMP_PREFIX):
                 if not self.read_only:
                     self.files().remove_stale_temp(os.path.join(directory, name))
-            elif name != LOCK_FILE:
+            elif not is_lock_file(name):
                 out.append(name)
         return out
 
@@ -301,8 +301,8 @@ class LocalStore(Store):
                 return
             rel = key[len(node) + 1:] if node else key
             node_dir = self._dir(node)
-            fd = files.lock_key(node_dir, rel)
+            held = files.lock_key(node_dir, rel)
             try:
                 yield
             finally:
-                files.unlock_key(fd, node_dir, rel)
+                held.release()
