@@ -337,7 +337,7 @@ class Array(nodes.Node):
 
     def __dask_tokenize__(self) -> tuple[Any, ...]:
         # The same array (store, path, metadata) tokenizes alike in every process.
-        return (type(self).__name__, type(self._store).__name__, self._store._identity(),
+        return (type(self).__name__, type(self._store).__name__, self._store.identity,
                 self._path, self._metadata.to_json())
 
     def __repr__(self) -> str:

@@ -290,6 +290,12 @@ class Store:
                 if not entry[1] and _KEY_LOCKS.get(name) is entry:
                     del _KEY_LOCKS[name]
 
+    @property
+    def identity(self):
+        """What stores of one type over the same data have in common (stable across
+        processes where the data is: a directory, a URL)."""
+        return self._identity()
+
     def __eq__(self, other):
         return type(self) is type(other) and self._identity() == other._identity()
 
