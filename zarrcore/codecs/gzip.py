@@ -62,9 +62,7 @@ class GzipCodec(_DeflateCodec):
         super().__init__(level)
 
     def encoding_json(self):
-        if self.stored_json is not None:
-            return self.to_json()
-        return {"name": self.name, "configuration": {"level": self.level}}
+        return {"name": "gzip", "configuration": {"level": self.level}}
 
 
 class ZlibCodec(_DeflateCodec):

@@ -42,10 +42,7 @@ class ZstdCodec(BytesBytesCodec):
         return {"level": self.configured_level, "checksum": self.checksum}
 
     def encoding_json(self):
-        if self.stored_json is not None:
-            return self.to_json()
-        return {"name": self.name, "configuration": {"level": self.level,
-                                                     "checksum": self.checksum}}
+        return {"name": "zstd", "configuration": {"level": self.level, "checksum": self.checksum}}
 
     def native_form(self, spec):
         return {"compressor": "zstd", "clevel": self.level, "checksum": self.checksum}
