@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <io.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -281,4 +282,24 @@ int zc_os_share_like_dir(int fd, int dir, const char *dir_name, int mode)
     (void)fd, (void)dir, (void)dir_name, (void)mode;
     return 0;
 }
+
+int zc_os_real_path(const char *path, char *out, size_t cap)
+{
+    int fd = zc_os_open_at(ZC_OS_CWD, path, ZC_OPEN_PATH | ZC_OPEN_DIRECTORY, 0);
+    if (fd < 0)
+        return -1;
+    wchar_t *real = zc_win_final_path(zc_win_handle(fd));
+    zc_os_close(fd);
+    if (real == NULL)
+        return -1;
+    int n = WideCharToMultiByte(CP_UTF8, 0, real, -1, out, (int)(cap < INT_MAX ? cap : INT_MAX),
+                                NULL, NULL);
+    free(real);
+    if (n <= 0) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
+
 #endif

@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <io.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,25 +114,6 @@ wchar_t *zc_win_wide_at(int dir, const char *name)
     free(rel);
     free(joined);
     return full;
-}
-
-int zc_os_real_path(const char *path, char *out, size_t cap)
-{
-    int fd = zc_os_open_at(ZC_OS_CWD, path, ZC_OPEN_PATH | ZC_OPEN_DIRECTORY, 0);
-    if (fd < 0)
-        return -1;
-    wchar_t *real = zc_win_final_path(zc_win_handle(fd));
-    zc_os_close(fd);
-    if (real == NULL)
-        return -1;
-    int n = WideCharToMultiByte(CP_UTF8, 0, real, -1, out, (int)(cap < INT_MAX ? cap : INT_MAX),
-                                NULL, NULL);
-    free(real);
-    if (n <= 0) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    return 0;
 }
 
 void zc_win_set_errno(DWORD error)
