@@ -74,8 +74,9 @@ class DelayedStore(zarrcore.MemoryStore):
     def get_ranges(self, key, ranges):
         return self._fetch(key, ranges)
 
-    # No version kept across requests, as object stores.
+    # No version kept across requests.
     reader = zarrcore.Store.reader
+    readers_keep_one_version = False
 
     def set(self, key, value):
         self._request("set", key, None, lambda: super(DelayedStore, self).set(key, value))

@@ -616,3 +616,29 @@ def test_whole_chunk_write_waits_for_the_store_lock(tmp_path, value):
     assert done and done[0] >= released
     np.testing.assert_array_equal(a[0:8, 0:8], value)
     assert os.path.exists(chunk_path(a, 0, 0)) == bool(value)
+
+
+def test_a_chains_native_form_composes_its_codecs_forms():
+    """The pipeline asks the chain which compiled form runs it: its codecs' native forms
+    composed, None when one has none or they make no chain the core runs."""
+    from zarrcore.codecs.base import ChunkSpec
+    from zarrcore.pipeline import CodecChain
+
+    spec = ChunkSpec((4,), np.dtype(">i4"), 7)
+
+    def form(*codecs):
+        return CodecChain([{"name": "bytes", "configuration": {"endian": "little"}}, *codecs],
+                          spec).native_form()
+
+    zstd = {"name": "zstd", "configuration": {"level": 2, "checksum": True}}
+    assert form(zstd, {"name": "crc32c"}) == {
+        "crc32c": True, "compressor": "zstd", "clevel": 2, "checksum": True, "itemsize": 4,
+        "swap_size": 4, "fill": np.asarray(7, ">i4").tobytes(), "fill_floatsize": 0}
+    assert form()["compressor"] is None and form()["crc32c"] is False
+    assert form({"name": "numcodecs.zlib", "configuration": {"level": 1}})["compressor"] == "zlib"
+    # No form: a codec the core does not run, two compressors, a crc32c not last.
+    assert form({"name": "numcodecs.bz2"}) is None
+    assert form(zstd, {"name": "gzip"}) is None
+    assert form({"name": "crc32c"}, zstd) is None
+    assert CodecChain([{"name": "transpose", "configuration": {"order": [0]}}, "bytes"],
+                      spec.evolve(dtype=np.dtype("u1"))).native_form() is None

@@ -220,8 +220,7 @@ def test_listings_out_of_bounds_are_refused():
     from zarrcore._shard import ChunkWaves
 
     spec = zarrcore.codecs.base.ChunkSpec((4,), np.dtype("i4"), 0)
-    settings = pipeline.batch_settings(pipeline.CodecChain([{"name": "bytes"}], spec),
-                                       np.dtype("i4"), 0)
+    settings = pipeline.CodecChain([{"name": "bytes"}], spec).native_form()
     out = np.zeros(3, dtype="i4")
     i64 = np.int64
 

@@ -384,6 +384,8 @@ def test_ranged_reads_through_version_keeping_readers_run_concurrently():
     class KeepingStore(DelayedStore):
         """Readers that keep one version, as ObjectStore's (If-Match on the first ETag)."""
 
+        readers_keep_one_version = True
+
         @contextlib.contextmanager
         def reader(self, key):
             value = self._data.get(key)

@@ -1,9 +1,11 @@
-"""The package's structure: csrc/ files call each other without cycles, the status codes and
+"""The project's structure: csrc/ files call each other without cycles, the status codes and
 the dimension limit are defined once; Python modules import only from their layer and those
-below, without cycles."""
+below, without cycles; the engine asks codecs and stores what they do rather than switching
+on their classes, and nested parallel work is a flag of the runtime."""
 import ast
 import os
 import re
+import threading
 from collections import defaultdict
 from functools import cache
 
@@ -12,7 +14,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CSRC = os.path.join(ROOT, "csrc")
 
-pytestmark = pytest.mark.skipif(not os.path.isdir(CSRC), reason="needs the source tree's csrc/")
+needs_csrc = pytest.mark.skipif(not os.path.isdir(CSRC), reason="needs the source tree's csrc/")
 
 # A definition starts a line (with its return type), as every csrc file lays them out; its
 # body follows its parameters.
@@ -98,6 +100,7 @@ def find_cycle(graph):
     return None
 
 
+@needs_csrc
 def test_the_call_graph_reader_sees_calls_between_files():
     graph = csrc_call_graph()
     assert {"zc_os_path.c", "zc_os_posix_file.c", "zc_os_win_file.c"} <= graph["zc_fs.c"]
@@ -106,6 +109,7 @@ def test_the_call_graph_reader_sees_calls_between_files():
     assert not any(_platform(t) == "zc_os_win_" for t in graph["zc_os_posix_file.c"])
 
 
+@needs_csrc
 def test_no_call_cycle_between_csrc_files():
     cycle = find_cycle(csrc_call_graph())
     assert cycle is None, " -> ".join(cycle)
@@ -123,11 +127,13 @@ def _defines(pattern):
     return hits
 
 
+@needs_csrc
 def test_status_codes_are_defined_only_in_zc_status_h():
     hits = _defines(r"ZC_(?:OK|ERR_\w+)")
     assert hits and {f for f, _ in hits} == {"zc_status.h"}, hits
 
 
+@needs_csrc
 def test_the_dimension_limit_is_defined_once():
     # C: one number. The public header keeps its own name for it, checked equal at build.
     limits = _defines(r"ZC_\w*MAX_NDIM")
@@ -154,6 +160,7 @@ def _text(name):
         return f.read()
 
 
+@needs_csrc
 def test_cython_modules_share_one_status_mapping_and_one_buffer_helper():
     declaring = [n for n in _cython_files() if 'extern from "zc_status.h"' in _text(n)]
     assert declaring == ["_status.pxd"]
@@ -283,3 +290,157 @@ def test_few_imports_inside_functions():
     _, local, lines = python_imports()
     assert lines > 10_000  # (the reader sees the package)
     assert len(local) <= lines / 1000, sorted(local)
+
+
+# -- asking, not switching ------------------------------------------------------------------
+
+
+def _subclasses(cls):
+    found = set()
+    for sub in cls.__subclasses__():
+        found |= {sub} | _subclasses(sub)
+    return found
+
+
+def _class_names(base, package, allowed):
+    """Names of the classes of `package` (zarrcore.codecs, zarrcore.storage) deriving from
+    `base`, but for `allowed` (the interfaces: asking "is it one at all" is no switch)."""
+    return {c.__name__ for c in _subclasses(base) | {base}
+            if c.__module__.startswith(package) and c.__name__ not in allowed}
+
+
+def _codec_classes():
+    import zarrcore.codecs  # noqa: F401  (registers every codec module)
+    from zarrcore.codecs import base
+    from zarrcore.codecs.numcodecs_v3 import NumcodecsBytesCodec  # noqa: F401
+
+    kinds = {"Codec", "ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec"}
+    return _class_names(base.Codec, "zarrcore.codecs", kinds)
+
+
+def _store_classes():
+    import zarrcore.storage  # noqa: F401
+    from zarrcore.storage.base import Store
+
+    return _class_names(Store, "zarrcore.storage", {"Store"}) | {"Store"}
+
+
+def _names(node):
+    """The class names an isinstance/compare operand mentions (`A`, `mod.A`, tuples)."""
+    if isinstance(node, ast.Name):
+        return {node.id}
+    if isinstance(node, ast.Attribute):
+        return {node.attr} | _names(node.value)
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return set().union(*map(_names, node.elts)) if node.elts else set()
+    return set()
+
+
+def _is_call(node, *names):
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in names)
+
+
+def _storeish(node):
+    """Does `node` name a store (`store`, `self._store`, `chunks.store`...)?"""
+    name = node.id if isinstance(node, ast.Name) else (
+        node.attr if isinstance(node, ast.Attribute) else "")
+    return name.lstrip("_").endswith("store")
+
+
+def switches(tree, classes, kind_of_store=False):
+    """(line, code) of each place in `tree` that switches on one of `classes`: isinstance or
+    issubclass with one, `type(x) is/in/== ...` mentioning one; for stores also `type(store)`
+    (but for its __name__), getattr/hasattr on a store and a store's private attributes."""
+    found = []
+    named_types = set()
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr == "__name__"
+                and _is_call(node.value, "type")):
+            named_types.add(id(node.value))
+    for node in ast.walk(tree):
+        hit = False
+        if _is_call(node, "isinstance", "issubclass") and len(node.args) == 2:
+            hit = bool(_names(node.args[1]) & classes)
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            hit = (any(_is_call(n, "type") for s in sides for n in ast.walk(s))
+                   and bool(set().union(*map(_names, sides)) & classes))
+        elif kind_of_store and _is_call(node, "type") and id(node) not in named_types:
+            hit = any(_storeish(a) for a in node.args)
+        elif kind_of_store and _is_call(node, "getattr", "hasattr") and node.args:
+            hit = _storeish(node.args[0])
+        elif (kind_of_store and isinstance(node, ast.Attribute) and node.attr.startswith("_")
+              and not node.attr.startswith("__")):
+            hit = _storeish(node.value) and not (
+                isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+        if hit:
+            found.append((node.lineno, ast.unparse(node)))
+    return sorted(found)
+
+
+def _modules(outside):
+    """(path, tree) of each Python module of the package outside the folder `outside`."""
+    for folder, _, files in os.walk(PACKAGE):
+        if os.path.relpath(folder, PACKAGE).split(os.sep)[0] == outside:
+            continue
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                with open(path, encoding="utf-8") as f:
+                    yield os.path.relpath(path, ROOT), ast.parse(f.read())
+
+
+def _cython_sources():
+    for name in sorted(os.listdir(PACKAGE)):
+        if name.endswith((".pyx", ".pxd")):
+            with open(os.path.join(PACKAGE, name), encoding="utf-8") as f:
+                yield name, f.read()
+
+
+def test_the_switch_finder_sees_switches():
+    code = ("isinstance(c, ZstdCodec)\nif type(c) in (GzipCodec, zc.ZlibCodec): pass\n"
+            "isinstance(s, (Group, LocalStore))\ntype(store).reader is Store.reader\n"
+            "getattr(store, 'native_memory')\nself._store._path\n"
+            "isinstance(c, ArrayBytesCodec)\ntype(self._store).__name__\nself._path\n")
+    tree = ast.parse(code)
+    assert [line for line, _ in switches(tree, {"ZstdCodec", "GzipCodec", "ZlibCodec"})] == [1, 2]
+    stores = switches(tree, {"LocalStore", "Store"}, kind_of_store=True)
+    assert [line for line, _ in stores] == [3, 4, 4, 5, 6], stores
+
+
+def test_no_module_outside_the_codecs_switches_on_codec_classes():
+    classes = _codec_classes()
+    assert {"ZstdCodec", "BytesCodec", "ShardingCodec", "Crc32cCodec"} <= classes
+    found = [(path, *hit) for path, tree in _modules("codecs") for hit in switches(tree, classes)]
+    names = "|".join(sorted(classes))
+    pattern = re.compile(rf"(?:isinstance|issubclass)\([^)]*\b(?:{names})\b"
+                         rf"|type\([^)]*\)\s*(?:is|in|==)[^\n]*\b(?:{names})\b")
+    found += [(name, m.group()) for name, text in _cython_sources() for m in pattern.finditer(text)]
+    assert not found, found
+
+
+def test_no_module_outside_the_storage_switches_on_stores_or_reads_their_insides():
+    classes = _store_classes()
+    assert {"LocalStore", "MemoryStore", "ObjectStore", "Store"} <= classes
+    # (isinstance(x, Store), "is it a store at all", is no switch on the kind of store.)
+    found = [(path, *hit) for path, tree in _modules("storage")
+             for hit in switches(tree, classes - {"Store"}, kind_of_store=True)]
+    store = r"\b_?\w*store\b"
+    pattern = re.compile(rf"isinstance\([^)]*\b(?:{'|'.join(sorted(classes - {'Store'}))})\b"
+                         rf"|type\({store}\)|[gs]etattr\({store}|hasattr\({store}|{store}\._[a-z]")
+    found += [(name, m.group()) for name, text in _cython_sources() for m in pattern.finditer(text)]
+    assert not found, found
+
+
+# -- nested parallel work ---------------------------------------------------------------------
+def test_pool_threads_are_inside_parallel_work_and_thread_names_mean_nothing():
+    from zarrcore.config import _in_parallel_work, config
+
+    assert not _in_parallel_work()
+    assert config.executor().submit(_in_parallel_work).result() is True
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(_in_parallel_work()), name="zarrcore-x")
+    thread.start()
+    thread.join()
+    assert seen == [False]

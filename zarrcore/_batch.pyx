@@ -31,7 +31,7 @@ cdef class ChunkBatch:
 
     def __init__(self, *, FileRoot root, key_head, sep, lead_sep, array_shape, chunk_shape, plans,
                  data, write_empty_chunks=False, lock_dir="", points=None, **settings):
-        """`settings` are pipeline.batch_settings: the chain, fill and item layout. Chunk
+        """`settings` are CodecChain.native_form(): the chain, fill and item layout. Chunk
         files are reached through `root` (the store's, which `key_head` and `lock_dir` start
         with). Writes replace and delete them under their key lock in `lock_dir` ("": no
         locks). A read of points gives `points` (point_start, local, out_index, coords: see

@@ -159,7 +159,7 @@ ctypedef fused job_t:
 
 
 cdef inline void set_up_chain(zc_chain *c, settings) except *:
-    """Set `c` from `settings` (pipeline.batch_settings: itemsize, swap_size, compressor and
+    """Set `c` from `settings` (CodecChain.native_form(): itemsize, swap_size, compressor and
     its options, crc32c)."""
     name = settings["compressor"]
     c.itemsize = settings["itemsize"]
@@ -299,7 +299,7 @@ cdef inline tuple set_up_points(zc_listing *listing, points, int ndim, cnp.ndarr
 
 cdef inline tuple set_up_job(job_t *j, settings, chunk_shape, plans, cnp.ndarray data,
                              write_empty_chunks, points=None):
-    """Set the chain and fill of `j` from `settings` (pipeline.batch_settings), its dimensions
+    """Set the chain and fill of `j` from `settings` (CodecChain.native_form()), its dimensions
     and chunk shape, and the selection over `data`, the caller's array: the indexer's `plans`
     (reads may hold int arrays: listed pieces), or for a read of `points`, the zc_listing
     arrays (point_start, local, out_index, coords or None) and `data` 1-d. Returns what `j`

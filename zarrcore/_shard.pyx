@@ -72,7 +72,7 @@ cdef object take_encoded(zc_shard_job *j, int64_t t):
 cdef class ShardJob:
     """Decode (`work_read`) or encode (`work_write`) the inner chunks a selection touches.
 
-    `settings` is pipeline.batch_settings of the inner chain; `src` holds, per C-order inner
+    `settings` is the inner chain's CodecChain.native_form(); `src` holds, per C-order inner
     chunk, its encoded bytes or None; `pieces` are the selection's per-axis pieces and `data`
     the caller's array (with `data_strides` per shard axis, 0 for integer-indexed ones).
     """

@@ -121,9 +121,9 @@ class Array(nodes.Node):
 
     @property
     def _sharding(self) -> ShardingCodec | None:
-        """The sharding codec when it is the array's only codec (zarr-python's definition)."""
-        codec = self._chunks.partial
-        return codec if isinstance(codec, ShardingCodec) else None
+        """The sharding codec when it is the array's only codec (zarr-python's definition): the
+        chain's partial codec, the one codec that reads and rewrites parts of stored objects."""
+        return self._chunks.partial
 
     @property
     def chunks(self) -> tuple[int, ...]:
@@ -174,7 +174,7 @@ class Array(nodes.Node):
         """The chain whose stages filters, serializer and compressors report: the inner chain
         when sharded, as zarr-python reports them."""
         sharding = self._sharding
-        return sharding._inner if sharding else self._chunks.chain
+        return sharding.inner if sharding else self._chunks.chain
 
     @property
     def filters(self) -> tuple[Codec, ...]:
@@ -343,7 +343,7 @@ class Array(nodes.Node):
 
     def __dask_tokenize__(self) -> tuple[Any, ...]:
         # The same array (store, path, metadata) tokenizes alike in every process.
-        return (type(self).__name__, type(self._store).__name__, self._store._identity(),
+        return (type(self).__name__, type(self._store).__name__, self._store.identity,
                 self._path, self._metadata.to_json())
 
     def __repr__(self) -> str:

@@ -22,7 +22,6 @@ from .errors import (
     ChecksumError, ChunkDecodeError, LockUnavailableError, OutsideStoreError, ReadOnlyError,
     SelectionError, ShardIndexError, StoreError, ZarrcoreError,
 )
-from .pipeline import batch_settings
 
 cnp.import_array()
 
@@ -102,7 +101,7 @@ cdef class ArrayHandle:
         store = chunks.store
         self.name = array.name
         self.dtype = array.dtype
-        memory = getattr(store, "native_memory", None)
+        memory = store.native_memory
         if store.native_root is None and memory is None:
             raise ZarrcoreError(
                 f"array {array.name!r}: a native handle needs a local directory store or a "
@@ -110,11 +109,11 @@ cdef class ArrayHandle:
                 f"passed in and remote stores are served by a[...])")
         if chunks.partial is not None:
             sharding = chunks.partial.batch_settings()
-            native = sharding is not None
+            settings = sharding
         else:
             sharding = None
-            native = batch_settings(chunks.chain, array.dtype, chunks.fill_value) is not None
-        if not native:
+            settings = chunks.chain.native_form()
+        if settings is None:
             names = [c.name for c in chunks.chain.codecs]
             raise ZarrcoreError(
                 f"array {array.name!r}: a native handle needs codecs the compiled core runs by "
@@ -126,13 +125,13 @@ cdef class ArrayHandle:
         if memory is not None:
             # Keys are store keys; the store's key locks are its own (no lock file).
             prefix = chunks.key_prefix
-            head = ((prefix + "/" if prefix else "") + chunks._key_layout[0]).encode()
+            head = ((prefix + "/" if prefix else "") + chunks.key_layout[0]).encode()
             lock = b""
             head_len = 0
             mem = memory.address
         else:
-            head = os.fsencode(chunks._key_head())
-            lock = os.fsencode(chunks._node_dir())
+            head = os.fsencode(chunks.key_head())
+            lock = os.fsencode(chunks.node_dir())
             head_len = len(os.fsencode(store.native_root)) + 1
             files = store.files()
         _check_path(head, 64, "store path")
@@ -144,10 +143,8 @@ cdef class ArrayHandle:
         cdef const unsigned char[::1] fill
         memset(&b, 0, sizeof(b))
         memset(&io, 0, sizeof(io))
-        settings = (sharding if sharding is not None else
-                    batch_settings(chunks.chain, array.dtype, chunks.fill_value))
         fill = settings["fill"]
-        _, sep, lead_sep = chunks._key_layout
+        _, sep, lead_sep = chunks.key_layout
         if sharding is None:
             set_up_chain(&b.chain, settings)
             b.ndim = len(chunks.chunk_shape)

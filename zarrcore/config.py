@@ -232,7 +232,8 @@ class Config:
                 # The old pool is dropped, not shut down: a call in another thread may hold it
                 # still and submit to it. Its idle threads exit once it is collected.
                 self._executor = concurrent.futures.ThreadPoolExecutor(
-                    self.num_threads, thread_name_prefix="zarrcore"
+                    self.num_threads, thread_name_prefix="zarrcore",
+                    initializer=_mark_pool_thread,
                 )
                 self._executor_threads = self.num_threads
             return self._executor
@@ -278,13 +279,20 @@ config = Config()
 at_fork_in_child(config._after_fork_in_child)
 
 
-_working = threading.local()  # .active: the thread runs run_workers' `work` as its caller
+# .active: the thread runs parallel work, as a thread of config.executor()'s pool (always) or
+# as run_workers' caller (while it calls `work`).
+_working = threading.local()
+
+
+def _mark_pool_thread() -> None:
+    """The initializer of the pool's threads: all they run is parallel work."""
+    _working.active = True
 
 
 def _in_parallel_work() -> bool:
     """Does the caller run inside parallel work already, as a pool thread or as the caller of
     run_workers? Nested parallel calls there run inline: the threads are all busy."""
-    return threading.current_thread().name.startswith("zarrcore") or getattr(_working, "active", False)
+    return getattr(_working, "active", False)
 
 
 # How long at a time the main thread waits for pool work: between waits Python handles the

@@ -22,7 +22,7 @@ from .errors import (
 from .metadata import GroupMetadataV3
 from .metadata.common import MetadataDocument, check_attributes
 from .metadata.v2 import GroupMetadataV2
-from .storage import LocalStore, MemoryStore, make_store
+from .storage import MemoryStore, make_store
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -81,10 +81,11 @@ class Group(nodes.Node):
             The group is in another kind of store; `zarrcore.storage.as_zarr_store(group)`
             gives zarr-python and `xr.open_zarr` a store over it.
         """
-        if not isinstance(self._store, LocalStore):
+        path = self._store.local_path(self._path)
+        if path is None:
             raise TypeError(f"{self!r} is not in a local directory, so it has no file system "
                             f"path; pass zarrcore.storage.as_zarr_store(group) instead")
-        return self._store._path(self._path) if self._path else self._store.root
+        return path
 
     def _child_path(self, name: str) -> str:
         name = nodes.normalize_path(name)

@@ -26,14 +26,14 @@ from ._batch import ChunkBatch
 from ._shard import ChunkWaves
 from ._shard_io import ShardSpec
 from .codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
-from .codecs.chain import CodecChain, batch_settings
+from .codecs.chain import CodecChain
 from .codecs.sharding import EMPTY, WHOLE_READ_SHARE, coalesce
 from .config import config, parallel_map, run_workers
 from .errors import (
     KeyChangedError, LockUnavailableError, ShardIndexError, WriteConflictError, ZarrcoreError,
 )
 from .indexing import BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer
-from .storage.base import Store, at_most, bounded, get_at_most
+from .storage.base import at_most, bounded, get_at_most
 from . import _indexing
 
 
@@ -86,8 +86,7 @@ def arrivals(store, requests):
                 close()
             arrived.put(_FETCH_DONE)
 
-    # (Not named "zarrcore...": the store's own parallel work in it is not nested work.)
-    fetcher = threading.Thread(target=fetch, name="fetch-zarrcore", daemon=True)
+    fetcher = threading.Thread(target=fetch, name="zarrcore-fetch", daemon=True)
     fetcher.start()
     try:
         done = False
@@ -120,7 +119,7 @@ def _fetch_concurrently(read, requests):
         yield [(i, read(request)) for i, request in enumerate(requests)]
         return
     with concurrent.futures.ThreadPoolExecutor(min(config.io_concurrency, len(requests)),
-                                               thread_name_prefix="fetch-zarrcore") as pool:
+                                               thread_name_prefix="zarrcore-fetch") as pool:
         futures = {pool.submit(read, request): i for i, request in enumerate(requests)}
         try:
             pending = set(futures)
@@ -316,15 +315,15 @@ class ChunkStore:
         # Sharded arrays whose index and inner chains the core runs: one native batch over
         # every shard and inner chunk (zarrcore._shard_io).
         self._shards = None
-        self._key_layout = key_layout
+        self.key_layout = key_layout
         if (key_layout is not None and store.native_root is not None
                 and self.array_shape is not None):
-            self._batch = batch_settings(self.chain, dtype, fill_value)
+            self._batch = self.chain.native_form()
             settings = self.partial.batch_settings() if self.partial is not None else None
             if settings is not None:
                 self._shards = ShardSpec(
-                    root=store.files(), key_head=self._key_head(), head_len=len(store.native_root) + 1, sep=key_layout[1],
-                    lead_sep=key_layout[2], lock_dir=self._node_dir(), array_shape=self.array_shape,
+                    root=store.files(), key_head=self.key_head(), head_len=len(store.native_root) + 1, sep=key_layout[1],
+                    lead_sep=key_layout[2], lock_dir=self.node_dir(), array_shape=self.array_shape,
                     shard_shape=self.chunk_shape, **settings,
                 )
         # Stores the batches cannot open (memory, zip, fsspec, object stores): the settings of
@@ -338,26 +337,26 @@ class ChunkStore:
                                and self.array_shape is not None)
         if store.native_root is None and self.array_shape is not None and self.chunk_shape:
             if self.partial is None:
-                self._waves = batch_settings(self.chain, dtype, fill_value)
+                self._waves = self.chain.native_form()
             else:
-                self._waves = self.partial._native
+                self._waves = self.partial.inner_native_form
 
-    def _node_dir(self):
+    def node_dir(self):
         """The array's directory, which locates its chunks' key locks (csrc/zc_key_lock.h)."""
         return self.store.native_root + ("/" + self.key_prefix if self.key_prefix else "")
 
-    def _key_head(self):
-        return self._node_dir() + "/" + self._key_layout[0]
+    def key_head(self):
+        return self.node_dir() + "/" + self.key_layout[0]
 
     def _make_batch(self, indexer, data):
-        _, sep, lead = self._key_layout
+        _, sep, lead = self.key_layout
         points = plans = None
         if isinstance(indexer, CoordinateIndexer):
             points = _points(indexer.groups, self.chunk_shape)
         else:
             plans = indexer.plans
         batch = ChunkBatch(
-            root=self.store.files(), key_head=self._key_head(), sep=sep, lead_sep=lead, lock_dir=self._node_dir(),
+            root=self.store.files(), key_head=self.key_head(), sep=sep, lead_sep=lead, lock_dir=self.node_dir(),
             array_shape=self.array_shape, chunk_shape=self.chunk_shape,
             write_empty_chunks=self.spec.writes_empty, plans=plans, points=points, data=data,
             **self._batch,
@@ -415,7 +414,7 @@ class ChunkStore:
             batch.raise_error()
             return out
         if self.partial is not None and self.array_shape is not None and (
-                self._ranged_shards and basic or native and self.partial._native is not None):
+                self._ranged_shards and basic or native and self.partial.inner_native_form is not None):
             self._read_shard_waves(indexer, out)
             return out
         if self._waves is not None and native:
@@ -490,23 +489,23 @@ class ChunkStore:
         inner chunks wanted, neighbours coalesced; inner chunks decode in compiled waves as
         their bytes arrive."""
         codec = self.partial
-        inner_shape, grid = codec.chunk_shape, np.asarray(codec._grid, dtype=np.int64)
+        inner_shape, grid = codec.chunk_shape, np.asarray(codec.grid, dtype=np.int64)
         inner_grid = self._grid(inner_shape)
         if isinstance(indexer, CoordinateIndexer):
             # Tasks are the groups of points by inner chunk, shard by shard.
             groups = indexer.groups
             points, shard_of, local = _inner_points(groups, inner_shape, tuple(grid))
-            job = ChunkWaves(codec._native, inner_shape, inner_grid, None, out, points=points)
+            job = ChunkWaves(codec.inner_native_form, inner_shape, inner_grid, None, out, points=points)
             keys = [self.key(c) for c in groups.coords.tolist()]
         else:
             if isinstance(indexer, BasicIndexer):
                 plans = _replan(indexer.plans, self.array_shape, self.chunk_shape, inner_shape)
             else:
                 plans = _inner_plans(indexer, self.array_shape, self.chunk_shape, inner_shape)
-            if codec._native is not None:
-                job = ChunkWaves(codec._native, inner_shape, inner_grid, plans, out)
+            if codec.inner_native_form is not None:
+                job = ChunkWaves(codec.inner_native_form, inner_shape, inner_grid, plans, out)
             else:
-                job = _InnerChunkWaves(codec._inner, plans, out)
+                job = _InnerChunkWaves(codec.inner, plans, out)
             keys = [self.key(c) for c in _task_grid(indexer.plans, lambda p: p.chunks).tolist()]
             # Per task: the shard it is in (its place in `keys`) and its C-order place in it.
             coords = _task_grid(plans, lambda p: p.chunks)
@@ -519,12 +518,12 @@ class ChunkStore:
         by_shard = np.argsort(shard_of, kind="stable")
         bounds = np.searchsorted(shard_of[by_shard], np.arange(len(keys) + 1))
         shard_tasks = [by_shard[bounds[s]:bounds[s + 1]] for s in range(len(keys))]
-        whole_share = WHOLE_READ_SHARE * codec._n
+        whole_share = WHOLE_READ_SHARE * codec.ninner
         requests = [(key, None if len(t) >= whole_share else [codec.index_range()])
                     for key, t in zip(keys, shard_tasks)]
 
         def name(task):
-            return f"{keys[shard_of[task]]!r}, inner chunk {codec._coords(int(local[task]))}"
+            return f"{keys[shard_of[task]]!r}, inner chunk {codec.coords(int(local[task]))}"
 
         def run(tasks):
             failure = _run_waves(job, tasks)
@@ -545,11 +544,11 @@ class ChunkStore:
     def _read_shard_ranges(self, keys, requests, shard_tasks, local, codec, held, add, run):
         """The fetching half of _read_shard_waves: the `requests` for the shards' indexes (or
         whole shards), then the inner chunks' ranges, passing what arrives to `add` and
-        `run`. A store whose `reader` keeps one version of a key (memory, files) is read
-        through it, index and inner chunks alike, so that a writer replacing a shard between
-        the two cannot tear the read; object stores, whose readers cannot, through get_many."""
+        `run`. A store whose readers keep one version of a key (Store.readers_keep_one_version)
+        is read through them, index and inner chunks alike, so that a writer replacing a shard
+        between the two cannot tear the read; other stores through get_many."""
         store = self.store
-        if type(store).reader is Store.reader:
+        if not store.readers_keep_one_version:
             def fetch(requests):
                 return arrivals(store, requests)
         else:

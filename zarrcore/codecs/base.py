@@ -88,6 +88,10 @@ class Codec:
 
     `verifies_integrity`: decoding checks a checksum of the data it decodes, so a changed
     stored byte fails it rather than decoding to other values.
+
+    `native_form(spec)`: the compiled core's description of the codec (the settings of
+    zarrcore._batch and _shard for it) as it sees chunks of `spec`; None when the core does
+    not run it. CodecChain.native_form composes them.
     """
 
     name: str | None = None
@@ -101,6 +105,14 @@ class Codec:
     @classmethod
     def from_config(cls, configuration):
         return cls(**(configuration or {}))
+
+    def native_form(self, spec):
+        return None
+
+    def encoding_json(self):
+        """The v3 JSON of the encoding the codec applies: to_json(), with what it runs (such
+        as a level clamped into range) where that differs from what was configured."""
+        return self.to_json()
 
     def configuration(self):
         return {}
@@ -149,6 +161,10 @@ class ArrayArrayCodec(Codec):
         """The ChunkSpec of the encoded array, given the decoded one."""
         return spec
 
+    def v2_filter(self):
+        """The v2 JSON of the numcodecs filter this codec is in v3 metadata; None otherwise."""
+        return None
+
     def encode(self, array, spec):
         raise NotImplementedError
 
@@ -167,6 +183,20 @@ def into(array, out):
 
 class ArrayBytesCodec(Codec):
     kind = "array_to_bytes"
+
+    def encoded_nbytes(self, spec):
+        """The size of every encoded chunk of `spec` when it is fixed, else None."""
+        return None
+
+    def encodes_memory_layout(self, spec):
+        """Is an encoded chunk of `spec` its items as they lie in memory (C order)?"""
+        return False
+
+    def v2_form(self, dtype):
+        """How v2 metadata stores this encoding of items of `dtype`: (the v2 JSON of the
+        object codec that leads the filters, or None; the stored dtype). None when v2 has no
+        form of it."""
+        return None
 
     def encode(self, array, spec):
         """Serialize `array` (shape and dtype of `spec`) to a bytes-like object."""

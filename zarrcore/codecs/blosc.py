@@ -59,6 +59,12 @@ class BloscCodec(BytesBytesCodec):
         return {"id": "blosc", "cname": self.cname, "clevel": self.clevel, "shuffle": shuffle,
                 "blocksize": self.blocksize}
 
+    def native_form(self, spec):
+        codec = self.resolve(spec)
+        return {"compressor": "blosc", "clevel": codec.clevel, "cname": codec.cname,
+                "shuffle": SHUFFLES.index(codec.shuffle), "typesize": codec.typesize,
+                "blocksize": codec.blocksize}
+
     def resolve(self, spec):
         dtype = np.dtype(spec.dtype)
         # After vlen-utf8/vlen-bytes the data is a byte stream: typesize 1, as zarr-python has it.

@@ -59,6 +59,38 @@ class BytesCodec(ArrayBytesCodec):
             raise MetadataError(f"bytes codec: endian is required for dtype {dtype}")
         return self
 
+    def v2_form(self, dtype):
+        dtype = np.dtype(dtype)
+        if self.endian is None:
+            return None, dtype
+        return None, dtype.newbyteorder("<" if self.endian == "little" else ">")
+
+    def encoded_nbytes(self, spec):
+        dtype = np.dtype(spec.dtype)
+        return None if dtype.hasobject or dtype.kind == "T" else spec.nbytes
+
+    def encodes_memory_layout(self, spec):
+        dtype = np.dtype(spec.dtype)
+        return (not dtype.hasobject and not self._swap(dtype)
+                and self._stored_struct(dtype) is None)
+
+    def native_form(self, spec):
+        """Items of a fixed size, numbers or text, swapped in units where the stored byte order
+        differs from memory's: complex parts, UCS4 characters, else whole items."""
+        dtype = np.dtype(spec.dtype)
+        if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
+            return None
+        itemsize, in_memory = dtype.itemsize, _byte_order(dtype) or _NATIVE
+        swap = dtype.kind in "biufcmMU" and itemsize > 1 and self.endian not in (None, in_memory)
+        unit = itemsize // 2 if dtype.kind == "c" else 4 if dtype.kind == "U" else itemsize
+        float_size = itemsize // 2 if dtype.kind == "c" else itemsize if dtype.kind == "f" else 0
+        return {
+            "itemsize": itemsize,
+            "swap_size": unit if swap else 0,
+            "fill": np.asarray(spec.fill_value, dtype=dtype).tobytes(),
+            "fill_floatsize": float_size if in_memory == _NATIVE else 0,
+        }
+
     def _swap(self, dtype):
         order = _byte_order(dtype)
         return order is not None and self.endian is not None and order != self.endian

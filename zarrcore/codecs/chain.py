@@ -1,7 +1,6 @@
 """A chunk's codecs in order (array->array*, array->bytes, bytes->bytes*), resolved for its
 spec: how one chunk is encoded and decoded, and whether the compiled batch runs it."""
 import math
-import sys
 
 import numpy as np
 
@@ -9,12 +8,7 @@ from .. import kernels
 from ..config import config, size_with_slack
 from ..errors import MetadataError
 from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec
-from .blosc import SHUFFLES, BloscCodec
-from .bytes import BytesCodec
-from .crc32c import Crc32cCodec
-from .gzip import GzipCodec, ZlibCodec
 from .registry import codec_from_json
-from .zstd import ZstdCodec
 
 
 def _naming(where, error):
@@ -68,20 +62,35 @@ class CodecChain:
         self.bytes_spec = spec
         self.array_bytes = self.array_bytes.resolve(spec)
         self.bytes_bytes = [c.resolve(spec) for c in self.bytes_bytes]
-        ab, dtype = self.array_bytes, np.dtype(spec.dtype)
-        # The bytes->bytes decoders stop near the size the bytes codec needs when it is fixed
-        # (a bomb fails fast); else at what config.max_chunk_bytes allows.
-        fixed = type(ab) is BytesCodec and not dtype.hasobject and dtype.kind != "T"
-        self._unwrap_spec = spec.evolve(max_bytes=size_with_slack(spec.nbytes) if fixed else None)
+        # The bytes->bytes decoders stop near the size the array->bytes codec needs when it is
+        # fixed (a bomb fails fast); else at what config.max_chunk_bytes allows.
+        fixed = self.array_bytes.encoded_nbytes(spec)
+        self._unwrap_spec = spec.evolve(
+            max_bytes=None if fixed is None else size_with_slack(fixed))
         # True when the encoded bytes are the chunk's items in their in-memory layout.
-        self._raw_items = (
-            not self.array_array and type(ab) is BytesCodec and not dtype.hasobject
-            and not ab._swap(dtype) and ab._stored_struct(dtype) is None
-        )
+        self._raw_items = not self.array_array and self.array_bytes.encodes_memory_layout(spec)
 
     @property
     def codecs(self):
         return [*self.array_array, self.array_bytes, *self.bytes_bytes]
+
+    def native_form(self):
+        """The settings of the compiled core's chain (zarrcore._batch, _shard: ChunkBatch,
+        ChunkWaves, ShardJob) when it runs this chain, else None: the native forms of its
+        codecs composed, when each has one and they make a chain the core runs (no
+        array->array codec, at most one compressor, a crc32c only last)."""
+        if self.array_array:
+            return None
+        form = self.array_bytes.native_form(self.bytes_spec)
+        stages = [c.native_form(self.bytes_spec) for c in self.bytes_bytes]
+        if form is None or None in stages:
+            return None
+        crc32c = bool(stages) and "crc32c" in stages[-1]
+        compressors = stages[:-1] if crc32c else stages
+        if len(compressors) > 1 or any("crc32c" in s for s in compressors):
+            return None
+        return {"crc32c": crc32c, "compressor": None, **form,
+                **(compressors[0] if compressors else {})}
 
     @property
     def verifies_integrity(self):
@@ -189,51 +198,3 @@ class CodecChain:
         if not self.spec.writes_empty and kernels.is_fill(chunk, self.spec.fill_value):
             return None
         return self.encode(chunk)
-
-
-def _memory_byteorder(dtype):
-    order = dtype.byteorder
-    if order in ("=", "|"):
-        return sys.byteorder
-    return "little" if order == "<" else "big"
-
-
-def batch_settings(chain, dtype, fill_value):
-    """Keyword arguments for ChunkBatch when the chain is one it runs natively, else None."""
-    if chain.array_array or type(chain.array_bytes) is not BytesCodec or dtype.hasobject:
-        return None
-    if dtype.fields is not None or dtype.subdtype is not None:
-        return None
-    compressors = list(chain.bytes_bytes)
-    crc = bool(compressors) and type(compressors[-1]) is Crc32cCodec
-    if crc:
-        compressors.pop()
-    if len(compressors) > 1:
-        return None
-    settings = {"crc32c": crc, "compressor": None}
-    if compressors:
-        codec = compressors[0]
-        if type(codec) is ZstdCodec:
-            settings.update(compressor="zstd", clevel=codec.level, checksum=codec.checksum)
-        elif type(codec) is BloscCodec:
-            settings.update(compressor="blosc", clevel=codec.clevel, cname=codec.cname,
-                            shuffle=SHUFFLES.index(codec.shuffle), typesize=codec.typesize,
-                            blocksize=codec.blocksize)
-        elif type(codec) in (GzipCodec, ZlibCodec):
-            settings.update(compressor="gzip" if type(codec) is GzipCodec else "zlib",
-                            clevel=codec.level)
-        else:
-            return None
-    itemsize = dtype.itemsize
-    swap = (dtype.kind in "biufcmMU" and itemsize > 1
-            and chain.array_bytes.endian not in (None, _memory_byteorder(dtype)))
-    # Swapped in units: complex parts, UCS4 characters, else whole items.
-    unit = itemsize // 2 if dtype.kind == "c" else 4 if dtype.kind == "U" else itemsize
-    float_size = itemsize // 2 if dtype.kind == "c" else itemsize if dtype.kind == "f" else 0
-    settings.update(
-        itemsize=itemsize,
-        swap_size=unit if swap else 0,
-        fill=np.asarray(fill_value, dtype=dtype).tobytes(),
-        fill_floatsize=float_size if _memory_byteorder(dtype) == sys.byteorder else 0,
-    )
-    return settings

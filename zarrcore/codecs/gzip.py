@@ -33,6 +33,9 @@ class _DeflateCodec(BytesBytesCodec):
     def configuration(self):
         return {"level": self.configured_level}
 
+    def native_form(self, spec):
+        return {"compressor": self.v2_id, "clevel": self.level}
+
     def to_v2_json(self):
         return {"id": self.v2_id, "level": self.configured_level}
 
@@ -57,6 +60,9 @@ class GzipCodec(_DeflateCodec):
 
     def __init__(self, level=6):
         super().__init__(level)
+
+    def encoding_json(self):
+        return {"name": "gzip", "configuration": {"level": self.level}}
 
 
 class ZlibCodec(_DeflateCodec):

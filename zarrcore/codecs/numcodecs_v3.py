@@ -91,6 +91,9 @@ class NumcodecsFilter(_NumcodecsV3, ArrayArrayCodec):  # type: ignore[misc]  # f
             raise MetadataError(f"{self.name}: astype {codec.codec.astype} differs from dtype {codec.codec.dtype}")
         return codec
 
+    def v2_filter(self):
+        return {"id": self.codec_id, **self.configuration()}
+
     def encoded_spec(self, spec):
         items = math.prod(spec.shape)
         count, dtype = self.codec.encoded_layout(items, np.dtype(spec.dtype))

@@ -14,7 +14,7 @@ from ..errors import ChunkDecodeError, MetadataError, SelectionError, ShardIndex
 from ..indexing import BasicIndexer, is_basic_selection
 from ..storage.base import get_at_most
 from .base import ENCODED_BOUND, ArrayBytesCodec, ChunkSpec, check_chunk_bytes
-from .chain import CodecChain, batch_settings
+from .chain import CodecChain
 from .registry import codec_from_json, register_codec
 
 EMPTY = 2**64 - 1
@@ -216,7 +216,27 @@ class ShardingCodec(ArrayBytesCodec):
         self._morton = self._morton_rank = None
         # Inner chains the core runs by itself (bytes, one compressor, crc32c) decode and
         # encode as one compiled job; others (transpose, nested sharding...) chunk by chunk.
-        self._native = batch_settings(inner, spec.dtype, spec.fill_value)
+        self._native = inner.native_form()
+
+    @property
+    def inner(self):
+        """The CodecChain of the inner chunks (of a resolved codec)."""
+        return self._inner
+
+    @property
+    def grid(self):
+        """The number of inner chunks per shard along each axis (of a resolved codec)."""
+        return self._grid
+
+    @property
+    def ninner(self):
+        """The number of inner chunks per shard (of a resolved codec)."""
+        return self._n
+
+    @property
+    def inner_native_form(self):
+        """The inner chain's CodecChain.native_form: None when the core does not run it."""
+        return self._native
 
     @property
     def max_encoded_bytes(self):
@@ -303,7 +323,7 @@ class ShardingCodec(ArrayBytesCodec):
             if inside.any():
                 i = int(np.flatnonzero(inside)[0])
                 raise ShardIndexError(
-                    f"shard index entry of inner chunk {self._coords(i)} (offset {entries[i, 0]}, "
+                    f"shard index entry of inner chunk {self.coords(i)} (offset {entries[i, 0]}, "
                     f"nbytes {entries[i, 1]}): overlaps the {isz}-byte index at the shard's start"
                 )
         # An inner chunk larger than a valid one is refused before its bytes are fetched.
@@ -312,11 +332,12 @@ class ShardingCodec(ArrayBytesCodec):
         if oversized.any():
             i = int(np.flatnonzero(oversized)[0])
             raise ShardIndexError(
-                f"shard index entry of inner chunk {self._coords(i)} (offset {entries[i, 0]}, "
+                f"shard index entry of inner chunk {self.coords(i)} (offset {entries[i, 0]}, "
                 f"nbytes {entries[i, 1]}): more than the {limit} bytes {ENCODED_BOUND}")
         return entries
 
-    def _coords(self, i):
+    def coords(self, i):
+        """The grid coordinates of the inner chunk at C-order index `i`."""
         return tuple(int(c) for c in np.unravel_index(i, self._grid))
 
     def _blobs(self, shard, indices):
@@ -330,7 +351,7 @@ class ShardingCodec(ArrayBytesCodec):
         for i, blob in found.items():
             if len(blob) != rows[i][1]:
                 raise ShardIndexError(
-                    f"shard index entry of inner chunk {self._coords(i)} (offset {rows[i][0]}, "
+                    f"shard index entry of inner chunk {self.coords(i)} (offset {rows[i][0]}, "
                     f"nbytes {rows[i][1]}): reaches past the end of the shard"
                 )
         return [found.get(i) for i in indices]
@@ -387,7 +408,7 @@ class ShardingCodec(ArrayBytesCodec):
         failure = job.error()
         if failure is not None:
             error, i = failure
-            raise _inner_error(error, self._coords(i)) from None
+            raise _inner_error(error, self.coords(i)) from None
 
     # -- reads -------------------------------------------------------------------------------
     def decode(self, data, spec, out=None):
@@ -455,7 +476,7 @@ class ShardingCodec(ArrayBytesCodec):
         coords of the inner chunks not stored."""
         shard = _Whole(data)
         entries = self._read_index(shard)
-        empty = [self._coords(i) for i in np.flatnonzero(entries[:, 0] == EMPTY).tolist()]
+        empty = [self.coords(i) for i in np.flatnonzero(entries[:, 0] == EMPTY).tolist()]
         rows, inner = self._grid[0], self.chunk_shape
         row_bytes = self._spec.dtype.itemsize * math.prod(self._spec.shape) // rows
         step = max(1, max_bytes // max(row_bytes, 1))
@@ -477,7 +498,7 @@ class ShardingCodec(ArrayBytesCodec):
                     try:
                         self._inner.decode(shard.get(offset, offset + nbytes))
                     except ZarrcoreError as e:
-                        damaged.append((self._coords(i), str(e)))
+                        damaged.append((self.coords(i), str(e)))
                 if len(damaged) == found:
                     damaged.append((None, str(slab_error)))
         return damaged, empty
@@ -537,7 +558,7 @@ class ShardingCodec(ArrayBytesCodec):
                     continue
                 blob = self._inner.encode_unless_fill(value)
             except ZarrcoreError as e:
-                raise _inner_error(e, self._coords(i)) from e
+                raise _inner_error(e, self.coords(i)) from e
             if blob is None:
                 del blobs[i]
             else:

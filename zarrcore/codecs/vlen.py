@@ -20,6 +20,9 @@ class _VLenCodec(ArrayBytesCodec):
     def to_v2_json(self):
         return {"id": self.name}
 
+    def v2_form(self, dtype):
+        return self.to_v2_json(), np.dtype(dtype)
+
     def to_json(self):
         # zarr-python writes the empty configuration out.
         return {"name": self.name, "configuration": {}}

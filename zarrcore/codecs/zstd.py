@@ -41,6 +41,12 @@ class ZstdCodec(BytesBytesCodec):
     def configuration(self):
         return {"level": self.configured_level, "checksum": self.checksum}
 
+    def encoding_json(self):
+        return {"name": "zstd", "configuration": {"level": self.level, "checksum": self.checksum}}
+
+    def native_form(self, spec):
+        return {"compressor": "zstd", "clevel": self.level, "checksum": self.checksum}
+
     def to_v2_json(self):
         # zarr-python leaves out a false checksum, and tensorstore rejects the key.
         if self.checksum:

@@ -106,8 +106,8 @@ class Store:
     `get` takes Python slice bounds: `start` may be negative to read a suffix.
     Missing keys read as None.
 
-    The capability flags say what the pipeline may ask of a store (it asks them, never the
-    store's type):
+    The capabilities say what the engine may ask of a store (it asks them, never the
+    store's type nor its private attributes):
 
     - `supports_listing`: list_prefix and list_dir work;
     - `supports_writes`: set and delete work (unless the instance is `read_only`);
@@ -121,9 +121,15 @@ class Store:
       (the uploads of one wave overlap the encoding of the next);
     - `process_local`: the data lives in this process's memory only, so a copy of the store
       in another process (a task pickled to a worker) reads and writes other data;
+    - `readers_keep_one_version`: `reader(key)` reads one version of the value throughout,
+      even when the key is replaced meanwhile (KeyChangedError where it cannot);
     - `native_root`: the directory of a local store whose keys are plain files below it,
       which the compiled batches read and write directly, through the store's `files()`
-      (zarrcore._files.FileRoot, confined or not); None otherwise.
+      (zarrcore._files.FileRoot, confined or not); None otherwise;
+    - `native_memory`: the zarrcore._memstore.NativeMemoryMap holding the store's data, which
+      array handles read and write without the GIL; None otherwise;
+    - `local_path(prefix)`: the file system path of a key or node below a directory, None
+      for a store whose keys are not files.
     """
 
     read_only = False
@@ -135,7 +141,9 @@ class Store:
     supports_conditional_writes = False
     streams_writes = False
     process_local = False
+    readers_keep_one_version = False
     native_root = None
+    native_memory = None
 
     def __init__(self, read_only=False):
         self.read_only = read_only
@@ -162,6 +170,16 @@ class Store:
         raise NotImplementedError
 
     # -- shared behaviour ---------------------------------------------------
+    def files(self, create=False):
+        """The zarrcore._files.FileRoot of `native_root` (None when there is none); `create`
+        makes the directory first where the store may."""
+        return None
+
+    def local_path(self, prefix):
+        """The file system path of `prefix` (a key, or a node's path; '' for the root) when
+        the store's keys are files, else None."""
+        return None
+
     def get_ranges(self, key, ranges):
         """Read several (start, stop) ranges of one key; None if the key is missing."""
         out = []
@@ -271,6 +289,12 @@ class Store:
                 # (A child forked inside this block has a fresh registry without `entry`.)
                 if not entry[1] and _KEY_LOCKS.get(name) is entry:
                     del _KEY_LOCKS[name]
+
+    @property
+    def identity(self):
+        """What stores of one type over the same data have in common (stable across
+        processes where the data is: a directory, a URL)."""
+        return self._identity()
 
     def __eq__(self, other):
         return type(self) is type(other) and self._identity() == other._identity()

@@ -102,6 +102,11 @@ class LocalStore(Store):
                 files = self._file_root
         return files
 
+    readers_keep_one_version = True  # (reader holds the file open)
+
+    def local_path(self, prefix):
+        return self._dir(validate_prefix(prefix))
+
     def _path(self, key):
         problem = _portable.file_name_problem(validate_key(key))
         if problem:

@@ -13,6 +13,7 @@ class MemoryStore(Store):
     # Its data lives in this process, so locking out this process's threads locks out all.
     supports_locks = True
     process_local = True
+    readers_keep_one_version = True  # (reader keeps the value it found)
 
     def __init__(self, store_dict=None, read_only=False):
         super().__init__(read_only)

@@ -151,6 +151,8 @@ class ObjectStore(Store):
     """Keys as objects of an obstore store (`obstore.store.S3Store`, `GCSStore`, `AzureStore`,
     `HTTPStore`, ...). Make one from a URL with `ObjectStore.from_url`."""
 
+    readers_keep_one_version = True  # (If-Match on the ETag the first read saw)
+
     def __init__(self, store, read_only=False, *, url=None, conditional_writes=None,
                  single_writer=False):
         kind = type(store).__name__

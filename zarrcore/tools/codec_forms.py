@@ -9,15 +9,9 @@ import json
 
 import numpy as np
 
-from ..codecs import (
-    BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, NumcodecsFilter, TransposeCodec, ZlibCodec,
-    ZstdCodec, codec_from_json, codec_from_v2,
-)
+from ..codecs import BloscCodec, GzipCodec, ZlibCodec, ZstdCodec, codec_from_json, codec_from_v2
 from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, ChunkSpec
-from ..codecs.numcodecs_filters import FilterAsBytes, V2Filter
 from ..codecs.numcodecs_v3 import ARRAY_TO_ARRAY, BYTES_TO_BYTES, PREFIX
-from ..codecs.sharding import ShardingCodec
-from ..codecs.vlen import VLenBytesCodec, VLenUTF8Codec
 from ..errors import MetadataError
 from ..pipeline import CodecChain
 
@@ -34,15 +28,9 @@ def bytes_codec_v3(codec, where="codecs"):
     """The v3 JSON of a resolved bytes->bytes codec object, as the encoding it stands for."""
     if codec.stored_json is not None:  # a numcodecs.<id> codec already
         return codec.to_json()
-    if type(codec) is ZstdCodec:
-        return {"name": "zstd", "configuration": {"level": codec.level, "checksum": codec.checksum}}
-    if type(codec) is GzipCodec:
-        return {"name": "gzip", "configuration": {"level": codec.level}}
-    if type(codec) in (BloscCodec, Crc32cCodec):
-        return codec.to_json()
-    if isinstance(codec, FilterAsBytes):
-        return _numcodecs_v3(codec.to_v2_json(), BYTES_TO_BYTES, where)
-    if hasattr(codec, "to_v2_json"):
+    if codec.name is not None:  # a v3 codec
+        return codec.encoding_json()
+    if hasattr(codec, "to_v2_json"):  # a codec of v2 arrays only
         return _numcodecs_v3(codec.to_v2_json(), BYTES_TO_BYTES, where)
     return codec.to_json()
 
@@ -53,15 +41,15 @@ def v3_codecs(array):
     chain = array._chunks.chain
     if array.zarr_format == 3:
         sharding = array._chunks.partial
-        if isinstance(sharding, ShardingCodec):
-            return sharding._inner.to_json(), tuple(sharding.chunk_shape)
+        if sharding is not None:
+            return sharding.inner.to_json(), tuple(sharding.chunk_shape)
         return chain.to_json(), tuple(array.metadata.chunk_shape)
     where = f"{array.name} (.zarray)"
     out, moved = [], []
     for codec in chain.array_array:
-        if isinstance(codec, TransposeCodec):
+        if codec.name is not None:  # a v3 codec (the transpose of F order)
             out.append(codec.to_json())
-        elif isinstance(codec, V2Filter):
+        elif hasattr(codec, "v2_id"):  # a numcodecs filter
             if codec.v2_id in BYTES_TO_BYTES and codec.v2_id not in ARRAY_TO_ARRAY:
                 moved.append(_numcodecs_v3(codec.to_v2_json(), BYTES_TO_BYTES, where))
             elif moved:
@@ -81,23 +69,22 @@ def v2_form(codecs, shape, dtype, where="codecs"):
     v3 JSON `codecs` (for chunks of `shape` and `dtype`). MetadataError when v2 has no form."""
     chain = CodecChain(codecs, ChunkSpec(tuple(shape), np.dtype(dtype), None), where)
     order, filters = "C", []
+    f_order = {"name": "transpose",
+               "configuration": {"order": list(reversed(range(len(shape))))}}
     for i, codec in enumerate(chain.array_array):
-        if (isinstance(codec, TransposeCodec) and i == 0
-                and codec.order == tuple(reversed(range(len(shape))))):
+        if i == 0 and codec.to_json() == f_order:
             order = "F"
-        elif isinstance(codec, NumcodecsFilter):
-            filters.append({"id": codec.codec_id, **codec.configuration()})
+        elif codec.v2_filter() is not None:
+            filters.append(codec.v2_filter())
         else:
             raise MetadataError(f"{where}: codec {codec.name!r} has no Zarr v2 form")
     serializer = chain.array_bytes
-    stored = np.dtype(dtype)
-    if isinstance(serializer, (VLenUTF8Codec, VLenBytesCodec)):
-        filters.insert(0, serializer.to_v2_json())
-    elif type(serializer) is BytesCodec:
-        if serializer.endian is not None:
-            stored = stored.newbyteorder("<" if serializer.endian == "little" else ">")
-    else:
+    form = serializer.v2_form(dtype)
+    if form is None:
         raise MetadataError(f"{where}: codec {serializer.name!r} has no Zarr v2 form")
+    object_codec, stored = form
+    if object_codec is not None:
+        filters.insert(0, object_codec)
     tail = []
     for codec in chain.bytes_bytes:
         if not hasattr(codec, "to_v2_json"):

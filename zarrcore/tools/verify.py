@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..array import Array
-from ..codecs.sharding import ShardingCodec
 from ..config import config
 from ..consolidated import open_group_metadata
 from ..errors import ValueTooLargeError, ZarrcoreError
@@ -252,7 +251,7 @@ def _groups(keys: ChunkKeys, found: dict[tuple, str]) -> list[list[tuple[tuple, 
     objects otherwise, and for shards (each checked by its own slabs)."""
     ordered = sorted(found.items(), key=lambda item: item[1])
     chunk_shape = keys.chunks.chunk_shape
-    if isinstance(keys.chunks.partial, ShardingCodec) or not keys.grid:
+    if keys.chunks.partial is not None or not keys.grid:
         return [[item] for item in ordered]
     box = _box_shape(keys.grid, math.prod(chunk_shape) * keys.array.dtype.itemsize)
     boxes: dict[tuple, list[tuple[tuple, str]]] = {}
@@ -312,7 +311,7 @@ def _check_object(keys: ChunkKeys, key: str, missing: bool) -> tuple[int, list[P
     if data is None:
         return 0, ([Problem("missing", key, "deleted while being checked")] if missing else [])
     try:
-        if isinstance(chunks.partial, ShardingCodec):
+        if chunks.partial is not None:  # a shard
             damaged, empty = chunks.partial.check(data, SLAB_BYTES)
             problems = [Problem("corrupt", key, error, coords) for coords, error in damaged]
             if missing:
