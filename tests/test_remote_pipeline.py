@@ -75,6 +75,24 @@ def test_sharded_read_of_most_of_a_shard_fetches_it_whole_and_missing_shards_rea
     assert len(reads(store)) == 3  # two indexes (one missing), one data range
 
 
+def test_shard_deleted_between_its_index_and_inner_chunks_names_the_shard():
+    store = DelayedStore()
+    a, _ = sharded(store)
+    fetch = store._fetch
+
+    def delete_after_the_indexes(key, ranges):
+        if ranges == [(-INDEX_BYTES, None)]:
+            found = fetch(key, ranges)
+            store.delete(key)
+            return found
+        return fetch(key, ranges)
+
+    store._fetch = delete_after_the_indexes
+    with pytest.raises(zarrcore.errors.ShardIndexError,
+                       match=r"shard 's/c/0/0': deleted while its inner chunks were read"):
+        a[0:10, 0:10]
+
+
 def test_unsharded_read_requests_each_chunk_once():
     store = DelayedStore()
     a = zarrcore.create_array(store, name="u", shape=(100, 100), dtype="int32", chunks=(10, 10))

@@ -18,7 +18,7 @@ import pytest
 
 import zarrcore
 from zarrcore.errors import LockUnavailableError
-from zarrcore.storage.local import LOCK_FILE, TEMP_PREFIX
+from zarrcore._files import LOCK_FILE, TEMP_PREFIX
 
 SHAPE, SHARD, INNER = (48, 40), (24, 40), (4, 4)
 

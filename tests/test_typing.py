@@ -1,5 +1,6 @@
-"""Type check: mypy over the package and over typing_usage.py, which uses the public API as a
-user would. Any type error fails the test. The cache lives under the temporary directory: a
+"""Type check and lint: mypy over the package and over typing_usage.py, which uses the public
+API as a user would, and ruff over the package as pyproject.toml configures it. Any type
+error or lint finding fails the test. The cache lives under the temporary directory: a
 first run takes about 20-40 s, later runs about a second."""
 import getpass
 import os
@@ -23,4 +24,11 @@ def test_mypy_package_and_usage():
          "zarrcore", os.path.join("tests", "typing_usage.py")],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_ruff_is_clean():
+    result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr

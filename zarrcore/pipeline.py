@@ -607,7 +607,8 @@ class ChunkStore:
             for r, result in batch:
                 _, tasks, offsets, lengths = ranged[r]
                 if result is None or result[0] is None:
-                    raise ShardIndexError(f"chunk {name(tasks[0])}: the shard was deleted while being read")
+                    raise ShardIndexError(
+                        f"shard {ranged[r][0][0]!r}: deleted while its inner chunks were read")
                 add(result[0], tasks, offsets, lengths)
             run(np.concatenate([ranged[r][1] for r, _ in batch]))
 

@@ -3,7 +3,6 @@ fan-out whose results the calling thread takes as they arrive."""
 import asyncio
 import atexit
 import errno
-import os
 import queue
 import threading
 import time

@@ -1,7 +1,6 @@
 """The Store interface: a flat key/value space with byte-range reads."""
 import contextlib
 import errno
-import os
 import threading
 
 from .._portable import at_fork_in_child

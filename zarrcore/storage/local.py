@@ -4,7 +4,7 @@ import os
 import stat
 import threading
 
-from .._files import LOCK_FILE, TEMP_PREFIX, FileRoot, is_lock_file, unlock_file
+from .._files import TEMP_PREFIX, FileRoot, is_lock_file, unlock_file
 from .. import _portable
 from ..config import config
 from ..errors import InvalidKeyError, StoreError, ZarrcoreError

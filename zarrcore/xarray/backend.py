@@ -18,7 +18,6 @@ from xarray.core import indexing
 from xarray.core.utils import FrozenDict, close_on_error
 
 from .. import api
-from ..array import Array
 from ..errors import MetadataError, NodeNotFoundError
 from ..group import Group
 from ..storage import Store
