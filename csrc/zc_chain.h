@@ -22,6 +22,8 @@ typedef struct {
     char cname[16];
     int crc32c;             /* a trailing crc32c follows the compressed bytes */
     int decode_threads;     /* blosc: threads of its own per chunk decoded (0 or 1: none) */
+    size_t max_stored;      /* the most bytes a valid stored chunk takes; a larger one is
+                             * refused unread (0: no bound) */
 } zc_chain;
 
 /* A little-endian uint32 (the crc32c trailer): read at `p`, or written there. */

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import zarrcore
+from zarrcore.config import size_with_slack
 from zarrcore.errors import ChecksumError, ChunkDecodeError
 
 ZSTD = {"name": "zstd", "configuration": {"level": 0, "checksum": False}}
@@ -633,7 +634,8 @@ def test_a_chains_native_form_composes_its_codecs_forms():
     zstd = {"name": "zstd", "configuration": {"level": 2, "checksum": True}}
     assert form(zstd, {"name": "crc32c"}) == {
         "crc32c": True, "compressor": "zstd", "clevel": 2, "checksum": True, "itemsize": 4,
-        "swap_size": 4, "fill": np.asarray(7, ">i4").tobytes(), "fill_floatsize": 0}
+        "swap_size": 4, "fill": np.asarray(7, ">i4").tobytes(), "fill_floatsize": 0,
+        "max_stored": size_with_slack(16)}
     assert form()["compressor"] is None and form()["crc32c"] is False
     assert form({"name": "numcodecs.zlib", "configuration": {"level": 1}})["compressor"] == "zlib"
     # No form: a codec the core does not run, two compressors, a crc32c not last.

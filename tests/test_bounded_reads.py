@@ -116,6 +116,42 @@ def test_zip_bomb_is_refused_in_bounded_memory(bomb_zip):
         assert int(grown) < 100  # MiB; inflating the member whole takes 1024
 
 
+_READ_LOCAL = """
+import resource, sys
+import zarrcore
+from zarrcore.errors import ChunkDecodeError
+
+a = zarrcore.open_array(sys.argv[1])
+for read in (lambda: a[...], lambda: a.oindex[[0, 3]], lambda: a.native_handle().read((0,), (4,))):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    try:
+        read()
+        print("read")
+    except ChunkDecodeError as e:
+        print(e)
+    print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) >> 10)  # MiB
+"""
+
+
+@pytest.mark.parametrize("compressor", ["gzip", "blosc"])
+def test_local_chunk_file_far_larger_than_its_chunk_is_not_read(tmp_path, compressor):
+    """The compiled batches and the native handle refuse a chunk file larger than any valid
+    chunk of its codecs before reading it: a 1 GiB (sparse) file behind a 16-byte chunk."""
+    path = str(tmp_path / "a.zarr")
+    zarrcore.create_array(path, shape=(4,), chunks=(4,), dtype="int32",
+                          compressors=[compressor])[...] = 1
+    with open(os.path.join(path, "c", "0"), "r+b") as f:
+        f.truncate(GIB)
+    done = subprocess.run([sys.executable, "-c", _READ_LOCAL, path], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 6, done.stdout
+    for message, grown in zip(lines[::2], lines[1::2]):
+        assert "'c/0'" in message and "oversized" in message, message
+        assert int(grown) < 100  # MiB; reading the file whole takes 1024
+
+
 def test_zip_entry_that_understates_its_size(tmp_path):
     raw, crc = _deflated_zeros(16)
     path = str(tmp_path / "lie.zip")

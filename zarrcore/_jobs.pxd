@@ -29,6 +29,7 @@ cdef extern from "zc_chain.h":
         size_t typesize, blocksize
         char cname[16]
         int crc32c
+        size_t max_stored
 
 cdef extern from "zc_stream.h":
     unsigned int ZC_STREAM_OUT_MIN
@@ -160,7 +161,7 @@ ctypedef fused job_t:
 
 cdef inline void set_up_chain(zc_chain *c, settings) except *:
     """Set `c` from `settings` (CodecChain.native_form(): itemsize, swap_size, compressor and
-    its options, crc32c)."""
+    its options, crc32c, max_stored)."""
     name = settings["compressor"]
     c.itemsize = settings["itemsize"]
     c.swap_size = settings["swap_size"]
@@ -183,6 +184,7 @@ cdef inline void set_up_chain(zc_chain *c, settings) except *:
     c.blocksize = settings.get("blocksize", 0)
     strncpy(c.cname, settings.get("cname", "").encode()[:15], 15)
     c.crc32c = settings["crc32c"]
+    c.max_stored = settings.get("max_stored", 0)
 
 
 cdef inline object set_up_pieces(plans, cnp.ndarray data, const zc_piece **pieces,

@@ -78,7 +78,8 @@ class CodecChain:
         """The settings of the compiled core's chain (zarrcore._batch, _shard: ChunkBatch,
         ChunkWaves, ShardJob) when it runs this chain, else None: the native forms of its
         codecs composed, when each has one and they make a chain the core runs (no
-        array->array codec, at most one compressor, a crc32c only last)."""
+        array->array codec, at most one compressor, a crc32c only last); `max_stored` is
+        max_encoded_bytes, beyond which the core refuses a stored chunk unread."""
         if self.array_array:
             return None
         form = self.array_bytes.native_form(self.bytes_spec)
@@ -89,8 +90,8 @@ class CodecChain:
         compressors = stages[:-1] if crc32c else stages
         if len(compressors) > 1 or any("crc32c" in s for s in compressors):
             return None
-        return {"crc32c": crc32c, "compressor": None, **form,
-                **(compressors[0] if compressors else {})}
+        return {"crc32c": crc32c, "compressor": None, "max_stored": self.max_encoded_bytes,
+                **form, **(compressors[0] if compressors else {})}
 
     @property
     def verifies_integrity(self):
