@@ -21,15 +21,37 @@ def free_port():
         return s.getsockname()[1]
 
 
+# moto's server checks a PUT's If-Match or If-None-Match and stores the object in two steps
+# on threads of its own, so two conditional PUTs on one version can both succeed there: S3
+# applies each atomically. Its PUTs run one at a time here, as S3's conditions hold them.
+_ATOMIC_MOTO = """
+import sys, threading
+from moto.s3.responses import S3Response
+from moto.server import main
+
+put, one_at_a_time = S3Response.put_object, threading.Lock()
+
+
+def put_object(self):
+    with one_at_a_time:
+        return put(self)
+
+
+S3Response.put_object = put_object
+main(sys.argv[1:])
+"""
+
+
 class MotoServer:
-    """moto's S3 server in a subprocess (so its work does not take this process's GIL)."""
+    """moto's S3 server in a subprocess (so its work does not take this process's GIL), its
+    conditional PUTs atomic (_ATOMIC_MOTO)."""
 
     def __init__(self):
         self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            [sys.executable, "-c", _ATOMIC_MOTO, "-H", "127.0.0.1", "-p", str(self.port)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         deadline = time.monotonic() + 30
         while True:
