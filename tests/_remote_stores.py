@@ -10,7 +10,7 @@ import time
 
 import zarrcore
 from zarrcore import _portable
-from zarrcore.storage.base import too_large, validate_key
+from zarrcore.storage.base import bounded, validate_key
 
 
 def _size(result):
@@ -116,8 +116,8 @@ class VersionedStore(DelayedStore):
                 value = self._data.get(validate_key(key))
                 return None if value is None else (bytes(value), self._versions[key])
         found = self._request("get", key, None, read)
-        if found is not None and limit is not None and len(found[0]) > limit:
-            raise too_large(self, key, limit, why)
+        if found is not None and limit is not None:
+            bounded(self, key, [found[0]], limit, why)
         return (None, None) if found is None else found
 
     def set(self, key, value):
@@ -154,8 +154,8 @@ class DirectoryVersionedStore(zarrcore.LocalStore):
 
     def get_versioned(self, key, limit=None, why=None):
         data = self.get(key)
-        if data is not None and limit is not None and len(data) > limit:
-            raise too_large(self, key, limit, why)
+        if data is not None and limit is not None:
+            bounded(self, key, [data], limit, why)
         return (None, None) if data is None else (data, hashlib.sha256(data).hexdigest())
 
     def set_if(self, key, value, version):

@@ -33,7 +33,7 @@ from ..config import config
 from ..errors import (KeyChangedError, LockLostError, LockTimeoutError, LockUnavailableError,
                       ReadOnlyError, StoreError, StoreURLError, WriteConflictError)
 from . import _aio
-from .base import Store, too_large, validate_key, validate_prefix
+from .base import Store, at_most, bounded, validate_key, validate_prefix
 from .options import checked_backend_options
 
 # s3fs spellings of storage_options (what zarr-python passes to fsspec) -> obstore's keys.
@@ -388,7 +388,7 @@ class ObjectStore(Store):
         With `limit`, one ranged GET of a byte more, and `too_large` when the object is
         larger (as Store.get_versioned)."""
         obs = _obstore()
-        options = {} if limit is None else {"range": (0, limit + 1)}
+        options = {} if limit is None else {"range": at_most(limit)[0]}
         try:
             try:
                 result = await obs.get_async(self._store, key, options=options)
@@ -400,8 +400,8 @@ class ObjectStore(Store):
         except Exception as e:
             if self._missing(key, e):
                 return None, None
-        if limit is not None and len(data) > limit:
-            raise too_large(self, key, limit, why)
+        if limit is not None:
+            bounded(self, key, [data], limit, why)
         self._saw(key, result.meta)
         return data, result.meta
 
