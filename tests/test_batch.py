@@ -623,7 +623,7 @@ def test_a_chains_native_form_composes_its_codecs_forms():
     """The pipeline asks the chain which compiled form runs it: its codecs' native forms
     composed, None when one has none or they make no chain the core runs."""
     from zarrcore.codecs.base import ChunkSpec
-    from zarrcore.pipeline import CodecChain
+    from zarrcore.engine import CodecChain
 
     spec = ChunkSpec((4,), np.dtype(">i4"), 7)
 

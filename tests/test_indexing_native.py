@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import zarrcore
-from zarrcore import pipeline
+from zarrcore import engine
 
 
 @st.composite
@@ -161,7 +161,7 @@ def test_listed_reads_gather_in_compiled_jobs(monkeypatch, tmp_path):
     """Array selections within chunks decode once per chunk in compiled code: the codec
     objects' Python decode is never called, on a directory and in memory."""
     calls = []
-    monkeypatch.setattr(pipeline.CodecChain, "read_into",
+    monkeypatch.setattr(engine.CodecChain, "read_into",
                         lambda *args: calls.append(args) or pytest.fail("decoded in Python"))
     ref = np.arange(30 * 20, dtype="f4").reshape(30, 20)
     for store in ({}, tmp_path):
@@ -182,18 +182,18 @@ def test_s3_oindex_decodes_in_waves(s3_bucket, monkeypatch):
     ref = np.arange(40 * 30, dtype="i8").reshape(40, 30)
     waves = []
 
-    class CountedWaves(pipeline.ChunkWaves):
+    class CountedWaves(engine.ChunkWaves):
         def run(self, tasks):
             waves.append(len(tasks))
             return super().run(tasks)
 
-    monkeypatch.setattr(pipeline, "ChunkWaves", CountedWaves)
+    monkeypatch.setattr(engine, "ChunkWaves", CountedWaves)
     for path, shards in (("plain", None), ("sharded", (20, 15))):
         a = zarrcore.create_array(f"s3://{bucket}/{path}", shape=ref.shape, chunks=(10, 5),
                                   shards=shards, dtype="i8", storage_options=options)
         a[...] = ref
         waves.clear()
-        monkeypatch.setattr(pipeline.CodecChain, "read_into",
+        monkeypatch.setattr(engine.CodecChain, "read_into",
                             lambda *args: pytest.fail("decoded in Python"))
         rows, cols = [39, 0, 12, 12, -7], np.array([True, False] * 15)
         np.testing.assert_array_equal(a.oindex[rows, cols], ref[np.ix_(rows, np.flatnonzero(cols))])
@@ -201,7 +201,7 @@ def test_s3_oindex_decodes_in_waves(s3_bucket, monkeypatch):
         np.testing.assert_array_equal(a.vindex[points], ref[points])
         assert sum(waves) > 0
         monkeypatch.undo()
-        monkeypatch.setattr(pipeline, "ChunkWaves", CountedWaves)
+        monkeypatch.setattr(engine, "ChunkWaves", CountedWaves)
 
 
 def test_listed_piece_errors_name_the_key(tmp_path):
@@ -217,10 +217,10 @@ def test_listed_piece_errors_name_the_key(tmp_path):
 def test_listings_out_of_bounds_are_refused():
     """Positions outside the chunk or the output are refused before any work runs."""
     from zarrcore._indexing import AxisPlan
-    from zarrcore._shard import ChunkWaves
+    from zarrcore._chunk_jobs import ChunkWaves
 
     spec = zarrcore.codecs.base.ChunkSpec((4,), np.dtype("i4"), 0)
-    settings = pipeline.CodecChain([{"name": "bytes"}], spec).native_form()
+    settings = engine.CodecChain([{"name": "bytes"}], spec).native_form()
     out = np.zeros(3, dtype="i4")
     i64 = np.int64
 

@@ -182,7 +182,7 @@ LAYERS = {
     "zarrcore.dask": 5, "zarrcore.cli": 5,
     "zarrcore.array": 4, "zarrcore.group": 4, "zarrcore.nodes": 4, "zarrcore.consolidated": 4,
     "zarrcore.creation": 4,
-    "zarrcore.pipeline": 3,
+    "zarrcore.engine": 3,
     # Selections over chunk grids: the sharding codec reads parts of a shard with them.
     "zarrcore.indexing": 2,
     "zarrcore.codecs": 2, "zarrcore.storage": 2, "zarrcore.metadata": 2, "zarrcore._types": 2,
@@ -266,7 +266,7 @@ def layer(module):
 def test_the_import_reader_sees_relative_package_and_local_imports():
     graph, local, _ = python_imports()
     assert "zarrcore._memory" in graph["zarrcore.array"]  # from . import _memory
-    assert "zarrcore.codecs.chain" in graph["zarrcore.pipeline"]  # from .codecs.chain import
+    assert "zarrcore.codecs.chain" in graph["zarrcore.engine"]  # from .codecs.chain import
     assert "zarrcore.dask" in graph["zarrcore.xarray.writer"]  # inside a function
     assert any(module == "zarrcore.xarray.writer" for module, _ in local)
     assert "zarrcore._types" not in graph["zarrcore.nodes"]  # (only for type checkers)

@@ -191,8 +191,8 @@ def test_unsharded_chunks_decode_in_boxes_without_a_python_call_each(tmp_path, m
     a[:] = np.arange(3000, dtype="i2").reshape(60, 50)
     a[:30, :25] = 0  # 50 chunks of fill, not stored: a box half empty still reads as one
     calls = []
-    decode = zarrcore.pipeline.CodecChain.decode
-    monkeypatch.setattr(zarrcore.pipeline.CodecChain, "decode",
+    decode = zarrcore.engine.CodecChain.decode
+    monkeypatch.setattr(zarrcore.engine.CodecChain, "decode",
                         lambda self, *args, **kw: calls.append(1) or decode(self, *args, **kw))
     report = zarrcore.verify(str(path))
     assert report.ok and report.objects == 150

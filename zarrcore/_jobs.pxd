@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""What the compiled chunk jobs share (_batch.ChunkBatch over a directory store, _shard.ShardJob
+"""What the compiled chunk jobs share (_batch.ChunkBatch over a directory store, _chunk_jobs.ShardJob
 over one shard's inner chunks, _shard_io and array_api over sharded arrays): their C
 declarations, and one setup of their codec chain, fill
 and selection from Python values."""

@@ -29,7 +29,8 @@ from .indexing import (
     BasicIndexer, BlockIndexer, OrthogonalIndexer, coordinate_indexer, mask_indexer,
     numpy_indexer, pop_fields,
 )
-from .pipeline import ChunkStore, CodecChain
+from .codecs.chain import CodecChain
+from .engine import ChunkEngine
 from .storage import make_store
 
 if TYPE_CHECKING:
@@ -72,14 +73,14 @@ class Array(nodes.Node):
         self._metadata = metadata
         self._chunks = self._make_chunk_store(metadata)
 
-    def _make_chunk_store(self, metadata: Any) -> ChunkStore:
+    def _make_chunk_store(self, metadata: Any) -> ChunkEngine:
         if metadata.zarr_format == 3:
             codecs = metadata.codecs
             where = nodes.join(self._path, nodes.V3_KEY)
         else:
             where = nodes.join(self._path, nodes.V2_ARRAY_KEY)
             codecs = codecs_from_v2_metadata(metadata, where)
-        return ChunkStore(
+        return ChunkEngine(
             self._store, self._path, metadata.chunk_key, metadata.chunk_shape,
             metadata.dtype, self._read_fill_value(metadata), codecs, where,
             key_layout=self._key_layout(metadata), array_shape=metadata.shape,
@@ -88,7 +89,7 @@ class Array(nodes.Node):
 
     @staticmethod
     def _key_layout(metadata: Any) -> tuple[str, str, bool]:
-        """(head, separator, leading separator) of the chunk keys; see ChunkStore."""
+        """(head, separator, leading separator) of the chunk keys; see ChunkEngine."""
         if metadata.zarr_format == 2:
             return "", metadata.dimension_separator, False
         encoding = metadata.chunk_key_encoding
@@ -836,7 +837,7 @@ class Array(nodes.Node):
     def _clear_outside(self, kept: tuple[int, ...], extent: tuple[int, ...]) -> None:
         """Leave no stored data outside the box `kept` (from the origin): the storage blocks
         (shards or chunks) wholly outside it are deleted, the rest of those partly outside
-        reset to fill (ChunkStore.reset_outside). Looks at the blocks over `extent` that reach
+        reset to fill (ChunkEngine.reset_outside). Looks at the blocks over `extent` that reach
         outside `kept` when they are few, else at every stored block."""
         for coords in self._blocks_outside(kept, extent):
             self._chunks.reset_outside(coords, kept)

@@ -12,7 +12,7 @@ from .errors import LockUnavailableError, NodeNotFoundError, ReadOnlyError, Writ
 from .metadata import GroupMetadataV3, parse_metadata_v3
 from .metadata import v2 as metadata_v2
 from .metadata.common import parse_json
-from .pipeline import CONFLICT_RETRIES, conflict_pause
+from .engine import CONFLICT_RETRIES, conflict_pause
 from .storage import validate_key
 from .storage.base import get_at_most
 

@@ -90,7 +90,7 @@ class Codec:
     stored byte fails it rather than decoding to other values.
 
     `native_form(spec)`: the compiled core's description of the codec (the settings of
-    zarrcore._batch and _shard for it) as it sees chunks of `spec`; None when the core does
+    zarrcore._batch and _chunk_jobs for it) as it sees chunks of `spec`; None when the core does
     not run it. CodecChain.native_form composes them.
     """
 

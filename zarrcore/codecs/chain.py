@@ -75,7 +75,7 @@ class CodecChain:
         return [*self.array_array, self.array_bytes, *self.bytes_bytes]
 
     def native_form(self):
-        """The settings of the compiled core's chain (zarrcore._batch, _shard: ChunkBatch,
+        """The settings of the compiled core's chain (zarrcore._batch, _chunk_jobs: ChunkBatch,
         ChunkWaves, ShardJob) when it runs this chain, else None: the native forms of its
         codecs composed, when each has one and they make a chain the core runs (no
         array->array codec, at most one compressor, a crc32c only last); `max_stored` is

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from .. import _shard, kernels
+from .. import _chunk_jobs, kernels
 from ..config import config, parallel_map, run_workers
 from ..errors import ChunkDecodeError, MetadataError, SelectionError, ShardIndexError, ZarrcoreError
 from ..indexing import BasicIndexer, is_basic_selection
@@ -400,7 +400,7 @@ class ShardingCodec(ArrayBytesCodec):
 
     def _native_job(self, indexer, src, data):
         """A compiled job over the inner chunks `indexer` touches, `data` the caller's array."""
-        return _shard.ShardJob(self._native, self.chunk_shape, self._grid, src, indexer.plans,
+        return _chunk_jobs.ShardJob(self._native, self.chunk_shape, self._grid, src, indexer.plans,
                                data, self._spec.writes_empty)
 
     def _run(self, job, work):

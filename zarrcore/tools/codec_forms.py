@@ -13,7 +13,7 @@ from ..codecs import BloscCodec, GzipCodec, ZlibCodec, ZstdCodec, codec_from_jso
 from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, ChunkSpec
 from ..codecs.numcodecs_v3 import ARRAY_TO_ARRAY, BYTES_TO_BYTES, PREFIX
 from ..errors import MetadataError
-from ..pipeline import CodecChain
+from ..codecs.chain import CodecChain
 
 
 def _numcodecs_v3(v2_json, kinds, where):

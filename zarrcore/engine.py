@@ -1,4 +1,4 @@
-"""The read/write pipeline: a codec chain per array, and chunk batches run on the thread pool.
+"""The I/O engine: every chunk read and write of an array, run in compiled batches on the pool.
 
 Reads and writes of basic selections on a directory store with a plain chain (bytes, at most
 one compressor, optional trailing crc32c) run as one compiled batch: native code walks every
@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from ._batch import ChunkBatch
-from ._shard import ChunkWaves
+from ._chunk_jobs import ChunkWaves
 from ._shard_io import ShardSpec
 from .codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
 from .codecs.chain import CodecChain
@@ -288,7 +288,7 @@ class _InnerChunkWaves:
         return self.failure
 
 
-class ChunkStore:
+class ChunkEngine:
     """Reads and writes the chunks of one array: keys, codec chain, fill value.
 
     `key_layout` is (head, separator, leading separator) of the chunk key encoding, e.g.
