@@ -3,10 +3,17 @@
 import dataclasses
 import json
 import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+import numpy as np
 
 from zarrcore.config import config
 from zarrcore.errors import MetadataError
 from zarrcore.metadata.dtypes import DataType, dtype_from_numpy
+
+if TYPE_CHECKING:
+    from zarrcore.metadata.v3 import ChunkKeyEncoding
 
 __all__ = [
     "ArrayMetadata",
@@ -24,12 +31,17 @@ __all__ = [
 # Sizes the compiled core computes in signed 64-bit integers.
 INT64_MAX = 2**63 - 1
 
+#: A JSON object (a metadata document, attributes).
+JSONDict = dict[str, Any]
 
-def field_error(where, name, msg):
+_D = TypeVar("_D", bound="MetadataDocument")
+
+
+def field_error(where: str, name: str, msg: str) -> MetadataError:
     return MetadataError(f"{where}: field {name!r}: {msg}")
 
 
-def parse_json(text, where):
+def parse_json(text: str | bytes, where: str) -> Any:
     """The value of the JSON document `text` (str or UTF-8 bytes); MetadataError naming
     `where` when it is not valid JSON or is nested too deeply to parse."""
     try:
@@ -40,7 +52,7 @@ def parse_json(text, where):
         raise MetadataError(f"{where}: invalid JSON: nested too deeply") from None
 
 
-def load_json_document(doc, where):
+def load_json_document(doc: object, where: str) -> JSONDict:
     """Parse a metadata document given as bytes, str or an already-decoded dict."""
     if isinstance(doc, (bytes, bytearray, memoryview)):
         try:
@@ -54,22 +66,22 @@ def load_json_document(doc, where):
     return doc
 
 
-def dump_json(obj):
+def dump_json(obj: object) -> bytes:
     return json.dumps(obj, indent=2, ensure_ascii=False).encode("utf-8")
 
 
-def is_int(x):
+def is_int(x: object) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def int_tuple(value, where, name, minimum):
+def int_tuple(value: object, where: str, name: str, minimum: int) -> tuple[int, ...]:
     if isinstance(value, (list, tuple)) and all(is_int(v) and v >= minimum for v in value):
         return tuple(int(v) for v in value)
     kind = "positive" if minimum > 0 else "non-negative"
     raise field_error(where, name, f"expected a list of {kind} integers, got {value!r}")
 
 
-def check_attributes(attributes, where="attributes"):
+def check_attributes(attributes: object, where: str = "attributes") -> JSONDict:
     """Refuse new attributes that strict JSON cannot hold (sets, NaN, objects nested too
     deeply...), before anything is written."""
     if not isinstance(attributes, dict):
@@ -83,7 +95,7 @@ def check_attributes(attributes, where="attributes"):
     return attributes
 
 
-def check_zarr_format(doc, where, version):
+def check_zarr_format(doc: JSONDict, where: str, version: int) -> None:
     if "zarr_format" not in doc:
         raise field_error(where, "zarr_format", "missing")
     if doc["zarr_format"] != version or isinstance(doc["zarr_format"], bool):
@@ -93,13 +105,20 @@ def check_zarr_format(doc, where, version):
 class MetadataDocument:
     """Base of the metadata dataclasses: copies and the stored form of their `to_json()`."""
 
-    def evolve(self, **changes):
+    # Every subclass is a dataclass.
+    __dataclass_fields__: ClassVar[dict[str, "dataclasses.Field[Any]"]]
+
+    def evolve(self: _D, **changes: Any) -> _D:
         """A copy with some fields replaced (validated again; new attributes must be JSON)."""
         if "attributes" in changes:
             check_attributes(changes["attributes"])
         return dataclasses.replace(self, **changes)
 
-    def to_bytes(self):
+    def to_json(self) -> JSONDict:
+        """The document as a JSON object."""
+        raise NotImplementedError
+
+    def to_bytes(self) -> bytes:
         """The document as UTF-8 JSON, indented by 2."""
         return dump_json(self.to_json())
 
@@ -108,18 +127,27 @@ class ArrayMetadata(MetadataDocument):
     """Base of the v2 and v3 array metadata: `shape`, `chunk_shape`, `data_type` and
     `chunk_key_encoding`, and what follows from them."""
 
-    def _check_grid(self, where, chunks_field, mismatch):
+    shape: tuple[int, ...]
+    chunk_shape: tuple[int, ...]
+    data_type: DataType
+
+    if TYPE_CHECKING:
+        # A field of v3 metadata, a property of v2's.
+        @property
+        def chunk_key_encoding(self) -> ChunkKeyEncoding: ...
+
+    def _check_grid(self, where: str, chunks_field: str, mismatch: str) -> None:
         """Validate `shape` and `chunk_shape` (named `chunks_field` in errors; `mismatch`
-        formats `chunks` and `ndim` when their lengths differ) and make `data_type` a DataType."""
+        formats `chunks` and `ndim` when their lengths differ) and make `data_type` a
+        DataType."""
         if isinstance(self.shape, (list, tuple)) and len(self.shape) > config.max_dimensions:
             raise field_error(where, "shape", f"{len(self.shape)} dimensions exceed "
                               f"config.max_dimensions ({config.max_dimensions})")
         self.shape = int_tuple(self.shape, where, "shape", 0)
         self.chunk_shape = int_tuple(self.chunk_shape, where, chunks_field, 1)
         if len(self.chunk_shape) != len(self.shape):
-            raise field_error(
-                where, chunks_field, mismatch.format(chunks=list(self.chunk_shape), ndim=len(self.shape))
-            )
+            raise field_error(where, chunks_field, mismatch.format(
+                chunks=list(self.chunk_shape), ndim=len(self.shape)))
         if not isinstance(self.data_type, DataType):
             self.data_type = dtype_from_numpy(self.data_type)
         # Bound what the core derives from the grid, so no size it computes can overflow.
@@ -132,13 +160,13 @@ class ArrayMetadata(MetadataDocument):
             raise field_error(where, chunks_field, "a chunk holds 2**63 bytes or more")
 
     @property
-    def dtype(self):
+    def dtype(self) -> np.dtype[Any]:
         return self.data_type.numpy_dtype
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
         return len(self.shape)
 
-    def chunk_key(self, coords):
+    def chunk_key(self, coords: Iterable[int]) -> str:
         """Store key of the chunk at grid index ``coords``, relative to the array."""
         return self.chunk_key_encoding.encode(coords)

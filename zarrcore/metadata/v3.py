@@ -1,9 +1,12 @@
 """Zarr v3 metadata documents (``zarr.json``) for arrays and groups."""
 
+from collections.abc import Iterable
 from dataclasses import InitVar, dataclass, field
+from typing import Any
 
 from zarrcore.metadata.common import (
     ArrayMetadata,
+    JSONDict,
     MetadataDocument,
     check_zarr_format,
     field_error,
@@ -19,7 +22,7 @@ __all__ = [
 ]
 
 
-def _check_format(doc, where, node_type):
+def _check_format(doc: JSONDict, where: str, node_type: str) -> None:
     check_zarr_format(doc, where, 3)
     if "node_type" not in doc:
         raise field_error(where, "node_type", "missing")
@@ -27,8 +30,9 @@ def _check_format(doc, where, node_type):
         raise field_error(where, "node_type", f"expected {node_type!r}, got {doc['node_type']!r}")
 
 
-def _split_extra(doc, known, where):
-    """Unknown top-level fields; only objects with ``"must_understand": false`` may be ignored."""
+def _split_extra(doc: JSONDict, known: frozenset[str], where: str) -> JSONDict:
+    """Unknown top-level fields; only objects with ``"must_understand": false`` may be
+    ignored."""
     extra = {}
     for key, value in doc.items():
         if key in known:
@@ -36,31 +40,35 @@ def _split_extra(doc, known, where):
         if isinstance(value, dict) and value.get("must_understand") is False:
             extra[key] = value
         else:
-            raise field_error(where, key, "unknown field that is not marked \"must_understand\": false")
+            raise field_error(
+                where, key, "unknown field that is not marked \"must_understand\": false")
     return extra
 
 
-def _check_extra(extra, known, where):
+def _check_extra(extra: object, known: frozenset[str], where: str) -> JSONDict:
     if not isinstance(extra, dict):
         raise field_error(where, "extra", "expected a dict")
     for key, value in extra.items():
         if key in known or not (isinstance(value, dict) and value.get("must_understand") is False):
-            raise field_error(where, key, "extra fields must be unknown objects with \"must_understand\": false")
+            raise field_error(where, key, "extra fields must be unknown objects with "
+                              "\"must_understand\": false")
     return dict(extra)
 
 
-def _check_attributes(attributes, where):
+def _check_attributes(attributes: object, where: str) -> JSONDict:
     if not isinstance(attributes, dict):
-        raise field_error(where, "attributes", f"expected an object, got {type(attributes).__name__}")
+        raise field_error(
+            where, "attributes", f"expected an object, got {type(attributes).__name__}")
     return attributes
 
 
-def _extension(value, where, name):
+def _extension(value: object, where: str, name: str) -> tuple[str, JSONDict]:
     """(name, configuration) of an extension value, either short-hand string or object."""
-    parsed = _name_and_config(value)
+    parsed: tuple[str | None, JSONDict] = _name_and_config(value)
     if parsed[0] is not None:
-        return parsed
-    raise field_error(where, name, f"expected a name or a {{\"name\", \"configuration\"}} object, got {value!r}")
+        return parsed[0], parsed[1]
+    raise field_error(where, name, "expected a name or a {\"name\", \"configuration\"} "
+                      f"object, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -73,7 +81,7 @@ class ChunkKeyEncoding:
     name: str = "default"
     separator: str | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.name not in ("default", "v2"):
             raise ValueError(f"unknown chunk key encoding {self.name!r}")
         if self.separator is None:
@@ -81,18 +89,20 @@ class ChunkKeyEncoding:
         if self.separator not in ("/", "."):
             raise ValueError(f"chunk key separator must be '/' or '.', got {self.separator!r}")
 
-    def encode(self, coords):
+    def encode(self, coords: Iterable[int]) -> str:
         """The store key (relative to the array) of the chunk at grid index ``coords``."""
         parts = [str(int(c)) for c in coords]
+        separator = self.separator
+        assert separator is not None  # __post_init__ set it
         if self.name == "default":
-            return self.separator.join(["c", *parts])
-        return self.separator.join(parts) if parts else "0"
+            return separator.join(["c", *parts])
+        return separator.join(parts) if parts else "0"
 
-    def to_json(self):
+    def to_json(self) -> JSONDict:
         return {"name": self.name, "configuration": {"separator": self.separator}}
 
     @classmethod
-    def from_json(cls, obj, where="zarr.json"):
+    def from_json(cls, obj: object, where: str = "zarr.json") -> "ChunkKeyEncoding":
         name, config = _extension(obj, where, "chunk_key_encoding")
         if name not in ("default", "v2"):
             raise field_error(where, "chunk_key_encoding", f"unknown chunk key encoding {name!r}")
@@ -118,7 +128,7 @@ _ARRAY_KEYS = frozenset(
 )
 
 
-def default_codecs(data_type):
+def default_codecs(data_type: DataType) -> list[JSONDict]:
     """The serializer zarr-python gives a new array of `data_type`, as codec JSON."""
     if data_type.v2_object_codec_id is not None:
         return [{"name": data_type.v2_object_codec_id, "configuration": {}}]
@@ -127,7 +137,7 @@ def default_codecs(data_type):
     return [{"name": "bytes", "configuration": {"endian": "little"}}]
 
 
-def _native(data_type):
+def _native(data_type: DataType) -> DataType:
     # v3 data types carry no byte order; re-resolving the v3 form gives native order.
     # Computing that form first also rejects types v3 cannot store (TypeError).
     as_json = data_type.to_json_v3()
@@ -142,23 +152,24 @@ class ArrayMetadataV3(ArrayMetadata):
     (``None`` means the data type's default); ``where`` only labels errors.
     """
 
-    shape: tuple
+    shape: tuple[int, ...]
     data_type: DataType
-    chunk_shape: tuple
+    chunk_shape: tuple[int, ...]
     chunk_key_encoding: ChunkKeyEncoding = field(default_factory=ChunkKeyEncoding)
-    fill_value: object = None
-    codecs: list | None = None
-    attributes: dict = field(default_factory=dict)
-    dimension_names: tuple | None = None
-    storage_transformers: list = field(default_factory=list)
-    extra: dict = field(default_factory=dict)
+    fill_value: Any = None
+    codecs: list[Any] | None = None
+    attributes: JSONDict = field(default_factory=dict)
+    dimension_names: tuple[str | None, ...] | None = None
+    storage_transformers: list[Any] = field(default_factory=list)
+    extra: JSONDict = field(default_factory=dict)
     where: InitVar[str] = "zarr.json"
 
     zarr_format = 3
     node_type = "array"
 
-    def __post_init__(self, where):
-        self._check_grid(where, "chunk_grid", "chunk shape {chunks} does not match the {ndim} dimensions of shape")
+    def __post_init__(self, where: str) -> None:
+        self._check_grid(where, "chunk_grid",
+                         "chunk shape {chunks} does not match the {ndim} dimensions of shape")
         self.data_type = _native(self.data_type)
         if not isinstance(self.chunk_key_encoding, ChunkKeyEncoding):
             self.chunk_key_encoding = ChunkKeyEncoding.from_json(self.chunk_key_encoding, where)
@@ -193,16 +204,18 @@ class ArrayMetadataV3(ArrayMetadata):
             # None are supported; only ones that may be ignored are allowed.
             if not (isinstance(transformer, dict) and transformer.get("must_understand") is False):
                 name, _ = _extension(transformer, where, "storage_transformers")
-                raise field_error(where, "storage_transformers", f"unsupported storage transformer {name!r}")
+                raise field_error(where, "storage_transformers",
+                                  f"unsupported storage transformer {name!r}")
         self.storage_transformers = list(self.storage_transformers)
         self.extra = _check_extra(self.extra, _ARRAY_KEYS, where)
 
     @classmethod
-    def from_json(cls, doc, where="zarr.json"):
+    def from_json(cls, doc: object, where: str = "zarr.json") -> "ArrayMetadataV3":
         """Parse and validate an array ``zarr.json`` (bytes, str or dict)."""
         doc = load_json_document(doc, where)
         _check_format(doc, where, "array")
-        for key in ("shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value", "codecs"):
+        for key in ("shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value",
+                    "codecs"):
             if key not in doc:
                 raise field_error(where, key, "missing")
         data_type = dtype_from_v3_json(doc["data_type"], where)
@@ -210,7 +223,8 @@ class ArrayMetadataV3(ArrayMetadata):
         if grid_name != "regular":
             raise field_error(where, "chunk_grid", f"unsupported chunk grid {grid_name!r}")
         if set(grid_config) != {"chunk_shape"}:
-            raise field_error(where, "chunk_grid", f"expected configuration {{\"chunk_shape\": [...]}}, got {grid_config!r}")
+            raise field_error(where, "chunk_grid", "expected configuration "
+                              f"{{\"chunk_shape\": [...]}}, got {grid_config!r}")
         return cls(
             shape=doc["shape"],
             data_type=data_type,
@@ -225,13 +239,15 @@ class ArrayMetadataV3(ArrayMetadata):
             where=where,
         )
 
-    def to_json(self):
+    def to_json(self) -> JSONDict:
         """The ``zarr.json`` document as a dict, fields in zarr-python's order (so the
         documents it and zarrcore write for the same array are the same bytes)."""
-        doc = {
+        assert self.codecs is not None  # __post_init__ set it
+        doc: JSONDict = {
             "shape": list(self.shape),
             "data_type": self.data_type.to_json_v3(),
-            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(self.chunk_shape)}},
+            "chunk_grid": {"name": "regular",
+                           "configuration": {"chunk_shape": list(self.chunk_shape)}},
             "chunk_key_encoding": self.chunk_key_encoding.to_json(),
             "fill_value": self.data_type.fill_value_to_json(self.fill_value, 3),
             "codecs": list(self.codecs),
@@ -244,7 +260,7 @@ class ArrayMetadataV3(ArrayMetadata):
         doc.update(self.extra)
         return doc
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         # Compare the JSON form: NaN fill values are equal when their bits are.
         if not isinstance(other, ArrayMetadataV3):
             return NotImplemented
@@ -260,22 +276,23 @@ _GROUP_KEYS = frozenset({"zarr_format", "node_type", "attributes", "consolidated
 class GroupMetadataV3(MetadataDocument):
     """The ``zarr.json`` of a v3 group; ``consolidated_metadata`` is kept as raw JSON."""
 
-    attributes: dict = field(default_factory=dict)
-    consolidated_metadata: dict | None = None
-    extra: dict = field(default_factory=dict)
+    attributes: JSONDict = field(default_factory=dict)
+    consolidated_metadata: JSONDict | None = None
+    extra: JSONDict = field(default_factory=dict)
     where: InitVar[str] = "zarr.json"
 
     zarr_format = 3
     node_type = "group"
 
-    def __post_init__(self, where):
+    def __post_init__(self, where: str) -> None:
         self.attributes = _check_attributes(self.attributes, where)
-        if self.consolidated_metadata is not None and not isinstance(self.consolidated_metadata, dict):
+        if (self.consolidated_metadata is not None
+                and not isinstance(self.consolidated_metadata, dict)):
             raise field_error(where, "consolidated_metadata", "expected an object or null")
         self.extra = _check_extra(self.extra, _GROUP_KEYS, where)
 
     @classmethod
-    def from_json(cls, doc, where="zarr.json"):
+    def from_json(cls, doc: object, where: str = "zarr.json") -> "GroupMetadataV3":
         """Parse and validate a group ``zarr.json`` (bytes, str or dict)."""
         doc = load_json_document(doc, where)
         _check_format(doc, where, "group")
@@ -286,9 +303,9 @@ class GroupMetadataV3(MetadataDocument):
             where=where,
         )
 
-    def to_json(self):
+    def to_json(self) -> JSONDict:
         # zarr-python's order, as for arrays.
-        doc = {"attributes": self.attributes, "zarr_format": 3}
+        doc: JSONDict = {"attributes": self.attributes, "zarr_format": 3}
         if self.consolidated_metadata is not None:
             doc["consolidated_metadata"] = self.consolidated_metadata
         doc["node_type"] = "group"
@@ -296,8 +313,10 @@ class GroupMetadataV3(MetadataDocument):
         return doc
 
 
-def parse_metadata_v3(doc, where="zarr.json"):
-    """Parse a ``zarr.json`` into ArrayMetadataV3 or GroupMetadataV3 according to ``node_type``."""
+def parse_metadata_v3(doc: object, where: str = "zarr.json"
+                      ) -> ArrayMetadataV3 | GroupMetadataV3:
+    """Parse a ``zarr.json`` into ArrayMetadataV3 or GroupMetadataV3 according to
+    ``node_type``."""
     doc = load_json_document(doc, where)
     check_zarr_format(doc, where, 3)
     node_type = doc.get("node_type")
