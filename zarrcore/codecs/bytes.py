@@ -1,17 +1,19 @@
 """The `bytes` array->bytes codec: raw items in a chosen byte order."""
 import sys
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import kernels
 from ..errors import ChunkDecodeError, MetadataError
-from .base import ArrayBytesCodec
+from .base import ArrayBytesCodec, BytesLike, ChunkSpec, CodecJSON, NativeForm
 from .registry import register_codec
 
 _NATIVE = sys.byteorder
 
 
-def _byte_order(dtype):
+def _byte_order(dtype: np.dtype[Any]) -> str | None:
     """'little', 'big', or None when the dtype has no byte order (1-byte, bytes, structured)."""
     if dtype.byteorder == "|":
         return None
@@ -20,7 +22,7 @@ def _byte_order(dtype):
     return "little" if dtype.byteorder == "<" else "big"
 
 
-def _swappable(array):
+def _swappable(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
     """`array` as numbers the kernels.byteswap ufunc takes: UCS4 text as uint32 characters,
     datetimes as int64 (a view; numeric arrays as they are)."""
     if array.dtype.kind == "U":
@@ -35,15 +37,15 @@ class BytesCodec(ArrayBytesCodec):
 
     name = "bytes"
 
-    def __init__(self, endian="little"):
+    def __init__(self, endian: str | None = "little") -> None:
         if endian not in ("little", "big", None):
             raise MetadataError(f"bytes codec: endian must be 'little' or 'big', got {endian!r}")
         self.endian = endian
 
-    def configuration(self):
+    def configuration(self) -> CodecJSON:
         return {"endian": self.endian} if self.endian else {}
 
-    def resolve(self, spec):
+    def resolve(self, spec: ChunkSpec) -> "BytesCodec":
         dtype = np.dtype(spec.dtype)
         if dtype.hasobject:
             raise MetadataError(f"bytes codec: dtype {dtype} has no fixed-size encoding")
@@ -59,22 +61,22 @@ class BytesCodec(ArrayBytesCodec):
             raise MetadataError(f"bytes codec: endian is required for dtype {dtype}")
         return self
 
-    def v2_form(self, dtype):
+    def v2_form(self, dtype: npt.DTypeLike) -> tuple[None, np.dtype[Any]]:
         dtype = np.dtype(dtype)
         if self.endian is None:
             return None, dtype
         return None, dtype.newbyteorder("<" if self.endian == "little" else ">")
 
-    def encoded_nbytes(self, spec):
+    def encoded_nbytes(self, spec: ChunkSpec) -> int | None:
         dtype = np.dtype(spec.dtype)
         return None if dtype.hasobject or dtype.kind == "T" else spec.nbytes
 
-    def encodes_memory_layout(self, spec):
+    def encodes_memory_layout(self, spec: ChunkSpec) -> bool:
         dtype = np.dtype(spec.dtype)
         return (not dtype.hasobject and not self._swap(dtype)
                 and self._stored_struct(dtype) is None)
 
-    def native_form(self, spec):
+    def native_form(self, spec: ChunkSpec) -> NativeForm | None:
         """Items of a fixed size, numbers or text, swapped in units where the stored byte order
         differs from memory's: complex parts, UCS4 characters, else whole items."""
         dtype = np.dtype(spec.dtype)
@@ -91,18 +93,18 @@ class BytesCodec(ArrayBytesCodec):
             "fill_floatsize": float_size if in_memory == _NATIVE else 0,
         }
 
-    def _swap(self, dtype):
+    def _swap(self, dtype: np.dtype[Any]) -> bool:
         order = _byte_order(dtype)
         return order is not None and self.endian is not None and order != self.endian
 
-    def _stored_struct(self, dtype):
+    def _stored_struct(self, dtype: np.dtype[Any]) -> np.dtype[Any] | None:
         """The stored dtype of a structured `dtype` when its fields need another byte order."""
         if dtype.names is None or self.endian is None:
             return None
         stored = dtype.newbyteorder("<" if self.endian == "little" else ">")
         return None if stored == dtype else stored
 
-    def encode(self, array, spec):
+    def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> BytesLike:
         array = np.ascontiguousarray(array)
         stored = self._stored_struct(array.dtype)
         if stored is not None:
@@ -111,13 +113,14 @@ class BytesCodec(ArrayBytesCodec):
             array = kernels.byteswap(_swappable(array))
         return array.reshape(-1).view(np.uint8)
 
-    def decode(self, data, spec, out=None):
+    def decode(self, data: BytesLike, spec: ChunkSpec,
+               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
         dtype = np.dtype(spec.dtype)
         raw = np.frombuffer(data, dtype=np.uint8)
         if raw.nbytes != spec.nbytes:
-            raise ChunkDecodeError(
-                f"bytes codec: chunk has {raw.nbytes} bytes, expected {spec.nbytes} for shape {spec.shape} {dtype}"
-            )
+            raise ChunkDecodeError(f"bytes codec: chunk has {raw.nbytes} bytes, expected "
+                                   f"{spec.nbytes} for shape {spec.shape} {dtype}")
+
         stored = self._stored_struct(dtype)
         if stored is not None:
             array = raw.view(stored).reshape(spec.shape)

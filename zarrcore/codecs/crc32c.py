@@ -1,13 +1,14 @@
 """The `crc32c` bytes->bytes codec: a 4-byte little-endian CRC-32C after the data."""
 import numpy as np
+import numpy.typing as npt
 
 from .. import _compress
 from ..errors import ChecksumError, ChunkDecodeError, MetadataError
-from .base import BytesBytesCodec
+from .base import BytesBytesCodec, BytesLike, ChunkSpec, CodecJSON, NativeForm
 from .registry import register_codec
 
 
-def _u8(buf):
+def _u8(buf: BytesLike) -> npt.NDArray[np.uint8]:
     """A flat uint8 view of any C-contiguous buffer (numpy datetime arrays export none)."""
     if isinstance(buf, np.ndarray):
         if not buf.flags.c_contiguous:
@@ -16,7 +17,7 @@ def _u8(buf):
     return np.frombuffer(buf, dtype=np.uint8)
 
 
-def _split(data, at_start=False):
+def _split(data: BytesLike, at_start: bool = False) -> npt.NDArray[np.uint8]:
     """The payload of `data` as a view, after verifying its checksum (after it, or before it
     when `at_start`)."""
     raw = _u8(data)
@@ -26,7 +27,8 @@ def _split(data, at_start=False):
     stored = int.from_bytes(checksum.tobytes(), "little")
     actual = _compress.crc32c(payload)
     if actual != stored:
-        raise ChecksumError(f"crc32c codec: checksum mismatch (stored {stored:#010x}, computed {actual:#010x})")
+        raise ChecksumError(f"crc32c codec: checksum mismatch (stored {stored:#010x}, "
+                            f"computed {actual:#010x})")
     return payload
 
 
@@ -38,24 +40,25 @@ class Crc32cCodec(BytesBytesCodec):
     verifies_integrity = True
 
     @classmethod
-    def from_v2_config(cls, config):
+    def from_v2_config(cls, config: CodecJSON) -> "Crc32cCodec":
         """From numcodecs' configuration, whose `location` ("end" by default) may be "start"."""
         config = dict(config)
         location = config.pop("location", None)
         if config:
             raise MetadataError(f"crc32c codec: unknown parameters {sorted(config)}")
         if location not in (None, "start", "end"):
-            raise MetadataError(f"crc32c codec: location must be 'start' or 'end', got {location!r}")
+            raise MetadataError(
+                f"crc32c codec: location must be 'start' or 'end', got {location!r}")
         return Crc32cAtStartCodec() if location == "start" else cls()
 
-    def to_v2_json(self):
+    def to_v2_json(self) -> CodecJSON:
         return {"id": "crc32c", "location": "start"} if self.at_start else {"id": "crc32c"}
 
-    def native_form(self, spec):
+    def native_form(self, spec: ChunkSpec) -> NativeForm | None:
         """The compiled core checks a crc32c at the end only."""
         return None if self.at_start else {"crc32c": True}
 
-    def encode(self, data, spec):
+    def encode(self, data: BytesLike, spec: ChunkSpec) -> BytesLike:
         raw = _u8(data)
         out = np.empty(raw.nbytes + 4, dtype=np.uint8)
         payload, checksum = (out[4:], out[:4]) if self.at_start else (out[:-4], out[-4:])
@@ -63,14 +66,16 @@ class Crc32cCodec(BytesBytesCodec):
         checksum[...] = np.frombuffer(_compress.crc32c(raw).to_bytes(4, "little"), dtype=np.uint8)
         return out
 
-    def decode(self, data, spec):
+    def decode(self, data: BytesLike, spec: ChunkSpec) -> BytesLike:
         return _split(data, self.at_start)
 
-    def decode_into(self, data, out, spec):
+    def decode_into(self, data: BytesLike, out: BytesLike, spec: ChunkSpec) -> int:
         payload = _split(data, self.at_start)
         target = _u8(out)
         if payload.nbytes != target.nbytes:
-            raise ChunkDecodeError(f"crc32c codec: payload has {payload.nbytes} bytes, expected {target.nbytes}")
+            raise ChunkDecodeError(f"crc32c codec: payload has {payload.nbytes} bytes, expected "
+                                   f"{target.nbytes}")
+
         target[...] = payload
         return payload.nbytes
 

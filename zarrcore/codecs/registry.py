@@ -1,22 +1,49 @@
 """Codec registry: v3 names and v2 (numcodecs) ids to codec classes."""
+from collections.abc import Callable
+from typing import Protocol, TypeVar, cast, overload
+
 from ..errors import MetadataError, UnknownCodecError
-from .base import Codec
-
-_V3: dict[str, type[Codec]] = {}
-_V2: dict[str, type[Codec]] = {}
+from .base import Codec, CodecJSON
 
 
-def register_codec(cls, name=None, v2_id=None):
+class CodecFactory(Protocol):
+    """What a v3 name is registered for: a Codec class, or an object that builds codecs."""
+
+    def from_config(self, configuration: CodecJSON) -> Codec: ...
+
+
+class V2CodecFactory(CodecFactory, Protocol):
+    """A CodecFactory that also builds codecs from numcodecs' configuration (less "id")."""
+
+    def from_v2_config(self, config: CodecJSON) -> Codec: ...
+
+
+_F = TypeVar("_F", bound=CodecFactory)
+_V2F = TypeVar("_V2F", bound=V2CodecFactory)
+
+_V3: dict[str, CodecFactory] = {}
+_V2: dict[str, V2CodecFactory] = {}
+
+
+@overload
+def register_codec(cls: _V2F, name: str | None = None, *, v2_id: str) -> _V2F: ...
+@overload
+def register_codec(cls: _F, name: str | None = None, v2_id: None = None) -> _F: ...
+def register_codec(cls: CodecFactory, name: str | None = None,
+                   v2_id: str | None = None) -> CodecFactory:
     """Register `cls` under its v3 `name` (default cls.name) and optionally a v2 id."""
-    name = name or cls.name
+    # `name` is a class attribute of Codec classes, which a protocol cannot state.
+    name = name or getattr(cls, "name")
+
     if name:
         _V3[name] = cls
     if v2_id:
-        _V2[v2_id] = cls
+        # The overloads take a v2_id only with a V2CodecFactory.
+        _V2[v2_id] = cast(V2CodecFactory, cls)
     return cls
 
 
-def codec_from_json(spec, where="codecs"):
+def codec_from_json(spec: object, where: str = "codecs") -> Codec:
     """Build a codec from a v3 `{"name", "configuration"}` dict (or pass a Codec through)."""
     if isinstance(spec, Codec):
         return spec
@@ -34,7 +61,7 @@ def codec_from_json(spec, where="codecs"):
     return _build(cls.from_config, config, f"{where}: invalid configuration for codec {name!r}")
 
 
-def codec_from_v2(config, where="compressor"):
+def codec_from_v2(config: object, where: str = "compressor") -> Codec:
     """Build a codec from a v2 numcodecs `{"id": ...}` dict."""
     if isinstance(config, Codec):
         return config
@@ -45,14 +72,15 @@ def codec_from_v2(config, where="compressor"):
         raise UnknownCodecError(f"{where}: unknown codec id {config['id']!r}")
     options = {k: v for k, v in config.items() if k != "id"}
     try:
-        return _build(cls.from_v2_config, options, f"{where}: invalid configuration for {config['id']!r}")
+        return _build(cls.from_v2_config, options,
+                      f"{where}: invalid configuration for {config['id']!r}")
     except MetadataError as e:  # the codec's own message: put `where` in front
         if str(e).startswith(where):
             raise
         raise type(e)(f"{where}: {e}") from None
 
 
-def _build(make, config, what):
+def _build(make: Callable[[CodecJSON], Codec], config: CodecJSON, what: str) -> Codec:
     """make(config); its TypeError or ValueError as a MetadataError that starts with `what`."""
     try:
         return make(config)
@@ -62,5 +90,5 @@ def _build(make, config, what):
         raise MetadataError(f"{what}: {e}") from e
 
 
-def registered_names():
+def registered_names() -> list[str]:
     return sorted(_V3)

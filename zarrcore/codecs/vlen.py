@@ -1,12 +1,14 @@
 """`vlen-utf8` and `vlen-bytes` array->bytes codecs (v3 names and v2 object-codec ids alike):
 variable-length items framed by the compiled kernel."""
 import math
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import _filters
 from ..errors import MetadataError
-from .base import ArrayBytesCodec, into
+from .base import ArrayBytesCodec, BytesLike, ChunkSpec, CodecJSON, into
 from .registry import register_codec
 
 
@@ -14,28 +16,33 @@ class _VLenCodec(ArrayBytesCodec):
     text: bool | None = None
 
     @classmethod
-    def from_v2_config(cls, config):
+    def from_v2_config(cls, config: CodecJSON) -> "_VLenCodec":
         return cls(**config)
 
-    def to_v2_json(self):
+    def to_v2_json(self) -> CodecJSON:
         return {"id": self.name}
 
-    def v2_form(self, dtype):
+    def v2_form(self, dtype: npt.DTypeLike) -> tuple[CodecJSON, np.dtype[Any]]:
         return self.to_v2_json(), np.dtype(dtype)
 
-    def to_json(self):
+    def to_json(self) -> CodecJSON:
         # zarr-python writes the empty configuration out.
         return {"name": self.name, "configuration": {}}
 
-    def resolve(self, spec):
+    def resolve(self, spec: ChunkSpec) -> "_VLenCodec":
         if np.dtype(spec.dtype).kind not in "OT":
-            raise MetadataError(f"{self.name} codec: needs a variable-length data type, not {spec.dtype}")
+            raise MetadataError(
+                f"{self.name} codec: needs a variable-length data type, not {spec.dtype}")
         return self
 
-    def encode(self, array, spec):
-        return _filters.vlen_encode(np.ascontiguousarray(array).reshape(-1).tolist(), self.text)
+    def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> BytesLike:
+        encoded: bytes = _filters.vlen_encode(
+            np.ascontiguousarray(array).reshape(-1).tolist(), self.text)
+        return encoded
 
-    def decode(self, data, spec, out=None):
+    def decode(self, data: BytesLike, spec: ChunkSpec,
+               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
+
         items = _filters.vlen_decode(data, math.prod(spec.shape), self.text)
         array = np.empty(len(items), dtype=object)
         array[:] = items  # element-wise, so bytes items never become a numpy bytes array
