@@ -4,17 +4,35 @@ import base64
 import binascii
 import bz2
 import lzma
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from ..errors import ChunkDecodeError, MetadataError
-from .base import BytesBytesCodec, NumcodecsForm, decode_limit
+from .base import (BytesBytesCodec, BytesLike, ChunkSpec, CodecJSON, NumcodecsForm, byte_view,
+                   decode_limit)
 from .registry import register_codec
 
 
-def _decompress_bounded(make_decompressor, data, limit, name):
+class _Decompressor(Protocol):
+    """What bz2.BZ2Decompressor and lzma.LZMADecompressor share."""
+
+    @property
+    def eof(self) -> bool: ...
+
+    @property
+    def unused_data(self) -> bytes: ...
+
+    def decompress(self, data: memoryview | bytes, max_length: int = -1) -> bytes: ...
+
+
+def _decompress_bounded(make_decompressor: Callable[[], _Decompressor], data: BytesLike,
+                        limit: int, name: str) -> bytes:
     """All streams in `data` through decompressors from `make_decompressor` (bz2, lzma), as
     bz2.decompress / lzma.decompress take them, failing as soon as the output passes `limit`
     bytes: a stream that inflates to gigabytes is never decoded first."""
-    parts, size, rest = [], 0, memoryview(data)
+    parts: list[bytes] = []
+    size = 0
+    rest: memoryview | bytes = byte_view(data)
     while True:
         decompressor = make_decompressor()
         part = decompressor.decompress(rest, max_length=limit - size + 1)
@@ -23,7 +41,8 @@ def _decompress_bounded(make_decompressor, data, limit, name):
             raise ChunkDecodeError(f"{name} codec: the data decodes to more than the {limit} "
                                    f"bytes this chunk may hold")
         if not decompressor.eof:
-            raise ChunkDecodeError(f"{name} codec: corrupt or truncated data: the stream does not end")
+            raise ChunkDecodeError(
+                f"{name} codec: corrupt or truncated data: the stream does not end")
         parts.append(part)
         rest = decompressor.unused_data
         if not rest:
@@ -37,18 +56,18 @@ class BZ2Codec(NumcodecsForm, BytesBytesCodec):
     v2_id = "bz2"
     verifies_integrity = True  # each block and the stream carry a CRC
 
-    def __init__(self, level=1):
+    def __init__(self, level: int = 1) -> None:
         if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= 9:
             raise MetadataError(f"bz2 codec: level must be an integer 1-9, got {level!r}")
         self.level = level
 
-    def configuration(self):
+    def configuration(self) -> CodecJSON:
         return {"level": self.level}
 
-    def encode(self, data, spec):
-        return bz2.compress(memoryview(data), self.level)
+    def encode(self, data: BytesLike, spec: ChunkSpec) -> BytesLike:
+        return bz2.compress(byte_view(data), self.level)
 
-    def decode(self, data, spec):
+    def decode(self, data: BytesLike, spec: ChunkSpec) -> BytesLike:
         try:
             return _decompress_bounded(bz2.BZ2Decompressor, data, decode_limit(spec), "bz2")
         except (OSError, ValueError, EOFError) as e:
@@ -63,38 +82,44 @@ class LZMACodec(NumcodecsForm, BytesBytesCodec):
     name = None
     v2_id = "lzma"
 
-    def __init__(self, format=1, check=-1, preset=None, filters=None):
+    def __init__(self, format: int = 1, check: int = -1, preset: int | None = None,
+                 filters: list[dict[str, Any]] | None = None) -> None:
         for field, value in (("format", format), ("check", check)):
             if isinstance(value, bool) or not isinstance(value, int):
                 raise MetadataError(f"lzma codec: {field} must be an integer, got {value!r}")
         if preset is not None and (isinstance(preset, bool) or not isinstance(preset, int)):
-            raise MetadataError(f"lzma codec: preset must be null or an integer, got {preset!r}")
-        if filters is not None and not (isinstance(filters, list) and all(isinstance(f, dict) for f in filters)):
-            raise MetadataError(f"lzma codec: filters must be null or a list of objects, got {filters!r}")
+            raise MetadataError(
+                f"lzma codec: preset must be null or an integer, got {preset!r}")
+        if filters is not None and not (
+                isinstance(filters, list) and all(isinstance(f, dict) for f in filters)):
+            raise MetadataError(
+                f"lzma codec: filters must be null or a list of objects, got {filters!r}")
         self.format = format
         self.check = check
         self.preset = preset
         self.filters = filters
 
     @property
-    def verifies_integrity(self):
+    def verifies_integrity(self) -> bool:
         """xz streams carry a check (CRC-64 by default) unless `check` is CHECK_NONE; the
         alone and raw formats carry none."""
         return self.format == lzma.FORMAT_XZ and self.check != lzma.CHECK_NONE
 
-    def configuration(self):
-        return {"format": self.format, "check": self.check, "preset": self.preset, "filters": self.filters}
+    def configuration(self) -> CodecJSON:
+        return {"format": self.format, "check": self.check, "preset": self.preset,
+                "filters": self.filters}
 
-    def encode(self, data, spec):
+    def encode(self, data: BytesLike, spec: ChunkSpec) -> BytesLike:
         try:
-            return lzma.compress(memoryview(data), format=self.format, check=self.check,
+            return lzma.compress(byte_view(data), format=self.format, check=self.check,
                                  preset=self.preset, filters=self.filters)
         except (lzma.LZMAError, ValueError, TypeError) as e:
-            raise MetadataError(f"lzma codec: invalid parameters {self.configuration()}: {e}") from None
+            raise MetadataError(
+                f"lzma codec: invalid parameters {self.configuration()}: {e}") from None
 
-    def decode(self, data, spec):
+    def decode(self, data: BytesLike, spec: ChunkSpec) -> BytesLike:
         try:
-            def decompressor():
+            def decompressor() -> lzma.LZMADecompressor:
                 return lzma.LZMADecompressor(format=self.format, filters=self.filters)
 
             return _decompress_bounded(decompressor, data, decode_limit(spec), "lzma")
@@ -111,12 +136,12 @@ class Base64Codec(NumcodecsForm, BytesBytesCodec):
     name = None
     v2_id = "base64"
 
-    def encode(self, data, spec):
-        return base64.standard_b64encode(memoryview(data).cast("B"))
+    def encode(self, data: BytesLike, spec: ChunkSpec) -> BytesLike:
+        return base64.standard_b64encode(byte_view(data).cast("B"))
 
-    def decode(self, data, spec):
+    def decode(self, data: BytesLike, spec: ChunkSpec) -> BytesLike:
         try:
-            return base64.standard_b64decode(memoryview(data).cast("B"))
+            return base64.standard_b64decode(byte_view(data).cast("B"))
         except (binascii.Error, ValueError) as e:
             raise ChunkDecodeError(f"base64 codec: corrupt data: {e}") from None
 

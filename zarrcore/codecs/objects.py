@@ -9,17 +9,21 @@ vlen-bytes does. Decoding a pickle runs code from the store, so it is refused un
 import json
 import math
 import pickle
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import _filters
 from ..config import config
 from ..errors import ChunkDecodeError, MetadataError, UnsafeCodecError
-from .base import ArrayBytesCodec, NumcodecsForm, into
+from .base import ArrayBytesCodec, BytesLike, ChunkSpec, CodecJSON, NumcodecsForm, into
 from .registry import register_codec
 
 
-def _chunk_items(items, shape, what):
+def _chunk_items(items: list[Any], shape: tuple[int, ...], what: str | None
+                 ) -> npt.NDArray[Any]:
     """The object array of `shape` made from `items`, nested as numpy's tolist() nests them."""
     out = np.empty(shape, dtype=object)
     if not shape:
@@ -41,20 +45,26 @@ class _ObjectCodec(NumcodecsForm, ArrayBytesCodec):
 
     name = None
 
-    def resolve(self, spec):
+    def resolve(self, spec: ChunkSpec) -> "_ObjectCodec":
         if np.dtype(spec.dtype).kind != "O":
-            raise MetadataError(f"{self.v2_id} codec: needs an object data type, not {spec.dtype}")
+            raise MetadataError(
+                f"{self.v2_id} codec: needs an object data type, not {spec.dtype}")
         return self
 
 
 class _ListCodec(_ObjectCodec):
-    """json2 and msgpack2: a chunk as [items..., dtype string, shape]."""
+    """json2 and msgpack2: a chunk as [items..., dtype string, shape], which the subclass
+    serializes with `_dumps` and parses with `_loads`."""
 
-    def encode(self, array, spec):
-        items = np.atleast_1d(array).tolist()
+    _dumps: Callable[[list[Any]], bytes]
+    _loads: Callable[[bytes], Any]
+
+    def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> BytesLike:
+        items: list[Any] = np.atleast_1d(array).tolist()
         return self._dumps(items + [array.dtype.str, list(array.shape)])
 
-    def decode(self, data, spec, out=None):
+    def decode(self, data: BytesLike, spec: ChunkSpec,
+               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
         try:
             items = self._loads(bytes(data))
         except Exception as e:  # each library has its own errors for garbage
@@ -72,10 +82,13 @@ class JSONCodec(_ListCodec):
 
     v2_id = "json2"
 
-    def __init__(self, encoding="utf-8", skipkeys=False, ensure_ascii=True, check_circular=True,
-                 allow_nan=True, indent=None, separators=(",", ":"), sort_keys=True, strict=True):
+    def __init__(self, encoding: str = "utf-8", skipkeys: bool = False,
+                 ensure_ascii: bool = True, check_circular: bool = True, allow_nan: bool = True,
+                 indent: int | str | None = None,
+                 separators: Sequence[str] | None = (",", ":"), sort_keys: bool = True,
+                 strict: bool = True) -> None:
         self.encoding = encoding
-        self.encoder_options = dict(
+        self.encoder_options: dict[str, Any] = dict(
             skipkeys=skipkeys, ensure_ascii=ensure_ascii, check_circular=check_circular,
             allow_nan=allow_nan, indent=indent, sort_keys=sort_keys,
             separators=None if separators is None else tuple(separators))
@@ -83,15 +96,16 @@ class JSONCodec(_ListCodec):
         self._encoder = json.JSONEncoder(**self.encoder_options)
         self._decoder = json.JSONDecoder(strict=strict)
 
-    def configuration(self):
+    def configuration(self) -> CodecJSON:
         options = dict(self.encoder_options)
-        options["separators"] = None if options["separators"] is None else list(options["separators"])
+        separators = options["separators"]
+        options["separators"] = None if separators is None else list(separators)
         return {"encoding": self.encoding, **options, "strict": self.strict}
 
-    def _dumps(self, items):
+    def _dumps(self, items: list[Any]) -> bytes:
         return self._encoder.encode(items).encode(self.encoding)
 
-    def _loads(self, data):
+    def _loads(self, data: bytes) -> Any:
         return self._decoder.decode(data.decode(self.encoding))
 
 
@@ -100,15 +114,16 @@ class MsgPackCodec(_ListCodec):
 
     v2_id = "msgpack2"
 
-    def __init__(self, use_single_float=False, use_bin_type=True, raw=False):
+    def __init__(self, use_single_float: bool = False, use_bin_type: bool = True,
+                 raw: bool = False) -> None:
         self.use_single_float, self.use_bin_type, self.raw = use_single_float, use_bin_type, raw
 
-    def configuration(self):
+    def configuration(self) -> CodecJSON:
         return {"raw": self.raw, "use_single_float": self.use_single_float,
                 "use_bin_type": self.use_bin_type}
 
     @staticmethod
-    def _msgpack():
+    def _msgpack() -> Any:  # the msgpack module, which has no type hints
         try:
             import msgpack
         except ImportError:
@@ -116,15 +131,16 @@ class MsgPackCodec(_ListCodec):
                                 ) from None
         return msgpack
 
-    def resolve(self, spec):
+    def resolve(self, spec: ChunkSpec) -> "_ObjectCodec":
         self._msgpack()
         return super().resolve(spec)
 
-    def _dumps(self, items):
-        return self._msgpack().packb(items, use_bin_type=self.use_bin_type,
-                                     use_single_float=self.use_single_float)
+    def _dumps(self, items: list[Any]) -> bytes:
+        packed: bytes = self._msgpack().packb(items, use_bin_type=self.use_bin_type,
+                                              use_single_float=self.use_single_float)
+        return packed
 
-    def _loads(self, data):
+    def _loads(self, data: bytes) -> Any:
         return self._msgpack().unpackb(data, raw=self.raw)
 
 
@@ -133,7 +149,7 @@ class VLenArrayCodec(_ObjectCodec):
 
     v2_id = "vlen-array"
 
-    def __init__(self, dtype):
+    def __init__(self, dtype: npt.DTypeLike) -> None:
         try:
             self.dtype = np.dtype(dtype)
         except TypeError as e:
@@ -141,17 +157,19 @@ class VLenArrayCodec(_ObjectCodec):
         if self.dtype.kind not in "biufcmM":
             raise MetadataError(f"vlen-array codec: dtype {self.dtype} is not a numeric type")
 
-    def configuration(self):
+    def configuration(self) -> CodecJSON:
         return {"dtype": self.dtype.str}
 
-    def encode(self, array, spec):
+    def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> BytesLike:
         items = [None if item is None else
                  np.ascontiguousarray(item, dtype=self.dtype).reshape(-1).tobytes()
                  for item in np.asarray(array).reshape(-1).tolist()]
-        return _filters.vlen_encode(items, False)
+        encoded: bytes = _filters.vlen_encode(items, False)
+        return encoded
 
-    def decode(self, data, spec, out=None):
-        raw = _filters.vlen_decode(data, math.prod(spec.shape), False)
+    def decode(self, data: BytesLike, spec: ChunkSpec,
+               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
+        raw: list[bytes] = _filters.vlen_decode(data, math.prod(spec.shape), False)
         size = self.dtype.itemsize
         array = np.empty(len(raw), dtype=object)
         for i, item in enumerate(raw):
@@ -168,16 +186,17 @@ class PickleCodec(_ObjectCodec):
 
     v2_id = "pickle"
 
-    def __init__(self, protocol=pickle.HIGHEST_PROTOCOL):
+    def __init__(self, protocol: int = pickle.HIGHEST_PROTOCOL) -> None:
         self.protocol = int(protocol)
 
-    def configuration(self):
+    def configuration(self) -> CodecJSON:
         return {"protocol": self.protocol}
 
-    def encode(self, array, spec):
+    def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> BytesLike:
         return pickle.dumps(np.asarray(array), protocol=self.protocol)
 
-    def decode(self, data, spec, out=None):
+    def decode(self, data: BytesLike, spec: ChunkSpec,
+               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
         if not config.allow_pickle:
             raise UnsafeCodecError(
                 "the pickle codec is refused: unpickling runs code named by the stored data, so "

@@ -7,11 +7,14 @@ zero bytes follow the data, enough for every block the header implies. A truncat
 decodes into the padding rather than past the end of the buffer.
 """
 import math
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import ChunkDecodeError, MetadataError
-from .base import ArrayBytesCodec, NumcodecsForm, into, stored_numbers
+from .base import (ArrayBytesCodec, BytesLike, ChunkSpec, CodecJSON, NumcodecsForm, into,
+                   stored_numbers)
 from .registry import register_codec
 
 _DTYPES = frozenset(np.dtype(t) for t in ("f4", "f8", "i4", "i8"))
@@ -22,7 +25,7 @@ _MAX_BLOCK_BITS = 1 << 15  # maxbits is a 15-bit field in zfp's header
 _EMPTY_BLOCK_BITS = 128  # at most one bit per bit plane, plus the block's flag bits
 
 
-def _zfpy():
+def _zfpy() -> Any:  # the zfpy module, which has no type hints
     try:
         import zfpy
     except ImportError:
@@ -37,7 +40,8 @@ class ZfpyCodec(NumcodecsForm, ArrayBytesCodec):
     name = None
     v2_id = "zfpy"
 
-    def __init__(self, mode=4, tolerance=-1, rate=-1, precision=-1, compression_kwargs=None):
+    def __init__(self, mode: int = 4, tolerance: float = -1, rate: float = -1,
+                 precision: int = -1, compression_kwargs: CodecJSON | None = None) -> None:
         # compression_kwargs is derived from the others; numcodecs stores it and ignores it.
         for field, value in (("mode", mode), ("precision", precision)):
             if isinstance(value, bool) or not isinstance(value, int):
@@ -47,18 +51,19 @@ class ZfpyCodec(NumcodecsForm, ArrayBytesCodec):
                 raise MetadataError(f"zfpy codec: {field} must be a number, got {value!r}")
         self.mode, self.tolerance, self.rate, self.precision = mode, tolerance, rate, precision
 
-    def _compression_kwargs(self):
+    def _compression_kwargs(self) -> dict[str, float] | None:
         field = _MODE_KWARG.get(self.mode)
         return None if field is None else {field: getattr(self, field)}
 
-    def configuration(self):
+    def configuration(self) -> CodecJSON:
         kwargs = self._compression_kwargs()
-        config = {"mode": self.mode}
+        config: CodecJSON = {"mode": self.mode}
         if kwargs is not None:
             config["compression_kwargs"] = kwargs
-        return {**config, "tolerance": self.tolerance, "rate": self.rate, "precision": self.precision}
+        return {**config, "tolerance": self.tolerance, "rate": self.rate,
+                "precision": self.precision}
 
-    def resolve(self, spec):
+    def resolve(self, spec: ChunkSpec) -> "ZfpyCodec":
         dtype = stored_numbers(spec.dtype)
         if dtype not in _DTYPES:
             raise MetadataError(f"zfpy codec: data type {dtype} is not one zfp stores "
@@ -66,18 +71,22 @@ class ZfpyCodec(NumcodecsForm, ArrayBytesCodec):
         _zfpy()
         return self
 
-    def encode(self, array, spec):
+    def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> BytesLike:
         kwargs = self._compression_kwargs()
         if kwargs is None:
             raise MetadataError(f"zfpy codec: mode {self.mode} cannot encode; numcodecs writes "
                                 f"modes {sorted(_MODE_KWARG)}")
         try:
             array = np.ascontiguousarray(array)
-            return _zfpy().compress_numpy(array.view(stored_numbers(array.dtype)), write_header=True, **kwargs)
+            compressed: bytes = _zfpy().compress_numpy(
+                array.view(stored_numbers(array.dtype)), write_header=True, **kwargs)
+            return compressed
         except (TypeError, ValueError, RuntimeError) as e:
-            raise MetadataError(f"zfpy codec: cannot encode with {self.configuration()}: {e}") from None
+            raise MetadataError(
+                f"zfpy codec: cannot encode with {self.configuration()}: {e}") from None
 
-    def decode(self, data, spec, out=None):
+    def decode(self, data: BytesLike, spec: ChunkSpec,
+               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
         zfpy = _zfpy()
         data = bytes(data)
         try:
@@ -87,13 +96,14 @@ class ZfpyCodec(NumcodecsForm, ArrayBytesCodec):
         shape = [header[axis] for axis in ("nw", "nz", "ny", "nx") if header[axis]]
         count, numbers = math.prod(spec.shape), stored_numbers(spec.dtype)
         if np.dtype(header["type"]) != numbers or math.prod(shape) != count:
-            raise ChunkDecodeError(f"zfpy codec: the stream holds {tuple(shape)} {np.dtype(header['type'])}, "
-                                   f"expected {count} values of {numbers}")
+            raise ChunkDecodeError(f"zfpy codec: the stream holds {tuple(shape)} "
+                                   f"{np.dtype(header['type'])}, expected {count} values of "
+                                   f"{numbers}")
         expert = header["config"]["expert"]
         blocks = math.prod(-(-n // 4) for n in shape)
         if blocks * expert["minbits"] > 8 * len(data):
-            raise ChunkDecodeError(f"zfpy codec: the stream ({len(data)} bytes) is shorter than its "
-                                   f"{blocks} blocks of at least {expert['minbits']} bits")
+            raise ChunkDecodeError(f"zfpy codec: the stream ({len(data)} bytes) is shorter than "
+                                   f"its {blocks} blocks of at least {expert['minbits']} bits")
         # One block cut short reads at most maxbits; each block after it, in the zeros, reads
         # its minbits or a bit per bit plane. Bounded by the data's own length (checked above).
         straddle = max(_MAX_BLOCK_BITS, expert["maxbits"])
