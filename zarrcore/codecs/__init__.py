@@ -18,10 +18,11 @@ from .zfpy import ZfpyCodec
 from .zstd import ZstdCodec
 
 __all__ = [
-    "ArrayArrayCodec", "ArrayBytesCodec", "BZ2Codec", "Base64Codec", "BloscCodec", "BytesBytesCodec", "BytesCodec",
-    "ChunkSpec", "Codec", "Crc32cCodec", "GzipCodec", "JSONCodec", "LZ4Codec", "LZMACodec",
-    "MsgPackCodec", "NumcodecsBytesCodec", "NumcodecsFilter", "NumcodecsSerializer", "PcodecCodec", "PickleCodec", "ShardingCodec",
-    "TransposeCodec", "V2Filter", "VLenArrayCodec", "VLenBytesCodec",
-    "VLenUTF8Codec", "ZfpyCodec", "ZlibCodec",
-    "ZstdCodec", "codec_from_json", "codec_from_v2", "register_codec", "registered_names",
+    "ArrayArrayCodec", "ArrayBytesCodec", "BZ2Codec", "Base64Codec", "BloscCodec",
+    "BytesBytesCodec", "BytesCodec", "ChunkSpec", "Codec", "Crc32cCodec", "GzipCodec",
+    "JSONCodec", "LZ4Codec", "LZMACodec", "MsgPackCodec", "NumcodecsBytesCodec",
+    "NumcodecsFilter", "NumcodecsSerializer", "PcodecCodec", "PickleCodec", "ShardingCodec",
+    "TransposeCodec", "V2Filter", "VLenArrayCodec", "VLenBytesCodec", "VLenUTF8Codec",
+    "ZfpyCodec", "ZlibCodec", "ZstdCodec", "codec_from_json", "codec_from_v2",
+    "register_codec", "registered_names",
 ]

@@ -6,18 +6,21 @@ dtype up front, so a chain knows every intermediate spec (and blosc its typesize
 `as_bytes_codec()` adapts one to follow a bytes->bytes codec in a filter list.
 """
 import math
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import _filters
 from ..errors import ChunkDecodeError, MetadataError
-from .base import ArrayArrayCodec, BytesBytesCodec, ChunkSpec, NumcodecsForm
+from .base import (ArrayArrayCodec, BytesBytesCodec, BytesLike, ChunkSpec, CodecJSON,
+                   NumcodecsForm)
 from .registry import register_codec
 
 _U1 = np.dtype(np.uint8)
 
 
-def _dtype(value, codec, field):
+def _dtype(value: npt.DTypeLike, codec: str | None, field: str) -> np.dtype[Any]:
     try:
         dtype = np.dtype(value)
     except (TypeError, ValueError) as e:
@@ -27,29 +30,31 @@ def _dtype(value, codec, field):
     return dtype
 
 
-def _number(value, codec, field):
+def _number(value: float, codec: str | None, field: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise MetadataError(f"{codec} filter: {field} must be a number, got {value!r}")
     return value
 
 
-def _int(value, codec, field, minimum=0):
+def _int(value: int, codec: str | None, field: str, minimum: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise MetadataError(f"{codec} filter: {field} must be an integer >= {minimum}, got {value!r}")
+        raise MetadataError(
+            f"{codec} filter: {field} must be an integer >= {minimum}, got {value!r}")
     return value
 
 
-def _flat(array):
+def _flat(array: npt.ArrayLike) -> npt.NDArray[Any]:
     return np.ascontiguousarray(array).reshape(-1)
 
 
-def _raw(array):
+def _raw(array: npt.ArrayLike) -> npt.NDArray[np.uint8]:
     """The bytes of an array as a flat uint8 view (datetimes and structs included)."""
     return _flat(array).view(_U1)
 
 
-def _native(dtype):
-    return dtype.newbyteorder("=")
+def _native(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    native: np.dtype[Any] = dtype.newbyteorder("=")
+    return native
 
 
 class V2Filter(NumcodecsForm, ArrayArrayCodec):
@@ -61,32 +66,32 @@ class V2Filter(NumcodecsForm, ArrayArrayCodec):
 
     name = None  # v2 only: no v3 name
 
-    def encoded_layout(self, count, dtype):
+    def encoded_layout(self, count: int, dtype: np.dtype[Any]) -> tuple[int, np.dtype[Any]]:
         raise NotImplementedError
 
-    def encode_flat(self, array):
+    def encode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         raise NotImplementedError
 
-    def decode_flat(self, array):
+    def decode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         raise NotImplementedError
 
-    def _items(self, count, dtype, as_dtype):
-        """How many `as_dtype` items the bytes of `count` `dtype` items make (numcodecs views)."""
+    def _items(self, count: int, dtype: np.dtype[Any], as_dtype: np.dtype[Any]) -> int:
+        """How many `as_dtype` items the bytes of `count` `dtype` items make (numcodecs
+        views)."""
         nbytes = count * dtype.itemsize
         if nbytes % as_dtype.itemsize:
-            raise MetadataError(
-                f"{self.v2_id} filter: {nbytes}-byte chunks are not a whole number of {as_dtype} items"
-            )
+            raise MetadataError(f"{self.v2_id} filter: {nbytes}-byte chunks are not a whole "
+                                f"number of {as_dtype} items")
         return nbytes // as_dtype.itemsize
 
-    def encoded_spec(self, spec):
+    def encoded_spec(self, spec: ChunkSpec) -> ChunkSpec:
         count, dtype = self.encoded_layout(math.prod(spec.shape), np.dtype(spec.dtype))
         return ChunkSpec((count,), dtype)
 
-    def encode(self, array, spec):
+    def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> npt.NDArray[Any]:
         return self.encode_flat(_flat(array))
 
-    def decode(self, array, spec):
+    def decode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> npt.NDArray[Any]:
         out = self.decode_flat(_flat(array))
         dtype = np.dtype(spec.dtype)
         if out.dtype != dtype:
@@ -105,7 +110,7 @@ class V2Filter(NumcodecsForm, ArrayArrayCodec):
             )
         return out.reshape(spec.shape)
 
-    def as_bytes_codec(self):
+    def as_bytes_codec(self) -> "FilterAsBytes":
         return FilterAsBytes(self)
 
 
@@ -114,20 +119,20 @@ class FilterAsBytes(BytesBytesCodec):
 
     name = None
 
-    def __init__(self, filter):
+    def __init__(self, filter: V2Filter) -> None:
         self.filter = filter
 
     @property
-    def verifies_integrity(self):
+    def verifies_integrity(self) -> bool:
         return self.filter.verifies_integrity
 
-    def to_v2_json(self):
+    def to_v2_json(self) -> CodecJSON:
         return self.filter.to_v2_json()
 
-    def encode(self, data, spec):
+    def encode(self, data: BytesLike, spec: ChunkSpec) -> BytesLike:
         return _raw(self.filter.encode_flat(np.frombuffer(data, dtype=_U1)))
 
-    def decode(self, data, spec):
+    def decode(self, data: BytesLike, spec: ChunkSpec) -> BytesLike:
         try:
             return _raw(self.filter.decode_flat(np.frombuffer(data, dtype=_U1)))
         except ValueError as e:  # the bytes are not whole items of the filter's dtype
@@ -139,14 +144,14 @@ class FilterAsBytes(BytesBytesCodec):
 class _TypedFilter(V2Filter):
     """Filters configured with a decoded `dtype` and an encoded `astype` (default: dtype)."""
 
-    def __init__(self, dtype, astype=None):
+    def __init__(self, dtype: npt.DTypeLike, astype: npt.DTypeLike | None = None) -> None:
         self.dtype = _dtype(dtype, self.v2_id, "dtype")
         self.astype = self.dtype if astype is None else _dtype(astype, self.v2_id, "astype")
 
-    def configuration(self):
+    def configuration(self) -> CodecJSON:
         return {"dtype": self.dtype.str, "astype": self.astype.str}
 
-    def encoded_layout(self, count, dtype):
+    def encoded_layout(self, count: int, dtype: np.dtype[Any]) -> tuple[int, np.dtype[Any]]:
         return self._items(count, dtype, self.dtype), self.astype
 
 
@@ -155,7 +160,7 @@ class DeltaFilter(_TypedFilter):
 
     v2_id = "delta"
 
-    def __init__(self, dtype, astype=None):
+    def __init__(self, dtype: npt.DTypeLike, astype: npt.DTypeLike | None = None) -> None:
         super().__init__(dtype, astype)
         # Timedeltas too, as numcodecs takes them (zarr 2 wrote them; datetimes fail there).
         if not ((self.dtype.kind in "iufc" and self.astype.kind in "iufc")
@@ -163,10 +168,10 @@ class DeltaFilter(_TypedFilter):
             raise MetadataError(f"delta filter: unsupported dtypes {self.dtype} -> {self.astype}")
 
     @staticmethod
-    def _compiled(dtype):
+    def _compiled(dtype: np.dtype[Any]) -> bool:
         return dtype.kind in "iu" or (dtype.kind == "f" and dtype.itemsize in (4, 8))
 
-    def encode_flat(self, array):
+    def encode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         if self.dtype.kind == "b":
             raise MetadataError(
                 "delta filter on bool: numcodecs decodes it as a running OR of the stored "
@@ -181,14 +186,14 @@ class DeltaFilter(_TypedFilter):
             diff[1:] = np.diff(arr)
         return diff.astype(self.astype, copy=False)
 
-    def decode_flat(self, array):
+    def decode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         enc = array.view(self.astype)
         # Running sums in the decoded type agree with numpy's cumsum when both are integers
         # (both wrap) or both the same float; other mixes take numpy's own route.
         both_int = self.dtype.kind in "iu" and self.astype.kind in "iu"
         same_type = _native(self.dtype) == _native(self.astype)
         if self._compiled(self.dtype) and (both_int or same_type):
-            dec = _filters.delta_decode(enc.astype(_native(self.dtype)))
+            dec: npt.NDArray[Any] = _filters.delta_decode(enc.astype(_native(self.dtype)))
             return dec.astype(self.dtype, copy=False)
         dec = np.empty(enc.shape, dtype=self.dtype)
         np.cumsum(enc, out=dec)
@@ -200,19 +205,20 @@ class FixedScaleOffsetFilter(_TypedFilter):
 
     v2_id = "fixedscaleoffset"
 
-    def __init__(self, offset, scale, dtype, astype=None):
+    def __init__(self, offset: float, scale: float, dtype: npt.DTypeLike,
+                 astype: npt.DTypeLike | None = None) -> None:
         super().__init__(dtype, astype)
         self.offset = _number(offset, self.v2_id, "offset")
         self.scale = _number(scale, self.v2_id, "scale")
 
-    def configuration(self):
+    def configuration(self) -> CodecJSON:
         return {"scale": self.scale, "offset": self.offset, **super().configuration()}
 
-    def encode_flat(self, array):
+    def encode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         enc = np.around((array.view(self.dtype) - self.offset) * self.scale)
         return enc.astype(self.astype, copy=False)
 
-    def decode_flat(self, array):
+    def decode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         dec = (array.view(self.astype) / self.scale) + self.offset
         return dec.astype(self.dtype, copy=False)
 
@@ -222,7 +228,8 @@ class QuantizeFilter(_TypedFilter):
 
     v2_id = "quantize"
 
-    def __init__(self, digits, dtype, astype=None):
+    def __init__(self, digits: int, dtype: npt.DTypeLike,
+                 astype: npt.DTypeLike | None = None) -> None:
         super().__init__(dtype, astype)
         self.digits = _int(digits, self.v2_id, "digits", minimum=-(2**31))
         if self.dtype.kind != "f" or self.astype.kind != "f":
@@ -235,14 +242,14 @@ class QuantizeFilter(_TypedFilter):
         except (OverflowError, ValueError):  # 10**-digits beyond what a double holds
             raise MetadataError(f"quantize filter: digits {digits} out of range") from None
 
-    def configuration(self):
+    def configuration(self) -> CodecJSON:
         return {"digits": self.digits, **super().configuration()}
 
-    def encode_flat(self, array):
+    def encode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         enc = np.around(self._scale * array.view(self.dtype)) / self._scale
         return enc.astype(self.astype, copy=False)
 
-    def decode_flat(self, array):
+    def decode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         return array.view(self.astype).astype(self.dtype, copy=False)
 
 
@@ -254,26 +261,28 @@ class BitRoundFilter(V2Filter):
 
     v2_id = "bitround"
 
-    def __init__(self, keepbits):
+    def __init__(self, keepbits: int) -> None:
         self.keepbits = _int(keepbits, self.v2_id, "keepbits")
 
-    def configuration(self):
+    def configuration(self) -> CodecJSON:
         return {"keepbits": self.keepbits}
 
-    def encoded_layout(self, count, dtype):
+    def encoded_layout(self, count: int, dtype: np.dtype[Any]) -> tuple[int, np.dtype[Any]]:
         if dtype.kind != "f" or dtype.itemsize not in _MANTISSA_BITS:
-            raise MetadataError(f"bitround filter: only float16/32/64 data can be bit-rounded, not {dtype}")
+            raise MetadataError(
+                f"bitround filter: only float16/32/64 data can be bit-rounded, not {dtype}")
         bits = _MANTISSA_BITS[dtype.itemsize]
         if self.keepbits > bits:
-            raise MetadataError(f"bitround filter: keepbits {self.keepbits} exceeds the {bits} bits of {dtype}")
+            raise MetadataError(
+                f"bitround filter: keepbits {self.keepbits} exceeds the {bits} bits of {dtype}")
         # Keeping every bit passes the floats through unchanged, as numcodecs does.
         return count, dtype if self.keepbits == bits else np.dtype(dtype.str.replace("f", "i"))
 
-    def encode_flat(self, array):
+    def encode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         bits = _MANTISSA_BITS[array.dtype.itemsize]
         if self.keepbits == bits:
             return array
-        ints = array.view(array.dtype.str.replace("f", "i")).copy()
+        ints: npt.NDArray[Any] = array.view(array.dtype.str.replace("f", "i")).copy()
         maskbits = bits - self.keepbits
         mask = (np.array(-1, dtype=ints.dtype) >> maskbits) << maskbits
         half_quantum = (1 << (maskbits - 1)) - 1
@@ -281,7 +290,7 @@ class BitRoundFilter(V2Filter):
         ints &= mask
         return ints
 
-    def decode_flat(self, array):
+    def decode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         return array  # the integers are the rounded floats' bits; decode() views them back
 
 
@@ -290,20 +299,20 @@ class AsTypeFilter(V2Filter):
 
     v2_id = "astype"
 
-    def __init__(self, encode_dtype, decode_dtype):
+    def __init__(self, encode_dtype: npt.DTypeLike, decode_dtype: npt.DTypeLike) -> None:
         self.encode_dtype = _dtype(encode_dtype, self.v2_id, "encode_dtype")
         self.decode_dtype = _dtype(decode_dtype, self.v2_id, "decode_dtype")
 
-    def configuration(self):
+    def configuration(self) -> CodecJSON:
         return {"encode_dtype": self.encode_dtype.str, "decode_dtype": self.decode_dtype.str}
 
-    def encoded_layout(self, count, dtype):
+    def encoded_layout(self, count: int, dtype: np.dtype[Any]) -> tuple[int, np.dtype[Any]]:
         return self._items(count, dtype, self.decode_dtype), self.encode_dtype
 
-    def encode_flat(self, array):
+    def encode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         return array.view(self.decode_dtype).astype(self.encode_dtype)
 
-    def decode_flat(self, array):
+    def decode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         return array.view(self.encode_dtype).astype(self.decode_dtype)
 
 
@@ -312,18 +321,18 @@ class PackBitsFilter(V2Filter):
 
     v2_id = "packbits"
 
-    def encoded_layout(self, count, dtype):
+    def encoded_layout(self, count: int, dtype: np.dtype[Any]) -> tuple[int, np.dtype[Any]]:
         nbits = count * dtype.itemsize
         return 1 + (nbits + 7) // 8, _U1
 
-    def encode_flat(self, array):
+    def encode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         bits = array.view(np.bool_)
         out = np.empty(1 + (bits.size + 7) // 8, dtype=_U1)
         out[0] = -bits.size % 8
         out[1:] = np.packbits(bits)
         return out
 
-    def decode_flat(self, array):
+    def decode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         enc = array.view(_U1)
         if enc.size < 1 or enc[0] > 7 or (enc[0] and enc.size < 2):
             raise ChunkDecodeError(f"packbits filter: invalid header in {enc.size} bytes")
@@ -336,29 +345,33 @@ class CategorizeFilter(V2Filter):
 
     v2_id = "categorize"
 
-    def __init__(self, labels, dtype, astype="u1"):
+    def __init__(self, labels: list[str], dtype: npt.DTypeLike, astype: npt.DTypeLike = "u1"
+                 ) -> None:
         self.dtype = np.dtype(dtype)
         if self.dtype.kind not in "UO":
-            raise MetadataError(f"categorize filter: dtype must be unicode or object, got {self.dtype}")
+            raise MetadataError(
+                f"categorize filter: dtype must be unicode or object, got {self.dtype}")
         if not isinstance(labels, (list, tuple)) or not all(isinstance(x, str) for x in labels):
-            raise MetadataError(f"categorize filter: labels must be a list of strings, got {labels!r}")
+            raise MetadataError(
+                f"categorize filter: labels must be a list of strings, got {labels!r}")
         self.labels = list(labels)
         self.astype = _dtype(astype, self.v2_id, "astype")
 
-    def configuration(self):
+    def configuration(self) -> CodecJSON:
         return {"labels": self.labels, "dtype": self.dtype.str, "astype": self.astype.str}
 
-    def encoded_layout(self, count, dtype):
+    def encoded_layout(self, count: int, dtype: np.dtype[Any]) -> tuple[int, np.dtype[Any]]:
         return count, self.astype
 
-    def encode_flat(self, array):
-        values = array if self.dtype.hasobject or array.dtype.kind in "OT" else array.view(self.dtype)
+    def encode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        values = (array if self.dtype.hasobject or array.dtype.kind in "OT"
+                  else array.view(self.dtype))
         enc = np.zeros(values.shape, dtype=self.astype)
         for i, label in enumerate(self.labels):
             enc[values == label] = i + 1
         return enc
 
-    def decode_flat(self, array):
+    def decode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         enc = array.view(self.astype)
         dec = np.full(enc.shape, "", dtype=self.dtype)
         for i, label in enumerate(self.labels):
@@ -371,28 +384,30 @@ class ShuffleFilter(V2Filter):
 
     v2_id = "shuffle"
 
-    def __init__(self, elementsize=4):
+    def __init__(self, elementsize: int = 4) -> None:
         self.elementsize = _int(elementsize, self.v2_id, "elementsize")
 
-    def configuration(self):
+    def configuration(self) -> CodecJSON:
         return {"elementsize": self.elementsize}
 
-    def encoded_layout(self, count, dtype):
+    def encoded_layout(self, count: int, dtype: np.dtype[Any]) -> tuple[int, np.dtype[Any]]:
         nbytes = count * dtype.itemsize
         if self.elementsize > 1 and nbytes % self.elementsize:
-            raise MetadataError(
-                f"shuffle filter: {nbytes}-byte chunks are not a multiple of elementsize {self.elementsize}"
-            )
+            raise MetadataError(f"shuffle filter: {nbytes}-byte chunks are not a multiple of "
+                                f"elementsize {self.elementsize}")
         return nbytes, _U1
 
-    def encode_flat(self, array):
-        return _filters.shuffle(_raw(array), max(self.elementsize, 1))
+    def encode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        shuffled: npt.NDArray[Any] = _filters.shuffle(_raw(array), max(self.elementsize, 1))
+        return shuffled
 
-    def decode_flat(self, array):
+    def decode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         data = _raw(array)
         if self.elementsize > 1 and data.size % self.elementsize:
-            raise ChunkDecodeError(f"shuffle filter: {data.size} bytes is not a multiple of {self.elementsize}")
-        return _filters.unshuffle(data, max(self.elementsize, 1))
+            raise ChunkDecodeError(f"shuffle filter: {data.size} bytes is not a multiple of "
+                                   f"{self.elementsize}")
+        unshuffled: npt.NDArray[Any] = _filters.unshuffle(data, max(self.elementsize, 1))
+        return unshuffled
 
 
 class _ChecksumFilter(V2Filter):
@@ -401,33 +416,36 @@ class _ChecksumFilter(V2Filter):
     location = "start"
     verifies_integrity = True
 
-    def __init__(self, location=None):
+    def __init__(self, location: str | None = None) -> None:
         if location not in (None, "start", "end"):
-            raise MetadataError(f"{self.v2_id} filter: location must be 'start' or 'end', got {location!r}")
+            raise MetadataError(
+                f"{self.v2_id} filter: location must be 'start' or 'end', got {location!r}")
         # numcodecs writes `location` only when it was given.
         self._location = location
 
-    def configuration(self):
+    def configuration(self) -> CodecJSON:
         return {} if self._location is None else {"location": self._location}
 
     @property
-    def at_end(self):
+    def at_end(self) -> bool:
         return (self._location or self.location) == "end"
 
-    def _seed(self):
+    def _seed(self) -> tuple[int, bytes]:
         return 0, b""
 
-    def encoded_layout(self, count, dtype):
+    def encoded_layout(self, count: int, dtype: np.dtype[Any]) -> tuple[int, np.dtype[Any]]:
         return count * dtype.itemsize + 4, _U1
 
-    def encode_flat(self, array):
+    def encode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         seed, prefix = self._seed()
-        return _filters.checksum_frame(self.v2_id, _raw(array), self.at_end, seed, prefix)
+        framed: npt.NDArray[Any] = _filters.checksum_frame(
+            self.v2_id, _raw(array), self.at_end, seed, prefix)
+        return framed
 
-    def decode_flat(self, array):
+    def decode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         data = _raw(array)
         seed, prefix = self._seed()
-        start = _filters.checksum_verify(self.v2_id, data, self.at_end, seed, prefix)
+        start: int = _filters.checksum_verify(self.v2_id, data, self.at_end, seed, prefix)
         return data[start:start + data.size - 4]
 
 
@@ -443,7 +461,7 @@ class Fletcher32Filter(_ChecksumFilter):
     v2_id = "fletcher32"
     location = "end"
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
 
 
@@ -453,7 +471,7 @@ class JenkinsLookup3Filter(_ChecksumFilter):
     v2_id = "jenkins_lookup3"
     location = "end"
 
-    def __init__(self, initval=0, prefix=None):
+    def __init__(self, initval: int = 0, prefix: list[int] | None = None) -> None:
         super().__init__()
         self.initval = _int(initval, self.v2_id, "initval")
         if self.initval >= 2**32:
@@ -461,13 +479,14 @@ class JenkinsLookup3Filter(_ChecksumFilter):
         if prefix is not None and not (
             isinstance(prefix, list) and all(isinstance(b, int) and 0 <= b < 256 for b in prefix)
         ):
-            raise MetadataError(f"jenkins_lookup3 filter: prefix must be null or a list of bytes, got {prefix!r}")
+            raise MetadataError(
+                f"jenkins_lookup3 filter: prefix must be null or a list of bytes, got {prefix!r}")
         self.prefix = prefix
 
-    def configuration(self):
+    def configuration(self) -> CodecJSON:
         return {"initval": self.initval, "prefix": self.prefix}
 
-    def _seed(self):
+    def _seed(self) -> tuple[int, bytes]:
         return self.initval, bytes(self.prefix or b"")
 
 

@@ -13,13 +13,17 @@ array's data type, and stored. pcodec and zfpy are array->bytes codecs: the seri
 given the chunk with its shape.
 """
 import math
+from collections.abc import Callable
+from typing import Any, TypeVar, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import MetadataError
 from . import pcodec, zfpy  # noqa: F401  (registers the v2 ids)
-from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec
-from .numcodecs_filters import V2Filter
+from .base import (ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, BytesLike, ChunkSpec, Codec,
+                   CodecJSON)
+from .numcodecs_filters import QuantizeFilter, V2Filter
 from .registry import codec_from_v2, register_codec
 
 PREFIX = "numcodecs."
@@ -28,7 +32,7 @@ ARRAY_TO_BYTES = ("pcodec", "zfpy")
 BYTES_TO_BYTES = ("blosc", "zstd", "zlib", "gzip", "lz4", "bz2", "lzma", "shuffle", "crc32",
                   "crc32c", "adler32", "fletcher32", "jenkins_lookup3")
 # Parameters zarr-python fills in from the data type when missing, and how.
-_FROM_DTYPE = {
+_FROM_DTYPE: dict[str, tuple[str, Callable[[np.dtype[Any]], object]]] = {
     "fixedscaleoffset": ("dtype", str),
     "quantize": ("dtype", str),
     "astype": ("decode_dtype", str),
@@ -36,74 +40,85 @@ _FROM_DTYPE = {
 }
 _BYTES_SPEC = ChunkSpec((0,), np.dtype(np.uint8))
 
+_N = TypeVar("_N", bound="_NumcodecsV3")
+
 
 class _NumcodecsV3:
     """What every `numcodecs.<id>` codec shares: its name, stored configuration and the
     zarrcore codec built from that configuration (None until the data type fills it in)."""
 
-    def __init__(self, codec_id, configuration):
+    def __init__(self, codec_id: str, configuration: CodecJSON) -> None:
         self.codec_id = codec_id
         self.name = PREFIX + codec_id
         self._config = dict(configuration)
         self.codec = self._build(self._config) if self._complete(self._config) else None
 
     @classmethod
-    def from_config(cls, codec_id, configuration):
+    def from_config(cls: type[_N], codec_id: str, configuration: CodecJSON | None) -> _N:
         return cls(codec_id, configuration or {})
 
-    def configuration(self):
+    def configuration(self) -> CodecJSON:
         return dict(self._config)
 
     @property
-    def verifies_integrity(self):
+    def verifies_integrity(self) -> bool:
         return self.codec is not None and self.codec.verifies_integrity
 
-    def to_json(self):
+    def to_json(self) -> CodecJSON:
         # zarr-python writes "configuration" even when it is empty.
         return {"name": self.name, "configuration": self.configuration()}
 
-    def _complete(self, config):
+    def _complete(self, config: CodecJSON) -> bool:
         field = _FROM_DTYPE.get(self.codec_id, (None,))[0]
         return field is None or config.get(field) is not None
 
-    def _filled(self, spec):
+    def _filled(self, spec: ChunkSpec) -> CodecJSON:
         """The configuration with the parameters taken from the array's data type filled in."""
         if self._complete(self._config):
             return self._config
         field, value = _FROM_DTYPE[self.codec_id]
         return {**self._config, field: value(np.dtype(spec.array_dtype))}
 
-    def _build(self, config):
+    def _build(self, config: CodecJSON) -> Codec:
         if "id" in config:
             raise MetadataError(f"{self.name}: the configuration must not hold an 'id'")
         return codec_from_v2({"id": self.codec_id, **config}, self.name)
 
 
-class NumcodecsFilter(_NumcodecsV3, ArrayArrayCodec):  # type: ignore[misc]  # from_config(id, ...)
+# The ignores: _NumcodecsV3.from_config takes the id first, and its `name` is always a str.
+class NumcodecsFilter(_NumcodecsV3, ArrayArrayCodec):  # type: ignore[misc]
     """A numcodecs filter as an array->array codec; the encoded chunk keeps its shape when it
     keeps its number of items."""
 
-    def resolve(self, spec):
+    def resolve(self, spec: ChunkSpec) -> "NumcodecsFilter":
         codec = self if self.codec is not None else type(self)(self.codec_id, self._filled(spec))
-        if codec.codec_id == "quantize" and codec.codec.astype != codec.codec.dtype:
+        quantize = codec.codec
+        if isinstance(quantize, QuantizeFilter) and quantize.astype != quantize.dtype:
             # zarr-python keeps the decoded dtype for quantize's output, so it can neither
             # write nor read a different astype.
-            raise MetadataError(f"{self.name}: astype {codec.codec.astype} differs from dtype {codec.codec.dtype}")
+            raise MetadataError(
+                f"{self.name}: astype {quantize.astype} differs from dtype {quantize.dtype}")
         return codec
 
-    def v2_filter(self):
+    @property
+    def _filter(self) -> V2Filter:
+        """The numcodecs filter, once the data type completed its configuration."""
+        assert isinstance(self.codec, V2Filter)  # ARRAY_TO_ARRAY names filters only
+        return self.codec
+
+    def v2_filter(self) -> CodecJSON:
         return {"id": self.codec_id, **self.configuration()}
 
-    def encoded_spec(self, spec):
+    def encoded_spec(self, spec: ChunkSpec) -> ChunkSpec:
         items = math.prod(spec.shape)
-        count, dtype = self.codec.encoded_layout(items, np.dtype(spec.dtype))
+        count, dtype = self._filter.encoded_layout(items, np.dtype(spec.dtype))
         return spec.evolve(shape=tuple(spec.shape) if count == items else (count,), dtype=dtype)
 
-    def encode(self, array, spec):
-        return self.codec.encode(array, spec).reshape(self.encoded_spec(spec).shape)
+    def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> npt.NDArray[Any]:
+        return self._filter.encode(array, spec).reshape(self.encoded_spec(spec).shape)
 
-    def decode(self, array, spec):
-        return self.codec.decode(array, spec)
+    def decode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> npt.NDArray[Any]:
+        return self._filter.decode(array, spec)
 
 
 class NumcodecsBytesCodec(_NumcodecsV3, BytesBytesCodec):  # type: ignore[misc]  # as above
@@ -111,21 +126,22 @@ class NumcodecsBytesCodec(_NumcodecsV3, BytesBytesCodec):  # type: ignore[misc] 
     zarrcore codec itself, stored under this name (so zstd, gzip, zlib and blosc stay on the
     compiled batch paths)."""
 
-    def resolve(self, spec):
+    def resolve(self, spec: ChunkSpec) -> BytesBytesCodec:
         config = self._filled(spec)
-        codec = self._build(config)  # a new one: it takes this codec's name below
-        if isinstance(codec, V2Filter):
-            codec = codec.as_bytes_codec()
+        built = self._build(config)  # a new one: it takes this codec's name below
+        if isinstance(built, V2Filter):
+            built = built.as_bytes_codec()
+        assert isinstance(built, BytesBytesCodec)  # BYTES_TO_BYTES names no other kind
         # numcodecs receives the serialized chunk as bytes (typesize 1 for blosc).
-        codec = codec.resolve(_BYTES_SPEC)
+        codec = built.resolve(_BYTES_SPEC)
         codec.name = self.name
         codec.stored_json = {"name": self.name, "configuration": dict(config)}
         return codec
 
-    def encode(self, data, spec):
+    def encode(self, data: BytesLike, spec: ChunkSpec) -> BytesLike:
         return self.resolve(spec).encode(data, spec)
 
-    def decode(self, data, spec):
+    def decode(self, data: BytesLike, spec: ChunkSpec) -> BytesLike:
         return self.resolve(spec).decode(data, spec)
 
 
@@ -133,26 +149,33 @@ class NumcodecsSerializer(_NumcodecsV3, ArrayBytesCodec):  # type: ignore[misc] 
     """pcodec or zfpy as the array->bytes codec. Resolved, it is the zarrcore codec itself,
     stored under this name."""
 
-    def resolve(self, spec):
-        codec = self._build(self._config).resolve(spec)
+    def resolve(self, spec: ChunkSpec) -> ArrayBytesCodec:
+        built = self._build(self._config)
+        assert isinstance(built, ArrayBytesCodec)  # ARRAY_TO_BYTES names serializers only
+        codec = built.resolve(spec)
         codec.name = self.name
         codec.stored_json = self.to_json()
         return codec
 
-    def encode(self, array, spec):
+    def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> BytesLike:
         return self.resolve(spec).encode(array, spec)
 
-    def decode(self, data, spec, out=None):
+    def decode(self, data: BytesLike, spec: ChunkSpec,
+               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
         return self.resolve(spec).decode(data, spec, out)
+
+
+_NumcodecsClass = Union[
+    type[NumcodecsFilter], type[NumcodecsBytesCodec], type[NumcodecsSerializer]]
 
 
 class _Factory:
     """The registry entry of one `numcodecs.<id>` name."""
 
-    def __init__(self, cls, codec_id):
+    def __init__(self, cls: _NumcodecsClass, codec_id: str) -> None:
         self.cls, self.codec_id = cls, codec_id
 
-    def from_config(self, configuration):
+    def from_config(self, configuration: CodecJSON) -> Codec:
         return self.cls.from_config(self.codec_id, configuration)
 
 

@@ -7,14 +7,17 @@ and the compressor. An object codec (vlen-utf8, vlen-bytes) among the filters, o
 compressor, is the array->bytes step itself; codecs after it, or after the first
 bytes->bytes codec in the filters (crc32c), work on bytes.
 """
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
 from ..errors import MetadataError
-from ..metadata import ChunkKeyEncoding
+from ..metadata import ChunkKeyEncoding, DataType
 from ..metadata.dtypes import dtype_from_v2_json
 from ..metadata.v2 import ArrayMetadataV2
 from . import numcodecs_compressors, numcodecs_filters, vlen  # noqa: F401  (registers the v2 ids)
-from .base import ArrayBytesCodec, ChunkSpec, Codec
+from .base import ArrayBytesCodec, ChunkSpec, Codec, CodecJSON
 from .bytes import BytesCodec, _byte_order
 from .chain import CodecChain
 from .numcodecs_filters import V2Filter
@@ -28,33 +31,38 @@ _U1 = np.dtype(np.uint8)
 class V2BytesCodec(BytesCodec):
     """Raw items in whatever byte order the stored dtype (or the last filter's) has."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(endian=None)
 
-    def resolve(self, spec):
+    def resolve(self, spec: ChunkSpec) -> BytesCodec:
         return BytesCodec(_byte_order(np.dtype(spec.dtype))).resolve(spec)
 
 
-def codecs_from_v2_metadata(meta, where=".zarray"):
+def codecs_from_v2_metadata(meta: ArrayMetadataV2, where: str = ".zarray") -> list[Codec]:
     """The codec list that reads and writes the chunks of v2 array metadata `meta`."""
-    stages = [codec_from_v2(f, f"{where}: filters[{i}]") for i, f in enumerate(meta.filters or ())]
+    stages = [codec_from_v2(f, f"{where}: filters[{i}]")
+              for i, f in enumerate(meta.filters or ())]
     if meta.compressor is not None:
         stages.append(codec_from_v2(meta.compressor, f"{where}: compressor"))
     serializers = [i for i, c in enumerate(stages) if isinstance(c, ArrayBytesCodec)]
     if len(serializers) > 1:
         raise MetadataError(f"{where}: more than one object codec among filters and compressor")
+    serializer: Codec
     if serializers:
         split = serializers[0]
         serializer = stages.pop(split)
     else:
-        split = next((i for i, c in enumerate(stages) if not isinstance(c, V2Filter)), len(stages))
+        split = next((i for i, c in enumerate(stages) if not isinstance(c, V2Filter)),
+                     len(stages))
         serializer = V2BytesCodec()
-    codecs = []
+    codecs: list[Codec] = []
     if meta.order == "F" and len(meta.shape) > 1:
         codecs.append(TransposeCodec(tuple(reversed(range(len(meta.shape))))))
     for codec in stages[:split]:
         if not isinstance(codec, V2Filter):
-            raise MetadataError(f"{where}: {codec.to_v2_json()['id']!r} cannot come before the object codec")
+            # A codec built from a v2 id has to_v2_json, which Codec does not declare.
+            codec_id = codec.to_v2_json()["id"]  # type: ignore[attr-defined]
+            raise MetadataError(f"{where}: {codec_id!r} cannot come before the object codec")
         codecs.append(codec)
     codecs.append(serializer)
     tail = [c.as_bytes_codec() if isinstance(c, V2Filter) else c for c in stages[split:]]
@@ -65,7 +73,7 @@ def codecs_from_v2_metadata(meta, where=".zarray"):
     return codecs + tail
 
 
-def _v2_json(codec, where):
+def _v2_json(codec: object, where: str) -> CodecJSON:
     """A numcodecs configuration dict from a dict, a numcodecs codec or a zarrcore codec."""
     if isinstance(codec, dict):
         config = codec
@@ -77,11 +85,13 @@ def _v2_json(codec, where):
         config = codec.get_config()
     else:
         raise TypeError(f"{where}: expected a codec or a numcodecs configuration, got {codec!r}")
-    # Re-serialized, so the stored configuration is complete as numcodecs writes it.
-    return codec_from_v2(config, where).to_v2_json()
+    # Re-serialized, so the stored configuration is complete as numcodecs writes it. A codec
+    # built from a v2 id has to_v2_json, which Codec does not declare.
+    stored: CodecJSON = codec_from_v2(config, where).to_v2_json()  # type: ignore[attr-defined]
+    return stored
 
 
-def _compressor_json(compressors):
+def _compressor_json(compressors: object) -> CodecJSON | None:
     if compressors is None:
         return None
     if isinstance(compressors, str) and compressors == "auto":
@@ -95,25 +105,26 @@ def _compressor_json(compressors):
     return _v2_json(compressors, "compressor")
 
 
-def _separator(chunk_key_encoding):
+def _separator(chunk_key_encoding: str | CodecJSON | ChunkKeyEncoding | None) -> str:
     if chunk_key_encoding is None:
         return "."
     if isinstance(chunk_key_encoding, str):
         return chunk_key_encoding
     if isinstance(chunk_key_encoding, dict):
         if "separator" in chunk_key_encoding:  # zarr-python's short form
-            return chunk_key_encoding["separator"]
+            separator: str = chunk_key_encoding["separator"]
+            return separator
         chunk_key_encoding = ChunkKeyEncoding.from_json(chunk_key_encoding, "chunk_key_encoding")
     return chunk_key_encoding.separator
 
 
-def _filter_list(filters):
+def _filter_list(filters: object) -> list[Any]:
     if filters is None or (isinstance(filters, str) and filters == "auto"):
         return []
     return list(filters) if isinstance(filters, (list, tuple)) else [filters]
 
 
-def object_data_type(filters, compressors):
+def object_data_type(filters: object, compressors: object) -> DataType | None:
     """The data type of a new v2 array of numpy's object dtype: the one its object codec
     (vlen-utf8, vlen-bytes, json2, msgpack2, vlen-array, pickle or categorize, among `filters`
     or as the compressor) stands for, as a reader decides it; None without one."""
@@ -121,14 +132,19 @@ def object_data_type(filters, compressors):
     compressor = _compressor_json(compressors)
     for config in [*stages, *([compressor] if compressor else [])]:
         try:
-            return dtype_from_v2_json("|O", config["id"], "filters")
+            data_type: DataType = dtype_from_v2_json("|O", config["id"], "filters")
+            return data_type
         except MetadataError:
             continue
     return None
 
 
-def create_metadata_v2(*, shape, data_type, chunks, filters=None, compressors="auto",
-                       fill_value=None, order="C", attributes=None, chunk_key_encoding=None):
+def create_metadata_v2(*, shape: tuple[int, ...], data_type: DataType, chunks: tuple[int, ...],
+                       filters: object = None, compressors: object = "auto",
+                       fill_value: object = None, order: str = "C",
+                       attributes: Mapping[str, Any] | None = None,
+                       chunk_key_encoding: str | CodecJSON | ChunkKeyEncoding | None = None
+                       ) -> ArrayMetadataV2:
     """Array metadata for a new v2 array, checked by building its codec chain.
 
     Object types get their object codec (vlen-utf8/vlen-bytes) as a filter when none is given.
@@ -137,7 +153,8 @@ def create_metadata_v2(*, shape, data_type, chunks, filters=None, compressors="a
         _v2_json(f, f"filters[{i}]") for i, f in enumerate(_filter_list(filters))]
     compressor = _compressor_json(compressors)
     object_codec = data_type.v2_object_codec_id
-    if object_codec and not any(c["id"] == object_codec for c in [*(filters or ()), compressor] if c):
+    if object_codec and not any(
+            c["id"] == object_codec for c in [*(filters or ()), compressor] if c):
         filters = [{"id": object_codec}, *(filters or ())]
     fill = data_type.default_fill_value() if fill_value is None else fill_value
     meta = ArrayMetadataV2(
@@ -145,5 +162,6 @@ def create_metadata_v2(*, shape, data_type, chunks, filters=None, compressors="a
         fill_value=fill, order=order, filters=filters,
         dimension_separator=_separator(chunk_key_encoding), attributes=dict(attributes or {}),
     )
-    CodecChain(codecs_from_v2_metadata(meta), ChunkSpec(meta.chunk_shape, meta.dtype, meta.fill_value))
+    CodecChain(codecs_from_v2_metadata(meta),
+               ChunkSpec(meta.chunk_shape, meta.dtype, meta.fill_value))
     return meta

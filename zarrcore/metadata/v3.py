@@ -71,32 +71,32 @@ def _extension(value: object, where: str, name: str) -> tuple[str, JSONDict]:
                       f"object, got {value!r}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ChunkKeyEncoding:
     """The ``default`` (``c/1/2``) or ``v2`` (``1.2``) chunk key encoding.
 
     ``separator`` defaults to "/" for ``default`` and "." for ``v2``.
     """
 
-    name: str = "default"
-    separator: str | None = None
+    name: str
+    separator: str
 
-    def __post_init__(self) -> None:
-        if self.name not in ("default", "v2"):
-            raise ValueError(f"unknown chunk key encoding {self.name!r}")
-        if self.separator is None:
-            object.__setattr__(self, "separator", "/" if self.name == "default" else ".")
-        if self.separator not in ("/", "."):
-            raise ValueError(f"chunk key separator must be '/' or '.', got {self.separator!r}")
+    def __init__(self, name: str = "default", separator: str | None = None) -> None:
+        if name not in ("default", "v2"):
+            raise ValueError(f"unknown chunk key encoding {name!r}")
+        if separator is None:
+            separator = "/" if name == "default" else "."
+        if separator not in ("/", "."):
+            raise ValueError(f"chunk key separator must be '/' or '.', got {separator!r}")
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "separator", separator)
 
     def encode(self, coords: Iterable[int]) -> str:
         """The store key (relative to the array) of the chunk at grid index ``coords``."""
         parts = [str(int(c)) for c in coords]
-        separator = self.separator
-        assert separator is not None  # __post_init__ set it
         if self.name == "default":
-            return separator.join(["c", *parts])
-        return separator.join(parts) if parts else "0"
+            return self.separator.join(["c", *parts])
+        return self.separator.join(parts) if parts else "0"
 
     def to_json(self) -> JSONDict:
         return {"name": self.name, "configuration": {"separator": self.separator}}
