@@ -1,7 +1,6 @@
 """Zarr v2 metadata documents: ``.zarray``, ``.zgroup`` and ``.zattrs``."""
 
 from dataclasses import InitVar, dataclass, field
-from typing import Any
 
 from zarrcore.errors import MetadataError
 from zarrcore.metadata.common import (
@@ -62,7 +61,7 @@ class ArrayMetadataV2(ArrayMetadata):
     data_type: DataType
     chunk_shape: tuple[int, ...]
     compressor: JSONDict | None = None
-    fill_value: Any = None
+    fill_value: object = None
     order: str = "C"
     filters: list[JSONDict] | None = None
     dimension_separator: str = "."

@@ -156,7 +156,7 @@ class ArrayMetadataV3(ArrayMetadata):
     data_type: DataType
     chunk_shape: tuple[int, ...]
     chunk_key_encoding: ChunkKeyEncoding = field(default_factory=ChunkKeyEncoding)
-    fill_value: Any = None
+    fill_value: object = None
     codecs: list[Any] | None = None
     attributes: JSONDict = field(default_factory=dict)
     dimension_names: tuple[str | None, ...] | None = None
