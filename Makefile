@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEMO_DIR ?= build/demo.zarr
 
-.PHONY: demo test docs sanitize fuzz bench wheel wincheck install-test clean
+.PHONY: demo test peer-venv docs sanitize fuzz bench wheel wincheck install-test clean
 
 # What the installed package is built from: a change to any of these reinstalls it.
 SOURCES := setup.py pyproject.toml README.md $(shell find zarrcore csrc -type f \( -name '*.py' \
@@ -43,7 +43,25 @@ demo: $(VENV)/.installed
 
 install-test: $(VENV)/.installed-test
 
-test: install-test
+# The peers the interoperability tests run in a subprocess (tests/peers.py): zarr-python 3.4 and
+# tensorstore, which need a newer Python than $(VENV)'s, in their own virtualenv made from
+# pyenv's newest Python >= 3.12. Without one the peer tests skip, saying so.
+PEER_VENV ?= .peer-venv
+PYENV_VERSIONS ?= $(shell (pyenv root 2>/dev/null || echo $$HOME/.pyenv))/versions
+PEER_PYTHON ?= $(shell for p in $(PYENV_VERSIONS)/*/bin/python3; do "$$p" -c \
+	'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null && echo "$$p"; done \
+	| sort -V | tail -n 1)
+
+peer-venv: $(if $(PEER_PYTHON),$(PEER_VENV)/.installed)
+	$(if $(PEER_PYTHON),,@echo "no Python >= 3.12 in $(PYENV_VERSIONS): the peer tests skip")
+
+$(PEER_VENV)/.installed: tests/peer-requirements.txt
+	rm -rf $(PEER_VENV)
+	$(PEER_PYTHON) -m venv $(PEER_VENV)
+	$(PEER_VENV)/bin/python -m pip install -q --only-binary :all: -r tests/peer-requirements.txt
+	touch $@
+
+test: install-test peer-venv
 	cd tests && ../$(VENV)/bin/python -m pytest -q -p no:cacheprovider
 
 # The API reference, from the installed package's docstrings; warnings are errors.
@@ -76,4 +94,4 @@ wincheck: $(PY)
 	$(PY) wheels/wincheck.py --run
 
 clean:
-	rm -rf build *.egg-info zarrcore/*.c zarrcore/*.so wheels/*.whl docs/api/generated
+	rm -rf $(PEER_VENV) build *.egg-info zarrcore/*.c zarrcore/*.so wheels/*.whl docs/api/generated
