@@ -51,9 +51,10 @@ class Peer:
         it fails, TimeoutExpired after `timeout` seconds."""
         # Neither this worktree nor this interpreter's packages: the peer's own only.
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+        code = _WRAPPER.format(script=script, tests=str(_ROOT / "tests"))
         proc = subprocess.run(
-            [self.python, "-c", _WRAPPER.format(script=script, tests=str(_ROOT / "tests"))], input=json.dumps(payload),
-            capture_output=True, text=True, timeout=timeout, env=env, cwd=_ROOT,
+            [self.python, "-c", code], input=json.dumps(payload), capture_output=True,
+            text=True, timeout=timeout, env=env, cwd=_ROOT,
         )
         if proc.returncode != 0:
             raise AssertionError(f"peer script failed ({proc.returncode}):\n{proc.stderr}")

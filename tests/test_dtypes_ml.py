@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import zarrcore
-from zarrcore.errors import DataTypeDependencyError, MetadataError, ZarrcoreError
+from zarrcore.errors import DataTypeDependencyError, MetadataError
 from zarrcore.metadata.dtypes import dtype_from_numpy, dtype_from_v2_json, dtype_from_v3_json
 
 ml_dtypes = pytest.importorskip("ml_dtypes", reason="the `ml` extra (ml_dtypes) is not installed")
@@ -48,7 +48,8 @@ def _values(name, n=N):
 
 
 def _fill(name):
-    return {"float8_e8m0fnu": 4.0, "uint2": 2, "int2": -1}.get(name, 1 + 1j if name in COMPLEX else 1)
+    default = 1 + 1j if name in COMPLEX else 1
+    return {"float8_e8m0fnu": 4.0, "uint2": 2, "int2": -1}.get(name, default)
 
 
 def _bits(a):
@@ -205,6 +206,10 @@ def test_v2_arrays(tmp_path):
     assert doc["dtype"] == "bfloat16" and doc["fill_value"] == "NaN"
     b = zarrcore.open_array(str(tmp_path / "a"))
     assert b.dtype == _dtype("bfloat16") and np.isnan(b[5])
+    ts = pytest.importorskip("tensorstore")
+    t = ts.open({"driver": "zarr", "kvstore": {"driver": "file", "path": str(tmp_path / "a")}},
+                open=True).result()
+    _check(t.read().result(), b[...])
 
 
 def test_raw_bits(tmp_path):
@@ -274,7 +279,8 @@ def _nbits(name):
     return 8 * dtype.itemsize if name in COMPLEX else ml_dtypes.finfo(dtype).bits
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), name=st.sampled_from(ALL), path=st.sampled_from(PATHS))
 def test_hypothesis_round_trips_bit_exact(tmp_path_factory, data, name, path):
     dtype, nbits = _dtype(name), _nbits(name)

@@ -452,7 +452,12 @@ class _MLType(DataType):
         name, config = _name_and_config(obj)
         if name not in cls.ml_names or config != {}:
             return None
-        return cls(getattr(_ml_dtypes(name, where), cls.ml_names[name]))
+        ml_type = getattr(_ml_dtypes(name, where), cls.ml_names[name], None)
+        if ml_type is None:  # an older ml_dtypes
+            raise DataTypeDependencyError(
+                f"{where}: data type {name!r} needs ml_dtypes >= 0.6: pip install \"zarrcore[ml]\""
+            )
+        return cls(ml_type)
 
     @classmethod
     def from_json_v2(
