@@ -27,7 +27,7 @@ ReadBytes = Union[bytes, memoryview]
 Request = tuple[str, Optional[Sequence[ByteRange]]]
 #: What Store.get_many gives for one request: None for a missing key, the whole value, or the
 #: bytes of each range.
-Fetched = Union[ReadBytes, list[ReadBytes], None]
+Fetched = Union[ReadBytes, Sequence[ReadBytes], None]
 #: A value's version (Store.get_versioned, Store.set_if): opaque, each store's own (an ETag
 #: pair, a generation, a hash), read only by the store that gave it.
 Version = Any
@@ -39,7 +39,7 @@ class RangeReader(Protocol):
     @property
     def size(self) -> int | None: ...
 
-    def get_ranges(self, ranges: Sequence[ByteRange]) -> list[ReadBytes] | None: ...
+    def get_ranges(self, ranges: Sequence[ByteRange]) -> Sequence[ReadBytes] | None: ...
 
 
 def validate_key(key: object) -> str:
@@ -126,7 +126,7 @@ class _KeyReader:
     def __init__(self, store: Store, key: str) -> None:
         self._store, self._key = store, key
 
-    def get_ranges(self, ranges: Sequence[ByteRange]) -> list[ReadBytes] | None:
+    def get_ranges(self, ranges: Sequence[ByteRange]) -> Sequence[ReadBytes] | None:
         return self._store.get_ranges(self._key, ranges)
 
 
@@ -137,7 +137,7 @@ class BytesReader:
         self._view = memoryview(data).cast("B")
         self.size = self._view.nbytes
 
-    def get_ranges(self, ranges: Sequence[ByteRange]) -> list[ReadBytes] | None:
+    def get_ranges(self, ranges: Sequence[ByteRange]) -> list[memoryview]:
         """The bytes of each (start, stop) range, Python slice bounds (short past the end)."""
         return [self._view[slice(start, stop)] for start, stop in ranges]
 
@@ -227,7 +227,7 @@ class Store:
         the store's keys are files, else None."""
         return None
 
-    def get_ranges(self, key: str, ranges: Sequence[ByteRange]) -> list[ReadBytes] | None:
+    def get_ranges(self, key: str, ranges: Sequence[ByteRange]) -> Sequence[ReadBytes] | None:
         """Read several (start, stop) ranges of one key; None if the key is missing."""
         out: list[ReadBytes] = []
         for start, stop in ranges:
