@@ -39,7 +39,7 @@ import _common as C  # noqa: E402
 BUCKET = "bench"
 VARIANTS = ("plain", "zstd", "sharded")
 WORKLOADS = ("read_all", "read_region", "write_all")
-LIBS = ("tensorstore", "zarr-python", "zarrs-python", "zarrcore")
+LIBS = C.LIBS
 KVSTORES = ("s3", "http")
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
                "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1"}
@@ -313,7 +313,7 @@ class ZarrPython:
         self.zarr = zarr
 
     def config(self):
-        return contextlib.nullcontext()
+        return self.zarr.config.set(C.zarr_pipeline_config(self.name))
 
     def _store(self, kind, url, prefix, read_only):
         return self.zarr.storage.ObjectStore(obstore_store(kind, url, prefix), read_only=read_only)
@@ -338,15 +338,12 @@ class ZarrPython:
             h[...] = data
 
 
+class ZarrPythonFused(ZarrPython):
+    name = "zarr-python-fused"
+
+
 class ZarrsPython(ZarrPython):
     name = "zarrs-python"
-
-    def __init__(self):
-        super().__init__()
-        import zarrs  # noqa: F401  (registers the pipeline)
-
-    def config(self):
-        return self.zarr.config.set({"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"})
 
 
 class TensorStore:
@@ -471,8 +468,7 @@ class _StoreCounter:
         self.store.delay = value
 
 
-ADAPTERS = {"zarr-python": ZarrPython, "zarrs-python": ZarrsPython, "tensorstore": TensorStore,
-            "zarrcore": Zarrcore}
+ADAPTERS = {a.name: a for a in (TensorStore, ZarrPython, ZarrPythonFused, ZarrsPython, Zarrcore)}
 
 
 # -- the run ------------------------------------------------------------------------------------
