@@ -130,7 +130,7 @@ def _roundtrip_table(results, key):
         cells = []
         for lib in libs:
             cell, peak = _cell(res.get(lib)), _peak(res.get(lib))
-            cells.append(cell + (f" / {peak / MIB:.0f}" if peak is not None else ""))
+            cells.append(cell + (f" / {peak / MIB:.1f}" if peak is not None else ""))
         ratio, best_peer, status, note = compare(res)
         rtext = f"{ratio:.2f}×" if ratio is not None else (note or "-")
         rows.append("| " + " | ".join([v, *cells, best_peer or "-", rtext, status]) + " |")
@@ -503,10 +503,10 @@ def write_markdown(results, path):
         f"- Best of {a['repeats']} after {a['warmup']} warm-up round(s). "
         "Each library runs in its own worker process; the libraries take turns within each "
         "round, in a rotating order, so that they see the same machine state.\n"
-        "- Page cache: warm, except in the tables marked *cold cache*, where it was dropped "
-        "before every round (warm-up included) of every library, after the array was opened: "
-        + (f"{cold_method}." if cold_method else "no cold reads in this run.") + "\n"
-        "- zarr-python runs with its default codec pipeline (`BatchedCodecPipeline`); "
+        + ("- Page cache: warm, except in the tables marked *cold cache*, where it was "
+           "dropped before every round (warm-up included) of every library, after the array "
+           f"was opened: {cold_method}.\n" if cold_method else "- Page cache: warm.\n")
+        + "- zarr-python runs with its default codec pipeline (`BatchedCodecPipeline`); "
         "zarr-python-fused with its opt-in `FusedCodecPipeline` "
         f"(`{C.ZARR_PIPELINES['zarr-python-fused']}`); zarrs-python is zarr-python with "
         f"`codec_pipeline.path` `{C.ZARR_PIPELINES['zarrs-python']}` "
@@ -523,7 +523,8 @@ def write_markdown(results, path):
         "- Round trip: open the array, read it whole, create a new array like it and write "
         "the data there, all timed; the copy is read back and checked. The figure after the "
         "time is the largest peak RSS increase (VmHWM, reset before the round) of any round.\n"
-        "- Ratios are zarrcore's time over the best peer's (" + ", ".join(C.PEERS) + ").")
+        "- Ratios are zarrcore's time over the best peer's ("
+        + ", ".join(lib for lib in C.PEERS if lib in results["libs"]) + ").")
     L.append("")
     L.append("Datasets:\n")
     for k, d in results["datasets"].items():
@@ -561,7 +562,8 @@ def write_markdown(results, path):
                  "variant, one inner chunk per call. Each library's own pool is held to one "
                  "thread where it has a setting: zarrcore `config.set(num_threads=1)`, "
                  "tensorstore `data_copy_concurrency` and `file_io_concurrency` limit 1, "
-                 "zarr-python and zarrs-python `threading.max_workers=1`.\n")
+                 "zarr-python and zarrs-python `threading.max_workers=1`, zarr-python-fused also "
+                 "`codec_pipeline.max_workers=1`.\n")
         L.append(f"| library | 1 thread (s) | 2 threads (s) | speedup | target ≥ {THREADS_TARGET} |")
         L.append("|---|---|---|---|---|")
         for lib in C.LIBS:

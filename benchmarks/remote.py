@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Object-store benchmark: zarrcore beside tensorstore, zarr-python 3 (ObjectStore) and
-zarr-python + zarrs, reading and writing over S3 and HTTP with a fixed delay per request.
+"""Object-store benchmark: zarrcore beside tensorstore, zarr-python 3 (ObjectStore; default and
+fused pipelines) and zarr-python + zarrs, reading and writing over S3 and HTTP with a fixed
+delay per request.
 
     python benchmarks/remote.py                       # N=512, 20 ms per request, best of 3
     python benchmarks/remote.py --n 128 --repeats 1   # a quick smoke run

@@ -384,21 +384,21 @@ class Runner:
         head, _, tail = key.partition("/")
         for cache in a.cache:
             if cache == "warm":
-                res = self.interleaved(key, op, variant)
+                timed, res = key, self.interleaved(key, op, variant)
             else:
-                res = self.interleaved(f"{head}_cold/{tail}", op, variant,
-                                       {"cold": a.cold_method})
+                timed = f"{head}_cold/{tail}"
+                res = self.interleaved(timed, op, variant, {"cold": a.cold_method})
                 methods = self.results["cold"]["methods"]
                 for r in res.values():
                     if r.get("cold") and r["cold"] not in methods:
                         methods.append(r["cold"])
-            if op in ("write_all", "roundtrip"):
-                self.verify_writes(f"{head}_cold/{tail}" if cache == "cold" else key, variant)
+            if op == "roundtrip":
+                self.verify_writes(timed, variant)
 
     def run_workloads(self):
         a = self.args
         wl = a.workloads
-        if a.cache != ["warm"] and set(wl) & set(C.COLD_WORKLOADS):
+        if "cold" in a.cache and set(wl) & set(C.COLD_WORKLOADS):
             self.measure_device()
 
         def writes():
