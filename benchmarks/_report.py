@@ -584,8 +584,9 @@ def write_markdown(results, path):
     if any(k.startswith("xarray_") for k in results["timings"]):
         L.append("## xarray and dask (s)\n")
         L.append(f"`xarray`: {results['datasets'].get('xarray')}. Written by xarray with "
-                 "zarr-python; zarrcore is engine=\"zarrcore\", zarr-python and zarrs-python "
-                 "engine=\"zarr\" with either pipeline. Each time is a fresh process's second "
+                 "zarr-python; zarrcore is engine=\"zarrcore\", zarr-python, "
+                 "zarr-python-fused and zarrs-python engine=\"zarr\" with their pipelines. "
+                 "Each time is a fresh process's second "
                  "run, the first untimed.\n")
         L.append("Open and load: `xr.open_dataset(path, engine=...).load()`.\n")
         L.append(_timing_table(results, "xarray_load", ("plain", "sharded")))

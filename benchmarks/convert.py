@@ -197,7 +197,10 @@ def available(lib):
     if lib == "rechunker":
         # rechunker drives zarr 2's API: it must also work beside the installed zarr.
         code += "; import zarr, rechunker.api; assert zarr.__version__.startswith('2')"
-    return subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
+    # From benchmarks/, as the workers import: a checkout's unbuilt zarrcore/ in the current
+    # directory would hide the installed one.
+    return subprocess.run([sys.executable, "-c", code], capture_output=True,
+                          cwd=C.HERE).returncode == 0
 
 
 def main():

@@ -36,6 +36,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import _common as C  # noqa: E402
+from _worker import _import_zarrcore  # noqa: E402
 
 BUCKET = "bench"
 VARIANTS = ("plain", "zstd", "sharded")
@@ -380,11 +381,10 @@ class TensorStore:
 class Zarrcore:
     name = "zarrcore"
 
-    def __init__(self):
-        sys.path.insert(0, C.REPO)
-        import zarrcore
+    def __init__(self, where):
+        self.zc = _import_zarrcore(where)
         from zarrcore.storage.objectstore import ObjectStore
-        self.zc, self.ObjectStore = zarrcore, ObjectStore
+        self.ObjectStore = ObjectStore
 
     def _store(self, kind, url, prefix, read_only=False):
         return self.ObjectStore(obstore_store(kind, url, prefix), read_only=read_only)
@@ -412,13 +412,12 @@ class ZarrcoreDelayedMemory(Zarrcore):
 
     name = "zarrcore-memory"
 
-    def __init__(self, delay, data_dir):
-        sys.path.insert(0, C.REPO)
+    def __init__(self, where, delay, data_dir):
+        self.zc = _import_zarrcore(where)
         sys.path.insert(0, os.path.join(C.REPO, "tests"))
-        import zarrcore
         from _remote_stores import DelayedStore
-        self.zc, self.delay, self.root = zarrcore, delay, data_dir
-        self.store = DelayedStore(delay, zarrcore.config.io_concurrency)
+        self.delay, self.root = delay, data_dir
+        self.store = DelayedStore(delay, self.zc.config.io_concurrency)
         self.loaded = set()
 
     def _store(self, kind, url, prefix, read_only=False):
@@ -473,13 +472,11 @@ ADAPTERS = {a.name: a for a in (TensorStore, ZarrPython, ZarrPythonFused, ZarrsP
 
 
 # -- the run ------------------------------------------------------------------------------------
-def ensure_dataset(ds, path):
+def ensure_dataset(ds, path, where):
     """Write the reference dataset with zarrcore when it is not there yet."""
     if os.path.exists(os.path.join(path, "zarr.json")):
         return
-    sys.path.insert(0, C.REPO)
-    import zarrcore
-
+    zarrcore = _import_zarrcore(where)
     log(f"generating {ds.name} -> {path}")
     a = zarrcore.create_array(path, shape=ds.shape, dtype=ds.dtype, chunks=ds.chunks,
                               shards=ds.shards, compressors=ds.compressors() or None,
@@ -526,7 +523,7 @@ def run(args):
     datasets = C.make_datasets(args.n)
     ref_root = os.path.join(args.data_dir, f"n{args.n}", "ref")
     for v in VARIANTS:
-        ensure_dataset(datasets[v], os.path.join(ref_root, f"{v}.zarr"))
+        ensure_dataset(datasets[v], os.path.join(ref_root, f"{v}.zarr"), args.zarrcore)
     servers, proxies = start_servers(args)
     try:
         return measure_all(args, datasets, ref_root, proxies)
@@ -542,7 +539,9 @@ def measure_all(args, datasets, ref_root, proxies):
     for name in args.libs:
         try:
             if name == "zarrcore-memory":
-                libs[name] = ZarrcoreDelayedMemory(args.delay, ref_root)
+                libs[name] = ZarrcoreDelayedMemory(args.zarrcore, args.delay, ref_root)
+            elif name == "zarrcore":
+                libs[name] = Zarrcore(args.zarrcore)
             else:
                 libs[name] = ADAPTERS[name]()
         except Exception as e:  # reported, not fatal: the others still run
@@ -699,6 +698,8 @@ def main(argv=None):
     p.add_argument("--workloads", default=",".join(WORKLOADS))
     p.add_argument("--kvstores", default=",".join(KVSTORES))
     p.add_argument("--data-dir", default=C.DEFAULT_DATA_DIR)
+    p.add_argument("--zarrcore", choices=("auto", "installed", "inplace"), default="auto",
+                   help="which zarrcore (as run.py's --zarrcore)")
     p.add_argument("--timeout", type=float, default=300, help="seconds per measurement")
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", default=os.path.join(HERE, "remote-results.json"))

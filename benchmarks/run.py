@@ -267,7 +267,7 @@ class Runner:
         libs = [lib for lib in a.libs]
         argv = [sys.executable, os.path.join(C.HERE, "remote.py"), "--n", str(a.n),
                 "--repeats", str(a.repeats), "--data-dir", a.data_dir, "--out", out,
-                "--libs", ",".join(libs)]
+                "--libs", ",".join(libs), "--zarrcore", a.zarrcore]
         log("remote: " + " ".join(argv[1:]))
         subprocess.run(argv, check=False)
         try:
