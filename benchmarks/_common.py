@@ -25,9 +25,9 @@ ZARR_PIPELINES = {
 WORKLOADS = ("read_all", "read_chunks", "write_all", "roundtrip", "small", "threads", "busy",
              "rss", "limits", "xarray", "remote", "native")
 # The independent suite's set (--suite): its 1024^3 cube, read all and the round trip, warm
-# and cold, and the peak RSS of each.
+# and cold, the peak RSS of each, and the machine limits (the decode floor).
 SUITE_N = 1024
-SUITE_WORKLOADS = ("read_all", "roundtrip", "rss")
+SUITE_WORKLOADS = ("read_all", "roundtrip", "rss", "limits")
 # Reads that run warm and cold (--cache); the other workloads run warm.
 COLD_WORKLOADS = ("read_all", "read_chunks", "roundtrip", "small")
 CUBE_VARIANTS = ("plain", "zstd", "sharded")

@@ -163,21 +163,25 @@ def _cold_floor_lines(results):
          f"random {device['random_block']}-byte read (readahead off, one in flight). "
          "*Sequential* is the stored bytes at that bandwidth: no reader can fetch them "
          "faster. *Random* is one request per stored file at that latency, one at a time: "
-         "what a reader pays that waits for every file in turn. *Decode* is decoding every "
-         "chunk on all CPUs at the rates of *Machine limits* (run `limits` to fill it).\n",
-         "| workload | variant | stored MiB | files | sequential | random | decode "
-         "| zarrcore | best peer |", "|---|---|---|---|---|---|---|---|---|"]
+         "what a reader pays that waits for every file in turn; *by chunk* the same with one "
+         "request per (inner) chunk, as a reader of a shard's chunks by byte ranges makes. "
+         "*Decode* is decoding every chunk on all CPUs at the rates of *Machine limits* "
+         "(workload `limits`).\n",
+         "| workload | variant | stored MiB | files | sequential | random | random by chunk "
+         "| decode | zarrcore | best peer |", "|---|---|---|---|---|---|---|---|---|---|"]
     for key in keys:
         for v in C.CUBE_VARIANTS:
             res = results["timings"].get(f"{key}/{v}")
             if res is None or v not in stored:
                 continue
             nbytes, nfiles = stored[v]["bytes"], stored[v]["files"]
+            nchunks = C.make_datasets(results["args"]["n"])[v].nchunks()
             decode = _decode_floor(results, v)
             zc = res.get("zarrcore")
             peer = _best_peer_seconds(results, key, v)
             L.append(f"| {key} | {v} | {nbytes / MIB:.1f} | {nfiles} | "
                      f"{_num(nbytes / (gbps * 1e9))} | {_num(nfiles * lat)} | "
+                     f"{_num(nchunks * lat)} | "
                      f"{_num(decode) if decode is not None else '-'} | "
                      f"{_num(zc['best']) if _ok(zc) else '-'} | "
                      f"{_num(peer) if peer is not None else '-'} |")
