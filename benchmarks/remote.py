@@ -313,9 +313,11 @@ class ZarrPython:
     def __init__(self):
         import zarr
         self.zarr = zarr
+        # Set around each call: every library of this process shares zarr's global config.
+        self.pipeline = C.zarr_pipeline_config(self.name)
 
     def config(self):
-        return self.zarr.config.set(C.zarr_pipeline_config(self.name))
+        return self.zarr.config.set(self.pipeline)
 
     def _store(self, kind, url, prefix, read_only):
         return self.zarr.storage.ObjectStore(obstore_store(kind, url, prefix), read_only=read_only)
