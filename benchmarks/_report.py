@@ -35,8 +35,7 @@ ROUNDTRIP_TITLES = {
 }
 COLD_METHODS = {
     "drop_caches": "`sync; echo 3 > /proc/sys/vm/drop_caches` (the whole page cache)",
-    "fadvise": "`posix_fadvise(POSIX_FADV_DONTNEED)` on every file of the dataset "
-               "(drop_caches was not allowed)",
+    "fadvise": "`posix_fadvise(POSIX_FADV_DONTNEED)` on every file of the dataset",
 }
 
 
@@ -194,7 +193,11 @@ def _cold_method_text(results):
     methods = cold.get("methods") or []
     if not methods:
         return None
-    return "; ".join(COLD_METHODS.get(m, m) for m in methods)
+    text = "; ".join(COLD_METHODS.get(m, m) for m in methods)
+    if "fadvise" in methods:
+        text += (" (drop_caches was not allowed)" if cold.get("requested") == "auto"
+                 else " (`--cold-method fadvise`)")
+    return text
 
 
 def _xarray_floor_lines(results):
