@@ -29,7 +29,7 @@ WORKLOADS = ("read_all", "read_chunks", "write_all", "roundtrip", "small", "thre
 SUITE_N = 1024
 SUITE_WORKLOADS = ("read_all", "roundtrip", "rss", "limits")
 # Reads that run warm and cold (--cache); the other workloads run warm.
-COLD_WORKLOADS = ("read_all", "read_chunks", "roundtrip", "small")
+COLD_WORKLOADS = ("read_all", "read_chunks", "roundtrip", "small", "native")
 CUBE_VARIANTS = ("plain", "zstd", "sharded")
 SMALL_VARIANT = "small"
 

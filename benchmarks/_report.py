@@ -305,7 +305,7 @@ def _native_targets(native):
     return rows
 
 
-def _native_section(native):
+def _native_section(native, device):
     n = native["threads"]
     lines = ["## Region reads from compiled code (native)\n",
              f"{native['reads']} random {native['edge']}³ regions of `sharded` (N={native['n']}), "
@@ -330,6 +330,17 @@ def _native_section(native):
         if "tensorstore" in native:
             line += (f"; {RATIO_TARGET}× tensorstore would be "
                      f"{RATIO_TARGET * native['tensorstore'] / floor:.2f}× it")
+        lines += [line + ".", ""]
+    if native.get("cold_method"):
+        line = (f"Cold page cache: dropped before each cold row by "
+                f"{COLD_METHODS.get(native['cold_method'], native['cold_method'])}. The regions "
+                f"touch {native['touched_chunks']} distinct inner chunks, each read from the "
+                f"device once")
+        if device:
+            lat = device["random_latency_s"]
+            line += (f": at {lat * 1e3:.3f} ms per random read, "
+                     f"{native['touched_chunks'] * lat:.3f} s one at a time, "
+                     f"{native['touched_chunks'] * lat / n:.3f} s with {n} in flight")
         lines += [line + ".", ""]
     return lines
 
@@ -607,7 +618,7 @@ def write_markdown(results, path):
         L.extend(_xarray_floor_lines(results))
     native = results.get("native")
     if native and not native.get("error"):
-        L.extend(_native_section(native))
+        L.extend(_native_section(native, (results.get("cold") or {}).get("device")))
     if any(k.startswith("write_busy/") for k in results["timings"]):
         busy = results.get("busy", {})
         hogs = busy.get("hogs", 1)

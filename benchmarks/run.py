@@ -546,6 +546,8 @@ class Runner:
         a = self.args
         argv = [sys.executable, os.path.join(C.HERE, "native.py"), "--json", "--n", str(a.n),
                 "--data-dir", a.data_dir, "--zarrcore", a.zarrcore, "--reads", str(a.native_reads)]
+        if "cold" in a.cache:
+            argv += ["--cold-method", a.cold_method]
         try:
             p = subprocess.run(argv, capture_output=True, text=True, timeout=a.timeout)
             lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
