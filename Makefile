@@ -77,14 +77,11 @@ FUZZ_SECONDS ?= 60
 fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) .ci/fuzz
 
-# The benchmarks run on the newest Python that pyenv (or PATH) offers, at least 3.12 (what
-# zarr-python 3.4 needs), in a virtualenv of their own: zarrcore built from this checkout (not
-# editable) and the peers at their newest versions, all on one interpreter.
+# The benchmarks run in a virtualenv of their own, made from the peer tests' interpreter
+# (pyenv's newest Python >= 3.12, what zarr-python 3.4 needs): zarrcore built from this checkout
+# (not editable) and the peers at their newest versions, all on one interpreter.
 BENCH_VENV ?= .bench-venv
-BENCH_PYTHON ?= $(shell for v in $$(ls -d "$$(pyenv root 2>/dev/null)"/versions/3.* \
-	2>/dev/null | sort -V -r); do [ -x "$$v/bin/python" ] && { echo "$$v/bin/python"; break; }; \
-	done)
-BENCH_PYTHON := $(or $(BENCH_PYTHON),python3)
+BENCH_PYTHON ?= $(or $(PEER_PYTHON),python3)
 BPY := $(BENCH_VENV)/bin/python
 
 $(BPY):
@@ -116,4 +113,4 @@ wincheck: $(PY)
 	$(PY) wheels/wincheck.py --run
 
 clean:
-	rm -rf $(PEER_VENV) build *.egg-info zarrcore/*.c zarrcore/*.so wheels/*.whl docs/api/generated
+	rm -rf $(PEER_VENV) $(BENCH_VENV) build *.egg-info zarrcore/*.c zarrcore/*.so wheels/*.whl docs/api/generated
