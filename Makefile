@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEMO_DIR ?= build/demo.zarr
 
-.PHONY: demo test docs sanitize fuzz bench wheel wincheck install-test clean
+.PHONY: demo test peer-venv docs sanitize fuzz bench bench-venv wheel wincheck install-test clean
 
 # What the installed package is built from: a change to any of these reinstalls it.
 SOURCES := setup.py pyproject.toml README.md $(shell find zarrcore csrc -type f \( -name '*.py' \
@@ -43,7 +43,25 @@ demo: $(VENV)/.installed
 
 install-test: $(VENV)/.installed-test
 
-test: install-test
+# The peers the interoperability tests run in a subprocess (tests/peers.py): zarr-python 3.4 and
+# tensorstore, which need a newer Python than $(VENV)'s, in their own virtualenv made from
+# pyenv's newest Python >= 3.12. Without one the peer tests skip, saying so.
+PEER_VENV ?= .peer-venv
+PYENV_VERSIONS ?= $(shell (pyenv root 2>/dev/null || echo $$HOME/.pyenv))/versions
+PEER_PYTHON ?= $(shell for p in $(PYENV_VERSIONS)/*/bin/python3; do "$$p" -c \
+	'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null && echo "$$p"; done \
+	| sort -V | tail -n 1)
+
+peer-venv: $(if $(PEER_PYTHON),$(PEER_VENV)/.installed)
+	$(if $(PEER_PYTHON),,@echo "no Python >= 3.12 in $(PYENV_VERSIONS): the peer tests skip")
+
+$(PEER_VENV)/.installed: tests/peer-requirements.txt
+	rm -rf $(PEER_VENV)
+	$(PEER_PYTHON) -m venv $(PEER_VENV)
+	$(PEER_VENV)/bin/python -m pip install -q --only-binary :all: -r tests/peer-requirements.txt
+	touch $@
+
+test: install-test peer-venv
 	cd tests && ../$(VENV)/bin/python -m pytest -q -p no:cacheprovider
 
 # The API reference, from the installed package's docstrings; warnings are errors.
@@ -59,10 +77,29 @@ FUZZ_SECONDS ?= 60
 fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) .ci/fuzz
 
-bench: $(VENV)/.installed
-	$(PY) -m pip install --no-build-isolation ".[bench]"
-	$(PY) benchmarks/run.py  # the `remote` group included (benchmarks/remote.py)
-	$(PY) benchmarks/convert.py
+# The benchmarks run in a virtualenv of their own, made from the peer tests' interpreter
+# (pyenv's newest Python >= 3.12, what zarr-python 3.4 needs): zarrcore built from this checkout
+# (not editable) and the peers at their newest versions, all on one interpreter.
+BENCH_VENV ?= .bench-venv
+BENCH_PYTHON ?= $(or $(PEER_PYTHON),python3)
+BPY := $(BENCH_VENV)/bin/python
+
+$(BPY):
+	$(BENCH_PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 12) and \
+		"the benchmarks need Python >= 3.12 (zarr-python 3.4): set BENCH_PYTHON")'
+	$(BENCH_PYTHON) -m venv $(BENCH_VENV)
+	$(BPY) -m pip install --upgrade pip $(BUILD_REQUIRES)
+
+$(BENCH_VENV)/.installed: $(SOURCES) | $(BPY)
+	$(PRUNE_BUILD)
+	$(BPY) -m pip install --no-build-isolation ".[bench]"
+	touch $@
+
+bench-venv: $(BENCH_VENV)/.installed
+
+bench: bench-venv
+	$(BPY) benchmarks/run.py  # the `remote` group included (benchmarks/remote.py)
+	$(BPY) benchmarks/convert.py
 
 wheel: $(PY)
 	rm -rf build/lib.* build/temp.* build/bdist.*  # an in-tree build would ship stale files
@@ -76,4 +113,4 @@ wincheck: $(PY)
 	$(PY) wheels/wincheck.py --run
 
 clean:
-	rm -rf build *.egg-info zarrcore/*.c zarrcore/*.so wheels/*.whl docs/api/generated
+	rm -rf $(PEER_VENV) $(BENCH_VENV) build *.egg-info zarrcore/*.c zarrcore/*.so wheels/*.whl docs/api/generated

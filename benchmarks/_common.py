@@ -12,12 +12,24 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 DEFAULT_DATA_DIR = os.path.join(HERE, "data")
 
-# Display order: the three peers, then zarrcore.
-PEERS = ("tensorstore", "zarr-python", "zarrs-python")
+# Display order: the peers, then zarrcore. zarr-python runs with each of its codec pipelines:
+# its default, its opt-in fused one, and the zarrs one (zarrs-python).
+PEERS = ("tensorstore", "zarr-python", "zarr-python-fused", "zarrs-python")
 LIBS = PEERS + ("zarrcore",)
+ZARR_PIPELINES = {
+    "zarr-python": None,
+    "zarr-python-fused": "zarr.core.codec_pipeline.FusedCodecPipeline",
+    "zarrs-python": "zarrs.ZarrsCodecPipeline",
+}
 
-WORKLOADS = ("read_all", "read_chunks", "write_all", "small", "threads", "busy", "rss", "limits",
-             "xarray", "remote", "native")
+WORKLOADS = ("read_all", "read_chunks", "write_all", "roundtrip", "small", "threads", "busy",
+             "rss", "limits", "xarray", "remote", "native")
+# The independent suite's set (--suite): its 1024^3 cube, read all and the round trip, warm
+# and cold, the peak RSS of each, and the machine limits (the decode floor).
+SUITE_N = 1024
+SUITE_WORKLOADS = ("read_all", "roundtrip", "rss", "limits")
+# Reads that run warm and cold (--cache); the other workloads run warm.
+COLD_WORKLOADS = ("read_all", "read_chunks", "roundtrip", "small", "native")
 CUBE_VARIANTS = ("plain", "zstd", "sharded")
 SMALL_VARIANT = "small"
 
@@ -122,6 +134,27 @@ class Dataset:
         yt = (y.astype(np.int64) * y // 32 % 65536).astype(np.uint16)
         xt = (x % 65536).astype(np.uint16)
         return np.add(np.add(zt[:, None, None], yt[None, :, None]), xt[None, None, :])
+
+
+def zarr_pipeline_config(lib):
+    """zarr-python's config that selects the codec pipeline of `lib` (a key of ZARR_PIPELINES).
+    Arrays take the pipeline in force when they are opened or created."""
+    path = ZARR_PIPELINES[lib]
+    if path is None:
+        return {}
+    if not path.startswith("zarrs."):
+        return {"codec_pipeline.path": path}
+    import zarrs  # noqa: F401  (registers the pipeline)
+    # strict: zarrs fails instead of handing what it does not support to zarr-python's own.
+    return {"codec_pipeline.path": path, "codec_pipeline.strict": True}
+
+
+def use_zarr_pipeline(lib):
+    """Select the codec pipeline of `lib` for the whole process; returns the zarr module."""
+    import zarr
+
+    zarr.config.set(zarr_pipeline_config(lib))
+    return zarr
 
 
 def cube_block(n):

@@ -2,6 +2,7 @@
 import os
 import re
 
+import _cold
 import _common as C
 from native import contenders as native_contenders
 
@@ -23,6 +24,18 @@ TITLES = {
     "read_all": "Read all in one call (s)",
     "read_chunks": "Read chunk by chunk, shard by shard when sharded, sequentially (s)",
     "write_all": "Write all in one call (s)",
+}
+COLD_TITLES = {
+    "read_all_cold": "Read all in one call, cold cache (s)",
+    "read_chunks_cold": "Read chunk by chunk, shard by shard when sharded, cold cache (s)",
+}
+ROUNDTRIP_TITLES = {
+    "roundtrip": "Round trip: read all, write it to a new array (s / peak MiB)",
+    "roundtrip_cold": "Round trip, cold cache (s / peak MiB)",
+}
+COLD_METHODS = {
+    "drop_caches": "`sync; echo 3 > /proc/sys/vm/drop_caches` (the whole page cache)",
+    "fadvise": "`posix_fadvise(POSIX_FADV_DONTNEED)` on every file of the dataset",
 }
 
 
@@ -99,6 +112,94 @@ def _timing_table(results, key_prefix, variants, scale_of=None, fmt=None):
     return "\n".join(rows)
 
 
+def _peak(r):
+    """The highest peak-RSS increase of a library's rounds, or None."""
+    return max(r["peaks"]) if r and r.get("peaks") else None
+
+
+def _roundtrip_table(results, key):
+    """Time / peak RSS increase per library and variant; the ratio is of the times."""
+    libs = [lib for lib in C.LIBS if lib in results["libs"]]
+    head = ["variant", *libs, "best peer", "zarrcore / best peer", f"target ≤ {RATIO_TARGET}"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for v in C.CUBE_VARIANTS:
+        res = results["timings"].get(f"{key}/{v}")
+        if res is None:
+            continue
+        cells = []
+        for lib in libs:
+            cell, peak = _cell(res.get(lib)), _peak(res.get(lib))
+            cells.append(cell + (f" / {peak / MIB:.1f}" if peak is not None else ""))
+        ratio, best_peer, status, note = compare(res)
+        rtext = f"{ratio:.2f}×" if ratio is not None else (note or "-")
+        rows.append("| " + " | ".join([v, *cells, best_peer or "-", rtext, status]) + " |")
+    return "\n".join(rows)
+
+
+def _decode_floor(results, variant):
+    """Seconds of decoding every chunk of `variant` on all CPUs at the single-thread rates of
+    *Machine limits*, or None when they were not measured (or nothing is decoded)."""
+    lim = results.get("limits") or {}
+    rate = {"zstd": lim.get("zstd_decode_gbps_1thread"),
+            "sharded": lim.get("inner_decode_gbps_1thread")}.get(variant)
+    ds = C.make_datasets(results["args"]["n"])[variant]
+    cpus = _int(results["machine"].get("cpus")) or 1
+    return ds.nbytes / (cpus * rate * 1e9) if rate else None
+
+
+def _cold_floor_lines(results):
+    """The I/O floors of the cold reads beside the decode floor and the measured times."""
+    cold = results.get("cold") or {}
+    device, stored = cold.get("device"), cold.get("stored") or {}
+    keys = [k for k in ("read_all_cold", "read_chunks_cold", "roundtrip_cold")
+            if any(t.startswith(k + "/") for t in results["timings"])]
+    if not device or not keys:
+        return []
+    gbps, lat = device["seq_gbps"], device["random_latency_s"]
+    L = [f"I/O floors. The device under the data directory, measured once in this run from a "
+         f"cold cache: {gbps:.2f} GB/s reading a {device['probe_bytes'] / MIB:.0f} MiB file "
+         f"sequentially in {_cold.PROBE_BLOCK >> 20} MiB requests, {lat * 1e3:.3f} ms per "
+         f"random {device['random_block']}-byte read (readahead off, one in flight). "
+         "*Sequential* is the stored bytes at that bandwidth: no reader can fetch them "
+         "faster. *Random* is one request per stored file at that latency, one at a time: "
+         "what a reader pays that waits for every file in turn; *by chunk* the same with one "
+         "request per (inner) chunk, as a reader of a shard's chunks by byte ranges makes. "
+         "*Decode* is decoding every chunk on all CPUs at the rates of *Machine limits* "
+         "(workload `limits`).\n",
+         "| workload | variant | stored MiB | files | sequential | random | random by chunk "
+         "| decode | zarrcore | best peer |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for key in keys:
+        for v in C.CUBE_VARIANTS:
+            res = results["timings"].get(f"{key}/{v}")
+            if res is None or v not in stored:
+                continue
+            nbytes, nfiles = stored[v]["bytes"], stored[v]["files"]
+            nchunks = C.make_datasets(results["args"]["n"])[v].nchunks()
+            decode = _decode_floor(results, v)
+            zc = res.get("zarrcore")
+            peer = _best_peer_seconds(results, key, v)
+            L.append(f"| {key} | {v} | {nbytes / MIB:.1f} | {nfiles} | "
+                     f"{_num(nbytes / (gbps * 1e9))} | {_num(nfiles * lat)} | "
+                     f"{_num(nchunks * lat)} | "
+                     f"{_num(decode) if decode is not None else '-'} | "
+                     f"{_num(zc['best']) if _ok(zc) else '-'} | "
+                     f"{_num(peer) if peer is not None else '-'} |")
+    L.append("")
+    return L
+
+
+def _cold_method_text(results):
+    cold = results.get("cold") or {}
+    methods = cold.get("methods") or []
+    if not methods:
+        return None
+    text = "; ".join(COLD_METHODS.get(m, m) for m in methods)
+    if "fadvise" in methods:
+        text += (" (drop_caches was not allowed)" if cold.get("requested") == "auto"
+                 else " (`--cold-method fadvise`)")
+    return text
+
+
 def _xarray_floor_lines(results):
     """The floor of each xarray workload beside the 0.5x target it bounds."""
     floors = results.get("xarray_floors") or {}
@@ -132,8 +233,11 @@ def _xarray_floor_lines(results):
 
 def _targets(results):
     rows = ["| target | measured | status |", "|---|---|---|"]
-    names = {"read_all": "read all", "read_chunks": "read chunk by chunk",
-             "write_all": "write all", "xarray_load": "xarray open and load",
+    names = {"read_all": "read all", "read_all_cold": "read all, cold cache",
+             "read_chunks": "read chunk by chunk",
+             "read_chunks_cold": "read chunk by chunk, cold cache", "write_all": "write all",
+             "roundtrip": "round trip", "roundtrip_cold": "round trip, cold cache",
+             "xarray_load": "xarray open and load",
              "xarray_mean": "dask mean on a LocalCluster"}
     for wl in names:
         for v in (("plain", "sharded") if wl.startswith("xarray_") else C.CUBE_VARIANTS):
@@ -144,8 +248,10 @@ def _targets(results):
             measured = (f"{ratio:.2f}× ({_num(res['zarrcore']['best'])} s vs {best_peer} "
                         f"{_num(res[best_peer]['best'])} s)") if ratio is not None else note
             rows.append(f"| {names[wl]}, {v}: ≤ {RATIO_TARGET}× best peer | {measured} | {status} |")
-    for wl, name in (("read_all", "read"), ("write_all", "write")):
-        res = results["timings"].get(f"small/{wl}")
+    for prefix, wl, name in (("small", "read_all", "read"),
+                             ("small_cold", "read_all", "read, cold cache"),
+                             ("small", "write_all", "write")):
+        res = results["timings"].get(f"{prefix}/{wl}")
         if res is None:
             continue
         ratio, best_peer, status, note = compare(res)
@@ -199,7 +305,7 @@ def _native_targets(native):
     return rows
 
 
-def _native_section(native):
+def _native_section(native, device):
     n = native["threads"]
     lines = ["## Region reads from compiled code (native)\n",
              f"{native['reads']} random {native['edge']}³ regions of `sharded` (N={native['n']}), "
@@ -224,6 +330,17 @@ def _native_section(native):
         if "tensorstore" in native:
             line += (f"; {RATIO_TARGET}× tensorstore would be "
                      f"{RATIO_TARGET * native['tensorstore'] / floor:.2f}× it")
+        lines += [line + ".", ""]
+    if native.get("cold_method"):
+        line = (f"Cold page cache: dropped before each cold row by "
+                f"{COLD_METHODS.get(native['cold_method'], native['cold_method'])}. The regions "
+                f"touch {native['touched_chunks']} distinct inner chunks, each read from the "
+                f"device once")
+        if device:
+            lat = device["random_latency_s"]
+            line += (f": at {lat * 1e3:.3f} ms per random read, "
+                     f"{native['touched_chunks'] * lat:.3f} s one at a time, "
+                     f"{native['touched_chunks'] * lat / n:.3f} s with {n} in flight")
         lines += [line + ".", ""]
     return lines
 
@@ -372,7 +489,11 @@ def write_markdown(results, path):
              f"{m.get('threads_per_core')} threads per core)")
     if mem:
         L.append(f"- Memory: {mem / 2**30:.1f} GiB")
-    L.append(f"- OS: {m.get('platform')}; Python {m.get('python')}")
+    L.append(f"- OS: {m.get('platform')}; Python {m.get('python')}"
+             + (f" (`{m['executable']}`)" if m.get("executable") else ""))
+    if m.get("uptime_start"):
+        L.append(f"- `uptime` at start: {m['uptime_start']}; at end: "
+                 f"{results.get('uptime_end') or '?'}")
     if la0 and la1:
         peak = results.get("loadavg_max")
         L.append(f"- Load average (1 min) at start / end: {la0[0]:.2f} / {la1[0]:.2f}"
@@ -394,13 +515,19 @@ def write_markdown(results, path):
         v = ", ".join(f"{k} {val}" for k, val in info["versions"].items())
         L.append(f"| {lib} | {v} | `{info['module_path']}` |")
     L.append("")
+    cold_method = _cold_method_text(results)
     L.append("## Method\n")
     L.append(
-        f"- Best of {a['repeats']} after {a['warmup']} warm-up round(s), warm page cache. "
+        f"- Best of {a['repeats']} after {a['warmup']} warm-up round(s). "
         "Each library runs in its own worker process; the libraries take turns within each "
         "round, in a rotating order, so that they see the same machine state.\n"
-        "- zarrs-python is zarr-python with "
-        "`zarr.config.set({\"codec_pipeline.path\": \"zarrs.ZarrsCodecPipeline\"})` "
+        + ("- Page cache: warm, except in the tables marked *cold cache*, where it was "
+           "dropped before every round (warm-up included) of every library, after the array "
+           f"was opened: {cold_method}.\n" if cold_method else "- Page cache: warm.\n")
+        + "- zarr-python runs with its default codec pipeline (`BatchedCodecPipeline`); "
+        "zarr-python-fused with its opt-in `FusedCodecPipeline` "
+        f"(`{C.ZARR_PIPELINES['zarr-python-fused']}`); zarrs-python is zarr-python with "
+        f"`codec_pipeline.path` `{C.ZARR_PIPELINES['zarrs-python']}` "
         "(strict: no silent fallback to zarr-python's pipeline).\n"
         + ("- Reads read one shared reference copy of each dataset, written by zarr-python. "
            if a.get("read_from", "ref") == "ref" else
@@ -411,8 +538,11 @@ def write_markdown(results, path):
         "- Every read is compared element by element with the expected array, and every "
         "written array is read back with zarr-python and compared, so a fast wrong answer "
         "is marked **WRONG** and cannot count.\n"
-        "- Ratios are zarrcore's time over the best peer's (tensorstore, zarr-python, "
-        "zarrs-python).")
+        "- Round trip: open the array, read it whole, create a new array like it and write "
+        "the data there, all timed; the copy is read back and checked. The figure after the "
+        "time is the largest peak RSS increase (VmHWM, reset before the round) of any round.\n"
+        "- Ratios are zarrcore's time over the best peer's ("
+        + ", ".join(lib for lib in C.PEERS if lib in results["libs"]) + ").")
     L.append("")
     L.append("Datasets:\n")
     for k, d in results["datasets"].items():
@@ -421,11 +551,17 @@ def write_markdown(results, path):
     L.append("## Targets\n")
     L.append(_targets(results))
     L.append("")
-    for wl in ("read_all", "read_chunks", "write_all"):
+    for wl, title in [*TITLES.items(), *COLD_TITLES.items()]:
         if any(k.startswith(wl + "/") for k in results["timings"]):
-            L.append(f"## {TITLES[wl]}\n")
+            L.append(f"## {title}\n")
             L.append(_timing_table(results, wl, C.CUBE_VARIANTS))
             L.append("")
+    for wl, title in ROUNDTRIP_TITLES.items():
+        if any(k.startswith(wl + "/") for k in results["timings"]):
+            L.append(f"## {title}\n")
+            L.append(_roundtrip_table(results, wl))
+            L.append("")
+    L.extend(_cold_floor_lines(results))
     if any(k.startswith("small/") for k in results["timings"]):
         L.append(f"## Small chunks (µs per chunk)\n")
         L.append(f"`small`: {results['datasets'].get('small')}; time of the whole-array "
@@ -433,13 +569,19 @@ def write_markdown(results, path):
         L.append(_timing_table(results, "small", ("read_all", "write_all"),
                                scale_of=_per_chunk, fmt="{:.1f}"))
         L.append("")
+        if "small_cold/read_all" in results["timings"]:
+            L.append("Cold cache:\n")
+            L.append(_timing_table(results, "small_cold", ("read_all",),
+                                   scale_of=_per_chunk, fmt="{:.1f}"))
+            L.append("")
     if results["threads"]:
         L.append("## Thread scaling\n")
         L.append("User threads read disjoint runs of the inner chunks of the `sharded` "
                  "variant, one inner chunk per call. Each library's own pool is held to one "
                  "thread where it has a setting: zarrcore `config.set(num_threads=1)`, "
                  "tensorstore `data_copy_concurrency` and `file_io_concurrency` limit 1, "
-                 "zarr-python and zarrs-python `threading.max_workers=1`.\n")
+                 "zarr-python and zarrs-python `threading.max_workers=1`, zarr-python-fused also "
+                 "`codec_pipeline.max_workers=1`.\n")
         L.append(f"| library | 1 thread (s) | 2 threads (s) | speedup | target ≥ {THREADS_TARGET} |")
         L.append("|---|---|---|---|---|")
         for lib in C.LIBS:
@@ -460,8 +602,9 @@ def write_markdown(results, path):
     if any(k.startswith("xarray_") for k in results["timings"]):
         L.append("## xarray and dask (s)\n")
         L.append(f"`xarray`: {results['datasets'].get('xarray')}. Written by xarray with "
-                 "zarr-python; zarrcore is engine=\"zarrcore\", zarr-python and zarrs-python "
-                 "engine=\"zarr\" with either pipeline. Each time is a fresh process's second "
+                 "zarr-python; zarrcore is engine=\"zarrcore\", zarr-python, "
+                 "zarr-python-fused and zarrs-python engine=\"zarr\" with their pipelines. "
+                 "Each time is a fresh process's second "
                  "run, the first untimed.\n")
         L.append("Open and load: `xr.open_dataset(path, engine=...).load()`.\n")
         L.append(_timing_table(results, "xarray_load", ("plain", "sharded")))
@@ -475,7 +618,7 @@ def write_markdown(results, path):
         L.extend(_xarray_floor_lines(results))
     native = results.get("native")
     if native and not native.get("error"):
-        L.extend(_native_section(native))
+        L.extend(_native_section(native, (results.get("cold") or {}).get("device")))
     if any(k.startswith("write_busy/") for k in results["timings"]):
         busy = results.get("busy", {})
         hogs = busy.get("hogs", 1)
@@ -623,6 +766,12 @@ def _argline(a):
         parts.append(f"--hogs {a['hogs']}")
     if a.get("hog_session", "same") != "same":
         parts.append(f"--hog-session {a['hog_session']}")
+    if a.get("suite"):
+        parts.append("--suite")
+    if a.get("cache", ["warm"]) != ["warm", "cold"]:
+        parts.append(f"--cache {a.get('cache', ['warm'])[0]}")
+    if a.get("cold_method", "auto") != "auto":
+        parts.append(f"--cold-method {a['cold_method']}")
     return " ".join(parts)
 
 
@@ -634,7 +783,8 @@ def plot(results, path):
     import numpy as np
 
     libs = [lib for lib in C.LIBS if lib in results["libs"]]
-    colors = {"tensorstore": "#4c72b0", "zarr-python": "#dd8452", "zarrs-python": "#55a868",
+    colors = {"tensorstore": "#4c72b0", "zarr-python": "#dd8452",
+              "zarr-python-fused": "#937860", "zarrs-python": "#55a868",
               "zarrcore": "#c44e52"}
     fig, axes = plt.subplots(2, 3, figsize=(16, 9.5))
     a = results["args"]

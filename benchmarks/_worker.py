@@ -24,6 +24,7 @@ import traceback
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _cold  # noqa: E402
 import _common as C  # noqa: E402
 
 
@@ -59,8 +60,7 @@ class ZarrPython:
     name = "zarr-python"
 
     def __init__(self, args):
-        import zarr
-        self.zarr = zarr
+        self.zarr = C.use_zarr_pipeline(self.name)
 
     def versions(self):
         return {"zarr": self.zarr.__version__, "numcodecs": _dist_version("numcodecs")}
@@ -92,6 +92,17 @@ class ZarrPython:
             yield
 
 
+class ZarrPythonFused(ZarrPython):
+    name = "zarr-python-fused"
+
+    @contextlib.contextmanager
+    def pool_of_one(self):
+        # The fused pipeline runs codecs in a pool of its own, sized by this setting.
+        with self.zarr.config.set({"threading.max_workers": 1,
+                                   "codec_pipeline.max_workers": 1}):
+            yield
+
+
 class ZarrsPython(ZarrPython):
     name = "zarrs-python"
 
@@ -99,9 +110,6 @@ class ZarrsPython(ZarrPython):
         super().__init__(args)
         import zarrs
         self.zarrs = zarrs
-        # strict: fail instead of silently falling back to zarr-python's own pipeline.
-        self.zarr.config.set({"codec_pipeline.path": "zarrs.ZarrsCodecPipeline",
-                              "codec_pipeline.strict": True})
 
     def versions(self):
         return {"zarrs": self.zarrs.__version__, **super().versions()}
@@ -194,7 +202,7 @@ class Zarrcore:
             self.zc.config.set(num_threads=old)
 
 
-ADAPTERS = {a.name: a for a in (TensorStore, ZarrPython, ZarrsPython, Zarrcore)}
+ADAPTERS = {a.name: a for a in (TensorStore, ZarrPython, ZarrPythonFused, ZarrsPython, Zarrcore)}
 
 
 # -- the server -----------------------------------------------------------------------------------
@@ -236,20 +244,31 @@ class Server:
         return {"lib": self.lib.name, "versions": self.lib.versions(),
                 "module_path": self.lib.module_path(), "pid": os.getpid()}
 
+    @staticmethod
+    def _cold(msg, path):
+        """Evict the dataset at `path` from the page cache when the request is a cold one
+        (msg["cold"]: the method, see _cold.drop_page_cache); returns the method used."""
+        method = msg.get("cold")
+        return _cold.drop_page_cache([path], method) if method else None
+
     def op_read_all(self, msg):
         variant = msg["variant"]
         ds = self.datasets[variant]
-        h = self.lib.open(self.read_path(variant))
+        path = self.read_path(variant)
+        h = self.lib.open(path)
+        cold = self._cold(msg, path)
         seconds, out = self._timed(lambda: self.lib.read_all(h))
         ok = C.check_equal(out, ds, expected_cache=self.expected(variant))
-        return {"seconds": seconds, "ok": ok, "nchunks": ds.nchunks()}
+        return {"seconds": seconds, "ok": ok, "nchunks": ds.nchunks(), "cold": cold}
 
     def op_read_chunks(self, msg):
         variant = msg["variant"]
         ds = self.datasets[variant]
         regions = ds.regions(ds.read_block)
-        h = self.lib.open(self.read_path(variant))
+        path = self.read_path(variant)
+        h = self.lib.open(path)
         exp = self.expected(variant)
+        cold = self._cold(msg, path)  # once: the blocks are read in order, each once
         # As a streaming reader would: read a block, use it (here: check it), drop it. Only
         # the reads are timed, and memory stays at one block.
         seconds = 0.0
@@ -259,7 +278,30 @@ class Server:
             seconds += t
             ok = C.check_equal(out, ds, sel, exp) and ok
             del out
-        return {"seconds": seconds, "ok": ok, "nblocks": len(regions)}
+        return {"seconds": seconds, "ok": ok, "nblocks": len(regions), "cold": cold}
+
+    def op_roundtrip(self, msg):
+        """Open `variant`, read it whole, create a new array like it and write the data there,
+        all timed, with the peak RSS above the RSS at the start. The copy is checked
+        afterwards by run.py (verify)."""
+        variant = msg["variant"]
+        ds = self.datasets[variant]
+        src = self.read_path(variant)
+        dst = C.write_path(self.args.data_dir, self.lib.name, f"{variant}-copy")
+        shutil.rmtree(dst, ignore_errors=True)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        cold = self._cold(msg, src)
+
+        def roundtrip():
+            data = self.lib.read_all(self.lib.open(src))
+            self.lib.write_all(self.lib.create(dst, ds), data)
+
+        gc.collect()
+        C.reset_peak_rss()
+        before = _current_rss()
+        seconds, _ = self._timed(roundtrip)
+        return {"seconds": seconds, "ok": None, "path": dst, "nchunks": ds.nchunks(),
+                "peak_rss_increase": C.peak_rss() - before, "cold": cold}
 
     def op_write_all(self, msg):
         variant = msg["variant"]

@@ -32,7 +32,8 @@ import _report
 SOURCE_CHUNK = 128
 SHARD, INNER = 512, 64
 BLOSC_LZ4 = {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0}
-LIBS = ("zarrcore", "zarr-python", "tensorstore", "rechunker")
+LIBS = ("zarrcore", "zarr-python", "zarr-python-fused", "zarrs-python", "tensorstore",
+        "rechunker")
 
 
 def dataset(n):
@@ -110,12 +111,13 @@ def run_rechunker(src, dst, n, memory):
         plan.execute()
 
 
-RUNNERS = {"zarrcore": run_zarrcore, "zarr-python": run_zarr_python,
-           "tensorstore": run_tensorstore, "rechunker": run_rechunker}
+# zarr-python runs with each of its codec pipelines (C.ZARR_PIPELINES), chosen in worker().
+RUNNERS = {"zarrcore": run_zarrcore, "tensorstore": run_tensorstore, "rechunker": run_rechunker,
+           **{lib: run_zarr_python for lib in C.ZARR_PIPELINES}}
 
 
-MODULES = {"zarrcore": ["zarrcore"], "zarr-python": ["zarr"], "tensorstore": ["tensorstore"],
-           "rechunker": ["zarr", "dask", "rechunker"]}
+MODULES = {"zarrcore": ["zarrcore"], "tensorstore": ["tensorstore"],
+           "rechunker": ["zarr", "dask", "rechunker"], **{lib: ["zarr"] for lib in C.ZARR_PIPELINES}}
 
 
 def worker(args):
@@ -123,6 +125,8 @@ def worker(args):
     shutil.rmtree(args.dst, ignore_errors=True)
     for module in MODULES[args.worker]:  # imports are not part of the time
         __import__(module)
+    if args.worker in C.ZARR_PIPELINES:
+        C.use_zarr_pipeline(args.worker)
     C.reset_peak_rss()
     start = time.perf_counter()
     RUNNERS[args.worker](args.src, args.dst, args.n, args.memory)
@@ -193,7 +197,10 @@ def available(lib):
     if lib == "rechunker":
         # rechunker drives zarr 2's API: it must also work beside the installed zarr.
         code += "; import zarr, rechunker.api; assert zarr.__version__.startswith('2')"
-    return subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
+    # From benchmarks/, as the workers import: a checkout's unbuilt zarrcore/ in the current
+    # directory would hide the installed one.
+    return subprocess.run([sys.executable, "-c", code], capture_output=True,
+                          cwd=C.HERE).returncode == 0
 
 
 def main():

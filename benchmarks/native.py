@@ -17,7 +17,8 @@ Both libraries run without a cache and then with a cache of decoded chunks of --
 total_bytes_limit, which rechecks the files on every read as zarrcore's cache does); the
 warm-up pass fills each cache. Targets: the native reads take at most half of tensorstore's
 time (with a cache, against tensorstore with the same cache), and two native threads read at
-least 1.8x as fast as one.
+least 1.8x as fast as one. With --cold-method, the native reads and tensorstore without a
+cache run once more each from a cold page cache.
 """
 import argparse
 import hashlib
@@ -34,6 +35,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import _cold  # noqa: E402
 import _common as C  # noqa: E402
 from _worker import _import_zarrcore  # noqa: E402
 
@@ -74,6 +76,12 @@ def region_starts(n, edge, count, seed=0):
 
 def selection(start, edge):
     return tuple(slice(int(s), int(s) + edge) for s in start)
+
+
+def touched(start, edge, chunks):
+    """Grid coordinates of the inner chunks a region touches."""
+    ranges = [range(int(s) // c, (int(s) + edge - 1) // c + 1) for s, c in zip(start, chunks)]
+    return itertools.product(*ranges)
 
 
 def time_python_threads(array, starts, edge, nthreads):
@@ -154,8 +162,7 @@ def decode_floor(zarrcore, path, starts, edge, threads, repeats=3):
     frames, chunks, size = inner_frames(zarrcore, path)
     work = []
     for start in starts:
-        ranges = [range(int(s) // c, (int(s) + edge - 1) // c + 1) for s, c in zip(start, chunks)]
-        work.extend(frames[k] for k in itertools.product(*ranges) if k in frames)
+        work.extend(frames[k] for k in touched(start, edge, chunks) if k in frames)
 
     def run():
         claim = iter(work)  # next() on it is atomic under the GIL
@@ -188,6 +195,9 @@ def main(argv=None):
                    help="decoded-chunk cache of the cached runs (default 256 MiB, the decoded "
                         "N=512 cube; 0: no cached runs)")
     p.add_argument("--zarrcore", choices=("auto", "installed", "inplace"), default="auto")
+    p.add_argument("--cold-method", choices=_cold.METHODS,
+                   help="also time the native reads and tensorstore without a cache from a cold "
+                        "page cache, dropped this way before each (default: warm only)")
     p.add_argument("--json", action="store_true", help="print the results as one JSON line")
     args = p.parse_args(argv)
 
@@ -231,6 +241,16 @@ def main(argv=None):
     results["native_scaling"] = results["native_1"] / results[f"native_{n}"]
     results["decode_floor"], results["decoded_chunks"] = decode_floor(zarrcore, path, starts,
                                                                       edge, n)
+    if args.cold_method:
+        # Each region's inner chunks come from the device the first time they are touched.
+        results["touched_chunks"] = len({k for start in starts
+                                         for k in touched(start, edge, ds.chunks)})
+        runs = [(f"cold_native_{n}", lambda: reader.read(capsule, starts, edge, n, None))]
+        if tensor is not None:
+            runs.append(("cold_tensorstore", lambda: time_tensorstore(tensor, starts, edge, n)))
+        for key, run in runs:
+            results["cold_method"] = _cold.drop_page_cache([path], args.cold_method)
+            results[key] = run()
     if args.cache_bytes:
         results["cache_bytes"] = args.cache_bytes
         cached = array.native_handle(cache_bytes=args.cache_bytes)
@@ -283,6 +303,8 @@ def contenders(n, cache_bytes):
             (f"native_{n}", f"zarrcore native, {n} pthreads"),
             ("python_threads", f"zarrcore a[...], {n} Python threads"),
             ("tensorstore", f"tensorstore, {n} futures in flight"),
+            (f"cold_native_{n}", f"zarrcore native, {n} pthreads, cold page cache"),
+            ("cold_tensorstore", f"tensorstore, {n} futures in flight, cold page cache"),
             ("cached_native_1", f"zarrcore native, 1 pthread, {mib} cache"),
             (f"cached_native_{n}", f"zarrcore native, {n} pthreads, {mib} cache"),
             ("cached_tensorstore", f"tensorstore, {n} futures in flight, {mib} cache_pool")]

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Object-store benchmark: zarrcore beside tensorstore, zarr-python 3 (ObjectStore) and
-zarr-python + zarrs, reading and writing over S3 and HTTP with a fixed delay per request.
+"""Object-store benchmark: zarrcore beside tensorstore, zarr-python 3 (ObjectStore; default and
+fused pipelines) and zarr-python + zarrs, reading and writing over S3 and HTTP with a fixed
+delay per request.
 
     python benchmarks/remote.py                       # N=512, 20 ms per request, best of 3
     python benchmarks/remote.py --n 128 --repeats 1   # a quick smoke run
@@ -35,11 +36,12 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import _common as C  # noqa: E402
+from _worker import _import_zarrcore  # noqa: E402
 
 BUCKET = "bench"
 VARIANTS = ("plain", "zstd", "sharded")
 WORKLOADS = ("read_all", "read_region", "write_all")
-LIBS = ("tensorstore", "zarr-python", "zarrs-python", "zarrcore")
+LIBS = C.LIBS
 KVSTORES = ("s3", "http")
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
                "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1"}
@@ -311,9 +313,11 @@ class ZarrPython:
     def __init__(self):
         import zarr
         self.zarr = zarr
+        # Set around each call: every library of this process shares zarr's global config.
+        self.pipeline = C.zarr_pipeline_config(self.name)
 
     def config(self):
-        return contextlib.nullcontext()
+        return self.zarr.config.set(self.pipeline)
 
     def _store(self, kind, url, prefix, read_only):
         return self.zarr.storage.ObjectStore(obstore_store(kind, url, prefix), read_only=read_only)
@@ -338,15 +342,12 @@ class ZarrPython:
             h[...] = data
 
 
+class ZarrPythonFused(ZarrPython):
+    name = "zarr-python-fused"
+
+
 class ZarrsPython(ZarrPython):
     name = "zarrs-python"
-
-    def __init__(self):
-        super().__init__()
-        import zarrs  # noqa: F401  (registers the pipeline)
-
-    def config(self):
-        return self.zarr.config.set({"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"})
 
 
 class TensorStore:
@@ -382,11 +383,10 @@ class TensorStore:
 class Zarrcore:
     name = "zarrcore"
 
-    def __init__(self):
-        sys.path.insert(0, C.REPO)
-        import zarrcore
+    def __init__(self, where):
+        self.zc = _import_zarrcore(where)
         from zarrcore.storage.objectstore import ObjectStore
-        self.zc, self.ObjectStore = zarrcore, ObjectStore
+        self.ObjectStore = ObjectStore
 
     def _store(self, kind, url, prefix, read_only=False):
         return self.ObjectStore(obstore_store(kind, url, prefix), read_only=read_only)
@@ -414,13 +414,12 @@ class ZarrcoreDelayedMemory(Zarrcore):
 
     name = "zarrcore-memory"
 
-    def __init__(self, delay, data_dir):
-        sys.path.insert(0, C.REPO)
+    def __init__(self, where, delay, data_dir):
+        self.zc = _import_zarrcore(where)
         sys.path.insert(0, os.path.join(C.REPO, "tests"))
-        import zarrcore
         from _remote_stores import DelayedStore
-        self.zc, self.delay, self.root = zarrcore, delay, data_dir
-        self.store = DelayedStore(delay, zarrcore.config.io_concurrency)
+        self.delay, self.root = delay, data_dir
+        self.store = DelayedStore(delay, self.zc.config.io_concurrency)
         self.loaded = set()
 
     def _store(self, kind, url, prefix, read_only=False):
@@ -471,18 +470,15 @@ class _StoreCounter:
         self.store.delay = value
 
 
-ADAPTERS = {"zarr-python": ZarrPython, "zarrs-python": ZarrsPython, "tensorstore": TensorStore,
-            "zarrcore": Zarrcore}
+ADAPTERS = {a.name: a for a in (TensorStore, ZarrPython, ZarrPythonFused, ZarrsPython, Zarrcore)}
 
 
 # -- the run ------------------------------------------------------------------------------------
-def ensure_dataset(ds, path):
+def ensure_dataset(ds, path, where):
     """Write the reference dataset with zarrcore when it is not there yet."""
     if os.path.exists(os.path.join(path, "zarr.json")):
         return
-    sys.path.insert(0, C.REPO)
-    import zarrcore
-
+    zarrcore = _import_zarrcore(where)
     log(f"generating {ds.name} -> {path}")
     a = zarrcore.create_array(path, shape=ds.shape, dtype=ds.dtype, chunks=ds.chunks,
                               shards=ds.shards, compressors=ds.compressors() or None,
@@ -529,7 +525,7 @@ def run(args):
     datasets = C.make_datasets(args.n)
     ref_root = os.path.join(args.data_dir, f"n{args.n}", "ref")
     for v in VARIANTS:
-        ensure_dataset(datasets[v], os.path.join(ref_root, f"{v}.zarr"))
+        ensure_dataset(datasets[v], os.path.join(ref_root, f"{v}.zarr"), args.zarrcore)
     servers, proxies = start_servers(args)
     try:
         return measure_all(args, datasets, ref_root, proxies)
@@ -545,7 +541,9 @@ def measure_all(args, datasets, ref_root, proxies):
     for name in args.libs:
         try:
             if name == "zarrcore-memory":
-                libs[name] = ZarrcoreDelayedMemory(args.delay, ref_root)
+                libs[name] = ZarrcoreDelayedMemory(args.zarrcore, args.delay, ref_root)
+            elif name == "zarrcore":
+                libs[name] = Zarrcore(args.zarrcore)
             else:
                 libs[name] = ADAPTERS[name]()
         except Exception as e:  # reported, not fatal: the others still run
@@ -702,6 +700,8 @@ def main(argv=None):
     p.add_argument("--workloads", default=",".join(WORKLOADS))
     p.add_argument("--kvstores", default=",".join(KVSTORES))
     p.add_argument("--data-dir", default=C.DEFAULT_DATA_DIR)
+    p.add_argument("--zarrcore", choices=("auto", "installed", "inplace"), default="auto",
+                   help="which zarrcore (as run.py's --zarrcore)")
     p.add_argument("--timeout", type=float, default=300, help="seconds per measurement")
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", default=os.path.join(HERE, "remote-results.json"))

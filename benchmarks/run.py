@@ -21,6 +21,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _cold  # noqa: E402
 import _common as C  # noqa: E402
 
 WORKER = os.path.join(C.HERE, "_worker.py")
@@ -136,7 +137,8 @@ def _run(cmd):
 
 
 def machine_info():
-    info = {"platform": platform.platform(), "python": platform.python_version()}
+    info = {"platform": platform.platform(), "python": platform.python_version(),
+            "executable": sys.executable, "uptime_start": _run(["uptime"]).strip()}
     lscpu = {}
     for line in _run(["lscpu"]).splitlines():
         if ":" in line:
@@ -191,6 +193,7 @@ class Runner:
             "rss": [],
             "limits": None,
             "native": None,
+            "cold": None,
             "failures": [],
         }
 
@@ -264,7 +267,7 @@ class Runner:
         libs = [lib for lib in a.libs]
         argv = [sys.executable, os.path.join(C.HERE, "remote.py"), "--n", str(a.n),
                 "--repeats", str(a.repeats), "--data-dir", a.data_dir, "--out", out,
-                "--libs", ",".join(libs)]
+                "--libs", ",".join(libs), "--zarrcore", a.zarrcore]
         log("remote: " + " ".join(argv[1:]))
         subprocess.run(argv, check=False)
         try:
@@ -274,8 +277,8 @@ class Runner:
             self._record_failure("all", "remote", f"no results from remote.py: {e}")
 
     def _wants_cube(self):
-        return bool({"read_all", "read_chunks", "write_all", "threads", "busy", "rss", "limits",
-                     "native"}
+        return bool({"read_all", "read_chunks", "write_all", "roundtrip", "threads", "busy",
+                     "rss", "limits", "native"}
                     & set(self.args.workloads))
 
     # -- timing --
@@ -290,7 +293,9 @@ class Runner:
 
     def interleaved(self, key, op, variant, extra=None, libs=None):
         """Warm-up plus `repeats` rounds; every round runs every library once, rotating the
-        order. Returns and stores {lib: {"best", "times", "ok", "error"}}."""
+        order. Returns and stores {lib: {"best", "times", "ok", "error"}}, with "path" (what a
+        write wrote), "peaks" (peak RSS increase per round) and "cold" (the page cache
+        method) where the op reports them."""
         a = self.args
         libs = [lib for lib in (libs or self.libs) if self.workers[lib].hello is not None]
         out = {lib: {"best": None, "times": [], "ok": True, "error": None} for lib in self.libs}
@@ -314,7 +319,11 @@ class Runner:
                     out[lib]["ok"] = False
                 if rnd >= a.warmup:
                     out[lib]["times"].append(r["seconds"])
-                out[lib]["nchunks"] = r.get("nchunks")
+                    if r.get("peak_rss_increase") is not None:
+                        out[lib].setdefault("peaks", []).append(r["peak_rss_increase"])
+                for field in ("nchunks", "path", "cold"):
+                    if r.get(field) is not None:
+                        out[lib][field] = r[field]
         for lib, r in out.items():
             if r["times"]:
                 r["best"] = min(r["times"])
@@ -339,7 +348,7 @@ class Runner:
         for lib, r in res.items():
             if r["error"] or r["best"] is None:
                 continue
-            path = C.write_path(self.args.data_dir, lib, variant)
+            path = r["path"]
             try:
                 ok = self.helper.call({"op": "verify", "variant": variant, "path": path},
                                       timeout=self.args.timeout)["ok"]
@@ -351,9 +360,46 @@ class Runner:
             if not ok:
                 self._record_failure(lib, key, "WRONG RESULT: " + why)
 
+    def measure_device(self):
+        """Once per run with cold reads: the device's sequential bandwidth and random-read
+        latency (the I/O floors), and what each dataset stores."""
+        a = self.args
+        log(f"device: cold reads of a {a.io_probe_mib} MiB file under {a.data_dir}")
+        device = _cold.measure_device(a.data_dir, a.io_probe_mib, a.cold_method)
+        stored = {}
+        for v in (*C.CUBE_VARIANTS, C.SMALL_VARIANT):
+            path = C.reference_path(a.data_dir, a.n, a.small_n, v)
+            if os.path.exists(path):
+                nbytes, nfiles = _cold.stored_size(path)
+                stored[v] = {"bytes": nbytes, "files": nfiles}
+        self.results["cold"] = {"requested": a.cold_method, "device": device, "stored": stored,
+                                "methods": []}
+        log(f"device: {device['seq_gbps']:.2f} GB/s sequential, "
+            f"{device['random_latency_s'] * 1e3:.2f} ms per random read ({device['method']})")
+
+    def read_workload(self, key, op, variant):
+        """A read workload under each page cache state of --cache: `key` warm, and cold (the
+        cache dropped before every round) as `key` with `_cold` after its first part."""
+        a = self.args
+        head, _, tail = key.partition("/")
+        for cache in a.cache:
+            if cache == "warm":
+                timed, res = key, self.interleaved(key, op, variant)
+            else:
+                timed = f"{head}_cold/{tail}"
+                res = self.interleaved(timed, op, variant, {"cold": a.cold_method})
+                methods = self.results["cold"]["methods"]
+                for r in res.values():
+                    if r.get("cold") and r["cold"] not in methods:
+                        methods.append(r["cold"])
+            if op == "roundtrip":
+                self.verify_writes(timed, variant)
+
     def run_workloads(self):
         a = self.args
         wl = a.workloads
+        if "cold" in a.cache and set(wl) & set(C.COLD_WORKLOADS):
+            self.measure_device()
 
         def writes():
             for v in C.CUBE_VARIANTS:
@@ -364,18 +410,21 @@ class Runner:
             writes()  # the reads below read what each library wrote
         if "read_all" in wl:
             for v in C.CUBE_VARIANTS:
-                self.interleaved(f"read_all/{v}", "read_all", v)
+                self.read_workload(f"read_all/{v}", "read_all", v)
         if "read_chunks" in wl:
             for v in C.CUBE_VARIANTS:
-                self.interleaved(f"read_chunks/{v}", "read_chunks", v)
+                self.read_workload(f"read_chunks/{v}", "read_chunks", v)
+        if "roundtrip" in wl:
+            for v in C.CUBE_VARIANTS:
+                self.read_workload(f"roundtrip/{v}", "roundtrip", v)
         if "write_all" in wl and a.read_from != "own":
             writes()
         if "small" in wl:
             if a.read_from == "own":
                 self.interleaved("small/write_all", "write_all", C.SMALL_VARIANT)
-                self.interleaved("small/read_all", "read_all", C.SMALL_VARIANT)
+                self.read_workload("small/read_all", "read_all", C.SMALL_VARIANT)
             else:
-                self.interleaved("small/read_all", "read_all", C.SMALL_VARIANT)
+                self.read_workload("small/read_all", "read_all", C.SMALL_VARIANT)
                 self.interleaved("small/write_all", "write_all", C.SMALL_VARIANT)
             self.verify_writes("small/write_all", C.SMALL_VARIANT)
         if "threads" in wl:
@@ -434,6 +483,7 @@ class Runner:
                         if rnd >= a.warmup:
                             r["times"].append(reply["seconds"])
                         r["nchunks"] = reply.get("nchunks")
+                        r["path"] = reply.get("path")
                 finally:
                     self._stop(hogs)
             self._note_load()
@@ -496,6 +546,8 @@ class Runner:
         a = self.args
         argv = [sys.executable, os.path.join(C.HERE, "native.py"), "--json", "--n", str(a.n),
                 "--data-dir", a.data_dir, "--zarrcore", a.zarrcore, "--reads", str(a.native_reads)]
+        if "cold" in a.cache:
+            argv += ["--cold-method", a.cold_method]
         try:
             p = subprocess.run(argv, capture_output=True, text=True, timeout=a.timeout)
             lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
@@ -511,15 +563,32 @@ class Runner:
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--n", type=int, default=512, help="edge of the uint16 cube (default 512)")
+    p.add_argument("--n", type=int,
+                   help=f"edge of the uint16 cube (default 512; {C.SUITE_N} with --suite)")
     p.add_argument("--small-n", type=int, default=1000,
                    help="edge of the small-chunks float32 array (default 1000)")
     p.add_argument("--repeats", type=int, default=3, help="timed rounds; best is kept (default 3)")
     p.add_argument("--warmup", type=int, default=1, help="untimed rounds first (default 1)")
     p.add_argument("--libs", default=",".join(C.LIBS),
                    help="comma-separated subset of: " + ", ".join(C.LIBS))
-    p.add_argument("--workloads", default=",".join(C.WORKLOADS),
-                   help="comma-separated subset of: " + ", ".join(C.WORKLOADS))
+    p.add_argument("--workloads",
+                   help="comma-separated subset of: " + ", ".join(C.WORKLOADS)
+                        + " (default all; with --suite " + ",".join(C.SUITE_WORKLOADS) + ")")
+    p.add_argument("--suite", action="store_true",
+                   help=f"the independent suite's set: N={C.SUITE_N} (uncompressed, zstd and "
+                        "sharded 256^3 chunks or shards), read all and the round trip, warm "
+                        "and cold, and the peak RSS of each library; --n and --workloads "
+                        "still override")
+    p.add_argument("--cache", choices=("warm", "cold", "both"), default="both",
+                   help="page cache state of the reads (" + ", ".join(C.COLD_WORKLOADS)
+                        + "): warm, cold (dropped before every round) or both (default)")
+    p.add_argument("--cold-method", choices=_cold.METHODS, default="auto",
+                   help="how the page cache is dropped: drop_caches (all of it, needs root), "
+                        "fadvise (POSIX_FADV_DONTNEED on every file of the dataset) or auto "
+                        "(the first where allowed, else the second)")
+    p.add_argument("--io-probe-mib", type=int, default=1024,
+                   help="size of the file whose cold sequential read measures the device "
+                        "bandwidth, once per run with cold reads (default 1024)")
     p.add_argument("--thread-libs", default=",".join(C.LIBS),
                    help="libraries in the thread-scaling workload (default all)")
     p.add_argument("--rss-libs", default=",".join(C.LIBS),
@@ -560,7 +629,12 @@ def parse_args(argv=None):
         return items
 
     args.libs = [lib for lib in C.LIBS if lib in split(args.libs, C.LIBS, "library")]
+    if args.n is None:
+        args.n = C.SUITE_N if args.suite else 512
+    if args.workloads is None:
+        args.workloads = ",".join(C.SUITE_WORKLOADS if args.suite else C.WORKLOADS)
     args.workloads = split(args.workloads, C.WORKLOADS, "workload")
+    args.cache = ["warm", "cold"] if args.cache == "both" else [args.cache]
     args.thread_libs = split(args.thread_libs, C.LIBS, "library")
     args.rss_libs = split(args.rss_libs, C.LIBS, "library")
     args.rss_variants = split(args.rss_variants, C.CUBE_VARIANTS, "variant")
@@ -617,6 +691,7 @@ def main(argv=None):
     if "native" in args.workloads:
         runner.run_native()
     runner.results["loadavg_end"] = loadavg()
+    runner.results["uptime_end"] = _run(["uptime"]).strip()
 
     os.makedirs(args.out_dir, exist_ok=True)
     with open(os.path.join(args.out_dir, "results.json"), "w") as f:

@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _common as C  # noqa: E402
 from _worker import _import_zarrcore  # noqa: E402
 
-LIBS = ("zarr-python", "zarrs-python", "zarrcore")
+LIBS = ("zarr-python", "zarr-python-fused", "zarrs-python", "zarrcore")
 OPS = ("load", "mean")
 VARIANTS = ("plain", "sharded")
 FLOAT_VARS = ("t2m", "u10", "v10", "msl")
@@ -98,15 +98,6 @@ def generate(data_dir, mib, variant, regenerate=False):
 
 # -- one measurement, in its own process ------------------------------------------------------
 
-def _use_zarrs():
-    """zarr-python with the zarrs codec pipeline (strict: no silent fallback)."""
-    import zarr
-    import zarrs  # noqa: F401
-
-    zarr.config.set({"codec_pipeline.path": "zarrs.ZarrsCodecPipeline",
-                     "codec_pipeline.strict": True})
-
-
 def _engine(lib, where):
     """The xarray engine of `lib` (the zarrcore entry point's class, so that a checkout's
     build needs no installed entry point)."""
@@ -115,8 +106,7 @@ def _engine(lib, where):
         from zarrcore.xarray import ZarrcoreBackendEntrypoint
 
         return ZarrcoreBackendEntrypoint
-    if lib == "zarrs-python":
-        _use_zarrs()
+    C.use_zarr_pipeline(lib)
     return "zarr"
 
 
@@ -141,8 +131,8 @@ def time_one(lib, op, variant, mib, data_dir, where):
     with distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
-        if lib == "zarrs-python":
-            client.run(_use_zarrs)
+        if lib != "zarrcore":
+            client.run(C.use_zarr_pipeline, lib)
         for _ in range(2):
             t0 = time.perf_counter()
             ds = xr.open_dataset(path, engine=engine, chunks={})

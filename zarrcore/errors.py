@@ -25,6 +25,11 @@ class UnknownDataTypeError(MetadataError):
     """A data type that zarrcore does not know."""
 
 
+class DataTypeDependencyError(UnknownDataTypeError):
+    """A data type whose numpy side needs a package that is not installed (ml_dtypes for
+    bfloat16, float8_*, int4 & co.: pip install "zarrcore[ml]")."""
+
+
 class ObjectDataTypeError(ZarrcoreError, TypeError, ValueError):
     """numpy's object dtype without the object codec that says what its items are. A
     ValueError as zarr-python raises it, and a TypeError as for other unusable dtypes."""

@@ -291,9 +291,10 @@ def is_fill(arr, fill_value):
     cdef size_t nbytes = a.nbytes
     cdef const void *data = cnp.PyArray_DATA(a)
     cdef int result
-    if dtype.kind == "f":
+    # numpy's floats only: ml_dtypes' (float8_e5m2 is of kind "f") have other NaNs.
+    if issubclass(dtype.type, np.floating):
         floatsize = itemsize
-    elif dtype.kind == "c":
+    elif issubclass(dtype.type, np.complexfloating):
         floatsize = itemsize // 2
     if floatsize > 8:
         # long double: x87 layout with padding, no portable bit test; numpy knows it.

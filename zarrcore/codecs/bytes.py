@@ -7,6 +7,7 @@ import numpy.typing as npt
 
 from .. import kernels
 from ..errors import ChunkDecodeError, MetadataError
+from ..metadata.dtypes import ieee_float_size, swap_unit
 from .base import ArrayBytesCodec, BytesLike, ChunkSpec, CodecJSON, NativeForm
 from .registry import register_codec
 
@@ -15,7 +16,7 @@ _NATIVE = sys.byteorder
 
 def _byte_order(dtype: np.dtype[Any]) -> str | None:
     """'little', 'big', or None when the dtype has no byte order (1-byte, bytes, structured)."""
-    if dtype.byteorder == "|":
+    if dtype.byteorder == "|" or dtype.itemsize == 1:  # ml_dtypes' 1-byte types say "="
         return None
     if dtype.byteorder == "=":
         return _NATIVE
@@ -24,11 +25,15 @@ def _byte_order(dtype: np.dtype[Any]) -> str | None:
 
 def _swappable(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
     """`array` as numbers the kernels.byteswap ufunc takes: UCS4 text as uint32 characters,
-    datetimes as int64 (a view; numeric arrays as they are)."""
+    datetimes as int64, ml_dtypes' types as unsigned integers of their swap unit (a view;
+    numpy's numbers as they are)."""
     if array.dtype.kind == "U":
         return array.reshape(-1).view(np.uint32)
     if array.dtype.kind in "mM":
         return array.view(np.int64)
+    unit = swap_unit(array.dtype)
+    if array.dtype.kind not in "biufc" and unit:
+        return array.reshape(-1).view(f"u{unit}")
     return array
 
 
@@ -82,15 +87,13 @@ class BytesCodec(ArrayBytesCodec):
         dtype = np.dtype(spec.dtype)
         if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
             return None
-        itemsize, in_memory = dtype.itemsize, _byte_order(dtype) or _NATIVE
-        swap = dtype.kind in "biufcmMU" and itemsize > 1 and self.endian not in (None, in_memory)
-        unit = itemsize // 2 if dtype.kind == "c" else 4 if dtype.kind == "U" else itemsize
-        float_size = itemsize // 2 if dtype.kind == "c" else itemsize if dtype.kind == "f" else 0
+        in_memory = _byte_order(dtype) or _NATIVE
+        unit = swap_unit(dtype)
         return {
-            "itemsize": itemsize,
-            "swap_size": unit if swap else 0,
+            "itemsize": dtype.itemsize,
+            "swap_size": unit if self.endian not in (None, in_memory) else 0,
             "fill": np.asarray(spec.fill_value, dtype=dtype).tobytes(),
-            "fill_floatsize": float_size if in_memory == _NATIVE else 0,
+            "fill_floatsize": ieee_float_size(dtype) if in_memory == _NATIVE else 0,
         }
 
     def _swap(self, dtype: np.dtype[Any]) -> bool:

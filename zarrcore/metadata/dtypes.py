@@ -11,16 +11,30 @@ stored byte order, so ``numpy_dtype`` may be big-endian; chunks decode to that
 dtype.
 """
 
+from __future__ import annotations
+
 import base64
 import binascii
 import functools
 import math
 import re
 import warnings
+from collections.abc import Callable, Iterator, Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
-from zarrcore.errors import MetadataError, ObjectDataTypeError, UnknownDataTypeError
+from zarrcore.errors import (
+    DataTypeDependencyError,
+    MetadataError,
+    ObjectDataTypeError,
+    UnknownDataTypeError,
+)
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = [
     "DataType",
@@ -32,10 +46,15 @@ __all__ = [
     "ObjectDataTypeError",
 ]
 
-_REGISTRY: "list[type[DataType]]" = []
+#: A decoded JSON value.
+JSON = Any
+
+_REGISTRY: list[type[DataType]] = []
+
+_DataTypeClass = TypeVar("_DataTypeClass", bound="type[DataType]")
 
 
-def register_data_type(cls):
+def register_data_type(cls: _DataTypeClass) -> _DataTypeClass:
     """Register a DataType subclass (usable as a decorator); later ones win ties."""
     if not (isinstance(cls, type) and issubclass(cls, DataType)):
         raise TypeError(f"{cls!r} is not a DataType subclass")
@@ -45,12 +64,12 @@ def register_data_type(cls):
     return cls
 
 
-def registered_data_types():
+def registered_data_types() -> tuple[type[DataType], ...]:
     """The registered DataType classes, in resolution order."""
     return tuple(_REGISTRY)
 
 
-def _default_where(zarr_format):
+def _default_where(zarr_format: int) -> str:
     return "zarr.json" if zarr_format == 3 else ".zarray"
 
 
@@ -68,17 +87,19 @@ class DataType:
     #: every object codec (or categorize filter) id whose "|O" arrays are of this type
     v2_object_codec_ids: tuple[str, ...] = ()
 
-    def __init__(self, numpy_dtype):
-        self.numpy_dtype = np.dtype(numpy_dtype)
+    def __init__(self, numpy_dtype: npt.DTypeLike) -> None:
+        self.numpy_dtype: np.dtype[Any] = np.dtype(numpy_dtype)
 
     # -- resolution hooks ---------------------------------------------------
 
     @classmethod
-    def from_json_v3(cls, obj, where="zarr.json"):
+    def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
         return None
 
     @classmethod
-    def from_json_v2(cls, obj, object_codec_id=None, where=".zarray"):
+    def from_json_v2(
+        cls, obj: JSON, object_codec_id: str | None = None, where: str = ".zarray"
+    ) -> Self | None:
         # Plain typestrs ("<i4", "|S5", ...) are whatever numpy makes of them;
         # object ("|O") types override this, as they need the object codec.
         if isinstance(obj, str):
@@ -88,24 +109,24 @@ class DataType:
         return None
 
     @classmethod
-    def from_numpy(cls, dtype):
+    def from_numpy(cls, dtype: np.dtype[Any]) -> Self | None:
         return None
 
     # -- JSON ---------------------------------------------------------------
 
-    def to_json_v3(self):
+    def to_json_v3(self) -> JSON:
         raise NotImplementedError
 
-    def to_json_v2(self):
+    def to_json_v2(self) -> JSON:
         return self.numpy_dtype.str
 
     # -- fill values --------------------------------------------------------
 
-    def default_fill_value(self):
+    def default_fill_value(self) -> Any:
         """The fill value used when none is given: zero, False or empty."""
         return np.zeros((), dtype=self.numpy_dtype)[()]
 
-    def cast_fill_value(self, value):
+    def cast_fill_value(self, value: Any) -> Any:
         """Convert a user value to a scalar of this type (TypeError/ValueError if impossible)."""
         try:
             with warnings.catch_warnings():
@@ -114,7 +135,7 @@ class DataType:
         except (OverflowError, DeprecationWarning) as e:
             raise ValueError(f"fill value {value!r} does not fit {self}: {e}") from None
 
-    def cast_array(self, value):
+    def cast_array(self, value: Any) -> npt.NDArray[Any]:
         """``value`` as an array of this type, converted as numpy's assignment converts it
         (unsafely); TypeError or ValueError when impossible."""
         if isinstance(value, np.ndarray) and value.dtype == self.numpy_dtype:
@@ -127,7 +148,7 @@ class DataType:
         except OverflowError as e:
             raise ValueError(f"value does not fit {self}: {e}") from None
 
-    def fill_value_from_json(self, value, zarr_format, where=None):
+    def fill_value_from_json(self, value: JSON, zarr_format: int, where: str | None = None) -> Any:
         """Decode a JSON fill value; v2 ``null`` gives None.  Raises MetadataError."""
         if value is None and zarr_format == 2:
             return None
@@ -139,32 +160,33 @@ class DataType:
                 f"{where}: field 'fill_value': invalid value {value!r} for data type {self}: {e}"
             ) from None
 
-    def fill_value_to_json(self, value, zarr_format):
+    def fill_value_to_json(self, value: Any, zarr_format: int) -> JSON:
         """Encode a fill value (numpy scalar or anything castable to one) as JSON."""
         if value is None and zarr_format == 2:
             return None
         return self._encode_fill(self.cast_fill_value(value), zarr_format)
 
-    def _decode_fill(self, value, zarr_format):
+    def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
         raise NotImplementedError
 
-    def _encode_fill(self, value, zarr_format):
+    def _encode_fill(self, value: Any, zarr_format: int) -> JSON:
         raise NotImplementedError
 
     # -- identity -----------------------------------------------------------
 
-    def __eq__(self, other):
-        return type(self) is type(other) and self.numpy_dtype == other.numpy_dtype
+    def __eq__(self, other: object) -> bool:
+        return (type(self) is type(other) and isinstance(other, DataType)
+                and self.numpy_dtype == other.numpy_dtype)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((type(self), self.numpy_dtype))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}({self.numpy_dtype.str!r})"
 
 
 @functools.lru_cache(maxsize=256)
-def _parse_typestr(s):
+def _parse_typestr(s: str) -> np.dtype[Any] | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -173,7 +195,7 @@ def _parse_typestr(s):
         return None
 
 
-def _name_and_config(obj):
+def _name_and_config(obj: JSON) -> tuple[str, dict[str, JSON]] | tuple[None, None]:
     """Split a v3 extension value (short-hand string or object) into (name, configuration)."""
     if isinstance(obj, str):
         return obj, {}
@@ -187,7 +209,7 @@ def _name_and_config(obj):
 # -- numbers ----------------------------------------------------------------
 
 
-def _json_int(value):
+def _json_int(value: JSON) -> int:
     if isinstance(value, bool):
         raise TypeError("expected an integer, got a boolean")
     if isinstance(value, float) and value.is_integer():
@@ -197,68 +219,83 @@ def _json_int(value):
     return value
 
 
+def _native_order(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    # ml_dtypes' types are native and lose their identity under newbyteorder (a "V" dtype).
+    return dtype if dtype.isnative else dtype.newbyteorder("=")
+
+
 class BoolType(DataType):
     """``bool``."""
 
     @classmethod
-    def from_json_v3(cls, obj, where="zarr.json"):
+    def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
         return cls(np.bool_) if _name_and_config(obj) == ("bool", {}) else None
 
     @classmethod
-    def from_numpy(cls, dtype):
+    def from_numpy(cls, dtype: np.dtype[Any]) -> Self | None:
         return cls(dtype) if dtype.kind == "b" else None
 
-    def to_json_v3(self):
+    def to_json_v3(self) -> JSON:
         return "bool"
 
-    def _decode_fill(self, value, zarr_format):
+    def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
         # zarr 2.x sometimes stored 0/1 for boolean fill values.
         if isinstance(value, bool) or (zarr_format == 2 and value in (0, 1)):
             return np.bool_(value)
         raise TypeError("expected true or false")
 
-    def _encode_fill(self, value, zarr_format):
+    def _encode_fill(self, value: Any, zarr_format: int) -> JSON:
         return bool(value)
 
 
-_INT_NAMES = {f"{k}{n}": np.dtype(f"{k[0]}{n // 8}") for k in ("int", "uint") for n in (8, 16, 32, 64)}
+_INT_NAMES: dict[str, np.dtype[Any]] = {
+    f"{k}{n}": np.dtype(f"{k[0]}{n // 8}") for k in ("int", "uint") for n in (8, 16, 32, 64)
+}
 
 
 class IntegerType(DataType):
     """``int8`` … ``int64``, ``uint8`` … ``uint64``."""
 
     @classmethod
-    def from_json_v3(cls, obj, where="zarr.json"):
+    def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
         name, config = _name_and_config(obj)
         return cls(_INT_NAMES[name]) if name in _INT_NAMES and config == {} else None
 
     @classmethod
-    def from_numpy(cls, dtype):
+    def from_numpy(cls, dtype: np.dtype[Any]) -> Self | None:
         return cls(dtype) if dtype.kind in "iu" and dtype.name in _INT_NAMES else None
 
-    def to_json_v3(self):
+    def to_json_v3(self) -> JSON:
         return self.numpy_dtype.name
 
-    def _decode_fill(self, value, zarr_format):
-        value = _json_int(value)
+    def _range(self) -> tuple[int, int]:
         info = np.iinfo(self.numpy_dtype)
-        if not info.min <= value <= info.max:
-            raise ValueError(f"out of range [{info.min}, {info.max}]")
-        return self.numpy_dtype.type(value)
+        return int(info.min), int(info.max)
 
-    def _encode_fill(self, value, zarr_format):
+    def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
+        number = _json_int(value)
+        low, high = self._range()
+        if not low <= number <= high:
+            raise ValueError(f"out of range [{low}, {high}]")
+        return self.numpy_dtype.type(number)
+
+    def _encode_fill(self, value: Any, zarr_format: int) -> JSON:
         return int(value)
 
 
 _FLOAT_SPECIAL = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-# Bit patterns of the v3 spec's "NaN": sign 0, mantissa MSB 1, rest 0.
-_CANONICAL_NAN = {2: 0x7E00, 4: 0x7FC00000, 8: 0x7FF8000000000000}
 _HEX_RE = re.compile(r"0x[0-9a-fA-F]+\Z")
 
 
-def _float_from_json(value, dtype):
-    """Decode one IEEE float per the v3 spec (numbers, named specials, hex bit patterns)."""
-    dtype = dtype.newbyteorder("=")
+def _bits_view(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """The unsigned integer dtype of `dtype`'s item size."""
+    return np.dtype(f"u{dtype.itemsize}")
+
+
+def _float_from_json(value: JSON, dtype: np.dtype[Any], nbits: int | None = None) -> Any:
+    """Decode one float per the v3 spec (numbers, named specials, hex bit patterns of at most
+    `nbits` bits, by default the item's)."""
+    dtype = _native_order(dtype)
     if isinstance(value, bool):
         raise TypeError("expected a number")
     if isinstance(value, (int, float)):
@@ -271,21 +308,22 @@ def _float_from_json(value, dtype):
         if value in _FLOAT_SPECIAL:
             return dtype.type(_FLOAT_SPECIAL[value])
         if _HEX_RE.match(value):
-            bits = int(value, 16)
-            if bits >> (8 * dtype.itemsize):
-                raise ValueError(f"hex value wider than {8 * dtype.itemsize} bits")
+            bits, width = int(value, 16), nbits or 8 * dtype.itemsize
+            if bits >> width:
+                raise ValueError(f"hex value wider than {width} bits")
             # Going through an unsigned view keeps NaN payloads bit-exact.
-            return np.array(bits, dtype=f"u{dtype.itemsize}").view(dtype)[()]
+            return np.array(bits, dtype=_bits_view(dtype)).view(dtype)[()]
     raise TypeError('expected a number, "NaN", "Infinity", "-Infinity" or a "0x..." bit pattern')
 
 
-def _float_to_json(value, dtype, zarr_format):
-    dtype = dtype.newbyteorder("=")
+def _float_to_json(value: Any, dtype: np.dtype[Any], zarr_format: int) -> JSON:
+    dtype = _native_order(dtype)
     value = dtype.type(value)
     if np.isnan(value):
-        bits = int(np.array(value, dtype=dtype).view(f"u{dtype.itemsize}"))
-        # v2 has no syntax for NaN payloads.
-        if zarr_format == 3 and bits != _CANONICAL_NAN[dtype.itemsize]:
+        bits = int(np.array(value, dtype=dtype).view(_bits_view(dtype)))
+        # The spec's "NaN" is the type's canonical quiet NaN; v2 has no syntax for payloads.
+        canonical = int(np.array(math.nan, dtype=dtype).view(_bits_view(dtype)))
+        if zarr_format == 3 and bits != canonical:
             return f"0x{bits:0{2 * dtype.itemsize}x}"
         return "NaN"
     if np.isinf(value):
@@ -293,73 +331,252 @@ def _float_to_json(value, dtype, zarr_format):
     return float(value)
 
 
-_FLOAT_NAMES = {"float16": np.dtype("f2"), "float32": np.dtype("f4"), "float64": np.dtype("f8")}
+_FLOAT_NAMES: dict[str, np.dtype[Any]] = {
+    "float16": np.dtype("f2"), "float32": np.dtype("f4"), "float64": np.dtype("f8"),
+}
 
 
 class FloatType(DataType):
     """``float16``, ``float32``, ``float64``."""
 
     @classmethod
-    def from_json_v3(cls, obj, where="zarr.json"):
+    def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
         name, config = _name_and_config(obj)
         return cls(_FLOAT_NAMES[name]) if name in _FLOAT_NAMES and config == {} else None
 
     @classmethod
-    def from_numpy(cls, dtype):
+    def from_numpy(cls, dtype: np.dtype[Any]) -> Self | None:
         return cls(dtype) if dtype.kind == "f" and dtype.name in _FLOAT_NAMES else None
 
-    def to_json_v3(self):
+    def to_json_v3(self) -> JSON:
         return self.numpy_dtype.name
 
-    def _decode_fill(self, value, zarr_format):
+    def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
         return _float_from_json(value, self.numpy_dtype)
 
-    def _encode_fill(self, value, zarr_format):
+    def _encode_fill(self, value: Any, zarr_format: int) -> JSON:
         return _float_to_json(value, self.numpy_dtype, zarr_format)
 
 
-_COMPLEX_NAMES = {"complex64": np.dtype("c8"), "complex128": np.dtype("c16")}
+# The registry's names of numpy's complex types: complex_float32 is complex64.
+_COMPLEX_NAMES: dict[str, np.dtype[Any]] = {
+    "complex64": np.dtype("c8"),
+    "complex128": np.dtype("c16"),
+    "complex_float32": np.dtype("c8"),
+    "complex_float64": np.dtype("c16"),
+}
 
 
 class ComplexType(DataType):
-    """``complex64``, ``complex128``; fill values are ``[real, imag]``."""
+    """``complex64``, ``complex128`` (or ``complex_float32``, ``complex_float64``, written back
+    as read); fill values are ``[real, imag]``."""
+
+    def __init__(self, numpy_dtype: npt.DTypeLike, v3_name: str | None = None) -> None:
+        super().__init__(numpy_dtype)
+        self.v3_name = v3_name or self.numpy_dtype.name
 
     @classmethod
-    def from_json_v3(cls, obj, where="zarr.json"):
+    def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
         name, config = _name_and_config(obj)
-        return cls(_COMPLEX_NAMES[name]) if name in _COMPLEX_NAMES and config == {} else None
+        if name not in _COMPLEX_NAMES or config != {}:
+            return None
+        return cls(_COMPLEX_NAMES[name], name)
 
     @classmethod
-    def from_numpy(cls, dtype):
+    def from_numpy(cls, dtype: np.dtype[Any]) -> Self | None:
         return cls(dtype) if dtype.kind == "c" and dtype.name in _COMPLEX_NAMES else None
 
-    def to_json_v3(self):
-        return self.numpy_dtype.name
+    def to_json_v3(self) -> JSON:
+        return self.v3_name
 
     @property
-    def _part_dtype(self):
+    def _part_dtype(self) -> np.dtype[Any]:
         return np.dtype(f"f{self.numpy_dtype.itemsize // 2}")
 
-    def _decode_fill(self, value, zarr_format):
+    def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
         if not isinstance(value, list) or len(value) != 2:
             raise TypeError("expected a [real, imag] pair")
-        parts = np.array([_float_from_json(v, self._part_dtype) for v in value])
+        part = self._part_dtype
+        parts = np.array([_float_from_json(v, part) for v in value], dtype=part)
         # Assemble from the component floats' bits so NaN payloads survive.
-        return parts.view(self.numpy_dtype.newbyteorder("="))[0]
+        return parts.view(_native_order(self.numpy_dtype))[0]
 
-    def _encode_fill(self, value, zarr_format):
-        parts = np.array(value, dtype=self.numpy_dtype.newbyteorder("=")).reshape(1).view(self._part_dtype)
-        return [_float_to_json(p, self._part_dtype, zarr_format) for p in parts]
+    def _encode_fill(self, value: Any, zarr_format: int) -> JSON:
+        item = np.array(value, dtype=_native_order(self.numpy_dtype)).reshape(1)
+        part = self._part_dtype
+        return [_float_to_json(p, part, zarr_format) for p in item.view(part)]
+
+
+# -- ml_dtypes' types ---------------------------------------------------------
+#
+# The zarr-extensions registry's floats of 4 to 16 bits, its 2- and 4-bit integers and its
+# complex numbers of two 16-bit floats, as ml_dtypes holds them (the extra `zarrcore[ml]`):
+# each item one byte or two, sub-byte values in the low bits of their byte.
+
+# v3 (and tensorstore's v2) name -> ml_dtypes attribute. float8_e4m3fn is tensorstore's (OCP's
+# E4M3: no infinity); the registry's float8_e4m3 is IEEE-like, a different type.
+_ML_FLOATS = {name: name for name in (
+    "bfloat16", "float8_e3m4", "float8_e4m3", "float8_e4m3fn", "float8_e4m3fnuz",
+    "float8_e4m3b11fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn",
+    "float6_e2m3fn", "float6_e3m2fn",
+)}
+_ML_INTEGERS = {name: name for name in ("int2", "int4", "uint2", "uint4")}
+_ML_COMPLEX = {"complex_float16": "complex32", "complex_bfloat16": "bcomplex32"}
+# The numpy name of the parts of each complex type.
+_ML_COMPLEX_PARTS = {"complex32": "float16", "bcomplex32": "bfloat16"}
+
+
+def _ml_dtypes(name: str, where: str) -> ModuleType:
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise DataTypeDependencyError(
+            f"{where}: data type {name!r} needs ml_dtypes: pip install \"zarrcore[ml]\""
+        ) from None
+    return ml_dtypes
+
+
+def _ml_name(dtype: np.dtype[Any]) -> str | None:
+    """The ml_dtypes attribute naming `dtype`, None for other dtypes."""
+    return dtype.type.__name__ if dtype.type.__module__ == "ml_dtypes" else None
+
+
+class _MLType(DataType):
+    """A type of ml_dtypes: v3 names (and tensorstore's v2 dtypes) are the registry's."""
+
+    #: v3 name -> ml_dtypes attribute
+    ml_names: dict[str, str] = {}
+
+    @classmethod
+    def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
+        name, config = _name_and_config(obj)
+        if name not in cls.ml_names or config != {}:
+            return None
+        ml_type = getattr(_ml_dtypes(name, where), cls.ml_names[name], None)
+        if ml_type is None:  # an older ml_dtypes
+            raise DataTypeDependencyError(
+                f"{where}: data type {name!r} needs ml_dtypes >= 0.6: pip install \"zarrcore[ml]\""
+            )
+        return cls(ml_type)
+
+    @classmethod
+    def from_json_v2(
+        cls, obj: JSON, object_codec_id: str | None = None, where: str = ".zarray"
+    ) -> Self | None:
+        return cls.from_json_v3(obj, where) if isinstance(obj, str) else None
+
+    @classmethod
+    def from_numpy(cls, dtype: np.dtype[Any]) -> Self | None:
+        return cls(dtype) if _ml_name(dtype) in cls.ml_names.values() else None
+
+    def to_json_v3(self) -> JSON:
+        ml_name = _ml_name(self.numpy_dtype)
+        return next(name for name, attr in self.ml_names.items() if attr == ml_name)
+
+    def to_json_v2(self) -> JSON:
+        return self.to_json_v3()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.to_json_v3()!r})"
+
+    @property
+    def _ml(self) -> ModuleType:
+        return _ml_dtypes(self.numpy_dtype.name, "dtype")
+
+
+class MLFloatType(_MLType):
+    """``bfloat16``, ``float8_*``, ``float6_*``, ``float4_e2m1fn`` (ml_dtypes); fill values as
+    the core floats', the types without NaN or infinity refusing those."""
+
+    ml_names = _ML_FLOATS
+
+    def cast_fill_value(self, value: Any) -> Any:
+        if isinstance(value, str):  # "NaN", "-inf"..., as numpy's floats take them
+            value = float(value)
+        fill = super().cast_fill_value(value)
+        if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+            self._check_holds(float(value), fill)
+        return fill
+
+    def _check_holds(self, wanted: float, fill: Any) -> None:
+        """ValueError unless `fill` is `wanted` rounded: not a NaN, infinity or saturated number
+        where the type has no such value (ml_dtypes converts those silently)."""
+        got = float(fill)
+        if math.isnan(wanted) or math.isinf(wanted):
+            holds = math.isnan(got) if math.isnan(wanted) else got == wanted
+        elif math.isinf(got):
+            holds = True  # rounds to infinity, as IEEE rounding does
+        else:
+            largest = float(self._ml.finfo(self.numpy_dtype).max)
+            holds = not math.isnan(got) and abs(wanted) <= largest
+        if not holds:
+            raise ValueError(f"{wanted!r} has no representation in {self.to_json_v3()}")
+
+    def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
+        if isinstance(value, str) and _HEX_RE.match(value):
+            return _float_from_json(value, self.numpy_dtype, self._ml.finfo(self.numpy_dtype).bits)
+        return self.cast_fill_value(float(_float_from_json(value, np.dtype(np.float64))))
+
+    def _encode_fill(self, value: Any, zarr_format: int) -> JSON:
+        return _float_to_json(value, self.numpy_dtype, zarr_format)
+
+
+class MLIntegerType(_MLType, IntegerType):
+    """``int2``, ``int4``, ``uint2``, ``uint4`` (ml_dtypes)."""
+
+    ml_names = _ML_INTEGERS
+
+    def _range(self) -> tuple[int, int]:
+        info = self._ml.iinfo(self.numpy_dtype)
+        return int(info.min), int(info.max)
+
+    def cast_fill_value(self, value: Any) -> Any:
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            return self._decode_fill(int(value), 3)  # ml_dtypes would wrap it silently
+        return super().cast_fill_value(value)
+
+
+class MLComplexType(_MLType, ComplexType):
+    """``complex_float16``, ``complex_bfloat16`` (ml_dtypes' ``complex32``, ``bcomplex32``)."""
+
+    ml_names = _ML_COMPLEX
+
+    @property
+    def _part_dtype(self) -> np.dtype[Any]:
+        # numpy knows "bfloat16" once ml_dtypes is imported, as it is when this type exists.
+        return np.dtype(_ML_COMPLEX_PARTS[_ml_name(self.numpy_dtype) or ""])
+
+
+def swap_unit(dtype: np.dtype[Any]) -> int:
+    """Bytes per unit whose order a stored byte order reverses in items of `dtype`: each
+    number, each part of a complex number, each UCS4 character; 0 when its items have no byte
+    order (1-byte items, bytes, structures, variable-length items)."""
+    if dtype.itemsize < 2 or dtype.byteorder == "|" or dtype.fields is not None:
+        return 0
+    ml_name = _ml_name(dtype)
+    if ml_name is not None:
+        return dtype.itemsize // 2 if ml_name in _ML_COMPLEX_PARTS else dtype.itemsize
+    if dtype.kind not in "biufcmMU":
+        return 0
+    return dtype.itemsize // 2 if dtype.kind == "c" else 4 if dtype.kind == "U" else dtype.itemsize
+
+
+def ieee_float_size(dtype: np.dtype[Any]) -> int:
+    """Bytes per IEEE float of `dtype`'s items (each part of complex numbers); 0 for the other
+    types (ml_dtypes' floats included: their NaNs are not IEEE's)."""
+    if issubclass(dtype.type, np.floating):
+        return dtype.itemsize
+    return dtype.itemsize // 2 if issubclass(dtype.type, np.complexfloating) else 0
 
 
 # -- raw bytes --------------------------------------------------------------
 
 
-def _is_number(value):
+def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _bytes_from_json(value, length=None):
+def _bytes_from_json(value: JSON, length: int | None = None) -> bytes:
     """Base64 string or list of byte values -> bytes (exactly ``length`` long if given)."""
     if isinstance(value, str):
         try:
@@ -377,24 +594,26 @@ def _bytes_from_json(value, length=None):
     return data
 
 
-def _b64(data):
+def _b64(data: Any) -> str:
     return base64.b64encode(bytes(data)).decode("ascii")
 
 
 class _VoidBase(DataType):
-    def cast_fill_value(self, value):
+    def cast_fill_value(self, value: Any) -> Any:
         if isinstance(value, (bytes, bytearray, memoryview)):
             data = bytes(value)
             if len(data) != self.numpy_dtype.itemsize:
-                raise ValueError(f"fill value must be {self.numpy_dtype.itemsize} bytes, got {len(data)}")
+                raise ValueError(
+                    f"fill value must be {self.numpy_dtype.itemsize} bytes, got {len(data)}"
+                )
             return np.frombuffer(data, dtype=self.numpy_dtype)[0]
         return super().cast_fill_value(value)
 
-    def _decode_fill(self, value, zarr_format):
+    def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
         data = _bytes_from_json(value, self.numpy_dtype.itemsize)
         return np.frombuffer(data, dtype=self.numpy_dtype)[0]
 
-    def _encode_fill(self, value, zarr_format):
+    def _encode_fill(self, value: Any, zarr_format: int) -> JSON:
         return _b64(np.asarray(value, dtype=self.numpy_dtype).tobytes())
 
 
@@ -409,9 +628,11 @@ class RawBitsType(_VoidBase):
     """
 
     @classmethod
-    def from_json_v3(cls, obj, where="zarr.json"):
+    def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
         name, config = _name_and_config(obj)
-        m = _RAW_BITS_RE.match(name) if isinstance(name, str) and config == {} else None
+        if name is None or config != {}:
+            return None
+        m = _RAW_BITS_RE.match(name)
         if m is None:
             return None
         bits = int(m.group(1))
@@ -419,10 +640,10 @@ class RawBitsType(_VoidBase):
             raise MetadataError(f"{where}: field 'data_type': {name!r} is not a multiple of 8 bits")
         return cls(np.dtype(f"V{_check_itemsize(bits // 8, where, name)}"))
 
-    def to_json_v3(self):
+    def to_json_v3(self) -> JSON:
         return f"r{self.numpy_dtype.itemsize * 8}"
 
-    def _encode_fill(self, value, zarr_format):
+    def _encode_fill(self, value: Any, zarr_format: int) -> JSON:
         if zarr_format == 2:
             return super()._encode_fill(value, zarr_format)
         return list(np.asarray(value, dtype=self.numpy_dtype).tobytes())
@@ -432,7 +653,7 @@ class RawBitsType(_VoidBase):
 MAX_ITEMSIZE = 2**31 - 1
 
 
-def _check_itemsize(nbytes, where, name):
+def _check_itemsize(nbytes: int, where: str, name: str) -> int:
     if nbytes > MAX_ITEMSIZE:
         raise MetadataError(
             f"{where}: field 'data_type': {name!r} items of {nbytes} bytes exceed the largest "
@@ -441,39 +662,43 @@ def _check_itemsize(nbytes, where, name):
     return nbytes
 
 
-def _length_bytes(config, where, name):
+def _length_bytes(config: dict[str, JSON], where: str, name: str) -> int:
     length = config.get("length_bytes") if set(config) == {"length_bytes"} else None
     if isinstance(length, bool) or not isinstance(length, int) or length < 1:
         raise MetadataError(
-            f"{where}: field 'data_type': {name!r} needs configuration {{\"length_bytes\": <positive int>}}"
+            f"{where}: field 'data_type': {name!r} needs configuration "
+            f"{{\"length_bytes\": <positive int>}}"
         )
     return _check_itemsize(length, where, name)
 
 
 class RawBytesType(_VoidBase):
-    """``{"name": "raw_bytes", "configuration": {"length_bytes": N}}`` (numpy ``V<N>``); base64 fill values."""
+    """``{"name": "raw_bytes", "configuration": {"length_bytes": N}}`` (numpy ``V<N>``); base64
+    fill values."""
 
     @classmethod
-    def from_json_v3(cls, obj, where="zarr.json"):
+    def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
         name, config = _name_and_config(obj)
         if name != "raw_bytes" or config is None:
             return None
         return cls(np.dtype(f"V{_length_bytes(config, where, name)}"))
 
     @classmethod
-    def from_numpy(cls, dtype):
-        if dtype.kind == "V" and dtype.fields is None and dtype.subdtype is None and dtype.itemsize > 0:
+    def from_numpy(cls, dtype: np.dtype[Any]) -> Self | None:
+        # np.void only: ml_dtypes' types are "V" dtypes too.
+        if dtype.type is np.void and dtype.fields is None and dtype.subdtype is None \
+                and dtype.itemsize > 0:
             return cls(dtype)
         return None
 
-    def to_json_v3(self):
+    def to_json_v3(self) -> JSON:
         return {"name": "raw_bytes", "configuration": {"length_bytes": self.numpy_dtype.itemsize}}
 
 
 # -- strings and bytes ------------------------------------------------------
 
 
-def _is_object_typestr(obj):
+def _is_object_typestr(obj: JSON) -> bool:
     parsed = _parse_typestr(obj) if isinstance(obj, str) else None
     return parsed is not None and parsed.kind == "O"
 
@@ -484,33 +709,40 @@ class _VariableLengthBase(DataType):
     #: the v3 name, also accepted as short-hand
     v3_names: tuple[str, ...] = ()
 
+    def __init__(self, numpy_dtype: npt.DTypeLike = object) -> None:
+        super().__init__(numpy_dtype)
+
     @classmethod
-    def from_json_v3(cls, obj, where="zarr.json"):
+    def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
         name, config = _name_and_config(obj)
         return cls() if name in cls.v3_names and config == {} else None
 
     @classmethod
-    def from_json_v2(cls, obj, object_codec_id=None, where=".zarray"):
+    def from_json_v2(
+        cls, obj: JSON, object_codec_id: str | None = None, where: str = ".zarray"
+    ) -> Self | None:
         if object_codec_id == cls.v2_object_codec_id and _is_object_typestr(obj):
             return cls()
         return None
 
-    def to_json_v3(self):
+    def to_json_v3(self) -> JSON:
         return self.v3_names[0]
 
-    def to_json_v2(self):
+    def to_json_v2(self) -> JSON:
         return "|O"
 
     #: the Python type of the items the vlen codec takes
-    item_type: type | None = None
+    item_type: type = object
 
-    def _item(self, item):
+    def _item(self, item: Any) -> Any:
         """An item (or fill value) as the vlen codec takes it; TypeError if it is not one."""
         if isinstance(item, self.item_type):
             return item
-        raise TypeError(f"{self} values must be {self.item_type.__name__}, got {type(item).__name__}")
+        raise TypeError(
+            f"{self} values must be {self.item_type.__name__}, got {type(item).__name__}"
+        )
 
-    def cast_array(self, value):
+    def cast_array(self, value: Any) -> npt.NDArray[Any]:
         array = super().cast_array(value)
         # Object arrays hold anything; check the items now, before any chunk is written.
         if array.dtype.kind != "O" or set(map(type, array.flat)) <= {self.item_type}:
@@ -519,10 +751,10 @@ class _VariableLengthBase(DataType):
         out[:] = [self._item(x) for x in array.flat]
         return out.reshape(array.shape)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return type(self) is type(other)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(type(self))
 
 
@@ -542,28 +774,28 @@ class StringType(_VariableLengthBase):
     v2_object_codec_ids = ("vlen-utf8",)
     item_type = str
 
-    def __init__(self, numpy_dtype=_STRING_NUMPY):
+    def __init__(self, numpy_dtype: npt.DTypeLike = _STRING_NUMPY) -> None:
         super().__init__(numpy_dtype)
 
     @classmethod
-    def from_numpy(cls, dtype):
+    def from_numpy(cls, dtype: np.dtype[Any]) -> Self | None:
         return cls() if dtype.kind == "T" else None
 
-    def default_fill_value(self):
+    def default_fill_value(self) -> Any:
         return ""
 
-    def cast_fill_value(self, value):
+    def cast_fill_value(self, value: Any) -> Any:
         if _is_number(value):  # zarr-python's zeros/ones/full take numbers: 0 -> "0"
             return str(value)
         return str(self._item(value))
 
-    def _decode_fill(self, value, zarr_format):
+    def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
         # zarr 2.x wrote 0 (its generic default) as the fill value of object arrays; a number
         # reads as its text in either format, as zarr-python 3 reads it (zarr 2.18 fills
         # with the number 0).
         return self.cast_fill_value(value)
 
-    def _encode_fill(self, value, zarr_format):
+    def _encode_fill(self, value: Any, zarr_format: int) -> JSON:
         return str(value)
 
 
@@ -578,24 +810,21 @@ class VariableLengthBytesType(_VariableLengthBase):
     v2_object_codec_ids = ("vlen-bytes",)
     item_type = bytes
 
-    def __init__(self, numpy_dtype=object):
-        super().__init__(numpy_dtype)
-
-    def default_fill_value(self):
+    def default_fill_value(self) -> Any:
         return b""
 
-    def cast_fill_value(self, value):
+    def cast_fill_value(self, value: Any) -> Any:
         return self._item(value)
 
-    def _item(self, item):
+    def _item(self, item: Any) -> Any:
         return bytes(item) if isinstance(item, (bytearray, memoryview)) else super()._item(item)
 
-    def _decode_fill(self, value, zarr_format):
+    def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
         if zarr_format == 2 and value == 0 and not isinstance(value, bool):
             return b""
         return _bytes_from_json(value)
 
-    def _encode_fill(self, value, zarr_format):
+    def _encode_fill(self, value: Any, zarr_format: int) -> JSON:
         return _b64(value)
 
 
@@ -609,102 +838,109 @@ class PythonObjectType(_VariableLengthBase):
     v2_object_codec_ids = ("json2", "msgpack2", "pickle", "vlen-array", "categorize")
     item_type = object
 
-    def __init__(self, numpy_dtype=object):
-        super().__init__(numpy_dtype)
-
     @classmethod
-    def from_json_v3(cls, obj, where="zarr.json"):
+    def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
         return None
 
     @classmethod
-    def from_json_v2(cls, obj, object_codec_id=None, where=".zarray"):
+    def from_json_v2(
+        cls, obj: JSON, object_codec_id: str | None = None, where: str = ".zarray"
+    ) -> Self | None:
         if object_codec_id in cls.v2_object_codec_ids and _is_object_typestr(obj):
             return cls()
         return None
 
-    def to_json_v3(self):
+    def to_json_v3(self) -> JSON:
         raise TypeError("Zarr v3 has no data type for Python objects (json2, msgpack2, pickle, "
                         "vlen-array); they exist in Zarr v2 only")
 
-    def default_fill_value(self):
+    def default_fill_value(self) -> Any:
         return 0
 
-    def cast_fill_value(self, value):
+    def cast_fill_value(self, value: Any) -> Any:
         return value
 
-    def cast_array(self, value):
+    def cast_array(self, value: Any) -> npt.NDArray[Any]:
         return DataType.cast_array(self, value)
 
-    def _decode_fill(self, value, zarr_format):
+    def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
         return value
 
-    def _encode_fill(self, value, zarr_format):
+    def _encode_fill(self, value: Any, zarr_format: int) -> JSON:
         return value
 
 
 class FixedLengthUTF32Type(DataType):
-    """``{"name": "fixed_length_utf32", "configuration": {"length_bytes": N}}`` (numpy ``U<N/4>``)."""
+    """``{"name": "fixed_length_utf32", "configuration": {"length_bytes": N}}`` (numpy
+    ``U<N/4>``)."""
 
     @classmethod
-    def from_json_v3(cls, obj, where="zarr.json"):
+    def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
         name, config = _name_and_config(obj)
         if name != "fixed_length_utf32" or config is None:
             return None
         length = _length_bytes(config, where, name)
         if length % 4:
-            raise MetadataError(f"{where}: field 'data_type': {name!r} length_bytes must be a multiple of 4")
+            raise MetadataError(
+                f"{where}: field 'data_type': {name!r} length_bytes must be a multiple of 4"
+            )
         return cls(np.dtype(f"U{length // 4}"))
 
     @classmethod
-    def from_numpy(cls, dtype):
+    def from_numpy(cls, dtype: np.dtype[Any]) -> Self | None:
         return cls(dtype) if dtype.kind == "U" and dtype.itemsize > 0 else None
 
-    def to_json_v3(self):
-        return {"name": "fixed_length_utf32", "configuration": {"length_bytes": self.numpy_dtype.itemsize}}
+    def to_json_v3(self) -> JSON:
+        config = {"length_bytes": self.numpy_dtype.itemsize}
+        return {"name": "fixed_length_utf32", "configuration": config}
 
-    def cast_fill_value(self, value):
+    def cast_fill_value(self, value: Any) -> Any:
         if not isinstance(value, str):
             raise TypeError(f"fill value for {self} must be a str, got {value!r}")
         if len(value) > self.numpy_dtype.itemsize // 4:
-            raise ValueError(f"fill value {value!r} is longer than {self.numpy_dtype.itemsize // 4} characters")
+            raise ValueError(
+                f"fill value {value!r} is longer than {self.numpy_dtype.itemsize // 4} characters"
+            )
         return np.str_(value)
 
-    def _decode_fill(self, value, zarr_format):
+    def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
         if zarr_format == 2 and (isinstance(value, str) or _is_number(value)):
             # zarr 2.x kept the fill value as written and numpy converted it: 0 is "0", and a
             # longer string is cut to the item (zarr 2.18 and zarr-python 3 read it so).
             return np.str_(np.array(value, dtype=self.numpy_dtype)[()])
         return self.cast_fill_value(value)
 
-    def _encode_fill(self, value, zarr_format):
+    def _encode_fill(self, value: Any, zarr_format: int) -> JSON:
         return str(value)
 
 
 class NullTerminatedBytesType(DataType):
-    """``{"name": "null_terminated_bytes", "configuration": {"length_bytes": N}}`` (numpy ``S<N>``); base64 fill values."""
+    """``{"name": "null_terminated_bytes", "configuration": {"length_bytes": N}}`` (numpy
+    ``S<N>``); base64 fill values."""
 
     @classmethod
-    def from_json_v3(cls, obj, where="zarr.json"):
+    def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
         name, config = _name_and_config(obj)
         if name != "null_terminated_bytes" or config is None:
             return None
         return cls(np.dtype(f"S{_length_bytes(config, where, name)}"))
 
     @classmethod
-    def from_numpy(cls, dtype):
+    def from_numpy(cls, dtype: np.dtype[Any]) -> Self | None:
         return cls(dtype) if dtype.kind == "S" and dtype.itemsize > 0 else None
 
-    def to_json_v3(self):
-        return {"name": "null_terminated_bytes", "configuration": {"length_bytes": self.numpy_dtype.itemsize}}
+    def to_json_v3(self) -> JSON:
+        config = {"length_bytes": self.numpy_dtype.itemsize}
+        return {"name": "null_terminated_bytes", "configuration": config}
 
-    def cast_fill_value(self, value):
+    def cast_fill_value(self, value: Any) -> Any:
         if not isinstance(value, (bytes, bytearray, memoryview)):
             raise TypeError(f"fill value for {self} must be bytes, got {value!r}")
         if len(value) > self.numpy_dtype.itemsize:
             raise ValueError(f"fill value is longer than {self.numpy_dtype.itemsize} bytes")
         return np.bytes_(bytes(value))
 
-    def _decode_fill(self, value, zarr_format):
+    def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
         if zarr_format == 2:
             # As zarr 2.18 reads it: base64 if it decodes, else the value's text (0 from
             # zarr 2.x is b"0"), cut to the item.
@@ -717,13 +953,15 @@ class NullTerminatedBytesType(DataType):
             return self.cast_fill_value(data[:self.numpy_dtype.itemsize])
         return self.cast_fill_value(_bytes_from_json(value))
 
-    def _encode_fill(self, value, zarr_format):
+    def _encode_fill(self, value: Any, zarr_format: int) -> JSON:
         return _b64(value)
 
 
 # -- dates and times --------------------------------------------------------
 
-_TIME_UNITS = frozenset({"Y", "M", "W", "D", "h", "m", "s", "ms", "us", "μs", "ns", "ps", "fs", "as", "generic"})
+_TIME_UNITS = frozenset(
+    {"Y", "M", "W", "D", "h", "m", "s", "ms", "us", "μs", "ns", "ps", "fs", "as", "generic"}
+)
 
 
 class _TimeBase(DataType):
@@ -731,7 +969,7 @@ class _TimeBase(DataType):
     v3_name: str | None = None
 
     @classmethod
-    def from_json_v3(cls, obj, where="zarr.json"):
+    def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
         name, config = _name_and_config(obj)
         if name != cls.v3_name or config is None:
             return None
@@ -753,22 +991,22 @@ class _TimeBase(DataType):
         return cls(np.dtype(f"{cls.kind}8{suffix}"))
 
     @classmethod
-    def from_numpy(cls, dtype):
+    def from_numpy(cls, dtype: np.dtype[Any]) -> Self | None:
         return cls(dtype) if dtype.kind == cls.kind else None
 
-    def to_json_v3(self):
+    def to_json_v3(self) -> JSON:
         unit, scale = np.datetime_data(self.numpy_dtype)
         return {"name": self.v3_name, "configuration": {"unit": unit, "scale_factor": scale}}
 
     @property
-    def _native(self):
-        return self.numpy_dtype.newbyteorder("=")
+    def _native(self) -> np.dtype[Any]:
+        return _native_order(self.numpy_dtype)
 
-    def default_fill_value(self):
+    def default_fill_value(self) -> Any:
         # NaT (the int64 minimum), as zarr-python chooses.
         return np.array(-(2**63), dtype="i8").view(self._native)[()]
 
-    def _decode_fill(self, value, zarr_format):
+    def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
         # Stored as the int64 count of units; NaT is the int64 minimum, or the string "NaT"
         # (the extension spec allows it; zarr-python writes the integer).
         value = -(2**63) if value == "NaT" else _json_int(value)
@@ -776,7 +1014,7 @@ class _TimeBase(DataType):
             raise ValueError("out of int64 range")
         return np.array(value, dtype="i8").view(self._native)[()]
 
-    def _encode_fill(self, value, zarr_format):
+    def _encode_fill(self, value: Any, zarr_format: int) -> JSON:
         return int(np.asarray(value, dtype=self._native).view("i8"))
 
 
@@ -797,15 +1035,17 @@ class TimeDelta64Type(_TimeBase):
 # -- structured -------------------------------------------------------------
 
 
-def _struct_field_error(where, field, msg):
+def _struct_field_error(where: str, field: str, msg: str) -> MetadataError:
     return MetadataError(f"{where}: field {field!r}: structured data type: {msg}")
 
 
-def _struct_entry(entry):
-    """(name, data type JSON) of a v3 field: ``[name, dt]`` or ``{"name": name, "data_type": dt}``."""
+def _struct_entry(entry: JSON) -> tuple[str, JSON] | None:
+    """(name, data type JSON) of a v3 field: ``[name, dt]`` or
+    ``{"name": name, "data_type": dt}``."""
     if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str):
-        return entry
-    if isinstance(entry, dict) and set(entry) == {"name", "data_type"} and isinstance(entry["name"], str):
+        return entry[0], entry[1]
+    if (isinstance(entry, dict) and set(entry) == {"name", "data_type"}
+            and isinstance(entry["name"], str)):
         return entry["name"], entry["data_type"]
     return None
 
@@ -822,24 +1062,27 @@ class StructuredType(_VoidBase):
     nested lists for nested structures; fields with a shape exist only in v2.
     """
 
-    def __init__(self, numpy_dtype, v3_name="structured"):
+    def __init__(self, numpy_dtype: npt.DTypeLike, v3_name: str = "structured") -> None:
         super().__init__(numpy_dtype)
         self.v3_name = v3_name
 
     @classmethod
-    def from_json_v3(cls, obj, where="zarr.json"):
+    def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
         name, config = _name_and_config(obj)
         if name not in ("structured", "struct") or config is None:
             return None
         entries = config.get("fields")
         if set(config) != {"fields"} or not isinstance(entries, list) or not entries:
-            raise _struct_field_error(where, "data_type", f"expected a non-empty list of fields, got {config!r}")
-        fields = []
+            raise _struct_field_error(
+                where, "data_type", f"expected a non-empty list of fields, got {config!r}"
+            )
+        fields: list[tuple[str, np.dtype[Any]]] = []
         for entry in entries:
             parsed = _struct_entry(entry)
             if parsed is None:
                 raise _struct_field_error(
-                    where, "data_type", f"expected [name, data_type] or {{\"name\", \"data_type\"}}, got {entry!r}"
+                    where, "data_type",
+                    f"expected [name, data_type] or {{\"name\", \"data_type\"}}, got {entry!r}",
                 )
             fields.append((parsed[0], dtype_from_v3_json(parsed[1], where).numpy_dtype))
         dt = cls._build(fields, where, "data_type")
@@ -847,17 +1090,23 @@ class StructuredType(_VoidBase):
         return dt
 
     @classmethod
-    def from_json_v2(cls, obj, object_codec_id=None, where=".zarray"):
+    def from_json_v2(
+        cls, obj: JSON, object_codec_id: str | None = None, where: str = ".zarray"
+    ) -> Self | None:
         if not isinstance(obj, list):
             return None
-        fields = []
+        fields: list[tuple[Any, ...]] = []
         for entry in obj:
             if not (isinstance(entry, list) and len(entry) in (2, 3) and isinstance(entry[0], str)):
-                raise _struct_field_error(where, "dtype", f"expected [name, dtype] or [name, dtype, shape], got {entry!r}")
+                raise _struct_field_error(
+                    where, "dtype",
+                    f"expected [name, dtype] or [name, dtype, shape], got {entry!r}",
+                )
             field_dtype = dtype_from_v2_json(entry[1], None, where).numpy_dtype
             if len(entry) == 3:
                 shape = entry[2]
-                if not (isinstance(shape, list) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)):
+                if not (isinstance(shape, list) and all(
+                        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)):
                     raise _struct_field_error(where, "dtype", f"invalid field shape {shape!r}")
                 fields.append((entry[0], field_dtype, tuple(shape)))
             else:
@@ -865,7 +1114,7 @@ class StructuredType(_VoidBase):
         return cls._build(fields, where, "dtype")
 
     @classmethod
-    def _build(cls, fields, where, field):
+    def _build(cls, fields: list[Any], where: str, field: str) -> Self:
         if not fields:
             raise _struct_field_error(where, field, "no fields")
         try:
@@ -878,13 +1127,14 @@ class StructuredType(_VoidBase):
         return dt
 
     @classmethod
-    def from_numpy(cls, dtype):
-        if dtype.kind != "V" or dtype.names is None or dtype.hasobject:
+    def from_numpy(cls, dtype: np.dtype[Any]) -> Self | None:
+        fields = dtype.fields
+        if dtype.kind != "V" or dtype.names is None or fields is None or dtype.hasobject:
             return None
         # Only packed layouts: the JSON forms have no room for offsets or padding.
         offset = 0
         for name in dtype.names:
-            field_dtype, field_offset = dtype.fields[name][:2]
+            field_dtype, field_offset = fields[name][:2]
             if field_offset != offset:
                 return None
             base = field_dtype.subdtype[0] if field_dtype.subdtype else field_dtype
@@ -895,10 +1145,11 @@ class StructuredType(_VoidBase):
             offset += field_dtype.itemsize
         return cls(dtype) if offset == dtype.itemsize else None
 
-    def _fields(self):
+    def _fields(self) -> Iterator[tuple[str, DataType, tuple[int, ...] | None]]:
         """(name, DataType, shape or None) per field; nested structures keep this one's v3 form."""
-        for name in self.numpy_dtype.names:
-            field_dtype = self.numpy_dtype.fields[name][0]
+        fields: Mapping[str, tuple[Any, ...]] = self.numpy_dtype.fields or {}
+        for name in self.numpy_dtype.names or ():
+            field_dtype = fields[name][0]
             shape = None
             if field_dtype.subdtype:
                 field_dtype, shape = field_dtype.subdtype
@@ -907,23 +1158,27 @@ class StructuredType(_VoidBase):
                 dt.v3_name = self.v3_name
             yield name, dt, shape
 
-    def _v3_fields(self):
+    def _v3_fields(self) -> Iterator[tuple[str, DataType]]:
         for name, dt, shape in self._fields():
             if shape is not None:
-                raise TypeError(f"structured field {name!r} has a shape, which Zarr v3 cannot store")
+                raise TypeError(
+                    f"structured field {name!r} has a shape, which Zarr v3 cannot store"
+                )
             yield name, dt
 
-    def to_json_v3(self):
+    def to_json_v3(self) -> JSON:
         if self.v3_name == "struct":
-            fields = [{"name": name, "data_type": dt.to_json_v3()} for name, dt in self._v3_fields()]
+            fields = [
+                {"name": name, "data_type": dt.to_json_v3()} for name, dt in self._v3_fields()
+            ]
         else:
             fields = [[name, dt.to_json_v3()] for name, dt in self._v3_fields()]
         return {"name": self.v3_name, "configuration": {"fields": fields}}
 
-    def _decode_fill(self, value, zarr_format):
+    def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
         if not (isinstance(value, dict) and zarr_format == 3):
             return super()._decode_fill(value, zarr_format)
-        names = self.numpy_dtype.names
+        names = self.numpy_dtype.names or ()
         if set(value) != set(names):
             raise ValueError(f"fill value fields {sorted(value)} are not the fields {list(names)}")
         fill = np.zeros((), dtype=self.numpy_dtype)
@@ -931,12 +1186,15 @@ class StructuredType(_VoidBase):
             fill[name] = dt._decode_fill(value[name], zarr_format)
         return fill[()]
 
-    def _encode_fill(self, value, zarr_format):
+    def _encode_fill(self, value: Any, zarr_format: int) -> JSON:
         if zarr_format == 3 and self.v3_name == "struct":
-            return {name: dt.fill_value_to_json(value[name], zarr_format) for name, dt in self._v3_fields()}
+            return {
+                name: dt.fill_value_to_json(value[name], zarr_format)
+                for name, dt in self._v3_fields()
+            }
         return super()._encode_fill(value, zarr_format)
 
-    def to_json_v2(self):
+    def to_json_v2(self) -> JSON:
         return [
             [name, dt.to_json_v2()] if shape is None else [name, dt.to_json_v2(), list(shape)]
             for name, dt, shape in self._fields()
@@ -944,6 +1202,9 @@ class StructuredType(_VoidBase):
 
 
 for _cls in (
+    MLComplexType,
+    MLIntegerType,
+    MLFloatType,
     StructuredType,
     TimeDelta64Type,
     DateTime64Type,
@@ -966,7 +1227,9 @@ del _cls
 # -- resolution -------------------------------------------------------------
 
 
-def _resolve(from_json, where, field, *args):
+def _resolve(
+    from_json: Callable[..., DataType | None], where: str, field: str, *args: Any
+) -> DataType | None:
     """A registered type's from_json_*; a type error inside it (a list where a string
     belongs, a size numpy refuses...) as the MetadataError of a malformed data_type."""
     try:
@@ -974,10 +1237,12 @@ def _resolve(from_json, where, field, *args):
     except (TypeError, ValueError, OverflowError) as e:
         if isinstance(e, MetadataError):
             raise
-        raise MetadataError(f"{where}: field {field!r}: invalid data type {args[0]!r}: {e}") from None
+        raise MetadataError(
+            f"{where}: field {field!r}: invalid data type {args[0]!r}: {e}"
+        ) from None
 
 
-def dtype_from_v3_json(obj, where="zarr.json"):
+def dtype_from_v3_json(obj: JSON, where: str = "zarr.json") -> DataType:
     """Resolve a v3 ``data_type`` value; UnknownDataTypeError if no registered type accepts it."""
     for cls in _REGISTRY:
         dt = _resolve(cls.from_json_v3, where, "data_type", obj, where)
@@ -986,12 +1251,15 @@ def dtype_from_v3_json(obj, where="zarr.json"):
     name, _ = _name_and_config(obj)
     if name is None:
         raise MetadataError(
-            f"{where}: field 'data_type': expected a name or a {{\"name\", \"configuration\"}} object, got {obj!r}"
+            f"{where}: field 'data_type': expected a name or a "
+            f"{{\"name\", \"configuration\"}} object, got {obj!r}"
         )
     raise UnknownDataTypeError(f"{where}: field 'data_type': unknown or invalid data type {obj!r}")
 
 
-def dtype_from_v2_json(obj, object_codec_id=None, where=".zarray"):
+def dtype_from_v2_json(
+    obj: JSON, object_codec_id: str | None = None, where: str = ".zarray"
+) -> DataType:
     """Resolve a v2 ``dtype`` value; ``object_codec_id`` disambiguates ``"|O"``."""
     for cls in _REGISTRY:
         dt = _resolve(cls.from_json_v2, where, "dtype", obj, object_codec_id, where)
@@ -1010,11 +1278,12 @@ def dtype_from_v2_json(obj, object_codec_id=None, where=".zarray"):
 _NUMPY_SPECIAL = {str: StringType, "string": StringType, bytes: VariableLengthBytesType}
 
 
-def _zarr_data_type(x):
+def _zarr_data_type(x: Any) -> DataType | None:
     """The DataType of a zarr-python data type object (``zarr.dtype.*``): by its numpy dtype
     (which keeps the byte order), or by its v3 JSON where that is numpy's object dtype; None
     for anything else."""
-    if not type(x).__module__.startswith("zarr.") or not callable(getattr(x, "to_native_dtype", None)):
+    if (not type(x).__module__.startswith("zarr.")
+            or not callable(getattr(x, "to_native_dtype", None))):
         return None
     native = x.to_native_dtype()
     if native.kind != "O":
@@ -1022,7 +1291,7 @@ def _zarr_data_type(x):
     return dtype_from_v3_json(x.to_json(zarr_format=3), "dtype")
 
 
-def dtype_from_numpy(x):
+def dtype_from_numpy(x: Any) -> DataType:
     """The DataType for a numpy dtype (or anything ``np.dtype`` accepts); TypeError if unsupported.
 
     ``str`` and ``"string"`` give the variable-length string type, ``bytes`` the
@@ -1043,6 +1312,8 @@ def dtype_from_numpy(x):
         if isinstance(x, (str, dict)):
             try:
                 return dtype_from_v3_json(x, "dtype")
+            except DataTypeDependencyError:
+                raise
             except MetadataError:
                 pass
         raise TypeError(f"not a data type: {x!r} ({e})") from None

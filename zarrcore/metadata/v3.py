@@ -12,7 +12,7 @@ from zarrcore.metadata.common import (
     field_error,
     load_json_document,
 )
-from zarrcore.metadata.dtypes import DataType, _name_and_config, dtype_from_v3_json
+from zarrcore.metadata.dtypes import DataType, _name_and_config, dtype_from_v3_json, swap_unit
 
 __all__ = [
     "ChunkKeyEncoding",
@@ -132,7 +132,7 @@ def default_codecs(data_type: DataType) -> list[JSONDict]:
     """The serializer zarr-python gives a new array of `data_type`, as codec JSON."""
     if data_type.v2_object_codec_id is not None:
         return [{"name": data_type.v2_object_codec_id, "configuration": {}}]
-    if data_type.numpy_dtype.byteorder == "|":
+    if swap_unit(data_type.numpy_dtype) == 0:  # no byte order: numpy's "|", ml_dtypes' 1-byte
         return [{"name": "bytes"}]
     return [{"name": "bytes", "configuration": {"endian": "little"}}]
 

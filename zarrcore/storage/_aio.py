@@ -2,19 +2,27 @@
 fan-out whose results the calling thread takes as they arrive."""
 import asyncio
 import atexit
+import concurrent.futures
 import errno
 import queue
 import threading
 import time
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
+from typing import Any, TypeVar, Union
 
 from .._portable import at_fork_in_child
 from ..errors import StoreError
 
-_loop = None
+_loop: asyncio.AbstractEventLoop | None = None
 _loop_guard = threading.Lock()
 
+_T = TypeVar("_T")
+# What a request of fan_out or an item of drain holds after its key, and fetch's result.
+_Arg = TypeVar("_Arg")
+_Result = TypeVar("_Result")
 
-def _forget_loop_in_child():
+
+def _forget_loop_in_child() -> None:
     # The parent's loop thread does not exist in a forked child.
     global _loop, _loop_guard
     _loop = None
@@ -24,7 +32,7 @@ def _forget_loop_in_child():
 at_fork_in_child(_forget_loop_in_child)
 
 
-def _settle_at_exit():
+def _settle_at_exit() -> None:
     """Give the threads of obstore's runtime a moment to leave Python before the interpreter
     finalizes. Such a thread completes a request's future by calling into the loop (which
     writes to a socket with the GIL released); once the caller has its result and the
@@ -37,7 +45,7 @@ def _settle_at_exit():
 atexit.register(_settle_at_exit)
 
 
-def io_loop():
+def io_loop() -> asyncio.AbstractEventLoop:
     """The process's I/O event loop, running on a daemon thread (started on first use)."""
     global _loop
     with _loop_guard:
@@ -48,12 +56,15 @@ def io_loop():
         return _loop
 
 
-def run(coro, loop=None):
+def run(coro: Coroutine[Any, Any, _T],
+        loop: asyncio.AbstractEventLoop | None = None) -> _T:
     """Run `coro` on the I/O loop (or `loop`) and return its result, from any other thread."""
     return asyncio.run_coroutine_threadsafe(coro, loop or io_loop()).result()
 
 
-def fan_out(fetch, requests, limit, deadline, loop=None):
+def fan_out(fetch: Callable[[str, _Arg], Awaitable[_Result]],
+            requests: Iterable[tuple[str, _Arg]], limit: int, deadline: float,
+            loop: asyncio.AbstractEventLoop | None = None) -> Iterator[tuple[int, _Result]]:
     """Yield (i, fetch(*requests[i])) as each arrives, with at most `limit` coroutines in
     flight on the I/O loop (or `loop`). The first exception raised by a fetch is re-raised
     here and the rest are cancelled. `deadline`: seconds without any result after which a
@@ -62,40 +73,44 @@ def fan_out(fetch, requests, limit, deadline, loop=None):
     requests = list(requests)
     if not requests:
         return
-    arrived = queue.SimpleQueue()
+    # (i, fetch's result) of each request, or the exception of the first that failed
+    arrived: queue.SimpleQueue[Union[tuple[int, _Result], BaseException]] = queue.SimpleQueue()
     pending = iter(enumerate(requests))
 
-    async def worker():
+    async def worker() -> None:
         for i, request in pending:  # one loop thread: workers share the iterator safely
             try:
-                arrived.put((i, await fetch(*request), None))
+                arrived.put((i, await fetch(*request)))
             except asyncio.CancelledError:
                 raise
             except BaseException as e:  # handed to the caller, which raises it
-                arrived.put((i, None, e))
+                arrived.put(e)
                 return
 
-    async def workers():
+    async def workers() -> None:
         await asyncio.gather(*(worker() for _ in range(min(limit, len(requests)))))
 
     future = asyncio.run_coroutine_threadsafe(workers(), loop or io_loop())
-    done = set()
+    done: set[int] = set()
     try:
         for _ in range(len(requests)):
             try:
-                i, result, error = arrived.get(timeout=deadline)
+                got = arrived.get(timeout=deadline)
             except queue.Empty:
                 keys = [requests[j][0] for j in range(len(requests)) if j not in done][:5]
-                raise StoreError(errno.ETIMEDOUT, f"no answer for {deadline:.0f} s reading keys {keys}") from None
-            if error is not None:
-                raise error
+                raise StoreError(errno.ETIMEDOUT,
+                                 f"no answer for {deadline:.0f} s reading keys {keys}") from None
+            if isinstance(got, BaseException):
+                raise got
+            i, result = got
             done.add(i)
             yield i, result
     finally:
         future.cancel()
 
 
-def drain(call, items, limit, deadline, loop=None):
+def drain(call: Callable[[str, _Arg], Awaitable[object]], items: Iterable[tuple[str, _Arg]],
+          limit: int, deadline: float, loop: asyncio.AbstractEventLoop | None = None) -> None:
     """Run call(*item) on the I/O loop (or `loop`) for every item of the iterable `items`,
     each as soon as `items` yields it, with at most `limit` running at once; return when all
     are done. `items` is iterated on the calling thread, so whatever produces them (encoding
@@ -104,18 +119,18 @@ def drain(call, items, limit, deadline, loop=None):
     seconds without any call finishing after which a StoreError names the keys (each item's
     first element) still outstanding."""
     loop = loop or io_loop()
-    gate = []  # the loop's semaphore, made on the loop by the first call
+    gate: list[asyncio.Semaphore] = []  # the loop's semaphore, made on the loop by the first call
 
-    async def bounded(item):
+    async def bounded(item: tuple[str, _Arg]) -> object:
         if not gate:
             gate.append(asyncio.Semaphore(limit))
         async with gate[0]:
             return await call(*item)
 
-    finished = queue.SimpleQueue()
-    running = {}
+    finished: queue.SimpleQueue[concurrent.futures.Future[object]] = queue.SimpleQueue()
+    running: dict[concurrent.futures.Future[object], str] = {}
 
-    def settle(future):
+    def settle(future: concurrent.futures.Future[object]) -> None:
         del running[future]
         future.result()  # a failure is raised here
 

@@ -1,15 +1,48 @@
 """The Store interface: a flat key/value space with byte-range reads."""
+from __future__ import annotations
+
 import contextlib
 import errno
 import threading
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
 
 from .._portable import at_fork_in_child
 from ..errors import (
     InvalidKeyError, LockUnavailableError, ReadOnlyError, StoreError, ValueTooLargeError,
 )
 
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
-def validate_key(key):
+    from .._files import FileRoot
+    from .._memstore import NativeMemoryMap
+
+#: (start, stop) of a byte range: Python slice bounds (a negative start reads a suffix).
+ByteRange = tuple[Optional[int], Optional[int]]
+#: Bytes read from a store: bytes, or a read-only view of a client's buffer (no copy).
+ReadBytes = Union[bytes, memoryview]
+#: One request of Store.get_many: a key, and its ranges (None: the whole value).
+Request = tuple[str, Optional[Sequence[ByteRange]]]
+#: What Store.get_many gives for one request: None for a missing key, the whole value, or the
+#: bytes of each range.
+Fetched = Union[ReadBytes, Sequence[ReadBytes], None]
+#: A value's version (Store.get_versioned, Store.set_if): opaque, each store's own (an ETag
+#: pair, a generation, a hash), read only by the store that gave it.
+Version = Any
+
+
+class RangeReader(Protocol):
+    """What Store.reader gives: byte ranges of one value, and its size when known."""
+
+    @property
+    def size(self) -> int | None: ...
+
+    def get_ranges(self, ranges: Sequence[ByteRange]) -> Sequence[ReadBytes] | None: ...
+
+
+def validate_key(key: object) -> str:
     """Return `key` if it is a safe relative store key, else raise InvalidKeyError."""
     if not isinstance(key, str):
         raise InvalidKeyError(f"store key {key!r} is not a string")
@@ -21,7 +54,7 @@ def validate_key(key):
     return key
 
 
-def validate_prefix(prefix):
+def validate_prefix(prefix: str) -> str:
     """Like validate_key, but the empty prefix (the root) and a trailing '/' are allowed."""
     stripped = prefix.rstrip("/")
     if stripped:
@@ -29,20 +62,22 @@ def validate_prefix(prefix):
     return stripped
 
 
-def too_large(store, key, limit, why):
+def too_large(store: Store, key: str, limit: int,
+              why: str | None) -> ValueTooLargeError:
     """ValueTooLargeError: the value at `key` of `store` takes more than `limit` bytes, the
     most `why` allows."""
     return ValueTooLargeError(errno.EFBIG, f"key {key!r} of {store!r}: more than {limit} "
                                            f"bytes, the most {why}; refused unread")
 
 
-def at_most(limit):
+def at_most(limit: int) -> list[ByteRange]:
     """The ranges (get_ranges, get_many) that read a whole value of at most `limit` bytes: one
     byte more, so a larger value shows without being read whole (see `bounded`)."""
     return [(0, limit + 1)]
 
 
-def bounded(store, key, parts, limit, why):
+def bounded(store: Store, key: str, parts: Sequence[ReadBytes | None] | None, limit: int,
+            why: str | None) -> ReadBytes | None:
     """The value that an `at_most(limit)` read of `key` returned as `parts` (None: missing);
     `too_large` when it is larger than `limit`."""
     if parts is None or parts[0] is None:
@@ -52,7 +87,7 @@ def bounded(store, key, parts, limit, why):
     return parts[0]
 
 
-def get_at_most(store, key, limit, why):
+def get_at_most(store: Store, key: str, limit: int, why: str | None) -> ReadBytes | None:
     """The value at `key` of `store` (None: missing), read by one `at_most(limit)` request;
     `too_large` when it is larger than `limit`."""
     return bounded(store, key, store.get_ranges(key, at_most(limit)), limit, why)
@@ -61,11 +96,19 @@ def get_at_most(store, key, limit, why):
 # Key locks of all stores, by (store type, store identity, key): two Store objects over the
 # same data (say, each thread opening the array anew) must exclude each other. Entries are
 # counted and dropped when no one holds or waits for them.
-_KEY_LOCKS = {}
+class _KeyLock:
+    """A key's lock in _KEY_LOCKS, and how many threads hold or wait for it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0
+
+
+_KEY_LOCKS: dict[tuple[type[Store], Hashable, str], _KeyLock] = {}
 _KEY_LOCKS_GUARD = threading.Lock()
 
 
-def _forget_key_locks_in_child():
+def _forget_key_locks_in_child() -> None:
     # Locks held by the parent's other threads would never be released in a forked child.
     global _KEY_LOCKS, _KEY_LOCKS_GUARD
     _KEY_LOCKS = {}
@@ -80,21 +123,21 @@ class _KeyReader:
 
     size = None
 
-    def __init__(self, store, key):
+    def __init__(self, store: Store, key: str) -> None:
         self._store, self._key = store, key
 
-    def get_ranges(self, ranges):
+    def get_ranges(self, ranges: Sequence[ByteRange]) -> Sequence[ReadBytes] | None:
         return self._store.get_ranges(self._key, ranges)
 
 
 class BytesReader:
     """Byte ranges of one value in memory (Store.reader)."""
 
-    def __init__(self, data):
+    def __init__(self, data: ReadableBuffer) -> None:
         self._view = memoryview(data).cast("B")
         self.size = self._view.nbytes
 
-    def get_ranges(self, ranges):
+    def get_ranges(self, ranges: Sequence[ByteRange]) -> list[memoryview]:
         """The bytes of each (start, stop) range, Python slice bounds (short past the end)."""
         return [self._view[slice(start, stop)] for start, stop in ranges]
 
@@ -141,47 +184,52 @@ class Store:
     streams_writes = False
     process_local = False
     readers_keep_one_version = False
-    native_root = None
-    native_memory = None
+    native_root: str | None = None
 
-    def __init__(self, read_only=False):
+    def __init__(self, read_only: bool = False) -> None:
         self.read_only = read_only
 
     # -- to implement -------------------------------------------------------
-    def get(self, key, start=None, stop=None):
+    def get(self, key: str, start: int | None = None, stop: int | None = None) -> bytes | None:
         raise NotImplementedError
 
-    def set(self, key, value):
+    def set(self, key: str, value: ReadableBuffer) -> None:
         raise NotImplementedError
 
-    def delete(self, key):
+    def delete(self, key: str) -> None:
         raise NotImplementedError
 
-    def exists(self, key):
+    def exists(self, key: str) -> bool:
         raise NotImplementedError
 
-    def list_prefix(self, prefix):
+    def list_prefix(self, prefix: str) -> Iterable[str]:
         """Yield every key that starts with `prefix` + '/' (all keys for '')."""
         raise NotImplementedError
 
-    def list_dir(self, prefix):
+    def list_dir(self, prefix: str) -> Iterable[str]:
         """Yield the names of the immediate children (keys and 'directories') under `prefix`."""
         raise NotImplementedError
 
     # -- shared behaviour ---------------------------------------------------
-    def files(self, create=False):
+    @property
+    def native_memory(self) -> NativeMemoryMap | None:
+        """The NativeMemoryMap holding the store's data (see the class's docstring), or
+        None."""
+        return None
+
+    def files(self, create: bool = False) -> FileRoot | None:
         """The zarrcore._files.FileRoot of `native_root` (None when there is none); `create`
         makes the directory first where the store may."""
         return None
 
-    def local_path(self, prefix):
+    def local_path(self, prefix: str) -> str | None:
         """The file system path of `prefix` (a key, or a node's path; '' for the root) when
         the store's keys are files, else None."""
         return None
 
-    def get_ranges(self, key, ranges):
+    def get_ranges(self, key: str, ranges: Sequence[ByteRange]) -> Sequence[ReadBytes] | None:
         """Read several (start, stop) ranges of one key; None if the key is missing."""
-        out = []
+        out: list[ReadBytes] = []
         for start, stop in ranges:
             data = self.get(key, start, stop)
             if data is None:
@@ -190,7 +238,7 @@ class Store:
         return out
 
     @contextlib.contextmanager
-    def reader(self, key):
+    def reader(self, key: str) -> Iterator[RangeReader | None]:
         """Byte ranges of `key` for a series of reads: an object whose `get_ranges` reads as
         Store.get_ranges does and whose `size` is the value's size or None, or None when the
         key is known to be missing. Stores that can, override this to read one version of the
@@ -198,7 +246,7 @@ class Store:
         from the value as it is at that moment."""
         yield _KeyReader(self, key)
 
-    def get_many(self, requests):
+    def get_many(self, requests: Sequence[Request]) -> Iterator[tuple[int, Fetched]]:
         """Read many keys at once: `requests` is a sequence of (key, ranges), ranges None for
         the whole value or a list of (start, stop) as in get_ranges. Yields (i, result) for
         every request i, in the order results arrive (remote stores fetch concurrently, up to
@@ -207,37 +255,38 @@ class Store:
         for i, (key, ranges) in enumerate(requests):
             yield i, self.get(key) if ranges is None else self.get_ranges(key, ranges)
 
-    def set_many(self, items):
+    def set_many(self, items: Iterable[tuple[str, ReadableBuffer]]) -> None:
         """Write every (key, value) of the iterable `items`; remote stores upload
         concurrently."""
         for key, value in items:
             self.set(key, value)
 
-    def get_versioned(self, key, limit=None, why=None):
+    def get_versioned(self, key: str, limit: int | None = None,
+                      why: str | None = None) -> tuple[bytes | None, Version]:
         """(value, version) of `key`, or (None, None) when it is missing. `version` (an ETag,
         a generation) is what set_if compares with. With `limit`, a value larger than that
         raises `too_large(self, key, limit, why)` without being read whole."""
         raise LockUnavailableError(f"{self!r} has no conditional writes")
 
-    def set_if(self, key, value, version):
+    def set_if(self, key: str, value: ReadableBuffer, version: Version) -> bool:
         """Write `value` at `key` only if the stored version is still `version` (None: only if
         `key` is missing); False, writing nothing, when another writer came first."""
         raise LockUnavailableError(f"{self!r} has no conditional writes")
 
-    def getsize(self, key):
+    def getsize(self, key: str) -> int | None:
         data = self.get(key)
         return None if data is None else len(data)
 
-    def delete_prefix(self, prefix):
+    def delete_prefix(self, prefix: str) -> None:
         self.check_writable(prefix or "/")
         for key in list(self.list_prefix(prefix)):
             self.delete(key)
 
-    def missing_detail(self, prefix):
+    def missing_detail(self, prefix: str) -> str:
         """What the store can say about why nothing is under `prefix` ('' when nothing)."""
         return ""
 
-    def rename_prefix(self, source, dest):
+    def rename_prefix(self, source: str, dest: str) -> None:
         """Move every key under `source` to the same place under `dest` (which holds none)."""
         validate_prefix(source)
         validate_prefix(dest)
@@ -246,63 +295,68 @@ class Store:
             raise StoreError(errno.EOPNOTSUPP, f"cannot move the keys below {source!r}: "
                                                f"{self!r} cannot delete keys")
         for key in list(self.list_prefix(source)):
-            self.set(dest + key[len(source):], self.get(key))
+            value = self.get(key)
+            if value is not None:  # (None: deleted meanwhile, so nothing to move)
+                self.set(dest + key[len(source):], value)
         self.delete_prefix(source)
 
-    def check_writable(self, key):
+    def check_writable(self, key: str) -> None:
         if self.read_only:
             raise ReadOnlyError(f"cannot write {key!r}: store is read-only")
 
-    def check_listing(self, prefix):
+    def check_listing(self, prefix: str) -> None:
         if not self.supports_listing:
             raise StoreError(errno.EOPNOTSUPP, f"{self!r} cannot list keys (below {prefix!r}): "
                                                f"open it through consolidated metadata")
 
-    def lock(self, key, node="", *, replaced_last=False):
+    def lock(self, key: str, node: str = "", *,
+             replaced_last: bool = False) -> AbstractContextManager[None]:
         """Exclusive lock on `key` for read-modify-write, across every thread and process that
         writes the store (a context manager). `node` is the path of the node (array or group)
         `key` belongs to: stores that keep locks with the data keep them with that node, so
         every store opened at or above it agrees. `replaced_last`: the holder writes `key`
         only as its last write under the lock, replacing it whole, and `key` exists; a store
-        may then lock the object itself and let that write hand the lock on. A store that cannot lock across processes
-        raises LockUnavailableError: its read-modify-writes could lose concurrent updates. A
-        store whose data no other process writes may use `thread_lock` as its lock."""
+        may then lock the object itself and let that write hand the lock on. A store that
+        cannot lock across processes raises LockUnavailableError: its read-modify-writes
+        could lose concurrent updates. A store whose data no other process writes may use
+        `thread_lock` as its lock."""
         raise LockUnavailableError(
             f"{self!r} cannot lock keys across processes (no lock() of its own), so it cannot "
             f"update {key!r} without risking to lose a concurrent update")
 
     @contextlib.contextmanager
-    def thread_lock(self, key):
+    def thread_lock(self, key: str) -> Iterator[None]:
         """Exclusive lock on `key` across the threads of this process and every Store object
         over the same data."""
         name = (type(self), self._identity(), key)
         with _KEY_LOCKS_GUARD:
-            entry = _KEY_LOCKS.setdefault(name, [threading.Lock(), 0])
-            entry[1] += 1
+            entry = _KEY_LOCKS.setdefault(name, _KeyLock())
+            entry.users += 1
         try:
-            with entry[0]:
+            with entry.lock:
                 yield
         finally:
             with _KEY_LOCKS_GUARD:
-                entry[1] -= 1
+                entry.users -= 1
                 # (A child forked inside this block has a fresh registry without `entry`.)
-                if not entry[1] and _KEY_LOCKS.get(name) is entry:
+                if not entry.users and _KEY_LOCKS.get(name) is entry:
                     del _KEY_LOCKS[name]
 
     @property
-    def identity(self):
+    def identity(self) -> Hashable:
         """What stores of one type over the same data have in common (stable across
         processes where the data is: a directory, a URL)."""
         return self._identity()
 
-    def __eq__(self, other):
-        return type(self) is type(other) and self._identity() == other._identity()
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Store) and type(self) is type(other)
+                and self._identity() == other._identity())
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((type(self), self._identity()))
 
-    def _identity(self):
+    def _identity(self) -> Hashable:
         return id(self)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}({self._identity()!r})"

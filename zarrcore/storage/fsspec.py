@@ -1,19 +1,33 @@
 """Any fsspec filesystem as a store (s3fs, gcsfs, adlfs, sftp, ...). Filesystems with an
 async implementation fetch get_many's requests concurrently on fsspec's own loop, up to
 `config.io_concurrency` at once; others read one request after another."""
+from __future__ import annotations
+
+import asyncio
 import errno
+from collections.abc import Coroutine, Hashable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..config import config
 from ..errors import StoreError
 from . import _aio
-from .base import Store, validate_key, validate_prefix
+from .base import (
+    ByteRange, Fetched, Request, Store, validate_key, validate_prefix,
+)
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
+    from fsspec import AbstractFileSystem
+
+_T = TypeVar("_T")
 
 # Filesystems whose writes go straight into the target file (no atomic replace).
 _IN_PLACE_PROTOCOLS = ("file", "local", "sftp", "ssh", "ftp", "smb")
 _HTTP_PROTOCOLS = ("http", "https")
 
 
-def _protocols(fs):
+def _protocols(fs: AbstractFileSystem) -> tuple[str, ...]:
     return (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
 
 
@@ -27,14 +41,16 @@ class FsspecStore(Store):
     writes the store: locks then exclude its threads) or the filesystem is fsspec's
     in-memory one."""
 
-    def __init__(self, fs, path="", read_only=False, loop=None, single_writer=False):
+    def __init__(self, fs: AbstractFileSystem, path: str = "", read_only: bool = False,
+                 loop: asyncio.AbstractEventLoop | None = None,
+                 single_writer: bool = False) -> None:
         protocols = _protocols(fs)
         http = any(p in _HTTP_PROTOCOLS for p in protocols)
         super().__init__(read_only or http)
         self.fs = fs
         self._async = bool(getattr(fs, "async_impl", False))
-        self._loop = (loop or fs.loop) if self._async else None
-        self.path = fs._strip_protocol(path).rstrip("/") if path else ""
+        self._loop: asyncio.AbstractEventLoop | None = (loop or fs.loop) if self._async else None
+        self.path: str = fs._strip_protocol(path).rstrip("/") if path else ""
         self.supports_listing = not http
         self.supports_writes = not http
         self.supports_atomic_writes = not any(p in _IN_PLACE_PROTOCOLS for p in protocols)
@@ -43,29 +59,29 @@ class FsspecStore(Store):
         self.single_writer = bool(single_writer) or self.process_local
         self.supports_locks = self.single_writer and self.supports_writes
 
-    def _identity(self):
+    def _identity(self) -> Hashable:
         return (_protocols(self.fs)[0], self.path, id(self.fs))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"FsspecStore({_protocols(self.fs)[0]}://{self.path})"
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_loop"] = None  # a loop does not pickle; the filesystem's own serves after
         return state
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         if self._async:
             self._loop = self.fs.loop
 
-    async def _acall(self, method, *args, **kwargs):
+    async def _acall(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """fs.`method`(...), awaiting its coroutine when the filesystem is async."""
         if self._async:
             return await getattr(self.fs, "_" + method)(*args, **kwargs)
         return getattr(self.fs, method)(*args, **kwargs)
 
-    def _run(self, coro):
+    def _run(self, coro: Coroutine[Any, Any, _T]) -> _T:
         """The result of `coro`, run on the store's loop when the filesystem is async (over a
         sync filesystem it never suspends, so it runs here)."""
         if self._async:
@@ -73,38 +89,41 @@ class FsspecStore(Store):
         try:
             coro.send(None)
         except StopIteration as done:
-            return done.value
+            result: _T = done.value  # (StopIteration's value is untyped)
+            return result
         coro.close()
         raise RuntimeError(f"{self!r}: a call of a sync filesystem suspended")
 
-    def _call(self, method, *args, **kwargs):
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         return self._run(self._acall(method, *args, **kwargs))
 
-    def _full(self, key):
+    def _full(self, key: str) -> str:
         return f"{self.path}/{key}" if self.path else key
 
-    def _error(self, key, error):
+    def _error(self, key: str, error: Exception) -> StoreError:
         code = errno.EACCES if isinstance(error, PermissionError) else (
             getattr(error, "errno", None) or errno.EIO)
         return StoreError(code, f"key {key!r} of {self!r}: {error}")
 
     # -- reads --------------------------------------------------------------
-    def get(self, key, start=None, stop=None):
-        ranges = None if start is None and stop is None else [(start, stop)]
-        got = self._run(self._fetch(key, ranges))
-        return got if ranges is None or got is None else got[0]
+    def get(self, key: str, start: int | None = None, stop: int | None = None) -> bytes | None:
+        if start is None and stop is None:
+            return self._run(self._fetch(key, None))
+        got = self._run(self._fetch(key, [(start, stop)]))
+        return None if got is None else got[0]
 
-    def get_ranges(self, key, ranges):
+    def get_ranges(self, key: str, ranges: Sequence[ByteRange]) -> list[bytes] | None:
         return self._run(self._fetch(key, list(ranges)))
 
-    async def _read(self, path, start, stop):
+    async def _read(self, path: str, start: int | None, stop: int | None) -> bytes:
         """The bytes of path[start:stop] (Python slice bounds). Filesystems disagree on
         reversed bounds, negative ends and starts past the end: those are resolved against
         the size, and a plain range cat_file refuses is empty if it lies past the end."""
         start = start or 0
         if (start < 0 and stop is None) or (start >= 0 and (stop is None or stop > start)):
             try:
-                return await self._acall("cat_file", path, start=start, end=stop)
+                data: bytes = await self._acall("cat_file", path, start=start, end=stop)
+                return data
             except FileNotFoundError:
                 raise
             except Exception:
@@ -115,42 +134,56 @@ class FsspecStore(Store):
         lo, hi, _ = slice(start, stop).indices(await self._acall("size", path))
         return await self._read(path, lo, hi) if hi > lo else b""
 
-    async def _fetch(self, key, ranges):
+    @overload
+    async def _fetch(self, key: str, ranges: None) -> bytes | None: ...
+
+    @overload
+    async def _fetch(self, key: str, ranges: Sequence[ByteRange]) -> list[bytes] | None: ...
+
+    @overload
+    async def _fetch(self, key: str, ranges: Sequence[ByteRange] | None) -> Fetched: ...
+
+    async def _fetch(self, key: str, ranges: Sequence[ByteRange] | None) -> Fetched:
+        """The value at `key` (None: all of it) or the bytes of its `ranges`; None when the
+        key is missing."""
         path = self._full(validate_key(key))
         try:
             if ranges is None:
-                return await self._acall("cat_file", path)
+                whole: bytes = await self._acall("cat_file", path)  # (fsspec is untyped)
+                return whole
             return [await self._read(path, start, stop) for start, stop in ranges]
         except FileNotFoundError:
             return None
         except Exception as e:
             raise self._error(key, e) from e
 
-    def get_many(self, requests):
+    def get_many(self, requests: Sequence[Request]) -> Iterator[tuple[int, Fetched]]:
         if not self._async:
             return super().get_many(requests)
         deadline = config.io_timeout * (config.io_retries + 2) + 5
         return _aio.fan_out(self._fetch, requests, config.io_concurrency, deadline,
                             loop=self._loop)
 
-    def exists(self, key):
+    def exists(self, key: str) -> bool:
         path = self._full(validate_key(key))
         try:
-            return self._call("isfile", path)
+            found: bool = self._call("isfile", path)
+            return found
         except Exception as e:
             raise self._error(key, e) from e
 
-    def getsize(self, key):
+    def getsize(self, key: str) -> int | None:
         path = self._full(validate_key(key))
         try:
-            return self._call("size", path)
+            size: int = self._call("size", path)
+            return size
         except FileNotFoundError:
             return None
         except Exception as e:
             raise self._error(key, e) from e
 
     # -- writes -------------------------------------------------------------
-    def set(self, key, value):
+    def set(self, key: str, value: ReadableBuffer) -> None:
         self.check_writable(key)
         path = self._full(validate_key(key))
         try:
@@ -158,7 +191,7 @@ class FsspecStore(Store):
         except Exception as e:
             raise self._error(key, e) from e
 
-    def set_many(self, items):
+    def set_many(self, items: Iterable[tuple[str, ReadableBuffer]]) -> None:
         items = list(items)
         if not items:
             return
@@ -169,7 +202,7 @@ class FsspecStore(Store):
         except Exception as e:
             raise self._error(items[0][0] if len(items) == 1 else f"{len(items)} keys", e) from e
 
-    def delete(self, key):
+    def delete(self, key: str) -> None:
         self.check_writable(key)
         path = self._full(validate_key(key))
         try:
@@ -179,13 +212,14 @@ class FsspecStore(Store):
         except Exception as e:
             raise self._error(key, e) from e
 
-    def lock(self, key, node="", *, replaced_last=False):
+    def lock(self, key: str, node: str = "", *,
+             replaced_last: bool = False) -> AbstractContextManager[None]:
         if not self.single_writer:
             return super().lock(key, node, replaced_last=replaced_last)
         return self.thread_lock(validate_key(key))
 
     # -- listing ------------------------------------------------------------
-    def list_prefix(self, prefix):
+    def list_prefix(self, prefix: str) -> list[str]:
         prefix = validate_prefix(prefix)
         self.check_listing(prefix)
         base = self._full(prefix) if prefix else self.path
@@ -198,7 +232,7 @@ class FsspecStore(Store):
             raise self._error(prefix, e) from e
         return [p[head:] for p in found if p != base]
 
-    def list_dir(self, prefix):
+    def list_dir(self, prefix: str) -> list[str]:
         prefix = validate_prefix(prefix)
         self.check_listing(prefix)
         base = self._full(prefix) if prefix else self.path

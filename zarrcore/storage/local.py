@@ -1,14 +1,23 @@
 """Local directory store: one file per key, atomic writes, advisory file locks."""
+from __future__ import annotations
+
 import contextlib
 import os
 import stat
 import threading
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .._files import TEMP_PREFIX, FileRoot, is_lock_file, unlock_file
 from .. import _portable
 from ..config import config
 from ..errors import InvalidKeyError, StoreError, ZarrcoreError
-from .base import Store, validate_key, validate_prefix
+from .base import (
+    ByteRange, RangeReader, ReadBytes, Store, validate_key, validate_prefix,
+)
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 
 # The documents a group's metadata lock locks in place (lock(replaced_last=True)): written
@@ -21,16 +30,16 @@ _MISSING = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
 class _FileReader:
     """Byte ranges of an open file (LocalStore.reader)."""
 
-    def __init__(self, fd):
+    def __init__(self, fd: int) -> None:
         self._fd = fd
         self.size = os.fstat(fd).st_size
 
-    def get_ranges(self, ranges):
+    def get_ranges(self, ranges: Sequence[ByteRange]) -> list[bytes]:
         """The bytes of each (start, stop) range, Python slice bounds (short past the end)."""
-        out = []
+        out: list[bytes] = []
         for start, stop in ranges:
             lo, hi, _ = slice(start, stop).indices(self.size)
-            parts = []
+            parts: list[bytes] = []
             while lo < hi:  # one pread returns at most about 2 GiB
                 part = _portable.pread(self._fd, hi - lo, lo)
                 if not part:
@@ -41,7 +50,7 @@ class _FileReader:
         return out
 
 
-def _store_error(key, error):
+def _store_error(key: str, error: OSError) -> OSError:
     """An OSError met on `key` as a StoreError naming the key (a ZarrcoreError as it is)."""
     if isinstance(error, ZarrcoreError):
         return error
@@ -64,31 +73,32 @@ class LocalStore(Store):
 
     supports_locks = True
 
-    def __init__(self, root, read_only=False, confined=None):
+    def __init__(self, root: str | os.PathLike[str], read_only: bool = False,
+                 confined: bool | None = None) -> None:
         super().__init__(read_only)
         self.root = os.path.abspath(os.fspath(root))
         self.confined = config.confine_local_stores if confined is None else bool(confined)
         self.native_root = self.root
-        self._file_root = None
+        self._file_root: FileRoot | None = None
         self._file_root_guard = threading.Lock()
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         del state["_file_root"], state["_file_root_guard"]
         return state
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._file_root = None
         self._file_root_guard = threading.Lock()
 
-    def _identity(self):
+    def _identity(self) -> Hashable:
         return self.root
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"LocalStore({self.root!r})"
 
-    def files(self, create=False):
+    def files(self, create: bool = False) -> FileRoot:
         """The FileRoot every file of the store is reached through (the compiled batches copy
         it). A confined store opens its root directory once, making it first when `create`
         (and the store is writable); FileNotFoundError when it does not exist."""
@@ -104,30 +114,32 @@ class LocalStore(Store):
 
     readers_keep_one_version = True  # (reader holds the file open)
 
-    def local_path(self, prefix):
+    def local_path(self, prefix: str) -> str:
         return self._dir(validate_prefix(prefix))
 
-    def _path(self, key):
+    def _path(self, key: str) -> str:
         problem = _portable.file_name_problem(validate_key(key))
         if problem:
-            raise InvalidKeyError(f"store key {key!r} cannot be a file in {self.root!r}: {problem}")
+            raise InvalidKeyError(
+                f"store key {key!r} cannot be a file in {self.root!r}: {problem}")
         return os.path.join(self.root, *key.split("/"))
 
-    def _dir(self, prefix):
+    def _dir(self, prefix: str) -> str:
         """The directory of `prefix` ('' or a validated prefix)."""
         return self._path(prefix) if prefix else self.root
 
-    def _open(self, key, path, directory=False):
+    def _open(self, key: str, path: str, directory: bool = False) -> int | None:
         """A descriptor of `path` (of `key`; a directory with `directory`), None when nothing
         is stored there."""
         try:
-            return self.files().open(path, directory)
+            fd: int = self.files().open(path, directory)  # (its stub is untyped)
         except _MISSING:
             return None
         except OSError as e:  # a symlink loop, no permission, a path out of a confined store...
             raise _store_error(key, e) from e
+        return fd
 
-    def get(self, key, start=None, stop=None):
+    def get(self, key: str, start: int | None = None, stop: int | None = None) -> bytes | None:
         fd = self._open(key, self._path(key))
         if fd is None:
             return None
@@ -144,12 +156,12 @@ class LocalStore(Store):
         except OSError as e:
             raise _store_error(key, e) from e
 
-    def get_ranges(self, key, ranges):
+    def get_ranges(self, key: str, ranges: Sequence[ByteRange]) -> Sequence[ReadBytes] | None:
         with self.reader(key) as reader:
             return None if reader is None else reader.get_ranges(ranges)
 
     @contextlib.contextmanager
-    def reader(self, key):
+    def reader(self, key: str) -> Iterator[RangeReader | None]:
         """As Store.reader, from the open file: a replacement renamed over it meanwhile does not
         change what the reader reads."""
         fd = self._open(key, self._path(key))
@@ -162,7 +174,7 @@ class LocalStore(Store):
         finally:
             os.close(fd)
 
-    def _stat(self, key):
+    def _stat(self, key: str) -> os.stat_result | None:
         """os.fstat of what `key`'s path names (following links), None when nothing is."""
         fd = self._open(key, self._path(key))
         if fd is None:
@@ -172,11 +184,11 @@ class LocalStore(Store):
         finally:
             os.close(fd)
 
-    def getsize(self, key):
+    def getsize(self, key: str) -> int | None:
         st = self._stat(key)
         return st.st_size if st is not None and stat.S_ISREG(st.st_mode) else None
 
-    def set(self, key, value):
+    def set(self, key: str, value: ReadableBuffer) -> None:
         self.check_writable(key)
         # Written beside the target and renamed, so a reader never sees a torn file.
         try:
@@ -185,7 +197,7 @@ class LocalStore(Store):
         except OSError as e:  # a directory where the key should be, a full disk...
             raise _store_error(key, e) from e
 
-    def delete(self, key):
+    def delete(self, key: str) -> None:
         self.check_writable(key)
         try:
             self.files().unlink(self._path(key))
@@ -194,11 +206,11 @@ class LocalStore(Store):
         except OSError as e:
             raise _store_error(key, e) from e
 
-    def exists(self, key):
+    def exists(self, key: str) -> bool:
         st = self._stat(key)
         return st is not None and stat.S_ISREG(st.st_mode)
 
-    def _visible(self, directory, names):
+    def _visible(self, directory: str, names: Iterable[str]) -> list[str]:
         """`names` of `directory` without the store's own files; stale temporary files among
         them are removed on the way when the store is writable."""
         out = []
@@ -210,7 +222,7 @@ class LocalStore(Store):
                 out.append(name)
         return out
 
-    def _walk(self, prefix):
+    def _walk(self, prefix: str) -> Iterator[tuple[str, list[str]]]:
         """(directory path, names of its files) of every directory below `prefix`'s, walked
         from a descriptor of it where the system allows (links to directories are not
         descended into: _portable.walk_files)."""
@@ -226,7 +238,7 @@ class LocalStore(Store):
         finally:
             os.close(fd)
 
-    def list_prefix(self, prefix):
+    def list_prefix(self, prefix: str) -> list[str]:
         keys = []
         for dirpath, filenames in self._walk(prefix):
             rel = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
@@ -234,7 +246,7 @@ class LocalStore(Store):
                 keys.append(name if rel == "." else f"{rel}/{name}")
         return keys
 
-    def list_dir(self, prefix):
+    def list_dir(self, prefix: str) -> list[str]:
         prefix = validate_prefix(prefix)
         base = self._dir(prefix)
         fd = self._open(prefix, base, directory=True)
@@ -247,7 +259,7 @@ class LocalStore(Store):
         finally:
             os.close(fd)
 
-    def missing_detail(self, prefix):
+    def missing_detail(self, prefix: str) -> str:
         prefix = validate_prefix(prefix)
         directory = self._dir(prefix)
         fd = self._open(prefix, directory)
@@ -260,7 +272,7 @@ class LocalStore(Store):
             os.close(fd)
         return ""
 
-    def rename_prefix(self, source, dest):
+    def rename_prefix(self, source: str, dest: str) -> None:
         """As Store.rename_prefix, in one rename of the directory."""
         self.check_writable(dest)
         try:
@@ -268,7 +280,7 @@ class LocalStore(Store):
         except OSError as e:
             raise _store_error(source, e) from e
 
-    def remove_stale_temporary_files(self, prefix=""):
+    def remove_stale_temporary_files(self, prefix: str = "") -> int:
         """Remove the temporary files under `prefix` that no live writer holds (writers killed
         before renaming them into place left them); the number removed."""
         self.check_writable(prefix or "/")
@@ -280,7 +292,7 @@ class LocalStore(Store):
         return removed
 
     @contextlib.contextmanager
-    def lock(self, key, node="", *, replaced_last=False):
+    def lock(self, key: str, node: str = "", *, replaced_last: bool = False) -> Iterator[None]:
         """Exclusive across threads, processes and hosts that reach the node's directory, by
         any path; the lock's holder keeps it until it leaves the block or dies, or, when
         `replaced_last`, until it replaces `key`. FileNotFoundError when `replaced_last` and

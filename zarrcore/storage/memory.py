@@ -1,8 +1,33 @@
 """In-memory store: a mapping of keys to bytes, its own in C or a dict passed in."""
+from __future__ import annotations
+
 import contextlib
+from collections.abc import Hashable, Iterator
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Protocol
 
 from .._memstore import NativeMemoryMap
-from .base import BytesReader, Store, validate_key, validate_prefix
+from .base import BytesReader, RangeReader, Store, validate_key, validate_prefix
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
+
+
+class KeyBytes(Protocol):
+    """The mapping of keys to bytes a MemoryStore passed a dict keeps its data in: that
+    dict, or a view alike (urls._ZarrBuffers)."""
+
+    def get(self, key: str, /) -> bytes | None: ...
+
+    def __setitem__(self, key: str, value: bytes, /) -> None: ...
+
+    def pop(self, key: str, default: None, /) -> bytes | None: ...
+
+    def __contains__(self, key: object, /) -> bool: ...
+
+    def __iter__(self) -> Iterator[str]: ...
+
+    def __len__(self) -> int: ...
 
 
 class MemoryStore(Store):
@@ -15,31 +40,35 @@ class MemoryStore(Store):
     process_local = True
     readers_keep_one_version = True  # (reader keeps the value it found)
 
-    def __init__(self, store_dict=None, read_only=False):
+    def __init__(self, store_dict: NativeMemoryMap | KeyBytes | None = None,
+                 read_only: bool = False) -> None:
         super().__init__(read_only)
-        self._data = NativeMemoryMap() if store_dict is None else store_dict
+        self._data: NativeMemoryMap | KeyBytes = (NativeMemoryMap() if store_dict is None
+                                                  else store_dict)
 
     @property
-    def native_memory(self):
+    def native_memory(self) -> NativeMemoryMap | None:
         """The NativeMemoryMap holding the data, or None for a dict passed in."""
         return self._data if isinstance(self._data, NativeMemoryMap) else None
 
-    def lock(self, key, node="", *, replaced_last=False):
+    def lock(self, key: str, node: str = "", *,
+             replaced_last: bool = False) -> AbstractContextManager[None]:
         """Exclusive across threads: the data lives in this process, so no other can write it.
         Over its own data, the lock array handles take for the key from native threads."""
         key = validate_key(key)
         if isinstance(self._data, NativeMemoryMap):
-            return self._data.lock(key)
+            held: AbstractContextManager[None] = self._data.lock(key)  # (its stub is untyped)
+            return held
         return self.thread_lock(key)
 
-    def _identity(self):
+    def _identity(self) -> Hashable:
         # (A view of another library's dict, urls._ZarrBuffers, is identified by that dict.)
         return id(getattr(self._data, "shared_dict", self._data))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"MemoryStore(<{len(self._data)} keys>)"
 
-    def get(self, key, start=None, stop=None):
+    def get(self, key: str, start: int | None = None, stop: int | None = None) -> bytes | None:
         value = self._data.get(validate_key(key))
         if value is None:
             return None
@@ -48,31 +77,31 @@ class MemoryStore(Store):
         return bytes(value[slice(start, stop)])
 
     @contextlib.contextmanager
-    def reader(self, key):
+    def reader(self, key: str) -> Iterator[RangeReader | None]:
         """As Store.reader, of the value stored now (values are immutable bytes)."""
         value = self._data.get(validate_key(key))
         yield None if value is None else BytesReader(value)
 
-    def set(self, key, value):
+    def set(self, key: str, value: ReadableBuffer) -> None:
         self.check_writable(key)
         self._data[validate_key(key)] = bytes(value)
 
-    def delete(self, key):
+    def delete(self, key: str) -> None:
         self.check_writable(key)
         self._data.pop(validate_key(key), None)
 
-    def exists(self, key):
+    def exists(self, key: str) -> bool:
         return validate_key(key) in self._data
 
-    def list_prefix(self, prefix):
+    def list_prefix(self, prefix: str) -> list[str]:
         prefix = validate_prefix(prefix)
         head = prefix + "/" if prefix else ""
         return [k for k in list(self._data) if k.startswith(head)]
 
-    def list_dir(self, prefix):
+    def list_dir(self, prefix: str) -> list[str]:
         prefix = validate_prefix(prefix)
         head = prefix + "/" if prefix else ""
-        names = set()
+        names: set[str] = set()
         for k in list(self._data):
             if k.startswith(head):
                 names.add(k[len(head):].split("/", 1)[0])
@@ -83,7 +112,7 @@ class MemoryStore(Store):
 _NAMED: dict[str, NativeMemoryMap] = {}
 
 
-def named_memory_store(name, read_only=False):
+def named_memory_store(name: str, read_only: bool = False) -> MemoryStore:
     """The MemoryStore of `memory://name`, shared by every opening of that name in this
     process (a new, unshared one when `name` is empty)."""
     if not name:

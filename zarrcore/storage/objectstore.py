@@ -15,6 +15,8 @@ last writer wins. What this cannot fence: a late create-only PUT of a key delete
 (deletes are not conditional), and a late PUT after a rewrite of the very bytes it was
 conditioned on (S3's ETag is the MD5 of the body, so such a rewrite keeps it).
 """
+from __future__ import annotations
+
 import asyncio
 import collections
 import contextlib
@@ -28,13 +30,30 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal, Optional, overload
 
 from ..config import config
 from ..errors import (KeyChangedError, LockLostError, LockTimeoutError, LockUnavailableError,
                       ReadOnlyError, StoreError, StoreURLError, WriteConflictError)
 from . import _aio
-from .base import Store, at_most, bounded, validate_key, validate_prefix
-from .options import checked_backend_options
+from .base import (
+    ByteRange, Fetched, RangeReader, ReadBytes, Request, Store, at_most, bounded, validate_key,
+    validate_prefix,
+)
+from .options import StorageOptions, checked_backend_options
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
+    from obstore import (
+        GetOptions, GetResult, ObjectMeta, OffsetRange, PutMode, PutResult, SuffixRange,
+        UpdateVersion,
+    )
+    from obstore.store import ClientConfig, ObjectStore as ObstoreStore, RetryConfig
+
+#: An object's version as this store reads and conditions writes on it: (ETag, version).
+ObjectVersion = tuple[Optional[str], Optional[str]]
 
 # s3fs spellings of storage_options (what zarr-python passes to fsspec) -> obstore's keys.
 _S3FS_NAMES = {"key": "access_key_id", "secret": "secret_access_key", "token": "session_token",
@@ -68,16 +87,16 @@ KNOWN_VERSIONS = 1 << 16
 _TIMED_OUT = re.compile(r"TimedOut|kind: Timeout|timed out", re.IGNORECASE)
 
 
-def _visible(path):
+def _visible(path: str) -> bool:
     return not path.rpartition("/")[2].startswith(LOCK_PREFIX)
 
 
 # The process that first ran obstore: its tokio runtime's threads do not survive a fork, so a
 # child forked after that would hang on its first request.
-_runtime_pid = None
+_runtime_pid: int | None = None
 
 
-def _obstore():
+def _obstore() -> ModuleType:
     """The obstore module, refusing to run in a process forked after obstore ran."""
     global _runtime_pid
     import obstore
@@ -93,7 +112,7 @@ def _obstore():
     return obstore
 
 
-def _unsigned_payload(url, options):
+def _unsigned_payload(url: str, options: StorageOptions) -> bool:
     """True when an S3 store's requests may sign UNSIGNED-PAYLOAD rather than the SHA-256 of
     each body (which costs the client a pass over every byte it uploads): only for s3:// URLs
     whose endpoint is https (AWS's own when none is set), where TLS already protects the body
@@ -108,36 +127,42 @@ def _unsigned_payload(url, options):
     return all(str(e).lower().startswith("https://") for e in endpoints)
 
 
-def _first_line(error):
+def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
 
 
-def _is_missing(error):
+def _is_missing(error: BaseException) -> bool:
     obs = _obstore()
     return isinstance(error, (FileNotFoundError, obs.exceptions.NotFoundError))
 
 
-def _mode(version):
+def _mode(version: ObjectVersion | None) -> PutMode:
     """obstore's put mode that writes only over `version` ((ETag, version) of the object;
     None: only where there is no object)."""
     if version is None:
         return "create"
-    return {name: value for name, value in zip(("e_tag", "version"), version)
-            if value is not None}
+    e_tag, generation = version
+    mode: UpdateVersion = {}
+    if e_tag is not None:
+        mode["e_tag"] = e_tag
+    if generation is not None:
+        mode["version"] = generation
+    return mode
 
 
-def _version(meta):
+def _version(meta: ObjectMeta | PutResult) -> ObjectVersion | None:
     """(ETag, version) of an object from obstore's metadata or put result; None without."""
     version = (meta.get("e_tag"), meta.get("version"))
     return None if version == (None, None) else version
 
 
-async def _cut(result, start, stop):
+async def _cut(result: GetResult, start: int | None, stop: int | None) -> bytes:
     """[start:stop] of the body of the obstore GetResult `result` (a server that turns byte
     ranges down sends all of it): read as it streams in, no further than `stop`."""
     lo, hi, _ = slice(start, stop).indices(result.meta["size"])
-    parts, at = [], 0
+    parts: list[memoryview] = []
+    at = 0
     if hi > lo:
         async for part in result.stream(min_chunk_size=min(hi, 1 << 20)):
             parts.append(memoryview(part)[max(lo - at, 0):max(hi - at, 0)])
@@ -153,8 +178,8 @@ class ObjectStore(Store):
 
     readers_keep_one_version = True  # (If-Match on the ETag the first read saw)
 
-    def __init__(self, store, read_only=False, *, url=None, conditional_writes=None,
-                 single_writer=False):
+    def __init__(self, store: ObstoreStore, read_only: bool = False, *, url: str | None = None,
+                 conditional_writes: bool | None = None, single_writer: bool = False) -> None:
         kind = type(store).__name__
         http = kind == "HTTPStore"
         super().__init__(read_only or http)
@@ -163,18 +188,21 @@ class ObjectStore(Store):
         # An HTTP server is a read-only key space that cannot be listed.
         self.supports_listing = not http
         self.supports_writes = self.streams_writes = not http
-        self.supports_conditional_writes = (kind in _CONDITIONAL_BACKENDS
-                                            if conditional_writes is None else bool(conditional_writes))
+        self.supports_conditional_writes = (
+            kind in _CONDITIONAL_BACKENDS if conditional_writes is None
+            else bool(conditional_writes))
         # Locks are lock objects made by create-only puts (see lock); without conditional
         # writes, `single_writer` (the caller's word that only this process writes the
         # store) makes them locks across this process's threads.
         self.single_writer = bool(single_writer)
         # Seconds per request and retries its client was made with (None: config's).
-        self.io_timeout = self.io_retries = None
+        self.io_timeout: float | None = None
+        self.io_retries: int | None = None
         self.supports_locks = self.supports_writes and (self.supports_conditional_writes
                                                         or self.single_writer)
-        self._versions = collections.OrderedDict()
-        self._clock_offset = None  # this host's clock minus the store's (seconds), once known
+        self._versions: collections.OrderedDict[str, ObjectVersion] = collections.OrderedDict()
+        # this host's clock minus the store's (seconds), once known
+        self._clock_offset: float | None = None
         # Set when the server turned a byte range down (an HTTP server without them): ranges
         # are then cut from streamed whole GETs.
         self._no_ranges = False
@@ -182,7 +210,7 @@ class ObjectStore(Store):
     # The ETags this store wrote or read last, by key: what its next PUT of the key is
     # conditional on (see the module's docstring). A key whose PUT is in flight, failed or
     # timed out has none. Not pickled: a copy elsewhere would only cost refused PUTs.
-    def _saw(self, key, meta):
+    def _saw(self, key: str, meta: ObjectMeta | PutResult) -> None:
         version = _version(meta)
         if version is None or not self.supports_conditional_writes:
             return
@@ -190,11 +218,12 @@ class ObjectStore(Store):
         if len(self._versions) > KNOWN_VERSIONS:
             self._versions.popitem(last=False)
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_versions": collections.OrderedDict(), "_clock_offset": None}
 
     @classmethod
-    def from_url(cls, url, read_only=False, storage_options=None):
+    def from_url(cls, url: str, read_only: bool = False,
+                 storage_options: StorageOptions | None = None) -> ObjectStore:
         """The store at `url` (s3://, gs://, az://, abfs://, http(s)://...). storage_options are
         obstore's configuration keys (s3fs' `key`, `secret`, `endpoint_url`, `anon`, ... are
         taken too; S3 over https defaults to `unsigned_payload`, see _unsigned_payload), plus
@@ -226,16 +255,19 @@ class ObjectStore(Store):
             options["unsigned_payload"] = True
         timeout = float(own.get("timeout", config.io_timeout))
         retries = int(own.get("retries", config.io_retries))
-        client = {"timeout": datetime.timedelta(seconds=timeout),
-                  "connect_timeout": datetime.timedelta(seconds=timeout)}
+        client: ClientConfig = {"timeout": datetime.timedelta(seconds=timeout),
+                                "connect_timeout": datetime.timedelta(seconds=timeout)}
         if url.startswith("http://") or str(options.get("endpoint", "")).startswith("http://"):
             client["allow_http"] = True
-        client.update(own.get("client_options") or {})
-        retry = {"max_retries": retries,
-                 "retry_timeout": datetime.timedelta(seconds=timeout * (retries + 1)),
-                 "backoff": {"init_backoff": datetime.timedelta(milliseconds=50),
-                             "max_backoff": datetime.timedelta(seconds=2), "base": 2}}
-        retry.update(own.get("retry_config") or {})
+        client_options: ClientConfig | None = own.get("client_options")
+        client.update(client_options or {})
+        retry: RetryConfig = {
+            "max_retries": retries,
+            "retry_timeout": datetime.timedelta(seconds=timeout * (retries + 1)),
+            "backoff": {"init_backoff": datetime.timedelta(milliseconds=50),
+                        "max_backoff": datetime.timedelta(seconds=2), "base": 2}}
+        retry_config: RetryConfig | None = own.get("retry_config")
+        retry.update(retry_config or {})
         try:
             store = obs.store.from_url(url, client_options=client, retry_config=retry, **options)
         except (obs.exceptions.BaseError, ValueError, TypeError) as e:
@@ -245,14 +277,14 @@ class ObjectStore(Store):
         made.io_timeout, made.io_retries = timeout, retries
         return made
 
-    def _identity(self):
+    def _identity(self) -> Hashable:
         return self.url or id(self._store)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"ObjectStore({self.url or self._store!r})"
 
     # -- errors -------------------------------------------------------------
-    def _error(self, key, error):
+    def _error(self, key: str, error: BaseException) -> StoreError:
         """`error` met on `key` as a StoreError naming the key and this store."""
         obs = _obstore()
         text = _first_line(error)
@@ -261,28 +293,45 @@ class ObjectStore(Store):
             code, what = errno.EACCES, "access denied"
         elif "NoSuchBucket" in str(error):
             code, what = errno.ENOENT, "the bucket does not exist"
-        elif isinstance(error, (TimeoutError, asyncio.TimeoutError)) or _TIMED_OUT.search(str(error)):
+        elif (isinstance(error, (TimeoutError, asyncio.TimeoutError))
+              or _TIMED_OUT.search(str(error))):
             code, what = errno.ETIMEDOUT, "timed out"
         else:
             code, what = errno.EIO, "failed"
         return StoreError(code, f"key {key!r} of {self!r}: {what}: {text}")
 
-    def _missing(self, key, error):
+    def _missing(self, key: str, error: BaseException) -> Literal[True]:
         """True when `error` says `key` is missing; a missing bucket is an error instead."""
         if _is_missing(error) and "NoSuchBucket" not in str(error):
             return True
         raise self._error(key, error) from error
 
     # -- reads --------------------------------------------------------------
-    async def _size(self, key):
-        return (await _obstore().head_async(self._store, key))["size"]
+    async def _size(self, key: str) -> int:
+        meta: ObjectMeta = await _obstore().head_async(self._store, key)
+        return meta["size"]
 
-    async def _get(self, key, start=None, stop=None, pin=None, copy=True):
+    @overload
+    async def _get(self, key: str, start: int | None = None, stop: int | None = None,
+                   pin: _ObjectReader | None = None,
+                   copy: Literal[True] = True) -> bytes | None: ...
+
+    @overload
+    async def _get(self, key: str, start: int | None, stop: int | None,
+                   pin: _ObjectReader | None, copy: bool) -> ReadBytes | None: ...
+
+    @overload
+    async def _get(self, key: str, start: int | None = None, stop: int | None = None,
+                   pin: _ObjectReader | None = None, *, copy: bool) -> ReadBytes | None: ...
+
+    async def _get(self, key: str, start: int | None = None, stop: int | None = None,
+                   pin: _ObjectReader | None = None, copy: bool = True) -> ReadBytes | None:
         """The bytes of key[start:stop], None when it is missing. With `pin` (an
         _ObjectReader), only from the version of the object `pin` saw first. `copy` False:
         a read-only view of obstore's buffer instead of a copy as bytes."""
         obs = _obstore()
-        options = {} if pin is None or pin.e_tag is None else {"if_match": pin.e_tag}
+        options: GetOptions = {} if pin is None or pin.e_tag is None else {"if_match": pin.e_tag}
+        spec: tuple[int, int] | OffsetRange | SuffixRange | None
         try:
             if start is None and stop is None or self._no_ranges:
                 spec = None
@@ -302,7 +351,7 @@ class ObjectStore(Store):
                     return await self._get(key, lo, max(lo, hi), pin)
                 options["range"] = spec
             try:
-                result = await obs.get_async(self._store, key, options=options)
+                result: GetResult = await obs.get_async(self._store, key, options=options)
             except obs.exceptions.PreconditionError as e:
                 raise KeyChangedError(f"key {key!r} of {self!r} was replaced while it was "
                                       f"being read; read it again") from e
@@ -331,12 +380,15 @@ class ObjectStore(Store):
             if self._missing(key, e):
                 return None
 
-    async def _each_range(self, key, ranges, copy=True):
+    async def _each_range(self, key: str, ranges: Sequence[ByteRange],
+                          copy: bool = True) -> list[ReadBytes] | None:
         parts = await asyncio.gather(*(self._get(key, start, stop, copy=copy)
                                        for start, stop in ranges))
-        return None if any(p is None for p in parts) else list(parts)
+        found = [p for p in parts if p is not None]
+        return None if len(found) < len(parts) else found
 
-    async def _get_ranges(self, key, ranges, copy=True):
+    async def _get_ranges(self, key: str, ranges: Sequence[ByteRange],
+                          copy: bool = True) -> list[ReadBytes] | None:
         simple = all(start is not None and start >= 0 and stop is not None and stop > start
                      for start, stop in ranges)
         # (One range is one GET, whose answer tells the object's version too: see _saw.)
@@ -354,36 +406,46 @@ class ObjectStore(Store):
             # each range as a slice of its own, which also names the key in a real error.
             return await self._each_range(key, ranges)
 
-    async def _fetch(self, key, ranges):
+    @overload
+    async def _fetch(self, key: str, ranges: None) -> ReadBytes | None: ...
+
+    @overload
+    async def _fetch(self, key: str, ranges: Sequence[ByteRange]) -> list[ReadBytes] | None: ...
+
+    @overload
+    async def _fetch(self, key: str, ranges: Sequence[ByteRange] | None) -> Fetched: ...
+
+    async def _fetch(self, key: str, ranges: Sequence[ByteRange] | None) -> Fetched:
         validate_key(key)
         # (The pipeline decodes from any buffer: no copy of each object as bytes.)
         return await (self._get(key, copy=False) if ranges is None
                       else self._get_ranges(key, ranges, copy=False))
 
-    def _deadline(self):
+    def _deadline(self) -> float:
         """Seconds get_many waits for any answer before it gives up: longer than the client's
         own timeouts and retries, which fail first."""
         timeout = config.io_timeout if self.io_timeout is None else self.io_timeout
         retries = config.io_retries if self.io_retries is None else self.io_retries
         return timeout * (retries + 2) + 5
 
-    def get(self, key, start=None, stop=None):
+    def get(self, key: str, start: int | None = None, stop: int | None = None) -> bytes | None:
         return _aio.run(self._get(validate_key(key), start, stop))
 
-    def get_ranges(self, key, ranges):
+    def get_ranges(self, key: str, ranges: Sequence[ByteRange]) -> Sequence[ReadBytes] | None:
         return _aio.run(self._fetch(key, list(ranges)))
 
     @contextlib.contextmanager
-    def reader(self, key):
+    def reader(self, key: str) -> Iterator[RangeReader | None]:
         """As Store.reader, of one version of the object: the first read notes its ETag and
         every later read asks for that ETag (If-Match), so a reader never mixes two versions;
         if the object is replaced meanwhile, KeyChangedError."""
         yield _ObjectReader(self, validate_key(key))
 
-    def get_many(self, requests):
+    def get_many(self, requests: Sequence[Request]) -> Iterator[tuple[int, Fetched]]:
         return _aio.fan_out(self._fetch, requests, config.io_concurrency, self._deadline())
 
-    async def _get_with_meta(self, key, limit=None, why=None):
+    async def _get_with_meta(self, key: str, limit: int | None = None, why: str | None = None
+                             ) -> tuple[bytes, ObjectMeta] | tuple[None, None]:
         """(bytes, obstore's metadata) of the object at `key`; (None, None) when missing.
         With `limit`, one ranged GET of a byte more, and `too_large` when the object is
         larger (as Store.get_versioned)."""
@@ -391,7 +453,7 @@ class ObjectStore(Store):
         options = {} if limit is None else {"range": at_most(limit)[0]}
         try:
             try:
-                result = await obs.get_async(self._store, key, options=options)
+                result: GetResult = await obs.get_async(self._store, key, options=options)
             except obs.exceptions.BaseError as e:
                 if not options or "416" not in str(e):
                     raise
@@ -405,14 +467,15 @@ class ObjectStore(Store):
         self._saw(key, result.meta)
         return data, result.meta
 
-    def get_versioned(self, key, limit=None, why=None):
+    def get_versioned(self, key: str, limit: int | None = None,
+                      why: str | None = None) -> tuple[bytes | None, ObjectVersion | None]:
         data, meta = _aio.run(self._get_with_meta(validate_key(key), limit, why))
         return data, None if meta is None else (meta["e_tag"], meta["version"])
 
-    def exists(self, key):
+    def exists(self, key: str) -> bool:
         key = validate_key(key)
 
-        async def head():
+        async def head() -> bool:
             try:
                 await self._size(key)
                 return True
@@ -422,10 +485,10 @@ class ObjectStore(Store):
 
         return _aio.run(head())
 
-    def getsize(self, key):
+    def getsize(self, key: str) -> int | None:
         key = validate_key(key)
 
-        async def size():
+        async def size() -> int | None:
             try:
                 return await self._size(key)
             except Exception as e:
@@ -435,17 +498,20 @@ class ObjectStore(Store):
         return _aio.run(size())
 
     # -- writes -------------------------------------------------------------
-    def check_writable(self, key):
+    def check_writable(self, key: str) -> None:
         if not self.supports_writes:
             raise ReadOnlyError(f"cannot write {key!r}: {self!r} is read-only")
         super().check_writable(key)
 
-    async def _put(self, key, value, mode="overwrite"):
+    async def _put(self, key: str, value: ReadableBuffer,
+                   mode: PutMode = "overwrite") -> PutResult | None:
         obs = _obstore()
         if not isinstance(value, bytes):
             value = memoryview(value).cast("B")
         try:
-            return await obs.put_async(self._store, key, value, mode=mode, use_multipart=False)
+            put: PutResult = await obs.put_async(self._store, key, value, mode=mode,
+                                                 use_multipart=False)
+            return put
         except Exception as e:
             if mode != "overwrite" and (
                     isinstance(e, (obs.exceptions.AlreadyExistsError,
@@ -454,7 +520,7 @@ class ObjectStore(Store):
                 return None  # another writer came first (or deleted it)
             raise self._error(key, e) from e
 
-    async def _write(self, key, value):
+    async def _write(self, key: str, value: ReadableBuffer) -> PutResult | None:
         """Put `value` at `key`, conditional on the version this store knows of it (see the
         module's docstring); on a conflict, learn the current version and put again."""
         if not self.supports_conditional_writes:
@@ -473,27 +539,27 @@ class ObjectStore(Store):
         raise WriteConflictError(f"key {key!r} of {self!r}: other writers replaced it "
                                  f"{WRITE_TRIES} times while it was being written")
 
-    def set(self, key, value):
+    def set(self, key: str, value: ReadableBuffer) -> None:
         self.check_writable(key)
         _aio.run(self._write(validate_key(key), value))
 
-    def set_many(self, items):
+    def set_many(self, items: Iterable[tuple[str, ReadableBuffer]]) -> None:
         """As Store.set_many, up to config.io_concurrency PUTs at once, each started as soon
         as `items` (which may be a generator) yields it."""
-        def checked():
+        def checked() -> Iterator[tuple[str, ReadableBuffer]]:
             for key, value in items:
                 self.check_writable(key)
                 yield validate_key(key), value
 
         _aio.drain(self._write, checked(), config.io_concurrency, self._deadline())
 
-    def set_if(self, key, value, version):
+    def set_if(self, key: str, value: ReadableBuffer, version: ObjectVersion | None) -> bool:
         self.check_writable(key)
         if not self.supports_conditional_writes:
             return super().set_if(key, value, version)
         key = validate_key(key)
 
-        async def put():
+        async def put() -> bool:
             self._versions.pop(key, None)
             done = await self._put(key, value, _mode(version))
             if done is not None:
@@ -502,18 +568,18 @@ class ObjectStore(Store):
 
         return _aio.run(put())
 
-    def delete(self, key):
+    def delete(self, key: str) -> None:
         self.check_writable(key)
         _aio.run(self._delete(validate_key(key)))
 
-    async def _delete(self, key):
+    async def _delete(self, key: str) -> None:
         self._versions.pop(key, None)
         try:
             await _obstore().delete_async(self._store, key)
         except Exception as e:
             self._missing(key, e)  # deleting a missing key is no error
 
-    def delete_prefix(self, prefix):
+    def delete_prefix(self, prefix: str) -> None:
         self.check_writable(prefix or "/")
         keys = list(self.list_prefix(prefix))
         for key in keys:
@@ -527,7 +593,7 @@ class ObjectStore(Store):
                     raise self._error(keys[i], e) from e
 
     # -- listing ------------------------------------------------------------
-    def list_prefix(self, prefix):
+    def list_prefix(self, prefix: str) -> list[str]:
         prefix = validate_prefix(prefix)
         self.check_listing(prefix)
         obs = _obstore()
@@ -537,7 +603,7 @@ class ObjectStore(Store):
         except Exception as e:
             raise self._error(prefix, e) from e
 
-    def list_dir(self, prefix):
+    def list_dir(self, prefix: str) -> list[str]:
         prefix = validate_prefix(prefix)
         self.check_listing(prefix)
         obs = _obstore()
@@ -552,7 +618,7 @@ class ObjectStore(Store):
 
     # -- locks --------------------------------------------------------------
     @contextlib.contextmanager
-    def lock(self, key, node="", *, replaced_last=False):
+    def lock(self, key: str, node: str = "", *, replaced_last: bool = False) -> Iterator[None]:
         """Exclusive across threads, processes and hosts: the holder is whoever created the
         lock object `.zarrcore-lock.NAME` beside `key` with a create-only put, and deleting it
         releases the lock. The holder renews the object every LOCK_LEASE / 4 seconds (a
@@ -579,7 +645,7 @@ class ObjectStore(Store):
             finally:
                 lease.release()
 
-    def _store_clock(self, beside):
+    def _store_clock(self, beside: str) -> float | None:
         """The store's clock now (seconds since the epoch), from this host's and an offset
         learned once from the Last-Modified of a probe object put beside the lock object
         `beside` (None when another's probe deleted it first). Last-Modified counts whole
@@ -601,11 +667,11 @@ class ObjectStore(Store):
 _abandoned: set[str] = set()
 
 
-def _parse_stamp(data):
+def _parse_stamp(data: bytes) -> dict[str, Any] | None:
     """The stamp (a dict with a finite, positive "time") of a lock object's bytes; None when
     they are none a zarrcore holder writes."""
     try:
-        stamp = json.loads(data)
+        stamp: dict[str, Any] = json.loads(data)
         if math.isfinite(stamp["time"]) and stamp["time"] > 0:
             return stamp
     except (ValueError, KeyError, TypeError):
@@ -619,7 +685,7 @@ class _Lease:
     by release(). Its stamp carries a nonce, so that a put of it that was applied but whose
     answer was lost (the retry then conflicting with it) is still recognised as its own."""
 
-    def __init__(self, store, lock_key):
+    def __init__(self, store: ObjectStore, lock_key: str) -> None:
         self._store, self._key = store, lock_key
         self._nonce = os.urandom(16).hex()
         try:
@@ -632,7 +698,8 @@ class _Lease:
         self._renewer = threading.Thread(target=self._renew, name="zarrcore-lease", daemon=True)
         self._renewer.start()
 
-    def _claim(self, version):
+    def _claim(self, version: ObjectVersion | None) -> tuple[
+            ObjectVersion | None, dict[str, Any] | None, ObjectVersion | None, ObjectMeta | None]:
         """Put this holder's stamp if the lock object's version is still `version` (None: if
         there is none): (its new version, None, None, None), or else (None, stamp, version,
         obstore's metadata) of the lock object there (stamp None: no holder's; metadata
@@ -647,17 +714,18 @@ class _Lease:
         except StoreError as e:
             failure = e  # perhaps applied all the same: the lock object tells
         data, meta = _aio.run(self._store._get_with_meta(self._key))
-        held = None if meta is None else _parse_stamp(data)
-        if held is not None and held.get("nonce") == self._nonce:
+        held = None if data is None else _parse_stamp(data)  # (data is None when meta is)
+        if meta is not None and held is not None and held.get("nonce") == self._nonce:
             return _version(meta), None, None, None
         if failure is not None:
             raise failure
         return None, held, None if meta is None else _version(meta), meta
 
-    def _acquire(self):
+    def _acquire(self) -> ObjectVersion:
         wait, version = 0.005, None
         started = time.monotonic()
-        watched = None  # (version of the lock object, when it was first seen)
+        # (version of the lock object, when it was first seen)
+        watched: tuple[ObjectVersion | None, float] | None = None
         while True:
             taken, stamp, held, meta = self._claim(version)
             if taken is not None:
@@ -674,7 +742,7 @@ class _Lease:
             time.sleep(wait * (1 + random.random()))
             wait = min(wait * 2, 0.5)
 
-    def _stale(self, stamp, meta, since):
+    def _stale(self, stamp: dict[str, Any] | None, meta: ObjectMeta, since: float) -> bool:
         """Was the lock object (`stamp`, obstore's `meta`), unchanged since `since`
         (time.monotonic()), left by a holder that is gone? Judged by clocks that a holder's
         skew cannot move: how long this process saw it unchanged, and its age by the store's
@@ -689,7 +757,8 @@ class _Lease:
         now = self._store._store_clock(self._key)
         return now is not None and now - modified > LOCK_LEASE + 1
 
-    def _timed_out(self, stamp, meta, timeout):
+    def _timed_out(self, stamp: dict[str, Any] | None, meta: ObjectMeta | None,
+                   timeout: float) -> LockTimeoutError:
         if meta is None:
             holder = "other holders in turn"
         elif stamp is None:
@@ -702,7 +771,7 @@ class _Lease:
             f"gave up after {timeout:g} s (config.lock_timeout) waiting for the lock object "
             f"{self._key!r} of {self._store!r}: held by {holder}{since}")
 
-    def _renew(self):
+    def _renew(self) -> None:
         while not self._done.wait(LOCK_LEASE / 4):
             try:
                 version = self._claim(self._version)[0]
@@ -713,7 +782,7 @@ class _Lease:
                 return
             self._version = version
 
-    def release(self):
+    def release(self) -> None:
         """Delete the lock object. When that keeps failing, leave it (the work it protected is
         done: raising would report a finished update as failed): this process takes it over
         at once, others once it is stale."""
@@ -742,20 +811,21 @@ class _Lease:
 class _ObjectReader:
     """Byte ranges of one version of an object (ObjectStore.reader)."""
 
-    def __init__(self, store, key):
+    def __init__(self, store: ObjectStore, key: str) -> None:
         self._store, self._key = store, key
-        self.e_tag = self.size = None
+        self.e_tag: str | None = None
+        self.size: int | None = None
 
-    def saw(self, meta):
+    def saw(self, meta: ObjectMeta) -> None:
         if self.e_tag is None:
             self.e_tag, self.size = meta["e_tag"], meta["size"]
 
-    def get_ranges(self, ranges):
+    def get_ranges(self, ranges: Sequence[ByteRange]) -> list[bytes] | None:
         return _aio.run(self._get_ranges(list(ranges)))
 
-    async def _get_ranges(self, ranges):
+    async def _get_ranges(self, ranges: list[ByteRange]) -> list[bytes] | None:
         get = self._store._get
-        parts = []
+        parts: list[bytes | None] = []
         if self.e_tag is None and ranges:  # the first read learns the version
             parts.append(await get(self._key, *ranges[0], pin=self))
             if parts[0] is None:
@@ -763,4 +833,5 @@ class _ObjectReader:
             ranges = ranges[1:]
         parts += await asyncio.gather(*(get(self._key, start, stop, pin=self)
                                         for start, stop in ranges))
-        return None if any(p is None for p in parts) else parts
+        found = [p for p in parts if p is not None]
+        return None if len(found) < len(parts) else found

@@ -9,7 +9,13 @@ from elsewhere (a catalog, a request) cannot turn a file of this machine into a 
 a host they name. fsspec's filesystems take options of their own, which pass, but for those
 same credential files.
 """
+from collections.abc import Iterable
+from typing import Any, NoReturn
+
 from ..errors import StoreURLError
+
+#: storage_options: option names to values of whatever type the client takes for each.
+StorageOptions = dict[str, Any]
 
 # The caller's consent to options that name local credential files.
 ALLOW_CREDENTIAL_FILES = "allow_credential_files"
@@ -51,7 +57,7 @@ _CREDENTIAL_FILES = frozenset([
 ])
 
 
-def _canonical(name, prefixes):
+def _canonical(name: str, prefixes: Iterable[str]) -> str:
     """`name` as obstore's documented key: lower case, a backend prefix dropped."""
     name = str(name).lower()
     for prefix in prefixes:
@@ -60,13 +66,14 @@ def _canonical(name, prefixes):
     return name
 
 
-def _refuse_credential_file(url, name):
+def _refuse_credential_file(url: str, name: str) -> NoReturn:
     raise StoreURLError(
         f"storage_options of {url!r}: {name!r} makes the client read a local file and send it "
         f"as a credential; pass {ALLOW_CREDENTIAL_FILES}=True with it to allow that")
 
 
-def checked_backend_options(url, backend, options, extra=()):
+def checked_backend_options(url: str, backend: str, options: StorageOptions,
+                            extra: Iterable[str] = ()) -> StorageOptions:
     """The obstore configuration `options` (a dict, consumed: the consent key is taken out)
     for `url` of `backend` ("s3", "gcs", "azure", "http"): StoreURLError naming an option its
     backend does not document (listing what is accepted, with the names in `extra` that the
@@ -85,7 +92,7 @@ def checked_backend_options(url, backend, options, extra=()):
     return options
 
 
-def checked_fsspec_options(url, options):
+def checked_fsspec_options(url: str, options: StorageOptions) -> StorageOptions:
     """fsspec's `options` for `url` (a dict, consumed as checked_backend_options does), refusing
     the credential-file options of every backend, at any depth (chained URLs nest options
     per protocol), without the caller's consent."""
@@ -93,7 +100,7 @@ def checked_fsspec_options(url, options):
         return options
     prefixes = tuple(p for backend in _PREFIXES.values() for p in backend)
 
-    def check(level):
+    def check(level: StorageOptions) -> None:
         for name, value in level.items():
             if _canonical(name, prefixes) in _CREDENTIAL_FILES:
                 _refuse_credential_file(url, name)

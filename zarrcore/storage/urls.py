@@ -3,9 +3,13 @@ zarr-python store, an fsspec filesystem or mapper, an obstore store).
 
 A URL never falls back to a local path: an unknown scheme, or a scheme whose optional
 dependency is missing, raises StoreURLError naming the URL and what to install."""
+from __future__ import annotations
+
 import os
 import re
 import sys
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import StoreURLError, UnsupportedStoreError
 from .base import Store
@@ -13,20 +17,27 @@ from .fsspec import FsspecStore
 from .local import LocalStore
 from .memory import MemoryStore, named_memory_store
 from .objectstore import ObjectStore
-from .options import checked_fsspec_options
+from .options import StorageOptions, checked_fsspec_options
 from .zip import ZipStore
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from zarr.core.buffer import Buffer
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # Schemes obstore opens (gcs:// is fsspec's spelling of gs://).
-_OBJECT_SCHEMES = {"s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "adl", "http", "https"}
+_OBJECT_SCHEMES = {"s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "adl", "http",
+                   "https"}
 _REMOTE_EXTRA = 'pip install "zarrcore[remote]"'
 
 
-def _is_zip_path(path):
+def _is_zip_path(path: str) -> bool:
     return path.lower().endswith(".zip") and not os.path.isdir(path)
 
 
-def make_store(store, read_only=False, storage_options=None, mode=None):
+def make_store(store: object, read_only: bool = False,
+               storage_options: StorageOptions | None = None, mode: str | None = None) -> Store:
     """Turn `store` into a Store.
 
     - None or a dict: a MemoryStore (over the dict); a Store: itself.
@@ -66,18 +77,22 @@ def make_store(store, read_only=False, storage_options=None, mode=None):
     return converted
 
 
-def _zip_store(path, read_only, mode):
-    return ZipStore(path, read_only=read_only, mode="r" if read_only else mode if mode == "w" else "a")
+def _zip_store(path: str, read_only: bool, mode: str | None) -> ZipStore:
+    zip_mode: Literal["r", "a", "w"] = "r" if read_only else "w" if mode == "w" else "a"
+    return ZipStore(path, read_only=read_only, mode=zip_mode)
 
 
-def _from_url(url, read_only, storage_options, mode):
+def _from_url(url: str, read_only: bool, storage_options: StorageOptions | None,
+              mode: str | None) -> Store:
     match = _URL.match(url)
     scheme = match.group(1).lower() if match else ""
     rest = url[match.end():] if match else url
     if scheme == "file" and "::" not in url:
         if storage_options:
             raise StoreURLError(f"storage_options are for remote URLs, not {url!r}")
-        return _zip_store(rest, read_only, mode) if _is_zip_path(rest) else LocalStore(rest, read_only=read_only)
+        if _is_zip_path(rest):
+            return _zip_store(rest, read_only, mode)
+        return LocalStore(rest, read_only=read_only)
     if scheme == "memory":
         return named_memory_store(rest.strip("/"), read_only)
     if scheme == "zip" and "::" not in url:
@@ -95,7 +110,8 @@ def _from_url(url, read_only, storage_options, mode):
     return _fsspec_url(url, scheme, read_only, storage_options)
 
 
-def _fsspec_url(url, scheme, read_only, storage_options):
+def _fsspec_url(url: str, scheme: str, read_only: bool,
+                storage_options: StorageOptions | None) -> FsspecStore:
     """Other protocols, and fsspec's chained URLs (`simplecache::s3://...`), through fsspec."""
     try:
         import fsspec.core
@@ -123,42 +139,44 @@ class _ZarrBuffers:
     """zarr-python's MemoryStore dict (of zarr Buffers) seen as a dict of bytes, so both
     libraries share one in-memory store."""
 
-    def __init__(self, buffers):
+    def __init__(self, buffers: dict[str, Buffer]) -> None:
         from zarr.core.buffer import default_buffer_prototype
 
         self.shared_dict = buffers
         self._buffer = default_buffer_prototype().buffer
 
-    def get(self, key, default=None):
+    def get(self, key: str, default: bytes | None = None) -> bytes | None:
         value = self.shared_dict.get(key)
         return default if value is None else value.to_bytes()
 
-    def __setitem__(self, key, value):
+    def __setitem__(self, key: str, value: bytes) -> None:
         self.shared_dict[key] = self._buffer.from_bytes(value)
 
-    def pop(self, key, default=None):
+    def pop(self, key: str, default: bytes | None = None) -> bytes | None:
         value = self.shared_dict.pop(key, None)
         return default if value is None else value.to_bytes()
 
-    def __contains__(self, key):
+    def __contains__(self, key: object) -> bool:
         return key in self.shared_dict
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(list(self.shared_dict))
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.shared_dict)
 
 
-def _zarr_loop():
+def _zarr_loop() -> asyncio.AbstractEventLoop:
     """zarr-python's event loop, to which the sessions of its FsspecStore's filesystem belong."""
     from zarr.core.sync import _get_loop
 
     return _get_loop()
 
 
-def _from_object(store, read_only, mode):
+def _from_object(store: Any, read_only: bool, mode: str | None) -> Store | None:
     """A Store over another library's store object, or None when it is none of them."""
+    # (`store` is recognised by its class's module and name, so as not to import the
+    # libraries: its type is any of theirs.)
     module = type(store).__module__ or ""
     kind = type(store).__name__
     if module.startswith("zarr."):
@@ -173,8 +191,8 @@ def _from_object(store, read_only, mode):
             return ObjectStore(store.store, read_only=read_only)
         if kind == "ZipStore":
             if getattr(store, "_is_open", False) and not store.read_only:
-                raise StoreURLError(f"{store!r} is open for writing in zarr-python: close it first "
-                                    f"(one writer per zip)")
+                raise StoreURLError(f"{store!r} is open for writing in zarr-python: close it "
+                                    f"first (one writer per zip)")
             return _zip_store(store.path, read_only, mode)
         raise StoreURLError(f"zarr-python's {kind} is not a store zarrcore can use")
     if module.startswith("obstore"):

@@ -19,6 +19,8 @@ asks for: a member read whole may inflate to at most `config.max_stored_bytes` (
 zarrcore.config) and to no more than the size its directory entry declares; more is refused
 (ValueTooLargeError), whatever the entry says.
 """
+from __future__ import annotations
+
 import bz2
 import errno
 import lzma
@@ -30,11 +32,17 @@ import warnings
 import weakref
 import zipfile
 import zlib
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import IO, TYPE_CHECKING, Literal, overload
 
 from .. import _portable
 from ..config import config
 from ..errors import StoreError
-from .base import Store, too_large, validate_key, validate_prefix
+from .base import ByteRange, Store, too_large, validate_key, validate_prefix
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature ... name length, extra length
 _LOCAL_HEADER_SIZE = 30
@@ -44,36 +52,39 @@ _INFLATE_STEP = 1 << 16
 _INFLATE_OUT = 1 << 22
 _WHOLE_READ = ("a zip member read whole may inflate to (config.max_chunk_bytes with slack; "
                "raise it with zarrcore.config.set(max_chunk_bytes=...))")
+#: Where a member's data lies, as its directory entry declares it: (start in the file,
+#: compressed size, size, compression method, CRC).
+_Member = tuple[int, int, int, int, int]
 
 
 class _Inflater:
     """The decompressor of one member's data (zip method `method`), giving at most `n` bytes
     per call of `inflate`: the input is fed in steps, the output never made whole."""
 
-    def __init__(self, method):
-        self._zlib = method == zipfile.ZIP_DEFLATED
-        if self._zlib:
-            self._d = zlib.decompressobj(-15)
-        elif method == zipfile.ZIP_BZIP2:
-            self._d = bz2.BZ2Decompressor()
-        else:  # lzma: made from the properties that start the data
-            self._d = None
+    def __init__(self, method: int) -> None:
+        # Deflate's decompressor, else bzip2's or lzma's (None until lzma's can be made from
+        # the properties that start the data).
+        self._zlib = zlib.decompressobj(-15) if method == zipfile.ZIP_DEFLATED else None
+        self._d: bz2.BZ2Decompressor | lzma.LZMADecompressor | None = (
+            bz2.BZ2Decompressor() if method == zipfile.ZIP_BZIP2 else None)
         self._head = b""
 
     @property
-    def wants_input(self):
-        if self._d is None:
-            return True
-        return not self._d.unconsumed_tail if self._zlib else self._d.needs_input
+    def wants_input(self) -> bool:
+        if self._zlib is not None:
+            return not self._zlib.unconsumed_tail
+        return self._d is None or self._d.needs_input
 
     @property
-    def eof(self):
+    def eof(self) -> bool:
+        if self._zlib is not None:
+            return self._zlib.eof
         return self._d is not None and self._d.eof
 
-    def inflate(self, data, n):
+    def inflate(self, data: bytes, n: int) -> bytes:
         """Up to `n` bytes of output from what was fed so far and `data`."""
-        if self._zlib:
-            return self._d.decompress(self._d.unconsumed_tail + data, n)
+        if self._zlib is not None:
+            return self._zlib.decompress(self._zlib.unconsumed_tail + data, n)
         if self._d is None:
             # zip's lzma: a 2-byte version, the size of the properties, the properties
             # (lc, lp and pb in one byte, then the dictionary size), then a raw LZMA1 stream.
@@ -91,18 +102,29 @@ class _Inflater:
         return self._d.decompress(data, n)
 
 
-def _close_zip(state):
+class _OpenZip:
+    """A ZipStore's open zip, shared with its finalizer: the ZipFile, its file and the
+    descriptor for preads of members' data (each None when not open)."""
+
+    def __init__(self) -> None:
+        self.zip: zipfile.ZipFile | None = None
+        self.file: IO[bytes] | None = None
+        self.fd: int | None = None
+
+
+def _close_zip(state: _OpenZip) -> None:
     """Write the central directory, close the file and the reading descriptor and so release
     the writer's lock, which the descriptor shares where it is a duplicate (a finalizer: it
     holds no reference to the store)."""
-    zf, fp, fd = state
-    state[:] = [None, None, None]
+    zf, fp, fd = state.zip, state.file, state.fd
+    state.zip = state.file = state.fd = None
     try:
         if zf is not None:
             try:
                 zf.close()
             finally:
-                fp.close()
+                if fp is not None:
+                    fp.close()
     finally:
         if fd is not None:
             os.close(fd)
@@ -120,41 +142,41 @@ class ZipStore(Store):
     # this process's threads locks out every writer.
     supports_locks = True
 
-    def __init__(self, path, read_only=False, mode=None, compression=zipfile.ZIP_STORED):
+    def __init__(self, path: str | os.PathLike[str], read_only: bool = False,
+                 mode: Literal["r", "a", "w"] | None = None,
+                 compression: int = zipfile.ZIP_STORED) -> None:
         mode = mode or ("r" if read_only else "a")
         if mode not in ("r", "a", "w"):
             raise ValueError(f"ZipStore mode must be 'r', 'a' or 'w', not {mode!r}")
         super().__init__(read_only or mode == "r")
         self.path = os.path.abspath(os.fspath(path))
         self.compression = compression
-        self._mode = "r" if self.read_only else mode
+        self._mode: Literal["r", "a", "w"] = "r" if self.read_only else mode
         self._guard = threading.RLock()
-        # [ZipFile, its file, the reading descriptor], shared with the finalizer
-        self._state = [None, None, None]
-        self._finalizer = None
-        self._fd = None           # for preads of members' data
-        # key -> (start, compressed size, size, compression method, crc) of a member's data
-        self._members = {}
+        self._state = _OpenZip()
+        self._finalizer: weakref.finalize[[_OpenZip], ZipStore] | None = None
+        self._fd: int | None = None  # for preads of members' data
+        self._members: dict[str, _Member] = {}  # of the members read so far
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"ZipStore({self.path!r})"
 
-    def _identity(self):
+    def _identity(self) -> str:
         return self.path
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[ZipStore], tuple[str, bool]]:
         if not self.read_only:
             raise TypeError(f"{self!r} is open for writing; only a read-only ZipStore pickles "
                             f"(one process writes a zip at a time)")
         return (ZipStore, (self.path, True))
 
-    def __enter__(self):
+    def __enter__(self) -> ZipStore:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def close(self):
+    def close(self) -> None:
         """Write the central directory (when writing) and close the file."""
         with self._guard:
             if self._finalizer is not None:
@@ -164,14 +186,21 @@ class ZipStore(Store):
             self._members.clear()
 
     # -- the open zip -------------------------------------------------------
-    def _zip(self, for_writing=False):
+    @overload
+    def _zip(self, for_writing: Literal[True]) -> zipfile.ZipFile: ...
+
+    @overload
+    def _zip(self, for_writing: bool = False) -> zipfile.ZipFile | None: ...
+
+    def _zip(self, for_writing: bool = False) -> zipfile.ZipFile | None:
         """The open ZipFile (None when reading a zip that does not exist); call under _guard."""
-        zf = self._state[0]
+        zf = self._state.zip
         if zf is not None:
             return zf
         if not for_writing and not os.path.exists(self.path):
             return None
         mode = self._mode
+        fp: IO[bytes]
         try:
             if mode == "a" and not os.path.exists(self.path):
                 mode = "w"
@@ -198,13 +227,20 @@ class ZipStore(Store):
             raise StoreError(e.errno, f"{self!r}: {e.strerror or e}") from e
         if self._mode == "w":
             self._mode = "a"  # reopened after a close, it keeps what was written
-        self._state[:] = [zf, fp, None]
+        self._state.zip, self._state.file = zf, fp
         # Closes the ZipFile (and so its file and lock) when the store is collected or at exit.
         self._finalizer = weakref.finalize(self, _close_zip, self._state)
-        self._fd = self._state[2] = _portable.reading_descriptor(zf.fp.fileno(), self.path)
+        # (zf.fp is fp)
+        self._fd = self._state.fd = _portable.reading_descriptor(fp.fileno(), self.path)
         return zf
 
-    def _member(self, key):
+    def _pread(self, n: int, offset: int) -> bytes:
+        """`n` bytes of the zip from `offset` on (fewer past its end); the zip is open."""
+        fd = self._fd
+        assert fd is not None  # (opened by _zip before any member is found)
+        return _portable.pread(fd, n, offset)
+
+    def _member(self, key: str) -> _Member | None:
         """(start, compressed size, size, compression method, crc) of a member's data, as
         its directory entry declares them, or None when missing."""
         location = self._members.get(key)
@@ -219,12 +255,13 @@ class ZipStore(Store):
             except KeyError:
                 return None
             if info.flag_bits & 1 or info.compress_type not in (
-                    zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA):
+                    zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2,
+                    zipfile.ZIP_LZMA):
                 raise StoreError(errno.EOPNOTSUPP, f"key {key!r} of {self!r}: encrypted, or "
                                                    f"compressed by method {info.compress_type}")
-            if zf.mode != "r":
+            if zf.mode != "r" and zf.fp is not None:  # (an open ZipFile has its fp)
                 zf.fp.flush()
-            header = _portable.pread(self._fd, _LOCAL_HEADER_SIZE, info.header_offset)
+            header = self._pread(_LOCAL_HEADER_SIZE, info.header_offset)
             if len(header) < _LOCAL_HEADER_SIZE:
                 raise StoreError(errno.EIO, f"key {key!r} of {self!r}: truncated zip member")
             signature, name_len, extra_len = _LOCAL_HEADER.unpack(header)
@@ -236,30 +273,30 @@ class ZipStore(Store):
             return location
 
     # -- reads --------------------------------------------------------------
-    def get(self, key, start=None, stop=None):
+    def get(self, key: str, start: int | None = None, stop: int | None = None) -> bytes | None:
         parts = self.get_ranges(key, [(start, stop)])
         return None if parts is None else parts[0]
 
-    def get_ranges(self, key, ranges):
+    def get_ranges(self, key: str, ranges: Sequence[ByteRange]) -> list[bytes] | None:
         key = validate_key(key)
         member = self._member(key)
         if member is None:
             return None
         offset, _, size, method, _ = member
-        out = []
+        out: list[bytes] = []
         for start, stop in ranges:
             lo, hi, _ = slice(start, stop).indices(size)
             want = max(hi - lo, 0)
             if method != zipfile.ZIP_STORED:
                 data = self._inflate(key, member, lo, lo + want) if want else b""
             else:
-                data = _portable.pread(self._fd, want, offset + lo) if want else b""
+                data = self._pread(want, offset + lo) if want else b""
             if len(data) != want:
                 raise StoreError(errno.EIO, f"key {key!r} of {self!r}: zip member cut short")
             out.append(data)
         return out
 
-    def _inflate(self, key, member, lo, hi):
+    def _inflate(self, key: str, member: _Member, lo: int, hi: int) -> bytes:
         """Bytes lo:hi of the compressed `member` at `key`, inflated in steps that make at most
         `hi` bytes in all and keep only those past `lo`. A read of all of it checks the CRC,
         and that the data inflates to no more than the size the directory declares."""
@@ -275,7 +312,7 @@ class ZipStore(Store):
             while made < goal and not inflater.eof:
                 data = b""
                 if inflater.wants_input:
-                    data = _portable.pread(self._fd, min(_INFLATE_STEP, end - position), position)
+                    data = self._pread(min(_INFLATE_STEP, end - position), position)
                     if not data:
                         break
                     position += len(data)
@@ -295,37 +332,37 @@ class ZipStore(Store):
                                         f"{e}") from e
         return bytes(kept)
 
-    def exists(self, key):
+    def exists(self, key: str) -> bool:
         key = validate_key(key)
         with self._guard:
             zf = self._zip()
             return zf is not None and key in zf.NameToInfo
 
-    def getsize(self, key):
+    def getsize(self, key: str) -> int | None:
         key = validate_key(key)
         with self._guard:
             zf = self._zip()
             info = None if zf is None else zf.NameToInfo.get(key)
             return None if info is None else info.file_size
 
-    def _names(self):
+    def _names(self) -> list[str]:
         with self._guard:
             zf = self._zip()
             return [] if zf is None else [n for n in zf.NameToInfo if not n.endswith("/")]
 
-    def list_prefix(self, prefix):
+    def list_prefix(self, prefix: str) -> list[str]:
         prefix = validate_prefix(prefix)
         head = prefix + "/" if prefix else ""
         return [name for name in self._names() if name.startswith(head)]
 
-    def list_dir(self, prefix):
+    def list_dir(self, prefix: str) -> list[str]:
         prefix = validate_prefix(prefix)
         head = prefix + "/" if prefix else ""
         return sorted({name[len(head):].split("/", 1)[0] for name in self._names()
                        if name.startswith(head)})
 
     # -- writes -------------------------------------------------------------
-    def set(self, key, value):
+    def set(self, key: str, value: ReadableBuffer) -> None:
         self.check_writable(key)
         key = validate_key(key)
         info = zipfile.ZipInfo(key, date_time=time.localtime(time.time())[:6])
@@ -336,17 +373,20 @@ class ZipStore(Store):
             with warnings.catch_warnings():  # a rewritten key appends a member (see above)
                 warnings.simplefilter("ignore", UserWarning)
                 try:
-                    zf.writestr(info, value if isinstance(value, bytes) else memoryview(value).cast("B"))
+                    zf.writestr(info, value if isinstance(value, bytes)
+                                else memoryview(value).cast("B"))
                 except OSError as e:
-                    raise StoreError(e.errno, f"key {key!r} of {self!r}: {e.strerror or e}") from e
+                    raise StoreError(e.errno,
+                                     f"key {key!r} of {self!r}: {e.strerror or e}") from e
             self._members.pop(key, None)
 
-    def delete(self, key):
+    def delete(self, key: str) -> None:
         self.check_writable(key)
         if self.exists(key):
             raise StoreError(errno.EOPNOTSUPP, f"cannot delete {key!r}: members of a zip "
                                                 f"({self!r}) cannot be removed")
 
-    def lock(self, key, node="", *, replaced_last=False):
+    def lock(self, key: str, node: str = "", *,
+             replaced_last: bool = False) -> AbstractContextManager[None]:
         """Exclusive across threads: only this process writes the zip."""
         return self.thread_lock(validate_key(key))

@@ -1,0 +1,69 @@
+"""Peer implementations that need another interpreter: zarr-python 3.4 (Python >= 3.12) and the
+packages of tests/peer-requirements.txt, in the virtualenv `make peer-venv` builds (.peer-venv
+at the repository's root, or the interpreter ZARRCORE_PEER_PYTHON names).
+
+`peer` (a module-scoped fixture) runs a script there: the script gets the JSON `payload` as a
+variable, and `pack`/`unpack` (tests/_peer_arrays.py), and leaves its answer, JSON too, in
+`result`. Batch a module's cases into one call: each call starts an interpreter (about a second
+with zarr imported)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_ROOT = Path(__file__).resolve().parent.parent
+_WRAPPER = """
+import json, sys
+sys.path.insert(0, {tests!r})
+from _peer_arrays import pack, unpack
+payload = json.load(sys.stdin)
+result = None
+{script}
+sys.stdout.write("\\n" + json.dumps(result))
+"""
+
+
+def peer_python() -> tuple[str | None, str]:
+    """The peer interpreter, or None and why there is none."""
+    named = os.environ.get("ZARRCORE_PEER_PYTHON")
+    if named:
+        return named, ""
+    python = _ROOT / ".peer-venv" / "bin" / "python"
+    if not (_ROOT / ".peer-venv" / ".installed").exists():
+        return None, ("no peer interpreter: `make peer-venv` builds .peer-venv from a pyenv "
+                      "Python >= 3.12 (none was found, or it was not run)")
+    return str(python), ""
+
+
+class Peer:
+    """Runs scripts in the peer interpreter."""
+
+    def __init__(self, python: str) -> None:
+        self.python = python
+
+    def run(self, script: str, payload: Any = None, timeout: float = 120) -> Any:
+        """`result` of `script` run with `payload`; AssertionError with the peer's stderr when
+        it fails, TimeoutExpired after `timeout` seconds."""
+        # Neither this worktree nor this interpreter's packages: the peer's own only.
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+        code = _WRAPPER.format(script=script, tests=str(_ROOT / "tests"))
+        proc = subprocess.run(
+            [self.python, "-c", code], input=json.dumps(payload), capture_output=True,
+            text=True, timeout=timeout, env=env, cwd=_ROOT,
+        )
+        if proc.returncode != 0:
+            raise AssertionError(f"peer script failed ({proc.returncode}):\n{proc.stderr}")
+        return json.loads(proc.stdout.rsplit("\n", 1)[-1])
+
+
+@pytest.fixture(scope="module")
+def peer() -> Peer:
+    python, why = peer_python()
+    if python is None:
+        pytest.skip(why)
+    return Peer(python)
