@@ -132,8 +132,7 @@ def object_data_type(filters: object, compressors: object) -> DataType | None:
     compressor = _compressor_json(compressors)
     for config in [*stages, *([compressor] if compressor else [])]:
         try:
-            data_type: DataType = dtype_from_v2_json("|O", config["id"], "filters")
-            return data_type
+            return dtype_from_v2_json("|O", config["id"], "filters")
         except MetadataError:
             continue
     return None

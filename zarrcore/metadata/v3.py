@@ -64,9 +64,9 @@ def _check_attributes(attributes: object, where: str) -> JSONDict:
 
 def _extension(value: object, where: str, name: str) -> tuple[str, JSONDict]:
     """(name, configuration) of an extension value, either short-hand string or object."""
-    parsed: tuple[str | None, JSONDict] = _name_and_config(value)
+    parsed = _name_and_config(value)
     if parsed[0] is not None:
-        return parsed[0], parsed[1]
+        return parsed
     raise field_error(where, name, "expected a name or a {\"name\", \"configuration\"} "
                       f"object, got {value!r}")
 
