@@ -91,6 +91,9 @@ MODULES = sorted(p[:-4].replace("/", ".") for p in glob.glob("zarrcore/*.pyx"))
 setup(
     ext_modules=cythonize(
         [extension(m) for m in MODULES],
+        # The C Cython writes depends on the numpy it compiles against: one directory per
+        # interpreter and numpy, so that virtualenvs built from one tree never share it.
+        build_dir=f"build/cython-{sys.implementation.cache_tag}-numpy{numpy.__version__}",
         language_level=3,
         compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True},
     ),
