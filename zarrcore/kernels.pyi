@@ -1,5 +1,36 @@
-# Type stub of a compiled module (zarrcore/kernels.pyx): its functions take and return numpy
-# arrays, bytes and ints; every name is typed Any here.
-from typing import Any
+# Type stub of a compiled module (zarrcore/kernels.pyx): numpy kernels of the compiled core
+# (ufuncs, region copies, fill tests, crc32c, shard indexes). Keep in step with the .pyx.
+from collections.abc import Sequence
+from typing import Any, TypeVar, overload
 
-def __getattr__(name: str) -> Any: ...
+import numpy as np
+import numpy.typing as npt
+from typing_extensions import Buffer
+
+_Array = TypeVar("_Array", bound=npt.NDArray[Any])
+_Entries = npt.NDArray[np.uint64]
+
+byteswap: np.ufunc
+fill_equal: np.ufunc
+
+@overload
+def copy_region(src: npt.ArrayLike, out: None = None) -> npt.NDArray[Any]: ...
+@overload
+def copy_region(src: npt.ArrayLike, out: _Array) -> _Array: ...
+@overload
+def transpose(src: npt.ArrayLike, axes: Sequence[int], out: None = None) -> npt.NDArray[Any]: ...
+@overload
+def transpose(src: npt.ArrayLike, axes: Sequence[int], out: _Array) -> _Array: ...
+def is_fill(arr: npt.ArrayLike, fill_value: Any) -> bool: ...
+@overload
+def crc32c(data: npt.ArrayLike | Buffer, value: npt.ArrayLike = 0,
+           out: None = None) -> npt.NDArray[np.uint32] | np.uint32: ...
+@overload
+def crc32c(data: npt.ArrayLike | Buffer, value: npt.ArrayLike, out: _Array) -> _Array: ...
+def shard_index_validate(entries: npt.ArrayLike, shard_data_size: int) -> None: ...
+def shard_index_unpack(buf: Buffer, n_chunks: int, shard_data_size: int,
+                       out: _Entries | None = None) -> _Entries: ...
+@overload
+def shard_index_pack(entries: npt.ArrayLike, out: None = None) -> bytes: ...
+@overload
+def shard_index_pack(entries: npt.ArrayLike, out: _Array) -> _Array: ...
