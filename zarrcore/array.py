@@ -121,6 +121,11 @@ class Array(nodes.Node):
         return self._metadata.dtype
 
     @property
+    def chunk_engine(self) -> ChunkEngine:
+        """The engine of the stored objects (chunks, or shards): their keys and codec chain."""
+        return self._chunks
+
+    @property
     def _sharding(self) -> ShardingCodec | None:
         """The sharding codec when it is the array's only codec (zarr-python's definition): the
         chain's partial codec, the one codec that reads and rewrites parts of stored objects."""
