@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from .._types import CodecLike
 from ..array import Array
 from ..codecs import BloscCodec, GzipCodec, ZlibCodec, ZstdCodec, codec_from_json, codec_from_v2
 from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, ChunkSpec, Codec, NumcodecsForm
@@ -76,12 +77,13 @@ def v3_codecs(array: Array) -> tuple[list[CodecJSON], tuple[int, ...]]:
     return out, array.chunks
 
 
-def v2_form(codecs: Sequence[CodecJSON], shape: Sequence[int], dtype: npt.DTypeLike,
-            where: str = "codecs") -> tuple[list[CodecJSON], CodecJSON | None, str, np.dtype[Any]]:
+def v2_form(codecs: Sequence[CodecLike], shape: Sequence[int], dtype: npt.DTypeLike,
+            where: str = "codecs",
+            ) -> tuple[list[CodecJSON], CodecJSON | None, Literal["C", "F"], np.dtype[Any]]:
     """(filters, compressor, order, stored dtype) of a v2 array whose chunks are encoded as the
     v3 JSON `codecs` (for chunks of `shape` and `dtype`). MetadataError when v2 has no form."""
     chain = CodecChain(codecs, ChunkSpec(tuple(shape), np.dtype(dtype), None), where)
-    order = "C"
+    order: Literal["C", "F"] = "C"
     filters: list[CodecJSON] = []
     f_order = {"name": "transpose",
                "configuration": {"order": list(reversed(range(len(shape))))}}
@@ -161,7 +163,7 @@ def _json(text: str, what: str) -> Any:
         raise ValueError(f"{what} {text!r} is not JSON ({e})") from None
 
 
-def parse_codecs(value: str | list[CodecJSON]) -> list[CodecJSON]:
+def parse_codecs(value: str | Sequence[CodecLike]) -> list[CodecLike]:
     """A v3 codec list from JSON text or a list."""
     if isinstance(value, str):
         if not value.strip().startswith("["):
@@ -172,8 +174,8 @@ def parse_codecs(value: str | list[CodecJSON]) -> list[CodecJSON]:
     return value
 
 
-def with_compressor(codecs: list[CodecJSON], compressor: Codec | None,
-                    where: str = "codecs") -> list[CodecJSON]:
+def with_compressor(codecs: Sequence[CodecLike], compressor: Codec | None,
+                    where: str = "codecs") -> list[CodecLike]:
     """The v3 JSON list `codecs` with its bytes->bytes codecs replaced by `compressor` (a codec
     object or None)."""
     kept = [c for c in codecs
