@@ -57,7 +57,8 @@ class ConsolidatedMetadata:
             return None
         metadata = field.get("metadata") if isinstance(field, dict) else None
         if not isinstance(metadata, dict) or field.get("kind") != "inline":
-            raise MetadataError(f"{where}: field 'consolidated_metadata': expected an inline metadata object")
+            raise MetadataError(f"{where}: field 'consolidated_metadata': expected an inline "
+                                f"metadata object")
         for rel, doc in metadata.items():
             _check_entry(rel, doc, where)
         return cls(3, dict(metadata), where)
@@ -69,7 +70,8 @@ class ConsolidatedMetadata:
             raise MetadataError(f"{where}: expected an object with a 'metadata' object")
         if doc.get("zarr_consolidated_format") != 1:
             raise MetadataError(
-                f"{where}: field 'zarr_consolidated_format': expected 1, got {doc.get('zarr_consolidated_format')!r}"
+                f"{where}: field 'zarr_consolidated_format': expected 1, "
+                f"got {doc.get('zarr_consolidated_format')!r}"
             )
         nodes_: dict[str, dict[str, Any]] = {}
         for key, value in doc["metadata"].items():
@@ -158,7 +160,8 @@ def open_group_metadata(store: Store, path: str, zarr_format: int | None,
         meta = nodes.read_metadata(store, path, 2)
     consolidated = None
     if meta.node_type == "group" and meta.zarr_format == 3 and use_consolidated is not False:
-        consolidated = ConsolidatedMetadata.from_v3(meta.consolidated_metadata, nodes.join(path, nodes.V3_KEY))
+        consolidated = ConsolidatedMetadata.from_v3(meta.consolidated_metadata,
+                                                    nodes.join(path, nodes.V3_KEY))
     if use_consolidated and consolidated is None:
         raise MetadataError(f"no consolidated metadata for a group at path {path!r} in {store!r}")
     return meta, consolidated

@@ -17,7 +17,7 @@ import numpy.typing as npt
 from .._types import CodecLike
 from ..array import Array
 from ..codecs import BloscCodec, GzipCodec, ZlibCodec, ZstdCodec, codec_from_json, codec_from_v2
-from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, ChunkSpec, Codec, NumcodecsForm
+from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, ChunkSpec, Codec
 from ..codecs.chain import CodecChain
 from ..codecs.numcodecs_v3 import ARRAY_TO_ARRAY, BYTES_TO_BYTES, PREFIX
 from ..errors import MetadataError
@@ -61,14 +61,16 @@ def v3_codecs(array: Array) -> tuple[list[CodecJSON], tuple[int, ...]]:
     for codec in chain.array_array:
         if codec.name is not None:  # a v3 codec (the transpose of F order)
             out.append(codec.to_json())
-        elif isinstance(codec, NumcodecsForm):  # a numcodecs filter
-            if codec.v2_id in BYTES_TO_BYTES and codec.v2_id not in ARRAY_TO_ARRAY:
-                moved.append(_numcodecs_v3(codec.to_v2_json(), BYTES_TO_BYTES, where))
+        elif hasattr(codec, "to_v2_json"):  # a numcodecs filter
+            v2_json = codec.to_v2_json()
+            codec_id = v2_json["id"]
+            if codec_id in BYTES_TO_BYTES and codec_id not in ARRAY_TO_ARRAY:
+                moved.append(_numcodecs_v3(v2_json, BYTES_TO_BYTES, where))
             elif moved:
                 raise MetadataError(
-                    f"{where}: filter {codec.v2_id!r} after a byte filter has no v3 form")
+                    f"{where}: filter {codec_id!r} after a byte filter has no v3 form")
             else:
-                out.append(_numcodecs_v3(codec.to_v2_json(), ARRAY_TO_ARRAY, where))
+                out.append(_numcodecs_v3(v2_json, ARRAY_TO_ARRAY, where))
         else:
             raise MetadataError(f"{where}: filter {codec!r} has no Zarr v3 form")
     out.append(chain.array_bytes.to_json())
