@@ -981,9 +981,11 @@ def as_dask(array: Array, chunks: Any = None, name: str | None = None,
         chunks = storage_block(array)
     if name is None:
         name = "from-zarrcore-" + tokenize(array, chunks)
-    return da.from_array(array, chunks=chunks, name=name, lock=False, fancy=False,
-                         asarray=False, inline_array=inline_array,
-                         meta=np.empty((0,) * array.ndim, dtype=array.dtype))
+    # dask's from_array carries no annotations.
+    return da.from_array(  # type: ignore[no-untyped-call]
+        array, chunks=chunks, name=name, lock=False, fancy=False,
+        asarray=False, inline_array=inline_array,
+        meta=np.empty((0,) * array.ndim, dtype=array.dtype))
 
 
 def arrays_as_dask(value: Any) -> Any:

@@ -38,7 +38,7 @@ from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..config import config
 from ..consolidated import V2_KEY
 from ..errors import MetadataError, NodeExistsError
-from ..group import Group, _create_group, consolidate_metadata
+from ..group import Group, consolidate_metadata, create_group
 from ..storage import MemoryStore
 from .codec_forms import (
     CodecJSON, parse_codecs, parse_compressor, v2_form, v3_codecs, with_compressor,
@@ -299,7 +299,8 @@ class _Plan:
                 if not rel:
                     self.consolidated = (getattr(meta, "consolidated_metadata", None) is not None
                                          or src_store.exists(nodes.join(path, V2_KEY)))
-                _create_group(self.store, out, fmt, _attrs(meta.attributes, None, fmt), False)
+                create_group(self.store, path=out, zarr_format=fmt,
+                             attributes=_attrs(meta.attributes, None, fmt))
                 self.groups.append(out)
                 continue
             src = Array(src_store, path, meta, read_only=True)
