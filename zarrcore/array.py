@@ -981,8 +981,8 @@ def as_dask(array: Array, chunks: Any = None, name: str | None = None,
         chunks = storage_block(array)
     if name is None:
         name = "from-zarrcore-" + tokenize(array, chunks)
-    # dask's from_array carries no annotations.
-    return da.from_array(  # type: ignore[no-untyped-call]
+    # dask's from_array carries no annotations (an unused ignore until strict is on).
+    return da.from_array(  # type: ignore[no-untyped-call, unused-ignore]
         array, chunks=chunks, name=name, lock=False, fancy=False,
         asarray=False, inline_array=inline_array,
         meta=np.empty((0,) * array.ndim, dtype=array.dtype))
