@@ -1,5 +1,6 @@
 # Type stub of a compiled module (zarrcore/kernels.pyx): numpy kernels of the compiled core
 # (ufuncs, region copies, fill tests, crc32c, shard indexes). Keep in step with the .pyx.
+import enum
 from collections.abc import Sequence
 from typing import Any, TypeVar, overload
 
@@ -9,6 +10,16 @@ from typing_extensions import Buffer
 
 _Array = TypeVar("_Array", bound=npt.NDArray[Any])
 _Entries = npt.NDArray[np.uint64]
+
+class Status(enum.IntEnum):
+    OK = 0
+    ERR_CORRUPT = -1
+    ERR_SIZE = -2
+    ERR_NOMEM = -3
+    ERR_PARAM = -4
+    ERR_CHECKSUM = -5
+    ERR_UNSUPPORTED = -6
+    ERR_OVERLAP = -7
 
 byteswap: np.ufunc
 fill_equal: np.ufunc
