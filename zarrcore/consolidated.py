@@ -27,6 +27,11 @@ def empty_inline() -> dict[str, Any]:
     return {"kind": "inline", "must_understand": False, "metadata": {}}
 
 
+#: What a view and its subgroups' views share: the documents, the children of each path and
+#: the metadata parsed so far, by path.
+_Shared = tuple[dict[str, Any], dict[str, list[str]], dict[str, "NodeMetadata"]]
+
+
 class ConsolidatedMetadata:
     """Parsed-on-demand metadata of every node below one group, by path relative to it.
 
@@ -35,10 +40,10 @@ class ConsolidatedMetadata:
 
     _docs: dict[str, Any]
     _children: dict[str, list[str]]
-    _cache: dict[str, Any]
+    _cache: dict[str, NodeMetadata]
 
     def __init__(self, zarr_format: int, docs: Any, where: str, prefix: str = "",
-                 _shared: Any = None) -> None:
+                 _shared: _Shared | None = None) -> None:
         self.zarr_format = zarr_format
         self._where = where
         self._prefix = prefix
