@@ -5,6 +5,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Buffer
 
 from ._indexing import AxisPlan
 
@@ -13,7 +14,7 @@ class EncodedChunk:
 
 class ShardJob:
     def __init__(self, settings: Mapping[str, Any], chunk_shape: Sequence[int],
-                 grid: Sequence[int], src: Sequence[bytes | memoryview | None],
+                 grid: Sequence[int], src: Sequence[Buffer | None],
                  plans: Sequence[AxisPlan], data: npt.NDArray[Any],
                  write_empty_chunks: bool = False) -> None: ...
     @property
@@ -31,7 +32,7 @@ class ChunkWaves:
                  points: tuple[Any, ...] | None = None) -> None: ...
     @property
     def ntasks(self) -> int: ...
-    def add(self, buffer: bytes | memoryview, tasks: npt.NDArray[np.int64],
+    def add(self, buffer: Buffer, tasks: npt.NDArray[np.int64],
             offsets: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> int: ...
     def run(self, tasks: npt.ArrayLike) -> int: ...
     def work_read(self) -> None: ...

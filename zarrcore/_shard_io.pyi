@@ -4,11 +4,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy.typing as npt
+from typing_extensions import Buffer
 
 from ._files import FileRoot
 from ._indexing import AxisPlan
 
-def sha256_hex(data: bytes) -> str: ...
+def sha256_hex(data: Buffer) -> str: ...
 
 class ShardSpec:
     def __init__(self, *, root: FileRoot, key_head: str, head_len: int, sep: str, lead_sep: bool,

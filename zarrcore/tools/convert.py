@@ -25,7 +25,7 @@ import json
 import math
 import threading
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
@@ -369,29 +369,32 @@ class _Plan:
             filters=filters or None, compressors=compressor, fill_value=fill, order=order,
             attributes=attributes, chunk_key_encoding=separator, zarr_format=2)
 
-    def _metadata_keys(self) -> Iterator[str]:
-        for path in [*self.groups, *(p for _, (p, _) in self.arrays)]:
+    def _documents(self, paths: Iterable[str]) -> Iterator[tuple[str, bytes]]:
+        """(key, document) of the planned metadata of the nodes at `paths`."""
+        for path in paths:
             for name in nodes.METADATA_KEYS:
                 key = nodes.join(path, name)
-                if self.store.exists(key):
-                    yield key
+                data = self.store.get(key)
+                if data is not None:
+                    yield key, data
+
+    def _planned(self) -> Iterator[tuple[str, bytes]]:
+        """(key, document) of every planned metadata document."""
+        return self._documents([*self.groups, *(p for _, (p, _) in self.arrays)])
 
     def write(self, store: Store) -> None:
         """Write the planned metadata, and any missing ancestor groups of the destination."""
         for parent in nodes.parent_paths(self.dst_path):
             if not nodes.node_exists(store, parent):
-                for name in nodes.METADATA_KEYS:
-                    key = nodes.join(parent, name)
-                    if self.store.exists(key):
-                        store.set(key, self.store.get(key))
-        for key in self._metadata_keys():
-            store.set(key, self.store.get(key))
+                for key, data in self._documents([parent]):
+                    store.set(key, data)
+        for key, data in self._planned():
+            store.set(key, data)
 
     def check_written(self, store: Store) -> None:
         """On resume: the destination's metadata must be the planned metadata."""
-        for key in self._metadata_keys():
-            planned = _without_consolidated(self.store.get(key))
-            if _without_consolidated(store.get(key)) != planned:
+        for key, data in self._planned():
+            if _without_consolidated(store.get(key)) != _without_consolidated(data):
                 raise ValueError(f"{key}: the destination's metadata differs from what these "
                                  f"options make; convert again with the first options, or "
                                  f"replace it with --overwrite (overwrite=True)")
