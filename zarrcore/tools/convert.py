@@ -26,7 +26,7 @@ import math
 import threading
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -34,11 +34,11 @@ from .. import kernels, nodes
 from ..array import Array, create_array
 from ..codecs import codec_from_json
 from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, Codec
-from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..config import config
 from ..consolidated import V2_KEY
 from ..errors import MetadataError, NodeExistsError
 from ..group import Group, consolidate_metadata, create_group
+from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..storage import MemoryStore
 from .codec_forms import (
     CodecJSON, parse_codecs, parse_compressor, v2_form, v3_codecs, with_compressor,
@@ -54,7 +54,6 @@ if TYPE_CHECKING:
 
 DEFAULT_MEMORY = 1 << 30
 
-_Item = TypeVar("_Item")
 #: A block or object of an array: a slice per axis.
 _Region = tuple[slice, ...]
 #: What a task did: (array bytes covered, objects written, objects kept).
