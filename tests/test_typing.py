@@ -104,6 +104,8 @@ def test_stubs_declare_what_the_compiled_modules_define(name):
     assert not [n for n in declared if not n.startswith("_") and not hasattr(module, n)]
     problems = []
     for n, node in declared.items():
+        if n.startswith("_"):
+            continue
         if isinstance(node, ast.FunctionDef):
             runtime = _runtime_parameters(getattr(module, n))
             if runtime is not None and runtime != _parameters(node):
