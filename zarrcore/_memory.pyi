@@ -1,5 +1,13 @@
-# Type stub of a compiled module (zarrcore/_memory.pyx): its functions take and return numpy
-# arrays, bytes and ints; every name is typed Any here.
-from typing import Any
+# Type stub of a compiled module (zarrcore/_memory.pyx): uninitialised arrays on pooled
+# blocks. Keep in step with the .pyx.
+from collections.abc import Sequence
 
-def __getattr__(name: str) -> Any: ...
+import numpy as np
+import numpy.typing as npt
+
+POOL_MIN_BYTES: int
+PIECE_MIN_BYTES: int
+
+def empty(shape: Sequence[int], dtype: npt.DTypeLike) -> npt.NDArray[np.generic]: ...
+def set_limit(nbytes: int) -> None: ...
+def kept_bytes() -> int: ...

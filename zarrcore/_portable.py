@@ -20,6 +20,7 @@ reload re-chooses them everywhere (tests/test_portable.py runs the stand-ins on 
 import os
 import re
 import stat
+from collections.abc import Callable, Iterator
 
 from . import _files
 
@@ -32,20 +33,20 @@ except ImportError:  # Windows
 if hasattr(os, "pread"):
     pread = os.pread
 
-    def reading_descriptor(fd, path):
+    def reading_descriptor(fd: int, path: str) -> int:
         """A descriptor of the file open as `fd` (at `path`) for `pread`."""
         return os.dup(fd)
 else:
     pread = _files.pread
 
-    def reading_descriptor(fd, path):
+    def reading_descriptor(fd: int, path: str) -> int:
         """A descriptor of the file open as `fd` (at `path`) for `pread`: opened anew, since
         these preads move the position that a duplicate would share with `fd`'s users."""
         return os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
 
 
 if fcntl is not None:
-    def try_lock_exclusive(fd):
+    def try_lock_exclusive(fd: int) -> bool:
         """Lock the open file `fd` as a whole unless another open file of it holds the lock:
         True when taken; closing the file drops it."""
         try:
@@ -58,18 +59,18 @@ else:
 
 
 if hasattr(os, "fwalk"):
-    def walk_files(fd, top):
+    def walk_files(fd: int, top: str) -> Iterator[tuple[str, list[str]]]:
         """(directory path, names of its files) of `top` (open as the directory `fd`) and
         every directory below it, parents first; links to directories are not descended
         into, and a subdirectory that cannot be read is left out."""
         for dirpath, _, filenames, _ in os.fwalk(".", dir_fd=fd):
             yield os.path.normpath(os.path.join(top, dirpath)), filenames
 
-    def list_names(fd, path):
+    def list_names(fd: int, path: str) -> list[str]:
         """The names in the directory `path`, open as `fd`."""
         return os.listdir(fd)
 else:
-    def walk_files(fd, top):
+    def walk_files(fd: int, top: str) -> Iterator[tuple[str, list[str]]]:
         """(directory path, names of its files) of `top` (open as the directory `fd`) and
         every directory below it, parents first; links and junctions to directories are not
         descended into, and a subdirectory that cannot be read is left out. Read by path, as
@@ -83,7 +84,7 @@ else:
                 if directory is top:
                     raise
                 continue
-            files = []
+            files: list[str] = []
             with entries:
                 for entry in entries:
                     if not _is_dir(entry):
@@ -92,12 +93,12 @@ else:
                         pending.append(entry.path)
             yield directory, files
 
-    def list_names(fd, path):
+    def list_names(fd: int, path: str) -> list[str]:
         """The names in the directory `path`, open as `fd`."""
         return os.listdir(path)
 
 
-def _is_dir(entry):
+def _is_dir(entry: os.DirEntry[str]) -> bool:
     """Is `entry` a directory or a link to one (a link that cannot be followed is not)?"""
     try:
         return entry.is_dir()
@@ -105,7 +106,7 @@ def _is_dir(entry):
         return False
 
 
-def _is_plain_dir(entry):
+def _is_plain_dir(entry: os.DirEntry[str]) -> bool:
     """Is `entry` a directory itself, not a link or (Windows) a junction or other reparse
     point leading to one?"""
     if not entry.is_dir(follow_symlinks=False):
@@ -115,11 +116,11 @@ def _is_plain_dir(entry):
 
 
 if hasattr(os, "register_at_fork"):
-    def at_fork_in_child(function):
+    def at_fork_in_child(function: Callable[[], object]) -> None:
         """Call `function` in every child process forked from now on."""
         os.register_at_fork(after_in_child=function)
 else:
-    def at_fork_in_child(function):
+    def at_fork_in_child(function: Callable[[], object]) -> None:
         """Nothing: this system does not fork."""
 
 
@@ -130,7 +131,7 @@ _WINDOWS_DEVICES = re.compile(
     re.IGNORECASE)
 
 
-def windows_file_name_problem(key):
+def windows_file_name_problem(key: str) -> str | None:
     """Why the '/'-separated `key` cannot name a file on Windows, or None."""
     for part in key.split("/"):
         if _WINDOWS_BAD_CHARS.search(part):
@@ -145,6 +146,6 @@ def windows_file_name_problem(key):
 if os.name == "nt":
     file_name_problem = windows_file_name_problem
 else:
-    def file_name_problem(key):
+    def file_name_problem(key: str) -> str | None:
         """None: every key validate_key allows names a file here."""
         return None

@@ -1,5 +1,33 @@
-# Type stub of a compiled module (zarrcore/_shard_io.pyx): its functions take and return numpy
-# arrays, bytes and ints; every name is typed Any here.
+# Type stub of a compiled module (zarrcore/_shard_io.pyx): sharded reads and writes of a
+# directory store in C threads. Keep in step with the .pyx.
+from collections.abc import Sequence
 from typing import Any
 
-def __getattr__(name: str) -> Any: ...
+import numpy.typing as npt
+from typing_extensions import Buffer
+
+from ._files import FileRoot
+from ._indexing import AxisPlan
+
+def sha256_hex(data: Buffer) -> str: ...
+
+class ShardSpec:
+    def __init__(self, *, root: FileRoot, key_head: str, head_len: int, sep: str, lead_sep: bool,
+                 lock_dir: str, array_shape: Sequence[int], shard_shape: Sequence[int],
+                 chunk_shape: Sequence[int], index_at_start: bool, index_crc32c: bool,
+                 fill: bytes = b"", fill_floatsize: int = 0, **chain: Any) -> None: ...
+    def batch(self, plans: Sequence[AxisPlan], data: npt.NDArray[Any], writing: bool = False,
+              write_empty_chunks: bool = False,
+              write_order: npt.ArrayLike | None = None) -> ShardBatch: ...
+
+class ShardBatch:
+    def __init__(self, spec: ShardSpec, plans: Sequence[AxisPlan], data: npt.NDArray[Any],
+                 writing: bool, write_empty_chunks: bool,
+                 write_order: npt.ArrayLike | None) -> None: ...
+    @property
+    def ntasks(self) -> int: ...
+    def work_read(self) -> None: ...
+    def work_write(self) -> None: ...
+    def stop(self) -> None: ...
+    def deferred(self) -> list[int]: ...
+    def raise_error(self) -> None: ...

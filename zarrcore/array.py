@@ -22,7 +22,7 @@ from .creation import (
     prepare_path, shard_codecs, split_codecs, store_mode,
 )
 from .errors import NodeNotFoundError, SelectionError, ShapeMismatchError
-from .metadata import ArrayMetadataV3, ChunkKeyEncoding
+from .metadata import ArrayMetadataV2, ArrayMetadataV3, ChunkKeyEncoding
 from .metadata.common import check_attributes
 from .metadata.v3 import default_codecs
 from .indexing import (
@@ -62,6 +62,7 @@ class Array(nodes.Node):
     """A Zarr array. Index it like numpy: `a[...]`, `a[2:10, 5] = 1`."""
 
     kind = "array"
+    _metadata: ArrayMetadataV3 | ArrayMetadataV2
 
     def __init__(self, store: Store, path: str, metadata: NodeMetadata,
                  read_only: bool = False, config: Mapping[str, Any] | None = None) -> None:
@@ -70,7 +71,7 @@ class Array(nodes.Node):
         self._apply_metadata(metadata)
 
     def _apply_metadata(self, metadata: NodeMetadata) -> None:
-        self._metadata = metadata
+        super()._apply_metadata(metadata)
         self._chunks = self._make_chunk_store(metadata)
 
     def _make_chunk_store(self, metadata: Any) -> ChunkEngine:
@@ -121,6 +122,11 @@ class Array(nodes.Node):
         return self._metadata.dtype
 
     @property
+    def chunk_engine(self) -> ChunkEngine:
+        """The engine of the stored objects (chunks, or shards): their keys and codec chain."""
+        return self._chunks
+
+    @property
     def _sharding(self) -> ShardingCodec | None:
         """The sharding codec when it is the array's only codec (zarr-python's definition): the
         chain's partial codec, the one codec that reads and rewrites parts of stored objects."""
@@ -162,7 +168,7 @@ class Array(nodes.Node):
         """The memory order of the arrays reads return, as zarr-python's: a v2 array's stored
         `order`; for v3, the array's `config` order (unless set, `zarrcore.config.array_order`
         when the array was opened)."""
-        if self._metadata.zarr_format == 2:
+        if isinstance(self._metadata, ArrayMetadataV2):
             return str(self._metadata.order)
         return str(self._config["order"])
 
@@ -180,7 +186,7 @@ class Array(nodes.Node):
     @property
     def filters(self) -> tuple[Codec, ...]:
         """The array->array codecs (v3), or the v2 filters, as codec objects."""
-        if self.zarr_format == 2:
+        if isinstance(self._metadata, ArrayMetadataV2):
             return tuple(codec_from_v2(f, "filters") for f in self._metadata.filters or ())
         return tuple(self._codec_stages().array_array)
 
@@ -192,7 +198,7 @@ class Array(nodes.Node):
     @property
     def compressors(self) -> tuple[Codec, ...]:
         """The bytes->bytes codecs (v3), or the v2 compressor, as codec objects."""
-        if self.zarr_format == 2:
+        if isinstance(self._metadata, ArrayMetadataV2):
             compressor = self._metadata.compressor
             return () if compressor is None else (codec_from_v2(compressor, "compressor"),)
         return tuple(self._codec_stages().bytes_bytes)
@@ -208,7 +214,8 @@ class Array(nodes.Node):
             A v3 array, which has `compressors` instead.
         """
         if self.zarr_format != 2:
-            raise TypeError("`compressor` is not available for Zarr format 3 arrays; use `compressors`")
+            raise TypeError("`compressor` is not available for Zarr format 3 arrays; "
+                            "use `compressors`")
         compressors = self.compressors
         return compressors[0] if compressors else None
 
@@ -233,7 +240,8 @@ class Array(nodes.Node):
         return open_array(store, mode="r+")
 
     @classmethod
-    def create(cls, store: StoreLike, *, shape: ShapeLike, dtype: npt.DTypeLike, **kwargs: Any) -> Array:
+    def create(cls, store: StoreLike, *, shape: ShapeLike, dtype: npt.DTypeLike,
+               **kwargs: Any) -> Array:
         """zarr-python's deprecated `Array.create`: `zarrcore.create` with `store`.
 
         Parameters
@@ -356,7 +364,7 @@ class Array(nodes.Node):
         if copy is False:
             raise ValueError("a zarrcore Array is read into a new numpy array: it cannot be "
                              "viewed without a copy (copy=False)")
-        data = self[...]
+        data: np.ndarray = self[...]
         return data if dtype is None else data.astype(dtype, copy=False)
 
     # -- numpy's protocols -------------------------------------------------------
@@ -719,7 +727,8 @@ class Array(nodes.Node):
             self._check_fields(fields)
         if out is not None and out.shape != indexer.shape:
             raise ShapeMismatchError(
-                f"array {self.name!r}: out has shape {out.shape}, selection has shape {indexer.shape}")
+                f"array {self.name!r}: out has shape {out.shape}, "
+                f"selection has shape {indexer.shape}")
         if out is not None and fields is None and not indexer.permuted and out.dtype == self.dtype:
             view = out.reshape(indexer.drop_shape)
             # Chunks decode straight into the caller's array when it reshapes without a copy.
@@ -972,9 +981,11 @@ def as_dask(array: Array, chunks: Any = None, name: str | None = None,
         chunks = storage_block(array)
     if name is None:
         name = "from-zarrcore-" + tokenize(array, chunks)
-    return da.from_array(array, chunks=chunks, name=name, lock=False, fancy=False,
-                         asarray=False, inline_array=inline_array,
-                         meta=np.empty((0,) * array.ndim, dtype=array.dtype))
+    # dask's from_array carries no annotations (an unused ignore until strict is on).
+    return da.from_array(  # type: ignore[no-untyped-call, unused-ignore]
+        array, chunks=chunks, name=name, lock=False, fancy=False,
+        asarray=False, inline_array=inline_array,
+        meta=np.empty((0,) * array.ndim, dtype=array.dtype))
 
 
 def arrays_as_dask(value: Any) -> Any:
@@ -1138,7 +1149,8 @@ def _array_config(config: Any) -> dict[str, Any]:
         raise ValueError(f"array config: order must be 'C' or 'F', not {order!r}")
     if order is None:
         order = global_config.array_order
-    return {"write_empty_chunks": None if write_empty is None else bool(write_empty), "order": order}
+    return {"write_empty_chunks": None if write_empty is None else bool(write_empty),
+            "order": order}
 
 
 # -- creating and opening arrays (zarr-python's top-level functions) ------------------------------
@@ -1148,7 +1160,7 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
                  shape: ShapeLike | None = None, dtype: npt.DTypeLike | None = None,
                  data: npt.ArrayLike | None = None, chunks: ChunksLike = None,
                  shards: ShapeLike | Mapping[str, Any] | None = None, filters: CodecsLike = None,
-                 serializer: CodecLike | Literal["auto"] = "auto", compressors: CodecsLike = "auto",
+                 serializer: CodecsLike = "auto", compressors: CodecsLike = "auto",
                  fill_value: Any = None, order: Literal["C", "F"] | None = None,
                  zarr_format: int = 3, attributes: Mapping[str, Any] | None = None,
                  chunk_key_encoding: Any = None,
@@ -1254,7 +1266,8 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
     if zarr_format == 2:
         metadata = create_metadata_v2(
             shape=shape, data_type=data_type, chunks=chunks, filters=filters,
-            compressors=compressors, fill_value=fill_value, order=order or global_config.array_order,
+            compressors=compressors, fill_value=fill_value,
+            order=order or global_config.array_order,
             attributes=attributes or {}, chunk_key_encoding=chunk_key_encoding,
         )
     elif zarr_format == 3:
@@ -1266,7 +1279,8 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
             *codec_list(compressors, [ZstdCodec(level=0, checksum=False)]),
         ]
         if shards is not None:
-            codecs, chunks = shard_codecs(codecs, chunks, shards, shape, np_dtype.itemsize, auto_chunks)
+            codecs, chunks = shard_codecs(codecs, chunks, shards, shape, np_dtype.itemsize,
+                                          auto_chunks)
         chain = CodecChain(codecs, ChunkSpec(chunks, np_dtype, fill))
         if isinstance(chunk_key_encoding, dict) or chunk_key_encoding is None:
             cke_json = dict(chunk_key_encoding or {"name": "default"})
@@ -1297,7 +1311,8 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
     return array
 
 
-def create(shape: ShapeLike, *, chunks: ChunksLike | bool = None, dtype: npt.DTypeLike | None = None,
+def create(shape: ShapeLike, *, chunks: ChunksLike | bool = None,
+           dtype: npt.DTypeLike | None = None,
            compressor: CodecLike | Literal["auto"] = "auto", fill_value: Any = None,
            order: Literal["C", "F"] | None = None, store: StoreLike = None,
            synchronizer: Any = None, overwrite: bool = False, path: str | None = None,
@@ -1399,8 +1414,9 @@ def create(shape: ShapeLike, *, chunks: ChunksLike | bool = None, dtype: npt.DTy
                   storage_options=storage_options, zarr_format=zarr_format)
     if zarr_format == 2:
         if codecs is not None or chunk_key_encoding is not None or dimension_names is not None:
-            raise ValueError("codecs, chunk_key_encoding and dimension_names are for zarr_format 3; "
-                             "format 2 takes compressor, filters and dimension_separator")
+            raise ValueError("codecs, chunk_key_encoding and dimension_names are for "
+                             "zarr_format 3; format 2 takes compressor, filters and "
+                             "dimension_separator")
         filters = list(filters or [])
         if object_codec is not None:
             filters.insert(0, object_codec)
@@ -1721,7 +1737,8 @@ def from_array(store: StoreLike = None, *, data: Array | npt.ArrayLike, write_da
         same_format = zarr_format == source.zarr_format
         for key in _KEPT:
             if isinstance(settings[key], str) and settings[key] == "keep":
-                settings[key] = getattr(source, key) if same_format or key in ("chunks", "shards") else "auto"
+                settings[key] = (getattr(source, key) if same_format or key in ("chunks", "shards")
+                                 else "auto")
         if zarr_format == 2:
             settings.pop("serializer")
             settings["shards"] = None

@@ -1,25 +1,31 @@
 """Command line: `zarrcore info|tree|verify|demo PATH`, `zarrcore convert|copy SRC DST`,
 `zarrcore --version`. Ctrl-C stops convert and copy cleanly: `--resume` goes on. A PATH
 may lead into a zip: `data.zip/group/array`."""
+from __future__ import annotations
+
 import argparse
 import json
 import os
 import sys
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from . import __version__
 from .api import open as open_node
 from .api import open_group
 from .array import Array
 from .errors import ZarrcoreError
+from .group import Group
 from .nodes import BrokenNode
-from .tools.convert import convert
-from .tools.copy import copy
+from .tools.convert import ConvertReport, convert
+from .tools.copy import CopyReport, copy
 from .tools.verify import verify
 
 
-def _locate(text):
+def _locate(text: str) -> tuple[str, str]:
     """(store, path in it) of a command-line PATH: a local path that leads into a zip file
     (`out.zip/vol`) is the zip and the node's path in it; anything else is a store itself."""
     if "://" in text or "::" in text:
@@ -32,12 +38,13 @@ def _locate(text):
     return text, ""
 
 
-def _open(path, storage_options=None):
+def _open(path: str, storage_options: dict[str, Any] | None = None) -> Array | Group:
     store, inner = _locate(path)
     return open_node(store, mode="r", path=inner, storage_options=storage_options)
 
 
-def _storage_options(args, side=None):
+def _storage_options(args: argparse.Namespace, side: str | None = None,
+                     ) -> dict[str, Any] | None:
     """The JSON object of --storage-options (or --src-/--dst-storage-options for `side`)."""
     text = getattr(args, f"{side}_storage_options", None) if side else None
     text = text or args.storage_options
@@ -52,7 +59,7 @@ def _storage_options(args, side=None):
     return options
 
 
-def cmd_info(args):
+def cmd_info(args: argparse.Namespace) -> None:
     node = _open(args.path, _storage_options(args))
     if isinstance(node, Array):
         info = node.info_complete()
@@ -64,17 +71,18 @@ def cmd_info(args):
         print(node.info)
 
 
-def _tree_json(node):
+def _tree_json(node: Array | Group | BrokenNode) -> dict[str, Any]:
     if isinstance(node, BrokenNode):
         return {"name": node.basename, "type": "unreadable", "error": str(node.error)}
     if isinstance(node, Array):
         return {"name": node.basename, "type": "array", "shape": list(node.shape),
                 "dtype": str(node.dtype)}
     members = sorted(node.members(), key=lambda m: m[0])
-    return {"name": node.basename, "type": "group", "members": [_tree_json(m) for _, m in members]}
+    return {"name": node.basename, "type": "group",
+            "members": [_tree_json(m) for _, m in members]}
 
 
-def cmd_tree(args):
+def cmd_tree(args: argparse.Namespace) -> None:
     node = _open(args.path, _storage_options(args))
     if args.json:
         print(json.dumps(_tree_json(node), indent=2))
@@ -84,7 +92,7 @@ def cmd_tree(args):
         print(node.tree())
 
 
-def demo_data(shape):
+def demo_data(shape: tuple[int, int, int]) -> npt.NDArray[np.float32]:
     """A smooth field with noise: compresses, and any misplaced chunk shows."""
     z, y, x = np.meshgrid(*[np.arange(n, dtype=np.float32) for n in shape], indexing="ij")
     rng = np.random.default_rng(42)
@@ -92,7 +100,7 @@ def demo_data(shape):
             + rng.normal(0, 0.1, shape).astype(np.float32)).astype(np.float32)
 
 
-def cmd_demo(args):
+def cmd_demo(args: argparse.Namespace) -> None:
     root = open_group(args.path, mode="w", attributes={"title": "zarrcore demo"},
                       storage_options=_storage_options(args))
     climate = root.create_group("climate", attributes={"source": "synthetic"})
@@ -115,15 +123,24 @@ def cmd_demo(args):
     )
     pressure[...] = 1000 + temperature
     check = _open(args.path, _storage_options(args))
-    ok = (np.array_equal(check["temperature"][...], temperature)
-          and np.array_equal(check["climate/station_counts"][...], np.arange(1000) % 97)
-          and np.array_equal(check["climate/pressure"][...], 1000 + temperature))
+    ok = (np.array_equal(_reread(check, "temperature"), temperature)
+          and np.array_equal(_reread(check, "climate/station_counts"), np.arange(1000) % 97)
+          and np.array_equal(_reread(check, "climate/pressure"), 1000 + temperature))
     print(f"wrote and re-read {args.path}: {'verified' if ok else 'MISMATCH'}")
     if not ok:
         sys.exit(1)
 
 
-def cmd_verify(args):
+def _reread(root: Array | Group, name: str) -> npt.NDArray[Any]:
+    """The demo's array `name` below `root`, read back whole."""
+    member = root[name]
+    if not isinstance(member, Array):
+        raise ZarrcoreError(f"{member.name}: the demo's array is a group")
+    values: npt.NDArray[Any] = member[...]
+    return values
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
     report = verify(*_locate(args.path), missing=args.missing,
                     require_checksums=args.require_checksums, progress=_progress(args),
                     storage_options=_storage_options(args))
@@ -131,29 +148,33 @@ def cmd_verify(args):
     return 0 if report.ok else 1
 
 
-def _interruptible(args, name, run):
+def _interruptible(args: argparse.Namespace, name: str,
+                   run: Callable[[], ConvertReport | CopyReport]) -> int | None:
     """Print the report of `run()`; Ctrl-C says how to go on (exit status 130)."""
     try:
         report = run()
     except KeyboardInterrupt:
-        print(f"zarrcore {name}: interrupted; run it again with --resume to finish", file=sys.stderr)
+        print(f"zarrcore {name}: interrupted; run it again with --resume to finish",
+              file=sys.stderr)
         return 130
     _print_report(args, report)
+    return None
 
 
-def cmd_convert(args):
+def cmd_convert(args: argparse.Namespace) -> int | None:
     (src, src_path), (dst, dst_path) = _locate(args.src), _locate(args.dst)
     return _interruptible(args, "convert", lambda: convert(
         src, dst, source_path=src_path, dest_path=dst_path,
         zarr_format=args.zarr_format, chunks=args.chunks,
         shards=args.shards, codecs=args.codecs, compressor=args.compressor, dtype=args.dtype,
-        dimension_names=None if args.dimension_names is None else args.dimension_names.split(","),
+        dimension_names=(None if args.dimension_names is None
+                         else args.dimension_names.split(",")),
         memory=args.memory, resume=args.resume, overwrite=args.overwrite,
         progress=_progress(args), source_storage_options=_storage_options(args, "src"),
         dest_storage_options=_storage_options(args, "dst")))
 
 
-def cmd_copy(args):
+def cmd_copy(args: argparse.Namespace) -> int | None:
     (src, src_path), (dst, dst_path) = _locate(args.src), _locate(args.dst)
     return _interruptible(args, "copy", lambda: copy(
         src, dst, source_path=src_path, dest_path=dst_path,
@@ -162,19 +183,19 @@ def cmd_copy(args):
         dest_storage_options=_storage_options(args, "dst")))
 
 
-def _print_report(args, report):
+def _print_report(args: argparse.Namespace, report: ConvertReport | CopyReport) -> None:
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     elif not args.quiet:
         print(report)
 
 
-def _progress(args):
+def _progress(args: argparse.Namespace) -> bool | None:
     """progress= for the tools: off with --quiet, else a line when stderr is a terminal."""
     return False if args.quiet else None
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="zarrcore", description=__doc__)
     parser.add_argument("--version", action="version", version=f"zarrcore {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -161,7 +161,8 @@ class Config:
         ValueError
             A value out of the option's range, or not of its type.
         """
-        options = {_ALIASES.get(name, name): value for name, value in {**(options or {}), **kwargs}.items()}
+        given = {**(options or {}), **kwargs}
+        options = {_ALIASES.get(name, name): value for name, value in given.items()}
         checked = {name: self._checked(name, value) for name, value in options.items()}
         previous = {name: getattr(self, name) for name in checked}
         for name, value in checked.items():

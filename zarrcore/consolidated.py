@@ -27,6 +27,11 @@ def empty_inline() -> dict[str, Any]:
     return {"kind": "inline", "must_understand": False, "metadata": {}}
 
 
+#: What a view and its subgroups' views share: the documents, the children of each path and
+#: the metadata parsed so far, by path.
+_Shared = tuple[dict[str, Any], dict[str, list[str]], dict[str, "NodeMetadata"]]
+
+
 class ConsolidatedMetadata:
     """Parsed-on-demand metadata of every node below one group, by path relative to it.
 
@@ -35,10 +40,10 @@ class ConsolidatedMetadata:
 
     _docs: dict[str, Any]
     _children: dict[str, list[str]]
-    _cache: dict[str, Any]
+    _cache: dict[str, NodeMetadata]
 
     def __init__(self, zarr_format: int, docs: Any, where: str, prefix: str = "",
-                 _shared: Any = None) -> None:
+                 _shared: _Shared | None = None) -> None:
         self.zarr_format = zarr_format
         self._where = where
         self._prefix = prefix
@@ -57,7 +62,8 @@ class ConsolidatedMetadata:
             return None
         metadata = field.get("metadata") if isinstance(field, dict) else None
         if not isinstance(metadata, dict) or field.get("kind") != "inline":
-            raise MetadataError(f"{where}: field 'consolidated_metadata': expected an inline metadata object")
+            raise MetadataError(f"{where}: field 'consolidated_metadata': expected an inline "
+                                f"metadata object")
         for rel, doc in metadata.items():
             _check_entry(rel, doc, where)
         return cls(3, dict(metadata), where)
@@ -69,7 +75,8 @@ class ConsolidatedMetadata:
             raise MetadataError(f"{where}: expected an object with a 'metadata' object")
         if doc.get("zarr_consolidated_format") != 1:
             raise MetadataError(
-                f"{where}: field 'zarr_consolidated_format': expected 1, got {doc.get('zarr_consolidated_format')!r}"
+                f"{where}: field 'zarr_consolidated_format': expected 1, "
+                f"got {doc.get('zarr_consolidated_format')!r}"
             )
         nodes_: dict[str, dict[str, Any]] = {}
         for key, value in doc["metadata"].items():
@@ -158,7 +165,8 @@ def open_group_metadata(store: Store, path: str, zarr_format: int | None,
         meta = nodes.read_metadata(store, path, 2)
     consolidated = None
     if meta.node_type == "group" and meta.zarr_format == 3 and use_consolidated is not False:
-        consolidated = ConsolidatedMetadata.from_v3(meta.consolidated_metadata, nodes.join(path, nodes.V3_KEY))
+        consolidated = ConsolidatedMetadata.from_v3(meta.consolidated_metadata,
+                                                    nodes.join(path, nodes.V3_KEY))
     if use_consolidated and consolidated is None:
         raise MetadataError(f"no consolidated metadata for a group at path {path!r} in {store!r}")
     return meta, consolidated

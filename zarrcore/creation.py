@@ -70,7 +70,8 @@ def normalize_chunks(chunks: ChunksLike, shape: tuple[int, ...], itemsize: int) 
         chunks = (int(chunks),) * len(shape)
     chunks = tuple(int(c) for c in chunks)
     if len(chunks) != len(shape):
-        raise ValueError(f"chunks {chunks} do not match the {len(shape)} dimensions of shape {shape}")
+        raise ValueError(
+            f"chunks {chunks} do not match the {len(shape)} dimensions of shape {shape}")
     # -1 means the whole axis, as in zarr-python.
     chunks = tuple(max(1, s) if c == -1 else c for c, s in zip(chunks, shape))
     if any(c < 1 for c in chunks):
@@ -94,9 +95,11 @@ def shard_codecs(codecs: list[Any], chunks: tuple[int, ...], shards: Any, shape:
         # The largest divisor of each shard side not above the guessed chunk side; chunks
         # of about 1 MiB, as zarr-python aims at inside shards.
         guess = guess_chunks(shard_shape, itemsize, max_bytes=1 << 20)
-        chunks = tuple(max(d for d in range(1, c + 1) if s % d == 0) for c, s in zip(guess, shard_shape))
+        chunks = tuple(max(d for d in range(1, c + 1) if s % d == 0)
+                       for c, s in zip(guess, shard_shape))
     if any(s % c for s, c in zip(shard_shape, chunks)):
-        raise ValueError(f"the shard shape {shard_shape} must be a multiple of the chunk shape {chunks}")
+        raise ValueError(
+            f"the shard shape {shard_shape} must be a multiple of the chunk shape {chunks}")
     return [ShardingCodec(chunks, codecs, index_location=index_location)], shard_shape
 
 
@@ -146,7 +149,8 @@ def split_codecs(codecs: Iterable[Any]) -> dict[str, Any]:
                  "serializer" if isinstance(built, ArrayBytesCodec) else "compressors")
         stages[stage].append(built)
     if len(stages["serializer"]) != 1:
-        raise ValueError(f"codecs must hold one array->bytes codec, got {len(stages['serializer'])}")
+        raise ValueError(
+            f"codecs must hold one array->bytes codec, got {len(stages['serializer'])}")
     return {**stages, "serializer": stages["serializer"][0]}
 
 

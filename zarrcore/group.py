@@ -66,7 +66,8 @@ class Group(nodes.Node):
         return self._summary(f"Members : {len(self)}")
 
     def _summary(self, *rows: str) -> str:
-        return "\n".join([f"Name : {self.name}", "Type : Group", f"Zarr format : {self.zarr_format}", *rows])
+        return "\n".join([f"Name : {self.name}", "Type : Group",
+                          f"Zarr format : {self.zarr_format}", *rows])
 
     def __repr__(self) -> str:
         return f"<zarrcore.Group {self._store!r}{self.name}>"
@@ -101,7 +102,8 @@ class Group(nodes.Node):
         rel = nodes.normalize_path(name)
         metadata = self._consolidated.metadata(rel)
         if metadata is None:
-            raise NodeNotFoundError(f"no member {rel!r} in the consolidated metadata of {self.name!r}")
+            raise NodeNotFoundError(
+                f"no member {rel!r} in the consolidated metadata of {self.name!r}")
         if metadata.node_type == "array":
             return Array(self._store, path, metadata, read_only=self._read_only)
         return Group(self._store, path, metadata, read_only=self._read_only,
@@ -502,7 +504,8 @@ class Group(nodes.Node):
         NodeExistsError
             A node is there and `overwrite` is False.
         """
-        return create_group(store, attributes=attributes, zarr_format=zarr_format, overwrite=overwrite)
+        return create_group(store, attributes=attributes, zarr_format=zarr_format,
+                            overwrite=overwrite)
 
     def create(self, name: str, **kwargs: Any) -> Array:
         """zarr-python's `Group.create`: the same as `create_array`.
@@ -662,7 +665,8 @@ class Group(nodes.Node):
         Array
         """
         fill_value = kwargs.pop("fill_value", getattr(data, "fill_value", None))
-        return self._like(lambda d, *args, **kw: full_like(d, fill_value, *args, **kw), name, data, kwargs)
+        return self._like(lambda d, *args, **kw: full_like(d, fill_value, *args, **kw), name, data,
+                          kwargs)
 
     def info_complete(self) -> str:
         """`info` with the numbers of members, arrays and groups at every depth below this
@@ -673,7 +677,8 @@ class Group(nodes.Node):
         str
         """
         kinds = [node.kind for _, node in self.members(max_depth=None)]
-        return self._summary(f"Members (all depths) : {len(kinds)}", f"Arrays : {kinds.count('array')}",
+        return self._summary(f"Members (all depths) : {len(kinds)}",
+                             f"Arrays : {kinds.count('array')}",
                              f"Groups : {kinds.count('group')}")
 
     def nmembers(self, max_depth: int | None = 0) -> int:
@@ -904,16 +909,17 @@ def consolidate_metadata(store: StoreLike, path: str = "", zarr_format: int | No
     group = Group(store, path, meta)
     # Under the group's metadata lock, so a concurrent update of its attributes is kept.
     with group._metadata_update(optimistic=True) as meta:
-        if meta.zarr_format == 3:
+        if isinstance(meta, GroupMetadataV3):
             gathered: dict[str, Any] = {}
             for rel, docs in _walk(store, path, (nodes.V3_KEY,)):
                 doc = docs[nodes.V3_KEY]
                 if doc.get("node_type") == "group":
                     doc = {**doc, "consolidated_metadata": empty_inline()}  # as zarr-python writes
                 gathered[rel] = doc
-            group._store_metadata(meta.evolve(consolidated_metadata={
-                "kind": "inline", "must_understand": False, "metadata": gathered}))
-            consolidated = ConsolidatedMetadata.from_v3(group.metadata.consolidated_metadata,  # type: ignore[union-attr]
+            updated = meta.evolve(consolidated_metadata={
+                "kind": "inline", "must_understand": False, "metadata": gathered})
+            group._store_metadata(updated)
+            consolidated = ConsolidatedMetadata.from_v3(updated.consolidated_metadata,
                                                         nodes.join(path, nodes.V3_KEY))
         else:
             gathered = _node_docs(store, path, (nodes.V2_GROUP_KEY, nodes.V2_ATTRS_KEY))

@@ -9,13 +9,19 @@ buffer holds int-array axes and points grouped by chunk. When that is not the re
 `permute(values)` the buffer's. The per-chunk arithmetic and the grouping of points by chunk
 run in _indexing.pyx.
 """
+from __future__ import annotations
+
 import math
 import numbers
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _indexing
+from ._types import Selection
 from .errors import SelectionError
 
 
@@ -28,26 +34,26 @@ class ChunkProjection:
     `complete` says the selection covers every in-bounds element of the chunk once, in C order.
     """
 
-    coords: tuple
-    chunk_selection: tuple
-    out_selection: tuple
+    coords: tuple[int, ...]
+    chunk_selection: tuple[Any, ...]  # ints, slices or int arrays
+    out_selection: tuple[Any, ...]
     complete: bool
 
 
-def _is_int(x):
+def _is_int(x: object) -> bool:
     if type(x) is int:  # the common case, without the abstract-class checks below
         return True
     return isinstance(x, (numbers.Integral, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
-def _dim_int(index, dim_len, axis):
+def _dim_int(index: Any, dim_len: int, axis: int) -> int:
     i = int(index)
     if i < -dim_len or i >= dim_len:
         raise SelectionError(f"index {i} is out of bounds for axis {axis} with size {dim_len}")
     return i + dim_len if i < 0 else i
 
 
-def _index_array(item):
+def _index_array(item: npt.ArrayLike) -> npt.NDArray[Any]:
     """`item` (list or array) as an integer or boolean ndarray, as numpy accepts it."""
     a = np.asarray(item)
     if a.dtype == bool:
@@ -60,7 +66,7 @@ def _index_array(item):
     return a
 
 
-def _check_bool_axes(mask, shape, axis):
+def _check_bool_axes(mask: npt.NDArray[np.bool_], shape: Sequence[int], axis: int) -> None:
     for d, (m, s) in enumerate(zip(mask.shape, shape)):
         # numpy lets an empty boolean axis stand against any length.
         if m != s and m != 0:
@@ -70,7 +76,7 @@ def _check_bool_axes(mask, shape, axis):
             )
 
 
-def expand_selection(selection, ndim):
+def expand_selection(selection: Selection, ndim: int) -> tuple[Any, ...]:
     """Normalize to a tuple of one item per axis, plus None for newaxis; Ellipsis expanded."""
     if type(selection) is tuple and len(selection) == ndim and _all_slices(selection):
         return selection  # already one slice per axis (the common case, kept cheap)
@@ -84,7 +90,7 @@ def expand_selection(selection, ndim):
         raise SelectionError(
             f"too many indices for array: array is {ndim}-dimensional, but {n_real} were indexed"
         )
-    out = []
+    out: list[Any] = []
     for s in selection:
         if s is Ellipsis:
             out.extend([slice(None)] * (ndim - n_real))
@@ -95,21 +101,21 @@ def expand_selection(selection, ndim):
     return tuple(out)
 
 
-def _all_slices(items):
+def _all_slices(items: Sequence[object]) -> bool:
     for s in items:
         if type(s) is not slice:
             return False
     return True
 
 
-def is_basic_selection(selection):
+def is_basic_selection(selection: Selection) -> bool:
     if type(selection) is tuple and _all_slices(selection):
         return True
     items = selection if isinstance(selection, tuple) else (selection,)
     return all(s is None or s is Ellipsis or isinstance(s, slice) or _is_int(s) for s in items)
 
 
-def pop_fields(selection):
+def pop_fields(selection: Selection) -> tuple[str | list[str] | None, Selection]:
     """Split structured-dtype field names (str, or a list of str) out of a selection."""
     if type(selection) is tuple and _all_slices(selection):
         return None, selection
@@ -137,9 +143,13 @@ class OrthogonalIndexer:
 
     arrays_allowed = True
 
-    def __init__(self, selection, shape, chunk_shape):
+    def __init__(self, selection: Selection, shape: Sequence[int],
+                 chunk_shape: Sequence[int]) -> None:
         # The items of axes indexed by arrays (see buffer_positions).
-        self._array_items = {}
+        self._array_items: dict[int, tuple[Any, int]] = {}
+        self.plans: list[_indexing.AxisPlan]
+        self.shape: tuple[int, ...]
+        self.drop_shape: tuple[int, ...]
         if type(selection) is tuple and len(selection) == len(shape) and _all_slices(selection):
             self.scalar = False
             self.plans, self.shape = _indexing.slices_plans(selection, shape, chunk_shape)
@@ -152,8 +162,8 @@ class OrthogonalIndexer:
             or selection is Ellipsis
         )
         self.plans = []
-        result_shape = []
-        drop_shape = []
+        result_shape: list[int] = []
+        drop_shape: list[int] = []
         axis = 0
         for item in items:
             if item is None:
@@ -171,7 +181,8 @@ class OrthogonalIndexer:
         self.shape = tuple(result_shape)
         self.drop_shape = tuple(drop_shape)
 
-    def _axis_plan(self, item, dim_len, chunk_len, axis):
+    def _axis_plan(self, item: Any, dim_len: int, chunk_len: int,
+                   axis: int) -> _indexing.AxisPlan:
         if type(item) is slice:
             return _indexing.slice_plan(*item.indices(dim_len), chunk_len, dim_len)
         if isinstance(item, slice):
@@ -180,25 +191,28 @@ class OrthogonalIndexer:
             return _indexing.int_plan(_dim_int(item, dim_len, axis), chunk_len, dim_len)
         if not self.arrays_allowed:
             raise SelectionError(
-                f"unsupported index {item!r} for basic selection; use .oindex or .vindex for arrays"
+                f"unsupported index {item!r} for basic selection; use .oindex or .vindex for "
+                f"arrays"
             )
         a = _index_array(item)
         if a.dtype == bool:
             if a.ndim != 1:
-                raise SelectionError("orthogonal selection takes 1-D boolean arrays, one per axis")
+                raise SelectionError(
+                    "orthogonal selection takes 1-D boolean arrays, one per axis")
             _check_bool_axes(a, (dim_len,), axis)
             a = np.flatnonzero(a)
         elif a.ndim == 0:
             return _indexing.int_plan(_dim_int(a, dim_len, axis), chunk_len, dim_len)
         elif a.ndim != 1:
             raise SelectionError("orthogonal selection takes 1-D integer arrays, one per axis")
-        return _indexing.array_plan(np.ascontiguousarray(a, dtype=np.int64), chunk_len, dim_len, axis)
+        return _indexing.array_plan(np.ascontiguousarray(a, dtype=np.int64), chunk_len, dim_len,
+                                    axis)
 
     @property
-    def nitems(self):
+    def nitems(self) -> int:
         return math.prod(self.shape)
 
-    def buffer_positions(self, axis):
+    def buffer_positions(self, axis: int) -> npt.NDArray[np.intp] | None:
         """The array positions along `axis` in the buffer's order, when an int or bool array
         indexes it; else None."""
         if axis not in self._array_items:
@@ -211,23 +225,23 @@ class OrthogonalIndexer:
         return a if order is None else a[order]
 
     @property
-    def dim_pieces(self):
+    def dim_pieces(self) -> list[list[tuple[int, Any, Any, bool]]]:
         """Per axis, the (chunk, chunk selection, out selection, complete) of each chunk."""
         return [list(zip(p.chunks, p.chunk_sel, p.out_sel, p.complete)) for p in self.plans]
 
     @property
-    def _orders(self):
+    def _orders(self) -> list[tuple[int, npt.NDArray[np.int64]]]:
         kept = [p for p in self.plans if p.kept]
         return [(axis, p.order) for axis, p in enumerate(kept) if p.order is not None]
 
     @property
-    def permuted(self):
+    def permuted(self) -> bool:
         for p in self.plans:
             if p.order is not None:
                 return True
         return False
 
-    def unpermute(self, buffer):
+    def unpermute(self, buffer: npt.NDArray[Any]) -> npt.NDArray[Any]:
         if not self.permuted:
             return buffer
         for axis, order in self._orders:
@@ -236,12 +250,12 @@ class OrthogonalIndexer:
             buffer = result
         return buffer
 
-    def permute(self, values):
+    def permute(self, values: npt.NDArray[Any]) -> npt.NDArray[Any]:
         for axis, order in self._orders:
             values = np.take(values, order, axis=axis)
         return values
 
-    def projections(self):
+    def projections(self) -> Iterator[ChunkProjection]:
         return _indexing.orthogonal_projections(self.plans, ChunkProjection)
 
 
@@ -255,11 +269,12 @@ class BlockIndexer(BasicIndexer):
     """Selection of whole storage blocks (ints and step-1 slices over the block grid), read as
     the basic selection of the elements those blocks cover."""
 
-    def __init__(self, selection, shape, block_shape, chunk_shape):
+    def __init__(self, selection: Selection, shape: Sequence[int], block_shape: Sequence[int],
+                 chunk_shape: Sequence[int]) -> None:
         items = expand_selection(selection, len(shape))
         if any(item is None for item in items):
             raise SelectionError("block selections do not take newaxis")
-        region = []
+        region: list[slice] = []
         for axis, (item, dim_len, block) in enumerate(zip(items, shape, block_shape)):
             nblocks = -(-dim_len // block)
             if isinstance(item, slice):
@@ -280,7 +295,8 @@ class CoordinateIndexer:
     """Vectorized selection: points given by int arrays (one per axis) broadcast together, as in
     numpy's `x[i0, i1, ...]`. The pipeline buffer holds the points flattened."""
 
-    def __init__(self, arrays, shape, chunk_shape):
+    def __init__(self, arrays: Sequence[npt.NDArray[Any]], shape: Sequence[int],
+                 chunk_shape: Sequence[int]) -> None:
         if len(arrays) != len(shape):
             raise SelectionError(
                 f"coordinate selection needs {len(shape)} index arrays, got {len(arrays)}"
@@ -292,43 +308,51 @@ class CoordinateIndexer:
                 # numpy checks ints even when the arrays broadcast to nothing.
                 _dim_int(a, shape[axis], axis)
         self.shape = _broadcast_shape([a.shape for a in arrays])
-        arrays = np.broadcast_arrays(*arrays)
+        broadcast = np.broadcast_arrays(*arrays)
         self.scalar = not self.shape
         n = math.prod(self.shape)
         self.drop_shape = (n,)
-        flat = [np.ascontiguousarray(a, dtype=np.int64).reshape(n) for a in arrays]
+        flat = [np.ascontiguousarray(a, dtype=np.int64).reshape(n) for a in broadcast]
         self._groups = _indexing.group_points(flat, shape, chunk_shape) if n else None
 
     @property
-    def nitems(self):
+    def nitems(self) -> int:
         return self.drop_shape[0]
 
     @property
-    def groups(self):
+    def groups(self) -> _indexing.PointGroups | None:
         """The points grouped by chunk (_indexing.PointGroups), None when there are none."""
         return self._groups
 
     @property
-    def permuted(self):
-        return self._groups is not None and self._groups.order is not None
+    def permuted(self) -> bool:
+        return self._order is not None
 
-    def unpermute(self, buffer):
-        if not self.permuted:
+    @property
+    def _order(self) -> npt.NDArray[np.int64] | None:
+        """The input point of each buffer position, None when they are in input order."""
+        return None if self._groups is None else self._groups.order
+
+    def unpermute(self, buffer: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        order = self._order
+        if order is None:
             return buffer
         result = np.empty_like(buffer)
-        result[self._groups.order] = buffer
+        result[order] = buffer
         return result
 
-    def permute(self, values):
-        return values[self._groups.order] if self.permuted else values
+    def permute(self, values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        order = self._order
+        return values if order is None else values[order]
 
-    def projections(self):
+    def projections(self) -> Iterator[ChunkProjection]:
         if self._groups is None:
             return iter(())
         return _indexing.point_projections(self._groups, ChunkProjection)
 
 
-def coordinate_indexer(selection, shape, chunk_shape):
+def coordinate_indexer(selection: Selection, shape: Sequence[int],
+                       chunk_shape: Sequence[int]) -> CoordinateIndexer:
     """Indexer of a coordinate selection: one int or int array (or list) per axis."""
     items = selection if isinstance(selection, tuple) else (selection,)
     arrays = [_index_array(s) for s in items]
@@ -337,7 +361,8 @@ def coordinate_indexer(selection, shape, chunk_shape):
     return CoordinateIndexer(arrays, shape, chunk_shape)
 
 
-def mask_indexer(mask, shape, chunk_shape):
+def mask_indexer(mask: npt.ArrayLike | tuple[npt.ArrayLike], shape: Sequence[int],
+                 chunk_shape: Sequence[int]) -> CoordinateIndexer:
     """Indexer of a boolean mask of the array's shape: the true elements in C order."""
     if isinstance(mask, tuple) and len(mask) == 1:
         mask = mask[0]
@@ -349,7 +374,8 @@ def mask_indexer(mask, shape, chunk_shape):
     return CoordinateIndexer(list(np.nonzero(mask)), shape, chunk_shape)
 
 
-def numpy_indexer(selection, shape, chunk_shape):
+def numpy_indexer(selection: Selection, shape: Sequence[int],
+                  chunk_shape: Sequence[int]) -> Indexer:
     """The indexer whose result is numpy's `x[selection]`, for any selection numpy accepts
     (basic, advanced int/bool arrays, mixed with slices, ints, Ellipsis and newaxis)."""
     if is_basic_selection(selection):
@@ -374,7 +400,8 @@ def numpy_indexer(selection, shape, chunk_shape):
     if sum(1 for item in items if item is Ellipsis) > 1:
         raise SelectionError("an index can only have a single ellipsis ('...')")
     # Expand Ellipsis, and each k-d bool array into the k int arrays of its true elements.
-    expanded, axis = [], 0
+    expanded: list[Any] = []
+    axis = 0
     for item in items:
         if item is Ellipsis:
             n = len(shape) - consumed
@@ -392,7 +419,8 @@ def numpy_indexer(selection, shape, chunk_shape):
     arrays = [i for i, item in enumerate(expanded) if isinstance(item, np.ndarray)]
     if not arrays:
         return BasicIndexer(tuple(expanded), shape, chunk_shape)
-    advanced = [i for i, item in enumerate(expanded) if isinstance(item, np.ndarray) or _is_int(item)]
+    advanced = [i for i, item in enumerate(expanded)
+                if isinstance(item, np.ndarray) or _is_int(item)]
     # numpy judges adjacency on the selection as written: an Ellipsis separates even when it
     # stands for no axis, and a k-d bool array is one item.
     written = [i for i, item in enumerate(items) if isinstance(item, np.ndarray) or _is_int(item)]
@@ -415,7 +443,7 @@ def numpy_indexer(selection, shape, chunk_shape):
         return indexer
 
     # General case: one coordinate array per axis, each shaped to broadcast to the result.
-    coords = []
+    coords: list[npt.NDArray[Any]] = []
     ndim_out = len(result_shape)
     basic_pos = 0
     for i, item in enumerate(expanded):
@@ -438,7 +466,7 @@ def numpy_indexer(selection, shape, chunk_shape):
     return CoordinateIndexer(coords, shape, chunk_shape)
 
 
-def _broadcast_shape(shapes):
+def _broadcast_shape(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
     try:
         return np.broadcast_shapes(*shapes)
     except ValueError:
@@ -448,6 +476,10 @@ def _broadcast_shape(shapes):
         ) from None
 
 
-def _axis_of(items, position):
+def _axis_of(items: Sequence[object], position: int) -> int:
     """The array axis indexed by items[position] (newaxis items index none)."""
     return sum(1 for item in items[:position] if item is not None)
+
+
+#: What the array's reads and writes take: the chunks a selection touches, and its shapes.
+Indexer = Union[OrthogonalIndexer, CoordinateIndexer]

@@ -160,6 +160,7 @@ def ensure_parent_groups(store: Store, path: str, zarr_format: int) -> None:
 
 
 _NodeT = TypeVar("_NodeT", bound="Node")
+_Result = TypeVar("_Result")
 
 
 class Node:
@@ -172,7 +173,7 @@ class Node:
         self._store = store
         self._path = path
         self._read_only = read_only or store.read_only
-        self._metadata: Any = metadata
+        self._metadata: NodeMetadata = metadata
 
     @property
     def metadata(self) -> NodeMetadata:
@@ -258,7 +259,8 @@ class Node:
                     held.enter_context(
                         store.lock(key, self._path, replaced_last=node_type == "group"))
                 except FileNotFoundError:
-                    raise NodeNotFoundError(f"{self.kind} {self.name!r} is gone: no {key!r}") from None
+                    raise NodeNotFoundError(
+                        f"{self.kind} {self.name!r} is gone: no {key!r}") from None
             elif optimistic and store.supports_conditional_writes:
                 # The document an update of attributes replaces: v2 keeps them apart.
                 versioned = key if self.zarr_format == 3 else join(self._path, V2_ATTRS_KEY)
@@ -296,7 +298,7 @@ class Node:
             raise ReadOnlyError(f"{self.kind} {self.name!r} is read-only")
 
 
-class Attributes(dict):
+class Attributes(dict[str, Any]):
     """A node's attributes. Every change is applied to the attributes stored at that moment,
     under the node's metadata lock, so changes by other handles, threads and processes are
     kept; the mapping then shows the stored attributes."""
@@ -305,7 +307,7 @@ class Attributes(dict):
         super().__init__(node.metadata.attributes)
         self._node = node
 
-    def _change(self, edit: Callable[[dict[str, Any]], Any]) -> Any:
+    def _change(self, edit: Callable[[dict[str, Any]], _Result]) -> _Result:
         """Apply `edit` (a function of a dict) to the stored attributes; its result. On a store
         with conditional writes but no locks, applied again to the newer attributes when
         another writer's update came first."""

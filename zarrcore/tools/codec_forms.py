@@ -5,26 +5,37 @@ those names, every other numcodecs codec `numcodecs.<id>` (filters that change t
 values as array->array codecs, byte filters and compressors after the serializer), F order a
 transpose, the stored byte order the bytes codec's endian. v3 -> v2 is the reverse.
 """
+from __future__ import annotations
+
 import json
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 
+from .._types import CodecLike
+from ..array import Array
 from ..codecs import BloscCodec, GzipCodec, ZlibCodec, ZstdCodec, codec_from_json, codec_from_v2
-from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, ChunkSpec
+from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, ChunkSpec, Codec
+from ..codecs.chain import CodecChain
 from ..codecs.numcodecs_v3 import ARRAY_TO_ARRAY, BYTES_TO_BYTES, PREFIX
 from ..errors import MetadataError
-from ..codecs.chain import CodecChain
+
+#: A codec's JSON: v3 (`{"name": ..., "configuration": ...}`) or numcodecs (`{"id": ...}`).
+CodecJSON = dict[str, Any]
 
 
-def _numcodecs_v3(v2_json, kinds, where):
+def _numcodecs_v3(v2_json: CodecJSON, kinds: Collection[str], where: str) -> CodecJSON:
     codec_id = v2_json["id"]
     if codec_id not in kinds:
         raise MetadataError(f"{where}: numcodecs codec {codec_id!r} has no Zarr v3 form here; "
                             f"give the codecs to use")
-    return {"name": PREFIX + codec_id, "configuration": {k: v for k, v in v2_json.items() if k != "id"}}
+    configuration = {k: v for k, v in v2_json.items() if k != "id"}
+    return {"name": PREFIX + codec_id, "configuration": configuration}
 
 
-def bytes_codec_v3(codec, where="codecs"):
+def bytes_codec_v3(codec: Codec, where: str = "codecs") -> CodecJSON:
     """The v3 JSON of a resolved bytes->bytes codec object, as the encoding it stands for."""
     if codec.stored_json is not None:  # a numcodecs.<id> codec already
         return codec.to_json()
@@ -35,40 +46,47 @@ def bytes_codec_v3(codec, where="codecs"):
     return codec.to_json()
 
 
-def v3_codecs(array):
+def v3_codecs(array: Array) -> tuple[list[CodecJSON], tuple[int, ...]]:
     """The array's (own, or inner when sharded) chunk codecs as a v3 JSON list, and the chunk
     shape they encode. A v2 array's codecs come out as the v3 codecs of the same encoding."""
-    chain = array._chunks.chain
+    chain = array.chunk_engine.chain
     if array.zarr_format == 3:
-        sharding = array._chunks.partial
+        sharding = array.chunk_engine.partial
         if sharding is not None:
             return sharding.inner.to_json(), tuple(sharding.chunk_shape)
-        return chain.to_json(), tuple(array.metadata.chunk_shape)
+        return chain.to_json(), array.chunks
     where = f"{array.name} (.zarray)"
-    out, moved = [], []
+    out: list[CodecJSON] = []
+    moved: list[CodecJSON] = []
     for codec in chain.array_array:
         if codec.name is not None:  # a v3 codec (the transpose of F order)
             out.append(codec.to_json())
-        elif hasattr(codec, "v2_id"):  # a numcodecs filter
-            if codec.v2_id in BYTES_TO_BYTES and codec.v2_id not in ARRAY_TO_ARRAY:
-                moved.append(_numcodecs_v3(codec.to_v2_json(), BYTES_TO_BYTES, where))
+        elif hasattr(codec, "to_v2_json"):  # a numcodecs filter
+            v2_json = codec.to_v2_json()
+            codec_id = v2_json["id"]
+            if codec_id in BYTES_TO_BYTES and codec_id not in ARRAY_TO_ARRAY:
+                moved.append(_numcodecs_v3(v2_json, BYTES_TO_BYTES, where))
             elif moved:
-                raise MetadataError(f"{where}: filter {codec.v2_id!r} after a byte filter has no v3 form")
+                raise MetadataError(
+                    f"{where}: filter {codec_id!r} after a byte filter has no v3 form")
             else:
-                out.append(_numcodecs_v3(codec.to_v2_json(), ARRAY_TO_ARRAY, where))
+                out.append(_numcodecs_v3(v2_json, ARRAY_TO_ARRAY, where))
         else:
             raise MetadataError(f"{where}: filter {codec!r} has no Zarr v3 form")
     out.append(chain.array_bytes.to_json())
     out += moved
     out += [bytes_codec_v3(c, where) for c in chain.bytes_bytes]
-    return out, tuple(array.metadata.chunk_shape)
+    return out, array.chunks
 
 
-def v2_form(codecs, shape, dtype, where="codecs"):
+def v2_form(codecs: Sequence[CodecLike], shape: Sequence[int], dtype: npt.DTypeLike,
+            where: str = "codecs",
+            ) -> tuple[list[CodecJSON], CodecJSON | None, Literal["C", "F"], np.dtype[Any]]:
     """(filters, compressor, order, stored dtype) of a v2 array whose chunks are encoded as the
     v3 JSON `codecs` (for chunks of `shape` and `dtype`). MetadataError when v2 has no form."""
     chain = CodecChain(codecs, ChunkSpec(tuple(shape), np.dtype(dtype), None), where)
-    order, filters = "C", []
+    order: Literal["C", "F"] = "C"
+    filters: list[CodecJSON] = []
     f_order = {"name": "transpose",
                "configuration": {"order": list(reversed(range(len(shape))))}}
     for i, codec in enumerate(chain.array_array):
@@ -85,7 +103,7 @@ def v2_form(codecs, shape, dtype, where="codecs"):
     object_codec, stored = form
     if object_codec is not None:
         filters.insert(0, object_codec)
-    tail = []
+    tail: list[CodecJSON] = []
     for codec in chain.bytes_bytes:
         if not hasattr(codec, "to_v2_json"):
             raise MetadataError(f"{where}: codec {codec.name!r} has no Zarr v2 form")
@@ -94,18 +112,19 @@ def v2_form(codecs, shape, dtype, where="codecs"):
     return filters + tail, compressor, order, stored
 
 
-_SHORT = {
+_SHORT: dict[str, Callable[[list[str]], Codec]] = {
     "zstd": lambda args: ZstdCodec(level=int(args[0]) if args else 0),
     "gzip": lambda args: GzipCodec(level=int(args[0]) if args else 6),
     "zlib": lambda args: ZlibCodec(level=int(args[0]) if args else 1),
     "blosc": lambda args: BloscCodec(cname=args[0] if args else "zstd",
                                      clevel=int(args[1]) if len(args) > 1 else 5,
                                      shuffle=args[2] if len(args) > 2 else None),
-    "lz4": lambda args: codec_from_v2({"id": "lz4", **({"acceleration": int(args[0])} if args else {})}),
+    "lz4": lambda args: codec_from_v2(
+        {"id": "lz4", **({"acceleration": int(args[0])} if args else {})}),
 }
 
 
-def parse_compressor(text):
+def parse_compressor(text: str | CodecJSON | Codec | None) -> Codec | None:
     """A compressor from a short form (`zstd:5`, `blosc:lz4:5[:bitshuffle]`, `gzip:6`,
     `zlib:6`, `lz4`, `none`), v3 JSON (`{"name": ...}`) or numcodecs JSON (`{"id": ...}`);
     None for `none`. Returns a codec object, which either format can store."""
@@ -118,15 +137,15 @@ def parse_compressor(text):
     if name == "none":
         return None
     if name not in _SHORT:
-        raise ValueError(f"unknown compressor {text!r}: say zstd:LEVEL, blosc:CNAME:LEVEL[:SHUFFLE], "
-                         f"gzip:LEVEL, zlib:LEVEL, lz4, none or JSON")
+        raise ValueError(f"unknown compressor {text!r}: say zstd:LEVEL, "
+                         f"blosc:CNAME:LEVEL[:SHUFFLE], gzip:LEVEL, zlib:LEVEL, lz4, none or JSON")
     try:
         return _SHORT[name](args)
     except (ValueError, IndexError) as e:
         raise ValueError(f"compressor {text!r}: {e}") from None
 
 
-def _codec_object(spec):
+def _codec_object(spec: CodecJSON | Codec | None) -> Codec | None:
     if spec is None:
         return None
     if isinstance(spec, dict) and "id" in spec:
@@ -139,14 +158,14 @@ _CODECS_FORM = ('a JSON list of v3 codecs, e.g. \'[{"name": "bytes"}, {"name": "
                '--compressor (compressor=) a short form such as zstd:3')
 
 
-def _json(text, what):
+def _json(text: str, what: str) -> Any:
     try:
         return json.loads(text)
     except ValueError as e:
         raise ValueError(f"{what} {text!r} is not JSON ({e})") from None
 
 
-def parse_codecs(value):
+def parse_codecs(value: str | Sequence[CodecLike]) -> list[CodecLike]:
     """A v3 codec list from JSON text or a list."""
     if isinstance(value, str):
         if not value.strip().startswith("["):
@@ -157,10 +176,12 @@ def parse_codecs(value):
     return value
 
 
-def with_compressor(codecs, compressor, where="codecs"):
+def with_compressor(codecs: Sequence[CodecLike], compressor: Codec | None,
+                    where: str = "codecs") -> list[CodecLike]:
     """The v3 JSON list `codecs` with its bytes->bytes codecs replaced by `compressor` (a codec
     object or None)."""
-    kept = [c for c in codecs if isinstance(codec_from_json(c, where), (ArrayArrayCodec, ArrayBytesCodec))]
+    kept = [c for c in codecs
+            if isinstance(codec_from_json(c, where), (ArrayArrayCodec, ArrayBytesCodec))]
     if compressor is None:
         return kept
     if compressor.name is not None and compressor.stored_json is None:

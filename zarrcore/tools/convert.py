@@ -25,30 +25,41 @@ import json
 import math
 import threading
 import warnings
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from .. import kernels, nodes
 from ..array import Array, create_array
 from ..codecs import codec_from_json
-from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec
+from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, Codec
 from ..config import config
 from ..consolidated import V2_KEY
 from ..errors import MetadataError, NodeExistsError
-from ..group import Group, _create_group, consolidate_metadata
+from ..group import Group, consolidate_metadata, create_group
+from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..storage import MemoryStore
-from .codec_forms import parse_codecs, parse_compressor, v2_form, v3_codecs, with_compressor
+from .codec_forms import (
+    CodecJSON, parse_codecs, parse_compressor, v2_form, v3_codecs, with_compressor,
+)
 from .hierarchy import CONVERT_STATE_KEY, ChunkKeys, place, store_and_path, walk
 from .progress import Progress, parse_bytes, run_bounded
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from .._types import CodecLike, StoreLike
+    from .._types import CodecLike, NodeMetadata, StoreLike
+    from ..storage import Store
 
 DEFAULT_MEMORY = 1 << 30
+
+#: A block or object of an array: a slice per axis.
+_Region = tuple[slice, ...]
+#: What a task did: (array bytes covered, objects written, objects kept).
+_Done = tuple[int, int, int]
+#: A destination object of a block: (its grid coords, its region).
+_Unit = tuple[tuple[int, ...], _Region]
 
 
 @dataclasses.dataclass
@@ -148,7 +159,8 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
                          f"{place(dst_store, dst_path)}")
     options = {
         "zarr_format": zarr_format, "chunks": chunks, "shards": shards, "codecs": codecs,
-        "compressor": compressor if compressor is None or isinstance(compressor, (str, dict)) else repr(compressor),
+        "compressor": (compressor if compressor is None or isinstance(compressor, (str, dict))
+                       else repr(compressor)),
         "dtype": None if dtype is None else str(np.dtype(dtype)),
         "dimension_names": dimension_names,
     }
@@ -185,7 +197,8 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
     jobs = [_ArrayJob(src, Array(dst_store, path, meta), budget, resume)
             for src, (path, meta) in plan.arrays]
     report.raw_arrays = sum(job.raw for job in jobs)
-    in_flight = max(1, min(config.num_threads, budget // max([j.task_bytes for j in jobs] + [1])))
+    largest = max([j.task_bytes for j in jobs] + [1])
+    in_flight = max(1, min(config.num_threads, budget // largest))
     buffers = _BlockBuffers(in_flight)
     total = sum(j.src.nbytes for j in jobs)
     count = sum(j.count for j in jobs)
@@ -197,8 +210,8 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
         report.objects_kept += kept
         bar.update(nbytes, written + kept)
 
-    with Progress(total, count, "convert", progress,
-                  chunk_word="shards" if all(j.dst.shards for j in jobs) and jobs else "chunks") as bar:
+    word = "shards" if all(j.dst.shards for j in jobs) and jobs else "chunks"
+    with Progress(total, count, "convert", progress, chunk_word=word) as bar:
         tasks = ((job, item) for job in jobs for item in job.tasks())
         run_bounded(lambda task: task[0].run(task[1], buffers), tasks, in_flight, done)
     if plan.consolidated:
@@ -208,29 +221,32 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
     return report
 
 
-def _jsonable(value):
+def _jsonable(value: object) -> list[Any] | int | str:
     if isinstance(value, (tuple, np.integer)):
         return list(value) if isinstance(value, tuple) else int(value)
     return str(value)
 
 
-def _overlap(a, b):
+def _overlap(a: str, b: str) -> bool:
     return not a or not b or a == b or a.startswith(b + "/") or b.startswith(a + "/")
 
 
-def _clear(store):
+def _clear(store: Store) -> None:
     for key in list(store.list_prefix("")):
         store.delete(key)
 
 
-def _for(option, path):
-    """An option's value for the array at `path` (options may be dicts by array path)."""
+def _for(option: Any, path: str) -> Any:
+    """An option's value for the array at `path` (options may be dicts by array path); the
+    options differ in type (shapes, dtypes, names), hence Any."""
     return option.get(path) if isinstance(option, dict) else option
 
 
-def _shape(option, path, ndim, what):
+def _shape(option: Any, path: str, ndim: int,
+           what: str) -> tuple[int, ...] | Literal[False] | None:
     """The shape `option` gives the `ndim`-d array at `path`: a shape given for the whole
-    hierarchy applies to the arrays with as many dimensions, and leaves the others as they are."""
+    hierarchy applies to the arrays with as many dimensions, and leaves the others as they
+    are."""
     value = _for(option, path)
     if value is None or value is False:
         return value
@@ -242,7 +258,8 @@ def _shape(option, path, ndim, what):
         except ValueError:
             raise ValueError(f"--{what} ({what}=) {value!r}: give sides such as 64,64,64"
                              f"{' or none' if what == 'shards' else ''}") from None
-    value = (int(value),) * ndim if isinstance(value, (int, np.integer)) else tuple(int(v) for v in value)
+    value = ((int(value),) * ndim if isinstance(value, (int, np.integer))
+             else tuple(int(v) for v in value))
     if len(value) != ndim and not isinstance(option, dict):
         return None
     if len(value) != ndim or any(v < 1 for v in value):
@@ -254,20 +271,25 @@ class _Plan:
     """The destination's metadata, built in a memory store (every option checked) before
     anything is written."""
 
-    def __init__(self, src_store, src_path, dst_path, zarr_format, chunks, shards, codecs,
-                 compressor, dtype, dimension_names):
-        def on_problem(kind, key, detail):
+    def __init__(self, src_store: Store, src_path: str, dst_path: str, zarr_format: int | None,
+                 chunks: Any, shards: Any, codecs: Sequence[CodecLike] | str | None,
+                 compressor: CodecLike | None, dtype: Any, dimension_names: Any) -> None:
+        def on_problem(kind: str, key: str, detail: str) -> None:
             if kind == "metadata":
                 raise MetadataError(f"{key}: {detail}")
 
         self.dst_path = dst_path
         self.store = MemoryStore()
-        self.groups, self.arrays = [], []  # paths; (source Array, (dst path, dst metadata))
-        self.compressor = parse_compressor(compressor) if compressor is not None else False
+        self.groups: list[str] = []
+        # (source Array, (dst path, dst metadata))
+        self.arrays: list[tuple[Array, tuple[str, NodeMetadata]]] = []
+        self.compressor: Codec | Literal[False] | None = (
+            parse_compressor(compressor) if compressor is not None else False)
         self.codecs = None if codecs is None else parse_codecs(codecs)
         self.consolidated = False
         head = len(src_path) + 1 if src_path else 0
-        taken, ndims = set(), set()  # the shape options some array took; the arrays' ranks
+        taken: set[str] = set()  # the shape options some array took
+        ndims: set[int] = set()  # the arrays' ranks
         for path, meta in walk(src_store, src_path, on_problem):
             rel = path[head:]
             out = nodes.join(dst_path, rel) if rel else dst_path
@@ -276,7 +298,8 @@ class _Plan:
                 if not rel:
                     self.consolidated = (getattr(meta, "consolidated_metadata", None) is not None
                                          or src_store.exists(nodes.join(path, V2_KEY)))
-                _create_group(self.store, out, fmt, _attrs(meta.attributes, None, fmt), False)
+                create_group(self.store, path=out, zarr_format=fmt,
+                             attributes=_attrs(meta.attributes, None, fmt))
                 self.groups.append(out)
                 continue
             src = Array(src_store, path, meta, read_only=True)
@@ -293,10 +316,15 @@ class _Plan:
                 raise ValueError(f"--{what} ({what}=) {option!r} fits no array here: they have "
                                  f"{' or '.join(map(str, sorted(ndims)))} dimensions")
 
-    def _array(self, src, rel, out, fmt, chunks, shards, dtype, dimension_names):
+    def _array(self, src: Array, rel: str, out: str, fmt: int,
+               chunks: tuple[int, ...] | Literal[False] | None,
+               shards: tuple[int, ...] | dict[str, Any] | Literal[False] | None,
+               dtype: npt.DTypeLike | None,
+               dimension_names: Sequence[str | None] | None) -> Array:
         ndim = src.ndim
         new_dtype = src.dtype if dtype is None else np.dtype(dtype)
         _check_convertible(src, new_dtype)
+        base: Sequence[CodecLike]
         base, inner = v3_codecs(src) if self.codecs is None else (self.codecs, src.chunks)
         if self.compressor is not False:
             base = with_compressor(base, self.compressor, f"{src.name} codecs")
@@ -306,23 +334,25 @@ class _Plan:
         if fmt == 2 and shards:
             raise ValueError("sharding needs zarr_format 3")
         if fmt == 3 and shards is None and src.shards:
-            shards = {"shape": src.shards, "index_location": src._chunks.partial.index_location}
+            index_location = src.chunk_engine.partial.index_location
+            shards = {"shape": src.shards, "index_location": index_location}
         shards = shards or None
         meta = src.metadata
         names = dimension_names
         if names is None:
-            names = (meta.dimension_names if src.zarr_format == 3
+            names = (meta.dimension_names if isinstance(meta, ArrayMetadataV3)
                      else _array_dimensions(meta.attributes, ndim))
         fill = _fill(src, new_dtype)
         attributes = _attrs(meta.attributes, names, fmt)
         if fmt == 3:
             kinds = [codec_from_json(c, f"{src.name} codecs") for c in base]
             key_encoding = None
-            if src.zarr_format == 3:
+            if isinstance(meta, ArrayMetadataV3):
                 key_encoding = {"name": meta.chunk_key_encoding.name,
                                 "separator": meta.chunk_key_encoding.separator}
             return create_array(
-                self.store, name=out, shape=src.shape, dtype=new_dtype, chunks=chunks, shards=shards,
+                self.store, name=out, shape=src.shape, dtype=new_dtype, chunks=chunks,
+                shards=shards,
                 filters=[c for c, k in zip(base, kinds) if isinstance(k, ArrayArrayCodec)],
                 serializer=[c for c, k in zip(base, kinds) if isinstance(k, ArrayBytesCodec)],
                 compressors=[c for c, k in zip(base, kinds)
@@ -330,41 +360,46 @@ class _Plan:
                 fill_value=fill, attributes=attributes,
                 dimension_names=None if names is None else tuple(names),
                 chunk_key_encoding=key_encoding, zarr_format=3)
-        filters, compressor, order, stored = v2_form(base, chunks, new_dtype, f"{src.name} codecs")
-        separator = meta.dimension_separator if src.zarr_format == 2 else "."
+        filters, compressor, order, stored = v2_form(base, chunks, new_dtype,
+                                                     f"{src.name} codecs")
+        separator = meta.dimension_separator if isinstance(meta, ArrayMetadataV2) else "."
         return create_array(
             self.store, name=out, shape=src.shape, dtype=stored, chunks=chunks,
             filters=filters or None, compressors=compressor, fill_value=fill, order=order,
             attributes=attributes, chunk_key_encoding=separator, zarr_format=2)
 
-    def _metadata_keys(self):
-        for path in [*self.groups, *(p for _, (p, _) in self.arrays)]:
+    def _documents(self, paths: Iterable[str]) -> Iterator[tuple[str, bytes]]:
+        """(key, document) of the planned metadata of the nodes at `paths`."""
+        for path in paths:
             for name in nodes.METADATA_KEYS:
                 key = nodes.join(path, name)
-                if self.store.exists(key):
-                    yield key
+                data = self.store.get(key)
+                if data is not None:
+                    yield key, data
 
-    def write(self, store):
+    def _planned(self) -> Iterator[tuple[str, bytes]]:
+        """(key, document) of every planned metadata document."""
+        return self._documents([*self.groups, *(p for _, (p, _) in self.arrays)])
+
+    def write(self, store: Store) -> None:
         """Write the planned metadata, and any missing ancestor groups of the destination."""
         for parent in nodes.parent_paths(self.dst_path):
             if not nodes.node_exists(store, parent):
-                for name in nodes.METADATA_KEYS:
-                    key = nodes.join(parent, name)
-                    if self.store.exists(key):
-                        store.set(key, self.store.get(key))
-        for key in self._metadata_keys():
-            store.set(key, self.store.get(key))
+                for key, data in self._documents([parent]):
+                    store.set(key, data)
+        for key, data in self._planned():
+            store.set(key, data)
 
-    def check_written(self, store):
+    def check_written(self, store: Store) -> None:
         """On resume: the destination's metadata must be the planned metadata."""
-        for key in self._metadata_keys():
-            if _without_consolidated(store.get(key)) != _without_consolidated(self.store.get(key)):
+        for key, data in self._planned():
+            if _without_consolidated(store.get(key)) != _without_consolidated(data):
                 raise ValueError(f"{key}: the destination's metadata differs from what these "
                                  f"options make; convert again with the first options, or "
                                  f"replace it with --overwrite (overwrite=True)")
 
 
-def _without_consolidated(data):
+def _without_consolidated(data: bytes | None) -> Any:
     if data is None:
         return None
     doc = json.loads(data)
@@ -373,14 +408,15 @@ def _without_consolidated(data):
     return doc
 
 
-def _array_dimensions(attributes, ndim):
+def _array_dimensions(attributes: Mapping[str, Any], ndim: int) -> list[str] | None:
     names = attributes.get("_ARRAY_DIMENSIONS")
     if isinstance(names, list) and len(names) == ndim and all(isinstance(n, str) for n in names):
         return names
     return None
 
 
-def _attrs(attributes, names, fmt):
+def _attrs(attributes: Mapping[str, Any], names: Sequence[str | None] | None,
+           fmt: int) -> dict[str, Any]:
     """Attributes for the destination: v2's `_ARRAY_DIMENSIONS` become v3 dimension names, and
     dimension names become `_ARRAY_DIMENSIONS` in v2."""
     attributes = dict(attributes)
@@ -397,45 +433,48 @@ def _attrs(attributes, names, fmt):
 _NUMERIC_KINDS = "biufc"
 
 
-def _check_convertible(src, new_dtype):
+def _check_convertible(src: Array, new_dtype: np.dtype[Any]) -> None:
     """Refuse a data type some values might not convert to, unless the values can be checked."""
     if new_dtype == src.dtype or np.can_cast(src.dtype, new_dtype, casting="safe"):
         return
     if src.dtype.kind not in _NUMERIC_KINDS or new_dtype.kind not in _NUMERIC_KINDS:
-        raise ValueError(f"{src.name}: converting {src.dtype} to {new_dtype} could change values; "
-                         f"only conversions that keep every value are done")
+        raise ValueError(f"{src.name}: converting {src.dtype} to {new_dtype} could change "
+                         f"values; only conversions that keep every value are done")
 
 
-def _retyped(codecs, name):
+def _retyped(codecs: Sequence[CodecLike], name: str) -> list[CodecLike]:
     """The codecs for a new data type: blosc's typesize is taken from it again; filters that
     were configured for the old type are refused."""
-    out = []
+    out: list[CodecLike] = []
     for spec in codecs:
         codec = codec_from_json(spec, f"{name} codecs")
         if isinstance(codec, ArrayArrayCodec) and codec.name != "transpose":
             raise ValueError(f"{name}: filter {codec.name!r} was set up for the old data type; "
                              f"give the codecs for the new one")
-        if spec.get("name") == "blosc":
-            spec = {**spec, "configuration": {k: v for k, v in spec.get("configuration", {}).items()
-                                              if k != "typesize"}}
+        if isinstance(spec, dict) and spec.get("name") == "blosc":
+            configuration = {k: v for k, v in spec.get("configuration", {}).items()
+                             if k != "typesize"}
+            spec = {**spec, "configuration": configuration}
         out.append(spec)
     return out
 
 
-def _fill(src, new_dtype):
-    fill = src.metadata.fill_value
+def _fill(src: Array, new_dtype: np.dtype[Any]) -> Any:
+    fill = src.fill_value
     if fill is None or new_dtype == src.dtype:
         return fill
     cast = np.asarray(fill).astype(new_dtype)
-    if not np.array_equal(cast.astype(src.dtype), np.asarray(fill), equal_nan=src.dtype.kind in "fc"):
+    if not np.array_equal(cast.astype(src.dtype), np.asarray(fill),
+                          equal_nan=src.dtype.kind in "fc"):
         raise ValueError(f"{src.name}: fill value {fill!r} does not fit {new_dtype}")
     return cast[()]
 
 
-def _same_bits(a, b):
+def _same_bits(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
     if a.dtype.hasobject or b.dtype.hasobject:
         return np.array_equal(a, b)
-    return a.shape == b.shape and np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+    return (a.shape == b.shape
+            and np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes())
 
 
 class _BlockBuffers:
@@ -443,10 +482,12 @@ class _BlockBuffers:
     buffer of hundreds of MiB costs the kernel a page fault and a zeroing per page, every
     block."""
 
-    def __init__(self, in_flight):
-        self._kept, self._guard, self._in_flight = [], threading.Lock(), in_flight
+    def __init__(self, in_flight: int) -> None:
+        self._kept: list[npt.NDArray[np.uint8]] = []
+        self._guard, self._in_flight = threading.Lock(), in_flight
 
-    def take(self, shape, dtype):
+    def take(self, shape: tuple[int, ...],
+             dtype: np.dtype[Any]) -> tuple[npt.NDArray[Any], npt.NDArray[np.uint8]]:
         """An uninitialised array of `shape` and `dtype`, and the buffer to give back."""
         nbytes = math.prod(shape) * np.dtype(dtype).itemsize
         with self._guard:
@@ -457,7 +498,7 @@ class _BlockBuffers:
             buffer = np.empty(nbytes, dtype=np.uint8)
         return buffer[:nbytes].view(dtype).reshape(shape), buffer
 
-    def give_back(self, buffer):
+    def give_back(self, buffer: npt.NDArray[np.uint8]) -> None:
         with self._guard:
             self._kept.append(buffer)
             # Past one per task in flight, the smallest go (a later array's blocks may differ).
@@ -468,7 +509,7 @@ class _BlockBuffers:
 class _ArrayJob:
     """One array's work: raw copies of stored objects, or blocks of destination objects."""
 
-    def __init__(self, src, dst, budget, resume):
+    def __init__(self, src: Array, dst: Array, budget: int, resume: bool) -> None:
         self.src, self.dst, self.resume = src, dst, resume
         # A narrowing conversion checks each block's values (see _converted).
         self.checks_values = not np.can_cast(src.dtype, dst.dtype, casting="safe")
@@ -486,10 +527,11 @@ class _ArrayJob:
         self.task_bytes = self._cost(self.block)
 
     # -- raw copies ----------------------------------------------------------------------------
-    def _can_copy_raw(self):
+    def _can_copy_raw(self) -> bool:
         s, d = self.src_keys.chunks, self.dst_keys.chunks
         if (s.chunk_shape != d.chunk_shape or s.dtype != d.dtype
-                or not _same_bits(np.asarray(s.fill_value, dtype=s.dtype), np.asarray(d.fill_value, dtype=d.dtype))):
+                or not _same_bits(np.asarray(s.fill_value, dtype=s.dtype),
+                                  np.asarray(d.fill_value, dtype=d.dtype))):
             return False
         if _stored_codecs(self.src) != _stored_codecs(self.dst):
             return False
@@ -500,10 +542,11 @@ class _ArrayJob:
                 return False
         return True
 
-    def _raw_copy(self, item):
+    def _raw_copy(self, item: tuple[tuple[int, ...], str]) -> _Done:
         coords, key = item
         data = self.src.store.get(key)
-        nbytes = math.prod(r.stop - r.start for r in self.src_keys.region(coords)) * self.src.dtype.itemsize
+        size = math.prod(r.stop - r.start for r in self.src_keys.region(coords))
+        nbytes = size * self.src.dtype.itemsize
         if data is None:
             return nbytes, 0, 0
         dst_key = self.dst_keys.chunks.key(coords)
@@ -513,7 +556,7 @@ class _ArrayJob:
         return nbytes, 1, 0
 
     # -- blocks ----------------------------------------------------------------------------------
-    def _cost(self, block):
+    def _cost(self, block: Sequence[int]) -> int:
         """Bytes a task over `block` holds at most: the block, the encoded objects (at most
         as large), the block in the new type when the type changes, a destination object
         decoded (on resume) and the source chunks being decoded into it."""
@@ -525,30 +568,32 @@ class _ArrayJob:
         dst_unit = math.prod(self.dst_keys.chunks.chunk_shape) * itemsize
         return copies * n + (dst_unit if self.resume else 0) + config.num_threads * src_unit
 
-    def _block(self, unit, budget):
+    def _block(self, unit: tuple[int, ...], budget: int) -> tuple[int, ...]:
         """The block shape: a whole number of destination objects per axis, lined up with the
         source chunks (their least common multiple) when that fits in the memory budget."""
         src = self.src_keys.chunks.chunk_shape
         shape = self.src.shape
         block = [min(math.lcm(u, s), -(-max(n, 1) // u) * u) for u, s, n in zip(unit, src, shape)]
         while self._cost(block) > budget and any(b > u for b, u in zip(block, unit)):
-            axis = max((i for i in range(len(block)) if block[i] > unit[i]), key=lambda i: block[i])
+            axis = max((i for i in range(len(block)) if block[i] > unit[i]),
+                       key=lambda i: block[i])
             block[axis] = max(unit[axis], block[axis] // unit[axis] // 2 * unit[axis])
         if self._cost(block) > budget:
             raise ValueError(
-                f"{self.src.name}: converting one destination object of shape {tuple(unit)} needs "
-                f"about {self._cost(block) * 4 // 3 >> 20} MiB; raise the memory limit")
+                f"{self.src.name}: converting one destination object of shape {tuple(unit)} "
+                f"needs about {self._cost(block) * 4 // 3 >> 20} MiB; raise the memory limit")
         return tuple(block)
 
-    def tasks(self):
+    def tasks(self) -> Iterator[tuple[tuple[int, ...], str] | _Region]:
         if self.raw:
             yield from self.stored
             return
         grid = [-(-n // b) for n, b in zip(self.src.shape, self.block)]
         for index in np.ndindex(*grid):
-            yield tuple(slice(i * b, min((i + 1) * b, n)) for i, b, n in zip(index, self.block, self.src.shape))
+            yield tuple(slice(i * b, min((i + 1) * b, n))
+                        for i, b, n in zip(index, self.block, self.src.shape))
 
-    def run(self, item, buffers):
+    def run(self, item: Any, buffers: _BlockBuffers) -> _Done:
         if self.raw:
             return self._raw_copy(item)
         data, buffer = buffers.take(tuple(r.stop - r.start for r in item), self.src.dtype)
@@ -557,7 +602,7 @@ class _ArrayJob:
         finally:
             buffers.give_back(buffer)
 
-    def _convert_block(self, region, data):
+    def _convert_block(self, region: _Region, data: npt.NDArray[Any]) -> _Done:
         """Convert the block `region` of the source, read into `data`."""
         self.src.get_basic_selection(region, out=data)
         if self.dst.dtype != self.src.dtype:
@@ -573,7 +618,7 @@ class _ArrayJob:
             self.dst.set_basic_selection(part, data[local])
         return nbytes, len(pending), len(units) - len(pending)
 
-    def _converted(self, region, data):
+    def _converted(self, region: _Region, data: npt.NDArray[Any]) -> npt.NDArray[Any]:
         """The block `region`'s values `data` in the destination's type; ValueError naming
         the first value that does not convert exactly, and its source chunk."""
         with warnings.catch_warnings(), np.errstate(invalid="ignore", over="ignore"):
@@ -595,13 +640,13 @@ class _ArrayJob:
                          f"{key!r}) does not convert to {self.dst.dtype} exactly; --dtype "
                          f"(dtype=) converts only when every value does")
 
-    def _units(self, region):
+    def _units(self, region: _Region) -> list[_Unit]:
         """(coords, region) of the destination objects in the block `region`."""
         unit = self.dst_keys.chunks.chunk_shape
         ranges = [range(r.start // u, -(-r.stop // u)) for r, u in zip(region, unit)]
         return [(c, self.dst_keys.region(c)) for c in itertools.product(*ranges)]
 
-    def _complete(self, unit, region, data):
+    def _complete(self, unit: _Unit, region: _Region, data: npt.NDArray[Any]) -> bool:
         """Is the destination object `unit` stored as the source has it (absent when all fill)?"""
         coords, part = unit
         local = tuple(slice(p.start - r.start, p.stop - r.start) for p, r in zip(part, region))
@@ -617,9 +662,11 @@ class _ArrayJob:
         return _same_bits(decoded[tuple(slice(0, p.stop - p.start) for p in part)], values)
 
 
-def _stored_codecs(array):
+def _stored_codecs(array: Array) -> list[CodecJSON] | None:
     """The v3 JSON of how the array's stored objects are encoded (v2 codecs mapped to v3)."""
     try:
-        return array._chunks.chain.to_json() if array.zarr_format == 3 else v3_codecs(array)[0]
+        if array.zarr_format == 3:
+            return array.chunk_engine.chain.to_json()
+        return v3_codecs(array)[0]
     except MetadataError:
         return None

@@ -1,34 +1,47 @@
 """Walking a hierarchy as stored, and telling the stored keys of an array apart."""
+from __future__ import annotations
+
 import itertools
 import math
 import re
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from .. import nodes
+from .._types import NodeMetadata, StoreLike
 from ..array import Array
 from ..consolidated import V2_KEY
 from ..errors import ZarrcoreError
-from ..storage import make_store
+from ..storage import Store, make_store
 
 # Written into a destination while a conversion runs; see tools/convert.py.
 CONVERT_STATE_KEY = ".zarrcore-convert.json"
 _NOT_MEMBERS = frozenset(nodes.METADATA_KEYS) | {V2_KEY, CONVERT_STATE_KEY}
 
 
-def store_and_path(source, path="", read_only=False, storage_options=None, mode=None):
+def store_and_path(source: StoreLike | nodes.Node, path: str = "", read_only: bool = False,
+                   storage_options: dict[str, Any] | None = None,
+                   mode: str | None = None) -> tuple[Store, str]:
     """(Store, normalized path) of a path, URL, dict, Store, Array or Group plus a path below
     it; `storage_options` configure a URL; `mode` "w": the whole store is being replaced."""
     if isinstance(source, nodes.Node):
-        return source.store, nodes.normalize_path(nodes.join(source.path, nodes.normalize_path(path)))
+        inside = nodes.join(source.path, nodes.normalize_path(path))
+        return source.store, nodes.normalize_path(inside)
     store = make_store(source, read_only=read_only, storage_options=storage_options, mode=mode)
     return store, nodes.normalize_path(path)
 
 
-def place(store, path):
+def place(store: Store, path: str) -> str:
     """The store, and the path in it unless it is the root, for messages."""
     return f"{store!r}" + (f" at {path!r}" if path else "")
 
 
-def walk(store, path, on_problem):
+#: Hears of a problem: (kind, key, detail).
+ProblemHandler = Callable[[str, str, str], object]
+
+
+def walk(store: Store, path: str,
+         on_problem: ProblemHandler) -> Iterator[tuple[str, NodeMetadata]]:
     """Yield (path, metadata) of the node at `path` and of every node below it, parents first,
     reading each node's own metadata (not consolidated copies).
 
@@ -54,7 +67,7 @@ def walk(store, path, on_problem):
             on_problem("stray", key, "belongs to no array or group")
 
 
-def _metadata_key(store, path):
+def _metadata_key(store: Store, path: str) -> str:
     for key in nodes.METADATA_KEYS:
         full = nodes.join(path, key)
         if store.exists(full):
@@ -65,16 +78,17 @@ def _metadata_key(store, path):
 class ChunkKeys:
     """The stored objects of one array (chunks, or shards when sharded) by grid position."""
 
-    def __init__(self, array: Array):
+    def __init__(self, array: Array) -> None:
         self.array = array
-        self.chunks = array._chunks  # the pipeline's view: keys, codec chain, fill value
+        self.chunks = array.chunk_engine  # keys, codec chain, fill value
         self.grid = tuple(math.ceil(s / c) for s, c in zip(array.shape, self.chunks.chunk_shape))
         self._head = len(array.path) + 1 if array.path else 0
 
-    def stored(self):
+    def stored(self) -> tuple[dict[tuple[int, ...], str], list[str]]:
         """(in-grid {coords: key}, [keys that are no grid position]) of the stored keys."""
         meta = set(nodes.METADATA_KEYS)
-        found, outside = {}, []
+        found: dict[tuple[int, ...], str] = {}
+        outside: list[str] = []
         for key in self.array.store.list_prefix(self.array.path):
             rel = key[self._head:]
             if rel in meta:
@@ -86,7 +100,7 @@ class ChunkKeys:
                 found[coords] = key
         return found, sorted(outside)
 
-    def coords(self, key):
+    def coords(self, key: str) -> tuple[int, ...] | None:
         """The grid position whose key is `key`, or None when there is none."""
         # A 0-d array's one chunk has a key of its own ("0" in v2, "c" in v3).
         coords = tuple(int(c) for c in re.findall(r"\d+", key[self._head:])) if self.grid else ()
@@ -94,10 +108,10 @@ class ChunkKeys:
             return None
         return coords if self.chunks.key(coords) == key else None
 
-    def all_coords(self):
+    def all_coords(self) -> Iterator[tuple[int, ...]]:
         return itertools.product(*(range(n) for n in self.grid))
 
-    def region(self, coords):
+    def region(self, coords: tuple[int, ...]) -> tuple[slice, ...]:
         """The array region (tuple of slices) the object at `coords` holds."""
         return tuple(slice(c * n, min((c + 1) * n, s))
                      for c, n, s in zip(coords, self.chunks.chunk_shape, self.array.shape))

@@ -5,19 +5,27 @@ chunks done of the total, redrawn in place on stderr. It is drawn only on a term
 `progress=None` means "when stderr is a terminal", True forces it and False turns it off
 (the command line's -q/--quiet).
 """
+from __future__ import annotations
+
 import concurrent.futures
 import math
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable
+from types import TracebackType
+from typing import TypeVar
 
 from ..array import format_bytes
 
 # Seconds between redraws: often enough to look live, rarely enough to cost nothing.
 _REDRAW_SECONDS = 0.2
 
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
 
-def parse_bytes(text):
+
+def parse_bytes(text: str | float) -> int:
     """A size such as 1GiB, 512MiB, 2G, 1e9 or an int, in bytes."""
     if isinstance(text, (int, float)):
         return int(text)
@@ -35,7 +43,7 @@ def parse_bytes(text):
     return int(value)
 
 
-def _clock(seconds):
+def _clock(seconds: float) -> str:
     if not math.isfinite(seconds):
         return "?"
     minutes, seconds = divmod(int(seconds), 60)
@@ -46,7 +54,8 @@ def _clock(seconds):
 class Progress:
     """Bytes and chunks done of a job, drawn as one line on stderr; a no-op unless enabled."""
 
-    def __init__(self, total_bytes, total_chunks, desc, enabled=None, chunk_word="chunks"):
+    def __init__(self, total_bytes: int, total_chunks: int, desc: str, enabled: bool | None = None,
+                 chunk_word: str = "chunks") -> None:
         self._out = sys.stderr
         self.enabled = self._out.isatty() if enabled is None else bool(enabled)
         self._total, self._chunks_total = total_bytes, total_chunks
@@ -59,7 +68,7 @@ class Progress:
         if self.enabled:
             self._draw(self._start)
 
-    def line(self, now):
+    def line(self, now: float) -> str:
         """The progress line at time `now` (time.monotonic())."""
         elapsed = max(now - self._start, 1e-9)
         rate = self._bytes / elapsed
@@ -69,13 +78,13 @@ class Progress:
                 f"{format_bytes(self._total)} [{_clock(elapsed)}<{_clock(eta)}, "
                 f"{format_bytes(int(rate))}/s] {self._chunks}/{self._chunks_total} {self._word}")
 
-    def _draw(self, now, end=""):
+    def _draw(self, now: float, end: str = "") -> None:
         text = self.line(now)
         self._out.write("\r" + text.ljust(self._width) + end)
         self._out.flush()
         self._width, self._drawn = len(text), now
 
-    def update(self, nbytes, chunks=1):
+    def update(self, nbytes: int, chunks: int = 1) -> None:
         with self._lock:
             self._bytes += nbytes
             self._chunks += chunks
@@ -83,20 +92,22 @@ class Progress:
             if self.enabled and now - self._drawn >= _REDRAW_SECONDS:
                 self._draw(now)
 
-    def close(self):
+    def close(self) -> None:
         with self._lock:
             if self.enabled:
                 self._draw(time.monotonic(), end="\n")
                 self.enabled = False
 
-    def __enter__(self):
+    def __enter__(self) -> Progress:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
         self.close()
 
 
-def run_bounded(func, items, in_flight, on_done=None):
+def run_bounded(func: Callable[[_Item], _Result], items: Iterable[_Item], in_flight: int,
+                on_done: Callable[[_Item, _Result], object] | None = None) -> None:
     """Call `func(item)` for every item on `in_flight` worker threads, taking the next item only
     when one finishes (so at most `in_flight` items are held at once); `on_done(item, result)`
     runs in the calling thread. The first exception stops the loop and is raised.
@@ -109,7 +120,7 @@ def run_bounded(func, items, in_flight, on_done=None):
     """
     items = iter(items)
     in_flight = max(1, int(in_flight))
-    pending = {}
+    pending: dict[concurrent.futures.Future[_Result], _Item] = {}
     executor = concurrent.futures.ThreadPoolExecutor(in_flight, thread_name_prefix="tools-worker")
     try:
         for item in items:
@@ -127,7 +138,8 @@ def run_bounded(func, items, in_flight, on_done=None):
         executor.shutdown(wait=True)
 
 
-def _drain(pending, on_done):
+def _drain(pending: dict[concurrent.futures.Future[_Result], _Item],
+           on_done: Callable[[_Item, _Result], object] | None) -> None:
     # A timeout keeps the wait interruptible by Ctrl-C.
     done, _ = concurrent.futures.wait(pending, timeout=0.25,
                                       return_when=concurrent.futures.FIRST_COMPLETED)

@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 # arrays that are not sharded in boxes of about as many.
 SLAB_BYTES = 64 << 20
 
+#: A stored object: (its grid coords, its key).
+_Located = tuple[tuple[int, ...], str]
+
 
 @dataclasses.dataclass
 class Problem:
@@ -46,10 +49,11 @@ class Problem:
     kind: str
     key: str
     detail: str = ""
-    inner_chunk: tuple | None = None  # the inner chunk of a shard it concerns, if one
+    inner_chunk: tuple[int, ...] | None = None  # the inner chunk of a shard it concerns, if one
 
     def __str__(self) -> str:
-        where = self.key if self.inner_chunk is None else f"{self.key} inner chunk {self.inner_chunk}"
+        where = (self.key if self.inner_chunk is None
+                 else f"{self.key} inner chunk {self.inner_chunk}")
         return f"{self.kind:<11} {where}" + (f": {self.detail}" if self.detail else "")
 
 
@@ -101,8 +105,8 @@ class VerifyReport:
         if self.unchecked:
             verdict += (f"; {self.unchecked} objects (of {len(self.unchecked_arrays)} arrays) "
                         f"carry no checksum and cannot be proven intact")
-        return (f"{self.objects} stored objects ({self.stored_bytes} bytes) in {self.arrays} arrays "
-                f"and {self.groups} groups: " + verdict)
+        return (f"{self.objects} stored objects ({self.stored_bytes} bytes) in {self.arrays} "
+                f"arrays and {self.groups} groups: " + verdict)
 
     def __str__(self) -> str:
         return "\n".join([*map(str, self.problems), self.summary()])
@@ -161,7 +165,8 @@ def verify(source: StoreLike | Array | Group, path: str = "", *, missing: bool =
         report.arrays += 1
         keys = ChunkKeys(array)
         found, outside = keys.stored()
-        report.problems.extend(Problem("out-of-grid", k, "no position of the chunk grid") for k in outside)
+        report.problems.extend(Problem("out-of-grid", k, "no position of the chunk grid")
+                               for k in outside)
         if missing:
             report.problems.extend(Problem("missing", keys.chunks.key(c), "not stored")
                                    for c in keys.all_coords() if c not in found)
@@ -185,13 +190,13 @@ def verify(source: StoreLike | Array | Group, path: str = "", *, missing: bool =
     count = sum(len(found) for _, found in arrays)
     items = ((keys, group) for keys, found in arrays for group in _groups(keys, found))
 
-    def check(item: tuple[ChunkKeys, list[tuple[tuple, str]]]) -> tuple[int, list[Problem]]:
+    def check(item: tuple[ChunkKeys, list[_Located]]) -> tuple[int, list[Problem]]:
         keys, group = item
         if len(group) == 1:
             return _check_object(keys, group[0][1], missing)
         return _check_box(keys, group, missing, sizes)
 
-    def done(item: tuple[ChunkKeys, list[tuple[tuple, str]]],
+    def done(item: tuple[ChunkKeys, list[_Located]],
              result: tuple[int, list[Problem]]) -> None:
         nbytes, problems = result
         report.objects += len(item[1])
@@ -225,7 +230,8 @@ def _check_consolidated(store: Store, group_path: str,
         return []
     where = consolidated.where
     head = group_path + "/" if group_path else ""
-    below = {p[len(head):]: m for p, m in found_nodes.items() if p != group_path and p.startswith(head)}
+    below = {p[len(head):]: m for p, m in found_nodes.items()
+             if p != group_path and p.startswith(head)}
     listed_paths = consolidated.paths()
     problems = []
     for rel in listed_paths:
@@ -244,7 +250,7 @@ def _check_consolidated(store: Store, group_path: str,
     return problems
 
 
-def _groups(keys: ChunkKeys, found: dict[tuple, str]) -> list[list[tuple[tuple, str]]]:
+def _groups(keys: ChunkKeys, found: dict[tuple[int, ...], str]) -> list[list[_Located]]:
     """The stored objects `found` ({coords: key}) in groups checked together: for arrays that
     are not sharded, the chunks in each box of the grid of about SLAB_BYTES, where they fill at
     least half of it (a sparse box would cost the filling of its absent chunks); single
@@ -254,7 +260,7 @@ def _groups(keys: ChunkKeys, found: dict[tuple, str]) -> list[list[tuple[tuple, 
     if keys.chunks.partial is not None or not keys.grid:
         return [[item] for item in ordered]
     box = _box_shape(keys.grid, math.prod(chunk_shape) * keys.array.dtype.itemsize)
-    boxes: dict[tuple, list[tuple[tuple, str]]] = {}
+    boxes: dict[tuple[int, ...], list[_Located]] = {}
     for coords, key in ordered:
         boxes.setdefault(tuple(c // b for c, b in zip(coords, box)), []).append((coords, key))
     groups = []
@@ -264,7 +270,7 @@ def _groups(keys: ChunkKeys, found: dict[tuple, str]) -> list[list[tuple[tuple, 
     return groups
 
 
-def _box_shape(grid: tuple, chunk_bytes: int) -> tuple:
+def _box_shape(grid: tuple[int, ...], chunk_bytes: int) -> tuple[int, ...]:
     """Chunks per axis of a box of the grid holding about SLAB_BYTES, whole along the last
     axes first (so its region is close to contiguous)."""
     room = max(1, SLAB_BYTES // max(chunk_bytes, 1))
@@ -276,7 +282,7 @@ def _box_shape(grid: tuple, chunk_bytes: int) -> tuple:
     return tuple(reversed(box))
 
 
-def _check_box(keys: ChunkKeys, group: list[tuple[tuple, str]], missing: bool,
+def _check_box(keys: ChunkKeys, group: list[_Located], missing: bool,
                sizes: dict[str, int]) -> tuple[int, list[Problem]]:
     """(stored bytes, problems) of the stored chunks `group` ((coords, key) in one box of the
     grid): decoded together by one read of their region (the compiled batch where the codecs
