@@ -187,7 +187,7 @@ LAYERS = {
     "zarrcore.indexing": 2,
     "zarrcore.codecs": 2, "zarrcore.storage": 2, "zarrcore.metadata": 2, "zarrcore._types": 2,
     "zarrcore.config": 1, "zarrcore._portable": 1, "zarrcore.errors": 1,
-    "zarrcore.storage._aio": 1,
+    "zarrcore.storage._aio": 1, "zarrcore.concurrency": 1,
 }
 CYTHON_LAYER = 0
 

@@ -1,0 +1,125 @@
+"""zarrcore.concurrency.bounded, the fan-out every store, the engine and the tools run on."""
+import asyncio
+import threading
+import time
+
+import pytest
+
+from zarrcore.concurrency import bounded, run_bounded
+from zarrcore.errors import StoreError
+
+
+@pytest.fixture
+def loop():
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    yield loop
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join()
+    loop.close()
+
+
+def _flat(batches):
+    return sorted(pair for batch in batches for pair in batch)
+
+
+@pytest.mark.parametrize("limit", [1, 3, 8])
+def test_threads_return_every_result_with_at_most_limit_in_flight(limit):
+    lock = threading.Lock()
+    now = peak = 0
+
+    def call(x):
+        nonlocal now, peak
+        with lock:
+            now += 1
+            peak = max(peak, now)
+        time.sleep(0.002)
+        with lock:
+            now -= 1
+        return x * x
+
+    assert _flat(bounded(call, range(20), limit)) == [(i, i * i) for i in range(20)]
+    assert 1 <= peak <= limit
+
+
+def test_coroutines_on_a_loop(loop):
+    async def call(x):
+        await asyncio.sleep(0.001 * (x % 3))
+        return -x
+
+    assert _flat(bounded(call, list(range(10)), 4, loop=loop)) == [(i, -i) for i in range(10)]
+
+
+def test_items_are_taken_only_as_calls_finish():
+    taken, started = [], threading.Event()
+
+    def items():
+        for i in range(100):
+            taken.append(i)
+            yield i
+
+    def call(x):
+        started.wait(5)
+        return x
+
+    batches = bounded(call, items(), 2)
+    timer = threading.Timer(0.05, started.set)
+    timer.start()
+    first = next(batches)
+    # Two calls were in flight when the first finished: the rest were not produced yet.
+    assert len(taken) <= 2 + len(first)
+    batches.close()
+    timer.join()
+
+
+def test_first_failure_is_raised_and_unstarted_calls_never_run():
+    ran = []
+
+    def call(x):
+        ran.append(x)
+        if x == 1:
+            raise ValueError("bad item 1")
+        time.sleep(0.01)
+        return x
+
+    with pytest.raises(ValueError, match="bad item 1"):
+        _flat(bounded(call, range(50), 2))
+    assert len(ran) < 10
+
+
+def test_failure_of_items_waits_for_running_threads():
+    finished = []
+
+    def call(x):
+        time.sleep(0.05)
+        finished.append(x)
+
+    def items():
+        yield 0
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_bounded(call, items(), 4)
+    assert finished == [0]  # the running call ended whole before the interrupt was raised
+
+
+def test_deadline_names_the_outstanding_keys(loop):
+    async def call(request):
+        await asyncio.sleep(0 if request[0] == "a" else 30)
+        return request[0]
+
+    requests = [("a", None), ("b/c", None), ("d", None)]
+    with pytest.raises(StoreError, match=r"no answer for 0 s reading keys \['b/c', 'd'\]"):
+        _flat(bounded(call, requests, 3, loop=loop, deadline=0.2, doing="reading"))
+
+
+def test_dropped_results_yield_nothing():
+    seen = []
+    assert list(bounded(seen.append, range(5), 2, keep=False)) == []
+    assert sorted(seen) == list(range(5))
+
+
+def test_one_item_runs_in_the_caller():
+    caller = threading.current_thread()
+    assert list(bounded(lambda x: threading.current_thread() is caller, [7], 4)) == [[(0, True)]]

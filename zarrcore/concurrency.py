@@ -1,0 +1,132 @@
+"""Bounded concurrency: the one primitive every fan-out of zarrcore runs on.
+
+Reads of remote stores, writes of object stores, fetches of byte ranges and the tools' per-key
+jobs all call `bounded`: at most `limit` calls in flight, the next item taken only when one
+finishes (so the items held stay bounded), results handed back in the calling thread as they
+arrive (or dropped, for writes), a deadline on silence, and a clean stop on the first error or
+Ctrl-C.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import errno
+import queue
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar, cast
+
+from .errors import StoreError
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# How long the calling thread waits at a time, so that Ctrl-C reaches it between waits.
+_WAIT_SLICE = 0.25
+
+
+def _first(item: Any) -> Any:
+    """An item's name in a timeout message: a request's or a write's key."""
+    return item[0] if isinstance(item, tuple) else item
+
+
+def bounded(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterable[T],
+            limit: int, *, loop: asyncio.AbstractEventLoop | None = None,
+            deadline: float | None = None, doing: str = "waiting for",
+            keep: bool = True, thread_name: str = "zarrcore-bounded",
+            ) -> Iterator[list[tuple[int, R]]]:
+    """Call `call(item)` for every item, at most `limit` at once, and yield lists of
+    (index, result) as calls finish (each list: all that finished since the last one).
+
+    `items` may be a generator: it is advanced in the calling thread, one item each time a
+    call may start, so producing items overlaps the calls already running. With `loop`,
+    `call` returns a coroutine run on that event loop; otherwise `call` runs on threads of
+    its own (not the shared pool's, so work inside it may still use the pool).
+    With `keep=False` results are dropped and nothing is yielded (writes).
+
+    The first exception, of a call or of `items`, is raised here; calls not started are
+    cancelled, running coroutines are cancelled, and running threads are waited for (each
+    leaves its whole result or none). `deadline`: seconds without any call finishing after
+    which a StoreError names (up to five) items still outstanding, as "`doing` keys [...]".
+    """
+    limit = max(1, int(limit))
+    if loop is None and isinstance(items, Sequence) and len(items) <= 1:
+        # One call: in the caller, without starting a thread.
+        inline = [(i, cast("Callable[[T], R]", call)(item)) for i, item in enumerate(items)]
+        if keep and inline:
+            yield inline
+        return
+    finished: queue.SimpleQueue[concurrent.futures.Future[R]] = queue.SimpleQueue()
+    running: dict[concurrent.futures.Future[R], tuple[int, T]] = {}
+    threads = None
+    if loop is None:
+        threads = concurrent.futures.ThreadPoolExecutor(limit, thread_name_prefix=thread_name)
+    pending = enumerate(items)
+    exhausted = False
+    try:
+        while True:
+            while not exhausted and len(running) < limit:
+                try:
+                    i, item = next(pending)
+                except StopIteration:
+                    exhausted = True
+                    break
+                future: concurrent.futures.Future[R]
+                if threads is None:
+                    coroutine = cast("Callable[[T], Awaitable[R]]", call)(item)
+                    future = asyncio.run_coroutine_threadsafe(
+                        cast("Any", coroutine), cast(asyncio.AbstractEventLoop, loop))
+                else:
+                    future = threads.submit(cast("Callable[[T], R]", call), item)
+                running[future] = (i, item)
+                future.add_done_callback(finished.put)
+            if not running:
+                return
+            done = [_next_finished(finished, running, deadline, doing)]
+            while True:
+                try:
+                    done.append(finished.get_nowait())
+                except queue.Empty:
+                    break
+            results = []
+            for future in done:
+                i, _ = running.pop(future)
+                result = future.result()  # a failure is raised here
+                if keep:
+                    results.append((i, result))
+            if results:
+                yield results
+    finally:
+        for future in running:
+            future.cancel()
+        if threads is not None:
+            threads.shutdown(wait=True, cancel_futures=True)
+
+
+def _next_finished(finished: queue.SimpleQueue[concurrent.futures.Future[R]],
+                   running: dict[concurrent.futures.Future[R], tuple[int, Any]],
+                   deadline: float | None, doing: str) -> concurrent.futures.Future[R]:
+    """The next call to finish, waited for in short slices (Ctrl-C); StoreError after
+    `deadline` seconds with none."""
+    start = time.monotonic()
+    while True:
+        wait = _WAIT_SLICE
+        if deadline is not None:
+            left = deadline - (time.monotonic() - start)
+            if left <= 0:
+                keys = [_first(item) for _, item in sorted(running.values(),
+                                                           key=lambda r: r[0])][:5]
+                raise StoreError(errno.ETIMEDOUT,
+                                 f"no answer for {deadline:.0f} s {doing} keys {keys}")
+            wait = min(wait, left)
+        try:
+            return finished.get(timeout=wait)
+        except queue.Empty:
+            continue
+
+
+def run_bounded(call: Callable[[T], Any], items: Iterable[T], limit: int,
+                **options: Any) -> None:
+    """`bounded` for calls whose results are not wanted (writes): return when all are done."""
+    for _ in bounded(call, items, limit, keep=False, **options):
+        pass
