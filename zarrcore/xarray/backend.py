@@ -4,7 +4,9 @@ Variables are lazy: xarray's basic, outer and vectorized indexing go to zarrcore
 orthogonal and vectorized selections, which read only the chunks (inner chunks, when
 sharded) a selection touches. CF decoding is xarray's own (StoreBackendEntrypoint).
 """
+import asyncio
 import os
+import warnings
 
 import numpy as np
 from xarray import Variable, coding
@@ -18,13 +20,31 @@ from xarray.core import indexing
 from xarray.core.utils import FrozenDict, close_on_error
 
 from .. import api
-from ..errors import MetadataError, NodeNotFoundError
+from ..errors import DimensionNamesMissingError, MetadataError, NodeNotFoundError
 from ..group import Group
 from ..storage import Store
 from .encoding import codec_encoding
 
+# As engine="zarr" warns when reading a store without consolidated metadata with
+# consolidated=None (its own words, which users filter warnings by).
+NOT_CONSOLIDATED_WARNING = (
+    "Failed to open Zarr store with consolidated metadata, but successfully read with "
+    "non-consolidated metadata. This is typically much slower for opening a dataset. To "
+    "silence this warning, consolidate the store's metadata (zarrcore.consolidate_metadata), "
+    "or pass consolidated=False to not look for it, or consolidated=True to require it.")
 # The attribute holding a format 2 array's dimension names (xarray's convention).
 DIMENSION_KEY = "_ARRAY_DIMENSIONS"
+
+
+def default_zarr_format() -> int:
+    """The format of new stores: zarr-python's `default_zarr_format` setting, which xarray's
+    users set (`zarr.config.set(default_zarr_format=2)`) for engine="zarr" too; 3 without
+    zarr-python."""
+    try:
+        import zarr
+    except ImportError:
+        return 3
+    return int(zarr.config.get("default_zarr_format"))
 
 
 def open_root_group(store, *, group=None, mode="r", consolidated=None, zarr_format=None,
@@ -32,8 +52,19 @@ def open_root_group(store, *, group=None, mode="r", consolidated=None, zarr_form
     """The zarrcore Group at `group` of `store` (a path, URL, dict, Store or Group).
 
     Consolidated metadata is looked for at the store's root, as xarray does: used when present
-    if `consolidated` is None, required when True, ignored when False.
+    if `consolidated` is None, required when True, ignored when False. A group created here
+    without `zarr_format` has default_zarr_format(); an existing one keeps its format.
     """
+    options = {"group": group, "consolidated": consolidated,
+               "storage_options": storage_options}
+    if zarr_format is None and mode in ("w", "w-"):
+        zarr_format = default_zarr_format()
+    elif zarr_format is None and mode == "a":
+        try:
+            return open_root_group(store, mode="r+", **options)
+        except NodeNotFoundError:
+            return open_root_group(store, mode="a", zarr_format=default_zarr_format(),
+                                   **options)
     path = (group or "").strip("/")
     if isinstance(store, Group):
         node = store[path] if path else store
@@ -45,13 +76,19 @@ def open_root_group(store, *, group=None, mode="r", consolidated=None, zarr_form
     kwargs = {"mode": mode, "zarr_format": zarr_format, "use_consolidated": consolidated}
     if storage_options is not None:
         kwargs["storage_options"] = storage_options
-    if mode in ("w", "w-") or not path:
+    if mode in ("w", "w-"):
         return api.open_group(store, path=path, **kwargs)
     try:
         root = api.open_group(store, **kwargs)
     except NodeNotFoundError:
+        if not path:
+            raise
         root = None
-    if root is None or root._consolidated is None:
+    if root is not None and mode == "r" and consolidated is None and not root.consolidated:
+        warnings.warn(NOT_CONSOLIDATED_WARNING, RuntimeWarning, stacklevel=2)
+    if not path:
+        return root
+    if root is None or not root.consolidated:
         return api.open_group(store, path=path, **kwargs)
     node = root[path]
     if not isinstance(node, Group):
@@ -68,7 +105,8 @@ def variable_dimensions(array):
         dims = array.attrs.get(DIMENSION_KEY, None)
         where = f"{array.name}: attribute {DIMENSION_KEY}"
         if dims is None:
-            raise MetadataError(f"{where} is missing; xarray needs it for the dimension names")
+            raise DimensionNamesMissingError(
+                f"{where} is missing; xarray needs it for the dimension names")
     if isinstance(dims, str) or len(dims) != array.ndim or not all(isinstance(d, str) for d in dims):
         raise MetadataError(f"{where} {dims!r} does not name each of the {array.ndim} dimensions")
     return tuple(dims)
@@ -125,6 +163,11 @@ class ZarrcoreBackendArray(BackendArray):
             return np.asarray(value, dtype=self.dtype)
         return value
 
+    async def async_getitem(self, key):
+        """`self[key]` read in a worker thread (`Dataset.load_async`): zarrcore reads without
+        the GIL, so the variables xarray loads at once are read concurrently."""
+        return await asyncio.to_thread(self.__getitem__, key)
+
 
 class ZarrcoreDataStore(AbstractDataStore):
     """One group of a hierarchy as an xarray data store."""
@@ -136,7 +179,6 @@ class ZarrcoreDataStore(AbstractDataStore):
             # _FillValue as an attribute of its own.
             use_zarr_fill_value_as_mask = group.zarr_format == 2
         self._fill_value_as_mask = use_zarr_fill_value_as_mask
-        self._arrays = dict(group.arrays())
 
     @classmethod
     def open(cls, store, *, group=None, mode="r", consolidated=None, zarr_format=None,
@@ -146,10 +188,13 @@ class ZarrcoreDataStore(AbstractDataStore):
         return cls(root, use_zarr_fill_value_as_mask)
 
     def arrays(self):
-        return self._arrays
+        """{name: Array} of the group's arrays, listed now (writes may have added some)."""
+        return dict(self.zarr_group.arrays())
 
     def open_store_variable(self, name):
-        array = self._arrays[name]
+        return self._variable(self.zarr_group[name])
+
+    def _variable(self, array):
         dims = variable_dimensions(array)
         attributes = _variable_attributes(array)
         backend_array = ZarrcoreBackendArray(array)
@@ -175,14 +220,14 @@ class ZarrcoreDataStore(AbstractDataStore):
         return Variable(dims, data, attributes, encoding)
 
     def get_variables(self):
-        return FrozenDict((name, self.open_store_variable(name)) for name in self._arrays)
+        return FrozenDict((name, self._variable(a)) for name, a in self.arrays().items())
 
     def get_attrs(self):
         return {k: v for k, v in self.zarr_group.attrs.items() if not k.lower().startswith("_nc")}
 
     def get_dimensions(self):
         sizes = {}
-        for name, array in self._arrays.items():
+        for array in self.arrays().values():
             for dim, size in zip(variable_dimensions(array), array.shape):
                 if sizes.setdefault(dim, size) != size:
                     raise MetadataError(

@@ -7,7 +7,9 @@ fill_value, v3 as a `_FillValue` attribute. Dask-backed variables are written by
 (zarrcore.dask.store), numpy ones at once.
 """
 import numpy as np
-from xarray import conventions, coding
+from xarray import DataArray, Dataset, conventions, coding
+from xarray.backends.api import DATAARRAY_NAME, DATAARRAY_VARIABLE
+from xarray.backends.common import NONE_VAR_NAME
 from xarray.backends.chunks import grid_rechunk, validate_grid_chunks_alignment
 from xarray.backends.zarr import (
     FillValueCoder, _validate_and_transpose_existing_dims, _validate_datatypes_for_zarr_append,
@@ -15,6 +17,8 @@ from xarray.backends.zarr import (
 )
 
 from .. import api
+from ..errors import AttributeTypeError, MetadataError
+from ..metadata.common import check_attributes
 from .backend import DIMENSION_KEY, ZarrcoreDataStore, open_root_group, variable_dimensions
 from .encoding import codec_json, codecs_json
 
@@ -68,24 +72,31 @@ class _DatasetWriter:
             return ds
         if region == "auto":
             region = dict.fromkeys(ds.dims, "auto")
+        # The errors' types and words are xarray's, which its users catch and match.
         if not isinstance(region, dict):
-            raise TypeError(f"region must be a dict, got {type(region)}")
+            raise TypeError(f"``region`` must be a dict, got {type(region)}")
         region = dict(region)
         for dim, where in region.items():
             if dim not in ds.dims:
-                raise ValueError(f"region dimension {dim!r} is not a dimension of the dataset "
-                                 f"{list(ds.dims)}")
+                raise ValueError(f"all keys in ``region`` are not in Dataset dimensions, got "
+                                 f"{list(region)} and {list(ds.dims)}")
             if isinstance(where, str) and where == "auto":
                 region[dim] = self._find_region(ds, dim)
-            elif not isinstance(where, slice) or where.step not in (1, None):
-                raise ValueError(f"region[{dim!r}] must be 'auto' or a slice with step 1, "
-                                 f"got {where!r}")
+            elif not isinstance(where, slice):
+                raise TypeError(f"all values in ``region`` must be slice objects or 'auto', "
+                                f"got region={region}")
+            elif where.step not in (1, None):
+                raise ValueError(f"step on all slices in ``region`` must be 1 or None, got "
+                                 f"region={region}")
         unrelated = [k for k, v in ds.variables.items() if not set(region) & set(v.dims)]
         if region and unrelated:
-            raise ValueError(f"variables {unrelated} have none of the region's dimensions "
-                             f"{list(region)}; drop them with ds.drop_vars({unrelated!r})")
+            raise ValueError(f"all variables in the dataset to write must have at least one "
+                             f"dimension in common with the region's dimensions "
+                             f"{list(region)}; drop the others with "
+                             f"ds.drop_vars({unrelated!r})")
         if self.append_dim is not None and self.append_dim in region:
-            raise ValueError(f"append_dim {self.append_dim!r} cannot be in region too")
+            raise ValueError(f"cannot list the same dimension in both ``append_dim`` and "
+                             f"``region``, got {self.append_dim!r} in both")
         self.region = region
         return ds.drop_vars(ds.indexes)
 
@@ -116,13 +127,13 @@ class _DatasetWriter:
         if self.mode == "r+":
             new = [k for k in variables if k not in self.existing]
             if new:
-                raise ValueError(f"variables {new} are not in the store; mode='r+' writes only "
-                                 f"existing ones (mode='a' adds new variables)")
+                raise ValueError(f"dataset contains non-pre-existing variables {new!r}, which "
+                                 f"mode='r+' does not write; mode='a' adds new variables")
         if self.append_dim is not None and self.append_dim not in self.existing:
             dims = {d for a in self.existing.values() for d in variable_dimensions(a)}
             if self.append_dim not in dims:
-                raise ValueError(f"append_dim {self.append_dim!r} is none of the stored "
-                                 f"dimensions {sorted(dims)}")
+                raise ValueError(f"append_dim={self.append_dim!r} does not match any existing "
+                                 f"dataset dimensions {sorted(dims)}")
         existing_names = {k for k in variables if k in self.existing}
         encoded = self._encode({k: v for k, v in variables.items() if k not in existing_names})
         if existing_names:
@@ -138,7 +149,7 @@ class _DatasetWriter:
                 encoded[k] = _validate_and_transpose_existing_dims(
                     k, v, stored[k], self.region, self.append_dim)
         if self.mode not in ("r", "r+"):
-            self.group.attrs.put({k: encode_zarr_attr_value(v) for k, v in attributes.items()})
+            self.group.attrs.put(_json_attributes(attributes, "Dataset.attrs"))
         for name, variable in encoded.items():
             if (self.mode == "a-" and self.append_dim is not None and name in existing_names
                     and self.append_dim not in variable.dims):
@@ -211,7 +222,7 @@ class _DatasetWriter:
         return variable
 
     def _create(self, name, variable, encoding, attrs, fill_value, write_empty):
-        attributes = {k: encode_zarr_attr_value(v) for k, v in attrs.items()}
+        attributes = _json_attributes(attrs, f"the attrs of variable {name!r}")
         dtype = variable.dtype
         if coding.strings.check_vlen_dtype(dtype) is str or dtype.kind == "T":
             dtype = np.dtypes.StringDType()
@@ -246,26 +257,73 @@ class _DatasetWriter:
         return array
 
 
+def _json_attributes(attrs, where):
+    """`attrs` as xarray stores them (arrays as lists...); those JSON cannot hold refused with
+    the TypeError xarray's to_zarr raises, before they are written."""
+    encoded = {k: encode_zarr_attr_value(v) for k, v in attrs.items()}
+    try:
+        return check_attributes(encoded, where)
+    except MetadataError as e:
+        # xarray's words, which it says of variables' attributes too.
+        raise AttributeTypeError(f"Invalid attribute in Dataset.attrs. {e}") from e
+
+
 def _join(path, name):
     return f"{path}/{name}" if path else name
+
+
+def _as_dataset(obj):
+    """The dataset xarray's `DataArray.to_zarr` writes for a DataArray (named with xarray's
+    reserved variable name when it has none, or one of its coordinates' or dimensions'); a
+    Dataset as it is."""
+    if not isinstance(obj, DataArray):
+        return obj
+    if obj.name is None:
+        return obj.to_dataset(name=DATAARRAY_VARIABLE)
+    if obj.name in obj.coords or obj.name in obj.dims:
+        dataset = obj.to_dataset(name=DATAARRAY_VARIABLE)
+        dataset.attrs[DATAARRAY_NAME] = obj.name
+        return dataset
+    return obj.to_dataset()
+
+
+def _check_names(dataset):
+    """Refuse, as xarray does, variable names that are neither None nor a non-empty string
+    (a store holds only strings: 0 and "0" would be one variable)."""
+    for name in dataset.variables:
+        if isinstance(name, str) and not name:
+            raise ValueError(f"Invalid name {name!r} for DataArray or Dataset key: string must "
+                             f"be length 1 or greater for serialization to zarr files")
+        if not isinstance(name, str) and name is not None:
+            raise TypeError(f"Invalid name {name!r} for DataArray or Dataset key: must be "
+                            f"either a string or None for serialization to zarr files")
+
+
+def _stored_names(variables):
+    """`variables` with a variable named None stored under xarray's name for it (reading
+    gives None back)."""
+    return {NONE_VAR_NAME if k is None else k: v for k, v in variables.items()}
 
 
 def to_zarr(dataset, store=None, mode=None, group=None, encoding=None, *, compute=True,
             consolidated=None, append_dim=None, region=None, safe_chunks=True,
             align_chunks=False, storage_options=None, zarr_format=None,
-            write_empty_chunks=None):
-    """Write `dataset` to `store` (a path, URL, dict, Store or Group) as xarray's
-    `Dataset.to_zarr` does, with the same arguments. Dask-backed variables are written in
-    parallel by their tasks.
+            write_empty_chunks=None, chunkmanager_store_kwargs=None):
+    """Write `dataset` (a Dataset, or a DataArray as `DataArray.to_zarr` writes it) to `store`
+    (a path, URL, dict, Store or Group) as xarray's `Dataset.to_zarr` does, with the same
+    arguments. Dask-backed variables are written in parallel by their tasks.
 
     As in xarray, `safe_chunks` refuses dask chunks that would write parts of one shard (or
     chunk) from two tasks, and `align_chunks` rechunks the dask arrays so that they do not;
     `write_empty_chunks` (default: the variable's encoding, else `config`) decides whether
     chunks equal to the fill value are stored. With `safe_chunks=False`, shared shards need
-    a store with locks or conditional writes (a local directory has locks). Returns the
+    a store with locks or conditional writes (a local directory has locks).
+    `chunkmanager_store_kwargs` go to dask's compute (e.g. `scheduler`). Returns the
     zarrcore Group, or a dask Delayed of the writes when `compute` is False."""
-    from ..dask import check_tasks_reach, store as dask_store
+    from ..dask import check_tasks_reach
 
+    dataset = _as_dataset(dataset)
+    _check_names(dataset)
     mode = _default_mode(mode, append_dim, region)
     encoding = dict(encoding or {})
     for v in dataset.variables.values():
@@ -283,19 +341,46 @@ def to_zarr(dataset, store=None, mode=None, group=None, encoding=None, *, comput
     if encoding and mode in ("a", "a-", "r+"):
         clash = [k for k in encoding if k in writer.existing]
         if clash:
-            raise ValueError(f"variables {clash} exist already; encoding applies only to new ones")
+            raise ValueError(f"variables {clash} exist already, but encoding was provided "
+                             f"(encoding applies only to new variables)")
     variables, attributes = conventions.encode_dataset_coordinates(dataset)
     for name, enc in encoding.items():
         variables[name].encoding = enc
+    variables = _stored_names(variables)
     writer.store(variables, attributes, set(encoding))
     if mode != "r+" and (consolidated or consolidated is None):
         api.consolidate_metadata(root.store)
-    lazy = [(d, a, r) for d, a, r in writer.writes if hasattr(d, "dask")]
-    for data, array, where in writer.writes:
+    delayed = _write_data(writer.writes, compute, chunkmanager_store_kwargs or {})
+    return root if compute else delayed
+
+
+def _write_data(writes, compute, compute_kwargs):
+    """Do the (data, array, region) `writes`: numpy data now, dask data by its tasks (with
+    `compute` False, a Delayed of them; one even when every write is done, as xarray's)."""
+    from ..dask import store as dask_store
+
+    lazy = [(d, a, r) for d, a, r in writes if hasattr(d, "dask")]
+    for data, array, where in writes:
         if not hasattr(data, "dask"):
             array[where] = np.asarray(data)
-    delayed = None
-    if lazy:
-        sources, arrays, regions = zip(*lazy)
-        delayed = dask_store(sources, arrays, regions, compute=compute)
-    return root if compute else delayed
+    sources, arrays, regions = zip(*lazy) if lazy else ((), (), ())
+    return dask_store(sources, arrays, regions, compute=compute, **compute_kwargs)
+
+
+class ZarrcoreWritableDataStore(ZarrcoreDataStore):
+    """A group as xarray's writable data store (the part of its ZarrStore that xarray's own
+    functions use): `Dataset.dump_to_store(store)` writes into it as to_zarr(mode="a") does,
+    without consolidating, and `xr.decode_cf(store)` reads it back."""
+
+    @property
+    def ds(self):
+        """The zarrcore Group (ZarrStore.ds is the zarr-python one)."""
+        return self.zarr_group
+
+    def store(self, variables, attributes, check_encoding_set=frozenset(), writer=None,
+              unlimited_dims=None):
+        """Write `variables` (xarray Variables, not yet CF-encoded) and `attributes`; dask
+        data is computed now (`writer`, xarray's deferred writes, is not needed)."""
+        dataset_writer = _DatasetWriter(self.zarr_group, "a", None, None)
+        dataset_writer.store(_stored_names(variables), attributes, set(check_encoding_set))
+        _write_data(dataset_writer.writes, True, {})
