@@ -91,7 +91,8 @@ def assert_same_encoding(expected, actual, sharded=False):
             # zarrcore prefers whole shards, zarr-python inner chunks.
             continue
         assert type(expected[key]) is type(actual[key]) or key == "dtype", key
-        assert expected[key] == actual[key] or (_is_nan(expected[key]) and _is_nan(actual[key])), key
+        assert expected[key] == actual[key] or (
+            _is_nan(expected[key]) and _is_nan(actual[key])), key
 
 
 def _is_nan(value):
@@ -190,7 +191,8 @@ def test_open_zarr_groups_in_memory_need_the_store_view(written):
     with pytest.raises(TypeError, match="as_zarr_store"):
         xr.open_zarr(group)
     expected = xr.open_zarr(written["v3"]).load()
-    xr.testing.assert_identical(expected, xr.open_zarr(zarrcore.storage.as_zarr_store(group)).load())
+    xr.testing.assert_identical(
+        expected, xr.open_zarr(zarrcore.storage.as_zarr_store(group)).load())
     # Written by xarray through the view, read by zarrcore.
     target = zarrcore.storage.MemoryStore()
     expected.to_zarr(zarrcore.storage.as_zarr_store(target), mode="w", zarr_format=3)
@@ -221,7 +223,8 @@ def test_zarr_python_store_view_byte_ranges():
     assert sync(listing(rooted.list())) == ["k", "sub/x", "zarr.json"]
     assert sync(listing(rooted.list_prefix("sub/"))) == ["sub/x"]
     assert sync(listing(rooted.list_dir(""))) == ["k", "sub", "zarr.json"]
-    assert sync(listing(view.list_prefix(""))) == ["g/k", "g/sub/x", "g/zarr.json", "other", "zarr.json"]
+    assert sync(listing(view.list_prefix(""))) == [
+        "g/k", "g/sub/x", "g/zarr.json", "other", "zarr.json"]
     ro = rooted.with_read_only(True)
     with pytest.raises(ValueError):
         sync(ro.set("k", proto.buffer.from_bytes(b"x")))

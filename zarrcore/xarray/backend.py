@@ -228,7 +228,8 @@ class ZarrcoreDataStore(AbstractDataStore):
         chunks = tuple(array.chunks)
         shards = array.shards
         # Dask chunks lined up with what is stored whole: shards when sharded.
-        encoding: dict[str, Any] = {"chunks": chunks, "preferred_chunks": dict(zip(dims, shards or chunks))}
+        encoding: dict[str, Any] = {"chunks": chunks,
+                                    "preferred_chunks": dict(zip(dims, shards or chunks))}
         if backend_array.dtype.kind == "T":
             encoding["dtype"] = backend_array.dtype
         encoding.update(codec_encoding(array))

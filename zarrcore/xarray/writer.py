@@ -6,28 +6,43 @@ then encode_cf_variable with zarr's string and fill value rules); dimension name
 fill_value, v3 as a `_FillValue` attribute. Dask-backed variables are written by their tasks
 (zarrcore.dask.store), numpy ones at once.
 """
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any, Literal
+
 import numpy as np
-from xarray import DataArray, Dataset, conventions, coding
+from xarray import DataArray, Dataset, Variable, conventions, coding
 from xarray.backends.api import DATAARRAY_NAME, DATAARRAY_VARIABLE
-from xarray.backends.common import NONE_VAR_NAME
 from xarray.backends.chunks import grid_rechunk, validate_grid_chunks_alignment
+from xarray.backends.common import NONE_VAR_NAME
+# (The two private checks give xarray's own errors for appends; xarray has no public form.)
 from xarray.backends.zarr import (
     FillValueCoder, _validate_and_transpose_existing_dims, _validate_datatypes_for_zarr_append,
     encode_zarr_attr_value, encode_zarr_variable, extract_zarr_variable_encoding,
 )
 
 from .. import api
+from ..array import Array, storage_block
 from ..errors import AttributeTypeError, MetadataError
+from ..group import Group
 from ..metadata.common import check_attributes
-from .backend import DIMENSION_KEY, ZarrcoreDataStore, open_root_group, variable_dimensions
+from .backend import (
+    DIMENSION_KEY, GroupSource, ZarrcoreDataStore, open_root_group, variable_dimensions,
+)
 from .encoding import codec_json, codecs_json
 
 _MODES = ("w", "w-", "a", "a-", "r+")
 # What xarray writes for format 2 through zarr-python 3 when no compressor is given.
-V2_DEFAULT_COMPRESSOR = {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0}
+V2_DEFAULT_COMPRESSOR = {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1,
+                         "blocksize": 0}
+#: A region to write: {dimension: slice or "auto"}, or "auto" for every dimension.
+Region = Any
+#: (data, array, region) of one write still to do: numpy or dask data.
+Write = tuple[Any, Array, tuple[slice, ...]]
 
 
-def _default_mode(mode, append_dim, region):
+def _default_mode(mode: str | None, append_dim: Hashable | None, region: Region) -> str:
     if mode is None:
         mode = "a" if append_dim is not None else "r+" if region is not None else "w-"
     if mode not in _MODES:
@@ -39,7 +54,7 @@ def _default_mode(mode, append_dim, region):
     return mode
 
 
-def _auto_chunks(shape, dtype):
+def _auto_chunks(shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[int, ...]:
     """The chunks zarr-python (and so xarray) picks for chunks="auto"."""
     return api.guess_chunks(shape, np.dtype(dtype).itemsize)
 
@@ -47,8 +62,9 @@ def _auto_chunks(shape, dtype):
 class _DatasetWriter:
     """Writes one dataset into one zarrcore Group, as xarray's ZarrStore.store does."""
 
-    def __init__(self, group, mode, append_dim, region, write_empty_chunks=None,
-                 safe_chunks=True, align_chunks=False):
+    def __init__(self, group: Group, mode: str, append_dim: Hashable | None, region: Region,
+                 write_empty_chunks: bool | None = None, safe_chunks: bool = True,
+                 align_chunks: bool = False) -> None:
         self.group = group
         self.mode = mode
         self.append_dim = append_dim
@@ -57,17 +73,17 @@ class _DatasetWriter:
         # As xarray: aligning the dask chunks makes them safe.
         self.safe_chunks = safe_chunks and not align_chunks
         self.align_chunks = align_chunks
-        self.zarr_format = group.zarr_format
+        self.zarr_format: Literal[2, 3] = 2 if group.zarr_format == 2 else 3
         # v2 keeps the mask value as the array's fill_value (netCDF's _FillValue).
         self.fill_value_as_mask = self.zarr_format == 2
-        self.existing = {} if mode == "w" else dict(group.arrays())
-        self.writes = []  # (data, array, region)
+        self.existing: dict[Hashable, Array] = {} if mode == "w" else dict(group.arrays())
+        self.writes: list[Write] = []
 
     # -- region ---------------------------------------------------------------
-    def validate_region(self, ds):
+    def validate_region(self, ds: Dataset) -> Dataset:
         """`ds` to write at self.region (its indexes dropped); the region with every "auto"
         found from the stored coordinates."""
-        region = self.region
+        region: Any = self.region
         if region is None:
             return ds
         if region == "auto":
@@ -98,10 +114,11 @@ class _DatasetWriter:
             raise ValueError(f"cannot list the same dimension in both ``append_dim`` and "
                              f"``region``, got {self.append_dim!r} in both")
         self.region = region
-        return ds.drop_vars(ds.indexes)
+        without_indexes: Dataset = ds.drop_vars(ds.indexes)
+        return without_indexes
 
-    def _find_region(self, ds, dim):
-        if dim not in ds._variables:
+    def _find_region(self, ds: Dataset, dim: Hashable) -> slice:
+        if dim not in ds.variables:
             return slice(0, ds.sizes[dim])
         import pandas as pd
 
@@ -115,15 +132,17 @@ class _DatasetWriter:
                              f"the stored ones")
         return slice(int(positions[0]), int(positions[-1]) + 1)
 
-    def _stored_variable(self, name):
-        return ZarrcoreDataStore(self.group, self.fill_value_as_mask).open_store_variable(name)
+    def _stored_variable(self, name: Hashable) -> Variable:
+        return ZarrcoreDataStore(self.group, self.fill_value_as_mask).open_store_variable(
+            str(name))
 
     # -- variables ------------------------------------------------------------
-    def _encode(self, variables):
+    def _encode(self, variables: Mapping[Hashable, Variable]) -> dict[Hashable, Variable]:
         return {name: encode_zarr_variable(v, name=name, zarr_format=self.zarr_format)
                 for name, v in variables.items()}
 
-    def store(self, variables, attributes, check_encoding):
+    def store(self, variables: Mapping[Hashable, Variable], attributes: Mapping[Any, Any],
+              check_encoding: set[Hashable]) -> None:
         if self.mode == "r+":
             new = [k for k in variables if k not in self.existing]
             if new:
@@ -140,14 +159,15 @@ class _DatasetWriter:
             # Written exactly as the stored ones are encoded.
             stored, _, _ = conventions.decode_cf_variables(
                 {k: self._stored_variable(k) for k in existing_names}, {})
-            same_encoding = {}
+            same_encoding: dict[Hashable, Variable] = {}
             for k in existing_names:
-                _validate_datatypes_for_zarr_append(k, stored[k], variables[k])
+                _validate_datatypes_for_zarr_append(  # type: ignore[no-untyped-call]
+                    k, stored[k], variables[k])  # (xarray leaves it unannotated)
                 same_encoding[k] = variables[k].copy(deep=False)
                 same_encoding[k].encoding = stored[k].encoding
             for k, v in self._encode(same_encoding).items():
-                encoded[k] = _validate_and_transpose_existing_dims(
-                    k, v, stored[k], self.region, self.append_dim)
+                encoded[k] = _validate_and_transpose_existing_dims(  # type: ignore[no-untyped-call]
+                    k, v, stored[k], self.region, self.append_dim)  # (as above)
         if self.mode not in ("r", "r+"):
             self.group.attrs.put(_json_attributes(attributes, "Dataset.attrs"))
         for name, variable in encoded.items():
@@ -156,7 +176,7 @@ class _DatasetWriter:
                 continue  # appending leaves variables without the append dimension alone
             self._set_variable(name, variable, name in check_encoding)
 
-    def _fill_value(self, variable, attrs):
+    def _fill_value(self, variable: Variable, attrs: dict[Any, Any]) -> Any:
         if self.fill_value_as_mask:
             return attrs.pop("_FillValue", None)
         fill_value = variable.encoding.pop("fill_value", None)
@@ -168,7 +188,7 @@ class _DatasetWriter:
                 attrs["_FillValue"] = FillValueCoder.encode(mask_value, variable.dtype)
         return fill_value
 
-    def _set_variable(self, name, variable, check_encoding):
+    def _set_variable(self, name: Hashable, variable: Variable, check_encoding: bool) -> None:
         attrs = dict(variable.attrs)
         fill_value = self._fill_value(variable, attrs)
         if variable.encoding.get("_FillValue", None) is not None:
@@ -178,8 +198,8 @@ class _DatasetWriter:
             variable, raise_on_invalid=check_encoding, name=name, zarr_format=self.zarr_format)
         write_empty = self._write_empty_chunks(encoding.pop("write_empty_chunks", None))
         dims = variable.dims
-        region = dict(self.region or {})
-        region = {d: region.get(d, slice(None)) for d in dims}
+        given = dict(self.region or {})
+        region: dict[Hashable, slice] = {d: given.get(d, slice(None)) for d in dims}
         if name in self.existing:
             array = self.existing[name]
             if write_empty is not None:
@@ -190,7 +210,8 @@ class _DatasetWriter:
                 shape = list(array.shape)
                 shape[axis] += variable.shape[axis]
                 array.resize(tuple(shape))
-            variable = self._line_up(name, variable, array._grid, array.shape, region)
+            variable = self._line_up(name, variable, storage_block(array), array.shape,
+                                     region)
         else:
             # Checked before the array exists, so a refusal leaves nothing behind.
             block = encoding.get("shards") or encoding.get("chunks")
@@ -199,7 +220,7 @@ class _DatasetWriter:
             array = self._create(name, variable, encoding, attrs, fill_value, write_empty)
         self.writes.append((variable.data, array, tuple(region[d] for d in dims)))
 
-    def _write_empty_chunks(self, from_encoding):
+    def _write_empty_chunks(self, from_encoding: bool | None) -> bool | None:
         """The variable's write_empty_chunks: the argument's, else its encoding's."""
         if self.write_empty_chunks is None:
             return from_encoding
@@ -208,25 +229,30 @@ class _DatasetWriter:
                              f"encoding's write_empty_chunks={from_encoding}")
         return self.write_empty_chunks
 
-    def _line_up(self, name, variable, block, shape, region):
+    def _line_up(self, name: Hashable, variable: Variable, block: Sequence[int],
+                 shape: Sequence[int], region: Mapping[Hashable, slice]) -> Variable:
         """`variable` with its dask chunks lined up with the storage blocks (shards, else
         chunks) `block` when aligning; refused, as xarray does, when safe_chunks is on and two
         dask chunks would write parts of one block."""
         where = tuple(region[d] for d in variable.dims)
         if self.align_chunks:
-            return grid_rechunk(variable, tuple(block), where)
+            aligned: Variable = grid_rechunk(variable, tuple(block), where)
+            return aligned
         if self.safe_chunks:
             validate_grid_chunks_alignment(
                 variable.chunks, tuple(block), tuple(shape), where,
-                allow_partial_chunks=self.mode != "r+", name=name)
+                allow_partial_chunks=self.mode != "r+", name=str(name))
         return variable
 
-    def _create(self, name, variable, encoding, attrs, fill_value, write_empty):
+    def _create(self, name: Hashable, variable: Variable, encoding: dict[str, Any],
+                attrs: dict[Any, Any], fill_value: Any, write_empty: bool | None) -> Array:
         attributes = _json_attributes(attrs, f"the attrs of variable {name!r}")
-        dtype = variable.dtype
-        if coding.strings.check_vlen_dtype(dtype) is str or dtype.kind == "T":
+        dtype: np.dtype[Any] = variable.dtype
+        # (xarray leaves check_vlen_dtype unannotated.)
+        vlen = coding.strings.check_vlen_dtype(dtype)  # type: ignore[no-untyped-call]
+        if vlen is str or dtype.kind == "T":
             dtype = np.dtypes.StringDType()
-        options = {"zarr_format": self.zarr_format}
+        options: dict[str, Any] = {"zarr_format": self.zarr_format}
         if self.zarr_format == 3:
             if variable.dims:  # zarr-python writes none for a 0-d array
                 options["dimension_names"] = variable.dims
@@ -257,22 +283,25 @@ class _DatasetWriter:
         return array
 
 
-def _json_attributes(attrs, where):
+def _json_attributes(attrs: Mapping[Any, Any], where: str) -> dict[str, Any]:
     """`attrs` as xarray stores them (arrays as lists...); those JSON cannot hold refused with
     the TypeError xarray's to_zarr raises, before they are written."""
-    encoded = {k: encode_zarr_attr_value(v) for k, v in attrs.items()}
+    # (xarray leaves encode_zarr_attr_value unannotated.)
+    encoded = {k: encode_zarr_attr_value(v)  # type: ignore[no-untyped-call]
+               for k, v in attrs.items()}
     try:
-        return check_attributes(encoded, where)
+        check_attributes(encoded, where)
     except MetadataError as e:
         # xarray's words, which it says of variables' attributes too.
         raise AttributeTypeError(f"Invalid attribute in Dataset.attrs. {e}") from e
+    return encoded
 
 
-def _join(path, name):
-    return f"{path}/{name}" if path else name
+def _join(path: str, name: Hashable) -> str:
+    return f"{path}/{name}" if path else str(name)
 
 
-def _as_dataset(obj):
+def _as_dataset(obj: Dataset | DataArray) -> Dataset:
     """The dataset xarray's `DataArray.to_zarr` writes for a DataArray (named with xarray's
     reserved variable name when it has none, or one of its coordinates' or dimensions'); a
     Dataset as it is."""
@@ -287,7 +316,7 @@ def _as_dataset(obj):
     return obj.to_dataset()
 
 
-def _check_names(dataset):
+def _check_names(dataset: Dataset) -> None:
     """Refuse, as xarray does, variable names that are neither None nor a non-empty string
     (a store holds only strings: 0 and "0" would be one variable)."""
     for name in dataset.variables:
@@ -299,16 +328,20 @@ def _check_names(dataset):
                             f"either a string or None for serialization to zarr files")
 
 
-def _stored_names(variables):
+def _stored_names(variables: Mapping[Hashable, Variable]) -> dict[Hashable, Variable]:
     """`variables` with a variable named None stored under xarray's name for it (reading
     gives None back)."""
     return {NONE_VAR_NAME if k is None else k: v for k, v in variables.items()}
 
 
-def to_zarr(dataset, store=None, mode=None, group=None, encoding=None, *, compute=True,
-            consolidated=None, append_dim=None, region=None, safe_chunks=True,
-            align_chunks=False, storage_options=None, zarr_format=None,
-            write_empty_chunks=None, chunkmanager_store_kwargs=None):
+def to_zarr(dataset: Dataset | DataArray, store: GroupSource = None, mode: str | None = None,
+            group: str | None = None, encoding: Mapping[Any, Any] | None = None, *,
+            compute: bool = True, consolidated: bool | None = None,
+            append_dim: Hashable | None = None, region: Region = None,
+            safe_chunks: bool = True, align_chunks: bool = False,
+            storage_options: dict[str, Any] | None = None, zarr_format: int | None = None,
+            write_empty_chunks: bool | None = None,
+            chunkmanager_store_kwargs: dict[str, Any] | None = None) -> Any:
     """Write `dataset` (a Dataset, or a DataArray as `DataArray.to_zarr` writes it) to `store`
     (a path, URL, dict, Store or Group) as xarray's `Dataset.to_zarr` does, with the same
     arguments. Dask-backed variables are written in parallel by their tasks.
@@ -354,7 +387,7 @@ def to_zarr(dataset, store=None, mode=None, group=None, encoding=None, *, comput
     return root if compute else delayed
 
 
-def _write_data(writes, compute, compute_kwargs):
+def _write_data(writes: Iterable[Write], compute: bool, compute_kwargs: dict[str, Any]) -> Any:
     """Do the (data, array, region) `writes`: numpy data now, dask data by its tasks (with
     `compute` False, a Delayed of them; one even when every write is done, as xarray's)."""
     from ..dask import store as dask_store
@@ -373,12 +406,13 @@ class ZarrcoreWritableDataStore(ZarrcoreDataStore):
     without consolidating, and `xr.decode_cf(store)` reads it back."""
 
     @property
-    def ds(self):
+    def ds(self) -> Group:
         """The zarrcore Group (ZarrStore.ds is the zarr-python one)."""
         return self.zarr_group
 
-    def store(self, variables, attributes, check_encoding_set=frozenset(), writer=None,
-              unlimited_dims=None):
+    def store(self, variables: Mapping[Hashable, Variable], attributes: Mapping[Any, Any],
+              check_encoding_set: Iterable[Hashable] = frozenset(), writer: Any = None,
+              unlimited_dims: Any = None) -> None:
         """Write `variables` (xarray Variables, not yet CF-encoded) and `attributes`; dask
         data is computed now (`writer`, xarray's deferred writes, is not needed)."""
         dataset_writer = _DatasetWriter(self.zarr_group, "a", None, None)
