@@ -346,20 +346,14 @@ class ZarrcoreBackendEntrypoint(BackendEntrypoint):
 
     def open_groups_as_dict(
             self, filename_or_obj: T_PathFileOrDataStore | GroupSource, *,
-            mask_and_scale: Any = True, decode_times: Any = True,
-            concat_characters: Any = True, decode_coords: Any = True,
-            drop_variables: str | Iterable[str] | None = None, use_cftime: Any = None,
-            decode_timedelta: Any = None, group: str | None = None, mode: str = "r",
-            consolidated: bool | None = None, storage_options: dict[str, Any] | None = None,
-            zarr_format: int | None = None) -> dict[str, Dataset]:
+            group: str | None = None, mode: str = "r", consolidated: bool | None = None,
+            storage_options: dict[str, Any] | None = None, zarr_format: int | None = None,
+            **decoders: Any) -> dict[str, Dataset]:
+        """{path: Dataset} of the group at `group` and of every group below it, each decoded
+        with `decoders` (open_dataset's mask_and_scale, decode_times...)."""
         root = open_root_group(_store_like(filename_or_obj), group=group, mode=mode,
                                consolidated=consolidated, zarr_format=zarr_format,
                                storage_options=storage_options)
-        decoders: dict[str, Any] = dict(
-            mask_and_scale=mask_and_scale, decode_times=decode_times,
-            concat_characters=concat_characters, decode_coords=decode_coords,
-            drop_variables=drop_variables, use_cftime=use_cftime,
-            decode_timedelta=decode_timedelta)
         groups = {}
         for path in _group_paths(root):
             node = root if path == "/" else root[path.lstrip("/")]
