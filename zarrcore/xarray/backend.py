@@ -10,16 +10,13 @@ import asyncio
 import os
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Union
-
-from typing_extensions import Self
+from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 import numpy as np
 import numpy.typing as npt
 from xarray import Dataset, DataTree, Variable, coding
 from xarray.backends.common import (
-    AbstractDataStore, BackendArray, BackendEntrypoint, T_PathFileOrDataStore,
-    datatree_from_dict_with_io_cleanup,
+    AbstractDataStore, BackendArray, BackendEntrypoint, datatree_from_dict_with_io_cleanup,
 )
 from xarray.backends.store import StoreBackendEntrypoint
 from xarray.backends.zarr import FillValueCoder
@@ -35,8 +32,12 @@ from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..storage import Store
 from .encoding import codec_encoding
 
+if TYPE_CHECKING:
+    from xarray.backends.common import T_PathFileOrDataStore
+
 #: What the engine opens: a path, URL, dict, zarrcore Store or Group (or xarray's forms).
 GroupSource = Union[StoreLike, Group]
+_DataStore = TypeVar("_DataStore", bound="ZarrcoreDataStore")
 
 # As engine="zarr" warns when reading a store without consolidated metadata with
 # consolidated=None (its own words, which users filter warnings by).
@@ -202,10 +203,10 @@ class ZarrcoreDataStore(AbstractDataStore):
         self._fill_value_as_mask = use_zarr_fill_value_as_mask
 
     @classmethod
-    def open(cls, store: GroupSource, *, group: str | None = None, mode: str = "r",
-             consolidated: bool | None = None, zarr_format: int | None = None,
+    def open(cls: type[_DataStore], store: GroupSource, *, group: str | None = None,
+             mode: str = "r", consolidated: bool | None = None, zarr_format: int | None = None,
              storage_options: dict[str, Any] | None = None,
-             use_zarr_fill_value_as_mask: bool | None = None) -> Self:
+             use_zarr_fill_value_as_mask: bool | None = None) -> _DataStore:
         root = open_root_group(store, group=group, mode=mode, consolidated=consolidated,
                                zarr_format=zarr_format, storage_options=storage_options)
         return cls(root, use_zarr_fill_value_as_mask)

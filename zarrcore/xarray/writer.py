@@ -9,7 +9,7 @@ fill_value, v3 as a `_FillValue` attribute. Dask-backed variables are written by
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from xarray import DataArray, Dataset, Variable, conventions, coding
@@ -31,6 +31,9 @@ from .backend import (
     DIMENSION_KEY, GroupSource, ZarrcoreDataStore, open_root_group, variable_dimensions,
 )
 from .encoding import codec_json, codecs_json
+
+if TYPE_CHECKING:
+    from dask.delayed import Delayed
 
 _MODES = ("w", "w-", "a", "a-", "r+")
 # What xarray writes for format 2 through zarr-python 3 when no compressor is given.
@@ -341,7 +344,7 @@ def to_zarr(dataset: Dataset | DataArray, store: GroupSource = None, mode: str |
             safe_chunks: bool = True, align_chunks: bool = False,
             storage_options: dict[str, Any] | None = None, zarr_format: int | None = None,
             write_empty_chunks: bool | None = None,
-            chunkmanager_store_kwargs: dict[str, Any] | None = None) -> Any:
+            chunkmanager_store_kwargs: dict[str, Any] | None = None) -> Group | Delayed | None:
     """Write `dataset` (a Dataset, or a DataArray as `DataArray.to_zarr` writes it) to `store`
     (a path, URL, dict, Store or Group) as xarray's `Dataset.to_zarr` does, with the same
     arguments. Dask-backed variables are written in parallel by their tasks.
@@ -387,7 +390,8 @@ def to_zarr(dataset: Dataset | DataArray, store: GroupSource = None, mode: str |
     return root if compute else delayed
 
 
-def _write_data(writes: Iterable[Write], compute: bool, compute_kwargs: dict[str, Any]) -> Any:
+def _write_data(writes: Iterable[Write], compute: bool,
+                compute_kwargs: dict[str, Any]) -> Delayed | None:
     """Do the (data, array, region) `writes`: numpy data now, dask data by its tasks (with
     `compute` False, a Delayed of them; one even when every write is done, as xarray's)."""
     from ..dask import store as dask_store
