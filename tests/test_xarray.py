@@ -3,6 +3,7 @@ datasets xarray wrote (formats 2 and 3, sharded, with CF packing, fill values, d
 strings, coordinates and groups) open identically, attributes and encodings included, and
 datasets zarrcore writes have the metadata documents xarray writes."""
 import json
+import re
 import os
 import warnings
 
@@ -90,7 +91,8 @@ def assert_same_encoding(expected, actual, sharded=False):
             # zarrcore prefers whole shards, zarr-python inner chunks.
             continue
         assert type(expected[key]) is type(actual[key]) or key == "dtype", key
-        assert expected[key] == actual[key] or (_is_nan(expected[key]) and _is_nan(actual[key])), key
+        assert expected[key] == actual[key] or (
+            _is_nan(expected[key]) and _is_nan(actual[key])), key
 
 
 def _is_nan(value):
@@ -189,7 +191,8 @@ def test_open_zarr_groups_in_memory_need_the_store_view(written):
     with pytest.raises(TypeError, match="as_zarr_store"):
         xr.open_zarr(group)
     expected = xr.open_zarr(written["v3"]).load()
-    xr.testing.assert_identical(expected, xr.open_zarr(zarrcore.storage.as_zarr_store(group)).load())
+    xr.testing.assert_identical(
+        expected, xr.open_zarr(zarrcore.storage.as_zarr_store(group)).load())
     # Written by xarray through the view, read by zarrcore.
     target = zarrcore.storage.MemoryStore()
     expected.to_zarr(zarrcore.storage.as_zarr_store(target), mode="w", zarr_format=3)
@@ -220,7 +223,8 @@ def test_zarr_python_store_view_byte_ranges():
     assert sync(listing(rooted.list())) == ["k", "sub/x", "zarr.json"]
     assert sync(listing(rooted.list_prefix("sub/"))) == ["sub/x"]
     assert sync(listing(rooted.list_dir(""))) == ["k", "sub", "zarr.json"]
-    assert sync(listing(view.list_prefix(""))) == ["g/k", "g/sub/x", "g/zarr.json", "other", "zarr.json"]
+    assert sync(listing(view.list_prefix(""))) == [
+        "g/k", "g/sub/x", "g/zarr.json", "other", "zarr.json"]
     ro = rooted.with_read_only(True)
     with pytest.raises(ValueError):
         sync(ro.set("k", proto.buffer.from_bytes(b"x")))
@@ -596,3 +600,180 @@ def test_to_zarr_refuses_memory_stores_for_tasks_in_other_processes():
     with dask.config.set(scheduler="threads"):
         zx.to_zarr(ds, store, mode="w")
     np.testing.assert_array_equal(xr.open_dataset(store, engine="zarrcore").v, np.arange(12.0))
+
+
+# -- parity with xarray's zarr backend (its own suite: test_xarray_suite.py) -----------
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_new_stores_take_zarr_pythons_default_format(tmp_path, zarr_format):
+    """xarray's users choose the format of new stores with zarr-python's setting; appending
+    keeps the format the store has."""
+    import zarr
+
+    ds = xr.Dataset({"v": ("x", np.arange(3))})
+    with zarr.config.set(default_zarr_format=zarr_format):
+        zx.to_zarr(ds, str(tmp_path / "d.zarr"))
+        store = zx.ZarrcoreWritableDataStore.open(str(tmp_path / "s.zarr"), mode="w")
+        assert store.ds.zarr_format == zarr_format
+    with zarr.config.set(default_zarr_format=5 - zarr_format):
+        zx.to_zarr(ds.rename({"v": "w"}), str(tmp_path / "d.zarr"), mode="a")
+    assert zarrcore.open_group(str(tmp_path / "d.zarr")).zarr_format == zarr_format
+    assert zarrcore.open_array(str(tmp_path / "d.zarr"), path="w").zarr_format == zarr_format
+
+
+def test_load_async_reads(written):
+    import asyncio
+
+    ds = xr.open_dataset(written["v3-sharded"], engine="zarrcore")
+    loaded = asyncio.run(ds.load_async())
+    assert all(v._in_memory for v in loaded.variables.values())
+    xr.testing.assert_identical(loaded, xr.open_dataset(written["v3-sharded"],
+                                                        engine="zarrcore").load())
+
+
+@pytest.mark.parametrize("name", [0, (4, 5), True, ""])
+def test_to_zarr_refuses_names_as_xarray(tmp_path, name):
+    """Only None and non-empty strings name variables: stored as strings, 0 and "0" would be
+    the same variable."""
+    ds = xr.Dataset({name: xr.DataArray(np.zeros((2, 2)))})
+    with pytest.raises((TypeError, ValueError)) as expected:
+        ds.to_zarr(str(tmp_path / "xarray.zarr"))
+    with pytest.raises(type(expected.value), match=re.escape(repr(name))):
+        zx.to_zarr(ds, str(tmp_path / "zarrcore.zarr"))
+    assert not os.path.exists(tmp_path / "zarrcore.zarr")
+
+
+def test_to_zarr_writes_a_variable_named_none(tmp_path):
+    ds = xr.Dataset({None: (("x", "y"), [[0, 1], [2, 3]])})
+    zx.to_zarr(ds, str(tmp_path / "d.zarr"))
+    xr.testing.assert_identical(xr.open_dataset(str(tmp_path / "d.zarr"), engine="zarrcore"), ds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        xr.testing.assert_identical(xr.open_zarr(str(tmp_path / "d.zarr")).load(), ds)
+
+
+@pytest.mark.parametrize("name", [None, "test", "x"])
+def test_to_zarr_writes_data_arrays_as_xarray(tmp_path, name):
+    """DataArrays as DataArray.to_zarr writes them, with xarray's reserved names when unnamed
+    or named as a coordinate; compute=False gives a Delayed, as xarray's."""
+    da = xr.DataArray(np.arange(12).reshape(3, 4), dims=["x", "y"], name=name,
+                      coords={"x": [10, 20, 30]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        da.to_zarr(str(tmp_path / "xarray.zarr"))
+    delayed = zx.to_zarr(da, str(tmp_path / "zarrcore.zarr"), compute=False)
+    delayed.compute()
+    assert_same_layout(str(tmp_path / "xarray.zarr"), str(tmp_path / "zarrcore.zarr"))
+    xr.testing.assert_identical(
+        xr.open_dataarray(str(tmp_path / "zarrcore.zarr"), engine="zarrcore"), da)
+
+
+def _append_data():
+    return xr.Dataset({"u": ("x", np.arange(5))}), xr.Dataset({"u": ("x", [10, 11])})
+
+
+# (write, expected words) pairs: each raises what xarray's own to_zarr raises, with its words.
+WRITE_ERRORS = {
+    "r+ new variable": (lambda to, d1, d2: to(d2.rename({"u": "w"}), mode="r+"),
+                        "dataset contains non-pre-existing variables"),
+    "append_dim unknown": (lambda to, d1, d2: to(d2, append_dim="nope"),
+                           "does not match any existing dataset dimensions"),
+    "encoding of an existing variable": (
+        lambda to, d1, d2: to(d2, append_dim="x", encoding={"u": {"chunks": (1,)}}),
+        "but encoding was provided"),
+    "region not a dict": (lambda to, d1, d2: to(d2, region=slice(None)), "must be a dict"),
+    "region not slices": (lambda to, d1, d2: to(d2, region={"x": [0, 1]}),
+                          "must be slice objects"),
+    "region with a step": (lambda to, d1, d2: to(d2, region={"x": slice(None, None, 2)}),
+                           "step on all slices"),
+    "region of no dimension": (lambda to, d1, d2: to(d1, region={"y": slice(None)}),
+                               "are not in Dataset dimensions"),
+    "region missing a variable": (
+        lambda to, d1, d2: to(d2.assign(v=2), region={"x": slice(2)}),
+        "must have at least one dimension in common"),
+    "region and append_dim": (
+        lambda to, d1, d2: to(d1, region={"x": slice(None)}, append_dim="x"),
+        "cannot list the same dimension in both"),
+    "dataset attribute": (
+        lambda to, d1, d2: to(d1.assign_attrs(bad=xr.DataArray()), mode="a"),
+        r"Invalid attribute in Dataset\.attrs\."),
+    "variable attribute": (
+        lambda to, d1, d2: to(d1.assign(w=("x", np.arange(5), {"bad": xr.DataArray()})),
+                              mode="a"),
+        r"Invalid attribute in Dataset\.attrs\."),
+}
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize("case", WRITE_ERRORS)
+def test_to_zarr_errors_as_xarray(tmp_path, case, zarr_format):
+    write, words = WRITE_ERRORS[case]
+    data, data2 = _append_data()
+    errors = []
+    for name, to_zarr in [("xarray", xr.Dataset.to_zarr), ("zarrcore", zx.to_zarr)]:
+        path = str(tmp_path / f"{name}.zarr")
+        to_zarr(data, path, zarr_format=zarr_format)
+        with pytest.raises(Exception, match=words) as raised:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                write(lambda ds, **kw: to_zarr(ds, path, zarr_format=zarr_format, **kw),
+                      data, data2)
+        errors.append(raised.value)
+    assert isinstance(errors[1], type(errors[0])), errors
+    xr.testing.assert_identical(xr.open_dataset(str(tmp_path / "zarrcore.zarr"),
+                                                engine="zarrcore"), data)
+
+
+def test_attribute_errors_are_zarrcore_errors(tmp_path):
+    ds = xr.Dataset(attrs={"bad": {1, 2}})
+    with pytest.raises(zarrcore.errors.AttributeTypeError) as raised:
+        zx.to_zarr(ds, str(tmp_path / "d.zarr"))
+    assert isinstance(raised.value, (MetadataError, TypeError))
+
+
+def test_reading_without_consolidated_metadata_warns_as_xarray(tmp_path):
+    """consolidated=None falls back to reading every member's metadata, with engine="zarr"'s
+    RuntimeWarning; consolidated=False asks for that and does not warn."""
+    ds = xr.Dataset({"v": ("x", np.arange(3))})
+    zx.to_zarr(ds, str(tmp_path / "d.zarr"), consolidated=False)
+    with pytest.warns(RuntimeWarning, match="Failed to open Zarr store with consolidated"):
+        xr.open_dataset(str(tmp_path / "d.zarr"), engine="zarrcore")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        xr.open_dataset(str(tmp_path / "d.zarr"), engine="zarrcore", consolidated=False)
+        zx.to_zarr(ds, str(tmp_path / "c.zarr"))
+        xr.open_dataset(str(tmp_path / "c.zarr"), engine="zarrcore")
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_dump_to_store_writes_and_decode_cf_reads(tmp_path, zarr_format):
+    """xarray's own functions write into and read from ZarrcoreWritableDataStore; a v2 array
+    without _ARRAY_DIMENSIONS is a KeyError, as in engine="zarr"."""
+    ds = make_dataset().drop_vars("packed")  # (lossy: packed in int16)
+    store = zx.ZarrcoreWritableDataStore.open(str(tmp_path / "d.zarr"), mode="w",
+                                              zarr_format=zarr_format)
+    ds.dump_to_store(store)
+    with xr.decode_cf(store) as actual:
+        xr.testing.assert_allclose(ds, actual)
+    if zarr_format == 2:
+        array = store.ds["count"]
+        attrs = dict(array.attrs)
+        del attrs["_ARRAY_DIMENSIONS"]
+        array.attrs.put(attrs)
+        with pytest.raises(KeyError, match="_ARRAY_DIMENSIONS") as raised:
+            xr.decode_cf(store)
+        assert isinstance(raised.value, MetadataError)
+
+
+def test_v2_fill_value_is_no_mask_when_told(tmp_path):
+    """use_zarr_fill_value_as_mask=False holds for format 2 too: the fill value is no
+    _FillValue. (engine="zarr" ignores it for format 2: pydata/xarray#10269.)"""
+    ds = xr.Dataset({"v": ("x", np.array([1, -1, 3]))})
+    ds.v.encoding["_FillValue"] = -1
+    zx.to_zarr(ds, str(tmp_path / "d.zarr"), zarr_format=2)
+    masked = xr.open_dataset(str(tmp_path / "d.zarr"), engine="zarrcore")
+    assert np.isnan(masked.v.values[1])
+    unmasked = xr.open_dataset(str(tmp_path / "d.zarr"), engine="zarrcore",
+                               use_zarr_fill_value_as_mask=False)
+    assert "_FillValue" not in unmasked.v.attrs and "_FillValue" not in unmasked.v.encoding
+    np.testing.assert_array_equal(unmasked.v.values, [1, -1, 3])

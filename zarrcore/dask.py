@@ -4,38 +4,51 @@ Tasks carry the array's description (store, path and metadata; see Array.__reduc
 its data, so graphs pickle small and any worker, thread or process, reads and writes the
 store itself.
 """
+from __future__ import annotations
+
 import concurrent.futures
 import functools
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import dask
 import dask.array as da
 import dask.local
 import dask.threaded
 from dask.base import get_scheduler
+from dask.delayed import Delayed, delayed
 
 from . import api
+from ._types import StoreLike
 from .array import Array, as_dask, storage_block
 from .array import arrays_as_dask  # noqa: F401  (a public name of this module)
-from .errors import LockUnavailableError, ProcessLocalStoreError
+from .errors import LockUnavailableError, ProcessLocalStoreError, ReadOnlyError
+
+#: Where a dask array is written: slices of each axis (the leading ones; the rest whole).
+Region = Sequence[slice]
 
 
-def _open(array_or_url, path, storage_options, mode):
+def _open(array_or_url: Array | StoreLike, path: str | None,
+          storage_options: dict[str, Any] | None, mode: str) -> Array:
     if isinstance(array_or_url, Array):
         return array_or_url
-    kwargs = {} if storage_options is None else {"storage_options": storage_options}
-    return api.open_array(array_or_url, mode=mode, path=path, **kwargs)
+    return api.open_array(array_or_url, mode=mode, path=path, storage_options=storage_options)
 
 
-def from_zarr(array_or_url, chunks=None, *, path=None, storage_options=None, name=None,
-              inline_array=False):
+def from_zarr(array_or_url: Array | StoreLike, chunks: Any = None, *, path: str | None = None,
+              storage_options: dict[str, Any] | None = None, name: str | None = None,
+              inline_array: bool = False) -> da.Array:
     """A dask array reading `array_or_url` (a zarrcore Array, or a path, URL or store holding
     one at `path`). `chunks` default to the shard shape when sharded, else the chunk shape;
     the task names follow from the store, the path and the metadata, so the same array gives
     the same graph in every process."""
-    return as_dask(_open(array_or_url, path, storage_options, "r"), chunks, name, inline_array)
+    darr: da.Array = as_dask(_open(array_or_url, path, storage_options, "r"), chunks, name,
+                             inline_array)
+    return darr
 
 
-def _misaligned_axes(chunks, region, array):
+def _misaligned_axes(chunks: tuple[tuple[int, ...], ...], region: tuple[slice, ...],
+                     array: Array) -> list[int]:
     """Axes on which dask `chunks` written at `region` (slices) of `array` split a storage
     block (shard or chunk) between tasks."""
     block = storage_block(array)
@@ -50,7 +63,7 @@ def _misaligned_axes(chunks, region, array):
     return axes
 
 
-def _region(region, array, shape):
+def _region(region: Region | None, array: Array, shape: tuple[int, ...]) -> tuple[slice, ...]:
     if region is None:
         region = tuple(slice(0, s) for s in array.shape)
     region = tuple(region) + tuple(slice(0, s) for s in array.shape[len(region):])
@@ -62,7 +75,7 @@ def _region(region, array, shape):
     return region
 
 
-def check_writable_from_tasks(darr, array, region):
+def check_writable_from_tasks(darr: da.Array, array: Array, region: tuple[slice, ...]) -> None:
     """Refuse writes whose tasks would share storage blocks when `array`'s store can neither
     lock them nor write them conditionally: concurrent read-modify-writes could lose updates."""
     store = array.store
@@ -77,7 +90,7 @@ def check_writable_from_tasks(darr, array, region):
         f"a multiple of {block} from the array's origin, e.g. darr.rechunk({block})")
 
 
-def _runs_tasks_here(get):
+def _runs_tasks_here(get: Callable[..., Any]) -> bool:
     """Does the dask scheduler function `get` call tasks in this process on the objects of
     the graph itself (threads, or synchronously), rather than on unpickled copies?"""
     if isinstance(get, functools.partial) and get.func is dask.local.get_async:
@@ -87,7 +100,8 @@ def _runs_tasks_here(get):
     return get in (dask.threaded.get, dask.local.get_sync)
 
 
-def check_tasks_reach(targets, sources, scheduler=None):
+def check_tasks_reach(targets: Sequence[Any], sources: Sequence[Any],
+                      scheduler: Any = None) -> None:
     """Refuse to write `targets` from tasks that the scheduler (`scheduler` as compute takes
     it, None: the one dask picks now for `sources`) runs in other processes, when a target's
     store keeps its data in this process only: the workers would write copies, and the
@@ -95,7 +109,9 @@ def check_tasks_reach(targets, sources, scheduler=None):
     local = [t for t in targets if t.store.process_local]
     if not local or not sources:  # no dask collection: this process writes
         return
-    get = get_scheduler(scheduler=scheduler, collections=list(sources))
+    # (dask leaves get_scheduler unannotated.)
+    get = get_scheduler(  # type: ignore[no-untyped-call]
+        scheduler=scheduler, collections=list(sources))
     if _runs_tasks_here(get):
         return
     # (A distributed Client's `get` is its method; the processes scheduler is a function.)
@@ -107,38 +123,42 @@ def check_tasks_reach(targets, sources, scheduler=None):
         f"object store), or compute with scheduler='threads'")
 
 
-def store(sources, targets, regions=None, *, compute=True, **compute_kwargs):
+def store(sources: Sequence[da.Array], targets: Sequence[Array],
+          regions: Sequence[Region | None] | None = None, *, compute: bool = True,
+          **compute_kwargs: Any) -> Delayed | None:
     """Write each dask array of `sources` into the zarrcore Array of `targets` (at the slices
     of `regions`, default the whole array), every block from the task that holds it; with
     `compute` False, a dask Delayed of all the writes. A target in a store that lives in
     this process only (a memory store) is refused, before any task runs, when the scheduler
     (the one active now, with `compute` False) runs tasks in other processes."""
-    if regions is None:
-        regions = [None] * len(sources)
-    regions = [_region(r, t, s.shape) for s, t, r in zip(sources, targets, regions)]
-    for source, target, region in zip(sources, targets, regions):
-        target._check_writable()
+    given = [None] * len(sources) if regions is None else regions
+    slices = [_region(r, t, s.shape) for s, t, r in zip(sources, targets, given)]
+    for source, target, region in zip(sources, targets, slices):
+        if target.read_only:
+            raise ReadOnlyError(f"array {target.name!r} is read-only")
         check_writable_from_tasks(source, target, region)
     check_tasks_reach(targets, sources, compute_kwargs.get("scheduler"))
     # No dask lock: zarrcore locks a shared storage block itself (see README, Guarantees).
-    writes = da.store(list(sources), list(targets), regions=regions, lock=False,
+    writes = da.store(list(sources), list(targets), regions=slices, lock=False,
                       compute=compute, **compute_kwargs)
-    return None if compute else dask.delayed(_written)(writes)
+    return None if compute else delayed(_written)(writes)
 
 
-def _written(writes):
+def _written(writes: Any) -> None:
     """Nothing: what the one Delayed of store(compute=False) computes to."""
 
 
-def to_zarr(darr, url_or_array, *, path=None, region=None, overwrite=False, compute=True,
-            storage_options=None, **create_kwargs):
+def to_zarr(darr: Any, url_or_array: Array | StoreLike, *, path: str | None = None,
+            region: Region | None = None, overwrite: bool = False, compute: bool = True,
+            storage_options: dict[str, Any] | None = None,
+            **create_kwargs: Any) -> Array | Delayed | None:
     """Write dask array `darr` to a zarrcore Array, or to a new array at `path` of the store
     `url_or_array` names (create_array's options in `create_kwargs`; chunks default to
     `darr`'s first chunks). Writes whose dask chunks line up with the array's shards (or
     chunks) share no storage block and take no lock; others need a store with locks or
     conditional writes. Returns the Array, or the delayed write when `compute` is False."""
     if not isinstance(darr, da.Array):
-        darr = da.asarray(darr)
+        darr = da.asarray(darr)  # type: ignore[no-untyped-call]  # (dask leaves it unannotated)
     if isinstance(url_or_array, Array):
         array = url_or_array
     else:

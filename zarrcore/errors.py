@@ -17,6 +17,19 @@ class MetadataError(ZarrcoreError, ValueError):
     """Metadata is malformed, invalid or unsupported."""
 
 
+class AttributeTypeError(MetadataError, TypeError):
+    """Attributes of a type JSON cannot hold. A TypeError where the API promises one
+    (zarrcore.xarray.to_zarr, as xarray's to_zarr)."""
+
+
+class DimensionNamesMissingError(MetadataError, KeyError):
+    """An array without the dimension names xarray needs (v2's `_ARRAY_DIMENSIONS`). A KeyError
+    as xarray's zarr engine raises it."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class UnknownCodecError(MetadataError):
     """A codec name or id that zarrcore does not know."""
 

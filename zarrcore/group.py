@@ -61,6 +61,11 @@ class Group(nodes.Node):
         self._consolidated = consolidated
 
     @property
+    def consolidated(self) -> bool:
+        """Whether the group was opened through consolidated metadata (members read none)."""
+        return self._consolidated is not None
+
+    @property
     def info(self) -> str:
         """A printable summary: name, type, format, number of members."""
         return self._summary(f"Members : {len(self)}")

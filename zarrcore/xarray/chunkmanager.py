@@ -4,19 +4,25 @@ manager to compute it (`.load()`, `.compute()`, `.values` of a dataset). Computi
 Arrays and needs nothing else; everything else (chunking, apply_ufunc with
 dask="parallelized", map_blocks) works on a dask array over each Array, one task per shard or
 chunk (zarrcore.dask.from_zarr), and needs dask."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
 from xarray.namedarray.parallelcompat import ChunkManagerEntrypoint
 
-from ..array import Array, arrays_as_dask
+from ..array import Array, arrays_as_dask, storage_block
 
 
-def _block_sizes(array):
+def _block_sizes(array: Array) -> tuple[tuple[int, ...], ...]:
     """Dask-style chunks of `array`: per axis, the sizes of its shards (or chunks)."""
-    block = array.shards or array.chunks
+    block = storage_block(array)
     return tuple(tuple([b] * (n // b) + ([n % b] if n % b else [])) or (0,)
                  for n, b in zip(array.shape, block))
 
 
-def _dask_manager():
+def _dask_manager() -> Any:
     try:
         from xarray.namedarray.daskmanager import DaskManager
 
@@ -26,10 +32,10 @@ def _dask_manager():
                           "(pip install 'zarrcore[xarray]')") from e
 
 
-def _on_dask(name, as_dask=True):
+def _on_dask(name: str, as_dask: bool = True) -> Callable[..., Any]:
     """The DaskManager method `name`, with every zarrcore Array among its arguments taken
     as a dask array (unless not `as_dask`)."""
-    def method(self, *args, **kwargs):
+    def method(self: ZarrcoreChunkManager, *args: Any, **kwargs: Any) -> Any:
         if as_dask:
             args = arrays_as_dask(args)
         return getattr(_dask_manager(), name)(*args, **kwargs)
@@ -38,21 +44,23 @@ def _on_dask(name, as_dask=True):
     return method
 
 
-class ZarrcoreChunkManager(ChunkManagerEntrypoint):
+# (Any: a zarrcore Array is not one of xarray's ChunkedArrayMixinProtocol, which needs
+# dask's rechunk; xarray takes it by `is_chunked_array`.)
+class ZarrcoreChunkManager(ChunkManagerEntrypoint[Any]):
     """zarrcore Arrays for xarray: computed by reading them, and otherwise handed to dask."""
 
     available = True
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.array_cls = Array
 
-    def is_chunked_array(self, data):
+    def is_chunked_array(self, data: Any) -> bool:
         return isinstance(data, Array)
 
-    def chunks(self, data):
+    def chunks(self, data: Array) -> tuple[tuple[int, ...], ...]:
         return _block_sizes(data)
 
-    def compute(self, *data, **kwargs):
+    def compute(self, *data: Array, **kwargs: Any) -> tuple[np.ndarray[Any, Any], ...]:
         """The Arrays read into numpy (xarray never mixes them with other chunked types)."""
         return tuple(d[...] for d in data)
 
@@ -71,5 +79,5 @@ class ZarrcoreChunkManager(ChunkManagerEntrypoint):
     store = _on_dask("store")
 
     @property
-    def array_api(self):
+    def array_api(self) -> Any:
         return _dask_manager().array_api

@@ -4,9 +4,15 @@ engine="zarr" puts zarr-python codec objects (numcodecs codecs in format 2) in a
 encoding; these functions make the same objects from zarrcore's metadata when zarr-python
 is installed (plain JSON otherwise), and turn either form back into codec JSON for writing.
 """
+from __future__ import annotations
+
+from typing import Any
+
+from ..array import Array
+from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 
 
-def _zarr_v3_codec(json, itemsize):
+def _zarr_v3_codec(json: dict[str, Any], itemsize: int) -> Any:
     """The zarr-python codec object of a v3 codec's JSON, as a zarr-python array of items of
     `itemsize` bytes holds it; the JSON when zarr is missing."""
     try:
@@ -14,7 +20,7 @@ def _zarr_v3_codec(json, itemsize):
     except ImportError:
         return json
     try:
-        codec = get_codec_class(json["name"]).from_dict(json)
+        codec: Any = get_codec_class(json["name"]).from_dict(json)
     except Exception:  # a codec zarr-python does not know: keep its JSON
         return json
     if json["name"] == "bytes" and itemsize == 1:
@@ -22,7 +28,7 @@ def _zarr_v3_codec(json, itemsize):
     return codec
 
 
-def _numcodecs_codec(config):
+def _numcodecs_codec(config: dict[str, Any]) -> Any:
     """The numcodecs codec of a v2 codec configuration; the configuration without numcodecs."""
     try:
         import numcodecs
@@ -34,33 +40,35 @@ def _numcodecs_codec(config):
         return config
 
 
-def codec_encoding(array):
+def codec_encoding(array: Array) -> dict[str, Any]:
     """{"compressors", "filters"[, "serializer"]} of a zarrcore Array, as engine="zarr" gives
     them: of the inner chunks when sharded."""
-    if array.zarr_format == 2:
-        meta = array.metadata
+    metadata = array.metadata
+    if isinstance(metadata, ArrayMetadataV2):
+        compressor = metadata.compressor
         return {
-            "compressors": (_numcodecs_codec(meta.compressor),) if meta.compressor else (),
-            "filters": tuple(_numcodecs_codec(f) for f in meta.filters or ()),
+            "compressors": (_numcodecs_codec(compressor),) if compressor else (),
+            "filters": tuple(_numcodecs_codec(f) for f in metadata.filters or ()),
         }
+    assert isinstance(metadata, ArrayMetadataV3)  # (an Array's metadata is an array's)
     # The codecs as stored (zarr-python keeps what the JSON leaves out, such as the bytes
-    # codec's endian for one-byte types), classified by zarrcore's parsed codecs.
-    codecs, stored = array.codecs, array.metadata.codecs
-    sharding = array._sharding
-    if sharding is not None:
-        codecs, stored = sharding.codecs, stored[0]["configuration"]["codecs"]
-    by_kind = {"array_to_array": [], "array_to_bytes": [], "bytes_to_bytes": []}
-    for codec, json in zip(codecs, stored):
-        by_kind[codec.kind].append(_zarr_v3_codec(json, array.dtype.itemsize))
-    serializers = by_kind["array_to_bytes"]
+    # codec's endian for one-byte types): of the inner chain when sharded, where the stages
+    # come in the order filters, serializer, compressors.
+    stored: list[Any] = list(metadata.codecs or ())
+    if array.shards is not None:
+        stored = list(stored[0]["configuration"]["codecs"])
+    itemsize = array.dtype.itemsize
+    n_filters = len(array.filters)
+    serializer = stored[n_filters] if array.serializer is not None else None
     return {
-        "compressors": tuple(by_kind["bytes_to_bytes"]),
-        "filters": tuple(by_kind["array_to_array"]),
-        "serializer": serializers[0] if serializers else None,
+        "compressors": tuple(_zarr_v3_codec(c, itemsize)
+                             for c in stored[n_filters + (serializer is not None):]),
+        "filters": tuple(_zarr_v3_codec(c, itemsize) for c in stored[:n_filters]),
+        "serializer": None if serializer is None else _zarr_v3_codec(serializer, itemsize),
     }
 
 
-def codec_json(codec, zarr_format):
+def codec_json(codec: Any, zarr_format: int) -> Any:
     """JSON (v3) or numcodecs configuration (v2) of a codec given as an object of zarr-python,
     numcodecs or zarrcore, or already as JSON."""
     if codec is None or isinstance(codec, (dict, str)):
@@ -77,7 +85,7 @@ def codec_json(codec, zarr_format):
     return codec
 
 
-def codecs_json(value, zarr_format):
+def codecs_json(value: Any, zarr_format: int) -> Any:
     """codec_json of each codec in `value` (one codec, a sequence, None or "auto")."""
     if value is None or isinstance(value, (str, dict)):
         return codec_json(value, zarr_format)
