@@ -1,11 +1,11 @@
-"""zarrcore.concurrency.bounded, the fan-out every store, the engine and the tools run on."""
+"""zarrcore.concurrency.fan_out, the fan-out every store, the engine and the tools run on."""
 import asyncio
 import threading
 import time
 
 import pytest
 
-from zarrcore.concurrency import bounded, run_bounded
+from zarrcore.concurrency import fan_out, run_bounded
 from zarrcore.errors import StoreError
 
 
@@ -39,7 +39,7 @@ def test_threads_return_every_result_with_at_most_limit_in_flight(limit):
             now -= 1
         return x * x
 
-    assert _flat(bounded(call, range(20), limit)) == [(i, i * i) for i in range(20)]
+    assert _flat(fan_out(call, range(20), limit)) == [(i, i * i) for i in range(20)]
     assert 1 <= peak <= limit
 
 
@@ -48,7 +48,7 @@ def test_coroutines_on_a_loop(loop):
         await asyncio.sleep(0.001 * (x % 3))
         return -x
 
-    assert _flat(bounded(call, list(range(10)), 4, loop=loop)) == [(i, -i) for i in range(10)]
+    assert _flat(fan_out(call, list(range(10)), 4, loop=loop)) == [(i, -i) for i in range(10)]
 
 
 def test_items_are_taken_only_as_calls_finish():
@@ -63,7 +63,7 @@ def test_items_are_taken_only_as_calls_finish():
         started.wait(5)
         return x
 
-    batches = bounded(call, items(), 2)
+    batches = fan_out(call, items(), 2)
     timer = threading.Timer(0.05, started.set)
     timer.start()
     first = next(batches)
@@ -84,7 +84,7 @@ def test_first_failure_is_raised_and_unstarted_calls_never_run():
         return x
 
     with pytest.raises(ValueError, match="bad item 1"):
-        _flat(bounded(call, range(50), 2))
+        _flat(fan_out(call, range(50), 2))
     assert len(ran) < 10
 
 
@@ -111,15 +111,15 @@ def test_deadline_names_the_outstanding_keys(loop):
 
     requests = [("a", None), ("b/c", None), ("d", None)]
     with pytest.raises(StoreError, match=r"no answer for 0 s reading keys \['b/c', 'd'\]"):
-        _flat(bounded(call, requests, 3, loop=loop, deadline=0.2, doing="reading"))
+        _flat(fan_out(call, requests, 3, loop=loop, deadline=0.2, doing="reading"))
 
 
 def test_dropped_results_yield_nothing():
     seen = []
-    assert list(bounded(seen.append, range(5), 2, keep=False)) == []
+    assert list(fan_out(seen.append, range(5), 2, keep=False)) == []
     assert sorted(seen) == list(range(5))
 
 
 def test_one_item_runs_in_the_caller():
     caller = threading.current_thread()
-    assert list(bounded(lambda x: threading.current_thread() is caller, [7], 4)) == [[(0, True)]]
+    assert list(fan_out(lambda x: threading.current_thread() is caller, [7], 4)) == [[(0, True)]]

@@ -1,7 +1,7 @@
 """Bounded concurrency: the one primitive every fan-out of zarrcore runs on.
 
 Reads of remote stores, writes of object stores, fetches of byte ranges and the tools' per-key
-jobs all call `bounded`: at most `limit` calls in flight, the next item taken only when one
+jobs all call `fan_out`: at most `limit` calls in flight, the next item taken only when one
 finishes (so the items held stay bounded), results handed back in the calling thread as they
 arrive (or dropped, for writes), a deadline on silence, and a clean stop on the first error or
 Ctrl-C.
@@ -30,7 +30,7 @@ def _first(item: Any) -> Any:
     return item[0] if isinstance(item, tuple) else item
 
 
-def bounded(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterable[T],
+def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterable[T],
             limit: int, *, loop: asyncio.AbstractEventLoop | None = None,
             deadline: float | None = None, doing: str = "waiting for",
             keep: bool = True, thread_name: str = "zarrcore-bounded",
@@ -125,8 +125,24 @@ def _next_finished(finished: queue.SimpleQueue[concurrent.futures.Future[R]],
             continue
 
 
+def each(batches: Iterable[list[tuple[int, R]]]) -> Iterator[tuple[int, R]]:
+    """`fan_out`'s (index, result) pairs one at a time, as Store.get_many yields them."""
+    for batch in batches:
+        yield from batch
+
+
 def run_bounded(call: Callable[[T], Any], items: Iterable[T], limit: int,
-                **options: Any) -> None:
-    """`bounded` for calls whose results are not wanted (writes): return when all are done."""
-    for _ in bounded(call, items, limit, keep=False, **options):
-        pass
+                on_done: Callable[[T, Any], object] | None = None, **options: Any) -> None:
+    """`fan_out` for work whose results are handed to `on_done(item, result)` in the calling
+    thread (calls on threads only), or dropped (writes); return when all are done."""
+    if on_done is None:
+        for _ in fan_out(call, items, limit, keep=False, **options):
+            pass
+        return
+
+    def paired(item: T) -> tuple[T, Any]:
+        return item, call(item)
+
+    for batch in fan_out(paired, items, limit, **options):
+        for _, (item, result) in batch:
+            on_done(item, result)

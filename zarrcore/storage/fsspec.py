@@ -9,6 +9,7 @@ from collections.abc import Coroutine, Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from ..concurrency import each, fan_out
 from ..config import config
 from ..errors import StoreError
 from . import _aio
@@ -161,8 +162,9 @@ class FsspecStore(Store):
         if not self._async:
             return super().get_many(requests)
         deadline = config.io_timeout * (config.io_retries + 2) + 5
-        return _aio.fan_out(self._fetch, requests, config.io_concurrency, deadline,
-                            loop=self._loop)
+        return each(fan_out(lambda r: self._fetch(*r), requests, config.io_concurrency,
+                            loop=self._loop or _aio.io_loop(), deadline=deadline,
+                            doing="reading"))
 
     def exists(self, key: str) -> bool:
         path = self._full(validate_key(key))

@@ -34,6 +34,7 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, Optional, overload
 
+from ..concurrency import each, fan_out, run_bounded
 from ..config import config
 from ..errors import (KeyChangedError, LockLostError, LockTimeoutError, LockUnavailableError,
                       ReadOnlyError, StoreError, StoreURLError, WriteConflictError)
@@ -442,7 +443,8 @@ class ObjectStore(Store):
         yield _ObjectReader(self, validate_key(key))
 
     def get_many(self, requests: Sequence[Request]) -> Iterator[tuple[int, Fetched]]:
-        return _aio.fan_out(self._fetch, requests, config.io_concurrency, self._deadline())
+        return each(fan_out(lambda r: self._fetch(*r), requests, config.io_concurrency,
+                            loop=_aio.io_loop(), deadline=self._deadline(), doing="reading"))
 
     async def _get_with_meta(self, key: str, limit: int | None = None, why: str | None = None
                              ) -> tuple[bytes, ObjectMeta] | tuple[None, None]:
@@ -551,7 +553,8 @@ class ObjectStore(Store):
                 self.check_writable(key)
                 yield validate_key(key), value
 
-        _aio.drain(self._write, checked(), config.io_concurrency, self._deadline())
+        run_bounded(lambda item: self._write(*item), checked(), config.io_concurrency,
+                    loop=_aio.io_loop(), deadline=self._deadline(), doing="writing")
 
     def set_if(self, key: str, value: ReadableBuffer, version: ObjectVersion | None) -> bool:
         self.check_writable(key)

@@ -44,7 +44,8 @@ from .codec_forms import (
     CodecJSON, parse_codecs, parse_compressor, v2_form, v3_codecs, with_compressor,
 )
 from .hierarchy import CONVERT_STATE_KEY, ChunkKeys, place, store_and_path, walk
-from .progress import Progress, parse_bytes, run_bounded
+from ..concurrency import run_bounded
+from .progress import Progress, parse_bytes
 
 if TYPE_CHECKING:
     import numpy.typing as npt

@@ -14,7 +14,8 @@ from ..config import config
 from ..consolidated import V2_KEY
 from ..errors import NodeExistsError
 from .hierarchy import place, store_and_path
-from .progress import Progress, run_bounded
+from ..concurrency import run_bounded
+from .progress import Progress
 
 if TYPE_CHECKING:
     from .._types import StoreLike

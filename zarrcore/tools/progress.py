@@ -7,22 +7,16 @@ chunks done of the total, redrawn in place on stderr. It is drawn only on a term
 """
 from __future__ import annotations
 
-import concurrent.futures
 import math
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import TypeVar
 
 from ..array import format_bytes
 
 # Seconds between redraws: often enough to look live, rarely enough to cost nothing.
 _REDRAW_SECONDS = 0.2
-
-_Item = TypeVar("_Item")
-_Result = TypeVar("_Result")
 
 
 def parse_bytes(text: str | float) -> int:
@@ -104,47 +98,3 @@ class Progress:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:
         self.close()
-
-
-def run_bounded(func: Callable[[_Item], _Result], items: Iterable[_Item], in_flight: int,
-                on_done: Callable[[_Item, _Result], object] | None = None) -> None:
-    """Call `func(item)` for every item on `in_flight` worker threads, taking the next item only
-    when one finishes (so at most `in_flight` items are held at once); `on_done(item, result)`
-    runs in the calling thread. The first exception stops the loop and is raised.
-
-    On Ctrl-C (KeyboardInterrupt in the calling thread) no new item starts, the running ones
-    finish (each leaves a whole result or none), and KeyboardInterrupt is raised.
-
-    The workers are not named as zarrcore's pool threads, so reads and writes inside `func`
-    still spread their chunks over the pool.
-    """
-    items = iter(items)
-    in_flight = max(1, int(in_flight))
-    pending: dict[concurrent.futures.Future[_Result], _Item] = {}
-    executor = concurrent.futures.ThreadPoolExecutor(in_flight, thread_name_prefix="tools-worker")
-    try:
-        for item in items:
-            pending[executor.submit(func, item)] = item
-            if len(pending) >= in_flight:
-                _drain(pending, on_done)
-        while pending:
-            _drain(pending, on_done)
-    except BaseException:
-        for future in pending:
-            future.cancel()
-        concurrent.futures.wait(pending)
-        raise
-    finally:
-        executor.shutdown(wait=True)
-
-
-def _drain(pending: dict[concurrent.futures.Future[_Result], _Item],
-           on_done: Callable[[_Item, _Result], object] | None) -> None:
-    # A timeout keeps the wait interruptible by Ctrl-C.
-    done, _ = concurrent.futures.wait(pending, timeout=0.25,
-                                      return_when=concurrent.futures.FIRST_COMPLETED)
-    for future in done:
-        item = pending.pop(future)
-        result = future.result()
-        if on_done is not None:
-            on_done(item, result)

@@ -25,7 +25,8 @@ from ..config import config
 from ..consolidated import open_group_metadata
 from ..errors import ValueTooLargeError, ZarrcoreError
 from .hierarchy import ChunkKeys, store_and_path, walk
-from .progress import Progress, run_bounded
+from ..concurrency import run_bounded
+from .progress import Progress
 
 if TYPE_CHECKING:
     from .._types import StoreLike
