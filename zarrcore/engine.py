@@ -14,6 +14,7 @@ and GIL-free as well.
 """
 import concurrent.futures
 import contextlib
+import enum
 import math
 import queue
 import random
@@ -288,6 +289,29 @@ class _InnerChunkWaves:
         return self.failure
 
 
+class Route(enum.Enum):
+    """The roads a read or a write takes (docs/architecture.md §4, §5); ChunkEngine.plan
+    picks one per request."""
+
+    CHUNK_BATCH = "chunk batch"  # R1, W1: all chunks on a directory store, one compiled job
+    SHARD_BATCH = "shard batch"  # R2, W2: all shards and inner chunks on a directory store
+    SHARD_WAVES = "shard waves"  # R3: shard indexes, then inner-chunk ranges, fetched in waves
+    CHUNK_WAVES = "chunk waves"  # R4, W3: chunks fetched or stored together, compiled coding
+    FETCHED_CHUNKS = "fetched chunks"  # R5: fetched together, decoded by the codec objects
+    EACH_CHUNK = "each chunk"  # R5, W4: chunk by chunk or shard by shard, codec objects
+
+
+def _selection_kind(indexer, ndim):
+    """(basic, listed) of a selection: `basic` for ints and slices (BasicIndexer); `listed`
+    for any selection the compiled jobs take (orthogonal, basic included, or points of an
+    array of at least one dimension)."""
+    basic = isinstance(indexer, BasicIndexer)
+    listed = (isinstance(indexer, OrthogonalIndexer)
+              or isinstance(indexer, CoordinateIndexer) and indexer.groups is not None
+              and ndim > 0)
+    return basic, listed
+
+
 class ChunkEngine:
     """Reads and writes the chunks of one array: keys, codec chain, fill value.
 
@@ -311,35 +335,55 @@ class ChunkEngine:
         self.partial = self.chain.partial_codec
         if self.partial is None:  # (sharding checks its inner chunks itself)
             check_chunk_bytes(self.chunk_shape, dtype, f"{where}: chunks")
-        self._batch = None
-        # Sharded arrays whose index and inner chains the core runs: one native batch over
-        # every shard and inner chunk (zarrcore._shard_io).
-        self._shards = None
         self.key_layout = key_layout
-        if (key_layout is not None and store.native_root is not None
-                and self.array_shape is not None):
+        # The roads open to this array, decided once from what its store can do and how its
+        # chunks are laid out (`plan` picks among them per request). A directory store
+        # (native_root) is opened by the compiled batches themselves: `_batch` holds the
+        # ChunkBatch settings of a chain the core runs; `_shards` a ShardSpec when the
+        # sharding codec's index and inner chain are ones it runs (zarrcore._shard_io).
+        # Other stores (memory, zip, fsspec, object stores) hand over bytes through
+        # Store.get_many: `_waves` holds the ChunkWaves settings of an unsharded chain the
+        # core runs (None for 0-d arrays); `_ranged_shards` says sharded arrays there are
+        # read by planned byte ranges.
+        self._batch = self._shards = self._waves = None
+        directory = store.native_root is not None
+        shaped = self.array_shape is not None
+        if directory and key_layout is not None and shaped:
             self._batch = self.chain.native_form()
             settings = self.partial.batch_settings() if self.partial is not None else None
             if settings is not None:
                 self._shards = ShardSpec(
-                    root=store.files(), key_head=self.key_head(), head_len=len(store.native_root) + 1, sep=key_layout[1],
-                    lead_sep=key_layout[2], lock_dir=self.node_dir(), array_shape=self.array_shape,
-                    shard_shape=self.chunk_shape, **settings,
+                    root=store.files(), key_head=self.key_head(),
+                    head_len=len(store.native_root) + 1, sep=key_layout[1],
+                    lead_sep=key_layout[2], lock_dir=self.node_dir(),
+                    array_shape=self.array_shape, shard_shape=self.chunk_shape, **settings,
                 )
-        # Stores the batches cannot open (memory, zip, fsspec, object stores): the settings of
-        # the chain (the inner chain when sharded) that compiled ChunkWaves decode and encode
-        # as bytes arrive through Store.get_many; None when it is not one the core runs (or
-        # the array is 0-d).
-        self._waves = None
-        # Sharded arrays there: indexes, then inner chunks, fetched by planned byte ranges
-        # (decoded by ChunkWaves when the inner chain is one the core runs).
-        self._ranged_shards = (store.native_root is None and self.partial is not None
-                               and self.array_shape is not None)
-        if store.native_root is None and self.array_shape is not None and self.chunk_shape:
-            if self.partial is None:
-                self._waves = self.chain.native_form()
-            else:
-                self._waves = self.partial.inner_native_form
+        if not directory and shaped and self.chunk_shape and self.partial is None:
+            self._waves = self.chain.native_form()
+        self._ranged_shards = not directory and self.partial is not None and shaped
+        # Sharded reads of listed selections, on any store: inner chunks in compiled waves.
+        self._shard_waves = (self.partial is not None and shaped
+                             and self.partial.inner_native_form is not None)
+
+    def plan(self, indexer, writing=False):
+        """The road (Route) a read, or with `writing` a write, of `indexer`'s selection
+        takes: the first of the compiled roads open to this array (`__init__`) that takes
+        that kind of selection, else the codec objects. Writes give the compiled roads only
+        the chunks they cover wholly; the rest is read-modify-written (`write`)."""
+        basic, listed = _selection_kind(indexer, len(self.chunk_shape))
+        if writing:
+            listed = basic  # (the compiled writers take ints and slices)
+        if self._batch is not None and listed:
+            return Route.CHUNK_BATCH
+        if self._shards is not None and basic:
+            return Route.SHARD_BATCH
+        if not writing and (self._ranged_shards and basic or self._shard_waves and listed):
+            return Route.SHARD_WAVES
+        if self._waves is not None and listed:
+            return Route.CHUNK_WAVES
+        if not writing and self.partial is None and self.store.native_root is None:
+            return Route.FETCHED_CHUNKS
+        return Route.EACH_CHUNK
 
     def node_dir(self):
         """The array's directory, which locates its chunks' key locks (csrc/zc_key_lock.h)."""
@@ -398,41 +442,34 @@ class ChunkEngine:
                 conflict_pause(attempt)
 
     def _read_once(self, indexer, out):
-        basic = isinstance(indexer, BasicIndexer)
-        # Orthogonal (basic included) and point selections the compiled jobs read.
-        native = (isinstance(indexer, OrthogonalIndexer)
-                  or isinstance(indexer, CoordinateIndexer) and indexer.groups is not None
-                  and len(self.chunk_shape) > 0)
-        if self._batch is not None and native:
-            batch, head_len = self._make_batch(indexer, out)
-            run_workers(batch.work_read, batch.split_reads(config.num_threads), batch.stop)
-            batch.raise_error(head_len)
-            return out
-        if self._shards is not None and basic:
-            batch = self._shards.batch(indexer.plans, out)
-            run_workers(batch.work_read, batch.ntasks, batch.stop)
-            batch.raise_error()
-            return out
-        if self.partial is not None and self.array_shape is not None and (
-                self._ranged_shards and basic or native and self.partial.inner_native_form is not None):
-            self._read_shard_waves(indexer, out)
-            return out
-        if self._waves is not None and native:
-            self._read_chunk_waves(indexer, out)
-            return out
+        self._READ_BY_ROUTE[self.plan(indexer)](self, indexer, out)
+        return out
+
+    def _read_chunk_batch(self, indexer, out):
+        batch, head_len = self._make_batch(indexer, out)
+        run_workers(batch.work_read, batch.split_reads(config.num_threads), batch.stop)
+        batch.raise_error(head_len)
+
+    def _read_shard_batch(self, indexer, out):
+        batch = self._shards.batch(indexer.plans, out)
+        run_workers(batch.work_read, batch.ntasks, batch.stop)
+        batch.raise_error()
+
+    def _read_fetched_chunks(self, indexer, out):
+        """Every chunk fetched together, each decoded by the codec objects as it arrives."""
         projections = list(indexer.projections())
-        if self.partial is None and self.store.native_root is None:
-            # Fetched together, decoded chunk by chunk as they arrive.
-            keys = [self.key(p.coords) for p in projections]
+        keys = [self.key(p.coords) for p in projections]
 
-            def decode(item):
-                i, parts = item
-                self._read_into(keys[i], self._stored(keys[i], parts), projections[i], out)
+        def decode(item):
+            i, parts = item
+            self._read_into(keys[i], self._stored(keys[i], parts), projections[i], out)
 
-            for batch in arrivals(self.store, self._whole(keys)):
-                parallel_map(decode, batch)
-            return out
+        for batch in arrivals(self.store, self._whole(keys)):
+            parallel_map(decode, batch)
 
+    def _read_each_chunk(self, indexer, out):
+        """Chunk by chunk on the pool: a shard through ShardingCodec.read_partial, a chunk
+        read whole and decoded by the codec objects."""
         def work(p):
             key = self.key(p.coords)
             try:
@@ -444,8 +481,7 @@ class ChunkEngine:
                 raise _with_key(e, key) from e
             self._read_into(key, self.get_stored(key), p, out)
 
-        parallel_map(work, projections)
-        return out
+        parallel_map(work, list(indexer.projections()))
 
     def _read_into(self, key, data, p, out):
         """Decode the chunk `data` of projection `p` (None: not stored) into `out`."""
@@ -614,25 +650,34 @@ class ChunkEngine:
 
     # -- writes --------------------------------------------------------------
     def write(self, indexer, value):
-        """Write `value` (broadcast to indexer.drop_shape) into the selected chunks."""
-        projections = indexer.projections()
-        if self._batch is not None and isinstance(indexer, BasicIndexer):
-            batch, head_len = self._make_batch(indexer, value)
-            run_workers(batch.work_write, batch.split_writes(config.num_threads), batch.stop)
-            batch.raise_error(head_len)
-            # Partly covered chunks need read-modify-write under their lock, below.
-            projections = self._projections(indexer, batch.deferred())
-        elif self._shards is not None and isinstance(indexer, BasicIndexer):
-            batch = self._shards.batch(indexer.plans, value, writing=True,
-                                       write_empty_chunks=self.spec.writes_empty,
-                                       write_order=self.partial.write_order())
-            run_workers(batch.work_write, batch.ntasks, batch.stop)
-            batch.raise_error()
-            # Whole shards are written; partly covered ones are read-modify-written below.
-            projections = self._projections(indexer, batch.deferred())
-        elif (self._waves is not None and self.partial is None
-              and isinstance(indexer, BasicIndexer)):
-            projections = self._write_chunk_waves(indexer, value)
+        """Write `value` (broadcast to indexer.drop_shape) into the selected chunks: the
+        planned road writes the chunks it covers wholly and leaves the projections of the
+        others, which are merged here (`_write_projections`)."""
+        rest = self._WRITE_BY_ROUTE[self.plan(indexer, writing=True)](self, indexer, value)
+        self._write_projections(rest, value)
+
+    def _write_chunk_batch(self, indexer, value):
+        batch, head_len = self._make_batch(indexer, value)
+        run_workers(batch.work_write, batch.split_writes(config.num_threads), batch.stop)
+        batch.raise_error(head_len)
+        return self._projections(indexer, batch.deferred())
+
+    def _write_shard_batch(self, indexer, value):
+        batch = self._shards.batch(indexer.plans, value, writing=True,
+                                   write_empty_chunks=self.spec.writes_empty,
+                                   write_order=self.partial.write_order())
+        run_workers(batch.work_write, batch.ntasks, batch.stop)
+        batch.raise_error()
+        return self._projections(indexer, batch.deferred())
+
+    def _write_no_whole_chunks(self, indexer, value):
+        """EACH_CHUNK: no compiled writer; every projection is left to `_write_projections`."""
+        return indexer.projections()
+
+    def _write_projections(self, projections, value):
+        """Write `value`'s part of each projection in `projections` (chunks or shards): a
+        part covered in part by read-modify-write (`_read_modify_write`), a whole one
+        encoded and stored (`_put_many`); in waves (`_write_waves`) on the pool."""
         size = math.prod(self.chunk_shape)
         locked = self._whole_writes_locked()
 
@@ -821,3 +866,19 @@ class ChunkEngine:
             self.store.delete(key)
         else:
             self.store.set(key, data)
+
+    # What runs each Route (see `plan`). Writers return the projections they leave.
+    _READ_BY_ROUTE = {
+        Route.CHUNK_BATCH: _read_chunk_batch,
+        Route.SHARD_BATCH: _read_shard_batch,
+        Route.SHARD_WAVES: _read_shard_waves,
+        Route.CHUNK_WAVES: _read_chunk_waves,
+        Route.FETCHED_CHUNKS: _read_fetched_chunks,
+        Route.EACH_CHUNK: _read_each_chunk,
+    }
+    _WRITE_BY_ROUTE = {
+        Route.CHUNK_BATCH: _write_chunk_batch,
+        Route.SHARD_BATCH: _write_shard_batch,
+        Route.CHUNK_WAVES: _write_chunk_waves,
+        Route.EACH_CHUNK: _write_no_whole_chunks,
+    }
