@@ -28,7 +28,7 @@ from ._chunk_jobs import ChunkWaves
 from ._shard_io import ShardSpec
 from .codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
 from .codecs.chain import CodecChain
-from .codecs.sharding import EMPTY, WHOLE_READ_SHARE, coalesce
+from .codecs.sharding import EMPTY, coalesce
 from .config import config, parallel_map, run_workers
 from .errors import (
     KeyChangedError, LockUnavailableError, ShardIndexError, WriteConflictError, ZarrcoreError,
@@ -554,8 +554,7 @@ class ChunkEngine:
         by_shard = np.argsort(shard_of, kind="stable")
         bounds = np.searchsorted(shard_of[by_shard], np.arange(len(keys) + 1))
         shard_tasks = [by_shard[bounds[s]:bounds[s + 1]] for s in range(len(keys))]
-        whole_share = WHOLE_READ_SHARE * codec.ninner
-        requests = [(key, None if len(t) >= whole_share else [codec.index_range()])
+        requests = [(key, None if codec.reads_whole(len(t)) else [codec.index_range()])
                     for key, t in zip(keys, shard_tasks)]
 
         def name(task):

@@ -233,6 +233,13 @@ class ShardingCodec(ArrayBytesCodec):
         """The number of inner chunks per shard (of a resolved codec)."""
         return self._n
 
+    def reads_whole(self, ntouched):
+        """Is a shard of which a read touches `ntouched` inner chunks fetched whole, in one
+        request (when that is at least WHOLE_READ_SHARE of them), rather than its index and
+        then the inner chunks' byte ranges (grouped by `coalesce`)? Asked by read_partial and
+        by the engine's shard waves alike."""
+        return ntouched >= WHOLE_READ_SHARE * self._n
+
     @property
     def inner_native_form(self):
         """The inner chain's CodecChain.native_form: None when the core does not run it."""
@@ -429,7 +436,7 @@ class ShardingCodec(ArrayBytesCodec):
             out[...] = region[inner]
             return
         indexer = self._indexer(selection)
-        if math.prod(len(p) for p in indexer.dim_pieces) >= WHOLE_READ_SHARE * self._n:
+        if self.reads_whole(math.prod(len(p) for p in indexer.dim_pieces)):
             data = get_at_most(store, key, self.max_encoded_bytes, ENCODED_BOUND)
             shard = None if data is None else _Whole(data)
             self._read(shard, indexer, out)
