@@ -127,6 +127,12 @@ class Array(nodes.Node):
         return self._chunks.partial
 
     @property
+    def engine(self) -> ChunkEngine:
+        """The ChunkEngine reading and writing this array's chunks; its settings (store, key
+        layout, codec chain, shapes) are what native handles are built from."""
+        return self._chunks
+
+    @property
     def chunks(self) -> tuple[int, ...]:
         """The chunk shape; the inner chunk shape when sharded."""
         sharding = self._sharding

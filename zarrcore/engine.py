@@ -349,9 +349,10 @@ class ChunkEngine:
         directory = store.native_root is not None
         shaped = self.array_shape is not None
         if directory and key_layout is not None and shaped:
-            self._batch = self.chain.native_form()
-            settings = self.partial.batch_settings() if self.partial is not None else None
-            if settings is not None:
+            settings = self.core_settings
+            if self.partial is None:
+                self._batch = settings
+            elif settings is not None:
                 self._shards = ShardSpec(
                     root=store.files(), key_head=self.key_head(),
                     head_len=len(store.native_root) + 1, sep=key_layout[1],
@@ -364,6 +365,15 @@ class ChunkEngine:
         # Sharded reads of listed selections, on any store: inner chunks in compiled waves.
         self._shard_waves = (self.partial is not None and shaped
                              and self.partial.inner_native_form is not None)
+
+    @property
+    def core_settings(self):
+        """The settings with which the compiled core reads and writes this array's stored
+        objects by itself (the batches here, native handles): the sharding codec's
+        batch_settings when sharded, else the chain's native_form; None when it cannot."""
+        if self.partial is not None:
+            return self.partial.batch_settings()
+        return self.chain.native_form()
 
     def plan(self, indexer, writing=False):
         """The road (Route) a read, or with `writing` a write, of `indexer`'s selection
