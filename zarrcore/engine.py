@@ -362,8 +362,9 @@ class ChunkEngine:
         if not directory and shaped and self.chunk_shape and self.partial is None:
             self._waves = self.chain.native_form()
         self._ranged_shards = not directory and self.partial is not None and shaped
-        # Sharded reads of listed selections, on any store: inner chunks in compiled waves.
-        self._shard_waves = (self.partial is not None and shaped
+        # Sharded arrays whose inner chain the core runs: listed selections of them, on any
+        # store, are read by planned byte ranges too, inner chunks decoded in compiled waves.
+        self._inner_waves = (self.partial is not None and shaped
                              and self.partial.inner_native_form is not None)
 
     @property
@@ -387,7 +388,7 @@ class ChunkEngine:
             return Route.CHUNK_BATCH
         if self._shards is not None and basic:
             return Route.SHARD_BATCH
-        if not writing and (self._ranged_shards and basic or self._shard_waves and listed):
+        if not writing and (self._ranged_shards and basic or self._inner_waves and listed):
             return Route.SHARD_WAVES
         if self._waves is not None and listed:
             return Route.CHUNK_WAVES
