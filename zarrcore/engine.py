@@ -411,7 +411,8 @@ class ChunkEngine:
         else:
             plans = indexer.plans
         batch = ChunkBatch(
-            root=self.store.files(), key_head=self.key_head(), sep=sep, lead_sep=lead, lock_dir=self.node_dir(),
+            root=self.store.files(), key_head=self.key_head(), sep=sep, lead_sep=lead,
+            lock_dir=self.node_dir(),
             array_shape=self.array_shape, chunk_shape=self.chunk_shape,
             write_empty_chunks=self.spec.writes_empty, plans=plans, points=points, data=data,
             **self._batch,
@@ -542,7 +543,8 @@ class ChunkEngine:
             # Tasks are the groups of points by inner chunk, shard by shard.
             groups = indexer.groups
             points, shard_of, local = _inner_points(groups, inner_shape, tuple(grid))
-            job = ChunkWaves(codec.inner_native_form, inner_shape, inner_grid, None, out, points=points)
+            job = ChunkWaves(codec.inner_native_form, inner_shape, inner_grid, None, out,
+                             points=points)
             keys = [self.key(c) for c in groups.coords.tolist()]
         else:
             if isinstance(indexer, BasicIndexer):

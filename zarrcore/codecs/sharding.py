@@ -148,14 +148,17 @@ class ShardingCodec(ArrayBytesCodec):
             isinstance(c, (int, np.integer)) and not isinstance(c, bool) and c >= 1
             for c in chunk_shape
         ) or not len(chunk_shape):
-            raise MetadataError(f"sharding_indexed: chunk_shape {chunk_shape!r} must be positive integers")
+            raise MetadataError(
+                f"sharding_indexed: chunk_shape {chunk_shape!r} must be positive integers")
         if index_location not in ("start", "end"):
-            raise MetadataError(f"sharding_indexed: index_location must be 'start' or 'end', not {index_location!r}")
+            raise MetadataError(f"sharding_indexed: index_location must be 'start' or 'end', "
+                                f"not {index_location!r}")
         if _nesting([*codecs, *index_codecs]) >= MAX_NESTING:
             raise MetadataError(f"sharding_indexed: nested more than {MAX_NESTING} levels deep")
         self.chunk_shape = tuple(int(c) for c in chunk_shape)
         self.codecs = tuple(codec_from_json(c, "sharding_indexed codecs") for c in codecs)
-        self.index_codecs = tuple(codec_from_json(c, "sharding_indexed index_codecs") for c in index_codecs)
+        self.index_codecs = tuple(codec_from_json(c, "sharding_indexed index_codecs")
+                                  for c in index_codecs)
         self.index_location = index_location
 
     @property
@@ -190,9 +193,11 @@ class ShardingCodec(ArrayBytesCodec):
             raise MetadataError(
                 f"sharding_indexed: {n} inner chunks per shard (grid {grid}) exceed "
                 f"config.max_shard_index_entries ({config.max_shard_index_entries}); raise it with "
-                f"zarrcore.config.set(max_shard_index_entries=...) or ZARRCORE_MAX_SHARD_INDEX_ENTRIES"
+                f"zarrcore.config.set(max_shard_index_entries=...) or "
+                f"ZARRCORE_MAX_SHARD_INDEX_ENTRIES"
             )
-        inner = CodecChain(self.codecs, spec.evolve(shape=self.chunk_shape), "sharding_indexed codecs")
+        inner = CodecChain(self.codecs, spec.evolve(shape=self.chunk_shape),
+                           "sharding_indexed codecs")
         index_spec = ChunkSpec(grid + (2,), np.dtype("uint64"), EMPTY)
         index = CodecChain(self.index_codecs, index_spec, "sharding_indexed index_codecs")
         if index.array_bytes.name != "bytes" or any(c.name != "crc32c" for c in index.bytes_bytes):
@@ -208,8 +213,8 @@ class ShardingCodec(ArrayBytesCodec):
         self._n = math.prod(grid)
         self._strides = tuple(math.prod(grid[d + 1:]) for d in range(len(grid)))
         # The recommended little-endian layout goes through the compiled pack/unpack kernels.
-        self._packed_index = (not index.array_array
-                              and index.array_bytes.configuration().get("endian", "little") == "little")
+        endian = index.array_bytes.configuration().get("endian", "little")
+        self._packed_index = not index.array_array and endian == "little"
         # A uint64 pair per inner chunk, and a 4-byte crc32c per checksum codec. Nothing here
         # is proportional to the number of inner chunks: opening stays cheap for any shard.
         self._index_size = 16 * self._n + 4 * len(index.bytes_bytes)
@@ -292,7 +297,9 @@ class ShardingCodec(ArrayBytesCodec):
 
     def index_range(self):
         """The (start, stop) byte range of a shard's index, as Store.get_ranges takes it."""
-        return (0, self._index_size) if self.index_location == "start" else (-self._index_size, None)
+        if self.index_location == "start":
+            return (0, self._index_size)
+        return (-self._index_size, None)
 
     def _read_index(self, shard):
         """The validated (n, 2) uint64 entries of `shard`, None when it is not stored."""
@@ -322,7 +329,8 @@ class ShardingCodec(ArrayBytesCodec):
                 entries = self._index.decode(data).reshape(self._n, 2)
                 kernels.shard_index_validate(entries, data_size)
         except ShardIndexError as e:
-            raise ShardIndexError(f"{e} (inner chunks in C order over the {self._grid} grid)") from e
+            raise ShardIndexError(
+                f"{e} (inner chunks in C order over the {self._grid} grid)") from e
         except ChunkDecodeError as e:  # a bad checksum, chiefly
             raise type(e)(f"shard index: {e}") from e
         if at_start:
@@ -491,7 +499,8 @@ class ShardingCodec(ArrayBytesCodec):
         damaged = []
         for start in range(0, rows, step):
             stop = min(rows, start + step)
-            selection = (slice(start * inner[0], stop * inner[0]),) + (slice(None),) * (len(inner) - 1)
+            selection = ((slice(start * inner[0], stop * inner[0]),)
+                         + (slice(None),) * (len(inner) - 1))
             indexer = self._indexer(selection)
             try:
                 self._read(shard, indexer, np.empty(indexer.shape, dtype=self._spec.dtype))
