@@ -121,16 +121,16 @@ class Array(nodes.Node):
         return self._metadata.dtype
 
     @property
+    def chunk_engine(self) -> ChunkEngine:
+        """The ChunkEngine reading and writing this array's chunks (or shards): its store, key
+        layout, codec chain and shapes, from which native handles are built."""
+        return self._chunks
+
+    @property
     def _sharding(self) -> ShardingCodec | None:
         """The sharding codec when it is the array's only codec (zarr-python's definition): the
         chain's partial codec, the one codec that reads and rewrites parts of stored objects."""
         return self._chunks.partial
-
-    @property
-    def engine(self) -> ChunkEngine:
-        """The ChunkEngine reading and writing this array's chunks; its settings (store, key
-        layout, codec chain, shapes) are what native handles are built from."""
-        return self._chunks
 
     @property
     def chunks(self) -> tuple[int, ...]:

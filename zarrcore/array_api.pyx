@@ -97,7 +97,7 @@ cdef class ArrayHandle:
         self.ptr = NULL
 
     def __init__(self, array, cache_bytes=0):
-        chunks = array.engine
+        chunks = array.chunk_engine
         store = chunks.store
         self.name = array.name
         self.dtype = array.dtype
