@@ -254,6 +254,9 @@ static int status_error(zc_array_error *err, int st, int e, const char *key, con
     case ZC_ERR_SIZE:
         return set_error(err, ZC_ARRAY_ERR_DECODE, 0,
                          "chunk '%s': %sdata is truncated, oversized or corrupt", key, where);
+    case ZC_ERR_TOO_LARGE: /* (ZC_ARRAY_ERR_DECODE: the published statuses stay as they are) */
+        return set_error(err, ZC_ARRAY_ERR_DECODE, 0, "chunk '%s': %s" ZC_TOO_LARGE_TEXT, key,
+                         where);
     default:
         return set_error(err, ZC_ARRAY_ERR_DECODE, 0, "chunk '%s': %sfailed with status %d", key,
                          where, st);

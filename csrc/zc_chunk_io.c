@@ -93,7 +93,7 @@ int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, const zc_object *o, 
         n *= (size_t)s->shape[d];
     }
     if (c->max_stored != 0 && size > c->max_stored)
-        return ZC_ERR_SIZE; /* larger than any valid chunk: not read, however large */
+        return ZC_ERR_TOO_LARGE; /* larger than any valid chunk: not read, however large */
     const int listed = s->gather != NULL || s->local != NULL;
     if (!listed && (c->compressor == ZC_COMP_NONE || c->compressor == ZC_COMP_ZSTD)) {
         zc_scatter sc;

@@ -18,6 +18,12 @@
 #define ZC_ERR_OVERLAP (-7)     /* two ranges that must be disjoint overlap */
 #define ZC_ERR_OUTSIDE (-8)     /* a path leads outside a confined store's root (zc_fs.h) */
 #define ZC_ERR_LOCK (-9)        /* a key's lock file cannot be opened or locked (zc_key_lock.h) */
+#define ZC_ERR_TOO_LARGE (-10)  /* a stored value larger than any valid one: refused unread */
 #define ZC_ERR_IO (-20)         /* a system call failed; errno (or the job's sys_errno) says why */
+
+/* What ZC_ERR_TOO_LARGE means for a chunk, after its key: one text for the Python mapping
+ * (zarrcore/_status.pyx) and the native handle's messages (zc_array.c). */
+#define ZC_TOO_LARGE_TEXT \
+    "oversized: larger than any valid chunk of its codecs; refused unread"
 
 #endif

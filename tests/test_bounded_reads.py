@@ -2,6 +2,7 @@
 inflate step by step within the limits, whatever their directory entries say; a stored chunk
 is read no further than one byte past the largest valid encoding of its codecs; and
 storage_options cannot make a remote client read local files."""
+import errno
 import json
 import os
 import struct
@@ -150,6 +151,20 @@ def test_local_chunk_file_far_larger_than_its_chunk_is_not_read(tmp_path, compre
     for message, grown in zip(lines[::2], lines[1::2]):
         assert "'c/0'" in message and "oversized" in message, message
         assert int(grown) < 100  # MiB; reading the file whole takes 1024
+
+
+def test_compiled_reads_refuse_an_oversized_chunk_file_as_python_reads_do(tmp_path):
+    """A chunk file larger than any valid chunk: the compiled batch raises what the Python
+    routes raise, ValueTooLargeError (EFBIG) naming the key."""
+    path = str(tmp_path / "a.zarr")
+    a = zarrcore.create_array(path, shape=(8,), chunks=(4,), dtype="int32", compressors=None)
+    a[...] = 1
+    with open(os.path.join(path, "c", "0"), "r+b") as f:
+        f.truncate(1 << 20)
+    for read in (lambda: a[...], lambda: a.oindex[[0, 3]], lambda: a.vindex[[0, 5]]):
+        with pytest.raises(ValueTooLargeError, match=r"'c/0'.*oversized") as caught:
+            read()
+        assert caught.value.errno == errno.EFBIG
 
 
 def test_zip_entry_that_understates_its_size(tmp_path):

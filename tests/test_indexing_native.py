@@ -244,3 +244,38 @@ def test_listings_out_of_bounds_are_refused():
     with pytest.raises(ValueError):
         ChunkWaves(settings, (4,), (1,), None, out,
                    points=(points[0], points[1], np.array([0, 1, 3], i64), None))
+
+
+@pytest.mark.parametrize("store_kind, shards, compressors, selection, read, write", [
+    # A directory store opened by the compiled batches.
+    ("dir", None, "auto", np.s_[1:5], "CHUNK_BATCH", "CHUNK_BATCH"),
+    ("dir", None, "auto", ([0, 5],), "CHUNK_BATCH", "EACH_CHUNK"),
+    ("dir", (8,), "auto", np.s_[1:5], "SHARD_BATCH", "SHARD_BATCH"),
+    ("dir", (8,), "auto", ([0, 5],), "SHARD_WAVES", "EACH_CHUNK"),
+    ("dir", (8,), ["lz4"], np.s_[1:5], "EACH_CHUNK", "EACH_CHUNK"),
+    ("dir", None, ["lz4"], np.s_[1:5], "EACH_CHUNK", "EACH_CHUNK"),
+    # Stores that hand over bytes (memory here; zip, fsspec, object stores alike).
+    ("memory", None, "auto", np.s_[1:5], "CHUNK_WAVES", "CHUNK_WAVES"),
+    ("memory", None, "auto", ([0, 5],), "CHUNK_WAVES", "EACH_CHUNK"),
+    ("memory", (8,), "auto", np.s_[1:5], "SHARD_WAVES", "EACH_CHUNK"),
+    ("memory", (8,), ["lz4"], np.s_[1:5], "SHARD_WAVES", "EACH_CHUNK"),
+    ("memory", (8,), ["lz4"], ([0, 5],), "EACH_CHUNK", "EACH_CHUNK"),
+    ("memory", None, ["lz4"], np.s_[1:5], "FETCHED_CHUNKS", "EACH_CHUNK"),
+])
+def test_each_store_and_selection_kind_takes_its_planned_route(
+        tmp_path, store_kind, shards, compressors, selection, read, write):
+    """ChunkEngine.plan: the road of a read and of a write, by what the store can do, how the
+    array is laid out and the kind of selection (docs/architecture.md §4, §5)."""
+    from zarrcore.indexing import numpy_indexer
+
+    store = str(tmp_path / "a") if store_kind == "dir" else zarrcore.MemoryStore()
+    if compressors == ["lz4"]:  # a compressor the compiled core does not run
+        compressors = [{"name": "numcodecs.lz4"}]
+    a = zarrcore.create_array(store, shape=(16,), chunks=(4,), shards=shards, dtype="int32",
+                              compressors=compressors)
+    data = np.arange(16, dtype="int32")
+    a[...] = data
+    indexer = numpy_indexer(selection, a.shape, a.chunk_engine.chunk_shape)
+    assert a.chunk_engine.plan(indexer) is engine.Route[read]
+    assert a.chunk_engine.plan(indexer, writing=True) is engine.Route[write]
+    np.testing.assert_array_equal(a[selection], data[selection])

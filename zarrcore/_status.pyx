@@ -4,7 +4,10 @@ dimension limit of the compiled core for Python code (MAX_NDIM)."""
 import errno
 import os
 
-from .errors import ChecksumError, ChunkDecodeError, OutsideStoreError, StoreError, ZarrcoreError
+from .errors import (
+    ChecksumError, ChunkDecodeError, OutsideStoreError, StoreError, ValueTooLargeError,
+    ZarrcoreError,
+)
 
 # The most dimensions the compiled core takes (csrc/zc_status.h).
 MAX_NDIM = ZC_MAX_NDIM
@@ -22,6 +25,9 @@ _COMMON = {
     ZC_ERR_NOMEM: (MemoryError, "out of memory"),
     ZC_ERR_CORRUPT: (ChunkDecodeError, "data is truncated, oversized or corrupt"),
     ZC_ERR_SIZE: (ChunkDecodeError, "data is truncated, oversized or corrupt"),
+    # A stored chunk larger than any valid one, refused unread as the Python routes refuse it
+    # (storage.base.too_large).
+    ZC_ERR_TOO_LARGE: (ValueTooLargeError, ZC_TOO_LARGE_TEXT.decode(), errno.EFBIG),
 }
 
 

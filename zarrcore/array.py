@@ -123,7 +123,8 @@ class Array(nodes.Node):
 
     @property
     def chunk_engine(self) -> ChunkEngine:
-        """The engine of the stored objects (chunks, or shards): their keys and codec chain."""
+        """The ChunkEngine reading and writing this array's chunks (or shards): its store, key
+        layout, codec chain and shapes, from which native handles are built."""
         return self._chunks
 
     @property

@@ -97,7 +97,7 @@ cdef class ArrayHandle:
         self.ptr = NULL
 
     def __init__(self, array, cache_bytes=0):
-        chunks = array._chunks
+        chunks = array.chunk_engine
         store = chunks.store
         self.name = array.name
         self.dtype = array.dtype
@@ -107,12 +107,8 @@ cdef class ArrayHandle:
                 f"array {array.name!r}: a native handle needs a local directory store or a "
                 f"MemoryStore holding its own data, not {store!r} (memory stores over a dict "
                 f"passed in and remote stores are served by a[...])")
-        if chunks.partial is not None:
-            sharding = chunks.partial.batch_settings()
-            settings = sharding
-        else:
-            sharding = None
-            settings = chunks.chain.native_form()
+        settings = chunks.core_settings
+        sharding = settings if chunks.partial is not None else None
         if settings is None:
             names = [c.name for c in chunks.chain.codecs]
             raise ZarrcoreError(

@@ -12,22 +12,28 @@ int-array axes as listed pieces and points grouped by chunk, gathered in C.
 Everything else goes chunk by chunk through the codec objects, whose heavy work is compiled
 and GIL-free as well.
 """
+from __future__ import annotations
+
 import concurrent.futures
 import contextlib
+import enum
 import math
 import queue
 import random
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from ._batch import ChunkBatch
 from ._chunk_jobs import ChunkWaves
 from ._shard_io import ShardSpec
 from .codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
 from .codecs.chain import CodecChain
-from .codecs.sharding import EMPTY, WHOLE_READ_SHARE, coalesce
+from .codecs.sharding import EMPTY, coalesce
 from .config import config, parallel_map, run_workers
 from .errors import (
     KeyChangedError, LockUnavailableError, ShardIndexError, WriteConflictError, ZarrcoreError,
@@ -36,8 +42,26 @@ from .indexing import BasicIndexer, ChunkProjection, CoordinateIndexer, Orthogon
 from .storage.base import at_most, bounded, get_at_most
 from . import _indexing
 
+if TYPE_CHECKING:
+    from ._indexing import AxisPlan, PointGroups
+    from .codecs.base import BytesLike, NativeForm
+    from .codecs.sharding import ShardingCodec
+    from .indexing import Indexer
+    from ._files import FileRoot
+    from .storage.base import ByteRange, Fetched, RangeReader, ReadBytes, Request, Store
 
-def _with_key(error, key):
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+_E = TypeVar("_E", bound=Exception)
+Int64s = npt.NDArray[np.int64]
+#: The zc_listing arrays of points grouped by chunk (point_start, local, out_index, coords).
+Listing = tuple[Int64s, Int64s, Int64s, Union[Int64s, None]]
+#: A read's (or write's) merge of a stored object: (stored bytes or None, keep_empty) to the
+#: new bytes, None to delete it, or the stored bytes themselves to leave it.
+Merge = Callable[[Union["BytesLike", None], bool], Union["BytesLike", None]]
+
+
+def _with_key(error: _E, key: str) -> _E:
     """Re-raise a codec or store error with the store key in front of its message."""
     if isinstance(error, OSError) and error.errno is not None:
         return type(error)(error.errno, f"chunk {key!r}: {error.strerror}")
@@ -55,23 +79,24 @@ WRITE_WAVES = 16
 _FETCH_DONE = object()
 
 
-def conflict_pause(attempt):
+def conflict_pause(attempt: int) -> None:
     """Sleep before trying a conditional write again after `attempt` conflicts (random, so
     that the writers that collided spread out; growing, so that many of them do)."""
     time.sleep(random.uniform(0, min(CONFLICT_PAUSE_MAX, CONFLICT_PAUSE * 2**attempt)))
 
 
-def arrivals(store, requests):
+def arrivals(store: Store, requests: Sequence[Request]
+             ) -> Iterator[list[tuple[int, Fetched]]]:
     """Read `requests` with store.get_many in a thread of its own, yielding lists of the
     (i, result) pairs that arrived since the previous list: the caller decodes one list while
     the next arrives, and a list holds all that arrived meanwhile."""
     if len(requests) <= 1:
         yield list(store.get_many(requests))
         return
-    arrived = queue.SimpleQueue()
+    arrived: queue.SimpleQueue[object] = queue.SimpleQueue()
     stop = threading.Event()
 
-    def fetch():
+    def fetch() -> None:
         results = store.get_many(requests)
         try:
             for item in results:
@@ -97,14 +122,14 @@ def arrivals(store, requests):
                     items.append(arrived.get_nowait())
                 except queue.Empty:
                     break
-            batch = []
+            batch: list[tuple[int, Fetched]] = []
             for item in items:
                 if item is _FETCH_DONE:
                     done = True
                 elif isinstance(item, BaseException):
                     raise item
                 else:
-                    batch.append(item)
+                    batch.append(item)  # type: ignore[arg-type]  # (what fetch() put)
             if batch:
                 yield batch
     finally:
@@ -112,7 +137,8 @@ def arrivals(store, requests):
         fetcher.join()
 
 
-def _fetch_concurrently(read, requests):
+def _fetch_concurrently(read: Callable[[_T], _R], requests: Sequence[_T]
+                        ) -> Iterator[list[tuple[int, _R]]]:
     """Batches of (i, read(requests[i])) as they arrive, as `arrivals` yields them: up to
     config.io_concurrency reads at once (threads), or all in the caller when only one."""
     if len(requests) <= 1:
@@ -132,7 +158,7 @@ def _fetch_concurrently(read, requests):
                 f.cancel()
 
 
-def _task_grid(plans, values):
+def _task_grid(plans: Sequence[AxisPlan], values: Callable[[AxisPlan], Any]) -> Int64s:
     """Per task of a compiled job over `plans` (the C-order product of every axis' pieces), the
     value of each axis' piece: `values(plan)` gives one per piece; an (ntasks, ndim) array."""
     axes = [np.asarray(values(p)) for p in plans]
@@ -141,7 +167,8 @@ def _task_grid(plans, values):
     return np.stack([g.ravel() for g in np.meshgrid(*axes, indexing="ij")], axis=1)
 
 
-def _replan(plans, shape, block_shape, chunk_shape):
+def _replan(plans: Sequence[AxisPlan], shape: Sequence[int], block_shape: Sequence[int],
+            chunk_shape: Sequence[int]) -> list[AxisPlan]:
     """The plans of the basic selection that `plans` make over blocks of `block_shape`, over
     the finer grid of `chunk_shape` (a shard's inner chunks)."""
     out = []
@@ -149,19 +176,19 @@ def _replan(plans, shape, block_shape, chunk_shape):
         if not plan.chunks:
             out.append(_indexing.slice_plan(0, 0, 1, c, n))
             continue
-        sel = plan.chunk_sel[0]
-        if not plan.kept:
-            out.append(_indexing.int_plan(plan.chunks[0] * b + sel, c, n))
+        sel, out_sel = plan.chunk_sel[0], plan.out_sel[0]
+        if not isinstance(sel, slice):  # an int: the axis is dropped
+            out.append(_indexing.int_plan(plan.chunks[0] * b + int(sel), c, n))
             continue
         first, step, count = plan.chunks[0] * b + sel.start, sel.step, sum(plan.count)
-        if plan.out_sel[0].step == -1:  # walked ascending, written backwards
+        if isinstance(out_sel, slice) and out_sel.step == -1:  # walked ascending, written back
             out.append(_indexing.slice_plan(first + (count - 1) * step, first - 1, -step, c, n))
         else:
             out.append(_indexing.slice_plan(first, first + (count - 1) * step + 1, step, c, n))
     return out
 
 
-def _listed_plan(positions, chunk_len):
+def _listed_plan(positions: npt.NDArray[np.intp], chunk_len: int) -> AxisPlan:
     """Plan of one axis over chunks of `chunk_len`: `positions` (array positions, in the
     buffer's order) grouped by chunk, each group a listed piece whose output positions are
     its elements' buffer positions."""
@@ -178,7 +205,8 @@ def _listed_plan(positions, chunk_len):
     return _indexing.AxisPlan.from_rows(rows, listed, np.zeros(len(starts), dtype=bool))
 
 
-def _inner_plans(indexer, shape, block_shape, chunk_shape):
+def _inner_plans(indexer: OrthogonalIndexer, shape: Sequence[int], block_shape: Sequence[int],
+                 chunk_shape: Sequence[int]) -> list[AxisPlan]:
     """The plans of an orthogonal selection over the blocks of `block_shape` (shards), over
     the finer grid of `chunk_shape` (their inner chunks), the buffer's order kept: axes
     indexed by arrays become listed pieces."""
@@ -193,7 +221,8 @@ def _inner_plans(indexer, shape, block_shape, chunk_shape):
     return out
 
 
-def _points(groups, chunk_shape):
+def _points(groups: PointGroups, chunk_shape: Sequence[int]
+            ) -> tuple[Int64s, Int64s, Int64s, Int64s]:
     """The zc_listing arrays (point_start, local, out_index, coords) of points grouped by
     chunks of `chunk_shape` (_indexing.PointGroups), each going to its buffer position."""
     local = np.ravel_multi_index(tuple(groups.local), chunk_shape).astype(np.int64, copy=False)
@@ -201,25 +230,34 @@ def _points(groups, chunk_shape):
             np.ascontiguousarray(groups.coords))
 
 
-def _inner_points(groups, inner_shape, grid):
+def _inner_points(groups: PointGroups, inner_shape: Sequence[int], grid: Sequence[int]
+                  ) -> tuple[Listing, Int64s, Int64s]:
     """Points grouped by shard (`groups`), regrouped by inner chunk (`inner_shape`, `grid`
     of them per shard) within each shard, the buffer's order kept: the zc_listing arrays
     (point_start, local, out_index, None), and per group its shard (a group of `groups`)
     and its C-order inner chunk in that shard."""
-    inner_shape = np.asarray(inner_shape, dtype=np.int64)[:, None]
+    inner_column = np.asarray(inner_shape, dtype=np.int64)[:, None]
     shard = np.repeat(np.arange(groups.ngroups, dtype=np.int64), np.diff(groups.offsets))
-    inner = np.ravel_multi_index(tuple(groups.local // inner_shape), grid)
+    inner = np.ravel_multi_index(tuple(groups.local // inner_column), grid)
     order = np.lexsort((inner, shard))  # points stay grouped by shard, their order kept
     shard, inner = shard[order], inner[order]
     starts = np.flatnonzero(np.r_[True, (shard[1:] != shard[:-1]) | (inner[1:] != inner[:-1])])
-    local = np.ravel_multi_index(tuple((groups.local % inner_shape)[:, order]),
-                                 tuple(inner_shape[:, 0]))
+    local = np.ravel_multi_index(tuple((groups.local % inner_column)[:, order]),
+                                 tuple(inner_shape))
     point_start = np.r_[starts, len(order)].astype(np.int64)
     return ((point_start, local.astype(np.int64, copy=False), order.astype(np.int64), None),
             shard[starts], inner[starts])
 
 
-def _write_waves(n, store):
+def _first(parts: Fetched) -> ReadBytes | None:
+    """The bytes of the first range of a get_many or get_ranges result `parts` (None: not
+    stored)."""
+    if parts is None or isinstance(parts, (bytes, memoryview)):
+        return parts
+    return parts[0]
+
+
+def _write_waves(n: int, store: Store) -> list[slice]:
     """Consecutive slices of range(n) that a write encodes one after another. On a store that
     streams writes, each wave's chunks upload while the next is encoded: as many chunks per
     wave as threads, or more so that there are at most WRITE_WAVES; one slice otherwise."""
@@ -229,11 +267,13 @@ def _write_waves(n, store):
     return [slice(start, start + size) for start in range(0, n, size)]
 
 
-def _run_waves(job, tasks, writing=False):
-    """Run the tasks `tasks` of ChunkWaves `job` on the thread pool; None, or (error, task)."""
+def _run_waves(job: ChunkWaves | _InnerChunkWaves, tasks: npt.ArrayLike,
+               work: Callable[[], None]) -> tuple[Exception, int] | None:
+    """Run the tasks `tasks` of ChunkWaves `job` by its `work` (work_read, work_write) on the
+    thread pool; None, or (error, task)."""
     ntasks = job.run(tasks)
     if ntasks:
-        run_workers(job.work_write if writing else job.work_read, ntasks, job.stop)
+        run_workers(work, ntasks, job.stop)
     return job.error()
 
 
@@ -242,15 +282,17 @@ class _InnerChunkWaves:
     the same calls, each inner chunk decoded by its codec objects (compiled and GIL-free
     themselves), chunk by chunk on the thread pool."""
 
-    def __init__(self, chain, plans, out):
+    def __init__(self, chain: CodecChain, plans: Sequence[AxisPlan],
+                 out: npt.NDArray[Any]) -> None:
         self.chain, self.out = chain, out
         self.pieces = [list(zip(p.chunk_sel, p.out_sel, p.complete)) for p in plans]
-        self.blobs = {}
-        self.listed, self.failure = [], None
-        self.claim = iter(())
+        self.blobs: dict[int, memoryview] = {}
+        self.listed: list[int] = []
+        self.failure: tuple[Exception, int] | None = None
+        self.claim: Iterator[int] = iter(())
         self.stopped = False
 
-    def add(self, data, tasks, offsets, lengths):
+    def add(self, data: ReadBytes, tasks: Int64s, offsets: Int64s, lengths: Int64s) -> int:
         view = memoryview(data).cast("B")
         spans = list(zip(tasks.tolist(), offsets.tolist(), lengths.tolist()))
         for k, (_, offset, nbytes) in enumerate(spans):
@@ -260,12 +302,12 @@ class _InnerChunkWaves:
             self.blobs[task] = view[offset:offset + nbytes]
         return -1
 
-    def run(self, tasks):
+    def run(self, tasks: npt.ArrayLike) -> int:
         self.listed = np.asarray(tasks, dtype=np.int64).tolist()
         self.claim = iter(range(len(self.listed)))  # next() on it is atomic: each taken once
         return len(self.listed)
 
-    def work_read(self):
+    def work_read(self) -> None:
         counts = [len(p) for p in self.pieces]
         for k in self.claim:
             if self.failure is not None or self.stopped:
@@ -280,12 +322,35 @@ class _InnerChunkWaves:
             except ZarrcoreError as e:
                 self.failure = (e, task)
 
-    def stop(self):
+    def stop(self) -> None:
         """Let the workers take no further chunk (Ctrl-C)."""
         self.stopped = True
 
-    def error(self):
+    def error(self) -> tuple[Exception, int] | None:
         return self.failure
+
+
+class Route(enum.Enum):
+    """The roads a read or a write takes (docs/architecture.md §4, §5); ChunkEngine.plan
+    picks one per request."""
+
+    CHUNK_BATCH = "chunk batch"  # R1, W1: all chunks on a directory store, one compiled job
+    SHARD_BATCH = "shard batch"  # R2, W2: all shards and inner chunks on a directory store
+    SHARD_WAVES = "shard waves"  # R3: shard indexes, then inner-chunk ranges, fetched in waves
+    CHUNK_WAVES = "chunk waves"  # R4, W3: chunks fetched or stored together, compiled coding
+    FETCHED_CHUNKS = "fetched chunks"  # R5: fetched together, decoded by the codec objects
+    EACH_CHUNK = "each chunk"  # R5, W4: chunk by chunk or shard by shard, codec objects
+
+
+def _selection_kind(indexer: Indexer, ndim: int) -> tuple[bool, bool]:
+    """(basic, listed) of a selection: `basic` for ints and slices (BasicIndexer); `listed`
+    for any selection the compiled jobs take (orthogonal, basic included, or points of an
+    array of at least one dimension)."""
+    basic = isinstance(indexer, BasicIndexer)
+    listed = (isinstance(indexer, OrthogonalIndexer)
+              or isinstance(indexer, CoordinateIndexer) and indexer.groups is not None
+              and ndim > 0)
+    return basic, listed
 
 
 class ChunkEngine:
@@ -295,13 +360,16 @@ class ChunkEngine:
     ("c", "/", True) for v3 default keys "c/1/2", ("", ".", False) for v2 keys "1.2".
     """
 
-    def __init__(self, store, key_prefix, chunk_key, chunk_shape, dtype, fill_value, codecs, where,
-                 key_layout=None, array_shape=None, write_empty_chunks=None):
+    def __init__(self, store: Store, key_prefix: str,
+                 chunk_key: Callable[[Sequence[int]], str], chunk_shape: Sequence[int],
+                 dtype: np.dtype[Any], fill_value: Any, codecs: Iterable[object], where: str,
+                 key_layout: tuple[str, str, bool], array_shape: Sequence[int],
+                 write_empty_chunks: bool | None = None) -> None:
         self.store = store
         self.key_prefix = key_prefix
         self._chunk_key = chunk_key
         self.chunk_shape = tuple(chunk_shape)
-        self.array_shape = tuple(array_shape) if array_shape is not None else None
+        self.array_shape = tuple(array_shape)
         self.dtype = dtype
         self.fill_value = fill_value
         self.spec = ChunkSpec(self.chunk_shape, dtype, fill_value,
@@ -311,129 +379,171 @@ class ChunkEngine:
         self.partial = self.chain.partial_codec
         if self.partial is None:  # (sharding checks its inner chunks itself)
             check_chunk_bytes(self.chunk_shape, dtype, f"{where}: chunks")
-        self._batch = None
-        # Sharded arrays whose index and inner chains the core runs: one native batch over
-        # every shard and inner chunk (zarrcore._shard_io).
-        self._shards = None
         self.key_layout = key_layout
-        if (key_layout is not None and store.native_root is not None
-                and self.array_shape is not None):
-            self._batch = self.chain.native_form()
-            settings = self.partial.batch_settings() if self.partial is not None else None
-            if settings is not None:
-                self._shards = ShardSpec(
-                    root=store.files(), key_head=self.key_head(), head_len=len(store.native_root) + 1, sep=key_layout[1],
-                    lead_sep=key_layout[2], lock_dir=self.node_dir(), array_shape=self.array_shape,
-                    shard_shape=self.chunk_shape, **settings,
-                )
-        # Stores the batches cannot open (memory, zip, fsspec, object stores): the settings of
-        # the chain (the inner chain when sharded) that compiled ChunkWaves decode and encode
-        # as bytes arrive through Store.get_many; None when it is not one the core runs (or
-        # the array is 0-d).
-        self._waves = None
-        # Sharded arrays there: indexes, then inner chunks, fetched by planned byte ranges
-        # (decoded by ChunkWaves when the inner chain is one the core runs).
-        self._ranged_shards = (store.native_root is None and self.partial is not None
-                               and self.array_shape is not None)
-        if store.native_root is None and self.array_shape is not None and self.chunk_shape:
+        # The roads open to this array, decided once from what its store can do and how its
+        # chunks are laid out (`plan` picks among them per request). A directory store
+        # (native_root) is opened by the compiled batches themselves: `_batch` holds the
+        # ChunkBatch settings of a chain the core runs; `_shards` a ShardSpec when the
+        # sharding codec's index and inner chain are ones it runs (zarrcore._shard_io).
+        # Other stores (memory, zip, fsspec, object stores) hand over bytes through
+        # Store.get_many: `_waves` holds the ChunkWaves settings of an unsharded chain the
+        # core runs (None for 0-d arrays); `_ranged_shards` says sharded arrays there are
+        # read by planned byte ranges.
+        self._batch: NativeForm | None = None
+        self._shards: ShardSpec | None = None
+        self._waves: NativeForm | None = None
+        directory = store.native_root is not None
+        if store.native_root is not None:
+            # (the settings name the keyword arguments of the compiled jobs)
+            settings: dict[str, Any] | None = self.core_settings
             if self.partial is None:
-                self._waves = self.chain.native_form()
-            else:
-                self._waves = self.partial.inner_native_form
+                self._batch = settings
+            elif settings is not None:
+                self._shards = ShardSpec(
+                    root=self._file_root(), key_head=self.key_head(),
+                    head_len=len(store.native_root) + 1, sep=key_layout[1],
+                    lead_sep=key_layout[2], lock_dir=self.node_dir(),
+                    array_shape=self.array_shape, shard_shape=self.chunk_shape, **settings,
+                )
+        if not directory and self.chunk_shape and self.partial is None:
+            self._waves = self.chain.native_form()
+        self._ranged_shards = not directory and self.partial is not None
+        # Sharded arrays whose inner chain the core runs: listed selections of them, on any
+        # store, are read by planned byte ranges too, inner chunks decoded in compiled waves.
+        self._inner_waves = (self.partial is not None
+                             and self.partial.inner_native_form is not None)
 
-    def node_dir(self):
+    @property
+    def core_settings(self) -> NativeForm | None:
+        """The settings with which the compiled core reads and writes this array's stored
+        objects by itself (the batches here, native handles): the sharding codec's
+        batch_settings when sharded, else the chain's native_form; None when it cannot."""
+        if self.partial is not None:
+            return self.partial.batch_settings()
+        return self.chain.native_form()
+
+    def plan(self, indexer: Indexer, writing: bool = False) -> Route:
+        """The road (Route) a read, or with `writing` a write, of `indexer`'s selection
+        takes: the first of the compiled roads open to this array (`__init__`) that takes
+        that kind of selection, else the codec objects. Writes give the compiled roads only
+        the chunks they cover wholly; the rest is read-modify-written (`write`)."""
+        basic, listed = _selection_kind(indexer, len(self.chunk_shape))
+        if writing:
+            listed = basic  # (the compiled writers take ints and slices)
+        if self._batch is not None and listed:
+            return Route.CHUNK_BATCH
+        if self._shards is not None and basic:
+            return Route.SHARD_BATCH
+        if not writing and (self._ranged_shards and basic or self._inner_waves and listed):
+            return Route.SHARD_WAVES
+        if self._waves is not None and listed:
+            return Route.CHUNK_WAVES
+        if not writing and self.partial is None and self.store.native_root is None:
+            return Route.FETCHED_CHUNKS
+        return Route.EACH_CHUNK
+
+    def node_dir(self) -> str:
         """The array's directory, which locates its chunks' key locks (csrc/zc_key_lock.h)."""
-        return self.store.native_root + ("/" + self.key_prefix if self.key_prefix else "")
+        root = self.store.native_root
+        assert root is not None  # (directory stores only)
+        return root + ("/" + self.key_prefix if self.key_prefix else "")
 
-    def key_head(self):
+    def _file_root(self) -> FileRoot:
+        files = self.store.files()
+        assert files is not None  # (directory stores only)
+        return files
+
+    def key_head(self) -> str:
+        """The path of its chunk files up to their coordinates (ChunkBatch, ShardSpec)."""
         return self.node_dir() + "/" + self.key_layout[0]
 
-    def _make_batch(self, indexer, data):
+    def _make_batch(self, indexer: Indexer, data: npt.NDArray[Any]) -> tuple[ChunkBatch, int]:
         _, sep, lead = self.key_layout
         points = plans = None
         if isinstance(indexer, CoordinateIndexer):
+            assert indexer.groups is not None  # (points: `plan` saw them)
             points = _points(indexer.groups, self.chunk_shape)
         else:
             plans = indexer.plans
+        settings: dict[str, Any] | None = self._batch
+        root = self.store.native_root
+        assert settings is not None and root is not None  # (the road `plan` took is open)
         batch = ChunkBatch(
-            root=self.store.files(), key_head=self.key_head(), sep=sep, lead_sep=lead, lock_dir=self.node_dir(),
+            root=self._file_root(), key_head=self.key_head(), sep=sep, lead_sep=lead,
+            lock_dir=self.node_dir(),
             array_shape=self.array_shape, chunk_shape=self.chunk_shape,
             write_empty_chunks=self.spec.writes_empty, plans=plans, points=points, data=data,
-            **self._batch,
+            **settings,
         )
         # Errors name the store key: the path below the store root, array prefix included.
-        return batch, len(self.store.native_root) + 1
+        return batch, len(root) + 1
 
-    def key(self, coords):
+    def key(self, coords: Sequence[int]) -> str:
         rel = self._chunk_key(coords)
         return f"{self.key_prefix}/{rel}" if self.key_prefix else rel
 
-    def _whole(self, keys):
+    def _whole(self, keys: Iterable[str]) -> list[Request]:
         """Store.get_many requests of the stored chunks at `keys`, each whole but of at most
         one byte more than a valid chunk takes (see `_stored`)."""
         ranges = at_most(self.chain.max_encoded_bytes)
         return [(key, ranges) for key in keys]
 
-    def _stored(self, key, parts):
+    def _stored(self, key: str, parts: Fetched) -> ReadBytes | None:
         """The stored chunk `key` from the result `parts` of its `_whole` request (None: not
         stored); ValueTooLargeError when it is larger than a valid chunk."""
+        if isinstance(parts, (bytes, memoryview)):  # (a request without ranges: none here)
+            parts = [parts]
         return bounded(self.store, key, parts, self.chain.max_encoded_bytes, ENCODED_BOUND)
 
-    def get_stored(self, key):
+    def get_stored(self, key: str) -> ReadBytes | None:
         """The stored chunk (or shard) at `key`, None when it is not stored; a value larger
         than a valid chunk is refused (ValueTooLargeError) without being read whole."""
         return get_at_most(self.store, key, self.chain.max_encoded_bytes, ENCODED_BOUND)
 
     # -- reads ---------------------------------------------------------------
-    def read(self, indexer, out):
+    def read(self, indexer: Indexer, out: npt.NDArray[Any]) -> npt.NDArray[Any]:
         """Fill `out` (shape indexer.drop_shape) with the selection, chunks in parallel. A
         shard replaced by a writer between the reads of its index and of its inner chunks
         (KeyChangedError from a store that keeps one version per read) is read again."""
-        for attempt in range(CONFLICT_RETRIES):
+        for attempt in range(CONFLICT_RETRIES - 1):
             try:
                 return self._read_once(indexer, out)
             except KeyChangedError:
-                if attempt == CONFLICT_RETRIES - 1:
-                    raise
                 conflict_pause(attempt)
+        return self._read_once(indexer, out)
 
-    def _read_once(self, indexer, out):
-        basic = isinstance(indexer, BasicIndexer)
-        # Orthogonal (basic included) and point selections the compiled jobs read.
-        native = (isinstance(indexer, OrthogonalIndexer)
-                  or isinstance(indexer, CoordinateIndexer) and indexer.groups is not None
-                  and len(self.chunk_shape) > 0)
-        if self._batch is not None and native:
-            batch, head_len = self._make_batch(indexer, out)
-            run_workers(batch.work_read, batch.split_reads(config.num_threads), batch.stop)
-            batch.raise_error(head_len)
-            return out
-        if self._shards is not None and basic:
-            batch = self._shards.batch(indexer.plans, out)
-            run_workers(batch.work_read, batch.ntasks, batch.stop)
-            batch.raise_error()
-            return out
-        if self.partial is not None and self.array_shape is not None and (
-                self._ranged_shards and basic or native and self.partial.inner_native_form is not None):
-            self._read_shard_waves(indexer, out)
-            return out
-        if self._waves is not None and native:
-            self._read_chunk_waves(indexer, out)
-            return out
+    def _read_once(self, indexer: Indexer, out: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        self._READ_BY_ROUTE[self.plan(indexer)](self, indexer, out)
+        return out
+
+    def _read_chunk_batch(self, indexer: Indexer, out: npt.NDArray[Any]) -> None:
+        batch, head_len = self._make_batch(indexer, out)
+        run_workers(batch.work_read, batch.split_reads(config.num_threads), batch.stop)
+        batch.raise_error(head_len)
+
+    def _read_shard_batch(self, indexer: Indexer, out: npt.NDArray[Any]) -> None:
+        shards = self._shards
+        assert shards is not None and isinstance(indexer, BasicIndexer)  # (as `plan` saw)
+        batch = shards.batch(indexer.plans, out)
+        run_workers(batch.work_read, batch.ntasks, batch.stop)
+        batch.raise_error()
+
+    def _read_fetched_chunks(self, indexer: Indexer, out: npt.NDArray[Any]) -> None:
+        """Every chunk fetched together, each decoded by the codec objects as it arrives."""
         projections = list(indexer.projections())
-        if self.partial is None and self.store.native_root is None:
-            # Fetched together, decoded chunk by chunk as they arrive.
-            keys = [self.key(p.coords) for p in projections]
+        keys = [self.key(p.coords) for p in projections]
 
-            def decode(item):
-                i, parts = item
-                self._read_into(keys[i], self._stored(keys[i], parts), projections[i], out)
+        def decode(item: tuple[int, Fetched]) -> None:
+            i, parts = item
+            self._read_into(keys[i], self._stored(keys[i], parts), projections[i], out)
 
-            for batch in arrivals(self.store, self._whole(keys)):
-                parallel_map(decode, batch)
-            return out
+        for batch in arrivals(self.store, self._whole(keys)):
+            parallel_map(decode, batch)
 
-        def work(p):
+    def _read_each_chunk(self, indexer: Indexer, out: npt.NDArray[Any]) -> None:
+        """Chunk by chunk on the pool: a shard through ShardingCodec.read_partial, a chunk
+        read whole and decoded by the codec objects."""
+        def work(p: ChunkProjection) -> None:
             key = self.key(p.coords)
             try:
                 if self.partial is not None:
@@ -444,10 +554,10 @@ class ChunkEngine:
                 raise _with_key(e, key) from e
             self._read_into(key, self.get_stored(key), p, out)
 
-        parallel_map(work, projections)
-        return out
+        parallel_map(work, list(indexer.projections()))
 
-    def _read_into(self, key, data, p, out):
+    def _read_into(self, key: str, data: BytesLike | None, p: ChunkProjection,
+                   out: npt.NDArray[Any]) -> None:
         """Decode the chunk `data` of projection `p` (None: not stored) into `out`."""
         try:
             self.chain.read_into(data, p.chunk_selection, out[p.out_selection + (Ellipsis,)],
@@ -455,20 +565,23 @@ class ChunkEngine:
         except ZarrcoreError as e:
             raise _with_key(e, key) from e
 
-    def _grid(self, chunk_shape):
+    def _grid(self, chunk_shape: Sequence[int]) -> tuple[int, ...]:
         return tuple(-(-s // c) for s, c in zip(self.array_shape, chunk_shape))
 
-    def _read_chunk_waves(self, indexer, out):
+    def _read_chunk_waves(self, indexer: Indexer, out: npt.NDArray[Any]) -> None:
         """Read through Store.get_many: every chunk requested at once, decoded by compiled
         workers in waves of those that have arrived."""
         grid = self._grid(self.chunk_shape)
+        settings = self._waves
+        assert settings is not None  # (the road `plan` took is open)
         if isinstance(indexer, CoordinateIndexer):
+            assert indexer.groups is not None  # (points: `plan` saw them)
             points = _points(indexer.groups, self.chunk_shape)
-            job = ChunkWaves(self._waves, self.chunk_shape, grid, None, out,
+            job = ChunkWaves(settings, self.chunk_shape, grid, None, out,
                              points=(*points[:3], None))
             coords = points[3]
         else:
-            job = ChunkWaves(self._waves, self.chunk_shape, grid, indexer.plans, out)
+            job = ChunkWaves(settings, self.chunk_shape, grid, indexer.plans, out)
             coords = _task_grid(indexer.plans, lambda p: p.chunks)
         keys = [self.key(c) for c in coords.tolist()]
         start = np.zeros(1, dtype=np.int64)
@@ -478,38 +591,44 @@ class ChunkEngine:
                 data = self._stored(keys[i], parts)
                 if data is not None:
                     job.add(data, tasks[k:k + 1], start, np.array([len(data)], dtype=np.int64))
-            failure = _run_waves(job, tasks)
+            failure = _run_waves(job, tasks, job.work_read)
             if failure is not None:
                 error, task = failure
                 raise _with_key(error, keys[task])
 
-    def _read_shard_waves(self, indexer, out):
+    def _read_shard_waves(self, indexer: Indexer, out: npt.NDArray[Any]) -> None:
         """Read a sharded array through Store.get_many: first the index of every shard
         touched (the whole shard when most of it is wanted), then the byte ranges of the
         inner chunks wanted, neighbours coalesced; inner chunks decode in compiled waves as
         their bytes arrive."""
         codec = self.partial
+        assert codec is not None  # (the road `plan` took is open)
         inner_shape, grid = codec.chunk_shape, np.asarray(codec.grid, dtype=np.int64)
+        job: ChunkWaves | _InnerChunkWaves
         inner_grid = self._grid(inner_shape)
         if isinstance(indexer, CoordinateIndexer):
             # Tasks are the groups of points by inner chunk, shard by shard.
-            groups = indexer.groups
+            groups, native = indexer.groups, codec.inner_native_form
+            assert groups is not None and native is not None  # (as `plan` saw)
             points, shard_of, local = _inner_points(groups, inner_shape, tuple(grid))
-            job = ChunkWaves(codec.inner_native_form, inner_shape, inner_grid, None, out, points=points)
+            job = ChunkWaves(native, inner_shape, inner_grid, None, out,
+                             points=points)
             keys = [self.key(c) for c in groups.coords.tolist()]
         else:
             if isinstance(indexer, BasicIndexer):
                 plans = _replan(indexer.plans, self.array_shape, self.chunk_shape, inner_shape)
             else:
                 plans = _inner_plans(indexer, self.array_shape, self.chunk_shape, inner_shape)
-            if codec.inner_native_form is not None:
-                job = ChunkWaves(codec.inner_native_form, inner_shape, inner_grid, plans, out)
+            native = codec.inner_native_form
+            if native is not None:
+                job = ChunkWaves(native, inner_shape, inner_grid, plans, out)
             else:
                 job = _InnerChunkWaves(codec.inner, plans, out)
             keys = [self.key(c) for c in _task_grid(indexer.plans, lambda p: p.chunks).tolist()]
             # Per task: the shard it is in (its place in `keys`) and its C-order place in it.
             coords = _task_grid(plans, lambda p: p.chunks)
-            places = [np.searchsorted(np.asarray(p.chunks, dtype=np.int64), coords[:, d] // grid[d])
+            places = [np.searchsorted(np.asarray(p.chunks, dtype=np.int64),
+                                      coords[:, d] // grid[d])
                       for d, p in enumerate(indexer.plans)]
             shard_of = (np.ravel_multi_index(places, [len(p.chunks) for p in indexer.plans])
                         if places else np.zeros(len(coords), dtype=np.int64))
@@ -518,20 +637,20 @@ class ChunkEngine:
         by_shard = np.argsort(shard_of, kind="stable")
         bounds = np.searchsorted(shard_of[by_shard], np.arange(len(keys) + 1))
         shard_tasks = [by_shard[bounds[s]:bounds[s + 1]] for s in range(len(keys))]
-        whole_share = WHOLE_READ_SHARE * codec.ninner
-        requests = [(key, None if len(t) >= whole_share else [codec.index_range()])
-                    for key, t in zip(keys, shard_tasks)]
+        requests: list[tuple[str, list[ByteRange] | None]] = [
+            (key, None if codec.reads_whole(len(t)) else [codec.index_range()])
+            for key, t in zip(keys, shard_tasks)]
 
-        def name(task):
+        def name(task: int) -> str:
             return f"{keys[shard_of[task]]!r}, inner chunk {codec.coords(int(local[task]))}"
 
-        def run(tasks):
-            failure = _run_waves(job, tasks)
+        def run(tasks: Int64s) -> None:
+            failure = _run_waves(job, tasks, job.work_read)
             if failure is not None:
                 error, task = failure
                 raise type(error)(f"chunk {name(task)}: {error}")
 
-        def add(data, tasks, offsets, lengths):
+        def add(data: ReadBytes, tasks: Int64s, offsets: Int64s, lengths: Int64s) -> None:
             bad = job.add(data, tasks, offsets, lengths)
             if bad >= 0:
                 raise ShardIndexError(
@@ -541,55 +660,63 @@ class ChunkEngine:
         with contextlib.ExitStack() as held:
             self._read_shard_ranges(keys, requests, shard_tasks, local, codec, held, add, run)
 
-    def _read_shard_ranges(self, keys, requests, shard_tasks, local, codec, held, add, run):
+    def _read_shard_ranges(
+            self, keys: list[str], requests: list[tuple[str, list[ByteRange] | None]],
+            shard_tasks: list[Int64s], local: Int64s, codec: ShardingCodec,
+            held: contextlib.ExitStack, add: Callable[[ReadBytes, Int64s, Int64s, Int64s], None],
+            run: Callable[[Int64s], None]) -> None:
         """The fetching half of _read_shard_waves: the `requests` for the shards' indexes (or
         whole shards), then the inner chunks' ranges, passing what arrives to `add` and
         `run`. A store whose readers keep one version of a key (Store.readers_keep_one_version)
         is read through them, index and inner chunks alike, so that a writer replacing a shard
         between the two cannot tear the read; other stores through get_many."""
         store = self.store
+        fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, Any]]]]
         if not store.readers_keep_one_version:
-            def fetch(requests):
+            def fetch(requests: Sequence[Request]) -> Iterator[list[tuple[int, Fetched]]]:
                 return arrivals(store, requests)
         else:
-            readers = {}
+            readers: dict[str, RangeReader | None] = {}
 
-            def read(request):
+            def read(request: Request) -> Sequence[ReadBytes] | None:
                 key, ranges = request
                 reader = readers[key]
-                return None if reader is None else reader.get_ranges(ranges)
+                return None if reader is None or ranges is None else reader.get_ranges(ranges)
 
-            def fetch(requests):
+            def fetch(requests: Sequence[Request]
+                      ) -> Iterator[list[tuple[int, Sequence[ReadBytes] | None]]]:
                 for key, _ in requests:
                     if key not in readers:
                         readers[key] = held.enter_context(store.reader(key))
                 return _fetch_concurrently(read, requests)
 
-        ranged = []  # (key, [(start, stop)]), and the tasks whose bytes that range holds
+        # (key, [(start, stop)]), and the tasks whose bytes that range holds, their offsets
+        # in it and lengths.
+        ranged: list[tuple[Request, Int64s, Int64s, Int64s]] = []
         whole = at_most(self.chain.max_encoded_bytes)
         for batch in fetch([(key, whole if ranges is None else ranges)
                             for key, ranges in requests]):
             wave = []
-            for s, result in batch:
-                if requests[s][1] is None:
-                    result = self._stored(keys[s], result)
+            for s, parts in batch:
+                whole = requests[s][1] is None
+                data = self._stored(keys[s], parts) if whole else _first(parts)
                 tasks = shard_tasks[s]
                 wave.append(tasks)
-                if result is None or (requests[s][1] is not None and result[0] is None):
+                if data is None:
                     continue  # not stored: fill
                 try:
-                    if requests[s][1] is None:
+                    if whole:
                         entries = codec.parse_index(
-                            memoryview(result)[slice(*codec.index_range())], len(result))
+                            memoryview(data)[slice(*codec.index_range())], len(data))
                     else:
-                        entries = codec.parse_index(result[0])
+                        entries = codec.parse_index(data)
                 except ZarrcoreError as e:
                     raise _with_key(e, keys[s]) from e
                 spans = entries[local[tasks]]
                 stored = spans[:, 0] != EMPTY
                 tasks, spans = tasks[stored], spans[stored]
-                if requests[s][1] is None:
-                    add(result, tasks, spans[:, 0].astype(np.int64), spans[:, 1].astype(np.int64))
+                if whole:
+                    add(data, tasks, spans[:, 0].astype(np.int64), spans[:, 1].astype(np.int64))
                     continue
                 wave[-1] = wave[-1][~stored]  # the stored ones decode once their bytes arrive
                 starts, stops, group = coalesce(spans[:, 0], spans[:, 1])
@@ -604,39 +731,56 @@ class ChunkEngine:
         if not ranged:
             return
         for batch in fetch([r[0] for r in ranged]):
-            for r, result in batch:
+            for r, parts in batch:
                 _, tasks, offsets, lengths = ranged[r]
-                if result is None or result[0] is None:
+                data = _first(parts)
+                if data is None:
                     raise ShardIndexError(
                         f"shard {ranged[r][0][0]!r}: deleted while its inner chunks were read")
-                add(result[0], tasks, offsets, lengths)
+                add(data, tasks, offsets, lengths)
             run(np.concatenate([ranged[r][1] for r, _ in batch]))
 
     # -- writes --------------------------------------------------------------
-    def write(self, indexer, value):
-        """Write `value` (broadcast to indexer.drop_shape) into the selected chunks."""
-        projections = indexer.projections()
-        if self._batch is not None and isinstance(indexer, BasicIndexer):
-            batch, head_len = self._make_batch(indexer, value)
-            run_workers(batch.work_write, batch.split_writes(config.num_threads), batch.stop)
-            batch.raise_error(head_len)
-            # Partly covered chunks need read-modify-write under their lock, below.
-            projections = self._projections(indexer, batch.deferred())
-        elif self._shards is not None and isinstance(indexer, BasicIndexer):
-            batch = self._shards.batch(indexer.plans, value, writing=True,
-                                       write_empty_chunks=self.spec.writes_empty,
-                                       write_order=self.partial.write_order())
-            run_workers(batch.work_write, batch.ntasks, batch.stop)
-            batch.raise_error()
-            # Whole shards are written; partly covered ones are read-modify-written below.
-            projections = self._projections(indexer, batch.deferred())
-        elif (self._waves is not None and self.partial is None
-              and isinstance(indexer, BasicIndexer)):
-            projections = self._write_chunk_waves(indexer, value)
+    def write(self, indexer: Indexer, value: npt.NDArray[Any]) -> None:
+        """Write `value` (broadcast to indexer.drop_shape) into the selected chunks: the
+        planned road writes the chunks it covers wholly and leaves the projections of the
+        others, which are merged here (`_write_projections`)."""
+        rest = self._WRITE_BY_ROUTE[self.plan(indexer, writing=True)](self, indexer, value)
+        self._write_projections(rest, value)
+
+    def _write_chunk_batch(self, indexer: Indexer,
+                           value: npt.NDArray[Any]) -> Iterable[ChunkProjection]:
+        assert isinstance(indexer, BasicIndexer)  # (as `plan` saw)
+        batch, head_len = self._make_batch(indexer, value)
+        run_workers(batch.work_write, batch.split_writes(config.num_threads), batch.stop)
+        batch.raise_error(head_len)
+        return self._projections(indexer, batch.deferred())
+
+    def _write_shard_batch(self, indexer: Indexer,
+                           value: npt.NDArray[Any]) -> Iterable[ChunkProjection]:
+        shards, codec = self._shards, self.partial
+        assert shards is not None and codec is not None and isinstance(indexer, BasicIndexer)
+        batch = shards.batch(indexer.plans, value, writing=True,
+                                   write_empty_chunks=self.spec.writes_empty,
+                                   write_order=codec.write_order())
+        run_workers(batch.work_write, batch.ntasks, batch.stop)
+        batch.raise_error()
+        return self._projections(indexer, batch.deferred())
+
+    def _write_no_whole_chunks(self, indexer: Indexer,
+                               value: npt.NDArray[Any]) -> Iterable[ChunkProjection]:
+        """EACH_CHUNK: no compiled writer; every projection is left to `_write_projections`."""
+        return indexer.projections()
+
+    def _write_projections(self, projections: Iterable[ChunkProjection],
+                           value: npt.NDArray[Any]) -> None:
+        """Write `value`'s part of each projection in `projections` (chunks or shards): a
+        part covered in part by read-modify-write (`_read_modify_write`), a whole one
+        encoded and stored (`_put_many`); in waves (`_write_waves`) on the pool."""
         size = math.prod(self.chunk_shape)
         locked = self._whole_writes_locked()
 
-        def work(p):
+        def work(p: ChunkProjection) -> tuple[str, BytesLike | None] | None:
             key = self.key(p.coords)
             part = value[p.out_selection + (Ellipsis,)]
             try:
@@ -661,28 +805,31 @@ class ChunkEngine:
             except ZarrcoreError as e:
                 raise _with_key(e, key) from e
 
-        def encoded():
+        def encoded() -> Iterator[tuple[str, BytesLike | None]]:
             listed = list(projections)
             for wave in _write_waves(len(listed), self.store):
                 yield from (item for item in parallel_map(work, listed[wave]) if item is not None)
 
         self._put_many(encoded())
 
-    def _write_chunk_waves(self, indexer, value):
+    def _write_chunk_waves(self, indexer: Indexer,
+                           value: npt.NDArray[Any]) -> Iterable[ChunkProjection]:
         """Encode every whole chunk of the selection in compiled waves (_write_waves) and
         store them together (Store.set_many); the projections of the partly covered chunks,
         left for read-modify-write."""
+        settings = self._waves
+        assert settings is not None and isinstance(indexer, BasicIndexer)  # (as `plan` saw)
         complete = _task_grid(indexer.plans, lambda p: p.complete).all(axis=1)
         tasks = np.flatnonzero(complete)
         if tasks.size:
-            job = ChunkWaves(self._waves, self.chunk_shape, self._grid(self.chunk_shape),
+            job = ChunkWaves(settings, self.chunk_shape, self._grid(self.chunk_shape),
                              indexer.plans, value, self.spec.writes_empty)
             keys = [self.key(c) for c in
                     _task_grid(indexer.plans, lambda p: p.chunks)[tasks].tolist()]
 
-            def encoded():
+            def encoded() -> Iterator[tuple[str, BytesLike | None]]:
                 for wave in _write_waves(tasks.size, self.store):
-                    failure = _run_waves(job, tasks[wave], writing=True)
+                    failure = _run_waves(job, tasks[wave], job.work_write)
                     if failure is not None:
                         error, task = failure
                         raise _with_key(error, keys[int(np.searchsorted(tasks, task))])
@@ -691,37 +838,40 @@ class ChunkEngine:
             self._put_many(encoded())
         return self._projections(indexer, np.flatnonzero(~complete))
 
-    def _put_many(self, items):
+    def _put_many(self, items: Iterable[tuple[str, BytesLike | None]]) -> None:
         """Store every (key, encoded chunk or None) of the iterable `items` (see `put`): each
         under its lock on a store with locks, else all together (Store.set_many, which a
         store that streams writes starts uploading as `items` yields them)."""
         store = self.store
         if self._whole_writes_locked():
-            def put(item):
+            def put(item: tuple[str, BytesLike | None]) -> None:
                 with store.lock(item[0], self.key_prefix):
                     self.put(*item)
             parallel_map(put, items)
             return
-        deleted = []
+        deleted: list[str] = []
 
-        def stored():
+        def stored() -> Iterator[tuple[str, BytesLike]]:
             for key, data in items:
                 if data is None:
                     deleted.append(key)
                 else:
                     yield key, data
 
-        store.set_many(stored())
+        # (encoded chunks are buffers; numpy's stubs give arrays the buffer protocol from
+        # Python 3.12 on only)
+        store.set_many(stored())  # type: ignore[arg-type]
         for key in deleted:
             store.delete(key)
 
-    def _whole_writes_locked(self):
+    def _whole_writes_locked(self) -> bool:
         """Do whole-object writes take the key's lock? Where read-modify-writes lock, so that
         a whole write lands before or after one rather than inside it; not where they are
         conditional writes, which see the whole write change the version and try again."""
         return self.store.supports_locks and not self.store.supports_conditional_writes
 
-    def _merged(self, data, p, part, keep_empty):
+    def _merged(self, data: BytesLike | None, p: ChunkProjection, part: npt.NDArray[Any],
+                keep_empty: bool) -> BytesLike | None:
         """The chunk `data` (None: not stored) of projection `p` with its selection set to
         `part`, encoded; None when it is all fill and not `keep_empty` (nor the array's
         write_empty_chunks)."""
@@ -729,12 +879,12 @@ class ChunkEngine:
             return self.partial.merge(data, p.chunk_selection, part, keep_empty)
         return self._encoded(self.chain.merge(data, p.chunk_selection, part), keep_empty)
 
-    def _encoded(self, chunk, keep_empty):
+    def _encoded(self, chunk: npt.NDArray[Any], keep_empty: bool) -> BytesLike | None:
         """`chunk` encoded; None when it is all fill and not `keep_empty` (nor the array's
         write_empty_chunks)."""
         return self.chain.encode(chunk) if keep_empty else self.chain.encode_unless_fill(chunk)
 
-    def reset_outside(self, coords, kept):
+    def reset_outside(self, coords: Sequence[int], kept: Sequence[int]) -> None:
         """Reset what the stored object at `coords` (a chunk, or a shard) holds outside the box
         `kept` (from the array's origin) to fill, as a resize leaves it: delete it when it lies
         wholly outside, else read-modify-write it as partial writes do, so that a concurrent
@@ -750,7 +900,8 @@ class ChunkEngine:
         except ZarrcoreError as e:
             raise _with_key(e, key) from e
 
-    def _trimmed(self, data, bound, keep_empty):
+    def _trimmed(self, data: BytesLike | None, bound: Sequence[int],
+                 keep_empty: bool) -> BytesLike | None:
         """The stored object `data` (None: not stored) with what lies at or beyond `bound`
         reset to fill, encoded (None as in `_encoded`); `data` itself when nothing changes. A
         shard is trimmed through its index (ShardingCodec.trim), never decoded whole."""
@@ -761,7 +912,7 @@ class ChunkEngine:
         chunk = self.chain.reset_beyond(data, bound)
         return data if chunk is None else self._encoded(chunk, keep_empty)
 
-    def _read_modify_write(self, key, merge):
+    def _read_modify_write(self, key: str, merge: Merge) -> None:
         """Replace the chunk at `key` by `merge(stored bytes or None, keep_empty)` (encoded
         bytes, None to delete it, or the stored bytes themselves to leave it as it is) so that
         no concurrent writer's update is lost: by conditional writes where the store has them,
@@ -776,7 +927,8 @@ class ChunkEngine:
                                                      ENCODED_BOUND)
                 # A chunk left all fill stays stored as such: a delete cannot be conditional.
                 new = merge(data, data is not None)
-                if new is None or new is data or store.set_if(key, new, version):
+                if new is None or new is data or store.set_if(
+                        key, new, version):  # type: ignore[arg-type]  # (as in _put_many)
                     return
                 conflict_pause(attempt)
             # (Callers put the key in front of these messages.)
@@ -784,7 +936,7 @@ class ChunkEngine:
                 f"other writers replaced it {CONFLICT_RETRIES} times while it was being "
                 f"updated; gave up rather than overwrite their updates")
 
-        def replace():
+        def replace() -> None:
             data = self.get_stored(key)
             new = merge(data, False)
             if new is not data:
@@ -802,7 +954,8 @@ class ChunkEngine:
         replace()
 
     @staticmethod
-    def _projections(indexer, tasks):
+    def _projections(indexer: OrthogonalIndexer,
+                     tasks: Iterable[int]) -> list[ChunkProjection]:
         """The ChunkProjections of batch task numbers `tasks` (C order over the axes' pieces)."""
         dim_pieces = indexer.dim_pieces  # built once: the property makes new lists every call
         counts = [len(p) for p in dim_pieces]
@@ -815,9 +968,25 @@ class ChunkEngine:
             ))
         return projections
 
-    def put(self, key, data):
+    def put(self, key: str, data: BytesLike | None) -> None:
         """Store the encoded chunk `data` at `key`; None (all fill, not written) deletes it."""
         if data is None:
             self.store.delete(key)
         else:
-            self.store.set(key, data)
+            self.store.set(key, data)  # type: ignore[arg-type]  # (as in _put_many)
+
+    # What runs each Route (see `plan`). Writers return the projections they leave.
+    _READ_BY_ROUTE = {
+        Route.CHUNK_BATCH: _read_chunk_batch,
+        Route.SHARD_BATCH: _read_shard_batch,
+        Route.SHARD_WAVES: _read_shard_waves,
+        Route.CHUNK_WAVES: _read_chunk_waves,
+        Route.FETCHED_CHUNKS: _read_fetched_chunks,
+        Route.EACH_CHUNK: _read_each_chunk,
+    }
+    _WRITE_BY_ROUTE = {
+        Route.CHUNK_BATCH: _write_chunk_batch,
+        Route.SHARD_BATCH: _write_shard_batch,
+        Route.CHUNK_WAVES: _write_chunk_waves,
+        Route.EACH_CHUNK: _write_no_whole_chunks,
+    }

@@ -1,17 +1,33 @@
 """A chunk's codecs in order (array->array*, array->bytes, bytes->bytes*), resolved for its
 spec: how one chunk is encoded and decoded, and whether the compiled batch runs it."""
+from __future__ import annotations
+
 import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import kernels
 from ..config import config, size_with_slack
 from ..errors import MetadataError
-from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec
+from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec
 from .registry import codec_from_json
 
+if TYPE_CHECKING:
+    from typing import TypeGuard
 
-def _naming(where, error):
+    from .base import BytesLike, NativeForm
+    from .sharding import ShardingCodec
+
+
+def _reads_parts(codec: ArrayBytesCodec) -> TypeGuard[ShardingCodec]:
+    """Does `codec` read and rewrite parts of a stored chunk itself (as sharding does)?"""
+    return hasattr(codec, "read_partial")
+
+
+def _naming(where: str, error: MetadataError) -> MetadataError:
     """A codec's MetadataError with the metadata key (`where`) in front of its message."""
     return error if where in str(error) else type(error)(f"{where}: {error}")
 
@@ -19,40 +35,44 @@ def _naming(where, error):
 class CodecChain:
     """An ordered chain array->array* array->bytes bytes->bytes*, resolved for one chunk spec."""
 
-    def __init__(self, codecs, spec, where="codecs"):
+    def __init__(self, codecs: Iterable[object], spec: ChunkSpec, where: str = "codecs") -> None:
         try:
-            codecs = [codec_from_json(c, where) for c in codecs]
+            resolved = [codec_from_json(c, where) for c in codecs]
         except MetadataError as e:
             raise _naming(where, e) from e
-        self.array_array, self.bytes_bytes = [], []
-        self.array_bytes = None
-        for codec in codecs:
+        self.array_array: list[ArrayArrayCodec] = []
+        self.bytes_bytes: list[BytesBytesCodec] = []
+        array_bytes: ArrayBytesCodec | None = None
+        for codec in resolved:
             if isinstance(codec, ArrayArrayCodec):
-                if self.array_bytes is not None:
-                    raise MetadataError(f"{where}: array->array codec {codec.name!r} after array->bytes")
+                if array_bytes is not None:
+                    raise MetadataError(
+                        f"{where}: array->array codec {codec.name!r} after array->bytes")
                 self.array_array.append(codec)
             elif isinstance(codec, ArrayBytesCodec):
-                if self.array_bytes is not None:
+                if array_bytes is not None:
                     raise MetadataError(f"{where}: more than one array->bytes codec")
-                self.array_bytes = codec
+                array_bytes = codec
             elif isinstance(codec, BytesBytesCodec):
-                if self.array_bytes is None:
-                    raise MetadataError(f"{where}: bytes->bytes codec {codec.name!r} before array->bytes")
+                if array_bytes is None:
+                    raise MetadataError(
+                        f"{where}: bytes->bytes codec {codec.name!r} before array->bytes")
                 self.bytes_bytes.append(codec)
             else:
                 raise MetadataError(f"{where}: {codec!r} is not a codec")
-        if self.array_bytes is None:
+        if array_bytes is None:
             raise MetadataError(f"{where}: no array->bytes codec (such as 'bytes')")
+        self.array_bytes = array_bytes
         self.spec = spec
         try:
             self._resolve(spec)
         except MetadataError as e:
             raise _naming(where, e) from e
 
-    def _resolve(self, spec):
+    def _resolve(self, spec: ChunkSpec) -> None:
         # Resolve each codec against the spec it sees, in encode order.
-        self.array_specs = []
-        resolved_aa = []
+        self.array_specs: list[ChunkSpec] = []
+        resolved_aa: list[ArrayArrayCodec] = []
         for codec in self.array_array:
             codec = codec.resolve(spec)
             resolved_aa.append(codec)
@@ -71,10 +91,10 @@ class CodecChain:
         self._raw_items = not self.array_array and self.array_bytes.encodes_memory_layout(spec)
 
     @property
-    def codecs(self):
+    def codecs(self) -> list[ArrayArrayCodec | ArrayBytesCodec | BytesBytesCodec]:
         return [*self.array_array, self.array_bytes, *self.bytes_bytes]
 
-    def native_form(self):
+    def native_form(self) -> NativeForm | None:
         """The settings of the compiled core's chain (zarrcore._batch, _chunk_jobs: ChunkBatch,
         ChunkWaves, ShardJob) when it runs this chain, else None: the native forms of its
         codecs composed, when each has one and they make a chain the core runs (no
@@ -83,8 +103,9 @@ class CodecChain:
         if self.array_array:
             return None
         form = self.array_bytes.native_form(self.bytes_spec)
-        stages = [c.native_form(self.bytes_spec) for c in self.bytes_bytes]
-        if form is None or None in stages:
+        forms = [c.native_form(self.bytes_spec) for c in self.bytes_bytes]
+        stages = [stage for stage in forms if stage is not None]
+        if form is None or len(stages) < len(forms):
             return None
         crc32c = bool(stages) and "crc32c" in stages[-1]
         compressors = stages[:-1] if crc32c else stages
@@ -94,13 +115,13 @@ class CodecChain:
                 **form, **(compressors[0] if compressors else {})}
 
     @property
-    def verifies_integrity(self):
+    def verifies_integrity(self) -> bool:
         """Does decoding check a checksum somewhere along the chain (Codec.verifies_integrity)?
         Every stage decoded before it feeds it, so a changed stored byte fails the check."""
         return any(c.verifies_integrity for c in self.codecs)
 
     @property
-    def max_encoded_bytes(self):
+    def max_encoded_bytes(self) -> int:
         """The most bytes a valid stored chunk of this chain takes, so a larger stored value is
         refused unread: a shard's index and inner chunks at their most; the limit of the
         bytes->bytes decoders when the bytes codec's output is of fixed size (its slack
@@ -110,22 +131,24 @@ class CodecChain:
             return partial.max_encoded_bytes
         return self._unwrap_spec.max_bytes or config.max_stored_bytes
 
-    def to_json(self):
+    def to_json(self) -> list[dict[str, Any]]:
         return [c.to_json() for c in self.codecs]
 
     @property
-    def decodes_in_place(self):
+    def decodes_in_place(self) -> bool:
         """True when decode(out=) writes the chunk straight into `out`."""
         return not self.array_array
 
-    def decode(self, data, out=None):
+    def decode(self, data: BytesLike,
+               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
         """Bytes to a C-ordered chunk of `spec` (written into `out` when given)."""
         for codec in reversed(self.bytes_bytes[1:]):
             data = codec.decode(data, self._unwrap_spec)
         if self.bytes_bytes:
             if out is not None and self._raw_items and out.flags.c_contiguous:
                 # The stored bytes are the items as they lie in memory: decompress into `out`.
-                self.bytes_bytes[0].decode_into(data, out.reshape(-1).view(np.uint8), self._unwrap_spec)
+                self.bytes_bytes[0].decode_into(data, out.reshape(-1).view(np.uint8),
+                                                self._unwrap_spec)
                 return out
             data = self.bytes_bytes[0].decode(data, self._unwrap_spec)
         if self.array_array:
@@ -138,7 +161,7 @@ class CodecChain:
             return array
         return self.array_bytes.decode(data, self.bytes_spec, out=out)
 
-    def encode(self, array):
+    def encode(self, array: npt.NDArray[Any]) -> BytesLike:
         for codec, spec in zip(self.array_array, self.array_specs):
             array = codec.encode(array, spec)
         data = self.array_bytes.encode(array, self.bytes_spec)
@@ -147,16 +170,18 @@ class CodecChain:
         return data
 
     @property
-    def partial_codec(self):
+    def partial_codec(self) -> ShardingCodec | None:
         """The array->bytes codec when it reads and rewrites parts of a stored chunk itself
         (`read_partial`/`merge`, as sharding does); only possible when no other codec
         transforms the chunk as a whole."""
         if self.array_array or self.bytes_bytes:
             return None
-        return self.array_bytes if hasattr(self.array_bytes, "read_partial") else None
+        return self.array_bytes if _reads_parts(self.array_bytes) else None
 
-    def read_into(self, data, selection, target, complete):
-        """Put `selection` of the chunk encoded in `data` (None: not stored, so fill) in `target`."""
+    def read_into(self, data: BytesLike | None, selection: tuple[Any, ...],
+                  target: npt.NDArray[Any], complete: bool) -> None:
+        """Put `selection` of the chunk encoded in `data` (None: not stored, so fill) in
+        `target`."""
         if data is None:
             target[...] = self.spec.fill_value
         elif (complete and self.decodes_in_place and target.size == math.prod(self.spec.shape)
@@ -165,7 +190,8 @@ class CodecChain:
         else:
             kernels.copy_region(self.decode(data)[selection + (Ellipsis,)], target)
 
-    def merge(self, data, selection, part):
+    def merge(self, data: BytesLike | None, selection: tuple[Any, ...],
+              part: npt.NDArray[Any]) -> npt.NDArray[Any]:
         """The chunk encoded in `data` (fill when None) with `selection` set to `part`."""
         if data is None:
             # Not np.full: it turns a bytes fill into an S array first, dropping trailing NULs.
@@ -180,7 +206,8 @@ class CodecChain:
         chunk[selection + (Ellipsis,)] = part
         return chunk
 
-    def reset_beyond(self, data, bound):
+    def reset_beyond(self, data: BytesLike,
+                     bound: Iterable[int]) -> npt.NDArray[Any] | None:
         """The chunk encoded in `data` with what lies at or beyond `bound` (an extent per axis
         from its origin) set to fill; None when all that is fill already."""
         chunk = self.decode(data)
@@ -194,7 +221,7 @@ class CodecChain:
             chunk[region] = fill
         return chunk
 
-    def encode_unless_fill(self, chunk):
+    def encode_unless_fill(self, chunk: npt.NDArray[Any]) -> BytesLike | None:
         """The encoded chunk, or None when it is all fill and empty chunks are not written."""
         if not self.spec.writes_empty and kernels.is_fill(chunk, self.spec.fill_value):
             return None

@@ -4,18 +4,35 @@ A shard is the encoded inner chunks, in any order, plus an index before or after
 inner chunk (C order) a uint64 pair (offset, nbytes), both 2**64-1 for an empty chunk,
 encoded with the index codecs (normally little-endian bytes and a crc32c).
 """
+from __future__ import annotations
+
 import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Union, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import _chunk_jobs, kernels
 from ..config import config, parallel_map, run_workers
-from ..errors import ChunkDecodeError, MetadataError, SelectionError, ShardIndexError, ZarrcoreError
-from ..indexing import BasicIndexer, is_basic_selection
+from ..errors import (
+    ChunkDecodeError, MetadataError, SelectionError, ShardIndexError, ZarrcoreError,
+)
+from ..indexing import BasicIndexer, ChunkProjection, is_basic_selection
 from ..storage.base import get_at_most
 from .base import ENCODED_BOUND, ArrayBytesCodec, ChunkSpec, check_chunk_bytes
 from .chain import CodecChain
 from .registry import codec_from_json, register_codec
+
+if TYPE_CHECKING:
+    from ..storage.base import RangeReader, Store
+    from .base import BytesLike, CodecJSON, NativeForm
+
+#: Per inner chunk (C order) its encoded bytes, None when it is not stored.
+Blobs = list[Union["BytesLike", None]]
+#: Index entries: an (n, 2) uint64 array of (offset, nbytes) per inner chunk.
+Entries = npt.NDArray[np.uint64]
+Int64s = npt.NDArray[np.int64]
 
 EMPTY = 2**64 - 1
 LITTLE_BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
@@ -27,7 +44,7 @@ WHOLE_READ_SHARE = 0.5
 MAX_NESTING = 8
 
 
-def morton_order(shape):
+def morton_order(shape: Sequence[int]) -> Int64s:
     """C-order linear indices of a grid of `shape`, sorted by compressed Morton (Z-order) code."""
     coords = np.indices(shape, dtype=np.uint64).reshape(len(shape), -1)
     bits = [(int(s) - 1).bit_length() for s in shape]
@@ -41,13 +58,13 @@ def morton_order(shape):
     return np.argsort(code, kind="stable")
 
 
-def _nesting(codecs):
+def _nesting(codecs: Iterable[object]) -> int:
     """Levels of sharding_indexed in the codec list `codecs` (JSON or codec objects), counted
     without recursion so that hostile metadata cannot exhaust the stack; stops past
     MAX_NESTING."""
-    depth, level = 0, codecs
+    depth, level = 0, list(codecs)
     while depth <= MAX_NESTING:
-        inner = []
+        inner: list[object] = []
         for codec in level:
             if isinstance(codec, ShardingCodec):
                 inner += [*codec.codecs, *codec.index_codecs]
@@ -63,26 +80,27 @@ def _nesting(codecs):
     return depth
 
 
-def _stored(blobs):
+def _stored(blobs: Blobs) -> dict[int, BytesLike]:
     """{index: blob} of the inner chunks stored in the list `blobs` (None: not stored)."""
     return {i: blob for i, blob in enumerate(blobs) if blob is not None}
 
 
-def _inner_error(error, coords):
+def _inner_error(error: Exception, coords: tuple[int, ...]) -> Exception:
     return type(error)(f"inner chunk {coords}: {error}")
 
 
 class _Whole:
     """A shard held in memory."""
 
-    def __init__(self, data):
-        self.view = memoryview(data).cast("B")
-        self.size = self.view.nbytes
+    def __init__(self, data: BytesLike) -> None:
+        # (numpy's stubs give arrays the buffer protocol from Python 3.12 on only)
+        self.view = memoryview(data).cast("B")  # type: ignore[arg-type]
+        self.size: int | None = self.view.nbytes
 
-    def get(self, start, stop):
+    def get(self, start: int | None, stop: int | None) -> memoryview:
         return self.view[start:stop]
 
-    def fetch(self, spans):
+    def fetch(self, spans: Sequence[Sequence[int]]) -> list[memoryview]:
         return [self.view[o:o + n] for o, n in spans]
 
 
@@ -90,15 +108,15 @@ class _Ranged:
     """A stored shard read by byte ranges (Store.reader: one version of it throughout where the
     store can; else its size may be unknown, and ranges past its end come back short)."""
 
-    def __init__(self, reader):
+    def __init__(self, reader: RangeReader) -> None:
         self.reader = reader
         self.size = reader.size
 
-    def get(self, start, stop):
+    def get(self, start: int | None, stop: int | None) -> BytesLike | None:
         data = self.reader.get_ranges([(start, stop)])
         return None if data is None else data[0]
 
-    def fetch(self, spans):
+    def fetch(self, spans: Sequence[Sequence[int]]) -> list[memoryview]:
         """The bytes of each (offset, nbytes) span; spans close together share one request."""
         if not spans:
             return []
@@ -112,17 +130,22 @@ class _Ranged:
                 for g, (o, n) in zip(group.tolist(), spans)]
 
 
-def coalesce(offsets, lengths, gap=COALESCE_GAP):
+#: A shard being read: held whole, or read by byte ranges.
+_Shard = Union[_Whole, _Ranged]
+
+
+def coalesce(offsets: npt.ArrayLike, lengths: npt.ArrayLike,
+             gap: int = COALESCE_GAP) -> tuple[Int64s, Int64s, Int64s]:
     """Group byte spans (uint64 `offsets` and `lengths`) into requests: spans less than `gap`
     apart share one. Returns (starts, stops, group): request g reads [starts[g], stops[g]),
     span i lies in request group[i]. ShardIndexError for a span that no store could hold."""
-    offsets = np.asarray(offsets, dtype=np.uint64)
-    ends = offsets + np.asarray(lengths, dtype=np.uint64)
-    if offsets.size and (ends.max() >= 2**62 or (ends < offsets).any()):
+    unsigned = np.asarray(offsets, dtype=np.uint64)
+    unsigned_ends = unsigned + np.asarray(lengths, dtype=np.uint64)
+    if unsigned.size and (unsigned_ends.max() >= 2**62 or (unsigned_ends < unsigned).any()):
         raise ShardIndexError("a shard index entry reaches past any possible end of the shard")
-    offsets, ends = offsets.astype(np.int64), ends.astype(np.int64)
-    order = np.argsort(offsets, kind="stable")
-    first, last = offsets[order], ends[order]
+    starts, ends = unsigned.astype(np.int64), unsigned_ends.astype(np.int64)
+    order = np.argsort(starts, kind="stable")
+    first, last = starts[order], ends[order]
     reach = np.maximum.accumulate(last) if last.size else last
     opens = np.ones(first.size, dtype=bool)
     opens[1:] = first[1:] - reach[:-1] > gap
@@ -142,29 +165,33 @@ class ShardingCodec(ArrayBytesCodec):
 
     name = "sharding_indexed"
 
-    def __init__(self, chunk_shape, codecs=(LITTLE_BYTES,),
-                 index_codecs=(LITTLE_BYTES, {"name": "crc32c"}), index_location="end"):
+    def __init__(self, chunk_shape: Sequence[int], codecs: Sequence[object] = (LITTLE_BYTES,),
+                 index_codecs: Sequence[object] = (LITTLE_BYTES, {"name": "crc32c"}),
+                 index_location: str = "end") -> None:
         if isinstance(chunk_shape, (str, bytes)) or not all(
             isinstance(c, (int, np.integer)) and not isinstance(c, bool) and c >= 1
             for c in chunk_shape
         ) or not len(chunk_shape):
-            raise MetadataError(f"sharding_indexed: chunk_shape {chunk_shape!r} must be positive integers")
+            raise MetadataError(
+                f"sharding_indexed: chunk_shape {chunk_shape!r} must be positive integers")
         if index_location not in ("start", "end"):
-            raise MetadataError(f"sharding_indexed: index_location must be 'start' or 'end', not {index_location!r}")
+            raise MetadataError(f"sharding_indexed: index_location must be 'start' or 'end', "
+                                f"not {index_location!r}")
         if _nesting([*codecs, *index_codecs]) >= MAX_NESTING:
             raise MetadataError(f"sharding_indexed: nested more than {MAX_NESTING} levels deep")
         self.chunk_shape = tuple(int(c) for c in chunk_shape)
         self.codecs = tuple(codec_from_json(c, "sharding_indexed codecs") for c in codecs)
-        self.index_codecs = tuple(codec_from_json(c, "sharding_indexed index_codecs") for c in index_codecs)
+        self.index_codecs = tuple(codec_from_json(c, "sharding_indexed index_codecs")
+                                  for c in index_codecs)
         self.index_location = index_location
 
     @property
-    def verifies_integrity(self):
+    def verifies_integrity(self) -> bool:
         """Do the inner chunks carry a checksum? (The index's covers the index only; a
         damaged index entry points the inner chunk's check at other bytes.)"""
         return any(c.verifies_integrity for c in self.codecs)
 
-    def configuration(self):
+    def configuration(self) -> CodecJSON:
         return {
             "chunk_shape": list(self.chunk_shape),
             "codecs": [c.to_json() for c in self.codecs],
@@ -172,7 +199,7 @@ class ShardingCodec(ArrayBytesCodec):
             "index_location": self.index_location,
         }
 
-    def resolve(self, spec):
+    def resolve(self, spec: ChunkSpec) -> ShardingCodec:
         """A copy bound to the shard `spec`, with inner and index codec chains built."""
         shard_shape = tuple(spec.shape)
         if len(shard_shape) != len(self.chunk_shape) or any(
@@ -190,9 +217,11 @@ class ShardingCodec(ArrayBytesCodec):
             raise MetadataError(
                 f"sharding_indexed: {n} inner chunks per shard (grid {grid}) exceed "
                 f"config.max_shard_index_entries ({config.max_shard_index_entries}); raise it with "
-                f"zarrcore.config.set(max_shard_index_entries=...) or ZARRCORE_MAX_SHARD_INDEX_ENTRIES"
+                f"zarrcore.config.set(max_shard_index_entries=...) or "
+                f"ZARRCORE_MAX_SHARD_INDEX_ENTRIES"
             )
-        inner = CodecChain(self.codecs, spec.evolve(shape=self.chunk_shape), "sharding_indexed codecs")
+        inner = CodecChain(self.codecs, spec.evolve(shape=self.chunk_shape),
+                           "sharding_indexed codecs")
         index_spec = ChunkSpec(grid + (2,), np.dtype("uint64"), EMPTY)
         index = CodecChain(self.index_codecs, index_spec, "sharding_indexed index_codecs")
         if index.array_bytes.name != "bytes" or any(c.name != "crc32c" for c in index.bytes_bytes):
@@ -203,47 +232,56 @@ class ShardingCodec(ArrayBytesCodec):
         codec._bind(spec, inner, index, grid)
         return codec
 
-    def _bind(self, spec, inner, index, grid):
+    def _bind(self, spec: ChunkSpec, inner: CodecChain, index: CodecChain,
+              grid: tuple[int, ...]) -> None:
         self._spec, self._inner, self._index, self._grid = spec, inner, index, grid
         self._n = math.prod(grid)
         self._strides = tuple(math.prod(grid[d + 1:]) for d in range(len(grid)))
         # The recommended little-endian layout goes through the compiled pack/unpack kernels.
-        self._packed_index = (not index.array_array
-                              and index.array_bytes.configuration().get("endian", "little") == "little")
+        endian = index.array_bytes.configuration().get("endian", "little")
+        self._packed_index = not index.array_array and endian == "little"
         # A uint64 pair per inner chunk, and a 4-byte crc32c per checksum codec. Nothing here
         # is proportional to the number of inner chunks: opening stays cheap for any shard.
         self._index_size = 16 * self._n + 4 * len(index.bytes_bytes)
-        self._morton = self._morton_rank = None
+        self._morton: Int64s | None = None
+        self._morton_rank: Int64s | None = None
         # Inner chains the core runs by itself (bytes, one compressor, crc32c) decode and
         # encode as one compiled job; others (transpose, nested sharding...) chunk by chunk.
         self._native = inner.native_form()
 
     @property
-    def inner(self):
+    def inner(self) -> CodecChain:
         """The CodecChain of the inner chunks (of a resolved codec)."""
         return self._inner
 
     @property
-    def grid(self):
+    def grid(self) -> tuple[int, ...]:
         """The number of inner chunks per shard along each axis (of a resolved codec)."""
         return self._grid
 
     @property
-    def ninner(self):
+    def ninner(self) -> int:
         """The number of inner chunks per shard (of a resolved codec)."""
         return self._n
 
+    def reads_whole(self, ntouched: int) -> bool:
+        """Is a shard of which a read touches `ntouched` inner chunks fetched whole, in one
+        request (when that is at least WHOLE_READ_SHARE of them), rather than its index and
+        then the inner chunks' byte ranges (grouped by `coalesce`)? Asked by read_partial and
+        by the engine's shard waves alike."""
+        return ntouched >= WHOLE_READ_SHARE * self._n
+
     @property
-    def inner_native_form(self):
+    def inner_native_form(self) -> NativeForm | None:
         """The inner chain's CodecChain.native_form: None when the core does not run it."""
         return self._native
 
     @property
-    def max_encoded_bytes(self):
+    def max_encoded_bytes(self) -> int:
         """The most bytes a valid shard takes: its index and every inner chunk at its most."""
         return self._index_size + self._n * self._inner.max_encoded_bytes
 
-    def batch_settings(self):
+    def batch_settings(self) -> NativeForm | None:
         """Settings of the native sharded batch over a directory store (zarrcore._shard_io)
         when it runs this codec: an inner chain the core runs and a little-endian index with
         or without a crc32c. None otherwise."""
@@ -253,7 +291,7 @@ class ShardingCodec(ArrayBytesCodec):
         return dict(self._native, chunk_shape=self.chunk_shape,
                     index_at_start=self.index_location == "start", index_crc32c=bool(index_tail))
 
-    def write_order(self):
+    def write_order(self) -> Int64s | None:
         """C-order indices of the inner chunks in the order written shards lay them out
         (config.shard_write_order); None for C order."""
         if config.shard_write_order == "C":
@@ -262,37 +300,45 @@ class ShardingCodec(ArrayBytesCodec):
             self._morton = morton_order(self._grid)
         return self._morton
 
-    def _layout(self, indices):
+    def _layout(self, indices: Sequence[int]) -> Int64s:
         """The inner chunk indices `indices` in the order written shards lay them out."""
-        indices = np.sort(np.asarray(indices, dtype=np.int64))
+        ordered = np.sort(np.asarray(indices, dtype=np.int64))
         order = self.write_order()
         if order is None:
-            return indices
+            return ordered
         if self._morton_rank is None:
             rank = np.empty(self._n, dtype=np.int64)
             rank[order] = np.arange(self._n, dtype=np.int64)
             self._morton_rank = rank
-        return indices[np.argsort(self._morton_rank[indices], kind="stable")]
+        return ordered[np.argsort(self._morton_rank[ordered], kind="stable")]
 
     # -- index -------------------------------------------------------------------------------
-    def _encode_index(self, entries):
+    def _encode_index(self, entries: Entries) -> BytesLike:
         if not self._packed_index:
             return self._index.encode(entries.reshape(self._index.spec.shape))
-        data = kernels.shard_index_pack(entries)
+        data: BytesLike = kernels.shard_index_pack(entries)
         for codec in self._index.bytes_bytes:
             data = codec.encode(data, self._index.bytes_spec)
         return data
 
-    def index_range(self):
+    def index_range(self) -> tuple[int, int | None]:
         """The (start, stop) byte range of a shard's index, as Store.get_ranges takes it."""
-        return (0, self._index_size) if self.index_location == "start" else (-self._index_size, None)
+        if self.index_location == "start":
+            return (0, self._index_size)
+        return (-self._index_size, None)
 
-    def _read_index(self, shard):
+    @overload
+    def _read_index(self, shard: _Whole) -> Entries: ...
+
+    @overload
+    def _read_index(self, shard: _Shard) -> Entries | None: ...
+
+    def _read_index(self, shard: _Shard) -> Entries | None:
         """The validated (n, 2) uint64 entries of `shard`, None when it is not stored."""
         data = shard.get(*self.index_range())
         return None if data is None else self.parse_index(data, shard.size)
 
-    def parse_index(self, data, size=None):
+    def parse_index(self, data: BytesLike, size: int | None = None) -> Entries:
         """The validated (n, 2) uint64 entries of the index bytes `data` of a shard of `size`
         bytes (None: not known, so entries past its end show only when read)."""
         isz = self._index_size
@@ -307,15 +353,18 @@ class ShardingCodec(ArrayBytesCodec):
         else:
             data_size = size if at_start else size - isz
         try:
+            entries: Entries
             if self._packed_index:
                 for codec in reversed(self._index.bytes_bytes):
                     data = codec.decode(data, self._index.bytes_spec)
-                entries = kernels.shard_index_unpack(data, self._n, data_size)
+                entries = kernels.shard_index_unpack(
+                    data, self._n, data_size)  # type: ignore[arg-type]  # (as in _Whole)
             else:
                 entries = self._index.decode(data).reshape(self._n, 2)
                 kernels.shard_index_validate(entries, data_size)
         except ShardIndexError as e:
-            raise ShardIndexError(f"{e} (inner chunks in C order over the {self._grid} grid)") from e
+            raise ShardIndexError(
+                f"{e} (inner chunks in C order over the {self._grid} grid)") from e
         except ChunkDecodeError as e:  # a bad checksum, chiefly
             raise type(e)(f"shard index: {e}") from e
         if at_start:
@@ -336,18 +385,18 @@ class ShardingCodec(ArrayBytesCodec):
                 f"nbytes {entries[i, 1]}): more than the {limit} bytes {ENCODED_BOUND}")
         return entries
 
-    def coords(self, i):
+    def coords(self, i: int) -> tuple[int, ...]:
         """The grid coordinates of the inner chunk at C-order index `i`."""
         return tuple(int(c) for c in np.unravel_index(i, self._grid))
 
-    def _blobs(self, shard, indices):
+    def _blobs(self, shard: _Shard | None, indices: Sequence[int]) -> Blobs:
         """Encoded bytes of the inner chunks `indices` (None for empty ones) from `shard`."""
         entries = None if shard is None else self._read_index(shard)
-        if entries is None:
+        if shard is None or entries is None:
             return [None] * len(indices)
         rows = entries.tolist()
         stored = [i for i in indices if rows[i][0] != EMPTY]
-        found = dict(zip(stored, shard.fetch([rows[i] for i in stored])))
+        found: dict[int, BytesLike] = dict(zip(stored, shard.fetch([rows[i] for i in stored])))
         for i, blob in found.items():
             if len(blob) != rows[i][1]:
                 raise ShardIndexError(
@@ -356,17 +405,18 @@ class ShardingCodec(ArrayBytesCodec):
                 )
         return [found.get(i) for i in indices]
 
-    def _indexer(self, selection):
+    def _indexer(self, selection: Any) -> BasicIndexer:
         return BasicIndexer(selection, self._spec.shape, self.chunk_shape)
 
-    def _box(self, selection):
+    def _box(self, selection: Any) -> tuple[tuple[slice, ...], tuple[Any, ...]]:
         """(box, inner) for an array selection of the shard: `box` a slice per axis spanning
         what it selects, `inner` the same selection relative to the box; so that memory goes
         with the selection's extent, not with the shard's declared size."""
         items = selection if isinstance(selection, tuple) else (selection,)
         if len(items) != len(self._spec.shape):
             raise SelectionError(f"shard selection {selection!r} does not have one item per axis")
-        box, inner = [], []
+        box: list[slice] = []
+        inner: list[Any] = []
         for item, n in zip(items, self._spec.shape):
             if isinstance(item, slice):
                 start, stop, step = item.indices(n)
@@ -391,19 +441,25 @@ class ShardingCodec(ArrayBytesCodec):
             inner.append(index - lo)
         return tuple(box), tuple(inner)
 
-    def _touched(self, indexer):
+    def _touched(self, indexer: BasicIndexer) -> list[int]:
         """C-order grid indices of the inner chunks `indexer` touches, in projection order."""
-        index = np.zeros((), dtype=np.int64)
+        index: Int64s = np.zeros((), dtype=np.int64)
         for pieces, stride in zip(indexer.dim_pieces, self._strides):
             index = np.add.outer(index, np.array([p[0] for p in pieces], dtype=np.int64) * stride)
-        return index.ravel().tolist()
+        touched: list[int] = index.ravel().tolist()
+        return touched
 
-    def _native_job(self, indexer, src, data):
-        """A compiled job over the inner chunks `indexer` touches, `data` the caller's array."""
-        return _chunk_jobs.ShardJob(self._native, self.chunk_shape, self._grid, src, indexer.plans,
-                               data, self._spec.writes_empty)
+    def _native_job(self, native: NativeForm, indexer: BasicIndexer, src: Blobs,
+                    data: npt.NDArray[Any]) -> _chunk_jobs.ShardJob:
+        """A compiled job of the inner chain's `native` form over the inner chunks `indexer`
+        touches, `data` the caller's array."""
+        # (the job takes any buffer; numpy's stubs give arrays the buffer protocol from
+        # Python 3.12 on only)
+        return _chunk_jobs.ShardJob(native, self.chunk_shape, self._grid,
+                                    src,  # type: ignore[arg-type]
+                                    indexer.plans, data, self._spec.writes_empty)
 
-    def _run(self, job, work):
+    def _run(self, job: _chunk_jobs.ShardJob, work: Callable[[], None]) -> None:
         run_workers(work, job.ntasks, job.stop)
         failure = job.error()
         if failure is not None:
@@ -411,13 +467,15 @@ class ShardingCodec(ArrayBytesCodec):
             raise _inner_error(error, self.coords(i)) from None
 
     # -- reads -------------------------------------------------------------------------------
-    def decode(self, data, spec, out=None):
+    def decode(self, data: BytesLike, spec: ChunkSpec,
+               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
         if out is None:
             out = np.empty(self._spec.shape, dtype=self._spec.dtype)
         self._read(_Whole(data), self._indexer(Ellipsis), out)
         return out
 
-    def read_partial(self, store, key, selection, out):
+    def read_partial(self, store: Store, key: str, selection: Any,
+                     out: npt.NDArray[Any]) -> None:
         """Fill `out` with `selection` of the shard stored at `key`, fetching only the index and
         the inner chunks needed (or the whole object once when most of it is needed)."""
         if not is_basic_selection(selection):
@@ -429,7 +487,7 @@ class ShardingCodec(ArrayBytesCodec):
             out[...] = region[inner]
             return
         indexer = self._indexer(selection)
-        if math.prod(len(p) for p in indexer.dim_pieces) >= WHOLE_READ_SHARE * self._n:
+        if self.reads_whole(math.prod(len(p) for p in indexer.dim_pieces)):
             data = get_at_most(store, key, self.max_encoded_bytes, ENCODED_BOUND)
             shard = None if data is None else _Whole(data)
             self._read(shard, indexer, out)
@@ -439,25 +497,28 @@ class ShardingCodec(ArrayBytesCodec):
         with store.reader(key) as reader:
             self._read(None if reader is None else _Ranged(reader), indexer, out)
 
-    def _read(self, shard, indexer, out):
+    def _read(self, shard: _Shard | None, indexer: BasicIndexer,
+              out: npt.NDArray[Any]) -> None:
         touched = self._touched(indexer)
         self._read_blobs(indexer, touched, self._blobs(shard, touched), out)
 
-    def _read_blobs(self, indexer, touched, blobs, out):
+    def _read_blobs(self, indexer: BasicIndexer, touched: Sequence[int], blobs: Blobs,
+                    out: npt.NDArray[Any]) -> None:
         """Fill `out` with `indexer`'s selection from `blobs`, the encoded inner chunks
         `touched` (None for empty ones)."""
         if all(blob is None for blob in blobs):
             out[...] = self._spec.fill_value
             return
-        if self._native is not None:
-            src = [None] * self._n
+        native = self._native
+        if native is not None:
+            src: Blobs = [None] * self._n
             for i, blob in zip(touched, blobs):
                 src[i] = blob
-            job = self._native_job(indexer, src, out)
+            job = self._native_job(native, indexer, src, out)
             self._run(job, job.work_read)
             return
 
-        def work(item):
+        def work(item: tuple[ChunkProjection, BytesLike | None]) -> None:
             p, blob = item
             try:
                 self._inner.read_into(blob, p.chunk_selection, out[p.out_selection + (Ellipsis,)],
@@ -468,7 +529,8 @@ class ShardingCodec(ArrayBytesCodec):
         # Inner chunks decode in parallel, GIL released, straight into `out` when contiguous there.
         parallel_map(work, zip(indexer.projections(), blobs))
 
-    def check(self, data, max_bytes=64 << 20):
+    def check(self, data: BytesLike, max_bytes: int = 64 << 20
+              ) -> tuple[list[tuple[tuple[int, ...] | None, str]], list[tuple[int, ...]]]:
         """Check the shard `data` whole: its index (bounds, overlaps, checksum: a bad one raises
         ShardIndexError or ChecksumError), then every inner chunk decoded, slabs of inner
         chunks of about `max_bytes` at a time. Returns (damaged, empty): (coords, error) of
@@ -481,10 +543,11 @@ class ShardingCodec(ArrayBytesCodec):
         row_bytes = self._spec.dtype.itemsize * math.prod(self._spec.shape) // rows
         step = max(1, max_bytes // max(row_bytes, 1))
         per_row = self._n // rows
-        damaged = []
+        damaged: list[tuple[tuple[int, ...] | None, str]] = []
         for start in range(0, rows, step):
             stop = min(rows, start + step)
-            selection = (slice(start * inner[0], stop * inner[0]),) + (slice(None),) * (len(inner) - 1)
+            selection = ((slice(start * inner[0], stop * inner[0]),)
+                         + (slice(None),) * (len(inner) - 1))
             indexer = self._indexer(selection)
             try:
                 self._read(shard, indexer, np.empty(indexer.shape, dtype=self._spec.dtype))
@@ -504,16 +567,18 @@ class ShardingCodec(ArrayBytesCodec):
         return damaged, empty
 
     # -- writes ------------------------------------------------------------------------------
-    def encode(self, array, spec):
-        blobs = [None] * self._n
+    def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> bytes:
+        blobs: Blobs = [None] * self._n
         self._update(blobs, Ellipsis, array)
         return self._assemble(_stored(blobs))
 
-    def merge(self, data, selection, value, keep_empty=False):
+    def merge(self, data: BytesLike | None, selection: Any, value: npt.NDArray[Any],
+              keep_empty: bool = False) -> bytes | None:
         """The shard `data` (None: not stored) with `selection` set to `value`: only the inner
         chunks it touches are re-encoded, the others keep their bytes. None when no inner
         chunk is left, unless `keep_empty` (then a shard of only its index)."""
-        blobs = [None] * self._n if data is None else self._blobs(_Whole(data), range(self._n))
+        blobs: Blobs = ([None] * self._n if data is None
+                        else self._blobs(_Whole(data), range(self._n)))
         if is_basic_selection(selection):
             self._update(blobs, selection, value)
         else:
@@ -529,7 +594,8 @@ class ShardingCodec(ArrayBytesCodec):
             return None
         return self._assemble(_stored(blobs))
 
-    def trim(self, data, bound, keep_empty=False):
+    def trim(self, data: BytesLike, bound: Sequence[int],
+             keep_empty: bool = False) -> BytesLike | None:
         """The shard `data` with everything at or beyond `bound` (an extent per axis from the
         shard's origin) reset to fill, as a shrinking resize leaves it: inner chunks wholly
         beyond it leave the index, those across it are decoded, cut and encoded again, and the
@@ -540,18 +606,18 @@ class ShardingCodec(ArrayBytesCodec):
         stored = np.flatnonzero(entries[:, 0] != EMPTY)
         chunk = np.array(self.chunk_shape, dtype=np.int64)
         starts = np.stack(np.unravel_index(stored, self._grid), axis=-1).astype(np.int64) * chunk
-        bound = np.minimum(np.array(bound, dtype=np.int64), np.array(self._spec.shape))
-        beyond = (starts >= bound).any(axis=1)
-        across = ~beyond & (starts + chunk > bound).any(axis=1)
+        limit = np.minimum(np.array(bound, dtype=np.int64), np.array(self._spec.shape))
+        beyond = (starts >= limit).any(axis=1)
+        across = ~beyond & (starts + chunk > limit).any(axis=1)
         if not beyond.any() and not across.any():
             return data
-        view = memoryview(data)
-        blobs = {}
+        view = memoryview(data)  # type: ignore[arg-type]  # (as in _Whole)
+        blobs: dict[int, BytesLike] = {}
         for i, (offset, nbytes) in zip(stored.tolist(), entries[stored].tolist()):
             blobs[i] = view[offset:offset + nbytes]
         for i in stored[beyond].tolist():
             del blobs[i]
-        for i, inner_bound in zip(stored[across].tolist(), (bound - starts[across]).tolist()):
+        for i, inner_bound in zip(stored[across].tolist(), (limit - starts[across]).tolist()):
             try:
                 value = self._inner.reset_beyond(blobs[i], inner_bound)
                 if value is None:
@@ -565,17 +631,18 @@ class ShardingCodec(ArrayBytesCodec):
                 blobs[i] = blob
         return self._assemble(blobs) if blobs or keep_empty else None
 
-    def _update(self, blobs, selection, value):
+    def _update(self, blobs: Blobs, selection: Any, value: npt.NDArray[Any]) -> None:
         """Re-encode, in parallel, the inner chunks `selection` touches, into `blobs`."""
         indexer = self._indexer(selection)
-        if self._native is not None:
-            job = self._native_job(indexer, blobs, value)
+        native = self._native
+        if native is not None:
+            job = self._native_job(native, indexer, blobs, value)
             self._run(job, job.work_write)
             for i, data in job.encoded():
                 blobs[i] = data
             return
 
-        def work(item):
+        def work(item: tuple[ChunkProjection, int]) -> None:
             p, i = item
             part = value[p.out_selection + (Ellipsis,)]
             try:
@@ -589,7 +656,7 @@ class ShardingCodec(ArrayBytesCodec):
 
         parallel_map(work, zip(indexer.projections(), self._touched(indexer)))
 
-    def _assemble(self, blobs):
+    def _assemble(self, blobs: dict[int, BytesLike]) -> bytes:
         """The shard bytes of the inner chunks `blobs` ({C-order index: encoded bytes}): laid
         out in the configured write order, with the index."""
         entries = np.full((self._n, 2), EMPTY, dtype=np.uint64)
@@ -598,12 +665,13 @@ class ShardingCodec(ArrayBytesCodec):
         parts = []
         for i in self._layout(list(blobs)).tolist():
             blob = blobs[i]
-            nbytes = memoryview(blob).nbytes
+            nbytes = memoryview(blob).nbytes  # type: ignore[arg-type]  # (as in _Whole)
             entries[i] = (offset, nbytes)
             parts.append(blob)
             offset += nbytes
         index = self._encode_index(entries)
-        return b"".join([index, *parts] if at_start else [*parts, index])
+        pieces = [index, *parts] if at_start else [*parts, index]
+        return b"".join(pieces)  # type: ignore[arg-type]  # (as in _Whole)
 
 
 register_codec(ShardingCodec)
