@@ -10,9 +10,9 @@ if _importlib_util.find_spec(f"{__name__}._memory") is None:
 
 from . import errors  # noqa: E402
 from .api import (
-    array, copy_all, copy_store, create, create_array, create_group, create_hierarchy, empty, empty_like,
-    from_array, full, full_like, group, load, ones, ones_like, open, open_array, open_group,
-    open_like, print_debug_info, save, save_array, save_group, tree, zeros, zeros_like,
+    array, copy_all, copy_store, create, create_array, create_group, create_hierarchy, empty,
+    empty_like, from_array, full, full_like, group, load, ones, ones_like, open, open_array,
+    open_group, open_like, print_debug_info, save, save_array, save_group, tree, zeros, zeros_like,
 )
 from .array import Array
 from .config import config
@@ -29,8 +29,8 @@ __all__ = [
     "consolidate_metadata", "convert", "copy", "copy_all", "copy_store", "create", "create_array",
     "create_group", "create_hierarchy", "empty", "empty_like", "errors", "from_array", "full",
     "full_like", "get_include", "group", "load", "ones", "ones_like", "open", "open_array",
-    "open_consolidated", "open_group", "open_like", "print_debug_info", "save", "save_array", "save_group", "tree",
-    "verify", "zeros", "zeros_like",
+    "open_consolidated", "open_group", "open_like", "print_debug_info", "save", "save_array",
+    "save_group", "tree", "verify", "zeros", "zeros_like",
 ]
 
 

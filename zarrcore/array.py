@@ -174,7 +174,7 @@ class Array(nodes.Node):
         return str(self._config["order"])
 
     @property
-    def codecs(self) -> tuple[Codec, ...]:
+    def codecs(self) -> Sequence[Codec]:
         """The codec chain of the stored objects (for a sharded array, the sharding codec)."""
         return self._chunks.chain.codecs
 

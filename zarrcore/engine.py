@@ -858,9 +858,7 @@ class ChunkEngine:
                 else:
                     yield key, data
 
-        # (encoded chunks are buffers; numpy's stubs give arrays the buffer protocol from
-        # Python 3.12 on only)
-        store.set_many(stored())  # type: ignore[arg-type]
+        store.set_many(stored())
         for key in deleted:
             store.delete(key)
 
@@ -928,7 +926,7 @@ class ChunkEngine:
                 # A chunk left all fill stays stored as such: a delete cannot be conditional.
                 new = merge(data, data is not None)
                 if new is None or new is data or store.set_if(
-                        key, new, version):  # type: ignore[arg-type]  # (as in _put_many)
+                        key, new, version):
                     return
                 conflict_pause(attempt)
             # (Callers put the key in front of these messages.)
@@ -973,7 +971,7 @@ class ChunkEngine:
         if data is None:
             self.store.delete(key)
         else:
-            self.store.set(key, data)  # type: ignore[arg-type]  # (as in _put_many)
+            self.store.set(key, data)
 
     # What runs each Route (see `plan`). Writers return the projections they leave.
     _READ_BY_ROUTE = {

@@ -23,8 +23,7 @@ _C = TypeVar("_C", bound="Codec")
 
 def byte_view(data: BytesLike) -> memoryview:
     """memoryview(data)."""
-    # numpy's stubs give arrays the buffer protocol only for Python 3.12 and later.
-    return memoryview(data)  # type: ignore[arg-type]
+    return memoryview(data)
 
 
 @dataclass(frozen=True)

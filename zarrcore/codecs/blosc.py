@@ -83,6 +83,7 @@ class BloscCodec(BytesBytesCodec):
             raise MetadataError(
                 f"blosc codec: cname {self.cname!r} is not available in this build")
         codec = self.resolve(spec)
+        assert codec.typesize is not None  # (resolve sets it)
         compressed: bytes = _compress.blosc_compress(
             data, codec.typesize, codec.clevel, SHUFFLES.index(codec.shuffle), codec.cname,
             codec.blocksize)

@@ -413,6 +413,7 @@ class ShuffleFilter(V2Filter):
 class _ChecksumFilter(V2Filter):
     """A 4-byte little-endian checksum framed around the data by the compiled kernel."""
 
+    v2_id: str  # set by each subclass
     location = "start"
     verifies_integrity = True
 

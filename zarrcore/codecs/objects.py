@@ -164,8 +164,7 @@ class VLenArrayCodec(_ObjectCodec):
         items = [None if item is None else
                  np.ascontiguousarray(item, dtype=self.dtype).reshape(-1).tobytes()
                  for item in np.asarray(array).reshape(-1).tolist()]
-        encoded: bytes = _filters.vlen_encode(items, False)
-        return encoded
+        return _filters.vlen_encode(items, False)
 
     def decode(self, data: BytesLike, spec: ChunkSpec,
                out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:

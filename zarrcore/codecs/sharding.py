@@ -93,8 +93,7 @@ class _Whole:
     """A shard held in memory."""
 
     def __init__(self, data: BytesLike) -> None:
-        # (numpy's stubs give arrays the buffer protocol from Python 3.12 on only)
-        self.view = memoryview(data).cast("B")  # type: ignore[arg-type]
+        self.view = memoryview(data).cast("B")
         self.size: int | None = self.view.nbytes
 
     def get(self, start: int | None, stop: int | None) -> memoryview:
@@ -358,7 +357,7 @@ class ShardingCodec(ArrayBytesCodec):
                 for codec in reversed(self._index.bytes_bytes):
                     data = codec.decode(data, self._index.bytes_spec)
                 entries = kernels.shard_index_unpack(
-                    data, self._n, data_size)  # type: ignore[arg-type]  # (as in _Whole)
+                    data, self._n, data_size)
             else:
                 entries = self._index.decode(data).reshape(self._n, 2)
                 kernels.shard_index_validate(entries, data_size)
@@ -453,10 +452,7 @@ class ShardingCodec(ArrayBytesCodec):
                     data: npt.NDArray[Any]) -> _chunk_jobs.ShardJob:
         """A compiled job of the inner chain's `native` form over the inner chunks `indexer`
         touches, `data` the caller's array."""
-        # (the job takes any buffer; numpy's stubs give arrays the buffer protocol from
-        # Python 3.12 on only)
-        return _chunk_jobs.ShardJob(native, self.chunk_shape, self._grid,
-                                    src,  # type: ignore[arg-type]
+        return _chunk_jobs.ShardJob(native, self.chunk_shape, self._grid, src,
                                     indexer.plans, data, self._spec.writes_empty)
 
     def _run(self, job: _chunk_jobs.ShardJob, work: Callable[[], None]) -> None:
@@ -611,7 +607,7 @@ class ShardingCodec(ArrayBytesCodec):
         across = ~beyond & (starts + chunk > limit).any(axis=1)
         if not beyond.any() and not across.any():
             return data
-        view = memoryview(data)  # type: ignore[arg-type]  # (as in _Whole)
+        view = memoryview(data)
         blobs: dict[int, BytesLike] = {}
         for i, (offset, nbytes) in zip(stored.tolist(), entries[stored].tolist()):
             blobs[i] = view[offset:offset + nbytes]
@@ -665,13 +661,13 @@ class ShardingCodec(ArrayBytesCodec):
         parts = []
         for i in self._layout(list(blobs)).tolist():
             blob = blobs[i]
-            nbytes = memoryview(blob).nbytes  # type: ignore[arg-type]  # (as in _Whole)
+            nbytes = memoryview(blob).nbytes
             entries[i] = (offset, nbytes)
             parts.append(blob)
             offset += nbytes
         index = self._encode_index(entries)
         pieces = [index, *parts] if at_start else [*parts, index]
-        return b"".join(pieces)  # type: ignore[arg-type]  # (as in _Whole)
+        return b"".join(pieces)
 
 
 register_codec(ShardingCodec)

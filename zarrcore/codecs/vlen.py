@@ -13,7 +13,7 @@ from .registry import register_codec
 
 
 class _VLenCodec(ArrayBytesCodec):
-    text: bool | None = None
+    text: bool  # set by each subclass
 
     @classmethod
     def from_v2_config(cls, config: CodecJSON) -> "_VLenCodec":
@@ -36,9 +36,7 @@ class _VLenCodec(ArrayBytesCodec):
         return self
 
     def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> BytesLike:
-        encoded: bytes = _filters.vlen_encode(
-            np.ascontiguousarray(array).reshape(-1).tolist(), self.text)
-        return encoded
+        return _filters.vlen_encode(np.ascontiguousarray(array).reshape(-1).tolist(), self.text)
 
     def decode(self, data: BytesLike, spec: ChunkSpec,
                out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:

@@ -92,8 +92,8 @@ def v2_form(codecs: Sequence[CodecLike], shape: Sequence[int], dtype: npt.DTypeL
     for i, codec in enumerate(chain.array_array):
         if i == 0 and codec.to_json() == f_order:
             order = "F"
-        elif codec.v2_filter() is not None:
-            filters.append(codec.v2_filter())
+        elif (v2_filter := codec.v2_filter()) is not None:
+            filters.append(v2_filter)
         else:
             raise MetadataError(f"{where}: codec {codec.name!r} has no Zarr v2 form")
     serializer = chain.array_bytes

@@ -334,9 +334,8 @@ class _Plan:
         chunks = chunks or inner
         if fmt == 2 and shards:
             raise ValueError("sharding needs zarr_format 3")
-        if fmt == 3 and shards is None and src.shards:
-            index_location = src.chunk_engine.partial.index_location
-            shards = {"shape": src.shards, "index_location": index_location}
+        if fmt == 3 and shards is None and (sharding := src.chunk_engine.partial) is not None:
+            shards = {"shape": src.shards, "index_location": sharding.index_location}
         shards = shards or None
         meta = src.metadata
         names = dimension_names
