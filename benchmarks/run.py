@@ -231,6 +231,8 @@ class Runner:
                 self.results["libs"][lib] = {"versions": w.hello["versions"],
                                              "module_path": w.hello["module_path"]}
                 log(f"{lib}: {w.hello['versions']} from {w.hello['module_path']}")
+            elif lib == C.BASELINE:
+                sys.exit(f"--baseline {self.args.baseline}: {w.start_error}")
             else:
                 self.results["libs"][lib] = {"error": w.start_error}
                 log(f"{lib}: UNAVAILABLE: {w.start_error}")
@@ -706,7 +708,7 @@ def main(argv=None):
     os.makedirs(args.data_dir, exist_ok=True)
     runner = Runner(args)
     log(f"N={args.n}, small {args.small_n}x{args.small_n}, best of {args.repeats} after "
-        f"{args.warmup} warm-up; libraries {', '.join(args.libs)}; data in {args.data_dir}")
+        f"{args.warmup} warm-up; libraries {', '.join(runner.libs)}; data in {args.data_dir}")
     try:
         runner.start_workers()
         runner.generate()
