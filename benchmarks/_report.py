@@ -58,6 +58,19 @@ def _vs_baseline(res):
     return f"{zc['best'] / base['best']:.2f}×" if _ok(zc) and _ok(base) else "-"
 
 
+def _before_after(results, res=None):
+    """The `zarrcore ÷ baseline` column of a table: its head (no `res`) or its cell for the
+    timings `res`; nothing in a run without a baseline."""
+    if not _has_baseline(results):
+        return []
+    return ["zarrcore ÷ baseline"] if res is None else [_vs_baseline(res)]
+
+
+def _extra(cells):
+    """Markdown for cells appended to a row that ends with `|`."""
+    return "".join(f" {c} |" for c in cells)
+
+
 def _role(lib, status):
     """The target column of a row-per-library table: zarrcore's status, else what it is."""
     return status if lib == "zarrcore" else "(baseline)" if lib == C.BASELINE else "(peer)"
@@ -116,7 +129,7 @@ def _per_chunk(r):
 def _timing_table(results, key_prefix, variants, scale_of=None, fmt=None):
     libs = _libs(results)
     head = ["variant", *libs, "best peer", "zarrcore / best peer", f"target ≤ {RATIO_TARGET}",
-            *(["zarrcore ÷ baseline"] if _has_baseline(results) else [])]
+            *_before_after(results)]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for v in variants:
         res = results["timings"].get(f"{key_prefix}/{v}")
@@ -129,9 +142,8 @@ def _timing_table(results, key_prefix, variants, scale_of=None, fmt=None):
             cells.append(_cell(r, scale or 1.0, fmt))
         ratio, best_peer, status, note = compare(res)
         rtext = f"{ratio:.2f}×" if ratio is not None else (note or "-")
-        before_after = [_vs_baseline(res)] if _has_baseline(results) else []
         rows.append("| " + " | ".join([v, *cells, best_peer or "-", rtext, status,
-                                       *before_after]) + " |")
+                                       *_before_after(results, res)]) + " |")
     return "\n".join(rows)
 
 
@@ -144,7 +156,7 @@ def _roundtrip_table(results, key):
     """Time / peak RSS increase per library and variant; the ratio is of the times."""
     libs = _libs(results)
     head = ["variant", *libs, "best peer", "zarrcore / best peer", f"target ≤ {RATIO_TARGET}",
-            *(["zarrcore ÷ baseline"] if _has_baseline(results) else [])]
+            *_before_after(results)]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for v in C.CUBE_VARIANTS:
         res = results["timings"].get(f"{key}/{v}")
@@ -156,9 +168,8 @@ def _roundtrip_table(results, key):
             cells.append(cell + (f" / {peak / MIB:.1f}" if peak is not None else ""))
         ratio, best_peer, status, note = compare(res)
         rtext = f"{ratio:.2f}×" if ratio is not None else (note or "-")
-        before_after = [_vs_baseline(res)] if _has_baseline(results) else []
         rows.append("| " + " | ".join([v, *cells, best_peer or "-", rtext, status,
-                                       *before_after]) + " |")
+                                       *_before_after(results, res)]) + " |")
     return "\n".join(rows)
 
 
@@ -182,7 +193,7 @@ def _cold_floor_lines(results):
     if not device or not keys:
         return []
     gbps, lat = device["seq_gbps"], device["random_latency_s"]
-    base = _has_baseline(results)
+    head = _before_after(results)
     L = [f"I/O floors. The device under the data directory, measured once in this run from a "
          f"cold cache: {gbps:.2f} GB/s reading a {device['probe_bytes'] / MIB:.0f} MiB file "
          f"sequentially in {_cold.PROBE_BLOCK >> 20} MiB requests, {lat * 1e3:.3f} ms per "
@@ -194,8 +205,8 @@ def _cold_floor_lines(results):
          "*Decode* is decoding every chunk on all CPUs at the rates of *Machine limits* "
          "(workload `limits`).\n",
          "| workload | variant | stored MiB | files | sequential | random | random by chunk "
-         "| decode | zarrcore | best peer |" + (" zarrcore ÷ baseline |" if base else ""),
-         "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if base else "")]
+         "| decode | zarrcore | best peer |" + _extra(head),
+         "|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(head)]
     for key in keys:
         for v in C.CUBE_VARIANTS:
             res = results["timings"].get(f"{key}/{v}")
@@ -212,7 +223,7 @@ def _cold_floor_lines(results):
                      f"{_num(decode) if decode is not None else '-'} | "
                      f"{_num(zc['best']) if _ok(zc) else '-'} | "
                      f"{_num(peer) if peer is not None else '-'} |"
-                     + (f" {_vs_baseline(res)} |" if base else ""))
+                     + _extra(_before_after(results, res)))
     L.append("")
     return L
 
@@ -234,7 +245,7 @@ def _xarray_floor_lines(results):
     floors = results.get("xarray_floors") or {}
     if not floors:
         return []
-    base = _has_baseline(results)
+    head = _before_after(results)
     L = ["Floors. Load: zstd decoding of every stored (inner) chunk alone, on all CPUs into "
          "reused buffers, files already in memory (`decode_floor` in "
          "benchmarks/xarray_bench.py); the load decodes every chunk once, so no reader can take "
@@ -242,9 +253,8 @@ def _xarray_floor_lines(results):
          "workers' memory, in zarrcore's dask chunks (`time_mean_in_memory`): the cluster, "
          "dask's reduction and numpy with nothing to read.\n",
          "| variant | workload | decode | in-memory mean | floor | zarrcore | zarrcore / floor "
-         f"| {RATIO_TARGET}× best peer | {RATIO_TARGET}× best peer / floor |"
-         + (" zarrcore ÷ baseline |" if base else ""),
-         "|---|---|---|---|---|---|---|---|---|" + ("---|" if base else "")]
+         f"| {RATIO_TARGET}× best peer | {RATIO_TARGET}× best peer / floor |" + _extra(head),
+         "|---|---|---|---|---|---|---|---|---|" + "---|" * len(head)]
     for variant, floor in floors.items():
         for wl in ("xarray_load", "xarray_mean"):
             res = results["timings"].get(f"{wl}/{variant}", {})
@@ -258,7 +268,7 @@ def _xarray_floor_lines(results):
             L.append(f"| {variant} | {wl.split('_')[1]} | {_num(floor['best'])} | "
                      f"{_num(in_memory) if in_memory else '-'} | {_num(total)} | "
                      f"{_num(zc['best'])} | {zc['best'] / total:.2f}× | {_num(target)} | "
-                     f"{target / total:.2f}× |" + (f" {_vs_baseline(res)} |" if base else ""))
+                     f"{target / total:.2f}× |" + _extra(_before_after(results, res)))
     L.append("")
     return L
 
@@ -401,8 +411,7 @@ def _busy_table(results):
     and in how many rounds zarrcore was the fastest library."""
     libs = _libs(results)
     head = ["condition", "encode floor", *libs, "zarrcore / floor", "zarrcore / best peer",
-            "rounds zarrcore fastest", "target",
-            *(["zarrcore ÷ baseline"] if _has_baseline(results) else [])]
+            "rounds zarrcore fastest", "target", *_before_after(results)]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for cond in ("quiet", "busy"):
         res = results["timings"].get(f"write_busy/{cond}")
@@ -422,8 +431,7 @@ def _busy_table(results):
             f"{zc['best'] / floor['best']:.2f}×" if _ok(zc) and _ok(floor) else "-",
             f"{ratio:.2f}×" if ratio is not None else (note or "-"),
             f"{fastest} of {n}" if "zarrcore" in times else "-",
-            ev[0] if ev else "n/a",
-            *([_vs_baseline(res)] if _has_baseline(results) else [])]) + " |")
+            ev[0] if ev else "n/a", *_before_after(results, res)]) + " |")
     return "\n".join(rows)
 
 
