@@ -16,6 +16,10 @@ DEFAULT_DATA_DIR = os.path.join(HERE, "data")
 # its default, its opt-in fused one, and the zarrs one (zarrs-python).
 PEERS = ("tensorstore", "zarr-python", "zarr-python-fused", "zarrs-python")
 LIBS = PEERS + ("zarrcore",)
+# An older zarrcore (run.py --baseline PATH): zarrcore's worker code importing zarrcore from
+# PATH. Not a peer: it is shown beside zarrcore for a before/after comparison.
+BASELINE = "zarrcore-baseline"
+ZARRCORES = ("zarrcore", BASELINE)
 ZARR_PIPELINES = {
     "zarr-python": None,
     "zarr-python-fused": "zarr.core.codec_pipeline.FusedCodecPipeline",
@@ -134,6 +138,16 @@ class Dataset:
         yt = (y.astype(np.int64) * y // 32 % 65536).astype(np.uint16)
         xt = (x % 65536).astype(np.uint16)
         return np.add(np.add(zt[:, None, None], yt[None, :, None]), xt[None, None, :])
+
+
+def baseline_env(path):
+    """The environment of a process that imports zarrcore from the checkout at `path` (with
+    `--zarrcore installed`): first on PYTHONPATH, so its child processes import it too, and no
+    bytecode written into that checkout."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [path, env.get("PYTHONPATH")]))
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
 
 
 def zarr_pipeline_config(lib):

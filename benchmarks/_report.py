@@ -43,6 +43,39 @@ def _ok(r):
     return r is not None and not r.get("error") and r.get("best") is not None and r.get("ok") is not False
 
 
+def _libs(results):
+    """The libraries of the run in display order: the peers, zarrcore, then the baseline."""
+    return [lib for lib in (*C.LIBS, C.BASELINE) if lib in results["libs"]]
+
+
+def _has_baseline(results):
+    return C.BASELINE in results["libs"]
+
+
+def _vs_baseline(res):
+    """zarrcore's best time over the baseline's, as a table cell."""
+    zc, base = res.get("zarrcore"), res.get(C.BASELINE)
+    return f"{zc['best'] / base['best']:.2f}×" if _ok(zc) and _ok(base) else "-"
+
+
+def _before_after(results, res=None):
+    """The `zarrcore ÷ baseline` column of a table: its head (no `res`) or its cell for the
+    timings `res`; nothing in a run without a baseline."""
+    if not _has_baseline(results):
+        return []
+    return ["zarrcore ÷ baseline"] if res is None else [_vs_baseline(res)]
+
+
+def _extra(cells):
+    """Markdown for cells appended to a row that ends with `|`."""
+    return "".join(f" {c} |" for c in cells)
+
+
+def _role(lib, status):
+    """The target column of a row-per-library table: zarrcore's status, else what it is."""
+    return status if lib == "zarrcore" else "(baseline)" if lib == C.BASELINE else "(peer)"
+
+
 def compare(res):
     """zarrcore's best time against the best valid peer: (ratio, best_peer_name, status, note)."""
     zc = res.get("zarrcore")
@@ -94,8 +127,9 @@ def _per_chunk(r):
 
 
 def _timing_table(results, key_prefix, variants, scale_of=None, fmt=None):
-    libs = [lib for lib in C.LIBS if lib in results["libs"]]
-    head = ["variant", *libs, "best peer", "zarrcore / best peer", f"target ≤ {RATIO_TARGET}"]
+    libs = _libs(results)
+    head = ["variant", *libs, "best peer", "zarrcore / best peer", f"target ≤ {RATIO_TARGET}",
+            *_before_after(results)]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for v in variants:
         res = results["timings"].get(f"{key_prefix}/{v}")
@@ -108,7 +142,8 @@ def _timing_table(results, key_prefix, variants, scale_of=None, fmt=None):
             cells.append(_cell(r, scale or 1.0, fmt))
         ratio, best_peer, status, note = compare(res)
         rtext = f"{ratio:.2f}×" if ratio is not None else (note or "-")
-        rows.append("| " + " | ".join([v, *cells, best_peer or "-", rtext, status]) + " |")
+        rows.append("| " + " | ".join([v, *cells, best_peer or "-", rtext, status,
+                                       *_before_after(results, res)]) + " |")
     return "\n".join(rows)
 
 
@@ -119,8 +154,9 @@ def _peak(r):
 
 def _roundtrip_table(results, key):
     """Time / peak RSS increase per library and variant; the ratio is of the times."""
-    libs = [lib for lib in C.LIBS if lib in results["libs"]]
-    head = ["variant", *libs, "best peer", "zarrcore / best peer", f"target ≤ {RATIO_TARGET}"]
+    libs = _libs(results)
+    head = ["variant", *libs, "best peer", "zarrcore / best peer", f"target ≤ {RATIO_TARGET}",
+            *_before_after(results)]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for v in C.CUBE_VARIANTS:
         res = results["timings"].get(f"{key}/{v}")
@@ -132,7 +168,8 @@ def _roundtrip_table(results, key):
             cells.append(cell + (f" / {peak / MIB:.1f}" if peak is not None else ""))
         ratio, best_peer, status, note = compare(res)
         rtext = f"{ratio:.2f}×" if ratio is not None else (note or "-")
-        rows.append("| " + " | ".join([v, *cells, best_peer or "-", rtext, status]) + " |")
+        rows.append("| " + " | ".join([v, *cells, best_peer or "-", rtext, status,
+                                       *_before_after(results, res)]) + " |")
     return "\n".join(rows)
 
 
@@ -156,6 +193,7 @@ def _cold_floor_lines(results):
     if not device or not keys:
         return []
     gbps, lat = device["seq_gbps"], device["random_latency_s"]
+    head = _before_after(results)
     L = [f"I/O floors. The device under the data directory, measured once in this run from a "
          f"cold cache: {gbps:.2f} GB/s reading a {device['probe_bytes'] / MIB:.0f} MiB file "
          f"sequentially in {_cold.PROBE_BLOCK >> 20} MiB requests, {lat * 1e3:.3f} ms per "
@@ -167,7 +205,8 @@ def _cold_floor_lines(results):
          "*Decode* is decoding every chunk on all CPUs at the rates of *Machine limits* "
          "(workload `limits`).\n",
          "| workload | variant | stored MiB | files | sequential | random | random by chunk "
-         "| decode | zarrcore | best peer |", "|---|---|---|---|---|---|---|---|---|---|"]
+         "| decode | zarrcore | best peer |" + _extra(head),
+         "|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(head)]
     for key in keys:
         for v in C.CUBE_VARIANTS:
             res = results["timings"].get(f"{key}/{v}")
@@ -183,7 +222,8 @@ def _cold_floor_lines(results):
                      f"{_num(nchunks * lat)} | "
                      f"{_num(decode) if decode is not None else '-'} | "
                      f"{_num(zc['best']) if _ok(zc) else '-'} | "
-                     f"{_num(peer) if peer is not None else '-'} |")
+                     f"{_num(peer) if peer is not None else '-'} |"
+                     + _extra(_before_after(results, res)))
     L.append("")
     return L
 
@@ -205,6 +245,7 @@ def _xarray_floor_lines(results):
     floors = results.get("xarray_floors") or {}
     if not floors:
         return []
+    head = _before_after(results)
     L = ["Floors. Load: zstd decoding of every stored (inner) chunk alone, on all CPUs into "
          "reused buffers, files already in memory (`decode_floor` in "
          "benchmarks/xarray_bench.py); the load decodes every chunk once, so no reader can take "
@@ -212,11 +253,12 @@ def _xarray_floor_lines(results):
          "workers' memory, in zarrcore's dask chunks (`time_mean_in_memory`): the cluster, "
          "dask's reduction and numpy with nothing to read.\n",
          "| variant | workload | decode | in-memory mean | floor | zarrcore | zarrcore / floor "
-         f"| {RATIO_TARGET}× best peer | {RATIO_TARGET}× best peer / floor |",
-         "|---|---|---|---|---|---|---|---|---|"]
+         f"| {RATIO_TARGET}× best peer | {RATIO_TARGET}× best peer / floor |" + _extra(head),
+         "|---|---|---|---|---|---|---|---|---|" + "---|" * len(head)]
     for variant, floor in floors.items():
         for wl in ("xarray_load", "xarray_mean"):
-            zc = results["timings"].get(f"{wl}/{variant}", {}).get("zarrcore") or {}
+            res = results["timings"].get(f"{wl}/{variant}", {})
+            zc = res.get("zarrcore") or {}
             peer = _best_peer_seconds(results, wl, variant)
             in_memory = floor.get("mean_in_memory") if wl == "xarray_mean" else 0.0
             if zc.get("best") is None or peer is None or in_memory is None:
@@ -226,7 +268,7 @@ def _xarray_floor_lines(results):
             L.append(f"| {variant} | {wl.split('_')[1]} | {_num(floor['best'])} | "
                      f"{_num(in_memory) if in_memory else '-'} | {_num(total)} | "
                      f"{_num(zc['best'])} | {zc['best'] / total:.2f}× | {_num(target)} | "
-                     f"{target / total:.2f}× |")
+                     f"{target / total:.2f}× |" + _extra(_before_after(results, res)))
     L.append("")
     return L
 
@@ -367,9 +409,9 @@ def _busy_eval(results, cond):
 def _busy_table(results):
     """Rows per condition: floor, each library, zarrcore against the floor and the best peer,
     and in how many rounds zarrcore was the fastest library."""
-    libs = [lib for lib in C.LIBS if lib in results["libs"]]
+    libs = _libs(results)
     head = ["condition", "encode floor", *libs, "zarrcore / floor", "zarrcore / best peer",
-            "rounds zarrcore fastest", "target"]
+            "rounds zarrcore fastest", "target", *_before_after(results)]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for cond in ("quiet", "busy"):
         res = results["timings"].get(f"write_busy/{cond}")
@@ -378,7 +420,8 @@ def _busy_table(results):
         floor = results["floors"].get(cond)
         ratio, best_peer, _, note = compare(res)
         zc = res.get("zarrcore") or {}
-        times = {lib: r["times"] for lib, r in res.items() if _ok(r)}
+        # Fastest among zarrcore and the peers: the baseline is not a contender.
+        times = {lib: r["times"] for lib, r in res.items() if _ok(r) and lib in C.LIBS}
         n = min((len(t) for t in times.values()), default=0)
         fastest = sum(1 for i in range(n)
                       if min(times, key=lambda lib: times[lib][i]) == "zarrcore")
@@ -388,7 +431,7 @@ def _busy_table(results):
             f"{zc['best'] / floor['best']:.2f}×" if _ok(zc) and _ok(floor) else "-",
             f"{ratio:.2f}×" if ratio is not None else (note or "-"),
             f"{fastest} of {n}" if "zarrcore" in times else "-",
-            ev[0] if ev else "n/a"]) + " |")
+            ev[0] if ev else "n/a", *_before_after(results, res)]) + " |")
     return "\n".join(rows)
 
 
@@ -501,14 +544,17 @@ def write_markdown(results, path):
                  + " (other work on the machine skews the numbers; compare ratios)")
     L.append(f"- zarrcore checkout: git {m.get('git_commit') or '?'}"
              + (" with uncommitted changes" if m.get("git_dirty") else ""))
+    base = results.get("baseline")
+    if base:
+        L.append(f"- Baseline (`zarrcore-baseline`): git {base['commit'] or '?'}"
+                 + (" with uncommitted changes" if base["dirty"] else "")
+                 + f", the checkout at `{base['path']}`")
     L.append("")
     L.append("## Versions\n")
     L.append("| library | versions | imported from |")
     L.append("|---|---|---|")
-    for lib in C.LIBS:
-        info = results["libs"].get(lib)
-        if info is None:
-            continue
+    for lib in _libs(results):
+        info = results["libs"][lib]
         if info.get("error"):
             L.append(f"| {lib} | unavailable: {info['error'][:200]} | |")
             continue
@@ -542,7 +588,14 @@ def write_markdown(results, path):
         "the data there, all timed; the copy is read back and checked. The figure after the "
         "time is the largest peak RSS increase (VmHWM, reset before the round) of any round.\n"
         "- Ratios are zarrcore's time over the best peer's ("
-        + ", ".join(lib for lib in C.PEERS if lib in results["libs"]) + ").")
+        + ", ".join(lib for lib in C.PEERS if lib in results["libs"]) + ")."
+        + (f"\n- Before/after: `zarrcore-baseline` is zarrcore at git "
+           f"{results['baseline']['commit'] or '?'} (`--baseline {results['baseline']['path']}`), "
+           "run by zarrcore's worker code as one more library in the same rounds and checked "
+           "the same way. It is not a peer: it never counts as the best peer, and the "
+           "`zarrcore ÷ baseline` columns give zarrcore's time over its (below 1: zarrcore "
+           "got faster). The native and object-store workloads do not run it."
+           if results.get("baseline") else ""))
     L.append("")
     L.append("Datasets:\n")
     for k, d in results["datasets"].items():
@@ -584,7 +637,7 @@ def write_markdown(results, path):
                  "`codec_pipeline.max_workers=1`.\n")
         L.append(f"| library | 1 thread (s) | 2 threads (s) | speedup | target ≥ {THREADS_TARGET} |")
         L.append("|---|---|---|---|---|")
-        for lib in C.LIBS:
+        for lib in _libs(results):
             one = results["threads"].get("1", {}).get(lib)
             two = results["threads"].get("2", {}).get(lib)
             if one is None and two is None:
@@ -592,8 +645,11 @@ def write_markdown(results, path):
             s, status, note = _thread_speedup(results, lib)
             L.append(f"| {lib} | {_cell(one)} | {_cell(two)} | "
                      f"{f'{s:.2f}×' if s is not None else note} | "
-                     f"{status if lib == 'zarrcore' else '(peer)'} |")
+                     f"{_role(lib, status)} |")
         L.append("")
+        if _has_baseline(results):
+            L.append(f"zarrcore ÷ baseline: {_vs_baseline(results['threads'].get('1', {}))} "
+                     f"with 1 thread, {_vs_baseline(results['threads'].get('2', {}))} with 2.\n")
         lim = results.get("limits") or {}
         if "cpu_scaling_2" in lim:
             L.append(f"Two cores ran {lim['cpu_scaling_2']:.2f}x as fast as one on pure "
@@ -653,7 +709,7 @@ def write_markdown(results, path):
             L.append(f"| {r['lib']} | {r['variant']} | {r['output_bytes'] / MIB:.1f} | "
                      f"{r['rss_before'] / MIB:.1f} | {r['maxrss_peak'] / MIB:.1f} | "
                      f"{(r['maxrss_peak'] - r['rss_before']) / MIB:.1f} | {ratio:.2f} | "
-                     f"{status if r['lib'] == 'zarrcore' else '(peer)'} |")
+                     f"{_role(r['lib'], status)} |")
         L.append("")
     lim = results.get("limits")
     if lim:
@@ -768,6 +824,8 @@ def _argline(a):
         parts.append(f"--hog-session {a['hog_session']}")
     if a.get("suite"):
         parts.append("--suite")
+    if a.get("baseline"):
+        parts.append(f"--baseline {a['baseline']}")
     if a.get("cache", ["warm"]) != ["warm", "cold"]:
         parts.append(f"--cache {a.get('cache', ['warm'])[0]}")
     if a.get("cold_method", "auto") != "auto":
@@ -782,10 +840,10 @@ def plot(results, path):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    libs = [lib for lib in C.LIBS if lib in results["libs"]]
+    libs = _libs(results)
     colors = {"tensorstore": "#4c72b0", "zarr-python": "#dd8452",
               "zarr-python-fused": "#937860", "zarrs-python": "#55a868",
-              "zarrcore": "#c44e52"}
+              "zarrcore": "#c44e52", C.BASELINE: "#e8a0a2"}
     fig, axes = plt.subplots(2, 3, figsize=(16, 9.5))
     a = results["args"]
     fig.suptitle(f"zarrcore vs peers — N={a['n']} uint16 cube, best of {a['repeats']}, "

@@ -202,7 +202,14 @@ class Zarrcore:
             self.zc.config.set(num_threads=old)
 
 
-ADAPTERS = {a.name: a for a in (TensorStore, ZarrPython, ZarrPythonFused, ZarrsPython, Zarrcore)}
+class ZarrcoreBaseline(Zarrcore):
+    """zarrcore's adapter in a process whose `import zarrcore` finds an older checkout
+    (run.py --baseline); its own name keeps its writes apart."""
+    name = C.BASELINE
+
+
+ADAPTERS = {a.name: a for a in (TensorStore, ZarrPython, ZarrPythonFused, ZarrsPython, Zarrcore,
+                                ZarrcoreBaseline)}
 
 
 # -- the server -----------------------------------------------------------------------------------

@@ -42,6 +42,8 @@ class Worker:
     def __init__(self, lib, args, log_dir):
         self.lib = lib
         self.args = args
+        # The baseline's processes find the older checkout first on PYTHONPATH.
+        self.env = C.baseline_env(args.baseline) if lib == C.BASELINE else None
         self.log_path = os.path.join(log_dir, f"{lib}.log")
         self.proc = None
         self.hello = None
@@ -49,24 +51,37 @@ class Worker:
 
     def _argv(self, mode, *extra):
         a = self.args
+        zarrcore = "installed" if self.lib == C.BASELINE else a.zarrcore
         return [sys.executable, WORKER, mode, "--lib", self.lib, "--n", str(a.n),
                 "--small-n", str(a.small_n), "--data-dir", a.data_dir,
-                "--read-from", a.read_from, "--zarrcore", a.zarrcore, *extra]
+                "--read-from", a.read_from, "--zarrcore", zarrcore, *extra]
 
     def start(self):
         log = open(self.log_path, "a")
         log.write(f"\n=== {datetime.datetime.now().isoformat()} start {self.lib}\n")
         log.flush()
         self.proc = subprocess.Popen(self._argv("serve"), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=log)
+                                     stdout=subprocess.PIPE, stderr=log, env=self.env)
         log.close()
         self._buf = b""
         try:
-            self.hello = self.call({"op": "hello"}, timeout=300)
-            self.start_error = None
+            hello = self.call({"op": "hello"}, timeout=300)
+            self._check_baseline(hello)
         except WorkerError as e:
+            self.kill()
             self.start_error = str(e)
+        else:
+            self.hello, self.start_error = hello, None
         return self.start_error is None
+
+    def _check_baseline(self, hello):
+        """The baseline worker must have imported zarrcore from the --baseline checkout."""
+        if self.lib != C.BASELINE:
+            return
+        where = os.path.realpath(hello["module_path"])
+        want = os.path.join(os.path.realpath(self.args.baseline), "zarrcore")
+        if where != want:
+            raise WorkerError(f"imported zarrcore from {where}, not from {want}")
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
@@ -156,10 +171,16 @@ def machine_info():
                     info["mem_total_bytes"] = int(line.split()[1]) * 1024
     except OSError:
         pass
-    info["git_commit"] = _run(["git", "-C", C.REPO, "rev-parse", "--short", "HEAD"]).strip()
-    info["git_dirty"] = bool(_run(["git", "-C", C.REPO, "status", "--porcelain", "--",
-                                   "zarrcore", "csrc", "setup.py"]).strip())
+    info["git_commit"], info["git_dirty"] = git_state(C.REPO)
     return info
+
+
+def git_state(repo):
+    """The short commit of the checkout `repo` and whether its sources have changes."""
+    commit = _run(["git", "-C", repo, "rev-parse", "--short", "HEAD"]).strip()
+    dirty = bool(_run(["git", "-C", repo, "status", "--porcelain", "--",
+                       "zarrcore", "csrc", "setup.py"]).strip())
+    return commit, dirty
 
 
 def loadavg():
@@ -174,7 +195,7 @@ def loadavg():
 class Runner:
     def __init__(self, args):
         self.args = args
-        self.libs = list(args.libs)
+        self.libs = list(args.libs) + ([C.BASELINE] if args.baseline else [])
         self.datasets = C.make_datasets(args.n, args.small_n)
         self.log_dir = os.path.join(args.data_dir, "logs")
         os.makedirs(self.log_dir, exist_ok=True)
@@ -196,6 +217,9 @@ class Runner:
             "cold": None,
             "failures": [],
         }
+        if args.baseline:
+            commit, dirty = git_state(args.baseline)
+            self.results["baseline"] = {"path": args.baseline, "commit": commit, "dirty": dirty}
 
     # -- workers --
     def start_workers(self):
@@ -207,6 +231,8 @@ class Runner:
                 self.results["libs"][lib] = {"versions": w.hello["versions"],
                                              "module_path": w.hello["module_path"]}
                 log(f"{lib}: {w.hello['versions']} from {w.hello['module_path']}")
+            elif lib == C.BASELINE:
+                sys.exit(f"--baseline {self.args.baseline}: {w.start_error}")
             else:
                 self.results["libs"][lib] = {"error": w.start_error}
                 log(f"{lib}: UNAVAILABLE: {w.start_error}")
@@ -508,7 +534,7 @@ class Runner:
                 w = self.workers[lib]
                 try:
                     p = subprocess.run(w._argv("rss", "--variant", v), capture_output=True,
-                                       text=True, timeout=a.timeout)
+                                       text=True, timeout=a.timeout, env=w.env)
                     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
                     r = json.loads(lines[-1]) if lines else {
                         "lib": lib, "variant": v,
@@ -612,6 +638,10 @@ def parse_args(argv=None):
     p.add_argument("--zarrcore", choices=("auto", "installed", "inplace"), default="auto",
                    help="which zarrcore: installed, the repository checkout (in-place build), or "
                         "auto (installed if any, else the checkout)")
+    p.add_argument("--baseline", metavar="PATH",
+                   help="also run zarrcore from PATH, a checkout with its extensions built in "
+                        "place, as the library zarrcore-baseline (not a peer) in every workload "
+                        "of zarrcore but remote and native: a before/after comparison")
     p.add_argument("--regenerate", action="store_true", help="rewrite the reference datasets")
     p.add_argument("--xarray-mib", type=int, default=1024,
                    help="size of the xarray workload's dataset in MiB (default 1024)")
@@ -639,6 +669,15 @@ def parse_args(argv=None):
     args.rss_libs = split(args.rss_libs, C.LIBS, "library")
     args.rss_variants = split(args.rss_variants, C.CUBE_VARIANTS, "variant")
     args.data_dir = os.path.abspath(args.data_dir)
+    if args.baseline:
+        args.baseline = os.path.abspath(args.baseline)
+        if not os.path.isfile(os.path.join(args.baseline, "zarrcore", "__init__.py")):
+            p.error(f"--baseline {args.baseline}: no zarrcore checkout there")
+        if "zarrcore" not in args.libs:
+            p.error("--baseline needs zarrcore among --libs")
+        for libs in (args.thread_libs, args.rss_libs):
+            if "zarrcore" in libs:
+                libs.append(C.BASELINE)
     if args.read_from == "own" and not {"write_all", "small"} & set(args.workloads):
         p.error("--read-from own needs the write workloads (it reads what each library wrote)")
     return args
@@ -669,7 +708,7 @@ def main(argv=None):
     os.makedirs(args.data_dir, exist_ok=True)
     runner = Runner(args)
     log(f"N={args.n}, small {args.small_n}x{args.small_n}, best of {args.repeats} after "
-        f"{args.warmup} warm-up; libraries {', '.join(args.libs)}; data in {args.data_dir}")
+        f"{args.warmup} warm-up; libraries {', '.join(runner.libs)}; data in {args.data_dir}")
     try:
         runner.start_workers()
         runner.generate()

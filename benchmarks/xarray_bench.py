@@ -101,7 +101,7 @@ def generate(data_dir, mib, variant, regenerate=False):
 def _engine(lib, where):
     """The xarray engine of `lib` (the zarrcore entry point's class, so that a checkout's
     build needs no installed entry point)."""
-    if lib == "zarrcore":
+    if lib in C.ZARRCORES:
         _import_zarrcore(where)
         from zarrcore.xarray import ZarrcoreBackendEntrypoint
 
@@ -131,7 +131,7 @@ def time_one(lib, op, variant, mib, data_dir, where):
     with distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
-        if lib != "zarrcore":
+        if lib not in C.ZARRCORES:
             client.run(C.use_zarr_pipeline, lib)
         for _ in range(2):
             t0 = time.perf_counter()
@@ -228,9 +228,13 @@ def decode_floor(path, variant, repeats=3):
 # -- the workload group, driven by run.py -----------------------------------------------------
 
 def _measure(lib, op, variant, args, env, mode="time"):
+    zarrcore = args.zarrcore
+    if lib == C.BASELINE:
+        # The baseline's process and its cluster's workers find the older checkout first.
+        zarrcore, env = "installed", C.baseline_env(args.baseline)
     argv = [sys.executable, os.path.abspath(__file__), mode, "--variant", variant,
             "--mib", str(args.xarray_mib), "--data-dir", args.data_dir,
-            "--zarrcore", args.zarrcore]
+            "--zarrcore", zarrcore]
     if mode == "time":
         argv += ["--lib", lib, "--op", op]
     p = subprocess.run(argv, capture_output=True, text=True, timeout=args.timeout, env=env)
@@ -275,13 +279,14 @@ def run(args, results, log):
             continue
         log(f"xarray: {variant}: dask mean of the dataset held in memory: "
             f"{floor['mean_in_memory']:.3f}s")
+    libs = LIBS + ((C.BASELINE,) if args.baseline else ())
     for variant in VARIANTS:
         for op in OPS:
             key = f"xarray_{op}/{variant}"
-            out = {lib: {"best": None, "times": [], "ok": True, "error": None} for lib in LIBS}
+            out = {lib: {"best": None, "times": [], "ok": True, "error": None} for lib in libs}
             for rnd in range(args.warmup + args.repeats):
-                k = rnd % len(LIBS)
-                for lib in LIBS[k:] + LIBS[:k]:
+                k = rnd % len(libs)
+                for lib in libs[k:] + libs[:k]:
                     r = out[lib]
                     if r["error"]:
                         continue
@@ -312,7 +317,7 @@ def main(argv=None):
     p.add_argument("--mib", type=int, default=1024)
     p.add_argument("--data-dir", default=C.DEFAULT_DATA_DIR)
     p.add_argument("--zarrcore", choices=("auto", "installed", "inplace"), default="auto")
-    p.add_argument("--lib", choices=LIBS)
+    p.add_argument("--lib", choices=(*LIBS, C.BASELINE))
     p.add_argument("--op", choices=OPS)
     a = p.parse_args(argv)
     if a.mode == "mean-in-memory":
