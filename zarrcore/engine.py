@@ -14,7 +14,6 @@ and GIL-free as well.
 """
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import enum
 import math
@@ -34,6 +33,7 @@ from ._shard_io import ShardSpec
 from .codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
 from .codecs.chain import CodecChain
 from .codecs.sharding import EMPTY, coalesce
+from .concurrency import fan_out
 from .config import config, parallel_map, run_workers
 from .errors import (
     KeyChangedError, LockUnavailableError, ShardIndexError, WriteConflictError, ZarrcoreError,
@@ -50,8 +50,6 @@ if TYPE_CHECKING:
     from ._files import FileRoot
     from .storage.base import ByteRange, Fetched, RangeReader, ReadBytes, Request, Store
 
-_T = TypeVar("_T")
-_R = TypeVar("_R")
 _E = TypeVar("_E", bound=Exception)
 Int64s = npt.NDArray[np.int64]
 #: The zc_listing arrays of points grouped by chunk (point_start, local, out_index, coords).
@@ -135,27 +133,6 @@ def arrivals(store: Store, requests: Sequence[Request]
     finally:
         stop.set()
         fetcher.join()
-
-
-def _fetch_concurrently(read: Callable[[_T], _R], requests: Sequence[_T]
-                        ) -> Iterator[list[tuple[int, _R]]]:
-    """Batches of (i, read(requests[i])) as they arrive, as `arrivals` yields them: up to
-    config.io_concurrency reads at once (threads), or all in the caller when only one."""
-    if len(requests) <= 1:
-        yield [(i, read(request)) for i, request in enumerate(requests)]
-        return
-    with concurrent.futures.ThreadPoolExecutor(min(config.io_concurrency, len(requests)),
-                                               thread_name_prefix="zarrcore-fetch") as pool:
-        futures = {pool.submit(read, request): i for i, request in enumerate(requests)}
-        try:
-            pending = set(futures)
-            while pending:
-                done, pending = concurrent.futures.wait(
-                    pending, return_when=concurrent.futures.FIRST_COMPLETED)
-                yield [(futures[f], f.result()) for f in done]
-        finally:
-            for f in futures:
-                f.cancel()
 
 
 def _task_grid(plans: Sequence[AxisPlan], values: Callable[[AxisPlan], Any]) -> Int64s:
@@ -688,7 +665,8 @@ class ChunkEngine:
                 for key, _ in requests:
                     if key not in readers:
                         readers[key] = held.enter_context(store.reader(key))
-                return _fetch_concurrently(read, requests)
+                return fan_out(read, requests, config.io_concurrency,
+                               thread_name="zarrcore-fetch")
 
         # (key, [(start, stop)]), and the tasks whose bytes that range holds, their offsets
         # in it and lengths.
