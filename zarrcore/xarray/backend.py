@@ -439,15 +439,8 @@ class ZarrcoreBackendEntrypoint(BackendEntrypoint):
             Where the hierarchy is.
         group : str, optional
             The group to start from.
-        mode : str, default "r"
-            As `zarrcore.open_group`'s.
-        consolidated : bool, optional
-            Consolidated metadata at the store's root: None: used when present (reading
-            without it warns); True: required; False: ignored.
-        storage_options : dict, optional
-            Options of the store a URL names.
-        zarr_format : {2, 3}, optional
-            The format to expect; default: whichever is there.
+        mode, consolidated, storage_options, zarr_format : optional
+            As `open_dataset`'s.
         **decoders
             `open_dataset`'s CF decoding options (`mask_and_scale`, `decode_times`, ...).
 
