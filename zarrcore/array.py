@@ -767,7 +767,7 @@ class Array(nodes.Node):
         if indexer.nitems:
             self._chunks.write(indexer, indexer.permute(value))
 
-    def native_handle(self, cache_bytes: int = 0) -> Any:
+    def native_handle(self, cache_bytes: int = 0) -> ArrayHandle:
         """A handle for reading and writing regions of this array from compiled code, on
         threads without the GIL (zarrcore/array_api.h, zarrcore/array_api.pxd).
 
@@ -990,8 +990,19 @@ def as_dask(array: Array, chunks: Any = None, name: str | None = None,
 
 
 def arrays_as_dask(value: Any) -> Any:
-    """`value` with every zarrcore Array in it (also in lists, tuples and dicts) as a dask
-    array of it (from_zarr's default chunks)."""
+    """`value` with every zarrcore Array in it as a dask array of it.
+
+    Parameters
+    ----------
+    value : object
+        An Array, or lists, tuples and dicts holding some; anything else is left as it is.
+
+    Returns
+    -------
+    object
+        `value`, each Array in it a dask array with `zarrcore.dask.from_zarr`'s default
+        chunks.
+    """
     if isinstance(value, Array):
         return as_dask(value)
     if isinstance(value, (list, tuple)):
