@@ -13,6 +13,8 @@ from peers import peer  # noqa: F401 (a fixture)
 import zarrcore
 from zarrcore.errors import MetadataError
 from zarrcore.metadata.v3 import ArrayMetadataV3
+from zarrcore.tools.convert import convert
+from zarrcore.tools.verify import verify
 
 
 def _doc(chunk_shapes, shape=(30, 20), kind="inline"):
@@ -195,3 +197,12 @@ def test_zarr34_reads_zarrcore(peer, tmp_path):  # noqa: F811
     for name, (kw, data) in CASES.items():
         want = np.concatenate([data, data[:4]]) if name == "plain" else data
         np.testing.assert_array_equal(unpack(read[name]), want, err_msg=name)
+
+
+def test_verify_walks_the_grid_and_convert_refuses_it(tmp_path):
+    a = zarrcore.create_array(str(tmp_path / "a"), shape=(30,), chunks=[[10, 5, 15]], dtype="i4")
+    a[...] = np.arange(30)
+    report = verify(str(tmp_path / "a"))
+    assert not report.problems
+    with pytest.raises(MetadataError, match="chunk_grid"):
+        convert(str(tmp_path / "a"), str(tmp_path / "b"))

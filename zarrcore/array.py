@@ -1331,9 +1331,9 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
             codecs, chunks = shard_codecs(codecs, chunks, shards, shape, np_dtype.itemsize,
                                           auto_chunks)
             inner = codecs[0].chunk_shape
-            for d in range(len(shape) if grid else 0):
-                if any(e % inner[d] for e in grid.specs[d]):  # type: ignore[union-attr]
-                    raise ValueError(f"the shards' edge lengths {grid.specs[d]} along axis {d} "
+            for d, spec in enumerate(grid.specs if grid else ()):
+                if not isinstance(spec, int) and any(e % inner[d] for e in spec):
+                    raise ValueError(f"the shards' edge lengths {spec} along axis {d} "
                                      f"must be multiples of the chunk length {inner[d]}")
         chain = CodecChain(codecs, ChunkSpec(chunks, np_dtype, fill))
         if isinstance(chunk_key_encoding, dict) or chunk_key_encoding is None:

@@ -21,7 +21,7 @@ import math
 import numbers
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, TypeGuard, Union, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -353,7 +353,8 @@ class CoordinateIndexer:
                 if isinstance(bounds, np.ndarray):
                     flat[axis], chunk_shape[axis], shape[axis] = _stretched(
                         flat[axis], bounds, shape[axis], axis)
-        self._groups = _indexing.group_points(flat, shape, chunk_shape) if n else None
+        self._groups = (_indexing.group_points(flat, shape, cast(Sequence[int], chunk_shape))
+                        if n else None)
 
     @property
     def nitems(self) -> int:
@@ -391,7 +392,7 @@ class CoordinateIndexer:
         return _indexing.point_projections(self._groups, ChunkProjection)
 
 
-def _regular(chunks: Sequence[AxisChunks]) -> bool:
+def _regular(chunks: Sequence[AxisChunks]) -> TypeGuard[Sequence[int]]:
     """Is every axis of `chunks` one chunk length?"""
     for c in chunks:
         if isinstance(c, np.ndarray):

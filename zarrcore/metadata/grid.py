@@ -28,7 +28,7 @@ AxisSpec = Union[int, tuple[int, ...]]
 def _expand(value: object, where: str, axis: int) -> AxisSpec:
     """One axis of `chunk_shapes`: an int, or a list of ints and [length, count] runs."""
     field = "chunk_grid"
-    if is_int(value):
+    if isinstance(value, int) and not isinstance(value, bool):
         if value < 1:
             raise field_error(where, field, f"axis {axis}: edge length {value} is not positive")
         return int(value)
@@ -69,7 +69,7 @@ def rectilinear_spelling(chunks: object) -> bool:
     return any(isinstance(c, Sequence) and not isinstance(c, (str, bytes)) for c in chunks)
 
 
-def grid_from_spelling(chunks: Sequence[Any], shape: Sequence[int], name: str) -> ChunkGrid:
+def grid_from_spelling(chunks: Any, shape: Sequence[int], name: str) -> ChunkGrid:
     """The grid zarr-python 3.4 makes of `chunks` given per axis (an int, -1 for the whole
     axis, or edge lengths summing to the axis' extent): regular when every axis is one length
     repeated, its last chunk perhaps shorter; else rectilinear. MetadataError naming `name`
