@@ -191,14 +191,13 @@ class OrthogonalIndexer:
 
     def _axis_plan(self, item: Any, dim_len: int, chunk_len: AxisChunks,
                    axis: int) -> _indexing.AxisPlan:
-        if isinstance(chunk_len, np.ndarray):
-            return self._bounded_plan(item, dim_len, chunk_len, axis)
-        if type(item) is slice:
-            return _indexing.slice_plan(*item.indices(dim_len), chunk_len, dim_len)
+        """The plan of one axis; `chunk_len` is its chunk length, or its chunk boundaries."""
         if isinstance(item, slice):
+            if isinstance(chunk_len, np.ndarray):
+                return _indexing.bounded_slice_plan(*item.indices(dim_len), chunk_len, dim_len)
             return _indexing.slice_plan(*item.indices(dim_len), chunk_len, dim_len)
         if _is_int(item):
-            return _indexing.int_plan(_dim_int(item, dim_len, axis), chunk_len, dim_len)
+            return _int_plan(_dim_int(item, dim_len, axis), chunk_len, dim_len)
         if not self.arrays_allowed:
             raise SelectionError(
                 f"unsupported index {item!r} for basic selection; use .oindex or .vindex for "
@@ -212,33 +211,14 @@ class OrthogonalIndexer:
             _check_bool_axes(a, (dim_len,), axis)
             a = np.flatnonzero(a)
         elif a.ndim == 0:
-            return _indexing.int_plan(_dim_int(a, dim_len, axis), chunk_len, dim_len)
+            return _int_plan(_dim_int(a, dim_len, axis), chunk_len, dim_len)
         elif a.ndim != 1:
             raise SelectionError("orthogonal selection takes 1-D integer arrays, one per axis")
+        if isinstance(chunk_len, np.ndarray):
+            stretched, length, total = _stretched(a, chunk_len, dim_len, axis)
+            return _indexing.array_plan(stretched, length, total, axis)
         return _indexing.array_plan(np.ascontiguousarray(a, dtype=np.int64), chunk_len, dim_len,
                                     axis)
-
-    def _bounded_plan(self, item: Any, dim_len: int, bounds: npt.NDArray[np.int64],
-                      axis: int) -> _indexing.AxisPlan:
-        """_axis_plan on an axis of chunks of their own lengths (`bounds`)."""
-        if isinstance(item, slice):
-            return _indexing.bounded_slice_plan(*item.indices(dim_len), bounds, dim_len)
-        a = np.asarray(item) if not _is_int(item) else None
-        if a is None or a.ndim == 0 and a.dtype.kind in "iu":
-            return _indexing.bounded_int_plan(_dim_int(item, dim_len, axis), bounds, dim_len)
-        if not self.arrays_allowed:
-            raise SelectionError(
-                f"unsupported index {item!r} for basic selection; use .oindex or .vindex for "
-                f"arrays"
-            )
-        a = _index_array(item)
-        if a.ndim != 1:
-            raise SelectionError("orthogonal selection takes 1-D arrays, one per axis")
-        if a.dtype == bool:
-            _check_bool_axes(a, (dim_len,), axis)
-            a = np.flatnonzero(a)
-        stretched, length, total = _stretched(a, bounds, dim_len, axis)
-        return _indexing.array_plan(stretched, length, total, axis)
 
     @property
     def nitems(self) -> int:
@@ -390,6 +370,13 @@ class CoordinateIndexer:
         if self._groups is None:
             return iter(())
         return _indexing.point_projections(self._groups, ChunkProjection)
+
+
+def _int_plan(i: int, chunk_len: AxisChunks, dim_len: int) -> _indexing.AxisPlan:
+    """The plan of an in-bounds int on an axis of `chunk_len` (a length, or boundaries)."""
+    if isinstance(chunk_len, np.ndarray):
+        return _indexing.bounded_int_plan(i, chunk_len, dim_len)
+    return _indexing.int_plan(i, chunk_len, dim_len)
 
 
 def _regular(chunks: Sequence[AxisChunks]) -> TypeGuard[Sequence[int]]:
