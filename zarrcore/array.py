@@ -1273,11 +1273,10 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
         )
     elif zarr_format == 3:
         fill = fill_value_for(data_type, fill_value)
-        serializers = codec_list(serializer, default_codecs(data_type))
         codecs = [
-            *codec_list(filters, []),
-            *serializers,
-            *codec_list(compressors, [ZstdCodec(level=0, checksum=False)]),
+            *codec_list(filters, [], "filters"),
+            *codec_list(serializer, default_codecs(data_type), "serializer"),
+            *codec_list(compressors, [ZstdCodec(level=0, checksum=False)], "compressors"),
         ]
         if shards is not None:
             codecs, chunks = shard_codecs(codecs, chunks, shards, shape, np_dtype.itemsize,

@@ -34,6 +34,12 @@ class UnknownCodecError(MetadataError):
     """A codec name or id that zarrcore does not know."""
 
 
+class UnknownCodecObjectError(UnknownCodecError, TypeError):
+    """An object given as a codec that is neither a codec zarrcore knows nor another
+    library's codec object it can convert (a TypeError too, as zarr-python raises for it); the
+    message says what to pass."""
+
+
 class UnknownDataTypeError(MetadataError):
     """A data type that zarrcore does not know."""
 
