@@ -12,7 +12,7 @@ from . import nodes
 from .codecs import ArrayArrayCodec, ArrayBytesCodec, codec_from_json
 from .codecs.sharding import ShardingCodec
 from .codecs.v2 import object_data_type
-from .errors import NodeExistsError, ObjectDataTypeError
+from .errors import ObjectDataTypeError
 from .metadata import dtype_from_numpy
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def codec_list(value: Any, default: Iterable[Any], where: str) -> list[Any]:
 def prepare_path(store: Store, path: str, mode_overwrite: bool) -> None:
     if nodes.node_exists(store, path):
         if not mode_overwrite:
-            raise NodeExistsError(f"a node already exists at path {path!r} in {store!r}")
+            raise nodes.existing_node_error(store, path)
         store.delete_prefix(path)  # the node's metadata keys too: they lie under `path`/
 
 
