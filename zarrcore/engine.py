@@ -510,8 +510,9 @@ class ChunkEngine:
         if missing:
             named = ", ".join(repr(k) for k in missing[:8]) + (", ..." if missing[8:] else "")
             raise ChunkNotFoundError(
-                f"{len(missing)} chunk(s) not stored: {named}; read_missing_chunks=True (the "
-                f"array's config or zarrcore.config) reads them as the fill value")
+                f"{len(missing)} chunk(s) not stored in {self.store!r}: {named}; "
+                f"read_missing_chunks=True (the array's config or zarrcore.config) reads them "
+                f"as the fill value")
 
     # -- reads ---------------------------------------------------------------
     def read(self, indexer: Indexer, out: npt.NDArray[Any]) -> npt.NDArray[Any]:
