@@ -323,9 +323,9 @@ class Array(nodes.Node):
 
     @property
     def config(self) -> dict[str, Any]:
-        """This array's own settings: `write_empty_chunks` and `read_missing_chunks` (None:
-        follow zarrcore.config) and `order` (the memory order of what reads of a v3 array
-        return)."""
+        """This array's own settings: `write_empty_chunks` (None: follow zarrcore.config),
+        `read_missing_chunks` when given (else zarrcore.config's applies) and `order` (the
+        memory order of what reads of a v3 array return)."""
         return dict(self._config)
 
     def with_config(self, config: Mapping[str, Any]) -> Array:
@@ -727,7 +727,7 @@ class Array(nodes.Node):
     def _fill_buffer(self, indexer: Any, buffer: np.ndarray) -> np.ndarray:
         """Read the selection into `buffer` (shape indexer.drop_shape), in the indexer's order."""
         if buffer.size:
-            read_missing = self._config["read_missing_chunks"]
+            read_missing = self._config.get("read_missing_chunks")
             if not (global_config.read_missing_chunks if read_missing is None else read_missing):
                 self._chunks.check_stored(indexer)
             self._chunks.read(indexer, buffer)
@@ -1178,8 +1178,9 @@ def _array_config(config: Any) -> dict[str, Any]:
         raise ValueError(f"array config: order must be 'C' or 'F', not {order!r}")
     if order is None:
         order = global_config.array_order
+    # read_missing_chunks only when given: None follows zarrcore.config.
     return {"write_empty_chunks": None if write_empty is None else bool(write_empty),
-            "read_missing_chunks": None if read_missing is None else bool(read_missing),
+            **({} if read_missing is None else {"read_missing_chunks": bool(read_missing)}),
             "order": order}
 
 
