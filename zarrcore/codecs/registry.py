@@ -88,7 +88,8 @@ def foreign_codec_json(obj: object, where: str = "codecs") -> CodecJSON:
     except (TypeError, ValueError, AttributeError) as e:
         raise UnknownCodecObjectError(
             f"{where}: cannot take the JSON form of codec {obj!r}: {e}") from None
-    raise UnknownCodecObjectError(f"{where}: {obj!r} is not a codec zarrcore knows: pass {ACCEPTED}")
+    raise UnknownCodecObjectError(
+        f"{where}: {obj!r} is not a codec zarrcore knows: pass {ACCEPTED}")
 
 
 def codec_from_json(spec: object, where: str = "codecs") -> Codec:
