@@ -337,10 +337,10 @@ class Array(nodes.Node):
             `write_empty_chunks`: store chunks that hold only the fill value (True) or leave
             them out (False); None follows `zarrcore.config`. `read_missing_chunks`: read
             chunks that are not stored as the fill value (True), or raise
-            ChunkNotFoundError naming them (False); None follows `zarrcore.config`. `order`:
-            "C" or "F", the
-            memory order of the arrays reads return (v3; a v2 array's stored order decides
-            for it, as in zarr-python); None takes `zarrcore.config.array_order`.
+            ChunkNotFoundError naming them (False); None follows `zarrcore.config`.
+            `order`: "C" or "F", the memory order of the arrays reads return (v3; a v2
+            array's stored order decides for it, as in zarr-python); None takes
+            `zarrcore.config.array_order`.
 
         Returns
         -------

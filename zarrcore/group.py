@@ -17,8 +17,8 @@ from .consolidated import (
 )
 from .creation import check_mode, prepare_path, store_mode
 from .errors import (
-    ArrayNotFoundError, ContainsArrayError, ContainsGroupError, GroupNotFoundError,
-    MemberNotFoundError, MetadataError, NodeExistsError, NodeNotFoundError, ZarrcoreError,
+    ArrayNotFoundError, GroupNotFoundError, MemberNotFoundError, MetadataError, NodeExistsError,
+    NodeNotFoundError, ZarrcoreError,
 )
 from .metadata import GroupMetadataV3
 from .metadata.common import MetadataDocument, check_attributes
@@ -183,12 +183,12 @@ class Group(nodes.Node):
 
     @staticmethod
     def _of_kind(node: Array | Group, cls: type[_N], path: str) -> _N:
-        """`node` (at `path`) when it is a `cls`; ContainsArrayError or ContainsGroupError,
-        by what it is, when not."""
+        """`node` (at `path`) when it is a `cls`; the nodes.CONTAINS error of its kind when
+        not."""
         if isinstance(node, cls):
             return node
-        error = ContainsArrayError if isinstance(node, Array) else ContainsGroupError
-        raise error(f"{_A[node.kind]} exists at {path!r}, not {_A[cls.kind]}")
+        raise nodes.CONTAINS[node.kind](
+            f"{_A[node.kind]} exists at {path!r}, not {_A[cls.kind]}")
 
     def __contains__(self, name: str) -> bool:
         """Is there a member at the path `name`?"""

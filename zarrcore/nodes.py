@@ -127,17 +127,20 @@ def node_exists(store: Store, path: str) -> bool:
     return any(store.exists(join(path, k)) for k in (V3_KEY, V2_ARRAY_KEY, V2_GROUP_KEY))
 
 
+# The error for a node of each kind standing where it should not, as zarr-python raises them.
+CONTAINS: dict[str, type[NodeExistsError]] = {
+    "array": ContainsArrayError, "group": ContainsGroupError}
+
+
 def existing_node_error(store: Store, path: str) -> NodeExistsError:
-    """The error for the node at `path` being where one was to be created:
-    ContainsArrayError or ContainsGroupError by its kind, as zarr-python raises them;
-    NodeExistsError when its metadata cannot be read."""
+    """The error for the node at `path` being where one was to be created: the CONTAINS
+    error of its kind; NodeExistsError when its metadata cannot be read."""
     try:
         kind = read_metadata(store, path).node_type
     except ZarrcoreError:
         return NodeExistsError(f"a node already exists at path {path!r} in {store!r}")
-    error = ContainsArrayError if kind == "array" else ContainsGroupError
     what = "an array" if kind == "array" else "a group"
-    return error(f"{what} already exists at path {path!r} in {store!r}")
+    return CONTAINS[kind](f"{what} already exists at path {path!r} in {store!r}")
 
 
 def write_metadata(store: Store, path: str, metadata: NodeMetadata) -> None:
