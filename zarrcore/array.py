@@ -21,7 +21,7 @@ from .creation import (
     check_mode, codec_list, data_type_for, fill_value_for, normalize_chunks, normalize_shape,
     prepare_path, shard_codecs, split_codecs, store_mode,
 )
-from .errors import NodeNotFoundError, SelectionError, ShapeMismatchError
+from .errors import ArrayNotFoundError, NodeNotFoundError, SelectionError, ShapeMismatchError
 from .metadata import ArrayMetadataV2, ArrayMetadataV3, ChunkKeyEncoding
 from .metadata.common import check_attributes
 from .metadata.grid import AxisChunks, ChunkGrid, grid_from_spelling, rectilinear_spelling
@@ -158,6 +158,18 @@ class Array(nodes.Node):
     def chunk_grid(self) -> ChunkGrid:
         """Where each stored block (chunk, or shard when sharded) lies (metadata/grid.py)."""
         return self._chunks.grid
+
+    @property
+    def read_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
+        """The sizes along each axis of the chunks reads decode (inner chunks when sharded),
+        the last cut to the shape: dask's form of chunks (zarr-python 3.4's)."""
+        return _axis_sizes(self.shape, self.chunks)
+
+    @property
+    def write_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
+        """The sizes along each axis of the stored chunks (shards when sharded), the last
+        cut to the shape (zarr-python 3.4's)."""
+        return _axis_sizes(self.shape, storage_block(self))
 
     @property
     def ndim(self) -> int:
@@ -336,8 +348,9 @@ class Array(nodes.Node):
 
     @property
     def config(self) -> dict[str, Any]:
-        """This array's own settings: `write_empty_chunks` (None: follow zarrcore.config) and
-        `order` (the memory order of what reads of a v3 array return)."""
+        """This array's own settings: `write_empty_chunks` (None: follow zarrcore.config),
+        `read_missing_chunks` when given (else zarrcore.config's applies) and `order` (the
+        memory order of what reads of a v3 array return)."""
         return dict(self._config)
 
     def with_config(self, config: Mapping[str, Any]) -> Array:
@@ -347,9 +360,12 @@ class Array(nodes.Node):
         ----------
         config : Mapping
             `write_empty_chunks`: store chunks that hold only the fill value (True) or leave
-            them out (False); None follows `zarrcore.config`. `order`: "C" or "F", the
-            memory order of the arrays reads return (v3; a v2 array's stored order decides
-            for it, as in zarr-python); None takes `zarrcore.config.array_order`.
+            them out (False); None follows `zarrcore.config`. `read_missing_chunks`: read
+            chunks that are not stored as the fill value (True), or raise
+            ChunkNotFoundError naming them (False); None follows `zarrcore.config`.
+            `order`: "C" or "F", the memory order of the arrays reads return (v3; a v2
+            array's stored order decides for it, as in zarr-python); None takes
+            `zarrcore.config.array_order`.
 
         Returns
         -------
@@ -737,6 +753,9 @@ class Array(nodes.Node):
     def _fill_buffer(self, indexer: Any, buffer: np.ndarray) -> np.ndarray:
         """Read the selection into `buffer` (shape indexer.drop_shape), in the indexer's order."""
         if buffer.size:
+            read_missing = self._config.get("read_missing_chunks")
+            if not (global_config.read_missing_chunks if read_missing is None else read_missing):
+                self._chunks.check_stored(indexer)
             self._chunks.read(indexer, buffer)
         return buffer
 
@@ -999,6 +1018,12 @@ def _apply(func: Callable[..., Any], args: Any, kwargs: Any, foreign: Sequence[t
     return NotImplemented
 
 
+def _axis_sizes(shape: Sequence[int], block: Sequence[int]) -> tuple[tuple[int, ...], ...]:
+    """Per axis, the sizes of the blocks of shape `block` tiling `shape`, the last cut."""
+    return tuple(tuple(min(b, s - start) for start in range(0, s, b))
+                 for s, b in zip(shape, block))
+
+
 def storage_block(array: Array) -> tuple[int, ...]:
     """The shape of what `array` stores whole: the shard shape when sharded, else the chunk
     shape."""
@@ -1177,24 +1202,29 @@ def _config_items(config: Any) -> dict[str, Any]:
         return {}
     if isinstance(config, Mapping):
         return dict(config)
-    return {name: getattr(config, name) for name in ("write_empty_chunks", "order")
-            if hasattr(config, name)}
+    return {name: getattr(config, name) for name in _ARRAY_SETTINGS if hasattr(config, name)}
+
+
+_ARRAY_SETTINGS = ("write_empty_chunks", "read_missing_chunks", "order")
 
 
 def _array_config(config: Any) -> dict[str, Any]:
     """An array's own settings, checked, from `_config_items`' forms; an order not given is
     zarrcore.config's now (zarr-python's "array.order" when the array is opened)."""
     config = _config_items(config)
-    unknown = set(config) - {"write_empty_chunks", "order"}
+    unknown = set(config) - set(_ARRAY_SETTINGS)
     if unknown:
         raise TypeError(f"unknown array config {sorted(unknown)}")
-    write_empty = config.get("write_empty_chunks")
+    write_empty, read_missing = (config.get("write_empty_chunks"),
+                                 config.get("read_missing_chunks"))
     order = config.get("order")
     if order not in (None, "C", "F"):
         raise ValueError(f"array config: order must be 'C' or 'F', not {order!r}")
     if order is None:
         order = global_config.array_order
+    # read_missing_chunks only when given: None follows zarrcore.config.
     return {"write_empty_chunks": None if write_empty is None else bool(write_empty),
+            **({} if read_missing is None else {"read_missing_chunks": bool(read_missing)}),
             "order": order}
 
 
@@ -1332,11 +1362,10 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
         )
     elif zarr_format == 3:
         fill = fill_value_for(data_type, fill_value)
-        serializers = codec_list(serializer, default_codecs(data_type))
         codecs = [
-            *codec_list(filters, []),
-            *serializers,
-            *codec_list(compressors, [ZstdCodec(level=0, checksum=False)]),
+            *codec_list(filters, [], "filters"),
+            *codec_list(serializer, default_codecs(data_type), "serializer"),
+            *codec_list(compressors, [ZstdCodec(level=0, checksum=False)], "compressors"),
         ]
         if shards is not None:
             codecs, chunks = shard_codecs(codecs, chunks, shards, shape, np_dtype.itemsize,
@@ -1523,7 +1552,8 @@ def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = N
     storage_options : dict, optional
         Options of the store a URL names (credentials, endpoint, timeouts...).
     **kwargs
-        For creating, as `create_array` takes them (`shape`, `dtype`, ...).
+        For creating, as `create_array` takes them (`shape`, `dtype`, ...); `config` is the
+        array's own settings when it exists too.
 
     Returns
     -------
@@ -1534,9 +1564,9 @@ def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = N
     ValueError
         An unknown mode.
     NodeNotFoundError
-        No array there (nothing, or a group) and none to create.
+        No array there and none to create (ArrayNotFoundError: a group is there).
     NodeExistsError
-        Something at the path in mode w-.
+        Something at the path in mode w- (ContainsArrayError, ContainsGroupError).
     """
     check_mode(mode)
     path = nodes.normalize_path(path if path is not None else name)
@@ -1552,8 +1582,8 @@ def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = N
             return create_array(store, name=path, zarr_format=zarr_format or 3, **kwargs)
         raise
     if metadata.node_type != "array":
-        raise NodeNotFoundError(f"the node at path {path!r} is a group, not an array")
-    return Array(store, path, metadata, read_only=(mode == "r"))
+        raise ArrayNotFoundError(f"the node at path {path!r} is a group, not an array")
+    return Array(store, path, metadata, read_only=(mode == "r"), config=kwargs.get("config"))
 
 
 def array(data: npt.ArrayLike, store: StoreLike = None, **kwargs: Any) -> Array:

@@ -36,7 +36,8 @@ from .codecs.sharding import EMPTY, coalesce
 from .concurrency import fan_out
 from .config import config, parallel_map, run_workers
 from .errors import (
-    KeyChangedError, LockUnavailableError, ShardIndexError, WriteConflictError, ZarrcoreError,
+    ChunkNotFoundError, KeyChangedError, LockUnavailableError, ShardIndexError, WriteConflictError,
+    ZarrcoreError,
 )
 from .indexing import BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer
 from .metadata.grid import ChunkGrid
@@ -521,6 +522,19 @@ class ChunkEngine:
         """The stored chunk (or shard) at `key`, None when it is not stored; a value larger
         than a valid chunk is refused (ValueTooLargeError) without being read whole."""
         return get_at_most(self.store, key, self.chain.max_encoded_bytes, ENCODED_BOUND)
+
+    def check_stored(self, indexer: Indexer) -> None:
+        """ChunkNotFoundError naming the chunks (shards when sharded) of `indexer`'s selection
+        that are not stored: a read with `read_missing_chunks` False checks them first."""
+        keys = [self.key(p.coords) for p in indexer.projections()]
+        missing = [k for k, stored in zip(keys, parallel_map(self.store.exists, keys))
+                   if not stored]
+        if missing:
+            named = ", ".join(repr(k) for k in missing[:8]) + (", ..." if missing[8:] else "")
+            raise ChunkNotFoundError(
+                f"{len(missing)} chunk(s) not stored in {self.store!r}: {named}; "
+                f"read_missing_chunks=True (the array's config or zarrcore.config) reads them "
+                f"as the fill value")
 
     # -- reads ---------------------------------------------------------------
     def read(self, indexer: Indexer, out: npt.NDArray[Any]) -> npt.NDArray[Any]:
