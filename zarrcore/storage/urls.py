@@ -41,9 +41,11 @@ def make_store(store: object, read_only: bool = False,
     """Turn `store` into a Store.
 
     - None or a dict: a MemoryStore (over the dict); a Store: itself.
-    - A path (str or PathLike): a LocalStore, or a ZipStore when it names a `.zip` file.
+    - A path (str or PathLike): a LocalStore, a ZipStore when it names a `.zip` file, a
+      ReferenceStore when it names kerchunk references (a `.json` file, a parquet directory).
     - A URL: file:// (a directory, or a .zip), memory://NAME (one store per name in the
-      process), zip://PATH, s3://, gs://, az:// / abfs://, http(s):// (an ObjectStore; the
+      process), zip://PATH, reference:// (a ReferenceStore: `storage_options` are fsspec's
+      ReferenceFileSystem's, `fo` the references, see ReferenceStore.from_options), s3://, gs://, az:// / abfs://, http(s):// (an ObjectStore; the
       extra `zarrcore[remote]`), and any other protocol fsspec knows (an FsspecStore).
       `storage_options` configure it (see ObjectStore.from_url; fsspec's own for fsspec).
     - zarr-python's LocalStore, MemoryStore, FsspecStore, ObjectStore and ZipStore, an fsspec
@@ -59,6 +61,8 @@ def make_store(store: object, read_only: bool = False,
                 raise StoreURLError(f"storage_options are for URLs, not the path {path!r}")
             if _is_zip_path(path):
                 return _zip_store(path, read_only, mode)
+            if _is_references_path(path):
+                return _reference_store(path, None)
             return LocalStore(path, read_only=read_only)
         return _from_url(path, read_only, storage_options, mode)
     if storage_options:
@@ -77,6 +81,26 @@ def make_store(store: object, read_only: bool = False,
     return converted
 
 
+def _is_references_path(path: str) -> bool:
+    """Does `path` name kerchunk references: a `.json` file, or a directory of the parquet
+    layout (`.zmetadata` and no Zarr metadata of its own beside it, records below)?"""
+    if os.path.isfile(path):
+        return path.lower().endswith(".json")
+    return (os.path.isfile(os.path.join(path, ".zmetadata"))
+            and not any(os.path.exists(os.path.join(path, name))
+                        for name in (".zgroup", ".zarray", "zarr.json"))
+            and any(os.path.isfile(os.path.join(path, entry.name, "refs.0.parq"))
+                    for entry in os.scandir(path) if entry.is_dir()))
+
+
+def _reference_store(url: str, storage_options: StorageOptions | None) -> Store:
+    from .references import ReferenceStore  # (it makes its target stores here)
+
+    if url.split("://", 1)[0].lower() == "reference":
+        return ReferenceStore.from_options(url, storage_options)
+    return ReferenceStore(url)
+
+
 def _zip_store(path: str, read_only: bool, mode: str | None) -> ZipStore:
     zip_mode: Literal["r", "a", "w"] = "r" if read_only else "w" if mode == "w" else "a"
     return ZipStore(path, read_only=read_only, mode=zip_mode)
@@ -93,6 +117,8 @@ def _from_url(url: str, read_only: bool, storage_options: StorageOptions | None,
         if _is_zip_path(rest):
             return _zip_store(rest, read_only, mode)
         return LocalStore(rest, read_only=read_only)
+    if scheme == "reference" and "::" not in url:
+        return _reference_store(url, storage_options)
     if scheme == "memory":
         return named_memory_store(rest.strip("/"), read_only)
     if scheme == "zip" and "::" not in url:
