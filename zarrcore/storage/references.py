@@ -31,6 +31,7 @@ from ..errors import (
     ReferenceFormatError, ReferenceOutsideError, ReferenceTargetError, StoreURLError,
 )
 from .base import ByteRange, Fetched, ReadBytes, Request, Store, validate_key, validate_prefix
+from .local import LocalStore
 from .options import StorageOptions
 from .urls import make_store
 
@@ -479,8 +480,8 @@ class ReferenceStore(Store):
     allow_local : bool
         Let targets be any local file (default False).
 
-    Targets written as relative paths are below the references file's directory (the
-    current directory for a dict). A missing or short target raises ReferenceTargetError; a
+    Targets written as relative paths are below the directory the references are in (the
+    JSON file's, the parquet directory's parent; the current directory for a dict). A missing or short target raises ReferenceTargetError; a
     target outside the bounds ReferenceOutsideError, both naming the key and the target.
     """
 
@@ -547,10 +548,11 @@ class ReferenceStore(Store):
             parent, name = self._base, path.rpartition("/")[2]
         if not name:
             raise StoreURLError(f"{location!r} names no references file")
-        store = make_store(parent, read_only=True, storage_options=options)
-        data = store.get(name)
-        if data is not None and not (store.native_root is not None and os.path.isdir(
-                os.path.join(store.native_root, name))):
+        local = scheme in ("", "file")
+        store = LocalStore(parent, read_only=True) if local else make_store(
+            parent, read_only=True, storage_options=options)
+        data = store.get(name)  # (None for a directory too)
+        if data is not None:
             try:
                 self._refs = parse_references(json.loads(bytes(data)))
             except ValueError as e:
@@ -558,14 +560,13 @@ class ReferenceStore(Store):
                     raise
                 raise ReferenceFormatError(f"{location}: not JSON references: {e}") from None
             return
-        inner = make_store(f"{parent.rstrip('/')}/{name}", read_only=True,
-                           storage_options=options)
+        where = f"{parent.rstrip('/')}/{name}"
+        inner = LocalStore(where, read_only=True) if local else make_store(
+            where, read_only=True, storage_options=options)
         if not inner.exists(".zmetadata"):
             raise StoreURLError(f"{location!r}: no references there (neither a JSON file nor "
                                 f"a parquet directory with .zmetadata)")
         self._parquet = ParquetReferences(inner, location)
-        self._base = f"{parent.rstrip('/')}/{name}" if scheme not in ("", "file") else \
-            os.path.realpath(os.path.join(parent, name))
 
     def _identity(self) -> Hashable:
         return self.source
@@ -629,9 +630,8 @@ class ReferenceStore(Store):
         with self._guard:
             store = self._stores.get(root)
         if store is None:
-            store = make_store(root[1], read_only=True,
-                               storage_options=self._remote_options if root[0] != "file"
-                               else None)
+            store = LocalStore(root[1], read_only=True) if root[0] == "file" else make_store(
+                root[1], read_only=True, storage_options=self._remote_options)
         with self._guard:
             store = self._stores.setdefault(root, store)
             found = self._targets.setdefault(url, (store, name))
