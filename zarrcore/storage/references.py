@@ -481,8 +481,9 @@ class ReferenceStore(Store):
         Let targets be any local file (default False).
 
     Targets written as relative paths are below the directory the references are in (the
-    JSON file's, the parquet directory's parent; the current directory for a dict). A missing or short target raises ReferenceTargetError; a
-    target outside the bounds ReferenceOutsideError, both naming the key and the target.
+    JSON file's, the parquet directory's parent; the current directory for a dict). A
+    missing or short target raises ReferenceTargetError; a target outside the bounds
+    ReferenceOutsideError, both naming the key and the target.
     """
 
     read_only = True
@@ -649,11 +650,11 @@ class ReferenceStore(Store):
         return None
 
     def get_many(self, requests: Sequence[Request]) -> Iterator[tuple[int, Fetched]]:
-        """As Store.get_many: inline values at once; target byte ranges grouped by target
-        file, neighbours coalesced, read through each target store's get_many."""
-        pieces: dict[tuple[Store, str], list[_Piece]] = {}
+        """As Store.get_many: inline values at once; the byte ranges of target files grouped
+        by target store (all its files' in one get_many of it), neighbours coalesced."""
+        pieces: dict[Store, dict[str, list[_Piece]]] = {}
         # Requests of whole-file references (no length): read as asked, one fetch each.
-        passed: dict[tuple[Store, str], list[int]] = {}
+        passed: dict[Store, list[tuple[str, int]]] = {}
         pending: dict[int, list[ReadBytes | None]] = {}
         for i, (key, ranges) in enumerate(requests):
             ref = self.lookup(key)
@@ -661,21 +662,21 @@ class ReferenceStore(Store):
                 yield i, ref if ref is None or ranges is None else [
                     memoryview(ref)[start:stop] for start, stop in ranges]
                 continue
-            target = self.target(key, ref.url)
+            store, name = self.target(key, ref.url)
             if ref.length is None:
-                passed.setdefault(target, []).append(i)
+                passed.setdefault(store, []).append((name, i))
                 continue
             spans = self._spans(ref, ranges)
             pending[i] = [b"" if start == stop else None for start, stop in spans]
             if all(start == stop for start, stop in spans):
                 yield i, self._done(ranges, pending.pop(i))
                 continue
-            pieces.setdefault(target, []).extend(
+            pieces.setdefault(store, {}).setdefault(name, []).extend(
                 _Piece(i, n, start, stop) for n, (start, stop) in enumerate(spans)
                 if start != stop)
-        for target in {**pieces, **passed}:
-            yield from self._read(requests, target, pieces.get(target, []),
-                                  passed.get(target, []), pending)
+        for store in {**pieces, **passed}:
+            yield from self._read(requests, store, pieces.get(store, {}),
+                                  passed.get(store, []), pending)
 
     @staticmethod
     def _spans(ref: Target, ranges: Sequence[ByteRange] | None) -> list[tuple[int, int]]:
@@ -693,48 +694,48 @@ class ReferenceStore(Store):
         done = [part for part in parts if part is not None]
         return done[0] if ranges is None else done
 
-    def _read(self, requests: Sequence[Request], target: tuple[Store, str],
-              pieces: list[_Piece], passed: list[int],
+    def _read(self, requests: Sequence[Request], store: Store,
+              pieces: dict[str, list[_Piece]], passed: list[tuple[str, int]],
               pending: dict[int, list[ReadBytes | None]]) -> Iterator[tuple[int, Fetched]]:
-        """Read `pieces` and the `passed` requests of one target file, yielding each request
-        once all its pieces have arrived."""
-        store, name = target
-        merged = _merge([(p.start, p.stop) for p in pieces])
-        starts = [start for start, _ in merged]
-        by_span: dict[int, list[_Piece]] = {}
-        for p in pieces:
-            by_span.setdefault(bisect.bisect_right(starts, p.start) - 1, []).append(p)
-        # Local files take every span in one request; remote stores one request per span, so
-        # that they go out concurrently.
-        local = store.native_root is not None
-        groups = ([merged] if local else [[span] for span in merged]) if merged else []
-        fetches: list[Request] = [(name, group) for group in groups]
-        fetches += [(name, requests[i][1]) for i in passed]
+        """Read the `pieces` of each target file of `store` and its `passed` requests,
+        yielding each request once all its pieces have arrived."""
+        # One fetch per merged span: they go out concurrently (remote stores), and each is
+        # decoded as soon as it arrives.
+        fetches: list[Request] = []
+        fetched: list[tuple[str, int, list[_Piece]]] = []  # (file, first byte, its pieces)
+        for name, its in pieces.items():
+            merged = _merge([(p.start, p.stop) for p in its])
+            starts = [start for start, _ in merged]
+            by_span: list[list[_Piece]] = [[] for _ in merged]
+            for p in its:
+                by_span[bisect.bisect_right(starts, p.start) - 1].append(p)
+            fetches += [(name, [span]) for span in merged]
+            fetched += [(name, start, group) for start, group in zip(starts, by_span)]
+        fetches += [(name, requests[i][1]) for name, i in passed]
 
-        def missing(i: int) -> ReferenceTargetError:
+        def missing(i: int, name: str) -> ReferenceTargetError:
             return ReferenceTargetError(
                 errno.ENOENT, f"reference {requests[i][0]!r} of {self!r}: its target {name!r} "
                               f"of {store!r} is missing or shorter than the reference says")
 
         for f, parts in store.get_many(fetches):
-            if f >= len(groups):
-                i = passed[f - len(groups)]
+            if f >= len(fetched):
+                name, i = passed[f - len(fetched)]
                 if parts is None:
-                    raise missing(i)
+                    raise missing(i, name)
                 yield i, parts
                 continue
-            first = 0 if local else f
-            for k, data in enumerate(parts or [None] * len(groups[f])):
-                assert not isinstance(data, int)  # (a list of ranges' bytes)
-                span_start = merged[first + k][0]
-                for p in by_span[first + k]:
-                    if data is None or len(data) < p.stop - span_start:
-                        raise missing(p.request)
-                    parts_of = pending[p.request]
-                    parts_of[p.part] = memoryview(data)[p.start - span_start:p.stop - span_start]
-                    if all(part is not None for part in parts_of):
-                        yield p.request, self._done(requests[p.request][1],
-                                                    pending.pop(p.request))
+            name, first, group = fetched[f]
+            data = None if parts is None else parts[0]
+            assert not isinstance(data, int)  # (a list of ranges' bytes)
+            for p in group:
+                if data is None or len(data) < p.stop - first:
+                    raise missing(p.request, name)
+                parts_of = pending[p.request]
+                parts_of[p.part] = memoryview(data)[p.start - first:p.stop - first]
+                if all(part is not None for part in parts_of):
+                    yield p.request, self._done(requests[p.request][1],
+                                                pending.pop(p.request))
 
     def exists(self, key: str) -> bool:
         return self.lookup(key) is not None

@@ -45,8 +45,9 @@ def make_store(store: object, read_only: bool = False,
       ReferenceStore when it names kerchunk references (a `.json` file, a parquet directory).
     - A URL: file:// (a directory, or a .zip), memory://NAME (one store per name in the
       process), zip://PATH, reference:// (a ReferenceStore: `storage_options` are fsspec's
-      ReferenceFileSystem's, `fo` the references, see ReferenceStore.from_options), s3://, gs://, az:// / abfs://, http(s):// (an ObjectStore; the
-      extra `zarrcore[remote]`), and any other protocol fsspec knows (an FsspecStore).
+      ReferenceFileSystem's, `fo` the references; see ReferenceStore.from_options), s3://,
+      gs://, az:// / abfs://, http(s):// (an ObjectStore; the extra `zarrcore[remote]`),
+      and any other protocol fsspec knows (an FsspecStore).
       `storage_options` configure it (see ObjectStore.from_url; fsspec's own for fsspec).
     - zarr-python's LocalStore, MemoryStore, FsspecStore, ObjectStore and ZipStore, an fsspec
       filesystem or FSMap, an obstore store.
