@@ -315,6 +315,25 @@ def test_http_targets_coalesced(http_server, refs_dir):
     _check(group)
 
 
+def test_many_target_files_fetched_concurrently(http_server, io_config):
+    """A virtual dataset over many files (one chunk each, as a concatenation of NetCDF files
+    makes): their requests go out together, not one file after another."""
+    io_config.set(io_concurrency=8)
+    refs = {".zgroup": '{"zarr_format": 2}',
+            "a/.zarray": json.dumps({"shape": [32], "chunks": [4], "dtype": "<i4",
+                                     "fill_value": 0, "order": "C", "filters": None,
+                                     "compressor": None, "zarr_format": 2})}
+    for i in range(8):
+        with open(os.path.join(http_server.root, f"part{i}.bin"), "wb") as f:
+            f.write(b"\0" * 100 + np.arange(4 * i, 4 * i + 4, dtype="<i4").tobytes())
+        refs[f"a/{i}"] = [f"{http_server.url}/part{i}.bin", 100, 16]
+    array = zarrcore.open_array(ReferenceStore(refs), path="a", mode="r")
+    http_server.reset()
+    http_server.faults.delay = 0.2
+    np.testing.assert_array_equal(array[...], np.arange(32))
+    assert http_server.requests == 8 and http_server.max_in_flight >= 4
+
+
 def test_s3_targets(s3_bucket, refs_dir):
     server, bucket = s3_bucket
     store = zarrcore.ObjectStore.from_url(f"s3://{bucket}", storage_options=
