@@ -33,7 +33,7 @@ from ..errors import (
 from .base import ByteRange, Fetched, ReadBytes, Request, Store, validate_key, validate_prefix
 from .local import LocalStore
 from .options import StorageOptions
-from .urls import make_store
+from .urls import LOCATION_OPENERS, make_store
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
@@ -770,3 +770,30 @@ class ReferenceStore(Store):
         head = head + "/" if head else ""
         return sorted({key[len(head):].split("/", 1)[0] for key in self._keys()
                        if key.startswith(head)})
+
+
+def _names_references(path: str) -> bool:
+    """Does the local `path` name kerchunk references: a `.json` file, or a directory of the
+    parquet layout (`.zmetadata`, no Zarr metadata of its own beside it, records below)?"""
+    if os.path.isfile(path):
+        return path.lower().endswith(".json")
+    return (os.path.isfile(os.path.join(path, ".zmetadata"))
+            and not any(os.path.exists(os.path.join(path, name))
+                        for name in (".zgroup", ".zarray", "zarr.json"))
+            and any(os.path.isfile(os.path.join(path, entry.name, "refs.0.parq"))
+                    for entry in os.scandir(path) if entry.is_dir()))
+
+
+def open_references(location: str, storage_options: StorageOptions | None
+                    ) -> ReferenceStore | None:
+    """make_store's ReferenceStore (urls.LOCATION_OPENERS): of a `reference://` URL (its
+    storage_options fsspec's ReferenceFileSystem's, see ReferenceStore.from_options) or of
+    a local path naming references; None for any other location."""
+    if location.lower().startswith("reference://"):
+        return ReferenceStore.from_options(location, storage_options)
+    if "://" in location or "::" in location or not _names_references(location):
+        return None
+    return ReferenceStore(location)
+
+
+LOCATION_OPENERS.append(open_references)

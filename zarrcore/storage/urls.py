@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import StoreURLError, UnsupportedStoreError
@@ -30,6 +30,12 @@ _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _OBJECT_SCHEMES = {"s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "adl", "http",
                    "https"}
 _REMOTE_EXTRA = 'pip install "zarrcore[remote]"'
+
+
+#: How stores that build on this module (opening their own targets through make_store) open
+#: a path or URL: `opener(location, storage_options)` gives their Store, or None when the
+#: location is not theirs. zarrcore.storage.references registers ReferenceStore's.
+LOCATION_OPENERS: list[Callable[[str, StorageOptions | None], Store | None]] = []
 
 
 def _is_zip_path(path: str) -> bool:
@@ -57,13 +63,15 @@ def make_store(store: object, read_only: bool = False,
         path = os.fspath(store)
         if isinstance(path, bytes):
             raise UnsupportedStoreError(f"a store path must be text, not {path!r}")
+        for opener in LOCATION_OPENERS:
+            opened = opener(path, storage_options)
+            if opened is not None:
+                return opened
         if "://" not in path and "::" not in path:
             if storage_options:
                 raise StoreURLError(f"storage_options are for URLs, not the path {path!r}")
             if _is_zip_path(path):
                 return _zip_store(path, read_only, mode)
-            if _is_references_path(path):
-                return _reference_store(path, None)
             return LocalStore(path, read_only=read_only)
         return _from_url(path, read_only, storage_options, mode)
     if storage_options:
@@ -82,26 +90,6 @@ def make_store(store: object, read_only: bool = False,
     return converted
 
 
-def _is_references_path(path: str) -> bool:
-    """Does `path` name kerchunk references: a `.json` file, or a directory of the parquet
-    layout (`.zmetadata` and no Zarr metadata of its own beside it, records below)?"""
-    if os.path.isfile(path):
-        return path.lower().endswith(".json")
-    return (os.path.isfile(os.path.join(path, ".zmetadata"))
-            and not any(os.path.exists(os.path.join(path, name))
-                        for name in (".zgroup", ".zarray", "zarr.json"))
-            and any(os.path.isfile(os.path.join(path, entry.name, "refs.0.parq"))
-                    for entry in os.scandir(path) if entry.is_dir()))
-
-
-def _reference_store(url: str, storage_options: StorageOptions | None) -> Store:
-    from .references import ReferenceStore  # (it makes its target stores here)
-
-    if url.split("://", 1)[0].lower() == "reference":
-        return ReferenceStore.from_options(url, storage_options)
-    return ReferenceStore(url)
-
-
 def _zip_store(path: str, read_only: bool, mode: str | None) -> ZipStore:
     zip_mode: Literal["r", "a", "w"] = "r" if read_only else "w" if mode == "w" else "a"
     return ZipStore(path, read_only=read_only, mode=zip_mode)
@@ -118,8 +106,6 @@ def _from_url(url: str, read_only: bool, storage_options: StorageOptions | None,
         if _is_zip_path(rest):
             return _zip_store(rest, read_only, mode)
         return LocalStore(rest, read_only=read_only)
-    if scheme == "reference" and "::" not in url:
-        return _reference_store(url, storage_options)
     if scheme == "memory":
         return named_memory_store(rest.strip("/"), read_only)
     if scheme == "zip" and "::" not in url:
