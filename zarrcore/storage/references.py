@@ -585,6 +585,7 @@ class ReferenceStore(Store):
     # -- references -----------------------------------------------------------
     def lookup(self, key: str) -> Reference | None:
         """The reference at `key`: inline bytes, a Target, or None when there is none."""
+        validate_key(key)
         if self._parquet is not None:
             return self._parquet.lookup(key)
         return self._refs.get(key)
