@@ -33,12 +33,11 @@ from ..errors import (
 from .base import ByteRange, Fetched, ReadBytes, Request, Store, validate_key, validate_prefix
 from .local import LocalStore
 from .options import StorageOptions
-from .urls import LOCATION_OPENERS, make_store
+from .urls import _URL, LOCATION_OPENERS, make_store
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _TEMPLATE = re.compile(r"\{\{(.*?)\}\}", re.S)
 # Schemes that name one file system's objects under another spelling.
 _SCHEME_ALIASES = {"gcs": "gs", "s3a": "s3", "local": "file"}
@@ -46,6 +45,8 @@ _SCHEME_ALIASES = {"gcs": "gs", "s3a": "s3", "local": "file"}
 COALESCE_GAP = 1 << 16
 # ...of at most this many bytes, so that large reads still go out as concurrent requests.
 COALESCE_MAX = 8 << 20
+# The longest text a template expression may make (URLs and keys are far shorter).
+_MAX_TEXT = 1 << 16
 # The most references `gen` may make (each is held in memory).
 MAX_GENERATED = 1 << 22
 # Parquet records (one file each) held in memory at once.
@@ -117,16 +118,19 @@ def _evaluate(expression: str, names: Mapping[str, Any], where: str) -> Any:
             if not (numbers or strings):
                 raise refuse("arithmetic on strings")
             try:
-                return _OPERATORS[type(node.op)](left, right)
+                result = _OPERATORS[type(node.op)](left, right)
             except ZeroDivisionError:
                 raise refuse("division by zero") from None
+            if len(result) > _MAX_TEXT if strings else abs(result) >= 2**64:
+                raise refuse("the value grows too large")
+            return result
         raise refuse("only names, numbers, strings and + - * / // % are supported")
 
     try:
         tree = ast.parse(expression.strip(), mode="eval")
-    except SyntaxError as e:
-        raise refuse(f"not an expression ({e.msg})") from None
-    return value(tree.body)
+        return value(tree.body)
+    except (SyntaxError, RecursionError, MemoryError) as e:
+        raise refuse(f"not an expression zarrcore evaluates ({type(e).__name__})") from None
 
 
 def render(text: str, names: Mapping[str, Any], where: str) -> str:
