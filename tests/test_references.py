@@ -296,6 +296,8 @@ def test_missing_and_short_targets(tmp_path):
      "not an expression"),
     ({"version": 1, "gen": [{"key": "k{{i}}", "url": "u",
                              "dimensions": {"i": {"stop": 10**9}}}]}, "more than"),
+    ({"version": 1, "gen": [{"key": "k{{i}}", "url": "u",
+                             "dimensions": {"i": {"stop": 10**30}}}]}, "more than"),
     ({"../a": "x"}, "not allowed"),
 ])
 def test_malformed_references(refs, match):

@@ -210,7 +210,10 @@ def _generated(gen: object, templates: Mapping[str, str]) -> Iterator[tuple[str,
             else:
                 raise ReferenceFormatError(
                     f"{where}: dimension {name!r} must be a list or {{start, stop, step}}")
-        made += math.prod(len(axis) for axis in axes.values())
+        try:
+            made += math.prod(len(axis) for axis in axes.values())
+        except OverflowError:  # (a range too long to measure)
+            made = MAX_GENERATED + 1
         if made > MAX_GENERATED:
             raise ReferenceFormatError(f"{where}: makes more than {MAX_GENERATED} references")
         ranged = "offset" in entry or "length" in entry
@@ -284,7 +287,8 @@ class ReferenceBounds:
         if scheme == "file":
             if self.allow_local:
                 return True
-        elif self.any_remote and self.protocol in (None, scheme):
+        elif self.any_remote and (self.protocol in (None, scheme)
+                                  or {self.protocol, scheme} == {"http", "https"}):
             return True
         sep = os.sep if scheme == "file" else "/"
         return any(scheme == s and host == h and (
@@ -349,6 +353,7 @@ class ParquetReferences:
             raise ReferenceFormatError(f"{where}/.zmetadata: invalid metadata or record_size")
         self.metadata = {_key(k): (v if isinstance(v, str) else json.dumps(v)).encode()
                          for k, v in metadata.items()}
+        self._grids: dict[str, tuple[tuple[int, ...], str]] = {}
         self._records: OrderedDict[tuple[str, int], dict[str, list[Any]] | None] = OrderedDict()
         self._guard = threading.Lock()
 
@@ -361,15 +366,19 @@ class ParquetReferences:
 
     def _grid(self, field: str) -> tuple[tuple[int, ...], str] | None:
         """(chunks per dimension, dimension separator) of the array at `field`."""
+        if field in self._grids:
+            return self._grids[field]
         raw = self.metadata.get(f"{field}/.zarray")
         if raw is None:
             return None
         try:
             zarray = json.loads(raw)
             grid = tuple(math.ceil(s / c) for s, c in zip(zarray["shape"], zarray["chunks"]))
+            sep = str(zarray.get("dimension_separator") or ".")
         except (ValueError, KeyError, TypeError, ZeroDivisionError) as e:
             raise ReferenceFormatError(f"{self.where}: {field}/.zarray: {e}") from None
-        return grid or (1,), zarray.get("dimension_separator") or "."
+        self._grids[field] = layout = (grid or (1,), sep)
+        return layout
 
     def _record(self, field: str, number: int) -> dict[str, list[Any]] | None:
         name = (field, number)
