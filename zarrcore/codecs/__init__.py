@@ -2,6 +2,7 @@
 from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec, Codec
 from .blosc import BloscCodec
 from .bytes import BytesCodec
+from .cast_value import CastValueCodec
 from .crc32c import Crc32cCodec
 from .gzip import GzipCodec, ZlibCodec
 from .lz4 import LZ4Codec
@@ -11,6 +12,7 @@ from .numcodecs_v3 import NumcodecsBytesCodec, NumcodecsFilter, NumcodecsSeriali
 from .objects import JSONCodec, MsgPackCodec, PickleCodec, VLenArrayCodec
 from .pcodec import PcodecCodec
 from .registry import codec_from_json, codec_from_v2, register_codec, registered_names
+from .scale_offset import ScaleOffsetCodec
 from .sharding import ShardingCodec
 from .transpose import TransposeCodec
 from .vlen import VLenBytesCodec, VLenUTF8Codec
@@ -19,9 +21,9 @@ from .zstd import ZstdCodec
 
 __all__ = [
     "ArrayArrayCodec", "ArrayBytesCodec", "BZ2Codec", "Base64Codec", "BloscCodec",
-    "BytesBytesCodec", "BytesCodec", "ChunkSpec", "Codec", "Crc32cCodec", "GzipCodec",
+    "BytesBytesCodec", "BytesCodec", "CastValueCodec", "ChunkSpec", "Codec", "Crc32cCodec", "GzipCodec",
     "JSONCodec", "LZ4Codec", "LZMACodec", "MsgPackCodec", "NumcodecsBytesCodec",
-    "NumcodecsFilter", "NumcodecsSerializer", "PcodecCodec", "PickleCodec", "ShardingCodec",
+    "NumcodecsFilter", "NumcodecsSerializer", "PcodecCodec", "PickleCodec", "ScaleOffsetCodec", "ShardingCodec",
     "TransposeCodec", "V2Filter", "VLenArrayCodec", "VLenBytesCodec", "VLenUTF8Codec",
     "ZfpyCodec", "ZlibCodec", "ZstdCodec", "codec_from_json", "codec_from_v2",
     "register_codec", "registered_names",
