@@ -1,0 +1,168 @@
+"""The registry's `zfp` array->bytes codec: a chunk as one zfp stream without a header, the
+chunk's axes (singleton axes squeezed out, at most 4 left) as zfp's field, the last one
+fastest. Through the optional `zfpy` package, which runs zfp's fixed-accuracy, fixed-rate and
+fixed-precision modes; its reversible and expert modes are refused, as zfpy has neither.
+
+Narrower types are promoted as the registry says: int8/int16/uint8/uint16 to int32 in zfp's
+scale (and clamped back), float16 and bfloat16 to float32. The stream is padded before it is
+decoded, as for `zfpy` (zfpy.stream_padding), so a truncated one cannot read past its end.
+"""
+import math
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import ChunkDecodeError, MetadataError
+from .base import ArrayBytesCodec, BytesLike, ChunkSpec, CodecJSON, into
+from .numbers import type_name
+from .registry import register_codec
+from .zfpy import _zfpy, stream_padding
+
+# registry mode -> (zfpy keyword, the configuration field that gives it)
+_MODES = {"fixed_accuracy": ("tolerance", "tolerance"), "fixed_rate": ("rate", "rate"),
+          "fixed_precision": ("precision", "precision")}
+_REFUSED = ("reversible", "expert")
+_NATIVE = frozenset(np.dtype(t) for t in ("i4", "i8", "f4", "f8"))
+_PROMOTED_INTS = frozenset(np.dtype(t) for t in ("i1", "i2", "u1", "u2"))
+SUPPORTED = "int32, int64, float32, float64, int8, int16, uint8, uint16, float16, bfloat16"
+
+
+def _stored(dtype: np.dtype[Any]) -> np.dtype[Any] | None:
+    """The type zfp compresses items of `dtype` as; None when the codec does not take it."""
+    dtype = dtype.newbyteorder("=")
+    if dtype in _NATIVE:
+        return dtype
+    if dtype in _PROMOTED_INTS:
+        return np.dtype(np.int32)
+    if dtype == np.float16 or (dtype.type.__module__ == "ml_dtypes"
+                               and dtype.type.__name__ == "bfloat16"):
+        return np.dtype(np.float32)
+    return None
+
+
+def _field(shape: tuple[int, ...]) -> list[int]:
+    """zfp's field of chunks of `shape`: 0-d as [1], singleton axes squeezed past 4 axes."""
+    field = list(shape) or [1]
+    if len(field) > 4:
+        field = [n for n in field if n != 1] or [1]
+    if len(field) > 4:
+        raise MetadataError(f"zfp codec: chunks of shape {list(shape)} have more than 4 axes "
+                            f"that are not of size 1")
+    return field
+
+
+@lru_cache(maxsize=64)
+def _block_bits(stored: np.dtype[Any], ndim: int, keyword: str,
+                value: float) -> tuple[int, int]:
+    """(minbits, maxbits) of zfp's blocks in this mode, from the header zfpy writes for one
+    block."""
+    block = np.zeros((4,) * ndim, dtype=stored)
+    header = _zfpy().header(_zfpy().compress_numpy(block, write_header=True, **{keyword: value})
+                            + bytes(64))
+    expert = header["config"]["expert"]
+    return int(expert["minbits"]), int(expert["maxbits"])
+
+
+class ZfpCodec(ArrayBytesCodec):
+    """`zfp` with `mode` and the parameter it takes (`tolerance`, `rate` or `precision`)."""
+
+    name = "zfp"
+
+    def __init__(self, mode: object, tolerance: object = None, rate: object = None,
+                 precision: object = None, **others: object) -> None:
+        if mode in _REFUSED:
+            raise MetadataError(f"zfp codec: mode {mode!r} is not supported (zfpy does not run "
+                                f"it); supported: {sorted(_MODES)}")
+        if mode not in _MODES:
+            raise MetadataError(f"zfp codec: mode {mode!r} is not one of "
+                                f"{sorted(_MODES) + list(_REFUSED)}")
+        keyword, field = _MODES[mode]
+        given = {"tolerance": tolerance, "rate": rate, "precision": precision}
+        value = given.pop(field)
+        extra = sorted([k for k, v in given.items() if v is not None] + list(others))
+        if extra:
+            raise MetadataError(f"zfp codec: mode {mode!r} takes {field!r} only, got {extra}")
+        number = (int,) if field == "precision" else (int, float)
+        if isinstance(value, bool) or not isinstance(value, number) or value < 0:
+            raise MetadataError(f"zfp codec: mode {mode!r} needs a {field} >= 0, got {value!r}")
+        self.mode, self.field, self.keyword, self.value = mode, field, keyword, value
+
+    @classmethod
+    def from_config(cls, configuration: CodecJSON | None) -> "ZfpCodec":
+        configuration = dict(configuration or {})
+        if "mode" not in configuration:
+            raise MetadataError("zfp codec: configuration needs a 'mode'")
+        return cls(**configuration)
+
+    def configuration(self) -> CodecJSON:
+        return {"mode": self.mode, self.field: self.value}
+
+    def resolve(self, spec: ChunkSpec) -> "ZfpCodec":
+        if _stored(np.dtype(spec.dtype)) is None:
+            raise MetadataError(f"zfp codec: data type {type_name(np.dtype(spec.dtype))} is "
+                                f"not one it takes: {SUPPORTED}")
+        _field(spec.shape)
+        _zfpy()
+        return self
+
+    def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> BytesLike:
+        dtype = np.dtype(spec.dtype)
+        stored = _stored(dtype)
+        if stored is None:
+            raise MetadataError(f"zfp codec: data type {type_name(dtype)} is not one it takes: "
+                                f"{SUPPORTED}")
+        values = np.ascontiguousarray(array).reshape(_field(spec.shape))
+        if dtype.newbyteorder("=") in _PROMOTED_INTS:
+            values = _promote(values, dtype)
+        try:
+            compressed: bytes = _zfpy().compress_numpy(
+                values.astype(stored, copy=False), write_header=False,
+                **{self.keyword: self.value})
+        except (TypeError, ValueError, RuntimeError) as e:
+            raise MetadataError(
+                f"zfp codec: cannot encode with {self.configuration()}: {e}") from None
+        return compressed
+
+    def decode(self, data: BytesLike, spec: ChunkSpec,
+               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
+        dtype = np.dtype(spec.dtype)
+        stored = _stored(dtype)
+        if stored is None:
+            raise MetadataError(f"zfp codec: data type {type_name(dtype)} is not one it takes: "
+                                f"{SUPPORTED}")
+        zfpy, field, data = _zfpy(), _field(spec.shape), bytes(data)
+        minbits, maxbits = _block_bits(stored, len(field), self.keyword, self.value)
+        padded = data + bytes(stream_padding(len(data), field, minbits, maxbits, "zfp"))
+        try:
+            values = zfpy._decompress(padded, zfpy.dtype_to_ztype(stored), field,
+                                      **{self.keyword: self.value})
+        except (ValueError, RuntimeError, TypeError) as e:
+            raise ChunkDecodeError(f"zfp codec: cannot decode the chunk: {e}") from None
+        values = np.asarray(values).reshape(spec.shape)
+        if dtype.newbyteorder("=") in _PROMOTED_INTS:
+            values = _demote(values, dtype)
+        return into(values.astype(dtype), out)
+
+
+def _promote(values: npt.NDArray[Any], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+    """Narrow integers in zfp's int32 scale (zfp_promote_*)."""
+    bits = 8 * dtype.itemsize
+    wide = values.astype(np.int32)
+    if dtype.kind == "u":
+        wide -= 1 << (bits - 1)
+    return wide << (31 - bits)
+
+
+def _demote(values: npt.NDArray[Any], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
+    """Invert _promote, clamped into `dtype` (zfp_demote_*)."""
+    bits = 8 * dtype.itemsize
+    narrow = values.astype(np.int32) >> (31 - bits)
+    if dtype.kind == "u":
+        narrow += 1 << (bits - 1)
+    info = np.iinfo(dtype)
+    return np.clip(narrow, int(info.min), int(info.max))
+
+
+register_codec(ZfpCodec)
