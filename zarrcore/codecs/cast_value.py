@@ -146,10 +146,13 @@ def _numbers(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
 
 def _matches(flat: npt.NDArray[Any], key: Any) -> npt.NDArray[np.bool_]:
     values = _numbers(flat)
+    hits: npt.NDArray[np.bool_]
     if values.dtype.kind == "f":
         key = float(key)
-        return np.isnan(values) if np.isnan(key) else values == key
-    return values == int(key)
+        hits = np.isnan(values) if np.isnan(key) else values == key
+    else:
+        hits = values == int(key)
+    return hits
 
 
 def _convert(flat: npt.NDArray[Any], target: np.dtype[Any], codec: CastValueCodec,

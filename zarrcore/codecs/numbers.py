@@ -50,7 +50,8 @@ def type_name(dtype: np.dtype[Any]) -> str:
 def _info(dtype: np.dtype[Any], integer: bool) -> Any:
     if dtype.type.__module__ == "ml_dtypes":
         import ml_dtypes
-        return ml_dtypes.iinfo(dtype) if integer else ml_dtypes.finfo(dtype)
+        ml: Any = ml_dtypes  # no type hints
+        return ml.iinfo(dtype) if integer else ml.finfo(dtype)
     return np.iinfo(dtype) if integer else np.finfo(dtype)
 
 

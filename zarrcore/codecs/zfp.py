@@ -7,7 +7,6 @@ Narrower types are promoted as the registry says: int8/int16/uint8/uint16 to int
 scale (and clamped back), float16 and bfloat16 to float32. The stream is padded before it is
 decoded, as for `zfpy` (zfpy.stream_padding), so a truncated one cannot read past its end.
 """
-import math
 from functools import lru_cache
 from typing import Any
 
@@ -162,7 +161,8 @@ def _demote(values: npt.NDArray[Any], dtype: np.dtype[Any]) -> npt.NDArray[Any]:
     if dtype.kind == "u":
         narrow += 1 << (bits - 1)
     info = np.iinfo(dtype)
-    return np.clip(narrow, int(info.min), int(info.max))
+    clamped: npt.NDArray[Any] = np.clip(narrow, int(info.min), int(info.max))
+    return clamped
 
 
 register_codec(ZfpCodec)
