@@ -4,16 +4,24 @@
 
 #include <stdint.h>
 
+#include "zc_os.h"
 #include "zc_status.h"
 
+/* The number of bits up to the most significant set bit of `v` (0 for 0). */
 static unsigned bit_width(uint64_t v)
 {
+#ifndef ZC_MSVC
+    return v ? 64 - (unsigned)__builtin_clzll(v) : 0;
+#else
     unsigned n = 0;
-    while (v) {
-        n++;
-        v >>= 1;
+    for (unsigned step = 32; step > 0; step /= 2) {
+        if (v >> step) {
+            v >>= step;
+            n += step;
+        }
     }
-    return n;
+    return n + (unsigned)v;
+#endif
 }
 
 /* `v` (of `bits` bits) rounded so that only its top `keepbits` of `maxbits` low bits stay. */

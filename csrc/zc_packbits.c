@@ -66,6 +66,12 @@ int zc_packbits_encode(const void *src, size_t srclen, size_t unit, size_t count
         return status;
     const unsigned char *in = src;
     unsigned char *out = dst;
+    if (nbits == 1 && unit == 1) { /* bool and single bits: eight values a byte */
+        memset(out, 0, dstlen);
+        for (size_t i = 0; i < count; i++)
+            out[i / 8] |= (unsigned char)(((in[i] >> first) & 1u) << (i % 8));
+        return ZC_OK;
+    }
     size_t at = 0;         /* bytes written */
     uint64_t window = 0;   /* pending bits, the oldest lowest */
     unsigned pending = 0;  /* < 8 between components */
@@ -99,6 +105,11 @@ int zc_packbits_decode(const void *src, size_t srclen, size_t unit, size_t count
         return ZC_ERR_PARAM;
     const unsigned char *in = src;
     unsigned char *out = dst;
+    if (nbits == 1 && unit == 1 && sign_bits == 0) {
+        for (size_t i = 0; i < count; i++)
+            out[i] = (unsigned char)(((in[i / 8] >> (i % 8)) & 1u) << first);
+        return ZC_OK;
+    }
     size_t at = 0;         /* bytes read */
     uint64_t window = 0;
     unsigned pending = 0;

@@ -111,12 +111,13 @@ class CastValueCodec(ArrayArrayCodec):
     def _cast(self, array: npt.NDArray[Any], target: np.dtype[Any], pairs: Pairs,
               error: Error) -> npt.NDArray[Any]:
         flat = np.asarray(array).reshape(-1)
-        if not pairs:
+        hits = [(_matches(flat, key), value) for key, value in pairs]
+        if not any(hit.any() for hit, _ in hits):
             return _convert(flat, target, self, error).reshape(np.shape(array))
         out = np.empty(flat.shape, dtype=target)
         todo = np.ones(flat.shape, dtype=bool)
-        for key, value in pairs:
-            hit = todo & _matches(flat, key)
+        for hit, value in hits:
+            hit &= todo
             out[hit] = value
             todo &= ~hit
         out[todo] = _convert(flat[todo], target, self, error)
@@ -225,7 +226,9 @@ def _to_int(values: npt.NDArray[Any], target: np.dtype[Any], rounding: str,
     if out_of_range == "wrap":
         return _wrap(values, target)
     outside = below | above
-    if outside.any() and out_of_range is None:
+    if not outside.any():
+        return values.astype(np.uint64 if target == np.uint64 else np.int64).astype(target)
+    if out_of_range is None:
         raise _out_of_range(values[outside][0], target, low, high, error)
     out = np.empty(values.shape, dtype=target)
     inside = ~outside
@@ -241,6 +244,9 @@ def _to_int(values: npt.NDArray[Any], target: np.dtype[Any], rounding: str,
 def _to_float(values: npt.NDArray[Any], target: np.dtype[Any], rounding: str,
               out_of_range: str | None, error: Error) -> npt.NDArray[Any]:
     largest, _, has_inf, has_nan = float_traits(target)
+    if values.size and (np.abs(values).max() <= largest if values.dtype.kind == "f"
+                        else -largest <= values.min() and values.max() <= largest):
+        return _round_float(values, target, rounding)  # all finite and in range (no NaN)
     out = np.empty(values.shape, dtype=target)
     finite = np.ones(values.shape, dtype=bool)
     if values.dtype.kind == "f":
@@ -271,7 +277,8 @@ def _to_float(values: npt.NDArray[Any], target: np.dtype[Any], rounding: str,
 def _round_float(values: npt.NDArray[Any], target: np.dtype[Any],
                  rounding: str) -> npt.NDArray[Any]:
     """In-range finite numbers rounded into the float type `target`."""
-    large = (np.abs(values) > _EXACT_INT) if values.dtype.kind in "iu" else None
+    large = ((values > _EXACT_INT) | (values < -_EXACT_INT)) if values.dtype.kind in "iu" \
+        else None
     if large is not None and large.any():
         out = np.empty(values.shape, dtype=target)
         out[large] = [_round_exact(int(v), target, rounding) for v in values[large]]
