@@ -87,7 +87,7 @@ def test_scale_offset_integer_errors():
     ({"scale": 0}, "scale must not be zero"),
     ({"scale": 0.5}, "scale"),  # not an int32
     ({"offset": [1]}, "offset must be a number"),
-    ({"offset": 1, "bias": 2}, "bias"),
+    ({"offset": 1, "bias": 2}, r"'bias'; it takes \['offset', 'scale'\]"),
 ])
 def test_scale_offset_refuses_configurations(config, match):
     with pytest.raises(MetadataError, match=match):
@@ -208,7 +208,7 @@ def test_cast_value_refuses_values(values, data_type, src, config, match):
     ({"data_type": "int8", "scalar_map": {"encode": [[1]]}}, "pairs"),
     ({"data_type": "int8", "scalar_map": {"both": []}}, "'encode' and 'decode'"),
     ({"data_type": "int8", "scalar_map": {"encode": [["NaN", 300]]}}, "300"),
-    ({"data_type": "int8", "extra": 1}, "extra"),
+    ({"data_type": "int8", "extra": 1}, "'extra'; it takes .'data_type', 'rounding'"),
     ({}, "data_type"),
 ])
 def test_cast_value_refuses_configurations(config, match):

@@ -8,7 +8,6 @@ import numpy as np
 from ..errors import MetadataError
 from ..metadata.dtypes import (DataType, FloatType, IntegerType, MLFloatType, dtype_from_numpy,
                                dtype_from_v3_json)
-from .base import CodecJSON
 
 #: The registry's integer and float types these codecs take, as the errors list them.
 INTEGER_NAMES = ("int2", "int4", "int8", "int16", "int32", "int64",
@@ -86,11 +85,3 @@ def scalar_from_json(value: object, dtype: np.dtype[Any], what: str) -> Any:
 def dtype_from_config(value: object, what: str) -> np.dtype[Any]:
     """The numpy dtype of v3 data type metadata `value`."""
     return dtype_from_v3_json(value, what).numpy_dtype
-
-
-def check_keys(config: CodecJSON, allowed: tuple[str, ...], codec: str) -> None:
-    """Refuse configuration keys other than `allowed` (the registry's codecs reserve them)."""
-    extra = sorted(set(config) - set(allowed))
-    if extra:
-        raise MetadataError(f"{codec} codec: unknown configuration keys {extra}; it takes "
-                            f"{list(allowed)}")
