@@ -110,17 +110,17 @@ class CastValueCodec(ArrayArrayCodec):
 
     def _cast(self, array: npt.NDArray[Any], target: np.dtype[Any], pairs: Pairs,
               error: Error) -> npt.NDArray[Any]:
-        flat = np.asarray(array).reshape(-1)
-        hits = [(_matches(flat, key), value) for key, value in pairs]
+        values = _numbers(np.asarray(array).reshape(-1))
+        hits = [(_matches(values, key), value) for key, value in pairs]
         if not any(hit.any() for hit, _ in hits):
-            return _convert(flat, target, self, error).reshape(np.shape(array))
-        out = np.empty(flat.shape, dtype=target)
-        todo = np.ones(flat.shape, dtype=bool)
+            return _convert(values, target, self, error).reshape(np.shape(array))
+        out = np.empty(values.shape, dtype=target)
+        todo = np.ones(values.shape, dtype=bool)
         for hit, value in hits:
             hit &= todo
             out[hit] = value
             todo &= ~hit
-        out[todo] = _convert(flat[todo], target, self, error)
+        out[todo] = _convert(values[todo], target, self, error)
         return out.reshape(np.shape(array))
 
     def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> npt.NDArray[Any]:
@@ -145,8 +145,8 @@ def _numbers(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return values if values.dtype == np.uint64 else values.astype(np.int64)
 
 
-def _matches(flat: npt.NDArray[Any], key: Any) -> npt.NDArray[np.bool_]:
-    values = _numbers(flat)
+def _matches(values: npt.NDArray[Any], key: Any) -> npt.NDArray[np.bool_]:
+    """Where `values` (as _numbers gives them) are `key` (NaN: any NaN)."""
     hits: npt.NDArray[np.bool_]
     if values.dtype.kind == "f":
         key = float(key)
@@ -156,9 +156,9 @@ def _matches(flat: npt.NDArray[Any], key: Any) -> npt.NDArray[np.bool_]:
     return hits
 
 
-def _convert(flat: npt.NDArray[Any], target: np.dtype[Any], codec: CastValueCodec,
+def _convert(values: npt.NDArray[Any], target: np.dtype[Any], codec: CastValueCodec,
              error: Error) -> npt.NDArray[Any]:
-    values = _numbers(flat)
+    """`values` (as _numbers gives them) cast to `target` as `codec` says."""
     rounding = codec.rounding or "nearest-even"
     if number_kind(target) == "int":
         return _to_int(values, target, rounding, codec.out_of_range, error)

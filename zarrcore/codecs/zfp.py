@@ -23,6 +23,8 @@ from .zfpy import _zfpy, stream_padding
 _MODES = {"fixed_accuracy": ("tolerance", "tolerance"), "fixed_rate": ("rate", "rate"),
           "fixed_precision": ("precision", "precision")}
 _REFUSED = ("reversible", "expert")
+# The values zfp's modes take: bits per value, bit planes, an absolute error bound.
+_RANGES = {"rate": (0, 64), "precision": (0, 64), "tolerance": (0, float("inf"))}
 _NATIVE = frozenset(np.dtype(t) for t in ("i4", "i8", "f4", "f8"))
 _PROMOTED_INTS = frozenset(np.dtype(t) for t in ("i1", "i2", "u1", "u2"))
 SUPPORTED = "int32, int64, float32, float64, int8, int16, uint8, uint16, float16, bfloat16"
@@ -84,8 +86,11 @@ class ZfpCodec(ArrayBytesCodec):
         if extra:
             raise MetadataError(f"zfp codec: mode {mode!r} takes {field!r} only, got {extra}")
         number = (int,) if field == "precision" else (int, float)
-        if isinstance(value, bool) or not isinstance(value, number) or value < 0:
-            raise MetadataError(f"zfp codec: mode {mode!r} needs a {field} >= 0, got {value!r}")
+        low, high = _RANGES[field]
+        if isinstance(value, bool) or not isinstance(value, number) \
+                or not low < value <= high:
+            raise MetadataError(f"zfp codec: mode {mode!r} needs a {field} in ({low}, {high}], "
+                                f"got {value!r}")
         self.mode, self.field, self.keyword, self.value = mode, field, keyword, value
 
     @classmethod
