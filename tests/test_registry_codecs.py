@@ -83,18 +83,6 @@ def test_scale_offset_integer_errors():
         ScaleOffsetCodec(scale=-1).decode(i, _spec(i))
 
 
-@pytest.mark.parametrize("config, match", [
-    ({"scale": 0}, "scale must not be zero"),
-    ({"scale": 0.5}, "scale"),  # not an int32
-    ({"offset": [1]}, "offset must be a number"),
-    ({"offset": 1, "bias": 2}, r"'bias'; it takes \['offset', 'scale'\]"),
-])
-def test_scale_offset_refuses_configurations(config, match):
-    with pytest.raises(MetadataError, match=match):
-        codec = codec_from_json({"name": "scale_offset", "configuration": config})
-        codec.resolve(ChunkSpec((4,), np.int32))
-
-
 def test_scale_offset_refuses_types_and_lists_the_supported():
     with pytest.raises(MetadataError, match="bool is not one it takes: int2, int4"):
         ScaleOffsetCodec(offset=1).resolve(ChunkSpec((2,), np.bool_))
@@ -200,21 +188,29 @@ def test_cast_value_refuses_values(values, data_type, src, config, match):
         _cast(values, data_type, src, **config)
 
 
-@pytest.mark.parametrize("config, match", [
-    ({"data_type": "float32", "out_of_range": "wrap"}, "'wrap' needs an integer"),
-    ({"data_type": "int8", "rounding": "up"}, "rounding 'up' is not one of"),
-    ({"data_type": "int8", "out_of_range": "saturate"}, "'clamp', 'wrap'"),
-    ({"data_type": "string"}, "target data type string is not one it takes: int2"),
-    ({"data_type": "int8", "scalar_map": {"encode": [[1]]}}, "pairs"),
-    ({"data_type": "int8", "scalar_map": {"both": []}}, "'encode' and 'decode'"),
-    ({"data_type": "int8", "scalar_map": {"encode": [["NaN", 300]]}}, "300"),
-    ({"data_type": "int8", "extra": 1}, "'extra'; it takes .'data_type', 'rounding'"),
-    ({}, "data_type"),
+@pytest.mark.parametrize("name, dtype, config, match", [
+    ("scale_offset", "i4", {"scale": 0}, "scale must not be zero"),
+    ("scale_offset", "i4", {"scale": 0.5}, "scale"),  # not an int32
+    ("scale_offset", "i4", {"offset": [1]}, "offset must be a number"),
+    ("scale_offset", "i4", {"offset": 1, "bias": 2}, r"'bias'; it takes \['offset', 'scale'\]"),
+    ("cast_value", "f8", {"data_type": "float32", "out_of_range": "wrap"},
+     "'wrap' needs an integer"),
+    ("cast_value", "f8", {"data_type": "int8", "rounding": "up"}, "rounding 'up' is not one of"),
+    ("cast_value", "f8", {"data_type": "int8", "out_of_range": "saturate"}, "'clamp', 'wrap'"),
+    ("cast_value", "f8", {"data_type": "string"},
+     "target data type string is not one it takes: int2"),
+    ("cast_value", "f8", {"data_type": "int8", "scalar_map": {"encode": [[1]]}}, "pairs"),
+    ("cast_value", "f8", {"data_type": "int8", "scalar_map": {"both": []}},
+     "'encode' and 'decode'"),
+    ("cast_value", "f8", {"data_type": "int8", "scalar_map": {"encode": [["NaN", 300]]}}, "300"),
+    ("cast_value", "f8", {"data_type": "int8", "extra": 1},
+     "'extra'; it takes .'data_type', 'rounding'"),
+    ("cast_value", "f8", {}, "data_type"),
 ])
-def test_cast_value_refuses_configurations(config, match):
+def test_refuses_configurations(name, dtype, config, match):
     with pytest.raises(MetadataError, match=match):
-        codec = codec_from_json({"name": "cast_value", "configuration": config})
-        codec.resolve(ChunkSpec((2,), np.float64))
+        codec = codec_from_json({"name": name, "configuration": config})
+        codec.resolve(ChunkSpec((2,), np.dtype(dtype)))
 
 
 def test_cast_value_refuses_source_types():

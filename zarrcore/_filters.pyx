@@ -198,51 +198,48 @@ def bitround(array, unsigned keepbits, unsigned mantissa_bits):
     return array
 
 
-def packbits_encode(src, size_t unit, unsigned first, unsigned nbits):
-    """Bits [first, first + nbits) of each `unit`-byte native component of `src`, packed
-    least significant first into a new uint8 array."""
+cdef object _packbits(bint encode, object src, object out, size_t unit, size_t count,
+                      unsigned first, unsigned nbits, unsigned sign_bits):
+    """Pack (encode) or unpack `count` components between `src` and `out`; returns `out`."""
     cdef Py_buffer view, oview
     cdef int status
-    cdef size_t size = 0, count
-    get_buffer(src, &view, PyBUF_SIMPLE, "input")
-    try:
-        count = <size_t>view.len // unit if unit else 0
-        status = zc_packbits_size(count, nbits, &size)
-        if status == ZC_OK:
-            out = np.empty(size, dtype=np.uint8)
-            get_buffer(out, &oview, PyBUF_WRITABLE, "out")
-            with nogil:
-                status = zc_packbits_encode(view.buf, view.len, unit, count, first, nbits,
-                                            oview.buf, oview.len)
-            PyBuffer_Release(&oview)
-    finally:
-        PyBuffer_Release(&view)
-    if status != ZC_OK:
-        _raise("packbits", status)
-    return out
-
-
-def packbits_decode(src, size_t unit, size_t count, unsigned first, unsigned nbits,
-                    unsigned sign_bits):
-    """Invert packbits_encode into `count` components (a new uint8 array of count * unit
-    bytes), sign-extended to `sign_bits` bits when that is not 0."""
-    cdef Py_buffer view, oview
-    cdef int status
-    if unit not in (1, 2, 4, 8) or count > (<size_t>-1) // 8:
-        raise ValueError("packbits: invalid parameters")
-    out = np.zeros(count * unit, dtype=np.uint8)
     get_buffer(src, &view, PyBUF_SIMPLE, "input")
     try:
         get_buffer(out, &oview, PyBUF_WRITABLE, "out")
         with nogil:
-            status = zc_packbits_decode(view.buf, view.len, unit, count, first, nbits,
-                                        sign_bits, oview.buf, oview.len)
+            if encode:
+                status = zc_packbits_encode(view.buf, view.len, unit, count, first, nbits,
+                                            oview.buf, oview.len)
+            else:
+                status = zc_packbits_decode(view.buf, view.len, unit, count, first, nbits,
+                                            sign_bits, oview.buf, oview.len)
         PyBuffer_Release(&oview)
     finally:
         PyBuffer_Release(&view)
     if status != ZC_OK:
         _raise("packbits", status)
     return out
+
+
+def packbits_encode(src, size_t unit, unsigned first, unsigned nbits):
+    """Bits [first, first + nbits) of each `unit`-byte native component of `src`, packed
+    least significant first into a new uint8 array."""
+    cdef size_t size = 0
+    cdef size_t count = len(memoryview(src).cast("B")) // unit if unit else 0
+    cdef int status = zc_packbits_size(count, nbits, &size)
+    if status != ZC_OK:
+        _raise("packbits", status)
+    return _packbits(True, src, np.empty(size, dtype=np.uint8), unit, count, first, nbits, 0)
+
+
+def packbits_decode(src, size_t unit, size_t count, unsigned first, unsigned nbits,
+                    unsigned sign_bits):
+    """Invert packbits_encode into `count` components (a new uint8 array of count * unit
+    bytes), sign-extended to `sign_bits` bits when that is not 0."""
+    if unit not in (1, 2, 4, 8) or count > (<size_t>-1) // 8:
+        raise ValueError("packbits: invalid parameters")
+    out = np.zeros(count * unit, dtype=np.uint8)
+    return _packbits(False, src, out, unit, count, first, nbits, sign_bits)
 
 
 cdef object _shuffle(object src, size_t elementsize, bint forward):
