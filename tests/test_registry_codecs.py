@@ -492,7 +492,7 @@ def test_zfp_is_zfpys_stream_without_its_header(config, shape):
 
 
 def test_zfp_promotes_narrow_types(tmp_path):
-    pytest.importorskip("zfpy", reason="the zfp codec runs through zfpy")
+    zfpy = pytest.importorskip("zfpy", reason="the zfp codec runs through zfpy")
     serializer = {"name": "zfp", "configuration": {"mode": "fixed_precision", "precision": 32}}
     for dtype in ("i1", "u1", "i2", "u2"):
         info = np.iinfo(dtype)
@@ -501,6 +501,17 @@ def test_zfp_promotes_narrow_types(tmp_path):
         np.testing.assert_array_equal(got, data)
     data = np.linspace(-2, 2, 30).astype(ml_dtypes.bfloat16).reshape(5, 6)
     got = _round_trip_array(tmp_path / "b", data, serializer=serializer, compressors=None)
+    np.testing.assert_array_equal(got, data)
+    # uint32 and uint64 as the signed integers of their size, clamped to them (as zarrs does)
+    codec = ZfpCodec(mode="fixed_precision", precision=32)
+    data = np.array([[0, 7, 2 ** 31 - 1, 2 ** 32 - 1]], dtype="u4")
+    clamped = np.array([[0, 7, 2 ** 31 - 1, 2 ** 31 - 1]], dtype="i4")
+    assert bytes(codec.encode(data, _spec(data))) == zfpy.compress_numpy(
+        clamped, write_header=False, precision=32)
+    data = np.array(["2020-01-01", "NaT", "1970-01-02"], dtype="M8[s]")
+    got = _round_trip_array(tmp_path / "M8", data, fill_value="NaT", serializer={
+        "name": "zfp", "configuration": {"mode": "fixed_precision", "precision": 64}},
+        compressors=None)
     np.testing.assert_array_equal(got, data)
 
 
@@ -520,8 +531,8 @@ def test_zfp_refuses():
         codec_from_json({"name": "zfp", "configuration": {}})
     with pytest.raises(MetadataError, match="more than 4 axes"):
         ZfpCodec(mode="fixed_rate", rate=8).resolve(ChunkSpec((2,) * 5, np.float32))
-    with pytest.raises(MetadataError, match="uint64 is not one it takes: int32"):
-        ZfpCodec(mode="fixed_rate", rate=8).resolve(ChunkSpec((4,), np.uint64))
+    with pytest.raises(MetadataError, match="complex64 is not one it takes: int32"):
+        ZfpCodec(mode="fixed_rate", rate=8).resolve(ChunkSpec((4,), np.complex64))
     codec, spec = ZfpCodec(mode="fixed_rate", rate=16), ChunkSpec((16, 16), np.float64)
     encoded = bytes(codec.encode(np.ones((16, 16)), spec))
     with pytest.raises(ChunkDecodeError, match="shorter than its 16 blocks"):

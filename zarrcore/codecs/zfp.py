@@ -4,7 +4,8 @@ fastest. Through the optional `zfpy` package, which runs zfp's fixed-accuracy, f
 fixed-precision modes; its reversible and expert modes are refused, as zfpy has neither.
 
 Narrower types are promoted as the registry says: int8/int16/uint8/uint16 to int32 in zfp's
-scale (and clamped back), float16 and bfloat16 to float32. The stream is padded before it is
+scale (and clamped back), float16 and bfloat16 to float32; uint32 and uint64 are stored as
+int32 and int64, clamped to them (as zarrs stores them), and datetimes as int64. The stream is padded before it is
 decoded, as for `zfpy` (zfpy.stream_padding), so a truncated one cannot read past its end.
 """
 from functools import lru_cache
@@ -27,7 +28,10 @@ _REFUSED = ("reversible", "expert")
 _RANGES = {"rate": (0, 64), "precision": (0, 64), "tolerance": (0, float("inf"))}
 _NATIVE = frozenset(np.dtype(t) for t in ("i4", "i8", "f4", "f8"))
 _PROMOTED_INTS = frozenset(np.dtype(t) for t in ("i1", "i2", "u1", "u2"))
-SUPPORTED = "int32, int64, float32, float64, int8, int16, uint8, uint16, float16, bfloat16"
+# Unsigned integers as the signed ones of their size, clamped to those (as zarrs stores them).
+_CLAMPED_INTS = {np.dtype("u4"): np.dtype("i4"), np.dtype("u8"): np.dtype("i8")}
+SUPPORTED = ("int32, int64, uint32, uint64, float32, float64, int8, int16, uint8, uint16, "
+             "float16, bfloat16, datetime64, timedelta64")
 
 
 def _stored(dtype: np.dtype[Any]) -> np.dtype[Any] | None:
@@ -35,6 +39,10 @@ def _stored(dtype: np.dtype[Any]) -> np.dtype[Any] | None:
     dtype = dtype.newbyteorder("=")
     if dtype in _NATIVE:
         return dtype
+    if dtype.kind in "mM":
+        return np.dtype(np.int64)
+    if dtype in _CLAMPED_INTS:
+        return _CLAMPED_INTS[dtype]
     if dtype in _PROMOTED_INTS:
         return np.dtype(np.int32)
     if dtype == np.float16 or (dtype.type.__module__ == "ml_dtypes"
@@ -120,6 +128,10 @@ class ZfpCodec(ArrayBytesCodec):
         values = np.ascontiguousarray(array).reshape(_field(spec.shape))
         if dtype.newbyteorder("=") in _PROMOTED_INTS:
             values = _promote(values, dtype)
+        elif dtype.newbyteorder("=") in _CLAMPED_INTS:
+            values = np.minimum(values, np.iinfo(stored).max).astype(stored)
+        elif dtype.kind in "mM":
+            values = values.view(np.int64)
         try:
             compressed: bytes = _zfpy().compress_numpy(
                 values.astype(stored, copy=False), write_header=False,
@@ -147,6 +159,10 @@ class ZfpCodec(ArrayBytesCodec):
         values = np.asarray(values).reshape(spec.shape)
         if dtype.newbyteorder("=") in _PROMOTED_INTS:
             values = _demote(values, dtype)
+        elif dtype.newbyteorder("=") in _CLAMPED_INTS:
+            values = np.maximum(values, 0)
+        elif dtype.kind in "mM":
+            return into(values.view(dtype.newbyteorder("=")).astype(dtype), out)
         return into(values.astype(dtype), out)
 
 
