@@ -5,8 +5,9 @@ fixed-precision modes; its reversible and expert modes are refused, as zfpy has 
 
 Narrower types are promoted as the registry says: int8/int16/uint8/uint16 to int32 in zfp's
 scale (and clamped back), float16 and bfloat16 to float32; uint32 and uint64 are stored as
-int32 and int64, clamped to them (as zarrs stores them), and datetimes as int64. The stream is padded before it is
-decoded, as for `zfpy` (zfpy.stream_padding), so a truncated one cannot read past its end.
+int32 and int64, clamped to them (as zarrs stores them), and datetimes as int64. The stream
+is padded before it is decoded, as for `zfpy` (zfpy.stream_padding), so a truncated one
+cannot read past its end.
 """
 from functools import lru_cache
 from typing import Any
@@ -29,7 +30,8 @@ _RANGES = {"rate": (0, 64), "precision": (0, 64), "tolerance": (0, float("inf"))
 _NATIVE = frozenset(np.dtype(t) for t in ("i4", "i8", "f4", "f8"))
 _PROMOTED_INTS = frozenset(np.dtype(t) for t in ("i1", "i2", "u1", "u2"))
 # Unsigned integers as the signed ones of their size, clamped to those (as zarrs stores them).
-_CLAMPED_INTS = {np.dtype("u4"): np.dtype("i4"), np.dtype("u8"): np.dtype("i8")}
+_CLAMPED_INTS: dict[np.dtype[Any], np.dtype[Any]] = {np.dtype("u4"): np.dtype("i4"),
+                                                     np.dtype("u8"): np.dtype("i8")}
 SUPPORTED = ("int32, int64, uint32, uint64, float32, float64, int8, int16, uint8, uint16, "
              "float16, bfloat16, datetime64, timedelta64")
 
