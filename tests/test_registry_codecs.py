@@ -16,6 +16,7 @@ from peers import peer  # noqa: F401 (a fixture)
 import zarrcore
 from zarrcore.codecs import (BitroundCodec, CastValueCodec, ChunkSpec, PackBitsCodec,
                              ReshapeCodec, ScaleOffsetCodec, ZfpCodec, codec_from_json)
+from zarrcore.codecs.cast_value import ROUNDINGS
 from zarrcore.errors import ChunkDecodeError, ChunkEncodeError, MetadataError
 
 
@@ -630,3 +631,60 @@ def test_zarrcore_reads_zarr34(peer, tmp_path, group):  # noqa: F811
         np.testing.assert_array_equal(got, _expected(data, kwargs), err_msg=name)
         stored = (tmp_path / name / "zarr.json").read_text()
         assert all(f'"{f["name"]}"' in stored for f in kwargs["filters"]), name
+
+
+_PEER_CASTS = """
+import numpy as np
+from cast_value_rs import cast_array
+result = []
+for case in payload:
+    try:
+        out = cast_array(unpack(case["values"]), target_dtype=np.dtype(case["target"]),
+                         rounding_mode=case["rounding"], out_of_range_mode=case["out_of_range"],
+                         scalar_map_entries=None)
+        result.append(pack(out))
+    except ValueError as e:
+        result.append(str(e))
+"""
+
+
+def _cast_cases():
+    """Values with ties, extremes, signed zeros and NaN, per source type, rounding, range mode
+    and target."""
+    rng = np.random.default_rng(27)
+    floats = np.concatenate([np.arange(-6, 6) + 0.5, [-0.0, 0.0, 1e-300, -1e-40, 65504, 65519,
+                                                       65520, 2 ** 63, -2 ** 63, 1e19, 3e38],
+                             rng.normal(0, 1e4, 40), rng.normal(0, 1e30, 10)])
+    ints = np.concatenate([[-2 ** 63, 2 ** 63 - 1, 2 ** 53 + 1, -(2 ** 53) - 3, 2 ** 24 + 1,
+                            -129, 128, 255, 256, 65535, 65536],
+                           rng.integers(-2 ** 40, 2 ** 40, 20)]).astype("i8")
+    sources = {"f8": floats, "f4": floats[np.abs(floats) < 3e38].astype("f4"), "i8": ints,
+               "u8": ints[ints >= 0].astype("u8"), "i2": ints[np.abs(ints) < 2 ** 15]}
+    for source, values in sources.items():
+        for target in ("int8", "uint8", "int32", "uint64", "int64", "float16", "float32"):
+            if source == "f8" or target in ("int64", "float32"):
+                for rounding in ROUNDINGS:
+                    modes = [None, "clamp"] + (["wrap"] if "int" in target else [])
+                    for out_of_range in modes:
+                        yield source, values, target, rounding, out_of_range
+
+
+@pytest.mark.slow
+def test_cast_value_is_zarr34s_cast(peer):  # noqa: F811
+    """zarr-python 3.4's cast (cast-value-rs) and zarrcore's agree on every case: the same
+    values, or both refuse."""
+    _peer_cases(peer, "cast")
+    cases = list(_cast_cases())
+    payload = [{"values": pack(v), "target": t, "rounding": r, "out_of_range": o}
+               for _, v, t, r, o in cases]
+    answers = peer.run(_PEER_CASTS, payload)
+    for (source, values, target, rounding, out_of_range), answer in zip(cases, answers):
+        what = f"{source} -> {target} {rounding} {out_of_range}"
+        if isinstance(answer, str):
+            with pytest.raises(ChunkEncodeError):
+                _cast(values, target, rounding=rounding, out_of_range=out_of_range)
+                pytest.fail(f"{what}: zarr-python refuses ({answer})")
+            continue
+        got = _cast(values, target, rounding=rounding, out_of_range=out_of_range)
+        expect = unpack(answer)
+        assert got.tobytes() == expect.tobytes(), (what, values, got, expect)

@@ -263,15 +263,43 @@ def _to_float(values: npt.NDArray[Any], target: np.dtype[Any], rounding: str,
             out[inf] = np.copysign(np.inf if has_inf else largest, values[inf])
         finite = ~(nan | inf)
     above, below = finite & (values > largest), finite & (values < -largest)
+    # Beyond the largest value but rounding back to it (as if the type had no top exponent).
+    to_largest = _rounds_to_largest(values, above, below, target, rounding)
+    out[to_largest] = np.copysign(largest, values[to_largest])
+    above &= ~to_largest
+    below &= ~to_largest
     outside = above | below
     if outside.any():
         if out_of_range is None:
             raise _out_of_range(values[outside][0], target, -largest, largest, error)
         beyond = np.inf if has_inf else largest
         out[above], out[below] = beyond, -beyond
-    inside = finite & ~outside
+    inside = finite & ~outside & ~to_largest
     out[inside] = _round_float(values[inside], target, rounding)
     return out
+
+
+def _rounds_to_largest(values: npt.NDArray[Any], above: npt.NDArray[np.bool_],
+                       below: npt.NDArray[np.bool_], target: np.dtype[Any],
+                       rounding: str) -> npt.NDArray[np.bool_]:
+    """Where values beyond `target`'s largest magnitude (`above` it, `below` its negative)
+    round to it: within a step of it when rounding goes towards zero, within half a step when
+    to nearest (a tie: when the largest value is even), where the step is the one below it."""
+    largest = np.array([float_traits(target)[0]]).astype(target)
+    step = float(largest[0]) - float(_step(largest, np.array([False]), target)[0])
+    towards_zero = {"towards-zero": (True, True), "towards-negative": (True, False),
+                    "towards-positive": (False, True)}
+    positive, negative = towards_zero.get(rounding, (False, False))
+    beyond = np.abs(values.astype(np.float64)) - float(largest[0])  # exact: both are close
+    result = (above & positive) | (below & negative)
+    result &= beyond < step
+    if rounding.startswith("nearest"):
+        even = int(largest.view(f"u{target.itemsize}")[0]) % 2 == 0
+        half = beyond < step / 2
+        if rounding == "nearest-even" and even:
+            half |= beyond == step / 2
+        result = (above | below) & half
+    return result
 
 
 def _round_float(values: npt.NDArray[Any], target: np.dtype[Any],
