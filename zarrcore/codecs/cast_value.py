@@ -7,7 +7,9 @@ save little, and every step is exact. Floats are taken as float64 (which holds e
 the smaller types); numpy's (or ml_dtypes') conversion rounds to nearest-even, and the other
 modes move that result one step where its exact comparison with the input says so. Integers
 beyond 2**53, which float64 cannot hold, are rounded one by one with exact fractions; their
-ranges are checked in integers, so they never wrap unless `out_of_range` is "wrap".
+ranges are checked in integers, so they never wrap unless `out_of_range` is "wrap". A value is
+out of range when its rounded value is (as if the type's exponent had no top), as zarr-python
+3.4's cast_value (cast-value-rs) decides.
 """
 from fractions import Fraction
 from typing import Any

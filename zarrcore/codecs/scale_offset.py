@@ -14,11 +14,9 @@ import numpy.typing as npt
 
 from ..errors import ChunkDecodeError, ChunkEncodeError, MetadataError
 from .base import ArrayArrayCodec, ChunkSpec, CodecJSON
-from .numbers import FLOAT_NAMES, INTEGER_NAMES, int_range, number_kind, scalar_from_json
+from .numbers import (FLOAT_NAMES, INTEGER_NAMES, int_range, number_kind, scalar_from_json,
+                      type_name)
 from .registry import register_codec
-
-_KEYS = ("offset", "scale")
-
 
 def _check_number(value: object, field: str) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
@@ -66,7 +64,7 @@ class ScaleOffsetCodec(ArrayArrayCodec):
         dtype = np.dtype(spec.dtype)
         if number_kind(dtype) is None:
             raise MetadataError(
-                f"scale_offset codec: data type {dtype} is not one it takes: "
+                f"scale_offset codec: data type {type_name(dtype)} is not one it takes: "
                 f"{', '.join(INTEGER_NAMES + FLOAT_NAMES)}")
         if self._numbers(dtype)[1] == 0:
             raise MetadataError("scale_offset codec: scale must not be zero")
