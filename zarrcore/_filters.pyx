@@ -34,6 +34,18 @@ cdef extern from "zc_delta.h" nogil:
     int zc_delta_encode(void *data, size_t n, size_t count, int kind, size_t width)
     int zc_delta_decode(void *data, size_t n, size_t count, int kind, size_t width)
 
+cdef extern from "zc_bitround.h" nogil:
+    int zc_bitround(void *data, size_t len, size_t width, unsigned keepbits,
+                    unsigned mantissa_bits)
+
+cdef extern from "zc_packbits.h" nogil:
+    int zc_packbits_size(size_t count, unsigned nbits, size_t *size)
+    int zc_packbits_encode(const void *src, size_t srclen, size_t unit, size_t count,
+                           unsigned first, unsigned nbits, void *dst, size_t dstlen)
+    int zc_packbits_decode(const void *src, size_t srclen, size_t unit, size_t count,
+                           unsigned first, unsigned nbits, unsigned sign_bits, void *dst,
+                           size_t dstlen)
+
 cdef extern from "zc_vlen.h" nogil:
     int zc_vlen_encoded_size(size_t n, const size_t *lens, size_t *total)
     int zc_vlen_pack(size_t n, const char *const *ptrs, const size_t *lens, void *dst, size_t dstlen)
@@ -166,6 +178,68 @@ def delta_decode(array):
     """Replace a writable C-contiguous native int/float array by its running sums."""
     _delta(array, False)
     return array
+
+
+def bitround(array, unsigned keepbits, unsigned mantissa_bits):
+    """Round a writable C-contiguous array of 1-, 2-, 4- or 8-byte units in place to
+    `keepbits` bits: of the mantissa in the low `mantissa_bits` (floats), or from the most
+    significant set bit (integers: mantissa_bits 0)."""
+    cdef Py_buffer view
+    cdef int status
+    cdef size_t width = array.dtype.itemsize
+    get_buffer(array, &view, PyBUF_WRITABLE, "array")
+    try:
+        with nogil:
+            status = zc_bitround(view.buf, view.len, width, keepbits, mantissa_bits)
+    finally:
+        PyBuffer_Release(&view)
+    if status != ZC_OK:
+        _raise("bitround", status)
+    return array
+
+
+cdef object _packbits(bint encode, object src, object out, size_t unit, size_t count,
+                      unsigned first, unsigned nbits, unsigned sign_bits):
+    """Pack (encode) or unpack `count` components between `src` and `out`; returns `out`."""
+    cdef Py_buffer view, oview
+    cdef int status
+    get_buffer(src, &view, PyBUF_SIMPLE, "input")
+    try:
+        get_buffer(out, &oview, PyBUF_WRITABLE, "out")
+        with nogil:
+            if encode:
+                status = zc_packbits_encode(view.buf, view.len, unit, count, first, nbits,
+                                            oview.buf, oview.len)
+            else:
+                status = zc_packbits_decode(view.buf, view.len, unit, count, first, nbits,
+                                            sign_bits, oview.buf, oview.len)
+        PyBuffer_Release(&oview)
+    finally:
+        PyBuffer_Release(&view)
+    if status != ZC_OK:
+        _raise("packbits", status)
+    return out
+
+
+def packbits_encode(src, size_t unit, unsigned first, unsigned nbits):
+    """Bits [first, first + nbits) of each `unit`-byte native component of `src`, packed
+    least significant first into a new uint8 array."""
+    cdef size_t size = 0
+    cdef size_t count = len(memoryview(src).cast("B")) // unit if unit else 0
+    cdef int status = zc_packbits_size(count, nbits, &size)
+    if status != ZC_OK:
+        _raise("packbits", status)
+    return _packbits(True, src, np.empty(size, dtype=np.uint8), unit, count, first, nbits, 0)
+
+
+def packbits_decode(src, size_t unit, size_t count, unsigned first, unsigned nbits,
+                    unsigned sign_bits):
+    """Invert packbits_encode into `count` components (a new uint8 array of count * unit
+    bytes), sign-extended to `sign_bits` bits when that is not 0."""
+    if unit not in (1, 2, 4, 8) or count > (<size_t>-1) // 8:
+        raise ValueError("packbits: invalid parameters")
+    out = np.zeros(count * unit, dtype=np.uint8)
+    return _packbits(False, src, out, unit, count, first, nbits, sign_bits)
 
 
 cdef object _shuffle(object src, size_t elementsize, bint forward):

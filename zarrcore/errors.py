@@ -74,6 +74,10 @@ class ChunkNotFoundError(ZarrcoreError, ValueError):
     zarr-python's."""
 
 
+class ChunkEncodeError(ZarrcoreError, ValueError):
+    """A chunk's values cannot be encoded by its codecs (a value out of a codec's range)."""
+
+
 class ChecksumError(ChunkDecodeError):
     """A stored checksum does not match the data."""
 

@@ -163,6 +163,14 @@ CHAINS = [
     dict(zarr_format=2, dtype="<f4", filters=[{"id": "bitround", "keepbits": 4}]),
     dict(zarr_format=2, dtype="|u1", filters=[{"id": "categorize", "labels": ["a", "b"],
                                                "dtype": "<U1", "astype": "|u1"}]),
+    # The registry's codecs (after the others, so the corpus keeps its chains).
+    dict(dtype="float64", compressors=None, filters=[
+        {"name": "scale_offset", "configuration": {"offset": 1, "scale": 4}},
+        {"name": "cast_value", "configuration": {"data_type": "int16", "out_of_range": "clamp"}}]),
+    dict(filters=[{"name": "bitround", "configuration": {"keepbits": 3}},
+                  {"name": "reshape", "configuration": {"shape": [-1]}}], compressors=[_ZSTD]),
+    dict(dtype="int16", compressors=None, serializer={"name": "packbits", "configuration": {
+        "padding_encoding": "first_byte", "first_bit": 1, "last_bit": 9}}),
 ]
 
 

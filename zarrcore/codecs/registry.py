@@ -1,5 +1,6 @@
 """Codec registry: v3 names and v2 (numcodecs) ids to codec classes, and the JSON form of
 other libraries' codec objects."""
+import inspect
 import json
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar, cast, overload
@@ -110,7 +111,8 @@ def codec_from_json(spec: object, where: str = "codecs") -> Codec:
     config = spec.get("configuration", {})
     if not isinstance(config, dict):
         raise MetadataError(f"{where}: configuration of codec {name!r} must be an object")
-    return _build(cls.from_config, config, f"{where}: invalid configuration for codec {name!r}")
+    return _build(cls.from_config, config,
+                  f"{where}: invalid configuration for codec {name!r}", _fields(cls))
 
 
 def codec_from_v2(config: object, where: str = "compressor") -> Codec:
@@ -132,14 +134,29 @@ def codec_from_v2(config: object, where: str = "compressor") -> Codec:
         raise type(e)(f"{where}: {e}") from None
 
 
-def _build(make: Callable[[CodecJSON], Codec], config: CodecJSON, what: str) -> Codec:
-    """make(config); its TypeError or ValueError as a MetadataError that starts with `what`."""
+def _fields(factory: CodecFactory) -> list[str] | None:
+    """The configuration fields a codec class takes (its keyword arguments), None when that
+    cannot be told."""
+    try:
+        parameters = inspect.signature(factory).parameters.values()  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind == p.VAR_KEYWORD for p in parameters):
+        return None
+    return [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def _build(make: Callable[[CodecJSON], Codec], config: CodecJSON, what: str,
+           fields: list[str] | None = None) -> Codec:
+    """make(config); its TypeError or ValueError as a MetadataError that starts with `what`
+    (and lists `fields`, the configuration's fields, when given)."""
     try:
         return make(config)
     except (TypeError, ValueError) as e:
         if isinstance(e, MetadataError):
             raise
-        raise MetadataError(f"{what}: {e}") from e
+        takes = f"; it takes {fields}" if fields is not None and isinstance(e, TypeError) else ""
+        raise MetadataError(f"{what}: {e}{takes}") from e
 
 
 def registered_names() -> list[str]:

@@ -33,6 +33,21 @@ def _zfpy() -> Any:  # the zfpy module, which has no type hints
     return zfpy
 
 
+def stream_padding(nbytes: int, shape: list[int], minbits: int, maxbits: int,
+                   codec: str) -> int:
+    """The zero bytes to put after a zfp stream of `nbytes` bytes that holds a field of
+    `shape` in blocks of `minbits` to `maxbits` bits, so that decoding it stays in the buffer;
+    ChunkDecodeError when the stream is shorter than its blocks' least size."""
+    blocks = math.prod(-(-n // 4) for n in shape)
+    if blocks * minbits > 8 * nbytes:
+        raise ChunkDecodeError(f"{codec} codec: the stream ({nbytes} bytes) is shorter than its "
+                               f"{blocks} blocks of at least {minbits} bits")
+    # One block cut short reads at most maxbits; each block after it, in the zeros, reads
+    # its minbits or a bit per bit plane. Bounded by the data's own length (checked above).
+    straddle = max(_MAX_BLOCK_BITS, maxbits)
+    return (straddle + blocks * max(_EMPTY_BLOCK_BITS, minbits)) // 8
+
+
 class ZfpyCodec(NumcodecsForm, ArrayBytesCodec):
     """`zfpy` with numcodecs' parameters: `mode` 2 (fixed rate), 3 (fixed precision) or 4
     (fixed accuracy; tolerance -1 is lossless) and the value that mode takes."""
@@ -100,14 +115,8 @@ class ZfpyCodec(NumcodecsForm, ArrayBytesCodec):
                                    f"{np.dtype(header['type'])}, expected {count} values of "
                                    f"{numbers}")
         expert = header["config"]["expert"]
-        blocks = math.prod(-(-n // 4) for n in shape)
-        if blocks * expert["minbits"] > 8 * len(data):
-            raise ChunkDecodeError(f"zfpy codec: the stream ({len(data)} bytes) is shorter than "
-                                   f"its {blocks} blocks of at least {expert['minbits']} bits")
-        # One block cut short reads at most maxbits; each block after it, in the zeros, reads
-        # its minbits or a bit per bit plane. Bounded by the data's own length (checked above).
-        straddle = max(_MAX_BLOCK_BITS, expert["maxbits"])
-        padding = _HEADER_PAD + (straddle + blocks * max(_EMPTY_BLOCK_BITS, expert["minbits"])) // 8
+        padding = _HEADER_PAD + stream_padding(len(data), shape, expert["minbits"],
+                                               expert["maxbits"], "zfpy")
         try:
             array = zfpy.decompress_numpy(data + bytes(padding))
         except (ValueError, RuntimeError, TypeError) as e:
