@@ -158,6 +158,8 @@ class Store:
     - `supports_locks`: lock() excludes every thread, process and host writing the store;
     - `supports_conditional_writes`: get_versioned and set_if work, so a read-modify-write
       can detect a concurrent one and retry instead of locking;
+    - `supports_consolidated_metadata`: a group's consolidated metadata may be written and
+      used (a store that versions its metadata itself, such as Icechunk's, has none);
     - `streams_writes`: set_many starts writing each item as soon as its iterable yields it
       and goes on in the background, so writers hand it chunks in waves as they are encoded
       (the uploads of one wave overlap the encoding of the next);
@@ -181,6 +183,7 @@ class Store:
     supports_atomic_writes = True
     supports_locks = False
     supports_conditional_writes = False
+    supports_consolidated_metadata = True
     streams_writes = False
     process_local = False
     readers_keep_one_version = False
@@ -308,6 +311,11 @@ class Store:
         if not self.supports_listing:
             raise StoreError(errno.EOPNOTSUPP, f"{self!r} cannot list keys (below {prefix!r}): "
                                                f"open it through consolidated metadata")
+
+    def check_consolidated_metadata(self, path: str) -> None:
+        if not self.supports_consolidated_metadata:
+            raise StoreError(errno.EOPNOTSUPP, f"{self!r} keeps no consolidated metadata (of "
+                                               f"the group at {path!r}): open it without")
 
     def lock(self, key: str, node: str = "", *,
              replaced_last: bool = False) -> AbstractContextManager[None]:

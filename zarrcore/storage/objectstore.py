@@ -425,9 +425,7 @@ class ObjectStore(Store):
     def _deadline(self) -> float:
         """Seconds get_many waits for any answer before it gives up: longer than the client's
         own timeouts and retries, which fail first."""
-        timeout = config.io_timeout if self.io_timeout is None else self.io_timeout
-        retries = config.io_retries if self.io_retries is None else self.io_retries
-        return timeout * (retries + 2) + 5
+        return _aio.answer_deadline(self.io_timeout, self.io_retries)
 
     def get(self, key: str, start: int | None = None, stop: int | None = None) -> bytes | None:
         return _aio.run(self._get(validate_key(key), start, stop))
