@@ -100,6 +100,15 @@ def _runs_tasks_here(get: Callable[..., Any]) -> bool:
     return get in (dask.threaded.get, dask.local.get_sync)
 
 
+def _scheduler(sources: Sequence[Any], scheduler: Any) -> Callable[..., Any]:
+    """The `get` of the scheduler that runs the tasks of `sources` (`scheduler` as compute
+    takes it, None: the one dask picks now)."""
+    # (dask leaves get_scheduler unannotated.)
+    get: Callable[..., Any] = get_scheduler(  # type: ignore[no-untyped-call]
+        scheduler=scheduler, collections=list(sources))
+    return get
+
+
 def check_tasks_reach(targets: Sequence[Any], sources: Sequence[Any],
                       scheduler: Any = None) -> None:
     """Refuse to write `targets` from tasks that the scheduler (`scheduler` as compute takes
@@ -109,9 +118,7 @@ def check_tasks_reach(targets: Sequence[Any], sources: Sequence[Any],
     local = [t for t in targets if t.store.process_local]
     if not local or not sources:  # no dask collection: this process writes
         return
-    # (dask leaves get_scheduler unannotated.)
-    get = get_scheduler(  # type: ignore[no-untyped-call]
-        scheduler=scheduler, collections=list(sources))
+    get = _scheduler(sources, scheduler)
     if _runs_tasks_here(get):
         return
     # (A distributed Client's `get` is its method; the processes scheduler is a function.)
@@ -138,6 +145,14 @@ def store(sources: Sequence[da.Array], targets: Sequence[Array],
             raise ReadOnlyError(f"array {target.name!r} is read-only")
         check_writable_from_tasks(source, target, region)
     check_tasks_reach(targets, sources, compute_kwargs.get("scheduler"))
+    if (sources and any(t.store.merges_task_writes for t in targets)
+            and not _runs_tasks_here(_scheduler(sources, compute_kwargs.get("scheduler")))):
+        if not compute:
+            raise ValueError(f"{targets[0].store!r} takes the writes of tasks run in other "
+                             f"processes by merging them here once they are done: write with "
+                             f"compute=True")
+        _store_merged(sources, targets, slices, compute_kwargs)
+        return None
     # No dask lock: zarrcore locks a shared storage block itself (see README, Guarantees).
     writes = da.store(list(sources), list(targets), regions=slices, lock=False,
                       compute=compute, **compute_kwargs)
@@ -146,6 +161,33 @@ def store(sources: Sequence[da.Array], targets: Sequence[Array],
 
 def _written(writes: Any) -> None:
     """Nothing: what the one Delayed of store(compute=False) computes to."""
+
+
+def _store_merged(sources: Sequence[da.Array], targets: Sequence[Array],
+                  slices: Sequence[tuple[slice, ...]], compute_kwargs: dict[str, Any]) -> None:
+    """Write as `store` does, into targets some of whose stores merge the writes of tasks
+    run elsewhere (Store.merges_task_writes): each of their tasks gives back its copy's
+    changes, merged here into the target's store."""
+    merging = [i for i, t in enumerate(targets) if t.store.merges_task_writes]
+    plain = [i for i in range(len(targets)) if i not in merging]
+    writes = None
+    if plain:
+        writes = da.store([sources[i] for i in plain], [targets[i] for i in plain],
+                          regions=[slices[i] for i in plain], lock=False, compute=False)
+    stored = da.store([sources[i] for i in merging], [targets[i] for i in merging],
+                      regions=[slices[i] for i in merging], lock=False, compute=False,
+                      return_stored=True, load_stored=False)
+    # (Each block of a stored array is the target as its task left it.)
+    blocks = [(i, block) for i, arr in zip(merging, stored) for block in arr.to_delayed().ravel()]
+    changes, _ = dask.compute([delayed(_task_changes)(b) for _, b in blocks], writes,
+                              **compute_kwargs)
+    for i in merging:
+        targets[i].store.merge_task_changes([c for (j, _), c in zip(blocks, changes) if j == i])
+
+
+def _task_changes(target: Array) -> Any:
+    """What a task's copy of `target` wrote (Store.task_changes)."""
+    return target.store.task_changes()
 
 
 def to_zarr(darr: Any, url_or_array: Array | StoreLike, *, path: str | None = None,

@@ -165,6 +165,9 @@ class Store:
       (the uploads of one wave overlap the encoding of the next);
     - `process_local`: the data lives in this process's memory only, so a copy of the store
       in another process (a task pickled to a worker) reads and writes other data;
+    - `merges_task_writes`: a copy of the store in another process (a task's) writes changes
+      of its own, which come back to this one: `task_changes()` of the copy gives them
+      (picklable), `merge_task_changes(changes)` takes them in (an Icechunk fork session);
     - `readers_keep_one_version`: `reader(key)` reads one version of the value throughout,
       even when the key is replaced meanwhile (KeyChangedError where it cannot);
     - `native_root`: the directory of a local store whose keys are plain files below it,
@@ -186,6 +189,7 @@ class Store:
     supports_consolidated_metadata = True
     streams_writes = False
     process_local = False
+    merges_task_writes = False
     readers_keep_one_version = False
     native_root: str | None = None
 
@@ -275,6 +279,14 @@ class Store:
         """Write `value` at `key` only if the stored version is still `version` (None: only if
         `key` is missing); False, writing nothing, when another writer came first."""
         raise LockUnavailableError(f"{self!r} has no conditional writes")
+
+    def task_changes(self) -> Any:
+        """What this copy of a store that `merges_task_writes` wrote (picklable)."""
+        raise NotImplementedError
+
+    def merge_task_changes(self, changes: Sequence[Any]) -> None:
+        """Take in the `task_changes()` of copies of this store."""
+        raise NotImplementedError
 
     def getsize(self, key: str) -> int | None:
         data = self.get(key)

@@ -22,7 +22,7 @@ from zarr.storage import WrapperStore
 
 from ..concurrency import each, fan_out, run_bounded
 from ..config import config
-from ..errors import StoreError, ZarrcoreError
+from ..errors import StoreError, WriteConflictError, ZarrcoreError
 from . import _aio
 from .base import (
     ByteRange, Fetched, ReadBytes, Request, Store, validate_key, validate_prefix,
@@ -190,11 +190,17 @@ def _is_icechunk(store: ZarrStore) -> bool:
     return type(store).__module__.partition(".")[0] == "icechunk"
 
 
-def _holds_transaction(store: ZarrStore) -> bool:
-    """Whether `store` writes into a transaction that this process holds until its caller
-    commits it (a writable Icechunk session): a copy of it in another process would write
-    another transaction, and writers there conflict at commit, not here."""
-    return _is_icechunk(store) and not store.read_only
+def _session(store: ZarrStore) -> Any:
+    """The writable Icechunk session (Session or ForkSession) `store` writes into, or None.
+    Its changes stay in this process until its caller commits them; writers of other
+    sessions conflict at commit, not here."""
+    return store.session if _is_icechunk(store) and not store.read_only else None
+
+
+def _is_fork(session: Any) -> bool:
+    """Whether an Icechunk session is a fork: its copies in other processes write changes of
+    their own, merged back into it (Session.fork, ForkSession.merge)."""
+    return type(session).__name__ == "ForkSession"
 
 
 class ZarrPythonStore(Store):
@@ -223,13 +229,18 @@ class ZarrPythonStore(Store):
         self.supports_listing = store.supports_listing
         self.supports_consolidated_metadata = store.supports_consolidated_metadata
         self.supports_atomic_writes = False  # (unknown: each store writes its own way)
+        inner = innermost(store)
+        session = _session(inner)
         if below is not None:
             self.supports_locks = below.supports_locks
             self.process_local = below.process_local
-        elif _holds_transaction(innermost(store)):
+        elif _is_fork(session):
+            # (Forks in other processes cannot exclude each other: merging keeps the last.)
+            self.merges_task_writes = True
+        elif session is not None:
             self.supports_locks = self.process_local = True
         # Icechunk fails on a range past the end of a metadata document.
-        self._clips_ranges = not _is_icechunk(innermost(store))
+        self._clips_ranges = not _is_icechunk(inner)
         self._prototype = default_buffer_prototype()
 
     def _identity(self) -> Hashable:
@@ -239,10 +250,15 @@ class ZarrPythonStore(Store):
         words = " ".join(repr(self.zarr_store).split())
         return f"ZarrPythonStore({words[:120]})"
 
-    def _error(self, key: str, error: Exception) -> StoreError:
+    def _error(self, key: str, error: Exception, doing: str = "") -> ZarrcoreError:
+        """The ZarrcoreError of `error`, raised by the store about `key` (or while `doing`):
+        Icechunk's conflicts are WriteConflictErrors, others StoreErrors."""
+        message = f"{doing or f'key {key!r}'} of {self!r}: {type(error).__name__}: {error}"
+        if type(error).__name__.endswith("ConflictError"):
+            return WriteConflictError(message)
         code = getattr(error, "errno", None) or (
             errno.EACCES if isinstance(error, PermissionError) else errno.EIO)
-        return StoreError(code, f"key {key!r} of {self!r}: {type(error).__name__}: {error}")
+        return StoreError(code, message)
 
     async def _guarded(self, key: str, call: Awaitable[_T]) -> _T:
         """`call`'s result, its failure a StoreError naming `key`."""
@@ -367,6 +383,18 @@ class ZarrPythonStore(Store):
         if self.supports_locks:
             return self.thread_lock(validate_key(key))
         return super().lock(key, node, replaced_last=replaced_last)
+
+    def task_changes(self) -> Any:
+        """This copy's Icechunk fork session, with what it wrote."""
+        return _session(innermost(self.zarr_store))
+
+    def merge_task_changes(self, changes: Sequence[Any]) -> None:
+        """Merge the fork sessions of copies of this store into its own."""
+        session = _session(innermost(self.zarr_store))
+        try:
+            session.merge(*changes)
+        except Exception as e:
+            raise self._error("", e, f"merging the writes of {len(changes)} tasks") from e
 
     # -- listing ------------------------------------------------------------
     async def _keys(self, listing: AsyncIterator[str]) -> list[str]:
