@@ -10,6 +10,7 @@ import pytest
 
 zarr = pytest.importorskip("zarr", reason="the tests compare with zarr-python")
 
+from _zarr_stores import OwnLocal, OwnMemory, Wrapped  # noqa: E402
 from zarr.storage import LocalStore, LoggingStore, MemoryStore, WrapperStore  # noqa: E402
 
 import zarrcore  # noqa: E402
@@ -18,10 +19,6 @@ from zarrcore.errors import (  # noqa: E402
 )
 from zarrcore.storage import make_store  # noqa: E402
 from zarrcore.storage.zarr_python import ZarrPythonStore  # noqa: E402
-
-
-class Wrapped(WrapperStore):
-    """A WrapperStore subclass, as xarray's tests and users write them."""
 
 
 class Counting(WrapperStore):
@@ -57,10 +54,6 @@ class Failing(WrapperStore):
         if "/c/" in key:
             raise ConnectionError("connection reset by peer")
         return await super().get(key, prototype, byte_range)
-
-
-class OwnMemory(MemoryStore):
-    """A zarr-python store of another module that zarrcore does not know."""
 
 
 def _filled(store, name, **kwargs):
@@ -161,7 +154,8 @@ def test_listing_and_deletes(zarr_store):
 
 
 def test_partial_writes_lock_through_the_store_below_the_wrappers(tmp_path):
-    for zarr_store in (Wrapped(MemoryStore()), Wrapped(LocalStore(str(tmp_path / "d")))):
+    for zarr_store in (Wrapped(MemoryStore()), Wrapped(LocalStore(str(tmp_path / "d"))),
+                       OwnMemory()):
         data = _filled(zarr_store, "a", shape=(10,), chunks=(4,))
         a = zarrcore.open_array(zarr_store, path="a", mode="r+")
         assert a.store.supports_locks
@@ -172,8 +166,8 @@ def test_partial_writes_lock_through_the_store_below_the_wrappers(tmp_path):
         assert zarr.open_array(zarr_store, path="a").shape == (12,)
 
 
-def test_a_store_without_locks_refuses_partial_writes():
-    zarr_store = OwnMemory()
+def test_a_store_without_locks_refuses_partial_writes(tmp_path):
+    zarr_store = Wrapped(OwnLocal(str(tmp_path / "d")))
     data = _filled(zarr_store, "a", shape=(10,), chunks=(4,))
     a = zarrcore.open_array(zarr_store, path="a", mode="r+")
     assert not a.store.supports_locks

@@ -15,6 +15,8 @@ import dask
 import dask.array as da
 import dask.local
 import dask.threaded
+import numpy as np
+import numpy.typing as npt
 from dask.base import get_scheduler
 from dask.delayed import Delayed, delayed
 
@@ -166,28 +168,33 @@ def _written(writes: Any) -> None:
 def _store_merged(sources: Sequence[da.Array], targets: Sequence[Array],
                   slices: Sequence[tuple[slice, ...]], compute_kwargs: dict[str, Any]) -> None:
     """Write as `store` does, into targets some of whose stores merge the writes of tasks
-    run elsewhere (Store.merges_task_writes): each of their tasks gives back its copy's
-    changes, merged here into the target's store."""
+    run elsewhere (Store.merges_task_writes): each of their tasks writes its block into its
+    copy of the target and gives back that copy's changes, merged here into the target's
+    store."""
     merging = [i for i, t in enumerate(targets) if t.store.merges_task_writes]
     plain = [i for i in range(len(targets)) if i not in merging]
     writes = None
     if plain:
         writes = da.store([sources[i] for i in plain], [targets[i] for i in plain],
                           regions=[slices[i] for i in plain], lock=False, compute=False)
-    stored = da.store([sources[i] for i in merging], [targets[i] for i in merging],
-                      regions=[slices[i] for i in merging], lock=False, compute=False,
-                      return_stored=True, load_stored=False)
-    # (Each block of a stored array is the target as its task left it.)
-    blocks = [(i, block) for i, arr in zip(merging, stored) for block in arr.to_delayed().ravel()]
-    changes, _ = dask.compute([delayed(_task_changes)(b) for _, b in blocks], writes,
-                              **compute_kwargs)
-    for i in merging:
-        targets[i].store.merge_task_changes([c for (j, _), c in zip(blocks, changes) if j == i])
+    changes = [sources[i].map_blocks(_write_block, target=targets[i], region=slices[i],
+                                     chunks=(1,) * sources[i].ndim, dtype=object)
+               for i in merging]
+    computed, _ = dask.compute(changes, writes, **compute_kwargs)
+    for i, found in zip(merging, computed):
+        targets[i].store.merge_task_changes(np.asarray(found).ravel().tolist())
 
 
-def _task_changes(target: Array) -> Any:
-    """What a task's copy of `target` wrote (Store.task_changes)."""
-    return target.store.task_changes()
+def _write_block(block: npt.NDArray[Any], target: Array, region: tuple[slice, ...],
+                 block_info: dict[Any, Any]) -> npt.NDArray[Any]:
+    """Write `block` (of a source written at `region` of `target`) into this task's copy of
+    `target`; its changes (Store.task_changes), one per block."""
+    where = tuple(slice(r.start + lo, r.start + hi)
+                  for r, (lo, hi) in zip(region, block_info[0]["array-location"]))
+    target[where] = block
+    changes = np.empty((1,) * block.ndim, dtype=object)
+    changes[...] = target.store.task_changes()
+    return changes
 
 
 def to_zarr(darr: Any, url_or_array: Array | StoreLike, *, path: str | None = None,

@@ -297,6 +297,11 @@ class Store:
         for key in list(self.list_prefix(prefix)):
             self.delete(key)
 
+    def own_file(self, name: str) -> bool:
+        """Whether a file or object named `name` (a key's last segment) is one the store keeps
+        for itself (a lock, a temporary file), which its listings never show."""
+        return False
+
     def missing_detail(self, prefix: str) -> str:
         """What the store can say about why nothing is under `prefix` ('' when nothing)."""
         return ""

@@ -88,8 +88,12 @@ KNOWN_VERSIONS = 1 << 16
 _TIMED_OUT = re.compile(r"TimedOut|kind: Timeout|timed out", re.IGNORECASE)
 
 
+def _is_lock_object(name: str) -> bool:
+    return name.startswith(LOCK_PREFIX)
+
+
 def _visible(path: str) -> bool:
-    return not path.rpartition("/")[2].startswith(LOCK_PREFIX)
+    return not _is_lock_object(path.rpartition("/")[2])
 
 
 # The process that first ran obstore: its tokio runtime's threads do not survive a fork, so a
@@ -594,6 +598,9 @@ class ObjectStore(Store):
                     raise self._error(keys[i], e) from e
 
     # -- listing ------------------------------------------------------------
+    def own_file(self, name: str) -> bool:
+        return _is_lock_object(name)
+
     def list_prefix(self, prefix: str) -> list[str]:
         prefix = validate_prefix(prefix)
         self.check_listing(prefix)

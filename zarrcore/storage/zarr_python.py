@@ -18,7 +18,7 @@ from zarr.abc.store import (
 )
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import _get_loop
-from zarr.storage import WrapperStore
+from zarr.storage import MemoryStore as ZarrMemoryStore, WrapperStore
 
 from ..concurrency import each, fan_out, run_bounded
 from ..config import config
@@ -212,9 +212,10 @@ class ZarrPythonStore(Store):
     Capabilities are the store's: read-only, writes, deletes, listing and consolidated
     metadata support. zarr-python stores have neither locks nor conditional writes; a
     read-modify-write locks through the zarrcore store over the same data below the
-    wrappers (a directory's file locks; a memory store's thread locks), or, in a writable
-    Icechunk session, locks out this process's threads (other writers use other sessions and
-    conflict at commit); otherwise it raises LockUnavailableError."""
+    wrappers (a directory's file locks), or, over data that only this process writes (a
+    zarr-python memory store; a writable Icechunk session, whose other writers use other
+    sessions and conflict at commit), locks out this process's threads; otherwise it raises
+    LockUnavailableError."""
 
     def __init__(self, store: ZarrStore, read_only: bool = False,
                  below: Store | None = None) -> None:
@@ -237,14 +238,18 @@ class ZarrPythonStore(Store):
         elif _is_fork(session):
             # (Forks in other processes cannot exclude each other: merging keeps the last.)
             self.merges_task_writes = True
-        elif session is not None:
+        elif session is not None or isinstance(inner, ZarrMemoryStore):
             self.supports_locks = self.process_local = True
         # Icechunk fails on a range past the end of a metadata document.
         self._clips_ranges = not _is_icechunk(inner)
         self._prototype = default_buffer_prototype()
 
     def _identity(self) -> Hashable:
-        return id(self.zarr_store) if self.below is None else self.below.identity
+        if self.below is not None:
+            return self.below.identity
+        inner = innermost(self.zarr_store)
+        # (Icechunk's session stores have no identity: one per store object.)
+        return id(inner._store_dict if isinstance(inner, ZarrMemoryStore) else self.zarr_store)
 
     def __repr__(self) -> str:
         words = " ".join(repr(self.zarr_store).split())
@@ -405,12 +410,18 @@ class ZarrPythonStore(Store):
         self.check_listing(prefix)
         below = prefix + "/" if prefix else ""
         keys = self._run(prefix, self._keys(self.zarr_store.list_prefix(below)))
-        return [key for key in keys if key.startswith(below) and key != below]
+        return [key for key in keys if key.startswith(below) and key != below
+                and not self._own_file(key.rpartition("/")[2])]
 
     def list_dir(self, prefix: str) -> list[str]:
         prefix = validate_prefix(prefix)
         self.check_listing(prefix)
-        return sorted(set(self._run(prefix, self._keys(self.zarr_store.list_dir(prefix)))))
+        names = self._run(prefix, self._keys(self.zarr_store.list_dir(prefix)))
+        return sorted({name for name in names if not self._own_file(name)})
+
+    def _own_file(self, name: str) -> bool:
+        """A file of the store below's own (its locks), which the zarr-python store lists."""
+        return self.below is not None and self.below.own_file(name)
 
 
 def as_zarr_store(store_or_node: Store | StoredNode, *,
