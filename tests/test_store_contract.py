@@ -1,7 +1,7 @@
 """The Store interface (zarrcore/storage/base.py) checked against every store: a directory,
 memory, a zip, S3 (moto) through obstore and through s3fs, fsspec's memory filesystem, an
-HTTP server (read only) and zarr-python stores through their API. Where stores legitimately differ, a test asks the store's
-capability flags, never its type."""
+HTTP server (read only) and zarr-python stores through their API. Where stores legitimately
+differ, a test asks the store's capability flags, never its type."""
 import os
 import pickle
 import threading

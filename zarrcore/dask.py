@@ -177,10 +177,12 @@ def _store_merged(sources: Sequence[da.Array], targets: Sequence[Array],
     if plain:
         writes = da.store([sources[i] for i in plain], [targets[i] for i in plain],
                           regions=[slices[i] for i in plain], lock=False, compute=False)
-    changes = [sources[i].map_blocks(_write_block, target=targets[i], region=slices[i],
-                                     chunks=(1,) * sources[i].ndim, dtype=object)
-               for i in merging]
-    computed, _ = dask.compute(changes, writes, **compute_kwargs)
+    # (dask leaves map_blocks and compute unannotated.)
+    changes = [da.map_blocks(  # type: ignore[no-untyped-call]
+        _write_block, sources[i], target=targets[i], region=slices[i],
+        chunks=(1,) * sources[i].ndim, dtype=object) for i in merging]
+    computed, _ = dask.base.compute(  # type: ignore[no-untyped-call]
+        changes, writes, **compute_kwargs)
     for i, found in zip(merging, computed):
         targets[i].store.merge_task_changes(np.asarray(found).ravel().tolist())
 

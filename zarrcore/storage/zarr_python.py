@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import errno
 from collections.abc import AsyncIterator, Awaitable, Hashable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from zarr.abc.store import (
     OffsetByteRequest, RangeByteRequest, Store as ZarrStore, SuffixByteRequest,
@@ -194,7 +194,7 @@ def _session(store: ZarrStore) -> Any:
     """The writable Icechunk session (Session or ForkSession) `store` writes into, or None.
     Its changes stay in this process until its caller commits them; writers of other
     sessions conflict at commit, not here."""
-    return store.session if _is_icechunk(store) and not store.read_only else None
+    return cast(Any, store).session if _is_icechunk(store) and not store.read_only else None
 
 
 def _is_fork(session: Any) -> bool:
@@ -285,7 +285,7 @@ class ZarrPythonStore(Store):
 
     def get_ranges(self, key: str, ranges: Sequence[ByteRange]) -> Sequence[ReadBytes] | None:
         got = self._run(key, self._fetch(validate_key(key), list(ranges)))
-        return None if got is None else list(got)
+        return None if got is None else list(cast("Sequence[ReadBytes]", got))
 
     def get_many(self, requests: Sequence[Request]) -> Iterator[tuple[int, Fetched]]:
         return each(fan_out(lambda r: self._guarded(r[0], self._fetch(validate_key(r[0]), r[1])),
@@ -328,10 +328,10 @@ class ZarrPythonStore(Store):
             return None
         except Exception as e:
             raise self._error(key, e) from e
-        if any(part is None for part in got):
-            return None
         parts: list[ReadBytes] = [b""] * len(requests)
         for (i, _), part in zip(asked, got):
+            if part is None:
+                return None
             parts[i] = _contents(part, copy)
         return parts
 
