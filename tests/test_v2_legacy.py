@@ -1,6 +1,7 @@
 """Zarr v2 data as zarr 2.x wrote it, read as zarr 2.18 reads it: compressor levels that
-matter only for writing, old fill values of string and object arrays, delta on bool, and
-arrays of Python objects (json2, msgpack2, vlen-array, pickle, categorize).
+matter only for writing, old fill values of string and object arrays, delta on bool, json2 on
+int32 and fixed-width text, and arrays of Python objects (json2, msgpack2, vlen-array, pickle,
+categorize).
 
 The fixtures in data/zarr218_legacy were written by zarr 2.18 (data/zarr218_legacy/make.py),
 each with `expected.npy` or, for object arrays, `expected.json`: the values zarr 2.18 reads.
@@ -21,7 +22,7 @@ ARRAY_CASES = [c for c in CASES if c not in OBJECT_CASES]
 
 
 def test_every_fixture_is_here():
-    assert (len(ARRAY_CASES), len(OBJECT_CASES)) == (11, 6)
+    assert (len(ARRAY_CASES), len(OBJECT_CASES)) == (13, 6)
 
 
 @pytest.fixture
@@ -92,7 +93,11 @@ def test_object_arrays_written_decode_with_numcodecs(tmp_path, case):
 
 @pytest.mark.parametrize("case, garbage", [("json2", b"[1, 2"), ("json2", b'[1, "|O", [3]]'),
                                            ("msgpack2", b"\xc1"), ("vlen_array", b"\x05\x00"),
-                                           ("pickle", b"not a pickle")])
+                                           ("pickle", b"not a pickle"),
+                                           ("json2_int32", b'[1,2,"|O",[2]]'),
+                                           ("json2_int32", b'[1,"x","<i4",[2]]'),
+                                           ("json2_int32", b'[1,2,3,"<i4",[3]]'),
+                                           ("json2_unicode", b'["a","b","<i8",[2]]')])
 def test_garbage_object_chunks_raise(tmp_path, case, garbage, pickles_allowed):
     path = tmp_path / case
     shutil.copytree(os.path.join(FIXTURES, case), path)
@@ -135,10 +140,10 @@ def test_reads_as_zarr_2_18(case):
     np.testing.assert_array_equal(got, expected)
 
 
-@pytest.mark.parametrize("case", ["base64", "delta_timedelta"])
+@pytest.mark.parametrize("case", ["base64", "delta_timedelta", "json2_int32", "json2_unicode"])
 def test_writes_what_numcodecs_reads(tmp_path, case):
-    """base64 and delta on timedeltas, written as zarr 2.18 writes them: the same .zarray and
-    the same chunk bytes for the same values."""
+    """base64, delta on timedeltas and json2 on int32 and U3, written as zarr 2.18 writes
+    them: the same .zarray and the same chunk bytes for the same values."""
     source = os.path.join(FIXTURES, case)
     dest = str(tmp_path / case)
     shutil.copytree(source, dest)

@@ -69,7 +69,28 @@ cdef object take_encoded(zc_shard_job *j, int64_t t):
     return memoryview(chunk)
 
 
-cdef class ShardJob:
+cdef class _CompiledJob:
+    """The compiled job ShardJob and ChunkWaves hand to the pool's workers."""
+
+    cdef zc_shard_job j
+
+    def __cinit__(self):
+        memset(&self.j, 0, sizeof(zc_shard_job))
+
+    def work_read(self):
+        with nogil:
+            zc_shard_read_worker(&self.j)
+
+    def work_write(self):
+        with nogil:
+            zc_shard_write_worker(&self.j)
+
+    def stop(self):
+        """Let the workers take no further chunk: those in progress are finished (Ctrl-C)."""
+        stop_claims(&self.j.failed)
+
+
+cdef class ShardJob(_CompiledJob):
     """Decode (`work_read`) or encode (`work_write`) the inner chunks a selection touches.
 
     `settings` is the inner chain's CodecChain.native_form(); `src` holds, per C-order inner
@@ -77,13 +98,11 @@ cdef class ShardJob:
     the caller's array (with `data_strides` per shard axis, 0 for integer-indexed ones).
     """
 
-    cdef zc_shard_job j
     cdef Py_buffer *views
     cdef Py_ssize_t nviews
     cdef object _keep
 
     def __cinit__(self):
-        memset(&self.j, 0, sizeof(zc_shard_job))
         self.views = NULL
         self.nviews = 0
 
@@ -130,18 +149,6 @@ cdef class ShardJob:
     def ntasks(self):
         return self.j.ntasks
 
-    def work_read(self):
-        with nogil:
-            zc_shard_read_worker(&self.j)
-
-    def work_write(self):
-        with nogil:
-            zc_shard_write_worker(&self.j)
-
-    def stop(self):
-        """Let the workers take no further chunk: those in progress are finished (Ctrl-C)."""
-        stop_claims(&self.j.failed)
-
     def encoded(self):
         """(inner chunk index, its encoding as take_encoded gives it) per task, after
         `work_write`."""
@@ -156,7 +163,7 @@ cdef class ShardJob:
         return exc, zc_shard_task_chunk(&self.j, self.j.failed_task)
 
 
-cdef class ChunkWaves:
+cdef class ChunkWaves(_CompiledJob):
     """The chunks a selection touches, whose encoded bytes arrive piece by piece (from
     Store.get_many), decoded (`work_read`) or encoded (`work_write`) by compiled workers in
     waves: `add` points tasks at their bytes in an arrived buffer, `run` lists the tasks the
@@ -169,12 +176,8 @@ cdef class ChunkWaves:
     given bytes reads as fill (its chunk is not stored) and is encoded from fill.
     """
 
-    cdef zc_shard_job j
     cdef list _pinned
     cdef object _keep, _listed
-
-    def __cinit__(self):
-        memset(&self.j, 0, sizeof(zc_shard_job))
 
     def __init__(self, settings, chunk_shape, grid, plans, data, write_empty_chunks=False,
                  points=None):
@@ -234,18 +237,6 @@ cdef class ChunkWaves:
             raise ValueError("task out of range")
         self._listed = listed
         return t.shape[0]
-
-    def work_read(self):
-        with nogil:
-            zc_shard_read_worker(&self.j)
-
-    def work_write(self):
-        with nogil:
-            zc_shard_write_worker(&self.j)
-
-    def stop(self):
-        """Let the workers take no further chunk: those in progress are finished (Ctrl-C)."""
-        stop_claims(&self.j.failed)
 
     def encoded(self):
         """Per task of the last wave (after `work_write`): its encoding (a read-only

@@ -221,6 +221,55 @@ cdef AxisPlan _slice_plan(int64_t start, int64_t stop, int64_t step, int64_t chu
     return plan
 
 
+cdef inline int64_t _chunk_of(const int64_t[::1] bounds, int64_t x) noexcept:
+    """The chunk holding position `x` of an axis of chunk `bounds` (0 first, ascending)."""
+    cdef int64_t lo = 0, hi = bounds.shape[0] - 1, mid
+    while hi - lo > 1:  # bounds[lo] <= x < bounds[hi]
+        mid = (lo + hi) // 2
+        if bounds[mid] <= x:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def bounded_int_plan(int64_t i, const int64_t[::1] bounds, int64_t dim_len):
+    """int_plan over an axis of chunks of their own lengths (`bounds`: 0, then each
+    chunk's end)."""
+    plan = AxisPlan(False)
+    cdef int64_t c = _chunk_of(bounds, i)
+    plan.add(c, i - bounds[c], None, min(bounds[c + 1], dim_len) - bounds[c] == 1, 1)
+    return plan
+
+
+def bounded_slice_plan(int64_t start, int64_t stop, int64_t step, const int64_t[::1] bounds,
+                       int64_t dim_len):
+    """slice_plan over an axis of chunks of their own lengths (`bounds`): the same pieces,
+    one per chunk touched, each found by a binary search (a step may skip chunks)."""
+    plan = AxisPlan(True)
+    cdef int64_t n = _slice_len(start, stop, step)
+    if n == 0:
+        return plan
+    cdef bint reverse = step < 0
+    if reverse:
+        start, step = start + (n - 1) * step, -step
+    cdef int64_t j0 = 0, x, c, lo, hi, count, extent
+    while j0 < n:
+        x = start + j0 * step
+        c = _chunk_of(bounds, x)
+        lo, hi = bounds[c], bounds[c + 1]
+        count = min(n - j0, (hi - 1 - x) // step + 1)
+        extent = min(hi, dim_len) - lo
+        if reverse:
+            o = slice(n - 1 - j0, (n - 1 - j0 - count) if j0 + count < n else None, -1)
+        else:
+            o = slice(j0, j0 + count, 1)
+        plan.add(c, slice(x - lo, x - lo + (count - 1) * step + 1, step), o,
+                 x == lo and count == extent and (step == 1 or count == 1), count)
+        j0 += count
+    return plan
+
+
 cdef class PointGroups:
     """Points grouped by chunk. Sorted point k is input point order[k] (order is None when the
     points already come chunk by chunk); group g is sorted points offsets[g]..offsets[g+1], in

@@ -21,9 +21,10 @@ from .creation import (
     check_mode, codec_list, data_type_for, fill_value_for, normalize_chunks, normalize_shape,
     prepare_path, shard_codecs, split_codecs, store_mode,
 )
-from .errors import NodeNotFoundError, SelectionError, ShapeMismatchError
+from .errors import ArrayNotFoundError, NodeNotFoundError, SelectionError, ShapeMismatchError
 from .metadata import ArrayMetadataV2, ArrayMetadataV3, ChunkKeyEncoding
 from .metadata.common import check_attributes
+from .metadata.grid import AxisChunks, ChunkGrid, grid_from_spelling, rectilinear_spelling
 from .metadata.v3 import default_codecs
 from .indexing import (
     BasicIndexer, BlockIndexer, OrthogonalIndexer, coordinate_indexer, mask_indexer,
@@ -85,7 +86,7 @@ class Array(nodes.Node):
             self._store, self._path, metadata.chunk_key, metadata.chunk_shape,
             metadata.dtype, self._read_fill_value(metadata), codecs, where,
             key_layout=self._key_layout(metadata), array_shape=metadata.shape,
-            write_empty_chunks=self._config["write_empty_chunks"],
+            write_empty_chunks=self._config["write_empty_chunks"], grid=metadata.grid,
         )
 
     @staticmethod
@@ -134,15 +135,41 @@ class Array(nodes.Node):
         return self._chunks.partial
 
     @property
-    def chunks(self) -> tuple[int, ...]:
-        """The chunk shape; the inner chunk shape when sharded."""
+    def chunks(self) -> Any:
+        """The chunk shape; the inner chunk shape when sharded. On a rectilinear grid of
+        chunks, per axis the edge lengths of its chunks within the shape (dask's form)."""
         sharding = self._sharding
-        return sharding.chunk_shape if sharding else tuple(self._metadata.chunk_shape)
+        return sharding.chunk_shape if sharding else self._block_shape()
 
     @property
-    def shards(self) -> tuple[int, ...] | None:
-        """The shard shape, or None when the array is not sharded."""
-        return tuple(self._metadata.chunk_shape) if self._sharding else None
+    def shards(self) -> Any:
+        """The shard shape (per axis its shards' edge lengths on a rectilinear grid of
+        shards), or None when the array is not sharded."""
+        return self._block_shape() if self._sharding else None
+
+    def _block_shape(self) -> Any:
+        """The shape of the stored blocks, or per axis their edge lengths when rectilinear."""
+        grid = self._chunks.grid
+        if grid.is_regular:
+            return tuple(self._metadata.chunk_shape)
+        return tuple(grid.edge_lengths(d) for d in range(self.ndim))
+
+    @property
+    def chunk_grid(self) -> ChunkGrid:
+        """Where each stored block (chunk, or shard when sharded) lies (metadata/grid.py)."""
+        return self._chunks.grid
+
+    @property
+    def read_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
+        """The sizes along each axis of the chunks reads decode (inner chunks when sharded),
+        the last cut to the shape: dask's form of chunks (zarr-python 3.4's)."""
+        return _axis_sizes(self.shape, self.chunks)
+
+    @property
+    def write_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
+        """The sizes along each axis of the stored chunks (shards when sharded), the last
+        cut to the shape (zarr-python 3.4's)."""
+        return _axis_sizes(self.shape, storage_block(self))
 
     @property
     def ndim(self) -> int:
@@ -265,7 +292,12 @@ class Array(nodes.Node):
     @property
     def cdata_shape(self) -> tuple[int, ...]:
         """The number of chunks (inner chunks when sharded) along each axis."""
-        return tuple(math.ceil(s / c) for s, c in zip(self.shape, self.chunks))
+        grid = self._chunks.grid
+        if grid.is_regular:
+            return tuple(math.ceil(s / c) for s, c in zip(self.shape, self.chunks))
+        inner = self.chunks if self._sharding else (1,) * self.ndim
+        return tuple(sum(-(-e // c) for e in grid.edge_lengths(d)) if self._sharding
+                     else len(grid.edge_lengths(d)) for d, c in enumerate(inner))
 
     @property
     def nchunks(self) -> int:
@@ -280,8 +312,13 @@ class Array(nodes.Node):
     @property
     def nchunks_initialized(self) -> int:
         """Stored chunks; for a sharded array, stored shards times chunks per shard."""
-        per_shard = math.prod(self.shards) // math.prod(self.chunks) if self.shards else 1
-        return len(self._stored_chunk_keys()) * per_shard
+        sharding = self._sharding
+        if sharding is None:
+            return len(self._stored_chunk_keys())
+        grid = self._chunks.grid
+        return sum(math.prod(s // c for s, c in zip(grid.chunk_shape_at(coords),
+                                                     sharding.chunk_shape))
+                   for coords in self._stored_block_coords())
 
     def nbytes_stored(self) -> int:
         """The bytes of the array's stored chunks or shards (its metadata not counted).
@@ -311,8 +348,9 @@ class Array(nodes.Node):
 
     @property
     def config(self) -> dict[str, Any]:
-        """This array's own settings: `write_empty_chunks` (None: follow zarrcore.config) and
-        `order` (the memory order of what reads of a v3 array return)."""
+        """This array's own settings: `write_empty_chunks` (None: follow zarrcore.config),
+        `read_missing_chunks` when given (else zarrcore.config's applies) and `order` (the
+        memory order of what reads of a v3 array return)."""
         return dict(self._config)
 
     def with_config(self, config: Mapping[str, Any]) -> Array:
@@ -322,9 +360,12 @@ class Array(nodes.Node):
         ----------
         config : Mapping
             `write_empty_chunks`: store chunks that hold only the fill value (True) or leave
-            them out (False); None follows `zarrcore.config`. `order`: "C" or "F", the
-            memory order of the arrays reads return (v3; a v2 array's stored order decides
-            for it, as in zarr-python); None takes `zarrcore.config.array_order`.
+            them out (False); None follows `zarrcore.config`. `read_missing_chunks`: read
+            chunks that are not stored as the fill value (True), or raise
+            ChunkNotFoundError naming them (False); None follows `zarrcore.config`.
+            `order`: "C" or "F", the memory order of the arrays reads return (v3; a v2
+            array's stored order decides for it, as in zarr-python); None takes
+            `zarrcore.config.array_order`.
 
         Returns
         -------
@@ -423,9 +464,10 @@ class Array(nodes.Node):
         self._write(numpy_indexer(selection, self.shape, self._grid), value, fields)
 
     @property
-    def _grid(self) -> tuple[int, ...]:
-        """The shape of the stored objects the pipeline reads: shards when sharded."""
-        return self._chunks.chunk_shape
+    def _grid(self) -> tuple[AxisChunks, ...]:
+        """Per axis the stored objects the pipeline reads (shards when sharded): their length,
+        or their boundaries on a rectilinear grid."""
+        return self._chunks.grid.axes
 
     @property
     def oindex(self) -> _Selector:
@@ -680,7 +722,7 @@ class Array(nodes.Node):
         ShapeMismatchError
             `out` is not of the selection's shape.
         """
-        indexer = BlockIndexer(selection, self.shape, self.shards or self.chunks, self._grid)
+        indexer = BlockIndexer(selection, self.shape, self._grid, self._grid)
         return self._read(indexer, out, fields)
 
     def set_block_selection(self, selection: Selection, value: npt.ArrayLike,
@@ -705,12 +747,15 @@ class Array(nodes.Node):
         ReadOnlyError
             The array is read-only.
         """
-        indexer = BlockIndexer(selection, self.shape, self.shards or self.chunks, self._grid)
+        indexer = BlockIndexer(selection, self.shape, self._grid, self._grid)
         self._write(indexer, value, fields)
 
     def _fill_buffer(self, indexer: Any, buffer: np.ndarray) -> np.ndarray:
         """Read the selection into `buffer` (shape indexer.drop_shape), in the indexer's order."""
         if buffer.size:
+            read_missing = self._config.get("read_missing_chunks")
+            if not (global_config.read_missing_chunks if read_missing is None else read_missing):
+                self._chunks.check_stored(indexer)
             self._chunks.read(indexer, buffer)
         return buffer
 
@@ -767,7 +812,7 @@ class Array(nodes.Node):
         if indexer.nitems:
             self._chunks.write(indexer, indexer.permute(value))
 
-    def native_handle(self, cache_bytes: int = 0) -> Any:
+    def native_handle(self, cache_bytes: int = 0) -> ArrayHandle:
         """A handle for reading and writing regions of this array from compiled code, on
         threads without the GIL (zarrcore/array_api.h, zarrcore/array_api.pxd).
 
@@ -838,26 +883,29 @@ class Array(nodes.Node):
             raise ValueError(f"new shape {new_shape} does not fit a {len(old_shape)}-d array")
         # Each step changes only what the shape stored at that moment does not show, so an
         # interrupted resize leaves the old array or the new one.
+        # A rectilinear grid keeps its chunks and gains one reaching a grown extent: the new
+        # shape's grid holds every chunk of the old one.
+        resized = current.evolve(shape=new_shape)
         if any(n > o for n, o in zip(new_shape, old_shape)):
-            self._clear_outside(old_shape, new_shape)
-        self._store_metadata(current.evolve(shape=new_shape))
+            self._clear_outside(old_shape, new_shape, resized.grid)
+        self._store_metadata(resized)
         if any(n < o for n, o in zip(new_shape, old_shape)):
-            self._clear_outside(new_shape, old_shape)
+            self._clear_outside(new_shape, old_shape, resized.grid)
 
-    def _clear_outside(self, kept: tuple[int, ...], extent: tuple[int, ...]) -> None:
+    def _clear_outside(self, kept: tuple[int, ...], extent: tuple[int, ...],
+                       grid: ChunkGrid) -> None:
         """Leave no stored data outside the box `kept` (from the origin): the storage blocks
-        (shards or chunks) wholly outside it are deleted, the rest of those partly outside
-        reset to fill (ChunkEngine.reset_outside). Looks at the blocks over `extent` that reach
-        outside `kept` when they are few, else at every stored block."""
-        for coords in self._blocks_outside(kept, extent):
+        (shards or chunks of `grid`) wholly outside it are deleted, the rest of those partly
+        outside reset to fill (ChunkEngine.reset_outside). Looks at the blocks over `extent`
+        that reach outside `kept` when they are few, else at every stored block."""
+        for coords in self._blocks_outside(kept, extent, grid):
             self._chunks.reset_outside(coords, kept)
 
-    def _blocks_outside(self, kept: tuple[int, ...],
-                        extent: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
-        """Coordinates of stored blocks that may hold data outside the box `kept`."""
-        grid = self._grid
-        counts = [-(-e // g) for e, g in zip(extent, grid)]
-        inside = [min(k // g, n) for k, g, n in zip(kept, grid, counts)]
+    def _blocks_outside(self, kept: tuple[int, ...], extent: tuple[int, ...],
+                        grid: ChunkGrid) -> Iterator[tuple[int, ...]]:
+        """Coordinates of stored blocks of `grid` that may hold data outside the box `kept`."""
+        counts = list(grid.resized(extent).grid_shape)
+        inside = [min(grid.chunks_within(d, k), n) for d, (k, n) in enumerate(zip(kept, counts))]
         if math.prod(counts) - math.prod(inside) <= _ENUMERATE_BLOCKS_MAX:
             for axis in range(self.ndim):
                 # Inside on the axes before `axis`, outside on it, anywhere after it.
@@ -867,12 +915,17 @@ class Array(nodes.Node):
                     if self._store.exists(self._chunks.key(coords)):
                         yield coords
             return
+        for coords in self._stored_block_coords():
+            ends = [grid.chunk_end(d, c) for d, c in enumerate(coords)]
+            if any(e is None or e > k for e, k in zip(ends, kept)):
+                yield coords
+
+    def _stored_block_coords(self) -> Iterator[tuple[int, ...]]:
+        """The grid indices of the stored blocks (chunks, or shards), from a listing."""
         head = len(self._path) + 1 if self._path else 0
         for key in self._stored_chunk_keys():
             coords = tuple(int(c) for c in re.findall(r"\d+", key[head:]))
-            if len(coords) != self.ndim or self._chunks.key(coords) != key:
-                continue
-            if any((c + 1) * g > k for c, g, k in zip(coords, grid, kept)):
+            if len(coords) == self.ndim and self._chunks.key(coords) == key:
                 yield coords
 
     def append(self, data: npt.ArrayLike, axis: int = 0) -> tuple[int, ...]:
@@ -930,12 +983,11 @@ class Array(nodes.Node):
         tuple of (tuple of int, tuple of slice)
             A block's coordinates in the grid, and the region of the array it holds.
         """
-        blocks = self.shards or self.chunks
-        grid = [-(-s // b) for s, b in zip(self.shape, blocks)]
-        for coords in itertools.product(*(range(n) for n in grid)):
-            yield coords, tuple(
-                slice(c * b, min((c + 1) * b, s)) for c, b, s in zip(coords, blocks, self.shape)
-            )
+        grid = self._chunks.grid
+        bounds = [grid.bounds(d) for d in range(self.ndim)]
+        for coords in itertools.product(*(range(len(b)) for b in bounds)):
+            yield coords, tuple(slice(b[c][0], min(b[c][1], s))
+                                for c, b, s in zip(coords, bounds, self.shape))
 
 
 def _read_arrays(value: Any) -> Any:
@@ -966,6 +1018,12 @@ def _apply(func: Callable[..., Any], args: Any, kwargs: Any, foreign: Sequence[t
     return NotImplemented
 
 
+def _axis_sizes(shape: Sequence[int], block: Sequence[int]) -> tuple[tuple[int, ...], ...]:
+    """Per axis, the sizes of the blocks of shape `block` tiling `shape`, the last cut."""
+    return tuple(tuple(min(b, s - start) for start in range(0, s, b))
+                 for s, b in zip(shape, block))
+
+
 def storage_block(array: Array) -> tuple[int, ...]:
     """The shape of what `array` stores whole: the shard shape when sharded, else the chunk
     shape."""
@@ -990,8 +1048,19 @@ def as_dask(array: Array, chunks: Any = None, name: str | None = None,
 
 
 def arrays_as_dask(value: Any) -> Any:
-    """`value` with every zarrcore Array in it (also in lists, tuples and dicts) as a dask
-    array of it (from_zarr's default chunks)."""
+    """`value` with every zarrcore Array in it as a dask array of it.
+
+    Parameters
+    ----------
+    value : object
+        An Array, or lists, tuples and dicts holding some; anything else is left as it is.
+
+    Returns
+    -------
+    object
+        `value`, each Array in it a dask array with `zarrcore.dask.from_zarr`'s default
+        chunks.
+    """
     if isinstance(value, Array):
         return as_dask(value)
     if isinstance(value, (list, tuple)):
@@ -1133,24 +1202,29 @@ def _config_items(config: Any) -> dict[str, Any]:
         return {}
     if isinstance(config, Mapping):
         return dict(config)
-    return {name: getattr(config, name) for name in ("write_empty_chunks", "order")
-            if hasattr(config, name)}
+    return {name: getattr(config, name) for name in _ARRAY_SETTINGS if hasattr(config, name)}
+
+
+_ARRAY_SETTINGS = ("write_empty_chunks", "read_missing_chunks", "order")
 
 
 def _array_config(config: Any) -> dict[str, Any]:
     """An array's own settings, checked, from `_config_items`' forms; an order not given is
     zarrcore.config's now (zarr-python's "array.order" when the array is opened)."""
     config = _config_items(config)
-    unknown = set(config) - {"write_empty_chunks", "order"}
+    unknown = set(config) - set(_ARRAY_SETTINGS)
     if unknown:
         raise TypeError(f"unknown array config {sorted(unknown)}")
-    write_empty = config.get("write_empty_chunks")
+    write_empty, read_missing = (config.get("write_empty_chunks"),
+                                 config.get("read_missing_chunks"))
     order = config.get("order")
     if order not in (None, "C", "F"):
         raise ValueError(f"array config: order must be 'C' or 'F', not {order!r}")
     if order is None:
         order = global_config.array_order
+    # read_missing_chunks only when given: None follows zarrcore.config.
     return {"write_empty_chunks": None if write_empty is None else bool(write_empty),
+            **({} if read_missing is None else {"read_missing_chunks": bool(read_missing)}),
             "order": order}
 
 
@@ -1255,6 +1329,21 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
     data_type = data_type_for(dtype, zarr_format, filters, compressors)
     np_dtype = data_type.numpy_dtype
     auto_chunks = chunks is None or (isinstance(chunks, str) and chunks == "auto")
+    # Edge lengths per axis (zarr-python 3.4's spelling) of chunks, or of shards.
+    grid = None
+    if rectilinear_spelling(chunks) or rectilinear_spelling(shards):
+        if zarr_format != 3:
+            raise ValueError("rectilinear chunk grids need zarr_format=3")
+        if shards is not None and rectilinear_spelling(chunks):
+            raise ValueError("sharded arrays take rectilinear shards=, and regular chunks=")
+        field = "shards" if shards is not None else "chunks"
+        grid = grid_from_spelling(shards if shards is not None else chunks, shape, field)
+        if shards is not None:
+            shards = grid.max_chunk_shape
+        else:
+            chunks = grid.max_chunk_shape
+        if grid.is_regular:
+            grid = None
     chunks = normalize_chunks(chunks, shape, np_dtype.itemsize)
     if order not in (None, "C", "F"):
         raise ValueError(f"order must be 'C' or 'F', not {order!r}")
@@ -1273,15 +1362,19 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
         )
     elif zarr_format == 3:
         fill = fill_value_for(data_type, fill_value)
-        serializers = codec_list(serializer, default_codecs(data_type))
         codecs = [
-            *codec_list(filters, []),
-            *serializers,
-            *codec_list(compressors, [ZstdCodec(level=0, checksum=False)]),
+            *codec_list(filters, [], "filters"),
+            *codec_list(serializer, default_codecs(data_type), "serializer"),
+            *codec_list(compressors, [ZstdCodec(level=0, checksum=False)], "compressors"),
         ]
         if shards is not None:
             codecs, chunks = shard_codecs(codecs, chunks, shards, shape, np_dtype.itemsize,
                                           auto_chunks)
+            inner = codecs[0].chunk_shape
+            for d, spec in enumerate(grid.specs if grid else ()):
+                if not isinstance(spec, int) and any(e % inner[d] for e in spec):
+                    raise ValueError(f"the shards' edge lengths {spec} along axis {d} "
+                                     f"must be multiples of the chunk length {inner[d]}")
         chain = CodecChain(codecs, ChunkSpec(chunks, np_dtype, fill))
         if isinstance(chunk_key_encoding, dict) or chunk_key_encoding is None:
             cke_json = dict(chunk_key_encoding or {"name": "default"})
@@ -1299,6 +1392,7 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
             shape=shape, data_type=data_type, chunk_shape=chunks, chunk_key_encoding=cke,
             fill_value=fill, codecs=chain.to_json(), attributes=dict(attributes or {}),
             dimension_names=dimension_names, storage_transformers=[], extra={},
+            chunk_grid=grid,
         )
     else:
         raise ValueError(f"zarr_format must be 2 or 3, not {zarr_format!r}")
@@ -1458,7 +1552,8 @@ def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = N
     storage_options : dict, optional
         Options of the store a URL names (credentials, endpoint, timeouts...).
     **kwargs
-        For creating, as `create_array` takes them (`shape`, `dtype`, ...).
+        For creating, as `create_array` takes them (`shape`, `dtype`, ...); `config` is the
+        array's own settings when it exists too.
 
     Returns
     -------
@@ -1469,9 +1564,9 @@ def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = N
     ValueError
         An unknown mode.
     NodeNotFoundError
-        No array there (nothing, or a group) and none to create.
+        No array there and none to create (ArrayNotFoundError: a group is there).
     NodeExistsError
-        Something at the path in mode w-.
+        Something at the path in mode w- (ContainsArrayError, ContainsGroupError).
     """
     check_mode(mode)
     path = nodes.normalize_path(path if path is not None else name)
@@ -1487,8 +1582,8 @@ def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = N
             return create_array(store, name=path, zarr_format=zarr_format or 3, **kwargs)
         raise
     if metadata.node_type != "array":
-        raise NodeNotFoundError(f"the node at path {path!r} is a group, not an array")
-    return Array(store, path, metadata, read_only=(mode == "r"))
+        raise ArrayNotFoundError(f"the node at path {path!r} is a group, not an array")
+    return Array(store, path, metadata, read_only=(mode == "r"), config=kwargs.get("config"))
 
 
 def array(data: npt.ArrayLike, store: StoreLike = None, **kwargs: Any) -> Array:

@@ -75,7 +75,8 @@ def _default_pool_bytes() -> int:
 class Config:
     """Process-wide settings. Attribute reads are cheap; `set` validates.
 
-    The options, each an attribute: `num_threads`, `write_empty_chunks`, `array_order`,
+    The options, each an attribute: `num_threads`, `write_empty_chunks`,
+    `read_missing_chunks`, `array_order`,
     `shard_write_order`, `confine_local_stores`, `allow_pickle`, `buffer_pool_bytes`,
     `io_concurrency`, `io_timeout`, `io_retries`, `lock_timeout`, `max_dimensions`,
     `max_chunk_bytes` and `max_shard_index_entries`; the module's documentation names their
@@ -90,6 +91,9 @@ class Config:
     def __init__(self) -> None:
         self.num_threads = _env_int("ZARRCORE_NUM_THREADS", os.cpu_count() or 1, 1)
         self.write_empty_chunks = False
+        # Reads fill chunks that are not stored with the fill value; when False they raise
+        # ChunkNotFoundError instead (zarr-python 3.4's "array.read_missing_chunks").
+        self.read_missing_chunks = True
         # The memory order ("C" or "F") of what reads return, for v3 arrays opened or created
         # without an order of their own (their `config`), and the order new v2 arrays store
         # when `order` is not given: zarr-python's "array.order".
@@ -137,9 +141,9 @@ class Config:
     def set(self, options: Mapping[str, Any] | None = None, **kwargs: Any) -> _Restore:
         """Set options, given as a dict, as keywords or both.
 
-        zarr-python's names ("array.write_empty_chunks", "array.order",
-        "threading.max_workers", "async.concurrency", "async.timeout") work too. Nothing
-        changes when one is invalid.
+        zarr-python's names ("array.write_empty_chunks", "array.read_missing_chunks",
+        "array.allow_unsafe_pickle_decode", "array.order", "threading.max_workers",
+        "async.concurrency", "async.timeout") work too. Nothing changes when one is invalid.
 
         Parameters
         ----------
@@ -203,8 +207,8 @@ class Config:
             least = 0 if name in ("io_retries", "buffer_pool_bytes") else 1
             if value < least:
                 raise ValueError(f"{name} must be >= {least}")
-        elif name in ("write_empty_chunks", "confine_local_stores", "allow_pickle",
-                      "unsafe_partial_writes"):
+        elif name in ("write_empty_chunks", "read_missing_chunks", "confine_local_stores",
+                      "allow_pickle", "unsafe_partial_writes"):
             value = bool(value)
         elif name == "array_order":
             if value not in ("C", "F"):
@@ -249,13 +253,16 @@ class Config:
 
 
 _OPTIONS = frozenset([
-    "num_threads", "write_empty_chunks", "array_order", "shard_write_order",
+    "num_threads", "write_empty_chunks", "read_missing_chunks", "array_order",
+    "shard_write_order",
     "confine_local_stores", "allow_pickle", "unsafe_partial_writes", "buffer_pool_bytes",
     "io_concurrency", "io_timeout", "io_retries", "lock_timeout", *LIMITS,
 ])
 # zarr-python's names of the options that mean the same here.
 _ALIASES = {
     "array.write_empty_chunks": "write_empty_chunks",
+    "array.read_missing_chunks": "read_missing_chunks",
+    "array.allow_unsafe_pickle_decode": "allow_pickle",
     "array.order": "array_order",
     "threading.max_workers": "num_threads",
     "async.concurrency": "io_concurrency",

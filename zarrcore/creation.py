@@ -12,7 +12,7 @@ from . import nodes
 from .codecs import ArrayArrayCodec, ArrayBytesCodec, codec_from_json
 from .codecs.sharding import ShardingCodec
 from .codecs.v2 import object_data_type
-from .errors import NodeExistsError, ObjectDataTypeError
+from .errors import ObjectDataTypeError
 from .metadata import dtype_from_numpy
 
 if TYPE_CHECKING:
@@ -103,20 +103,21 @@ def shard_codecs(codecs: list[Any], chunks: tuple[int, ...], shards: Any, shape:
     return [ShardingCodec(chunks, codecs, index_location=index_location)], shard_shape
 
 
-def codec_list(value: Any, default: Iterable[Any]) -> list[Any]:
+def codec_list(value: Any, default: Iterable[Any], where: str) -> list[Any]:
+    """create_array's codecs of one stage (`where`: "filters", "serializer", "compressors"),
+    built; "auto" is `default`."""
     if value is None:
         return []
     if isinstance(value, str) and value == "auto":
         return list(default)
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    return [value]
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    return [codec_from_json(v, where) for v in values]
 
 
 def prepare_path(store: Store, path: str, mode_overwrite: bool) -> None:
     if nodes.node_exists(store, path):
         if not mode_overwrite:
-            raise NodeExistsError(f"a node already exists at path {path!r} in {store!r}")
+            raise nodes.existing_node_error(store, path)
         store.delete_prefix(path)  # the node's metadata keys too: they lie under `path`/
 
 
@@ -144,7 +145,7 @@ def split_codecs(codecs: Iterable[Any]) -> dict[str, Any]:
     """A whole v3 codec list as create_array's filters, serializer and compressors."""
     stages: dict[str, list[Any]] = {"filters": [], "serializer": [], "compressors": []}
     for codec in codecs:
-        built = codec_from_json(codec.to_dict() if hasattr(codec, "to_dict") else codec)
+        built = codec_from_json(codec)
         stage = ("filters" if isinstance(built, ArrayArrayCodec) else
                  "serializer" if isinstance(built, ArrayBytesCodec) else "compressors")
         stages[stage].append(built)

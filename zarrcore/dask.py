@@ -40,10 +40,33 @@ def _open(array_or_url: Array | StoreLike, path: str | None,
 def from_zarr(array_or_url: Array | StoreLike, chunks: Any = None, *, path: str | None = None,
               storage_options: dict[str, Any] | None = None, name: str | None = None,
               inline_array: bool = False) -> da.Array:
-    """A dask array reading `array_or_url` (a zarrcore Array, or a path, URL or store holding
-    one at `path`). `chunks` default to the shard shape when sharded, else the chunk shape;
-    the task names follow from the store, the path and the metadata, so the same array gives
-    the same graph in every process."""
+    """A dask array reading a zarrcore array.
+
+    The task names follow from the store, the path and the metadata, so the same array gives
+    the same graph in every process.
+
+    Parameters
+    ----------
+    array_or_url : Array, str, os.PathLike, URL, dict or Store
+        A zarrcore Array, or where one is (at `path`).
+    chunks : optional
+        The dask chunks, in any form `dask.array.from_array` takes; default: the shard shape
+        when sharded, else the chunk shape.
+    path : str, optional
+        The array's path in the store `array_or_url` names.
+    storage_options : dict, optional
+        Options of the store a URL names.
+    name : str, optional
+        The dask array's name; default: one derived from the array's store, path and
+        metadata.
+    inline_array : bool, default False
+        Put the array in each task rather than once in the graph, as `dask.array.from_array`.
+
+    Returns
+    -------
+    dask.array.Array
+        Reads the array's shards (or chunks) when computed.
+    """
     darr: da.Array = as_dask(_open(array_or_url, path, storage_options, "r"), chunks, name,
                              inline_array)
     return darr
@@ -135,11 +158,31 @@ def check_tasks_reach(targets: Sequence[Any], sources: Sequence[Any],
 def store(sources: Sequence[da.Array], targets: Sequence[Array],
           regions: Sequence[Region | None] | None = None, *, compute: bool = True,
           **compute_kwargs: Any) -> Delayed | None:
-    """Write each dask array of `sources` into the zarrcore Array of `targets` (at the slices
-    of `regions`, default the whole array), every block from the task that holds it; with
-    `compute` False, a dask Delayed of all the writes. A target in a store that lives in
-    this process only (a memory store) is refused, before any task runs, when the scheduler
-    (the one active now, with `compute` False) runs tasks in other processes."""
+    """Write dask arrays into zarrcore Arrays, every block from the task that holds it.
+
+    A target in a store that lives in this process only (a memory store) is refused, before
+    any task runs, when the scheduler (the one active now, with `compute` False) runs tasks in
+    other processes.
+
+    Parameters
+    ----------
+    sources : sequence of dask.array.Array
+        The data to write.
+    targets : sequence of Array
+        The zarrcore Array each source is written to.
+    regions : sequence of (sequence of slice or None), optional
+        Where each source goes in its target: slices of the leading axes (the others whole);
+        None, or no `regions`: the whole array.
+    compute : bool, default True
+        Write now; False: return the writes as one dask Delayed.
+    **compute_kwargs
+        Options of dask's compute (`scheduler`, ...).
+
+    Returns
+    -------
+    dask.delayed.Delayed or None
+        The writes when `compute` is False, else None.
+    """
     given = [None] * len(sources) if regions is None else regions
     slices = [_region(r, t, s.shape) for s, t, r in zip(sources, targets, given)]
     for source, target, region in zip(sources, targets, slices):
@@ -199,15 +242,41 @@ def _write_block(block: npt.NDArray[Any], target: Array, region: tuple[slice, ..
     return changes
 
 
-def to_zarr(darr: Any, url_or_array: Array | StoreLike, *, path: str | None = None,
-            region: Region | None = None, overwrite: bool = False, compute: bool = True,
-            storage_options: dict[str, Any] | None = None,
+def to_zarr(darr: da.Array | npt.ArrayLike, url_or_array: Array | StoreLike, *,
+            path: str | None = None, region: Region | None = None, overwrite: bool = False,
+            compute: bool = True, storage_options: dict[str, Any] | None = None,
             **create_kwargs: Any) -> Array | Delayed | None:
-    """Write dask array `darr` to a zarrcore Array, or to a new array at `path` of the store
-    `url_or_array` names (create_array's options in `create_kwargs`; chunks default to
-    `darr`'s first chunks). Writes whose dask chunks line up with the array's shards (or
-    chunks) share no storage block and take no lock; others need a store with locks or
-    conditional writes. Returns the Array, or the delayed write when `compute` is False."""
+    """Write a dask array to a zarrcore Array, existing or new.
+
+    Writes whose dask chunks line up with the array's shards (or chunks) share no storage
+    block and take no lock; others need a store with locks or conditional writes.
+
+    Parameters
+    ----------
+    darr : dask.array.Array or array_like
+        The data (anything else is made a dask array first).
+    url_or_array : Array, str, os.PathLike, URL, dict or Store
+        A zarrcore Array to write into, or the store where a new array is made at `path`.
+    path : str, optional
+        The new array's path in the store.
+    region : sequence of slice, optional
+        Where `darr` goes in the array: slices of the leading axes (the others whole);
+        default: the whole array.
+    overwrite : bool, default False
+        Replace a node at `path`.
+    compute : bool, default True
+        Write now; False: return the write as a dask Delayed.
+    storage_options : dict, optional
+        Options of the store a URL names.
+    **create_kwargs
+        Options of `zarrcore.create_array` for the new array; `chunks` default to `darr`'s
+        first chunks.
+
+    Returns
+    -------
+    Array or dask.delayed.Delayed
+        The Array written, or the delayed write when `compute` is False.
+    """
     if not isinstance(darr, da.Array):
         darr = da.asarray(darr)  # type: ignore[no-untyped-call]  # (dask leaves it unannotated)
     if isinstance(url_or_array, Array):

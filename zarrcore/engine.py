@@ -14,7 +14,6 @@ and GIL-free as well.
 """
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import enum
 import math
@@ -34,11 +33,14 @@ from ._shard_io import ShardSpec
 from .codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
 from .codecs.chain import CodecChain
 from .codecs.sharding import EMPTY, coalesce
+from .concurrency import fan_out
 from .config import config, parallel_map, run_workers
 from .errors import (
-    KeyChangedError, LockUnavailableError, ShardIndexError, WriteConflictError, ZarrcoreError,
+    ChunkNotFoundError, KeyChangedError, LockUnavailableError, ShardIndexError, WriteConflictError,
+    ZarrcoreError,
 )
 from .indexing import BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer
+from .metadata.grid import ChunkGrid
 from .storage.base import at_most, bounded, get_at_most
 from . import _indexing
 
@@ -50,8 +52,6 @@ if TYPE_CHECKING:
     from ._files import FileRoot
     from .storage.base import ByteRange, Fetched, RangeReader, ReadBytes, Request, Store
 
-_T = TypeVar("_T")
-_R = TypeVar("_R")
 _E = TypeVar("_E", bound=Exception)
 Int64s = npt.NDArray[np.int64]
 #: The zc_listing arrays of points grouped by chunk (point_start, local, out_index, coords).
@@ -135,27 +135,6 @@ def arrivals(store: Store, requests: Sequence[Request]
     finally:
         stop.set()
         fetcher.join()
-
-
-def _fetch_concurrently(read: Callable[[_T], _R], requests: Sequence[_T]
-                        ) -> Iterator[list[tuple[int, _R]]]:
-    """Batches of (i, read(requests[i])) as they arrive, as `arrivals` yields them: up to
-    config.io_concurrency reads at once (threads), or all in the caller when only one."""
-    if len(requests) <= 1:
-        yield [(i, read(request)) for i, request in enumerate(requests)]
-        return
-    with concurrent.futures.ThreadPoolExecutor(min(config.io_concurrency, len(requests)),
-                                               thread_name_prefix="zarrcore-fetch") as pool:
-        futures = {pool.submit(read, request): i for i, request in enumerate(requests)}
-        try:
-            pending = set(futures)
-            while pending:
-                done, pending = concurrent.futures.wait(
-                    pending, return_when=concurrent.futures.FIRST_COMPLETED)
-                yield [(futures[f], f.result()) for f in done]
-        finally:
-            for f in futures:
-                f.cancel()
 
 
 def _task_grid(plans: Sequence[AxisPlan], values: Callable[[AxisPlan], Any]) -> Int64s:
@@ -330,6 +309,26 @@ class _InnerChunkWaves:
         return self.failure
 
 
+def _encoded(chain: CodecChain, chunk: npt.NDArray[Any], keep_empty: bool) -> BytesLike | None:
+    """`chunk` encoded by `chain`; None when it is all fill and not `keep_empty` (nor the
+    array's write_empty_chunks)."""
+    return chain.encode(chunk) if keep_empty else chain.encode_unless_fill(chunk)
+
+
+def _trimmed(chain: CodecChain, data: BytesLike | None, bound: Sequence[int],
+             keep_empty: bool) -> BytesLike | None:
+    """The stored object `data` (None: not stored) of `chain` with what lies at or beyond
+    `bound` reset to fill, encoded (None as in `_encoded`); `data` itself when nothing
+    changes. A shard is trimmed through its index (ShardingCodec.trim), never decoded
+    whole."""
+    if data is None:
+        return None
+    if chain.partial_codec is not None:
+        return chain.partial_codec.trim(data, bound, keep_empty)
+    chunk = chain.reset_beyond(data, bound)
+    return data if chunk is None else _encoded(chain, chunk, keep_empty)
+
+
 class Route(enum.Enum):
     """The roads a read or a write takes (docs/architecture.md §4, §5); ChunkEngine.plan
     picks one per request."""
@@ -358,23 +357,30 @@ class ChunkEngine:
 
     `key_layout` is (head, separator, leading separator) of the chunk key encoding, e.g.
     ("c", "/", True) for v3 default keys "c/1/2", ("", ".", False) for v2 keys "1.2".
+    `grid` places the chunks (regular when None); on a rectilinear grid `chunk_shape` is its
+    largest chunk, whose chain (`chain`) bounds every stored chunk, and each chunk is coded
+    by the chain of its own shape (`chain_at`).
     """
 
     def __init__(self, store: Store, key_prefix: str,
                  chunk_key: Callable[[Sequence[int]], str], chunk_shape: Sequence[int],
                  dtype: np.dtype[Any], fill_value: Any, codecs: Iterable[object], where: str,
                  key_layout: tuple[str, str, bool], array_shape: Sequence[int],
-                 write_empty_chunks: bool | None = None) -> None:
+                 write_empty_chunks: bool | None = None, grid: ChunkGrid | None = None) -> None:
         self.store = store
         self.key_prefix = key_prefix
         self._chunk_key = chunk_key
         self.chunk_shape = tuple(chunk_shape)
         self.array_shape = tuple(array_shape)
+        self.grid = grid or ChunkGrid.regular(self.chunk_shape, self.array_shape)
         self.dtype = dtype
         self.fill_value = fill_value
         self.spec = ChunkSpec(self.chunk_shape, dtype, fill_value,
                               write_empty_chunks=write_empty_chunks)
-        self.chain = CodecChain(codecs, self.spec, where)
+        self._codecs, self._where = list(codecs), where
+        self.chain = CodecChain(self._codecs, self.spec, where)
+        # The chains of a rectilinear grid's chunk shapes, made when first needed.
+        self._chains: dict[tuple[int, ...], CodecChain] = {self.chunk_shape: self.chain}
         # Set for sharding: it fetches and rewrites only the byte ranges a selection needs.
         self.partial = self.chain.partial_codec
         if self.partial is None:  # (sharding checks its inner chunks itself)
@@ -392,6 +398,10 @@ class ChunkEngine:
         self._batch: NativeForm | None = None
         self._shards: ShardSpec | None = None
         self._waves: NativeForm | None = None
+        self._ranged_shards = self._inner_waves = False
+        if not self.grid.is_regular:
+            # The compiled jobs take one chunk shape: rectilinear grids go chunk by chunk.
+            return
         directory = store.native_root is not None
         if store.native_root is not None:
             # (the settings name the keyword arguments of the compiled jobs)
@@ -412,6 +422,19 @@ class ChunkEngine:
         # store, are read by planned byte ranges too, inner chunks decoded in compiled waves.
         self._inner_waves = (self.partial is not None
                              and self.partial.inner_native_form is not None)
+
+    def chain_at(self, coords: Sequence[int]) -> CodecChain:
+        """The codec chain of the chunk (or shard) at grid index `coords`: `chain`, but on a
+        rectilinear grid that of the chunk's own shape."""
+        if self.grid.is_regular:
+            return self.chain
+        shape = self.grid.chunk_shape_at(coords)
+        chain = self._chains.get(shape)
+        if chain is None:
+            spec = ChunkSpec(shape, self.dtype, self.fill_value,
+                             write_empty_chunks=self.spec.write_empty_chunks)
+            chain = self._chains[shape] = CodecChain(self._codecs, spec, self._where)
+        return chain
 
     @property
     def core_settings(self) -> NativeForm | None:
@@ -500,6 +523,19 @@ class ChunkEngine:
         than a valid chunk is refused (ValueTooLargeError) without being read whole."""
         return get_at_most(self.store, key, self.chain.max_encoded_bytes, ENCODED_BOUND)
 
+    def check_stored(self, indexer: Indexer) -> None:
+        """ChunkNotFoundError naming the chunks (shards when sharded) of `indexer`'s selection
+        that are not stored: a read with `read_missing_chunks` False checks them first."""
+        keys = [self.key(p.coords) for p in indexer.projections()]
+        missing = [k for k, stored in zip(keys, parallel_map(self.store.exists, keys))
+                   if not stored]
+        if missing:
+            named = ", ".join(repr(k) for k in missing[:8]) + (", ..." if missing[8:] else "")
+            raise ChunkNotFoundError(
+                f"{len(missing)} chunk(s) not stored in {self.store!r}: {named}; "
+                f"read_missing_chunks=True (the array's config or zarrcore.config) reads them "
+                f"as the fill value")
+
     # -- reads ---------------------------------------------------------------
     def read(self, indexer: Indexer, out: npt.NDArray[Any]) -> npt.NDArray[Any]:
         """Fill `out` (shape indexer.drop_shape) with the selection, chunks in parallel. A
@@ -547,8 +583,10 @@ class ChunkEngine:
             key = self.key(p.coords)
             try:
                 if self.partial is not None:
-                    self.partial.read_partial(self.store, key, p.chunk_selection,
-                                              out[p.out_selection + (Ellipsis,)])
+                    partial = self.chain_at(p.coords).partial_codec
+                    assert partial is not None  # (every shard's chain is sharded)
+                    partial.read_partial(self.store, key, p.chunk_selection,
+                                         out[p.out_selection + (Ellipsis,)])
                     return
             except ZarrcoreError as e:
                 raise _with_key(e, key) from e
@@ -560,8 +598,8 @@ class ChunkEngine:
                    out: npt.NDArray[Any]) -> None:
         """Decode the chunk `data` of projection `p` (None: not stored) into `out`."""
         try:
-            self.chain.read_into(data, p.chunk_selection, out[p.out_selection + (Ellipsis,)],
-                                 p.complete)
+            self.chain_at(p.coords).read_into(data, p.chunk_selection,
+                                              out[p.out_selection + (Ellipsis,)], p.complete)
         except ZarrcoreError as e:
             raise _with_key(e, key) from e
 
@@ -688,7 +726,8 @@ class ChunkEngine:
                 for key, _ in requests:
                     if key not in readers:
                         readers[key] = held.enter_context(store.reader(key))
-                return _fetch_concurrently(read, requests)
+                return fan_out(read, requests, config.io_concurrency,
+                               thread_name="zarrcore-fetch")
 
         # (key, [(start, stop)]), and the tasks whose bytes that range holds, their offsets
         # in it and lengths.
@@ -777,24 +816,25 @@ class ChunkEngine:
         """Write `value`'s part of each projection in `projections` (chunks or shards): a
         part covered in part by read-modify-write (`_read_modify_write`), a whole one
         encoded and stored (`_put_many`); in waves (`_write_waves`) on the pool."""
-        size = math.prod(self.chunk_shape)
         locked = self._whole_writes_locked()
 
         def work(p: ChunkProjection) -> tuple[str, BytesLike | None] | None:
             key = self.key(p.coords)
             part = value[p.out_selection + (Ellipsis,)]
+            chain = self.chain_at(p.coords)
             try:
                 if not p.complete:
                     self._read_modify_write(
                         key, lambda data, keep_empty: self._merged(data, p, part, keep_empty))
                     return None
-                if part.size != size:  # a chunk at the array's edge: what lies outside is fill
+                if part.size != math.prod(chain.spec.shape):
+                    # a chunk at the array's edge: what lies outside is fill
                     data = self._merged(None, p, part, False)
                 elif self.partial is not None:  # (sharding encodes `part` where it lies)
                     data = self._merged(None, p, part, self.spec.writes_empty)
                 else:
-                    data = self.chain.encode_unless_fill(
-                        np.ascontiguousarray(part).reshape(self.chunk_shape))
+                    data = chain.encode_unless_fill(
+                        np.ascontiguousarray(part).reshape(chain.spec.shape))
                 if not locked:
                     return key, data
                 # Locked too, so it lands wholly before or after another writer's
@@ -873,14 +913,10 @@ class ChunkEngine:
         """The chunk `data` (None: not stored) of projection `p` with its selection set to
         `part`, encoded; None when it is all fill and not `keep_empty` (nor the array's
         write_empty_chunks)."""
-        if self.partial is not None:
-            return self.partial.merge(data, p.chunk_selection, part, keep_empty)
-        return self._encoded(self.chain.merge(data, p.chunk_selection, part), keep_empty)
-
-    def _encoded(self, chunk: npt.NDArray[Any], keep_empty: bool) -> BytesLike | None:
-        """`chunk` encoded; None when it is all fill and not `keep_empty` (nor the array's
-        write_empty_chunks)."""
-        return self.chain.encode(chunk) if keep_empty else self.chain.encode_unless_fill(chunk)
+        chain = self.chain_at(p.coords)
+        if chain.partial_codec is not None:
+            return chain.partial_codec.merge(data, p.chunk_selection, part, keep_empty)
+        return _encoded(chain, chain.merge(data, p.chunk_selection, part), keep_empty)
 
     def reset_outside(self, coords: Sequence[int], kept: Sequence[int]) -> None:
         """Reset what the stored object at `coords` (a chunk, or a shard) holds outside the box
@@ -888,27 +924,16 @@ class ChunkEngine:
         wholly outside, else read-modify-write it as partial writes do, so that a concurrent
         write inside `kept` is never lost."""
         key = self.key(coords)
-        bound = [k - c * n for c, n, k in zip(coords, self.chunk_shape, kept)]
+        bound = [k - o for o, k in zip(self.grid.origin(coords), kept)]
         if any(b <= 0 for b in bound):
             self._put_many([(key, None)])
             return
+        chain = self.chain_at(coords)
         try:
             self._read_modify_write(
-                key, lambda data, keep_empty: self._trimmed(data, bound, keep_empty))
+                key, lambda data, keep_empty: _trimmed(chain, data, bound, keep_empty))
         except ZarrcoreError as e:
             raise _with_key(e, key) from e
-
-    def _trimmed(self, data: BytesLike | None, bound: Sequence[int],
-                 keep_empty: bool) -> BytesLike | None:
-        """The stored object `data` (None: not stored) with what lies at or beyond `bound`
-        reset to fill, encoded (None as in `_encoded`); `data` itself when nothing changes. A
-        shard is trimmed through its index (ShardingCodec.trim), never decoded whole."""
-        if data is None:
-            return None
-        if self.partial is not None:
-            return self.partial.trim(data, bound, keep_empty)
-        chunk = self.chain.reset_beyond(data, bound)
-        return data if chunk is None else self._encoded(chunk, keep_empty)
 
     def _read_modify_write(self, key: str, merge: Merge) -> None:
         """Replace the chunk at `key` by `merge(stored bytes or None, keep_empty)` (encoded

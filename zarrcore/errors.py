@@ -34,6 +34,12 @@ class UnknownCodecError(MetadataError):
     """A codec name or id that zarrcore does not know."""
 
 
+class UnknownCodecObjectError(UnknownCodecError, TypeError):
+    """An object given as a codec that is neither a codec zarrcore knows nor another
+    library's codec object it can convert (a TypeError too, as zarr-python raises for it); the
+    message says what to pass."""
+
+
 class UnknownDataTypeError(MetadataError):
     """A data type that zarrcore does not know."""
 
@@ -48,12 +54,19 @@ class ObjectDataTypeError(ZarrcoreError, TypeError, ValueError):
     ValueError as zarr-python raises it, and a TypeError as for other unusable dtypes."""
 
 
-class UnsafeCodecError(ZarrcoreError):
-    """A codec whose decoding would run code taken from the store."""
+class UnsafeCodecError(ZarrcoreError, ValueError):
+    """A codec whose decoding would run code taken from the store (a ValueError, as
+    zarr-python's PickleCodecDisabledError)."""
 
 
 class ChunkDecodeError(ZarrcoreError, ValueError):
     """A stored chunk could not be decoded (truncated, oversized or garbage)."""
+
+
+class ChunkNotFoundError(ZarrcoreError, ValueError):
+    """A read touched chunks that are not stored while `read_missing_chunks` is False (the
+    array's config or zarrcore.config's); the message names their keys. A ValueError, as
+    zarr-python's."""
 
 
 class ChecksumError(ChunkDecodeError):
@@ -72,8 +85,30 @@ class NodeNotFoundError(ZarrcoreError, FileNotFoundError):
     """No array or group exists at a path."""
 
 
+class ArrayNotFoundError(NodeNotFoundError, ValueError):
+    """No array at a path where one was asked for (`open_array`, `Group.get_array`): nothing,
+    or a group, is there. A ValueError too, as zarr-python's ArrayNotFoundError and its error
+    for a group opened as an array."""
+
+
+class GroupNotFoundError(NodeNotFoundError, ValueError):
+    """No group at a path where one was asked for (`open_group`, `Group.get_group`): nothing,
+    or an array, is there. A ValueError too, as zarr-python's GroupNotFoundError and its
+    ContainsArrayError for an array opened as a group."""
+
+
 class NodeExistsError(ZarrcoreError, FileExistsError):
     """A node already exists where one was to be created."""
+
+
+class ContainsArrayError(NodeExistsError, ValueError):
+    """An array is where a node was to be created, or where a group was asked for
+    (`Group.get_group`); a ValueError too, as zarr-python's."""
+
+
+class ContainsGroupError(NodeExistsError, ValueError):
+    """A group is where a node was to be created, or where an array was asked for
+    (`Group.get_array`); a ValueError too, as zarr-python's."""
 
 
 class StoreError(ZarrcoreError, OSError):

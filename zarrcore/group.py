@@ -17,7 +17,8 @@ from .consolidated import (
 )
 from .creation import check_mode, prepare_path, store_mode
 from .errors import (
-    MemberNotFoundError, MetadataError, NodeExistsError, NodeNotFoundError, ZarrcoreError,
+    ArrayNotFoundError, GroupNotFoundError, MemberNotFoundError, MetadataError, NodeExistsError,
+    NodeNotFoundError, ZarrcoreError,
 )
 from .metadata import GroupMetadataV3
 from .metadata.common import MetadataDocument, check_attributes
@@ -147,6 +148,47 @@ class Group(nodes.Node):
             return self[name]
         except MemberNotFoundError:
             return default
+
+    def get_array(self, path: str) -> Array:
+        """The array at `path`, a path relative to this group (zarr-python 3.4's).
+
+        Raises
+        ------
+        ArrayNotFoundError
+            Nothing is there (a FileNotFoundError and a ValueError).
+        ContainsGroupError
+            A group is there (a ValueError).
+        """
+        return self._member_of_kind(path, Array)
+
+    def get_group(self, path: str) -> Group:
+        """The group at `path`, a path relative to this group (zarr-python 3.4's).
+
+        Raises
+        ------
+        GroupNotFoundError
+            Nothing is there (a FileNotFoundError and a ValueError).
+        ContainsArrayError
+            An array is there (a ValueError).
+        """
+        return self._member_of_kind(path, Group)
+
+    def _member_of_kind(self, path: str, cls: type[_N]) -> _N:
+        try:
+            node = self._open_member(path)
+        except NodeNotFoundError:
+            missing = ArrayNotFoundError if cls is Array else GroupNotFoundError
+            raise missing(f"group {self.name!r} has no member {path!r}") from None
+        return self._of_kind(node, cls, path)
+
+    @staticmethod
+    def _of_kind(node: Array | Group, cls: type[_N], path: str) -> _N:
+        """`node` (at `path`) when it is a `cls`; the nodes.CONTAINS error of its kind when
+        not."""
+        if isinstance(node, cls):
+            return node
+        raise nodes.CONTAINS[node.kind](
+            f"{_A[node.kind]} exists at {path!r}, not {_A[cls.kind]}")
 
     def __contains__(self, name: str) -> bool:
         """Is there a member at the path `name`?"""
@@ -332,15 +374,14 @@ class Group(nodes.Node):
                              attributes, overwrite)
 
     def _existing(self, name: str, cls: type[_N]) -> _N | None:
-        """The member `name`, None when there is none; NodeExistsError when it is not a `cls`."""
+        """The member `name`, None when there is none; ContainsArrayError or
+        ContainsGroupError when it is not a `cls`."""
         path = self._child_path(name)
         try:
             node = open_node(self._store, path, read_only=self._read_only)
         except NodeNotFoundError:
             return None
-        if not isinstance(node, cls):
-            raise NodeExistsError(f"{_A[node.kind]} exists at {path!r}, not {_A[cls.kind]}")
-        return node
+        return self._of_kind(node, cls, path)
 
     def require_group(self, name: str, **kwargs: Any) -> Group:
         """The group at `name`, created (with `kwargs` as create_group takes them) when missing.
@@ -913,7 +954,7 @@ def consolidate_metadata(store: StoreLike, path: str = "", zarr_format: int | No
     store.check_consolidated_metadata(path)
     meta = nodes.read_metadata(store, path, zarr_format)
     if meta.node_type != "group":
-        raise NodeNotFoundError(f"the node at path {path!r} is an array, not a group")
+        raise GroupNotFoundError(f"the node at path {path!r} is an array, not a group")
     group = Group(store, path, meta)
     # Under the group's metadata lock, so a concurrent update of its attributes is kept.
     with group._metadata_update(optimistic=True) as meta:
@@ -1096,7 +1137,7 @@ def open_group(store: StoreLike = None, *, mode: str = "a", path: str | None = N
             return _create_group(store, path, zarr_format or 3, attributes, False)
         raise
     if not isinstance(node, Group):
-        raise NodeNotFoundError(f"the node at path {path!r} is an array, not a group")
+        raise GroupNotFoundError(f"the node at path {path!r} is an array, not a group")
     return node
 
 
@@ -1386,7 +1427,7 @@ def _parents_first(specs: Mapping[str, Any]) -> list[tuple[str, Any]]:
 def _write_node(store: Store, path: str, metadata: NodeMetadata, overwrite: bool) -> None:
     if nodes.node_exists(store, path):
         if not overwrite:
-            raise NodeExistsError(f"a node exists at {path!r}; pass overwrite=True")
+            raise nodes.existing_node_error(store, path)
         for key in list(store.list_prefix(path)):
             store.delete(key)
     nodes.ensure_parent_groups(store, path, metadata.zarr_format)

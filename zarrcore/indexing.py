@@ -1,4 +1,10 @@
-"""Selections of every indexing mode, projected onto a regular chunk grid.
+"""Selections of every indexing mode, projected onto a chunk grid.
+
+The grid comes per axis (`AxisChunks`): a chunk length, or the chunk boundaries of an axis of
+edge lengths (a rectilinear grid). Ints and slices on such an axis are planned over its
+boundaries (_indexing.bounded_slice_plan); int arrays and points are planned as on a regular
+axis of its longest chunk, each chunk placed at the start of its own stretch of that length
+(`_stretched`), which keeps the chunk indices and in-chunk positions.
 
 An indexer has `shape` (the result's shape), `drop_shape` (the shape of the buffer the
 pipeline fills: newaxis dims left out, vectorized points flattened), `nitems`, and
@@ -15,7 +21,7 @@ import math
 import numbers
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, TypeGuard, Union, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -23,6 +29,7 @@ import numpy.typing as npt
 from . import _indexing
 from ._types import Selection
 from .errors import SelectionError
+from .metadata.grid import AxisChunks
 
 
 @dataclass(frozen=True)
@@ -144,13 +151,14 @@ class OrthogonalIndexer:
     arrays_allowed = True
 
     def __init__(self, selection: Selection, shape: Sequence[int],
-                 chunk_shape: Sequence[int]) -> None:
+                 chunk_shape: Sequence[AxisChunks]) -> None:
         # The items of axes indexed by arrays (see buffer_positions).
         self._array_items: dict[int, tuple[Any, int]] = {}
         self.plans: list[_indexing.AxisPlan]
         self.shape: tuple[int, ...]
         self.drop_shape: tuple[int, ...]
-        if type(selection) is tuple and len(selection) == len(shape) and _all_slices(selection):
+        if (type(selection) is tuple and len(selection) == len(shape) and _all_slices(selection)
+                and _regular(chunk_shape)):
             self.scalar = False
             self.plans, self.shape = _indexing.slices_plans(selection, shape, chunk_shape)
             self.drop_shape = self.shape
@@ -181,14 +189,15 @@ class OrthogonalIndexer:
         self.shape = tuple(result_shape)
         self.drop_shape = tuple(drop_shape)
 
-    def _axis_plan(self, item: Any, dim_len: int, chunk_len: int,
+    def _axis_plan(self, item: Any, dim_len: int, chunk_len: AxisChunks,
                    axis: int) -> _indexing.AxisPlan:
-        if type(item) is slice:
-            return _indexing.slice_plan(*item.indices(dim_len), chunk_len, dim_len)
+        """The plan of one axis; `chunk_len` is its chunk length, or its chunk boundaries."""
         if isinstance(item, slice):
+            if isinstance(chunk_len, np.ndarray):
+                return _indexing.bounded_slice_plan(*item.indices(dim_len), chunk_len, dim_len)
             return _indexing.slice_plan(*item.indices(dim_len), chunk_len, dim_len)
         if _is_int(item):
-            return _indexing.int_plan(_dim_int(item, dim_len, axis), chunk_len, dim_len)
+            return _int_plan(_dim_int(item, dim_len, axis), chunk_len, dim_len)
         if not self.arrays_allowed:
             raise SelectionError(
                 f"unsupported index {item!r} for basic selection; use .oindex or .vindex for "
@@ -202,9 +211,12 @@ class OrthogonalIndexer:
             _check_bool_axes(a, (dim_len,), axis)
             a = np.flatnonzero(a)
         elif a.ndim == 0:
-            return _indexing.int_plan(_dim_int(a, dim_len, axis), chunk_len, dim_len)
+            return _int_plan(_dim_int(a, dim_len, axis), chunk_len, dim_len)
         elif a.ndim != 1:
             raise SelectionError("orthogonal selection takes 1-D integer arrays, one per axis")
+        if isinstance(chunk_len, np.ndarray):
+            stretched, length, total = _stretched(a, chunk_len, dim_len, axis)
+            return _indexing.array_plan(stretched, length, total, axis)
         return _indexing.array_plan(np.ascontiguousarray(a, dtype=np.int64), chunk_len, dim_len,
                                     axis)
 
@@ -269,14 +281,16 @@ class BlockIndexer(BasicIndexer):
     """Selection of whole storage blocks (ints and step-1 slices over the block grid), read as
     the basic selection of the elements those blocks cover."""
 
-    def __init__(self, selection: Selection, shape: Sequence[int], block_shape: Sequence[int],
-                 chunk_shape: Sequence[int]) -> None:
+    def __init__(self, selection: Selection, shape: Sequence[int],
+                 block_shape: Sequence[AxisChunks], chunk_shape: Sequence[AxisChunks]) -> None:
         items = expand_selection(selection, len(shape))
         if any(item is None for item in items):
             raise SelectionError("block selections do not take newaxis")
         region: list[slice] = []
         for axis, (item, dim_len, block) in enumerate(zip(items, shape, block_shape)):
-            nblocks = -(-dim_len // block)
+            bounds = (np.arange(-(-dim_len // block) + 1, dtype=np.int64) * block
+                      if isinstance(block, int) else block)
+            nblocks = int(np.searchsorted(bounds, dim_len)) if dim_len else 0
             if isinstance(item, slice):
                 start, stop, step = item.indices(nblocks)
                 if step != 1:
@@ -287,7 +301,7 @@ class BlockIndexer(BasicIndexer):
                 stop = start + 1
             else:
                 raise SelectionError(f"unsupported block selection {item!r}: use ints and slices")
-            region.append(slice(start * block, min(stop * block, dim_len)))
+            region.append(slice(int(bounds[start]), min(int(bounds[stop]), dim_len)))
         super().__init__(tuple(region), shape, chunk_shape)
 
 
@@ -296,7 +310,7 @@ class CoordinateIndexer:
     numpy's `x[i0, i1, ...]`. The pipeline buffer holds the points flattened."""
 
     def __init__(self, arrays: Sequence[npt.NDArray[Any]], shape: Sequence[int],
-                 chunk_shape: Sequence[int]) -> None:
+                 chunk_shape: Sequence[AxisChunks]) -> None:
         if len(arrays) != len(shape):
             raise SelectionError(
                 f"coordinate selection needs {len(shape)} index arrays, got {len(arrays)}"
@@ -313,7 +327,14 @@ class CoordinateIndexer:
         n = math.prod(self.shape)
         self.drop_shape = (n,)
         flat = [np.ascontiguousarray(a, dtype=np.int64).reshape(n) for a in broadcast]
-        self._groups = _indexing.group_points(flat, shape, chunk_shape) if n else None
+        if n and not _regular(chunk_shape):
+            shape, chunk_shape = list(shape), list(chunk_shape)
+            for axis, bounds in enumerate(chunk_shape):
+                if isinstance(bounds, np.ndarray):
+                    flat[axis], chunk_shape[axis], shape[axis] = _stretched(
+                        flat[axis], bounds, shape[axis], axis)
+        self._groups = (_indexing.group_points(flat, shape, cast(Sequence[int], chunk_shape))
+                        if n else None)
 
     @property
     def nitems(self) -> int:
@@ -351,8 +372,40 @@ class CoordinateIndexer:
         return _indexing.point_projections(self._groups, ChunkProjection)
 
 
+def _int_plan(i: int, chunk_len: AxisChunks, dim_len: int) -> _indexing.AxisPlan:
+    """The plan of an in-bounds int on an axis of `chunk_len` (a length, or boundaries)."""
+    if isinstance(chunk_len, np.ndarray):
+        return _indexing.bounded_int_plan(i, chunk_len, dim_len)
+    return _indexing.int_plan(i, chunk_len, dim_len)
+
+
+def _regular(chunks: Sequence[AxisChunks]) -> TypeGuard[Sequence[int]]:
+    """Is every axis of `chunks` one chunk length?"""
+    for c in chunks:
+        if isinstance(c, np.ndarray):
+            return False
+    return True
+
+
+def _stretched(positions: npt.NDArray[Any], bounds: npt.NDArray[np.int64], dim_len: int,
+               axis: int) -> tuple[npt.NDArray[np.int64], int, int]:
+    """Positions along an axis of chunk `bounds` (negative ones from the end; SelectionError
+    naming `axis` outside `dim_len`) as positions on a regular axis of its longest chunk
+    `length`, each chunk at the start of its own stretch: (positions, length, its extent)."""
+    p = np.asarray(positions, dtype=np.int64).reshape(-1)
+    bad = (p < -dim_len) | (p >= dim_len)
+    if bad.any():
+        raise SelectionError(f"index {p[bad][0]} is out of bounds for axis {axis} with size "
+                             f"{dim_len}")
+    p = np.where(p < 0, p + dim_len, p)
+    length = int(np.diff(bounds).max())
+    chunk = np.searchsorted(bounds, p, side="right") - 1
+    return (np.ascontiguousarray(chunk * length + (p - bounds[chunk])), length,
+            (len(bounds) - 1) * length)
+
+
 def coordinate_indexer(selection: Selection, shape: Sequence[int],
-                       chunk_shape: Sequence[int]) -> CoordinateIndexer:
+                       chunk_shape: Sequence[AxisChunks]) -> CoordinateIndexer:
     """Indexer of a coordinate selection: one int or int array (or list) per axis."""
     items = selection if isinstance(selection, tuple) else (selection,)
     arrays = [_index_array(s) for s in items]
@@ -362,7 +415,7 @@ def coordinate_indexer(selection: Selection, shape: Sequence[int],
 
 
 def mask_indexer(mask: npt.ArrayLike | tuple[npt.ArrayLike], shape: Sequence[int],
-                 chunk_shape: Sequence[int]) -> CoordinateIndexer:
+                 chunk_shape: Sequence[AxisChunks]) -> CoordinateIndexer:
     """Indexer of a boolean mask of the array's shape: the true elements in C order."""
     if isinstance(mask, tuple) and len(mask) == 1:
         mask = mask[0]
@@ -375,7 +428,7 @@ def mask_indexer(mask: npt.ArrayLike | tuple[npt.ArrayLike], shape: Sequence[int
 
 
 def numpy_indexer(selection: Selection, shape: Sequence[int],
-                  chunk_shape: Sequence[int]) -> Indexer:
+                  chunk_shape: Sequence[AxisChunks]) -> Indexer:
     """The indexer whose result is numpy's `x[selection]`, for any selection numpy accepts
     (basic, advanced int/bool arrays, mixed with slices, ints, Ellipsis and newaxis)."""
     if is_basic_selection(selection):

@@ -8,7 +8,10 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .config import config
-from .errors import LockUnavailableError, NodeNotFoundError, ReadOnlyError, WriteConflictError
+from .errors import (
+    ContainsArrayError, ContainsGroupError, LockUnavailableError, NodeExistsError,
+    NodeNotFoundError, ReadOnlyError, WriteConflictError, ZarrcoreError,
+)
 from .metadata import GroupMetadataV3, parse_metadata_v3
 from .metadata import v2 as metadata_v2
 from .metadata.common import parse_json
@@ -122,6 +125,22 @@ def read_metadata(store: Store, path: str, zarr_format: int | None = None) -> No
 
 def node_exists(store: Store, path: str) -> bool:
     return any(store.exists(join(path, k)) for k in (V3_KEY, V2_ARRAY_KEY, V2_GROUP_KEY))
+
+
+# The error for a node of each kind standing where it should not, as zarr-python raises them.
+CONTAINS: dict[str, type[NodeExistsError]] = {
+    "array": ContainsArrayError, "group": ContainsGroupError}
+
+
+def existing_node_error(store: Store, path: str) -> NodeExistsError:
+    """The error for the node at `path` being where one was to be created: the CONTAINS
+    error of its kind; NodeExistsError when its metadata cannot be read."""
+    try:
+        kind = read_metadata(store, path).node_type
+    except ZarrcoreError:
+        return NodeExistsError(f"a node already exists at path {path!r} in {store!r}")
+    what = "an array" if kind == "array" else "a group"
+    return CONTAINS[kind](f"{what} already exists at path {path!r} in {store!r}")
 
 
 def write_metadata(store: Store, path: str, metadata: NodeMetadata) -> None:

@@ -52,12 +52,33 @@ class _ObjectCodec(NumcodecsForm, ArrayBytesCodec):
         return self
 
 
+def _typed_items(items: list[Any], spec: ChunkSpec, what: str | None) -> npt.NDArray[Any]:
+    """A chunk of a data type other than objects from json2's or msgpack2's [items..., dtype
+    string, shape], as zarr 2.18 reads it: numcodecs' array of the stored dtype and shape,
+    viewed as the array's dtype and reshaped to the chunk's."""
+    try:
+        stored = np.dtype(items[-2])
+        if stored.hasobject:
+            raise TypeError("the stored dtype is an object dtype")
+        decoded = np.empty(tuple(items[-1]), dtype=stored)
+        decoded[...] = items[:-2] if items[-1] else items[0]
+        return decoded.reshape(-1).view(spec.dtype).reshape(spec.shape)
+    except (TypeError, ValueError, IndexError, OverflowError) as e:
+        raise ChunkDecodeError(f"{what}: the chunk's items do not make a chunk of "
+                               f"{np.dtype(spec.dtype)} and shape {tuple(spec.shape)}: {e}"
+                               ) from None
+
+
 class _ListCodec(_ObjectCodec):
     """json2 and msgpack2: a chunk as [items..., dtype string, shape], which the subclass
-    serializes with `_dumps` and parses with `_loads`."""
+    serializes with `_dumps` and parses with `_loads`. zarr 2 let them serialize any data
+    type, not only objects (numcodecs stores each chunk's dtype with its items)."""
 
     _dumps: Callable[[list[Any]], bytes]
     _loads: Callable[[bytes], Any]
+
+    def resolve(self, spec: ChunkSpec) -> "_ObjectCodec":
+        return self
 
     def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> BytesLike:
         items: list[Any] = np.atleast_1d(array).tolist()
@@ -69,10 +90,13 @@ class _ListCodec(_ObjectCodec):
             items = self._loads(bytes(data))
         except Exception as e:  # each library has its own errors for garbage
             raise ChunkDecodeError(f"{self.v2_id}: cannot decode the chunk: {e}") from None
+        objects = np.dtype(spec.dtype).kind == "O"
         if (not isinstance(items, list) or len(items) < 2 or not isinstance(items[-1], list)
-                or list(items[-1]) != list(spec.shape)):
+                or objects and list(items[-1]) != list(spec.shape)):
             raise ChunkDecodeError(f"{self.v2_id}: the chunk does not end with the chunk's shape "
                                    f"{list(spec.shape)}")
+        if not objects:
+            return into(_typed_items(items, spec, self.v2_id), out)
         array = _chunk_items(items[:-2], tuple(spec.shape), self.v2_id)
         return into(array, out)
 

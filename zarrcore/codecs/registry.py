@@ -1,8 +1,10 @@
-"""Codec registry: v3 names and v2 (numcodecs) ids to codec classes."""
+"""Codec registry: v3 names and v2 (numcodecs) ids to codec classes, and the JSON form of
+other libraries' codec objects."""
+import json
 from collections.abc import Callable
-from typing import Protocol, TypeVar, cast, overload
+from typing import Any, Protocol, TypeVar, cast, overload
 
-from ..errors import MetadataError, UnknownCodecError
+from ..errors import MetadataError, UnknownCodecError, UnknownCodecObjectError
 from .base import Codec, CodecJSON
 
 
@@ -43,12 +45,62 @@ def register_codec(cls: CodecFactory, name: str | None = None,
     return cls
 
 
+# What a codec may be given as, for the error that names them.
+ACCEPTED = ("a zarrcore codec (zarrcore.codecs.*), a zarr-python codec (zarr.codecs.*, "
+            "zarr.codecs.numcodecs.*), a numcodecs codec, or its JSON form: "
+            "{'name': ..., 'configuration': {...}} (format 2 also numcodecs' {'id': ...})")
+
+
+def _plain_json(value: object) -> Any:
+    """`value` as plain JSON values (tuples as lists, str enums as str, numpy scalars as
+    Python numbers)."""
+    def scalar(x: object) -> Any:
+        item = getattr(x, "item", None)
+        if callable(item):
+            return item()
+        raise TypeError(f"{x!r} is not JSON")
+    return json.loads(json.dumps(value, default=scalar))
+
+
+def foreign_codec_json(obj: object, where: str = "codecs") -> CodecJSON:
+    """The v3 JSON of another library's codec object: zarr-python's (`to_dict()`, without the
+    settings it leaves to the data type, as its `evolve_from_array_spec` fills them) or
+    numcodecs' (`get_config()`, as zarr.codecs.numcodecs names it: `numcodecs.<id>`);
+    UnknownCodecObjectError naming what to pass for anything else."""
+    to_dict, get_config = getattr(obj, "to_dict", None), getattr(obj, "get_config", None)
+    try:
+        if callable(to_dict):
+            spec = dict(to_dict())
+            config = dict(spec.get("configuration") or {})
+            for name in getattr(obj, "_tunable_attrs", ()):  # blosc's typesize and shuffle
+                config.pop(name, None)
+            for name in ("codecs", "index_codecs"):  # sharding's inner codecs, with theirs
+                if name in config:
+                    config[name] = [foreign_codec_json(c, where) for c in getattr(obj, name)]
+            if config or "configuration" in spec:
+                spec["configuration"] = config
+            return cast(CodecJSON, _plain_json(spec))
+        if callable(get_config) and isinstance(getattr(obj, "codec_id", None), str):
+            config = dict(get_config())
+            codec_id = config.pop("id", obj.codec_id)  # type: ignore[attr-defined]
+            return cast(CodecJSON, _plain_json(
+                {"name": f"numcodecs.{codec_id}", "configuration": config}))
+    except (TypeError, ValueError, AttributeError) as e:
+        raise UnknownCodecObjectError(
+            f"{where}: cannot take the JSON form of codec {obj!r}: {e}") from None
+    raise UnknownCodecObjectError(
+        f"{where}: {obj!r} is not a codec zarrcore knows: pass {ACCEPTED}")
+
+
 def codec_from_json(spec: object, where: str = "codecs") -> Codec:
-    """Build a codec from a v3 `{"name", "configuration"}` dict (or pass a Codec through)."""
+    """Build a codec from a v3 `{"name", "configuration"}` dict, or from another library's
+    codec object (`foreign_codec_json`); a Codec passes through."""
     if isinstance(spec, Codec):
         return spec
     if isinstance(spec, str):
         spec = {"name": spec}
+    elif not isinstance(spec, dict):
+        spec = foreign_codec_json(spec, where)
     if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
         raise MetadataError(f"{where}: codec entry {spec!r} is not a {{'name': ...}} object")
     name = spec["name"]

@@ -21,7 +21,8 @@ from .base import ArrayBytesCodec, ChunkSpec, Codec, CodecJSON
 from .bytes import BytesCodec, _byte_order
 from .chain import CodecChain
 from .numcodecs_filters import V2Filter
-from .registry import codec_from_v2
+from .numcodecs_v3 import PREFIX as NUMCODECS_PREFIX
+from .registry import codec_from_json, codec_from_v2, foreign_codec_json
 from .transpose import TransposeCodec
 from .zstd import ZstdCodec
 
@@ -74,17 +75,23 @@ def codecs_from_v2_metadata(meta: ArrayMetadataV2, where: str = ".zarray") -> li
 
 
 def _v2_json(codec: object, where: str) -> CodecJSON:
-    """A numcodecs configuration dict from a dict, a numcodecs codec or a zarrcore codec."""
+    """A numcodecs configuration dict from a dict, a numcodecs codec, a zarrcore codec or a
+    zarr-python codec (`numcodecs.<id>` ones as numcodecs' <id>)."""
     if isinstance(codec, dict):
         config = codec
-    elif isinstance(codec, Codec):
+    elif not isinstance(codec, Codec) and hasattr(codec, "get_config"):
+        config = codec.get_config()
+    else:
+        if not isinstance(codec, Codec):
+            spec = foreign_codec_json(codec, where)
+            name: str = spec["name"]
+            if name.startswith(NUMCODECS_PREFIX):
+                spec = {"id": name[len(NUMCODECS_PREFIX):], **spec.get("configuration", {})}
+                return _v2_json(spec, where)
+            codec = codec_from_json(spec, where)
         if not hasattr(codec, "to_v2_json"):
             raise ValueError(f"{where}: codec {codec!r} has no Zarr v2 form")
         config = codec.to_v2_json()
-    elif hasattr(codec, "get_config"):
-        config = codec.get_config()
-    else:
-        raise TypeError(f"{where}: expected a codec or a numcodecs configuration, got {codec!r}")
     # Re-serialized, so the stored configuration is complete as numcodecs writes it. A codec
     # built from a v2 id has to_v2_json, which Codec does not declare.
     stored: CodecJSON = codec_from_v2(config, where).to_v2_json()  # type: ignore[attr-defined]

@@ -13,6 +13,7 @@ from zarrcore.errors import MetadataError
 from zarrcore.metadata.dtypes import DataType, dtype_from_numpy
 
 if TYPE_CHECKING:
+    from zarrcore.metadata.grid import ChunkGrid
     from zarrcore.metadata.v3 import ChunkKeyEncoding
 
 __all__ = [
@@ -135,6 +136,10 @@ class ArrayMetadata(MetadataDocument):
         # A field of v3 metadata, a property of v2's.
         @property
         def chunk_key_encoding(self) -> ChunkKeyEncoding: ...
+
+        # Where each chunk lies (metadata/grid.py), a property of both.
+        @property
+        def grid(self) -> ChunkGrid: ...
 
     def _check_grid(self, where: str, chunks_field: str, mismatch: str) -> None:
         """Validate `shape` and `chunk_shape` (named `chunks_field` in errors; `mismatch`

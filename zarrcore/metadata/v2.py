@@ -13,6 +13,7 @@ from zarrcore.metadata.common import (
     load_json_document,
 )
 from zarrcore.metadata.dtypes import DataType, dtype_from_v2_json, registered_data_types
+from zarrcore.metadata.grid import ChunkGrid
 from zarrcore.metadata.v3 import ChunkKeyEncoding
 
 __all__ = ["ArrayMetadataV2", "GroupMetadataV2", "parse_metadata_v2"]
@@ -90,6 +91,11 @@ class ArrayMetadataV2(ArrayMetadata):
                               f"expected '.' or '/', got {self.dimension_separator!r}")
         if not isinstance(self.attributes, dict):
             raise MetadataError(f"{_zattrs_where(where, '.zarray')}: expected an object")
+
+    @property
+    def grid(self) -> ChunkGrid:
+        """The chunk grid (always regular in format 2)."""
+        return ChunkGrid.regular(self.chunk_shape, self.shape)
 
     @property
     def chunk_key_encoding(self) -> ChunkKeyEncoding:

@@ -10,9 +10,11 @@ from zarrcore.metadata.common import (
     MetadataDocument,
     check_zarr_format,
     field_error,
+    is_int,
     load_json_document,
 )
 from zarrcore.metadata.dtypes import DataType, _name_and_config, dtype_from_v3_json, swap_unit
+from zarrcore.metadata.grid import ChunkGrid
 
 __all__ = [
     "ChunkKeyEncoding",
@@ -146,10 +148,13 @@ def _native(data_type: DataType) -> DataType:
 
 @dataclass(eq=False)
 class ArrayMetadataV3(ArrayMetadata):
-    """The ``zarr.json`` of a v3 array (regular chunk grid only).
+    """The ``zarr.json`` of a v3 array.
 
     ``codecs`` are kept as their stored JSON; ``fill_value`` is a numpy scalar
-    (``None`` means the data type's default); ``where`` only labels errors.
+    (``None`` means the data type's default); ``where`` only labels errors. ``chunk_grid``
+    is None for a regular grid of ``chunk_shape``; a rectilinear grid sets ``chunk_shape`` to
+    its largest chunk, follows ``shape`` (``evolve(shape=...)`` resizes it) and is the one
+    the chunks' positions come from (``grid``).
     """
 
     shape: tuple[int, ...]
@@ -162,12 +167,17 @@ class ArrayMetadataV3(ArrayMetadata):
     dimension_names: tuple[str | None, ...] | None = None
     storage_transformers: list[Any] = field(default_factory=list)
     extra: JSONDict = field(default_factory=dict)
+    chunk_grid: ChunkGrid | None = None
     where: InitVar[str] = "zarr.json"
 
     zarr_format = 3
     node_type = "array"
 
     def __post_init__(self, where: str) -> None:
+        if self.chunk_grid is not None:
+            if tuple(self.chunk_grid.shape) != tuple(self.shape):
+                self.chunk_grid = self.chunk_grid.resized(self.shape)
+            self.chunk_shape = self.chunk_grid.max_chunk_shape
         self._check_grid(where, "chunk_grid",
                          "chunk shape {chunks} does not match the {ndim} dimensions of shape")
         self.data_type = _native(self.data_type)
@@ -220,15 +230,23 @@ class ArrayMetadataV3(ArrayMetadata):
                 raise field_error(where, key, "missing")
         data_type = dtype_from_v3_json(doc["data_type"], where)
         grid_name, grid_config = _extension(doc["chunk_grid"], where, "chunk_grid")
-        if grid_name != "regular":
+        grid = None
+        if grid_name == "rectilinear":
+            shape = doc["shape"]
+            if not (isinstance(shape, list) and all(is_int(s) and s >= 0 for s in shape)):
+                raise field_error(where, "shape", f"expected a list of non-negative integers, "
+                                  f"got {shape!r}")
+            grid = ChunkGrid.from_json(grid_name, grid_config, shape, where)
+        elif grid_name != "regular":
             raise field_error(where, "chunk_grid", f"unsupported chunk grid {grid_name!r}")
-        if set(grid_config) != {"chunk_shape"}:
+        elif set(grid_config) != {"chunk_shape"}:
             raise field_error(where, "chunk_grid", "expected configuration "
                               f"{{\"chunk_shape\": [...]}}, got {grid_config!r}")
         return cls(
             shape=doc["shape"],
             data_type=data_type,
-            chunk_shape=grid_config["chunk_shape"],
+            chunk_shape=grid.max_chunk_shape if grid else grid_config["chunk_shape"],
+            chunk_grid=grid,
             chunk_key_encoding=ChunkKeyEncoding.from_json(doc["chunk_key_encoding"], where),
             fill_value=data_type.fill_value_from_json(doc["fill_value"], 3, where),
             codecs=doc["codecs"],
@@ -246,8 +264,7 @@ class ArrayMetadataV3(ArrayMetadata):
         doc: JSONDict = {
             "shape": list(self.shape),
             "data_type": self.data_type.to_json_v3(),
-            "chunk_grid": {"name": "regular",
-                           "configuration": {"chunk_shape": list(self.chunk_shape)}},
+            "chunk_grid": self.grid.to_json(),
             "chunk_key_encoding": self.chunk_key_encoding.to_json(),
             "fill_value": self.data_type.fill_value_to_json(self.fill_value, 3),
             "codecs": list(self.codecs),
@@ -259,6 +276,11 @@ class ArrayMetadataV3(ArrayMetadata):
                     "storage_transformers": list(self.storage_transformers)})
         doc.update(self.extra)
         return doc
+
+    @property
+    def grid(self) -> ChunkGrid:
+        """The chunk grid: where each chunk lies and its shape."""
+        return self.chunk_grid or ChunkGrid.regular(self.chunk_shape, self.shape)
 
     def __eq__(self, other: object) -> bool:
         # Compare the JSON form: NaN fill values are equal when their bits are.

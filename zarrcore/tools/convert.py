@@ -513,6 +513,10 @@ class _ArrayJob:
         self.src, self.dst, self.resume = src, dst, resume
         # A narrowing conversion checks each block's values (see _converted).
         self.checks_values = not np.can_cast(src.dtype, dst.dtype, casting="safe")
+        for array in (src, dst):
+            if not array.chunk_grid.is_regular:
+                raise MetadataError(f"{array.name}: field 'chunk_grid': convert takes regular "
+                                    "chunk grids only (not yet rectilinear ones)")
         self.src_keys = ChunkKeys(src)
         self.dst_keys = ChunkKeys(dst)
         self.stored = sorted(self.src_keys.stored()[0].items())

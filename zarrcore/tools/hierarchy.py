@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import itertools
-import math
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -81,7 +80,7 @@ class ChunkKeys:
     def __init__(self, array: Array) -> None:
         self.array = array
         self.chunks = array.chunk_engine  # keys, codec chain, fill value
-        self.grid = tuple(math.ceil(s / c) for s, c in zip(array.shape, self.chunks.chunk_shape))
+        self.grid = array.chunk_grid.grid_shape
         self._head = len(array.path) + 1 if array.path else 0
 
     def stored(self) -> tuple[dict[tuple[int, ...], str], list[str]]:
@@ -113,6 +112,7 @@ class ChunkKeys:
 
     def region(self, coords: tuple[int, ...]) -> tuple[slice, ...]:
         """The array region (tuple of slices) the object at `coords` holds."""
-        return tuple(slice(c * n, min((c + 1) * n, s))
-                     for c, n, s in zip(coords, self.chunks.chunk_shape, self.array.shape))
+        grid = self.array.chunk_grid
+        return tuple(slice(o, min(o + n, s)) for o, n, s in zip(
+            grid.origin(coords), grid.chunk_shape_at(coords), self.array.shape))
 

@@ -151,7 +151,13 @@ def _is_vlen_utf8(array: Array) -> bool:
 
 
 class ZarrcoreBackendArray(BackendArray):
-    """A zarrcore Array as xarray's lazily indexed backend array."""
+    """A zarrcore Array as xarray's lazily indexed backend array.
+
+    Parameters
+    ----------
+    array : Array
+        The array; indexing reads only the chunks a selection touches.
+    """
 
     __slots__ = ("_array", "dtype", "shape")
 
@@ -190,13 +196,35 @@ class ZarrcoreBackendArray(BackendArray):
         return value
 
     async def async_getitem(self, key: indexing.ExplicitIndexer) -> npt.ArrayLike:
-        """`self[key]` read in a worker thread (`Dataset.load_async`): zarrcore reads without
-        the GIL, so the variables xarray loads at once are read concurrently."""
+        """`self[key]` read in a worker thread (`Dataset.load_async`).
+
+        zarrcore reads without the GIL, so the variables xarray loads at once are read
+        concurrently.
+
+        Parameters
+        ----------
+        key : xarray.core.indexing.ExplicitIndexer
+            xarray's basic, outer or vectorized indexer.
+
+        Returns
+        -------
+        numpy.ndarray
+            The selection.
+        """
         return await asyncio.to_thread(self.__getitem__, key)
 
 
 class ZarrcoreDataStore(AbstractDataStore):
-    """One group of a hierarchy as an xarray data store."""
+    """One group of a hierarchy as an xarray data store.
+
+    Parameters
+    ----------
+    group : Group
+        The group; its arrays are the variables.
+    use_zarr_fill_value_as_mask : bool, optional
+        Take each array's fill value as its `_FillValue` (the mask value); default: for
+        format 2 only, as xarray.
+    """
 
     def __init__(self, group: Group, use_zarr_fill_value_as_mask: bool | None = None) -> None:
         self.zarr_group = group
@@ -216,7 +244,13 @@ class ZarrcoreDataStore(AbstractDataStore):
         return cls(root, use_zarr_fill_value_as_mask)
 
     def arrays(self) -> dict[str, Array]:
-        """{name: Array} of the group's arrays, listed now (writes may have added some)."""
+        """The group's arrays, listed now (writes may have added some).
+
+        Returns
+        -------
+        dict of str to Array
+            {name: Array}.
+        """
         return dict(self.zarr_group.arrays())
 
     def open_store_variable(self, name: str) -> Variable:
@@ -320,6 +354,18 @@ class ZarrcoreBackendEntrypoint(BackendEntrypoint):
     )
 
     def guess_can_open(self, filename_or_obj: T_PathFileOrDataStore | GroupSource) -> bool:
+        """Whether xarray may pick this engine by itself for `filename_or_obj`.
+
+        Parameters
+        ----------
+        filename_or_obj : str, os.PathLike, Store, Group or other
+            What `xr.open_dataset` was given.
+
+        Returns
+        -------
+        bool
+            True for a zarrcore Store or Group and for a path ending in ".zarr".
+        """
         if isinstance(filename_or_obj, (Group, Store)):
             return True
         if isinstance(filename_or_obj, (str, os.PathLike)):
@@ -336,6 +382,41 @@ class ZarrcoreBackendEntrypoint(BackendEntrypoint):
             consolidated: bool | None = None, storage_options: dict[str, Any] | None = None,
             zarr_format: int | None = None,
             use_zarr_fill_value_as_mask: bool | None = None) -> Dataset:
+        """One group as a Dataset: `xr.open_dataset(filename_or_obj, engine="zarrcore")`.
+
+        Variables stay lazy: indexing them reads only the chunks (inner chunks, when sharded)
+        a selection touches.
+
+        Parameters
+        ----------
+        filename_or_obj : str, os.PathLike, URL, dict, Store or Group
+            Where the group is.
+        mask_and_scale, decode_times, concat_characters, decode_coords : optional
+            xarray's CF decoding options, as for `xr.open_dataset`.
+        use_cftime, decode_timedelta : optional
+            The same.
+        drop_variables : str or iterable of str, optional
+            Variables not to read.
+        group : str, optional
+            The group to open, below `filename_or_obj`.
+        mode : str, default "r"
+            As `zarrcore.open_group`'s.
+        consolidated : bool, optional
+            Consolidated metadata at the store's root: None: used when present (reading
+            without it warns); True: required; False: ignored.
+        storage_options : dict, optional
+            Options of the store a URL names.
+        zarr_format : {2, 3}, optional
+            The format to expect; default: whichever is there.
+        use_zarr_fill_value_as_mask : bool, optional
+            Take each array's fill value as its `_FillValue` (the mask value); default: for
+            format 2 only, as xarray. False holds for format 2 too (xarray ignores it there).
+
+        Returns
+        -------
+        xarray.Dataset
+            The group's arrays as variables, CF-decoded by xarray.
+        """
         store = ZarrcoreDataStore.open(
             _store_like(filename_or_obj), group=group, mode=mode, consolidated=consolidated,
             zarr_format=zarr_format, storage_options=storage_options,
@@ -354,8 +435,24 @@ class ZarrcoreBackendEntrypoint(BackendEntrypoint):
             group: str | None = None, mode: str = "r", consolidated: bool | None = None,
             storage_options: dict[str, Any] | None = None, zarr_format: int | None = None,
             **decoders: Any) -> dict[str, Dataset]:
-        """{path: Dataset} of the group at `group` and of every group below it, each decoded
-        with `decoders` (open_dataset's mask_and_scale, decode_times...)."""
+        """The group at `group` and every group below it, each as a Dataset.
+
+        Parameters
+        ----------
+        filename_or_obj : str, os.PathLike, URL, dict, Store or Group
+            Where the hierarchy is.
+        group : str, optional
+            The group to start from.
+        mode, consolidated, storage_options, zarr_format : optional
+            As `open_dataset`'s.
+        **decoders
+            `open_dataset`'s CF decoding options (`mask_and_scale`, `decode_times`, ...).
+
+        Returns
+        -------
+        dict of str to xarray.Dataset
+            {path: Dataset}, paths as xarray's data trees name them ("/", "/a", "/a/b").
+        """
         root = open_root_group(_store_like(filename_or_obj), group=group, mode=mode,
                                consolidated=consolidated, zarr_format=zarr_format,
                                storage_options=storage_options)
@@ -369,5 +466,20 @@ class ZarrcoreBackendEntrypoint(BackendEntrypoint):
     def open_datatree(
             self, filename_or_obj: T_PathFileOrDataStore | GroupSource,
             **kwargs: Any) -> DataTree:
+        """The group at `group` and every group below it as a DataTree
+        (`xr.open_datatree(filename_or_obj, engine="zarrcore")`).
+
+        Parameters
+        ----------
+        filename_or_obj : str, os.PathLike, URL, dict, Store or Group
+            Where the hierarchy is.
+        **kwargs
+            `open_groups_as_dict`'s options.
+
+        Returns
+        -------
+        xarray.DataTree
+            A node for each group.
+        """
         return datatree_from_dict_with_io_cleanup(
             self.open_groups_as_dict(filename_or_obj, **kwargs))

@@ -9,7 +9,7 @@ fill_value, v3 as a `_FillValue` attribute. Dask-backed variables are written by
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 import numpy as np
 from xarray import DataArray, Dataset, Variable, conventions, coding
@@ -40,7 +40,7 @@ _MODES = ("w", "w-", "a", "a-", "r+")
 V2_DEFAULT_COMPRESSOR = {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1,
                          "blocksize": 0}
 #: A region to write: {dimension: slice or "auto"}, or "auto" for every dimension.
-Region = Any
+Region = Union[Mapping[Hashable, Union[slice, Literal["auto"]]], Literal["auto"], None]
 #: (data, array, region) of one write still to do: numpy or dask data.
 Write = tuple[Any, Array, tuple[slice, ...]]
 
@@ -72,6 +72,8 @@ class _DatasetWriter:
         self.mode = mode
         self.append_dim = append_dim
         self.region = region
+        # {dimension: slice} of the region, every "auto" resolved (validate_region).
+        self.region_slices: dict[Hashable, slice] = {}
         self.write_empty_chunks = write_empty_chunks
         # As xarray: aligning the dask chunks makes them safe.
         self.safe_chunks = safe_chunks and not align_chunks
@@ -84,8 +86,8 @@ class _DatasetWriter:
 
     # -- region ---------------------------------------------------------------
     def validate_region(self, ds: Dataset) -> Dataset:
-        """`ds` to write at self.region (its indexes dropped); the region with every "auto"
-        found from the stored coordinates."""
+        """`ds` to write at self.region (its indexes dropped); region_slices with every
+        "auto" found from the stored coordinates."""
         region: Any = self.region
         if region is None:
             return ds
@@ -116,7 +118,7 @@ class _DatasetWriter:
         if self.append_dim is not None and self.append_dim in region:
             raise ValueError(f"cannot list the same dimension in both ``append_dim`` and "
                              f"``region``, got {self.append_dim!r} in both")
-        self.region = region
+        self.region_slices = region
         without_indexes: Dataset = ds.drop_vars(ds.indexes)
         return without_indexes
 
@@ -170,7 +172,7 @@ class _DatasetWriter:
                 same_encoding[k].encoding = stored[k].encoding
             for k, v in self._encode(same_encoding).items():
                 encoded[k] = _validate_and_transpose_existing_dims(  # type: ignore[no-untyped-call]
-                    k, v, stored[k], self.region, self.append_dim)  # (as above)
+                    k, v, stored[k], self.region_slices, self.append_dim)  # (as above)
         if self.mode not in ("r", "r+"):
             self.group.attrs.put(_json_attributes(attributes, "Dataset.attrs"))
         for name, variable in encoded.items():
@@ -201,8 +203,7 @@ class _DatasetWriter:
             variable, raise_on_invalid=check_encoding, name=name, zarr_format=self.zarr_format)
         write_empty = self._write_empty_chunks(encoding.pop("write_empty_chunks", None))
         dims = variable.dims
-        given = dict(self.region or {})
-        region: dict[Hashable, slice] = {d: given.get(d, slice(None)) for d in dims}
+        region = {d: self.region_slices.get(d, slice(None)) for d in dims}
         if name in self.existing:
             array = self.existing[name]
             if write_empty is not None:
@@ -345,17 +346,54 @@ def to_zarr(dataset: Dataset | DataArray, store: GroupSource = None, mode: str |
             storage_options: dict[str, Any] | None = None, zarr_format: int | None = None,
             write_empty_chunks: bool | None = None,
             chunkmanager_store_kwargs: dict[str, Any] | None = None) -> Group | Delayed | None:
-    """Write `dataset` (a Dataset, or a DataArray as `DataArray.to_zarr` writes it) to `store`
-    (a path, URL, dict, Store or Group) as xarray's `Dataset.to_zarr` does, with the same
-    arguments. Dask-backed variables are written in parallel by their tasks.
+    """Write a Dataset (or a DataArray) as xarray's `Dataset.to_zarr` does, with its arguments.
 
-    As in xarray, `safe_chunks` refuses dask chunks that would write parts of one shard (or
-    chunk) from two tasks, and `align_chunks` rechunks the dask arrays so that they do not;
-    `write_empty_chunks` (default: the variable's encoding, else `config`) decides whether
-    chunks equal to the fill value are stored. With `safe_chunks=False`, shared shards need
-    a store with locks or conditional writes (a local directory has locks).
-    `chunkmanager_store_kwargs` go to dask's compute (e.g. `scheduler`). Returns the
-    zarrcore Group, or a dask Delayed of the writes when `compute` is False."""
+    The metadata is what xarray writes through zarr-python; dask-backed variables are written
+    in parallel by their tasks.
+
+    Parameters
+    ----------
+    dataset : xarray.Dataset or xarray.DataArray
+        What to write (a DataArray as `DataArray.to_zarr` writes it).
+    store : str, os.PathLike, URL, dict, Store or Group, optional
+        Where to write; None: a new memory store.
+    mode : {"w", "w-", "a", "a-", "r+"}, optional
+        As xarray's: default "a" with `append_dim`, "r+" with `region`, else "w-".
+    group : str, optional
+        The group to write in, below `store`.
+    encoding : dict, optional
+        {variable: encoding} of new variables (`chunks`, `shards`, `compressors`,
+        `filters`, `serializer`, `fill_value`, `dtype`, ...).
+    compute : bool, default True
+        Write the data now; False: return the writes of dask-backed data as a Delayed.
+    consolidated : bool, optional
+        Consolidate the metadata after writing (None and True do; "r+" never does).
+    append_dim : hashable, optional
+        The dimension along which to append to existing variables.
+    region : dict or "auto", optional
+        {dimension: slice or "auto"} of the existing arrays to write; "auto" for every
+        dimension ("auto" finds the slice from the stored coordinate).
+    safe_chunks : bool, default True
+        Refuse dask chunks that would write parts of one shard (or chunk) from two tasks.
+        With False, such writes need a store with locks or conditional writes (a local
+        directory has locks).
+    align_chunks : bool, default False
+        Rechunk the dask arrays onto the shards (or chunks) instead.
+    storage_options : dict, optional
+        Options of the store a URL names.
+    zarr_format : {2, 3}, optional
+        Of a new store; default: zarr-python's `default_zarr_format` setting, else 3.
+    write_empty_chunks : bool, optional
+        Store chunks equal to the fill value; default: the variable's encoding, else
+        `config`.
+    chunkmanager_store_kwargs : dict, optional
+        Options of dask's compute (e.g. `scheduler`).
+
+    Returns
+    -------
+    Group or dask.delayed.Delayed
+        The zarrcore Group written, or a Delayed of the writes when `compute` is False.
+    """
     from ..dask import check_tasks_reach
 
     dataset = _as_dataset(dataset)
@@ -408,7 +446,15 @@ def _write_data(writes: Iterable[Write], compute: bool,
 class ZarrcoreWritableDataStore(ZarrcoreDataStore):
     """A group as xarray's writable data store (the part of its ZarrStore that xarray's own
     functions use): `Dataset.dump_to_store(store)` writes into it as to_zarr(mode="a") does,
-    without consolidating, and `xr.decode_cf(store)` reads it back."""
+    without consolidating, and `xr.decode_cf(store)` reads it back.
+
+    Parameters
+    ----------
+    group : Group
+        The group written to (opened for writing).
+    use_zarr_fill_value_as_mask : bool, optional
+        As `ZarrcoreDataStore`'s.
+    """
 
     @property
     def ds(self) -> Group:
@@ -418,8 +464,21 @@ class ZarrcoreWritableDataStore(ZarrcoreDataStore):
     def store(self, variables: Mapping[Hashable, Variable], attributes: Mapping[Any, Any],
               check_encoding_set: Iterable[Hashable] = frozenset(), writer: Any = None,
               unlimited_dims: Any = None) -> None:
-        """Write `variables` (xarray Variables, not yet CF-encoded) and `attributes`; dask
-        data is computed now (`writer`, xarray's deferred writes, is not needed)."""
+        """Write variables and attributes, as `to_zarr(mode="a")` does without consolidating.
+
+        Parameters
+        ----------
+        variables : mapping of hashable to xarray.Variable
+            The variables, not yet CF-encoded; dask data is computed now.
+        attributes : mapping
+            The group's attributes.
+        check_encoding_set : iterable of hashable, optional
+            The variables whose encoding must be valid (xarray's `encoding` argument).
+        writer : optional
+            xarray's deferred writes: not needed, ignored.
+        unlimited_dims : optional
+            netCDF's unlimited dimensions: ignored, as by xarray's zarr backend.
+        """
         dataset_writer = _DatasetWriter(self.zarr_group, "a", None, None)
         dataset_writer.store(_stored_names(variables), attributes, set(check_encoding_set))
         _write_data(dataset_writer.writes, True, {})

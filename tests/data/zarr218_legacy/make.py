@@ -34,6 +34,10 @@ CASES = {
     "base64": ("<i4", numcodecs.Base64(), None, np.arange(4), None),
     "delta_timedelta": ("<m8[ms]", None, None, np.array([5, -3, 0, 1200], dtype="m8[ms]"), None,
                         [numcodecs.Delta(dtype="<m8[ms]")]),
+    # zarr 2 let the json2 object codec serialize other data types too.
+    "json2_int32": ("<i4", None, None, np.arange(4), None, [numcodecs.JSON()]),
+    "json2_unicode": ("<U3", None, None, np.array(["ab", "c", "", "def"]), None,
+                      [numcodecs.JSON()]),
 }
 
 

@@ -1,0 +1,208 @@
+"""Rectilinear chunk grids (the zarr-extensions registry's `rectilinear`): metadata in both
+encodings, creation in zarr-python 3.4's spelling, every indexing mode against numpy, resize
+and append as zarr-python 3.4 grows a grid, and both directions against zarr-python 3.4."""
+import json
+
+import numpy as np
+import pytest
+from _peer_arrays import pack, unpack
+from hypothesis import given
+from hypothesis import strategies as st
+from peers import peer  # noqa: F401 (a fixture)
+
+import zarrcore
+from zarrcore.errors import MetadataError
+from zarrcore.metadata.v3 import ArrayMetadataV3
+from zarrcore.tools.convert import convert
+from zarrcore.tools.verify import verify
+
+
+def _doc(chunk_shapes, shape=(30, 20), kind="inline"):
+    return {"zarr_format": 3, "node_type": "array", "shape": list(shape), "data_type": "int32",
+            "chunk_grid": {"name": "rectilinear",
+                           "configuration": {"kind": kind, "chunk_shapes": chunk_shapes}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+            "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}
+
+
+def test_metadata_both_encodings_round_trip():
+    # (stored shapes, boundaries per axis, what zarrcore writes back: runs as zarr-python)
+    for shapes, axes, written in [
+            ([[10, 5, 15], [7, 13]], [[0, 10, 15, 30], [0, 7, 20]], None),
+            ([[[10, 2], 10], [[5, 4]]], [[0, 10, 20, 30], [0, 5, 10, 15, 20]],
+             [[[10, 3]], [[5, 4]]]),
+            ([[1, [2, 3], 23], 8], [[0, 1, 3, 5, 7, 30], 8], None)]:
+        meta = ArrayMetadataV3.from_json(_doc(shapes))
+        got = [a if isinstance(a, int) else a.tolist() for a in meta.grid.axes]
+        assert got == axes
+        assert meta.to_json()["chunk_grid"]["configuration"]["chunk_shapes"] == (
+            written or shapes)
+
+
+def test_metadata_errors_name_the_field():
+    bad = [_doc([[10, 5, 14], [20]]),  # does not cover the shape
+           _doc([[10, 0, 20], [20]]), _doc([[[10, 0]], [20]]), _doc([[10, 20]]),
+           _doc([[30], "x"]), _doc([[30], []]), _doc([[30], [20]], kind="external"),
+           _doc([[30], [[5, 2, 1]]])]
+    for doc in bad:
+        with pytest.raises(MetadataError, match="chunk_grid"):
+            ArrayMetadataV3.from_json(doc)
+
+
+def test_edges_past_the_shape_read():
+    meta = ArrayMetadataV3.from_json(_doc([[10, 5, 15, 9], [20]]))  # after a shrink
+    assert meta.grid.grid_shape == (3, 1)
+
+
+def test_create_spelling_and_rules():
+    a = zarrcore.create_array({}, shape=(30, 20), chunks=[[10, 5, 15], [7, 13]], dtype="i4")
+    grid = json.loads(a.store.get("zarr.json"))["chunk_grid"]
+    assert grid == {"name": "rectilinear", "configuration": {
+        "kind": "inline", "chunk_shapes": [[10, 5, 15], [7, 13]]}}
+    assert a.chunks == ((10, 5, 15), (7, 13))
+    # Regular edge lengths make a regular grid, as in zarr-python 3.4.
+    r = zarrcore.create_array({}, shape=(25,), chunks=[[10, 10, 5]], dtype="i4")
+    assert json.loads(r.store.get("zarr.json"))["chunk_grid"]["name"] == "regular"
+    assert r.chunks == (10,)
+    for chunks in ([[10, 5, 14], [20]], [[10, -5, 25], [20]], [[30]]):
+        with pytest.raises(MetadataError, match="chunks"):
+            zarrcore.create_array({}, shape=(30, 20), chunks=chunks, dtype="i4")
+    with pytest.raises(ValueError, match="multiples"):
+        zarrcore.create_array({}, shape=(30,), chunks=(5,), shards=[[20, 3, 7]], dtype="i4")
+
+
+def _stores(tmp_path):
+    return [{}, str(tmp_path / "dir")]
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_every_indexing_mode(tmp_path, sharded, on_disk):
+    kw = (dict(chunks=(5, 4), shards=[[10, 5, 15], [8, 12]]) if sharded
+          else dict(chunks=[[10, 5, 15], [7, 13]]))
+    store = str(tmp_path / "a") if on_disk else {}
+    a = zarrcore.create_array(store, shape=(30, 20), dtype="i4", fill_value=-1, **kw)
+    d = np.full((30, 20), -1, dtype="i4")
+    a[2:29, 1:] = d[2:29, 1:] = np.arange(27 * 19).reshape(27, 19)
+    np.testing.assert_array_equal(a[...], d)
+    for sel in [np.s_[3:27:4, ::-3], np.s_[11, 5:19], np.s_[-1, -1], np.s_[::7, 12]]:
+        np.testing.assert_array_equal(a[sel], d[sel])
+    rows, cols = [1, 29, 12, 11, 12], [0, 19, 7]
+    np.testing.assert_array_equal(a.oindex[rows, cols], d[np.ix_(rows, cols)])
+    np.testing.assert_array_equal(a.vindex[rows, [0, 19, 7, 8, 8]], d[rows, [0, 19, 7, 8, 8]])
+    mask = (d % 7) == 0
+    np.testing.assert_array_equal(a.vindex[mask], d[mask])
+    np.testing.assert_array_equal(a.blocks[1], d[10:15])
+    np.testing.assert_array_equal(a.blocks[1:, -1], d[10:, (7 if not sharded else 8):])
+    a.oindex[[0, 29], [3, 4]] = d[np.ix_([0, 29], [3, 4])] = 99
+    a.vindex[[14, 15], [6, 7]] = d[[14, 15], [6, 7]] = 98
+    a[9:16, 6:9] = d[9:16, 6:9] = 97
+    a.blocks[2, 0] = d[15:, :(7 if not sharded else 8)] = 96
+    np.testing.assert_array_equal(a[...], d)
+    with pytest.raises(IndexError):
+        a.vindex[[30], [0]]
+
+
+def test_resize_and_append_as_zarr34(tmp_path):
+    a = zarrcore.create_array({}, shape=(30, 20), chunks=[[10, 5, 15], [7, 13]], dtype="i4")
+    a[...] = 1
+    a.append(np.full((4, 20), 2, dtype="i4"))
+    assert a.chunks == ((10, 5, 15, 4), (7, 13))  # a new chunk of the growth
+    a.resize(25, 20)  # edge lengths stay
+    assert a.chunk_grid.to_json()["configuration"]["chunk_shapes"] == [[10, 5, 15, 4], [7, 13]]
+    assert a.chunks == ((10, 5, 10), (7, 13))
+    a.resize(40, 20)
+    assert a.chunks == ((10, 5, 15, 4, 6), (7, 13))
+    np.testing.assert_array_equal(a[:, 0], [1] * 25 + [0] * 15)
+
+
+_EDGES = st.lists(st.integers(1, 6), min_size=1, max_size=6)
+
+
+@given(st.lists(_EDGES, min_size=1, max_size=3), st.data())
+def test_indexing_matches_numpy(edges, data):
+    shape = tuple(sum(e) for e in edges)
+    a = zarrcore.create_array({}, shape=shape, chunks=edges, dtype="i2", fill_value=-1)
+    d = np.arange(int(np.prod(shape)), dtype="i2").reshape(shape)
+    a[...] = d
+    sl = tuple(data.draw(st.slices(n)) for n in shape)
+    np.testing.assert_array_equal(a[sl], d[sl])
+    idx = tuple(data.draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=5))
+                for n in shape)
+    np.testing.assert_array_equal(a.oindex[idx], d[np.ix_(*idx)])
+    n = data.draw(st.integers(1, 5))
+    pts = tuple(data.draw(st.lists(st.integers(0, s - 1), min_size=n, max_size=n))
+                for s in shape)
+    np.testing.assert_array_equal(a.vindex[pts], d[pts])
+    a[sl] = d[sl] = -d[sl]
+    a.vindex[pts] = d[pts] = 7
+    np.testing.assert_array_equal(a[...], d)
+
+
+# -- against zarr-python 3.4 (the peer interpreter) -----------------------------------------
+
+# name -> (create_array keywords, data)
+CASES = {
+    "plain": (dict(shape=(30, 20), chunks=[[10, 5, 15], [7, 13]], dtype="int32",
+                   fill_value=-1), np.arange(600, dtype="int32").reshape(30, 20)),
+    "runs": (dict(shape=(42,), chunks=[[4, 4, 4, 4, 6, 20]], dtype="float64"),
+             np.linspace(-1, 1, 42)),
+    "sharded": (dict(shape=(30, 20), chunks=(5, 4), shards=[[10, 5, 15], [8, 12]],
+                     dtype="uint16", fill_value=3),
+                np.arange(600, dtype="uint16").reshape(30, 20)),
+}
+
+PEER_WRITES = """
+import json, zarr
+zarr.config.set({"array.rectilinear_chunks": True})
+result = {}
+for name, case in payload.items():
+    a = zarr.create_array(case["path"], **case["kwargs"])
+    a[...] = unpack(case["data"])
+    if name == "plain":
+        a.append(unpack(case["data"])[:4])
+    with open(case["path"] + "/zarr.json") as f:
+        result[name] = json.load(f)["chunk_grid"]
+"""
+
+PEER_READS = """
+import zarr
+zarr.config.set({"array.rectilinear_chunks": True})
+result = {name: pack(zarr.open_array(path, mode="r")[...]) for name, path in payload.items()}
+"""
+
+
+@pytest.mark.slow
+def test_zarrcore_reads_zarr34(peer, tmp_path):  # noqa: F811
+    payload = {name: {"path": str(tmp_path / name), "kwargs": kw, "data": pack(data)}
+               for name, (kw, data) in CASES.items()}
+    grids = peer.run(PEER_WRITES, payload)
+    assert grids["runs"]["configuration"]["chunk_shapes"] == [[[4, 4], 6, 20]]
+    assert grids["plain"]["configuration"]["chunk_shapes"] == [[10, 5, 15, 4], [7, 13]]
+    for name, (kw, data) in CASES.items():
+        a = zarrcore.open_array(str(tmp_path / name), mode="r")
+        want = np.concatenate([data, data[:4]]) if name == "plain" else data
+        np.testing.assert_array_equal(a[...], want, err_msg=name)
+        assert a.dtype == np.dtype(kw["dtype"])
+
+
+@pytest.mark.slow
+def test_zarr34_reads_zarrcore(peer, tmp_path):  # noqa: F811
+    paths = {}
+    for name, (kw, data) in CASES.items():
+        paths[name] = str(tmp_path / name)
+        zarrcore.create_array(paths[name], **kw)[...] = data
+    zarrcore.open_array(paths["plain"], mode="r+").append(CASES["plain"][1][:4])
+    read = peer.run(PEER_READS, paths)
+    for name, (kw, data) in CASES.items():
+        want = np.concatenate([data, data[:4]]) if name == "plain" else data
+        np.testing.assert_array_equal(unpack(read[name]), want, err_msg=name)
+
+
+def test_verify_walks_the_grid_and_convert_refuses_it(tmp_path):
+    a = zarrcore.create_array(str(tmp_path / "a"), shape=(30,), chunks=[[10, 5, 15]], dtype="i4")
+    a[...] = np.arange(30)
+    report = verify(str(tmp_path / "a"))
+    assert not report.problems
+    with pytest.raises(MetadataError, match="chunk_grid"):
+        convert(str(tmp_path / "a"), str(tmp_path / "b"))
