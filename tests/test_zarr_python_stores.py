@@ -239,3 +239,40 @@ def test_xarray_round_trip_through_a_wrapper_store():
             back = xr.open_dataset(zarr_store, engine="zarrcore")
         xr.testing.assert_identical(back.load(), ds)
         xr.testing.assert_identical(xr.open_zarr(zarr_store).load(), ds)
+
+
+def test_virtualizarr_manifest_store(tmp_path):
+    """VirtualiZarr's ManifestStore: chunks at byte ranges of a file; read only, no batched
+    reads nor `exists` of its own, no consolidated metadata."""
+    manifests = pytest.importorskip("virtualizarr.manifests",
+                                    reason="VirtualiZarr is not installed")
+    obstore = pytest.importorskip("obstore", reason="VirtualiZarr reads through obstore")
+    from obspec_utils.registry import ObjectStoreRegistry
+    from virtualizarr.manifests.utils import create_v3_array_metadata
+
+    data = np.arange(64, dtype="<i4").reshape(8, 8)
+    path = tmp_path / "data.bin"
+    blocks = {f"{i}.{j}": data[4 * i:4 * i + 4, 4 * j:4 * j + 4].tobytes()
+              for i in range(2) for j in range(2)}
+    path.write_bytes(b"header" + b"".join(blocks.values()))
+    offsets = np.cumsum([6] + [len(b) for b in blocks.values()])
+    entries = {key: {"path": f"file://{path}", "offset": int(offset), "length": len(block)}
+               for (key, block), offset in zip(blocks.items(), offsets)}
+    metadata = create_v3_array_metadata(
+        shape=(8, 8), chunk_shape=(4, 4), data_type=np.dtype("int32"),
+        codecs=[{"name": "bytes", "configuration": {"endian": "little"}}],
+        chunk_key_encoding={"name": "default", "separator": "."}, fill_value=0)
+    group = manifests.ManifestGroup(arrays={"a": manifests.ManifestArray(
+        metadata=metadata, chunkmanifest=manifests.ChunkManifest(entries=entries))})
+    zarr_store = manifests.ManifestStore(
+        group, registry=ObjectStoreRegistry({"file://": obstore.store.LocalStore()}))
+    a = zarrcore.open_array(zarr_store, path="a")
+    assert a.store.read_only and not a.store.supports_consolidated_metadata
+    np.testing.assert_array_equal(a[...], data)
+    np.testing.assert_array_equal(a[3:7, 1:6], data[3:7, 1:6])
+    store = a.store
+    assert store.exists("a/c/1.1") and not store.exists("a/c/5.5")
+    assert [bytes(p) for p in store.get_ranges("a/c/0.0", [(0, 4), (8, 12)])] == [
+        blocks["0.0"][0:4], blocks["0.0"][8:12]]
+    with pytest.raises(ReadOnlyError):
+        a.store.set("a/c/0.0", b"x")

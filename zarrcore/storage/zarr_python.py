@@ -322,8 +322,7 @@ class ZarrPythonStore(Store):
             if len(asked) == 1:
                 got = [await self.zarr_store.get(key, self._prototype, asked[0][1])]
             else:
-                got = await self.zarr_store.get_partial_values(
-                    self._prototype, [(key, r) for _, r in asked])
+                got = await self._get_partial_values(key, [r for _, r in asked])
         except _MISSING:
             return None
         except Exception as e:
@@ -335,12 +334,25 @@ class ZarrPythonStore(Store):
             parts[i] = _contents(part, copy)
         return parts
 
+    async def _get_partial_values(self, key: str,
+                                  requests: list[ByteRequest]) -> list[Buffer | None]:
+        """The store's batched read of `requests` of `key`; one get each where it has none
+        (VirtualiZarr's ManifestStore)."""
+        try:
+            return await self.zarr_store.get_partial_values(
+                self._prototype, [(key, r) for r in requests])
+        except NotImplementedError:
+            return list(await asyncio.gather(
+                *(self.zarr_store.get(key, self._prototype, r) for r in requests)))
+
     def exists(self, key: str) -> bool:
         async def found() -> bool:
             try:
                 return await self.zarr_store.exists(key)
             except _MISSING:
                 return False
+            except NotImplementedError:  # (VirtualiZarr's ManifestStore)
+                return await self.zarr_store.get(key, self._prototype) is not None
 
         return self._run(validate_key(key), found())
 
