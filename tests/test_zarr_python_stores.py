@@ -271,8 +271,8 @@ def test_virtualizarr_manifest_store(tmp_path):
     np.testing.assert_array_equal(a[...], data)
     np.testing.assert_array_equal(a[3:7, 1:6], data[3:7, 1:6])
     store = a.store
-    assert store.exists("a/c/1.1") and not store.exists("a/c/5.5")
-    assert [bytes(p) for p in store.get_ranges("a/c/0.0", [(0, 4), (8, 12)])] == [
+    assert store.exists("a/c.1.1") and not store.exists("a/c.5.5")
+    assert [bytes(p) for p in store.get_ranges("a/c.0.0", [(0, 4), (8, 12)])] == [
         blocks["0.0"][0:4], blocks["0.0"][8:12]]
     with pytest.raises(ReadOnlyError):
-        a.store.set("a/c/0.0", b"x")
+        a.store.set("a/c.0.0", b"x")

@@ -153,8 +153,9 @@ class ZarrcoreStore(ZarrStore):
 _SIZED = object()
 _EMPTY = object()
 # What zarr-python stores raise for a missing key where they do not answer None or False
-# (Icechunk's NotFoundError is a KeyError).
-_MISSING = (FileNotFoundError, KeyError)
+# (Icechunk's NotFoundError is a KeyError; VirtualiZarr's ManifestStore raises IndexError for
+# a chunk outside the grid).
+_MISSING = (FileNotFoundError, LookupError)
 
 
 def _request(start: int | None, stop: int | None, clips: bool) -> ByteRequest | object | None:
@@ -348,11 +349,12 @@ class ZarrPythonStore(Store):
     def exists(self, key: str) -> bool:
         async def found() -> bool:
             try:
-                return await self.zarr_store.exists(key)
+                try:
+                    return await self.zarr_store.exists(key)
+                except NotImplementedError:  # (VirtualiZarr's ManifestStore)
+                    return await self.zarr_store.get(key, self._prototype) is not None
             except _MISSING:
                 return False
-            except NotImplementedError:  # (VirtualiZarr's ManifestStore)
-                return await self.zarr_store.get(key, self._prototype) is not None
 
         return self._run(validate_key(key), found())
 
