@@ -16,7 +16,7 @@ zarr = pytest.importorskip("zarr", reason="icechunk needs zarr-python")
 
 import zarrcore  # noqa: E402
 from zarrcore.errors import (  # noqa: E402
-    LockUnavailableError, ProcessLocalStoreError, StoreError, ZarrcoreError,
+    LockUnavailableError, ProcessLocalStoreError, ReadOnlyError, StoreError, ZarrcoreError,
 )
 from zarrcore.storage.zarr_python import ZarrPythonStore  # noqa: E402
 
@@ -100,8 +100,10 @@ def test_writing_a_read_only_session_is_refused():
     _write(session, "a", np.arange(4), chunks=(2,))
     session.commit("a")
     store = repo.readonly_session(branch="main").store
-    with pytest.raises(ZarrcoreError):
-        zarrcore.open_array(store, path="a", mode="r+")[...] = 1
+    a = zarrcore.open_array(store, path="a", mode="r+")
+    np.testing.assert_array_equal(a[...], np.arange(4))
+    with pytest.raises(ReadOnlyError):
+        a[...] = 1
 
 
 def test_concurrent_sessions_conflict_at_commit():
