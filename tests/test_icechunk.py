@@ -177,3 +177,24 @@ def test_dask_writes_threads_into_a_session_and_processes_into_a_fork(tmp_path):
     store = repo.readonly_session(branch="main").store
     np.testing.assert_array_equal(zarr.open_array(store, path="a")[...], data)
     np.testing.assert_array_equal(zarr.open_array(store, path="b")[...], data * 2)
+
+
+def test_xarray_writes_dask_variables_through_a_fork(tmp_path):
+    xr = pytest.importorskip("xarray", reason="the xarray extra is not installed")
+    pytest.importorskip("dask.array", reason="the dask extra is not installed")
+    import dask
+    import zarrcore.xarray
+
+    repo = _directory_repo(tmp_path)
+    ds = xr.Dataset({"t": (("x", "y"), np.arange(48.0).reshape(8, 6))}).chunk({"x": 4, "y": 3})
+    session = repo.writable_session("main")
+    # The metadata through the session, then the data by tasks, each into a copy of a fork.
+    zarrcore.xarray.to_zarr(ds, session.store, mode="w", compute=False)
+    fork = session.fork()
+    with dask.config.set(num_workers=2):
+        zarrcore.xarray.to_zarr(ds, fork.store, mode="r+",
+                                chunkmanager_store_kwargs={"scheduler": "processes"})
+    session.merge(fork)
+    session.commit("dataset")
+    back = xr.open_dataset(repo.readonly_session(branch="main").store, engine="zarrcore")
+    xr.testing.assert_identical(back.load(), ds.load())

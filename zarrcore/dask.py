@@ -221,9 +221,11 @@ def _store_merged(sources: Sequence[da.Array], targets: Sequence[Array],
         writes = da.store([sources[i] for i in plain], [targets[i] for i in plain],
                           regions=[slices[i] for i in plain], lock=False, compute=False)
     # (dask leaves map_blocks and compute unannotated.)
+    # (`meta` given, so that dask does not call _write_block to find it.)
     changes = [da.map_blocks(  # type: ignore[no-untyped-call]
         _write_block, sources[i], target=targets[i], region=slices[i],
-        chunks=(1,) * sources[i].ndim, dtype=object) for i in merging]
+        chunks=(1,) * sources[i].ndim, dtype=object,
+        meta=np.empty((0,) * sources[i].ndim, dtype=object)) for i in merging]
     computed, _ = dask.base.compute(  # type: ignore[no-untyped-call]
         changes, writes, **compute_kwargs)
     for i, found in zip(merging, computed):
