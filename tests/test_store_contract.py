@@ -1,7 +1,9 @@
 """The Store interface (zarrcore/storage/base.py) checked against every store: a directory,
 memory, a zip, S3 (moto) through obstore and through s3fs, fsspec's memory filesystem, an
-HTTP server (read only) and zarr-python stores through their API. Where stores legitimately
-differ, a test asks the store's capability flags, never its type."""
+HTTP server and kerchunk references (read only), and zarr-python stores through their API.
+Where stores legitimately differ, a test asks the store's capability flags, never its type."""
+import base64
+import json
 import os
 import pickle
 import threading
@@ -12,7 +14,9 @@ import pytest
 
 from zarrcore.errors import (InvalidKeyError, KeyChangedError, LockUnavailableError,
                              ReadOnlyError, StoreError)
-from zarrcore.storage import FsspecStore, LocalStore, MemoryStore, ObjectStore, ZipStore
+from zarrcore.storage import (
+    FsspecStore, LocalStore, MemoryStore, ObjectStore, ReferenceStore, ZipStore,
+)
 
 VALUE = bytes(range(100))
 # (start, stop) pairs of Python slice bounds: suffixes, past the end, empty, reversed.
@@ -71,6 +75,40 @@ class HTTPKind(Kind):
         return self.store()
 
 
+class ReferencesKind(Kind):
+    """kerchunk references (read only): values byte ranges of one target file, or with
+    `whole` files of their own; short ones inline (base64); all in one directory."""
+
+    writable = False
+
+    def __init__(self, root, whole=False):
+        self._root, self._whole = root, whole
+
+    def store(self, read_only=True):
+        refs = self._root / "refs.json"
+        if not refs.exists():
+            self.fill({})
+        return ReferenceStore(refs)
+
+    def fill(self, data):
+        self._root.mkdir(exist_ok=True)
+        target, refs = bytearray(), {}
+        for n, (key, value) in enumerate(data.items()):
+            if len(value) < 3:
+                refs[key] = "base64:" + base64.b64encode(value).decode()
+                continue
+            if self._whole:
+                (self._root / f"whole{n}.bin").write_bytes(value)
+                refs[key] = [f"whole{n}.bin"]
+                continue
+            target += b"-" * 7  # (values apart, as chunks of a file are)
+            refs[key] = ["target.bin", len(target), len(value)]
+            target += value
+        (self._root / "target.bin").write_bytes(bytes(target))
+        (self._root / "refs.json").write_text(json.dumps(refs))
+        return ReferenceStore(self._root / "refs.json")
+
+
 @pytest.fixture(scope="module")
 def contract_bucket(moto_server):
     """One bucket for this module; each test works below a prefix of its own."""
@@ -123,8 +161,8 @@ def _zarr_python_kind(tmp_path, below):
 
 # The S3 kinds start moto's server.
 KINDS = ["local", "memory", "zip", pytest.param("s3-obstore", marks=pytest.mark.slow),
-         pytest.param("s3-s3fs", marks=pytest.mark.slow), "fsspec-memory", "http",
-         "zarr-python-local", "zarr-python-memory"]
+         pytest.param("s3-s3fs", marks=pytest.mark.slow), "fsspec-memory", "http", "references",
+         "references-whole", "zarr-python-local", "zarr-python-memory"]
 
 
 @pytest.fixture(params=KINDS)
@@ -138,6 +176,8 @@ def kind(request, tmp_path):
         return Kind(lambda read_only: ZipStore(tmp_path / "store.zip", read_only=read_only))
     if name == "fsspec-memory":
         return _fsspec_memory_kind()
+    if name.startswith("references"):
+        return ReferencesKind(tmp_path / "references", whole=name.endswith("whole"))
     if name.startswith("zarr-python-"):
         return _zarr_python_kind(tmp_path, name.rpartition("-")[2])
     if name == "http":

@@ -18,14 +18,16 @@ from .array import Array
 from .config import config
 from .api import consolidate_metadata, open_consolidated
 from .group import Group
-from .storage import FsspecStore, LocalStore, MemoryStore, ObjectStore, Store, ZipStore
+from .storage import (
+    FsspecStore, LocalStore, MemoryStore, ObjectStore, ReferenceStore, Store, ZipStore,
+)
 from .tools import convert, copy, verify
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Array", "Group", "Store", "LocalStore", "MemoryStore", "ZipStore", "ObjectStore",
-    "FsspecStore", "array", "config",
+    "FsspecStore", "ReferenceStore", "array", "config",
     "consolidate_metadata", "convert", "copy", "copy_all", "copy_store", "create", "create_array",
     "create_group", "create_hierarchy", "empty", "empty_like", "errors", "from_array", "full",
     "full_like", "get_include", "group", "load", "ones", "ones_like", "open", "open_array",

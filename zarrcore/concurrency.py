@@ -50,9 +50,11 @@ def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterabl
     which a StoreError names (up to five) items still outstanding, as "`doing` keys [...]".
     """
     limit = max(1, int(limit))
+    # (`call` returns R on threads, a coroutine of R on a loop: typed once, not per item)
+    run: Callable[[T], Any] = call
     if loop is None and isinstance(items, Sequence) and len(items) <= 1:
         # One call: in the caller, without starting a thread.
-        inline = [(i, cast("Callable[[T], R]", call)(item)) for i, item in enumerate(items)]
+        inline = [(i, run(item)) for i, item in enumerate(items)]
         if keep and inline:
             yield inline
         return
@@ -61,6 +63,7 @@ def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterabl
     threads = None
     if loop is None:
         threads = concurrent.futures.ThreadPoolExecutor(limit, thread_name_prefix=thread_name)
+    event_loop = cast(asyncio.AbstractEventLoop, loop)
     pending = enumerate(items)
     exhausted = False
     try:
@@ -73,11 +76,9 @@ def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterabl
                     break
                 future: concurrent.futures.Future[R]
                 if threads is None:
-                    coroutine = cast("Callable[[T], Awaitable[R]]", call)(item)
-                    future = asyncio.run_coroutine_threadsafe(
-                        cast("Any", coroutine), cast(asyncio.AbstractEventLoop, loop))
+                    future = asyncio.run_coroutine_threadsafe(run(item), event_loop)
                 else:
-                    future = threads.submit(cast("Callable[[T], R]", call), item)
+                    future = threads.submit(run, item)
                 running[future] = (i, item)
                 future.add_done_callback(finished.put)
             if not running:

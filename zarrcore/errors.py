@@ -30,6 +30,11 @@ class DimensionNamesMissingError(MetadataError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class ReferenceFormatError(MetadataError):
+    """Virtual references (kerchunk JSON or parquet) that cannot be read: a malformed entry,
+    an unknown version, a template zarrcore does not evaluate; the message names the key."""
+
+
 class UnknownCodecError(MetadataError):
     """A codec name or id that zarrcore does not know."""
 
@@ -136,6 +141,11 @@ class ValueTooLargeError(StoreError, ChunkDecodeError):
     inflated whole. The message names the key and the limit; `errno` is EFBIG."""
 
 
+class ReferenceTargetError(StoreError):
+    """The file a virtual reference points at is missing, or shorter than the reference says;
+    the message names the key and the target."""
+
+
 class ReadOnlyError(ZarrcoreError, PermissionError):
     """A write was attempted through a read-only store or array."""
 
@@ -164,6 +174,11 @@ class LockLostError(ZarrcoreError, OSError):
 
 class OutsideStoreError(ZarrcoreError, PermissionError):
     """A key of a confined store whose path resolves outside the store's root (a symlink)."""
+
+
+class ReferenceOutsideError(OutsideStoreError):
+    """A virtual reference points at a file outside what the caller lets references read
+    (ReferenceStore's bounds); the message names the key and the target."""
 
 
 class ProcessLocalStoreError(ZarrcoreError, ValueError):

@@ -2,6 +2,7 @@
 spec: how one chunk is encoded and decoded, and whether the compiled batch runs it."""
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -169,7 +170,7 @@ class CodecChain:
             data = codec.encode(data, self.bytes_spec)
         return data
 
-    @property
+    @functools.cached_property
     def partial_codec(self) -> ShardingCodec | None:
         """The array->bytes codec when it reads and rewrites parts of a stored chunk itself
         (`read_partial`/`merge`, as sharding does); only possible when no other codec

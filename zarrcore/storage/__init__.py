@@ -9,6 +9,7 @@ from .fsspec import FsspecStore
 from .local import LocalStore
 from .memory import MemoryStore
 from .objectstore import ObjectStore
+from .references import ReferenceStore
 from .urls import make_store
 from .zip import ZipStore
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from .zarr_python import StoredNode
 
 __all__ = ["Store", "LocalStore", "MemoryStore", "ZipStore", "ObjectStore", "FsspecStore",
-           "validate_key", "make_store", "as_zarr_store"]
+           "ReferenceStore", "validate_key", "make_store", "as_zarr_store"]
 
 
 def as_zarr_store(store_or_node: Store | StoredNode, *, read_only: bool | None = None) -> ZarrStore:

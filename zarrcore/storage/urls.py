@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import StoreURLError, UnsupportedStoreError
@@ -30,6 +30,12 @@ _OBJECT_SCHEMES = {"s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "ad
 _REMOTE_EXTRA = 'pip install "zarrcore[remote]"'
 
 
+#: How stores that build on this module (opening their own targets through make_store) open
+#: a path or URL: `opener(location, storage_options)` gives their Store, or None when the
+#: location is not theirs. zarrcore.storage.references registers ReferenceStore's.
+LOCATION_OPENERS: list[Callable[[str, StorageOptions | None], Store | None]] = []
+
+
 def _is_zip_path(path: str) -> bool:
     return path.lower().endswith(".zip") and not os.path.isdir(path)
 
@@ -39,10 +45,13 @@ def make_store(store: object, read_only: bool = False,
     """Turn `store` into a Store.
 
     - None or a dict: a MemoryStore (over the dict); a Store: itself.
-    - A path (str or PathLike): a LocalStore, or a ZipStore when it names a `.zip` file.
+    - A path (str or PathLike): a LocalStore, a ZipStore when it names a `.zip` file, a
+      ReferenceStore when it names kerchunk references (a `.json` file, a parquet directory).
     - A URL: file:// (a directory, or a .zip), memory://NAME (one store per name in the
-      process), zip://PATH, s3://, gs://, az:// / abfs://, http(s):// (an ObjectStore; the
-      extra `zarrcore[remote]`), and any other protocol fsspec knows (an FsspecStore).
+      process), zip://PATH, reference:// (a ReferenceStore: `storage_options` are fsspec's
+      ReferenceFileSystem's, `fo` the references; see ReferenceStore.from_options), s3://,
+      gs://, az:// / abfs://, http(s):// (an ObjectStore; the extra `zarrcore[remote]`),
+      and any other protocol fsspec knows (an FsspecStore).
       `storage_options` configure it (see ObjectStore.from_url; fsspec's own for fsspec).
     - zarr-python's LocalStore, MemoryStore, FsspecStore, ObjectStore and ZipStore (read
       natively); any other zarr-python store (a WrapperStore, Icechunk's IcechunkStore,
@@ -54,6 +63,10 @@ def make_store(store: object, read_only: bool = False,
         path = os.fspath(store)
         if isinstance(path, bytes):
             raise UnsupportedStoreError(f"a store path must be text, not {path!r}")
+        for opener in LOCATION_OPENERS:
+            opened = opener(path, storage_options)
+            if opened is not None:
+                return opened
         if "://" not in path and "::" not in path:
             if storage_options:
                 raise StoreURLError(f"storage_options are for URLs, not the path {path!r}")

@@ -1,0 +1,376 @@
+"""ReferenceStore: kerchunk references (JSON versions 0 and 1, parquet) read natively, their
+targets through zarrcore's own stores, within the bounds the caller allows."""
+import base64
+import importlib.util
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+import zarrcore
+from zarrcore.errors import (
+    ChecksumError, ReadOnlyError, ReferenceFormatError, ReferenceOutsideError,
+    ReferenceTargetError, StoreURLError,
+)
+from zarrcore.storage.references import ReferenceStore
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "references")
+_spec = importlib.util.spec_from_file_location("references_make", os.path.join(DATA, "make.py"))
+make = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(make)
+VALUES = make.values()
+SAMPLE = ("temp", "count", "small", "wide")
+
+
+def _has_parquet_engine():
+    for name in ("pyarrow.parquet", "fastparquet"):
+        try:
+            if importlib.util.find_spec(name) is not None:
+                return True
+        except ImportError:
+            pass
+    return False
+
+
+@pytest.fixture
+def refs_dir(tmp_path):
+    """The fixtures, copied into a directory of their own."""
+    for name in os.listdir(DATA):
+        source = os.path.join(DATA, name)
+        if os.path.isdir(source):
+            shutil.copytree(source, tmp_path / name)
+        else:
+            shutil.copy(source, tmp_path / name)
+    return tmp_path
+
+
+def _sample_refs(refs_dir):
+    """sample.json's references in version 0's form ({key: reference})."""
+    with open(refs_dir / "sample.json") as f:
+        refs = json.load(f)
+    assert refs["version"] == 1 and not refs.get("templates") and not refs.get("gen")
+    return refs["refs"]
+
+
+def _check(group, names=SAMPLE):
+    for name in names:
+        np.testing.assert_array_equal(group[name][...], VALUES[name], err_msg=name)
+        assert group[name].dtype == VALUES[name].dtype
+
+
+def _fsspec_group(refs, **options):
+    """The same references through fsspec's ReferenceFileSystem (zarrcore's fsspec route)."""
+    fsspec = pytest.importorskip("fsspec", reason="the fsspec route needs fsspec")
+    fs = fsspec.filesystem("reference", fo=refs, **options)
+    return zarrcore.open_group(fs, mode="r")
+
+
+# -- JSON ---------------------------------------------------------------------------------
+def test_json_file_reads_what_h5py_wrote(refs_dir):
+    group = zarrcore.open_group(str(refs_dir / "sample.json"), mode="r")
+    assert isinstance(group.store, ReferenceStore)
+    _check(group)
+    assert group.attrs["title"] == "references fixture"
+    assert group["temp"].attrs["units"] == "K"
+    assert sorted(group.array_keys()) == sorted(SAMPLE)
+    _check(zarrcore.open_group(ReferenceStore(refs_dir / "sample.json"), mode="r"))
+    (refs_dir / "version0.json").write_text(json.dumps(_sample_refs(refs_dir)))
+    _check(zarrcore.open_group(str(refs_dir / "version0.json"), mode="r"))
+
+
+def test_reference_url_with_fo(refs_dir):
+    path = str(refs_dir / "sample.json")
+    _check(zarrcore.open_group("reference://", mode="r", storage_options={"fo": path}))
+    # A dict has no directory of its own: relative targets are below the current one, and
+    # local files need the caller's leave.
+    refs = _sample_refs(refs_dir)
+    for entry in refs.values():
+        if isinstance(entry, list):
+            entry[0] = str(refs_dir / entry[0])
+    group = zarrcore.open_group("reference://", mode="r", storage_options={
+        "fo": refs, "allowed_roots": [str(refs_dir)]})
+    _check(group)
+    with pytest.raises(StoreURLError, match="unknown options.*'simple'"):
+        zarrcore.open_group("reference://", storage_options={"fo": path, "simple": 1})
+
+
+def test_equals_the_fsspec_route(refs_dir, monkeypatch):
+    monkeypatch.chdir(refs_dir)  # (fsspec takes relative targets below the current directory)
+    native = zarrcore.open_group(str(refs_dir / "sample.json"), mode="r")
+    through_fsspec = _fsspec_group(str(refs_dir / "sample.json"))
+    assert not isinstance(through_fsspec.store, ReferenceStore)
+    for name in SAMPLE:
+        np.testing.assert_array_equal(native[name][...], through_fsspec[name][...])
+        np.testing.assert_array_equal(native[name][1:, ...][::2],
+                                      through_fsspec[name][1:, ...][::2])
+
+
+def test_version_1_templates_gen_and_inline_values(tmp_path):
+    chunks = np.arange(24, dtype="<i4")
+    (tmp_path / "gen.bin").write_bytes(b"HEAD" + chunks.tobytes())
+    zarray = {"shape": [24], "chunks": [4], "dtype": "<i4", "fill_value": 0, "order": "C",
+              "filters": None, "compressor": None, "zarr_format": 2}
+    text = np.frombuffer(b"text", dtype="u1")
+    refs = {
+        "version": 1,
+        "templates": {"f": str(tmp_path / "gen.bin"), "name": "g"},
+        "refs": {
+            ".zgroup": {"zarr_format": 2},  # metadata written as JSON objects
+            "g/.zarray": zarray,
+            "t/.zarray": json.dumps({**zarray, "shape": [4], "dtype": "|u1"}),
+            "t/0": "text",
+            "b/.zarray": json.dumps({**zarray, "shape": [2], "chunks": [2]}),
+            "b/0": "base64:" + base64.b64encode(np.array([5, -6], "<i4").tobytes()).decode(),
+            "g/5": ["{{f}}", 4 + 20 * 4, 16],
+        },
+        "gen": [{"key": "{{name}}/{{i}}", "url": "{{f}}", "offset": "{{4 + i * 16}}",
+                 "length": "16", "dimensions": {"i": {"stop": 5}}}],
+    }
+    store = ReferenceStore(refs, allowed_roots=[str(tmp_path)])
+    group = zarrcore.open_group(store, mode="r")
+    np.testing.assert_array_equal(group["g"][...], chunks)
+    np.testing.assert_array_equal(group["t"][...], text)
+    np.testing.assert_array_equal(group["b"][...], [5, -6])
+    assert sorted(store.list_dir("g")) == [".zarray", "0", "1", "2", "3", "4", "5"]
+    pytest.importorskip("jinja2", reason="fsspec renders gen with jinja2")
+    # (fsspec's version 1 keeps a "base64:" value as text, so "b" is left out)
+    through_fsspec = _fsspec_group(refs, simple_templates=False)
+    for name in ("g", "t"):
+        np.testing.assert_array_equal(group[name][...], through_fsspec[name][...])
+
+
+def test_whole_file_reference_and_ranges(tmp_path):
+    (tmp_path / "whole.bin").write_bytes(np.arange(6, dtype="<f8").tobytes())
+    refs = {".zgroup": '{"zarr_format": 2}',
+            "w/.zarray": json.dumps({"shape": [6], "chunks": [6], "dtype": "<f8",
+                                     "fill_value": 0, "order": "C", "filters": None,
+                                     "compressor": None, "zarr_format": 2}),
+            "w/0": [str(tmp_path / "whole.bin")],
+            "r": [str(tmp_path / "whole.bin"), 8, 16]}
+    store = ReferenceStore(refs, allow_local=True)
+    np.testing.assert_array_equal(zarrcore.open_array(store, path="w", mode="r")[...],
+                                  np.arange(6.0))
+    raw = np.arange(6, dtype="<f8").tobytes()
+    assert store.get("r") == raw[8:24]
+    assert store.get("r", 4, None) == raw[12:24] and store.get("r", -4) == raw[20:24]
+    assert [bytes(p) for p in store.get_ranges("r", [(0, 2), (14, 99)])] == [raw[8:10],
+                                                                             raw[22:24]]
+    assert store.get("w/0", 8, 16) == raw[8:16]
+    assert store.getsize("w/0") == 48 and store.getsize("r") == 16
+    assert store.get("nothing") is None and not store.exists("nothing")
+
+
+def test_fletcher32_shuffle_zlib_as_hdf5_writes_them(refs_dir):
+    group = zarrcore.open_group(str(refs_dir / "checked.json"), mode="r")
+    np.testing.assert_array_equal(group["checked"][...], VALUES["checked"])
+    refs = json.loads((refs_dir / "checked.json").read_text())
+    _, offset, length = refs["checked/1"]
+    data = bytearray((refs_dir / "checked.h5").read_bytes())
+    data[offset + length // 2] ^= 0xFF
+    (refs_dir / "checked.h5").write_bytes(bytes(data))
+    group = zarrcore.open_group(str(refs_dir / "checked.json"), mode="r")
+    with pytest.raises((ChecksumError, zarrcore.errors.ChunkDecodeError), match="checked/1"):
+        group["checked"][...]
+
+
+def test_read_only(refs_dir):
+    group = zarrcore.open_group(str(refs_dir / "sample.json"), mode="r")
+    store = group.store
+    assert store.read_only and not store.supports_writes and store.supports_listing
+    with pytest.raises(ReadOnlyError):
+        store.set("count/0", b"x")
+    with pytest.raises(ReadOnlyError):
+        zarrcore.open_group(store, mode="r+")["count"][0] = 1
+
+
+# -- parquet --------------------------------------------------------------------------------
+@pytest.mark.skipif(not _has_parquet_engine(),
+                    reason="parquet references need pyarrow or fastparquet (extra 'references')")
+def test_parquet_references(refs_dir):
+    group = zarrcore.open_group(str(refs_dir / "sample.parq"), mode="r")
+    assert isinstance(group.store, ReferenceStore)
+    _check(group)
+    store = group.store
+    assert store.get("count/5") is None  # past the grid, though in a record's rows
+    assert sorted(store.list_dir("temp")) == sorted(
+        [".zarray", ".zattrs"] + [f"{i}.{j}" for i in range(4) for j in range(3)])
+    _check(zarrcore.open_group("reference://", mode="r",
+                               storage_options={"fo": str(refs_dir / "sample.parq")}))
+
+
+def test_parquet_without_an_engine_says_what_to_install(refs_dir, monkeypatch):
+    for name in ("pyarrow", "pyarrow.parquet", "fastparquet", "pandas"):
+        monkeypatch.setitem(sys.modules, name, None)  # (import raises ImportError)
+    group = zarrcore.open_group(str(refs_dir / "sample.parq"), mode="r")
+    with pytest.raises(StoreURLError, match=r"refs\.0\.parq.*zarrcore\[references\]"):
+        group["count"][...]
+
+
+# -- bounds ---------------------------------------------------------------------------------
+def _refs_to(target, key="a/0"):
+    return {".zgroup": '{"zarr_format": 2}',
+            "a/.zarray": json.dumps({"shape": [4], "chunks": [4], "dtype": "|u1",
+                                     "fill_value": 0, "order": "C", "filters": None,
+                                     "compressor": None, "zarr_format": 2}),
+            key: [target, 0, 4]}
+
+
+def test_bounds_refuse_local_files_outside_the_references_directory(tmp_path):
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "key.txt").write_bytes(b"KEY!")
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    for name, target in (("absolute.json", str(secret / "key.txt")),
+                         ("relative.json", "../secret/key.txt"),
+                         ("file_url.json", f"file://{secret}/key.txt")):
+        (refs / name).write_text(json.dumps(_refs_to(target)))
+        array = zarrcore.open_array(str(refs / name), path="a", mode="r")
+        with pytest.raises(ReferenceOutsideError, match=r"'a/0'.*key\.txt"):
+            array[...]
+        # the caller may widen the bounds
+        store = ReferenceStore(refs / name, allowed_roots=[str(secret)])
+        assert bytes(zarrcore.open_array(store, path="a", mode="r")[...]) == b"KEY!"
+        store = ReferenceStore(refs / name, allow_local=True)
+        assert bytes(zarrcore.open_array(store, path="a", mode="r")[...]) == b"KEY!"
+    # a symlink inside the directory leading out of it
+    os.symlink(secret / "key.txt", refs / "link.bin")
+    (refs / "link.json").write_text(json.dumps(_refs_to("link.bin")))
+    with pytest.raises(ReferenceOutsideError, match="link.bin"):
+        zarrcore.open_array(str(refs / "link.json"), path="a", mode="r")[...]
+    # targets inside it read
+    (refs / "data.bin").write_bytes(b"data")
+    (refs / "inside.json").write_text(json.dumps(_refs_to("data.bin")))
+    assert bytes(zarrcore.open_array(str(refs / "inside.json"), path="a", mode="r")[...]) \
+        == b"data"
+
+
+def test_bounds_of_a_dict_and_of_given_roots(tmp_path):
+    (tmp_path / "data.bin").write_bytes(b"data")
+    refs = _refs_to(str(tmp_path / "data.bin"))
+    with pytest.raises(ReferenceOutsideError, match="allow_local"):
+        zarrcore.open_array(ReferenceStore(refs), path="a", mode="r")[...]
+    # roots given replace the default: remote URLs outside them are refused too
+    store = ReferenceStore(_refs_to("s3://bucket/data.bin"), allowed_roots=[str(tmp_path)])
+    with pytest.raises(ReferenceOutsideError, match="s3://bucket/data.bin"):
+        store.get("a/0")
+    store = ReferenceStore(_refs_to("https://example.invalid/x.nc"), remote_protocol="s3")
+    with pytest.raises(ReferenceOutsideError, match="example.invalid"):
+        store.get("a/0")
+
+
+def test_remote_references_may_not_reach_local_files(http_server, tmp_path):
+    (tmp_path / "data.bin").write_bytes(b"data")
+    with open(os.path.join(http_server.root, "remote.json"), "w") as f:
+        json.dump(_refs_to(str(tmp_path / "data.bin")), f)
+    group = zarrcore.open_group("reference://", mode="r", storage_options={
+        "fo": f"{http_server.url}/remote.json"})
+    with pytest.raises(ReferenceOutsideError, match="data.bin"):
+        group["a"][...]
+
+
+def test_missing_and_short_targets(tmp_path):
+    (tmp_path / "short.bin").write_bytes(b"ab")
+    (tmp_path / "missing.json").write_text(json.dumps(_refs_to("nowhere.bin")))
+    (tmp_path / "short.json").write_text(json.dumps(_refs_to("short.bin")))
+    for name, target in (("missing", "nowhere.bin"), ("short", "short.bin")):
+        array = zarrcore.open_array(str(tmp_path / f"{name}.json"), path="a", mode="r")
+        with pytest.raises(ReferenceTargetError, match=rf"'a/0'.*{target}"):
+            array[...]
+
+
+@pytest.mark.parametrize("refs, match", [
+    ({"version": 2, "refs": {}}, "unknown version 2"),
+    ({"a/0": 3}, "'a/0'.*expected text"),
+    ({"a/0": ["f", -1, 4]}, "'a/0': offset"),
+    ({"a/0": "base64:&&&"}, "'a/0': invalid base64"),
+    ({"version": 1, "refs": {"a/0": ["{{__import__('os')}}"]}}, "only names"),
+    ({"version": 1, "refs": {"a/0": ["{{u}}"]}}, "'u' is not defined"),
+    ({"version": 1, "templates": {"u": "{{x}}"}}, "takes arguments"),
+    ({"version": 1, "templates": {"u": "x" * 1000},
+      "refs": {"a/0": ["{{" + "+".join(["u"] * 100) + "}}"]}}, "too large"),
+    ({"version": 1, "refs": {"a/0": ["{{" + "(" * 5000 + "1" + ")" * 5000 + "}}"]}},
+     "not an expression"),
+    ({"version": 1, "gen": [{"key": "k{{i}}", "url": "u",
+                             "dimensions": {"i": {"stop": 10**9}}}]}, "more than"),
+    ({"version": 1, "gen": [{"key": "k{{i}}", "url": "u",
+                             "dimensions": {"i": {"stop": 10**30}}}]}, "more than"),
+    ({"../a": "x"}, "not allowed"),
+])
+def test_malformed_references(refs, match):
+    with pytest.raises(ReferenceFormatError, match=match):
+        ReferenceStore(refs)
+
+
+# -- remote targets -----------------------------------------------------------------------
+def _with_targets(refs, url):
+    return {k: [url, *v[1:]] if isinstance(v, list) else v for k, v in refs.items()}
+
+
+def test_http_targets_coalesced(http_server, refs_dir):
+    shutil.copy(refs_dir / "sample.h5", os.path.join(http_server.root, "sample.h5"))
+    refs = _with_targets(_sample_refs(refs_dir), f"{http_server.url}/sample.h5")
+    group = zarrcore.open_group("reference://", mode="r", storage_options={"fo": refs})
+    http_server.reset()
+    np.testing.assert_array_equal(group["temp"][...], VALUES["temp"])
+    # 12 chunks laid out one after another: one request
+    assert http_server.requests == 1
+    _check(group)
+
+
+def test_many_target_files_fetched_concurrently(http_server, io_config):
+    """A virtual dataset over many files (one chunk each, as a concatenation of NetCDF files
+    makes): their requests go out together, not one file after another."""
+    io_config.set(io_concurrency=8)
+    refs = {".zgroup": '{"zarr_format": 2}',
+            "a/.zarray": json.dumps({"shape": [32], "chunks": [4], "dtype": "<i4",
+                                     "fill_value": 0, "order": "C", "filters": None,
+                                     "compressor": None, "zarr_format": 2})}
+    for i in range(8):
+        with open(os.path.join(http_server.root, f"part{i}.bin"), "wb") as f:
+            f.write(b"\0" * 100 + np.arange(4 * i, 4 * i + 4, dtype="<i4").tobytes())
+        refs[f"a/{i}"] = [f"{http_server.url}/part{i}.bin", 100, 16]
+    array = zarrcore.open_array(ReferenceStore(refs), path="a", mode="r")
+    http_server.reset()
+    http_server.faults.delay = 0.2
+    np.testing.assert_array_equal(array[...], np.arange(32))
+    assert http_server.requests == 8 and http_server.max_in_flight >= 4
+
+
+def test_s3_targets(s3_bucket, refs_dir):
+    server, bucket = s3_bucket
+    store = zarrcore.ObjectStore.from_url(f"s3://{bucket}", storage_options=
+                                          server.storage_options())
+    store.set("dir/sample.h5", (refs_dir / "sample.h5").read_bytes())
+    refs = _with_targets(_sample_refs(refs_dir), f"{bucket}/dir/sample.h5")
+    group = zarrcore.open_group("reference://", mode="r", storage_options={
+        "fo": refs, "remote_protocol": "s3", "remote_options": server.storage_options()})
+    _check(group)
+    store.set("refs.json", json.dumps(_with_targets(refs, "sample.h5")).encode())
+    store.set("dir/refs.json", json.dumps(_with_targets(refs, "sample.h5")).encode())
+    # relative targets are below the references file, on its store
+    _check(zarrcore.open_group("reference://", mode="r", storage_options={
+        "fo": f"s3://{bucket}/dir/refs.json", "target_options": server.storage_options(),
+        "remote_options": server.storage_options()}))
+    with pytest.raises(ReferenceTargetError, match="'temp/0.0'"):
+        zarrcore.open_group("reference://", mode="r", storage_options={
+            "fo": f"s3://{bucket}/refs.json", "target_options": server.storage_options(),
+            "remote_options": server.storage_options()})["temp"][...]
+
+
+# -- xarray -------------------------------------------------------------------------------
+def test_xarray_opens_references(refs_dir):
+    xr = pytest.importorskip("xarray", reason="xarray is not installed")
+    # (kerchunk names the dimensions of HDF5 datasets without scales phony_dim_N, so the
+    # datasets of the fixture, of other sizes, open one at a time)
+    ds = xr.open_dataset(str(refs_dir / "sample.json"), engine="zarrcore",
+                         drop_variables=["count", "small", "wide"], mask_and_scale=False)
+    np.testing.assert_array_equal(ds["temp"].values, VALUES["temp"])
+    assert ds["temp"].attrs["units"] == "K"
+    ds = xr.open_dataset("reference://", engine="zarrcore",
+                         storage_options={"fo": str(refs_dir / "sample.json")},
+                         drop_variables=["count", "small", "temp"], mask_and_scale=False)
+    np.testing.assert_array_equal(ds["wide"].values, VALUES["wide"])
