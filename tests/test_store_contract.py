@@ -1,7 +1,7 @@
 """The Store interface (zarrcore/storage/base.py) checked against every store: a directory,
 memory, a zip, S3 (moto) through obstore and through s3fs, fsspec's memory filesystem, an
-HTTP server and kerchunk references (read only). Where stores legitimately differ, a test
-asks the store's capability flags, never its type."""
+HTTP server and kerchunk references (read only), and zarr-python stores through their API.
+Where stores legitimately differ, a test asks the store's capability flags, never its type."""
 import base64
 import json
 import os
@@ -144,10 +144,25 @@ def _s3_kind(request, through):
     return Kind(lambda read_only: FsspecStore(fs, f"{bucket}/{prefix}", read_only=read_only))
 
 
+def _zarr_python_kind(tmp_path, below):
+    """zarr-python stores that zarrcore reaches through their API (ZarrPythonStore): a
+    WrapperStore subclass around zarr's LocalStore, or a MemoryStore subclass of another
+    module."""
+    zarr_stores = pytest.importorskip("_zarr_stores", reason="zarr-python is not installed")
+    from zarrcore.storage import make_store
+
+    if below == "local":
+        root = str(tmp_path / "store")
+        return Kind(lambda read_only: make_store(zarr_stores.Wrapped(
+            zarr_stores.LocalStore(root, read_only=read_only))))
+    data = {}
+    return Kind(lambda read_only: make_store(zarr_stores.OwnMemory(data, read_only=read_only)))
+
+
 # The S3 kinds start moto's server.
 KINDS = ["local", "memory", "zip", pytest.param("s3-obstore", marks=pytest.mark.slow),
          pytest.param("s3-s3fs", marks=pytest.mark.slow), "fsspec-memory", "http", "references",
-         "references-whole"]
+         "references-whole", "zarr-python-local", "zarr-python-memory"]
 
 
 @pytest.fixture(params=KINDS)
@@ -163,6 +178,8 @@ def kind(request, tmp_path):
         return _fsspec_memory_kind()
     if name.startswith("references"):
         return ReferencesKind(tmp_path / "references", whole=name.endswith("whole"))
+    if name.startswith("zarr-python-"):
+        return _zarr_python_kind(tmp_path, name.rpartition("-")[2])
     if name == "http":
         pytest.importorskip("obstore", reason="obstore (the remote extra) is not installed")
         return HTTPKind(request.getfixturevalue("http_server"))

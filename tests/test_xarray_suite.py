@@ -1,6 +1,7 @@
 """xarray's own zarr backend tests (xarray.tests.test_backends, shipped with xarray) run
-against zarrcore: the classes for a plain directory store (formats 2 and 3, through
-zarr-python's `default_zarr_format` as xarray parametrizes them) and for DataArrays.
+against zarrcore: the classes for a plain directory store and for a zarr-python WrapperStore
+without consolidated metadata (formats 2 and 3, through zarr-python's `default_zarr_format`
+as xarray parametrizes them) and for DataArrays.
 
 Every write and read of xarray's goes to zarrcore: the classes' hooks (`create_store`, `save`,
 `open`), and, while each test runs, `Dataset.to_zarr` and `DataArray.to_zarr` (to
@@ -73,8 +74,8 @@ def _route_to_zarrcore(monkeypatch):
                         lambda engine: get_backend("zarrcore" if engine == "zarr" else engine))
 
 
-class TestZarrcoreDirectoryStore(xb.TestZarrDirectoryStore):
-    """xarray's TestZarrDirectoryStore writing and reading with zarrcore."""
+class _ZarrcoreHooks:
+    """The hooks of xarray's ZarrBase classes, writing and reading with zarrcore."""
 
     @contextlib.contextmanager
     def create_store(self, cache_members=False):
@@ -93,6 +94,16 @@ class TestZarrcoreDirectoryStore(xb.TestZarrDirectoryStore):
     def test_load_async(self):
         # Run here without pytest-asyncio, which nothing else needs.
         asyncio.run(xb.ZarrBase.test_load_async(self))
+
+
+class TestZarrcoreDirectoryStore(_ZarrcoreHooks, xb.TestZarrDirectoryStore):
+    """xarray's TestZarrDirectoryStore writing and reading with zarrcore."""
+
+
+class TestZarrcoreNoConsolidatedMetadataSupport(_ZarrcoreHooks,
+                                                xb.TestZarrNoConsolidatedMetadataSupport):
+    """xarray's tests over its WrapperStore without consolidated metadata (a stand-in for
+    Icechunk's), writing and reading with zarrcore through the store's own API."""
 
 
 class TestZarrcoreDataArrayToZarr(xb.TestDataArrayToZarr):

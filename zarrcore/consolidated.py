@@ -146,8 +146,14 @@ def open_group_metadata(store: Store, path: str, zarr_format: int | None,
 
     A v2 `.zmetadata` also holds the group's own documents, so when it exists nothing else
     is read. NodeNotFoundError when there is no node; MetadataError when
-    `use_consolidated` is True and the node is not a group with consolidated metadata.
+    `use_consolidated` is True and the node is not a group with consolidated metadata,
+    StoreError when the store keeps none (Store.supports_consolidated_metadata); with None,
+    none is looked for there.
     """
+    if use_consolidated:
+        store.check_consolidated_metadata(path)
+    elif not store.supports_consolidated_metadata:
+        use_consolidated = False  # (any there would be stale: the store does not update it)
     meta: Any = None
     if zarr_format == 3:
         meta = nodes.read_metadata(store, path, 3)

@@ -15,9 +15,10 @@ import dask
 import dask.array as da
 import dask.local
 import dask.threaded
+import numpy as np
+import numpy.typing as npt
 from dask.base import get_scheduler
 from dask.delayed import Delayed, delayed
-import numpy.typing as npt
 
 from . import api
 from ._types import StoreLike
@@ -124,6 +125,15 @@ def _runs_tasks_here(get: Callable[..., Any]) -> bool:
     return get in (dask.threaded.get, dask.local.get_sync)
 
 
+def _scheduler(sources: Sequence[Any], scheduler: Any) -> Callable[..., Any]:
+    """The `get` of the scheduler that runs the tasks of `sources` (`scheduler` as compute
+    takes it, None: the one dask picks now)."""
+    # (dask leaves get_scheduler unannotated.)
+    get: Callable[..., Any] = get_scheduler(  # type: ignore[no-untyped-call]
+        scheduler=scheduler, collections=list(sources))
+    return get
+
+
 def check_tasks_reach(targets: Sequence[Any], sources: Sequence[Any],
                       scheduler: Any = None) -> None:
     """Refuse to write `targets` from tasks that the scheduler (`scheduler` as compute takes
@@ -133,9 +143,7 @@ def check_tasks_reach(targets: Sequence[Any], sources: Sequence[Any],
     local = [t for t in targets if t.store.process_local]
     if not local or not sources:  # no dask collection: this process writes
         return
-    # (dask leaves get_scheduler unannotated.)
-    get = get_scheduler(  # type: ignore[no-untyped-call]
-        scheduler=scheduler, collections=list(sources))
+    get = _scheduler(sources, scheduler)
     if _runs_tasks_here(get):
         return
     # (A distributed Client's `get` is its method; the processes scheduler is a function.)
@@ -182,6 +190,14 @@ def store(sources: Sequence[da.Array], targets: Sequence[Array],
             raise ReadOnlyError(f"array {target.name!r} is read-only")
         check_writable_from_tasks(source, target, region)
     check_tasks_reach(targets, sources, compute_kwargs.get("scheduler"))
+    if (sources and any(t.store.merges_task_writes for t in targets)
+            and not _runs_tasks_here(_scheduler(sources, compute_kwargs.get("scheduler")))):
+        if not compute:
+            raise ValueError(f"{targets[0].store!r} takes the writes of tasks run in other "
+                             f"processes by merging them here once they are done: write with "
+                             f"compute=True")
+        _store_merged(sources, targets, slices, compute_kwargs)
+        return None
     # No dask lock: zarrcore locks a shared storage block itself (see README, Guarantees).
     writes = da.store(list(sources), list(targets), regions=slices, lock=False,
                       compute=compute, **compute_kwargs)
@@ -190,6 +206,42 @@ def store(sources: Sequence[da.Array], targets: Sequence[Array],
 
 def _written(writes: Any) -> None:
     """Nothing: what the one Delayed of store(compute=False) computes to."""
+
+
+def _store_merged(sources: Sequence[da.Array], targets: Sequence[Array],
+                  slices: Sequence[tuple[slice, ...]], compute_kwargs: dict[str, Any]) -> None:
+    """Write as `store` does, into targets some of whose stores merge the writes of tasks
+    run elsewhere (Store.merges_task_writes): each of their tasks writes its block into its
+    copy of the target and gives back that copy's changes, merged here into the target's
+    store."""
+    merging = [i for i, t in enumerate(targets) if t.store.merges_task_writes]
+    plain = [i for i in range(len(targets)) if i not in merging]
+    writes = None
+    if plain:
+        writes = da.store([sources[i] for i in plain], [targets[i] for i in plain],
+                          regions=[slices[i] for i in plain], lock=False, compute=False)
+    # (dask leaves map_blocks and compute unannotated.)
+    # (`meta` given, so that dask does not call _write_block to find it.)
+    changes = [da.map_blocks(  # type: ignore[no-untyped-call]
+        _write_block, sources[i], target=targets[i], region=slices[i],
+        chunks=(1,) * sources[i].ndim, dtype=object,
+        meta=np.empty((0,) * sources[i].ndim, dtype=object)) for i in merging]
+    computed, _ = dask.base.compute(  # type: ignore[no-untyped-call]
+        changes, writes, **compute_kwargs)
+    for i, found in zip(merging, computed):
+        targets[i].store.merge_task_changes(np.asarray(found).ravel().tolist())
+
+
+def _write_block(block: npt.NDArray[Any], target: Array, region: tuple[slice, ...],
+                 block_info: dict[Any, Any]) -> npt.NDArray[Any]:
+    """Write `block` (of a source written at `region` of `target`) into this task's copy of
+    `target`; its changes (Store.task_changes), one per block."""
+    where = tuple(slice(r.start + lo, r.start + hi)
+                  for r, (lo, hi) in zip(region, block_info[0]["array-location"]))
+    target[where] = block
+    changes = np.empty((1,) * block.ndim, dtype=object)
+    changes[...] = target.store.task_changes()
+    return changes
 
 
 def to_zarr(darr: da.Array | npt.ArrayLike, url_or_array: Array | StoreLike, *,

@@ -946,9 +946,12 @@ def consolidate_metadata(store: StoreLike, path: str = "", zarr_format: int | No
         A member's metadata is not a JSON object.
     ReadOnlyError
         The store is read-only.
+    StoreError
+        The store keeps no consolidated metadata (an Icechunk session's).
     """
     store = make_store(store, storage_options=storage_options)
     path = nodes.normalize_path(path)
+    store.check_consolidated_metadata(path)
     meta = nodes.read_metadata(store, path, zarr_format)
     if meta.node_type != "group":
         raise GroupNotFoundError(f"the node at path {path!r} is an array, not a group")

@@ -8,6 +8,7 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from .._portable import at_fork_in_child
+from ..config import config
 
 _loop: asyncio.AbstractEventLoop | None = None
 _loop_guard = threading.Lock()
@@ -53,3 +54,11 @@ def run(coro: Coroutine[Any, Any, _T],
         loop: asyncio.AbstractEventLoop | None = None) -> _T:
     """Run `coro` on the I/O loop (or `loop`) and return its result, from any other thread."""
     return asyncio.run_coroutine_threadsafe(coro, loop or io_loop()).result()
+
+
+def answer_deadline(timeout: float | None = None, retries: int | None = None) -> float:
+    """Seconds a fan-out of remote requests waits for any answer before it gives up: longer
+    than the client's own timeout and retries (config's, unless given), which fail first."""
+    timeout = config.io_timeout if timeout is None else timeout
+    retries = config.io_retries if retries is None else retries
+    return timeout * (retries + 2) + 5

@@ -158,11 +158,16 @@ class Store:
     - `supports_locks`: lock() excludes every thread, process and host writing the store;
     - `supports_conditional_writes`: get_versioned and set_if work, so a read-modify-write
       can detect a concurrent one and retry instead of locking;
+    - `supports_consolidated_metadata`: a group's consolidated metadata may be written and
+      used (a store that versions its metadata itself, such as Icechunk's, has none);
     - `streams_writes`: set_many starts writing each item as soon as its iterable yields it
       and goes on in the background, so writers hand it chunks in waves as they are encoded
       (the uploads of one wave overlap the encoding of the next);
     - `process_local`: the data lives in this process's memory only, so a copy of the store
       in another process (a task pickled to a worker) reads and writes other data;
+    - `merges_task_writes`: a copy of the store in another process (a task's) writes changes
+      of its own, which come back to this one: `task_changes()` of the copy gives them
+      (picklable), `merge_task_changes(changes)` takes them in (an Icechunk fork session);
     - `readers_keep_one_version`: `reader(key)` reads one version of the value throughout,
       even when the key is replaced meanwhile (KeyChangedError where it cannot);
     - `native_root`: the directory of a local store whose keys are plain files below it,
@@ -181,8 +186,10 @@ class Store:
     supports_atomic_writes = True
     supports_locks = False
     supports_conditional_writes = False
+    supports_consolidated_metadata = True
     streams_writes = False
     process_local = False
+    merges_task_writes = False
     readers_keep_one_version = False
     native_root: str | None = None
 
@@ -273,6 +280,14 @@ class Store:
         `key` is missing); False, writing nothing, when another writer came first."""
         raise LockUnavailableError(f"{self!r} has no conditional writes")
 
+    def task_changes(self) -> Any:
+        """What this copy of a store that `merges_task_writes` wrote (picklable)."""
+        raise NotImplementedError
+
+    def merge_task_changes(self, changes: Sequence[Any]) -> None:
+        """Take in the `task_changes()` of copies of this store."""
+        raise NotImplementedError
+
     def getsize(self, key: str) -> int | None:
         data = self.get(key)
         return None if data is None else len(data)
@@ -281,6 +296,11 @@ class Store:
         self.check_writable(prefix or "/")
         for key in list(self.list_prefix(prefix)):
             self.delete(key)
+
+    def own_file(self, name: str) -> bool:
+        """Whether a file or object named `name` (a key's last segment) is one the store keeps
+        for itself (a lock, a temporary file), which its listings never show."""
+        return False
 
     def missing_detail(self, prefix: str) -> str:
         """What the store can say about why nothing is under `prefix` ('' when nothing)."""
@@ -308,6 +328,11 @@ class Store:
         if not self.supports_listing:
             raise StoreError(errno.EOPNOTSUPP, f"{self!r} cannot list keys (below {prefix!r}): "
                                                f"open it through consolidated metadata")
+
+    def check_consolidated_metadata(self, path: str) -> None:
+        if not self.supports_consolidated_metadata:
+            raise StoreError(errno.EOPNOTSUPP, f"{self!r} keeps no consolidated metadata (of "
+                                               f"the group at {path!r}): open it without")
 
     def lock(self, key: str, node: str = "", *,
              replaced_last: bool = False) -> AbstractContextManager[None]:

@@ -161,9 +161,8 @@ class FsspecStore(Store):
     def get_many(self, requests: Sequence[Request]) -> Iterator[tuple[int, Fetched]]:
         if not self._async:
             return super().get_many(requests)
-        deadline = config.io_timeout * (config.io_retries + 2) + 5
         return each(fan_out(lambda r: self._fetch(*r), requests, config.io_concurrency,
-                            loop=self._loop or _aio.io_loop(), deadline=deadline,
+                            loop=self._loop or _aio.io_loop(), deadline=_aio.answer_deadline(),
                             doing="reading"))
 
     def exists(self, key: str) -> bool:

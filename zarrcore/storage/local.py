@@ -215,12 +215,14 @@ class LocalStore(Store):
         them are removed on the way when the store is writable."""
         out = []
         for name in names:
-            if name.startswith(TEMP_PREFIX):
-                if not self.read_only:
-                    self.files().remove_stale_temp(os.path.join(directory, name))
-            elif not is_lock_file(name):
+            if not self.own_file(name):
                 out.append(name)
+            elif name.startswith(TEMP_PREFIX) and not self.read_only:
+                self.files().remove_stale_temp(os.path.join(directory, name))
         return out
+
+    def own_file(self, name: str) -> bool:
+        return name.startswith(TEMP_PREFIX) or is_lock_file(name)
 
     def _walk(self, prefix: str) -> Iterator[tuple[str, list[str]]]:
         """(directory path, names of its files) of every directory below `prefix`'s, walked

@@ -88,8 +88,12 @@ KNOWN_VERSIONS = 1 << 16
 _TIMED_OUT = re.compile(r"TimedOut|kind: Timeout|timed out", re.IGNORECASE)
 
 
+def _is_lock_object(name: str) -> bool:
+    return name.startswith(LOCK_PREFIX)
+
+
 def _visible(path: str) -> bool:
-    return not path.rpartition("/")[2].startswith(LOCK_PREFIX)
+    return not _is_lock_object(path.rpartition("/")[2])
 
 
 # The process that first ran obstore: its tokio runtime's threads do not survive a fork, so a
@@ -425,9 +429,7 @@ class ObjectStore(Store):
     def _deadline(self) -> float:
         """Seconds get_many waits for any answer before it gives up: longer than the client's
         own timeouts and retries, which fail first."""
-        timeout = config.io_timeout if self.io_timeout is None else self.io_timeout
-        retries = config.io_retries if self.io_retries is None else self.io_retries
-        return timeout * (retries + 2) + 5
+        return _aio.answer_deadline(self.io_timeout, self.io_retries)
 
     def get(self, key: str, start: int | None = None, stop: int | None = None) -> bytes | None:
         return _aio.run(self._get(validate_key(key), start, stop))
@@ -596,6 +598,9 @@ class ObjectStore(Store):
                     raise self._error(keys[i], e) from e
 
     # -- listing ------------------------------------------------------------
+    def own_file(self, name: str) -> bool:
+        return _is_lock_object(name)
+
     def list_prefix(self, prefix: str) -> list[str]:
         prefix = validate_prefix(prefix)
         self.check_listing(prefix)

@@ -21,8 +21,6 @@ from .options import StorageOptions, checked_fsspec_options
 from .zip import ZipStore
 
 if TYPE_CHECKING:
-    import asyncio
-
     from zarr.core.buffer import Buffer
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -55,7 +53,9 @@ def make_store(store: object, read_only: bool = False,
       gs://, az:// / abfs://, http(s):// (an ObjectStore; the extra `zarrcore[remote]`),
       and any other protocol fsspec knows (an FsspecStore).
       `storage_options` configure it (see ObjectStore.from_url; fsspec's own for fsspec).
-    - zarr-python's LocalStore, MemoryStore, FsspecStore, ObjectStore and ZipStore, an fsspec
+    - zarr-python's LocalStore, MemoryStore, FsspecStore, ObjectStore and ZipStore (read
+      natively); any other zarr-python store (a WrapperStore, Icechunk's IcechunkStore,
+      VirtualiZarr's ManifestStore) through its own API (a ZarrPythonStore); an fsspec
       filesystem or FSMap, an obstore store.
     `mode` "w": the whole store is being replaced (a zip is made anew).
     """
@@ -179,36 +179,51 @@ class _ZarrBuffers:
         return len(self.shared_dict)
 
 
-def _zarr_loop() -> asyncio.AbstractEventLoop:
-    """zarr-python's event loop, to which the sessions of its FsspecStore's filesystem belong."""
-    from zarr.core.sync import _get_loop
+def _zarr_native(store: Any, read_only: bool, mode: str | None) -> Store | None:
+    """zarrcore's own store over the data of one of zarr-python's stores that zarrcore reads
+    natively, or None when `store` is none of them (nor a subclass's instance)."""
+    kind = type(store).__name__
+    if not type(store).__module__.startswith("zarr."):
+        return None
+    if kind == "LocalStore":
+        return LocalStore(store.root, read_only=read_only)
+    if kind == "MemoryStore":
+        return MemoryStore(_ZarrBuffers(store._store_dict), read_only=read_only)
+    if kind == "FsspecStore":
+        from .zarr_python import zarr_loop
 
-    return _get_loop()
+        return FsspecStore(store.fs, store.path, read_only=read_only, loop=zarr_loop())
+    if kind == "ObjectStore":
+        return ObjectStore(store.store, read_only=read_only)
+    if kind == "ZipStore":
+        if getattr(store, "_is_open", False) and not store.read_only:
+            raise StoreURLError(f"{store!r} is open for writing in zarr-python: close it "
+                                f"first (one writer per zip)")
+        return _zip_store(store.path, read_only, mode)
+    return None
 
 
 def _from_object(store: Any, read_only: bool, mode: str | None) -> Store | None:
     """A Store over another library's store object, or None when it is none of them."""
-    # (`store` is recognised by its class's module and name, so as not to import the
-    # libraries: its type is any of theirs.)
-    module = type(store).__module__ or ""
-    kind = type(store).__name__
-    if module.startswith("zarr."):
-        read_only = read_only or bool(getattr(store, "read_only", False))
-        if kind == "LocalStore":
-            return LocalStore(store.root, read_only=read_only)
-        if kind == "MemoryStore":
-            return MemoryStore(_ZarrBuffers(store._store_dict), read_only=read_only)
-        if kind == "FsspecStore":
-            return FsspecStore(store.fs, store.path, read_only=read_only, loop=_zarr_loop())
-        if kind == "ObjectStore":
-            return ObjectStore(store.store, read_only=read_only)
-        if kind == "ZipStore":
-            if getattr(store, "_is_open", False) and not store.read_only:
-                raise StoreURLError(f"{store!r} is open for writing in zarr-python: close it "
-                                    f"first (one writer per zip)")
-            return _zip_store(store.path, read_only, mode)
-        raise StoreURLError(f"zarr-python's {kind} is not a store zarrcore can use")
-    if module.startswith("obstore"):
+    # (`store` is recognised by its class's module and name, or by the base classes of
+    # modules already imported, so as not to import the libraries: its type is any of theirs.)
+    zarr_stores = sys.modules.get("zarr.abc.store")
+    if zarr_stores is not None and isinstance(store, zarr_stores.Store):
+        read_only = read_only or store.read_only
+        native = _zarr_native(store, read_only, mode)
+        if native is not None:
+            return native
+        # Any other zarr-python store (a wrapper, Icechunk's, VirtualiZarr's) through its own
+        # API; a zarrcore store over the data below the wrappers (not a zip: one writer)
+        # lends it locks.
+        from .zarr_python import ZarrPythonStore, innermost
+
+        inner = innermost(store)
+        below = None
+        if inner is not store and type(inner).__name__ != "ZipStore":
+            below = _zarr_native(inner, read_only, mode)
+        return ZarrPythonStore(store, read_only=read_only, below=below)
+    if (type(store).__module__ or "").startswith("obstore"):
         return ObjectStore(store, read_only=read_only)
     fsspec = sys.modules.get("fsspec")
     if fsspec is not None:

@@ -1,21 +1,47 @@
-"""A zarrcore Store seen as a zarr-python store (zarr.abc.store.Store), so that zarr-python
-and xarray's zarr engine (`xr.open_zarr`) read and write through zarrcore's stores: a
-directory, memory, a zip, object stores and fsspec alike. Needs zarr-python."""
+"""zarr-python's stores and zarrcore's, each seen as the other's.
+
+ZarrPythonStore: any zarr-python store (a `zarr.abc.store.Store`: WrapperStore subclasses,
+Icechunk's IcechunkStore, VirtualiZarr's ManifestStore) as a zarrcore Store, so that the
+engine reads and writes it in its native batches. ZarrcoreStore: a zarrcore Store as a
+zarr-python store, so that zarr-python and xarray's zarr engine (`xr.open_zarr`) read and write
+through zarrcore's stores. Needs zarr-python."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
-from typing import TYPE_CHECKING, Protocol
+import contextlib
+import errno
+from collections.abc import AsyncIterator, Awaitable, Hashable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from zarr.abc.store import (
     OffsetByteRequest, RangeByteRequest, Store as ZarrStore, SuffixByteRequest,
 )
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.sync import _get_loop
+from zarr.storage import MemoryStore as ZarrMemoryStore, WrapperStore
 
-from .base import Store
+from ..concurrency import each, fan_out, run_bounded
+from ..config import config
+from ..errors import StoreError, WriteConflictError, ZarrcoreError
+from . import _aio
+from .base import (
+    ByteRange, Fetched, ReadBytes, Request, Store, validate_key, validate_prefix,
+)
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from _typeshed import ReadableBuffer
     from zarr.abc.store import ByteRequest
     from zarr.core.buffer import Buffer, BufferPrototype
+
+_T = TypeVar("_T")
+
+
+def zarr_loop() -> asyncio.AbstractEventLoop:
+    """zarr-python's event loop, on which it runs every store's coroutines: a store may hold
+    sessions bound to it (aiohttp's, in its FsspecStore)."""
+    return _get_loop()
 
 
 class StoredNode(Protocol):
@@ -121,6 +147,295 @@ class ZarrcoreStore(ZarrStore):
         full = self._key(prefix.strip("/")) if prefix.strip("/") else self.root
         for name in await asyncio.to_thread(lambda: list(self.store.list_dir(full))):
             yield name
+
+
+# A range read only once the value's size is known, and one that is empty whatever it is.
+_SIZED = object()
+_EMPTY = object()
+# What zarr-python stores raise for a missing key where they do not answer None or False
+# (Icechunk's NotFoundError is a KeyError; VirtualiZarr's ManifestStore raises IndexError for
+# a chunk outside the grid).
+_MISSING = (FileNotFoundError, LookupError)
+
+
+def _request(start: int | None, stop: int | None, clips: bool) -> ByteRequest | object | None:
+    """zarr-python's request for the bytes [start:stop] of a value (Python slice bounds):
+    None for all of it, or _SIZED or _EMPTY. `clips`: the store reads a range whose stop lies
+    past the end up to the end (else ranges from the start, which bounded reads of whole
+    values are, need the size)."""
+    start = start or 0
+    if stop is None:
+        if start < 0:
+            return SuffixByteRequest(-start)
+        return OffsetByteRequest(start) if start else None
+    if start < 0 or stop < 0 or (start == 0 and stop > 0 and not clips):
+        return _SIZED
+    return RangeByteRequest(start, stop) if stop > start else _EMPTY
+
+
+def _contents(buffer: Buffer, copy: bool) -> ReadBytes:
+    """The bytes of a zarr-python Buffer: a read-only view of its memory unless `copy`."""
+    if copy:
+        return buffer.to_bytes()
+    return memoryview(buffer.as_numpy_array()).cast("B").toreadonly()
+
+
+def innermost(store: ZarrStore) -> ZarrStore:
+    """The store below every WrapperStore around `store`."""
+    while isinstance(store, WrapperStore):
+        store = store._store
+    return store
+
+
+def _is_icechunk(store: ZarrStore) -> bool:
+    return type(store).__module__.partition(".")[0] == "icechunk"
+
+
+def _session(store: ZarrStore) -> Any:
+    """The writable Icechunk session (Session or ForkSession) `store` writes into, or None.
+    Its changes stay in this process until its caller commits them; writers of other
+    sessions conflict at commit, not here."""
+    return cast(Any, store).session if _is_icechunk(store) and not store.read_only else None
+
+
+def _is_fork(session: Any) -> bool:
+    """Whether an Icechunk session is a fork: its copies in other processes write changes of
+    their own, merged back into it (Session.fork, ForkSession.merge)."""
+    return type(session).__name__ == "ForkSession"
+
+
+class ZarrPythonStore(Store):
+    """A zarr-python store (any `zarr.abc.store.Store`) as a zarrcore Store. Its coroutines
+    run on zarr-python's event loop (zarr_loop), get_many's and set_many's up to
+    `config.io_concurrency` at once; the ranges of one key are read by one
+    get_partial_values. Errors of the store are StoreErrors naming the key.
+
+    Capabilities are the store's: read-only, writes, deletes, listing and consolidated
+    metadata support. zarr-python stores have neither locks nor conditional writes; a
+    read-modify-write locks through the zarrcore store over the same data below the
+    wrappers (a directory's file locks), or, over data that only this process writes (a
+    zarr-python memory store; a writable Icechunk session, whose other writers use other
+    sessions and conflict at commit), locks out this process's threads; otherwise it raises
+    LockUnavailableError."""
+
+    def __init__(self, store: ZarrStore, read_only: bool = False,
+                 below: Store | None = None) -> None:
+        if not isinstance(store, ZarrStore):
+            raise TypeError(f"expected a zarr-python store, not {type(store).__name__}")
+        super().__init__(read_only or store.read_only or not store.supports_writes)
+        self.zarr_store = store
+        #: The zarrcore store over the data below the wrappers, which locks for this one.
+        self.below = below
+        self.supports_writes = store.supports_writes
+        self.supports_deletes = store.supports_deletes
+        self.supports_listing = store.supports_listing
+        self.supports_consolidated_metadata = store.supports_consolidated_metadata
+        self.supports_atomic_writes = False  # (unknown: each store writes its own way)
+        inner = innermost(store)
+        session = _session(inner)
+        if below is not None:
+            self.supports_locks = below.supports_locks
+            self.process_local = below.process_local
+        elif _is_fork(session):
+            # (Forks in other processes cannot exclude each other: merging keeps the last.)
+            self.merges_task_writes = True
+        elif session is not None or isinstance(inner, ZarrMemoryStore):
+            self.supports_locks = self.process_local = True
+        # Icechunk fails on a range past the end of a metadata document.
+        self._clips_ranges = not _is_icechunk(inner)
+        self._prototype = default_buffer_prototype()
+
+    def _identity(self) -> Hashable:
+        if self.below is not None:
+            return self.below.identity
+        inner = innermost(self.zarr_store)
+        # (Icechunk's session stores have no identity: one per store object.)
+        return id(inner._store_dict if isinstance(inner, ZarrMemoryStore) else self.zarr_store)
+
+    def __repr__(self) -> str:
+        words = " ".join(repr(self.zarr_store).split())
+        return f"ZarrPythonStore({words[:120]})"
+
+    def _error(self, key: str, error: Exception, doing: str = "") -> ZarrcoreError:
+        """The ZarrcoreError of `error`, raised by the store about `key` (or while `doing`):
+        Icechunk's conflicts are WriteConflictErrors, others StoreErrors."""
+        message = f"{doing or f'key {key!r}'} of {self!r}: {type(error).__name__}: {error}"
+        if type(error).__name__.endswith("ConflictError"):
+            return WriteConflictError(message)
+        code = getattr(error, "errno", None) or (
+            errno.EACCES if isinstance(error, PermissionError) else errno.EIO)
+        return StoreError(code, message)
+
+    async def _guarded(self, key: str, call: Awaitable[_T]) -> _T:
+        """`call`'s result, its failure a StoreError naming `key`."""
+        try:
+            return await call
+        except ZarrcoreError:
+            raise
+        except Exception as e:
+            raise self._error(key, e) from e
+
+    def _run(self, key: str, call: Awaitable[_T]) -> _T:
+        return _aio.run(self._guarded(key, call), zarr_loop())
+
+    # -- reads --------------------------------------------------------------
+    def get(self, key: str, start: int | None = None, stop: int | None = None) -> bytes | None:
+        ranges = None if start is None and stop is None else [(start, stop)]
+        got = self._run(key, self._fetch(validate_key(key), ranges, copy=True))
+        return got if got is None or isinstance(got, bytes) else bytes(got[0])
+
+    def get_ranges(self, key: str, ranges: Sequence[ByteRange]) -> Sequence[ReadBytes] | None:
+        got = self._run(key, self._fetch(validate_key(key), list(ranges)))
+        return None if got is None else list(cast("Sequence[ReadBytes]", got))
+
+    def get_many(self, requests: Sequence[Request]) -> Iterator[tuple[int, Fetched]]:
+        return each(fan_out(lambda r: self._guarded(r[0], self._fetch(validate_key(r[0]), r[1])),
+                            requests, config.io_concurrency, loop=zarr_loop(),
+                            deadline=_aio.answer_deadline(), doing="reading"))
+
+    async def _fetch(self, key: str, ranges: Sequence[ByteRange] | None,
+                     copy: bool = False) -> Fetched:
+        """The value at `key` (ranges None) or the bytes of its ranges; None when missing."""
+        if ranges is None:
+            value = await self.zarr_store.get(key, self._prototype)
+            return None if value is None else _contents(value, copy)
+        requests = [_request(start, stop, self._clips_ranges) for start, stop in ranges]
+        if _SIZED not in requests:
+            with contextlib.suppress(ZarrcoreError):
+                return await self._read_parts(key, requests, copy)
+        # Ranges that need the value's size, or that the store refused (one starting past
+        # the end, which slice bounds allow): resolved against its size.
+        try:
+            size = await self.zarr_store.getsize(key)
+        except _MISSING:
+            return None
+        resolved = [slice(start, stop).indices(size)[:2] for start, stop in ranges]
+        return await self._read_parts(
+            key, [RangeByteRequest(lo, hi) if hi > lo else _EMPTY for lo, hi in resolved], copy)
+
+    async def _read_parts(self, key: str, requests: list[Any], copy: bool) -> Fetched:
+        """The bytes of each request (b"" for _EMPTY) of `key`, or None when it is missing;
+        a refused request is a StoreError."""
+        asked = [(i, r) for i, r in enumerate(requests) if r is not _EMPTY]
+        if not asked:
+            return [b""] * len(requests) if await self.zarr_store.exists(key) else None
+        try:
+            if len(asked) == 1:
+                got = [await self.zarr_store.get(key, self._prototype, asked[0][1])]
+            else:
+                got = await self._get_partial_values(key, [r for _, r in asked])
+        except _MISSING:
+            return None
+        except Exception as e:
+            raise self._error(key, e) from e
+        parts: list[ReadBytes] = [b""] * len(requests)
+        for (i, _), part in zip(asked, got):
+            if part is None:
+                return None
+            parts[i] = _contents(part, copy)
+        return parts
+
+    async def _get_partial_values(self, key: str,
+                                  requests: list[ByteRequest]) -> list[Buffer | None]:
+        """The store's batched read of `requests` of `key`; one get each where it has none
+        (VirtualiZarr's ManifestStore)."""
+        try:
+            return await self.zarr_store.get_partial_values(
+                self._prototype, [(key, r) for r in requests])
+        except NotImplementedError:
+            return list(await asyncio.gather(
+                *(self.zarr_store.get(key, self._prototype, r) for r in requests)))
+
+    def exists(self, key: str) -> bool:
+        async def found() -> bool:
+            try:
+                try:
+                    return await self.zarr_store.exists(key)
+                except NotImplementedError:  # (VirtualiZarr's ManifestStore)
+                    return await self.zarr_store.get(key, self._prototype) is not None
+            except _MISSING:
+                return False
+
+        return self._run(validate_key(key), found())
+
+    def getsize(self, key: str) -> int | None:
+        async def size() -> int | None:
+            try:
+                return await self.zarr_store.getsize(key)
+            except _MISSING:
+                return None
+
+        return self._run(validate_key(key), size())
+
+    # -- writes -------------------------------------------------------------
+    async def _put(self, key: str, value: ReadableBuffer) -> None:
+        # (A zarr-python store may keep the buffer it is given: it must not change after.)
+        data = value if isinstance(value, bytes) else bytes(value)
+        await self._guarded(key, self.zarr_store.set(key, self._prototype.buffer.from_bytes(data)))
+
+    def set(self, key: str, value: ReadableBuffer) -> None:
+        self.check_writable(key)
+        _aio.run(self._put(validate_key(key), value), zarr_loop())
+
+    def set_many(self, items: Iterable[tuple[str, ReadableBuffer]]) -> None:
+        """As Store.set_many, up to config.io_concurrency writes at once."""
+        def checked() -> Iterator[tuple[str, ReadableBuffer]]:
+            for key, value in items:
+                self.check_writable(key)
+                yield validate_key(key), value
+
+        run_bounded(lambda item: self._put(*item), checked(), config.io_concurrency,
+                    loop=zarr_loop(), deadline=_aio.answer_deadline(), doing="writing")
+
+    def delete(self, key: str) -> None:
+        self.check_writable(key)
+        if not self.supports_deletes:
+            raise StoreError(errno.EOPNOTSUPP, f"cannot delete {key!r}: {self!r} cannot delete")
+        self._run(key, self.zarr_store.delete(validate_key(key)))
+
+    def lock(self, key: str, node: str = "", *,
+             replaced_last: bool = False) -> AbstractContextManager[None]:
+        if self.below is not None:
+            # (Not `replaced_last`: the last write goes through the zarr-python store, not
+            # through the protocol by which `below` hands a key's own lock on.)
+            return self.below.lock(key, node)
+        if self.supports_locks:
+            return self.thread_lock(validate_key(key))
+        return super().lock(key, node, replaced_last=replaced_last)
+
+    def task_changes(self) -> Any:
+        """This copy's Icechunk fork session, with what it wrote."""
+        return _session(innermost(self.zarr_store))
+
+    def merge_task_changes(self, changes: Sequence[Any]) -> None:
+        """Merge the fork sessions of copies of this store into its own."""
+        session = _session(innermost(self.zarr_store))
+        try:
+            session.merge(*changes)
+        except Exception as e:
+            raise self._error("", e, f"merging the writes of {len(changes)} tasks") from e
+
+    # -- listing ------------------------------------------------------------
+    async def _keys(self, listing: AsyncIterator[str]) -> list[str]:
+        return [key async for key in listing]
+
+    def list_prefix(self, prefix: str) -> list[str]:
+        prefix = validate_prefix(prefix)
+        self.check_listing(prefix)
+        below = prefix + "/" if prefix else ""
+        keys = self._run(prefix, self._keys(self.zarr_store.list_prefix(below)))
+        return [key for key in keys if key.startswith(below) and key != below
+                and not self._own_file(key.rpartition("/")[2])]
+
+    def list_dir(self, prefix: str) -> list[str]:
+        prefix = validate_prefix(prefix)
+        self.check_listing(prefix)
+        names = self._run(prefix, self._keys(self.zarr_store.list_dir(prefix)))
+        return sorted({name for name in names if not self._own_file(name)})
+
+    def _own_file(self, name: str) -> bool:
+        """A file of the store below's own (its locks), which the zarr-python store lists."""
+        return self.below is not None and self.below.own_file(name)
 
 
 def as_zarr_store(store_or_node: Store | StoredNode, *,

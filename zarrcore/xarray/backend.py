@@ -68,8 +68,12 @@ def open_root_group(store: GroupSource, *, group: str | None = None, mode: str =
 
     Consolidated metadata is looked for at the store's root, as xarray does: used when present
     if `consolidated` is None, required when True, ignored when False. A group created here
-    without `zarr_format` has default_zarr_format(); an existing one keeps its format.
+    without `zarr_format` has default_zarr_format(); an existing one keeps its format. A
+    store that keeps no consolidated metadata (an Icechunk session's) is read without, as
+    xarray reads it.
     """
+    if not getattr(store, "supports_consolidated_metadata", True):
+        consolidated = False
     if zarr_format is None and mode in ("w", "w-"):
         zarr_format = default_zarr_format()
     elif zarr_format is None and mode == "a":

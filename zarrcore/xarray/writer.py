@@ -422,7 +422,8 @@ def to_zarr(dataset: Dataset | DataArray, store: GroupSource = None, mode: str |
         variables[name].encoding = enc
     variables = _stored_names(variables)
     writer.store(variables, attributes, set(encoding))
-    if mode != "r+" and (consolidated or consolidated is None):
+    # (As xarray: a store that keeps no consolidated metadata is written without.)
+    if mode != "r+" and consolidated is not False and root.store.supports_consolidated_metadata:
         api.consolidate_metadata(root.store)
     delayed = _write_data(writer.writes, compute, chunkmanager_store_kwargs or {})
     return root if compute else delayed
