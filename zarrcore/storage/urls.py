@@ -40,6 +40,12 @@ def _is_zip_path(path: str) -> bool:
     return path.lower().endswith(".zip") and not os.path.isdir(path)
 
 
+def keeps_consolidated_metadata(store: object) -> bool:
+    """May consolidated metadata be kept in `store` (anything make_store takes, or a node)?
+    Not in a store that declares it may not, as an Icechunk session's does."""
+    return bool(getattr(store, "supports_consolidated_metadata", True))
+
+
 def make_store(store: object, read_only: bool = False,
                storage_options: StorageOptions | None = None, mode: str | None = None) -> Store:
     """Turn `store` into a Store.

@@ -29,6 +29,7 @@ from ..array import Array
 from ..errors import DimensionNamesMissingError, MetadataError, NodeNotFoundError
 from ..group import Group
 from ..metadata import ArrayMetadataV2, ArrayMetadataV3
+from ..storage.urls import keeps_consolidated_metadata
 from ..storage import Store
 from .encoding import codec_encoding
 
@@ -72,7 +73,7 @@ def open_root_group(store: GroupSource, *, group: str | None = None, mode: str =
     store that keeps no consolidated metadata (an Icechunk session's) is read without, as
     xarray reads it.
     """
-    if not getattr(store, "supports_consolidated_metadata", True):
+    if not keeps_consolidated_metadata(store):
         consolidated = False
     if zarr_format is None and mode in ("w", "w-"):
         zarr_format = default_zarr_format()
