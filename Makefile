@@ -13,7 +13,7 @@ SOURCES := setup.py pyproject.toml README.md $(shell find zarrcore csrc -type f 
 # The build requirements of pyproject.toml, installed once into the virtualenv: the build then
 # runs there (--no-build-isolation) and reuses build/'s compiled objects, so a reinstall after
 # a change compiles only what the change touched.
-BUILD_REQUIRES := "setuptools>=77" "cython>=3.0" "numpy>=2.0" "blosc>=1.11" wheel
+BUILD_REQUIRES := "setuptools>=77" "cython>=3.1" "numpy>=2.0" "blosc>=1.11" wheel
 # Python files left in build/lib from an earlier build would be installed again even after
 # their source is gone; the compiled extensions stay, so unchanged ones are not rebuilt.
 PRUNE_BUILD := find build -path 'build/lib.*' -type f -not -name '*.so' -delete 2>/dev/null || true

@@ -14,10 +14,9 @@ The resource limits on what stored metadata may declare (`max_dimensions`, `max_
 from __future__ import annotations
 
 import concurrent.futures
-import itertools
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from . import _memory
@@ -168,11 +167,12 @@ class Config:
         given = {**(options or {}), **kwargs}
         options = {_ALIASES.get(name, name): value for name, value in given.items()}
         checked = {name: self._checked(name, value) for name, value in options.items()}
-        previous = {name: getattr(self, name) for name in checked}
-        for name, value in checked.items():
-            if name == "buffer_pool_bytes":
-                _memory.set_limit(value)
-            setattr(self, name, value)
+        with self._lock:  # one call's values all land together, and `previous` is theirs
+            previous = {name: getattr(self, name) for name in checked}
+            for name, value in checked.items():
+                if name == "buffer_pool_bytes":
+                    _memory.set_limit(value)
+                setattr(self, name, value)
         return _Restore(self, previous)
 
     def get(self, name: str) -> Any:
@@ -390,6 +390,27 @@ def _run_interruptibly(work: Callable[[], None], nworkers: int,
             f.result()
 
 
+class Claims:
+    """The task indices 0..n-1, each handed out once to the threads that iterate over this
+    together (`for i in claims`, one iterator per thread). A lock hands them out:
+    next() on a shared itertools.count or range iterator is atomic only under the GIL, and
+    on a free-threaded Python two threads could take the same task."""
+
+    def __init__(self, n: int) -> None:
+        self._n = n
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def __iter__(self) -> Iterator[int]:
+        while True:
+            with self._lock:
+                i = self._next
+                if i >= self._n:
+                    return
+                self._next = i + 1
+            yield i
+
+
 def parallel_map(func: Callable[[_T], _R], items: Iterable[_T]) -> list[_R]:
     """Apply `func` to every item, with pool threads helping the caller (run_workers); results
     in order, the exception of the first failing item re-raised (later items are skipped)."""
@@ -399,13 +420,12 @@ def parallel_map(func: Callable[[_T], _R], items: Iterable[_T]) -> list[_R]:
         return [func(item) for item in items]
     results: list[Any] = [None] * n
     failures: list[tuple[int, BaseException]] = []
-    claim = itertools.count()  # next() on it is atomic: each item is taken once
+    claims = Claims(n)
     stopped = threading.Event()
 
     def work() -> None:
-        while not failures and not stopped.is_set():
-            i = next(claim)
-            if i >= n:
+        for i in claims:
+            if failures or stopped.is_set():
                 return
             try:
                 results[i] = func(items[i])

@@ -106,8 +106,8 @@ class ConsolidatedMetadata:
         else:
             meta = parse_metadata_v2(doc.get(nodes.V2_ARRAY_KEY), doc.get(nodes.V2_GROUP_KEY),
                                      doc.get(nodes.V2_ATTRS_KEY), prefix=f"{where}: ")
-        self._cache[key] = meta
-        return meta
+        # Threads that parse one node at once all get the first one's metadata.
+        return self._cache.setdefault(key, meta)
 
     @property
     def where(self) -> str:

@@ -34,7 +34,7 @@ from .codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
 from .codecs.chain import CodecChain
 from .codecs.sharding import EMPTY, coalesce
 from .concurrency import fan_out
-from .config import config, parallel_map, run_workers
+from .config import Claims, config, parallel_map, run_workers
 from .errors import (
     ChunkNotFoundError, KeyChangedError, LockUnavailableError, ShardIndexError, WriteConflictError,
     ZarrcoreError,
@@ -268,7 +268,7 @@ class _InnerChunkWaves:
         self.blobs: dict[int, memoryview] = {}
         self.listed: list[int] = []
         self.failure: tuple[Exception, int] | None = None
-        self.claim: Iterator[int] = iter(())
+        self.claim = Claims(0)
         self.stopped = False
 
     def add(self, data: ReadBytes, tasks: Int64s, offsets: Int64s, lengths: Int64s) -> int:
@@ -283,7 +283,7 @@ class _InnerChunkWaves:
 
     def run(self, tasks: npt.ArrayLike) -> int:
         self.listed = np.asarray(tasks, dtype=np.int64).tolist()
-        self.claim = iter(range(len(self.listed)))  # next() on it is atomic: each taken once
+        self.claim = Claims(len(self.listed))
         return len(self.listed)
 
     def work_read(self) -> None:

@@ -1133,9 +1133,12 @@ def open_group(store: StoreLike = None, *, mode: str = "a", path: str | None = N
         node = open_node(store, path, zarr_format, read_only=(mode == "r"),
                          use_consolidated=use_consolidated)
     except NodeNotFoundError:
-        if mode == "a":
+        if mode != "a":
+            raise
+        try:
             return _create_group(store, path, zarr_format or 3, attributes, False)
-        raise
+        except NodeExistsError:  # another thread or process created it meanwhile: open that
+            node = open_node(store, path, zarr_format, use_consolidated=use_consolidated)
     if not isinstance(node, Group):
         raise GroupNotFoundError(f"the node at path {path!r} is an array, not a group")
     return node

@@ -18,6 +18,7 @@ import binascii
 import functools
 import math
 import re
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from types import ModuleType
@@ -50,6 +51,7 @@ __all__ = [
 JSON = Any
 
 _REGISTRY: list[type[DataType]] = []
+_REGISTRY_LOCK = threading.Lock()
 
 _DataTypeClass = TypeVar("_DataTypeClass", bound="type[DataType]")
 
@@ -58,9 +60,11 @@ def register_data_type(cls: _DataTypeClass) -> _DataTypeClass:
     """Register a DataType subclass (usable as a decorator); later ones win ties."""
     if not (isinstance(cls, type) and issubclass(cls, DataType)):
         raise TypeError(f"{cls!r} is not a DataType subclass")
-    if cls in _REGISTRY:
-        _REGISTRY.remove(cls)
-    _REGISTRY.insert(0, cls)
+    global _REGISTRY
+    with _REGISTRY_LOCK:
+        # A new list, not one changed in place: lookups iterate over the one they read while
+        # another thread registers.
+        _REGISTRY = [cls] + [c for c in _REGISTRY if c is not cls]
     return cls
 
 

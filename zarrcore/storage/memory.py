@@ -117,6 +117,9 @@ def named_memory_store(name: str, read_only: bool = False) -> MemoryStore:
     process (a new, unshared one when `name` is empty)."""
     if not name:
         return MemoryStore(read_only=read_only)
-    if name not in _NAMED:
-        _NAMED[name] = NativeMemoryMap()
-    return MemoryStore(_NAMED[name], read_only=read_only)
+    data = _NAMED.get(name)
+    if data is None:
+        # setdefault, not a test and a store: two threads opening a new name at once get the
+        # same mapping, so neither's writes go to one the other never sees.
+        data = _NAMED.setdefault(name, NativeMemoryMap())
+    return MemoryStore(data, read_only=read_only)
