@@ -4,7 +4,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEMO_DIR ?= build/demo.zarr
 
-.PHONY: demo test peer-venv docs sanitize fuzz bench bench-venv wheel wincheck install-test clean
+.PHONY: demo test ft-test peer-venv docs sanitize fuzz bench bench-venv wheel wincheck install-test \
+	clean
 
 # What the installed package is built from: a change to any of these reinstalls it.
 SOURCES := setup.py pyproject.toml README.md $(shell find zarrcore csrc -type f \( -name '*.py' \
@@ -64,6 +65,37 @@ $(PEER_VENV)/.installed: tests/peer-requirements.txt
 test: install-test peer-venv
 	cd tests && ../$(VENV)/bin/python -m pytest -q -p no:cacheprovider
 
+# The suite on a free-threaded CPython 3.13 (python3.13t) with the GIL off: the interpreter is
+# built once from Debian's python3.13 source package into FT_CACHE (.ci/ft-python; a stamp
+# marks it built), FT_VENV made from it. python-blosc has no free-threaded wheel: it is built
+# from its source distribution, which ships the static libblosc.a the extensions link. Of the
+# test extra, what has a wheel for the interpreter is installed (.ci/ft-install-test); the
+# tests that need the rest skip, saying so.
+FT_CACHE ?= $(HOME)/.cache/zarrcore-ft
+FT_BUILT := $(FT_CACHE)/python3.13t/.built
+FT_VENV ?= .ft-venv
+FPY := $(FT_VENV)/bin/python
+FT_PIP := $(FPY) -m pip install --prefer-binary --no-binary blosc
+
+$(FT_BUILT):
+	FT_CACHE=$(FT_CACHE) .ci/ft-python
+
+$(FPY): | $(FT_BUILT)
+	$(FT_CACHE)/python3.13t/bin/python3.13t -m venv $(FT_VENV)
+
+$(FT_VENV)/.build-requires: | $(FPY)
+	$(FT_PIP) $(BUILD_REQUIRES)
+	touch $@
+
+$(FT_VENV)/.installed-test: $(FT_VENV)/.build-requires $(SOURCES)
+	$(FPY) .ci/ft-install-test $(FT_VENV)/missing.txt
+	$(PRUNE_BUILD)
+	$(FT_PIP) --no-build-isolation --no-deps .
+	touch $@
+
+ft-test: $(FT_VENV)/.installed-test
+	cd tests && PYTHON_GIL=0 ../$(FPY) -m pytest -q -p no:cacheprovider $(FT_PYTEST_ARGS)
+
 # The API reference, from the installed package's docstrings; warnings are errors.
 docs: $(VENV)/.installed
 	$(PY) -m pip install --no-build-isolation ".[docs]"
@@ -113,4 +145,4 @@ wincheck: $(PY)
 	$(PY) wheels/wincheck.py --run
 
 clean:
-	rm -rf $(PEER_VENV) $(BENCH_VENV) build *.egg-info zarrcore/*.c zarrcore/*.so wheels/*.whl docs/api/generated
+	rm -rf $(PEER_VENV) $(BENCH_VENV) $(FT_VENV) build *.egg-info zarrcore/*.c zarrcore/*.so wheels/*.whl docs/api/generated

@@ -1,0 +1,114 @@
+"""User threads reading and writing disjoint regions chunk by chunk, zarrcore's own pool at
+one thread (config num_threads=1): the time of 1 and of 2 threads (the same total work), and
+the speed-up. On a free-threaded Python the Python part of each call runs in parallel too; on a
+GIL build only the compiled part does, so small chunks cannot scale there.
+
+    python benchmarks/ft_threads.py [--chunks 32 128] [--seconds 1] [--json FILE]
+
+Standard library, numpy and zarrcore only; any interpreter (3.13t with the GIL off, or a GIL
+build).
+"""
+import argparse
+import json
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+import zarrcore
+
+# Chunks per thread's region along the first axis; the second axis is one chunk wide.
+ROWS_OF_CHUNKS = 64
+
+
+def _run(threads, work):
+    """Wall time of work(i) in `threads` threads started together."""
+    barrier = threading.Barrier(threads + 1)
+    errors = []
+
+    def run(i):
+        barrier.wait()
+        try:
+            work(i)
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    pool = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for t in pool:
+        t.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for t in pool:
+        t.join()
+    if errors:
+        raise errors[0]
+    return time.perf_counter() - start
+
+
+def measure(store_kind, chunk, op, rounds, repeats):
+    """(seconds with 1 thread, seconds with 2) for `rounds` passes over 2 regions of
+    ROWS_OF_CHUNKS chunks of chunk x chunk float32 items: one thread does both regions, two
+    threads one each."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = zarrcore.MemoryStore() if store_kind == "memory" else f"{tmp}/a.zarr"
+        shape = (2 * ROWS_OF_CHUNKS * chunk, chunk)
+        a = zarrcore.create_array(store, shape=shape, chunks=(chunk, chunk), dtype="f4",
+                                  compressors=None, fill_value=0)
+        a[...] = 1
+        block = np.ones((chunk, chunk), dtype="f4")
+
+        def pass_over(region):
+            base = region * ROWS_OF_CHUNKS
+            for _ in range(rounds):
+                for k in range(base, base + ROWS_OF_CHUNKS):
+                    rows = slice(k * chunk, (k + 1) * chunk)
+                    if op == "read":
+                        a[rows]
+                    else:
+                        a[rows] = block
+
+        def one(_):
+            pass_over(0)
+            pass_over(1)
+
+        results = []
+        for _ in range(repeats):
+            results.append((_run(1, one), _run(2, pass_over)))
+        t1 = min(r[0] for r in results)
+        t2 = min(r[1] for r in results)
+        return t1, t2
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, nargs="+", default=[16, 64, 256])
+    parser.add_argument("--stores", nargs="+", default=["memory", "local"])
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", help="write the results there too")
+    args = parser.parse_args()
+    zarrcore.config.set(num_threads=1)
+    free = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+    gil = sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else True
+    print(f"Python {sys.version.split()[0]} {'free-threaded' if free else 'GIL build'}, "
+          f"GIL {'on' if gil else 'off'}; zarrcore pool 1 thread")
+    print(f"{'store':8} {'op':6} {'chunk':>6} {'1 thread s':>11} {'2 threads s':>12} {'speed-up':>9}")
+    rows = []
+    for store in args.stores:
+        for op in ("read", "write"):
+            for chunk in args.chunks:
+                t1, t2 = measure(store, chunk, op, args.rounds, args.repeats)
+                rows.append({"store": store, "op": op, "chunk": chunk, "t1": t1, "t2": t2,
+                             "speedup": t1 / t2})
+                print(f"{store:8} {op:6} {chunk:>6} {t1:11.4f} {t2:12.4f} {t1 / t2:9.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"python": sys.version, "free_threaded": free, "gil": gil, "rows": rows},
+                      f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
