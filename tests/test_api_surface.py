@@ -5,13 +5,14 @@ the gaps, each against zarr-python."""
 import json
 import warnings
 
-import numcodecs
 import numpy as np
 import pytest
-import zarr
 
 import zarrcore
 from zarrcore.errors import NodeExistsError, NodeNotFoundError, ReadOnlyError
+
+numcodecs = pytest.importorskip("numcodecs")
+zarr = pytest.importorskip("zarr")
 
 # zarr-python's public names that zarrcore deliberately has not.
 MODULE_ALLOWED = {

@@ -4,9 +4,10 @@ import warnings
 
 import numpy as np
 import pytest
-import zarr
 
 import zarrcore
+
+zarr = pytest.importorskip("zarr")
 
 
 def _quiet(make):

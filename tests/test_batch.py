@@ -11,13 +11,15 @@ import threading
 import time
 
 import crc32c
-import numcodecs
 import numpy as np
 import pytest
 
 import zarrcore
 from zarrcore.config import size_with_slack
 from zarrcore.errors import ChecksumError, ChunkDecodeError
+
+numcodecs = pytest.importorskip("numcodecs")
+
 
 ZSTD = {"name": "zstd", "configuration": {"level": 0, "checksum": False}}
 ZSTD_SUM = {"name": "zstd", "configuration": {"level": 3, "checksum": True}}

@@ -2,7 +2,6 @@
 import gzip
 import zlib
 
-import numcodecs
 import numpy as np
 import pytest
 from hypothesis import given
@@ -14,6 +13,8 @@ from zarrcore.codecs import (
     ZstdCodec, codec_from_json, codec_from_v2,
 )
 from zarrcore.errors import ChecksumError, ChunkDecodeError, MetadataError, UnknownCodecError
+
+numcodecs = pytest.importorskip("numcodecs")
 
 
 dtypes = st.sampled_from(["u1", "i2", "u4", "i8", "f2", "f4", "f8", "c8", "c16", "?", "M8[ms]"]).map(np.dtype)

@@ -5,15 +5,16 @@ import zlib
 
 import blosc
 import crc32c as crc32c_ref
-import numcodecs
 import numpy as np
 import pytest
-import zstandard
 from hypothesis import given
 from hypothesis import strategies as st
 
 from zarrcore import _compress as c
 from zarrcore.errors import ChunkDecodeError
+
+numcodecs = pytest.importorskip("numcodecs")
+zstandard = pytest.importorskip("zstandard")
 
 
 # Compressible data: runs and repeats, so the codecs exercise their match paths.

@@ -5,13 +5,14 @@ import lzma
 import time
 import zlib
 
-import numcodecs
 import numpy as np
 import pytest
-import zstandard
 
 import zarrcore
 from zarrcore.errors import ChunkDecodeError
+
+numcodecs = pytest.importorskip("numcodecs")
+zstandard = pytest.importorskip("zstandard")
 
 BOMB = 64 << 20  # what most stored chunks below inflate to (the chunks hold 64 bytes)
 # bz2.compress(bytes(256 << 20), 9): 208 bytes (compressing it anew takes seconds).

@@ -4,13 +4,14 @@ import warnings
 
 import numpy as np
 import pytest
-import zarr
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import zarrcore
 from zarrcore.codecs import codec_from_json, codec_from_v2
 from zarrcore.errors import ChecksumError, MetadataError
+
+zarr = pytest.importorskip("zarr")
 
 from _numcodecs_zarr3 import IGNORE_WARNINGS, nc  # noqa: E402
 

@@ -5,13 +5,14 @@ import json
 import os
 import warnings
 
-import numcodecs
 import numpy as np
 import pytest
-import zarr
 
 import zarrcore
 from zarrcore.metadata.dtypes import ObjectDataTypeError
+
+numcodecs = pytest.importorskip("numcodecs")
+zarr = pytest.importorskip("zarr")
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "zarr218_legacy")
 TEXT = np.array(["a", "bb", "", "dé"], dtype=object)

@@ -6,7 +6,6 @@ import warnings
 
 import numpy as np
 import pytest
-import zarr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -14,6 +13,7 @@ import zarrcore
 from zarrcore.codecs import ChunkSpec, codec_from_json, codec_from_v2
 from zarrcore.errors import ChunkDecodeError, MetadataError
 
+zarr = pytest.importorskip("zarr")
 numcodecs = pytest.importorskip("numcodecs")
 pytest.importorskip("pcodec", reason="pcodec is not installed (the pcodec extra)")
 pytest.importorskip("zfpy", reason="zfpy is not installed (the zfpy extra)")

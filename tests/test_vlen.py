@@ -2,7 +2,6 @@
 bytes arrays end to end (hypothesis round trips against numcodecs and zarr-python)."""
 import struct
 
-import numcodecs
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,6 +11,8 @@ import zarrcore
 from zarrcore import _filters, kernels
 from zarrcore.codecs import ChunkSpec, VLenBytesCodec, VLenUTF8Codec, codec_from_json, codec_from_v2
 from zarrcore.errors import ChunkDecodeError, MetadataError
+
+numcodecs = pytest.importorskip("numcodecs")
 
 STRING = np.dtypes.StringDType()
 
