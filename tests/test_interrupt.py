@@ -4,12 +4,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
 import pytest
 
 import zarrcore
+from zarrcore.config import run_workers
 from zarrcore.storage.local import TEMP_PREFIX
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="sends SIGINT")
@@ -69,3 +71,33 @@ def test_ctrl_c_stops_a_long_write_leaving_whole_chunks(tmp_path):
     leftovers = [name for _, _, files in os.walk(path) for name in files
                  if name.startswith(TEMP_PREFIX)]
     assert not leftovers
+
+
+def test_ctrl_c_while_pool_threads_start_stops_those_started(monkeypatch):
+    """Ctrl-C landing while run_workers still starts pool threads (a thread's start waits for
+    it; on a free-threaded Python the first ones already work meanwhile): the work is stopped
+    and the helpers already submitted are waited for, not left writing after the raise."""
+    zarrcore.config.set(num_threads=4)
+    pool = zarrcore.config.executor()
+    submitted = []
+
+    class InterruptedOnSecondStart:
+        def submit(self, fn):
+            if submitted:
+                raise KeyboardInterrupt
+            submitted.append(pool.submit(fn))
+            return submitted[-1]
+
+    monkeypatch.setattr(zarrcore.config, "executor", InterruptedOnSecondStart)
+    stopped = threading.Event()
+
+    def work():
+        for _ in range(2000):  # bounded: a helper never stopped ends by itself
+            if stopped.is_set():
+                return
+            time.sleep(0.001)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_workers(work, 100, stopped.set)
+    assert stopped.is_set()
+    assert submitted[0].done()

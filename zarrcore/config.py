@@ -359,9 +359,17 @@ def _work_here(work: Callable[[], None]) -> None:
 def _run_interruptibly(work: Callable[[], None], nworkers: int,
                        stop: Callable[[], None]) -> None:
     """run_workers in the main thread: `nworkers` pool threads work, the caller waits."""
-    helpers = [config.executor().submit(work) for _ in range(nworkers)]
-    pending, interrupt = set(helpers), None
-    drained = False  # no task is left to take: helpers not started yet have nothing to do
+    helpers: list[concurrent.futures.Future[None]] = []
+    interrupt: KeyboardInterrupt | None = None
+    try:
+        for _ in range(nworkers):
+            helpers.append(config.executor().submit(work))
+    except KeyboardInterrupt as e:  # (starting a pool thread waits for it) the submitted stop
+        stop()
+        interrupt = e
+    pending = set(helpers)
+    # No task is left to take: helpers not started yet have nothing to do.
+    drained = interrupt is not None
     started = False  # a helper has started, so the work goes on without the caller
     while pending:
         try:
