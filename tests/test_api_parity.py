@@ -70,7 +70,7 @@ def _their_json(codecs):
          compressors=[{"name": "gzip", "configuration": {"level": 2}}]),
 ])
 def test_codec_properties_match_zarr_python_v3(kwargs):
-    import zarr
+    zarr = pytest.importorskip("zarr")
 
     kwargs.setdefault("chunks", (4,))
     theirs = zarr.create_array({}, shape=(8,), dtype="i4", **kwargs)
@@ -82,7 +82,7 @@ def test_codec_properties_match_zarr_python_v3(kwargs):
 
 def test_codec_properties_v2():
     import numcodecs
-    import zarr
+    zarr = pytest.importorskip("zarr")
 
     kwargs = dict(shape=(8,), dtype="i4", chunks=(4,), zarr_format=2)
     theirs = zarr.create_array({}, filters=[numcodecs.Delta("<i4")], compressors=numcodecs.Zlib(3),
@@ -204,7 +204,7 @@ def test_save_and_load(tmp_path):
     assert zarrcore.open_array(tmp_path / "one").zarr_format == 2
     with pytest.raises(ValueError):
         zarrcore.save_group(tmp_path / "none")
-    import zarr
+    zarr = pytest.importorskip("zarr")
 
     np.testing.assert_array_equal(zarr.open_array(tmp_path / "many", path="arr_0")[:], np.arange(3))
 
@@ -227,7 +227,7 @@ def test_open_like_tree_and_copies(tmp_path):
 
 
 def test_create_hierarchy_from_zarr_python_metadata(tmp_path):
-    import zarr
+    zarr = pytest.importorskip("zarr")
 
     metadata = {"": zarr.create_group({}, attributes={"r": 1}).metadata,
                 "a/b": zarr.create_array({}, shape=(2,), dtype="i4").metadata,
@@ -263,7 +263,7 @@ def test_open_modes_match_zarr_python(tmp_path, function):
     import shutil
     import warnings
 
-    import zarr
+    zarr = pytest.importorskip("zarr")
 
     kwargs = dict(shape=(4,), dtype="i4") if function in ("open+shape", "open_array") else {}
     name = function.split("+")[0]
@@ -299,7 +299,7 @@ def test_a_missing_directory_is_named(tmp_path):
 def test_per_array_write_empty_chunks_as_zarr_python(tmp_path, layout, where):
     """config={"write_empty_chunks": ...} and with_config decide for one array, whatever
     zarrcore.config says; zarr-python given the same config stores the same keys."""
-    import zarr
+    zarr = pytest.importorskip("zarr")
 
     def stored(store):
         keys = store.keys() if isinstance(store, dict) else (

@@ -192,7 +192,7 @@ def test_object_fill_0_reads_as_zarr_python_3(tmp_path):
     """zarr-python 3 reads the 0 fill of a vlen-utf8 array as the string "0"."""
     import warnings
 
-    import zarr
+    zarr = pytest.importorskip("zarr")
 
     path = os.path.join(FIXTURES, "object_fill_0")
     with warnings.catch_warnings():
