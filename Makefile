@@ -87,8 +87,12 @@ $(FT_VENV)/.build-requires: | $(FPY)
 	$(FT_PIP) $(BUILD_REQUIRES)
 	touch $@
 
-$(FT_VENV)/.installed-test: $(FT_VENV)/.build-requires $(SOURCES)
+# (Once per change of pyproject.toml: what cannot be installed is not tried at every build.)
+$(FT_VENV)/.test-extra: pyproject.toml | $(FT_VENV)/.build-requires
 	$(FPY) .ci/ft-install-test $(FT_VENV)/missing.txt
+	touch $@
+
+$(FT_VENV)/.installed-test: $(FT_VENV)/.build-requires $(FT_VENV)/.test-extra $(SOURCES)
 	$(PRUNE_BUILD)
 	$(FT_PIP) --no-build-isolation --no-deps .
 	touch $@
