@@ -178,6 +178,14 @@ def slices_plans(tuple items, shape, chunk_shape):
     return plans, tuple(sizes)
 
 
+cdef inline slice _out_slice(int64_t j0, int64_t count, int64_t n, bint reverse):
+    """Where `count` selected elements from the `j0`-th on go in the output: ascending, or
+    backwards from the end when the slice's step is negative (walked ascending)."""
+    if reverse:
+        return slice(n - 1 - j0, (n - 1 - j0 - count) if j0 + count < n else None, -1)
+    return slice(j0, j0 + count, 1)
+
+
 cdef AxisPlan _slice_plan(int64_t start, int64_t stop, int64_t step, int64_t chunk_len,
                           int64_t dim_len):
     plan = AxisPlan(True)
@@ -213,11 +221,8 @@ cdef AxisPlan _slice_plan(int64_t start, int64_t stop, int64_t step, int64_t chu
                                 b + 2 * nmax, b + 3 * nmax, f)
     for k in range(m):
         first, count, j0 = b[nmax + k], b[2 * nmax + k], b[3 * nmax + k]
-        if reverse:
-            o = slice(n - 1 - j0, (n - 1 - j0 - count) if j0 + count < n else None, -1)
-        else:
-            o = slice(j0, j0 + count, 1)
-        plan.add(b[k], slice(first, first + (count - 1) * step + 1, step), o, f[k], count)
+        plan.add(b[k], slice(first, first + (count - 1) * step + 1, step),
+                 _out_slice(j0, count, n, reverse), f[k], count)
     return plan
 
 
@@ -260,11 +265,8 @@ def bounded_slice_plan(int64_t start, int64_t stop, int64_t step, const int64_t[
         lo, hi = bounds[c], bounds[c + 1]
         count = min(n - j0, (hi - 1 - x) // step + 1)
         extent = min(hi, dim_len) - lo
-        if reverse:
-            o = slice(n - 1 - j0, (n - 1 - j0 - count) if j0 + count < n else None, -1)
-        else:
-            o = slice(j0, j0 + count, 1)
-        plan.add(c, slice(x - lo, x - lo + (count - 1) * step + 1, step), o,
+        plan.add(c, slice(x - lo, x - lo + (count - 1) * step + 1, step),
+                 _out_slice(j0, count, n, reverse),
                  x == lo and count == extent and (step == 1 or count == 1), count)
         j0 += count
     return plan
