@@ -1,5 +1,6 @@
 """Ctrl-C (SIGINT) during a long `a[...] = big` stops it within seconds: no further chunk is
 started, those in progress are finished (each written whole), then KeyboardInterrupt."""
+import concurrent.futures
 import os
 import signal
 import subprocess
@@ -101,3 +102,34 @@ def test_ctrl_c_while_pool_threads_start_stops_those_started(monkeypatch):
         run_workers(work, 100, stopped.set)
     assert stopped.is_set()
     assert submitted[0].done()
+
+
+def test_ctrl_c_with_the_pool_busy_is_handled_while_the_work_goes_on(monkeypatch):
+    """No pool thread takes the work (busy elsewhere): it runs on a thread of its own, never on
+    the main thread, where a compiled call of it would hold off Ctrl-C until all the work is
+    done. Ctrl-C then stops it after the task in progress."""
+    zarrcore.config.set(num_threads=2)
+
+    class BusyPool:
+        def submit(self, fn):
+            return concurrent.futures.Future()  # queued behind other work: never starts
+
+    monkeypatch.setattr(zarrcore.config, "executor", BusyPool)
+    stopped = threading.Event()
+    workers = []
+
+    def work():
+        workers.append(threading.current_thread())
+        for _ in range(5000):  # bounded: a work never stopped ends by itself
+            if stopped.is_set():
+                return
+            time.sleep(0.001)
+
+    main = threading.main_thread()
+    threading.Timer(0.3, signal.pthread_kill, (main.ident, signal.SIGINT)).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run_workers(work, 100, stopped.set)
+    assert time.monotonic() - started < 2
+    assert stopped.is_set()
+    assert workers and main not in workers

@@ -305,9 +305,9 @@ def _in_parallel_work() -> bool:
 
 # How long at a time the main thread waits for pool work: between waits Python handles the
 # signals it delivers to the main thread only (Ctrl-C). Until a pool thread has started, it
-# waits briefly, to do the work itself when none starts (a busy pool); after that, longer,
-# so a long run costs a few Python steps a second. (On POSIX systems a signal ends the wait
-# at once; on Windows, Ctrl-C waits out the slice.)
+# waits briefly, then starts a thread of its own for the work when none starts (a busy
+# pool); after that, longer, so a long run costs a few Python steps a second. (On POSIX
+# systems a signal ends the wait at once; on Windows, Ctrl-C waits out the slice.)
 WAIT_SLICE = 0.05
 WAIT_STARTED = 1.0
 
@@ -356,6 +356,19 @@ def _work_here(work: Callable[[], None]) -> None:
         _working.active = False
 
 
+def _work_as_future(work: Callable[[], None], future: concurrent.futures.Future[None]) -> None:
+    """Call `work` (as run_workers' caller would) unless `future` was cancelled; its outcome
+    goes to `future`. The target of a thread of its own."""
+    if not future.set_running_or_notify_cancel():
+        return
+    try:
+        _work_here(work)
+    except BaseException as e:
+        future.set_exception(e)
+    else:
+        future.set_result(None)
+
+
 def _run_interruptibly(work: Callable[[], None], nworkers: int,
                        stop: Callable[[], None]) -> None:
     """run_workers in the main thread: `nworkers` pool threads work, the caller waits."""
@@ -385,8 +398,14 @@ def _run_interruptibly(work: Callable[[], None], nworkers: int,
             elif not drained and not started:
                 started = any(f.running() for f in pending)
                 if not started:
-                    _work_here(work)  # the pool is busy elsewhere: work here, as elsewhere
-                    drained = True
+                    # The pool is busy elsewhere. The work runs on a thread of its own, not
+                    # here: a compiled call of `work` holds the main thread until it returns,
+                    # and Ctrl-C would wait for all the work.
+                    helpers.append(concurrent.futures.Future())
+                    pending.add(helpers[-1])
+                    started = True
+                    threading.Thread(target=_work_as_future, args=(work, helpers[-1]),
+                                     name="zarrcore-run-workers").start()
         except KeyboardInterrupt as e:
             if interrupt is None:
                 stop()
