@@ -844,7 +844,11 @@ def plot(results, path):
     colors = {"tensorstore": "#4c72b0", "zarr-python": "#dd8452",
               "zarr-python-fused": "#937860", "zarrs-python": "#55a868",
               "zarrcore": "#c44e52", C.BASELINE: "#e8a0a2"}
-    fig, axes = plt.subplots(2, 3, figsize=(16, 9.5))
+    # A third row for the cold-cache reads and the round trips, when the run measured them.
+    extra = [wl for wl in ("read_all_cold", "roundtrip", "roundtrip_cold")
+             if any(k.startswith(wl + "/") for k in results["timings"])]
+    fig, axes = plt.subplots(3 if extra else 2, 3, figsize=(16, 14 if extra else 9.5),
+                             squeeze=False)
     a = results["args"]
     fig.suptitle(f"zarrcore vs peers — N={a['n']} uint16 cube, best of {a['repeats']}, "
                  f"{results['date'][:10]}, {results['machine'].get('cpu_model', '')}\n"
@@ -880,7 +884,8 @@ def plot(results, path):
     def valid(r):
         return _ok(r)
 
-    for ax, wl in zip(axes[0], ("read_all", "read_chunks", "write_all")):
+    for ax, wl in zip(list(axes[0]) + list(axes[2] if extra else []),
+                      ("read_all", "read_chunks", "write_all", *extra)):
         values, ratios = {}, {}
         for v in C.CUBE_VARIANTS:
             res = results["timings"].get(f"{wl}/{v}", {})
@@ -889,7 +894,8 @@ def plot(results, path):
                 if valid(res.get(lib)):
                     values[(v, lib)] = res[lib]["best"]
         bars(ax, list(C.CUBE_VARIANTS), values, "seconds (lower is better)",
-             TITLES[wl].replace(" (s)", "").replace(", shard by shard when sharded", ""),
+             {**TITLES, **COLD_TITLES, **ROUNDTRIP_TITLES}[wl].split(" (s")[0]
+             .replace(", shard by shard when sharded", ""),
              ratios=ratios)
     axes[0][0].legend(fontsize=8)
 
@@ -928,6 +934,8 @@ def plot(results, path):
     axes[1][2].axhline(RSS_TARGET, color="k", ls="--", lw=1)
     axes[1][2].axhline(1.0, color="gray", ls=":", lw=1)
 
+    for ax in axes[2][len(extra):] if extra else []:
+        ax.set_visible(False)
     fig.tight_layout(rect=(0, 0, 1, 0.96))
     fig.savefig(path, dpi=110)
     plt.close(fig)
