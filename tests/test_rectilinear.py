@@ -2,15 +2,17 @@
 encodings, creation in zarr-python 3.4's spelling, every indexing mode against numpy, resize
 and append as zarr-python 3.4 grows a grid, and both directions against zarr-python 3.4."""
 import json
+import sys
 
 import numpy as np
 import pytest
 from _peer_arrays import pack, unpack
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from peers import peer  # noqa: F401 (a fixture)
 
 import zarrcore
+from zarrcore.codecs.chain import CodecChain
 from zarrcore.errors import MetadataError
 from zarrcore.metadata.v3 import ArrayMetadataV3
 from zarrcore.tools.convert import convert
@@ -206,3 +208,101 @@ def test_verify_walks_the_grid_and_convert_refuses_it(tmp_path):
     assert not report.problems
     with pytest.raises(MetadataError, match="chunk_grid"):
         convert(str(tmp_path / "a"), str(tmp_path / "b"))
+
+
+# -- compiled jobs, one per chunk shape ---------------------------------------------------------
+
+def _python_calls(run):
+    """The number of Python function calls `run()` makes."""
+    calls = 0
+
+    def count(frame, event, arg):
+        nonlocal calls
+        if event == "call":
+            calls += 1
+
+    sys.setprofile(count)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+def _runs(a, d):
+    """The reads and writes of the test below on array `a` holding `d`: name -> (call,
+    expected result or None)."""
+    picks = np.arange(0, len(d), 3)
+    return {"write": (lambda: a.__setitem__(Ellipsis, d), None),
+            "write stepped": (lambda: a.__setitem__(slice(0, None, 1), d), None),
+            "basic": (lambda: a[1:], d[1:]), "oindex": (lambda: a.oindex[picks], d[picks]),
+            "unsorted": (lambda: a.oindex[picks[::-1]], d[picks[::-1]]),
+            "vindex": (lambda: a.vindex[picks], d[picks]),
+            "mask": (lambda: a.vindex[d % 3 == 0], d[d % 3 == 0])}
+
+
+@pytest.mark.parametrize("kind", ["directory", "memory", "sharded"])
+def test_many_chunks_run_in_compiled_jobs(tmp_path, monkeypatch, kind):
+    """20,000 chunks (shards) of two lengths: every indexing mode reads, and basic selections
+    write, through one compiled job per chunk shape. On a directory a few hundred Python calls,
+    not one per chunk; in memory (where keys are named in Python) as many as over a regular
+    grid of as many chunks; and the codec objects never code a chunk (shard)."""
+    n = 10_000
+    edges = [3, 1] * n
+    kw = (dict(chunks=(1,), shards=[edges]) if kind == "sharded" else dict(chunks=[edges]))
+    d = np.arange(4 * n, dtype="i4")
+    limits = dict.fromkeys(_runs(None, d), 2000)
+    if kind == "memory":
+        regular = zarrcore.create_array({}, shape=(4 * n,), chunks=(2,), dtype="i4")
+        for name, (run, _) in _runs(regular, d).items():
+            limits[name] = _python_calls(run) * 1.2 + 500
+    store = {} if kind == "memory" else str(tmp_path / "a")
+    a = zarrcore.create_array(store, shape=(4 * n,), dtype="i4", fill_value=-1, **kw)
+    for name in ("read_into", "encode", "encode_unless_fill", "merge", "decode"):
+        monkeypatch.setattr(CodecChain, name, lambda *args, name=name: pytest.fail(name))
+    runs = _runs(a, d)
+    if kind == "sharded":  # (listed reads of rectilinear shards go shard by shard)
+        runs = {k: v for k, v in runs.items() if k in ("write", "write stepped", "basic")}
+    for name, (run, want) in runs.items():
+        got = []
+        assert _python_calls(lambda: got.append(run())) < limits[name], name
+        if want is not None:
+            np.testing.assert_array_equal(got[0], want, err_msg=name)
+
+
+_LAYOUTS = st.sampled_from(["memory", "directory", "sharded"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(st.lists(_EDGES, min_size=1, max_size=3), _LAYOUTS, st.booleans(), st.data())
+def test_compiled_jobs_match_numpy(tmp_path_factory, edges, layout, shrink, data):
+    """Every indexing mode, reads and writes, over a rectilinear grid (its last chunks cut by a
+    shrinking resize or not) on each compiled road, against numpy."""
+    shape = tuple(sum(e) for e in edges)
+    if layout == "sharded":
+        kw = dict(chunks=(1,) * len(shape), shards=edges)
+    else:
+        kw = dict(chunks=edges)
+    store = {} if layout == "memory" else str(tmp_path_factory.mktemp("r") / "a")
+    a = zarrcore.create_array(store, shape=shape, dtype="i2", fill_value=-1, **kw)
+    if shrink:
+        shape = tuple(max(1, n - data.draw(st.integers(0, 3))) for n in shape)
+        a.resize(shape)
+    d = np.arange(int(np.prod(shape)), dtype="i2").reshape(shape)
+    a[...] = d
+    sl = tuple(data.draw(st.slices(n)) for n in shape)
+    np.testing.assert_array_equal(a[sl], d[sl])
+    idx = tuple(np.array(data.draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=5)))
+                for n in shape)
+    np.testing.assert_array_equal(a.oindex[idx], d[np.ix_(*idx)])
+    n = data.draw(st.integers(1, 6))
+    pts = tuple(np.array(data.draw(st.lists(st.integers(0, s - 1), min_size=n, max_size=n)))
+                for s in shape)
+    np.testing.assert_array_equal(a.vindex[pts], d[pts])
+    mask = d % 3 == 0
+    np.testing.assert_array_equal(a.vindex[mask], d[mask])
+    a[sl] = d[sl] = -d[sl]
+    a.oindex[idx] = d[np.ix_(*idx)] = 5
+    a.vindex[pts] = d[pts] = 7
+    np.testing.assert_array_equal(a[...], d)
