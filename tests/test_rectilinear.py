@@ -306,3 +306,17 @@ def test_compiled_jobs_match_numpy(tmp_path_factory, edges, layout, shrink, data
     a.oindex[idx] = d[np.ix_(*idx)] = 5
     a.vindex[pts] = d[pts] = 7
     np.testing.assert_array_equal(a[...], d)
+
+
+def test_point_grid_counts_only_chunks_in_the_array(tmp_path):
+    """Chunks a shrink leaves beyond the array's end (2**21 a side here, 2**63 in all) do not
+    count in the grid points are grouped over, nor their length in its stretch."""
+    doc = _doc([[[1, 2**21]]] * 3, shape=(4, 4, 4))
+    (tmp_path / "zarr.json").write_text(json.dumps(doc))
+    a = zarrcore.open_array(str(tmp_path), mode="r+")
+    d = np.arange(64, dtype=a.dtype).reshape(4, 4, 4)
+    a[...] = d
+    pts = ([3, 0, 2], [1, 3, 0], [0, 3, 2])
+    np.testing.assert_array_equal(a.vindex[pts], d[pts])
+    rows = ([3, 1], [0, 2], [3, 0])
+    np.testing.assert_array_equal(a.oindex[rows], d[np.ix_(*rows)])
