@@ -12,10 +12,12 @@ from hypothesis import strategies as st
 from peers import peer  # noqa: F401 (a fixture)
 
 import zarrcore
+from zarrcore.cli import main
 from zarrcore.codecs.chain import CodecChain
-from zarrcore.errors import MetadataError
+from zarrcore.errors import MetadataError, ZarrcoreError
 from zarrcore.metadata.v3 import ArrayMetadataV3
 from zarrcore.tools.convert import convert
+from zarrcore.tools.hierarchy import CONVERT_STATE_KEY
 from zarrcore.tools.verify import verify
 
 
@@ -201,13 +203,84 @@ def test_zarr34_reads_zarrcore(peer, tmp_path):  # noqa: F811
         np.testing.assert_array_equal(unpack(read[name]), want, err_msg=name)
 
 
-def test_verify_walks_the_grid_and_convert_refuses_it(tmp_path):
+def test_verify_walks_the_grid(tmp_path):
     a = zarrcore.create_array(str(tmp_path / "a"), shape=(30,), chunks=[[10, 5, 15]], dtype="i4")
     a[...] = np.arange(30)
     report = verify(str(tmp_path / "a"))
     assert not report.problems
-    with pytest.raises(MetadataError, match="chunk_grid"):
-        convert(str(tmp_path / "a"), str(tmp_path / "b"))
+
+
+def _grid(path):
+    with open(f"{path}/zarr.json") as f:
+        return json.load(f)["chunk_grid"]
+
+
+# (source create_array keywords, convert keywords, the destination's chunk_grid, its shards')
+CONVERSIONS = {
+    "to rectilinear": (dict(chunks=(8, 8)), dict(chunks=[[10, 5, 15], [7, 13]]),
+                       [[10, 5, 15], [7, 13]], None),
+    "spelled as text": (dict(chunks=(8, 8)), dict(chunks="[[3, 27], 5]"), [[3, 27], [[5, 4]]],
+                        None),
+    "to regular": (dict(chunks=[[10, 5, 15], [7, 13]]), dict(chunks=(8, 8)), [8, 8], None),
+    "rectilinear kept": (dict(chunks=[[10, 5, 15], [7, 13]]), dict(compressor="none"),
+                         [[10, 5, 15], [7, 13]], None),
+    "to sharded": (dict(chunks=[[10, 5, 15], [7, 13]]),
+                   dict(chunks=(5, 4), shards="[[10,5,15],[8,12]]"), [[10, 5, 15], [8, 12]],
+                   (5, 4)),
+    "shards to regular": (dict(chunks=(5, 4), shards=[[10, 5, 15], [8, 12]]),
+                          dict(shards=(10, 8)), [10, 8], (5, 4)),
+    "shards kept": (dict(chunks=(5, 4), shards=[[10, 5, 15], [8, 12]]), dict(memory=4000),
+                    [[10, 5, 15], [8, 12]], (5, 4)),
+}
+
+
+@pytest.mark.parametrize("name", list(CONVERSIONS))
+def test_convert_between_regular_and_rectilinear(tmp_path, name):
+    """convert rewrites regular grids as rectilinear ones and back (chunks and shards, as
+    Python values or text), in blocks of whole destination objects, resumably."""
+    src_kw, options, shapes, inner = CONVERSIONS[name]
+    src, dst = str(tmp_path / "src"), str(tmp_path / "dst")
+    d = np.arange(600, dtype="i4").reshape(30, 20)
+    zarrcore.create_array(src, shape=(30, 20), dtype="i4", fill_value=-1, **src_kw)[...] = d
+    convert(src, dst, memory=options.pop("memory", "64MiB"), **options)
+    b = zarrcore.open_array(dst, mode="r")
+    np.testing.assert_array_equal(b[...], d)
+    grid = _grid(dst)
+    got = grid["configuration"].get("chunk_shapes", grid["configuration"].get("chunk_shape"))
+    assert got == shapes, grid
+    assert (b.shards is not None) == (inner is not None) and (inner is None or b.chunks == inner)
+
+
+def test_convert_resumes_onto_a_rectilinear_grid(tmp_path):
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    d = np.arange(600, dtype="i4").reshape(30, 20)
+    zarrcore.create_array(str(src), shape=(30, 20), chunks=(8, 8), dtype="i4")[...] = d
+    chunks = [[10, 5, 15], [7, 13]]
+    convert(str(src), str(dst), chunks=chunks)
+    # As if cut short: the state document back, one object gone, one damaged.
+    (dst / CONVERT_STATE_KEY).write_text(json.dumps({"source": "", "options": {
+        "zarr_format": None, "chunks": chunks, "shards": None, "codecs": None,
+        "compressor": None, "dtype": None, "dimension_names": None}}))
+    (dst / "c/1/0").unlink()
+    (dst / "c/2/1").write_bytes(b"xx")
+    report = convert(str(src), str(dst), chunks=chunks, resume=True)
+    assert report.objects_written == 2 and report.objects_kept == 4
+    np.testing.assert_array_equal(zarrcore.open_array(str(dst))[...], d)
+
+
+def test_cli_convert_and_info_show_the_grid(tmp_path, capsys):
+    src, dst = str(tmp_path / "src"), str(tmp_path / "dst")
+    zarrcore.create_array(src, shape=(30, 20), chunks=(8, 8), dtype="i4")[...] = 1
+    assert main(["convert", src, dst, "--chunks", "[[10,5,15],[7,13]]"]) == 0
+    capsys.readouterr()
+    assert main(["info", dst]) == 0
+    assert "((10, 5, 15), (7, 13))" in capsys.readouterr().out
+    assert main(["convert", dst, str(tmp_path / "sharded"), "--chunks", "5,1",
+                 "--shards", "[[10,5,15],[7,13]]"]) == 0
+    assert _grid(tmp_path / "sharded")["configuration"]["chunk_shapes"] == [[10, 5, 15],
+                                                                             [7, 13]]
+    assert main(["convert", dst, str(tmp_path / "bad"), "--chunks", "[[10,5,15],[7"]) != 0
+    assert "edge lengths" in capsys.readouterr().err
 
 
 # -- compiled jobs, one per chunk shape ---------------------------------------------------------
@@ -320,3 +393,12 @@ def test_point_grid_counts_only_chunks_in_the_array(tmp_path):
     np.testing.assert_array_equal(a.vindex[pts], d[pts])
     rows = ([3, 1], [0, 2], [3, 0])
     np.testing.assert_array_equal(a.oindex[rows], d[np.ix_(*rows)])
+
+
+def test_native_handle_refuses_rectilinear_grids(tmp_path):
+    """The native handle's C planner takes one chunk shape: it refuses the grid, naming it,
+    rather than read or write chunks by the largest one."""
+    a = zarrcore.create_array(str(tmp_path / "a"), shape=(30,), chunks=[[10, 5, 15]], dtype="i4")
+    a[...] = np.arange(30)
+    with pytest.raises(ZarrcoreError, match="chunk_grid"):
+        a.native_handle()
