@@ -402,3 +402,37 @@ def test_native_handle_refuses_rectilinear_grids(tmp_path):
     a[...] = np.arange(30)
     with pytest.raises(ZarrcoreError, match="chunk_grid"):
         a.native_handle()
+
+
+PEER_ROUND_TRIP = """
+import zarr
+zarr.config.set({"array.rectilinear_chunks": True})
+result = {}
+for name, path in payload.items():
+    a = zarr.open_array(path, mode="r+")
+    result[name] = pack(a[...])
+    a[3:17, 2:9] = -5
+"""
+
+
+@pytest.mark.slow
+def test_zarr34_reads_and_writes_converted_and_sharded(peer, tmp_path):  # noqa: F811
+    """Convert output onto rectilinear grids (chunks, shards) and rectilinear shards written
+    in part by the compiled batch read by zarr-python 3.4, which writes into them in turn."""
+    d = np.arange(600, dtype="i4").reshape(30, 20)
+    src = str(tmp_path / "src")
+    zarrcore.create_array(src, shape=(30, 20), chunks=(8, 8), dtype="i4")[...] = d
+    paths = {name: str(tmp_path / name) for name in ("chunks", "shards", "written")}
+    convert(src, paths["chunks"], chunks=[[10, 5, 15], [7, 13]])
+    convert(src, paths["shards"], chunks=(5, 4), shards="[[10,5,15],[8,12]]")
+    w = zarrcore.create_array(paths["written"], shape=(30, 20), chunks=(5, 4),
+                              shards=[[10, 5, 15], [8, 12]], dtype="i4", fill_value=-1)
+    want = np.full((30, 20), -1, dtype="i4")
+    w[4:29, 1:19] = want[4:29, 1:19] = d[4:29, 1:19]
+    read = peer.run(PEER_ROUND_TRIP, paths)
+    for name, path in paths.items():
+        expected = want if name == "written" else d
+        np.testing.assert_array_equal(unpack(read[name]), expected, err_msg=name)
+        expected = expected.copy()
+        expected[3:17, 2:9] = -5
+        np.testing.assert_array_equal(zarrcore.open_array(path)[...], expected, err_msg=name)

@@ -229,7 +229,8 @@ class _Group(NamedTuple):
     form: NativeForm | None  # what the core runs them with (`_core_form`; None: it cannot)
     extent: tuple[int, ...]
     plans: list[AxisPlan]  # their pieces of the indexer's plans (points: [])
-    points: Listing | None  # or their points (zc_listing arrays, coordinates included)
+    # or their points: the zc_listing arrays (point_start, local, out_index, coords)
+    points: tuple[Int64s, Int64s, Int64s, Int64s] | None
 
 
 def _axis_classes(chunks: Int64s, bounds: AxisChunks, extent: int
@@ -469,11 +470,11 @@ class ChunkEngine:
                              and self.partial.inner_native_form is not None)
 
     def _shard_spec(self, shape: Sequence[int], extent: Sequence[int],
-                    settings: NativeForm) -> ShardSpec:
-        """The ShardSpec of shards of `shape` on an array of `extent` (directory stores)."""
+                    settings: dict[str, Any]) -> ShardSpec:
+        """The ShardSpec of shards of `shape` on an array of `extent` (directory stores);
+        `settings` name the keyword arguments of the compiled jobs."""
         root = self.store.native_root
         assert root is not None  # (directory stores only)
-        # (the settings name the keyword arguments of the compiled jobs)
         return ShardSpec(root=self._file_root(), key_head=self.key_head(),
                          head_len=len(root) + 1, sep=self.key_layout[1],
                          lead_sep=self.key_layout[2], lock_dir=self.node_dir(),
@@ -483,17 +484,15 @@ class ChunkEngine:
         """The request of `indexer` (its plans, or its points) as compiled jobs: one group of
         chunks per stored shape on a rectilinear grid (it has few), the whole request on a
         regular one. The one place the compiled roads split a request by chunk shape."""
-        points = isinstance(indexer, CoordinateIndexer)
         if self.grid.is_regular:
-            listing = None
-            if points:
+            form = self._forms[self.chunk_shape]
+            if isinstance(indexer, CoordinateIndexer):
                 assert indexer.groups is not None  # (points: `plan` saw them)
-                listing = _points(indexer.groups, self.chunk_shape)
-            return [_Group(self.chain, self._forms[self.chunk_shape], self.array_shape,
-                           [] if points else list(indexer.plans), listing)]
-        if points:
+                return [_Group(self.chain, form, self.array_shape, [],
+                               _points(indexer.groups, self.chunk_shape))]
+            return [_Group(self.chain, form, self.array_shape, list(indexer.plans), None)]
+        if isinstance(indexer, CoordinateIndexer):
             return self._point_groups(indexer)
-        assert isinstance(indexer, OrthogonalIndexer)
         per_axis = [_axis_classes(np.asarray(p.chunks, dtype=np.int64), bounds, n)
                     for p, bounds, n in zip(indexer.plans, self.grid.axes, self.array_shape)]
         groups = []
@@ -536,7 +535,7 @@ class ChunkEngine:
         return out
 
     def _group(self, shape: tuple[int, ...], extent: tuple[int, ...], plans: list[AxisPlan],
-               points: Listing | None) -> _Group:
+               points: tuple[Int64s, Int64s, Int64s, Int64s] | None) -> _Group:
         chain = self.chain_at_shape(shape)
         if shape not in self._forms:
             self._forms[shape] = _core_form(chain)
