@@ -2,7 +2,6 @@
 encodings, creation in zarr-python 3.4's spelling, every indexing mode against numpy, resize
 and append as zarr-python 3.4 grows a grid, and both directions against zarr-python 3.4."""
 import json
-import sys
 
 import numpy as np
 import pytest
@@ -10,6 +9,7 @@ from _peer_arrays import pack, unpack
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from peers import peer  # noqa: F401 (a fixture)
+from test_indexing_native import _python_calls
 
 import zarrcore
 from zarrcore.cli import main
@@ -284,23 +284,6 @@ def test_cli_convert_and_info_show_the_grid(tmp_path, capsys):
 
 
 # -- compiled jobs, one per chunk shape ---------------------------------------------------------
-
-def _python_calls(run):
-    """The number of Python function calls `run()` makes."""
-    calls = 0
-
-    def count(frame, event, arg):
-        nonlocal calls
-        if event == "call":
-            calls += 1
-
-    sys.setprofile(count)
-    try:
-        run()
-    finally:
-        sys.setprofile(None)
-    return calls
-
 
 def _runs(a, d):
     """The reads and writes of the test below on array `a` holding `d`: name -> (call,
