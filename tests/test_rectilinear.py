@@ -6,14 +6,18 @@ import json
 import numpy as np
 import pytest
 from _peer_arrays import pack, unpack
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from peers import peer  # noqa: F401 (a fixture)
+from test_indexing_native import _python_calls
 
 import zarrcore
-from zarrcore.errors import MetadataError
+from zarrcore.cli import main
+from zarrcore.codecs.chain import CodecChain
+from zarrcore.errors import MetadataError, ZarrcoreError
 from zarrcore.metadata.v3 import ArrayMetadataV3
 from zarrcore.tools.convert import convert
+from zarrcore.tools.hierarchy import CONVERT_STATE_KEY
 from zarrcore.tools.verify import verify
 
 
@@ -199,10 +203,219 @@ def test_zarr34_reads_zarrcore(peer, tmp_path):  # noqa: F811
         np.testing.assert_array_equal(unpack(read[name]), want, err_msg=name)
 
 
-def test_verify_walks_the_grid_and_convert_refuses_it(tmp_path):
+def test_verify_walks_the_grid(tmp_path):
     a = zarrcore.create_array(str(tmp_path / "a"), shape=(30,), chunks=[[10, 5, 15]], dtype="i4")
     a[...] = np.arange(30)
     report = verify(str(tmp_path / "a"))
     assert not report.problems
-    with pytest.raises(MetadataError, match="chunk_grid"):
-        convert(str(tmp_path / "a"), str(tmp_path / "b"))
+
+
+def _grid(path):
+    with open(f"{path}/zarr.json") as f:
+        return json.load(f)["chunk_grid"]
+
+
+# (source create_array keywords, convert keywords, the destination's chunk_grid, its shards')
+CONVERSIONS = {
+    "to rectilinear": (dict(chunks=(8, 8)), dict(chunks=[[10, 5, 15], [7, 13]]),
+                       [[10, 5, 15], [7, 13]], None),
+    "spelled as text": (dict(chunks=(8, 8)), dict(chunks="[[3, 27], 5]"), [[3, 27], [[5, 4]]],
+                        None),
+    "to regular": (dict(chunks=[[10, 5, 15], [7, 13]]), dict(chunks=(8, 8)), [8, 8], None),
+    "rectilinear kept": (dict(chunks=[[10, 5, 15], [7, 13]]), dict(compressor="none"),
+                         [[10, 5, 15], [7, 13]], None),
+    "to sharded": (dict(chunks=[[10, 5, 15], [7, 13]]),
+                   dict(chunks=(5, 4), shards="[[10,5,15],[8,12]]"), [[10, 5, 15], [8, 12]],
+                   (5, 4)),
+    "shards to regular": (dict(chunks=(5, 4), shards=[[10, 5, 15], [8, 12]]),
+                          dict(shards=(10, 8)), [10, 8], (5, 4)),
+    "shards kept": (dict(chunks=(5, 4), shards=[[10, 5, 15], [8, 12]]), dict(memory=4000),
+                    [[10, 5, 15], [8, 12]], (5, 4)),
+}
+
+
+@pytest.mark.parametrize("name", list(CONVERSIONS))
+def test_convert_between_regular_and_rectilinear(tmp_path, name):
+    """convert rewrites regular grids as rectilinear ones and back (chunks and shards, as
+    Python values or text), in blocks of whole destination objects, resumably."""
+    src_kw, options, shapes, inner = CONVERSIONS[name]
+    src, dst = str(tmp_path / "src"), str(tmp_path / "dst")
+    d = np.arange(600, dtype="i4").reshape(30, 20)
+    zarrcore.create_array(src, shape=(30, 20), dtype="i4", fill_value=-1, **src_kw)[...] = d
+    convert(src, dst, memory=options.pop("memory", "64MiB"), **options)
+    b = zarrcore.open_array(dst, mode="r")
+    np.testing.assert_array_equal(b[...], d)
+    grid = _grid(dst)
+    got = grid["configuration"].get("chunk_shapes", grid["configuration"].get("chunk_shape"))
+    assert got == shapes, grid
+    assert (b.shards is not None) == (inner is not None) and (inner is None or b.chunks == inner)
+
+
+def test_convert_resumes_onto_a_rectilinear_grid(tmp_path):
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    d = np.arange(600, dtype="i4").reshape(30, 20)
+    zarrcore.create_array(str(src), shape=(30, 20), chunks=(8, 8), dtype="i4")[...] = d
+    chunks = [[10, 5, 15], [7, 13]]
+    convert(str(src), str(dst), chunks=chunks)
+    # As if cut short: the state document back, one object gone, one damaged.
+    (dst / CONVERT_STATE_KEY).write_text(json.dumps({"source": "", "options": {
+        "zarr_format": None, "chunks": chunks, "shards": None, "codecs": None,
+        "compressor": None, "dtype": None, "dimension_names": None}}))
+    (dst / "c/1/0").unlink()
+    (dst / "c/2/1").write_bytes(b"xx")
+    report = convert(str(src), str(dst), chunks=chunks, resume=True)
+    assert report.objects_written == 2 and report.objects_kept == 4
+    np.testing.assert_array_equal(zarrcore.open_array(str(dst))[...], d)
+
+
+def test_cli_convert_and_info_show_the_grid(tmp_path, capsys):
+    src, dst = str(tmp_path / "src"), str(tmp_path / "dst")
+    zarrcore.create_array(src, shape=(30, 20), chunks=(8, 8), dtype="i4")[...] = 1
+    assert main(["convert", src, dst, "--chunks", "[[10,5,15],[7,13]]"]) == 0
+    capsys.readouterr()
+    assert main(["info", dst]) == 0
+    assert "((10, 5, 15), (7, 13))" in capsys.readouterr().out
+    assert main(["convert", dst, str(tmp_path / "sharded"), "--chunks", "5,1",
+                 "--shards", "[[10,5,15],[7,13]]"]) == 0
+    assert _grid(tmp_path / "sharded")["configuration"]["chunk_shapes"] == [[10, 5, 15],
+                                                                             [7, 13]]
+    assert main(["convert", dst, str(tmp_path / "bad"), "--chunks", "[[10,5,15],[7"]) != 0
+    assert "edge lengths" in capsys.readouterr().err
+
+
+# -- compiled jobs, one per chunk shape ---------------------------------------------------------
+
+def _runs(a, d):
+    """The reads and writes of the test below on array `a` holding `d`: name -> (call,
+    expected result or None)."""
+    picks = np.arange(0, len(d), 3)
+    return {"write": (lambda: a.__setitem__(Ellipsis, d), None),
+            "write stepped": (lambda: a.__setitem__(slice(0, None, 1), d), None),
+            "basic": (lambda: a[1:], d[1:]), "oindex": (lambda: a.oindex[picks], d[picks]),
+            "unsorted": (lambda: a.oindex[picks[::-1]], d[picks[::-1]]),
+            "vindex": (lambda: a.vindex[picks], d[picks]),
+            "mask": (lambda: a.vindex[d % 3 == 0], d[d % 3 == 0])}
+
+
+@pytest.mark.parametrize("kind", ["directory", "memory", "sharded"])
+def test_many_chunks_run_in_compiled_jobs(tmp_path, monkeypatch, kind):
+    """20,000 chunks (shards) of two lengths: every indexing mode reads, and basic selections
+    write, through one compiled job per chunk shape. On a directory a few hundred Python calls,
+    not one per chunk; in memory (where keys are named in Python) as many as over a regular
+    grid of as many chunks; and the codec objects never code a chunk (shard)."""
+    n = 10_000
+    edges = [3, 1] * n
+    kw = (dict(chunks=(1,), shards=[edges]) if kind == "sharded" else dict(chunks=[edges]))
+    d = np.arange(4 * n, dtype="i4")
+    limits = dict.fromkeys(_runs(None, d), 2000)
+    if kind == "memory":
+        regular = zarrcore.create_array({}, shape=(4 * n,), chunks=(2,), dtype="i4")
+        for name, (run, _) in _runs(regular, d).items():
+            limits[name] = _python_calls(run) * 1.2 + 500
+    store = {} if kind == "memory" else str(tmp_path / "a")
+    a = zarrcore.create_array(store, shape=(4 * n,), dtype="i4", fill_value=-1, **kw)
+    for name in ("read_into", "encode", "encode_unless_fill", "merge", "decode"):
+        monkeypatch.setattr(CodecChain, name, lambda *args, name=name: pytest.fail(name))
+    runs = _runs(a, d)
+    if kind == "sharded":  # (listed reads of rectilinear shards go shard by shard)
+        runs = {k: v for k, v in runs.items() if k in ("write", "write stepped", "basic")}
+    for name, (run, want) in runs.items():
+        got = []
+        assert _python_calls(lambda: got.append(run())) < limits[name], name
+        if want is not None:
+            np.testing.assert_array_equal(got[0], want, err_msg=name)
+
+
+_LAYOUTS = st.sampled_from(["memory", "directory", "sharded"])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(st.lists(_EDGES, min_size=1, max_size=3), _LAYOUTS, st.booleans(), st.data())
+def test_compiled_jobs_match_numpy(tmp_path_factory, edges, layout, shrink, data):
+    """Every indexing mode, reads and writes, over a rectilinear grid (its last chunks cut by a
+    shrinking resize or not) on each compiled road, against numpy."""
+    shape = tuple(sum(e) for e in edges)
+    if layout == "sharded":
+        kw = dict(chunks=(1,) * len(shape), shards=edges)
+    else:
+        kw = dict(chunks=edges)
+    store = {} if layout == "memory" else str(tmp_path_factory.mktemp("r") / "a")
+    a = zarrcore.create_array(store, shape=shape, dtype="i2", fill_value=-1, **kw)
+    if shrink:
+        shape = tuple(max(1, n - data.draw(st.integers(0, 3))) for n in shape)
+        a.resize(shape)
+    d = np.arange(int(np.prod(shape)), dtype="i2").reshape(shape)
+    a[...] = d
+    sl = tuple(data.draw(st.slices(n)) for n in shape)
+    np.testing.assert_array_equal(a[sl], d[sl])
+    idx = tuple(np.array(data.draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=5)))
+                for n in shape)
+    np.testing.assert_array_equal(a.oindex[idx], d[np.ix_(*idx)])
+    n = data.draw(st.integers(1, 6))
+    pts = tuple(np.array(data.draw(st.lists(st.integers(0, s - 1), min_size=n, max_size=n)))
+                for s in shape)
+    np.testing.assert_array_equal(a.vindex[pts], d[pts])
+    mask = d % 3 == 0
+    np.testing.assert_array_equal(a.vindex[mask], d[mask])
+    a[sl] = d[sl] = -d[sl]
+    a.oindex[idx] = d[np.ix_(*idx)] = 5
+    a.vindex[pts] = d[pts] = 7
+    np.testing.assert_array_equal(a[...], d)
+
+
+def test_point_grid_counts_only_chunks_in_the_array(tmp_path):
+    """Chunks a shrink leaves beyond the array's end (2**21 a side here, 2**63 in all) do not
+    count in the grid points are grouped over, nor their length in its stretch."""
+    doc = _doc([[[1, 2**21]]] * 3, shape=(4, 4, 4))
+    (tmp_path / "zarr.json").write_text(json.dumps(doc))
+    a = zarrcore.open_array(str(tmp_path), mode="r+")
+    d = np.arange(64, dtype=a.dtype).reshape(4, 4, 4)
+    a[...] = d
+    pts = ([3, 0, 2], [1, 3, 0], [0, 3, 2])
+    np.testing.assert_array_equal(a.vindex[pts], d[pts])
+    rows = ([3, 1], [0, 2], [3, 0])
+    np.testing.assert_array_equal(a.oindex[rows], d[np.ix_(*rows)])
+
+
+def test_native_handle_refuses_rectilinear_grids(tmp_path):
+    """The native handle's C planner takes one chunk shape: it refuses the grid, naming it,
+    rather than read or write chunks by the largest one."""
+    a = zarrcore.create_array(str(tmp_path / "a"), shape=(30,), chunks=[[10, 5, 15]], dtype="i4")
+    a[...] = np.arange(30)
+    with pytest.raises(ZarrcoreError, match="chunk_grid"):
+        a.native_handle()
+
+
+PEER_ROUND_TRIP = """
+import zarr
+zarr.config.set({"array.rectilinear_chunks": True})
+result = {}
+for name, path in payload.items():
+    a = zarr.open_array(path, mode="r+")
+    result[name] = pack(a[...])
+    a[3:17, 2:9] = -5
+"""
+
+
+@pytest.mark.slow
+def test_zarr34_reads_and_writes_converted_and_sharded(peer, tmp_path):  # noqa: F811
+    """Convert output onto rectilinear grids (chunks, shards) and rectilinear shards written
+    in part by the compiled batch read by zarr-python 3.4, which writes into them in turn."""
+    d = np.arange(600, dtype="i4").reshape(30, 20)
+    src = str(tmp_path / "src")
+    zarrcore.create_array(src, shape=(30, 20), chunks=(8, 8), dtype="i4")[...] = d
+    paths = {name: str(tmp_path / name) for name in ("chunks", "shards", "written")}
+    convert(src, paths["chunks"], chunks=[[10, 5, 15], [7, 13]])
+    convert(src, paths["shards"], chunks=(5, 4), shards="[[10,5,15],[8,12]]")
+    w = zarrcore.create_array(paths["written"], shape=(30, 20), chunks=(5, 4),
+                              shards=[[10, 5, 15], [8, 12]], dtype="i4", fill_value=-1)
+    want = np.full((30, 20), -1, dtype="i4")
+    w[4:29, 1:19] = want[4:29, 1:19] = d[4:29, 1:19]
+    read = peer.run(PEER_ROUND_TRIP, paths)
+    for name, path in paths.items():
+        expected = want if name == "written" else d
+        np.testing.assert_array_equal(unpack(read[name]), expected, err_msg=name)
+        expected = expected.copy()
+        expected[3:17, 2:9] = -5
+        np.testing.assert_array_equal(zarrcore.open_array(path)[...], expected, err_msg=name)

@@ -126,6 +126,21 @@ cdef class AxisPlan:
             self._selections()
         return self._out_sel
 
+    def subset(self, pieces):
+        """The plan of this axis' pieces at the positions `pieces` (int64, in that order):
+        the same chunk and out selections, for a job over some of the chunks."""
+        plan = AxisPlan(self.kept)
+        if self.rows is not None:
+            # (listed pieces keep their offsets into the whole `listed` arrays)
+            plan.rows, plan.listed, plan.full = self.rows[pieces], self.listed, self.full[pieces]
+            plan._chunks = plan._chunk_sel = plan._out_sel = plan._complete = None
+            plan._count = None
+            return plan
+        for i in pieces.tolist():
+            plan.add(self._chunks[i], self._chunk_sel[i], self._out_sel[i], self._complete[i],
+                     self._count[i])
+        return plan
+
     cdef _selections(self):
         """The chunk and out selections of `rows`, one Python object each."""
         index, out_index = self.listed if self.listed is not None else (None, None)

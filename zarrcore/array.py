@@ -834,7 +834,8 @@ class Array(nodes.Node):
         Raises
         ------
         ZarrcoreError
-            The compiled core cannot serve the array alone (its store or its codecs).
+            The compiled core cannot serve the array alone (its store, its codecs, or a
+            rectilinear chunk grid).
         ValueError
             `cache_bytes` is neither 0 nor at least one (inner) chunk's decoded size.
         """
@@ -1331,14 +1332,17 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
     auto_chunks = chunks is None or (isinstance(chunks, str) and chunks == "auto")
     # Edge lengths per axis (zarr-python 3.4's spelling) of chunks, or of shards.
     grid = None
-    if rectilinear_spelling(chunks) or rectilinear_spelling(shards):
+    shard_shape = shards["shape"] if isinstance(shards, dict) else shards
+    if rectilinear_spelling(chunks) or rectilinear_spelling(shard_shape):
         if zarr_format != 3:
             raise ValueError("rectilinear chunk grids need zarr_format=3")
         if shards is not None and rectilinear_spelling(chunks):
             raise ValueError("sharded arrays take rectilinear shards=, and regular chunks=")
         field = "shards" if shards is not None else "chunks"
-        grid = grid_from_spelling(shards if shards is not None else chunks, shape, field)
-        if shards is not None:
+        grid = grid_from_spelling(shard_shape if shards is not None else chunks, shape, field)
+        if isinstance(shards, dict):
+            shards = {**shards, "shape": grid.max_chunk_shape}
+        elif shards is not None:
             shards = grid.max_chunk_shape
         else:
             chunks = grid.max_chunk_shape

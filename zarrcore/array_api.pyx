@@ -107,6 +107,11 @@ cdef class ArrayHandle:
                 f"array {array.name!r}: a native handle needs a local directory store or a "
                 f"MemoryStore holding its own data, not {store!r} (memory stores over a dict "
                 f"passed in and remote stores are served by a[...])")
+        if not chunks.grid.is_regular:
+            # (its C planner places chunks by one shape: zc_array.c)
+            raise ZarrcoreError(
+                f"array {array.name!r}: a native handle needs a regular chunk grid, not the "
+                f"{chunks.grid.name!r} chunk_grid of this array (a[...] serves it)")
         settings = chunks.core_settings
         sharding = settings if chunks.partial is not None else None
         if settings is None:

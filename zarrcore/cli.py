@@ -221,8 +221,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("src")
     p.add_argument("dst")
     p.add_argument("--zarr-format", type=int, choices=(2, 3))
-    p.add_argument("--chunks", help="chunk shape (inner chunks when sharded), e.g. 64,64,64")
-    p.add_argument("--shards", help="shard shape, e.g. 512,512,512, or none")
+    p.add_argument("--chunks", help="chunk shape (inner chunks when sharded), e.g. 64,64,64, "
+                                    "or a rectilinear grid's edge lengths per axis, e.g. "
+                                    "'[[10,5,15],64]'")
+    p.add_argument("--shards", help="shard shape, e.g. 512,512,512, edge lengths per axis as "
+                                    "for --chunks, or none")
     p.add_argument("--compressor", help="zstd:LEVEL, blosc:CNAME:LEVEL[:SHUFFLE], gzip:LEVEL, "
                                         "zlib:LEVEL, lz4, none, or codec JSON")
     p.add_argument("--codecs", help='the chunk codecs as a v3 JSON list, e.g. '

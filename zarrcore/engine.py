@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import itertools
 import math
 import queue
 import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, Union
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -40,7 +41,7 @@ from .errors import (
     ZarrcoreError,
 )
 from .indexing import BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer
-from .metadata.grid import ChunkGrid
+from .metadata.grid import AxisChunks, ChunkGrid
 from .storage.base import at_most, bounded, get_at_most
 from . import _indexing
 
@@ -209,6 +210,49 @@ def _points(groups: PointGroups, chunk_shape: Sequence[int]
             np.ascontiguousarray(groups.coords))
 
 
+def _core_form(chain: CodecChain) -> NativeForm | None:
+    """The settings with which the compiled core reads and writes the stored objects of
+    `chain` by itself: the sharding codec's batch_settings when sharded, else the chain's
+    native_form; None when it cannot."""
+    if chain.partial_codec is not None:
+        return chain.partial_codec.batch_settings()
+    return chain.native_form()
+
+
+class _Group(NamedTuple):
+    """The chunks (shards) of one stored shape that a request touches, which one compiled job
+    runs as over a regular grid of that shape (`chain.spec.shape`) on an array of `extent`:
+    each of them keeps its grid index, and so its key, and holds as much of that array as it
+    holds of the real one. A regular grid's request is one group, of the array's shape."""
+
+    chain: CodecChain  # the chain of their shape
+    form: NativeForm | None  # what the core runs them with (`_core_form`; None: it cannot)
+    extent: tuple[int, ...]
+    plans: list[AxisPlan]  # their pieces of the indexer's plans (points: [])
+    # or their points: the zc_listing arrays (point_start, local, out_index, coords)
+    points: tuple[Int64s, Int64s, Int64s, Int64s] | None
+
+
+def _axis_classes(chunks: Int64s, bounds: AxisChunks, extent: int
+                  ) -> list[tuple[int, int, Int64s]]:
+    """The pieces of one axis whose chunks are `chunks` (grid indices), split by class: per
+    class (edge length, extent of the regular axis its job runs over, positions of its
+    pieces). A class is an edge length and how much of its chunks lies inside the array,
+    which is the whole length but for a last chunk reaching past the array's end."""
+    if isinstance(bounds, int):
+        return [(bounds, extent, np.arange(len(chunks), dtype=np.int64))]
+    starts = bounds[chunks]
+    lengths = bounds[chunks + 1] - starts
+    inside = np.minimum(lengths, extent - starts)
+    classes = []
+    for length, part in np.unique(np.stack([lengths, inside]), axis=1).T.tolist():
+        pieces = np.flatnonzero((lengths == length) & (inside == part))
+        # A chunk cut by the array's end is alone in its class: the last of its job's axis.
+        last = int(chunks[pieces].max())
+        classes.append((length, last * length + part, pieces))
+    return classes
+
+
 def _inner_points(groups: PointGroups, inner_shape: Sequence[int], grid: Sequence[int]
                   ) -> tuple[Listing, Int64s, Int64s]:
     """Points grouped by shard (`groups`), regrouped by inner chunk (`inner_shape`, `grid`
@@ -234,6 +278,11 @@ def _first(parts: Fetched) -> ReadBytes | None:
     if parts is None or isinstance(parts, (bytes, memoryview)):
         return parts
     return parts[0]
+
+
+def _grid_of(extent: Sequence[int], chunk_shape: Sequence[int]) -> tuple[int, ...]:
+    """The number of chunks of `chunk_shape` along each axis of an array of `extent`."""
+    return tuple(-(-s // c) for s, c in zip(extent, chunk_shape))
 
 
 def _write_waves(n: int, store: Store) -> list[slice]:
@@ -399,36 +448,108 @@ class ChunkEngine:
         self._shards: ShardSpec | None = None
         self._waves: NativeForm | None = None
         self._ranged_shards = self._inner_waves = False
-        if not self.grid.is_regular:
-            # The compiled jobs take one chunk shape: rectilinear grids go chunk by chunk.
-            return
+        # A rectilinear grid's requests run one compiled job per chunk shape (`_groups`); the
+        # roads are those its largest chunk's chain opens, and each job has its shape's form.
+        self._forms: dict[tuple[int, ...], NativeForm | None] = {
+            self.chunk_shape: self.core_settings}
         directory = store.native_root is not None
         if store.native_root is not None:
-            # (the settings name the keyword arguments of the compiled jobs)
-            settings: dict[str, Any] | None = self.core_settings
+            settings = self._forms[self.chunk_shape]
             if self.partial is None:
                 self._batch = settings
             elif settings is not None:
-                self._shards = ShardSpec(
-                    root=self._file_root(), key_head=self.key_head(),
-                    head_len=len(store.native_root) + 1, sep=key_layout[1],
-                    lead_sep=key_layout[2], lock_dir=self.node_dir(),
-                    array_shape=self.array_shape, shard_shape=self.chunk_shape, **settings,
-                )
+                self._shards = self._shard_spec(self.chunk_shape, self.array_shape, settings)
         if not directory and self.chunk_shape and self.partial is None:
-            self._waves = self.chain.native_form()
-        self._ranged_shards = not directory and self.partial is not None
-        # Sharded arrays whose inner chain the core runs: listed selections of them, on any
-        # store, are read by planned byte ranges too, inner chunks decoded in compiled waves.
-        self._inner_waves = (self.partial is not None
+            self._waves = self._forms[self.chunk_shape]
+        # Sharded arrays off a directory are read by planned byte ranges; and those whose
+        # inner chain the core runs, listed selections of them too, on any store, inner
+        # chunks decoded in compiled waves. Over a regular grid of shards only: the inner
+        # chunks' plans place shards by one length (`_replan`, `_inner_plans`).
+        self._ranged_shards = not directory and self.partial is not None and self.grid.is_regular
+        self._inner_waves = (self.partial is not None and self.grid.is_regular
                              and self.partial.inner_native_form is not None)
+
+    def _shard_spec(self, shape: Sequence[int], extent: Sequence[int],
+                    settings: dict[str, Any]) -> ShardSpec:
+        """The ShardSpec of shards of `shape` on an array of `extent` (directory stores);
+        `settings` name the keyword arguments of the compiled jobs."""
+        root = self.store.native_root
+        assert root is not None  # (directory stores only)
+        return ShardSpec(root=self._file_root(), key_head=self.key_head(),
+                         head_len=len(root) + 1, sep=self.key_layout[1],
+                         lead_sep=self.key_layout[2], lock_dir=self.node_dir(),
+                         array_shape=tuple(extent), shard_shape=tuple(shape), **settings)
+
+    def _groups(self, indexer: Indexer) -> list[_Group]:
+        """The request of `indexer` (its plans, or its points) as compiled jobs: one group of
+        chunks per stored shape on a rectilinear grid (it has few), the whole request on a
+        regular one. The one place the compiled roads split a request by chunk shape."""
+        if self.grid.is_regular:
+            form = self._forms[self.chunk_shape]
+            if isinstance(indexer, CoordinateIndexer):
+                assert indexer.groups is not None  # (points: `plan` saw them)
+                return [_Group(self.chain, form, self.array_shape, [],
+                               _points(indexer.groups, self.chunk_shape))]
+            return [_Group(self.chain, form, self.array_shape, list(indexer.plans), None)]
+        if isinstance(indexer, CoordinateIndexer):
+            return self._point_groups(indexer)
+        per_axis = [_axis_classes(np.asarray(p.chunks, dtype=np.int64), bounds, n)
+                    for p, bounds, n in zip(indexer.plans, self.grid.axes, self.array_shape)]
+        groups = []
+        for combo in itertools.product(*per_axis):
+            shape = tuple(c[0] for c in combo)
+            plans = [p if len(c[2]) == p.npieces else p.subset(c[2])
+                     for p, c in zip(indexer.plans, combo)]
+            groups.append(self._group(shape, tuple(c[1] for c in combo), plans, None))
+        return groups
+
+    def _point_groups(self, indexer: CoordinateIndexer) -> list[_Group]:
+        """`_groups` of points on a rectilinear grid: the groups of points by chunk split by
+        the chunks' classes (`_axis_classes`)."""
+        groups = indexer.groups
+        assert groups is not None  # (points: `plan` saw them)
+        ndim = len(self.chunk_shape)
+        per_axis = [_axis_classes(groups.coords[:, d], bounds, n)
+                    for d, (bounds, n) in enumerate(zip(self.grid.axes, self.array_shape))]
+        # Each group of points' class on each axis, then its class over all axes.
+        classes = np.zeros((groups.ngroups, ndim), dtype=np.int64)
+        for d, axis in enumerate(per_axis):
+            for k, (_, _, members) in enumerate(axis):
+                classes[members, d] = k
+        found, which = np.unique(classes, axis=0, return_inverse=True)
+        counts = np.diff(groups.offsets)
+        out = []
+        for k, combo in enumerate(found.tolist()):
+            members = np.flatnonzero(which.reshape(-1) == k)
+            sizes = counts[members]
+            starts = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+            # The positions (in the buffer) of the members' points, group after group.
+            at = (np.repeat(groups.offsets[members] - starts[:-1], sizes)
+                  + np.arange(starts[-1], dtype=np.int64))
+            shape = tuple(per_axis[d][c][0] for d, c in enumerate(combo))
+            local = np.ravel_multi_index(tuple(groups.local[:, at]), shape).astype(np.int64)
+            listing = (starts, local, at.astype(np.int64),
+                       np.ascontiguousarray(groups.coords[members]))
+            out.append(self._group(shape, tuple(per_axis[d][c][1] for d, c in enumerate(combo)),
+                                   [], listing))
+        return out
+
+    def _group(self, shape: tuple[int, ...], extent: tuple[int, ...], plans: list[AxisPlan],
+               points: tuple[Int64s, Int64s, Int64s, Int64s] | None) -> _Group:
+        chain = self.chain_at_shape(shape)
+        if shape not in self._forms:
+            self._forms[shape] = _core_form(chain)
+        return _Group(chain, self._forms[shape], extent, plans, points)
 
     def chain_at(self, coords: Sequence[int]) -> CodecChain:
         """The codec chain of the chunk (or shard) at grid index `coords`: `chain`, but on a
         rectilinear grid that of the chunk's own shape."""
         if self.grid.is_regular:
             return self.chain
-        shape = self.grid.chunk_shape_at(coords)
+        return self.chain_at_shape(self.grid.chunk_shape_at(coords))
+
+    def chain_at_shape(self, shape: tuple[int, ...]) -> CodecChain:
+        """The codec chain of chunks (shards) of `shape`."""
         chain = self._chains.get(shape)
         if chain is None:
             spec = ChunkSpec(shape, self.dtype, self.fill_value,
@@ -441,9 +562,7 @@ class ChunkEngine:
         """The settings with which the compiled core reads and writes this array's stored
         objects by itself (the batches here, native handles): the sharding codec's
         batch_settings when sharded, else the chain's native_form; None when it cannot."""
-        if self.partial is not None:
-            return self.partial.batch_settings()
-        return self.chain.native_form()
+        return _core_form(self.chain)
 
     def plan(self, indexer: Indexer, writing: bool = False) -> Route:
         """The road (Route) a read, or with `writing` a write, of `indexer`'s selection
@@ -480,26 +599,31 @@ class ChunkEngine:
         """The path of its chunk files up to their coordinates (ChunkBatch, ShardSpec)."""
         return self.node_dir() + "/" + self.key_layout[0]
 
-    def _make_batch(self, indexer: Indexer, data: npt.NDArray[Any]) -> tuple[ChunkBatch, int]:
+    def _run_batches(self, indexer: Indexer, data: npt.NDArray[Any],
+                     writing: bool = False) -> list[ChunkProjection]:
+        """Read (or write) `data` by one ChunkBatch per group (`_groups`); a write returns the
+        projections of the chunks it covers in part (`deferred`)."""
         _, sep, lead = self.key_layout
-        points = plans = None
-        if isinstance(indexer, CoordinateIndexer):
-            assert indexer.groups is not None  # (points: `plan` saw them)
-            points = _points(indexer.groups, self.chunk_shape)
-        else:
-            plans = indexer.plans
-        settings: dict[str, Any] | None = self._batch
         root = self.store.native_root
-        assert settings is not None and root is not None  # (the road `plan` took is open)
-        batch = ChunkBatch(
-            root=self._file_root(), key_head=self.key_head(), sep=sep, lead_sep=lead,
-            lock_dir=self.node_dir(),
-            array_shape=self.array_shape, chunk_shape=self.chunk_shape,
-            write_empty_chunks=self.spec.writes_empty, plans=plans, points=points, data=data,
-            **settings,
-        )
-        # Errors name the store key: the path below the store root, array prefix included.
-        return batch, len(root) + 1
+        assert root is not None  # (the road `plan` took is open)
+        deferred = []
+        for group in self._groups(indexer):
+            assert group.form is not None  # (as `plan` saw)
+            batch = ChunkBatch(
+                root=self._file_root(), key_head=self.key_head(), sep=sep, lead_sep=lead,
+                lock_dir=self.node_dir(), array_shape=group.extent,
+                chunk_shape=group.chain.spec.shape, write_empty_chunks=self.spec.writes_empty,
+                plans=group.plans if group.points is None else None, points=group.points,
+                data=data, **group.form)
+            if writing:
+                run_workers(batch.work_write, batch.split_writes(config.num_threads), batch.stop)
+            else:
+                run_workers(batch.work_read, batch.split_reads(config.num_threads), batch.stop)
+            # Errors name the store key: the path below the store root, array prefix included.
+            batch.raise_error(len(root) + 1)
+            if writing:
+                deferred += self._projections(group.plans, batch.deferred())
+        return deferred
 
     def key(self, coords: Sequence[int]) -> str:
         rel = self._chunk_key(coords)
@@ -553,16 +677,35 @@ class ChunkEngine:
         return out
 
     def _read_chunk_batch(self, indexer: Indexer, out: npt.NDArray[Any]) -> None:
-        batch, head_len = self._make_batch(indexer, out)
-        run_workers(batch.work_read, batch.split_reads(config.num_threads), batch.stop)
-        batch.raise_error(head_len)
+        self._run_batches(indexer, out)
 
     def _read_shard_batch(self, indexer: Indexer, out: npt.NDArray[Any]) -> None:
-        shards = self._shards
-        assert shards is not None and isinstance(indexer, BasicIndexer)  # (as `plan` saw)
-        batch = shards.batch(indexer.plans, out)
-        run_workers(batch.work_read, batch.ntasks, batch.stop)
-        batch.raise_error()
+        self._run_shard_batches(indexer, out)
+
+    def _run_shard_batches(self, indexer: Indexer, data: npt.NDArray[Any],
+                           writing: bool = False) -> list[ChunkProjection]:
+        """Read (or write) `data` by one ShardBatch per group (`_groups`); a write returns the
+        projections of the shards it covers in part."""
+        assert self._shards is not None and isinstance(indexer, BasicIndexer)  # (as `plan` saw)
+        deferred = []
+        for group in self._groups(indexer):
+            codec = group.chain.partial_codec
+            assert group.form is not None and codec is not None  # (as `plan` saw)
+            shards = (self._shards if group.extent == self.array_shape
+                      and group.chain is self.chain
+                      else self._shard_spec(group.chain.spec.shape, group.extent, group.form))
+            if not writing:
+                batch = shards.batch(group.plans, data)
+                run_workers(batch.work_read, batch.ntasks, batch.stop)
+                batch.raise_error()
+                continue
+            batch = shards.batch(group.plans, data, writing=True,
+                                 write_empty_chunks=self.spec.writes_empty,
+                                 write_order=codec.write_order())
+            run_workers(batch.work_write, batch.ntasks, batch.stop)
+            batch.raise_error()
+            deferred += self._projections(group.plans, batch.deferred())
+        return deferred
 
     def _read_fetched_chunks(self, indexer: Indexer, out: npt.NDArray[Any]) -> None:
         """Every chunk fetched together, each decoded by the codec objects as it arrives."""
@@ -603,36 +746,40 @@ class ChunkEngine:
         except ZarrcoreError as e:
             raise _with_key(e, key) from e
 
-    def _grid(self, chunk_shape: Sequence[int]) -> tuple[int, ...]:
-        return tuple(-(-s // c) for s, c in zip(self.array_shape, chunk_shape))
-
     def _read_chunk_waves(self, indexer: Indexer, out: npt.NDArray[Any]) -> None:
         """Read through Store.get_many: every chunk requested at once, decoded by compiled
-        workers in waves of those that have arrived."""
-        grid = self._grid(self.chunk_shape)
-        settings = self._waves
-        assert settings is not None  # (the road `plan` took is open)
-        if isinstance(indexer, CoordinateIndexer):
-            assert indexer.groups is not None  # (points: `plan` saw them)
-            points = _points(indexer.groups, self.chunk_shape)
-            job = ChunkWaves(settings, self.chunk_shape, grid, None, out,
-                             points=(*points[:3], None))
-            coords = points[3]
-        else:
-            job = ChunkWaves(settings, self.chunk_shape, grid, indexer.plans, out)
-            coords = _task_grid(indexer.plans, lambda p: p.chunks)
-        keys = [self.key(c) for c in coords.tolist()]
+        workers (one ChunkWaves per group, `_groups`) in waves of those that have arrived."""
+        jobs, keys, first = [], [], [0]  # first: each job's first place in `keys`
+        for group in self._groups(indexer):
+            shape = group.chain.spec.shape
+            assert group.form is not None  # (the road `plan` took is open)
+            grid = _grid_of(group.extent, shape)
+            if group.points is not None:
+                job = ChunkWaves(group.form, shape, grid, None, out,
+                                 points=(*group.points[:3], None))
+                coords = group.points[3]
+            else:
+                job = ChunkWaves(group.form, shape, grid, group.plans, out)
+                coords = _task_grid(group.plans, lambda p: p.chunks)
+            jobs.append(job)
+            keys += [self.key(c) for c in coords.tolist()]
+            first.append(len(keys))
+        firsts = np.asarray(first, dtype=np.int64)
         start = np.zeros(1, dtype=np.int64)
         for batch in arrivals(self.store, self._whole(keys)):
-            tasks = np.fromiter((i for i, _ in batch), dtype=np.int64, count=len(batch))
+            arrived = np.fromiter((i for i, _ in batch), dtype=np.int64, count=len(batch))
+            owner = np.searchsorted(firsts, arrived, side="right") - 1
+            tasks = arrived - firsts[owner]
             for k, (i, parts) in enumerate(batch):
                 data = self._stored(keys[i], parts)
                 if data is not None:
-                    job.add(data, tasks[k:k + 1], start, np.array([len(data)], dtype=np.int64))
-            failure = _run_waves(job, tasks, job.work_read)
-            if failure is not None:
-                error, task = failure
-                raise _with_key(error, keys[task])
+                    jobs[owner[k]].add(data, tasks[k:k + 1], start,
+                                       np.array([len(data)], dtype=np.int64))
+            for j in np.unique(owner).tolist():
+                failure = _run_waves(jobs[j], tasks[owner == j], jobs[j].work_read)
+                if failure is not None:
+                    error, task = failure
+                    raise _with_key(error, keys[first[j] + task])
 
     def _read_shard_waves(self, indexer: Indexer, out: npt.NDArray[Any]) -> None:
         """Read a sharded array through Store.get_many: first the index of every shard
@@ -643,7 +790,7 @@ class ChunkEngine:
         assert codec is not None  # (the road `plan` took is open)
         inner_shape, grid = codec.chunk_shape, np.asarray(codec.grid, dtype=np.int64)
         job: ChunkWaves | _InnerChunkWaves
-        inner_grid = self._grid(inner_shape)
+        inner_grid = _grid_of(self.array_shape, inner_shape)
         if isinstance(indexer, CoordinateIndexer):
             # Tasks are the groups of points by inner chunk, shard by shard.
             groups, native = indexer.groups, codec.inner_native_form
@@ -790,21 +937,11 @@ class ChunkEngine:
     def _write_chunk_batch(self, indexer: Indexer,
                            value: npt.NDArray[Any]) -> Iterable[ChunkProjection]:
         assert isinstance(indexer, BasicIndexer)  # (as `plan` saw)
-        batch, head_len = self._make_batch(indexer, value)
-        run_workers(batch.work_write, batch.split_writes(config.num_threads), batch.stop)
-        batch.raise_error(head_len)
-        return self._projections(indexer, batch.deferred())
+        return self._run_batches(indexer, value, writing=True)
 
     def _write_shard_batch(self, indexer: Indexer,
                            value: npt.NDArray[Any]) -> Iterable[ChunkProjection]:
-        shards, codec = self._shards, self.partial
-        assert shards is not None and codec is not None and isinstance(indexer, BasicIndexer)
-        batch = shards.batch(indexer.plans, value, writing=True,
-                                   write_empty_chunks=self.spec.writes_empty,
-                                   write_order=codec.write_order())
-        run_workers(batch.work_write, batch.ntasks, batch.stop)
-        batch.raise_error()
-        return self._projections(indexer, batch.deferred())
+        return self._run_shard_batches(indexer, value, writing=True)
 
     def _write_no_whole_chunks(self, indexer: Indexer,
                                value: npt.NDArray[Any]) -> Iterable[ChunkProjection]:
@@ -857,17 +994,23 @@ class ChunkEngine:
         """Encode every whole chunk of the selection in compiled waves (_write_waves) and
         store them together (Store.set_many); the projections of the partly covered chunks,
         left for read-modify-write."""
-        settings = self._waves
-        assert settings is not None and isinstance(indexer, BasicIndexer)  # (as `plan` saw)
-        complete = _task_grid(indexer.plans, lambda p: p.complete).all(axis=1)
-        tasks = np.flatnonzero(complete)
-        if tasks.size:
-            job = ChunkWaves(settings, self.chunk_shape, self._grid(self.chunk_shape),
-                             indexer.plans, value, self.spec.writes_empty)
+        assert isinstance(indexer, BasicIndexer)  # (as `plan` saw)
+        rest = []
+        for group in self._groups(indexer):
+            assert group.form is not None  # (the road `plan` took is open)
+            complete = _task_grid(group.plans, lambda p: p.complete).all(axis=1)
+            rest += self._projections(group.plans, np.flatnonzero(~complete))
+            tasks = np.flatnonzero(complete)
+            if not tasks.size:
+                continue
+            shape = group.chain.spec.shape
+            job = ChunkWaves(group.form, shape, _grid_of(group.extent, shape), group.plans,
+                             value, self.spec.writes_empty)
             keys = [self.key(c) for c in
-                    _task_grid(indexer.plans, lambda p: p.chunks)[tasks].tolist()]
+                    _task_grid(group.plans, lambda p: p.chunks)[tasks].tolist()]
 
-            def encoded() -> Iterator[tuple[str, BytesLike | None]]:
+            def encoded(job: ChunkWaves = job, tasks: Int64s = tasks,
+                        keys: list[str] = keys) -> Iterator[tuple[str, BytesLike | None]]:
                 for wave in _write_waves(tasks.size, self.store):
                     failure = _run_waves(job, tasks[wave], job.work_write)
                     if failure is not None:
@@ -876,7 +1019,7 @@ class ChunkEngine:
                     yield from zip(keys[wave], job.encoded())
 
             self._put_many(encoded())
-        return self._projections(indexer, np.flatnonzero(~complete))
+        return rest
 
     def _put_many(self, items: Iterable[tuple[str, BytesLike | None]]) -> None:
         """Store every (key, encoded chunk or None) of the iterable `items` (see `put`): each
@@ -977,10 +1120,10 @@ class ChunkEngine:
         replace()
 
     @staticmethod
-    def _projections(indexer: OrthogonalIndexer,
-                     tasks: Iterable[int]) -> list[ChunkProjection]:
-        """The ChunkProjections of batch task numbers `tasks` (C order over the axes' pieces)."""
-        dim_pieces = indexer.dim_pieces  # built once: the property makes new lists every call
+    def _projections(plans: Sequence[AxisPlan], tasks: Iterable[int]) -> list[ChunkProjection]:
+        """The ChunkProjections of batch task numbers `tasks` (C order over the pieces of the
+        axes' `plans`)."""
+        dim_pieces = [list(zip(p.chunks, p.chunk_sel, p.out_sel, p.complete)) for p in plans]
         counts = [len(p) for p in dim_pieces]
         projections = []
         for task in tasks:

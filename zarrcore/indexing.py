@@ -29,7 +29,7 @@ import numpy.typing as npt
 from . import _indexing
 from ._types import Selection
 from .errors import SelectionError
-from .metadata.grid import AxisChunks
+from .metadata.grid import AxisChunks, chunks_holding
 
 
 @dataclass(frozen=True)
@@ -398,10 +398,12 @@ def _stretched(positions: npt.NDArray[Any], bounds: npt.NDArray[np.int64], dim_l
         raise SelectionError(f"index {p[bad][0]} is out of bounds for axis {axis} with size "
                              f"{dim_len}")
     p = np.where(p < 0, p + dim_len, p)
-    length = int(np.diff(bounds).max())
+    # Only the chunks holding part of the array count, not those a shrinking resize left
+    # beyond its end: the grid the points are grouped over has as many chunks as there are.
+    count = chunks_holding(bounds, dim_len)
+    length = int(np.diff(bounds[:count + 1]).max()) if count else 1
     chunk = np.searchsorted(bounds, p, side="right") - 1
-    return (np.ascontiguousarray(chunk * length + (p - bounds[chunk])), length,
-            (len(bounds) - 1) * length)
+    return np.ascontiguousarray(chunk * length + (p - bounds[chunk])), length, count * length
 
 
 def coordinate_indexer(selection: Selection, shape: Sequence[int],

@@ -14,7 +14,8 @@ import numpy.typing as npt
 
 from zarrcore.metadata.common import INT64_MAX, JSONDict, field_error, is_int
 
-__all__ = ["AxisChunks", "ChunkGrid", "grid_from_spelling", "rectilinear_spelling"]
+__all__ = ["AxisChunks", "ChunkGrid", "chunks_holding", "grid_from_spelling",
+           "rectilinear_spelling"]
 
 #: One axis of a grid as the indexers take it: the chunk length of a regular axis, or the
 #: boundaries of an axis of edge lengths (int64, 0 first, one more than its chunks).
@@ -167,7 +168,7 @@ class ChunkGrid:
     @property
     def grid_shape(self) -> tuple[int, ...]:
         """The number of chunks along each axis that hold part of the array."""
-        return tuple(_count(a, n) for a, n in zip(self.axes, self.shape))
+        return tuple(chunks_holding(a, n) for a, n in zip(self.axes, self.shape))
 
     def edge_lengths(self, axis: int) -> tuple[int, ...]:
         """The edge lengths of the chunks along `axis` that hold part of the array, clipped
@@ -179,9 +180,9 @@ class ChunkGrid:
         """(start, stop) of each chunk along `axis` that holds part of the array, unclipped."""
         a, n = self.axes[axis], self.shape[axis]
         if isinstance(a, int):
-            return [(c * a, (c + 1) * a) for c in range(_count(a, n))]
+            return [(c * a, (c + 1) * a) for c in range(chunks_holding(a, n))]
         starts = a.tolist()
-        return list(zip(starts, starts[1:]))[:_count(a, n)]
+        return list(zip(starts, starts[1:]))[:chunks_holding(a, n)]
 
     def chunks_within(self, axis: int, position: int) -> int:
         """The number of chunks along `axis` that end at or before `position`."""
@@ -220,7 +221,7 @@ class ChunkGrid:
         return ChunkGrid(self.name, specs, shape)
 
 
-def _count(axis: AxisChunks, extent: int) -> int:
+def chunks_holding(axis: AxisChunks, extent: int) -> int:
     """The number of chunks of `axis` that hold part of an extent of `extent`."""
     if isinstance(axis, int):
         return -(-extent // axis)

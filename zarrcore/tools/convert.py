@@ -39,6 +39,7 @@ from ..consolidated import V2_KEY
 from ..errors import MetadataError, NodeExistsError
 from ..group import Group, consolidate_metadata, create_group
 from ..metadata import ArrayMetadataV2, ArrayMetadataV3
+from ..metadata.grid import AxisChunks, chunks_holding, rectilinear_spelling
 from ..storage import MemoryStore
 from .codec_forms import (
     CodecJSON, parse_codecs, parse_compressor, v2_form, v3_codecs, with_compressor,
@@ -244,10 +245,11 @@ def _for(option: Any, path: str) -> Any:
 
 
 def _shape(option: Any, path: str, ndim: int,
-           what: str) -> tuple[int, ...] | Literal[False] | None:
+           what: str) -> tuple[Any, ...] | Literal[False] | None:
     """The shape `option` gives the `ndim`-d array at `path`: a shape given for the whole
     hierarchy applies to the arrays with as many dimensions, and leaves the others as they
-    are."""
+    are. Per axis a side, or (a rectilinear grid, e.g. "[[10, 5, 15], 8]" or
+    [[10, 5, 15], [8, 12]]) the edge lengths of its chunks (shards)."""
     value = _for(option, path)
     if value is None or value is False:
         return value
@@ -255,10 +257,19 @@ def _shape(option: Any, path: str, ndim: int,
         if value.lower() == "none":
             return False
         try:
-            value = [int(v) for v in value.split(",")]
+            value = (json.loads(value) if value.lstrip().startswith("[")
+                     else [int(v) for v in value.split(",")])
         except ValueError:
             raise ValueError(f"--{what} ({what}=) {value!r}: give sides such as 64,64,64"
-                             f"{' or none' if what == 'shards' else ''}") from None
+                             f"{' or none' if what == 'shards' else ''}, or edge lengths "
+                             f"such as [[10,5,15],[8,12]]") from None
+    if rectilinear_spelling(value):
+        if len(value) != ndim and not isinstance(option, dict):
+            return None
+        if len(value) != ndim:
+            raise ValueError(f"{what} {value} do not fit the {ndim}-d array {path or '/'!r}")
+        # (create_array checks the edge lengths against the shape)
+        return tuple(v if isinstance(v, int) else tuple(v) for v in value)
     value = ((int(value),) * ndim if isinstance(value, (int, np.integer))
              else tuple(int(v) for v in value))
     if len(value) != ndim and not isinstance(option, dict):
@@ -318,8 +329,8 @@ class _Plan:
                                  f"{' or '.join(map(str, sorted(ndims)))} dimensions")
 
     def _array(self, src: Array, rel: str, out: str, fmt: int,
-               chunks: tuple[int, ...] | Literal[False] | None,
-               shards: tuple[int, ...] | dict[str, Any] | Literal[False] | None,
+               chunks: tuple[Any, ...] | Literal[False] | None,
+               shards: tuple[Any, ...] | dict[str, Any] | Literal[False] | None,
                dtype: npt.DTypeLike | None,
                dimension_names: Sequence[str | None] | None) -> Array:
         ndim = src.ndim
@@ -513,10 +524,6 @@ class _ArrayJob:
         self.src, self.dst, self.resume = src, dst, resume
         # A narrowing conversion checks each block's values (see _converted).
         self.checks_values = not np.can_cast(src.dtype, dst.dtype, casting="safe")
-        for array in (src, dst):
-            if not array.chunk_grid.is_regular:
-                raise MetadataError(f"{array.name}: field 'chunk_grid': convert takes regular "
-                                    "chunk grids only (not yet rectilinear ones)")
         self.src_keys = ChunkKeys(src)
         self.dst_keys = ChunkKeys(dst)
         self.stored = sorted(self.src_keys.stored()[0].items())
@@ -526,14 +533,19 @@ class _ArrayJob:
             self.task_bytes = 0
             return
         unit = self.dst_keys.chunks.chunk_shape
-        self.block = self._block(unit, budget)
+        # Per axis the block edges: whole destination objects (the largest when rectilinear)
+        # of about the block's side each.
+        block = self._block(unit, budget)
+        self.edges = [_block_edges(axis, n, b)
+                      for axis, n, b in zip(dst.chunk_grid.axes, src.shape, block)]
+        self.block = tuple(int(max(np.diff(e), default=1)) for e in self.edges)
         self.count = math.prod(self.dst_keys.grid)
         self.task_bytes = self._cost(self.block)
 
     # -- raw copies ----------------------------------------------------------------------------
     def _can_copy_raw(self) -> bool:
         s, d = self.src_keys.chunks, self.dst_keys.chunks
-        if (s.chunk_shape != d.chunk_shape or s.dtype != d.dtype
+        if (s.grid.specs != d.grid.specs or s.dtype != d.dtype
                 or not _same_bits(np.asarray(s.fill_value, dtype=s.dtype),
                                   np.asarray(d.fill_value, dtype=d.dtype))):
             return False
@@ -541,8 +553,10 @@ class _ArrayJob:
             return False
         # The codec mapping is meant to be exact; the first stored object proves it.
         if self.stored:
-            data = self.src.store.get(self.stored[0][1])
-            if data is not None and not _same_bits(s.chain.decode(data), d.chain.decode(data)):
+            coords, key = self.stored[0]
+            data = self.src.store.get(key)
+            if data is not None and not _same_bits(s.chain_at(coords).decode(data),
+                                                   d.chain_at(coords).decode(data)):
                 return False
         return True
 
@@ -592,10 +606,8 @@ class _ArrayJob:
         if self.raw:
             yield from self.stored
             return
-        grid = [-(-n // b) for n, b in zip(self.src.shape, self.block)]
-        for index in np.ndindex(*grid):
-            yield tuple(slice(i * b, min((i + 1) * b, n))
-                        for i, b, n in zip(index, self.block, self.src.shape))
+        for index in np.ndindex(*(len(e) - 1 for e in self.edges)):
+            yield tuple(slice(int(e[i]), int(e[i + 1])) for i, e in zip(index, self.edges))
 
     def run(self, item: Any, buffers: _BlockBuffers) -> _Done:
         if self.raw:
@@ -638,16 +650,18 @@ class _ArrayJob:
             return out
         at = tuple(int(i) for i in np.argwhere(~kept)[0])
         index = tuple(r.start + i for r, i in zip(region, at))
-        chunks = self.src_keys.chunks
-        key = chunks.key(tuple(i // c for i, c in zip(index, chunks.chunk_shape)))
+        grid = self.src.chunk_grid
+        key = self.src_keys.chunks.key(tuple(grid.chunks_within(d, i)
+                                             for d, i in enumerate(index)))
         raise ValueError(f"{self.src.name}: the value {data[at].item()!r} at {index} (stored in "
                          f"{key!r}) does not convert to {self.dst.dtype} exactly; --dtype "
                          f"(dtype=) converts only when every value does")
 
     def _units(self, region: _Region) -> list[_Unit]:
         """(coords, region) of the destination objects in the block `region`."""
-        unit = self.dst_keys.chunks.chunk_shape
-        ranges = [range(r.start // u, -(-r.stop // u)) for r, u in zip(region, unit)]
+        grid = self.dst.chunk_grid
+        ranges = [range(grid.chunks_within(d, r.start), grid.chunks_within(d, r.stop - 1) + 1)
+                  for d, r in enumerate(region)]
         return [(c, self.dst_keys.region(c)) for c in itertools.product(*ranges)]
 
     def _complete(self, unit: _Unit, region: _Region, data: npt.NDArray[Any]) -> bool:
@@ -660,10 +674,24 @@ class _ArrayJob:
         if stored is None:
             return not chunks.spec.writes_empty and kernels.is_fill(values, chunks.fill_value)
         try:
-            decoded = chunks.chain.decode(stored)
+            decoded = chunks.chain_at(coords).decode(stored)
         except Exception:  # noqa: BLE001 - a damaged object is rewritten
             return False
         return _same_bits(decoded[tuple(slice(0, p.stop - p.start) for p in part)], values)
+
+
+def _block_edges(axis: AxisChunks, extent: int, side: int) -> list[int]:
+    """Where the blocks along a grid axis (`axis`: an object length, or the objects'
+    boundaries) of `extent` start and end: each spans whole objects, as many as fit in `side`
+    (at least one; on a regular axis `side` is a whole number of them)."""
+    if isinstance(axis, int):
+        return [*range(0, extent, side), extent] if extent else [0]
+    ends = np.minimum(axis[1:chunks_holding(axis, extent) + 1], extent).tolist()
+    edges = [0]
+    for end, after in zip(ends, ends[1:] + [None]):
+        if after is None or after - edges[-1] > side:
+            edges.append(end)
+    return edges
 
 
 def _stored_codecs(array: Array) -> list[CodecJSON] | None:
