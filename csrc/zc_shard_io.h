@@ -45,6 +45,10 @@
  * many (more are looked up one at a time: opening the shard is then the lesser cost). */
 #define ZC_SHARD_IO_PIN_MAX 64
 
+/* Reads ask the system to start reading at most this many bytes of a shard's inner chunks
+ * when its index is loaded (the rest come as the tasks read them). */
+#define ZC_SHARD_IO_PREFETCH_MAX ((uint64_t)64 << 20)
+
 /* What was wrong with a shard's index (zc_shard_io.index_problem). */
 #define ZC_SHARD_INDEX_OK 0
 #define ZC_SHARD_INDEX_SHORT 1      /* the shard is smaller than its index */
