@@ -626,9 +626,9 @@ static void prefetch_chunks(const zc_shard_io *io, int64_t s)
 }
 
 /* When the read needs the whole shard of slot `s` (every axis's piece covers it), ask the
- * system to start reading its file, index and all, up to ZC_SHARD_IO_PREFETCH_MAX bytes:
- * called as the slot before it is loaded, so the device works one shard ahead of the
- * decoding and the next shard's index is at hand when its first task comes. */
+ * system to start reading its file, index and all, up to ZC_SHARD_IO_PREFETCH_MAX bytes.
+ * Called once slot s - 1 is loaded, so the device works one shard ahead of the decoding and
+ * the shard's index is at hand when its first task comes. */
 static void prefetch_shard(const zc_shard_io *io, int64_t s)
 {
     if (s >= io->nslots || io->cache != NULL || io->mem != NULL)
