@@ -194,6 +194,12 @@ int zc_object_pread(const zc_object *o, void *buf, size_t len, uint64_t at)
     return ZC_OK;
 }
 
+void zc_object_prefetch(const zc_object *o, uint64_t at, size_t len)
+{
+    if (o->blob == NULL && o->fd >= 0 && len > 0)
+        zc_os_prefetch(o->fd, at, len);
+}
+
 void zc_object_close(zc_object *o)
 {
     if (o->fd >= 0)

@@ -64,6 +64,8 @@ int zc_object_open(const zc_root *root, zc_memstore *mem, const char *path, zc_o
                    size_t *size, int *missing);
 /* As zc_pread_full. */
 int zc_object_pread(const zc_object *o, void *buf, size_t len, uint64_t at);
+/* As zc_os_prefetch; nothing for a blob. */
+void zc_object_prefetch(const zc_object *o, uint64_t at, size_t len);
 void zc_object_close(zc_object *o);
 
 /* A new version of a stored object: a zc_file_writer, or a blob that grows as it is

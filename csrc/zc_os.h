@@ -267,6 +267,10 @@ int zc_os_dup(int fd);
 int zc_os_dup_private(int fd);
 /* Read up to `len` bytes at `at`: the count (0 at the end), or -1 (EINTR: try again). */
 ptrdiff_t zc_os_pread(int fd, void *buf, size_t len, uint64_t at);
+/* Tell the system the bytes [at, at + len) of `fd` will be read soon: it starts reading them
+ * into its cache and returns without waiting (POSIX_FADV_WILLNEED). A hint: nothing is done
+ * where there is no such call (Windows, macOS), and failures are ignored. */
+void zc_os_prefetch(int fd, uint64_t at, size_t len);
 /* Write up to `len` bytes at the file position: the count, or -1 (EINTR: try again). */
 ptrdiff_t zc_os_write(int fd, const void *buf, size_t len);
 int zc_os_fstat(int fd, zc_file_info *info);

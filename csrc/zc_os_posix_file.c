@@ -70,6 +70,15 @@ ptrdiff_t zc_os_pread(int fd, void *buf, size_t len, uint64_t at)
     return pread(fd, buf, len, (off_t)at); /* callers keep `at` within off_t */
 }
 
+void zc_os_prefetch(int fd, uint64_t at, size_t len)
+{
+#ifdef POSIX_FADV_WILLNEED
+    (void)posix_fadvise(fd, (off_t)at, (off_t)len, POSIX_FADV_WILLNEED);
+#else
+    (void)fd, (void)at, (void)len;
+#endif
+}
+
 ptrdiff_t zc_os_write(int fd, const void *buf, size_t len) { return write(fd, buf, len); }
 
 static int fill_info(int r, const struct stat *st, zc_file_info *info)

@@ -592,6 +592,63 @@ failed:
     return f.status;
 }
 
+/* Ask the system to start reading the stored inner chunks slot `s`'s tasks read (those not
+ * pinned in the cache), up to ZC_SHARD_IO_PREFETCH_MAX bytes: a cold shard then arrives as
+ * one deep queue of reads while the tasks decode, rather than one inner chunk at a time as
+ * each task asks (two at once on two threads), waiting on the device between decodes.
+ * Runs of chunks stored back to back are asked for together. Nothing for a single task. */
+static void prefetch_chunks(const zc_shard_io *io, int64_t s)
+{
+    const zc_shard_slot *slot = &io->slots[s];
+    if (slot->obj.fd < 0 || slot->entries == NULL || io->task_start[s + 1] - io->task_start[s] < 2)
+        return;
+    uint64_t lo = 0, hi = 0, budget = ZC_SHARD_IO_PREFETCH_MAX;
+    for (int64_t t = io->task_start[s]; t < io->task_start[s + 1] && budget > 0; t++) {
+        if (io->pins != NULL && io->pins[t] != NULL)
+            continue;
+        task_view v;
+        task_geometry(io, t, s, &v);
+        uint64_t off = slot->entries[2 * v.lin], len = slot->entries[2 * v.lin + 1];
+        if (off == ZC_SHARD_EMPTY || len == 0)
+            continue;
+        if (len > budget)
+            len = budget;
+        budget -= len;
+        if (off == hi && hi > lo) {
+            hi += len; /* (load_shard checked every entry lies inside the file) */
+            continue;
+        }
+        zc_object_prefetch(&slot->obj, lo, (size_t)(hi - lo));
+        lo = off;
+        hi = off + len;
+    }
+    zc_object_prefetch(&slot->obj, lo, (size_t)(hi - lo));
+}
+
+/* When the read needs the whole shard of slot `s` (every axis's piece covers it), ask the
+ * system to start reading its file, index and all, up to ZC_SHARD_IO_PREFETCH_MAX bytes.
+ * Called once slot s - 1 is loaded, so the device works one shard ahead of the decoding and
+ * the shard's index is at hand when its first task comes. */
+static void prefetch_shard(const zc_shard_io *io, int64_t s)
+{
+    if (s >= io->nslots || io->cache != NULL || io->mem != NULL)
+        return;
+    int64_t r[ZC_MAX_NDIM];
+    slot_runs(io, s, r);
+    for (int d = 0; d < io->ndim; d++)
+        if (!piece_complete(io, d, shard_piece(io, d, r[d])))
+            return;
+    char path[ZC_SHARD_IO_PATH_MAX];
+    zc_object o;
+    size_t size;
+    int missing;
+    if (zc_shard_io_slot_key(io, s, path, sizeof path) != ZC_OK ||
+        zc_object_open(&io->root, NULL, path, &o, &size, &missing) != ZC_OK || missing)
+        return; /* (the slot's own load reports what is wrong) */
+    zc_object_prefetch(&o, 0, size < ZC_SHARD_IO_PREFETCH_MAX ? size : ZC_SHARD_IO_PREFETCH_MAX);
+    zc_object_close(&o);
+}
+
 /* Make slot `s` ready: load it, or wait while another thread does. */
 static int slot_ready(zc_shard_io *io, int64_t s, zc_buf *buf)
 {
@@ -603,8 +660,11 @@ static int slot_ready(zc_shard_io *io, int64_t s, zc_buf *buf)
     if (state == SLOT_IDLE &&
         zc_atomic_cas_int(&slot->state, &expected, SLOT_LOADING)) {
         int st = load_shard(io, s, buf);
-        if (st == ZC_OK)
+        if (st == ZC_OK) {
+            prefetch_chunks(io, s); /* (before the others start on the slot's pins) */
             zc_atomic_store_int(&slot->state, SLOT_READY, ZC_RELEASE);
+            prefetch_shard(io, s + 1);
+        }
         return st;
     }
     /* Another thread reads the index: a few system calls, or it fails and says so. */

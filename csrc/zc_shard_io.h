@@ -12,6 +12,12 @@
  * bytes and decodes them into the output (zc_chunk_read), or fills its region when the
  * inner chunk or the whole shard is not stored. The last task of a shard closes it.
  *
+ * Reading ahead: the tasks' reads are small and each waits for the device in turn, so from a
+ * cold page cache the device and the decoding would take turns. The first task of a shard
+ * therefore asks the system (zc_object_prefetch) for every inner chunk the read needs as soon
+ * as the index is checked, and, when the read needs the next shard whole, for that shard's
+ * file too: the device then works a shard ahead of the decoding.
+ *
  * Reads through a cache: the first task also looks up every inner chunk of the shard the
  * read needs (at most ZC_SHARD_IO_PIN_MAX of them) and pins those cached at the shard's
  * version, and takes its checked index from the index cache when it is there. On a local
@@ -44,6 +50,10 @@
 /* Reads through a cache pin the cached inner chunks of shards whose read needs at most this
  * many (more are looked up one at a time: opening the shard is then the lesser cost). */
 #define ZC_SHARD_IO_PIN_MAX 64
+
+/* Reads ask the system to start reading at most this many bytes of a shard's inner chunks
+ * when its index is loaded (the rest come as the tasks read them). */
+#define ZC_SHARD_IO_PREFETCH_MAX ((uint64_t)64 << 20)
 
 /* What was wrong with a shard's index (zc_shard_io.index_problem). */
 #define ZC_SHARD_INDEX_OK 0

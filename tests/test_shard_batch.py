@@ -1,8 +1,12 @@
 """The native sharded batch on a directory store (zarrcore._shard_io): reads of any basic
 selection and writes of whole shards in one GIL-free job, against numpy, zarr-python and
 tensorstore; its errors name the shard key and inner chunk."""
+import ctypes
 import hashlib
+import mmap
+import os
 import struct
+import sys
 import threading
 import time
 
@@ -14,7 +18,7 @@ import zarrcore
 from zarrcore import _shard_io
 from zarrcore.codecs.sharding import ShardingCodec
 from zarrcore.config import config
-from zarrcore.errors import ChecksumError, ChunkDecodeError, ShardIndexError
+from zarrcore.errors import ChecksumError, ChunkDecodeError, ShardIndexError, ZarrcoreError
 
 zarr = pytest.importorskip("zarr")
 ts = pytest.importorskip("tensorstore")
@@ -302,6 +306,105 @@ def test_garbage_inner_chunk(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(ChunkDecodeError, match=r"c/0/1/0'.*inner chunk \(0, 0, 0\)"):
         a[0:3, 12:13]
+
+
+# -- reading ahead from a cold page cache -----------------------------------------------------
+
+def resident(path, offset=0):
+    """Whether the page of file `path` at `offset` is in the page cache (mincore: no read)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+    page = offset - offset % mmap.PAGESIZE
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        addr = libc.mmap(None, mmap.PAGESIZE, mmap.PROT_READ, mmap.MAP_SHARED, fd, page)
+        assert addr not in (None, ctypes.c_void_p(-1).value), os.strerror(ctypes.get_errno())
+    finally:
+        os.close(fd)
+    try:
+        vec = ctypes.create_string_buffer(1)
+        assert libc.mincore(addr, mmap.PAGESIZE, vec) == 0, os.strerror(ctypes.get_errno())
+        return bool(vec.raw[0] & 1)
+    finally:
+        libc.munmap(addr, mmap.PAGESIZE)
+
+
+def evict(root, probe, offset=0):
+    """Drop every file below `root` from the page cache; skip where that cannot be seen done
+    on the page of `probe` at `offset` (tmpfs keeps its files in memory)."""
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)  # (dirty pages are not dropped)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+    if resident(probe, offset):
+        pytest.skip("this file system keeps files in memory: no cold page cache to read from")
+
+
+def arrives(path, offset=0, timeout=5.0):
+    """Whether the page of `path` at `offset` enters the page cache within `timeout` seconds
+    (what the system was asked for is read in the background)."""
+    deadline = time.monotonic() + timeout
+    while not resident(path, offset):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="posix_fadvise and mincore: Linux only")
+
+
+@linux_only
+def test_read_asks_for_the_next_whole_shard_ahead(tmp_path):
+    """A read that needs the next shard whole asks for its file while the shard before it is
+    decoded, so a cold read keeps the device busy: here the second shard's first page arrives
+    although the read stops at that shard's index, before reading any of its chunks."""
+    config.set(num_threads=1)  # (shards in order)
+    a = zarrcore.create_array(str(tmp_path / "a"), shape=(2 * 65536,), dtype="uint16",
+                              chunks=(1024,), shards=(65536,), compressors=None, fill_value=0)
+    a[...] = np.arange(2 * 65536) % 65535 + 1
+    second = tmp_path / "a/c/1"
+    data = bytearray(second.read_bytes())
+    data[-1] ^= 1  # the index's crc32c: the read fails when it loads the second shard
+    second.write_bytes(bytes(data))
+    evict(tmp_path / "a", second)
+    with pytest.raises(ChecksumError, match=r"c/1'.*shard index"):
+        a[...]
+    assert arrives(second)
+
+
+@linux_only
+def test_read_asks_for_a_shards_chunks_ahead(tmp_path):
+    """Loading a shard's index asks for every inner chunk the read needs, wherever stored: here
+    the shard's chunks lie in reverse order, which the system's own read-ahead never follows,
+    and the last chunk's page arrives although the read stops at the second chunk."""
+    config.set(num_threads=1)  # (chunks in order)
+    n = 32768  # 64 KiB per inner chunk
+    a = zarrcore.create_array(str(tmp_path / "a"), shape=(4 * n,), dtype="uint16", chunks=(n,),
+                              shards=(4 * n,), compressors=None, fill_value=0)
+    a[...] = np.arange(4 * n) % 65535 + 1
+    shard = tmp_path / "a/c/0"
+    data = shard.read_bytes()
+    size, isz = 2 * n, 4 * 16 + 4
+    body = b"".join(data[i * size:(i + 1) * size] for i in reversed(range(4)))
+    entries = [((3 - i) * size, size) for i in range(4)]
+    entries[1] = (entries[1][0], size - 2)  # the second chunk is short: its read fails
+    raw = np.asarray(entries, dtype="<u8").tobytes()
+    shard.write_bytes(body + raw + struct.pack("<I", crc32c.crc32c(raw)))
+    assert len(body) + isz == len(data)
+    evict(tmp_path / "a", shard)
+    with pytest.raises(ZarrcoreError, match=r"c/0'.*inner chunk \(1,\)"):
+        a[...]
+    assert arrives(shard, 0)  # the fourth chunk, never read
 
 
 # -- locks -------------------------------------------------------------------------------------
