@@ -15,7 +15,8 @@ from zarr.storage import LocalStore, LoggingStore, MemoryStore, WrapperStore  # 
 
 import zarrcore  # noqa: E402
 from zarrcore.errors import (  # noqa: E402
-    LockUnavailableError, ReadOnlyError, StoreError, ZarrcoreError,
+    CommitConflictError, LockUnavailableError, ReadOnlyError, StoreError, WriteConflictError,
+    ZarrcoreError,
 )
 from zarrcore.storage import make_store  # noqa: E402
 from zarrcore.storage.zarr_python import ZarrPythonStore  # noqa: E402
@@ -201,6 +202,28 @@ def test_errors_name_the_key():
     with pytest.raises(StoreError, match=r"a/c/\d.*ConnectionError.*connection reset") as e:
         a[...]
     assert isinstance(e.value, ZarrcoreError) and e.value.errno == errno.EIO
+
+
+# An Icechunk conflict, as the adapter tells it: by its module and name.
+IcechunkConflict = type("ConflictError", (Exception,), {"__module__": "icechunk"})
+
+
+class Conflicting(WrapperStore):
+    """Writes fail as an out-of-date Icechunk session's would."""
+
+    async def set(self, key, value):
+        raise IcechunkConflict("expected parent: A, actual parent: B")
+
+
+def test_icechunk_conflicts_of_writes_are_commit_conflict_errors():
+    memory = MemoryStore()
+    _filled(memory, "a", shape=(4,), chunks=(2,))
+    a = zarrcore.open_array(Conflicting(memory), path="a", mode="r+")
+    with pytest.raises(CommitConflictError, match=r"a/c/0.*another session committed first"
+                                                  r".*ConflictError: expected parent: A") as e:
+        a[0:2] = 1
+    assert isinstance(e.value, WriteConflictError)
+    assert isinstance(e.value.__cause__, IcechunkConflict)
 
 
 def test_zarr_pythons_own_wrappers():
