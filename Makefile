@@ -143,6 +143,7 @@ icechunk-test: bench-venv
 bench: bench-venv
 	$(BPY) benchmarks/run.py  # the `remote` group included (benchmarks/remote.py)
 	$(BPY) benchmarks/convert.py
+	$(BPY) benchmarks/references.py
 
 wheel: $(PY)
 	rm -rf build/lib.* build/temp.* build/bdist.*  # an in-tree build would ship stale files
