@@ -16,7 +16,7 @@ delaying proxy (--delay seconds per request).
 Readers of the references: zarrcore (its ReferenceStore), zarr-python 3 over fsspec's
 ReferenceFileSystem (default and fused pipelines), VirtualiZarr's ManifestStore read by
 zarr-python and by zarrcore (when VirtualiZarr installs), and xarray + h5netcdf on the
-original file. Readers of the Icechunk repository: zarrcore and zarr-python (both pipelines)
+original file (opened for each read). Readers of the Icechunk repository: zarrcore and zarr-python (both pipelines)
 over the session's store. Workloads: read_all and read_region (the middle half of every axis).
 
 Floors: locally, the decode floor (every chunk read into memory is inflated and unshuffled, or
@@ -260,7 +260,7 @@ def open_reader(lib, source, place, refs):
         else:
             options = {"fo": place.refs(refs), "remote_protocol": "s3", "remote_options": {
                 "key": "bench", "secret": "bench", "endpoint_url": place.endpoint,
-                "client_kwargs": {"region_name": "us-east-1"}}}
+                "client_kwargs": {"region_name": "us-east-1"}, "asynchronous": True}}
         store = zarr.storage.FsspecStore.from_url("reference://", storage_options=options,
                                                   read_only=True)
         return _zarr_reader(lib, store, zarr_format=2)
@@ -274,9 +274,12 @@ def open_reader(lib, source, place, refs):
     if lib == "xarray-h5netcdf":
         import xarray as xr
 
-        source_file = place.nc if place.where == "local" else place.s3fs().open(place.nc, "rb")
-        ds = xr.open_dataset(source_file, engine="h5netcdf", cache=False)
-        return lambda sel: ds[NAME][sel].values
+        def read(sel):
+            # Opened for each read: s3fs's file object would serve repeats from its cache.
+            source = place.nc if place.where == "local" else place.s3fs().open(place.nc, "rb")
+            with xr.open_dataset(source, engine="h5netcdf", cache=False) as ds:
+                return ds[NAME][sel].values
+        return read
     raise ValueError(lib)
 
 
