@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEMO_DIR ?= build/demo.zarr
 
-.PHONY: demo test ft-test peer-venv docs sanitize fuzz bench bench-venv wheel wincheck install-test \
+.PHONY: demo test icechunk-test ft-test peer-venv docs sanitize fuzz bench bench-venv wheel wincheck install-test \
 	clean
 
 # What the installed package is built from: a change to any of these reinstalls it.
@@ -133,9 +133,17 @@ $(BENCH_VENV)/.installed: $(SOURCES) | $(BPY)
 
 bench-venv: $(BENCH_VENV)/.installed
 
+# tests/test_icechunk.py, which skips in `make test` (Icechunk 2 needs Python >= 3.12, and
+# building zarrcore for the peer interpreter takes minutes): on the benchmarks' interpreter,
+# which has zarrcore built and Icechunk.
+icechunk-test: bench-venv
+	$(BPY) -m pip install -q pytest hypothesis
+	cd tests && ../$(BPY) -m pytest -q -p no:cacheprovider test_icechunk.py
+
 bench: bench-venv
 	$(BPY) benchmarks/run.py  # the `remote` group included (benchmarks/remote.py)
 	$(BPY) benchmarks/convert.py
+	$(BPY) benchmarks/references.py
 
 wheel: $(PY)
 	rm -rf build/lib.* build/temp.* build/bdist.*  # an in-tree build would ship stale files

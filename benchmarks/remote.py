@@ -644,6 +644,16 @@ def describe(row):
     return text
 
 
+def cell(row):
+    """A table's cell of one measurement: seconds (requests, when counted), or why none."""
+    if row is None:
+        return ""
+    if "error" in row or not row.get("ok"):
+        return "failed"
+    counted = f" ({row['requests']})" if row.get("requests") is not None else ""
+    return f"{row['best']:.3f}{counted}"
+
+
 def markdown(results):
     """The RESULTS.md section of a run: seconds per library, zarrcore's ratio to the best peer
     and to its latency floor."""
@@ -666,15 +676,7 @@ def markdown(results):
             cases.append(case)
     for case in cases:
         rows = {r["lib"]: r for r in results["runs"] if (r["kvstore"], r["variant"], r["workload"]) == case}
-        cells = []
-        for lib in libs:
-            r = rows.get(lib)
-            if r is None:
-                cells.append("")
-            elif "error" in r or not r.get("ok"):
-                cells.append("failed")
-            else:
-                cells.append(f"{r['best']:.3f} ({r['requests']})")
+        cells = [cell(rows.get(lib)) for lib in libs]
         peers = [r["best"] for lib, r in rows.items()
                  if not lib.startswith("zarrcore") and r.get("ok")]
         # (zarrcore-memory reads no S3 or HTTP: its floor only, no ratio to the peers.)

@@ -497,7 +497,8 @@ int64_t zc_batch_split_writes(zc_batch *b, int nthreads)
         k = b->chunk_shape[0];
     if (k > MAX_SEGMENTS)
         k = MAX_SEGMENTS;
-    if (k < 2 || b->ndim == 0 || b->chain.compressor != ZC_COMP_ZSTD || b->chain.checksum)
+    if (k < 2 || b->ndim == 0 || b->chain.compressor != ZC_COMP_ZSTD || b->chain.checksum
+        || zc_chain_shuffles(&b->chain))
         return b->ntasks;
     const zc_piece *p[ZC_MAX_NDIM];
     for (int64_t t = 0; t < b->ntasks; t++) {
@@ -649,7 +650,7 @@ void zc_batch_write_worker(zc_batch *b)
     }
     size_t n = chunk_nbytes(b);
     /* Stored as is: encoded in the chunk buffer, which has room for the crc32c trailer. */
-    const int in_place = b->chain.compressor == ZC_COMP_NONE;
+    const int in_place = b->chain.compressor == ZC_COMP_NONE && !zc_chain_shuffles(&b->chain);
     const size_t cap = zc_chain_encode_bound(&b->chain, n);
     zc_key_locks locks = ZC_KEY_LOCKS_NONE; /* the lock file, opened on first need */
     static const ptrdiff_t zero[1];

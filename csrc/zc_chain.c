@@ -6,6 +6,8 @@
 #include "zc_blosc.h"
 #include "zc_byteswap.h"
 #include "zc_crc32c.h"
+#include "zc_scratch.h"
+#include "zc_shuffle.h"
 #include "zc_status.h"
 #include "zc_zlib.h"
 #include "zc_zstd.h"
@@ -32,20 +34,35 @@ int zc_chain_decode(const zc_chain *c, const unsigned char *src, size_t len, voi
         if (zc_crc32c(0, src, len) != zc_load_le32(src + len))
             return ZC_ERR_CHECKSUM;
     }
+    /* Shuffled bytes are decompressed into this thread's scratch, then unshuffled into
+     * `out` (the stored bytes themselves when there is no compressor). */
+    const int shuffled = c->byte_shuffle > 1;
+    unsigned char *dst = (unsigned char *)out;
+    if (shuffled) {
+        if (n % c->byte_shuffle != 0)
+            return ZC_ERR_SIZE;
+        if (c->compressor != ZC_COMP_NONE && (dst = zc_scratch(ZC_SCRATCH_SHUFFLED, n)) == NULL)
+            return ZC_ERR_NOMEM;
+    }
+    const unsigned char *decompressed = dst;
     int st;
     switch (c->compressor) {
     case ZC_COMP_NONE:
         if (len != n)
             return ZC_ERR_SIZE;
-        memcpy(out, src, n);
+        if (!shuffled)
+            memcpy(out, src, n);
+        decompressed = src;
         st = ZC_OK;
         break;
-    case ZC_COMP_ZSTD: st = zc_zstd_decompress(src, len, out, n); break;
-    case ZC_COMP_BLOSC: st = zc_blosc_decompress(src, len, out, n, c->decode_threads); break;
-    case ZC_COMP_GZIP: st = zc_inflate(src, len, out, n, ZC_ZLIB_FORMAT_GZIP); break;
-    case ZC_COMP_ZLIB: st = zc_inflate(src, len, out, n, ZC_ZLIB_FORMAT_ZLIB); break;
+    case ZC_COMP_ZSTD: st = zc_zstd_decompress(src, len, dst, n); break;
+    case ZC_COMP_BLOSC: st = zc_blosc_decompress(src, len, dst, n, c->decode_threads); break;
+    case ZC_COMP_GZIP: st = zc_inflate(src, len, dst, n, ZC_ZLIB_FORMAT_GZIP); break;
+    case ZC_COMP_ZLIB: st = zc_inflate(src, len, dst, n, ZC_ZLIB_FORMAT_ZLIB); break;
     default: return ZC_ERR_PARAM;
     }
+    if (st == ZC_OK && shuffled)
+        st = zc_unshuffle(decompressed, out, n, c->byte_shuffle);
     if (st == ZC_OK && c->swap_size > 1)
         st = zc_byteswap(out, out, n / c->swap_size, c->swap_size);
     return st;
@@ -76,20 +93,32 @@ int zc_chain_encode(const zc_chain *c, unsigned char *chunk, size_t n, unsigned 
     int st = ZC_OK;
     if (c->swap_size > 1 && (st = zc_byteswap(chunk, chunk, n / c->swap_size, c->swap_size)) != ZC_OK)
         return st;
+    /* The compressor's input: the chunk, or its bytes shuffled into this thread's scratch. */
+    const unsigned char *in = chunk;
+    if (c->byte_shuffle > 1) {
+        unsigned char *shuffled;
+        if (n % c->byte_shuffle != 0)
+            return ZC_ERR_SIZE;
+        if ((shuffled = zc_scratch(ZC_SCRATCH_SHUFFLED, n)) == NULL)
+            return ZC_ERR_NOMEM;
+        if ((st = zc_shuffle(chunk, shuffled, n, c->byte_shuffle)) != ZC_OK)
+            return st;
+        in = shuffled;
+    }
     size_t room = bound - 4, m = 0;
     switch (c->compressor) {
     case ZC_COMP_NONE:
-        if (dst != chunk)
-            memcpy(dst, chunk, n);
+        if (dst != in)
+            memcpy(dst, in, n);
         m = n;
         break;
-    case ZC_COMP_ZSTD: st = zc_zstd_compress(chunk, n, dst, room, c->clevel, c->checksum, &m); break;
+    case ZC_COMP_ZSTD: st = zc_zstd_compress(in, n, dst, room, c->clevel, c->checksum, &m); break;
     case ZC_COMP_BLOSC:
-        st = zc_blosc_compress(chunk, n, dst, room, c->clevel, c->shuffle, c->typesize, c->cname,
+        st = zc_blosc_compress(in, n, dst, room, c->clevel, c->shuffle, c->typesize, c->cname,
                                c->blocksize, &m);
         break;
-    case ZC_COMP_GZIP: st = zc_deflate(chunk, n, dst, room, c->clevel, ZC_ZLIB_FORMAT_GZIP, &m); break;
-    case ZC_COMP_ZLIB: st = zc_deflate(chunk, n, dst, room, c->clevel, ZC_ZLIB_FORMAT_ZLIB, &m); break;
+    case ZC_COMP_GZIP: st = zc_deflate(in, n, dst, room, c->clevel, ZC_ZLIB_FORMAT_GZIP, &m); break;
+    case ZC_COMP_ZLIB: st = zc_deflate(in, n, dst, room, c->clevel, ZC_ZLIB_FORMAT_ZLIB, &m); break;
     default: return ZC_ERR_PARAM;
     }
     if (st != ZC_OK)

@@ -1,5 +1,6 @@
 /* The chunk codec chains the core runs by itself: bytes (byte-swapped when the stored order
- * differs from memory), at most one compressor, and an optional trailing crc32c. */
+ * differs from memory), optionally numcodecs' byte shuffle filter, at most one compressor,
+ * and an optional trailing crc32c. */
 #ifndef ZC_CHAIN_H
 #define ZC_CHAIN_H
 
@@ -16,6 +17,8 @@
 typedef struct {
     size_t itemsize;
     size_t swap_size;       /* byteswap items of this size (0: stored order is memory order) */
+    size_t byte_shuffle;    /* shuffle the bytes of items of this size before the compressor
+                             * (numcodecs' shuffle filter, HDF5's; 0 or 1: none) */
     int compressor;         /* ZC_COMP_* */
     int clevel, shuffle, checksum;  /* encode settings of the compressor */
     size_t typesize, blocksize;
@@ -25,6 +28,11 @@ typedef struct {
     size_t max_stored;      /* the most bytes a valid stored chunk takes; a larger one is
                              * refused unread (0: no bound) */
 } zc_chain;
+
+/* Whether the chain shuffles bytes: its stored bytes are then neither the items nor a stream
+ * of them, and only zc_chain_decode and zc_chain_encode code its chunks (no fast path that
+ * copies or streams stored bytes takes it). */
+static inline int zc_chain_shuffles(const zc_chain *c) { return c->byte_shuffle > 1; }
 
 /* A little-endian uint32 (the crc32c trailer): read at `p`, or written there. */
 uint32_t zc_load_le32(const unsigned char *p);

@@ -95,7 +95,8 @@ int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, const zc_object *o, 
     if (c->max_stored != 0 && size > c->max_stored)
         return ZC_ERR_TOO_LARGE; /* larger than any valid chunk: not read, however large */
     const int listed = s->gather != NULL || s->local != NULL;
-    if (!listed && (c->compressor == ZC_COMP_NONE || c->compressor == ZC_COMP_ZSTD)) {
+    if (!listed && !zc_chain_shuffles(c)
+        && (c->compressor == ZC_COMP_NONE || c->compressor == ZC_COMP_ZSTD)) {
         zc_scatter sc;
         int st = zc_scatter_init(&sc, s->ndim, s->shape, s->start, s->step, s->count, c->itemsize,
                                  s->out, s->out_strides);

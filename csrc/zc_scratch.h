@@ -9,7 +9,8 @@
 
 #include <stddef.h>
 
-enum { ZC_SCRATCH_CHUNK, ZC_SCRATCH_ENCODED, ZC_SCRATCH_SLOTS };
+/* A chunk, its encoding, and a chunk's bytes shuffled (zc_chain's byte shuffle stage). */
+enum { ZC_SCRATCH_CHUNK, ZC_SCRATCH_ENCODED, ZC_SCRATCH_SHUFFLED, ZC_SCRATCH_SLOTS };
 
 /* Buffers above this are unmapped when the job ends rather than kept. */
 #define ZC_SCRATCH_KEEP_MAX ((size_t)256 << 20)

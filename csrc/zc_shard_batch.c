@@ -152,7 +152,8 @@ static int fill_region(const zc_shard_job *j, const task_view *v)
 /* The stored bytes of an inner chunk are its items as they lie in memory. */
 static int raw_items(const zc_shard_job *j)
 {
-    return j->chain.compressor == ZC_COMP_NONE && !j->chain.crc32c && j->chain.swap_size <= 1;
+    return j->chain.compressor == ZC_COMP_NONE && !j->chain.crc32c && j->chain.swap_size <= 1
+           && !zc_chain_shuffles(&j->chain);
 }
 
 /* The decoded bytes of the `n`-byte inner chunk `src` (`len` bytes stored): `src` itself when

@@ -15,8 +15,10 @@ icechunk = pytest.importorskip(
 zarr = pytest.importorskip("zarr", reason="icechunk needs zarr-python")
 
 import zarrcore  # noqa: E402
+import zarrcore.icechunk  # noqa: E402
 from zarrcore.errors import (  # noqa: E402
-    LockUnavailableError, ProcessLocalStoreError, ReadOnlyError, StoreError, ZarrcoreError,
+    CommitConflictError, LockUnavailableError, ProcessLocalStoreError, ReadOnlyError,
+    StoreError, WriteConflictError, ZarrcoreError,
 )
 from zarrcore.storage.zarr_python import ZarrPythonStore  # noqa: E402
 
@@ -120,6 +122,33 @@ def test_concurrent_sessions_conflict_at_commit():
     np.testing.assert_array_equal(
         zarrcore.open_array(repo.readonly_session(branch="main").store, path="a")[...],
         [1, 0, 0, 0])
+
+
+def test_commit_conflicts_are_zarrcore_errors_naming_the_branch():
+    repo = _memory_repo()
+    session = repo.writable_session("main")
+    _write(session, "a", np.zeros(4, dtype="int8"), chunks=(2,))
+    zarrcore.icechunk.commit(session, "a")
+    one, two = repo.writable_session("main"), repo.writable_session("main")
+    zarrcore.open_array(one.store, path="a", mode="r+")[0:2] = 1  # the same chunk
+    zarrcore.open_array(two.store, path="a", mode="r+")[0:2] = 2
+    assert zarrcore.icechunk.commit(one, "one") == repo.lookup_branch("main")
+    with pytest.raises(CommitConflictError, match="committing 'two' on branch 'main'") as info:
+        zarrcore.icechunk.commit(two, "two")
+    assert isinstance(info.value, WriteConflictError)
+    assert isinstance(info.value.__cause__, icechunk.ConflictError)
+    # Rebasing finds both sessions wrote chunk 0 of /a: named, and nothing is committed.
+    refuse = icechunk.BasicConflictSolver(on_chunk_conflict=icechunk.VersionSelection.Fail)
+    with pytest.raises(CommitConflictError, match=r"branch 'main'.*/a .* in chunks \[\[0\]\]"):
+        zarrcore.icechunk.commit(two, "two", rebase_with=refuse)
+    np.testing.assert_array_equal(
+        zarrcore.open_array(repo.readonly_session(branch="main").store, path="a")[...],
+        [1, 1, 0, 0])
+    # Icechunk's other refusals are StoreErrors; the caller's mistakes stay theirs.
+    with pytest.raises(StoreError, match="committing 'nothing' on branch 'main'"):
+        zarrcore.icechunk.commit(repo.writable_session("main"), "nothing")
+    with pytest.raises(TypeError):
+        zarrcore.icechunk.commit(repo.writable_session("main"), "x", no_such_option=1)
 
 
 def test_xarray_reads_and_writes_a_session():

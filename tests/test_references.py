@@ -176,6 +176,57 @@ def test_fletcher32_shuffle_zlib_as_hdf5_writes_them(refs_dir):
         group["checked"][...]
 
 
+def _route(array):
+    """The road a read of the whole array takes (zarrcore.engine.Route)."""
+    from zarrcore.indexing import numpy_indexer
+
+    return array.chunk_engine.plan(
+        numpy_indexer(np.s_[...], array.shape, array.chunk_engine.chunk_shape))
+
+
+def test_hdf5_shuffle_and_deflate_decode_in_compiled_waves(refs_dir):
+    from zarrcore.engine import Route
+
+    group = zarrcore.open_group(str(refs_dir / "sample.json"), mode="r")
+    for name in ("temp", "wide"):  # h5py's shuffle and gzip filters
+        assert _route(group[name]) is Route.CHUNK_WAVES, name
+        np.testing.assert_array_equal(group[name][1:, 2:], VALUES[name][1:, 2:])
+    # A corrupt stored chunk is an error naming it.
+    refs = json.loads((refs_dir / "sample.json").read_text())
+    _, offset, length = refs["refs"]["wide/1.1"]
+    data = bytearray((refs_dir / "sample.h5").read_bytes())
+    data[offset + length // 2] ^= 0xFF
+    (refs_dir / "sample.h5").write_bytes(bytes(data))
+    group = zarrcore.open_group(str(refs_dir / "sample.json"), mode="r")
+    with pytest.raises(zarrcore.errors.ChunkDecodeError, match="wide/1.1"):
+        group["wide"][...]
+
+
+@pytest.mark.parametrize("dtype", ["<f4", ">f8", "<i2", "<u8", "|u1"])
+def test_what_h5py_shuffles_and_deflates_reads_in_compiled_waves(tmp_path, dtype):
+    from zarrcore.engine import Route
+
+    h5py = pytest.importorskip("h5py", reason="h5py (not in the test extra) writes the file")
+    data = (np.arange(7 * 13) * 37 % 1000).astype(dtype).reshape(7, 13)
+    with h5py.File(tmp_path / "f.h5", "w") as f:
+        f.create_dataset("v", data=data, chunks=(3, 5), compression="gzip", shuffle=True)
+        dataset = f["v"]
+        itemsize = np.dtype(dtype).itemsize
+        refs = {".zgroup": json.dumps({"zarr_format": 2}), "v/.zarray": json.dumps({
+            "shape": list(data.shape), "chunks": [3, 5], "dtype": dtype, "fill_value": 0,
+            "order": "C", "compressor": None, "zarr_format": 2,
+            "filters": [{"id": "shuffle", "elementsize": itemsize}, {"id": "zlib", "level": 4}]})}
+        for i in range(dataset.id.get_num_chunks()):
+            info = dataset.id.get_chunk_info(i)
+            key = ".".join(str(o // c) for o, c in zip(info.chunk_offset, (3, 5)))
+            refs[f"v/{key}"] = ["f.h5", info.byte_offset, info.size]
+    (tmp_path / "refs.json").write_text(json.dumps(refs))
+    a = zarrcore.open_group(str(tmp_path / "refs.json"), mode="r")["v"]
+    assert _route(a) is Route.CHUNK_WAVES
+    np.testing.assert_array_equal(a[...], data)
+    np.testing.assert_array_equal(a[2:6, 4:11], data[2:6, 4:11])
+
+
 def test_read_only(refs_dir):
     group = zarrcore.open_group(str(refs_dir / "sample.json"), mode="r")
     store = group.store

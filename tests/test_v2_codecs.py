@@ -163,6 +163,49 @@ def test_compressor_interop(tmp_path, name, compressor, dtype):
     check_cross_reads(peer, ours, data)
 
 
+# numcodecs' shuffle filter before a compressor (HDF5's shuffle and deflate, in kerchunk
+# references): the compiled chain runs both, on a directory (one chunk batch) as on other
+# stores (chunk waves), and stores what numcodecs stores.
+SHUFFLED = [
+    ("<f4", Shuffle(elementsize=4), Zlib(level=4)),
+    (">f8", Shuffle(elementsize=8), Zstd(level=3)),
+    ("<i2", Shuffle(elementsize=2), GZip(level=5)),
+    ("<u8", Shuffle(elementsize=4), Blosc(cname="lz4", clevel=5, shuffle=Blosc.NOSHUFFLE)),
+    ("<i4", Shuffle(elementsize=4), None),
+]
+
+
+@pytest.mark.parametrize("dtype,shuffle,compressor", SHUFFLED,
+                         ids=[f"{d}-{s.elementsize}-{c and c.codec_id}" for d, s, c in SHUFFLED])
+def test_shuffle_and_a_compressor_run_in_the_compiled_chain(tmp_path, dtype, shuffle,
+                                                            compressor):
+    from zarrcore.engine import Route
+    from zarrcore.indexing import numpy_indexer
+
+    data = sample(dtype)
+    peer, ours = write_both(tmp_path, data, [shuffle], compressor)
+    memory = zarrcore.MemoryStore()
+    in_memory = zarrcore.create_array(
+        memory, shape=data.shape, chunks=CHUNKS, dtype=data.dtype, zarr_format=2,
+        filters=[shuffle.get_config()],
+        compressors=None if compressor is None else compressor.get_config())
+    in_memory[...] = data
+    decode = bytes if compressor is None else compressor.decode
+    peer_chunks = chunk_files(peer)
+    assert chunk_files(ours).keys() == peer_chunks.keys()
+    for key, blob in peer_chunks.items():
+        shuffled = decode(blob)  # exactly numcodecs' shuffled bytes, from either store
+        assert decode(chunk_files(ours)[key]) == shuffled, key
+        assert decode(memory.get(key)) == shuffled, key
+    check_cross_reads(peer, ours, data)
+    on_disk = zarrcore.open_array(str(peer), mode="r+")
+    for a, route in ((on_disk, Route.CHUNK_BATCH), (in_memory, Route.CHUNK_WAVES)):
+        indexer = numpy_indexer(np.s_[1:, 2:], a.shape, a.chunk_engine.chunk_shape)
+        assert a.chunk_engine.plan(indexer) is route
+        assert a.chunk_engine.plan(indexer, writing=True) is route
+        np.testing.assert_array_equal(a[1:, 2:], data[1:, 2:])
+
+
 def test_compressor_after_filters_gets_a_byte_buffer(tmp_path):
     # numcodecs gives blosc the checksum filter's uint8 output, so typesize 1 (bit shuffle).
     data = sample("<f8")

@@ -11,11 +11,13 @@ import pytest
 zarr = pytest.importorskip("zarr", reason="the tests compare with zarr-python")
 
 from _zarr_stores import OwnLocal, OwnMemory, Wrapped  # noqa: E402
+from zarr.abc.store import RangeByteRequest  # noqa: E402
 from zarr.storage import LocalStore, LoggingStore, MemoryStore, WrapperStore  # noqa: E402
 
 import zarrcore  # noqa: E402
 from zarrcore.errors import (  # noqa: E402
-    LockUnavailableError, ReadOnlyError, StoreError, ZarrcoreError,
+    CommitConflictError, LockUnavailableError, ReadOnlyError, StoreError, WriteConflictError,
+    ZarrcoreError,
 )
 from zarrcore.storage import make_store  # noqa: E402
 from zarrcore.storage.zarr_python import ZarrPythonStore  # noqa: E402
@@ -201,6 +203,52 @@ def test_errors_name_the_key():
     with pytest.raises(StoreError, match=r"a/c/\d.*ConnectionError.*connection reset") as e:
         a[...]
     assert isinstance(e.value, ZarrcoreError) and e.value.errno == errno.EIO
+
+
+# An Icechunk conflict, as the adapter tells it: by its module and name.
+IcechunkConflict = type("ConflictError", (Exception,), {"__module__": "icechunk"})
+
+
+class Conflicting(WrapperStore):
+    """Writes fail as an out-of-date Icechunk session's would."""
+
+    async def set(self, key, value):
+        raise IcechunkConflict("expected parent: A, actual parent: B")
+
+
+def test_icechunk_conflicts_of_writes_are_commit_conflict_errors():
+    memory = MemoryStore()
+    _filled(memory, "a", shape=(4,), chunks=(2,))
+    a = zarrcore.open_array(Conflicting(memory), path="a", mode="r+")
+    with pytest.raises(CommitConflictError, match=r"a/c/0.*another session committed first"
+                                                  r".*ConflictError: expected parent: A") as e:
+        a[0:2] = 1
+    assert isinstance(e.value, WriteConflictError)
+    assert isinstance(e.value.__cause__, IcechunkConflict)
+
+
+class ReadsOnPastTheEnd(MemoryStore):
+    """A range past a value's end reads on into what follows it, as VirtualiZarr's
+    ManifestStore reads on into a chunk's file."""
+
+    async def get(self, key, prototype, byte_range=None):
+        value = await super().get(key, prototype)
+        if value is None or not isinstance(byte_range, RangeByteRequest):
+            return await super().get(key, prototype, byte_range)
+        data = value.to_bytes() + b"rest of the file" * 1000
+        return prototype.buffer.from_bytes(data[byte_range.start:byte_range.end])
+
+
+ReadsOnPastTheEnd.__module__ = "virtualizarr.manifests.store"
+
+
+def test_ranges_of_stores_that_read_past_a_values_end_are_sized_first():
+    store = ReadsOnPastTheEnd()
+    data = _filled(store, "a", shape=(40,), chunks=(10,),
+                   compressors=[{"name": "zstd", "configuration": {"level": 0}}])
+    a = zarrcore.open_array(store, path="a")
+    np.testing.assert_array_equal(a[...], data)
+    np.testing.assert_array_equal(a[5:27], data[5:27])
 
 
 def test_zarr_pythons_own_wrappers():

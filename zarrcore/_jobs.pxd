@@ -24,7 +24,7 @@ cdef inline void stop_claims(int *failed) noexcept nogil:
 cdef extern from "zc_chain.h":
     int ZC_COMP_NONE, ZC_COMP_ZSTD, ZC_COMP_BLOSC, ZC_COMP_GZIP, ZC_COMP_ZLIB
     ctypedef struct zc_chain:
-        size_t itemsize, swap_size
+        size_t itemsize, swap_size, byte_shuffle
         int compressor, clevel, shuffle, checksum
         size_t typesize, blocksize
         char cname[16]
@@ -160,11 +160,12 @@ ctypedef fused job_t:
 
 
 cdef inline void set_up_chain(zc_chain *c, settings) except *:
-    """Set `c` from `settings` (CodecChain.native_form(): itemsize, swap_size, compressor and
-    its options, crc32c, max_stored)."""
+    """Set `c` from `settings` (CodecChain.native_form(): itemsize, swap_size, byte_shuffle,
+    compressor and its options, crc32c, max_stored)."""
     name = settings["compressor"]
     c.itemsize = settings["itemsize"]
     c.swap_size = settings["swap_size"]
+    c.byte_shuffle = settings.get("byte_shuffle", 0)
     if name is None:
         c.compressor = ZC_COMP_NONE
     elif name == "zstd":

@@ -1,8 +1,8 @@
 """The I/O engine: every chunk read and write of an array, run in compiled batches on the pool.
 
-Reads and writes of basic selections on a directory store with a plain chain (bytes, at most
-one compressor, optional trailing crc32c) run as one compiled batch: native code walks every
-chunk with no Python per chunk. Sharded arrays there whose inner chain is such a chain and
+Reads and writes of basic selections on a directory store with a plain chain (bytes, optionally
+numcodecs' shuffle filter, at most one compressor, optional trailing crc32c) run as one
+compiled batch: native code walks every chunk with no Python per chunk. Sharded arrays there whose inner chain is such a chain and
 whose index is little-endian (with or without crc32c) do the same over every shard and inner
 chunk (zarrcore._shard_io): reads of any basic selection, writes of the shards a selection
 covers wholly; partly covered shards are read-modify-written below under their lock.

@@ -204,3 +204,10 @@ class UnsupportedStoreError(StoreURLError, TypeError):
 class WriteConflictError(ZarrcoreError):
     """A read-modify-write by conditional writes kept losing to other writers: it gave up
     after its retries rather than overwrite their updates."""
+
+
+class CommitConflictError(WriteConflictError):
+    """Icechunk refused to commit, rebase or merge a session's changes: another session
+    committed to its branch first (with changes to the same chunks, when rebasing). The
+    message names the branch, and the nodes and chunks in conflict where Icechunk names
+    them; Icechunk's error is its `__cause__`. Write again in a new session of the branch."""

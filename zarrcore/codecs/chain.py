@@ -98,12 +98,19 @@ class CodecChain:
     def native_form(self) -> NativeForm | None:
         """The settings of the compiled core's chain (zarrcore._batch, _chunk_jobs: ChunkBatch,
         ChunkWaves, ShardJob) when it runs this chain, else None: the native forms of its
-        codecs composed, when each has one and they make a chain the core runs (no
-        array->array codec, at most one compressor, a crc32c only last); `max_stored` is
-        max_encoded_bytes, beyond which the core refuses a stored chunk unread."""
-        if self.array_array:
+        codecs composed, when each has one and they make a chain the core runs (at most one
+        array->array codec, a filter of the items' bytes as they lie in memory, whose form
+        then stands for the array->bytes codec's; at most one compressor; a crc32c only
+        last); `max_stored` is max_encoded_bytes, beyond which the core refuses a stored
+        chunk unread."""
+        if len(self.array_array) > 1:
             return None
-        form = self.array_bytes.native_form(self.bytes_spec)
+        if self.array_array:
+            form = self.array_array[0].native_form(self.array_specs[0])
+            if not self.array_bytes.encodes_memory_layout(self.bytes_spec):
+                return None
+        else:
+            form = self.array_bytes.native_form(self.bytes_spec)
         forms = [c.native_form(self.bytes_spec) for c in self.bytes_bytes]
         stages = [stage for stage in forms if stage is not None]
         if form is None or len(stages) < len(forms):

@@ -14,7 +14,8 @@ import numpy.typing as npt
 from .. import _filters
 from ..errors import ChunkDecodeError, MetadataError
 from .base import (ArrayArrayCodec, BytesBytesCodec, BytesLike, ChunkSpec, CodecJSON,
-                   NumcodecsForm)
+                   NativeForm, NumcodecsForm)
+from .bytes import BytesCodec, _byte_order
 from .registry import register_codec
 
 _U1 = np.dtype(np.uint8)
@@ -400,6 +401,11 @@ class ShuffleFilter(V2Filter):
     def encode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         shuffled: npt.NDArray[Any] = _filters.shuffle(_raw(array), max(self.elementsize, 1))
         return shuffled
+
+    def native_form(self, spec: ChunkSpec) -> NativeForm | None:
+        """The chunk's items as they lie in memory, their bytes shuffled."""
+        items = BytesCodec(_byte_order(np.dtype(spec.dtype))).native_form(spec)
+        return None if items is None else {**items, "byte_shuffle": max(self.elementsize, 1)}
 
     def decode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         data = _raw(array)

@@ -22,7 +22,7 @@ from zarr.storage import MemoryStore as ZarrMemoryStore, WrapperStore
 
 from ..concurrency import each, fan_out, run_bounded
 from ..config import config
-from ..errors import StoreError, WriteConflictError, ZarrcoreError
+from ..errors import CommitConflictError, StoreError, ZarrcoreError
 from . import _aio
 from .base import (
     ByteRange, Fetched, ReadBytes, Request, Store, validate_key, validate_prefix,
@@ -187,15 +187,51 @@ def innermost(store: ZarrStore) -> ZarrStore:
     return store
 
 
-def _is_icechunk(store: ZarrStore) -> bool:
-    return type(store).__module__.partition(".")[0] == "icechunk"
+def _package(thing: object) -> str:
+    """The top-level package that defines the type of `thing`."""
+    return type(thing).__module__.partition(".")[0]
+
+
+def is_icechunk(thing: object) -> bool:
+    """Whether `thing` (a store, an error) is one of Icechunk's."""
+    return _package(thing) == "icechunk"
 
 
 def _session(store: ZarrStore) -> Any:
     """The writable Icechunk session (Session or ForkSession) `store` writes into, or None.
     Its changes stay in this process until its caller commits them; writers of other
     sessions conflict at commit, not here."""
-    return cast(Any, store).session if _is_icechunk(store) and not store.read_only else None
+    return cast(Any, store).session if is_icechunk(store) and not store.read_only else None
+
+
+# Icechunk's errors for a session that another one's commit made out of date.
+_ICECHUNK_CONFLICTS = ("ConflictError", "RebaseFailedError")
+
+
+def _conflicts(error: Exception) -> str:
+    """What an Icechunk rebase found in conflict (RebaseFailedError.conflicts): each node's
+    path, conflicted chunks and kind of conflict."""
+    found = [f"{c.path} {c.conflict_type}"
+             + (f" in chunks {[list(i) for i in c.conflicted_chunks]}"
+                if c.conflicted_chunks else "")
+             for c in getattr(error, "conflicts", None) or ()]
+    return f"; in conflict: {', '.join(found)}" if found else ""
+
+
+def zarr_store_error(error: Exception, what: str, session: Any = None) -> ZarrcoreError:
+    """The ZarrcoreError of `error`, which a zarr-python store, or the Icechunk `session`
+    below it, raised about `what`: Icechunk's conflicts at commit, rebase or merge are
+    CommitConflictErrors naming the branch and what is in conflict; others StoreErrors."""
+    name = type(error).__name__
+    branch = getattr(session, "branch", None)
+    if branch:
+        what += f" on branch {branch!r}"
+    if is_icechunk(error) and name in _ICECHUNK_CONFLICTS:
+        return CommitConflictError(
+            f"{what}: another session committed first ({name}: {error}){_conflicts(error)}")
+    code = getattr(error, "errno", None) or (
+        errno.EACCES if isinstance(error, PermissionError) else errno.EIO)
+    return StoreError(code, f"{what}: {name}: {error}")
 
 
 def _is_fork(session: Any) -> bool:
@@ -241,8 +277,9 @@ class ZarrPythonStore(Store):
             self.merges_task_writes = True
         elif session is not None or isinstance(inner, ZarrMemoryStore):
             self.supports_locks = self.process_local = True
-        # Icechunk fails on a range past the end of a metadata document.
-        self._clips_ranges = not _is_icechunk(inner)
+        # Icechunk fails on a range past the end of a metadata document; VirtualiZarr's
+        # ManifestStore reads on past the end of a chunk, into the rest of its file.
+        self._clips_ranges = _package(inner) not in ("icechunk", "virtualizarr")
         self._prototype = default_buffer_prototype()
 
     def _identity(self) -> Hashable:
@@ -257,14 +294,9 @@ class ZarrPythonStore(Store):
         return f"ZarrPythonStore({words[:120]})"
 
     def _error(self, key: str, error: Exception, doing: str = "") -> ZarrcoreError:
-        """The ZarrcoreError of `error`, raised by the store about `key` (or while `doing`):
-        Icechunk's conflicts are WriteConflictErrors, others StoreErrors."""
-        message = f"{doing or f'key {key!r}'} of {self!r}: {type(error).__name__}: {error}"
-        if type(error).__name__.endswith("ConflictError"):
-            return WriteConflictError(message)
-        code = getattr(error, "errno", None) or (
-            errno.EACCES if isinstance(error, PermissionError) else errno.EIO)
-        return StoreError(code, message)
+        """The ZarrcoreError of `error`, raised by the store about `key` (or while `doing`)."""
+        return zarr_store_error(error, f"{doing or f'key {key!r}'} of {self!r}",
+                                _session(innermost(self.zarr_store)))
 
     async def _guarded(self, key: str, call: Awaitable[_T]) -> _T:
         """`call`'s result, its failure a StoreError naming `key`."""
