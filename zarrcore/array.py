@@ -101,10 +101,8 @@ class Array(nodes.Node):
 
     @staticmethod
     def _read_fill_value(metadata: Any) -> Any:
-        # v2 `null` means undefined; read it as the type's default (zero, NaT, empty) as
-        # zarr-python does.
-        if metadata.fill_value is None:
-            return metadata.data_type.default_fill_value()
+        if metadata.fill_value is None:  # v2 `null`: undefined
+            return metadata.data_type.undefined_fill_value()
         return metadata.fill_value
 
     # -- properties -----------------------------------------------------------
