@@ -65,3 +65,65 @@ def test_zarrcore_reads_zarr34(peer, tmp_path):  # noqa: F811
         np.testing.assert_array_equal(got, data, err_msg=name)
         if name == "sharded":
             assert a.shards == (16,)
+
+
+# The same calls on the same hierarchy in zarr-python 3.4 and zarrcore: each gives the
+# builtin exception classes of its error (zarrcore's is a ZarrcoreError too, and may be more),
+# or what it returns (a node's path, chunk sizes).
+GROUP_CALLS = """
+def build(g):
+    g.create_array("a", shape=(10, 7), chunks=(4, 3), dtype="i4")
+    g.create_array("s", shape=(10, 7), chunks=(4, 3), shards=(8, 6), dtype="i4")
+    g.create_array("empty", shape=(0, 5), chunks=(4, 3), dtype="i4")
+    g.create_array("scalar", shape=(), dtype="i4")
+    g.create_group("sub")
+
+CALLS = {
+    "get_array missing": lambda g: g.get_array("nope"),
+    "get_array nested missing": lambda g: g.get_array("sub/nope"),
+    "get_array group": lambda g: g.get_array("sub"),
+    "get_array ''": lambda g: g.get_array(""),
+    "get_group missing": lambda g: g.get_group("nope"),
+    "get_group array": lambda g: g.get_group("a"),
+    "get_group ''": lambda g: g.get_group(""),
+    "get_group 'sub/'": lambda g: g.get_group("sub/"),
+    "require_group array": lambda g: g.require_group("a"),
+    "require_array group": lambda g: g.require_array("sub", shape=(1,)),
+    **{f"{attr} {name}": (lambda g, n=name, a=attr: getattr(g[n], a))
+       for attr in ("read_chunk_sizes", "write_chunk_sizes")
+       for name in ("a", "s", "empty", "scalar")},
+}
+BUILTIN = (ValueError, TypeError, KeyError, FileNotFoundError, FileExistsError)
+
+def outcome(call, g):
+    try:
+        got = call(g)
+    except Exception as e:
+        return sorted(c.__name__ for c in BUILTIN if isinstance(e, c))
+    return got.path if hasattr(got, "path") else [list(x) for x in got]
+
+def outcomes(g):
+    build(g)
+    return {name: outcome(call, g) for name, call in CALLS.items()}
+"""
+
+
+def test_group_lookups_as_zarr34(peer):  # noqa: F811
+    theirs = peer.run(GROUP_CALLS + "import zarr\nresult = outcomes(zarr.group(store={}))")
+    space = {}
+    exec(GROUP_CALLS, space)
+    ours = space["outcomes"](zarrcore.group(store={}))
+    assert ours.keys() == theirs.keys()
+    errors = [name for name, got in theirs.items()
+              if isinstance(got, list) and got and isinstance(got[0], str)]
+    assert len(errors) == 8
+    for name, got in ours.items():
+        if name in errors:  # zarrcore's may be more classes (NodeExistsError, FileExistsError)
+            assert set(theirs[name]) <= set(got), name
+        else:
+            assert got == theirs[name], name
+    g = zarrcore.group(store={})
+    space["build"](g)
+    for name in errors:
+        with pytest.raises(zarrcore.errors.ZarrcoreError):
+            space["CALLS"][name](g)

@@ -17,8 +17,9 @@ from .consolidated import (
 )
 from .creation import check_mode, prepare_path, store_mode
 from .errors import (
-    ArrayNotFoundError, GroupNotFoundError, MemberNotFoundError, MetadataError, NodeExistsError,
-    NodeNotFoundError, ZarrcoreError,
+    ArrayNotFoundError, GroupNotFoundError, IncompatibleArrayError, IncompatibleGroupError,
+    InvalidKeyError, MemberNotFoundError, MetadataError, NodeExistsError, NodeNotFoundError,
+    ZarrcoreError,
 )
 from .metadata import GroupMetadataV3
 from .metadata.common import MetadataDocument, check_attributes
@@ -35,6 +36,9 @@ _D = TypeVar("_D")
 _N = TypeVar("_N", Array, "Group")
 
 _A = {"array": "an array", "group": "a group"}
+# What require_group and require_array raise for a node of the other kind, by its kind.
+_INCOMPATIBLE: dict[str, type[NodeExistsError]] = {
+    "array": IncompatibleArrayError, "group": IncompatibleGroupError}
 
 
 def open_node(store: Store, path: str, zarr_format: int | None = None, read_only: bool = False,
@@ -97,7 +101,7 @@ class Group(nodes.Node):
     def _child_path(self, name: str) -> str:
         name = nodes.normalize_path(name)
         if not name:
-            raise ValueError("member name must not be empty")
+            raise InvalidKeyError(f"group {self.name!r}: member name must not be empty")
         return nodes.join(self._path, name)
 
     # -- members --------------------------------------------------------------
@@ -175,20 +179,21 @@ class Group(nodes.Node):
 
     def _member_of_kind(self, path: str, cls: type[_N]) -> _N:
         try:
-            node = self._open_member(path)
+            # "" is this group, as zarr-python 3.4 takes it.
+            node = self._open_member(path) if nodes.normalize_path(path) else self
         except NodeNotFoundError:
             missing = ArrayNotFoundError if cls is Array else GroupNotFoundError
             raise missing(f"group {self.name!r} has no member {path!r}") from None
         return self._of_kind(node, cls, path)
 
     @staticmethod
-    def _of_kind(node: Array | Group, cls: type[_N], path: str) -> _N:
-        """`node` (at `path`) when it is a `cls`; the nodes.CONTAINS error of its kind when
+    def _of_kind(node: Array | Group, cls: type[_N], path: str,
+                 errors: Mapping[str, type[NodeExistsError]] = nodes.CONTAINS) -> _N:
+        """`node` (at `path`) when it is a `cls`; the error in `errors` of its kind when
         not."""
         if isinstance(node, cls):
             return node
-        raise nodes.CONTAINS[node.kind](
-            f"{_A[node.kind]} exists at {path!r}, not {_A[cls.kind]}")
+        raise errors[node.kind](f"{_A[node.kind]} exists at {path!r}, not {_A[cls.kind]}")
 
     def __contains__(self, name: str) -> bool:
         """Is there a member at the path `name`?"""
@@ -374,14 +379,14 @@ class Group(nodes.Node):
                              attributes, overwrite)
 
     def _existing(self, name: str, cls: type[_N]) -> _N | None:
-        """The member `name`, None when there is none; ContainsArrayError or
-        ContainsGroupError when it is not a `cls`."""
+        """The member `name`, None when there is none; IncompatibleArrayError or
+        IncompatibleGroupError when it is not a `cls`."""
         path = self._child_path(name)
         try:
             node = open_node(self._store, path, read_only=self._read_only)
         except NodeNotFoundError:
             return None
-        return self._of_kind(node, cls, path)
+        return self._of_kind(node, cls, path, _INCOMPATIBLE)
 
     def require_group(self, name: str, **kwargs: Any) -> Group:
         """The group at `name`, created (with `kwargs` as create_group takes them) when missing.
@@ -399,8 +404,8 @@ class Group(nodes.Node):
 
         Raises
         ------
-        NodeExistsError
-            An array is there.
+        IncompatibleArrayError
+            An array is there (a ContainsArrayError and a TypeError).
         """
         node = self._existing(name, Group)
         return node if node is not None else self.create_group(name, **kwargs)
@@ -457,8 +462,8 @@ class Group(nodes.Node):
         ------
         TypeError
             The existing array's shape or dtype does not fit.
-        NodeExistsError
-            A group is there.
+        IncompatibleGroupError
+            A group is there (a ContainsGroupError and a TypeError).
         """
         node = self._existing(name, Array)
         if node is None:
