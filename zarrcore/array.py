@@ -1781,8 +1781,7 @@ def save_array(store: StoreLike, arr: npt.ArrayLike, *, zarr_format: int | None 
         As `create_array` takes them.
     """
     data = np.asanyarray(arr)
-    array(data, store, name=path, overwrite=True, zarr_format=format_for_new(zarr_format),
-          **kwargs)
+    array(data, store, name=path, overwrite=True, zarr_format=zarr_format, **kwargs)
 
 
 def open_like(a: Array | npt.ArrayLike, path: StoreLike, **kwargs: Any) -> Array:
