@@ -1,7 +1,7 @@
 """Zarr v2 data as zarr 2.x wrote it, read as zarr 2.18 reads it: compressor levels that
 matter only for writing, old fill values of string and object arrays, delta on bool, json2 on
 int32 and fixed-width text, and arrays of Python objects (json2, msgpack2, vlen-array, pickle,
-categorize).
+categorize, and vlen-utf8 or vlen-bytes filled with a number or null).
 
 The fixtures in data/zarr218_legacy were written by zarr 2.18 (data/zarr218_legacy/make.py),
 each with `expected.npy` or, for object arrays, `expected.json`: the values zarr 2.18 reads.
@@ -22,7 +22,7 @@ ARRAY_CASES = [c for c in CASES if c not in OBJECT_CASES]
 
 
 def test_every_fixture_is_here():
-    assert (len(ARRAY_CASES), len(OBJECT_CASES)) == (13, 6)
+    assert (len(ARRAY_CASES), len(OBJECT_CASES)) == (12, 7)
 
 
 @pytest.fixture
@@ -188,16 +188,51 @@ def test_v3_levels_stay_strict():
             zarrcore.create_array({}, shape=(4,), dtype="i4", compressors=[codec])
 
 
-def test_object_fill_0_reads_as_zarr_python_3(tmp_path):
-    """zarr-python 3 reads the 0 fill of a vlen-utf8 array as the string "0"."""
-    import warnings
+# zarr 2.18.7 (numcodecs 0.15.2) on a .zarray of shape [4], chunks [2], dtype "|O", the
+# object codec as the filter and the fill value patched in, no chunk stored: for each fill value,
+# `a.fill_value` and every item of `a[:]` are that value, of that type; and writing "x" into
+# item 0 of a vlen-utf8 (vlen-bytes) array filled with 0 reads back ["x", "", 0, 0]
+# ([b"x", b"", 0, 0]): numcodecs writes 0 and None as empty.
+ZARR_2_18_FILLS = [0, 1, 2.5, 0.0, True, None]
+ZARR_2_18_CODECS = [{"id": "vlen-utf8"}, {"id": "vlen-bytes"}, {"id": "json2"},
+                    {"id": "msgpack2"}, {"id": "pickle"}, {"id": "vlen-array", "dtype": "<i4"}]
 
-    zarr = pytest.importorskip("zarr")
 
-    path = os.path.join(FIXTURES, "object_fill_0")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        theirs = zarr.open_array(path, mode="r")
-        expected = theirs[:]
-    assert zarrcore.open_array(path).fill_value == theirs.fill_value == "0"
-    np.testing.assert_array_equal(zarrcore.open_array(path)[:], expected)
+def _object_array(path, codec, fill):
+    os.makedirs(path)
+    with open(os.path.join(path, ".zarray"), "w") as f:
+        json.dump({"chunks": [2], "compressor": None, "dtype": "|O", "fill_value": fill,
+                   "filters": [codec], "order": "C", "shape": [4], "zarr_format": 2}, f)
+    return zarrcore.open_array(path, mode="r+")
+
+
+@pytest.mark.parametrize("codec", ZARR_2_18_CODECS, ids=lambda c: c["id"])
+@pytest.mark.parametrize("fill", ZARR_2_18_FILLS, ids=repr)
+def test_object_fill_values_read_as_zarr_2_18(tmp_path, codec, fill, pickles_allowed):
+    a = _object_array(str(tmp_path / "a"), codec, fill)
+    assert type(a.fill_value) is type(fill) and a.fill_value == fill
+    got = a[:]
+    assert got.dtype == object
+    assert [(type(x), x) for x in got.tolist()] == [(type(fill), fill)] * 4
+
+
+@pytest.mark.parametrize("codec, item", [("vlen-utf8", "x"), ("vlen-bytes", b"x")])
+def test_vlen_fill_0_writes_as_zarr_2_18(tmp_path, codec, item):
+    import numcodecs
+
+    path = str(tmp_path / "a")
+    a = _object_array(path, {"id": codec}, 0)
+    a[0] = item
+    assert a[:].tolist() == [item, item[:0], 0, 0]
+    with open(os.path.join(path, "0"), "rb") as f:
+        assert numcodecs.get_codec({"id": codec}).decode(f.read()).tolist() == [item, item[:0]]
+    with pytest.raises(TypeError, match="expected"):
+        a[2] = 3
+
+
+def test_string_fills_zarr_python_3_writes_stay_text(tmp_path):
+    """zarr-python 3 and zarrcore write a text fill value: those arrays stay text."""
+    a = _object_array(str(tmp_path / "a"), {"id": "vlen-utf8"}, "0")
+    assert a.dtype.kind == "T" and a.fill_value == "0" and a[:].tolist() == ["0"] * 4
+    b = _object_array(str(tmp_path / "b"), {"id": "vlen-bytes"}, "")
+    assert b.fill_value == b"" and b[:].tolist() == [b""] * 4

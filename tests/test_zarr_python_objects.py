@@ -144,8 +144,12 @@ def test_nodes_in_the_way_raise_contains_errors(tmp_path):
         group.create_group("arr")
     with pytest.raises(errors.ContainsGroupError):
         zarrcore.create_array(str(tmp_path / "sub"), shape=(2,), dtype="i4")
-    with pytest.raises(errors.ContainsArrayError):
+    with pytest.raises(errors.ContainsArrayError) as e:
         group.require_group("arr")
+    assert isinstance(e.value, TypeError)  # zarr 3.4's
+    with pytest.raises(errors.ContainsGroupError) as e:
+        group.require_array("sub", shape=(1,))
+    assert isinstance(e.value, TypeError)
     with pytest.raises(errors.ArrayNotFoundError):  # zarr 3.4: a ValueError
         zarrcore.open_array(str(tmp_path / "sub"), mode="r")
     with pytest.raises(errors.GroupNotFoundError):  # zarr 3.4: ContainsArrayError
@@ -215,7 +219,49 @@ def calls(lib, root):
         "missing inner chunk": lambda: strict[0:4].tolist(),
         "missing shard": lambda: strict[:].tolist(),
         "chunk sizes": lambda: [strict.read_chunk_sizes, strict.write_chunk_sizes],
+        "chunk sizes, no items and 0-d": lambda: [
+            [a.read_chunk_sizes, a.write_chunk_sizes]
+            for a in (lib.create_array({}, shape=(0, 5), chunks=(4, 3), dtype="i4"),
+                      lib.create_array({}, shape=(), dtype="i4"))],
+        "get_array nested missing": lambda: group.get_array("sub/nope"),
+        "get_array ''": lambda: group.get_array(""),
+        "get_group ''": lambda: group.get_group("").path,
+        "get_group 'sub/'": lambda: group.get_group("sub/").path,
+        "require_group on an array": lambda: group.require_group("arr"),
+        "require_array on a group": lambda: group.require_array("sub", shape=(1,)),
+        "shards auto": lambda: auto_shards(lib, None),
+        "shards auto, target_shard_size_bytes": lambda: auto_shards(lib, 100_000),
+        "default_zarr_format 2": lambda: default_format_2(lib, root),
+        "json_indent": lambda: indented(lib, root),
     }
+
+
+def auto_shards(lib, target):
+    with lib.config.set({"array.target_shard_size_bytes": target}):
+        return [[list(a.chunks), list(a.shards)] for a in (
+            lib.create_array({}, shape=shape, chunks=chunks, shards="auto", dtype="i4")
+            for shape, chunks in [((1000, 1000), (50, 50)), ((1000, 1000), "auto"),
+                                  ((100, 10), (10, 5)), ((120, 10), (50, 5)),
+                                  ((0, 5), (4, 3)), ((10**7,), (1,))])]
+
+
+def default_format_2(lib, root):
+    with lib.config.set({"default_zarr_format": 2}):
+        return [node.metadata.zarr_format for node in (
+            lib.create_array({}, shape=(3,), dtype="i4", zarr_format=None),
+            lib.create_array({}, shape=(3,), dtype="i4"), lib.zeros((3,)),
+            lib.open_array(root + "/v", mode="w", shape=(3,)), lib.group(),
+            lib.create_group({}), lib.open_group(root + "/g", mode="w"))]
+
+
+def indented(lib, root):
+    out = []
+    for indent in (0, 4):
+        with lib.config.set({"json_indent": indent}):
+            lib.create_group(root + f"/indent{indent}", attributes={"a": [1]})
+        with open(f"{root}/indent{indent}/zarr.json") as f:
+            out.append(f.read())
+    return out
 
 
 BUILTINS = (ValueError, TypeError, KeyError, IndexError, FileNotFoundError, FileExistsError)
@@ -230,6 +276,36 @@ def outcomes(lib, root):
             out[name] = [type(e).__name__, [b.__name__ for b in BUILTINS if isinstance(e, b)]]
     return out
 """
+
+
+# What zarr-python 3.4.2 gives for auto_shards (below) without and with a target size.
+AUTO_SHARDS_3_4 = {
+    None: [[[50, 50], [100, 100]], [[250, 500], [250, 500]], [[10, 5], [20, 5]],
+           [[50, 5], [50, 5]], [[4, 3], [4, 3]], [[1], [2]]],
+    100_000: [[[50, 50], [150, 150]], [[250, 500], [250, 500]], [[10, 5], [20, 10]],
+              [[50, 5], [100, 10]], [[4, 3], [4, 3]], [[1], [25000]]],
+}
+
+
+def test_config_keys_of_zarr_3_4(tmp_path):
+    """default_zarr_format, array.target_shard_size_bytes (shards="auto") and json_indent
+    mean what they mean in zarr-python 3.4 (checked against it by the test below)."""
+    scope = {"json": json}
+    exec(CALLS, scope)
+    for target, want in AUTO_SHARDS_3_4.items():
+        assert scope["auto_shards"](zarrcore, target) == want
+    # create_array takes 3 unless told, as zarr-python 3.4's
+    assert scope["default_format_2"](zarrcore, str(tmp_path)) == [2, 3, 2, 2, 2, 2, 2]
+    assert zarrcore.zeros((3,)).metadata.zarr_format == 3
+    flat, wide = scope["indented"](zarrcore, str(tmp_path))
+    assert flat.startswith('{\n"attributes"') and wide.startswith('{\n    "attributes"')
+    with zarrcore.config.set(target_shard_size_bytes=10**9):  # no loop over 10**8 sizes
+        with pytest.raises(errors.MetadataError, match="max_shard_index_entries"):
+            zarrcore.create_array({}, shape=(10**8,), chunks=(1,), shards="auto", dtype="i1")
+    for key, bad in [("default_zarr_format", 4), ("json_indent", -1),
+                     ("array.target_shard_size_bytes", 0)]:
+        with pytest.raises(ValueError):
+            zarrcore.config.set({key: bad})
 
 
 @pytest.mark.slow  # another interpreter
@@ -252,4 +328,6 @@ def test_zarr_3_4_raises_the_same_kinds_of_errors(peer, tmp_path):  # noqa: F811
 # ContainsArrayError): a subclass of the error it raised before (NodeNotFoundError), also the
 # builtin zarr's is.
 OUR_NAMES = {"open_array on a group": "ArrayNotFoundError",
-             "open_group on an array": "GroupNotFoundError"}
+             "open_group on an array": "GroupNotFoundError",
+             "require_group on an array": "IncompatibleArrayError",
+             "require_array on a group": "IncompatibleGroupError"}

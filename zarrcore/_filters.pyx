@@ -272,8 +272,14 @@ def unshuffle(src, size_t elementsize):
     return _shuffle(src, elementsize, False)
 
 
+cdef inline bint _numcodecs_missing(object item):
+    """None, and numbers equal to 0 (zarr 2.x's fill value), which numcodecs writes empty."""
+    return item is None or (isinstance(item, (int, float, np.number, np.bool_)) and item == 0)
+
+
 def vlen_encode(list items, bint text):
-    """Frame `items` (str when `text`, else bytes; None is empty) as one uint8 array."""
+    """Frame `items` (str when `text`, else bytes; None and 0 are empty, as in numcodecs) as
+    one uint8 array."""
     cdef Py_ssize_t n = len(items), i, size
     cdef const char **ptrs = <const char **>malloc(max(n, 1) * sizeof(char *))
     cdef size_t *lens = <size_t *>malloc(max(n, 1) * sizeof(size_t))
@@ -288,21 +294,21 @@ def vlen_encode(list items, bint text):
     try:
         for i in range(n):
             item = items[i]
-            if item is None:
-                ptrs[i], lens[i] = b"", 0
-            elif text:
-                if not isinstance(item, str):
-                    raise TypeError(f"vlen-utf8: expected str items, got {type(item).__name__}")
+            if text and isinstance(item, str):
                 ptrs[i] = PyUnicode_AsUTF8AndSize(item, &size)
                 lens[i] = size
-            else:
-                if not isinstance(item, bytes):
-                    if not isinstance(item, (bytearray, memoryview)):
-                        raise TypeError(f"vlen-bytes: expected bytes items, got {type(item).__name__}")
-                    item = bytes(item)
-                    keep.append(item)
+                continue
+            if not text and isinstance(item, (bytearray, memoryview)):
+                item = bytes(item)
+                keep.append(item)
+            if not text and isinstance(item, bytes):
                 ptrs[i] = PyBytes_AS_STRING(item)
                 lens[i] = PyBytes_GET_SIZE(item)
+            elif _numcodecs_missing(item):
+                ptrs[i], lens[i] = b"", 0
+            else:
+                raise TypeError(f"{'vlen-utf8' if text else 'vlen-bytes'}: expected "
+                                f"{'str' if text else 'bytes'} items, got {type(item).__name__}")
         status = zc_vlen_encoded_size(n, lens, &total)
         if status != ZC_OK:
             raise ValueError("vlen: too many items or an item too long for 32-bit lengths")

@@ -19,7 +19,7 @@ from .codecs.v2 import codecs_from_v2_metadata, create_metadata_v2
 from .config import config as global_config
 from .creation import (
     check_mode, codec_list, data_type_for, fill_value_for, normalize_chunks, normalize_shape,
-    prepare_path, shard_codecs, split_codecs, store_mode,
+    format_for_new, prepare_path, shard_codecs, split_codecs, store_mode,
 )
 from .errors import ArrayNotFoundError, NodeNotFoundError, SelectionError, ShapeMismatchError
 from .metadata import ArrayMetadataV2, ArrayMetadataV3, ChunkKeyEncoding
@@ -101,10 +101,8 @@ class Array(nodes.Node):
 
     @staticmethod
     def _read_fill_value(metadata: Any) -> Any:
-        # v2 `null` means undefined; read it as the type's default (zero, NaT, empty) as
-        # zarr-python does.
-        if metadata.fill_value is None:
-            return metadata.data_type.default_fill_value()
+        if metadata.fill_value is None:  # v2 `null`: undefined
+            return metadata.data_type.undefined_fill_value()
         return metadata.fill_value
 
     # -- properties -----------------------------------------------------------
@@ -1235,10 +1233,11 @@ def _array_config(config: Any) -> dict[str, Any]:
 def create_array(store: StoreLike = None, *, name: str | None = None,
                  shape: ShapeLike | None = None, dtype: npt.DTypeLike | None = None,
                  data: npt.ArrayLike | None = None, chunks: ChunksLike = None,
-                 shards: ShapeLike | Mapping[str, Any] | None = None, filters: CodecsLike = None,
+                 shards: ShapeLike | Mapping[str, Any] | Literal["auto"] | None = None,
+                 filters: CodecsLike = None,
                  serializer: CodecsLike = "auto", compressors: CodecsLike = "auto",
                  fill_value: Any = None, order: Literal["C", "F"] | None = None,
-                 zarr_format: int = 3, attributes: Mapping[str, Any] | None = None,
+                 zarr_format: int | None = 3, attributes: Mapping[str, Any] | None = None,
                  chunk_key_encoding: Any = None,
                  dimension_names: Sequence[str | None] | None = None, overwrite: bool = False,
                  path: str | None = None, config: Mapping[str, Any] | None = None,
@@ -1264,9 +1263,10 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
     chunks : int, tuple of int or "auto", optional
         The chunk shape (inner chunks when sharded); -1 is a whole axis; None or "auto"
         guesses them as zarr-python does (inner chunks: about 1 MiB, dividing the shard).
-    shards : tuple of int or dict, optional
+    shards : tuple of int, dict or "auto", optional
         The shard shape, or {"shape": ..., "index_location": "start" | "end"}; None for
-        no sharding (format 3 only).
+        no sharding (format 3 only); "auto" sizes them as zarr-python 3.4 does
+        (`config.target_shard_size_bytes`).
     filters, serializer, compressors : codec, list of codecs, "auto" or None, optional
         The codecs of each stage, as codec objects or v3 JSON (for format 2: numcodecs
         configurations); "auto" is the default (bytes, then zstd level 0).
@@ -1277,7 +1277,7 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
         reads of it return too; a format 3 array warns and ignores it, as zarr-python does
         (see `config`).
     zarr_format : {2, 3}, optional
-        The format to write.
+        The format to write; None: `config.default_zarr_format`.
     attributes : Mapping, optional
         The array's attributes (strict JSON).
     chunk_key_encoding : dict, optional
@@ -1322,6 +1322,7 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
     if shape is None:
         raise TypeError("create_array needs a shape (or data)")
     dtype = "float64" if dtype is None else dtype
+    zarr_format = format_for_new(zarr_format)
     check_attributes(attributes or {})
     path = nodes.normalize_path(path if path is not None else name)
     store = make_store(store, storage_options=storage_options,
@@ -1498,7 +1499,7 @@ def create(shape: ShapeLike, *, chunks: ChunksLike | bool = None,
         raise TypeError(f"create() got unexpected keyword arguments {sorted(kwargs)}")
     if zarr_version is not None and zarr_format is not None and zarr_version != zarr_format:
         raise ValueError(f"zarr_version {zarr_version} and zarr_format {zarr_format} differ")
-    zarr_format = zarr_format or zarr_version or 3
+    zarr_format = format_for_new(zarr_format or zarr_version)
     if chunk_store is not None:
         raise NotImplementedError("a separate chunk_store is not supported")
     chunks = chunk_shape if chunk_shape is not None else chunks
@@ -1552,7 +1553,7 @@ def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = N
     path, name : str, optional
         The array's path in the store (`path` wins).
     zarr_format : {2, 3}, optional
-        The format to open or create; None finds it (creates format 3).
+        The format to open or create; None finds it (creates `config.default_zarr_format`'s).
     storage_options : dict, optional
         Options of the store a URL names (credentials, endpoint, timeouts...).
     **kwargs
@@ -1578,205 +1579,83 @@ def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = N
                        mode=store_mode(mode, path))
     if mode in ("w", "w-"):
         return create_array(store, name=path, overwrite=(mode == "w"),
-                            zarr_format=zarr_format or 3, **kwargs)
+                            zarr_format=format_for_new(zarr_format), **kwargs)
     try:
         metadata = nodes.read_metadata(store, path, zarr_format)
     except NodeNotFoundError:
         if mode == "a" and "shape" in kwargs:
-            return create_array(store, name=path, zarr_format=zarr_format or 3, **kwargs)
+            return create_array(store, name=path, zarr_format=format_for_new(zarr_format), **kwargs)
         raise
     if metadata.node_type != "array":
         raise ArrayNotFoundError(f"the node at path {path!r} is a group, not an array")
     return Array(store, path, metadata, read_only=(mode == "r"), config=kwargs.get("config"))
 
 
+def _create(store: StoreLike, shape: ShapeLike, kwargs: dict[str, Any]) -> Array:
+    # As zarr-python's `create`, which these stand for: the format defaults to
+    # config.default_zarr_format (create_array's to 3).
+    kwargs.setdefault("zarr_format", None)
+    return create_array(store, shape=shape, **kwargs)
+
+
 def array(data: npt.ArrayLike, store: StoreLike = None, **kwargs: Any) -> Array:
-    """Create an array holding `data`.
-
-    Parameters
-    ----------
-    data : array_like
-        The values; they give the shape and (unless `dtype` is given) the dtype.
-    store : str, os.PathLike, dict, Store or None
-        A directory path, a URL, a dict (kept in memory), a Store (or another library's
-        store), or None for a new memory store.
-    **kwargs
-        As `create_array` takes them.
-
-    Returns
-    -------
-    Array
-    """
+    """An array holding `data`, which gives the shape and (unless `dtype` is given) the
+    dtype; `store` and `kwargs` as `create_array` takes them."""
     data = np.asanyarray(data)
     kwargs.setdefault("dtype", data.dtype)
-    arr = create_array(store, shape=data.shape, **kwargs)
+    arr = _create(store, data.shape, kwargs)
     arr[...] = data
     return arr
 
 
 def full(shape: ShapeLike, fill_value: Any, store: StoreLike = None, **kwargs: Any) -> Array:
-    """create_array with `fill_value`; nothing is stored until written.
-
-    Parameters
-    ----------
-    shape : int or tuple of int
-    fill_value : scalar
-    store : str, os.PathLike, dict, Store or None
-        A directory path, a URL, a dict (kept in memory), a Store (or another library's
-        store), or None for a new memory store.
-    **kwargs
-        As `create_array` takes them.
-
-    Returns
-    -------
-    Array
-    """
-    return create_array(store, shape=shape, fill_value=fill_value, **kwargs)
+    """An array of `shape` filled with `fill_value`; `store` and `kwargs` as `create_array`
+    takes them. Nothing is stored until written."""
+    return _create(store, shape, {**kwargs, "fill_value": fill_value})
 
 
 def zeros(shape: ShapeLike, store: StoreLike = None, **kwargs: Any) -> Array:
-    """create_array with fill value 0; nothing is stored until written.
-
-    Parameters
-    ----------
-    shape : int or tuple of int
-    store : str, os.PathLike, dict, Store or None
-        A directory path, a URL, a dict (kept in memory), a Store (or another library's
-        store), or None for a new memory store.
-    **kwargs
-        As `create_array` takes them.
-
-    Returns
-    -------
-    Array
-    """
-    return create_array(store, shape=shape, fill_value=0, **kwargs)
+    """`full` with 0."""
+    return full(shape, 0, store, **kwargs)
 
 
 def ones(shape: ShapeLike, store: StoreLike = None, **kwargs: Any) -> Array:
-    """create_array with fill value 1; nothing is stored until written.
-
-    Parameters
-    ----------
-    shape : int or tuple of int
-    store : str, os.PathLike, dict, Store or None
-        A directory path, a URL, a dict (kept in memory), a Store (or another library's
-        store), or None for a new memory store.
-    **kwargs
-        As `create_array` takes them.
-
-    Returns
-    -------
-    Array
-    """
-    return create_array(store, shape=shape, fill_value=1, **kwargs)
+    """`full` with 1."""
+    return full(shape, 1, store, **kwargs)
 
 
 def empty(shape: ShapeLike, store: StoreLike = None, **kwargs: Any) -> Array:
-    """create_array with the data type's default fill value.
-
-    Parameters
-    ----------
-    shape : int or tuple of int
-    store : str, os.PathLike, dict, Store or None
-        A directory path, a URL, a dict (kept in memory), a Store (or another library's
-        store), or None for a new memory store.
-    **kwargs
-        As `create_array` takes them.
-
-    Returns
-    -------
-    Array
-    """
-    return create_array(store, shape=shape, **kwargs)
+    """`full` with the data type's default fill value."""
+    return _create(store, shape, kwargs)
 
 
 def _like_kwargs(a: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     kwargs.setdefault("dtype", a.dtype)
     if isinstance(a, Array):
         kwargs.setdefault("chunks", a.chunks)
+        kwargs.setdefault("zarr_format", a.metadata.zarr_format)  # as zarr-python 3.4
     return kwargs
 
 
+# The *_like functions: `kwargs`, as `create_array` takes them, override what `a` gives.
 def zeros_like(a: Array | npt.ArrayLike, store: StoreLike = None, **kwargs: Any) -> Array:
-    """zeros of the shape and dtype of `a` (and its chunks when an Array).
-
-    Parameters
-    ----------
-    a : Array or array_like
-        The model: its shape and dtype, and its chunks when an Array.
-    store : str, os.PathLike, dict, Store or None
-        A directory path, a URL, a dict (kept in memory), a Store (or another library's
-        store), or None for a new memory store.
-    **kwargs
-        As `create_array` takes them; they override what `a` gives.
-
-    Returns
-    -------
-    Array
-    """
+    """`zeros` of the shape and dtype of `a`, and its chunks and format when an Array."""
     return zeros(np.shape(a), store, **_like_kwargs(a, kwargs))
 
 
 def ones_like(a: Array | npt.ArrayLike, store: StoreLike = None, **kwargs: Any) -> Array:
-    """ones of the shape and dtype of `a` (and its chunks when an Array).
-
-    Parameters
-    ----------
-    a : Array or array_like
-        The model: its shape and dtype, and its chunks when an Array.
-    store : str, os.PathLike, dict, Store or None
-        A directory path, a URL, a dict (kept in memory), a Store (or another library's
-        store), or None for a new memory store.
-    **kwargs
-        As `create_array` takes them; they override what `a` gives.
-
-    Returns
-    -------
-    Array
-    """
+    """`ones` of the shape and dtype of `a`, and its chunks and format when an Array."""
     return ones(np.shape(a), store, **_like_kwargs(a, kwargs))
 
 
 def empty_like(a: Array | npt.ArrayLike, store: StoreLike = None, **kwargs: Any) -> Array:
-    """empty of the shape and dtype of `a` (and its chunks when an Array).
-
-    Parameters
-    ----------
-    a : Array or array_like
-        The model: its shape and dtype, and its chunks when an Array.
-    store : str, os.PathLike, dict, Store or None
-        A directory path, a URL, a dict (kept in memory), a Store (or another library's
-        store), or None for a new memory store.
-    **kwargs
-        As `create_array` takes them; they override what `a` gives.
-
-    Returns
-    -------
-    Array
-    """
+    """`empty` of the shape and dtype of `a`, and its chunks and format when an Array."""
     return empty(np.shape(a), store, **_like_kwargs(a, kwargs))
 
 
 def full_like(a: Array | npt.ArrayLike, fill_value: Any, store: StoreLike = None,
               **kwargs: Any) -> Array:
-    """full of the shape and dtype of `a` (and its chunks when an Array).
-
-    Parameters
-    ----------
-    a : Array or array_like
-        The model: its shape and dtype, and its chunks when an Array.
-    fill_value : scalar
-    store : str, os.PathLike, dict, Store or None
-        A directory path, a URL, a dict (kept in memory), a Store (or another library's
-        store), or None for a new memory store.
-    **kwargs
-        As `create_array` takes them; they override what `a` gives.
-
-    Returns
-    -------
-    Array
-    """
+    """`full` of the shape and dtype of `a`, and its chunks and format when an Array."""
     return full(np.shape(a), fill_value, store, **_like_kwargs(a, kwargs))
 
 
@@ -1852,7 +1731,7 @@ def from_array(store: StoreLike = None, *, data: Array | npt.ArrayLike, write_da
         dtype = source.dtype
     else:
         source = np.asanyarray(data)
-        zarr_format = zarr_format or 3
+        zarr_format = format_for_new(zarr_format)
         settings = {k: (None if k in ("chunks", "shards") else "auto")
                     if isinstance(v, str) and v == "keep" else v for k, v in settings.items()}
         if zarr_format == 2:
@@ -1895,14 +1774,14 @@ def save_array(store: StoreLike, arr: npt.ArrayLike, *, zarr_format: int | None 
     arr : array_like
         The values.
     zarr_format : {2, 3}, optional
-        The format to write (default 3).
+        The format to write (default `config.default_zarr_format`).
     path : str, optional
         The array's path in the store.
     **kwargs
         As `create_array` takes them.
     """
     data = np.asanyarray(arr)
-    array(data, store, name=path, overwrite=True, zarr_format=zarr_format or 3, **kwargs)
+    array(data, store, name=path, overwrite=True, zarr_format=zarr_format, **kwargs)
 
 
 def open_like(a: Array | npt.ArrayLike, path: StoreLike, **kwargs: Any) -> Array:

@@ -75,8 +75,8 @@ class Config:
     """Process-wide settings. Attribute reads are cheap; `set` validates.
 
     The options, each an attribute: `num_threads`, `write_empty_chunks`,
-    `read_missing_chunks`, `array_order`,
-    `shard_write_order`, `confine_local_stores`, `allow_pickle`, `buffer_pool_bytes`,
+    `read_missing_chunks`, `array_order`, `default_zarr_format`, `target_shard_size_bytes`,
+    `json_indent`, `shard_write_order`, `confine_local_stores`, `allow_pickle`, `buffer_pool_bytes`,
     `io_concurrency`, `io_timeout`, `io_retries`, `lock_timeout`, `max_dimensions`,
     `max_chunk_bytes` and `max_shard_index_entries`; the module's documentation names their
     environment variables.
@@ -97,6 +97,16 @@ class Config:
         # without an order of their own (their `config`), and the order new v2 arrays store
         # when `order` is not given: zarr-python's "array.order".
         self.array_order = "C"
+        # The format of new arrays and groups when none is given (zarr-python's
+        # "default_zarr_format"); create_array and Group.from_store take 3 unless told.
+        self.default_zarr_format = 3
+        # shards="auto" makes shards of about this many bytes, the same number of chunks
+        # along every axis; None: two chunks along each axis of more than 8 chunks
+        # (zarr-python 3.4's "array.target_shard_size_bytes").
+        self.target_shard_size_bytes: int | None = None
+        # The indent of the JSON metadata documents written (None: one line), as
+        # zarr-python's "json_indent".
+        self.json_indent: int | None = 2
         # Order in which a shard's inner chunks are laid out on write ("C" or "morton"); not stored.
         self.shard_write_order = "C"
         # Stores made from a path refuse keys that resolve outside their root (LocalStore's
@@ -141,8 +151,9 @@ class Config:
         """Set options, given as a dict, as keywords or both.
 
         zarr-python's names ("array.write_empty_chunks", "array.read_missing_chunks",
-        "array.allow_unsafe_pickle_decode", "array.order", "threading.max_workers",
-        "async.concurrency", "async.timeout") work too. Nothing changes when one is invalid.
+        "array.allow_unsafe_pickle_decode", "array.order", "array.target_shard_size_bytes",
+        "threading.max_workers", "async.concurrency", "async.timeout") work too. Nothing
+        changes when one is invalid.
 
         Parameters
         ----------
@@ -213,6 +224,14 @@ class Config:
         elif name == "array_order":
             if value not in ("C", "F"):
                 raise ValueError(f"array_order must be 'C' or 'F', not {value!r}")
+        elif name == "default_zarr_format":
+            if value not in (2, 3) or isinstance(value, bool):
+                raise ValueError(f"default_zarr_format must be 2 or 3, not {value!r}")
+        elif name in ("target_shard_size_bytes", "json_indent"):
+            least = 1 if name == "target_shard_size_bytes" else 0
+            if value is not None and (isinstance(value, bool) or int(value) < least):
+                raise ValueError(f"{name} must be None or an integer >= {least}")
+            value = None if value is None else int(value)
         elif name == "shard_write_order":
             if value not in ("C", "morton"):
                 raise ValueError("shard_write_order must be 'C' or 'morton'")
@@ -254,7 +273,7 @@ class Config:
 
 _OPTIONS = frozenset([
     "num_threads", "write_empty_chunks", "read_missing_chunks", "array_order",
-    "shard_write_order",
+    "default_zarr_format", "target_shard_size_bytes", "json_indent", "shard_write_order",
     "confine_local_stores", "allow_pickle", "unsafe_partial_writes", "buffer_pool_bytes",
     "io_concurrency", "io_timeout", "io_retries", "lock_timeout", *LIMITS,
 ])
@@ -264,6 +283,7 @@ _ALIASES = {
     "array.read_missing_chunks": "read_missing_chunks",
     "array.allow_unsafe_pickle_decode": "allow_pickle",
     "array.order": "array_order",
+    "array.target_shard_size_bytes": "target_shard_size_bytes",
     "threading.max_workers": "num_threads",
     "async.concurrency": "io_concurrency",
     "async.timeout": "io_timeout",

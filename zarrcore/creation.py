@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import nodes
+from .config import config
 from .codecs import ArrayArrayCodec, ArrayBytesCodec, codec_from_json
 from .codecs.sharding import ShardingCodec
 from .codecs.v2 import object_data_type
@@ -90,6 +91,9 @@ def shard_codecs(codecs: list[Any], chunks: tuple[int, ...], shards: Any, shape:
     if isinstance(shards, dict):
         index_location = shards.get("index_location", "end")
         shards = shards["shape"]
+    if isinstance(shards, str) and shards == "auto":
+        return ([ShardingCodec(chunks, codecs, index_location=index_location)],
+                auto_shard_shape(chunks, shape, itemsize))
     shard_shape = normalize_chunks(shards, shape, itemsize)
     if auto_chunks:
         # The largest divisor of each shard side not above the guessed chunk side; chunks
@@ -101,6 +105,33 @@ def shard_codecs(codecs: list[Any], chunks: tuple[int, ...], shards: Any, shape:
         raise ValueError(
             f"the shard shape {shard_shape} must be a multiple of the chunk shape {chunks}")
     return [ShardingCodec(chunks, codecs, index_location=index_location)], shard_shape
+
+
+def auto_shard_shape(chunks: tuple[int, ...], shape: tuple[int, ...],
+                     itemsize: int) -> tuple[int, ...]:
+    """The shards of shards="auto", as zarr-python 3.4 sizes them. Without
+    `config.target_shard_size_bytes`: two chunks along each axis the array spans more than 8
+    chunks of, one along the others. With it: the same number of chunks along every axis,
+    the most that keeps a shard within that many bytes and within the array (at least one).
+    """
+    target = config.target_shard_size_bytes
+    if target is None:
+        return tuple(2 * c if s // c > 8 else c for c, s in zip(chunks, shape))
+    chunk_bytes = math.prod(chunks) * itemsize
+    if not chunks or not chunk_bytes:
+        return chunks
+    fits = min(s // c for c, s in zip(chunks, shape))
+    per_axis = int((target // chunk_bytes) ** (1 / len(chunks)))  # the float root, then exact:
+    while per_axis ** len(chunks) * chunk_bytes > target:
+        per_axis -= 1
+    while (per_axis + 1) ** len(chunks) * chunk_bytes <= target:
+        per_axis += 1
+    return tuple(c * max(1, min(per_axis, fits)) for c in chunks)
+
+
+def format_for_new(zarr_format: int | None) -> int:
+    """The format of a node to create: `zarr_format`, else `config.default_zarr_format`."""
+    return config.default_zarr_format if zarr_format is None else zarr_format
 
 
 def codec_list(value: Any, default: Iterable[Any], where: str) -> list[Any]:

@@ -120,6 +120,16 @@ class ContainsGroupError(NodeExistsError, ValueError):
     (`Group.get_array`); a ValueError too, as zarr-python's."""
 
 
+class IncompatibleArrayError(ContainsArrayError, TypeError):
+    """An array is where `Group.require_group` wants a group; a TypeError too, as zarr-python
+    3.4's error for it."""
+
+
+class IncompatibleGroupError(ContainsGroupError, TypeError):
+    """A group is where `Group.require_array` wants an array; a TypeError too, as zarr-python
+    3.4's error for it."""
+
+
 class StoreError(ZarrcoreError, OSError):
     """The store could not read, list or write a key: a directory or a symlink loop where a
     key should be, a full disk, no permission... (`errno` is the system's)."""

@@ -15,10 +15,11 @@ from .array import (
 from .consolidated import (
     V2_DOC_KEYS, V2_KEY, ConsolidatedMetadata, empty_inline, open_group_metadata,
 )
-from .creation import check_mode, prepare_path, store_mode
+from .creation import check_mode, format_for_new, prepare_path, store_mode
 from .errors import (
-    ArrayNotFoundError, GroupNotFoundError, MemberNotFoundError, MetadataError, NodeExistsError,
-    NodeNotFoundError, ZarrcoreError,
+    ArrayNotFoundError, GroupNotFoundError, IncompatibleArrayError, IncompatibleGroupError,
+    InvalidKeyError, MemberNotFoundError, MetadataError, NodeExistsError, NodeNotFoundError,
+    ZarrcoreError,
 )
 from .metadata import GroupMetadataV3
 from .metadata.common import MetadataDocument, check_attributes
@@ -35,6 +36,9 @@ _D = TypeVar("_D")
 _N = TypeVar("_N", Array, "Group")
 
 _A = {"array": "an array", "group": "a group"}
+# What require_group and require_array raise for a node of the other kind, by its kind.
+_INCOMPATIBLE: dict[str, type[NodeExistsError]] = {
+    "array": IncompatibleArrayError, "group": IncompatibleGroupError}
 
 
 def open_node(store: Store, path: str, zarr_format: int | None = None, read_only: bool = False,
@@ -97,7 +101,7 @@ class Group(nodes.Node):
     def _child_path(self, name: str) -> str:
         name = nodes.normalize_path(name)
         if not name:
-            raise ValueError("member name must not be empty")
+            raise InvalidKeyError(f"group {self.name!r}: member name must not be empty")
         return nodes.join(self._path, name)
 
     # -- members --------------------------------------------------------------
@@ -150,45 +154,32 @@ class Group(nodes.Node):
             return default
 
     def get_array(self, path: str) -> Array:
-        """The array at `path`, a path relative to this group (zarr-python 3.4's).
-
-        Raises
-        ------
-        ArrayNotFoundError
-            Nothing is there (a FileNotFoundError and a ValueError).
-        ContainsGroupError
-            A group is there (a ValueError).
-        """
+        """The array at `path`, relative to this group, as zarr-python 3.4's: else
+        ArrayNotFoundError (nothing there) or ContainsGroupError (a group)."""
         return self._member_of_kind(path, Array)
 
     def get_group(self, path: str) -> Group:
-        """The group at `path`, a path relative to this group (zarr-python 3.4's).
-
-        Raises
-        ------
-        GroupNotFoundError
-            Nothing is there (a FileNotFoundError and a ValueError).
-        ContainsArrayError
-            An array is there (a ValueError).
-        """
+        """The group at `path` ("" is this one), as `get_array` for groups: else
+        GroupNotFoundError or ContainsArrayError."""
         return self._member_of_kind(path, Group)
 
     def _member_of_kind(self, path: str, cls: type[_N]) -> _N:
         try:
-            node = self._open_member(path)
+            # "" is this group, as zarr-python 3.4 takes it.
+            node = self._open_member(path) if nodes.normalize_path(path) else self
         except NodeNotFoundError:
             missing = ArrayNotFoundError if cls is Array else GroupNotFoundError
             raise missing(f"group {self.name!r} has no member {path!r}") from None
         return self._of_kind(node, cls, path)
 
     @staticmethod
-    def _of_kind(node: Array | Group, cls: type[_N], path: str) -> _N:
-        """`node` (at `path`) when it is a `cls`; the nodes.CONTAINS error of its kind when
+    def _of_kind(node: Array | Group, cls: type[_N], path: str,
+                 errors: Mapping[str, type[NodeExistsError]] = nodes.CONTAINS) -> _N:
+        """`node` (at `path`) when it is a `cls`; the error in `errors` of its kind when
         not."""
         if isinstance(node, cls):
             return node
-        raise nodes.CONTAINS[node.kind](
-            f"{_A[node.kind]} exists at {path!r}, not {_A[cls.kind]}")
+        raise errors[node.kind](f"{_A[node.kind]} exists at {path!r}, not {_A[cls.kind]}")
 
     def __contains__(self, name: str) -> bool:
         """Is there a member at the path `name`?"""
@@ -374,34 +365,19 @@ class Group(nodes.Node):
                              attributes, overwrite)
 
     def _existing(self, name: str, cls: type[_N]) -> _N | None:
-        """The member `name`, None when there is none; ContainsArrayError or
-        ContainsGroupError when it is not a `cls`."""
+        """The member `name`, None when there is none; IncompatibleArrayError or
+        IncompatibleGroupError when it is not a `cls`."""
         path = self._child_path(name)
         try:
             node = open_node(self._store, path, read_only=self._read_only)
         except NodeNotFoundError:
             return None
-        return self._of_kind(node, cls, path)
+        return self._of_kind(node, cls, path, _INCOMPATIBLE)
 
     def require_group(self, name: str, **kwargs: Any) -> Group:
-        """The group at `name`, created (with `kwargs` as create_group takes them) when missing.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        **kwargs
-            For creating it, as `create_group` takes them.
-
-        Returns
-        -------
-        Group
-
-        Raises
-        ------
-        NodeExistsError
-            An array is there.
-        """
+        """The group at `name` (a path relative to this group), created with `kwargs` (as
+        `create_group` takes them) when missing; an array there raises IncompatibleArrayError
+        (a ContainsArrayError and a TypeError)."""
         node = self._existing(name, Group)
         return node if node is not None else self.create_group(name, **kwargs)
 
@@ -433,33 +409,10 @@ class Group(nodes.Node):
 
     def require_array(self, name: str, *, shape: ShapeLike, dtype: npt.DTypeLike | None = None,
                       exact: bool = False, **kwargs: Any) -> Array:
-        """The array `name`, created when missing. An existing one must have `shape` and a dtype
-        that casts safely to `dtype` (equals it when `exact`), else TypeError.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        shape : int or tuple of int
-            The shape it must have, or is created with.
-        dtype : dtype-like, optional
-            The dtype it must cast to safely (or equal), or is created with.
-        exact : bool, optional
-            Require the dtype to equal `dtype`.
-        **kwargs
-            For creating it, as `create_array` takes them.
-
-        Returns
-        -------
-        Array
-
-        Raises
-        ------
-        TypeError
-            The existing array's shape or dtype does not fit.
-        NodeExistsError
-            A group is there.
-        """
+        """The array `name` (a path relative to this group), created with `shape`, `dtype` and
+        `kwargs` (as `create_array` takes them) when missing. An existing one must have `shape`
+        and a dtype that casts safely to `dtype` (equals it when `exact`), else TypeError; a
+        group there raises IncompatibleGroupError (a ContainsGroupError and a TypeError)."""
         node = self._existing(name, Array)
         if node is None:
             if dtype is not None:
@@ -554,36 +507,12 @@ class Group(nodes.Node):
                             overwrite=overwrite)
 
     def create(self, name: str, **kwargs: Any) -> Array:
-        """zarr-python's `Group.create`: the same as `create_array`.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        **kwargs
-            As `create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
+        """zarr-python's `Group.create`: the same as `create_array`."""
         return self.create_array(name, **kwargs)
 
     def create_dataset(self, name: str, **kwargs: Any) -> Array:
         """h5py's name for `create_array`, deprecated in zarr-python 3; `data` gives the shape
-        and dtype and is written.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        **kwargs
-            As `create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
+        and dtype and is written."""
         warnings.warn("Group.create_dataset is deprecated in zarr-python 3; use create_array",
                       DeprecationWarning, stacklevel=2)
         return self.create_array(name, **kwargs)
@@ -640,76 +569,20 @@ class Group(nodes.Node):
         return make(data, self._store, name=self._child_path(name), **kwargs)
 
     def zeros_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
-        """`zarrcore.zeros_like` of `data`, at `name` below this group.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        data : Array or array_like
-            The model: its shape and dtype (and chunks when an Array).
-        **kwargs
-            As `create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
+        """`zarrcore.zeros_like` of `data`, at `name` below this group."""
         return self._like(zeros_like, name, data, kwargs)
 
     def ones_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
-        """`zarrcore.ones_like` of `data`, at `name` below this group.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        data : Array or array_like
-            The model: its shape and dtype (and chunks when an Array).
-        **kwargs
-            As `create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
+        """`zarrcore.ones_like` of `data`, at `name` below this group."""
         return self._like(ones_like, name, data, kwargs)
 
     def empty_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
-        """`zarrcore.empty_like` of `data`, at `name` below this group.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        data : Array or array_like
-            The model: its shape and dtype (and chunks when an Array).
-        **kwargs
-            As `create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
+        """`zarrcore.empty_like` of `data`, at `name` below this group."""
         return self._like(empty_like, name, data, kwargs)
 
     def full_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
         """`zarrcore.full_like` of `data`, at `name` below this group; `fill_value` among the
-        keywords (default: `data`'s when it is an Array).
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        data : Array or array_like
-            The model: its shape and dtype (and chunks when an Array).
-        **kwargs
-            As `create_array` takes them, with `fill_value`.
-
-        Returns
-        -------
-        Array
-        """
+        keywords (default: `data`'s when it is an Array)."""
         fill_value = kwargs.pop("fill_value", getattr(data, "fill_value", None))
         return self._like(lambda d, *args, **kw: full_like(d, fill_value, *args, **kw), name, data,
                           kwargs)
@@ -791,73 +664,21 @@ class Group(nodes.Node):
         self._store.rename_prefix(src, dst)
         self._consolidated = None
 
-    def zeros(self, *, name: str, shape: ShapeLike, **kwargs: Any) -> Array:
-        """create_array with fill value 0 (nothing is stored until written).
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        shape : int or tuple of int
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
-        return self.create_array(name, shape=shape, fill_value=0, **kwargs)
-
-    def ones(self, *, name: str, shape: ShapeLike, **kwargs: Any) -> Array:
-        """create_array with fill value 1 (nothing is stored until written).
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        shape : int or tuple of int
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
-        return self.create_array(name, shape=shape, fill_value=1, **kwargs)
-
     def full(self, *, name: str, shape: ShapeLike, fill_value: Any, **kwargs: Any) -> Array:
-        """create_array with `fill_value` (nothing is stored until written).
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        shape : int or tuple of int
-        fill_value : scalar
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
+        """The array `name` (a path relative to this group) of `shape` filled with
+        `fill_value`; `kwargs` as `create_array` takes them. Nothing is stored until written."""
         return self.create_array(name, shape=shape, fill_value=fill_value, **kwargs)
 
+    def zeros(self, *, name: str, shape: ShapeLike, **kwargs: Any) -> Array:
+        """`full` with 0."""
+        return self.full(name=name, shape=shape, fill_value=0, **kwargs)
+
+    def ones(self, *, name: str, shape: ShapeLike, **kwargs: Any) -> Array:
+        """`full` with 1."""
+        return self.full(name=name, shape=shape, fill_value=1, **kwargs)
+
     def empty(self, *, name: str, shape: ShapeLike, **kwargs: Any) -> Array:
-        """create_array with the dtype's default fill value.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        shape : int or tuple of int
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
+        """`full` with the data type's default fill value."""
         return self.create_array(name, shape=shape, **kwargs)
 
     def array(self, name: str, *, data: npt.ArrayLike, **kwargs: Any) -> Array:
@@ -1046,7 +867,7 @@ def open(store: StoreLike = None, *, mode: str = "a", path: str | None = None,
     path : str, optional
         The node's path in the store.
     zarr_format : {2, 3}, optional
-        The format to open or create; None finds it (creates format 3).
+        The format to open or create; None finds it (creates `config.default_zarr_format`'s).
     storage_options : dict, optional
         Options of the store a URL names (credentials, endpoint, timeouts...).
     **kwargs
@@ -1100,7 +921,7 @@ def open_group(store: StoreLike = None, *, mode: str = "a", path: str | None = N
     path : str, optional
         The group's path in the store.
     zarr_format : {2, 3}, optional
-        The format to open or create; None finds it (creates format 3).
+        The format to open or create; None finds it (creates `config.default_zarr_format`'s).
     attributes : Mapping, optional
         Attributes of a group created here.
     use_consolidated : bool or None, optional
@@ -1128,7 +949,7 @@ def open_group(store: StoreLike = None, *, mode: str = "a", path: str | None = N
     store = make_store(store, read_only=(mode == "r"), storage_options=storage_options,
                        mode=store_mode(mode, path))
     if mode in ("w", "w-"):
-        return _create_group(store, path, zarr_format or 3, attributes, mode == "w")
+        return _create_group(store, path, format_for_new(zarr_format), attributes, mode == "w")
     try:
         node = open_node(store, path, zarr_format, read_only=(mode == "r"),
                          use_consolidated=use_consolidated)
@@ -1136,7 +957,7 @@ def open_group(store: StoreLike = None, *, mode: str = "a", path: str | None = N
         if mode != "a":
             raise
         try:
-            return _create_group(store, path, zarr_format or 3, attributes, False)
+            return _create_group(store, path, format_for_new(zarr_format), attributes, False)
         except NodeExistsError:  # another thread or process created it meanwhile: open that
             node = open_node(store, path, zarr_format, use_consolidated=use_consolidated)
     if not isinstance(node, Group):
@@ -1145,7 +966,7 @@ def open_group(store: StoreLike = None, *, mode: str = "a", path: str | None = N
 
 
 def group(store: StoreLike = None, *, overwrite: bool = False, path: str | None = None,
-          zarr_format: int = 3, attributes: Mapping[str, Any] | None = None,
+          zarr_format: int | None = None, attributes: Mapping[str, Any] | None = None,
           storage_options: dict[str, Any] | None = None) -> Group:
     """Create a group (or open the existing one when not overwriting).
 
@@ -1159,7 +980,7 @@ def group(store: StoreLike = None, *, overwrite: bool = False, path: str | None 
     path : str, optional
         The group's path in the store.
     zarr_format : {2, 3}, optional
-        The format of a new group.
+        The format of a new group (default `config.default_zarr_format`).
     attributes : Mapping, optional
         Attributes of a new group.
     storage_options : dict, optional
@@ -1179,7 +1000,8 @@ def group(store: StoreLike = None, *, overwrite: bool = False, path: str | None 
                       storage_options=storage_options)
 
 
-def create_group(store: StoreLike = None, *, path: str | None = None, zarr_format: int = 3,
+def create_group(store: StoreLike = None, *, path: str | None = None,
+                 zarr_format: int | None = None,
                  attributes: Mapping[str, Any] | None = None, overwrite: bool = False,
                  storage_options: dict[str, Any] | None = None) -> Group:
     """Create a group.
@@ -1192,7 +1014,7 @@ def create_group(store: StoreLike = None, *, path: str | None = None, zarr_forma
     path : str, optional
         The group's path in the store; groups above it are created.
     zarr_format : {2, 3}, optional
-        The format to write.
+        The format to write; None: `config.default_zarr_format`.
     attributes : Mapping, optional
         The group's attributes (strict JSON).
     overwrite : bool, optional
@@ -1214,7 +1036,7 @@ def create_group(store: StoreLike = None, *, path: str | None = None, zarr_forma
     path = nodes.normalize_path(path)
     store = make_store(store, storage_options=storage_options,
                        mode=store_mode("w" if overwrite else "a", path))
-    return _create_group(store, path, zarr_format, attributes, overwrite)
+    return _create_group(store, path, format_for_new(zarr_format), attributes, overwrite)
 
 
 def save_group(store: StoreLike, *args: npt.ArrayLike, zarr_format: int | None = None,
@@ -1231,7 +1053,7 @@ def save_group(store: StoreLike, *args: npt.ArrayLike, zarr_format: int | None =
     *args : array_like
         Arrays stored as `arr_0`, `arr_1`...
     zarr_format : {2, 3}, optional
-        The format to write (default 3).
+        The format to write (default `config.default_zarr_format`).
     path : str, optional
         The group's path in the store; what is there is replaced.
     storage_options : dict, optional
@@ -1247,7 +1069,7 @@ def save_group(store: StoreLike, *args: npt.ArrayLike, zarr_format: int | None =
     if not args and not arrays:
         raise ValueError("save_group needs at least one array")
     named = {f"arr_{i}": a for i, a in enumerate(args)} | arrays
-    grp = open_group(store, mode="w", path=path, zarr_format=zarr_format or 3,
+    grp = open_group(store, mode="w", path=path, zarr_format=zarr_format,
                      storage_options=storage_options)
     for name, value in named.items():
         grp[name] = np.asanyarray(value)
@@ -1266,7 +1088,7 @@ def save(store: StoreLike, *args: npt.ArrayLike, zarr_format: int | None = None,
     *args : array_like
         One array, or arrays for a group.
     zarr_format : {2, 3}, optional
-        The format to write (default 3).
+        The format to write (default `config.default_zarr_format`).
     path : str, optional
         The node's path in the store.
     storage_options : dict, optional

@@ -75,7 +75,8 @@ def load_json(store: Store, key: str) -> Any:
 
 
 def dump_json(doc: Any) -> bytes:
-    return json.dumps(doc, indent=2, sort_keys=False, allow_nan=False).encode()
+    return json.dumps(doc, indent=config.json_indent, sort_keys=False,
+                      allow_nan=False).encode()
 
 
 def find_metadata(store: Store, path: str, zarr_format: int | None = None) -> NodeMetadata | None:

@@ -68,7 +68,8 @@ def load_json_document(doc: object, where: str) -> JSONDict:
 
 
 def dump_json(obj: object) -> bytes:
-    return json.dumps(obj, indent=2, ensure_ascii=False).encode("utf-8")
+    """A metadata document's bytes: UTF-8 JSON, indented by `config.json_indent`."""
+    return json.dumps(obj, indent=config.json_indent, ensure_ascii=False).encode("utf-8")
 
 
 def is_int(x: object) -> bool:

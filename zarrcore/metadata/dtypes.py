@@ -43,6 +43,7 @@ __all__ = [
     "registered_data_types",
     "dtype_from_v3_json",
     "dtype_from_v2_json",
+    "v2_type_for_fill",
     "dtype_from_numpy",
     "ObjectDataTypeError",
 ]
@@ -129,6 +130,11 @@ class DataType:
     def default_fill_value(self) -> Any:
         """The fill value used when none is given: zero, False or empty."""
         return np.zeros((), dtype=self.numpy_dtype)[()]
+
+    def undefined_fill_value(self) -> Any:
+        """What chunks not stored read as where the v2 fill value is ``null`` (undefined): the
+        default, as zarr-python reads them."""
+        return self.default_fill_value()
 
     def cast_fill_value(self, value: Any) -> Any:
         """Convert a user value to a scalar of this type (TypeError/ValueError if impossible)."""
@@ -794,9 +800,8 @@ class StringType(_VariableLengthBase):
         return str(self._item(value))
 
     def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
-        # zarr 2.x wrote 0 (its generic default) as the fill value of object arrays; a number
-        # reads as its text in either format, as zarr-python 3 reads it (zarr 2.18 fills
-        # with the number 0).
+        # A number reads as its text, as zarr-python 3 reads it: in v3; a v2 array with a
+        # number as its fill value is one of Python objects (dtype_from_v2_json).
         return self.cast_fill_value(value)
 
     def _encode_fill(self, value: Any, zarr_format: int) -> JSON:
@@ -824,8 +829,6 @@ class VariableLengthBytesType(_VariableLengthBase):
         return bytes(item) if isinstance(item, (bytearray, memoryview)) else super()._item(item)
 
     def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
-        if zarr_format == 2 and value == 0 and not isinstance(value, bool):
-            return b""
         return _bytes_from_json(value)
 
     def _encode_fill(self, value: Any, zarr_format: int) -> JSON:
@@ -860,6 +863,9 @@ class PythonObjectType(_VariableLengthBase):
 
     def default_fill_value(self) -> Any:
         return 0
+
+    def undefined_fill_value(self) -> Any:
+        return None  # as zarr 2.18 reads them
 
     def cast_fill_value(self, value: Any) -> Any:
         return value
@@ -1276,6 +1282,20 @@ def dtype_from_v2_json(
             f"{object_codec_id!r}"
         )
     raise UnknownDataTypeError(f"{where}: field 'dtype': unknown or invalid data type {obj!r}")
+
+
+def v2_type_for_fill(data_type: DataType, fill_value: JSON) -> DataType:
+    """The type of a v2 array of ``data_type`` whose stored fill value is ``fill_value``.
+
+    zarr 2.x filled vlen-utf8 and vlen-bytes arrays with null or a number (0 by default) and
+    reads them as Python objects: the stored text or bytes, and that value where no chunk is
+    stored; so does zarrcore. Nothing in the metadata tells them from zarr-python 3's arrays,
+    which read such fills as text or empty; zarrcore writes them as text.
+    """
+    if isinstance(data_type, (StringType, VariableLengthBytesType)) and (
+            fill_value is None or isinstance(fill_value, (int, float))):
+        return PythonObjectType()
+    return data_type
 
 
 # Python types and names that mean variable-length types rather than numpy's U0/S0.

@@ -12,7 +12,12 @@ from zarrcore.metadata.common import (
     field_error,
     load_json_document,
 )
-from zarrcore.metadata.dtypes import DataType, dtype_from_v2_json, registered_data_types
+from zarrcore.metadata.dtypes import (
+    DataType,
+    dtype_from_v2_json,
+    registered_data_types,
+    v2_type_for_fill,
+)
 from zarrcore.metadata.grid import ChunkGrid
 from zarrcore.metadata.v3 import ChunkKeyEncoding
 
@@ -121,7 +126,9 @@ class ArrayMetadataV2(ArrayMetadata):
         compressor = doc["compressor"]
         if compressor is not None:
             _codec_config(compressor, where, "compressor")
-        data_type = dtype_from_v2_json(doc["dtype"], _object_codec_id(filters, compressor), where)
+        data_type = v2_type_for_fill(
+            dtype_from_v2_json(doc["dtype"], _object_codec_id(filters, compressor), where),
+            doc["fill_value"])
         return cls(
             shape=doc["shape"],
             data_type=data_type,

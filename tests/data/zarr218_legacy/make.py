@@ -1,7 +1,8 @@
 """Writes the fixtures of test_v2_legacy.py with zarr 2.18 (run it with a Python that has
 zarr 2.18, numcodecs < 0.16 and msgpack): arrays whose compressor levels or fill values zarr
 2.x wrote but a strict reader refuses, each with `expected.npy`, what zarr 2.18 reads; and
-object arrays (json2, msgpack2, vlen-array, pickle, categorize), each with `expected.json`.
+object arrays (json2, msgpack2, vlen-array, pickle, categorize, and vlen-utf8 filled with 0),
+each with `expected.json`.
 
 Fill values older zarr 2 versions wrote (0 for string types, strings longer than the item)
 are patched into the .zarray after writing, as zarr 2.18 itself no longer writes them.
@@ -69,6 +70,12 @@ def _tagged(value):
     return value
 
 
+def _save_items(path, expected):
+    with open(os.path.join(path, "expected.json"), "w") as f:
+        json.dump({"shape": list(expected.shape),
+                   "items": [_tagged(x) for x in expected.reshape(-1).tolist()]}, f)
+
+
 def main():
     for name, (dtype, compressor, object_codec, data, fill, *filters) in CASES.items():
         path = os.path.join(HERE, name)
@@ -84,9 +91,10 @@ def main():
             with open(os.path.join(path, ".zarray"), "w") as f:
                 json.dump(meta, f, indent=4, sort_keys=True)
         expected = zarr.open_array(path, mode="r")[:]
-        if expected.dtype == object:
-            expected = expected.astype(str)  # zarr 2.18 fills with the number 0
-        np.save(os.path.join(path, "expected.npy"), expected, allow_pickle=False)
+        if expected.dtype == object:  # text, and the number 0 where no chunk is stored
+            _save_items(path, expected)
+        else:
+            np.save(os.path.join(path, "expected.npy"), expected, allow_pickle=False)
         print(name, expected, file=sys.stderr)
     numcodecs.pickles.ALLOW_UNSAFE_PICKLE_DECODE = True  # the pickles read back are our own
     for name, (shape, chunks, codecs, data) in OBJECT_CASES.items():
@@ -95,9 +103,7 @@ def main():
         a = zarr.open_array(path, mode="w", shape=shape, chunks=chunks, dtype=object, **codecs)
         a[tuple(slice(0, n) for n in data.shape)] = data
         expected = zarr.open_array(path, mode="r")[:]
-        with open(os.path.join(path, "expected.json"), "w") as f:
-            json.dump({"shape": list(expected.shape),
-                       "items": [_tagged(x) for x in expected.reshape(-1).tolist()]}, f)
+        _save_items(path, expected)
         print(name, expected, file=sys.stderr)
 
 
