@@ -30,12 +30,15 @@ def copies(draw):
         factors = draw(st.lists(st.integers(1, 3), min_size=ndim, max_size=ndim))
         return {"chunks": chunks, "shards": tuple(c * f for c, f in zip(chunks, factors))}
 
+    source = layout()
+    if draw(st.booleans()):  # the whole of an array of the same layout: a raw copy when alike
+        return shape, source, shape, source, (0,) * ndim
     dest_shape = tuple(n + p for n, p in zip(shape, pad))
-    return shape, layout(), dest_shape, layout(), start
+    return shape, source, dest_shape, layout(), start
 
 
 @settings(max_examples=60, deadline=None)
-@given(case=copies(), dest_dtype=st.sampled_from(["int16", "float64"]))
+@given(case=copies(), dest_dtype=st.sampled_from(["int32", "int16", "float64"]))
 def test_a_streamed_copy_assigns_as_numpy(case, dest_dtype, monkeypatch_module):
     shape, src_kw, dest_shape, dest_kw, start = case
     data = np.arange(np.prod(shape), dtype="int32").reshape(shape) - 7
@@ -79,6 +82,33 @@ def test_copies_stream_in_blocks_of_whole_destination_objects(monkeypatch):
         (i, j) for i in range(0, 40, 10) for j in range(0, 30, 15)]
     assert all((r[0].stop - r[0].start, r[1].stop - r[1].start) == (10, 15) for r in reads)
     np.testing.assert_array_equal(b[...], a[...])
+
+
+def test_alike_arrays_copy_their_stored_objects_and_drop_the_others(monkeypatch):
+    """Same grid, type, fill value and codecs: the stored objects are copied as they are (no
+    block is read), and an object the destination holds where the source holds none goes."""
+    kw = dict(shape=(12, 10), dtype="i2", chunks=(2, 5), shards=(4, 10), fill_value=0)
+    a = zarrcore.create_array({}, **kw)
+    a[:8] = np.arange(80, dtype="i2").reshape(8, 10) + 1  # shards 0 and 1; 2 is not stored
+    b = zarrcore.create_array({}, **kw)
+    b[...] = 9
+    monkeypatch.setattr(zarrcore.Array, "get_basic_selection", None)  # no block is read
+    b[...] = a
+    monkeypatch.undo()
+    assert sorted(b.store.list_prefix("c/")) == ["c/0/0", "c/1/0"]
+    assert all(b.store.get(k) == a.store.get(k) for k in ("c/0/0", "c/1/0"))
+    np.testing.assert_array_equal(b[...], a[...])
+
+
+def test_a_source_whose_missing_chunks_must_raise_raises_as_its_read_would():
+    a = zarrcore.create_array({}, shape=(4, 4), dtype="u1", chunks=(2, 2),
+                              config={"read_missing_chunks": False})
+    a[:2, :2] = 1
+    b = zarrcore.create_array({}, shape=(4, 4), dtype="u1", chunks=(2, 2))
+    with pytest.raises(zarrcore.errors.ZarrcoreError) as read:
+        a[...]
+    with pytest.raises(type(read.value)):
+        b[...] = a
 
 
 def test_from_array_streams_across_stores_formats_and_keeps_attributes(tmp_path):

@@ -771,11 +771,16 @@ class Array(nodes.Node):
     def _fill_buffer(self, indexer: Any, buffer: np.ndarray) -> np.ndarray:
         """Read the selection into `buffer` (shape indexer.drop_shape), in the indexer's order."""
         if buffer.size:
-            read_missing = self._config.get("read_missing_chunks")
-            if not (global_config.read_missing_chunks if read_missing is None else read_missing):
+            if not self.reads_missing_as_fill:
                 self._chunks.check_stored(indexer)
             self._chunks.read(indexer, buffer)
         return buffer
+
+    @property
+    def reads_missing_as_fill(self) -> bool:
+        """Do reads fill where a chunk is not stored (`read_missing_chunks`), or raise?"""
+        read_missing = self._config.get("read_missing_chunks")
+        return bool(global_config.read_missing_chunks if read_missing is None else read_missing)
 
     def _check_fields(self, fields: str | Sequence[str]) -> None:
         names = self.dtype.names or ()

@@ -1,18 +1,21 @@
 """Streaming copies: one array's values written into a region of another, a block of whole
 destination objects at a time on `config.num_threads` threads, so memory stays bounded by about
-one block per thread whatever the arrays' sizes. `Array.__setitem__` with an Array value,
-`from_array` and `convert` plan and buffer their blocks here.
+one block per thread whatever the arrays' sizes; between arrays that store alike, the stored
+objects byte for byte. `Array.__setitem__` with an Array value and `from_array` copy here;
+`convert` plans and buffers its blocks, and tells raw copies apart, here too.
 """
 from __future__ import annotations
 
 import itertools
 import math
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import nodes
 from .concurrency import run_bounded
 from .config import config
 
@@ -98,7 +101,11 @@ class BlockBuffers:
 def copy_into(dest: Array, region: Region, source: Array, memory: int = DEFAULT_MEMORY) -> None:
     """dest[region] = source[...], block by block: blocks of whole destination objects (so
     none is read back and merged but at the region's edges), each read from the source into
-    a kept buffer and written, up to `config.num_threads` at once within `memory` bytes."""
+    a kept buffer and written, up to `config.num_threads` at once within `memory` bytes.
+    When the destination is the whole of an array that stores its objects as the source does,
+    the stored objects are copied as they are, without decoding."""
+    if source.shape == dest.shape and _copy_stored(source, dest):
+        return
     unit = tuple(dest.shards or dest.chunks)
     itemsize = source.dtype.itemsize
     # Per task: the block, its copy cast to the destination's type, what is being encoded
@@ -134,3 +141,94 @@ def copy_into(dest: Array, region: Region, source: Array, memory: int = DEFAULT_
             copy_block(part)
         return
     run_bounded(copy_block, itertools.chain(ahead, parts), in_flight)
+
+
+def _copy_stored(source: Array, dest: Array) -> bool:
+    """Copy the source's stored objects to the destination byte for byte, and delete the
+    destination's others, when the arrays store their objects alike; False when they do not
+    (or a missing object must raise rather than read as fill)."""
+    src_keys, dst_keys = ChunkKeys(source), ChunkKeys(dest)
+    if not stores_alike(src_keys, dst_keys, _encoding):
+        return False
+    stored = src_keys.stored()[0]
+    if len(stored) < math.prod(src_keys.grid) and not source.reads_missing_as_fill:
+        return False
+    engine = dest.chunk_engine
+
+    def copy_object(item: tuple[tuple[int, ...], str]) -> None:
+        data = source.store.get(item[1])
+        engine.put_many([(engine.key(item[0]), data)])  # (None: deleted since it was listed)
+
+    run_bounded(copy_object, stored.items(), config.num_threads)
+    engine.put_many((key, None) for coords, key in dst_keys.stored()[0].items()
+                    if coords not in stored)
+    return True
+
+
+def _encoding(array: Array) -> object:
+    """How the array encodes its stored objects, as its metadata says."""
+    meta: Any = array.metadata
+    if array.zarr_format == 2:
+        return 2, meta.compressor, meta.filters, meta.order
+    return 3, array.chunk_engine.chain.to_json()
+
+
+def stores_alike(src: ChunkKeys, dst: ChunkKeys, encoding: Callable[[Array], object]) -> bool:
+    """Do two arrays of one shape store alike: the same grid, data type and fill value, and
+    the same `encoding` (of each Array)? Then every stored object means the same in both."""
+    s, d = src.chunks, dst.chunks
+    return (s.grid.specs == d.grid.specs and s.dtype == d.dtype
+            and same_bits(np.asarray(s.fill_value, dtype=s.dtype),
+                          np.asarray(d.fill_value, dtype=d.dtype))
+            and encoding(src.array) == encoding(dst.array))
+
+
+def same_bits(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
+    if a.dtype.hasobject or b.dtype.hasobject:
+        return np.array_equal(a, b)
+    return (a.shape == b.shape
+            and np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes())
+
+
+class ChunkKeys:
+    """The stored objects of one array (chunks, or shards when sharded) by grid position."""
+
+    def __init__(self, array: Array) -> None:
+        self.array = array
+        self.chunks = array.chunk_engine  # keys, codec chain, fill value
+        self.grid = array.chunk_grid.grid_shape
+        self._head = len(array.path) + 1 if array.path else 0
+
+    def stored(self) -> tuple[dict[tuple[int, ...], str], list[str]]:
+        """(in-grid {coords: key}, [keys that are no grid position]) of the stored keys."""
+        meta = set(nodes.METADATA_KEYS)
+        found: dict[tuple[int, ...], str] = {}
+        outside: list[str] = []
+        for key in self.array.store.list_prefix(self.array.path):
+            rel = key[self._head:]
+            if rel in meta:
+                continue
+            coords = self.coords(key)
+            if coords is None:
+                outside.append(key)
+            else:
+                found[coords] = key
+        return found, sorted(outside)
+
+    def coords(self, key: str) -> tuple[int, ...] | None:
+        """The grid position whose key is `key`, or None when there is none."""
+        # A 0-d array's one chunk has a key of its own ("0" in v2, "c" in v3).
+        coords = tuple(int(c) for c in re.findall(r"\d+", key[self._head:])) if self.grid else ()
+        if len(coords) != len(self.grid) or any(c >= n for c, n in zip(coords, self.grid)):
+            return None
+        return coords if self.chunks.key(coords) == key else None
+
+    def all_coords(self) -> Iterator[tuple[int, ...]]:
+        return itertools.product(*(range(n) for n in self.grid))
+
+    def region(self, coords: tuple[int, ...]) -> tuple[slice, ...]:
+        """The array region (tuple of slices) the object at `coords` holds."""
+        grid = self.array.chunk_grid
+        return tuple(slice(o, min(o + n, s)) for o, n, s in zip(
+            grid.origin(coords), grid.chunk_shape_at(coords), self.array.shape))
+

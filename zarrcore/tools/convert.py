@@ -40,11 +40,13 @@ from ..group import Group, consolidate_metadata, create_group
 from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..metadata.grid import AxisChunks, chunks_holding, rectilinear_spelling
 from ..storage import MemoryStore
-from ..streaming import DEFAULT_MEMORY, BlockBuffers, Region, plan_block
+from ..streaming import (
+    DEFAULT_MEMORY, BlockBuffers, ChunkKeys, Region, plan_block, same_bits, stores_alike,
+)
 from .codec_forms import (
     CodecJSON, parse_codecs, parse_compressor, v2_form, v3_codecs, with_compressor,
 )
-from .hierarchy import CONVERT_STATE_KEY, ChunkKeys, place, store_and_path, walk
+from .hierarchy import CONVERT_STATE_KEY, place, store_and_path, walk
 from ..concurrency import run_bounded
 from .progress import Progress, parse_bytes
 
@@ -477,13 +479,6 @@ def _fill(src: Array, new_dtype: np.dtype[Any]) -> Any:
     return cast[()]
 
 
-def _same_bits(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
-    if a.dtype.hasobject or b.dtype.hasobject:
-        return np.array_equal(a, b)
-    return (a.shape == b.shape
-            and np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes())
-
-
 class _ArrayJob:
     """One array's work: raw copies of stored objects, or blocks of destination objects."""
 
@@ -512,19 +507,15 @@ class _ArrayJob:
 
     # -- raw copies ----------------------------------------------------------------------------
     def _can_copy_raw(self) -> bool:
+        if not stores_alike(self.src_keys, self.dst_keys, _stored_codecs):
+            return False
         s, d = self.src_keys.chunks, self.dst_keys.chunks
-        if (s.grid.specs != d.grid.specs or s.dtype != d.dtype
-                or not _same_bits(np.asarray(s.fill_value, dtype=s.dtype),
-                                  np.asarray(d.fill_value, dtype=d.dtype))):
-            return False
-        if _stored_codecs(self.src) != _stored_codecs(self.dst):
-            return False
         # The codec mapping is meant to be exact; the first stored object proves it.
         if self.stored:
             coords, key = self.stored[0]
             data = self.src.store.get(key)
-            if data is not None and not _same_bits(s.chain_at(coords).decode(data),
-                                                   d.chain_at(coords).decode(data)):
+            if data is not None and not same_bits(s.chain_at(coords).decode(data),
+                                                  d.chain_at(coords).decode(data)):
                 return False
         return True
 
@@ -629,7 +620,7 @@ class _ArrayJob:
             decoded = chunks.chain_at(coords).decode(stored)
         except Exception:  # noqa: BLE001 - a damaged object is rewritten
             return False
-        return _same_bits(decoded[tuple(slice(0, p.stop - p.start) for p in part)], values)
+        return same_bits(decoded[tuple(slice(0, p.stop - p.start) for p in part)], values)
 
 
 def _block_edges(axis: AxisChunks, extent: int, side: int) -> list[int]:
