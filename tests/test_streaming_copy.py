@@ -111,6 +111,15 @@ def test_a_source_whose_missing_chunks_must_raise_raises_as_its_read_would():
         b[...] = a
 
 
+def test_a_destination_object_larger_than_the_memory_bound_still_copies(monkeypatch):
+    monkeypatch.setattr(streaming, "DEFAULT_MEMORY", 1024)  # under one 40 x 40 float64 shard
+    a = zarrcore.create_array({}, shape=(80, 80), dtype="i4", chunks=(20, 20))
+    a[...] = np.arange(6400).reshape(80, 80)
+    b = zarrcore.create_array({}, shape=(80, 80), dtype="f8", chunks=(10, 10), shards=(40, 40))
+    b[...] = a
+    np.testing.assert_array_equal(b[...], a[...])
+
+
 def test_from_array_streams_across_stores_formats_and_keeps_attributes(tmp_path):
     a = zarrcore.create_array(str(tmp_path / "a"), shape=(50, 20), dtype="f4", chunks=(8, 8),
                               shards=(16, 16), attributes={"units": "m"})

@@ -35,12 +35,12 @@ Region = tuple[slice, ...]
 
 
 def plan_block(unit: Sequence[int], source_chunks: Sequence[int], extent: Sequence[int],
-               itemsize: int, cost: Callable[[Sequence[int]], int], budget: int,
-               name: str) -> tuple[int, ...]:
+               itemsize: int, cost: Callable[[Sequence[int]], int],
+               budget: int) -> tuple[int, ...]:
     """The block shape of a copy: a whole number of destination objects (`unit`) per axis,
     lined up with the source chunks (their least common multiple) and grown to at least
     MIN_BLOCK_BYTES, as far as `cost(block)` (the bytes a task over it holds) fits in
-    `budget`; ValueError naming the array `name` when not even one object fits."""
+    `budget` (one object per axis when even that does not fit)."""
     top = [-(-max(n, 1) // u) * u for u, n in zip(unit, extent)]  # whole objects over the extent
     block = [min(math.lcm(u, s), t) for u, s, t in zip(unit, source_chunks, top)]
     # Grown from the last axis, doubling (lined-up blocks stay lined up).
@@ -53,11 +53,16 @@ def plan_block(unit: Sequence[int], source_chunks: Sequence[int], extent: Sequen
     while cost(block) > budget and any(b > u for b, u in zip(block, unit)):
         axis = max((i for i in range(len(block)) if block[i] > unit[i]), key=lambda i: block[i])
         block[axis] = max(unit[axis], block[axis] // unit[axis] // 2 * unit[axis])
-    if cost(block) > budget:
-        raise ValueError(
-            f"{name}: copying one destination object of shape {tuple(unit)} needs about "
-            f"{cost(block) * 4 // 3 >> 20} MiB; raise the memory limit")
     return tuple(block)
+
+
+def block_cost(block: Sequence[int], source: Array, dest: Array, copies: int) -> int:
+    """Bytes a copy task over `block` holds at most: `copies` arrays of the block's values (the
+    block read, what is encoded from it, copies in another type) and, on each thread, a stored
+    source object (a chunk, or a shard) being decoded into it."""
+    itemsize = max(source.dtype.itemsize, dest.dtype.itemsize)
+    stored = math.prod(source.chunk_engine.chunk_shape) * source.dtype.itemsize
+    return copies * math.prod(block) * itemsize + config.num_threads * stored
 
 
 def blocks(region: Region, block: Sequence[int]) -> Iterator[Region]:
@@ -98,30 +103,26 @@ class BlockBuffers:
             del self._kept[:max(0, len(self._kept) - self._in_flight)]
 
 
-def copy_into(dest: Array, region: Region, source: Array, memory: int = DEFAULT_MEMORY) -> None:
+def copy_into(dest: Array, region: Region, source: Array) -> None:
     """dest[region] = source[...], block by block: blocks of whole destination objects (so
     none is read back and merged but at the region's edges), each read from the source into
-    a kept buffer and written, up to `config.num_threads` at once within `memory` bytes.
+    a kept buffer and written, up to `config.num_threads` at once within DEFAULT_MEMORY.
     When the destination is the whole of an array that stores its objects as the source does,
     the stored objects are copied as they are, without decoding."""
     if source.shape == dest.shape and _copy_stored(source, dest):
         return
-    unit = tuple(dest.shards or dest.chunks)
+    unit = tuple(dest.chunk_engine.chunk_shape)
     itemsize = source.dtype.itemsize
-    # Per task: the block, its copy cast to the destination's type, what is being encoded
-    # (at most as large) and the source chunks being decoded into it.
-    copies = 2 + (source.dtype != dest.dtype)
-    decoding = config.num_threads * math.prod(source.chunks) * itemsize
 
-    def cost(block: Sequence[int]) -> int:
-        return copies * math.prod(block) * max(itemsize, dest.dtype.itemsize) + int(decoding)
+    def cost(block: Sequence[int]) -> int:  # the block, what is encoded, a cast copy
+        return block_cost(block, source, dest, 2 + (source.dtype != dest.dtype))
 
     # Lined up with the source's chunks where its origin is on the destination's grid.
     offsets = [r.start for r in region]
     lined_up = [c if o % c == 0 else u for c, u, o in zip(source.chunks, unit, offsets)]
     extent = [r.stop - r.start for r in region]
-    budget = memory * 3 // 4  # a quarter is headroom: the interpreter, buffers in flight
-    block = plan_block(unit, lined_up, extent, itemsize, cost, budget, dest.name)
+    budget = DEFAULT_MEMORY * 3 // 4  # a quarter is headroom, as convert keeps
+    block = plan_block(unit, lined_up, extent, itemsize, cost, budget)
     in_flight = max(1, min(config.num_threads, budget // cost(block)))
     buffers = BlockBuffers(in_flight)
 

@@ -41,7 +41,8 @@ from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..metadata.grid import AxisChunks, chunks_holding, rectilinear_spelling
 from ..storage import MemoryStore
 from ..streaming import (
-    DEFAULT_MEMORY, BlockBuffers, ChunkKeys, Region, plan_block, same_bits, stores_alike,
+    DEFAULT_MEMORY, BlockBuffers, ChunkKeys, Region, block_cost, plan_block, same_bits,
+    stores_alike,
 )
 from .codec_forms import (
     CodecJSON, parse_codecs, parse_compressor, v2_form, v3_codecs, with_compressor,
@@ -498,7 +499,11 @@ class _ArrayJob:
         # Per axis the block edges: whole destination objects (the largest when rectilinear)
         # of about the block's side each.
         block = plan_block(unit, self.src_keys.chunks.chunk_shape, src.shape,
-                           src.dtype.itemsize, self._cost, budget, src.name)
+                           src.dtype.itemsize, self._cost, budget)
+        if self._cost(block) > budget:
+            raise ValueError(
+                f"{src.name}: converting one destination object of shape {tuple(unit)} needs "
+                f"about {self._cost(block) * 4 // 3 >> 20} MiB; raise the memory limit")
         self.edges = [_block_edges(axis, n, b)
                       for axis, n, b in zip(dst.chunk_grid.axes, src.shape, block)]
         self.block = tuple(int(max(np.diff(e), default=1)) for e in self.edges)
@@ -537,13 +542,12 @@ class _ArrayJob:
         """Bytes a task over `block` holds at most: the block, the encoded objects (at most
         as large), the block in the new type when the type changes, a destination object
         decoded (on resume) and the source chunks being decoded into it."""
-        itemsize = max(self.src.dtype.itemsize, self.dst.dtype.itemsize)
-        n = math.prod(block) * itemsize
         # A checked conversion holds the values converted back besides.
         copies = 2 + (self.dst.dtype != self.src.dtype) + self.checks_values
-        src_unit = math.prod(self.src_keys.chunks.chunk_shape) * self.src.dtype.itemsize
+        itemsize = max(self.src.dtype.itemsize, self.dst.dtype.itemsize)
         dst_unit = math.prod(self.dst_keys.chunks.chunk_shape) * itemsize
-        return copies * n + (dst_unit if self.resume else 0) + config.num_threads * src_unit
+        return (block_cost(block, self.src, self.dst, copies)
+                + (dst_unit if self.resume else 0))
 
     def tasks(self) -> Iterator[tuple[tuple[int, ...], str] | Region]:
         if self.raw:
