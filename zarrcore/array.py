@@ -450,7 +450,9 @@ class Array(nodes.Node):
         return self._read(numpy_indexer(selection, self.shape, self._grid), fields=fields)
 
     def __setitem__(self, selection: Selection, value: npt.ArrayLike) -> None:
-        """numpy's `x[selection] = value`: `value` broadcasts to the selection.
+        """numpy's `x[selection] = value`: `value` broadcasts to the selection. An Array
+        `value` of the shape of a region (step-1 slices) is copied a block at a time, never
+        read whole (`streaming.copy_into`).
 
         Raises
         ------

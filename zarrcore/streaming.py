@@ -185,6 +185,7 @@ def stores_alike(src: ChunkKeys, dst: ChunkKeys, encoding: Callable[[Array], obj
 
 
 def same_bits(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
+    """Do two arrays hold the same values, bit for bit (NaNs, signed zeros)?"""
     if a.dtype.hasobject or b.dtype.hasobject:
         return np.array_equal(a, b)
     return (a.shape == b.shape
