@@ -32,6 +32,10 @@ COLD_TITLES = {
 ROUNDTRIP_TITLES = {
     "roundtrip": "Round trip: read all, write it to a new array (s / peak MiB)",
     "roundtrip_cold": "Round trip, cold cache (s / peak MiB)",
+    "roundtrip_stream": "Streaming copy: the array copied to a new one by each library's own "
+                        "array-to-array copy (zarrcore `b[...] = a`, tensorstore "
+                        "`b.write(a)`, zarr-python `from_array`) (s / peak MiB)",
+    "roundtrip_stream_cold": "Streaming copy, cold cache (s / peak MiB)",
 }
 COLD_METHODS = {
     "drop_caches": "`sync; echo 3 > /proc/sys/vm/drop_caches` (the whole page cache)",
@@ -188,7 +192,8 @@ def _cold_floor_lines(results):
     """The I/O floors of the cold reads beside the decode floor and the measured times."""
     cold = results.get("cold") or {}
     device, stored = cold.get("device"), cold.get("stored") or {}
-    keys = [k for k in ("read_all_cold", "read_chunks_cold", "roundtrip_cold")
+    keys = [k for k in ("read_all_cold", "read_chunks_cold", "roundtrip_cold",
+                        "roundtrip_stream_cold")
             if any(t.startswith(k + "/") for t in results["timings"])]
     if not device or not keys:
         return []
@@ -279,6 +284,8 @@ def _targets(results):
              "read_chunks": "read chunk by chunk",
              "read_chunks_cold": "read chunk by chunk, cold cache", "write_all": "write all",
              "roundtrip": "round trip", "roundtrip_cold": "round trip, cold cache",
+             "roundtrip_stream": "streaming copy",
+             "roundtrip_stream_cold": "streaming copy, cold cache",
              "xarray_load": "xarray open and load",
              "xarray_mean": "dask mean on a LocalCluster"}
     for wl in names:

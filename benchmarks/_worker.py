@@ -86,6 +86,10 @@ class ZarrPython:
     def write_all(self, h, data):
         h[...] = data
 
+    def copy(self, h, path, ds):
+        # from_array copies shard by shard; it keeps the source's settings, which are ds's.
+        self.zarr.from_array(path, data=h, overwrite=True)
+
     @contextlib.contextmanager
     def pool_of_one(self):
         with self.zarr.config.set({"threading.max_workers": 1}):
@@ -152,6 +156,9 @@ class TensorStore:
     def write_all(self, h, data):
         h.write(data).result()
 
+    def copy(self, h, path, ds):
+        self.create(path, ds).write(h).result()
+
     @contextlib.contextmanager
     def pool_of_one(self):
         self.context = self.ts.Context({"data_copy_concurrency": {"limit": 1},
@@ -191,6 +198,9 @@ class Zarrcore:
 
     def write_all(self, h, data):
         h[...] = data
+
+    def copy(self, h, path, ds):
+        self.create(path, ds)[...] = h
 
     @contextlib.contextmanager
     def pool_of_one(self):
@@ -288,18 +298,24 @@ class Server:
         return {"seconds": seconds, "ok": ok, "nblocks": len(regions), "cold": cold}
 
     def op_roundtrip(self, msg):
-        """Open `variant`, read it whole, create a new array like it and write the data there,
-        all timed, with the peak RSS above the RSS at the start. The copy is checked
-        afterwards by run.py (verify)."""
+        """Open `variant`, read it whole, create a new array like it and write the data there
+        (with msg["stream"]: copy it there with the library's own array-to-array copy), all
+        timed, with the peak RSS above the RSS at the start. The copy is checked afterwards
+        by run.py (verify)."""
         variant = msg["variant"]
         ds = self.datasets[variant]
         src = self.read_path(variant)
-        dst = C.write_path(self.args.data_dir, self.lib.name, f"{variant}-copy")
+        stream = msg.get("stream")
+        dst = C.write_path(self.args.data_dir, self.lib.name,
+                           f"{variant}-{'stream' if stream else 'copy'}")
         shutil.rmtree(dst, ignore_errors=True)
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         cold = self._cold(msg, src)
 
         def roundtrip():
+            if stream:
+                self.lib.copy(self.lib.open(src), dst, ds)
+                return
             data = self.lib.read_all(self.lib.open(src))
             self.lib.write_all(self.lib.create(dst, ds), data)
 

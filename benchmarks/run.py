@@ -403,17 +403,19 @@ class Runner:
         log(f"device: {device['seq_gbps']:.2f} GB/s sequential, "
             f"{device['random_latency_s'] * 1e3:.2f} ms per random read ({device['method']})")
 
-    def read_workload(self, key, op, variant):
+    def read_workload(self, key, op, variant, extra=None):
         """A read workload under each page cache state of --cache: `key` warm, and cold (the
-        cache dropped before every round) as `key` with `_cold` after its first part."""
+        cache dropped before every round) as `key` with `_cold` after its first part; `extra`
+        goes into every request."""
         a = self.args
         head, _, tail = key.partition("/")
         for cache in a.cache:
             if cache == "warm":
-                timed, res = key, self.interleaved(key, op, variant)
+                timed, res = key, self.interleaved(key, op, variant, extra)
             else:
                 timed = f"{head}_cold/{tail}"
-                res = self.interleaved(timed, op, variant, {"cold": a.cold_method})
+                res = self.interleaved(timed, op, variant, {**(extra or {}),
+                                                            "cold": a.cold_method})
                 methods = self.results["cold"]["methods"]
                 for r in res.values():
                     if r.get("cold") and r["cold"] not in methods:
@@ -443,6 +445,7 @@ class Runner:
         if "roundtrip" in wl:
             for v in C.CUBE_VARIANTS:
                 self.read_workload(f"roundtrip/{v}", "roundtrip", v)
+                self.read_workload(f"roundtrip_stream/{v}", "roundtrip", v, {"stream": True})
         if "write_all" in wl and a.read_from != "own":
             writes()
         if "small" in wl:

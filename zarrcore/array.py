@@ -27,12 +27,13 @@ from .metadata.common import check_attributes
 from .metadata.grid import AxisChunks, ChunkGrid, grid_from_spelling, rectilinear_spelling
 from .metadata.v3 import default_codecs
 from .indexing import (
-    BasicIndexer, BlockIndexer, OrthogonalIndexer, coordinate_indexer, mask_indexer,
-    numpy_indexer, pop_fields,
+    BasicIndexer, BlockIndexer, OrthogonalIndexer, coordinate_indexer, expand_selection,
+    mask_indexer, numpy_indexer, pop_fields,
 )
 from .codecs.chain import CodecChain
 from .engine import ChunkEngine
 from .storage import make_store
+from .streaming import Region, copy_into
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -447,7 +448,9 @@ class Array(nodes.Node):
         return self._read(numpy_indexer(selection, self.shape, self._grid), fields=fields)
 
     def __setitem__(self, selection: Selection, value: npt.ArrayLike) -> None:
-        """numpy's `x[selection] = value`: `value` broadcasts to the selection.
+        """numpy's `x[selection] = value`: `value` broadcasts to the selection. An Array
+        `value` of the shape of a region (step-1 slices) is copied a block at a time, never
+        read whole (`streaming.copy_into`).
 
         Raises
         ------
@@ -459,7 +462,23 @@ class Array(nodes.Node):
             The array is read-only.
         """
         fields, selection = pop_fields(selection)
-        self._write(numpy_indexer(selection, self.shape, self._grid), value, fields)
+        if not self._streamed(selection, value, fields):
+            self._write(numpy_indexer(selection, self.shape, self._grid), value, fields)
+
+    def _streamed(self, selection: Selection, value: Any, fields: Fields) -> bool:
+        """Copy `value` into `selection` block by block, never read whole, when it is an Array
+        of the selection's shape and the selection a region (step-1 slices); False when not."""
+        if not isinstance(value, Array) or fields is not None:
+            return False
+        region = _region_of(selection, self.shape)
+        if (region is None or tuple(r.stop - r.start for r in region) != value.shape
+                or not (self.chunk_grid.is_regular and value.chunk_grid.is_regular)):
+            return False
+        if value.store == self.store and value.path == self.path and value.shape != self.shape:
+            return False  # a region of the array onto itself: the blocks would overlap
+        self._check_writable()
+        copy_into(self, region, value)
+        return True
 
     @property
     def _grid(self) -> tuple[AxisChunks, ...]:
@@ -540,7 +559,8 @@ class Array(nodes.Node):
         ReadOnlyError
             The array is read-only.
         """
-        self._write(BasicIndexer(selection, self.shape, self._grid), value, fields)
+        if not self._streamed(selection, value, fields):
+            self._write(BasicIndexer(selection, self.shape, self._grid), value, fields)
 
     def get_orthogonal_selection(self, selection: Selection, out: np.ndarray | None = None,
                                  fields: Fields = None) -> Any:
@@ -751,11 +771,16 @@ class Array(nodes.Node):
     def _fill_buffer(self, indexer: Any, buffer: np.ndarray) -> np.ndarray:
         """Read the selection into `buffer` (shape indexer.drop_shape), in the indexer's order."""
         if buffer.size:
-            read_missing = self._config.get("read_missing_chunks")
-            if not (global_config.read_missing_chunks if read_missing is None else read_missing):
+            if not self.reads_missing_as_fill:
                 self._chunks.check_stored(indexer)
             self._chunks.read(indexer, buffer)
         return buffer
+
+    @property
+    def reads_missing_as_fill(self) -> bool:
+        """Do reads fill where a chunk is not stored (`read_missing_chunks`), or raise?"""
+        read_missing = self._config.get("read_missing_chunks")
+        return bool(global_config.read_missing_chunks if read_missing is None else read_missing)
 
     def _check_fields(self, fields: str | Sequence[str]) -> None:
         names = self.dtype.names or ()
@@ -987,6 +1012,15 @@ class Array(nodes.Node):
         for coords in itertools.product(*(range(len(b)) for b in bounds)):
             yield coords, tuple(slice(b[c][0], min(b[c][1], s))
                                 for c, b, s in zip(coords, bounds, self.shape))
+
+
+def _region_of(selection: Selection, shape: tuple[int, ...]) -> Region | None:
+    """The region `selection` selects when it is step-1 slices (and Ellipsis), else None."""
+    items = expand_selection(selection, len(shape))
+    if not all(type(s) is slice and s.step in (None, 1) for s in items):
+        return None
+    return tuple(slice(start, max(start, stop))
+                 for start, stop, _ in (s.indices(n) for s, n in zip(items, shape)))
 
 
 def _read_arrays(value: Any) -> Any:
@@ -1745,21 +1779,8 @@ def from_array(store: StoreLike = None, *, data: Array | npt.ArrayLike, write_da
                          dimension_names=dimension_names, overwrite=overwrite, config=config,
                          storage_options=storage_options, **settings)
     if write_data:
-        _copy_values(source, array)
+        array[...] = source  # an Array source streams, block by block
     return array
-
-
-def _copy_values(source: Any, dest: Array, slab_bytes: int = 256 << 20) -> None:
-    """dest[...] = source[...], a slab of whole destination blocks along axis 0 at a time, so
-    an Array source is never read whole."""
-    if not isinstance(source, Array) or dest.ndim == 0:
-        dest[...] = source[...]
-        return
-    block = (dest.shards or dest.chunks)[0]
-    row_bytes = dest.nbytes // max(dest.shape[0], 1)
-    step = max(block, slab_bytes // max(row_bytes, 1) // block * block)
-    for start in range(0, dest.shape[0], step):
-        dest[start:start + step] = source[start:start + step]
 
 
 def save_array(store: StoreLike, arr: npt.ArrayLike, *, zarr_format: int | None = None,

@@ -952,7 +952,7 @@ class ChunkEngine:
                            value: npt.NDArray[Any]) -> None:
         """Write `value`'s part of each projection in `projections` (chunks or shards): a
         part covered in part by read-modify-write (`_read_modify_write`), a whole one
-        encoded and stored (`_put_many`); in waves (`_write_waves`) on the pool."""
+        encoded and stored (`put_many`); in waves (`_write_waves`) on the pool."""
         locked = self._whole_writes_locked()
 
         def work(p: ChunkProjection) -> tuple[str, BytesLike | None] | None:
@@ -987,7 +987,7 @@ class ChunkEngine:
             for wave in _write_waves(len(listed), self.store):
                 yield from (item for item in parallel_map(work, listed[wave]) if item is not None)
 
-        self._put_many(encoded())
+        self.put_many(encoded())
 
     def _write_chunk_waves(self, indexer: Indexer,
                            value: npt.NDArray[Any]) -> Iterable[ChunkProjection]:
@@ -1018,10 +1018,10 @@ class ChunkEngine:
                         raise _with_key(error, keys[int(np.searchsorted(tasks, task))])
                     yield from zip(keys[wave], job.encoded())
 
-            self._put_many(encoded())
+            self.put_many(encoded())
         return rest
 
-    def _put_many(self, items: Iterable[tuple[str, BytesLike | None]]) -> None:
+    def put_many(self, items: Iterable[tuple[str, BytesLike | None]]) -> None:
         """Store every (key, encoded chunk or None) of the iterable `items` (see `put`): each
         under its lock on a store with locks, else all together (Store.set_many, which a
         store that streams writes starts uploading as `items` yields them)."""
@@ -1069,7 +1069,7 @@ class ChunkEngine:
         key = self.key(coords)
         bound = [k - o for o, k in zip(self.grid.origin(coords), kept)]
         if any(b <= 0 for b in bound):
-            self._put_many([(key, None)])
+            self.put_many([(key, None)])
             return
         chain = self.chain_at(coords)
         try:

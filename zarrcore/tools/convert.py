@@ -23,7 +23,6 @@ import dataclasses
 import itertools
 import json
 import math
-import threading
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -41,10 +40,14 @@ from ..group import Group, consolidate_metadata, create_group
 from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..metadata.grid import AxisChunks, chunks_holding, rectilinear_spelling
 from ..storage import MemoryStore
+from ..streaming import (
+    DEFAULT_MEMORY, BlockBuffers, ChunkKeys, Region, block_cost, plan_block, same_bits,
+    stores_alike,
+)
 from .codec_forms import (
     CodecJSON, parse_codecs, parse_compressor, v2_form, v3_codecs, with_compressor,
 )
-from .hierarchy import CONVERT_STATE_KEY, ChunkKeys, place, store_and_path, walk
+from .hierarchy import CONVERT_STATE_KEY, place, store_and_path, walk
 from ..concurrency import run_bounded
 from .progress import Progress, parse_bytes
 
@@ -54,14 +57,10 @@ if TYPE_CHECKING:
     from .._types import CodecLike, NodeMetadata, StoreLike
     from ..storage import Store
 
-DEFAULT_MEMORY = 1 << 30
-
-#: A block or object of an array: a slice per axis.
-_Region = tuple[slice, ...]
 #: What a task did: (array bytes covered, objects written, objects kept).
 _Done = tuple[int, int, int]
 #: A destination object of a block: (its grid coords, its region).
-_Unit = tuple[tuple[int, ...], _Region]
+_Unit = tuple[tuple[int, ...], Region]
 
 
 @dataclasses.dataclass
@@ -201,7 +200,7 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
     report.raw_arrays = sum(job.raw for job in jobs)
     largest = max([j.task_bytes for j in jobs] + [1])
     in_flight = max(1, min(config.num_threads, budget // largest))
-    buffers = _BlockBuffers(in_flight)
+    buffers = BlockBuffers(in_flight)
     total = sum(j.src.nbytes for j in jobs)
     count = sum(j.count for j in jobs)
 
@@ -481,42 +480,6 @@ def _fill(src: Array, new_dtype: np.dtype[Any]) -> Any:
     return cast[()]
 
 
-def _same_bits(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
-    if a.dtype.hasobject or b.dtype.hasobject:
-        return np.array_equal(a, b)
-    return (a.shape == b.shape
-            and np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes())
-
-
-class _BlockBuffers:
-    """Block buffers kept from one task for the next, at most one per task in flight: a fresh
-    buffer of hundreds of MiB costs the kernel a page fault and a zeroing per page, every
-    block."""
-
-    def __init__(self, in_flight: int) -> None:
-        self._kept: list[npt.NDArray[np.uint8]] = []
-        self._guard, self._in_flight = threading.Lock(), in_flight
-
-    def take(self, shape: tuple[int, ...],
-             dtype: np.dtype[Any]) -> tuple[npt.NDArray[Any], npt.NDArray[np.uint8]]:
-        """An uninitialised array of `shape` and `dtype`, and the buffer to give back."""
-        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
-        with self._guard:
-            # Kept smallest first: the first that fits.
-            at = next((i for i, b in enumerate(self._kept) if b.nbytes >= nbytes), None)
-            buffer = None if at is None else self._kept.pop(at)
-        if buffer is None:
-            buffer = np.empty(nbytes, dtype=np.uint8)
-        return buffer[:nbytes].view(dtype).reshape(shape), buffer
-
-    def give_back(self, buffer: npt.NDArray[np.uint8]) -> None:
-        with self._guard:
-            self._kept.append(buffer)
-            # Past one per task in flight, the smallest go (a later array's blocks may differ).
-            self._kept.sort(key=lambda b: b.nbytes)
-            del self._kept[:max(0, len(self._kept) - self._in_flight)]
-
-
 class _ArrayJob:
     """One array's work: raw copies of stored objects, or blocks of destination objects."""
 
@@ -535,7 +498,12 @@ class _ArrayJob:
         unit = self.dst_keys.chunks.chunk_shape
         # Per axis the block edges: whole destination objects (the largest when rectilinear)
         # of about the block's side each.
-        block = self._block(unit, budget)
+        block = plan_block(unit, self.src_keys.chunks.chunk_shape, src.shape,
+                           src.dtype.itemsize, self._cost, budget)
+        if self._cost(block) > budget:
+            raise ValueError(
+                f"{src.name}: converting one destination object of shape {tuple(unit)} needs "
+                f"about {self._cost(block) * 4 // 3 >> 20} MiB; raise the memory limit")
         self.edges = [_block_edges(axis, n, b)
                       for axis, n, b in zip(dst.chunk_grid.axes, src.shape, block)]
         self.block = tuple(int(max(np.diff(e), default=1)) for e in self.edges)
@@ -544,19 +512,15 @@ class _ArrayJob:
 
     # -- raw copies ----------------------------------------------------------------------------
     def _can_copy_raw(self) -> bool:
+        if not stores_alike(self.src_keys, self.dst_keys, _stored_codecs):
+            return False
         s, d = self.src_keys.chunks, self.dst_keys.chunks
-        if (s.grid.specs != d.grid.specs or s.dtype != d.dtype
-                or not _same_bits(np.asarray(s.fill_value, dtype=s.dtype),
-                                  np.asarray(d.fill_value, dtype=d.dtype))):
-            return False
-        if _stored_codecs(self.src) != _stored_codecs(self.dst):
-            return False
         # The codec mapping is meant to be exact; the first stored object proves it.
         if self.stored:
             coords, key = self.stored[0]
             data = self.src.store.get(key)
-            if data is not None and not _same_bits(s.chain_at(coords).decode(data),
-                                                   d.chain_at(coords).decode(data)):
+            if data is not None and not same_bits(s.chain_at(coords).decode(data),
+                                                  d.chain_at(coords).decode(data)):
                 return False
         return True
 
@@ -578,38 +542,21 @@ class _ArrayJob:
         """Bytes a task over `block` holds at most: the block, the encoded objects (at most
         as large), the block in the new type when the type changes, a destination object
         decoded (on resume) and the source chunks being decoded into it."""
-        itemsize = max(self.src.dtype.itemsize, self.dst.dtype.itemsize)
-        n = math.prod(block) * itemsize
         # A checked conversion holds the values converted back besides.
         copies = 2 + (self.dst.dtype != self.src.dtype) + self.checks_values
-        src_unit = math.prod(self.src_keys.chunks.chunk_shape) * self.src.dtype.itemsize
+        itemsize = max(self.src.dtype.itemsize, self.dst.dtype.itemsize)
         dst_unit = math.prod(self.dst_keys.chunks.chunk_shape) * itemsize
-        return copies * n + (dst_unit if self.resume else 0) + config.num_threads * src_unit
+        return (block_cost(block, self.src, self.dst, copies)
+                + (dst_unit if self.resume else 0))
 
-    def _block(self, unit: tuple[int, ...], budget: int) -> tuple[int, ...]:
-        """The block shape: a whole number of destination objects per axis, lined up with the
-        source chunks (their least common multiple) when that fits in the memory budget."""
-        src = self.src_keys.chunks.chunk_shape
-        shape = self.src.shape
-        block = [min(math.lcm(u, s), -(-max(n, 1) // u) * u) for u, s, n in zip(unit, src, shape)]
-        while self._cost(block) > budget and any(b > u for b, u in zip(block, unit)):
-            axis = max((i for i in range(len(block)) if block[i] > unit[i]),
-                       key=lambda i: block[i])
-            block[axis] = max(unit[axis], block[axis] // unit[axis] // 2 * unit[axis])
-        if self._cost(block) > budget:
-            raise ValueError(
-                f"{self.src.name}: converting one destination object of shape {tuple(unit)} "
-                f"needs about {self._cost(block) * 4 // 3 >> 20} MiB; raise the memory limit")
-        return tuple(block)
-
-    def tasks(self) -> Iterator[tuple[tuple[int, ...], str] | _Region]:
+    def tasks(self) -> Iterator[tuple[tuple[int, ...], str] | Region]:
         if self.raw:
             yield from self.stored
             return
         for index in np.ndindex(*(len(e) - 1 for e in self.edges)):
             yield tuple(slice(int(e[i]), int(e[i + 1])) for i, e in zip(index, self.edges))
 
-    def run(self, item: Any, buffers: _BlockBuffers) -> _Done:
+    def run(self, item: Any, buffers: BlockBuffers) -> _Done:
         if self.raw:
             return self._raw_copy(item)
         data, buffer = buffers.take(tuple(r.stop - r.start for r in item), self.src.dtype)
@@ -618,7 +565,7 @@ class _ArrayJob:
         finally:
             buffers.give_back(buffer)
 
-    def _convert_block(self, region: _Region, data: npt.NDArray[Any]) -> _Done:
+    def _convert_block(self, region: Region, data: npt.NDArray[Any]) -> _Done:
         """Convert the block `region` of the source, read into `data`."""
         self.src.get_basic_selection(region, out=data)
         if self.dst.dtype != self.src.dtype:
@@ -634,7 +581,7 @@ class _ArrayJob:
             self.dst.set_basic_selection(part, data[local])
         return nbytes, len(pending), len(units) - len(pending)
 
-    def _converted(self, region: _Region, data: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    def _converted(self, region: Region, data: npt.NDArray[Any]) -> npt.NDArray[Any]:
         """The block `region`'s values `data` in the destination's type; ValueError naming
         the first value that does not convert exactly, and its source chunk."""
         with warnings.catch_warnings(), np.errstate(invalid="ignore", over="ignore"):
@@ -657,14 +604,14 @@ class _ArrayJob:
                          f"{key!r}) does not convert to {self.dst.dtype} exactly; --dtype "
                          f"(dtype=) converts only when every value does")
 
-    def _units(self, region: _Region) -> list[_Unit]:
+    def _units(self, region: Region) -> list[_Unit]:
         """(coords, region) of the destination objects in the block `region`."""
         grid = self.dst.chunk_grid
         ranges = [range(grid.chunks_within(d, r.start), grid.chunks_within(d, r.stop - 1) + 1)
                   for d, r in enumerate(region)]
         return [(c, self.dst_keys.region(c)) for c in itertools.product(*ranges)]
 
-    def _complete(self, unit: _Unit, region: _Region, data: npt.NDArray[Any]) -> bool:
+    def _complete(self, unit: _Unit, region: Region, data: npt.NDArray[Any]) -> bool:
         """Is the destination object `unit` stored as the source has it (absent when all fill)?"""
         coords, part = unit
         local = tuple(slice(p.start - r.start, p.stop - r.start) for p, r in zip(part, region))
@@ -677,7 +624,7 @@ class _ArrayJob:
             decoded = chunks.chain_at(coords).decode(stored)
         except Exception:  # noqa: BLE001 - a damaged object is rewritten
             return False
-        return _same_bits(decoded[tuple(slice(0, p.stop - p.start) for p in part)], values)
+        return same_bits(decoded[tuple(slice(0, p.stop - p.start) for p in part)], values)
 
 
 def _block_edges(axis: AxisChunks, extent: int, side: int) -> list[int]:

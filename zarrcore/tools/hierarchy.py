@@ -1,14 +1,11 @@
 """Walking a hierarchy as stored, and telling the stored keys of an array apart."""
 from __future__ import annotations
 
-import itertools
-import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from .. import nodes
 from .._types import NodeMetadata, StoreLike
-from ..array import Array
 from ..consolidated import V2_KEY
 from ..errors import ZarrcoreError
 from ..storage import Store, make_store
@@ -72,47 +69,3 @@ def _metadata_key(store: Store, path: str) -> str:
         if store.exists(full):
             return full
     return nodes.join(path, nodes.V3_KEY)
-
-
-class ChunkKeys:
-    """The stored objects of one array (chunks, or shards when sharded) by grid position."""
-
-    def __init__(self, array: Array) -> None:
-        self.array = array
-        self.chunks = array.chunk_engine  # keys, codec chain, fill value
-        self.grid = array.chunk_grid.grid_shape
-        self._head = len(array.path) + 1 if array.path else 0
-
-    def stored(self) -> tuple[dict[tuple[int, ...], str], list[str]]:
-        """(in-grid {coords: key}, [keys that are no grid position]) of the stored keys."""
-        meta = set(nodes.METADATA_KEYS)
-        found: dict[tuple[int, ...], str] = {}
-        outside: list[str] = []
-        for key in self.array.store.list_prefix(self.array.path):
-            rel = key[self._head:]
-            if rel in meta:
-                continue
-            coords = self.coords(key)
-            if coords is None:
-                outside.append(key)
-            else:
-                found[coords] = key
-        return found, sorted(outside)
-
-    def coords(self, key: str) -> tuple[int, ...] | None:
-        """The grid position whose key is `key`, or None when there is none."""
-        # A 0-d array's one chunk has a key of its own ("0" in v2, "c" in v3).
-        coords = tuple(int(c) for c in re.findall(r"\d+", key[self._head:])) if self.grid else ()
-        if len(coords) != len(self.grid) or any(c >= n for c, n in zip(coords, self.grid)):
-            return None
-        return coords if self.chunks.key(coords) == key else None
-
-    def all_coords(self) -> Iterator[tuple[int, ...]]:
-        return itertools.product(*(range(n) for n in self.grid))
-
-    def region(self, coords: tuple[int, ...]) -> tuple[slice, ...]:
-        """The array region (tuple of slices) the object at `coords` holds."""
-        grid = self.array.chunk_grid
-        return tuple(slice(o, min(o + n, s)) for o, n, s in zip(
-            grid.origin(coords), grid.chunk_shape_at(coords), self.array.shape))
-

@@ -24,7 +24,8 @@ from ..array import Array
 from ..config import config
 from ..consolidated import open_group_metadata
 from ..errors import ValueTooLargeError, ZarrcoreError
-from .hierarchy import ChunkKeys, store_and_path, walk
+from ..streaming import ChunkKeys
+from .hierarchy import store_and_path, walk
 from ..concurrency import run_bounded
 from .progress import Progress
 
