@@ -13,7 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # listed here or given a page.
 REACHED_THROUGH_ZARRCORE = {
     "api", "array", "cli", "codecs", "concurrency", "consolidated", "creation", "engine",
-    "group", "indexing", "metadata", "nodes", "storage", "tools",
+    "group", "indexing", "metadata", "nodes", "storage", "streaming", "tools",
 }
 
 

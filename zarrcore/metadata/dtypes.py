@@ -1287,13 +1287,14 @@ def dtype_from_v2_json(
 def v2_type_for_fill(data_type: DataType, fill_value: JSON) -> DataType:
     """The type of a v2 array of ``data_type`` whose stored fill value is ``fill_value``.
 
-    zarr 2.x filled vlen-utf8 and vlen-bytes arrays with null or a number (0 by default) and
-    reads them as Python objects: the stored text or bytes, and that value where no chunk is
-    stored; so does zarrcore. Nothing in the metadata tells them from zarr-python 3's arrays,
-    which read such fills as text or empty; zarrcore writes them as text.
+    zarr 2.x filled vlen-utf8 and vlen-bytes arrays with a number (0 by default) and reads
+    them as Python objects: the stored text or bytes, and that number where no chunk is
+    stored; so does zarrcore. A null fill stays text or bytes, read empty, as zarr-python 3
+    reads it: zarr-python 3 and xarray write null for their v2 string arrays, and nothing in
+    the metadata tells those from zarr 2.x's (which read None). zarrcore writes text.
     """
-    if isinstance(data_type, (StringType, VariableLengthBytesType)) and (
-            fill_value is None or isinstance(fill_value, (int, float))):
+    if isinstance(data_type, (StringType, VariableLengthBytesType)) and isinstance(
+            fill_value, (int, float)):
         return PythonObjectType()
     return data_type
 
