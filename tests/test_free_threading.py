@@ -273,3 +273,39 @@ def test_config_changes_while_threads_read(tmp_path):
                 np.testing.assert_array_equal(a[...], expected)
 
     hammer(work)
+
+
+def test_zip_closed_while_threads_read(tmp_path):
+    """A thread closes a zip store again and again while others read it, and another opens
+    files meanwhile (which may take the numbers of descriptors just closed): every read
+    gives the stored bytes (a read after a close opens the zip again)."""
+    path = tmp_path / "r.zip"
+    values = {f"k{n}": bytes([n]) * (1000 + n) for n in range(20)}
+    with zarrcore.ZipStore(path, mode="w") as store:
+        for key, value in values.items():
+            store.set(key, value)
+    store = zarrcore.ZipStore(path, mode="r")
+    other = tmp_path / "other"
+    other.write_bytes(b"\xff" * 4096)
+    readers_left = [THREADS - 2]
+    counting = threading.Lock()
+
+    def work(i):
+        if i < 2:  # the closer and the opener, until every reader is done
+            while readers_left[0]:
+                if i == 0:
+                    store.close()
+                else:
+                    with open(other, "rb") as f:
+                        f.read(1)
+            return
+        try:
+            for _ in range(30):
+                for key, value in values.items():
+                    assert store.get(key, 10, 20) == value[10:20], key
+        finally:
+            with counting:
+                readers_left[0] -= 1
+
+    hammer(work)
+    store.close()
