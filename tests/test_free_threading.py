@@ -309,3 +309,52 @@ def test_zip_closed_while_threads_read(tmp_path):
 
     hammer(work)
     store.close()
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize("kind", ["memory", "local"])
+def test_one_node_created_by_many_threads(kind, zarr_format, tmp_path):
+    """Threads create one group, each with its own attributes: one of them creates it, the
+    others get NodeExistsError, and the stored attributes are the creator's."""
+    for rnd in range(10):
+        store = _store(kind, tmp_path / str(rnd))
+        made = [None] * THREADS
+
+        def work(i):
+            try:
+                made[i] = zarrcore.create_group(store, path="g", zarr_format=zarr_format,
+                                                attributes={"by": i})
+            except zarrcore.errors.NodeExistsError:
+                pass
+
+        hammer(work)
+        creators = [i for i, g in enumerate(made) if g is not None]
+        assert len(creators) == 1, creators
+        assert zarrcore.open_group(store, path="g").attrs.asdict() == {"by": creators[0]}
+
+
+@pytest.mark.parametrize("kind", ["memory", "local"])
+def test_implicit_parents_keep_concurrent_attributes(kind, tmp_path):
+    """While threads create groups below a group that is not there yet (creating it on the
+    way), another creates that group with attributes (or sets them, when it came too late):
+    they are kept."""
+    store = _store(kind, tmp_path)
+    groups = 30
+    step = threading.Barrier(THREADS)
+
+    def work(i):
+        for j in range(groups):
+            step.wait()
+            if i == 0:
+                try:
+                    zarrcore.create_group(store, path=f"p{j}", attributes={"kept": j})
+                except zarrcore.errors.NodeExistsError:  # made on the way to a member
+                    zarrcore.open_group(store, path=f"p{j}").attrs["kept"] = j
+            else:
+                zarrcore.create_group(store, path=f"p{j}/g{i}")
+
+    hammer(work)
+    for j in range(groups):
+        group = zarrcore.open_group(store, path=f"p{j}")
+        assert group.attrs.asdict() == {"kept": j}
+        assert set(group.keys()) == {f"g{i}" for i in range(1, THREADS)}

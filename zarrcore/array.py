@@ -19,7 +19,7 @@ from .codecs.v2 import codecs_from_v2_metadata, create_metadata_v2
 from .config import config as global_config
 from .creation import (
     check_mode, codec_list, data_type_for, fill_value_for, normalize_chunks, normalize_shape,
-    prepare_path, shard_codecs, split_codecs, store_mode,
+    create_node, shard_codecs, split_codecs, store_mode,
 )
 from .errors import ArrayNotFoundError, NodeNotFoundError, SelectionError, ShapeMismatchError
 from .metadata import ArrayMetadataV2, ArrayMetadataV3, ChunkKeyEncoding
@@ -1398,9 +1398,7 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
         raise ValueError(f"zarr_format must be 2 or 3, not {zarr_format!r}")
     # (Checks codecs and limits before anything is written.)
     array = Array(store, path, metadata, config=config)
-    prepare_path(store, path, overwrite)
-    nodes.ensure_parent_groups(store, path, zarr_format)
-    nodes.write_metadata(store, path, metadata)
+    create_node(store, path, metadata, overwrite)
     if data is not None and write_data:
         array[...] = data
     return array
