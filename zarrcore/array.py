@@ -69,6 +69,9 @@ class Array(nodes.Node):
                  read_only: bool = False, config: Mapping[str, Any] | None = None) -> None:
         super().__init__(store, path, metadata, read_only)
         self._config = _array_config(config)
+        # (Read by every read; dict.get would lock the dict shared by all reading threads on a
+        # free-threaded Python.)
+        self._read_missing: bool | None = self._config.get("read_missing_chunks")
         self._apply_metadata(metadata)
 
     def _apply_metadata(self, metadata: NodeMetadata) -> None:
@@ -753,7 +756,7 @@ class Array(nodes.Node):
     def _fill_buffer(self, indexer: Any, buffer: np.ndarray) -> np.ndarray:
         """Read the selection into `buffer` (shape indexer.drop_shape), in the indexer's order."""
         if buffer.size:
-            read_missing = self._config.get("read_missing_chunks")
+            read_missing = self._read_missing
             if not (global_config.read_missing_chunks if read_missing is None else read_missing):
                 self._chunks.check_stored(indexer)
             self._chunks.read(indexer, buffer)
