@@ -5,7 +5,6 @@ import contextlib
 import json
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .config import config
@@ -167,7 +166,7 @@ def metadata_lock_key(path: str, zarr_format: int, node_type: str) -> str:
     return join(path, V2_ARRAY_KEY if node_type == "array" else V2_GROUP_KEY)
 
 
-def creation_lock(store: Store, path: str) -> AbstractContextManager[None]:
+def creation_lock(store: Store, path: str) -> contextlib.AbstractContextManager[None]:
     """The lock held by whoever creates a node at `path`, from finding none there to writing
     its metadata, across the threads of this process (over any Store object of the same
     data): so threads creating one node, or groups on the way to theirs, at once neither
