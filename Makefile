@@ -4,7 +4,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEMO_DIR ?= build/demo.zarr
 
-.PHONY: demo test icechunk-test ft-test peer-venv docs sanitize fuzz bench bench-venv wheel wincheck install-test \
+.PHONY: demo test icechunk-test ft-test tsan-test peer-venv docs sanitize fuzz bench bench-venv \
+	wheel wincheck install-test \
 	clean
 
 # What the installed package is built from: a change to any of these reinstalls it.
@@ -100,6 +101,27 @@ $(FT_VENV)/.installed-test: $(FT_VENV)/.build-requires $(FT_VENV)/.test-extra $(
 ft-test: $(FT_VENV)/.installed-test
 	cd tests && PYTHON_GIL=0 ../$(FPY) -m pytest -q -p no:cacheprovider $(FT_PYTEST_ARGS)
 
+# The stress tests under ThreadSanitizer (.ci/tsan-test): python3.13t built once more with
+# --with-thread-sanitizer (.ci/ft-python, FT_TSAN=1), since TSan cannot see the synchronisation
+# of an uninstrumented interpreter (its locks, its allocator's reuse of memory) and reports
+# every hand-over of a job between threads as a race; FT_TSAN_VENV made from it with the
+# build requirements and pytest; the compiled core built with -fsanitize=thread in build/tsan.
+# TSAN_PYTEST_ARGS passes arguments to pytest.
+FT_TSAN_PREFIX := $(FT_CACHE)/python3.13t-tsan
+FT_TSAN_VENV ?= .ft-tsan-venv
+
+$(FT_TSAN_PREFIX)/.built:
+	FT_CACHE=$(FT_CACHE) FT_TSAN=1 .ci/ft-python $(FT_TSAN_PREFIX)
+
+$(FT_TSAN_VENV)/.build-requires: | $(FT_TSAN_PREFIX)/.built
+	$(FT_TSAN_PREFIX)/bin/python3.13t -m venv $(FT_TSAN_VENV)
+	$(FT_TSAN_VENV)/bin/python -m pip install --prefer-binary --no-binary blosc \
+		$(BUILD_REQUIRES) pytest hypothesis
+	touch $@
+
+tsan-test: $(FT_TSAN_VENV)/.build-requires
+	FT_VENV=$(FT_TSAN_VENV) .ci/tsan-test $(TSAN_PYTEST_ARGS)
+
 # The API reference, from the installed package's docstrings; warnings are errors.
 docs: $(VENV)/.installed
 	$(PY) -m pip install --no-build-isolation ".[docs]"
@@ -157,4 +179,4 @@ wincheck: $(PY)
 	$(PY) wheels/wincheck.py --run
 
 clean:
-	rm -rf $(PEER_VENV) $(BENCH_VENV) $(FT_VENV) build *.egg-info zarrcore/*.c zarrcore/*.so wheels/*.whl docs/api/generated
+	rm -rf $(PEER_VENV) $(BENCH_VENV) $(FT_VENV) $(FT_TSAN_VENV) build *.egg-info zarrcore/*.c zarrcore/*.so wheels/*.whl docs/api/generated

@@ -147,19 +147,22 @@ TARGET_SSE42 static uint32_t crc_sse42(uint32_t c, const unsigned char *p, size_
 
 static int have_sse42(void)
 {
-    /* -1 unknown; the race on first use is benign, every thread computes the same answer. */
-    static volatile int cached = -1;
-    if (cached < 0) {
+    /* -1 unknown. Threads that race on first use all store the same answer: relaxed atomics
+     * make that race defined (and quiet under ThreadSanitizer). */
+    static int cached = -1;
+    int have = zc_atomic_load_int(&cached, ZC_RELAXED);
+    if (have < 0) {
 #ifdef ZC_MSVC
         int regs[4];
         __cpuid(regs, 1);
-        cached = regs[2] >> 20 & 1; /* ECX bit 20: SSE4.2 */
+        have = regs[2] >> 20 & 1; /* ECX bit 20: SSE4.2 */
 #else
         __builtin_cpu_init();
-        cached = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+        have = __builtin_cpu_supports("sse4.2") ? 1 : 0;
 #endif
+        zc_atomic_store_int(&cached, have, ZC_RELAXED);
     }
-    return cached;
+    return have;
 }
 #endif
 

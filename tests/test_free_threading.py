@@ -273,3 +273,88 @@ def test_config_changes_while_threads_read(tmp_path):
                 np.testing.assert_array_equal(a[...], expected)
 
     hammer(work)
+
+
+def test_zip_closed_while_threads_read(tmp_path):
+    """A thread closes a zip store again and again while others read it, and another opens
+    files meanwhile (which may take the numbers of descriptors just closed): every read
+    gives the stored bytes (a read after a close opens the zip again)."""
+    path = tmp_path / "r.zip"
+    values = {f"k{n}": bytes([n]) * (1000 + n) for n in range(20)}
+    with zarrcore.ZipStore(path, mode="w") as store:
+        for key, value in values.items():
+            store.set(key, value)
+    store = zarrcore.ZipStore(path, mode="r")
+    other = tmp_path / "other"
+    other.write_bytes(b"\xff" * 4096)
+    readers_left = [THREADS - 2]
+    counting = threading.Lock()
+
+    def work(i):
+        if i < 2:  # the closer and the opener, until every reader is done
+            while readers_left[0]:
+                if i == 0:
+                    store.close()
+                else:
+                    with open(other, "rb") as f:
+                        f.read(1)
+            return
+        try:
+            for _ in range(30):
+                for key, value in values.items():
+                    assert store.get(key, 10, 20) == value[10:20], key
+        finally:
+            with counting:
+                readers_left[0] -= 1
+
+    hammer(work)
+    store.close()
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize("kind", ["memory", "local"])
+def test_one_node_created_by_many_threads(kind, zarr_format, tmp_path):
+    """Threads create one group, each with its own attributes: one of them creates it, the
+    others get NodeExistsError, and the stored attributes are the creator's."""
+    for rnd in range(10):
+        store = _store(kind, tmp_path / str(rnd))
+        made = [None] * THREADS
+
+        def work(i):
+            try:
+                made[i] = zarrcore.create_group(store, path="g", zarr_format=zarr_format,
+                                                attributes={"by": i})
+            except zarrcore.errors.NodeExistsError:
+                pass
+
+        hammer(work)
+        creators = [i for i, g in enumerate(made) if g is not None]
+        assert len(creators) == 1, creators
+        assert zarrcore.open_group(store, path="g").attrs.asdict() == {"by": creators[0]}
+
+
+@pytest.mark.parametrize("kind", ["memory", "local"])
+def test_implicit_parents_keep_concurrent_attributes(kind, tmp_path):
+    """While threads create groups below a group that is not there yet (creating it on the
+    way), another creates that group with attributes (or sets them, when it came too late):
+    they are kept."""
+    store = _store(kind, tmp_path)
+    groups = 30
+    step = threading.Barrier(THREADS)
+
+    def work(i):
+        for j in range(groups):
+            step.wait()
+            if i == 0:
+                try:
+                    zarrcore.create_group(store, path=f"p{j}", attributes={"kept": j})
+                except zarrcore.errors.NodeExistsError:  # made on the way to a member
+                    zarrcore.open_group(store, path=f"p{j}").attrs["kept"] = j
+            else:
+                zarrcore.create_group(store, path=f"p{j}/g{i}")
+
+    hammer(work)
+    for j in range(groups):
+        group = zarrcore.open_group(store, path=f"p{j}")
+        assert group.attrs.asdict() == {"kept": j}
+        assert set(group.keys()) == {f"g{i}" for i in range(1, THREADS)}

@@ -159,6 +159,12 @@ ctypedef fused job_t:
     zc_shard_job
 
 
+cdef inline object setting(dict settings, str name, default):
+    """settings.get(name, default) by lookups that take no lock: on a free-threaded Python
+    dict.get locks the dict, which every thread reading one array shares."""
+    return settings[name] if name in settings else default
+
+
 cdef inline void set_up_chain(zc_chain *c, settings) except *:
     """Set `c` from `settings` (CodecChain.native_form(): itemsize, swap_size, byte_shuffle,
     compressor and its options, crc32c, max_stored)."""
@@ -178,14 +184,14 @@ cdef inline void set_up_chain(zc_chain *c, settings) except *:
         c.compressor = ZC_COMP_ZLIB
     else:
         raise ValueError(f"no native compressor {name!r}")
-    c.clevel = settings.get("clevel", 0)
-    c.shuffle = settings.get("shuffle", 0)
-    c.checksum = settings.get("checksum", False)
-    c.typesize = settings.get("typesize", 0)
-    c.blocksize = settings.get("blocksize", 0)
-    strncpy(c.cname, settings.get("cname", "").encode()[:15], 15)
+    c.clevel = setting(settings, "clevel", 0)
+    c.shuffle = setting(settings, "shuffle", 0)
+    c.checksum = setting(settings, "checksum", False)
+    c.typesize = setting(settings, "typesize", 0)
+    c.blocksize = setting(settings, "blocksize", 0)
+    strncpy(c.cname, setting(settings, "cname", "").encode()[:15], 15)
     c.crc32c = settings["crc32c"]
-    c.max_stored = settings.get("max_stored", 0)
+    c.max_stored = setting(settings, "max_stored", 0)
 
 
 cdef inline object set_up_pieces(plans, cnp.ndarray data, const zc_piece **pieces,

@@ -1,7 +1,6 @@
 # cython: language_level=3
 """The data of a MemoryStore in C (csrc/zc_memstore.h): a mapping of keys to bytes that threads
 without the GIL (array handles) read, write and lock as well as Python code."""
-import contextlib
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.stdint cimport uint64_t
@@ -157,19 +156,31 @@ cdef class NativeMemoryMap:
         for key in self.keys():
             self.pop(key)
 
-    @contextlib.contextmanager
     def lock(self, key):
         """Hold `key`'s lock, which array handles take for their read-modify-writes; waits
         with the GIL released."""
-        cdef bytes k = _key(key)
-        cdef const char *kp = k
+        return _HeldKey(self, _key(key))
+
+
+cdef class _HeldKey:
+    """NativeMemoryMap.lock's context manager. A class rather than a contextlib generator:
+    every write of a chunk takes one, and on a free-threaded CPython 3.13 making a
+    _GeneratorContextManager queues the writing threads on the interpreter's type lock."""
+    cdef NativeMemoryMap store
+    cdef bytes key
+
+    def __cinit__(self, NativeMemoryMap store, bytes key):
+        self.store, self.key = store, key
+
+    def __enter__(self):
+        cdef const char *kp = self.key
         cdef int st
         with nogil:
-            st = zc_memstore_lock(self.m, kp)
+            st = zc_memstore_lock(self.store.m, kp)
         if st != ZC_OK:
-            raise MemoryError(f"memory store: lock of {key!r}")
-        try:
-            yield
-        finally:
-            with nogil:
-                zc_memstore_unlock(self.m, kp)
+            raise MemoryError(f"memory store: lock of {self.key.decode()!r}")
+
+    def __exit__(self, *exc):
+        cdef const char *kp = self.key
+        with nogil:
+            zc_memstore_unlock(self.store.m, kp)

@@ -19,7 +19,7 @@ from .codecs.v2 import codecs_from_v2_metadata, create_metadata_v2
 from .config import config as global_config
 from .creation import (
     check_mode, codec_list, data_type_for, fill_value_for, normalize_chunks, normalize_shape,
-    format_for_new, prepare_path, shard_codecs, split_codecs, store_mode,
+    create_node, format_for_new, shard_codecs, split_codecs, store_mode,
 )
 from .errors import ArrayNotFoundError, NodeNotFoundError, SelectionError, ShapeMismatchError
 from .metadata import ArrayMetadataV2, ArrayMetadataV3, ChunkKeyEncoding
@@ -70,6 +70,9 @@ class Array(nodes.Node):
                  read_only: bool = False, config: Mapping[str, Any] | None = None) -> None:
         super().__init__(store, path, metadata, read_only)
         self._config = _array_config(config)
+        # (Read by every read; dict.get would lock the dict shared by all reading threads on a
+        # free-threaded Python.)
+        self._read_missing: bool | None = self._config.get("read_missing_chunks")
         self._apply_metadata(metadata)
 
     def _apply_metadata(self, metadata: NodeMetadata) -> None:
@@ -779,7 +782,7 @@ class Array(nodes.Node):
     @property
     def reads_missing_as_fill(self) -> bool:
         """Do reads fill where a chunk is not stored (`read_missing_chunks`), or raise?"""
-        read_missing = self._config.get("read_missing_chunks")
+        read_missing = self._read_missing
         return bool(global_config.read_missing_chunks if read_missing is None else read_missing)
 
     def _check_fields(self, fields: str | Sequence[str]) -> None:
@@ -1437,9 +1440,7 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
         raise ValueError(f"zarr_format must be 2 or 3, not {zarr_format!r}")
     # (Checks codecs and limits before anything is written.)
     array = Array(store, path, metadata, config=config)
-    prepare_path(store, path, overwrite)
-    nodes.ensure_parent_groups(store, path, zarr_format)
-    nodes.write_metadata(store, path, metadata)
+    create_node(store, path, metadata, overwrite)
     if data is not None and write_data:
         array[...] = data
     return array

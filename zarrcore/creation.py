@@ -17,7 +17,7 @@ from .errors import ObjectDataTypeError
 from .metadata import dtype_from_numpy
 
 if TYPE_CHECKING:
-    from ._types import ChunksLike, ShapeLike
+    from ._types import ChunksLike, NodeMetadata, ShapeLike
     from .storage import Store
 
 
@@ -145,11 +145,18 @@ def codec_list(value: Any, default: Iterable[Any], where: str) -> list[Any]:
     return [codec_from_json(v, where) for v in values]
 
 
-def prepare_path(store: Store, path: str, mode_overwrite: bool) -> None:
-    if nodes.node_exists(store, path):
-        if not mode_overwrite:
-            raise nodes.existing_node_error(store, path)
-        store.delete_prefix(path)  # the node's metadata keys too: they lie under `path`/
+def create_node(store: Store, path: str, metadata: NodeMetadata, overwrite: bool) -> None:
+    """Store the metadata of a new node at `path`, with groups at its ancestors that have no
+    node. A node there already raises its nodes.existing_node_error, unless `overwrite`: then
+    it is deleted with everything below it."""
+    with nodes.creation_lock(store, path):
+        if nodes.node_exists(store, path):
+            if not overwrite:
+                raise nodes.existing_node_error(store, path)
+            store.delete_prefix(path)  # the node's metadata keys too: they lie under `path`/
+        # (The ancestors' creation locks, taken under this one: always deeper first.)
+        nodes.ensure_parent_groups(store, path, metadata.zarr_format)
+        nodes.write_metadata(store, path, metadata)
 
 
 def fill_value_for(data_type: Any, fill_value: Any) -> Any:

@@ -1,16 +1,16 @@
 """The I/O engine: every chunk read and write of an array, run in compiled batches on the pool.
 
-Reads and writes of basic selections on a directory store with a plain chain (bytes, optionally
-numcodecs' shuffle filter, at most one compressor, optional trailing crc32c) run as one
-compiled batch: native code walks every chunk with no Python per chunk. Sharded arrays there
-whose inner chain is such a chain and whose index is little-endian (with or without crc32c)
-do the same over every shard and inner chunk (zarrcore._shard_io): reads of any basic
-selection, writes of the shards a selection covers wholly; partly covered shards are read-modify-written below under their lock.
-Orthogonal and point (coordinate, mask) reads over such chains run in the compiled jobs too:
-the batch on a directory, ChunkWaves elsewhere and over the inner chunks of shards, with
-int-array axes as listed pieces and points grouped by chunk, gathered in C.
-Everything else goes chunk by chunk through the codec objects, whose heavy work is compiled
-and GIL-free as well.
+Reads and writes of basic selections on a directory store with a plain chain (bytes,
+optionally numcodecs' shuffle filter, at most one compressor, optional trailing crc32c) run
+as one compiled batch: native code walks every chunk with no Python per chunk. Sharded
+arrays there whose inner chain is such a chain and whose index is little-endian (with or
+without crc32c) do the same over every shard and inner chunk (zarrcore._shard_io): reads of
+any basic selection, writes of the shards a selection covers wholly; partly covered shards
+are read-modify-written below under their lock. Orthogonal and point (coordinate, mask)
+reads over such chains run in the compiled jobs too: the batch on a directory, ChunkWaves
+elsewhere and over the inner chunks of shards, with int-array axes as listed pieces and
+points grouped by chunk, gathered in C. Everything else goes chunk by chunk through the
+codec objects, whose heavy work is compiled and GIL-free as well.
 """
 from __future__ import annotations
 

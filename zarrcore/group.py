@@ -15,7 +15,7 @@ from .array import (
 from .consolidated import (
     V2_DOC_KEYS, V2_KEY, ConsolidatedMetadata, empty_inline, open_group_metadata,
 )
-from .creation import check_mode, format_for_new, prepare_path, store_mode
+from .creation import check_mode, create_node, format_for_new, store_mode
 from .errors import (
     ArrayNotFoundError, GroupNotFoundError, IncompatibleArrayError, IncompatibleGroupError,
     InvalidKeyError, MemberNotFoundError, MetadataError, NodeExistsError, NodeNotFoundError,
@@ -845,9 +845,7 @@ def _create_group(store: Store, path: str, zarr_format: int,
         metadata = GroupMetadataV2(attributes=dict(attributes or {}))
     else:
         raise ValueError(f"zarr_format must be 2 or 3, not {zarr_format!r}")
-    prepare_path(store, path, overwrite)
-    nodes.ensure_parent_groups(store, path, zarr_format)
-    nodes.write_metadata(store, path, metadata)
+    create_node(store, path, metadata, overwrite)
     return Group(store, path, metadata)
 
 
@@ -1237,7 +1235,7 @@ def create_hierarchy(*, store: StoreLike, nodes: Mapping[str, Any],
     store = make_store(store)
     for path, metadata in _parents_first(nodes):
         metadata = _zarrcore_metadata(metadata, path)
-        _write_node(store, path, metadata, overwrite)
+        create_node(store, path, metadata, overwrite)
         is_group = isinstance(metadata, (GroupMetadataV3, GroupMetadataV2))
         yield path, (Group if is_group else Array)(store, path, metadata)
 
@@ -1247,16 +1245,6 @@ def _parents_first(specs: Mapping[str, Any]) -> list[tuple[str, Any]]:
     below it."""
     normalized = {nodes.normalize_path(p): m for p, m in specs.items()}
     return sorted(normalized.items(), key=lambda item: item[0].count("/"))
-
-
-def _write_node(store: Store, path: str, metadata: NodeMetadata, overwrite: bool) -> None:
-    if nodes.node_exists(store, path):
-        if not overwrite:
-            raise nodes.existing_node_error(store, path)
-        for key in list(store.list_prefix(path)):
-            store.delete(key)
-    nodes.ensure_parent_groups(store, path, metadata.zarr_format)
-    nodes.write_metadata(store, path, metadata)
 
 
 def _zarrcore_metadata(metadata: Any, path: str) -> Any:

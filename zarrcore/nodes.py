@@ -167,10 +167,20 @@ def metadata_lock_key(path: str, zarr_format: int, node_type: str) -> str:
     return join(path, V2_ARRAY_KEY if node_type == "array" else V2_GROUP_KEY)
 
 
+def creation_lock(store: Store, path: str) -> contextlib.AbstractContextManager[None]:
+    """The lock held by whoever creates a node at `path`, from finding none there to writing
+    its metadata, across the threads of this process (over any Store object of the same
+    data): so threads creating one node, or groups on the way to theirs, at once neither
+    replace each other's metadata nor both succeed. Its name ends with "/", as no key does."""
+    return store.thread_lock(path + "/")
+
+
 def ensure_parent_groups(store: Store, path: str, zarr_format: int) -> None:
     """Create a group at every ancestor of `path` that has no node yet."""
     for parent in parent_paths(path):
-        if not node_exists(store, parent):
+        with creation_lock(store, parent):
+            if node_exists(store, parent):
+                continue
             meta: GroupMetadataV3 | GroupMetadataV2
             if zarr_format == 3:
                 meta = GroupMetadataV3(attributes={})

@@ -84,7 +84,9 @@ class MemoryStore(Store):
 
     def set(self, key: str, value: ReadableBuffer) -> None:
         self.check_writable(key)
-        self._data[validate_key(key)] = bytes(value)
+        # (bytes(), even of bytes, looks up __bytes__ on the value's type: on a free-threaded
+        # CPython 3.13 threads writing at once queue on the interpreter's type lock there.)
+        self._data[validate_key(key)] = value if type(value) is bytes else bytes(value)
 
     def delete(self, key: str) -> None:
         self.check_writable(key)

@@ -104,20 +104,39 @@ class _Inflater:
 
 class _OpenZip:
     """A ZipStore's open zip, shared with its finalizer: the ZipFile, its file and the
-    descriptor for preads of members' data (each None when not open)."""
+    descriptor for preads of members' data (each None when not open). Each pread leases the
+    descriptor (`readers`, under `idle`), and closing waits until no read holds it, so a
+    read never uses a descriptor closed, or reused for another file, meanwhile."""
 
     def __init__(self) -> None:
         self.zip: zipfile.ZipFile | None = None
         self.file: IO[bytes] | None = None
         self.fd: int | None = None
+        self.readers = 0
+        self.idle = threading.Condition(threading.Lock())
+
+    def lease(self) -> int | None:
+        """The reading descriptor, held until `release` (None when closed)."""
+        with self.idle:
+            if self.fd is not None:
+                self.readers += 1
+            return self.fd
+
+    def release(self) -> None:
+        with self.idle:
+            self.readers -= 1
+            if not self.readers:
+                self.idle.notify_all()
 
 
 def _close_zip(state: _OpenZip) -> None:
-    """Write the central directory, close the file and the reading descriptor and so release
-    the writer's lock, which the descriptor shares where it is a duplicate (a finalizer: it
-    holds no reference to the store)."""
-    zf, fp, fd = state.zip, state.file, state.fd
-    state.zip = state.file = state.fd = None
+    """Write the central directory, close the file and, once no read holds it, the reading
+    descriptor, and so release the writer's lock, which the descriptor shares where it is a
+    duplicate (a finalizer: it holds no reference to the store)."""
+    with state.idle:
+        zf, fp, fd = state.zip, state.file, state.fd
+        state.zip = state.file = state.fd = None
+        state.idle.wait_for(lambda: not state.readers)
     try:
         if zf is not None:
             try:
@@ -155,7 +174,6 @@ class ZipStore(Store):
         self._guard = threading.RLock()
         self._state = _OpenZip()
         self._finalizer: weakref.finalize[[_OpenZip], ZipStore] | None = None
-        self._fd: int | None = None  # for preads of members' data
         self._members: dict[str, _Member] = {}  # of the members read so far
 
     def __repr__(self) -> str:
@@ -182,7 +200,6 @@ class ZipStore(Store):
             if self._finalizer is not None:
                 self._finalizer()
                 self._finalizer = None
-            self._fd = None
             self._members.clear()
 
     # -- the open zip -------------------------------------------------------
@@ -231,14 +248,22 @@ class ZipStore(Store):
         # Closes the ZipFile (and so its file and lock) when the store is collected or at exit.
         self._finalizer = weakref.finalize(self, _close_zip, self._state)
         # (zf.fp is fp)
-        self._fd = self._state.fd = _portable.reading_descriptor(fp.fileno(), self.path)
+        self._state.fd = _portable.reading_descriptor(fp.fileno(), self.path)
         return zf
 
     def _pread(self, n: int, offset: int) -> bytes:
-        """`n` bytes of the zip from `offset` on (fewer past its end); the zip is open."""
-        fd = self._fd
-        assert fd is not None  # (opened by _zip before any member is found)
-        return _portable.pread(fd, n, offset)
+        """`n` bytes of the zip from `offset` on (fewer past its end). A store closed by
+        another thread before the read starts is opened again, as for any read after close."""
+        while (fd := self._state.lease()) is None:
+            with self._guard:
+                if self._zip() is None:
+                    raise StoreError(errno.ENOENT, f"{self!r}: the zip file is gone")
+        try:
+            return _portable.pread(fd, n, offset)
+        except OSError as e:
+            raise StoreError(e.errno, f"{self!r}: {e.strerror or e}") from e
+        finally:
+            self._state.release()
 
     def _member(self, key: str) -> _Member | None:
         """(start, compressed size, size, compression method, crc) of a member's data, as
