@@ -118,9 +118,12 @@ def test_object_dtypes():
     assert meta.to_json()["dtype"] == "|O"
     doc = zarray(dtype="|O", fill_value="", filters=None, compressor={"id": "vlen-bytes"})
     assert ArrayMetadataV2.from_json(doc).data_type.v2_object_codec_id == "vlen-bytes"
-    # A null or number fill: Python objects, as zarr 2.18 reads them (test_v2_legacy.py).
-    doc = zarray(dtype="|O", fill_value=None, filters=None, compressor={"id": "vlen-bytes"})
+    # A number fill: Python objects, as zarr 2.18 reads them; a null fill stays bytes, as
+    # zarr-python 3 reads it (test_v2_legacy.py).
+    doc = zarray(dtype="|O", fill_value=0, filters=None, compressor={"id": "vlen-bytes"})
     assert type(ArrayMetadataV2.from_json(doc).data_type).__name__ == "PythonObjectType"
+    doc = zarray(dtype="|O", fill_value=None, filters=None, compressor={"id": "vlen-bytes"})
+    assert type(ArrayMetadataV2.from_json(doc).data_type).__name__ == "VariableLengthBytesType"
     with pytest.raises(UnknownDataTypeError, match=r"\.zarray: field 'dtype'"):
         ArrayMetadataV2.from_json(zarray(dtype="|O", fill_value=0, filters=[{"id": "base64"}]))
     # Python objects (json2, msgpack2, vlen-array, pickle) are a v2-only type.

@@ -178,7 +178,7 @@ def test_zip_store_writes_and_reads_with_position_moving_reads(fallbacks, tmp_pa
             # The reads' descriptor has a position of its own, not the ZipFile's.
             writer_fd = store._state.file.fileno()
             at = os.lseek(writer_fd, 0, os.SEEK_CUR)
-            os.lseek(store._fd, at + 1000, os.SEEK_SET)
+            os.lseek(store._state.fd, at + 1000, os.SEEK_SET)
             assert os.lseek(writer_fd, 0, os.SEEK_CUR) == at
     with zipfile.ZipFile(path) as zf:
         assert zf.testzip() is None
