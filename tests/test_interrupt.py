@@ -17,6 +17,20 @@ from zarrcore.storage.local import TEMP_PREFIX
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="sends SIGINT")
 
+
+@pytest.fixture(autouse=True)
+def ctrl_c_as_in_a_fresh_python():
+    """Ctrl-C handled as a fresh Python handles it (in this process and the children it
+    starts), whatever earlier tests' libraries left: a SIGINT handler of their own or ignored,
+    or SIGINT blocked in the main thread (both inherited by child processes)."""
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        signal.signal(signal.SIGINT, handler)
+
 CHUNK = 16384  # int32 items: 64 KiB chunks, each a fraction of a second at zstd level 19
 NCHUNKS = 512  # a minute or so of compression on two busy cores
 
