@@ -20,9 +20,9 @@ pytestmark = pytest.mark.skipif(os.name != "posix", reason="sends SIGINT")
 
 @pytest.fixture(autouse=True)
 def ctrl_c_as_in_a_fresh_python():
-    """Ctrl-C handled as a fresh Python handles it (in this process and the children it
-    starts), whatever earlier tests' libraries left: a SIGINT handler of their own or ignored,
-    or SIGINT blocked in the main thread (both inherited by child processes)."""
+    """Ctrl-C handled as an interactive Python handles it (in this process and the children
+    it starts), however the suite was started: a non-interactive shell starts background
+    commands with SIGINT ignored, and an ignored or blocked SIGINT is inherited by children."""
     handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
