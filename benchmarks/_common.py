@@ -5,6 +5,7 @@ and the standard library are imported here, so the orchestrator stays light.
 """
 import math
 import os
+import time
 
 import numpy as np
 
@@ -238,3 +239,15 @@ def peak_rss():
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) * 1024  # kB
     raise OSError("no VmHWM in /proc/self/status")
+
+
+def time_released_together(workers, barrier):
+    """Start `workers` (threads or processes whose target first waits on `barrier`, a barrier
+    for one more party), release them together and return the seconds until all have ended."""
+    for w in workers:
+        w.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for w in workers:
+        w.join()
+    return time.perf_counter() - start

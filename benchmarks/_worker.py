@@ -523,14 +523,8 @@ def _cpu_scaling(n=4_000_000, trials=5):
 
     def run(k):
         start = ctx.Barrier(k + 1)
-        procs = [ctx.Process(target=_spin_after, args=(start, n // k)) for _ in range(k)]
-        for p in procs:
-            p.start()
-        start.wait()
-        t0 = time.perf_counter()
-        for p in procs:
-            p.join()
-        return time.perf_counter() - t0
+        return C.time_released_together(
+            [ctx.Process(target=_spin_after, args=(start, n // k)) for _ in range(k)], start)
 
     pairs = [(run(1), run(2)) for _ in range(trials)]
     ratios = [a / b for a, b in pairs]

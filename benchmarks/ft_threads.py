@@ -5,8 +5,8 @@ GIL build only the compiled part does, so small chunks cannot scale there.
 
     python benchmarks/ft_threads.py [--chunks 32 128] [--seconds 1] [--json FILE]
 
-Standard library, numpy and zarrcore only; any interpreter (3.13t with the GIL off, or a GIL
-build).
+Standard library, numpy, zarrcore and _common.py only; any interpreter (3.13t with the GIL
+off, or a GIL build).
 """
 import argparse
 import json
@@ -19,6 +19,8 @@ import time
 import numpy as np
 
 import zarrcore
+
+import _common as C
 
 # Chunks per thread's region along the first axis; the second axis is one chunk wide.
 ROWS_OF_CHUNKS = 64
@@ -36,16 +38,11 @@ def _run(threads, work):
         except BaseException as e:  # reported below
             errors.append(e)
 
-    pool = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
-    for t in pool:
-        t.start()
-    barrier.wait()
-    start = time.perf_counter()
-    for t in pool:
-        t.join()
+    seconds = C.time_released_together(
+        [threading.Thread(target=run, args=(i,)) for i in range(threads)], barrier)
     if errors:
         raise errors[0]
-    return time.perf_counter() - start
+    return seconds
 
 
 def measure(store_kind, chunk, op, rounds, repeats):
