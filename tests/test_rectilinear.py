@@ -14,6 +14,7 @@ from test_indexing_native import _python_calls
 import zarrcore
 from zarrcore.cli import main
 from zarrcore.codecs.chain import CodecChain
+from zarrcore.codecs.sharding import ShardingCodec
 from zarrcore.errors import MetadataError, ZarrcoreError
 from zarrcore.metadata.v3 import ArrayMetadataV3
 from zarrcore.tools.convert import convert
@@ -317,7 +318,7 @@ def test_many_chunks_run_in_compiled_jobs(tmp_path, monkeypatch, kind):
     for name in ("read_into", "encode", "encode_unless_fill", "merge", "decode"):
         monkeypatch.setattr(CodecChain, name, lambda *args, name=name: pytest.fail(name))
     runs = _runs(a, d)
-    if kind == "sharded":  # (listed reads of rectilinear shards go shard by shard)
+    if kind == "sharded":  # (listed reads: below)
         runs = {k: v for k, v in runs.items() if k in ("write", "write stepped", "basic")}
     for name, (run, want) in runs.items():
         got = []
@@ -326,7 +327,34 @@ def test_many_chunks_run_in_compiled_jobs(tmp_path, monkeypatch, kind):
             np.testing.assert_array_equal(got[0], want, err_msg=name)
 
 
-_LAYOUTS = st.sampled_from(["memory", "directory", "sharded"])
+@pytest.mark.parametrize("on_disk", [True, False])
+def test_rectilinear_shards_read_in_shard_waves(tmp_path, monkeypatch, on_disk):
+    """Listed reads of rectilinear shards (and off a directory, basic ones too) take the shard
+    waves of a regular grid of shards, not shard by shard: about as many Python calls as over
+    a regular grid of as many shards (the waves name each shard in Python), and the sharding
+    codec never reads a shard by itself."""
+    n = 500
+    d = np.arange(4 * n, dtype="i4")
+    arrays = {}
+    for name, shards in (("regular", (2,)), ("rectilinear", [[3, 1] * n])):
+        store = str(tmp_path / name) if on_disk else {}
+        arrays[name] = zarrcore.create_array(store, shape=(4 * n,), chunks=(1,), shards=shards,
+                                             dtype="i4", fill_value=-1)
+        arrays[name][...] = d
+    monkeypatch.setattr(ShardingCodec, "read_partial", lambda *a: pytest.fail("shard by shard"))
+    calls = {}
+    for layout, a in arrays.items():
+        for name, (run, want) in _runs(a, d).items():
+            if name.startswith("write") or name == "basic" and on_disk:
+                continue  # (the compiled shard batch)
+            got = []
+            calls[layout, name] = _python_calls(lambda: got.append(run()))
+            np.testing.assert_array_equal(got[0], want, err_msg=f"{layout} {name}")
+    for (layout, name), count in calls.items():
+        assert count < calls["regular", name] * 2 + 500, (name, count)
+
+
+_LAYOUTS = st.sampled_from(["memory", "directory", "sharded", "sharded in memory"])
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -334,13 +362,16 @@ _LAYOUTS = st.sampled_from(["memory", "directory", "sharded"])
 @given(st.lists(_EDGES, min_size=1, max_size=3), _LAYOUTS, st.booleans(), st.data())
 def test_compiled_jobs_match_numpy(tmp_path_factory, edges, layout, shrink, data):
     """Every indexing mode, reads and writes, over a rectilinear grid (its last chunks cut by a
-    shrinking resize or not) on each compiled road, against numpy."""
-    shape = tuple(sum(e) for e in edges)
-    if layout == "sharded":
-        kw = dict(chunks=(1,) * len(shape), shards=edges)
+    shrinking resize or not) on each compiled road, against numpy. Shards hold inner chunks
+    of 1 to 3 a side, so that shards hold different numbers of them."""
+    if layout.startswith("sharded"):
+        inner = tuple(data.draw(st.integers(1, 3)) for _ in edges)
+        edges = [[e * k for e in axis] for axis, k in zip(edges, inner)]
+        kw = dict(chunks=inner, shards=edges)
     else:
         kw = dict(chunks=edges)
-    store = {} if layout == "memory" else str(tmp_path_factory.mktemp("r") / "a")
+    shape = tuple(sum(e) for e in edges)
+    store = {} if "memory" in layout else str(tmp_path_factory.mktemp("r") / "a")
     a = zarrcore.create_array(store, shape=shape, dtype="i2", fill_value=-1, **kw)
     if shrink:
         shape = tuple(max(1, n - data.draw(st.integers(0, 3))) for n in shape)

@@ -147,20 +147,26 @@ def _task_grid(plans: Sequence[AxisPlan], values: Callable[[AxisPlan], Any]) -> 
     return np.stack([g.ravel() for g in np.meshgrid(*axes, indexing="ij")], axis=1)
 
 
-def _replan(plans: Sequence[AxisPlan], shape: Sequence[int], block_shape: Sequence[int],
+def _start(block: AxisChunks, c: int) -> int:
+    """Where block `c` of an axis of blocks `block` (a length, or boundaries) starts."""
+    return c * block if isinstance(block, int) else int(block[c])
+
+
+def _replan(plans: Sequence[AxisPlan], shape: Sequence[int], blocks: Sequence[AxisChunks],
             chunk_shape: Sequence[int]) -> list[AxisPlan]:
-    """The plans of the basic selection that `plans` make over blocks of `block_shape`, over
-    the finer grid of `chunk_shape` (a shard's inner chunks)."""
+    """The plans of the basic selection that `plans` make over the blocks `blocks` (per
+    axis a length, or boundaries), over the finer grid of `chunk_shape` (the inner chunks of
+    shards)."""
     out = []
-    for plan, n, b, c in zip(plans, shape, block_shape, chunk_shape):
+    for plan, n, b, c in zip(plans, shape, blocks, chunk_shape):
         if not plan.chunks:
             out.append(_indexing.slice_plan(0, 0, 1, c, n))
             continue
         sel, out_sel = plan.chunk_sel[0], plan.out_sel[0]
         if not isinstance(sel, slice):  # an int: the axis is dropped
-            out.append(_indexing.int_plan(plan.chunks[0] * b + int(sel), c, n))
+            out.append(_indexing.int_plan(_start(b, plan.chunks[0]) + int(sel), c, n))
             continue
-        first, step, count = plan.chunks[0] * b + sel.start, sel.step, sum(plan.count)
+        first, step, count = _start(b, plan.chunks[0]) + sel.start, sel.step, sum(plan.count)
         if isinstance(out_sel, slice) and out_sel.step == -1:  # walked ascending, written back
             out.append(_indexing.slice_plan(first + (count - 1) * step, first - 1, -step, c, n))
         else:
@@ -185,16 +191,16 @@ def _listed_plan(positions: npt.NDArray[np.intp], chunk_len: int) -> AxisPlan:
     return _indexing.AxisPlan.from_rows(rows, listed, np.zeros(len(starts), dtype=bool))
 
 
-def _inner_plans(indexer: OrthogonalIndexer, shape: Sequence[int], block_shape: Sequence[int],
-                 chunk_shape: Sequence[int]) -> list[AxisPlan]:
-    """The plans of an orthogonal selection over the blocks of `block_shape` (shards), over
-    the finer grid of `chunk_shape` (their inner chunks), the buffer's order kept: axes
-    indexed by arrays become listed pieces."""
+def _inner_plans(indexer: OrthogonalIndexer, shape: Sequence[int],
+                 blocks: Sequence[AxisChunks], chunk_shape: Sequence[int]) -> list[AxisPlan]:
+    """The plans of an orthogonal selection over the blocks `blocks` (shards, per axis a
+    length or boundaries), over the finer grid of `chunk_shape` (their inner chunks), the
+    buffer's order kept: axes indexed by arrays become listed pieces."""
     out = []
     for axis, plan in enumerate(indexer.plans):
         positions = indexer.buffer_positions(axis)
         if positions is None:
-            out.extend(_replan([plan], shape[axis:axis + 1], block_shape[axis:axis + 1],
+            out.extend(_replan([plan], shape[axis:axis + 1], blocks[axis:axis + 1],
                                chunk_shape[axis:axis + 1]))
         else:
             out.append(_listed_plan(positions, chunk_shape[axis]))
@@ -253,15 +259,55 @@ def _axis_classes(chunks: Int64s, bounds: AxisChunks, extent: int
     return classes
 
 
-def _inner_points(groups: PointGroups, inner_shape: Sequence[int], grid: Sequence[int]
+def _inner_counts(blocks: Sequence[AxisChunks], inner_shape: Sequence[int],
+                  shards: Int64s) -> Int64s:
+    """The number of inner chunks of `inner_shape` along each axis of the shards at grid
+    indices `shards` ((n, ndim)) of the blocks `blocks` (per axis a length, or boundaries)."""
+    counts = np.empty_like(shards)
+    for d, (b, c) in enumerate(zip(blocks, inner_shape)):
+        at = shards[:, d]
+        counts[:, d] = b // c if isinstance(b, int) else (b[at + 1] - b[at]) // c
+    return counts
+
+
+def _c_order(places: Int64s, counts: Int64s) -> Int64s:
+    """The C-order index of each row of `places` ((n, ndim)) in a grid of the same row of
+    `counts`."""
+    index = np.zeros(len(places), dtype=np.int64)
+    for d in range(places.shape[1]):
+        index = index * counts[:, d] + places[:, d]
+    return index
+
+
+def _in_shards(blocks: Sequence[AxisChunks], inner_shape: Sequence[int], coords: Int64s
+               ) -> tuple[Int64s, Int64s]:
+    """For inner chunks at grid indices `coords` ((n, ndim), inner chunks of `inner_shape`
+    over the whole array) in shards placed by `blocks` (per axis a length, or boundaries; each
+    shard holds whole inner chunks): their shards' grid indices, and their C-order index in
+    their shard."""
+    shards = np.empty_like(coords)
+    places = np.empty_like(coords)
+    for d, (b, c) in enumerate(zip(blocks, inner_shape)):
+        at = coords[:, d]
+        if isinstance(b, int):
+            shards[:, d], places[:, d] = np.divmod(at, b // c)
+        else:
+            starts = b // c
+            shards[:, d] = np.searchsorted(starts, at, side="right") - 1
+            places[:, d] = at - starts[shards[:, d]]
+    return shards, _c_order(places, _inner_counts(blocks, inner_shape, shards))
+
+
+def _inner_points(groups: PointGroups, inner_shape: Sequence[int], blocks: Sequence[AxisChunks]
                   ) -> tuple[Listing, Int64s, Int64s]:
-    """Points grouped by shard (`groups`), regrouped by inner chunk (`inner_shape`, `grid`
-    of them per shard) within each shard, the buffer's order kept: the zc_listing arrays
-    (point_start, local, out_index, None), and per group its shard (a group of `groups`)
-    and its C-order inner chunk in that shard."""
+    """Points grouped by shard (`groups`; shards placed by `blocks`, per axis a length or
+    boundaries), regrouped by inner chunk (`inner_shape`) within each shard, the buffer's
+    order kept: the zc_listing arrays (point_start, local, out_index, None), and per group its
+    shard (a group of `groups`) and its C-order inner chunk in that shard."""
     inner_column = np.asarray(inner_shape, dtype=np.int64)[:, None]
     shard = np.repeat(np.arange(groups.ngroups, dtype=np.int64), np.diff(groups.offsets))
-    inner = np.ravel_multi_index(tuple(groups.local // inner_column), grid)
+    counts = _inner_counts(blocks, inner_shape, groups.coords)
+    inner = _c_order((groups.local // inner_column).T, counts[shard])
     order = np.lexsort((inner, shard))  # points stay grouped by shard, their order kept
     shard, inner = shard[order], inner[order]
     starts = np.flatnonzero(np.r_[True, (shard[1:] != shard[:-1]) | (inner[1:] != inner[:-1])])
@@ -463,11 +509,16 @@ class ChunkEngine:
             self._waves = self._forms[self.chunk_shape]
         # Sharded arrays off a directory are read by planned byte ranges; and those whose
         # inner chain the core runs, listed selections of them too, on any store, inner
-        # chunks decoded in compiled waves. Over a regular grid of shards only: the inner
-        # chunks' plans place shards by one length (`_replan`, `_inner_plans`).
-        self._ranged_shards = not directory and self.partial is not None and self.grid.is_regular
-        self._inner_waves = (self.partial is not None and self.grid.is_regular
-                             and self.partial.inner_native_form is not None)
+        # chunks decoded in compiled waves. Over grids of shards that start on inner chunks'
+        # boundaries only (regular ones, and rectilinear ones but after a growth by a length
+        # the inner chunks do not divide): the inner chunks then lie on one regular grid
+        # over the array (`_read_shard_waves`).
+        aligned = self.partial is not None and all(
+            not np.any(np.asarray(b) % c)
+            for b, c in zip(self.grid.axes, self.partial.chunk_shape))
+        self._ranged_shards = not directory and aligned
+        self._inner_waves = aligned and self.partial is not None and (
+            self.partial.inner_native_form is not None)
 
     def _shard_spec(self, shape: Sequence[int], extent: Sequence[int],
                     settings: dict[str, Any]) -> ShardSpec:
@@ -785,49 +836,50 @@ class ChunkEngine:
         """Read a sharded array through Store.get_many: first the index of every shard
         touched (the whole shard when most of it is wanted), then the byte ranges of the
         inner chunks wanted, neighbours coalesced; inner chunks decode in compiled waves as
-        their bytes arrive."""
+        their bytes arrive. The inner chunks of every shard lie on one regular grid over the
+        array, on a rectilinear grid of shards too (`__init__`): one job takes them all."""
         codec = self.partial
         assert codec is not None  # (the road `plan` took is open)
-        inner_shape, grid = codec.chunk_shape, np.asarray(codec.grid, dtype=np.int64)
+        inner_shape, blocks = codec.chunk_shape, self.grid.axes
         job: ChunkWaves | _InnerChunkWaves
         inner_grid = _grid_of(self.array_shape, inner_shape)
         if isinstance(indexer, CoordinateIndexer):
             # Tasks are the groups of points by inner chunk, shard by shard.
             groups, native = indexer.groups, codec.inner_native_form
             assert groups is not None and native is not None  # (as `plan` saw)
-            points, shard_of, local = _inner_points(groups, inner_shape, tuple(grid))
+            points, shard_of, local = _inner_points(groups, inner_shape, blocks)
             job = ChunkWaves(native, inner_shape, inner_grid, None, out,
                              points=points)
-            keys = [self.key(c) for c in groups.coords.tolist()]
+            shards = groups.coords.tolist()
         else:
             if isinstance(indexer, BasicIndexer):
-                plans = _replan(indexer.plans, self.array_shape, self.chunk_shape, inner_shape)
+                plans = _replan(indexer.plans, self.array_shape, blocks, inner_shape)
             else:
-                plans = _inner_plans(indexer, self.array_shape, self.chunk_shape, inner_shape)
+                plans = _inner_plans(indexer, self.array_shape, blocks, inner_shape)
             native = codec.inner_native_form
             if native is not None:
                 job = ChunkWaves(native, inner_shape, inner_grid, plans, out)
             else:
                 job = _InnerChunkWaves(codec.inner, plans, out)
-            keys = [self.key(c) for c in _task_grid(indexer.plans, lambda p: p.chunks).tolist()]
-            # Per task: the shard it is in (its place in `keys`) and its C-order place in it.
-            coords = _task_grid(plans, lambda p: p.chunks)
-            places = [np.searchsorted(np.asarray(p.chunks, dtype=np.int64),
-                                      coords[:, d] // grid[d])
+            shards = _task_grid(indexer.plans, lambda p: p.chunks).tolist()
+            # Per task: the shard it is in (its place in `shards`) and its C-order place in it.
+            of_task, local = _in_shards(blocks, inner_shape, _task_grid(plans, lambda p: p.chunks))
+            places = [np.searchsorted(np.asarray(p.chunks, dtype=np.int64), of_task[:, d])
                       for d, p in enumerate(indexer.plans)]
             shard_of = (np.ravel_multi_index(places, [len(p.chunks) for p in indexer.plans])
-                        if places else np.zeros(len(coords), dtype=np.int64))
-            local = (np.ravel_multi_index([coords[:, d] % grid[d] for d in range(len(grid))], grid)
-                     if len(grid) else np.zeros(len(coords), dtype=np.int64))
+                        if places else np.zeros(len(of_task), dtype=np.int64))
+        keys = [self.key(c) for c in shards]
+        codecs = self._shard_codecs(shards)
         by_shard = np.argsort(shard_of, kind="stable")
         bounds = np.searchsorted(shard_of[by_shard], np.arange(len(keys) + 1))
         shard_tasks = [by_shard[bounds[s]:bounds[s + 1]] for s in range(len(keys))]
         requests: list[tuple[str, list[ByteRange] | None]] = [
-            (key, None if codec.reads_whole(len(t)) else [codec.index_range()])
-            for key, t in zip(keys, shard_tasks)]
+            (key, None if c.reads_whole(len(t)) else [c.index_range()])
+            for key, c, t in zip(keys, codecs, shard_tasks)]
 
         def name(task: int) -> str:
-            return f"{keys[shard_of[task]]!r}, inner chunk {codec.coords(int(local[task]))}"
+            inner = codecs[shard_of[task]].coords(int(local[task]))
+            return f"{keys[shard_of[task]]!r}, inner chunk {inner}"
 
         def run(tasks: Int64s) -> None:
             failure = _run_waves(job, tasks, job.work_read)
@@ -843,11 +895,24 @@ class ChunkEngine:
                     f"nbytes {lengths[bad]}) reaches past the end of the shard")
 
         with contextlib.ExitStack() as held:
-            self._read_shard_ranges(keys, requests, shard_tasks, local, codec, held, add, run)
+            self._read_shard_ranges(keys, requests, shard_tasks, local, codecs, held, add, run)
+
+    def _shard_codecs(self, shards: list[list[int]]) -> list[ShardingCodec]:
+        """The sharding codec of each shard at the grid indices `shards` (each of its own
+        shape on a rectilinear grid)."""
+        if self.grid.is_regular:
+            assert self.partial is not None  # (sharded)
+            return [self.partial] * len(shards)
+        codecs = []
+        for coords in shards:
+            codec = self.chain_at(coords).partial_codec
+            assert codec is not None  # (every shard's chain is sharded)
+            codecs.append(codec)
+        return codecs
 
     def _read_shard_ranges(
             self, keys: list[str], requests: list[tuple[str, list[ByteRange] | None]],
-            shard_tasks: list[Int64s], local: Int64s, codec: ShardingCodec,
+            shard_tasks: list[Int64s], local: Int64s, codecs: Sequence[ShardingCodec],
             held: contextlib.ExitStack, add: Callable[[ReadBytes, Int64s, Int64s, Int64s], None],
             run: Callable[[Int64s], None]) -> None:
         """The fetching half of _read_shard_waves: the `requests` for the shards' indexes (or
@@ -892,10 +957,10 @@ class ChunkEngine:
                     continue  # not stored: fill
                 try:
                     if whole:
-                        entries = codec.parse_index(
-                            memoryview(data)[slice(*codec.index_range())], len(data))
+                        entries = codecs[s].parse_index(
+                            memoryview(data)[slice(*codecs[s].index_range())], len(data))
                     else:
-                        entries = codec.parse_index(data)
+                        entries = codecs[s].parse_index(data)
                 except ZarrcoreError as e:
                     raise _with_key(e, keys[s]) from e
                 spans = entries[local[tasks]]
