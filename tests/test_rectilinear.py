@@ -2,6 +2,7 @@
 encodings, creation in zarr-python 3.4's spelling, every indexing mode against numpy, resize
 and append as zarr-python 3.4 grows a grid, and both directions against zarr-python 3.4."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -202,6 +203,81 @@ def test_zarr34_reads_zarrcore(peer, tmp_path):  # noqa: F811
     for name, (kw, data) in CASES.items():
         want = np.concatenate([data, data[:4]]) if name == "plain" else data
         np.testing.assert_array_equal(unpack(read[name]), want, err_msg=name)
+
+
+# Rectilinear shards of inner chunks (2, 3): shards hold 1 to 4 rows and 1 to 3 columns of
+# them.
+SHARDED = dict(shape=(20, 18), chunks=(2, 3), shards=[[4, 6, 2, 8], [3, 9, 6]], dtype="int32",
+               fill_value=-7)
+# Orthogonal and point selections (unsorted, repeated, negative) as both sides index them.
+LISTED = {"oindex": ([17, 0, 5, 5, -1, 9], slice(2, 17, 4)),
+          "oindex both": ([3, 12, 1], [17, 0, 8, 9]),
+          "vindex": ([18, 0, 7, 7, 11, 4], [0, 17, 9, 10, 3, 3])}
+
+PEER_LISTED = """
+import zarr
+zarr.config.set({"array.rectilinear_chunks": True})
+if payload["write"] is not None:
+    a = zarr.create_array(payload["path"], **payload["create"])
+    a[...] = unpack(payload["write"])
+    a[5:9, 4:11] = -1
+a = zarr.open_array(payload["path"], mode="r")
+def sel(x):
+    return slice(*x["slice"]) if isinstance(x, dict) else x
+result = {"grid": a.metadata.to_dict()["chunk_grid"], "all": pack(a[...])}
+for name, (rows, cols) in payload["listed"].items():
+    index = a.vindex if name == "vindex" else a.oindex
+    result[name] = pack(index[sel(rows), sel(cols)])
+"""
+
+
+def _peer_listed(peer, path, write=None):  # noqa: F811
+    """What zarr-python reads of the array at `path` (after writing `write` there, then -1 into
+    [5:9, 4:11], when given): its grid, all of it, and each of LISTED."""
+    def js(x):
+        return {"slice": [x.start, x.stop, x.step]} if isinstance(x, slice) else x
+    listed = {k: [js(x) for x in v] for k, v in LISTED.items()}
+    return peer.run(PEER_LISTED, {"path": path, "create": SHARDED, "listed": listed,
+                                  "write": None if write is None else pack(write)})
+
+
+def _check_listed(a, peer_read, want):
+    """`a`'s listed reads against numpy on `want` and against the peer's (`peer_read`)."""
+    for name, (rows, cols) in LISTED.items():
+        if name == "vindex":
+            got, expected = a.vindex[rows, cols], want[rows, cols]
+        else:
+            got, expected = a.oindex[rows, cols], want[np.ix_(np.arange(want.shape[0])[rows],
+                                                              np.arange(want.shape[1])[cols])]
+        np.testing.assert_array_equal(got, expected, err_msg=name)
+        np.testing.assert_array_equal(unpack(peer_read[name]), expected, err_msg=name)
+
+
+@pytest.mark.slow
+def test_rectilinear_shards_listed_reads_both_ways(peer, tmp_path):  # noqa: F811
+    """Rectilinear shards written by zarr-python 3.4 read by zarrcore's shard waves (on a
+    directory and in memory), orthogonal and point selections, as zarr-python reads them; and
+    the same read by zarr-python from zarrcore's writes."""
+    d = np.arange(20 * 18, dtype="int32").reshape(20, 18)
+    want = d.copy()
+    want[5:9, 4:11] = -1
+    peer_path = str(tmp_path / "peer")
+    read = _peer_listed(peer, peer_path, d)
+    assert read["grid"]["name"] == "rectilinear"
+    np.testing.assert_array_equal(unpack(read["all"]), want)
+    files = {str(p.relative_to(peer_path)): p.read_bytes()
+             for p in Path(peer_path).rglob("*") if p.is_file()}
+    for store in (peer_path, zarrcore.MemoryStore(files)):
+        a = zarrcore.open_array(store, mode="r")
+        np.testing.assert_array_equal(a[...], want)
+        _check_listed(a, read, want)
+    ours = str(tmp_path / "ours")
+    w = zarrcore.create_array(ours, **SHARDED)
+    w[...] = d
+    w[5:9, 4:11] = -1
+    read = _peer_listed(peer, ours)
+    np.testing.assert_array_equal(unpack(read["all"]), want)
+    _check_listed(zarrcore.open_array(ours), read, want)
 
 
 def test_verify_walks_the_grid(tmp_path):
@@ -412,10 +488,13 @@ def test_point_grid_counts_only_chunks_in_the_array(tmp_path):
 def test_native_handle_refuses_rectilinear_grids(tmp_path):
     """The native handle's C planner takes one chunk shape: it refuses the grid, naming it,
     rather than read or write chunks by the largest one."""
-    a = zarrcore.create_array(str(tmp_path / "a"), shape=(30,), chunks=[[10, 5, 15]], dtype="i4")
-    a[...] = np.arange(30)
-    with pytest.raises(ZarrcoreError, match="chunk_grid"):
-        a.native_handle()
+    for name, kw in (("a", dict(chunks=[[10, 5, 15]])),
+                     ("s", dict(chunks=(5,), shards=[[10, 5, 15]]))):
+        a = zarrcore.create_array(str(tmp_path / name), shape=(30,), dtype="i4", **kw)
+        a[...] = np.arange(30)
+        with pytest.raises(ZarrcoreError, match="'rectilinear' chunk_grid") as caught:
+            a.native_handle()
+        assert repr(a.name) in str(caught.value)
 
 
 PEER_ROUND_TRIP = """
