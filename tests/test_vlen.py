@@ -1,5 +1,6 @@
 """vlen-utf8 and vlen-bytes: the compiled framing, its length checks, the codecs, and string and
 bytes arrays end to end (hypothesis round trips against numcodecs and zarr-python)."""
+import json
 import struct
 
 import numpy as np
@@ -146,6 +147,24 @@ def test_fill_with_trailing_nul_is_kept(store):
     a[2:] = [b"z", b"z"]  # not the fill: must be stored
     assert a[:].tolist() == [b"z\x00", b"y", b"z", b"z"]
     assert a.nchunks_initialized == 2
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_bytes_fill_value_reads_as_zarr34_reads_it(tmp_path, fmt):
+    """A vlen-bytes fill value is stored in base64 and read as zarr-python 3.4 reads it:
+    characters outside base64's alphabet (a line break, say) skipped; bad padding refused."""
+    a = zarrcore.create_array(tmp_path / "a", shape=(2,), dtype=bytes, fill_value=b"\xff",
+                              zarr_format=fmt)
+    assert a.fill_value == b"\xff" and a[...].tolist() == [b"\xff", b"\xff"]
+    name = "zarr.json" if fmt == 3 else ".zarray"
+    doc = json.loads((tmp_path / "a" / name).read_text())
+    assert doc["fill_value"] == "/w=="
+    (tmp_path / "a" / name).write_text(json.dumps(dict(doc, fill_value="YW\nJj")))
+    a = zarrcore.open_array(tmp_path / "a")
+    assert a.fill_value == b"abc" and a[...].tolist() == [b"abc", b"abc"]
+    (tmp_path / "a" / name).write_text(json.dumps(dict(doc, fill_value="abc")))
+    with pytest.raises(MetadataError, match="fill_value"):
+        zarrcore.open_array(tmp_path / "a")
 
 
 @pytest.mark.parametrize("fmt", [2, 3])

@@ -586,11 +586,12 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _bytes_from_json(value: JSON, length: int | None = None) -> bytes:
-    """Base64 string or list of byte values -> bytes (exactly ``length`` long if given)."""
+def _bytes_from_json(value: JSON, length: int | None = None, validate: bool = True) -> bytes:
+    """Base64 string or list of byte values -> bytes (exactly ``length`` long if given). Not
+    `validate`: characters outside base64's alphabet are skipped, as zarr-python skips them."""
     if isinstance(value, str):
         try:
-            data = base64.b64decode(value.encode("ascii"), validate=True)
+            data = base64.b64decode(value.encode("ascii"), validate=validate)
         except (binascii.Error, UnicodeEncodeError):
             raise ValueError("invalid base64") from None
     elif isinstance(value, list):
@@ -829,7 +830,7 @@ class VariableLengthBytesType(_VariableLengthBase):
         return bytes(item) if isinstance(item, (bytearray, memoryview)) else super()._item(item)
 
     def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
-        return _bytes_from_json(value)
+        return _bytes_from_json(value, validate=False)  # as zarr-python 3.4 reads it
 
     def _encode_fill(self, value: Any, zarr_format: int) -> JSON:
         return _b64(value)
