@@ -23,18 +23,32 @@ def copies(draw):
     pad = tuple(draw(st.lists(st.integers(0, 5), min_size=ndim, max_size=ndim)))
     start = tuple(draw(st.integers(0, p)) for p in pad)
 
-    def layout():
+    def edges(extent, unit):
+        """Edge lengths of whole `unit`s covering `extent` (the last one cut)."""
+        out = []
+        while sum(out) < extent:
+            out.append(unit * draw(st.integers(1, 3)))
+        out[-1] -= sum(out) - extent
+        return out
+
+    def layout(extent):
         chunks = tuple(draw(st.lists(st.integers(1, 5), min_size=ndim, max_size=ndim)))
+        rectilinear = min(extent) > 0 and draw(st.booleans())
         if draw(st.booleans()):
-            return {"chunks": chunks, "zarr_format": draw(st.sampled_from([2, 3]))}
+            if rectilinear:
+                chunks = [edges(n, 1) for n in extent]
+            return {"chunks": chunks, "zarr_format": 3 if rectilinear else
+                    draw(st.sampled_from([2, 3]))}
+        if rectilinear and all(n % c == 0 for n, c in zip(extent, chunks)):
+            return {"chunks": chunks, "shards": [edges(n, c) for n, c in zip(extent, chunks)]}
         factors = draw(st.lists(st.integers(1, 3), min_size=ndim, max_size=ndim))
         return {"chunks": chunks, "shards": tuple(c * f for c, f in zip(chunks, factors))}
 
-    source = layout()
+    source = layout(shape)
     if draw(st.booleans()):  # the whole of an array of the same layout: a raw copy when alike
         return shape, source, shape, source, (0,) * ndim
     dest_shape = tuple(n + p for n, p in zip(shape, pad))
-    return shape, source, dest_shape, layout(), start
+    return shape, source, dest_shape, layout(dest_shape), start
 
 
 @settings(max_examples=60, deadline=None)
@@ -82,6 +96,40 @@ def test_copies_stream_in_blocks_of_whole_destination_objects(monkeypatch):
         (i, j) for i in range(0, 40, 10) for j in range(0, 30, 15)]
     assert all((r[0].stop - r[0].start, r[1].stop - r[1].start) == (10, 15) for r in reads)
     np.testing.assert_array_equal(b[...], a[...])
+
+
+def test_rectilinear_grids_stream_in_blocks_of_whole_destination_objects(monkeypatch):
+    """A rectilinear source is read block by block, never whole; into a rectilinear
+    destination, each block spans whole destination objects (cut at the region's edges)."""
+    monkeypatch.setattr(streaming, "MIN_BLOCK_BYTES", 0)
+    d = np.arange(40 * 30, dtype="u2").reshape(40, 30)
+    a = zarrcore.create_array({}, shape=(40, 30), dtype="u2", chunks=[[10, 5, 25], [7, 23]])
+    a[...] = d
+    reads = []
+    real = zarrcore.Array.get_basic_selection
+
+    def get(self, selection=Ellipsis, out=None, fields=None):
+        if self is a:
+            reads.append(tuple((s.start, s.stop) for s in selection))
+        return real(self, selection, out, fields)
+
+    monkeypatch.setattr(zarrcore.Array, "get_basic_selection", get)
+    b = zarrcore.create_array({}, shape=(40, 30), dtype="u2", chunks=(5, 5), shards=(10, 15))
+    b[...] = a
+    assert sorted(reads) == [((i, i + 10), (j, j + 15)) for i in range(0, 40, 10)
+                             for j in range(0, 30, 15)]
+    np.testing.assert_array_equal(b[...], d)
+    reads.clear()
+    c = zarrcore.create_array({}, shape=(45, 30), dtype="u2", chunks=(5, 5),
+                              shards=[[10, 5, 30], [15, 15]], fill_value=9)
+    c[3:43, :] = a
+    # Whole shards, as many as fit in the side of the largest (30 rows): the region's part of
+    # the first two, then the third; in the source's rows (the region starts at row 3).
+    rows = [(0, 12), (12, 40)]
+    assert sorted(reads) == [(r, (j, j + 15)) for r in rows for j in (0, 15)]
+    want = np.full((45, 30), 9, dtype="u2")
+    want[3:43] = d
+    np.testing.assert_array_equal(c[...], want)
 
 
 def test_alike_arrays_copy_their_stored_objects_and_drop_the_others(monkeypatch):

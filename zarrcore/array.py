@@ -474,8 +474,7 @@ class Array(nodes.Node):
         if not isinstance(value, Array) or fields is not None:
             return False
         region = _region_of(selection, self.shape)
-        if (region is None or tuple(r.stop - r.start for r in region) != value.shape
-                or not (self.chunk_grid.is_regular and value.chunk_grid.is_regular)):
+        if region is None or tuple(r.stop - r.start for r in region) != value.shape:
             return False
         if value.store == self.store and value.path == self.path and value.shape != self.shape:
             return False  # a region of the array onto itself: the blocks would overlap

@@ -18,6 +18,7 @@ import numpy as np
 from . import nodes
 from .concurrency import run_bounded
 from .config import config
+from .metadata.grid import AxisChunks
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -65,13 +66,27 @@ def block_cost(block: Sequence[int], source: Array, dest: Array, copies: int) ->
     return copies * math.prod(block) * itemsize + config.num_threads * stored
 
 
-def blocks(region: Region, block: Sequence[int]) -> Iterator[Region]:
-    """The blocks tiling `region`, on the grid of `block` from the origin, cut at its edges."""
-    ranges = [range(r.start // b * b, r.stop, b) if r.stop > r.start else range(0)
-              for r, b in zip(region, block)]
-    for corner in np.ndindex(*(len(r) for r in ranges)):
-        yield tuple(slice(max(r.start, rng[i]), min(r.stop, rng[i] + b))
-                    for r, rng, i, b in zip(region, ranges, corner, block))
+def block_edges(axis: AxisChunks, start: int, stop: int, side: int) -> list[int]:
+    """Where the blocks over [start, stop) of a grid axis (`axis`: an object length, or the
+    objects' boundaries) start and end: each spans whole objects, cut at `start` and `stop`,
+    as many as fit in `side` (at least one; on a regular axis `side` is a whole number of
+    them, and the blocks lie on its grid from the origin)."""
+    if stop <= start:
+        return [start]
+    if isinstance(axis, int):
+        return [start, *range((start // side + 1) * side, stop, side), stop]
+    ends = [*axis[(axis > start) & (axis < stop)].tolist(), stop]
+    edges = [start]
+    for end, after in zip(ends, ends[1:] + [None]):
+        if after is None or after - edges[-1] > side:
+            edges.append(end)
+    return edges
+
+
+def blocks(edges: Sequence[Sequence[int]]) -> Iterator[Region]:
+    """The blocks between the `edges` of each axis (`block_edges`), in C order."""
+    for corner in np.ndindex(*(len(e) - 1 for e in edges)):
+        yield tuple(slice(e[i], e[i + 1]) for e, i in zip(edges, corner))
 
 
 class BlockBuffers:
@@ -117,11 +132,15 @@ def copy_into(dest: Array, region: Region, source: Array) -> None:
     def cost(block: Sequence[int]) -> int:  # the block, what is encoded, a cast copy
         return block_cost(block, source, dest, 2 + (source.dtype != dest.dtype))
 
-    # Lined up with the source's chunks where its origin is on the destination's grid.
+    # Lined up with the source's chunks where its origin is on the destination's grid (an
+    # axis of edge lengths lines up with nothing).
     offsets = [r.start for r in region]
-    lined_up = [c if o % c == 0 else u for c, u, o in zip(source.chunks, unit, offsets)]
+    lined_up = [c if isinstance(c, int) and o % c == 0 else u
+                for c, u, o in zip(source.chunks, unit, offsets)]
     extent = [r.stop - r.start for r in region]
     budget = DEFAULT_MEMORY * 3 // 4  # a quarter is headroom, as convert keeps
+    # Over a rectilinear destination, the block's side (of its largest objects) bounds its
+    # blocks of whole objects.
     block = plan_block(unit, lined_up, extent, itemsize, cost, budget)
     in_flight = max(1, min(config.num_threads, budget // cost(block)))
     buffers = BlockBuffers(in_flight)
@@ -135,7 +154,8 @@ def copy_into(dest: Array, region: Region, source: Array) -> None:
         finally:
             buffers.give_back(buffer)
 
-    parts = blocks(region, block)
+    parts = blocks([block_edges(axis, r.start, r.stop, side)
+                    for axis, r, side in zip(dest.chunk_grid.axes, region, block)])
     ahead = list(itertools.islice(parts, 2))
     if len(ahead) < 2:  # one block or none: in the calling thread
         for part in ahead:

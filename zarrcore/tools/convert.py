@@ -38,10 +38,10 @@ from ..consolidated import V2_KEY
 from ..errors import MetadataError, NodeExistsError
 from ..group import Group, consolidate_metadata, create_group
 from ..metadata import ArrayMetadataV2, ArrayMetadataV3
-from ..metadata.grid import AxisChunks, chunks_holding, rectilinear_spelling
+from ..metadata.grid import rectilinear_spelling
 from ..storage import MemoryStore
 from ..streaming import (
-    DEFAULT_MEMORY, BlockBuffers, ChunkKeys, Region, block_cost, plan_block, same_bits,
+    DEFAULT_MEMORY, BlockBuffers, ChunkKeys, Region, block_cost, block_edges, plan_block, same_bits,
     stores_alike,
 )
 from .codec_forms import (
@@ -504,7 +504,7 @@ class _ArrayJob:
             raise ValueError(
                 f"{src.name}: converting one destination object of shape {tuple(unit)} needs "
                 f"about {self._cost(block) * 4 // 3 >> 20} MiB; raise the memory limit")
-        self.edges = [_block_edges(axis, n, b)
+        self.edges = [block_edges(axis, 0, n, b)
                       for axis, n, b in zip(dst.chunk_grid.axes, src.shape, block)]
         self.block = tuple(int(max(np.diff(e), default=1)) for e in self.edges)
         self.count = math.prod(self.dst_keys.grid)
@@ -625,20 +625,6 @@ class _ArrayJob:
         except Exception:  # noqa: BLE001 - a damaged object is rewritten
             return False
         return same_bits(decoded[tuple(slice(0, p.stop - p.start) for p in part)], values)
-
-
-def _block_edges(axis: AxisChunks, extent: int, side: int) -> list[int]:
-    """Where the blocks along a grid axis (`axis`: an object length, or the objects'
-    boundaries) of `extent` start and end: each spans whole objects, as many as fit in `side`
-    (at least one; on a regular axis `side` is a whole number of them)."""
-    if isinstance(axis, int):
-        return [*range(0, extent, side), extent] if extent else [0]
-    ends = np.minimum(axis[1:chunks_holding(axis, extent) + 1], extent).tolist()
-    edges = [0]
-    for end, after in zip(ends, ends[1:] + [None]):
-        if after is None or after - edges[-1] > side:
-            edges.append(end)
-    return edges
 
 
 def _stored_codecs(array: Array) -> list[CodecJSON] | None:
