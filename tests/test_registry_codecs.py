@@ -17,7 +17,9 @@ import zarrcore
 from zarrcore.codecs import (BitroundCodec, CastValueCodec, ChunkSpec, PackBitsCodec,
                              ReshapeCodec, ScaleOffsetCodec, ZfpCodec, codec_from_json)
 from zarrcore.codecs.cast_value import ROUNDINGS
-from zarrcore.errors import ChunkDecodeError, ChunkEncodeError, MetadataError
+from zarrcore.errors import (
+    ChunkDecodeError, ChunkEncodeError, MetadataError, UnknownCodecError,
+)
 
 
 def _spec(a, **kw):
@@ -518,9 +520,10 @@ def test_zfp_promotes_narrow_types(tmp_path):
 
 def test_zfp_refuses():
     pytest.importorskip("zfpy", reason="the zfp codec runs through zfpy")
-    with pytest.raises(MetadataError, match="mode 'reversible' is not supported .* "
-                                            r"\['fixed_accuracy'"):
-        codec_from_json({"name": "zfp", "configuration": {"mode": "reversible"}})
+    for mode in ("reversible", "expert"):
+        with pytest.raises(UnknownCodecError, match=f"mode '{mode}' is not supported .* "
+                                                    r"\['fixed_accuracy'"):
+            codec_from_json({"name": "zfp", "configuration": {"mode": mode}})
     with pytest.raises(MetadataError, match="takes 'rate' only, got \\['tolerance'\\]"):
         ZfpCodec(mode="fixed_rate", rate=8, tolerance=1)
     with pytest.raises(MetadataError, match=r"needs a precision in \(0, 64\], got 1.5"):

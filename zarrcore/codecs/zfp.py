@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import ChunkDecodeError, MetadataError
+from ..errors import ChunkDecodeError, MetadataError, UnknownCodecError
 from .base import ArrayBytesCodec, BytesLike, ChunkSpec, CodecJSON, into
 from .numbers import type_name
 from .registry import register_codec
@@ -84,8 +84,10 @@ class ZfpCodec(ArrayBytesCodec):
     def __init__(self, mode: object, tolerance: object = None, rate: object = None,
                  precision: object = None, **others: object) -> None:
         if mode in _REFUSED:
-            raise MetadataError(f"zfp codec: mode {mode!r} is not supported (zfpy does not run "
-                                f"it); supported: {sorted(_MODES)}")
+            # (No writer reachable here makes them either: zfpy and numcodecs' zfpy encode
+            # neither, and the zarrs-python wheel is built without zarrs' zfp codec.)
+            raise UnknownCodecError(f"zfp codec: mode {mode!r} is not supported (zfpy does not "
+                                    f"run it); supported: {sorted(_MODES)}")
         if mode not in _MODES:
             raise MetadataError(f"zfp codec: mode {mode!r} is not one of "
                                 f"{sorted(_MODES) + list(_REFUSED)}")
