@@ -21,7 +21,7 @@ static int check(const void *src, const void *dst, size_t len, size_t elementsiz
 
 /* Byte j of element i: at i * size + j in the elements, in plane j (at j * count + i) in the
  * shuffled form. With `size` a constant the compiler turns the inner loops of shuffle_items
- * and unshuffle_items into vector shuffles, about four to ten times faster than a pass per
+ * and unshuffle_items into vector shuffles, three to seven times faster than a pass per
  * plane with strided accesses: for unshuffles of 2 to 16 bytes, shuffles of 2 and 4 (wider
  * shuffles write too many planes at once to gain). */
 static inline void shuffle_items(const uint8_t *restrict s, uint8_t *restrict d, size_t count,
