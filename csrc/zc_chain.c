@@ -23,7 +23,10 @@ void zc_store_le32(unsigned char *p, uint32_t v)
         p[i] = (unsigned char)(v >> (8 * i));
 }
 
-int zc_chain_decode(const zc_chain *c, const unsigned char *src, size_t len, void *out, size_t n)
+/* The stored bytes' crc32c checked and their compressor run: `n` bytes at `dst`, which is
+ * `src` itself (with `*dst` NULL on entry) when there is no compressor. */
+static int decompress(const zc_chain *c, const unsigned char *src, size_t len,
+                      const unsigned char **dst, size_t n)
 {
     if (src == NULL)
         src = (const unsigned char *)""; /* an empty chunk: corrupt, not a bad parameter */
@@ -34,38 +37,59 @@ int zc_chain_decode(const zc_chain *c, const unsigned char *src, size_t len, voi
         if (zc_crc32c(0, src, len) != zc_load_le32(src + len))
             return ZC_ERR_CHECKSUM;
     }
-    /* Shuffled bytes are decompressed into this thread's scratch, then unshuffled into
-     * `out` (the stored bytes themselves when there is no compressor). */
-    const int shuffled = c->byte_shuffle > 1;
-    unsigned char *dst = (unsigned char *)out;
-    if (shuffled) {
-        if (n % c->byte_shuffle != 0)
-            return ZC_ERR_SIZE;
-        if (c->compressor != ZC_COMP_NONE && (dst = zc_scratch(ZC_SCRATCH_SHUFFLED, n)) == NULL)
-            return ZC_ERR_NOMEM;
-    }
-    const unsigned char *decompressed = dst;
-    int st;
+    unsigned char *out = (unsigned char *)*dst;
     switch (c->compressor) {
     case ZC_COMP_NONE:
         if (len != n)
             return ZC_ERR_SIZE;
-        if (!shuffled)
+        if (out == NULL)
+            *dst = src;
+        else
             memcpy(out, src, n);
-        decompressed = src;
-        st = ZC_OK;
-        break;
-    case ZC_COMP_ZSTD: st = zc_zstd_decompress(src, len, dst, n); break;
-    case ZC_COMP_BLOSC: st = zc_blosc_decompress(src, len, dst, n, c->decode_threads); break;
-    case ZC_COMP_GZIP: st = zc_inflate(src, len, dst, n, ZC_ZLIB_FORMAT_GZIP); break;
-    case ZC_COMP_ZLIB: st = zc_inflate(src, len, dst, n, ZC_ZLIB_FORMAT_ZLIB); break;
+        return ZC_OK;
+    case ZC_COMP_ZSTD: return zc_zstd_decompress(src, len, out, n);
+    case ZC_COMP_BLOSC: return zc_blosc_decompress(src, len, out, n, c->decode_threads);
+    case ZC_COMP_GZIP: return zc_inflate(src, len, out, n, ZC_ZLIB_FORMAT_GZIP);
+    case ZC_COMP_ZLIB: return zc_inflate(src, len, out, n, ZC_ZLIB_FORMAT_ZLIB);
     default: return ZC_ERR_PARAM;
     }
-    if (st == ZC_OK && shuffled)
-        st = zc_unshuffle(decompressed, out, n, c->byte_shuffle);
+}
+
+/* Shuffled bytes are decompressed into this thread's scratch (taken unless `*planes` is
+ * the stored bytes, without a compressor). */
+static int decompress_shuffled(const zc_chain *c, const unsigned char *src, size_t len,
+                               size_t n, const unsigned char **planes)
+{
+    if (n % c->byte_shuffle != 0)
+        return ZC_ERR_SIZE;
+    *planes = NULL;
+    if (c->compressor != ZC_COMP_NONE && (*planes = zc_scratch(ZC_SCRATCH_SHUFFLED, n)) == NULL)
+        return ZC_ERR_NOMEM;
+    return decompress(c, src, len, planes, n);
+}
+
+int zc_chain_decode(const zc_chain *c, const unsigned char *src, size_t len, void *out, size_t n)
+{
+    int st;
+    if (zc_chain_shuffles(c)) {
+        const unsigned char *planes;
+        if ((st = decompress_shuffled(c, src, len, n, &planes)) == ZC_OK)
+            st = zc_unshuffle(planes, out, n, c->byte_shuffle);
+    } else {
+        const unsigned char *dst = (const unsigned char *)out;
+        st = decompress(c, src, len, &dst, n);
+    }
     if (st == ZC_OK && c->swap_size > 1)
         st = zc_byteswap(out, out, n / c->swap_size, c->swap_size);
     return st;
+}
+
+int zc_chain_decode_shuffled(const zc_chain *c, const unsigned char *src, size_t len, size_t n,
+                             const unsigned char **planes)
+{
+    if (!zc_chain_unshuffles_last(c))
+        return ZC_ERR_PARAM;
+    return decompress_shuffled(c, src, len, n, planes);
 }
 
 size_t zc_chain_encode_bound(const zc_chain *c, size_t n)

@@ -34,12 +34,25 @@ typedef struct {
  * copies or streams stored bytes takes it). */
 static inline int zc_chain_shuffles(const zc_chain *c) { return c->byte_shuffle > 1; }
 
+/* Whether unshuffling whole items is the last step of decoding: the chain shuffles items of
+ * its item size and needs no byte swap (zc_chain_decode_shuffled, zc_unshuffle_nd). */
+static inline int zc_chain_unshuffles_last(const zc_chain *c)
+{
+    return zc_chain_shuffles(c) && c->byte_shuffle == c->itemsize && c->swap_size <= 1;
+}
+
 /* A little-endian uint32 (the crc32c trailer): read at `p`, or written there. */
 uint32_t zc_load_le32(const unsigned char *p);
 void zc_store_le32(unsigned char *p, uint32_t v);
 
 /* Encoded bytes -> exactly `n` decoded bytes at `out`, in memory byte order. */
 int zc_chain_decode(const zc_chain *c, const unsigned char *src, size_t len, void *out, size_t n);
+
+/* For a chain that zc_chain_unshuffles_last: encoded bytes -> the `n` bytes of its items
+ * still shuffled, at `*planes` (this thread's scratch, or `src` without a compressor), for
+ * zc_unshuffle_nd to place straight into an array region. */
+int zc_chain_decode_shuffled(const zc_chain *c, const unsigned char *src, size_t len, size_t n,
+                             const unsigned char **planes);
 
 /* Room `zc_chain_encode` may need for `n` decoded bytes; 0 when too large. */
 size_t zc_chain_encode_bound(const zc_chain *c, size_t n);

@@ -8,6 +8,7 @@
 #include "zc_fill.h"
 #include "zc_os.h"
 #include "zc_scratch.h"
+#include "zc_shuffle.h"
 #include "zc_status.h"
 
 static size_t chunk_nbytes(const zc_shard_job *j)
@@ -212,6 +213,7 @@ void zc_shard_read_worker(zc_shard_job *j)
 {
     size_t n = chunk_nbytes(j);
     unsigned char *scratch = NULL;
+    int planes_taken = 0; /* zc_chain_decode_shuffled took this thread's scratch */
     const int points = j->listing.point_start != NULL;
     int64_t t;
     while ((t = next_task(j)) >= 0) {
@@ -234,6 +236,14 @@ void zc_shard_read_worker(zc_shard_job *j)
             st = fill_region(j, &v);
         } else if (v.direct) {
             st = zc_chain_decode(&j->chain, src, j->src_len[s], v.data, n);
+        } else if (zc_chain_unshuffles_last(&j->chain)) {
+            /* Unshuffled straight into the region: no pass through a decoded chunk. */
+            const unsigned char *planes;
+            planes_taken = 1;
+            st = zc_chain_decode_shuffled(&j->chain, src, j->src_len[s], n, &planes);
+            if (st == ZC_OK)
+                st = zc_unshuffle_nd(planes, n, j->chain.itemsize, j->ndim, v.shape,
+                                     v.chunk_offset, v.chunk_strides, v.data, v.data_strides);
         } else {
             const unsigned char *chunk = decoded(j, src, j->src_len[s], n, &scratch, &st);
             if (chunk != NULL)
@@ -245,7 +255,7 @@ void zc_shard_read_worker(zc_shard_job *j)
             break;
         }
     }
-    if (scratch != NULL)
+    if (scratch != NULL || planes_taken)
         zc_scratch_idle();
 }
 

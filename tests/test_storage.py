@@ -65,6 +65,30 @@ def test_byte_ranges(store):
     assert store.get("missing", -4, None) is None
 
 
+def test_large_range_reads_reuse_kept_memory(tmp_path):
+    # Ranges of a MiB and more are read into the pool's kept blocks, not fresh memory.
+    import numpy as np
+
+    from zarrcore import _memory
+
+    store = LocalStore(str(tmp_path))
+    data = np.random.default_rng(0).integers(0, 256, 3 << 20, dtype=np.uint8).tobytes()
+    store.set("big", data)
+    with zarrcore.config.set(buffer_pool_bytes=0):  # (starts empty)
+        zarrcore.config.set(buffer_pool_bytes=64 << 20)
+        parts = store.get_ranges("big", [(0, None), (5, 9), (-(2 << 20), None), (1, 1 << 30)])
+        assert [bytes(p) for p in parts] == [data, data[5:9], data[-(2 << 20):], data[1:]]
+        with pytest.raises(TypeError):
+            memoryview(parts[0])[0] = 1  # read-only
+        kept = _memory.kept_bytes()
+        del parts
+        given_back = _memory.kept_bytes()
+        assert given_back >= kept + (3 << 20)
+        again = store.get_ranges("big", [(0, None)])
+        assert again is not None and bytes(again[0]) == data
+        assert _memory.kept_bytes() < given_back  # taken again
+
+
 def test_list_prefix_and_list_dir(store):
     for key in ["zarr.json", "a/zarr.json", "a/c/0/0", "a/c/0/1", "a/c/1/0", "ab/zarr.json",
                 "b/x/y/z", "top"]:

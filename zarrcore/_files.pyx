@@ -81,14 +81,10 @@ def resolve_by_walking(bint on):
     zc_os_beneath_by_walking(on)
 
 
-def pread(int fd, Py_ssize_t size, unsigned long long offset):
-    """`size` bytes of the file `fd` from `offset` (fewer only at its end), read without the
-    GIL through csrc/zc_os.h: os.pread for Pythons without it (Windows, where the read moves
-    the descriptor's file position)."""
-    if size < 0:
-        raise ValueError("negative size")
-    data = PyBytes_FromStringAndSize(NULL, size)
-    cdef char *buf = PyBytes_AS_STRING(data)
+cdef Py_ssize_t _read_at(int fd, char *buf, Py_ssize_t size,
+                         unsigned long long offset) except -1:
+    """Read `size` bytes of the file `fd` from `offset` into `buf` without the GIL; the number
+    read (fewer only at its end)."""
     cdef Py_ssize_t got = 0
     cdef ptrdiff_t n = 0
     with nogil:
@@ -100,7 +96,26 @@ def pread(int fd, Py_ssize_t size, unsigned long long offset):
                 break
     if n < 0:
         raise OSError(errno, os.strerror(errno))
+    return got
+
+
+def pread(int fd, Py_ssize_t size, unsigned long long offset):
+    """`size` bytes of the file `fd` from `offset` (fewer only at its end), read without the
+    GIL through csrc/zc_os.h: os.pread for Pythons without it (Windows, where the read moves
+    the descriptor's file position)."""
+    if size < 0:
+        raise ValueError("negative size")
+    data = PyBytes_FromStringAndSize(NULL, size)
+    cdef Py_ssize_t got = _read_at(fd, PyBytes_AS_STRING(data), size, offset)
     return data if got == size else data[:got]
+
+
+def pread_into(int fd, unsigned char[::1] buffer not None, unsigned long long offset):
+    """Fill the writable `buffer` with the bytes of the file `fd` from `offset`, without the
+    GIL (as `pread`); the number of bytes read, fewer only at the file's end."""
+    if buffer.shape[0] == 0:
+        return 0
+    return _read_at(fd, <char *>&buffer[0], buffer.shape[0], offset)
 
 
 def try_lock_whole(int fd):

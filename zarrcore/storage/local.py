@@ -8,8 +8,10 @@ import threading
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._files import TEMP_PREFIX, FileRoot, is_lock_file, unlock_file
-from .. import _portable
+import numpy as np
+
+from .._files import TEMP_PREFIX, FileRoot, is_lock_file, pread_into, unlock_file
+from .. import _memory, _portable
 from ..config import config
 from ..errors import InvalidKeyError, StoreError, ZarrcoreError
 from .base import (
@@ -23,6 +25,9 @@ if TYPE_CHECKING:
 # The documents a group's metadata lock locks in place (lock(replaced_last=True)): written
 # with write permission for whoever may write their directory, so every such user can lock them.
 SELF_LOCKED_DOCUMENTS = ("zarr.json", ".zgroup")
+# Reads of this many bytes or more go into kept blocks (_FileReader.get_ranges): whole blocks
+# of zarrcore._memory's pool, not pieces of shared ones, which a kept read would hold.
+POOLED_READ_BYTES = _memory.POOL_MIN_BYTES
 # Missing, as the store sees it: nothing there, or something that is not a file.
 _MISSING = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
 
@@ -34,19 +39,20 @@ class _FileReader:
         self._fd = fd
         self.size = os.fstat(fd).st_size
 
-    def get_ranges(self, ranges: Sequence[ByteRange]) -> list[bytes]:
-        """The bytes of each (start, stop) range, Python slice bounds (short past the end)."""
-        out: list[bytes] = []
+    def get_ranges(self, ranges: Sequence[ByteRange]) -> list[ReadBytes]:
+        """The bytes of each (start, stop) range, Python slice bounds (short past the end).
+        Ranges of POOLED_READ_BYTES or more are read into kept blocks (zarrcore._memory),
+        given back when the caller drops them: fresh memory for each would cost a page fault
+        and the kernel's zeroing per page, on every read."""
+        out: list[ReadBytes] = []
         for start, stop in ranges:
             lo, hi, _ = slice(start, stop).indices(self.size)
-            parts: list[bytes] = []
-            while lo < hi:  # one pread returns at most about 2 GiB
-                part = _portable.pread(self._fd, hi - lo, lo)
-                if not part:
-                    break
-                parts.append(part)
-                lo += len(part)
-            out.append(parts[0] if len(parts) == 1 else b"".join(parts))
+            if hi - lo < POOLED_READ_BYTES:
+                out.append(_portable.pread(self._fd, max(hi - lo, 0), lo))
+                continue
+            block = _memory.empty((hi - lo,), np.uint8)
+            got = pread_into(self._fd, block, lo)
+            out.append(memoryview(block)[:got].toreadonly())
         return out
 
 
