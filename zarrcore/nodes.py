@@ -167,20 +167,11 @@ def metadata_lock_key(path: str, zarr_format: int, node_type: str) -> str:
     return join(path, V2_ARRAY_KEY if node_type == "array" else V2_GROUP_KEY)
 
 
-# The key whose lock a directory store's node creation takes (below the node's path); a lock
-# only, never a stored object.
-CREATION_LOCK_KEY = ".zarrcore-create"
-
-
 def creation_lock(store: Store, path: str) -> contextlib.AbstractContextManager[None]:
     """The lock held by whoever creates a node at `path`, from finding none there to writing
     its metadata, across the threads of this process (over any Store object of the same
-    data) and, on a directory store, across processes too (its key lock, taken from the
-    store's root): so creators of one node, or of groups on the way to theirs, at once
-    neither replace each other's metadata nor both succeed. The thread lock's name ends with
-    "/", as no key does."""
-    if store.native_root is not None:
-        return store.lock(f"{path}/{CREATION_LOCK_KEY}" if path else CREATION_LOCK_KEY)
+    data): so threads creating one node, or groups on the way to theirs, at once neither
+    replace each other's metadata nor both succeed. Its name ends with "/", as no key does."""
     return store.thread_lock(path + "/")
 
 
