@@ -781,7 +781,7 @@ class ChunkEngine:
                 if data is not None:
                     jobs[owner[k]].add(data, tasks[k:k + 1], start,
                                        np.array([len(data)], dtype=np.int64))
-            for j in np.unique(owner).tolist():
+            for j in sorted(set(owner.tolist())):  # (np.unique: ~60 us of Python a call)
                 failure = _run_waves(jobs[j], tasks[owner == j], jobs[j].work_read)
                 if failure is not None:
                     error, task = failure
