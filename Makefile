@@ -115,8 +115,8 @@ $(FT_TSAN_PREFIX)/.built:
 
 $(FT_TSAN_VENV)/.build-requires: | $(FT_TSAN_PREFIX)/.built
 	$(FT_TSAN_PREFIX)/bin/python3.13t -m venv $(FT_TSAN_VENV)
-	$(FT_TSAN_VENV)/bin/python -m pip install --prefer-binary --no-binary blosc \
-		$(BUILD_REQUIRES) pytest hypothesis
+	TSAN_OPTIONS=suppressions=$(CURDIR)/.ci/tsan.supp $(FT_TSAN_VENV)/bin/python -m pip install \
+		--prefer-binary --no-binary blosc $(BUILD_REQUIRES) pytest hypothesis
 	touch $@
 
 tsan-test: $(FT_TSAN_VENV)/.build-requires

@@ -411,6 +411,59 @@ def test_stores_opened_at_every_level_of_a_hierarchy_lock_alike(tmp_path):
     assert [f for f in stored_files(root) if LOCK_FILE in f] == []
 
 
+CREATED_NODES = 24
+
+
+def create_nodes(root, worker, start, results):
+    """Create arrays (of a shape this worker's own) and groups (with its own attributes) at
+    the paths every worker creates, none of whose parents exist yet: per path, what it got."""
+    got = []
+    start.wait()
+    for n in range(CREATED_NODES):
+        try:
+            if n % 2:
+                zarrcore.create_group(root, path=f"p{n}/g", attributes={"by": worker})
+            else:
+                zarrcore.create_array(root, name=f"p{n}/a", shape=(worker + 1,), dtype="u1",
+                                      chunks=(1,))
+            got.append("created")
+        except zarrcore.errors.ZarrcoreError as e:
+            got.append(type(e).__name__)
+    results.put((worker, got))
+
+
+@pytest.mark.slow
+def test_processes_creating_one_node_at_once_leave_one_creator(tmp_path):
+    """Processes create the same arrays and groups (and the groups above them) at once on one
+    local store: per node one of them creates it, the others get NodeExistsError, and the
+    stored metadata is the creator's."""
+    ctx = multiprocessing.get_context("spawn")
+    workers = 3
+    start, results = ctx.Barrier(workers), ctx.Queue()
+    procs = [ctx.Process(target=create_nodes, args=(str(tmp_path / "s"), w, start, results))
+             for w in range(workers)]
+    for p in procs:
+        p.start()
+    got = dict(results.get(timeout=120) for _ in procs)
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0] * workers
+    for n in range(CREATED_NODES):
+        outcomes = [got[w][n] for w in range(workers)]
+        creators = [w for w, o in enumerate(outcomes) if o == "created"]
+        assert len(creators) == 1, (n, outcomes)
+        error = "ContainsGroupError" if n % 2 else "ContainsArrayError"
+        assert sorted(outcomes) == sorted(["created"] + [error] * (workers - 1)), (n, outcomes)
+        if n % 2:
+            stored = zarrcore.open_group(str(tmp_path / "s"), path=f"p{n}/g", mode="r")
+            assert stored.attrs.asdict() == {"by": creators[0]}
+        else:
+            stored = zarrcore.open_array(str(tmp_path / "s"), path=f"p{n}/a", mode="r")
+            assert stored.shape == (creators[0] + 1,)
+    assert not [f for _, _, files in os.walk(tmp_path / "s") for f in files
+                if "zarrcore" in f]
+
+
 def hold_old_lock(lock_file, key, ready, seconds):
     """Hold the lock of `key` as zarrcore before the lock files moved did: a byte of the node's
     own lock file."""

@@ -11,12 +11,15 @@ reload re-chooses them everywhere (tests/test_portable.py runs the stand-ins on 
   the path opened again, with a position of its own.
 - `try_lock_exclusive`: a whole-file lock that no other open file of it may hold (flock, else
   csrc/zc_os.h's lock: LockFileEx on one byte far past the data on Windows).
+- `directory_locked`: a directory held locked whole (flock) across processes, waiting for it;
+  where Python cannot open a directory (Windows), nothing.
 - `walk_files` and `list_names`: directories read from a descriptor where Python can (it has
   os.fwalk exactly there), else by path with os.scandir.
 - `at_fork_in_child`: os.register_at_fork where processes fork, else nothing.
 - `file_name_problem`: why a key cannot name a file here: on Windows a ':' opens an alternate
   stream of another file and CON or NUL a device, so such keys would put data elsewhere.
 """
+import contextlib
 import os
 import re
 import stat
@@ -56,6 +59,24 @@ if fcntl is not None:
         return True
 else:
     try_lock_exclusive = _files.try_lock_whole
+
+
+if fcntl is not None:
+    @contextlib.contextmanager
+    def directory_locked(path: str) -> Iterator[None]:
+        """Hold the directory `path` locked whole (flock), waiting for it: against every other
+        open of it, in this process too; closing it drops the lock, as a holder's death does."""
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+else:
+    @contextlib.contextmanager
+    def directory_locked(path: str) -> Iterator[None]:
+        """Nothing: Python opens no directory on Windows."""
+        yield
 
 
 if hasattr(os, "fwalk"):

@@ -149,7 +149,7 @@ def create_node(store: Store, path: str, metadata: NodeMetadata, overwrite: bool
     """Store the metadata of a new node at `path`, with groups at its ancestors that have no
     node. A node there already raises its nodes.existing_node_error, unless `overwrite`: then
     it is deleted with everything below it."""
-    with nodes.creation_lock(store, path):
+    with store.creation_lock(), nodes.creation_lock(store, path):
         if nodes.node_exists(store, path):
             if not overwrite:
                 raise nodes.existing_node_error(store, path)

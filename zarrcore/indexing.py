@@ -116,7 +116,7 @@ def _all_slices(items: Sequence[object]) -> bool:
 
 
 def is_basic_selection(selection: Selection) -> bool:
-    if type(selection) is tuple and _all_slices(selection):
+    if type(selection) is slice or type(selection) is tuple and _all_slices(selection):
         return True
     items = selection if isinstance(selection, tuple) else (selection,)
     return all(s is None or s is Ellipsis or isinstance(s, slice) or _is_int(s) for s in items)
@@ -124,7 +124,7 @@ def is_basic_selection(selection: Selection) -> bool:
 
 def pop_fields(selection: Selection) -> tuple[str | list[str] | None, Selection]:
     """Split structured-dtype field names (str, or a list of str) out of a selection."""
-    if type(selection) is tuple and _all_slices(selection):
+    if type(selection) is slice or type(selection) is tuple and _all_slices(selection):
         return None, selection
     if isinstance(selection, str):
         return selection, Ellipsis
@@ -157,10 +157,13 @@ class OrthogonalIndexer:
         self.plans: list[_indexing.AxisPlan]
         self.shape: tuple[int, ...]
         self.drop_shape: tuple[int, ...]
-        if (type(selection) is tuple and len(selection) == len(shape) and _all_slices(selection)
+        if type(selection) is slice:  # `a[i:j]`: one slice, of the first axis
+            selection = (selection,)
+        if (type(selection) is tuple and len(selection) <= len(shape) and _all_slices(selection)
                 and _regular(chunk_shape)):
             self.scalar = False
-            self.plans, self.shape = _indexing.slices_plans(selection, shape, chunk_shape)
+            items = selection + (slice(None),) * (len(shape) - len(selection))
+            self.plans, self.shape = _indexing.slices_plans(items, shape, chunk_shape)
             self.drop_shape = self.shape
             return
         items = expand_selection(selection, len(shape))

@@ -349,6 +349,12 @@ class Store:
             f"{self!r} cannot lock keys across processes (no lock() of its own), so it cannot "
             f"update {key!r} without risking to lose a concurrent update")
 
+    def creation_lock(self) -> AbstractContextManager[None]:
+        """The lock creators of nodes hold across processes, from finding no node at a path to
+        writing its metadata (creation.create_node; threads also take nodes.creation_lock,
+        under it). Nothing here: a store whose nodes other processes create overrides it."""
+        return contextlib.nullcontext()
+
     @contextlib.contextmanager
     def thread_lock(self, key: str) -> Iterator[None]:
         """Exclusive lock on `key` across the threads of this process and every Store object

@@ -300,6 +300,17 @@ class LocalStore(Store):
         return removed
 
     @contextlib.contextmanager
+    def creation_lock(self) -> Iterator[None]:
+        """Store.creation_lock: the root directory locked whole, which makes no file in or
+        beside the store (a key lock would make the hierarchy's lock file before its time)."""
+        if self.read_only:  # (creating raises ReadOnlyError)
+            yield
+            return
+        os.makedirs(self.root, exist_ok=True)
+        with _portable.directory_locked(self.root):
+            yield
+
+    @contextlib.contextmanager
     def lock(self, key: str, node: str = "", *, replaced_last: bool = False) -> Iterator[None]:
         """Exclusive across threads, processes and hosts that reach the node's directory, by
         any path; the lock's holder keeps it until it leaves the block or dies, or, when
