@@ -655,10 +655,10 @@ static void prefetch_ahead(zc_shard_io *io, int64_t s)
     if (io->cache != NULL || io->mem != NULL || !zc_atomic_cas_int(&io->prefetching, &idle, 1))
         return;
     int64_t k = io->prefetch_next;
+    for (; k <= s; k++) /* (loaded already or loading: nothing to ask for) */
+        io->slots[k].asked_through = io->prefetch_total;
     /* The bytes asked for the slots in (s, k). */
-    uint64_t ahead = k > s ? io->prefetch_total - io->slots[s].asked_through : 0;
-    if (k <= s)
-        k = s + 1;
+    uint64_t ahead = io->prefetch_total - io->slots[s].asked_through;
     for (; k < io->nslots; k++) {
         zc_shard_slot *slot = &io->slots[k];
         char path[ZC_SHARD_IO_PATH_MAX];
