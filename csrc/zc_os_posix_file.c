@@ -70,10 +70,18 @@ ptrdiff_t zc_os_pread(int fd, void *buf, size_t len, uint64_t at)
     return pread(fd, buf, len, (off_t)at); /* callers keep `at` within off_t */
 }
 
+/* Linux reads at most the file's read-ahead window (read_ahead_kb, 128 KiB by default) or the
+ * device's largest request, whichever is more, of one POSIX_FADV_WILLNEED and drops the rest:
+ * a longer range is asked for in pieces no larger than either is anywhere. */
+#define PREFETCH_PIECE ((size_t)512 << 10)
+
 void zc_os_prefetch(int fd, uint64_t at, size_t len)
 {
 #ifdef POSIX_FADV_WILLNEED
-    (void)posix_fadvise(fd, (off_t)at, (off_t)len, POSIX_FADV_WILLNEED);
+    for (size_t done = 0; done < len; done += PREFETCH_PIECE) {
+        size_t n = len - done < PREFETCH_PIECE ? len - done : PREFETCH_PIECE;
+        (void)posix_fadvise(fd, (off_t)(at + done), (off_t)n, POSIX_FADV_WILLNEED);
+    }
 #else
     (void)fd, (void)at, (void)len;
 #endif

@@ -30,6 +30,8 @@ struct zc_shard_slot {
     zc_chunk_cache_entry *index_pin;  /* entries' cache entry (else they are the slot's own) */
     int pinned;                /* the tasks' cached inner chunks are pinned in io->pins */
     zc_chunk_version version;  /* reads through a cache: the shard's identity */
+    int asked_whole;           /* reads: its whole file was asked for ahead (prefetch_ahead) */
+    uint64_t asked_through;    /* reads: io->prefetch_total once prefetch_ahead passed it */
 };
 
 /* ---- setup -------------------------------------------------------------------------------- */
@@ -89,6 +91,9 @@ static int piece_complete(const zc_shard_io *io, int d, const zc_piece *p)
 static void reset_outcome(zc_shard_io *io)
 {
     io->next_task = 0;
+    io->prefetching = 0;
+    io->prefetch_next = 0;
+    io->prefetch_total = 0;
     io->failed = 0;
     io->status = ZC_OK;
     io->sys_errno = 0;
@@ -600,7 +605,9 @@ failed:
 static void prefetch_chunks(const zc_shard_io *io, int64_t s)
 {
     const zc_shard_slot *slot = &io->slots[s];
-    if (slot->obj.fd < 0 || slot->entries == NULL || io->task_start[s + 1] - io->task_start[s] < 2)
+    if (slot->obj.fd < 0 || slot->entries == NULL ||
+        io->task_start[s + 1] - io->task_start[s] < 2 ||
+        zc_atomic_load_int(&slot->asked_whole, ZC_ACQUIRE))
         return;
     uint64_t lo = 0, hi = 0, budget = ZC_SHARD_IO_PREFETCH_MAX;
     for (int64_t t = io->task_start[s]; t < io->task_start[s + 1] && budget > 0; t++) {
@@ -625,28 +632,60 @@ static void prefetch_chunks(const zc_shard_io *io, int64_t s)
     zc_object_prefetch(&slot->obj, lo, (size_t)(hi - lo));
 }
 
-/* When the read needs the whole shard of slot `s` (every axis's piece covers it), ask the
- * system to start reading its file, index and all, up to ZC_SHARD_IO_PREFETCH_MAX bytes.
- * Called once slot s - 1 is loaded, so the device works one shard ahead of the decoding and
- * the shard's index is at hand when its first task comes. */
-static void prefetch_shard(const zc_shard_io *io, int64_t s)
+/* Does the read need the whole shard of slot `s` (every axis's piece covers it)? */
+static int slot_whole(const zc_shard_io *io, int64_t s)
 {
-    if (s >= io->nslots || io->cache != NULL || io->mem != NULL)
-        return;
     int64_t r[ZC_MAX_NDIM];
     slot_runs(io, s, r);
     for (int d = 0; d < io->ndim; d++)
         if (!piece_complete(io, d, shard_piece(io, d, r[d])))
-            return;
-    char path[ZC_SHARD_IO_PATH_MAX];
-    zc_object o;
-    size_t size;
-    int missing;
-    if (zc_shard_io_slot_key(io, s, path, sizeof path) != ZC_OK ||
-        zc_object_open(&io->root, NULL, path, &o, &size, &missing) != ZC_OK || missing)
-        return; /* (the slot's own load reports what is wrong) */
-    zc_object_prefetch(&o, 0, size < ZC_SHARD_IO_PREFETCH_MAX ? size : ZC_SHARD_IO_PREFETCH_MAX);
-    zc_object_close(&o);
+            return 0;
+    return 1;
+}
+
+/* Ask the system to start reading the files of the shards after slot `s` that the read needs
+ * whole, in order, while the bytes asked for past slot s stay within ZC_SHARD_IO_PREFETCH_MAX
+ * (a shard that does not fit waits for a later call; the first after s is asked for up to
+ * that much when it alone is larger). Called once slot s is loaded, so the device works
+ * several shards ahead of the decoding and a shard's index is at hand when its first task
+ * comes. One thread extends the window at a time: another finding it busy leaves it be. */
+static void prefetch_ahead(zc_shard_io *io, int64_t s)
+{
+    int idle = 0;
+    if (io->cache != NULL || io->mem != NULL || !zc_atomic_cas_int(&io->prefetching, &idle, 1))
+        return;
+    int64_t k = io->prefetch_next;
+    for (; k <= s; k++) /* (loaded already or loading: nothing to ask for) */
+        io->slots[k].asked_through = io->prefetch_total;
+    /* The bytes asked for the slots in (s, k). */
+    uint64_t ahead = io->prefetch_total - io->slots[s].asked_through;
+    for (; k < io->nslots; k++) {
+        zc_shard_slot *slot = &io->slots[k];
+        char path[ZC_SHARD_IO_PATH_MAX];
+        zc_object o;
+        size_t size;
+        int missing;
+        if (slot_whole(io, k) && zc_shard_io_slot_key(io, k, path, sizeof path) == ZC_OK &&
+            zc_object_open(&io->root, NULL, path, &o, &size, &missing) == ZC_OK) {
+            /* (the slot's own load reports what is wrong) */
+            uint64_t want = missing ? 0 : size;
+            if (want > ZC_SHARD_IO_PREFETCH_MAX - ahead) {
+                if (ahead > 0) {
+                    zc_object_close(&o);
+                    break; /* the window is full */
+                }
+                want = ZC_SHARD_IO_PREFETCH_MAX;
+            }
+            zc_object_prefetch(&o, 0, (size_t)want);
+            zc_object_close(&o);
+            ahead += want;
+            io->prefetch_total += want;
+            zc_atomic_store_int(&slot->asked_whole, !missing && want == size, ZC_RELEASE);
+        }
+        slot->asked_through = io->prefetch_total;
+    }
+    io->prefetch_next = k;
+    zc_atomic_store_int(&io->prefetching, 0, ZC_RELEASE);
 }
 
 /* Make slot `s` ready: load it, or wait while another thread does. */
@@ -663,7 +702,7 @@ static int slot_ready(zc_shard_io *io, int64_t s, zc_buf *buf)
         if (st == ZC_OK) {
             prefetch_chunks(io, s); /* (before the others start on the slot's pins) */
             zc_atomic_store_int(&slot->state, SLOT_READY, ZC_RELEASE);
-            prefetch_shard(io, s + 1);
+            prefetch_ahead(io, s);
         }
         return st;
     }

@@ -15,8 +15,10 @@
  * Reading ahead: the tasks' reads are small and each waits for the device in turn, so from a
  * cold page cache the device and the decoding would take turns. The first task of a shard
  * therefore asks the system (zc_object_prefetch) for every inner chunk the read needs as soon
- * as the index is checked, and, when the read needs the next shard whole, for that shard's
- * file too: the device then works a shard ahead of the decoding.
+ * as the index is checked, and for the files of the shards after it that the read needs
+ * whole, as many as fit in ZC_SHARD_IO_PREFETCH_MAX bytes: the device then works several
+ * shards ahead of the decoding, and a shard slower to arrive than to decode (a larger one, a
+ * device busy elsewhere) does not stall it.
  *
  * Reads through a cache: the first task also looks up every inner chunk of the shard the
  * read needs (at most ZC_SHARD_IO_PIN_MAX of them) and pins those cached at the shard's
@@ -51,8 +53,9 @@
  * many (more are looked up one at a time: opening the shard is then the lesser cost). */
 #define ZC_SHARD_IO_PIN_MAX 64
 
-/* Reads ask the system to start reading at most this many bytes of a shard's inner chunks
- * when its index is loaded (the rest come as the tasks read them). */
+/* Reads ask the system to start reading at most this many bytes ahead of the decoding: of a
+ * shard's inner chunks when its index is loaded, and of the whole shards after it (the rest
+ * come as the tasks read them). */
 #define ZC_SHARD_IO_PREFETCH_MAX ((uint64_t)64 << 20)
 
 /* What was wrong with a shard's index (zc_shard_io.index_problem). */
@@ -124,6 +127,9 @@ typedef struct {
 
     /* Shared progress and outcome. */
     int64_t next_task;
+    int prefetching;           /* reads: a thread is asking for shards ahead (1) */
+    int64_t prefetch_next;     /* reads: the first slot not yet considered for that */
+    uint64_t prefetch_total;   /* reads: the bytes of whole shards asked for so far */
     int failed;
     int status;             /* ZC_* of the first failure */
     int sys_errno;          /* with ZC_ERR_IO */

@@ -382,6 +382,72 @@ def test_read_asks_for_the_next_whole_shard_ahead(tmp_path):
     assert arrives(second)
 
 
+def padded_shards(tmp_path, nshards, size, corrupt):
+    """A 1-d array of `nshards` stored shards, each padded to `size` bytes by a hole between
+    its chunks and its index (no device I/O to write or read it); shard `corrupt`'s index
+    fails its crc32c, so a read stops when it loads that shard. Evicted from the page cache."""
+    config.set(num_threads=1)  # (shards in order)
+    n = 65536
+    a = zarrcore.create_array(str(tmp_path / "a"), shape=(nshards * n,), dtype="uint16",
+                              chunks=(1024,), shards=(n,), compressors=None, fill_value=0)
+    a[...] = np.arange(nshards * n) % 65535 + 1
+    isz = 64 * 16 + 4
+    for i in range(nshards):
+        path = tmp_path / f"a/c/{i}"
+        data = bytearray(path.read_bytes())
+        if i == corrupt:
+            data[-1] ^= 1
+        with open(path, "wb") as f:
+            f.write(data[:-isz])
+            f.seek(size - len(data), os.SEEK_CUR)
+            f.write(data[-isz:])
+        assert path.stat().st_size == size
+    evict(tmp_path / "a", tmp_path / "a/c/0")
+    return a
+
+
+@linux_only
+def test_read_asks_for_several_whole_shards_ahead_within_a_budget(tmp_path):
+    """Loading a shard asks for the files of the shards after it that the read needs whole, as
+    many as fit in PREFETCH_MAX bytes: here the read stops at the second shard's index, yet
+    the third and fourth shards arrive; the fifth, past the budget, is never asked for."""
+    size = _shard_io.PREFETCH_MAX * 3 // 10
+    a = padded_shards(tmp_path, 6, size, corrupt=1)
+    with pytest.raises(ChecksumError, match=r"c/1'.*shard index"):
+        a[...]
+    for i in (2, 3):
+        assert arrives(tmp_path / f"a/c/{i}", 0)
+        assert arrives(tmp_path / f"a/c/{i}", size - 1)
+    time.sleep(0.2)  # (what was asked for had time to arrive)
+    for i in (4, 5):
+        assert not resident(tmp_path / f"a/c/{i}", 0)
+        assert not resident(tmp_path / f"a/c/{i}", size - 1)
+
+
+@linux_only
+def test_read_asks_for_a_large_shard_whole(tmp_path):
+    """A shard larger than the system's read-ahead window (Linux reads at most that much of
+    one request to read ahead) is asked for whole all the same: here its page at 24 MiB
+    arrives although the read stops at its index."""
+    a = padded_shards(tmp_path, 2, 32 << 20, corrupt=1)
+    with pytest.raises(ChecksumError, match=r"c/1'.*shard index"):
+        a[...]
+    assert arrives(tmp_path / "a/c/1", 24 << 20)
+
+
+def test_read_of_many_shards_matches_numpy(tmp_path, no_python_shards):
+    """A read that reads ahead over shards it needs whole and shards it needs in part returns
+    what numpy does, on one thread and on several."""
+    data = (np.arange(96 * 80) * 7 % 1000).astype("uint16").reshape(96, 80)
+    a = zarrcore.create_array(str(tmp_path / "a"), shape=data.shape, dtype="uint16",
+                              chunks=(4, 5), shards=(8, 10), compressors=[ZSTD], fill_value=0)
+    a[...] = data
+    for threads in (1, 2, 4):
+        config.set(num_threads=threads)
+        for sel in (np.s_[...], np.s_[3:90, 7:77], np.s_[8:88, ::3], np.s_[::-1, 5:]):
+            np.testing.assert_array_equal(a[sel], data[sel])
+
+
 @linux_only
 def test_read_asks_for_a_shards_chunks_ahead(tmp_path):
     """Loading a shard's index asks for every inner chunk the read needs, wherever stored: here

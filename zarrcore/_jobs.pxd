@@ -115,6 +115,7 @@ cdef extern from "zc_shard_batch.h":
 
 cdef extern from "zc_shard_io.h":
     int ZC_SHARD_IO_PATH_MAX
+    uint64_t ZC_SHARD_IO_PREFETCH_MAX
     int ZC_SHARD_INDEX_SHORT, ZC_SHARD_INDEX_CHECKSUM, ZC_SHARD_INDEX_ENTRY
     int ZC_SHARD_INDEX_IN_INDEX
     ctypedef struct zc_shard_io:

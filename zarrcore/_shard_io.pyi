@@ -9,6 +9,8 @@ from typing_extensions import Buffer
 from ._files import FileRoot
 from ._indexing import AxisPlan
 
+PREFETCH_MAX: int
+
 def sha256_hex(data: Buffer) -> str: ...
 
 class ShardSpec:

@@ -14,9 +14,10 @@ from libc.string cimport memcpy, memset, strncpy
 from ._files cimport FileRoot
 from ._jobs cimport (
     ZC_SHARD_INDEX_CHECKSUM, ZC_SHARD_INDEX_ENTRY, ZC_SHARD_INDEX_IN_INDEX,
-    ZC_SHARD_INDEX_SHORT, ZC_SHARD_IO_PATH_MAX, ZC_STREAM_OUT_MIN, set_up_chain, set_up_pieces,
-    stop_claims, zc_chain, zc_piece, zc_shard_io, zc_shard_io_close_files, zc_shard_io_free,
-    zc_shard_io_prepare, zc_shard_io_read_worker, zc_shard_io_slot_key, zc_shard_io_write_worker,
+    ZC_SHARD_INDEX_SHORT, ZC_SHARD_IO_PATH_MAX, ZC_SHARD_IO_PREFETCH_MAX, ZC_STREAM_OUT_MIN,
+    set_up_chain, set_up_pieces, stop_claims, zc_chain, zc_piece, zc_shard_io,
+    zc_shard_io_close_files, zc_shard_io_free, zc_shard_io_prepare, zc_shard_io_read_worker,
+    zc_shard_io_slot_key, zc_shard_io_write_worker,
 )
 from ._status cimport (
     ZC_ERR_CORRUPT, ZC_ERR_IO, ZC_ERR_LOCK, ZC_ERR_NOMEM, ZC_ERR_OVERLAP, ZC_ERR_SIZE, ZC_MAX_NDIM,
@@ -27,6 +28,9 @@ from ._status import status_error
 from .errors import ChecksumError, ShardIndexError
 
 cnp.import_array()
+
+# The bytes a read asks the system for ahead of its decoding (for tests).
+PREFETCH_MAX = ZC_SHARD_IO_PREFETCH_MAX
 
 cdef extern from "zc_sha256.h":
     void zc_sha256_hex(const void *data, size_t len, char *hex)
