@@ -97,15 +97,24 @@ int zc_unshuffle_nd(const void *planes, size_t len, size_t size, int ndim,
                                                       || dst_strides == NULL)))
         return ZC_ERR_PARAM;
     ptrdiff_t step[ZC_MAX_DIMS], idx[ZC_MAX_DIMS] = {0};
+    const size_t count = len / size;
+    /* The first and last items the region reaches: both must be items of the chunk. */
+    ptrdiff_t lo = (ptrdiff_t)(offset / size), hi = lo;
     for (int k = 0; k < ndim; k++) {
         if (shape[k] == 0)
             return ZC_OK;
         if (shape[k] < 0 || strides[k] % (ptrdiff_t)size != 0)
             return ZC_ERR_PARAM;
         step[k] = strides[k] / (ptrdiff_t)size; /* in items of the chunk */
+        const ptrdiff_t reach = (shape[k] - 1) * step[k];
+        if (reach < 0)
+            lo += reach;
+        else
+            hi += reach;
     }
+    if (lo < 0 || (size_t)hi >= count)
+        return ZC_ERR_PARAM;
     const uint8_t *p = (const uint8_t *)planes;
-    const size_t count = len / size;
     const int last = ndim - 1;
     const ptrdiff_t n = ndim ? shape[last] : 1, si = ndim ? step[last] : 1;
     const ptrdiff_t di = ndim ? dst_strides[last] : (ptrdiff_t)size;

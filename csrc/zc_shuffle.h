@@ -12,7 +12,8 @@ int zc_unshuffle(const void *src, void *dst, size_t len, size_t elementsize);
  * array region: the region of the unshuffled chunk that starts `offset` bytes into it and
  * strides by `strides` (bytes; `shape`, `ndim` dimensions) goes to `dst`, which strides by
  * `dst_strides`. Saves unshuffling the whole chunk into a buffer and copying from there.
- * The region must lie inside the chunk; offset and strides are multiples of `size`. */
+ * Offset and strides are multiples of `size`; a region reaching outside the chunk is
+ * ZC_ERR_PARAM. */
 int zc_unshuffle_nd(const void *planes, size_t len, size_t size, int ndim,
                     const ptrdiff_t *shape, size_t offset, const ptrdiff_t *strides, void *dst,
                     const ptrdiff_t *dst_strides);

@@ -516,9 +516,9 @@ class ChunkEngine:
         # Sharded arrays off a directory are read by planned byte ranges; and those whose
         # inner chain the core runs, listed selections of them too, on any store, inner
         # chunks decoded in compiled waves. Over grids of shards that start on inner chunks'
-        # boundaries only (regular ones, and rectilinear ones but after a growth by a length
-        # the inner chunks do not divide): the inner chunks then lie on one regular grid
-        # over the array (`_read_shard_waves`).
+        # boundaries only (regular ones, and rectilinear ones unless grown by a length the
+        # inner chunks do not divide): the inner chunks then lie on one regular grid over
+        # the array (`_read_shard_waves`).
         aligned = self.partial is not None and all(
             not np.any(np.asarray(b) % c)
             for b, c in zip(self.grid.axes, self.partial.chunk_shape))

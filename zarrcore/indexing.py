@@ -115,8 +115,14 @@ def _all_slices(items: Sequence[object]) -> bool:
     return True
 
 
+def _only_slices(selection: Selection) -> bool:
+    """Whether `selection` is a slice or a tuple of slices: the common case, told apart
+    before the general parsing."""
+    return type(selection) is slice or type(selection) is tuple and _all_slices(selection)
+
+
 def is_basic_selection(selection: Selection) -> bool:
-    if type(selection) is slice or type(selection) is tuple and _all_slices(selection):
+    if _only_slices(selection):
         return True
     items = selection if isinstance(selection, tuple) else (selection,)
     return all(s is None or s is Ellipsis or isinstance(s, slice) or _is_int(s) for s in items)
@@ -124,7 +130,7 @@ def is_basic_selection(selection: Selection) -> bool:
 
 def pop_fields(selection: Selection) -> tuple[str | list[str] | None, Selection]:
     """Split structured-dtype field names (str, or a list of str) out of a selection."""
-    if type(selection) is slice or type(selection) is tuple and _all_slices(selection):
+    if _only_slices(selection):
         return None, selection
     if isinstance(selection, str):
         return selection, Ellipsis
