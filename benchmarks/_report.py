@@ -188,6 +188,14 @@ def _decode_floor(results, variant):
     return ds.nbytes / (cpus * rate * 1e9) if rate else None
 
 
+def _streams_text(device):
+    """How the probe's bandwidth was reached (runs before the two-pass probe had one pass)."""
+    if "streams_gbps" not in device:
+        return ""
+    return (f" (the faster of one stream, {device['one_stream_gbps']:.2f} GB/s, and "
+            f"{device['streams']} streams over its parts, {device['streams_gbps']:.2f} GB/s)")
+
+
 def _cold_floor_lines(results):
     """The I/O floors of the cold reads beside the decode floor and the measured times."""
     cold = results.get("cold") or {}
@@ -201,7 +209,8 @@ def _cold_floor_lines(results):
     head = _before_after(results)
     L = [f"I/O floors. The device under the data directory, measured once in this run from a "
          f"cold cache: {gbps:.2f} GB/s reading a {device['probe_bytes'] / MIB:.0f} MiB file "
-         f"sequentially in {_cold.PROBE_BLOCK >> 20} MiB requests, {lat * 1e3:.3f} ms per "
+         f"sequentially in {_cold.PROBE_BLOCK >> 20} MiB requests{_streams_text(device)}, "
+         f"{lat * 1e3:.3f} ms per "
          f"random {device['random_block']}-byte read (readahead off, one in flight). "
          "*Sequential* is the stored bytes at that bandwidth: no reader can fetch them "
          "faster. *Random* is one request per stored file at that latency, one at a time: "
