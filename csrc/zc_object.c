@@ -2,6 +2,7 @@
 #include "zc_object.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "zc_os.h"
@@ -112,6 +113,46 @@ int zc_file_writer_write(zc_file_writer *w, const unsigned char *data, size_t le
         done += (size_t)r;
     }
     return ZC_OK;
+}
+
+/* Through memory, in pieces of this size, where the system cannot copy between the files. */
+#define COPY_PIECE ((size_t)1 << 20)
+
+int zc_file_writer_copy(zc_file_writer *w, int src_fd, uint64_t at, size_t len)
+{
+    unsigned char *piece = NULL; /* (allocated once the system cannot copy) */
+    size_t done = 0;
+    int status = ZC_OK;
+    while (done < len && status == ZC_OK) {
+        size_t want = len - done;
+        ptrdiff_t r;
+        if (piece == NULL) {
+            r = zc_os_copy_range(src_fd, at + done, w->fd, want);
+            if (r < 0 && errno != EINTR) {
+                /* Not between these files (another file system, an old kernel...): the
+                 * bytes copied so far stay, the rest goes through memory. */
+                if ((piece = (unsigned char *)malloc(COPY_PIECE)) == NULL)
+                    status = ZC_ERR_NOMEM;
+                continue;
+            }
+        } else {
+            r = zc_os_pread(src_fd, piece, want < COPY_PIECE ? want : COPY_PIECE, at + done);
+            if (r > 0 && zc_file_writer_write(w, piece, (size_t)r) != ZC_OK) {
+                free(piece);
+                return ZC_ERR_IO; /* (the writer is aborted) */
+            }
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            status = r == 0 ? ZC_ERR_SIZE : ZC_ERR_IO;
+        else
+            done += (size_t)r;
+    }
+    free(piece);
+    if (status != ZC_OK)
+        zc_file_writer_abort(w);
+    return status;
 }
 
 int zc_file_writer_commit(zc_file_writer *w, const zc_key_locks *locks, const char *path)

@@ -35,6 +35,11 @@ int zc_file_writer_open(zc_file_writer *w, const zc_root *root, const char *path
 /* Append `len` bytes; on failure the writer is aborted. */
 int zc_file_writer_write(zc_file_writer *w, const unsigned char *data, size_t len);
 
+/* Append `len` bytes of the open file `src_fd` from offset `at`, copied inside the system
+ * where it can (zc_os_copy_range), else through memory: ZC_OK, ZC_ERR_SIZE when `src_fd` ends
+ * first, ZC_ERR_IO or ZC_ERR_NOMEM; on failure the writer is aborted. */
+int zc_file_writer_copy(zc_file_writer *w, int src_fd, uint64_t at, size_t len);
+
 /* Rename the written file over `path` while holding the key lock of `path` in `locks`
  * (zc_key_lock.h; not open: no lock), the lock zarrcore.storage.local.LocalStore.lock takes
  * for the same key, so the replacement lands wholly before or after another writer's

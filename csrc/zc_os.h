@@ -273,6 +273,11 @@ ptrdiff_t zc_os_pread(int fd, void *buf, size_t len, uint64_t at);
 void zc_os_prefetch(int fd, uint64_t at, size_t len);
 /* Write up to `len` bytes at the file position: the count, or -1 (EINTR: try again). */
 ptrdiff_t zc_os_write(int fd, const void *buf, size_t len);
+/* Copy up to `len` bytes of `in_fd` from `at` to `out_fd`'s file position inside the system,
+ * with no copy through the caller's memory (Linux: copy_file_range): the count (0 at the end
+ * of `in_fd`), or -1 (EINTR: try again; any other errno: the system cannot copy between these
+ * files, and the caller copies through memory). */
+ptrdiff_t zc_os_copy_range(int in_fd, uint64_t at, int out_fd, size_t len);
 int zc_os_fstat(int fd, zc_file_info *info);
 /* 1 when the directory `path` is on a local file system (Linux: ext2-4, xfs, btrfs, f2fs, zfs,
  * tmpfs, overlayfs), whose stat of a file is as fresh as opening it, with its device (as

@@ -9,8 +9,9 @@ import os
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.errno cimport EINTR, errno
 from libc.stddef cimport ptrdiff_t
+from libc.stdint cimport uint64_t
 
-from ._status cimport ZC_ERR_IO, ZC_ERR_LOCK, ZC_ERR_OUTSIDE, ZC_OK
+from ._status cimport ZC_ERR_IO, ZC_ERR_LOCK, ZC_ERR_NOMEM, ZC_ERR_OUTSIDE, ZC_ERR_SIZE, ZC_OK
 
 from ._status import CALL_ERRNO, status_error
 from .errors import LockUnavailableError, OutsideStoreError, StoreError
@@ -54,6 +55,7 @@ cdef extern from "zc_chunk_io.h" nogil:
         int fd
     int zc_file_writer_open(zc_file_writer *w, const zc_root *root, const char *path)
     int zc_file_writer_write(zc_file_writer *w, const unsigned char *data, size_t len)
+    int zc_file_writer_copy(zc_file_writer *w, int src_fd, uint64_t at, size_t len)
     int zc_file_writer_commit(zc_file_writer *w, const zc_key_locks *locks, const char *path)
     void zc_file_writer_abort(zc_file_writer *w)
     int zc_file_replace_locked(const zc_root *root, const zc_key_locks *locks, const char *path,
@@ -190,6 +192,9 @@ cdef class FileRoot:
             ZC_ERR_OUTSIDE: (OutsideStoreError, f"key {self.key(path)!r} of the confined store "
                              f"{self.path!r} resolves outside the store's root", errno_.EXDEV),
             ZC_ERR_IO: (OSError, None, CALL_ERRNO, path),
+            ZC_ERR_SIZE: (OSError, "the file copied from ended before its size", errno_.EIO,
+                          path),
+            ZC_ERR_NOMEM: (MemoryError, "out of memory"),
             None: (OSError, "path too long", errno_.ENAMETOOLONG, path),
         }, err)
 
@@ -259,6 +264,24 @@ cdef class FileRoot:
                     st = zc_file_writer_write(&w, &view[0], n)
                 if st == ZC_OK:
                     st = zc_file_writer_commit(&w, &none, pp)
+        if st != ZC_OK:
+            raise self._error(st, errno, path)
+
+    def replace_copy(self, path, int src_fd, size_t size):
+        """As replace (not for a shared file), with the first `size` bytes of the open file
+        `src_fd` for data: copied inside the system where it can, not through memory."""
+        cdef bytes p = os.fsencode(path)
+        cdef const char *pp = p
+        cdef zc_key_locks none
+        cdef zc_file_writer w
+        cdef int st
+        none.fd = -1
+        with nogil:
+            st = zc_file_writer_open(&w, &self.root, pp)
+            if st == ZC_OK:
+                st = zc_file_writer_copy(&w, src_fd, 0, size)
+            if st == ZC_OK:
+                st = zc_file_writer_commit(&w, &none, pp)
         if st != ZC_OK:
             raise self._error(st, errno, path)
 

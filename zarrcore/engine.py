@@ -1116,6 +1116,19 @@ class ChunkEngine:
         for key in deleted:
             store.delete(key)
 
+    def put_copy(self, key: str, source: Store, source_key: str) -> None:
+        """Store at `key` a copy of `source`'s stored object `source_key`, as put_many stores
+        bytes, copied by the store itself where it can (Store.set_copy)."""
+        def copy() -> None:
+            if not self.store.set_copy(key, source, source_key):
+                self.put(key, source.get(source_key))  # (None: deleted since it was listed)
+
+        if self._whole_writes_locked():
+            with self.store.lock(key, self.key_prefix):
+                copy()
+        else:
+            copy()
+
     def _whole_writes_locked(self) -> bool:
         """Do whole-object writes take the key's lock? Where read-modify-writes lock, so that
         a whole write lands before or after one rather than inside it; not where they are

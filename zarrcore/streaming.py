@@ -177,8 +177,7 @@ def _copy_stored(source: Array, dest: Array) -> bool:
     engine = dest.chunk_engine
 
     def copy_object(item: tuple[tuple[int, ...], str]) -> None:
-        data = source.store.get(item[1])
-        engine.put_many([(engine.key(item[0]), data)])  # (None: deleted since it was listed)
+        engine.put_copy(engine.key(item[0]), source.store, item[1])
 
     run_bounded(copy_object, stored.items(), config.num_threads)
     engine.put_many((key, None) for coords, key in dst_keys.stored()[0].items()

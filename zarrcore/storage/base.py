@@ -268,6 +268,12 @@ class Store:
         for key, value in items:
             self.set(key, value)
 
+    def set_copy(self, key: str, source: Store, source_key: str) -> bool:
+        """Write at `key` a copy of `source`'s value at `source_key` (known to be stored) in
+        the store's own way, with no bytes through Python, when it has one for such a source;
+        False, writing nothing, when it has not and the caller copies the bytes."""
+        return False
+
     def get_versioned(self, key: str, limit: int | None = None,
                       why: str | None = None) -> tuple[bytes | None, Version]:
         """(value, version) of `key`, or (None, None) when it is missing. `version` (an ETag,

@@ -36,7 +36,7 @@ class _FileReader:
     """Byte ranges of an open file (LocalStore.reader)."""
 
     def __init__(self, fd: int) -> None:
-        self._fd = fd
+        self.fd = fd
         self.size = os.fstat(fd).st_size
 
     def get_ranges(self, ranges: Sequence[ByteRange]) -> list[ReadBytes]:
@@ -48,10 +48,10 @@ class _FileReader:
         for start, stop in ranges:
             lo, hi, _ = slice(start, stop).indices(self.size)
             if hi - lo < POOLED_READ_BYTES:
-                out.append(_portable.pread(self._fd, max(hi - lo, 0), lo))
+                out.append(_portable.pread(self.fd, max(hi - lo, 0), lo))
                 continue
             block = _memory.empty((hi - lo,), np.uint8)
-            got = pread_into(self._fd, block, lo)
+            got = pread_into(self.fd, block, lo)
             out.append(memoryview(block)[:got].toreadonly())
         return out
 
@@ -202,6 +202,18 @@ class LocalStore(Store):
                 self._path(key), value, shared=key.rpartition("/")[2] in SELF_LOCKED_DOCUMENTS)
         except OSError as e:  # a directory where the key should be, a full disk...
             raise _store_error(key, e) from e
+
+    def set_copy(self, key: str, source: Store, source_key: str) -> bool:
+        # From another file, the system copies the bytes (copy_file_range where it can).
+        with source.reader(source_key) as reader:
+            if not isinstance(reader, _FileReader):
+                return False
+            self.check_writable(key)
+            try:
+                self.files(create=True).replace_copy(self._path(key), reader.fd, reader.size)
+            except OSError as e:
+                raise _store_error(key, e) from e
+        return True
 
     def delete(self, key: str) -> None:
         self.check_writable(key)
