@@ -172,7 +172,7 @@ cdef inline void set_up_chain(zc_chain *c, settings) except *:
     name = settings["compressor"]
     c.itemsize = settings["itemsize"]
     c.swap_size = settings["swap_size"]
-    c.byte_shuffle = settings.get("byte_shuffle", 0)
+    c.byte_shuffle = setting(settings, "byte_shuffle", 0)
     if name is None:
         c.compressor = ZC_COMP_NONE
     elif name == "zstd":
