@@ -139,10 +139,10 @@ def arrivals(store: Store, requests: Sequence[Request]
         fetcher.join()
 
 
-def _task_grid(plans: Sequence[AxisPlan], values: Callable[[AxisPlan], Any]) -> Int64s:
+def _task_grid(plans: Sequence[AxisPlan]) -> Int64s:
     """Per task of a compiled job over `plans` (the C-order product of every axis' pieces), the
-    value of each axis' piece: `values(plan)` gives one per piece; an (ntasks, ndim) array."""
-    axes = [np.asarray(values(p)) for p in plans]
+    chunk of each axis' piece: an (ntasks, ndim) array."""
+    axes = [np.asarray(p.chunks) for p in plans]
     if not axes:
         return np.zeros((1, 0), dtype=np.int64)
     # Each axis' values broadcast into their column of the grid: a few numpy calls, where
@@ -154,11 +154,12 @@ def _task_grid(plans: Sequence[AxisPlan], values: Callable[[AxisPlan], Any]) -> 
     return grid.reshape(-1, ndim)
 
 
-def _task_values(plans: Sequence[AxisPlan], values: Callable[[AxisPlan], Sequence[Any]]
-                 ) -> list[tuple[Any, ...]]:
-    """`_task_grid` as a list of tuples, one per task: no numpy call, so that a request of a
-    few chunks costs a few Python steps (small reads and writes pay for each one)."""
-    return list(itertools.product(*[values(p) for p in plans]))
+def _task_values(plans: Sequence[AxisPlan], name: str) -> list[tuple[Any, ...]]:
+    """Per task of a compiled job over `plans` (as `_task_grid`), the value of each axis'
+    piece in the plan's list `name` ("chunks", "complete"): a list of tuples. No numpy call
+    nor function made per call, so that a request of a few chunks costs a few Python steps
+    (small reads and writes pay for each one)."""
+    return list(itertools.product(*[getattr(p, name) for p in plans]))
 
 
 def _start(block: AxisChunks, c: int) -> int:
@@ -448,6 +449,10 @@ class Route(enum.Enum):
     CHUNK_WAVES = "chunk waves"  # R4, W3: chunks fetched or stored together, compiled coding
     FETCHED_CHUNKS = "fetched chunks"  # R5: fetched together, decoded by the codec objects
     EACH_CHUNK = "each chunk"  # R5, W4: chunk by chunk or shard by shard, codec objects
+
+    # Members are singletons: hashed by identity in C, where Enum's hash is a Python call
+    # (the route tables below are looked up on every request).
+    __hash__ = object.__hash__
 
 
 def _selection_kind(indexer: Indexer, ndim: int) -> tuple[bool, bool]:
@@ -826,7 +831,7 @@ class ChunkEngine:
                 coords = group.points[3].tolist()
             else:
                 job = ChunkWaves(group.form, shape, grid, group.plans, out)
-                coords = _task_values(group.plans, lambda p: p.chunks)
+                coords = _task_values(group.plans, "chunks")
             jobs.append(job)
             keys += [self.key(c) for c in coords]
             first.append(len(keys))
@@ -874,9 +879,9 @@ class ChunkEngine:
                 job = ChunkWaves(native, inner_shape, inner_grid, plans, out)
             else:
                 job = _InnerChunkWaves(codec.inner, plans, out)
-            shards = _task_values(indexer.plans, lambda p: p.chunks)
+            shards = _task_values(indexer.plans, "chunks")
             # Per task: the shard it is in (its place in `shards`) and its C-order place in it.
-            of_task, local = _in_shards(blocks, inner_shape, _task_grid(plans, lambda p: p.chunks))
+            of_task, local = _in_shards(blocks, inner_shape, _task_grid(plans))
             places = [np.searchsorted(np.asarray(p.chunks, dtype=np.int64), of_task[:, d])
                       for d, p in enumerate(indexer.plans)]
             shard_of = (np.ravel_multi_index(places, [len(p.chunks) for p in indexer.plans])
@@ -1077,7 +1082,7 @@ class ChunkEngine:
         rest = []
         for group in self._groups(indexer):
             assert group.form is not None  # (the road `plan` took is open)
-            complete = [all(c) for c in _task_values(group.plans, lambda p: p.complete)]
+            complete = [all(c) for c in _task_values(group.plans, "complete")]
             rest += self._projections(group.plans, [t for t, c in enumerate(complete) if not c])
             tasks = [t for t, c in enumerate(complete) if c]
             if not tasks:
@@ -1085,20 +1090,20 @@ class ChunkEngine:
             shape = group.chain.spec.shape
             job = ChunkWaves(group.form, shape, _grid_of(group.extent, shape), group.plans,
                              value, self.spec.writes_empty)
-            coords = _task_values(group.plans, lambda p: p.chunks)
-            keys = [self.key(coords[t]) for t in tasks]
-
-            def encoded(job: ChunkWaves = job, tasks: list[int] = tasks,
-                        keys: list[str] = keys) -> Iterator[tuple[str, BytesLike | None]]:
-                for wave in _write_waves(len(tasks), self.store):
-                    failure = _run_waves(job, tasks[wave], job.work_write)
-                    if failure is not None:
-                        error, task = failure
-                        raise _with_key(error, keys[bisect.bisect_left(tasks, task)])
-                    yield from zip(keys[wave], job.encoded())
-
-            self.put_many(encoded())
+            coords = _task_values(group.plans, "chunks")
+            self.put_many(self._encoded_waves(job, tasks, [self.key(coords[t]) for t in tasks]))
         return rest
+
+    def _encoded_waves(self, job: ChunkWaves, tasks: list[int], keys: list[str]
+                       ) -> Iterator[tuple[str, BytesLike | None]]:
+        """(key, encoding) of the tasks `tasks` of the write `job`, at the keys `keys`,
+        encoded in waves (_write_waves) as they are taken."""
+        for wave in _write_waves(len(tasks), self.store):
+            failure = _run_waves(job, tasks[wave], job.work_write)
+            if failure is not None:
+                error, task = failure
+                raise _with_key(error, keys[bisect.bisect_left(tasks, task)])
+            yield from zip(keys[wave], job.encoded())
 
     def put_many(self, items: Iterable[tuple[str, BytesLike | None]]) -> None:
         """Store every (key, encoded chunk or None) of the iterable `items` (see `put`): each
@@ -1106,10 +1111,7 @@ class ChunkEngine:
         store that streams writes starts uploading as `items` yields them)."""
         store = self.store
         if self._whole_writes_locked():
-            def put(item: tuple[str, BytesLike | None]) -> None:
-                with store.lock(item[0], self.key_prefix):
-                    self.put(*item)
-            parallel_map(put, items)
+            parallel_map(self._put_locked, items)
             return
         deleted: list[str] = []
 
@@ -1123,6 +1125,11 @@ class ChunkEngine:
         store.set_many(stored())
         for key in deleted:
             store.delete(key)
+
+    def _put_locked(self, item: tuple[str, BytesLike | None]) -> None:
+        """`put` of one (key, encoded chunk or None) under the key's lock."""
+        with self.store.lock(item[0], self.key_prefix):
+            self.put(*item)
 
     def _whole_writes_locked(self) -> bool:
         """Do whole-object writes take the key's lock? Where read-modify-writes lock, so that
