@@ -238,11 +238,13 @@ cdef class ChunkWaves(_CompiledJob):
         cdef const unsigned char[::1] v = view
         self._pinned.append(view)
         # A zero-length encoding still counts as stored: point it somewhere non-NULL.
-        (<unsigned char **>self.j.src)[task] = <unsigned char *>(&v[0] if v.shape[0] else self.j.fill)
+        cdef const unsigned char *base = &v[0] if v.shape[0] else self.j.fill
+        (<unsigned char **>self.j.src)[task] = <unsigned char *>base
         (<size_t *>self.j.src_len)[task] = v.shape[0]
 
     def run(self, tasks):
-        """List the tasks (int64 array, or a sequence of ints) the next work_read / work_write calls take; their count."""
+        """List the tasks (int64 array, or a sequence of ints) the next work_read /
+        work_write calls take; their count."""
         listed = np.ascontiguousarray(tasks, dtype=np.int64)
         cdef const int64_t[::1] t = listed
         if zc_shard_job_list(&self.j, &t[0] if t.shape[0] else NULL, t.shape[0]) != ZC_OK:
