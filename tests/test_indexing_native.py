@@ -279,3 +279,21 @@ def test_each_store_and_selection_kind_takes_its_planned_route(
     assert a.chunk_engine.plan(indexer) is engine.Route[read]
     assert a.chunk_engine.plan(indexer, writing=True) is engine.Route[write]
     np.testing.assert_array_equal(a[selection], data[selection])
+
+
+@pytest.mark.parametrize("kind", ["memory", "directory"])
+def test_small_requests_take_few_python_calls(kind, tmp_path):
+    """A read or write of one chunk runs a few dozen Python calls: threads calling at once on
+    a free-threaded Python contend on the objects each call touches (issue #31)."""
+    a = zarrcore.create_array(zarrcore.MemoryStore() if kind == "memory" else tmp_path,
+                              shape=(64, 16), chunks=(16, 16), dtype="f4", compressors=None)
+    block = np.ones((16, 16), dtype="f4")
+    a[...] = 1
+    a[16:32] = block  # (first calls import and cache what later ones use)
+    limits = {"memory": (56, 63), "directory": (36, 38)}[kind]
+    for (name, run), limit in zip({"read": lambda: a[16:32],
+                                   "write": lambda: a.__setitem__(slice(16, 32), block)}.items(),
+                                  limits):
+        run()
+        calls = _python_calls(run)
+        assert calls <= limit, (name, calls)

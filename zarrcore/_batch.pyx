@@ -21,6 +21,9 @@ from ._status import status_error
 
 cnp.import_array()
 
+cdef extern from "Python.h":
+    bytes PyUnicode_EncodeFSDefault(str unicode)
+
 
 cdef class ChunkBatch:
     """One read or write over a directory store; call `work()` from several threads."""
@@ -29,16 +32,20 @@ cdef class ChunkBatch:
     cdef object _keep, _deferred
     cdef FileRoot _files
 
-    def __init__(self, *, FileRoot root, key_head, sep, lead_sep, array_shape, chunk_shape, plans,
-                 data, write_empty_chunks=False, lock_dir="", points=None, **settings):
-        """`settings` are CodecChain.native_form(): the chain, fill and item layout. Chunk
+    def __init__(self, *, dict settings, FileRoot root, str key_head, sep, lead_sep, array_shape,
+                 chunk_shape, plans, data, write_empty_chunks=False, str lock_dir="",
+                 points=None):
+        """`settings` are CodecChain.native_form(): the chain, fill and item layout (the dict
+        itself, read by lookups that take no lock: not unpacked into keywords, which locks it
+        on a free-threaded Python, and every thread reading the array shares it). Chunk
         files are reached through `root` (the store's, which `key_head` and `lock_dir` start
         with). Writes replace and delete them under their key lock in `lock_dir` ("": no
         locks). A read of points gives `points` (point_start, local, out_index, coords: see
         zc_listing) instead of `plans`, and `data` 1-d."""
         memset(&self.b, 0, sizeof(zc_batch))
-        head = os.fsencode(key_head)
-        lock = os.fsencode(lock_dir)
+        # (os.fsencode in C: no Python call.)
+        head = PyUnicode_EncodeFSDefault(key_head)
+        lock = PyUnicode_EncodeFSDefault(lock_dir)
         if len(head) >= ZC_BATCH_PATH_MAX - 64 or len(lock) >= ZC_BATCH_PATH_MAX - 16:
             raise ValueError("store path too long")
         keep = set_up_job(&self.b, settings, chunk_shape, plans, <cnp.ndarray?>data,
@@ -90,8 +97,10 @@ cdef class ChunkBatch:
         stop_claims(&self.b.failed)
 
     def deferred(self):
-        """Indexes of write tasks that need read-modify-write by the caller."""
-        return np.flatnonzero(self._deferred)
+        """Indexes of write tasks that need read-modify-write by the caller, a list (a loop in
+        C: most writes have none, and small ones pay for every Python call)."""
+        cdef int64_t t
+        return [t for t in range(self.b.ntasks) if self.b.deferred[t]]
 
     def task_key(self, int64_t t):
         cdef char buf[4096]

@@ -229,8 +229,22 @@ cdef class ChunkWaves(_CompiledJob):
             src_len[tasks[k]] = lengths[k]
         return -1
 
+    def add_whole(self, int64_t task, buffer):
+        """Point task `task` at the whole of `buffer` (kept alive with the job): `add` of one
+        task, without the arrays."""
+        if task < 0 or task >= self.j.ntasks:
+            raise ValueError("task out of range")
+        view = memoryview(buffer).cast("B")
+        cdef const unsigned char[::1] v = view
+        self._pinned.append(view)
+        # A zero-length encoding still counts as stored: point it somewhere non-NULL.
+        cdef const unsigned char *base = &v[0] if v.shape[0] else self.j.fill
+        (<unsigned char **>self.j.src)[task] = <unsigned char *>base
+        (<size_t *>self.j.src_len)[task] = v.shape[0]
+
     def run(self, tasks):
-        """List the tasks (int64 array) the next work_read / work_write calls take; their count."""
+        """List the tasks (int64 array, or a sequence of ints) the next work_read /
+        work_write calls take; their count."""
         listed = np.ascontiguousarray(tasks, dtype=np.int64)
         cdef const int64_t[::1] t = listed
         if zc_shard_job_list(&self.j, &t[0] if t.shape[0] else NULL, t.shape[0]) != ZC_OK:

@@ -172,7 +172,7 @@ cdef inline void set_up_chain(zc_chain *c, settings) except *:
     name = settings["compressor"]
     c.itemsize = settings["itemsize"]
     c.swap_size = settings["swap_size"]
-    c.byte_shuffle = settings.get("byte_shuffle", 0)
+    c.byte_shuffle = setting(settings, "byte_shuffle", 0)
     if name is None:
         c.compressor = ZC_COMP_NONE
     elif name == "zstd":
@@ -205,13 +205,15 @@ cdef inline object set_up_pieces(plans, cnp.ndarray data, const zc_piece **piece
     int arrays become listed pieces (zc_listing): each axis' in-chunk positions and output
     positions (the out selection, a slice or an int array) are appended to `lists` as a pair
     of arrays (refused when it is None)."""
-    import numpy as np
-
     cdef Py_ssize_t total = 0, k = 0, i, kept = 0, listed = 0
     cdef list chunks, csels, osels, counts
     for plan in plans:
         total += plan.npieces
-    table = np.empty((total, 6), dtype=np.int64)  # zc_piece is six int64
+    cdef cnp.npy_intp dims[2]
+    dims[0], dims[1] = total, 6  # zc_piece is six int64
+    # (numpy's C API, and numpy imported only for listed pieces below: an import in a
+    # function looks the module and its spec up, objects every calling thread shares.)
+    table = cnp.PyArray_EMPTY(2, dims, cnp.NPY_INT64, 0)
     cdef zc_piece *rows = <zc_piece *>cnp.PyArray_DATA(table)
     cdef zc_piece *p
     for d in range(len(plans)):
@@ -252,11 +254,12 @@ cdef inline object set_up_pieces(plans, cnp.ndarray data, const zc_piece **piece
                 osel = osels[i]
                 p.chunk_start, p.chunk_step, p.count = csel.start, csel.step, counts[i]
                 p.out_start, p.out_step = osel.start, osel.step or 1
-            elif isinstance(csel, np.ndarray):
+            elif isinstance(csel, cnp.ndarray):
                 if lists is None:
                     raise ValueError("index lists are for reads only")
                 osel = osels[i]
                 if type(osel) is slice:
+                    import numpy as np
                     osel = np.arange(osel.start, osel.stop, osel.step or 1)
                 if len(csel) != counts[i] or len(osel) != counts[i]:
                     raise ValueError("one output position per listed position")
@@ -269,6 +272,7 @@ cdef inline object set_up_pieces(plans, cnp.ndarray data, const zc_piece **piece
                 p.chunk_start, p.chunk_step, p.count, p.out_start, p.out_step = csel, 1, 1, 0, 0
             k += 1
         if axis_outs:
+            import numpy as np
             # Listed output positions are checked here, once per axis: C trusts them.
             outs = np.concatenate(axis_outs)
             if not plan.kept or outs.min() < 0 or outs.max() >= cnp.PyArray_DIM(data, kept - 1):
@@ -314,8 +318,6 @@ cdef inline tuple set_up_job(job_t *j, settings, chunk_shape, plans, cnp.ndarray
     (reads may hold int arrays: listed pieces), or for a read of `points`, the zc_listing
     arrays (point_start, local, out_index, coords or None) and `data` 1-d. Returns what `j`
     points into, which the caller keeps alive as long as `j`."""
-    import numpy as np
-
     ndim = len(chunk_shape)
     if ndim > ZC_MAX_NDIM:
         raise ValueError(f"at most {ZC_MAX_NDIM} dimensions")
@@ -342,6 +344,7 @@ cdef inline tuple set_up_job(job_t *j, settings, chunk_shape, plans, cnp.ndarray
     cdef const int64_t[::1] index, out_index
     if not lists:
         return table, fill
+    import numpy as np
     index = np.concatenate([pair[0] for pair in lists]).astype(np.int64, copy=False)
     out_index = np.concatenate([pair[1] for pair in lists]).astype(np.int64, copy=False)
     j.listing.index = &index[0]

@@ -829,7 +829,9 @@ class Array(nodes.Node):
         # As numpy's own assignment casts: unsafe, but impossible conversions raise.
         value = self._metadata.data_type.cast_array(value)
         try:
-            value = np.broadcast_to(value, indexer.shape).reshape(indexer.drop_shape)
+            if value.shape != indexer.shape:  # (broadcast_to is six Python calls)
+                value = np.broadcast_to(value, indexer.shape)
+            value = value.reshape(indexer.drop_shape)
         except ValueError:
             raise ShapeMismatchError(
                 f"array {self.name!r}: could not broadcast value of shape {value.shape} to "

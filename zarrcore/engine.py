@@ -14,6 +14,7 @@ codec objects, whose heavy work is compiled and GIL-free as well.
 """
 from __future__ import annotations
 
+import bisect
 import contextlib
 import enum
 import itertools
@@ -138,10 +139,10 @@ def arrivals(store: Store, requests: Sequence[Request]
         fetcher.join()
 
 
-def _task_grid(plans: Sequence[AxisPlan], values: Callable[[AxisPlan], Any]) -> Int64s:
+def _task_grid(plans: Sequence[AxisPlan]) -> Int64s:
     """Per task of a compiled job over `plans` (the C-order product of every axis' pieces), the
-    value of each axis' piece: `values(plan)` gives one per piece; an (ntasks, ndim) array."""
-    axes = [np.asarray(values(p)) for p in plans]
+    chunk of each axis' piece: an (ntasks, ndim) array."""
+    axes = [np.asarray(p.chunks) for p in plans]
     if not axes:
         return np.zeros((1, 0), dtype=np.int64)
     # Each axis' values broadcast into their column of the grid: a few numpy calls, where
@@ -151,6 +152,14 @@ def _task_grid(plans: Sequence[AxisPlan], values: Callable[[AxisPlan], Any]) -> 
     for d, a in enumerate(axes):
         grid[..., d] = a.reshape((-1,) + (1,) * (ndim - 1 - d))
     return grid.reshape(-1, ndim)
+
+
+def _task_values(plans: Sequence[AxisPlan], name: str) -> list[tuple[Any, ...]]:
+    """Per task of a compiled job over `plans` (as `_task_grid`), the value of each axis'
+    piece in the plan's list `name` ("chunks", "complete"): a list of tuples. No numpy call
+    nor function made per call, so that a request of a few chunks costs a few Python steps
+    (small reads and writes pay for each one)."""
+    return list(itertools.product(*[getattr(p, name) for p in plans]))
 
 
 def _start(block: AxisChunks, c: int) -> int:
@@ -441,6 +450,10 @@ class Route(enum.Enum):
     FETCHED_CHUNKS = "fetched chunks"  # R5: fetched together, decoded by the codec objects
     EACH_CHUNK = "each chunk"  # R5, W4: chunk by chunk or shard by shard, codec objects
 
+    # Members are singletons: hashed by identity in C, where Enum's hash is a Python call
+    # (the route tables below are looked up on every request).
+    __hash__ = object.__hash__
+
 
 def _selection_kind(indexer: Indexer, ndim: int) -> tuple[bool, bool]:
     """(basic, listed) of a selection: `basic` for ints and slices (BasicIndexer); `listed`
@@ -667,11 +680,11 @@ class ChunkEngine:
         for group in self._groups(indexer):
             assert group.form is not None  # (as `plan` saw)
             batch = ChunkBatch(
-                root=self._file_root(), key_head=self.key_head(), sep=sep, lead_sep=lead,
-                lock_dir=self.node_dir(), array_shape=group.extent,
+                settings=group.form, root=self._file_root(), key_head=self.key_head(), sep=sep,
+                lead_sep=lead, lock_dir=self.node_dir(), array_shape=group.extent,
                 chunk_shape=group.chain.spec.shape, write_empty_chunks=self.spec.writes_empty,
                 plans=group.plans if group.points is None else None, points=group.points,
-                data=data, **group.form)
+                data=data)
             if writing:
                 run_workers(batch.work_write, batch.split_writes(config.num_threads), batch.stop)
             else:
@@ -811,29 +824,28 @@ class ChunkEngine:
             shape = group.chain.spec.shape
             assert group.form is not None  # (the road `plan` took is open)
             grid = _grid_of(group.extent, shape)
+            coords: list[Any]
             if group.points is not None:
                 job = ChunkWaves(group.form, shape, grid, None, out,
                                  points=(*group.points[:3], None))
-                coords = group.points[3]
+                coords = group.points[3].tolist()
             else:
                 job = ChunkWaves(group.form, shape, grid, group.plans, out)
-                coords = _task_grid(group.plans, lambda p: p.chunks)
+                coords = _task_values(group.plans, "chunks")
             jobs.append(job)
-            keys += [self.key(c) for c in coords.tolist()]
+            keys += [self.key(c) for c in coords]
             first.append(len(keys))
-        firsts = np.asarray(first, dtype=np.int64)
-        start = np.zeros(1, dtype=np.int64)
+        # Per batch in Python ints, no numpy call: a small read's batch is one chunk.
         for batch in arrivals(self.store, self._whole(keys)):
-            arrived = np.fromiter((i for i, _ in batch), dtype=np.int64, count=len(batch))
-            owner = np.searchsorted(firsts, arrived, side="right") - 1
-            tasks = arrived - firsts[owner]
-            for k, (i, parts) in enumerate(batch):
+            arrived: dict[int, list[int]] = {}  # the tasks that arrived, by job
+            for i, parts in batch:
+                j = bisect.bisect_right(first, i) - 1
                 data = self._stored(keys[i], parts)
                 if data is not None:
-                    jobs[owner[k]].add(data, tasks[k:k + 1], start,
-                                       np.array([len(data)], dtype=np.int64))
-            for j in sorted(set(owner.tolist())):  # (np.unique: ~60 us of Python a call)
-                failure = _run_waves(jobs[j], tasks[owner == j], jobs[j].work_read)
+                    jobs[j].add_whole(i - first[j], data)
+                arrived.setdefault(j, []).append(i - first[j])
+            for j in sorted(arrived):
+                failure = _run_waves(jobs[j], arrived[j], jobs[j].work_read)
                 if failure is not None:
                     error, task = failure
                     raise _with_key(error, keys[first[j] + task])
@@ -867,9 +879,9 @@ class ChunkEngine:
                 job = ChunkWaves(native, inner_shape, inner_grid, plans, out)
             else:
                 job = _InnerChunkWaves(codec.inner, plans, out)
-            shards = _task_grid(indexer.plans, lambda p: p.chunks).tolist()
+            shards = _task_values(indexer.plans, "chunks")
             # Per task: the shard it is in (its place in `shards`) and its C-order place in it.
-            of_task, local = _in_shards(blocks, inner_shape, _task_grid(plans, lambda p: p.chunks))
+            of_task, local = _in_shards(blocks, inner_shape, _task_grid(plans))
             places = [np.searchsorted(np.asarray(p.chunks, dtype=np.int64), of_task[:, d])
                       for d, p in enumerate(indexer.plans)]
             shard_of = (np.ravel_multi_index(places, [len(p.chunks) for p in indexer.plans])
@@ -903,7 +915,7 @@ class ChunkEngine:
         with contextlib.ExitStack() as held:
             self._read_shard_ranges(keys, requests, shard_tasks, local, codecs, held, add, run)
 
-    def _shard_codecs(self, shards: list[list[int]]) -> list[ShardingCodec]:
+    def _shard_codecs(self, shards: Sequence[Sequence[int]]) -> list[ShardingCodec]:
         """The sharding codec of each shard at the grid indices `shards` (each of its own
         shape on a rectilinear grid)."""
         if self.grid.is_regular:
@@ -1003,21 +1015,22 @@ class ChunkEngine:
         planned road writes the chunks it covers wholly and leaves the projections of the
         others, which are merged here (`_write_projections`)."""
         rest = self._WRITE_BY_ROUTE[self.plan(indexer, writing=True)](self, indexer, value)
-        self._write_projections(rest, value)
+        if rest:
+            self._write_projections(rest, value)
 
     def _write_chunk_batch(self, indexer: Indexer,
-                           value: npt.NDArray[Any]) -> Iterable[ChunkProjection]:
+                           value: npt.NDArray[Any]) -> list[ChunkProjection]:
         assert isinstance(indexer, BasicIndexer)  # (as `plan` saw)
         return self._run_batches(indexer, value, writing=True)
 
     def _write_shard_batch(self, indexer: Indexer,
-                           value: npt.NDArray[Any]) -> Iterable[ChunkProjection]:
+                           value: npt.NDArray[Any]) -> list[ChunkProjection]:
         return self._run_shard_batches(indexer, value, writing=True)
 
     def _write_no_whole_chunks(self, indexer: Indexer,
-                               value: npt.NDArray[Any]) -> Iterable[ChunkProjection]:
+                               value: npt.NDArray[Any]) -> list[ChunkProjection]:
         """EACH_CHUNK: no compiled writer; every projection is left to `_write_projections`."""
-        return indexer.projections()
+        return list(indexer.projections())
 
     def _write_projections(self, projections: Iterable[ChunkProjection],
                            value: npt.NDArray[Any]) -> None:
@@ -1061,7 +1074,7 @@ class ChunkEngine:
         self.put_many(encoded())
 
     def _write_chunk_waves(self, indexer: Indexer,
-                           value: npt.NDArray[Any]) -> Iterable[ChunkProjection]:
+                           value: npt.NDArray[Any]) -> list[ChunkProjection]:
         """Encode every whole chunk of the selection in compiled waves (_write_waves) and
         store them together (Store.set_many); the projections of the partly covered chunks,
         left for read-modify-write."""
@@ -1069,28 +1082,28 @@ class ChunkEngine:
         rest = []
         for group in self._groups(indexer):
             assert group.form is not None  # (the road `plan` took is open)
-            complete = _task_grid(group.plans, lambda p: p.complete).all(axis=1)
-            rest += self._projections(group.plans, np.flatnonzero(~complete))
-            tasks = np.flatnonzero(complete)
-            if not tasks.size:
+            complete = [all(c) for c in _task_values(group.plans, "complete")]
+            rest += self._projections(group.plans, [t for t, c in enumerate(complete) if not c])
+            tasks = [t for t, c in enumerate(complete) if c]
+            if not tasks:
                 continue
             shape = group.chain.spec.shape
             job = ChunkWaves(group.form, shape, _grid_of(group.extent, shape), group.plans,
                              value, self.spec.writes_empty)
-            keys = [self.key(c) for c in
-                    _task_grid(group.plans, lambda p: p.chunks)[tasks].tolist()]
-
-            def encoded(job: ChunkWaves = job, tasks: Int64s = tasks,
-                        keys: list[str] = keys) -> Iterator[tuple[str, BytesLike | None]]:
-                for wave in _write_waves(tasks.size, self.store):
-                    failure = _run_waves(job, tasks[wave], job.work_write)
-                    if failure is not None:
-                        error, task = failure
-                        raise _with_key(error, keys[int(np.searchsorted(tasks, task))])
-                    yield from zip(keys[wave], job.encoded())
-
-            self.put_many(encoded())
+            coords = _task_values(group.plans, "chunks")
+            self.put_many(self._encoded_waves(job, tasks, [self.key(coords[t]) for t in tasks]))
         return rest
+
+    def _encoded_waves(self, job: ChunkWaves, tasks: list[int], keys: list[str]
+                       ) -> Iterator[tuple[str, BytesLike | None]]:
+        """(key, encoding) of the tasks `tasks` of the write `job`, at the keys `keys`,
+        encoded in waves (_write_waves) as they are taken."""
+        for wave in _write_waves(len(tasks), self.store):
+            failure = _run_waves(job, tasks[wave], job.work_write)
+            if failure is not None:
+                error, task = failure
+                raise _with_key(error, keys[bisect.bisect_left(tasks, task)])
+            yield from zip(keys[wave], job.encoded())
 
     def put_many(self, items: Iterable[tuple[str, BytesLike | None]]) -> None:
         """Store every (key, encoded chunk or None) of the iterable `items` (see `put`): each
@@ -1098,10 +1111,7 @@ class ChunkEngine:
         store that streams writes starts uploading as `items` yields them)."""
         store = self.store
         if self._whole_writes_locked():
-            def put(item: tuple[str, BytesLike | None]) -> None:
-                with store.lock(item[0], self.key_prefix):
-                    self.put(*item)
-            parallel_map(put, items)
+            parallel_map(self._put_locked, items)
             return
         deleted: list[str] = []
 
@@ -1128,6 +1138,11 @@ class ChunkEngine:
                 copy()
         else:
             copy()
+
+    def _put_locked(self, item: tuple[str, BytesLike | None]) -> None:
+        """`put` of one (key, encoded chunk or None) under the key's lock."""
+        with self.store.lock(item[0], self.key_prefix):
+            self.put(*item)
 
     def _whole_writes_locked(self) -> bool:
         """Do whole-object writes take the key's lock? Where read-modify-writes lock, so that
@@ -1204,9 +1219,11 @@ class ChunkEngine:
         replace()
 
     @staticmethod
-    def _projections(plans: Sequence[AxisPlan], tasks: Iterable[int]) -> list[ChunkProjection]:
+    def _projections(plans: Sequence[AxisPlan], tasks: Sequence[int]) -> list[ChunkProjection]:
         """The ChunkProjections of batch task numbers `tasks` (C order over the pieces of the
         axes' `plans`)."""
+        if not tasks:
+            return []  # (most writes: nothing to set up)
         dim_pieces = [list(zip(p.chunks, p.chunk_sel, p.out_sel, p.complete)) for p in plans]
         counts = [len(p) for p in dim_pieces]
         projections = []

@@ -111,6 +111,9 @@ class ChunkGrid:
         self.axes: tuple[AxisChunks, ...] = tuple(
             s if isinstance(s, int) else np.concatenate(([0], np.cumsum(s, dtype=np.int64)))
             for s in self.specs)
+        # Is every axis one chunk length (a `regular` grid, or a rectilinear one of only
+        # shorthands)? Set once: every read and write asks.
+        self.is_regular = all(isinstance(s, int) for s in self.specs)
 
     @classmethod
     def regular(cls, chunk_shape: Sequence[int], shape: Sequence[int]) -> ChunkGrid:
@@ -153,12 +156,6 @@ class ChunkGrid:
             shapes.append(runs if len(runs) < len(spec) else list(spec))
         return {"name": "rectilinear",
                 "configuration": {"kind": "inline", "chunk_shapes": shapes}}
-
-    @property
-    def is_regular(self) -> bool:
-        """Is every axis one chunk length (a `regular` grid, or a rectilinear one of only
-        shorthands)?"""
-        return all(isinstance(s, int) for s in self.specs)
 
     @property
     def max_chunk_shape(self) -> tuple[int, ...]:
