@@ -1,21 +1,23 @@
-/* crc32 and adler32 (zlib's, from libblosc.a), Fletcher-32 and Jenkins lookup3 as HDF5 and
- * numcodecs define them, and the 4-byte little-endian framing numcodecs puts around data. */
+/* crc32 (zlib's, from libblosc.a), adler32 (zc_inflate.c's), Fletcher-32 and Jenkins lookup3
+ * as HDF5 and numcodecs define them, and the 4-byte little-endian framing numcodecs puts
+ * around data. */
 #include "zc_checksums.h"
 
 #include <string.h>
 
+#include "zc_inflate.h"
 #include "zc_status.h"
 
 /* zlib's length arguments are size_t (z_size_t), but feed it bounded pieces anyway so that
  * a 32-bit unsigned long build of zlib could never see a truncated length. */
 #define ZC_ZLIB_PIECE ((size_t)1 << 30)
 
-static uint32_t zlib_checksum(int algo, const unsigned char *p, size_t len)
+static uint32_t zlib_crc32(const unsigned char *p, size_t len)
 {
-    unsigned long v = algo == ZC_CHECKSUM_CRC32 ? 0UL : 1UL;
+    unsigned long v = 0;
     while (len > 0) {
         size_t n = len < ZC_ZLIB_PIECE ? len : ZC_ZLIB_PIECE;
-        v = algo == ZC_CHECKSUM_CRC32 ? crc32_z(v, p, n) : adler32_z(v, p, n);
+        v = crc32_z(v, p, n);
         p += n;
         len -= n;
     }
@@ -132,8 +134,10 @@ int zc_checksum32(int algo, uint32_t seed, const void *prefix, size_t prefixlen,
         return ZC_ERR_PARAM;
     switch (algo) {
     case ZC_CHECKSUM_CRC32:
+        *out = zlib_crc32((const unsigned char *)data, len);
+        return ZC_OK;
     case ZC_CHECKSUM_ADLER32:
-        *out = zlib_checksum(algo, (const unsigned char *)data, len);
+        *out = zc_adler32(1, data, len);
         return ZC_OK;
     case ZC_CHECKSUM_FLETCHER32:
         *out = zc_fletcher32(data, len);

@@ -5,9 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* zlib symbols exported by libblosc.a (z_size_t is size_t, uLong unsigned long). */
+/* zlib's crc32, exported by libblosc.a (z_size_t is size_t, uLong unsigned long). */
 unsigned long crc32_z(unsigned long crc, const unsigned char *buf, size_t len);
-unsigned long adler32_z(unsigned long adler, const unsigned char *buf, size_t len);
 
 #define ZC_CHECKSUM_CRC32 0
 #define ZC_CHECKSUM_ADLER32 1
