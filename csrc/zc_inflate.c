@@ -348,6 +348,26 @@ static inline uint8_t *copy_match_fast(uint8_t *out, unsigned dist, unsigned len
         nbits -= (n);        \
     } while (0)
 
+/* Past a non-literal entry e: the end of the block (ok) or an invalid code (goto done), or
+ * a length and the distance code after it into len and off. */
+#define DECODE_MATCH()                                                      \
+    do {                                                                    \
+        if (e & (E_EOB | E_BAD)) {                                          \
+            ok = !(e & E_BAD);                                              \
+            CONSUME(e & 15);                                                \
+            goto done;                                                      \
+        }                                                                   \
+        CONSUME(e & 15);                                                    \
+        len = (e >> 16) + (unsigned)(bits & BITMASK((e >> 8) & 0xff));      \
+        CONSUME((e >> 8) & 0xff);                                           \
+        LOOKUP(d, dist, DIST_ROOT);                                         \
+        if (d & E_BAD)                                                      \
+            goto done;                                                      \
+        CONSUME(d & 15);                                                    \
+        off = (d >> 16) + (unsigned)(bits & BITMASK((d >> 8) & 0xff));      \
+        CONSUME((d >> 8) & 0xff);                                           \
+    } while (0)
+
 /* Decode one Huffman-coded block's symbols into out[.., out_end); `window` is where the
  * member's output starts (distances may not reach before it). */
 static int decode_block(bitreader *r, const tables *t, uint8_t *window, uint8_t **outp,
@@ -383,22 +403,7 @@ static int decode_block(bitreader *r, const tables *t, uint8_t *window, uint8_t 
                 }
                 REFILL_FAST();
             }
-            if (e & (E_EOB | E_BAD)) {
-                if (e & E_BAD)
-                    goto done;
-                CONSUME(e & 15);
-                ok = 1;
-                goto done;
-            }
-            CONSUME(e & 15);
-            len = (e >> 16) + (unsigned)(bits & BITMASK((e >> 8) & 0xff));
-            CONSUME((e >> 8) & 0xff);
-            LOOKUP(d, dist, DIST_ROOT);
-            if (d & E_BAD)
-                goto done;
-            CONSUME(d & 15);
-            off = (d >> 16) + (unsigned)(bits & BITMASK((d >> 8) & 0xff));
-            CONSUME((d >> 8) & 0xff);
+            DECODE_MATCH();
             if (off > (size_t)(out - window))
                 goto done;
             out = copy_match_fast(out, off, len);
@@ -420,22 +425,7 @@ static int decode_block(bitreader *r, const tables *t, uint8_t *window, uint8_t 
             *out++ = (uint8_t)(e >> 16);
             continue;
         }
-        if (e & (E_EOB | E_BAD)) {
-            if (e & E_BAD)
-                goto done;
-            CONSUME(e & 15);
-            ok = 1;
-            goto done;
-        }
-        CONSUME(e & 15);
-        len = (e >> 16) + (unsigned)(bits & BITMASK((e >> 8) & 0xff));
-        CONSUME((e >> 8) & 0xff);
-        LOOKUP(d, dist, DIST_ROOT);
-        if (d & E_BAD)
-            goto done;
-        CONSUME(d & 15);
-        off = (d >> 16) + (unsigned)(bits & BITMASK((d >> 8) & 0xff));
-        CONSUME((d >> 8) & 0xff);
+        DECODE_MATCH();
         if (off > (size_t)(out - window) || len > (size_t)(out_end - out))
             goto done;
         for (unsigned k = 0; k < len; k++)
