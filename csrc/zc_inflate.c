@@ -141,12 +141,14 @@ static uint32_t symbol_entry(int kind, unsigned sym)
     return (uint32_t)dist_base[sym] << 16 | (uint32_t)dist_extra[sym] << 8;
 }
 
+/* The low len (<= 16) bits of code in reverse order. */
 static unsigned reverse_bits(unsigned code, unsigned len)
 {
-    unsigned r = 0;
-    for (unsigned i = 0; i < len; i++, code >>= 1)
-        r = (r << 1) | (code & 1);
-    return r;
+    code = (code & 0x5555) << 1 | (code >> 1 & 0x5555);
+    code = (code & 0x3333) << 2 | (code >> 2 & 0x3333);
+    code = (code & 0x0f0f) << 4 | (code >> 4 & 0x0f0f);
+    code = (code & 0x00ff) << 8 | (code >> 8 & 0x00ff);
+    return code >> (16 - len);
 }
 
 /* Build the decode table of the canonical code with lengths lens[0, n) (RFC 1951 3.2.2).
