@@ -156,8 +156,8 @@ int zc_inflate(const void *src, size_t srclen, void *dst, size_t dstlen, int for
 {
     if (dst == NULL && dstlen)
         return ZC_ERR_PARAM;
-    /* Our decoder is several times faster than zlib's; whatever it refuses, zlib judges, so
-     * that errors are zlib's. */
+    /* zc_inflate.c's decoder is the faster; whatever it refuses, zlib judges, so that every
+     * error is zlib's verdict. */
     if (zc_deflate_decode(src, srclen, dst, dstlen, format) == ZC_OK)
         return ZC_OK;
     outbuf o = {(unsigned char *)dst, dstlen, dstlen, 0};
