@@ -1,10 +1,9 @@
 /* A whole-buffer DEFLATE decoder (RFC 1951) in zlib (RFC 1950) and gzip (RFC 1952)
- * containers, and adler32. */
+ * containers. */
 #ifndef ZC_INFLATE_H
 #define ZC_INFLATE_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 /* Decode `src` (format ZC_ZLIB_FORMAT_ZLIB or _GZIP of zc_zlib.h; gzip may be several
  * concatenated members) into `dst`, which must come out exactly `dstlen` bytes long.
@@ -12,8 +11,5 @@
  * does not take, and a wrong size): zc_inflate then asks zlib for the verdict. Never reads
  * or writes outside src[0, srclen) and dst[0, dstlen); dst holds garbage after an error. */
 int zc_deflate_decode(const void *src, size_t srclen, void *dst, size_t dstlen, int format);
-
-/* zlib's adler32: `adler` is 1 for a fresh sum. */
-uint32_t zc_adler32(uint32_t adler, const void *data, size_t len);
 
 #endif
