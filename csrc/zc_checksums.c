@@ -1,8 +1,12 @@
-/* crc32 and adler32 (zlib's, from libblosc.a), Fletcher-32 and Jenkins lookup3 as HDF5 and
+/* crc32 (zlib's, from libblosc.a), adler32, Fletcher-32 and Jenkins lookup3 as HDF5 and
  * numcodecs define them, and the 4-byte little-endian framing numcodecs puts around data. */
 #include "zc_checksums.h"
 
 #include <string.h>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "zc_status.h"
 
@@ -10,16 +14,92 @@
  * a 32-bit unsigned long build of zlib could never see a truncated length. */
 #define ZC_ZLIB_PIECE ((size_t)1 << 30)
 
-static uint32_t zlib_checksum(int algo, const unsigned char *p, size_t len)
+static uint32_t zlib_crc32(const unsigned char *p, size_t len)
 {
-    unsigned long v = algo == ZC_CHECKSUM_CRC32 ? 0UL : 1UL;
+    unsigned long v = 0;
     while (len > 0) {
         size_t n = len < ZC_ZLIB_PIECE ? len : ZC_ZLIB_PIECE;
-        v = algo == ZC_CHECKSUM_CRC32 ? crc32_z(v, p, n) : adler32_z(v, p, n);
+        v = crc32_z(v, p, n);
         p += n;
         len -= n;
     }
     return (uint32_t)(v & 0xFFFFFFFFUL);
+}
+
+#define ADLER_MOD 65521u
+/* The most bytes summed in 32 bits before a reduction (zlib's NMAX), in 32-byte steps. */
+#define ADLER_BLOCK 5536
+
+static uint32_t adler32_scalar(uint32_t s1, uint32_t s2, const uint8_t *p, size_t len,
+                               uint32_t *s2out)
+{
+    while (len > 0) {
+        size_t n = len < ADLER_BLOCK ? len : ADLER_BLOCK;
+        len -= n;
+        for (; n >= 4; n -= 4, p += 4) {
+            s1 += p[0];
+            s2 += s1;
+            s1 += p[1];
+            s2 += s1;
+            s1 += p[2];
+            s2 += s1;
+            s1 += p[3];
+            s2 += s1;
+        }
+        for (; n > 0; n--, p++) {
+            s1 += *p;
+            s2 += s1;
+        }
+        s1 %= ADLER_MOD;
+        s2 %= ADLER_MOD;
+    }
+    *s2out = s2;
+    return s1;
+}
+
+#ifdef __SSE2__
+static uint32_t hsum32(__m128i v)
+{
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 3, 2)));
+    v = _mm_add_epi32(v, _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 3, 0, 1)));
+    return (uint32_t)_mm_cvtsi128_si32(v);
+}
+#endif
+
+uint32_t zc_adler32(uint32_t adler, const void *data, size_t len)
+{
+    const uint8_t *p = (const uint8_t *)data;
+    uint32_t s1 = adler & 0xffff, s2 = adler >> 16;
+#ifdef __SSE2__
+    /* Per 32-byte step: s2 += 32 * s1 + sum (32 - i) * p[i], s1 += sum p[i]; the sums of
+     * s1 before each step are kept apart and multiplied by 32 once per block. */
+    const __m128i zero = _mm_setzero_si128();
+    const __m128i w1 = _mm_setr_epi16(32, 31, 30, 29, 28, 27, 26, 25);
+    const __m128i w2 = _mm_setr_epi16(24, 23, 22, 21, 20, 19, 18, 17);
+    const __m128i w3 = _mm_setr_epi16(16, 15, 14, 13, 12, 11, 10, 9);
+    const __m128i w4 = _mm_setr_epi16(8, 7, 6, 5, 4, 3, 2, 1);
+    while (len >= 32) {
+        size_t n = len < ADLER_BLOCK ? len & ~(size_t)31 : ADLER_BLOCK;
+        len -= n;
+        uint64_t s2wide = s2 + (uint64_t)s1 * n;
+        __m128i vs1 = zero, vprev = zero, vs2 = zero;
+        for (size_t k = 0; k < n; k += 32, p += 32) {
+            __m128i a = _mm_loadu_si128((const __m128i *)p);
+            __m128i b = _mm_loadu_si128((const __m128i *)(p + 16));
+            vprev = _mm_add_epi32(vprev, vs1);
+            vs1 = _mm_add_epi32(vs1, _mm_add_epi32(_mm_sad_epu8(a, zero), _mm_sad_epu8(b, zero)));
+            vs2 = _mm_add_epi32(vs2, _mm_madd_epi16(_mm_unpacklo_epi8(a, zero), w1));
+            vs2 = _mm_add_epi32(vs2, _mm_madd_epi16(_mm_unpackhi_epi8(a, zero), w2));
+            vs2 = _mm_add_epi32(vs2, _mm_madd_epi16(_mm_unpacklo_epi8(b, zero), w3));
+            vs2 = _mm_add_epi32(vs2, _mm_madd_epi16(_mm_unpackhi_epi8(b, zero), w4));
+        }
+        s2wide += 32 * (uint64_t)hsum32(vprev) + hsum32(vs2);
+        s1 = (uint32_t)((s1 + (uint64_t)hsum32(vs1)) % ADLER_MOD);
+        s2 = (uint32_t)(s2wide % ADLER_MOD);
+    }
+#endif
+    s1 = adler32_scalar(s1, s2, p, len, &s2);
+    return s2 << 16 | s1;
 }
 
 uint32_t zc_fletcher32(const void *data, size_t len)
@@ -132,8 +212,10 @@ int zc_checksum32(int algo, uint32_t seed, const void *prefix, size_t prefixlen,
         return ZC_ERR_PARAM;
     switch (algo) {
     case ZC_CHECKSUM_CRC32:
+        *out = zlib_crc32((const unsigned char *)data, len);
+        return ZC_OK;
     case ZC_CHECKSUM_ADLER32:
-        *out = zlib_checksum(algo, (const unsigned char *)data, len);
+        *out = zc_adler32(1, data, len);
         return ZC_OK;
     case ZC_CHECKSUM_FLETCHER32:
         *out = zc_fletcher32(data, len);

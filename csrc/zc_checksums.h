@@ -5,14 +5,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* zlib symbols exported by libblosc.a (z_size_t is size_t, uLong unsigned long). */
+/* zlib's crc32, exported by libblosc.a (z_size_t is size_t, uLong unsigned long). */
 unsigned long crc32_z(unsigned long crc, const unsigned char *buf, size_t len);
-unsigned long adler32_z(unsigned long adler, const unsigned char *buf, size_t len);
 
 #define ZC_CHECKSUM_CRC32 0
 #define ZC_CHECKSUM_ADLER32 1
 #define ZC_CHECKSUM_FLETCHER32 2
 #define ZC_CHECKSUM_JENKINS_LOOKUP3 3
+
+/* zlib's adler32 (RFC 1950 8.2): `adler` is 1 for a fresh sum. */
+uint32_t zc_adler32(uint32_t adler, const void *data, size_t len);
 
 /* Fletcher-32 over big-endian 16-bit words, an odd last byte padded with zero (HDF5's). */
 uint32_t zc_fletcher32(const void *data, size_t len);

@@ -49,6 +49,9 @@ cdef extern from "zc_zlib.h" nogil:
     int zc_inflate(const void *src, size_t n, void *dst, size_t dstlen, int fmt)
     int zc_inflate_alloc(const void *src, size_t n, size_t maxlen, int fmt, void **out, size_t *outlen)
 
+cdef extern from "zc_inflate.h" nogil:
+    int zc_deflate_decode(const void *src, size_t n, void *dst, size_t dstlen, int fmt)
+
 cdef extern from "zc_lz4.h" nogil:
     size_t zc_lz4_bound(size_t n)
     int zc_lz4_compress(const void *src, size_t n, void *dst, size_t cap, int accel, size_t *outlen)
@@ -360,6 +363,26 @@ def zlib_compress(src, int level):
 def zlib_decompress(src, out=None, max_size=None):
     """Decompress a zlib stream into `out` or bytes."""
     return _decompress("zlib", src, out, _params(_DEFLATE, ZC_ZLIB_FORMAT_ZLIB), max_size)
+
+
+def deflate_decode(src, out, bint gzip):
+    """Decode a zlib (gzip: True, gzip members) stream into `out`, exactly its decoded size,
+    by zarrcore's own DEFLATE decoder alone: True when it did, False when it refused (the
+    *_decompress functions then ask zlib for the verdict)."""
+    cdef Py_buffer view, oview
+    cdef int status
+    _get_src(src, &view)
+    try:
+        _get_out(out, &oview)
+        try:
+            with nogil:
+                status = zc_deflate_decode(view.buf, view.len, oview.buf, oview.len,
+                                           ZC_ZLIB_FORMAT_GZIP if gzip else ZC_ZLIB_FORMAT_ZLIB)
+        finally:
+            PyBuffer_Release(&oview)
+    finally:
+        PyBuffer_Release(&view)
+    return status == ZC_OK
 
 
 # ---- lz4 --------------------------------------------------------------------------------
