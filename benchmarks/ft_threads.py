@@ -10,6 +10,7 @@ off, or a GIL build).
 """
 import argparse
 import json
+import os
 import sys
 import sysconfig
 import tempfile
@@ -24,6 +25,8 @@ import _common as C
 
 # Chunks per thread's region along the first axis; the second axis is one chunk wide.
 ROWS_OF_CHUNKS = 64
+# Files each thread replaces in file_system_scaling.
+FILE_SYSTEM_WRITES = 1000
 
 
 def _run(threads, work):
@@ -94,6 +97,29 @@ def machine_scaling(repeats):
     return min(r[0] for r in results), min(r[1] for r in results)
 
 
+def file_system_scaling(directory, repeats):
+    """(seconds with 1 thread, seconds with 2) of the system calls one local chunk write
+    makes (create a temporary file, write 1 KiB, rename it over the chunk's file), each
+    thread in its own directory as the write rows' regions are: how far the file system
+    lets two writers scale, to read the local write rows against."""
+    data = bytes(1024)
+
+    def replace(thread, files):
+        folder = os.path.join(directory, str(thread))
+        os.makedirs(folder, exist_ok=True)
+        for i in range(files):
+            tmp = os.path.join(folder, f".tmp-{i}")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            os.write(fd, data)
+            os.close(fd)
+            os.rename(tmp, os.path.join(folder, str(i % ROWS_OF_CHUNKS)))
+
+    results = [(_run(1, lambda _: replace(0, 2 * FILE_SYSTEM_WRITES)),
+                _run(2, lambda i: replace(i, FILE_SYSTEM_WRITES)))
+               for _ in range(repeats)]
+    return min(r[0] for r in results), min(r[1] for r in results)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, nargs="+", default=[16, 64, 256])
@@ -123,6 +149,9 @@ def main():
             for chunk in args.chunks:
                 row(store, op, chunk, *measure(store, chunk, op, args.rounds, args.repeats))
     row("machine", "zlib", "", *machine_scaling(args.repeats))
+    if "local" in args.stores:
+        with tempfile.TemporaryDirectory() as tmp:
+            row("machine", "rename", "", *file_system_scaling(tmp, args.repeats))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"python": sys.version, "free_threaded": free, "gil": gil, "rows": rows},
