@@ -99,7 +99,7 @@ $(FT_VENV)/.installed-test: $(FT_VENV)/.build-requires $(FT_VENV)/.test-extra $(
 	touch $@
 
 ft-test: $(FT_VENV)/.installed-test
-	cd tests && PYTHON_GIL=0 ../$(FPY) -m pytest -q -p no:cacheprovider $(FT_PYTEST_ARGS)
+	cd tests && PYTHON_GIL=0 $(abspath $(FPY)) -m pytest -q -p no:cacheprovider $(FT_PYTEST_ARGS)
 
 # The stress tests under ThreadSanitizer (.ci/tsan-test): python3.13t built once more with
 # --with-thread-sanitizer (.ci/ft-python, FT_TSAN=1), since TSan cannot see the synchronisation
