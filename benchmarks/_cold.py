@@ -1,11 +1,13 @@
 """Cold page cache: dropping it before a timed read, and the device's own speed (the I/O floor).
 
-Standard library only: imported by run.py and by every worker.
+Imported by run.py and by every worker.
 """
 import os
 import random
 import threading
 import time
+
+import _common as C
 
 DROP_CACHES = "/proc/sys/vm/drop_caches"
 METHODS = ("auto", "drop_caches", "fadvise")
@@ -74,19 +76,16 @@ def _read_in_streams(path, nbytes, streams):
     its own contiguous part (pread releases the GIL)."""
     part = -(-nbytes // streams // PROBE_BLOCK) * PROBE_BLOCK
     fd = os.open(path, os.O_RDONLY)
+    barrier = threading.Barrier(streams + 1)
 
     def read_part(start):
+        barrier.wait()
         for off in range(start, min(start + part, nbytes), PROBE_BLOCK):
             os.pread(fd, PROBE_BLOCK, off)
 
     threads = [threading.Thread(target=read_part, args=(i * part,)) for i in range(streams)]
     try:
-        t0 = time.perf_counter()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        return time.perf_counter() - t0
+        return C.time_released_together(threads, barrier)
     finally:
         os.close(fd)
 

@@ -102,13 +102,14 @@ def time_python_threads(array, starts, edge, nthreads):
 
 def timed_threads(work, nthreads):
     """Seconds for `nthreads` threads each running `work` to all finish."""
-    threads = [threading.Thread(target=work) for _ in range(nthreads)]
-    t0 = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return time.perf_counter() - t0
+    barrier = threading.Barrier(nthreads + 1)
+
+    def run():
+        barrier.wait()
+        work()
+
+    return C.time_released_together(
+        [threading.Thread(target=run) for _ in range(nthreads)], barrier)
 
 
 def open_tensorstore(path, concurrency, cache_bytes=0):
@@ -261,7 +262,8 @@ def main(argv=None):
         reader.read(capsule, starts, edge, n, None)  # fills the cache
         results["cached_native_1"] = reader.read(capsule, starts, edge, 1, None)
         results[f"cached_native_{n}"] = reader.read(capsule, starts, edge, n, None)
-        results["cached_native_scaling"] = results["cached_native_1"] / results[f"cached_native_{n}"]
+        results["cached_native_scaling"] = (results["cached_native_1"]
+                                            / results[f"cached_native_{n}"])
         results["cache_info"] = cached.cache_info()
         if tensor is not None:
             del tensor
@@ -288,8 +290,8 @@ def main(argv=None):
           f"{results[f'native_{n}'] / results['decode_floor']:.2f}x")
     for prefix, what in [("", "no cache"), ("cached_", "cache of both")]:
         if prefix + "native_vs_tensorstore" in results:
-            print(f"  native / tensorstore, {what}: {results[prefix + 'native_vs_tensorstore']:.2f}x "
-                  f"(target <= {RATIO_TARGET})")
+            ratio = results[prefix + "native_vs_tensorstore"]
+            print(f"  native / tensorstore, {what}: {ratio:.2f}x (target <= {RATIO_TARGET})")
         if prefix + "native_scaling" in results:
             print(f"  {n} native threads over 1, {what}: {results[prefix + 'native_scaling']:.2f}x "
                   f"(target >= {SCALING_TARGET})")
