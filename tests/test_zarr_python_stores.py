@@ -251,6 +251,19 @@ def test_ranges_of_stores_that_read_past_a_values_end_are_sized_first():
     np.testing.assert_array_equal(a[5:27], data[5:27])
 
 
+def test_stores_without_a_size_query_read_each_chunk_once():
+    # zarr-python's default getsize reads the whole value: sizing each chunk first read it twice.
+    inner = ReadsOnPastTheEnd()
+    data = _filled(inner, "a", shape=(40,), chunks=(10,),
+                   compressors=[{"name": "zstd", "configuration": {"level": 0}}])
+    store = Counting(inner)
+    a = zarrcore.open_array(store, path="a")
+    store.calls["get"] = 0
+    np.testing.assert_array_equal(a[...], data)
+    np.testing.assert_array_equal(a[5:27], data[5:27])
+    assert store.calls["get"] == 4 + 3
+
+
 def test_zarr_pythons_own_wrappers():
     zarr_store = LoggingStore(MemoryStore())
     data = _filled(zarr_store, "a", shape=(5,), chunks=(2,))

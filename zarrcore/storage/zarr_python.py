@@ -280,6 +280,9 @@ class ZarrPythonStore(Store):
         # Icechunk fails on a range past the end of a metadata document; VirtualiZarr's
         # ManifestStore reads on past the end of a chunk, into the rest of its file.
         self._clips_ranges = _package(inner) not in ("icechunk", "virtualizarr")
+        # A store with no size query of its own answers getsize by reading the whole value
+        # (zarr-python's default): a range that needs the size is then cheaper read whole.
+        self._sizes_by_reading = type(inner).getsize is ZarrStore.getsize
         self._prototype = default_buffer_prototype()
 
     def _identity(self) -> Hashable:
@@ -337,6 +340,15 @@ class ZarrPythonStore(Store):
                 return await self._read_parts(key, requests, copy)
         # Ranges that need the value's size, or that the store refused (one starting past
         # the end, which slice bounds allow): resolved against its size.
+        if self._sizes_by_reading:
+            try:
+                value = await self.zarr_store.get(key, self._prototype)
+            except _MISSING:
+                return None
+            if value is None:
+                return None
+            whole = _contents(value, copy)
+            return [whole[start:stop] for start, stop in ranges]
         try:
             size = await self.zarr_store.getsize(key)
         except _MISSING:
