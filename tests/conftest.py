@@ -106,9 +106,16 @@ def cluster_client():
     saved = os.environ.get("PYTHONPATH")
     root = os.path.dirname(os.path.dirname(zarrcore.__file__))
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, saved]))
+    # No statistical profiler: it reads the other threads' frames (sys._current_frames), which
+    # on a free-threaded CPython 3.13 is a use-after-free (python/cpython#152355) that crashed
+    # `make ft-test`. The workers get the parent's config.
+    import dask
+
+    no_profiler = dask.config.set({"distributed.worker.profile.enabled": False})
     try:
-        with distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1,
-                                      dashboard_address=None) as cluster:
+        with no_profiler, distributed.LocalCluster(processes=True, n_workers=2,
+                                                   threads_per_worker=1,
+                                                   dashboard_address=None) as cluster:
             with distributed.Client(cluster, set_as_default=False) as client:
                 yield client
     finally:
