@@ -49,8 +49,10 @@ class Peer:
     def run(self, script: str, payload: Any = None, timeout: float = 120) -> Any:
         """`result` of `script` run with `payload`; AssertionError with the peer's stderr when
         it fails, TimeoutExpired after `timeout` seconds."""
-        # Neither this worktree nor this interpreter's packages: the peer's own only.
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+        # Neither this worktree nor this interpreter's packages: the peer's own only. Nor
+        # PYTHON_GIL, which `make ft-test` sets and a GIL build refuses to start with.
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHON_GIL")}
         code = _WRAPPER.format(script=script, tests=str(_ROOT / "tests"))
         proc = subprocess.run(
             [self.python, "-c", code], input=json.dumps(payload), capture_output=True,

@@ -6,6 +6,7 @@ import ast
 import enum
 import getpass
 import importlib
+import importlib.util
 import inspect
 import os
 import subprocess
@@ -20,6 +21,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    importlib.util.find_spec("mypy.build").origin.endswith(".py"),
+    reason="mypy is not compiled for this interpreter (none is for a free-threaded one): "
+           "interpreted it takes minutes, and the same check runs compiled in `make test`")
 def test_mypy_package_and_usage():
     cache = os.path.join(tempfile.gettempdir(), f"zarrcore-mypy-cache-{getpass.getuser()}")
     result = subprocess.run(
