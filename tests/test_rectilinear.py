@@ -385,10 +385,14 @@ def test_many_chunks_run_in_compiled_jobs(tmp_path, monkeypatch, kind):
     kw = (dict(chunks=(1,), shards=[edges]) if kind == "sharded" else dict(chunks=[edges]))
     d = np.arange(4 * n, dtype="i4")
     limits = dict.fromkeys(_runs(None, d), 2000)
+    # Only the calling thread's calls count, and in memory its share of the chunks varies with
+    # the scheduling of the pool's threads (on a free-threaded build by tens of percent): the
+    # fewest of 3 runs on both sides.
+    rounds = 3 if kind == "memory" else 1
     if kind == "memory":
         regular = zarrcore.create_array({}, shape=(4 * n,), chunks=(2,), dtype="i4")
         for name, (run, _) in _runs(regular, d).items():
-            limits[name] = _python_calls(run) * 1.2 + 500
+            limits[name] = min(_python_calls(run) for _ in range(rounds)) * 1.2 + 500
     store = {} if kind == "memory" else str(tmp_path / "a")
     a = zarrcore.create_array(store, shape=(4 * n,), dtype="i4", fill_value=-1, **kw)
     for name in ("read_into", "encode", "encode_unless_fill", "merge", "decode"):
@@ -398,9 +402,10 @@ def test_many_chunks_run_in_compiled_jobs(tmp_path, monkeypatch, kind):
         runs = {k: v for k, v in runs.items() if k in ("write", "write stepped", "basic")}
     for name, (run, want) in runs.items():
         got = []
-        assert _python_calls(lambda: got.append(run())) < limits[name], name
+        calls = min(_python_calls(lambda: got.append(run())) for _ in range(rounds))
+        assert calls < limits[name], name
         if want is not None:
-            np.testing.assert_array_equal(got[0], want, err_msg=name)
+            np.testing.assert_array_equal(got[-1], want, err_msg=name)
 
 
 @pytest.mark.parametrize("on_disk", [True, False])
