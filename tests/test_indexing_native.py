@@ -290,10 +290,9 @@ def test_small_requests_take_few_python_calls(kind, tmp_path):
     block = np.ones((16, 16), dtype="f4")
     a[...] = 1
     a[16:32] = block  # (first calls import and cache what later ones use)
-    limits = {"memory": (56, 63), "directory": (36, 38)}[kind]
-    for (name, run), limit in zip({"read": lambda: a[16:32],
-                                   "write": lambda: a.__setitem__(slice(16, 32), block)}.items(),
-                                  limits):
+    limits = {"memory": {"read": 56, "write": 63}, "directory": {"read": 36, "write": 38}}[kind]
+    runs = {"read": lambda: a[16:32], "write": lambda: a.__setitem__(slice(16, 32), block)}
+    for name, run in runs.items():
         run()
         calls = _python_calls(run)
-        assert calls <= limit, (name, calls)
+        assert calls <= limits[name], (name, calls)

@@ -1129,15 +1129,10 @@ class ChunkEngine:
     def put_copy(self, key: str, source: Store, source_key: str) -> None:
         """Store at `key` a copy of `source`'s stored object `source_key`, as put_many stores
         bytes, copied by the store itself where it can (Store.set_copy)."""
-        def copy() -> None:
+        with (self.store.lock(key, self.key_prefix) if self._whole_writes_locked()
+              else contextlib.nullcontext()):
             if not self.store.set_copy(key, source, source_key):
                 self.put(key, source.get(source_key))  # (None: deleted since it was listed)
-
-        if self._whole_writes_locked():
-            with self.store.lock(key, self.key_prefix):
-                copy()
-        else:
-            copy()
 
     def _put_locked(self, item: tuple[str, BytesLike | None]) -> None:
         """`put` of one (key, encoded chunk or None) under the key's lock."""

@@ -347,8 +347,10 @@ class ZarrPythonStore(Store):
                 return None
             if value is None:
                 return None
-            whole = _contents(value, copy)
-            return [whole[start:stop] for start, stop in ranges]
+            # (Cut from a view, each range copied once where `copy`.)
+            whole = _contents(value, False)
+            return [bytes(whole[start:stop]) if copy else whole[start:stop]
+                    for start, stop in ranges]
         try:
             size = await self.zarr_store.getsize(key)
         except _MISSING:
