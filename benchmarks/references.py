@@ -169,18 +169,7 @@ def upload(endpoint, path, key):
 def serve(args):
     """The servers' process: moto S3 and a delaying proxy in front of it; prints {"moto": url,
     "s3": proxy url} and serves until stdin closes."""
-    import logging
-
-    import werkzeug.serving
-    from moto.server import ThreadedMotoServer
-
-    for k, v in remote.CREDENTIALS.items():
-        os.environ.setdefault(k, v)
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    werkzeug.serving.WSGIRequestHandler.disable_nagle_algorithm = True
-    port = remote.free_port()
-    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    moto.start()
+    moto, port = remote.start_moto()
     proxy = remote.DelayProxy(("127.0.0.1", port), args.delay)
     print(json.dumps({"moto": f"http://127.0.0.1:{port}", "s3": proxy.url}), flush=True)
     sys.stdin.read()

@@ -24,6 +24,7 @@ import json
 import logging
 import math
 import os
+import re
 import socket
 import socketserver
 import sys
@@ -254,10 +255,55 @@ class ProxyCounter:
         self._call(f"delay/{value!r}")
 
 
-def serve_all(args):
-    """The servers' process: moto S3 with the datasets uploaded, the byte-range HTTP server and
-    a delaying proxy in front of each; prints {"s3": url, "http": url} and serves until stdin
-    closes. (Apart from the libraries measured, which may hold the GIL while they wait.)"""
+class _RangeOfObject:
+    """An S3 object's body that reads only the bytes sliced from it (see `start_moto`)."""
+
+    def __init__(self, key):
+        self.key = key
+
+    def __len__(self):
+        return self.key.size
+
+    def __getitem__(self, part):
+        with self.key.lock:
+            self.key._value_buffer.seek(part.start)
+            return self.key._value_buffer.read(part.stop - part.start)
+
+
+_SIMPLE_RANGE = re.compile(r"bytes=(\d+)-(\d+)$")
+
+
+def _charge_ranges_by_length():
+    """Make moto's range GET read only its range. moto reads the whole object for each one and
+    slices it, so a 64 KiB range of a 460 MiB object costs as much as the object, and the
+    reader with the fewest requests wins; a real object store charges a range by its length.
+    Only `bytes=a-b` takes this path; any other request is moto's own."""
+    from moto.s3.models import FakeKey
+    from moto.s3.responses import S3Response
+
+    lazy = threading.local()
+    whole_value = FakeKey.value
+
+    def value(key):
+        return _RangeOfObject(key) if getattr(lazy, "on", False) else whole_value.fget(key)
+
+    FakeKey.value = property(value, whole_value.fset)
+    own_get_object = S3Response.get_object
+
+    def get_object(self):
+        m = _SIMPLE_RANGE.match(self.headers.get("range") or "")
+        # (moto answers a range past the end from len(), and b < a with the whole object.)
+        lazy.on = bool(m and int(m[1]) <= int(m[2]) and "partNumber" not in self.querystring)
+        try:
+            return own_get_object(self)
+        finally:
+            lazy.on = False
+
+    S3Response.get_object = get_object
+
+
+def start_moto():
+    """A moto S3 server on 127.0.0.1 that charges range GETs by their length; (server, port)."""
     for k, v in CREDENTIALS.items():
         os.environ.setdefault(k, v)
     import werkzeug.serving
@@ -266,9 +312,18 @@ def serve_all(args):
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request
     # (As _Handler: no ~40 ms stall before the body of moto's small responses.)
     werkzeug.serving.WSGIRequestHandler.disable_nagle_algorithm = True
-    moto_port = free_port()
-    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=moto_port, verbose=False)
+    _charge_ranges_by_length()
+    port = free_port()
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     moto.start()
+    return moto, port
+
+
+def serve_all(args):
+    """The servers' process: moto S3 with the datasets uploaded, the byte-range HTTP server and
+    a delaying proxy in front of each; prints {"s3": url, "http": url} and serves until stdin
+    closes. (Apart from the libraries measured, which may hold the GIL while they wait.)"""
+    moto, moto_port = start_moto()
     ref_root = os.path.join(args.data_dir, f"n{args.n}", "ref")
     http_server = range_server(ref_root)
     proxies = {"s3": DelayProxy(("127.0.0.1", moto_port), args.delay),
