@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEMO_DIR ?= build/demo.zarr
 
-.PHONY: demo test icechunk-test ft-test tsan-test peer-venv docs sanitize fuzz bench bench-venv \
+.PHONY: demo test newest-test ft-test tsan-test peer-venv docs sanitize fuzz bench bench-venv \
 	wheel wincheck install-test \
 	clean
 
@@ -63,8 +63,35 @@ $(PEER_VENV)/.installed: tests/peer-requirements.txt
 	$(PEER_VENV)/bin/python -m pip install -q --only-binary :all: -r tests/peer-requirements.txt
 	touch $@
 
-test: install-test peer-venv
+test: install-test peer-venv newest-test
 	cd tests && ../$(VENV)/bin/python -m pytest -q -p no:cacheprovider
+
+# The tests that need zarr-python's newest stores in zarrcore's own process: Icechunk 2 and
+# VirtualiZarr install on Python >= 3.12 only, so they skip in $(VENV). They run on a zarrcore
+# built for the peers' interpreter, in a virtualenv of its own ($(NEWEST_VENV)); the peers'
+# stays free of zarrcore. Without such a Python they skip, saying so.
+NEWEST_VENV ?= .newest-venv
+NEWEST_TESTS := test_icechunk.py test_zarr_python_stores.py
+
+ifneq ($(PEER_PYTHON),)
+newest-test: $(NEWEST_VENV)/.installed
+	cd tests && ../$(NEWEST_VENV)/bin/python -m pytest -q -p no:cacheprovider $(NEWEST_TESTS)
+else
+newest-test:
+	@echo "no Python >= 3.12 in $(PYENV_VERSIONS): $(NEWEST_TESTS) skip"
+endif
+
+$(NEWEST_VENV)/.build-requires:
+	rm -rf $(NEWEST_VENV)
+	$(PEER_PYTHON) -m venv $(NEWEST_VENV)
+	$(NEWEST_VENV)/bin/python -m pip install -q $(BUILD_REQUIRES)
+	touch $@
+
+$(NEWEST_VENV)/.installed: $(NEWEST_VENV)/.build-requires $(SOURCES)
+	$(PRUNE_BUILD)
+	$(NEWEST_VENV)/bin/python -m pip install -q --no-build-isolation ".[icechunk,xarray,remote]" \
+		"virtualizarr>=2.1" "pytest>=7" "hypothesis>=6"
+	touch $@
 
 # The suite on a free-threaded CPython 3.13 (python3.13t) with the GIL off: the interpreter is
 # built once from Debian's python3.13 source package into FT_CACHE (.ci/ft-python; a stamp
@@ -155,13 +182,6 @@ $(BENCH_VENV)/.installed: $(SOURCES) | $(BPY)
 
 bench-venv: $(BENCH_VENV)/.installed
 
-# tests/test_icechunk.py, which skips in `make test` (Icechunk 2 needs Python >= 3.12, and
-# building zarrcore for the peer interpreter takes minutes): on the benchmarks' interpreter,
-# which has zarrcore built and Icechunk.
-icechunk-test: bench-venv
-	$(BPY) -m pip install -q pytest hypothesis
-	cd tests && ../$(BPY) -m pytest -q -p no:cacheprovider test_icechunk.py
-
 bench: bench-venv
 	$(BPY) benchmarks/run.py  # the `remote` group included (benchmarks/remote.py)
 	$(BPY) benchmarks/convert.py
@@ -179,4 +199,4 @@ wincheck: $(PY)
 	$(PY) wheels/wincheck.py --run
 
 clean:
-	rm -rf $(PEER_VENV) $(BENCH_VENV) $(FT_VENV) $(FT_TSAN_VENV) build *.egg-info zarrcore/*.c zarrcore/*.so wheels/*.whl docs/api/generated
+	rm -rf $(PEER_VENV) $(NEWEST_VENV) $(BENCH_VENV) $(FT_VENV) $(FT_TSAN_VENV) build *.egg-info zarrcore/*.c zarrcore/*.so wheels/*.whl docs/api/generated

@@ -380,9 +380,18 @@ def test_many_chunks_run_in_compiled_jobs(tmp_path, monkeypatch, kind):
     write, through one compiled job per chunk shape. On a directory a few hundred Python calls,
     not one per chunk; in memory (where keys are named in Python) as many as over a regular
     grid of as many chunks; and the codec objects never code a chunk (shard)."""
+    def array(store, n):
+        edges = [3, 1] * n
+        return zarrcore.create_array(store, shape=(4 * n,), dtype="i4", fill_value=-1,
+                                     **(dict(chunks=(1,), shards=[edges]) if kind == "sharded"
+                                        else dict(chunks=[edges])))
+
+    # Each run once on a small array first: what the first call in a process imports (numpy's
+    # np.unique imports numpy.ma, some 10,000 calls) is not a per-chunk cost.
+    small = {} if kind == "memory" else str(tmp_path / "small")
+    for run, _ in _runs(array(small, 4), np.arange(16, dtype="i4")).values():
+        run()
     n = 10_000
-    edges = [3, 1] * n
-    kw = (dict(chunks=(1,), shards=[edges]) if kind == "sharded" else dict(chunks=[edges]))
     d = np.arange(4 * n, dtype="i4")
     limits = dict.fromkeys(_runs(None, d), 2000)
     # Only the calling thread's calls count, and in memory its share of the chunks varies with
@@ -393,8 +402,7 @@ def test_many_chunks_run_in_compiled_jobs(tmp_path, monkeypatch, kind):
         regular = zarrcore.create_array({}, shape=(4 * n,), chunks=(2,), dtype="i4")
         for name, (run, _) in _runs(regular, d).items():
             limits[name] = min(_python_calls(run) for _ in range(rounds)) * 1.2 + 500
-    store = {} if kind == "memory" else str(tmp_path / "a")
-    a = zarrcore.create_array(store, shape=(4 * n,), dtype="i4", fill_value=-1, **kw)
+    a = array({} if kind == "memory" else str(tmp_path / "a"), n)
     for name in ("read_into", "encode", "encode_unless_fill", "merge", "decode"):
         monkeypatch.setattr(CodecChain, name, lambda *args, name=name: pytest.fail(name))
     runs = _runs(a, d)
@@ -402,8 +410,9 @@ def test_many_chunks_run_in_compiled_jobs(tmp_path, monkeypatch, kind):
         runs = {k: v for k, v in runs.items() if k in ("write", "write stepped", "basic")}
     for name, (run, want) in runs.items():
         got = []
-        calls = min(_python_calls(lambda: got.append(run())) for _ in range(rounds))
-        assert calls < limits[name], name
+        # (The fewest calls of the rounds are under the limit when any round's are.)
+        assert any(_python_calls(lambda: got.append(run())) < limits[name]
+                   for _ in range(rounds)), name
         if want is not None:
             np.testing.assert_array_equal(got[-1], want, err_msg=name)
 
