@@ -3,7 +3,7 @@ one thread (config num_threads=1): the time of 1 and of 2 threads (the same tota
 the speed-up. On a free-threaded Python the Python part of each call runs in parallel too; on a
 GIL build only the compiled part does, so small chunks cannot scale there.
 
-    python benchmarks/ft_threads.py [--chunks 32 128] [--seconds 1] [--json FILE]
+    python benchmarks/ft_threads.py [--chunks 16 256] [--rounds 40] [--repeats 5] [--json FILE]
 
 Standard library, numpy, zarrcore and _common.py only; any interpreter (3.13t with the GIL
 off, or a GIL build).
@@ -15,6 +15,7 @@ import sys
 import sysconfig
 import tempfile
 import threading
+import time
 import zlib
 
 import numpy as np
@@ -30,22 +31,31 @@ FILE_SYSTEM_WRITES = 1000
 
 
 def _run(threads, work):
-    """Wall time of work(i) in `threads` threads started together."""
+    """(wall seconds, CPU seconds of the threads together) of work(i) in `threads` threads
+    started together."""
     barrier = threading.Barrier(threads + 1)
     errors = []
+    cpu = [0.0] * threads
 
     def run(i):
         barrier.wait()
+        start = time.thread_time()
         try:
             work(i)
         except BaseException as e:  # reported below
             errors.append(e)
+        cpu[i] = time.thread_time() - start
 
     seconds = C.time_released_together(
         [threading.Thread(target=run, args=(i,)) for i in range(threads)], barrier)
     if errors:
         raise errors[0]
-    return seconds
+    return seconds, sum(cpu)
+
+
+def _best(pairs):
+    """The fastest round of 1 thread and of 2, each (wall seconds, CPU seconds)."""
+    return min(p[0] for p in pairs), min(p[1] for p in pairs)
 
 
 def measure(store_kind, chunk, op, rounds, repeats):
@@ -74,12 +84,7 @@ def measure(store_kind, chunk, op, rounds, repeats):
             pass_over(0)
             pass_over(1)
 
-        results = []
-        for _ in range(repeats):
-            results.append((_run(1, one), _run(2, pass_over)))
-        t1 = min(r[0] for r in results)
-        t2 = min(r[1] for r in results)
-        return t1, t2
+        return _best([(_run(1, one), _run(2, pass_over)) for _ in range(repeats)])
 
 
 def machine_scaling(repeats):
@@ -92,9 +97,8 @@ def machine_scaling(repeats):
         for _ in range(blocks):
             zlib.compress(block, 6)
 
-    results = [(_run(1, lambda _: compress(16)), _run(2, lambda _: compress(8)))
-               for _ in range(repeats)]
-    return min(r[0] for r in results), min(r[1] for r in results)
+    return _best([(_run(1, lambda _: compress(16)), _run(2, lambda _: compress(8)))
+                  for _ in range(repeats)])
 
 
 def file_system_scaling(directory, repeats):
@@ -114,10 +118,9 @@ def file_system_scaling(directory, repeats):
             os.close(fd)
             os.rename(tmp, os.path.join(folder, str(i % ROWS_OF_CHUNKS)))
 
-    results = [(_run(1, lambda _: replace(0, 2 * FILE_SYSTEM_WRITES)),
-                _run(2, lambda i: replace(i, FILE_SYSTEM_WRITES)))
-               for _ in range(repeats)]
-    return min(r[0] for r in results), min(r[1] for r in results)
+    return _best([(_run(1, lambda _: replace(0, 2 * FILE_SYSTEM_WRITES)),
+                    _run(2, lambda i: replace(i, FILE_SYSTEM_WRITES)))
+                   for _ in range(repeats)])
 
 
 def main():
@@ -134,13 +137,18 @@ def main():
     print(f"Python {sys.version.split()[0]} {'free-threaded' if free else 'GIL build'}, "
           f"GIL {'on' if gil else 'off'}; zarrcore pool 1 thread")
     print(f"{'store':8} {'op':6} {'chunk':>6} {'1 thread s':>11} {'2 threads s':>12} "
-          f"{'speed-up':>9}")
+          f"{'speed-up':>9} {'CPU 2/1':>8}")
     rows = []
 
-    def row(store, op, chunk, t1, t2):
+    def row(store, op, chunk, one, two):
+        # CPU 2/1: the CPU seconds of the same work in 2 threads over 1. Above 1, each thread
+        # ran slower beside the other: contention in the code, or the machine's own (two
+        # vCPUs sharing a core or its caches), which the zlib rows show.
+        (t1, c1), (t2, c2) = one, two
         rows.append({"store": store, "op": op, "chunk": chunk, "t1": t1, "t2": t2,
-                     "speedup": t1 / t2})
-        print(f"{store:8} {op:6} {chunk:>6} {t1:11.4f} {t2:12.4f} {t1 / t2:9.2f}")
+                     "speedup": t1 / t2, "cpu1": c1, "cpu2": c2})
+        print(f"{store:8} {op:6} {chunk:>6} {t1:11.4f} {t2:12.4f} {t1 / t2:9.2f} "
+              f"{c2 / c1:8.2f}")
 
     # The machine's own scaling before and after the rows, in the same minutes.
     row("machine", "zlib", "", *machine_scaling(args.repeats))
