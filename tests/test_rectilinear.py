@@ -380,9 +380,9 @@ def test_many_chunks_run_in_compiled_jobs(tmp_path, monkeypatch, kind):
     write, through one compiled job per chunk shape. On a directory a few hundred Python calls,
     not one per chunk; in memory (where keys are named in Python) as many as over a regular
     grid of as many chunks; and the codec objects never code a chunk (shard)."""
-    def array(store, n):
-        edges = [3, 1] * n
-        return zarrcore.create_array(store, shape=(4 * n,), dtype="i4", fill_value=-1,
+    def array(store, pairs):
+        edges = [3, 1] * pairs
+        return zarrcore.create_array(store, shape=(4 * pairs,), dtype="i4", fill_value=-1,
                                      **(dict(chunks=(1,), shards=[edges]) if kind == "sharded"
                                         else dict(chunks=[edges])))
 
