@@ -640,6 +640,12 @@ def test_a_chains_native_form_composes_its_codecs_forms():
         "max_stored": size_with_slack(16)}
     assert form()["compressor"] is None and form()["crc32c"] is False
     assert form({"name": "numcodecs.zlib", "configuration": {"level": 1}})["compressor"] == "zlib"
+    # numcodecs.shuffle first on the serialized items (HDF5's shuffle in v3) is the stage of
+    # v2's shuffle filter.
+    shuffle = {"name": "numcodecs.shuffle", "configuration": {"elementsize": 4}}
+    zlib = {"name": "numcodecs.zlib", "configuration": {"level": 1}}
+    assert form(shuffle, zlib) == {**form(zlib), "byte_shuffle": 4}
+    assert form(zlib, shuffle) is None and form(shuffle, shuffle) is None
     # No form: a codec the core does not run, two compressors, a crc32c not last.
     assert form({"name": "numcodecs.bz2"}) is None
     assert form(zstd, {"name": "gzip"}) is None

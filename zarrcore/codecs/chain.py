@@ -112,8 +112,13 @@ class CodecChain:
         else:
             form = self.array_bytes.native_form(self.bytes_spec)
         forms = [c.native_form(self.bytes_spec) for c in self.bytes_bytes]
+        # A byte shuffle first of them (numcodecs.shuffle on the serialized items, as HDF5's
+        # shuffle filter reaches v3) is the items' shuffle of v2's filter: it joins their form.
+        if (form is not None and forms and forms[0] is not None and "byte_shuffle" in forms[0]
+                and "byte_shuffle" not in form):
+            form, forms = {**form, **forms[0]}, forms[1:]
         stages = [stage for stage in forms if stage is not None]
-        if form is None or len(stages) < len(forms):
+        if form is None or len(stages) < len(forms) or any("byte_shuffle" in s for s in stages):
             return None
         crc32c = bool(stages) and "crc32c" in stages[-1]
         compressors = stages[:-1] if crc32c else stages

@@ -114,6 +114,11 @@ class V2Filter(NumcodecsForm, ArrayArrayCodec):
     def as_bytes_codec(self) -> "FilterAsBytes":
         return FilterAsBytes(self)
 
+    def bytes_form(self) -> NativeForm | None:
+        """The compiled core's stage for this filter on the serialized items' bytes, when it
+        runs it there (CodecChain.native_form), else None."""
+        return None
+
 
 class FilterAsBytes(BytesBytesCodec):
     """A V2Filter after a bytes->bytes codec: it gets and gives raw bytes, as in numcodecs."""
@@ -129,6 +134,9 @@ class FilterAsBytes(BytesBytesCodec):
 
     def to_v2_json(self) -> CodecJSON:
         return self.filter.to_v2_json()
+
+    def native_form(self, spec: ChunkSpec) -> NativeForm | None:
+        return self.filter.bytes_form()
 
     def encode(self, data: BytesLike, spec: ChunkSpec) -> BytesLike:
         return _raw(self.filter.encode_flat(np.frombuffer(data, dtype=_U1)))
@@ -405,7 +413,10 @@ class ShuffleFilter(V2Filter):
     def native_form(self, spec: ChunkSpec) -> NativeForm | None:
         """The chunk's items as they lie in memory, their bytes shuffled."""
         items = BytesCodec(_byte_order(np.dtype(spec.dtype))).native_form(spec)
-        return None if items is None else {**items, "byte_shuffle": max(self.elementsize, 1)}
+        return None if items is None else {**items, **self.bytes_form()}
+
+    def bytes_form(self) -> NativeForm:
+        return {"byte_shuffle": max(self.elementsize, 1)}
 
     def decode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         data = _raw(array)
