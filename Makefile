@@ -90,7 +90,8 @@ $(NEWEST_VENV)/.build-requires:
 $(NEWEST_VENV)/.installed: $(NEWEST_VENV)/.build-requires $(SOURCES)
 	$(PRUNE_BUILD)
 	$(NEWEST_VENV)/bin/python -m pip install -q --no-build-isolation ".[icechunk,xarray,remote]" \
-		"virtualizarr>=2.1" "pytest>=7" "hypothesis>=6"
+		"virtualizarr>=2.1" "h5py>=3.10" \
+		"moto[server]>=5.1" "pytest>=7" "hypothesis>=6"
 	touch $@
 
 # The suite on a free-threaded CPython 3.13 (python3.13t) with the GIL off: the interpreter is

@@ -206,7 +206,7 @@ def test_hdf5_shuffle_and_deflate_decode_in_compiled_waves(refs_dir):
 def test_what_h5py_shuffles_and_deflates_reads_in_compiled_waves(tmp_path, dtype):
     from zarrcore.engine import Route
 
-    h5py = pytest.importorskip("h5py", reason="h5py (not in the test extra) writes the file")
+    h5py = pytest.importorskip("h5py", reason="h5py (the test extra) writes the file")
     data = (np.arange(7 * 13) * 37 % 1000).astype(dtype).reshape(7, 13)
     with h5py.File(tmp_path / "f.h5", "w") as f:
         f.create_dataset("v", data=data, chunks=(3, 5), compression="gzip", shuffle=True)

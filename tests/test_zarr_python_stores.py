@@ -337,3 +337,154 @@ def test_virtualizarr_manifest_store(tmp_path):
         blocks["0.0"][0:4], blocks["0.0"][8:12]]
     with pytest.raises(ReadOnlyError):
         a.store.set("a/c.0.0", b"x")
+
+
+def _manifest_array(chunks, metadata_kw=None):
+    """A VirtualiZarr ManifestArray of int32 (8, 8) in (4, 4) chunks: `chunks` maps "i.j" to a
+    manifest entry."""
+    from virtualizarr.manifests import ChunkManifest, ManifestArray
+    from virtualizarr.manifests.utils import create_v3_array_metadata
+
+    metadata = create_v3_array_metadata(
+        shape=(8, 8), chunk_shape=(4, 4), data_type=np.dtype("int32"),
+        codecs=[{"name": "bytes", "configuration": {"endian": "little"}}],
+        fill_value=-1, **(metadata_kw or {}))
+    return ManifestArray(metadata=metadata, chunkmanifest=ChunkManifest(entries=chunks,
+                                                                        shape=(2, 2)))
+
+
+def _blocks(data):
+    return {f"{i}.{j}": data[4 * i:4 * i + 4, 4 * j:4 * j + 4].tobytes()
+            for i in range(2) for j in range(2)}
+
+
+def test_virtualizarr_manifests_are_read_as_references(tmp_path, s3_bucket):
+    """A ManifestStore whose registry holds obstore's stores is read natively, as references
+    (coalesced ranges through zarrcore's own stores): local and S3 targets, groups below
+    groups, inlined and missing chunks, each value exact; xarray reads it too."""
+    manifests = pytest.importorskip("virtualizarr.manifests",
+                                    reason="VirtualiZarr is not installed")
+    obstore = pytest.importorskip("obstore", reason="VirtualiZarr reads through obstore")
+    from obspec_utils.registry import ObjectStoreRegistry
+
+    from zarrcore.storage.references import ReferenceStore
+
+    server, bucket = s3_bucket
+    a = np.arange(64, dtype="<i4").reshape(8, 8)
+    b = -a
+    local = tmp_path / "a.bin"
+    blocks_a, blocks_b = _blocks(a), _blocks(b)
+    local.write_bytes(b"head" + b"".join(blocks_a.values()))
+    s3 = server.obstore(bucket)
+    obstore.put(s3, "files/b.bin", b"".join(blocks_b.values()))
+    entries_a = {k: {"path": f"file://{local}", "offset": 4 + 64 * n, "length": 64}
+                 for n, k in enumerate(blocks_a)}
+    entries_a["1.1"] = {"path": "", "offset": 0, "length": 64, "data": blocks_a["1.1"]}
+    entries_b = {k: {"path": f"s3://{bucket}/files/b.bin", "offset": 64 * n, "length": 64}
+                 for n, k in enumerate(blocks_b) if k != "0.1"}
+    group = manifests.ManifestGroup(
+        arrays={"a": _manifest_array(entries_a)},
+        groups={"g": manifests.ManifestGroup(arrays={"b": _manifest_array(
+            entries_b, {"dimension_names": ("y", "x"), "attributes": {"units": "m"}})},
+                                             attributes={"title": "below"})})
+    registry = ObjectStoreRegistry({"file://": obstore.store.LocalStore(prefix=tmp_path),
+                                    f"s3://{bucket}": s3})
+    zarr_store = manifests.ManifestStore(group, registry=registry)
+    root = zarrcore.open_group(zarr_store, mode="r")
+    assert isinstance(root.store, ReferenceStore) and root.store.read_only
+    assert not root.store.supports_consolidated_metadata
+    np.testing.assert_array_equal(root["a"][...], a)
+    want_b = b.copy()
+    want_b[0:4, 4:8] = -1  # the missing chunk: fill
+    np.testing.assert_array_equal(root["g/b"][...], want_b)
+    np.testing.assert_array_equal(root["g/b"][2:7, 3:6], want_b[2:7, 3:6])
+    assert root["g"].attrs["title"] == "below"
+    np.testing.assert_array_equal(zarr.open_array(zarr_store, path="g/b", mode="r")[...],
+                                  want_b)
+    xr = pytest.importorskip("xarray", reason="the xarray extra is not installed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning about missing consolidated metadata
+        ds = xr.open_dataset(zarr_store, engine="zarrcore", group="g", consolidated=False)
+    np.testing.assert_array_equal(ds["b"].values, want_b)
+    assert ds["b"].dims == ("y", "x") and ds["b"].attrs == {"units": "m"}
+
+
+def test_virtualizarr_targets_stay_inside_the_registry(tmp_path):
+    """A manifest entry outside every store of the registry is refused, naming the key and
+    the target, where VirtualiZarr would read a file below its local store's directory."""
+    manifests = pytest.importorskip("virtualizarr.manifests",
+                                    reason="VirtualiZarr is not installed")
+    obstore = pytest.importorskip("obstore", reason="VirtualiZarr reads through obstore")
+    from obspec_utils.registry import ObjectStoreRegistry
+
+    from zarrcore.errors import ReferenceOutsideError
+
+    (tmp_path / "inside").mkdir()
+    secret = tmp_path / "secret.bin"
+    secret.write_bytes(bytes(64))
+    entries = {k: {"path": f"file://{secret}", "offset": 0, "length": 64}
+               for k in ("0.0", "0.1", "1.0", "1.1")}
+    zarr_store = manifests.ManifestStore(
+        manifests.ManifestGroup(arrays={"a": _manifest_array(entries)}),
+        registry=ObjectStoreRegistry({"file://": obstore.store.LocalStore(
+            prefix=tmp_path / "inside")}))
+    a = zarrcore.open_array(zarr_store, path="a")
+    with pytest.raises(ReferenceOutsideError, match="a/c/0/0.*secret.bin"):
+        a[...]
+
+
+class _ObspecFiles:
+    """A store of obspec's Get API that is none of obstore's: reads local files."""
+
+    prefix = None
+
+    async def get_range_async(self, path, *, start, end=None, length=None):
+        with open("/" + path, "rb") as f:
+            f.seek(start)
+            return f.read((end - start) if end is not None else length)
+
+
+def test_virtualizarr_registry_of_other_stores_goes_through_its_api(tmp_path):
+    """A registry holding a store zarrcore cannot read itself leaves the ManifestStore to its
+    own API: read exactly through it."""
+    manifests = pytest.importorskip("virtualizarr.manifests",
+                                    reason="VirtualiZarr is not installed")
+    from obspec_utils.registry import ObjectStoreRegistry
+
+    data = np.arange(64, dtype="<i4").reshape(8, 8)
+    blocks = _blocks(data)
+    path = tmp_path / "data.bin"
+    path.write_bytes(b"".join(blocks.values()))
+    entries = {k: {"path": f"file://{path}", "offset": 64 * n, "length": 64}
+               for n, k in enumerate(blocks)}
+    zarr_store = manifests.ManifestStore(
+        manifests.ManifestGroup(arrays={"a": _manifest_array(entries)}),
+        registry=ObjectStoreRegistry({"file://": _ObspecFiles()}))
+    a = zarrcore.open_array(zarr_store, path="a")
+    assert isinstance(a.store, ZarrPythonStore)
+    np.testing.assert_array_equal(a[...], data)
+
+
+def test_virtualizarr_hdf5_manifest_reads_exactly_in_compiled_jobs(tmp_path, monkeypatch):
+    """VirtualiZarr's HDF parser on a file h5py wrote with gzip and shuffle: zarrcore reads
+    its ManifestStore exactly, every chunk in the compiled jobs (numcodecs.shuffle and
+    numcodecs.zlib, as the parser names HDF5's filters, are the core's chain)."""
+    pytest.importorskip("virtualizarr.parsers", reason="VirtualiZarr is not installed")
+    obstore = pytest.importorskip("obstore", reason="VirtualiZarr reads through obstore")
+    h5py = pytest.importorskip("h5py", reason="h5py (the test extra) writes the file")
+    from obspec_utils.registry import ObjectStoreRegistry
+    from virtualizarr.parsers import HDFParser
+
+    from zarrcore.engine import CodecChain
+
+    data = (np.arange(40 * 30) * 37 % 1000).astype("<f4").reshape(40, 30)
+    path = tmp_path / "f.h5"
+    with h5py.File(path, "w") as f:
+        f.create_dataset("v", data=data, chunks=(8, 16), compression="gzip", shuffle=True)
+    zarr_store = HDFParser()(url=f"file://{path}",
+                             registry=ObjectStoreRegistry({"file://": obstore.store.LocalStore()}))
+    a = zarrcore.open_array(zarr_store, path="v")
+    for name in ("decode", "read_into"):
+        monkeypatch.setattr(CodecChain, name, lambda *args, name=name: pytest.fail(name))
+    np.testing.assert_array_equal(a[...], data)
+    np.testing.assert_array_equal(a[5:33, 7:29], data[5:33, 7:29])

@@ -492,6 +492,9 @@ class ReferenceStore(Store):
         references file's directory, and remote URLs).
     allow_local : bool
         Let targets be any local file (default False).
+    target_stores : dict, optional
+        Stores to read remote targets through, by URL: a target below one of them (the
+        longest) is the key its URL names below it, not a store made from `remote_options`.
 
     Targets written as relative paths are below the directory the references are in (the
     JSON file's, the parquet directory's parent; the current directory for a dict). A
@@ -508,7 +511,8 @@ class ReferenceStore(Store):
                  remote_options: StorageOptions | None = None,
                  target_protocol: str | None = None,
                  target_options: StorageOptions | None = None,
-                 allowed_roots: Sequence[str] | None = None, allow_local: bool = False) -> None:
+                 allowed_roots: Sequence[str] | None = None, allow_local: bool = False,
+                 target_stores: Mapping[str, Store] | None = None) -> None:
         super().__init__(read_only=True)
         self._remote_protocol = remote_protocol
         self._remote_options = dict(remote_options or {})
@@ -532,6 +536,9 @@ class ReferenceStore(Store):
             any_remote=allowed_roots is None, protocol=remote_protocol)
         self._targets: dict[str, tuple[Store, str]] = {}
         self._stores: dict[tuple[str, str], Store] = {}
+        # (Longest first: the first that holds a target is the deepest.)
+        self._given = sorted(((url.rstrip("/") + "/", store) for url, store in
+                              (target_stores or {}).items()), key=lambda u: -len(u[0]))
         self._guard = threading.Lock()
 
     @classmethod
@@ -631,17 +638,19 @@ class ReferenceStore(Store):
                 f"reference {key!r} of {self!r} points at {url!r}, outside what its "
                 f"references may read ({self.bounds!r}); pass allowed_roots=[...] or "
                 f"allow_local=True to allow it")
+        given = next(((store, location[len(url):]) for url, store in self._given
+                      if location.startswith(url)), None)
+        if given is not None:
+            with self._guard:
+                return self._targets.setdefault(url, (given[0], self._target_key(key, url,
+                                                                                  given[1])))
         if _scheme(location) in ("", "file"):
             real = os.path.realpath(location)
             root, name = ("file", os.path.dirname(real)), os.path.basename(real)
         else:
             scheme, host, name = _split_url(location)
             root = (scheme, f"{scheme}://{host}")
-        try:
-            name = validate_key(name)
-        except ValueError as e:
-            raise ReferenceOutsideError(f"reference {key!r} of {self!r}: target {url!r}: "
-                                        f"{e}") from None
+        name = self._target_key(key, url, name)
         with self._guard:
             store = self._stores.get(root)
         if store is None:
@@ -651,6 +660,14 @@ class ReferenceStore(Store):
             store = self._stores.setdefault(root, store)
             found = self._targets.setdefault(url, (store, name))
         return found
+
+    def _target_key(self, key: str, url: str, name: str) -> str:
+        """`name`, the key of the target `url` of the reference at `key` in its store."""
+        try:
+            return validate_key(name)
+        except ValueError as e:
+            raise ReferenceOutsideError(f"reference {key!r} of {self!r}: target {url!r}: "
+                                        f"{e}") from None
 
     # -- reads ----------------------------------------------------------------
     def get(self, key: str, start: int | None = None, stop: int | None = None) -> bytes | None:

@@ -60,9 +60,11 @@ def make_store(store: object, read_only: bool = False,
       and any other protocol fsspec knows (an FsspecStore).
       `storage_options` configure it (see ObjectStore.from_url; fsspec's own for fsspec).
     - zarr-python's LocalStore, MemoryStore, FsspecStore, ObjectStore and ZipStore (read
-      natively); any other zarr-python store (a WrapperStore, Icechunk's IcechunkStore,
-      VirtualiZarr's ManifestStore) through its own API (a ZarrPythonStore); an fsspec
-      filesystem or FSMap, an obstore store.
+      natively); VirtualiZarr's ManifestStore, as references whose targets its registry's
+      obstore stores read (a ReferenceStore; through its own API when the registry holds
+      another kind); any other zarr-python store (a WrapperStore, Icechunk's IcechunkStore)
+      through its own API (a ZarrPythonStore); an fsspec filesystem or FSMap, an obstore
+      store.
     `mode` "w": the whole store is being replaced (a zip is made anew).
     """
     if isinstance(store, (str, os.PathLike)):
@@ -217,6 +219,11 @@ def _from_object(store: Any, read_only: bool, mode: str | None) -> Store | None:
     if zarr_stores is not None and isinstance(store, zarr_stores.Store):
         read_only = read_only or store.read_only
         native = _zarr_native(store, read_only, mode)
+        if native is None and (type(store).__module__, type(store).__name__) == (
+                "virtualizarr.manifests.store", "ManifestStore"):
+            from .manifests import manifest_store_references
+
+            native = manifest_store_references(store)
         if native is not None:
             return native
         # Any other zarr-python store (a wrapper, Icechunk's, VirtualiZarr's) through its own
