@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from .base import Store, validate_key
 from .fsspec import FsspecStore
 from .local import LocalStore
+from . import manifests  # noqa: F401  (registers its opener of ManifestStores)
 from .memory import MemoryStore
 from .objectstore import ObjectStore
 from .references import ReferenceStore

@@ -12,11 +12,10 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from zarr.core.buffer import default_buffer_prototype
-
 from .base import Store
 from .objectstore import ObjectStore
 from .references import ReferenceStore
+from .urls import ZARR_STORE_OPENERS
 
 
 def _registered(registry: Any) -> Iterator[tuple[str, Any]]:
@@ -46,6 +45,8 @@ def _target(url: str, store: Any) -> tuple[str, Store | None] | None:
 
 def _references(node: Any, path: str, refs: dict[str, Any]) -> None:
     """Add the references of a ManifestGroup and everything below it, at `path`."""
+    from zarr.core.buffer import default_buffer_prototype
+
     prototype = default_buffer_prototype()
 
     def metadata(at: str, of: Any) -> None:
@@ -68,8 +69,12 @@ def _references(node: Any, path: str, refs: dict[str, Any]) -> None:
 
 
 def manifest_store_references(manifest_store: Any) -> ReferenceStore | None:
-    """A ReferenceStore over a VirtualiZarr ManifestStore's manifests and registry, or None
-    when its registry holds a store zarrcore cannot read."""
+    """A ReferenceStore over a VirtualiZarr ManifestStore's manifests and registry
+    (urls.ZARR_STORE_OPENERS), or None when `manifest_store` is none or its registry holds a
+    store zarrcore cannot read."""
+    if (type(manifest_store).__module__, type(manifest_store).__name__) != (
+            "virtualizarr.manifests.store", "ManifestStore"):
+        return None
     roots: list[str] = []
     stores: dict[str, Store] = {}
     for url, store in _registered(manifest_store._registry):
@@ -86,3 +91,6 @@ def manifest_store_references(manifest_store: Any) -> ReferenceStore | None:
     # metadata, and xarray then looks for none.)
     references.supports_consolidated_metadata = manifest_store.supports_consolidated_metadata
     return references
+
+
+ZARR_STORE_OPENERS.append(manifest_store_references)

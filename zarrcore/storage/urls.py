@@ -35,6 +35,11 @@ _REMOTE_EXTRA = 'pip install "zarrcore[remote]"'
 #: location is not theirs. zarrcore.storage.references registers ReferenceStore's.
 LOCATION_OPENERS: list[Callable[[str, StorageOptions | None], Store | None]] = []
 
+#: How stores that build on this module read one of zarr-python's stores natively:
+#: `opener(store)` gives their Store, or None when the store is not theirs.
+#: zarrcore.storage.manifests registers VirtualiZarr's ManifestStore's.
+ZARR_STORE_OPENERS: list[Callable[[Any], Store | None]] = []
+
 
 def _is_zip_path(path: str) -> bool:
     return path.lower().endswith(".zip") and not os.path.isdir(path)
@@ -219,11 +224,9 @@ def _from_object(store: Any, read_only: bool, mode: str | None) -> Store | None:
     if zarr_stores is not None and isinstance(store, zarr_stores.Store):
         read_only = read_only or store.read_only
         native = _zarr_native(store, read_only, mode)
-        if native is None and (type(store).__module__, type(store).__name__) == (
-                "virtualizarr.manifests.store", "ManifestStore"):
-            from .manifests import manifest_store_references
-
-            native = manifest_store_references(store)
+        for opener in ZARR_STORE_OPENERS:
+            if native is None:
+                native = opener(store)
         if native is not None:
             return native
         # Any other zarr-python store (a wrapper, Icechunk's, VirtualiZarr's) through its own
