@@ -124,12 +124,18 @@ def test_copy_region_broadcast_zero_stride_and_overlap():
     np.testing.assert_array_equal(a, [0, 0, 1, 2, 3, 4, 5, 6, 7, 8])
 
 
-@pytest.mark.parametrize("item", [
+_SMALL_ITEMS = [
     np.uint8(7), np.uint16(0x0102), np.float64(1.5), np.float64(0.0), np.complex64(1 - 2j),
     np.array((3, 250), dtype="<i4,u1")[()],  # 5-byte items
-    np.array(b"ab" * 40000, dtype="S80000")[()],  # items larger than a 64 KiB copy step
+]
+_BIG_ITEM = np.array(b"ab" * 40000, dtype="S80000")[()]  # larger than a 64 KiB copy step
+
+
+# (The big item fills the smaller shapes only: 5x64x33 of it would be 845 MB an array.)
+@pytest.mark.parametrize("item, shape", [
+    *((item, shape) for shape in [(1,), (3, 7), (5, 64, 33)] for item in _SMALL_ITEMS),
+    (_BIG_ITEM, (1,)), (_BIG_ITEM, (3, 7)),
 ])
-@pytest.mark.parametrize("shape", [(1,), (3, 7), (5, 64, 33)])
 def test_copy_region_fills_from_one_broadcast_item(item, shape):
     src = np.broadcast_to(np.asarray(item), shape)
     dst = np.zeros(shape, dtype=src.dtype)
