@@ -70,7 +70,7 @@ def _references(node: Any, path: str, refs: dict[str, Any]) -> None:
 
 def manifest_store_references(manifest_store: Any) -> ReferenceStore | None:
     """A ReferenceStore over a VirtualiZarr ManifestStore's manifests and registry
-    (urls.ZARR_STORE_OPENERS), or None when `manifest_store` is none or its registry holds a
+    (urls.ZARR_STORE_OPENERS), or None when `manifest_store` is not one or its registry holds a
     store zarrcore cannot read."""
     if (type(manifest_store).__module__, type(manifest_store).__name__) != (
             "virtualizarr.manifests.store", "ManifestStore"):
