@@ -253,6 +253,16 @@ def parse_references(refs: object) -> dict[str, Reference]:
     return out
 
 
+def _root_and_name(location: str) -> tuple[tuple[str, str], str]:
+    """(root, name) of a target's location: ("file", its real directory) and its file name,
+    or (scheme, "scheme://host") and its path there."""
+    if _scheme(location) in ("", "file"):
+        real = os.path.realpath(location)
+        return ("file", os.path.dirname(real)), os.path.basename(real)
+    scheme, host, name = _split_url(location)
+    return (scheme, f"{scheme}://{host}"), name
+
+
 def _key(key: object) -> str:
     try:
         return validate_key(key)
@@ -638,28 +648,26 @@ class ReferenceStore(Store):
                 f"reference {key!r} of {self!r} points at {url!r}, outside what its "
                 f"references may read ({self.bounds!r}); pass allowed_roots=[...] or "
                 f"allow_local=True to allow it")
-        given = next(((store, location[len(url):]) for url, store in self._given
-                      if location.startswith(url)), None)
-        if given is not None:
-            with self._guard:
-                return self._targets.setdefault(url, (given[0], self._target_key(key, url,
-                                                                                  given[1])))
-        if _scheme(location) in ("", "file"):
-            real = os.path.realpath(location)
-            root, name = ("file", os.path.dirname(real)), os.path.basename(real)
+        given = next(((store, location[len(root):]) for root, store in self._given
+                      if location.startswith(root)), None)
+        if given is None:
+            root, name = _root_and_name(location)
+            name = self._target_key(key, url, name)
+            store = self._root_store(root)
         else:
-            scheme, host, name = _split_url(location)
-            root = (scheme, f"{scheme}://{host}")
-        name = self._target_key(key, url, name)
+            store, name = given[0], self._target_key(key, url, given[1])
+        with self._guard:
+            return self._targets.setdefault(url, (store, name))
+
+    def _root_store(self, root: tuple[str, str]) -> Store:
+        """The store, made once, of a root of `_root_and_name`."""
         with self._guard:
             store = self._stores.get(root)
         if store is None:
             store = LocalStore(root[1], read_only=True) if root[0] == "file" else make_store(
                 root[1], read_only=True, storage_options=self._remote_options)
         with self._guard:
-            store = self._stores.setdefault(root, store)
-            found = self._targets.setdefault(url, (store, name))
-        return found
+            return self._stores.setdefault(root, store)
 
     def _target_key(self, key: str, url: str, name: str) -> str:
         """`name`, the key of the target `url` of the reference at `key` in its store."""

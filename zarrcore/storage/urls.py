@@ -224,9 +224,9 @@ def _from_object(store: Any, read_only: bool, mode: str | None) -> Store | None:
     if zarr_stores is not None and isinstance(store, zarr_stores.Store):
         read_only = read_only or store.read_only
         native = _zarr_native(store, read_only, mode)
-        for opener in ZARR_STORE_OPENERS:
-            if native is None:
-                native = opener(store)
+        if native is None:
+            native = next((found for opener in ZARR_STORE_OPENERS
+                           if (found := opener(store)) is not None), None)
         if native is not None:
             return native
         # Any other zarr-python store (a wrapper, Icechunk's, VirtualiZarr's) through its own
