@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "zc_fork.h"
 #include "zc_os.h"
 #include "zc_status.h"
 
@@ -66,6 +67,7 @@ struct zc_chunk_cache {
     size_t slot_bytes, block_bytes, slots_per_block;
     void *free_slots;
     block *blocks;
+    zc_fork_guard fork_guard;
 };
 
 /* ---- slots -------------------------------------------------------------------------------- */
@@ -223,6 +225,26 @@ static entry *find_entry(const zc_chunk_cache *c, part *p, uint64_t hash, const 
 
 /* ---- the cache ---------------------------------------------------------------------------- */
 
+/* Across a fork: every part's lock, then the slots' (the order remove_entry nests them in; no
+ * code holds two parts' locks at once). */
+static void lock_all(void *obj)
+{
+    zc_chunk_cache *c = (zc_chunk_cache *)obj;
+    for (int i = 0; i < c->nparts; i++)
+        zc_mutex_lock(&c->parts[i].lock);
+    zc_mutex_lock(&c->slots_lock);
+}
+
+/* After a fork, in the parent and in the child alike: the table is whole (no thread was inside
+ * it), and entries that a vanished thread had pinned only stay allocated. */
+static void unlock_all(void *obj)
+{
+    zc_chunk_cache *c = (zc_chunk_cache *)obj;
+    zc_mutex_unlock(&c->slots_lock);
+    for (int i = c->nparts; i-- > 0;)
+        zc_mutex_unlock(&c->parts[i].lock);
+}
+
 zc_chunk_cache *zc_chunk_cache_new(size_t capacity, size_t chunk_bytes, int key_len)
 {
     if (chunk_bytes == 0 || key_len < 1 || capacity / chunk_bytes < 1)
@@ -250,6 +272,9 @@ zc_chunk_cache *zc_chunk_cache_new(size_t capacity, size_t chunk_bytes, int key_
             return NULL;
         }
     }
+    c->fork_guard = (zc_fork_guard){.obj = c, .before = lock_all, .parent = unlock_all,
+                                    .child = unlock_all};
+    zc_fork_guard_add(&c->fork_guard);
     return c;
 }
 
@@ -257,6 +282,7 @@ void zc_chunk_cache_free(zc_chunk_cache *c)
 {
     if (c == NULL)
         return;
+    zc_fork_guard_remove(&c->fork_guard);
     for (int i = 0; i < c->nparts; i++) {
         part *p = &c->parts[i];
         while (p->oldest != NULL)

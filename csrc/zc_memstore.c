@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "zc_fork.h"
 #include "zc_os.h"
 #include "zc_status.h"
 
@@ -36,6 +37,7 @@ struct zc_memstore {
     zc_mutex lock_mutex;  /* the key locks */
     zc_cond lock_freed;
     key_lock *locks;
+    zc_fork_guard fork_guard;
 };
 
 /* ---- blobs -------------------------------------------------------------------------------- */
@@ -74,6 +76,44 @@ static uint64_t hash_key(const char *key)
     return h;
 }
 
+/* ---- fork -------------------------------------------------------------------------------- */
+
+/* The table's lock, then the key locks' (never nested in code: any order). */
+static void lock_all(void *obj)
+{
+    zc_memstore *m = (zc_memstore *)obj;
+    zc_mutex_lock(&m->mutex);
+    zc_mutex_lock(&m->lock_mutex);
+}
+
+static void unlock_all(void *obj)
+{
+    zc_memstore *m = (zc_memstore *)obj;
+    zc_mutex_unlock(&m->lock_mutex);
+    zc_mutex_unlock(&m->mutex);
+}
+
+/* In the child, only the thread that forked is left: key locks that other threads held are
+ * dropped (no one is left to release them), and no one waits. */
+static void unlock_all_in_child(void *obj)
+{
+    zc_memstore *m = (zc_memstore *)obj;
+    const zc_thread_id self = zc_thread_self();
+    for (key_lock **at = &m->locks; *at != NULL;) {
+        key_lock *l = *at;
+        l->waiters = 0;
+        if (l->depth == 0 || !zc_thread_equal(l->owner, self)) {
+            *at = l->next;
+            free(l);
+        } else {
+            at = &l->next;
+        }
+    }
+    zc_cond_destroy(&m->lock_freed);
+    zc_cond_init(&m->lock_freed);
+    unlock_all(m);
+}
+
 zc_memstore *zc_memstore_new(void)
 {
     zc_memstore *m = (zc_memstore *)calloc(1, sizeof *m);
@@ -88,6 +128,9 @@ zc_memstore *zc_memstore_new(void)
     zc_mutex_init(&m->mutex);
     zc_mutex_init(&m->lock_mutex);
     zc_cond_init(&m->lock_freed);
+    m->fork_guard = (zc_fork_guard){.obj = m, .before = lock_all, .parent = unlock_all,
+                                    .child = unlock_all_in_child};
+    zc_fork_guard_add(&m->fork_guard);
     return m;
 }
 
@@ -100,6 +143,7 @@ void zc_memstore_release(zc_memstore *m)
 {
     if (m == NULL || zc_atomic_add_int(&m->refs, -1, ZC_ACQ_REL) != 0)
         return;
+    zc_fork_guard_remove(&m->fork_guard);
     for (size_t i = 0; i < m->nbuckets; i++) {
         for (item *it = m->buckets[i], *next; it != NULL; it = next) {
             next = it->next;

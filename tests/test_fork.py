@@ -4,6 +4,7 @@ parent's threads, no lock that only a vanished thread could release."""
 import os
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -60,3 +61,78 @@ def test_child_takes_a_key_lock_the_parent_held_at_fork(tmp_path):
     assert status == 0
     with store.lock("c/0/0"):  # and the parent still can
         pass
+
+
+def _fork_while(busy, child, forks=40):
+    """Fork `forks` times while `busy()` runs in a loop on another thread; every child runs
+    `child()` and must finish within its deadline (a lock the busy thread held at the fork and
+    nobody in the child can release would hang it)."""
+    stop = threading.Event()
+    failures = []
+
+    def loop():
+        try:
+            while not stop.is_set():
+                busy()
+        except BaseException as e:  # (the parent's own reads must keep working too)
+            failures.append(e)
+
+    t = threading.Thread(target=loop)
+    t.start()
+    try:
+        statuses = [run_in_child(child, timeout=10) for _ in range(forks)]
+    finally:
+        stop.set()
+        t.join()
+    assert not failures
+    assert statuses == [0] * forks
+
+
+def _small_chunks_array(store=None):
+    data = np.arange(64 * 64, dtype="int32").reshape(64, 64)
+    a = zarrcore.create_array(zarrcore.MemoryStore() if store is None else store,
+                              shape=data.shape, dtype="int32", chunks=(4, 4), compressors=None)
+    a[...] = data
+    return a, data
+
+
+@pytest.mark.parametrize("where", ["memory", "directory"])
+def test_fork_while_a_thread_reads_through_a_cached_handle(tmp_path, where):
+    """The chunk cache's locks are taken across a fork, so a child never starts with one held
+    by a thread it does not have."""
+    from zarrcore.array_api import ArrayHandle
+
+    a, data = _small_chunks_array(None if where == "memory" else str(tmp_path / "a"))
+    if where == "directory":
+        time.sleep(1.1)  # chunks of files changed within the last second are not cached
+    # Room for a few chunks only: the busy reader inserts and evicts all the time.
+    handle = ArrayHandle(a, cache_bytes=8 * 4 * 4 * 4)
+    rng = np.random.default_rng(0)
+
+    def busy():
+        i, j = rng.integers(0, 32, 2)
+        np.testing.assert_array_equal(handle.read((i, j), (32, 32)), data[i:i + 32, j:j + 32])
+
+    def child():
+        np.testing.assert_array_equal(handle.read((0, 0), (64, 64)), data)
+
+    _fork_while(busy, child)
+    assert handle.cache_info()["evictions"] > 0
+
+
+def test_fork_while_a_thread_writes_a_memory_store():
+    """A MemoryStore's table and key locks are taken across a fork; the child drops the key
+    locks of the parent's other threads and writes the keys they held."""
+    a, data = _small_chunks_array()
+    rng = np.random.default_rng(1)
+
+    def busy():
+        i, j = rng.integers(0, 60, 2)
+        a[i:i + 3, j:j + 3] = data[i:i + 3, j:j + 3]  # a read-modify-write under key locks
+
+    def child():
+        a[...] = -data
+        np.testing.assert_array_equal(a[...], -data)
+
+    _fork_while(busy, child)
+    np.testing.assert_array_equal(a[...], data)
