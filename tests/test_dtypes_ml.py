@@ -93,7 +93,6 @@ FILLS = [
     ("bfloat16", "0x3fc0", 0x3FC0, 1.5),
     ("bfloat16", "Infinity", 0x7F80, "Infinity"),
     ("bfloat16", "-Infinity", 0xFF80, "-Infinity"),
-    ("bfloat16", 1e300, 0x7F80, "Infinity"),  # IEEE rounding, as the core floats
     ("float8_e3m4", "NaN", 0x78, "NaN"),
     ("float8_e4m3", "NaN", 0x7C, "NaN"),
     ("float8_e4m3", "Infinity", 0x78, "Infinity"),
@@ -137,6 +136,9 @@ def test_fill_value_json_forms(name, value, bits, written):
     ("bfloat16", "0x10000"), ("bfloat16", True), ("bfloat16", "nan"), ("bfloat16", [1]),
     ("int4", 8), ("int4", 1.5), ("int2", -3), ("uint2", -1), ("uint4", 16), ("int4", "0x1"),
     ("complex_bfloat16", 1.0), ("complex_float16", ["NaN"]),
+    # Finite numbers that round to infinity: refused as those that round to NaN or saturate.
+    ("bfloat16", 1e39), ("bfloat16", -1e300), ("float8_e5m2", 1e6), ("float8_e5m2", 61440),
+    ("float8_e4m3fn", 464),
 ])
 def test_fill_value_refused(name, value):
     dt = dtype_from_v3_json(name)
@@ -153,6 +155,18 @@ def test_fill_value_of_new_array_refused(name, value):
     # ml_dtypes converts these silently (to -0, 6, NaN, a wrapped integer...).
     with pytest.raises(ValueError, match="fill value|representation|range"):
         zarrcore.create_array({}, shape=(4,), dtype=name, fill_value=value)
+
+
+@pytest.mark.parametrize("name, value, expect", [
+    ("float8_e5m2", 61000, 57344), ("float8_e4m3fn", 460, 448), ("bfloat16", -3.3e38, None),
+])
+def test_fill_value_rounding_to_the_largest_is_kept(name, value, expect):
+    """Within half a unit in the last place beyond the largest number, a value rounds to it,
+    with or without infinities in the type."""
+    fill = dtype_from_v3_json(name).fill_value_from_json(value, 3)
+    assert np.isfinite(float(fill))
+    if expect is not None:
+        assert float(fill) == expect
 
 
 # The compiled core serves local and memory stores; a transpose codec sends chunks through the

@@ -323,6 +323,27 @@ def test_remote_references_may_not_reach_local_files(http_server, tmp_path):
         group["a"][...]
 
 
+def test_numpy_integers_as_offsets(tmp_path):
+    (tmp_path / "data.bin").write_bytes(bytes([0, 1, 2, 3]))
+    refs = _refs_to(str(tmp_path / "data.bin"))
+    refs["a/0"] = [refs["a/0"][0], np.int64(refs["a/0"][1]), np.uint32(refs["a/0"][2])]
+    array = zarrcore.open_array(ReferenceStore(refs, allowed_roots=[str(tmp_path)]), path="a")
+    np.testing.assert_array_equal(array[...], np.arange(4))
+
+
+def test_a_nul_in_a_target_url_is_a_format_error(tmp_path):
+    refs = _refs_to(str(tmp_path / "data\0.bin"))
+    array = zarrcore.open_array(ReferenceStore(refs, allowed_roots=[str(tmp_path)]), path="a")
+    with pytest.raises(ReferenceFormatError, match=r"'a/0'.*NUL"):
+        array[...]
+
+
+def test_a_references_file_nested_too_deeply(tmp_path):
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ReferenceFormatError, match="deep.json.*nested too deeply"):
+        ReferenceStore(str(tmp_path / "deep.json"))
+
+
 def test_missing_and_short_targets(tmp_path):
     (tmp_path / "short.bin").write_bytes(b"ab")
     (tmp_path / "missing.json").write_text(json.dumps(_refs_to("nowhere.bin")))

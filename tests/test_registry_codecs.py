@@ -196,6 +196,12 @@ def test_cast_value_refuses_values(values, data_type, src, config, match):
     ("scale_offset", "i4", {"scale": 0.5}, "scale"),  # not an int32
     ("scale_offset", "i4", {"offset": [1]}, "offset must be a number"),
     ("scale_offset", "i4", {"offset": 1, "bias": 2}, r"'bias'; it takes \['offset', 'scale'\]"),
+    # A scale or offset that is not finite in the type would turn every value into NaN.
+    ("scale_offset", "f4", {"scale": 1e300}, "scale 1e.300 is not a finite float32"),
+    ("scale_offset", "f2", {"scale": 1e6}, "scale 1000000.0 is not a finite float16"),
+    ("scale_offset", "f8", {"scale": "NaN"}, "scale 'NaN' is not a finite float64"),
+    ("scale_offset", "f8", {"offset": "Infinity"}, "offset 'Infinity' is not a finite"),
+    ("scale_offset", "f4", {"offset": "-Infinity"}, "offset '-Infinity' is not a finite"),
     ("cast_value", "f8", {"data_type": "float32", "out_of_range": "wrap"},
      "'wrap' needs an integer"),
     ("cast_value", "f8", {"data_type": "int8", "rounding": "up"}, "rounding 'up' is not one of"),
@@ -309,6 +315,13 @@ def test_bitround_examples(dtype, values, expect, tmp_path):
     filters = [{"name": "bitround", "configuration": {"keepbits": 3}}]
     np.testing.assert_array_equal(_round_trip_array(tmp_path, data, filters=filters),
                                   np.array(expect, dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", ["f4", "u2"])
+def test_bitround_keepbits_beyond_any_width_changes_nothing(dtype, tmp_path):
+    data = np.array([0.1, 3, 1234.5] if dtype == "f4" else [3, 1234, 65535], dtype=dtype)
+    filters = [{"name": "bitround", "configuration": {"keepbits": 2**64}}]
+    np.testing.assert_array_equal(_round_trip_array(tmp_path, data, filters=filters), data)
 
 
 @given(_finite("f4"), st.integers(1, 22))

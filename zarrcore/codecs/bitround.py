@@ -64,7 +64,10 @@ class BitroundCodec(ArrayArrayCodec):
                                 f"takes: {SUPPORTED}")
         unit, mantissa_bits = layout
         out = np.array(array, dtype=dtype.newbyteorder("="), order="C", copy=True)
-        _filters.bitround(out.reshape(-1).view(f"u{unit}"), self.keepbits, mantissa_bits)
+        # Keeping at least as many bits as a unit has changes nothing; the kernel takes an
+        # unsigned int, which a larger keepbits of the document would overflow.
+        keepbits = min(self.keepbits, 8 * unit)
+        _filters.bitround(out.reshape(-1).view(f"u{unit}"), keepbits, mantissa_bits)
         return out
 
     def decode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> npt.NDArray[Any]:

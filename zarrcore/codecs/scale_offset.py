@@ -66,8 +66,15 @@ class ScaleOffsetCodec(ArrayArrayCodec):
             raise MetadataError(
                 f"scale_offset codec: data type {type_name(dtype)} is not one it takes: "
                 f"{', '.join(INTEGER_NAMES + FLOAT_NAMES)}")
-        if self._numbers(dtype)[1] == 0:
+        offset, scale = self._numbers(dtype)
+        if scale == 0:
             raise MetadataError("scale_offset codec: scale must not be zero")
+        # A scale or offset that is infinite or NaN in the chunk's type turns every value
+        # written into NaN or infinity: refused, as integer types refuse what they cannot hold.
+        for field, value, given in (("offset", offset, self.offset), ("scale", scale, self.scale)):
+            if number_kind(dtype) == "float" and not np.isfinite(np.float64(value)):
+                raise MetadataError(f"scale_offset codec: {field} {given!r} is not a finite "
+                                    f"{type_name(dtype)}")
         return self
 
     def encoded_spec(self, spec: ChunkSpec) -> ChunkSpec:

@@ -509,16 +509,18 @@ class MLFloatType(_MLType):
         return fill
 
     def _check_holds(self, wanted: float, fill: Any) -> None:
-        """ValueError unless `fill` is `wanted` rounded: not a NaN, infinity or saturated number
-        where the type has no such value (ml_dtypes converts those silently)."""
+        """ValueError unless `fill` is `wanted` rounded to a number of the type. One rule for
+        every type, with or without infinities: a finite number must round to a finite one
+        (ml_dtypes turns one too large into infinity, NaN or the largest number, silently),
+        so it must lie within half a unit in the last place beyond the largest."""
         got = float(fill)
         if math.isnan(wanted) or math.isinf(wanted):
             holds = math.isnan(got) if math.isnan(wanted) else got == wanted
-        elif math.isinf(got):
-            holds = True  # rounds to infinity, as IEEE rounding does
         else:
-            largest = float(self._ml.finfo(self.numpy_dtype).max)
-            holds = not math.isnan(got) and abs(wanted) <= largest
+            info = self._ml.finfo(self.numpy_dtype)
+            largest = float(info.max)
+            last_place = 2.0 ** (math.floor(math.log2(largest)) - int(info.nmant))
+            holds = math.isfinite(got) and abs(wanted) < largest + last_place / 2
         if not holds:
             raise ValueError(f"{wanted!r} has no representation in {self.to_json_v3()}")
 

@@ -19,6 +19,7 @@ import errno
 import itertools
 import json
 import math
+import numbers
 import operator
 import os
 import re
@@ -159,9 +160,10 @@ def _integer(value: object, where: str) -> int:
             value = int(value.strip())
         except ValueError:
             pass
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    # (numbers.Integral takes numpy's integers too, as a manifest's arrays give them)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
         raise ReferenceFormatError(f"{where}: must be a non-negative integer, not {value!r}")
-    return value
+    return int(value)
 
 
 def _reference(key: str, value: object, templates: Mapping[str, str]) -> Reference:
@@ -586,10 +588,11 @@ class ReferenceStore(Store):
         if data is not None:
             try:
                 self._refs = parse_references(json.loads(bytes(data)))
-            except ValueError as e:
+            except (ValueError, RecursionError) as e:
                 if isinstance(e, ReferenceFormatError):
                     raise
-                raise ReferenceFormatError(f"{location}: not JSON references: {e}") from None
+                why = "nested too deeply" if isinstance(e, RecursionError) else e
+                raise ReferenceFormatError(f"{location}: not JSON references: {why}") from None
             return
         where = f"{parent.rstrip('/')}/{name}"
         inner = LocalStore(where, read_only=True) if local else make_store(
@@ -642,6 +645,9 @@ class ReferenceStore(Store):
             found = self._targets.get(url)
         if found is not None:
             return found
+        if "\0" in url:
+            raise ReferenceFormatError(f"reference {key!r}: the URL {url!r} holds a NUL "
+                                       f"character")
         location = self._location(url)
         if not self.bounds.allows(location):
             raise ReferenceOutsideError(
