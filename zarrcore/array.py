@@ -851,7 +851,7 @@ class Array(nodes.Node):
         cache_bytes : int, default 0
             Keep up to this many bytes of decoded chunks (inner chunks when sharded) for
             the handle's reads, shared by all its threads; 0: no cache. A cached chunk is
-            used only while its file is unchanged (README, "From compiled code").
+            used only while its file is unchanged (:ref:`handle-cache`).
 
         Returns
         -------
