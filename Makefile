@@ -150,9 +150,14 @@ $(FT_TSAN_VENV)/.build-requires: | $(FT_TSAN_PREFIX)/.built
 tsan-test: $(FT_TSAN_VENV)/.build-requires
 	FT_VENV=$(FT_TSAN_VENV) .ci/tsan-test $(TSAN_PYTEST_ARGS)
 
-# The API reference, from the installed package's docstrings; warnings are errors.
-docs: $(VENV)/.installed
+# The site: the user guide and the API reference (from the installed package's docstrings), with
+# the docs extra; warnings are errors. `make test` builds it too (tests/test_docs_build.py).
+$(VENV)/.installed-docs: $(VENV)/.build-requires $(SOURCES)
+	$(PRUNE_BUILD)
 	$(PY) -m pip install --no-build-isolation ".[docs]"
+	touch $@ $(VENV)/.installed
+
+docs: $(VENV)/.installed-docs
 	cd docs && ../$(VENV)/bin/python -m sphinx -W --keep-going -b html . ../build/docs/html
 
 sanitize:

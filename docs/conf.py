@@ -1,4 +1,5 @@
-"""Sphinx configuration of zarrcore's API reference (`make docs`).
+"""Sphinx configuration of zarrcore's documentation: the user guide (MyST Markdown, guide/),
+the API reference (api/) and the development pages (`make docs`).
 
 zarrcore is imported as installed (its compiled modules are needed): `make docs` installs it
 into the virtualenv first; when building by hand, put a checkout built in place on PYTHONPATH.
@@ -6,9 +7,13 @@ into the virtualenv first; when building by hand, put a checkout built in place 
 import ast
 import copy
 import importlib.machinery
+import os
 import sys
 
 import zarrcore
+
+# The local extensions: the CLI reference (_ext/cli_reference.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "_ext"))
 
 project = "zarrcore"
 author = "zarrcore developers"
@@ -20,10 +25,15 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.intersphinx",
     "numpydoc",
+    "myst_parser",
+    "cli_reference",
 ]
 
 templates_path = ["_templates"]
 exclude_patterns = ["_build"]
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+# Links to headings of Markdown pages (architecture.md#a-chunk-grid) resolve and are checked.
+myst_heading_anchors = 3
 # Docstrings mark names and code with single backquotes.
 default_role = "code"
 

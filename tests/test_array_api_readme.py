@@ -1,4 +1,5 @@
-"""The Cython and C examples of README.md's "From compiled code" build and run as shown."""
+"""The Cython and C examples of the guide's compiled code page (docs/guide/compiled.md) build
+and run as shown."""
 import os
 import re
 import subprocess
@@ -10,15 +11,15 @@ import zarrcore
 
 pytest.importorskip("Cython")
 
-README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+PAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "guide",
+                    "compiled.md")
 
 
-def readme_blocks():
-    """The fenced code blocks of the section, by the file name each names on its first line
-    (the last, unnamed one is the usage)."""
-    text = open(README, encoding="utf-8").read()
-    section = text[text.index("## From compiled code"):]
-    section = section[:section.index("\n## ", 1)]
+def page_blocks():
+    """The fenced code blocks of the page's array API section, by the file name each names on
+    its first line (the last, unnamed one is the usage)."""
+    text = open(PAGE, encoding="utf-8").read()
+    section = text[text.index("### Building against it"):]
     blocks = {}
     for body in re.findall(r"```\w*\n(.*?)```", section, re.S):
         first = body.splitlines()[0]
@@ -28,9 +29,9 @@ def readme_blocks():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.path.exists(README), reason="README.md is not shipped with the package")
-def test_readme_examples_build_and_run(tmp_path):
-    blocks = readme_blocks()
+@pytest.mark.skipif(not os.path.exists(PAGE), reason="the docs are not shipped with the package")
+def test_compiled_code_examples_build_and_run(tmp_path):
+    blocks = page_blocks()
     assert {"scale.pyx", "setup_scale.py", "rowsum.c", "setup_rowsum.py", "usage.py"} <= set(blocks)
     for name, body in blocks.items():
         (tmp_path / name).write_text(body)

@@ -5,6 +5,7 @@ The corrupt reads run in this process on purpose: a segfault in the compiled cor
 test run, and that is the failure signal.
 """
 import builtins
+import glob
 import json
 import os
 import re
@@ -532,10 +533,13 @@ def test_wrong_value_or_out_shapes_name_the_array():
     np.testing.assert_array_equal(a[...], 0)  # nothing was written
 
 
-def test_every_error_the_readme_names_is_a_zarrcore_error():
-    readme = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
-    with open(readme, encoding="utf-8") as f:
-        names = set(re.findall(r"\b([A-Z][A-Za-z]*Error)\b", f.read()))
+def test_every_error_the_docs_name_is_a_zarrcore_error():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    names = set()
+    for page in [os.path.join(root, "README.md")] + glob.glob(
+            os.path.join(root, "docs", "guide", "*.md")):
+        with open(page, encoding="utf-8") as f:
+            names |= set(re.findall(r"\b([A-Z][A-Za-z]*Error)\b", f.read()))
     ours = sorted(n for n in names if not hasattr(builtins, n))
     assert "UnsafeCodecError" in ours and "ObjectDataTypeError" in ours
     for name in ours:

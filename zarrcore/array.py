@@ -851,7 +851,7 @@ class Array(nodes.Node):
         cache_bytes : int, default 0
             Keep up to this many bytes of decoded chunks (inner chunks when sharded) for
             the handle's reads, shared by all its threads; 0: no cache. A cached chunk is
-            used only while its file is unchanged (README, "From compiled code").
+            used only while its file is unchanged (:ref:`handle-cache`).
 
         Returns
         -------
@@ -1635,8 +1635,21 @@ def _create(store: StoreLike, shape: ShapeLike, kwargs: dict[str, Any]) -> Array
 
 
 def array(data: npt.ArrayLike, store: StoreLike = None, **kwargs: Any) -> Array:
-    """An array holding `data`, which gives the shape and (unless `dtype` is given) the
-    dtype; `store` and `kwargs` as `create_array` takes them."""
+    """An array holding `data`, written.
+
+    Parameters
+    ----------
+    data : array_like
+        The values: they give the shape and (unless `dtype` is given) the dtype.
+    store : StoreLike, optional
+        Where the array is created, as `create_array` takes it (None: a new memory store).
+    **kwargs
+        As `create_array` takes them (`dtype`, `chunks`, `name`, ...).
+
+    Returns
+    -------
+    Array
+    """
     data = np.asanyarray(data)
     kwargs.setdefault("dtype", data.dtype)
     arr = _create(store, data.shape, kwargs)
@@ -1645,23 +1658,80 @@ def array(data: npt.ArrayLike, store: StoreLike = None, **kwargs: Any) -> Array:
 
 
 def full(shape: ShapeLike, fill_value: Any, store: StoreLike = None, **kwargs: Any) -> Array:
-    """An array of `shape` filled with `fill_value`; `store` and `kwargs` as `create_array`
-    takes them. Nothing is stored until written."""
+    """An array of `shape` filled with `fill_value`; nothing is stored until written.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The array's shape.
+    fill_value : scalar
+        The value of every element not written.
+    store : StoreLike, optional
+        Where the array is created, as `create_array` takes it (None: a new memory store).
+    **kwargs
+        As `create_array` takes them (`dtype`, `chunks`, `name`, ...).
+
+    Returns
+    -------
+    Array
+    """
     return _create(store, shape, {**kwargs, "fill_value": fill_value})
 
 
 def zeros(shape: ShapeLike, store: StoreLike = None, **kwargs: Any) -> Array:
-    """`full` with 0."""
+    """`full` with 0.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The array's shape.
+    store : StoreLike, optional
+        Where the array is created, as `create_array` takes it (None: a new memory store).
+    **kwargs
+        As `create_array` takes them (`dtype`, `chunks`, `name`, ...).
+
+    Returns
+    -------
+    Array
+    """
     return full(shape, 0, store, **kwargs)
 
 
 def ones(shape: ShapeLike, store: StoreLike = None, **kwargs: Any) -> Array:
-    """`full` with 1."""
+    """`full` with 1.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The array's shape.
+    store : StoreLike, optional
+        Where the array is created, as `create_array` takes it (None: a new memory store).
+    **kwargs
+        As `create_array` takes them (`dtype`, `chunks`, `name`, ...).
+
+    Returns
+    -------
+    Array
+    """
     return full(shape, 1, store, **kwargs)
 
 
 def empty(shape: ShapeLike, store: StoreLike = None, **kwargs: Any) -> Array:
-    """`full` with the data type's default fill value."""
+    """`full` with the data type's default fill value.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The array's shape.
+    store : StoreLike, optional
+        Where the array is created, as `create_array` takes it (None: a new memory store).
+    **kwargs
+        As `create_array` takes them (`dtype`, `chunks`, `name`, ...).
+
+    Returns
+    -------
+    Array
+    """
     return _create(store, shape, kwargs)
 
 
@@ -1675,23 +1745,81 @@ def _like_kwargs(a: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
 
 # The *_like functions: `kwargs`, as `create_array` takes them, override what `a` gives.
 def zeros_like(a: Array | npt.ArrayLike, store: StoreLike = None, **kwargs: Any) -> Array:
-    """`zeros` of the shape and dtype of `a`, and its chunks and format when an Array."""
+    """`zeros` of the shape and dtype of `a`, and its chunks and format when an Array.
+
+    Parameters
+    ----------
+    a : Array or array_like
+        The model: its shape and dtype, and its chunks and format when an Array.
+    store : StoreLike, optional
+        Where the array is created, as `create_array` takes it (None: a new memory store).
+    **kwargs
+        As `create_array` takes them; they override what `a` gives.
+
+    Returns
+    -------
+    Array
+    """
     return zeros(np.shape(a), store, **_like_kwargs(a, kwargs))
 
 
 def ones_like(a: Array | npt.ArrayLike, store: StoreLike = None, **kwargs: Any) -> Array:
-    """`ones` of the shape and dtype of `a`, and its chunks and format when an Array."""
+    """`ones` of the shape and dtype of `a`, and its chunks and format when an Array.
+
+    Parameters
+    ----------
+    a : Array or array_like
+        The model: its shape and dtype, and its chunks and format when an Array.
+    store : StoreLike, optional
+        Where the array is created, as `create_array` takes it (None: a new memory store).
+    **kwargs
+        As `create_array` takes them; they override what `a` gives.
+
+    Returns
+    -------
+    Array
+    """
     return ones(np.shape(a), store, **_like_kwargs(a, kwargs))
 
 
 def empty_like(a: Array | npt.ArrayLike, store: StoreLike = None, **kwargs: Any) -> Array:
-    """`empty` of the shape and dtype of `a`, and its chunks and format when an Array."""
+    """`empty` of the shape and dtype of `a`, and its chunks and format when an Array.
+
+    Parameters
+    ----------
+    a : Array or array_like
+        The model: its shape and dtype, and its chunks and format when an Array.
+    store : StoreLike, optional
+        Where the array is created, as `create_array` takes it (None: a new memory store).
+    **kwargs
+        As `create_array` takes them; they override what `a` gives.
+
+    Returns
+    -------
+    Array
+    """
     return empty(np.shape(a), store, **_like_kwargs(a, kwargs))
 
 
 def full_like(a: Array | npt.ArrayLike, fill_value: Any, store: StoreLike = None,
               **kwargs: Any) -> Array:
-    """`full` of the shape and dtype of `a`, and its chunks and format when an Array."""
+    """`full` of the shape and dtype of `a`, and its chunks and format when an Array.
+
+    Parameters
+    ----------
+    a : Array or array_like
+        The model: its shape and dtype, and its chunks and format when an Array.
+    fill_value : scalar
+        The value of every element not written.
+    store : StoreLike, optional
+        Where the array is created, as `create_array` takes it (None: a new memory store).
+    **kwargs
+        As `create_array` takes them; they override what `a` gives.
+
+    Returns
+    -------
+    Array
+    """
     return full(np.shape(a), fill_value, store, **_like_kwargs(a, kwargs))
 
 

@@ -198,7 +198,7 @@ def store(sources: Sequence[da.Array], targets: Sequence[Array],
                              f"compute=True")
         _store_merged(sources, targets, slices, compute_kwargs)
         return None
-    # No dask lock: zarrcore locks a shared storage block itself (see README, Guarantees).
+    # No dask lock: zarrcore locks a shared storage block itself (see docs/guide/guarantees.md).
     writes = da.store(list(sources), list(targets), regions=slices, lock=False,
                       compute=compute, **compute_kwargs)
     return None if compute else delayed(_written)(writes)

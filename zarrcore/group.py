@@ -155,12 +155,32 @@ class Group(nodes.Node):
 
     def get_array(self, path: str) -> Array:
         """The array at `path`, relative to this group, as zarr-python 3.4's: else
-        ArrayNotFoundError (nothing there) or ContainsGroupError (a group)."""
+        ArrayNotFoundError (nothing there) or ContainsGroupError (a group).
+
+        Parameters
+        ----------
+        path : str
+            A path relative to this group.
+
+        Returns
+        -------
+        Array
+        """
         return self._member_of_kind(path, Array)
 
     def get_group(self, path: str) -> Group:
         """The group at `path` ("" is this one), as `get_array` for groups: else
-        GroupNotFoundError or ContainsArrayError."""
+        GroupNotFoundError or ContainsArrayError.
+
+        Parameters
+        ----------
+        path : str
+            A path relative to this group.
+
+        Returns
+        -------
+        Group
+        """
         return self._member_of_kind(path, Group)
 
     def _member_of_kind(self, path: str, cls: type[_N]) -> _N:
@@ -377,7 +397,19 @@ class Group(nodes.Node):
     def require_group(self, name: str, **kwargs: Any) -> Group:
         """The group at `name` (a path relative to this group), created with `kwargs` (as
         `create_group` takes them) when missing; an array there raises IncompatibleArrayError
-        (a ContainsArrayError and a TypeError)."""
+        (a ContainsArrayError and a TypeError).
+
+        Parameters
+        ----------
+        name : str
+            A path relative to this group.
+        **kwargs
+            As `create_group` takes them.
+
+        Returns
+        -------
+        Group
+        """
         node = self._existing(name, Group)
         return node if node is not None else self.create_group(name, **kwargs)
 
@@ -412,7 +444,25 @@ class Group(nodes.Node):
         """The array `name` (a path relative to this group), created with `shape`, `dtype` and
         `kwargs` (as `create_array` takes them) when missing. An existing one must have `shape`
         and a dtype that casts safely to `dtype` (equals it when `exact`), else TypeError; a
-        group there raises IncompatibleGroupError (a ContainsGroupError and a TypeError)."""
+        group there raises IncompatibleGroupError (a ContainsGroupError and a TypeError).
+
+        Parameters
+        ----------
+        name : str
+            A path relative to this group.
+        shape : int or tuple of int
+            The array's shape.
+        dtype : data-type, optional
+            The array's data type.
+        exact : bool, default False
+            Whether an existing array's dtype must equal `dtype`.
+        **kwargs
+            As `zarrcore.create_array` takes them.
+
+        Returns
+        -------
+        Array
+        """
         node = self._existing(name, Array)
         if node is None:
             if dtype is not None:
@@ -507,12 +557,36 @@ class Group(nodes.Node):
                             overwrite=overwrite)
 
     def create(self, name: str, **kwargs: Any) -> Array:
-        """zarr-python's `Group.create`: the same as `create_array`."""
+        """zarr-python's `Group.create`: the same as `create_array`.
+
+        Parameters
+        ----------
+        name : str
+            A path relative to this group.
+        **kwargs
+            As `zarrcore.create_array` takes them.
+
+        Returns
+        -------
+        Array
+        """
         return self.create_array(name, **kwargs)
 
     def create_dataset(self, name: str, **kwargs: Any) -> Array:
         """h5py's name for `create_array`, deprecated in zarr-python 3; `data` gives the shape
-        and dtype and is written."""
+        and dtype and is written.
+
+        Parameters
+        ----------
+        name : str
+            A path relative to this group.
+        **kwargs
+            As `zarrcore.create_array` takes them.
+
+        Returns
+        -------
+        Array
+        """
         warnings.warn("Group.create_dataset is deprecated in zarr-python 3; use create_array",
                       DeprecationWarning, stacklevel=2)
         return self.create_array(name, **kwargs)
@@ -569,20 +643,76 @@ class Group(nodes.Node):
         return make(data, self._store, name=self._child_path(name), **kwargs)
 
     def zeros_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
-        """`zarrcore.zeros_like` of `data`, at `name` below this group."""
+        """`zarrcore.zeros_like` of `data`, at `name` below this group.
+
+        Parameters
+        ----------
+        name : str
+            A path relative to this group.
+        data : Array or array_like
+            The model: its shape and dtype, and its chunks and format when an Array.
+        **kwargs
+            As `zarrcore.create_array` takes them.
+
+        Returns
+        -------
+        Array
+        """
         return self._like(zeros_like, name, data, kwargs)
 
     def ones_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
-        """`zarrcore.ones_like` of `data`, at `name` below this group."""
+        """`zarrcore.ones_like` of `data`, at `name` below this group.
+
+        Parameters
+        ----------
+        name : str
+            A path relative to this group.
+        data : Array or array_like
+            The model: its shape and dtype, and its chunks and format when an Array.
+        **kwargs
+            As `zarrcore.create_array` takes them.
+
+        Returns
+        -------
+        Array
+        """
         return self._like(ones_like, name, data, kwargs)
 
     def empty_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
-        """`zarrcore.empty_like` of `data`, at `name` below this group."""
+        """`zarrcore.empty_like` of `data`, at `name` below this group.
+
+        Parameters
+        ----------
+        name : str
+            A path relative to this group.
+        data : Array or array_like
+            The model: its shape and dtype, and its chunks and format when an Array.
+        **kwargs
+            As `zarrcore.create_array` takes them.
+
+        Returns
+        -------
+        Array
+        """
         return self._like(empty_like, name, data, kwargs)
 
     def full_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
         """`zarrcore.full_like` of `data`, at `name` below this group; `fill_value` among the
-        keywords (default: `data`'s when it is an Array)."""
+        keywords (default: `data`'s when it is an Array).
+
+        Parameters
+        ----------
+        name : str
+            A path relative to this group.
+        data : Array or array_like
+            The model: its shape and dtype, and its chunks and format when an Array.
+        **kwargs
+            As `zarrcore.create_array` takes them, and `fill_value`.
+
+        Returns
+        -------
+        Array
+        """
         fill_value = kwargs.pop("fill_value", getattr(data, "fill_value", None))
         return self._like(lambda d, *args, **kw: full_like(d, fill_value, *args, **kw), name, data,
                           kwargs)
@@ -666,19 +796,77 @@ class Group(nodes.Node):
 
     def full(self, *, name: str, shape: ShapeLike, fill_value: Any, **kwargs: Any) -> Array:
         """The array `name` (a path relative to this group) of `shape` filled with
-        `fill_value`; `kwargs` as `create_array` takes them. Nothing is stored until written."""
+        `fill_value`; `kwargs` as `create_array` takes them. Nothing is stored until written.
+
+        Parameters
+        ----------
+        name : str
+            A path relative to this group.
+        shape : int or tuple of int
+            The array's shape.
+        fill_value : scalar
+            The value of every element not written.
+        **kwargs
+            As `zarrcore.create_array` takes them.
+
+        Returns
+        -------
+        Array
+        """
         return self.create_array(name, shape=shape, fill_value=fill_value, **kwargs)
 
     def zeros(self, *, name: str, shape: ShapeLike, **kwargs: Any) -> Array:
-        """`full` with 0."""
+        """`full` with 0.
+
+        Parameters
+        ----------
+        name : str
+            A path relative to this group.
+        shape : int or tuple of int
+            The array's shape.
+        **kwargs
+            As `zarrcore.create_array` takes them.
+
+        Returns
+        -------
+        Array
+        """
         return self.full(name=name, shape=shape, fill_value=0, **kwargs)
 
     def ones(self, *, name: str, shape: ShapeLike, **kwargs: Any) -> Array:
-        """`full` with 1."""
+        """`full` with 1.
+
+        Parameters
+        ----------
+        name : str
+            A path relative to this group.
+        shape : int or tuple of int
+            The array's shape.
+        **kwargs
+            As `zarrcore.create_array` takes them.
+
+        Returns
+        -------
+        Array
+        """
         return self.full(name=name, shape=shape, fill_value=1, **kwargs)
 
     def empty(self, *, name: str, shape: ShapeLike, **kwargs: Any) -> Array:
-        """`full` with the data type's default fill value."""
+        """`full` with the data type's default fill value.
+
+        Parameters
+        ----------
+        name : str
+            A path relative to this group.
+        shape : int or tuple of int
+            The array's shape.
+        **kwargs
+            As `zarrcore.create_array` takes them.
+
+        Returns
+        -------
+        Array
+        """
         return self.create_array(name, shape=shape, **kwargs)
 
     def array(self, name: str, *, data: npt.ArrayLike, **kwargs: Any) -> Array:

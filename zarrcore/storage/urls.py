@@ -99,7 +99,7 @@ def make_store(store: object, read_only: bool = False,
     if converted is None:
         raise UnsupportedStoreError(
             f"unsupported store type {type(store).__name__}: give a path, a URL, a dict, a "
-            f"zarrcore Store or one of the stores listed under 'Stores and URLs' in the README")
+            f"zarrcore Store or one of the stores the guide's 'Storage and URLs' page lists")
     return converted
 
 
