@@ -20,6 +20,7 @@ struct zc_array {
     int closed;
     int read_only;
     int sharded;
+    int dtype;  /* a zc_array_dtype_code */
     size_t head_len;
     zc_batch chunks;     /* unsharded: the chunk batch template */
     zc_shard_io shards;  /* sharded: the shard batch template */
@@ -32,7 +33,7 @@ struct zc_array {
 /* ---- handles ------------------------------------------------------------------------------ */
 
 zc_array *zc_array_new(const zc_batch *tmpl, const zc_shard_io *shards, const int64_t *write_order,
-                       size_t head_len, int read_only, size_t cache_bytes)
+                       size_t head_len, int read_only, size_t cache_bytes, int dtype)
 {
     const size_t itemsize = shards ? shards->chain.itemsize : tmpl->chain.itemsize;
     const int ndim = shards ? shards->ndim : tmpl->ndim;
@@ -44,6 +45,7 @@ zc_array *zc_array_new(const zc_batch *tmpl, const zc_shard_io *shards, const in
     int64_t ninner = 1; /* inner chunks per shard */
     a->refs = 1;
     a->read_only = read_only;
+    a->dtype = dtype;
     a->head_len = head_len;
     a->fill = (unsigned char *)malloc(itemsize);
     if (a->fill == NULL)
@@ -171,6 +173,11 @@ static const int64_t *chunk_shape_of(const zc_array *a)
 static size_t array_itemsize(const zc_array *a)
 {
     return a->sharded ? a->shards.chain.itemsize : a->chunks.chain.itemsize;
+}
+
+static int array_dtype(const zc_array *a)
+{
+    return a->dtype;
 }
 
 static void array_shape(const zc_array *a, int64_t *out)
@@ -567,6 +574,7 @@ static const zc_array_api table = {
     .read = array_read,
     .write = array_write,
     .read_chunk = array_read_chunk,
+    .dtype = array_dtype,
 };
 
 const zc_array_api *zc_array_api_table(void)

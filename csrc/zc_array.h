@@ -25,9 +25,10 @@
  * first `head_len` bytes of their paths (the store root). Everything is copied. Reads keep
  * up to `cache_bytes` of decoded chunks (inner chunks when sharded) in a cache shared by
  * every thread (zc_chunk_cache.h); 0: none, else at least one chunk. NULL when out of
- * memory or a field is invalid. One reference, for the caller. */
+ * memory or a field is invalid. `dtype` is what zc_array_dtype tells (a zc_array_dtype_code).
+ * One reference, for the caller. */
 zc_array *zc_array_new(const zc_batch *tmpl, const zc_shard_io *shards, const int64_t *write_order,
-                       size_t head_len, int read_only, size_t cache_bytes);
+                       size_t head_len, int read_only, size_t cache_bytes, int dtype);
 
 /* The cache's counters (all zero without a cache). */
 void zc_array_cache_stats(zc_array *a, zc_chunk_cache_stats *out);

@@ -2,9 +2,12 @@
 C functions, called here from Python with the GIL released, against numpy; what arrays a
 handle serves; errors; closing; and the guarantees of writes (locks, write_empty_chunks)."""
 import contextlib
+import copy
 import glob
 import multiprocessing
 import os
+import pickle
+import re
 import threading
 
 import numpy as np
@@ -307,3 +310,42 @@ def test_lock_errors_map_to_lock_unavailable():
     with pytest.raises(LockUnavailableError) as info:
         raise_status(-105, 37, b"chunk 'c/0': cannot lock it")
     assert info.value.errno == 37
+
+
+@pytest.mark.parametrize("dtype, code", [
+    ("bool", "BOOL"), ("int8", "INT8"), ("<i2", "INT16"), ("int32", "INT32"), ("int64", "INT64"),
+    ("uint8", "UINT8"), ("uint16", "UINT16"), ("uint32", "UINT32"), ("uint64", "UINT64"),
+    ("float16", "FLOAT16"), ("float32", "FLOAT32"), ("float64", "FLOAT64"),
+    ("complex64", "COMPLEX64"), ("complex128", "COMPLEX128"), ("M8[s]", "DATETIME64"),
+    ("m8[ms]", "TIMEDELTA64"), ("S5", "BYTES"), ("U3", "UNICODE"), ("V4", "OTHER"),
+])
+def test_dtype_codes_tell_types_of_one_size_apart(tmp_path, dtype, code):
+    codes = _header_dtype_codes()
+    a = zarrcore.create_array(str(tmp_path / "a.zarr"), shape=(4,), dtype=dtype, chunks=(2,),
+                              zarr_format=2 if dtype == "V4" else 3)
+    assert a.native_handle().dtype_code == codes[code]
+
+
+def test_dtype_code_marks_swapped_byte_order(tmp_path):
+    codes = _header_dtype_codes()
+    a = zarrcore.create_array(str(tmp_path / "a.zarr"), shape=(4,), dtype=">i4", chunks=(2,),
+                              zarr_format=2)
+    if a.dtype.isnative:
+        pytest.skip("this machine is big-endian: >i4 is its own order")
+    assert a.native_handle().dtype_code == codes["INT32"] | codes["SWAPPED"]
+
+
+def _header_dtype_codes():
+    """ZC_ARRAY_DTYPE_* as zarrcore/array_api.h defines them."""
+    text = open(os.path.join(zarrcore.get_include(), "zarrcore", "array_api.h")).read()
+    return {name: int(value, 0)
+            for name, value in re.findall(r"ZC_ARRAY_DTYPE_(\w+) = (0x[0-9a-f]+|\d+)", text)}
+
+
+def test_handles_refuse_pickling_saying_what_to_do(tmp_path):
+    a = zarrcore.create_array(str(tmp_path / "a.zarr"), shape=(4,), dtype="i4", chunks=(2,))
+    handle = a.native_handle()
+    for attempt in (pickle.dumps, copy.copy):
+        with pytest.raises(TypeError, match=r"make a handle in each worker \(array\.native_handle"):
+            attempt(handle)
+    assert pickle.loads(pickle.dumps(a)).native_handle().shape == (4,)

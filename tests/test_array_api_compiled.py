@@ -371,3 +371,149 @@ def test_c_errors_raise_their_zarrcore_error(built, tmp_path):
     del handle  # the capsule keeps the handle's memory; calls see it closed
     with pytest.raises(ZarrcoreError, match="closed"):
         tiles.run(capsule, out, (4, 4), 2, False)
+
+
+# One extension of three C files: `init.c` imports the table (its module init), `calls.c` calls
+# the API through the table shared by ZC_ARRAY_API_UNIQUE_SYMBOL, and `unimported.c`, without
+# the macros, has a table of its own that nothing imports.
+TWO_FILE_INIT = r"""
+#define ZC_ARRAY_API_UNIQUE_SYMBOL zc_twofile_array_api
+#include <zarrcore/array_api.h>
+
+PyObject *describe(PyObject *self, PyObject *capsule);
+PyObject *unimported_read(PyObject *self, PyObject *capsule);
+PyObject *unimported_open(PyObject *self, PyObject *capsule);
+
+static PyMethodDef methods[] = {{"describe", describe, METH_O, NULL},
+                                {"unimported_read", unimported_read, METH_O, NULL},
+                                {"unimported_open", unimported_open, METH_O, NULL},
+                                {NULL, NULL, 0, NULL}};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "zc_twofile", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit_zc_twofile(void)
+{
+    if (zc_import_array_api() < 0)
+        return NULL;
+    return PyModule_Create(&module);
+}
+"""
+
+TWO_FILE_CALLS = r"""
+#define PY_SSIZE_T_CLEAN
+#define ZC_ARRAY_API_UNIQUE_SYMBOL zc_twofile_array_api
+#define ZC_NO_IMPORT_ARRAY_API
+#include <zarrcore/array_api.h>
+
+/* describe(capsule) -> (dtype code, itemsize, first item's bytes) */
+PyObject *describe(PyObject *self, PyObject *capsule)
+{
+    zc_array *a = zc_array_from_capsule(capsule);
+    if (a == NULL)
+        return NULL;
+    int64_t start[ZC_ARRAY_MAX_NDIM] = {0}, shape[ZC_ARRAY_MAX_NDIM];
+    for (int d = 0; d < ZC_ARRAY_MAX_NDIM; d++)
+        shape[d] = 1;
+    char item[64];
+    zc_array_error err;
+    PyObject *result = NULL;
+    if (zc_array_itemsize(a) > sizeof item)
+        PyErr_SetString(PyExc_ValueError, "item too large");
+    else if (zc_array_read(a, start, shape, NULL, item, NULL, &err) != ZC_ARRAY_OK)
+        zc_array_raise(&err);
+    else
+        result = Py_BuildValue("iny#", zc_array_dtype(a), (Py_ssize_t)zc_array_itemsize(a),
+                               item, (Py_ssize_t)zc_array_itemsize(a));
+    zc_array_release(a);
+    return result;
+}
+"""
+
+TWO_FILE_UNIMPORTED = r"""
+#include <zarrcore/array_api.h>
+
+/* unimported_read(capsule) -> (status, ndim, message): calls where no table was imported. */
+PyObject *unimported_read(PyObject *self, PyObject *capsule)
+{
+    zc_array *a = (zc_array *)PyCapsule_GetPointer(capsule, "zarrcore.array");
+    if (a == NULL)
+        return NULL;
+    int64_t start[1] = {0}, shape[1] = {1};
+    char item[8];
+    zc_array_error err;
+    int st = zc_array_read(a, start, shape, NULL, item, NULL, &err);
+    return Py_BuildValue("iis", st, zc_array_ndim(a), err.message);
+}
+
+/* unimported_open(capsule): zc_array_from_capsule there raises. */
+PyObject *unimported_open(PyObject *self, PyObject *capsule)
+{
+    zc_array *a = zc_array_from_capsule(capsule);
+    if (a == NULL)
+        return NULL;
+    zc_array_release(a);
+    Py_RETURN_NONE;
+}
+"""
+
+TWO_FILE_SETUP = """
+import zarrcore
+from setuptools import Extension, setup
+
+setup(name="zc_twofile", ext_modules=[Extension(
+    "zc_twofile", ["init.c", "calls.c", "unimported.c"], include_dirs=[zarrcore.get_include()],
+    extra_compile_args=["-O0", "-Wall", "-Werror"])])
+"""
+
+# Run in a child process: where the table is missing, a crash must not end the test run.
+TWO_FILE_RUN = """
+import sys
+import numpy as np
+import zarrcore
+import zc_twofile
+
+out = {}
+for dtype in ("int64", "float64"):
+    a = zarrcore.create_array(zarrcore.MemoryStore(), shape=(3,), dtype=dtype, chunks=(2,))
+    a[...] = [7, 8, 9]
+    out[dtype] = zc_twofile.describe(a.native_handle().capsule())
+handle = a.native_handle()
+out["unimported"] = zc_twofile.unimported_read(handle.capsule())
+try:
+    zc_twofile.unimported_open(handle.capsule())
+except Exception as e:
+    out["unimported_open"] = (type(e).__name__, str(e))
+print(repr(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def two_file_extension(tmp_path_factory):
+    """The directory of the extension zc_twofile, built against this zarrcore."""
+    where = tmp_path_factory.mktemp("two_file")
+    for name, text in (("init.c", TWO_FILE_INIT), ("calls.c", TWO_FILE_CALLS),
+                       ("unimported.c", TWO_FILE_UNIMPORTED), ("setup.py", TWO_FILE_SETUP)):
+        (where / name).write_text(text)
+    build = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=where,
+                           env=_build_env(), capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    return where
+
+
+def _build_env():
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(zarrcore.__file__)), os.environ.get("PYTHONPATH", "")]))
+
+
+def test_two_c_files_share_the_table_and_tell_dtypes_apart(two_file_extension):
+    run = subprocess.run([sys.executable, "-c", TWO_FILE_RUN], cwd=two_file_extension,
+                         env=_build_env(), capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, f"exit {run.returncode}: {run.stderr[-3000:]}"
+    out = eval(run.stdout)  # noqa: S307 - the repr of a dict of plain values we printed
+    # int64 and float64: one item size, their own codes (zarrcore/array_api.h).
+    assert out["int64"] == (5, 8, np.int64(7).tobytes())
+    assert out["float64"] == (12, 8, np.float64(7).tobytes())
+    status, ndim, message = out["unimported"]
+    assert status == -111 and ndim == -1  # ZC_ARRAY_ERR_NOT_IMPORTED
+    assert "zc_import_array_api()" in message and "ZC_ARRAY_API_UNIQUE_SYMBOL" in message
+    error_type, error = out["unimported_open"]
+    assert error_type == "RuntimeError" and "ZC_NO_IMPORT_ARRAY_API" in error

@@ -304,6 +304,14 @@ def test_bad_field_value(mstore, field, value):
     _open_fails(mstore, MetadataError, field)
 
 
+@pytest.mark.parametrize("names", [["x"], ["x", "y", "z"]])
+def test_dimension_names_of_the_wrong_length(names):
+    with pytest.raises(MetadataError, match=r"dimension_names .*expected one name .* 2 for shape") \
+            as info:
+        zarrcore.create_array({}, shape=(4, 4), dtype="i4", dimension_names=names)
+    assert isinstance(info.value, ValueError)
+
+
 @pytest.mark.parametrize("dtype,fill", [
     ("int32", "abc"), ("int32", 1.5), ("int32", 2 ** 31), ("uint8", 256), ("uint8", -1),
     ("int8", None), ("bool", 1), ("bool", "true"), ("float32", "nan"),

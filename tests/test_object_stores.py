@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import zarrcore
-from zarrcore.errors import ReadOnlyError, StoreError
+from zarrcore.errors import CredentialsError, ReadOnlyError, StoreError
 from zarrcore.storage import FsspecStore, ObjectStore, make_store
 
 pytest.importorskip("obstore", reason="obstore (the remote extra) is not installed")
@@ -619,3 +619,65 @@ def test_s3_processes_partially_writing_one_shard_lose_nothing(s3_bucket):
     expected = np.arange(40)[None, :] + 100 * np.arange(4)[:, None]
     np.testing.assert_array_equal(zarrcore.open_array(url, mode="r", storage_options=options)[...],
                                   expected)
+
+
+@pytest.fixture
+def refusing_metadata_service():
+    """The URL of a local stand-in for the cloud's instance metadata service that answers 403
+    to everything, as 169.254.169.254 does on a machine without a role."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Refuse(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def _refuse(self):
+            self.send_response(403)
+            self.send_header("Content-Length", "9")
+            self.end_headers()
+            self.wfile.write(b"Forbidden")
+
+        do_GET = do_PUT = do_HEAD = _refuse
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def _without_aws_credentials(monkeypatch):
+    for name in list(os.environ):
+        if name.startswith("AWS_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # botocore: no 169.254.169.254
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+
+
+def _says_how_to_pass_credentials(error):
+    assert isinstance(error, PermissionError) and isinstance(error, StoreError)
+    text = str(error)
+    assert "no credentials found" in text and "'zarr.json'" in text
+    assert '"key"' in text and '"secret"' in text and '"anon": true' in text
+    assert "AWS_ACCESS_KEY_ID" in text
+
+
+def test_missing_s3_credentials_say_how_to_pass_them(monkeypatch, refusing_metadata_service):
+    _without_aws_credentials(monkeypatch)
+    with pytest.raises(CredentialsError) as info:
+        zarrcore.open_array("s3://bucket/a.zarr", mode="r", storage_options={
+            "endpoint_url": "http://127.0.0.1:9", "region": "us-east-1", "retries": 0,
+            "metadata_endpoint": refusing_metadata_service})
+    _says_how_to_pass_credentials(info.value)
+    assert "403" in str(info.value)
+
+
+def test_missing_s3_credentials_through_fsspec_say_how_to_pass_them(monkeypatch):
+    s3fs = pytest.importorskip("s3fs", reason="s3fs is not installed")
+    _without_aws_credentials(monkeypatch)
+    fs = s3fs.S3FileSystem(endpoint_url="http://127.0.0.1:9", skip_instance_cache=True,
+                           client_kwargs={"region_name": "us-east-1"})
+    with pytest.raises(CredentialsError) as info:
+        zarrcore.open_array(FsspecStore(fs, "bucket/a.zarr"), mode="r")
+    _says_how_to_pass_credentials(info.value)

@@ -378,3 +378,72 @@ def test_copy_resume_keeps_whole_keys_and_redoes_the_rest(tmp_path):
     # Over a complete copy, resume copies only the metadata again.
     assert main(["copy", "-q", "--resume", str(src), str(dst)]) == 0
     assert _keys_bytes(dst) == _keys_bytes(src)
+
+
+def test_cli_messages_name_flags_not_parameters(v2_source, tmp_path, capsys):
+    dst = tmp_path / "out.zarr"
+    assert main(["convert", "-q", str(v2_source), str(dst), "--zarr-format", "2",
+                 "--shards", "32,32,33"]) == 1
+    err = capsys.readouterr().err
+    assert "sharding needs --zarr-format 3" in err and "zarr_format" not in err
+    assert main(["convert", "-q", str(v2_source / "data"), str(dst), "--chunks", "64,64"]) == 1
+    err = capsys.readouterr().err
+    assert "--chunks '64,64' fits no array here" in err and "chunks=" not in err
+    assert main(["convert", "-q", str(v2_source), str(dst)]) == 0
+    assert main(["convert", "-q", str(v2_source), str(dst)]) == 1
+    err = capsys.readouterr().err
+    assert "replace it with --overwrite" in err and "=True" not in err
+    # The Python API names its parameters.
+    with pytest.raises(zarrcore.errors.NodeExistsError, match=r"with overwrite=True"):
+        zarrcore.convert(str(v2_source), str(dst), progress=False)
+
+
+def test_cli_mistyped_flag_shows_the_commands_usage(v2_source, tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["convert", str(v2_source), str(tmp_path / "o.zarr"), "--chunkz", "8,8,8"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: zarrcore convert")
+    assert "--chunkz (did you mean --chunks?)" in err
+
+
+def test_cli_resume_takes_the_options_from_the_state(tmp_path, capsys):
+    src = tmp_path / "s.zarr"
+    a = zarrcore.create_array(str(src), shape=(40, 40), dtype="u4", chunks=(10, 10))
+    a[:] = np.arange(1600, dtype="u4").reshape(40, 40)
+    dst = tmp_path / "d.zarr"
+    options = ["--zarr-format", "3", "--chunks", "20,20", "--compressor", "zstd:3"]
+    assert main(["convert", "-q", str(src), str(dst), *options]) == 0
+    want = _tree_bytes(dst)
+    # Cut short: the state document back (as the first run wrote it), one object gone.
+    (dst / CONVERT_STATE_KEY).write_text(json.dumps({"source": "", "options": {
+        "zarr_format": 3, "chunks": "20,20", "shards": None, "codecs": None,
+        "compressor": "zstd:3", "dtype": None, "dimension_names": None}}))
+    (dst / "c/0/1").unlink()
+    assert main(["convert", "-q", "--json", str(src), str(dst), "--resume"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["objects_written"] == 1 and report["objects_kept"] == 3
+    assert _tree_bytes(dst) == want and not (dst / CONVERT_STATE_KEY).exists()
+    # Options given again must be the recorded ones.
+    (dst / CONVERT_STATE_KEY).write_text(json.dumps({"source": "", "options": {
+        "zarr_format": 3, "chunks": "20,20", "compressor": "zstd:3"}}))
+    assert main(["convert", "-q", str(src), str(dst), "--resume", "--chunks", "20,20"]) == 0
+    (dst / CONVERT_STATE_KEY).write_text(json.dumps({"source": "", "options": {
+        "zarr_format": 3, "chunks": "20,20", "compressor": "zstd:3"}}))
+    assert main(["convert", "-q", str(src), str(dst), "--resume", "--chunks", "10,10"]) == 1
+    err = capsys.readouterr().err
+    assert "other options (--chunks '20,20')" in err
+
+
+def test_cli_copy_storage_options_apply_to_the_url(s3_bucket, v2_source, capsys):
+    pytest.importorskip("obstore", reason="obstore (the remote extra) is not installed")
+    server, bucket = s3_bucket
+    url = f"s3://{bucket}/copy.zarr"
+    options = json.dumps(server.storage_options())
+    assert main(["copy", "-q", str(v2_source), url, "--storage-options", options]) == 0, \
+        capsys.readouterr().err
+    assert main(["verify", "-q", str(v2_source), url, "--storage-options", options]) == 0
+    copied = zarrcore.open_array(url, path="data", mode="r",
+                                 storage_options=server.storage_options())
+    np.testing.assert_array_equal(copied[...],
+                                  zarrcore.open_array(str(v2_source), path="data", mode="r")[...])

@@ -8,6 +8,7 @@ import pytest
 import zarrcore
 from zarrcore.cli import main
 from zarrcore.codecs.sharding import EMPTY
+from zarrcore.tools.verify import compare
 
 ZSTD_CHECKSUM = [{"name": "zstd", "configuration": {"level": 3, "checksum": True}}]
 
@@ -258,3 +259,63 @@ def test_unchecked_objects_follow_the_codecs(tmp_path, fmt, layout, checked):
     report = zarrcore.verify(str(tmp_path / "a"))
     stored = 40 // (layout.get("shards") or (10,))[0]
     assert report.ok and report.unchecked == (0 if checked else stored), str(report)
+
+
+def test_compare_a_copy_object_by_object(dataset, tmp_path, capsys):
+    copy = tmp_path / "copy.zarr"
+    zarrcore.copy(str(dataset), str(copy), progress=False)
+    assert main(["verify", "-q", str(dataset), str(copy)]) == 0
+    out = capsys.readouterr().out
+    assert "compared with the source: the same" in out
+    # One key changed, one gone, one added.
+    changed = bytearray((copy / "gzip/c/1/1").read_bytes())
+    changed[-1] ^= 1
+    (copy / "gzip/c/1/1").write_bytes(bytes(changed))
+    (copy / "crc/c/0/0").unlink()
+    (copy / "zstd/c/9").write_bytes(b"x")
+    report = compare(str(dataset), str(copy), progress=False)
+    assert not report.ok and report.compared == "objects"
+    assert [(p.kind, p.key) for p in report.problems] == [
+        ("missing", "crc/c/0/0"), ("differs", "gzip/c/1/1"), ("extra", "zstd/c/9")]
+    assert main(["verify", "-q", "--json", str(dataset), str(copy)]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["compared"] == "objects" and len(doc["problems"]) == 3
+
+
+def test_compare_a_conversion_value_by_value(dataset, tmp_path, capsys):
+    out = tmp_path / "converted.zarr"
+    zarrcore.convert(str(dataset / "sharded"), str(out), chunks=(8, 8), shards=False,
+                     compressor="gzip:1", progress=False)
+    # Other objects, the same values: object by object differs, value by value not.
+    assert not compare(str(dataset / "sharded"), str(out), progress=False).ok
+    report = compare(str(dataset / "sharded"), str(out), values=True, progress=False)
+    assert report.ok and report.arrays == 1 and report.stored_bytes == 40 * 40 * 4, report
+    assert main(["verify", "-q", "--values", str(dataset / "sharded"), str(out)]) == 0
+    capsys.readouterr()
+    a = zarrcore.open_array(str(out), mode="r+")
+    a[33, 7] = 2.5
+    a.attrs["units"] = "m"
+    report = compare(str(dataset / "sharded"), str(out), values=True, progress=False)
+    assert [(p.kind, p.key) for p in report.problems] == [("differs", "/"), ("differs", "/")]
+    assert any("first at (33, 7): 2.5 where" in p.detail for p in report.problems), report
+    assert any("attributes" in p.detail for p in report.problems)
+    # Whole nodes missing or extra.
+    g = tmp_path / "g.zarr"
+    zarrcore.convert(str(dataset), str(g), compressor="zstd:1", progress=False)
+    zarrcore.open_group(str(g), mode="r+").create_group("more")
+    (g / "gzip" / "zarr.json").unlink()
+    kinds = sorted((p.kind, p.key) for p in compare(str(dataset), str(g), values=True,
+                                                    progress=False).problems)
+    assert ("missing", "gzip") in kinds and ("extra", "more") in kinds
+    with pytest.raises(SystemExit):
+        main(["verify", str(dataset), str(g), "--valuez"])
+    assert main(["verify", "-q", "--missing", str(dataset), str(g)]) == 1
+    assert "--missing and --require-checksums check one PATH" in capsys.readouterr().err
+
+
+def test_progress_counts_shards_of_sharded_arrays(dataset, capsys):
+    zarrcore.verify(str(dataset / "sharded"), progress=True)
+    line = capsys.readouterr().err
+    assert "4/4 shards" in line and "chunks" not in line
+    zarrcore.verify(str(dataset), progress=True)
+    assert "objects" in capsys.readouterr().err  # sharded and unsharded arrays

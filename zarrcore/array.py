@@ -21,7 +21,9 @@ from .creation import (
     check_mode, codec_list, data_type_for, fill_value_for, normalize_chunks, normalize_shape,
     create_node, format_for_new, shard_codecs, split_codecs, store_mode,
 )
-from .errors import ArrayNotFoundError, NodeNotFoundError, SelectionError, ShapeMismatchError
+from .errors import (
+    ArrayNotFoundError, MetadataError, NodeNotFoundError, SelectionError, ShapeMismatchError,
+)
 from .metadata import ArrayMetadataV2, ArrayMetadataV3, ChunkKeyEncoding
 from .metadata.common import check_attributes
 from .metadata.grid import AxisChunks, ChunkGrid, grid_from_spelling, rectilinear_spelling
@@ -1430,7 +1432,9 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
         if dimension_names is not None:
             dimension_names = tuple(dimension_names)
             if len(dimension_names) != len(shape):
-                raise ValueError("dimension_names must have one entry per dimension")
+                raise MetadataError(
+                    f"dimension_names {list(dimension_names)!r}: expected one name (or None) per "
+                    f"dimension, {len(shape)} for shape {tuple(shape)}, not {len(dimension_names)}")
         metadata = ArrayMetadataV3(
             shape=shape, data_type=data_type, chunk_shape=chunks, chunk_key_encoding=cke,
             fill_value=fill, codecs=chain.to_json(), attributes=dict(attributes or {}),

@@ -36,14 +36,30 @@
  * Writes keep the guarantees of the Python path: each chunk or shard replaced atomically (a
  * temporary file renamed over it), partial writes read-modify-written under the key's lock
  * (the same lock file Python takes, across threads, processes and hosts), chunks that hold
- * only the fill value deleted unless write_empty_chunks. */
+ * only the fill value deleted unless write_empty_chunks.
+ *
+ * Several C files in one extension. The table is a variable each file that includes this
+ * header sees; by default it is static, one per file, so a file other than the one that called
+ * zc_import_array_api would see none. As with numpy's PY_ARRAY_UNIQUE_SYMBOL and NO_IMPORT,
+ * define in every file, before the include, ZC_ARRAY_API_UNIQUE_SYMBOL as one name of your own,
+ * and in every file but the one whose module init calls zc_import_array_api, also
+ * ZC_NO_IMPORT_ARRAY_API:
+ *
+ *     #define ZC_ARRAY_API_UNIQUE_SYMBOL mymodule_zc_array_api     // every file
+ *     #define ZC_NO_IMPORT_ARRAY_API                               // all but the init's file
+ *     #include <zarrcore/array_api.h>
+ *
+ * Before the table is imported the calls do not crash: zc_array_from_capsule raises
+ * RuntimeError (returns NULL), read, write and read_chunk return ZC_ARRAY_ERR_NOT_IMPORTED
+ * with a message, ndim and shard_shape return -1, itemsize 0, dtype ZC_ARRAY_DTYPE_OTHER,
+ * is_closed 1, and the others do nothing. */
 #ifndef ZARRCORE_ARRAY_API_H
 #define ZARRCORE_ARRAY_API_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define ZC_ARRAY_API_VERSION 1
+#define ZC_ARRAY_API_VERSION 2
 #define ZC_ARRAY_MAX_NDIM 32
 
 /* Status codes: 0 is success; each error maps to one Python exception (zc_array_raise). */
@@ -59,6 +75,35 @@
 #define ZC_ARRAY_ERR_SHARD_INDEX (-108) /* a shard's index is malformed: ShardIndexError */
 #define ZC_ARRAY_ERR_NOMEM (-109)       /* out of memory: MemoryError */
 #define ZC_ARRAY_ERR_OUTSIDE (-110)     /* a confined store's path leads out: OutsideStoreError */
+#define ZC_ARRAY_ERR_NOT_IMPORTED (-111) /* zc_import_array_api was not called: ZarrcoreError */
+
+/* The data type of the items (zc_array_dtype), since version 2. Items are in the machine's
+ * byte order unless ZC_ARRAY_DTYPE_SWAPPED is set in the code (arrays whose data type names
+ * the other order, as some format 2 arrays do): compare `code & ~ZC_ARRAY_DTYPE_SWAPPED`.
+ * Types without a code here (raw bytes, extension floats such as bfloat16) are
+ * ZC_ARRAY_DTYPE_OTHER; zc_array_itemsize still gives their size. Codes are never renumbered. */
+typedef enum {
+    ZC_ARRAY_DTYPE_OTHER = 0,
+    ZC_ARRAY_DTYPE_BOOL = 1,
+    ZC_ARRAY_DTYPE_INT8 = 2,
+    ZC_ARRAY_DTYPE_INT16 = 3,
+    ZC_ARRAY_DTYPE_INT32 = 4,
+    ZC_ARRAY_DTYPE_INT64 = 5,
+    ZC_ARRAY_DTYPE_UINT8 = 6,
+    ZC_ARRAY_DTYPE_UINT16 = 7,
+    ZC_ARRAY_DTYPE_UINT32 = 8,
+    ZC_ARRAY_DTYPE_UINT64 = 9,
+    ZC_ARRAY_DTYPE_FLOAT16 = 10,
+    ZC_ARRAY_DTYPE_FLOAT32 = 11,
+    ZC_ARRAY_DTYPE_FLOAT64 = 12,
+    ZC_ARRAY_DTYPE_COMPLEX64 = 13,   /* two float32: real, imaginary */
+    ZC_ARRAY_DTYPE_COMPLEX128 = 14,  /* two float64 */
+    ZC_ARRAY_DTYPE_DATETIME64 = 15,  /* int64 counts of the array's unit since 1970 */
+    ZC_ARRAY_DTYPE_TIMEDELTA64 = 16, /* int64 counts of the array's unit */
+    ZC_ARRAY_DTYPE_BYTES = 17,       /* itemsize bytes, zero-padded (numpy "S") */
+    ZC_ARRAY_DTYPE_UNICODE = 18,     /* itemsize / 4 UCS4 code points, zero-padded ("U") */
+    ZC_ARRAY_DTYPE_SWAPPED = 0x100
+} zc_array_dtype_code;
 
 /* What went wrong, filled by a failing call (when not NULL): the status, the system's errno
  * for ZC_ARRAY_ERR_IO and _LOCK, and a message naming the store key. */
@@ -99,13 +144,34 @@ typedef struct {
     /* Read the whole chunk (inner chunk when sharded) at grid coordinates `coords`, decoded,
      * into `out`: C-contiguous, chunk_shape items, the fill value past the array's end. */
     int (*read_chunk)(zc_array *a, const int64_t *coords, void *out, zc_array_error *err);
+    /* Version 2. The data type: a zc_array_dtype_code. */
+    int (*dtype)(const zc_array *a);
 } zc_array_api;
 
 #ifndef ZARRCORE_ARRAY_API_IMPLEMENTATION
 #include <Python.h>
+#include <string.h>
 
-/* The table, set by zc_import_array_api (one per translation unit, as numpy's). */
+/* The table, set by zc_import_array_api: one per file, or one per extension under the name
+ * ZC_ARRAY_API_UNIQUE_SYMBOL (defined by the file without ZC_NO_IMPORT_ARRAY_API). */
+#ifdef ZC_ARRAY_API_UNIQUE_SYMBOL
+#define ZarrcoreArrayAPI ZC_ARRAY_API_UNIQUE_SYMBOL
+#ifdef ZC_NO_IMPORT_ARRAY_API
+extern const zc_array_api *ZarrcoreArrayAPI;
+#else
+const zc_array_api *ZarrcoreArrayAPI = NULL;
+#endif
+#else
+#ifdef ZC_NO_IMPORT_ARRAY_API
+#error "ZC_NO_IMPORT_ARRAY_API needs ZC_ARRAY_API_UNIQUE_SYMBOL, the table's name in every file"
+#endif
 static const zc_array_api *ZarrcoreArrayAPI = NULL;
+#endif
+
+#define ZC_ARRAY_NOT_IMPORTED_TEXT                                                              \
+    "zarrcore's array API was not imported in this C file: call zc_import_array_api() in the "  \
+    "module's init; with several C files, define ZC_ARRAY_API_UNIQUE_SYMBOL in each and "       \
+    "ZC_NO_IMPORT_ARRAY_API in all but the init's (zarrcore/array_api.h)"
 
 /* Import the table from zarrcore.array_api._C_API; call with the GIL, once per extension
  * module (its init). 0, or -1 with a Python exception set. */
@@ -139,6 +205,10 @@ static inline int zc_import_array_api(void)
  * with zc_array_release; NULL with a Python exception set. Call with the GIL. */
 static inline zc_array *zc_array_from_capsule(PyObject *capsule)
 {
+    if (ZarrcoreArrayAPI == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, ZC_ARRAY_NOT_IMPORTED_TEXT);
+        return NULL;
+    }
     zc_array *a = (zc_array *)PyCapsule_GetPointer(capsule, "zarrcore.array");
     if (a != NULL)
         ZarrcoreArrayAPI->retain(a);
@@ -159,40 +229,86 @@ static inline PyObject *zc_array_raise(const zc_array_error *err)
     return NULL;
 }
 
-static inline void zc_array_retain(zc_array *a) { ZarrcoreArrayAPI->retain(a); }
-static inline void zc_array_release(zc_array *a) { ZarrcoreArrayAPI->release(a); }
-static inline int zc_array_is_closed(const zc_array *a) { return ZarrcoreArrayAPI->is_closed(a); }
-static inline int zc_array_ndim(const zc_array *a) { return ZarrcoreArrayAPI->ndim(a); }
-static inline void zc_array_shape(const zc_array *a, int64_t *out) { ZarrcoreArrayAPI->shape(a, out); }
+/* ZC_ARRAY_ERR_NOT_IMPORTED, told in `err` when not NULL. */
+static inline int zc_array_not_imported(zc_array_error *err)
+{
+    if (err != NULL) {
+        err->status = ZC_ARRAY_ERR_NOT_IMPORTED;
+        err->sys_errno = 0;
+        strncpy(err->message, ZC_ARRAY_NOT_IMPORTED_TEXT, ZC_ARRAY_MESSAGE_MAX - 1);
+        err->message[ZC_ARRAY_MESSAGE_MAX - 1] = '\0';
+    }
+    return ZC_ARRAY_ERR_NOT_IMPORTED;
+}
+
+static inline void zc_array_retain(zc_array *a)
+{
+    if (ZarrcoreArrayAPI != NULL)
+        ZarrcoreArrayAPI->retain(a);
+}
+static inline void zc_array_release(zc_array *a)
+{
+    if (ZarrcoreArrayAPI != NULL)
+        ZarrcoreArrayAPI->release(a);
+}
+static inline int zc_array_is_closed(const zc_array *a)
+{
+    return ZarrcoreArrayAPI == NULL ? 1 : ZarrcoreArrayAPI->is_closed(a);
+}
+static inline int zc_array_ndim(const zc_array *a)
+{
+    return ZarrcoreArrayAPI == NULL ? -1 : ZarrcoreArrayAPI->ndim(a);
+}
+static inline void zc_array_shape(const zc_array *a, int64_t *out)
+{
+    if (ZarrcoreArrayAPI != NULL)
+        ZarrcoreArrayAPI->shape(a, out);
+}
 static inline void zc_array_chunk_shape(const zc_array *a, int64_t *out)
 {
-    ZarrcoreArrayAPI->chunk_shape(a, out);
+    if (ZarrcoreArrayAPI != NULL)
+        ZarrcoreArrayAPI->chunk_shape(a, out);
 }
 static inline int zc_array_shard_shape(const zc_array *a, int64_t *out)
 {
-    return ZarrcoreArrayAPI->shard_shape(a, out);
+    return ZarrcoreArrayAPI == NULL ? -1 : ZarrcoreArrayAPI->shard_shape(a, out);
 }
-static inline size_t zc_array_itemsize(const zc_array *a) { return ZarrcoreArrayAPI->itemsize(a); }
+static inline size_t zc_array_itemsize(const zc_array *a)
+{
+    return ZarrcoreArrayAPI == NULL ? 0 : ZarrcoreArrayAPI->itemsize(a);
+}
 static inline void zc_array_fill_value(const zc_array *a, void *out)
 {
-    ZarrcoreArrayAPI->fill_value(a, out);
+    if (ZarrcoreArrayAPI != NULL)
+        ZarrcoreArrayAPI->fill_value(a, out);
 }
 static inline int zc_array_read(zc_array *a, const int64_t *start, const int64_t *shape,
                                 const int64_t *step, void *out, const ptrdiff_t *out_strides,
                                 zc_array_error *err)
 {
+    if (ZarrcoreArrayAPI == NULL)
+        return zc_array_not_imported(err);
     return ZarrcoreArrayAPI->read(a, start, shape, step, out, out_strides, err);
 }
 static inline int zc_array_write(zc_array *a, const int64_t *start, const int64_t *shape,
                                  const int64_t *step, const void *in, const ptrdiff_t *in_strides,
                                  zc_array_error *err)
 {
+    if (ZarrcoreArrayAPI == NULL)
+        return zc_array_not_imported(err);
     return ZarrcoreArrayAPI->write(a, start, shape, step, in, in_strides, err);
 }
 static inline int zc_array_read_chunk(zc_array *a, const int64_t *coords, void *out,
                                       zc_array_error *err)
 {
+    if (ZarrcoreArrayAPI == NULL)
+        return zc_array_not_imported(err);
     return ZarrcoreArrayAPI->read_chunk(a, coords, out, err);
+}
+/* The data type, a zc_array_dtype_code (version 2: zc_import_array_api refuses older tables). */
+static inline int zc_array_dtype(const zc_array *a)
+{
+    return ZarrcoreArrayAPI == NULL ? ZC_ARRAY_DTYPE_OTHER : ZarrcoreArrayAPI->dtype(a);
 }
 #endif
 

@@ -25,6 +25,16 @@ cdef extern from "zarrcore/array_api.h" nogil:
     int ZC_ARRAY_OK, ZC_ARRAY_ERR_CLOSED, ZC_ARRAY_ERR_SELECTION, ZC_ARRAY_ERR_ARGUMENT
     int ZC_ARRAY_ERR_READ_ONLY, ZC_ARRAY_ERR_IO, ZC_ARRAY_ERR_LOCK, ZC_ARRAY_ERR_DECODE
     int ZC_ARRAY_ERR_CHECKSUM, ZC_ARRAY_ERR_SHARD_INDEX, ZC_ARRAY_ERR_NOMEM, ZC_ARRAY_ERR_OUTSIDE
+    int ZC_ARRAY_ERR_NOT_IMPORTED
+
+    ctypedef enum zc_array_dtype_code:
+        ZC_ARRAY_DTYPE_OTHER, ZC_ARRAY_DTYPE_BOOL
+        ZC_ARRAY_DTYPE_INT8, ZC_ARRAY_DTYPE_INT16, ZC_ARRAY_DTYPE_INT32, ZC_ARRAY_DTYPE_INT64
+        ZC_ARRAY_DTYPE_UINT8, ZC_ARRAY_DTYPE_UINT16, ZC_ARRAY_DTYPE_UINT32, ZC_ARRAY_DTYPE_UINT64
+        ZC_ARRAY_DTYPE_FLOAT16, ZC_ARRAY_DTYPE_FLOAT32, ZC_ARRAY_DTYPE_FLOAT64
+        ZC_ARRAY_DTYPE_COMPLEX64, ZC_ARRAY_DTYPE_COMPLEX128
+        ZC_ARRAY_DTYPE_DATETIME64, ZC_ARRAY_DTYPE_TIMEDELTA64
+        ZC_ARRAY_DTYPE_BYTES, ZC_ARRAY_DTYPE_UNICODE, ZC_ARRAY_DTYPE_SWAPPED
 
     ctypedef struct zc_array:
         pass
@@ -43,6 +53,7 @@ cdef extern from "zarrcore/array_api.h" nogil:
     int zc_array_shard_shape(const zc_array *a, int64_t *out)
     size_t zc_array_itemsize(const zc_array *a)
     void zc_array_fill_value(const zc_array *a, void *out)
+    int zc_array_dtype(const zc_array *a)
     int zc_array_read(zc_array *a, const int64_t *start, const int64_t *shape,
                       const int64_t *step, void *out, const ptrdiff_t *out_strides,
                       zc_array_error *err)

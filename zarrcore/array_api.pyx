@@ -34,7 +34,7 @@ cdef extern from "zc_array.h":
         int64_t entries
     zc_array *zc_array_new(const zc_batch *tmpl, const zc_shard_io *shards,
                            const int64_t *write_order, size_t head_len, int read_only,
-                           size_t cache_bytes)
+                           size_t cache_bytes, int dtype)
     void zc_array_cache_stats(zc_array *a, zc_chunk_cache_stats *out)
     void zc_array_close(zc_array *a)
     const zc_array_api *zc_array_api_table()
@@ -53,6 +53,36 @@ _C_API = PyCapsule_New(<void *>zc_array_api_table(), b"zarrcore.array_api._C_API
 # And for this module's own calls through the header's wrappers (importing the capsule would
 # import this module while it initializes).
 ZarrcoreArrayAPI = zc_array_api_table()
+
+# The ZC_ARRAY_DTYPE_* of numpy's (kind, itemsize); kinds S and U take any size.
+_DTYPE_CODES = {
+    ("b", 1): ZC_ARRAY_DTYPE_BOOL,
+    ("i", 1): ZC_ARRAY_DTYPE_INT8, ("i", 2): ZC_ARRAY_DTYPE_INT16,
+    ("i", 4): ZC_ARRAY_DTYPE_INT32, ("i", 8): ZC_ARRAY_DTYPE_INT64,
+    ("u", 1): ZC_ARRAY_DTYPE_UINT8, ("u", 2): ZC_ARRAY_DTYPE_UINT16,
+    ("u", 4): ZC_ARRAY_DTYPE_UINT32, ("u", 8): ZC_ARRAY_DTYPE_UINT64,
+    ("f", 2): ZC_ARRAY_DTYPE_FLOAT16, ("f", 4): ZC_ARRAY_DTYPE_FLOAT32,
+    ("f", 8): ZC_ARRAY_DTYPE_FLOAT64,
+    ("c", 8): ZC_ARRAY_DTYPE_COMPLEX64, ("c", 16): ZC_ARRAY_DTYPE_COMPLEX128,
+    ("M", 8): ZC_ARRAY_DTYPE_DATETIME64, ("m", 8): ZC_ARRAY_DTYPE_TIMEDELTA64,
+}
+
+
+def dtype_code(dtype):
+    """The ZC_ARRAY_DTYPE_* code of a numpy dtype (zarrcore/array_api.h), with
+    ZC_ARRAY_DTYPE_SWAPPED when its items are not in the machine's byte order."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "S":
+        code = ZC_ARRAY_DTYPE_BYTES
+    elif dtype.kind == "U":
+        code = ZC_ARRAY_DTYPE_UNICODE
+    else:
+        # (extension types such as ml_dtypes' are of kind V: OTHER)
+        code = _DTYPE_CODES.get((dtype.kind, dtype.itemsize), ZC_ARRAY_DTYPE_OTHER)
+    if code != ZC_ARRAY_DTYPE_OTHER and not dtype.isnative:
+        code |= ZC_ARRAY_DTYPE_SWAPPED
+    return code
+
 
 # The exception of each ZC_ARRAY_ERR_* status (_status.status_error's entries), whose message
 # the handle wrote.
@@ -194,9 +224,16 @@ cdef class ArrayHandle:
                 f"{'inner chunk' if sharding is not None else 'chunk'} of {chunk_bytes} bytes, "
                 f"not {cache_bytes}")
         self.ptr = zc_array_new(&b, &io if sharding is not None else NULL, order_ptr, head_len,
-                                array.read_only, cache_bytes)
+                                array.read_only, cache_bytes, dtype_code(array.dtype))
         if self.ptr == NULL:
             raise MemoryError(f"array {array.name!r}: native handle")
+
+    def __reduce__(self):
+        # (Cython's own refusal names its pointer field.)
+        raise TypeError(
+            f"an ArrayHandle cannot be pickled or copied: it holds the native state of one "
+            f"process; make a handle in each worker (array.native_handle()) from the array, "
+            f"which pickles")
 
     def __dealloc__(self):
         if self.ptr != NULL:
@@ -266,6 +303,11 @@ cdef class ArrayHandle:
     @property
     def itemsize(self):
         return zc_array_itemsize(self.ptr)
+
+    @property
+    def dtype_code(self):
+        """What zc_array_dtype tells C: a ZC_ARRAY_DTYPE_* code (zarrcore/array_api.h)."""
+        return zc_array_dtype(self.ptr)
 
     @property
     def fill_value(self):

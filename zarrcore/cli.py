@@ -1,11 +1,13 @@
-"""Command line: `zarrcore info|tree|verify|demo PATH`, `zarrcore convert|copy SRC DST`,
+"""Command line: `zarrcore info|tree|verify|demo PATH`, `zarrcore convert|copy|verify SRC DST`,
 `zarrcore --version`. Ctrl-C stops convert and copy cleanly: `--resume` goes on. A PATH
 may lead into a zip: `data.zip/group/array`."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -22,13 +24,17 @@ from .group import Group
 from .nodes import BrokenNode
 from .tools.convert import ConvertReport, convert
 from .tools.copy import CopyReport, copy
-from .tools.verify import verify
+from .tools.verify import VerifyReport, compare, verify
+
+
+def _is_url(text: str) -> bool:
+    return "://" in text or "::" in text
 
 
 def _locate(text: str) -> tuple[str, str]:
     """(store, path in it) of a command-line PATH: a local path that leads into a zip file
     (`out.zip/vol`) is the zip and the node's path in it; anything else is a store itself."""
-    if "://" in text or "::" in text:
+    if _is_url(text):
         return text, ""
     parts = text.replace(os.sep, "/").split("/")
     for i, part in enumerate(parts[:-1]):
@@ -45,9 +51,13 @@ def _open(path: str, storage_options: dict[str, Any] | None = None) -> Array | G
 
 def _storage_options(args: argparse.Namespace, side: str | None = None,
                      ) -> dict[str, Any] | None:
-    """The JSON object of --storage-options (or --src-/--dst-storage-options for `side`)."""
+    """The JSON object of --storage-options, or for `side` ("src", "dst") of
+    --src-/--dst-storage-options, else of --storage-options when that side is a URL or
+    neither is."""
     text = getattr(args, f"{side}_storage_options", None) if side else None
-    text = text or args.storage_options
+    if not text and (side is None or _is_url(getattr(args, side))
+                     or not (_is_url(args.src) or _is_url(args.dst))):
+        text = args.storage_options
     if not text:
         return None
     try:
@@ -141,9 +151,22 @@ def _reread(root: Array | Group, name: str) -> npt.NDArray[Any]:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    report = verify(*_locate(args.path), missing=args.missing,
-                    require_checksums=args.require_checksums, progress=_progress(args),
-                    storage_options=_storage_options(args))
+    report: VerifyReport
+    if args.dst is None:
+        if args.values:
+            raise ValueError("--values compares a copy: give SRC and DST")
+        report = verify(*_locate(args.src), missing=args.missing,
+                        require_checksums=args.require_checksums, progress=_progress(args),
+                        storage_options=_storage_options(args))
+    else:
+        if args.missing or args.require_checksums:
+            raise ValueError("--missing and --require-checksums check one PATH; comparing SRC "
+                             "with DST checks every key or value")
+        (src, src_path), (dst, dst_path) = _locate(args.src), _locate(args.dst)
+        report = compare(src, dst, source_path=src_path, dest_path=dst_path, values=args.values,
+                         progress=_progress(args),
+                         source_storage_options=_storage_options(args, "src"),
+                         dest_storage_options=_storage_options(args, "dst"))
     print(json.dumps(report.to_json(), indent=2) if args.json else report)
     return 0 if report.ok else 1
 
@@ -195,29 +218,68 @@ def _progress(args: argparse.Namespace) -> bool | None:
     return False if args.quiet else None
 
 
+# The tools' parameters whose flags are spelled otherwise.
+_FLAG_OF_PARAMETER = {"source_storage_options": "--src-storage-options",
+                      "dest_storage_options": "--dst-storage-options"}
+
+
+def in_flags(message: str, command: argparse.ArgumentParser) -> str:
+    """`message` with the Python parameters it names (`shards=(8, 8)`, `resume=True`,
+    `zarr_format=3`, `dtype=`) spelled as the flags of `command`'s parser."""
+    flags = dict(_FLAG_OF_PARAMETER)
+    for action in command._actions:
+        longest = max(action.option_strings, key=len, default="")
+        if longest.startswith("--"):
+            flags[action.dest] = longest
+
+    def flag(m: re.Match[str]) -> str:
+        name = flags[m.group(1)]
+        if m.group(2):  # name=True: the flag alone
+            return name
+        rest = m.string[m.end():m.end() + 1]
+        return name + ("" if rest in ("", " ", ")", ",", ";", ":") else " ")
+
+    pattern = r"\b(" + "|".join(map(re.escape, flags)) + r")=(True\b)?"
+    return re.sub(pattern, flag, message)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="zarrcore", description=__doc__)
     parser.add_argument("--version", action="version", version=f"zarrcore {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    commands: dict[str, argparse.ArgumentParser] = {}
     for name, func, text in (("info", cmd_info, "summary of an array or group"),
                              ("tree", cmd_tree, "the hierarchy below a group"),
-                             ("verify", cmd_verify, "decode every stored chunk and report damage"),
                              ("demo", cmd_demo, "write, re-read and verify an example dataset")):
-        p = sub.add_parser(name, help=text)
+        p = commands[name] = sub.add_parser(name, help=text)
         p.add_argument("path", help="a directory, a .zip, or a URL (s3://, gs://, http://, ...)")
         p.set_defaults(func=func)
         p.add_argument("--storage-options", metavar="JSON",
                        help='options of a URL\'s store, e.g. {"endpoint_url": "http://..."}')
         if name != "demo":
             p.add_argument("--json", action="store_true", help="print JSON")
-        if name == "verify":
-            p.add_argument("--missing", action="store_true",
-                           help="report chunks (and inner chunks) that are not stored")
-            p.add_argument("--require-checksums", action="store_true",
-                           help="fail on arrays whose stored objects carry no checksum")
-            p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
-    p = sub.add_parser("convert", help="rewrite an array or hierarchy: format, chunks, shards, "
-                                        "codecs, data type; streaming, parallel, resumable")
+    p = commands["verify"] = sub.add_parser(
+        "verify", help="decode every stored chunk of PATH and report damage; or compare DST, "
+                       "a copy, with SRC, its source",
+        usage="%(prog)s [options] PATH | SRC DST")
+    p.add_argument("src", metavar="PATH|SRC",
+                   help="what to check; or the source of a copy, with DST")
+    p.add_argument("dst", metavar="DST", nargs="?",
+                   help="a copy of SRC: compare each stored key (as copy writes them), or with "
+                        "--values each array's values (as convert writes them)")
+    p.add_argument("--values", action="store_true",
+                   help="compare DST with SRC value by value, not object by object")
+    p.add_argument("--missing", action="store_true",
+                   help="report chunks (and inner chunks) that are not stored")
+    p.add_argument("--require-checksums", action="store_true",
+                   help="fail on arrays whose stored objects carry no checksum")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    p.set_defaults(func=cmd_verify)
+    verify_parser = p
+    p = commands["convert"] = sub.add_parser(
+        "convert", help="rewrite an array or hierarchy: format, chunks, shards, codecs, data "
+                        "type; streaming, parallel, resumable")
     p.add_argument("src")
     p.add_argument("dst")
     p.add_argument("--zarr-format", type=int, choices=(2, 3))
@@ -238,20 +300,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--resume", action="store_true", help="finish an interrupted conversion")
     p.add_argument("--overwrite", action="store_true", help="replace what is at DST")
     p.set_defaults(func=cmd_convert)
-    q = sub.add_parser("copy", help="copy stored bytes from one store to another, in parallel")
+    q = commands["copy"] = sub.add_parser(
+        "copy", help="copy stored bytes from one store to another, in parallel")
     q.add_argument("src")
     q.add_argument("dst")
     q.add_argument("--overwrite", action="store_true", help="replace what is at DST")
     q.add_argument("--resume", action="store_true", help="finish an interrupted copy")
     q.set_defaults(func=cmd_copy)
-    for p in (p, q):
-        p.add_argument("--storage-options", metavar="JSON",
-                       help="options of the stores of URL arguments (JSON object)")
-        p.add_argument("--src-storage-options", metavar="JSON", help="for SRC only")
-        p.add_argument("--dst-storage-options", metavar="JSON", help="for DST only")
+    for p in (commands["convert"], q):
         p.add_argument("--json", action="store_true", help="print the report as JSON")
         p.add_argument("-q", "--quiet", action="store_true", help="no progress line, no report")
-    args = parser.parse_args(argv)
+    for p in (commands["convert"], q, verify_parser):
+        p.add_argument("--storage-options", metavar="JSON",
+                       help="options of the stores of the arguments that are URLs (of both "
+                            "when neither is; JSON object)")
+        p.add_argument("--src-storage-options", metavar="JSON", help="for SRC only")
+        p.add_argument("--dst-storage-options", metavar="JSON", help="for DST only")
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the command's usage, not the top level's
+        command = commands[args.command]
+        known = [o for a in command._actions for o in a.option_strings]
+        hints = [f"{u} (did you mean {close[0]}?)" if close else u
+                 for u in unknown for close in [difflib.get_close_matches(u, known, 1)]]
+        command.error(f"unrecognized arguments: {' '.join(hints)}")
     try:
         status = args.func(args) or 0
         sys.stdout.flush()  # here, so that a closed pipe is seen below, not at exit
@@ -262,7 +333,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except (ZarrcoreError, OSError, ValueError) as e:
-        print(f"zarrcore {args.command}: {e}", file=sys.stderr)
+        print(f"zarrcore {args.command}: {in_flags(str(e), commands[args.command])}",
+              file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"zarrcore {args.command}: interrupted", file=sys.stderr)

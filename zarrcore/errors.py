@@ -135,6 +135,11 @@ class StoreError(ZarrcoreError, OSError):
     key should be, a full disk, no permission... (`errno` is the system's)."""
 
 
+class CredentialsError(StoreError, PermissionError):
+    """A remote store's client found no credentials (it asked the cloud's instance metadata
+    service last, which answered no); the message says how to pass them."""
+
+
 class KeyChangedError(StoreError):
     """A value read in several requests was replaced between them (an object store's ETag
     changed); reading it again reads the new value whole.

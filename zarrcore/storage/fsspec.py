@@ -16,6 +16,7 @@ from . import _aio
 from .base import (
     ByteRange, Fetched, Request, Store, validate_key, validate_prefix,
 )
+from .options import credentials_error
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
@@ -102,6 +103,10 @@ class FsspecStore(Store):
         return f"{self.path}/{key}" if self.path else key
 
     def _error(self, key: str, error: Exception) -> StoreError:
+        no_credentials = credentials_error(error, f"key {key!r} of {self!r}",
+                                           _protocols(self.fs)[0])
+        if no_credentials is not None:
+            return no_credentials
         code = errno.EACCES if isinstance(error, PermissionError) else (
             getattr(error, "errno", None) or errno.EIO)
         return StoreError(code, f"key {key!r} of {self!r}: {error}")

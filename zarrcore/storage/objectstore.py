@@ -43,7 +43,7 @@ from .base import (
     ByteRange, Fetched, RangeReader, ReadBytes, Request, Store, at_most, bounded, validate_key,
     validate_prefix,
 )
-from .options import StorageOptions, checked_backend_options
+from .options import StorageOptions, checked_backend_options, credentials_error
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
@@ -291,6 +291,10 @@ class ObjectStore(Store):
     # -- errors -------------------------------------------------------------
     def _error(self, key: str, error: BaseException) -> StoreError:
         """`error` met on `key` as a StoreError naming the key and this store."""
+        no_credentials = credentials_error(error, f"key {key!r} of {self!r}",
+                                           (self.url or "").partition("://")[0])
+        if no_credentials is not None:
+            return no_credentials
         obs = _obstore()
         text = _first_line(error)
         if isinstance(error, (PermissionError, obs.exceptions.PermissionDeniedError,

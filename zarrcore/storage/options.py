@@ -9,10 +9,12 @@ from elsewhere (a catalog, a request) cannot turn a file of this machine into a 
 a host they name. fsspec's filesystems take options of their own, which pass, but for those
 same credential files.
 """
+import errno
+import re
 from collections.abc import Iterable
 from typing import Any, NoReturn
 
-from ..errors import StoreURLError
+from ..errors import CredentialsError, StoreURLError
 
 #: storage_options: option names to values of whatever type the client takes for each.
 StorageOptions = dict[str, Any]
@@ -109,3 +111,38 @@ def checked_fsspec_options(url: str, options: StorageOptions) -> StorageOptions:
 
     check(options)
     return options
+
+
+# A client given no credentials looks in the environment, then asks the instance metadata
+# service of the cloud it may run on (169.254.169.254, Google's metadata host): that failing,
+# or botocore's word for it, means none were found.
+_NO_CREDENTIALS = re.compile(
+    r"169\.254\.169\.254|fd00:ec2::254|metadata\.google\.internal|/latest/api/token"
+    r"|/latest/meta-data/iam|Unable to locate credentials|NoCredentialsError")
+# Per backend: credentials as storage_options, and as environment variables.
+_CREDENTIAL_HINTS = {
+    "s3": ('{"key": ..., "secret": ...}',
+           "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)"),
+    "gcs": ('{"service_account_key": ...}',
+            "GOOGLE_SERVICE_ACCOUNT_KEY or GOOGLE_APPLICATION_CREDENTIALS"),
+    "azure": ('{"account_name": ..., "account_key": ...}',
+              "AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY"),
+}
+_BACKEND_OF_SCHEME = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "az": "azure",
+                      "abfs": "azure", "abfss": "azure", "adl": "azure", "azure": "azure"}
+
+
+def credentials_error(error: BaseException, where: str, scheme: str) -> CredentialsError | None:
+    """A CredentialsError naming `where` (the key and store) when the client's `error` says it
+    found no credentials for its store of URL scheme `scheme`, saying how to pass them; None
+    for other errors."""
+    text = f"{type(error).__name__}: {error}"
+    if not _NO_CREDENTIALS.search(text):
+        return None
+    given, variables = _CREDENTIAL_HINTS[_BACKEND_OF_SCHEME.get(scheme.lower(), "s3")]
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return CredentialsError(
+        errno.EACCES,
+        f"{where}: no credentials found; pass them as storage_options={given} (or "
+        f'{{"anon": true}} for public data, unsigned), or set {variables} in the environment '
+        f"(the client's last try: {first})")

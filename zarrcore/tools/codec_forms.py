@@ -155,7 +155,7 @@ def _codec_object(spec: CodecJSON | Codec | None) -> Codec | None:
 
 _CODECS_FORM = ('a JSON list of v3 codecs, e.g. \'[{"name": "bytes"}, {"name": "zstd", '
                '"configuration": {"level": 3}}]\'; to change only the compressor, give '
-               '--compressor (compressor=) a short form such as zstd:3')
+               'compressor= a short form such as zstd:3')
 
 
 def _json(text: str, what: str) -> Any:
@@ -169,10 +169,10 @@ def parse_codecs(value: str | Sequence[CodecLike]) -> list[CodecLike]:
     """A v3 codec list from JSON text or a list."""
     if isinstance(value, str):
         if not value.strip().startswith("["):
-            raise ValueError(f"codecs {value!r}: give {_CODECS_FORM}")
+            raise ValueError(f"codecs={value!r}: give {_CODECS_FORM}")
         value = _json(value, "codecs")
     if not isinstance(value, list):
-        raise ValueError(f"codecs {value!r}: give {_CODECS_FORM}")
+        raise ValueError(f"codecs={value!r}: give {_CODECS_FORM}")
     return value
 
 

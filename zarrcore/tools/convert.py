@@ -10,7 +10,8 @@ as the memory limit allows, each read from the source region it covers and writt
 several blocks are in flight on `config.num_threads` threads. Every stored object is written
 by an atomic rename, so a kill leaves each object old, new or absent, never torn.
 
-`resume=True` keeps the state and metadata (they must match the options), and rewrites only the
+`resume=True` keeps the state and metadata (options left out are taken from the state, those
+given must match it; a zip keeps no state, so there they are given again), and rewrites only the
 destination objects that are absent (and should hold data), do not decode, or differ from the
 source: a destination object that decodes to the source's values is complete.
 
@@ -49,7 +50,7 @@ from .codec_forms import (
 )
 from .hierarchy import CONVERT_STATE_KEY, place, store_and_path, walk
 from ..concurrency import run_bounded
-from .progress import Progress, parse_bytes
+from .progress import Progress, object_word, parse_bytes
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -126,8 +127,9 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
     memory : int or str, optional
         The bound on data held at once: bytes, or text such as "512MiB".
     resume : bool, optional
-        Finish an interrupted conversion with the same options, keeping every destination
-        object that already decodes to the source's values.
+        Finish an interrupted conversion, keeping every destination object that already
+        decodes to the source's values. Options left None are the ones it was started with
+        (from its state document); those given must be the same.
     overwrite : bool, optional
         Replace a node (or an unfinished conversion) at the destination.
     progress : bool or None, optional
@@ -160,36 +162,37 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
                          f"{place(dst_store, dst_path)}")
     options = {
         "zarr_format": zarr_format, "chunks": chunks, "shards": shards, "codecs": codecs,
-        "compressor": (compressor if compressor is None or isinstance(compressor, (str, dict))
-                       else repr(compressor)),
+        "compressor": compressor,
         "dtype": None if dtype is None else str(np.dtype(dtype)),
         "dimension_names": dimension_names,
     }
     options = json.loads(json.dumps(options, default=_jsonable))
-    # A quarter is headroom: the interpreter, the libraries and buffers in flight.
-    budget = parse_bytes(memory) * 3 // 4
-    plan = _Plan(src_store, src_path, dst_path, zarr_format, chunks, shards, codecs, compressor,
-                 dtype, dimension_names)
     state_key = nodes.join(dst_path, CONVERT_STATE_KEY)
-    state = {"source": f"{src_store!r}/{src_path}", "options": options}
     # A store that cannot delete the state at the end (a zip) keeps none: resuming there
     # checks the destination's metadata against the options alone.
     keeps_state = dst_store.supports_deletes
     existing = nodes.load_json(dst_store, state_key) if keeps_state else None
+    if resume and existing is not None:
+        # The options left out are the unfinished conversion's; those given must be its own.
+        resumed = _resumed_options(options, existing.get("options"), state_key)
+        zarr_format, chunks, shards, codecs, compressor, dtype, dimension_names = (
+            resumed[name] for name in _OPTION_NAMES)
+        options = resumed
+    # A quarter is headroom: the interpreter, the libraries and buffers in flight.
+    budget = parse_bytes(memory) * 3 // 4
+    plan = _Plan(src_store, src_path, dst_path, zarr_format, chunks, shards, codecs, compressor,
+                 dtype, dimension_names)
+    state = {"source": f"{src_store!r}/{src_path}", "options": options}
     if resume and (existing is not None
                    or not keeps_state and nodes.node_exists(dst_store, dst_path)):
-        if existing is not None and existing.get("options") != options:
-            raise ValueError(f"{state_key}: the unfinished conversion there used other options "
-                             f"({existing.get('options')}); convert again with those, or "
-                             f"replace it with --overwrite (overwrite=True)")
         plan.check_written(dst_store)
     else:
         if existing is not None or nodes.node_exists(dst_store, dst_path):
             if not overwrite:
-                what = ("an unfinished conversion: finish it with --resume (resume=True)"
+                what = ("an unfinished conversion: finish it with resume=True"
                         if existing is not None else "a node")
                 raise NodeExistsError(f"{place(dst_store, dst_path)} holds {what}; replace it "
-                                      f"with --overwrite (overwrite=True)")
+                                      f"with overwrite=True")
             dst_store.delete_prefix(dst_path) if dst_path else _clear(dst_store)
         if keeps_state:
             dst_store.set(state_key, nodes.dump_json(state))
@@ -211,7 +214,7 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
         report.objects_kept += kept
         bar.update(nbytes, written + kept)
 
-    word = "shards" if all(j.dst.shards for j in jobs) and jobs else "chunks"
+    word = object_word(bool(j.dst.shards) for j in jobs)
     with Progress(total, count, "convert", progress, chunk_word=word) as bar:
         tasks = ((job, item) for job in jobs for item in job.tasks())
         run_bounded(lambda task: task[0].run(task[1], buffers), tasks, in_flight, done)
@@ -222,9 +225,38 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
     return report
 
 
-def _jsonable(value: object) -> list[Any] | int | str:
+#: The options a conversion's state document records, in convert's order.
+_OPTION_NAMES = ("zarr_format", "chunks", "shards", "codecs", "compressor", "dtype",
+                 "dimension_names")
+
+
+def _resumed_options(given: dict[str, Any], recorded: Any, state_key: str) -> dict[str, Any]:
+    """The options to resume with: `given` (JSON forms) where not None, else those `recorded`
+    in the state document; ValueError when one given differs from the recorded one."""
+    if not isinstance(recorded, dict):
+        raise ValueError(f"{state_key}: the state of the unfinished conversion there names no "
+                         f"options ({recorded!r}); replace it with overwrite=True")
+    recorded = {name: recorded.get(name) for name in _OPTION_NAMES}
+    differ = [name for name in _OPTION_NAMES
+              if given[name] is not None and given[name] != recorded[name]]
+    if differ:
+        were = ", ".join(f"{name}={recorded[name]!r}" for name in differ)
+        raise ValueError(f"{state_key}: the unfinished conversion there used other options "
+                         f"({were}); resume with those (or leave them out), or replace it "
+                         f"with overwrite=True")
+    return {name: recorded[name] if given[name] is None else given[name]
+            for name in _OPTION_NAMES}
+
+
+def _jsonable(value: object) -> list[Any] | int | str | dict[str, Any]:
+    """The JSON form of an option's value, which a resumed conversion takes back: codec
+    objects as their JSON (v3) or configuration (numcodecs)."""
     if isinstance(value, (tuple, np.integer)):
         return list(value) if isinstance(value, tuple) else int(value)
+    if isinstance(value, Codec):
+        return dict(value.to_json())
+    if callable(getattr(value, "get_config", None)):
+        return dict(value.get_config())  # type: ignore[attr-defined]
     return str(value)
 
 
@@ -259,7 +291,7 @@ def _shape(option: Any, path: str, ndim: int,
             value = (json.loads(value) if value.lstrip().startswith("[")
                      else [int(v) for v in value.split(",")])
         except ValueError:
-            raise ValueError(f"--{what} ({what}=) {value!r}: give sides such as 64,64,64"
+            raise ValueError(f"{what}={value!r}: give sides such as 64,64,64"
                              f"{' or none' if what == 'shards' else ''}, or edge lengths "
                              f"such as [[10,5,15],[8,12]]") from None
     if rectilinear_spelling(value):
@@ -324,7 +356,7 @@ class _Plan:
         for what, option in (("chunks", chunks), ("shards", shards)):
             whole = option is not None and not isinstance(option, dict)
             if whole and ndims and what not in taken:
-                raise ValueError(f"--{what} ({what}=) {option!r} fits no array here: they have "
+                raise ValueError(f"{what}={option!r} fits no array here: they have "
                                  f"{' or '.join(map(str, sorted(ndims)))} dimensions")
 
     def _array(self, src: Array, rel: str, out: str, fmt: int,
@@ -343,7 +375,7 @@ class _Plan:
             base = _retyped(base, src.name)
         chunks = chunks or inner
         if fmt == 2 and shards:
-            raise ValueError("sharding needs zarr_format 3")
+            raise ValueError("sharding needs zarr_format=3")
         if fmt == 3 and shards is None and (sharding := src.chunk_engine.partial) is not None:
             shards = {"shape": src.shards, "index_location": sharding.index_location}
         shards = shards or None
@@ -406,7 +438,7 @@ class _Plan:
             if _without_consolidated(store.get(key)) != _without_consolidated(data):
                 raise ValueError(f"{key}: the destination's metadata differs from what these "
                                  f"options make; convert again with the first options, or "
-                                 f"replace it with --overwrite (overwrite=True)")
+                                 f"replace it with overwrite=True")
 
 
 def _without_consolidated(data: bytes | None) -> Any:
@@ -601,8 +633,8 @@ class _ArrayJob:
         key = self.src_keys.chunks.key(tuple(grid.chunks_within(d, i)
                                              for d, i in enumerate(index)))
         raise ValueError(f"{self.src.name}: the value {data[at].item()!r} at {index} (stored in "
-                         f"{key!r}) does not convert to {self.dst.dtype} exactly; --dtype "
-                         f"(dtype=) converts only when every value does")
+                         f"{key!r}) does not convert to {self.dst.dtype} exactly; dtype= "
+                         f"converts only when every value does")
 
     def _units(self, region: Region) -> list[_Unit]:
         """(coords, region) of the destination objects in the block `region`."""

@@ -92,13 +92,12 @@ def copy(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: str
     if src_store == dst_store and src_path == dst_path:
         raise ValueError("source and destination are the same")
     if resume and overwrite:
-        raise ValueError("--resume (resume=True) keeps what the destination holds; "
-                         "--overwrite (overwrite=True) replaces it: give one")
+        raise ValueError("resume=True keeps what the destination holds; overwrite=True "
+                         "replaces it: give one")
     if nodes.node_exists(dst_store, dst_path) and not resume:
         if not overwrite:
             raise NodeExistsError(f"{place(dst_store, dst_path)} holds a node; replace it "
-                                  f"with --overwrite (overwrite=True), or finish a copy with "
-                                  f"--resume (resume=True)")
+                                  f"with overwrite=True, or finish a copy with resume=True")
         if dst_path:
             dst_store.delete_prefix(dst_path)
         else:

@@ -11,6 +11,7 @@ import math
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from types import TracebackType
 
 from ..array import format_bytes
@@ -35,6 +36,13 @@ def parse_bytes(text: str | float) -> int:
     if value <= 0:
         raise ValueError(f"size must be positive, got {text!r}")
     return int(value)
+
+
+def object_word(sharded: Iterable[bool]) -> str:
+    """What a progress line counts, given whether each array is sharded: "shards", "chunks",
+    or "objects" when there are both (and when there are none)."""
+    kinds = set(sharded)
+    return "shards" if kinds == {True} else "chunks" if kinds == {False} else "objects"
 
 
 def _clock(seconds: float) -> str:

@@ -10,6 +10,10 @@ Codecs without a checksum (blosc, lz4, zstd without its checksum, uncompressed d
 a flipped byte that still decodes: the objects of arrays whose codecs carry none
 (Codec.verifies_integrity) are counted as unchecked, never reported as well, and with
 `require_checksums=True` each such array is a problem.
+
+compare: check a copy against its source, object by object (every stored key the same bytes,
+none missing, none extra: what `copy` makes) or value by value (every node there, groups and
+arrays with the same attributes, arrays with the same shape and values: what `convert` makes).
 """
 from __future__ import annotations
 
@@ -25,11 +29,14 @@ from ..config import config
 from ..consolidated import open_group_metadata
 from ..errors import ValueTooLargeError, ZarrcoreError
 from ..streaming import ChunkKeys
-from .hierarchy import store_and_path, walk
+from .. import nodes
+from .hierarchy import place, store_and_path, walk
 from ..concurrency import run_bounded
-from .progress import Progress
+from .progress import Progress, object_word
 
 if TYPE_CHECKING:
+    import numpy.typing as npt
+
     from .._types import StoreLike
     from ..group import Group
     from ..storage import Store
@@ -47,7 +54,8 @@ class Problem:
     """One finding: `kind` is "corrupt", "missing", "out-of-grid", "stray" or "metadata"."""
 
     # also "consolidated": consolidated metadata that does not match the nodes; "unchecked":
-    # an array whose stored objects carry no checksum (with require_checksums)
+    # an array whose stored objects carry no checksum (with require_checksums); comparing a
+    # copy: "differs", "missing" (not in the copy) and "extra" (only in the copy)
     kind: str
     key: str
     detail: str = ""
@@ -72,6 +80,9 @@ class VerifyReport:
     problems: list[Problem] = dataclasses.field(default_factory=list)
     unchecked: int = 0
     unchecked_arrays: list[str] = dataclasses.field(default_factory=list)
+    #: "" when the stored objects were checked; "objects" or "values" when a copy was
+    #: compared with its source so (compare), `objects` and `stored_bytes` counting what was
+    compared: str = ""
 
     @property
     def ok(self) -> bool:
@@ -86,7 +97,8 @@ class VerifyReport:
         dict
         """
         return {
-            "ok": self.ok, "arrays": self.arrays, "groups": self.groups, "objects": self.objects,
+            "ok": self.ok, "compared": self.compared or None, "arrays": self.arrays,
+            "groups": self.groups, "objects": self.objects,
             "stored_bytes": self.stored_bytes, "unchecked_objects": self.unchecked,
             "unchecked_arrays": self.unchecked_arrays,
             "problems": [{"kind": p.kind, "key": p.key, "detail": p.detail,
@@ -102,6 +114,12 @@ class VerifyReport:
         -------
         str
         """
+        if self.compared:
+            what = (f"{self.objects} stored objects ({self.stored_bytes} bytes)"
+                    if self.compared == "objects" else f"{self.stored_bytes} bytes of values")
+            return (f"{what} in {self.arrays} arrays and {self.groups} groups compared with the "
+                    f"source: " + (f"{len(self.problems)} differences" if self.problems
+                                   else "the same"))
         verdict = (f"{len(self.problems)} problems" if self.problems
                    else "no damage found" if self.unchecked else "all well")
         if self.unchecked:
@@ -206,10 +224,207 @@ def verify(source: StoreLike | Array | Group, path: str = "", *, missing: bool =
         report.problems.extend(problems)
         bar.update(nbytes, len(item[1]))
 
-    with Progress(total, count, "verify", progress) as bar:
+    word = object_word(keys.chunks.partial is not None for keys, _ in arrays)
+    with Progress(total, count, "verify", progress, chunk_word=word) as bar:
         run_bounded(check, items, 2 * config.num_threads, done)
     report.problems.sort(key=lambda p: (p.key, p.inner_chunk or ()))
     return report
+
+
+def compare(source: StoreLike | Array | Group, dest: StoreLike | Array | Group, *,
+            source_path: str = "", dest_path: str = "", values: bool = False,
+            progress: bool | None = None,
+            source_storage_options: dict[str, Any] | None = None,
+            dest_storage_options: dict[str, Any] | None = None) -> VerifyReport:
+    """Compare the copy at `dest_path` of `dest` with the array or hierarchy at `source_path`
+    of `source` (directories, URLs, dicts, Stores, Arrays or Groups), as `copy` or `convert`
+    made it; returns a VerifyReport (its `compared` says how) naming every difference.
+
+    Parameters
+    ----------
+    source, dest : str, os.PathLike, URL, dict, Store, Array or Group
+        The original and the copy (an Array or Group: below its path).
+    source_path, dest_path : str, optional
+        Paths below `source` and `dest`.
+    values : bool, optional
+        False: object by object, every stored key (metadata included) holding the same bytes
+        in both, none missing from the copy and none only in it (a `copy`). True: value by
+        value, every node there, with the same attributes, and each array with the same shape
+        and values, whatever its chunks, codecs or format (a `convert`).
+    progress : bool or None, optional
+        Show a progress line on stderr (None: when stderr is a terminal).
+    source_storage_options, dest_storage_options : dict, optional
+        Options of the stores that URLs `source` and `dest` name.
+
+    Returns
+    -------
+    VerifyReport
+        Its `problems`: "differs", "missing" (in the source, not in the copy), "extra" (only
+        in the copy) and "metadata" (does not read); differences are reported, not raised.
+    """
+    src_store, src_path = store_and_path(source, source_path, read_only=True,
+                                         storage_options=source_storage_options)
+    dst_store, dst_path = store_and_path(dest, dest_path, read_only=True,
+                                         storage_options=dest_storage_options)
+    if src_store == dst_store and src_path == dst_path:
+        raise ValueError(f"source and copy are the same: {place(src_store, src_path)}")
+    report = VerifyReport(compared="values" if values else "objects")
+    (_compare_values if values else _compare_objects)(
+        src_store, src_path, dst_store, dst_path, report, progress)
+    report.problems.sort(key=lambda p: p.key)
+    return report
+
+
+def _relative(store: Store, path: str) -> dict[str, str]:
+    """{key below `path`: key} of the keys stored below `path`."""
+    head = len(path) + 1 if path else 0
+    return {key[head:]: key for key in store.list_prefix(path)}
+
+
+def _compare_objects(src_store: Store, src_path: str, dst_store: Store, dst_path: str,
+                     report: VerifyReport, progress: bool | None) -> None:
+    """Every key below `src_path` holds the same bytes below `dst_path`, and no other is there."""
+    src_keys, dst_keys = _relative(src_store, src_path), _relative(dst_store, dst_path)
+    report.problems += [Problem("extra", dst_keys[rel], "not in the source")
+                        for rel in sorted(set(dst_keys) - set(src_keys))]
+    for path, meta in walk(src_store, src_path, lambda kind, key, detail: None):
+        if meta.node_type == "group":
+            report.groups += 1
+        else:
+            report.arrays += 1
+    total = (sum(src_store.getsize(k) or 0 for k in src_keys.values())
+             if progress is not False else 0)
+
+    def one(rel: str) -> tuple[int, Problem | None]:
+        data = src_store.get(src_keys[rel])
+        if data is None:  # deleted since the listing
+            return 0, None
+        if rel not in dst_keys:
+            return len(data), Problem("missing", src_keys[rel], "not in the copy")
+        copied = dst_store.get(dst_keys[rel])
+        if copied is None:
+            return len(data), Problem("missing", src_keys[rel], "deleted from the copy")
+        if copied != data:
+            return len(data), Problem("differs", dst_keys[rel], f"{len(copied)} bytes where the "
+                                      f"source's {src_keys[rel]!r} holds {len(data)} other ones"
+                                      if len(copied) != len(data) else
+                                      f"other bytes than the source's {src_keys[rel]!r}")
+        return len(data), None
+
+    def done(rel: str, result: tuple[int, Problem | None]) -> None:
+        nbytes, problem = result
+        report.objects += 1
+        report.stored_bytes += nbytes
+        if problem is not None:
+            report.problems.append(problem)
+        bar.update(nbytes)
+
+    with Progress(total, len(src_keys), "verify", progress, chunk_word="keys") as bar:
+        run_bounded(one, sorted(src_keys), 2 * config.num_threads, done)
+
+
+def _compare_values(src_store: Store, src_path: str, dst_store: Store, dst_path: str,
+                    report: VerifyReport, progress: bool | None) -> None:
+    """Every node below `src_path` is below `dst_path` with the same attributes; arrays with
+    the same shape and values (NaN equals NaN), compared in boxes of chunks as verify
+    decodes them."""
+    def on_problem(kind: str, key: str, detail: str) -> None:
+        report.problems.append(Problem(kind, key, detail))
+
+    src_head = len(src_path) + 1 if src_path else 0
+    dst_head = len(dst_path) + 1 if dst_path else 0
+    copies = {path[dst_head:] if path != dst_path else "": meta
+              for path, meta in walk(dst_store, dst_path, on_problem)}
+    pairs = []
+    compared: list[ChunkKeys] = []  # the source arrays
+    seen = set()
+    for path, meta in walk(src_store, src_path, on_problem):
+        rel = path[src_head:] if path != src_path else ""
+        seen.add(rel)
+        copy = copies.get(rel)
+        there = nodes.join(dst_path, rel) if rel else dst_path
+        if copy is None:
+            on_problem("missing", path or "/", "not in the copy")
+            continue
+        if copy.node_type != meta.node_type:
+            on_problem("differs", there or "/", f"a {copy.node_type} where the source has a "
+                                                f"{meta.node_type}")
+            continue
+        if _user_attributes(copy.attributes) != _user_attributes(meta.attributes):
+            on_problem("differs", there or "/", "other attributes than the source's")
+        if meta.node_type == "group":
+            report.groups += 1
+            continue
+        report.arrays += 1
+        src = Array(src_store, path, meta, read_only=True)
+        dst = Array(dst_store, there, copy, read_only=True)
+        if src.shape != dst.shape:
+            on_problem("differs", there or "/",
+                       f"shape {dst.shape} where the source's is {src.shape}")
+            continue
+        keys = ChunkKeys(src)
+        compared.append(keys)
+        box = _box_shape(keys.grid, math.prod(keys.chunks.chunk_shape) * src.dtype.itemsize)
+        pairs += [(src, dst, keys, at, box)
+                  for at in np.ndindex(*(-(-n // b) for n, b in zip(keys.grid, box)))]
+    report.problems += [Problem("extra", nodes.join(dst_path, rel) if rel else dst_path,
+                                "not in the source") for rel in sorted(set(copies) - seen)]
+    total = sum(keys.array.nbytes for keys in compared)
+    count = sum(math.prod(keys.grid) for keys in compared)
+
+    def one(item: tuple[Array, Array, ChunkKeys, tuple[int, ...], tuple[int, ...]],
+            ) -> tuple[int, int, Problem | None]:
+        src, dst, keys, at, box = item
+        first = tuple(a * b for a, b in zip(at, box))
+        last = tuple(min((a + 1) * b, n) - 1 for a, b, n in zip(at, box, keys.grid))
+        region = tuple(slice(lo.start, hi.stop)
+                       for lo, hi in zip(keys.region(first), keys.region(last)))
+        objects = math.prod(h - f + 1 for f, h in zip(first, last))
+        try:
+            want, got = src[region], dst[region]
+        except ZarrcoreError as e:
+            return 0, objects, Problem("differs", dst.path or "/", f"region {_spelled(region)}"
+                                       f" does not read: {e}")
+        at = _first_difference(want, got)
+        if at is not None:
+            index = tuple(r.start + i for r, i in zip(region, at))
+            return want.nbytes, objects, Problem(
+                "differs", dst.path or "/", f"values differ in region {_spelled(region)}, first "
+                f"at {index}: {got[at]} where the source holds {want[at]}")
+        return want.nbytes, objects, None
+
+    def done(item: Any, result: tuple[int, int, Problem | None]) -> None:
+        nbytes, objects, problem = result
+        report.objects += objects
+        report.stored_bytes += nbytes
+        if problem is not None:
+            report.problems.append(problem)
+        bar.update(nbytes, objects)
+
+    word = object_word(keys.chunks.partial is not None for keys in compared)
+    with Progress(total, count, "verify", progress, chunk_word=word) as bar:
+        run_bounded(one, pairs, 2 * config.num_threads, done)
+
+
+def _user_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
+    """Attributes but format 2's dimension names (format 3 keeps them apart)."""
+    return {k: v for k, v in attributes.items() if k != "_ARRAY_DIMENSIONS"}
+
+
+def _spelled(region: tuple[slice, ...]) -> str:
+    return "[" + ", ".join(f"{r.start}:{r.stop}" for r in region) + "]"
+
+
+def _first_difference(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> tuple[int, ...] | None:
+    """The first index where `a` and `b` (of one shape) hold other values, NaN (NaT) equal to
+    NaN, whatever the data types that hold them; None when there is none."""
+    a, b = np.asarray(a), np.asarray(b)
+    differ = np.asarray(a != b)
+    if a.dtype.kind in "fcmM" and b.dtype.kind in "fcmM":
+        differ &= ~(np.isnan(a) & np.isnan(b))
+    if not differ.any():
+        return None
+    return tuple(int(i) for i in np.argwhere(differ)[0])
 
 
 def _comparable(meta: Any) -> str:
