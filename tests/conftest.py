@@ -183,8 +183,8 @@ def fault_proxy(moto_server):
 @pytest.fixture
 def io_config():
     """Restores the remote I/O settings a test changes with config.set."""
-    saved = {name: getattr(zarrcore.config, name)
-             for name in ("io_concurrency", "io_timeout", "io_retries")}
+    names = ("io_concurrency", "io_process_concurrency", "io_timeout", "io_retries")
+    saved = {name: getattr(zarrcore.config, name) for name in names}
     yield zarrcore.config
     zarrcore.config.set(**saved)
 

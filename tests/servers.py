@@ -21,6 +21,20 @@ def free_port():
         return s.getsockname()[1]
 
 
+def free_port_containing(digits):
+    """A free port whose number holds `digits` (an error text naming the URL then holds
+    them too)."""
+    for port in range(1024, 65536):
+        if digits in str(port):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
+    raise RuntimeError(f"no free port holding {digits}")
+
+
 # moto's server checks a PUT's If-Match or If-None-Match and stores the object in two steps
 # on threads of its own, so two conditional PUTs on one version can both succeed there: S3
 # applies each atomically. Its PUTs run one at a time here, as S3's conditions hold them.
@@ -115,6 +129,8 @@ class _Faults:
         self.delay = 0.0        # seconds before answering (the proxy: before forwarding)
         self.status = None      # answer with this status and no body instead
         self.truncate = False   # announce the whole body, send half of it, close
+        self.unframed = False   # (proxy) send the answer without its Content-Length and only
+        #                         half its body, then close: a short body no framing reveals
         self.drop = False       # close the connection without an answer
         self.cut_request_after = None   # (proxy) forward this many request bytes, then close
         self.after_apply = False  # (proxy) `status` or `drop` once the server has answered
@@ -140,6 +156,9 @@ class _Faults:
 
 class _RangeHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # (A head and a body sent apart on a kept-alive connection otherwise wait out the
+    # client's delayed ACK, 40 ms a request.)
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):
         pass
@@ -299,10 +318,10 @@ class FaultProxy:
     for every request it holds (a delayed one whose client gave up too) to be done;
     `requests` lists them, `answered` counts the bytes of the answers it forwarded."""
 
-    def __init__(self, target_port):
+    def __init__(self, target_port, port=0):
         self.target_port = target_port
         self.faults = _Faults()
-        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener = socket.create_server(("127.0.0.1", port))
         self.endpoint = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
         self._stopped = False
         self._busy = threading.Condition()
@@ -369,6 +388,11 @@ class FaultProxy:
             return  # (drop)
         if faults.truncate:
             answer = answer[:max(len(answer) - 10, len(answer) // 2)]
+        if faults.unframed:
+            head, _, body = answer.partition(b"\r\n\r\n")
+            lines = [line for line in head.split(b"\r\n")
+                     if not line.lower().startswith(b"content-length:")]
+            answer = b"\r\n".join(lines) + b"\r\n\r\n" + body[:len(body) // 2]
         self._forward(client, answer)
 
     def _forward(self, client, answer):
@@ -386,3 +410,94 @@ class FaultProxy:
     def _answer(client, status):
         client.sendall(f"HTTP/1.1 {status} Fault\r\nContent-Length: 0\r\n"
                        f"Connection: close\r\n\r\n".encode())
+
+
+class CountingProxy:
+    """A TCP proxy to `target_port` that passes connections through unchanged (kept alive as
+    long as client and server keep them) and counts `connections` opened in all and the
+    most requests in flight at once (`peak_requests`; each from its first byte until the
+    proxy has the whole answer, by its Content-Length, so never more than the client has
+    in flight). It reads HTTP/1.1 without pipelining, as clients send it."""
+
+    def __init__(self, target_port):
+        self.target_port = target_port
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.endpoint = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._guard = threading.Lock()
+        self.connections = self.requests = self.in_flight = self.peak_requests = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def stop(self):
+        self._listener.close()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            with self._guard:
+                self.connections += 1
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client):
+        pending = []  # the method of the request in flight on this connection, if any
+        with client:
+            try:
+                server = socket.create_connection(("127.0.0.1", self.target_port))
+            except OSError:
+                return
+            with server:
+                answers = threading.Thread(target=self._answers, args=(server, client, pending),
+                                           daemon=True)
+                answers.start()
+                try:
+                    while data := client.recv(65536):
+                        with self._guard:
+                            if not pending:
+                                pending.append(data.split(b" ", 1)[0])
+                                self.requests += 1
+                                self.in_flight += 1
+                                self.peak_requests = max(self.peak_requests, self.in_flight)
+                        server.sendall(data)
+                except OSError:
+                    pass
+                _shut(server)
+                answers.join()
+
+    def _answers(self, server, client, pending):
+        head, left = b"", None  # (bytes of the answer's body still to come)
+        try:
+            while data := server.recv(65536):
+                if left is None:
+                    head += data
+                    if b"\r\n\r\n" in head:
+                        top, _, body = head.partition(b"\r\n\r\n")
+                        length = re.search(rb"(?im)^content-length:\s*(\d+)", top)
+                        bodiless = pending[:1] == [b"HEAD"] or top.split(b" ")[1:2] in (
+                            [b"204"], [b"304"])
+                        left = (0 if bodiless else int(length.group(1)) if length
+                                else float("inf")) - len(body)
+                else:
+                    left -= len(data)
+                if left is not None and left <= 0:
+                    self._done(pending)  # before the client has it all
+                    head, left = b"", None
+                client.sendall(data)
+        except OSError:
+            pass
+        self._done(pending)
+        _shut(client)
+
+    def _done(self, pending):
+        with self._guard:
+            if pending:
+                pending.clear()
+                self.in_flight -= 1
+
+
+def _shut(sock):
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass

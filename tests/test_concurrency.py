@@ -123,3 +123,64 @@ def test_dropped_results_yield_nothing():
 def test_one_item_runs_in_the_caller():
     caller = threading.current_thread()
     assert list(fan_out(lambda x: threading.current_thread() is caller, [7], 4)) == [[(0, True)]]
+
+
+# -- the process's bound on remote requests (storage/_aio.py) ---------------------------------
+def test_request_slots_bound_every_loop_together_and_come_back_on_cancel(loop, io_config):
+    """Requests on two event loops hold at most config.io_process_concurrency slots at once;
+    a waiter cancelled (a failed fan-out, a timeout) leaves no slot taken."""
+    from zarrcore.storage import _aio
+
+    io_config.set(io_process_concurrency=3)
+    guard = threading.Lock()
+    now, peak = [0], [0]
+
+    async def request(seconds):
+        async with _aio.request_slot():
+            with guard:
+                now[0] += 1
+                peak[0] = max(peak[0], now[0])
+            await asyncio.sleep(seconds)
+            with guard:
+                now[0] -= 1
+
+    async def many(n):
+        await asyncio.gather(*(request(0.01) for _ in range(n)))
+
+    async def cancelled():
+        waiters = [asyncio.ensure_future(request(0.05)) for _ in range(6)]
+        await asyncio.sleep(0.01)
+        for w in waiters[2:]:
+            w.cancel()
+        await asyncio.gather(*waiters, return_exceptions=True)
+
+    futures = [asyncio.run_coroutine_threadsafe(many(20), loop),
+               asyncio.run_coroutine_threadsafe(many(20), _aio.io_loop()),
+               asyncio.run_coroutine_threadsafe(cancelled(), loop)]
+    for f in futures:
+        f.result(10)
+    assert peak[0] == 3
+    assert _aio.request_slots.held == 0
+    # Several slots at once (a batch of ranges) wait for all of them, never past the bound.
+    asyncio.run_coroutine_threadsafe(_take(_aio, 5), loop).result(5)
+    assert _aio.request_slots.held == 0
+
+
+async def _take(aio, wanted):
+    async with aio.request_slot(wanted):
+        assert aio.request_slots.held == 3  # (the bound, not more)
+
+
+def test_a_wait_on_a_loop_that_never_runs_ends_with_a_store_error():
+    from zarrcore.storage import _aio
+
+    stalled = asyncio.new_event_loop()  # as a forked child inherits its parent's loop
+    waiting = asyncio.sleep(0)
+    started = time.monotonic()
+    try:
+        with pytest.raises(StoreError, match="no answer for") as e:
+            _aio.run(waiting, stalled, deadline=0.3)
+    finally:
+        waiting.close()
+        stalled.close()
+    assert e.value.errno == 110 and time.monotonic() - started < 3

@@ -1,8 +1,9 @@
-"""A process forked after zarrcore has run its thread pool or taken key locks (multiprocessing's
-fork start method, DataLoader workers) reads and writes normally: no work queued for the
-parent's threads, no lock that only a vanished thread could release."""
+"""A process forked after zarrcore has run its thread pool, taken key locks or read a remote
+store (multiprocessing's fork start method, DataLoader workers) reads and writes normally: no
+work queued for the parent's threads, no lock that only a vanished thread could release, no
+request sent on the parent's event loop."""
+import asyncio
 import os
-import sys
 import threading
 import time
 
@@ -11,6 +12,7 @@ import pytest
 
 import zarrcore
 from _child import run_in_child
+from zarrcore.storage import FsspecStore, _aio, make_store
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")]
@@ -136,3 +138,102 @@ def test_fork_while_a_thread_writes_a_memory_store():
 
     _fork_while(busy, child)
     np.testing.assert_array_equal(a[...], data)
+# -- remote stores -------------------------------------------------------------------------
+def _s3fs_store(kind, server, bucket):
+    if kind == "s3fs":  # fsspec's loop, as s3fs' own sync calls use it
+        return FsspecStore(server.s3fs(), f"{bucket}/f.zarr", single_writer=True)
+    zarr = pytest.importorskip("zarr", reason="zarr-python is not installed")
+    # An asynchronous filesystem on zarr-python's loop, as zarr.storage.FsspecStore has it.
+    return make_store(zarr.storage.FsspecStore(server.s3fs(True), path=f"{bucket}/f.zarr"))
+
+
+@pytest.mark.parametrize("kind", ["s3fs", "zarr-python"])
+def test_child_forked_after_an_fsspec_store_read_uses_its_own_filesystem(s3_bucket, kind):
+    """The parent's fsspec loop thread and sessions are gone in a forked child: the store
+    opens the filesystem anew there, so a DataLoader-style worker reads and writes, and
+    nothing waits forever on a loop that no thread runs."""
+    pytest.importorskip("s3fs", reason="s3fs is not installed")
+    server, bucket = s3_bucket
+    store = _s3fs_store(kind, server, bucket)
+    data = np.arange(32 * 16, dtype="int32").reshape(32, 16)
+    a = zarrcore.create_array(store, name="a", shape=data.shape, dtype="int32", chunks=(8, 8),
+                              shards=(16, 16))
+    a[...] = data
+    np.testing.assert_array_equal(a[...], data)  # the parent's loop and sessions are in use
+
+    def child():
+        np.testing.assert_array_equal(a[3:30, 2:15], data[3:30, 2:15])
+        if kind == "s3fs":
+            a[0, :] = -1
+
+    assert run_in_child(child, timeout=30) == 0
+    if kind == "s3fs":
+        data[0, :] = -1
+    np.testing.assert_array_equal(a[...], data)  # and the parent's store still works
+
+
+def test_child_forked_after_an_http_fsspec_store_read_uses_its_own_session(http_server):
+    fsspec = pytest.importorskip("fsspec")
+    pytest.importorskip("aiohttp", reason="fsspec's HTTP filesystem needs aiohttp")
+    data = np.arange(100, dtype="float64")
+    zarrcore.create_array(f"{http_server.root}/h.zarr", shape=(100,), dtype="float64",
+                          chunks=(10,))[...] = data
+    store = FsspecStore(fsspec.filesystem("http"), f"{http_server.url}/h.zarr")
+    a = zarrcore.open_array(store, mode="r")
+    np.testing.assert_array_equal(a[...], data)
+
+    def child():
+        np.testing.assert_array_equal(a[...], data)
+
+    assert run_in_child(child, timeout=30) == 0
+
+
+def test_child_forked_with_remote_requests_in_flight_has_every_request_slot(s3_bucket,
+                                                                            io_config):
+    """Requests the parent had in flight at the fork never end in the child: their slots of
+    the process's bound are not the child's to wait for."""
+    pytest.importorskip("s3fs", reason="s3fs is not installed")
+    server, bucket = s3_bucket
+    io_config.set(io_process_concurrency=1)
+    store = FsspecStore(server.s3fs(), bucket)
+    store.set("k", b"v")
+    release = asyncio.run_coroutine_threadsafe(_hold_a_slot(), _aio.io_loop())
+    while _aio.request_slots.held < 1:  # the parent's only slot is taken
+        time.sleep(0.01)
+
+    def child():
+        assert store.get("k") == b"v"
+        assert _aio.run(asyncio.sleep(0, result=7)) == 7  # a loop of its own
+
+    try:
+        assert run_in_child(child, timeout=30) == 0
+    finally:
+        release.cancel()
+
+
+async def _hold_a_slot():
+    async with _aio.request_slot():
+        await asyncio.sleep(60)
+
+
+def test_child_that_cannot_open_the_filesystem_anew_is_told_to_spawn():
+    memory = pytest.importorskip("fsspec.implementations.memory")
+    MemoryFileSystem = memory.MemoryFileSystem
+
+    parent = os.getpid()
+
+    class OnlyInParent(MemoryFileSystem):
+        def __init__(self, *args, **kwargs):
+            if os.getpid() != parent:
+                raise RuntimeError("made only in the parent")
+            super().__init__(*args, **kwargs)
+
+    store = FsspecStore(OnlyInParent(skip_instance_cache=True), "/only-parent")
+    store.set("k", b"v")
+    assert store.get("k") == b"v"
+
+    def child():
+        with pytest.raises(zarrcore.errors.StoreError, match="'spawn' or 'forkserver'"):
+            store.get("k")
+
+    assert run_in_child(child, timeout=20) == 0

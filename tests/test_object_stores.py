@@ -1,5 +1,6 @@
 """Object stores on local servers: S3 (moto), HTTP with byte ranges, fsspec; both ways with
 zarr-python on the same bucket; capability flags, conditional writes and locks."""
+import concurrent.futures
 import json
 import os
 import pickle
@@ -280,6 +281,75 @@ def test_s3_over_https_signs_unsigned_payload(monkeypatch):
     assert unsigned("s3://b/x") is None
 
 
+# -- many arrays in one process ---------------------------------------------
+def _copies(store, n, prefix="a"):
+    """`n` arrays of 32 int32 in two chunks, named prefix0.., written to `store`; the data."""
+    data = np.arange(32, dtype="int32")
+    zarrcore.create_array(store, name=f"{prefix}0", shape=(32,), dtype="int32",
+                          chunks=(16,))[...] = data
+    objects = {k[len(prefix) + 2:]: store.get(k) for k in store.list_prefix(f"{prefix}0")}
+    store.set_many((f"{prefix}{i}/{k}", v) for i in range(1, n) for k, v in objects.items())
+    return data
+
+
+def _read_all(arrays, threads=8):
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(lambda a: a[...], arrays))
+
+
+@pytest.mark.parametrize("kind", ["obstore", "s3fs"])
+def test_s3_requests_of_many_arrays_and_threads_stay_within_the_process_bound(
+        s3_bucket, io_config, kind):
+    """config.io_process_concurrency bounds the requests in flight of the whole process,
+    over every array and thread, not those of each call (config.io_concurrency)."""
+    from servers import CountingProxy
+
+    server, bucket = s3_bucket
+    data = _copies(make_store(f"s3://{bucket}", storage_options=server.storage_options()), 24)
+    proxy = CountingProxy(server.port)
+    io_config.set(io_process_concurrency=4)
+    try:
+        if kind == "obstore":
+            arrays = [zarrcore.open_array(f"s3://{bucket}/a{i}", mode="r",
+                                          storage_options=server.storage_options(proxy.endpoint))
+                      for i in range(24)]
+        else:
+            s3fs = pytest.importorskip("s3fs", reason="s3fs is not installed")
+            fs = s3fs.S3FileSystem(key="testing", secret="testing", endpoint_url=proxy.endpoint,
+                                   client_kwargs={"region_name": "us-east-1"},
+                                   skip_instance_cache=True)
+            arrays = [zarrcore.open_array(FsspecStore(fs, f"{bucket}/a{i}"), mode="r")
+                      for i in range(24)]
+        got = _read_all(arrays)
+    finally:
+        proxy.stop()
+    assert all((g == data).all() for g in got)
+    assert proxy.requests >= 24 * 3
+    assert proxy.peak_requests <= 4, proxy.peak_requests
+
+
+def test_http_arrays_of_one_host_share_one_client_and_its_connections(http_server, io_config):
+    """Arrays opened one by one on one host (or bucket and credentials) share one client:
+    the process's connections are about as few as its requests in flight, not a pool per
+    array (about: a request that takes the slot another just left may find that one's
+    connection not yet back in the pool, and open one more)."""
+    from servers import CountingProxy
+
+    data = _copies(zarrcore.LocalStore(http_server.root), 24, prefix="h")
+    proxy = CountingProxy(http_server.server_address[1])
+    io_config.set(io_process_concurrency=4)
+    try:
+        arrays = [zarrcore.open_array(f"{proxy.endpoint}/h{i}", mode="r") for i in range(24)]
+        got = _read_all(arrays)
+        # A copy unpickled here shares the client too.
+        got += _read_all([pickle.loads(pickle.dumps(a)) for a in arrays[:8]])
+    finally:
+        proxy.stop()
+    assert all((g == data).all() for g in got)
+    assert http_server.max_in_flight <= 4 and proxy.peak_requests <= 4
+    assert proxy.connections <= 2 * 4, proxy.connections  # (one pool per array: 24 and more)
+
+
 # -- faults through a proxy in front of moto ---------------------------------
 def _proxied(server, proxy, bucket, **extra):
     return make_store(f"s3://{bucket}", storage_options={
@@ -326,6 +396,71 @@ def test_s3_truncated_and_dropped_reads_raise(s3_bucket, fault_proxy, io_config)
             store.get("big")
         with pytest.raises(StoreError, match="key 'big'"):
             list(store.get_many([("big", None)]))
+
+
+def _sharded_on_s3(server, bucket):
+    data = _values((32, 32))
+    zarrcore.create_array(f"s3://{bucket}/sh.zarr", shape=(32, 32), dtype="int32",
+                          chunks=(8, 8), shards=(16, 16), compressors=None,
+                          storage_options=server.storage_options())[...] = data
+    return data
+
+
+def test_s3_failed_range_reads_are_never_empty_values(s3_bucket):
+    """A failed request whose error text holds "416" (here the proxy's port; a duration
+    can too) is no answer "416 Range Not Satisfiable": it raises, naming the key, and a
+    sharded read raises StoreError rather than decoding empty bytes."""
+    from servers import FaultProxy, free_port_containing
+
+    server, bucket = s3_bucket
+    data = _sharded_on_s3(server, bucket)
+    direct = make_store(f"s3://{bucket}", storage_options=server.storage_options())
+    direct.set("blob", bytes(range(256)) * 64)
+    proxy = FaultProxy(server.port, port=free_port_containing("416"))
+    try:
+        store = _proxied(server, proxy, bucket, retries=0)
+        a = zarrcore.open_array(store, name="sh.zarr", mode="r")
+        proxy.faults.drop = True
+        for read in (lambda: store.get("blob", 100, 5000), lambda: store.get("blob", -3000),
+                     lambda: store.get_ranges("blob", [(0, 1000), (5000, 7000)]),
+                     lambda: list(store.get_many([("blob", [(10, 4000), (6000, 9000)])]))):
+            with pytest.raises(StoreError, match="key 'blob'"):
+                read()
+        with pytest.raises(StoreError, match=r"key 'sh\.zarr/c/"):
+            a[...]
+        proxy.faults.drop = False
+        np.testing.assert_array_equal(a[...], data)
+    finally:
+        proxy.stop()
+
+
+def test_s3fs_short_bodies_raise_naming_the_key(s3_bucket, fault_proxy):
+    """An answer to a range inside a value (or a suffix) cut short with no Content-Length to
+    tell (the connection closed) is an I/O error naming the key, never fewer bytes handed
+    on to decode. (Ranges from 0, which read whole values, rely on the answer's framing.)"""
+    s3fs = pytest.importorskip("s3fs", reason="s3fs is not installed")
+    server, bucket = s3_bucket
+    data = _sharded_on_s3(server, bucket)
+    blob = bytes(range(256)) * 64
+    make_store(f"s3://{bucket}", storage_options=server.storage_options()).set("blob", blob)
+    fs = s3fs.S3FileSystem(key="testing", secret="testing", endpoint_url=fault_proxy.endpoint,
+                           client_kwargs={"region_name": "us-east-1"},
+                           skip_instance_cache=True, use_listings_cache=False)
+    store = FsspecStore(fs, bucket)
+    a = zarrcore.open_array(store, name="sh.zarr", mode="r")
+    fault_proxy.faults.unframed = True
+    fault_proxy.faults.method = "GET"
+    for read in (lambda: store.get("blob", 100, 5000), lambda: store.get("blob", -3000),
+                 lambda: store.get_ranges("blob", [(10, 20), (5000, 7000)]),
+                 lambda: list(store.get_many([("blob", [(10, 4000)])]))):
+        with pytest.raises(StoreError, match="key 'blob'.*held"):
+            read()
+    with pytest.raises(StoreError, match=r"key 'sh\.zarr/c/0/0'"):
+        a[8:16, 8:16]  # the shard's index, then an inner chunk from the middle of the shard
+    fault_proxy.faults.unframed = False
+    assert store.get("blob", 100, 5000) == blob[100:5000]
+    assert store.get("blob", 16000, 20000) == blob[16000:]  # short where the object ends
+    np.testing.assert_array_equal(a[...], data)
 
 
 def test_s3_slow_server_times_out(s3_bucket, fault_proxy):

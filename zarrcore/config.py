@@ -4,8 +4,9 @@
 `ZARRCORE_BUFFER_POOL_BYTES` sets how much freed output memory is kept for reuse.
 `ZARRCORE_CONFINE_LOCAL_STORES=1` makes directory stores refuse paths outside their root.
 `ZARRCORE_ALLOW_PICKLE=1` lets the v2 `pickle` codec decode chunks (it runs stored code).
-`ZARRCORE_IO_CONCURRENCY`, `ZARRCORE_IO_TIMEOUT` and `ZARRCORE_IO_RETRIES` set how remote
-stores fetch: requests in flight, seconds per request, and retries of a failed request.
+`ZARRCORE_IO_CONCURRENCY`, `ZARRCORE_IO_PROCESS_CONCURRENCY`, `ZARRCORE_IO_TIMEOUT` and
+`ZARRCORE_IO_RETRIES` set how remote stores fetch: requests in flight per call and per process,
+seconds per request, and retries of a failed request.
 `ZARRCORE_LOCK_TIMEOUT` sets the seconds an object store's lock is waited for.
 The resource limits on what stored metadata may declare (`max_dimensions`, `max_chunk_bytes`,
 `max_shard_index_entries`) come from `ZARRCORE_MAX_DIMENSIONS`, `ZARRCORE_MAX_CHUNK_BYTES` and
@@ -77,9 +78,9 @@ class Config:
     The options, each an attribute: `num_threads`, `write_empty_chunks`,
     `read_missing_chunks`, `array_order`, `default_zarr_format`, `target_shard_size_bytes`,
     `json_indent`, `shard_write_order`, `confine_local_stores`, `allow_pickle`, `buffer_pool_bytes`,
-    `io_concurrency`, `io_timeout`, `io_retries`, `lock_timeout`, `max_dimensions`,
-    `max_chunk_bytes` and `max_shard_index_entries`; the module's documentation names their
-    environment variables.
+    `io_concurrency`, `io_process_concurrency`, `io_timeout`, `io_retries`, `lock_timeout`,
+    `max_dimensions`, `max_chunk_bytes` and `max_shard_index_entries`; the module's
+    documentation names their environment variables.
     """
 
     # Set from LIMITS in __init__.
@@ -120,9 +121,17 @@ class Config:
         # memory pressure) and reused by later reads.
         self.buffer_pool_bytes = _env_int("ZARRCORE_BUFFER_POOL_BYTES", _default_pool_bytes(), 0)
         _memory.set_limit(self.buffer_pool_bytes)
-        # Requests a remote store keeps in flight at once (Store.get_many, set_many): object
-        # stores answer each in tens of milliseconds, so throughput needs many in flight.
+        # Requests one call of a remote store keeps in flight at once (one get_many or
+        # set_many, so one array read or write): object stores answer each in tens of
+        # milliseconds, so throughput needs many in flight. Calls from several threads each
+        # have this many, within io_process_concurrency.
         self.io_concurrency = _env_int("ZARRCORE_IO_CONCURRENCY", 64, 1)
+        # Requests all the remote stores of this process keep in flight at once (object
+        # stores and async fsspec filesystems; every store, array, thread and call): each
+        # holds one of these slots while it is sent and its answer read, and further
+        # requests wait for one. It bounds the process's connections too, as stores on one
+        # endpoint, bucket and credentials share one client and its connection pool.
+        self.io_process_concurrency = _env_int("ZARRCORE_IO_PROCESS_CONCURRENCY", 128, 1)
         # Seconds a remote request may take before it fails, and how many times a failed
         # request (a timeout, a dropped connection, a server error) is tried again.
         self.io_timeout = float(os.environ.get("ZARRCORE_IO_TIMEOUT") or 30.0)
@@ -213,7 +222,8 @@ class Config:
     def _checked(name: str, value: Any) -> Any:
         if name not in _OPTIONS:
             raise TypeError(f"unknown config option {name!r}")
-        if name in ("num_threads", "io_concurrency", "io_retries", "buffer_pool_bytes"):
+        if name in ("num_threads", "io_concurrency", "io_process_concurrency", "io_retries",
+                    "buffer_pool_bytes"):
             value = int(value)
             least = 0 if name in ("io_retries", "buffer_pool_bytes") else 1
             if value < least:
@@ -275,7 +285,8 @@ _OPTIONS = frozenset([
     "num_threads", "write_empty_chunks", "read_missing_chunks", "array_order",
     "default_zarr_format", "target_shard_size_bytes", "json_indent", "shard_write_order",
     "confine_local_stores", "allow_pickle", "unsafe_partial_writes", "buffer_pool_bytes",
-    "io_concurrency", "io_timeout", "io_retries", "lock_timeout", *LIMITS,
+    "io_concurrency", "io_process_concurrency", "io_timeout", "io_retries", "lock_timeout",
+    *LIMITS,
 ])
 # zarr-python's names of the options that mean the same here.
 _ALIASES = {

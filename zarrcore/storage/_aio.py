@@ -1,14 +1,21 @@
 """The I/O loop of remote stores: one asyncio loop on a thread of its own, on which
-zarrcore.concurrency.fan_out runs their requests."""
+zarrcore.concurrency.fan_out runs their requests; and the process's bound on the remote
+requests in flight (`request_slots`), which every object-store and async fsspec request
+holds while it is sent and answered, whatever loop it runs on."""
 import asyncio
 import atexit
+import collections
+import concurrent.futures
+import errno
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from .._portable import at_fork_in_child
 from ..config import config
+from ..errors import StoreError
 
 _loop: asyncio.AbstractEventLoop | None = None
 _loop_guard = threading.Lock()
@@ -16,14 +23,87 @@ _loop_guard = threading.Lock()
 _T = TypeVar("_T")
 
 
+class RequestSlots:
+    """Slots for the remote requests this process has in flight: at most
+    `config.io_process_concurrency` held at once, over every store, thread and event loop.
+    Waiters are served in order of arrival, each on its own loop."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.held = 0
+        # (slots wanted, the future a waiter awaits on its loop), in order of arrival
+        self._waiting: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
+
+    @asynccontextmanager
+    async def slots(self, wanted: int = 1) -> AsyncIterator[None]:
+        """Hold `wanted` slots (at most the limit) for the body of the block: one per request
+        it may have in flight at once."""
+        wanted = max(1, min(wanted, config.io_process_concurrency))
+        await self._acquire(wanted)
+        try:
+            yield
+        finally:
+            self._release(wanted)
+
+    async def _acquire(self, wanted: int) -> None:
+        with self._lock:
+            if not self._waiting and self.held + wanted <= config.io_process_concurrency:
+                self.held += wanted
+                return
+            granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiting.append((wanted, granted))
+        try:
+            await granted
+        except BaseException:
+            with self._lock:
+                waiting = (wanted, granted) in self._waiting
+                if waiting:
+                    self._waiting.remove((wanted, granted))
+            # Granted already: _deliver gives the slots back if it finds the future
+            # cancelled; a future it completed first holds them, so they go back here.
+            if not waiting and granted.done() and not granted.cancelled():
+                self._release(wanted)
+            raise
+
+    def _release(self, count: int) -> None:
+        with self._lock:
+            self.held -= count
+            limit = config.io_process_concurrency
+            while self._waiting and self.held + min(self._waiting[0][0], limit) <= limit:
+                wanted, granted = self._waiting.popleft()
+                self.held += wanted
+                try:
+                    granted.get_loop().call_soon_threadsafe(self._deliver, wanted, granted)
+                except RuntimeError:  # its loop is closed: nobody waits there any more
+                    self.held -= wanted
+
+    def _deliver(self, wanted: int, granted: asyncio.Future[None]) -> None:
+        """(On the waiter's loop.) Hand the slots over, or back when it stopped waiting."""
+        if granted.cancelled():
+            self._release(wanted)
+        else:
+            granted.set_result(None)
+
+
+request_slots = RequestSlots()
+
+
 def _forget_loop_in_child() -> None:
-    # The parent's loop thread does not exist in a forked child.
-    global _loop, _loop_guard
+    # The parent's loop thread does not exist in a forked child, nor do the parent's
+    # requests that held slots (they would never give them back) or the loops that waited.
+    global _loop, _loop_guard, request_slots
     _loop = None
     _loop_guard = threading.Lock()
+    request_slots = RequestSlots()
 
 
 at_fork_in_child(_forget_loop_in_child)
+
+
+def request_slot(wanted: int = 1) -> Any:
+    """`async with request_slot(): ...` holds slots of the process's bound on remote
+    requests (RequestSlots.slots) while a request is sent and its answer read."""
+    return request_slots.slots(wanted)
 
 
 def _settle_at_exit() -> None:
@@ -50,10 +130,22 @@ def io_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
-def run(coro: Coroutine[Any, Any, _T],
-        loop: asyncio.AbstractEventLoop | None = None) -> _T:
-    """Run `coro` on the I/O loop (or `loop`) and return its result, from any other thread."""
-    return asyncio.run_coroutine_threadsafe(coro, loop or io_loop()).result()
+def run(coro: Coroutine[Any, Any, _T], loop: asyncio.AbstractEventLoop | None = None,
+        deadline: float | None = None) -> _T:
+    """Run `coro` on the I/O loop (or `loop`) and return its result, from any other thread.
+    A StoreError (ETIMEDOUT) after `deadline` seconds (default `answer_deadline()`) without
+    its result: the requests in it time out sooner, so only a loop that no longer runs
+    gets there."""
+    future = asyncio.run_coroutine_threadsafe(coro, loop or io_loop())
+    wait = answer_deadline() if deadline is None else deadline
+    try:
+        return future.result(wait)
+    except concurrent.futures.TimeoutError:
+        if future.done():  # the coroutine's own TimeoutError
+            raise
+        future.cancel()
+        raise StoreError(errno.ETIMEDOUT, f"no answer for {wait:.0f} s from "
+                                          f"{getattr(coro, '__qualname__', coro)}") from None
 
 
 def answer_deadline(timeout: float | None = None, retries: int | None = None) -> float:

@@ -70,6 +70,18 @@ def too_large(store: Store, key: str, limit: int,
                                            f"bytes, the most {why}; refused unread")
 
 
+def check_length(store: Store, key: str, got: int, start: int | None, stop: int | None,
+                 size: int) -> None:
+    """StoreError (EIO) naming `key` of `store` unless `got` bytes are all of [start:stop]
+    (Python slice bounds) of a value of `size` bytes: a body that ended early is an I/O
+    error, never bytes to decode."""
+    lo, hi, _ = slice(start, stop).indices(size)
+    wanted = max(hi - lo, 0)
+    if got != wanted:
+        raise StoreError(errno.EIO, f"key {key!r} of {store!r}: the answer held {got} bytes "
+                                    f"of the {wanted} of [{start}:{stop}] of its {size}")
+
+
 def at_most(limit: int) -> list[ByteRange]:
     """The ranges (get_ranges, get_many) that read a whole value of at most `limit` bytes: one
     byte more, so a larger value shows without being read whole (see `bounded`)."""

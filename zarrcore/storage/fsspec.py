@@ -1,20 +1,28 @@
 """Any fsspec filesystem as a store (s3fs, gcsfs, adlfs, sftp, ...). Filesystems with an
 async implementation fetch get_many's requests concurrently on fsspec's own loop, up to
-`config.io_concurrency` at once; others read one request after another."""
+`config.io_concurrency` at once per call and `config.io_process_concurrency` in the process;
+others read one request after another.
+
+A process forked from one that used the store (multiprocessing's 'fork', PyTorch's
+DataLoader workers) opens the filesystem anew from its options on first use: the parent's
+loop, sessions and connections are not the child's to use."""
 from __future__ import annotations
 
 import asyncio
 import errno
+import os
+import threading
 from collections.abc import Coroutine, Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from ..concurrency import each, fan_out
+from .._portable import at_fork_in_child
+from ..concurrency import each, fan_out, run_bounded
 from ..config import config
 from ..errors import StoreError
 from . import _aio
 from .base import (
-    ByteRange, Fetched, Request, Store, validate_key, validate_prefix,
+    ByteRange, Fetched, Request, Store, check_length, validate_key, validate_prefix,
 )
 from .options import credentials_error
 
@@ -31,6 +39,39 @@ _HTTP_PROTOCOLS = ("http", "https")
 
 def _protocols(fs: AbstractFileSystem) -> tuple[str, ...]:
     return (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
+
+
+# The filesystems opened anew in this forked process, by id of the parent's: (the parent's,
+# this process's), so that stores that shared one filesystem share its successor.
+_reopened: dict[int, tuple[AbstractFileSystem, AbstractFileSystem]] = {}
+_reopened_guard = threading.RLock()
+
+
+def _forget_reopened_in_child() -> None:
+    global _reopened_guard
+    _reopened.clear()
+    _reopened_guard = threading.RLock()
+
+
+at_fork_in_child(_forget_reopened_in_child)
+
+
+def _reopen(fs: AbstractFileSystem) -> AbstractFileSystem:
+    """A filesystem like `fs`, made in this process from the options `fs` was made with
+    (filesystems among them made anew too), outside fsspec's instance cache. Not asynchronous
+    and on no loop given: its coroutines run on fsspec's loop of this process."""
+    from fsspec import AbstractFileSystem
+
+    with _reopened_guard:
+        known = _reopened.get(id(fs))
+        if known is not None and known[0] is fs:
+            return known[1]
+        options = {name: _reopen(value) if isinstance(value, AbstractFileSystem) else value
+                   for name, value in fs.storage_options.items()
+                   if name not in ("asynchronous", "loop")}
+        fresh = type(fs)(*fs.storage_args, skip_instance_cache=True, **options)
+        _reopened[id(fs)] = (fs, fresh)
+        return fresh
 
 
 class FsspecStore(Store):
@@ -52,6 +93,8 @@ class FsspecStore(Store):
         self.fs = fs
         self._async = bool(getattr(fs, "async_impl", False))
         self._loop: asyncio.AbstractEventLoop | None = (loop or fs.loop) if self._async else None
+        # The process `fs` and `_loop` serve (see _in_this_process).
+        self._pid = os.getpid()
         self.path: str = fs._strip_protocol(path).rstrip("/") if path else ""
         self.supports_listing = not http
         self.supports_writes = not http
@@ -74,18 +117,39 @@ class FsspecStore(Store):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._pid = os.getpid()  # (the filesystem was unpickled here)
         if self._async:
             self._loop = self.fs.loop
 
+    def _in_this_process(self) -> None:
+        """In a process forked from the one that made the store: open the filesystem anew
+        (the parent's loop thread, sessions and connections are not this process's; a
+        request sent on them would never be answered)."""
+        if self._pid == os.getpid():
+            return
+        try:
+            fs = _reopen(self.fs)
+        except Exception as e:
+            raise StoreError(errno.EPERM, (
+                f"{self!r} cannot open its filesystem anew in this process, forked from the "
+                f"one that made it ({type(e).__name__}: {e}): start worker processes with "
+                f"multiprocessing's 'spawn' or 'forkserver' method")) from e
+        self.fs = fs
+        self._loop = fs.loop if self._async else None
+        self._pid = os.getpid()
+
     async def _acall(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """fs.`method`(...), awaiting its coroutine when the filesystem is async."""
+        """fs.`method`(...), awaiting its coroutine when the filesystem is async (as one
+        request of the process's bound, config.io_process_concurrency)."""
         if self._async:
-            return await getattr(self.fs, "_" + method)(*args, **kwargs)
+            async with _aio.request_slot():
+                return await getattr(self.fs, "_" + method)(*args, **kwargs)
         return getattr(self.fs, method)(*args, **kwargs)
 
     def _run(self, coro: Coroutine[Any, Any, _T]) -> _T:
         """The result of `coro`, run on the store's loop when the filesystem is async (over a
         sync filesystem it never suspends, so it runs here)."""
+        self._in_this_process()
         if self._async:
             return _aio.run(coro, self._loop)
         try:
@@ -121,7 +185,7 @@ class FsspecStore(Store):
     def get_ranges(self, key: str, ranges: Sequence[ByteRange]) -> list[bytes] | None:
         return self._run(self._fetch(key, list(ranges)))
 
-    async def _read(self, path: str, start: int | None, stop: int | None) -> bytes:
+    async def _read(self, key: str, path: str, start: int | None, stop: int | None) -> bytes:
         """The bytes of path[start:stop] (Python slice bounds). Filesystems disagree on
         reversed bounds, negative ends and starts past the end: those are resolved against
         the size, and a plain range cat_file refuses is empty if it lies past the end."""
@@ -129,8 +193,15 @@ class FsspecStore(Store):
         if (start < 0 and stop is None) or (start >= 0 and (stop is None or stop > start)):
             try:
                 data: bytes = await self._acall("cat_file", path, start=start, end=stop)
+                if (len(data) < -start if start < 0 else
+                        start > 0 and stop is not None and len(data) != stop - start):
+                    # Fewer bytes are right only where the file ends: its size tells. (Not
+                    # asked of reads from 0, which read whole values of at most so many
+                    # bytes, short as a rule: a request more each.)
+                    check_length(self, key, len(data), start, stop,
+                                 await self._acall("size", path))
                 return data
-            except FileNotFoundError:
+            except (FileNotFoundError, StoreError):
                 raise
             except Exception:
                 lo, hi, _ = slice(start, stop).indices(await self._acall("size", path))
@@ -138,7 +209,7 @@ class FsspecStore(Store):
                     raise
                 return b""
         lo, hi, _ = slice(start, stop).indices(await self._acall("size", path))
-        return await self._read(path, lo, hi) if hi > lo else b""
+        return await self._read(key, path, lo, hi) if hi > lo else b""
 
     @overload
     async def _fetch(self, key: str, ranges: None) -> bytes | None: ...
@@ -157,13 +228,16 @@ class FsspecStore(Store):
             if ranges is None:
                 whole: bytes = await self._acall("cat_file", path)  # (fsspec is untyped)
                 return whole
-            return [await self._read(path, start, stop) for start, stop in ranges]
+            return [await self._read(key, path, start, stop) for start, stop in ranges]
         except FileNotFoundError:
             return None
+        except StoreError:
+            raise
         except Exception as e:
             raise self._error(key, e) from e
 
     def get_many(self, requests: Sequence[Request]) -> Iterator[tuple[int, Fetched]]:
+        self._in_this_process()
         if not self._async:
             return super().get_many(requests)
         return each(fan_out(lambda r: self._fetch(*r), requests, config.io_concurrency,
@@ -191,9 +265,11 @@ class FsspecStore(Store):
     # -- writes -------------------------------------------------------------
     def set(self, key: str, value: ReadableBuffer) -> None:
         self.check_writable(key)
-        path = self._full(validate_key(key))
+        self._run(self._put(validate_key(key), value))
+
+    async def _put(self, key: str, value: ReadableBuffer) -> None:
         try:
-            self._call("pipe_file", path, bytes(value))
+            await self._acall("pipe_file", self._full(key), bytes(value))
         except Exception as e:
             raise self._error(key, e) from e
 
@@ -203,6 +279,12 @@ class FsspecStore(Store):
             return
         for key, _ in items:
             self.check_writable(validate_key(key))
+        self._in_this_process()
+        if self._async:  # one request per key, as many at once as get_many's
+            run_bounded(lambda item: self._put(*item), items, config.io_concurrency,
+                        loop=self._loop or _aio.io_loop(), deadline=_aio.answer_deadline(),
+                        doing="writing")
+            return
         try:
             self._call("pipe", {self._full(key): bytes(value) for key, value in items})
         except Exception as e:

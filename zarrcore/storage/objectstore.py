@@ -1,8 +1,11 @@
 """Object storage (S3, GCS, Azure, HTTP) through obstore: the extra `zarrcore[remote]`.
 
 Requests run on one asyncio loop of the process (storage/_aio.py), up to
-`config.io_concurrency` at once; each request is bounded by `config.io_timeout` seconds and
-tried again `config.io_retries` times (storage_options `timeout` and `retries` override them).
+`config.io_concurrency` at once per call and `config.io_process_concurrency` in the whole
+process; each request is bounded by `config.io_timeout` seconds and tried again
+`config.io_retries` times (storage_options `timeout` and `retries` override them). The stores
+`from_url` opens on one endpoint, bucket and credentials (and client settings) share one
+client, so one pool of connections, whatever their paths.
 Objects are written whole by single PUTs (never multipart: a chunk or shard is far below the
 5 GiB a PUT takes, and a multipart upload costs two more round trips in sequence), so a reader
 sees each object old or new.
@@ -30,18 +33,20 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+import urllib.parse
+from collections.abc import Callable, Coroutine, Hashable, Iterable, Iterator, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal, Optional, overload
+from typing import TYPE_CHECKING, Any, Literal, Optional, TypeVar, cast, overload
 
 from ..concurrency import each, fan_out, run_bounded
 from ..config import config
 from ..errors import (KeyChangedError, LockLostError, LockTimeoutError, LockUnavailableError,
                       ReadOnlyError, StoreError, StoreURLError, WriteConflictError)
+from .._portable import at_fork_in_child
 from . import _aio
 from .base import (
-    ByteRange, Fetched, RangeReader, ReadBytes, Request, Store, at_most, bounded, validate_key,
-    validate_prefix,
+    ByteRange, Fetched, RangeReader, ReadBytes, Request, Store, at_most, bounded, check_length,
+    validate_key, validate_prefix,
 )
 from .options import StorageOptions, checked_backend_options, credentials_error
 
@@ -52,6 +57,8 @@ if TYPE_CHECKING:
         UpdateVersion,
     )
     from obstore.store import ClientConfig, ObjectStore as ObstoreStore, RetryConfig
+
+_T = TypeVar("_T")
 
 #: An object's version as this store reads and conditions writes on it: (ETag, version).
 ObjectVersion = tuple[Optional[str], Optional[str]]
@@ -86,6 +93,16 @@ KNOWN_VERSIONS = 1 << 16
 
 # How obstore's errors (reqwest's underneath) say a request timed out.
 _TIMED_OUT = re.compile(r"TimedOut|kind: Timeout|timed out", re.IGNORECASE)
+# How they say the server answered 416 (a range past the end) or a whole object to a range:
+# by the status, never a "416" that a URL's port or a duration holds.
+_NOT_SATISFIABLE = re.compile(r"status code: 416 |status: 416,")
+_NOT_PARTIAL = re.compile(r"\bNotPartial\b")
+# Requests obstore's get_ranges keeps in flight at once (object_store's
+# OBJECT_STORE_COALESCE_PARALLEL): the slots of the process's bound such a call holds.
+_RANGES_IN_FLIGHT = 10
+# Clients kept for sharing (see _shared_client); the least recently opened are forgotten past
+# it, which only stops later stores from sharing theirs.
+KNOWN_CLIENTS = 64
 
 
 def _is_lock_object(name: str) -> bool:
@@ -115,6 +132,84 @@ def _obstore() -> ModuleType:
                                       "threads do not survive a fork): start worker processes "
                                       "with multiprocessing's 'spawn' or 'forkserver' method")
     return obstore
+
+
+# The clients of this process's ObjectStores from from_url, by _client_key: one per endpoint,
+# bucket, credentials and client settings, in the order last opened.
+_clients: collections.OrderedDict[Hashable, ObstoreStore] = collections.OrderedDict()
+_clients_guard = threading.Lock()
+
+
+def _forget_clients_in_child() -> None:
+    # (obstore refuses to run in a forked child; its clients are the parent's.)
+    global _clients_guard
+    _clients.clear()
+    _clients_guard = threading.Lock()
+
+
+at_fork_in_child(_forget_clients_in_child)
+
+
+def _frozen(value: Any) -> Hashable:
+    """`value` (options: dicts, lists, scalars) as a hashable value that compares alike."""
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _frozen(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    scalar: Hashable = value
+    return scalar
+
+
+def _split_client(made: ObstoreStore, client: ClientConfig, retry: RetryConfig
+                  ) -> tuple[Hashable, str] | None:
+    """(the key of the client `made` (obstore's store of a URL) may share, its path below
+    that client's root), or None when it shares none: an HTTP URL with a query, a fragment,
+    user information or escapes in its path (the key space is then only that URL's), a
+    store of no remote backend."""
+    store: Any = made  # (obstore's stores differ in what they tell: url, or config, prefix)
+    kind = type(store).__name__
+    if kind == "HTTPStore":
+        parts = urllib.parse.urlsplit(store.url)
+        if parts.query or parts.fragment or "@" in parts.netloc or "%" in parts.path:
+            return None
+        where: Hashable = f"{parts.scheme}://{parts.netloc}"
+        path = parts.path
+    elif kind in ("S3Store", "GCSStore", "AzureStore"):
+        where, path = _frozen(store.config), store.prefix or ""
+    else:  # (a local or memory store: no client to share)
+        return None
+    return (kind, where, _frozen(client), _frozen(retry)), path.strip("/")
+
+
+def _client_root(made: ObstoreStore, client: ClientConfig, retry: RetryConfig) -> ObstoreStore:
+    """obstore's store of `made`'s endpoint, bucket and credentials at their root (`made`
+    itself when it is there)."""
+    store: Any = made
+    if type(store).__name__ == "HTTPStore":
+        parts = urllib.parse.urlsplit(store.url)
+        if not parts.path.strip("/"):
+            return made
+        root: ObstoreStore = type(store).from_url(f"{parts.scheme}://{parts.netloc}",
+                                                  client_options=client, retry_config=retry)
+        return root
+    if not store.prefix:
+        return made
+    # (S3Store, GCSStore, AzureStore: each takes its own config)
+    root = type(store)(config=store.config, client_options=client, retry_config=retry)
+    return root
+
+
+def _shared_client(key: Hashable, make: Callable[[], ObstoreStore]) -> ObstoreStore:
+    """The client this process keeps for `key`, made by `make()` the first time."""
+    with _clients_guard:
+        client = _clients.get(key)
+        if client is None:
+            client = _clients[key] = make()
+            if len(_clients) > KNOWN_CLIENTS:
+                _clients.popitem(last=False)
+        else:
+            _clients.move_to_end(key)
+        return client
 
 
 def _unsigned_payload(url: str, options: StorageOptions) -> bool:
@@ -184,11 +279,17 @@ class ObjectStore(Store):
     readers_keep_one_version = True  # (If-Match on the ETag the first read saw)
 
     def __init__(self, store: ObstoreStore, read_only: bool = False, *, url: str | None = None,
-                 conditional_writes: bool | None = None, single_writer: bool = False) -> None:
+                 conditional_writes: bool | None = None, single_writer: bool = False,
+                 prefix: str = "") -> None:
         kind = type(store).__name__
         http = kind == "HTTPStore"
         super().__init__(read_only or http)
         self._store = store
+        # The keys are objects below this path of `store` (from_url's shared clients).
+        self._prefix = prefix.strip("/")
+        # The key of the shared client `store` is (from_url sets it): a copy of this store
+        # unpickled in another process shares that process's client of the same key.
+        self._client_key: Hashable | None = None
         self.url = url
         # An HTTP server is a read-only key space that cannot be listed.
         self.supports_listing = not http
@@ -225,6 +326,23 @@ class ObjectStore(Store):
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_versions": collections.OrderedDict(), "_clock_offset": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self._client_key is not None:
+            unpickled = self._store
+            self._store = _shared_client(self._client_key, lambda: unpickled)
+
+    def _path(self, key: str) -> str:
+        """The path of the object of `key` in the obstore store."""
+        return f"{self._prefix}/{key}" if self._prefix else key
+
+    def _key_of(self, path: str) -> str:
+        return path[len(self._prefix) + 1:] if self._prefix else path
+
+    def _run(self, coro: Coroutine[Any, Any, _T]) -> _T:
+        """_aio.run(coro), waited for no longer than this store's requests may take."""
+        return _aio.run(coro, deadline=self._deadline())
 
     @classmethod
     def from_url(cls, url: str, read_only: bool = False,
@@ -275,10 +393,16 @@ class ObjectStore(Store):
         retry.update(retry_config or {})
         try:
             store = obs.store.from_url(url, client_options=client, retry_config=retry, **options)
+            split = _split_client(store, client, retry)
+            prefix = ""
+            if split is not None:
+                key, prefix = split
+                store = _shared_client(key, lambda: _client_root(store, client, retry))
         except (obs.exceptions.BaseError, ValueError, TypeError) as e:
             raise StoreURLError(f"cannot open {url!r}: {_first_line(e)}") from e
         made = cls(store, read_only, url=url, conditional_writes=own.get("conditional_writes"),
-                   single_writer=own.get("single_writer", False))
+                   single_writer=own.get("single_writer", False), prefix=prefix)
+        made._client_key = None if split is None else split[0]
         made.io_timeout, made.io_retries = timeout, retries
         return made
 
@@ -317,7 +441,8 @@ class ObjectStore(Store):
 
     # -- reads --------------------------------------------------------------
     async def _size(self, key: str) -> int:
-        meta: ObjectMeta = await _obstore().head_async(self._store, key)
+        async with _aio.request_slot():
+            meta: ObjectMeta = await _obstore().head_async(self._store, self._path(key))
         return meta["size"]
 
     @overload
@@ -359,8 +484,13 @@ class ObjectStore(Store):
                     lo, hi, _ = slice(start, stop).indices(size)
                     return await self._get(key, lo, max(lo, hi), pin)
                 options["range"] = spec
+            cut = spec is None and (start, stop) != (None, None)
             try:
-                result: GetResult = await obs.get_async(self._store, key, options=options)
+                async with _aio.request_slot():
+                    result: GetResult = await obs.get_async(self._store, self._path(key),
+                                                            options=options)
+                    data: ReadBytes = (await _cut(result, start, stop) if cut
+                                       else memoryview(await result.bytes_async()))
             except obs.exceptions.PreconditionError as e:
                 raise KeyChangedError(f"key {key!r} of {self!r} was replaced while it was "
                                       f"being read; read it again") from e
@@ -370,20 +500,23 @@ class ObjectStore(Store):
                 self._no_ranges = True
                 return await self._get(key, start, stop, pin, copy)
             except obs.exceptions.BaseError as e:
-                if spec is not None and "NotPartial" in str(e) and not await self._size(key):
+                if (spec is not None and _NOT_PARTIAL.search(str(e))
+                        and not await self._size(key)):
                     return b""  # a suffix of an empty object, which servers answer whole
-                if spec is None or "416" not in str(e):
+                if spec is None or not _NOT_SATISFIABLE.search(str(e)):
                     raise
                 return b""  # the range starts past the end: Python's slice is empty
+            if cut:
+                check_length(self, key, len(data), start, stop, result.meta["size"])
+            else:
+                lo, hi = result.range
+                check_length(self, key, len(data), lo, hi, result.meta["size"])
             if pin is not None:
                 pin.saw(result.meta)
             elif not self.read_only:  # (a range's answer tells the whole object's version)
                 self._saw(key, result.meta)
-            if spec is None and (start, stop) != (None, None):
-                return await _cut(result, start, stop)
-            data = await result.bytes_async()
-            return bytes(data) if copy else memoryview(data)
-        except KeyChangedError:
+            return bytes(data) if copy else data
+        except StoreError:
             raise
         except Exception as e:
             if self._missing(key, e):
@@ -405,15 +538,27 @@ class ObjectStore(Store):
             return await self._each_range(key, ranges, copy)
         obs = _obstore()
         try:
-            parts = await obs.get_ranges_async(self._store, key, starts=[r[0] for r in ranges],
-                                               ends=[r[1] for r in ranges])
-            return [bytes(p) if copy else memoryview(p) for p in parts]
+            async with _aio.request_slot(min(len(ranges), _RANGES_IN_FLIGHT)):
+                parts = await obs.get_ranges_async(self._store, self._path(key),
+                                                   starts=[r[0] for r in ranges],
+                                                   ends=[r[1] for r in ranges])
         except Exception as e:
             if _is_missing(e) and "NoSuchBucket" not in str(e):
                 return None
             # A range that starts past the end fails the batch (obstore 0.12 panics): read
             # each range as a slice of its own, which also names the key in a real error.
             return await self._each_range(key, ranges)
+        spans = cast("list[tuple[int, int]]", ranges)  # (simple: both bounds given)
+        if any(len(p) != stop - start for p, (start, stop) in zip(parts, spans)):
+            # Short parts are right only where the object ends: its size tells.
+            try:
+                size = await self._size(key)
+            except Exception as e:
+                if self._missing(key, e):
+                    return None
+            for part, (start, stop) in zip(parts, ranges):
+                check_length(self, key, len(part), start, stop, size)
+        return [bytes(p) if copy else memoryview(p) for p in parts]
 
     @overload
     async def _fetch(self, key: str, ranges: None) -> ReadBytes | None: ...
@@ -436,10 +581,10 @@ class ObjectStore(Store):
         return _aio.answer_deadline(self.io_timeout, self.io_retries)
 
     def get(self, key: str, start: int | None = None, stop: int | None = None) -> bytes | None:
-        return _aio.run(self._get(validate_key(key), start, stop))
+        return self._run(self._get(validate_key(key), start, stop))
 
     def get_ranges(self, key: str, ranges: Sequence[ByteRange]) -> Sequence[ReadBytes] | None:
-        return _aio.run(self._fetch(key, list(ranges)))
+        return self._run(self._fetch(key, list(ranges)))
 
     @contextlib.contextmanager
     def reader(self, key: str) -> Iterator[RangeReader | None]:
@@ -459,17 +604,23 @@ class ObjectStore(Store):
         larger (as Store.get_versioned)."""
         obs = _obstore()
         options = {} if limit is None else {"range": at_most(limit)[0]}
+        path = self._path(key)
         try:
             try:
-                result: GetResult = await obs.get_async(self._store, key, options=options)
+                async with _aio.request_slot():
+                    result: GetResult = await obs.get_async(self._store, path, options=options)
+                    data = bytes(await result.bytes_async())
             except obs.exceptions.BaseError as e:
-                if not options or "416" not in str(e):
+                if not options or not _NOT_SATISFIABLE.search(str(e)):
                     raise
-                result = await obs.get_async(self._store, key)  # empty: no range fits
-            data = bytes(await result.bytes_async())
+                async with _aio.request_slot():  # empty: no range fits
+                    result = await obs.get_async(self._store, path)
+                    data = bytes(await result.bytes_async())
         except Exception as e:
             if self._missing(key, e):
                 return None, None
+        lo, hi = result.range
+        check_length(self, key, len(data), lo, hi, result.meta["size"])
         if limit is not None:
             bounded(self, key, [data], limit, why)
         self._saw(key, result.meta)
@@ -477,7 +628,7 @@ class ObjectStore(Store):
 
     def get_versioned(self, key: str, limit: int | None = None,
                       why: str | None = None) -> tuple[bytes | None, ObjectVersion | None]:
-        data, meta = _aio.run(self._get_with_meta(validate_key(key), limit, why))
+        data, meta = self._run(self._get_with_meta(validate_key(key), limit, why))
         return data, None if meta is None else (meta["e_tag"], meta["version"])
 
     def exists(self, key: str) -> bool:
@@ -491,7 +642,7 @@ class ObjectStore(Store):
                 if self._missing(key, e):
                     return False
 
-        return _aio.run(head())
+        return self._run(head())
 
     def getsize(self, key: str) -> int | None:
         key = validate_key(key)
@@ -503,7 +654,7 @@ class ObjectStore(Store):
                 if self._missing(key, e):
                     return None
 
-        return _aio.run(size())
+        return self._run(size())
 
     # -- writes -------------------------------------------------------------
     def check_writable(self, key: str) -> None:
@@ -517,8 +668,9 @@ class ObjectStore(Store):
         if not isinstance(value, bytes):
             value = memoryview(value).cast("B")
         try:
-            put: PutResult = await obs.put_async(self._store, key, value, mode=mode,
-                                                 use_multipart=False)
+            async with _aio.request_slot():
+                put: PutResult = await obs.put_async(self._store, self._path(key), value,
+                                                     mode=mode, use_multipart=False)
             return put
         except Exception as e:
             if mode != "overwrite" and (
@@ -541,7 +693,9 @@ class ObjectStore(Store):
                 self._saw(key, put)
                 return put
             try:
-                self._saw(key, await _obstore().head_async(self._store, key))
+                async with _aio.request_slot():
+                    meta = await _obstore().head_async(self._store, self._path(key))
+                self._saw(key, meta)
             except Exception as e:
                 self._missing(key, e)  # gone meanwhile: create it
         raise WriteConflictError(f"key {key!r} of {self!r}: other writers replaced it "
@@ -549,7 +703,7 @@ class ObjectStore(Store):
 
     def set(self, key: str, value: ReadableBuffer) -> None:
         self.check_writable(key)
-        _aio.run(self._write(validate_key(key), value))
+        self._run(self._write(validate_key(key), value))
 
     def set_many(self, items: Iterable[tuple[str, ReadableBuffer]]) -> None:
         """As Store.set_many, up to config.io_concurrency PUTs at once, each started as soon
@@ -575,16 +729,17 @@ class ObjectStore(Store):
                 self._saw(key, done)
             return done is not None
 
-        return _aio.run(put())
+        return self._run(put())
 
     def delete(self, key: str) -> None:
         self.check_writable(key)
-        _aio.run(self._delete(validate_key(key)))
+        self._run(self._delete(validate_key(key)))
 
     async def _delete(self, key: str) -> None:
         self._versions.pop(key, None)
         try:
-            await _obstore().delete_async(self._store, key)
+            async with _aio.request_slot():
+                await _obstore().delete_async(self._store, self._path(key))
         except Exception as e:
             self._missing(key, e)  # deleting a missing key is no error
 
@@ -596,7 +751,7 @@ class ObjectStore(Store):
         obs = _obstore()
         for i in range(0, len(keys), 1000):  # S3's DeleteObjects takes 1000 keys
             try:
-                obs.delete(self._store, keys[i:i + 1000])
+                obs.delete(self._store, [self._path(key) for key in keys[i:i + 1000]])
             except Exception as e:
                 if not _is_missing(e):
                     raise self._error(keys[i], e) from e
@@ -609,8 +764,10 @@ class ObjectStore(Store):
         prefix = validate_prefix(prefix)
         self.check_listing(prefix)
         obs = _obstore()
+        under = self._path(prefix) if prefix else self._prefix
         try:
-            return [meta["path"] for batch in obs.list(self._store, prefix=prefix or None)
+            return [self._key_of(meta["path"])
+                    for batch in obs.list(self._store, prefix=under or None)
                     for meta in batch if _visible(meta["path"])]
         except Exception as e:
             raise self._error(prefix, e) from e
@@ -619,8 +776,9 @@ class ObjectStore(Store):
         prefix = validate_prefix(prefix)
         self.check_listing(prefix)
         obs = _obstore()
+        under = self._path(prefix) if prefix else self._prefix
         try:
-            listing = obs.list_with_delimiter(self._store, prefix or None)
+            listing = obs.list_with_delimiter(self._store, under or None)
         except Exception as e:
             raise self._error(prefix, e) from e
         names = {p.rstrip("/").rpartition("/")[2] for p in listing["common_prefixes"]}
@@ -664,10 +822,10 @@ class ObjectStore(Store):
         seconds: the offset errs towards the store's clock seeming up to a second early."""
         if self._clock_offset is None:
             probe = beside[:beside.rindex(LOCK_PREFIX) + len(LOCK_PREFIX)]  # never a lock's
-            _aio.run(self._put(probe, b""))
+            self._run(self._put(probe, b""))
             put = time.time()
-            _, meta = _aio.run(self._get_with_meta(probe))
-            _aio.run(self._delete(probe))
+            _, meta = self._run(self._get_with_meta(probe))
+            self._run(self._delete(probe))
             if meta is None:
                 return None
             self._clock_offset = put - meta["last_modified"].timestamp()
@@ -720,12 +878,12 @@ class _Lease:
                             "time": time.time(), "nonce": self._nonce}).encode()
         failure = None
         try:
-            put = _aio.run(self._store._put(self._key, stamp, _mode(version)))
+            put = self._store._run(self._store._put(self._key, stamp, _mode(version)))
             if put is not None:
                 return _version(put), None, None, None
         except StoreError as e:
             failure = e  # perhaps applied all the same: the lock object tells
-        data, meta = _aio.run(self._store._get_with_meta(self._key))
+        data, meta = self._store._run(self._store._get_with_meta(self._key))
         held = None if data is None else _parse_stamp(data)  # (data is None when meta is)
         if meta is not None and held is not None and held.get("nonce") == self._nonce:
             return _version(meta), None, None, None
@@ -809,11 +967,11 @@ class _Lease:
             try:
                 if attempt:
                     # The failed delete may have been applied and the lock taken since.
-                    data, _ = _aio.run(store._get_with_meta(self._key))
+                    data, _ = store._run(store._get_with_meta(self._key))
                     stamp = None if data is None else _parse_stamp(data)
                     if stamp is None or stamp.get("nonce") != self._nonce:
                         return
-                _aio.run(store._delete(self._key))
+                store._run(store._delete(self._key))
                 return
             except StoreError:
                 time.sleep(0.05 * 2 ** attempt)
@@ -833,7 +991,7 @@ class _ObjectReader:
             self.e_tag, self.size = meta["e_tag"], meta["size"]
 
     def get_ranges(self, ranges: Sequence[ByteRange]) -> list[bytes] | None:
-        return _aio.run(self._get_ranges(list(ranges)))
+        return self._store._run(self._get_ranges(list(ranges)))
 
     async def _get_ranges(self, ranges: list[ByteRange]) -> list[bytes] | None:
         get = self._store._get
