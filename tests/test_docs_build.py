@@ -33,7 +33,7 @@ def test_the_test_extra_holds_the_docs_extra():
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir(DOCS), reason="the docs are not shipped with the package")
 def test_docs_build_without_warnings(tmp_path):
-    for module in ("sphinx", "numpydoc", "furo", "myst_parser"):
+    for module in ("sphinx", "numpydoc", "furo", "myst_parser", "xarray", "dask", "zarr"):
         pytest.importorskip(module, reason=f"the docs build needs {module} (the docs extra)")
     build = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "dummy",

@@ -24,7 +24,8 @@ def _raise_parsed(parser, *args, **kwargs):
 
 def command_parser():
     """The parser `zarrcore.cli.main` builds: stopped where it would parse the arguments."""
-    with mock.patch.object(argparse.ArgumentParser, "parse_args", _raise_parsed):
+    # parse_args goes through parse_known_args: either way of parsing is caught.
+    with mock.patch.object(argparse.ArgumentParser, "parse_known_args", _raise_parsed):
         try:
             zarrcore.cli.main([])
         except _Parsed as parsed:
