@@ -791,3 +791,43 @@ def test_v2_fill_value_is_the_mask_value_as_with_engine_zarr(tmp_path, dtype):
         else:
             assert np.isnan(ours.v.values).all()
 
+
+@pytest.mark.parametrize("as_objects", [True, False])
+def test_v2_encodings_written_as_format_3_as_convert_writes_them(tmp_path, as_objects):
+    """A dataset read from format 2 keeps its numcodecs encodings; format 3 gets the codecs
+    `convert` gives those arrays (the spec's blosc, not numcodecs.blosc), whether the encodings
+    are numcodecs objects or their configurations (without numcodecs)."""
+    ds = xr.Dataset({"t": (("x", "y"), np.arange(20.0).reshape(4, 5)),
+                     "n": ("x", np.arange(4) * 3)})
+    v2 = str(tmp_path / "v2.zarr")
+    zx.to_zarr(ds, v2, zarr_format=2, encoding={
+        "n": {"filters": [{"id": "delta", "dtype": "<i8"}],
+              "compressors": [{"id": "zstd", "level": 2}]}})
+    source = xr.open_dataset(v2, engine="zarrcore")
+    if not as_objects:
+        for v in source.variables.values():
+            for key in ("filters", "compressors"):
+                v.encoding[key] = [c.get_config() for c in v.encoding.get(key) or ()]
+    zx.to_zarr(source, str(tmp_path / "v3.zarr"), zarr_format=3)
+    zarrcore.convert(v2, str(tmp_path / "converted.zarr"), zarr_format=3, progress=False)
+    for name in ("t", "n"):
+        written = zarrcore.open_array(str(tmp_path / "v3.zarr"), path=name).metadata.codecs
+        converted = zarrcore.open_array(str(tmp_path / "converted.zarr"),
+                                        path=name).metadata.codecs
+        assert written == converted
+    assert [c["name"] for c in written] == ["numcodecs.delta", "bytes", "zstd"]
+    t = zarrcore.open_array(str(tmp_path / "v3.zarr"), path="t").metadata.codecs
+    assert t[-1]["name"] == "blosc" and t[-1]["configuration"]["cname"] == "lz4"
+    xr.testing.assert_identical(xr.open_dataset(str(tmp_path / "v3.zarr"), engine="zarrcore"),
+                                source)
+
+
+def test_v2_encoding_without_a_format_3_form_names_the_variable(tmp_path):
+    ds = xr.Dataset({"n": ("x", np.arange(4))})
+    # A value filter after a byte filter: format 3 puts byte codecs after the serializer.
+    ds.n.encoding["filters"] = [{"id": "shuffle", "elementsize": 8},
+                                {"id": "delta", "dtype": "<i8"}]
+    with pytest.raises(MetadataError, match=r"variable 'n': .*'delta' after a byte filter.*"
+                                            r"ds\.drop_encoding\(\)"):
+        zx.to_zarr(ds, str(tmp_path / "v3.zarr"), zarr_format=3)
+    zx.to_zarr(ds.drop_encoding(), str(tmp_path / "v3.zarr"), zarr_format=3, mode="w")
