@@ -432,7 +432,7 @@ def test_cli_resume_takes_the_options_from_the_state(tmp_path, capsys):
         "zarr_format": 3, "chunks": "20,20", "compressor": "zstd:3"}}))
     assert main(["convert", "-q", str(src), str(dst), "--resume", "--chunks", "10,10"]) == 1
     err = capsys.readouterr().err
-    assert "other options (--chunks '20,20')" in err
+    assert "other options: --chunks '20,20'; resume" in err
 
 
 def test_cli_copy_storage_options_apply_to_the_url(s3_bucket, v2_source, capsys):

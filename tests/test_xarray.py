@@ -2,6 +2,7 @@
 datasets xarray wrote (formats 2 and 3, sharded, with CF packing, fill values, datetimes,
 strings, coordinates and groups) open identically, attributes and encodings included, and
 datasets zarrcore writes have the metadata documents xarray writes."""
+import functools
 import json
 import re
 import os
@@ -13,7 +14,7 @@ import pytest
 
 xr = pytest.importorskip("xarray", reason="the xarray extra is not installed")
 pytest.importorskip("zarr", reason="the comparisons need zarr-python (engine='zarr')")
-pytest.importorskip("dask.array", reason="chunked datasets need dask")
+dask_array = pytest.importorskip("dask.array", reason="chunked datasets need dask")
 
 import zarrcore  # noqa: E402
 import zarrcore.xarray as zx  # noqa: E402
@@ -765,15 +766,68 @@ def test_dump_to_store_writes_and_decode_cf_reads(tmp_path, zarr_format):
         assert isinstance(raised.value, MetadataError)
 
 
-def test_v2_fill_value_is_no_mask_when_told(tmp_path):
-    """use_zarr_fill_value_as_mask=False holds for format 2 too: the fill value is no
-    _FillValue. (engine="zarr" ignores it for format 2: pydata/xarray#10269.)"""
-    ds = xr.Dataset({"v": ("x", np.array([1, -1, 3]))})
-    ds.v.encoding["_FillValue"] = -1
-    zx.to_zarr(ds, str(tmp_path / "d.zarr"), zarr_format=2)
-    masked = xr.open_dataset(str(tmp_path / "d.zarr"), engine="zarrcore")
-    assert np.isnan(masked.v.values[1])
-    unmasked = xr.open_dataset(str(tmp_path / "d.zarr"), engine="zarrcore",
-                               use_zarr_fill_value_as_mask=False)
-    assert "_FillValue" not in unmasked.v.attrs and "_FillValue" not in unmasked.v.encoding
-    np.testing.assert_array_equal(unmasked.v.values, [1, -1, 3])
+@pytest.mark.parametrize("dtype", [int, float])
+def test_v2_fill_value_is_the_mask_value_as_with_engine_zarr(tmp_path, dtype):
+    """A format 2 fill value is the mask value (_FillValue) whatever use_zarr_fill_value_as_mask
+    says, as engine="zarr" reads it (pydata/xarray#10269); xarray's
+    test_zarr_fill_value_setting[2-*] checks the same through unwritten chunks."""
+    zeros = dask_array.from_array(np.array([0, 0, 0], dtype=dtype), chunks=3)
+    ds = xr.Dataset({"v": ("x", zeros)})
+    for engine, write in (("zarr", ds.to_zarr), ("zarrcore", functools.partial(zx.to_zarr, ds))):
+        path = str(tmp_path / f"{engine}.zarr")
+        write(path, zarr_format=2, compute=False, consolidated=False,
+              encoding={"v": {"_FillValue": -1}})
+    for options in ({"mask_and_scale": False, "use_zarr_fill_value_as_mask": False},
+                    {"mask_and_scale": False}, {"use_zarr_fill_value_as_mask": False}, {}):
+        theirs = xr.open_dataset(str(tmp_path / "zarr.zarr"), engine="zarr", consolidated=False,
+                                 **options)
+        ours = xr.open_dataset(str(tmp_path / "zarrcore.zarr"), engine="zarrcore",
+                               consolidated=False, **options)
+        xr.testing.assert_identical(ours, theirs)
+        assert ours.v.encoding.get("_FillValue") == theirs.v.encoding.get("_FillValue")
+        if options.get("mask_and_scale") is False:
+            assert ours.v.attrs["_FillValue"] == -1
+            np.testing.assert_array_equal(ours.v.values, [-1, -1, -1])
+        else:
+            assert np.isnan(ours.v.values).all()
+
+
+@pytest.mark.parametrize("as_objects", [True, False])
+def test_v2_encodings_written_as_format_3_as_convert_writes_them(tmp_path, as_objects):
+    """A dataset read from format 2 keeps its numcodecs encodings; format 3 gets the codecs
+    `convert` gives those arrays (the spec's blosc, not numcodecs.blosc), whether the encodings
+    are numcodecs objects or their configurations (without numcodecs)."""
+    ds = xr.Dataset({"t": (("x", "y"), np.arange(20.0).reshape(4, 5)),
+                     "n": ("x", np.arange(4) * 3)})
+    v2 = str(tmp_path / "v2.zarr")
+    zx.to_zarr(ds, v2, zarr_format=2, encoding={
+        "n": {"filters": [{"id": "delta", "dtype": "<i8"}],
+              "compressors": [{"id": "zstd", "level": 2}]}})
+    source = xr.open_dataset(v2, engine="zarrcore")
+    if not as_objects:
+        for v in source.variables.values():
+            for key in ("filters", "compressors"):
+                v.encoding[key] = [c.get_config() for c in v.encoding.get(key) or ()]
+    zx.to_zarr(source, str(tmp_path / "v3.zarr"), zarr_format=3)
+    zarrcore.convert(v2, str(tmp_path / "converted.zarr"), zarr_format=3, progress=False)
+    for name in ("t", "n"):
+        written = zarrcore.open_array(str(tmp_path / "v3.zarr"), path=name).metadata.codecs
+        converted = zarrcore.open_array(str(tmp_path / "converted.zarr"),
+                                        path=name).metadata.codecs
+        assert written == converted
+    assert [c["name"] for c in written] == ["numcodecs.delta", "bytes", "zstd"]
+    t = zarrcore.open_array(str(tmp_path / "v3.zarr"), path="t").metadata.codecs
+    assert t[-1]["name"] == "blosc" and t[-1]["configuration"]["cname"] == "lz4"
+    xr.testing.assert_identical(xr.open_dataset(str(tmp_path / "v3.zarr"), engine="zarrcore"),
+                                source)
+
+
+def test_v2_encoding_without_a_format_3_form_names_the_variable(tmp_path):
+    ds = xr.Dataset({"n": ("x", np.arange(4))})
+    # A value filter after a byte filter: format 3 puts byte codecs after the serializer.
+    ds.n.encoding["filters"] = [{"id": "shuffle", "elementsize": 8},
+                                {"id": "delta", "dtype": "<i8"}]
+    with pytest.raises(MetadataError, match=r"variable 'n': .*'delta' after a byte filter.*"
+                                            r"ds\.drop_encoding\(\)"):
+        zx.to_zarr(ds, str(tmp_path / "v3.zarr"), zarr_format=3)
+    zx.to_zarr(ds.drop_encoding(), str(tmp_path / "v3.zarr"), zarr_format=3, mode="w")

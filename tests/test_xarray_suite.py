@@ -8,7 +8,7 @@ Every write and read of xarray's goes to zarrcore: the classes' hooks (`create_s
 zarrcore.xarray.to_zarr) and the engine "zarr" of `open_dataset`, `open_zarr`,
 `open_dataarray` and `open_datatree` (to the engine "zarrcore"). Tests that build stores with
 zarr-python itself keep it for that step. Skipped here, each with its reason: tests that fail
-with engine="zarr" too, and where zarrcore is right and xarray is not."""
+with engine="zarr" too."""
 import asyncio
 import contextlib
 
@@ -31,19 +31,10 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning",
                                          "ignore::RuntimeWarning", "ignore::DeprecationWarning")]
 
-# Tests where zarrcore keeps a behaviour that xarray's engine gets wrong, by name.
-ZARRCORE_RIGHT = {
-    **{f"test_zarr_fill_value_setting[2-{t}]": (
-        "engine='zarr' ignores use_zarr_fill_value_as_mask=False for format 2 "
-        "(pydata/xarray#10269) and still masks with the fill value; zarrcore honours it")
-       for t in ("int", "float")},
-}
-
-
 @pytest.fixture(autouse=True)
 def _skips(request):
     """xarray's `skip_if_param` mark (implemented by its repository's conftest.py, which is
-    not shipped): skip when the test's parameters have the given values; then ZARRCORE_RIGHT."""
+    not shipped): skip when the test's parameters have the given values."""
     callspec = getattr(request.node, "callspec", None)
     for mark in request.node.iter_markers("skip_if_param"):
         kwargs = dict(mark.kwargs)
@@ -52,9 +43,6 @@ def _skips(request):
             continue
         if all(callspec.params.get(k, object()) == v for k, v in kwargs.items()):
             pytest.skip(reason)
-    reason = ZARRCORE_RIGHT.get(request.node.name)
-    if reason is not None:
-        pytest.skip(reason)
 
 
 def _to_zarr(obj, store=None, chunk_store=None, mode=None, synchronizer=None, group=None,

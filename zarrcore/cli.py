@@ -239,7 +239,8 @@ def in_flags(message: str, command: argparse.ArgumentParser) -> str:
         rest = m.string[m.end():m.end() + 1]
         return name + ("" if rest in ("", " ", ")", ",", ";", ":") else " ")
 
-    pattern = r"\b(" + "|".join(map(re.escape, flags)) + r")=(True\b)?"
+    # (not keywords of a repr in the message: "ShardingCodec(..., codecs=[...])")
+    pattern = r"(?<!\()(?<!, )\b(" + "|".join(map(re.escape, flags)) + r")=(True\b)?"
     return re.sub(pattern, flag, message)
 
 

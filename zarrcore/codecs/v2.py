@@ -7,7 +7,7 @@ and the compressor. An object codec (vlen-utf8, vlen-bytes) among the filters, o
 compressor, is the array->bytes step itself; codecs after it, or after the first
 bytes->bytes codec in the filters (crc32c), work on bytes.
 """
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,10 +41,19 @@ class V2BytesCodec(BytesCodec):
 
 def codecs_from_v2_metadata(meta: ArrayMetadataV2, where: str = ".zarray") -> list[Codec]:
     """The codec list that reads and writes the chunks of v2 array metadata `meta`."""
+    return codecs_from_v2(meta.filters, meta.compressor,
+                          len(meta.shape) if meta.order == "F" else 0, where)
+
+
+def codecs_from_v2(filters: Sequence[object] | None, compressor: object,
+                   f_order_ndim: int = 0, where: str = ".zarray") -> list[Codec]:
+    """The codec list of chunks encoded by v2 `filters` and `compressor` (numcodecs
+    configurations or codec objects), in F order for chunks of `f_order_ndim` > 1
+    dimensions."""
     stages = [codec_from_v2(f, f"{where}: filters[{i}]")
-              for i, f in enumerate(meta.filters or ())]
-    if meta.compressor is not None:
-        stages.append(codec_from_v2(meta.compressor, f"{where}: compressor"))
+              for i, f in enumerate(filters or ())]
+    if compressor is not None:
+        stages.append(codec_from_v2(compressor, f"{where}: compressor"))
     serializers = [i for i, c in enumerate(stages) if isinstance(c, ArrayBytesCodec)]
     if len(serializers) > 1:
         raise MetadataError(f"{where}: more than one object codec among filters and compressor")
@@ -57,8 +66,8 @@ def codecs_from_v2_metadata(meta: ArrayMetadataV2, where: str = ".zarray") -> li
                      len(stages))
         serializer = V2BytesCodec()
     codecs: list[Codec] = []
-    if meta.order == "F" and len(meta.shape) > 1:
-        codecs.append(TransposeCodec(tuple(reversed(range(len(meta.shape))))))
+    if f_order_ndim > 1:
+        codecs.append(TransposeCodec(tuple(reversed(range(f_order_ndim)))))
     for codec in stages[:split]:
         if not isinstance(codec, V2Filter):
             # A codec built from a v2 id has to_v2_json, which Codec does not declare.

@@ -20,6 +20,7 @@ from ..codecs import BloscCodec, GzipCodec, ZlibCodec, ZstdCodec, codec_from_jso
 from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, ChunkSpec, Codec
 from ..codecs.chain import CodecChain
 from ..codecs.numcodecs_v3 import ARRAY_TO_ARRAY, BYTES_TO_BYTES, PREFIX
+from ..codecs.v2 import codecs_from_v2
 from ..errors import MetadataError
 
 #: A codec's JSON: v3 (`{"name": ..., "configuration": ...}`) or numcodecs (`{"id": ...}`).
@@ -55,7 +56,28 @@ def v3_codecs(array: Array) -> tuple[list[CodecJSON], tuple[int, ...]]:
         if sharding is not None:
             return sharding.inner.to_json(), tuple(sharding.chunk_shape)
         return chain.to_json(), array.chunks
-    where = f"{array.name} (.zarray)"
+    filters, serializer, compressors = _v3_stages(chain, f"{array.name} (.zarray)")
+    return [*filters, serializer, *compressors], array.chunks
+
+
+def v3_of_v2_encoding(filters: Sequence[Any], compressors: Sequence[Any],
+                      chunks: Sequence[int], dtype: npt.DTypeLike, where: str,
+                      ) -> tuple[list[CodecJSON], CodecJSON, list[CodecJSON]]:
+    """(filters, serializer, compressors) as v3 JSON of chunks of shape `chunks` and `dtype`
+    that format 2 `filters` and `compressors` (numcodecs configurations or codec objects; at
+    most one compressor) encode: the codecs v3_codecs gives an array of that encoding, as
+    convert writes it. MetadataError naming `where` for one with no v3 form."""
+    if len(compressors) > 1:
+        raise MetadataError(f"{where}: format 2 takes one compressor, not {len(compressors)}")
+    codecs = codecs_from_v2(filters, compressors[0] if compressors else None, where=where)
+    return _v3_stages(CodecChain(codecs, ChunkSpec(tuple(chunks), np.dtype(dtype), None), where),
+                      where)
+
+
+def _v3_stages(chain: CodecChain, where: str,
+               ) -> tuple[list[CodecJSON], CodecJSON, list[CodecJSON]]:
+    """(array->array codecs, serializer, bytes->bytes codecs) as v3 JSON of the chain of a
+    format 2 encoding: numcodecs byte filters move after the serializer."""
     out: list[CodecJSON] = []
     moved: list[CodecJSON] = []
     for codec in chain.array_array:
@@ -73,10 +95,8 @@ def v3_codecs(array: Array) -> tuple[list[CodecJSON], tuple[int, ...]]:
                 out.append(_numcodecs_v3(v2_json, ARRAY_TO_ARRAY, where))
         else:
             raise MetadataError(f"{where}: filter {codec!r} has no Zarr v3 form")
-    out.append(chain.array_bytes.to_json())
-    out += moved
-    out += [bytes_codec_v3(c, where) for c in chain.bytes_bytes]
-    return out, array.chunks
+    return (out, chain.array_bytes.to_json(),
+            moved + [bytes_codec_v3(c, where) for c in chain.bytes_bytes])
 
 
 def v2_form(codecs: Sequence[CodecLike], shape: Sequence[int], dtype: npt.DTypeLike,

@@ -240,10 +240,10 @@ def _resumed_options(given: dict[str, Any], recorded: Any, state_key: str) -> di
     differ = [name for name in _OPTION_NAMES
               if given[name] is not None and given[name] != recorded[name]]
     if differ:
-        were = ", ".join(f"{name}={recorded[name]!r}" for name in differ)
-        raise ValueError(f"{state_key}: the unfinished conversion there used other options "
-                         f"({were}); resume with those (or leave them out), or replace it "
-                         f"with overwrite=True")
+        were = " and ".join(f"{name}={recorded[name]!r}" for name in differ)
+        raise ValueError(f"{state_key}: the unfinished conversion there used other options: "
+                         f"{were}; resume with those (or leave them out), or replace it with "
+                         f"overwrite=True")
     return {name: recorded[name] if given[name] is None else given[name]
             for name in _OPTION_NAMES}
 

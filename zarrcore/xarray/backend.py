@@ -242,6 +242,10 @@ class ZarrcoreDataStore(AbstractDataStore):
              use_zarr_fill_value_as_mask: bool | None = None) -> _DataStore:
         root = open_root_group(store, group=group, mode=mode, consolidated=consolidated,
                                zarr_format=zarr_format, storage_options=storage_options)
+        if root.zarr_format == 2:
+            # As engine="zarr", whose open_dataset passes None on (pydata/xarray#10269): a
+            # format 2 fill value is the mask value whatever use_zarr_fill_value_as_mask says.
+            use_zarr_fill_value_as_mask = True
         return cls(root, use_zarr_fill_value_as_mask)
 
     def arrays(self) -> dict[str, Array]:
@@ -411,7 +415,8 @@ class ZarrcoreBackendEntrypoint(BackendEntrypoint):
             The format to expect; default: whichever is there.
         use_zarr_fill_value_as_mask : bool, optional
             Take each array's fill value as its `_FillValue` (the mask value); default: for
-            format 2 only, as xarray. False holds for format 2 too (xarray ignores it there).
+            format 2 only, as xarray. Format 2 fill values are the mask value whatever it
+            says, as with engine="zarr" (which ignores it: pydata/xarray#10269).
 
         Returns
         -------

@@ -30,7 +30,7 @@ from ..metadata.common import check_attributes
 from .backend import (
     DIMENSION_KEY, GroupSource, ZarrcoreDataStore, open_root_group, variable_dimensions,
 )
-from .encoding import codec_json, codecs_json
+from .encoding import codec_json, codecs_json, v3_encoding
 
 if TYPE_CHECKING:
     from dask.delayed import Delayed
@@ -271,6 +271,11 @@ class _DatasetWriter:
         if self.zarr_format == 2 and isinstance(compressors, str) and compressors == "auto":
             compressors = V2_DEFAULT_COMPRESSOR
         filters = encoding.get("filters", None)
+        if self.zarr_format == 3:
+            filters, compressors, serializer = v3_encoding(name, filters, compressors, chunks,
+                                                           dtype)
+            if serializer is not None and "serializer" not in options:
+                options["serializer"] = serializer
         if write_empty is not None:
             options["config"] = {"write_empty_chunks": write_empty}
         array = api.create_array(
