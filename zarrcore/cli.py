@@ -223,7 +223,7 @@ _FLAG_OF_PARAMETER = {"source_storage_options": "--src-storage-options",
                       "dest_storage_options": "--dst-storage-options"}
 
 
-def in_flags(message: str, command: argparse.ArgumentParser) -> str:
+def _in_flags(message: str, command: argparse.ArgumentParser) -> str:
     """`message` with the Python parameters it names (`shards=(8, 8)`, `resume=True`,
     `zarr_format=3`, `dtype=`) spelled as the flags of `command`'s parser."""
     flags = dict(_FLAG_OF_PARAMETER)
@@ -277,7 +277,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     p.set_defaults(func=cmd_verify)
-    verify_parser = p
     p = commands["convert"] = sub.add_parser(
         "convert", help="rewrite an array or hierarchy: format, chunks, shards, codecs, data "
                         "type; streaming, parallel, resumable")
@@ -311,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for p in (commands["convert"], q):
         p.add_argument("--json", action="store_true", help="print the report as JSON")
         p.add_argument("-q", "--quiet", action="store_true", help="no progress line, no report")
-    for p in (commands["convert"], q, verify_parser):
+    for p in (commands["convert"], q, commands["verify"]):
         p.add_argument("--storage-options", metavar="JSON",
                        help="options of the stores of the arguments that are URLs (of both "
                             "when neither is; JSON object)")
@@ -334,7 +333,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except (ZarrcoreError, OSError, ValueError) as e:
-        print(f"zarrcore {args.command}: {in_flags(str(e), commands[args.command])}",
+        print(f"zarrcore {args.command}: {_in_flags(str(e), commands[args.command])}",
               file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -80,8 +80,8 @@ class VerifyReport:
     problems: list[Problem] = dataclasses.field(default_factory=list)
     unchecked: int = 0
     unchecked_arrays: list[str] = dataclasses.field(default_factory=list)
-    #: "" when the stored objects were checked; "objects" or "values" when a copy was
-    #: compared with its source so (compare), `objects` and `stored_bytes` counting what was
+    #: How compare() compared a copy with its source, "objects" or "values" (then `objects`
+    #: and `stored_bytes` count what was compared); "" for verify().
     compared: str = ""
 
     @property
