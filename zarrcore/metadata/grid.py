@@ -109,11 +109,6 @@ class AxisRuns:
                        self.nchunks)
         return int(c) if isinstance(positions, (int, np.integer)) else c
 
-    def bounds(self, first: int, stop: int) -> Int64s:
-        """The boundaries of chunks first..stop-1: where each starts, then where the last
-        ends (only the chunks asked for are made)."""
-        return self.start(np.arange(first, stop + 1, dtype=np.int64))
-
     def within(self, start: int, stop: int) -> Int64s:
         """The chunk boundaries strictly between positions `start` and `stop`."""
         if stop <= start:
