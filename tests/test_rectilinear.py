@@ -2,6 +2,9 @@
 encodings, creation in zarr-python 3.4's spelling, every indexing mode against numpy, resize
 and append as zarr-python 3.4 grows a grid, and both directions against zarr-python 3.4."""
 import json
+import tempfile
+import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +42,8 @@ def test_metadata_both_encodings_round_trip():
              [[[10, 3]], [[5, 4]]]),
             ([[1, [2, 3], 23], 8], [[0, 1, 3, 5, 7, 30], 8], None)]:
         meta = ArrayMetadataV3.from_json(_doc(shapes))
-        got = [a if isinstance(a, int) else a.tolist() for a in meta.grid.axes]
+        got = [a if isinstance(a, int) else a.start(np.arange(a.nchunks + 1)).tolist()
+               for a in meta.grid.axes]
         assert got == axes
         assert meta.to_json()["chunk_grid"]["configuration"]["chunk_shapes"] == (
             written or shapes)
@@ -120,6 +124,77 @@ def test_resize_and_append_as_zarr34(tmp_path):
     a.resize(40, 20)
     assert a.chunks == ((10, 5, 15, 4, 6), (7, 13))
     np.testing.assert_array_equal(a[:, 0], [1] * 25 + [0] * 15)
+
+
+def _bounded(work):
+    """(result of `work()`, seconds, peak bytes Python allocated meanwhile)."""
+    tracemalloc.start()
+    try:
+        start = time.perf_counter()
+        result = work()
+        return result, time.perf_counter() - start, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_run_length_counts_stay_compressed():
+    # A 300-byte document of 10**9 chunks along an axis: every read, write and resize
+    # costs after its runs and the chunks it touches, never the 10**9 (main expanded them:
+    # gigabytes, or a MemoryError).
+    n = 10**9
+    store = {"zarr.json": json.dumps(_doc([[[1, n]], [[5, 3], 5]], shape=(n, 20))).encode()}
+
+    def work():
+        a = zarrcore.open_array(store, mode="r+")
+        a[n // 2, 3] = 7
+        a[n - 3:, 10:] = 5
+        a.vindex[[1, n - 1], [0, 19]] = [8, 9]
+        got = (int(a[n // 2, 3]), a[n - 4:, 9:11].tolist(), a.vindex[[1, n - 1], [0, 19]].tolist(),
+               a.oindex[[n - 1, 2, n // 2], [3, 19]].tolist(), a.blocks[n - 1, 3].tolist(),
+               a[n // 2:n // 2 + 3:2, 3].tolist(), a[::n // 4, 3].tolist())
+        a.resize((n + 5, 20))
+        a[n + 4, 0] = 6
+        grown = (a.chunk_grid.to_json()["configuration"]["chunk_shapes"], int(a[n + 4, 0]),
+                 a.cdata_shape, a.nchunks, a.chunk_grid.grid_shape)
+        a.resize((n - 2, 20))
+        return got, grown, a.chunk_grid.to_json()["configuration"]["chunk_shapes"], \
+            a.chunk_grid.grid_shape, next(a.iter_chunks())
+
+    (got, grown, shrunk, grid, first), seconds, peak = _bounded(work)
+    assert got == (7, [[0, 0]] + [[0, 5]] * 3, [8, 9], [[0, 9], [0, 0], [7, 0]], [[5, 5, 5, 5, 9]],
+                   [7, 0], [0, 0, 7, 0])
+    # (written back as runs, neighbours of one length joined as zarr-python 3.4 writes them)
+    assert grown == ([[[1, n], 5], [[5, 4]]], 6, (n + 1, 4), (n + 1) * 4, (n + 1, 4))
+    # Edge lengths are never dropped, as zarr-python 3.4 resizes.
+    assert shrunk == grown[0] and grid == (n - 2, 4)
+    assert first == ((0, 0), (slice(0, 1), slice(0, 5)))
+    assert peak < 20 << 20 and seconds < 20, (peak, seconds)
+
+
+def test_run_length_counts_of_shards_stay_compressed():
+    # Shards by the 10**8 of one run, read by byte ranges (inner chunks on one grid) and
+    # written, and the C plans of a directory store: the cost follows the runs.
+    n = 10**8
+    doc = _doc([[[4, n]]], shape=(4 * n,))
+    doc["codecs"] = [{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [2], "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                         {"name": "crc32c"}], "index_location": "end"}}]
+
+    def work(store):
+        a = zarrcore.open_array(store, mode="r+")
+        a[4 * n - 3:] = [1, 2, 3]
+        a[5] = 4
+        return (a[4 * n - 4:].tolist(), int(a[5]), a.oindex[[5, 4 * n - 1]].tolist(),
+                a.vindex[[4 * n - 2, 5]].tolist(), a.cdata_shape)
+
+    for store in ({"zarr.json": json.dumps(doc).encode()}, None):
+        if store is None:
+            store = zarrcore.storage.LocalStore(str(Path(tempfile.mkdtemp())))
+            store.set("zarr.json", json.dumps(doc).encode())
+        got, seconds, peak = _bounded(lambda: work(store))
+        assert got == ([0, 1, 2, 3], 4, [4, 3], [2, 4], (2 * n,))
+        assert peak < 20 << 20 and seconds < 20, (peak, seconds)
 
 
 _EDGES = st.lists(st.integers(1, 6), min_size=1, max_size=6)

@@ -1,11 +1,14 @@
 """ReferenceStore: kerchunk references (JSON versions 0 and 1, parquet) read natively, their
 targets through zarrcore's own stores, within the bounds the caller allows."""
 import base64
+import gc
 import importlib.util
 import json
 import os
 import shutil
 import sys
+import time
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -15,7 +18,7 @@ from zarrcore.errors import (
     ChecksumError, ReadOnlyError, ReferenceFormatError, ReferenceOutsideError,
     ReferenceTargetError, StoreURLError,
 )
-from zarrcore.storage.references import ReferenceStore
+from zarrcore.storage.references import ReferenceStore, Target
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "references")
 _spec = importlib.util.spec_from_file_location("references_make", os.path.join(DATA, "make.py"))
@@ -375,6 +378,91 @@ def test_missing_and_short_targets(tmp_path):
 def test_malformed_references(refs, match):
     with pytest.raises(ReferenceFormatError, match=match):
         ReferenceStore(refs)
+
+
+# -- many references ----------------------------------------------------------------------
+def _traced(work):
+    """(result of `work()`, seconds, bytes it allocated and kept, peak bytes)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        start = time.perf_counter()
+        result = work()
+        seconds = time.perf_counter() - start
+        gc.collect()
+        kept, peak = tracemalloc.get_traced_memory()
+        return result, seconds, kept, peak
+    finally:
+        tracemalloc.stop()
+
+
+def test_many_plain_references_are_parsed_compactly():
+    # main: 18-20 s and 694 MB for a million, about 130 bytes kept a reference beyond the
+    # document's own strings; now columns of a few bytes each.
+    n = 400_000
+    refs = {".zgroup": '{"zarr_format": 2}', "a/odd": ["{{u}}", 3, 4], "a/whole": ["f.nc"],
+            **{f"a/{i}": [f"s3://bucket/f{i % 3}.nc", 8 * i, 8] for i in range(n)}}
+    doc = {"version": 1, "templates": {"u": "s3://bucket/t.nc"}, "refs": refs}
+    store, seconds, kept, peak = _traced(lambda: ReferenceStore(doc))
+    assert kept < 48 * n and seconds < 30, (kept, seconds)
+    assert store.lookup(f"a/{n - 1}") == Target("s3://bucket/f0.nc", 8 * (n - 1), 8)
+    assert store.lookup("a/odd") == Target("s3://bucket/t.nc", 3, 4)
+    assert store.lookup("a/whole") == Target("f.nc", 0, None)
+    assert store.lookup(".zgroup") == b'{"zarr_format": 2}'
+    assert store.lookup("a/x") is None and store.lookup(f"a/{n}") is None
+    assert len(list(store.list_prefix("a"))) == n + 2
+
+
+def test_generated_references_are_made_when_asked_for():
+    # The most `gen` may make, from a 200-byte document: main made all 4,194,304 (about 5
+    # minutes); a key is now parsed back to the values that render it.
+    side = 2048
+    doc = {"version": 1, "templates": {"u": "s3://bucket/data"},
+           "gen": [{"key": "a/{{i}}.{{j}}", "url": "{{u}}/f{{i}}.nc", "offset": "{{j * 1000}}",
+                    "length": "1000", "dimensions": {"i": {"stop": side},
+                                                     "j": {"start": 1, "stop": side + 1}}}]}
+    store, seconds, _, peak = _traced(lambda: ReferenceStore(doc))
+    assert seconds < 5 and peak < 8 << 20, (seconds, peak)
+    assert store.lookup(f"a/{side - 1}.{side}") == Target(
+        f"s3://bucket/data/f{side - 1}.nc", side * 1000, 1000)
+    for missing in (f"a/{side}.1", "a/0.0", "a/01.1", "a/-0.1", "a/1.1.1", "b/1.1", "a/1."):
+        assert store.lookup(missing) is None, missing
+
+
+def test_generated_references_match_rendering_every_combination():
+    # Lists and ranges with steps, a template in the key, a dimension left out of it (its
+    # last value wins, as when every combination is rendered in turn), later entries
+    # replacing earlier ones and `refs`; and a key of expressions, rendered once.
+    doc = {"version": 1, "templates": {"p": "v"},
+           "refs": {"v/x0.1": ["plain"], "other": ["o", 1, 2]},
+           "gen": [{"key": "{{p}}/{{name}}{{i}}", "url": "f-{{name}}-{{i}}-{{k}}",
+                    "dimensions": {"name": ["x", "yy", 3], "i": {"start": 1, "stop": 8,
+                                                                   "step": 3},
+                                   "k": ["a", "b"]}},
+                   {"key": "v/x{{i}}", "url": "g{{i}}", "offset": "{{i * 10}}",
+                    "length": "{{i + 1}}", "dimensions": {"i": [4, 7]}},
+                   {"key": "w/{{i * 2}}", "url": "h", "dimensions": {"i": {"stop": 3}}}]}
+    expected = {"v/x0.1": Target("plain", 0, None), "other": Target("o", 1, 2)}
+    for name in ("x", "yy", 3):
+        for i in (1, 4, 7):
+            expected[f"v/{name}{i}"] = Target(f"f-{name}-{i}-b", 0, None)
+    for i in (4, 7):
+        expected[f"v/x{i}"] = Target(f"g{i}", i * 10, i + 1)
+    for i in range(3):
+        expected[f"w/{i * 2}"] = Target("h", 0, None)
+    store = ReferenceStore(doc)
+    assert {k: store.lookup(k) for k in expected} == expected
+    assert sorted(store.list_prefix("")) == sorted(expected)
+    for missing in ("v/x2", "v/z1", "v/3", "w/1", "w/6", "v/yy10"):
+        assert store.lookup(missing) is None, missing
+    many = {"version": 1, "gen": [{"key": "k{{i + 1}}", "url": "u",
+                                   "dimensions": {"i": {"stop": 10**6}}}]}
+    with pytest.raises(ReferenceFormatError, match="key of expressions"):
+        ReferenceStore(many)
+    bad = {"version": 1, "gen": [{"key": "k{{i}}", "url": "{{nowhere}}",
+                                  "dimensions": {"i": {"stop": 10**6}}}]}
+    with pytest.raises(ReferenceFormatError, match="'nowhere' is not defined"):
+        ReferenceStore(bad)
 
 
 # -- remote targets -----------------------------------------------------------------------

@@ -241,31 +241,40 @@ cdef AxisPlan _slice_plan(int64_t start, int64_t stop, int64_t step, int64_t chu
     return plan
 
 
-cdef inline int64_t _chunk_of(const int64_t[::1] bounds, int64_t x) noexcept:
-    """The chunk holding position `x` of an axis of chunk `bounds` (0 first, ascending)."""
-    cdef int64_t lo = 0, hi = bounds.shape[0] - 1, mid
-    while hi - lo > 1:  # bounds[lo] <= x < bounds[hi]
-        mid = (lo + hi) // 2
-        if bounds[mid] <= x:
-            lo = mid
+cdef inline int64_t _chunk_of(const int64_t[::1] lengths, const int64_t[::1] starts,
+                              const int64_t[::1] firsts, int64_t x, int64_t *lo,
+                              int64_t *hi) noexcept:
+    """The chunk holding position `x` of an axis of runs (`lengths`, and `starts` and
+    `firsts`, each ending with the totals: grid.AxisRuns), and where it starts and ends."""
+    cdef int64_t a = 0, b = starts.shape[0] - 1, mid, k
+    while b - a > 1:  # starts[a] <= x < starts[b]
+        mid = (a + b) // 2
+        if starts[mid] <= x:
+            a = mid
         else:
-            hi = mid
-    return lo
+            b = mid
+    k = (x - starts[a]) // lengths[a]
+    lo[0] = starts[a] + k * lengths[a]
+    hi[0] = lo[0] + lengths[a]
+    return firsts[a] + k
 
 
-def bounded_int_plan(int64_t i, const int64_t[::1] bounds, int64_t dim_len):
-    """int_plan over an axis of chunks of their own lengths (`bounds`: 0, then each
-    chunk's end)."""
+def bounded_int_plan(int64_t i, const int64_t[::1] lengths, const int64_t[::1] starts,
+                     const int64_t[::1] firsts, int64_t dim_len):
+    """int_plan over an axis of chunks of their own lengths, kept as runs (grid.AxisRuns:
+    `lengths`, `starts`, `firsts`)."""
     plan = AxisPlan(False)
-    cdef int64_t c = _chunk_of(bounds, i)
-    plan.add(c, i - bounds[c], None, min(bounds[c + 1], dim_len) - bounds[c] == 1, 1)
+    cdef int64_t lo, hi
+    cdef int64_t c = _chunk_of(lengths, starts, firsts, i, &lo, &hi)
+    plan.add(c, i - lo, None, min(hi, dim_len) - lo == 1, 1)
     return plan
 
 
-def bounded_slice_plan(int64_t start, int64_t stop, int64_t step, const int64_t[::1] bounds,
-                       int64_t dim_len):
-    """slice_plan over an axis of chunks of their own lengths (`bounds`): the same pieces,
-    one per chunk touched, each found by a binary search (a step may skip chunks)."""
+def bounded_slice_plan(int64_t start, int64_t stop, int64_t step, const int64_t[::1] lengths,
+                       const int64_t[::1] starts, const int64_t[::1] firsts, int64_t dim_len):
+    """slice_plan over an axis of chunks of their own lengths, kept as runs (as
+    bounded_int_plan): the same pieces, one per chunk touched, each found by a binary search
+    over the runs (a step may skip chunks)."""
     plan = AxisPlan(True)
     cdef int64_t n = _slice_len(start, stop, step)
     if n == 0:
@@ -276,8 +285,7 @@ def bounded_slice_plan(int64_t start, int64_t stop, int64_t step, const int64_t[
     cdef int64_t j0 = 0, x, c, lo, hi, count, extent
     while j0 < n:
         x = start + j0 * step
-        c = _chunk_of(bounds, x)
-        lo, hi = bounds[c], bounds[c + 1]
+        c = _chunk_of(lengths, starts, firsts, x, &lo, &hi)
         count = min(n - j0, (hi - 1 - x) // step + 1)
         extent = min(hi, dim_len) - lo
         plan.add(c, slice(x - lo, x - lo + (count - 1) * step + 1, step),

@@ -299,9 +299,9 @@ class Array(nodes.Node):
         grid = self._chunks.grid
         if grid.is_regular:
             return tuple(math.ceil(s / c) for s, c in zip(self.shape, self.chunks))
-        inner = self.chunks if self._sharding else (1,) * self.ndim
-        return tuple(sum(-(-e // c) for e in grid.edge_lengths(d)) if self._sharding
-                     else len(grid.edge_lengths(d)) for d, c in enumerate(inner))
+        if not self._sharding:
+            return grid.grid_shape
+        return tuple(grid.inner_chunks(d, c) for d, c in enumerate(self.chunks))
 
     @property
     def nchunks(self) -> int:
@@ -941,6 +941,8 @@ class Array(nodes.Node):
                 # Inside on the axes before `axis`, outside on it, anywhere after it.
                 ranges = ([range(n) for n in inside[:axis]] + [range(inside[axis], counts[axis])]
                           + [range(n) for n in counts[axis + 1:]])
+                if not all(ranges):
+                    continue  # (product() would list the others first: 10**9 chunks, say)
                 for coords in itertools.product(*ranges):
                     if self._store.exists(self._chunks.key(coords)):
                         yield coords
@@ -1014,10 +1016,8 @@ class Array(nodes.Node):
             A block's coordinates in the grid, and the region of the array it holds.
         """
         grid = self._chunks.grid
-        bounds = [grid.bounds(d) for d in range(self.ndim)]
-        for coords in itertools.product(*(range(len(b)) for b in bounds)):
-            yield coords, tuple(slice(b[c][0], min(b[c][1], s))
-                                for c, b, s in zip(coords, bounds, self.shape))
+        for coords in grid.chunks():
+            yield coords, grid.region(coords)
 
 
 def _region_of(selection: Selection, shape: tuple[int, ...]) -> Region | None:
@@ -1416,10 +1416,10 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
             codecs, chunks = shard_codecs(codecs, chunks, shards, shape, np_dtype.itemsize,
                                           auto_chunks)
             inner = codecs[0].chunk_shape
-            for d, spec in enumerate(grid.specs if grid else ()):
-                if not isinstance(spec, int) and any(e % inner[d] for e in spec):
-                    raise ValueError(f"the shards' edge lengths {spec} along axis {d} "
-                                     f"must be multiples of the chunk length {inner[d]}")
+            for d, axis in enumerate(grid.axes if grid else ()):
+                if not isinstance(axis, int) and np.any(axis.lengths % inner[d]):
+                    raise ValueError(f"the shards' edge lengths {axis.to_json()} along axis "
+                                     f"{d} must be multiples of the chunk length {inner[d]}")
         chain = CodecChain(codecs, ChunkSpec(chunks, np_dtype, fill))
         if isinstance(chunk_key_encoding, dict) or chunk_key_encoding is None:
             cke_json = dict(chunk_key_encoding or {"name": "default"})

@@ -9,8 +9,8 @@
 seconds per request, and retries of a failed request.
 `ZARRCORE_LOCK_TIMEOUT` sets the seconds an object store's lock is waited for.
 The resource limits on what stored metadata may declare (`max_dimensions`, `max_chunk_bytes`,
-`max_shard_index_entries`) come from `ZARRCORE_MAX_DIMENSIONS`, `ZARRCORE_MAX_CHUNK_BYTES` and
-`ZARRCORE_MAX_SHARD_INDEX_ENTRIES`.
+`max_shard_index_entries`, `max_codecs`) come from `ZARRCORE_MAX_DIMENSIONS`,
+`ZARRCORE_MAX_CHUNK_BYTES`, `ZARRCORE_MAX_SHARD_INDEX_ENTRIES` and `ZARRCORE_MAX_CODECS`.
 """
 from __future__ import annotations
 
@@ -46,6 +46,8 @@ LIMITS = {
     "max_dimensions": ("ZARRCORE_MAX_DIMENSIONS", MAX_NDIM),
     "max_chunk_bytes": ("ZARRCORE_MAX_CHUNK_BYTES", 128 << 20),
     "max_shard_index_entries": ("ZARRCORE_MAX_SHARD_INDEX_ENTRIES", 1 << 20),
+    # Codecs in one chain: each is a pass over every chunk read or written.
+    "max_codecs": ("ZARRCORE_MAX_CODECS", 256),
 }
 
 
@@ -79,14 +81,15 @@ class Config:
     `read_missing_chunks`, `array_order`, `default_zarr_format`, `target_shard_size_bytes`,
     `json_indent`, `shard_write_order`, `confine_local_stores`, `allow_pickle`, `buffer_pool_bytes`,
     `io_concurrency`, `io_process_concurrency`, `io_timeout`, `io_retries`, `lock_timeout`,
-    `max_dimensions`, `max_chunk_bytes` and `max_shard_index_entries`; the module's
-    documentation names their environment variables.
+    `max_dimensions`, `max_chunk_bytes`, `max_shard_index_entries` and `max_codecs`; the
+    module's documentation names their environment variables.
     """
 
     # Set from LIMITS in __init__.
     max_dimensions: int
     max_chunk_bytes: int
     max_shard_index_entries: int
+    max_codecs: int
 
     def __init__(self) -> None:
         self.num_threads = _env_int("ZARRCORE_NUM_THREADS", os.cpu_count() or 1, 1)

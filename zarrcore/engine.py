@@ -42,7 +42,7 @@ from .errors import (
     ZarrcoreError,
 )
 from .indexing import BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer
-from .metadata.grid import AxisChunks, ChunkGrid
+from .metadata.grid import AxisChunks, ChunkGrid, chunk_start
 from .storage.base import at_most, bounded, get_at_most
 from . import _indexing
 
@@ -162,15 +162,10 @@ def _task_values(plans: Sequence[AxisPlan], name: str) -> list[tuple[Any, ...]]:
     return list(itertools.product(*[getattr(p, name) for p in plans]))
 
 
-def _start(block: AxisChunks, c: int) -> int:
-    """Where block `c` of an axis of blocks `block` (a length, or boundaries) starts."""
-    return c * block if isinstance(block, int) else int(block[c])
-
-
 def _replan(plans: Sequence[AxisPlan], shape: Sequence[int], blocks: Sequence[AxisChunks],
             chunk_shape: Sequence[int]) -> list[AxisPlan]:
     """The plans of the basic selection that `plans` make over the blocks `blocks` (per
-    axis a length, or boundaries), over the finer grid of `chunk_shape` (the inner chunks of
+    axis a length, or runs), over the finer grid of `chunk_shape` (the inner chunks of
     shards)."""
     out = []
     for plan, n, b, c in zip(plans, shape, blocks, chunk_shape):
@@ -179,9 +174,9 @@ def _replan(plans: Sequence[AxisPlan], shape: Sequence[int], blocks: Sequence[Ax
             continue
         sel, out_sel = plan.chunk_sel[0], plan.out_sel[0]
         if not isinstance(sel, slice):  # an int: the axis is dropped
-            out.append(_indexing.int_plan(_start(b, plan.chunks[0]) + int(sel), c, n))
+            out.append(_indexing.int_plan(chunk_start(b, plan.chunks[0]) + int(sel), c, n))
             continue
-        first, step, count = _start(b, plan.chunks[0]) + sel.start, sel.step, sum(plan.count)
+        first, step, count = chunk_start(b, plan.chunks[0]) + sel.start, sel.step, sum(plan.count)
         if isinstance(out_sel, slice) and out_sel.step == -1:  # walked ascending, written back
             out.append(_indexing.slice_plan(first + (count - 1) * step, first - 1, -step, c, n))
         else:
@@ -209,7 +204,7 @@ def _listed_plan(positions: npt.NDArray[np.intp], chunk_len: int) -> AxisPlan:
 def _inner_plans(indexer: OrthogonalIndexer, shape: Sequence[int],
                  blocks: Sequence[AxisChunks], chunk_shape: Sequence[int]) -> list[AxisPlan]:
     """The plans of an orthogonal selection over the blocks `blocks` (shards, per axis a
-    length or boundaries), over the finer grid of `chunk_shape` (their inner chunks), the
+    length or runs), over the finer grid of `chunk_shape` (their inner chunks), the
     buffer's order kept: axes indexed by arrays become listed pieces."""
     out = []
     for axis, plan in enumerate(indexer.plans):
@@ -254,16 +249,15 @@ class _Group(NamedTuple):
     points: tuple[Int64s, Int64s, Int64s, Int64s] | None
 
 
-def _axis_classes(chunks: Int64s, bounds: AxisChunks, extent: int
+def _axis_classes(chunks: Int64s, axis: AxisChunks, extent: int
                   ) -> list[tuple[int, int, Int64s]]:
     """The pieces of one axis whose chunks are `chunks` (grid indices), split by class: per
     class (edge length, extent of the regular axis its job runs over, positions of its
     pieces). A class is an edge length and how much of its chunks lies inside the array,
     which is the whole length but for a last chunk reaching past the array's end."""
-    if isinstance(bounds, int):
-        return [(bounds, extent, np.arange(len(chunks), dtype=np.int64))]
-    starts = bounds[chunks]
-    lengths = bounds[chunks + 1] - starts
+    if isinstance(axis, int):
+        return [(axis, extent, np.arange(len(chunks), dtype=np.int64))]
+    starts, lengths = axis.start(chunks), axis.length(chunks)
     inside = np.minimum(lengths, extent - starts)
     classes = []
     for length, part in np.unique(np.stack([lengths, inside]), axis=1).T.tolist():
@@ -277,11 +271,11 @@ def _axis_classes(chunks: Int64s, bounds: AxisChunks, extent: int
 def _inner_counts(blocks: Sequence[AxisChunks], inner_shape: Sequence[int],
                   shards: Int64s) -> Int64s:
     """The number of inner chunks of `inner_shape` along each axis of the shards at grid
-    indices `shards` ((n, ndim)) of the blocks `blocks` (per axis a length, or boundaries)."""
+    indices `shards` ((n, ndim)) of the blocks `blocks` (per axis a length, or runs)."""
     counts = np.empty_like(shards)
     for d, (b, c) in enumerate(zip(blocks, inner_shape)):
         at = shards[:, d]
-        counts[:, d] = b // c if isinstance(b, int) else (b[at + 1] - b[at]) // c
+        counts[:, d] = b // c if isinstance(b, int) else b.length(at) // c
     return counts
 
 
@@ -297,7 +291,7 @@ def _c_order(places: Int64s, counts: Int64s) -> Int64s:
 def _in_shards(blocks: Sequence[AxisChunks], inner_shape: Sequence[int], coords: Int64s
                ) -> tuple[Int64s, Int64s]:
     """For inner chunks at grid indices `coords` ((n, ndim), inner chunks of `inner_shape`
-    over the whole array) in shards placed by `blocks` (per axis a length, or boundaries; each
+    over the whole array) in shards placed by `blocks` (per axis a length, or runs; each
     shard holds whole inner chunks): their shards' grid indices, and their C-order index in
     their shard."""
     shards = np.empty_like(coords)
@@ -307,16 +301,15 @@ def _in_shards(blocks: Sequence[AxisChunks], inner_shape: Sequence[int], coords:
         if isinstance(b, int):
             shards[:, d], places[:, d] = np.divmod(at, b // c)
         else:
-            starts = b // c
-            shards[:, d] = np.searchsorted(starts, at, side="right") - 1
-            places[:, d] = at - starts[shards[:, d]]
+            shards[:, d] = b.chunk_of(at * c)
+            places[:, d] = at - b.start(shards[:, d]) // c
     return shards, _c_order(places, _inner_counts(blocks, inner_shape, shards))
 
 
 def _inner_points(groups: PointGroups, inner_shape: Sequence[int], blocks: Sequence[AxisChunks]
                   ) -> tuple[Listing, Int64s, Int64s]:
     """Points grouped by shard (`groups`; shards placed by `blocks`, per axis a length or
-    boundaries), regrouped by inner chunk (`inner_shape`) within each shard, the buffer's
+    runs), regrouped by inner chunk (`inner_shape`) within each shard, the buffer's
     order kept: the zc_listing arrays (point_start, local, out_index, None), and per group its
     shard (a group of `groups`) and its C-order inner chunk in that shard."""
     inner_column = np.asarray(inner_shape, dtype=np.int64)[:, None]
@@ -533,7 +526,7 @@ class ChunkEngine:
         # inner chunks do not divide): the inner chunks then lie on one regular grid over
         # the array (`_read_shard_waves`).
         aligned = self.partial is not None and all(
-            not np.any(np.asarray(b) % c)
+            b % c == 0 if isinstance(b, int) else not np.any(b.lengths % c)
             for b, c in zip(self.grid.axes, self.partial.chunk_shape))
         self._ranged_shards = not directory and aligned
         self._inner_waves = aligned and self.partial is not None and (
@@ -563,8 +556,8 @@ class ChunkEngine:
             return [_Group(self.chain, form, self.array_shape, list(indexer.plans), None)]
         if isinstance(indexer, CoordinateIndexer):
             return self._point_groups(indexer)
-        per_axis = [_axis_classes(np.asarray(p.chunks, dtype=np.int64), bounds, n)
-                    for p, bounds, n in zip(indexer.plans, self.grid.axes, self.array_shape)]
+        per_axis = [_axis_classes(np.asarray(p.chunks, dtype=np.int64), axis, n)
+                    for p, axis, n in zip(indexer.plans, self.grid.axes, self.array_shape)]
         groups = []
         for combo in itertools.product(*per_axis):
             shape = tuple(c[0] for c in combo)
@@ -579,8 +572,8 @@ class ChunkEngine:
         groups = indexer.groups
         assert groups is not None  # (points: `plan` saw them)
         ndim = len(self.chunk_shape)
-        per_axis = [_axis_classes(groups.coords[:, d], bounds, n)
-                    for d, (bounds, n) in enumerate(zip(self.grid.axes, self.array_shape))]
+        per_axis = [_axis_classes(groups.coords[:, d], axis, n)
+                    for d, (axis, n) in enumerate(zip(self.grid.axes, self.array_shape))]
         # Each group of points' class on each axis, then its class over all axes.
         classes = np.zeros((groups.ngroups, ndim), dtype=np.int64)
         for d, axis in enumerate(per_axis):

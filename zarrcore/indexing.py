@@ -1,8 +1,8 @@
 """Selections of every indexing mode, projected onto a chunk grid.
 
-The grid comes per axis (`AxisChunks`): a chunk length, or the chunk boundaries of an axis of
-edge lengths (a rectilinear grid). Ints and slices on such an axis are planned over its
-boundaries (_indexing.bounded_slice_plan); int arrays and points are planned as on a regular
+The grid comes per axis (`AxisChunks`): a chunk length, or the runs of an axis of edge
+lengths (`AxisRuns`, a rectilinear grid). Ints and slices on such an axis are planned over its
+runs (_indexing.bounded_slice_plan); int arrays and points are planned as on a regular
 axis of its longest chunk, each chunk placed at the start of its own stretch of that length
 (`_stretched`), which keeps the chunk indices and in-chunk positions.
 
@@ -29,7 +29,8 @@ import numpy.typing as npt
 from . import _indexing
 from ._types import Selection
 from .errors import SelectionError
-from .metadata.grid import AxisChunks, chunks_holding
+from .metadata.common import INT64_MAX
+from .metadata.grid import AxisChunks, AxisRuns, chunk_start, chunks_holding
 
 
 @dataclass(frozen=True)
@@ -200,10 +201,11 @@ class OrthogonalIndexer:
 
     def _axis_plan(self, item: Any, dim_len: int, chunk_len: AxisChunks,
                    axis: int) -> _indexing.AxisPlan:
-        """The plan of one axis; `chunk_len` is its chunk length, or its chunk boundaries."""
+        """The plan of one axis; `chunk_len` is its chunk length, or its runs."""
         if isinstance(item, slice):
-            if isinstance(chunk_len, np.ndarray):
-                return _indexing.bounded_slice_plan(*item.indices(dim_len), chunk_len, dim_len)
+            if isinstance(chunk_len, AxisRuns):
+                return _indexing.bounded_slice_plan(*item.indices(dim_len), chunk_len.lengths,
+                                                    chunk_len.starts, chunk_len.firsts, dim_len)
             return _indexing.slice_plan(*item.indices(dim_len), chunk_len, dim_len)
         if _is_int(item):
             return _int_plan(_dim_int(item, dim_len, axis), chunk_len, dim_len)
@@ -223,7 +225,7 @@ class OrthogonalIndexer:
             return _int_plan(_dim_int(a, dim_len, axis), chunk_len, dim_len)
         elif a.ndim != 1:
             raise SelectionError("orthogonal selection takes 1-D integer arrays, one per axis")
-        if isinstance(chunk_len, np.ndarray):
+        if isinstance(chunk_len, AxisRuns):
             stretched, length, total = _stretched(a, chunk_len, dim_len, axis)
             return _indexing.array_plan(stretched, length, total, axis)
         return _indexing.array_plan(np.ascontiguousarray(a, dtype=np.int64), chunk_len, dim_len,
@@ -297,9 +299,7 @@ class BlockIndexer(BasicIndexer):
             raise SelectionError("block selections do not take newaxis")
         region: list[slice] = []
         for axis, (item, dim_len, block) in enumerate(zip(items, shape, block_shape)):
-            bounds = (np.arange(-(-dim_len // block) + 1, dtype=np.int64) * block
-                      if isinstance(block, int) else block)
-            nblocks = int(np.searchsorted(bounds, dim_len)) if dim_len else 0
+            nblocks = chunks_holding(block, dim_len)
             if isinstance(item, slice):
                 start, stop, step = item.indices(nblocks)
                 if step != 1:
@@ -310,7 +310,7 @@ class BlockIndexer(BasicIndexer):
                 stop = start + 1
             else:
                 raise SelectionError(f"unsupported block selection {item!r}: use ints and slices")
-            region.append(slice(int(bounds[start]), min(int(bounds[stop]), dim_len)))
+            region.append(slice(chunk_start(block, start), min(chunk_start(block, stop), dim_len)))
         super().__init__(tuple(region), shape, chunk_shape)
 
 
@@ -338,10 +338,10 @@ class CoordinateIndexer:
         flat = [np.ascontiguousarray(a, dtype=np.int64).reshape(n) for a in broadcast]
         if n and not _regular(chunk_shape):
             shape, chunk_shape = list(shape), list(chunk_shape)
-            for axis, bounds in enumerate(chunk_shape):
-                if isinstance(bounds, np.ndarray):
+            for axis, runs in enumerate(chunk_shape):
+                if isinstance(runs, AxisRuns):
                     flat[axis], chunk_shape[axis], shape[axis] = _stretched(
-                        flat[axis], bounds, shape[axis], axis)
+                        flat[axis], runs, shape[axis], axis)
         self._groups = (_indexing.group_points(flat, shape, cast(Sequence[int], chunk_shape))
                         if n else None)
 
@@ -382,23 +382,25 @@ class CoordinateIndexer:
 
 
 def _int_plan(i: int, chunk_len: AxisChunks, dim_len: int) -> _indexing.AxisPlan:
-    """The plan of an in-bounds int on an axis of `chunk_len` (a length, or boundaries)."""
-    if isinstance(chunk_len, np.ndarray):
-        return _indexing.bounded_int_plan(i, chunk_len, dim_len)
+    """The plan of an in-bounds int on an axis of `chunk_len` (a length, or runs)."""
+    if isinstance(chunk_len, AxisRuns):
+        return _indexing.bounded_int_plan(i, chunk_len.lengths, chunk_len.starts,
+                                          chunk_len.firsts, dim_len)
     return _indexing.int_plan(i, chunk_len, dim_len)
+
 
 
 def _regular(chunks: Sequence[AxisChunks]) -> TypeGuard[Sequence[int]]:
     """Is every axis of `chunks` one chunk length?"""
     for c in chunks:
-        if isinstance(c, np.ndarray):
+        if isinstance(c, AxisRuns):
             return False
     return True
 
 
-def _stretched(positions: npt.NDArray[Any], bounds: npt.NDArray[np.int64], dim_len: int,
+def _stretched(positions: npt.NDArray[Any], runs: AxisRuns, dim_len: int,
                axis: int) -> tuple[npt.NDArray[np.int64], int, int]:
-    """Positions along an axis of chunk `bounds` (negative ones from the end; SelectionError
+    """Positions along an axis of chunk `runs` (negative ones from the end; SelectionError
     naming `axis` outside `dim_len`) as positions on a regular axis of its longest chunk
     `length`, each chunk at the start of its own stretch: (positions, length, its extent)."""
     p = np.asarray(positions, dtype=np.int64).reshape(-1)
@@ -409,10 +411,13 @@ def _stretched(positions: npt.NDArray[Any], bounds: npt.NDArray[np.int64], dim_l
     p = np.where(p < 0, p + dim_len, p)
     # Only the chunks holding part of the array count, not those a shrinking resize left
     # beyond its end: the grid the points are grouped over has as many chunks as there are.
-    count = chunks_holding(bounds, dim_len)
-    length = int(np.diff(bounds[:count + 1]).max()) if count else 1
-    chunk = np.searchsorted(bounds, p, side="right") - 1
-    return np.ascontiguousarray(chunk * length + (p - bounds[chunk])), length, count * length
+    count = chunks_holding(runs, dim_len)
+    length = runs.longest_of(count) if count else 1
+    if count * length > INT64_MAX:
+        raise SelectionError(f"int arrays and points on axis {axis}: its {count} chunks of up "
+                             f"to {length} elements are too many for such selections")
+    chunk = runs.chunk_of(p)
+    return np.ascontiguousarray(chunk * length + (p - runs.start(chunk))), length, count * length
 
 
 def coordinate_indexer(selection: Selection, shape: Sequence[int],

@@ -68,14 +68,14 @@ def block_cost(block: Sequence[int], source: Array, dest: Array, copies: int) ->
 
 def block_edges(axis: AxisChunks, start: int, stop: int, side: int) -> list[int]:
     """Where the blocks over [start, stop) of a grid axis (`axis`: an object length, or the
-    objects' boundaries) start and end: each spans whole objects, cut at `start` and `stop`,
+    objects' runs) start and end: each spans whole objects, cut at `start` and `stop`,
     as many as fit in `side` (at least one; on a regular axis `side` is a whole number of
     them, and the blocks lie on its grid from the origin)."""
     if stop <= start:
         return [start]
     if isinstance(axis, int):
         return [start, *range((start // side + 1) * side, stop, side), stop]
-    ends = [*axis[(axis > start) & (axis < stop)].tolist(), stop]
+    ends = [*axis.within(start, stop).tolist(), stop]
     edges = [start]
     for end, after in zip(ends, ends[1:] + [None]):
         if after is None or after - edges[-1] > side:
@@ -197,7 +197,7 @@ def stores_alike(src: ChunkKeys, dst: ChunkKeys, encoding: Callable[[Array], obj
     """Do two arrays of one shape store alike: the same grid, data type and fill value, and
     the same `encoding` (of each Array)? Then every stored object means the same in both."""
     s, d = src.chunks, dst.chunks
-    return (s.grid.specs == d.grid.specs and s.dtype == d.dtype
+    return (s.grid.axes == d.grid.axes and s.dtype == d.dtype
             and same_bits(np.asarray(s.fill_value, dtype=s.dtype),
                           np.asarray(d.fill_value, dtype=d.dtype))
             and encoding(src.array) == encoding(dst.array))
@@ -249,7 +249,5 @@ class ChunkKeys:
 
     def region(self, coords: tuple[int, ...]) -> tuple[slice, ...]:
         """The array region (tuple of slices) the object at `coords` holds."""
-        grid = self.array.chunk_grid
-        return tuple(slice(o, min(o + n, s)) for o, n, s in zip(
-            grid.origin(coords), grid.chunk_shape_at(coords), self.array.shape))
+        return self.array.chunk_grid.region(coords)
 

@@ -7,7 +7,7 @@ from typing import Any, TypeVar, Union
 import numpy as np
 import numpy.typing as npt
 
-from ..config import config
+from ..config import config, size_with_slack
 from ..errors import ChunkDecodeError, MetadataError
 
 #: The data bytes->bytes codecs take and give: bytes or a buffer of them, such as a memoryview
@@ -242,6 +242,12 @@ class BytesBytesCodec(Codec):
 
     def resolve(self, spec: ChunkSpec) -> "BytesBytesCodec":
         return self
+
+    def encoded_bound(self, nbytes: int) -> int:
+        """The most bytes `encode` makes of `nbytes`: by default what a compressor or a
+        checksum may add (`size_with_slack`); codecs that add more, or a known amount, say
+        so."""
+        return size_with_slack(nbytes)
 
     def encode(self, data: BytesLike, spec: ChunkSpec) -> BytesLike:
         raise NotImplementedError

@@ -12,7 +12,7 @@ out of range when its rounded value is (as if the type's exponent had no top), a
 3.4's cast_value (cast-value-rs) decides.
 """
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -20,7 +20,7 @@ import numpy.typing as npt
 from ..errors import ChunkDecodeError, ChunkEncodeError, MetadataError
 from .base import ArrayArrayCodec, ChunkSpec, CodecJSON
 from .numbers import (FLOAT_NAMES, INTEGER_NAMES, dtype_from_config, float_traits, int_bits,
-                      int_range, number_kind, scalar_from_json, type_name)
+                      int_range, number_kind, scalars_from_json, type_name)
 from .registry import register_codec
 
 ROUNDINGS = ("nearest-even", "towards-zero", "towards-positive", "towards-negative",
@@ -29,7 +29,16 @@ OUT_OF_RANGE = ("clamp", "wrap")
 _EXACT_INT = 2 ** 53  # integers float64 holds exactly up to this magnitude
 
 Error = type[ChunkEncodeError] | type[ChunkDecodeError]
-Pairs = list[tuple[Any, Any]]
+
+
+class ScalarMap(NamedTuple):
+    """One direction of a scalar_map, ready to apply: the inputs that are numbers, sorted
+    (as `_numbers` gives values), the output of each, and the output of NaN (None: NaN is no
+    input)."""
+
+    keys: npt.NDArray[Any]
+    outputs: npt.NDArray[Any]
+    nan: Any
 
 
 def _supported(dtype: np.dtype[Any], role: str) -> str:
@@ -75,6 +84,8 @@ class CastValueCodec(ArrayArrayCodec):
             for direction, entries in scalar_map.items():
                 _pairs(entries, direction)
         self.rounding, self.out_of_range, self.scalar_map = rounding, out_of_range, scalar_map
+        # `_map` by direction and types: made once, applied to every chunk.
+        self._maps: dict[tuple[str, np.dtype[Any], np.dtype[Any]], ScalarMap] = {}
 
     def configuration(self) -> CodecJSON:
         config: CodecJSON = {"data_type": self.data_type}
@@ -83,17 +94,28 @@ class CastValueCodec(ArrayArrayCodec):
                 config[field] = getattr(self, field)
         return config
 
-    def _map(self, direction: str, source: np.dtype[Any], target: np.dtype[Any]) -> Pairs:
-        """The scalar_map entries of `direction` as scalars, the first of each input kept."""
-        entries = (self.scalar_map or {}).get(direction, [])
-        pairs: Pairs = []
-        for key, value in _pairs(entries, direction):
-            where = f"cast_value codec: scalar_map {direction!r} entry {[key, value]!r}"
-            key = scalar_from_json(key, source, where)
-            value = scalar_from_json(value, target, where)
-            if not any(_same(key, k) for k, _ in pairs):
-                pairs.append((key, value))
-        return pairs
+    def _map(self, direction: str, source: np.dtype[Any], target: np.dtype[Any]) -> ScalarMap:
+        """The scalar_map entries of `direction` as a ScalarMap, the first of each input kept
+        (one pass over them, once per direction and types)."""
+        made = self._maps.get((direction, source, target))
+        if made is not None:
+            return made
+        pairs = _pairs((self.scalar_map or {}).get(direction, []), direction)
+        what = f"cast_value codec: scalar_map {direction!r}"
+
+        def where(i: int) -> str:
+            return f"{what} entry {list(pairs[i])!r}"
+
+        inputs = _numbers(scalars_from_json([p[0] for p in pairs], source, what, where))
+        outputs = scalars_from_json([p[1] for p in pairs], target, what, where)
+        nan = np.isnan(inputs) if inputs.dtype.kind == "f" else np.zeros(len(pairs), bool)
+        # The first entry of each input (0.0 and -0.0 are one, as == says; NaN any NaN):
+        # np.unique's first indices, its sort being stable.
+        keys, first = np.unique(inputs[~nan], return_index=True)
+        order = np.flatnonzero(~nan)[first]
+        made = ScalarMap(keys, outputs[order], outputs[np.argmax(nan)] if nan.any() else None)
+        self._maps[(direction, source, target)] = made
+        return made
 
     def resolve(self, spec: ChunkSpec) -> "CastValueCodec":
         source = np.dtype(spec.dtype)
@@ -110,33 +132,34 @@ class CastValueCodec(ArrayArrayCodec):
             raise MetadataError(f"cast_value codec: fill value {fill[0]!r}: {e}") from None
         return spec.evolve(dtype=self.target, fill_value=encoded[0])
 
-    def _cast(self, array: npt.NDArray[Any], target: np.dtype[Any], pairs: Pairs,
+    def _cast(self, array: npt.NDArray[Any], target: np.dtype[Any], mapping: ScalarMap,
               error: Error) -> npt.NDArray[Any]:
         values = _numbers(np.asarray(array).reshape(-1))
-        hits = [(_matches(values, key), value) for key, value in pairs]
-        if not any(hit.any() for hit, _ in hits):
+        # Each value's place among the sorted inputs: a hit where the input there is it.
+        at = np.minimum(np.searchsorted(mapping.keys, values), max(len(mapping.keys) - 1, 0))
+        hit = (mapping.keys[at] == values if len(mapping.keys)
+               else np.zeros(values.shape, dtype=bool))
+        nan = (np.isnan(values) if mapping.nan is not None and values.dtype.kind == "f"
+               else None)
+        if not hit.any() and (nan is None or not nan.any()):
             return _convert(values, target, self, error).reshape(np.shape(array))
         out = np.empty(values.shape, dtype=target)
-        todo = np.ones(values.shape, dtype=bool)
-        for hit, value in hits:
-            hit &= todo
-            out[hit] = value
-            todo &= ~hit
+        out[hit] = mapping.outputs[at[hit]]
+        if nan is not None:
+            out[nan] = mapping.nan
+            hit |= nan
+        todo = ~hit
         out[todo] = _convert(values[todo], target, self, error)
         return out.reshape(np.shape(array))
 
     def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> npt.NDArray[Any]:
-        pairs = self._map("encode", np.dtype(spec.dtype), self.target)
-        return self._cast(array, self.target, pairs, ChunkEncodeError)
+        mapping = self._map("encode", np.dtype(spec.dtype), self.target)
+        return self._cast(array, self.target, mapping, ChunkEncodeError)
 
     def decode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> npt.NDArray[Any]:
         dtype = np.dtype(spec.dtype)
-        pairs = self._map("decode", self.target, dtype)
-        return self._cast(array, dtype, pairs, ChunkDecodeError)
-
-
-def _same(a: Any, b: Any) -> bool:
-    return bool(a == b) or (bool(np.isnan(float(a))) and bool(np.isnan(float(b))))
+        mapping = self._map("decode", self.target, dtype)
+        return self._cast(array, dtype, mapping, ChunkDecodeError)
 
 
 def _numbers(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
@@ -145,17 +168,6 @@ def _numbers(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
     if number_kind(values.dtype) == "float":
         return values.astype(np.float64)
     return values if values.dtype == np.uint64 else values.astype(np.int64)
-
-
-def _matches(values: npt.NDArray[Any], key: Any) -> npt.NDArray[np.bool_]:
-    """Where `values` (as _numbers gives them) are `key` (NaN: any NaN)."""
-    hits: npt.NDArray[np.bool_]
-    if values.dtype.kind == "f":
-        key = float(key)
-        hits = np.isnan(values) if np.isnan(key) else values == key
-    else:
-        hits = values == int(key)
-    return hits
 
 
 def _convert(values: npt.NDArray[Any], target: np.dtype[Any], codec: CastValueCodec,

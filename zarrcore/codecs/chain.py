@@ -37,6 +37,12 @@ class CodecChain:
     """An ordered chain array->array* array->bytes bytes->bytes*, resolved for one chunk spec."""
 
     def __init__(self, codecs: Iterable[object], spec: ChunkSpec, where: str = "codecs") -> None:
+        codecs = list(codecs)
+        if len(codecs) > config.max_codecs:
+            raise MetadataError(
+                f"{where}: field 'codecs': {len(codecs)} codecs exceed config.max_codecs "
+                f"({config.max_codecs}); raise it with zarrcore.config.set(max_codecs=...) or "
+                "ZARRCORE_MAX_CODECS")
         try:
             resolved = [codec_from_json(c, where) for c in codecs]
         except MetadataError as e:
@@ -84,10 +90,16 @@ class CodecChain:
         self.array_bytes = self.array_bytes.resolve(spec)
         self.bytes_bytes = [c.resolve(spec) for c in self.bytes_bytes]
         # The bytes->bytes decoders stop near the size the array->bytes codec needs when it is
-        # fixed (a bomb fails fast); else at what config.max_chunk_bytes allows.
+        # fixed (a bomb fails fast): what the bytes->bytes encoders make of it at most, at
+        # least that size with slack; else at what config.max_chunk_bytes allows.
         fixed = self.array_bytes.encoded_nbytes(spec)
-        self._unwrap_spec = spec.evolve(
-            max_bytes=None if fixed is None else size_with_slack(fixed))
+        bound = None
+        if fixed is not None:
+            bound = fixed
+            for codec in self.bytes_bytes:
+                bound = codec.encoded_bound(bound)
+            bound = max(bound, size_with_slack(fixed))
+        self._unwrap_spec = spec.evolve(max_bytes=bound)
         # True when the encoded bytes are the chunk's items in their in-memory layout.
         self._raw_items = not self.array_array and self.array_bytes.encodes_memory_layout(spec)
 
@@ -137,8 +149,9 @@ class CodecChain:
     def max_encoded_bytes(self) -> int:
         """The most bytes a valid stored chunk of this chain takes, so a larger stored value is
         refused unread: a shard's index and inner chunks at their most; the limit of the
-        bytes->bytes decoders when the bytes codec's output is of fixed size (its slack
-        covers what compressors and checksums add); else config.max_stored_bytes."""
+        bytes->bytes decoders when the bytes codec's output is of fixed size (what the
+        bytes->bytes encoders make of it at most, `BytesBytesCodec.encoded_bound`); else
+        config.max_stored_bytes."""
         partial = self.partial_codec
         if partial is not None:
             return partial.max_encoded_bytes

@@ -58,6 +58,9 @@ class Crc32cCodec(BytesBytesCodec):
         """The compiled core checks a crc32c at the end only."""
         return None if self.at_start else {"crc32c": True}
 
+    def encoded_bound(self, nbytes: int) -> int:
+        return nbytes + 4
+
     def encode(self, data: BytesLike, spec: ChunkSpec) -> BytesLike:
         raw = _u8(data)
         out = np.empty(raw.nbytes + 4, dtype=np.uint8)

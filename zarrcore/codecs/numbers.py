@@ -1,9 +1,11 @@
 """What the registry's numeric codecs (scale_offset, cast_value) ask of a data type: is it an
 integer or a float type, its range, its special values, and scalars in its JSON form."""
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import MetadataError
 from ..metadata.dtypes import (DataType, FloatType, IntegerType, MLFloatType, dtype_from_numpy,
@@ -76,10 +78,21 @@ def float_traits(dtype: np.dtype[Any]) -> tuple[float, int, bool, bool]:
 def scalar_from_json(value: object, dtype: np.dtype[Any], what: str) -> Any:
     """`value` in the fill value JSON form of `dtype` as a scalar of it; MetadataError naming
     `what` when it is not one."""
+    return _json_type(dtype, what).fill_value_from_json(value, 3, where=what)
+
+
+def scalars_from_json(values: list[Any], dtype: np.dtype[Any], what: str,
+                      where: Callable[[int], str]) -> npt.NDArray[Any]:
+    """`scalar_from_json` of many values, as an array of `dtype` (`where(i)` names value i in
+    errors)."""
+    return _json_type(dtype, what).scalars_from_json(values, where)
+
+
+def _json_type(dtype: np.dtype[Any], what: str) -> DataType:
     kind = data_type(dtype)
     if kind is None:
         raise MetadataError(f"{what}: data type {dtype} has no JSON scalar form")
-    return kind.fill_value_from_json(value, 3, where=what)
+    return kind
 
 
 def dtype_from_config(value: object, what: str) -> np.dtype[Any]:

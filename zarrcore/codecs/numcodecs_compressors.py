@@ -136,6 +136,9 @@ class Base64Codec(NumcodecsForm, BytesBytesCodec):
     name = None
     v2_id = "base64"
 
+    def encoded_bound(self, nbytes: int) -> int:
+        return -(-nbytes // 3) * 4  # four characters per three bytes, the last padded
+
     def encode(self, data: BytesLike, spec: ChunkSpec) -> BytesLike:
         return base64.standard_b64encode(byte_view(data).cast("B"))
 

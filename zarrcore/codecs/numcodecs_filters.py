@@ -138,6 +138,13 @@ class FilterAsBytes(BytesBytesCodec):
     def native_form(self, spec: ChunkSpec) -> NativeForm | None:
         return self.filter.bytes_form()
 
+    def encoded_bound(self, nbytes: int) -> int:
+        try:
+            count, dtype = self.filter.encoded_layout(nbytes, _U1)
+        except MetadataError:  # not whole items of the filter's type: nothing encodes
+            return nbytes
+        return count * dtype.itemsize
+
     def encode(self, data: BytesLike, spec: ChunkSpec) -> BytesLike:
         return _raw(self.filter.encode_flat(np.frombuffer(data, dtype=_U1)))
 

@@ -112,7 +112,7 @@ def codec_from_json(spec: object, where: str = "codecs") -> Codec:
     if not isinstance(config, dict):
         raise MetadataError(f"{where}: configuration of codec {name!r} must be an object")
     return _build(cls.from_config, config,
-                  f"{where}: invalid configuration for codec {name!r}", _fields(cls))
+                  f"{where}: invalid configuration for codec {name!r}", cls)
 
 
 def codec_from_v2(config: object, where: str = "compressor") -> Codec:
@@ -147,15 +147,17 @@ def _fields(factory: CodecFactory) -> list[str] | None:
 
 
 def _build(make: Callable[[CodecJSON], Codec], config: CodecJSON, what: str,
-           fields: list[str] | None = None) -> Codec:
+           factory: CodecFactory | None = None) -> Codec:
     """make(config); its TypeError or ValueError as a MetadataError that starts with `what`
-    (and lists `fields`, the configuration's fields, when given)."""
+    (and lists the configuration fields `factory` takes, when given: only then, as reading
+    a signature costs more than building most codecs)."""
     try:
         return make(config)
     except (TypeError, ValueError) as e:
         if isinstance(e, MetadataError):
             raise
-        takes = f"; it takes {fields}" if fields is not None and isinstance(e, TypeError) else ""
+        fields = _fields(factory) if factory is not None and isinstance(e, TypeError) else None
+        takes = f"; it takes {fields}" if fields is not None else ""
         raise MetadataError(f"{what}: {e}{takes}") from e
 
 

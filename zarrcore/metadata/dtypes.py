@@ -170,6 +170,29 @@ class DataType:
                 f"{where}: field 'fill_value': invalid value {value!r} for data type {self}: {e}"
             ) from None
 
+    def scalars_from_json(self, values: list[JSON], where: Callable[[int], str]
+                          ) -> npt.NDArray[Any]:
+        """The v3 fill value JSON forms `values` decoded, as an array (MetadataError naming
+        `where(i)` for value i): what `fill_value_from_json` gives each, the plain numbers
+        (`_plain`) converted together."""
+        out = np.empty(len(values), dtype=self.numpy_dtype)
+        plain = np.fromiter(self._plain(values), dtype=bool, count=len(values))
+        if plain.any():
+            with np.errstate(over="ignore"):
+                out[plain] = np.array([v for v, p in zip(values, plain) if p],
+                                      dtype=self._plain_type)
+        for i in np.flatnonzero(~plain).tolist():
+            out[i] = self.fill_value_from_json(values[i], 3, where(i))
+        return out
+
+    #: What `_plain` values go through on their way to the type, as its scalars take them.
+    _plain_type: Any = None
+
+    def _plain(self, values: list[JSON]) -> Iterator[bool]:
+        """Per value, is it one that numpy converts (through `_plain_type`) to what
+        `fill_value_from_json` gives?"""
+        return (False for _ in values)
+
     def fill_value_to_json(self, value: Any, zarr_format: int) -> JSON:
         """Encode a fill value (numpy scalar or anything castable to one) as JSON."""
         if value is None and zarr_format == 2:
@@ -282,6 +305,15 @@ class IntegerType(DataType):
         info = np.iinfo(self.numpy_dtype)
         return int(info.min), int(info.max)
 
+    @functools.cached_property
+    def _plain_type(self) -> Any:
+        return self.numpy_dtype if self.numpy_dtype.kind in "iu" else None
+
+    def _plain(self, values: list[JSON]) -> Iterator[bool]:
+        low, high = self._range()
+        plain = self._plain_type is not None
+        return (plain and type(v) is int and low <= v <= high for v in values)  # (no bools)
+
     def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
         number = _json_int(value)
         low, high = self._range()
@@ -360,6 +392,14 @@ class FloatType(DataType):
 
     def to_json_v3(self) -> JSON:
         return self.numpy_dtype.name
+
+    # Numbers as _float_from_json takes them: through float64, as numpy's scalars do.
+    _plain_type = np.float64
+
+    def _plain(self, values: list[JSON]) -> Iterator[bool]:
+        plain, top = self.numpy_dtype.kind == "f", 2**1023  # (ints float() takes)
+        return (plain and (type(v) is float or type(v) is int and abs(v) < top)
+                for v in values)
 
     def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
         return _float_from_json(value, self.numpy_dtype)

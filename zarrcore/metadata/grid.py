@@ -1,32 +1,170 @@
 """Chunk grids of v3 arrays: ``regular`` (one chunk length per axis) and the registry's
 ``rectilinear`` (each chunk's edge length along each axis, inline, run-length encoded or
 not). Both answer the same questions: per axis the chunk length, or for an axis of edge
-lengths the chunk boundaries (`axes`), which the indexers and the engine take."""
+lengths its runs (`AxisRuns`), which the indexers and the engine take."""
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Sequence
-from typing import Any, Union
+from collections.abc import Iterator, Sequence
+from typing import Any, Union, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from zarrcore.metadata.common import INT64_MAX, JSONDict, field_error, is_int
 
-__all__ = ["AxisChunks", "ChunkGrid", "chunks_holding", "grid_from_spelling",
-           "rectilinear_spelling"]
+__all__ = ["AxisChunks", "AxisRuns", "ChunkGrid", "chunk_start", "chunks_holding",
+           "grid_from_spelling", "rectilinear_spelling"]
 
-#: One axis of a grid as the indexers take it: the chunk length of a regular axis, or the
-#: boundaries of an axis of edge lengths (int64, 0 first, one more than its chunks).
-AxisChunks = Union[int, npt.NDArray[np.int64]]
-
-#: One axis of a grid as stored: a chunk length (`regular`, or the `rectilinear` shorthand
-#: that repeats to cover any extent), or the tuple of its chunks' edge lengths.
-AxisSpec = Union[int, tuple[int, ...]]
+Int64s = npt.NDArray[np.int64]
 
 
-def _expand(value: object, where: str, axis: int) -> AxisSpec:
+class AxisRuns:
+    """The chunks of an axis of edge lengths, kept as runs of one length (a run-length
+    encoded axis of 10**9 chunks is a few numbers): per run its edge length (`lengths`),
+    where it starts (`starts`) and the index of its first chunk (`firsts`), the last two
+    ending with the axis' total length and chunk count. A chunk or a position is found by a
+    binary search over the runs, so every question costs after the runs, not the chunks."""
+
+    __slots__ = ("lengths", "starts", "firsts")
+
+    def __init__(self, lengths: Sequence[int], counts: Sequence[int]) -> None:
+        """Runs of `counts[i]` chunks of `lengths[i]` (each at least 1, the total length and
+        count below 2**63); neighbouring runs of one length are merged."""
+        merged: list[list[int]] = []
+        for length, count in zip(lengths, counts):
+            if merged and merged[-1][0] == length:
+                merged[-1][1] += count
+            else:
+                merged.append([int(length), int(count)])
+        self.lengths: Int64s = np.array([m[0] for m in merged], dtype=np.int64)
+        count_of = np.array([m[1] for m in merged], dtype=np.int64)
+        self.firsts: Int64s = np.concatenate(([0], np.cumsum(count_of))).astype(np.int64)
+        self.starts: Int64s = np.concatenate(
+            ([0], np.cumsum(self.lengths * count_of))).astype(np.int64)
+
+    @classmethod
+    def of_edges(cls, edges: Sequence[int]) -> AxisRuns:
+        """The runs of the edge lengths `edges`, one per chunk."""
+        return cls(list(edges), [1] * len(edges))
+
+    @property
+    def counts(self) -> Int64s:
+        return np.diff(self.firsts)
+
+    @property
+    def nchunks(self) -> int:
+        return int(self.firsts[-1])
+
+    @property
+    def total(self) -> int:
+        """Where the last chunk ends."""
+        return int(self.starts[-1])
+
+    @property
+    def longest(self) -> int:
+        return int(self.lengths.max())
+
+    def longest_of(self, count: int) -> int:
+        """The longest edge among the first `count` (>= 1) chunks."""
+        return int(self.lengths[:int(self._run_of_chunk(count - 1)) + 1].max())
+
+    def _run_of_chunk(self, chunks: Any) -> Any:
+        # A chunk index at the end (nchunks) falls in the last run, whose end it then names.
+        return np.minimum(np.searchsorted(self.firsts, chunks, side="right") - 1,
+                          len(self.lengths) - 1)
+
+    @overload
+    def start(self, chunks: int) -> int: ...
+    @overload
+    def start(self, chunks: Int64s) -> Int64s: ...
+
+    def start(self, chunks: Any) -> Any:
+        """Where chunk(s) `chunks` start (0 <= chunks <= nchunks: the end names the total)."""
+        r = self._run_of_chunk(chunks)
+        at = self.starts[r] + (chunks - self.firsts[r]) * self.lengths[r]
+        return int(at) if isinstance(chunks, (int, np.integer)) else at
+
+    @overload
+    def length(self, chunks: int) -> int: ...
+    @overload
+    def length(self, chunks: Int64s) -> Int64s: ...
+
+    def length(self, chunks: Any) -> Any:
+        """The edge length of chunk(s) `chunks`."""
+        lengths = self.lengths[self._run_of_chunk(chunks)]
+        return int(lengths) if isinstance(chunks, (int, np.integer)) else lengths
+
+    @overload
+    def chunk_of(self, positions: int) -> int: ...
+    @overload
+    def chunk_of(self, positions: Int64s) -> Int64s: ...
+
+    def chunk_of(self, positions: Any) -> Any:
+        """The chunk holding each position (>= 0); nchunks for positions at or past the
+        total."""
+        r = np.clip(np.searchsorted(self.starts, positions, side="right") - 1, 0,
+                    len(self.lengths) - 1)
+        c = np.minimum(self.firsts[r] + (positions - self.starts[r]) // self.lengths[r],
+                       self.nchunks)
+        return int(c) if isinstance(positions, (int, np.integer)) else c
+
+    def within(self, start: int, stop: int) -> Int64s:
+        """The chunk boundaries strictly between positions `start` and `stop`."""
+        if stop <= start:
+            return np.zeros(0, dtype=np.int64)
+        return self.start(np.arange(self.chunk_of(start) + 1, self.chunk_of(stop - 1) + 1,
+                                    dtype=np.int64))
+
+    def holding(self, extent: int) -> tuple[Int64s, Int64s]:
+        """The runs (lengths, counts) of the chunks holding part of an extent of `extent`,
+        the last of them cut at it (dask's convention)."""
+        n = chunks_holding(self, extent)
+        if n == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        r = int(self._run_of_chunk(n - 1))
+        lengths, counts = self.lengths[:r + 1].copy(), self.counts[:r + 1].copy()
+        counts[r] = n - 1 - int(self.firsts[r])
+        last = extent - self.start(n - 1)
+        return np.append(lengths, last), np.append(counts, 1)
+
+    def regular_length(self) -> int | None:
+        """The length when the axis is one length repeated, its last chunk perhaps shorter."""
+        counts = self.counts
+        if len(self.lengths) == 1 or (len(self.lengths) == 2 and counts[1] == 1
+                                      and self.lengths[1] <= self.lengths[0]):
+            return int(self.lengths[0])
+        return None
+
+    def extended(self, length: int) -> AxisRuns:
+        """These runs and one more chunk of `length`."""
+        return AxisRuns([*self.lengths.tolist(), length], [*self.counts.tolist(), 1])
+
+    def to_json(self) -> list[Any]:
+        """The runs as stored: [length, count], a lone chunk's length bare; only lengths when
+        no run repeats."""
+        pairs = zip(self.lengths.tolist(), self.counts.tolist())
+        return [length if count == 1 else [length, count] for length, count in pairs]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AxisRuns):
+            return NotImplemented
+        return (np.array_equal(self.lengths, other.lengths)
+                and np.array_equal(self.firsts, other.firsts))
+
+    def __hash__(self) -> int:
+        return hash((self.lengths.tobytes(), self.firsts.tobytes()))
+
+    def __repr__(self) -> str:
+        return f"AxisRuns({self.to_json()!r})"
+
+
+#: One axis of a grid: the chunk length of a regular axis (`regular`, or the `rectilinear`
+#: shorthand that repeats to cover any extent), or the runs of an axis of edge lengths.
+AxisChunks = Union[int, AxisRuns]
+
+
+def _parse_axis(value: object, where: str, axis: int) -> AxisChunks:
     """One axis of `chunk_shapes`: an int, or a list of ints and [length, count] runs."""
     field = "chunk_grid"
     if isinstance(value, int) and not isinstance(value, bool):
@@ -36,7 +174,9 @@ def _expand(value: object, where: str, axis: int) -> AxisSpec:
     if not isinstance(value, list) or not value:
         raise field_error(where, field, f"axis {axis}: expected an integer or a non-empty list "
                           f"of edge lengths, got {value!r}")
-    edges: list[int] = []
+    lengths: list[int] = []
+    counts: list[int] = []
+    total = 0
     for item in value:
         if is_int(item):
             length, count = item, 1
@@ -48,19 +188,13 @@ def _expand(value: object, where: str, axis: int) -> AxisSpec:
         if length < 1 or count < 1 or length > INT64_MAX:
             raise field_error(where, field, f"axis {axis}: {item!r} has a length or count "
                               "below 1 or of 2**63 or more")
-        if len(edges) + count > INT64_MAX:
-            raise field_error(where, field, f"axis {axis}: 2**63 chunks or more")
-        edges.extend([length] * count)
-    return tuple(edges)
-
-
-def _runs(edges: Sequence[int]) -> list[Any]:
-    """`edges` run-length encoded: runs of one length as [length, count], lone ones bare."""
-    out: list[Any] = []
-    for length, group in itertools.groupby(edges):
-        count = len(list(group))
-        out.append(length if count == 1 else [length, count])
-    return out
+        total += length * count
+        if total > INT64_MAX:
+            raise field_error(where, field, f"axis {axis}: the edge lengths sum to 2**63 or "
+                              "more")
+        lengths.append(length)
+        counts.append(count)
+    return AxisRuns(lengths, counts)
 
 
 def rectilinear_spelling(chunks: object) -> bool:
@@ -78,13 +212,14 @@ def grid_from_spelling(chunks: Any, shape: Sequence[int], name: str) -> ChunkGri
     if len(chunks) != len(shape):
         raise field_error(name, name, f"{list(chunks)!r} does not give one entry per axis of "
                           f"the {len(shape)} of shape {tuple(shape)}")
-    axes: list[tuple[int, ...]] = []
+    axes: list[AxisRuns] = []
     for d, (spec, extent) in enumerate(zip(chunks, shape)):
         if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
             length = extent if spec == -1 else int(spec)
             if length < 1 and not (spec == -1 and extent == 0):
                 raise field_error(name, name, f"axis {d}: chunk length {spec} is not positive")
-            axes.append((max(length, 1),) * max(1, -(-extent // max(length, 1))))
+            length = max(length, 1)
+            axes.append(AxisRuns([length], [max(1, -(-extent // length))]))
             continue
         edges = list(spec) if isinstance(spec, Sequence) else None
         if not edges or not all(is_int(e) or isinstance(e, np.integer) for e in edges):
@@ -93,27 +228,26 @@ def grid_from_spelling(chunks: Any, shape: Sequence[int], name: str) -> ChunkGri
         if any(e < 1 for e in edges) or sum(edges) != extent:
             raise field_error(name, name, f"axis {d}: edge lengths {edges} must be positive "
                               f"and sum to the axis' extent {extent}")
-        axes.append(tuple(int(e) for e in edges))
-    if all(all(e == a[0] for e in a[:-1]) and a[-1] <= a[0] for a in axes):
-        return ChunkGrid.regular([a[0] for a in axes], shape)
+        axes.append(AxisRuns.of_edges([int(e) for e in edges]))
+    regular = [a.regular_length() for a in axes]
+    if all(length is not None for length in regular):
+        return ChunkGrid.regular(regular, shape)  # type: ignore[arg-type]
     return ChunkGrid("rectilinear", axes, shape)
 
 
 class ChunkGrid:
     """The chunk grid of an array of `shape`: `name` ("regular" or "rectilinear") and per
-    axis an `AxisSpec` (`specs`). A rectilinear axis of edge lengths covers at least its
-    extent; its last chunks may reach past it (after a shrinking resize)."""
+    axis its chunks (`axes`: a length, or `AxisRuns`). A rectilinear axis of edge lengths
+    covers at least its extent; its last chunks may reach past it (after a shrinking
+    resize)."""
 
-    def __init__(self, name: str, specs: Sequence[AxisSpec], shape: Sequence[int]) -> None:
+    def __init__(self, name: str, axes: Sequence[AxisChunks], shape: Sequence[int]) -> None:
         self.name = name
-        self.specs = tuple(specs)
+        self.axes: tuple[AxisChunks, ...] = tuple(axes)
         self.shape = tuple(shape)
-        self.axes: tuple[AxisChunks, ...] = tuple(
-            s if isinstance(s, int) else np.concatenate(([0], np.cumsum(s, dtype=np.int64)))
-            for s in self.specs)
         # Is every axis one chunk length (a `regular` grid, or a rectilinear one of only
         # shorthands)? Set once: every read and write asks.
-        self.is_regular = all(isinstance(s, int) for s in self.specs)
+        self.is_regular = all(isinstance(a, int) for a in self.axes)
 
     @classmethod
     def regular(cls, chunk_shape: Sequence[int], shape: Sequence[int]) -> ChunkGrid:
@@ -133,34 +267,28 @@ class ChunkGrid:
         if not isinstance(shapes, list) or len(shapes) != len(shape):
             raise field_error(where, "chunk_grid", f"chunk_shapes {shapes!r} does not give one "
                               f"entry per axis of the {len(shape)} of shape")
-        grid = cls(name, [_expand(v, where, d) for d, v in enumerate(shapes)], shape)
+        grid = cls(name, [_parse_axis(v, where, d) for d, v in enumerate(shapes)], shape)
         grid.check(where)
         return grid
 
     def check(self, where: str) -> None:
         """MetadataError unless every axis of edge lengths covers its extent."""
-        for d, (spec, axis, extent) in enumerate(zip(self.specs, self.axes, self.shape)):
-            if not isinstance(spec, int) and int(axis[-1]) < extent:  # type: ignore[index]
+        for d, (axis, extent) in enumerate(zip(self.axes, self.shape)):
+            if isinstance(axis, AxisRuns) and axis.total < extent:
                 raise field_error(where, "chunk_grid", f"axis {d}: the edge lengths sum to "
-                                  f"{int(axis[-1])}, less than the shape's {extent}")  # type: ignore[index]
+                                  f"{axis.total}, less than the shape's {extent}")
 
     def to_json(self) -> JSONDict:
         if self.name == "regular":
-            return {"name": "regular", "configuration": {"chunk_shape": list(self.specs)}}
-        shapes: list[Any] = []
-        for spec in self.specs:
-            if isinstance(spec, int):
-                shapes.append(spec)
-                continue
-            runs = _runs(spec)
-            shapes.append(runs if len(runs) < len(spec) else list(spec))
+            return {"name": "regular", "configuration": {"chunk_shape": list(self.axes)}}
+        shapes = [a if isinstance(a, int) else a.to_json() for a in self.axes]
         return {"name": "rectilinear",
                 "configuration": {"kind": "inline", "chunk_shapes": shapes}}
 
     @property
     def max_chunk_shape(self) -> tuple[int, ...]:
         """The largest edge length on each axis: what bounds every chunk."""
-        return tuple(s if isinstance(s, int) else max(s) for s in self.specs)
+        return tuple(a if isinstance(a, int) else a.longest for a in self.axes)
 
     @property
     def grid_shape(self) -> tuple[int, ...]:
@@ -169,24 +297,51 @@ class ChunkGrid:
 
     def edge_lengths(self, axis: int) -> tuple[int, ...]:
         """The edge lengths of the chunks along `axis` that hold part of the array, clipped
-        to its extent (dask's convention)."""
-        n = self.shape[axis]
-        return tuple(min(hi, n) - lo for lo, hi in self.bounds(axis))
-
-    def bounds(self, axis: int) -> list[tuple[int, int]]:
-        """(start, stop) of each chunk along `axis` that holds part of the array, unclipped."""
+        to its extent (dask's convention): one per chunk."""
         a, n = self.axes[axis], self.shape[axis]
         if isinstance(a, int):
-            return [(c * a, (c + 1) * a) for c in range(chunks_holding(a, n))]
-        starts = a.tolist()
-        return list(zip(starts, starts[1:]))[:chunks_holding(a, n)]
+            return tuple(min(a, n - c * a) for c in range(chunks_holding(a, n)))
+        return tuple(np.repeat(*a.holding(n)).tolist())
+
+    def inner_chunks(self, axis: int, inner: int) -> int:
+        """The number of inner chunks of length `inner` along `axis` in the chunks (shards)
+        holding part of the array, each cut at its end."""
+        a, n = self.axes[axis], self.shape[axis]
+        if isinstance(a, int):
+            return n // a * -(-a // inner) + -(-(n % a) // inner)
+        lengths, counts = a.holding(n)
+        return int(np.sum(-(-lengths // inner) * counts))
+
+    def region(self, coords: Sequence[int]) -> tuple[slice, ...]:
+        """The region of the array the chunk at `coords` holds (cut at the array's end)."""
+        return tuple(slice(o, min(o + e, n)) for o, e, n in
+                     zip(self.origin(coords), self.chunk_shape_at(coords), self.shape))
+
+    def chunks(self) -> Iterator[tuple[int, ...]]:
+        """The grid index of every chunk holding part of the array, in C order (one at a
+        time: an axis of 10**9 chunks is never listed)."""
+        shape = self.grid_shape
+        if 0 in shape:
+            return
+        coords = [0] * len(shape)
+        while True:
+            yield tuple(coords)
+            d = len(shape) - 1
+            while d >= 0:
+                coords[d] += 1
+                if coords[d] < shape[d]:
+                    break
+                coords[d] = 0
+                d -= 1
+            if d < 0:
+                return
 
     def chunks_within(self, axis: int, position: int) -> int:
         """The number of chunks along `axis` that end at or before `position`."""
         a = self.axes[axis]
         if isinstance(a, int):
             return position // a
-        return int(np.searchsorted(a, position, side="right")) - 1
+        return a.chunk_of(position)
 
     def chunk_end(self, axis: int, c: int) -> int | None:
         """Where chunk `c` along `axis` ends; None for a chunk beyond an axis of edge
@@ -194,32 +349,33 @@ class ChunkGrid:
         a = self.axes[axis]
         if isinstance(a, int):
             return (c + 1) * a
-        return int(a[c + 1]) if c + 1 < len(a) else None
+        return a.start(c + 1) if c < a.nchunks else None
 
     def origin(self, coords: Sequence[int]) -> tuple[int, ...]:
         """Where the chunk at grid index `coords` starts."""
-        return tuple(c * a if isinstance(a, int) else int(a[c])
-                     for c, a in zip(coords, self.axes))
+        return tuple(chunk_start(a, c) for c, a in zip(coords, self.axes))
 
     def chunk_shape_at(self, coords: Sequence[int]) -> tuple[int, ...]:
         """The stored shape of the chunk at `coords` (past the array's end included)."""
-        return tuple(a if isinstance(a, int) else int(a[c + 1] - a[c])
+        return tuple(a if isinstance(a, int) else a.length(c)
                      for c, a in zip(coords, self.axes))
 
     def resized(self, shape: Sequence[int]) -> ChunkGrid:
         """This grid for an array grown or shrunk to `shape`, as zarr-python 3.4 resizes it:
         an axis of edge lengths that no longer covers its extent gains one chunk reaching
         just to it; edge lengths are never dropped."""
-        specs: list[AxisSpec] = []
-        for spec, axis, extent in zip(self.specs, self.axes, shape):
-            total = 0 if isinstance(spec, int) else int(axis[-1])  # type: ignore[index]
-            specs.append(spec if isinstance(spec, int) or extent <= total
-                         else (*spec, extent - total))
-        return ChunkGrid(self.name, specs, shape)
+        axes = [a if isinstance(a, int) or extent <= a.total else a.extended(extent - a.total)
+                for a, extent in zip(self.axes, shape)]
+        return ChunkGrid(self.name, axes, shape)
+
+
+def chunk_start(axis: AxisChunks, c: int) -> int:
+    """Where chunk `c` of `axis` (a length, or runs) starts."""
+    return c * axis if isinstance(axis, int) else axis.start(c)
 
 
 def chunks_holding(axis: AxisChunks, extent: int) -> int:
     """The number of chunks of `axis` that hold part of an extent of `extent`."""
     if isinstance(axis, int):
         return -(-extent // axis)
-    return int(np.searchsorted(axis, extent)) if extent else 0
+    return min(axis.chunk_of(extent - 1) + 1, axis.nchunks) if extent else 0

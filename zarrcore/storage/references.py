@@ -16,6 +16,7 @@ import base64
 import bisect
 import binascii
 import errno
+import functools
 import itertools
 import json
 import math
@@ -24,6 +25,7 @@ import operator
 import os
 import re
 import threading
+from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Union
@@ -31,7 +33,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Union
 from ..errors import (
     ReferenceFormatError, ReferenceOutsideError, ReferenceTargetError, StoreURLError,
 )
-from .base import ByteRange, Fetched, ReadBytes, Request, Store, validate_key, validate_prefix
+from .base import (ByteRange, Fetched, ReadBytes, Request, Store, validate_key, validate_keys,
+                   validate_prefix)
 from .local import LocalStore
 from .options import StorageOptions
 from .urls import _URL, LOCATION_OPENERS, make_store
@@ -48,7 +51,7 @@ COALESCE_GAP = 1 << 16
 COALESCE_MAX = 8 << 20
 # The longest text a template expression may make (URLs and keys are far shorter).
 _MAX_TEXT = 1 << 16
-# The most references `gen` may make (each is held in memory).
+# The most references `gen` may make.
 MAX_GENERATED = 1 << 22
 # Parquet records (one file each) held in memory at once.
 PARQUET_RECORDS_HELD = 64
@@ -128,10 +131,22 @@ def _evaluate(expression: str, names: Mapping[str, Any], where: str) -> Any:
         raise refuse("only names, numbers, strings and + - * / // % are supported")
 
     try:
-        tree = ast.parse(expression.strip(), mode="eval")
+        tree = _parsed(expression.strip())
+        if isinstance(tree, str):
+            raise refuse(f"not an expression zarrcore evaluates ({tree})")
         return value(tree.body)
-    except (SyntaxError, RecursionError, MemoryError) as e:
+    except (RecursionError, MemoryError) as e:
         raise refuse(f"not an expression zarrcore evaluates ({type(e).__name__})") from None
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(expression: str) -> ast.Expression | str:
+    """The tree of a template expression, parsed once (gen renders one per reference); the
+    name of the error when it does not parse."""
+    try:
+        return ast.parse(expression, mode="eval")
+    except (SyntaxError, RecursionError, MemoryError) as e:
+        return type(e).__name__
 
 
 def render(text: str, names: Mapping[str, Any], where: str) -> str:
@@ -188,71 +203,252 @@ def _reference(key: str, value: object, templates: Mapping[str, str]) -> Referen
                                f"[url, offset, length], not {value!r}")
 
 
-def _generated(gen: object, templates: Mapping[str, str]) -> Iterator[tuple[str, Target]]:
-    """The references version 1's `gen` entries make: every combination of their dimensions'
-    values (the last varying fastest) rendered into key, url, offset and length."""
-    if not isinstance(gen, list):
-        raise ReferenceFormatError(f"references: 'gen' must be a list, not {gen!r}")
-    made = 0
-    for n, entry in enumerate(gen):
-        where = f"references: gen[{n}]"
+#: Generated references made one by one, when `gen` keys are expressions rather than names
+#: (keys of names are parsed back to their values, none made).
+MAX_RENDERED = 1 << 17
+_NAME = re.compile(r"\s*([A-Za-z_]\w*)\s*\Z")
+_OFFSET_MAX = 2**63  # offsets and lengths at or past it are no file's
+
+
+class _Generator:
+    """The references one version 1 `gen` entry makes (every combination of its dimensions'
+    values, the last varying fastest, rendered into key, url, offset and length), made only
+    when asked for: a key of literal text and dimension names is parsed back to the values
+    that render it. A key template of other expressions is rendered for every combination
+    once (at most MAX_RENDERED)."""
+
+    def __init__(self, entry: object, templates: Mapping[str, str], where: str) -> None:
         if not isinstance(entry, dict) or not isinstance(entry.get("dimensions"), dict) \
                 or not all(isinstance(entry.get(f), str) for f in ("key", "url")):
             raise ReferenceFormatError(f"{where}: needs 'key', 'url' and 'dimensions'")
-        axes: dict[str, Sequence[Any]] = {}
+        self.where, self.templates = where, templates
+        self.key_template, self.url = entry["key"], entry["url"]
+        self.ranged = "offset" in entry or "length" in entry
+        self.offset, self.length = (str(entry.get(f, "")) for f in ("offset", "length"))
+        self.axes: dict[str, Sequence[Any]] = {}
         for name, spec in entry["dimensions"].items():
             if isinstance(spec, list):
-                axes[name] = spec
+                self.axes[name] = spec
             elif isinstance(spec, dict) and "stop" in spec:
                 bounds = [_integer(spec.get(f, d), f"{where}: dimension {name!r} {f}")
                           for f, d in (("start", 0), ("stop", 0), ("step", 1))]
                 if not bounds[2]:
                     raise ReferenceFormatError(f"{where}: dimension {name!r} has step 0")
-                axes[name] = range(*bounds)
+                self.axes[name] = range(*bounds)
             else:
                 raise ReferenceFormatError(
                     f"{where}: dimension {name!r} must be a list or {{start, stop, step}}")
         try:
-            made += math.prod(len(axis) for axis in axes.values())
+            self.count = math.prod(len(axis) for axis in self.axes.values())
         except OverflowError:  # (a range too long to measure)
-            made = MAX_GENERATED + 1
-        if made > MAX_GENERATED:
-            raise ReferenceFormatError(f"{where}: makes more than {MAX_GENERATED} references")
-        ranged = "offset" in entry or "length" in entry
-        for combination in itertools.product(*axes.values()):
-            names = {**templates, **dict(zip(axes, combination))}
-            key = render(entry["key"], names, where)
-            url = render(entry["url"], names, where)
-            if not ranged:
-                yield key, Target(url, 0, None)
-                continue
-            offset, length = (
-                _integer(render(str(entry.get(f, "")), names, where), f"{where}: {f}")
-                for f in ("offset", "length"))
-            yield key, Target(url, offset, length)
+            self.count = MAX_GENERATED + 1
+        self.parts = self._parts()
+        self.pattern = None if self.parts is None else re.compile(self._regex(self.parts))
+        # A list dimension's values by their text (the last of one text, as rendering all
+        # would keep the last reference of a key).
+        self._texts = {name: {str(v): v for v in axis} for name, axis in self.axes.items()
+                       if not isinstance(axis, range)}
+        self._made: dict[str, tuple[Any, ...]] | None = None
+
+    def _parts(self) -> list[tuple[str, bool]] | None:
+        """The key template as (literal text, False) and (dimension name, True), None when
+        it holds other expressions or two names side by side (which parse ambiguously)."""
+        parts: list[tuple[str, bool]] = []
+        for n, piece in enumerate(_TEMPLATE.split(self.key_template)):
+            name = _NAME.match(piece) if n % 2 else None
+            if not n % 2:
+                if piece:
+                    parts.append((piece, False))
+            elif name and name.group(1) in self.axes:
+                if parts and parts[-1][1]:
+                    return None
+                parts.append((name.group(1), True))
+            elif name and name.group(1) in self.templates:
+                parts.append((self.templates[name.group(1)], False))
+            else:
+                return None
+        return parts
+
+    def _regex(self, parts: list[tuple[str, bool]]) -> str:
+        out, seen = [], set()
+        for text, named in parts:
+            if not named:
+                out.append(re.escape(text))
+            elif text in seen:
+                out.append(f"(?P={text})")
+            else:
+                seen.add(text)
+                out.append(f"(?P<{text}>-?[0-9]+)" if isinstance(self.axes[text], range)
+                           else f"(?P<{text}>.*?)")
+        return "".join(out)
+
+    def _names(self, values: Sequence[Any]) -> dict[str, Any]:
+        return {**self.templates, **dict(zip(self.axes, values))}
+
+    def key(self, values: Sequence[Any]) -> str:
+        """The key the dimensions' `values` (one each, in order) render."""
+        if self.parts is None:
+            return render(self.key_template, self._names(values), self.where)
+        names = dict(zip(self.axes, values))
+        return "".join(str(names[text]) if named else text for text, named in self.parts)
+
+    def keys(self) -> Iterator[str]:
+        return map(self.key, itertools.product(*self.axes.values()))
+
+    def check(self) -> None:
+        """Render the first reference, so that a template that cannot render fails when the
+        references are read; make the keys of a key template of expressions."""
+        if self.pattern is None:
+            if self.count > MAX_RENDERED:
+                raise ReferenceFormatError(
+                    f"{self.where}: a key of expressions ({self.key_template!r}) makes more "
+                    f"than {MAX_RENDERED} references; keys of dimension names make up to "
+                    f"{MAX_GENERATED}")
+            self._made = {self.key(v): v for v in itertools.product(*self.axes.values())}
+        if self.count:
+            self._target(next(itertools.product(*self.axes.values())))
+
+    def lookup(self, key: str) -> Target | None:
+        """The reference this entry makes at `key`, None when it makes none there."""
+        if self._made is not None:
+            values = self._made.get(key)
+            return None if values is None else self._target(values)
+        assert self.pattern is not None
+        found = self.pattern.fullmatch(key)
+        if found is None:
+            return None
+        chosen, texts = [], found.groupdict()
+        for name, axis in self.axes.items():
+            text = texts.get(name)
+            if text is None:  # not in the key: the last value, as rendering all would keep
+                if not len(axis):
+                    return None
+                chosen.append(axis[-1])
+            elif isinstance(axis, range):
+                if str(int(text)) != text or int(text) not in axis:
+                    return None
+                chosen.append(int(text))
+            elif text in self._texts[name]:
+                chosen.append(self._texts[name][text])
+            else:
+                return None
+        return self._target(chosen)
+
+    def _target(self, values: Sequence[Any]) -> Target:
+        names = self._names(values)
+        url = render(self.url, names, self.where)
+        if not self.ranged:
+            return Target(url, 0, None)
+        offset, length = (_integer(render(text, names, self.where), f"{self.where}: {f}")
+                          for f, text in (("offset", self.offset), ("length", self.length)))
+        return Target(url, offset, length)
 
 
-def parse_references(refs: object) -> dict[str, Reference]:
+class JsonReferences:
     """The references of a kerchunk JSON document (version 0: {key: value}; version 1:
-    {"version": 1, "templates", "gen", "refs"}), by key."""
-    if not isinstance(refs, dict):
-        raise ReferenceFormatError(f"references must be a JSON object, not {type(refs).__name__}")
-    version = refs.get("version")
-    if version is None:
-        templates: dict[str, str] = {}
-        entries = refs
-    elif version == 1:
-        templates = _templates(refs.get("templates", {}))
-        entries = refs.get("refs", {})
-        if not isinstance(entries, dict):
-            raise ReferenceFormatError("references: 'refs' must be a JSON object")
-    else:
-        raise ReferenceFormatError(f"references: unknown version {version!r} (0 and 1 are read)")
-    out = {_key(key): _reference(key, value, templates) for key, value in entries.items()}
-    if version == 1:
-        out.update((_key(key), target) for key, target in
-                   _generated(refs.get("gen", []), templates))
-    return out
+    {"version": 1, "templates", "gen", "refs"}), kept compact: inline values by key; byte
+    ranges as columns (each URL once), a row per key in the keys' order; `gen` entries as
+    `_Generator`s, the last first (later references replace earlier ones of the same key)."""
+
+    def __init__(self, refs: object) -> None:
+        if not isinstance(refs, dict):
+            raise ReferenceFormatError(
+                f"references must be a JSON object, not {type(refs).__name__}")
+        version = refs.get("version")
+        if version is None:
+            templates: dict[str, str] = {}
+            entries = refs
+        elif version == 1:
+            templates = _templates(refs.get("templates", {}))
+            entries = refs.get("refs", {})
+            if not isinstance(entries, dict):
+                raise ReferenceFormatError("references: 'refs' must be a JSON object")
+        else:
+            raise ReferenceFormatError(
+                f"references: unknown version {version!r} (0 and 1 are read)")
+        try:
+            validate_keys(entries)
+        except ValueError as e:
+            raise ReferenceFormatError(f"references: {e}") from None
+        self.inline: dict[str, bytes] = {}
+        keys, urls, offsets, lengths = self._ranges(entries)
+        taken = set(keys) if len(keys) < len(entries) else entries
+        for key in (k for k in entries if k not in taken):
+            ref = _reference(key, entries[key], templates)
+            if isinstance(ref, bytes):
+                self.inline[key] = ref
+                continue
+            length = -1 if ref.length is None else ref.length
+            if max(ref.offset, length) >= _OFFSET_MAX:
+                raise ReferenceFormatError(f"reference {key!r}: offset or length of 2**63 or "
+                                           "more")
+            keys.append(key)
+            urls.append(ref.url)
+            offsets.append(ref.offset)
+            lengths.append(length)
+        # Rows in the order of their keys, found by bisection: a sorted list costs a pointer
+        # a key, where a dict of rows costs ten times that.
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        self.keys = [keys[i] for i in order]
+        self.urls = list(dict.fromkeys(urls))
+        number = {url: n for n, url in enumerate(self.urls)}
+        self.url_of = array("q", map(number.__getitem__, map(urls.__getitem__, order)))
+        self.offsets = array("q", map(offsets.__getitem__, order))
+        self.lengths = array("q", map(lengths.__getitem__, order))
+        gen = refs.get("gen", []) if version == 1 else []
+        if not isinstance(gen, list):
+            raise ReferenceFormatError(f"references: 'gen' must be a list, not {gen!r}")
+        self.generators = [_Generator(entry, templates, f"references: gen[{n}]")
+                           for n, entry in enumerate(gen)]
+        made = 0
+        for g in self.generators:
+            made += g.count
+            if made > MAX_GENERATED:
+                raise ReferenceFormatError(f"{g.where}: makes more than {MAX_GENERATED} "
+                                           "references")
+            g.check()
+        self.generators.reverse()
+
+    @staticmethod
+    def _ranges(entries: dict[str, Any]) -> tuple[list[str], list[str], list[int], list[int]]:
+        """(keys, urls, offsets, lengths) of the entries [url, offset, length] whose url holds
+        no template and whose numbers are plain: the bulk of a large file, taken in passes
+        over all of them rather than entry by entry."""
+        top = _OFFSET_MAX
+        keys = [k for k, v in entries.items()
+                if type(v) is list and len(v) == 3 and type(v[0]) is str and "{{" not in v[0]
+                and type(v[1]) is int and type(v[2]) is int and 0 <= v[1] < top
+                and 0 <= v[2] < top]
+        if not keys:
+            return [], [], [], []
+        urls, offsets, lengths = map(list, zip(*map(entries.__getitem__, keys)))
+        return keys, urls, offsets, lengths
+
+    def lookup(self, key: str) -> Reference | None:
+        for g in self.generators:
+            found = g.lookup(key)
+            if found is not None:
+                return found
+        row = bisect.bisect_left(self.keys, key)
+        if row < len(self.keys) and self.keys[row] == key:
+            length = self.lengths[row]
+            return Target(self.urls[self.url_of[row]], self.offsets[row],
+                          None if length < 0 else length)
+        return self.inline.get(key)
+
+    def all_keys(self) -> Iterator[str]:
+        """Every key, once."""
+        if not self.generators:
+            yield from self.inline
+            yield from self.keys
+            return
+        yield from dict.fromkeys(itertools.chain(
+            self.inline, self.keys, *(g.keys() for g in reversed(self.generators))))
+
+
+def parse_references(refs: object) -> JsonReferences:
+    """The references of a kerchunk JSON document (JsonReferences)."""
+    return JsonReferences(refs)
 
 
 def _root_and_name(location: str) -> tuple[tuple[str, str], str]:
@@ -528,7 +724,7 @@ class ReferenceStore(Store):
         super().__init__(read_only=True)
         self._remote_protocol = remote_protocol
         self._remote_options = dict(remote_options or {})
-        self._refs: dict[str, Reference] = {}
+        self._refs: JsonReferences | None = None
         self._parquet: ParquetReferences | None = None
         self._base: str | None = None  # the references file's directory
         if isinstance(references, Mapping):
@@ -621,7 +817,7 @@ class ReferenceStore(Store):
         validate_key(key)
         if self._parquet is not None:
             return self._parquet.lookup(key)
-        return self._refs.get(key)
+        return None if self._refs is None else self._refs.lookup(key)
 
     def _location(self, url: str) -> str:
         """`url` as an absolute path or a URL with its protocol."""
@@ -803,7 +999,9 @@ class ReferenceStore(Store):
 
     # -- listing --------------------------------------------------------------
     def _keys(self) -> Iterator[str]:
-        return self._parquet.keys() if self._parquet is not None else iter(list(self._refs))
+        if self._parquet is not None:
+            return self._parquet.keys()
+        return iter(()) if self._refs is None else self._refs.all_keys()
 
     def list_prefix(self, prefix: str) -> Iterator[str]:
         head = validate_prefix(prefix)
