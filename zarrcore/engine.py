@@ -78,6 +78,9 @@ CONFLICT_PAUSE_MAX = 0.25
 # A write to a store that streams writes encodes its chunks in at most this many waves (each
 # a round of the thread pool), so the first uploads start after a small part of the encoding.
 WRITE_WAVES = 16
+# A sharded read fetches at most a shard per thread at a time (`_in_waves`), or this many
+# bytes when shards are smaller: fewer, larger waves, each a round of requests.
+WAVE_BYTES_MIN = 8 << 20
 _FETCH_DONE = object()
 
 
@@ -132,8 +135,10 @@ def arrivals(store: Store, requests: Sequence[Request]
                     raise item
                 else:
                     batch.append(item)  # type: ignore[arg-type]  # (what fetch() put)
+            items.clear()
             if batch:
                 yield batch
+                batch.clear()  # (handed on: its bytes go once the caller drops them)
     finally:
         stop.set()
         fetcher.join()
@@ -363,7 +368,32 @@ def _run_waves(job: ChunkWaves | _InnerChunkWaves, tasks: npt.ArrayLike,
     ntasks = job.run(tasks)
     if ntasks:
         run_workers(work, ntasks, job.stop)
+    job.release()
     return job.error()
+
+
+def _in_waves(fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, Any]]]],
+              requests: Sequence[Request], sizes: Sequence[int], shard: int
+              ) -> Iterator[list[tuple[int, Any]]]:
+    """`fetch(requests)`'s batches of (i, result), the requests (of about `sizes` bytes)
+    taken in waves of at most a shard (`shard` bytes) per thread, or WAVE_BYTES_MIN, each
+    fetched once the batches before are handed on: a sharded read holds about one shard per
+    thread, however many bytes it touches."""
+    budget = max(config.num_threads * shard, WAVE_BYTES_MIN)
+    waves, start, taken = [], 0, 0
+    for i, size in enumerate(sizes):
+        if taken + size > budget and i > start:
+            waves.append((start, i))
+            start, taken = i, 0
+        taken += size
+    if start < len(requests):
+        waves.append((start, len(requests)))
+    for start, stop in waves:
+        for batch in fetch(requests[start:stop]):
+            shifted = [(start + k, result) for k, result in batch]
+            batch.clear()
+            yield shifted
+            shifted.clear()  # (handed on: its bytes go once the caller drops them)
 
 
 class _InnerChunkWaves:
@@ -414,6 +444,9 @@ class _InnerChunkWaves:
     def stop(self) -> None:
         """Let the workers take no further chunk (Ctrl-C)."""
         self.stopped = True
+
+    def release(self) -> None:
+        """(Each chunk's bytes are let go as it is decoded.)"""
 
     def error(self) -> tuple[Exception, int] | None:
         return self.failure
@@ -963,8 +996,11 @@ class ChunkEngine:
         # in it and lengths.
         ranged: list[tuple[Request, Int64s, Int64s, Int64s]] = []
         whole = at_most(self.chain.max_encoded_bytes)
-        for batch in fetch([(key, whole if ranges is None else ranges)
-                            for key, ranges in requests]):
+        shard = self.dtype.itemsize * math.prod(self.chunk_shape)  # (decoded: a whole one's)
+        for batch in _in_waves(fetch, [(key, whole if ranges is None else ranges)
+                                       for key, ranges in requests],
+                               [shard if ranges is None else 0 for _, ranges in requests],
+                               shard):
             wave = []
             for s, parts in batch:
                 whole = requests[s][1] is None
@@ -997,9 +1033,11 @@ class ChunkEngine:
                                    spans[members, 0].astype(np.int64) - start,
                                    spans[members, 1].astype(np.int64)))
             run(np.concatenate(wave))
+            del data, parts, batch  # (the wave's bytes go while the next arrives)
         if not ranged:
             return
-        for batch in fetch([r[0] for r in ranged]):
+        for batch in _in_waves(fetch, [r[0] for r in ranged],
+                               [int(r[3].sum()) for r in ranged], shard):
             for r, parts in batch:
                 _, tasks, offsets, lengths = ranged[r]
                 data = _first(parts)
@@ -1008,6 +1046,7 @@ class ChunkEngine:
                         f"shard {ranged[r][0][0]!r}: deleted while its inner chunks were read")
                 add(data, tasks, offsets, lengths)
             run(np.concatenate([ranged[r][1] for r, _ in batch]))
+            del data, parts, batch  # (the wave's bytes go while the next arrives)
 
     # -- writes --------------------------------------------------------------
     def write(self, indexer: Indexer, value: npt.NDArray[Any]) -> None:
