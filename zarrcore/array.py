@@ -91,6 +91,7 @@ class Array(nodes.Node):
             metadata.dtype, self._read_fill_value(metadata), codecs, where,
             key_layout=self._key_layout(metadata), array_shape=metadata.shape,
             write_empty_chunks=self._config["write_empty_chunks"], grid=metadata.grid,
+            cache_bytes=self._config.get("cache_bytes", global_config.cache_bytes),
         )
 
     @staticmethod
@@ -351,8 +352,8 @@ class Array(nodes.Node):
     @property
     def config(self) -> dict[str, Any]:
         """This array's own settings: `write_empty_chunks` (None: follow zarrcore.config),
-        `read_missing_chunks` when given (else zarrcore.config's applies) and `order` (the
-        memory order of what reads of a v3 array return)."""
+        `read_missing_chunks` and `cache_bytes` when given (else zarrcore.config's apply) and
+        `order` (the memory order of what reads of a v3 array return)."""
         return dict(self._config)
 
     def with_config(self, config: Mapping[str, Any]) -> Array:
@@ -367,7 +368,8 @@ class Array(nodes.Node):
             ChunkNotFoundError naming them (False); None follows `zarrcore.config`.
             `order`: "C" or "F", the memory order of the arrays reads return (v3; a v2
             array's stored order decides for it, as in zarr-python); None takes
-            `zarrcore.config.array_order`.
+            `zarrcore.config.array_order`. `cache_bytes`: the budget of the new handle's
+            decoded-chunk cache (`cache_info`); None takes `zarrcore.config.cache_bytes`.
 
         Returns
         -------
@@ -839,6 +841,25 @@ class Array(nodes.Node):
         if indexer.nitems:
             self._chunks.write(indexer, indexer.permute(value))
 
+    def cache_info(self) -> dict[str, int]:
+        """The counters of the array's decoded-chunk cache (`cache_bytes`), which every thread
+        reading through this handle shares: hits, misses, inserts, evictions, stale (entries
+        dropped because the stored chunk or shard changed), entries, used and capacity
+        (bytes); all 0 without a cache.
+
+        The cache serves reads of a local directory store with a regular chunk grid and
+        codecs the compiled core runs (the native handle's conditions), whose budget holds
+        at least one (inner) chunk. An entry is served only while its file keeps the
+        identity (device, inode, size, modification and change times) it was decoded from:
+        writes through any process replace files, so they are never served stale. A file
+        changed within the last second is read but not cached.
+
+        Returns
+        -------
+        dict
+        """
+        return self._chunks.cache_info()
+
     def native_handle(self, cache_bytes: int = 0) -> ArrayHandle:
         """A handle for reading and writing regions of this array from compiled code, on
         threads without the GIL (zarrcore/array_api.h, zarrcore/array_api.pxd).
@@ -1242,7 +1263,7 @@ def _config_items(config: Any) -> dict[str, Any]:
     return {name: getattr(config, name) for name in _ARRAY_SETTINGS if hasattr(config, name)}
 
 
-_ARRAY_SETTINGS = ("write_empty_chunks", "read_missing_chunks", "order")
+_ARRAY_SETTINGS = ("write_empty_chunks", "read_missing_chunks", "order", "cache_bytes")
 
 
 def _array_config(config: Any) -> dict[str, Any]:
@@ -1259,10 +1280,15 @@ def _array_config(config: Any) -> dict[str, Any]:
         raise ValueError(f"array config: order must be 'C' or 'F', not {order!r}")
     if order is None:
         order = global_config.array_order
-    # read_missing_chunks only when given: None follows zarrcore.config.
+    cache_bytes = config.get("cache_bytes")
+    if cache_bytes is not None and (isinstance(cache_bytes, bool) or
+                                    not isinstance(cache_bytes, int) or cache_bytes < 0):
+        raise ValueError(f"array config: cache_bytes must be an integer >= 0, not "
+                         f"{cache_bytes!r}")
+    # read_missing_chunks and cache_bytes only when given: None follows zarrcore.config.
     return {"write_empty_chunks": None if write_empty is None else bool(write_empty),
             **({} if read_missing is None else {"read_missing_chunks": bool(read_missing)}),
-            "order": order}
+            "order": order, **({} if cache_bytes is None else {"cache_bytes": cache_bytes})}
 
 
 # -- creating and opening arrays (zarr-python's top-level functions) ------------------------------
@@ -1576,7 +1602,8 @@ def create(shape: ShapeLike, *, chunks: ChunksLike | bool = None,
 
 def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = None,
                zarr_format: int | None = None, name: str | None = None,
-               storage_options: dict[str, Any] | None = None, **kwargs: Any) -> Array:
+               storage_options: dict[str, Any] | None = None, cache_bytes: int | None = None,
+               **kwargs: Any) -> Array:
     """Open an existing array, or create one (modes 'w', 'w-', 'a') when `shape` is given.
 
     Parameters
@@ -1592,6 +1619,9 @@ def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = N
         The format to open or create; None finds it (creates `config.default_zarr_format`'s).
     storage_options : dict, optional
         Options of the store a URL names (credentials, endpoint, timeouts...).
+    cache_bytes : int, optional
+        The array's decoded-chunk cache, in bytes (its `config` "cache_bytes"); None takes
+        `zarrcore.config.cache_bytes`. See `Array.cache_info`.
     **kwargs
         For creating, as `create_array` takes them (`shape`, `dtype`, ...); `config` is the
         array's own settings when it exists too.
@@ -1610,6 +1640,8 @@ def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = N
         Something at the path in mode w- (ContainsArrayError, ContainsGroupError).
     """
     check_mode(mode)
+    if cache_bytes is not None:
+        kwargs["config"] = {**_config_items(kwargs.get("config")), "cache_bytes": cache_bytes}
     path = nodes.normalize_path(path if path is not None else name)
     store = make_store(store, read_only=(mode == "r"), storage_options=storage_options,
                        mode=store_mode(mode, path))

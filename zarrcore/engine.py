@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._batch import ChunkBatch
+from ._cache import ChunkCache
 from ._chunk_jobs import ChunkWaves
 from ._shard_io import ShardSpec
 from .codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
@@ -513,7 +514,8 @@ class ChunkEngine:
                  chunk_key: Callable[[Sequence[int]], str], chunk_shape: Sequence[int],
                  dtype: np.dtype[Any], fill_value: Any, codecs: Iterable[object], where: str,
                  key_layout: tuple[str, str, bool], array_shape: Sequence[int],
-                 write_empty_chunks: bool | None = None, grid: ChunkGrid | None = None) -> None:
+                 write_empty_chunks: bool | None = None, grid: ChunkGrid | None = None,
+                 cache_bytes: int = 0) -> None:
         self.store = store
         self.key_prefix = key_prefix
         self._chunk_key = chunk_key
@@ -571,6 +573,29 @@ class ChunkEngine:
         self._ranged_shards = not directory and aligned
         self._inner_waves = aligned and self.partial is not None and (
             self.partial.inner_native_form is not None)
+        self.cache = self._chunk_cache(cache_bytes)
+
+    def _chunk_cache(self, cache_bytes: int) -> ChunkCache | None:
+        """The decoded-chunk cache of `cache_bytes` that the compiled reads of a directory
+        store share (`_batch`, `_shards`; a regular grid, whose chunks all have one shape);
+        None for 0, or when no such road is open or the budget holds no (inner) chunk."""
+        if not cache_bytes or not self.grid.is_regular or (
+                self._batch is None and self._shards is None):
+            return None
+        chunk = self.partial.chunk_shape if self.partial is not None else self.chunk_shape
+        chunk_bytes = self.dtype.itemsize * math.prod(chunk)
+        if cache_bytes < chunk_bytes:
+            return None
+        ninner = (math.prod(s // c for s, c in zip(self.chunk_shape, chunk))
+                  if self.partial is not None else None)
+        return ChunkCache(cache_bytes, chunk_bytes, len(chunk), ninner, self.node_dir())
+
+    def cache_info(self) -> dict[str, int]:
+        """The decoded-chunk cache's counters (ChunkCache.info); all 0 without a cache."""
+        if self.cache is None:
+            return dict.fromkeys(("hits", "misses", "inserts", "evictions", "stale", "entries",
+                                  "used", "capacity"), 0)
+        return self.cache.info()
 
     def _shard_spec(self, shape: Sequence[int], extent: Sequence[int],
                     settings: dict[str, Any]) -> ShardSpec:
@@ -673,11 +698,12 @@ class ChunkEngine:
         that kind of selection, else the codec objects. Writes give the compiled roads only
         the chunks they cover wholly; the rest is read-modify-written (`write`)."""
         basic, listed = _selection_kind(indexer, len(self.chunk_shape))
+        points = isinstance(indexer, CoordinateIndexer)
         if writing:
             listed = basic  # (the compiled writers take ints and slices)
         if self._batch is not None and listed:
             return Route.CHUNK_BATCH
-        if self._shards is not None and basic:
+        if self._shards is not None and (basic or not writing and listed and not points):
             return Route.SHARD_BATCH
         if not writing and (self._ranged_shards and basic or self._inner_waves and listed):
             return Route.SHARD_WAVES
@@ -717,7 +743,7 @@ class ChunkEngine:
                 lead_sep=lead, lock_dir=self.node_dir(), array_shape=group.extent,
                 chunk_shape=group.chain.spec.shape, write_empty_chunks=self.spec.writes_empty,
                 plans=group.plans if group.points is None else None, points=group.points,
-                data=data)
+                data=data, cache=None if writing else self.cache)
             if writing:
                 run_workers(batch.work_write, batch.split_writes(config.num_threads), batch.stop)
             else:
@@ -789,7 +815,7 @@ class ChunkEngine:
                            writing: bool = False) -> list[ChunkProjection]:
         """Read (or write) `data` by one ShardBatch per group (`_groups`); a write returns the
         projections of the shards it covers in part."""
-        assert self._shards is not None and isinstance(indexer, BasicIndexer)  # (as `plan` saw)
+        assert self._shards is not None and isinstance(indexer, OrthogonalIndexer)  # (`plan`)
         deferred = []
         for group in self._groups(indexer):
             codec = group.chain.partial_codec
@@ -798,7 +824,7 @@ class ChunkEngine:
                       and group.chain is self.chain
                       else self._shard_spec(group.chain.spec.shape, group.extent, group.form))
             if not writing:
-                batch = shards.batch(group.plans, data)
+                batch = shards.batch(group.plans, data, cache=self.cache)
                 run_workers(batch.work_read, batch.ntasks, batch.stop)
                 batch.raise_error()
                 continue
