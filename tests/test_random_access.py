@@ -1,7 +1,7 @@
 """Random access as training loaders make it: orthogonal reads of sharded arrays on a
 directory in the compiled shard batch (each inner chunk decoded once), the decoded-chunk cache
-of an Array (shared with the native handle's C cache), and the memory a fancy read of a
-sharded array holds."""
+of an Array (shared with the native handle's C cache), batched reads (`Array.get_many`), and
+the memory a fancy read of a sharded array holds."""
 import os
 import pickle
 import subprocess
@@ -12,12 +12,13 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import zarrcore
 from zarrcore import engine
 from zarrcore.config import config
+from zarrcore.errors import SelectionError, ShapeMismatchError
 from zarrcore.indexing import OrthogonalIndexer
 
 SETTLE = 1.1  # seconds after which files are old enough to cache (zc_chunk_cache.h)
@@ -197,6 +198,51 @@ def test_memory_store_arrays_read_without_a_cache():
     assert a.cache_info()["capacity"] == 0
 
 
+@st.composite
+def sample_lists(draw, shape):
+    n = draw(st.integers(1, 6))
+    rest = draw(st.sampled_from([(), (slice(1, 4),), (Ellipsis,), (2,)]))
+    return [(draw(st.integers(-shape[0], shape[0] - 1)), *rest) for _ in range(n)]
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), sharded_layout=st.booleans(), kind=st.sampled_from(["dir", "memory"]))
+def test_get_many_matches_numpy(tmp_path_factory, data, sharded_layout, kind):
+    ref = np.arange(9 * 5 * 4, dtype="u2").reshape(9, 5, 4)
+    store = zarrcore.MemoryStore() if kind == "memory" else str(tmp_path_factory.mktemp("a"))
+    a = zarrcore.create_array(store, shape=ref.shape, chunks=(1, 5, 4),
+                              shards=(3, 5, 4) if sharded_layout else None, dtype="u2")
+    a[...] = ref
+    samples = data.draw(sample_lists(ref.shape))
+    got = a.get_many(samples)
+    assert isinstance(got, list) and len(got) == len(samples)
+    for g, s in zip(got, samples):
+        np.testing.assert_array_equal(g, ref[s])
+    out = np.zeros((len(samples),) + ref[samples[0]].shape, dtype="u2")
+    assert a.get_many(samples, out=out) is out
+    np.testing.assert_array_equal(out, np.stack([ref[s] for s in samples]))
+    # Selections of other shapes: each read as a[selection], concurrently.
+    mixed = [s[:1] + (slice(0, k + 1),) for k, s in enumerate(samples)] + [np.s_[1:3, ::2]]
+    outs = [np.empty(ref[s].shape, dtype="u2") for s in mixed]
+    assert a.get_many(mixed, out=outs) is outs
+    for o, s in zip(outs, mixed):
+        np.testing.assert_array_equal(o, ref[s])
+
+
+def test_get_many_refuses_bad_selections_and_outputs(tmp_path):
+    a = zarrcore.create_array(str(tmp_path), shape=(6, 3), chunks=(1, 3), dtype="i4")
+    assert a.get_many([]) == []
+    with pytest.raises(SelectionError):
+        a.get_many([0, 6])
+    with pytest.raises(ShapeMismatchError):
+        a.get_many([0, 1], out=np.empty((3, 3), dtype="i4"))
+    with pytest.raises(ShapeMismatchError):
+        a.get_many([0, 1], out=[np.empty(3, dtype="i4"), np.empty(2, dtype="i4")])
+    with pytest.raises(ShapeMismatchError):
+        a.get_many([0, np.s_[1:3]], out=[np.empty(3, dtype="i4")])
+
+
 _PEAK_SCRIPT = """
 import resource, sys
 import numpy as np, zarrcore
@@ -228,3 +274,15 @@ def test_fancy_sharded_reads_hold_about_a_shard_per_thread(tmp_path, read):
     shard_bytes = 1024 * 1024 * 4
     assert grown <= output + 7 * shard_bytes, (grown, output)
 
+
+def test_a_pickled_array_reads_without_its_metadata(tmp_path):
+    """Workers spawned (or fed by a forkserver) get the array pickled with its metadata: their
+    first read reads only chunks, never the metadata document again."""
+    a = zarrcore.create_array(str(tmp_path), shape=(8, 4), chunks=(2, 4), dtype="i4",
+                              config={"cache_bytes": 1 << 12})
+    a[...] = np.arange(32).reshape(8, 4)
+    shipped = pickle.dumps(a)
+    os.remove(tmp_path / "zarr.json")
+    b = pickle.loads(shipped)
+    np.testing.assert_array_equal(b.get_many([3, 0]), [[12, 13, 14, 15], [0, 1, 2, 3]])
+    assert b.cache_info()["capacity"] == 1 << 12

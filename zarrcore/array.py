@@ -16,7 +16,7 @@ from .codecs import ZstdCodec, codec_from_v2
 from .codecs.base import ChunkSpec
 from .codecs.sharding import ShardingCodec
 from .codecs.v2 import codecs_from_v2_metadata, create_metadata_v2
-from .config import config as global_config
+from .config import config as global_config, parallel_map
 from .creation import (
     check_mode, codec_list, data_type_for, fill_value_for, normalize_chunks, normalize_shape,
     create_node, format_for_new, shard_codecs, split_codecs, store_mode,
@@ -28,7 +28,7 @@ from .metadata.grid import AxisChunks, ChunkGrid, grid_from_spelling, rectilinea
 from .metadata.v3 import default_codecs
 from .indexing import (
     BasicIndexer, BlockIndexer, OrthogonalIndexer, coordinate_indexer, expand_selection,
-    mask_indexer, numpy_indexer, pop_fields,
+    is_int, mask_indexer, numpy_indexer, pop_fields,
 )
 from .codecs.chain import CodecChain
 from .engine import ChunkEngine
@@ -593,6 +593,66 @@ class Array(nodes.Node):
         """
         return self._read(OrthogonalIndexer(selection, self.shape, self._grid), out, fields)
 
+    def get_many(self, selections: Sequence[Selection],
+                 out: np.ndarray | Sequence[np.ndarray] | None = None) -> Any:
+        """Read many selections in one call: a training loader's batch of samples.
+
+        Selections that are one int along the first axis, the rest the same for all
+        (`[3, 17, 5]`, or `[(3, slice(0, 64)), (17, slice(0, 64))]`), are read as one
+        orthogonal selection: each chunk (inner chunk) decoded once, the requests to the
+        store made together (concurrent, byte ranges of a shard coalesced). Others are read
+        concurrently, each as `a[selection]`, on the thread pool.
+
+        Parameters
+        ----------
+        selections : sequence of selections
+            Each as `a[selection]` takes it.
+        out : numpy.ndarray or sequence of numpy.ndarray, optional
+            One array whose first axis runs over the selections (each of the same shape), or
+            one array per selection, to read into.
+
+        Returns
+        -------
+        list or numpy.ndarray
+            The values of each selection as `a[selection]` gives them (a list), or `out`.
+
+        Raises
+        ------
+        SelectionError
+            A selection that does not fit the array.
+        ShapeMismatchError
+            `out` does not hold one array of each selection's shape.
+        """
+        selections = list(selections)
+        if out is not None and len(out) != len(selections):
+            raise ShapeMismatchError(
+                f"array {self.name!r}: out holds {len(out)} arrays for {len(selections)} "
+                f"selections")
+        stacked = _one_int_each(selections, self.ndim)
+        if stacked is not None:
+            indexer = OrthogonalIndexer(stacked, self.shape, self._grid)
+            if isinstance(out, np.ndarray):
+                return self._read(indexer, out)
+            data = self._read(indexer)
+            if out is None:
+                return list(data)
+            for i, target in enumerate(out):
+                self._check_out(target, data.shape[1:])
+                target[...] = data[i]
+            return out
+
+        def one(i: int) -> Any:
+            return self._read(numpy_indexer(selections[i], self.shape, self._grid),
+                              None if out is None else out[i])
+
+        results = parallel_map(one, range(len(selections)))
+        return results if out is None else out
+
+    def _check_out(self, out: np.ndarray, shape: tuple[int, ...]) -> None:
+        if out.shape != shape:
+            raise ShapeMismatchError(
+                f"array {self.name!r}: out has shape {out.shape}, selection has shape {shape}")
+
     def set_orthogonal_selection(self, selection: Selection, value: npt.ArrayLike,
                                  fields: Fields = None) -> None:
         """Write an orthogonal selection (as `a.oindex[...] = value`).
@@ -798,10 +858,8 @@ class Array(nodes.Node):
         """The selection as a new array (a scalar when 0-d), or written into `out`."""
         if fields is not None:
             self._check_fields(fields)
-        if out is not None and out.shape != indexer.shape:
-            raise ShapeMismatchError(
-                f"array {self.name!r}: out has shape {out.shape}, "
-                f"selection has shape {indexer.shape}")
+        if out is not None:
+            self._check_out(out, indexer.shape)
         if out is not None and fields is None and not indexer.permuted and out.dtype == self.dtype:
             view = out.reshape(indexer.drop_shape)
             # Chunks decode straight into the caller's array when it reshapes without a copy.
@@ -1251,6 +1309,26 @@ class ArrayInfo:
         return "\n".join(f"{k:<{width}} : {v}" for k, v in rows)
 
     __str__ = __repr__
+
+
+def _one_int_each(selections: list[Any], ndim: int) -> tuple[Any, ...] | None:
+    """The orthogonal selection that reads `selections` stacked along a first axis, when
+    each is one int along the first axis and the same ints and slices along the others;
+    else None."""
+    if not selections or ndim == 0:
+        return None
+    firsts, rests = [], set()
+    for sel in selections:
+        first, *rest = sel if isinstance(sel, tuple) else (sel,)
+        if not is_int(first) or not all(r is Ellipsis or type(r) is slice or is_int(r)
+                                         for r in rest):
+            return None
+        firsts.append(first)
+        rests.add(tuple((r.start, r.stop, r.step) if type(r) is slice else r for r in rest))
+        if len(rests) > 1:
+            return None
+    rest = selections[0][1:] if isinstance(selections[0], tuple) else ()
+    return (np.asarray(firsts, dtype=np.int64), *rest)
 
 
 def _config_items(config: Any) -> dict[str, Any]:
