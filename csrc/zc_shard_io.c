@@ -69,6 +69,24 @@ static int by_chunk(const void *a, const void *b)
     return x->at < y->at ? -1 : x->at > y->at;
 }
 
+/* Make listed inner piece `q` a strided one when its positions and their output positions
+ * both ascend evenly (one position, as when a sample is an inner chunk, always does): such
+ * a chunk decodes straight into the output (zc_chunk_read's stream) rather than through a
+ * gather. */
+static void as_strided(const zc_shard_io *io, zc_piece *q)
+{
+    const int64_t *at = io->inner_index + q->chunk_start, *to = io->inner_out + q->chunk_start;
+    const int64_t step = q->count > 1 ? at[1] - at[0] : 1;
+    const int64_t out_step = q->count > 1 ? to[1] - to[0] : 1;
+    if (step < 1 || out_step < 1)
+        return;
+    for (int64_t i = 2; i < q->count; i++)
+        if (at[i] - at[i - 1] != step || to[i] - to[i - 1] != out_step)
+            return;
+    *q = (zc_piece){.chunk_index = q->chunk_index, .chunk_start = at[0], .chunk_step = step,
+                    .count = q->count, .out_start = to[0], .out_step = out_step};
+}
+
 /* Split listed shard piece `p` of axis d into one listed piece per inner chunk it touches:
  * its positions grouped by inner chunk (their order kept within each), written to
  * inner_index (positions in the inner chunk) and inner_out (their output positions) at the
@@ -94,10 +112,14 @@ static int64_t split_listed(zc_shard_io *io, int d, const zc_piece *p, zc_piece 
             out[k - 1].count++;
             continue;
         }
+        if (k)
+            as_strided(io, &out[k - 1]);
         out[k++] = (zc_piece){.chunk_index = p->chunk_index * G + e.chunk,
                               .chunk_start = first + i, .chunk_step = 0, .count = 1,
                               .out_start = 0, .out_step = 1};
     }
+    if (k)
+        as_strided(io, &out[k - 1]);
     return k;
 }
 
