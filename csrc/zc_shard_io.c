@@ -56,11 +56,81 @@ static const zc_piece *shard_piece(const zc_shard_io *io, int d, int64_t r)
     return &io->pieces[io->piece_offset[d] + r];
 }
 
+/* A listed position: its inner chunk and its place in its piece. */
+typedef struct {
+    int64_t chunk, at;
+} listed_entry;
+
+static int by_chunk(const void *a, const void *b)
+{
+    const listed_entry *x = (const listed_entry *)a, *y = (const listed_entry *)b;
+    if (x->chunk != y->chunk)
+        return x->chunk < y->chunk ? -1 : 1;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* Make listed inner piece `q` a strided one when its positions and their output positions
+ * both ascend evenly (one position, as when a sample is an inner chunk, always does): such
+ * a chunk decodes straight into the output (zc_chunk_read's stream) rather than through a
+ * gather. */
+static void as_strided(const zc_shard_io *io, zc_piece *q)
+{
+    const int64_t *at = io->inner_index + q->chunk_start, *to = io->inner_out + q->chunk_start;
+    const int64_t step = q->count > 1 ? at[1] - at[0] : 1;
+    const int64_t out_step = q->count > 1 ? to[1] - to[0] : 1;
+    if (step < 1 || out_step < 1)
+        return;
+    for (int64_t i = 2; i < q->count; i++)
+        if (at[i] - at[i - 1] != step || to[i] - to[i - 1] != out_step)
+            return;
+    *q = (zc_piece){.chunk_index = q->chunk_index, .chunk_start = at[0], .chunk_step = step,
+                    .count = q->count, .out_start = to[0], .out_step = out_step};
+}
+
+/* Split listed shard piece `p` of axis d into one listed piece per inner chunk it touches:
+ * its positions grouped by inner chunk (their order kept within each), written to
+ * inner_index (positions in the inner chunk) and inner_out (their output positions) at the
+ * piece's place, so that each inner chunk is decoded once. `order` has room for the piece. */
+static int64_t split_listed(zc_shard_io *io, int d, const zc_piece *p, zc_piece *out,
+                            listed_entry *order)
+{
+    const int64_t C = io->chunk_shape[d], G = io->grid[d], first = p->chunk_start;
+    const int64_t *at = io->listing.index + first, *to = io->listing.out_index + first;
+    int sorted = 1;
+    for (int64_t i = 0; i < p->count; i++) {
+        order[i] = (listed_entry){.chunk = at[i] / C, .at = i};
+        sorted &= i == 0 || order[i].chunk >= order[i - 1].chunk;
+    }
+    if (!sorted)
+        qsort(order, (size_t)p->count, sizeof *order, by_chunk);
+    int64_t k = 0;
+    for (int64_t i = 0; i < p->count; i++) {
+        const listed_entry e = order[i];
+        io->inner_index[first + i] = at[e.at] - e.chunk * C;
+        io->inner_out[first + i] = to[e.at];
+        if (i && e.chunk == order[i - 1].chunk) {
+            out[k - 1].count++;
+            continue;
+        }
+        if (k)
+            as_strided(io, &out[k - 1]);
+        out[k++] = (zc_piece){.chunk_index = p->chunk_index * G + e.chunk,
+                              .chunk_start = first + i, .chunk_step = 0, .count = 1,
+                              .out_start = 0, .out_step = 1};
+    }
+    if (k)
+        as_strided(io, &out[k - 1]);
+    return k;
+}
+
 /* Split shard piece `p` of axis d at inner chunk boundaries into `out`; returns the count. */
-static int64_t split_piece(const zc_shard_io *io, int d, const zc_piece *p, zc_piece *out)
+static int64_t split_piece(zc_shard_io *io, int d, const zc_piece *p, zc_piece *out,
+                           listed_entry *order)
 {
     const int64_t C = io->chunk_shape[d], G = io->grid[d];
     int64_t k = 0;
+    if (p->chunk_step == 0)
+        return split_listed(io, d, p, out, order);
     for (int64_t i = 0; i < p->count;) {
         int64_t pos = p->chunk_start + i * p->chunk_step, j = pos / C;
         /* The first element past inner chunk j, or the piece's end (a ceiling division
@@ -108,6 +178,8 @@ static void reset_outcome(zc_shard_io *io)
 static void forget_buffers(zc_shard_io *io)
 {
     io->inner = NULL;
+    io->inner_index = NULL;
+    io->inner_out = NULL;
     io->run = NULL;
     io->task_start = NULL;
     io->slots = NULL;
@@ -123,10 +195,10 @@ int zc_shard_io_prepare(zc_shard_io *io)
     forget_buffers(io);
     reset_outcome(io);
     if (io->ndim < 1 || io->ndim > ZC_MAX_NDIM || io->chain.itemsize == 0 ||
-        io->fill == NULL)
+        io->fill == NULL || io->listing.point_start != NULL || io->listing.nindex < 0)
         return ZC_ERR_PARAM;
     size_t elems = 1;
-    int64_t ninner = 1, nslots = 1, ninner_pieces = 0, npieces = 0;
+    int64_t ninner = 1, nslots = 1, ninner_pieces = 0, npieces = 0, longest_listed = 0;
     for (int d = 0; d < io->ndim; d++) {
         const int64_t C = io->chunk_shape[d], S = io->shard_shape[d];
         if (C <= 0 || S <= 0 || S % C || io->array_shape[d] < 0 || io->npieces[d] < 0 ||
@@ -141,6 +213,20 @@ int zc_shard_io_prepare(zc_shard_io *io)
         ninner *= io->grid[d];
         for (int64_t k = 0; k < io->npieces[d]; k++) {
             const zc_piece *p = shard_piece(io, d, k);
+            if (p->chunk_step == 0) {
+                /* Listed (reads): its positions inside its shard and the array. */
+                if (io->writing || p->chunk_index < 0 ||
+                    p->chunk_index > (io->array_shape[d] - 1) / S ||
+                    zc_listed_piece_check(&io->listing, p, S,
+                                          io->array_shape[d] - p->chunk_index * S < S
+                                              ? io->array_shape[d] - p->chunk_index * S : S) != ZC_OK)
+                    return ZC_ERR_PARAM;
+                /* One inner piece per inner chunk it touches (split_listed). */
+                ninner_pieces += p->count < io->grid[d] ? p->count : io->grid[d];
+                if (p->count > longest_listed)
+                    longest_listed = p->count;
+                continue;
+            }
             /* Every piece must stay inside its shard and inside the array. */
             if (p->count < 1 || p->chunk_step < 1 || p->chunk_index < 0 || p->chunk_start < 0 ||
                 p->chunk_start >= S || (p->count - 1) > (S - 1 - p->chunk_start) / p->chunk_step ||
@@ -164,16 +250,28 @@ int zc_shard_io_prepare(zc_shard_io *io)
     io->run = (int64_t *)malloc((size_t)(npieces + io->ndim) * sizeof(int64_t));
     if (io->inner == NULL || io->run == NULL)
         return ZC_ERR_NOMEM;
+    listed_entry *order = NULL;
+    if (longest_listed) {
+        const size_t n = (size_t)io->listing.nindex;
+        io->inner_index = (int64_t *)malloc(n * sizeof(int64_t));
+        io->inner_out = (int64_t *)malloc(n * sizeof(int64_t));
+        order = (listed_entry *)malloc((size_t)longest_listed * sizeof *order);
+        if (io->inner_index == NULL || io->inner_out == NULL || order == NULL) {
+            free(order);
+            return ZC_ERR_NOMEM;
+        }
+    }
     int64_t k = 0, ro = 0;
     for (int d = 0; d < io->ndim; d++) {
         io->run_offset[d] = ro;
         for (int64_t r = 0; r < io->npieces[d]; r++) {
             io->run[ro + r] = k;
-            k += split_piece(io, d, shard_piece(io, d, r), io->inner + k);
+            k += split_piece(io, d, shard_piece(io, d, r), io->inner + k, order);
         }
         io->run[ro + io->npieces[d]] = k;
         ro += io->npieces[d] + 1;
     }
+    free(order);
     if (io->writing && io->write_order) {
         /* The layout order must name every inner chunk once. */
         unsigned char *seen = (unsigned char *)calloc((size_t)ninner, 1);
@@ -269,6 +367,8 @@ void zc_shard_io_free(zc_shard_io *io)
     free(io->out);
     free(io->out_len);
     free(io->inner);
+    free(io->inner_index);
+    free(io->inner_out);
     free(io->run);
     free(io->task_start);
     free(io->slots);
@@ -715,6 +815,21 @@ static int slot_ready(zc_shard_io *io, int64_t s, zc_buf *buf)
     return ZC_OK;
 }
 
+/* The gather axes of a task with listed pieces into `axes` (their positions in the inner
+ * chunk); 0, axes unset, when it has none. */
+static int task_gather(const zc_shard_io *io, const task_view *v, zc_gather_axis *axes)
+{
+    int listed = 0;
+    for (int d = 0; d < io->ndim; d++)
+        listed |= v->p[d]->chunk_step == 0;
+    if (!listed)
+        return 0;
+    const zc_listing inner = {.index = io->inner_index, .nindex = io->listing.nindex,
+                              .out_index = io->inner_out};
+    zc_piece_axes(&inner, io->ndim, v->p, axes);
+    return 1;
+}
+
 void zc_shard_io_read_worker(zc_shard_io *io)
 {
     static const ptrdiff_t zero[ZC_MAX_NDIM];
@@ -729,13 +844,17 @@ void zc_shard_io_read_worker(zc_shard_io *io)
             break;
         task_view v;
         task_geometry(io, t, s, &v);
+        zc_gather_axis axes[ZC_MAX_NDIM];
+        const int listed = task_gather(io, &v, axes);
         int st;
         if (slot->entries == NULL || slot->entries[2 * v.lin] == ZC_SHARD_EMPTY) {
-            st = zc_copy_nd(io->ndim, v.shape, io->chain.itemsize, io->fill, zero, v.data,
-                            v.data_strides);
+            st = listed ? zc_gather_fill(io->ndim, io->chain.itemsize, io->fill, axes, v.data,
+                                         v.data_strides)
+                        : zc_copy_nd(io->ndim, v.shape, io->chain.itemsize, io->fill, zero,
+                                     v.data, v.data_strides);
         } else {
             zc_chunk_sel sel = {.ndim = io->ndim, .shape = io->chunk_shape, .out = v.data,
-                                .stream_out = io->stream_out};
+                                .stream_out = io->stream_out, .gather = listed ? axes : NULL};
             for (int d = 0; d < io->ndim; d++) {
                 sel.start[d] = v.p[d]->chunk_start;
                 sel.step[d] = v.p[d]->chunk_step;

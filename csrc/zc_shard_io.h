@@ -1,6 +1,7 @@
 /* Sharded reads and writes on a directory store as one GIL-free batch that several threads
- * work through together: every shard and inner chunk a basic selection touches, with no
- * Python per shard or per inner chunk.
+ * work through together: every shard and inner chunk a basic selection (or, for reads, an
+ * orthogonal one: int arrays as listed pieces) touches, with no Python per shard or per
+ * inner chunk.
  *
  * The caller gives the selection as pieces over the shard grid (as zc_batch takes them over
  * its chunk grid); prepare splits each into pieces over the inner chunks. Tasks are inner
@@ -88,8 +89,11 @@ typedef struct {
     zc_root root; /* as zc_batch's */
     /* Shards live in this memory store rather than files (NULL: files), as zc_batch's. */
     zc_memstore *mem;
-    /* The selection as pieces over the shard grid (zc_piece, as in zc_batch). */
+    /* The selection as pieces over the shard grid (zc_piece, as in zc_batch). Reads also
+     * take listed pieces (chunk_step 0) as zc_batch does, their positions in the shard in
+     * `listing.index` (any order: prepare groups them by inner chunk); not points. */
     const zc_piece *pieces;
+    zc_listing listing;
     int64_t piece_offset[ZC_MAX_NDIM];
     int64_t npieces[ZC_MAX_NDIM];
     /* The caller's array (output of reads, input of writes): base and byte strides. */
@@ -113,6 +117,8 @@ typedef struct {
     int64_t grid[ZC_MAX_NDIM];  /* inner chunks per shard along each axis */
     int64_t ninner;                      /* inner chunks per shard */
     zc_piece *inner;                     /* inner pieces, all axes */
+    int64_t *inner_index;                /* listed positions in their inner chunk (NULL: none) */
+    int64_t *inner_out;                  /* and their output positions, in the same order */
     int64_t *run;                        /* per axis: shard piece r's inner pieces start at
                                           * inner[run[run_offset[d] + r]], end at r + 1's */
     int64_t run_offset[ZC_MAX_NDIM];

@@ -251,7 +251,7 @@ def test_listings_out_of_bounds_are_refused():
     ("dir", None, "auto", np.s_[1:5], "CHUNK_BATCH", "CHUNK_BATCH"),
     ("dir", None, "auto", ([0, 5],), "CHUNK_BATCH", "EACH_CHUNK"),
     ("dir", (8,), "auto", np.s_[1:5], "SHARD_BATCH", "SHARD_BATCH"),
-    ("dir", (8,), "auto", ([0, 5],), "SHARD_WAVES", "EACH_CHUNK"),
+    ("dir", (8,), "auto", ([0, 5],), "SHARD_BATCH", "EACH_CHUNK"),
     ("dir", (8,), ["lz4"], np.s_[1:5], "EACH_CHUNK", "EACH_CHUNK"),
     ("dir", None, ["lz4"], np.s_[1:5], "EACH_CHUNK", "EACH_CHUNK"),
     # Stores that hand over bytes (memory here; zip, fsspec, object stores alike).

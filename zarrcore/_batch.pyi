@@ -5,13 +5,15 @@ from typing import Any
 
 import numpy.typing as npt
 
+from ._cache import ChunkCache
 from ._files import FileRoot
 
 class ChunkBatch:
     def __init__(self, *, settings: dict[str, Any], root: FileRoot, key_head: str, sep: str,
                  lead_sep: bool, array_shape: Sequence[int], chunk_shape: Sequence[int],
                  plans: Any, data: npt.NDArray[Any], write_empty_chunks: bool = False,
-                 lock_dir: str = "", points: Any = None) -> None: ...
+                 lock_dir: str = "", points: Any = None,
+                 cache: ChunkCache | None = None) -> None: ...
     @property
     def ntasks(self) -> int: ...
     def split_writes(self, nthreads: int) -> int: ...

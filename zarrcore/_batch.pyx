@@ -9,6 +9,7 @@ from libc.stdint cimport int64_t
 from libc.errno cimport errno
 from libc.string cimport memset, strncpy
 
+from zarrcore._cache cimport ChunkCache
 from zarrcore._files cimport FileRoot
 from zarrcore._jobs cimport (
     ZC_BATCH_PATH_MAX, ZC_STREAM_OUT_MIN, set_up_job, stop_claims, zc_batch, zc_batch_free,
@@ -34,14 +35,15 @@ cdef class ChunkBatch:
 
     def __init__(self, *, dict settings, FileRoot root, str key_head, sep, lead_sep, array_shape,
                  chunk_shape, plans, data, write_empty_chunks=False, str lock_dir="",
-                 points=None):
+                 points=None, ChunkCache cache=None):
         """`settings` are CodecChain.native_form(): the chain, fill and item layout (the dict
         itself, read by lookups that take no lock: not unpacked into keywords, which locks it
         on a free-threaded Python, and every thread reading the array shares it). Chunk
         files are reached through `root` (the store's, which `key_head` and `lock_dir` start
         with). Writes replace and delete them under their key lock in `lock_dir` ("": no
         locks). A read of points gives `points` (point_start, local, out_index, coords: see
-        zc_listing) instead of `plans`, and `data` 1-d."""
+        zc_listing) instead of `plans`, and `data` 1-d. Reads of `plans` go through `cache`
+        when given."""
         memset(&self.b, 0, sizeof(zc_batch))
         # (os.fsencode in C: no Python call.)
         head = PyUnicode_EncodeFSDefault(key_head)
@@ -57,6 +59,8 @@ cdef class ChunkBatch:
         self.b.lead_sep = lead_sep
         self.b.root = root.root
         self._files = root
+        if cache is not None:
+            self.b.cache = cache.chunks
         for d in range(self.b.ndim):
             self.b.array_shape[d] = array_shape[d]
         if zc_batch_prepare(&self.b) != ZC_OK:
@@ -64,7 +68,7 @@ cdef class ChunkBatch:
         deferred = np.zeros(self.b.ntasks, np.uint8)
         cdef unsigned char[::1] defview = deferred
         self.b.deferred = &defview[0] if self.b.ntasks else NULL
-        self._keep = (*keep, data, root)
+        self._keep = (*keep, data, root, cache)
         self._deferred = deferred
 
     def __dealloc__(self):

@@ -149,6 +149,11 @@ cdef class ShardJob(_CompiledJob):
     def ntasks(self):
         return self.j.ntasks
 
+    def release(self):
+        """Let go of the buffers of the wave run last (its work is done): a read holds the
+        bytes of one wave at a time."""
+        self._held = []
+
     def encoded(self):
         """(inner chunk index, its encoding as take_encoded gives it) per task, after
         `work_write`."""
@@ -176,7 +181,7 @@ cdef class ChunkWaves(_CompiledJob):
     given bytes reads as fill (its chunk is not stored) and is encoded from fill.
     """
 
-    cdef list _pinned
+    cdef list _pinned, _held
     cdef object _keep, _listed
 
     def __init__(self, settings, chunk_shape, grid, plans, data, write_empty_chunks=False,
@@ -188,6 +193,7 @@ cdef class ChunkWaves(_CompiledJob):
         self.j.src_by_task = 1
         self._keep = (*keep, data)
         self._pinned = []
+        self._held = []
         if zc_shard_job_prepare(&self.j) != ZC_OK:
             raise ValueError("invalid chunk job")
         cdef size_t n = max(self.j.ntasks, 1)
@@ -244,13 +250,20 @@ cdef class ChunkWaves(_CompiledJob):
 
     def run(self, tasks):
         """List the tasks (int64 array, or a sequence of ints) the next work_read /
-        work_write calls take; their count."""
+        work_write calls take; their count. The buffers added so far are let go after the
+        wave (`release`): each wave's tasks are those whose bytes arrived for it."""
+        self._held, self._pinned = self._pinned, []
         listed = np.ascontiguousarray(tasks, dtype=np.int64)
         cdef const int64_t[::1] t = listed
         if zc_shard_job_list(&self.j, &t[0] if t.shape[0] else NULL, t.shape[0]) != ZC_OK:
             raise ValueError("task out of range")
         self._listed = listed
         return t.shape[0]
+
+    def release(self):
+        """Let go of the buffers of the wave run last (its work is done): a read holds the
+        bytes of one wave at a time."""
+        self._held = []
 
     def encoded(self):
         """Per task of the last wave (after `work_write`): its encoding (a read-only

@@ -38,6 +38,10 @@ cdef extern from "zc_memstore.h":
     ctypedef struct zc_memstore:
         pass
 
+cdef extern from "zc_chunk_cache.h":
+    ctypedef struct zc_chunk_cache:
+        pass
+
 cdef extern from "zc_batch.h":
     int ZC_BATCH_PATH_MAX
     ctypedef struct zc_piece:
@@ -75,6 +79,7 @@ cdef extern from "zc_batch.h":
         int64_t failed_task
         unsigned char *deferred
         zc_listing listing
+        zc_chunk_cache *cache
     int zc_batch_prepare(zc_batch *b)
     int zc_batch_task_key(const zc_batch *b, int64_t t, char *buf, size_t cap)
     int64_t zc_batch_split_writes(zc_batch *b, int nthreads)
@@ -135,12 +140,17 @@ cdef extern from "zc_shard_io.h":
         zc_root root
         zc_memstore *mem
         const zc_piece *pieces
+        zc_listing listing
         int64_t piece_offset[ZC_MAX_NDIM]
         int64_t npieces[ZC_MAX_NDIM]
         char *data
         Py_ssize_t data_strides[ZC_MAX_NDIM]
         int stream_out
         int writing
+        zc_chunk_cache *cache
+        zc_chunk_cache *index_cache
+        int stat_fresh
+        uint64_t stat_dev
         int64_t grid[ZC_MAX_NDIM]
         int64_t ninner, nslots, ntasks
         unsigned char *deferred
@@ -341,13 +351,20 @@ cdef inline tuple set_up_job(job_t *j, settings, chunk_shape, plans, cnp.ndarray
     lists = []
     table = set_up_pieces(plans, data, &j.pieces, j.piece_offset, j.npieces, j.data_strides,
                           lists)
+    return (table, fill) + set_up_lists(&j.listing, lists)
+
+
+cdef inline tuple set_up_lists(zc_listing *listing, list lists):
+    """Point `listing` at the index lists of the listed pieces that set_up_pieces appended
+    to `lists` (none: `listing` is left as it is). Returns the arrays it points into, which
+    the caller keeps alive as long as the job."""
     cdef const int64_t[::1] index, out_index
     if not lists:
-        return table, fill
+        return ()
     import numpy as np
     index = np.concatenate([pair[0] for pair in lists]).astype(np.int64, copy=False)
     out_index = np.concatenate([pair[1] for pair in lists]).astype(np.int64, copy=False)
-    j.listing.index = &index[0]
-    j.listing.out_index = &out_index[0]
-    j.listing.nindex = index.shape[0]
-    return table, fill, index, out_index
+    listing.index = &index[0]
+    listing.out_index = &out_index[0]
+    listing.nindex = index.shape[0]
+    return index, out_index

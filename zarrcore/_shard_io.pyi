@@ -6,6 +6,7 @@ from typing import Any
 import numpy.typing as npt
 from typing_extensions import Buffer
 
+from ._cache import ChunkCache
 from ._files import FileRoot
 from ._indexing import AxisPlan
 
@@ -20,7 +21,8 @@ class ShardSpec:
                  fill: bytes = b"", fill_floatsize: int = 0, **chain: Any) -> None: ...
     def batch(self, plans: Sequence[AxisPlan], data: npt.NDArray[Any], writing: bool = False,
               write_empty_chunks: bool = False,
-              write_order: npt.ArrayLike | None = None) -> ShardBatch: ...
+              write_order: npt.ArrayLike | None = None,
+              cache: ChunkCache | None = None) -> ShardBatch: ...
 
 class ShardBatch:
     def __init__(self, spec: ShardSpec, plans: Sequence[AxisPlan], data: npt.NDArray[Any],

@@ -11,11 +11,12 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset, strncpy
 
+from ._cache cimport ChunkCache
 from ._files cimport FileRoot
 from ._jobs cimport (
     ZC_SHARD_INDEX_CHECKSUM, ZC_SHARD_INDEX_ENTRY, ZC_SHARD_INDEX_IN_INDEX,
     ZC_SHARD_INDEX_SHORT, ZC_SHARD_IO_PATH_MAX, ZC_SHARD_IO_PREFETCH_MAX, ZC_STREAM_OUT_MIN,
-    set_up_chain, set_up_pieces, stop_claims, zc_chain, zc_piece, zc_shard_io,
+    set_up_chain, set_up_lists, set_up_pieces, stop_claims, zc_chain, zc_piece, zc_shard_io,
     zc_shard_io_close_files, zc_shard_io_free, zc_shard_io_prepare, zc_shard_io_read_worker,
     zc_shard_io_slot_key, zc_shard_io_write_worker,
 )
@@ -91,10 +92,12 @@ cdef class ShardSpec:
             self.ninner *= g
         self.head_len = head_len
 
-    def batch(self, plans, data, writing=False, write_empty_chunks=False, write_order=None):
-        """A job over a basic selection, given as the indexer's AxisPlans over the shard grid
-        (one per array axis), `data` the caller's array (the indexer's drop_shape)."""
-        return ShardBatch(self, plans, data, writing, write_empty_chunks, write_order)
+    def batch(self, plans, data, writing=False, write_empty_chunks=False, write_order=None,
+              ChunkCache cache=None):
+        """A job over a selection given as the indexer's AxisPlans over the shard grid (one
+        per array axis; reads may hold int arrays: listed pieces), `data` the caller's array
+        (the indexer's drop_shape); reads go through `cache` when given."""
+        return ShardBatch(self, plans, data, writing, write_empty_chunks, write_order, cache)
 
 
 cdef class ShardBatch:
@@ -107,15 +110,23 @@ cdef class ShardBatch:
     def __cinit__(self):
         memset(&self.io, 0, sizeof(zc_shard_io))
 
-    def __init__(self, ShardSpec spec, plans, data, writing, write_empty_chunks, write_order):
+    def __init__(self, ShardSpec spec, plans, data, writing, write_empty_chunks, write_order,
+                 ChunkCache cache):
         memcpy(&self.io, &spec.io, sizeof(zc_shard_io))
         self.spec = spec
         cdef int ndim = spec.io.ndim
         if len(plans) != ndim:
             raise ValueError("one plan per axis")
         cdef cnp.ndarray array = data
+        lists = None if writing else []
         table = set_up_pieces(plans, array, &self.io.pieces, self.io.piece_offset,
-                              self.io.npieces, self.io.data_strides)
+                              self.io.npieces, self.io.data_strides, lists)
+        listed = set_up_lists(&self.io.listing, lists) if lists else ()
+        if cache is not None and not writing:
+            self.io.cache = cache.chunks
+            self.io.index_cache = cache.indexes
+            self.io.stat_fresh = cache.stat_fresh
+            self.io.stat_dev = cache.stat_dev
         # The caller's array may be a strided or broadcast view: use its base and strides.
         self.io.data = <char *>cnp.PyArray_DATA(array)
         self.io.stream_out = data.nbytes >= ZC_STREAM_OUT_MIN
@@ -128,7 +139,7 @@ cdef class ShardBatch:
                 raise ValueError("write order must name every inner chunk")
             order = write_order
             self.io.write_order = &order[0]
-        self._keep = (table, data, write_order)
+        self._keep = (table, data, write_order, listed, cache)
         st = zc_shard_io_prepare(&self.io)
         if st == ZC_ERR_NOMEM:
             raise MemoryError("shard batch")

@@ -16,7 +16,7 @@ from .codecs import ZstdCodec, codec_from_v2
 from .codecs.base import ChunkSpec
 from .codecs.sharding import ShardingCodec
 from .codecs.v2 import codecs_from_v2_metadata, create_metadata_v2
-from .config import config as global_config
+from .config import config as global_config, parallel_map
 from .creation import (
     check_mode, codec_list, data_type_for, fill_value_for, normalize_chunks, normalize_shape,
     create_node, format_for_new, shard_codecs, split_codecs, store_mode,
@@ -30,7 +30,7 @@ from .metadata.grid import AxisChunks, ChunkGrid, grid_from_spelling, rectilinea
 from .metadata.v3 import default_codecs
 from .indexing import (
     BasicIndexer, BlockIndexer, OrthogonalIndexer, coordinate_indexer, expand_selection,
-    mask_indexer, numpy_indexer, pop_fields,
+    is_int, mask_indexer, numpy_indexer, pop_fields,
 )
 from .codecs.chain import CodecChain
 from .engine import ChunkEngine
@@ -93,6 +93,7 @@ class Array(nodes.Node):
             metadata.dtype, self._read_fill_value(metadata), codecs, where,
             key_layout=self._key_layout(metadata), array_shape=metadata.shape,
             write_empty_chunks=self._config["write_empty_chunks"], grid=metadata.grid,
+            cache_bytes=self._config.get("cache_bytes", global_config.cache_bytes),
         )
 
     @staticmethod
@@ -353,8 +354,8 @@ class Array(nodes.Node):
     @property
     def config(self) -> dict[str, Any]:
         """This array's own settings: `write_empty_chunks` (None: follow zarrcore.config),
-        `read_missing_chunks` when given (else zarrcore.config's applies) and `order` (the
-        memory order of what reads of a v3 array return)."""
+        `read_missing_chunks` and `cache_bytes` when given (else zarrcore.config's apply) and
+        `order` (the memory order of what reads of a v3 array return)."""
         return dict(self._config)
 
     def with_config(self, config: Mapping[str, Any]) -> Array:
@@ -369,7 +370,8 @@ class Array(nodes.Node):
             ChunkNotFoundError naming them (False); None follows `zarrcore.config`.
             `order`: "C" or "F", the memory order of the arrays reads return (v3; a v2
             array's stored order decides for it, as in zarr-python); None takes
-            `zarrcore.config.array_order`.
+            `zarrcore.config.array_order`. `cache_bytes`: the budget of the new handle's
+            decoded-chunk cache (`cache_info`); None takes `zarrcore.config.cache_bytes`.
 
         Returns
         -------
@@ -593,6 +595,66 @@ class Array(nodes.Node):
         """
         return self._read(OrthogonalIndexer(selection, self.shape, self._grid), out, fields)
 
+    def get_many(self, selections: Sequence[Selection],
+                 out: np.ndarray | Sequence[np.ndarray] | None = None) -> Any:
+        """Read many selections in one call: a training loader's batch of samples.
+
+        Selections that are one int along the first axis, the rest the same for all
+        (`[3, 17, 5]`, or `[(3, slice(0, 64)), (17, slice(0, 64))]`), are read as one
+        orthogonal selection: each chunk (inner chunk) decoded once, the requests to the
+        store made together (concurrent, byte ranges of a shard coalesced). Others are read
+        concurrently, each as `a[selection]`, on the thread pool.
+
+        Parameters
+        ----------
+        selections : sequence of selections
+            Each as `a[selection]` takes it.
+        out : numpy.ndarray or sequence of numpy.ndarray, optional
+            One array whose first axis runs over the selections (each of the same shape), or
+            one array per selection, to read into.
+
+        Returns
+        -------
+        list or numpy.ndarray
+            The values of each selection as `a[selection]` gives them (a list), or `out`.
+
+        Raises
+        ------
+        SelectionError
+            A selection that does not fit the array.
+        ShapeMismatchError
+            `out` does not hold one array of each selection's shape.
+        """
+        selections = list(selections)
+        if out is not None and len(out) != len(selections):
+            raise ShapeMismatchError(
+                f"array {self.name!r}: out holds {len(out)} arrays for {len(selections)} "
+                f"selections")
+        stacked = _one_int_each(selections, self.ndim)
+        if stacked is not None:
+            indexer = OrthogonalIndexer(stacked, self.shape, self._grid)
+            if isinstance(out, np.ndarray):
+                return self._read(indexer, out)
+            data = self._read(indexer)
+            if out is None:
+                return list(data)
+            for i, target in enumerate(out):
+                self._check_out(target, data.shape[1:])
+                target[...] = data[i]
+            return out
+
+        def one(i: int) -> Any:
+            return self._read(numpy_indexer(selections[i], self.shape, self._grid),
+                              None if out is None else out[i])
+
+        results = parallel_map(one, range(len(selections)))
+        return results if out is None else out
+
+    def _check_out(self, out: np.ndarray, shape: tuple[int, ...]) -> None:
+        if out.shape != shape:
+            raise ShapeMismatchError(
+                f"array {self.name!r}: out has shape {out.shape}, selection has shape {shape}")
+
     def set_orthogonal_selection(self, selection: Selection, value: npt.ArrayLike,
                                  fields: Fields = None) -> None:
         """Write an orthogonal selection (as `a.oindex[...] = value`).
@@ -798,10 +860,8 @@ class Array(nodes.Node):
         """The selection as a new array (a scalar when 0-d), or written into `out`."""
         if fields is not None:
             self._check_fields(fields)
-        if out is not None and out.shape != indexer.shape:
-            raise ShapeMismatchError(
-                f"array {self.name!r}: out has shape {out.shape}, "
-                f"selection has shape {indexer.shape}")
+        if out is not None:
+            self._check_out(out, indexer.shape)
         if out is not None and fields is None and not indexer.permuted and out.dtype == self.dtype:
             view = out.reshape(indexer.drop_shape)
             # Chunks decode straight into the caller's array when it reshapes without a copy.
@@ -840,6 +900,25 @@ class Array(nodes.Node):
                 f"selection shape {indexer.shape}") from None
         if indexer.nitems:
             self._chunks.write(indexer, indexer.permute(value))
+
+    def cache_info(self) -> dict[str, int]:
+        """The counters of the array's decoded-chunk cache (`cache_bytes`), which every thread
+        reading through this handle shares: hits, misses, inserts, evictions, stale (entries
+        dropped because the stored chunk or shard changed), entries, used and capacity
+        (bytes); all 0 without a cache.
+
+        The cache serves reads of a local directory store with a regular chunk grid and
+        codecs the compiled core runs (the native handle's conditions), whose budget holds
+        at least one (inner) chunk. An entry is served only while its file keeps the
+        identity (device, inode, size, modification and change times) it was decoded from:
+        writes through any process replace files, so they are never served stale. A file
+        changed within the last second is read but not cached.
+
+        Returns
+        -------
+        dict
+        """
+        return self._chunks.cache_info()
 
     def native_handle(self, cache_bytes: int = 0) -> ArrayHandle:
         """A handle for reading and writing regions of this array from compiled code, on
@@ -1234,6 +1313,26 @@ class ArrayInfo:
     __str__ = __repr__
 
 
+def _one_int_each(selections: list[Any], ndim: int) -> tuple[Any, ...] | None:
+    """The orthogonal selection that reads `selections` stacked along a first axis, when
+    each is one int along the first axis and the same ints and slices along the others;
+    else None."""
+    if not selections or ndim == 0:
+        return None
+    firsts, rests = [], set()
+    for sel in selections:
+        first, *rest = sel if isinstance(sel, tuple) else (sel,)
+        if not is_int(first) or not all(r is Ellipsis or type(r) is slice or is_int(r)
+                                         for r in rest):
+            return None
+        firsts.append(first)
+        rests.add(tuple((r.start, r.stop, r.step) if type(r) is slice else r for r in rest))
+        if len(rests) > 1:
+            return None
+    rest = selections[0][1:] if isinstance(selections[0], tuple) else ()
+    return (np.asarray(firsts, dtype=np.int64), *rest)
+
+
 def _config_items(config: Any) -> dict[str, Any]:
     """The settings given in zarr-python's ArrayConfig form: a dict, or an object with such
     attributes."""
@@ -1244,7 +1343,7 @@ def _config_items(config: Any) -> dict[str, Any]:
     return {name: getattr(config, name) for name in _ARRAY_SETTINGS if hasattr(config, name)}
 
 
-_ARRAY_SETTINGS = ("write_empty_chunks", "read_missing_chunks", "order")
+_ARRAY_SETTINGS = ("write_empty_chunks", "read_missing_chunks", "order", "cache_bytes")
 
 
 def _array_config(config: Any) -> dict[str, Any]:
@@ -1261,10 +1360,15 @@ def _array_config(config: Any) -> dict[str, Any]:
         raise ValueError(f"array config: order must be 'C' or 'F', not {order!r}")
     if order is None:
         order = global_config.array_order
-    # read_missing_chunks only when given: None follows zarrcore.config.
+    cache_bytes = config.get("cache_bytes")
+    if cache_bytes is not None and (isinstance(cache_bytes, bool) or
+                                    not isinstance(cache_bytes, int) or cache_bytes < 0):
+        raise ValueError(f"array config: cache_bytes must be an integer >= 0, not "
+                         f"{cache_bytes!r}")
+    # read_missing_chunks and cache_bytes only when given: None follows zarrcore.config.
     return {"write_empty_chunks": None if write_empty is None else bool(write_empty),
             **({} if read_missing is None else {"read_missing_chunks": bool(read_missing)}),
-            "order": order}
+            "order": order, **({} if cache_bytes is None else {"cache_bytes": cache_bytes})}
 
 
 # -- creating and opening arrays (zarr-python's top-level functions) ------------------------------
@@ -1580,7 +1684,8 @@ def create(shape: ShapeLike, *, chunks: ChunksLike | bool = None,
 
 def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = None,
                zarr_format: int | None = None, name: str | None = None,
-               storage_options: dict[str, Any] | None = None, **kwargs: Any) -> Array:
+               storage_options: dict[str, Any] | None = None, cache_bytes: int | None = None,
+               **kwargs: Any) -> Array:
     """Open an existing array, or create one (modes 'w', 'w-', 'a') when `shape` is given.
 
     Parameters
@@ -1596,6 +1701,9 @@ def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = N
         The format to open or create; None finds it (creates `config.default_zarr_format`'s).
     storage_options : dict, optional
         Options of the store a URL names (credentials, endpoint, timeouts...).
+    cache_bytes : int, optional
+        The array's decoded-chunk cache, in bytes (its `config` "cache_bytes"); None takes
+        `zarrcore.config.cache_bytes`. See `Array.cache_info`.
     **kwargs
         For creating, as `create_array` takes them (`shape`, `dtype`, ...); `config` is the
         array's own settings when it exists too.
@@ -1614,6 +1722,8 @@ def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = N
         Something at the path in mode w- (ContainsArrayError, ContainsGroupError).
     """
     check_mode(mode)
+    if cache_bytes is not None:
+        kwargs["config"] = {**_config_items(kwargs.get("config")), "cache_bytes": cache_bytes}
     path = nodes.normalize_path(path if path is not None else name)
     store = make_store(store, read_only=(mode == "r"), storage_options=storage_options,
                        mode=store_mode(mode, path))

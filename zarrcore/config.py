@@ -2,6 +2,7 @@
 
 `ZARRCORE_NUM_THREADS` sets the pool size at import; `config.set(num_threads=...)` changes it.
 `ZARRCORE_BUFFER_POOL_BYTES` sets how much freed output memory is kept for reuse.
+`ZARRCORE_CACHE_BYTES` sets the decoded-chunk cache of each array opened (0: none).
 `ZARRCORE_CONFINE_LOCAL_STORES=1` makes directory stores refuse paths outside their root.
 `ZARRCORE_ALLOW_PICKLE=1` lets the v2 `pickle` codec decode chunks (it runs stored code).
 `ZARRCORE_IO_CONCURRENCY`, `ZARRCORE_IO_PROCESS_CONCURRENCY`, `ZARRCORE_IO_TIMEOUT` and
@@ -80,9 +81,9 @@ class Config:
     The options, each an attribute: `num_threads`, `write_empty_chunks`,
     `read_missing_chunks`, `array_order`, `default_zarr_format`, `target_shard_size_bytes`,
     `json_indent`, `shard_write_order`, `confine_local_stores`, `allow_pickle`, `buffer_pool_bytes`,
-    `io_concurrency`, `io_process_concurrency`, `io_timeout`, `io_retries`, `lock_timeout`,
-    `max_dimensions`, `max_chunk_bytes`, `max_shard_index_entries` and `max_codecs`; the
-    module's documentation names their environment variables.
+    `cache_bytes`, `io_concurrency`, `io_process_concurrency`, `io_timeout`, `io_retries`,
+    `lock_timeout`, `max_dimensions`, `max_chunk_bytes`, `max_shard_index_entries` and
+    `max_codecs`; the module's documentation names their environment variables.
     """
 
     # Set from LIMITS in __init__.
@@ -124,6 +125,9 @@ class Config:
         # memory pressure) and reused by later reads.
         self.buffer_pool_bytes = _env_int("ZARRCORE_BUFFER_POOL_BYTES", _default_pool_bytes(), 0)
         _memory.set_limit(self.buffer_pool_bytes)
+        # The decoded-chunk cache of each array opened or created from now on, in bytes, of
+        # which its reads' threads share (0: none); an array's `cache_bytes` overrides it.
+        self.cache_bytes = _env_int("ZARRCORE_CACHE_BYTES", 0, 0)
         # Requests one call of a remote store keeps in flight at once (one get_many or
         # set_many, so one array read or write): object stores answer each in tens of
         # milliseconds, so throughput needs many in flight. Calls from several threads each
@@ -226,9 +230,9 @@ class Config:
         if name not in _OPTIONS:
             raise TypeError(f"unknown config option {name!r}")
         if name in ("num_threads", "io_concurrency", "io_process_concurrency", "io_retries",
-                    "buffer_pool_bytes"):
+                    "buffer_pool_bytes", "cache_bytes"):
             value = int(value)
-            least = 0 if name in ("io_retries", "buffer_pool_bytes") else 1
+            least = 0 if name in ("io_retries", "buffer_pool_bytes", "cache_bytes") else 1
             if value < least:
                 raise ValueError(f"{name} must be >= {least}")
         elif name in ("write_empty_chunks", "read_missing_chunks", "confine_local_stores",
@@ -288,8 +292,8 @@ _OPTIONS = frozenset([
     "num_threads", "write_empty_chunks", "read_missing_chunks", "array_order",
     "default_zarr_format", "target_shard_size_bytes", "json_indent", "shard_write_order",
     "confine_local_stores", "allow_pickle", "unsafe_partial_writes", "buffer_pool_bytes",
-    "io_concurrency", "io_process_concurrency", "io_timeout", "io_retries", "lock_timeout",
-    *LIMITS,
+    "cache_bytes", "io_concurrency", "io_process_concurrency", "io_timeout", "io_retries",
+    "lock_timeout", *LIMITS,
 ])
 # zarr-python's names of the options that mean the same here.
 _ALIASES = {

@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._batch import ChunkBatch
+from ._cache import ChunkCache
 from ._chunk_jobs import ChunkWaves
 from ._shard_io import ShardSpec
 from .codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
@@ -78,6 +79,9 @@ CONFLICT_PAUSE_MAX = 0.25
 # A write to a store that streams writes encodes its chunks in at most this many waves (each
 # a round of the thread pool), so the first uploads start after a small part of the encoding.
 WRITE_WAVES = 16
+# A sharded read fetches at most a shard per thread at a time (`_in_waves`), or this many
+# bytes when shards are smaller: fewer, larger waves, each a round of requests.
+WAVE_BYTES_MIN = 8 << 20
 _FETCH_DONE = object()
 
 
@@ -132,8 +136,10 @@ def arrivals(store: Store, requests: Sequence[Request]
                     raise item
                 else:
                     batch.append(item)  # type: ignore[arg-type]  # (what fetch() put)
+            items.clear()
             if batch:
                 yield batch
+                batch.clear()  # (handed on: its bytes go once the caller drops them)
     finally:
         stop.set()
         fetcher.join()
@@ -356,7 +362,32 @@ def _run_waves(job: ChunkWaves | _InnerChunkWaves, tasks: npt.ArrayLike,
     ntasks = job.run(tasks)
     if ntasks:
         run_workers(work, ntasks, job.stop)
+    job.release()
     return job.error()
+
+
+def _in_waves(fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, Any]]]],
+              requests: Sequence[Request], sizes: Sequence[int], shard: int
+              ) -> Iterator[list[tuple[int, Any]]]:
+    """`fetch(requests)`'s batches of (i, result), the requests (of about `sizes` bytes)
+    taken in waves of at most a shard (`shard` bytes) per thread, or WAVE_BYTES_MIN, each
+    fetched once the batches before are handed on: a sharded read holds about one shard per
+    thread, however many bytes it touches."""
+    budget = max(config.num_threads * shard, WAVE_BYTES_MIN)
+    waves, start, taken = [], 0, 0
+    for i, size in enumerate(sizes):
+        if taken + size > budget and i > start:
+            waves.append((start, i))
+            start, taken = i, 0
+        taken += size
+    if start < len(requests):
+        waves.append((start, len(requests)))
+    for start, stop in waves:
+        for batch in fetch(requests[start:stop]):
+            shifted = [(start + k, result) for k, result in batch]
+            batch.clear()
+            yield shifted
+            shifted.clear()  # (handed on: its bytes go once the caller drops them)
 
 
 class _InnerChunkWaves:
@@ -407,6 +438,9 @@ class _InnerChunkWaves:
     def stop(self) -> None:
         """Let the workers take no further chunk (Ctrl-C)."""
         self.stopped = True
+
+    def release(self) -> None:
+        """(Each chunk's bytes are let go as it is decoded.)"""
 
     def error(self) -> tuple[Exception, int] | None:
         return self.failure
@@ -473,7 +507,8 @@ class ChunkEngine:
                  chunk_key: Callable[[Sequence[int]], str], chunk_shape: Sequence[int],
                  dtype: np.dtype[Any], fill_value: Any, codecs: Iterable[object], where: str,
                  key_layout: tuple[str, str, bool], array_shape: Sequence[int],
-                 write_empty_chunks: bool | None = None, grid: ChunkGrid | None = None) -> None:
+                 write_empty_chunks: bool | None = None, grid: ChunkGrid | None = None,
+                 cache_bytes: int = 0) -> None:
         self.store = store
         self.key_prefix = key_prefix
         self._chunk_key = chunk_key
@@ -531,6 +566,29 @@ class ChunkEngine:
         self._ranged_shards = not directory and aligned
         self._inner_waves = aligned and self.partial is not None and (
             self.partial.inner_native_form is not None)
+        self.cache = self._chunk_cache(cache_bytes)
+
+    def _chunk_cache(self, cache_bytes: int) -> ChunkCache | None:
+        """The decoded-chunk cache of `cache_bytes` that the compiled reads of a directory
+        store share (`_batch`, `_shards`; a regular grid, whose chunks all have one shape);
+        None for 0, or when no such road is open or the budget holds no (inner) chunk."""
+        if not cache_bytes or not self.grid.is_regular or (
+                self._batch is None and self._shards is None):
+            return None
+        chunk = self.partial.chunk_shape if self.partial is not None else self.chunk_shape
+        chunk_bytes = self.dtype.itemsize * math.prod(chunk)
+        if cache_bytes < chunk_bytes:
+            return None
+        ninner = (math.prod(s // c for s, c in zip(self.chunk_shape, chunk))
+                  if self.partial is not None else None)
+        return ChunkCache(cache_bytes, chunk_bytes, len(chunk), ninner, self.node_dir())
+
+    def cache_info(self) -> dict[str, int]:
+        """The decoded-chunk cache's counters (ChunkCache.info); all 0 without a cache."""
+        if self.cache is None:
+            return dict.fromkeys(("hits", "misses", "inserts", "evictions", "stale", "entries",
+                                  "used", "capacity"), 0)
+        return self.cache.info()
 
     def _shard_spec(self, shape: Sequence[int], extent: Sequence[int],
                     settings: dict[str, Any]) -> ShardSpec:
@@ -633,11 +691,12 @@ class ChunkEngine:
         that kind of selection, else the codec objects. Writes give the compiled roads only
         the chunks they cover wholly; the rest is read-modify-written (`write`)."""
         basic, listed = _selection_kind(indexer, len(self.chunk_shape))
+        points = isinstance(indexer, CoordinateIndexer)
         if writing:
             listed = basic  # (the compiled writers take ints and slices)
         if self._batch is not None and listed:
             return Route.CHUNK_BATCH
-        if self._shards is not None and basic:
+        if self._shards is not None and (basic or not writing and listed and not points):
             return Route.SHARD_BATCH
         if not writing and (self._ranged_shards and basic or self._inner_waves and listed):
             return Route.SHARD_WAVES
@@ -677,7 +736,7 @@ class ChunkEngine:
                 lead_sep=lead, lock_dir=self.node_dir(), array_shape=group.extent,
                 chunk_shape=group.chain.spec.shape, write_empty_chunks=self.spec.writes_empty,
                 plans=group.plans if group.points is None else None, points=group.points,
-                data=data)
+                data=data, cache=None if writing else self.cache)
             if writing:
                 run_workers(batch.work_write, batch.split_writes(config.num_threads), batch.stop)
             else:
@@ -749,7 +808,7 @@ class ChunkEngine:
                            writing: bool = False) -> list[ChunkProjection]:
         """Read (or write) `data` by one ShardBatch per group (`_groups`); a write returns the
         projections of the shards it covers in part."""
-        assert self._shards is not None and isinstance(indexer, BasicIndexer)  # (as `plan` saw)
+        assert self._shards is not None and isinstance(indexer, OrthogonalIndexer)  # (`plan`)
         deferred = []
         for group in self._groups(indexer):
             codec = group.chain.partial_codec
@@ -758,7 +817,7 @@ class ChunkEngine:
                       and group.chain is self.chain
                       else self._shard_spec(group.chain.spec.shape, group.extent, group.form))
             if not writing:
-                batch = shards.batch(group.plans, data)
+                batch = shards.batch(group.plans, data, cache=self.cache)
                 run_workers(batch.work_read, batch.ntasks, batch.stop)
                 batch.raise_error()
                 continue
@@ -956,8 +1015,11 @@ class ChunkEngine:
         # in it and lengths.
         ranged: list[tuple[Request, Int64s, Int64s, Int64s]] = []
         whole = at_most(self.chain.max_encoded_bytes)
-        for batch in fetch([(key, whole if ranges is None else ranges)
-                            for key, ranges in requests]):
+        shard = self.dtype.itemsize * math.prod(self.chunk_shape)  # (decoded: a whole one's)
+        for batch in _in_waves(fetch, [(key, whole if ranges is None else ranges)
+                                       for key, ranges in requests],
+                               [shard if ranges is None else 0 for _, ranges in requests],
+                               shard):
             wave = []
             for s, parts in batch:
                 whole = requests[s][1] is None
@@ -990,9 +1052,11 @@ class ChunkEngine:
                                    spans[members, 0].astype(np.int64) - start,
                                    spans[members, 1].astype(np.int64)))
             run(np.concatenate(wave))
+            del data, parts, batch  # (the wave's bytes go while the next arrives)
         if not ranged:
             return
-        for batch in fetch([r[0] for r in ranged]):
+        for batch in _in_waves(fetch, [r[0] for r in ranged],
+                               [int(r[3].sum()) for r in ranged], shard):
             for r, parts in batch:
                 _, tasks, offsets, lengths = ranged[r]
                 data = _first(parts)
@@ -1001,6 +1065,7 @@ class ChunkEngine:
                         f"shard {ranged[r][0][0]!r}: deleted while its inner chunks were read")
                 add(data, tasks, offsets, lengths)
             run(np.concatenate([ranged[r][1] for r, _ in batch]))
+            del data, parts, batch  # (the wave's bytes go while the next arrives)
 
     # -- writes --------------------------------------------------------------
     def write(self, indexer: Indexer, value: npt.NDArray[Any]) -> None:

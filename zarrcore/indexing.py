@@ -48,7 +48,7 @@ class ChunkProjection:
     complete: bool
 
 
-def _is_int(x: object) -> bool:
+def is_int(x: object) -> bool:
     if type(x) is int:  # the common case, without the abstract-class checks below
         return True
     return isinstance(x, (numbers.Integral, np.integer)) and not isinstance(x, (bool, np.bool_))
@@ -126,7 +126,7 @@ def is_basic_selection(selection: Selection) -> bool:
     if _only_slices(selection):
         return True
     items = selection if isinstance(selection, tuple) else (selection,)
-    return all(s is None or s is Ellipsis or isinstance(s, slice) or _is_int(s) for s in items)
+    return all(s is None or s is Ellipsis or isinstance(s, slice) or is_int(s) for s in items)
 
 
 def pop_fields(selection: Selection) -> tuple[str | list[str] | None, Selection]:
@@ -175,7 +175,7 @@ class OrthogonalIndexer:
             return
         items = expand_selection(selection, len(shape))
         # As numpy: ints on every axis read a scalar, unless an Ellipsis asks for an array.
-        self.scalar = not _all_slices(items) and all(_is_int(item) for item in items) and not (
+        self.scalar = not _all_slices(items) and all(is_int(item) for item in items) and not (
             isinstance(selection, tuple) and any(s is Ellipsis for s in selection)
             or selection is Ellipsis
         )
@@ -207,7 +207,7 @@ class OrthogonalIndexer:
                 return _indexing.bounded_slice_plan(*item.indices(dim_len), chunk_len.lengths,
                                                     chunk_len.starts, chunk_len.firsts, dim_len)
             return _indexing.slice_plan(*item.indices(dim_len), chunk_len, dim_len)
-        if _is_int(item):
+        if is_int(item):
             return _int_plan(_dim_int(item, dim_len, axis), chunk_len, dim_len)
         if not self.arrays_allowed:
             raise SelectionError(
@@ -305,7 +305,7 @@ class BlockIndexer(BasicIndexer):
                 if step != 1:
                     raise SelectionError("block selections take slices with step 1 only")
                 stop = max(start, stop)
-            elif _is_int(item):
+            elif is_int(item):
                 start = _dim_int(item, nblocks, axis)
                 stop = start + 1
             else:
@@ -451,7 +451,7 @@ def numpy_indexer(selection: Selection, shape: Sequence[int],
         return BasicIndexer(selection, shape, chunk_shape)
     items = list(selection) if isinstance(selection, tuple) else [selection]
     for i, item in enumerate(items):
-        if not (item is None or item is Ellipsis or isinstance(item, slice) or _is_int(item)):
+        if not (item is None or item is Ellipsis or isinstance(item, slice) or is_int(item)):
             a = _index_array(item)
             if a.dtype == bool and a.ndim == 0:
                 raise SelectionError("boolean scalar indices are not supported")
@@ -489,10 +489,10 @@ def numpy_indexer(selection: Selection, shape: Sequence[int],
     if not arrays:
         return BasicIndexer(tuple(expanded), shape, chunk_shape)
     advanced = [i for i, item in enumerate(expanded)
-                if isinstance(item, np.ndarray) or _is_int(item)]
+                if isinstance(item, np.ndarray) or is_int(item)]
     # numpy judges adjacency on the selection as written: an Ellipsis separates even when it
     # stands for no axis, and a k-d bool array is one item.
-    written = [i for i, item in enumerate(items) if isinstance(item, np.ndarray) or _is_int(item)]
+    written = [i for i, item in enumerate(items) if isinstance(item, np.ndarray) or is_int(item)]
     adjacent = written[-1] - written[0] == len(written) - 1
     broadcast = _broadcast_shape([np.shape(expanded[i]) for i in advanced])
     basic = [
@@ -520,7 +520,7 @@ def numpy_indexer(selection: Selection, shape: Sequence[int],
             basic_pos += 1
             continue
         if i in advanced:
-            if _is_int(item):
+            if is_int(item):
                 # numpy checks ints even when the arrays broadcast to nothing.
                 axis = _axis_of(expanded, i)
                 _dim_int(item, shape[axis], axis)

@@ -1,0 +1,288 @@
+"""Random access as training loaders make it: orthogonal reads of sharded arrays on a
+directory in the compiled shard batch (each inner chunk decoded once), the decoded-chunk cache
+of an Array (shared with the native handle's C cache), batched reads (`Array.get_many`), and
+the memory a fancy read of a sharded array holds."""
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import zarrcore
+from zarrcore import engine
+from zarrcore.config import config
+from zarrcore.errors import SelectionError, ShapeMismatchError
+from zarrcore.indexing import OrthogonalIndexer
+
+SETTLE = 1.1  # seconds after which files are old enough to cache (zc_chunk_cache.h)
+
+
+@pytest.fixture(autouse=True)
+def _threads():
+    saved = config.num_threads, config.cache_bytes
+    yield
+    config.set(num_threads=saved[0], cache_bytes=saved[1])
+
+
+@st.composite
+def sharded(draw):
+    """(shape, inner chunks, shards, data, stored box): a sharded array of 1-3 dims whose
+    shards at the edges reach past it, some shards and inner chunks never written."""
+    ndim = draw(st.integers(1, 3))
+    inner = tuple(draw(st.integers(1, 3)) for _ in range(ndim))
+    shards = tuple(c * draw(st.integers(1, 3)) for c in inner)
+    shape = tuple(draw(st.integers(1, 2 * s + 1)) for s in shards)
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    data = np.full(shape, -1, dtype="i4")
+    box = tuple(slice(*sorted(rng.integers(0, s + 1, 2))) for s in shape)
+    data[box] = rng.integers(0, 1000, data[box].shape)
+    return shape, inner, shards, data, box
+
+
+@st.composite
+def orthogonal(draw, shape):
+    """One int, slice, int array (unsorted, repeated, negative) or mask per axis, with at
+    least one array."""
+    sel = []
+    for n in shape:
+        kind = draw(st.sampled_from(["int", "slice", "ints", "ints", "bools"]))
+        if kind == "int":
+            sel.append(draw(st.integers(-n, n - 1)))
+        elif kind == "slice":
+            sel.append(slice(draw(st.none() | st.integers(-n, n)),
+                             draw(st.none() | st.integers(-n, n)),
+                             draw(st.sampled_from([None, 1, 2, -1]))))
+        elif kind == "ints":
+            sel.append(np.array(draw(st.lists(st.integers(-n, n - 1), max_size=8)), dtype=np.intp))
+        else:
+            sel.append(np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n))))
+    if not any(isinstance(s, np.ndarray) for s in sel):
+        sel[0] = np.array([shape[0] - 1, 0], dtype=np.intp)
+    return tuple(sel)
+
+
+def _numpy_orthogonal(data, sel):
+    axes = [np.arange(n)[s] if isinstance(s, slice)
+            else np.flatnonzero(s) if isinstance(s, np.ndarray) and s.dtype == bool
+            else np.asarray(s).reshape(-1) for s, n in zip(sel, data.shape)]
+    out = data[np.ix_(*axes)]
+    return out.reshape([len(a) for a, s in zip(axes, sel) if not isinstance(s, (int, np.integer))])
+
+
+def _make(path, shape, inner, shards, data, box, **kwargs):
+    a = zarrcore.create_array(str(path), shape=shape, chunks=inner, shards=shards, dtype="i4",
+                              fill_value=-1, **kwargs)
+    a[box] = data[box]
+    return a
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=sharded(), cached=st.booleans(), threads=st.sampled_from([1, 3]), data=st.data())
+def test_orthogonal_reads_of_shards_on_a_directory_match_numpy(case, cached, threads, data):
+    """Int arrays and masks over sharded arrays on a directory take the compiled shard batch
+    (listed pieces split at inner chunks), with and without a cache, on any thread count."""
+    shape, inner, shards, ref, box = case
+    config.set(num_threads=threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        _make(tmp, shape, inner, shards, ref, box)
+        a = zarrcore.open_array(tmp, mode="r", cache_bytes=(1 << 20) if cached else 0)
+        for _ in range(3):
+            sel = data.draw(orthogonal(shape))
+            indexer = OrthogonalIndexer(sel, a.shape, a.chunk_engine.grid.axes)
+            assert a.chunk_engine.plan(indexer) is engine.Route.SHARD_BATCH
+            expected = _numpy_orthogonal(ref, sel)
+            np.testing.assert_array_equal(a.oindex[sel], expected)
+            np.testing.assert_array_equal(a.get_orthogonal_selection(sel), expected)
+
+
+def _inner_chunks(rows, cols, inner):
+    return len({(r // inner[0], c // inner[1]) for r in rows for c in cols})
+
+
+def test_fancy_sharded_read_decodes_each_inner_chunk_once(tmp_path):
+    """Each inner chunk an orthogonal read touches is looked up (decoded) once, however many
+    of its rows and columns the read picks, and repeated picks cost nothing more."""
+    data = np.arange(64 * 48, dtype="i4").reshape(64, 48)
+    a = zarrcore.create_array(str(tmp_path), shape=data.shape, chunks=(4, 6), shards=(16, 24),
+                              dtype="i4")
+    a[...] = data
+    a = zarrcore.open_array(str(tmp_path), mode="r", cache_bytes=1 << 20)
+    rows = np.array([63, 1, 2, 3, 2, 40, 41, 17, 1])
+    cols = np.array([47, 0, 5, 7, 30, 0])
+    np.testing.assert_array_equal(a.oindex[rows, cols], data[np.ix_(rows, cols)])
+    # (files written just now are decoded but not kept: each lookup counts a miss)
+    assert a.cache_info()["misses"] == _inner_chunks(rows, cols, (4, 6))
+    assert a.cache_info()["hits"] == 0
+
+
+def test_cache_serves_repeated_reads_until_a_write_changes_the_shard(tmp_path):
+    data = np.arange(32 * 20, dtype="f4").reshape(32, 20)
+    w = zarrcore.create_array(str(tmp_path), shape=data.shape, chunks=(1, 20), shards=(8, 20),
+                              dtype="f4")
+    w[...] = data
+    time.sleep(SETTLE)
+    a = zarrcore.open_array(str(tmp_path), mode="r", cache_bytes=1 << 20)
+    picks = [3, 17, 5, 3]
+    for _ in range(2):
+        np.testing.assert_array_equal(a.oindex[picks], data[picks])
+        np.testing.assert_array_equal(a[17], data[17])
+    info = a.cache_info()
+    assert info["misses"] == 3 and info["inserts"] == 3 and info["entries"] == 3
+    assert info["hits"] == 1 + 3 + 1  # a[17] after the first oindex, then both again
+    assert info["used"] == 3 * 20 * 4 and info["capacity"] >= 1 << 19
+
+    # A write through this process replaces the shard file: its entries are never served.
+    w[3] = -data[3]
+    np.testing.assert_array_equal(a[3], -data[3])
+    np.testing.assert_array_equal(a.oindex[[5, 17]], data[[5, 17]])
+    # (5 shares row 3's shard, whose file changed; 17's shard did not)
+    assert a.cache_info()["stale"] >= 1
+
+    # Another process rewrites a shard: a new file identity, a miss.
+    time.sleep(SETTLE)
+    a.oindex[[16, 17]]
+    hits = a.cache_info()["hits"]
+    script = textwrap.dedent(f"""
+        import numpy as np, zarrcore
+        a = zarrcore.open_array({str(tmp_path)!r})
+        a[16:24] = np.full((8, 20), 7, dtype="f4")
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True,
+                   env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    np.testing.assert_array_equal(a.oindex[[16, 17]], np.full((2, 20), 7, dtype="f4"))
+    assert a.cache_info()["hits"] == hits
+
+
+def test_unsharded_chunks_are_cached_too(tmp_path):
+    data = np.arange(10 * 6, dtype="i2").reshape(10, 6)
+    zarrcore.create_array(str(tmp_path), shape=data.shape, chunks=(1, 6), dtype="i2")[...] = data
+    time.sleep(SETTLE)
+    a = zarrcore.open_array(str(tmp_path), mode="r", cache_bytes=1 << 16)
+    for _ in range(3):
+        np.testing.assert_array_equal(a.oindex[[4, 9, 4]], data[[4, 9, 4]])
+    assert a.cache_info()["inserts"] == 2 and a.cache_info()["hits"] >= 4
+
+
+def test_cache_settings(tmp_path):
+    zarrcore.create_array(str(tmp_path), shape=(8, 8), chunks=(2, 8), dtype="f8")
+    assert zarrcore.open_array(str(tmp_path)).cache_info()["capacity"] == 0
+    config.set(cache_bytes=1 << 16)
+    a = zarrcore.open_array(str(tmp_path))
+    assert a.cache_info()["capacity"] == 1 << 16
+    assert "cache_bytes" not in a.config  # (zarrcore.config's: not the array's own)
+    assert a.with_config({"cache_bytes": 0}).cache_info()["capacity"] == 0
+    b = zarrcore.open_array(str(tmp_path), cache_bytes=4096)
+    assert b.config["cache_bytes"] == 4096 and b.cache_info()["capacity"] == 4096
+    assert pickle.loads(pickle.dumps(b)).cache_info()["capacity"] == 4096
+    # A budget that holds no chunk keeps none.
+    assert zarrcore.open_array(str(tmp_path), cache_bytes=64).cache_info()["capacity"] == 0
+    for bad in (-1, 1.5, True, "1"):
+        with pytest.raises(ValueError, match="cache_bytes"):
+            zarrcore.open_array(str(tmp_path), cache_bytes=bad)
+    with pytest.raises(ValueError, match="cache_bytes"):
+        config.set(cache_bytes=-1)
+
+
+def test_memory_store_arrays_read_without_a_cache():
+    a = zarrcore.create_array(zarrcore.MemoryStore(), shape=(4,), chunks=(2,), dtype="i4",
+                              config={"cache_bytes": 1 << 20})
+    a[...] = [1, 2, 3, 4]
+    np.testing.assert_array_equal(a.oindex[[3, 0]], [4, 1])
+    assert a.cache_info()["capacity"] == 0
+
+
+@st.composite
+def sample_lists(draw, shape):
+    n = draw(st.integers(1, 6))
+    rest = draw(st.sampled_from([(), (slice(1, 4),), (Ellipsis,), (2,)]))
+    return [(draw(st.integers(-shape[0], shape[0] - 1)), *rest) for _ in range(n)]
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), sharded_layout=st.booleans(), kind=st.sampled_from(["dir", "memory"]))
+def test_get_many_matches_numpy(tmp_path_factory, data, sharded_layout, kind):
+    ref = np.arange(9 * 5 * 4, dtype="u2").reshape(9, 5, 4)
+    store = zarrcore.MemoryStore() if kind == "memory" else str(tmp_path_factory.mktemp("a"))
+    a = zarrcore.create_array(store, shape=ref.shape, chunks=(1, 5, 4),
+                              shards=(3, 5, 4) if sharded_layout else None, dtype="u2")
+    a[...] = ref
+    samples = data.draw(sample_lists(ref.shape))
+    got = a.get_many(samples)
+    assert isinstance(got, list) and len(got) == len(samples)
+    for g, s in zip(got, samples):
+        np.testing.assert_array_equal(g, ref[s])
+    out = np.zeros((len(samples),) + ref[samples[0]].shape, dtype="u2")
+    assert a.get_many(samples, out=out) is out
+    np.testing.assert_array_equal(out, np.stack([ref[s] for s in samples]))
+    # Selections of other shapes: each read as a[selection], concurrently.
+    mixed = [s[:1] + (slice(0, k + 1),) for k, s in enumerate(samples)] + [np.s_[1:3, ::2]]
+    outs = [np.empty(ref[s].shape, dtype="u2") for s in mixed]
+    assert a.get_many(mixed, out=outs) is outs
+    for o, s in zip(outs, mixed):
+        np.testing.assert_array_equal(o, ref[s])
+
+
+def test_get_many_refuses_bad_selections_and_outputs(tmp_path):
+    a = zarrcore.create_array(str(tmp_path), shape=(6, 3), chunks=(1, 3), dtype="i4")
+    assert a.get_many([]) == []
+    with pytest.raises(SelectionError):
+        a.get_many([0, 6])
+    with pytest.raises(ShapeMismatchError):
+        a.get_many([0, 1], out=np.empty((3, 3), dtype="i4"))
+    with pytest.raises(ShapeMismatchError):
+        a.get_many([0, 1], out=[np.empty(3, dtype="i4"), np.empty(2, dtype="i4")])
+    with pytest.raises(ShapeMismatchError):
+        a.get_many([0, np.s_[1:3]], out=[np.empty(3, dtype="i4")])
+
+
+_PEAK_SCRIPT = """
+import resource, sys
+import numpy as np, zarrcore
+zarrcore.config.set(num_threads=2)
+a = zarrcore.open_array(sys.argv[1], mode="r")
+rng = np.random.default_rng(0)
+points = tuple(rng.integers(0, n, 200_000) for n in a.shape)
+a.vindex[points[0][:10], points[1][:10]]  # (threads, pools and code paged in)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+got = a.{read}
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print((after - before) * 1024, got.nbytes)
+"""
+
+
+@pytest.mark.parametrize("read", ["vindex[points]", "oindex[np.unique(points[0])[::7], :]"])
+def test_fancy_sharded_reads_hold_about_a_shard_per_thread(tmp_path, read):
+    """Peak memory of a fancy read touching every shard of an array: the output plus about
+    one shard per thread, not the shards it touches (16 shards of 4 MiB here; the points'
+    grouping takes about 3 more)."""
+    shape, shard = (4096, 4096), (1024, 1024)
+    a = zarrcore.create_array(str(tmp_path), shape=shape, chunks=(256, 256), shards=shard,
+                              dtype="f4", compressors=None)
+    a[...] = np.random.default_rng(1).random(shape, dtype="f4")
+    done = subprocess.run([sys.executable, "-c", _PEAK_SCRIPT.format(read=read), str(tmp_path)],
+                          check=True, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    grown, output = map(int, done.stdout.split())
+    shard_bytes = 1024 * 1024 * 4
+    assert grown <= output + 7 * shard_bytes, (grown, output)
+
+
+def test_a_pickled_array_reads_without_its_metadata(tmp_path):
+    """Workers spawned (or fed by a forkserver) get the array pickled with its metadata: their
+    first read reads only chunks, never the metadata document again."""
+    a = zarrcore.create_array(str(tmp_path), shape=(8, 4), chunks=(2, 4), dtype="i4",
+                              config={"cache_bytes": 1 << 12})
+    a[...] = np.arange(32).reshape(8, 4)
+    shipped = pickle.dumps(a)
+    os.remove(tmp_path / "zarr.json")
+    b = pickle.loads(shipped)
+    np.testing.assert_array_equal(b.get_many([3, 0]), [[12, 13, 14, 15], [0, 1, 2, 3]])
+    assert b.cache_info()["capacity"] == 1 << 12

@@ -1,0 +1,12 @@
+# Type stub of a compiled module (zarrcore/_cache.pyx): the decoded-chunk cache of
+# csrc/zc_chunk_cache.c. Keep in step with the .pyx.
+from typing import Any
+
+SETTLE_SECONDS: float
+INDEX_SHARE: int
+
+class ChunkCache:
+    capacity: int
+    def __init__(self, capacity: int, chunk_bytes: int, ndim: int, ninner: int | None = None,
+                 directory: str | None = None) -> None: ...
+    def info(self) -> dict[str, Any]: ...
