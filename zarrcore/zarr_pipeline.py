@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 from zarr.abc.codec import CodecPipeline, GetResult
 from zarr.core.array import create_codec_pipeline
+from zarr.core._json import json_to_buffer
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.codec_pipeline import BatchedCodecPipeline
 from zarr.core.config import config as zarr_config
@@ -127,6 +128,8 @@ def _orthogonal(origins: Sequence[tuple[int, ...]], coords: Sequence[tuple[int, 
         axes[d] = np.full(out_shape[k], -1, dtype=np.int64)
     seen: list[set[int]] = [set() for _ in range(ndim)]
     for (_, spec, chunk_sel, out_sel, _), at, origin in zip(batch, coords, origins):
+        if not isinstance(out_sel, tuple):  # (points: one flat output axis)
+            out_sel = (out_sel,)
         if len(chunk_sel) != ndim or len(out_sel) != len(kept):
             return None
         for d in range(ndim):
@@ -211,14 +214,14 @@ class _ArrayTarget:
         """zarrcore's parse of the array's metadata document (MetadataError and others when
         it cannot run it)."""
         if self._zarr_metadata is None:
-            docs = self.metadata.to_buffer_dict(default_buffer_prototype())
+            # (Not to_buffer_dict: it refuses documents zarr-python's config would not store
+            # now, which the array was opened or created with.)
+            doc = json.loads(json_to_buffer(self.metadata.to_dict(),
+                                            prototype=default_buffer_prototype()).to_bytes())
             if self.metadata.zarr_format == 3:
-                self._zarr_metadata = parse_metadata_v3(json.loads(docs["zarr.json"].to_bytes()))
+                self._zarr_metadata = parse_metadata_v3(doc)
             else:
-                attrs = docs.get(".zattrs")
-                self._zarr_metadata = ArrayMetadataV2.from_json(
-                    json.loads(docs[".zarray"].to_bytes()),
-                    None if attrs is None else json.loads(attrs.to_bytes()))
+                self._zarr_metadata = ArrayMetadataV2.from_json(doc, doc.pop("attributes", None))
         return self._zarr_metadata
 
     def array(self, path: str, write_empty: bool) -> Array:
