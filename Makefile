@@ -71,7 +71,7 @@ test: install-test peer-venv newest-test
 # built for the peers' interpreter, in a virtualenv of its own ($(NEWEST_VENV)); the peers'
 # stays free of zarrcore. Without such a Python they skip, saying so.
 NEWEST_VENV ?= .newest-venv
-NEWEST_TESTS := test_icechunk.py test_zarr_python_stores.py
+NEWEST_TESTS := test_icechunk.py test_zarr_python_stores.py test_zarr_pipeline.py
 
 ifneq ($(PEER_PYTHON),)
 newest-test: $(NEWEST_VENV)/.installed
