@@ -113,8 +113,8 @@ def _readers(path):
     except ImportError:
         return found
     driver = "zarr" if zarrcore.open_array(path).metadata.zarr_format == 2 else "zarr3"
-    found["tensorstore"] = ts.open({"driver": driver, "kvstore": {"driver": "file",
-                                                                  "path": str(path)}}).result().read().result()
+    spec = {"driver": driver, "kvstore": {"driver": "file", "path": str(path)}}
+    found["tensorstore"] = ts.open(spec).result().read().result()
     return found
 
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Coroutine, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 from zarr.abc.codec import CodecPipeline, GetResult
@@ -50,14 +50,17 @@ if TYPE_CHECKING:
     from zarr.abc.store import ByteGetter, ByteSetter, Store as ZarrStore
     from zarr.core.array_spec import ArraySpec
     from zarr.core.buffer import Buffer, NDBuffer
-    from zarr.core.chunk_grids import ChunkGridMetadata
     from zarr.core.dtype.wrapper import TBaseDType, TBaseScalar, ZDType
     from zarr.core.indexing import SelectorTuple
     from zarr.core.metadata import ArrayMetadata
+    from zarr.core.metadata.v3 import ChunkGridMetadata
 
     from .storage import Store
 
-    Entry = tuple[Any, ArraySpec, SelectorTuple, SelectorTuple, bool]
+    # (ByteGetter or ByteSetter, chunk spec, chunk selection, output selection, complete)
+    Entry = tuple[Any, ArraySpec, Any, Any, bool]
+
+_T = TypeVar("_T")
 
 #: The cases `read` and `write` hand to zarr-python's pipeline, by the reason they give.
 FALLBACKS = {
@@ -293,7 +296,7 @@ class ZarrcorePipeline(CodecPipeline):
         return f"ZarrcorePipeline({self.zarr_pipeline!r})"
 
     def __iter__(self) -> Iterator[Codec]:
-        return iter(self.zarr_pipeline)  # type: ignore[call-overload]
+        yield from cast("Iterable[Codec]", self.zarr_pipeline)
 
     # -- what zarr-python's own pipeline does -----------------------------------------------
     @classmethod
@@ -372,7 +375,7 @@ class ZarrcorePipeline(CodecPipeline):
         assert data is not None  # (as `_request` saw)
         await asyncio.to_thread(_write, request, data)
 
-    async def _fall_back(self, reason: str, call: Any) -> Any:
+    async def _fall_back(self, reason: str, call: Coroutine[Any, Any, _T]) -> _T:
         """`call` (zarr-python's pipeline doing the request), unless config says to raise."""
         if not config.pipeline_fallback:
             call.close()
