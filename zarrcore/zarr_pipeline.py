@@ -40,6 +40,7 @@ from .config import config
 from .errors import PipelineFallbackError, StoreURLError, ZarrcoreError
 from .metadata import ArrayMetadataV2
 from .metadata.v3 import parse_metadata_v3
+from .nodes import read_metadata
 from .storage import make_store
 from .storage.zarr_python import ZarrPythonStore
 
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from zarr.core.metadata import ArrayMetadata
     from zarr.core.metadata.v3 import ChunkGridMetadata
 
+    from .metadata.grid import ChunkGrid
     from .storage import Store
 
     # (ByteGetter or ByteSetter, chunk spec, chunk selection, output selection, complete)
@@ -112,14 +114,19 @@ class _Selection(NamedTuple):
 
     kind: str
     selection: tuple[Any, ...]
+    outside: bool  # it reaches past the array's shape as zarrcore has it
+    stale: bool  # that shape does not fit it: outside, or chunks covered otherwise
 
 
 def _orthogonal(origins: Sequence[tuple[int, ...]], coords: Sequence[tuple[int, ...]],
                 batch: Sequence[Entry], out_shape: tuple[int, ...],
-                drop_axes: tuple[int, ...]) -> _Selection | None:
+                drop_axes: tuple[int, ...], grid: ChunkGrid, writing: bool) -> _Selection | None:
     """The basic or orthogonal selection whose chunks' projections `batch` holds (the outer
     product of pieces per axis, as zarr-python's BasicIndexer, BlockIndexer and
-    OrthogonalIndexer make them), or None when it is not one."""
+    OrthogonalIndexer make them), or None when it is not one. `_Selection.outside` when a
+    position lies past the array's shape as `grid` has it; `stale` also, `writing`, when a
+    chunk zarr-python sees covered wholly (`is_complete_chunk`) is not by that shape, or
+    the reverse."""
     first = batch[0]
     ndim = len(first[1].shape)
     dropped = [d in drop_axes or _is_int(first[2][d]) for d in range(ndim)]
@@ -129,8 +136,9 @@ def _orthogonal(origins: Sequence[tuple[int, ...]], coords: Sequence[tuple[int, 
     axes: list[Any] = [None] * ndim
     for k, d in enumerate(kept):
         axes[d] = np.full(out_shape[k], -1, dtype=np.int64)
-    seen: list[set[int]] = [set() for _ in range(ndim)]
-    for (_, spec, chunk_sel, out_sel, _), at, origin in zip(batch, coords, origins):
+    seen: list[dict[int, bool]] = [{} for _ in range(ndim)]  # per axis: chunk -> covered
+    outside = differs = False
+    for (_, spec, chunk_sel, out_sel, complete), at, origin in zip(batch, coords, origins):
         if not isinstance(out_sel, tuple):  # (points: one flat output axis)
             out_sel = (out_sel,)
         if len(chunk_sel) != ndim or len(out_sel) != len(kept):
@@ -138,8 +146,11 @@ def _orthogonal(origins: Sequence[tuple[int, ...]], coords: Sequence[tuple[int, 
         for d in range(ndim):
             if at[d] in seen[d]:
                 continue  # (an outer product: chunk at[d]'s piece of axis d is the same)
-            seen[d].add(at[d])
-            where = origin[d] + _positions(chunk_sel[d], spec.shape[d])
+            local = _positions(chunk_sel[d], spec.shape[d])
+            inside = min(grid.chunk_shape_at(at)[d], grid.shape[d] - origin[d])
+            seen[d][at[d]] = writing and np.array_equal(np.unique(local), np.arange(inside))
+            where = origin[d] + local
+            outside = outside or bool(where.size and where.max() >= grid.shape[d])
             if dropped[d]:
                 if len(where) != 1 or axes[d] is not None and axes[d] != int(where[0]):
                     return None
@@ -150,6 +161,7 @@ def _orthogonal(origins: Sequence[tuple[int, ...]], coords: Sequence[tuple[int, 
             if len(out) != len(where):
                 return None
             axes[d][out] = where
+        differs = differs or writing and complete != all(seen[d][at[d]] for d in range(ndim))
     if len(batch) != math.prod(len(s) for s in seen):
         return None
     selection = []
@@ -161,11 +173,12 @@ def _orthogonal(origins: Sequence[tuple[int, ...]], coords: Sequence[tuple[int, 
         else:
             selection.append(_axis(axes[d]))
     basic = all(isinstance(s, (int, slice)) for s in selection)
-    return _Selection("basic" if basic else "orthogonal", tuple(selection))
+    return _Selection("basic" if basic else "orthogonal", tuple(selection), outside,
+                      outside or differs)
 
 
 def _points(origins: Sequence[tuple[int, ...]], batch: Sequence[Entry],
-            npoints: int) -> _Selection | None:
+            npoints: int, shape: Sequence[int]) -> _Selection | None:
     """The coordinate selection whose chunks' projections `batch` holds (zarr-python's
     CoordinateIndexer and MaskIndexer: per chunk its points, and where they go in the flat
     output), or None when it is not one."""
@@ -180,7 +193,8 @@ def _points(origins: Sequence[tuple[int, ...]], batch: Sequence[Entry],
             points[d, out] = origin[d] + where
     if np.any(points < 0):
         return None
-    return _Selection("coordinate", tuple(points))
+    outside = bool(npoints and np.any(points.max(axis=1) >= np.asarray(shape)))
+    return _Selection("coordinate", tuple(points), outside, outside)
 
 
 def _is_points(batch: Sequence[Entry], out_ndim: int) -> bool:
@@ -227,14 +241,30 @@ class _ArrayTarget:
                 self._zarr_metadata = ArrayMetadataV2.from_json(doc, doc.pop("attributes", None))
         return self._zarr_metadata
 
+    def reread(self, path: str) -> None:
+        """Take the array's metadata from its stored document: zarr-python changed its own
+        in place (a resize or an append) since the pipeline was made."""
+        self._zarr_metadata = read_metadata(self.store(), path, self.metadata.zarr_format)
+        self._arrays.clear()
+
     def array(self, path: str, write_empty: bool) -> Array:
         """zarrcore's Array at `path` that writes empty chunks or not; missing chunks read as
         fill (the pipeline reports them: zarr-python decides)."""
         found = self._arrays.get((path, write_empty))
         if found is None:
-            found = self._arrays[path, write_empty] = Array(
-                self.store(), path, self.parsed(), read_only=self.zarr_store.read_only,
-                config={"write_empty_chunks": write_empty, "read_missing_chunks": True})
+            metadata = self.parsed()
+            settings = {"write_empty_chunks": write_empty, "read_missing_chunks": True}
+            found = Array(self.store(), path, metadata, self.zarr_store.read_only, settings)
+            engine = found.chunk_engine
+            if engine.partial is not None and engine.grid.is_regular:
+                # zarr-python rewrites only the inner chunks a write touches, in a shard at
+                # the array's end too: what lies past the shape (left by a shrinking resize)
+                # stays. Seen as reaching to the end of its last shards, the array has no
+                # shard zarrcore would write whole without merging what is stored.
+                ends = tuple(-(-n // c) * c for n, c in zip(metadata.shape, engine.chunk_shape))
+                found = Array(self.store(), path, metadata.evolve(shape=ends),
+                              self.zarr_store.read_only, settings)
+            self._arrays[path, write_empty] = found
         return found
 
 
@@ -411,24 +441,33 @@ class ZarrcorePipeline(CodecPipeline):
             if found is None:
                 return "selection"
             coords.append(found[1])
-        try:
-            array = self._target.array(path, bool(spec.config.write_empty_chunks))
-        except ZarrcoreError:
-            return "metadata"
+        points = _is_points(batch, len(out_shape))
+        for attempt in range(2):
+            try:
+                if attempt:
+                    self._target.reread(path)
+                array = self._target.array(path, bool(spec.config.write_empty_chunks))
+            except ZarrcoreError:
+                return "metadata"
+            grid = array.chunk_engine.grid
+            origins = [grid.origin(c) for c in coords]
+            selection = (_points(origins, batch, out_shape[0], grid.shape) if points else
+                         _orthogonal(origins, coords, batch, out_shape, drop_axes, grid,
+                                     out is None))
+            if selection is None or not selection.stale:
+                break
+        # (Covered chunks: zarrcore decides them itself by the shape stored now.)
+        if selection is None or selection.outside:
+            return "selection"
         if array.dtype.names is not None and (data.dtype != array.dtype):
             return "fields"
-        grid = array.chunk_engine.grid
-        origins = [grid.origin(c) for c in coords]
-        if _is_points(batch, len(out_shape)):
-            selection = _points(origins, batch, out_shape[0])
-        else:
-            selection = _orthogonal(origins, coords, batch, out_shape, drop_axes)
-        if selection is None:
-            return "selection"
-        if out is None and not all(e[4] for e in batch):
-            zc_store = array.store
-            if not (zc_store.supports_locks or zc_store.supports_conditional_writes
-                    or config.unsafe_partial_writes):
+        zc_store = array.store
+        if out is None and not (zc_store.supports_locks or zc_store.supports_conditional_writes
+                                or config.unsafe_partial_writes):
+            # (A shard reaching past the array's end is written in part, see `array`.)
+            shape = self._target.parsed().shape
+            ends = (np.asarray(origins) + array.chunk_engine.chunk_shape > shape).any(axis=1)
+            if not all(e[4] for e in batch) or array.shape != shape and ends.any():
                 return "unprotected"
         self._follow_zarr_config(spec)
         return _Request(array, selection, [e[0].path for e in batch])
@@ -473,7 +512,7 @@ def _selection_shape(batch: list[Entry], value: NDBuffer) -> tuple[int, ...]:
 def _read(request: _Request, out: np.ndarray, report_missing: bool) -> tuple[GetResult, ...]:
     """Read `request` into `out`; each chunk's GetResult ("missing" ones only when
     `report_missing`: zarr-python looks at them only then)."""
-    array, (kind, selection), keys = request
+    array, (kind, selection, *_), keys = request
     present = (array.chunk_engine.stored(keys) if report_missing
                else [True] * len(keys))
     read = {"basic": array.get_basic_selection, "orthogonal": array.get_orthogonal_selection,
@@ -486,7 +525,7 @@ def _read(request: _Request, out: np.ndarray, report_missing: bool) -> tuple[Get
 
 
 def _write(request: _Request, value: np.ndarray) -> None:
-    array, (kind, selection), _ = request
+    array, (kind, selection, *_), _ = request
     if kind == "coordinate" and value.ndim > 1:
         value = value.reshape(-1)
     {"basic": array.set_basic_selection, "orthogonal": array.set_orthogonal_selection,
