@@ -20,7 +20,7 @@ from zarr.abc.codec import BytesBytesCodec  # noqa: E402
 from zarr.core.buffer import default_buffer_prototype  # noqa: E402
 from zarr.errors import ChunkNotFoundError as ZarrChunkNotFoundError  # noqa: E402
 from zarr.registry import register_codec  # noqa: E402
-from zarr.storage import LocalStore, MemoryStore, ZipStore  # noqa: E402
+from zarr.storage import LocalStore, LoggingStore, MemoryStore, ZipStore  # noqa: E402
 
 from zarrcore.errors import PipelineFallbackError  # noqa: E402
 from zarrcore.zarr_pipeline import FALLBACKS, ZarrcorePipeline  # noqa: E402
@@ -244,6 +244,32 @@ def test_coalescing_stops_at_the_most_bytes():
         starts, stops, group = coalesce(offsets, lengths)
     assert (list(starts), list(stops), list(group)) == (
         [0, 20, 1000], [20, 40, 1010], [0, 0, 1, 1, 2])
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_resizes_by_zarr_python_are_followed(native, wrapped):
+    # (A wrapper store is read through zarr-python's event loop, which runs the pipeline.)
+    store = LoggingStore(MemoryStore()) if wrapped else MemoryStore()
+    a = zarr.create_array(store, shape=(10,), chunks=(4,), dtype="i4", fill_value=0)
+    a[...] = np.arange(10)
+    a.resize((14,))
+    a[9:14] = 7
+    np.testing.assert_array_equal(a[...], list(range(9)) + [7] * 5)
+    a.resize((6,))
+    a[4:6] = 1  # (the last chunk, whole within the new shape)
+    np.testing.assert_array_equal(a[...], [0, 1, 2, 3, 1, 1])
+    a.append(np.array([5, 5], dtype="i4"))
+    np.testing.assert_array_equal(a[...], [0, 1, 2, 3, 1, 1, 5, 5])
+
+
+def test_shards_keep_cells_past_a_shrunk_shape_as_zarr_python_does(native):
+    a = zarr.create_array(MemoryStore(), shape=(4,), chunks=(2,), shards=(4,), dtype="i2",
+                          fill_value=0)
+    a[...] = [1, 2, 3, 4]
+    a.resize((2,))
+    a[...] = [9, 9]
+    a.resize((4,))
+    np.testing.assert_array_equal(a[...], [9, 9, 3, 4])
 
 
 # -- what falls back --------------------------------------------------------------------------

@@ -18,7 +18,8 @@ import xml.etree.ElementTree as ET
 import zarr
 
 PIPELINES = {"default": None, "zarrcore": "zarrcore.zarr_pipeline.ZarrcorePipeline"}
-PLUGINS = ["pytest-asyncio==1.4.0", "pytest-benchmark==5.3.0"]
+# (numpydoc: tests/test_api/test_synchronous.py reads docstrings with it.)
+PLUGINS = ["pytest-asyncio==1.4.0", "pytest-benchmark==5.3.0", "numpydoc==1.11.0"]
 
 
 def _fetch(workdir):

@@ -377,12 +377,21 @@ class ZarrcorePipeline(CodecPipeline):
         if self._target is None:  # (the pipelines of zarr-python's sharding codec)
             return await self.zarr_pipeline.read(batch, out, drop_axes)
         target = _cpu(out)
-        request = self._request(batch, out.shape, drop_axes, target, target)
-        if isinstance(request, str):
-            return await self._fall_back(request, self.zarr_pipeline.read(batch, out, drop_axes))
-        assert target is not None  # (as `_request` saw)
         missing = batch[0][1].config.read_missing_chunks is False
-        return await asyncio.to_thread(_read, request, target, missing)
+
+        def run() -> tuple[GetResult, ...] | str:
+            request = self._request(batch, out.shape, drop_axes, target, target)
+            if isinstance(request, str):
+                return request
+            assert target is not None  # (as `_request` saw)
+            return _read(request, target, missing)
+
+        # (On a thread: the stores' blocking calls run their coroutines on zarr-python's
+        # event loop, which runs this one.)
+        done = await asyncio.to_thread(run)
+        if isinstance(done, str):
+            return await self._fall_back(done, self.zarr_pipeline.read(batch, out, drop_axes))
+        return done
 
     async def write(self, batch_info: Iterable[tuple[ByteSetter, ArraySpec, SelectorTuple,
                                                      SelectorTuple, bool]],
@@ -397,13 +406,19 @@ class ZarrcorePipeline(CodecPipeline):
             await self.zarr_pipeline.write(batch, value, drop_axes)
             return
         data = _cpu(value)
-        request = self._request(batch, _selection_shape(batch, value), drop_axes,
-                                data, None)
-        if isinstance(request, str):
-            await self._fall_back(request, self.zarr_pipeline.write(batch, value, drop_axes))
-            return
-        assert data is not None  # (as `_request` saw)
-        await asyncio.to_thread(_write, request, data)
+
+        def run() -> str | None:
+            request = self._request(batch, _selection_shape(batch, value), drop_axes, data,
+                                    None)
+            if isinstance(request, str):
+                return request
+            assert data is not None  # (as `_request` saw)
+            _write(request, data)
+            return None
+
+        reason = await asyncio.to_thread(run)
+        if reason is not None:
+            await self._fall_back(reason, self.zarr_pipeline.write(batch, value, drop_axes))
 
     async def _fall_back(self, reason: str, call: Coroutine[Any, Any, _T]) -> _T:
         """`call` (zarr-python's pipeline doing the request), unless config says to raise."""
