@@ -5,6 +5,7 @@ lose nothing; zarr-python's config keys keep their meaning; the cases it hands t
 zarr-python's own pipeline (FALLBACKS) raise when zarrcore's config says so."""
 import multiprocessing
 import os
+import pickle
 import subprocess
 import sys
 import threading
@@ -270,6 +271,15 @@ def test_shards_keep_cells_past_a_shrunk_shape_as_zarr_python_does(native):
     a[...] = [9, 9]
     a.resize((4,))
     np.testing.assert_array_equal(a[...], [9, 9, 3, 4])
+
+
+def test_arrays_pickle_with_the_pipeline(native, tmp_path):
+    a = zarr.create_array(str(tmp_path), shape=(6,), chunks=(2,), shards=(4,), dtype="i4")
+    a[...] = np.arange(6)
+    copy = pickle.loads(pickle.dumps(a))
+    assert isinstance(copy._async_array.codec_pipeline, ZarrcorePipeline)
+    copy[1:3] = -1
+    np.testing.assert_array_equal(a[...], [0, -1, -1, 3, 4, 5])
 
 
 # -- what falls back --------------------------------------------------------------------------

@@ -217,6 +217,13 @@ class _ArrayTarget:
         self._zarr_metadata: Any = None
         self._arrays: dict[tuple[str, bool], Array] = {}
 
+    def __getstate__(self) -> tuple[ArrayMetadata, ZarrStore]:
+        # (A copy in another process opens its own zarrcore objects.)
+        return self.metadata, self.zarr_store
+
+    def __setstate__(self, state: tuple[ArrayMetadata, ZarrStore]) -> None:
+        self.__init__(*state)  # type: ignore[misc]
+
     def store(self) -> Store:
         """zarrcore's store over the zarr-python store's data (storage.make_store); a zip
         zarr-python holds open for writing through the zarr-python store itself."""
