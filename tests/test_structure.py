@@ -5,6 +5,8 @@ on their classes, and nested parallel work is a flag of the runtime."""
 import ast
 import os
 import re
+import subprocess
+import sys
 import threading
 from collections import defaultdict
 from functools import cache
@@ -179,7 +181,7 @@ PACKAGE = os.path.join(ROOT, "zarrcore")
 # codecs/storage/metadata -> runtime/errors -> Cython -> csrc).
 LAYERS = {
     "zarrcore": 5, "zarrcore.api": 5, "zarrcore.tools": 5, "zarrcore.xarray": 5,
-    "zarrcore.dask": 5, "zarrcore.cli": 5,
+    "zarrcore.dask": 5, "zarrcore.cli": 5, "zarrcore.zarr_pipeline": 5,
     "zarrcore.array": 4, "zarrcore.group": 4, "zarrcore.nodes": 4, "zarrcore.consolidated": 4,
     "zarrcore.creation": 4, "zarrcore.streaming": 4,
     "zarrcore.engine": 3,
@@ -444,3 +446,14 @@ def test_pool_threads_are_inside_parallel_work_and_thread_names_mean_nothing():
     thread.start()
     thread.join()
     assert seen == [False]
+
+
+# -- optional dependencies ------------------------------------------------------------------------
+def test_importing_zarrcore_imports_no_optional_library():
+    """zarr-python, xarray and dask are imported by the modules that need them (the codec
+    pipeline, the xarray backend), never by `import zarrcore`."""
+    code = ("import sys, zarrcore, zarrcore.api; "
+            "print(sorted(m for m in ('zarr', 'xarray', 'dask') if m in sys.modules))")
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True, env={**os.environ, "PYTHONPATH": ROOT})
+    assert found.stdout.strip() == "[]", found.stdout

@@ -9,6 +9,8 @@
 `ZARRCORE_IO_RETRIES` set how remote stores fetch: requests in flight per call and per process,
 seconds per request, and retries of a failed request.
 `ZARRCORE_LOCK_TIMEOUT` sets the seconds an object store's lock is waited for.
+`ZARRCORE_PIPELINE_FALLBACK=0` makes zarrcore's codec pipeline for zarr-python raise where it
+would hand a request to zarr-python's own pipeline.
 The resource limits on what stored metadata may declare (`max_dimensions`, `max_chunk_bytes`,
 `max_shard_index_entries`, `max_codecs`) come from `ZARRCORE_MAX_DIMENSIONS`,
 `ZARRCORE_MAX_CHUNK_BYTES`, `ZARRCORE_MAX_SHARD_INDEX_ENTRIES` and `ZARRCORE_MAX_CODECS`.
@@ -82,8 +84,9 @@ class Config:
     `read_missing_chunks`, `array_order`, `default_zarr_format`, `target_shard_size_bytes`,
     `json_indent`, `shard_write_order`, `confine_local_stores`, `allow_pickle`, `buffer_pool_bytes`,
     `cache_bytes`, `io_concurrency`, `io_process_concurrency`, `io_timeout`, `io_retries`,
-    `lock_timeout`, `max_dimensions`, `max_chunk_bytes`, `max_shard_index_entries` and
-    `max_codecs`; the module's documentation names their environment variables.
+    `lock_timeout`, `coalesce_gap_bytes`, `coalesce_max_bytes`, `pipeline_fallback`,
+    `max_dimensions`, `max_chunk_bytes`, `max_shard_index_entries` and `max_codecs`; the
+    module's documentation names their environment variables.
     """
 
     # Set from LIMITS in __init__.
@@ -151,6 +154,15 @@ class Config:
         # neither locks nor conditional writes a concurrent writer's update could be lost
         # that way, so such writes raise LockUnavailableError unless this is True.
         self.unsafe_partial_writes = False
+        # Byte ranges of a shard less than `coalesce_gap_bytes` apart are fetched in one
+        # request (reading a gap is cheaper than a request), while it spans at most
+        # `coalesce_max_bytes` (None: any length): zarr-python's
+        # "array.sharding_coalesce_max_gap_bytes" and "array.sharding_coalesce_max_bytes".
+        self.coalesce_gap_bytes = 1 << 16
+        self.coalesce_max_bytes: int | None = None
+        # zarrcore's codec pipeline for zarr-python (zarr_pipeline.py) hands a request it
+        # cannot run to zarr-python's own pipeline; when False it raises PipelineFallbackError.
+        self.pipeline_fallback = bool(_env_int("ZARRCORE_PIPELINE_FALLBACK", 1, 0))
         for name, (env, default) in LIMITS.items():
             setattr(self, name, _check_limit(name, _env_int(env, default, 1)))
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
@@ -230,13 +242,14 @@ class Config:
         if name not in _OPTIONS:
             raise TypeError(f"unknown config option {name!r}")
         if name in ("num_threads", "io_concurrency", "io_process_concurrency", "io_retries",
-                    "buffer_pool_bytes", "cache_bytes"):
+                    "buffer_pool_bytes", "cache_bytes", "coalesce_gap_bytes"):
             value = int(value)
-            least = 0 if name in ("io_retries", "buffer_pool_bytes", "cache_bytes") else 1
+            least = (0 if name in ("io_retries", "buffer_pool_bytes", "cache_bytes",
+                                   "coalesce_gap_bytes") else 1)
             if value < least:
                 raise ValueError(f"{name} must be >= {least}")
         elif name in ("write_empty_chunks", "read_missing_chunks", "confine_local_stores",
-                      "allow_pickle", "unsafe_partial_writes"):
+                      "allow_pickle", "unsafe_partial_writes", "pipeline_fallback"):
             value = bool(value)
         elif name == "array_order":
             if value not in ("C", "F"):
@@ -244,8 +257,8 @@ class Config:
         elif name == "default_zarr_format":
             if value not in (2, 3) or isinstance(value, bool):
                 raise ValueError(f"default_zarr_format must be 2 or 3, not {value!r}")
-        elif name in ("target_shard_size_bytes", "json_indent"):
-            least = 1 if name == "target_shard_size_bytes" else 0
+        elif name in ("target_shard_size_bytes", "json_indent", "coalesce_max_bytes"):
+            least = 0 if name == "json_indent" else 1
             if value is not None and (isinstance(value, bool) or int(value) < least):
                 raise ValueError(f"{name} must be None or an integer >= {least}")
             value = None if value is None else int(value)
@@ -293,7 +306,7 @@ _OPTIONS = frozenset([
     "default_zarr_format", "target_shard_size_bytes", "json_indent", "shard_write_order",
     "confine_local_stores", "allow_pickle", "unsafe_partial_writes", "buffer_pool_bytes",
     "cache_bytes", "io_concurrency", "io_process_concurrency", "io_timeout", "io_retries",
-    "lock_timeout", *LIMITS,
+    "lock_timeout", "coalesce_gap_bytes", "coalesce_max_bytes", "pipeline_fallback", *LIMITS,
 ])
 # zarr-python's names of the options that mean the same here.
 _ALIASES = {
@@ -305,6 +318,8 @@ _ALIASES = {
     "threading.max_workers": "num_threads",
     "async.concurrency": "io_concurrency",
     "async.timeout": "io_timeout",
+    "array.sharding_coalesce_max_gap_bytes": "coalesce_gap_bytes",
+    "array.sharding_coalesce_max_bytes": "coalesce_max_bytes",
 }
 
 

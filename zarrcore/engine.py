@@ -769,12 +769,15 @@ class ChunkEngine:
         than a valid chunk is refused (ValueTooLargeError) without being read whole."""
         return get_at_most(self.store, key, self.chain.max_encoded_bytes, ENCODED_BOUND)
 
+    def stored(self, keys: Sequence[str]) -> list[bool]:
+        """Whether each chunk (shard) of `keys` is stored, asked of the store in parallel."""
+        return parallel_map(self.store.exists, keys)
+
     def check_stored(self, indexer: Indexer) -> None:
         """ChunkNotFoundError naming the chunks (shards when sharded) of `indexer`'s selection
         that are not stored: a read with `read_missing_chunks` False checks them first."""
         keys = [self.key(p.coords) for p in indexer.projections()]
-        missing = [k for k, stored in zip(keys, parallel_map(self.store.exists, keys))
-                   if not stored]
+        missing = [k for k, stored in zip(keys, self.stored(keys)) if not stored]
         if missing:
             named = ", ".join(repr(k) for k in missing[:8]) + (", ..." if missing[8:] else "")
             raise ChunkNotFoundError(

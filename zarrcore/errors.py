@@ -226,3 +226,8 @@ class CommitConflictError(WriteConflictError):
     committed to its branch first (with changes to the same chunks, when rebasing). The
     message names the branch, and the nodes and chunks in conflict where Icechunk names
     them; Icechunk's error is its `__cause__`. Write again in a new session of the branch."""
+
+
+class PipelineFallbackError(ZarrcoreError):
+    """zarrcore's codec pipeline for zarr-python met a request it hands to zarr-python's own
+    pipeline (zarr_pipeline.FALLBACKS), and config.pipeline_fallback is False."""

@@ -36,8 +36,6 @@ Int64s = npt.NDArray[np.int64]
 
 EMPTY = 2**64 - 1
 LITTLE_BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
-# Ranges less than this apart are fetched in one request: reading a gap is cheaper than a request.
-COALESCE_GAP = 1 << 16
 # A read touching at least this share of a shard's inner chunks fetches the whole object once.
 WHOLE_READ_SHARE = 0.5
 # Sharding inside sharding deeper than this is refused (each level is a codec chain to build).
@@ -134,10 +132,13 @@ _Shard = Union[_Whole, _Ranged]
 
 
 def coalesce(offsets: npt.ArrayLike, lengths: npt.ArrayLike,
-             gap: int = COALESCE_GAP) -> tuple[Int64s, Int64s, Int64s]:
+             gap: int | None = None) -> tuple[Int64s, Int64s, Int64s]:
     """Group byte spans (uint64 `offsets` and `lengths`) into requests: spans less than `gap`
-    apart share one. Returns (starts, stops, group): request g reads [starts[g], stops[g]),
-    span i lies in request group[i]. ShardIndexError for a span that no store could hold."""
+    (config.coalesce_gap_bytes) apart share one, while it spans at most
+    config.coalesce_max_bytes (None: any length; a longer span is a request of its own).
+    Returns (starts, stops, group): request g reads [starts[g], stops[g]), span i lies in
+    request group[i]. ShardIndexError for a span that no store could hold."""
+    gap = config.coalesce_gap_bytes if gap is None else gap
     unsigned = np.asarray(offsets, dtype=np.uint64)
     unsigned_ends = unsigned + np.asarray(lengths, dtype=np.uint64)
     if unsigned.size and (unsigned_ends.max() >= 2**62 or (unsigned_ends < unsigned).any()):
@@ -148,11 +149,29 @@ def coalesce(offsets: npt.ArrayLike, lengths: npt.ArrayLike,
     reach = np.maximum.accumulate(last) if last.size else last
     opens = np.ones(first.size, dtype=bool)
     opens[1:] = first[1:] - reach[:-1] > gap
+    most = config.coalesce_max_bytes
+    if most is not None and first.size:
+        heads = np.flatnonzero(opens)
+        if (np.maximum.reduceat(last, heads) - first[heads] > most).any():
+            _cap(first, last, opens, most)
     heads = np.flatnonzero(opens)
     group = np.empty(first.size, dtype=np.int64)
     group[order] = np.cumsum(opens) - 1
     stops = np.maximum.reduceat(last, heads) if heads.size else last[:0]
     return first[heads], stops, group
+
+
+def _cap(first: Int64s, last: Int64s, opens: npt.NDArray[np.bool_], most: int) -> None:
+    """Open a new request (in `opens`) at each span (sorted by `first`) that would make its
+    request span more than `most` bytes."""
+    start, reach = 0, 0
+    for i in range(first.size):
+        if not opens[i] and max(reach, int(last[i])) - start > most:
+            opens[i] = True
+        if opens[i]:
+            start, reach = int(first[i]), int(last[i])
+        else:
+            reach = max(reach, int(last[i]))
 
 
 class ShardingCodec(ArrayBytesCodec):

@@ -18,7 +18,7 @@ from zarr.abc.store import (
 )
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import _get_loop
-from zarr.storage import MemoryStore as ZarrMemoryStore, WrapperStore
+from zarr.storage import MemoryStore as ZarrMemoryStore, WrapperStore, ZipStore as ZarrZipStore
 
 from ..concurrency import each, fan_out, run_bounded
 from ..config import config
@@ -250,9 +250,9 @@ class ZarrPythonStore(Store):
     metadata support. zarr-python stores have neither locks nor conditional writes; a
     read-modify-write locks through the zarrcore store over the same data below the
     wrappers (a directory's file locks), or, over data that only this process writes (a
-    zarr-python memory store; a writable Icechunk session, whose other writers use other
-    sessions and conflict at commit), locks out this process's threads; otherwise it raises
-    LockUnavailableError."""
+    zarr-python memory store or zip; a writable Icechunk session, whose other writers use
+    other sessions and conflict at commit), locks out this process's threads; otherwise it
+    raises LockUnavailableError."""
 
     def __init__(self, store: ZarrStore, read_only: bool = False,
                  below: Store | None = None) -> None:
@@ -275,7 +275,8 @@ class ZarrPythonStore(Store):
         elif _is_fork(session):
             # (Forks in other processes cannot exclude each other: merging keeps the last.)
             self.merges_task_writes = True
-        elif session is not None or isinstance(inner, ZarrMemoryStore):
+        elif session is not None or isinstance(inner, (ZarrMemoryStore, ZarrZipStore)):
+            # (A zip zarr-python writes has one writer: the process that holds it open.)
             self.supports_locks = self.process_local = True
         # Icechunk fails on a range past the end of a metadata document; VirtualiZarr's
         # ManifestStore reads on past the end of a chunk, into the rest of its file.

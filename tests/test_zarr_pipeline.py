@@ -1,0 +1,429 @@
+"""zarrcore as zarr-python 3.4's codec pipeline (zarrcore.zarr_pipeline): what zarr-python
+with it writes, zarrcore, plain zarr-python and tensorstore read, and the other way round;
+every selection kind; concurrent partial writes of shared shards through zarr-python's API
+lose nothing; zarr-python's config keys keep their meaning; the cases it hands to
+zarr-python's own pipeline (FALLBACKS) raise when zarrcore's config says so."""
+import multiprocessing
+import os
+import pickle
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+zarr = pytest.importorskip("zarr", minversion="3.4",
+                           reason="the pipeline implements zarr-python 3.4's CodecPipeline")
+
+import zarrcore  # noqa: E402
+from zarr.abc.codec import BytesBytesCodec  # noqa: E402
+from zarr.core.buffer import default_buffer_prototype  # noqa: E402
+from zarr.errors import ChunkNotFoundError as ZarrChunkNotFoundError  # noqa: E402
+from zarr.registry import register_codec  # noqa: E402
+from zarr.storage import LocalStore, LoggingStore, MemoryStore, ZipStore  # noqa: E402
+
+from zarrcore.errors import PipelineFallbackError  # noqa: E402
+from zarrcore.zarr_pipeline import FALLBACKS, ZarrcorePipeline  # noqa: E402
+
+PATH = "zarrcore.zarr_pipeline.ZarrcorePipeline"
+
+
+@pytest.fixture
+def native():
+    """zarr-python through zarrcore's pipeline, every request run by zarrcore (a fallback
+    raises)."""
+    with zarr.config.set({"codec_pipeline.path": PATH}), \
+            zarrcore.config.set(pipeline_fallback=False):
+        yield
+
+
+def _plain():
+    return zarr.config.set({"codec_pipeline.path":
+                            "zarr.core.codec_pipeline.BatchedCodecPipeline"})
+
+
+LAYOUTS = {
+    "v3": dict(chunks=(4, 7)),
+    "v3-sharded": dict(chunks=(2, 5), shards=(4, 10)),
+    "v3-zstd-sharded": dict(chunks=(3, 5), shards=(6, 10),
+                            compressors=[{"name": "zstd", "configuration": {"level": 1}}]),
+    "v2": dict(chunks=(4, 7), zarr_format=2),
+}
+DTYPES = ["int32", "float64", "uint8", "bool", "complex64", "datetime64[s]"]
+
+
+def _values(dtype, shape):
+    n = int(np.prod(shape))
+    if dtype == "bool":
+        return (np.arange(n) % 3 == 0).reshape(shape)
+    if dtype.startswith("datetime64"):
+        return (np.arange(n) * 1000).astype(dtype).reshape(shape)
+    return (np.arange(n) % 251).astype(dtype).reshape(shape)
+
+
+def _selections(shape):
+    """(kind, selection, numpy's equivalent) for each selection kind zarr-python has."""
+    rows, cols = shape
+    mask = np.zeros(shape, dtype=bool)
+    mask[1::3, ::4] = True
+    return [
+        ("basic", (slice(2, 17, 3), 5), (slice(2, 17, 3), 5)),
+        ("basic", (slice(1, None, 2), slice(3, 29, 4)), (slice(1, None, 2), slice(3, 29, 4))),
+        ("oindex", ([5, 1, 19, 1], slice(None, None, 6)),
+         np.ix_([5, 1, 19, 1], np.arange(cols)[::6])),
+        ("oindex", (np.arange(rows) % 4 == 1, [29, 0, 7]),
+         np.ix_(np.flatnonzero(np.arange(rows) % 4 == 1), [29, 0, 7])),
+        ("vindex", ([5, 1, 19, 7], [3, 2, 29, 3]), ([5, 1, 19, 7], [3, 2, 29, 3])),
+        ("mask", mask, mask),
+        ("block", (slice(1, 3), 2), None),
+    ]
+
+
+def _get(array, kind, sel):
+    return {"basic": lambda: array[sel], "oindex": lambda: array.oindex[sel],
+            "vindex": lambda: array.vindex[sel], "mask": lambda: array.vindex[sel],
+            "block": lambda: array.blocks[sel]}[kind]()
+
+
+def _set(array, kind, sel, value):
+    if kind == "basic":
+        array[sel] = value
+    elif kind == "oindex":
+        array.oindex[sel] = value
+    elif kind in ("vindex", "mask"):
+        array.vindex[sel] = value
+    else:
+        array.blocks[sel] = value
+
+
+def _block_region(kw, sel):
+    chunks = kw.get("shards", kw["chunks"])
+    rows, col = sel
+    return (slice(rows.start * chunks[0], rows.stop * chunks[0]),
+            slice(col * chunks[1], (col + 1) * chunks[1]))
+
+
+def _readers(path):
+    """Every reader of the array at `path` other than zarr-python with the pipeline."""
+    with _plain():
+        plain = zarr.open_array(path, mode="r")[...]
+    found = {"zarrcore": zarrcore.open_array(path, mode="r")[...], "zarr-python": plain}
+    try:
+        import tensorstore as ts
+    except ImportError:
+        return found
+    driver = "zarr" if zarrcore.open_array(path).metadata.zarr_format == 2 else "zarr3"
+    spec = {"driver": driver, "kvstore": {"driver": "file", "path": str(path)}}
+    found["tensorstore"] = ts.open(spec).result().read().result()
+    return found
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_what_zarr_python_writes_through_the_pipeline_every_reader_reads(
+        native, tmp_path, layout, dtype):
+    kw = LAYOUTS[layout]
+    shape = (20, 30)
+    expected = _values(dtype, shape)
+    a = zarr.create_array(str(tmp_path), shape=shape, dtype=dtype, fill_value=0, **kw)
+    a[...] = expected
+    for kind, sel, np_sel in _selections(shape):
+        if kind == "block":
+            np_sel = _block_region(kw, sel)
+        part = _values(dtype, expected[np_sel].shape)[::-1]
+        _set(a, kind, sel, part)
+        expected[np_sel] = part
+        np.testing.assert_array_equal(_get(a, kind, sel), expected[np_sel], err_msg=kind)
+    np.testing.assert_array_equal(a[...], expected)
+    for reader, got in _readers(tmp_path).items():
+        np.testing.assert_array_equal(got, expected, err_msg=reader)
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("dtype", ["int16", "float32", "datetime64[ms]"])
+def test_zarr_python_reads_through_the_pipeline_what_zarrcore_writes(
+        native, tmp_path, layout, dtype):
+    kw = LAYOUTS[layout]
+    shape = (20, 30)
+    expected = _values(dtype, shape)
+    zc = zarrcore.create_array(str(tmp_path), shape=shape, dtype=dtype, fill_value=0,
+                               **{k: v for k, v in kw.items() if k != "compressors"})
+    zc[...] = expected
+    a = zarr.open_array(str(tmp_path), mode="r")
+    for kind, sel, np_sel in _selections(shape):
+        if kind == "block":
+            np_sel = _block_region(kw, sel)
+        np.testing.assert_array_equal(_get(a, kind, sel), expected[np_sel], err_msg=kind)
+
+
+# (zarr-python's ZipStore appends a rewritten chunk under the same name; zipfile warns.)
+@pytest.mark.filterwarnings("ignore:Duplicate name:UserWarning")
+@pytest.mark.parametrize("store_kind", ["memory", "zip", "local"])
+def test_strings_and_stores_other_than_a_directory(native, tmp_path, store_kind):
+    store = {"memory": lambda: MemoryStore(), "local": lambda: LocalStore(tmp_path),
+             "zip": lambda: ZipStore(tmp_path / "a.zip", mode="w")}[store_kind]()
+    a = zarr.create_array(store, shape=(9,), chunks=(4,), dtype=str)
+    words = np.array(["a", "", "ccc", "dddd", "é", "ff", "g", "hh", "iii"], dtype=object)
+    a[...] = words
+    a[2:7] = ["x", "y", "z", "w", "v"]
+    words[2:7] = ["x", "y", "z", "w", "v"]
+    assert list(a[...]) == list(words)
+    assert list(a.vindex[[8, 0, 4]]) == list(words[[8, 0, 4]])
+    if store_kind == "zip":
+        store.close()
+
+
+def test_missing_chunks_are_reported_as_zarr_python_does(native):
+    store = MemoryStore()
+    a = zarr.create_array(store, shape=(8, 8), chunks=(4, 4), dtype="i4", fill_value=7)
+    a[:4, :4] = 1
+    with zarr.config.set({"array.read_missing_chunks": False}):
+        a = zarr.open_array(store)  # (arrays take the setting when opened)
+        np.testing.assert_array_equal(a[:4, :4], 1)
+        with pytest.raises(ZarrChunkNotFoundError, match="c/1/1"):
+            a[...]
+    np.testing.assert_array_equal(zarr.open_array(store)[4:, :], 7)  # (filled)
+
+
+def test_the_pipeline_reports_each_chunks_status(native):
+    store = MemoryStore()
+    a = zarr.create_array(store, shape=(8,), chunks=(4,), dtype="i4")
+    a[:4] = 1
+    pipeline = a._async_array.codec_pipeline
+    assert isinstance(pipeline, ZarrcorePipeline)
+    from zarr.core.array_spec import ArrayConfig, ArraySpec
+    from zarr.storage import StorePath
+
+    chunk_spec = ArraySpec(shape=(4,), dtype=a._async_array.metadata.data_type, fill_value=0,
+                           config=ArrayConfig.from_dict({"read_missing_chunks": False}),
+                           prototype=default_buffer_prototype())
+    out = default_buffer_prototype().nd_buffer.empty(shape=(8,), dtype=np.dtype("i4"))
+    batch = [(StorePath(store, f"c/{i}"), chunk_spec, (slice(0, 4),), (slice(4 * i, 4 * i + 4),),
+              True) for i in range(2)]
+    results = zarr.core.sync.sync(pipeline.read(batch, out))
+    assert [r["status"] for r in results] == ["present", "missing"]
+    np.testing.assert_array_equal(out.as_numpy_array(), [1] * 4 + [0] * 4)
+
+
+@pytest.mark.parametrize("write_empty", [False, True])
+def test_write_empty_chunks_keeps_its_meaning(native, write_empty):
+    store = MemoryStore()
+    a = zarr.create_array(store, shape=(8,), chunks=(4,), dtype="i4", fill_value=0,
+                          config={"write_empty_chunks": write_empty})
+    a[...] = 0
+    a[4:] = 5
+    stored = sorted(k for k in store._store_dict if k.startswith("c/"))
+    assert stored == (["c/0", "c/1"] if write_empty else ["c/1"])
+    with zarr.config.set({"array.write_empty_chunks": write_empty}):
+        b = zarr.open_array(store)
+        b[4:] = 0
+    assert ("c/1" in store._store_dict) == write_empty
+
+
+def test_zarr_python_config_keys_set_zarrcore_settings(native):
+    a = zarr.create_array(MemoryStore(), shape=(8,), chunks=(2,), shards=(4,), dtype="i4")
+    with zarr.config.set({"async.concurrency": 3, "threading.max_workers": 2,
+                          "array.sharding_coalesce_max_gap_bytes": 5,
+                          "array.sharding_coalesce_max_bytes": 4096}):
+        b = zarr.open_array(a.store)
+        b[...] = np.arange(8)
+        np.testing.assert_array_equal(b[1:7], np.arange(1, 7))
+        assert (zarrcore.config.io_concurrency, zarrcore.config.num_threads) == (3, 2)
+        assert (zarrcore.config.coalesce_gap_bytes, zarrcore.config.coalesce_max_bytes) == (
+            5, 4096)
+
+
+def test_coalescing_stops_at_the_most_bytes():
+    from zarrcore.codecs.sharding import coalesce
+
+    offsets, lengths = [0, 10, 20, 30, 1000], [10, 10, 10, 10, 10]
+    with zarrcore.config.set(coalesce_gap_bytes=100, coalesce_max_bytes=None):
+        starts, stops, group = coalesce(offsets, lengths)
+    assert (list(starts), list(stops), list(group)) == ([0, 1000], [40, 1010], [0, 0, 0, 0, 1])
+    with zarrcore.config.set(coalesce_gap_bytes=100, coalesce_max_bytes=25):
+        starts, stops, group = coalesce(offsets, lengths)
+    assert (list(starts), list(stops), list(group)) == (
+        [0, 20, 1000], [20, 40, 1010], [0, 0, 1, 1, 2])
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_resizes_by_zarr_python_are_followed(native, wrapped):
+    # (A wrapper store is read through zarr-python's event loop, which runs the pipeline.)
+    store = LoggingStore(MemoryStore()) if wrapped else MemoryStore()
+    a = zarr.create_array(store, shape=(10,), chunks=(4,), dtype="i4", fill_value=0)
+    a[...] = np.arange(10)
+    a.resize((14,))
+    a[9:14] = 7
+    np.testing.assert_array_equal(a[...], list(range(9)) + [7] * 5)
+    a.resize((6,))
+    a[4:6] = 1  # (the last chunk, whole within the new shape)
+    np.testing.assert_array_equal(a[...], [0, 1, 2, 3, 1, 1])
+    a.append(np.array([5, 5], dtype="i4"))
+    np.testing.assert_array_equal(a[...], [0, 1, 2, 3, 1, 1, 5, 5])
+
+
+def test_shards_keep_cells_past_a_shrunk_shape_as_zarr_python_does(native):
+    a = zarr.create_array(MemoryStore(), shape=(4,), chunks=(2,), shards=(4,), dtype="i2",
+                          fill_value=0)
+    a[...] = [1, 2, 3, 4]
+    a.resize((2,))
+    a[...] = [9, 9]
+    a.resize((4,))
+    np.testing.assert_array_equal(a[...], [9, 9, 3, 4])
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_xarrays_zarr_engine_through_the_pipeline(native, tmp_path, zarr_format):
+    xr = pytest.importorskip("xarray", reason="xarray's zarr engine")
+    ds = xr.Dataset({"t": (("time", "x"), np.arange(60.0).reshape(6, 10)),
+                     "name": (("x",), np.array([f"n{i}" for i in range(10)], dtype=object))},
+                    coords={"time": np.arange(6), "x": np.arange(10) * 2})
+    path = str(tmp_path / "ds.zarr")
+    ds.isel(time=slice(0, 4)).to_zarr(path, zarr_format=zarr_format, consolidated=False,
+                                      encoding={"t": {"chunks": (3, 4)}})
+    # (appending writes part of the last chunk along time)
+    ds.isel(time=slice(4, 6)).to_zarr(path, append_dim="time", consolidated=False)
+    got = xr.open_zarr(path, consolidated=False).load()
+    xr.testing.assert_identical(got, ds)
+    np.testing.assert_array_equal(zarrcore.open_array(path, path="t")[...], ds["t"].values)
+
+
+def test_arrays_pickle_with_the_pipeline(native, tmp_path):
+    a = zarr.create_array(str(tmp_path), shape=(6,), chunks=(2,), shards=(4,), dtype="i4")
+    a[...] = np.arange(6)
+    copy = pickle.loads(pickle.dumps(a))
+    assert isinstance(copy._async_array.codec_pipeline, ZarrcorePipeline)
+    copy[1:3] = -1
+    np.testing.assert_array_equal(a[...], [0, -1, -1, 3, 4, 5])
+
+
+# -- what falls back --------------------------------------------------------------------------
+class _Identity(BytesBytesCodec):  # a codec zarrcore does not know
+    is_fixed_size = True
+
+    def __init__(self):
+        pass
+
+    @classmethod
+    def from_dict(cls, data):
+        return cls()
+
+    def to_dict(self):
+        return {"name": "zarrcore-test-identity"}
+
+    def compute_encoded_size(self, input_byte_length, chunk_spec):
+        return input_byte_length
+
+    async def _decode_single(self, chunk_bytes, chunk_spec):
+        return chunk_bytes
+
+    async def _encode_single(self, chunk_bytes, chunk_spec):
+        return chunk_bytes
+
+
+def test_a_codec_zarrcore_does_not_know_falls_back_or_raises():
+    register_codec("zarrcore-test-identity", _Identity)
+    with zarr.config.set({"codec_pipeline.path": PATH}):
+        a = zarr.create_array(MemoryStore(), shape=(6,), chunks=(3,), dtype="i4",
+                              compressors=[_Identity()])
+        a[...] = np.arange(6)  # (zarr-python's pipeline)
+        np.testing.assert_array_equal(a[...], np.arange(6))
+        with zarrcore.config.set(pipeline_fallback=False), \
+                pytest.raises(PipelineFallbackError, match="does not know"):
+            a[...]
+    assert set(FALLBACKS) == {"buffer", "metadata", "store", "selection", "fields",
+                              "unprotected"}
+
+
+def test_a_read_only_store_raises_zarr_pythons_error(native, tmp_path):
+    zarr.create_array(str(tmp_path), shape=(4,), chunks=(2,), dtype="i4")[...] = 1
+    a = zarr.open_array(LocalStore(tmp_path, read_only=True))
+    np.testing.assert_array_equal(a[...], 1)
+    with pytest.raises(ValueError, match="read-only"):
+        a[:1] = 2
+
+
+# -- concurrent partial writes of shared shards ---------------------------------------------------
+ROWS, WRITERS = 8, 8
+
+
+def _create_shared(path):
+    # One shard holds every writer's column: each write is part of the same shard.
+    zarr.create_array(path, shape=(ROWS, WRITERS), chunks=(ROWS, 1), shards=(ROWS, WRITERS),
+                      dtype="i4", fill_value=-1)
+
+
+def _write_column(path, column, rounds):
+    """Write column `column` of the shared array `rounds` times, each time with its round."""
+    a = zarr.open_array(path)
+    assert isinstance(a._async_array.codec_pipeline, ZarrcorePipeline)
+    for r in range(rounds):
+        a[:, column] = r * 100 + column
+
+
+def test_threads_writing_parts_of_one_shard_lose_nothing(native, tmp_path):
+    path = str(tmp_path)
+    _create_shared(path)
+    threads = [threading.Thread(target=_write_column, args=(path, c, 10)) for c in range(WRITERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    got = zarrcore.open_array(path)[...]
+    np.testing.assert_array_equal(got, np.broadcast_to(900 + np.arange(WRITERS), got.shape))
+
+
+@pytest.fixture
+def entry_point(tmp_path_factory, monkeypatch):
+    """The package's `zarr.codec_pipeline` entry point (pyproject.toml) as installing it
+    registers it, on the path of processes started from here."""
+    site = tmp_path_factory.mktemp("site")
+    info = site / "zarrcore_pipeline_entry-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: zarrcore-pipeline-entry\n"
+                                   "Version: 0\n")
+    (info / "entry_points.txt").write_text(
+        "[zarr.codec_pipeline]\nzarrcore = zarrcore.zarr_pipeline:ZarrcorePipeline\n")
+    root = os.path.dirname(os.path.dirname(zarrcore.__file__))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), root]))
+    monkeypatch.setenv("ZARR_CODEC_PIPELINE__PATH", PATH)
+    monkeypatch.syspath_prepend(str(site))
+    return site
+
+
+def test_the_entry_point_resolves_the_pipeline_in_a_new_process(entry_point):
+    code = ("import sys, zarr.registry; cls = zarr.registry.get_pipeline_class(); "
+            "print(cls.__module__ + '.' + cls.__qualname__, 'zarrcore.zarr_pipeline' in "
+            "sys.modules)")
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True)
+    assert found.stdout.split() == [PATH, "True"]
+
+
+def _write_columns_in_child(path, columns, rounds):
+    import zarr as child_zarr
+
+    # (The pipeline comes from ZARR_CODEC_PIPELINE__PATH and the entry point alone.)
+    assert child_zarr.config.get("codec_pipeline.path") == PATH
+    a = child_zarr.open_array(path)
+    assert type(a._async_array.codec_pipeline).__name__ == "ZarrcorePipeline"
+    for r in range(rounds):
+        for column in columns:
+            a[:, column] = r * 100 + column
+
+
+def test_processes_writing_parts_of_one_shard_lose_nothing(entry_point, tmp_path):
+    path = str(tmp_path / "a")
+    _create_shared(path)
+    context = multiprocessing.get_context("spawn")
+    # (Every writer's column, four processes writing two each: spawning costs seconds.)
+    workers = [context.Process(target=_write_columns_in_child, args=(path, (c, c + 4), 5))
+               for c in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(120)
+    assert [w.exitcode for w in workers] == [0] * 4
+    got = zarrcore.open_array(path)[...]
+    np.testing.assert_array_equal(got, np.broadcast_to(400 + np.arange(WRITERS), got.shape))
