@@ -30,8 +30,8 @@
  * blosc / gzip / zlib, an optional crc32c; and sharding_indexed over such inner codecs with a
  * little-endian index. Others are refused when the handle is made. A handle made with
  * native_handle(cache_bytes=N) keeps up to N bytes of decoded chunks for its reads, shared by
- * every thread, and uses one only while the stored bytes it came from are unchanged (README,
- * "From compiled code").
+ * every thread, and uses one only while the stored bytes it came from are unchanged (the
+ * user guide's page docs/guide/compiled.md, "The decoded-chunk cache").
  *
  * Writes keep the guarantees of the Python path: each chunk or shard replaced atomically (a
  * temporary file renamed over it), partial writes read-modify-written under the key's lock
