@@ -10,7 +10,7 @@ import errno
 import threading
 import time
 from collections.abc import AsyncIterator, Coroutine
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TypeVar
 
 from .._portable import at_fork_in_child
@@ -103,7 +103,7 @@ def _forget_loop_in_child() -> None:
 at_fork_in_child(_forget_loop_in_child)
 
 
-def request_slot(wanted: int = 1) -> Any:
+def request_slot(wanted: int = 1) -> AbstractAsyncContextManager[None]:
     """`async with request_slot(): ...` holds slots of the process's bound on remote
     requests (RequestSlots.slots) while a request is sent and its answer read."""
     return request_slots.slots(wanted)
