@@ -237,3 +237,27 @@ def test_child_that_cannot_open_the_filesystem_anew_is_told_to_spawn():
             store.get("k")
 
     assert run_in_child(child, timeout=20) == 0
+
+
+def test_a_wait_on_a_loop_whose_thread_the_child_lacks_ends_at_once():
+    """A loop the parent runs on a thread of its own (zarr-python's, fsspec's) is a loop no
+    thread runs in a forked child: a wait on it there raises instead of hanging."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        assert _aio.run(asyncio.sleep(0, result=1), loop) == 1
+
+        def child():
+            started = time.monotonic()
+            waiting = asyncio.sleep(0)
+            with pytest.raises(zarrcore.errors.StoreError, match="'spawn' or 'forkserver'"):
+                _aio.run(waiting, loop)
+            waiting.close()
+            assert time.monotonic() - started < 5
+
+        assert run_in_child(child, timeout=20) == 0
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()

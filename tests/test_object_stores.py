@@ -328,6 +328,32 @@ def test_s3_requests_of_many_arrays_and_threads_stay_within_the_process_bound(
     assert proxy.peak_requests <= 4, proxy.peak_requests
 
 
+@pytest.mark.posix("sets RLIMIT_NOFILE")
+def test_s3_reads_of_many_arrays_fit_a_low_open_file_limit(s3_bucket):
+    """16 threads reading 16 arrays of 16 chunks each want 256 requests at once; under a
+    limit of 200 open files the process's bound (128 by default) keeps every read working,
+    where one connection per request in flight ran out of descriptors (EIO)."""
+    server, bucket = s3_bucket
+    store = make_store(f"s3://{bucket}", storage_options=server.storage_options())
+    zarrcore.create_array(store, name="m0", shape=(256,), dtype="int32",
+                          chunks=(16,))[...] = np.arange(256)
+    objects = {k[3:]: store.get(k) for k in store.list_prefix("m0")}
+    store.set_many((f"m{i}/{k}", v) for i in range(1, 16) for k, v in objects.items())
+    code = f"""
+import concurrent.futures, resource
+import numpy as np, zarrcore
+resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))
+arrays = [zarrcore.open_array(f"s3://{bucket}/m{{i}}", mode="r",
+                              storage_options={server.storage_options()!r}) for i in range(16)]
+with concurrent.futures.ThreadPoolExecutor(16) as pool:
+    assert all((a == np.arange(256)).all() for a in pool.map(lambda a: a[...], arrays))
+"""
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(zarrcore.__file__))}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+
+
 def test_http_arrays_of_one_host_share_one_client_and_its_connections(http_server, io_config):
     """Arrays opened one by one on one host (or bucket and credentials) share one client:
     the process's connections are about as few as its requests in flight, not a pool per

@@ -10,7 +10,7 @@ import errno
 import threading
 import time
 from collections.abc import AsyncIterator, Coroutine
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TypeVar
 
 from .._portable import at_fork_in_child
@@ -21,6 +21,9 @@ _loop: asyncio.AbstractEventLoop | None = None
 _loop_guard = threading.Lock()
 
 _T = TypeVar("_T")
+
+# Seconds `run` waits at a time before it looks whether the loop still has its thread.
+_WAIT_SLICE = 0.25
 
 
 class RequestSlots:
@@ -100,7 +103,7 @@ def _forget_loop_in_child() -> None:
 at_fork_in_child(_forget_loop_in_child)
 
 
-def request_slot(wanted: int = 1) -> Any:
+def request_slot(wanted: int = 1) -> AbstractAsyncContextManager[None]:
     """`async with request_slot(): ...` holds slots of the process's bound on remote
     requests (RequestSlots.slots) while a request is sent and its answer read."""
     return request_slots.slots(wanted)
@@ -130,22 +133,42 @@ def io_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
+def _thread_gone(loop: asyncio.AbstractEventLoop) -> bool:
+    """Was `loop` run by a thread that this process does not have (a forked child inherits
+    its parent's loops, not their threads)?"""
+    ident = getattr(loop, "_thread_id", None)  # (asyncio's loops note the thread running them)
+    return ident is not None and all(t.ident != ident for t in threading.enumerate())
+
+
 def run(coro: Coroutine[Any, Any, _T], loop: asyncio.AbstractEventLoop | None = None,
         deadline: float | None = None) -> _T:
     """Run `coro` on the I/O loop (or `loop`) and return its result, from any other thread.
     A StoreError (ETIMEDOUT) after `deadline` seconds (default `answer_deadline()`) without
-    its result: the requests in it time out sooner, so only a loop that no longer runs
-    gets there."""
-    future = asyncio.run_coroutine_threadsafe(coro, loop or io_loop())
+    its result, or at once when no thread of this process runs the loop: the requests in it
+    time out sooner, so only a loop that no longer runs gets there."""
+    loop = loop or io_loop()
+    future = asyncio.run_coroutine_threadsafe(coro, loop)
     wait = answer_deadline() if deadline is None else deadline
+    ends = time.monotonic() + wait
     try:
-        return future.result(wait)
-    except concurrent.futures.TimeoutError:
-        if future.done():  # the coroutine's own TimeoutError
-            raise
+        while True:
+            try:
+                return future.result(min(_WAIT_SLICE, max(ends - time.monotonic(), 0)))
+            except concurrent.futures.TimeoutError:
+                if future.done():  # the coroutine's own TimeoutError
+                    raise
+                if time.monotonic() >= ends:
+                    raise StoreError(errno.ETIMEDOUT, f"no answer for {wait:.0f} s from "
+                                     f"{getattr(coro, '__qualname__', coro)}") from None
+                if _thread_gone(loop):
+                    raise StoreError(errno.EPERM, (
+                        f"{getattr(coro, '__qualname__', coro)}: no thread of this process "
+                        f"runs its event loop (this process was forked after it started): "
+                        f"start worker processes with multiprocessing's 'spawn' or "
+                        f"'forkserver' method")) from None
+    except BaseException:
         future.cancel()
-        raise StoreError(errno.ETIMEDOUT, f"no answer for {wait:.0f} s from "
-                                          f"{getattr(coro, '__qualname__', coro)}") from None
+        raise
 
 
 def answer_deadline(timeout: float | None = None, retries: int | None = None) -> float:

@@ -35,6 +35,9 @@ _T = TypeVar("_T")
 # Filesystems whose writes go straight into the target file (no atomic replace).
 _IN_PLACE_PROTOCOLS = ("file", "local", "sftp", "ssh", "ftp", "smb")
 _HTTP_PROTOCOLS = ("http", "https")
+# A listing asks for its pages one after another: it is waited for as long as this many
+# requests may take (a wait without a bound would outlast a loop that stopped).
+_LISTING_PAGES = 32
 
 
 def _protocols(fs: AbstractFileSystem) -> tuple[str, ...]:
@@ -146,12 +149,13 @@ class FsspecStore(Store):
                 return await getattr(self.fs, "_" + method)(*args, **kwargs)
         return getattr(self.fs, method)(*args, **kwargs)
 
-    def _run(self, coro: Coroutine[Any, Any, _T]) -> _T:
+    def _run(self, coro: Coroutine[Any, Any, _T], requests: int = 1) -> _T:
         """The result of `coro`, run on the store's loop when the filesystem is async (over a
-        sync filesystem it never suspends, so it runs here)."""
+        sync filesystem it never suspends, so it runs here), waited for as long as
+        `requests` requests one after another may take."""
         self._in_this_process()
         if self._async:
-            return _aio.run(coro, self._loop)
+            return _aio.run(coro, self._loop, deadline=_aio.answer_deadline() * requests)
         try:
             coro.send(None)
         except StopIteration as done:
@@ -160,8 +164,8 @@ class FsspecStore(Store):
         coro.close()
         raise RuntimeError(f"{self!r}: a call of a sync filesystem suspended")
 
-    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return self._run(self._acall(method, *args, **kwargs))
+    def _call(self, method: str, *args: Any, requests: int = 1, **kwargs: Any) -> Any:
+        return self._run(self._acall(method, *args, **kwargs), requests)
 
     def _full(self, key: str) -> str:
         return f"{self.path}/{key}" if self.path else key
@@ -313,7 +317,7 @@ class FsspecStore(Store):
         base = self._full(prefix) if prefix else self.path
         head = len(self.path) + 1 if self.path else 0
         try:
-            found = self._call("find", base) if base else self._call("find", "")
+            found = self._call("find", base or "", requests=_LISTING_PAGES)
         except FileNotFoundError:
             return []
         except Exception as e:
@@ -325,7 +329,7 @@ class FsspecStore(Store):
         self.check_listing(prefix)
         base = self._full(prefix) if prefix else self.path
         try:
-            entries = self._call("ls", base, detail=False)
+            entries = self._call("ls", base, detail=False, requests=_LISTING_PAGES)
         except FileNotFoundError:
             return []
         except Exception as e:

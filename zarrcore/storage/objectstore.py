@@ -98,7 +98,8 @@ _TIMED_OUT = re.compile(r"TimedOut|kind: Timeout|timed out", re.IGNORECASE)
 _NOT_SATISFIABLE = re.compile(r"status code: 416 |status: 416,")
 _NOT_PARTIAL = re.compile(r"\bNotPartial\b")
 # Requests obstore's get_ranges keeps in flight at once (object_store's
-# OBJECT_STORE_COALESCE_PARALLEL): the slots of the process's bound such a call holds.
+# OBJECT_STORE_COALESCE_PARALLEL; measured with obstore 0.12): the slots of the process's
+# bound such a call holds.
 _RANGES_IN_FLIGHT = 10
 # Clients kept for sharing (see _shared_client); the least recently opened are forgotten past
 # it, which only stops later stores from sharing theirs.
@@ -392,12 +393,13 @@ class ObjectStore(Store):
         retry_config: RetryConfig | None = own.get("retry_config")
         retry.update(retry_config or {})
         try:
-            store = obs.store.from_url(url, client_options=client, retry_config=retry, **options)
-            split = _split_client(store, client, retry)
-            prefix = ""
+            parsed = obs.store.from_url(url, client_options=client, retry_config=retry,
+                                        **options)
+            split = _split_client(parsed, client, retry)
+            store, prefix = parsed, ""
             if split is not None:
                 key, prefix = split
-                store = _shared_client(key, lambda: _client_root(store, client, retry))
+                store = _shared_client(key, lambda: _client_root(parsed, client, retry))
         except (obs.exceptions.BaseError, ValueError, TypeError) as e:
             raise StoreURLError(f"cannot open {url!r}: {_first_line(e)}") from e
         made = cls(store, read_only, url=url, conditional_writes=own.get("conditional_writes"),
