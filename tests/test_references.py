@@ -5,6 +5,7 @@ import gc
 import importlib.util
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -12,12 +13,15 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import zarrcore
 from zarrcore.errors import (
-    ChecksumError, ReadOnlyError, ReferenceFormatError, ReferenceOutsideError,
+    ChecksumError, InvalidKeyError, ReadOnlyError, ReferenceFormatError, ReferenceOutsideError,
     ReferenceTargetError, StoreURLError,
 )
+from zarrcore.storage.base import validate_key, validate_keys
 from zarrcore.storage.references import ReferenceStore, Target
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "references")
@@ -411,6 +415,22 @@ def test_many_plain_references_are_parsed_compactly():
     assert store.lookup(".zgroup") == b'{"zarr_format": 2}'
     assert store.lookup("a/x") is None and store.lookup(f"a/{n}") is None
     assert len(list(store.list_prefix("a"))) == n + 2
+
+
+@given(st.lists(st.text(alphabet="ab./\\\x00", max_size=6), min_size=1, max_size=4))
+def test_keys_checked_together_as_one_by_one(keys):
+    # validate_keys checks keys joined in one pass: it refuses what validate_key refuses.
+    def one_by_one():
+        for key in keys:
+            validate_key(key)
+
+    try:
+        one_by_one()
+    except InvalidKeyError as e:
+        with pytest.raises(InvalidKeyError, match=re.escape(str(e))):
+            validate_keys(keys)
+    else:
+        validate_keys(keys)
 
 
 def test_generated_references_are_made_when_asked_for():

@@ -245,7 +245,7 @@ class ChunkKeys:
         return coords if self.chunks.key(coords) == key else None
 
     def all_coords(self) -> Iterator[tuple[int, ...]]:
-        return itertools.product(*(range(n) for n in self.grid))
+        return self.array.chunk_grid.chunks()
 
     def region(self, coords: tuple[int, ...]) -> tuple[slice, ...]:
         """The array region (tuple of slices) the object at `coords` holds."""
