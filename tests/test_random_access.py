@@ -286,3 +286,25 @@ def test_a_pickled_array_reads_without_its_metadata(tmp_path):
     b = pickle.loads(shipped)
     np.testing.assert_array_equal(b.get_many([3, 0]), [[12, 13, 14, 15], [0, 1, 2, 3]])
     assert b.cache_info()["capacity"] == 1 << 12
+
+
+@pytest.mark.parametrize("selection", [3, -1, np.int64(2), (4,), (0, slice(1, 3)),
+                                       (np.uint8(5), slice(None, None, -1), slice(2, None))])
+def test_sample_reads_match_numpy(tmp_path, selection):
+    """`a[i]` and `a[i, slices...]` (the planner's shortcut for samples) as numpy reads them."""
+    ref = np.arange(6 * 5 * 4, dtype="i8").reshape(6, 5, 4)
+    a = zarrcore.create_array(str(tmp_path), shape=ref.shape, chunks=(1, 2, 4), dtype="i8")
+    a[...] = ref
+    np.testing.assert_array_equal(a[selection], ref[selection])
+    np.testing.assert_array_equal(a.oindex[selection], ref[selection])
+    a[selection] = -ref[selection]
+    np.testing.assert_array_equal(a[...][selection], -ref[selection])
+
+
+def test_sample_reads_of_one_axis_and_out_of_bounds(tmp_path):
+    a = zarrcore.create_array(str(tmp_path), shape=(5,), chunks=(2,), dtype="i4")
+    a[...] = np.arange(5)
+    assert a[3] == 3 and a[-5] == 0 and np.ndim(a[3]) == 0
+    for bad in (5, -6, (5, slice(None))):
+        with pytest.raises(SelectionError):
+            a[bad]
