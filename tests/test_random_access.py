@@ -308,3 +308,21 @@ def test_sample_reads_of_one_axis_and_out_of_bounds(tmp_path):
     for bad in (5, -6, (5, slice(None))):
         with pytest.raises(SelectionError):
             a[bad]
+
+
+def test_cached_inner_chunks_serve_listed_picks(tmp_path):
+    """Inner chunks served from the cache gather listed, unsorted and repeated picks as
+    decoded ones do, beside a shard that is not stored."""
+    data = np.arange(40 * 36, dtype="f8").reshape(40, 36)
+    w = zarrcore.create_array(str(tmp_path), shape=data.shape, chunks=(4, 3), shards=(20, 36),
+                              dtype="f8")
+    w[...] = data
+    w[20:] = 0  # (a shard of fill: not stored)
+    data[20:] = 0
+    time.sleep(SETTLE)
+    a = zarrcore.open_array(str(tmp_path), mode="r", cache_bytes=1 << 22)
+    rows = np.array([3, 1, 2, 1, 39, 22, 7])
+    for cols in (np.array([5, 3, 4, 35]), np.arange(36)[::-1]):
+        for _ in range(2):
+            np.testing.assert_array_equal(a.oindex[rows, cols], data[np.ix_(rows, cols)])
+    assert a.cache_info()["hits"] > 0
