@@ -116,6 +116,16 @@ def _all_slices(items: Sequence[object]) -> bool:
     return True
 
 
+def _sample_int(selection: Selection, ndim: int) -> Any:
+    """The int of a selection that is an int along the first axis, then slices (`a[i]`,
+    `a[i, j:k]`); None for any other."""
+    if type(selection) is tuple:
+        if 0 < len(selection) <= ndim and is_int(selection[0]) and _all_slices(selection[1:]):
+            return selection[0]
+        return None
+    return selection if ndim and is_int(selection) else None
+
+
 def _only_slices(selection: Selection) -> bool:
     """Whether `selection` is a slice or a tuple of slices: the common case, told apart
     before the general parsing."""
@@ -172,6 +182,17 @@ class OrthogonalIndexer:
             items = selection + (slice(None),) * (len(shape) - len(selection))
             self.plans, self.shape = _indexing.slices_plans(items, shape, chunk_shape)
             self.drop_shape = self.shape
+            return
+        first = _sample_int(selection, len(shape))
+        if first is not None and _regular(chunk_shape):
+            # `a[i]`, `a[i, j:k]`: a sample along the first axis, planned in two calls.
+            rest = selection[1:] if type(selection) is tuple else ()
+            rest += (slice(None),) * (len(shape) - 1 - len(rest))
+            plans, self.shape = _indexing.slices_plans(rest, shape[1:], chunk_shape[1:])
+            self.plans = [_indexing.int_plan(_dim_int(first, shape[0], 0), chunk_shape[0],
+                                             shape[0]), *plans]
+            self.drop_shape = self.shape
+            self.scalar = len(shape) == 1
             return
         items = expand_selection(selection, len(shape))
         # As numpy: ints on every axis read a scalar, unless an Ellipsis asks for an array.
