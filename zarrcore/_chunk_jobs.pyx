@@ -149,11 +149,6 @@ cdef class ShardJob(_CompiledJob):
     def ntasks(self):
         return self.j.ntasks
 
-    def release(self):
-        """Let go of the buffers of the wave run last (its work is done): a read holds the
-        bytes of one wave at a time."""
-        self._held = []
-
     def encoded(self):
         """(inner chunk index, its encoding as take_encoded gives it) per task, after
         `work_write`."""
