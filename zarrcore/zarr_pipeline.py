@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 from zarr.abc.codec import CodecPipeline, GetResult
-from zarr.abc.store import Store as ZarrStore
 from zarr.core.array import create_codec_pipeline
 from zarr.core._json import json_to_buffer
 from zarr.core.buffer import default_buffer_prototype
@@ -43,13 +42,13 @@ from .metadata import ArrayMetadataV2
 from .metadata.v3 import parse_metadata_v3
 from .nodes import read_metadata
 from .storage import make_store
-from .storage.zarr_python import ZarrPythonStore
+from .storage.zarr_python import ZarrPythonStore, of_store_class
 
 if TYPE_CHECKING:
     from typing import Self
 
     from zarr.abc.codec import Codec
-    from zarr.abc.store import ByteGetter, ByteSetter
+    from zarr.abc.store import ByteGetter, ByteSetter, Store as ZarrStore
     from zarr.core.array_spec import ArraySpec
     from zarr.core.buffer import Buffer, NDBuffer
     from zarr.core.dtype.wrapper import TBaseDType, TBaseScalar, ZDType
@@ -448,7 +447,7 @@ class ZarrcorePipeline(CodecPipeline):
         if data is None:
             return "buffer"
         store = self._target.zarr_store
-        if not issubclass(type(store), ZarrStore) or not all(
+        if not of_store_class(store) or not all(
                 isinstance(e[0], StorePath) and e[0].store is store for e in batch):
             return "store"
         order = _SHARD_WRITE_ORDERS.get(_subchunk_write_order(self._target.metadata), "C")
