@@ -29,6 +29,18 @@ from zarrcore.zarr_pipeline import FALLBACKS, ZarrcorePipeline  # noqa: E402
 PATH = "zarrcore.zarr_pipeline.ZarrcorePipeline"
 
 
+# The settings of zarrcore's that the pipeline sets from zarr-python's config.
+FOLLOWED = ("io_concurrency", "num_threads", "coalesce_gap_bytes", "coalesce_max_bytes",
+            "shard_write_order")
+
+
+@pytest.fixture(autouse=True)
+def _restore_followed_settings():
+    """zarrcore's settings as they were before the test (the pipeline sets them)."""
+    with zarrcore.config.set({name: zarrcore.config.get(name) for name in FOLLOWED}):
+        yield
+
+
 @pytest.fixture
 def native():
     """zarr-python through zarrcore's pipeline, every request run by zarrcore (a fallback
@@ -333,7 +345,7 @@ def test_a_codec_zarrcore_does_not_know_falls_back_or_raises():
                 pytest.raises(PipelineFallbackError, match="does not know"):
             a[...]
     assert set(FALLBACKS) == {"buffer", "metadata", "store", "selection", "fields",
-                              "unprotected"}
+                              "write_order", "unprotected"}
 
 
 def test_a_read_only_store_raises_zarr_pythons_error(native, tmp_path):
