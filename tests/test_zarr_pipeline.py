@@ -348,6 +348,28 @@ def test_a_codec_zarrcore_does_not_know_falls_back_or_raises():
                               "write_order", "unprotected"}
 
 
+@pytest.mark.parametrize("order", ["morton", "lexicographic", "colexicographic"])
+def test_shards_are_laid_out_in_zarr_pythons_subchunk_write_order(order):
+    from zarr.codecs import ShardingCodec
+
+    codec = ShardingCodec(chunk_shape=(2, 2), subchunk_write_order=order)
+    with zarr.config.set({"codec_pipeline.path": PATH}):
+        a = zarr.create_array(MemoryStore(), shape=(6, 4), dtype="u1", serializer=codec,
+                              chunks=(6, 4), compressors=None, fill_value=0)
+        # (zarrcore writes C and Morton orders only: colexicographic shards fall back.)
+        falls_back = order == "colexicographic"
+        with zarrcore.config.set(pipeline_fallback=falls_back):
+            if falls_back:
+                with zarrcore.config.set(pipeline_fallback=False), \
+                        pytest.raises(PipelineFallbackError, match="colexicographic"):
+                    a[...] = 1
+            a[...] = np.arange(24).reshape(6, 4) + 1
+    index = np.frombuffer(a.store._store_dict["c/0/0"].to_bytes()[-16 * 6 - 4:-4], "<u8")
+    offsets = index[::2].reshape(3, 2)
+    laid_out = sorted(np.ndindex(3, 2), key=lambda c: offsets[c])
+    assert laid_out == list(codec._subchunk_order_iter((3, 2), order))
+
+
 def test_a_read_only_store_raises_zarr_pythons_error(native, tmp_path):
     zarr.create_array(str(tmp_path), shape=(4,), chunks=(2,), dtype="i4")[...] = 1
     a = zarr.open_array(LocalStore(tmp_path, read_only=True))
