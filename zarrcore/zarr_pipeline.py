@@ -16,6 +16,12 @@ no array). `read` and `write` hand a request to it in the cases of FALLBACKS; wi
 `zarrcore.config.set(pipeline_fallback=False)` (ZARRCORE_PIPELINE_FALLBACK=0) they raise
 PipelineFallbackError instead. A write to a read-only store also goes to it, which raises
 zarr-python's own error.
+
+zarr-python's settings keep their meaning: the array's write_empty_chunks and
+read_missing_chunks (GetResult statuses, from one exists call per chunk, are exact when it is
+False: zarr-python looks at them only then), and, set on zarrcore's config by each request,
+"async.concurrency" (io_concurrency), "threading.max_workers" (num_threads, when set), the
+sharding coalesce limits and the sharding codec's subchunk_write_order (shard_write_order).
 """
 from __future__ import annotations
 
