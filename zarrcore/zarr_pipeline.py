@@ -493,8 +493,8 @@ class ZarrcorePipeline(CodecPipeline):
         # (Covered chunks: zarrcore decides them itself by the shape stored now.)
         if selection is None or selection.outside:
             return "selection"
-        if array.dtype.names is not None and (data.dtype != array.dtype):
-            return "fields"
+        if array.dtype.names is not None and data.dtype.names != array.dtype.names:
+            return "fields"  # (fields of another byte order are cast)
         zc_store = array.store
         if out is None and not (zc_store.supports_locks or zc_store.supports_conditional_writes
                                 or config.unsafe_partial_writes):
