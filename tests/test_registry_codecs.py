@@ -64,7 +64,7 @@ def test_scale_offset_integers_exact_or_refused(values, offset, scale):
     spec = _spec(values)
     exact = (values.astype(object) - offset) * scale
     if exact.min() < -2 ** 15 or exact.max() >= 2 ** 15:
-        with pytest.raises(ChunkEncodeError, match="outside int16"):
+        with pytest.raises(ChunkEncodeError, match="outside the range of dtype int16"):
             codec.encode(values, spec)
         return
     encoded = codec.encode(values, spec)
@@ -79,11 +79,11 @@ def test_scale_offset_integer_errors():
         ScaleOffsetCodec(offset=1).encode(u, _spec(u))
     np.testing.assert_array_equal(ScaleOffsetCodec(offset=0, scale=1).encode(u, _spec(u)), u)
     i = np.array([-(2 ** 63)], dtype="i8")
-    with pytest.raises(ChunkEncodeError, match="outside int64"):
+    with pytest.raises(ChunkEncodeError, match="outside the range of dtype int64"):
         ScaleOffsetCodec(scale=-1).encode(i, _spec(i))
     with pytest.raises(ChunkDecodeError, match="not a multiple of scale 3"):
         ScaleOffsetCodec(scale=3).decode(np.array([3, 4], "i4"), ChunkSpec((2,), np.int32))
-    with pytest.raises(ChunkDecodeError, match="outside int64"):
+    with pytest.raises(ChunkDecodeError, match="outside the range of dtype int64"):
         ScaleOffsetCodec(scale=-1).decode(i, _spec(i))
 
 
@@ -104,7 +104,7 @@ def test_scale_offset_small_types():
     np.testing.assert_array_equal(encoded.astype("i1"), [-2, 4, 6])
     np.testing.assert_array_equal(ScaleOffsetCodec(offset=-1, scale=2).decode(
         encoded, _spec(i4)).astype("i1"), [-2, 1, 2])
-    with pytest.raises(ChunkEncodeError, match=r"gives 8, outside int4 \[-8, 7\]"):
+    with pytest.raises(ChunkEncodeError, match=r"gives 8, outside the range of dtype int4 \[-8, 7\]"):
         ScaleOffsetCodec(offset=-1, scale=2).encode(i4 + i4.dtype.type(1), _spec(i4))
 
 

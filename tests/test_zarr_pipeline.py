@@ -29,6 +29,18 @@ from zarrcore.zarr_pipeline import FALLBACKS, ZarrcorePipeline  # noqa: E402
 PATH = "zarrcore.zarr_pipeline.ZarrcorePipeline"
 
 
+# The settings of zarrcore's that the pipeline sets from zarr-python's config.
+FOLLOWED = ("io_concurrency", "num_threads", "coalesce_gap_bytes", "coalesce_max_bytes",
+            "shard_write_order")
+
+
+@pytest.fixture(autouse=True)
+def _restore_followed_settings():
+    """zarrcore's settings as they were before the test (the pipeline sets them)."""
+    with zarrcore.config.set({name: zarrcore.config.get(name) for name in FOLLOWED}):
+        yield
+
+
 @pytest.fixture
 def native():
     """zarr-python through zarrcore's pipeline, every request run by zarrcore (a fallback
@@ -172,6 +184,19 @@ def test_strings_and_stores_other_than_a_directory(native, tmp_path, store_kind)
     assert list(a.vindex[[8, 0, 4]]) == list(words[[8, 0, 4]])
     if store_kind == "zip":
         store.close()
+
+
+def test_structured_arrays_and_their_fields(tmp_path):
+    dtype = np.dtype([("a", ">i4"), ("b", "<f8")])
+    values = np.array([(i, i / 2) for i in range(6)], dtype=dtype)
+    with zarr.config.set({"codec_pipeline.path": PATH}):
+        a = zarr.create_array(str(tmp_path), shape=(6,), chunks=(4,), dtype=dtype)
+        with zarrcore.config.set(pipeline_fallback=False):
+            a[...] = values  # (zarrcore casts fields of either byte order)
+            np.testing.assert_array_equal(a[1:5], values[1:5])
+            # (The batch does not name the field; zarr-python's own pipeline gets it.)
+            with pytest.raises(PipelineFallbackError, match="by fields"):
+                a.get_basic_selection(slice(None), fields="b")
 
 
 def test_missing_chunks_are_reported_as_zarr_python_does(native):
@@ -333,7 +358,29 @@ def test_a_codec_zarrcore_does_not_know_falls_back_or_raises():
                 pytest.raises(PipelineFallbackError, match="does not know"):
             a[...]
     assert set(FALLBACKS) == {"buffer", "metadata", "store", "selection", "fields",
-                              "unprotected"}
+                              "write_order", "unprotected"}
+
+
+@pytest.mark.parametrize("order", ["morton", "lexicographic", "colexicographic"])
+def test_shards_are_laid_out_in_zarr_pythons_subchunk_write_order(order):
+    from zarr.codecs import ShardingCodec
+
+    codec = ShardingCodec(chunk_shape=(2, 2), subchunk_write_order=order)
+    with zarr.config.set({"codec_pipeline.path": PATH}):
+        a = zarr.create_array(MemoryStore(), shape=(6, 4), dtype="u1", serializer=codec,
+                              chunks=(6, 4), compressors=None, fill_value=0)
+        # (zarrcore writes C and Morton orders only: colexicographic shards fall back.)
+        falls_back = order == "colexicographic"
+        with zarrcore.config.set(pipeline_fallback=falls_back):
+            if falls_back:
+                with zarrcore.config.set(pipeline_fallback=False), \
+                        pytest.raises(PipelineFallbackError, match="colexicographic"):
+                    a[...] = 1
+            a[...] = np.arange(24).reshape(6, 4) + 1
+    index = np.frombuffer(a.store._store_dict["c/0/0"].to_bytes()[-16 * 6 - 4:-4], "<u8")
+    offsets = index[::2].reshape(3, 2)
+    laid_out = sorted(np.ndindex(3, 2), key=lambda c: offsets[c])
+    assert laid_out == list(codec._subchunk_order_iter((3, 2), order))
 
 
 def test_a_read_only_store_raises_zarr_pythons_error(native, tmp_path):

@@ -16,6 +16,12 @@ no array). `read` and `write` hand a request to it in the cases of FALLBACKS; wi
 `zarrcore.config.set(pipeline_fallback=False)` (ZARRCORE_PIPELINE_FALLBACK=0) they raise
 PipelineFallbackError instead. A write to a read-only store also goes to it, which raises
 zarr-python's own error.
+
+zarr-python's settings keep their meaning: the array's write_empty_chunks and
+read_missing_chunks (GetResult statuses, from one exists call per chunk, are exact when it is
+False: zarr-python looks at them only then), and, set on zarrcore's config by each request,
+"async.concurrency" (io_concurrency), "threading.max_workers" (num_threads, when set), the
+sharding coalesce limits and the sharding codec's subchunk_write_order (shard_write_order).
 """
 from __future__ import annotations
 
@@ -42,7 +48,7 @@ from .metadata import ArrayMetadataV2
 from .metadata.v3 import parse_metadata_v3
 from .nodes import read_metadata
 from .storage import make_store
-from .storage.zarr_python import ZarrPythonStore
+from .storage.zarr_python import ZarrPythonStore, of_store_class
 
 if TYPE_CHECKING:
     from typing import Self
@@ -68,9 +74,11 @@ _T = TypeVar("_T")
 FALLBACKS = {
     "buffer": "an output or value buffer that is no numpy array (GPU buffer prototypes)",
     "metadata": "metadata zarrcore cannot run: a codec or data type it does not know",
-    "store": "byte getters other than StorePaths of the array's own store",
+    "store": ("byte getters other than StorePaths of the array's own store, or a store of no "
+              "zarr.abc.store.Store class (a mock)"),
     "selection": "a batch that is not one orthogonal or point selection's chunks",
     "fields": "a structured array read or written by fields",
+    "write_order": "a write of shards whose subchunk_write_order is colexicographic",
     "unprotected": ("a write of part of a chunk or shard to a store with neither locks nor "
                     "conditional writes (zarrcore refuses it; zarr-python writes it unprotected)"),
 }
@@ -445,8 +453,12 @@ class ZarrcorePipeline(CodecPipeline):
         if data is None:
             return "buffer"
         store = self._target.zarr_store
-        if not all(isinstance(e[0], StorePath) and e[0].store is store for e in batch):
+        if not of_store_class(store) or not all(
+                isinstance(e[0], StorePath) and e[0].store is store for e in batch):
             return "store"
+        order = _SHARD_WRITE_ORDERS.get(_subchunk_write_order(self._target.metadata), "C")
+        if out is None and order is None:
+            return "write_order"
         try:
             parsed = self._target.parsed()
             layout = Array._key_layout(parsed)
@@ -481,8 +493,8 @@ class ZarrcorePipeline(CodecPipeline):
         # (Covered chunks: zarrcore decides them itself by the shape stored now.)
         if selection is None or selection.outside:
             return "selection"
-        if array.dtype.names is not None and (data.dtype != array.dtype):
-            return "fields"
+        if array.dtype.names is not None and data.dtype.names != array.dtype.names:
+            return "fields"  # (fields of another byte order are cast)
         zc_store = array.store
         if out is None and not (zc_store.supports_locks or zc_store.supports_conditional_writes
                                 or config.unsafe_partial_writes):
@@ -491,15 +503,16 @@ class ZarrcorePipeline(CodecPipeline):
             ends = (np.asarray(origins) + array.chunk_engine.chunk_shape > shape).any(axis=1)
             if not all(e[4] for e in batch) or array.shape != shape and ends.any():
                 return "unprotected"
-        self._follow_zarr_config(spec)
+        self._follow_zarr_config(spec, order or "C")
         return _Request(array, selection, [e[0].path for e in batch])
 
     @staticmethod
-    def _follow_zarr_config(spec: ArraySpec) -> None:
+    def _follow_zarr_config(spec: ArraySpec, shard_write_order: str) -> None:
         """zarrcore's settings set to the meanings of zarr-python's: "async.concurrency"
-        (requests in flight), "threading.max_workers" (threads, when set) and the array's
-        sharding coalesce limits."""
-        wanted = {
+        (requests in flight), "threading.max_workers" (threads, when set), the array's
+        sharding coalesce limits and its sharding codec's subchunk_write_order."""
+        wanted: dict[str, Any] = {
+            "shard_write_order": shard_write_order,
             "io_concurrency": int(zarr_config.get("async.concurrency")),
             "coalesce_gap_bytes": int(spec.config.sharding_coalesce_max_gap_bytes),
             "coalesce_max_bytes": int(spec.config.sharding_coalesce_max_bytes),
@@ -509,6 +522,18 @@ class ZarrcorePipeline(CodecPipeline):
             wanted["num_threads"] = int(workers)
         if any(getattr(config, name) != value for name, value in wanted.items()):
             config.set(wanted)
+
+
+# zarr-python's subchunk_write_order: zarrcore's config.shard_write_order, None where it has none.
+_SHARD_WRITE_ORDERS: dict[str | None, str | None] = {
+    "morton": "morton", "lexicographic": "C", "unordered": "C", "colexicographic": None}
+
+
+def _subchunk_write_order(metadata: ArrayMetadata) -> str | None:
+    """The subchunk_write_order of an array's sharding codec (zarr-python 3.4's, a setting
+    not stored), None when it is not sharded."""
+    codecs: Sequence[Any] = getattr(metadata, "codecs", ())  # (v2 metadata has none)
+    return getattr(codecs[0], "subchunk_write_order", None) if len(codecs) == 1 else None
 
 
 def _selection_shape(batch: list[Entry], value: NDBuffer) -> tuple[int, ...]:

@@ -33,7 +33,9 @@ def _within(low: int, high: int, dtype: np.dtype[Any], what: str,
     lo, hi = int_range(dtype)
     if low < lo or high > hi:
         bad = low if low < lo else high
-        raise error(f"scale_offset codec: {what} gives {bad}, outside {dtype} [{lo}, {hi}]")
+        # (zarr-python's words: "outside the range of dtype".)
+        raise error(f"scale_offset codec: {what} gives {bad}, outside the range of dtype "
+                    f"{dtype} [{lo}, {hi}]")
 
 
 class ScaleOffsetCodec(ArrayArrayCodec):
@@ -109,7 +111,8 @@ class ScaleOffsetCodec(ArrayArrayCodec):
         if array.size:
             if np.any(_arithmetic(array) % s):
                 raise ChunkDecodeError(f"scale_offset codec: a value is not a multiple of scale "
-                                       f"{s}, so x / scale is not a {dtype}")
+                                       f"{s} (a non-zero remainder), so x / scale is not a "
+                                       f"{dtype}")
             low, high = _span(array)
             quotients = (low // s, high // s)
             _within(min(quotients), max(quotients), dtype, "x / scale", ChunkDecodeError)

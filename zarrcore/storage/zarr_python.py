@@ -180,6 +180,12 @@ def _contents(buffer: Buffer, copy: bool) -> ReadBytes:
     return memoryview(buffer.as_numpy_array()).cast("B").toreadonly()
 
 
+def of_store_class(thing: object) -> bool:
+    """Whether `thing` is an instance of a zarr-python Store class, not only an object that
+    passes isinstance (a mock with the class as its spec)."""
+    return issubclass(type(thing), ZarrStore)
+
+
 def innermost(store: ZarrStore) -> ZarrStore:
     """The store below every WrapperStore around `store`."""
     while isinstance(store, WrapperStore):
