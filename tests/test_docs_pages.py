@@ -15,6 +15,9 @@ REACHED_THROUGH_ZARRCORE = {
     "api", "array", "cli", "codecs", "concurrency", "consolidated", "creation", "engine",
     "group", "indexing", "metadata", "nodes", "storage", "streaming", "tools",
 }
+# Modules whose page cannot import them where the site is built (the suite's Python 3.11, with
+# zarr-python 3.1): their page names them in a `.. module::` directive and describes them.
+NEEDS_A_NEWER_ZARR = {"zarr_pipeline"}
 
 
 def test_every_public_module_has_a_page():
@@ -25,5 +28,7 @@ def test_every_public_module_has_a_page():
         with open(path, encoding="utf-8") as f:
             pages += f.read()
     documented = set(re.findall(r"^\.\. automodule:: zarrcore\.(\w+)$", pages, re.M))
-    assert modules - REACHED_THROUGH_ZARRCORE - documented == set()
+    described = set(re.findall(r"^\.\. module:: zarrcore\.(\w+)$", pages, re.M))
+    assert described == NEEDS_A_NEWER_ZARR
+    assert modules - REACHED_THROUGH_ZARRCORE - documented - described == set()
     assert documented <= modules, "a page documents a module that does not exist"
