@@ -3,6 +3,7 @@ the dimension limit are defined once; Python modules import only from their laye
 below, without cycles; the engine asks codecs and stores what they do rather than switching
 on their classes, and nested parallel work is a flag of the runtime."""
 import ast
+import importlib.metadata
 import os
 import re
 import subprocess
@@ -457,3 +458,20 @@ def test_importing_zarrcore_imports_no_optional_library():
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True, env={**os.environ, "PYTHONPATH": ROOT})
     assert found.stdout.strip() == "[]", found.stdout
+
+
+def test_zarr_python_loads_the_pipeline_entry_point_at_any_version():
+    """zarr-python loads every registered `zarr.codec_pipeline` entry point whenever it looks
+    for its pipeline, so the pipeline's module imports under any zarr-python 3 (3.1 on Python
+    3.11 included), and only a pipeline that cannot run there refuses to be made."""
+    zarr = pytest.importorskip("zarr", reason="the entry point's loader is zarr-python")
+    from zarr.registry import Registry
+
+    entry = importlib.metadata.EntryPoint(
+        name="zarrcore", value="zarrcore.zarr_pipeline:ZarrcorePipeline",
+        group="zarr.codec_pipeline")
+    registry = Registry()
+    registry.lazy_load_list.append(entry)
+    registry.lazy_load()  # as zarr.registry.get_pipeline_class does
+    assert "zarrcore.zarr_pipeline.ZarrcorePipeline" in registry
+    zarr.create_array({}, shape=(4,), dtype="i4")  # zarr-python itself keeps working

@@ -26,15 +26,24 @@ sharding coalesce limits and the sharding codec's subchunk_write_order (shard_wr
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import json
 import math
 from collections.abc import Coroutine, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 import numpy as np
-from zarr.abc.codec import CodecPipeline, GetResult
+from zarr.abc.codec import CodecPipeline
 from zarr.core.array import create_codec_pipeline
-from zarr.core._json import json_to_buffer
+
+try:
+    from zarr.abc.codec import GetResult
+    from zarr.core._json import json_to_buffer
+    _ZARR_HAS_3_4 = True
+except ImportError:
+    # zarr-python before 3.4 loads every registered pipeline as well (its entry points), so
+    # the module must import there: the pipeline itself refuses to be made (ZarrcorePipeline).
+    _ZARR_HAS_3_4 = False
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.codec_pipeline import BatchedCodecPipeline
 from zarr.core.config import config as zarr_config
@@ -327,6 +336,9 @@ class ZarrcorePipeline(CodecPipeline):
     """zarr-python's CodecPipeline run by zarrcore (see the module's documentation)."""
 
     def __init__(self, zarr_pipeline: CodecPipeline, target: _ArrayTarget | None = None) -> None:
+        if not _ZARR_HAS_3_4:
+            raise ZarrcoreError(f"zarrcore's codec pipeline needs zarr-python 3.4 or later, "
+                                f"not {importlib.metadata.version('zarr')}")
         #: zarr-python's own pipeline of the same codecs, which does what zarrcore does not.
         self.zarr_pipeline = zarr_pipeline
         self._target = target
