@@ -50,12 +50,14 @@ class Peer:
         """`result` of `script` run with `payload`; AssertionError with the peer's stderr when
         it fails, TimeoutExpired after `timeout` seconds."""
         # Neither this worktree nor this interpreter's packages: the peer's own only. Nor
-        # PYTHON_GIL, which `make ft-test` sets and a GIL build refuses to start with.
+        # PYTHON_GIL, which `make ft-test` sets and a GIL build refuses to start with. -P
+        # keeps the working directory off sys.path: the checkout's zarrcore.egg-info there
+        # would register zarrcore's codec pipeline with the peer's zarr-python.
         env = {k: v for k, v in os.environ.items()
                if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHON_GIL")}
         code = _WRAPPER.format(script=script, tests=str(_ROOT / "tests"))
         proc = subprocess.run(
-            [self.python, "-c", code], input=json.dumps(payload), capture_output=True,
+            [self.python, "-P", "-c", code], input=json.dumps(payload), capture_output=True,
             text=True, timeout=timeout, env=env, cwd=_ROOT,
         )
         if proc.returncode != 0:
