@@ -5,7 +5,6 @@ lengths its runs (`AxisRuns`), which the indexers and the engine take."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any, Union, overload
 
@@ -321,7 +320,21 @@ class ChunkGrid:
     def chunks(self) -> Iterator[tuple[int, ...]]:
         """The grid index of every chunk holding part of the array, in C order (one at a
         time: an axis of 10**9 chunks is never listed)."""
-        return itertools.product(*(range(n) for n in self.grid_shape))
+        shape = self.grid_shape
+        if 0 in shape:
+            return
+        coords = [0] * len(shape)
+        while True:
+            yield tuple(coords)
+            d = len(shape) - 1
+            while d >= 0:
+                coords[d] += 1
+                if coords[d] < shape[d]:
+                    break
+                coords[d] = 0
+                d -= 1
+            if d < 0:
+                return
 
     def chunks_within(self, axis: int, position: int) -> int:
         """The number of chunks along `axis` that end at or before `position`."""
