@@ -319,7 +319,7 @@ class ChunkGrid:
 
     def chunks(self) -> Iterator[tuple[int, ...]]:
         """The grid index of every chunk holding part of the array, in C order (one at a
-        time: an axis of 10**9 chunks is never listed)."""
+        time: an axis of 10**9 chunks is never listed, as itertools.product would list it)."""
         shape = self.grid_shape
         if 0 in shape:
             return
