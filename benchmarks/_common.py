@@ -141,6 +141,16 @@ class Dataset:
         return np.add(np.add(zt[:, None, None], yt[None, :, None]), xt[None, None, :])
 
 
+def best_time(func, repeats=3):
+    """The least wall time of `repeats` calls of `func`, in seconds."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        func()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
 def baseline_env(path):
     """The environment of a process that imports zarrcore from the checkout at `path` (with
     `--zarrcore installed`): first on PYTHONPATH, so its child processes import it too, and no

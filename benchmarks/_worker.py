@@ -498,15 +498,6 @@ def rss_main(args):
     print(json.dumps(out), flush=True)
 
 
-def _best(func, repeats=3):
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        func()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def _chunk_files(path):
     files = []
     for root, _, names in os.walk(path):
@@ -556,20 +547,20 @@ def limits_main(args):
                 with open(f, "rb", buffering=0) as fh:
                     fh.readinto(buf)
 
-        out["file_read_gbps"] = total / _best(read_files) / 1e9
+        out["file_read_gbps"] = total / C.best_time(read_files) / 1e9
     except Exception as e:
         out["file_read_error"] = str(e)
 
     src = np.ones(nbytes, dtype=np.uint8)
     dst = np.zeros(nbytes, dtype=np.uint8)
-    out["memcpy_gbps"] = nbytes / _best(lambda: np.copyto(dst, src)) / 1e9
+    out["memcpy_gbps"] = nbytes / C.best_time(lambda: np.copyto(dst, src)) / 1e9
     del src, dst
 
     def touch():
         a = np.empty(nbytes, dtype=np.uint8)
         a[::4096] = 1
 
-    out["touch_output_seconds"] = _best(touch)
+    out["touch_output_seconds"] = C.best_time(touch)
     out["output_bytes"] = nbytes
 
     try:
@@ -589,13 +580,13 @@ def limits_main(args):
             for b, o in zip(blobs, outs):
                 codec.decode(b, out=o)
 
-        out["zstd_decode_gbps_1thread"] = raw / _best(decode_all) / 1e9
+        out["zstd_decode_gbps_1thread"] = raw / C.best_time(decode_all) / 1e9
 
         def encode_all():
             for d in decoded:
                 codec.encode(d)
 
-        out["zstd_encode_gbps_1thread"] = raw / _best(encode_all) / 1e9
+        out["zstd_encode_gbps_1thread"] = raw / C.best_time(encode_all) / 1e9
         out["zstd_ratio"] = raw / sum(len(b) for b in blobs)
 
         # The sharded variant's inner chunks compress 5x less and code slower than big chunks.
@@ -615,8 +606,8 @@ def limits_main(args):
                 codec.encode(a)
 
         raw = sum(a.nbytes for a in inner)
-        out["inner_decode_gbps_1thread"] = raw / _best(decode_inner) / 1e9
-        out["inner_encode_gbps_1thread"] = raw / _best(encode_inner) / 1e9
+        out["inner_decode_gbps_1thread"] = raw / C.best_time(decode_inner) / 1e9
+        out["inner_encode_gbps_1thread"] = raw / C.best_time(encode_inner) / 1e9
         out["inner_ratio"] = raw / sum(len(b) for b in inner_blobs)
     except Exception as e:
         out["zstd_error"] = f"{type(e).__name__}: {e}"

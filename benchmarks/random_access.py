@@ -38,15 +38,12 @@ import time
 
 import numpy as np
 
+import _common as C
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 LIBS = ("zarrcore", "tensorstore", "zarrs-python", "zarr-python", "zarr-python-fused")
 LAYOUTS = ("one", "sharded", "eight")
-PIPELINES = {
-    "zarr-python": None,
-    "zarr-python-fused": "zarr.core.codec_pipeline.FusedCodecPipeline",
-    "zarrs-python": "zarrs.ZarrsCodecPipeline",
-}
 SAMPLE_SHAPE = (181, 360)
 
 
@@ -95,10 +92,11 @@ class Reader:
             self.zc = _zarrcore()
         else:
             import zarr
-            pipeline = PIPELINES[lib]
+            pipeline = C.ZARR_PIPELINES[lib]
             if pipeline is not None:
                 if lib == "zarrs-python":
                     import zarrs  # noqa: F401  (registers the pipeline)
+                # (not strict: zarrs hands what it cannot do to zarr-python's own pipeline)
                 zarr.config.set({"codec_pipeline.path": pipeline})
             self.zarr = zarr
 
@@ -120,15 +118,6 @@ class Reader:
         if self.lib == "tensorstore":
             return a[idx].read().result()
         return a.oindex[idx]
-
-
-def _best(fn, rounds):
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def _forked_rate(reader, path, steps, nworkers, per_worker, ref):
@@ -212,14 +201,14 @@ def run_lib(lib, root, layouts, args):
             for idx in picks:
                 list(pool.map(lambda t: reader.one(a, t), idx.tolist()))
 
-        r["single"] = n / _best(single, args.rounds)
-        r["batch"] = n / _best(batch, args.rounds)
-        r["threads"] = n / _best(threads, args.rounds)
+        r["single"] = n / C.best_time(single, args.rounds)
+        r["batch"] = n / C.best_time(batch, args.rounds)
+        r["threads"] = n / C.best_time(threads, args.rounds)
         pool.shutdown()
         if lib == "zarrcore":
             assert all(np.array_equal(g, ref[t])
                        for g, t in zip(a.get_many(picks[0].tolist()), picks[0].tolist()))
-            r["get_many"] = n / _best(lambda: [a.get_many(i.tolist()) for i in picks],
+            r["get_many"] = n / C.best_time(lambda: [a.get_many(i.tolist()) for i in picks],
                                       args.rounds)
             h = a.native_handle()
             start, shape = [0, 0, 0], (1, *SAMPLE_SHAPE)
@@ -231,11 +220,11 @@ def run_lib(lib, root, layouts, args):
                         start[0] = t
                         h.read(start, shape, out=buf)
 
-            r["native"] = n / _best(native, args.rounds)
+            r["native"] = n / C.best_time(native, args.rounds)
             cached = reader.zc.open_array(path, mode="r", cache_bytes=args.cache_mib << 20)
             time.sleep(1.1)  # (files changed within the last second are read, not cached)
             cached.oindex[np.arange(steps)]
-            r["batch, cached"] = n / _best(lambda: [cached.oindex[i] for i in picks],
+            r["batch, cached"] = n / C.best_time(lambda: [cached.oindex[i] for i in picks],
                                            args.rounds)
         if args.workers and hasattr(os, "fork"):
             # (a library whose threads do not survive a fork fails here: its row is left out)
