@@ -76,6 +76,9 @@ LAYOUTS = ("one", "sharded", "eight")
 CONDITIONS = ("warm", "cold", "s3")
 START_METHODS = ("fork", "spawn", "forkserver")
 SAMPLE_SHAPE = (181, 360)
+COLD_METHODS = {"drop_caches": "the whole page cache (drop_caches)",
+                "fadvise": "the array's files only (posix_fadvise; drop_caches not allowed "
+                           "or not asked for)"}
 ZSTD_LEVEL = 1
 # --quick: small sizes and one round, for a smoke run (options given explicitly still count).
 QUICK = dict(steps=64, shard=16, batch=8, batches=2, remote_batches=1, threads=4, workers=2,
@@ -289,6 +292,7 @@ def measure_lib(lib, root, layouts, condition, args):
     steps = ref.shape[0]
     remote_read = condition == "s3"
     picks_of = sample_picks(steps, layouts, args)
+    hung_after_fork = None  # why forked workers of this library are not started again
     out = {}
     for layout in layouts:
         loc = Location(os.path.join(root, layout), layout,
@@ -340,14 +344,22 @@ def measure_lib(lib, root, layouts, condition, args):
                 time.sleep(1.1)  # (files changed within the last second are read, not cached)
                 cached.oindex[np.arange(steps)]
                 rate("batch, cached", lambda: [cached.oindex[i] for i in picks])
-        if args.workers and hasattr(os, "fork"):
+        if hung_after_fork:
+            # (the same library forked again would hang again: its time is not spent twice)
+            r["fork"] = r["first read, fork (ms)"] = {"error": f"skipped: {hung_after_fork}"}
+        elif args.workers and hasattr(os, "fork"):
             try:
                 r["fork"] = _forked_rate(reader, loc, a, steps, args.workers,
                                          n // args.workers, ref, evict, args.worker_timeout)
             except Exception as e:  # noqa: BLE001  (a library whose threads do not survive fork)
                 r["fork"] = {"error": f"{type(e).__name__}: {e}"}
+        if isinstance(r.get("fork"), dict) and "TimeoutError" in r["fork"]["error"]:
+            hung_after_fork = f"forked workers timed out on {layout}"
+            r["first read, fork (ms)"] = {"error": f"skipped: {hung_after_fork}"}
         for method in START_METHODS:
             key = f"first read, {method} (ms)"
+            if key in r:
+                continue
             try:
                 first = _first_read(reader, loc, a, method, ref, evict, args.worker_timeout)
                 r[key] = first["ms"]
@@ -447,9 +459,10 @@ class StoredChunks:
             os.close(fd)
 
 
-def measure_floors(root, layouts, picks, args):
+def measure_floors(root, layouts, picks, ref, args):
     """The floor of every layout and read, samples/s: the least work of each (see the module's
-    docstring), warm, and over S3 with the request rounds added."""
+    docstring), warm, and over S3 with the request rounds added. Checks that the bytes it
+    decodes are the chunk's (`ref`: the data written)."""
     decode, decoder = zstd_decoder()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     out = {"decoder": decoder, "cpus": cpus, "warm": {}, "s3": {}}
@@ -459,6 +472,15 @@ def measure_floors(root, layouts, picks, args):
             every_sample = [chunks.chunk_of(t) for idx in picks[layout] for t in idx.tolist()]
             once_per_batch = [chunks.chunk_of(t) for idx in picks[layout]
                               for t in {chunks.chunk_key(t): t for t in idx.tolist()}.values()]
+
+            t = int(picks[layout][0][0])
+            fd, offset, nbytes = chunks.chunk_of(t)
+            first = t - t % chunks.inner
+            want = ref[first:first + chunks.inner].ravel()
+            got = np.frombuffer(decode(os.pread(fd, nbytes, offset), chunks.decoded_nbytes),
+                                "<f4")
+            if not np.array_equal(got[:want.size], want):
+                raise AssertionError(f"{layout}: the floor's chunk of sample {t} is not it")
 
             def work(reads):
                 for fd, offset, nbytes in reads:
@@ -515,7 +537,9 @@ def _cell(value, unit_ms=False):
     if value is None:
         return ""
     if isinstance(value, dict):
-        return "timeout" if "timeout" in value["error"].lower() else "failed"
+        why = value["error"].lower()
+        return ("skipped" if why.startswith("skipped") else "timeout" if "timeout" in why
+                else "failed")
     return f"{value:,.1f}" if unit_ms else f"{value:,.0f}"
 
 
@@ -527,8 +551,8 @@ def print_tables(results, floors, conditions, layouts, libs, args):
             continue
         floor_of = floors["s3" if condition == "s3" else "warm"]
         note = {"warm": "warm page cache",
-                "cold": f"page cache dropped before every round ({args.cold_method}); "
-                        "the floor is the warm one",
+                "cold": f"page cache dropped before every round and first read: "
+                        f"{COLD_METHODS.get(args.cold_method)}; the floor is the warm one",
                 "s3": f"loopback S3 (moto), {args.delay * 1e3:g} ms added per request, "
                       f"{args.remote_batches} batch(es)"}[condition]
         print(f"\n### {condition}: {note}")
@@ -602,7 +626,7 @@ def main():
                         "(default: this one)")
     p.add_argument("--timeout", type=float, default=3600,
                    help="seconds for one library under one condition")
-    p.add_argument("--worker-timeout", type=float, default=120,
+    p.add_argument("--worker-timeout", type=float, default=60,
                    help="seconds for the forked workers of one measurement, or a first read")
     p.add_argument("--quick", action="store_true", help="a smoke run: " + ", ".join(
         f"--{k.replace('_', '-')} {v}" for k, v in QUICK.items()))
@@ -633,8 +657,9 @@ def main():
     try:
         if not os.path.exists(os.path.join(root, "reference.npy")):
             write_layouts(root, args.steps, args.shard)
-        steps = np.load(os.path.join(root, "reference.npy"), mmap_mode="r").shape[0]
-        floors = measure_floors(root, layouts, sample_picks(steps, layouts, args), args)
+        ref = np.load(os.path.join(root, "reference.npy"), mmap_mode="r")
+        steps = ref.shape[0]
+        floors = measure_floors(root, layouts, sample_picks(steps, layouts, args), ref, args)
         if "cold" in conditions:
             args.cold_method = resolve_cold_method(root, args.cold_method)
             if args.cold_method is None:
