@@ -59,6 +59,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from queue import Empty
 from typing import NamedTuple
@@ -209,7 +210,12 @@ def _forked_rate(reader, loc, a, steps, nworkers, per_worker, ref, evict, timeou
     procs = [ctx.Process(target=work, args=(k,)) for k in range(nworkers)]
     for p in procs:
         p.start()
-    go.wait(timeout)
+    try:
+        go.wait(timeout)
+    except threading.BrokenBarrierError:
+        _join_all(procs, 0)  # (kills those still running)
+        raise RuntimeError("forked workers did not all start: exit codes "
+                           f"{sorted({p.exitcode for p in procs}, key=str)}") from None
     start = time.perf_counter()
     _join_all(procs, timeout)
     elapsed = time.perf_counter() - start
