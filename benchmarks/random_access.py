@@ -33,13 +33,14 @@ and these reads:
            from its start to its first sample
 
 Beside the libraries, a floor per layout and read: the least work, that is the touched chunk
-bytes read with pread from a warm page cache and decoded by zstd (python-zstandard, else
-numcodecs) in a tight loop, on one CPU for `single`, its time divided by the CPUs for the
-reads that may use them all (batch: each chunk once per batch; threads and fork: each sample's
-chunk); over S3 plus the request rounds the read must wait for: one --delay per sample
-(single), per batch (batch), per --threads samples (threads), per sample of one worker
-(fork). zarrcore ÷ floor and zarrcore ÷ best peer are time ratios (lower is better); the
-best peer is the fastest of _common.PEERS (zarr-python-zarrcore is shown, not a peer).
+bytes (not the shard index) read with pread from a warm page cache and decoded by zstd
+(python-zstandard, else numcodecs) in a tight loop, on one CPU for `single`, its time divided
+by the CPUs for the reads that may use them all (batch: each chunk once per batch; threads and
+fork: each sample's chunk); over S3 plus the request rounds the read must wait for: one
+--delay per sample (single), per batch (batch), per --threads samples (threads), per sample
+of one worker (fork). zarrcore ÷ floor and zarrcore ÷ best peer are time ratios (lower is
+better); the best peer is the fastest of _common.PEERS (zarr-python-zarrcore is shown, not a
+peer).
 
 Every result is checked against the data written. Prints samples/s, the best of --rounds,
 and writes everything as JSON with --json. Libraries missing from the environment are
@@ -120,8 +121,10 @@ class Location(NamedTuple):
 
 def zarrcore_s3_options(endpoint):
     """zarrcore's storage_options for the moto server behind `endpoint`."""
-    return {"endpoint": endpoint, "region": "us-east-1", "access_key_id": "bench",
-            "secret_access_key": "bench", "virtual_hosted_style_request": False}
+    return {"endpoint": endpoint, "region": remote.CREDENTIALS["AWS_REGION"],
+            "access_key_id": remote.CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            "secret_access_key": remote.CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+            "virtual_hosted_style_request": False}
 
 
 # -- one library, in its own process ----------------------------------------------------------
