@@ -3,6 +3,7 @@
 Imported by run.py (the orchestrator) and _worker.py (one process per library). Only numpy
 and the standard library are imported here, so the orchestrator stays light.
 """
+import importlib
 import math
 import os
 import time
@@ -13,10 +14,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 DEFAULT_DATA_DIR = os.path.join(HERE, "data")
 
-# Display order: the peers, then zarrcore. zarr-python runs with each of its codec pipelines:
-# its default, its opt-in fused one, and the zarrs one (zarrs-python).
+# Display order: the peers, zarr-python with zarrcore's pipeline, then zarrcore. zarr-python
+# runs with each of its codec pipelines: its default, its opt-in fused one, and the zarrs one
+# (zarrs-python).
 PEERS = ("tensorstore", "zarr-python", "zarr-python-fused", "zarrs-python")
-LIBS = PEERS + ("zarrcore",)
+# zarr-python with zarrcore's codec pipeline: zarrcore's engine behind zarr-python's API. Not a
+# peer (never the best peer, in no ratio against the peers): shown beside them.
+ZARRCORE_PIPELINE = "zarr-python-zarrcore"
+LIBS = PEERS + (ZARRCORE_PIPELINE, "zarrcore")
 # An older zarrcore (run.py --baseline PATH): zarrcore's worker code importing zarrcore from
 # PATH. Not a peer: it is shown beside zarrcore for a before/after comparison.
 BASELINE = "zarrcore-baseline"
@@ -25,6 +30,7 @@ ZARR_PIPELINES = {
     "zarr-python": None,
     "zarr-python-fused": "zarr.core.codec_pipeline.FusedCodecPipeline",
     "zarrs-python": "zarrs.ZarrsCodecPipeline",
+    ZARRCORE_PIPELINE: "zarrcore.zarr_pipeline.ZarrcorePipeline",
 }
 
 WORKLOADS = ("read_all", "read_chunks", "write_all", "roundtrip", "small", "threads", "busy",
@@ -141,10 +147,13 @@ class Dataset:
         return np.add(np.add(zt[:, None, None], yt[None, :, None]), xt[None, None, :])
 
 
-def best_time(func, repeats=3):
-    """The least wall time of `repeats` calls of `func`, in seconds."""
+def best_time(func, repeats=3, before=None):
+    """The least wall time of `repeats` calls of `func`, in seconds; `before()`, when given,
+    runs untimed ahead of each call (e.g. dropping the page cache)."""
     best = float("inf")
     for _ in range(repeats):
+        if before is not None:
+            before()
         start = time.perf_counter()
         func()
         best = min(best, time.perf_counter() - start)
@@ -167,6 +176,9 @@ def zarr_pipeline_config(lib):
     path = ZARR_PIPELINES[lib]
     if path is None:
         return {}
+    if path.startswith("zarrcore."):
+        # (importing the module registers the pipeline, from whichever zarrcore is on sys.path)
+        importlib.import_module(path.rsplit(".", 1)[0])
     if not path.startswith("zarrs."):
         return {"codec_pipeline.path": path}
     import zarrs  # noqa: F401  (registers the pipeline)

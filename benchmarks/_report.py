@@ -77,7 +77,10 @@ def _extra(cells):
 
 def _role(lib, status):
     """The target column of a row-per-library table: zarrcore's status, else what it is."""
-    return status if lib == "zarrcore" else "(baseline)" if lib == C.BASELINE else "(peer)"
+    if lib == "zarrcore":
+        return status
+    roles = {C.BASELINE: "(baseline)", C.ZARRCORE_PIPELINE: "(zarrcore's pipeline)"}
+    return roles.get(lib, "(peer)")
 
 
 def compare(res):
@@ -590,7 +593,9 @@ def write_markdown(results, path):
         "zarr-python-fused with its opt-in `FusedCodecPipeline` "
         f"(`{C.ZARR_PIPELINES['zarr-python-fused']}`); zarrs-python is zarr-python with "
         f"`codec_pipeline.path` `{C.ZARR_PIPELINES['zarrs-python']}` "
-        "(strict: no silent fallback to zarr-python's pipeline).\n"
+        "(strict: no silent fallback to zarr-python's pipeline); zarr-python-zarrcore is "
+        f"zarr-python with zarrcore's pipeline `{C.ZARR_PIPELINES[C.ZARRCORE_PIPELINE]}`, "
+        "shown beside the peers but not one of them (never the best peer).\n"
         + ("- Reads read one shared reference copy of each dataset, written by zarr-python. "
            if a.get("read_from", "ref") == "ref" else
            "- Reads read each library's own copy, from its write workload. ")
@@ -859,7 +864,7 @@ def plot(results, path):
     libs = _libs(results)
     colors = {"tensorstore": "#4c72b0", "zarr-python": "#dd8452",
               "zarr-python-fused": "#937860", "zarrs-python": "#55a868",
-              "zarrcore": "#c44e52", C.BASELINE: "#e8a0a2"}
+              C.ZARRCORE_PIPELINE: "#8172b3", "zarrcore": "#c44e52", C.BASELINE: "#e8a0a2"}
     # A third row for the cold-cache reads and the round trips, when the run measured them.
     extra = [wl for wl in ("read_all_cold", "roundtrip", "roundtrip_cold")
              if any(k.startswith(wl + "/") for k in results["timings"])]

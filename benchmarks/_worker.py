@@ -122,6 +122,24 @@ class ZarrsPython(ZarrPython):
         return os.path.dirname(self.zarrs.__file__)
 
 
+class ZarrPythonZarrcore(ZarrPython):
+    """zarr-python with zarrcore's codec pipeline, from the zarrcore that --zarrcore picks."""
+    name = C.ZARRCORE_PIPELINE
+
+    def __init__(self, args):
+        self.zc = _import_zarrcore(getattr(args, "zarrcore", "auto"))
+        super().__init__(args)
+
+    def versions(self):
+        return {"zarrcore": getattr(self.zc, "__version__", "?"), **super().versions()}
+
+    @contextlib.contextmanager
+    def pool_of_one(self):
+        # The pipeline sets zarrcore's num_threads from zarr's threading.max_workers.
+        with self.zarr.config.set({"threading.max_workers": 1}):
+            yield
+
+
 class TensorStore:
     name = "tensorstore"
 
@@ -224,8 +242,8 @@ class ZarrcoreBaseline(Zarrcore):
     name = C.BASELINE
 
 
-ADAPTERS = {a.name: a for a in (TensorStore, ZarrPython, ZarrPythonFused, ZarrsPython, Zarrcore,
-                                ZarrcoreBaseline)}
+ADAPTERS = {a.name: a for a in (TensorStore, ZarrPython, ZarrPythonFused, ZarrsPython,
+                                ZarrPythonZarrcore, Zarrcore, ZarrcoreBaseline)}
 
 
 # -- the server -----------------------------------------------------------------------------------

@@ -320,28 +320,33 @@ def start_moto():
 
 
 def serve_all(args):
-    """The servers' process: moto S3 with the datasets uploaded, the byte-range HTTP server and
-    a delaying proxy in front of each; prints {"s3": url, "http": url} and serves until stdin
-    closes. (Apart from the libraries measured, which may hold the GIL while they wait.)"""
+    """The servers' process: moto S3 with the --upload directories uploaded and, with
+    --http-root, a byte-range HTTP server of that directory; a delaying proxy in front of each.
+    Prints {"s3": url[, "http": url]} and serves until stdin closes. (Apart from the libraries
+    measured, which may hold the GIL while they wait.)"""
     moto, moto_port = start_moto()
-    ref_root = os.path.join(args.data_dir, f"n{args.n}", "ref")
-    http_server = range_server(ref_root)
-    proxies = {"s3": DelayProxy(("127.0.0.1", moto_port), args.delay),
-               "http": DelayProxy(("127.0.0.1", http_server.server_port), args.delay)}
-    for v in VARIANTS:
-        upload(f"http://127.0.0.1:{moto_port}", os.path.join(ref_root, f"{v}.zarr"),
-               f"n{args.n}/{v}.zarr")
+    proxies = {"s3": DelayProxy(("127.0.0.1", moto_port), args.delay)}
+    if args.http_root:
+        http_server = range_server(args.http_root)
+        proxies["http"] = DelayProxy(("127.0.0.1", http_server.server_port), args.delay)
+    for spec in args.upload:
+        prefix, _, folder = spec.partition("=")
+        upload(f"http://127.0.0.1:{moto_port}", folder, prefix)
     print(json.dumps({k: p.url for k, p in proxies.items()}), flush=True)
     sys.stdin.read()
     moto.stop()
 
 
-def start_servers(args):
-    """Start serve_all in a child process; (process, {"s3": ProxyCounter, "http": ...})."""
+def start_servers(delay, uploads, http_root=None, python=sys.executable):
+    """Start serve_all in a child process of `python` (which needs moto and boto3): `uploads`
+    maps S3 key prefixes (in BUCKET) to local directories. Returns (process, {"s3":
+    ProxyCounter[, "http": ...]}); closing the process's stdin stops it."""
     import subprocess
 
-    argv = [sys.executable, os.path.abspath(__file__), "--serve", "--n", str(args.n),
-            "--delay", str(args.delay), "--data-dir", args.data_dir]
+    argv = [python, os.path.abspath(__file__), "--serve", "--delay", str(delay),
+            *[f"--upload={prefix}={folder}" for prefix, folder in uploads.items()]]
+    if http_root:
+        argv += ["--http-root", http_root]
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     if not line:
@@ -405,6 +410,14 @@ class ZarrsPython(ZarrPython):
     name = "zarrs-python"
 
 
+class ZarrPythonZarrcore(ZarrPython):
+    name = C.ZARRCORE_PIPELINE
+
+    def __init__(self, where):
+        _import_zarrcore(where)  # (the zarrcore whose pipeline zarr-python then imports)
+        super().__init__()
+
+
 class TensorStore:
     name = "tensorstore"
 
@@ -413,21 +426,22 @@ class TensorStore:
         self.ts = tensorstore
 
     @staticmethod
-    def _kvstore(kind, url, prefix):
+    def kvstore(kind, url, prefix):
+        """tensorstore's kvstore spec of `prefix` in BUCKET (s3) or below `url` (http)."""
         if kind == "s3":
             return {"driver": "s3", "bucket": BUCKET, "path": prefix + "/", "endpoint": url,
                     "aws_region": "us-east-1"}
         return {"driver": "http", "base_url": f"{url}/{prefix}/"}
 
     def open(self, kind, url, prefix):
-        spec = {"driver": "zarr3", "kvstore": self._kvstore(kind, url, prefix)}
+        spec = {"driver": "zarr3", "kvstore": self.kvstore(kind, url, prefix)}
         return self.ts.open(spec, read=True).result()
 
     def read(self, h, sel):
         return h[sel].read().result()
 
     def create(self, kind, url, prefix, ds):
-        spec = {"driver": "zarr3", "kvstore": self._kvstore(kind, url, prefix),
+        spec = {"driver": "zarr3", "kvstore": self.kvstore(kind, url, prefix),
                 "metadata": ds.metadata_json()}
         return self.ts.open(spec, create=True, delete_existing=True).result()
 
@@ -525,7 +539,8 @@ class _StoreCounter:
         self.store.delay = value
 
 
-ADAPTERS = {a.name: a for a in (TensorStore, ZarrPython, ZarrPythonFused, ZarrsPython, Zarrcore)}
+ADAPTERS = {a.name: a for a in (TensorStore, ZarrPython, ZarrPythonFused, ZarrsPython,
+                                ZarrPythonZarrcore, Zarrcore)}
 
 
 # -- the run ------------------------------------------------------------------------------------
@@ -581,7 +596,8 @@ def run(args):
     ref_root = os.path.join(args.data_dir, f"n{args.n}", "ref")
     for v in VARIANTS:
         ensure_dataset(datasets[v], os.path.join(ref_root, f"{v}.zarr"), args.zarrcore)
-    servers, proxies = start_servers(args)
+    uploads = {f"n{args.n}/{v}.zarr": os.path.join(ref_root, f"{v}.zarr") for v in VARIANTS}
+    servers, proxies = start_servers(args.delay, uploads, http_root=ref_root)
     try:
         return measure_all(args, datasets, ref_root, proxies)
     finally:
@@ -597,8 +613,8 @@ def measure_all(args, datasets, ref_root, proxies):
         try:
             if name == "zarrcore-memory":
                 libs[name] = ZarrcoreDelayedMemory(args.zarrcore, args.delay, ref_root)
-            elif name == "zarrcore":
-                libs[name] = Zarrcore(args.zarrcore)
+            elif name in ("zarrcore", C.ZARRCORE_PIPELINE):
+                libs[name] = ADAPTERS[name](args.zarrcore)
             else:
                 libs[name] = ADAPTERS[name]()
         except Exception as e:  # reported, not fatal: the others still run
@@ -732,8 +748,7 @@ def markdown(results):
     for case in cases:
         rows = {r["lib"]: r for r in results["runs"] if (r["kvstore"], r["variant"], r["workload"]) == case}
         cells = [cell(rows.get(lib)) for lib in libs]
-        peers = [r["best"] for lib, r in rows.items()
-                 if not lib.startswith("zarrcore") and r.get("ok")]
+        peers = [r["best"] for lib, r in rows.items() if lib in C.PEERS and r.get("ok")]
         # (zarrcore-memory reads no S3 or HTTP: its floor only, no ratio to the peers.)
         zc = next((r for lib, r in sorted(rows.items()) if lib.startswith("zarrcore") and r.get("ok")), None)
         ratio = (f"{zc['best'] / min(peers):.2f}"
@@ -761,6 +776,8 @@ def main(argv=None):
                    help="which zarrcore (as run.py's --zarrcore)")
     p.add_argument("--timeout", type=float, default=300, help="seconds per measurement")
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--upload", action="append", default=[], help=argparse.SUPPRESS)
+    p.add_argument("--http-root", help=argparse.SUPPRESS)
     p.add_argument("--out", default=os.path.join(HERE, "remote-results.json"))
     args = p.parse_args(argv)
     args.libs = [x for x in args.libs.split(",") if x]
