@@ -1,7 +1,8 @@
 """zarrcore as zarr-python 3.4's codec pipeline (zarrcore.zarr_pipeline): what zarr-python
 with it writes, zarrcore, plain zarr-python and tensorstore read, and the other way round;
 every selection kind; concurrent partial writes of shared shards through zarr-python's API
-lose nothing; zarr-python's config keys keep their meaning; the cases it hands to
+lose nothing; zarr-python's config keys keep their meaning, per array, and zarrcore's own
+config is left as it is; the cases it hands to
 zarr-python's own pipeline (FALLBACKS) raise when zarrcore's config says so."""
 import multiprocessing
 import os
@@ -23,22 +24,22 @@ from zarr.errors import ChunkNotFoundError as ZarrChunkNotFoundError  # noqa: E4
 from zarr.registry import register_codec  # noqa: E402
 from zarr.storage import LocalStore, LoggingStore, MemoryStore, ZipStore  # noqa: E402
 
+import zarrcore.engine  # noqa: E402
+import zarrcore.storage.memory  # noqa: E402
+from zarrcore.config import ARRAY_OPTIONS  # noqa: E402
 from zarrcore.errors import PipelineFallbackError  # noqa: E402
 from zarrcore.zarr_pipeline import FALLBACKS, ZarrcorePipeline  # noqa: E402
 
 PATH = "zarrcore.zarr_pipeline.ZarrcorePipeline"
 
 
-# The settings of zarrcore's that the pipeline sets from zarr-python's config.
-FOLLOWED = ("io_concurrency", "num_threads", "coalesce_gap_bytes", "coalesce_max_bytes",
-            "shard_write_order")
-
-
 @pytest.fixture(autouse=True)
-def _restore_followed_settings():
-    """zarrcore's settings as they were before the test (the pipeline sets them)."""
-    with zarrcore.config.set({name: zarrcore.config.get(name) for name in FOLLOWED}):
-        yield
+def _zarrcore_config_unchanged():
+    """The pipeline gives zarr-python's settings to the arrays it runs requests on, never to
+    zarrcore.config: every test leaves it as it found it."""
+    before = {name: zarrcore.config.get(name) for name in ARRAY_OPTIONS}
+    yield
+    assert {name: zarrcore.config.get(name) for name in ARRAY_OPTIONS} == before
 
 
 @pytest.fixture
@@ -246,28 +247,108 @@ def test_write_empty_chunks_keeps_its_meaning(native, write_empty):
     assert ("c/1" in store._store_dict) == write_empty
 
 
-def test_zarr_python_config_keys_set_zarrcore_settings(native):
-    a = zarr.create_array(MemoryStore(), shape=(8,), chunks=(2,), shards=(4,), dtype="i4")
-    with zarr.config.set({"async.concurrency": 3, "threading.max_workers": 2,
-                          "array.sharding_coalesce_max_gap_bytes": 5,
-                          "array.sharding_coalesce_max_bytes": 4096}):
-        b = zarr.open_array(a.store)
-        b[...] = np.arange(8)
-        np.testing.assert_array_equal(b[1:7], np.arange(1, 7))
-        assert (zarrcore.config.io_concurrency, zarrcore.config.num_threads) == (3, 2)
-        assert (zarrcore.config.coalesce_gap_bytes, zarrcore.config.coalesce_max_bytes) == (
-            5, 4096)
+@pytest.fixture
+def run_settings(monkeypatch):
+    """What the engine runs each request with, as it hands it on: the coalesce limits of
+    shard reads, the threads of compiled jobs and the requests in flight of store calls and
+    of reads by one version of each shard (a list of (what, value), cleared by the test)."""
+    seen = []
+    coalesce, run_workers = zarrcore.engine.coalesce, zarrcore.engine.run_workers
+    get_many = zarrcore.storage.memory.MemoryStore.get_many
+    fan_out = zarrcore.engine.fan_out
+
+    def coalesce_spy(offsets, lengths, gap, most):
+        seen.append(("coalesce", (gap, most)))
+        return coalesce(offsets, lengths, gap, most)
+
+    def run_workers_spy(work, ntasks, stop, workers=None):
+        seen.append(("threads", workers))
+        return run_workers(work, ntasks, stop, workers)
+
+    def get_many_spy(self, requests, concurrency=None):
+        seen.append(("in flight", concurrency))
+        return get_many(self, requests, concurrency)
+
+    def fan_out_spy(call, items, limit, **kwargs):
+        seen.append(("in flight", limit))
+        return fan_out(call, items, limit, **kwargs)
+
+    monkeypatch.setattr(zarrcore.engine, "coalesce", coalesce_spy)
+    monkeypatch.setattr(zarrcore.engine, "run_workers", run_workers_spy)
+    monkeypatch.setattr(zarrcore.storage.memory.MemoryStore, "get_many", get_many_spy)
+    monkeypatch.setattr(zarrcore.engine, "fan_out", fan_out_spy)
+    return seen
+
+
+def _laid_out(store, shard_grid):
+    """The stored inner chunks of the shard "c/0/0" (16-byte index entries, crc32c) in the
+    order their bytes lie."""
+    data = store._store_dict["c/0/0"].to_bytes()
+    n = int(np.prod(shard_grid))
+    offsets = np.frombuffer(data[-16 * n - 4:-4], "<u8")[::2].reshape(shard_grid)
+    stored = [c for c in np.ndindex(*shard_grid) if offsets[c] != 2**64 - 1]
+    return sorted(stored, key=lambda c: offsets[c])
+
+
+def test_arrays_of_different_zarr_settings_keep_their_own(native, run_settings):
+    from zarr.codecs import ShardingCodec
+
+    # Two arrays in one process, used in turn: each request runs with its own array's
+    # coalesce limits and write order and the zarr-python config around it.
+    arrays = []
+    for order, gap, most, in_flight, threads in [("morton", 5, 4096, 3, 2),
+                                                  ("lexicographic", 1000, 1 << 20, 7, None)]:
+        a = zarr.create_array(
+            MemoryStore(), shape=(8, 8), chunks=(8, 8), dtype="i4", fill_value=0,
+            serializer=ShardingCodec(chunk_shape=(2, 2), subchunk_write_order=order),
+            compressors=None, config={"sharding_coalesce_max_gap_bytes": gap,
+                                      "sharding_coalesce_max_bytes": most})
+        arrays.append((a, order, (gap, most), in_flight, threads))
+    expected = [np.zeros((8, 8), "i4"), np.zeros((8, 8), "i4")]
+    for turn in range(3):
+        for k, (a, _, limits, in_flight, threads) in enumerate(arrays):
+            with zarr.config.set({"async.concurrency": in_flight,
+                                  "threading.max_workers": threads}):
+                a[2 * turn:2 * turn + 2, 2:6] = 10 * k + turn + 1  # (part of the shard)
+                expected[k][2 * turn:2 * turn + 2, 2:6] = 10 * k + turn + 1
+                run_settings.clear()
+                # (Two inner chunks of sixteen: the index, then their byte ranges.)
+                np.testing.assert_array_equal(a[2 * turn:2 * turn + 2, 0:4],
+                                              expected[k][2 * turn:2 * turn + 2, 0:4])
+            assert dict(run_settings) == {
+                "coalesce": limits, "in flight": in_flight,
+                "threads": zarrcore.config.num_threads if threads is None else threads}, k
+    for (a, order, *_), values in zip(arrays, expected):
+        np.testing.assert_array_equal(a[...], values)
+        laid_out = _laid_out(a.store, (4, 4))
+        assert len(laid_out) == 6  # (rows 0 to 5, columns 2 to 5: 3 by 2 inner chunks)
+        assert laid_out == [c for c in ShardingCodec(chunk_shape=(2, 2))._subchunk_order_iter(
+            (4, 4), order) if c in laid_out], order
+
+
+def test_array_options_fall_back_to_zarrcore_config():
+    a = zarrcore.create_array({}, shape=(8,), chunks=(2,), shards=(8,), dtype="i4")
+    own = a.with_config({"coalesce_gap_bytes": 7, "io_concurrency": 5})
+    with zarrcore.config.set(coalesce_gap_bytes=11, coalesce_max_bytes=99, io_concurrency=13,
+                             shard_write_order="morton"):
+        options = own.chunk_engine.options
+        assert (options.coalesce_gap_bytes, options.coalesce_max_bytes) == (7, 99)
+        assert (options.io_concurrency, options.shard_write_order) == (5, "morton")
+        assert a.chunk_engine.options is zarrcore.config  # (it sets none)
+    assert own.config["coalesce_gap_bytes"] == 7 and "num_threads" not in own.config
+    with pytest.raises(ValueError, match="io_concurrency must be >= 1"):
+        a.with_config({"io_concurrency": 0})
+    with pytest.raises(ValueError, match="shard_write_order"):
+        a.with_config({"shard_write_order": "F"})
 
 
 def test_coalescing_stops_at_the_most_bytes():
     from zarrcore.codecs.sharding import coalesce
 
     offsets, lengths = [0, 10, 20, 30, 1000], [10, 10, 10, 10, 10]
-    with zarrcore.config.set(coalesce_gap_bytes=100, coalesce_max_bytes=None):
-        starts, stops, group = coalesce(offsets, lengths)
+    starts, stops, group = coalesce(offsets, lengths, 100, None)
     assert (list(starts), list(stops), list(group)) == ([0, 1000], [40, 1010], [0, 0, 0, 0, 1])
-    with zarrcore.config.set(coalesce_gap_bytes=100, coalesce_max_bytes=25):
-        starts, stops, group = coalesce(offsets, lengths)
+    starts, stops, group = coalesce(offsets, lengths, 100, 25)
     assert (list(starts), list(stops), list(group)) == (
         [0, 20, 1000], [20, 40, 1010], [0, 0, 1, 1, 2])
 
@@ -474,3 +555,4 @@ def test_processes_writing_parts_of_one_shard_lose_nothing(entry_point, tmp_path
     assert [w.exitcode for w in workers] == [0] * 4
     got = zarrcore.open_array(path)[...]
     np.testing.assert_array_equal(got, np.broadcast_to(400 + np.arange(WRITERS), got.shape))
+
