@@ -1,9 +1,10 @@
 """zarrcore as zarr-python 3.4's codec pipeline (zarrcore.zarr_pipeline): what zarr-python
 with it writes, zarrcore, plain zarr-python and tensorstore read, and the other way round;
 every selection kind; concurrent partial writes of shared shards through zarr-python's API
-lose nothing; zarr-python's config keys keep their meaning, per array, and zarrcore's own
-config is left as it is; the cases it hands to
-zarr-python's own pipeline (FALLBACKS) raise when zarrcore's config says so."""
+lose nothing, on a directory and on S3 (moto), where they are conditional writes, and are
+refused or warned about on stores that have neither those nor locks; zarr-python's config
+keys keep their meaning, per array, and zarrcore's own config is left as it is; the cases it
+hands to zarr-python's own pipeline (FALLBACKS) raise when zarrcore's config says so."""
 import multiprocessing
 import os
 import pickle
@@ -556,3 +557,134 @@ def test_processes_writing_parts_of_one_shard_lose_nothing(entry_point, tmp_path
     got = zarrcore.open_array(path)[...]
     np.testing.assert_array_equal(got, np.broadcast_to(400 + np.arange(WRITERS), got.shape))
 
+
+# -- concurrent partial writes of one shard on S3 (moto) -----------------------------------------
+def _zarr_s3_store(endpoint, bucket, kind):
+    """zarr-python's store of `bucket` on the S3 server at `endpoint`: its ObjectStore over
+    obstore's S3Store, or its FsspecStore over s3fs."""
+    from servers import S3_CREDENTIALS
+
+    if kind == "obstore":
+        from obstore.store import S3Store
+        from zarr.storage import ObjectStore
+
+        return ObjectStore(S3Store(bucket, endpoint=endpoint, client_options={"allow_http": True},
+                                   **S3_CREDENTIALS))
+    import s3fs
+    from zarr.storage import FsspecStore
+
+    fs = s3fs.S3FileSystem(key="testing", secret="testing", endpoint_url=endpoint,
+                           client_kwargs={"region_name": "us-east-1"}, asynchronous=True,
+                           use_listings_cache=False, skip_instance_cache=True)
+    return FsspecStore(fs, path=bucket)
+
+
+def _write_cells(store, column, errors):
+    """Write each cell of column `column` of the shared array, one partial write of its shard
+    each (ROWS of them), through zarr-python; an exception goes to `errors`."""
+    try:
+        a = zarr.open_array(store)
+        assert isinstance(a._async_array.codec_pipeline, ZarrcorePipeline)
+        for row in range(ROWS):
+            a[row, column] = 100 * row + column
+    except BaseException as e:  # (re-raised by the test)
+        errors.append(e)
+
+
+def _cells_lost(got):
+    return int(np.count_nonzero(got != 100 * np.arange(ROWS)[:, None] + np.arange(WRITERS)))
+
+
+@pytest.fixture
+def set_if_calls(monkeypatch):
+    """The keys of the conditional writes (ObjectStore.set_if) zarrcore makes."""
+    from zarrcore.storage.objectstore import ObjectStore
+
+    keys, set_if = [], ObjectStore.set_if
+
+    def spy(self, key, value, version):
+        keys.append(key)
+        return set_if(self, key, value, version)
+
+    monkeypatch.setattr(ObjectStore, "set_if", spy)
+    return keys
+
+
+def test_threads_writing_cells_of_one_shard_on_s3_lose_nothing(native, s3_bucket, set_if_calls):
+    server, bucket = s3_bucket
+    store = _zarr_s3_store(server.endpoint, bucket, "obstore")
+    _create_shared(store)
+    errors = []
+    threads = [threading.Thread(target=_write_cells, args=(store, c, errors))
+               for c in range(WRITERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    # Every partial write was a conditional PUT of the shard (If-Match its ETag), those that
+    # lost to another writer tried again.
+    assert len(set_if_calls) >= ROWS * WRITERS and set(set_if_calls) == {"c/0/0"}
+    with _plain():
+        got = zarr.open_array(store, mode="r")[...]
+    assert _cells_lost(got) == 0
+
+
+def _write_cells_in_child(endpoint, bucket, columns):
+    import zarr as child_zarr
+
+    assert child_zarr.config.get("codec_pipeline.path") == PATH
+    errors = []
+    for column in columns:
+        _write_cells(_zarr_s3_store(endpoint, bucket, "obstore"), column, errors)
+    if errors:
+        raise errors[0]
+
+
+def test_processes_writing_cells_of_one_shard_on_s3_lose_nothing(entry_point, s3_bucket):
+    server, bucket = s3_bucket
+    store = _zarr_s3_store(server.endpoint, bucket, "obstore")
+    with zarr.config.set({"codec_pipeline.path": PATH}):
+        _create_shared(store)
+    context = multiprocessing.get_context("spawn")
+    # (Two processes writing four columns each, one after another: spawning costs seconds.)
+    workers = [context.Process(target=_write_cells_in_child,
+                               args=(server.endpoint, bucket, range(c, WRITERS, 2)))
+               for c in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(120)
+    assert [w.exitcode for w in workers] == [0] * 2
+    with _plain():
+        got = zarr.open_array(store, mode="r")[...]
+    assert _cells_lost(got) == 0
+
+
+@pytest.mark.parametrize("kind", ["fsspec", "obstore-local"])
+def test_partial_writes_to_stores_without_conditional_writes_are_not_silent(s3_bucket, kind,
+                                                                            tmp_path):
+    # (s3fs has no conditional PUTs; obstore's LocalStore none that zarrcore uses, and no
+    # locks: zarrcore's pipeline cannot keep concurrent writers' updates to one chunk there.)
+    if kind == "fsspec":
+        pytest.importorskip("s3fs", reason="zarr-python's FsspecStore on S3 needs s3fs")
+        server, bucket = s3_bucket
+        store = _zarr_s3_store(server.endpoint, bucket, "fsspec")
+    else:
+        from obstore.store import LocalStore as ObstoreLocalStore
+        from zarr.storage import ObjectStore
+
+        store = ObjectStore(ObstoreLocalStore(str(tmp_path)))
+    with zarr.config.set({"codec_pipeline.path": PATH}):
+        a = zarr.create_array(store, shape=(4, 4), chunks=(2, 2), shards=(4, 4), dtype="i4",
+                              fill_value=0)
+        with zarrcore.config.set(pipeline_fallback=False):
+            a[...] = 1  # (whole shards need no protection)
+            with pytest.raises(PipelineFallbackError, match="neither locks nor conditional"):
+                a[0, 0] = 2
+        # zarr-python's pipeline writes it, unprotected: said so.
+        with pytest.warns(RuntimeWarning, match="concurrent writer's update .* could be lost"):
+            a[0, 0] = 3
+        with zarrcore.config.set(unsafe_partial_writes=True):
+            a[0, 1] = 4  # (zarrcore writes it, as told)
+        np.testing.assert_array_equal(a[0], [3, 4, 1, 1])

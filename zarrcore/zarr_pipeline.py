@@ -15,7 +15,9 @@ pipelines zarr-python's ShardingCodec builds for inner chunks and indexes (`from
 no array). `read` and `write` hand a request to it in the cases of FALLBACKS; with
 `zarrcore.config.set(pipeline_fallback=False)` (ZARRCORE_PIPELINE_FALLBACK=0) they raise
 PipelineFallbackError instead. A write to a read-only store also goes to it, which raises
-zarr-python's own error.
+zarr-python's own error. A write of part of a chunk or shard to a store with neither locks nor
+conditional writes (FsspecStore over s3fs, obstore's LocalStore) goes to it with a
+RuntimeWarning: a concurrent writer's update to that chunk could be lost there.
 
 zarr-python's settings keep their meaning: the array's write_empty_chunks and
 read_missing_chunks (GetResult statuses, from one exists call per chunk, are exact when it is
@@ -33,6 +35,7 @@ import asyncio
 import importlib.metadata
 import json
 import math
+import warnings
 from collections.abc import Coroutine, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
@@ -93,7 +96,8 @@ FALLBACKS = {
     "fields": "a structured array read or written by fields",
     "write_order": "a write of shards whose subchunk_write_order is colexicographic",
     "unprotected": ("a write of part of a chunk or shard to a store with neither locks nor "
-                    "conditional writes (zarrcore refuses it; zarr-python writes it unprotected)"),
+                    "conditional writes (zarrcore refuses it; zarr-python writes it unprotected, "
+                    "with a RuntimeWarning)"),
 }
 
 
@@ -453,12 +457,22 @@ class ZarrcorePipeline(CodecPipeline):
             await self._fall_back(reason, self.zarr_pipeline.write(batch, value, drop_axes))
 
     async def _fall_back(self, reason: str, call: Coroutine[Any, Any, _T]) -> _T:
-        """`call` (zarr-python's pipeline doing the request), unless config says to raise."""
+        """`call` (zarr-python's pipeline doing the request), unless config says to raise;
+        a write it makes unprotected warns."""
         if not config.pipeline_fallback:
             call.close()
             raise PipelineFallbackError(
                 f"zarrcore's pipeline cannot run this request ({FALLBACKS[reason]}) and "
                 f"zarrcore.config.pipeline_fallback is False")
+        if reason == "unprotected":
+            assert self._target is not None  # (only requests of an array fall back)
+            warnings.warn(
+                f"zarr-python's pipeline writes part of a chunk or shard of "
+                f"{self._target.zarr_store!r} unprotected: the store has neither locks nor "
+                f"conditional writes, so a concurrent writer's update to the same chunk could "
+                f"be lost; zarrcore.config.set(pipeline_fallback=False) raises instead, "
+                f"unsafe_partial_writes=True writes it by zarrcore", RuntimeWarning,
+                stacklevel=2)
         return await call
 
     def _request(self, batch: list[Entry], out_shape: tuple[int, ...] | None,
