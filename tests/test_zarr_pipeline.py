@@ -119,18 +119,11 @@ def _block_region(kw, sel):
 
 
 def _readers(path):
-    """Every reader of the array at `path` other than zarr-python with the pipeline."""
+    """zarrcore's and plain zarr-python's reads of the array at `path` (tensorstore's are
+    the tests of `TS_DTYPES`)."""
     with _plain():
         plain = zarr.open_array(path, mode="r")[...]
-    found = {"zarrcore": zarrcore.open_array(path, mode="r")[...], "zarr-python": plain}
-    try:
-        import tensorstore as ts
-    except ImportError:
-        return found
-    driver = "zarr" if zarrcore.open_array(path).metadata.zarr_format == 2 else "zarr3"
-    spec = {"driver": driver, "kvstore": {"driver": "file", "path": str(path)}}
-    found["tensorstore"] = ts.open(spec).result().read().result()
-    return found
+    return {"zarrcore": zarrcore.open_array(path, mode="r")[...], "zarr-python": plain}
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
@@ -166,6 +159,99 @@ def test_zarr_python_reads_through_the_pipeline_what_zarrcore_writes(
     zc[...] = expected
     a = zarr.open_array(str(tmp_path), mode="r")
     for kind, sel, np_sel in _selections(shape):
+        if kind == "block":
+            np_sel = _block_region(kw, sel)
+        np.testing.assert_array_equal(_get(a, kind, sel), expected[np_sel], err_msg=kind)
+
+
+# -- tensorstore, both ways --------------------------------------------------------------------
+# (tensorstore has no datetime64: zarr-python's v3 extension type, nor v2's "<M8".)
+TS_DTYPES = ["int16", "float64", "bool", "complex64"]
+
+
+def _tensorstore():
+    return pytest.importorskip("tensorstore", reason="tensorstore, a peer of the interop "
+                                                     "matrix: `make newest-test` installs it")
+
+
+def _ts_spec(path, kw, dtype, create=False):
+    """tensorstore's spec of the array at `path` of the layout `kw` (LAYOUTS) and `dtype`,
+    as the array zarr-python's create_array makes of them."""
+    spec = {"driver": "zarr" if kw.get("zarr_format") == 2 else "zarr3",
+            "kvstore": {"driver": "file", "path": str(path)}}
+    if not create:
+        return spec
+    shape, chunks = [20, 30], list(kw.get("shards", kw["chunks"]))
+    compressors = kw.get("compressors", [])
+    # (0 as tensorstore's JSON of each type has it; v2's complex as its bytes, base64.)
+    fill = {"bool": False, "complex64": [0.0, 0.0]}.get(dtype, 0)
+    if kw.get("zarr_format") == 2:
+        spec["metadata"] = {"shape": shape, "chunks": chunks, "dtype": np.dtype(dtype).str,
+                            "compressor": None, "order": "C",
+                            "fill_value": "AAAAAAAAAAA=" if dtype == "complex64" else fill}
+    else:
+        little = {"name": "bytes", "configuration": {"endian": "little"}}
+        codecs = [little, *compressors]
+        if "shards" in kw:
+            codecs = [{"name": "sharding_indexed", "configuration": {
+                "chunk_shape": list(kw["chunks"]), "codecs": codecs,
+                "index_codecs": [little, {"name": "crc32c"}]}}]
+        spec["metadata"] = {"shape": shape, "data_type": np.dtype(dtype).name,
+                            "chunk_grid": {"name": "regular",
+                                           "configuration": {"chunk_shape": chunks}},
+                            "codecs": codecs, "fill_value": fill}
+    return {**spec, "create": True}
+
+
+def _ts_get(t, kind, sel, kw):
+    """tensorstore's read of a selection of `_selections`."""
+    if kind == "basic":
+        return t[sel].read().result()
+    if kind == "oindex":
+        rows, cols = sel
+        return t.oindex[np.flatnonzero(rows) if np.asarray(rows).dtype == bool else rows,
+                        cols].read().result()
+    if kind == "vindex":
+        return t.vindex[sel].read().result()
+    if kind == "mask":
+        return t.vindex[np.nonzero(sel)].read().result()
+    return t[_block_region(kw, sel)].read().result()
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("dtype", TS_DTYPES)
+def test_tensorstore_reads_what_zarr_python_writes_through_the_pipeline(
+        native, tmp_path, layout, dtype):
+    ts = _tensorstore()
+    kw = LAYOUTS[layout]
+    expected = _values(dtype, (20, 30))
+    a = zarr.create_array(str(tmp_path), shape=(20, 30), dtype=dtype, fill_value=0, **kw)
+    a[...] = expected
+    a[3:11, 4:19] = expected[3:11, 4:19][::-1]  # (parts of chunks and shards)
+    expected[3:11, 4:19] = expected[3:11, 4:19][::-1]
+    t = ts.open(_ts_spec(tmp_path, kw, dtype)).result()
+    np.testing.assert_array_equal(t.read().result(), expected)
+    for kind, sel, np_sel in _selections((20, 30)):
+        if kind == "block":
+            np_sel = _block_region(kw, sel)
+        np.testing.assert_array_equal(_ts_get(t, kind, sel, kw), expected[np_sel],
+                                      err_msg=kind)
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("dtype", TS_DTYPES)
+def test_zarr_python_reads_through_the_pipeline_what_tensorstore_writes(
+        native, tmp_path, layout, dtype):
+    ts = _tensorstore()
+    kw = LAYOUTS[layout]
+    expected = _values(dtype, (20, 30))
+    t = ts.open(_ts_spec(tmp_path, kw, dtype, create=True)).result()
+    t.write(expected).result()
+    t[3:11, 4:19].write(expected[3:11, 4:19][::-1]).result()
+    expected[3:11, 4:19] = expected[3:11, 4:19][::-1]
+    a = zarr.open_array(str(tmp_path), mode="r")
+    np.testing.assert_array_equal(a[...], expected)
+    for kind, sel, np_sel in _selections((20, 30)):
         if kind == "block":
             np_sel = _block_region(kw, sel)
         np.testing.assert_array_equal(_get(a, kind, sel), expected[np_sel], err_msg=kind)
