@@ -655,7 +655,7 @@ class Array(nodes.Node):
             return self._read(numpy_indexer(selections[i], self.shape, self._grid),
                               None if out is None else out[i])
 
-        results = parallel_map(one, range(len(selections)))
+        results = parallel_map(one, range(len(selections)), self._chunks.options.num_threads)
         return results if out is None else out
 
     def _check_out(self, out: np.ndarray, shape: tuple[int, ...]) -> None:
