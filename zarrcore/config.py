@@ -274,6 +274,11 @@ class Config:
             value = _check_limit(name, value)
         return value
 
+    def __reduce__(self) -> str:
+        # Pickled by name (what follows the process's config, such as a codec bound to an
+        # array's Options, does so in the process it is unpickled in).
+        return "config"
+
     def executor(self) -> concurrent.futures.ThreadPoolExecutor:
         """The shared thread pool.
 
