@@ -574,8 +574,7 @@ def parallel_map(func: Callable[[_T], _R], items: Iterable[_T],
     re-raised (later items are skipped)."""
     items = list(items)
     n = len(items)
-    if workers is None:
-        workers = config.num_threads
+    workers = config.num_threads if workers is None else min(workers, config.num_threads)
     if n <= 1 or workers == 1 or _in_parallel_work():
         return [func(item) for item in items]
     results: list[Any] = [None] * n
