@@ -81,7 +81,7 @@ class DelayedStore(zarrcore.MemoryStore):
     def set(self, key, value):
         self._request("set", key, None, lambda: super(DelayedStore, self).set(key, value))
 
-    def get_many(self, requests):
+    def get_many(self, requests, concurrency=None):
         requests = list(requests)
         with concurrent.futures.ThreadPoolExecutor(self.concurrency) as pool:
             futures = {pool.submit(self._fetch, key, ranges): i
@@ -93,7 +93,7 @@ class DelayedStore(zarrcore.MemoryStore):
                 for future in futures:
                     future.cancel()
 
-    def set_many(self, items):
+    def set_many(self, items, concurrency=None):
         with concurrent.futures.ThreadPoolExecutor(self.concurrency) as pool:
             for future in [pool.submit(self.set, key, value) for key, value in items]:
                 future.result()

@@ -184,3 +184,26 @@ def test_a_wait_on_a_loop_that_never_runs_ends_with_a_store_error():
         waiting.close()
         stalled.close()
     assert e.value.errno == 110 and time.monotonic() - started < 3
+
+
+@pytest.mark.parametrize("workers", [1, 2, 5])
+def test_parallel_map_runs_on_at_most_its_workers_within_the_pool(workers):
+    # (An array's own num_threads bounds its requests so; the pool has config.num_threads.)
+    import zarrcore
+    from zarrcore.config import parallel_map
+
+    lock, active, most, threads = threading.Lock(), [0], [0], set()
+
+    def task(i):
+        with lock:
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+            threads.add(threading.get_ident())
+        time.sleep(0.005)
+        with lock:
+            active[0] -= 1
+        return i
+
+    with zarrcore.config.set(num_threads=3):
+        assert parallel_map(task, range(24), workers) == list(range(24))
+    assert most[0] <= min(workers, 3) and len(threads) <= min(workers, 3)

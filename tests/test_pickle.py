@@ -59,3 +59,13 @@ def test_spawned_workers_read_a_pickled_sharded_array(tmp_path):
             2, mp_context=multiprocessing.get_context("spawn")) as pool:
         sums = list(pool.map(_block_sum, [a] * 4, range(4)))
     assert sums == [int(data[k * 8:(k + 1) * 8].sum()) for k in range(4)]
+
+
+def test_codecs_bound_to_an_arrays_options_pickle_with_them():
+    a = zarrcore.create_array({}, shape=(8, 8), chunks=(2, 2), shards=(4, 4), dtype="i4")
+    codec = pickle.loads(pickle.dumps(a.chunk_engine.partial))
+    assert codec._spec.options is zarrcore.config  # (by name: this process's config)
+    own = a.with_config({"shard_write_order": "morton", "io_concurrency": 3})
+    codec = pickle.loads(pickle.dumps(own.chunk_engine.partial))
+    assert codec._spec.options == own.chunk_engine.options
+    assert codec.write_order() is not None and codec._spec.options.io_concurrency == 3

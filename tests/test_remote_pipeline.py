@@ -429,7 +429,7 @@ class _StreamingStore(zarrcore.MemoryStore):
         super().__init__()
         self.after_first = lambda: None
 
-    def set_many(self, items):
+    def set_many(self, items, concurrency=None):
         for i, (key, value) in enumerate(items):
             self.set(key, value)
             if i == 0:

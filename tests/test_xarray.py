@@ -248,10 +248,10 @@ class CountingStore(MemoryStore):
         self._record(key)
         return super().get(key, start, stop)
 
-    def get_many(self, requests):
+    def get_many(self, requests, concurrency=None):
         for key, _ in requests:
             self._record(key)
-        return super().get_many(requests)
+        return super().get_many(requests, concurrency)
 
     @property
     def reader(self):

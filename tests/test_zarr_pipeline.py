@@ -1,8 +1,10 @@
 """zarrcore as zarr-python 3.4's codec pipeline (zarrcore.zarr_pipeline): what zarr-python
 with it writes, zarrcore, plain zarr-python and tensorstore read, and the other way round;
 every selection kind; concurrent partial writes of shared shards through zarr-python's API
-lose nothing; zarr-python's config keys keep their meaning; the cases it hands to
-zarr-python's own pipeline (FALLBACKS) raise when zarrcore's config says so."""
+lose nothing, on a directory and on S3 (moto), where they are conditional writes, and are
+refused or warned about on stores that have neither those nor locks; zarr-python's config
+keys keep their meaning, per array, and zarrcore's own config is left as it is; the cases it
+hands to zarr-python's own pipeline (FALLBACKS) raise when zarrcore's config says so."""
 import multiprocessing
 import os
 import pickle
@@ -23,22 +25,22 @@ from zarr.errors import ChunkNotFoundError as ZarrChunkNotFoundError  # noqa: E4
 from zarr.registry import register_codec  # noqa: E402
 from zarr.storage import LocalStore, LoggingStore, MemoryStore, ZipStore  # noqa: E402
 
+import zarrcore.engine  # noqa: E402
+import zarrcore.storage.memory  # noqa: E402
+from zarrcore.config import ARRAY_OPTIONS  # noqa: E402
 from zarrcore.errors import PipelineFallbackError  # noqa: E402
 from zarrcore.zarr_pipeline import FALLBACKS, ZarrcorePipeline  # noqa: E402
 
 PATH = "zarrcore.zarr_pipeline.ZarrcorePipeline"
 
 
-# The settings of zarrcore's that the pipeline sets from zarr-python's config.
-FOLLOWED = ("io_concurrency", "num_threads", "coalesce_gap_bytes", "coalesce_max_bytes",
-            "shard_write_order")
-
-
 @pytest.fixture(autouse=True)
-def _restore_followed_settings():
-    """zarrcore's settings as they were before the test (the pipeline sets them)."""
-    with zarrcore.config.set({name: zarrcore.config.get(name) for name in FOLLOWED}):
-        yield
+def _zarrcore_config_unchanged():
+    """The pipeline gives zarr-python's settings to the arrays it runs requests on, never to
+    zarrcore.config: every test leaves it as it found it."""
+    before = {name: zarrcore.config.get(name) for name in ARRAY_OPTIONS}
+    yield
+    assert {name: zarrcore.config.get(name) for name in ARRAY_OPTIONS} == before
 
 
 @pytest.fixture
@@ -117,18 +119,11 @@ def _block_region(kw, sel):
 
 
 def _readers(path):
-    """Every reader of the array at `path` other than zarr-python with the pipeline."""
+    """zarrcore's and plain zarr-python's reads of the array at `path` (tensorstore's are
+    the tests of `TS_DTYPES`)."""
     with _plain():
         plain = zarr.open_array(path, mode="r")[...]
-    found = {"zarrcore": zarrcore.open_array(path, mode="r")[...], "zarr-python": plain}
-    try:
-        import tensorstore as ts
-    except ImportError:
-        return found
-    driver = "zarr" if zarrcore.open_array(path).metadata.zarr_format == 2 else "zarr3"
-    spec = {"driver": driver, "kvstore": {"driver": "file", "path": str(path)}}
-    found["tensorstore"] = ts.open(spec).result().read().result()
-    return found
+    return {"zarrcore": zarrcore.open_array(path, mode="r")[...], "zarr-python": plain}
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
@@ -164,6 +159,99 @@ def test_zarr_python_reads_through_the_pipeline_what_zarrcore_writes(
     zc[...] = expected
     a = zarr.open_array(str(tmp_path), mode="r")
     for kind, sel, np_sel in _selections(shape):
+        if kind == "block":
+            np_sel = _block_region(kw, sel)
+        np.testing.assert_array_equal(_get(a, kind, sel), expected[np_sel], err_msg=kind)
+
+
+# -- tensorstore, both ways --------------------------------------------------------------------
+# (tensorstore has no datetime64: zarr-python's v3 extension type, nor v2's "<M8".)
+TS_DTYPES = ["int16", "float64", "bool", "complex64"]
+
+
+def _tensorstore():
+    return pytest.importorskip("tensorstore", reason="tensorstore, a peer of the interop "
+                                                     "matrix: `make newest-test` installs it")
+
+
+def _ts_spec(path, kw, dtype, create=False):
+    """tensorstore's spec of the array at `path` of the layout `kw` (LAYOUTS) and `dtype`,
+    as the array zarr-python's create_array makes of them."""
+    spec = {"driver": "zarr" if kw.get("zarr_format") == 2 else "zarr3",
+            "kvstore": {"driver": "file", "path": str(path)}}
+    if not create:
+        return spec
+    shape, chunks = [20, 30], list(kw.get("shards", kw["chunks"]))
+    compressors = kw.get("compressors", [])
+    # (0 as tensorstore's JSON of each type has it; v2's complex as its bytes, base64.)
+    fill = {"bool": False, "complex64": [0.0, 0.0]}.get(dtype, 0)
+    if kw.get("zarr_format") == 2:
+        spec["metadata"] = {"shape": shape, "chunks": chunks, "dtype": np.dtype(dtype).str,
+                            "compressor": None, "order": "C",
+                            "fill_value": "AAAAAAAAAAA=" if dtype == "complex64" else fill}
+    else:
+        little = {"name": "bytes", "configuration": {"endian": "little"}}
+        codecs = [little, *compressors]
+        if "shards" in kw:
+            codecs = [{"name": "sharding_indexed", "configuration": {
+                "chunk_shape": list(kw["chunks"]), "codecs": codecs,
+                "index_codecs": [little, {"name": "crc32c"}]}}]
+        spec["metadata"] = {"shape": shape, "data_type": np.dtype(dtype).name,
+                            "chunk_grid": {"name": "regular",
+                                           "configuration": {"chunk_shape": chunks}},
+                            "codecs": codecs, "fill_value": fill}
+    return {**spec, "create": True}
+
+
+def _ts_get(t, kind, sel, kw):
+    """tensorstore's read of a selection of `_selections`."""
+    if kind == "basic":
+        return t[sel].read().result()
+    if kind == "oindex":
+        rows, cols = sel
+        return t.oindex[np.flatnonzero(rows) if np.asarray(rows).dtype == bool else rows,
+                        cols].read().result()
+    if kind == "vindex":
+        return t.vindex[sel].read().result()
+    if kind == "mask":
+        return t.vindex[np.nonzero(sel)].read().result()
+    return t[_block_region(kw, sel)].read().result()
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("dtype", TS_DTYPES)
+def test_tensorstore_reads_what_zarr_python_writes_through_the_pipeline(
+        native, tmp_path, layout, dtype):
+    ts = _tensorstore()
+    kw = LAYOUTS[layout]
+    expected = _values(dtype, (20, 30))
+    a = zarr.create_array(str(tmp_path), shape=(20, 30), dtype=dtype, fill_value=0, **kw)
+    a[...] = expected
+    a[3:11, 4:19] = expected[3:11, 4:19][::-1]  # (parts of chunks and shards)
+    expected[3:11, 4:19] = expected[3:11, 4:19][::-1]
+    t = ts.open(_ts_spec(tmp_path, kw, dtype)).result()
+    np.testing.assert_array_equal(t.read().result(), expected)
+    for kind, sel, np_sel in _selections((20, 30)):
+        if kind == "block":
+            np_sel = _block_region(kw, sel)
+        np.testing.assert_array_equal(_ts_get(t, kind, sel, kw), expected[np_sel],
+                                      err_msg=kind)
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("dtype", TS_DTYPES)
+def test_zarr_python_reads_through_the_pipeline_what_tensorstore_writes(
+        native, tmp_path, layout, dtype):
+    ts = _tensorstore()
+    kw = LAYOUTS[layout]
+    expected = _values(dtype, (20, 30))
+    t = ts.open(_ts_spec(tmp_path, kw, dtype, create=True)).result()
+    t.write(expected).result()
+    t[3:11, 4:19].write(expected[3:11, 4:19][::-1]).result()
+    expected[3:11, 4:19] = expected[3:11, 4:19][::-1]
+    a = zarr.open_array(str(tmp_path), mode="r")
+    np.testing.assert_array_equal(a[...], expected)
+    for kind, sel, np_sel in _selections((20, 30)):
         if kind == "block":
             np_sel = _block_region(kw, sel)
         np.testing.assert_array_equal(_get(a, kind, sel), expected[np_sel], err_msg=kind)
@@ -246,28 +334,108 @@ def test_write_empty_chunks_keeps_its_meaning(native, write_empty):
     assert ("c/1" in store._store_dict) == write_empty
 
 
-def test_zarr_python_config_keys_set_zarrcore_settings(native):
-    a = zarr.create_array(MemoryStore(), shape=(8,), chunks=(2,), shards=(4,), dtype="i4")
-    with zarr.config.set({"async.concurrency": 3, "threading.max_workers": 2,
-                          "array.sharding_coalesce_max_gap_bytes": 5,
-                          "array.sharding_coalesce_max_bytes": 4096}):
-        b = zarr.open_array(a.store)
-        b[...] = np.arange(8)
-        np.testing.assert_array_equal(b[1:7], np.arange(1, 7))
-        assert (zarrcore.config.io_concurrency, zarrcore.config.num_threads) == (3, 2)
-        assert (zarrcore.config.coalesce_gap_bytes, zarrcore.config.coalesce_max_bytes) == (
-            5, 4096)
+@pytest.fixture
+def run_settings(monkeypatch):
+    """What the engine runs each request with, as it hands it on: the coalesce limits of
+    shard reads, the threads of compiled jobs and the requests in flight of store calls and
+    of reads by one version of each shard (a list of (what, value), cleared by the test)."""
+    seen = []
+    coalesce, run_workers = zarrcore.engine.coalesce, zarrcore.engine.run_workers
+    get_many = zarrcore.storage.memory.MemoryStore.get_many
+    fan_out = zarrcore.engine.fan_out
+
+    def coalesce_spy(offsets, lengths, gap, most):
+        seen.append(("coalesce", (gap, most)))
+        return coalesce(offsets, lengths, gap, most)
+
+    def run_workers_spy(work, ntasks, stop, workers=None):
+        seen.append(("threads", workers))
+        return run_workers(work, ntasks, stop, workers)
+
+    def get_many_spy(self, requests, concurrency=None):
+        seen.append(("in flight", concurrency))
+        return get_many(self, requests, concurrency)
+
+    def fan_out_spy(call, items, limit, **kwargs):
+        seen.append(("in flight", limit))
+        return fan_out(call, items, limit, **kwargs)
+
+    monkeypatch.setattr(zarrcore.engine, "coalesce", coalesce_spy)
+    monkeypatch.setattr(zarrcore.engine, "run_workers", run_workers_spy)
+    monkeypatch.setattr(zarrcore.storage.memory.MemoryStore, "get_many", get_many_spy)
+    monkeypatch.setattr(zarrcore.engine, "fan_out", fan_out_spy)
+    return seen
+
+
+def _laid_out(store, shard_grid):
+    """The stored inner chunks of the shard "c/0/0" (16-byte index entries, crc32c) in the
+    order their bytes lie."""
+    data = store._store_dict["c/0/0"].to_bytes()
+    n = int(np.prod(shard_grid))
+    offsets = np.frombuffer(data[-16 * n - 4:-4], "<u8")[::2].reshape(shard_grid)
+    stored = [c for c in np.ndindex(*shard_grid) if offsets[c] != 2**64 - 1]
+    return sorted(stored, key=lambda c: offsets[c])
+
+
+def test_arrays_of_different_zarr_settings_keep_their_own(native, run_settings):
+    from zarr.codecs import ShardingCodec
+
+    # Two arrays in one process, used in turn: each request runs with its own array's
+    # coalesce limits and write order and the zarr-python config around it.
+    arrays = []
+    for order, gap, most, in_flight, threads in [("morton", 5, 4096, 3, 2),
+                                                  ("lexicographic", 1000, 1 << 20, 7, None)]:
+        a = zarr.create_array(
+            MemoryStore(), shape=(8, 8), chunks=(8, 8), dtype="i4", fill_value=0,
+            serializer=ShardingCodec(chunk_shape=(2, 2), subchunk_write_order=order),
+            compressors=None, config={"sharding_coalesce_max_gap_bytes": gap,
+                                      "sharding_coalesce_max_bytes": most})
+        arrays.append((a, order, (gap, most), in_flight, threads))
+    expected = [np.zeros((8, 8), "i4"), np.zeros((8, 8), "i4")]
+    for turn in range(3):
+        for k, (a, _, limits, in_flight, threads) in enumerate(arrays):
+            with zarr.config.set({"async.concurrency": in_flight,
+                                  "threading.max_workers": threads}):
+                a[2 * turn:2 * turn + 2, 2:6] = 10 * k + turn + 1  # (part of the shard)
+                expected[k][2 * turn:2 * turn + 2, 2:6] = 10 * k + turn + 1
+                run_settings.clear()
+                # (Two inner chunks of sixteen: the index, then their byte ranges.)
+                np.testing.assert_array_equal(a[2 * turn:2 * turn + 2, 0:4],
+                                              expected[k][2 * turn:2 * turn + 2, 0:4])
+            assert dict(run_settings) == {
+                "coalesce": limits, "in flight": in_flight,
+                "threads": zarrcore.config.num_threads if threads is None else threads}, k
+    for (a, order, *_), values in zip(arrays, expected):
+        np.testing.assert_array_equal(a[...], values)
+        laid_out = _laid_out(a.store, (4, 4))
+        assert len(laid_out) == 6  # (rows 0 to 5, columns 2 to 5: 3 by 2 inner chunks)
+        assert laid_out == [c for c in ShardingCodec(chunk_shape=(2, 2))._subchunk_order_iter(
+            (4, 4), order) if c in laid_out], order
+
+
+def test_array_options_fall_back_to_zarrcore_config():
+    a = zarrcore.create_array({}, shape=(8,), chunks=(2,), shards=(8,), dtype="i4")
+    own = a.with_config({"coalesce_gap_bytes": 7, "io_concurrency": 5})
+    with zarrcore.config.set(coalesce_gap_bytes=11, coalesce_max_bytes=99, io_concurrency=13,
+                             shard_write_order="morton"):
+        options = own.chunk_engine.options
+        assert (options.coalesce_gap_bytes, options.coalesce_max_bytes) == (7, 99)
+        assert (options.io_concurrency, options.shard_write_order) == (5, "morton")
+        assert a.chunk_engine.options is zarrcore.config  # (it sets none)
+    assert own.config["coalesce_gap_bytes"] == 7 and "num_threads" not in own.config
+    with pytest.raises(ValueError, match="io_concurrency must be >= 1"):
+        a.with_config({"io_concurrency": 0})
+    with pytest.raises(ValueError, match="shard_write_order"):
+        a.with_config({"shard_write_order": "F"})
 
 
 def test_coalescing_stops_at_the_most_bytes():
     from zarrcore.codecs.sharding import coalesce
 
     offsets, lengths = [0, 10, 20, 30, 1000], [10, 10, 10, 10, 10]
-    with zarrcore.config.set(coalesce_gap_bytes=100, coalesce_max_bytes=None):
-        starts, stops, group = coalesce(offsets, lengths)
+    starts, stops, group = coalesce(offsets, lengths, 100, None)
     assert (list(starts), list(stops), list(group)) == ([0, 1000], [40, 1010], [0, 0, 0, 0, 1])
-    with zarrcore.config.set(coalesce_gap_bytes=100, coalesce_max_bytes=25):
-        starts, stops, group = coalesce(offsets, lengths)
+    starts, stops, group = coalesce(offsets, lengths, 100, 25)
     assert (list(starts), list(stops), list(group)) == (
         [0, 20, 1000], [20, 40, 1010], [0, 0, 1, 1, 2])
 
@@ -474,3 +642,135 @@ def test_processes_writing_parts_of_one_shard_lose_nothing(entry_point, tmp_path
     assert [w.exitcode for w in workers] == [0] * 4
     got = zarrcore.open_array(path)[...]
     np.testing.assert_array_equal(got, np.broadcast_to(400 + np.arange(WRITERS), got.shape))
+
+
+# -- concurrent partial writes of one shard on S3 (moto) -----------------------------------------
+def _zarr_s3_store(endpoint, bucket, kind):
+    """zarr-python's store of `bucket` on the S3 server at `endpoint`: its ObjectStore over
+    obstore's S3Store, or its FsspecStore over s3fs."""
+    from servers import S3_CREDENTIALS
+
+    if kind == "obstore":
+        from obstore.store import S3Store
+        from zarr.storage import ObjectStore
+
+        return ObjectStore(S3Store(bucket, endpoint=endpoint, client_options={"allow_http": True},
+                                   **S3_CREDENTIALS))
+    import s3fs
+    from zarr.storage import FsspecStore
+
+    fs = s3fs.S3FileSystem(key="testing", secret="testing", endpoint_url=endpoint,
+                           client_kwargs={"region_name": "us-east-1"}, asynchronous=True,
+                           use_listings_cache=False, skip_instance_cache=True)
+    return FsspecStore(fs, path=bucket)
+
+
+def _write_cells(store, column, errors):
+    """Write each cell of column `column` of the shared array, one partial write of its shard
+    each (ROWS of them), through zarr-python; an exception goes to `errors`."""
+    try:
+        a = zarr.open_array(store)
+        assert isinstance(a._async_array.codec_pipeline, ZarrcorePipeline)
+        for row in range(ROWS):
+            a[row, column] = 100 * row + column
+    except BaseException as e:  # (re-raised by the test)
+        errors.append(e)
+
+
+def _cells_lost(got):
+    return int(np.count_nonzero(got != 100 * np.arange(ROWS)[:, None] + np.arange(WRITERS)))
+
+
+@pytest.fixture
+def set_if_calls(monkeypatch):
+    """The keys of the conditional writes (ObjectStore.set_if) zarrcore makes."""
+    from zarrcore.storage.objectstore import ObjectStore
+
+    keys, set_if = [], ObjectStore.set_if
+
+    def spy(self, key, value, version):
+        keys.append(key)
+        return set_if(self, key, value, version)
+
+    monkeypatch.setattr(ObjectStore, "set_if", spy)
+    return keys
+
+
+def test_threads_writing_cells_of_one_shard_on_s3_lose_nothing(native, s3_bucket, set_if_calls):
+    server, bucket = s3_bucket
+    store = _zarr_s3_store(server.endpoint, bucket, "obstore")
+    _create_shared(store)
+    errors = []
+    threads = [threading.Thread(target=_write_cells, args=(store, c, errors))
+               for c in range(WRITERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    # Every partial write was a conditional PUT of the shard (If-Match its ETag), those that
+    # lost to another writer tried again.
+    assert len(set_if_calls) >= ROWS * WRITERS and set(set_if_calls) == {"c/0/0"}
+    with _plain():
+        got = zarr.open_array(store, mode="r")[...]
+    assert _cells_lost(got) == 0
+
+
+def _write_cells_in_child(endpoint, bucket, columns):
+    import zarr as child_zarr
+
+    assert child_zarr.config.get("codec_pipeline.path") == PATH
+    errors = []
+    for column in columns:
+        _write_cells(_zarr_s3_store(endpoint, bucket, "obstore"), column, errors)
+    if errors:
+        raise errors[0]
+
+
+def test_processes_writing_cells_of_one_shard_on_s3_lose_nothing(entry_point, s3_bucket):
+    server, bucket = s3_bucket
+    store = _zarr_s3_store(server.endpoint, bucket, "obstore")
+    with zarr.config.set({"codec_pipeline.path": PATH}):
+        _create_shared(store)
+    context = multiprocessing.get_context("spawn")
+    # (Two processes writing four columns each, one after another: spawning costs seconds.)
+    workers = [context.Process(target=_write_cells_in_child,
+                               args=(server.endpoint, bucket, range(c, WRITERS, 2)))
+               for c in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(120)
+    assert [w.exitcode for w in workers] == [0] * 2
+    with _plain():
+        got = zarr.open_array(store, mode="r")[...]
+    assert _cells_lost(got) == 0
+
+
+@pytest.mark.parametrize("kind", ["fsspec", "obstore-local"])
+def test_partial_writes_to_stores_without_conditional_writes_are_not_silent(s3_bucket, kind,
+                                                                            tmp_path):
+    # (s3fs has no conditional PUTs; obstore's LocalStore none that zarrcore uses, and no
+    # locks: zarrcore's pipeline cannot keep concurrent writers' updates to one chunk there.)
+    if kind == "fsspec":
+        pytest.importorskip("s3fs", reason="zarr-python's FsspecStore on S3 needs s3fs")
+        server, bucket = s3_bucket
+        store = _zarr_s3_store(server.endpoint, bucket, "fsspec")
+    else:
+        from obstore.store import LocalStore as ObstoreLocalStore
+        from zarr.storage import ObjectStore
+
+        store = ObjectStore(ObstoreLocalStore(str(tmp_path)))
+    with zarr.config.set({"codec_pipeline.path": PATH}):
+        a = zarr.create_array(store, shape=(4, 4), chunks=(2, 2), shards=(4, 4), dtype="i4",
+                              fill_value=0)
+        with zarrcore.config.set(pipeline_fallback=False):
+            a[...] = 1  # (whole shards need no protection)
+            with pytest.raises(PipelineFallbackError, match="neither locks nor conditional"):
+                a[0, 0] = 2
+        # zarr-python's pipeline writes it, unprotected: said so.
+        with pytest.warns(RuntimeWarning, match="concurrent writer's update .* could be lost"):
+            a[0, 0] = 3
+        with zarrcore.config.set(unsafe_partial_writes=True):
+            a[0, 1] = 4  # (zarrcore writes it, as told)
+        np.testing.assert_array_equal(a[0], [3, 4, 1, 1])

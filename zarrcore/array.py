@@ -16,7 +16,9 @@ from .codecs import ZstdCodec, codec_from_v2
 from .codecs.base import ChunkSpec
 from .codecs.sharding import ShardingCodec
 from .codecs.v2 import codecs_from_v2_metadata, create_metadata_v2
-from .config import config as global_config, parallel_map
+from .config import (
+    ARRAY_OPTIONS, array_options, checked_array_options, config as global_config, parallel_map,
+)
 from .creation import (
     check_mode, codec_list, data_type_for, fill_value_for, normalize_chunks, normalize_shape,
     create_node, format_for_new, shard_codecs, split_codecs, store_mode,
@@ -94,6 +96,7 @@ class Array(nodes.Node):
             key_layout=self._key_layout(metadata), array_shape=metadata.shape,
             write_empty_chunks=self._config["write_empty_chunks"], grid=metadata.grid,
             cache_bytes=self._config.get("cache_bytes", global_config.cache_bytes),
+            options=array_options({k: v for k, v in self._config.items() if k in ARRAY_OPTIONS}),
         )
 
     @staticmethod
@@ -354,8 +357,9 @@ class Array(nodes.Node):
     @property
     def config(self) -> dict[str, Any]:
         """This array's own settings: `write_empty_chunks` (None: follow zarrcore.config),
-        `read_missing_chunks` and `cache_bytes` when given (else zarrcore.config's apply) and
-        `order` (the memory order of what reads of a v3 array return)."""
+        `read_missing_chunks`, `cache_bytes` and the options of config.ARRAY_OPTIONS when
+        given (else zarrcore.config's apply) and `order` (the memory order of what reads of a
+        v3 array return)."""
         return dict(self._config)
 
     def with_config(self, config: Mapping[str, Any]) -> Array:
@@ -372,6 +376,10 @@ class Array(nodes.Node):
             array's stored order decides for it, as in zarr-python); None takes
             `zarrcore.config.array_order`. `cache_bytes`: the budget of the new handle's
             decoded-chunk cache (`cache_info`); None takes `zarrcore.config.cache_bytes`.
+            `io_concurrency`, `num_threads` (at most zarrcore.config's, the pool's),
+            `coalesce_gap_bytes`, `coalesce_max_bytes` and `shard_write_order`: how this
+            handle's reads and writes run, as zarrcore.config's options of those names; None
+            (or not given) follows zarrcore.config.
 
         Returns
         -------
@@ -647,7 +655,7 @@ class Array(nodes.Node):
             return self._read(numpy_indexer(selections[i], self.shape, self._grid),
                               None if out is None else out[i])
 
-        results = parallel_map(one, range(len(selections)))
+        results = parallel_map(one, range(len(selections)), self._chunks.options.num_threads)
         return results if out is None else out
 
     def _check_out(self, out: np.ndarray, shape: tuple[int, ...]) -> None:
@@ -1343,7 +1351,8 @@ def _config_items(config: Any) -> dict[str, Any]:
     return {name: getattr(config, name) for name in _ARRAY_SETTINGS if hasattr(config, name)}
 
 
-_ARRAY_SETTINGS = ("write_empty_chunks", "read_missing_chunks", "order", "cache_bytes")
+_ARRAY_SETTINGS = ("write_empty_chunks", "read_missing_chunks", "order", "cache_bytes",
+                   *ARRAY_OPTIONS)
 
 
 def _array_config(config: Any) -> dict[str, Any]:
@@ -1365,10 +1374,13 @@ def _array_config(config: Any) -> dict[str, Any]:
                                     not isinstance(cache_bytes, int) or cache_bytes < 0):
         raise ValueError(f"array config: cache_bytes must be an integer >= 0, not "
                          f"{cache_bytes!r}")
-    # read_missing_chunks and cache_bytes only when given: None follows zarrcore.config.
+    # read_missing_chunks, cache_bytes and ARRAY_OPTIONS only when given: None follows
+    # zarrcore.config.
+    own = checked_array_options({k: v for k, v in config.items() if k in ARRAY_OPTIONS})
     return {"write_empty_chunks": None if write_empty is None else bool(write_empty),
             **({} if read_missing is None else {"read_missing_chunks": bool(read_missing)}),
-            "order": order, **({} if cache_bytes is None else {"cache_bytes": cache_bytes})}
+            "order": order, **({} if cache_bytes is None else {"cache_bytes": cache_bytes}),
+            **own}
 
 
 # -- creating and opening arrays (zarr-python's top-level functions) ------------------------------

@@ -21,7 +21,7 @@ import concurrent.futures
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from . import _memory
 from ._portable import at_fork_in_child
@@ -86,7 +86,8 @@ class Config:
     `cache_bytes`, `io_concurrency`, `io_process_concurrency`, `io_timeout`, `io_retries`,
     `lock_timeout`, `coalesce_gap_bytes`, `coalesce_max_bytes`, `pipeline_fallback`,
     `max_dimensions`, `max_chunk_bytes`, `max_shard_index_entries` and `max_codecs`; the
-    module's documentation names their environment variables.
+    module's documentation names their environment variables. An array may set its own
+    values of those of ARRAY_OPTIONS (`Array.with_config`, `array_options`).
     """
 
     # Set from LIMITS in __init__.
@@ -273,6 +274,11 @@ class Config:
             value = _check_limit(name, value)
         return value
 
+    def __reduce__(self) -> str:
+        # Pickled by name (what follows the process's config, such as a codec bound to an
+        # array's Options, does so in the process it is unpickled in).
+        return "config"
+
     def executor(self) -> concurrent.futures.ThreadPoolExecutor:
         """The shared thread pool.
 
@@ -323,6 +329,75 @@ _ALIASES = {
 }
 
 
+#: The options of zarrcore.config an array may set for itself (`array_options`).
+ARRAY_OPTIONS = ("io_concurrency", "num_threads", "coalesce_gap_bytes", "coalesce_max_bytes",
+                 "shard_write_order")
+
+
+class Options(Protocol):
+    """How an array's requests run, as `array_options` gives them: zarrcore.config itself, or
+    an ArrayOptions. `num_threads` bounds the threads of one request (the pool has
+    config.num_threads); `coalesce_gap_bytes` and `coalesce_max_bytes` group a shard's byte
+    ranges (codecs.sharding.coalesce); `io_concurrency` is the requests one store call keeps
+    in flight; `shard_write_order` lays out written shards."""
+
+    io_concurrency: int
+    num_threads: int
+    coalesce_gap_bytes: int
+    coalesce_max_bytes: int | None
+    shard_write_order: str
+
+
+class ArrayOptions:
+    """The options of ARRAY_OPTIONS of an array that set some of them: its own as attributes
+    (`own`), the others read through to zarrcore.config as it is when they are read."""
+
+    io_concurrency: int
+    num_threads: int
+    coalesce_gap_bytes: int
+    coalesce_max_bytes: int | None
+    shard_write_order: str
+
+    def __init__(self, own: Mapping[str, Any]) -> None:
+        #: The values the array set, by option name.
+        self.own = dict(own)
+        for name, value in self.own.items():
+            setattr(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:  # (only for the options the array did not set)
+        if name in ARRAY_OPTIONS:
+            return getattr(config, name)
+        raise AttributeError(name)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ArrayOptions) and other.own == self.own
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self.own.items()))
+
+    def __repr__(self) -> str:
+        return f"ArrayOptions({self.own!r})"
+
+
+def checked_array_options(own: Mapping[str, Any]) -> dict[str, Any]:
+    """The options of ARRAY_OPTIONS that `own` sets (None: not set), checked as Config.set
+    checks them."""
+    given = {name: value for name, value in own.items() if value is not None}
+    unknown = sorted(set(given) - set(ARRAY_OPTIONS))
+    if unknown:
+        raise TypeError(f"unknown array options {unknown}: an array sets only "
+                        f"{', '.join(ARRAY_OPTIONS)}")
+    return {name: Config._checked(name, value) for name, value in given.items()}
+
+
+def array_options(own: Mapping[str, Any]) -> Options:
+    """The Options of an array that sets `own` (`checked_array_options`): the one place where
+    an array's own value, else zarrcore.config's, is chosen. An array that sets none reads
+    zarrcore.config itself."""
+    given = checked_array_options(own)
+    return ArrayOptions(given) if given else config
+
+
 class _Restore:
     """What Config.set returns: as a context manager, it restores the previous values."""
 
@@ -365,9 +440,10 @@ WAIT_SLICE = 0.05
 WAIT_STARTED = 1.0
 
 
-def run_workers(work: Callable[[], None], ntasks: int, stop: Callable[[], None]) -> None:
+def run_workers(work: Callable[[], None], ntasks: int, stop: Callable[[], None],
+                workers: int | None = None) -> None:
     """Call `work` from the calling thread and from pool threads, as many in all as there are
-    threads and tasks (`ntasks`).
+    threads (config.num_threads, the pool's, or fewer: `workers`) and tasks (`ntasks`).
 
     `work` takes its tasks one by one from state shared between its calls and returns when
     none is left, so the caller alone can do all of them. Helpers only help: those that have
@@ -380,7 +456,7 @@ def run_workers(work: Callable[[], None], ntasks: int, stop: Callable[[], None])
     waits in short slices, so that Ctrl-C is handled at once: `stop()` then makes the calls
     of `work` take no further task, and KeyboardInterrupt is raised once the tasks in
     progress are finished (each chunk written whole or not at all)."""
-    nworkers = min(config.num_threads, ntasks)
+    nworkers = min(config.num_threads, ntasks, ntasks if workers is None else workers)
     if _in_parallel_work():
         work()  # the threads are busy with this work already
         return
@@ -491,12 +567,15 @@ class Claims:
             yield i
 
 
-def parallel_map(func: Callable[[_T], _R], items: Iterable[_T]) -> list[_R]:
-    """Apply `func` to every item, with pool threads helping the caller (run_workers); results
-    in order, the exception of the first failing item re-raised (later items are skipped)."""
+def parallel_map(func: Callable[[_T], _R], items: Iterable[_T],
+                 workers: int | None = None) -> list[_R]:
+    """Apply `func` to every item, with pool threads helping the caller (run_workers, on at
+    most `workers` threads); results in order, the exception of the first failing item
+    re-raised (later items are skipped)."""
     items = list(items)
     n = len(items)
-    if n <= 1 or config.num_threads == 1 or _in_parallel_work():
+    workers = config.num_threads if workers is None else min(workers, config.num_threads)
+    if n <= 1 or workers == 1 or _in_parallel_work():
         return [func(item) for item in items]
     results: list[Any] = [None] * n
     failures: list[tuple[int, BaseException]] = []
@@ -512,7 +591,7 @@ def parallel_map(func: Callable[[_T], _R], items: Iterable[_T]) -> list[_R]:
             except BaseException as e:  # re-raised by the caller
                 failures.append((i, e))
 
-    run_workers(work, n, stopped.set)
+    run_workers(work, n, stopped.set, workers)
     if failures:
         raise min(failures, key=lambda f: f[0])[1]
     return results

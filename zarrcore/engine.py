@@ -37,7 +37,7 @@ from .codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
 from .codecs.chain import CodecChain
 from .codecs.sharding import EMPTY, coalesce
 from .concurrency import fan_out
-from .config import Claims, config, parallel_map, run_workers
+from .config import Claims, Options, config, parallel_map, run_workers
 from .errors import (
     ChunkNotFoundError, KeyChangedError, LockUnavailableError, ShardIndexError, WriteConflictError,
     ZarrcoreError,
@@ -91,19 +91,19 @@ def conflict_pause(attempt: int) -> None:
     time.sleep(random.uniform(0, min(CONFLICT_PAUSE_MAX, CONFLICT_PAUSE * 2**attempt)))
 
 
-def arrivals(store: Store, requests: Sequence[Request]
+def arrivals(store: Store, requests: Sequence[Request], concurrency: int
              ) -> Iterator[list[tuple[int, Fetched]]]:
-    """Read `requests` with store.get_many in a thread of its own, yielding lists of the
-    (i, result) pairs that arrived since the previous list: the caller decodes one list while
-    the next arrives, and a list holds all that arrived meanwhile."""
+    """Read `requests` with store.get_many (`concurrency` in flight) in a thread of its own,
+    yielding lists of the (i, result) pairs that arrived since the previous list: the caller
+    decodes one list while the next arrives, and a list holds all that arrived meanwhile."""
     if len(requests) <= 1:
-        yield list(store.get_many(requests))
+        yield list(store.get_many(requests, concurrency=concurrency))
         return
     arrived: queue.SimpleQueue[object] = queue.SimpleQueue()
     stop = threading.Event()
 
     def fetch() -> None:
-        results = store.get_many(requests)
+        results = store.get_many(requests, concurrency=concurrency)
         try:
             for item in results:
                 arrived.put(item)
@@ -345,35 +345,35 @@ def _grid_of(extent: Sequence[int], chunk_shape: Sequence[int]) -> tuple[int, ..
     return tuple(-(-s // c) for s, c in zip(extent, chunk_shape))
 
 
-def _write_waves(n: int, store: Store) -> list[slice]:
+def _write_waves(n: int, store: Store, threads: int) -> list[slice]:
     """Consecutive slices of range(n) that a write encodes one after another. On a store that
     streams writes, each wave's chunks upload while the next is encoded: as many chunks per
-    wave as threads, or more so that there are at most WRITE_WAVES; one slice otherwise."""
+    wave as `threads`, or more so that there are at most WRITE_WAVES; one slice otherwise."""
     if not store.streams_writes:
         return [slice(0, n)]
-    size = max(config.num_threads, -(-n // WRITE_WAVES))
+    size = max(threads, -(-n // WRITE_WAVES))
     return [slice(start, start + size) for start in range(0, n, size)]
 
 
 def _run_waves(job: ChunkWaves | _InnerChunkWaves, tasks: npt.ArrayLike,
-               work: Callable[[], None]) -> tuple[Exception, int] | None:
-    """Run the tasks `tasks` of ChunkWaves `job` by its `work` (work_read, work_write) on the
-    thread pool; None, or (error, task)."""
+               work: Callable[[], None], threads: int) -> tuple[Exception, int] | None:
+    """Run the tasks `tasks` of ChunkWaves `job` by its `work` (work_read, work_write) on
+    `threads` threads of the pool; None, or (error, task)."""
     ntasks = job.run(tasks)
     if ntasks:
-        run_workers(work, ntasks, job.stop)
+        run_workers(work, ntasks, job.stop, threads)
     job.release()
     return job.error()
 
 
 def _in_waves(fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, Any]]]],
-              requests: Sequence[Request], sizes: Sequence[int], shard: int
+              requests: Sequence[Request], sizes: Sequence[int], shard: int, threads: int
               ) -> Iterator[list[tuple[int, Any]]]:
     """`fetch(requests)`'s batches of (i, result), the requests (of about `sizes` bytes)
-    taken in waves of at most a shard (`shard` bytes) per thread, or WAVE_BYTES_MIN, each
-    fetched once the batches before are handed on: a sharded read holds about one shard per
-    thread, however many bytes it touches."""
-    budget = max(config.num_threads * shard, WAVE_BYTES_MIN)
+    taken in waves of at most a shard (`shard` bytes) per thread (of `threads`), or
+    WAVE_BYTES_MIN, each fetched once the batches before are handed on: a sharded read holds
+    about one shard per thread, however many bytes it touches."""
+    budget = max(threads * shard, WAVE_BYTES_MIN)
     waves, start, taken = [], 0, 0
     for i, size in enumerate(sizes):
         if taken + size > budget and i > start:
@@ -508,7 +508,7 @@ class ChunkEngine:
                  dtype: np.dtype[Any], fill_value: Any, codecs: Iterable[object], where: str,
                  key_layout: tuple[str, str, bool], array_shape: Sequence[int],
                  write_empty_chunks: bool | None = None, grid: ChunkGrid | None = None,
-                 cache_bytes: int = 0) -> None:
+                 cache_bytes: int = 0, options: Options = config) -> None:
         self.store = store
         self.key_prefix = key_prefix
         self._chunk_key = chunk_key
@@ -517,8 +517,12 @@ class ChunkEngine:
         self.grid = grid or ChunkGrid.regular(self.chunk_shape, self.array_shape)
         self.dtype = dtype
         self.fill_value = fill_value
+        # How requests run (threads, requests in flight, coalescing, shards' write order):
+        # the array's own options, else zarrcore.config's. The engine hands them to every
+        # road, store call and codec (through `spec`).
+        self.options = options
         self.spec = ChunkSpec(self.chunk_shape, dtype, fill_value,
-                              write_empty_chunks=write_empty_chunks)
+                              write_empty_chunks=write_empty_chunks, options=self.options)
         self._codecs, self._where = list(codecs), where
         self.chain = CodecChain(self._codecs, self.spec, where)
         # The chains of a rectilinear grid's chunk shapes, made when first needed.
@@ -674,7 +678,8 @@ class ChunkEngine:
         chain = self._chains.get(shape)
         if chain is None:
             spec = ChunkSpec(shape, self.dtype, self.fill_value,
-                             write_empty_chunks=self.spec.write_empty_chunks)
+                             write_empty_chunks=self.spec.write_empty_chunks,
+                             options=self.options)
             chain = self._chains[shape] = CodecChain(self._codecs, spec, self._where)
         return chain
 
@@ -737,10 +742,11 @@ class ChunkEngine:
                 chunk_shape=group.chain.spec.shape, write_empty_chunks=self.spec.writes_empty,
                 plans=group.plans if group.points is None else None, points=group.points,
                 data=data, cache=None if writing else self.cache)
+            threads = self.options.num_threads
             if writing:
-                run_workers(batch.work_write, batch.split_writes(config.num_threads), batch.stop)
+                run_workers(batch.work_write, batch.split_writes(threads), batch.stop, threads)
             else:
-                run_workers(batch.work_read, batch.split_reads(config.num_threads), batch.stop)
+                run_workers(batch.work_read, batch.split_reads(threads), batch.stop, threads)
             # Errors name the store key: the path below the store root, array prefix included.
             batch.raise_error(len(root) + 1)
             if writing:
@@ -771,7 +777,7 @@ class ChunkEngine:
 
     def stored(self, keys: Sequence[str]) -> list[bool]:
         """Whether each chunk (shard) of `keys` is stored, asked of the store in parallel."""
-        return parallel_map(self.store.exists, keys)
+        return parallel_map(self.store.exists, keys, self.options.num_threads)
 
     def check_stored(self, indexer: Indexer) -> None:
         """ChunkNotFoundError naming the chunks (shards when sharded) of `indexer`'s selection
@@ -821,13 +827,13 @@ class ChunkEngine:
                       else self._shard_spec(group.chain.spec.shape, group.extent, group.form))
             if not writing:
                 batch = shards.batch(group.plans, data, cache=self.cache)
-                run_workers(batch.work_read, batch.ntasks, batch.stop)
+                run_workers(batch.work_read, batch.ntasks, batch.stop, self.options.num_threads)
                 batch.raise_error()
                 continue
             batch = shards.batch(group.plans, data, writing=True,
                                  write_empty_chunks=self.spec.writes_empty,
                                  write_order=codec.write_order())
-            run_workers(batch.work_write, batch.ntasks, batch.stop)
+            run_workers(batch.work_write, batch.ntasks, batch.stop, self.options.num_threads)
             batch.raise_error()
             deferred += self._projections(group.plans, batch.deferred())
         return deferred
@@ -841,8 +847,8 @@ class ChunkEngine:
             i, parts = item
             self._read_into(keys[i], self._stored(keys[i], parts), projections[i], out)
 
-        for batch in arrivals(self.store, self._whole(keys)):
-            parallel_map(decode, batch)
+        for batch in arrivals(self.store, self._whole(keys), self.options.io_concurrency):
+            parallel_map(decode, batch, self.options.num_threads)
 
     def _read_each_chunk(self, indexer: Indexer, out: npt.NDArray[Any]) -> None:
         """Chunk by chunk on the pool: a shard through ShardingCodec.read_partial, a chunk
@@ -860,7 +866,7 @@ class ChunkEngine:
                 raise _with_key(e, key) from e
             self._read_into(key, self.get_stored(key), p, out)
 
-        parallel_map(work, list(indexer.projections()))
+        parallel_map(work, list(indexer.projections()), self.options.num_threads)
 
     def _read_into(self, key: str, data: BytesLike | None, p: ChunkProjection,
                    out: npt.NDArray[Any]) -> None:
@@ -891,7 +897,8 @@ class ChunkEngine:
             keys += [self.key(c) for c in coords]
             first.append(len(keys))
         # Per batch in Python ints, no numpy call: a small read's batch is one chunk.
-        for batch in arrivals(self.store, self._whole(keys)):
+        threads = self.options.num_threads
+        for batch in arrivals(self.store, self._whole(keys), self.options.io_concurrency):
             arrived: dict[int, list[int]] = {}  # the tasks that arrived, by job
             for i, parts in batch:
                 j = bisect.bisect_right(first, i) - 1
@@ -900,7 +907,7 @@ class ChunkEngine:
                     jobs[j].add_whole(i - first[j], data)
                 arrived.setdefault(j, []).append(i - first[j])
             for j in sorted(arrived):
-                failure = _run_waves(jobs[j], arrived[j], jobs[j].work_read)
+                failure = _run_waves(jobs[j], arrived[j], jobs[j].work_read, threads)
                 if failure is not None:
                     error, task = failure
                     raise _with_key(error, keys[first[j] + task])
@@ -955,7 +962,7 @@ class ChunkEngine:
             return f"{keys[shard_of[task]]!r}, inner chunk {inner}"
 
         def run(tasks: Int64s) -> None:
-            failure = _run_waves(job, tasks, job.work_read)
+            failure = _run_waves(job, tasks, job.work_read, self.options.num_threads)
             if failure is not None:
                 error, task = failure
                 raise type(error)(f"chunk {name(task)}: {error}")
@@ -994,10 +1001,11 @@ class ChunkEngine:
         is read through them, index and inner chunks alike, so that a writer replacing a shard
         between the two cannot tear the read; other stores through get_many."""
         store = self.store
+        concurrency, threads = self.options.io_concurrency, self.options.num_threads
         fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, Any]]]]
         if not store.readers_keep_one_version:
             def fetch(requests: Sequence[Request]) -> Iterator[list[tuple[int, Fetched]]]:
-                return arrivals(store, requests)
+                return arrivals(store, requests, concurrency)
         else:
             readers: dict[str, RangeReader | None] = {}
 
@@ -1011,7 +1019,7 @@ class ChunkEngine:
                 for key, _ in requests:
                     if key not in readers:
                         readers[key] = held.enter_context(store.reader(key))
-                return fan_out(read, requests, config.io_concurrency,
+                return fan_out(read, requests, concurrency,
                                thread_name="zarrcore-fetch")
 
         # (key, [(start, stop)]), and the tasks whose bytes that range holds, their offsets
@@ -1022,7 +1030,7 @@ class ChunkEngine:
         for batch in _in_waves(fetch, [(key, whole if ranges is None else ranges)
                                        for key, ranges in requests],
                                [shard if ranges is None else 0 for _, ranges in requests],
-                               shard):
+                               shard, threads):
             wave = []
             for s, parts in batch:
                 whole = requests[s][1] is None
@@ -1046,7 +1054,9 @@ class ChunkEngine:
                     add(data, tasks, spans[:, 0].astype(np.int64), spans[:, 1].astype(np.int64))
                     continue
                 wave[-1] = wave[-1][~stored]  # the stored ones decode once their bytes arrive
-                starts, stops, group = coalesce(spans[:, 0], spans[:, 1])
+                starts, stops, group = coalesce(spans[:, 0], spans[:, 1],
+                                                self.options.coalesce_gap_bytes,
+                                                self.options.coalesce_max_bytes)
                 order = np.argsort(group, kind="stable")
                 cuts = np.searchsorted(group[order], np.arange(len(starts) + 1))
                 for g, (start, stop) in enumerate(zip(starts.tolist(), stops.tolist())):
@@ -1059,7 +1069,7 @@ class ChunkEngine:
         if not ranged:
             return
         for batch in _in_waves(fetch, [r[0] for r in ranged],
-                               [int(r[3].sum()) for r in ranged], shard):
+                               [int(r[3].sum()) for r in ranged], shard, threads):
             for r, parts in batch:
                 _, tasks, offsets, lengths = ranged[r]
                 data = _first(parts)
@@ -1129,8 +1139,10 @@ class ChunkEngine:
 
         def encoded() -> Iterator[tuple[str, BytesLike | None]]:
             listed = list(projections)
-            for wave in _write_waves(len(listed), self.store):
-                yield from (item for item in parallel_map(work, listed[wave]) if item is not None)
+            threads = self.options.num_threads
+            for wave in _write_waves(len(listed), self.store, threads):
+                yield from (item for item in parallel_map(work, listed[wave], threads)
+                            if item is not None)
 
         self.put_many(encoded())
 
@@ -1159,8 +1171,9 @@ class ChunkEngine:
                        ) -> Iterator[tuple[str, BytesLike | None]]:
         """(key, encoding) of the tasks `tasks` of the write `job`, at the keys `keys`,
         encoded in waves (_write_waves) as they are taken."""
-        for wave in _write_waves(len(tasks), self.store):
-            failure = _run_waves(job, tasks[wave], job.work_write)
+        threads = self.options.num_threads
+        for wave in _write_waves(len(tasks), self.store, threads):
+            failure = _run_waves(job, tasks[wave], job.work_write, threads)
             if failure is not None:
                 error, task = failure
                 raise _with_key(error, keys[bisect.bisect_left(tasks, task)])
@@ -1172,7 +1185,7 @@ class ChunkEngine:
         store that streams writes starts uploading as `items` yields them)."""
         store = self.store
         if self._whole_writes_locked():
-            parallel_map(self._put_locked, items)
+            parallel_map(self._put_locked, items, self.options.num_threads)
             return
         deleted: list[str] = []
 
@@ -1183,7 +1196,7 @@ class ChunkEngine:
                 else:
                     yield key, data
 
-        store.set_many(stored())
+        store.set_many(stored(), concurrency=self.options.io_concurrency)
         for key in deleted:
             store.delete(key)
 

@@ -15,13 +15,19 @@ pipelines zarr-python's ShardingCodec builds for inner chunks and indexes (`from
 no array). `read` and `write` hand a request to it in the cases of FALLBACKS; with
 `zarrcore.config.set(pipeline_fallback=False)` (ZARRCORE_PIPELINE_FALLBACK=0) they raise
 PipelineFallbackError instead. A write to a read-only store also goes to it, which raises
-zarr-python's own error.
+zarr-python's own error. A write of part of a chunk or shard to a store with neither locks nor
+conditional writes (FsspecStore over s3fs, obstore's LocalStore) goes to it with a
+RuntimeWarning: a concurrent writer's update to that chunk could be lost there.
 
 zarr-python's settings keep their meaning: the array's write_empty_chunks and
 read_missing_chunks (GetResult statuses, from one exists call per chunk, are exact when it is
-False: zarr-python looks at them only then), and, set on zarrcore's config by each request,
-"async.concurrency" (io_concurrency), "threading.max_workers" (num_threads, when set), the
-sharding coalesce limits and the sharding codec's subchunk_write_order (shard_write_order).
+False: zarr-python looks at them only then), and, as the own settings of the zarrcore Array
+each request runs on (`_settings`; zarrcore.config is never changed, so arrays of different
+settings in one process keep theirs): "async.concurrency" (io_concurrency),
+"threading.max_workers" (num_threads when set: the threads a request runs on, at most
+zarrcore.config.num_threads, the size of zarrcore's pool), the array's sharding coalesce
+limits (coalesce_gap_bytes, coalesce_max_bytes) and its sharding codec's subchunk_write_order
+(shard_write_order).
 """
 from __future__ import annotations
 
@@ -29,6 +35,7 @@ import asyncio
 import importlib.metadata
 import json
 import math
+import warnings
 from collections.abc import Coroutine, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
@@ -89,7 +96,8 @@ FALLBACKS = {
     "fields": "a structured array read or written by fields",
     "write_order": "a write of shards whose subchunk_write_order is colexicographic",
     "unprotected": ("a write of part of a chunk or shard to a store with neither locks nor "
-                    "conditional writes (zarrcore refuses it; zarr-python writes it unprotected)"),
+                    "conditional writes (zarrcore refuses it; zarr-python writes it unprotected, "
+                    "with a RuntimeWarning)"),
 }
 
 
@@ -225,14 +233,14 @@ def _is_points(batch: Sequence[Entry], out_ndim: int) -> bool:
 
 class _ArrayTarget:
     """The zarr-python array a pipeline serves: its metadata and store, opened as zarrcore's
-    Array over the same store when first needed (one per path and write_empty_chunks)."""
+    Array over the same store when first needed (one per path and settings)."""
 
     def __init__(self, metadata: ArrayMetadata, store: ZarrStore) -> None:
         self.metadata = metadata
         self.zarr_store = store
         self._store: Store | None = None
         self._zarr_metadata: Any = None
-        self._arrays: dict[tuple[str, bool], Array] = {}
+        self._arrays: dict[tuple[str, tuple[tuple[str, Any], ...]], Array] = {}
 
     def __getstate__(self) -> tuple[ArrayMetadata, ZarrStore]:
         # (A copy in another process opens its own zarrcore objects.)
@@ -271,13 +279,14 @@ class _ArrayTarget:
         self._zarr_metadata = read_metadata(self.store(), path, self.metadata.zarr_format)
         self._arrays.clear()
 
-    def array(self, path: str, write_empty: bool) -> Array:
-        """zarrcore's Array at `path` that writes empty chunks or not; missing chunks read as
-        fill (the pipeline reports them: zarr-python decides)."""
-        found = self._arrays.get((path, write_empty))
+    def array(self, path: str, settings: dict[str, Any]) -> Array:
+        """zarrcore's Array at `path` with the own settings `settings` (`_settings`); missing
+        chunks read as fill (the pipeline reports them: zarr-python decides)."""
+        key = (path, tuple(sorted(settings.items())))
+        found = self._arrays.get(key)
         if found is None:
             metadata = self.parsed()
-            settings = {"write_empty_chunks": write_empty, "read_missing_chunks": True}
+            settings = {**settings, "read_missing_chunks": True}
             found = Array(self.store(), path, metadata, self.zarr_store.read_only, settings)
             engine = found.chunk_engine
             if engine.partial is not None and engine.grid.is_regular:
@@ -288,7 +297,7 @@ class _ArrayTarget:
                 ends = tuple(-(-n // c) * c for n, c in zip(metadata.shape, engine.chunk_shape))
                 found = Array(self.store(), path, metadata.evolve(shape=ends),
                               self.zarr_store.read_only, settings)
-            self._arrays[path, write_empty] = found
+            self._arrays[key] = found
         return found
 
 
@@ -448,12 +457,22 @@ class ZarrcorePipeline(CodecPipeline):
             await self._fall_back(reason, self.zarr_pipeline.write(batch, value, drop_axes))
 
     async def _fall_back(self, reason: str, call: Coroutine[Any, Any, _T]) -> _T:
-        """`call` (zarr-python's pipeline doing the request), unless config says to raise."""
+        """`call` (zarr-python's pipeline doing the request), unless config says to raise;
+        a write it makes unprotected warns."""
         if not config.pipeline_fallback:
             call.close()
             raise PipelineFallbackError(
                 f"zarrcore's pipeline cannot run this request ({FALLBACKS[reason]}) and "
                 f"zarrcore.config.pipeline_fallback is False")
+        if reason == "unprotected":
+            assert self._target is not None  # (only requests of an array fall back)
+            warnings.warn(
+                f"zarr-python's pipeline writes part of a chunk or shard of "
+                f"{self._target.zarr_store!r} unprotected: the store has neither locks nor "
+                f"conditional writes, so a concurrent writer's update to the same chunk could "
+                f"be lost; zarrcore.config.set(pipeline_fallback=False) raises instead, "
+                f"unsafe_partial_writes=True writes it by zarrcore", RuntimeWarning,
+                stacklevel=2)
         return await call
 
     def _request(self, batch: list[Entry], out_shape: tuple[int, ...] | None,
@@ -492,7 +511,7 @@ class ZarrcorePipeline(CodecPipeline):
             try:
                 if attempt:
                     self._target.reread(path)
-                array = self._target.array(path, bool(spec.config.write_empty_chunks))
+                array = self._target.array(path, _settings(spec, order or "C"))
             except ZarrcoreError:
                 return "metadata"
             grid = array.chunk_engine.grid
@@ -515,25 +534,23 @@ class ZarrcorePipeline(CodecPipeline):
             ends = (np.asarray(origins) + array.chunk_engine.chunk_shape > shape).any(axis=1)
             if not all(e[4] for e in batch) or array.shape != shape and ends.any():
                 return "unprotected"
-        self._follow_zarr_config(spec, order or "C")
         return _Request(array, selection, [e[0].path for e in batch])
 
-    @staticmethod
-    def _follow_zarr_config(spec: ArraySpec, shard_write_order: str) -> None:
-        """zarrcore's settings set to the meanings of zarr-python's: "async.concurrency"
-        (requests in flight), "threading.max_workers" (threads, when set), the array's
-        sharding coalesce limits and its sharding codec's subchunk_write_order."""
-        wanted: dict[str, Any] = {
-            "shard_write_order": shard_write_order,
-            "io_concurrency": int(zarr_config.get("async.concurrency")),
-            "coalesce_gap_bytes": int(spec.config.sharding_coalesce_max_gap_bytes),
-            "coalesce_max_bytes": int(spec.config.sharding_coalesce_max_bytes),
-        }
-        workers = zarr_config.get("threading.max_workers")
-        if workers is not None:
-            wanted["num_threads"] = int(workers)
-        if any(getattr(config, name) != value for name, value in wanted.items()):
-            config.set(wanted)
+
+def _settings(spec: ArraySpec, shard_write_order: str) -> dict[str, Any]:
+    """The own settings (Array.with_config's) of the zarrcore Array that runs a request of
+    the chunk spec `spec`, with zarr-python's meanings: the array's write_empty_chunks,
+    "async.concurrency" (requests in flight), "threading.max_workers" (threads, when set),
+    the array's sharding coalesce limits and its sharding codec's subchunk_write_order."""
+    workers = zarr_config.get("threading.max_workers")
+    return {
+        "write_empty_chunks": bool(spec.config.write_empty_chunks),
+        "shard_write_order": shard_write_order,
+        "io_concurrency": int(zarr_config.get("async.concurrency")),
+        "num_threads": None if workers is None else int(workers),
+        "coalesce_gap_bytes": int(spec.config.sharding_coalesce_max_gap_bytes),
+        "coalesce_max_bytes": int(spec.config.sharding_coalesce_max_bytes),
+    }
 
 
 # zarr-python's subchunk_write_order: zarrcore's config.shard_write_order, None where it has none.

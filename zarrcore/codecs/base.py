@@ -7,7 +7,7 @@ from typing import Any, TypeVar, Union
 import numpy as np
 import numpy.typing as npt
 
-from ..config import config, size_with_slack
+from ..config import Options, config, size_with_slack
 from ..errors import ChunkDecodeError, MetadataError
 
 #: The data bytes->bytes codecs take and give: bytes or a buffer of them, such as a memoryview
@@ -36,7 +36,8 @@ class ChunkSpec:
     fills in array-dependent codec parameters, such as the bytes codec's endian, from it.
     bytes->bytes decoders fail rather than produce more than `max_bytes` (None: see
     `decode_limit`). `write_empty_chunks` is the array's own setting (None: follow
-    `zarrcore.config`); `writes_empty` resolves it.
+    `zarrcore.config`); `writes_empty` resolves it. `options` are the array's own options
+    of how it runs (the sharding codec's write order and coalescing).
     """
 
     shape: tuple[int, ...]
@@ -46,6 +47,7 @@ class ChunkSpec:
     array_dtype: np.dtype[Any] | None = None
     max_bytes: int | None = None
     write_empty_chunks: bool | None = None
+    options: Options = config
 
     def __post_init__(self) -> None:
         if self.array_dtype is None:

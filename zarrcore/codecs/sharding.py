@@ -25,6 +25,7 @@ from .chain import CodecChain
 from .registry import codec_from_json, register_codec
 
 if TYPE_CHECKING:
+    from ..config import Options
     from ..storage.base import RangeReader, Store
     from .base import BytesLike, CodecJSON, NativeForm
 
@@ -105,8 +106,8 @@ class _Ranged:
     """A stored shard read by byte ranges (Store.reader: one version of it throughout where the
     store can; else its size may be unknown, and ranges past its end come back short)."""
 
-    def __init__(self, reader: RangeReader) -> None:
-        self.reader = reader
+    def __init__(self, reader: RangeReader, options: Options) -> None:
+        self.reader, self.options = reader, options
         self.size = reader.size
 
     def get(self, start: int | None, stop: int | None) -> BytesLike | None:
@@ -118,7 +119,8 @@ class _Ranged:
         if not spans:
             return []
         offsets, lengths = np.asarray(spans, dtype=np.uint64).T
-        starts, stops, group = coalesce(offsets, lengths)
+        starts, stops, group = coalesce(offsets, lengths, self.options.coalesce_gap_bytes,
+                                        self.options.coalesce_max_bytes)
         datas = self.reader.get_ranges(list(zip(starts.tolist(), stops.tolist())))
         if datas is None:
             raise ShardIndexError("shard was deleted while being read")
@@ -131,14 +133,13 @@ class _Ranged:
 _Shard = Union[_Whole, _Ranged]
 
 
-def coalesce(offsets: npt.ArrayLike, lengths: npt.ArrayLike,
-             gap: int | None = None) -> tuple[Int64s, Int64s, Int64s]:
+def coalesce(offsets: npt.ArrayLike, lengths: npt.ArrayLike, gap: int,
+             most: int | None) -> tuple[Int64s, Int64s, Int64s]:
     """Group byte spans (uint64 `offsets` and `lengths`) into requests: spans less than `gap`
-    (config.coalesce_gap_bytes) apart share one, while it spans at most
-    config.coalesce_max_bytes (None: any length; a longer span is a request of its own).
-    Returns (starts, stops, group): request g reads [starts[g], stops[g]), span i lies in
-    request group[i]. ShardIndexError for a span that no store could hold."""
-    gap = config.coalesce_gap_bytes if gap is None else gap
+    bytes apart share one, while it spans at most `most` bytes (None: any length; a longer
+    span is a request of its own); an array's Options (config.array_options). Returns (starts,
+    stops, group): request g reads [starts[g], stops[g]), span i lies in request group[i].
+    ShardIndexError for a span that no store could hold."""
     unsigned = np.asarray(offsets, dtype=np.uint64)
     unsigned_ends = unsigned + np.asarray(lengths, dtype=np.uint64)
     if unsigned.size and (unsigned_ends.max() >= 2**62 or (unsigned_ends < unsigned).any()):
@@ -149,7 +150,6 @@ def coalesce(offsets: npt.ArrayLike, lengths: npt.ArrayLike,
     reach = np.maximum.accumulate(last) if last.size else last
     opens = np.ones(first.size, dtype=bool)
     opens[1:] = first[1:] - reach[:-1] > gap
-    most = config.coalesce_max_bytes
     if most is not None and first.size:
         heads = np.flatnonzero(opens)
         if (np.maximum.reduceat(last, heads) - first[heads] > most).any():
@@ -177,8 +177,9 @@ def _cap(first: Int64s, last: Int64s, opens: npt.NDArray[np.bool_], most: int) -
 class ShardingCodec(ArrayBytesCodec):
     """Array->bytes codec storing a chunk ("shard") as separately encoded inner chunks.
 
-    Runtime option `config.shard_write_order` ("C" or "morton") sets the order of the inner
-    chunks' bytes in written shards; it is not part of the metadata, as the spec requires.
+    The array's option `shard_write_order` ("C" or "morton", config.Options) sets the order of
+    the inner chunks' bytes in written shards; it is not part of the metadata, as the spec
+    requires.
     """
 
     name = "sharding_indexed"
@@ -311,8 +312,8 @@ class ShardingCodec(ArrayBytesCodec):
 
     def write_order(self) -> Int64s | None:
         """C-order indices of the inner chunks in the order written shards lay them out
-        (config.shard_write_order); None for C order."""
-        if config.shard_write_order == "C":
+        (the array's Options.shard_write_order); None for C order."""
+        if self._spec.options.shard_write_order == "C":
             return None
         if self._morton is None:
             self._morton = morton_order(self._grid)
@@ -475,7 +476,7 @@ class ShardingCodec(ArrayBytesCodec):
                                     indexer.plans, data, self._spec.writes_empty)
 
     def _run(self, job: _chunk_jobs.ShardJob, work: Callable[[], None]) -> None:
-        run_workers(work, job.ntasks, job.stop)
+        run_workers(work, job.ntasks, job.stop, self._spec.options.num_threads)
         failure = job.error()
         if failure is not None:
             error, i = failure
@@ -510,7 +511,8 @@ class ShardingCodec(ArrayBytesCodec):
         # One version of the shard throughout: a writer may replace it between the reads of
         # its index and of its inner chunks.
         with store.reader(key) as reader:
-            self._read(None if reader is None else _Ranged(reader), indexer, out)
+            self._read(None if reader is None
+                       else _Ranged(reader, self._spec.options), indexer, out)
 
     def _read(self, shard: _Shard | None, indexer: BasicIndexer,
               out: npt.NDArray[Any]) -> None:
@@ -542,7 +544,7 @@ class ShardingCodec(ArrayBytesCodec):
                 raise _inner_error(e, p.coords) from e
 
         # Inner chunks decode in parallel, GIL released, straight into `out` when contiguous there.
-        parallel_map(work, zip(indexer.projections(), blobs))
+        parallel_map(work, zip(indexer.projections(), blobs), self._spec.options.num_threads)
 
     def check(self, data: BytesLike, max_bytes: int = 64 << 20
               ) -> tuple[list[tuple[tuple[int, ...] | None, str]], list[tuple[int, ...]]]:
@@ -669,7 +671,8 @@ class ShardingCodec(ArrayBytesCodec):
             except ZarrcoreError as e:
                 raise _inner_error(e, p.coords) from e
 
-        parallel_map(work, zip(indexer.projections(), self._touched(indexer)))
+        parallel_map(work, zip(indexer.projections(), self._touched(indexer)),
+                     self._spec.options.num_threads)
 
     def _assemble(self, blobs: dict[int, BytesLike]) -> bytes:
         """The shard bytes of the inner chunks `blobs` ({C-order index: encoded bytes}): laid

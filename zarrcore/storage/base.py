@@ -10,6 +10,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Optional, Protocol, Union, cast
 
 from .._portable import at_fork_in_child
+from ..config import config
 from ..errors import (
     InvalidKeyError, LockUnavailableError, ReadOnlyError, StoreError, ValueTooLargeError,
 )
@@ -170,6 +171,12 @@ class BytesReader:
         return [self._view[slice(start, stop)] for start, stop in ranges]
 
 
+
+def in_flight(concurrency: int | None) -> int:
+    """The requests a call of Store.get_many or set_many keeps in flight: `concurrency`, the
+    caller's (an array's ArrayOptions.io_concurrency), else config.io_concurrency."""
+    return config.io_concurrency if concurrency is None else concurrency
+
 class Store:
     """Base class of stores. Keys are '/'-separated relative paths.
 
@@ -281,18 +288,20 @@ class Store:
         from the value as it is at that moment."""
         yield _KeyReader(self, key)
 
-    def get_many(self, requests: Sequence[Request]) -> Iterator[tuple[int, Fetched]]:
+    def get_many(self, requests: Sequence[Request], concurrency: int | None = None
+                 ) -> Iterator[tuple[int, Fetched]]:
         """Read many keys at once: `requests` is a sequence of (key, ranges), ranges None for
         the whole value or a list of (start, stop) as in get_ranges. Yields (i, result) for
         every request i, in the order results arrive (remote stores fetch concurrently, up to
-        `config.io_concurrency` requests in flight); a result is None for a missing key, the
+        `in_flight(concurrency)` requests at once); a result is None for a missing key, the
         bytes for a whole value, or the list of bytes of its ranges."""
         for i, (key, ranges) in enumerate(requests):
             yield i, self.get(key) if ranges is None else self.get_ranges(key, ranges)
 
-    def set_many(self, items: Iterable[tuple[str, ReadableBuffer]]) -> None:
+    def set_many(self, items: Iterable[tuple[str, ReadableBuffer]],
+                 concurrency: int | None = None) -> None:
         """Write every (key, value) of the iterable `items`; remote stores upload
-        concurrently."""
+        concurrently, up to `in_flight(concurrency)` at once."""
         for key, value in items:
             self.set(key, value)
 

@@ -1,7 +1,7 @@
 """Any fsspec filesystem as a store (s3fs, gcsfs, adlfs, sftp, ...). Filesystems with an
 async implementation fetch get_many's requests concurrently on fsspec's own loop, up to
-`config.io_concurrency` at once per call and `config.io_process_concurrency` in the process;
-others read one request after another.
+the caller's concurrency (an array's io_concurrency, `in_flight`) at once per call and
+`config.io_process_concurrency` in the process; others read one request after another.
 
 A process forked from one that used the store (multiprocessing's 'fork', PyTorch's
 DataLoader workers) opens the filesystem anew from its options on first use: the parent's
@@ -18,11 +18,10 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from .._portable import at_fork_in_child
 from ..concurrency import each, fan_out, run_bounded
-from ..config import config
 from ..errors import StoreError
 from . import _aio
 from .base import (
-    ByteRange, Fetched, Request, Store, check_length, validate_key, validate_prefix,
+    ByteRange, Fetched, Request, Store, check_length, in_flight, validate_key, validate_prefix,
 )
 from .options import credentials_error
 
@@ -240,11 +239,12 @@ class FsspecStore(Store):
         except Exception as e:
             raise self._error(key, e) from e
 
-    def get_many(self, requests: Sequence[Request]) -> Iterator[tuple[int, Fetched]]:
+    def get_many(self, requests: Sequence[Request], concurrency: int | None = None
+                 ) -> Iterator[tuple[int, Fetched]]:
         self._in_this_process()
         if not self._async:
             return super().get_many(requests)
-        return each(fan_out(lambda r: self._fetch(*r), requests, config.io_concurrency,
+        return each(fan_out(lambda r: self._fetch(*r), requests, in_flight(concurrency),
                             loop=self._loop or _aio.io_loop(), deadline=_aio.answer_deadline(),
                             doing="reading"))
 
@@ -277,7 +277,8 @@ class FsspecStore(Store):
         except Exception as e:
             raise self._error(key, e) from e
 
-    def set_many(self, items: Iterable[tuple[str, ReadableBuffer]]) -> None:
+    def set_many(self, items: Iterable[tuple[str, ReadableBuffer]],
+                 concurrency: int | None = None) -> None:
         items = list(items)
         if not items:
             return
@@ -285,7 +286,7 @@ class FsspecStore(Store):
             self.check_writable(validate_key(key))
         self._in_this_process()
         if self._async:  # one request per key, as many at once as get_many's
-            run_bounded(lambda item: self._put(*item), items, config.io_concurrency,
+            run_bounded(lambda item: self._put(*item), items, in_flight(concurrency),
                         loop=self._loop or _aio.io_loop(), deadline=_aio.answer_deadline(),
                         doing="writing")
             return

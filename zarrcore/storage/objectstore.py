@@ -1,11 +1,12 @@
 """Object storage (S3, GCS, Azure, HTTP) through obstore: the extra `zarrcore[remote]`.
 
-Requests run on one asyncio loop of the process (storage/_aio.py), up to
-`config.io_concurrency` at once per call and `config.io_process_concurrency` in the whole
-process; each request is bounded by `config.io_timeout` seconds and tried again
-`config.io_retries` times (storage_options `timeout` and `retries` override them). The stores
-`from_url` opens on one endpoint, bucket and credentials (and client settings) share one
-client, so one pool of connections, whatever their paths.
+Requests run on one asyncio loop of the process (storage/_aio.py), up to the caller's
+concurrency (an array's io_concurrency, `in_flight`) at once per call and
+`config.io_process_concurrency` in the whole process; each request is bounded by
+`config.io_timeout` seconds and tried again `config.io_retries` times (storage_options
+`timeout` and `retries` override them). The stores `from_url` opens on one endpoint, bucket
+and credentials (and client settings) share one client, so one pool of connections, whatever
+their paths.
 Objects are written whole by single PUTs (never multipart: a chunk or shard is far below the
 5 GiB a PUT takes, and a multipart upload costs two more round trips in sequence), so a reader
 sees each object old or new.
@@ -46,7 +47,7 @@ from .._portable import at_fork_in_child
 from . import _aio
 from .base import (
     ByteRange, Fetched, RangeReader, ReadBytes, Request, Store, at_most, bounded, check_length,
-    validate_key, validate_prefix,
+    in_flight, validate_key, validate_prefix,
 )
 from .options import StorageOptions, checked_backend_options, credentials_error
 
@@ -595,8 +596,9 @@ class ObjectStore(Store):
         if the object is replaced meanwhile, KeyChangedError."""
         yield _ObjectReader(self, validate_key(key))
 
-    def get_many(self, requests: Sequence[Request]) -> Iterator[tuple[int, Fetched]]:
-        return each(fan_out(lambda r: self._fetch(*r), requests, config.io_concurrency,
+    def get_many(self, requests: Sequence[Request], concurrency: int | None = None
+                 ) -> Iterator[tuple[int, Fetched]]:
+        return each(fan_out(lambda r: self._fetch(*r), requests, in_flight(concurrency),
                             loop=_aio.io_loop(), deadline=self._deadline(), doing="reading"))
 
     async def _get_with_meta(self, key: str, limit: int | None = None, why: str | None = None
@@ -707,15 +709,16 @@ class ObjectStore(Store):
         self.check_writable(key)
         self._run(self._write(validate_key(key), value))
 
-    def set_many(self, items: Iterable[tuple[str, ReadableBuffer]]) -> None:
-        """As Store.set_many, up to config.io_concurrency PUTs at once, each started as soon
-        as `items` (which may be a generator) yields it."""
+    def set_many(self, items: Iterable[tuple[str, ReadableBuffer]],
+                 concurrency: int | None = None) -> None:
+        """As Store.set_many, each PUT started as soon as `items` (which may be a generator)
+        yields it."""
         def checked() -> Iterator[tuple[str, ReadableBuffer]]:
             for key, value in items:
                 self.check_writable(key)
                 yield validate_key(key), value
 
-        run_bounded(lambda item: self._write(*item), checked(), config.io_concurrency,
+        run_bounded(lambda item: self._write(*item), checked(), in_flight(concurrency),
                     loop=_aio.io_loop(), deadline=self._deadline(), doing="writing")
 
     def set_if(self, key: str, value: ReadableBuffer, version: ObjectVersion | None) -> bool:

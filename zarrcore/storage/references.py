@@ -890,9 +890,11 @@ class ReferenceStore(Store):
             return parts
         return None
 
-    def get_many(self, requests: Sequence[Request]) -> Iterator[tuple[int, Fetched]]:
+    def get_many(self, requests: Sequence[Request], concurrency: int | None = None
+                 ) -> Iterator[tuple[int, Fetched]]:
         """As Store.get_many: inline values at once; the byte ranges of target files grouped
-        by target store (all its files' in one get_many of it), neighbours coalesced."""
+        by target store (all its files' in one get_many of it, `concurrency` in flight),
+        neighbours coalesced."""
         pieces: dict[Store, dict[str, list[_Piece]]] = {}
         # Requests of whole-file references (no length): read as asked, one fetch each.
         passed: dict[Store, list[tuple[str, int]]] = {}
@@ -917,7 +919,7 @@ class ReferenceStore(Store):
                 if start != stop)
         for store in {**pieces, **passed}:
             yield from self._read(requests, store, pieces.get(store, {}),
-                                  passed.get(store, []), pending)
+                                  passed.get(store, []), pending, concurrency)
 
     @staticmethod
     def _spans(ref: Target, ranges: Sequence[ByteRange] | None) -> list[tuple[int, int]]:
@@ -937,7 +939,8 @@ class ReferenceStore(Store):
 
     def _read(self, requests: Sequence[Request], store: Store,
               pieces: dict[str, list[_Piece]], passed: list[tuple[str, int]],
-              pending: dict[int, list[ReadBytes | None]]) -> Iterator[tuple[int, Fetched]]:
+              pending: dict[int, list[ReadBytes | None]], concurrency: int | None
+              ) -> Iterator[tuple[int, Fetched]]:
         """Read the `pieces` of each target file of `store` and its `passed` requests,
         yielding each request once all its pieces have arrived."""
         # One fetch per merged span: they go out concurrently (remote stores), and each is
@@ -959,7 +962,7 @@ class ReferenceStore(Store):
                 errno.ENOENT, f"reference {requests[i][0]!r} of {self!r}: its target {name!r} "
                               f"of {store!r} is missing or shorter than the reference says")
 
-        for f, parts in store.get_many(fetches):
+        for f, parts in store.get_many(fetches, concurrency):
             if f >= len(fetched):
                 name, i = passed[f - len(fetched)]
                 if parts is None:

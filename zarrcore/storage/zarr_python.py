@@ -21,11 +21,10 @@ from zarr.core.sync import _get_loop
 from zarr.storage import MemoryStore as ZarrMemoryStore, WrapperStore, ZipStore as ZarrZipStore
 
 from ..concurrency import each, fan_out, run_bounded
-from ..config import config
 from ..errors import CommitConflictError, StoreError, ZarrcoreError
 from . import _aio
 from .base import (
-    ByteRange, Fetched, ReadBytes, Request, Store, validate_key, validate_prefix,
+    ByteRange, Fetched, ReadBytes, Request, Store, in_flight, validate_key, validate_prefix,
 )
 
 if TYPE_CHECKING:
@@ -249,7 +248,7 @@ def _is_fork(session: Any) -> bool:
 class ZarrPythonStore(Store):
     """A zarr-python store (any `zarr.abc.store.Store`) as a zarrcore Store. Its coroutines
     run on zarr-python's event loop (zarr_loop), get_many's and set_many's up to
-    `config.io_concurrency` at once; the ranges of one key are read by one
+    the caller's concurrency (`in_flight`) at once; the ranges of one key are read by one
     get_partial_values. Errors of the store are StoreErrors naming the key.
 
     Capabilities are the store's: read-only, writes, deletes, listing and consolidated
@@ -330,9 +329,10 @@ class ZarrPythonStore(Store):
         got = self._run(key, self._fetch(validate_key(key), list(ranges)))
         return None if got is None else list(cast("Sequence[ReadBytes]", got))
 
-    def get_many(self, requests: Sequence[Request]) -> Iterator[tuple[int, Fetched]]:
+    def get_many(self, requests: Sequence[Request], concurrency: int | None = None
+                 ) -> Iterator[tuple[int, Fetched]]:
         return each(fan_out(lambda r: self._guarded(r[0], self._fetch(validate_key(r[0]), r[1])),
-                            requests, config.io_concurrency, loop=zarr_loop(),
+                            requests, in_flight(concurrency), loop=zarr_loop(),
                             deadline=_aio.answer_deadline(), doing="reading"))
 
     async def _fetch(self, key: str, ranges: Sequence[ByteRange] | None,
@@ -430,14 +430,15 @@ class ZarrPythonStore(Store):
         self.check_writable(key)
         _aio.run(self._put(validate_key(key), value), zarr_loop())
 
-    def set_many(self, items: Iterable[tuple[str, ReadableBuffer]]) -> None:
-        """As Store.set_many, up to config.io_concurrency writes at once."""
+    def set_many(self, items: Iterable[tuple[str, ReadableBuffer]],
+                 concurrency: int | None = None) -> None:
+        """As Store.set_many, up to `in_flight(concurrency)` writes at once."""
         def checked() -> Iterator[tuple[str, ReadableBuffer]]:
             for key, value in items:
                 self.check_writable(key)
                 yield validate_key(key), value
 
-        run_bounded(lambda item: self._put(*item), checked(), config.io_concurrency,
+        run_bounded(lambda item: self._put(*item), checked(), in_flight(concurrency),
                     loop=zarr_loop(), deadline=_aio.answer_deadline(), doing="writing")
 
     def delete(self, key: str) -> None:
