@@ -106,7 +106,7 @@ $(NEWEST_VENV)/.build-requires:
 $(NEWEST_VENV)/.installed: $(NEWEST_VENV)/.build-requires $(SOURCES)
 	$(PRUNE_BUILD)
 	$(NEWEST_VENV)/bin/python -m pip install -q --no-build-isolation ".[icechunk,xarray,remote]" \
-		"virtualizarr>=2.1" "h5py>=3.10" "tensorstore>=0.1.86" \
+		"virtualizarr>=2.1" "h5py>=3.10" "tensorstore>=0.1.86" "s3fs>=2024.3" \
 		"moto[server]>=5.1" "pytest>=7" "hypothesis>=6"
 	touch $@
 
