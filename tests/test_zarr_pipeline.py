@@ -14,6 +14,8 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 zarr = pytest.importorskip("zarr", minversion="3.4",
                            reason="the pipeline implements zarr-python 3.4's CodecPipeline")
@@ -162,6 +164,41 @@ def test_zarr_python_reads_through_the_pipeline_what_zarrcore_writes(
         if kind == "block":
             np_sel = _block_region(kw, sel)
         np.testing.assert_array_equal(_get(a, kind, sel), expected[np_sel], err_msg=kind)
+
+
+def _region(draw, shape):
+    """A basic selection of unit-step slices and ints (the region reads and writes that
+    `zarr_pipeline._unit_slices` works out), with negative and open ends."""
+    sel = []
+    for n in shape:
+        if draw(st.booleans()):
+            sel.append(draw(st.integers(-n, n - 1)))
+        else:
+            start = draw(st.one_of(st.none(), st.integers(-n, n)))
+            stop = draw(st.one_of(st.none(), st.integers(-n, n)))
+            sel.append(slice(start, stop))
+    return tuple(sel)
+
+
+@pytest.mark.parametrize("layout", ["v3", "v3-sharded", "v2"])
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_region_reads_and_writes_match_numpy(tmp_path_factory, layout, data):
+    kw = LAYOUTS[layout]
+    shape = (19, 23)  # (edge chunks and shards on both axes)
+    expected = _values("int32", shape)
+    path = str(tmp_path_factory.mktemp("region"))
+    with zarr.config.set({"codec_pipeline.path": PATH}), \
+            zarrcore.config.set(pipeline_fallback=False):
+        a = zarr.create_array(path, shape=shape, dtype="int32", fill_value=-1, **kw)
+        a[...] = expected
+        sel = _region(data.draw, shape)
+        np.testing.assert_array_equal(a[sel], expected[sel])
+        value = -np.arange(expected[sel].size, dtype="int32").reshape(expected[sel].shape)
+        a[sel] = value
+        expected[sel] = value
+        np.testing.assert_array_equal(a[...], expected)
+    np.testing.assert_array_equal(zarrcore.open_array(path, mode="r")[...], expected)
 
 
 # -- tensorstore, both ways --------------------------------------------------------------------

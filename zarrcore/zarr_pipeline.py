@@ -158,6 +158,9 @@ def _orthogonal(origins: Sequence[tuple[int, ...]], coords: Sequence[tuple[int, 
     kept = [d for d in range(ndim) if not dropped[d]]
     if len(kept) != len(out_shape):
         return None
+    unit = _unit_slices(origins, coords, batch, out_shape, dropped, grid, writing)
+    if unit is not None:
+        return unit
     axes: list[Any] = [None] * ndim
     for k, d in enumerate(kept):
         axes[d] = np.full(out_shape[k], -1, dtype=np.int64)
@@ -200,6 +203,72 @@ def _orthogonal(origins: Sequence[tuple[int, ...]], coords: Sequence[tuple[int, 
     basic = all(isinstance(s, (int, slice)) for s in selection)
     return _Selection("basic" if basic else "orthogonal", tuple(selection), outside,
                       outside or differs)
+
+
+def _unit_slices(origins: Sequence[tuple[int, ...]], coords: Sequence[tuple[int, ...]],
+                 batch: Sequence[Entry], out_shape: tuple[int, ...], dropped: list[bool],
+                 grid: ChunkGrid, writing: bool) -> _Selection | None:
+    """`_orthogonal`'s answer, from the ends of the pieces alone, when every chunk's
+    projection is ints and unit-step slices (zarr-python's BasicIndexer and BlockIndexer
+    without steps: the common read and write of a region); None when one is of another
+    form, for `_orthogonal`'s general way."""
+    ndim = len(dropped)
+    nkept = len(out_shape)
+    base: list[int | None] = [None] * ndim  # per axis: position of output 0 (or the int)
+    pieces: list[dict[int, tuple[int, bool]]] = [{} for _ in range(ndim)]  # (length, whole)
+    outside = differs = False
+    for (_, _, chunk_sel, out_sel, complete), at, origin in zip(batch, coords, origins):
+        if type(out_sel) is not tuple or len(chunk_sel) != ndim or len(out_sel) != nkept:
+            return None
+        whole = True
+        k = 0
+        for d in range(ndim):
+            sel = chunk_sel[d]
+            if dropped[d]:
+                if not _is_int(sel):
+                    return None
+                start, stop, out_start = int(sel), int(sel) + 1, 0
+            else:
+                to = out_sel[k]
+                k += 1
+                if (type(sel) is not slice or type(to) is not slice
+                        or sel.step not in (None, 1) or to.step not in (None, 1)
+                        or type(sel.start) is not int or type(sel.stop) is not int
+                        or type(to.start) is not int or type(to.stop) is not int
+                        or not 0 <= sel.start < sel.stop
+                        or not 0 <= to.start < to.stop <= out_shape[k - 1]
+                        or to.stop - to.start != sel.stop - sel.start):
+                    return None
+                start, stop, out_start = sel.start, sel.stop, to.start
+            piece = pieces[d].get(at[d])
+            if piece is None:
+                here = origin[d] + start - out_start
+                if base[d] is None:
+                    base[d] = here
+                elif base[d] != here:
+                    return None
+                inside = min(grid.chunk_shape_at(at)[d], grid.shape[d] - origin[d])
+                outside = outside or origin[d] + stop > grid.shape[d]
+                piece = pieces[d][at[d]] = (stop - start, start == 0 and stop == inside)
+            whole = whole and piece[1]
+        differs = differs or writing and complete != whole
+    if len(batch) != math.prod(len(p) for p in pieces):
+        return None
+    selection: list[int | slice] = []
+    k = 0
+    for d in range(ndim):
+        at_zero = base[d]
+        assert at_zero is not None  # (every axis has a piece: the batch is not empty)
+        if dropped[d]:
+            selection.append(at_zero)
+            continue
+        # (Pieces of distinct chunks cover distinct positions; put at one offset, in bounds,
+        # their lengths summing to the output's, they cover it.)
+        if sum(length for length, _ in pieces[d].values()) != out_shape[k]:
+            return None
+        selection.append(slice(at_zero, at_zero + out_shape[k]))
+        k += 1
+    return _Selection("basic", tuple(selection), outside, outside or differs)
 
 
 def _points(origins: Sequence[tuple[int, ...]], batch: Sequence[Entry],
