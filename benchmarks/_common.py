@@ -223,6 +223,23 @@ def write_path(data_dir, lib, variant):
     return os.path.join(data_dir, "write", lib, f"{variant}.zarr")
 
 
+def trash_dir(data_dir):
+    """Where timed writes put earlier copies instead of deleting them (see set_aside)."""
+    return os.path.join(data_dir, "trash")
+
+
+def set_aside(path, data_dir):
+    """Move an earlier copy at `path` into the trash rather than delete it: on ext4, a file
+    created within about 30 s of many deletions scans the recently freed inodes first
+    (150-1,500 us a file instead of about 20), so a delete just before a timed write would
+    time the deletion. run.py empties the trash before and after the measurements."""
+    if not os.path.lexists(path):
+        return
+    trash = trash_dir(data_dir)
+    os.makedirs(trash, exist_ok=True)
+    os.rename(path, os.path.join(trash, f"{os.getpid()}-{time.monotonic_ns()}"))
+
+
 def check_equal(result, ds, sel=None, expected_cache=None):
     """True when `result` equals the expected values of region `sel` of `ds`.
 

@@ -332,7 +332,7 @@ class Server:
         stream = msg.get("stream")
         dst = C.write_path(self.args.data_dir, self.lib.name,
                            f"{variant}-{'stream' if stream else 'copy'}")
-        shutil.rmtree(dst, ignore_errors=True)
+        C.set_aside(dst, self.args.data_dir)
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         cold = self._cold(msg, src)
 
@@ -357,7 +357,7 @@ class Server:
         ds = self.datasets[variant]
         path = C.write_path(self.args.data_dir, self.lib.name, variant)
         data = self.expected(variant)
-        shutil.rmtree(path, ignore_errors=True)
+        C.set_aside(path, self.args.data_dir)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         h = self.lib.create(path, ds)
         seconds, _ = self._timed(lambda: self.lib.write_all(h, data))

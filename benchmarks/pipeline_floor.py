@@ -91,7 +91,7 @@ def measure(lib, ds, ref, scratch, repeats):
     best = float("inf")
     for _ in range(repeats):
         dest = os.path.join(scratch, lib, ds.name)
-        shutil.rmtree(dest, ignore_errors=True)
+        C.set_aside(dest, scratch)
         b = create(ds, dest)
         start = time.perf_counter()
         b[...] = data

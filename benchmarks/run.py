@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import select
+import shutil
 import subprocess
 import sys
 import time
@@ -712,6 +713,9 @@ def main(argv=None):
     runner = Runner(args)
     log(f"N={args.n}, small {args.small_n}x{args.small_n}, best of {args.repeats} after "
         f"{args.warmup} warm-up; libraries {', '.join(runner.libs)}; data in {args.data_dir}")
+    # (Emptied first, before the datasets are made, so its deletions are long past when the
+    # first timed write starts; see _common.set_aside.)
+    shutil.rmtree(C.trash_dir(args.data_dir), ignore_errors=True)
     try:
         runner.start_workers()
         runner.generate()
@@ -739,6 +743,7 @@ def main(argv=None):
     with open(os.path.join(args.out_dir, "results.json"), "w") as f:
         json.dump(runner.results, f, indent=1)
     write_reports(runner.results, args.out_dir, not args.no_plot)
+    shutil.rmtree(C.trash_dir(args.data_dir), ignore_errors=True)
     failures = runner.results["failures"]
     if failures:
         log(f"{len(failures)} failure(s); see RESULTS.md")
