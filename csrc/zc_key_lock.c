@@ -277,16 +277,31 @@ static uint64_t key_byte(const zc_key_locks *l, const char *path)
            digest[3];
 }
 
-int zc_key_lock(const zc_key_locks *l, const char *path)
+uint64_t zc_key_lock_byte(const zc_key_locks *l, const char *path)
+{
+    return l->fd < 0 ? 0 : key_byte(l, path);
+}
+
+int zc_key_lock_at(const zc_key_locks *l, uint64_t byte)
 {
     if (l->fd < 0)
         return ZC_OK;
-    return zc_os_lock(l->fd, key_byte(l, path), 1, 1) == 1 ? ZC_OK : ZC_ERR_LOCK;
+    return zc_os_lock(l->fd, byte, 1, 1) == 1 ? ZC_OK : ZC_ERR_LOCK;
+}
+
+int zc_key_unlock_at(const zc_key_locks *l, uint64_t byte)
+{
+    if (l->fd < 0)
+        return ZC_OK;
+    return zc_os_unlock(l->fd, byte) == 0 ? ZC_OK : ZC_ERR_LOCK;
+}
+
+int zc_key_lock(const zc_key_locks *l, const char *path)
+{
+    return zc_key_lock_at(l, zc_key_lock_byte(l, path));
 }
 
 int zc_key_unlock(const zc_key_locks *l, const char *path)
 {
-    if (l->fd < 0)
-        return ZC_OK;
-    return zc_os_unlock(l->fd, key_byte(l, path)) == 0 ? ZC_OK : ZC_ERR_LOCK;
+    return zc_key_unlock_at(l, zc_key_lock_byte(l, path));
 }

@@ -77,6 +77,11 @@ void zc_key_locks_close(zc_key_locks *l);
  * EOPNOTSUPP or ENOSYS: the file system does not support the locks). */
 int zc_key_lock(const zc_key_locks *l, const char *path);
 int zc_key_unlock(const zc_key_locks *l, const char *path);
+/* The same, by the byte of the lock file that stands for `path` (zc_key_lock_byte; 0 when `l`
+ * is not open), for a caller that takes and drops one key's lock: one hash for both. */
+uint64_t zc_key_lock_byte(const zc_key_locks *l, const char *path);
+int zc_key_lock_at(const zc_key_locks *l, uint64_t byte);
+int zc_key_unlock_at(const zc_key_locks *l, uint64_t byte);
 
 /* Take (waiting as long as it takes) an exclusive lock on the file `path` (below `root`)
  * itself, as it is once the lock is held: ZC_OK with *fd holding it, or ZC_ERR_IO with errno

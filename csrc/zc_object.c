@@ -174,7 +174,8 @@ int zc_file_writer_commit(zc_file_writer *w, const zc_key_locks *locks, const ch
         return ZC_ERR_IO;
     }
     w->fd = -1;
-    int st = zc_key_lock(locks, path);
+    const uint64_t byte = zc_key_lock_byte(locks, path);
+    int st = zc_key_lock_at(locks, byte);
     /* Renamed within the directory found at open: a rename never follows a symlink at the
      * name it replaces. */
     if (st == ZC_OK && zc_os_rename_at(w->at.dir, w->tmp, w->at.dir, w->at.name) != 0)
@@ -182,7 +183,7 @@ int zc_file_writer_commit(zc_file_writer *w, const zc_key_locks *locks, const ch
     int e = errno;
     if (st != ZC_OK)
         zc_os_unlink_at(w->at.dir, w->tmp);
-    zc_key_unlock(locks, path);
+    zc_key_unlock_at(locks, byte);
     zc_os_close(hold);
     zc_fs_at_close(&w->at);
     errno = e;
@@ -194,13 +195,14 @@ int zc_file_replace_locked(const zc_root *root, const zc_key_locks *locks, const
 {
     int st;
     if (data == NULL) {
-        if ((st = zc_key_lock(locks, path)) != ZC_OK)
+        const uint64_t byte = zc_key_lock_byte(locks, path);
+        if ((st = zc_key_lock_at(locks, byte)) != ZC_OK)
             return st;
         st = zc_fs_unlink(root, path);
         if (st == ZC_ERR_IO && (errno == ENOENT || errno == ENOTDIR))
             st = ZC_OK;
         int e = errno;
-        zc_key_unlock(locks, path);
+        zc_key_unlock_at(locks, byte);
         errno = e;
         return st;
     }

@@ -653,3 +653,27 @@ def test_a_chains_native_form_composes_its_codecs_forms():
     assert form({"name": "crc32c"}, zstd) is None
     assert CodecChain([{"name": "transpose", "configuration": {"order": [0]}}, "bytes"],
                       spec.evolve(dtype=np.dtype("u1"))).native_form() is None
+
+
+@pytest.mark.parametrize("zarr_format, encoding, sep", [
+    (3, "default", "/"), (3, "default", "."), (3, "v2", "."), (2, "v2", "."), (2, "v2", "/")])
+def test_compiled_writes_name_chunk_files_digit_by_digit(tmp_path, zarr_format, encoding, sep):
+    """The compiled batch formats each chunk's file name itself (zc_key_format): every digit
+    of coordinates of one digit to eighteen, with the array's separator, and the names
+    zarr-python reads (v3 default keys start with "c")."""
+    top = 2**58 + 3  # (a grid holds fewer than 2**63 chunks)
+    a = zarrcore.create_array(tmp_path / "a", shape=(top, 120), chunks=(1, 10), dtype="u1",
+                              fill_value=0, zarr_format=zarr_format,
+                              chunk_key_encoding={"name": encoding, "separator": sep})
+    a[top - 1, 100:120] = 5
+    a[0, :10] = 1
+    a[1234567, 10:20] = 2
+    head = ["c"] if encoding == "default" else []
+    expected = {sep.join(head + [str(i), str(j)])
+                for i, j in [(top - 1, 10), (top - 1, 11), (0, 0), (1234567, 1)]}
+    found = {os.path.relpath(os.path.join(d, f), tmp_path / "a").replace(os.sep, "/")
+             for d, _, files in os.walk(tmp_path / "a") for f in files
+             if f not in ("zarr.json", ".zarray", ".zattrs")}
+    assert found == expected
+    assert a[top - 1, 95:].tolist() == [0] * 5 + [5] * 20
+    assert a[1234567, 9:21].tolist() == [0] + [2] * 10 + [0]

@@ -456,6 +456,9 @@ def run_workers(work: Callable[[], None], ntasks: int, stop: Callable[[], None],
     waits in short slices, so that Ctrl-C is handled at once: `stop()` then makes the calls
     of `work` take no further task, and KeyboardInterrupt is raised once the tasks in
     progress are finished (each chunk written whole or not at all)."""
+    if ntasks <= 1:
+        work()  # one task or none: every road below ends here (small reads pay for each step)
+        return
     nworkers = min(config.num_threads, ntasks, ntasks if workers is None else workers)
     if _in_parallel_work():
         work()  # the threads are busy with this work already

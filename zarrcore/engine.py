@@ -532,6 +532,11 @@ class ChunkEngine:
         if self.partial is None:  # (sharding checks its inner chunks itself)
             check_chunk_bytes(self.chunk_shape, dtype, f"{where}: chunks")
         self.key_layout = key_layout
+        # The array's directory and its chunk files' path head on a directory store: fixed,
+        # and asked for by every compiled request (`node_dir`, `key_head`).
+        root = store.native_root
+        self._node_dir = None if root is None else root + ("/" + key_prefix if key_prefix else "")
+        self._key_head = None if root is None else f"{self._node_dir}/{key_layout[0]}"
         # The roads open to this array, decided once from what its store can do and how its
         # chunks are laid out (`plan` picks among them per request). A directory store
         # (native_root) is opened by the compiled batches themselves: `_batch` holds the
@@ -713,9 +718,8 @@ class ChunkEngine:
 
     def node_dir(self) -> str:
         """The array's directory, which locates its chunks' key locks (csrc/zc_key_lock.h)."""
-        root = self.store.native_root
-        assert root is not None  # (directory stores only)
-        return root + ("/" + self.key_prefix if self.key_prefix else "")
+        assert self._node_dir is not None  # (directory stores only)
+        return self._node_dir
 
     def _file_root(self) -> FileRoot:
         files = self.store.files()
@@ -724,7 +728,8 @@ class ChunkEngine:
 
     def key_head(self) -> str:
         """The path of its chunk files up to their coordinates (ChunkBatch, ShardSpec)."""
-        return self.node_dir() + "/" + self.key_layout[0]
+        assert self._key_head is not None  # (directory stores only)
+        return self._key_head
 
     def _run_batches(self, indexer: Indexer, data: npt.NDArray[Any],
                      writing: bool = False) -> list[ChunkProjection]:
