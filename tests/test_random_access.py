@@ -2,12 +2,14 @@
 directory in the compiled shard batch (each inner chunk decoded once), the decoded-chunk cache
 of an Array (shared with the native handle's C cache), batched reads (`Array.get_many`), and
 the memory a fancy read of a sharded array holds."""
+import concurrent.futures
 import os
 import pickle
 import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -326,3 +328,53 @@ def test_cached_inner_chunks_serve_listed_picks(tmp_path):
         for _ in range(2):
             np.testing.assert_array_equal(a.oindex[rows, cols], data[np.ix_(rows, cols)])
     assert a.cache_info()["hits"] > 0
+
+
+@st.composite
+def points_in(draw, shape):
+    """A tuple of int arrays (negative ones too), one point per row, up to 40 points."""
+    n = draw(st.integers(1, 40))
+    return tuple(np.array(draw(st.lists(st.integers(-s, s - 1), min_size=n, max_size=n)),
+                          dtype=np.intp) for s in shape)
+
+
+@pytest.mark.parametrize("kind", ["dir", "memory"])
+def test_point_reads_of_shards_start_no_threads(tmp_path, kind, monkeypatch):
+    """vindex on a sharded array fetches its waves on the shared pool: many reads construct
+    no thread pool and leave the number of threads as it was, and match numpy."""
+    config.set(num_threads=3)
+    ref = np.arange(24 * 30, dtype="i4").reshape(24, 30)
+    store = zarrcore.MemoryStore() if kind == "memory" else str(tmp_path)
+    a = zarrcore.create_array(store, shape=ref.shape, chunks=(2, 5), shards=(6, 10),
+                              dtype="i4")
+    a[...] = ref
+    # Every thread of the shared pool started, then the count is the baseline.
+    started, release = threading.Barrier(4), threading.Event()
+    waits = [config.executor().submit(lambda: (started.wait(), release.wait()))
+             for _ in range(3)]
+    started.wait()
+    release.set()
+    for w in waits:
+        w.result()
+    made = []
+    real_init = concurrent.futures.ThreadPoolExecutor.__init__
+
+    def counted(self, *args, **kwargs):
+        made.append(args)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(concurrent.futures.ThreadPoolExecutor, "__init__", counted)
+    baseline = threading.active_count()
+
+    @settings(max_examples=40, deadline=None)
+    @given(points=points_in(ref.shape))
+    def reads(points):
+        np.testing.assert_array_equal(a.vindex[points], ref[points])
+
+    reads()
+    rng = np.random.default_rng(0)
+    for _ in range(20):  # (points in every shard: a wave per few shards)
+        points = (rng.integers(0, 24, 300), rng.integers(0, 30, 300))
+        np.testing.assert_array_equal(a.vindex[points], ref[points])
+    assert made == []
+    assert threading.active_count() == baseline

@@ -356,6 +356,13 @@ def _in_parallel_work() -> bool:
     return getattr(_working, "active", False)
 
 
+def caller_executor() -> concurrent.futures.ThreadPoolExecutor | None:
+    """The shared pool, for calls that the caller hands out and waits for; None when the
+    caller runs parallel work already (`_in_parallel_work`): its calls would queue behind it
+    and the threads it waits on, so it makes them itself."""
+    return None if _in_parallel_work() else config.executor()
+
+
 # How long at a time the main thread waits for pool work: between waits Python handles the
 # signals it delivers to the main thread only (Ctrl-C). Until a pool thread has started, it
 # waits briefly, then starts a thread of its own for the work when none starts (a busy
