@@ -192,12 +192,96 @@ def test_cache_settings(tmp_path):
         config.set(cache_bytes=-1)
 
 
-def test_memory_store_arrays_read_without_a_cache():
-    a = zarrcore.create_array(zarrcore.MemoryStore(), shape=(4,), chunks=(2,), dtype="i4",
+def test_memory_stores_over_a_dict_read_without_a_cache():
+    """A MemoryStore over a dict passed in gives no version of its values: never cached."""
+    a = zarrcore.create_array(zarrcore.MemoryStore({}), shape=(4,), chunks=(2,), dtype="i4",
                               config={"cache_bytes": 1 << 20})
     a[...] = [1, 2, 3, 4]
     np.testing.assert_array_equal(a.oindex[[3, 0]], [4, 1])
-    assert a.cache_info()["capacity"] == 0
+    np.testing.assert_array_equal(a.oindex[[3, 0]], [4, 1])
+    assert a.cache_info() == dict.fromkeys(a.cache_info(), 0)
+
+
+@pytest.mark.parametrize("shards", [None, (8, 6)])
+def test_memory_store_cache_serves_until_a_write_changes_the_object(shards):
+    """A MemoryStore's own data is cached by its blobs' versions (no settling time): repeated
+    reads hit, and a write through this Array, another Array on the same store object or
+    the store itself makes the next read miss and return the new data."""
+    store = zarrcore.MemoryStore()
+    data = np.arange(16 * 12, dtype="i4").reshape(16, 12)
+    w = zarrcore.create_array(store, name="m", shape=data.shape, chunks=(2, 6), shards=shards,
+                              dtype="i4", fill_value=-1, config={"cache_bytes": 1 << 20})
+    w[...] = data
+    a = zarrcore.open_array(store, path="m", cache_bytes=1 << 20)
+    rows = [3, 9, 3, 0]
+    np.testing.assert_array_equal(a.oindex[rows, :], data[rows])
+    first = a.cache_info()
+    assert first["misses"] == first["inserts"] == 3 * 2 and first["hits"] == 0
+    np.testing.assert_array_equal(a.oindex[rows, :], data[rows])
+    np.testing.assert_array_equal(a[2:4], data[2:4])
+    info = a.cache_info()
+    assert info["hits"] == 3 * 2 + 2 and info["misses"] == first["misses"]
+
+    # Through this Array: its own entries are not served.
+    a[3, :4] = -5
+    data[3, :4] = -5
+    np.testing.assert_array_equal(a[2:4], data[2:4])
+    # Through another Array on the same store object.
+    w[9] = 99
+    data[9] = 99
+    np.testing.assert_array_equal(a.oindex[rows, :], data[rows])
+    # Through the store: a chunk (shard) replaced by its own earlier bytes is a new blob too.
+    key = "m/c/0/0"
+    old = store.get(key)
+    w[0:2, 0:6] = 7
+    np.testing.assert_array_equal(a[0:2, 0:6], 7)
+    store.set(key, old)
+    np.testing.assert_array_equal(a[0:2], data[0:2])
+    assert a.cache_info()["stale"] >= 4
+    # Deleted (all fill, not stored): read as fill.
+    w[8:10] = -1
+    data[8:10] = -1
+    np.testing.assert_array_equal(a.oindex[rows, :], data[rows])
+    np.testing.assert_array_equal(a[...], data)
+
+
+def test_memory_store_cache_evicts_within_its_budget():
+    store = zarrcore.MemoryStore()
+    data = np.arange(20 * 10, dtype="f8").reshape(20, 10)
+    zarrcore.create_array(store, shape=data.shape, chunks=(1, 10), dtype="f8")[...] = data
+    a = zarrcore.open_array(store, cache_bytes=3 * 10 * 8)  # three chunks
+    for _ in range(2):
+        for row in range(6):
+            np.testing.assert_array_equal(a[row], data[row])
+    info = a.cache_info()
+    assert info["entries"] == 3 and info["used"] == 3 * 80 and info["capacity"] == 3 * 80
+    # (the budget is the whole cache's; which entry goes first is each part's own LRU)
+    assert info["hits"] + info["misses"] == 12 and info["inserts"] == info["misses"] >= 9
+    assert info["evictions"] == info["inserts"] - 3
+    for _ in range(3):
+        np.testing.assert_array_equal(a[5], data[5])
+    assert a.cache_info()["hits"] - info["hits"] >= 2
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=sharded(), sharded_layout=st.booleans(), data=st.data())
+def test_memory_store_cached_reads_and_writes_match_numpy(case, sharded_layout, data):
+    """Reads and writes of a cached MemoryStore array (the compiled batches over its blobs)
+    match numpy, read twice (the second from the cache), after partial writes too."""
+    shape, inner, shards, ref, box = case
+    store = zarrcore.MemoryStore()
+    a = zarrcore.create_array(store, shape=shape, chunks=inner,
+                              shards=shards if sharded_layout else None, dtype="i4",
+                              fill_value=-1, config={"cache_bytes": 1 << 16})
+    a[box] = ref[box]
+    for _ in range(2):
+        sel = data.draw(orthogonal(shape))
+        for _ in range(2):
+            np.testing.assert_array_equal(a.oindex[sel], _numpy_orthogonal(ref, sel))
+        np.testing.assert_array_equal(a[...], ref)
+        part = tuple(slice(0, max(1, n // 2)) for n in shape)
+        ref[part] += 1
+        a[part] = ref[part]
 
 
 @st.composite

@@ -907,12 +907,15 @@ class Array(nodes.Node):
         dropped because the stored chunk or shard changed), entries, used and capacity
         (bytes); all 0 without a cache.
 
-        The cache serves reads of a local directory store with a regular chunk grid and
-        codecs the compiled core runs (the native handle's conditions), whose budget holds
-        at least one (inner) chunk. An entry is served only while its file keeps the
-        identity (device, inode, size, modification and change times) it was decoded from:
-        writes through any process replace files, so they are never served stale. A file
-        changed within the last second is read but not cached.
+        The cache serves reads of a local directory store, or of a MemoryStore holding its
+        own data, with a regular chunk grid and codecs the compiled core runs (the native
+        handle's conditions), whose budget holds at least one (inner) chunk. An entry is
+        served only while the stored object keeps the identity it was decoded from: a file's
+        device, inode, size, modification and change times (writes through any process
+        replace files; a file changed within the last second is read but not cached), a
+        memory blob's version (every write stores a new one). So entries are never served
+        stale. Other stores (zip, fsspec, object stores, a MemoryStore over a dict passed
+        in) give no such identity and are not cached: capacity 0.
 
         Returns
         -------

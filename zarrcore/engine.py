@@ -533,6 +533,9 @@ class ChunkEngine:
         # (native_root) is opened by the compiled batches themselves: `_batch` holds the
         # ChunkBatch settings of a chain the core runs; `_shards` a ShardSpec when the
         # sharding codec's index and inner chain are ones it runs (zarrcore._shard_io).
+        # So is a MemoryStore holding its own data (native_memory) when the array keeps a
+        # decoded-chunk cache and the core runs its chain: the batches read its blobs, whose
+        # versions validate the cache's entries, as native handles do.
         # Other stores (memory, zip, fsspec, object stores) hand over bytes through
         # Store.get_many: `_waves` holds the ChunkWaves settings of an unsharded chain the
         # core runs (None for 0-d arrays); `_ranged_shards` says sharded arrays there are
@@ -545,14 +548,16 @@ class ChunkEngine:
         # roads are those its largest chunk's chain opens, and each job has its shape's form.
         self._forms: dict[tuple[int, ...], NativeForm | None] = {
             self.chunk_shape: self.core_settings}
-        directory = store.native_root is not None
-        if store.native_root is not None:
-            settings = self._forms[self.chunk_shape]
+        settings = self._forms[self.chunk_shape]
+        native = store.native_root is not None or bool(
+            cache_bytes and store.native_memory is not None and settings is not None
+            and self.grid.is_regular)
+        if native:
             if self.partial is None:
                 self._batch = settings
             elif settings is not None:
                 self._shards = self._shard_spec(self.chunk_shape, self.array_shape, settings)
-        if not directory and self.chunk_shape and self.partial is None:
+        if not native and self.chunk_shape and self.partial is None:
             self._waves = self._forms[self.chunk_shape]
         # Sharded arrays off a directory are read by planned byte ranges; and those whose
         # inner chain the core runs, listed selections of them too, on any store, inner
@@ -563,15 +568,17 @@ class ChunkEngine:
         aligned = self.partial is not None and all(
             b % c == 0 if isinstance(b, int) else not np.any(b.lengths % c)
             for b, c in zip(self.grid.axes, self.partial.chunk_shape))
-        self._ranged_shards = not directory and aligned
+        self._ranged_shards = not native and aligned
         self._inner_waves = aligned and self.partial is not None and (
             self.partial.inner_native_form is not None)
         self.cache = self._chunk_cache(cache_bytes)
 
     def _chunk_cache(self, cache_bytes: int) -> ChunkCache | None:
         """The decoded-chunk cache of `cache_bytes` that the compiled reads of a directory
-        store share (`_batch`, `_shards`; a regular grid, whose chunks all have one shape);
-        None for 0, or when no such road is open or the budget holds no (inner) chunk."""
+        store, or of a MemoryStore's own data, share (`_batch`, `_shards`; a regular grid,
+        whose chunks all have one shape); None for 0, or when no such road is open or the
+        budget holds no (inner) chunk. Other stores give the core no identity of their
+        objects to validate entries by: they are never cached."""
         if not cache_bytes or not self.grid.is_regular or (
                 self._batch is None and self._shards is None):
             return None
@@ -581,7 +588,8 @@ class ChunkEngine:
             return None
         ninner = (math.prod(s // c for s, c in zip(self.chunk_shape, chunk))
                   if self.partial is not None else None)
-        return ChunkCache(cache_bytes, chunk_bytes, len(chunk), ninner, self.node_dir())
+        directory = self.node_dir() if self.store.native_root is not None else None
+        return ChunkCache(cache_bytes, chunk_bytes, len(chunk), ninner, directory)
 
     def cache_info(self) -> dict[str, int]:
         """The decoded-chunk cache's counters (ChunkCache.info); all 0 without a cache."""
@@ -592,14 +600,11 @@ class ChunkEngine:
 
     def _shard_spec(self, shape: Sequence[int], extent: Sequence[int],
                     settings: dict[str, Any]) -> ShardSpec:
-        """The ShardSpec of shards of `shape` on an array of `extent` (directory stores);
-        `settings` name the keyword arguments of the compiled jobs."""
-        root = self.store.native_root
-        assert root is not None  # (directory stores only)
-        return ShardSpec(root=self._file_root(), key_head=self.key_head(),
-                         head_len=len(root) + 1, sep=self.key_layout[1],
-                         lead_sep=self.key_layout[2], lock_dir=self.node_dir(),
-                         array_shape=tuple(extent), shard_shape=tuple(shape), **settings)
+        """The ShardSpec of shards of `shape` on an array of `extent` (directory and memory
+        stores); `settings` name the keyword arguments of the compiled jobs."""
+        return ShardSpec(**self._objects(), head_len=self._head_len(), sep=self.key_layout[1],
+                         lead_sep=self.key_layout[2], array_shape=tuple(extent),
+                         shard_shape=tuple(shape), **settings)
 
     def _groups(self, indexer: Indexer) -> list[_Group]:
         """The request of `indexer` (its plans, or its points) as compiled jobs: one group of
@@ -718,22 +723,38 @@ class ChunkEngine:
         return files
 
     def key_head(self) -> str:
-        """The path of its chunk files up to their coordinates (ChunkBatch, ShardSpec)."""
+        """The path of its chunk files up to their coordinates (ChunkBatch, ShardSpec); on a
+        MemoryStore, the start of their keys."""
+        if self.store.native_root is None:
+            return (self.key_prefix + "/" if self.key_prefix else "") + self.key_layout[0]
         return self.node_dir() + "/" + self.key_layout[0]
+
+    def _objects(self) -> dict[str, Any]:
+        """What places the stored objects for ChunkBatch and ShardSpec: the files below the
+        store's root and their key locks' directory, or the blobs of its memory map (locked
+        by the map's own key locks)."""
+        if self.store.native_root is None:
+            return {"memory": self.store.native_memory, "key_head": self.key_head(),
+                    "lock_dir": ""}
+        return {"root": self._file_root(), "key_head": self.key_head(),
+                "lock_dir": self.node_dir()}
+
+    def _head_len(self) -> int:
+        """The length of what the compiled jobs' paths hold before a store key."""
+        root = self.store.native_root
+        return 0 if root is None else len(root) + 1
 
     def _run_batches(self, indexer: Indexer, data: npt.NDArray[Any],
                      writing: bool = False) -> list[ChunkProjection]:
         """Read (or write) `data` by one ChunkBatch per group (`_groups`); a write returns the
         projections of the chunks it covers in part (`deferred`)."""
         _, sep, lead = self.key_layout
-        root = self.store.native_root
-        assert root is not None  # (the road `plan` took is open)
+        objects = self._objects()
         deferred = []
         for group in self._groups(indexer):
             assert group.form is not None  # (as `plan` saw)
             batch = ChunkBatch(
-                settings=group.form, root=self._file_root(), key_head=self.key_head(), sep=sep,
-                lead_sep=lead, lock_dir=self.node_dir(), array_shape=group.extent,
+                settings=group.form, **objects, sep=sep, lead_sep=lead, array_shape=group.extent,
                 chunk_shape=group.chain.spec.shape, write_empty_chunks=self.spec.writes_empty,
                 plans=group.plans if group.points is None else None, points=group.points,
                 data=data, cache=None if writing else self.cache)
@@ -742,7 +763,7 @@ class ChunkEngine:
             else:
                 run_workers(batch.work_read, batch.split_reads(config.num_threads), batch.stop)
             # Errors name the store key: the path below the store root, array prefix included.
-            batch.raise_error(len(root) + 1)
+            batch.raise_error(self._head_len())
             if writing:
                 deferred += self._projections(group.plans, batch.deferred())
         return deferred
