@@ -167,6 +167,8 @@ class Config:
             setattr(self, name, _check_limit(name, _env_int(env, default, 1)))
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._executor_threads = 0
+        self._io_executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._io_threads = 0
         self._lock = threading.Lock()
 
     @property
@@ -292,6 +294,25 @@ class Config:
                 self._executor_threads = self.num_threads
             return self._executor
 
+    def io_executor(self) -> concurrent.futures.ThreadPoolExecutor:
+        """The shared pool for blocking store calls that wait on I/O (reads of byte ranges
+        through Store.reader): `io_concurrency` threads, apart from `executor()`'s, so that
+        remote requests stay that many in flight while the compute threads decode, and no
+        call waits for pool work queued behind it.
+
+        Returns
+        -------
+        concurrent.futures.ThreadPoolExecutor
+            The pool (a new one after `io_concurrency` changed).
+        """
+        with self._lock:
+            if self._io_executor is None or self._io_threads != self.io_concurrency:
+                # (Dropped, not shut down, as `executor`'s.)
+                self._io_executor = concurrent.futures.ThreadPoolExecutor(
+                    self.io_concurrency, thread_name_prefix="zarrcore-io")
+                self._io_threads = self.io_concurrency
+            return self._io_executor
+
     def _after_fork_in_child(self) -> None:
         # The pool's threads, and whoever held the lock, do not exist in a forked child: its
         # first parallel call starts a pool of its own instead of queueing work that no
@@ -299,6 +320,8 @@ class Config:
         self._lock = threading.Lock()
         self._executor = None
         self._executor_threads = 0
+        self._io_executor = None
+        self._io_threads = 0
 
 
 _OPTIONS = frozenset([
@@ -354,13 +377,6 @@ def _in_parallel_work() -> bool:
     """Does the caller run inside parallel work already, as a pool thread or as the caller of
     run_workers? Nested parallel calls there run inline: the threads are all busy."""
     return getattr(_working, "active", False)
-
-
-def caller_executor() -> concurrent.futures.ThreadPoolExecutor | None:
-    """The shared pool, for calls that the caller hands out and waits for; None when the
-    caller runs parallel work already (`_in_parallel_work`): its calls would queue behind it
-    and the threads it waits on, so it makes them itself."""
-    return None if _in_parallel_work() else config.executor()
 
 
 # How long at a time the main thread waits for pool work: between waits Python handles the

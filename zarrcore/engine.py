@@ -37,7 +37,7 @@ from .codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
 from .codecs.chain import CodecChain
 from .codecs.sharding import EMPTY, coalesce
 from .concurrency import fan_out
-from .config import Claims, caller_executor, config, parallel_map, run_workers
+from .config import Claims, config, parallel_map, run_workers
 from .errors import (
     ChunkNotFoundError, KeyChangedError, LockUnavailableError, ShardIndexError, WriteConflictError,
     ZarrcoreError,
@@ -1032,12 +1032,10 @@ class ChunkEngine:
                 for key, _ in requests:
                     if key not in readers:
                         readers[key] = held.enter_context(store.reader(key))
-                # On the shared pool, not threads of its own: a read makes a wave per few
-                # shards, and each would start and stop as many threads.
-                pool = caller_executor()
-                if pool is None:
-                    return iter([[(i, read(r)) for i, r in enumerate(requests)]])
-                return fan_out(read, requests, config.io_concurrency, executor=pool)
+                # On the shared I/O pool, not threads of its own: a read makes a wave per
+                # few shards, and each would start and stop as many threads.
+                return fan_out(read, requests, config.io_concurrency,
+                               executor=config.io_executor())
 
         # (key, [(start, stop)]), and the tasks whose bytes that range holds, their offsets
         # in it and lengths.
