@@ -465,3 +465,101 @@ def test_point_reads_of_shards_start_no_threads(tmp_path, kind, monkeypatch):
     assert made == []
     assert len([t for t in threading.enumerate() if t.name.startswith("zarrcore-io")]) <= 4
     assert threading.active_count() <= baseline + 4
+
+
+def test_zip_store_cache_serves_until_a_write_changes_the_member(tmp_path):
+    """Chunks of a zip are cached by the member they were read from (the zip's opening, the
+    member's place, sizes and CRC): repeated reads hit, a write through this process (this
+    Array or another on the same store object) appends a member, read fresh."""
+    path = str(tmp_path / "a.zip")
+    data = np.arange(12 * 8, dtype="i4").reshape(12, 8)
+    store = zarrcore.ZipStore(path, mode="w")
+    w = zarrcore.create_array(store, shape=data.shape, chunks=(2, 8), dtype="i4",
+                              fill_value=-1)
+    w[...] = data
+    a = zarrcore.open_array(store, cache_bytes=1 << 16)
+    rows = [5, 0, 5, 11]
+    for _ in range(3):
+        np.testing.assert_array_equal(a.oindex[rows, :], data[rows])
+    info = a.cache_info()
+    assert info["misses"] == info["inserts"] == 3 and info["hits"] == 6
+    a[4, :3] = 70  # (chunk 2: read, merged and appended again)
+    data[4, :3] = 70
+    w[0] = 71
+    data[0] = 71
+    for _ in range(2):
+        np.testing.assert_array_equal(a.oindex[rows, :], data[rows])
+    assert a.cache_info()["stale"] == 2
+    store.close()
+    # Opened again (read only): every version is new, none served stale.
+    b = zarrcore.open_array(zarrcore.ZipStore(path, mode="r"), cache_bytes=3 * 8 * 2 * 4)
+    for _ in range(2):
+        np.testing.assert_array_equal(b[...], data)
+    info = b.cache_info()
+    assert info["entries"] == 3 and info["evictions"] == info["inserts"] - 3
+
+
+def test_object_store_cache_revalidates_each_hit(s3_bucket, monkeypatch):
+    """Chunks on S3 are cached by their ETags: a repeated read asks If-None-Match (one
+    request, no body, nothing decoded) and copies out of the entry; an object overwritten
+    from outside (another store, as another process would) is never served stale."""
+    server, bucket = s3_bucket
+    options = server.storage_options()
+    url = f"s3://{bucket}/c.zarr"
+    data = np.arange(10 * 6, dtype="f8").reshape(10, 6)
+    zarrcore.create_array(url, shape=data.shape, chunks=(2, 6), dtype="f8",
+                          storage_options=options)[...] = data
+    a = zarrcore.open_array(url, mode="r", storage_options=options, cache_bytes=1 << 16)
+    from zarrcore.storage import objectstore
+
+    asked = []
+    real_get = objectstore.ObjectStore._get
+
+    async def counted(self, key, *args, **kwargs):
+        asked.append(kwargs.get("unless"))
+        return await real_get(self, key, *args, **kwargs)
+
+    monkeypatch.setattr(objectstore.ObjectStore, "_get", counted)
+    rows = [1, 7, 1]
+    np.testing.assert_array_equal(a.oindex[rows, :], data[rows])
+    assert a.cache_info()["misses"] == 2 and asked == [None, None]
+    asked.clear()
+    for _ in range(2):
+        np.testing.assert_array_equal(a.oindex[rows, :], data[rows])
+    assert a.cache_info()["hits"] == 4 and a.cache_info()["inserts"] == 2
+    assert len(asked) == 4 and all(etag is not None for etag in asked)
+
+    # Overwritten from outside: new bytes, then the first bytes again (the same ETag).
+    other = zarrcore.open_array(url, mode="r+", storage_options=options)
+    other[0:2] = -1
+    np.testing.assert_array_equal(a[0:2], -np.ones((2, 6)))
+    other[0:2] = data[0:2]
+    np.testing.assert_array_equal(a[0:2], data[0:2])
+    other[6:8] = 5
+    data[6:8] = 5
+    np.testing.assert_array_equal(a.oindex[rows, :], data[rows])
+    np.testing.assert_array_equal(a[...], data)
+    assert a.cache_info()["stale"] >= 2
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=sharded(), data=st.data())
+def test_zip_store_cached_reads_match_numpy(tmp_path_factory, case, data):
+    """Orthogonal and point reads of a cached zip (unsharded chunks through ChunkWaves and
+    the cache) match numpy, read twice (the second from the cache) and after a write."""
+    shape, inner, _, ref, box = case
+    store = zarrcore.ZipStore(str(tmp_path_factory.mktemp("z") / "a.zip"), mode="w")
+    a = zarrcore.create_array(store, shape=shape, chunks=inner, dtype="i4", fill_value=-1,
+                              config={"cache_bytes": 1 << 16})
+    a[box] = ref[box]
+    for _ in range(2):
+        sel = data.draw(orthogonal(shape))
+        points = data.draw(points_in(shape))
+        for _ in range(2):
+            np.testing.assert_array_equal(a.oindex[sel], _numpy_orthogonal(ref, sel))
+            np.testing.assert_array_equal(a.vindex[points], ref[points])
+        part = tuple(slice(0, max(1, n // 2)) for n in shape)
+        ref[part] += 1
+        a[part] = ref[part]
+    store.close()

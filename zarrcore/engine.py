@@ -15,8 +15,10 @@ codec objects, whose heavy work is compiled and GIL-free as well.
 from __future__ import annotations
 
 import bisect
+import collections
 import contextlib
 import enum
+import hashlib
 import itertools
 import math
 import queue
@@ -44,7 +46,7 @@ from .errors import (
 )
 from .indexing import BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer
 from .metadata.grid import AxisChunks, ChunkGrid, chunk_start
-from .storage.base import at_most, bounded, get_at_most
+from .storage.base import UNCHANGED, at_most, bounded, get_at_most
 from . import _indexing
 
 if TYPE_CHECKING:
@@ -91,19 +93,26 @@ def conflict_pause(attempt: int) -> None:
     time.sleep(random.uniform(0, min(CONFLICT_PAUSE_MAX, CONFLICT_PAUSE * 2**attempt)))
 
 
-def arrivals(store: Store, requests: Sequence[Request]
-             ) -> Iterator[list[tuple[int, Fetched]]]:
+def arrivals(store: Store, requests: Sequence[Request], known: Sequence[Any] | None = None
+             ) -> Iterator[list[tuple[int, Any]]]:
     """Read `requests` with store.get_many in a thread of its own, yielding lists of the
     (i, result) pairs that arrived since the previous list: the caller decodes one list while
-    the next arrives, and a list holds all that arrived meanwhile."""
+    the next arrives, and a list holds all that arrived meanwhile. With `known` (versions),
+    store.get_many_versioned reads them, each result a pair (result, version)."""
+    def results_of(requests: Sequence[Request]) -> Iterator[tuple[int, Any]]:
+        if known is None:
+            return store.get_many(requests)
+        return ((i, (result, version))
+                for i, result, version in store.get_many_versioned(requests, known))
+
     if len(requests) <= 1:
-        yield list(store.get_many(requests))
+        yield list(results_of(requests))
         return
     arrived: queue.SimpleQueue[object] = queue.SimpleQueue()
     stop = threading.Event()
 
     def fetch() -> None:
-        results = store.get_many(requests)
+        results = results_of(requests)
         try:
             for item in results:
                 arrived.put(item)
@@ -143,6 +152,11 @@ def arrivals(store: Store, requests: Sequence[Request]
     finally:
         stop.set()
         fetcher.join()
+
+
+def _digest(version: Any) -> bytes:
+    """The 32 bytes a stored object's version (Store.get_many_versioned) is cached under."""
+    return hashlib.sha256(repr(version).encode()).digest()
 
 
 def _task_grid(plans: Sequence[AxisPlan]) -> Int64s:
@@ -548,6 +562,10 @@ class ChunkEngine:
         # roads are those its largest chunk's chain opens, and each job has its shape's form.
         self._forms: dict[tuple[int, ...], NativeForm | None] = {
             self.chunk_shape: self.core_settings}
+        # (ChunkBatch's and ShardSpec's places of the stored objects: `_objects`; and the
+        # length of what their paths hold before a store key)
+        self._placed: dict[str, Any] | None = None
+        self._head_len = 0 if store.native_root is None else len(store.native_root) + 1
         settings = self._forms[self.chunk_shape]
         native = store.native_root is not None or bool(
             cache_bytes and store.native_memory is not None and settings is not None
@@ -575,17 +593,25 @@ class ChunkEngine:
 
     def _chunk_cache(self, cache_bytes: int) -> ChunkCache | None:
         """The decoded-chunk cache of `cache_bytes` that the compiled reads of a directory
-        store, or of a MemoryStore's own data, share (`_batch`, `_shards`; a regular grid,
-        whose chunks all have one shape); None for 0, or when no such road is open or the
-        budget holds no (inner) chunk. Other stores give the core no identity of their
+        store, or of a MemoryStore's own data, share (`_batch`, `_shards`), and those of
+        unsharded chunks of a store with `versioned_reads` (`_waves`: zip, object stores);
+        of a regular grid, whose chunks all have one shape. None for 0, or when no such road
+        is open or the budget holds no (inner) chunk. Other stores give no identity of their
         objects to validate entries by: they are never cached."""
         if not cache_bytes or not self.grid.is_regular or (
-                self._batch is None and self._shards is None):
+                self._batch is None and self._shards is None
+                and (self._waves is None or not self.store.versioned_reads)):
             return None
         chunk = self.partial.chunk_shape if self.partial is not None else self.chunk_shape
         chunk_bytes = self.dtype.itemsize * math.prod(chunk)
         if cache_bytes < chunk_bytes:
             return None
+        # The versions the entries of `_waves` reads were decoded from, by key, which their
+        # next reads ask the store about (Store.get_many_versioned); as many as the cache
+        # holds chunks, the least recently used forgotten (their next read fetches them).
+        self._versions: collections.OrderedDict[str, Any] = collections.OrderedDict()
+        self._versions_held = max(1, cache_bytes // chunk_bytes)
+        self._versions_lock = threading.Lock()
         ninner = (math.prod(s // c for s, c in zip(self.chunk_shape, chunk))
                   if self.partial is not None else None)
         directory = self.node_dir() if self.store.native_root is not None else None
@@ -602,7 +628,7 @@ class ChunkEngine:
                     settings: dict[str, Any]) -> ShardSpec:
         """The ShardSpec of shards of `shape` on an array of `extent` (directory and memory
         stores); `settings` name the keyword arguments of the compiled jobs."""
-        return ShardSpec(**self._objects(), head_len=self._head_len(), sep=self.key_layout[1],
+        return ShardSpec(**self._objects(), head_len=self._head_len, sep=self.key_layout[1],
                          lead_sep=self.key_layout[2], array_shape=tuple(extent),
                          shard_shape=tuple(shape), **settings)
 
@@ -732,17 +758,17 @@ class ChunkEngine:
     def _objects(self) -> dict[str, Any]:
         """What places the stored objects for ChunkBatch and ShardSpec: the files below the
         store's root and their key locks' directory, or the blobs of its memory map (locked
-        by the map's own key locks)."""
-        if self.store.native_root is None:
-            return {"memory": self.store.native_memory, "key_head": self.key_head(),
-                    "lock_dir": ""}
-        return {"root": self._file_root(), "key_head": self.key_head(),
-                "lock_dir": self.node_dir()}
-
-    def _head_len(self) -> int:
-        """The length of what the compiled jobs' paths hold before a store key."""
-        root = self.store.native_root
-        return 0 if root is None else len(root) + 1
+        by the map's own key locks). Made on first need (a directory may not exist before)."""
+        objects = self._placed
+        if objects is None:
+            if self.store.native_root is None:
+                objects = {"memory": self.store.native_memory, "key_head": self.key_head(),
+                           "lock_dir": ""}
+            else:
+                objects = {"root": self._file_root(), "key_head": self.key_head(),
+                           "lock_dir": self.node_dir()}
+            self._placed = objects
+        return objects
 
     def _run_batches(self, indexer: Indexer, data: npt.NDArray[Any],
                      writing: bool = False) -> list[ChunkProjection]:
@@ -763,7 +789,7 @@ class ChunkEngine:
             else:
                 run_workers(batch.work_read, batch.split_reads(config.num_threads), batch.stop)
             # Errors name the store key: the path below the store root, array prefix included.
-            batch.raise_error(self._head_len())
+            batch.raise_error(self._head_len)
             if writing:
                 deferred += self._projections(group.plans, batch.deferred())
         return deferred
@@ -894,8 +920,10 @@ class ChunkEngine:
 
     def _read_chunk_waves(self, indexer: Indexer, out: npt.NDArray[Any]) -> None:
         """Read through Store.get_many: every chunk requested at once, decoded by compiled
-        workers (one ChunkWaves per group, `_groups`) in waves of those that have arrived."""
+        workers (one ChunkWaves per group, `_groups`) in waves of those that have arrived.
+        Through the cache on a store with `versioned_reads` (`_read_cached_waves`)."""
         jobs, keys, first = [], [], [0]  # first: each job's first place in `keys`
+        every: list[Any] = []  # each key's chunk's grid index
         for group in self._groups(indexer):
             shape = group.chain.spec.shape
             assert group.form is not None  # (the road `plan` took is open)
@@ -903,14 +931,18 @@ class ChunkEngine:
             coords: list[Any]
             if group.points is not None:
                 job = ChunkWaves(group.form, shape, grid, None, out,
-                                 points=(*group.points[:3], None))
+                                 points=(*group.points[:3], None), cache=self.cache)
                 coords = group.points[3].tolist()
             else:
-                job = ChunkWaves(group.form, shape, grid, group.plans, out)
+                job = ChunkWaves(group.form, shape, grid, group.plans, out, cache=self.cache)
                 coords = _task_values(group.plans, "chunks")
             jobs.append(job)
             keys += [self.key(c) for c in coords]
+            every += coords
             first.append(len(keys))
+        if self.cache is not None:
+            self._read_cached_waves(jobs, keys, first, every)
+            return
         # Per batch in Python ints, no numpy call: a small read's batch is one chunk.
         for batch in arrivals(self.store, self._whole(keys)):
             arrived: dict[int, list[int]] = {}  # the tasks that arrived, by job
@@ -925,6 +957,58 @@ class ChunkEngine:
                 if failure is not None:
                     error, task = failure
                     raise _with_key(error, keys[first[j] + task])
+
+    def _read_cached_waves(self, jobs: list[ChunkWaves], keys: list[str], first: list[int],
+                           coords: list[Any]) -> None:
+        """`_read_chunk_waves` through the cache: each chunk whose version is known is asked
+        for unless it still has it (Store.get_many_versioned; an object store's GET
+        If-None-Match), and an unchanged one is copied out of its entry, not fetched nor
+        decoded; the others are decoded into entries at the version they arrived with. A
+        chunk found unchanged whose entry was evicted meanwhile is fetched again."""
+        with self._versions_lock:
+            known = [self._versions.get(k) for k in keys]
+        wanted = list(range(len(keys)))
+        while wanted:
+            again: list[int] = []
+            requests = self._whole(keys[i] for i in wanted)
+            for batch in arrivals(self.store, requests, [known[i] for i in wanted]):
+                arrived: dict[int, list[int]] = {}  # the tasks that arrived, by job
+                for w, (parts, version) in batch:
+                    i = wanted[w]
+                    j = bisect.bisect_right(first, i) - 1
+                    task, job = i - first[j], jobs[j]
+                    if parts is UNCHANGED:
+                        if not job.lookup(task, coords[i], _digest(version)):
+                            known[i] = None  # (evicted meanwhile: fetched again)
+                            again.append(i)
+                            continue
+                    else:
+                        self._note_version(keys[i], version)
+                        data = self._stored(keys[i], parts)
+                        if data is not None and (version is None or not job.lookup(
+                                task, coords[i], _digest(version))):
+                            job.add_whole(task, data)
+                            if version is not None:
+                                job.keep(task, coords[i], _digest(version))
+                    arrived.setdefault(j, []).append(task)
+                for j in sorted(arrived):
+                    failure = _run_waves(jobs[j], arrived[j], jobs[j].work_read)
+                    if failure is not None:
+                        error, task = failure
+                        raise _with_key(error, keys[first[j] + task])
+            wanted = again
+
+    def _note_version(self, key: str, version: Any) -> None:
+        """Remember `version` as the one the entries of `key` are decoded from (None: it is
+        not stored, or its store tells no version of it)."""
+        with self._versions_lock:
+            if version is None:
+                self._versions.pop(key, None)
+                return
+            self._versions[key] = version
+            self._versions.move_to_end(key)
+            while len(self._versions) > self._versions_held:
+                self._versions.popitem(last=False)
 
     def _read_shard_waves(self, indexer: Indexer, out: npt.NDArray[Any]) -> None:
         """Read a sharded array through Store.get_many: first the index of every shard
