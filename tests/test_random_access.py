@@ -538,8 +538,18 @@ def test_object_store_cache_revalidates_each_hit(s3_bucket, monkeypatch):
     other[6:8] = 5
     data[6:8] = 5
     np.testing.assert_array_equal(a.oindex[rows, :], data[rows])
+    # Another process.
+    np.testing.assert_array_equal(a[2:4], data[2:4])
+    script = textwrap.dedent(f"""
+        import numpy as np, zarrcore
+        a = zarrcore.open_array({url!r}, mode="r+", storage_options={options!r})
+        a[2:4] = np.full((2, 6), 9.0)
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True,
+                   env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    data[2:4] = 9
     np.testing.assert_array_equal(a[...], data)
-    assert a.cache_info()["stale"] >= 2
+    assert a.cache_info()["stale"] >= 3
 
 
 @settings(max_examples=25, deadline=None,
