@@ -573,3 +573,16 @@ def test_zip_store_cached_reads_match_numpy(tmp_path_factory, case, data):
         ref[part] += 1
         a[part] = ref[part]
     store.close()
+
+
+def test_http_object_stores_are_not_cached(http_server):
+    """An HTTP server's ETags (a file's size and modification second, often) may come back
+    for other bytes: such a store gives no versions, and arrays on it keep no cache."""
+    data = np.arange(12, dtype="i4")
+    zarrcore.create_array(f"{http_server.root}/nc.zarr", shape=(12,), chunks=(4,),
+                          dtype="i4")[...] = data
+    a = zarrcore.open_array(f"{http_server.url}/nc.zarr", mode="r", cache_bytes=1 << 16)
+    assert not a.store.versioned_reads
+    for _ in range(2):
+        np.testing.assert_array_equal(a[...], data)
+    assert a.cache_info() == dict.fromkeys(a.cache_info(), 0)

@@ -282,7 +282,7 @@ class ObjectStore(Store):
     `HTTPStore`, ...). Make one from a URL with `ObjectStore.from_url`."""
 
     readers_keep_one_version = True  # (If-Match on the ETag the first read saw)
-    versioned_reads = True  # (strong ETags; GETs If-None-Match the one known)
+    versioned_reads = True  # (strong ETags, but an HTTP server's; GETs If-None-Match)
 
     def __init__(self, store: ObstoreStore, read_only: bool = False, *, url: str | None = None,
                  conditional_writes: bool | None = None, single_writer: bool = False,
@@ -297,9 +297,12 @@ class ObjectStore(Store):
         # unpickled in another process shares that process's client of the same key.
         self._client_key: Hashable | None = None
         self.url = url
-        # An HTTP server is a read-only key space that cannot be listed.
+        # An HTTP server is a read-only key space that cannot be listed; and its ETags are
+        # often made of a file's size and modification second, which other bytes can share
+        # (a rewrite within that second): they version nothing.
         self.supports_listing = not http
         self.supports_writes = self.streams_writes = not http
+        self.versioned_reads = not http
         self.supports_conditional_writes = (
             kind in _CONDITIONAL_BACKENDS if conditional_writes is None
             else bool(conditional_writes))
