@@ -422,14 +422,15 @@ def points_in(draw, shape):
                           dtype=np.intp) for s in shape)
 
 
-@pytest.mark.parametrize("kind", ["dir", "memory"])
+@pytest.mark.parametrize("kind", ["dir", "memory", "zip"])
 def test_point_reads_of_shards_start_no_threads(tmp_path, kind, monkeypatch):
     """vindex on a sharded array fetches its waves on the shared pools (config.executor,
     config.io_executor): many reads construct no thread pool and start no threads beyond
     those pools', and match numpy."""
     config.set(num_threads=3, io_concurrency=4)
     ref = np.arange(24 * 30, dtype="i4").reshape(24, 30)
-    store = zarrcore.MemoryStore() if kind == "memory" else str(tmp_path)
+    store = {"memory": zarrcore.MemoryStore(), "dir": str(tmp_path),
+             "zip": zarrcore.ZipStore(str(tmp_path / "a.zip"), mode="w")}[kind]
     a = zarrcore.create_array(store, shape=ref.shape, chunks=(2, 5), shards=(6, 10),
                               dtype="i4")
     a[...] = ref
@@ -450,6 +451,14 @@ def test_point_reads_of_shards_start_no_threads(tmp_path, kind, monkeypatch):
         real_init(self, *args, **kwargs)
 
     monkeypatch.setattr(concurrent.futures.ThreadPoolExecutor, "__init__", counted)
+    names = []
+    real_start = threading.Thread.start
+
+    def recorded(self):
+        names.append(self.name)
+        real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", recorded)
     baseline = threading.active_count()
 
     @settings(max_examples=40, deadline=None)
@@ -463,6 +472,8 @@ def test_point_reads_of_shards_start_no_threads(tmp_path, kind, monkeypatch):
         points = (rng.integers(0, 24, 300), rng.integers(0, 30, 300))
         np.testing.assert_array_equal(a.vindex[points], ref[points])
     assert made == []
+    # (only the I/O pool may have grown, to its io_concurrency threads)
+    assert all(name.startswith("zarrcore-io") for name in names), names
     assert len([t for t in threading.enumerate() if t.name.startswith("zarrcore-io")]) <= 4
     assert threading.active_count() <= baseline + 4
 

@@ -296,9 +296,10 @@ class Config:
 
     def io_executor(self) -> concurrent.futures.ThreadPoolExecutor:
         """The shared pool for blocking store calls that wait on I/O (reads of byte ranges
-        through Store.reader): `io_concurrency` threads, apart from `executor()`'s, so that
-        remote requests stay that many in flight while the compute threads decode, and no
-        call waits for pool work queued behind it.
+        through Store.reader, a read's Store.get_many): `io_concurrency` threads, apart from
+        `executor()`'s, so that remote requests stay that many in flight while the compute
+        threads decode. A call on it never waits for another call on it (one queued behind
+        it would never run).
 
         Returns
         -------

@@ -95,10 +95,11 @@ def conflict_pause(attempt: int) -> None:
 
 def arrivals(store: Store, requests: Sequence[Request], known: Sequence[Any] | None = None
              ) -> Iterator[list[tuple[int, Any]]]:
-    """Read `requests` with store.get_many in a thread of its own, yielding lists of the
-    (i, result) pairs that arrived since the previous list: the caller decodes one list while
-    the next arrives, and a list holds all that arrived meanwhile. With `known` (versions),
-    store.get_many_versioned reads them, each result a pair (result, version)."""
+    """Read `requests` with store.get_many on a thread of the shared I/O pool
+    (config.io_executor), yielding lists of the (i, result) pairs that arrived since the
+    previous list: the caller decodes one list while the next arrives, and a list holds all
+    that arrived meanwhile. With `known` (versions), store.get_many_versioned reads them,
+    each result a pair (result, version)."""
     def results_of(requests: Sequence[Request]) -> Iterator[tuple[int, Any]]:
         if known is None:
             return store.get_many(requests)
@@ -126,8 +127,8 @@ def arrivals(store: Store, requests: Sequence[Request], known: Sequence[Any] | N
                 close()
             arrived.put(_FETCH_DONE)
 
-    fetcher = threading.Thread(target=fetch, name="zarrcore-fetch", daemon=True)
-    fetcher.start()
+    # (Not a thread of its own: a read of many shards calls this once per wave.)
+    fetcher = config.io_executor().submit(fetch)
     try:
         done = False
         while not done:
@@ -151,7 +152,8 @@ def arrivals(store: Store, requests: Sequence[Request], known: Sequence[Any] | N
                 batch.clear()  # (handed on: its bytes go once the caller drops them)
     finally:
         stop.set()
-        fetcher.join()
+        if not fetcher.cancel():
+            fetcher.result()
 
 
 def _digest(version: Any) -> bytes:
