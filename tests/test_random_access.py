@@ -473,8 +473,7 @@ def test_point_reads_of_shards_start_no_threads(tmp_path, kind, monkeypatch):
         np.testing.assert_array_equal(a.vindex[points], ref[points])
     assert made == []
     # (only the I/O pool may have grown, to its io_concurrency threads)
-    assert all(name.startswith("zarrcore-io") for name in names), names
-    assert len([t for t in threading.enumerate() if t.name.startswith("zarrcore-io")]) <= 4
+    assert all(name.startswith("zarrcore-io") for name in names) and len(names) <= 4, names
     assert threading.active_count() <= baseline + 4
 
 
