@@ -475,6 +475,27 @@ int zc_chunk_cache_keep(zc_chunk_cache *c, const int64_t *key, const zc_chunk_ve
     return ZC_OK;
 }
 
+int zc_chunk_cache_decode_bytes(zc_chunk_cache *c, const int64_t *key, const zc_chunk_version *v,
+                                const zc_chain *chain, const unsigned char *src, size_t len,
+                                size_t nbytes, zc_chunk_cache_entry **out)
+{
+    *out = NULL;
+    if (nbytes != c->chunk_bytes)
+        return ZC_ERR_PARAM;
+    entry *e = entry_new(c, key, v);
+    if (e == NULL)
+        return ZC_ERR_NOMEM;
+    int st = zc_chain_decode(chain, src, len, e->data, nbytes);
+    if (st != ZC_OK) {
+        entry_release(e);
+        return st;
+    }
+    if (zc_chunk_version_settled(v))
+        insert(c, e);
+    *out = (zc_chunk_cache_entry *)e;
+    return ZC_OK;
+}
+
 int zc_chunk_cache_decode(zc_chunk_cache *c, const int64_t *key, const zc_chunk_version *v,
                           const zc_chain *chain, const zc_chunk_sel *s, const zc_object *o,
                           uint64_t offset, size_t size, zc_chunk_reader *r)

@@ -92,6 +92,12 @@ int zc_chunk_cache_keep(zc_chunk_cache *c, const int64_t *key, const zc_chunk_ve
 int zc_chunk_cache_read(zc_chunk_cache *c, const int64_t *key, const zc_chunk_version *v,
                         const zc_chain *chain, const zc_chunk_sel *s, const zc_object *o,
                         uint64_t offset, size_t size, zc_chunk_reader *r);
+/* Decode the stored chunk `src` (`len` bytes) of version `v` into a new entry of `key`,
+ * cached when `v` is settled, pinned for the caller in *out (unpin it). ZC_OK, ZC_ERR_PARAM
+ * (the chain's chunks are not chunk_bytes), ZC_ERR_NOMEM or the decoder's status. */
+int zc_chunk_cache_decode_bytes(zc_chunk_cache *c, const int64_t *key, const zc_chunk_version *v,
+                                const zc_chain *chain, const unsigned char *src, size_t len,
+                                size_t nbytes, zc_chunk_cache_entry **out);
 /* As zc_chunk_cache_read after zc_chunk_cache_find found no entry: decode into a new one. */
 int zc_chunk_cache_decode(zc_chunk_cache *c, const int64_t *key, const zc_chunk_version *v,
                           const zc_chain *chain, const zc_chunk_sel *s, const zc_object *o,

@@ -175,17 +175,38 @@ static const unsigned char *decoded(const zc_shard_job *j, const unsigned char *
     return *st == ZC_OK ? *scratch : NULL;
 }
 
+/* Task `t`'s decoded chunk through the job's cache (zc_shard_batch.h): its pinned entry's
+ * bytes, or its stored bytes decoded into a new entry (pinned in *made for the caller to
+ * unpin); NULL with *st ZC_OK when the task does not go through the cache. */
+static const unsigned char *cached(const zc_shard_job *j, int64_t t, size_t n,
+                                   zc_chunk_cache_entry **made, int *st)
+{
+    *made = NULL;
+    *st = ZC_OK;
+    if (j->cache == NULL || !j->src_by_task)
+        return NULL;
+    if (j->pins[t] != NULL)
+        return zc_chunk_cache_data(j->pins[t]);
+    if (j->src[t] == NULL || !j->versioned[t])
+        return NULL;
+    *st = zc_chunk_cache_decode_bytes(j->cache, j->cache_keys + t * j->cache_key_len,
+                                      &j->cache_versions[t], &j->chain, j->src[t],
+                                      j->src_len[t], n, made);
+    return *st == ZC_OK ? zc_chunk_cache_data(*made) : NULL;
+}
+
 /* Task `t` of a read with a listing (geometry `v` unless by points): gather its points or
- * its listed pieces, or fill their places when its chunk is not stored. */
+ * its listed pieces, or fill their places when its chunk is not stored. `chunk`: its decoded
+ * bytes when the caller has them (from the cache), else NULL. */
 static int read_listed(const zc_shard_job *j, int64_t t, const task_view *v, size_t n,
-                       unsigned char **scratch)
+                       unsigned char **scratch, const unsigned char *chunk)
 {
     const int64_t s = j->src_by_task || v == NULL ? t : v->chunk;
-    const unsigned char *src = j->src[s];
+    const unsigned char *src = chunk != NULL ? chunk : j->src[s];
     const zc_listing *l = &j->listing;
     int st = ZC_OK;
-    const unsigned char *chunk =
-        src == NULL ? j->fill : decoded(j, src, j->src_len[s], n, scratch, &st);
+    if (chunk == NULL)
+        chunk = src == NULL ? j->fill : decoded(j, src, j->src_len[s], n, scratch, &st);
     if (chunk == NULL)
         return st;
     if (l->point_start != NULL) {
@@ -219,8 +240,15 @@ void zc_shard_read_worker(zc_shard_job *j)
     while ((t = next_task(j)) >= 0) {
         task_view v;
         int st;
+        zc_chunk_cache_entry *made;
+        const unsigned char *chunk = cached(j, t, n, &made, &st);
+        if (st != ZC_OK) {
+            fail(j, t, st);
+            break;
+        }
         if (points) {
-            st = read_listed(j, t, NULL, n, &scratch);
+            st = read_listed(j, t, NULL, n, &scratch, chunk);
+            zc_chunk_cache_unpin(made);
             if (st != ZC_OK) {
                 fail(j, t, st);
                 break;
@@ -231,7 +259,10 @@ void zc_shard_read_worker(zc_shard_job *j)
         const int64_t s = j->src_by_task ? t : v.chunk;
         const unsigned char *src = j->src[s];
         if (v.listed) {
-            st = read_listed(j, t, &v, n, &scratch);
+            st = read_listed(j, t, &v, n, &scratch, chunk);
+        } else if (chunk != NULL) {
+            st = zc_copy_nd(j->ndim, v.shape, j->chain.itemsize, chunk + v.chunk_offset,
+                            v.chunk_strides, v.data, v.data_strides);
         } else if (src == NULL) {
             st = fill_region(j, &v);
         } else if (v.direct) {
@@ -245,11 +276,12 @@ void zc_shard_read_worker(zc_shard_job *j)
                 st = zc_unshuffle_nd(planes, n, j->chain.itemsize, j->ndim, v.shape,
                                      v.chunk_offset, v.chunk_strides, v.data, v.data_strides);
         } else {
-            const unsigned char *chunk = decoded(j, src, j->src_len[s], n, &scratch, &st);
-            if (chunk != NULL)
-                st = zc_copy_nd(j->ndim, v.shape, j->chain.itemsize, chunk + v.chunk_offset,
+            const unsigned char *whole = decoded(j, src, j->src_len[s], n, &scratch, &st);
+            if (whole != NULL)
+                st = zc_copy_nd(j->ndim, v.shape, j->chain.itemsize, whole + v.chunk_offset,
                                 v.chunk_strides, v.data, v.data_strides);
         }
+        zc_chunk_cache_unpin(made);
         if (st != ZC_OK) {
             fail(j, t, st);
             break;

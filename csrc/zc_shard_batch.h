@@ -8,6 +8,7 @@
 
 #include "zc_batch.h"
 #include "zc_chain.h"
+#include "zc_chunk_cache.h"
 #include "zc_status.h"
 
 typedef struct {
@@ -45,6 +46,15 @@ typedef struct {
     int64_t failed_task;
     /* Reads only: index lists, and points (with `src_by_task`; coords unused), as zc_batch. */
     zc_listing listing;
+    /* Reads by task (`src_by_task`) through a cache (NULL: none): task t copies out of
+     * pins[t] when set, else decodes src[t] into a new entry of key cache_keys[t] (its
+     * key_len values) at version cache_versions[t] when versioned[t], kept when settled. */
+    zc_chunk_cache *cache;
+    const int64_t *cache_keys;
+    const zc_chunk_version *cache_versions;
+    const unsigned char *versioned;
+    zc_chunk_cache_entry *const *pins;
+    int cache_key_len;
 } zc_shard_job;
 
 /* Validate the job (its listing too) and count its tasks; ZC_OK or ZC_ERR_PARAM / ZC_ERR_SIZE. */

@@ -1,5 +1,6 @@
 """zarrcore.concurrency.fan_out, the fan-out every store, the engine and the tools run on."""
 import asyncio
+import concurrent.futures
 import threading
 import time
 
@@ -207,3 +208,32 @@ def test_parallel_map_runs_on_at_most_its_workers_within_the_pool(workers):
     with zarrcore.config.set(num_threads=3):
         assert parallel_map(task, range(24), workers) == list(range(24))
     assert most[0] <= min(workers, 3) and len(threads) <= min(workers, 3)
+
+
+def test_calls_on_a_given_pool_leave_it_running():
+    """With `executor`, calls run on that pool (no thread of fan_out's own), at most `limit`
+    at once; a failure waits for the calls that started and the pool goes on serving."""
+    with concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="given") as pool:
+        names, lock = set(), threading.Lock()
+        now = peak = 0
+
+        def call(x):
+            nonlocal now, peak
+            with lock:
+                now += 1
+                peak = max(peak, now)
+                names.add(threading.current_thread().name)
+            time.sleep(0.002)
+            with lock:
+                now -= 1
+            if x == 13:
+                raise ValueError("13")
+            return x + 1
+
+        assert _flat(fan_out(call, range(10), 2, executor=pool)) == [
+            (i, i + 1) for i in range(10)]
+        assert 1 <= peak <= 2 and all(n.startswith("given") for n in names)
+        with pytest.raises(ValueError, match="13"):
+            _flat(fan_out(call, range(20), 3, executor=pool))
+        assert now == 0  # (the started calls were waited for)
+        assert pool.submit(call, 1).result() == 2

@@ -2,12 +2,14 @@
 directory in the compiled shard batch (each inner chunk decoded once), the decoded-chunk cache
 of an Array (shared with the native handle's C cache), batched reads (`Array.get_many`), and
 the memory a fancy read of a sharded array holds."""
+import concurrent.futures
 import os
 import pickle
 import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -26,9 +28,9 @@ SETTLE = 1.1  # seconds after which files are old enough to cache (zc_chunk_cach
 
 @pytest.fixture(autouse=True)
 def _threads():
-    saved = config.num_threads, config.cache_bytes
+    saved = config.num_threads, config.cache_bytes, config.io_concurrency
     yield
-    config.set(num_threads=saved[0], cache_bytes=saved[1])
+    config.set(num_threads=saved[0], cache_bytes=saved[1], io_concurrency=saved[2])
 
 
 @st.composite
@@ -190,12 +192,96 @@ def test_cache_settings(tmp_path):
         config.set(cache_bytes=-1)
 
 
-def test_memory_store_arrays_read_without_a_cache():
-    a = zarrcore.create_array(zarrcore.MemoryStore(), shape=(4,), chunks=(2,), dtype="i4",
+def test_memory_stores_over_a_dict_read_without_a_cache():
+    """A MemoryStore over a dict passed in gives no version of its values: never cached."""
+    a = zarrcore.create_array(zarrcore.MemoryStore({}), shape=(4,), chunks=(2,), dtype="i4",
                               config={"cache_bytes": 1 << 20})
     a[...] = [1, 2, 3, 4]
     np.testing.assert_array_equal(a.oindex[[3, 0]], [4, 1])
-    assert a.cache_info()["capacity"] == 0
+    np.testing.assert_array_equal(a.oindex[[3, 0]], [4, 1])
+    assert a.cache_info() == dict.fromkeys(a.cache_info(), 0)
+
+
+@pytest.mark.parametrize("shards", [None, (8, 6)])
+def test_memory_store_cache_serves_until_a_write_changes_the_object(shards):
+    """A MemoryStore's own data is cached by its blobs' versions (no settling time): repeated
+    reads hit, and a write through this Array, another Array on the same store object or
+    the store itself makes the next read miss and return the new data."""
+    store = zarrcore.MemoryStore()
+    data = np.arange(16 * 12, dtype="i4").reshape(16, 12)
+    w = zarrcore.create_array(store, name="m", shape=data.shape, chunks=(2, 6), shards=shards,
+                              dtype="i4", fill_value=-1, config={"cache_bytes": 1 << 20})
+    w[...] = data
+    a = zarrcore.open_array(store, path="m", cache_bytes=1 << 20)
+    rows = [3, 9, 3, 0]
+    np.testing.assert_array_equal(a.oindex[rows, :], data[rows])
+    first = a.cache_info()
+    assert first["misses"] == first["inserts"] == 3 * 2 and first["hits"] == 0
+    np.testing.assert_array_equal(a.oindex[rows, :], data[rows])
+    np.testing.assert_array_equal(a[2:4], data[2:4])
+    info = a.cache_info()
+    assert info["hits"] == 3 * 2 + 2 and info["misses"] == first["misses"]
+
+    # Through this Array: its own entries are not served.
+    a[3, :4] = -5
+    data[3, :4] = -5
+    np.testing.assert_array_equal(a[2:4], data[2:4])
+    # Through another Array on the same store object.
+    w[9] = 99
+    data[9] = 99
+    np.testing.assert_array_equal(a.oindex[rows, :], data[rows])
+    # Through the store: a chunk (shard) replaced by its own earlier bytes is a new blob too.
+    key = "m/c/0/0"
+    old = store.get(key)
+    w[0:2, 0:6] = 7
+    np.testing.assert_array_equal(a[0:2, 0:6], 7)
+    store.set(key, old)
+    np.testing.assert_array_equal(a[0:2], data[0:2])
+    assert a.cache_info()["stale"] >= 4
+    # Deleted (all fill, not stored): read as fill.
+    w[8:10] = -1
+    data[8:10] = -1
+    np.testing.assert_array_equal(a.oindex[rows, :], data[rows])
+    np.testing.assert_array_equal(a[...], data)
+
+
+def test_memory_store_cache_evicts_within_its_budget():
+    store = zarrcore.MemoryStore()
+    data = np.arange(20 * 10, dtype="f8").reshape(20, 10)
+    zarrcore.create_array(store, shape=data.shape, chunks=(1, 10), dtype="f8")[...] = data
+    a = zarrcore.open_array(store, cache_bytes=3 * 10 * 8)  # three chunks
+    for _ in range(2):
+        for row in range(6):
+            np.testing.assert_array_equal(a[row], data[row])
+    info = a.cache_info()
+    assert info["entries"] == 3 and info["used"] == 3 * 80 and info["capacity"] == 3 * 80
+    # (the budget is the whole cache's; which entry goes first is each part's own LRU)
+    assert info["hits"] + info["misses"] == 12 and info["inserts"] == info["misses"] >= 9
+    assert info["evictions"] == info["inserts"] - 3
+    for _ in range(3):
+        np.testing.assert_array_equal(a[5], data[5])
+    assert a.cache_info()["hits"] - info["hits"] >= 2
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=sharded(), sharded_layout=st.booleans(), data=st.data())
+def test_memory_store_cached_reads_and_writes_match_numpy(case, sharded_layout, data):
+    """Reads and writes of a cached MemoryStore array (the compiled batches over its blobs)
+    match numpy, read twice (the second from the cache), after partial writes too."""
+    shape, inner, shards, ref, box = case
+    store = zarrcore.MemoryStore()
+    a = zarrcore.create_array(store, shape=shape, chunks=inner,
+                              shards=shards if sharded_layout else None, dtype="i4",
+                              fill_value=-1, config={"cache_bytes": 1 << 16})
+    a[box] = ref[box]
+    for _ in range(2):
+        sel = data.draw(orthogonal(shape))
+        for _ in range(2):
+            np.testing.assert_array_equal(a.oindex[sel], _numpy_orthogonal(ref, sel))
+        np.testing.assert_array_equal(a[...], ref)
+        part = tuple(slice(0, max(1, n // 2)) for n in shape)
+        ref[part] += 1
+        a[part] = ref[part]
 
 
 @st.composite
@@ -326,3 +412,187 @@ def test_cached_inner_chunks_serve_listed_picks(tmp_path):
         for _ in range(2):
             np.testing.assert_array_equal(a.oindex[rows, cols], data[np.ix_(rows, cols)])
     assert a.cache_info()["hits"] > 0
+
+
+@st.composite
+def points_in(draw, shape):
+    """A tuple of int arrays (negative ones too), one point per row, up to 40 points."""
+    n = draw(st.integers(1, 40))
+    return tuple(np.array(draw(st.lists(st.integers(-s, s - 1), min_size=n, max_size=n)),
+                          dtype=np.intp) for s in shape)
+
+
+@pytest.mark.parametrize("kind", ["dir", "memory", "zip"])
+def test_point_reads_of_shards_start_no_threads(tmp_path, kind, monkeypatch):
+    """vindex on a sharded array fetches its waves on the shared pools (config.executor,
+    config.io_executor): many reads construct no thread pool and start no threads beyond
+    those pools', and match numpy."""
+    config.set(num_threads=3, io_concurrency=4)
+    ref = np.arange(24 * 30, dtype="i4").reshape(24, 30)
+    store = {"memory": zarrcore.MemoryStore(), "dir": str(tmp_path),
+             "zip": zarrcore.ZipStore(str(tmp_path / "a.zip"), mode="w")}[kind]
+    a = zarrcore.create_array(store, shape=ref.shape, chunks=(2, 5), shards=(6, 10),
+                              dtype="i4")
+    a[...] = ref
+    # Every thread of the shared pool started, then the count is the baseline.
+    started, release = threading.Barrier(4), threading.Event()
+    waits = [config.executor().submit(lambda: (started.wait(), release.wait()))
+             for _ in range(3)]
+    started.wait()
+    release.set()
+    for w in waits:
+        w.result()
+    config.io_executor()  # (made once, at the first fetch of a process)
+    made = []
+    real_init = concurrent.futures.ThreadPoolExecutor.__init__
+
+    def counted(self, *args, **kwargs):
+        made.append(args)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(concurrent.futures.ThreadPoolExecutor, "__init__", counted)
+    names = []
+    real_start = threading.Thread.start
+
+    def recorded(self):
+        names.append(self.name)
+        real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", recorded)
+    baseline = threading.active_count()
+
+    @settings(max_examples=40, deadline=None)
+    @given(points=points_in(ref.shape))
+    def reads(points):
+        np.testing.assert_array_equal(a.vindex[points], ref[points])
+
+    reads()
+    rng = np.random.default_rng(0)
+    for _ in range(20):  # (points in every shard: a wave per few shards)
+        points = (rng.integers(0, 24, 300), rng.integers(0, 30, 300))
+        np.testing.assert_array_equal(a.vindex[points], ref[points])
+    assert made == []
+    # (only the I/O pool may have grown, to its io_concurrency threads)
+    assert all(name.startswith("zarrcore-io") for name in names) and len(names) <= 4, names
+    assert threading.active_count() <= baseline + 4
+
+
+def test_zip_store_cache_serves_until_a_write_changes_the_member(tmp_path):
+    """Chunks of a zip are cached by the member they were read from (the zip's opening, the
+    member's place, sizes and CRC): repeated reads hit, a write through this process (this
+    Array or another on the same store object) appends a member, read fresh."""
+    path = str(tmp_path / "a.zip")
+    data = np.arange(12 * 8, dtype="i4").reshape(12, 8)
+    store = zarrcore.ZipStore(path, mode="w")
+    w = zarrcore.create_array(store, shape=data.shape, chunks=(2, 8), dtype="i4",
+                              fill_value=-1)
+    w[...] = data
+    a = zarrcore.open_array(store, cache_bytes=1 << 16)
+    rows = [5, 0, 5, 11]
+    for _ in range(3):
+        np.testing.assert_array_equal(a.oindex[rows, :], data[rows])
+    info = a.cache_info()
+    assert info["misses"] == info["inserts"] == 3 and info["hits"] == 6
+    a[4, :3] = 70  # (chunk 2: read, merged and appended again)
+    data[4, :3] = 70
+    w[0] = 71
+    data[0] = 71
+    for _ in range(2):
+        np.testing.assert_array_equal(a.oindex[rows, :], data[rows])
+    assert a.cache_info()["stale"] == 2
+    store.close()
+    # Opened again (read only): every version is new, none served stale.
+    b = zarrcore.open_array(zarrcore.ZipStore(path, mode="r"), cache_bytes=3 * 8 * 2 * 4)
+    for _ in range(2):
+        np.testing.assert_array_equal(b[...], data)
+    info = b.cache_info()
+    assert info["entries"] == 3 and info["evictions"] == info["inserts"] - 3
+
+
+def test_object_store_cache_revalidates_each_hit(s3_bucket, monkeypatch):
+    """Chunks on S3 are cached by their ETags: a repeated read asks If-None-Match (one
+    request, no body, nothing decoded) and copies out of the entry; an object overwritten
+    from outside (another store, as another process would) is never served stale."""
+    server, bucket = s3_bucket
+    options = server.storage_options()
+    url = f"s3://{bucket}/c.zarr"
+    data = np.arange(10 * 6, dtype="f8").reshape(10, 6)
+    zarrcore.create_array(url, shape=data.shape, chunks=(2, 6), dtype="f8",
+                          storage_options=options)[...] = data
+    a = zarrcore.open_array(url, mode="r", storage_options=options, cache_bytes=1 << 16)
+    from zarrcore.storage import objectstore
+
+    asked = []
+    real_get = objectstore.ObjectStore._get
+
+    async def counted(self, key, *args, **kwargs):
+        asked.append(kwargs.get("unless"))
+        return await real_get(self, key, *args, **kwargs)
+
+    monkeypatch.setattr(objectstore.ObjectStore, "_get", counted)
+    rows = [1, 7, 1]
+    np.testing.assert_array_equal(a.oindex[rows, :], data[rows])
+    assert a.cache_info()["misses"] == 2 and asked == [None, None]
+    asked.clear()
+    for _ in range(2):
+        np.testing.assert_array_equal(a.oindex[rows, :], data[rows])
+    assert a.cache_info()["hits"] == 4 and a.cache_info()["inserts"] == 2
+    assert len(asked) == 4 and all(etag is not None for etag in asked)
+
+    # Overwritten from outside: new bytes, then the first bytes again (the same ETag).
+    other = zarrcore.open_array(url, mode="r+", storage_options=options)
+    other[0:2] = -1
+    np.testing.assert_array_equal(a[0:2], -np.ones((2, 6)))
+    other[0:2] = data[0:2]
+    np.testing.assert_array_equal(a[0:2], data[0:2])
+    other[6:8] = 5
+    data[6:8] = 5
+    np.testing.assert_array_equal(a.oindex[rows, :], data[rows])
+    # Another process.
+    np.testing.assert_array_equal(a[2:4], data[2:4])
+    script = textwrap.dedent(f"""
+        import numpy as np, zarrcore
+        a = zarrcore.open_array({url!r}, mode="r+", storage_options={options!r})
+        a[2:4] = np.full((2, 6), 9.0)
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True,
+                   env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    data[2:4] = 9
+    np.testing.assert_array_equal(a[...], data)
+    assert a.cache_info()["stale"] >= 3
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=sharded(), data=st.data())
+def test_zip_store_cached_reads_match_numpy(tmp_path_factory, case, data):
+    """Orthogonal and point reads of a cached zip (unsharded chunks through ChunkWaves and
+    the cache) match numpy, read twice (the second from the cache) and after a write."""
+    shape, inner, _, ref, box = case
+    store = zarrcore.ZipStore(str(tmp_path_factory.mktemp("z") / "a.zip"), mode="w")
+    a = zarrcore.create_array(store, shape=shape, chunks=inner, dtype="i4", fill_value=-1,
+                              config={"cache_bytes": 1 << 16})
+    a[box] = ref[box]
+    for _ in range(2):
+        sel = data.draw(orthogonal(shape))
+        points = data.draw(points_in(shape))
+        for _ in range(2):
+            np.testing.assert_array_equal(a.oindex[sel], _numpy_orthogonal(ref, sel))
+            np.testing.assert_array_equal(a.vindex[points], ref[points])
+        part = tuple(slice(0, max(1, n // 2)) for n in shape)
+        ref[part] += 1
+        a[part] = ref[part]
+    store.close()
+
+
+def test_http_object_stores_are_not_cached(http_server):
+    """An HTTP server's ETags (a file's size and modification second, often) may come back
+    for other bytes: such a store gives no versions, and arrays on it keep no cache."""
+    data = np.arange(12, dtype="i4")
+    zarrcore.create_array(f"{http_server.root}/nc.zarr", shape=(12,), chunks=(4,),
+                          dtype="i4")[...] = data
+    a = zarrcore.open_array(f"{http_server.url}/nc.zarr", mode="r", cache_bytes=1 << 16)
+    assert not a.store.versioned_reads
+    for _ in range(2):
+        np.testing.assert_array_equal(a[...], data)
+    assert a.cache_info() == dict.fromkeys(a.cache_info(), 0)

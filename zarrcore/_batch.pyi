@@ -1,5 +1,5 @@
 # Type stub of a compiled module (zarrcore/_batch.pyx): chunk reads and writes of a directory
-# store in C threads. Keep in step with the .pyx.
+# or memory store in C threads. Keep in step with the .pyx.
 from collections.abc import Sequence
 from typing import Any
 
@@ -7,13 +7,15 @@ import numpy.typing as npt
 
 from ._cache import ChunkCache
 from ._files import FileRoot
+from ._memstore import NativeMemoryMap
 
 class ChunkBatch:
-    def __init__(self, *, settings: dict[str, Any], root: FileRoot, key_head: str, sep: str,
-                 lead_sep: bool, array_shape: Sequence[int], chunk_shape: Sequence[int],
-                 plans: Any, data: npt.NDArray[Any], write_empty_chunks: bool = False,
-                 lock_dir: str = "", points: Any = None,
-                 cache: ChunkCache | None = None) -> None: ...
+    def __init__(self, *, settings: dict[str, Any], root: FileRoot | None = None,
+                 key_head: str, sep: str, lead_sep: bool, array_shape: Sequence[int],
+                 chunk_shape: Sequence[int], plans: Any, data: npt.NDArray[Any],
+                 write_empty_chunks: bool = False, lock_dir: str = "", points: Any = None,
+                 cache: ChunkCache | None = None,
+                 memory: NativeMemoryMap | None = None) -> None: ...
     @property
     def ntasks(self) -> int: ...
     def split_writes(self, nthreads: int) -> int: ...

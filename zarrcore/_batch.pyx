@@ -14,7 +14,7 @@ from zarrcore._files cimport FileRoot
 from zarrcore._jobs cimport (
     ZC_BATCH_PATH_MAX, ZC_STREAM_OUT_MIN, set_up_job, stop_claims, zc_batch, zc_batch_free,
     zc_batch_prepare, zc_batch_read_worker, zc_batch_split_reads, zc_batch_split_writes,
-    zc_batch_task_key, zc_batch_write_worker,
+    zc_batch_task_key, zc_batch_write_worker, zc_memstore,
 )
 from zarrcore._status cimport ZC_ERR_LOCK, ZC_OK
 
@@ -33,17 +33,21 @@ cdef class ChunkBatch:
     cdef object _keep, _deferred
     cdef FileRoot _files
 
-    def __init__(self, *, dict settings, FileRoot root, str key_head, sep, lead_sep, array_shape,
-                 chunk_shape, plans, data, write_empty_chunks=False, str lock_dir="",
-                 points=None, ChunkCache cache=None):
+    def __init__(self, *, dict settings, FileRoot root=None, str key_head, sep, lead_sep,
+                 array_shape, chunk_shape, plans, data, write_empty_chunks=False,
+                 str lock_dir="", points=None, ChunkCache cache=None,
+                 memory=None):
         """`settings` are CodecChain.native_form(): the chain, fill and item layout (the dict
         itself, read by lookups that take no lock: not unpacked into keywords, which locks it
         on a free-threaded Python, and every thread reading the array shares it). Chunk
         files are reached through `root` (the store's, which `key_head` and `lock_dir` start
         with). Writes replace and delete them under their key lock in `lock_dir` ("": no
-        locks). A read of points gives `points` (point_start, local, out_index, coords: see
-        zc_listing) instead of `plans`, and `data` 1-d. Reads of `plans` go through `cache`
-        when given."""
+        locks). Or chunks are the blobs of `memory` (a MemoryStore's), `key_head` their keys'
+        start (a zarrcore._memstore.NativeMemoryMap), locked by its own key locks. A read of points gives `points` (point_start,
+        local, out_index, coords: see zc_listing) instead of `plans`, and `data` 1-d. Reads of
+        `plans` go through `cache` when given."""
+        if (root is None) == (memory is None):
+            raise ValueError("chunks are files below a root or blobs of a memory map")
         memset(&self.b, 0, sizeof(zc_batch))
         # (os.fsencode in C: no Python call.)
         head = PyUnicode_EncodeFSDefault(key_head)
@@ -57,7 +61,10 @@ cdef class ChunkBatch:
         strncpy(self.b.lock_dir, lock, ZC_BATCH_PATH_MAX - 1)
         self.b.sep = ord(sep)
         self.b.lead_sep = lead_sep
-        self.b.root = root.root
+        if root is not None:
+            self.b.root = root.root
+        else:
+            self.b.mem = <zc_memstore *><size_t>memory.address
         self._files = root
         if cache is not None:
             self.b.cache = cache.chunks
@@ -68,7 +75,7 @@ cdef class ChunkBatch:
         deferred = np.zeros(self.b.ntasks, np.uint8)
         cdef unsigned char[::1] defview = deferred
         self.b.deferred = &defview[0] if self.b.ntasks else NULL
-        self._keep = (*keep, data, root, cache)
+        self._keep = (*keep, data, root, cache, memory)
         self._deferred = deferred
 
     def __dealloc__(self):
@@ -117,6 +124,6 @@ cdef class ChunkBatch:
         if not self.b.failed:
             return
         key = self.task_key(self.b.failed_task)[head_len:] if self.b.failed_task >= 0 else "?"
-        if self.b.status == ZC_ERR_LOCK:
+        if self.b.status == ZC_ERR_LOCK and self._files is not None:
             raise self._files.lock_error(<bytes>self.b.lock_dir, key, self.b.sys_errno)
         raise status_error(self.b.status, f"chunk {key!r}: ", sys_errno=self.b.sys_errno)

@@ -4,15 +4,16 @@ GIL-free job that several threads work through together."""
 cimport numpy as cnp
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdlib cimport calloc, free, realloc
-from libc.stdint cimport int64_t
-from libc.string cimport memset
+from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memcpy, memset
 
 import numpy as np
 
+from zarrcore._cache cimport ChunkCache
 from zarrcore._jobs cimport (
-    set_up_job, stop_claims, zc_shard_job, zc_shard_job_list, zc_shard_job_prepare,
-    zc_shard_read_worker, zc_shard_task_chunk,
-    zc_shard_write_worker,
+    set_up_job, stop_claims, zc_chunk_cache_entry, zc_chunk_cache_find, zc_chunk_cache_unpin,
+    zc_chunk_version, zc_shard_job, zc_shard_job_list, zc_shard_job_prepare,
+    zc_shard_read_worker, zc_shard_task_chunk, zc_shard_write_worker,
 )
 
 from zarrcore._status cimport ZC_OK
@@ -174,13 +175,29 @@ cdef class ChunkWaves(_CompiledJob):
     local, out_index, None: see zc_listing) the t-th group of points; `grid` bounds the chunk
     indices; `data` is the caller's array (1-d for points). A task never
     given bytes reads as fill (its chunk is not stored) and is encoded from fill.
+
+    Reads through `cache` (a ChunkCache of whole chunks): `lookup` pins a task's chunk cached
+    at a version, which the task then copies out of (its bytes not needed); `keep` has the
+    task decode its bytes into a new entry at a version. A version here is the 32-byte digest
+    of the stored object's version that its store gave (equal digests: equal bytes).
     """
 
     cdef list _pinned, _held
     cdef object _keep, _listed
+    cdef ChunkCache _cache
+    cdef int64_t *_keys
+    cdef zc_chunk_version *_versions
+    cdef unsigned char *_versioned
+    cdef zc_chunk_cache_entry **_pins
+
+    def __cinit__(self):
+        self._keys = NULL
+        self._versions = NULL
+        self._versioned = NULL
+        self._pins = NULL
 
     def __init__(self, settings, chunk_shape, grid, plans, data, write_empty_chunks=False,
-                 points=None):
+                 points=None, ChunkCache cache=None):
         keep = set_up_job(&self.j, settings, chunk_shape, plans, <cnp.ndarray?>data,
                           write_empty_chunks, points)
         for d in range(self.j.ndim):
@@ -198,9 +215,72 @@ cdef class ChunkWaves(_CompiledJob):
         self.j.out_len = <size_t *>calloc(n, sizeof(size_t))
         if self.j.src == NULL or self.j.src_len == NULL or self.j.out == NULL or self.j.out_len == NULL:
             raise MemoryError("chunk job")
+        if cache is None:
+            return
+        self._cache = cache
+        self._keys = <int64_t *>calloc(n * (self.j.ndim + 1), sizeof(int64_t))
+        self._versions = <zc_chunk_version *>calloc(n, sizeof(zc_chunk_version))
+        self._versioned = <unsigned char *>calloc(n, 1)
+        self._pins = <zc_chunk_cache_entry **>calloc(n, sizeof(zc_chunk_cache_entry *))
+        if (self._keys == NULL or self._versions == NULL or self._versioned == NULL
+                or self._pins == NULL):
+            raise MemoryError("chunk job")
+        self.j.cache = cache.chunks
+        self.j.cache_keys = self._keys
+        self.j.cache_versions = self._versions
+        self.j.versioned = self._versioned
+        self.j.pins = self._pins
+        self.j.cache_key_len = self.j.ndim + 1
 
     def __dealloc__(self):
+        cdef int64_t t
+        if self._pins != NULL:
+            for t in range(self.j.ntasks):
+                zc_chunk_cache_unpin(self._pins[t])
+        free(self._pins)
+        free(self._keys)
+        free(self._versions)
+        free(self._versioned)
         free_job_arrays(&self.j)
+
+    cdef int _set(self, int64_t task, coords, const unsigned char[::1] version) except -1:
+        """Task `task`'s cache key (its chunk's grid index `coords`, then 0) and version."""
+        if self._cache is None:
+            raise ValueError("a job without a cache")
+        if task < 0 or task >= self.j.ntasks:
+            raise ValueError("task out of range")
+        if len(coords) != self.j.ndim or version.shape[0] != 32:
+            raise ValueError("a grid index per axis and a 32-byte version")
+        cdef int64_t *key = self._keys + task * (self.j.ndim + 1)
+        for d in range(self.j.ndim):
+            key[d] = coords[d]
+        key[self.j.ndim] = 0
+        cdef zc_chunk_version *v = &self._versions[task]
+        memset(v, 0, sizeof(zc_chunk_version))
+        # (ctime_ns 0: settled, cached at once)
+        memcpy(&v.dev, &version[0], 8)
+        memcpy(&v.ino, &version[8], 8)
+        memcpy(&v.size, &version[16], 8)
+        memcpy(&v.mtime_ns, &version[24], 8)
+        zc_chunk_cache_unpin(self._pins[task])
+        self._pins[task] = NULL
+        self._versioned[task] = 0
+        return 0
+
+    def lookup(self, int64_t task, coords, version):
+        """Pin task `task`'s chunk (grid index `coords`) cached at `version` (a hit), which
+        the task then copies out of; False when there is none (a miss; an entry of another
+        version is dropped as stale)."""
+        self._set(task, coords, version)
+        self._pins[task] = zc_chunk_cache_find(
+            self._cache.chunks, self._keys + task * (self.j.ndim + 1), &self._versions[task])
+        return self._pins[task] != NULL
+
+    def keep(self, int64_t task, coords, version):
+        """Decode task `task`'s bytes (given by `add_whole`) into a new cache entry of its
+        chunk (grid index `coords`) at `version`."""
+        self._set(task, coords, version)
+        self._versioned[task] = 1
 
     @property
     def ntasks(self):
@@ -256,9 +336,17 @@ cdef class ChunkWaves(_CompiledJob):
         return t.shape[0]
 
     def release(self):
-        """Let go of the buffers of the wave run last (its work is done): a read holds the
-        bytes of one wave at a time."""
+        """Let go of the buffers (and cache entries) of the wave run last (its work is done):
+        a read holds the bytes of one wave at a time."""
+        cdef Py_ssize_t k
+        cdef const int64_t[::1] t
         self._held = []
+        if self._pins == NULL or self._listed is None:
+            return
+        t = self._listed
+        for k in range(t.shape[0]):
+            zc_chunk_cache_unpin(self._pins[t[k]])
+            self._pins[t[k]] = NULL
 
     def encoded(self):
         """Per task of the last wave (after `work_write`): its encoding (a read-only

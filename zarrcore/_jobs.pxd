@@ -41,6 +41,15 @@ cdef extern from "zc_memstore.h":
 cdef extern from "zc_chunk_cache.h":
     ctypedef struct zc_chunk_cache:
         pass
+    ctypedef struct zc_chunk_cache_entry:
+        pass
+    ctypedef struct zc_chunk_version:
+        uint64_t dev, ino, size
+        int64_t mtime_ns, ctime_ns
+        uint64_t offset, nbytes
+    zc_chunk_cache_entry *zc_chunk_cache_find(zc_chunk_cache *c, const int64_t *key,
+                                              const zc_chunk_version *v)
+    void zc_chunk_cache_unpin(zc_chunk_cache_entry *e)
 
 cdef extern from "zc_batch.h":
     int ZC_BATCH_PATH_MAX
@@ -112,6 +121,12 @@ cdef extern from "zc_shard_batch.h":
         int failed, status
         int64_t failed_task
         zc_listing listing
+        zc_chunk_cache *cache
+        const int64_t *cache_keys
+        const zc_chunk_version *cache_versions
+        const unsigned char *versioned
+        zc_chunk_cache_entry *const *pins
+        int cache_key_len
     int zc_shard_job_prepare(zc_shard_job *j)
     int zc_shard_job_list(zc_shard_job *j, const int64_t *tasks, int64_t n)
     int64_t zc_shard_task_chunk(const zc_shard_job *j, int64_t t)

@@ -1,5 +1,5 @@
 # Type stub of a compiled module (zarrcore/_shard_io.pyx): sharded reads and writes of a
-# directory store in C threads. Keep in step with the .pyx.
+# directory or memory store in C threads. Keep in step with the .pyx.
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,16 +9,18 @@ from typing_extensions import Buffer
 from ._cache import ChunkCache
 from ._files import FileRoot
 from ._indexing import AxisPlan
+from ._memstore import NativeMemoryMap
 
 PREFETCH_MAX: int
 
 def sha256_hex(data: Buffer) -> str: ...
 
 class ShardSpec:
-    def __init__(self, *, root: FileRoot, key_head: str, head_len: int, sep: str, lead_sep: bool,
-                 lock_dir: str, array_shape: Sequence[int], shard_shape: Sequence[int],
-                 chunk_shape: Sequence[int], index_at_start: bool, index_crc32c: bool,
-                 fill: bytes = b"", fill_floatsize: int = 0, **chain: Any) -> None: ...
+    def __init__(self, *, root: FileRoot | None = None, key_head: str, head_len: int, sep: str,
+                 lead_sep: bool, lock_dir: str, array_shape: Sequence[int],
+                 shard_shape: Sequence[int], chunk_shape: Sequence[int], index_at_start: bool,
+                 index_crc32c: bool, fill: bytes = b"", fill_floatsize: int = 0,
+                 memory: NativeMemoryMap | None = None, **chain: Any) -> None: ...
     def batch(self, plans: Sequence[AxisPlan], data: npt.NDArray[Any], writing: bool = False,
               write_empty_chunks: bool = False,
               write_order: npt.ArrayLike | None = None,

@@ -1,6 +1,6 @@
 # cython: language_level=3
-"""Bindings for csrc/zc_shard_io.c: sharded reads and writes on a directory store as one
-GIL-free batch over every shard and inner chunk a selection touches."""
+"""Bindings for csrc/zc_shard_io.c: sharded reads and writes on a directory or memory store
+as one GIL-free batch over every shard and inner chunk a selection touches."""
 import os
 
 import numpy as np
@@ -17,8 +17,8 @@ from ._jobs cimport (
     ZC_SHARD_INDEX_CHECKSUM, ZC_SHARD_INDEX_ENTRY, ZC_SHARD_INDEX_IN_INDEX,
     ZC_SHARD_INDEX_SHORT, ZC_SHARD_IO_PATH_MAX, ZC_SHARD_IO_PREFETCH_MAX, ZC_STREAM_OUT_MIN,
     set_up_chain, set_up_lists, set_up_pieces, stop_claims, zc_chain, zc_piece, zc_shard_io,
-    zc_shard_io_close_files, zc_shard_io_free, zc_shard_io_prepare, zc_shard_io_read_worker,
-    zc_shard_io_slot_key, zc_shard_io_write_worker,
+    zc_memstore, zc_shard_io_close_files, zc_shard_io_free, zc_shard_io_prepare,
+    zc_shard_io_read_worker, zc_shard_io_slot_key, zc_shard_io_write_worker,
 )
 from ._status cimport (
     ZC_ERR_CORRUPT, ZC_ERR_IO, ZC_ERR_LOCK, ZC_ERR_NOMEM, ZC_ERR_OVERLAP, ZC_ERR_SIZE, ZC_MAX_NDIM,
@@ -53,13 +53,18 @@ cdef class ShardSpec:
     cdef tuple grid
     cdef Py_ssize_t head_len
     cdef FileRoot files
+    cdef object memory
 
     def __cinit__(self):
         memset(&self.io, 0, sizeof(zc_shard_io))
 
-    def __init__(self, *, FileRoot root, key_head, head_len, sep, lead_sep, lock_dir, array_shape,
-                 shard_shape, chunk_shape, index_at_start, index_crc32c, fill=b"",
-                 fill_floatsize=0, **chain):
+    def __init__(self, *, FileRoot root=None, key_head, head_len, sep, lead_sep, lock_dir,
+                 array_shape, shard_shape, chunk_shape, index_at_start, index_crc32c, fill=b"",
+                 fill_floatsize=0, memory=None, **chain):
+        """Shards are files below `root`, or the blobs of `memory` (a MemoryStore's
+        zarrcore._memstore.NativeMemoryMap, locked by its own key locks; `lock_dir` "")."""
+        if (root is None) == (memory is None):
+            raise ValueError("shards are files below a root or blobs of a memory map")
         ndim = len(shard_shape)
         if not 1 <= ndim <= ZC_MAX_NDIM or len(chunk_shape) != ndim or len(array_shape) != ndim:
             raise ValueError(f"1 to {ZC_MAX_NDIM} dimensions, the same for every shape")
@@ -82,8 +87,12 @@ cdef class ShardSpec:
         strncpy(self.io.lock_dir, lock, ZC_SHARD_IO_PATH_MAX - 1)
         self.io.sep = ord(sep)
         self.io.lead_sep = lead_sep
-        self.io.root = root.root
+        if root is not None:
+            self.io.root = root.root
+        else:
+            self.io.mem = <zc_memstore *><size_t>memory.address
         self.files = root  # (its descriptor outlives every batch of this spec)
+        self.memory = memory  # (its blobs too)
         self._fill = bytes(fill)
         self.io.fill = <const unsigned char *><char *>self._fill
         self.grid = tuple(s // c for s, c in zip(shard_shape, chunk_shape))
@@ -191,7 +200,7 @@ cdef class ShardBatch:
         st, problem = self.io.status, self.io.index_problem
         if st in (ZC_ERR_IO, ZC_ERR_NOMEM):
             raise status_error(st, where, sys_errno=self.io.sys_errno)
-        if st == ZC_ERR_LOCK:
+        if st == ZC_ERR_LOCK and self.spec.files is not None:
             raise self.spec.files.lock_error(<bytes>self.io.lock_dir, key, self.io.sys_errno)
         if problem == ZC_SHARD_INDEX_SHORT:
             isz = 16 * self.io.ninner + 4 * self.io.index_crc32c

@@ -915,12 +915,18 @@ class Array(nodes.Node):
         dropped because the stored chunk or shard changed), entries, used and capacity
         (bytes); all 0 without a cache.
 
-        The cache serves reads of a local directory store with a regular chunk grid and
-        codecs the compiled core runs (the native handle's conditions), whose budget holds
-        at least one (inner) chunk. An entry is served only while its file keeps the
-        identity (device, inode, size, modification and change times) it was decoded from:
-        writes through any process replace files, so they are never served stale. A file
-        changed within the last second is read but not cached.
+        The cache serves reads of arrays with a regular chunk grid and codecs the compiled
+        core runs, whose budget holds at least one (inner) chunk, on a local directory or a
+        MemoryStore holding its own data (sharded or not), and unsharded arrays on a store
+        that gives versions of its values (`Store.versioned_reads`: zip, object stores). An
+        entry is served only while the stored object keeps the identity it was decoded from:
+        a file's device, inode, size, modification and change times (writes through any
+        process replace files; a file changed within the last second is read but not
+        cached); a memory blob's version (every write stores a new one); a zip member's place
+        in the opened zip; an object's strong ETag, asked by one conditional GET per read
+        (If-None-Match: a 304 without a body when unchanged). So entries are never served
+        stale. Other stores (fsspec, references, a MemoryStore over a dict passed in), and
+        sharded arrays on zip and object stores, are not cached: capacity 0.
 
         Returns
         -------

@@ -155,8 +155,7 @@ cdef class ArrayHandle:
         cdef FileRoot files = None
         if memory is not None:
             # Keys are store keys; the store's key locks are its own (no lock file).
-            prefix = chunks.key_prefix
-            head = ((prefix + "/" if prefix else "") + chunks.key_layout[0]).encode()
+            head = chunks.key_head().encode()
             lock = b""
             head_len = 0
             mem = memory.address

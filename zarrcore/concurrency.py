@@ -34,6 +34,7 @@ def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterabl
             limit: int, *, loop: asyncio.AbstractEventLoop | None = None,
             deadline: float | None = None, doing: str = "waiting for",
             keep: bool = True, thread_name: str = "zarrcore-bounded",
+            executor: concurrent.futures.Executor | None = None,
             ) -> Iterator[list[tuple[int, R]]]:
     """Call `call(item)` for every item, at most `limit` at once, and yield lists of
     (index, result) as calls finish (each list: all that finished since the last one).
@@ -41,7 +42,9 @@ def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterabl
     `items` may be a generator: it is advanced in the calling thread, one item each time a
     call may start, so producing items overlaps the calls already running. With `loop`,
     `call` returns a coroutine run on that event loop; otherwise `call` runs on threads of
-    its own (not the shared pool's, so work inside it may still use the pool).
+    its own (not the shared pool's, so work inside it may still use the pool), or on
+    `executor` when given (a pool that outlives the call, left running; a caller that runs on
+    that pool itself must not give it: its calls would queue behind it).
     With `keep=False` results are dropped and nothing is yielded (writes).
 
     The first exception, of a call or of `items`, is raised here; calls not started are
@@ -60,9 +63,12 @@ def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterabl
         return
     finished: queue.SimpleQueue[concurrent.futures.Future[R]] = queue.SimpleQueue()
     running: dict[concurrent.futures.Future[R], tuple[int, T]] = {}
-    threads = None
-    if loop is None:
+    threads: concurrent.futures.Executor | None = None
+    own = loop is None and executor is None
+    if own:
         threads = concurrent.futures.ThreadPoolExecutor(limit, thread_name_prefix=thread_name)
+    elif loop is None:
+        threads = executor
     event_loop = cast(asyncio.AbstractEventLoop, loop)
     pending = enumerate(items)
     exhausted = False
@@ -100,8 +106,12 @@ def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterabl
     finally:
         for future in running:
             future.cancel()
-        if threads is not None:
+        if own:
+            assert threads is not None
             threads.shutdown(wait=True, cancel_futures=True)
+        elif threads is not None:
+            # (Not ours to shut down: wait for the calls that started, as shutdown would.)
+            concurrent.futures.wait(running)
 
 
 def _next_finished(finished: queue.SimpleQueue[concurrent.futures.Future[R]],

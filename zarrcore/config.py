@@ -168,6 +168,8 @@ class Config:
             setattr(self, name, _check_limit(name, _env_int(env, default, 1)))
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._executor_threads = 0
+        self._io_executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._io_threads = 0
         self._lock = threading.Lock()
 
     @property
@@ -298,6 +300,26 @@ class Config:
                 self._executor_threads = self.num_threads
             return self._executor
 
+    def io_executor(self) -> concurrent.futures.ThreadPoolExecutor:
+        """The shared pool for blocking store calls that wait on I/O (reads of byte ranges
+        through Store.reader, a read's Store.get_many): `io_concurrency` threads, apart from
+        `executor()`'s, so that remote requests stay that many in flight while the compute
+        threads decode. A call on it never waits for another call on it (one queued behind
+        it would never run).
+
+        Returns
+        -------
+        concurrent.futures.ThreadPoolExecutor
+            The pool (a new one after `io_concurrency` changed).
+        """
+        with self._lock:
+            if self._io_executor is None or self._io_threads != self.io_concurrency:
+                # (Dropped, not shut down, as `executor`'s.)
+                self._io_executor = concurrent.futures.ThreadPoolExecutor(
+                    self.io_concurrency, thread_name_prefix="zarrcore-io")
+                self._io_threads = self.io_concurrency
+            return self._io_executor
+
     def _after_fork_in_child(self) -> None:
         # The pool's threads, and whoever held the lock, do not exist in a forked child: its
         # first parallel call starts a pool of its own instead of queueing work that no
@@ -305,6 +327,8 @@ class Config:
         self._lock = threading.Lock()
         self._executor = None
         self._executor_threads = 0
+        self._io_executor = None
+        self._io_threads = 0
 
 
 _OPTIONS = frozenset([

@@ -15,8 +15,10 @@ codec objects, whose heavy work is compiled and GIL-free as well.
 from __future__ import annotations
 
 import bisect
+import collections
 import contextlib
 import enum
+import hashlib
 import itertools
 import math
 import queue
@@ -44,7 +46,7 @@ from .errors import (
 )
 from .indexing import BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer
 from .metadata.grid import AxisChunks, ChunkGrid, chunk_start
-from .storage.base import at_most, bounded, get_at_most
+from .storage.base import UNCHANGED, at_most, bounded, get_at_most
 from . import _indexing
 
 if TYPE_CHECKING:
@@ -91,19 +93,27 @@ def conflict_pause(attempt: int) -> None:
     time.sleep(random.uniform(0, min(CONFLICT_PAUSE_MAX, CONFLICT_PAUSE * 2**attempt)))
 
 
-def arrivals(store: Store, requests: Sequence[Request], concurrency: int
-             ) -> Iterator[list[tuple[int, Fetched]]]:
-    """Read `requests` with store.get_many (`concurrency` in flight) in a thread of its own,
-    yielding lists of the (i, result) pairs that arrived since the previous list: the caller
-    decodes one list while the next arrives, and a list holds all that arrived meanwhile."""
+def arrivals(store: Store, requests: Sequence[Request], concurrency: int,
+             known: Sequence[Any] | None = None) -> Iterator[list[tuple[int, Any]]]:
+    """Read `requests` with store.get_many (`concurrency` in flight) on a thread of the
+    shared I/O pool (config.io_executor), yielding lists of the (i, result) pairs that
+    arrived since the previous list: the caller decodes one list while the next arrives, and
+    a list holds all that arrived meanwhile. With `known` (versions),
+    store.get_many_versioned reads them, each result a pair (result, version)."""
+    def results_of(requests: Sequence[Request]) -> Iterator[tuple[int, Any]]:
+        if known is None:
+            return store.get_many(requests, concurrency=concurrency)
+        return ((i, (result, version)) for i, result, version
+                in store.get_many_versioned(requests, known, concurrency=concurrency))
+
     if len(requests) <= 1:
-        yield list(store.get_many(requests, concurrency=concurrency))
+        yield list(results_of(requests))
         return
     arrived: queue.SimpleQueue[object] = queue.SimpleQueue()
     stop = threading.Event()
 
     def fetch() -> None:
-        results = store.get_many(requests, concurrency=concurrency)
+        results = results_of(requests)
         try:
             for item in results:
                 arrived.put(item)
@@ -117,8 +127,8 @@ def arrivals(store: Store, requests: Sequence[Request], concurrency: int
                 close()
             arrived.put(_FETCH_DONE)
 
-    fetcher = threading.Thread(target=fetch, name="zarrcore-fetch", daemon=True)
-    fetcher.start()
+    # (Not a thread of its own: a read of many shards calls this once per wave.)
+    fetcher = config.io_executor().submit(fetch)
     try:
         done = False
         while not done:
@@ -142,7 +152,13 @@ def arrivals(store: Store, requests: Sequence[Request], concurrency: int
                 batch.clear()  # (handed on: its bytes go once the caller drops them)
     finally:
         stop.set()
-        fetcher.join()
+        if not fetcher.cancel():
+            fetcher.result()
+
+
+def _digest(version: Any) -> bytes:
+    """The 32 bytes a stored object's version (Store.get_many_versioned) is cached under."""
+    return hashlib.sha256(repr(version).encode()).digest()
 
 
 def _task_grid(plans: Sequence[AxisPlan]) -> Int64s:
@@ -542,6 +558,9 @@ class ChunkEngine:
         # (native_root) is opened by the compiled batches themselves: `_batch` holds the
         # ChunkBatch settings of a chain the core runs; `_shards` a ShardSpec when the
         # sharding codec's index and inner chain are ones it runs (zarrcore._shard_io).
+        # So is a MemoryStore holding its own data (native_memory) when the array keeps a
+        # decoded-chunk cache and the core runs its chain: the batches read its blobs, whose
+        # versions validate the cache's entries, as native handles do.
         # Other stores (memory, zip, fsspec, object stores) hand over bytes through
         # Store.get_many: `_waves` holds the ChunkWaves settings of an unsharded chain the
         # core runs (None for 0-d arrays); `_ranged_shards` says sharded arrays there are
@@ -554,14 +573,20 @@ class ChunkEngine:
         # roads are those its largest chunk's chain opens, and each job has its shape's form.
         self._forms: dict[tuple[int, ...], NativeForm | None] = {
             self.chunk_shape: self.core_settings}
-        directory = store.native_root is not None
-        if store.native_root is not None:
-            settings = self._forms[self.chunk_shape]
+        # (ChunkBatch's and ShardSpec's places of the stored objects: `_objects`; and the
+        # length of what their paths hold before a store key)
+        self._placed: dict[str, Any] | None = None
+        self._head_len = 0 if store.native_root is None else len(store.native_root) + 1
+        settings = self._forms[self.chunk_shape]
+        native = store.native_root is not None or bool(
+            cache_bytes and store.native_memory is not None and settings is not None
+            and self.grid.is_regular)
+        if native:
             if self.partial is None:
                 self._batch = settings
             elif settings is not None:
                 self._shards = self._shard_spec(self.chunk_shape, self.array_shape, settings)
-        if not directory and self.chunk_shape and self.partial is None:
+        if not native and self.chunk_shape and self.partial is None:
             self._waves = self._forms[self.chunk_shape]
         # Sharded arrays off a directory are read by planned byte ranges; and those whose
         # inner chain the core runs, listed selections of them too, on any store, inner
@@ -572,25 +597,36 @@ class ChunkEngine:
         aligned = self.partial is not None and all(
             b % c == 0 if isinstance(b, int) else not np.any(b.lengths % c)
             for b, c in zip(self.grid.axes, self.partial.chunk_shape))
-        self._ranged_shards = not directory and aligned
+        self._ranged_shards = not native and aligned
         self._inner_waves = aligned and self.partial is not None and (
             self.partial.inner_native_form is not None)
         self.cache = self._chunk_cache(cache_bytes)
 
     def _chunk_cache(self, cache_bytes: int) -> ChunkCache | None:
         """The decoded-chunk cache of `cache_bytes` that the compiled reads of a directory
-        store share (`_batch`, `_shards`; a regular grid, whose chunks all have one shape);
-        None for 0, or when no such road is open or the budget holds no (inner) chunk."""
+        store, or of a MemoryStore's own data, share (`_batch`, `_shards`), and those of
+        unsharded chunks of a store with `versioned_reads` (`_waves`: zip, object stores);
+        of a regular grid, whose chunks all have one shape. None for 0, or when no such road
+        is open or the budget holds no (inner) chunk. Other stores give no identity of their
+        objects to validate entries by: they are never cached."""
         if not cache_bytes or not self.grid.is_regular or (
-                self._batch is None and self._shards is None):
+                self._batch is None and self._shards is None
+                and (self._waves is None or not self.store.versioned_reads)):
             return None
         chunk = self.partial.chunk_shape if self.partial is not None else self.chunk_shape
         chunk_bytes = self.dtype.itemsize * math.prod(chunk)
         if cache_bytes < chunk_bytes:
             return None
+        # The versions the entries of `_waves` reads were decoded from, by key, which their
+        # next reads ask the store about (Store.get_many_versioned); as many as the cache
+        # holds chunks, the least recently used forgotten (their next read fetches them).
+        self._versions: collections.OrderedDict[str, Any] = collections.OrderedDict()
+        self._versions_held = max(1, cache_bytes // chunk_bytes)
+        self._versions_lock = threading.Lock()
         ninner = (math.prod(s // c for s, c in zip(self.chunk_shape, chunk))
                   if self.partial is not None else None)
-        return ChunkCache(cache_bytes, chunk_bytes, len(chunk), ninner, self.node_dir())
+        directory = self.node_dir() if self.store.native_root is not None else None
+        return ChunkCache(cache_bytes, chunk_bytes, len(chunk), ninner, directory)
 
     def cache_info(self) -> dict[str, int]:
         """The decoded-chunk cache's counters (ChunkCache.info); all 0 without a cache."""
@@ -601,14 +637,11 @@ class ChunkEngine:
 
     def _shard_spec(self, shape: Sequence[int], extent: Sequence[int],
                     settings: dict[str, Any]) -> ShardSpec:
-        """The ShardSpec of shards of `shape` on an array of `extent` (directory stores);
-        `settings` name the keyword arguments of the compiled jobs."""
-        root = self.store.native_root
-        assert root is not None  # (directory stores only)
-        return ShardSpec(root=self._file_root(), key_head=self.key_head(),
-                         head_len=len(root) + 1, sep=self.key_layout[1],
-                         lead_sep=self.key_layout[2], lock_dir=self.node_dir(),
-                         array_shape=tuple(extent), shard_shape=tuple(shape), **settings)
+        """The ShardSpec of shards of `shape` on an array of `extent` (directory and memory
+        stores); `settings` name the keyword arguments of the compiled jobs."""
+        return ShardSpec(**self._objects(), head_len=self._head_len, sep=self.key_layout[1],
+                         lead_sep=self.key_layout[2], array_shape=tuple(extent),
+                         shard_shape=tuple(shape), **settings)
 
     def _groups(self, indexer: Indexer) -> list[_Group]:
         """The request of `indexer` (its plans, or its points) as compiled jobs: one group of
@@ -727,23 +760,39 @@ class ChunkEngine:
         return files
 
     def key_head(self) -> str:
-        """The path of its chunk files up to their coordinates (ChunkBatch, ShardSpec)."""
-        assert self._key_head is not None  # (directory stores only)
+        """The path of its chunk files up to their coordinates (ChunkBatch, ShardSpec); on a
+        MemoryStore, the start of their keys."""
+        if self._key_head is None:  # (a MemoryStore's: directories' is set when made)
+            self._key_head = (self.key_prefix + "/" if self.key_prefix else "") + \
+                self.key_layout[0]
         return self._key_head
+
+    def _objects(self) -> dict[str, Any]:
+        """What places the stored objects for ChunkBatch and ShardSpec: the files below the
+        store's root and their key locks' directory, or the blobs of its memory map (locked
+        by the map's own key locks). Made on first need (a directory may not exist before)."""
+        objects = self._placed
+        if objects is None:
+            if self.store.native_root is None:
+                objects = {"memory": self.store.native_memory, "key_head": self.key_head(),
+                           "lock_dir": ""}
+            else:
+                objects = {"root": self._file_root(), "key_head": self.key_head(),
+                           "lock_dir": self.node_dir()}
+            self._placed = objects
+        return objects
 
     def _run_batches(self, indexer: Indexer, data: npt.NDArray[Any],
                      writing: bool = False) -> list[ChunkProjection]:
         """Read (or write) `data` by one ChunkBatch per group (`_groups`); a write returns the
         projections of the chunks it covers in part (`deferred`)."""
         _, sep, lead = self.key_layout
-        root = self.store.native_root
-        assert root is not None  # (the road `plan` took is open)
+        objects = self._objects()
         deferred = []
         for group in self._groups(indexer):
             assert group.form is not None  # (as `plan` saw)
             batch = ChunkBatch(
-                settings=group.form, root=self._file_root(), key_head=self.key_head(), sep=sep,
-                lead_sep=lead, lock_dir=self.node_dir(), array_shape=group.extent,
+                settings=group.form, **objects, sep=sep, lead_sep=lead, array_shape=group.extent,
                 chunk_shape=group.chain.spec.shape, write_empty_chunks=self.spec.writes_empty,
                 plans=group.plans if group.points is None else None, points=group.points,
                 data=data, cache=None if writing else self.cache)
@@ -753,7 +802,7 @@ class ChunkEngine:
             else:
                 run_workers(batch.work_read, batch.split_reads(threads), batch.stop, threads)
             # Errors name the store key: the path below the store root, array prefix included.
-            batch.raise_error(len(root) + 1)
+            batch.raise_error(self._head_len)
             if writing:
                 deferred += self._projections(group.plans, batch.deferred())
         return deferred
@@ -884,8 +933,10 @@ class ChunkEngine:
 
     def _read_chunk_waves(self, indexer: Indexer, out: npt.NDArray[Any]) -> None:
         """Read through Store.get_many: every chunk requested at once, decoded by compiled
-        workers (one ChunkWaves per group, `_groups`) in waves of those that have arrived."""
+        workers (one ChunkWaves per group, `_groups`) in waves of those that have arrived.
+        Through the cache on a store with `versioned_reads` (`_read_cached_waves`)."""
         jobs, keys, first = [], [], [0]  # first: each job's first place in `keys`
+        every: list[Any] = []  # each key's chunk's grid index
         for group in self._groups(indexer):
             shape = group.chain.spec.shape
             assert group.form is not None  # (the road `plan` took is open)
@@ -893,14 +944,18 @@ class ChunkEngine:
             coords: list[Any]
             if group.points is not None:
                 job = ChunkWaves(group.form, shape, grid, None, out,
-                                 points=(*group.points[:3], None))
+                                 points=(*group.points[:3], None), cache=self.cache)
                 coords = group.points[3].tolist()
             else:
-                job = ChunkWaves(group.form, shape, grid, group.plans, out)
+                job = ChunkWaves(group.form, shape, grid, group.plans, out, cache=self.cache)
                 coords = _task_values(group.plans, "chunks")
             jobs.append(job)
             keys += [self.key(c) for c in coords]
+            every += coords
             first.append(len(keys))
+        if self.cache is not None:
+            self._read_cached_waves(jobs, keys, first, every)
+            return
         # Per batch in Python ints, no numpy call: a small read's batch is one chunk.
         threads = self.options.num_threads
         for batch in arrivals(self.store, self._whole(keys), self.options.io_concurrency):
@@ -916,6 +971,60 @@ class ChunkEngine:
                 if failure is not None:
                     error, task = failure
                     raise _with_key(error, keys[first[j] + task])
+
+    def _read_cached_waves(self, jobs: list[ChunkWaves], keys: list[str], first: list[int],
+                           coords: list[Any]) -> None:
+        """`_read_chunk_waves` through the cache: each chunk whose version is known is asked
+        for unless it still has it (Store.get_many_versioned; an object store's GET
+        If-None-Match), and an unchanged one is copied out of its entry, not fetched nor
+        decoded; the others are decoded into entries at the version they arrived with. A
+        chunk found unchanged whose entry was evicted meanwhile is fetched again."""
+        with self._versions_lock:
+            known = [self._versions.get(k) for k in keys]
+        wanted = list(range(len(keys)))
+        while wanted:
+            again: list[int] = []
+            requests = self._whole(keys[i] for i in wanted)
+            for batch in arrivals(self.store, requests, self.options.io_concurrency,
+                                  [known[i] for i in wanted]):
+                arrived: dict[int, list[int]] = {}  # the tasks that arrived, by job
+                for w, (parts, version) in batch:
+                    i = wanted[w]
+                    j = bisect.bisect_right(first, i) - 1
+                    task, job = i - first[j], jobs[j]
+                    if parts is UNCHANGED:
+                        if not job.lookup(task, coords[i], _digest(version)):
+                            known[i] = None  # (evicted meanwhile: fetched again)
+                            again.append(i)
+                            continue
+                    else:
+                        self._note_version(keys[i], version)
+                        data = self._stored(keys[i], parts)
+                        if data is not None and (version is None or not job.lookup(
+                                task, coords[i], _digest(version))):
+                            job.add_whole(task, data)
+                            if version is not None:
+                                job.keep(task, coords[i], _digest(version))
+                    arrived.setdefault(j, []).append(task)
+                for j in sorted(arrived):
+                    failure = _run_waves(jobs[j], arrived[j], jobs[j].work_read,
+                                         self.options.num_threads)
+                    if failure is not None:
+                        error, task = failure
+                        raise _with_key(error, keys[first[j] + task])
+            wanted = again
+
+    def _note_version(self, key: str, version: Any) -> None:
+        """Remember `version` as the one the entries of `key` are decoded from (None: it is
+        not stored, or its store tells no version of it)."""
+        with self._versions_lock:
+            if version is None:
+                self._versions.pop(key, None)
+                return
+            self._versions[key] = version
+            self._versions.move_to_end(key)
+            while len(self._versions) > self._versions_held:
+                self._versions.popitem(last=False)
 
     def _read_shard_waves(self, indexer: Indexer, out: npt.NDArray[Any]) -> None:
         """Read a sharded array through Store.get_many: first the index of every shard
@@ -1024,8 +1133,9 @@ class ChunkEngine:
                 for key, _ in requests:
                     if key not in readers:
                         readers[key] = held.enter_context(store.reader(key))
-                return fan_out(read, requests, concurrency,
-                               thread_name="zarrcore-fetch")
+                # On the shared I/O pool, not threads of its own: a read makes a wave per
+                # few shards, and each would start and stop as many threads.
+                return fan_out(read, requests, concurrency, executor=config.io_executor())
 
         # (key, [(start, stop)]), and the tasks whose bytes that range holds, their offsets
         # in it and lengths.

@@ -35,6 +35,17 @@ Fetched = Union[ReadBytes, Sequence[ReadBytes], None]
 Version = Any
 
 
+class Unchanged:
+    """What Store.get_many_versioned gives for a request whose known version is still the
+    stored value's: no bytes were read."""
+
+    def __repr__(self) -> str:
+        return "UNCHANGED"
+
+
+UNCHANGED = Unchanged()
+
+
 class RangeReader(Protocol):
     """What Store.reader gives: byte ranges of one value, and its size when known."""
 
@@ -205,6 +216,11 @@ class Store:
       (picklable), `merge_task_changes(changes)` takes them in (an Icechunk fork session);
     - `readers_keep_one_version`: `reader(key)` reads one version of the value throughout,
       even when the key is replaced meanwhile (KeyChangedError where it cannot);
+    - `versioned_reads`: get_many_versioned gives each value with its version (a token with
+      a stable repr that only equal bytes share, so it never comes back for other bytes),
+      and UNCHANGED without reading it when the version the caller knows is still the
+      stored one: an Array's decoded-chunk cache serves such a store's chunks while their
+      version stays (a store without it gives no identity to check, and is not cached);
     - `native_root`: the directory of a local store whose keys are plain files below it,
       which the compiled batches read and write directly, through the store's `files()`
       (zarrcore._files.FileRoot, confined or not); None otherwise;
@@ -226,6 +242,7 @@ class Store:
     process_local = False
     merges_task_writes = False
     readers_keep_one_version = False
+    versioned_reads = False
     native_root: str | None = None
 
     def __init__(self, read_only: bool = False) -> None:
@@ -297,6 +314,14 @@ class Store:
         bytes for a whole value, or the list of bytes of its ranges."""
         for i, (key, ranges) in enumerate(requests):
             yield i, self.get(key) if ranges is None else self.get_ranges(key, ranges)
+
+    def get_many_versioned(self, requests: Sequence[Request],
+                           known: Sequence[Version | None], concurrency: int | None = None
+                           ) -> Iterator[tuple[int, Fetched | Unchanged, Version | None]]:
+        """As get_many, with each result's version (None when the value is missing or its
+        version unknown); a request whose stored value is still at the version `known[i]`
+        gives UNCHANGED instead of its bytes. Stores with `versioned_reads` only."""
+        raise NotImplementedError
 
     def set_many(self, items: Iterable[tuple[str, ReadableBuffer]],
                  concurrency: int | None = None) -> None:

@@ -46,8 +46,8 @@ from ..errors import (KeyChangedError, LockLostError, LockTimeoutError, LockUnav
 from .._portable import at_fork_in_child
 from . import _aio
 from .base import (
-    ByteRange, Fetched, RangeReader, ReadBytes, Request, Store, at_most, bounded, check_length,
-    in_flight, validate_key, validate_prefix,
+    UNCHANGED, ByteRange, Fetched, RangeReader, ReadBytes, Request, Store, Unchanged, at_most,
+    bounded, check_length, in_flight, validate_key, validate_prefix,
 )
 from .options import StorageOptions, checked_backend_options, credentials_error
 
@@ -274,11 +274,16 @@ async def _cut(result: GetResult, start: int | None, stop: int | None) -> bytes:
     return b"".join(parts)
 
 
+class _NotModified(StoreError):
+    """A GET If-None-Match found the object at that ETag (304): no body was read."""
+
+
 class ObjectStore(Store):
     """Keys as objects of an obstore store (`obstore.store.S3Store`, `GCSStore`, `AzureStore`,
     `HTTPStore`, ...). Make one from a URL with `ObjectStore.from_url`."""
 
     readers_keep_one_version = True  # (If-Match on the ETag the first read saw)
+    versioned_reads = True  # (strong ETags, but an HTTP server's; GETs If-None-Match)
 
     def __init__(self, store: ObstoreStore, read_only: bool = False, *, url: str | None = None,
                  conditional_writes: bool | None = None, single_writer: bool = False,
@@ -293,9 +298,12 @@ class ObjectStore(Store):
         # unpickled in another process shares that process's client of the same key.
         self._client_key: Hashable | None = None
         self.url = url
-        # An HTTP server is a read-only key space that cannot be listed.
+        # An HTTP server is a read-only key space that cannot be listed; and its ETags are
+        # often made of a file's size and modification second, which other bytes can share
+        # (a rewrite within that second): they version nothing.
         self.supports_listing = not http
         self.supports_writes = self.streams_writes = not http
+        self.versioned_reads = not http
         self.supports_conditional_writes = (
             kind in _CONDITIONAL_BACKENDS if conditional_writes is None
             else bool(conditional_writes))
@@ -451,23 +459,29 @@ class ObjectStore(Store):
     @overload
     async def _get(self, key: str, start: int | None = None, stop: int | None = None,
                    pin: _ObjectReader | None = None,
-                   copy: Literal[True] = True) -> bytes | None: ...
+                   copy: Literal[True] = True, unless: str | None = None) -> bytes | None: ...
 
     @overload
     async def _get(self, key: str, start: int | None, stop: int | None,
-                   pin: _ObjectReader | None, copy: bool) -> ReadBytes | None: ...
+                   pin: _ObjectReader | None, copy: bool,
+                   unless: str | None = None) -> ReadBytes | None: ...
 
     @overload
     async def _get(self, key: str, start: int | None = None, stop: int | None = None,
-                   pin: _ObjectReader | None = None, *, copy: bool) -> ReadBytes | None: ...
+                   pin: _ObjectReader | None = None, *, copy: bool,
+                   unless: str | None = None) -> ReadBytes | None: ...
 
     async def _get(self, key: str, start: int | None = None, stop: int | None = None,
-                   pin: _ObjectReader | None = None, copy: bool = True) -> ReadBytes | None:
+                   pin: _ObjectReader | None = None, copy: bool = True,
+                   unless: str | None = None) -> ReadBytes | None:
         """The bytes of key[start:stop], None when it is missing. With `pin` (an
         _ObjectReader), only from the version of the object `pin` saw first. `copy` False:
-        a read-only view of obstore's buffer instead of a copy as bytes."""
+        a read-only view of obstore's buffer instead of a copy as bytes. `unless`: an ETag;
+        _NotModified (no body read) when the object still has it (If-None-Match)."""
         obs = _obstore()
         options: GetOptions = {} if pin is None or pin.e_tag is None else {"if_match": pin.e_tag}
+        if unless is not None:
+            options["if_none_match"] = unless
         spec: tuple[int, int] | OffsetRange | SuffixRange | None
         try:
             if start is None and stop is None or self._no_ranges:
@@ -497,6 +511,10 @@ class ObjectStore(Store):
             except obs.exceptions.PreconditionError as e:
                 raise KeyChangedError(f"key {key!r} of {self!r} was replaced while it was "
                                       f"being read; read it again") from e
+            except obs.exceptions.NotModifiedError:
+                if unless is None:
+                    raise
+                raise _NotModified() from None
             except obs.exceptions.NotSupportedError:
                 if spec is None:
                     raise
@@ -600,6 +618,50 @@ class ObjectStore(Store):
                  ) -> Iterator[tuple[int, Fetched]]:
         return each(fan_out(lambda r: self._fetch(*r), requests, in_flight(concurrency),
                             loop=_aio.io_loop(), deadline=self._deadline(), doing="reading"))
+
+    async def _fetch_unless(self, key: str, ranges: Sequence[ByteRange] | None,
+                            known: str | None) -> tuple[Fetched | Unchanged, str | None]:
+        """`_fetch` of one version of the object, with its strong ETag (None: a weak one or
+        none, which tells no bytes apart); UNCHANGED when its ETag is still `known`: a GET
+        If-None-Match, answered 304 without a body."""
+        validate_key(key)
+        pin = _ObjectReader(self, key)
+        result: Fetched
+        try:
+            if ranges is None:
+                result = await self._get(key, None, None, pin, False, unless=known)
+            else:
+                parts: list[ReadBytes] = []
+                for k, (start, stop) in enumerate(ranges):
+                    part = await self._get(key, start, stop, pin, False,
+                                           unless=known if k == 0 else None)
+                    if part is None:
+                        return None, None
+                    parts.append(part)
+                result = parts
+        except _NotModified:
+            return UNCHANGED, known
+        if result is None:
+            return None, None
+        tag = pin.e_tag
+        return result, tag if tag and not tag.startswith("W/") else None
+
+    def get_many_versioned(self, requests: Sequence[Request], known: Sequence[Any],
+                           concurrency: int | None = None
+                           ) -> Iterator[tuple[int, Fetched | Unchanged, Any]]:
+        """As Store.get_many_versioned: each object's strong ETag is its version, and a
+        known one is sent as If-None-Match (one request, no body, when unchanged)."""
+        items: list[tuple[Request, Any]] = list(zip(requests, known))
+
+        def fetch(item: tuple[Request, Any]
+                  ) -> Coroutine[Any, Any, tuple[Fetched | Unchanged, str | None]]:
+            return self._fetch_unless(item[0][0], item[0][1], item[1])
+
+        results: Iterator[tuple[int, tuple[Fetched | Unchanged, str | None]]] = each(fan_out(
+            fetch, items, in_flight(concurrency), loop=_aio.io_loop(),
+            deadline=self._deadline(), doing="reading"))
+        for i, (result, version) in results:
+            yield i, result, version
 
     async def _get_with_meta(self, key: str, limit: int | None = None, why: str | None = None
                              ) -> tuple[bytes, ObjectMeta] | tuple[None, None]:

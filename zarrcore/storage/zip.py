@@ -32,14 +32,17 @@ import warnings
 import weakref
 import zipfile
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import IO, TYPE_CHECKING, Literal, overload
 
 from .. import _portable
 from ..config import config
 from ..errors import StoreError
-from .base import ByteRange, Store, too_large, validate_key, validate_prefix
+from .base import (
+    UNCHANGED, ByteRange, Fetched, Request, Store, Unchanged, Version, too_large, validate_key,
+    validate_prefix,
+)
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
@@ -160,6 +163,8 @@ class ZipStore(Store):
     # One process writes a zip at a time (an exclusive lock on the file), so locking out
     # this process's threads locks out every writer.
     supports_locks = True
+    # A member's version: the zip's opening and the member's place, sizes and CRC.
+    versioned_reads = True
 
     def __init__(self, path: str | os.PathLike[str], read_only: bool = False,
                  mode: Literal["r", "a", "w"] | None = None,
@@ -175,6 +180,9 @@ class ZipStore(Store):
         self._state = _OpenZip()
         self._finalizer: weakref.finalize[[_OpenZip], ZipStore] | None = None
         self._members: dict[str, _Member] = {}  # of the members read so far
+        # How many times the zip was opened: with a member's place, its version (members are
+        # only appended while it is open, so a place never holds other bytes).
+        self._opens = 0
 
     def __repr__(self) -> str:
         return f"ZipStore({self.path!r})"
@@ -245,6 +253,7 @@ class ZipStore(Store):
         if self._mode == "w":
             self._mode = "a"  # reopened after a close, it keeps what was written
         self._state.zip, self._state.file = zf, fp
+        self._opens += 1
         # Closes the ZipFile (and so its file and lock) when the store is collected or at exit.
         self._finalizer = weakref.finalize(self, _close_zip, self._state)
         # (zf.fp is fp)
@@ -305,8 +314,31 @@ class ZipStore(Store):
     def get_ranges(self, key: str, ranges: Sequence[ByteRange]) -> list[bytes] | None:
         key = validate_key(key)
         member = self._member(key)
-        if member is None:
-            return None
+        return None if member is None else self._read(key, member, ranges)
+
+    def get_many_versioned(self, requests: Sequence[Request],
+                           known: Sequence[Version | None], concurrency: int | None = None
+                           ) -> Iterator[tuple[int, Fetched | Unchanged, Version | None]]:
+        for i, (key, ranges) in enumerate(requests):
+            key = validate_key(key)
+            while True:  # (a member and the opening it was found in)
+                opens = self._opens
+                member = self._member(key)
+                if self._opens == opens:
+                    break
+            if member is None:
+                yield i, None, None
+                continue
+            version = (opens, *member)
+            if known[i] == version:
+                yield i, UNCHANGED, version
+            elif ranges is None:
+                yield i, self._read(key, member, [(None, None)])[0], version
+            else:
+                yield i, self._read(key, member, ranges), version
+
+    def _read(self, key: str, member: _Member, ranges: Sequence[ByteRange]) -> list[bytes]:
+        """The bytes of each range of the member `member` of `key`."""
         offset, _, size, method, _ = member
         out: list[bytes] = []
         for start, stop in ranges:
