@@ -560,10 +560,87 @@ def test_a_codec_zarrcore_does_not_know_falls_back_or_raises():
         a[...] = np.arange(6)  # (zarr-python's pipeline)
         np.testing.assert_array_equal(a[...], np.arange(6))
         with zarrcore.config.set(pipeline_fallback=False), \
-                pytest.raises(PipelineFallbackError, match="does not know"):
+                pytest.raises(PipelineFallbackError, match="registered in zarr-python"):
             a[...]
-    assert set(FALLBACKS) == {"buffer", "metadata", "store", "selection", "fields",
+    assert set(FALLBACKS) == {"buffer", "metadata", "codec", "store", "selection", "fields",
                               "write_order", "unprotected"}
+
+
+def test_a_codec_class_registered_in_zarrs_config_runs_as_it_is():
+    from zarr.codecs import ZstdCodec
+
+    calls = []
+
+    class CountingZstd(ZstdCodec):
+        async def _encode_single(self, chunk_bytes, chunk_spec):
+            calls.append(chunk_spec.shape)
+            return await super()._encode_single(chunk_bytes, chunk_spec)
+
+    register_codec("zstd", CountingZstd)
+    try:
+        with zarr.config.set({"codec_pipeline.path": PATH,
+                              "codecs.zstd": f"{__name__}.{CountingZstd.__qualname__}"}):
+            a = zarr.create_array(MemoryStore(), shape=(6,), chunks=(3,), dtype="i4",
+                                  compressors=[{"name": "zstd", "configuration": {"level": 1}}])
+            a[...] = np.arange(6)  # (zarr-python's pipeline, with the class as registered)
+            assert calls == [(3,), (3,)]
+            np.testing.assert_array_equal(a[...], np.arange(6))
+            with zarrcore.config.set(pipeline_fallback=False), \
+                    pytest.raises(PipelineFallbackError, match="registered in zarr-python"):
+                a[...]
+    finally:
+        register_codec("zstd", ZstdCodec)
+
+
+def test_a_buffer_prototype_of_other_classes_falls_back():
+    from zarr.core.buffer import BufferPrototype, cpu
+
+    class OwnBuffer(cpu.Buffer):
+        pass
+
+    with zarr.config.set({"codec_pipeline.path": PATH}):
+        a = zarr.create_array(MemoryStore(), shape=(6,), chunks=(3,), dtype="i4")
+        a[...] = np.arange(6)
+        own = BufferPrototype(buffer=OwnBuffer, nd_buffer=cpu.NDBuffer)
+        np.testing.assert_array_equal(a.get_basic_selection(slice(1, 5), prototype=own),
+                                      np.arange(1, 5))
+        with zarrcore.config.set(pipeline_fallback=False), \
+                pytest.raises(PipelineFallbackError, match="custom buffer"):
+            a.get_basic_selection(slice(1, 5), prototype=own)
+
+
+def test_a_moved_local_store_is_read_where_it_went(native, tmp_path):
+    import asyncio
+
+    store = LocalStore(tmp_path / "origin")
+    a = zarr.create_array(store, data=np.arange(8), chunks=(3,))
+    np.testing.assert_array_equal(a[...], np.arange(8))
+    asyncio.run(store.move(tmp_path / "moved"))
+    np.testing.assert_array_equal(a[...], np.arange(8))
+    a[2:5] = -1
+    np.testing.assert_array_equal(zarrcore.open_array(str(tmp_path / "moved"))[...],
+                                  [0, 1, -1, -1, -1, 5, 6, 7])
+
+
+def test_a_zip_in_a_file_object_is_read_through_zarr_pythons_store(native, tmp_path):
+    path = tmp_path / "a.zip"
+    with ZipStore(path, mode="w") as store:
+        zarr.create_array(store, data=np.arange(8), chunks=(3,))
+    with open(path, "rb") as f:
+        store = ZipStore(f, mode="r")
+        np.testing.assert_array_equal(zarr.open_array(store, mode="r")[...], np.arange(8))
+
+
+def test_errors_of_zarr_pythons_own_store_come_through_as_it_raised_them(native):
+    class Refusing(MemoryStore):
+        async def set(self, key, value):
+            if "/c/" in f"/{key}":
+                raise PermissionError(f"refused {key}")
+            await super().set(key, value)
+
+    a = zarr.create_array(Refusing(), shape=(6,), chunks=(3,), dtype="i4")
+    with pytest.raises(PermissionError, match="refused"):
+        a[...] = np.arange(6)
 
 
 @pytest.mark.parametrize("order", ["morton", "lexicographic", "colexicographic"])

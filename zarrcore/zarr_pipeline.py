@@ -36,7 +36,7 @@ import importlib.metadata
 import json
 import math
 import warnings
-from collections.abc import Coroutine, Iterable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 import numpy as np
@@ -51,7 +51,7 @@ except ImportError:
     # zarr-python before 3.4 loads every registered pipeline as well (its entry points), so
     # the module must import there: the pipeline itself refuses to be made (ZarrcorePipeline).
     _ZARR_HAS_3_4 = False
-from zarr.core.buffer import default_buffer_prototype
+from zarr.core.buffer import cpu, default_buffer_prototype
 from zarr.core.codec_pipeline import BatchedCodecPipeline
 from zarr.core.config import config as zarr_config
 from zarr.registry import register_pipeline
@@ -88,8 +88,11 @@ _T = TypeVar("_T")
 
 #: The cases `read` and `write` hand to zarr-python's pipeline, by the reason they give.
 FALLBACKS = {
-    "buffer": "an output or value buffer that is no numpy array (GPU buffer prototypes)",
+    "buffer": ("a buffer prototype other than zarr-python's CPU buffers (GPU or custom buffer "
+               "classes), or an output or value that is no numpy array"),
     "metadata": "metadata zarrcore cannot run: a codec or data type it does not know",
+    "codec": ("a codec of a class other than zarr-python's or numcodecs' own (one "
+              "registered in zarr-python's config, under a name zarrcore knows or not)"),
     "store": ("byte getters other than StorePaths of the array's own store, or a store of no "
               "zarr.abc.store.Store class (a mock)"),
     "selection": "a batch that is not one orthogonal or point selection's chunks",
@@ -308,6 +311,8 @@ class _ArrayTarget:
         self.metadata = metadata
         self.zarr_store = store
         self._store: Store | None = None
+        self._root: Any = None  # (the zarr-python store's root `_store` was made for)
+        self._own_codecs: bool | None = None
         self._zarr_metadata: Any = None
         self._arrays: dict[tuple[str, tuple[tuple[str, Any], ...]], Array] = {}
 
@@ -320,13 +325,52 @@ class _ArrayTarget:
 
     def store(self) -> Store:
         """zarrcore's store over the zarr-python store's data (storage.make_store); a zip
-        zarr-python holds open for writing through the zarr-python store itself."""
-        if self._store is None:
+        zarr-python holds open for writing through the zarr-python store itself. Made anew
+        when the zarr-python store has moved (LocalStore.move changes its root)."""
+        root = getattr(self.zarr_store, "root", None)
+        if self._store is None or root != self._root:
             try:
                 self._store = make_store(self.zarr_store, read_only=self.zarr_store.read_only)
             except StoreURLError:
                 self._store = ZarrPythonStore(self.zarr_store)
+            self._root = root
+            self._arrays.clear()
         return self._store
+
+    async def in_thread(self, run: Callable[[], _T]) -> _T:
+        """`run()` on a thread; a failure of zarr-python's own store (which zarrcore reports
+        as a StoreError naming the key, see ZarrPythonStore) raised as that store raised it,
+        as zarr-python's pipeline lets it through."""
+        try:
+            return await asyncio.to_thread(run)
+        except ZarrcoreError as error:
+            if not isinstance(self._store, ZarrPythonStore):
+                raise
+            cause = error.__cause__
+            while isinstance(cause, ZarrcoreError):
+                cause = cause.__cause__
+            if cause is None:
+                raise
+            raise cause.with_traceback(cause.__traceback__) from None
+
+    def own_codecs(self) -> bool:
+        """Whether every codec of the array is of a class of zarr-python's or numcodecs' own:
+        one registered in zarr-python's config in their place must run as it is."""
+        if self._own_codecs is None:
+            codecs: list[Any] = []
+            pending = [*getattr(self.metadata, "codecs", ()),
+                       *(getattr(self.metadata, "filters", None) or ()),
+                       getattr(self.metadata, "compressor", None)]
+            while pending:
+                codec = pending.pop()
+                if codec is None:
+                    continue
+                codecs.append(codec)
+                # (the sharding codec's inner and index chains)
+                pending += [*getattr(codec, "codecs", ()), *getattr(codec, "index_codecs", ())]
+            self._own_codecs = all(type(c).__module__.partition(".")[0] in ("zarr", "numcodecs")
+                                   for c in codecs)
+        return self._own_codecs
 
     def parsed(self) -> Any:
         """zarrcore's parse of the array's metadata document (MetadataError and others when
@@ -352,6 +396,7 @@ class _ArrayTarget:
         """zarrcore's Array at `path` with the own settings `settings` (`_settings`); missing
         chunks read as fill (the pipeline reports them: zarr-python decides)."""
         key = (path, tuple(sorted(settings.items())))
+        self.store()  # (forgets the arrays when the zarr-python store has moved)
         found = self._arrays.get(key)
         if found is None:
             metadata = self.parsed()
@@ -493,7 +538,7 @@ class ZarrcorePipeline(CodecPipeline):
 
         # (On a thread: the stores' blocking calls run their coroutines on zarr-python's
         # event loop, which runs this one.)
-        done = await asyncio.to_thread(run)
+        done = await self._target.in_thread(run)
         if isinstance(done, str):
             return await self._fall_back(done, self.zarr_pipeline.read(batch, out, drop_axes))
         return done
@@ -521,7 +566,7 @@ class ZarrcorePipeline(CodecPipeline):
             _write(request, data)
             return None
 
-        reason = await asyncio.to_thread(run)
+        reason = await self._target.in_thread(run)
         if reason is not None:
             await self._fall_back(reason, self.zarr_pipeline.write(batch, value, drop_axes))
 
@@ -550,8 +595,12 @@ class ZarrcorePipeline(CodecPipeline):
         """zarrcore's request of `batch`, or the reason (a key of FALLBACKS) it has none."""
         assert self._target is not None
         spec = batch[0][1]
-        if data is None:
+        prototype = spec.prototype
+        if data is None or prototype.buffer is not cpu.Buffer \
+                or prototype.nd_buffer is not cpu.NDBuffer:
             return "buffer"
+        if not self._target.own_codecs():
+            return "codec"
         store = self._target.zarr_store
         if not of_store_class(store) or not all(
                 isinstance(e[0], StorePath) and e[0].store is store for e in batch):

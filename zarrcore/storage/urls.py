@@ -209,6 +209,8 @@ def _zarr_native(store: Any, read_only: bool, mode: str | None) -> Store | None:
     if kind == "ObjectStore":
         return ObjectStore(store.store, read_only=read_only)
     if kind == "ZipStore":
+        if store.path is None:
+            return None  # (a zip in a file object: read through zarr-python's store)
         if getattr(store, "_is_open", False) and not store.read_only:
             raise StoreURLError(f"{store!r} is open for writing in zarr-python: close it "
                                 f"first (one writer per zip)")
