@@ -135,6 +135,12 @@ class StoreError(ZarrcoreError, OSError):
     key should be, a full disk, no permission... (`errno` is the system's)."""
 
 
+class ForeignStoreError(StoreError):
+    """Another library's store that zarrcore calls through its own API (a zarr-python store,
+    see storage.zarr_python) failed: the message names the key, and `__cause__` is the
+    exception that store raised."""
+
+
 class CredentialsError(StoreError, PermissionError):
     """A remote store's client found no credentials (it asked the cloud's instance metadata
     service last, which answered no); the message says how to pass them."""

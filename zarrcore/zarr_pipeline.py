@@ -59,12 +59,12 @@ from zarr.storage import StorePath
 
 from .array import Array
 from .config import config
-from .errors import PipelineFallbackError, StoreURLError, ZarrcoreError
+from .errors import ForeignStoreError, PipelineFallbackError, StoreURLError, ZarrcoreError
 from .metadata import ArrayMetadataV2
 from .metadata.v3 import parse_metadata_v3
 from .nodes import read_metadata
 from .storage import make_store
-from .storage.zarr_python import ZarrPythonStore, of_store_class
+from .storage.zarr_python import ZarrPythonStore, of_store_class, place
 
 if TYPE_CHECKING:
     from typing import Self
@@ -327,7 +327,7 @@ class _ArrayTarget:
         """zarrcore's store over the zarr-python store's data (storage.make_store); a zip
         zarr-python holds open for writing through the zarr-python store itself. Made anew
         when the zarr-python store has moved (LocalStore.move changes its root)."""
-        root = getattr(self.zarr_store, "root", None)
+        root = place(self.zarr_store)
         if self._store is None or root != self._root:
             try:
                 self._store = make_store(self.zarr_store, read_only=self.zarr_store.read_only)
@@ -343,15 +343,13 @@ class _ArrayTarget:
         as zarr-python's pipeline lets it through."""
         try:
             return await asyncio.to_thread(run)
-        except ZarrcoreError as error:
-            if not isinstance(self._store, ZarrPythonStore):
+        except ForeignStoreError as error:
+            found: BaseException | None = error
+            while isinstance(found, ForeignStoreError):
+                found = found.__cause__
+            if found is None or isinstance(found, ZarrcoreError):
                 raise
-            cause = error.__cause__
-            while isinstance(cause, ZarrcoreError):
-                cause = cause.__cause__
-            if cause is None:
-                raise
-            raise cause.with_traceback(cause.__traceback__) from None
+            raise found.with_traceback(found.__traceback__) from None
 
     def own_codecs(self) -> bool:
         """Whether every codec of the array is of a class of zarr-python's or numcodecs' own:

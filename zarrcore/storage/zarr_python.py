@@ -21,7 +21,7 @@ from zarr.core.sync import _get_loop
 from zarr.storage import MemoryStore as ZarrMemoryStore, WrapperStore, ZipStore as ZarrZipStore
 
 from ..concurrency import each, fan_out, run_bounded
-from ..errors import CommitConflictError, StoreError, ZarrcoreError
+from ..errors import CommitConflictError, ForeignStoreError, StoreError, ZarrcoreError
 from . import _aio
 from .base import (
     ByteRange, Fetched, ReadBytes, Request, Store, in_flight, validate_key, validate_prefix,
@@ -185,6 +185,12 @@ def of_store_class(thing: object) -> bool:
     return issubclass(type(thing), ZarrStore)
 
 
+def place(store: ZarrStore) -> Any:
+    """Where a zarr-python store's data is, as far as it can move: a LocalStore's root
+    (LocalStore.move changes it), else None."""
+    return getattr(store, "root", None)
+
+
 def innermost(store: ZarrStore) -> ZarrStore:
     """The store below every WrapperStore around `store`."""
     while isinstance(store, WrapperStore):
@@ -226,7 +232,8 @@ def _conflicts(error: Exception) -> str:
 def zarr_store_error(error: Exception, what: str, session: Any = None) -> ZarrcoreError:
     """The ZarrcoreError of `error`, which a zarr-python store, or the Icechunk `session`
     below it, raised about `what`: Icechunk's conflicts at commit, rebase or merge are
-    CommitConflictErrors naming the branch and what is in conflict; others StoreErrors."""
+    CommitConflictErrors naming the branch and what is in conflict; others
+    ForeignStoreErrors."""
     name = type(error).__name__
     branch = getattr(session, "branch", None)
     if branch:
@@ -236,7 +243,7 @@ def zarr_store_error(error: Exception, what: str, session: Any = None) -> Zarrco
             f"{what}: another session committed first ({name}: {error}){_conflicts(error)}")
     code = getattr(error, "errno", None) or (
         errno.EACCES if isinstance(error, PermissionError) else errno.EIO)
-    return StoreError(code, f"{what}: {name}: {error}")
+    return ForeignStoreError(code, f"{what}: {name}: {error}")
 
 
 def _is_fork(session: Any) -> bool:
