@@ -486,7 +486,8 @@ def test_time_values_round_trip_in_any_byte_order(fmt, typestr, counts, fill):
 
     dtype = np.dtype(typestr)
     data = np.array(counts, dtype=dtype.byteorder + "i8").view(dtype)
-    fill_kwargs = {} if fill is None else {"fill_value": np.array(fill, "i8").view(dtype.kind + "8")}
+    fill_kwargs = ({} if fill is None
+                   else {"fill_value": np.array(fill, "i8").view(dtype.kind + "8")})
     array = zarrcore.create_array({}, shape=(len(counts) + 3,), chunks=(2,), dtype=dtype,
                                   zarr_format=fmt, **fill_kwargs)
     array[: len(counts)] = data
