@@ -464,3 +464,37 @@ def test_structured():
         dtype_from_numpy(np.dtype({"names": ["a", "b"], "formats": ["i1", "i4"], "offsets": [0, 4]}))
     with pytest.raises(TypeError):
         dtype_from_numpy([("a", "O")])
+
+
+def _counts(values):
+    """The int64 counts of datetime/timedelta items, in whatever byte order they carry."""
+    return values.view(np.dtype("i8").newbyteorder(values.dtype.byteorder)).astype("=i8")
+
+
+TIME_DTYPES = [f"{order}{kind}8{unit}" for order in "<>" for kind in "Mm" for unit in ("", "[us]")]
+
+
+@pytest.mark.filterwarnings("ignore:The 'generic' unit for NumPy timedelta:DeprecationWarning")
+@pytest.mark.parametrize("fmt", [2, 3])
+@pytest.mark.parametrize("typestr", TIME_DTYPES)
+@given(counts=st.lists(st.integers(-(2**63), 2**63 - 1), min_size=1, max_size=6),
+       fill=st.none() | st.integers(-(2**63), 2**63 - 1))
+def test_time_values_round_trip_in_any_byte_order(fmt, typestr, counts, fill):
+    """Counts written in either byte order, generic unit or not, read back as numpy has them,
+    the fill value past them (numpy allocates generic-unit arrays in native order only)."""
+    import zarrcore
+
+    dtype = np.dtype(typestr)
+    data = np.array(counts, dtype=dtype.byteorder + "i8").view(dtype)
+    fill_kwargs = ({} if fill is None
+                   else {"fill_value": np.array(fill, "i8").view(dtype.kind + "8")})
+    array = zarrcore.create_array({}, shape=(len(counts) + 3,), chunks=(2,), dtype=dtype,
+                                  zarr_format=fmt, **fill_kwargs)
+    array[: len(counts)] = data
+    stored_fill = -(2**63) if fill is None else fill
+    expected = counts + [stored_fill] * 3
+    assert _counts(array[...]).tolist() == expected
+    assert np.datetime_data(array.dtype) == np.datetime_data(dtype)
+    reopened = zarrcore.open_array(array.store, mode="r")
+    assert _counts(reopened[...]).tolist() == expected
+    assert _counts(reopened[1:]).tolist() == expected[1:]

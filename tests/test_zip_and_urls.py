@@ -12,7 +12,8 @@ import pytest
 
 import zarrcore
 from zarrcore.errors import (
-    NodeNotFoundError, StoreError, StoreURLError, UnsupportedStoreError, ZarrcoreError,
+    DeleteUnsupportedError, NodeNotFoundError, StoreError, StoreURLError, UnsupportedStoreError,
+    ZarrcoreError,
 )
 from zarrcore.storage import LocalStore, MemoryStore, ZipStore, make_store
 
@@ -87,6 +88,25 @@ def test_zip_rewritten_key_reads_last_in_both_libraries(tmp_path):
     with ZipStore(path, read_only=True) as store:
         assert store.get("extra") == b"x" and zarrcore.open_array(store, mode="r")[1] == 6
         assert store.list_dir("") == ["c", "extra", "zarr.json"]
+
+
+@pytest.mark.parametrize("fmt", [2, 3])
+def test_zip_all_fill_chunks_as_zarr_python(tmp_path, fmt):
+    """Writing only the fill value (write_empty_chunks off) leaves a chunk never stored
+    unstored; one stored cannot be removed: DeleteUnsupportedError, a NotImplementedError
+    as zarr-python's ZipStore raises."""
+    with ZipStore(tmp_path / "fill.zip") as store:
+        a = zarrcore.create_array(store, shape=(8,), chunks=(4,), dtype="i4", fill_value=7,
+                                  zarr_format=fmt)
+        a[4:] = 7
+        a[:4] = [1, 2, 3, 4]
+        with pytest.raises(NotImplementedError, match="cannot be removed"):
+            a[:4] = 7
+        with pytest.raises(DeleteUnsupportedError):
+            a[:] = 7
+        assert a[...].tolist() == [1, 2, 3, 4, 7, 7, 7, 7]
+        assert sorted(k for k in store.list_prefix("") if k[-1].isdigit()) == (
+            ["0"] if fmt == 2 else ["c/0"])
 
 
 def test_zip_threads_write_and_read_at_once(tmp_path):

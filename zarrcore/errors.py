@@ -141,6 +141,11 @@ class ForeignStoreError(StoreError):
     exception that store raised."""
 
 
+class DeleteUnsupportedError(StoreError, NotImplementedError):
+    """The store cannot delete a key it holds (`supports_deletes` is False: a zip's members
+    stay); a NotImplementedError too, as zarr-python's ZipStore raises."""
+
+
 class CredentialsError(StoreError, PermissionError):
     """A remote store's client found no credentials (it asked the cloud's instance metadata
     service last, which answered no); the message says how to pass them."""

@@ -41,15 +41,19 @@ class V2BytesCodec(BytesCodec):
 
 def codecs_from_v2_metadata(meta: ArrayMetadataV2, where: str = ".zarray") -> list[Codec]:
     """The codec list that reads and writes the chunks of v2 array metadata `meta`."""
+    stored = meta.data_type.numpy_dtype
     return codecs_from_v2(meta.filters, meta.compressor,
-                          len(meta.shape) if meta.order == "F" else 0, where)
+                          len(meta.shape) if meta.order == "F" else 0, where,
+                          None if stored == meta.dtype else _byte_order(stored))
 
 
 def codecs_from_v2(filters: Sequence[object] | None, compressor: object,
-                   f_order_ndim: int = 0, where: str = ".zarray") -> list[Codec]:
+                   f_order_ndim: int = 0, where: str = ".zarray",
+                   endian: str | None = None) -> list[Codec]:
     """The codec list of chunks encoded by v2 `filters` and `compressor` (numcodecs
     configurations or codec objects), in F order for chunks of `f_order_ndim` > 1
-    dimensions."""
+    dimensions; raw items are stored in byte order `endian` ('little', 'big'), or, when None,
+    in the order of the items in memory."""
     stages = [codec_from_v2(f, f"{where}: filters[{i}]")
               for i, f in enumerate(filters or ())]
     if compressor is not None:
@@ -64,7 +68,7 @@ def codecs_from_v2(filters: Sequence[object] | None, compressor: object,
     else:
         split = next((i for i, c in enumerate(stages) if not isinstance(c, V2Filter)),
                      len(stages))
-        serializer = V2BytesCodec()
+        serializer = V2BytesCodec() if endian is None else BytesCodec(endian)
     codecs: list[Codec] = []
     if f_order_ndim > 1:
         codecs.append(TransposeCodec(tuple(reversed(range(f_order_ndim)))))

@@ -167,7 +167,8 @@ class ArrayMetadata(MetadataDocument):
 
     @property
     def dtype(self) -> np.dtype[Any]:
-        return self.data_type.numpy_dtype
+        """The dtype of the array's values in memory (`DataType.memory_dtype`)."""
+        return self.data_type.memory_dtype
 
     @property
     def ndim(self) -> int:

@@ -95,6 +95,12 @@ class DataType:
     def __init__(self, numpy_dtype: npt.DTypeLike) -> None:
         self.numpy_dtype: np.dtype[Any] = np.dtype(numpy_dtype)
 
+    @property
+    def memory_dtype(self) -> np.dtype[Any]:
+        """The dtype of this type's values in memory: ``numpy_dtype``, unless numpy cannot
+        keep that in arrays it allocates."""
+        return self.numpy_dtype
+
     # -- resolution hooks ---------------------------------------------------
 
     @classmethod
@@ -148,13 +154,14 @@ class DataType:
     def cast_array(self, value: Any) -> npt.NDArray[Any]:
         """``value`` as an array of this type, converted as numpy's assignment converts it
         (unsafely); TypeError or ValueError when impossible."""
-        if isinstance(value, np.ndarray) and value.dtype == self.numpy_dtype:
+        dtype = self.memory_dtype
+        if isinstance(value, np.ndarray) and value.dtype == dtype:
             return value
         try:
             if isinstance(value, np.ndarray):
-                return value.astype(self.numpy_dtype)
+                return value.astype(dtype)
             # Not via an intermediate array: [1, 2.5] into strings gives "1", as numpy does.
-            return np.asarray(value, dtype=self.numpy_dtype)
+            return np.asarray(value, dtype=dtype)
         except OverflowError as e:
             raise ValueError(f"value does not fit {self}: {e}") from None
 
@@ -1054,6 +1061,24 @@ class _TimeBase(DataType):
     @property
     def _native(self) -> np.dtype[Any]:
         return _native_order(self.numpy_dtype)
+
+    @property
+    def memory_dtype(self) -> np.dtype[Any]:
+        # numpy allocates arrays of a generic-unit type in native order whatever order is
+        # asked for (np.empty(1, ">M8").dtype is "<M8"), so those are native in memory and
+        # the bytes codec swaps them to the stored order.
+        if np.datetime_data(self.numpy_dtype)[0] == "generic":
+            return self._native
+        return self.numpy_dtype
+
+    def cast_array(self, value: Any) -> npt.NDArray[Any]:
+        if (isinstance(value, np.ndarray) and value.dtype.kind in "mM"
+                and not value.dtype.isnative):
+            # numpy's astype from a generic-unit type copies the bytes unswapped; swap the
+            # counts, then convert from native order.
+            native = value.dtype.newbyteorder("=")
+            value = value.view(value.dtype.byteorder + "i8").astype("=i8").view(native)
+        return super().cast_array(value)
 
     def default_fill_value(self) -> Any:
         # NaT (the int64 minimum), as zarr-python chooses.

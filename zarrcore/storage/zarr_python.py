@@ -21,7 +21,9 @@ from zarr.core.sync import _get_loop
 from zarr.storage import MemoryStore as ZarrMemoryStore, WrapperStore, ZipStore as ZarrZipStore
 
 from ..concurrency import each, fan_out, run_bounded
-from ..errors import CommitConflictError, ForeignStoreError, StoreError, ZarrcoreError
+from ..errors import (
+    CommitConflictError, DeleteUnsupportedError, ForeignStoreError, ZarrcoreError,
+)
 from . import _aio
 from .base import (
     ByteRange, Fetched, ReadBytes, Request, Store, in_flight, validate_key, validate_prefix,
@@ -451,7 +453,8 @@ class ZarrPythonStore(Store):
     def delete(self, key: str) -> None:
         self.check_writable(key)
         if not self.supports_deletes:
-            raise StoreError(errno.EOPNOTSUPP, f"cannot delete {key!r}: {self!r} cannot delete")
+            raise DeleteUnsupportedError(errno.EOPNOTSUPP,
+                                         f"cannot delete {key!r}: {self!r} cannot delete")
         self._run(key, self.zarr_store.delete(validate_key(key)))
 
     def lock(self, key: str, node: str = "", *,

@@ -5,8 +5,9 @@ Write semantics (those of a zip file, and of zarr-python's ZipStore):
 - Members are only ever appended. Writing a key again appends a second member of that name;
   every reader (this store, zarr-python, Python's zipfile) reads the last one, and the bytes
   of the earlier one stay in the file. Rewriting a chunk many times grows the file.
-- A key cannot be deleted: `delete` of a stored key raises StoreError (a missing key is
-  no error). So an array whose chunks are rewritten with only the fill value, or a node
+- A key cannot be deleted: `delete` of a stored key raises DeleteUnsupportedError (a missing
+  key is no error). So an array whose stored chunks are rewritten with only the fill value
+  (write_empty_chunks off; chunks never stored stay unstored), or a node
   overwritten in place, cannot be stored in a zip: write a new zip instead (mode "w").
 - The zip's central directory is written when the store is closed (`close()`, the end of a
   `with` block, or when the store is garbage collected or the interpreter exits); until
@@ -38,7 +39,7 @@ from typing import IO, TYPE_CHECKING, Literal, overload
 
 from .. import _portable
 from ..config import config
-from ..errors import StoreError
+from ..errors import DeleteUnsupportedError, StoreError
 from .base import (
     UNCHANGED, ByteRange, Fetched, Request, Store, Unchanged, Version, too_large, validate_key,
     validate_prefix,
@@ -440,8 +441,8 @@ class ZipStore(Store):
     def delete(self, key: str) -> None:
         self.check_writable(key)
         if self.exists(key):
-            raise StoreError(errno.EOPNOTSUPP, f"cannot delete {key!r}: members of a zip "
-                                                f"({self!r}) cannot be removed")
+            raise DeleteUnsupportedError(errno.EOPNOTSUPP, f"cannot delete {key!r}: members of "
+                                                     f"a zip ({self!r}) cannot be removed")
 
     def lock(self, key: str, node: str = "", *,
              replaced_last: bool = False) -> AbstractContextManager[None]:
