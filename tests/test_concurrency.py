@@ -25,23 +25,37 @@ def _flat(batches):
     return sorted(pair for batch in batches for pair in batch)
 
 
+class _InFlight:
+    """The calls in progress (`now`), the most at once (`peak`) and the threads they ran on:
+    each call runs `with` it."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.now = self.peak = 0
+        self.threads = set()
+
+    def __enter__(self):
+        with self.lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+            self.threads.add(threading.current_thread().name)
+
+    def __exit__(self, *exc):
+        with self.lock:
+            self.now -= 1
+
+
 @pytest.mark.parametrize("limit", [1, 3, 8])
 def test_threads_return_every_result_with_at_most_limit_in_flight(limit):
-    lock = threading.Lock()
-    now = peak = 0
+    flight = _InFlight()
 
     def call(x):
-        nonlocal now, peak
-        with lock:
-            now += 1
-            peak = max(peak, now)
-        time.sleep(0.002)
-        with lock:
-            now -= 1
+        with flight:
+            time.sleep(0.002)
         return x * x
 
     assert _flat(fan_out(call, range(20), limit)) == [(i, i * i) for i in range(20)]
-    assert 1 <= peak <= limit
+    assert 1 <= flight.peak <= limit
 
 
 def test_coroutines_on_a_loop(loop):
@@ -193,47 +207,35 @@ def test_parallel_map_runs_on_at_most_its_workers_within_the_pool(workers):
     import zarrcore
     from zarrcore.config import parallel_map
 
-    lock, active, most, threads = threading.Lock(), [0], [0], set()
+    flight = _InFlight()
 
     def task(i):
-        with lock:
-            active[0] += 1
-            most[0] = max(most[0], active[0])
-            threads.add(threading.get_ident())
-        time.sleep(0.005)
-        with lock:
-            active[0] -= 1
+        with flight:
+            time.sleep(0.005)
         return i
 
     with zarrcore.config.set(num_threads=3):
         assert parallel_map(task, range(24), workers) == list(range(24))
-    assert most[0] <= min(workers, 3) and len(threads) <= min(workers, 3)
+    assert flight.peak <= min(workers, 3) and len(flight.threads) <= min(workers, 3)
 
 
 def test_calls_on_a_given_pool_leave_it_running():
     """With `executor`, calls run on that pool (no thread of fan_out's own), at most `limit`
     at once; a failure waits for the calls that started and the pool goes on serving."""
     with concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="given") as pool:
-        names, lock = set(), threading.Lock()
-        now = peak = 0
+        flight = _InFlight()
 
         def call(x):
-            nonlocal now, peak
-            with lock:
-                now += 1
-                peak = max(peak, now)
-                names.add(threading.current_thread().name)
-            time.sleep(0.002)
-            with lock:
-                now -= 1
+            with flight:
+                time.sleep(0.002)
             if x == 13:
                 raise ValueError("13")
             return x + 1
 
         assert _flat(fan_out(call, range(10), 2, executor=pool)) == [
             (i, i + 1) for i in range(10)]
-        assert 1 <= peak <= 2 and all(n.startswith("given") for n in names)
+        assert 1 <= flight.peak <= 2 and all(n.startswith("given") for n in flight.threads)
         with pytest.raises(ValueError, match="13"):
             _flat(fan_out(call, range(20), 3, executor=pool))
-        assert now == 0  # (the started calls were waited for)
+        assert flight.now == 0  # (the started calls were waited for)
         assert pool.submit(call, 1).result() == 2
