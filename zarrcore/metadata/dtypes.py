@@ -1073,9 +1073,10 @@ class _TimeBase(DataType):
 
     def cast_array(self, value: Any) -> npt.NDArray[Any]:
         if (isinstance(value, np.ndarray) and value.dtype.kind in "mM"
-                and not value.dtype.isnative):
-            # numpy's astype from a generic-unit type copies the bytes unswapped; swap the
-            # counts, then convert from native order.
+                and not value.dtype.isnative
+                and np.datetime_data(value.dtype)[0] == "generic"):
+            # numpy's astype from a generic-unit type copies the bytes unswapped (types with
+            # a unit it swaps itself); swap the counts, then convert from native order.
             native = value.dtype.newbyteorder("=")
             value = value.view(value.dtype.byteorder + "i8").astype("=i8").view(native)
         return super().cast_array(value)
