@@ -585,6 +585,55 @@ def test_zip_store_cached_reads_match_numpy(tmp_path_factory, case, data):
     store.close()
 
 
+DELTA = [{"name": "numcodecs.delta", "configuration": {"dtype": "<i4"}}]  # (not compiled)
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=sharded(), kind=st.sampled_from(["dir", "memory"]), layout=st.sampled_from(
+    ["chunks", "shards", "filtered"]), data=st.data())
+def test_every_read_road_puts_unsorted_picks_in_place(tmp_path_factory, case, kind, layout,
+                                                      data):
+    """Unsorted, repeated int arrays and points land in the result's order on every road:
+    the compiled ones decode straight into the result (or the caller's `out`), the codec
+    objects' ones into a buffer put in order after."""
+    shape, inner, shards, ref, box = case
+    store = zarrcore.MemoryStore() if kind == "memory" else str(tmp_path_factory.mktemp("a"))
+    a = zarrcore.create_array(store, shape=shape, chunks=inner, dtype="i4", fill_value=-1,
+                              shards=shards if layout == "shards" else None,
+                              filters=DELTA if layout == "filtered" else None)
+    a[box] = ref[box]
+    sel = data.draw(orthogonal(shape))
+    points = data.draw(points_in(shape))
+    expected = _numpy_orthogonal(ref, sel)
+    np.testing.assert_array_equal(a.oindex[sel], expected)
+    out = np.full(expected.shape, 7, dtype="i4")
+    assert a.get_orthogonal_selection(sel, out=out) is out
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(a.vindex[points], ref[points])
+    out = np.full(ref[points].shape, 7, dtype="i4")
+    assert a.get_coordinate_selection(points, out=out) is out
+    np.testing.assert_array_equal(out, ref[points])
+
+
+def test_unsorted_picks_read_as_fast_as_sorted_ones(tmp_path):
+    """A batch of unsorted samples takes no buffer to reorder: chunks decode into the
+    result at the samples' places, and `out` is filled in place."""
+    a = zarrcore.create_array(str(tmp_path), shape=(16, 4, 4), chunks=(1, 4, 4), dtype="i4")
+    ref = np.arange(a.size, dtype="i4").reshape(a.shape)
+    a[...] = ref
+    picks = np.array([9, 2, 14, 2, 0])
+    indexer = OrthogonalIndexer((picks,), a.shape, a.chunk_engine.grid.axes)
+    assert indexer.permuted
+    plan = indexer.result_plans[0]
+    # Chunks 0, 9 and 14 decode into samples 4, 0 and 2; chunk 2 (twice) is listed.
+    assert plan.rows[:, [0, 2, 4]].tolist() == [[0, 1, 4], [2, 0, 0], [9, 1, 0], [14, 1, 2]]
+    assert plan.listed[1].tolist() == [1, 3]
+    out = np.zeros((5, 4, 4), dtype="i4")
+    assert a.get_orthogonal_selection(picks, out=out) is out
+    np.testing.assert_array_equal(out, ref[picks])
+
+
 def test_http_object_stores_are_not_cached(http_server):
     """An HTTP server's ETags (a file's size and modification second, often) may come back
     for other bytes: such a store gives no versions, and arrays on it keep no cache."""

@@ -397,6 +397,39 @@ def array_plan(cnp.ndarray idx, int64_t chunk_len, int64_t dim_len, int axis):
     return plan
 
 
+def in_result_order(AxisPlan plan):
+    """An array plan whose `order` is set, with each piece's output positions moved to the
+    result's (order None): the compiled jobs then decode straight into the result, with no
+    buffer to reorder. Pieces of one element, and strided pieces whose result positions
+    ascend by one, stay strided; the others become listed."""
+    rows, order = plan.rows, plan.order
+    counts, starts = rows[:, 3], rows[:, 4]  # (an array plan's buffer runs: out_step 1)
+    n = int(counts.sum())
+    # Each element's in-chunk position, in the buffer's order.
+    local = np.empty(n, dtype=np.int64)
+    step = np.repeat(rows[:, 2], counts)
+    k = np.arange(n, dtype=np.int64) - np.repeat(starts, counts)
+    local[...] = np.repeat(rows[:, 1], counts) + k * step
+    if plan.listed is not None and len(plan.listed[0]):
+        local[plan.listed[1]] = plan.listed[0]
+    # A piece stays strided when its result positions ascend by one.
+    broken = np.empty(n, dtype=bool)
+    broken[0] = False
+    np.not_equal(np.diff(order), 1, out=broken[1:])
+    broken[starts] = False
+    runs = (np.add.reduceat(broken, starts) == 0) & (rows[:, 2] != 0) | (counts == 1)
+    out = np.empty_like(rows)
+    out[:, 0] = rows[:, 0]
+    out[:, 3] = counts
+    out[:, 5] = 1
+    in_listed = np.repeat(~runs, counts)
+    listed_counts = np.where(runs, 0, counts)
+    out[:, 1] = np.where(runs, local[starts], np.cumsum(listed_counts) - listed_counts)
+    out[:, 2] = np.where(runs, np.maximum(rows[:, 2], 1), 0)
+    out[:, 4] = np.where(runs, order[starts], 0)
+    return AxisPlan.from_rows(out, (local[in_listed], order[in_listed]), plan.full)
+
+
 cdef object _ix(object sel, int64_t count, tuple ix_shape):
     """An axis' chunk selection as an int array shaped for np.ix_-style broadcasting."""
     if isinstance(sel, slice):

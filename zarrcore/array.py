@@ -843,7 +843,7 @@ class Array(nodes.Node):
         self._write(indexer, value, fields)
 
     def _fill_buffer(self, indexer: Any, buffer: np.ndarray) -> np.ndarray:
-        """Read the selection into `buffer` (shape indexer.drop_shape), in the indexer's order."""
+        """Read the selection into `buffer` (shape indexer.drop_shape), in the result's order."""
         if buffer.size:
             if not self.reads_missing_as_fill:
                 self._chunks.check_stored(indexer)
@@ -870,14 +870,14 @@ class Array(nodes.Node):
             self._check_fields(fields)
         if out is not None:
             self._check_out(out, indexer.shape)
-        if out is not None and fields is None and not indexer.permuted and out.dtype == self.dtype:
+        if out is not None and fields is None and out.dtype == self.dtype:
             view = out.reshape(indexer.drop_shape)
             # Chunks decode straight into the caller's array when it reshapes without a copy.
             if np.may_share_memory(view, out) or not out.size:
                 self._fill_buffer(indexer, view)
                 return out
         buffer = self._fill_buffer(indexer, _memory.empty(indexer.drop_shape, self.dtype))
-        data = indexer.unpermute(buffer).reshape(indexer.shape)
+        data = buffer.reshape(indexer.shape)
         if fields is not None:
             data = data[fields]
         if out is not None:

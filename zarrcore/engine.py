@@ -208,8 +208,8 @@ def _replan(plans: Sequence[AxisPlan], shape: Sequence[int], blocks: Sequence[Ax
 
 def _listed_plan(positions: npt.NDArray[np.intp], chunk_len: int) -> AxisPlan:
     """Plan of one axis over chunks of `chunk_len`: `positions` (array positions, in the
-    buffer's order) grouped by chunk, each group a listed piece whose output positions are
-    its elements' buffer positions."""
+    result's order) grouped by chunk, each group a listed piece whose output positions are
+    its elements' places in `positions`."""
     ids = positions // chunk_len
     perm = np.argsort(ids, kind="stable")
     sorted_ids = ids[perm]
@@ -226,11 +226,11 @@ def _listed_plan(positions: npt.NDArray[np.intp], chunk_len: int) -> AxisPlan:
 def _inner_plans(indexer: OrthogonalIndexer, shape: Sequence[int],
                  blocks: Sequence[AxisChunks], chunk_shape: Sequence[int]) -> list[AxisPlan]:
     """The plans of an orthogonal selection over the blocks `blocks` (shards, per axis a
-    length or runs), over the finer grid of `chunk_shape` (their inner chunks), the
-    buffer's order kept: axes indexed by arrays become listed pieces."""
+    length or runs), over the finer grid of `chunk_shape` (their inner chunks), in the
+    result's order: axes indexed by arrays become listed pieces."""
     out = []
     for axis, plan in enumerate(indexer.plans):
-        positions = indexer.buffer_positions(axis)
+        positions = indexer.array_positions(axis)
         if positions is None:
             out.extend(_replan([plan], shape[axis:axis + 1], blocks[axis:axis + 1],
                                chunk_shape[axis:axis + 1]))
@@ -242,10 +242,19 @@ def _inner_plans(indexer: OrthogonalIndexer, shape: Sequence[int],
 def _points(groups: PointGroups, chunk_shape: Sequence[int]
             ) -> tuple[Int64s, Int64s, Int64s, Int64s]:
     """The zc_listing arrays (point_start, local, out_index, coords) of points grouped by
-    chunks of `chunk_shape` (_indexing.PointGroups), each going to its buffer position."""
+    chunks of `chunk_shape` (_indexing.PointGroups), each going to its place in the result."""
     local = np.ravel_multi_index(tuple(groups.local), chunk_shape).astype(np.int64, copy=False)
-    return (np.ascontiguousarray(groups.offsets), local, np.arange(len(local), dtype=np.int64),
+    return (np.ascontiguousarray(groups.offsets), local, _result_places(groups),
             np.ascontiguousarray(groups.coords))
+
+
+def _result_places(groups: PointGroups, at: Int64s | None = None) -> Int64s:
+    """The places in the result of the grouped points at positions `at` (None: all) of
+    their grouped order."""
+    if groups.order is None:
+        return (np.arange(groups.offsets[-1], dtype=np.int64) if at is None
+                else at.astype(np.int64, copy=False))
+    return np.ascontiguousarray(groups.order if at is None else groups.order[at])
 
 
 def _core_form(chain: CodecChain) -> NativeForm | None:
@@ -331,9 +340,9 @@ def _in_shards(blocks: Sequence[AxisChunks], inner_shape: Sequence[int], coords:
 def _inner_points(groups: PointGroups, inner_shape: Sequence[int], blocks: Sequence[AxisChunks]
                   ) -> tuple[Listing, Int64s, Int64s]:
     """Points grouped by shard (`groups`; shards placed by `blocks`, per axis a length or
-    runs), regrouped by inner chunk (`inner_shape`) within each shard, the buffer's
-    order kept: the zc_listing arrays (point_start, local, out_index, None), and per group its
-    shard (a group of `groups`) and its C-order inner chunk in that shard."""
+    runs), regrouped by inner chunk (`inner_shape`) within each shard: the zc_listing arrays
+    (point_start, local, out_index, None), and per group its shard (a group of `groups`) and
+    its C-order inner chunk in that shard."""
     inner_column = np.asarray(inner_shape, dtype=np.int64)[:, None]
     shard = np.repeat(np.arange(groups.ngroups, dtype=np.int64), np.diff(groups.offsets))
     counts = _inner_counts(blocks, inner_shape, groups.coords)
@@ -344,8 +353,8 @@ def _inner_points(groups: PointGroups, inner_shape: Sequence[int], blocks: Seque
     local = np.ravel_multi_index(tuple((groups.local % inner_column)[:, order]),
                                  tuple(inner_shape))
     point_start = np.r_[starts, len(order)].astype(np.int64)
-    return ((point_start, local.astype(np.int64, copy=False), order.astype(np.int64), None),
-            shard[starts], inner[starts])
+    return ((point_start, local.astype(np.int64, copy=False), _result_places(groups, order),
+             None), shard[starts], inner[starts])
 
 
 def _first(parts: Fetched) -> ReadBytes | None:
@@ -409,7 +418,8 @@ def _in_waves(fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, Any]
 class _InnerChunkWaves:
     """ChunkWaves for inner chains the core does not run (a transpose, nested sharding...):
     the same calls, each inner chunk decoded by its codec objects (compiled and GIL-free
-    themselves), chunk by chunk on the thread pool."""
+    themselves), chunk by chunk on the thread pool. Its plans are of ints and slices (`plan`
+    sends it basic selections only): each piece's output is a view."""
 
     def __init__(self, chain: CodecChain, plans: Sequence[AxisPlan],
                  out: npt.NDArray[Any]) -> None:
@@ -653,7 +663,7 @@ class ChunkEngine:
                 assert indexer.groups is not None  # (points: `plan` saw them)
                 return [_Group(self.chain, form, self.array_shape, [],
                                _points(indexer.groups, self.chunk_shape))]
-            return [_Group(self.chain, form, self.array_shape, list(indexer.plans), None)]
+            return [_Group(self.chain, form, self.array_shape, indexer.result_plans, None)]
         if isinstance(indexer, CoordinateIndexer):
             return self._point_groups(indexer)
         per_axis = [_axis_classes(np.asarray(p.chunks, dtype=np.int64), axis, n)
@@ -662,7 +672,7 @@ class ChunkEngine:
         for combo in itertools.product(*per_axis):
             shape = tuple(c[0] for c in combo)
             plans = [p if len(c[2]) == p.npieces else p.subset(c[2])
-                     for p, c in zip(indexer.plans, combo)]
+                     for p, c in zip(indexer.result_plans, combo)]
             groups.append(self._group(shape, tuple(c[1] for c in combo), plans, None))
         return groups
 
@@ -686,12 +696,12 @@ class ChunkEngine:
             members = np.flatnonzero(which.reshape(-1) == k)
             sizes = counts[members]
             starts = np.r_[0, np.cumsum(sizes)].astype(np.int64)
-            # The positions (in the buffer) of the members' points, group after group.
+            # The positions (grouped) of the members' points, group after group.
             at = (np.repeat(groups.offsets[members] - starts[:-1], sizes)
                   + np.arange(starts[-1], dtype=np.int64))
             shape = tuple(per_axis[d][c][0] for d, c in enumerate(combo))
             local = np.ravel_multi_index(tuple(groups.local[:, at]), shape).astype(np.int64)
-            listing = (starts, local, at.astype(np.int64),
+            listing = (starts, local, _result_places(groups, at),
                        np.ascontiguousarray(groups.coords[members]))
             out.append(self._group(shape, tuple(per_axis[d][c][1] for d, c in enumerate(combo)),
                                    [], listing))
@@ -847,7 +857,8 @@ class ChunkEngine:
 
     # -- reads ---------------------------------------------------------------
     def read(self, indexer: Indexer, out: npt.NDArray[Any]) -> npt.NDArray[Any]:
-        """Fill `out` (shape indexer.drop_shape) with the selection, chunks in parallel. A
+        """Fill `out` (shape indexer.drop_shape, the result's order) with the selection,
+        chunks in parallel. A
         shard replaced by a writer between the reads of its index and of its inner chunks
         (KeyChangedError from a store that keeps one version per read) is read again."""
         for attempt in range(CONFLICT_RETRIES - 1):
@@ -858,7 +869,14 @@ class ChunkEngine:
         return self._read_once(indexer, out)
 
     def _read_once(self, indexer: Indexer, out: npt.NDArray[Any]) -> npt.NDArray[Any]:
-        self._READ_BY_ROUTE[self.plan(indexer)](self, indexer, out)
+        route = self.plan(indexer)
+        if route in self._VIEW_ROUTES and indexer.permuted:
+            # The codec objects decode into views of a buffer in the indexer's order.
+            buffer = np.empty_like(out)
+            self._READ_BY_ROUTE[route](self, indexer, buffer)
+            out[...] = indexer.unpermute(buffer)
+            return out
+        self._READ_BY_ROUTE[route](self, indexer, out)
         return out
 
     def _read_chunk_batch(self, indexer: Indexer, out: npt.NDArray[Any]) -> None:
@@ -1443,6 +1461,9 @@ class ChunkEngine:
         Route.FETCHED_CHUNKS: _read_fetched_chunks,
         Route.EACH_CHUNK: _read_each_chunk,
     }
+    # The roads whose chunks decode into views of the output (ChunkProjection), in the
+    # indexer's order; the compiled ones take output positions in the result's order.
+    _VIEW_ROUTES = frozenset((Route.FETCHED_CHUNKS, Route.EACH_CHUNK))
     _WRITE_BY_ROUTE = {
         Route.CHUNK_BATCH: _write_chunk_batch,
         Route.SHARD_BATCH: _write_shard_batch,

@@ -12,11 +12,14 @@ pipeline fills: newaxis dims left out, vectorized points flattened), `nitems`, a
 always slices, so the pipeline writes each chunk's share into a view of its buffer: the
 buffer holds int-array axes and points grouped by chunk. When that is not the result's order
 (`permuted`), `unpermute(buffer)` gives the result's order (still drop_shape) and
-`permute(values)` the buffer's. The per-chunk arithmetic and the grouping of points by chunk
-run in _indexing.pyx.
+`permute(values)` the buffer's. The compiled reads need no buffer: their pieces may list
+output positions, so they take them in the result's order (`result_plans`; for points,
+PointGroups.order). The per-chunk arithmetic and the grouping of points by chunk run in
+_indexing.pyx.
 """
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Iterator, Sequence
@@ -182,6 +185,7 @@ class OrthogonalIndexer:
             items = selection + (slice(None),) * (len(shape) - len(selection))
             self.plans, self.shape = _indexing.slices_plans(items, shape, chunk_shape)
             self.drop_shape = self.shape
+            self.result_plans = self.plans  # (no arrays: no call on every small read)
             return
         first = _sample_int(selection, len(shape))
         if first is not None and _regular(chunk_shape):
@@ -192,6 +196,7 @@ class OrthogonalIndexer:
             self.plans = [_indexing.int_plan(_dim_int(first, shape[0], 0), chunk_shape[0],
                                              shape[0]), *plans]
             self.drop_shape = self.shape
+            self.result_plans = self.plans
             self.scalar = len(shape) == 1
             return
         items = expand_selection(selection, len(shape))
@@ -256,17 +261,21 @@ class OrthogonalIndexer:
     def nitems(self) -> int:
         return math.prod(self.shape)
 
-    def buffer_positions(self, axis: int) -> npt.NDArray[np.intp] | None:
-        """The array positions along `axis` in the buffer's order, when an int or bool array
+    def array_positions(self, axis: int) -> npt.NDArray[np.intp] | None:
+        """The array positions along `axis` in the result's order, when an int or bool array
         indexes it; else None."""
         if axis not in self._array_items:
             return None
         item, dim_len = self._array_items[axis]
         a = _index_array(item)
         a = np.flatnonzero(a) if a.dtype == bool else a.reshape(-1).astype(np.int64)
-        a = np.where(a < 0, a + dim_len, a)  # (the plan checked the bounds)
-        order = self.plans[axis].order
-        return a if order is None else a[order]
+        return np.where(a < 0, a + dim_len, a)  # (the plan checked the bounds)
+
+    @functools.cached_property
+    def result_plans(self) -> list[_indexing.AxisPlan]:
+        """`plans` with their output positions in the result's order, for the compiled
+        reads (listed pieces, not views): `plans` themselves unless `permuted`."""
+        return [p if p.order is None else _indexing.in_result_order(p) for p in self.plans]
 
     @property
     def dim_pieces(self) -> list[list[tuple[int, Any, Any, bool]]]:
