@@ -337,26 +337,6 @@ def _in_shards(blocks: Sequence[AxisChunks], inner_shape: Sequence[int], coords:
     return shards, _c_order(places, _inner_counts(blocks, inner_shape, shards))
 
 
-def _inner_points(groups: PointGroups, inner_shape: Sequence[int], blocks: Sequence[AxisChunks]
-                  ) -> tuple[Listing, Int64s, Int64s]:
-    """Points grouped by shard (`groups`; shards placed by `blocks`, per axis a length or
-    runs), regrouped by inner chunk (`inner_shape`) within each shard: the zc_listing arrays
-    (point_start, local, out_index, None), and per group its shard (a group of `groups`) and
-    its C-order inner chunk in that shard."""
-    inner_column = np.asarray(inner_shape, dtype=np.int64)[:, None]
-    shard = np.repeat(np.arange(groups.ngroups, dtype=np.int64), np.diff(groups.offsets))
-    counts = _inner_counts(blocks, inner_shape, groups.coords)
-    inner = _c_order((groups.local // inner_column).T, counts[shard])
-    order = np.lexsort((inner, shard))  # points stay grouped by shard, their order kept
-    shard, inner = shard[order], inner[order]
-    starts = np.flatnonzero(np.r_[True, (shard[1:] != shard[:-1]) | (inner[1:] != inner[:-1])])
-    local = np.ravel_multi_index(tuple((groups.local % inner_column)[:, order]),
-                                 tuple(inner_shape))
-    point_start = np.r_[starts, len(order)].astype(np.int64)
-    return ((point_start, local.astype(np.int64, copy=False), _result_places(groups, order),
-             None), shard[starts], inner[starts])
-
-
 def _first(parts: Fetched) -> ReadBytes | None:
     """The bytes of the first range of a get_many or get_ranges result `parts` (None: not
     stored)."""
@@ -514,8 +494,7 @@ def _selection_kind(indexer: Indexer, ndim: int) -> tuple[bool, bool]:
     array of at least one dimension)."""
     basic = isinstance(indexer, BasicIndexer)
     listed = (isinstance(indexer, OrthogonalIndexer)
-              or isinstance(indexer, CoordinateIndexer) and indexer.groups is not None
-              and ndim > 0)
+              or isinstance(indexer, CoordinateIndexer) and indexer.nitems > 0 and ndim > 0)
     return basic, listed
 
 
@@ -1056,13 +1035,17 @@ class ChunkEngine:
         job: ChunkWaves | _InnerChunkWaves
         inner_grid = _grid_of(self.array_shape, inner_shape)
         if isinstance(indexer, CoordinateIndexer):
-            # Tasks are the groups of points by inner chunk, shard by shard.
-            groups, native = indexer.groups, codec.inner_native_form
-            assert groups is not None and native is not None  # (as `plan` saw)
-            points, shard_of, local = _inner_points(groups, inner_shape, blocks)
+            # Tasks are the groups of points by inner chunk (grouped once, in C); each
+            # group's shard follows from its inner chunk.
+            native = codec.inner_native_form
+            assert native is not None  # (as `plan` saw)
+            groups = indexer.groups_by(inner_shape)
             job = ChunkWaves(native, inner_shape, inner_grid, None, out,
-                             points=points)
-            shards = groups.coords.tolist()
+                             points=(*_points(groups, inner_shape)[:3], None))
+            at, local = _in_shards(blocks, inner_shape, groups.coords)
+            found, shard_of = np.unique(at, axis=0, return_inverse=True)
+            shard_of = shard_of.reshape(-1)
+            shards = found.tolist()
         else:
             if isinstance(indexer, BasicIndexer):
                 plans = _replan(indexer.plans, self.array_shape, blocks, inner_shape)

@@ -365,24 +365,40 @@ class CoordinateIndexer:
         self.scalar = not self.shape
         n = math.prod(self.shape)
         self.drop_shape = (n,)
-        flat = [np.ascontiguousarray(a, dtype=np.int64).reshape(n) for a in broadcast]
-        if n and not _regular(chunk_shape):
-            shape, chunk_shape = list(shape), list(chunk_shape)
-            for axis, runs in enumerate(chunk_shape):
-                if isinstance(runs, AxisRuns):
-                    flat[axis], chunk_shape[axis], shape[axis] = _stretched(
-                        flat[axis], runs, shape[axis], axis)
-        self._groups = (_indexing.group_points(flat, shape, cast(Sequence[int], chunk_shape))
-                        if n else None)
+        # (Views of the caller's arrays when they are int64 already: points take no copy.)
+        self._points = [np.ascontiguousarray(a, dtype=np.int64).reshape(n) for a in broadcast]
+        self._array_shape = tuple(shape)
+        for axis, (p, dim_len) in enumerate(zip(self._points, shape)):
+            if n and (p.min() < -dim_len or p.max() >= dim_len):
+                bad = p[(p < -dim_len) | (p >= dim_len)][0]
+                raise SelectionError(f"index {bad} is out of bounds for axis {axis} with size "
+                                     f"{dim_len}")
+        self._chunk_shape = list(chunk_shape)
 
     @property
     def nitems(self) -> int:
         return self.drop_shape[0]
 
-    @property
+    @functools.cached_property
     def groups(self) -> _indexing.PointGroups | None:
-        """The points grouped by chunk (_indexing.PointGroups), None when there are none."""
-        return self._groups
+        """The points grouped by chunk (_indexing.PointGroups), None when there are none;
+        grouped when first asked for."""
+        if not self.nitems:
+            return None
+        flat, shape, chunk_shape = list(self._points), list(self._array_shape), self._chunk_shape
+        if not _regular(chunk_shape):
+            chunk_shape = list(chunk_shape)
+            for axis, runs in enumerate(chunk_shape):
+                if isinstance(runs, AxisRuns):
+                    flat[axis], chunk_shape[axis], shape[axis] = _stretched(
+                        flat[axis], runs, shape[axis], axis)
+        return _indexing.group_points(flat, shape, cast(Sequence[int], chunk_shape))
+
+    def groups_by(self, chunk_shape: Sequence[int]) -> _indexing.PointGroups:
+        """The points (at least one) grouped by the chunks of the regular grid `chunk_shape`
+        over the array, as the inner chunks of a sharded array lie: its shards' grouping
+        (`groups`) is then never made."""
+        return _indexing.group_points(self._points, self._array_shape, chunk_shape)
 
     @property
     def permuted(self) -> bool:
@@ -391,7 +407,7 @@ class CoordinateIndexer:
     @property
     def _order(self) -> npt.NDArray[np.int64] | None:
         """The input point of each buffer position, None when they are in input order."""
-        return None if self._groups is None else self._groups.order
+        return None if self.groups is None else self.groups.order
 
     def unpermute(self, buffer: npt.NDArray[Any]) -> npt.NDArray[Any]:
         order = self._order
@@ -406,9 +422,9 @@ class CoordinateIndexer:
         return values if order is None else values[order]
 
     def projections(self) -> Iterator[ChunkProjection]:
-        if self._groups is None:
+        if self.groups is None:
             return iter(())
-        return _indexing.point_projections(self._groups, ChunkProjection)
+        return _indexing.point_projections(self.groups, ChunkProjection)
 
 
 def _int_plan(i: int, chunk_len: AxisChunks, dim_len: int) -> _indexing.AxisPlan:
