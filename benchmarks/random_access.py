@@ -35,8 +35,9 @@ and these reads:
 Beside the libraries, a floor per layout and read: the least work, that is the touched chunk
 bytes (not the shard index) read with pread from a warm page cache and decoded by zstd
 (python-zstandard, else numcodecs) in a tight loop, on one CPU for `single`, its time divided
-by the CPUs for the reads that may use them all (batch: each chunk once per batch; threads and
-fork: each sample's chunk); over S3 plus the request rounds the read must wait for: one
+by the CPUs for the reads that may use them all (batch: each chunk once per batch, decoded
+into the batch's output, a one-sample chunk straight into its place; threads and fork: each
+sample's chunk); over S3 plus the request rounds the read must wait for: one
 --delay per sample (single), per batch (batch), per --threads samples (threads), per sample
 of one worker (fork). zarrcore ÷ floor and zarrcore ÷ best peer are time ratios (lower is
 better); the best peer is the fastest of _common.PEERS (zarr-python-zarrcore is shown, not a
@@ -403,16 +404,30 @@ def sample_picks(steps, layouts, args):
 # -- the floor -----------------------------------------------------------------------------------
 
 def zstd_decoder():
-    """(decode(data, decoded_nbytes) -> bytes, its name): python-zstandard, else numcodecs."""
+    """(decode(data, decoded_nbytes) -> bytes, decode_into(data, writable buffer), its name):
+    python-zstandard, else numcodecs."""
     try:
         import zstandard
     except ModuleNotFoundError:
         import numcodecs
 
         codec = numcodecs.Zstd()
-        return (lambda data, nbytes: codec.decode(data)), f"numcodecs {numcodecs.__version__}"
+        return ((lambda data, nbytes: codec.decode(data)),
+                (lambda data, view: codec.decode(data, out=view)),
+                f"numcodecs {numcodecs.__version__}")
     dctx = zstandard.ZstdDecompressor()
-    return ((lambda data, nbytes: dctx.decompress(data, max_output_size=nbytes)),
+
+    def decode_into(data, view):
+        view = memoryview(view).cast("B")
+        with dctx.stream_reader(data) as reader:
+            done = 0
+            while done < view.nbytes:
+                n = reader.readinto(view[done:])
+                if not n:
+                    raise ValueError("the frame is shorter than its chunk")
+                done += n
+
+    return ((lambda data, nbytes: dctx.decompress(data, max_output_size=nbytes)), decode_into,
             f"python-zstandard {zstandard.__version__}")
 
 
@@ -472,15 +487,22 @@ def measure_floors(root, layouts, picks, ref, args):
     """The floor of every layout and read, samples/s: the least work of each (see the module's
     docstring), warm, and over S3 with the request rounds added. Checks that the bytes it
     decodes are the chunk's (`ref`: the data written)."""
-    decode, decoder = zstd_decoder()
+    decode, decode_into, decoder = zstd_decoder()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     out = {"decoder": decoder, "cpus": cpus, "warm": {}, "s3": {}}
     for layout in layouts:
         chunks = StoredChunks(os.path.join(root, layout))
         try:
             every_sample = [chunks.chunk_of(t) for idx in picks[layout] for t in idx.tolist()]
-            once_per_batch = [chunks.chunk_of(t) for idx in picks[layout]
-                              for t in {chunks.chunk_key(t): t for t in idx.tolist()}.values()]
+            # Per batch, each chunk once, with the output slots of its samples and their rows
+            # in the chunk.
+            batches = []
+            for idx in picks[layout]:
+                places = {}
+                for slot, t in enumerate(idx.tolist()):
+                    places.setdefault(chunks.chunk_key(t), (t, []))[1].append(
+                        (slot, t % chunks.inner))
+                batches.append([(chunks.chunk_of(t), p) for t, p in places.values()])
 
             t = int(picks[layout][0][0])
             fd, offset, nbytes = chunks.chunk_of(t)
@@ -495,9 +517,31 @@ def measure_floors(root, layouts, picks, ref, args):
                 for fd, offset, nbytes in reads:
                     decode(os.pread(fd, nbytes, offset), chunks.decoded_nbytes)
 
+            placed = np.empty((args.batch, *SAMPLE_SHAPE), dtype="<f4")
+
+            def place(batches):
+                """Each batch's chunks decoded into its output: a one-sample chunk straight
+                into its slot, a larger one through a buffer."""
+                for reads in batches:
+                    for (fd, offset, nbytes), slots in reads:
+                        data = os.pread(fd, nbytes, offset)
+                        if chunks.inner == 1:
+                            first = slots[0][0]
+                            decode_into(data, placed[first])
+                            for slot, _ in slots[1:]:  # (a sample drawn twice)
+                                placed[slot] = placed[first]
+                            continue
+                        chunk = np.frombuffer(decode(data, chunks.decoded_nbytes),
+                                              "<f4").reshape(chunks.inner, *SAMPLE_SHAPE)
+                        for slot, row in slots:
+                            placed[slot] = chunk[row]
+
+            place(batches[:1])
+            if not np.array_equal(placed, ref[picks[layout][0]]):
+                raise AssertionError(f"{layout}: the floor's batch is not its samples")
             work(every_sample)  # (the page cache warm)
             per_sample = C.best_time(lambda: work(every_sample), args.rounds)
-            per_batch = C.best_time(lambda: work(once_per_batch), args.rounds)
+            per_batch = C.best_time(lambda: place(batches), args.rounds)
         finally:
             chunks.close()
         n = len(every_sample)

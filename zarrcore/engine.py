@@ -954,7 +954,6 @@ class ChunkEngine:
             self._read_cached_waves(jobs, keys, first, every)
             return
         # Per batch in Python ints, no numpy call: a small read's batch is one chunk.
-        threads = self.options.num_threads
         for batch in arrivals(self.store, self._whole(keys), self.options.io_concurrency):
             arrived: dict[int, list[int]] = {}  # the tasks that arrived, by job
             for i, parts in batch:
@@ -963,11 +962,7 @@ class ChunkEngine:
                 if data is not None:
                     jobs[j].add_whole(i - first[j], data)
                 arrived.setdefault(j, []).append(i - first[j])
-            for j in sorted(arrived):
-                failure = _run_waves(jobs[j], arrived[j], jobs[j].work_read, threads)
-                if failure is not None:
-                    error, task = failure
-                    raise _with_key(error, keys[first[j] + task])
+            self._decode_arrived(jobs, arrived, keys, first)
 
     def _read_cached_waves(self, jobs: list[ChunkWaves], keys: list[str], first: list[int],
                            coords: list[Any]) -> None:
@@ -1003,13 +998,18 @@ class ChunkEngine:
                             if version is not None:
                                 job.keep(task, coords[i], _digest(version))
                     arrived.setdefault(j, []).append(task)
-                for j in sorted(arrived):
-                    failure = _run_waves(jobs[j], arrived[j], jobs[j].work_read,
-                                         self.options.num_threads)
-                    if failure is not None:
-                        error, task = failure
-                        raise _with_key(error, keys[first[j] + task])
+                self._decode_arrived(jobs, arrived, keys, first)
             wanted = again
+
+    def _decode_arrived(self, jobs: list[ChunkWaves], arrived: dict[int, list[int]],
+                        keys: list[str], first: list[int]) -> None:
+        """Run the wave of the tasks that arrived (by job); a failure names its chunk's key."""
+        for j in sorted(arrived):
+            failure = _run_waves(jobs[j], arrived[j], jobs[j].work_read,
+                                 self.options.num_threads)
+            if failure is not None:
+                error, task = failure
+                raise _with_key(error, keys[first[j] + task])
 
     def _note_version(self, key: str, version: Any) -> None:
         """Remember `version` as the one the entries of `key` are decoded from (None: it is

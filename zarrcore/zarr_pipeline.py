@@ -616,8 +616,8 @@ class ZarrcorePipeline(CodecPipeline):
         if split is None or out_shape is None:
             return "selection"
         path = split[0]
-        coords = []
-        for entry in batch:
+        coords = [split[1]]
+        for entry in batch[1:]:
             found = _split_key(path, entry[0].path, layout, ndim)
             if found is None:
                 return "selection"
