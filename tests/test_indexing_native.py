@@ -234,6 +234,15 @@ def test_listings_out_of_bounds_are_refused():
         ChunkWaves(settings, (4,), (1,), [plan([4, 0, 3], [0, 1, 2])], out)  # past the chunk
     with pytest.raises(ValueError):
         ChunkWaves(settings, (4,), (1,), [plan([1, 0, 3], [0, 3, 2])], out)  # past the output
+
+    def strided(out_start, count, out_step=1):
+        rows = np.array([[0, 0, 1, count, out_start, out_step]], dtype=i64)
+        return AxisPlan.from_rows(rows, None, np.zeros(1, bool))
+
+    ChunkWaves(settings, (4,), (1,), [strided(1, 2)], out)  # in bounds
+    for bad in (strided(2, 2), strided(-1, 1), strided(0, 2, 3), strided(0, 2, 0)):
+        with pytest.raises(ValueError, match="output positions"):
+            ChunkWaves(settings, (4,), (1,), [bad], out)
     points = (np.array([0, 3], i64), np.array([0, 5, 1], i64), np.arange(3, dtype=i64), None)
     job = ChunkWaves(settings, (4,), (1,), None, out, points=points)
     job.add(np.arange(4, dtype="i4").tobytes(), np.array([0], i64), np.array([0], i64),

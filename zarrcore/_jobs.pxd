@@ -258,6 +258,13 @@ cdef inline object set_up_pieces(plans, cnp.ndarray data, const zc_piece **piece
             # axes before.
             block = table[k:k + npieces[d]]
             block[...] = plan.rows
+            # Their strided pieces' output positions are checked here: C trusts them.
+            strided = block[block[:, 2] != 0]
+            if plan.kept and len(strided) and (
+                    strided[:, 4].min() < 0 or (strided[:, 4] + (strided[:, 3] - 1)
+                                                * strided[:, 5]).max()
+                    >= cnp.PyArray_DIM(data, kept - 1) or strided[:, 5].min() < 1):
+                raise ValueError("output positions outside the array")
             if plan.listed is not None and len(plan.listed[0]):
                 if lists is None:
                     raise ValueError("index lists are for reads only")
