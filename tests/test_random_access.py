@@ -616,7 +616,7 @@ def test_every_read_road_puts_unsorted_picks_in_place(tmp_path_factory, case, ki
     np.testing.assert_array_equal(out, ref[points])
 
 
-def test_unsorted_picks_read_as_fast_as_sorted_ones(tmp_path):
+def test_unsorted_picks_decode_into_their_places(tmp_path):
     """A batch of unsorted samples takes no buffer to reorder: chunks decode into the
     result at the samples' places, and `out` is filled in place."""
     a = zarrcore.create_array(str(tmp_path), shape=(16, 4, 4), chunks=(1, 4, 4), dtype="i4")

@@ -877,7 +877,7 @@ class Array(nodes.Node):
                 self._fill_buffer(indexer, view)
                 return out
         buffer = self._fill_buffer(indexer, _memory.empty(indexer.drop_shape, self.dtype))
-        data = buffer.reshape(indexer.shape)
+        data: Any = buffer.reshape(indexer.shape)  # (numpy's stubs refuse a list of fields)
         if fields is not None:
             data = data[fields]
         if out is not None:

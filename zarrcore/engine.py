@@ -59,8 +59,6 @@ if TYPE_CHECKING:
 
 _E = TypeVar("_E", bound=Exception)
 Int64s = npt.NDArray[np.int64]
-#: The zc_listing arrays of points grouped by chunk (point_start, local, out_index, coords).
-Listing = tuple[Int64s, Int64s, Int64s, Union[Int64s, None]]
 #: A read's (or write's) merge of a stored object: (stored bytes or None, keep_empty) to the
 #: new bytes, None to delete it, or the stored bytes themselves to leave it.
 Merge = Callable[[Union["BytesLike", None], bool], Union["BytesLike", None]]
@@ -837,9 +835,9 @@ class ChunkEngine:
     # -- reads ---------------------------------------------------------------
     def read(self, indexer: Indexer, out: npt.NDArray[Any]) -> npt.NDArray[Any]:
         """Fill `out` (shape indexer.drop_shape, the result's order) with the selection,
-        chunks in parallel. A
-        shard replaced by a writer between the reads of its index and of its inner chunks
-        (KeyChangedError from a store that keeps one version per read) is read again."""
+        chunks in parallel. A shard replaced by a writer between the reads of its index and
+        of its inner chunks (KeyChangedError from a store that keeps one version per read) is
+        read again."""
         for attempt in range(CONFLICT_RETRIES - 1):
             try:
                 return self._read_once(indexer, out)
