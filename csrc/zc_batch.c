@@ -128,6 +128,7 @@ int zc_batch_prepare(zc_batch *b)
     b->nsegments = 1;
     b->segments = NULL;
     b->next_task = 0;
+    b->next_ahead = 0;
     b->failed = 0;
     b->status = ZC_OK;
     b->sys_errno = 0;
@@ -296,6 +297,41 @@ static int fill_task(const zc_batch *b, int64_t t, const zc_piece **p, const ptr
         return zc_gather_fill(b->ndim, b->chain.itemsize, b->fill, axes, out, out_strides);
     }
     return zc_copy_nd(b->ndim, shape, b->chain.itemsize, b->fill, zero, out, out_strides);
+}
+
+int zc_batch_reads_ahead(const zc_batch *b)
+{
+    size_t decoded = b->chain.itemsize;
+    for (int d = 0; d < b->ndim; d++)
+        decoded *= (size_t)b->chunk_shape[d];
+    return b->mem == NULL && b->cache == NULL && !by_points(b) && b->ntasks > 1 &&
+           b->ntasks <= ZC_BATCH_AHEAD_MAX_TASKS && decoded >= ZC_BATCH_AHEAD_MIN;
+}
+
+void zc_batch_read_ahead_worker(zc_batch *b)
+{
+    char path[ZC_BATCH_PATH_MAX];
+    const zc_piece *p[ZC_MAX_NDIM];
+    for (;;) {
+        if (zc_atomic_load_int(&b->failed, ZC_ACQUIRE))
+            return;
+        const int64_t k = zc_atomic_fetch_add_i64(&b->next_ahead, 1, ZC_ACQ_REL);
+        if (k >= b->ntasks)
+            return;
+        if (k < zc_atomic_load_i64(&b->next_task, ZC_ACQUIRE))
+            continue; /* a reader has it */
+        task_pieces(b, k, p);
+        zc_object o;
+        size_t size;
+        int missing;
+        if (format_key(b, p, path, sizeof path) == ZC_OK &&
+            zc_object_open(&b->root, NULL, path, &o, &size, &missing) == ZC_OK) {
+            /* (the task's own read reports what is wrong) */
+            if (!missing)
+                zc_object_prefetch(&o, 0, size);
+            zc_object_close(&o);
+        }
+    }
 }
 
 void zc_batch_read_worker(zc_batch *b)

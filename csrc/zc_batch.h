@@ -85,6 +85,7 @@ typedef struct {
     zc_chunk_cache *cache;
     /* Shared progress and outcome. */
     int64_t next_task;
+    int64_t next_ahead;     /* reads: the next task for zc_batch_read_ahead_worker */
     int failed;             /* set once; workers stop taking tasks */
     int status;             /* ZC_* of the first failure */
     int sys_errno;          /* errno when the failure was an I/O error */
@@ -122,6 +123,18 @@ int zc_batch_task_key(const zc_batch *b, int64_t t, char *buf, size_t cap);
  * per-thread buffers; blosc/gzip/zlib chunks are decoded whole, into a per-thread scratch
  * buffer taken on first need unless the selection is one contiguous run of the output. */
 void zc_batch_read_worker(zc_batch *b);
+/* Does a read gain from zc_batch_read_ahead_worker? Files, no cache, a selection (not
+ * points) of at most ZC_BATCH_AHEAD_MAX_TASKS chunks of ZC_BATCH_AHEAD_MIN decoded bytes or
+ * more: the few large chunks of a batch of samples, which from a cold page cache the readers
+ * would wait for one file per thread. */
+#define ZC_BATCH_AHEAD_MAX_TASKS 256
+#define ZC_BATCH_AHEAD_MIN ((size_t)64 << 10)
+int zc_batch_reads_ahead(const zc_batch *b);
+/* Beside the readers (zc_batch_read_worker), on threads of their own: take the tasks the
+ * readers have not reached and ask the system to read their chunk files (open, fadvise
+ * WILLNEED, close), so that the device works on as many files at once as there are readers
+ * and helpers. Returns once every task is reached, or the read failed or was stopped. */
+void zc_batch_read_ahead_worker(zc_batch *b);
 /* Work through write tasks until none are left; call from several threads at once. */
 void zc_batch_write_worker(zc_batch *b);
 

@@ -161,6 +161,7 @@ static int piece_complete(const zc_shard_io *io, int d, const zc_piece *p)
 static void reset_outcome(zc_shard_io *io)
 {
     io->next_task = 0;
+    io->next_ahead = 0;
     io->prefetching = 0;
     io->prefetch_next = 0;
     io->prefetch_total = 0;
@@ -788,6 +789,18 @@ static void prefetch_ahead(zc_shard_io *io, int64_t s)
     zc_atomic_store_int(&io->prefetching, 0, ZC_RELEASE);
 }
 
+/* Load slot `s`, which the caller moved from SLOT_IDLE to SLOT_LOADING, and make it ready. */
+static int load_slot(zc_shard_io *io, int64_t s, zc_buf *buf)
+{
+    int st = load_shard(io, s, buf);
+    if (st == ZC_OK) {
+        prefetch_chunks(io, s); /* (before the others start on the slot's pins) */
+        zc_atomic_store_int(&io->slots[s].state, SLOT_READY, ZC_RELEASE);
+        prefetch_ahead(io, s);
+    }
+    return st;
+}
+
 /* Make slot `s` ready: load it, or wait while another thread does. */
 static int slot_ready(zc_shard_io *io, int64_t s, zc_buf *buf)
 {
@@ -796,16 +809,8 @@ static int slot_ready(zc_shard_io *io, int64_t s, zc_buf *buf)
     if (state == SLOT_READY)
         return ZC_OK;
     int expected = SLOT_IDLE;
-    if (state == SLOT_IDLE &&
-        zc_atomic_cas_int(&slot->state, &expected, SLOT_LOADING)) {
-        int st = load_shard(io, s, buf);
-        if (st == ZC_OK) {
-            prefetch_chunks(io, s); /* (before the others start on the slot's pins) */
-            zc_atomic_store_int(&slot->state, SLOT_READY, ZC_RELEASE);
-            prefetch_ahead(io, s);
-        }
-        return st;
-    }
+    if (state == SLOT_IDLE && zc_atomic_cas_int(&slot->state, &expected, SLOT_LOADING))
+        return load_slot(io, s, buf);
     /* Another thread reads the index: a few system calls, or it fails and says so. */
     while (zc_atomic_load_int(&slot->state, ZC_ACQUIRE) != SLOT_READY) {
         if (zc_atomic_load_int(&io->failed, ZC_ACQUIRE))
@@ -828,6 +833,27 @@ static int task_gather(const zc_shard_io *io, const task_view *v, zc_gather_axis
                               .out_index = io->inner_out};
     zc_piece_axes(&inner, io->ndim, v->p, axes);
     return 1;
+}
+
+int zc_shard_io_reads_ahead(const zc_shard_io *io)
+{
+    return !io->writing && io->mem == NULL && io->cache == NULL && io->nslots > 1 &&
+           io->ntasks <= ZC_SHARD_IO_AHEAD_MAX_TASKS;
+}
+
+void zc_shard_io_read_ahead_worker(zc_shard_io *io)
+{
+    zc_buf index = {0};
+    while (!zc_atomic_load_int(&io->failed, ZC_ACQUIRE)) {
+        const int64_t s = zc_atomic_fetch_add_i64(&io->next_ahead, 1, ZC_ACQ_REL);
+        if (s >= io->nslots)
+            break;
+        int expected = SLOT_IDLE; /* (a slot a reader is at already is left to it) */
+        if (zc_atomic_cas_int(&io->slots[s].state, &expected, SLOT_LOADING) &&
+            load_slot(io, s, &index) != ZC_OK)
+            break;
+    }
+    free(index.p);
 }
 
 void zc_shard_io_read_worker(zc_shard_io *io)

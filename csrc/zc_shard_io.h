@@ -133,6 +133,7 @@ typedef struct {
 
     /* Shared progress and outcome. */
     int64_t next_task;
+    int64_t next_ahead;        /* reads: the next slot for zc_shard_io_read_ahead_worker */
     int prefetching;           /* reads: a thread is asking for shards ahead (1) */
     int64_t prefetch_next;     /* reads: the first slot not yet considered for that */
     uint64_t prefetch_total;   /* reads: the bytes of whole shards asked for so far */
@@ -157,6 +158,17 @@ void zc_shard_io_close_files(zc_shard_io *io);
 int zc_shard_io_slot_key(const zc_shard_io *io, int64_t s, char *buf, size_t cap);
 /* Shard grid coordinates of slot `s`. */
 int zc_shard_io_slot_coords(const zc_shard_io *io, int64_t s, int64_t *coords);
+/* Does a read gain from zc_shard_io_read_ahead_worker? Files, no cache, more than one shard
+ * and at most ZC_SHARD_IO_AHEAD_MAX_TASKS inner chunks: a batch of samples from many
+ * shards, whose indexes and inner chunks a cold page cache would give one shard per reader
+ * at a time. */
+#define ZC_SHARD_IO_AHEAD_MAX_TASKS 256
+int zc_shard_io_reads_ahead(const zc_shard_io *io);
+/* Beside the readers, on threads of their own: load the shards no reader has reached (open,
+ * read and check the index, ask the system for the inner chunks the read needs), so that the
+ * device works on as many shards at once as there are readers and helpers. Returns once
+ * every shard is reached, or the read failed or was stopped. */
+void zc_shard_io_read_ahead_worker(zc_shard_io *io);
 /* Work through read or write tasks until none are left; call from several threads. */
 void zc_shard_io_read_worker(zc_shard_io *io);
 void zc_shard_io_write_worker(zc_shard_io *io);

@@ -634,6 +634,43 @@ def test_unsorted_picks_decode_into_their_places(tmp_path):
     np.testing.assert_array_equal(out, ref[picks])
 
 
+def test_batches_of_large_chunk_files_are_asked_for_ahead(tmp_path, monkeypatch):
+    """A batch of large chunks, or of inner chunks from several shards, on a directory also
+    has its files asked for by helpers on the I/O pool (`reads_ahead`), and reads right;
+    small chunks, points, one shard and cached reads have none."""
+    asked = []
+    io = config.io_executor()
+
+    class Counting:
+        def submit(self, fn, *args):
+            asked.append(getattr(fn, "__name__", ""))
+            return io.submit(fn, *args)
+
+    monkeypatch.setattr(config, "io_executor", lambda: Counting())
+    ref = np.arange(12 * 128 * 128, dtype="f4").reshape(12, 128, 128)  # 64 KiB chunks
+    big = zarrcore.create_array(str(tmp_path / "big"), shape=ref.shape, chunks=(1, 128, 128),
+                                dtype="f4")
+    small = zarrcore.create_array(str(tmp_path / "small"), shape=ref.shape,
+                                  chunks=(1, 16, 128), dtype="f4")
+    big[...] = small[...] = ref
+    picks = np.array([7, 1, 11, 1, 4])
+    sharded = zarrcore.create_array(str(tmp_path / "sharded"), shape=ref.shape,
+                                    chunks=(1, 128, 128), shards=(4, 128, 128), dtype="f4")
+    sharded[...] = ref
+    np.testing.assert_array_equal(big.oindex[picks], ref[picks])
+    np.testing.assert_array_equal(sharded.oindex[picks], ref[picks])
+    assert asked.count("work_read_ahead") == 2 * min(engine.READ_AHEAD_HELPERS, 3)
+    asked.clear()
+    np.testing.assert_array_equal(sharded.oindex[[1, 2, 3]], ref[[1, 2, 3]])  # one shard
+    np.testing.assert_array_equal(small.oindex[picks], ref[picks])
+    points = (picks, picks + 3, picks)
+    np.testing.assert_array_equal(big.vindex[points], ref[points])
+    cached = zarrcore.open_array(str(tmp_path / "big"), mode="r", cache_bytes=1 << 22)
+    np.testing.assert_array_equal(cached.oindex[picks], ref[picks])
+    np.testing.assert_array_equal(big[3], ref[3])
+    assert "work_read_ahead" not in asked
+
+
 def test_http_object_stores_are_not_cached(http_server):
     """An HTTP server's ETags (a file's size and modification second, often) may come back
     for other bytes: such a store gives no versions, and arrays on it keep no cache."""

@@ -13,8 +13,9 @@ from zarrcore._cache cimport ChunkCache
 from zarrcore._files cimport FileRoot
 from zarrcore._jobs cimport (
     ZC_BATCH_PATH_MAX, ZC_STREAM_OUT_MIN, set_up_job, stop_claims, zc_batch, zc_batch_free,
-    zc_batch_prepare, zc_batch_read_worker, zc_batch_split_reads, zc_batch_split_writes,
-    zc_batch_task_key, zc_batch_write_worker, zc_memstore,
+    zc_batch_prepare, zc_batch_read_ahead_worker, zc_batch_read_worker, zc_batch_reads_ahead,
+    zc_batch_split_reads, zc_batch_split_writes, zc_batch_task_key, zc_batch_write_worker,
+    zc_memstore,
 )
 from zarrcore._status cimport ZC_ERR_LOCK, ZC_OK
 
@@ -98,6 +99,16 @@ cdef class ChunkBatch:
     def work_read(self):
         with nogil:
             zc_batch_read_worker(&self.b)
+
+    @property
+    def reads_ahead(self):
+        """Does this read gain from helpers calling `work_read_ahead` (zc_batch.h)?"""
+        return bool(zc_batch_reads_ahead(&self.b))
+
+    def work_read_ahead(self):
+        """Ask the system ahead for the chunk files the readers have not reached."""
+        with nogil:
+            zc_batch_read_ahead_worker(&self.b)
 
     def work_write(self):
         with nogil:

@@ -95,6 +95,8 @@ cdef extern from "zc_batch.h":
     int64_t zc_batch_split_reads(zc_batch *b, int nthreads)
     void zc_batch_free(zc_batch *b)
     void zc_batch_read_worker(zc_batch *b) nogil
+    int zc_batch_reads_ahead(const zc_batch *b)
+    void zc_batch_read_ahead_worker(zc_batch *b) nogil
     void zc_batch_write_worker(zc_batch *b) nogil
 
 cdef extern from "zc_shard_batch.h":
@@ -178,6 +180,8 @@ cdef extern from "zc_shard_io.h":
     void zc_shard_io_close_files(zc_shard_io *io)
     int zc_shard_io_slot_key(const zc_shard_io *io, int64_t s, char *buf, size_t cap)
     void zc_shard_io_read_worker(zc_shard_io *io) nogil
+    int zc_shard_io_reads_ahead(const zc_shard_io *io)
+    void zc_shard_io_read_ahead_worker(zc_shard_io *io) nogil
     void zc_shard_io_write_worker(zc_shard_io *io) nogil
 
 ctypedef fused job_t:

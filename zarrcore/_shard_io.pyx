@@ -18,7 +18,8 @@ from ._jobs cimport (
     ZC_SHARD_INDEX_SHORT, ZC_SHARD_IO_PATH_MAX, ZC_SHARD_IO_PREFETCH_MAX, ZC_STREAM_OUT_MIN,
     set_up_chain, set_up_lists, set_up_pieces, stop_claims, zc_chain, zc_piece, zc_shard_io,
     zc_memstore, zc_shard_io_close_files, zc_shard_io_free, zc_shard_io_prepare,
-    zc_shard_io_read_worker, zc_shard_io_slot_key, zc_shard_io_write_worker,
+    zc_shard_io_read_ahead_worker, zc_shard_io_read_worker, zc_shard_io_reads_ahead,
+    zc_shard_io_slot_key, zc_shard_io_write_worker,
 )
 from ._status cimport (
     ZC_ERR_CORRUPT, ZC_ERR_IO, ZC_ERR_LOCK, ZC_ERR_NOMEM, ZC_ERR_OVERLAP, ZC_ERR_SIZE, ZC_MAX_NDIM,
@@ -165,6 +166,16 @@ cdef class ShardBatch:
     def work_read(self):
         with nogil:
             zc_shard_io_read_worker(&self.io)
+
+    @property
+    def reads_ahead(self):
+        """Does this read gain from helpers calling `work_read_ahead` (zc_shard_io.h)?"""
+        return bool(zc_shard_io_reads_ahead(&self.io))
+
+    def work_read_ahead(self):
+        """Load the shards no reader has reached, asking the system for their inner chunks."""
+        with nogil:
+            zc_shard_io_read_ahead_worker(&self.io)
 
     def work_write(self):
         with nogil:

@@ -34,7 +34,7 @@ import numpy.typing as npt
 from ._batch import ChunkBatch
 from ._cache import ChunkCache
 from ._chunk_jobs import ChunkWaves
-from ._shard_io import ShardSpec
+from ._shard_io import ShardBatch, ShardSpec
 from .codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
 from .codecs.chain import CodecChain
 from .codecs.sharding import EMPTY, coalesce
@@ -82,6 +82,11 @@ WRITE_WAVES = 16
 # A sharded read fetches at most a shard per thread at a time (`_in_waves`), or this many
 # bytes when shards are smaller: fewer, larger waves, each a round of requests.
 WAVE_BYTES_MIN = 8 << 20
+# A batch of large chunk files or of inner chunks of many shards (`reads_ahead`) is also
+# asked for by this many helpers on the I/O pool: from a cold page cache the device then
+# works on that many files besides the readers' own. (Measured on 2 cores: a cold batch of
+# 32 samples 16-32% faster with 3 or 6, a warm one 2% slower with 3, 3-4% with 6.)
+READ_AHEAD_HELPERS = 3
 _FETCH_DONE = object()
 
 
@@ -450,6 +455,17 @@ class _InnerChunkWaves:
         return self.failure
 
 
+def _ask_ahead(job: ChunkBatch | ShardBatch) -> None:
+    """Start the helpers of a read of files that gains from them (`reads_ahead`) on the
+    shared I/O pool: from a cold page cache the device then works on that many more files
+    than the readers keep it busy with, one each. (The helpers keep the job alive, and stop
+    with it.)"""
+    if job.reads_ahead:
+        io = config.io_executor()
+        for _ in range(min(READ_AHEAD_HELPERS, job.ntasks - 1)):
+            io.submit(job.work_read_ahead)
+
+
 def _encoded(chain: CodecChain, chunk: npt.NDArray[Any], keep_empty: bool) -> BytesLike | None:
     """`chunk` encoded by `chain`; None when it is all fill and not `keep_empty` (nor the
     array's write_empty_chunks)."""
@@ -787,6 +803,7 @@ class ChunkEngine:
             if writing:
                 run_workers(batch.work_write, batch.split_writes(threads), batch.stop, threads)
             else:
+                _ask_ahead(batch)
                 run_workers(batch.work_read, batch.split_reads(threads), batch.stop, threads)
             # Errors name the store key: the path below the store root, array prefix included.
             batch.raise_error(self._head_len)
@@ -876,6 +893,7 @@ class ChunkEngine:
                       else self._shard_spec(group.chain.spec.shape, group.extent, group.form))
             if not writing:
                 batch = shards.batch(group.plans, data, cache=self.cache)
+                _ask_ahead(batch)
                 run_workers(batch.work_read, batch.ntasks, batch.stop, self.options.num_threads)
                 batch.raise_error()
                 continue
