@@ -868,7 +868,7 @@ class ChunkEngine:
             # The codec objects decode into views of a buffer in the indexer's order.
             buffer = np.empty_like(out)
             self._READ_BY_ROUTE[route](self, indexer, buffer)
-            out[...] = indexer.unpermute(buffer)
+            indexer.unpermute(buffer, out)
             return out
         self._READ_BY_ROUTE[route](self, indexer, out)
         return out
@@ -1330,7 +1330,7 @@ class ChunkEngine:
 
         store.set_many(stored(), concurrency=self.options.io_concurrency)
         for key in deleted:
-            self._drop(key)
+            store.delete(key)
 
     def put_copy(self, key: str, source: Store, source_key: str) -> None:
         """Store at `key` a copy of `source`'s stored object `source_key`, as put_many stores
@@ -1437,19 +1437,12 @@ class ChunkEngine:
         return projections
 
     def put(self, key: str, data: BytesLike | None) -> None:
-        """Store the encoded chunk `data` at `key`; None (all fill, not written) drops it
-        (`_drop`)."""
+        """Store the encoded chunk `data` at `key`; None (all fill, not written) deletes it
+        (on a store that cannot delete, refused only where a chunk is stored)."""
         if data is None:
-            self._drop(key)
+            self.store.delete(key)
         else:
             self.store.set(key, data)
-
-    def _drop(self, key: str) -> None:
-        """Leave no chunk stored at `key` (it is all fill): delete it, but on a store that
-        cannot delete (a zip) only where one is stored, which the store then refuses, as
-        zarr-python's pipeline does: an all-fill chunk never stored stays unstored."""
-        if self.store.supports_deletes or self.store.exists(key):
-            self.store.delete(key)
 
     # What runs each Route (see `plan`). Writers return the projections they leave.
     _READ_BY_ROUTE = {

@@ -11,7 +11,7 @@ pipeline fills: newaxis dims left out, vectorized points flattened), `nitems`, a
 `projections()`, which yields one ChunkProjection per chunk touched. Out selections are
 always slices, so the pipeline writes each chunk's share into a view of its buffer: the
 buffer holds int-array axes and points grouped by chunk. When that is not the result's order
-(`permuted`), `unpermute(buffer)` gives the result's order (still drop_shape) and
+(`permuted`), `unpermute(buffer, out)` puts it in the result's order (still drop_shape) and
 `permute(values)` the buffer's. The compiled reads need no buffer: their pieces may list
 output positions, so they take them in the result's order (`result_plans`; for points,
 PointGroups.order). The per-chunk arithmetic and the grouping of points by chunk run in
@@ -294,14 +294,15 @@ class OrthogonalIndexer:
                 return True
         return False
 
-    def unpermute(self, buffer: npt.NDArray[Any]) -> npt.NDArray[Any]:
-        if not self.permuted:
-            return buffer
-        for axis, order in self._orders:
+    def unpermute(self, buffer: npt.NDArray[Any], out: npt.NDArray[Any]) -> None:
+        """Put `buffer` (the buffer's order) into `out` (the result's order, same shape)."""
+        orders = self._orders
+        for axis, order in orders[:-1]:
             result = np.empty_like(buffer)
             result[(slice(None),) * axis + (order,)] = buffer
             buffer = result
-        return buffer
+        last = (slice(None),) * orders[-1][0] + (orders[-1][1],) if orders else Ellipsis
+        out[last] = buffer
 
     def permute(self, values: npt.NDArray[Any]) -> npt.NDArray[Any]:
         for axis, order in self._orders:
@@ -409,13 +410,10 @@ class CoordinateIndexer:
         """The input point of each buffer position, None when they are in input order."""
         return None if self.groups is None else self.groups.order
 
-    def unpermute(self, buffer: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    def unpermute(self, buffer: npt.NDArray[Any], out: npt.NDArray[Any]) -> None:
+        """Put `buffer` (the buffer's order) into `out` (the result's order, same shape)."""
         order = self._order
-        if order is None:
-            return buffer
-        result = np.empty_like(buffer)
-        result[order] = buffer
-        return result
+        out[Ellipsis if order is None else order] = buffer
 
     def permute(self, values: npt.NDArray[Any]) -> npt.NDArray[Any]:
         order = self._order

@@ -199,7 +199,9 @@ class Store:
 
     - `supports_listing`: list_prefix and list_dir work;
     - `supports_writes`: set and delete work (unless the instance is `read_only`);
-    - `supports_deletes`: delete removes a stored key (a zip's members stay);
+    - `supports_deletes`: delete removes a stored key (a zip's members stay); a store
+      without it refuses to delete a stored key (DeleteUnsupportedError), and a missing
+      key is no error on any store;
     - `supports_atomic_writes`: a reader sees a value set whole or not at all;
     - `supports_locks`: lock() excludes every thread, process and host writing the store;
     - `supports_conditional_writes`: get_versioned and set_if work, so a read-modify-write

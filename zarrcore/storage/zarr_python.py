@@ -453,8 +453,10 @@ class ZarrPythonStore(Store):
     def delete(self, key: str) -> None:
         self.check_writable(key)
         if not self.supports_deletes:
-            raise DeleteUnsupportedError(errno.EOPNOTSUPP,
-                                         f"cannot delete {key!r}: {self!r} cannot delete")
+            if self.exists(key):  # (a missing key is no error: nothing is left there)
+                raise DeleteUnsupportedError(errno.EOPNOTSUPP,
+                                             f"cannot delete {key!r}: {self!r} cannot delete")
+            return
         self._run(key, self.zarr_store.delete(validate_key(key)))
 
     def lock(self, key: str, node: str = "", *,
