@@ -9,8 +9,10 @@ import time
 import numpy as np
 import pytest
 from _exact_values import DTYPES, arrays_of, cast, same_values
+from _peer_arrays import unpack
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from peers import peer  # noqa: F401 (a fixture)
 
 import zarrcore
 from zarrcore.cli import main
@@ -588,3 +590,42 @@ def test_convert_refuses_or_keeps_every_value(data, source, target):
     got = zarrcore.open_array(dst)[...]
     assert got.dtype == np.dtype(target) and not changes
     assert same_values(values, got), (values, got)
+
+
+PEER_WRITES = """
+import numpy as np
+import zarr
+for name, (dtype, values) in payload["arrays"].items():
+    a = zarr.create_array(payload["root"] + "/" + name, shape=(len(values),), dtype=dtype,
+                          chunks=(2,), zarr_format=3)
+    a[...] = np.array(values, dtype=dtype)
+result = None
+"""
+
+PEER_READS = """
+import zarr
+result = {name: pack(zarr.open_array(path, mode="r")[...]) for name, path in payload.items()}
+"""
+
+
+@pytest.mark.slow
+def test_zarr34_arrays_convert_exactly_both_ways(peer, tmp_path):  # noqa: F811
+    """Arrays zarr-python 3.4 wrote: what would change is refused, what converts is read back
+    by it exactly."""
+    arrays = {"big": ("int64", [1, 2**53 + 1, 3]), "fits": ("int64", [1, 2**53, -(2**40)]),
+              "late": ("datetime64[s]", ["2000-01-01", "3000-01-01"]),
+              "early": ("datetime64[s]", ["2000-01-01", "2262-04-11"])}
+    peer.run(PEER_WRITES, {"root": str(tmp_path), "arrays": arrays})
+    for name, dtype in (("big", "float64"), ("late", "M8[ns]")):
+        with pytest.raises(zarrcore.errors.InexactConversionError, match="exactly"):
+            zarrcore.convert(str(tmp_path / name), str(tmp_path / f"{name}-out"), dtype=dtype,
+                             progress=False)
+    outputs = {}
+    for name, dtype in (("fits", "float64"), ("early", "M8[ns]")):
+        outputs[name] = str(tmp_path / f"{name}-out")
+        zarrcore.convert(str(tmp_path / name), outputs[name], dtype=dtype, progress=False)
+    read = peer.run(PEER_READS, outputs)
+    for name, (dtype, values) in arrays.items():
+        if name in read:
+            got = unpack(read[name])
+            assert same_values(np.array(values, dtype=dtype), got), (name, got)
