@@ -629,3 +629,19 @@ def test_zarr34_arrays_convert_exactly_both_ways(peer, tmp_path):  # noqa: F811
         if name in read:
             got = unpack(read[name])
             assert same_values(np.array(values, dtype=dtype), got), (name, got)
+
+
+def test_ml_dtypes_convert_exactly_or_not_at_all():
+    ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes (the ml extra) is not installed")
+    halves = np.array([1.0, 2.5, np.nan, -0.0, np.inf], dtype=ml_dtypes.bfloat16)
+    dst = {}
+    zarrcore.convert(_one_array(halves), dst, dtype="float32", progress=False)
+    assert same_values(halves.astype("f8"), zarrcore.open_array(dst)[...].astype("f8"))
+    back = {}
+    zarrcore.convert(dst, back, dtype="bfloat16", progress=False)
+    assert zarrcore.open_array(back)[...].tobytes() == halves.tobytes()
+    with pytest.raises(zarrcore.errors.InexactConversionError, match=r"the value 1.0039"):
+        zarrcore.convert(_one_array(np.array([1, 1.00390625], "f4")), {}, dtype="bfloat16",
+                         progress=False)
+    with pytest.raises(zarrcore.errors.InexactConversionError, match="the value 9 at"):
+        zarrcore.convert(_one_array(np.array([7, 9], "i2")), {}, dtype="int4", progress=False)

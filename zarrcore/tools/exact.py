@@ -8,7 +8,8 @@ instants they mean, whatever numpy's type promotion would round them to: int64 2
 differs from float64 2**53; NaN equals NaN and NaT equals NaT; between two floating-point
 types the sign of zero counts, between an integer (or bool) and a float it does not (an
 integer has none); a complex value is its real and imaginary parts, a real one has an
-imaginary part of zero; datetimes and timedeltas of other units compare as the instants and
+imaginary part of zero; ml_dtypes' types (bfloat16, float8_*, int4...) are the floats or
+integers they hold; datetimes and timedeltas of other units compare as the instants and
 durations they mean, and one that the other unit cannot represent differs. Values of kinds
 that mean different things (numbers and datetimes, bytes and text) never compare equal.
 
@@ -38,12 +39,24 @@ def _native(dtype: np.dtype[Any]) -> np.dtype[Any]:
     return dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype
 
 
+def _plain(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """The numpy type that holds every value of `dtype` exactly: itself, or for a type of
+    ml_dtypes (bfloat16, float8_*, int4...) int64 or float64, to which it casts safely."""
+    if dtype.kind != "V" or dtype.type is np.void:
+        return dtype
+    for plain in (np.dtype(np.int64), np.dtype(np.float64)):
+        if np.can_cast(dtype, plain, casting="safe"):
+            return plain
+    return dtype
+
+
 def comparable(a: np.dtype[Any], b: np.dtype[Any]) -> bool:
     """Can values of data types `a` and `b` be compared as numbers, instants or text (else
     none of them is equal)?"""
     a, b = _native(a), _native(b)
     if a == b:
         return True
+    a, b = _plain(a), _plain(b)
     if a.kind in _NUMERIC and b.kind in _NUMERIC:
         return True
     if a.kind == b.kind and a.kind in "mM":
@@ -109,6 +122,7 @@ def _differ(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:
         if a.dtype.hasobject or a.dtype.kind == "T":
             return np.asarray(a != b, dtype=bool)
         return _other_bits(a, b)
+    a, b = a.astype(_plain(a.dtype), copy=False), b.astype(_plain(b.dtype), copy=False)
     if a.dtype.kind in "SU":
         return np.asarray(a != b, dtype=bool)
     if a.dtype.kind in "mM":

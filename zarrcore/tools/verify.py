@@ -329,9 +329,9 @@ def _compare_objects(src_store: Store, src_path: str, dst_store: Store, dst_path
         if copied is None:
             return len(data), Problem("missing", src_keys[rel], "deleted from the copy")
         if copied != data:
-            return len(data), Problem("differs", dst_keys[rel], f"{len(copied)} bytes where the "
-                                      f"source's {src_keys[rel]!r} holds {len(data)} other ones"
-                                      if len(copied) != len(data) else
+            return len(data), Problem("differs", dst_keys[rel], f"{counted(len(copied), 'byte')} "
+                                      f"where the source's {src_keys[rel]!r} holds "
+                                      f"{len(data)}" if len(copied) != len(data) else
                                       f"other bytes than the source's {src_keys[rel]!r}")
         return len(data), None
 
