@@ -10,8 +10,9 @@ types the sign of zero counts, between an integer (or bool) and a float it does 
 integer has none); a complex value is its real and imaginary parts, a real one has an
 imaginary part of zero; ml_dtypes' types (bfloat16, float8_*, int4...) are the floats or
 integers they hold; datetimes and timedeltas of other units compare as the instants and
-durations they mean, and one that the other unit cannot represent differs. Values of kinds
-that mean different things (numbers and datetimes, bytes and text) never compare equal.
+durations they mean, and one that the other unit cannot represent differs; strings compare
+as text (or bytes), Python objects item by item. Values of kinds that mean different things
+(numbers and datetimes, bytes and text) never compare equal.
 
 Arrays are compared in pieces of PIECE elements, so what a comparison allocates stays small
 whatever the arrays' sizes; numpy's loops release the GIL.
@@ -65,7 +66,10 @@ def comparable(a: np.dtype[Any], b: np.dtype[Any]) -> bool:
         except TypeError:  # units without a common divisor (years and days of timedeltas)
             return False
         return True
-    return a.kind == b.kind and a.kind in "SU"
+    # Text with text, bytes with bytes; Python objects (format 2's variable-length strings
+    # read as objects) with either, item by item.
+    kinds = {a.kind, b.kind}
+    return kinds <= set("UTO") or kinds <= set("SO")
 
 
 def lossless(source: np.dtype[Any], target: np.dtype[Any]) -> bool:
@@ -123,7 +127,7 @@ def _differ(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:
             return np.asarray(a != b, dtype=bool)
         return _other_bits(a, b)
     a, b = a.astype(_plain(a.dtype), copy=False), b.astype(_plain(b.dtype), copy=False)
-    if a.dtype.kind in "SU":
+    if a.dtype.kind in "SUTO":
         return np.asarray(a != b, dtype=bool)
     if a.dtype.kind in "mM":
         return _other_times(a, b)
