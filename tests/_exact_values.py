@@ -73,6 +73,15 @@ def cast(values, dtype):
         return np.asarray(values).astype(dtype)
 
 
+def dtype_pairs():
+    """Pairs of data types: mostly numbers with numbers and times with times (a number and a
+    time never compare, so few of those are drawn)."""
+    def pairs(names):
+        return st.tuples(st.sampled_from(names), st.sampled_from(names))
+
+    return st.one_of(pairs(NUMBERS), pairs(NUMBERS), pairs(TIMES), pairs(DTYPES))
+
+
 @st.composite
 def arrays_of(draw, dtype, near=None):
     """A small 1-d array of `dtype`: any of its values, or (half the time, when `near` is a

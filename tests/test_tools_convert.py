@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 import pytest
-from _exact_values import DTYPES, arrays_of, cast, same_values
+from _exact_values import arrays_of, cast, dtype_pairs, same_values
 from _peer_arrays import unpack
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -571,11 +571,12 @@ def test_resume_checks_the_values_it_converts(tmp_path):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.data(), st.sampled_from(DTYPES), st.sampled_from(DTYPES))
-def test_convert_refuses_or_keeps_every_value(data, source, target):
+@given(st.data(), dtype_pairs())
+def test_convert_refuses_or_keeps_every_value(data, pair):
     """Over pairs of data types: convert either refuses with InexactConversionError, when some
     value would change (by an oracle in Python's exact arithmetic), or writes values equal to
     the source's, each exactly."""
+    source, target = pair
     values = data.draw(arrays_of(source, near=target))
     src = _one_array(values, fill_value=values[0])
     dst = {}

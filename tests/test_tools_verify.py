@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 import pytest
-from _exact_values import DTYPES, arrays_of, cast, same_values
+from _exact_values import arrays_of, cast, dtype_pairs, same_values
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -486,10 +486,11 @@ def test_counts_are_singular_for_one(tmp_path, capsys):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.data(), st.sampled_from(DTYPES), st.sampled_from(DTYPES))
-def test_compare_values_is_the_same_iff_every_value_is(data, a_dtype, b_dtype):
+@given(st.data(), dtype_pairs())
+def test_compare_values_is_the_same_iff_every_value_is(data, pair):
     """verify --values says "the same" exactly when an oracle in Python's exact arithmetic
     finds every value equal, over pairs of data types."""
+    a_dtype, b_dtype = pair
     a = data.draw(arrays_of(a_dtype))
     b = data.draw(st.one_of(st.just(cast(a, b_dtype)),
                             arrays_of(b_dtype, near=a_dtype).filter(lambda b: b.size == a.size)
