@@ -541,6 +541,8 @@ def test_cli_dtype_refusal_names_array_types_and_value(tmp_path, capsys):
     assert ("the value 9007199254740993 at (4,) (stored in 'c/2') does not convert to float64 "
             "exactly (it would be 9007199254740992.0); --dtype converts int64 to float64 only "
             "where every value does") in err, err
+    assert "holds the unfinished conversion: finish it with --resume once the values fit, or " \
+        "replace it with --overwrite" in err
     a[4] = 2**53
     assert main(["convert", "-q", str(src), str(tmp_path / "g.zarr"), "--dtype", "float64"]) == 0
     np.testing.assert_array_equal(zarrcore.open_array(str(tmp_path / "g.zarr"))[...],

@@ -223,7 +223,14 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
     word = object_word(bool(j.dst.shards) for j in jobs)
     with Progress(total, count, "convert", progress, chunk_word=word) as bar:
         tasks = ((job, item) for job in jobs for item in job.tasks())
-        run_bounded(lambda task: task[0].run(task[1], buffers), tasks, in_flight, done)
+        try:
+            run_bounded(lambda task: task[0].run(task[1], buffers), tasks, in_flight, done)
+        except InexactConversionError as e:
+            # Found as the blocks stream: what was converted before stays, unfinished.
+            raise InexactConversionError(
+                f"{e}. {place(dst_store, dst_path)} holds the unfinished conversion: finish "
+                f"it with resume=True once the values fit, or replace it with overwrite=True"
+            ) from None
     if plan.consolidated:
         consolidate_metadata(dst_store, dst_path)
     if keeps_state:
