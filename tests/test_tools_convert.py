@@ -648,3 +648,14 @@ def test_ml_dtypes_convert_exactly_or_not_at_all():
                          progress=False)
     with pytest.raises(zarrcore.errors.InexactConversionError, match="the value 9 at"):
         zarrcore.convert(_one_array(np.array([7, 9], "i2")), {}, dtype="int4", progress=False)
+
+
+def test_string_types_convert_only_when_no_string_is_cut():
+    words = np.array(["abcdef", "x"], "U6")
+    with pytest.raises(zarrcore.errors.InexactConversionError, match="the value abcdef at"):
+        zarrcore.convert(_one_array(words), {}, dtype="U3", progress=False)
+    dst = {}
+    zarrcore.convert(_one_array(words), dst, dtype="U8", progress=False)
+    assert zarrcore.open_array(dst)[...].tolist() == ["abcdef", "x"]
+    with pytest.raises(zarrcore.errors.InexactConversionError, match="cannot check"):
+        zarrcore.convert(_one_array(words), {}, dtype="S8", progress=False)

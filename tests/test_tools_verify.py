@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 import zarrcore
 from zarrcore.cli import main
 from zarrcore.codecs.sharding import EMPTY
+from zarrcore.tools.exact import first_difference
 from zarrcore.tools.verify import compare
 
 ZSTD_CHECKSUM = [{"name": "zstd", "configuration": {"level": 3, "checksum": True}}]
@@ -499,3 +500,19 @@ def test_compare_values_is_the_same_iff_every_value_is(data, pair):
     src, dst = _pair(a, b)
     report = compare(src, dst, values=True, progress=False)
     assert report.ok == same_values(a, b), (a, b, str(report))
+
+
+def test_compare_values_of_text_held_as_objects_and_as_strings():
+    """Text compares with text whatever holds it (numpy strings, StringDType, Python objects);
+    bytes never equal text."""
+    strings = np.array(["a", "bc"], dtype=np.dtypes.StringDType())
+    for other, same in [(np.array(["a", "bc"], "U2"), True), (np.array(["a", "bd"], "U2"), False),
+                        (np.array([b"a", b"bc"], "S2"), False)]:
+        src, dst = _pair(strings, other)
+        assert compare(src, dst, values=True, progress=False).ok == same, other
+    assert not compare(*_pair(np.array([b"a"], "S1"), np.array([b"a"], "S1").astype("S2")),
+                       values=True, progress=False).problems
+    held = np.empty(2, dtype=object)
+    held[:] = ["a", "bc"]
+    assert first_difference(held, strings) is None
+    assert first_difference(held, np.array(["a", "bd"], "U2")) == (1,)
