@@ -8,6 +8,11 @@ import time
 
 import numpy as np
 import pytest
+from _exact_values import arrays_of, cast, dtype_pairs, same_values
+from _peer_arrays import unpack
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from peers import peer  # noqa: F401 (a fixture)
 
 import zarrcore
 from zarrcore.cli import main
@@ -447,3 +452,210 @@ def test_cli_copy_storage_options_apply_to_the_url(s3_bucket, v2_source, capsys)
                                  storage_options=server.storage_options())
     np.testing.assert_array_equal(copied[...],
                                   zarrcore.open_array(str(v2_source), path="data", mode="r")[...])
+
+
+def _one_array(values, dtype=None, fill_value=None, chunks=(2,)):
+    """A memory store holding `values` as a 1-d array."""
+    store = {}
+    a = zarrcore.create_array(store, shape=np.shape(values), dtype=dtype or values.dtype,
+                              chunks=chunks, fill_value=fill_value)
+    a[...] = values
+    return store
+
+
+@pytest.mark.parametrize("values, dtype, value, index", [
+    (np.array([1, 9007199254740993], "i8"), "float64", "9007199254740993", 1),
+    (np.array([0, 2**64 - 1], "u8"), "float64", "18446744073709551615", 1),
+    (np.array([16777217], "i8"), "float32", "16777217", 0),
+    (np.array([3, 2049], "i4"), "float16", "2049", 1),
+    (np.array([65504, 65535], "u2"), "float16", "65535", 1),  # past float16's largest: inf
+    (np.array([9007199254740993], "i8"), "complex128", "9007199254740993", 0),
+    (np.array([5, 16777217], "u4"), "complex64", "16777217", 1),
+    (np.array([1.0, 1e300], "f8"), "float32", "1e+300", 1),                # overflow to inf
+    (np.array([0.5, 0.1], "f8"), "float32", "0.1", 1),
+    (np.array([1e-45, 5e-324], "f8"), "float32", "1e-45", 0),              # underflow
+    (np.array([np.nan, 2.5], "f4"), "int32", "nan", 0),
+    (np.array([1.0, 3e9], "f8"), "int32", "3000000000.0", 1),
+    (np.array([1 + 0j, 1 + 1j], "c16"), "float64", "(1+1j)", 1),
+    (np.array([0, 2], "i1"), "bool", "2", 1),
+    (np.array([0, -1], "i8"), "uint64", "-1", 1),
+    (np.array([2**63], "u8"), "int64", "9223372036854775808", 0),
+    (np.array(["2000-01-01", "3000-01-01"], "M8[s]"), "M8[ns]", "3000-01-01T00:00:00", 1),
+    (np.array(["2000-01-01T00:00:01"], "M8[s]"), "M8[m]", "2000-01-01T00:00:01", 0),
+    (np.array([10**11], "m8[s]"), "m8[ns]", "100000000000 seconds", 0),
+    (np.array([1000, 1500], "m8[ms]"), "m8[s]", "1500 milliseconds", 1),
+])
+def test_dtype_changes_no_value_numpy_calls_safe(values, dtype, value, index, tmp_path):
+    """numpy calls int64 to float64 and datetime64[s] to [ns] safe; convert refuses every
+    value that would change, naming the array, both types, the value and its index."""
+    src = _one_array(values)
+    with pytest.raises(zarrcore.errors.InexactConversionError) as info:
+        zarrcore.convert(src, {}, dtype=dtype, progress=False)
+    message = str(info.value)
+    assert f"the value {value} at ({index},)" in message, message
+    assert f"to {np.dtype(dtype)}" in message and f"converts {values.dtype} to" in message
+    assert isinstance(info.value, ValueError)
+
+
+def test_dtype_changes_what_converts_exactly():
+    """NaN, infinities, NaT and values that fit convert; the result holds them exactly."""
+    cases = [(np.array([np.nan, np.inf, -np.inf, -0.0, 0.5], "f8"), "float16"),
+             (np.array([2**53, -(2**53), 2**62], "i8"), "float64"),
+             (np.array(["NaT", "2262-04-11", "1678-01-01"], "M8[s]"), "M8[ns]"),
+             (np.array(["NaT", 10**9 * 3600], "m8[ns]"), "m8[h]"),
+             (np.array([1 + 2j, np.nan], "c16"), "complex64"),
+             (np.array([-0.0, 7.0], "f4"), "int8")]
+    for values, dtype in cases:
+        dst = {}
+        zarrcore.convert(_one_array(values), dst, dtype=dtype, progress=False)
+        got = zarrcore.open_array(dst)[...]
+        assert got.dtype == np.dtype(dtype)
+        assert same_values(values, got), (values, got)
+
+
+@pytest.mark.parametrize("values, fill, dtype", [
+    (np.array([1, 2], "i8"), 2**53 + 1, "float64"),
+    (np.array([1.0], "f8"), 1e300, "float32"),
+    (np.array(["2000-01-01"], "M8[s]"), np.datetime64("3000-01-01", "s"), "M8[ns]"),
+])
+def test_fill_value_must_convert_exactly(values, fill, dtype):
+    src = _one_array(values, fill_value=fill)
+    with pytest.raises(zarrcore.errors.InexactConversionError, match="fill value"):
+        zarrcore.convert(src, {}, dtype=dtype, progress=False)
+
+
+@pytest.mark.parametrize("source, dtype", [("i8", "M8[s]"), ("M8[s]", "int64"),
+                                           ("m8[s]", "M8[s]"), ("f8", "S8"), ("m8[Y]", "m8[D]")])
+def test_dtype_changes_whose_values_cannot_be_compared_are_refused(source, dtype):
+    src = _one_array(np.zeros(2, source))
+    with pytest.raises(zarrcore.errors.InexactConversionError, match="cannot check"):
+        zarrcore.convert(src, {}, dtype=dtype, progress=False)
+
+
+def test_cli_dtype_refusal_names_array_types_and_value(tmp_path, capsys):
+    src = tmp_path / "big.zarr"
+    a = zarrcore.create_array(str(src), shape=(6,), dtype="i8", chunks=(2,))
+    a[...] = [0, 1, 2, 3, 9007199254740993, 5]
+    assert main(["convert", "-q", str(src), str(tmp_path / "f.zarr"), "--dtype", "float64"]) == 1
+    err = capsys.readouterr().err
+    assert ("the value 9007199254740993 at (4,) (stored in 'c/2') does not convert to float64 "
+            "exactly (it would be 9007199254740992.0); --dtype converts int64 to float64 only "
+            "where every value does") in err, err
+    assert "holds the unfinished conversion: finish it with --resume once the values fit, or " \
+        "replace it with --overwrite" in err
+    a[4] = 2**53
+    assert main(["convert", "-q", str(src), str(tmp_path / "g.zarr"), "--dtype", "float64"]) == 0
+    np.testing.assert_array_equal(zarrcore.open_array(str(tmp_path / "g.zarr"))[...],
+                                  [0, 1, 2, 3, 2.0**53, 5])
+
+
+def test_resume_checks_the_values_it_converts(tmp_path):
+    """A conversion cut short and resumed checks every block it converts again: a value
+    changed in the source since is refused, not written inexactly."""
+    src = tmp_path / "s.zarr"
+    a = zarrcore.create_array(str(src), shape=(40,), dtype="i8", chunks=(10,))
+    a[...] = np.arange(40) * 2**20
+    dst = tmp_path / "d.zarr"
+    zarrcore.convert(str(src), str(dst), dtype="float64", progress=False)
+    (dst / CONVERT_STATE_KEY).write_text(json.dumps({"source": "", "options": {
+        "zarr_format": None, "chunks": None, "shards": None, "codecs": None,
+        "compressor": None, "dtype": "float64", "dimension_names": None}}))
+    (dst / "c/3").unlink()
+    a[35] = 2**60 + 1
+    with pytest.raises(zarrcore.errors.InexactConversionError, match=r"at \(35,\)"):
+        zarrcore.convert(str(src), str(dst), resume=True, progress=False)
+    assert not (dst / "c/3").exists()
+    assert main(["convert", "-q", "--resume", str(src), str(dst)]) == 1
+    a[35] = 2**60
+    report = zarrcore.convert(str(src), str(dst), resume=True, progress=False)
+    assert report.objects_written == 1 and report.objects_kept == 3
+    assert same_values(zarrcore.open_array(str(dst))[...], a[...])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), dtype_pairs())
+def test_convert_refuses_or_keeps_every_value(data, pair):
+    """Over pairs of data types: convert either refuses with InexactConversionError, when some
+    value would change (by an oracle in Python's exact arithmetic), or writes values equal to
+    the source's, each exactly."""
+    source, target = pair
+    values = data.draw(arrays_of(source, near=target))
+    src = _one_array(values, fill_value=values[0])
+    dst = {}
+    numpy_cast = cast(values, target)
+    changes = not same_values(values, numpy_cast)
+    try:
+        zarrcore.convert(src, dst, dtype=target, progress=False)
+    except zarrcore.errors.InexactConversionError as e:
+        kinds = {np.dtype(source).kind in "mM", np.dtype(target).kind in "mM"}
+        assert changes or len(kinds) == 2 or "cannot check" in str(e), (values, e)
+        return
+    got = zarrcore.open_array(dst)[...]
+    assert got.dtype == np.dtype(target) and not changes
+    assert same_values(values, got), (values, got)
+
+
+PEER_WRITES = """
+import numpy as np
+import zarr
+for name, (dtype, values) in payload["arrays"].items():
+    a = zarr.create_array(payload["root"] + "/" + name, shape=(len(values),), dtype=dtype,
+                          chunks=(2,), zarr_format=3)
+    a[...] = np.array(values, dtype=dtype)
+result = None
+"""
+
+PEER_READS = """
+import zarr
+result = {name: pack(zarr.open_array(path, mode="r")[...]) for name, path in payload.items()}
+"""
+
+
+@pytest.mark.slow
+def test_zarr34_arrays_convert_exactly_both_ways(peer, tmp_path):  # noqa: F811
+    """Arrays zarr-python 3.4 wrote: what would change is refused, what converts is read back
+    by it exactly."""
+    arrays = {"big": ("int64", [1, 2**53 + 1, 3]), "fits": ("int64", [1, 2**53, -(2**40)]),
+              "late": ("datetime64[s]", ["2000-01-01", "3000-01-01"]),
+              "early": ("datetime64[s]", ["2000-01-01", "2262-04-11"])}
+    peer.run(PEER_WRITES, {"root": str(tmp_path), "arrays": arrays})
+    for name, dtype in (("big", "float64"), ("late", "M8[ns]")):
+        with pytest.raises(zarrcore.errors.InexactConversionError, match="exactly"):
+            zarrcore.convert(str(tmp_path / name), str(tmp_path / f"{name}-out"), dtype=dtype,
+                             progress=False)
+    outputs = {}
+    for name, dtype in (("fits", "float64"), ("early", "M8[ns]")):
+        outputs[name] = str(tmp_path / f"{name}-out")
+        zarrcore.convert(str(tmp_path / name), outputs[name], dtype=dtype, progress=False)
+    read = peer.run(PEER_READS, outputs)
+    for name, (dtype, values) in arrays.items():
+        if name in read:
+            got = unpack(read[name])
+            assert same_values(np.array(values, dtype=dtype), got), (name, got)
+
+
+def test_ml_dtypes_convert_exactly_or_not_at_all():
+    ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes (the ml extra) is not installed")
+    halves = np.array([1.0, 2.5, np.nan, -0.0, np.inf], dtype=ml_dtypes.bfloat16)
+    dst = {}
+    zarrcore.convert(_one_array(halves), dst, dtype="float32", progress=False)
+    assert same_values(halves.astype("f8"), zarrcore.open_array(dst)[...].astype("f8"))
+    back = {}
+    zarrcore.convert(dst, back, dtype="bfloat16", progress=False)
+    assert zarrcore.open_array(back)[...].tobytes() == halves.tobytes()
+    with pytest.raises(zarrcore.errors.InexactConversionError, match=r"the value 1.0039"):
+        zarrcore.convert(_one_array(np.array([1, 1.00390625], "f4")), {}, dtype="bfloat16",
+                         progress=False)
+    with pytest.raises(zarrcore.errors.InexactConversionError, match="the value 9 at"):
+        zarrcore.convert(_one_array(np.array([7, 9], "i2")), {}, dtype="int4", progress=False)
+
+
+def test_string_types_convert_only_when_no_string_is_cut():
+    words = np.array(["abcdef", "x"], "U6")
+    with pytest.raises(zarrcore.errors.InexactConversionError, match="the value abcdef at"):
+        zarrcore.convert(_one_array(words), {}, dtype="U3", progress=False)
+    dst = {}
+    zarrcore.convert(_one_array(words), dst, dtype="U8", progress=False)
+    assert zarrcore.open_array(dst)[...].tolist() == ["abcdef", "x"]
+    with pytest.raises(zarrcore.errors.InexactConversionError, match="cannot check"):
+        zarrcore.convert(_one_array(words), {}, dtype="S8", progress=False)

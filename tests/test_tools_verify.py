@@ -4,10 +4,14 @@ import os
 
 import numpy as np
 import pytest
+from _exact_values import arrays_of, cast, dtype_pairs, same_values
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import zarrcore
 from zarrcore.cli import main
 from zarrcore.codecs.sharding import EMPTY
+from zarrcore.tools.exact import first_difference
 from zarrcore.tools.verify import compare
 
 ZSTD_CHECKSUM = [{"name": "zstd", "configuration": {"level": 3, "checksum": True}}]
@@ -287,7 +291,8 @@ def test_compare_a_conversion_value_by_value(dataset, tmp_path, capsys):
     zarrcore.convert(str(dataset / "sharded"), str(out), chunks=(8, 8), shards=False,
                      compressor="gzip:1", progress=False)
     # Other objects, the same values: object by object differs, value by value not.
-    assert not compare(str(dataset / "sharded"), str(out), progress=False).ok
+    objects = compare(str(dataset / "sharded"), str(out), values=False, progress=False)
+    assert not objects.ok and "values=True (--values)" in objects.note
     report = compare(str(dataset / "sharded"), str(out), values=True, progress=False)
     assert report.ok and report.arrays == 1 and report.stored_bytes == 40 * 40 * 4, report
     assert main(["verify", "-q", "--values", str(dataset / "sharded"), str(out)]) == 0
@@ -319,3 +324,195 @@ def test_progress_counts_shards_of_sharded_arrays(dataset, capsys):
     assert "4/4 shards" in line and "chunks" not in line
     zarrcore.verify(str(dataset), progress=True)
     assert "objects" in capsys.readouterr().err  # sharded and unsharded arrays
+
+
+def _pair(a_values, b_values, **b_options):
+    """Two memory stores holding `a_values` and `b_values` as 1-d arrays."""
+    stores = []
+    for values, options in ((a_values, {}), (b_values, b_options)):
+        store = {}
+        zarrcore.create_array(store, shape=values.shape, dtype=values.dtype, chunks=(3,),
+                              **options)[...] = values
+        stores.append(store)
+    return stores
+
+
+@pytest.mark.parametrize("a, b", [
+    (np.array([1, 2**53 + 1], "i8"), np.array([1, 2.0**53], "f8")),
+    (np.array([2**64 - 1], "u8"), np.array([2.0**64], "f8")),
+    (np.array([2**63], "u8"), np.array([-(2**63)], "i8")),
+    (np.array([-1], "i8"), np.array([2**64 - 1], "u8")),
+    (np.array([16777217], "i4"), np.array([16777216], "f4")),
+    (np.array(["3000-01-01"], "M8[s]"),
+     np.array(["3000-01-01"], "M8[s]").astype("M8[ns]")),  # wrapped round to 1830
+    (np.array([10**11], "m8[s]"), np.array([10**11], "m8[s]").astype("m8[ns]")),
+    (np.array(["2000-01-01T00:00:00.5"], "M8[ms]"), np.array(["2000-01-01"], "M8[s]")),
+    (np.array(["NaT"], "M8[s]"), np.array(["1970-01-01"], "M8[ns]")),
+    (np.array([0.0], "f8"), np.array([-0.0], "f8")),
+    (np.array([0.0], "f4"), np.array([-0.0], "f8")),
+    (np.array([np.nan], "f8"), np.array([0x7FF8000000000001], "u8").view("f8")),  # payloads
+    (np.array([1 + 1j], "c16"), np.array([1.0], "f8")),
+    (np.array([2], "i2"), np.array([True])),
+    (np.array([0], "i8"), np.array(["1970-01-01"], "M8[s]")),
+])
+def test_compare_values_exactly(a, b):
+    """verify --values never calls different values the same: numpy's promotion would
+    (int64 2**53 + 1 == float64 2**53, a wrapped datetime, uint64 against int64)."""
+    src, dst = _pair(a, b)
+    report = compare(src, dst, values=True, progress=False)
+    assert not report.ok and [p.kind for p in report.problems] == ["differs"], str(report)
+    detail = report.problems[0].detail
+    assert f"first at ({a.size - 1},)" in detail or "their values mean other things" in detail, \
+        detail
+
+
+@pytest.mark.parametrize("a, b", [
+    (np.array([1, 2**53], "i8"), np.array([1, 2.0**53], "f8")),
+    (np.array(["2000-01-01", "NaT"], "M8[s]"), np.array(["2000-01-01", "NaT"], "M8[ns]")),
+    (np.array([7200], "m8[s]"), np.array([2], "m8[h]")),
+    (np.array([np.nan, -0.0, np.inf], "f4"), np.array([np.nan, -0.0, np.inf], "f8")),
+    (np.array([-0.0], "f8"), np.array([0], "i4")),  # an integer's zero has no sign
+    (np.array([1 + 0j, np.nan], "c8"), np.array([1.0, np.nan], "f8")),
+    (np.array([True, False]), np.array([1, 0], "u8")),
+    (np.array([-5, 2**62], "i8"), np.array([-5, 2**62], "i8")),
+])
+def test_compare_values_the_same(a, b):
+    src, dst = _pair(a, b)
+    report = compare(src, dst, values=True, progress=False)
+    assert report.ok, str(report)
+
+
+def test_compare_values_dimension_names_and_typed_attributes(tmp_path):
+    def array(path, fmt, names=None, attributes=None):
+        a = zarrcore.create_array(str(tmp_path / path), shape=(2, 3), dtype="u1", chunks=(2, 3),
+                                  zarr_format=fmt, attributes=attributes or {}, overwrite=True,
+                                  **({"dimension_names": names} if fmt == 3 else {}))
+        a[...] = 1
+        return str(tmp_path / path)
+
+    xy3 = array("xy3", 3, ["x", "y"])
+    others = {"['y', 'x']": array("yx3", 3, ["y", "x"]), "[None, None]": array("none3", 3),
+              "['y', 'x'] ": array("yx2", 2, attributes={"_ARRAY_DIMENSIONS": ["y", "x"]})}
+    for names, other in others.items():
+        report = compare(xy3, other, values=True, progress=False)
+        assert [p.detail for p in report.problems] == [
+            f"dimension names {names.strip()} where the source's are ['x', 'y']"], str(report)
+    # v2's _ARRAY_DIMENSIONS is v3's dimension names, and no attribute then.
+    xy2 = array("xy2", 2, attributes={"_ARRAY_DIMENSIONS": ["x", "y"], "units": "m"})
+    xy3u = array("xy3u", 3, ["x", "y"], {"units": "m"})
+    assert compare(xy2, xy3u, values=True, progress=False).ok
+    assert compare(xy3u, xy2, values=True, progress=False).ok
+    # Attributes compare as typed JSON (written as text: NaN is no JSON zarrcore writes).
+    def with_attribute(path, value):
+        doc = tmp_path / path / "zarr.json"
+        doc.write_text(doc.read_text().replace('"__v__"', json.dumps(value)))
+        return str(tmp_path / path)
+
+    for left, right, same in [(1, True, False), (1, 1.0, False), (0.0, -0.0, False),
+                              (float("nan"), float("nan"), True), ([1, 2], [2, 1], False),
+                              ({"a": 1, "b": [None]}, {"b": [None], "a": 1}, True),
+                              (2**70, 2**70, True), ("1", 1, False)]:
+        a = with_attribute(array("l", 3, ["x", "y"], {"v": "__v__"}), left)
+        b = with_attribute(array("r", 3, ["x", "y"], {"v": "__v__"}), right)
+        report = compare(a, b, values=True, progress=False)
+        assert report.ok == same, (left, right, str(report))
+        assert same or "other attributes" in str(report)
+    # Groups too.
+    g1 = zarrcore.open_group(str(tmp_path / "g1"), mode="w", attributes={"v": 1})
+    g2 = zarrcore.open_group(str(tmp_path / "g2"), mode="w", attributes={"v": True})
+    assert not compare(g1, g2, values=True, progress=False).ok
+
+
+def test_verify_after_convert_compares_values_and_says_so(tmp_path, capsys):
+    """A format 2 hierarchy converted to format 3 sharded stores every object otherwise: verify
+    SRC DST compares values then, and says why; --objects shows the object differences and
+    names --values."""
+    src = tmp_path / "v2.zarr"
+    g = zarrcore.open_group(str(src), mode="w", zarr_format=2)
+    a = g.create_array("t", shape=(64, 64), dtype="f4", chunks=(16, 16),
+                       attributes={"_ARRAY_DIMENSIONS": ["y", "x"]})
+    a[...] = np.arange(64 * 64, dtype="f4").reshape(64, 64)
+    dst = tmp_path / "v3.zarr"
+    assert main(["convert", "-q", str(src), str(dst), "--zarr-format", "3",
+                 "--shards", "32,32", "--chunks", "8,8"]) == 0
+    assert main(["verify", "-q", str(src), str(dst)]) == 0
+    out = capsys.readouterr().out
+    assert "the same" in out and "compared value by value: the copy's '/' is in format 3" in out
+    assert "--objects" in out
+    assert main(["verify", "-q", "--json", str(src), str(dst)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["compared"] == "values" and "value by value" in doc["note"]
+    assert main(["verify", "-q", "--objects", str(src), str(dst)]) == 1
+    out = capsys.readouterr().out
+    assert "differences" in out and "--values" in out and "format 3" in out
+    # A copy stores alike: object by object, no note.
+    copied = tmp_path / "copy.zarr"
+    zarrcore.copy(str(src), str(copied), progress=False)
+    report = compare(str(src), str(copied), progress=False)
+    assert report.ok and report.compared == "objects" and not report.note
+    # The same format, other chunks: values, naming the array.
+    rechunked = tmp_path / "rechunked.zarr"
+    zarrcore.convert(str(src), str(rechunked), chunks=(32, 32), progress=False)
+    report = compare(str(src), str(rechunked), progress=False)
+    assert report.ok and report.compared == "values" and "'t'" in report.note, report.note
+    # Values differ: reported as differences, the note still says how it compared.
+    zarrcore.open_array(str(rechunked), path="t", mode="r+")[3, 4] = -1
+    assert main(["verify", "-q", str(src), str(rechunked)]) == 1
+    out = capsys.readouterr().out
+    assert "first at (3, 4): -1.0 where the source holds 196.0" in out and "value by value" in out
+    assert main(["verify", "-q", "--objects", "--values", str(src), str(rechunked)]) == 1
+    assert "give one" in capsys.readouterr().err
+
+
+def test_counts_are_singular_for_one(tmp_path, capsys):
+    path = tmp_path / "one.zarr"
+    zarrcore.create_array(str(path), shape=(4,), dtype="u1", chunks=(4,),
+                          compressors=ZSTD_CHECKSUM)[...] = 1
+    report = zarrcore.verify(str(path))
+    assert str(report).startswith("1 stored object (") and "in 1 array and 0 groups: all well" \
+        in str(report), str(report)
+    plain = tmp_path / "plain.zarr"
+    zarrcore.create_array(str(plain), shape=(4,), dtype="u1", chunks=(4,))[...] = 1
+    text = str(zarrcore.verify(str(plain)))
+    assert "1 object (of 1 array) without a checksum" in text, text
+    copied = tmp_path / "copy.zarr"
+    zarrcore.copy(str(path), str(copied), progress=False)
+    text = str(compare(str(path), str(copied), values=False, progress=False))
+    assert "stored objects (" in text and "in 1 array and 0 groups" in text, text
+    assert "1 objects" not in text and "1 arrays" not in text
+    converted = zarrcore.convert(str(path), {}, progress=False)
+    assert str(converted).startswith("converted 1 array (1 copied raw) and 0 groups"), converted
+    assert "1 object written" in str(converted)
+    assert str(zarrcore.copy(str(path), {}, progress=False)).startswith("copied 2 keys")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), dtype_pairs())
+def test_compare_values_is_the_same_iff_every_value_is(data, pair):
+    """verify --values says "the same" exactly when an oracle in Python's exact arithmetic
+    finds every value equal, over pairs of data types."""
+    a_dtype, b_dtype = pair
+    a = data.draw(arrays_of(a_dtype))
+    b = data.draw(st.one_of(st.just(cast(a, b_dtype)),
+                            arrays_of(b_dtype, near=a_dtype).filter(lambda b: b.size == a.size)
+                            .map(lambda b: b.reshape(a.shape)),
+                            st.just(a.astype(a_dtype)) if a_dtype == b_dtype else st.nothing()))
+    src, dst = _pair(a, b)
+    report = compare(src, dst, values=True, progress=False)
+    assert report.ok == same_values(a, b), (a, b, str(report))
+
+
+def test_compare_values_of_text_held_as_objects_and_as_strings():
+    """Text compares with text whatever holds it (numpy strings, StringDType, Python objects);
+    bytes never equal text."""
+    strings = np.array(["a", "bc"], dtype=np.dtypes.StringDType())
+    for other, same in [(np.array(["a", "bc"], "U2"), True), (np.array(["a", "bd"], "U2"), False),
+                        (np.array([b"a", b"bc"], "S2"), False)]:
+        src, dst = _pair(strings, other)
+        assert compare(src, dst, values=True, progress=False).ok == same, other
+    assert not compare(*_pair(np.array([b"a"], "S1"), np.array([b"a"], "S1").astype("S2")),
+                       values=True, progress=False).problems
+    held = np.empty(2, dtype=object)
+    held[:] = ["a", "bc"]
+    assert first_difference(held, strings) is None
+    assert first_difference(held, np.array(["a", "bd"], "U2")) == (1,)

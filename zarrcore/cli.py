@@ -153,8 +153,8 @@ def _reread(root: Array | Group, name: str) -> npt.NDArray[Any]:
 def cmd_verify(args: argparse.Namespace) -> int:
     report: VerifyReport
     if args.dst is None:
-        if args.values:
-            raise ValueError("--values compares a copy: give SRC and DST")
+        if args.values or args.objects:
+            raise ValueError("--values and --objects compare a copy: give SRC and DST")
         report = verify(*_locate(args.src), missing=args.missing,
                         require_checksums=args.require_checksums, progress=_progress(args),
                         storage_options=_storage_options(args))
@@ -163,7 +163,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
             raise ValueError("--missing and --require-checksums check one PATH; comparing SRC "
                              "with DST checks every key or value")
         (src, src_path), (dst, dst_path) = _locate(args.src), _locate(args.dst)
-        report = compare(src, dst, source_path=src_path, dest_path=dst_path, values=args.values,
+        if args.values and args.objects:
+            raise ValueError("--values and --objects are two ways to compare: give one")
+        values = True if args.values else False if args.objects else None
+        report = compare(src, dst, source_path=src_path, dest_path=dst_path, values=values,
                          progress=_progress(args),
                          source_storage_options=_storage_options(args, "src"),
                          dest_storage_options=_storage_options(args, "dst"))
@@ -266,10 +269,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("src", metavar="PATH|SRC",
                    help="what to check; or the source of a copy, with DST")
     p.add_argument("dst", metavar="DST", nargs="?",
-                   help="a copy of SRC: compare each stored key (as copy writes them), or with "
-                        "--values each array's values (as convert writes them)")
+                   help="a copy of SRC: compare each stored key (as copy writes them) where DST "
+                        "stores every array as SRC does, else each array's values (as convert "
+                        "writes them), saying so")
     p.add_argument("--values", action="store_true",
-                   help="compare DST with SRC value by value, not object by object")
+                   help="compare DST with SRC value by value (exactly: see the guide)")
+    p.add_argument("--objects", action="store_true",
+                   help="compare DST with SRC stored object by stored object")
     p.add_argument("--missing", action="store_true",
                    help="report chunks (and inner chunks) that are not stored")
     p.add_argument("--require-checksums", action="store_true",

@@ -242,3 +242,9 @@ class CommitConflictError(WriteConflictError):
 class PipelineFallbackError(ZarrcoreError):
     """zarrcore's codec pipeline for zarr-python met a request it hands to zarr-python's own
     pipeline (zarr_pipeline.FALLBACKS), and config.pipeline_fallback is False."""
+
+
+class InexactConversionError(ZarrcoreError, ValueError):
+    """`convert` met a value (or fill value) that the new data type does not hold exactly, or
+    data types between which it cannot prove a conversion exact; the message names the array,
+    both data types and, for a value, the first that does not convert, with its index."""

@@ -169,7 +169,7 @@ def _copy_stored(source: Array, dest: Array) -> bool:
     destination's others, when the arrays store their objects alike; False when they do not
     (or a missing object must raise rather than read as fill)."""
     src_keys, dst_keys = ChunkKeys(source), ChunkKeys(dest)
-    if not stores_alike(src_keys, dst_keys, _encoding):
+    if not stores_alike(src_keys, dst_keys, stored_encoding):
         return False
     stored = src_keys.stored()[0]
     if len(stored) < math.prod(src_keys.grid) and not source.reads_missing_as_fill:
@@ -185,7 +185,7 @@ def _copy_stored(source: Array, dest: Array) -> bool:
     return True
 
 
-def _encoding(array: Array) -> object:
+def stored_encoding(array: Array) -> object:
     """How the array encodes its stored objects, as its metadata says."""
     meta: Any = array.metadata
     if array.zarr_format == 2:

@@ -24,7 +24,6 @@ import dataclasses
 import itertools
 import json
 import math
-import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -36,7 +35,7 @@ from ..codecs import codec_from_json
 from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, Codec
 from ..config import config
 from ..consolidated import V2_KEY
-from ..errors import MetadataError, NodeExistsError
+from ..errors import InexactConversionError, MetadataError, NodeExistsError
 from ..group import Group, consolidate_metadata, create_group
 from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..metadata.grid import rectilinear_spelling
@@ -48,9 +47,10 @@ from ..streaming import (
 from .codec_forms import (
     CodecJSON, parse_codecs, parse_compressor, v2_form, v3_codecs, with_compressor,
 )
-from .hierarchy import CONVERT_STATE_KEY, place, store_and_path, walk
+from .exact import comparable, converted_exactly
+from .hierarchy import CONVERT_STATE_KEY, array_dimensions, place, store_and_path, walk
 from ..concurrency import run_bounded
-from .progress import Progress, object_word, parse_bytes
+from .progress import Progress, counted, object_word, parse_bytes
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -85,9 +85,9 @@ class ConvertReport:
         return dataclasses.asdict(self)
 
     def __str__(self) -> str:
-        return (f"converted {self.arrays} arrays ({self.raw_arrays} copied raw) and {self.groups} "
-                f"groups, {self.nbytes} bytes: {self.objects_written} objects written, "
-                f"{self.objects_kept} kept")
+        return (f"converted {counted(self.arrays, 'array')} ({self.raw_arrays} copied raw) and "
+                f"{counted(self.groups, 'group')}, {counted(self.nbytes, 'byte')}: "
+                f"{counted(self.objects_written, 'object')} written, {self.objects_kept} kept")
 
 
 def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: str = "",
@@ -108,7 +108,9 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
     Options left None keep the source's: `zarr_format` 2 or 3; `chunks` (inner chunks when
     sharded); `shards` a shape, or False for none; `codecs` a v3 codec list (JSON text too);
     `compressor` a short form (`zstd:5`, `blosc:lz4:5`, `gzip:6`, `none`) or codec JSON,
-    replacing the compressors only; `dtype` only where every value converts exactly;
+    replacing the compressors only; `dtype` only where every value (and the fill value)
+    converts exactly, checked block by block by tools.exact's rules, whatever numpy's casting
+    table says (int64 to float64 refuses 2**53 + 1; datetime64[s] to [ns] a date past 2262);
     `dimension_names` (default: a v2 array's `_ARRAY_DIMENSIONS`). `chunks`, `shards`, `dtype`
     and `dimension_names` may be dicts from array path (relative to `source_path`) to value.
     `memory` bounds the data held at once (bytes or "1GiB"). `source_storage_options` and
@@ -143,10 +145,14 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
 
     Raises
     ------
+    InexactConversionError
+        A `dtype` that does not hold a value (or the fill value) exactly, naming the array,
+        both data types and the first such value with its index; or one whose values cannot
+        be compared with the source's (numbers and datetimes). Also on `resume`.
     ValueError
-        Overlapping source and destination, options that do not fit the source (a `dtype`
-        that does not hold every value exactly, chunks that do not divide the shards), or
-        `resume` with options other than the unfinished conversion's.
+        Overlapping source and destination, options that do not fit the source (chunks that
+        do not divide the shards), or `resume` with options other than the unfinished
+        conversion's.
     NodeExistsError
         Something exists at the destination and neither `overwrite` nor `resume` is given.
     MetadataError
@@ -217,7 +223,14 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
     word = object_word(bool(j.dst.shards) for j in jobs)
     with Progress(total, count, "convert", progress, chunk_word=word) as bar:
         tasks = ((job, item) for job in jobs for item in job.tasks())
-        run_bounded(lambda task: task[0].run(task[1], buffers), tasks, in_flight, done)
+        try:
+            run_bounded(lambda task: task[0].run(task[1], buffers), tasks, in_flight, done)
+        except InexactConversionError as e:
+            # Found as the blocks stream: what was converted before stays, unfinished.
+            raise InexactConversionError(
+                f"{e}. {place(dst_store, dst_path)} holds the unfinished conversion: finish "
+                f"it with resume=True once the values fit, or replace it with overwrite=True"
+            ) from None
     if plan.consolidated:
         consolidate_metadata(dst_store, dst_path)
     if keeps_state:
@@ -383,7 +396,7 @@ class _Plan:
         names = dimension_names
         if names is None:
             names = (meta.dimension_names if isinstance(meta, ArrayMetadataV3)
-                     else _array_dimensions(meta.attributes, ndim))
+                     else array_dimensions(meta.attributes, ndim))
         fill = _fill(src, new_dtype)
         attributes = _attrs(meta.attributes, names, fmt)
         if fmt == 3:
@@ -450,13 +463,6 @@ def _without_consolidated(data: bytes | None) -> Any:
     return doc
 
 
-def _array_dimensions(attributes: Mapping[str, Any], ndim: int) -> list[str] | None:
-    names = attributes.get("_ARRAY_DIMENSIONS")
-    if isinstance(names, list) and len(names) == ndim and all(isinstance(n, str) for n in names):
-        return names
-    return None
-
-
 def _attrs(attributes: Mapping[str, Any], names: Sequence[str | None] | None,
            fmt: int) -> dict[str, Any]:
     """Attributes for the destination: v2's `_ARRAY_DIMENSIONS` become v3 dimension names, and
@@ -470,18 +476,14 @@ def _attrs(attributes: Mapping[str, Any], names: Sequence[str | None] | None,
     return attributes
 
 
-# Kinds (bool, integers, floats, complex) between which a narrowing conversion is done when
-# every value converts exactly, checked block by block as the values are read.
-_NUMERIC_KINDS = "biufc"
-
-
 def _check_convertible(src: Array, new_dtype: np.dtype[Any]) -> None:
-    """Refuse a data type some values might not convert to, unless the values can be checked."""
-    if new_dtype == src.dtype or np.can_cast(src.dtype, new_dtype, casting="safe"):
-        return
-    if src.dtype.kind not in _NUMERIC_KINDS or new_dtype.kind not in _NUMERIC_KINDS:
-        raise ValueError(f"{src.name}: converting {src.dtype} to {new_dtype} could change "
-                         f"values; only conversions that keep every value are done")
+    """Refuse a data type whose values cannot be compared with the source's (see
+    tools.exact): no conversion between them could be checked."""
+    if not comparable(src.dtype, new_dtype):
+        raise InexactConversionError(
+            f"{src.name}: converting {src.dtype} to {new_dtype} could change values, and "
+            f"convert cannot check that it does not; dtype= converts only where every value "
+            f"converts exactly")
 
 
 def _retyped(codecs: Sequence[CodecLike], name: str) -> list[CodecLike]:
@@ -505,11 +507,18 @@ def _fill(src: Array, new_dtype: np.dtype[Any]) -> Any:
     fill = src.fill_value
     if fill is None or new_dtype == src.dtype:
         return fill
-    cast = np.asarray(fill).astype(new_dtype)
-    if not np.array_equal(cast.astype(src.dtype), np.asarray(fill),
-                          equal_nan=src.dtype.kind in "fc"):
-        raise ValueError(f"{src.name}: fill value {fill!r} does not fit {new_dtype}")
+    cast, wrong = converted_exactly(np.asarray(fill, dtype=src.dtype), new_dtype)
+    if wrong is not None:
+        raise InexactConversionError(
+            f"{src.name}: converting {src.dtype} to {new_dtype} would change the fill value "
+            f"{_spelled(fill)} to {_spelled(cast)}; dtype= converts only where every value "
+            f"converts exactly")
     return cast[()]
+
+
+def _spelled(value: Any) -> str:
+    """A value as numpy prints it (`numpy.datetime64('3000-01-01T00:00:00')`: its instant)."""
+    return str(np.asarray(value)[()])
 
 
 class _ArrayJob:
@@ -517,8 +526,6 @@ class _ArrayJob:
 
     def __init__(self, src: Array, dst: Array, budget: int, resume: bool) -> None:
         self.src, self.dst, self.resume = src, dst, resume
-        # A narrowing conversion checks each block's values (see _converted).
-        self.checks_values = not np.can_cast(src.dtype, dst.dtype, casting="safe")
         self.src_keys = ChunkKeys(src)
         self.dst_keys = ChunkKeys(dst)
         self.stored = sorted(self.src_keys.stored()[0].items())
@@ -573,9 +580,9 @@ class _ArrayJob:
     def _cost(self, block: Sequence[int]) -> int:
         """Bytes a task over `block` holds at most: the block, the encoded objects (at most
         as large), the block in the new type when the type changes, a destination object
-        decoded (on resume) and the source chunks being decoded into it."""
-        # A checked conversion holds the values converted back besides.
-        copies = 2 + (self.dst.dtype != self.src.dtype) + self.checks_values
+        decoded (on resume) and the source chunks being decoded into it. (Checking a
+        conversion compares small pieces at a time: tools.exact.PIECE.)"""
+        copies = 2 + (self.dst.dtype != self.src.dtype)
         itemsize = max(self.src.dtype.itemsize, self.dst.dtype.itemsize)
         dst_unit = math.prod(self.dst_keys.chunks.chunk_shape) * itemsize
         return (block_cost(block, self.src, self.dst, copies)
@@ -614,27 +621,19 @@ class _ArrayJob:
         return nbytes, len(pending), len(units) - len(pending)
 
     def _converted(self, region: Region, data: npt.NDArray[Any]) -> npt.NDArray[Any]:
-        """The block `region`'s values `data` in the destination's type; ValueError naming
-        the first value that does not convert exactly, and its source chunk."""
-        with warnings.catch_warnings(), np.errstate(invalid="ignore", over="ignore"):
-            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
-            out = data.astype(self.dst.dtype)
-            if not self.checks_values:
-                return out
-            back = out.astype(self.src.dtype)
-        kept = back == data
-        if data.dtype.kind in "fc":
-            kept |= np.isnan(back) & np.isnan(data)
-        if kept.all():
+        """The block `region`'s values `data` in the destination's type; InexactConversionError
+        naming the first value that does not convert exactly, and its source chunk."""
+        out, at = converted_exactly(data, self.dst.dtype)
+        if at is None:
             return out
-        at = tuple(int(i) for i in np.argwhere(~kept)[0])
         index = tuple(r.start + i for r, i in zip(region, at))
         grid = self.src.chunk_grid
         key = self.src_keys.chunks.key(tuple(grid.chunks_within(d, i)
                                              for d, i in enumerate(index)))
-        raise ValueError(f"{self.src.name}: the value {data[at].item()!r} at {index} (stored in "
-                         f"{key!r}) does not convert to {self.dst.dtype} exactly; dtype= "
-                         f"converts only when every value does")
+        raise InexactConversionError(
+            f"{self.src.name}: the value {_spelled(data[at])} at {index} (stored in {key!r}) "
+            f"does not convert to {self.dst.dtype} exactly (it would be {_spelled(out[at])}); "
+            f"dtype= converts {self.src.dtype} to {self.dst.dtype} only where every value does")
 
     def _units(self, region: Region) -> list[_Unit]:
         """(coords, region) of the destination objects in the block `region`."""

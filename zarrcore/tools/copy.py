@@ -15,7 +15,7 @@ from ..consolidated import V2_KEY
 from ..errors import NodeExistsError
 from .hierarchy import place, store_and_path
 from ..concurrency import run_bounded
-from .progress import Progress
+from .progress import Progress, counted
 
 if TYPE_CHECKING:
     from .._types import StoreLike
@@ -44,7 +44,7 @@ class CopyReport:
 
     def __str__(self) -> str:
         kept = f", {self.skipped} already there" if self.skipped else ""
-        return f"copied {self.keys} keys, {self.nbytes} bytes{kept}"
+        return f"copied {counted(self.keys, 'key')}, {counted(self.nbytes, 'byte')}{kept}"
 
 
 def copy(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: str = "",

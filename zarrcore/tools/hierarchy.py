@@ -1,7 +1,7 @@
 """Walking a hierarchy as stored, and telling the stored keys of an array apart."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from .. import nodes
@@ -61,6 +61,29 @@ def walk(store: Store, path: str,
         keys = [child] if store.exists(child) else sorted(store.list_prefix(child))
         for key in keys:
             on_problem("stray", key, "belongs to no array or group")
+
+
+def array_dimensions(attributes: Mapping[str, Any], ndim: int) -> list[str] | None:
+    """The dimension names a `_ARRAY_DIMENSIONS` attribute gives an `ndim`-d array (v2's and
+    xarray's way), or None when it is absent or names no axes of it."""
+    names = attributes.get("_ARRAY_DIMENSIONS")
+    if isinstance(names, list) and len(names) == ndim and all(isinstance(n, str) for n in names):
+        return names
+    return None
+
+
+def named_axes(meta: Any, ndim: int) -> tuple[tuple[str | None, ...], dict[str, Any]]:
+    """(the axes' names, None for an unnamed one; the other attributes) of an array's
+    metadata: format 3's `dimension_names`, else `_ARRAY_DIMENSIONS`, which is then no
+    attribute (nor where it repeats the names)."""
+    attributes = dict(meta.attributes)
+    names = getattr(meta, "dimension_names", None)
+    given = array_dimensions(attributes, ndim)
+    if names is None or all(n is None for n in names):
+        names = given
+    if given is not None and list(given) == list(names or ()):
+        del attributes["_ARRAY_DIMENSIONS"]
+    return tuple(names) if names is not None else (None,) * ndim, attributes
 
 
 def _metadata_key(store: Store, path: str) -> str:

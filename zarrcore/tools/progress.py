@@ -38,6 +38,11 @@ def parse_bytes(text: str | float) -> int:
     return int(value)
 
 
+def counted(n: int, noun: str) -> str:
+    """`n` and the noun, plural unless `n` is 1: "1 object", "2 objects"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def object_word(sharded: Iterable[bool]) -> str:
     """What a progress line counts, given whether each array is sharded: "shards", "chunks",
     or "objects" when there are both (and when there are none)."""

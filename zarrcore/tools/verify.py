@@ -13,13 +13,16 @@ a flipped byte that still decodes: the objects of arrays whose codecs carry none
 
 compare: check a copy against its source, object by object (every stored key the same bytes,
 none missing, none extra: what `copy` makes) or value by value (every node there, groups and
-arrays with the same attributes, arrays with the same shape and values: what `convert` makes).
+arrays with the same attributes, arrays with the same shape, dimension names and values, by
+tools.exact's rules: what `convert` makes). Unless told which, it compares object by object
+where the copy stores every array as the source does, and value by value otherwise, saying so.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
 import math
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,16 +31,15 @@ from ..array import Array
 from ..config import config
 from ..consolidated import open_group_metadata
 from ..errors import ValueTooLargeError, ZarrcoreError
-from ..streaming import ChunkKeys
+from ..streaming import ChunkKeys, stored_encoding, stores_alike
 from .. import nodes
-from .hierarchy import place, store_and_path, walk
+from .exact import comparable, first_difference, same_json
+from .hierarchy import ProblemHandler, named_axes, place, store_and_path, walk
 from ..concurrency import run_bounded
-from .progress import Progress, object_word
+from .progress import Progress, counted, object_word
 
 if TYPE_CHECKING:
-    import numpy.typing as npt
-
-    from .._types import StoreLike
+    from .._types import NodeMetadata, StoreLike
     from ..group import Group
     from ..storage import Store
 
@@ -83,6 +85,8 @@ class VerifyReport:
     #: How compare() compared a copy with its source, "objects" or "values" (then `objects`
     #: and `stored_bytes` count what was compared); "" for verify().
     compared: str = ""
+    #: Why compare() compared so, or what its object-by-object differences may mean.
+    note: str = ""
 
     @property
     def ok(self) -> bool:
@@ -97,7 +101,8 @@ class VerifyReport:
         dict
         """
         return {
-            "ok": self.ok, "compared": self.compared or None, "arrays": self.arrays,
+            "ok": self.ok, "compared": self.compared or None, "note": self.note or None,
+            "arrays": self.arrays,
             "groups": self.groups, "objects": self.objects,
             "stored_bytes": self.stored_bytes, "unchecked_objects": self.unchecked,
             "unchecked_arrays": self.unchecked_arrays,
@@ -114,19 +119,21 @@ class VerifyReport:
         -------
         str
         """
+        counts = f"{counted(self.arrays, 'array')} and {counted(self.groups, 'group')}"
+        stored = f"{counted(self.objects, 'stored object')} ({counted(self.stored_bytes, 'byte')})"
         if self.compared:
-            what = (f"{self.objects} stored objects ({self.stored_bytes} bytes)"
-                    if self.compared == "objects" else f"{self.stored_bytes} bytes of values")
-            return (f"{what} in {self.arrays} arrays and {self.groups} groups compared with the "
-                    f"source: " + (f"{len(self.problems)} differences" if self.problems
-                                   else "the same"))
-        verdict = (f"{len(self.problems)} problems" if self.problems
+            what = (stored if self.compared == "objects"
+                    else f"{counted(self.stored_bytes, 'byte')} of values")
+            verdict = counted(len(self.problems), "difference") if self.problems else "the same"
+            note = f" ({self.note})" if self.note else ""
+            return f"{what} in {counts} compared with the source: {verdict}{note}"
+        verdict = (counted(len(self.problems), "problem") if self.problems
                    else "no damage found" if self.unchecked else "all well")
         if self.unchecked:
-            verdict += (f"; {self.unchecked} objects (of {len(self.unchecked_arrays)} arrays) "
-                        f"carry no checksum and cannot be proven intact")
-        return (f"{self.objects} stored objects ({self.stored_bytes} bytes) in {self.arrays} "
-                f"arrays and {self.groups} groups: " + verdict)
+            verdict += (f"; {counted(self.unchecked, 'object')} (of "
+                        f"{counted(len(self.unchecked_arrays), 'array')}) without a checksum "
+                        f"cannot be proven intact")
+        return f"{stored} in {counts}: {verdict}"
 
     def __str__(self) -> str:
         return "\n".join([*map(str, self.problems), self.summary()])
@@ -195,8 +202,8 @@ def verify(source: StoreLike | Array | Group, path: str = "", *, missing: bool =
             report.unchecked_arrays.append(node_path)
             if require_checksums:
                 report.problems.append(Problem(
-                    "unchecked", node_path, f"its {len(found)} stored objects carry no checksum: a "
-                    f"changed byte that still decodes would go unseen"))
+                    "unchecked", node_path, f"its stored objects ({len(found)}) carry no checksum: "
+                    f"a changed byte that still decodes would go unseen"))
         arrays.append((keys, found))
 
     for node_path, meta in found_nodes.items():
@@ -232,7 +239,7 @@ def verify(source: StoreLike | Array | Group, path: str = "", *, missing: bool =
 
 
 def compare(source: StoreLike | Array | Group, dest: StoreLike | Array | Group, *,
-            source_path: str = "", dest_path: str = "", values: bool = False,
+            source_path: str = "", dest_path: str = "", values: bool | None = None,
             progress: bool | None = None,
             source_storage_options: dict[str, Any] | None = None,
             dest_storage_options: dict[str, Any] | None = None) -> VerifyReport:
@@ -246,11 +253,17 @@ def compare(source: StoreLike | Array | Group, dest: StoreLike | Array | Group, 
         The original and the copy (an Array or Group: below its path).
     source_path, dest_path : str, optional
         Paths below `source` and `dest`.
-    values : bool, optional
+    values : bool or None, optional
         False: object by object, every stored key (metadata included) holding the same bytes
         in both, none missing from the copy and none only in it (a `copy`). True: value by
-        value, every node there, with the same attributes, and each array with the same shape
-        and values, whatever its chunks, codecs or format (a `convert`).
+        value, every node there, with the same attributes (typed JSON: 1, 1.0 and true
+        differ), each array with the same shape, dimension names (format 2's
+        `_ARRAY_DIMENSIONS` included) and values, whatever its chunks, codecs, data type or
+        format (a `convert`): values of one data type compare bit for bit (-0.0 is not 0.0),
+        of two as the exact numbers or instants they mean (int64 2**53 + 1 is not float64
+        2**53), NaN equal to NaN (tools.exact). None (the default): object by object where
+        the copy stores every array in the source's format, codecs, chunks and data type,
+        value by value otherwise; the report's `note` says why.
     progress : bool or None, optional
         Show a progress line on stderr (None: when stderr is a terminal).
     source_storage_options, dest_storage_options : dict, optional
@@ -268,7 +281,18 @@ def compare(source: StoreLike | Array | Group, dest: StoreLike | Array | Group, 
                                          storage_options=dest_storage_options)
     if src_store == dst_store and src_path == dst_path:
         raise ValueError(f"source and copy are the same: {place(src_store, src_path)}")
-    report = VerifyReport(compared="values" if values else "objects")
+    # Object by object only where it can succeed: a copy that stores an array otherwise
+    # (another format, codecs or chunks) differs in every stored object of it.
+    otherwise = None if values else _stored_otherwise(src_store, src_path, dst_store, dst_path)
+    note = ""
+    if values is None:
+        values = otherwise is not None
+        if values:
+            note = (f"compared value by value: {otherwise}; values=False (--objects) compares "
+                    f"stored objects")
+    elif otherwise is not None:
+        note = f"{otherwise}, so stored objects differ; values=True (--values) compares values"
+    report = VerifyReport(compared="values" if values else "objects", note=note)
     (_compare_values if values else _compare_objects)(
         src_store, src_path, dst_store, dst_path, report, progress)
     report.problems.sort(key=lambda p: p.key)
@@ -305,9 +329,9 @@ def _compare_objects(src_store: Store, src_path: str, dst_store: Store, dst_path
         if copied is None:
             return len(data), Problem("missing", src_keys[rel], "deleted from the copy")
         if copied != data:
-            return len(data), Problem("differs", dst_keys[rel], f"{len(copied)} bytes where the "
-                                      f"source's {src_keys[rel]!r} holds {len(data)} other ones"
-                                      if len(copied) != len(data) else
+            return len(data), Problem("differs", dst_keys[rel], f"{counted(len(copied), 'byte')} "
+                                      f"where the source's {src_keys[rel]!r} holds "
+                                      f"{len(data)}" if len(copied) != len(data) else
                                       f"other bytes than the source's {src_keys[rel]!r}")
         return len(data), None
 
@@ -323,20 +347,16 @@ def _compare_objects(src_store: Store, src_path: str, dst_store: Store, dst_path
         run_bounded(one, sorted(src_keys), 2 * config.num_threads, done)
 
 
-def _compare_values(src_store: Store, src_path: str, dst_store: Store, dst_path: str,
-                    report: VerifyReport, progress: bool | None) -> None:
-    """Every node below `src_path` is below `dst_path` with the same attributes; arrays with
-    the same shape and values (NaN equals NaN), compared in boxes of chunks as verify
-    decodes them."""
-    def on_problem(kind: str, key: str, detail: str) -> None:
-        report.problems.append(Problem(kind, key, detail))
-
+def _node_pairs(src_store: Store, src_path: str, dst_store: Store, dst_path: str,
+                on_problem: ProblemHandler,
+                ) -> Iterator[tuple[str, NodeMetadata, str, NodeMetadata]]:
+    """(path, metadata, the copy's path, its metadata) of each node below `src_path` whose
+    copy below `dst_path` is a node of its kind; `on_problem` hears of the others ("missing",
+    "differs") and of nodes only in the copy ("extra")."""
     src_head = len(src_path) + 1 if src_path else 0
     dst_head = len(dst_path) + 1 if dst_path else 0
     copies = {path[dst_head:] if path != dst_path else "": meta
               for path, meta in walk(dst_store, dst_path, on_problem)}
-    pairs = []
-    compared: list[ChunkKeys] = []  # the source arrays
     seen = set()
     for path, meta in walk(src_store, src_path, on_problem):
         rel = path[src_head:] if path != src_path else ""
@@ -345,30 +365,82 @@ def _compare_values(src_store: Store, src_path: str, dst_store: Store, dst_path:
         there = nodes.join(dst_path, rel) if rel else dst_path
         if copy is None:
             on_problem("missing", path or "/", "not in the copy")
-            continue
-        if copy.node_type != meta.node_type:
+        elif copy.node_type != meta.node_type:
             on_problem("differs", there or "/", f"a {copy.node_type} where the source has a "
                                                 f"{meta.node_type}")
+        else:
+            yield path, meta, there, copy
+    for rel in sorted(set(copies) - seen):
+        on_problem("extra", nodes.join(dst_path, rel) if rel else dst_path, "not in the source")
+
+
+def _stored_otherwise(src_store: Store, src_path: str, dst_store: Store,
+                      dst_path: str) -> str | None:
+    """Where the copy stores a node otherwise than the source (another format, or an array's
+    other chunk grid, chunk keys, codecs, data type or fill value), said for the report;
+    None when it stores every node it has as the source does."""
+    for path, meta, there, copy in _node_pairs(src_store, src_path, dst_store, dst_path,
+                                               lambda kind, key, detail: None):
+        name = repr(there or "/")
+        if copy.zarr_format != meta.zarr_format:
+            return (f"the copy's {name} is in format {copy.zarr_format}, the source's in "
+                    f"format {meta.zarr_format}")
+        if meta.node_type == "group":
             continue
-        if _user_attributes(copy.attributes) != _user_attributes(meta.attributes):
-            on_problem("differs", there or "/", "other attributes than the source's")
+        try:
+            src = ChunkKeys(Array(src_store, path, meta, read_only=True))
+            dst = ChunkKeys(Array(dst_store, there, copy, read_only=True))
+        except ZarrcoreError:  # (compared objects name what does not read)
+            continue
+        first = (0,) * len(src.grid)
+        if src.array.shape == dst.array.shape and (
+                not stores_alike(src, dst, stored_encoding)
+                or src.chunks.key(first) != dst.chunks.key(first)):
+            return (f"the copy stores {name} otherwise than the source (its chunks, chunk "
+                    f"keys, codecs, data type or fill value)")
+    return None
+
+
+def _compare_values(src_store: Store, src_path: str, dst_store: Store, dst_path: str,
+                    report: VerifyReport, progress: bool | None) -> None:
+    """Every node below `src_path` is below `dst_path` with the same attributes; arrays with
+    the same shape, dimension names and values (tools.exact's rules), compared in boxes of
+    chunks as verify decodes them."""
+    def on_problem(kind: str, key: str, detail: str) -> None:
+        report.problems.append(Problem(kind, key, detail))
+
+    pairs = []
+    compared: list[ChunkKeys] = []  # the source arrays
+    for path, meta, there, copy in _node_pairs(src_store, src_path, dst_store, dst_path,
+                                               on_problem):
+        where = there or "/"
         if meta.node_type == "group":
             report.groups += 1
+            if not same_json(copy.attributes, meta.attributes):
+                on_problem("differs", where, "other attributes than the source's")
             continue
         report.arrays += 1
         src = Array(src_store, path, meta, read_only=True)
         dst = Array(dst_store, there, copy, read_only=True)
+        (names, attributes), (copy_names, copy_attributes) = (
+            named_axes(meta, src.ndim), named_axes(copy, dst.ndim))
+        if not same_json(copy_attributes, attributes):
+            on_problem("differs", where, "other attributes than the source's")
+        if copy_names != names and dst.ndim == src.ndim:
+            on_problem("differs", where, f"dimension names {list(copy_names)} where the "
+                                         f"source's are {list(names)}")
         if src.shape != dst.shape:
-            on_problem("differs", there or "/",
-                       f"shape {dst.shape} where the source's is {src.shape}")
+            on_problem("differs", where, f"shape {dst.shape} where the source's is {src.shape}")
+            continue
+        if not comparable(src.dtype, dst.dtype):
+            on_problem("differs", where, f"data type {dst.dtype} where the source's is "
+                                         f"{src.dtype}: their values mean other things")
             continue
         keys = ChunkKeys(src)
         compared.append(keys)
         box = _box_shape(keys.grid, math.prod(keys.chunks.chunk_shape) * src.dtype.itemsize)
         pairs += [(src, dst, keys, at, box)
                   for at in np.ndindex(*(-(-n // b) for n, b in zip(keys.grid, box)))]
-    report.problems += [Problem("extra", nodes.join(dst_path, rel) if rel else dst_path,
-                                "not in the source") for rel in sorted(set(copies) - seen)]
     total = sum(keys.array.nbytes for keys in compared)
     count = sum(math.prod(keys.grid) for keys in compared)
 
@@ -385,12 +457,13 @@ def _compare_values(src_store: Store, src_path: str, dst_store: Store, dst_path:
         except ZarrcoreError as e:
             return 0, objects, Problem("differs", dst.path or "/", f"region {_spelled(region)}"
                                        f" does not read: {e}")
-        at = _first_difference(want, got)
+        at = first_difference(want, got)
         if at is not None:
             index = tuple(r.start + i for r, i in zip(region, at))
             return want.nbytes, objects, Problem(
                 "differs", dst.path or "/", f"values differ in region {_spelled(region)}, first "
-                f"at {index}: {got[at]} where the source holds {want[at]}")
+                f"at {index}: {_value(got[at])} where the source holds {_value(want[at])}"
+                + (f" ({got.dtype} against {want.dtype})" if got.dtype != want.dtype else ""))
         return want.nbytes, objects, None
 
     def done(item: Any, result: tuple[int, int, Problem | None]) -> None:
@@ -406,25 +479,17 @@ def _compare_values(src_store: Store, src_path: str, dst_store: Store, dst_path:
         run_bounded(one, pairs, 2 * config.num_threads, done)
 
 
-def _user_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
-    """Attributes but format 2's dimension names (format 3 keeps them apart)."""
-    return {k: v for k, v in attributes.items() if k != "_ARRAY_DIMENSIONS"}
-
-
 def _spelled(region: tuple[slice, ...]) -> str:
     return "[" + ", ".join(f"{r.start}:{r.stop}" for r in region) + "]"
 
 
-def _first_difference(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> tuple[int, ...] | None:
-    """The first index where `a` and `b` (of one shape) hold other values, NaN (NaT) equal to
-    NaN, whatever the data types that hold them; None when there is none."""
-    a, b = np.asarray(a), np.asarray(b)
-    differ = np.asarray(a != b)
-    if a.dtype.kind in "fcmM" and b.dtype.kind in "fcmM":
-        differ &= ~(np.isnan(a) & np.isnan(b))
-    if not differ.any():
-        return None
-    return tuple(int(i) for i in np.argwhere(differ)[0])
+def _value(value: Any) -> str:
+    """A value for a message; a NaN with its bits, which tell NaNs apart."""
+    item = np.asarray(value)
+    text = str(item[()])
+    if item.dtype.kind in "fc" and np.isnan(item).any():
+        text += f" (bits {item.astype(item.dtype.newbyteorder('>')).tobytes().hex()})"
+    return text
 
 
 def _comparable(meta: Any) -> str:
