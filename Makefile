@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEMO_DIR ?= build/demo.zarr
 
-.PHONY: demo test newest-test zarr-suite ft-test tsan-test peer-venv docs sanitize fuzz bench bench-venv \
+.PHONY: demo test lint newest-test zarr-suite ft-test tsan-test peer-venv docs sanitize fuzz bench bench-venv \
 	wheel wincheck install-test \
 	clean
 
@@ -44,6 +44,15 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/zarrcore tree $(DEMO_DIR)
 
 install-test: $(VENV)/.installed-test
+
+# The fast loop (seconds with mypy's cache warm): ruff, mypy --strict over the package, and a
+# spell check of code and docs (pyproject.toml's [tool.codespell]). .pre-commit-config.yaml runs
+# it before each commit once `$(VENV)/bin/pre-commit install` has been run.
+LINT_PATHS := zarrcore csrc tests docs benchmarks wheels README.md setup.py
+lint: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check zarrcore
+	$(VENV)/bin/mypy zarrcore
+	$(VENV)/bin/codespell $(LINT_PATHS)
 
 # The peers the interoperability tests run in a subprocess (tests/peers.py): zarr-python 3.4 and
 # tensorstore, which need a newer Python than $(VENV)'s, in their own virtualenv made from

@@ -43,6 +43,17 @@ def test_ruff_is_clean():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
+def test_spelling_is_clean():
+    """codespell over code, tests and docs, as `make lint` runs it (pyproject.toml's
+    [tool.codespell] lists the identifiers it would flag)."""
+    pytest.importorskip("codespell_lib", reason="codespell is not installed (the `lint` extra)")
+    paths = ["zarrcore", "csrc", "tests", "docs", "benchmarks", "wheels", "README.md", "setup.py"]
+    result = subprocess.run([sys.executable, "-m", "codespell_lib", *paths], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 # -- stubs of the compiled modules -------------------------------------------------------------
 def _stub(module):
     """The top-level statements of `module`'s stub (zarrcore/NAME.pyi)."""
