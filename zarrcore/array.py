@@ -31,8 +31,8 @@ from .metadata.common import check_attributes
 from .metadata.grid import AxisChunks, ChunkGrid, grid_from_spelling, rectilinear_spelling
 from .metadata.v3 import default_codecs
 from .indexing import (
-    BasicIndexer, BlockIndexer, OrthogonalIndexer, coordinate_indexer, expand_selection,
-    is_int, mask_indexer, numpy_indexer, pop_fields,
+    BasicIndexer, BlockIndexer, OrthogonalIndexer, check_out, coordinate_indexer,
+    expand_selection, is_int, mask_indexer, numpy_indexer, pop_fields,
 )
 from .codecs.chain import CodecChain
 from .engine import ChunkEngine
@@ -643,25 +643,27 @@ class Array(nodes.Node):
             indexer = OrthogonalIndexer(stacked, self.shape, self._grid)
             if isinstance(out, np.ndarray):
                 return self._read(indexer, out)
-            data = self._read(indexer)
             if out is None:
-                return list(data)
+                return list(self._read(indexer))
+            for target in out:  # (all of them before anything is read)
+                self._check_out(target, indexer.shape[1:])
+            data = self._read(indexer)
             for i, target in enumerate(out):
-                self._check_out(target, data.shape[1:])
                 target[...] = data[i]
             return out
+        indexers = [numpy_indexer(s, self.shape, self._grid) for s in selections]
+        if out is not None:
+            for target, indexer in zip(out, indexers):
+                self._check_out(target, indexer.shape)
 
         def one(i: int) -> Any:
-            return self._read(numpy_indexer(selections[i], self.shape, self._grid),
-                              None if out is None else out[i])
+            return self._read(indexers[i], None if out is None else out[i])
 
         results = parallel_map(one, range(len(selections)), self._chunks.options.num_threads)
         return results if out is None else out
 
     def _check_out(self, out: np.ndarray, shape: tuple[int, ...]) -> None:
-        if out.shape != shape:
-            raise ShapeMismatchError(
-                f"array {self.name!r}: out has shape {out.shape}, selection has shape {shape}")
+        check_out(out, shape, f"array {self.name!r}")
 
     def set_orthogonal_selection(self, selection: Selection, value: npt.ArrayLike,
                                  fields: Fields = None) -> None:

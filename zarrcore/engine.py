@@ -44,7 +44,9 @@ from .errors import (
     ChunkNotFoundError, KeyChangedError, LockUnavailableError, ShardIndexError, WriteConflictError,
     ZarrcoreError,
 )
-from .indexing import BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer
+from .indexing import (
+    BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer, check_out,
+)
 from .metadata.grid import AxisChunks, ChunkGrid, chunk_start
 from .storage.base import UNCHANGED, at_most, bounded, get_at_most
 from . import _indexing
@@ -854,7 +856,9 @@ class ChunkEngine:
         """Fill `out` (shape indexer.drop_shape, the result's order) with the selection,
         chunks in parallel. A shard replaced by a writer between the reads of its index and
         of its inner chunks (KeyChangedError from a store that keeps one version per read) is
-        read again."""
+        read again. Every read the compiled code does goes through here: `out` is checked
+        (shape, writable) before anything is written into it."""
+        check_out(out, indexer.drop_shape, self._where)
         for attempt in range(CONFLICT_RETRIES - 1):
             try:
                 return self._read_once(indexer, out)

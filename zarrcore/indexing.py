@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from . import _indexing
 from ._types import Selection
-from .errors import SelectionError
+from .errors import SelectionError, ShapeMismatchError
 from .metadata.common import INT64_MAX
 from .metadata.grid import AxisChunks, AxisRuns, chunk_start, chunks_holding
 
@@ -49,6 +49,17 @@ class ChunkProjection:
     chunk_selection: tuple[Any, ...]  # ints, slices or int arrays
     out_selection: tuple[Any, ...]
     complete: bool
+
+
+def check_out(out: npt.NDArray[Any], shape: tuple[int, ...], what: str) -> None:
+    """Refuse an `out` that a read cannot fill, before anything is written into it: one not
+    of `shape` (ShapeMismatchError), or read-only (ValueError, as numpy's). `what` names the
+    array in the message."""
+    if out.shape != shape:
+        raise ShapeMismatchError(f"{what}: out has shape {out.shape}, selection has shape {shape}")
+    if not out.flags.writeable:
+        raise ValueError(f"{what}: out is read-only (its flags.writeable is False); a read "
+                         f"writes into it, so pass a writable array")
 
 
 def is_int(x: object) -> bool:
