@@ -183,13 +183,47 @@ def test_cache_settings(tmp_path):
     b = zarrcore.open_array(str(tmp_path), cache_bytes=4096)
     assert b.config["cache_bytes"] == 4096 and b.cache_info()["capacity"] == 4096
     assert pickle.loads(pickle.dumps(b)).cache_info()["capacity"] == 4096
-    # A budget that holds no chunk keeps none.
-    assert zarrcore.open_array(str(tmp_path), cache_bytes=64).cache_info()["capacity"] == 0
-    for bad in (-1, 1.5, True, "1"):
+    for bad in (-1, 1.5, True, "1", 2**63, 2**64):
         with pytest.raises(ValueError, match="cache_bytes"):
             zarrcore.open_array(str(tmp_path), cache_bytes=bad)
-    with pytest.raises(ValueError, match="cache_bytes"):
-        config.set(cache_bytes=-1)
+        with pytest.raises(ValueError, match="cache_bytes"):
+            config.set(cache_bytes=bad)
+    assert zarrcore.open_array(str(tmp_path), cache_bytes=np.int64(4096)).config[
+        "cache_bytes"] == 4096
+
+
+def test_a_cache_budget_holding_no_chunk_follows_one_rule(tmp_path):
+    """An array's own budget, like a native handle's, must hold one (inner) chunk: 128 bytes
+    here; zarrcore.config's, for every array, leaves those whose chunks it cannot hold
+    uncached."""
+    zarrcore.create_array(str(tmp_path / "a"), shape=(8, 8), chunks=(2, 8), dtype="f8")
+    zarrcore.create_array(str(tmp_path / "s"), shape=(8, 8), chunks=(2, 8), shards=(4, 8),
+                          dtype="f8")
+    for name in ("a", "s"):
+        for make in (lambda b: zarrcore.open_array(str(tmp_path / name), cache_bytes=b),
+                     lambda b: zarrcore.open_array(str(tmp_path / name)).native_handle(b)):
+            with pytest.raises(ValueError, match="cache_bytes must be 0 .* at least one "
+                                                 r"(inner )?chunk of 128 bytes, not 64"):
+                make(64)
+            make(128)
+        with pytest.raises(ValueError, match="cache_bytes"):
+            zarrcore.open_array(str(tmp_path / name)).with_config({"cache_bytes": 127})
+    config.set(cache_bytes=64)
+    assert zarrcore.open_array(str(tmp_path / "a")).cache_info()["capacity"] == 0
+    config.set(cache_bytes=128)
+    assert zarrcore.open_array(str(tmp_path / "a")).cache_info()["capacity"] == 128
+
+
+@pytest.mark.parametrize("value,message", [
+    ("-5", "ZARRCORE_CACHE_BYTES must be an integer >= 0"),
+    (str(2**64), "ZARRCORE_CACHE_BYTES must be from 0"), ("lots", "ZARRCORE_CACHE_BYTES")])
+def test_the_cache_environment_variable_is_checked_as_the_setting_is(value, message):
+    run = subprocess.run([sys.executable, "-c", "import zarrcore"], capture_output=True,
+                         text=True, timeout=120, env={
+                             **os.environ, "ZARRCORE_CACHE_BYTES": value, "PYTHONPATH":
+                             os.path.dirname(os.path.dirname(zarrcore.__file__))})
+    assert run.returncode != 0 and "ValueError" in run.stderr and message in run.stderr, \
+        run.stderr[-2000:]
 
 
 def test_memory_stores_over_a_dict_read_without_a_cache():

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from . import _memory, nodes
+from ._cache import check_budget
 from .array_api import ArrayHandle
 from .codecs import ZstdCodec, codec_from_v2
 from .codecs.base import ChunkSpec
@@ -95,7 +96,7 @@ class Array(nodes.Node):
             metadata.dtype, self._read_fill_value(metadata), codecs, where,
             key_layout=self._key_layout(metadata), array_shape=metadata.shape,
             write_empty_chunks=self._config["write_empty_chunks"], grid=metadata.grid,
-            cache_bytes=self._config.get("cache_bytes", global_config.cache_bytes),
+            cache_bytes=self._config.get("cache_bytes"),
             options=array_options({k: v for k, v in self._config.items() if k in ARRAY_OPTIONS}),
         )
 
@@ -1378,10 +1379,8 @@ def _array_config(config: Any) -> dict[str, Any]:
     if order is None:
         order = global_config.array_order
     cache_bytes = config.get("cache_bytes")
-    if cache_bytes is not None and (isinstance(cache_bytes, bool) or
-                                    not isinstance(cache_bytes, int) or cache_bytes < 0):
-        raise ValueError(f"array config: cache_bytes must be an integer >= 0, not "
-                         f"{cache_bytes!r}")
+    if cache_bytes is not None:
+        cache_bytes = check_budget(cache_bytes, "array config: cache_bytes")
     # read_missing_chunks, cache_bytes and ARRAY_OPTIONS only when given: None follows
     # zarrcore.config.
     own = checked_array_options({k: v for k, v in config.items() if k in ARRAY_OPTIONS})

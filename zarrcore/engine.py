@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._batch import ChunkBatch
-from ._cache import ChunkCache
+from ._cache import ChunkCache, check_budget
 from ._chunk_jobs import ChunkWaves
 from ._shard_io import ShardBatch, ShardSpec
 from .codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
@@ -529,7 +529,7 @@ class ChunkEngine:
                  dtype: np.dtype[Any], fill_value: Any, codecs: Iterable[object], where: str,
                  key_layout: tuple[str, str, bool], array_shape: Sequence[int],
                  write_empty_chunks: bool | None = None, grid: ChunkGrid | None = None,
-                 cache_bytes: int = 0, options: Options = config) -> None:
+                 cache_bytes: int | None = None, options: Options = config) -> None:
         self.store = store
         self.key_prefix = key_prefix
         self._chunk_key = chunk_key
@@ -607,20 +607,25 @@ class ChunkEngine:
             self.partial.inner_native_form is not None)
         self.cache = self._chunk_cache(cache_bytes)
 
-    def _chunk_cache(self, cache_bytes: int) -> ChunkCache | None:
+    def _chunk_cache(self, cache_bytes: int | None) -> ChunkCache | None:
         """The decoded-chunk cache of `cache_bytes` that the compiled reads of a directory
         store, or of a MemoryStore's own data, share (`_batch`, `_shards`), and those of
         unsharded chunks of a store with `versioned_reads` (`_waves`: zip, object stores);
         of a regular grid, whose chunks all have one shape. None for 0, or when no such road
-        is open or the budget holds no (inner) chunk. Other stores give no identity of their
-        objects to validate entries by: they are never cached."""
+        is open. The array's own budget must hold an (inner) chunk (check_budget); None takes
+        zarrcore.config's, which every array shares: none where it holds no chunk. Other
+        stores give no identity of their objects to validate entries by: they are never
+        cached."""
+        chunk = self.partial.chunk_shape if self.partial is not None else self.chunk_shape
+        chunk_bytes = self.dtype.itemsize * math.prod(chunk)
+        if cache_bytes is None:
+            cache_bytes = config.cache_bytes if config.cache_bytes >= chunk_bytes else 0
+        else:
+            check_budget(cache_bytes, f"{self._where}: cache_bytes", chunk_bytes,
+                         "chunk" if self.partial is None else "inner chunk")
         if not cache_bytes or not self.grid.is_regular or (
                 self._batch is None and self._shards is None
                 and (self._waves is None or not self.store.versioned_reads)):
-            return None
-        chunk = self.partial.chunk_shape if self.partial is not None else self.chunk_shape
-        chunk_bytes = self.dtype.itemsize * math.prod(chunk)
-        if cache_bytes < chunk_bytes:
             return None
         # The versions the entries of `_waves` reads were decoded from, by key, which their
         # next reads ask the store about (Store.get_many_versioned); as many as the cache
