@@ -363,6 +363,32 @@ def test_get_many_refuses_bad_selections_and_outputs(tmp_path):
         a.get_many([0, np.s_[1:3]], out=[np.empty(3, dtype="i4")])
 
 
+@pytest.mark.parametrize("huge", [2**63, np.uint64(2**63), np.uint64(2**64 - 1), 2**64,
+                                  -2**63 - 1, 2**100])
+def test_get_many_with_an_index_beyond_int64_raises_numpys_index_error(tmp_path, huge):
+    """An IndexError, as numpy gives for np.uint64(2**63) (for the Python int, an
+    OverflowError), not an OverflowError from the conversion to int64."""
+    a = zarrcore.create_array(str(tmp_path), shape=(6, 3), chunks=(1, 3), dtype="i4")
+    for selections in ([huge], [0, huge], [(huge, slice(None))], [huge, np.s_[1:3]]):
+        with pytest.raises(IndexError, match="out of bounds"):
+            a.get_many(selections)
+
+
+@pytest.mark.parametrize("read", ["getitem", "oindex", "vindex", "coordinate", "get_many"])
+def test_uint64_index_arrays_past_int64_are_out_of_bounds_not_wrapped(tmp_path, read):
+    """2**64 - 1 cast to int64 is -1: numpy 2.4 reads the last row for it; zarrcore calls it
+    out of bounds, as it calls the same index given as a scalar."""
+    a = zarrcore.create_array(str(tmp_path), shape=(6, 3), chunks=(1, 3), dtype="i4")
+    a[...] = np.arange(18).reshape(6, 3)
+    index = np.array([2**64 - 1], dtype=np.uint64)
+    call = {"getitem": lambda: a[index], "oindex": lambda: a.oindex[index, :],
+            "vindex": lambda: a.vindex[index, index], "coordinate":
+            lambda: a.get_coordinate_selection((index, [0])),
+            "get_many": lambda: a.get_many([(index, slice(None))])}[read]
+    with pytest.raises(IndexError, match="out of bounds"):
+        call()
+
+
 _PEAK_SCRIPT = """
 import resource, sys
 import numpy as np, zarrcore

@@ -28,7 +28,7 @@ from .errors import (
     ArrayNotFoundError, MetadataError, NodeNotFoundError, SelectionError, ShapeMismatchError,
 )
 from .metadata import ArrayMetadataV2, ArrayMetadataV3, ChunkKeyEncoding
-from .metadata.common import check_attributes
+from .metadata.common import INT64_MAX, check_attributes
 from .metadata.grid import AxisChunks, ChunkGrid, grid_from_spelling, rectilinear_spelling
 from .metadata.v3 import default_codecs
 from .indexing import (
@@ -1342,6 +1342,8 @@ def _one_int_each(selections: list[Any], ndim: int) -> tuple[Any, ...] | None:
         if not is_int(first) or not all(r is Ellipsis or type(r) is slice or is_int(r)
                                          for r in rest):
             return None
+        if not -INT64_MAX - 1 <= first <= INT64_MAX:
+            return None  # (out of bounds: read alone, it raises the IndexError numpy gives)
         firsts.append(first)
         rests.add(tuple((r.start, r.stop, r.step) if type(r) is slice else r for r in rest))
         if len(rests) > 1:
