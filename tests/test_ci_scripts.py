@@ -59,7 +59,7 @@ def test_one_line_entries_with_options_and_comments(tmp_path):
 deb [arch=amd64 signed-by=/k.gpg] https://docker.example/linux/debian bookworm stable
 deb http://mirror.example/debian-security bookworm-security main
 deb-src http://src.example/debian bookworm main
-deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] https://mirror.example/debian bookworm main contrib # trailing
+deb [signed-by=/usr/share/keyrings/a.gpg] https://mirror.example/debian bookworm main # note
 """
     assert mirror(tmp_path, text) == "https://mirror.example/debian"
 
