@@ -175,3 +175,44 @@ def test_a_read_only_memory_map_as_out_is_refused_without_a_crash(tmp_path, shar
     assert [line for line in lines if line.split(" ")[1:] not in ([], ["ValueError", "True"])] \
         == ["unchanged True"], run.stdout
     assert os.path.getsize(tmp_path / "map") == DATA.nbytes
+
+
+def _kernel_calls():
+    from zarrcore import _compress, _filters, kernels
+
+    packed = _compress.zstd_compress(DATA.tobytes(), 1, False)
+    index = np.array([[0, 8], [8, 8]], dtype=np.uint64)
+    return {
+        "copy_region": (lambda o: kernels.copy_region(DATA, out=o), SHAPE, "int32"),
+        "transpose": (lambda o: kernels.transpose(DATA, (1, 0), out=o), SHAPE[::-1], "int32"),
+        "crc32c": (lambda o: kernels.crc32c(DATA, out=o), SHAPE[:1], "uint32"),
+        "byteswap": (lambda o: kernels.byteswap(DATA, out=o), SHAPE, "int32"),
+        "fill_equal": (lambda o: kernels.fill_equal(DATA, 0, out=o), SHAPE, "bool"),
+        "shard_index_unpack": (
+            lambda o: kernels.shard_index_unpack(kernels.shard_index_pack(index), 2, 16, out=o),
+            (2, 2), "uint64"),
+        "shard_index_pack": (lambda o: kernels.shard_index_pack(index, out=o), (32,), "uint8"),
+        "zstd_decompress": (lambda o: _compress.zstd_decompress(packed, out=o), SHAPE, "int32"),
+        "delta_decode-in-place": (lambda o: _filters.delta_decode(o), SHAPE, "int32"),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_kernel_calls()))
+def test_kernels_with_out_refuse_a_read_only_array_untouched(name):
+    call, shape, dtype = _kernel_calls()[name]
+    out, raw = _read_only(shape, dtype)
+    with pytest.raises((ValueError, TypeError), match="read-only|writable"):
+        call(out)
+    assert raw == bytes(len(raw))
+    call(np.zeros(shape, dtype))
+
+
+@pytest.mark.parametrize("layout", ["directory", "directory-sharded", "memory"])
+def test_a_native_handle_refuses_a_read_only_out_untouched(arrays, layout):
+    handle = arrays[layout].native_handle()
+    out, raw = _read_only((4, 6))
+    with pytest.raises(ValueError, match="read-only"):
+        handle.read((2, 0), (4, 6), out=out)
+    assert raw == bytes(len(raw))
+    np.testing.assert_array_equal(handle.read((2, 0), (4, 6), out=np.zeros((4, 6), "int32")),
+                                  DATA[2:6])

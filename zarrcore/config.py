@@ -14,6 +14,8 @@ would hand a request to zarr-python's own pipeline.
 The resource limits on what stored metadata may declare (`max_dimensions`, `max_chunk_bytes`,
 `max_shard_index_entries`, `max_codecs`) come from `ZARRCORE_MAX_DIMENSIONS`,
 `ZARRCORE_MAX_CHUNK_BYTES`, `ZARRCORE_MAX_SHARD_INDEX_ENTRIES` and `ZARRCORE_MAX_CODECS`.
+An integer variable below its least value (or `ZARRCORE_CACHE_BYTES` above 2**63 - 1) is
+refused, as config.set refuses it: a ValueError naming the variable, at import.
 """
 from __future__ import annotations
 

@@ -625,9 +625,11 @@ class ZarrcorePipeline(CodecPipeline):
         foreign = self._target.foreign_codecs()
         if foreign:
             return _Fallback("codec", ", ".join(foreign), where)
-        if not of_store_class(store) or not all(
-                isinstance(e[0], StorePath) and e[0].store is store for e in batch):
-            return _Fallback("store", _class_name(type(store)), where)
+        if not of_store_class(store):
+            return _Fallback("store", "the store is of no zarr.abc.store.Store class", where)
+        if not all(isinstance(e[0], StorePath) and e[0].store is store for e in batch):
+            return _Fallback("store", "a chunk's byte getter is no StorePath of that store",
+                             where)
         order = _SHARD_WRITE_ORDERS.get(_subchunk_write_order(self._target.metadata), "C")
         if out is None and order is None:
             return _Fallback("write_order", "", where)
