@@ -79,9 +79,12 @@ def test_every_read_path_refuses_a_read_only_out_untouched(arrays, layout, path)
     with pytest.raises(ValueError, match="read-only"):
         call(arrays[layout], out)
     assert raw == bytes(len(raw))  # not one byte written
-    # The same read into a writable array works.
+    # The same read into a writable array works; a buffer that is no array is a TypeError.
     writable = np.zeros(shape, "int32")
     call(arrays[layout], writable)
+    if not path.startswith(("fields", "get_many-")):  # (those index or view `out` first)
+        with pytest.raises(TypeError, match="out must be a numpy array, not bytearray"):
+            call(arrays[layout], bytearray(raw))
 
 
 @settings(max_examples=30)

@@ -52,9 +52,11 @@ class ChunkProjection:
 
 
 def check_out(out: npt.NDArray[Any], shape: tuple[int, ...], what: str) -> None:
-    """Refuse an `out` that a read cannot fill, before anything is written into it: one not
-    of `shape` (ShapeMismatchError), or read-only (ValueError, as numpy's). `what` names the
-    array in the message."""
+    """Refuse an `out` that a read cannot fill, before anything is written into it: no numpy
+    array (TypeError), one not of `shape` (ShapeMismatchError), or read-only (ValueError, as
+    numpy's). `what` names the array in the message."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"{what}: out must be a numpy array, not {type(out).__name__}")
     if out.shape != shape:
         raise ShapeMismatchError(f"{what}: out has shape {out.shape}, selection has shape {shape}")
     if not out.flags.writeable:
