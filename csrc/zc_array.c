@@ -118,12 +118,16 @@ failed:
 
 void zc_array_cache_stats(zc_array *a, zc_chunk_cache_stats *out)
 {
-    zc_chunk_cache_get_stats(a->cache, out);
+    if (a != NULL && out != NULL)
+        zc_chunk_cache_get_stats(a->cache, out);
 }
 
+/* The calls of the table check their pointers: a NULL handle or output gets the failure
+ * value that array_api.h gives each (nothing written), never a crash. */
 static void array_retain(zc_array *a)
 {
-    zc_atomic_add_int(&a->refs, 1, ZC_RELAXED);
+    if (a != NULL)
+        zc_atomic_add_int(&a->refs, 1, ZC_RELAXED);
 }
 
 static void array_release(zc_array *a)
@@ -141,16 +145,19 @@ static void array_release(zc_array *a)
 
 void zc_array_close(zc_array *a)
 {
-    zc_atomic_store_int(&a->closed, 1, ZC_RELEASE);
+    if (a != NULL)
+        zc_atomic_store_int(&a->closed, 1, ZC_RELEASE);
 }
 
 static int array_is_closed(const zc_array *a)
 {
-    return zc_atomic_load_int(&a->closed, ZC_ACQUIRE);
+    return a == NULL ? 1 : zc_atomic_load_int(&a->closed, ZC_ACQUIRE);
 }
 
 static int array_ndim(const zc_array *a)
 {
+    if (a == NULL)
+        return -1;
     return a->sharded ? a->shards.ndim : a->chunks.ndim;
 }
 
@@ -172,26 +179,32 @@ static const int64_t *chunk_shape_of(const zc_array *a)
 
 static size_t array_itemsize(const zc_array *a)
 {
+    if (a == NULL)
+        return 0;
     return a->sharded ? a->shards.chain.itemsize : a->chunks.chain.itemsize;
 }
 
 static int array_dtype(const zc_array *a)
 {
-    return a->dtype;
+    return a == NULL ? ZC_ARRAY_DTYPE_OTHER : a->dtype;
 }
 
 static void array_shape(const zc_array *a, int64_t *out)
 {
-    memcpy(out, array_shape_of(a), (size_t)array_ndim(a) * sizeof(int64_t));
+    if (a != NULL && out != NULL)
+        memcpy(out, array_shape_of(a), (size_t)array_ndim(a) * sizeof(int64_t));
 }
 
 static void array_chunk_shape(const zc_array *a, int64_t *out)
 {
-    memcpy(out, chunk_shape_of(a), (size_t)array_ndim(a) * sizeof(int64_t));
+    if (a != NULL && out != NULL)
+        memcpy(out, chunk_shape_of(a), (size_t)array_ndim(a) * sizeof(int64_t));
 }
 
 static int array_shard_shape(const zc_array *a, int64_t *out)
 {
+    if (a == NULL || out == NULL)
+        return -1;
     if (!a->sharded)
         return 0;
     memcpy(out, a->shards.shard_shape, (size_t)array_ndim(a) * sizeof(int64_t));
@@ -200,7 +213,8 @@ static int array_shard_shape(const zc_array *a, int64_t *out)
 
 static void array_fill_value(const zc_array *a, void *out)
 {
-    memcpy(out, a->fill, array_itemsize(a));
+    if (a != NULL && out != NULL)
+        memcpy(out, a->fill, array_itemsize(a));
 }
 
 /* ---- errors ------------------------------------------------------------------------------- */

@@ -58,12 +58,15 @@ main(sys.argv[1:])
 
 class MotoServer:
     """moto's S3 server in a subprocess (so its work does not take this process's GIL), its
-    conditional PUTs atomic (_ATOMIC_MOTO)."""
+    conditional PUTs atomic (_ATOMIC_MOTO). With `checks_credentials` it refuses any key it
+    has no IAM user of (from the first request on), as S3 refuses a wrong key."""
 
-    def __init__(self):
+    def __init__(self, checks_credentials=False):
         self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+        if checks_credentials:
+            env["INITIAL_NO_AUTH_ACTION_COUNT"] = "0"
         self._process = subprocess.Popen(
             [sys.executable, "-c", _ATOMIC_MOTO, "-H", "127.0.0.1", "-p", str(self.port)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)

@@ -381,10 +381,12 @@ TWO_FILE_INIT = r"""
 #include <zarrcore/array_api.h>
 
 PyObject *describe(PyObject *self, PyObject *capsule);
+PyObject *null_calls(PyObject *self, PyObject *capsule);
 PyObject *unimported_read(PyObject *self, PyObject *capsule);
 PyObject *unimported_open(PyObject *self, PyObject *capsule);
 
 static PyMethodDef methods[] = {{"describe", describe, METH_O, NULL},
+                                {"null_calls", null_calls, METH_O, NULL},
                                 {"unimported_read", unimported_read, METH_O, NULL},
                                 {"unimported_open", unimported_open, METH_O, NULL},
                                 {NULL, NULL, 0, NULL}};
@@ -423,6 +425,47 @@ PyObject *describe(PyObject *self, PyObject *capsule)
     else
         result = Py_BuildValue("iny#", zc_array_dtype(a), (Py_ssize_t)zc_array_itemsize(a),
                                item, (Py_ssize_t)zc_array_itemsize(a));
+    zc_array_release(a);
+    return result;
+}
+
+/* null_calls(capsule) -> {call: result}: every call with a NULL handle or NULL output,
+ * which must neither crash nor write; `untouched` says the outputs kept their bytes. */
+PyObject *null_calls(PyObject *self, PyObject *capsule)
+{
+    zc_array *a = zc_array_from_capsule(capsule);
+    if (a == NULL)
+        return NULL;
+    int64_t shape[ZC_ARRAY_MAX_NDIM], start[ZC_ARRAY_MAX_NDIM] = {0};
+    char item[64];
+    memset(shape, 0x5a, sizeof shape);
+    memset(item, 0x5a, sizeof item);
+    zc_array_error err;
+    zc_array_retain(NULL);
+    zc_array_release(NULL);
+    zc_array_shape(NULL, shape);
+    zc_array_shape(a, NULL);
+    zc_array_chunk_shape(NULL, shape);
+    zc_array_chunk_shape(a, NULL);
+    zc_array_fill_value(NULL, item);
+    zc_array_fill_value(a, NULL);
+    int untouched = 1;
+    for (size_t i = 0; i < sizeof item; i++)
+        untouched &= item[i] == 0x5a;
+    for (int d = 0; d < ZC_ARRAY_MAX_NDIM; d++)
+        untouched &= shape[d] == (int64_t)0x5a5a5a5a5a5a5a5aLL;
+    PyObject *result = Py_BuildValue(
+        "{s:i,s:i,s:n,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}",
+        "ndim", zc_array_ndim(NULL), "dtype", zc_array_dtype(NULL),
+        "itemsize", (Py_ssize_t)zc_array_itemsize(NULL), "is_closed", zc_array_is_closed(NULL),
+        "shard_shape_null_array", zc_array_shard_shape(NULL, shape),
+        "shard_shape_null_out", zc_array_shard_shape(a, NULL),
+        "read_null_array", zc_array_read(NULL, start, shape, NULL, item, NULL, &err),
+        "read_null_start", zc_array_read(a, NULL, shape, NULL, item, NULL, &err),
+        "read_null_out", zc_array_read(a, start, shape, NULL, NULL, NULL, NULL),
+        "write_null_in", zc_array_write(a, start, shape, NULL, NULL, NULL, &err),
+        "read_chunk_null_coords", zc_array_read_chunk(a, NULL, item, &err),
+        "untouched", untouched);
     zc_array_release(a);
     return result;
 }
@@ -517,3 +560,40 @@ def test_two_c_files_share_the_table_and_tell_dtypes_apart(two_file_extension):
     assert "zc_import_array_api()" in message and "ZC_ARRAY_API_UNIQUE_SYMBOL" in message
     error_type, error = out["unimported_open"]
     assert error_type == "RuntimeError" and "ZC_NO_IMPORT_ARRAY_API" in error
+
+
+# Also in a child process: a NULL the API does not check crashes it.
+NULL_RUN = """
+import zarrcore
+import zc_twofile
+
+for shards in (None, (4,)):
+    a = zarrcore.create_array(zarrcore.MemoryStore(), shape=(5,), dtype="int32", chunks=(2,),
+                              shards=shards)
+    print(repr(zc_twofile.null_calls(a.native_handle().capsule())))
+handle = a.native_handle()
+for wrong in (handle, handle.capsule, zarrcore.array_api._C_API, None):
+    try:
+        zc_twofile.describe(wrong)
+    except Exception as e:
+        print(repr((type(e).__name__, str(e))))
+"""
+
+
+def test_every_c_call_refuses_null_pointers_and_a_handle_for_its_capsule(two_file_extension):
+    run = subprocess.run([sys.executable, "-c", NULL_RUN], cwd=two_file_extension,
+                         env=_build_env(), capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, f"exit {run.returncode}: {run.stderr[-3000:]}"
+    lines = [eval(line) for line in run.stdout.splitlines()]  # noqa: S307 - our own reprs
+    argument = -102  # ZC_ARRAY_ERR_ARGUMENT
+    for calls in lines[:2]:
+        assert calls == {
+            "ndim": -1, "dtype": 0, "itemsize": 0, "is_closed": 1, "shard_shape_null_array": -1,
+            "shard_shape_null_out": -1, "read_null_array": argument,
+            "read_null_start": argument, "read_null_out": argument, "write_null_in": argument,
+            "read_chunk_null_coords": argument, "untouched": 1}
+    handle, method, table, none = lines[2:]
+    assert handle[0] == "TypeError" and "not the ArrayHandle itself" in handle[1]
+    for error in (handle, method, table, none):
+        assert error[0] == "TypeError" and "pass handle.capsule()" in error[1], error
+    assert "named zarrcore.array_api._C_API" in table[1]

@@ -45,3 +45,9 @@ def test_compiled_code_examples_build_and_run(tmp_path):
     run = subprocess.run([sys.executable, "usage.py"], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+
+
+@pytest.mark.skipif(not os.path.exists(PAGE), reason="the docs are not shipped with the package")
+def test_the_page_says_what_a_build_needs_installed():
+    text = open(PAGE, encoding="utf-8").read()
+    assert "pip install cython setuptools" in text[text.index("### Building against it"):]

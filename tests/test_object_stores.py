@@ -224,15 +224,45 @@ def test_s3_missing_bucket_and_object(moto_server):
         zarrcore.open_array(f"s3://{moto_server.new_bucket()}/nothing.zarr", mode="r",
                             storage_options=options)
     store = make_store("s3://no-such-bucket/x", storage_options=options)
-    with pytest.raises(StoreError, match="'zarr.json'.*bucket does not exist") as e:
+    with pytest.raises(StoreError, match="'zarr.json'.*bucket 'no-such-bucket' does not exist") \
+            as e:
         store.get("zarr.json")
     assert e.value.errno == 2
-    with pytest.raises(StoreError, match="bucket does not exist"):
+    # The server's code and message, not its XML document.
+    assert "(NoSuchBucket: " in str(e.value) and "<" not in str(e.value)
+    with pytest.raises(StoreError, match="bucket 'no-such-bucket' does not exist"):
         zarrcore.open_group("s3://no-such-bucket/x", mode="r", storage_options=options)
     with pytest.raises(StoreError, match="'k'"):
         store.set("k", b"v")
-    with pytest.raises(StoreError, match="bucket does not exist"):
+    with pytest.raises(StoreError, match="bucket 'no-such-bucket' does not exist") as e:
         store.set_many([("k", b"v"), ("l", b"w")])
+    assert "<" not in str(e.value)
+
+
+@pytest.fixture(scope="module")
+def checking_moto_server():
+    """A moto server that refuses keys it does not know."""
+    pytest.importorskip("moto.server", reason="moto[server] (the test extra) is not installed")
+    from servers import MotoServer
+
+    server = MotoServer(checks_credentials=True)
+    yield server
+    server.stop()
+
+
+def test_s3_wrong_credentials_say_to_check_the_key_and_secret(checking_moto_server):
+    options = {**checking_moto_server.storage_options(), "access_key_id": "wrong",
+               "secret_access_key": "wrong", "retries": 0}
+    store = make_store("s3://bucket/x", storage_options=options)
+    for call in (lambda: store.get("zarr.json"), lambda: store.set("k", b"v"),
+                 lambda: list(store.list_prefix(""))):
+        with pytest.raises(StoreError, match="access denied: the server does not accept these "
+                                             "credentials; check the key and secret") as e:
+            call()
+        assert e.value.errno == 13
+        assert "(InvalidAccessKeyId: " in str(e.value) and "<" not in str(e.value)
+    with pytest.raises(StoreError, match="check the key and secret"):
+        zarrcore.open_array("s3://bucket/x", mode="r", storage_options=options)
 
 
 def test_set_many_starts_each_put_as_its_item_is_yielded():
@@ -386,7 +416,8 @@ def test_s3_access_denied_names_the_key(s3_bucket, fault_proxy):
     server, bucket = s3_bucket
     fault_proxy.faults.status = 403
     store = _proxied(server, fault_proxy, bucket)
-    with pytest.raises(StoreError, match="key 'a/zarr.json'.*access denied") as e:
+    with pytest.raises(StoreError, match="key 'a/zarr.json'.*access denied: check the key and "
+                                         "secret") as e:
         store.get("a/zarr.json")
     assert e.value.errno == 13
     with pytest.raises(StoreError, match="access denied"):

@@ -183,13 +183,47 @@ def test_cache_settings(tmp_path):
     b = zarrcore.open_array(str(tmp_path), cache_bytes=4096)
     assert b.config["cache_bytes"] == 4096 and b.cache_info()["capacity"] == 4096
     assert pickle.loads(pickle.dumps(b)).cache_info()["capacity"] == 4096
-    # A budget that holds no chunk keeps none.
-    assert zarrcore.open_array(str(tmp_path), cache_bytes=64).cache_info()["capacity"] == 0
-    for bad in (-1, 1.5, True, "1"):
+    for bad in (-1, 1.5, True, "1", 2**63, 2**64):
         with pytest.raises(ValueError, match="cache_bytes"):
             zarrcore.open_array(str(tmp_path), cache_bytes=bad)
-    with pytest.raises(ValueError, match="cache_bytes"):
-        config.set(cache_bytes=-1)
+        with pytest.raises(ValueError, match="cache_bytes"):
+            config.set(cache_bytes=bad)
+    assert zarrcore.open_array(str(tmp_path), cache_bytes=np.int64(4096)).config[
+        "cache_bytes"] == 4096
+
+
+def test_a_cache_budget_holding_no_chunk_follows_one_rule(tmp_path):
+    """An array's own budget, like a native handle's, must hold one (inner) chunk: 128 bytes
+    here; zarrcore.config's, for every array, leaves those whose chunks it cannot hold
+    uncached."""
+    zarrcore.create_array(str(tmp_path / "a"), shape=(8, 8), chunks=(2, 8), dtype="f8")
+    zarrcore.create_array(str(tmp_path / "s"), shape=(8, 8), chunks=(2, 8), shards=(4, 8),
+                          dtype="f8")
+    for name in ("a", "s"):
+        for make in (lambda b: zarrcore.open_array(str(tmp_path / name), cache_bytes=b),
+                     lambda b: zarrcore.open_array(str(tmp_path / name)).native_handle(b)):
+            with pytest.raises(ValueError, match="cache_bytes must be 0 .* at least one "
+                                                 r"(inner )?chunk of 128 bytes, not 64"):
+                make(64)
+            make(128)
+        with pytest.raises(ValueError, match="cache_bytes"):
+            zarrcore.open_array(str(tmp_path / name)).with_config({"cache_bytes": 127})
+    config.set(cache_bytes=64)
+    assert zarrcore.open_array(str(tmp_path / "a")).cache_info()["capacity"] == 0
+    config.set(cache_bytes=128)
+    assert zarrcore.open_array(str(tmp_path / "a")).cache_info()["capacity"] == 128
+
+
+@pytest.mark.parametrize("value,message", [
+    ("-5", "ZARRCORE_CACHE_BYTES must be an integer >= 0"),
+    (str(2**64), "ZARRCORE_CACHE_BYTES must be from 0"), ("lots", "ZARRCORE_CACHE_BYTES")])
+def test_the_cache_environment_variable_is_checked_as_the_setting_is(value, message):
+    run = subprocess.run([sys.executable, "-c", "import zarrcore"], capture_output=True,
+                         text=True, timeout=120, env={
+                             **os.environ, "ZARRCORE_CACHE_BYTES": value, "PYTHONPATH":
+                             os.path.dirname(os.path.dirname(zarrcore.__file__))})
+    assert run.returncode != 0 and "ValueError" in run.stderr and message in run.stderr, \
+        run.stderr[-2000:]
 
 
 def test_memory_stores_over_a_dict_read_without_a_cache():
@@ -327,6 +361,32 @@ def test_get_many_refuses_bad_selections_and_outputs(tmp_path):
         a.get_many([0, 1], out=[np.empty(3, dtype="i4"), np.empty(2, dtype="i4")])
     with pytest.raises(ShapeMismatchError):
         a.get_many([0, np.s_[1:3]], out=[np.empty(3, dtype="i4")])
+
+
+@pytest.mark.parametrize("huge", [2**63, np.uint64(2**63), np.uint64(2**64 - 1), 2**64,
+                                  -2**63 - 1, 2**100])
+def test_get_many_with_an_index_beyond_int64_raises_numpys_index_error(tmp_path, huge):
+    """An IndexError, as numpy gives for np.uint64(2**63) (for the Python int, an
+    OverflowError), not an OverflowError from the conversion to int64."""
+    a = zarrcore.create_array(str(tmp_path), shape=(6, 3), chunks=(1, 3), dtype="i4")
+    for selections in ([huge], [0, huge], [(huge, slice(None))], [huge, np.s_[1:3]]):
+        with pytest.raises(IndexError, match="out of bounds"):
+            a.get_many(selections)
+
+
+@pytest.mark.parametrize("read", ["getitem", "oindex", "vindex", "coordinate", "get_many"])
+def test_uint64_index_arrays_past_int64_are_out_of_bounds_not_wrapped(tmp_path, read):
+    """2**64 - 1 cast to int64 is -1: numpy 2.4 reads the last row for it; zarrcore calls it
+    out of bounds, as it calls the same index given as a scalar."""
+    a = zarrcore.create_array(str(tmp_path), shape=(6, 3), chunks=(1, 3), dtype="i4")
+    a[...] = np.arange(18).reshape(6, 3)
+    index = np.array([2**64 - 1], dtype=np.uint64)
+    call = {"getitem": lambda: a[index], "oindex": lambda: a.oindex[index, :],
+            "vindex": lambda: a.vindex[index, index], "coordinate":
+            lambda: a.get_coordinate_selection((index, [0])),
+            "get_many": lambda: a.get_many([(index, slice(None))])}[read]
+    with pytest.raises(IndexError, match="out of bounds"):
+        call()
 
 
 _PEAK_SCRIPT = """

@@ -584,6 +584,46 @@ def test_a_codec_zarrcore_does_not_know_falls_back_or_raises():
                               "write_order", "unprotected"}
 
 
+def test_the_fallback_error_names_its_cause_and_the_array():
+    register_codec("zarrcore-test-identity", _Identity)
+    with zarr.config.set({"codec_pipeline.path": PATH}):
+        group = zarr.open_group(MemoryStore())
+        a = group.create_array("grid/temperature", shape=(6,), chunks=(3,), dtype="i4",
+                               compressors=[_Identity()])
+        structured = group.create_array("grid/pairs", shape=(4,), chunks=(4,),
+                                        dtype=[("a", "<i4"), ("b", "<f8")])
+        with zarrcore.config.set(pipeline_fallback=False):
+            with pytest.raises(PipelineFallbackError) as codec:
+                a[...]
+            with pytest.raises(PipelineFallbackError) as fields:
+                structured.get_basic_selection(slice(None), fields="b")
+    # The codec's class, and the array (its chunk's key where the path is not parsed yet).
+    assert f"{__name__}._Identity" in str(codec.value)
+    assert "'grid/temperature/c/0'" in str(codec.value)
+    assert "array 'grid/pairs'" in str(fields.value) and "('a', 'b')" in str(fields.value)
+    for error in (codec, fields):
+        assert "pipeline_fallback=True" in str(error.value)
+
+
+@pytest.mark.parametrize("read", ["basic", "orthogonal", "coordinate"])
+def test_a_read_only_out_through_the_pipeline_is_refused_untouched(native, read):
+    from zarr.core.buffer import cpu
+
+    a = zarr.create_array(MemoryStore(), shape=(6, 4), chunks=(2, 2), dtype="i4")
+    a[...] = np.arange(24).reshape(6, 4)
+    raw = bytes(4 * 4 * 4 if read != "coordinate" else 4 * 4)
+    shape = (4, 4) if read != "coordinate" else (4,)
+    out = cpu.NDBuffer.from_numpy_array(np.frombuffer(raw, "i4").reshape(shape))
+    call = {"basic": lambda: a.get_basic_selection(np.s_[1:5], out=out),
+            "orthogonal": lambda: a.get_orthogonal_selection(([4, 0, 1, 5], slice(None)),
+                                                             out=out),
+            "coordinate": lambda: a.get_coordinate_selection(([0, 2, 4, 5], [0, 1, 2, 3]),
+                                                             out=out)}[read]
+    with pytest.raises(ValueError, match="read-only"):
+        call()
+    assert raw == bytes(len(raw))
+
+
 def test_a_codec_class_registered_in_zarrs_config_runs_as_it_is():
     from zarr.codecs import ZstdCodec
 

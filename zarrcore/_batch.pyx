@@ -12,10 +12,10 @@ from libc.string cimport memset, strncpy
 from zarrcore._cache cimport ChunkCache
 from zarrcore._files cimport FileRoot
 from zarrcore._jobs cimport (
-    ZC_BATCH_PATH_MAX, ZC_STREAM_OUT_MIN, set_up_job, stop_claims, zc_batch, zc_batch_free,
-    zc_batch_prepare, zc_batch_read_ahead_worker, zc_batch_read_worker, zc_batch_reads_ahead,
-    zc_batch_split_reads, zc_batch_split_writes, zc_batch_task_key, zc_batch_write_worker,
-    zc_memstore,
+    ZC_BATCH_PATH_MAX, ZC_STREAM_OUT_MIN, check_read_into, set_up_job, stop_claims, zc_batch,
+    zc_batch_free, zc_batch_prepare, zc_batch_read_ahead_worker, zc_batch_read_worker,
+    zc_batch_reads_ahead, zc_batch_split_reads, zc_batch_split_writes, zc_batch_task_key,
+    zc_batch_write_worker, zc_memstore,
 )
 from zarrcore._status cimport ZC_ERR_LOCK, ZC_OK
 
@@ -33,6 +33,7 @@ cdef class ChunkBatch:
     cdef zc_batch b
     cdef object _keep, _deferred
     cdef FileRoot _files
+    cdef bint _data_writable
 
     def __init__(self, *, dict settings, FileRoot root=None, str key_head, sep, lead_sep,
                  array_shape, chunk_shape, plans, data, write_empty_chunks=False,
@@ -58,6 +59,7 @@ cdef class ChunkBatch:
         keep = set_up_job(&self.b, settings, chunk_shape, plans, <cnp.ndarray?>data,
                           write_empty_chunks, points)
         self.b.stream_out = data.nbytes >= ZC_STREAM_OUT_MIN
+        self._data_writable = data.flags.writeable
         strncpy(self.b.key_head, head, ZC_BATCH_PATH_MAX - 1)
         strncpy(self.b.lock_dir, lock, ZC_BATCH_PATH_MAX - 1)
         self.b.sep = ord(sep)
@@ -97,6 +99,7 @@ cdef class ChunkBatch:
         return zc_batch_split_reads(&self.b, nthreads)
 
     def work_read(self):
+        check_read_into(self._data_writable)
         with nogil:
             zc_batch_read_worker(&self.b)
 

@@ -4,6 +4,10 @@ from typing import Any
 
 SETTLE_SECONDS: float
 INDEX_SHARE: int
+CACHE_BYTES_MAX: int
+
+def check_budget(budget: object, setting: str, chunk_bytes: int | None = None,
+                 chunk: str = "chunk") -> int: ...
 
 class ChunkCache:
     capacity: int

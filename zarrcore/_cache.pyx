@@ -1,11 +1,14 @@
 # cython: language_level=3
 """Bindings for csrc/zc_chunk_cache.c: the decoded-chunk cache that an Array's compiled reads
 (ChunkBatch, ShardBatch) share, the same cache a native handle keeps (zc_array.c)."""
+import operator
 import os
 
 from libc.stdint cimport int64_t, uint64_t
 
 from zarrcore._jobs cimport zc_chunk_cache
+
+from .errors import SettingTypeError
 
 cdef extern from "zc_chunk_cache.h":
     ctypedef struct zc_chunk_cache_stats:
@@ -25,6 +28,29 @@ SETTLE_SECONDS = ZC_CHUNK_CACHE_SETTLE_NS / 1e9
 # Of a sharded array's budget, this share keeps checked shard indexes (as zc_array.c's), so
 # that reads served from the cache need not read them.
 INDEX_SHARE = 8
+# The largest budget: the cache counts its bytes in an int64 (zc_chunk_cache.c).
+CACHE_BYTES_MAX = 2**63 - 1
+
+
+def check_budget(budget, str setting, chunk_bytes=None, str chunk="chunk"):
+    """`budget` as a decoded-chunk cache's bytes, by the one rule for every cache (an array's,
+    a native handle's): an integer, 0 (no cache) or from one `chunk` of `chunk_bytes` (when
+    known) to CACHE_BYTES_MAX. ValueError naming `setting` otherwise (SettingTypeError, a
+    TypeError too, for what is no integer)."""
+    try:
+        if isinstance(budget, bool):
+            raise TypeError
+        budget = operator.index(budget)
+    except TypeError:
+        raise SettingTypeError(f"{setting} must be an integer number of bytes, not "
+                               f"{budget!r}") from None
+    if budget and chunk_bytes is not None and budget < chunk_bytes:
+        raise ValueError(f"{setting} must be 0 (no cache) or hold at least one {chunk} of "
+                         f"{chunk_bytes} bytes, not {budget}")
+    if budget < 0 or budget > CACHE_BYTES_MAX:
+        raise ValueError(f"{setting} must be from 0 (no cache) to {CACHE_BYTES_MAX} (2**63 - 1) "
+                         f"bytes, not {budget}")
+    return budget
 
 
 cdef class ChunkCache:

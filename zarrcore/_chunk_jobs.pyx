@@ -11,8 +11,8 @@ import numpy as np
 
 from zarrcore._cache cimport ChunkCache
 from zarrcore._jobs cimport (
-    set_up_job, stop_claims, zc_chunk_cache_entry, zc_chunk_cache_find, zc_chunk_cache_unpin,
-    zc_chunk_version, zc_shard_job, zc_shard_job_list, zc_shard_job_prepare,
+    check_read_into, set_up_job, stop_claims, zc_chunk_cache_entry, zc_chunk_cache_find,
+    zc_chunk_cache_unpin, zc_chunk_version, zc_shard_job, zc_shard_job_list, zc_shard_job_prepare,
     zc_shard_read_worker, zc_shard_task_chunk, zc_shard_write_worker,
 )
 
@@ -74,11 +74,13 @@ cdef class _CompiledJob:
     """The compiled job ShardJob and ChunkWaves hand to the pool's workers."""
 
     cdef zc_shard_job j
+    cdef bint data_writable
 
     def __cinit__(self):
         memset(&self.j, 0, sizeof(zc_shard_job))
 
     def work_read(self):
+        check_read_into(self.data_writable)
         with nogil:
             zc_shard_read_worker(&self.j)
 
@@ -113,6 +115,7 @@ cdef class ShardJob(_CompiledJob):
         for d in range(self.j.ndim):
             self.j.grid[d] = grid[d]
         self._keep = (*keep, data, src)
+        self.data_writable = data.flags.writeable
         self._hold(src)
         if zc_shard_job_prepare(&self.j) != ZC_OK:
             raise ValueError("invalid shard job")
@@ -204,6 +207,7 @@ cdef class ChunkWaves(_CompiledJob):
             self.j.grid[d] = grid[d]
         self.j.src_by_task = 1
         self._keep = (*keep, data)
+        self.data_writable = data.flags.writeable
         self._pinned = []
         self._held = []
         if zc_shard_job_prepare(&self.j) != ZC_OK:

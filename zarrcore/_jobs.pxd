@@ -21,6 +21,14 @@ cdef inline void stop_claims(int *failed) noexcept nogil:
     zc_atomic_store_int(failed, 1, ZC_RELEASE)
 
 
+cdef inline int check_read_into(bint writable) except -1:
+    """A read writes into the caller's array: refuse one that is read-only (as numpy does),
+    before any worker writes (a `bytes` object's or a read-only memory map's memory)."""
+    if not writable:
+        raise ValueError("output array is read-only")
+    return 0
+
+
 cdef extern from "zc_chain.h":
     int ZC_COMP_NONE, ZC_COMP_ZSTD, ZC_COMP_BLOSC, ZC_COMP_GZIP, ZC_COMP_ZLIB
     ctypedef struct zc_chain:

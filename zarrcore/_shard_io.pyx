@@ -16,8 +16,8 @@ from ._files cimport FileRoot
 from ._jobs cimport (
     ZC_SHARD_INDEX_CHECKSUM, ZC_SHARD_INDEX_ENTRY, ZC_SHARD_INDEX_IN_INDEX,
     ZC_SHARD_INDEX_SHORT, ZC_SHARD_IO_PATH_MAX, ZC_SHARD_IO_PREFETCH_MAX, ZC_STREAM_OUT_MIN,
-    set_up_chain, set_up_lists, set_up_pieces, stop_claims, zc_chain, zc_piece, zc_shard_io,
-    zc_memstore, zc_shard_io_close_files, zc_shard_io_free, zc_shard_io_prepare,
+    check_read_into, set_up_chain, set_up_lists, set_up_pieces, stop_claims, zc_chain,
+    zc_piece, zc_shard_io, zc_memstore, zc_shard_io_close_files, zc_shard_io_free, zc_shard_io_prepare,
     zc_shard_io_read_ahead_worker, zc_shard_io_read_worker, zc_shard_io_reads_ahead,
     zc_shard_io_slot_key, zc_shard_io_write_worker,
 )
@@ -128,6 +128,8 @@ cdef class ShardBatch:
         if len(plans) != ndim:
             raise ValueError("one plan per axis")
         cdef cnp.ndarray array = data
+        if not writing:
+            check_read_into(array.flags.writeable)
         lists = None if writing else []
         table = set_up_pieces(plans, array, &self.io.pieces, self.io.piece_offset,
                               self.io.npieces, self.io.data_strides, lists)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from . import _memory, nodes
+from ._cache import check_budget
 from .array_api import ArrayHandle
 from .codecs import ZstdCodec, codec_from_v2
 from .codecs.base import ChunkSpec
@@ -27,12 +28,12 @@ from .errors import (
     ArrayNotFoundError, MetadataError, NodeNotFoundError, SelectionError, ShapeMismatchError,
 )
 from .metadata import ArrayMetadataV2, ArrayMetadataV3, ChunkKeyEncoding
-from .metadata.common import check_attributes
+from .metadata.common import INT64_MAX, check_attributes
 from .metadata.grid import AxisChunks, ChunkGrid, grid_from_spelling, rectilinear_spelling
 from .metadata.v3 import default_codecs
 from .indexing import (
-    BasicIndexer, BlockIndexer, OrthogonalIndexer, coordinate_indexer, expand_selection,
-    is_int, mask_indexer, numpy_indexer, pop_fields,
+    BasicIndexer, BlockIndexer, OrthogonalIndexer, check_out, coordinate_indexer,
+    expand_selection, is_int, mask_indexer, numpy_indexer, pop_fields,
 )
 from .codecs.chain import CodecChain
 from .engine import ChunkEngine
@@ -95,7 +96,7 @@ class Array(nodes.Node):
             metadata.dtype, self._read_fill_value(metadata), codecs, where,
             key_layout=self._key_layout(metadata), array_shape=metadata.shape,
             write_empty_chunks=self._config["write_empty_chunks"], grid=metadata.grid,
-            cache_bytes=self._config.get("cache_bytes", global_config.cache_bytes),
+            cache_bytes=self._config.get("cache_bytes"),
             options=array_options({k: v for k, v in self._config.items() if k in ARRAY_OPTIONS}),
         )
 
@@ -643,25 +644,27 @@ class Array(nodes.Node):
             indexer = OrthogonalIndexer(stacked, self.shape, self._grid)
             if isinstance(out, np.ndarray):
                 return self._read(indexer, out)
-            data = self._read(indexer)
             if out is None:
-                return list(data)
+                return list(self._read(indexer))
+            for target in out:  # (all of them before anything is read)
+                self._check_out(target, indexer.shape[1:])
+            data = self._read(indexer)
             for i, target in enumerate(out):
-                self._check_out(target, data.shape[1:])
                 target[...] = data[i]
             return out
+        indexers = [numpy_indexer(s, self.shape, self._grid) for s in selections]
+        if out is not None:
+            for target, indexer in zip(out, indexers):
+                self._check_out(target, indexer.shape)
 
         def one(i: int) -> Any:
-            return self._read(numpy_indexer(selections[i], self.shape, self._grid),
-                              None if out is None else out[i])
+            return self._read(indexers[i], None if out is None else out[i])
 
         results = parallel_map(one, range(len(selections)), self._chunks.options.num_threads)
         return results if out is None else out
 
     def _check_out(self, out: np.ndarray, shape: tuple[int, ...]) -> None:
-        if out.shape != shape:
-            raise ShapeMismatchError(
-                f"array {self.name!r}: out has shape {out.shape}, selection has shape {shape}")
+        check_out(out, shape, f"array {self.name!r}")
 
     def set_orthogonal_selection(self, selection: Selection, value: npt.ArrayLike,
                                  fields: Fields = None) -> None:
@@ -1339,6 +1342,8 @@ def _one_int_each(selections: list[Any], ndim: int) -> tuple[Any, ...] | None:
         if not is_int(first) or not all(r is Ellipsis or type(r) is slice or is_int(r)
                                          for r in rest):
             return None
+        if not -INT64_MAX - 1 <= first <= INT64_MAX:
+            return None  # (out of bounds: read alone, it raises the IndexError numpy gives)
         firsts.append(first)
         rests.add(tuple((r.start, r.stop, r.step) if type(r) is slice else r for r in rest))
         if len(rests) > 1:
@@ -1376,10 +1381,8 @@ def _array_config(config: Any) -> dict[str, Any]:
     if order is None:
         order = global_config.array_order
     cache_bytes = config.get("cache_bytes")
-    if cache_bytes is not None and (isinstance(cache_bytes, bool) or
-                                    not isinstance(cache_bytes, int) or cache_bytes < 0):
-        raise ValueError(f"array config: cache_bytes must be an integer >= 0, not "
-                         f"{cache_bytes!r}")
+    if cache_bytes is not None:
+        cache_bytes = check_budget(cache_bytes, "array config: cache_bytes")
     # read_missing_chunks, cache_bytes and ARRAY_OPTIONS only when given: None follows
     # zarrcore.config.
     own = checked_array_options({k: v for k, v in config.items() if k in ARRAY_OPTIONS})

@@ -52,7 +52,14 @@
  * Before the table is imported the calls do not crash: zc_array_from_capsule raises
  * RuntimeError (returns NULL), read, write and read_chunk return ZC_ARRAY_ERR_NOT_IMPORTED
  * with a message, ndim and shard_shape return -1, itemsize 0, dtype ZC_ARRAY_DTYPE_OTHER,
- * is_closed 1, and the others do nothing. */
+ * is_closed 1, and the others do nothing.
+ *
+ * Every call checks its pointers. A NULL handle, or a NULL where a call writes its answer
+ * (the `out` of shape, chunk_shape, shard_shape, fill_value), gets the same answers as before
+ * the import, writing nothing: read, write and read_chunk return ZC_ARRAY_ERR_ARGUMENT (also
+ * for a NULL buffer, start, shape or coords where the array has dimensions), ndim and
+ * shard_shape -1, itemsize 0, dtype ZC_ARRAY_DTYPE_OTHER, is_closed 1; retain, release,
+ * shape, chunk_shape and fill_value do nothing. */
 #ifndef ZARRCORE_ARRAY_API_H
 #define ZARRCORE_ARRAY_API_H
 
@@ -202,11 +209,27 @@ static inline int zc_import_array_api(void)
 }
 
 /* The handle in a capsule from ArrayHandle.capsule(), with a new reference the caller drops
- * with zc_array_release; NULL with a Python exception set. Call with the GIL. */
+ * with zc_array_release; NULL with a Python exception set (TypeError for anything but such a
+ * capsule, saying what to pass). Call with the GIL. */
 static inline zc_array *zc_array_from_capsule(PyObject *capsule)
 {
     if (ZarrcoreArrayAPI == NULL) {
         PyErr_SetString(PyExc_RuntimeError, ZC_ARRAY_NOT_IMPORTED_TEXT);
+        return NULL;
+    }
+    if (capsule == NULL || !PyCapsule_IsValid(capsule, "zarrcore.array")) {
+        const char *type = capsule == NULL ? "NULL" : Py_TYPE(capsule)->tp_name;
+        const char *name = capsule != NULL && PyCapsule_CheckExact(capsule)
+                               ? PyCapsule_GetName(capsule) : NULL;
+        PyErr_Clear(); /* (from PyCapsule_GetName) */
+        PyErr_Format(PyExc_TypeError,
+                     "expected the capsule of a zarrcore array handle, not %s%s%s%s: pass "
+                     "handle.capsule() (the capsule it returns), where handle = "
+                     "array.native_handle()",
+                     strcmp(type, "zarrcore.array_api.ArrayHandle") == 0
+                         ? "the ArrayHandle itself" : "a ",
+                     strcmp(type, "zarrcore.array_api.ArrayHandle") == 0 ? "" : type,
+                     name != NULL ? " named " : "", name != NULL ? name : "");
         return NULL;
     }
     zc_array *a = (zc_array *)PyCapsule_GetPointer(capsule, "zarrcore.array");

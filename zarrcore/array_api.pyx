@@ -3,7 +3,6 @@
 ArrayHandle that zarrcore.Array.native_handle() makes, the capsule _C_API holding the C
 function table, and raise_status, which turns a failed call's status into its exception."""
 import math
-import operator
 import os
 
 import numpy as np
@@ -17,6 +16,7 @@ from ._files cimport FileRoot
 from ._jobs cimport ZC_BATCH_PATH_MAX, set_up_chain, zc_batch, zc_memstore, zc_shard_io
 from ._status cimport ZC_MAX_NDIM
 
+from ._cache import check_budget
 from ._status import CALL_ERRNO, status_error
 from .errors import (
     ChecksumError, ChunkDecodeError, LockUnavailableError, OutsideStoreError, ReadOnlyError,
@@ -216,12 +216,8 @@ cdef class ArrayHandle:
                 order_ptr = &order[0]
         inner = settings["chunk_shape"] if sharding is not None else chunks.chunk_shape
         chunk_bytes = array.dtype.itemsize * math.prod(inner)
-        cache_bytes = operator.index(cache_bytes)
-        if cache_bytes and cache_bytes < chunk_bytes:
-            raise ValueError(
-                f"cache_bytes must be 0 (no cache) or hold at least one "
-                f"{'inner chunk' if sharding is not None else 'chunk'} of {chunk_bytes} bytes, "
-                f"not {cache_bytes}")
+        cache_bytes = check_budget(cache_bytes, "cache_bytes", chunk_bytes,
+                                   "chunk" if sharding is None else "inner chunk")
         self.ptr = zc_array_new(&b, &io if sharding is not None else NULL, order_ptr, head_len,
                                 array.read_only, cache_bytes, dtype_code(array.dtype))
         if self.ptr == NULL:

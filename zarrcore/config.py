@@ -14,6 +14,8 @@ would hand a request to zarr-python's own pipeline.
 The resource limits on what stored metadata may declare (`max_dimensions`, `max_chunk_bytes`,
 `max_shard_index_entries`, `max_codecs`) come from `ZARRCORE_MAX_DIMENSIONS`,
 `ZARRCORE_MAX_CHUNK_BYTES`, `ZARRCORE_MAX_SHARD_INDEX_ENTRIES` and `ZARRCORE_MAX_CODECS`.
+An integer variable below its least value (or `ZARRCORE_CACHE_BYTES` above 2**63 - 1) is
+refused, as config.set refuses it: a ValueError naming the variable, at import.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol, TypeVar
 
 from . import _memory
+from ._cache import check_budget
 from ._portable import at_fork_in_child
 from ._status import MAX_NDIM
 
@@ -32,14 +35,18 @@ _R = TypeVar("_R")
 
 
 def _env_int(name: str, default: int, minimum: int) -> int:
-    """Integer environment variable `name` (at least `minimum`), or `default` when unset."""
+    """Integer environment variable `name` (at least `minimum`, as config.set requires), or
+    `default` when unset."""
     value = os.environ.get(name)
     if not value:
         return default
     try:
-        return max(minimum, int(value))
+        number = int(value)
     except ValueError:
         raise ValueError(f"{name} must be an integer, not {value!r}") from None
+    if number < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, not {value!r}")
+    return number
 
 
 # The compiled core handles at most this many dimensions (csrc/zc_status.h).
@@ -131,7 +138,8 @@ class Config:
         _memory.set_limit(self.buffer_pool_bytes)
         # The decoded-chunk cache of each array opened or created from now on, in bytes, of
         # which its reads' threads share (0: none); an array's `cache_bytes` overrides it.
-        self.cache_bytes = _env_int("ZARRCORE_CACHE_BYTES", 0, 0)
+        self.cache_bytes = check_budget(_env_int("ZARRCORE_CACHE_BYTES", 0, 0),
+                                        "ZARRCORE_CACHE_BYTES")
         # Requests one call of a remote store keeps in flight at once (one get_many or
         # set_many, so one array read or write): object stores answer each in tens of
         # milliseconds, so throughput needs many in flight. Calls from several threads each
@@ -244,11 +252,13 @@ class Config:
     def _checked(name: str, value: Any) -> Any:
         if name not in _OPTIONS:
             raise TypeError(f"unknown config option {name!r}")
-        if name in ("num_threads", "io_concurrency", "io_process_concurrency", "io_retries",
-                    "buffer_pool_bytes", "cache_bytes", "coalesce_gap_bytes"):
+        if name == "cache_bytes":
+            value = check_budget(value, name)
+        elif name in ("num_threads", "io_concurrency", "io_process_concurrency", "io_retries",
+                      "buffer_pool_bytes", "coalesce_gap_bytes"):
             value = int(value)
-            least = (0 if name in ("io_retries", "buffer_pool_bytes", "cache_bytes",
-                                   "coalesce_gap_bytes") else 1)
+            least = (0 if name in ("io_retries", "buffer_pool_bytes", "coalesce_gap_bytes")
+                     else 1)
             if value < least:
                 raise ValueError(f"{name} must be >= {least}")
         elif name in ("write_empty_chunks", "read_missing_chunks", "confine_local_stores",

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._batch import ChunkBatch
-from ._cache import ChunkCache
+from ._cache import ChunkCache, check_budget
 from ._chunk_jobs import ChunkWaves
 from ._shard_io import ShardBatch, ShardSpec
 from .codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
@@ -44,7 +44,9 @@ from .errors import (
     ChunkNotFoundError, KeyChangedError, LockUnavailableError, ShardIndexError, WriteConflictError,
     ZarrcoreError,
 )
-from .indexing import BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer
+from .indexing import (
+    BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer, check_out,
+)
 from .metadata.grid import AxisChunks, ChunkGrid, chunk_start
 from .storage.base import UNCHANGED, at_most, bounded, get_at_most
 from . import _indexing
@@ -527,7 +529,7 @@ class ChunkEngine:
                  dtype: np.dtype[Any], fill_value: Any, codecs: Iterable[object], where: str,
                  key_layout: tuple[str, str, bool], array_shape: Sequence[int],
                  write_empty_chunks: bool | None = None, grid: ChunkGrid | None = None,
-                 cache_bytes: int = 0, options: Options = config) -> None:
+                 cache_bytes: int | None = None, options: Options = config) -> None:
         self.store = store
         self.key_prefix = key_prefix
         self._chunk_key = chunk_key
@@ -605,20 +607,25 @@ class ChunkEngine:
             self.partial.inner_native_form is not None)
         self.cache = self._chunk_cache(cache_bytes)
 
-    def _chunk_cache(self, cache_bytes: int) -> ChunkCache | None:
+    def _chunk_cache(self, cache_bytes: int | None) -> ChunkCache | None:
         """The decoded-chunk cache of `cache_bytes` that the compiled reads of a directory
         store, or of a MemoryStore's own data, share (`_batch`, `_shards`), and those of
         unsharded chunks of a store with `versioned_reads` (`_waves`: zip, object stores);
         of a regular grid, whose chunks all have one shape. None for 0, or when no such road
-        is open or the budget holds no (inner) chunk. Other stores give no identity of their
-        objects to validate entries by: they are never cached."""
+        is open. The array's own budget must hold an (inner) chunk (check_budget); None takes
+        zarrcore.config's, which every array shares: none where it holds no chunk. Other
+        stores give no identity of their objects to validate entries by: they are never
+        cached."""
+        chunk = self.partial.chunk_shape if self.partial is not None else self.chunk_shape
+        chunk_bytes = self.dtype.itemsize * math.prod(chunk)
+        if cache_bytes is None:
+            cache_bytes = config.cache_bytes if config.cache_bytes >= chunk_bytes else 0
+        else:
+            check_budget(cache_bytes, f"{self._where}: cache_bytes", chunk_bytes,
+                         "chunk" if self.partial is None else "inner chunk")
         if not cache_bytes or not self.grid.is_regular or (
                 self._batch is None and self._shards is None
                 and (self._waves is None or not self.store.versioned_reads)):
-            return None
-        chunk = self.partial.chunk_shape if self.partial is not None else self.chunk_shape
-        chunk_bytes = self.dtype.itemsize * math.prod(chunk)
-        if cache_bytes < chunk_bytes:
             return None
         # The versions the entries of `_waves` reads were decoded from, by key, which their
         # next reads ask the store about (Store.get_many_versioned); as many as the cache
@@ -854,7 +861,9 @@ class ChunkEngine:
         """Fill `out` (shape indexer.drop_shape, the result's order) with the selection,
         chunks in parallel. A shard replaced by a writer between the reads of its index and
         of its inner chunks (KeyChangedError from a store that keeps one version per read) is
-        read again."""
+        read again. Every read the compiled code does goes through here: `out` is checked
+        (shape, writable) before anything is written into it."""
+        check_out(out, indexer.drop_shape, self._where)
         for attempt in range(CONFLICT_RETRIES - 1):
             try:
                 return self._read_once(indexer, out)

@@ -59,6 +59,11 @@ class ObjectDataTypeError(ZarrcoreError, TypeError, ValueError):
     ValueError as zarr-python raises it, and a TypeError as for other unusable dtypes."""
 
 
+class SettingTypeError(ZarrcoreError, TypeError, ValueError):
+    """A setting of the wrong type (a float where a number of bytes belongs): a TypeError, and
+    a ValueError as the setting's values out of range are."""
+
+
 class UnsafeCodecError(ZarrcoreError, ValueError):
     """A codec whose decoding would run code taken from the store (a ValueError, as
     zarr-python's PickleCodecDisabledError)."""

@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from . import _indexing
 from ._types import Selection
-from .errors import SelectionError
+from .errors import SelectionError, ShapeMismatchError
 from .metadata.common import INT64_MAX
 from .metadata.grid import AxisChunks, AxisRuns, chunk_start, chunks_holding
 
@@ -49,6 +49,19 @@ class ChunkProjection:
     chunk_selection: tuple[Any, ...]  # ints, slices or int arrays
     out_selection: tuple[Any, ...]
     complete: bool
+
+
+def check_out(out: npt.NDArray[Any], shape: tuple[int, ...], what: str) -> None:
+    """Refuse an `out` that a read cannot fill, before anything is written into it: no numpy
+    array (TypeError), one not of `shape` (ShapeMismatchError), or read-only (ValueError, as
+    numpy's). `what` names the array in the message."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"{what}: out must be a numpy array, not {type(out).__name__}")
+    if out.shape != shape:
+        raise ShapeMismatchError(f"{what}: out has shape {out.shape}, selection has shape {shape}")
+    if not out.flags.writeable:
+        raise ValueError(f"{what}: out is read-only (its flags.writeable is False); a read "
+                         f"writes into it, so pass a writable array")
 
 
 def is_int(x: object) -> bool:
@@ -74,6 +87,10 @@ def _index_array(item: npt.ArrayLike) -> npt.NDArray[Any]:
         return a.astype(np.int64)
     if a.dtype.kind not in "iu":
         raise SelectionError("arrays used as indices must be of integer (or boolean) type")
+    if a.dtype.kind == "u" and a.size and a.max() > INT64_MAX:
+        # (Not wrapped around to a negative index as a cast to int64 would.)
+        raise SelectionError(f"index {int(a.max())} is out of bounds for any axis (the "
+                             f"longest holds 2**63 - 1 items)")
     return a
 
 

@@ -104,6 +104,10 @@ FALLBACKS = {
 }
 
 
+def _class_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
 def _cpu(buffer: NDBuffer) -> np.ndarray | None:
     """The numpy array of a CPU buffer, else None."""
     array = buffer.as_ndarray_like()
@@ -312,7 +316,7 @@ class _ArrayTarget:
         self.zarr_store = store
         self._store: Store | None = None
         self._root: Any = None  # (the zarr-python store's root `_store` was made for)
-        self._own_codecs: bool | None = None
+        self._foreign_codecs: list[str] | None = None
         self._zarr_metadata: Any = None
         self._arrays: dict[tuple[str, tuple[tuple[str, Any], ...]], Array] = {}
 
@@ -351,10 +355,11 @@ class _ArrayTarget:
                 raise
             raise found.with_traceback(found.__traceback__) from None
 
-    def own_codecs(self) -> bool:
-        """Whether every codec of the array is of a class of zarr-python's or numcodecs' own:
-        one registered in zarr-python's config in their place must run as it is."""
-        if self._own_codecs is None:
+    def foreign_codecs(self) -> list[str]:
+        """The classes of the array's codecs that are not zarr-python's or numcodecs' own
+        (module.name): one registered in zarr-python's config in their place must run as it
+        is. Empty when zarrcore may run them all."""
+        if self._foreign_codecs is None:
             codecs: list[Any] = []
             pending = [*getattr(self.metadata, "codecs", ()),
                        *(getattr(self.metadata, "filters", None) or ()),
@@ -366,9 +371,10 @@ class _ArrayTarget:
                 codecs.append(codec)
                 # (the sharding codec's inner and index chains)
                 pending += [*getattr(codec, "codecs", ()), *getattr(codec, "index_codecs", ())]
-            self._own_codecs = all(type(c).__module__.partition(".")[0] in ("zarr", "numcodecs")
-                                   for c in codecs)
-        return self._own_codecs
+            self._foreign_codecs = [
+                f"{type(c).__module__}.{type(c).__qualname__}" for c in codecs
+                if type(c).__module__.partition(".")[0] not in ("zarr", "numcodecs")]
+        return self._foreign_codecs
 
     def parsed(self) -> Any:
         """zarrcore's parse of the array's metadata document (MetadataError and others when
@@ -411,6 +417,20 @@ class _ArrayTarget:
                               self.zarr_store.read_only, settings)
             self._arrays[key] = found
         return found
+
+
+class _Fallback(NamedTuple):
+    """Why zarrcore does not run a request: `reason` (a key of FALLBACKS), what in particular
+    (`cause`: the codec, the store...; may be empty) and the array it is of (`where`)."""
+
+    reason: str
+    cause: str
+    where: str
+
+    def message(self) -> str:
+        cause = f": {self.cause}" if self.cause else ""
+        return (f"zarrcore's pipeline cannot run this request of {self.where} "
+                f"({FALLBACKS[self.reason]}{cause})")
 
 
 class _Request(NamedTuple):
@@ -527,9 +547,9 @@ class ZarrcorePipeline(CodecPipeline):
         target = _cpu(out)
         missing = batch[0][1].config.read_missing_chunks is False
 
-        def run() -> tuple[GetResult, ...] | str:
+        def run() -> tuple[GetResult, ...] | _Fallback:
             request = self._request(batch, out.shape, drop_axes, target, target)
-            if isinstance(request, str):
+            if isinstance(request, _Fallback):
                 return request
             assert target is not None  # (as `_request` saw)
             return _read(request, target, missing)
@@ -537,7 +557,7 @@ class ZarrcorePipeline(CodecPipeline):
         # (On a thread: the stores' blocking calls run their coroutines on zarr-python's
         # event loop, which runs this one.)
         done = await self._target.in_thread(run)
-        if isinstance(done, str):
+        if isinstance(done, _Fallback):
             return await self._fall_back(done, self.zarr_pipeline.read(batch, out, drop_axes))
         return done
 
@@ -555,28 +575,29 @@ class ZarrcorePipeline(CodecPipeline):
             return
         data = _cpu(value)
 
-        def run() -> str | None:
+        def run() -> _Fallback | None:
             request = self._request(batch, _selection_shape(batch, value), drop_axes, data,
                                     None)
-            if isinstance(request, str):
+            if isinstance(request, _Fallback):
                 return request
             assert data is not None  # (as `_request` saw)
             _write(request, data)
             return None
 
-        reason = await self._target.in_thread(run)
-        if reason is not None:
-            await self._fall_back(reason, self.zarr_pipeline.write(batch, value, drop_axes))
+        fallback = await self._target.in_thread(run)
+        if fallback is not None:
+            await self._fall_back(fallback, self.zarr_pipeline.write(batch, value, drop_axes))
 
-    async def _fall_back(self, reason: str, call: Coroutine[Any, Any, _T]) -> _T:
+    async def _fall_back(self, fallback: _Fallback, call: Coroutine[Any, Any, _T]) -> _T:
         """`call` (zarr-python's pipeline doing the request), unless config says to raise;
         a write it makes unprotected warns."""
         if not config.pipeline_fallback:
             call.close()
             raise PipelineFallbackError(
-                f"zarrcore's pipeline cannot run this request ({FALLBACKS[reason]}) and "
-                f"zarrcore.config.pipeline_fallback is False")
-        if reason == "unprotected":
+                f"{fallback.message()}, and zarrcore.config.pipeline_fallback is False: "
+                f"zarrcore.config.set(pipeline_fallback=True) lets zarr-python's own pipeline "
+                f"run it")
+        if fallback.reason == "unprotected":
             assert self._target is not None  # (only requests of an array fall back)
             warnings.warn(
                 f"zarr-python's pipeline writes part of a chunk or shard of "
@@ -589,38 +610,45 @@ class ZarrcorePipeline(CodecPipeline):
 
     def _request(self, batch: list[Entry], out_shape: tuple[int, ...] | None,
                  drop_axes: tuple[int, ...], data: np.ndarray | None,
-                 out: np.ndarray | None) -> _Request | str:
-        """zarrcore's request of `batch`, or the reason (a key of FALLBACKS) it has none."""
+                 out: np.ndarray | None) -> _Request | _Fallback:
+        """zarrcore's request of `batch`, or why it has none."""
         assert self._target is not None
+        store = self._target.zarr_store
+        where = f"the array of chunk {batch[0][0].path!r} in {store!r}"
         spec = batch[0][1]
         prototype = spec.prototype
-        if data is None or prototype.buffer is not cpu.Buffer \
-                or prototype.nd_buffer is not cpu.NDBuffer:
-            return "buffer"
-        if not self._target.own_codecs():
-            return "codec"
-        store = self._target.zarr_store
-        if not of_store_class(store) or not all(
-                isinstance(e[0], StorePath) and e[0].store is store for e in batch):
-            return "store"
+        if data is None:
+            return _Fallback("buffer", "the data is no numpy array", where)
+        if prototype.buffer is not cpu.Buffer or prototype.nd_buffer is not cpu.NDBuffer:
+            return _Fallback("buffer", f"{_class_name(prototype.buffer)} and "
+                             f"{_class_name(prototype.nd_buffer)}", where)
+        foreign = self._target.foreign_codecs()
+        if foreign:
+            return _Fallback("codec", ", ".join(foreign), where)
+        if not of_store_class(store):
+            return _Fallback("store", "the store is of no zarr.abc.store.Store class", where)
+        if not all(isinstance(e[0], StorePath) and e[0].store is store for e in batch):
+            return _Fallback("store", "a chunk's byte getter is no StorePath of that store",
+                             where)
         order = _SHARD_WRITE_ORDERS.get(_subchunk_write_order(self._target.metadata), "C")
         if out is None and order is None:
-            return "write_order"
+            return _Fallback("write_order", "", where)
         try:
             parsed = self._target.parsed()
             layout = Array._key_layout(parsed)
-        except ZarrcoreError:
-            return "metadata"
+        except ZarrcoreError as error:
+            return _Fallback("metadata", str(error), where)
         ndim = len(parsed.shape)
         split = _split_key(None, batch[0][0].path, layout, ndim)
         if split is None or out_shape is None:
-            return "selection"
+            return _Fallback("selection", "", where)
         path = split[0]
+        where = f"array {path or '/'!r} in {store!r}"
         coords = [split[1]]
         for entry in batch[1:]:
             found = _split_key(path, entry[0].path, layout, ndim)
             if found is None:
-                return "selection"
+                return _Fallback("selection", f"chunk {entry[0].path!r}", where)
             coords.append(found[1])
         points = _is_points(batch, len(out_shape))
         for attempt in range(2):
@@ -628,8 +656,8 @@ class ZarrcorePipeline(CodecPipeline):
                 if attempt:
                     self._target.reread(path)
                 array = self._target.array(path, _settings(spec, order or "C"))
-            except ZarrcoreError:
-                return "metadata"
+            except ZarrcoreError as error:
+                return _Fallback("metadata", str(error), where)
             grid = array.chunk_engine.grid
             origins = [grid.origin(c) for c in coords]
             selection = (_points(origins, batch, out_shape[0], grid.shape) if points else
@@ -639,9 +667,11 @@ class ZarrcorePipeline(CodecPipeline):
                 break
         # (Covered chunks: zarrcore decides them itself by the shape stored now.)
         if selection is None or selection.outside:
-            return "selection"
+            return _Fallback("selection", "", where)
         if array.dtype.names is not None and data.dtype.names != array.dtype.names:
-            return "fields"  # (fields of another byte order are cast)
+            # (fields of another byte order are cast)
+            return _Fallback("fields", f"data of dtype {data.dtype}, the array's fields "
+                             f"{array.dtype.names}", where)
         zc_store = array.store
         if out is None and not (zc_store.supports_locks or zc_store.supports_conditional_writes
                                 or config.unsafe_partial_writes):
@@ -649,7 +679,7 @@ class ZarrcorePipeline(CodecPipeline):
             shape = self._target.parsed().shape
             ends = (np.asarray(origins) + array.chunk_engine.chunk_shape > shape).any(axis=1)
             if not all(e[4] for e in batch) or array.shape != shape and ends.any():
-                return "unprotected"
+                return _Fallback("unprotected", repr(zc_store), where)
         return _Request(array, selection, [e[0].path for e in batch])
 
 

@@ -234,6 +234,24 @@ def _first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
+# The fields of an S3 error document (<Error><Code>...</Code><Message>...</Message>...), which
+# obstore's messages carry whole.
+_ERROR_FIELD = re.compile(r"<(Code|Message|BucketName)>([^<]*)</\1>")
+# S3's codes for credentials it does not accept: an unknown key, a wrong secret, a bad token.
+_REFUSED_CREDENTIALS = frozenset({"InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken",
+                                  "ExpiredToken", "TokenRefreshRequired", "InvalidSecurity"})
+
+
+def _server_answer(error: BaseException) -> tuple[dict[str, str], str]:
+    """What the server answered, as far as `error` tells: the fields of its error document
+    (Code, Message, BucketName), and the error's first line (with the HTTP status) where that
+    raw document is replaced by its code and message."""
+    fields = dict(_ERROR_FIELD.findall(str(error)))
+    line = _first_line(error).split("<?xml")[0].split("<Error>")[0].rstrip(": ")
+    said = [fields[name] for name in ("Code", "Message") if name in fields]
+    return fields, f"{line} ({': '.join(said)})" if said else line
+
+
 def _is_missing(error: BaseException) -> bool:
     obs = _obstore()
     return isinstance(error, (FileNotFoundError, obs.exceptions.NotFoundError))
@@ -431,12 +449,21 @@ class ObjectStore(Store):
         if no_credentials is not None:
             return no_credentials
         obs = _obstore()
-        text = _first_line(error)
-        if isinstance(error, (PermissionError, obs.exceptions.PermissionDeniedError,
-                              obs.exceptions.UnauthenticatedError)):
-            code, what = errno.EACCES, "access denied"
+        fields, text = _server_answer(error)
+        if fields.get("Code") in _REFUSED_CREDENTIALS:
+            code, what = errno.EACCES, (
+                "access denied: the server does not accept these credentials; check the key "
+                "and secret (storage_options, or the environment's AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY) and the endpoint they belong to")
+        elif isinstance(error, (PermissionError, obs.exceptions.PermissionDeniedError,
+                                obs.exceptions.UnauthenticatedError)):
+            code, what = errno.EACCES, (
+                "access denied: check the key and secret, and that they may use this bucket "
+                "and key")
         elif "NoSuchBucket" in str(error):
-            code, what = errno.ENOENT, "the bucket does not exist"
+            bucket = fields.get("BucketName") or urllib.parse.urlsplit(self.url or "").netloc
+            code, what = errno.ENOENT, (
+                f"the bucket {bucket!r} does not exist" if bucket else "the bucket does not exist")
         elif (isinstance(error, (TimeoutError, asyncio.TimeoutError))
               or _TIMED_OUT.search(str(error))):
             code, what = errno.ETIMEDOUT, "timed out"
