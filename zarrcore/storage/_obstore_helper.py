@@ -1,0 +1,91 @@
+"""A process that runs obstore's requests for a process forked after obstore ran there.
+
+obstore's tokio runtime keeps its threads in the process that started it: a forked child
+inherits the runtime but not its threads, and every request there (on the parent's store
+objects or on new ones alike) waits forever. Such a child starts this file in a fresh
+interpreter (objectstore._ForkedObstore), on first use, and sends it each call over a socket:
+this process builds the stores from their pickles, so its connections are its own, and
+answers every call as it finishes (many in flight at once). It ends when the socket closes,
+so when the child ends, however it ends.
+
+Standard library and obstore only: it runs before anything else is imported, by path.
+Frames both ways: 8 bytes of length (little-endian), then a pickle. A call is
+(id, op, store pickle, args, kwargs); an answer (id, True, value) or (id, False,
+(module, class name, text)) of the exception it raised.
+"""
+import asyncio
+import collections
+import pickle
+import socket
+import struct
+import sys
+from typing import Any
+
+import obstore
+
+_HEADER = struct.Struct("<Q")
+# Stores built from their pickles, the least recently used forgotten past this many.
+_STORES_KEPT = 64
+
+
+def _read_all(result: Any) -> Any:
+    """What a GetResult holds, as the calling process rebuilds it."""
+    async def body() -> tuple[Any, Any, bytes]:
+        data = await result.bytes_async()
+        return result.meta, result.range, bytes(data)
+    return body()
+
+
+async def _answer(op: str, store: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    if op == "get_async":
+        return await _read_all(await obstore.get_async(store, *args, **kwargs))
+    if op == "get_ranges_async":
+        return [bytes(p) for p in await obstore.get_ranges_async(store, *args, **kwargs)]
+    if op == "list":
+        return [list(batch) async for batch in obstore.list(store, *args, **kwargs)]
+    if op == "list_with_delimiter":
+        return await obstore.list_with_delimiter_async(store, *args, **kwargs)
+    if op == "delete":
+        return await obstore.delete_async(store, *args, **kwargs)
+    if op in ("head_async", "put_async", "delete_async"):
+        return await getattr(obstore, op)(store, *args, **kwargs)
+    raise ValueError(f"no such call: {op!r}")
+
+
+async def _serve(sock: socket.socket) -> None:
+    reader, writer = await asyncio.open_connection(sock=sock)
+    stores: collections.OrderedDict[bytes, Any] = collections.OrderedDict()
+
+    def store_of(blob: bytes) -> Any:
+        store = stores.get(blob)
+        if store is None:
+            store = stores[blob] = pickle.loads(blob)
+            if len(stores) > _STORES_KEPT:
+                stores.popitem(last=False)
+        stores.move_to_end(blob)
+        return store
+
+    async def call(ident: int, op: str, blob: bytes, args: tuple[Any, ...],
+                   kwargs: dict[str, Any]) -> None:
+        try:
+            answer = (ident, True, await _answer(op, store_of(blob), args, kwargs))
+        except Exception as e:
+            answer = (ident, False, (type(e).__module__, type(e).__name__, str(e)))
+        frame = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+        writer.write(_HEADER.pack(len(frame)) + frame)
+        await writer.drain()
+
+    tasks = set()
+    while True:
+        try:
+            size, = _HEADER.unpack(await reader.readexactly(_HEADER.size))
+            message = pickle.loads(await reader.readexactly(size))
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return  # the child is gone
+        task = asyncio.ensure_future(call(*message))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+
+if __name__ == "__main__":
+    asyncio.run(_serve(socket.socket(fileno=int(sys.argv[-1]))))
