@@ -16,6 +16,7 @@ Frames both ways: 8 bytes of length (little-endian), then a pickle. A call is
 import asyncio
 import collections
 import pickle
+import signal
 import socket
 import struct
 import sys
@@ -88,4 +89,6 @@ async def _serve(sock: socket.socket) -> None:
 
 
 if __name__ == "__main__":
+    # A terminal's Ctrl-C reaches the whole process group: the process served decides.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     asyncio.run(_serve(socket.socket(fileno=int(sys.argv[-1]))))

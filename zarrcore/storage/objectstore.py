@@ -211,6 +211,12 @@ class _ForkedObstore(ModuleType):
                          name="zarrcore-obstore-helper").start()
         return ours
 
+    def close(self) -> None:
+        """Close this process's copy of the socket (in a child forked from its process)."""
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
     def _receive(self, sock: socket.socket, process: subprocess.Popen[bytes]) -> None:
         """Hand each answer to its caller; when the helper ends, fail every call left."""
         try:
@@ -326,6 +332,8 @@ def _forget_clients_in_child() -> None:
     global _clients_guard, _forked, _forked_guard
     _clients.clear()
     _clients_guard = threading.Lock()
+    if _forked is not None:
+        _forked.close()  # (its helper ends with the process it serves, not with this one)
     _forked, _forked_guard = None, threading.Lock()
     if _runtime_pid is not None:
         # Start the helper now, so that it imports obstore while the child sets itself up:
