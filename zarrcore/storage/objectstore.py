@@ -804,11 +804,15 @@ class ObjectStore(Store):
         return self._run(self._fetch(key, list(ranges)))
 
     @contextlib.contextmanager
-    def reader(self, key: str) -> Iterator[RangeReader | None]:
+    def reader(self, key: str, version: Any = None) -> Iterator[RangeReader | None]:
         """As Store.reader, of one version of the object: the first read notes its ETag and
         every later read asks for that ETag (If-Match), so a reader never mixes two versions;
-        if the object is replaced meanwhile, KeyChangedError."""
-        yield _ObjectReader(self, validate_key(key))
+        if the object is replaced meanwhile, KeyChangedError. With `version` (an earlier
+        reader's), every read asks for that one."""
+        reader = _ObjectReader(self, validate_key(key))
+        if version is not None:
+            reader.e_tag, reader.size = version
+        yield reader
 
     def get_many(self, requests: Sequence[Request], concurrency: int | None = None
                  ) -> Iterator[tuple[int, Fetched]]:
@@ -1252,6 +1256,14 @@ class _ObjectReader:
     def saw(self, meta: ObjectMeta) -> None:
         if self.e_tag is None:
             self.e_tag, self.size = meta["e_tag"], meta["size"]
+
+    @property
+    def version(self) -> tuple[str, int | None] | None:
+        """(ETag, size) of the version read, where ETags tell bytes apart (versioned_reads:
+        not an HTTP server's)."""
+        if self.e_tag is None or not self._store.versioned_reads:
+            return None
+        return self.e_tag, self.size
 
     def get_ranges(self, ranges: Sequence[ByteRange]) -> list[bytes] | None:
         return self._store._run(self._get_ranges(list(ranges)))
