@@ -181,7 +181,9 @@ def test_a_child_whose_helper_cannot_start_is_told_how_to_start_workers(remote_a
     a, data = remote_array
 
     def child():
-        objectstore._forked = None  # (the one started at the fork)
+        # Neither the helper asked for at the fork nor the template, and no interpreter to
+        # start one.
+        objectstore._forked = objectstore._template = None
         monkeypatch.setattr(sys, "executable", "/nonexistent/python")
         with pytest.raises(zarrcore.errors.StoreError,
                            match='DataLoader\\(multiprocessing_context="spawn"\\)'):

@@ -8,6 +8,14 @@ this process builds the stores from their pickles, so its connections are its ow
 answers every call as it finishes (many in flight at once). It ends when the socket closes,
 so when the child ends, however it ends.
 
+Started as `... template FD`, it is a template instead: a process that forks after obstore
+ran starts one first (objectstore._start_template), which imports obstore and waits. A
+child then hands it one end of a new socket pair (over the socket FD, which every child of
+that process inherits), and the template forks a helper for it: obstore's runtime has not
+started there, so the fork is safe, and the helper is ready in a millisecond rather than an
+interpreter's start. The template ends when every process that holds the other end of FD
+has ended.
+
 Standard library and obstore only: it runs before anything else is imported, by path.
 Frames both ways: 8 bytes of length (little-endian), then a pickle. A call is
 (id, op, store pickle, args, kwargs); an answer (id, True, value) or (id, False,
@@ -15,6 +23,7 @@ Frames both ways: 8 bytes of length (little-endian), then a pickle. A call is
 """
 import asyncio
 import collections
+import os
 import pickle
 import signal
 import socket
@@ -48,6 +57,12 @@ async def _answer(op: str, store: Any, args: tuple[Any, ...], kwargs: dict[str, 
         return await obstore.list_with_delimiter_async(store, *args, **kwargs)
     if op == "delete":
         return await obstore.delete_async(store, *args, **kwargs)
+    if op == "warm":  # the client built, the runtime started and a connection opened
+        try:
+            await obstore.head_async(store, *args)
+        except Exception:
+            pass  # (missing, as it should be)
+        return None
     if op in ("head_async", "put_async", "delete_async"):
         return await getattr(obstore, op)(store, *args, **kwargs)
     raise ValueError(f"no such call: {op!r}")
@@ -88,7 +103,32 @@ async def _serve(sock: socket.socket) -> None:
         task.add_done_callback(tasks.discard)
 
 
+def _template(control: socket.socket) -> None:
+    """Fork a helper for each socket handed over `control`, until nobody can hand one."""
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # (helpers are reaped by the system)
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 1, 4)
+        except InterruptedError:
+            continue
+        except OSError:
+            return
+        if not message and not fds:
+            return  # every process that held the other end has ended
+        for fd in fds:
+            if os.fork() == 0:
+                control.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                asyncio.run(_serve(socket.socket(fileno=fd)))
+                os._exit(0)
+            os.close(fd)
+
+
 if __name__ == "__main__":
     # A terminal's Ctrl-C reaches the whole process group: the process served decides.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    asyncio.run(_serve(socket.socket(fileno=int(sys.argv[-1]))))
+    given = socket.socket(fileno=int(sys.argv[-1]))
+    if sys.argv[-2] == "template":
+        _template(given)
+    else:
+        asyncio.run(_serve(given))

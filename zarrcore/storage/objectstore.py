@@ -51,7 +51,7 @@ from ..concurrency import each, fan_out, run_bounded
 from ..config import config
 from ..errors import (KeyChangedError, LockLostError, LockTimeoutError, LockUnavailableError,
                       ReadOnlyError, StoreError, StoreURLError, WriteConflictError)
-from .._portable import at_fork_in_child
+from .._portable import at_fork_in_child, before_fork
 from . import _aio
 from .base import (
     UNCHANGED, ByteRange, Fetched, RangeReader, ReadBytes, Request, Store, Unchanged, at_most,
@@ -110,6 +110,9 @@ _NOT_PARTIAL = re.compile(r"\bNotPartial\b")
 # OBJECT_STORE_COALESCE_PARALLEL; measured with obstore 0.12): the slots of the process's
 # bound such a call holds.
 _RANGES_IN_FLIGHT = 10
+# The clients (of those kept for sharing) that a child forked after obstore ran has its
+# helper make at once, with a HEAD of a missing object each: the most recently opened.
+WARMED_CLIENTS = 4
 # Clients kept for sharing (see _shared_client); the least recently opened are forgotten past
 # it, which only stops later stores from sharing theirs.
 KNOWN_CLIENTS = 64
@@ -131,6 +134,43 @@ _runtime_pid: int | None = None
 # The helper of this process when it is such a child (made on first use).
 _forked: _ForkedObstore | None = None
 _forked_guard = threading.Lock()
+# The socket to the helper template (see _obstore_helper) that the process where obstore ran
+# starts before it first forks; its children, and theirs, ask it for helpers.
+_template: socket.socket | None = None
+_HELPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_obstore_helper.py")
+
+
+def _helper_command(*args: str) -> list[str]:
+    # (By path, not as a module of the package: nothing else is imported there.)
+    return [sys.executable, "-c", "import runpy, sys; sys.path.pop(0); "
+            "runpy.run_path(sys.argv[1], run_name='__main__')", _HELPER, *args]
+
+
+def _start_template() -> None:
+    """(Before a fork.) Start the helper template, once, in the process where obstore ran:
+    its children then get helpers in a millisecond (forked from it) rather than a new
+    interpreter's start. Where that fails, each child starts a helper of its own."""
+    global _template
+    if _runtime_pid != os.getpid() or _template is not None:
+        return
+    try:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    except (AttributeError, OSError):
+        return
+    try:
+        os.set_inheritable(theirs.fileno(), True)
+        # (Not a Popen: the template outlives this process, which never waits for it.)
+        os.posix_spawn(sys.executable, _helper_command("template", str(theirs.fileno())),
+                       os.environ)
+    except (AttributeError, OSError):
+        ours.close()
+        return
+    finally:
+        theirs.close()
+    _template = ours
+
+
+before_fork(_start_template)
 
 
 def _obstore() -> ModuleType:
@@ -169,47 +209,59 @@ class _HelperResult:
 
 
 class _ForkedObstore(ModuleType):
-    """obstore's calls (those ObjectStore makes) run in a helper process started on first
-    use (storage/_obstore_helper.py, a fresh interpreter, so a runtime and connections of its
-    own), over a socket: the store objects go there as pickles. Its exceptions come back as
-    obstore's (or the built-in ones) of the same name. A child forked after obstore ran
-    starts it at once (see _forget_clients_in_child). Measured over a loopback S3: the
-    helper's start (obstore's import) takes 0.07-0.2 s, each request about 1 ms more."""
+    """obstore's calls (those ObjectStore makes) run in a helper process of this one
+    (storage/_obstore_helper.py: a runtime and connections of its own), over a socket: the
+    store objects go there as pickles. Its exceptions come back as obstore's (or the
+    built-in ones) of the same name. A child forked after obstore ran asks for it at the
+    fork (_forget_clients_in_child), from the template (_start_template) where there is one.
+    Measured over a loopback S3: a helper forked from a ready template answers the first
+    request in a few milliseconds, a new interpreter's after 0.07-0.2 s (obstore's import);
+    each request costs about 1 ms more than in the parent."""
 
     def __init__(self, obstore: ModuleType) -> None:
         super().__init__("obstore")
         self.exceptions = obstore.exceptions
         self.store = obstore.store
         self.parse_scheme = obstore.parse_scheme
-        self._process: subprocess.Popen[bytes] | None = None
         self._socket: socket.socket | None = None
         self._send_guard = threading.Lock()
         self._waiting: dict[int, concurrent.futures.Future[Any]] = {}
         self._ids = itertools.count()
 
     def connected(self) -> socket.socket:
-        """The socket to the helper, started if there is none (or it ended)."""
+        """The socket to the helper, which is started if there is none (or it ended): forked
+        by the template where there is one, else a new interpreter."""
         if self._socket is not None:
             return self._socket
         ours, theirs = socket.socketpair()
-        helper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_obstore_helper.py")
+        process = None
         try:
-            # (By path, not as a module of the package: nothing else is imported there.)
-            self._process = subprocess.Popen(
-                [sys.executable, "-c", "import runpy, sys; sys.path.pop(0); "
-                 "runpy.run_path(sys.argv[1], run_name='__main__')", helper,
-                 str(theirs.fileno())], pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
-        except OSError as e:
+            if _template is not None:
+                try:
+                    socket.send_fds(_template, [b"h"], [theirs.fileno()])
+                except OSError:
+                    process = self._start(theirs)  # (the template is gone)
+            else:
+                process = self._start(theirs)
+        except BaseException:
             ours.close()
-            raise StoreError(errno.EPERM, f"obstore cannot run in this process, forked after it "
-                             f"ran, and its helper process did not start ({e}): "
-                             f"{_aio.SPAWN_ADVICE}") from e
+            raise
         finally:
             theirs.close()
         self._socket = ours
-        threading.Thread(target=self._receive, args=(ours, self._process), daemon=True,
+        threading.Thread(target=self._receive, args=(ours, process), daemon=True,
                          name="zarrcore-obstore-helper").start()
         return ours
+
+    @staticmethod
+    def _start(theirs: socket.socket) -> subprocess.Popen[bytes]:
+        try:
+            return subprocess.Popen(_helper_command(str(theirs.fileno())),
+                                    pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
+        except OSError as e:
+            raise StoreError(errno.EPERM, f"obstore cannot run in this process, forked after it "
+                             f"ran, and its helper process did not start ({e}): "
+                             f"{_aio.SPAWN_ADVICE}") from e
 
     def close(self) -> None:
         """Close this process's copy of the socket (in a child forked from its process)."""
@@ -217,7 +269,7 @@ class _ForkedObstore(ModuleType):
             self._socket.close()
             self._socket = None
 
-    def _receive(self, sock: socket.socket, process: subprocess.Popen[bytes]) -> None:
+    def _receive(self, sock: socket.socket, process: subprocess.Popen[bytes] | None) -> None:
         """Hand each answer to its caller; when the helper ends, fail every call left."""
         try:
             while True:
@@ -236,13 +288,13 @@ class _ForkedObstore(ModuleType):
                 self._socket = None
             left, self._waiting = self._waiting, {}
         sock.close()
-        process.wait()
+        status = "" if process is None else f" with status {process.wait()}"
         for future in left.values():
             if not future.done():
                 future.set_exception(StoreError(
                     errno.EIO, f"the helper process that runs obstore's requests in this "
-                               f"process (forked after obstore ran) ended with status "
-                               f"{process.returncode}: {_aio.SPAWN_ADVICE}"))
+                               f"process (forked after obstore ran) ended{status}: "
+                               f"{_aio.SPAWN_ADVICE}"))
 
     def _exception(self, module: str, name: str, text: str) -> BaseException:
         """The helper's exception, as one of obstore's or a built-in one where it was."""
@@ -270,6 +322,11 @@ class _ForkedObstore(ModuleType):
                 raise StoreError(errno.EIO, f"cannot reach the helper process that runs "
                                             f"obstore's requests in this process: {e}") from e
         return future
+
+    def warm(self, store: ObstoreStore) -> None:
+        """Have the helper make `store`'s client and a connection (a HEAD of a missing
+        object), without waiting for it."""
+        self._call("warm", store, ".zarrcore-warm-up")
 
     async def _wait(self, op: str, store: ObstoreStore, *args: Any, **kwargs: Any) -> Any:
         return await asyncio.wrap_future(self._call(op, store, *args, **kwargs))
@@ -330,19 +387,23 @@ def _forget_clients_in_child() -> None:
     # The parent's clients, and its helper (when it was itself such a child), are not this
     # process's; nor are locks its other threads may have held.
     global _clients_guard, _forked, _forked_guard
+    recent = list(_clients.values())[-WARMED_CLIENTS:]
     _clients.clear()
     _clients_guard = threading.Lock()
     if _forked is not None:
         _forked.close()  # (its helper ends with the process it serves, not with this one)
     _forked, _forked_guard = None, threading.Lock()
     if _runtime_pid is not None:
-        # Start the helper now, so that it imports obstore while the child sets itself up:
-        # its first request then seldom waits for it (a DataLoader worker's first sample).
+        # Ask for the helper now, and have it make the clients the parent used last, start
+        # its runtime and connect, while the child sets itself up: its first request then
+        # seldom waits (a DataLoader worker's first sample).
         import obstore
 
         _forked = _ForkedObstore(obstore)
         with contextlib.suppress(StoreError):  # (the first call says why)
             _forked.connected()
+            for client in recent:
+                _forked.warm(client)
 
 
 at_fork_in_child(_forget_clients_in_child)
