@@ -224,6 +224,8 @@ class _ForkedObstore(ModuleType):
         self.store = obstore.store
         self.parse_scheme = obstore.parse_scheme
         self._socket: socket.socket | None = None
+        # (the socket and process whose answers no thread reads yet)
+        self._unread: tuple[socket.socket, subprocess.Popen[bytes] | None] | None = None
         self._send_guard = threading.Lock()
         self._waiting: dict[int, concurrent.futures.Future[Any]] = {}
         self._ids = itertools.count()
@@ -249,8 +251,10 @@ class _ForkedObstore(ModuleType):
         finally:
             theirs.close()
         self._socket = ours
-        threading.Thread(target=self._receive, args=(ours, process), daemon=True,
-                         name="zarrcore-obstore-helper").start()
+        # (Its answers are read by a thread started by the first call that waits for one:
+        # none starts at the fork, where a new thread may take the identity of one of the
+        # parent's, which _aio.run looks for.)
+        self._unread = (ours, process)
         return ours
 
     @staticmethod
@@ -306,8 +310,10 @@ class _ForkedObstore(ModuleType):
             return kind(text)
         return StoreError(errno.EIO, f"{name}: {text}")
 
-    def _call(self, op: str, store: ObstoreStore, *args: Any,
+    def _call(self, op: str, store: ObstoreStore, *args: Any, waits: bool = True,
               **kwargs: Any) -> concurrent.futures.Future[Any]:
+        """Send the call `op`; its answer comes to the future returned (`waits`: the
+        caller will wait for it, so answers must be read from now on)."""
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         ident = next(self._ids)
         frame = pickle.dumps((ident, op, pickle.dumps(store), args, kwargs),
@@ -321,12 +327,16 @@ class _ForkedObstore(ModuleType):
                 self._waiting.pop(ident, None)
                 raise StoreError(errno.EIO, f"cannot reach the helper process that runs "
                                             f"obstore's requests in this process: {e}") from e
+            if waits and self._unread is not None:
+                threading.Thread(target=self._receive, args=self._unread, daemon=True,
+                                 name="zarrcore-obstore-helper").start()
+                self._unread = None
         return future
 
     def warm(self, store: ObstoreStore) -> None:
         """Have the helper make `store`'s client and a connection (a HEAD of a missing
         object), without waiting for it."""
-        self._call("warm", store, ".zarrcore-warm-up")
+        self._call("warm", store, ".zarrcore-warm-up", waits=False)
 
     async def _wait(self, op: str, store: ObstoreStore, *args: Any, **kwargs: Any) -> Any:
         return await asyncio.wrap_future(self._call(op, store, *args, **kwargs))
