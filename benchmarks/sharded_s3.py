@@ -9,8 +9,10 @@ per inner chunk of shards of 32 time steps, on moto's S3 server on 127.0.0.1, re
 proxy that counts requests. Workloads: `single` reads random time steps one `a[t]` at a
 time; `batch` reads them 32 at a time (`a[list]`). Each run opens the arrays anew, reads the
 samples once (shard indexes unknown: `first pass`) and again in another order (`second
-pass`). Prints samples/s and requests per sample; run from the checkout's root with its
-virtualenv (the test extra has moto).
+pass`). The sharded array is read twice per run: as it is, and with the array keeping no
+shard indexes (`engine.SHARD_INDEX_BYTES = 0`, as before they were kept), interleaved so
+that a busy machine weighs on both alike. Prints samples/s and requests per sample; run
+from the checkout's root with its virtualenv (the test extra has moto).
 """
 import argparse
 import os
@@ -22,6 +24,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 import zarrcore  # noqa: E402
+from zarrcore import engine  # noqa: E402
 from servers import CountingProxy, MotoServer  # noqa: E402
 
 T, SHAPE = 512, (64, 128)
@@ -63,8 +66,11 @@ def main():
         proxy = CountingProxy(server.port)
         rng = np.random.default_rng(1)
         results = {}
+        kept = engine.SHARD_INDEX_BYTES
         for run in range(args.repeats):
-            for name in ("unsharded", "sharded"):
+            for layout in ("unsharded", "sharded, no indexes kept", "sharded"):
+                name = layout.partition(",")[0]
+                engine.SHARD_INDEX_BYTES = 0 if "no indexes" in layout else kept
                 for workload in ("single", "batch"):
                     a = zarrcore.open_array(f"s3://{bucket}/{name}", mode="r",
                                             storage_options=server.storage_options(
@@ -74,13 +80,14 @@ def main():
                         before = proxy.requests
                         rate = one_pass(a, data, order, workload)
                         per_sample = (proxy.requests - before) / len(order)
-                        results.setdefault((name, workload, which), []).append(
+                        results.setdefault((layout, workload, which), []).append(
                             (rate, per_sample))
-        print(f"{'layout':10} {'workload':8} {'pass':12} {'samples/s':>18} {'requests/sample':>16}")
+        print(f"{'layout':25} {'workload':8} {'pass':12} {'samples/s':>18} "
+              f"{'requests/sample':>16}")
         for (name, workload, which), runs in results.items():
             rates = [r for r, _ in runs]
             per = [p for _, p in runs]
-            print(f"{name:10} {workload:8} {which:12} {min(rates):8.0f} - {max(rates):<8.0f}"
+            print(f"{name:25} {workload:8} {which:12} {min(rates):8.0f} - {max(rates):<8.0f}"
                   f" {min(per):7.2f} - {max(per):<6.2f}")
         proxy.stop()
     finally:
