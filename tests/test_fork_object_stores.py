@@ -192,6 +192,24 @@ def test_a_child_whose_helper_cannot_start_is_told_how_to_start_workers(remote_a
     assert run_in_child(child, timeout=60) == 0
 
 
+def test_a_child_with_an_obstore_memory_store_is_told_how_to_start_workers():
+    """An obstore MemoryStore's data is in this process's runtime only: it cannot go to a
+    child's helper, and the child is told what to do rather than reading nothing."""
+    from obstore.store import MemoryStore
+
+    a = zarrcore.create_array(zarrcore.storage.ObjectStore(MemoryStore()), shape=(4,),
+                              dtype="int32", chunks=(2,))
+    a[...] = [1, 2, 3, 4]
+    assert a[...].tolist() == [1, 2, 3, 4]
+
+    def child():
+        with pytest.raises(zarrcore.errors.StoreError,
+                           match='DataLoader\\(multiprocessing_context="spawn"\\)'):
+            a[...]
+
+    assert run_in_child(child, timeout=60) == 0
+
+
 def test_a_dataloader_with_forked_workers_reads_s3(s3_bucket):
     torch = pytest.importorskip("torch", reason="torch is not installed (not in the test "
                                                 "extra: a large download)")

@@ -316,8 +316,14 @@ class _ForkedObstore(ModuleType):
         caller will wait for it, so answers must be read from now on)."""
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         ident = next(self._ids)
-        frame = pickle.dumps((ident, op, pickle.dumps(store), args, kwargs),
-                             protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            blob = pickle.dumps(store)
+        except Exception as e:  # (an obstore MemoryStore: its data is in this process only)
+            raise StoreError(errno.EPERM, (
+                f"obstore cannot run in this process, forked after it ran, and {store!r} "
+                f"cannot go to the helper process that runs its requests here ({e}): "
+                f"{_aio.SPAWN_ADVICE}")) from e
+        frame = pickle.dumps((ident, op, blob, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
         with self._send_guard:
             sock = self.connected()
             self._waiting[ident] = future
