@@ -135,3 +135,25 @@ def test_http_etags_are_not_trusted_with_indexes(http_server):
     data[0:16] = -data[0:16]  # the same size, uncompressed: the same layout
     w[0:16] = data[0:16]
     np.testing.assert_array_equal(a[3], data[3])
+
+
+def test_the_ranges_of_a_batch_are_requested_at_once(s3_bucket, fault_proxy):
+    """Once the indexes are known, a batch's ranges in four shards go out together: each
+    held 0.2 s by a delaying proxy, they are seen in flight at once."""
+    from servers import CountingProxy
+
+    server, bucket = s3_bucket
+    data = np.arange(np.prod(SHAPE), dtype="float32").reshape(SHAPE)
+    _written(server, bucket, data)
+    counting = CountingProxy(int(fault_proxy.endpoint.rsplit(":", 1)[1]))
+    try:
+        a = _through(server, bucket, counting)
+        np.testing.assert_array_equal(a[[0, 16, 32, 48]], data[[0, 16, 32, 48]])
+        fault_proxy.faults.delay = 0.2
+        counting.peak_requests = 0
+        batch = [1, 17, 33, 49]
+        assert _requests(counting, lambda: np.testing.assert_array_equal(a[batch],
+                                                                         data[batch])) == 4
+        assert counting.peak_requests >= 2, counting.peak_requests
+    finally:
+        counting.stop()
