@@ -117,6 +117,55 @@ def test_os_fork_children_read_and_write_s3(s3_bucket):
     np.testing.assert_array_equal(a[...], data)
 
 
+def test_a_forked_child_sees_missing_chunks_and_replaced_shards(s3_bucket):
+    """obstore's answers that are errors come back to the child as themselves: a missing
+    chunk (404) reads as fill, a shard replaced since its index was read (412 on If-Match)
+    is read again through its new index."""
+    server, bucket = s3_bucket
+    data = _data()
+    url = f"s3://{bucket}/r.zarr"
+    a = zarrcore.create_array(url, shape=SHAPE, dtype="float32", chunks=CHUNKS,
+                              shards=(8, 24), fill_value=7,
+                              storage_options=server.storage_options())
+    a[:40] = data[:40]  # the last shard is not stored
+    data[40:] = 7
+    np.testing.assert_array_equal(a[...], data)  # every index known here
+
+    def child():
+        np.testing.assert_array_equal(a[44], data[44])
+        writer = zarrcore.open_array(url, mode="r+", storage_options=server.storage_options())
+        new = np.repeat(np.arange(8, dtype="float32")[:, None], SHAPE[1], axis=1)
+        writer[0:8] = new
+        np.testing.assert_array_equal(a[3], new[3])
+        np.testing.assert_array_equal(a[0:8], new)
+
+    assert run_in_child(child, timeout=60) == 0
+
+
+def test_a_child_forked_while_the_shard_indexes_are_locked_reads(s3_bucket):
+    """A thread of the parent holds the lock of an array's kept shard indexes at the fork
+    (here held throughout, so the fork surely finds it held): the child has a lock of its
+    own, and reads."""
+    server, bucket = s3_bucket
+    data = _data()
+    a = zarrcore.create_array(f"s3://{bucket}/l.zarr", shape=SHAPE, dtype="float32",
+                              chunks=CHUNKS, shards=(8, 24),
+                              storage_options=server.storage_options())
+    a[...] = data
+    np.testing.assert_array_equal(a[3], data[3])
+    lock = a._chunks._shard_indexes._lock
+    lock.acquire()
+    try:
+        def child():
+            np.testing.assert_array_equal(a[5], data[5])
+            np.testing.assert_array_equal(a[20], data[20])
+
+        assert run_in_child(child, timeout=30) == 0
+    finally:
+        lock.release()
+    np.testing.assert_array_equal(a[6], data[6])
+
+
 def test_children_forked_while_the_parent_reads_in_threads(remote_array):
     """The parent forks while its own reads are in flight on other threads (obstore's runtime
     busy, the I/O loop's slots taken): every child reads right, and so does the parent."""

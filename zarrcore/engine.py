@@ -25,6 +25,7 @@ import queue
 import random
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, Union
 
@@ -32,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._batch import ChunkBatch
+from ._portable import at_fork_in_child
 from ._cache import ChunkCache
 from ._chunk_jobs import ChunkWaves
 from ._shard_io import ShardBatch, ShardSpec
@@ -105,6 +107,7 @@ class ShardIndexes:
         self._known: collections.OrderedDict[str, tuple[Any, Entries]] = (
             collections.OrderedDict())
         self._lock = threading.Lock()
+        _every_shard_indexes.add(self)
 
     def get(self, key: str) -> tuple[Any, Entries] | None:
         with self._lock:
@@ -133,6 +136,19 @@ class ShardIndexes:
                 old = self._known.pop(key, None)
                 if old is not None:
                     self._held -= old[1].nbytes
+
+
+# Every ShardIndexes of the process: a forked child gives each a new lock, since one that a
+# thread of the parent held at the fork would never be released there.
+_every_shard_indexes: weakref.WeakSet[ShardIndexes] = weakref.WeakSet()
+
+
+def _unlock_shard_indexes_in_child() -> None:
+    for indexes in list(_every_shard_indexes):
+        indexes._lock = threading.Lock()
+
+
+at_fork_in_child(_unlock_shard_indexes_in_child)
 
 
 def conflict_pause(attempt: int) -> None:

@@ -280,11 +280,8 @@ class _ForkedObstore(ModuleType):
                 head = _receive_exactly(sock, _FRAME_HEADER.size)
                 ident, ok, value = pickle.loads(_receive_exactly(sock, *_FRAME_HEADER.unpack(head)))
                 future = self._waiting.pop(ident, None)
-                if future is not None and not future.done():
-                    if ok:
-                        future.set_result(value)
-                    else:
-                        future.set_exception(self._exception(*value))
+                if future is not None:
+                    _settle(future, value if ok else None, None if ok else self._exception(*value))
         except (OSError, EOFError, pickle.UnpicklingError):
             pass
         with self._send_guard:
@@ -294,11 +291,10 @@ class _ForkedObstore(ModuleType):
         sock.close()
         status = "" if process is None else f" with status {process.wait()}"
         for future in left.values():
-            if not future.done():
-                future.set_exception(StoreError(
-                    errno.EIO, f"the helper process that runs obstore's requests in this "
-                               f"process (forked after obstore ran) ended{status}: "
-                               f"{_aio.SPAWN_ADVICE}"))
+            _settle(future, None, StoreError(
+                errno.EIO, f"the helper process that runs obstore's requests in this "
+                           f"process (forked after obstore ran) ended{status}: "
+                           f"{_aio.SPAWN_ADVICE}"))
 
     def _exception(self, module: str, name: str, text: str) -> BaseException:
         """The helper's exception, as one of obstore's or a built-in one where it was."""
@@ -307,7 +303,9 @@ class _ForkedObstore(ModuleType):
         else:
             kind = getattr(builtins, name, None) if module == "builtins" else None
         if isinstance(kind, type) and issubclass(kind, Exception):
-            return kind(text)
+            with contextlib.suppress(Exception):  # (one that takes other arguments)
+                made: BaseException = kind(text)
+                return made
         return StoreError(errno.EIO, f"{name}: {text}")
 
     def _call(self, op: str, store: ObstoreStore, *args: Any, waits: bool = True,
@@ -380,6 +378,16 @@ class _ForkedObstore(ModuleType):
                             ) -> dict[str, Any]:
         listing: dict[str, Any] = self._call("list_with_delimiter", store, prefix).result()
         return listing
+
+
+def _settle(future: concurrent.futures.Future[Any], value: Any,
+            error: BaseException | None) -> None:
+    """Give `future` its result or `error`, unless its caller stopped waiting (cancelled)."""
+    with contextlib.suppress(concurrent.futures.InvalidStateError):
+        if error is None:
+            future.set_result(value)
+        else:
+            future.set_exception(error)
 
 
 def _receive_exactly(sock: socket.socket, size: int) -> bytes:
