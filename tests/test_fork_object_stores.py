@@ -13,7 +13,7 @@ import pytest
 
 import zarrcore
 from _child import run_in_child
-from zarrcore.storage import objectstore
+from zarrcore.storage import _obstore_runtime
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork"),
@@ -232,7 +232,7 @@ def test_a_child_whose_helper_cannot_start_is_told_how_to_start_workers(remote_a
     def child():
         # Neither the helper asked for at the fork nor the template, and no interpreter to
         # start one.
-        objectstore._forked = objectstore._template = None
+        _obstore_runtime._forked = _obstore_runtime._template = None
         monkeypatch.setattr(sys, "executable", "/nonexistent/python")
         with pytest.raises(zarrcore.errors.StoreError,
                            match='DataLoader\\(multiprocessing_context="spawn"\\)'):

@@ -2,14 +2,14 @@
 
 obstore's tokio runtime keeps its threads in the process that started it: a forked child
 inherits the runtime but not its threads, and every request there (on the parent's store
-objects or on new ones alike) waits forever. Such a child starts this file in a fresh
-interpreter (objectstore._ForkedObstore), on first use, and sends it each call over a socket:
-this process builds the stores from their pickles, so its connections are its own, and
-answers every call as it finishes (many in flight at once). It ends when the socket closes,
-so when the child ends, however it ends.
+objects or on new ones alike) waits forever. Such a child has this file run as its helper
+(_obstore_runtime._ForkedObstore) and sends it each call over a socket: this process builds
+the stores from their pickles, so its connections are its own, and answers every call as it
+finishes (many in flight at once). It ends when the socket closes, so when the child ends,
+however it ends.
 
 Started as `... template FD`, it is a template instead: a process that forks after obstore
-ran starts one first (objectstore._start_template), which imports obstore and waits. A
+ran starts one first (_obstore_runtime._start_template), which imports obstore and waits. A
 child then hands it one end of a new socket pair (over the socket FD, which every child of
 that process inherits), and the template forks a helper for it: obstore's runtime has not
 started there, so the fork is safe, and the helper is ready in a millisecond rather than an
