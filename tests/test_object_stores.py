@@ -639,8 +639,8 @@ def _read_first(array, queue):
 
 
 def test_s3_arrays_in_worker_processes(s3_bucket):
-    """Spawned workers take pickled arrays; a child forked after obstore ran gets a clear
-    error instead of hanging on obstore's vanished threads."""
+    """Spawned workers take pickled arrays; a child forked after obstore ran reads too,
+    through a helper process of its own (obstore's threads are not the child's)."""
     import multiprocessing
 
     server, bucket = s3_bucket
@@ -656,7 +656,7 @@ def test_s3_arrays_in_worker_processes(s3_bucket):
         results[method] = queue.get(timeout=120)
         process.join(60)
     assert results["spawn"] == [1, 2, 3]
-    assert "StoreError" in results["fork"] and "'spawn'" in results["fork"]
+    assert results["fork"] == [1, 2, 3]
 
 
 def test_s3_set_many_uploads_concurrently(s3_bucket, fault_proxy, io_config):

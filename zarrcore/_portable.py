@@ -15,7 +15,7 @@ reload re-chooses them everywhere (tests/test_portable.py runs the stand-ins on 
   where Python cannot open a directory (Windows), nothing.
 - `walk_files` and `list_names`: directories read from a descriptor where Python can (it has
   os.fwalk exactly there), else by path with os.scandir.
-- `at_fork_in_child`: os.register_at_fork where processes fork, else nothing.
+- `at_fork_in_child`, `before_fork`: os.register_at_fork where processes fork, else nothing.
 - `file_name_problem`: why a key cannot name a file here: on Windows a ':' opens an alternate
   stream of another file and CON or NUL a device, so such keys would put data elsewhere.
 """
@@ -140,8 +140,15 @@ if hasattr(os, "register_at_fork"):
     def at_fork_in_child(function: Callable[[], object]) -> None:
         """Call `function` in every child process forked from now on."""
         os.register_at_fork(after_in_child=function)
+
+    def before_fork(function: Callable[[], object]) -> None:
+        """Call `function` in this process before each fork from now on."""
+        os.register_at_fork(before=function)
 else:
     def at_fork_in_child(function: Callable[[], object]) -> None:
+        """Nothing: this system does not fork."""
+
+    def before_fork(function: Callable[[], object]) -> None:
         """Nothing: this system does not fork."""
 
 

@@ -25,6 +25,7 @@ import queue
 import random
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, Union
 
@@ -33,11 +34,12 @@ import numpy.typing as npt
 
 from ._batch import ChunkBatch
 from ._cache import ChunkCache, check_budget
+from ._portable import at_fork_in_child
 from ._chunk_jobs import ChunkWaves
 from ._shard_io import ShardBatch, ShardSpec
 from .codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
 from .codecs.chain import CodecChain
-from .codecs.sharding import EMPTY, coalesce
+from .codecs.sharding import EMPTY, Entries, coalesce
 from .concurrency import fan_out
 from .config import Claims, Options, config, parallel_map, run_workers
 from .errors import (
@@ -89,7 +91,66 @@ WAVE_BYTES_MIN = 8 << 20
 # works on that many files besides the readers' own. (Measured on 2 cores: a cold batch of
 # 32 samples 16-32% faster with 3 or 6, a warm one 2% slower with 3, 3-4% with 6.)
 READ_AHEAD_HELPERS = 3
+# Bytes of parsed shard indexes an array keeps (ShardIndexes): 16 bytes per inner chunk, so
+# the indexes of 16,384 shards of 64 inner chunks each.
+SHARD_INDEX_BYTES = 16 << 20
 _FETCH_DONE = object()
+
+
+class ShardIndexes:
+    """The parsed indexes of the shards an array read, by key, each with the version of the
+    shard it was read from (RangeReader.version): a later read asks a reader of that version
+    only (an object store's If-Match on the ETag), so it fetches the inner chunks it wants at
+    once, and a shard replaced meanwhile fails it (KeyChangedError), never reads through a
+    stale index. The least recently used are forgotten past `limit` bytes of entries."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit, self._held = limit, 0
+        self._known: collections.OrderedDict[str, tuple[Any, Entries]] = (
+            collections.OrderedDict())
+        self._lock = threading.Lock()
+        _every_shard_indexes.add(self)
+
+    def get(self, key: str) -> tuple[Any, Entries] | None:
+        with self._lock:
+            found = self._known.get(key)
+            if found is not None:
+                self._known.move_to_end(key)
+            return found
+
+    def put(self, key: str, version: Any, entries: Entries) -> None:
+        if entries.nbytes > self._limit:
+            return
+        entries = entries.copy()
+        entries.flags.writeable = False  # (shared by the reads that find it)
+        with self._lock:
+            old = self._known.pop(key, None)
+            if old is not None:
+                self._held -= old[1].nbytes
+            self._known[key] = (version, entries)
+            self._held += entries.nbytes
+            while self._held > self._limit:
+                self._held -= self._known.popitem(last=False)[1][1].nbytes
+
+    def forget(self, keys: Iterable[str]) -> None:
+        with self._lock:
+            for key in keys:
+                old = self._known.pop(key, None)
+                if old is not None:
+                    self._held -= old[1].nbytes
+
+
+# Every ShardIndexes of the process: a forked child gives each a new lock, since one that a
+# thread of the parent held at the fork would never be released there.
+_every_shard_indexes: weakref.WeakSet[ShardIndexes] = weakref.WeakSet()
+
+
+def _unlock_shard_indexes_in_child() -> None:
+    for indexes in list(_every_shard_indexes):
+        indexes._lock = threading.Lock()
+
+
+at_fork_in_child(_unlock_shard_indexes_in_child)
 
 
 def conflict_pause(attempt: int) -> None:
@@ -603,6 +664,11 @@ class ChunkEngine:
             b % c == 0 if isinstance(b, int) else not np.any(b.lengths % c)
             for b, c in zip(self.grid.axes, self.partial.chunk_shape))
         self._ranged_shards = not native and aligned
+        # The shard indexes those reads learned, for stores whose readers keep one version
+        # (and say which: RangeReader.version).
+        self._shard_indexes = (ShardIndexes(SHARD_INDEX_BYTES)
+                               if self._ranged_shards and store.readers_keep_one_version
+                               else None)
         self._inner_waves = aligned and self.partial is not None and (
             self.partial.inner_native_form is not None)
         self.cache = self._chunk_cache(cache_bytes)
@@ -1142,12 +1208,20 @@ class ChunkEngine:
         between the two cannot tear the read; other stores through get_many."""
         store = self.store
         concurrency, threads = self.options.io_concurrency, self.options.num_threads
+        indexes = self._shard_indexes
+        # The shards whose indexes `indexes` knew: read at the version they were learned from.
+        known: dict[int, Entries] = {}
         fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, Any]]]]
+        readers: dict[str, RangeReader | None] = {}
         if not store.readers_keep_one_version:
             def fetch(requests: Sequence[Request]) -> Iterator[list[tuple[int, Fetched]]]:
                 return arrivals(store, requests, concurrency)
         else:
-            readers: dict[str, RangeReader | None] = {}
+            for s, (key, ranges) in enumerate(requests):
+                hit = None if indexes is None or ranges is None else indexes.get(key)
+                if hit is not None:
+                    readers[key] = held.enter_context(store.reader(key, version=hit[0]))
+                    known[s] = hit[1]
 
             def read(request: Request) -> Sequence[ReadBytes] | None:
                 key, ranges = request
@@ -1163,63 +1237,106 @@ class ChunkEngine:
                 # few shards, and each would start and stop as many threads.
                 return fan_out(read, requests, concurrency, executor=config.io_executor())
 
+        try:
+            learned = self._read_indexed_shards(keys, requests, shard_tasks, local, codecs,
+                                                known, fetch, add, run, threads)
+        except KeyChangedError:
+            if indexes is not None:  # (the read is tried again, reading the indexes anew)
+                indexes.forget(keys)
+            raise
+        if indexes is not None:
+            for s, entries in learned.items():
+                # (None: a version the reader cannot tell, or one that tells no bytes apart)
+                version = getattr(readers.get(keys[s]), "version", None)
+                if version is not None:
+                    indexes.put(keys[s], version, entries)
+
+    def _read_indexed_shards(
+            self, keys: list[str], requests: list[tuple[str, list[ByteRange] | None]],
+            shard_tasks: list[Int64s], local: Int64s, codecs: Sequence[ShardingCodec],
+            known: dict[int, Entries],
+            fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, Any]]]],
+            add: Callable[[ReadBytes, Int64s, Int64s, Int64s], None],
+            run: Callable[[Int64s], None], threads: int) -> dict[int, Entries]:
+        """The waves of _read_shard_ranges: the indexes (or whole shards) of the shards whose
+        indexes are not `known`, then the inner chunks' ranges of them all. The indexes it
+        read, by shard."""
         # (key, [(start, stop)]), and the tasks whose bytes that range holds, their offsets
         # in it and lengths.
         ranged: list[tuple[Request, Int64s, Int64s, Int64s]] = []
+        learned: dict[int, Entries] = {}
+
+        def place(s: int, entries: Entries, data: ReadBytes | None) -> Int64s:
+            """Hand the tasks of shard `s` stored in the whole shard `data` to `add`, or
+            plan the ranges of those stored (data None): the tasks to run now."""
+            tasks = shard_tasks[s]
+            spans = entries[local[tasks]]
+            stored = spans[:, 0] != EMPTY
+            left: Int64s = tasks[~stored]
+            tasks, spans = tasks[stored], spans[stored]
+            if data is not None:  # (all of them run in this wave: those stored decode)
+                add(data, tasks, spans[:, 0].astype(np.int64), spans[:, 1].astype(np.int64))
+                return shard_tasks[s]
+            starts, stops, group = coalesce(spans[:, 0], spans[:, 1],
+                                            self.options.coalesce_gap_bytes,
+                                            self.options.coalesce_max_bytes)
+            order = np.argsort(group, kind="stable")
+            cuts = np.searchsorted(group[order], np.arange(len(starts) + 1))
+            for g, (start, stop) in enumerate(zip(starts.tolist(), stops.tolist())):
+                members = order[cuts[g]:cuts[g + 1]]
+                ranged.append(((keys[s], [(start, stop)]), tasks[members],
+                               spans[members, 0].astype(np.int64) - start,
+                               spans[members, 1].astype(np.int64)))
+            return left
+
+        known_keys = {keys[s] for s in known}
+        if known:
+            run(np.concatenate([place(s, entries, None) for s, entries in known.items()]))
+        unknown = [s for s in range(len(keys)) if s not in known]
         whole = at_most(self.chain.max_encoded_bytes)
         shard = self.dtype.itemsize * math.prod(self.chunk_shape)  # (decoded: a whole one's)
-        for batch in _in_waves(fetch, [(key, whole if ranges is None else ranges)
-                                       for key, ranges in requests],
-                               [shard if ranges is None else 0 for _, ranges in requests],
+        for batch in _in_waves(fetch, [(keys[s], whole if requests[s][1] is None
+                                        else requests[s][1]) for s in unknown],
+                               [shard if requests[s][1] is None else 0 for s in unknown],
                                shard, threads):
             wave = []
-            for s, parts in batch:
-                whole = requests[s][1] is None
-                data = self._stored(keys[s], parts) if whole else _first(parts)
-                tasks = shard_tasks[s]
-                wave.append(tasks)
+            for u, parts in batch:
+                s = unknown[u]
+                whole_shard = requests[s][1] is None
+                data = self._stored(keys[s], parts) if whole_shard else _first(parts)
                 if data is None:
+                    wave.append(shard_tasks[s])
                     continue  # not stored: fill
                 try:
-                    if whole:
+                    if whole_shard:
                         entries = codecs[s].parse_index(
                             memoryview(data)[slice(*codecs[s].index_range())], len(data))
                     else:
                         entries = codecs[s].parse_index(data)
                 except ZarrcoreError as e:
                     raise _with_key(e, keys[s]) from e
-                spans = entries[local[tasks]]
-                stored = spans[:, 0] != EMPTY
-                tasks, spans = tasks[stored], spans[stored]
-                if whole:
-                    add(data, tasks, spans[:, 0].astype(np.int64), spans[:, 1].astype(np.int64))
-                    continue
-                wave[-1] = wave[-1][~stored]  # the stored ones decode once their bytes arrive
-                starts, stops, group = coalesce(spans[:, 0], spans[:, 1],
-                                                self.options.coalesce_gap_bytes,
-                                                self.options.coalesce_max_bytes)
-                order = np.argsort(group, kind="stable")
-                cuts = np.searchsorted(group[order], np.arange(len(starts) + 1))
-                for g, (start, stop) in enumerate(zip(starts.tolist(), stops.tolist())):
-                    members = order[cuts[g]:cuts[g + 1]]
-                    ranged.append(((keys[s], [(start, stop)]), tasks[members],
-                                   spans[members, 0].astype(np.int64) - start,
-                                   spans[members, 1].astype(np.int64)))
+                learned[s] = entries
+                wave.append(place(s, entries, data if whole_shard else None))
             run(np.concatenate(wave))
             del data, parts, batch  # (the wave's bytes go while the next arrives)
         if not ranged:
-            return
+            return learned
         for batch in _in_waves(fetch, [r[0] for r in ranged],
                                [int(r[3].sum()) for r in ranged], shard, threads):
             for r, parts in batch:
-                _, tasks, offsets, lengths = ranged[r]
+                key, _ = ranged[r][0]
                 data = _first(parts)
                 if data is None:
+                    if key in known_keys:  # (deleted since its index was read)
+                        raise KeyChangedError(f"shard {key!r} was deleted")
                     raise ShardIndexError(
-                        f"shard {ranged[r][0][0]!r}: deleted while its inner chunks were read")
+                        f"shard {key!r}: deleted while its inner chunks were read")
+                _, tasks, offsets, lengths = ranged[r]
                 add(data, tasks, offsets, lengths)
             run(np.concatenate([ranged[r][1] for r, _ in batch]))
             del data, parts, batch  # (the wave's bytes go while the next arrives)
+        return learned
+
 
     # -- writes --------------------------------------------------------------
     def write(self, indexer: Indexer, value: npt.NDArray[Any]) -> None:

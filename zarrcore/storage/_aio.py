@@ -22,6 +22,10 @@ _loop_guard = threading.Lock()
 
 _T = TypeVar("_T")
 
+# What a process that cannot do its remote I/O because it was forked is told to do instead.
+SPAWN_ADVICE = ("start worker processes with multiprocessing's 'spawn' or 'forkserver' method "
+                "(with torch: DataLoader(multiprocessing_context=\"spawn\"))")
+
 # Seconds `run` waits at a time before it looks whether the loop still has its thread.
 _WAIT_SLICE = 0.25
 
@@ -164,8 +168,7 @@ def run(coro: Coroutine[Any, Any, _T], loop: asyncio.AbstractEventLoop | None = 
                     raise StoreError(errno.EPERM, (
                         f"{getattr(coro, '__qualname__', coro)}: no thread of this process "
                         f"runs its event loop (this process was forked after it started): "
-                        f"start worker processes with multiprocessing's 'spawn' or "
-                        f"'forkserver' method")) from None
+                        f"{SPAWN_ADVICE}")) from None
     except BaseException:
         future.cancel()
         raise

@@ -47,7 +47,10 @@ UNCHANGED = Unchanged()
 
 
 class RangeReader(Protocol):
-    """What Store.reader gives: byte ranges of one value, and its size when known."""
+    """What Store.reader gives: byte ranges of one value, and its size when known. A reader
+    that keeps one version of the value may also tell it, once it has read, as `version`
+    (a token that only equal bytes share; None when it cannot tell), which Store.reader
+    takes back to read that version only."""
 
     @property
     def size(self) -> int | None: ...
@@ -299,12 +302,14 @@ class Store:
         return out
 
     @contextlib.contextmanager
-    def reader(self, key: str) -> Iterator[RangeReader | None]:
+    def reader(self, key: str, version: Any = None) -> Iterator[RangeReader | None]:
         """Byte ranges of `key` for a series of reads: an object whose `get_ranges` reads as
         Store.get_ranges does and whose `size` is the value's size or None, or None when the
         key is known to be missing. Stores that can, override this to read one version of the
         value throughout, even when the key is replaced meanwhile; this one reads each range
-        from the value as it is at that moment."""
+        from the value as it is at that moment. `version`: one that an earlier reader of
+        the key told (RangeReader.version), to read only that (KeyChangedError when the key
+        has another); stores whose readers tell none are never given one."""
         yield _KeyReader(self, key)
 
     def get_many(self, requests: Sequence[Request], concurrency: int | None = None

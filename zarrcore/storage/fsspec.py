@@ -134,8 +134,7 @@ class FsspecStore(Store):
         except Exception as e:
             raise StoreError(errno.EPERM, (
                 f"{self!r} cannot open its filesystem anew in this process, forked from the "
-                f"one that made it ({type(e).__name__}: {e}): start worker processes with "
-                f"multiprocessing's 'spawn' or 'forkserver' method")) from e
+                f"one that made it ({type(e).__name__}: {e}): {_aio.SPAWN_ADVICE}")) from e
         self.fs = fs
         self._loop = fs.loop if self._async else None
         self._pid = os.getpid()

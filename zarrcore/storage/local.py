@@ -167,7 +167,7 @@ class LocalStore(Store):
             return None if reader is None else reader.get_ranges(ranges)
 
     @contextlib.contextmanager
-    def reader(self, key: str) -> Iterator[RangeReader | None]:
+    def reader(self, key: str, version: Any = None) -> Iterator[RangeReader | None]:
         """As Store.reader, from the open file: a replacement renamed over it meanwhile does not
         change what the reader reads."""
         fd = self._open(key, self._path(key))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Hashable, Iterator
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._memstore import NativeMemoryMap
 from .base import BytesReader, RangeReader, Store, validate_key, validate_prefix
@@ -77,7 +77,7 @@ class MemoryStore(Store):
         return bytes(value[slice(start, stop)])
 
     @contextlib.contextmanager
-    def reader(self, key: str) -> Iterator[RangeReader | None]:
+    def reader(self, key: str, version: Any = None) -> Iterator[RangeReader | None]:
         """As Store.reader, of the value stored now (values are immutable bytes)."""
         value = self._data.get(validate_key(key))
         yield None if value is None else BytesReader(value)

@@ -36,7 +36,6 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Coroutine, Hashable, Iterable, Iterator, Sequence
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, Optional, TypeVar, cast, overload
 
 from ..concurrency import each, fan_out, run_bounded
@@ -44,7 +43,8 @@ from ..config import config
 from ..errors import (KeyChangedError, LockLostError, LockTimeoutError, LockUnavailableError,
                       ReadOnlyError, StoreError, StoreURLError, WriteConflictError)
 from .._portable import at_fork_in_child
-from . import _aio
+from . import _aio, _obstore_runtime
+from ._obstore_runtime import obstore_module as _obstore
 from .base import (
     UNCHANGED, ByteRange, Fetched, RangeReader, ReadBytes, Request, Store, Unchanged, at_most,
     bounded, check_length, in_flight, validate_key, validate_prefix,
@@ -102,6 +102,9 @@ _NOT_PARTIAL = re.compile(r"\bNotPartial\b")
 # OBJECT_STORE_COALESCE_PARALLEL; measured with obstore 0.12): the slots of the process's
 # bound such a call holds.
 _RANGES_IN_FLIGHT = 10
+# The clients (of those kept for sharing) that a child forked after obstore ran has its
+# helper make at once (_obstore_runtime.after_fork_in_child): the most recently opened.
+WARMED_CLIENTS = 4
 # Clients kept for sharing (see _shared_client); the least recently opened are forgotten past
 # it, which only stops later stores from sharing theirs.
 KNOWN_CLIENTS = 64
@@ -115,27 +118,6 @@ def _visible(path: str) -> bool:
     return not _is_lock_object(path.rpartition("/")[2])
 
 
-# The process that first ran obstore: its tokio runtime's threads do not survive a fork, so a
-# child forked after that would hang on its first request.
-_runtime_pid: int | None = None
-
-
-def _obstore() -> ModuleType:
-    """The obstore module, refusing to run in a process forked after obstore ran."""
-    global _runtime_pid
-    import obstore
-    import obstore.exceptions
-
-    pid = os.getpid()
-    if _runtime_pid is None:
-        _runtime_pid = pid
-    elif _runtime_pid != pid:
-        raise StoreError(errno.EPERM, "obstore cannot run in a process forked after it ran (its "
-                                      "threads do not survive a fork): start worker processes "
-                                      "with multiprocessing's 'spawn' or 'forkserver' method")
-    return obstore
-
-
 # The clients of this process's ObjectStores from from_url, by _client_key: one per endpoint,
 # bucket, credentials and client settings, in the order last opened.
 _clients: collections.OrderedDict[Hashable, ObstoreStore] = collections.OrderedDict()
@@ -143,10 +125,13 @@ _clients_guard = threading.Lock()
 
 
 def _forget_clients_in_child() -> None:
-    # (obstore refuses to run in a forked child; its clients are the parent's.)
+    # The parent's clients are not this process's (its helper makes those the parent used
+    # last: _obstore_runtime), nor are locks its other threads may have held.
     global _clients_guard
+    recent = list(_clients.values())[-WARMED_CLIENTS:]
     _clients.clear()
     _clients_guard = threading.Lock()
+    _obstore_runtime.after_fork_in_child(recent)
 
 
 at_fork_in_child(_forget_clients_in_child)
@@ -635,11 +620,15 @@ class ObjectStore(Store):
         return self._run(self._fetch(key, list(ranges)))
 
     @contextlib.contextmanager
-    def reader(self, key: str) -> Iterator[RangeReader | None]:
+    def reader(self, key: str, version: Any = None) -> Iterator[RangeReader | None]:
         """As Store.reader, of one version of the object: the first read notes its ETag and
         every later read asks for that ETag (If-Match), so a reader never mixes two versions;
-        if the object is replaced meanwhile, KeyChangedError."""
-        yield _ObjectReader(self, validate_key(key))
+        if the object is replaced meanwhile, KeyChangedError. With `version` (an earlier
+        reader's), every read asks for that one."""
+        reader = _ObjectReader(self, validate_key(key))
+        if version is not None:
+            reader.e_tag, reader.size = version
+        yield reader
 
     def get_many(self, requests: Sequence[Request], concurrency: int | None = None
                  ) -> Iterator[tuple[int, Fetched]]:
@@ -1083,6 +1072,14 @@ class _ObjectReader:
     def saw(self, meta: ObjectMeta) -> None:
         if self.e_tag is None:
             self.e_tag, self.size = meta["e_tag"], meta["size"]
+
+    @property
+    def version(self) -> tuple[str, int | None] | None:
+        """(ETag, size) of the version read, where ETags tell bytes apart (versioned_reads:
+        not an HTTP server's)."""
+        if self.e_tag is None or not self._store.versioned_reads:
+            return None
+        return self.e_tag, self.size
 
     def get_ranges(self, ranges: Sequence[ByteRange]) -> list[bytes] | None:
         return self._store._run(self._get_ranges(list(ranges)))

@@ -1,0 +1,287 @@
+"""Worker processes read object stores (S3 and HTTP through obstore) whatever their start
+method: a process forked after its parent read through obstore (multiprocessing's 'fork',
+os.fork, DataLoader workers) runs obstore's requests in a helper process of its own, with
+connections of its own; spawn and forkserver start obstore afresh. Every read is compared
+with numpy, and every wait has a deadline, so a hang fails."""
+import multiprocessing
+import os
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import zarrcore
+from _child import run_in_child
+from zarrcore.storage import _obstore_runtime
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork"),
+              pytest.mark.filterwarnings("ignore:This process .* is multi-threaded")]
+
+pytest.importorskip("obstore", reason="obstore (the remote extra) is not installed")
+
+SHAPE, CHUNKS = (48, 24), (1, 24)
+# Seconds a pool of workers may take for all its reads (a hang fails the test here).
+POOL_DEADLINE = 120
+
+
+def _data():
+    return np.arange(np.prod(SHAPE), dtype="float32").reshape(SHAPE)
+
+
+@pytest.fixture(params=["s3", "http"])
+def remote_array(request):
+    """(array, data) of an array read through obstore, S3 (sharded: two samples a shard) or
+    HTTP, already read by this process."""
+    data = _data()
+    if request.param == "s3":
+        server, bucket = request.getfixturevalue("s3_bucket")
+        a = zarrcore.create_array(f"s3://{bucket}/a.zarr", shape=SHAPE, dtype="float32",
+                                  chunks=CHUNKS, shards=(2, 24),
+                                  storage_options=server.storage_options())
+        a[...] = data
+    else:
+        server = request.getfixturevalue("http_server")
+        name = f"a-{os.urandom(4).hex()}.zarr"  # (the server's directory is the session's)
+        zarrcore.create_array(f"{server.root}/{name}", shape=SHAPE, dtype="float32",
+                              chunks=CHUNKS)[...] = data
+        a = zarrcore.open_array(f"{server.url}/{name}", mode="r")
+    np.testing.assert_array_equal(a[...], data)  # obstore's runtime runs in this process
+    return a, data
+
+
+# The array a pool's workers read (set before the pool starts: forked workers inherit it,
+# spawned ones get it by pickle through _set_array).
+_array = None
+
+
+def _set_array(a):
+    global _array
+    _array = a
+
+
+def _read_rows(rows):
+    """(pid, rows read) in a worker: the rows of _array, each read alone, as samples."""
+    return os.getpid(), np.stack([_array[int(r)] for r in rows])
+
+
+def _pool_reads(a, data, method, workers=2, batches=8):
+    """Read shuffled batches of rows of `a` in a pool of `workers` of start `method`,
+    comparing each with `data`; the pids of the workers that read."""
+    _set_array(a)
+    context = multiprocessing.get_context(method)
+    order = np.random.default_rng(0).permutation(SHAPE[0]).reshape(batches, -1)
+    with context.Pool(workers, initializer=_set_array, initargs=(a,)) as pool:
+        results = pool.map_async(_read_rows, list(order)).get(POOL_DEADLINE)
+    for rows, (_, got) in zip(order, results):
+        np.testing.assert_array_equal(got, data[rows])
+    return {pid for pid, _ in results}
+
+
+def test_a_fork_pool_reads_after_the_parent_did(remote_array):
+    a, data = remote_array
+    pids = _pool_reads(a, data, "fork")
+    assert os.getpid() not in pids
+    np.testing.assert_array_equal(a[...], data)  # and the parent still reads
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_spawn_and_forkserver_pools_read(remote_array, method):
+    a, data = remote_array
+    _pool_reads(a, data, method)
+
+
+def test_os_fork_children_read_and_write_s3(s3_bucket):
+    server, bucket = s3_bucket
+    data = _data()
+    url = f"s3://{bucket}/w.zarr"
+    a = zarrcore.create_array(url, shape=SHAPE, dtype="float32", chunks=CHUNKS,
+                              storage_options=server.storage_options())
+    a[...] = data
+
+    def child():
+        np.testing.assert_array_equal(a[5:40:3], data[5:40:3])
+        a[0] = -1  # a write, a listing and a new store of the child's own
+        b = zarrcore.open_array(url, mode="r", storage_options=server.storage_options())
+        np.testing.assert_array_equal(b[0], np.full(SHAPE[1], -1, "float32"))
+        assert "zarr.json" in b.store.list_dir("")
+
+        def grandchild():  # forked from a child that read through its helper
+            np.testing.assert_array_equal(b[1:3], data[1:3])
+
+        assert run_in_child(grandchild, timeout=60) == 0
+
+    assert run_in_child(child, timeout=90) == 0
+    data[0] = -1
+    np.testing.assert_array_equal(a[...], data)
+
+
+def test_a_forked_child_sees_missing_chunks_and_replaced_shards(s3_bucket):
+    """obstore's answers that are errors come back to the child as themselves: a missing
+    chunk (404) reads as fill, a shard replaced since its index was read (412 on If-Match)
+    is read again through its new index."""
+    server, bucket = s3_bucket
+    data = _data()
+    url = f"s3://{bucket}/r.zarr"
+    a = zarrcore.create_array(url, shape=SHAPE, dtype="float32", chunks=CHUNKS,
+                              shards=(8, 24), fill_value=7,
+                              storage_options=server.storage_options())
+    a[:40] = data[:40]  # the last shard is not stored
+    data[40:] = 7
+    np.testing.assert_array_equal(a[...], data)  # every index known here
+
+    def child():
+        np.testing.assert_array_equal(a[44], data[44])
+        writer = zarrcore.open_array(url, mode="r+", storage_options=server.storage_options())
+        new = np.repeat(np.arange(8, dtype="float32")[:, None], SHAPE[1], axis=1)
+        writer[0:8] = new
+        np.testing.assert_array_equal(a[3], new[3])
+        np.testing.assert_array_equal(a[0:8], new)
+
+    assert run_in_child(child, timeout=60) == 0
+
+
+def test_a_child_forked_while_the_shard_indexes_are_locked_reads(s3_bucket):
+    """A thread of the parent holds the lock of an array's kept shard indexes at the fork
+    (here held throughout, so the fork surely finds it held): the child has a lock of its
+    own, and reads."""
+    server, bucket = s3_bucket
+    data = _data()
+    a = zarrcore.create_array(f"s3://{bucket}/l.zarr", shape=SHAPE, dtype="float32",
+                              chunks=CHUNKS, shards=(8, 24),
+                              storage_options=server.storage_options())
+    a[...] = data
+    np.testing.assert_array_equal(a[3], data[3])
+    lock = a._chunks._shard_indexes._lock
+    lock.acquire()
+    try:
+        def child():
+            np.testing.assert_array_equal(a[5], data[5])
+            np.testing.assert_array_equal(a[20], data[20])
+
+        assert run_in_child(child, timeout=30) == 0
+    finally:
+        lock.release()
+    np.testing.assert_array_equal(a[6], data[6])
+
+
+def test_children_forked_while_the_parent_reads_in_threads(remote_array):
+    """The parent forks while its own reads are in flight on other threads (obstore's runtime
+    busy, the I/O loop's slots taken): every child reads right, and so does the parent."""
+    a, data = remote_array
+    stop, failures = threading.Event(), []
+
+    def reader(seed):
+        rng = np.random.default_rng(seed)
+        try:
+            while not stop.is_set():
+                r = int(rng.integers(0, SHAPE[0] - 4))
+                np.testing.assert_array_equal(a[r:r + 4], data[r:r + 4])
+        except BaseException as e:
+            failures.append(e)
+
+    threads = [threading.Thread(target=reader, args=(seed,)) for seed in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        def child():
+            rows = np.random.default_rng(os.getpid()).permutation(SHAPE[0])[:6]
+            for r in rows:
+                np.testing.assert_array_equal(a[int(r)], data[r])
+
+        statuses = [run_in_child(child, timeout=60) for _ in range(6)]
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not failures
+    assert statuses == [0] * 6
+
+
+def test_a_forked_child_opens_connections_of_its_own(s3_bucket):
+    """None of the parent's connections: the child's requests reach the server over new
+    connections (the helper's), and the parent's keep working afterwards."""
+    from servers import CountingProxy
+
+    server, bucket = s3_bucket
+    data = _data()
+    zarrcore.create_array(f"s3://{bucket}/c.zarr", shape=SHAPE, dtype="float32",
+                          chunks=CHUNKS, storage_options=server.storage_options())[...] = data
+    proxy = CountingProxy(server.port)
+    try:
+        a = zarrcore.open_array(f"s3://{bucket}/c.zarr", mode="r",
+                                storage_options=server.storage_options(proxy.endpoint))
+        np.testing.assert_array_equal(a[...], data)
+        parents = proxy.connections
+
+        def child():
+            np.testing.assert_array_equal(a[3], data[3])
+
+        assert run_in_child(child, timeout=60) == 0
+        assert proxy.connections > parents
+        np.testing.assert_array_equal(a[7:9], data[7:9])
+    finally:
+        proxy.stop()
+
+
+def test_a_child_whose_helper_cannot_start_is_told_how_to_start_workers(remote_array,
+                                                                      monkeypatch):
+    a, data = remote_array
+
+    def child():
+        # Neither the helper asked for at the fork nor the template, and no interpreter to
+        # start one.
+        _obstore_runtime._forked = _obstore_runtime._template = None
+        monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+        with pytest.raises(zarrcore.errors.StoreError,
+                           match='DataLoader\\(multiprocessing_context="spawn"\\)'):
+            a[2]
+
+    assert run_in_child(child, timeout=60) == 0
+
+
+def test_a_child_with_an_obstore_memory_store_is_told_how_to_start_workers():
+    """An obstore MemoryStore's data is in this process's runtime only: it cannot go to a
+    child's helper, and the child is told what to do rather than reading nothing."""
+    from obstore.store import MemoryStore
+
+    a = zarrcore.create_array(zarrcore.storage.ObjectStore(MemoryStore()), shape=(4,),
+                              dtype="int32", chunks=(2,))
+    a[...] = [1, 2, 3, 4]
+    assert a[...].tolist() == [1, 2, 3, 4]
+
+    def child():
+        with pytest.raises(zarrcore.errors.StoreError,
+                           match='DataLoader\\(multiprocessing_context="spawn"\\)'):
+            a[...]
+
+    assert run_in_child(child, timeout=60) == 0
+
+
+def test_a_dataloader_with_forked_workers_reads_s3(s3_bucket):
+    torch = pytest.importorskip("torch", reason="torch is not installed (not in the test "
+                                                "extra: a large download)")
+    server, bucket = s3_bucket
+    data = _data()
+    a = zarrcore.create_array(f"s3://{bucket}/d.zarr", shape=SHAPE, dtype="float32",
+                              chunks=CHUNKS, shards=(4, 24),
+                              storage_options=server.storage_options())
+    a[...] = data
+    np.testing.assert_array_equal(a[...], data)
+
+    class Samples(torch.utils.data.Dataset):
+        def __len__(self):
+            return SHAPE[0]
+
+        def __getitem__(self, i):
+            return i, a[i]
+
+    loader = torch.utils.data.DataLoader(Samples(), batch_size=6, shuffle=True, num_workers=2,
+                                         multiprocessing_context="fork", timeout=60)
+    seen = 0
+    for _ in range(2):  # two epochs
+        for index, batch in loader:
+            np.testing.assert_array_equal(batch.numpy(), data[index.numpy()])
+            seen += len(index)
+    assert seen == 2 * SHAPE[0]

@@ -1,0 +1,134 @@
+"""A process that runs obstore's requests for a process forked after obstore ran there.
+
+obstore's tokio runtime keeps its threads in the process that started it: a forked child
+inherits the runtime but not its threads, and every request there (on the parent's store
+objects or on new ones alike) waits forever. Such a child has this file run as its helper
+(_obstore_runtime._ForkedObstore) and sends it each call over a socket: this process builds
+the stores from their pickles, so its connections are its own, and answers every call as it
+finishes (many in flight at once). It ends when the socket closes, so when the child ends,
+however it ends.
+
+Started as `... template FD`, it is a template instead: a process that forks after obstore
+ran starts one first (_obstore_runtime._start_template), which imports obstore and waits. A
+child then hands it one end of a new socket pair (over the socket FD, which every child of
+that process inherits), and the template forks a helper for it: obstore's runtime has not
+started there, so the fork is safe, and the helper is ready in a millisecond rather than an
+interpreter's start. The template ends when every process that holds the other end of FD
+has ended.
+
+Standard library and obstore only: it runs before anything else is imported, by path.
+Frames both ways: 8 bytes of length (little-endian), then a pickle. A call is
+(id, op, store pickle, args, kwargs); an answer (id, True, value) or (id, False,
+(module, class name, text)) of the exception it raised.
+"""
+import asyncio
+import collections
+import os
+import pickle
+import signal
+import socket
+import struct
+import sys
+from typing import Any
+
+import obstore
+
+_HEADER = struct.Struct("<Q")
+# Stores built from their pickles, the least recently used forgotten past this many.
+_STORES_KEPT = 64
+
+
+def _read_all(result: Any) -> Any:
+    """What a GetResult holds, as the calling process rebuilds it."""
+    async def body() -> tuple[Any, Any, bytes]:
+        data = await result.bytes_async()
+        return result.meta, result.range, bytes(data)
+    return body()
+
+
+async def _answer(op: str, store: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    if op == "get_async":
+        return await _read_all(await obstore.get_async(store, *args, **kwargs))
+    if op == "get_ranges_async":
+        return [bytes(p) for p in await obstore.get_ranges_async(store, *args, **kwargs)]
+    if op == "list":
+        return [list(batch) async for batch in obstore.list(store, *args, **kwargs)]
+    if op == "list_with_delimiter":
+        return await obstore.list_with_delimiter_async(store, *args, **kwargs)
+    if op == "delete":
+        return await obstore.delete_async(store, *args, **kwargs)
+    if op == "warm":  # the client built, the runtime started and a connection opened
+        try:
+            await obstore.head_async(store, *args)
+        except Exception:
+            pass  # (missing, as it should be)
+        return None
+    if op in ("head_async", "put_async", "delete_async"):
+        return await getattr(obstore, op)(store, *args, **kwargs)
+    raise ValueError(f"no such call: {op!r}")
+
+
+async def _serve(sock: socket.socket) -> None:
+    reader, writer = await asyncio.open_connection(sock=sock)
+    stores: collections.OrderedDict[bytes, Any] = collections.OrderedDict()
+
+    def store_of(blob: bytes) -> Any:
+        store = stores.get(blob)
+        if store is None:
+            store = stores[blob] = pickle.loads(blob)
+            if len(stores) > _STORES_KEPT:
+                stores.popitem(last=False)
+        stores.move_to_end(blob)
+        return store
+
+    async def call(ident: int, op: str, blob: bytes, args: tuple[Any, ...],
+                   kwargs: dict[str, Any]) -> None:
+        try:
+            answer = (ident, True, await _answer(op, store_of(blob), args, kwargs))
+        except Exception as e:
+            answer = (ident, False, (type(e).__module__, type(e).__name__, str(e)))
+        frame = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+        writer.write(_HEADER.pack(len(frame)) + frame)
+        await writer.drain()
+
+    tasks = set()
+    while True:
+        try:
+            size, = _HEADER.unpack(await reader.readexactly(_HEADER.size))
+            message = pickle.loads(await reader.readexactly(size))
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return  # the child is gone
+        task = asyncio.ensure_future(call(*message))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+
+def _template(control: socket.socket) -> None:
+    """Fork a helper for each socket handed over `control`, until nobody can hand one."""
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # (helpers are reaped by the system)
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 1, 4)
+        except InterruptedError:
+            continue
+        except OSError:
+            return
+        if not message and not fds:
+            return  # every process that held the other end has ended
+        for fd in fds:
+            if os.fork() == 0:
+                control.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                asyncio.run(_serve(socket.socket(fileno=fd)))
+                os._exit(0)
+            os.close(fd)
+
+
+if __name__ == "__main__":
+    # A terminal's Ctrl-C reaches the whole process group: the process served decides.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    given = socket.socket(fileno=int(sys.argv[-1]))
+    if sys.argv[-2] == "template":
+        _template(given)
+    else:
+        asyncio.run(_serve(given))

@@ -1,0 +1,334 @@
+"""Which obstore a process runs: the module itself, or, in a process forked after obstore
+ran there, a stand-in whose calls run in a helper process (_obstore_helper.py).
+
+obstore's tokio runtime keeps its threads in the process that started it, and obstore 0.12
+cannot start another in a forked child: every request there, on the parent's store objects
+and on new ones alike, waits forever. So such a child sends obstore's calls over a socket to
+a helper with a runtime and connections of its own. Helpers are forked from a template that
+the process where obstore ran starts before it first forks (an interpreter that imported
+obstore and never ran it, so forking it is safe and a helper is ready in a millisecond);
+where there is no template, a child starts a helper interpreter itself.
+"""
+from __future__ import annotations
+
+import asyncio
+import builtins
+import concurrent.futures
+import contextlib
+import errno
+import itertools
+import os
+import pickle
+import socket
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from .._portable import before_fork
+from ..errors import StoreError
+from . import _aio
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
+    from obstore import ObjectMeta, PutResult
+    from obstore.store import ObjectStore as ObstoreStore
+
+
+# The process that first ran obstore. Its tokio runtime's threads do not survive a fork: a
+# child forked after that would wait forever on its first request, on the parent's store
+# objects and on new ones alike (obstore 0.12). Such a child runs obstore's calls in a helper
+# process of its own instead (_ForkedObstore).
+_runtime_pid: int | None = None
+# The helper of this process when it is such a child (made on first use).
+_forked: _ForkedObstore | None = None
+_forked_guard = threading.Lock()
+# The socket to the helper template (see _obstore_helper) that the process where obstore ran
+# starts before it first forks; its children, and theirs, ask it for helpers.
+_template: socket.socket | None = None
+_HELPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_obstore_helper.py")
+
+
+def _helper_command(*args: str) -> list[str]:
+    # (By path, not as a module of the package: nothing else is imported there.)
+    return [sys.executable, "-c", "import runpy, sys; sys.path.pop(0); "
+            "runpy.run_path(sys.argv[1], run_name='__main__')", _HELPER, *args]
+
+
+def _start_template() -> None:
+    """(Before a fork.) Start the helper template, once, in the process where obstore ran:
+    its children then get helpers in a millisecond (forked from it) rather than a new
+    interpreter's start. Where that fails, each child starts a helper of its own."""
+    global _template
+    if _runtime_pid != os.getpid() or _template is not None:
+        return
+    try:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    except (AttributeError, OSError):
+        return
+    try:
+        os.set_inheritable(theirs.fileno(), True)
+        # (Not a Popen: the template outlives this process, which never waits for it.)
+        os.posix_spawn(sys.executable, _helper_command("template", str(theirs.fileno())),
+                       os.environ)
+    except (AttributeError, OSError):
+        ours.close()
+        return
+    finally:
+        theirs.close()
+    _template = ours
+
+
+before_fork(_start_template)
+
+
+def obstore_module() -> ModuleType:
+    """The obstore module; in a process forked after obstore ran, one whose calls run in a
+    helper process (_ForkedObstore)."""
+    global _runtime_pid, _forked
+    import obstore
+    import obstore.exceptions
+
+    pid = os.getpid()
+    if _runtime_pid is None:
+        _runtime_pid = pid
+    elif _runtime_pid != pid:
+        with _forked_guard:
+            if _forked is None:
+                _forked = _ForkedObstore(obstore)
+            return _forked
+    return obstore
+
+
+# Frames to and from the helper: 8 bytes of length, then a pickle (see _obstore_helper).
+_FRAME_HEADER = struct.Struct("<Q")
+
+
+class _HelperResult:
+    """A GetResult rebuilt from the helper's answer: the whole body, read there."""
+
+    def __init__(self, meta: ObjectMeta, span: tuple[int, int], data: bytes) -> None:
+        self.meta, self.range, self._data = meta, span, data
+
+    async def bytes_async(self) -> bytes:
+        return self._data
+
+    async def stream(self, min_chunk_size: int = 0) -> AsyncIterator[bytes]:
+        yield self._data
+
+
+class _ForkedObstore(ModuleType):
+    """obstore's calls (those ObjectStore makes) run in a helper process of this one
+    (storage/_obstore_helper.py: a runtime and connections of its own), over a socket: the
+    store objects go there as pickles. Its exceptions come back as obstore's (or the
+    built-in ones) of the same name. A child forked after obstore ran asks for it at the
+    fork (after_fork_in_child), from the template (_start_template) where there is one.
+    Measured over a loopback S3: a helper forked from a ready template answers the first
+    request in a few milliseconds, a new interpreter's after 0.07-0.2 s (obstore's import);
+    each request costs about 1 ms more than in the parent."""
+
+    def __init__(self, obstore: ModuleType) -> None:
+        super().__init__("obstore")
+        self.exceptions = obstore.exceptions
+        self.store = obstore.store
+        self.parse_scheme = obstore.parse_scheme
+        self._socket: socket.socket | None = None
+        # (the socket and process whose answers no thread reads yet)
+        self._unread: tuple[socket.socket, subprocess.Popen[bytes] | None] | None = None
+        self._send_guard = threading.Lock()
+        self._waiting: dict[int, concurrent.futures.Future[Any]] = {}
+        self._ids = itertools.count()
+
+    def connected(self) -> socket.socket:
+        """The socket to the helper, which is started if there is none (or it ended): forked
+        by the template where there is one, else a new interpreter."""
+        if self._socket is not None:
+            return self._socket
+        ours, theirs = socket.socketpair()
+        process = None
+        try:
+            if _template is not None:
+                try:
+                    socket.send_fds(_template, [b"h"], [theirs.fileno()])
+                except OSError:
+                    process = self._start(theirs)  # (the template is gone)
+            else:
+                process = self._start(theirs)
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        self._socket = ours
+        # (Its answers are read by a thread started by the first call that waits for one:
+        # none starts at the fork, where a new thread may take the identity of one of the
+        # parent's, which _aio.run looks for.)
+        self._unread = (ours, process)
+        return ours
+
+    @staticmethod
+    def _start(theirs: socket.socket) -> subprocess.Popen[bytes]:
+        try:
+            return subprocess.Popen(_helper_command(str(theirs.fileno())),
+                                    pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
+        except OSError as e:
+            raise StoreError(errno.EPERM, f"obstore cannot run in this process, forked after it "
+                             f"ran, and its helper process did not start ({e}): "
+                             f"{_aio.SPAWN_ADVICE}") from e
+
+    def close(self) -> None:
+        """Close this process's copy of the socket (in a child forked from its process)."""
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
+
+    def _receive(self, sock: socket.socket, process: subprocess.Popen[bytes] | None) -> None:
+        """Hand each answer to its caller; when the helper ends, fail every call left."""
+        try:
+            while True:
+                head = _receive_exactly(sock, _FRAME_HEADER.size)
+                ident, ok, value = pickle.loads(_receive_exactly(sock, *_FRAME_HEADER.unpack(head)))
+                future = self._waiting.pop(ident, None)
+                if future is not None:
+                    _settle(future, value if ok else None, None if ok else self._exception(*value))
+        except (OSError, EOFError, pickle.UnpicklingError):
+            pass
+        with self._send_guard:
+            if self._socket is sock:
+                self._socket = None
+            left, self._waiting = self._waiting, {}
+        sock.close()
+        status = "" if process is None else f" with status {process.wait()}"
+        for future in left.values():
+            _settle(future, None, StoreError(
+                errno.EIO, f"the helper process that runs obstore's requests in this "
+                           f"process (forked after obstore ran) ended{status}: "
+                           f"{_aio.SPAWN_ADVICE}"))
+
+    def _exception(self, module: str, name: str, text: str) -> BaseException:
+        """The helper's exception, as one of obstore's or a built-in one where it was."""
+        if module.startswith("obstore"):
+            kind = getattr(self.exceptions, name, None)
+        else:
+            kind = getattr(builtins, name, None) if module == "builtins" else None
+        if isinstance(kind, type) and issubclass(kind, Exception):
+            with contextlib.suppress(Exception):  # (one that takes other arguments)
+                made: BaseException = kind(text)
+                return made
+        return StoreError(errno.EIO, f"{name}: {text}")
+
+    def _call(self, op: str, store: ObstoreStore, *args: Any, waits: bool = True,
+              **kwargs: Any) -> concurrent.futures.Future[Any]:
+        """Send the call `op`; its answer comes to the future returned (`waits`: the
+        caller will wait for it, so answers must be read from now on)."""
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        ident = next(self._ids)
+        try:
+            blob = pickle.dumps(store)
+        except Exception as e:  # (an obstore MemoryStore: its data is in this process only)
+            raise StoreError(errno.EPERM, (
+                f"obstore cannot run in this process, forked after it ran, and {store!r} "
+                f"cannot go to the helper process that runs its requests here ({e}): "
+                f"{_aio.SPAWN_ADVICE}")) from e
+        frame = pickle.dumps((ident, op, blob, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        with self._send_guard:
+            sock = self.connected()
+            self._waiting[ident] = future
+            try:
+                sock.sendall(_FRAME_HEADER.pack(len(frame)) + frame)
+            except OSError as e:
+                self._waiting.pop(ident, None)
+                raise StoreError(errno.EIO, f"cannot reach the helper process that runs "
+                                            f"obstore's requests in this process: {e}") from e
+            if waits and self._unread is not None:
+                threading.Thread(target=self._receive, args=self._unread, daemon=True,
+                                 name="zarrcore-obstore-helper").start()
+                self._unread = None
+        return future
+
+    def warm(self, store: ObstoreStore) -> None:
+        """Have the helper make `store`'s client and a connection (a HEAD of a missing
+        object), without waiting for it."""
+        self._call("warm", store, ".zarrcore-warm-up", waits=False)
+
+    async def _wait(self, op: str, store: ObstoreStore, *args: Any, **kwargs: Any) -> Any:
+        return await asyncio.wrap_future(self._call(op, store, *args, **kwargs))
+
+    async def get_async(self, store: ObstoreStore, path: str, **kwargs: Any) -> _HelperResult:
+        return _HelperResult(*await self._wait("get_async", store, path, **kwargs))
+
+    async def get_ranges_async(self, store: ObstoreStore, path: str,
+                               **kwargs: Any) -> list[bytes]:
+        parts: list[bytes] = await self._wait("get_ranges_async", store, path, **kwargs)
+        return parts
+
+    async def head_async(self, store: ObstoreStore, path: str) -> ObjectMeta:
+        meta: ObjectMeta = await self._wait("head_async", store, path)
+        return meta
+
+    async def put_async(self, store: ObstoreStore, path: str, value: ReadableBuffer,
+                        **kwargs: Any) -> PutResult:
+        done: PutResult = await self._wait("put_async", store, path, bytes(value), **kwargs)
+        return done
+
+    async def delete_async(self, store: ObstoreStore, path: str) -> None:
+        await self._wait("delete_async", store, path)
+
+    def delete(self, store: ObstoreStore, paths: builtins.list[str]) -> None:
+        self._call("delete", store, paths).result()
+
+    def list(self, store: ObstoreStore, prefix: str | None = None
+             ) -> builtins.list[builtins.list[ObjectMeta]]:
+        batches: builtins.list[builtins.list[ObjectMeta]] = self._call(
+            "list", store, prefix=prefix).result()
+        return batches
+
+    def list_with_delimiter(self, store: ObstoreStore, prefix: str | None = None
+                            ) -> dict[str, Any]:
+        listing: dict[str, Any] = self._call("list_with_delimiter", store, prefix).result()
+        return listing
+
+
+def _settle(future: concurrent.futures.Future[Any], value: Any,
+            error: BaseException | None) -> None:
+    """Give `future` its result or `error`, unless its caller stopped waiting (cancelled)."""
+    with contextlib.suppress(concurrent.futures.InvalidStateError):
+        if error is None:
+            future.set_result(value)
+        else:
+            future.set_exception(error)
+
+
+def _receive_exactly(sock: socket.socket, size: int) -> bytes:
+    parts, left = [], size
+    while left:
+        part = sock.recv(min(left, 1 << 20))
+        if not part:
+            raise EOFError
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
+def after_fork_in_child(recent: list[ObstoreStore]) -> None:
+    """(In a forked child.) Forget the parent's helper (when the parent was itself such a
+    child); where obstore ran in the parent, ask for this process's helper now, and have it
+    make the clients `recent` (those the parent used last), start its runtime and connect
+    (a HEAD of a missing object), while the child sets itself up: its first request then
+    seldom waits (a DataLoader worker's first sample)."""
+    global _forked, _forked_guard
+    if _forked is not None:
+        _forked.close()  # (its helper ends with the process it serves, not with this one)
+    _forked, _forked_guard = None, threading.Lock()
+    if _runtime_pid is None:
+        return
+    import obstore
+
+    _forked = _ForkedObstore(obstore)
+    with contextlib.suppress(StoreError):  # (the first call says why)
+        _forked.connected()
+        for client in recent:
+            _forked.warm(client)
