@@ -73,6 +73,16 @@ int zc_chunk_version_same(const zc_chunk_version *a, const zc_chunk_version *b);
 /* May chunks of version `v` be cached: is its ctime settled (ZC_CHUNK_CACHE_SETTLE_NS)? */
 int zc_chunk_version_settled(const zc_chunk_version *v);
 
+/* Do reads of files gain from a cache of chunks of `chain`? Not where the stored bytes are
+ * the decoded items (zc_chain_stores_items): a hit reads and hashes them, more work than a
+ * read without a cache, which copies them into place. The batches (zc_batch.h,
+ * zc_shard_io.h) read such files without their cache. (A blob's hit reads nothing: no
+ * dearer than its read.) */
+static inline int zc_chunk_cache_gains(const zc_chain *chain)
+{
+    return !zc_chain_stores_items(chain);
+}
+
 /* A cached entry, pinned: its bytes stay valid until unpinned, even once evicted. */
 typedef struct zc_chunk_cache_entry zc_chunk_cache_entry;
 

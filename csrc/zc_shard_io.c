@@ -199,6 +199,8 @@ int zc_shard_io_prepare(zc_shard_io *io)
     if (io->ndim < 1 || io->ndim > ZC_MAX_NDIM || io->chain.itemsize == 0 ||
         io->fill == NULL || io->listing.point_start != NULL || io->listing.nindex < 0)
         return ZC_ERR_PARAM;
+    if (io->cache != NULL && io->mem == NULL && !zc_chunk_cache_gains(&io->chain))
+        io->cache = io->index_cache = NULL;
     size_t elems = 1;
     int64_t ninner = 1, nslots = 1, ninner_pieces = 0, npieces = 0, longest_listed = 0;
     for (int d = 0; d < io->ndim; d++) {

@@ -105,7 +105,8 @@ typedef struct {
     int stream_out;  /* reads: the output outgrows the caches (zc_stream.h's ZC_STREAM_OUT_MIN) */
     int writing;
     /* Reads: decoded inner chunks are taken from and kept in this cache (NULL: none), keyed
-     * by the shard's grid coordinates and the inner chunk's C-order index. */
+     * by the shard's grid coordinates and the inner chunk's C-order index; prepare drops it
+     * and index_cache for files where it gains nothing (zc_chunk_cache_gains). */
     zc_chunk_cache *cache;
     /* Reads with a cache: checked shard indexes (16 * ninner bytes, 2 uint64 per inner
      * chunk) are taken from and kept in this one (NULL: none), keyed by the shard's grid

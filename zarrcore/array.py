@@ -929,7 +929,9 @@ class Array(nodes.Node):
         ETag). So entries are never served stale, and a hit saves the decode but not the
         read (:ref:`cache-guarantees`). Other stores (fsspec, references, a MemoryStore
         over a dict passed in), and sharded arrays on zip and object stores, are not cached:
-        capacity 0.
+        capacity 0. On a directory, chunks stored as the items lie in memory (no
+        compressor, checksum, filter or byte swap) are read without the cache, whose
+        counters then stay 0: a hit would cost more than the read.
 
         Returns
         -------
@@ -950,7 +952,8 @@ class Array(nodes.Node):
             Keep up to this many bytes of decoded chunks (inner chunks when sharded) for
             the handle's reads, shared by all its threads; 0: no cache. A cached chunk is
             used only while its stored bytes are unchanged: every hit reads them and compares
-            their hash, so it saves the decode, not the read (:ref:`handle-cache`).
+            their hash, so it saves the decode, not the read; chunk files stored as the items
+            lie in memory are read without it (:ref:`handle-cache`).
 
         Returns
         -------
