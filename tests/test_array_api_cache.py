@@ -253,9 +253,9 @@ def test_chunks_that_fill_huge_pages_badly_or_exceed_them(tmp_path, edge):
 
 @pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs a second file system, /dev/shm")
 def test_shards_on_another_file_system_are_opened_and_still_cached(tmp_path):
-    """Shards in a directory linked to another file system than the array's are opened on
-    every read (only the array's own file system is known to answer a stat freshly), their
-    indexes and chunks still served from the cache, and a shard replaced there is read afresh."""
+    """Shards in a directory linked to another file system than the array's have their
+    indexes and chunks served from the cache as any, and a shard replaced there is read
+    afresh."""
     import shutil
     import tempfile
 
