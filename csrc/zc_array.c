@@ -97,8 +97,6 @@ zc_array *zc_array_new(const zc_batch *tmpl, const zc_shard_io *shards, const in
         if (shards && (uint64_t)ninner <= cache_bytes / 8 / 16 &&
             (a->index_cache = zc_chunk_cache_new(cache_bytes / 8, 16 * (size_t)ninner, ndim)) == NULL)
             goto failed;
-        if (a->index_cache != NULL && a->shards.mem == NULL)
-            a->shards.stat_fresh = zc_os_local_fs(a->shards.lock_dir, &a->shards.stat_dev);
     }
     /* A confined root's descriptor of its own: the handle may outlive the store. */
     zc_root *root = a->sharded ? &a->shards.root : &a->chunks.root;

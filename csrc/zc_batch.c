@@ -88,6 +88,8 @@ int zc_batch_prepare(zc_batch *b)
 {
     if (b->ndim < 0 || b->ndim > ZC_MAX_NDIM || b->chain.itemsize == 0 || b->fill == NULL)
         return ZC_ERR_PARAM;
+    if (b->cache != NULL && b->mem == NULL && !zc_chunk_cache_gains(&b->chain))
+        b->cache = NULL;
     int64_t n = 1, grid[ZC_MAX_NDIM];
     size_t elems = 1;
     for (int d = 0; d < b->ndim; d++) {

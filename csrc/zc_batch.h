@@ -81,7 +81,8 @@ typedef struct {
     ptrdiff_t data_strides[ZC_MAX_NDIM];
     int stream_out;  /* reads: the output outgrows the caches (zc_stream.h's ZC_STREAM_OUT_MIN) */
     /* Reads: decoded chunks are taken from and kept in this cache (NULL: none), keyed by
-     * their grid coordinates and 0. */
+     * their grid coordinates and 0; prepare drops it for files where it gains nothing
+     * (zc_chunk_cache_gains). */
     zc_chunk_cache *cache;
     /* Shared progress and outcome. */
     int64_t next_task;

@@ -34,6 +34,14 @@ typedef struct {
  * copies or streams stored bytes takes it). */
 static inline int zc_chain_shuffles(const zc_chain *c) { return c->byte_shuffle > 1; }
 
+/* Are the stored bytes the items as they lie in memory (no compressor, checksum, byte swap
+ * or shuffle)? */
+static inline int zc_chain_stores_items(const zc_chain *c)
+{
+    return c->compressor == ZC_COMP_NONE && !c->crc32c && c->swap_size <= 1 &&
+           !zc_chain_shuffles(c);
+}
+
 /* Whether unshuffling whole items is the last step of decoding: the chain shuffles items of
  * its item size and needs no byte swap (zc_chain_decode_shuffled, zc_unshuffle_nd). */
 static inline int zc_chain_unshuffles_last(const zc_chain *c)

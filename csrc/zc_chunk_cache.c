@@ -1,11 +1,11 @@
 /* A byte-bounded, validated cache of decoded chunks; see zc_chunk_cache.h. */
 #include "zc_chunk_cache.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "zc_fork.h"
+#include "zc_hash64.h"
 #include "zc_os.h"
 #include "zc_status.h"
 
@@ -167,7 +167,7 @@ int zc_chunk_version_same(const zc_chunk_version *a, const zc_chunk_version *b)
 {
     return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
            a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns && a->offset == b->offset &&
-           a->nbytes == b->nbytes;
+           a->nbytes == b->nbytes && a->content == b->content;
 }
 
 /* ---- parts (each call holds p->lock) ------------------------------------------------------- */
@@ -313,17 +313,9 @@ void zc_chunk_cache_get_stats(zc_chunk_cache *c, zc_chunk_cache_stats *out)
     }
 }
 
-static void version_of_file(const zc_file_info *info, zc_chunk_version *v)
-{
-    v->dev = info->dev;
-    v->ino = info->ino;
-    v->size = info->size;
-    v->mtime_ns = info->mtime_ns;
-    v->ctime_ns = info->ctime_ns;
-}
-
 int zc_chunk_version_of(const zc_object *o, zc_chunk_version *v)
 {
+    v->content = 0;
     if (o->blob != NULL) {
         v->dev = v->size = 0;
         v->ino = o->blob->version;
@@ -333,30 +325,21 @@ int zc_chunk_version_of(const zc_object *o, zc_chunk_version *v)
     zc_file_info info;
     if (zc_os_fstat(o->fd, &info) != 0)
         return ZC_ERR_IO;
-    version_of_file(&info, v);
+    v->dev = info.dev;
+    v->ino = info.ino;
+    v->size = info.size;
+    v->mtime_ns = info.mtime_ns;
+    v->ctime_ns = info.ctime_ns;
     return ZC_OK;
 }
 
-int zc_chunk_version_at(const zc_root *root, zc_memstore *mem, const char *path,
-                        zc_chunk_version *v)
+int zc_chunk_version_in(zc_memstore *mem, const char *path, zc_chunk_version *v)
 {
-    if (mem != NULL) {
-        zc_object o = {.fd = -1, .blob = zc_memstore_get(mem, path)};
-        if (o.blob == NULL)
-            return 0;
-        zc_chunk_version_of(&o, v);
-        zc_object_close(&o);
-        return 1;
-    }
-    zc_file_info info;
-    int st = zc_fs_stat(root, path, &info, 1);
-    if (st != ZC_OK)
-        return st == ZC_ERR_IO && (errno == ENOENT || errno == ENOTDIR) ? 0 : -1;
-    if (info.kind == ZC_FILE_DIRECTORY)
+    zc_object o = {.fd = -1, .blob = zc_memstore_get(mem, path)};
+    if (o.blob == NULL)
         return 0;
-    if (info.kind != ZC_FILE_REGULAR)
-        return -1;
-    version_of_file(&info, v);
+    zc_chunk_version_of(&o, v);
+    zc_object_close(&o);
     return 1;
 }
 
@@ -496,14 +479,20 @@ int zc_chunk_cache_decode_bytes(zc_chunk_cache *c, const int64_t *key, const zc_
     return ZC_OK;
 }
 
-int zc_chunk_cache_decode(zc_chunk_cache *c, const int64_t *key, const zc_chunk_version *v,
-                          const zc_chain *chain, const zc_chunk_sel *s, const zc_object *o,
-                          uint64_t offset, size_t size, zc_chunk_reader *r)
+/* The bytes of the whole chunk the selection `s` is of (its shape's). */
+static size_t sel_nbytes(const zc_chain *chain, const zc_chunk_sel *s)
 {
     size_t n = chain->itemsize;
     for (int d = 0; d < s->ndim; d++)
         n *= (size_t)s->shape[d];
-    if (n != c->chunk_bytes)
+    return n;
+}
+
+int zc_chunk_cache_decode(zc_chunk_cache *c, const int64_t *key, const zc_chunk_version *v,
+                          const zc_chain *chain, const zc_chunk_sel *s, const zc_object *o,
+                          uint64_t offset, size_t size, zc_chunk_reader *r)
+{
+    if (sel_nbytes(chain, s) != c->chunk_bytes)
         return ZC_ERR_PARAM;
     if (!zc_chunk_version_settled(v))
         return zc_chunk_read(chain, s, o, offset, size, r);
@@ -533,10 +522,26 @@ int zc_chunk_cache_read(zc_chunk_cache *c, const int64_t *key, const zc_chunk_ve
                         const zc_chain *chain, const zc_chunk_sel *s, const zc_object *o,
                         uint64_t offset, size_t size, zc_chunk_reader *r)
 {
-    zc_chunk_cache_entry *e = zc_chunk_cache_find(c, key, v);
-    if (e == NULL)
-        return zc_chunk_cache_decode(c, key, v, chain, s, o, offset, size, r);
-    int st = zc_chunk_sel_copy(s, chain->itemsize, zc_chunk_cache_data(e));
+    zc_chunk_cache_entry *e;
+    int st;
+    if (sel_nbytes(chain, s) != c->chunk_bytes)
+        return ZC_ERR_PARAM;
+    if (o->blob != NULL) {
+        /* A blob's version names its bytes: a hit needs none of them. */
+        if ((e = zc_chunk_cache_find(c, key, v)) == NULL)
+            return zc_chunk_cache_decode(c, key, v, chain, s, o, offset, size, r);
+    } else {
+        /* A file's bytes can change under the same identity: the entry must be of these. */
+        if ((st = zc_chunk_load(chain, o, offset, size, r)) != ZC_OK)
+            return st;
+        zc_chunk_version cv = *v;
+        cv.content = zc_hash64(r->file.p, size);
+        if ((e = zc_chunk_cache_find(c, key, &cv)) == NULL &&
+            (st = zc_chunk_cache_decode_bytes(c, key, &cv, chain, r->file.p, size,
+                                              c->chunk_bytes, &e)) != ZC_OK)
+            return st;
+    }
+    st = zc_chunk_sel_copy(s, chain->itemsize, zc_chunk_cache_data(e));
     zc_chunk_cache_unpin(e);
     return st;
 }

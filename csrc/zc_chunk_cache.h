@@ -4,9 +4,14 @@
  * Keys are the stored object's grid coordinates plus the inner chunk's index in it (0 for an
  * unsharded chunk). Each entry remembers the version of the stored bytes it was decoded from
  * (zc_chunk_version) and is served only to a reader that found that same version, so it never
- * hands out data the store no longer holds: for a file, its device, inode, size, mtime and
- * ctime (nanoseconds) and the chunk's byte range in it; a file whose ctime is too recent to
- * tell apart from a later change (zc_chunk_version_settled) is read but not cached.
+ * hands out data the store no longer holds. For a file the version is its device, inode,
+ * size, mtime and ctime (nanoseconds), the chunk's byte range in it, and a 64-bit hash of the
+ * bytes in that range (zc_hash64), which a hit reads and hashes: a file's times do not change
+ * for every write (stores through a shared memory map to a page already dirty, on tmpfs to
+ * any page; whole-second stamps), its bytes do. So a hit saves the decode, not the read. A
+ * memory blob's version names its bytes for good (every write stores a new blob); versions a
+ * store gives (zc_shard_batch.h's) are the store's word. A file whose ctime is recent
+ * (zc_chunk_version_settled) is read but not cached.
  *
  * The table is split into independently locked parts by key hash, each with its own least
  * recently used list; the byte budget is the whole cache's, and an insert evicts the least
@@ -26,9 +31,9 @@
 #include "zc_chain.h"
 #include "zc_chunk_io.h"
 
-/* A file's ctime must be at least this old before chunks decoded from it are cached: a later
- * change then always carries a different ctime (timestamps are taken from a clock that ticks
- * every few milliseconds; the second is a margin for clocks of network file systems). */
+/* A file's ctime must be at least this old before chunks decoded from it are cached. The
+ * content hash alone keeps entries right (a file's times are no proof: see above); this keeps
+ * files still being written from churning the cache. */
 #define ZC_CHUNK_CACHE_SETTLE_NS 1000000000LL
 
 typedef struct zc_chunk_cache zc_chunk_cache;
@@ -38,6 +43,7 @@ typedef struct {
     uint64_t dev, ino, size;
     int64_t mtime_ns, ctime_ns;
     uint64_t offset, nbytes;  /* the chunk's bytes in the object */
+    uint64_t content;         /* a file's: zc_hash64 of those bytes (0 for other objects) */
 } zc_chunk_version;
 
 typedef struct {
@@ -52,22 +58,30 @@ zc_chunk_cache *zc_chunk_cache_new(size_t capacity, size_t chunk_bytes, int key_
 void zc_chunk_cache_free(zc_chunk_cache *c);
 void zc_chunk_cache_get_stats(zc_chunk_cache *c, zc_chunk_cache_stats *out);
 
-/* The identity of the open object `o` into `v` (offset and nbytes left as they are): a
- * file's zc_os_fstat, or a memory blob's version (settled at once: it never changes). ZC_OK or
- * ZC_ERR_IO. */
+/* The identity of the open object `o` into `v` (offset and nbytes left as they are, content
+ * 0): a file's zc_os_fstat, or a memory blob's version (settled at once: it never changes).
+ * ZC_OK or ZC_ERR_IO. */
 int zc_chunk_version_of(const zc_object *o, zc_chunk_version *v);
 
-/* The identity of the object stored at `path` (in `mem`, or below `root` when NULL) into `v`
- * without opening it: 1 with `v` set, 0 when nothing is stored there (no file, or a
- * directory), -1 when it cannot tell (the caller opens the object and finds out why). */
-int zc_chunk_version_at(const zc_root *root, zc_memstore *mem, const char *path,
-                        zc_chunk_version *v);
+/* The version of the blob stored at `path` in `mem` into `v` without opening it: 1 with `v`
+ * set, 0 when nothing is stored there. (A file's version needs its bytes: it is opened.) */
+int zc_chunk_version_in(zc_memstore *mem, const char *path, zc_chunk_version *v);
 
 /* Are `a` and `b` the same version (equal stored bytes)? */
 int zc_chunk_version_same(const zc_chunk_version *a, const zc_chunk_version *b);
 
 /* May chunks of version `v` be cached: is its ctime settled (ZC_CHUNK_CACHE_SETTLE_NS)? */
 int zc_chunk_version_settled(const zc_chunk_version *v);
+
+/* Do reads of files gain from a cache of chunks of `chain`? Not where the stored bytes are
+ * the decoded items (zc_chain_stores_items): a hit reads and hashes them, more work than a
+ * read without a cache, which copies them into place. The batches (zc_batch.h,
+ * zc_shard_io.h) read such files without their cache. (A blob's hit reads nothing: no
+ * dearer than its read.) */
+static inline int zc_chunk_cache_gains(const zc_chain *chain)
+{
+    return !zc_chain_stores_items(chain);
+}
 
 /* A cached entry, pinned: its bytes stay valid until unpinned, even once evicted. */
 typedef struct zc_chunk_cache_entry zc_chunk_cache_entry;
@@ -85,10 +99,11 @@ void zc_chunk_cache_unpin(zc_chunk_cache_entry *e);
 int zc_chunk_cache_keep(zc_chunk_cache *c, const int64_t *key, const zc_chunk_version *v,
                         const void *data);
 
-/* Decode the chunk stored as bytes [offset, offset + size) of `o`, of version `v`, into the
- * selection `s` as zc_chunk_read does, through the cache: a cached entry of key `key` and
- * version `v` is copied from; otherwise the whole chunk is decoded into a new entry (cached
- * when `v` is settled) and the selection copied from it. */
+/* Decode the chunk stored as bytes [offset, offset + size) of `o`, of version `v` (its
+ * content left to this call), into the selection `s` as zc_chunk_read does, through the
+ * cache: a file's bytes are read (into r->file) and hashed into the version's content; a
+ * cached entry of key `key` at that version is copied from; otherwise the whole chunk is
+ * decoded into a new entry (cached when `v` is settled) and the selection copied from it. */
 int zc_chunk_cache_read(zc_chunk_cache *c, const int64_t *key, const zc_chunk_version *v,
                         const zc_chain *chain, const zc_chunk_sel *s, const zc_object *o,
                         uint64_t offset, size_t size, zc_chunk_reader *r);
@@ -98,7 +113,8 @@ int zc_chunk_cache_read(zc_chunk_cache *c, const int64_t *key, const zc_chunk_ve
 int zc_chunk_cache_decode_bytes(zc_chunk_cache *c, const int64_t *key, const zc_chunk_version *v,
                                 const zc_chain *chain, const unsigned char *src, size_t len,
                                 size_t nbytes, zc_chunk_cache_entry **out);
-/* As zc_chunk_cache_read after zc_chunk_cache_find found no entry: decode into a new one. */
+/* As zc_chunk_cache_read after zc_chunk_cache_find found no entry, for a blob `o` (whose
+ * version needs no content): decode into a new one. */
 int zc_chunk_cache_decode(zc_chunk_cache *c, const int64_t *key, const zc_chunk_version *v,
                           const zc_chain *chain, const zc_chunk_sel *s, const zc_object *o,
                           uint64_t offset, size_t size, zc_chunk_reader *r);

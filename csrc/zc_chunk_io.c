@@ -103,6 +103,23 @@ static int gather_listed(const zc_chunk_sel *s, size_t itemsize, const unsigned 
     return zc_gather_nd(s->ndim, s->shape, itemsize, chunk, s->gather, s->out, s->out_strides);
 }
 
+/* Is `size` over what any valid chunk of the chain stores? Such a chunk is not read. */
+static int too_large(const zc_chain *c, size_t size)
+{
+    return c->max_stored != 0 && size > c->max_stored;
+}
+
+int zc_chunk_load(const zc_chain *c, const zc_object *o, uint64_t offset, size_t size,
+                  zc_chunk_reader *r)
+{
+    if (too_large(c, size))
+        return ZC_ERR_TOO_LARGE;
+    if (zc_buf_reserve(&r->file, size) != ZC_OK)
+        return ZC_ERR_NOMEM;
+    int st = zc_object_pread(o, r->file.p, size, offset);
+    return st == ZC_ERR_SIZE ? ZC_ERR_CORRUPT : st; /* shrunk under us: a truncated chunk */
+}
+
 int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, const zc_object *o, uint64_t offset,
                   size_t size, zc_chunk_reader *r)
 {
@@ -114,8 +131,8 @@ int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, const zc_object *o, 
             return ZC_ERR_PARAM;
         n *= (size_t)s->shape[d];
     }
-    if (c->max_stored != 0 && size > c->max_stored)
-        return ZC_ERR_TOO_LARGE; /* larger than any valid chunk: not read, however large */
+    if (too_large(c, size))
+        return ZC_ERR_TOO_LARGE;
     const int listed = s->gather != NULL || s->local != NULL;
     if (!listed && !zc_chain_shuffles(c)
         && (c->compressor == ZC_COMP_NONE || c->compressor == ZC_COMP_ZSTD)) {
@@ -131,11 +148,7 @@ int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, const zc_object *o, 
         };
         return zc_stream_read(o, size, &f, &sc, &r->stream);
     }
-    if (zc_buf_reserve(&r->file, size) != ZC_OK)
-        return ZC_ERR_NOMEM;
-    int st = zc_object_pread(o, r->file.p, size, offset);
-    if (st == ZC_ERR_SIZE)
-        st = ZC_ERR_CORRUPT; /* the file shrank under us: a truncated chunk */
+    int st = zc_chunk_load(c, o, offset, size, r);
     if (st != ZC_OK)
         return st;
     if (!listed && whole_run(s, c->itemsize))

@@ -52,6 +52,12 @@ typedef struct {
 
 void zc_chunk_reader_free(zc_chunk_reader *r);
 
+/* Read the chunk stored as bytes [offset, offset + size) of `o` into r->file: ZC_OK,
+ * ZC_ERR_TOO_LARGE (over the chain's max_stored, not read), ZC_ERR_CORRUPT (the object is
+ * shorter), ZC_ERR_NOMEM or ZC_ERR_IO. */
+int zc_chunk_load(const zc_chain *c, const zc_object *o, uint64_t offset, size_t size,
+                  zc_chunk_reader *r);
+
 /* Decode the chunk stored as bytes [offset, offset + size) of `o` into the selection.
  * Index lists and points are gathered from the whole decoded chunk (zc_gather.h). Otherwise
  * no compressor and zstd stream through bounded buffers; the other compressors decode the

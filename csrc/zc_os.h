@@ -279,11 +279,6 @@ ptrdiff_t zc_os_write(int fd, const void *buf, size_t len);
  * files, and the caller copies through memory). */
 ptrdiff_t zc_os_copy_range(int in_fd, uint64_t at, int out_fd, size_t len);
 int zc_os_fstat(int fd, zc_file_info *info);
-/* 1 when the directory `path` is on a local file system (Linux: ext2-4, xfs, btrfs, f2fs, zfs,
- * tmpfs, overlayfs), whose stat of a file is as fresh as opening it, with its device (as
- * zc_file_info.dev) in *dev; else 0: a network file system, where a stat may answer from an
- * attribute cache that only an open revalidates (NFS's close-to-open), or one unknown here. */
-int zc_os_local_fs(const char *path, uint64_t *dev);
 /* Information on `name` in `dir`; with `nofollow`, on a symbolic link itself. */
 int zc_os_stat_at(int dir, const char *name, int nofollow, zc_file_info *info);
 /* Rename `from` (in `from_dir`) to `to` (in `to_dir`), atomically replacing `to` if it exists

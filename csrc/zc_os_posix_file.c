@@ -13,7 +13,6 @@
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/syscall.h>
-#include <sys/vfs.h>
 #endif
 
 /* The timestamps of struct stat, in nanoseconds. */
@@ -128,28 +127,6 @@ int zc_os_fstat(int fd, zc_file_info *info)
 {
     struct stat st;
     return fill_info(fstat(fd, &st), &st, info);
-}
-
-int zc_os_local_fs(const char *path, uint64_t *dev)
-{
-#ifdef __linux__
-    /* Magic numbers of <linux/magic.h> (ext2, ext3 and ext4 share one). */
-    static const unsigned long local[] = {0xEF53, 0x58465342, 0x9123683E, 0xF2F52010,
-                                          0x2FC12FC1, 0x01021994, 0x794C7630};
-    struct statfs fs;
-    struct stat st;
-    if (statfs(path, &fs) != 0 || stat(path, &st) != 0)
-        return 0;
-    for (size_t i = 0; i < sizeof local / sizeof local[0]; i++) {
-        if ((unsigned long)fs.f_type == local[i]) {
-            *dev = (uint64_t)st.st_dev;
-            return 1;
-        }
-    }
-#else
-    (void)path, (void)dev;
-#endif
-    return 0;
 }
 
 int zc_os_stat_at(int dir, const char *name, int nofollow, zc_file_info *info)

@@ -173,13 +173,6 @@ int zc_os_fstat(int fd, zc_file_info *info)
     return h == INVALID_HANDLE_VALUE ? -1 : handle_info(h, info);
 }
 
-int zc_os_local_fs(const char *path, uint64_t *dev)
-{
-    /* Not told apart here: every file is opened to look at it. */
-    (void)path, (void)dev;
-    return 0;
-}
-
 int zc_os_stat_at(int dir, const char *name, int nofollow, zc_file_info *info)
 {
     /* No data access: a handle for attributes, which no lock or sharing mode bars. */

@@ -150,20 +150,13 @@ static int fill_region(const zc_shard_job *j, const task_view *v)
     return zc_copy_nd(j->ndim, v->shape, j->chain.itemsize, j->fill, zero, v->data, v->data_strides);
 }
 
-/* The stored bytes of an inner chunk are its items as they lie in memory. */
-static int raw_items(const zc_shard_job *j)
-{
-    return j->chain.compressor == ZC_COMP_NONE && !j->chain.crc32c && j->chain.swap_size <= 1
-           && !zc_chain_shuffles(&j->chain);
-}
-
 /* The decoded bytes of the `n`-byte inner chunk `src` (`len` bytes stored): `src` itself when
  * it holds the items as they lie in memory, else `*scratch`, a per-thread buffer kept from job
  * to job (no page faults for each), taken on first need. NULL with *st set on failure. */
 static const unsigned char *decoded(const zc_shard_job *j, const unsigned char *src, size_t len,
                                     size_t n, unsigned char **scratch, int *st)
 {
-    if (raw_items(j)) {
+    if (zc_chain_stores_items(&j->chain)) {
         *st = len != n ? ZC_ERR_SIZE : ZC_OK;
         return *st == ZC_OK ? src : NULL;
     }

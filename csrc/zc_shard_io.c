@@ -11,6 +11,7 @@
 #include "zc_copy.h"
 #include "zc_crc32c.h"
 #include "zc_fill.h"
+#include "zc_hash64.h"
 #include "zc_key_lock.h"
 #include "zc_os.h"
 #include "zc_shard_batch.h"
@@ -198,6 +199,8 @@ int zc_shard_io_prepare(zc_shard_io *io)
     if (io->ndim < 1 || io->ndim > ZC_MAX_NDIM || io->chain.itemsize == 0 ||
         io->fill == NULL || io->listing.point_start != NULL || io->listing.nindex < 0)
         return ZC_ERR_PARAM;
+    if (io->cache != NULL && io->mem == NULL && !zc_chunk_cache_gains(&io->chain))
+        io->cache = io->index_cache = NULL;
     size_t elems = 1;
     int64_t ninner = 1, nslots = 1, ninner_pieces = 0, npieces = 0, longest_listed = 0;
     for (int d = 0; d < io->ndim; d++) {
@@ -547,13 +550,15 @@ static zc_chunk_version index_version(const zc_shard_io *io, const zc_chunk_vers
     return iv;
 }
 
-/* Take slot `s`'s index from the index cache at the slot's version; 1 when it was there. */
-static int cached_index(zc_shard_io *io, int64_t s)
+/* Take slot `s`'s index from the index cache at the slot's version, of index bytes hashing
+ * to `content` (a file's; 0 for a blob); 1 when it was there. */
+static int cached_index(zc_shard_io *io, int64_t s, uint64_t content)
 {
     zc_shard_slot *slot = &io->slots[s];
     int64_t key[ZC_MAX_NDIM];
     zc_shard_io_slot_coords(io, s, key);
-    const zc_chunk_version iv = index_version(io, &slot->version);
+    zc_chunk_version iv = index_version(io, &slot->version);
+    iv.content = content;
     if ((slot->index_pin = zc_chunk_cache_find(io->index_cache, key, &iv)) == NULL)
         return 0;
     slot->entries = (const uint64_t *)zc_chunk_cache_data(slot->index_pin);
@@ -601,8 +606,9 @@ static void forget_cached(zc_shard_io *io, int64_t s)
 }
 
 /* Open slot `s`'s shard and read, check and keep its index; failures are recorded. Through a
- * cache, the shard is not opened when its index and the inner chunks the read needs are
- * cached at the identity its path has (zc_shard_io.h). */
+ * cache, a blob is not opened when its index and the inner chunks the read needs are cached
+ * at the version its key has; a file's index is read and hashed, and taken from the index
+ * cache only when cached of those bytes (zc_shard_io.h). */
 static int load_shard(zc_shard_io *io, int64_t s, zc_buf *buf)
 {
     zc_shard_slot *slot = &io->slots[s];
@@ -612,13 +618,10 @@ static int load_shard(zc_shard_io *io, int64_t s, zc_buf *buf)
         fail_simple(io, s, -1, st, 0);
         return st;
     }
-    const int pin = io->cache != NULL &&
+    const int pin = io->cache != NULL && io->mem != NULL &&
                     io->task_start[s + 1] - io->task_start[s] <= ZC_SHARD_IO_PIN_MAX;
-    /* (A shard found missing is opened all the same: that is when a network file system
-     * revalidates a name it had cached as absent.) */
-    if (pin && io->index_cache != NULL && (io->mem != NULL || io->stat_fresh) &&
-        zc_chunk_version_at(&io->root, io->mem, path, &slot->version) > 0 &&
-        (io->mem != NULL || slot->version.dev == io->stat_dev) && cached_index(io, s) &&
+    if (pin && io->index_cache != NULL &&
+        zc_chunk_version_in(io->mem, path, &slot->version) && cached_index(io, s, 0) &&
         pin_chunks(io, s))
         return ZC_OK;
     zc_object o;
@@ -645,10 +648,10 @@ static int load_shard(zc_shard_io *io, int64_t s, zc_buf *buf)
             slot->obj = o; /* the shard the cached index and chunks came from */
             return ZC_OK;
         }
-        /* Replaced since its path was looked at (or never looked at): read it afresh. */
+        /* Replaced since its key was looked at (or never looked at): read it afresh. */
         forget_cached(io, s);
         slot->version = opened;
-        if (io->index_cache != NULL && cached_index(io, s)) {
+        if (o.blob != NULL && io->index_cache != NULL && cached_index(io, s, 0)) {
             slot->obj = o;
             if (pin)
                 pin_chunks(io, s);
@@ -673,6 +676,15 @@ static int load_shard(zc_shard_io *io, int64_t s, zc_buf *buf)
                               : (failure){.status = st, .err = errno, .inner = -1};
         goto failed;
     }
+    uint64_t content = 0;
+    if (io->index_cache != NULL && o.blob == NULL) {
+        /* A file's bytes can change under the same identity: the index must be of these. */
+        content = zc_hash64(buf->p, isz);
+        if (cached_index(io, s, content)) {
+            slot->obj = o;
+            return ZC_OK;
+        }
+    }
     if ((entries = (uint64_t *)malloc(raw ? raw : 1)) == NULL) {
         f.status = ZC_ERR_NOMEM;
         goto failed;
@@ -682,7 +694,8 @@ static int load_shard(zc_shard_io *io, int64_t s, zc_buf *buf)
     if (io->index_cache != NULL) {
         int64_t key[ZC_MAX_NDIM];
         zc_shard_io_slot_coords(io, s, key);
-        const zc_chunk_version iv = index_version(io, &slot->version);
+        zc_chunk_version iv = index_version(io, &slot->version);
+        iv.content = content;
         /* Out of memory only leaves it uncached. */
         (void)zc_chunk_cache_keep(io->index_cache, key, &iv, entries);
     }

@@ -21,14 +21,16 @@
  * shards ahead of the decoding, and a shard slower to arrive than to decode (a larger one, a
  * device busy elsewhere) does not stall it.
  *
- * Reads through a cache: the first task also looks up every inner chunk of the shard the
- * read needs (at most ZC_SHARD_IO_PIN_MAX of them) and pins those cached at the shard's
- * version, and takes its checked index from the index cache when it is there. On a local
- * file system (stat_fresh) the shard's identity comes from its path first (one stat,
- * zc_chunk_version_at): when the index and every needed inner chunk are cached at that
- * identity, the shard is not opened at all. Otherwise it is opened, and what was pinned is
- * kept only when the open file is still of that identity (else it was replaced meanwhile:
- * the shard is read afresh, at the open file's identity).
+ * Reads through a cache (zc_chunk_cache.h): a shard file is opened and its index read as
+ * without one; the checked index is taken from the index cache when cached of the same
+ * identity and index bytes (their zc_hash64), and each task reads its inner chunk's bytes
+ * and takes the decoded chunk from the cache when cached of those bytes: a file's bytes can
+ * change without its identity (a shared memory map), so neither is served on the identity
+ * alone. A memory store's blob is named by its version alone: the first task looks up every
+ * inner chunk the read needs (at most ZC_SHARD_IO_PIN_MAX of them) at the blob's version
+ * (zc_chunk_version_in), and when they and the index are cached the blob is not opened;
+ * otherwise it is, and what was pinned is kept only when the open blob is still of that
+ * version (else it was replaced meanwhile and is read afresh).
  *
  * Writes: only shards the selection covers wholly (the in-bounds part of edge shards) are
  * written here; the others are flagged in `deferred` for the caller's read-modify-write.
@@ -50,8 +52,9 @@
 #include "zc_status.h"
 
 #define ZC_SHARD_IO_PATH_MAX ZC_BATCH_PATH_MAX
-/* Reads through a cache pin the cached inner chunks of shards whose read needs at most this
- * many (more are looked up one at a time: opening the shard is then the lesser cost). */
+/* Reads of a memory store through a cache pin the cached inner chunks of shards whose read
+ * needs at most this many (more are looked up one at a time: opening the shard is then the
+ * lesser cost). */
 #define ZC_SHARD_IO_PIN_MAX 64
 
 /* Reads ask the system to start reading at most this many bytes ahead of the decoding: of a
@@ -102,16 +105,13 @@ typedef struct {
     int stream_out;  /* reads: the output outgrows the caches (zc_stream.h's ZC_STREAM_OUT_MIN) */
     int writing;
     /* Reads: decoded inner chunks are taken from and kept in this cache (NULL: none), keyed
-     * by the shard's grid coordinates and the inner chunk's C-order index. */
+     * by the shard's grid coordinates and the inner chunk's C-order index; prepare drops it
+     * and index_cache for files where it gains nothing (zc_chunk_cache_gains). */
     zc_chunk_cache *cache;
     /* Reads with a cache: checked shard indexes (16 * ninner bytes, 2 uint64 per inner
      * chunk) are taken from and kept in this one (NULL: none), keyed by the shard's grid
      * coordinates. */
     zc_chunk_cache *index_cache;
-    /* A stat of a shard file on device stat_dev is as fresh as opening it (zc_os_local_fs):
-     * only there (and in a memory store) is a shard served from the caches without opening. */
-    int stat_fresh;
-    uint64_t stat_dev;
 
     /* Set up by zc_shard_io_prepare, released by zc_shard_io_free. */
     int64_t grid[ZC_MAX_NDIM];  /* inner chunks per shard along each axis */

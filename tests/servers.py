@@ -138,15 +138,19 @@ class _Faults:
         self.cut_request_after = None   # (proxy) forward this many request bytes, then close
         self.after_apply = False  # (proxy) `status` or `drop` once the server has answered
         self.method = None      # (proxy) only requests of this method ("PUT", "DELETE", ...)
+        self.conditional = False  # (proxy) only requests that carry If-None-Match
+        self.etag = None        # (proxy) the ETag header of the `status` answer (None: none)
         self.count = None       # (proxy) only this many more requests (None: all)
         self._taken = threading.Lock()
 
     def applies(self, path):
         return self.match is None or self.match in path
 
-    def take(self, method, path):
+    def take(self, method, path, request=b""):
         """(proxy) Do the faults apply to this request? Counts it against `count`."""
         if not self.applies(path) or self.method not in (None, method):
+            return False
+        if self.conditional and b"\r\nif-none-match:" not in request.split(b"\r\n\r\n")[0].lower():
             return False
         with self._taken:
             if self.count is None:
@@ -316,7 +320,8 @@ def _closing(message):
 class FaultProxy:
     """A TCP proxy to `target_port` that injects `faults` into each request (one per
     connection): delay forwarding it, close mid-request (`cut_request_after` bytes), drop the
-    connection, answer `status` itself, or cut the answer short (`truncate`); `after_apply`
+    connection, answer `status` itself (with `etag`; only conditional GETs with
+    `conditional`), or cut the answer short (`truncate`); `after_apply`
     drops or answers `status` after the server has applied the request. `wait_idle` waits
     for every request it holds (a delayed one whose client gave up too) to be done;
     `requests` lists them, `answered` counts the bytes of the answers it forwarded."""
@@ -371,14 +376,14 @@ class FaultProxy:
         if not request:
             return
         self.requests.append((method, path))
-        if not faults.take(method, path):
+        if not faults.take(method, path, request):
             return self._forward(client, self._exchange(request, method))
         if faults.delay:
             time.sleep(faults.delay)
         if faults.drop and not faults.after_apply:
             return
         if faults.status and not faults.after_apply:
-            return self._answer(client, faults.status)
+            return self._answer(client, faults.status, faults.etag)
         if faults.cut_request_after is not None:
             # Forward part of the request, then die as a crashed server would.
             with socket.create_connection(("127.0.0.1", self.target_port)) as server:
@@ -410,8 +415,9 @@ class FaultProxy:
             return _closing(_read_message(server, bodiless=method == "HEAD"))
 
     @staticmethod
-    def _answer(client, status):
-        client.sendall(f"HTTP/1.1 {status} Fault\r\nContent-Length: 0\r\n"
+    def _answer(client, status, etag=None):
+        tag = "" if etag is None else f"ETag: {etag}\r\n"
+        client.sendall(f"HTTP/1.1 {status} Fault\r\n{tag}Content-Length: 0\r\n"
                        f"Connection: close\r\n\r\n".encode())
 
 

@@ -12,6 +12,9 @@ import zarrcore
 from zarrcore.array_api import CACHE_SETTLE_SECONDS
 
 ZSTD = {"name": "zstd", "configuration": {"level": 1, "checksum": False}}
+# Uncompressed, but stored in the other byte order: chunks still decoded, so cached (stored
+# as the items lie in memory, a chunk is read without the cache: a hit would cost more).
+BIG = {"name": "bytes", "configuration": {"endian": "big"}}
 
 
 def settle():
@@ -19,9 +22,10 @@ def settle():
     time.sleep(CACHE_SETTLE_SECONDS + 0.05)
 
 
-def make(tmp_path, name, shards, compressors, data):
+def make(tmp_path, name, shards, compressors, data, serializer="auto"):
     a = zarrcore.create_array(str(tmp_path / name), shape=data.shape, dtype=data.dtype,
-                              chunks=(6, 5), shards=shards, compressors=compressors)
+                              chunks=(6, 5), shards=shards, compressors=compressors,
+                              serializer=serializer)
     a[...] = data
     return a
 
@@ -42,7 +46,7 @@ def regions(rng, shape, n):
 @pytest.mark.parametrize("compressors", [[], [ZSTD]], ids=["raw", "zstd"])
 def test_cached_reads_match_numpy_and_stay_in_budget(tmp_path, shards, compressors):
     data = np.random.default_rng(0).integers(0, 1000, size=(29, 41)).astype(">i4")
-    a = make(tmp_path, "a.zarr", shards, compressors, data)
+    a = make(tmp_path, "a.zarr", shards, compressors, data, BIG)
     settle()
     chunk = 6 * 5 * 4
     h = a.native_handle(cache_bytes=3 * chunk)
@@ -113,8 +117,8 @@ def test_in_place_rewrite_of_same_size_with_old_mtime_is_not_served_stale(tmp_pa
     """Another writer overwriting files in place, with the same size, the same shard index and
     the old mtime put back: only the ctime tells, and it does."""
     data = np.arange(29 * 41, dtype="i4").reshape(29, 41)
-    a = make(tmp_path, "a.zarr", shards, [], data)
-    b = make(tmp_path, "b.zarr", shards, [], data + 1000)
+    a = make(tmp_path, "a.zarr", shards, [], data, BIG)
+    b = make(tmp_path, "b.zarr", shards, [], data + 1000, BIG)
     settle()
     h = a.native_handle(cache_bytes=1 << 20)
     np.testing.assert_array_equal(h.read((0, 0), a.shape), data)
@@ -161,21 +165,27 @@ def read_syscalls():
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="needs Linux's /proc/self/io")
 @pytest.mark.parametrize("confined", [False, True], ids=["plain", "confined"])
-def test_shards_served_whole_from_the_cache_are_not_read(tmp_path, confined):
-    """Once a shard's index and the inner chunks a read needs are cached, the read stats the
-    shard and reads nothing from it; a shard replaced since is read afresh."""
+def test_shards_served_from_the_cache_are_read_not_decoded(tmp_path, confined):
+    """Once a shard's index and the inner chunks a read needs are cached, the read still
+    reads the index and those chunks' stored bytes (a file's bytes can change without its
+    times), and decodes nothing; a shard replaced since is read afresh."""
     data = np.arange(29 * 41, dtype="i4").reshape(29, 41)
     make(tmp_path, "a.zarr", (12, 20), [ZSTD], data)
     a = zarrcore.open_array(zarrcore.LocalStore(str(tmp_path / "a.zarr"), confined=confined))
     settle()
     h = a.native_handle(cache_bytes=1 << 20)
     np.testing.assert_array_equal(h.read((0, 0), a.shape), data)
+    first = h.cache_info()
     own = -read_syscalls() + read_syscalls()  # those of reading /proc/self/io
     before = read_syscalls()
     for _ in range(5):
         np.testing.assert_array_equal(h.read((0, 0), a.shape), data)
         np.testing.assert_array_equal(h.read((3, 4), (7, 9)), data[3:10, 4:13])
-    assert read_syscalls() - before == own
+    # Each of the 6 shards' index and 45 chunks, then 1 shard's index and 6 chunks, 5 times.
+    assert read_syscalls() - before - own >= 5 * (6 + 45 + 1 + 6)
+    info = h.cache_info()
+    assert info["inserts"] == first["inserts"] == first["misses"] == info["misses"] == 45
+    assert info["hits"] == 5 * (45 + 6)
     # Another writer renames a new shard over one (settled, so its chunks may be cached).
     b = make(tmp_path, "b.zarr", (12, 20), [ZSTD], data + 1000)
     settle()
@@ -227,7 +237,8 @@ def test_chunks_that_fill_huge_pages_badly_or_exceed_them(tmp_path, edge):
     and of 2.7 MiB (over a block: a block each)."""
     data = np.random.default_rng(3).random((3 * edge, edge))
     a = zarrcore.create_array(str(tmp_path / "a.zarr"), shape=data.shape, dtype="f8",
-                              chunks=(edge, edge), shards=(2 * edge, edge), compressors=[])
+                              chunks=(edge, edge), shards=(2 * edge, edge), compressors=[],
+                              serializer=BIG)
     a[...] = data
     settle()
     h = a.native_handle(cache_bytes=2 * edge * edge * 8)
@@ -242,9 +253,9 @@ def test_chunks_that_fill_huge_pages_badly_or_exceed_them(tmp_path, edge):
 
 @pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs a second file system, /dev/shm")
 def test_shards_on_another_file_system_are_opened_and_still_cached(tmp_path):
-    """Shards in a directory linked to another file system than the array's are opened on
-    every read (only the array's own file system is known to answer a stat freshly), their
-    indexes and chunks still served from the cache, and a shard replaced there is read afresh."""
+    """Shards in a directory linked to another file system than the array's have their
+    indexes and chunks served from the cache as any, and a shard replaced there is read
+    afresh."""
     import shutil
     import tempfile
 
@@ -271,3 +282,122 @@ def test_shards_on_another_file_system_are_opened_and_still_cached(tmp_path):
         np.testing.assert_array_equal(h.read((0, 0), a.shape), expected)
     finally:
         shutil.rmtree(elsewhere)
+
+
+def _file_system_dirs(tmp_path):
+    """The test's directory and, where it is another file system, a directory on /dev/shm
+    (tmpfs, which never updates a file's times for stores through a shared map)."""
+    import tempfile
+
+    dirs = [("tmp", str(tmp_path), None)]
+    if os.path.isdir("/dev/shm") and os.stat("/dev/shm").st_dev != os.stat(tmp_path).st_dev:
+        shm = tempfile.mkdtemp(dir="/dev/shm")
+        dirs.append(("shm", shm, shm))
+    return dirs
+
+
+@pytest.fixture(params=["tmp", "shm"])
+def any_file_system(request, tmp_path):
+    """A directory on the test's file system, or on /dev/shm (tmpfs)."""
+    import shutil
+
+    dirs = {name: (path, cleanup) for name, path, cleanup in _file_system_dirs(tmp_path)}
+    if request.param not in dirs:
+        pytest.skip("/dev/shm is missing or on the test directory's file system")
+    path, cleanup = dirs[request.param]
+    yield path
+    if cleanup is not None:
+        shutil.rmtree(cleanup)
+
+
+def _stored_file(root, shards):
+    """The file holding chunk (4, 0) (rows 24..29, columns 0..5): a chunk, or its shard."""
+    return os.path.join(root, "c", "2", "0") if shards else os.path.join(root, "c", "4", "0")
+
+
+@pytest.mark.parametrize("shards", [None, (12, 20)], ids=["chunks", "shards"])
+@pytest.mark.parametrize("route", ["handle", "array"])
+@pytest.mark.parametrize("order", ["<", ">"], ids=["as-items", "swapped"])
+def test_stores_through_a_shared_map_are_seen(any_file_system, shards, route, order):
+    """Another writer storing into a chunk file (or a shard) through a shared memory map
+    changes its bytes without changing its size or times (a page already dirty; on tmpfs
+    any page): a read after it gives the new values, not cached ones. Chunks stored as the
+    items lie in memory are read without the cache; swapped ones through it."""
+    data = np.arange(29 * 41, dtype="i4").reshape(29, 41)
+    root = os.path.join(any_file_system, "a.zarr")
+    endian = {"<": "little", ">": "big"}[order]
+    a = zarrcore.create_array(root, shape=data.shape, dtype=data.dtype, chunks=(6, 5),
+                              shards=shards, compressors=[],
+                              serializer={"name": "bytes", "configuration": {"endian": endian}})
+    a[...] = data
+    path = _stored_file(root, shards)
+    stored = np.dtype(order + "i4")
+    old = np.pad(data[24:30, 0:5], ((0, 1), (0, 0))).astype(stored).tobytes()
+    with open(path, "rb") as f:
+        at = f.read().find(old)
+    assert at >= 0
+    m = np.memmap(path, dtype="u1", mode="r+")
+    m[at] = m[at]  # the page is dirty from here on: later stores leave the times alone
+    settle()
+    if route == "handle":
+        h = a.native_handle(cache_bytes=1 << 20)
+        read = lambda: h.read((24, 0), (5, 5))  # noqa: E731
+        info = h.cache_info
+    else:
+        b = zarrcore.open_array(root, mode="r", cache_bytes=1 << 20)
+        read = lambda: b[24:29, 0:5]  # noqa: E731
+        info = b.cache_info
+    np.testing.assert_array_equal(read(), data[24:29, 0:5])
+    np.testing.assert_array_equal(read(), data[24:29, 0:5])
+    cached = order == ">"
+    assert info()["hits"] == int(cached) and info()["misses"] == int(cached)
+    new = data[24:29, 0:5] + 5000
+    m[at:at + new.nbytes] = np.frombuffer(new.astype(stored).tobytes(), "u1")
+    np.testing.assert_array_equal(read(), new)
+    assert info()["stale"] == int(cached)
+    m.flush()
+    del m
+    np.testing.assert_array_equal(read(), new)
+
+
+@pytest.mark.parametrize("shards", [None, (12, 20)], ids=["chunks", "shards"])
+def test_whole_second_times_and_same_size_rewrites_are_seen(tmp_path, shards):
+    """A file system that stamps whole seconds gives a rewrite within the same second the
+    stamp of the write before it: simulated by whole-second times set on the files, then
+    bytes changed through a shared map (which keeps size and times). Nothing is served
+    stale, compressed or not."""
+    data = np.arange(29 * 41, dtype="i4").reshape(29, 41)
+    for compressors in ([], [ZSTD]):
+        root = str(tmp_path / f"a{len(compressors)}.zarr")
+        a = zarrcore.create_array(root, shape=data.shape, dtype=data.dtype, chunks=(6, 5),
+                                  shards=shards, compressors=compressors, serializer=BIG)
+        a[...] = data
+        b = zarrcore.create_array(str(tmp_path / "b.zarr"), shape=data.shape, dtype="i4",
+                                  chunks=(6, 5), shards=shards, compressors=compressors,
+                                  serializer=BIG, overwrite=True)
+        b[...] = data[::-1, ::-1].copy()
+        path = _stored_file(root, shards)
+        other = _stored_file(str(tmp_path / "b.zarr"), shards)
+        with open(other, "rb") as f:
+            replacement = f.read()
+        if len(replacement) != os.path.getsize(path):
+            continue  # (zstd made another size: the size alone tells)
+        second = int(time.time()) - 5
+        os.utime(path, ns=(second * 10**9, second * 10**9))
+        m = np.memmap(path, dtype="u1", mode="r+")
+        m[0] = m[0]
+        os.utime(path, ns=(second * 10**9, second * 10**9))
+        settle()
+        h = a.native_handle(cache_bytes=1 << 20)
+        np.testing.assert_array_equal(h.read((0, 0), a.shape), data)
+        np.testing.assert_array_equal(h.read((0, 0), a.shape), data)
+        assert h.cache_info()["hits"] == h.cache_info()["misses"] == 45
+        before = os.stat(path)
+        m[:] = np.frombuffer(replacement, "u1")
+        expected = data.copy()
+        cols = slice(0, 20) if shards else slice(0, 5)
+        expected[24:29, cols] = zarrcore.open_array(str(tmp_path / "b.zarr"))[24:29, cols]
+        after = os.stat(path)
+        assert before.st_mtime_ns == after.st_mtime_ns == second * 10**9
+        np.testing.assert_array_equal(h.read((0, 0), a.shape), expected)
+        del m

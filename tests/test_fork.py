@@ -91,9 +91,12 @@ def _fork_while(busy, child, forks=40):
 
 
 def _small_chunks_array(store=None):
+    # Stored big-endian: decoded, so files of them are read through a cache (files stored as
+    # the items lie in memory are read without it).
     data = np.arange(64 * 64, dtype="int32").reshape(64, 64)
     a = zarrcore.create_array(zarrcore.MemoryStore() if store is None else store,
-                              shape=data.shape, dtype="int32", chunks=(4, 4), compressors=None)
+                              shape=data.shape, dtype="int32", chunks=(4, 4), compressors=None,
+                              serializer={"name": "bytes", "configuration": {"endian": "big"}})
     a[...] = data
     return a, data
 

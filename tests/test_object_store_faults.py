@@ -1,5 +1,6 @@
 """Object stores under faults (a proxy in front of moto's S3 server): lock objects that
-survive lost answers, failed releases and bad stamps, and PUTs that land late."""
+survive lost answers, failed releases and bad stamps, PUTs that land late, and cached reads
+that a proxy's 304 for another ETag does not fool."""
 import json
 import threading
 import time
@@ -168,3 +169,31 @@ def test_conditional_writes_cost_one_put_per_object(s3_bucket, fault_proxy):
         a[...] = value
         assert sorted(m for m, _ in fault_proxy.requests) == ["PUT"] * 4, fault_proxy.requests
     np.testing.assert_array_equal(a[...], 2)
+
+
+@pytest.mark.parametrize("etag", ['"0123456789abcdef0123456789abcdef"', None],
+                         ids=["other-etag", "no-etag"])
+def test_cache_hit_only_from_a_304_for_the_etag_asked_about(s3_bucket, fault_proxy, etag):
+    """A proxy answers the cached read's GET If-None-Match with 304 although the object
+    changed, naming another ETag or none: the read gets the new bytes (a 304 is taken only
+    when the object is confirmed still at the ETag asked about), and an unchanged object is
+    still served from the cache."""
+    server, bucket = s3_bucket
+    url = f"s3://{bucket}/a.zarr"
+    data = np.arange(8 * 6, dtype="f8").reshape(8, 6)
+    writer = zarrcore.create_array(url, shape=data.shape, chunks=(2, 6), dtype="f8",
+                                   storage_options=server.storage_options())
+    writer[...] = data
+    a = zarrcore.open_array(url, mode="r", cache_bytes=1 << 16,
+                            storage_options=_proxied_options(server, fault_proxy))
+    np.testing.assert_array_equal(a[0:2], data[0:2])
+    np.testing.assert_array_equal(a[0:2], data[0:2])
+    assert a.cache_info()["hits"] == 1
+    writer[0:2] = -1
+    faults = fault_proxy.faults
+    faults.status, faults.etag, faults.method, faults.conditional = 304, etag, "GET", True
+    np.testing.assert_array_equal(a[0:2], -np.ones((2, 6)))
+    np.testing.assert_array_equal(a[0:2], -np.ones((2, 6)))
+    faults.reset()
+    np.testing.assert_array_equal(a[0:2], -np.ones((2, 6)))
+    assert a.cache_info()["hits"] >= 2

@@ -570,8 +570,8 @@ def test_zip_store_cache_serves_until_a_write_changes_the_member(tmp_path):
 
 
 def test_object_store_cache_revalidates_each_hit(s3_bucket, monkeypatch):
-    """Chunks on S3 are cached by their ETags: a repeated read asks If-None-Match (one
-    request, no body, nothing decoded) and copies out of the entry; an object overwritten
+    """Chunks on S3 are cached by their ETags: a repeated read asks If-None-Match (a 304,
+    then a HEAD confirming the ETag; no body, nothing decoded) and copies out of the entry; an object overwritten
     from outside (another store, as another process would) is never served stale."""
     server, bucket = s3_bucket
     options = server.storage_options()

@@ -2,7 +2,6 @@
 """Bindings for csrc/zc_chunk_cache.c: the decoded-chunk cache that an Array's compiled reads
 (ChunkBatch, ShardBatch) share, the same cache a native handle keeps (zc_array.c)."""
 import operator
-import os
 
 from libc.stdint cimport int64_t, uint64_t
 
@@ -19,9 +18,6 @@ cdef extern from "zc_chunk_cache.h":
     zc_chunk_cache *zc_chunk_cache_new(size_t capacity, size_t chunk_bytes, int key_len)
     void zc_chunk_cache_free(zc_chunk_cache *c)
     void zc_chunk_cache_get_stats(zc_chunk_cache *c, zc_chunk_cache_stats *out)
-
-cdef extern from "zc_os.h":
-    int zc_os_local_fs(const char *path, uint64_t *dev)
 
 # A file changed less than this many seconds ago is read but not cached (zc_chunk_cache.h).
 SETTLE_SECONDS = ZC_CHUNK_CACHE_SETTLE_NS / 1e9
@@ -56,16 +52,14 @@ def check_budget(budget, str setting, chunk_bytes=None, str chunk="chunk"):
 cdef class ChunkCache:
     """At most `capacity` bytes of decoded chunks (inner chunks when `ninner`, the inner chunks
     per shard, is given) of `chunk_bytes` each, over `ndim` axes, for the reads of one array:
-    shared by every thread, each entry served only while the stored object keeps the identity
-    (device, inode, size, times) it was decoded from. `directory` is the array's directory,
-    whose file system says whether a stat is as fresh as an open (sharded reads then skip
-    opening shards whose chunks are all cached)."""
+    shared by every thread, each entry served only while the stored object keeps the version
+    it was decoded from (csrc/zc_chunk_cache.h: for a file, its identity and the hash of the
+    chunk's bytes, which every hit reads)."""
 
     def __cinit__(self):
         self.chunks = self.indexes = NULL
 
-    def __init__(self, size_t capacity, size_t chunk_bytes, int ndim, ninner=None,
-                 directory=None):
+    def __init__(self, size_t capacity, size_t chunk_bytes, int ndim, ninner=None):
         if capacity < chunk_bytes:
             raise ValueError(f"a cache of {capacity} bytes holds no chunk of {chunk_bytes}")
         self.capacity = capacity
@@ -76,8 +70,6 @@ cdef class ChunkCache:
             self.indexes = zc_chunk_cache_new(capacity // INDEX_SHARE, 16 * ninner, ndim)
             if self.indexes == NULL:
                 raise MemoryError("shard index cache")
-            if directory is not None:
-                self.stat_fresh = zc_os_local_fs(os.fsencode(directory), &self.stat_dev)
 
     def __dealloc__(self):
         zc_chunk_cache_free(self.chunks)

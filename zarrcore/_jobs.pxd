@@ -54,7 +54,7 @@ cdef extern from "zc_chunk_cache.h":
     ctypedef struct zc_chunk_version:
         uint64_t dev, ino, size
         int64_t mtime_ns, ctime_ns
-        uint64_t offset, nbytes
+        uint64_t offset, nbytes, content
     zc_chunk_cache_entry *zc_chunk_cache_find(zc_chunk_cache *c, const int64_t *key,
                                               const zc_chunk_version *v)
     void zc_chunk_cache_unpin(zc_chunk_cache_entry *e)
@@ -174,8 +174,6 @@ cdef extern from "zc_shard_io.h":
         int writing
         zc_chunk_cache *cache
         zc_chunk_cache *index_cache
-        int stat_fresh
-        uint64_t stat_dev
         int64_t grid[ZC_MAX_NDIM]
         int64_t ninner, nslots, ntasks
         unsigned char *deferred

@@ -137,8 +137,6 @@ cdef class ShardBatch:
         if cache is not None and not writing:
             self.io.cache = cache.chunks
             self.io.index_cache = cache.indexes
-            self.io.stat_fresh = cache.stat_fresh
-            self.io.stat_dev = cache.stat_dev
         # The caller's array may be a strided or broadcast view: use its base and strides.
         self.io.data = <char *>cnp.PyArray_DATA(array)
         self.io.stream_out = data.nbytes >= ZC_STREAM_OUT_MIN

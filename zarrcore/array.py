@@ -922,14 +922,19 @@ class Array(nodes.Node):
         core runs, whose budget holds at least one (inner) chunk, on a local directory or a
         MemoryStore holding its own data (sharded or not), and unsharded arrays on a store
         that gives versions of its values (`Store.versioned_reads`: zip, object stores). An
-        entry is served only while the stored object keeps the identity it was decoded from:
-        a file's device, inode, size, modification and change times (writes through any
-        process replace files; a file changed within the last second is read but not
-        cached); a memory blob's version (every write stores a new one); a zip member's place
-        in the opened zip; an object's strong ETag, asked by one conditional GET per read
-        (If-None-Match: a 304 without a body when unchanged). So entries are never served
-        stale. Other stores (fsspec, references, a MemoryStore over a dict passed in), and
-        sharded arrays on zip and object stores, are not cached: capacity 0.
+        entry is served only for the stored bytes it was decoded from: a file's chunk bytes
+        (a shard's index and inner chunk), which every hit reads and compares by a 64-bit
+        hash, the file's identity (device, inode, size, times) only a first filter, as
+        writes through a shared memory map or on file systems with whole-second times leave
+        those alone (a file changed within the last second is read but not cached); a memory
+        blob's version (every write stores a new one); a zip member's place in the opened
+        zip; an object's strong ETag (a GET If-None-Match answered 304 and a HEAD finding that
+        ETag). So entries are never served stale, and a hit saves the decode but not the
+        read (:ref:`cache-guarantees`). Other stores (fsspec, references, a MemoryStore
+        over a dict passed in), and sharded arrays on zip and object stores, are not cached:
+        capacity 0. On a directory, chunks stored as the items lie in memory (no
+        compressor, checksum, filter or byte swap) are read without the cache, whose
+        counters then stay 0: a hit would cost more than the read.
 
         Returns
         -------
@@ -949,7 +954,9 @@ class Array(nodes.Node):
         cache_bytes : int, default 0
             Keep up to this many bytes of decoded chunks (inner chunks when sharded) for
             the handle's reads, shared by all its threads; 0: no cache. A cached chunk is
-            used only while its file is unchanged (:ref:`handle-cache`).
+            used only while its stored bytes are unchanged: every hit reads them and compares
+            their hash, so it saves the decode, not the read; chunk files stored as the items
+            lie in memory are read without it (:ref:`handle-cache`).
 
         Returns
         -------

@@ -701,8 +701,7 @@ class ChunkEngine:
         self._versions_lock = threading.Lock()
         ninner = (math.prod(s // c for s, c in zip(self.chunk_shape, chunk))
                   if self.partial is not None else None)
-        directory = self.node_dir() if self.store.native_root is not None else None
-        return ChunkCache(cache_bytes, chunk_bytes, len(chunk), ninner, directory)
+        return ChunkCache(cache_bytes, chunk_bytes, len(chunk), ninner)
 
     def cache_info(self) -> dict[str, int]:
         """The decoded-chunk cache's counters (ChunkCache.info); all 0 without a cache."""

@@ -463,6 +463,16 @@ class ObjectStore(Store):
         raise self._error(key, error) from error
 
     # -- reads --------------------------------------------------------------
+    async def _etag(self, key: str) -> str | None:
+        """The object's ETag now (HEAD); None when it is missing or has none."""
+        try:
+            async with _aio.request_slot():
+                meta: ObjectMeta = await _obstore().head_async(self._store, self._path(key))
+        except Exception as e:
+            if self._missing(key, e):
+                return None
+        return meta["e_tag"]
+
     async def _size(self, key: str) -> int:
         async with _aio.request_slot():
             meta: ObjectMeta = await _obstore().head_async(self._store, self._path(key))
@@ -639,7 +649,9 @@ class ObjectStore(Store):
                             known: str | None) -> tuple[Fetched | Unchanged, str | None]:
         """`_fetch` of one version of the object, with its strong ETag (None: a weak one or
         none, which tells no bytes apart); UNCHANGED when its ETag is still `known`: a GET
-        If-None-Match, answered 304 without a body."""
+        If-None-Match, answered 304 without a body, then a HEAD that finds the object at
+        `known` (the client shows no header of a 304, and a proxy may answer one for
+        another ETag); when it does not, fetched again without the condition."""
         validate_key(key)
         pin = _ObjectReader(self, key)
         result: Fetched
@@ -656,7 +668,9 @@ class ObjectStore(Store):
                     parts.append(part)
                 result = parts
         except _NotModified:
-            return UNCHANGED, known
+            if await self._etag(key) == known:
+                return UNCHANGED, known
+            return await self._fetch_unless(key, ranges, None)
         if result is None:
             return None, None
         tag = pin.e_tag
