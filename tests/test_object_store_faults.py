@@ -174,10 +174,10 @@ def test_conditional_writes_cost_one_put_per_object(s3_bucket, fault_proxy):
 @pytest.mark.parametrize("etag", ['"0123456789abcdef0123456789abcdef"', None],
                          ids=["other-etag", "no-etag"])
 def test_cache_hit_only_from_a_304_for_the_etag_asked_about(s3_bucket, fault_proxy, etag):
-    """A proxy answers the cached read's GET If-None-Match with 304 although the object
-    changed, naming another ETag or none: the read gets the new bytes (a 304 is taken only
-    when the object is confirmed still at the ETag asked about), and an unchanged object is
-    still served from the cache."""
+    """A proxy answers every conditional GET with 304 although the object changed, naming
+    another ETag or none: the read gets the new bytes (a cached entry is served only when a
+    HEAD finds the object still at its ETag), and an unchanged object is still served from
+    the cache."""
     server, bucket = s3_bucket
     url = f"s3://{bucket}/a.zarr"
     data = np.arange(8 * 6, dtype="f8").reshape(8, 6)

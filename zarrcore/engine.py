@@ -1057,8 +1057,8 @@ class ChunkEngine:
     def _read_cached_waves(self, jobs: list[ChunkWaves], keys: list[str], first: list[int],
                            coords: list[Any]) -> None:
         """`_read_chunk_waves` through the cache: each chunk whose version is known is asked
-        for unless it still has it (Store.get_many_versioned; an object store's GET
-        If-None-Match), and an unchanged one is copied out of its entry, not fetched nor
+        for unless it still has it (Store.get_many_versioned; an object store's HEAD
+        finding the ETag unchanged), and an unchanged one is copied out of its entry, not fetched nor
         decoded; the others are decoded into entries at the version they arrived with. A
         chunk found unchanged whose entry was evicted meanwhile is fetched again."""
         with self._versions_lock:

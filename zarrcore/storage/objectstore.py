@@ -277,16 +277,12 @@ async def _cut(result: GetResult, start: int | None, stop: int | None) -> bytes:
     return b"".join(parts)
 
 
-class _NotModified(StoreError):
-    """A GET If-None-Match found the object at that ETag (304): no body was read."""
-
-
 class ObjectStore(Store):
     """Keys as objects of an obstore store (`obstore.store.S3Store`, `GCSStore`, `AzureStore`,
     `HTTPStore`, ...). Make one from a URL with `ObjectStore.from_url`."""
 
     readers_keep_one_version = True  # (If-Match on the ETag the first read saw)
-    versioned_reads = True  # (strong ETags, but an HTTP server's; GETs If-None-Match)
+    versioned_reads = True  # (strong ETags, but an HTTP server's; a HEAD tells a known one)
 
     def __init__(self, store: ObstoreStore, read_only: bool = False, *, url: str | None = None,
                  conditional_writes: bool | None = None, single_writer: bool = False,
@@ -481,29 +477,23 @@ class ObjectStore(Store):
     @overload
     async def _get(self, key: str, start: int | None = None, stop: int | None = None,
                    pin: _ObjectReader | None = None,
-                   copy: Literal[True] = True, unless: str | None = None) -> bytes | None: ...
+                   copy: Literal[True] = True) -> bytes | None: ...
 
     @overload
     async def _get(self, key: str, start: int | None, stop: int | None,
-                   pin: _ObjectReader | None, copy: bool,
-                   unless: str | None = None) -> ReadBytes | None: ...
+                   pin: _ObjectReader | None, copy: bool) -> ReadBytes | None: ...
 
     @overload
     async def _get(self, key: str, start: int | None = None, stop: int | None = None,
-                   pin: _ObjectReader | None = None, *, copy: bool,
-                   unless: str | None = None) -> ReadBytes | None: ...
+                   pin: _ObjectReader | None = None, *, copy: bool) -> ReadBytes | None: ...
 
     async def _get(self, key: str, start: int | None = None, stop: int | None = None,
-                   pin: _ObjectReader | None = None, copy: bool = True,
-                   unless: str | None = None) -> ReadBytes | None:
+                   pin: _ObjectReader | None = None, copy: bool = True) -> ReadBytes | None:
         """The bytes of key[start:stop], None when it is missing. With `pin` (an
         _ObjectReader), only from the version of the object `pin` saw first. `copy` False:
-        a read-only view of obstore's buffer instead of a copy as bytes. `unless`: an ETag;
-        _NotModified (no body read) when the object still has it (If-None-Match)."""
+        a read-only view of obstore's buffer instead of a copy as bytes."""
         obs = _obstore()
         options: GetOptions = {} if pin is None or pin.e_tag is None else {"if_match": pin.e_tag}
-        if unless is not None:
-            options["if_none_match"] = unless
         spec: tuple[int, int] | OffsetRange | SuffixRange | None
         try:
             if start is None and stop is None or self._no_ranges:
@@ -533,10 +523,6 @@ class ObjectStore(Store):
             except obs.exceptions.PreconditionError as e:
                 raise KeyChangedError(f"key {key!r} of {self!r} was replaced while it was "
                                       f"being read; read it again") from e
-            except obs.exceptions.NotModifiedError:
-                if unless is None:
-                    raise
-                raise _NotModified() from None
             except obs.exceptions.NotSupportedError:
                 if spec is None:
                     raise
@@ -648,29 +634,24 @@ class ObjectStore(Store):
     async def _fetch_unless(self, key: str, ranges: Sequence[ByteRange] | None,
                             known: str | None) -> tuple[Fetched | Unchanged, str | None]:
         """`_fetch` of one version of the object, with its strong ETag (None: a weak one or
-        none, which tells no bytes apart); UNCHANGED when its ETag is still `known`: a GET
-        If-None-Match, answered 304 without a body, then a HEAD that finds the object at
-        `known` (the client shows no header of a 304, and a proxy may answer one for
-        another ETag); when it does not, fetched again without the condition."""
+        none, which tells no bytes apart); UNCHANGED when a HEAD finds its ETag still
+        `known`: one request without a body. (Not a GET If-None-Match: the client shows no
+        header of its 304, and a proxy may answer one for another ETag.)"""
         validate_key(key)
+        if known is not None and await self._etag(key) == known:
+            return UNCHANGED, known
         pin = _ObjectReader(self, key)
         result: Fetched
-        try:
-            if ranges is None:
-                result = await self._get(key, None, None, pin, False, unless=known)
-            else:
-                parts: list[ReadBytes] = []
-                for k, (start, stop) in enumerate(ranges):
-                    part = await self._get(key, start, stop, pin, False,
-                                           unless=known if k == 0 else None)
-                    if part is None:
-                        return None, None
-                    parts.append(part)
-                result = parts
-        except _NotModified:
-            if await self._etag(key) == known:
-                return UNCHANGED, known
-            return await self._fetch_unless(key, ranges, None)
+        if ranges is None:
+            result = await self._get(key, None, None, pin, False)
+        else:
+            parts: list[ReadBytes] = []
+            for start, stop in ranges:
+                part = await self._get(key, start, stop, pin, False)
+                if part is None:
+                    return None, None
+                parts.append(part)
+            result = parts
         if result is None:
             return None, None
         tag = pin.e_tag
@@ -680,7 +661,7 @@ class ObjectStore(Store):
                            concurrency: int | None = None
                            ) -> Iterator[tuple[int, Fetched | Unchanged, Any]]:
         """As Store.get_many_versioned: each object's strong ETag is its version, and a
-        known one is sent as If-None-Match (one request, no body, when unchanged)."""
+        known one is checked by a HEAD (one request, no body, when unchanged)."""
         items: list[tuple[Request, Any]] = list(zip(requests, known))
 
         def fetch(item: tuple[Request, Any]
