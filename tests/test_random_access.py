@@ -834,3 +834,25 @@ def test_one_chunk_road_leaves_other_selections_to_the_planner(tmp_path, shards)
             a[9, 0]  # (a chunk, a shard, never written)
     finally:
         config.set(read_missing_chunks=True)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_zero_dimensional_and_odd_ints_read_as_numpy(tmp_path, order):
+    """0-d arrays (left to the planner) and numpy ints read as numpy does, F order
+    included; bools, which R0 refuses, get the planner's error."""
+    z = zarrcore.create_array(str(tmp_path / "z"), shape=(), dtype="f8", fill_value=1.5,
+                              config={"order": order})
+    for sel in [(), Ellipsis, None]:
+        want = np.array(1.5)[sel]
+        got = z[sel]  # (`z[()]` is a 0-d array, not numpy's scalar: as before R0)
+        assert np.shape(got) == np.shape(want) and got == want and got.dtype == want.dtype
+    ref = np.arange(12, dtype="u2").reshape(3, 4)
+    a = zarrcore.create_array(str(tmp_path / "a"), data=ref, chunks=(1, 4),
+                              config={"order": order})
+    for sel in [np.int8(-1), (np.uint64(2), np.int32(1)), (1, Ellipsis), (np.intp(0), None)]:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(engine.ChunkEngine, "plan", _unplanned)
+            _same_result(a[sel], ref[sel], order)
+    for sel in [True, (1, False), (np.bool_(True), 0)]:  # (no int to numpy either)
+        with pytest.raises(SelectionError, match="boolean"):
+            a[sel]
