@@ -753,14 +753,16 @@ def _same_result(got, want, order):
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(case=one_chunk_case(), cached=st.booleans(), data=st.data())
+@given(case=one_chunk_case(), cached=st.booleans(), memory=st.booleans(), data=st.data())
 def test_one_chunk_reads_take_the_compiled_road_and_match_numpy(tmp_path_factory, case, cached,
-                                                                 data):
+                                                                 memory, data):
     """`a[sel]` in one chunk (inner chunk) reads by R0 (ChunkEngine.read_selection, with no
     planning) exactly what numpy and the planned roads give, missing chunks as the fill
-    value; writes between reads are seen, with or without the decoded-chunk cache."""
+    value; writes between reads are seen, with or without the decoded-chunk cache, on a
+    directory and on a MemoryStore's own data (which the compiled jobs read when cached)."""
     kw, ref = case
-    path = str(tmp_path_factory.mktemp("one"))
+    memory = memory and cached
+    path = zarrcore.MemoryStore() if memory else str(tmp_path_factory.mktemp("one"))
     order = kw.pop("order")
     options = {"cache_bytes": 1 << 16 if cached else 0}
     if kw["zarr_format"] == 3:
