@@ -858,3 +858,19 @@ def test_zero_dimensional_and_odd_ints_read_as_numpy(tmp_path, order):
     for sel in [True, (1, False), (np.bool_(True), 0)]:  # (no int to numpy either)
         with pytest.raises(SelectionError, match="boolean"):
             a[sel]
+
+
+@pytest.mark.parametrize("shards", [None, (4, 4)])
+def test_one_chunk_road_raises_the_planned_roads_errors(tmp_path, shards):
+    """A damaged chunk or shard read by R0 raises what the planned road raises, naming it."""
+    a = zarrcore.create_array(str(tmp_path), shape=(8, 4), chunks=(2, 4), shards=shards,
+                              dtype="f4", compressors=[{"name": "zstd"}])
+    a[...] = np.arange(32, dtype="f4").reshape(8, 4)
+    key = tmp_path / "c" / "0" / "0"
+    key.write_bytes(b"\x01" * (len(key.read_bytes()) if shards is None else 40))
+    with pytest.raises(zarrcore.errors.ZarrcoreError) as planned:
+        a.get_basic_selection((1, slice(None)))
+    with pytest.raises(type(planned.value)) as fast, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine.ChunkEngine, "plan", _unplanned)
+        a[1]
+    assert str(fast.value) == str(planned.value) and "c/0/0" in str(fast.value)
