@@ -114,7 +114,7 @@ cdef class ShardSpec:
     def read_one(self, selection, bint fortran, dtype, ChunkCache cache=None):
         """`array[selection]` as a new array of `dtype` (a scalar when every axis is given an
         int), in F order when `fortran`, when `selection` is ints and slices that fall in one
-        inner chunk (_indexing.one_block over shards, then one task), read on the calling
+        inner chunk (_indexing.one_block: one task of the shard's job), read on the calling
         thread, GIL released, through `cache` when given; NotImplemented for any other
         selection. Errors as ShardBatch.raise_error's."""
         cdef int64_t first[ZC_MAX_NDIM]
@@ -123,7 +123,7 @@ cdef class ShardSpec:
         cdef int result_axis[ZC_MAX_NDIM + 1]
         cdef zc_piece pieces[ZC_MAX_NDIM]
         cdef int ndim = self.io.ndim, d
-        shape = one_block(selection, ndim, self.io.array_shape, self.io.shard_shape, first,
+        shape = one_block(selection, ndim, self.io.array_shape, self.io.chunk_shape, first,
                           step, count, result_axis)
         if shape is None:
             return NotImplemented
@@ -147,13 +147,11 @@ cdef class ShardSpec:
         if cache is not None:
             _read_through(&io, cache)
         st = zc_shard_io_prepare(&io)
-        if st != ZC_OK or io.ntasks != 1:
+        if st != ZC_OK:
             zc_shard_io_free(&io)
             if st == ZC_ERR_NOMEM:
                 raise MemoryError("shard batch")
-            if st != ZC_OK:
-                raise ValueError(f"invalid shard batch (status {st})")
-            return NotImplemented  # (several inner chunks: ShardBatch's tasks, on threads)
+            raise ValueError(f"invalid shard batch (status {st})")
         with nogil:
             zc_shard_io_read_worker(&io)
         try:
