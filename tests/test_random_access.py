@@ -747,3 +747,195 @@ def test_http_object_stores_are_not_cached(http_server):
     for _ in range(2):
         np.testing.assert_array_equal(a[...], data)
     assert a.cache_info() == dict.fromkeys(a.cache_info(), 0)
+
+
+@st.composite
+def one_chunk_case(draw):
+    """(array settings, reference data, stored chunk coordinates) of a small array, sharded
+    or not, v2 or v3, C or F order, some of its chunks never written."""
+    ndim = draw(st.integers(1, 3))
+    chunks = tuple(draw(st.integers(1, 4)) for _ in range(ndim))
+    sharded_layout = draw(st.booleans())
+    shards = tuple(c * draw(st.integers(1, 3)) for c in chunks) if sharded_layout else None
+    shape = tuple(draw(st.integers(1, 3 * c + 1)) for c in shards or chunks)
+    dtype = draw(st.sampled_from(["<f4", ">f8", "<i8", ">i2", "u1", "|b1", "<c8", "<M8[s]",
+                                  [("a", "<i4"), ("b", ">f4")]]))
+    zarr_format = 3 if sharded_layout else draw(st.sampled_from([2, 3]))
+    order = draw(st.sampled_from(["C", "F"]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    ref = np.zeros(shape, dtype=dtype)
+    raw = ref.view(np.uint8).reshape(-1)
+    raw[...] = rng.integers(0, 256, raw.shape, dtype=np.uint8)
+    if ref.dtype == bool:
+        ref = rng.integers(0, 2, shape).astype(bool)
+    elif ref.dtype.kind in "fc":
+        ref = rng.standard_normal(shape).astype(dtype)
+    settings_ = dict(shape=shape, chunks=chunks, shards=shards, dtype=dtype,
+                     zarr_format=zarr_format, order=order)
+    return settings_, ref
+
+
+@st.composite
+def in_one_chunk(draw, shape, block):
+    """A basic selection (ints, negative ones too, slices with steps, Ellipsis, newaxis)
+    whose items all fall in one block (chunk, or inner chunk) of an array of `shape`."""
+    items = []
+    for n, b in zip(shape, block):
+        c = draw(st.integers(0, (n - 1) // b))
+        lo, hi = c * b, min(n, (c + 1) * b)
+        kind = draw(st.sampled_from(["int", "neg", "slice", "whole"]))
+        if kind == "int":
+            items.append(draw(st.integers(lo, hi - 1)))
+        elif kind == "neg":
+            items.append(draw(st.integers(lo, hi - 1)) - n)
+        elif kind == "whole" and n <= b:
+            items.append(slice(None))
+        else:
+            start = draw(st.integers(lo, hi - 1))
+            stop = draw(st.integers(start + 1, hi))
+            items.append(slice(start, stop, draw(st.integers(1, 3))))
+    if draw(st.booleans()):  # trailing whole axes of one block as an Ellipsis
+        k = len(items)
+        while k and items[k - 1] == slice(None):
+            k -= 1
+        items = items[:k] + [Ellipsis] if draw(st.booleans()) else items[:k]
+    for _ in range(draw(st.integers(0, 2))):
+        items.insert(draw(st.integers(0, len(items))), None)
+    if len(items) == 1 and draw(st.booleans()):
+        return items[0]
+    return tuple(items)
+
+
+def _same_result(got, want, order):
+    assert type(got) is type(want)
+    assert np.shape(got) == np.shape(want) and np.asarray(got).dtype == want.dtype
+    if want.dtype.names:
+        assert got.tobytes() == np.ascontiguousarray(want).tobytes()
+    else:
+        np.testing.assert_array_equal(got, want)
+    if isinstance(got, np.ndarray) and got.ndim > 1:
+        assert got.flags["F_CONTIGUOUS" if order == "F" else "C_CONTIGUOUS"]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=one_chunk_case(), cached=st.booleans(), memory=st.booleans(), data=st.data())
+def test_one_chunk_reads_take_the_compiled_road_and_match_numpy(tmp_path_factory, case, cached,
+                                                                 memory, data):
+    """`a[sel]` in one chunk (inner chunk) reads by R0 (ChunkEngine.read_selection, with no
+    planning) exactly what numpy and the planned roads give, missing chunks as the fill
+    value; writes between reads are seen, with or without the decoded-chunk cache, on a
+    directory and on a MemoryStore's own data (which the compiled jobs read when cached)."""
+    kw, ref = case
+    memory = memory and cached
+    path = zarrcore.MemoryStore() if memory else str(tmp_path_factory.mktemp("one"))
+    order = kw.pop("order")
+    options = {"cache_bytes": 1 << 16 if cached else 0}
+    if kw["zarr_format"] == 3:
+        options["order"] = order  # (v3 arrays keep the order of reads in their config)
+    else:
+        kw["order"] = order
+    a = zarrcore.create_array(path, fill_value=ref.flat[0], config=options, **kw)
+    ref = ref.astype(a.dtype)  # (v3 data types have no byte order)
+    ref = np.full(ref.shape, ref.flat[0], dtype=ref.dtype) if data.draw(st.booleans()) else ref
+    block = kw["chunks"]
+    stored = tuple(slice(0, data.draw(st.integers(0, n))) for n in ref.shape)
+    a[stored] = ref[stored]  # (chunks past `stored` are never written)
+    want_all = np.full(ref.shape, ref.flat[0], dtype=ref.dtype)
+    want_all[stored] = ref[stored]
+    core = a.chunk_engine.core_settings is not None  # (structured items: the codec objects)
+    for _ in range(3):
+        sel = data.draw(in_one_chunk(ref.shape, block))
+        with pytest.MonkeyPatch.context() as mp:
+            if core:
+                mp.setattr(engine.ChunkEngine, "plan", _unplanned)
+            got = a[sel]
+        _same_result(got, want_all[sel], order)
+        _same_result(a.get_basic_selection(sel), want_all[sel], order)
+        # A write between reads is seen by the next read of the same chunk.
+        new = np.asarray(want_all[sel]).copy()
+        new[...] = ref.flat[-1]
+        a[sel] = new
+        want_all[sel] = new
+        with pytest.MonkeyPatch.context() as mp:
+            if core:
+                mp.setattr(engine.ChunkEngine, "plan", _unplanned)
+            _same_result(a[sel], want_all[sel], order)
+
+
+def _unplanned(*args, **kwargs):
+    raise AssertionError("a one-chunk read was planned: it did not take R0")
+
+
+@pytest.mark.parametrize("shards", [None, (4, 6)])
+def test_one_chunk_road_leaves_other_selections_to_the_planner(tmp_path, shards):
+    """Selections R0 does not take (several chunks, negative steps, empty, out of bounds,
+    fields, missing chunks that must raise) go to the planned roads, errors included."""
+    ref = np.arange(12 * 6, dtype="i4").reshape(12, 6)
+    a = zarrcore.create_array(str(tmp_path), shape=ref.shape, chunks=(2, 3), shards=shards,
+                              dtype="i4", fill_value=-1)
+    a[:6] = ref[:6]
+    routes = []
+    plan = engine.ChunkEngine.plan
+
+    def recorded(self, indexer, writing=False):
+        routes.append(plan(self, indexer, writing))
+        return routes[-1]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine.ChunkEngine, "plan", recorded)
+        full = np.vstack([ref[:6], np.full((6, 6), -1, "i4")])
+        for sel in [(slice(0, 3), 0), (1, slice(None, None, -1)), (slice(2, 2), 1), (7, 0),
+                    (Ellipsis, 4), 3, (1, slice(1, 3))]:
+            routes.clear()
+            np.testing.assert_array_equal(a[sel], full[sel])
+            # (an empty selection reads nothing: neither road)
+            assert bool(routes) == (sel not in ((7, 0), (1, slice(1, 3)), (slice(2, 2), 1)))
+        for bad in [(12, 0), (0, -7), (0, 0, 0)]:
+            with pytest.raises(SelectionError):
+                a[bad]
+        with pytest.raises(ValueError, match="zero"):  # (numpy's error)
+            a[slice(0, 1, 0), 0]
+    config.set(read_missing_chunks=False)
+    try:
+        with pytest.raises(zarrcore.errors.ChunkNotFoundError):
+            a[9, 0]  # (a chunk, a shard, never written)
+    finally:
+        config.set(read_missing_chunks=True)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_zero_dimensional_and_odd_ints_read_as_numpy(tmp_path, order):
+    """0-d arrays (left to the planner) and numpy ints read as numpy does, F order
+    included; bools, which R0 refuses, get the planner's error."""
+    z = zarrcore.create_array(str(tmp_path / "z"), shape=(), dtype="f8", fill_value=1.5,
+                              config={"order": order})
+    for sel in [(), Ellipsis, None]:
+        want = np.array(1.5)[sel]
+        got = z[sel]  # (`z[()]` is a 0-d array, not numpy's scalar: as before R0)
+        assert np.shape(got) == np.shape(want) and got == want and got.dtype == want.dtype
+    ref = np.arange(12, dtype="u2").reshape(3, 4)
+    a = zarrcore.create_array(str(tmp_path / "a"), data=ref, chunks=(1, 4),
+                              config={"order": order})
+    for sel in [np.int8(-1), (np.uint64(2), np.int32(1)), (1, Ellipsis), (np.intp(0), None)]:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(engine.ChunkEngine, "plan", _unplanned)
+            _same_result(a[sel], ref[sel], order)
+    for sel in [True, (1, False), (np.bool_(True), 0)]:  # (no int to numpy either)
+        with pytest.raises(SelectionError, match="boolean"):
+            a[sel]
+
+
+@pytest.mark.parametrize("shards", [None, (4, 4)])
+def test_one_chunk_road_raises_the_planned_roads_errors(tmp_path, shards):
+    """A damaged chunk or shard read by R0 raises what the planned road raises, naming it."""
+    a = zarrcore.create_array(str(tmp_path), shape=(8, 4), chunks=(2, 4), shards=shards,
+                              dtype="f4", compressors=[{"name": "zstd"}])
+    a[...] = np.arange(32, dtype="f4").reshape(8, 4)
+    key = tmp_path / "c" / "0" / "0"
+    key.write_bytes(b"\x01" * (len(key.read_bytes()) if shards is None else 40))
+    with pytest.raises(zarrcore.errors.ZarrcoreError) as planned:
+        a.get_basic_selection((1, slice(None)))
+    with pytest.raises(type(planned.value)) as fast, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine.ChunkEngine, "plan", _unplanned)
+        a[1]
+    assert str(fast.value) == str(planned.value) and "c/0/0" in str(fast.value)

@@ -3,6 +3,7 @@
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import numpy.typing as npt
 
 from ._cache import ChunkCache
@@ -12,10 +13,11 @@ from ._memstore import NativeMemoryMap
 class ChunkBatch:
     def __init__(self, *, settings: dict[str, Any], root: FileRoot | None = None,
                  key_head: str, sep: str, lead_sep: bool, array_shape: Sequence[int],
-                 chunk_shape: Sequence[int], plans: Any, data: npt.NDArray[Any],
+                 chunk_shape: Sequence[int], plans: Any, data: npt.NDArray[Any] | None,
                  write_empty_chunks: bool = False, lock_dir: str = "", points: Any = None,
                  cache: ChunkCache | None = None,
-                 memory: NativeMemoryMap | None = None) -> None: ...
+                 memory: NativeMemoryMap | None = None,
+                 dtype: np.dtype[Any] | None = None) -> None: ...
     @property
     def ntasks(self) -> int: ...
     def split_writes(self, nthreads: int) -> int: ...
@@ -29,3 +31,4 @@ class ChunkBatch:
     def deferred(self) -> list[int]: ...
     def task_key(self, t: int) -> str: ...
     def raise_error(self, head_len: int) -> None: ...
+    def read_one(self, selection: Any, fortran: bool, nthreads: int, head_len: int) -> Any: ...

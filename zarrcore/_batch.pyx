@@ -11,14 +11,16 @@ from libc.string cimport memset, strncpy
 
 from zarrcore._cache cimport ChunkCache
 from zarrcore._files cimport FileRoot
+from zarrcore._indexing cimport one_block
 from zarrcore._jobs cimport (
     ZC_BATCH_PATH_MAX, ZC_STREAM_OUT_MIN, check_read_into, set_up_job, stop_claims, zc_batch,
     zc_batch_free, zc_batch_prepare, zc_batch_read_ahead_worker, zc_batch_read_worker,
     zc_batch_reads_ahead, zc_batch_split_reads, zc_batch_split_writes, zc_batch_task_key,
-    zc_batch_write_worker, zc_memstore,
+    zc_batch_write_worker, zc_memstore, zc_piece,
 )
-from zarrcore._status cimport ZC_ERR_LOCK, ZC_OK
+from zarrcore._status cimport ZC_ERR_LOCK, ZC_MAX_NDIM, ZC_OK
 
+from . import _memory
 from ._status import status_error
 
 cnp.import_array()
@@ -31,14 +33,14 @@ cdef class ChunkBatch:
     """One read or write over a directory store; call `work()` from several threads."""
 
     cdef zc_batch b
-    cdef object _keep, _deferred
+    cdef object _keep, _deferred, _dtype
     cdef FileRoot _files
     cdef bint _data_writable
 
     def __init__(self, *, dict settings, FileRoot root=None, str key_head, sep, lead_sep,
                  array_shape, chunk_shape, plans, data, write_empty_chunks=False,
                  str lock_dir="", points=None, ChunkCache cache=None,
-                 memory=None):
+                 memory=None, dtype=None):
         """`settings` are CodecChain.native_form(): the chain, fill and item layout (the dict
         itself, read by lookups that take no lock: not unpacked into keywords, which locks it
         on a free-threaded Python, and every thread reading the array shares it). Chunk
@@ -56,10 +58,12 @@ cdef class ChunkBatch:
         lock = PyUnicode_EncodeFSDefault(lock_dir)
         if len(head) >= ZC_BATCH_PATH_MAX - 64 or len(lock) >= ZC_BATCH_PATH_MAX - 16:
             raise ValueError("store path too long")
-        keep = set_up_job(&self.b, settings, chunk_shape, plans, <cnp.ndarray?>data,
-                          write_empty_chunks, points)
-        self.b.stream_out = data.nbytes >= ZC_STREAM_OUT_MIN
-        self._data_writable = data.flags.writeable
+        cdef cnp.ndarray array = data  # (None for a template)
+        keep = set_up_job(&self.b, settings, chunk_shape, plans, array, write_empty_chunks,
+                          points)
+        self.b.stream_out = data is not None and data.nbytes >= ZC_STREAM_OUT_MIN
+        # (A template reads only into arrays of its own: read_one.)
+        self._data_writable = data is None or data.flags.writeable
         strncpy(self.b.key_head, head, ZC_BATCH_PATH_MAX - 1)
         strncpy(self.b.lock_dir, lock, ZC_BATCH_PATH_MAX - 1)
         self.b.sep = ord(sep)
@@ -73,6 +77,10 @@ cdef class ChunkBatch:
             self.b.cache = cache.chunks
         for d in range(self.b.ndim):
             self.b.array_shape[d] = array_shape[d]
+        if data is None:
+            self._keep = (*keep, root, cache, memory)
+            self._dtype = dtype
+            return
         if zc_batch_prepare(&self.b) != ZC_OK:
             raise ValueError("invalid chunk batch")
         deferred = np.zeros(self.b.ntasks, np.uint8)
@@ -135,9 +143,60 @@ cdef class ChunkBatch:
 
     def raise_error(self, head_len):
         """Raise the first failure as a ZarrcoreError (StoreError for I/O) naming its chunk key."""
-        if not self.b.failed:
-            return
-        key = self.task_key(self.b.failed_task)[head_len:] if self.b.failed_task >= 0 else "?"
-        if self.b.status == ZC_ERR_LOCK and self._files is not None:
-            raise self._files.lock_error(<bytes>self.b.lock_dir, key, self.b.sys_errno)
-        raise status_error(self.b.status, f"chunk {key!r}: ", sys_errno=self.b.sys_errno)
+        if self.b.failed:
+            _raise_failure(&self.b, self._files, head_len)
+
+    def read_one(self, selection, bint fortran, int nthreads, Py_ssize_t head_len):
+        """`array[selection]` as a new array (a scalar when every axis is given an int), in F
+        order when `fortran`, when `selection` is ints and slices that fall in one chunk
+        (_indexing.one_block), read by this template's job on the calling thread, GIL
+        released; NotImplemented for any other selection. Errors as `raise_error`'s."""
+        cdef int64_t first[ZC_MAX_NDIM]
+        cdef int64_t step[ZC_MAX_NDIM]
+        cdef int64_t count[ZC_MAX_NDIM]
+        cdef int result_axis[ZC_MAX_NDIM + 1]
+        cdef zc_piece pieces[ZC_MAX_NDIM]
+        cdef int ndim = self.b.ndim, d
+        shape = one_block(selection, ndim, self.b.array_shape, self.b.chunk_shape, first, step,
+                          count, result_axis)
+        if shape is None:
+            return NotImplemented
+        out = _memory.empty(shape[::-1], self._dtype).T if fortran else _memory.empty(
+            shape, self._dtype)
+        cdef cnp.ndarray array = out
+        cdef zc_batch b = self.b
+        for d in range(ndim):
+            pieces[d].chunk_index = first[d] // b.chunk_shape[d]
+            pieces[d].chunk_start = first[d] % b.chunk_shape[d]
+            pieces[d].chunk_step = step[d]
+            pieces[d].count = count[d]
+            pieces[d].out_start = 0
+            pieces[d].out_step = 1 if result_axis[d] >= 0 else 0
+            b.piece_offset[d] = d
+            b.npieces[d] = 1
+            b.data_strides[d] = (cnp.PyArray_STRIDE(array, result_axis[d])
+                                 if result_axis[d] >= 0 else 0)
+        b.pieces = pieces
+        b.data = <char *>cnp.PyArray_DATA(array)
+        b.stream_out = cnp.PyArray_NBYTES(array) >= ZC_STREAM_OUT_MIN
+        if zc_batch_prepare(&b) != ZC_OK:
+            raise ValueError("invalid chunk batch")
+        zc_batch_split_reads(&b, nthreads)
+        with nogil:
+            zc_batch_read_worker(&b)
+        zc_batch_free(&b)
+        if b.failed:
+            _raise_failure(&b, self._files, head_len)
+        return out[()] if result_axis[ndim] == -2 else out
+
+
+cdef _raise_failure(zc_batch *b, FileRoot files, head_len):
+    """Raise the failure of `b` as a ZarrcoreError (StoreError for I/O) naming its chunk key
+    (its path past `head_len`)."""
+    cdef char buf[4096]
+    key = "?"
+    if b.failed_task >= 0 and zc_batch_task_key(b, b.failed_task, buf, sizeof(buf)) == ZC_OK:
+        key = os.fsdecode(bytes(buf))[head_len:]
+    if b.status == ZC_ERR_LOCK and files is not None:
+        raise files.lock_error(<bytes>b.lock_dir, key, b.sys_errno)
+    raise status_error(b.status, f"chunk {key!r}: ", sys_errno=b.sys_errno)

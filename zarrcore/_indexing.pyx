@@ -21,6 +21,12 @@ from zarrcore._status cimport ZC_OK
 
 cnp.import_array()
 
+cdef extern from "Python.h":
+    int PySlice_Unpack(object slice, Py_ssize_t *start, Py_ssize_t *stop,
+                       Py_ssize_t *step) except -1
+    Py_ssize_t PySlice_AdjustIndices(Py_ssize_t length, Py_ssize_t *start, Py_ssize_t *stop,
+                                     Py_ssize_t step)
+
 cdef extern from "zc_indexing.h" nogil:
     int ZC_GROUP_COMPLETE, ZC_GROUP_PROGRESSION
     int64_t zc_slice_chunks(int64_t start, int64_t step, int64_t n, int64_t chunk_len,
@@ -506,3 +512,84 @@ def point_projections(PointGroups g, Projection):
         yield Projection(tuple(g.coords[k].tolist()),
                          tuple([local[d, a:b] for d in range(ndim)]),
                          (slice(a, b),), bool(flags[k] & ZC_GROUP_COMPLETE))
+
+
+cdef inline bint _is_index(object item):
+    """An int as numpy indexes by (Python or numpy integers, never bools)."""
+    return type(item) is int or isinstance(item, np.integer)
+
+
+cdef object one_block(object selection, int ndim, const int64_t *shape, const int64_t *block,
+                      int64_t *first, int64_t *step, int64_t *count, int *result_axis):
+    """The result shape of `selection` when it is ints, slices of positive step, at most one
+    Ellipsis and newaxis that pick at least one item, all in one block (chunk or inner
+    chunk) of `block` shape of an array of `shape`; None for any other selection (the
+    indexers then plan it, and raise its errors). Sets per axis the first item, the step,
+    the count and the axis of the result it goes to (-1: an int, dropped). The result is a
+    scalar (as BasicIndexer.scalar) when every axis is given an int (no Ellipsis):
+    `result_axis[ndim]` is then -2, else 0 (`result_axis` holds ndim + 1 values)."""
+    cdef Py_ssize_t n, i, axis = 0, out = 0, given = 0
+    cdef Py_ssize_t start, stop, stride, length
+    cdef int64_t k, last
+    cdef bint ellipsis = False
+    items = selection if type(selection) is tuple else (selection,)
+    n = len(items)
+    for i in range(n):
+        item = items[i]
+        if item is Ellipsis:
+            if ellipsis:
+                return None
+            ellipsis = True
+        elif item is not None:
+            given += 1
+    if given > ndim:
+        return None
+    shape_out = []
+    for i in range(n + (0 if ellipsis else 1)):
+        item = items[i] if i < n else Ellipsis  # (axes not given: whole, as after an Ellipsis)
+        if item is None:
+            shape_out.append(1)
+            out += 1
+            continue
+        if item is Ellipsis:
+            for _ in range(ndim - given):
+                first[axis], step[axis], count[axis] = 0, 1, shape[axis]
+                result_axis[axis] = out
+                shape_out.append(shape[axis])
+                axis += 1
+                out += 1
+            continue
+        if type(item) is slice:
+            try:
+                PySlice_Unpack(item, &start, &stop, &stride)
+            except (TypeError, ValueError):  # (a step of 0, bounds that are no ints)
+                return None
+            length = PySlice_AdjustIndices(shape[axis], &start, &stop, stride)
+            if stride < 1:
+                return None
+            first[axis], step[axis], count[axis] = start, stride, length
+            result_axis[axis] = out
+            shape_out.append(length)
+            out += 1
+        elif _is_index(item):
+            try:
+                k = item
+            except OverflowError:
+                return None
+            if k < 0:
+                k += shape[axis]
+            if k < 0 or k >= shape[axis]:
+                return None
+            first[axis], step[axis], count[axis] = k, 1, 1
+            result_axis[axis] = -1
+        else:
+            return None
+        axis += 1
+    for axis in range(ndim):
+        if count[axis] < 1:
+            return None
+        last = first[axis] + (count[axis] - 1) * step[axis]
+        if first[axis] // block[axis] != last // block[axis]:
+            return None
+    result_axis[ndim] = -2 if not ellipsis and out == 0 and given == ndim and ndim > 0 else 0
+    return tuple(shape_out)

@@ -358,12 +358,13 @@ cdef inline tuple set_up_job(job_t *j, settings, chunk_shape, plans, cnp.ndarray
     """Set the chain and fill of `j` from `settings` (CodecChain.native_form()), its dimensions
     and chunk shape, and the selection over `data`, the caller's array: the indexer's `plans`
     (reads may hold int arrays: listed pieces), or for a read of `points`, the zc_listing
-    arrays (point_start, local, out_index, coords or None) and `data` 1-d. Returns what `j`
+    arrays (point_start, local, out_index, coords or None) and `data` 1-d; neither for a
+    template (`data` None). Returns what `j`
     points into, which the caller keeps alive as long as `j`."""
     ndim = len(chunk_shape)
     if ndim > ZC_MAX_NDIM:
         raise ValueError(f"at most {ZC_MAX_NDIM} dimensions")
-    if points is None and len(plans) != ndim:
+    if plans is not None and len(plans) != ndim:
         raise ValueError("one plan per axis")
     fill = settings["fill"]
     if len(fill) != settings["itemsize"]:
@@ -376,6 +377,8 @@ cdef inline tuple set_up_job(job_t *j, settings, chunk_shape, plans, cnp.ndarray
         j.chunk_shape[d] = chunk_shape[d]
     cdef const unsigned char[::1] fview = fill
     j.fill = &fview[0]
+    if plans is None and points is None:
+        return (fill,)  # (a template: each read sets its own selection)
     # The caller's array may be a strided or broadcast view: use its base and strides.
     j.data = <char *>cnp.PyArray_DATA(data)
     if points is not None:

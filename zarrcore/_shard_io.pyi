@@ -3,6 +3,7 @@
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import numpy.typing as npt
 from typing_extensions import Buffer
 
@@ -25,6 +26,8 @@ class ShardSpec:
               write_empty_chunks: bool = False,
               write_order: npt.ArrayLike | None = None,
               cache: ChunkCache | None = None) -> ShardBatch: ...
+    def read_one(self, selection: Any, fortran: bool, dtype: np.dtype[Any],
+                 cache: ChunkCache | None = None) -> Any: ...
 
 class ShardBatch:
     def __init__(self, spec: ShardSpec, plans: Sequence[AxisPlan], data: npt.NDArray[Any],

@@ -13,6 +13,7 @@ from libc.string cimport memcpy, memset, strncpy
 
 from ._cache cimport ChunkCache
 from ._files cimport FileRoot
+from ._indexing cimport one_block
 from ._jobs cimport (
     ZC_SHARD_INDEX_CHECKSUM, ZC_SHARD_INDEX_ENTRY, ZC_SHARD_INDEX_IN_INDEX,
     ZC_SHARD_INDEX_SHORT, ZC_SHARD_IO_PATH_MAX, ZC_SHARD_IO_PREFETCH_MAX, ZC_STREAM_OUT_MIN,
@@ -26,6 +27,7 @@ from ._status cimport (
     ZC_OK,
 )
 
+from . import _memory
 from ._status import status_error
 from .errors import ChecksumError, ShardIndexError
 
@@ -109,6 +111,55 @@ cdef class ShardSpec:
         (the indexer's drop_shape); reads go through `cache` when given."""
         return ShardBatch(self, plans, data, writing, write_empty_chunks, write_order, cache)
 
+    def read_one(self, selection, bint fortran, dtype, ChunkCache cache=None):
+        """`array[selection]` as a new array of `dtype` (a scalar when every axis is given an
+        int), in F order when `fortran`, when `selection` is ints and slices that fall in one
+        inner chunk (_indexing.one_block: one task of the shard's job), read on the calling
+        thread, GIL released, through `cache` when given; NotImplemented for any other
+        selection. Errors as ShardBatch.raise_error's."""
+        cdef int64_t first[ZC_MAX_NDIM]
+        cdef int64_t step[ZC_MAX_NDIM]
+        cdef int64_t count[ZC_MAX_NDIM]
+        cdef int result_axis[ZC_MAX_NDIM + 1]
+        cdef zc_piece pieces[ZC_MAX_NDIM]
+        cdef int ndim = self.io.ndim, d
+        shape = one_block(selection, ndim, self.io.array_shape, self.io.chunk_shape, first,
+                          step, count, result_axis)
+        if shape is None:
+            return NotImplemented
+        out = _memory.empty(shape[::-1], dtype).T if fortran else _memory.empty(shape, dtype)
+        cdef cnp.ndarray array = out
+        cdef zc_shard_io io = self.io
+        for d in range(ndim):
+            pieces[d].chunk_index = first[d] // io.shard_shape[d]
+            pieces[d].chunk_start = first[d] % io.shard_shape[d]
+            pieces[d].chunk_step = step[d]
+            pieces[d].count = count[d]
+            pieces[d].out_start = 0
+            pieces[d].out_step = 1 if result_axis[d] >= 0 else 0
+            io.piece_offset[d] = d
+            io.npieces[d] = 1
+            io.data_strides[d] = (cnp.PyArray_STRIDE(array, result_axis[d])
+                                  if result_axis[d] >= 0 else 0)
+        io.pieces = pieces
+        io.data = <char *>cnp.PyArray_DATA(array)
+        io.stream_out = cnp.PyArray_NBYTES(array) >= ZC_STREAM_OUT_MIN
+        if cache is not None:
+            _read_through(&io, cache)
+        st = zc_shard_io_prepare(&io)
+        if st != ZC_OK:
+            zc_shard_io_free(&io)
+            if st == ZC_ERR_NOMEM:
+                raise MemoryError("shard batch")
+            raise ValueError(f"invalid shard batch (status {st})")
+        with nogil:
+            zc_shard_io_read_worker(&io)
+        try:
+            _raise_failure(&io, self)
+        finally:
+            zc_shard_io_free(&io)
+        return out[()] if result_axis[ndim] == -2 else out
+
 
 cdef class ShardBatch:
     """One sharded read or write; call `work_read()` / `work_write()` from several threads."""
@@ -135,8 +186,7 @@ cdef class ShardBatch:
                               self.io.npieces, self.io.data_strides, lists)
         listed = set_up_lists(&self.io.listing, lists) if lists else ()
         if cache is not None and not writing:
-            self.io.cache = cache.chunks
-            self.io.index_cache = cache.indexes
+            _read_through(&self.io, cache)
         # The caller's array may be a strided or broadcast view: use its base and strides.
         self.io.data = <char *>cnp.PyArray_DATA(array)
         self.io.stream_out = data.nbytes >= ZC_STREAM_OUT_MIN
@@ -190,49 +240,57 @@ cdef class ShardBatch:
         flags = PyBytes_FromStringAndSize(<char *>self.io.deferred, self.io.nslots)
         return np.flatnonzero(np.frombuffer(flags, np.uint8)).tolist()
 
-    def _slot_key(self, int64_t s):
-        cdef char buf[4096]
-        if zc_shard_io_slot_key(&self.io, s, buf, sizeof(buf)) != ZC_OK:
-            return "?"
-        return os.fsdecode(bytes(buf))[self.spec.head_len:]
-
     def raise_error(self):
         """Raise the first failure as a ZarrcoreError (StoreError for I/O) naming its shard key and,
         when there is one, the inner chunk."""
-        zc_shard_io_close_files(&self.io)
-        if not self.io.failed:
-            return
-        key = self._slot_key(self.io.failed_slot) if self.io.failed_slot >= 0 else "?"
-        where = f"chunk {key!r}: "
-        cdef int64_t i = self.io.failed_inner
-        inner = None
-        if i >= 0:
-            inner = tuple(int(c) for c in np.unravel_index(i, self.spec.grid))
-        st, problem = self.io.status, self.io.index_problem
-        if st in (ZC_ERR_IO, ZC_ERR_NOMEM):
-            raise status_error(st, where, sys_errno=self.io.sys_errno)
-        if st == ZC_ERR_LOCK and self.spec.files is not None:
-            raise self.spec.files.lock_error(<bytes>self.io.lock_dir, key, self.io.sys_errno)
-        if problem == ZC_SHARD_INDEX_SHORT:
-            isz = 16 * self.io.ninner + 4 * self.io.index_crc32c
-            raise ShardIndexError(
-                f"{where}shard is {self.io.failed_size} bytes, shorter than its {isz}-byte index")
-        if problem == ZC_SHARD_INDEX_CHECKSUM:
-            raise ChecksumError(f"{where}shard index: crc32c checksum mismatch")
-        if problem in (ZC_SHARD_INDEX_ENTRY, ZC_SHARD_INDEX_IN_INDEX):
-            entry = (f"shard index entry of inner chunk {inner} (offset {self.io.failed_entry[0]}, "
-                     f"nbytes {self.io.failed_entry[1]})")
-            if problem == ZC_SHARD_INDEX_IN_INDEX:
-                why = "overlaps the index at the shard's start"
-            elif st == ZC_ERR_CORRUPT:
-                why = "only one of offset/nbytes marks the chunk empty"
-            elif st == ZC_ERR_SIZE:
-                why = "reaches past the end of the shard"
-            elif st == ZC_ERR_OVERLAP:
-                why = "overlaps another chunk"
-            else:
-                why = f"invalid (status {st})"
-            raise ShardIndexError(f"{where}{entry}: {why}")
-        if inner is not None:
-            where += f"inner chunk {inner}: "
-        raise status_error(st, where)
+        _raise_failure(&self.io, self.spec)
+
+
+cdef _raise_failure(zc_shard_io *io, ShardSpec spec):
+    """Close the files of `io` and raise its first failure, if any (ShardBatch.raise_error)."""
+    cdef char buf[4096]
+    zc_shard_io_close_files(io)
+    if not io.failed:
+        return
+    key = "?"
+    if io.failed_slot >= 0 and zc_shard_io_slot_key(io, io.failed_slot, buf, sizeof(buf)) == ZC_OK:
+        key = os.fsdecode(bytes(buf))[spec.head_len:]
+    where = f"chunk {key!r}: "
+    cdef int64_t i = io.failed_inner
+    inner = None
+    if i >= 0:
+        inner = tuple(int(c) for c in np.unravel_index(i, spec.grid))
+    st, problem = io.status, io.index_problem
+    if st in (ZC_ERR_IO, ZC_ERR_NOMEM):
+        raise status_error(st, where, sys_errno=io.sys_errno)
+    if st == ZC_ERR_LOCK and spec.files is not None:
+        raise spec.files.lock_error(<bytes>io.lock_dir, key, io.sys_errno)
+    if problem == ZC_SHARD_INDEX_SHORT:
+        isz = 16 * io.ninner + 4 * io.index_crc32c
+        raise ShardIndexError(
+            f"{where}shard is {io.failed_size} bytes, shorter than its {isz}-byte index")
+    if problem == ZC_SHARD_INDEX_CHECKSUM:
+        raise ChecksumError(f"{where}shard index: crc32c checksum mismatch")
+    if problem in (ZC_SHARD_INDEX_ENTRY, ZC_SHARD_INDEX_IN_INDEX):
+        entry = (f"shard index entry of inner chunk {inner} (offset {io.failed_entry[0]}, "
+                 f"nbytes {io.failed_entry[1]})")
+        if problem == ZC_SHARD_INDEX_IN_INDEX:
+            why = "overlaps the index at the shard's start"
+        elif st == ZC_ERR_CORRUPT:
+            why = "only one of offset/nbytes marks the chunk empty"
+        elif st == ZC_ERR_SIZE:
+            why = "reaches past the end of the shard"
+        elif st == ZC_ERR_OVERLAP:
+            why = "overlaps another chunk"
+        else:
+            why = f"invalid (status {st})"
+        raise ShardIndexError(f"{where}{entry}: {why}")
+    if inner is not None:
+        where += f"inner chunk {inner}: "
+    raise status_error(st, where)
+
+
+cdef void _read_through(zc_shard_io *io, ChunkCache cache):
+    """Let the reads of `io` go through the decoded-chunk cache `cache`."""
+    io.cache = cache.chunks
+    io.index_cache = cache.indexes

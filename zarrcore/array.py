@@ -83,6 +83,7 @@ class Array(nodes.Node):
     def _apply_metadata(self, metadata: NodeMetadata) -> None:
         super()._apply_metadata(metadata)
         self._chunks = self._make_chunk_store(metadata)
+        self._fortran = self.order == "F"
 
     def _make_chunk_store(self, metadata: Any) -> ChunkEngine:
         if metadata.zarr_format == 3:
@@ -460,6 +461,10 @@ class Array(nodes.Node):
         SelectionError
             A selection that does not fit the array (an IndexError), or a field it lacks.
         """
+        if self.reads_missing_as_fill:
+            data = self._chunks.read_selection(selection, self._fortran)
+            if data is not NotImplemented:
+                return data
         fields, selection = pop_fields(selection)
         return self._read(numpy_indexer(selection, self.shape, self._grid), fields=fields)
 
@@ -888,7 +893,8 @@ class Array(nodes.Node):
             return out
         if indexer.scalar:
             return data[()]
-        return np.asfortranarray(data) if self.order == "F" else data
+        # (asfortranarray makes a 0-d array 1-d)
+        return np.asfortranarray(data) if self._fortran and data.ndim else data
 
     def _write(self, indexer: Any, value: Any, fields: Fields = None) -> None:
         self._check_writable()

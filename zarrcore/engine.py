@@ -559,6 +559,7 @@ class Route(enum.Enum):
     CHUNK_WAVES = "chunk waves"  # R4, W3: chunks fetched or stored together, compiled coding
     FETCHED_CHUNKS = "fetched chunks"  # R5: fetched together, decoded by the codec objects
     EACH_CHUNK = "each chunk"  # R5, W4: chunk by chunk or shard by shard, codec objects
+    ONE_CHUNK = "one chunk"  # R0: `a[sel]` in one chunk or inner chunk, before any indexer
 
     # Members are singletons: hashed by identity in C, where Enum's hash is a Python call
     # (the route tables below are looked up on every request).
@@ -672,6 +673,11 @@ class ChunkEngine:
         self._inner_waves = aligned and self.partial is not None and (
             self.partial.inner_native_form is not None)
         self.cache = self._chunk_cache(cache_bytes)
+        # R0 (`read_selection`): the job of R1 (a template ChunkBatch, made on first need) or
+        # of R2 (`_shards`) reads a selection in one chunk or inner chunk of a regular grid.
+        self._one_chunk: ChunkBatch | None = None
+        self._one_chunk_open = bool(self.chunk_shape) and self.grid.is_regular and (
+            self._batch is not None or self._shards is not None)
 
     def _chunk_cache(self, cache_bytes: int | None) -> ChunkCache | None:
         """The decoded-chunk cache of `cache_bytes` that the compiled reads of a directory
@@ -823,6 +829,27 @@ class ChunkEngine:
         if not writing and self.partial is None and self.store.native_root is None:
             return Route.FETCHED_CHUNKS
         return Route.EACH_CHUNK
+
+    def read_selection(self, selection: Any, fortran: bool) -> Any:
+        """`a[selection]` by R0 (Route.ONE_CHUNK), the road `plan` never sees: ints and
+        slices (positive steps, Ellipsis, newaxis) that fall in one chunk, or one inner chunk
+        when sharded, of an array R1 or R2 reads, read by that road's compiled job on the
+        calling thread, GIL released, through the decoded-chunk cache, into a new array (F
+        order when `fortran`; a scalar when every axis is given an int). NotImplemented for
+        any other selection: the caller makes an indexer and `read`s it."""
+        if not self._one_chunk_open:
+            return NotImplemented
+        if self._shards is not None:
+            return self._shards.read_one(selection, fortran, self.dtype, self.cache)
+        reader = self._one_chunk
+        if reader is None:
+            assert self._batch is not None  # (the road is open)
+            _, sep, lead = self.key_layout
+            reader = self._one_chunk = ChunkBatch(
+                settings=self._batch, **self._objects(), sep=sep, lead_sep=lead,
+                array_shape=self.array_shape, chunk_shape=self.chunk_shape, plans=None,
+                data=None, cache=self.cache, dtype=self.dtype)
+        return reader.read_one(selection, fortran, self.options.num_threads, self._head_len)
 
     def node_dir(self) -> str:
         """The array's directory, which locates its chunks' key locks (csrc/zc_key_lock.h)."""
