@@ -19,11 +19,12 @@ from hypothesis import strategies as st
 
 import zarrcore
 from zarrcore import engine
+from zarrcore.array_api import CACHE_SETTLE_SECONDS
 from zarrcore.config import config
 from zarrcore.errors import SelectionError, ShapeMismatchError
 from zarrcore.indexing import OrthogonalIndexer
 
-SETTLE = 1.1  # seconds after which files are old enough to cache (zc_chunk_cache.h)
+SETTLE = CACHE_SETTLE_SECONDS + 0.1  # after which files are old enough to cache
 
 
 @pytest.fixture(autouse=True)

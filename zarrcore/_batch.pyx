@@ -16,7 +16,7 @@ from zarrcore._jobs cimport (
     ZC_BATCH_PATH_MAX, ZC_STREAM_OUT_MIN, check_read_into, set_up_job, stop_claims, zc_batch,
     zc_batch_free, zc_batch_prepare, zc_batch_read_ahead_worker, zc_batch_read_worker,
     zc_batch_reads_ahead, zc_batch_split_reads, zc_batch_split_writes, zc_batch_task_key,
-    zc_batch_write_worker, zc_memstore, zc_piece,
+    zc_batch_write_worker, zc_memstore, zc_piece, set_up_one_block,
 )
 from zarrcore._status cimport ZC_ERR_LOCK, ZC_MAX_NDIM, ZC_OK
 
@@ -156,7 +156,7 @@ cdef class ChunkBatch:
         cdef int64_t count[ZC_MAX_NDIM]
         cdef int result_axis[ZC_MAX_NDIM + 1]
         cdef zc_piece pieces[ZC_MAX_NDIM]
-        cdef int ndim = self.b.ndim, d
+        cdef int ndim = self.b.ndim
         shape = one_block(selection, ndim, self.b.array_shape, self.b.chunk_shape, first, step,
                           count, result_axis)
         if shape is None:
@@ -165,17 +165,8 @@ cdef class ChunkBatch:
             shape, self._dtype)
         cdef cnp.ndarray array = out
         cdef zc_batch b = self.b
-        for d in range(ndim):
-            pieces[d].chunk_index = first[d] // b.chunk_shape[d]
-            pieces[d].chunk_start = first[d] % b.chunk_shape[d]
-            pieces[d].chunk_step = step[d]
-            pieces[d].count = count[d]
-            pieces[d].out_start = 0
-            pieces[d].out_step = 1 if result_axis[d] >= 0 else 0
-            b.piece_offset[d] = d
-            b.npieces[d] = 1
-            b.data_strides[d] = (cnp.PyArray_STRIDE(array, result_axis[d])
-                                 if result_axis[d] >= 0 else 0)
+        set_up_one_block(pieces, ndim, b.chunk_shape, first, step, count, result_axis, array,
+                         b.piece_offset, b.npieces, b.data_strides)
         b.pieces = pieces
         b.data = <char *>cnp.PyArray_DATA(array)
         b.stream_out = cnp.PyArray_NBYTES(array) >= ZC_STREAM_OUT_MIN

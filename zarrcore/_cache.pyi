@@ -2,7 +2,6 @@
 # csrc/zc_chunk_cache.c. Keep in step with the .pyx.
 from typing import Any
 
-SETTLE_SECONDS: float
 INDEX_SHARE: int
 CACHE_BYTES_MAX: int
 

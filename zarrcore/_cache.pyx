@@ -14,13 +14,10 @@ cdef extern from "zc_chunk_cache.h":
         uint64_t hits, misses, inserts, evictions, stale
         size_t used, capacity
         int64_t entries
-    long long ZC_CHUNK_CACHE_SETTLE_NS
     zc_chunk_cache *zc_chunk_cache_new(size_t capacity, size_t chunk_bytes, int key_len)
     void zc_chunk_cache_free(zc_chunk_cache *c)
     void zc_chunk_cache_get_stats(zc_chunk_cache *c, zc_chunk_cache_stats *out)
 
-# A file changed less than this many seconds ago is read but not cached (zc_chunk_cache.h).
-SETTLE_SECONDS = ZC_CHUNK_CACHE_SETTLE_NS / 1e9
 # Of a sharded array's budget, this share keeps checked shard indexes (as zc_array.c's), so
 # that reads served from the cache need not read them.
 INDEX_SHARE = 8

@@ -403,3 +403,24 @@ cdef inline tuple set_up_lists(zc_listing *listing, list lists):
     listing.out_index = &out_index[0]
     listing.nindex = index.shape[0]
     return index, out_index
+
+
+cdef inline void set_up_one_block(zc_piece *pieces, int ndim, const int64_t *object_shape,
+                                  const int64_t *first, const int64_t *step,
+                                  const int64_t *count, const int *result_axis,
+                                  cnp.ndarray out, int64_t *piece_offset, int64_t *npieces,
+                                  Py_ssize_t *data_strides):
+    """Lay out the one block _indexing.one_block found (in stored objects of `object_shape`)
+    as one zc_piece per axis, read into `out`, the result (its axis `result_axis[d]`, none
+    for an axis given an int)."""
+    cdef int d
+    for d in range(ndim):
+        pieces[d].chunk_index = first[d] // object_shape[d]
+        pieces[d].chunk_start = first[d] % object_shape[d]
+        pieces[d].chunk_step = step[d]
+        pieces[d].count = count[d]
+        pieces[d].out_start = 0
+        pieces[d].out_step = 1 if result_axis[d] >= 0 else 0
+        piece_offset[d] = d
+        npieces[d] = 1
+        data_strides[d] = cnp.PyArray_STRIDE(out, result_axis[d]) if result_axis[d] >= 0 else 0

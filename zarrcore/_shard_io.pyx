@@ -17,7 +17,8 @@ from ._indexing cimport one_block
 from ._jobs cimport (
     ZC_SHARD_INDEX_CHECKSUM, ZC_SHARD_INDEX_ENTRY, ZC_SHARD_INDEX_IN_INDEX,
     ZC_SHARD_INDEX_SHORT, ZC_SHARD_IO_PATH_MAX, ZC_SHARD_IO_PREFETCH_MAX, ZC_STREAM_OUT_MIN,
-    check_read_into, set_up_chain, set_up_lists, set_up_pieces, stop_claims, zc_chain,
+    check_read_into, set_up_chain, set_up_lists, set_up_one_block, set_up_pieces, stop_claims,
+    zc_chain,
     zc_piece, zc_shard_io, zc_memstore, zc_shard_io_close_files, zc_shard_io_free, zc_shard_io_prepare,
     zc_shard_io_read_ahead_worker, zc_shard_io_read_worker, zc_shard_io_reads_ahead,
     zc_shard_io_slot_key, zc_shard_io_write_worker,
@@ -122,7 +123,7 @@ cdef class ShardSpec:
         cdef int64_t count[ZC_MAX_NDIM]
         cdef int result_axis[ZC_MAX_NDIM + 1]
         cdef zc_piece pieces[ZC_MAX_NDIM]
-        cdef int ndim = self.io.ndim, d
+        cdef int ndim = self.io.ndim
         shape = one_block(selection, ndim, self.io.array_shape, self.io.chunk_shape, first,
                           step, count, result_axis)
         if shape is None:
@@ -130,17 +131,8 @@ cdef class ShardSpec:
         out = _memory.empty(shape[::-1], dtype).T if fortran else _memory.empty(shape, dtype)
         cdef cnp.ndarray array = out
         cdef zc_shard_io io = self.io
-        for d in range(ndim):
-            pieces[d].chunk_index = first[d] // io.shard_shape[d]
-            pieces[d].chunk_start = first[d] % io.shard_shape[d]
-            pieces[d].chunk_step = step[d]
-            pieces[d].count = count[d]
-            pieces[d].out_start = 0
-            pieces[d].out_step = 1 if result_axis[d] >= 0 else 0
-            io.piece_offset[d] = d
-            io.npieces[d] = 1
-            io.data_strides[d] = (cnp.PyArray_STRIDE(array, result_axis[d])
-                                  if result_axis[d] >= 0 else 0)
+        set_up_one_block(pieces, ndim, io.shard_shape, first, step, count, result_axis, array,
+                         io.piece_offset, io.npieces, io.data_strides)
         io.pieces = pieces
         io.data = <char *>cnp.PyArray_DATA(array)
         io.stream_out = cnp.PyArray_NBYTES(array) >= ZC_STREAM_OUT_MIN

@@ -934,8 +934,9 @@ class Array(nodes.Node):
         writes through a shared memory map or on file systems with whole-second times leave
         those alone (a file changed within the last second is read but not cached); a memory
         blob's version (every write stores a new one); a zip member's place in the opened
-        zip; an object's strong ETag (a HEAD finding that ETag unchanged). So entries are never served stale, and a hit saves the decode but not the
-        read (:ref:`cache-guarantees`). Other stores (fsspec, references, a MemoryStore
+        zip; an object's strong ETag (a HEAD finding that ETag unchanged). So entries are
+        never served stale, and a hit saves the decode; on a directory, not the read
+        (:ref:`cache-guarantees`). Other stores (fsspec, references, a MemoryStore
         over a dict passed in), and sharded arrays on zip and object stores, are not cached:
         capacity 0. On a directory, chunks stored as the items lie in memory (no
         compressor, checksum, filter or byte swap) are read without the cache, whose

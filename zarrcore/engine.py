@@ -645,6 +645,7 @@ class ChunkEngine:
         self._placed: dict[str, Any] | None = None
         self._head_len = 0 if store.native_root is None else len(store.native_root) + 1
         settings = self._forms[self.chunk_shape]
+        cache_bytes = self._cache_budget(cache_bytes)
         native = store.native_root is not None or bool(
             cache_bytes and store.native_memory is not None and settings is not None
             and self.grid.is_regular)
@@ -679,22 +680,27 @@ class ChunkEngine:
         self._one_chunk_open = bool(self.chunk_shape) and self.grid.is_regular and (
             self._batch is not None or self._shards is not None)
 
-    def _chunk_cache(self, cache_bytes: int | None) -> ChunkCache | None:
-        """The decoded-chunk cache of `cache_bytes` that the compiled reads of a directory
-        store, or of a MemoryStore's own data, share (`_batch`, `_shards`), and those of
-        unsharded chunks of a store with `versioned_reads` (`_waves`: zip, object stores);
-        of a regular grid, whose chunks all have one shape. None for 0, or when no such road
-        is open. The array's own budget must hold an (inner) chunk (check_budget); None takes
-        zarrcore.config's, which every array shares: none where it holds no chunk. Other
-        stores give no identity of their objects to validate entries by: they are never
-        cached."""
+    def _cache_budget(self, cache_bytes: int | None) -> int:
+        """The bytes of decoded chunks this array may cache: its own budget, which must hold
+        an (inner) chunk (check_budget); None takes zarrcore.config's, which every array
+        shares: 0 where it holds no chunk."""
         chunk = self.partial.chunk_shape if self.partial is not None else self.chunk_shape
         chunk_bytes = self.dtype.itemsize * math.prod(chunk)
         if cache_bytes is None:
-            cache_bytes = config.cache_bytes if config.cache_bytes >= chunk_bytes else 0
-        else:
-            check_budget(cache_bytes, f"{self._where}: cache_bytes", chunk_bytes,
-                         "chunk" if self.partial is None else "inner chunk")
+            return config.cache_bytes if config.cache_bytes >= chunk_bytes else 0
+        check_budget(cache_bytes, f"{self._where}: cache_bytes", chunk_bytes,
+                     "chunk" if self.partial is None else "inner chunk")
+        return cache_bytes
+
+    def _chunk_cache(self, cache_bytes: int) -> ChunkCache | None:
+        """The decoded-chunk cache of `cache_bytes` (_cache_budget) that the compiled reads
+        of a directory store, or of a MemoryStore's own data, share (`_batch`, `_shards`),
+        and those of unsharded chunks of a store with `versioned_reads` (`_waves`: zip,
+        object stores); of a regular grid, whose chunks all have one shape. None for 0, or
+        when no such road is open. Other stores give no identity of their objects to
+        validate entries by: they are never cached."""
+        chunk = self.partial.chunk_shape if self.partial is not None else self.chunk_shape
+        chunk_bytes = self.dtype.itemsize * math.prod(chunk)
         if not cache_bytes or not self.grid.is_regular or (
                 self._batch is None and self._shards is None
                 and (self._waves is None or not self.store.versioned_reads)):
@@ -1085,8 +1091,8 @@ class ChunkEngine:
                            coords: list[Any]) -> None:
         """`_read_chunk_waves` through the cache: each chunk whose version is known is asked
         for unless it still has it (Store.get_many_versioned; an object store's HEAD
-        finding the ETag unchanged), and an unchanged one is copied out of its entry, not fetched nor
-        decoded; the others are decoded into entries at the version they arrived with. A
+        finding the ETag unchanged), and an unchanged one is copied out of its entry, not
+        fetched nor decoded; the others are decoded into entries at the version they arrived with. A
         chunk found unchanged whose entry was evicted meanwhile is fetched again."""
         with self._versions_lock:
             known = [self._versions.get(k) for k in keys]

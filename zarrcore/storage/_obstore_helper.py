@@ -119,8 +119,10 @@ def _template(control: socket.socket) -> None:
             if os.fork() == 0:
                 control.close()
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                asyncio.run(_serve(socket.socket(fileno=fd)))
-                os._exit(0)
+                try:
+                    asyncio.run(_serve(socket.socket(fileno=fd)))
+                finally:  # (a helper never returns into the template's loop)
+                    os._exit(0)
             os.close(fd)
 
 
