@@ -93,7 +93,8 @@ def extension(name):
     return Extension(
         name,
         sources=[name.replace(".", "/") + ".pyx"],
-        depends=C_SOURCES + C_HEADERS,
+        # setup.py: its compile and link arguments change the extension too.
+        depends=C_SOURCES + C_HEADERS + ["setup.py"],
         include_dirs=["csrc", ".", BLOSC_INCLUDE, numpy.get_include()],
         extra_compile_args=COMPILE_ARGS,
         extra_link_args=link_args(name),
@@ -102,13 +103,13 @@ def extension(name):
 
 
 class BuildExt(build_ext):
-    """build_ext that Cythonizes the modules when it runs (so that egg_info and sdist see and
-    ship the .pyx sources, not generated C) and first builds the core library (plain `build`
-    does, `build_ext` alone not)."""
+    """build_ext that Cythonizes the modules when it runs (egg_info and sdist, which read the
+    extensions' sources, see and ship the .pyx, never generated C) and first builds the core
+    library (plain `build` does, `build_ext` alone not)."""
 
-    def finalize_options(self):
-        self.distribution.ext_modules = cythonize(
-            self.distribution.ext_modules,
+    def run(self):
+        generated = {ext.name: ext for ext in cythonize(
+            self.extensions,
             # The C Cython writes depends on the numpy it compiles against: one directory per
             # interpreter and numpy, so that virtualenvs built from one tree never share it.
             build_dir=f"build/cython-{sys.implementation.cache_tag}-numpy{numpy.__version__}",
@@ -118,12 +119,20 @@ class BuildExt(build_ext):
             # its shared state under its own locks and atomics).
             compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True,
                                  "freethreading_compatible": True},
-        )
-        super().finalize_options()
-
-    def run(self):
+        )}
+        for ext in self.extensions:
+            ext.sources = generated[ext.name].sources
         self.run_command("build_clib")
         super().run()
+
+    def build_extensions(self):
+        # A Python built with a shared libpython (pyenv's) puts -Wl,-rpath to its lib/ in
+        # LDSHARED; the extensions need nothing there, and a wheel must not search the build
+        # machine's directories (wheels/check_wheel.py).
+        if self.compiler.compiler_type == "unix":
+            self.compiler.linker_so = [arg for arg in self.compiler.linker_so
+                                       if not arg.startswith(("-Wl,-rpath", "-Wl,-R"))]
+        super().build_extensions()
 
 
 setup(
