@@ -34,8 +34,9 @@ def build_inputs():
 @pytest.fixture(scope="module")
 def sdist_files(tmp_path_factory):
     egg_base = tmp_path_factory.mktemp("egg-info")
-    run = subprocess.run([sys.executable, "setup.py", "-q", "egg_info", "--egg-base", str(egg_base)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "setup.py", "-q", "egg_info", "--egg-base", str(egg_base)], cwd=ROOT,
+        capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     (sources,) = egg_base.glob("*.egg-info/SOURCES.txt")
     return {line for line in sources.read_text().splitlines()
