@@ -37,8 +37,7 @@ class Target:
     multiarch: str  # the interpreter's name for it: extension suffixes, build settings
     platform: str  # sysconfig's platform: the wheel's tag before repair
     blosc_platform: str  # pip --platform of the python-blosc wheel to link
-    plat: str  # auditwheel's policy to repair to (it adds the older ones the wheel meets)
-    rating: str  # the policy auditwheel must rate the wheel at
+    rating: str  # the policy auditwheel must rate (and repair) the wheel at
     tags: tuple  # the platform tags the repaired wheel must carry
     libc_rename: str = ""  # musl: zig names the C library libc.so, musl systems otherwise
 
@@ -46,15 +45,15 @@ class Target:
 TARGETS = {
     "x86_64-linux-gnu": Target(
         "x86_64-linux-gnu.2.17", "x86_64-linux-gnu", "linux-x86_64", "manylinux2014_x86_64",
-        "manylinux_2_28_x86_64", "manylinux_2_17_x86_64",
+        "manylinux_2_17_x86_64",
         ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64")),
     "aarch64-linux-gnu": Target(
         "aarch64-linux-gnu.2.17", "aarch64-linux-gnu", "linux-aarch64", "manylinux2014_aarch64",
-        "manylinux_2_28_aarch64", "manylinux_2_17_aarch64",
+        "manylinux_2_17_aarch64",
         ("manylinux2014_aarch64", "manylinux_2_17_aarch64", "manylinux_2_28_aarch64")),
     "x86_64-linux-musl": Target(
         "x86_64-linux-musl", "x86_64-linux-musl", "linux-x86_64", "musllinux_1_2_x86_64",
-        "musllinux_1_2_x86_64", "musllinux_1_2_x86_64", ("musllinux_1_2_x86_64",),
+        "musllinux_1_2_x86_64", ("musllinux_1_2_x86_64",),
         "libc.musl-x86_64.so.1"),
 }
 
@@ -197,8 +196,17 @@ def repair(wheel, target, out):
     its tags, passing check_wheel.py."""
     fresh = WORK / "repaired"
     shutil.rmtree(fresh, ignore_errors=True)
-    run(tool("auditwheel"), "repair", "--plat", target.plat, "-w", fresh, wheel)
+    # The policy the wheel meets ("auto": auditwheel offers only this machine's architecture
+    # by name), then the newer tags it also meets, which pip versions that know no older
+    # ones look for: a manylinux_2_17 wheel runs wherever manylinux_2_28 ones do.
+    run(tool("auditwheel"), "repair", "--plat", "auto", "-w", fresh, wheel)
     (repaired,) = fresh.glob("*.whl")
+    carried = repaired.name[:-len(".whl")].split("-")[-1].split(".")
+    extra = [t for t in target.tags if t not in carried]
+    if extra:
+        run(sys.executable, "-m", "wheel", "tags", "--remove", "--platform-tag",
+            "+" + ".".join(extra), repaired)
+        (repaired,) = fresh.glob("*.whl")
     # An earlier build's wheel for the same interpreter, libc and architecture goes.
     family, _, _, arch = target.rating.split("_", 3)
     prefix = "-".join(repaired.name.split("-")[:4])
