@@ -47,8 +47,11 @@ def stage(root, dist, tag):
     for pyx in (ROOT / "zarrcore").glob("*.pyx"):  # check_wheel.py's list of extensions
         shutil.copy(pyx, test / "src" / "zarrcore")
     shutil.copy(ROOT / "pyproject.toml", test / "src")
-    # The network and pip's configuration of this machine.
+    # The network and pip's configuration of this machine, its certificates included (pip's
+    # configuration may name this bundle, and a proxy may need the machine's own).
     shutil.copy("/etc/resolv.conf", root / "etc" / "resolv.conf")
+    shutil.copy("/etc/ssl/certs/ca-certificates.crt",
+                root / "etc" / "ssl" / "certs" / "ca-certificates.crt")
     for conf in (pathlib.Path("/etc/pip.conf"), pathlib.Path("/etc/xdg/pip")):
         if conf.is_dir():
             shutil.copytree(conf, root / conf.relative_to("/"), dirs_exist_ok=True)

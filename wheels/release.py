@@ -228,7 +228,7 @@ def repair(wheel, target, out):
 def rating(wheel):
     """The platform tag `auditwheel show` rates a wheel at."""
     shown = output(tool("auditwheel"), "show", wheel)
-    found = re.search(r'consistent with the following platform tag:\s*"([^"]+)"', shown)
+    found = re.search(r'consistent\s+with\s+the\s+following\s+platform\s+tag:\s*"([^"]+)"', shown)
     if found is None:
         sys.exit(f"{wheel.name}: auditwheel rates it at nothing:\n{shown}")
     return found.group(1)
