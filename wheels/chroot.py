@@ -77,10 +77,16 @@ def main(argv=None):
                          capture_output=True, text=True, check=True).stdout.strip()
     where = f"Debian {args.suite} {args.arch} chroot" + (
         " under qemu-user" if args.arch not in ("amd64",) else "")
-    code = subprocess.run(
-        ["chroot", root, "/usr/bin/python3", "/zarrcore-test/src/wheels/test_wheels.py",
-         "--dist", "/zarrcore-test/dist", "--platform-tag", args.platform_tag,
-         "--where", where, *(["--full", tag] if args.full else []), "/usr/bin/python3"]).returncode
+    # /proc: the tests read it (memory counters, open descriptors), as the interpreter does.
+    run("mount", "-t", "proc", "proc", root / "proc")
+    try:
+        code = subprocess.run(
+            ["chroot", root, "/usr/bin/python3", "/zarrcore-test/src/wheels/test_wheels.py",
+             "--dist", "/zarrcore-test/dist", "--platform-tag", args.platform_tag,
+             "--where", where, *(["--full", tag] if args.full else []), "/usr/bin/python3"]
+        ).returncode
+    finally:
+        run("umount", root / "proc")
     record = test / "dist" / "TESTS.txt"
     if record.exists():
         with open(args.dist / "TESTS.txt", "a") as f:
