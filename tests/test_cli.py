@@ -1,4 +1,5 @@
 """The command line: `zarrcore info`, `tree` and `demo`, run through zarrcore.cli.main."""
+import importlib.metadata
 import os
 import subprocess
 import sys
@@ -21,6 +22,17 @@ def hierarchy(tmp_path):
     sub.create_array("counts", shape=(7,), dtype="uint16", chunks=(3,))
     sub.create_group("deeper").create_array("flag", shape=(), dtype="bool", chunks=())
     return root
+
+
+def test_version_is_the_distributions(capsys):
+    # One version, set in zarrcore/__init__.py: the installed distribution's metadata, the
+    # module and the command line all show it.
+    with pytest.raises(SystemExit) as exit:
+        main(["--version"])
+    assert exit.value.code == 0
+    version = importlib.metadata.version("zarrcore")
+    assert capsys.readouterr().out == f"zarrcore {version}\n"
+    assert zarrcore.__version__ == version
 
 
 def test_info_array(hierarchy, capsys):

@@ -3,6 +3,9 @@ system's C runtime (glibc's libraries on Linux), export only their PyInit_ funct
 public .pxd is installed."""
 import importlib.metadata
 import pathlib
+import shutil
+import subprocess
+import sys
 import zipfile
 
 import pytest
@@ -63,3 +66,55 @@ def test_a_wheel_missing_a_public_file_or_extension_or_with_stray_files_is_refus
     assert ("zarrcore/py.typed: missing (needed by type checkers, which otherwise ignore the "
             "annotations)" in problems)
     assert len(problems) == 7
+
+
+def test_a_wheel_with_zip_directory_entries_passes(check_wheel, tmp_path):
+    # auditwheel (6.8) writes an entry for each directory into the wheels it repairs.
+    import zarrcore
+
+    package = pathlib.Path(zarrcore.__file__).parent
+    wheel = tmp_path / "zarrcore-0-cp3-cp3-manylinux_2_17_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("zarrcore/", b"")
+        z.writestr("zarrcore-0.dist-info/", b"")
+        for path in sorted(package.rglob("*")):
+            name = path.relative_to(package.parent).as_posix()
+            if "__pycache__" in path.parts:
+                continue
+            if path.is_dir():
+                z.writestr(name + "/", b"")
+            else:
+                z.write(path, name)
+    assert check_wheel.check_wheel(wheel) == []
+
+
+def compile_shared(tmp_path, name, code, *link_args):
+    """The bytes of a shared object of this C code, linked with no C library but what
+    `link_args` name."""
+    cc = shutil.which("cc")
+    if cc is None or not sys.platform.startswith("linux"):
+        pytest.skip("needs a C compiler making ELF shared objects (Linux)")
+    source = tmp_path / f"{name}.c"
+    source.write_text(code)
+    out = tmp_path / name
+    subprocess.run([cc, "-shared", "-fPIC", "-nostdlib", "-o", str(out), str(source),
+                    *link_args], check=True, capture_output=True, timeout=60)
+    return out.read_bytes()
+
+
+EXTENSION = "int PyInit_kernels(void) { return 0; }\n"
+
+
+def test_an_extension_needing_musl_libc_passes(check_wheel, tmp_path):
+    soname = "libc.musl-x86_64.so.1"
+    compile_shared(tmp_path, soname, "int musl_stub;\n", f"-Wl,-soname,{soname}")
+    data = compile_shared(tmp_path, "kernels.so", EXTENSION, f"-L{tmp_path}",
+                          "-Wl,--no-as-needed", f"-l:{soname}")
+    assert check_wheel.elf_dynamic_info(data)[0] == [soname]
+    assert check_wheel.check_extension("zarrcore/kernels.so", data) == []
+
+
+def test_an_extension_searching_the_build_machine_for_libraries_is_refused(check_wheel, tmp_path):
+    data = compile_shared(tmp_path, "kernels.so", EXTENSION, "-Wl,-rpath,/opt/build-machine/lib")
+    assert check_wheel.check_extension("zarrcore/kernels.so", data) == [
+        "zarrcore/kernels.so: searches /opt/build-machine/lib for libraries (RPATH or RUNPATH)"]

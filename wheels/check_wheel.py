@@ -3,10 +3,11 @@
     python wheels/check_wheel.py WHEEL_OR_DIRECTORY...
     python wheels/check_wheel.py --installed
 
-Each compiled extension must need no shared library beyond the system's C runtime and export
-nothing but its PyInit_ function (the statically linked blosc, zstd, lz4 and zlib stay private,
-so they cannot clash with another copy in the process): ELF (Linux: glibc's libraries), Mach-O
-(macOS: libSystem) and PE (Windows: KERNEL32, the Universal CRT's api-ms-win-crt-*,
+Each compiled extension must need no shared library beyond the system's C runtime, search no
+directory of the machine it was built on (no ELF RPATH or RUNPATH), and export nothing but its
+PyInit_ function (the statically linked blosc, zstd, lz4 and zlib stay private, so they
+cannot clash with another copy in the process): ELF (Linux: glibc's libraries, or musl's
+libc), Mach-O (macOS: libSystem) and PE (Windows: KERNEL32, the Universal CRT's api-ms-win-crt-*,
 VCRUNTIME140 and pythonXY.dll), read here without binutils. Every zarrcore/*.pyx must have its
 extension,
 and the public .pxd files and header must be there for `cimport zarrcore.kernels`,
@@ -20,10 +21,12 @@ import struct
 import sys
 import zipfile
 
-# glibc's libraries, present on every manylinux system.
+# glibc's libraries, present on every manylinux system, and musl's libc (one library, named
+# after its dynamic loader), present on every musllinux system.
 ALLOWED_NEEDED = {
     "libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1",
     "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1",
+    "libc.musl-x86_64.so.1", "libc.musl-aarch64.so.1",
 }
 # macOS: the C library and system calls. The core is C, so no libc++; Python's own symbols
 # are looked up at load time (-undefined dynamic_lookup), so no libpython either.
@@ -44,7 +47,7 @@ EXTENSIONS = sorted(
     p.stem for p in (pathlib.Path(__file__).resolve().parent.parent / "zarrcore").glob("*.pyx"))
 
 SHT_DYNSYM, SHT_DYNAMIC = 11, 6
-DT_NULL, DT_NEEDED = 0, 1
+DT_NULL, DT_NEEDED, DT_RPATH, DT_RUNPATH = 0, 1, 15, 29
 STB_GLOBAL, STB_WEAK = 1, 2
 SHN_UNDEF = 0
 
@@ -65,6 +68,18 @@ def _string(table, offset):
 
 def elf_dynamic_info(data):
     """(needed libraries, exported symbols) of an ELF shared object given as bytes."""
+    strings, exported = _elf_dynamic(data)
+    return strings[DT_NEEDED], exported
+
+
+def elf_search_paths(data):
+    """The RPATH and RUNPATH entries of an ELF shared object given as bytes."""
+    strings, _ = _elf_dynamic(data)
+    return strings[DT_RPATH] + strings[DT_RUNPATH]
+
+
+def _elf_dynamic(data):
+    """({DT_NEEDED, DT_RPATH, DT_RUNPATH: their strings}, exported symbols) of an ELF file."""
     if data[:4] != b"\x7fELF" or len(data) < 64:
         raise ElfError("not an ELF file")
     wide = {1: False, 2: True}.get(data[4])
@@ -98,7 +113,7 @@ def elf_dynamic_info(data):
             raise ElfError("section links to no string table")
         return body(sections[section["link"]])
 
-    needed, exported = [], []
+    dynamic, exported = {DT_NEEDED: [], DT_RPATH: [], DT_RUNPATH: []}, []
     for section in sections:
         if section["type"] == SHT_DYNAMIC:
             strings, raw, step = linked_strings(section), body(section), struct.calcsize(dyn_fmt)
@@ -106,8 +121,8 @@ def elf_dynamic_info(data):
                 tag, value = struct.unpack_from(dyn_fmt, raw, at)
                 if tag == DT_NULL:
                     break
-                if tag == DT_NEEDED:
-                    needed.append(_string(strings, value))
+                if tag in dynamic:
+                    dynamic[tag].append(_string(strings, value))
         elif section["type"] == SHT_DYNSYM:
             strings, raw, step = linked_strings(section), body(section), struct.calcsize(sym_fmt)
             for at in range(0, len(raw) - step + 1, step):
@@ -116,7 +131,7 @@ def elf_dynamic_info(data):
                 binding, visibility = info >> 4, other & 3
                 if binding in (STB_GLOBAL, STB_WEAK) and shndx != SHN_UNDEF and visibility == 0:
                     exported.append(_string(strings, name))
-    return needed, exported
+    return dynamic, exported
 
 
 MH_MAGIC_64, MH_MAGIC, FAT_MAGIC, FAT_MAGIC_64 = 0xFEEDFACF, 0xFEEDFACE, 0xCAFEBABE, 0xCAFEBABF
@@ -283,6 +298,9 @@ def check_extension(label, data):
     except (BinaryError, struct.error) as e:
         return [f"{label}: {e}"]
     problems = [f"{label}: needs {lib}" for lib in needed if not allowed(lib)]
+    if data[:4] == b"\x7fELF":
+        problems += [f"{label}: searches {path} for libraries (RPATH or RUNPATH)"
+                     for path in elf_search_paths(data)]
     extra = sorted(set(exported) - {f"PyInit_{module}"})
     if extra:
         shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
@@ -297,7 +315,7 @@ def check_files(files, only_shipped=False):
     extensions = {}
     for name in files:
         path = pathlib.PurePosixPath(name)
-        if path.parts[0] != "zarrcore":
+        if name.endswith("/") or path.parts[0] != "zarrcore":  # zip directory entries too
             continue
         if len(path.parts) == 2 and path.suffix in (".so", ".pyd"):
             extensions[path.name.split(".")[0]] = name

@@ -23,6 +23,8 @@ from .storage import (
 )
 from .tools import convert, copy, verify
 
+# The one place the version is set: pyproject.toml reads it for the distribution, the CLI
+# shows it (`zarrcore --version`).
 __version__ = "0.1.0"
 
 __all__ = [

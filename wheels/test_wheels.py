@@ -1,0 +1,103 @@
+"""Test built wheels as a user installs them (`make release-test`): for each interpreter, a
+clean virtualenv, the matching wheel of DIST installed with what the tests need, and the
+tests run from a directory outside the checkout, with zarrcore imported from site-packages.
+
+    python wheels/test_wheels.py --dist DIST [--full TAG]... [--platform-tag T] PYTHON...
+
+Interpreters of the --full tags (cp311...) run the whole suite with the `test` extra; the
+others the named subset that
+cibuildwheel runs on cp310 wheels (its override in pyproject.toml: test-requires and the
+test files of its test-command). Each run's interpreter, wheel, pytest summary and duration are
+printed and appended to DIST/TESTS.txt. PYTEST_ARGS (environment) passes more arguments.
+"""
+import argparse
+import os
+import pathlib
+import platform
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def subset():
+    """(test-requires, test files) of the cp310 override of the cibuildwheel settings."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["cibuildwheel"]
+    (override,) = [o for o in config["overrides"] if o["select"] == "cp310-*"]
+    files = re.findall(r"\{project\}/tests/(test_\w+\.py)", override["test-command"])
+    return override["test-requires"], files
+
+
+def python_tag(python):
+    out = subprocess.run([python, "-c", "import sys; print(f'cp{sys.version_info[0]}"
+                          "{sys.version_info[1]}')"], capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def run_one(python, wheel, full, log, where):
+    tag = python_tag(python)
+    with tempfile.TemporaryDirectory(prefix=f"zarrcore-wheel-{tag}-") as tmp:
+        tmp = pathlib.Path(tmp)
+        venv = tmp / "venv"
+        subprocess.run([python, "-m", "venv", venv], check=True)
+        vpy = venv / "bin" / "python"
+        requires, files = subset()
+        spec = f"{wheel}[test]" if full else str(wheel)
+        subprocess.run([vpy, "-m", "pip", "install", "-q", "--only-binary", "zarrcore", spec,
+                        *([] if full else requires)], check=True)
+        work = tmp / "work"  # outside the checkout: nothing there shadows site-packages
+        work.mkdir()
+        installed = subprocess.run(
+            [vpy, "-c", "import zarrcore, sysconfig; f = zarrcore.__file__; "
+             "assert f.startswith(sysconfig.get_paths()['purelib']), f; print(f)"],
+            cwd=work, capture_output=True, text=True, check=True).stdout.strip()
+        subprocess.run([vpy, ROOT / "wheels" / "check_wheel.py", "--installed"], cwd=work,
+                       check=True)
+        tests = [str(ROOT / "tests")] if full else [str(ROOT / "tests" / f) for f in files]
+        started = time.monotonic()
+        result = subprocess.run(
+            [vpy, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
+             *shlex.split(os.environ.get("PYTEST_ARGS", "")), *tests],
+            cwd=work, capture_output=True, text=True)
+        elapsed = time.monotonic() - started
+    print(result.stdout[-6000:], result.stderr[-3000:], sep="\n")
+    summary = (result.stdout.strip().splitlines() or ["(no output)"])[-1].strip("= ")
+    line = (f"{wheel.name} on {platform.machine()}, {where}, "
+            f"{pathlib.Path(python).resolve()} ({tag}), zarrcore from {installed}: "
+            f"{'whole suite' if full else 'subset ' + ' '.join(files)}: {summary} "
+            f"[{elapsed:.0f} s wall]")
+    print(line)
+    with open(log, "a") as f:
+        f.write(line + "\n")
+    return result.returncode
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dist", type=pathlib.Path, required=True)
+    parser.add_argument("--full", action="append", default=[], metavar="TAG",
+                        help="interpreters (cp311...) that run the whole suite")
+    parser.add_argument("--platform-tag", default="manylinux_2_17_" + platform.machine())
+    parser.add_argument("--where", default=f"{platform.node()} ({platform.platform()})",
+                        help="where the tests run, for the record")
+    parser.add_argument("pythons", nargs="+")
+    args = parser.parse_args(argv)
+    failed = 0
+    for python in args.pythons:
+        tag = python_tag(python)
+        wheels = sorted(args.dist.glob(f"zarrcore-*-{tag}-{tag}-*{args.platform_tag}*.whl"))
+        if len(wheels) != 1:
+            sys.exit(f"{args.dist}: expected one {tag} {args.platform_tag} wheel, found "
+                     f"{[w.name for w in wheels]}")
+        failed |= run_one(python, wheels[0].resolve(), tag in args.full,
+                          args.dist / "TESTS.txt", args.where)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
