@@ -461,7 +461,7 @@ class Array(nodes.Node):
         SelectionError
             A selection that does not fit the array (an IndexError), or a field it lacks.
         """
-        if self.reads_missing_as_fill:
+        if self._chunks.one_chunk_open and self.reads_missing_as_fill:
             data = self._chunks.read_selection(selection, self._fortran)
             if data is not NotImplemented:
                 return data

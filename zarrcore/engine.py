@@ -677,7 +677,8 @@ class ChunkEngine:
         # R0 (`read_selection`): the job of R1 (a template ChunkBatch, made on first need) or
         # of R2 (`_shards`) reads a selection in one chunk or inner chunk of a regular grid.
         self._one_chunk: ChunkBatch | None = None
-        self._one_chunk_open = bool(self.chunk_shape) and self.grid.is_regular and (
+        # (Public: a caller asks before making the call, which costs arrays R0 cannot read.)
+        self.one_chunk_open = bool(self.chunk_shape) and self.grid.is_regular and (
             self._batch is not None or self._shards is not None)
 
     def _cache_budget(self, cache_bytes: int | None) -> int:
@@ -843,7 +844,7 @@ class ChunkEngine:
         calling thread, GIL released, through the decoded-chunk cache, into a new array (F
         order when `fortran`; a scalar when every axis is given an int). NotImplemented for
         any other selection: the caller makes an indexer and `read`s it."""
-        if not self._one_chunk_open:
+        if not self.one_chunk_open:
             return NotImplemented
         if self._shards is not None:
             return self._shards.read_one(selection, fortran, self.dtype, self.cache)
