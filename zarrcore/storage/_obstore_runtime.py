@@ -225,7 +225,8 @@ class _ForkedObstore(ModuleType):
         """Send the call `op`; its answer comes to the future returned (`waits`: the
         caller will wait for it, so answers must be read from now on)."""
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        ident = next(self._ids)
+        with self._send_guard:  # (a counter's next is not atomic without the GIL)
+            ident = next(self._ids)
         try:
             blob = pickle.dumps(store)
         except Exception as e:  # (an obstore MemoryStore: its data is in this process only)
