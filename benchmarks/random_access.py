@@ -571,11 +571,12 @@ def resolve_cold_method(root, method):
         return None
 
 
-def run_child(lib, condition, root, args, extra):
-    """One library's reads under one condition, in a process of its own: its results, or
-    {"error": why}."""
-    python = sys.executable if lib == "zarrcore" else args.peer_python
-    cmd = [python, os.path.abspath(__file__), *sys.argv[1:], "--child", lib,
+def run_child(lib, condition, root, args, extra, script=__file__):
+    """One library's reads under one condition, in a process of its own (`script` run with
+    --child): its results, or {"error": why}. zarrcore's variants ("zarrcore-...") run in
+    this interpreter."""
+    python = sys.executable if lib.partition("-")[0] == "zarrcore" else args.peer_python
+    cmd = [python, os.path.abspath(script), *sys.argv[1:], "--child", lib,
            "--condition", condition, "--data", root, *extra]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
