@@ -208,6 +208,16 @@ def test_the_store_is_read_once_per_chunk_for_a_chain():
     assert set(store.reads.values()) == {1}
 
 
+def test_boolean_masks_select_as_numpys():
+    a = _array()
+    mask = (DATA[:, :, 0] % 3 == 0)
+    np.testing.assert_array_equal(a.lazy[mask].read(), DATA[mask])
+    np.testing.assert_array_equal(a.lazy[:, ::-1][mask[:, ::-1], 2].read(),
+                                  DATA[:, ::-1][mask[:, ::-1], 2])
+    np.testing.assert_array_equal(a.lazy.oindex[mask[:, 0], :, mask[:7, 1]].read(),
+                                  DATA[mask[:, 0]][:, :, mask[:7, 1]])
+
+
 def test_views_pickle_and_read_alike():
     a = _array()
     view = a.lazy.oindex[[1, 5], ::2][..., ::-1]
