@@ -229,13 +229,8 @@ def _compose_map(m: OutputMap, step: IndexTransform) -> OutputMap:
                       for d, n in enumerate(m.shape))
         if all(isinstance(w, int) for w in where):
             return int(m[where])
-        if len(step.shape) == 0:
-            return int(m[where])
-        picked = m[where]
-        # Ints among the indices leave the broadcast of the arrays, of the step's rank (or 0-d
-        # when none is an array of that rank: then broadcast to it).
-        return _compact(picked.reshape(picked.shape if picked.ndim == len(step.shape)
-                                       else (1,) * len(step.shape)))
+        # The arrays among the indices have the step's rank: so has their broadcast.
+        return _compact(m[where])
     return m
 
 
@@ -265,7 +260,8 @@ def _selection_transform(key: Any, shape: tuple[int, ...], labels: Labels,
         positions = sorted(advanced)
         adjacent = positions == list(range(positions[0], positions[-1] + 1))
         first = positions[0] if mode == "numpy" and adjacent else 0
-    # The new axes: (size, label, old axis or None) in order; the broadcast block as one item.
+    # The new axes in order: one per slice, newaxis and orthogonal array, and the broadcast
+    # block of the arrays (at `first`) when they broadcast together.
     new_shape: list[int] = []
     new_labels: list[str | None] = []
     slots: list[int] = []  # entry i's first new axis
