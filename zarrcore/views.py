@@ -39,8 +39,19 @@ Labels = tuple[Union[str, None], ...]
 
 
 class IndexTransform:
-    """A map from a view's coordinates (`shape`, `labels`) to an array's (one `OutputMap` per
-    array axis). Immutable; every operation returns a new transform."""
+    """A map from a view's coordinates to an array's. Immutable; every operation returns a new
+    transform.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        The view's shape.
+    labels : tuple of str or None
+        The view's dimension names (None for an unnamed axis).
+    maps : tuple
+        One per array axis: an int (a constant), an `Affine` map of one view axis, or an
+        integer array of the view's rank (length-1 axes broadcast).
+    """
 
     __slots__ = ("shape", "labels", "maps")
 
@@ -73,7 +84,13 @@ class IndexTransform:
         return hash(self.token())
 
     def token(self) -> str:
-        """A digest of the transform, alike in every process."""
+        """A digest of the transform, alike in every process.
+
+        Returns
+        -------
+        str
+            Hex digest of the shape, labels and maps.
+        """
         digest = hashlib.sha1(repr((self.shape, self.labels)).encode())
         for m in self.maps:
             if isinstance(m, np.ndarray):
@@ -85,13 +102,36 @@ class IndexTransform:
 
     # -- composition ------------------------------------------------------------
     def index(self, key: Any, mode: str = "numpy") -> IndexTransform:
-        """The transform of `view[key]`: `mode` is "numpy" (numpy's rules), "orthogonal" (each
-        array selects along its own axis) or "vectorized" (arrays broadcast together; their
-        axes come first)."""
+        """The transform of `view[key]`.
+
+        Parameters
+        ----------
+        key : selection
+            Ints, slices, Ellipsis, newaxis, int or bool arrays.
+        mode : {"numpy", "orthogonal", "vectorized"}
+            numpy's rules; each array along its own axis; or arrays broadcast together with
+            their axes first.
+
+        Returns
+        -------
+        IndexTransform
+            From the selection's coordinates to the array's.
+        """
         return self.compose(_selection_transform(key, self.shape, self.labels, mode))
 
     def compose(self, step: IndexTransform) -> IndexTransform:
-        """This transform applied after `step` (whose outputs are this one's inputs)."""
+        """This transform applied after `step`.
+
+        Parameters
+        ----------
+        step : IndexTransform
+            A transform whose outputs are this one's inputs.
+
+        Returns
+        -------
+        IndexTransform
+            From `step`'s inputs to this transform's outputs.
+        """
         if len(step.maps) != self.ndim:
             raise ValueError(f"cannot compose a transform of {len(step.maps)} outputs with one "
                              f"of {self.ndim} inputs")
@@ -99,7 +139,18 @@ class IndexTransform:
                               tuple(_compose_map(m, step) for m in self.maps))
 
     def transpose(self, axes: Sequence[int]) -> IndexTransform:
-        """The view's axes reordered: new axis i is old axis `axes[i]`."""
+        """The view's axes reordered.
+
+        Parameters
+        ----------
+        axes : sequence of int
+            New axis i is old axis `axes[i]`.
+
+        Returns
+        -------
+        IndexTransform
+            The transform with its inputs permuted.
+        """
         axes = tuple(operator.index(a) for a in axes)
         if sorted(axes) != list(range(self.ndim)):
             raise ValueError(f"axes {axes} are not a permutation of {self.ndim} axes")
@@ -116,7 +167,18 @@ class IndexTransform:
                               tuple(self.labels[a] for a in axes), tuple(maps))
 
     def axis(self, name: str | int) -> int:
-        """The input axis called `name` (or numbered, negative from the end)."""
+        """An input axis by name or number.
+
+        Parameters
+        ----------
+        name : str or int
+            A dimension name, or an axis number (negative from the end).
+
+        Returns
+        -------
+        int
+            The axis number.
+        """
         if isinstance(name, str):
             if name not in self.labels:
                 raise KeyError(f"no dimension named {name!r}; the view's dimensions are "
@@ -134,7 +196,13 @@ class IndexTransform:
 
     # -- the selection of the array ---------------------------------------------
     def plan(self) -> Plan:
-        """The one selection of the array that this transform reads or writes."""
+        """The one selection of the array that this transform reads or writes.
+
+        Returns
+        -------
+        Plan
+            A basic, orthogonal or coordinate selection and how its result becomes the view's.
+        """
         axes = [m.dim for m in self.maps if isinstance(m, Affine)]
         arrays = [m for m in self.maps if isinstance(m, np.ndarray)]
         # An orthogonal plan: every index array varies along one view axis, and no view axis
@@ -391,7 +459,15 @@ class LazyArray:
     """A lazy view of an Array (`Array.lazy`): indexing it, `.oindex`, `.vindex`,
     `.transpose`, `.T` and `.isel` (by dimension name) give new views and read nothing;
     `read()` and `numpy.asarray` read the view in one selection of the array, `write` and
-    `view[...] = value` write through it as the array's own writes do."""
+    `view[...] = value` write through it as the array's own writes do.
+
+    Parameters
+    ----------
+    array : Array
+        The array viewed.
+    transform : IndexTransform, optional
+        From the view's coordinates to the array's; the whole array when omitted.
+    """
 
     __slots__ = ("array", "transform")
 
@@ -466,7 +542,19 @@ class LazyArray:
         return _ViewSelector(self, "vectorized")
 
     def transpose(self, *axes: Any) -> LazyArray:
-        """The axes reordered (reversed when none are given); axes by number or name."""
+        """The axes reordered.
+
+        Parameters
+        ----------
+        *axes : int or str
+            The old axes in their new order, by number or name (or one sequence of them);
+            reversed when none are given.
+
+        Returns
+        -------
+        LazyArray
+            The transposed view.
+        """
         if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
             axes = tuple(axes[0])
         if not axes:
@@ -479,7 +567,18 @@ class LazyArray:
         return self.transpose()
 
     def isel(self, **selections: Any) -> LazyArray:
-        """Orthogonal selection by dimension name: `v.isel(time=slice(0, 10), y=[3, 1])`."""
+        """Orthogonal selection by dimension name: `v.isel(time=slice(0, 10), y=[3, 1])`.
+
+        Parameters
+        ----------
+        **selections : int, slice or int or bool array
+            A selection per dimension name; the other axes are kept whole.
+
+        Returns
+        -------
+        LazyArray
+            The selected view.
+        """
         key: list[Any] = [slice(None)] * self.ndim
         for name, selection in selections.items():
             key[self.transform.axis(name)] = selection
@@ -495,17 +594,34 @@ class LazyArray:
         }[plan.kind]
 
     def read(self) -> Any:
-        """The view's values: a new numpy array (a scalar when 0-d), read as one selection of
-        the array, so each chunk is fetched and decoded once."""
+        """The view's values, read as one selection of the array, so each chunk is fetched and
+        decoded once.
+
+        Returns
+        -------
+        numpy.ndarray or scalar
+            A new array (a scalar when the view is 0-d).
+        """
         if not self.size:  # an axis of the view may have no array axis left to select
             return np.empty(self.shape, self.dtype)
         plan = self.transform.plan()
         return plan.to_view(self._calls(plan)[0](plan.selection))
 
     def write(self, value: npt.ArrayLike) -> None:
-        """Write `value` (broadcast to the view's shape) through the view: one selection of
-        the array, under the array's locks and conditional writes. Where the view selects a
-        position twice, the last value is the one written, as numpy's."""
+        """Write through the view: one selection of the array, under the array's locks and
+        conditional writes. Where the view selects a position twice, the last value is the
+        one written, as numpy's.
+
+        Parameters
+        ----------
+        value : array_like
+            Broadcast to the view's shape and cast to the array's dtype.
+
+        Raises
+        ------
+        ShapeMismatchError
+            `value` does not broadcast to the view's shape; nothing is written.
+        """
         data = np.asarray(value)
         try:
             data = np.broadcast_to(data, self.shape)
