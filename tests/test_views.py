@@ -304,3 +304,32 @@ def test_transforms_compose_in_the_arrays_coordinates():
     t = t.index((slice(1, None), 1))
     assert t.shape == (3,) and t.maps[1] == 0
     assert t.plan().kind == "basic" and t.plan().selection == (slice(6, 0, -2), 0)
+
+
+# Chains as tensorstore spells them: its views keep absolute coordinates, so each step is
+# shifted back to origin 0 (numpy's and zarrcore's frame) before the next.
+TENSORSTORE_CHAINS = [
+    [("numpy", np.s_[1:8]), ("numpy", np.s_[::-2, :, 5:0:-2]), ("T", None)],
+    [("oindex", np.s_[[7, 0, 0, 3], 1:]), ("numpy", np.s_[::-1, ::3]),
+     ("vindex", np.s_[[0, 3, 1], [1, 0, 2]])],
+    [("T", None), ("vindex", np.s_[[6, 1], :, [0, 8]]), ("oindex", np.s_[[1, 0, 1], ::-1])],
+]
+
+
+@pytest.mark.parametrize("steps", TENSORSTORE_CHAINS, ids=range(len(TENSORSTORE_CHAINS)))
+def test_chains_read_what_tensorstore_reads(tmp_path, steps):
+    ts = pytest.importorskip("tensorstore", reason="tensorstore is not installed")
+    path = str(tmp_path / "a.zarr")
+    _array(path)
+    theirs = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": path}},
+                     open=True).result()
+    view = zarrcore.open_array(path, mode="r").lazy
+    for kind, key in steps:
+        if kind == "T":
+            view, theirs = view.T, theirs.T
+        else:
+            view = {"numpy": view, "oindex": view.oindex, "vindex": view.vindex}[kind][key]
+            theirs = {"numpy": theirs, "oindex": theirs.oindex,
+                      "vindex": theirs.vindex}[kind][key]
+        theirs = theirs[ts.d[:].translate_to[0]]
+    np.testing.assert_array_equal(view.read(), theirs.read().result())
