@@ -39,6 +39,7 @@ from .codecs.chain import CodecChain
 from .engine import ChunkEngine
 from .storage import make_store
 from .streaming import Region, copy_into
+from .views import LazyArray
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -505,6 +506,12 @@ class Array(nodes.Node):
         """Per axis the stored objects the pipeline reads (shards when sharded): their length,
         or their boundaries on a rectilinear grid."""
         return self._chunks.grid.axes
+
+    @property
+    def lazy(self) -> LazyArray:
+        """A lazy view of the whole array: indexing it gives views that read nothing until
+        `read()` or `numpy.asarray` (docs/guide/views.md)."""
+        return LazyArray(self)
 
     @property
     def oindex(self) -> _Selector:
