@@ -26,8 +26,6 @@ class ChunkMethods:
     if TYPE_CHECKING:  # (what Array gives the methods)
         @property
         def chunk_engine(self) -> ChunkEngine: ...
-        @property
-        def ndim(self) -> int: ...
         def _check_writable(self) -> None: ...
         def __getitem__(self, selection: Any) -> Any: ...
         def __setitem__(self, selection: Any, value: Any) -> None: ...
@@ -111,7 +109,7 @@ class ChunkMethods:
         """
         access = self._access()
         if coords is None:
-            return access.encode(None, value, access.target((0,) * self.ndim, shard).chain)
+            return access.encode(None, value, access.first_chains[shard])
         t = access.target(coords, shard)
         return access.encode(t, value, t.chain)
 
@@ -134,10 +132,10 @@ class ChunkMethods:
             more bytes than any valid chunk takes (ValueTooLargeError).
         """
         access = self._access()
-        if coords is None:  # (the first chunk's chain, named as no chunk in particular)
-            t = access.target((0,) * self.ndim, shard)._replace(name="chunk")
-            return access.decode(t, data, cut=False)
-        return access.decode(access.target(coords, shard), data, cut=True)
+        if coords is None:
+            return access.decode(None, data, access.first_chains[shard])
+        t = access.target(coords, shard)
+        return access.decode(t, data, t.chain, cut=True)
 
     def set_chunk(self, coords: Sequence[int], value: npt.ArrayLike, *,
                   shard: bool = False) -> None:

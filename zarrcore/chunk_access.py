@@ -28,12 +28,19 @@ if TYPE_CHECKING:
 class ChunkTarget(NamedTuple):
     """One addressed chunk: an unsharded array's chunk, a shard, or an inner chunk."""
 
-    name: str  # how messages name it: its coordinates and store key
+    kind: str  # "chunk", "shard" or "inner chunk": how messages name it, with `at`
+    at: tuple[int, ...]  # its grid coordinates
     key: str  # the stored object holding it (its shard's key, for an inner chunk)
     chain: CodecChain  # the chain that codes it, resolved for its full shape
     region: tuple[slice, ...]  # the region of the array it holds, cut at the array's end
     shard: ShardingCodec | None  # for an inner chunk: the codec of its shard
     inner: int  # for an inner chunk: its C-order index in its shard
+
+    @property
+    def name(self) -> str:
+        if self.kind == "inner chunk":
+            return f"inner chunk {self.at!r} (shard {self.key!r})"
+        return f"{self.kind} {self.at!r} ({self.key!r})"
 
 
 def _named(error: ZarrcoreError, name: str) -> ZarrcoreError:
@@ -49,6 +56,16 @@ class ChunkAccess:
         self.engine = engine
         partial = engine.partial
         self.inner_shape = None if partial is None else partial.chunk_shape
+        ndim = len(engine.array_shape)
+        # The grid's extent, in chunks: of the stored objects, and of the chunks `target`
+        # addresses without `shard` (inner chunks when sharded).
+        self.stored_counts = engine.grid.grid_shape
+        self.counts = self.stored_counts if partial is None else tuple(
+            -(-n // c) for n, c in zip(engine.array_shape, partial.chunk_shape))
+        # The chains of chunks of the full shape, for `encode_chunk` and `decode_chunk` without
+        # coordinates: the first chunk's (its inner chunks' when sharded), or its shard's.
+        first = engine.chain_at((0,) * ndim)
+        self.first_chains = {True: first, False: first if partial is None else partial.inner}
 
     def target(self, coords: Sequence[int], shard: bool) -> ChunkTarget:
         """The chunk at grid coordinates `coords`: on a sharded array an inner chunk (in the
@@ -57,7 +74,8 @@ class ChunkAccess:
         engine = self.engine
         ndim = len(engine.array_shape)
         try:
-            at = tuple(operator.index(c) for c in coords if not isinstance(c, (bool, np.bool_)))
+            at = tuple([operator.index(c) for c in coords
+                        if not isinstance(c, (bool, np.bool_))])
         except TypeError:
             at = ()
         if len(at) != ndim or len(at) != len(coords):
@@ -65,18 +83,17 @@ class ChunkAccess:
                 f"chunk coordinates {tuple(coords)!r}: expected {ndim} integers, one per axis")
         inner = self.inner_shape
         stored = shard or inner is None
+        counts = self.stored_counts if stored else self.counts
+        for c, n in zip(at, counts):
+            if not 0 <= c < n:
+                kind = "shard" if stored and inner is not None else "chunk"
+                raise SelectionError(
+                    f"{kind} coordinates {at!r} are outside the grid of {counts!r} {kind}s")
         grid = engine.grid
-        counts = grid.grid_shape if stored else tuple(
-            -(-n // c) for n, c in zip(engine.array_shape, inner))  # type: ignore[arg-type]
-        if any(not 0 <= c < n for c, n in zip(at, counts)):
-            kind = "shard" if stored and inner is not None else "chunk"
-            raise SelectionError(
-                f"{kind} coordinates {at!r} are outside the grid of {counts!r} {kind}s")
         if stored:
-            key = engine.key(at)
             kind = "shard" if inner is not None else "chunk"
-            return ChunkTarget(f"{kind} {at!r} ({key!r})", key, engine.chain_at(at),
-                               grid.region(at), None, 0)
+            return ChunkTarget(kind, at, engine.key(at), engine.chain_at(at), grid.region(at),
+                               None, 0)
         assert inner is not None
         origin = [c * n for c, n in zip(at, inner)]
         shard_at = tuple(grid.chunks_within(d, o) for d, o in enumerate(origin))
@@ -84,11 +101,10 @@ class ChunkAccess:
         assert codec is not None  # (a sharded array's chains all shard)
         local = [(o - s) // n for o, s, n in zip(origin, grid.origin(shard_at), inner)]
         index = int(np.ravel_multi_index(local, codec.grid)) if local else 0
-        key = engine.key(shard_at)
         region = tuple(slice(o, min(o + n, extent))
                        for o, n, extent in zip(origin, inner, engine.array_shape))
-        return ChunkTarget(f"inner chunk {at!r} (shard {key!r})", key, codec.inner, region,
-                           codec, index)
+        return ChunkTarget("inner chunk", at, engine.key(shard_at), codec.inner, region, codec,
+                           index)
 
     # -- reads ---------------------------------------------------------------------------
     def stored_bytes(self, t: ChunkTarget) -> bytes | None:
@@ -102,25 +118,27 @@ class ChunkAccess:
             raise _named(e, t.name) from e
         return data if data is None or type(data) is bytes else bytes(data)
 
-    def decode(self, t: ChunkTarget, data: BytesLike, cut: bool) -> npt.NDArray[Any]:
-        """The chunk encoded in `data`, of its full shape, or with `cut` the part inside the
-        array; ChunkDecodeError (or a subclass) naming it when `data` does not decode."""
-        chain = t.chain
+    def decode(self, t: ChunkTarget | None, data: BytesLike, chain: CodecChain,
+               cut: bool = False) -> npt.NDArray[Any]:
+        """The chunk `t` (None: any chunk of `chain`'s full shape) encoded in `data`, of its
+        full shape, or with `cut` the part inside the array; ChunkDecodeError (or a
+        subclass) naming it when `data` does not decode."""
+        name = "chunk" if t is None else t.name
         try:
             nbytes = memoryview(data).nbytes
         except TypeError:
-            raise TypeError(f"{t.name}: data must be bytes-like, not "
+            raise TypeError(f"{name}: data must be bytes-like, not "
                             f"{type(data).__name__}") from None
         if nbytes > chain.max_encoded_bytes:
             raise ValueTooLargeError(
-                f"{t.name}: {nbytes} bytes, more than the {chain.max_encoded_bytes} any valid "
+                f"{name}: {nbytes} bytes, more than the {chain.max_encoded_bytes} any valid "
                 f"encoding of it takes")
         out = _memory.empty(chain.spec.shape, chain.spec.dtype)
         try:
             chunk = chain.decode(data, out=out)
         except ZarrcoreError as e:
-            raise _named(e, t.name) from e
-        if cut and chunk.shape != self.region_shape(t):
+            raise _named(e, name) from e
+        if cut and t is not None and chunk.shape != self.region_shape(t):
             return chunk[self.inside(t)]
         return chunk
 
@@ -173,10 +191,10 @@ class ChunkAccess:
         shard is checked whole (index, then every inner chunk), slab by slab."""
         codec = t.chain.partial_codec
         if codec is None:
-            self.decode(t, data, cut=False)
+            self.decode(t, data, t.chain)
             return
         if memoryview(data).nbytes > t.chain.max_encoded_bytes:
-            self.decode(t, data, cut=False)  # (refuses it, as any oversized value)
+            self.decode(t, data, t.chain)  # (refuses it, as any oversized value)
         try:
             damaged, _ = codec.check(data)
         except ZarrcoreError as e:
