@@ -307,6 +307,8 @@ PEER_CASES = {
                        compressors=[{"name": "zstd", "configuration": {"level": 1}}]),
     "v2-zlib": dict(shape=[11, 14], chunks=[4, 5], dtype="int32", fill_value=3, zarr_format=2,
                     compressors=[{"id": "zlib", "level": 1}]),
+    "v2-zlib-F": dict(shape=[11, 14], chunks=[4, 5], dtype="int32", fill_value=3,
+                      zarr_format=2, order="F", compressors=[{"id": "zlib", "level": 1}]),
 }
 
 PEER_READ = """
