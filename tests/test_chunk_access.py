@@ -253,6 +253,23 @@ def test_rectilinear_grid():
         a.set_chunk_bytes((0,), data)  # seven items where three belong
 
 
+def test_inner_chunks_of_a_rectilinear_grid_of_shards():
+    s = zarrcore.create_array(MemoryStore(), shape=(30, 20), dtype="int32", chunks=(5, 4),
+                              shards=[[10, 5, 15], [8, 12]], fill_value=0)
+    mirror = np.arange(600, dtype="int32").reshape(30, 20)
+    s[...] = mirror
+    for coords, region in regions((30, 20), (5, 4)).items():
+        np.testing.assert_array_equal(s.get_chunk(coords), mirror[region])
+        data = s.get_chunk_bytes(coords)
+        np.testing.assert_array_equal(s.decode_chunk(data, coords), mirror[region])
+        mirror[region] *= -1
+        s.set_chunk_bytes(coords, s.encode_chunk(mirror[region], coords))
+    np.testing.assert_array_equal(s[...], mirror)
+    for coords in [(0, 0), (1, 1), (2, 0)]:
+        np.testing.assert_array_equal(s.get_chunk(coords, shard=True),
+                                      mirror[s.chunk_grid.region(coords)])
+
+
 @st.composite
 def layouts(draw):
     ndim = draw(st.integers(1, 3))
