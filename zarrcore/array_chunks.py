@@ -73,6 +73,18 @@ class ChunkMethods:
         """The stored bytes of the chunk at `coords`, exactly as stored; None when it is not
         stored. An inner chunk's come from its shard's index and its byte range only.
 
+        Parameters
+        ----------
+        coords : sequence of int
+            One index per axis in the grid of `chunks` (inner chunks when sharded).
+        shard : bool, optional
+            Address the stored objects (shards) instead.
+
+        Returns
+        -------
+        bytes or None
+            The stored bytes, or None.
+
         Raises
         ------
         SelectionError
@@ -97,6 +109,13 @@ class ChunkMethods:
         coords : sequence of int, optional
             Which chunk; needed for an edge chunk cut at the array's end, and on a
             rectilinear grid. None: a chunk of the full shape (the first chunk's chain).
+        shard : bool, optional
+            Address the stored objects (shards) instead.
+
+        Returns
+        -------
+        bytes
+            The encoded chunk.
 
         Raises
         ------
@@ -124,6 +143,13 @@ class ChunkMethods:
         coords : sequence of int, optional
             Which chunk: its part inside the array is returned (an edge chunk is cut at the
             array's end). None: the full chunk shape (the first chunk's chain).
+        shard : bool, optional
+            Address the stored objects (shards) instead.
+
+        Returns
+        -------
+        numpy.ndarray
+            The decoded values.
 
         Raises
         ------
@@ -145,13 +171,24 @@ class ChunkMethods:
 
         Parameters
         ----------
+        coords : sequence of int
+            One index per axis in the grid of `chunks` (inner chunks when sharded).
         value : array_like
             Of the full chunk shape (what lies beyond the array's end is dropped), or of its
             part inside the array; its dtype must cast safely to the array's.
+        shard : bool, optional
+            Address the stored objects (shards) instead.
 
         Raises
         ------
-        ReadOnlyError, SelectionError, DataTypeMismatchError, ShapeMismatchError
+        ReadOnlyError
+            The array is read-only.
+        SelectionError
+            `coords` outside the grid.
+        DataTypeMismatchError
+            A dtype that does not cast safely.
+        ShapeMismatchError
+            Another shape.
         """
         self._check_writable()
         access = self._access()
@@ -168,9 +205,21 @@ class ChunkMethods:
         read-modify-write (conditional or locked, as partial writes), its other inner
         chunks kept.
 
+        Parameters
+        ----------
+        coords : sequence of int
+            One index per axis in the grid of `chunks` (inner chunks when sharded).
+        data : bytes-like
+            The encoded chunk (or shard).
+        shard : bool, optional
+            Address the stored objects (shards) instead.
+
         Raises
         ------
-        ReadOnlyError, SelectionError
+        ReadOnlyError
+            The array is read-only.
+        SelectionError
+            `coords` outside the grid.
         ChunkDecodeError
             `data` does not decode as that chunk (nothing is stored).
         """
