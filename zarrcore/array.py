@@ -13,6 +13,7 @@ import numpy as np
 from . import _memory, nodes
 from ._cache import check_budget
 from .array_api import ArrayHandle
+from .array_chunks import ChunkMethods
 from .codecs import ZstdCodec, codec_from_v2
 from .codecs.base import ChunkSpec
 from .codecs.sharding import ShardingCodec
@@ -66,7 +67,7 @@ def format_bytes(n: float) -> str:  # type: ignore[return]  # the last unit retu
         n /= 1024
 
 
-class Array(nodes.Node):
+class Array(ChunkMethods, nodes.Node):
     """A Zarr array. Index it like numpy: `a[...]`, `a[2:10, 5] = 1`."""
 
     kind = "array"

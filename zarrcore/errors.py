@@ -13,6 +13,11 @@ class ShapeMismatchError(ZarrcoreError, ValueError):
     """A value to write, or an `out` array, whose shape does not fit the selection."""
 
 
+class DataTypeMismatchError(ZarrcoreError, TypeError):
+    """A chunk's value whose data type does not cast safely to the array's (numpy's
+    `can_cast(..., "safe")`): chunk writes and encodings never round or wrap values."""
+
+
 class MetadataError(ZarrcoreError, ValueError):
     """Metadata is malformed, invalid or unsupported."""
 

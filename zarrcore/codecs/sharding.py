@@ -546,6 +546,23 @@ class ShardingCodec(ArrayBytesCodec):
         # Inner chunks decode in parallel, GIL released, straight into `out` when contiguous there.
         parallel_map(work, zip(indexer.projections(), blobs), self._spec.options.num_threads)
 
+    def read_inner(self, store: Store, key: str, i: int) -> BytesLike | None:
+        """The stored bytes of inner chunk `i` (C order) of the shard at `key`, from one
+        version of it: its index, then that chunk's byte range. None when the shard or the
+        inner chunk is not stored."""
+        with store.reader(key) as reader:
+            if reader is None:
+                return None
+            return self._blobs(_Ranged(reader, self._spec.options), [i])[0]
+
+    def with_inner(self, data: BytesLike | None, i: int, blob: BytesLike) -> bytes:
+        """The shard `data` (None: not stored) with inner chunk `i` (C order) stored as the
+        encoded bytes `blob`; the other inner chunks keep their bytes."""
+        blobs: Blobs = ([None] * self._n if data is None
+                        else self._blobs(_Whole(data), range(self._n)))
+        blobs[i] = blob
+        return self._assemble(_stored(blobs))
+
     def check(self, data: BytesLike, max_bytes: int = 64 << 20
               ) -> tuple[list[tuple[tuple[int, ...] | None, str]], list[tuple[int, ...]]]:
         """Check the shard `data` whole: its index (bounds, overlaps, checksum: a bad one raises
