@@ -383,3 +383,46 @@ def test_async_reads_match_zarr_python_async_api(tmp_path, peer):  # noqa: F811
     for ours, their in zip(arun(main()), theirs):
         np.testing.assert_array_equal(ours, their)
 
+
+
+# zarr-python's async names zarrcore has not, and why.
+ASYNC_ALLOWED = {
+    # Constructors from zarr-python's metadata objects and StorePath: zarrcore.asynchronous's
+    # functions (open_array, create_array, open_group...) open and create.
+    "create", "from_dict", "open", "from_store",
+    # zarr 2 spellings and the *_like builders: Group has them (`g.sync_group`), and
+    # zarrcore.asynchronous has the *_like functions.
+    "create_dataset", "require_dataset", "create_hierarchy", "empty_like", "full_like",
+    "ones_like", "zeros_like",
+    "synchronizer",  # (always None in zarr-python 3)
+}
+
+
+def test_async_names_against_zarr_python():
+    zarr = pytest.importorskip("zarr")
+    for theirs, ours in [(zarr.AsyncArray, zarrcore.AsyncArray),
+                         (zarr.AsyncGroup, zarrcore.AsyncGroup)]:
+        missing = {n for n in dir(theirs) if not n.startswith("_")} - set(dir(ours))
+        assert missing <= ASYNC_ALLOWED, sorted(missing - ASYNC_ALLOWED)
+    import zarr.api.asynchronous as theirs
+    functions = {n for n in dir(theirs) if callable(getattr(theirs, n)) and
+                 n in dir(zarrcore) and not n[0].isupper()}
+    missing = functions - set(dir(zca)) - {"copy", "copy_all", "copy_store", "create_hierarchy"}
+    assert not missing, sorted(missing)
+
+
+def test_more_group_coroutines(tmp_path):
+    async def main():
+        g = await zca.group(str(tmp_path / "g"))
+        await g.setitem("x", np.arange(4))
+        z = await g.zeros(name="z", shape=(2,), dtype="u1")
+        (a, b) = await g.require_groups("a", "b")
+        await g.move("x", "a/x")
+        values = [v.name async for v in g.array_values()]
+        groups = [v.name async for v in g.group_values()]
+        return z, a, values, groups, await (await g.getitem("a/x")).getitem(...)
+
+    z, a, values, groups, x = arun(main())
+    assert isinstance(a, zarrcore.AsyncGroup) and z.shape == (2,)
+    assert values == ["/z"] and sorted(groups) == ["/a", "/b"]
+    np.testing.assert_array_equal(x, np.arange(4))

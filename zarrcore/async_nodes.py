@@ -187,6 +187,10 @@ class AsyncArray:
     def blocks(self) -> _AsyncSelector:
         return _AsyncSelector(self._node.get_block_selection, self._node.set_block_selection)
 
+    def with_config(self, config: Mapping[str, Any]) -> AsyncArray:
+        """Array.with_config: the same array with other runtime options (no I/O)."""
+        return AsyncArray(self._node.with_config(config))
+
     async def resize(self, *new_shape: Any) -> None:
         """Array.resize: `await a.resize((n, m))` or `await a.resize(n, m)`."""
         await run(self._node.resize, *new_shape)
@@ -266,6 +270,28 @@ class AsyncGroup:
     async def require_group(self, name: str, **kwargs: Any) -> AsyncGroup:
         return AsyncGroup(await run(self._node.require_group, name, **kwargs))
 
+    async def setitem(self, name: str, value: npt.ArrayLike) -> None:
+        """A new array `name` holding `value` (Group's `g[name] = value`)."""
+        await run(self._node.__setitem__, name, value)
+
+    async def move(self, source: str, dest: str) -> None:
+        await run(self._node.move, source, dest)
+
+    async def require_groups(self, *names: str) -> tuple[AsyncGroup, ...]:
+        return tuple(AsyncGroup(g) for g in await run(self._node.require_groups, *names))
+
+    async def zeros(self, *, name: str, **kwargs: Any) -> AsyncArray:
+        return AsyncArray(await run(self._node.zeros, name=name, **kwargs))
+
+    async def ones(self, *, name: str, **kwargs: Any) -> AsyncArray:
+        return AsyncArray(await run(self._node.ones, name=name, **kwargs))
+
+    async def empty(self, *, name: str, **kwargs: Any) -> AsyncArray:
+        return AsyncArray(await run(self._node.empty, name=name, **kwargs))
+
+    async def full(self, *, name: str, **kwargs: Any) -> AsyncArray:
+        return AsyncArray(await run(self._node.full, name=name, **kwargs))
+
     async def update_attributes(self, new_attributes: Mapping[str, Any]) -> AsyncGroup:
         await run(self._node.update_attributes, new_attributes)
         return self
@@ -298,6 +324,14 @@ class AsyncGroup:
     async def groups(self) -> AsyncIterator[tuple[str, AsyncGroup]]:
         for key, group in await run(self._node.groups):
             yield key, AsyncGroup(group)
+
+    async def array_values(self) -> AsyncIterator[AsyncArray]:
+        for _, array in await run(self._node.arrays):
+            yield AsyncArray(array)
+
+    async def group_values(self) -> AsyncIterator[AsyncGroup]:
+        for _, group in await run(self._node.groups):
+            yield AsyncGroup(group)
 
     async def tree(self) -> str:
         return await run(self._node.tree)

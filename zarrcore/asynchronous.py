@@ -13,8 +13,9 @@ from .async_nodes import AsyncArray, AsyncGroup, run
 
 __all__ = [
     "AsyncArray", "AsyncGroup", "array", "consolidate_metadata", "create", "create_array",
-    "create_group", "empty", "from_array", "full", "group", "load", "ones", "open",
-    "open_array", "open_consolidated", "open_group", "save", "tree", "zeros",
+    "create_group", "empty", "empty_like", "from_array", "full", "full_like", "group", "load",
+    "ones", "ones_like", "open", "open_array", "open_consolidated", "open_group", "open_like",
+    "save", "save_array", "save_group", "tree", "zeros", "zeros_like",
 ]
 
 
@@ -87,6 +88,41 @@ async def ones(*args: Any, **kwargs: Any) -> AsyncArray:
 async def full(*args: Any, **kwargs: Any) -> AsyncArray:
     """zarrcore.full."""
     return AsyncArray(await run(api.full, *args, **kwargs))
+
+
+async def zeros_like(*args: Any, **kwargs: Any) -> AsyncArray:
+    """zarrcore.zeros_like."""
+    return AsyncArray(await run(api.zeros_like, *args, **kwargs))
+
+
+async def ones_like(*args: Any, **kwargs: Any) -> AsyncArray:
+    """zarrcore.ones_like."""
+    return AsyncArray(await run(api.ones_like, *args, **kwargs))
+
+
+async def empty_like(*args: Any, **kwargs: Any) -> AsyncArray:
+    """zarrcore.empty_like."""
+    return AsyncArray(await run(api.empty_like, *args, **kwargs))
+
+
+async def full_like(*args: Any, **kwargs: Any) -> AsyncArray:
+    """zarrcore.full_like."""
+    return AsyncArray(await run(api.full_like, *args, **kwargs))
+
+
+async def open_like(*args: Any, **kwargs: Any) -> AsyncArray:
+    """zarrcore.open_like."""
+    return AsyncArray(await run(api.open_like, *args, **kwargs))
+
+
+async def save_array(*args: Any, **kwargs: Any) -> None:
+    """zarrcore.save_array."""
+    await run(api.save_array, *args, **kwargs)
+
+
+async def save_group(*args: Any, **kwargs: Any) -> None:
+    """zarrcore.save_group."""
+    await run(api.save_group, *args, **kwargs)
 
 
 async def consolidate_metadata(*args: Any, **kwargs: Any) -> AsyncGroup:
