@@ -13,7 +13,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # listed here or given a page.
 REACHED_THROUGH_ZARRCORE = {
     "api", "array", "async_nodes", "background", "cancellation", "cli", "codecs", "concurrency",
-    "consolidated", "creation", "engine", "group", "indexing", "metadata", "nodes", "storage", "streaming", "tools",
+    "consolidated", "creation", "engine", "group", "indexing", "metadata", "nodes", "storage",
+    "streaming", "tools",
 }
 # Modules whose page cannot import them where the site is built (the suite's Python 3.11, with
 # zarr-python 3.1): their page names them in a `.. module::` directive and describes them.
