@@ -18,7 +18,8 @@ all, by:
 
 While they run, a task sleeping 1 ms at a time records the loop's latency (the time between
 two of its ticks): the target is under 5 ms, and zarrcore's time at most 0.5x the best
-peer's. Libraries take turns within each of --repeats rounds; per library and layout, the
+peer's. The max includes the loop's one step that starts all --tiles tasks at once (asyncio's
+own cost per task, and each library's), so p99 is the figure for the reads themselves. Libraries take turns within each of --repeats rounds; per library and layout, the
 least time over the rounds and the tick gaps (p50, p99, max) of that round are printed, and
 written to --json when given. Every read is checked against the image once, untimed.
 """

@@ -32,7 +32,6 @@ def start(call: Callable[..., _R], *args: Any, **kwargs: Any) -> Started:
     The future stays pending (not running) until the call returns, so that `cancel()` works
     while it runs, as tensorstore's futures and asyncio's tasks cancel."""
     future: concurrent.futures.Future[_R] = concurrent.futures.Future()
-    ended: concurrent.futures.Future[None] = concurrent.futures.Future()
     token = CancelToken()
 
     def on_done(done: concurrent.futures.Future[_R]) -> None:
@@ -40,21 +39,18 @@ def start(call: Callable[..., _R], *args: Any, **kwargs: Any) -> Started:
             token.cancel()
 
     def run() -> None:
+        if future.cancelled():
+            return
         try:
-            if future.cancelled():
-                return
-            try:
-                with carrying(token):
-                    result = run_as_caller(lambda: call(*args, **kwargs))
-            except BaseException as e:  # handed to the future (WorkCancelled: dropped)
-                if future.set_running_or_notify_cancel():
-                    future.set_exception(e)
-            else:
-                if future.set_running_or_notify_cancel():
-                    future.set_result(result)
-        finally:
-            ended.set_result(None)
+            with carrying(token):
+                result = run_as_caller(lambda: call(*args, **kwargs))
+        except BaseException as e:  # handed to the future (WorkCancelled: dropped)
+            if future.set_running_or_notify_cancel():
+                future.set_exception(e)
+        else:
+            if future.set_running_or_notify_cancel():
+                future.set_result(result)
 
     future.add_done_callback(on_done)
-    config.executor().submit(run)
-    return Started(future, ended)
+    # (the pool's own future of `run` is done when the call has ended)
+    return Started(future, config.executor().submit(run))
