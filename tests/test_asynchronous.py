@@ -212,7 +212,7 @@ def test_run_workers_stops_its_job_when_the_token_fires():
 
 
 CHUNK = 4096  # int32 items, compressed at zstd level 19: a noticeable time each
-NCHUNKS = 96
+NCHUNKS = 160  # (many more than a machine's threads: a cancel lands mid-way)
 
 
 def _big(tmp_path, shards=None):
@@ -224,6 +224,18 @@ def _big(tmp_path, shards=None):
     a[...] = old
     new = (np.sin(np.arange(CHUNK * NCHUNKS) / 40) * 1000).astype("i4")
     return path, a, old, new
+
+
+def _mtimes(path):
+    return [os.stat(os.path.join(d, f)).st_mtime_ns for d, _, fs in os.walk(path) for f in fs]
+
+
+async def _first_write(path, since):
+    """Returns once a file under `path` is newer than `since` (the write is under way)."""
+    for _ in range(3000):
+        if max(_mtimes(path)) > since:
+            return
+        await asyncio.sleep(0.01)
 
 
 def _leftovers(path):
@@ -249,9 +261,11 @@ def _check_old_or_new(path, old, new):
 def test_cancelled_write_leaves_every_chunk_old_or_new(tmp_path, shards):
     path, a, old, new = _big(tmp_path, shards)
 
+    since = max(_mtimes(path))
+
     async def main():
         task = asyncio.create_task(a.async_array.setitem(..., new))
-        await asyncio.sleep(0.3)
+        await _first_write(path, since)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -269,16 +283,16 @@ def test_cancelled_write_leaves_every_chunk_old_or_new(tmp_path, shards):
 
 def test_cancelled_write_future_stops(tmp_path):
     path, a, old, new = _big(tmp_path)
+    since = max(_mtimes(path))
     future = a.write_future(..., new)
-    time.sleep(0.3)
-    assert future.cancel() or future.done()
+    asyncio.run(_first_write(path, since))
+    assert future.cancel()
     with pytest.raises(concurrent.futures.CancelledError):
         future.result(timeout=60)
     # The work may still finish its chunks in progress: wait until the store stops changing.
     before = None
     for _ in range(200):
-        now = sorted(os.path.getmtime(os.path.join(d, f))
-                     for d, _, fs in os.walk(path) for f in fs)
+        now = sorted(_mtimes(path))
         if now == before:
             break
         before = now
@@ -336,8 +350,8 @@ def test_cancelled_reads_free_the_pool(tmp_path):
     path, a, old, _ = _big(tmp_path)
 
     async def main():
-        tasks = [asyncio.create_task(a.async_array.getitem(...)) for _ in range(20)]
-        await asyncio.sleep(0.1)
+        tasks = [asyncio.create_task(a.async_array.getitem(...)) for _ in range(200)]
+        await asyncio.sleep(0.01)  # (some started, most queued behind them)
         for t in tasks:
             t.cancel()
         results = await asyncio.gather(*tasks, return_exceptions=True)

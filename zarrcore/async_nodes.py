@@ -39,7 +39,7 @@ async def run(call: Callable[..., _R], *args: Any, **kwargs: Any) -> _R:
     return result
 
 
-def asynchronous(node: Array | Group | BrokenNode) -> AsyncArray | AsyncGroup | BrokenNode:
+def as_async(node: Array | Group | BrokenNode) -> AsyncArray | AsyncGroup | BrokenNode:
     """The async counterpart of a node that Group or zarrcore.open returns (a BrokenNode as it
     is)."""
     if isinstance(node, BrokenNode):
@@ -244,12 +244,12 @@ class AsyncGroup:
 
     async def getitem(self, name: str) -> AsyncArray | AsyncGroup:
         """The member at `name` (KeyError if there is none)."""
-        return asynchronous(await run(self._node.__getitem__, name))  # type: ignore[return-value]
+        return as_async(await run(self._node.__getitem__, name))  # type: ignore[return-value]
 
     async def get(self, name: str, default: Any = None) -> Any:
         """The member at `name`, or `default` if there is none."""
         node = await run(self._node.get, name)
-        return default if node is None else asynchronous(node)
+        return default if node is None else as_async(node)
 
     async def contains(self, name: str) -> bool:
         return await run(self._node.__contains__, name)
@@ -303,7 +303,7 @@ class AsyncGroup:
                       ) -> AsyncIterator[tuple[str, AsyncArray | AsyncGroup | BrokenNode]]:
         """(relative path, node) pairs, as Group.members (listed off the loop, then yielded)."""
         for path, node in await run(lambda: list(self._node.members(max_depth))):
-            yield path, asynchronous(node)
+            yield path, as_async(node)
 
     async def keys(self) -> AsyncIterator[str]:
         for key in await run(self._node.keys):
