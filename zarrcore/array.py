@@ -938,6 +938,11 @@ class Array(nodes.Node):
         queued). `future.result()` waits for the data; `future.cancel()` stops the read
         between chunks, even while it runs. An error is raised by `result()`.
 
+        Parameters
+        ----------
+        selection : selection, optional
+            As `a[selection]` takes it (the whole array by default).
+
         Returns
         -------
         concurrent.futures.Future
@@ -952,6 +957,13 @@ class Array(nodes.Node):
         `value` is read while the write runs: do not change it before the future is done.
         `future.cancel()` stops the write between chunks, even while it runs: each chunk is
         then left as it was or written whole.
+
+        Parameters
+        ----------
+        selection : selection
+            As `a[selection] = value` takes it.
+        value : array_like
+            Broadcast to the selection.
 
         Returns
         -------

@@ -78,7 +78,13 @@ class AsyncArray:
 
     `Array.async_array` gives the AsyncArray of an array, `AsyncArray.sync_array` the Array
     back (both the same array, engine and cache). zarrcore.asynchronous opens and creates
-    them."""
+    them.
+
+    Parameters
+    ----------
+    array : Array
+        The array to wrap.
+    """
 
     shape = _Synchronous()
     dtype = _Synchronous()
@@ -123,11 +129,29 @@ class AsyncArray:
         return f"<AsyncArray {self._node!r}>"
 
     async def getitem(self, selection: Any) -> Any:
-        """`a[selection]` (basic and advanced numpy selections)."""
+        """`a[selection]` (basic and advanced numpy selections).
+
+        Parameters
+        ----------
+        selection : selection
+            As `Array.__getitem__` takes it.
+
+        Returns
+        -------
+        numpy.ndarray or scalar
+        """
         return await run(self._node.__getitem__, selection)
 
     async def setitem(self, selection: Any, value: npt.ArrayLike) -> None:
-        """`a[selection] = value`."""
+        """`a[selection] = value`.
+
+        Parameters
+        ----------
+        selection : selection
+            As `Array.__setitem__` takes it.
+        value : array_like
+            Broadcast to the selection.
+        """
         await run(self._node.__setitem__, selection, value)
 
     async def get_basic_selection(self, selection: Any = Ellipsis, *, out: Any = None,
@@ -171,7 +195,19 @@ class AsyncArray:
         await run(self._node.set_block_selection, selection, value, fields=fields)
 
     async def get_many(self, selections: Sequence[Any], *, out: Any = None) -> Any:
-        """Array.get_many: many selections read in one call (a loader's batch)."""
+        """Array.get_many: many selections read in one call (a loader's batch).
+
+        Parameters
+        ----------
+        selections : sequence of selections
+            Each as `a[selection]` takes it.
+        out : numpy.ndarray or sequence of numpy.ndarray, optional
+            Where to read them, as Array.get_many takes it.
+
+        Returns
+        -------
+        numpy.ndarray or list of numpy.ndarray
+        """
         return await run(self._node.get_many, selections, out)
 
     @property
@@ -188,19 +224,59 @@ class AsyncArray:
         return _AsyncSelector(self._node.get_block_selection, self._node.set_block_selection)
 
     def with_config(self, config: Mapping[str, Any]) -> AsyncArray:
-        """Array.with_config: the same array with other runtime options (no I/O)."""
+        """Array.with_config: the same array with other runtime options (no I/O).
+
+        Parameters
+        ----------
+        config : mapping
+            As Array.with_config takes it.
+
+        Returns
+        -------
+        AsyncArray
+        """
         return AsyncArray(self._node.with_config(config))
 
     async def resize(self, *new_shape: Any) -> None:
-        """Array.resize: `await a.resize((n, m))` or `await a.resize(n, m)`."""
+        """Array.resize: `await a.resize((n, m))` or `await a.resize(n, m)`.
+
+        Parameters
+        ----------
+        *new_shape : int or tuple of int
+            The new shape.
+        """
         await run(self._node.resize, *new_shape)
 
     async def append(self, data: npt.ArrayLike, axis: int = 0) -> tuple[int, ...]:
-        """Array.append; returns the new shape."""
+        """Array.append.
+
+        Parameters
+        ----------
+        data : array_like
+            What to append.
+        axis : int, optional
+            The axis it grows along.
+
+        Returns
+        -------
+        tuple of int
+            The new shape.
+        """
         return await run(self._node.append, data, axis)
 
     async def update_attributes(self, new_attributes: Mapping[str, Any]) -> AsyncArray:
-        """Merge `new_attributes` into the stored attributes; returns this array."""
+        """Merge `new_attributes` into the stored attributes.
+
+        Parameters
+        ----------
+        new_attributes : mapping
+            The attributes to set.
+
+        Returns
+        -------
+        AsyncArray
+            This array.
+        """
         await run(self._node.update_attributes, new_attributes)
         return self
 
@@ -215,7 +291,13 @@ class AsyncArray:
 
 
 class AsyncGroup:
-    """A Group for asyncio code: members are opened, listed and created by coroutines."""
+    """A Group for asyncio code: members are opened, listed and created by coroutines.
+
+    Parameters
+    ----------
+    group : Group
+        The group to wrap (`Group.async_group` gives it).
+    """
 
     metadata = _Synchronous()
     store = _Synchronous()
@@ -243,11 +325,38 @@ class AsyncGroup:
         return f"<AsyncGroup {self._node!r}>"
 
     async def getitem(self, name: str) -> AsyncArray | AsyncGroup:
-        """The member at `name` (KeyError if there is none)."""
+        """The member at `name`.
+
+        Parameters
+        ----------
+        name : str
+            Its path below this group.
+
+        Returns
+        -------
+        AsyncArray or AsyncGroup
+
+        Raises
+        ------
+        KeyError
+            There is none.
+        """
         return as_async(await run(self._node.__getitem__, name))  # type: ignore[return-value]
 
     async def get(self, name: str, default: Any = None) -> Any:
-        """The member at `name`, or `default` if there is none."""
+        """The member at `name`, or `default` if there is none.
+
+        Parameters
+        ----------
+        name : str
+            Its path below this group.
+        default : object, optional
+            What to return when there is none.
+
+        Returns
+        -------
+        AsyncArray, AsyncGroup or `default`
+        """
         node = await run(self._node.get, name)
         return default if node is None else as_async(node)
 
@@ -258,7 +367,19 @@ class AsyncGroup:
         await run(self._node.__delitem__, name)
 
     async def create_array(self, name: str, **kwargs: Any) -> AsyncArray:
-        """Group.create_array's arguments."""
+        """A new array in this group.
+
+        Parameters
+        ----------
+        name : str
+            Its name.
+        **kwargs
+            As Group.create_array takes them.
+
+        Returns
+        -------
+        AsyncArray
+        """
         return AsyncArray(await run(self._node.create_array, name, **kwargs))
 
     async def require_array(self, name: str, **kwargs: Any) -> AsyncArray:
@@ -271,7 +392,15 @@ class AsyncGroup:
         return AsyncGroup(await run(self._node.require_group, name, **kwargs))
 
     async def setitem(self, name: str, value: npt.ArrayLike) -> None:
-        """A new array `name` holding `value` (Group's `g[name] = value`)."""
+        """A new array `name` holding `value` (Group's `g[name] = value`).
+
+        Parameters
+        ----------
+        name : str
+            Its name.
+        value : array_like
+            Its data.
+        """
         await run(self._node.__setitem__, name, value)
 
     async def move(self, source: str, dest: str) -> None:
@@ -301,7 +430,17 @@ class AsyncGroup:
 
     async def members(self, max_depth: int | None = 0
                       ) -> AsyncIterator[tuple[str, AsyncArray | AsyncGroup | BrokenNode]]:
-        """(relative path, node) pairs, as Group.members (listed off the loop, then yielded)."""
+        """(relative path, node) pairs, as Group.members (listed off the loop, then yielded).
+
+        Parameters
+        ----------
+        max_depth : int or None, optional
+            How deep to go (None: the whole subtree).
+
+        Yields
+        ------
+        tuple of (str, AsyncArray or AsyncGroup or BrokenNode)
+        """
         for path, node in await run(lambda: list(self._node.members(max_depth))):
             yield path, as_async(node)
 

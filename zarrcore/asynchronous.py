@@ -6,7 +6,8 @@ and so on) and runs it off the event loop, on the shared pool.
 """
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
 from . import api
 from .async_nodes import AsyncArray, AsyncGroup, run
@@ -19,127 +20,84 @@ __all__ = [
 ]
 
 
-async def open(*args: Any, **kwargs: Any) -> AsyncArray | AsyncGroup:
-    """zarrcore.open: the array or group at the path."""
-    node = await run(api.open, *args, **kwargs)
+_T = TypeVar("_T")
+
+_DOC = """zarrcore.{name} as a coroutine: run on the shared pool, off the event loop.
+
+Parameters
+----------
+*args
+    As zarrcore.{name} takes them.
+**kwargs
+    As zarrcore.{name} takes them.
+
+Returns
+-------
+{returns}
+"""
+
+
+def _as_coroutine(sync: Callable[..., Any], wrap: Callable[[Any], _T], returns: str
+                  ) -> Callable[..., Coroutine[Any, Any, _T]]:
+    """The coroutine function of zarrcore.asynchronous that runs `sync` and gives `wrap` its
+    result."""
+    async def coroutine(*args: Any, **kwargs: Any) -> _T:
+        return wrap(await run(sync, *args, **kwargs))
+
+    coroutine.__name__ = coroutine.__qualname__ = sync.__name__
+    coroutine.__doc__ = _DOC.format(name=sync.__name__, returns=returns)
+    return coroutine
+
+
+def _opened(node: api.Array | api.Group) -> AsyncArray | AsyncGroup:
     return node.async_array if isinstance(node, api.Array) else node.async_group
 
 
-async def open_array(*args: Any, **kwargs: Any) -> AsyncArray:
-    """zarrcore.open_array."""
-    return AsyncArray(await run(api.open_array, *args, **kwargs))
+def _same(value: Any) -> Any:
+    return value
 
 
-async def open_group(*args: Any, **kwargs: Any) -> AsyncGroup:
-    """zarrcore.open_group."""
-    return AsyncGroup(await run(api.open_group, *args, **kwargs))
+_ARRAY = "AsyncArray\n    The array."
+_GROUP = "AsyncGroup\n    The group."
+
+open = _as_coroutine(api.open, _opened, "AsyncArray or AsyncGroup\n    The node at the path.")
+open_array = _as_coroutine(api.open_array, AsyncArray, _ARRAY)
+open_group = _as_coroutine(api.open_group, AsyncGroup, _GROUP)
+open_consolidated = _as_coroutine(api.open_consolidated, AsyncGroup, _GROUP)
+open_like = _as_coroutine(api.open_like, AsyncArray, _ARRAY)
+create_array = _as_coroutine(api.create_array, AsyncArray, _ARRAY)
+create = _as_coroutine(api.create, AsyncArray, _ARRAY)
+create_group = _as_coroutine(api.create_group, AsyncGroup, _GROUP)
+group = _as_coroutine(api.group, AsyncGroup, _GROUP)
+array = _as_coroutine(api.array, AsyncArray, _ARRAY)
+from_array = _as_coroutine(api.from_array, AsyncArray, _ARRAY)
+empty = _as_coroutine(api.empty, AsyncArray, _ARRAY)
+zeros = _as_coroutine(api.zeros, AsyncArray, _ARRAY)
+ones = _as_coroutine(api.ones, AsyncArray, _ARRAY)
+full = _as_coroutine(api.full, AsyncArray, _ARRAY)
+empty_like = _as_coroutine(api.empty_like, AsyncArray, _ARRAY)
+zeros_like = _as_coroutine(api.zeros_like, AsyncArray, _ARRAY)
+ones_like = _as_coroutine(api.ones_like, AsyncArray, _ARRAY)
+full_like = _as_coroutine(api.full_like, AsyncArray, _ARRAY)
+consolidate_metadata = _as_coroutine(api.consolidate_metadata, AsyncGroup, _GROUP)
+load = _as_coroutine(api.load, _same, "numpy.ndarray or GroupArrays\n    As zarrcore.load.")
+save = _as_coroutine(api.save, _same, "None")
+save_array = _as_coroutine(api.save_array, _same, "None")
+save_group = _as_coroutine(api.save_group, _same, "None")
 
 
-async def open_consolidated(*args: Any, **kwargs: Any) -> AsyncGroup:
-    """zarrcore.open_consolidated."""
-    return AsyncGroup(await run(api.open_consolidated, *args, **kwargs))
+async def tree(group: AsyncGroup, **kwargs: Any) -> str:
+    """The group's hierarchy drawn as text (zarrcore.tree), off the event loop.
 
+    Parameters
+    ----------
+    group : AsyncGroup
+        The group.
+    **kwargs
+        As zarrcore.tree takes them (`expand`, `level`).
 
-async def create_array(*args: Any, **kwargs: Any) -> AsyncArray:
-    """zarrcore.create_array."""
-    return AsyncArray(await run(api.create_array, *args, **kwargs))
-
-
-async def create(*args: Any, **kwargs: Any) -> AsyncArray:
-    """zarrcore.create (zarr-python 2's spelling of create_array)."""
-    return AsyncArray(await run(api.create, *args, **kwargs))
-
-
-async def create_group(*args: Any, **kwargs: Any) -> AsyncGroup:
-    """zarrcore.create_group."""
-    return AsyncGroup(await run(api.create_group, *args, **kwargs))
-
-
-async def group(*args: Any, **kwargs: Any) -> AsyncGroup:
-    """zarrcore.group."""
-    return AsyncGroup(await run(api.group, *args, **kwargs))
-
-
-async def array(*args: Any, **kwargs: Any) -> AsyncArray:
-    """zarrcore.array: a new array holding the data."""
-    return AsyncArray(await run(api.array, *args, **kwargs))
-
-
-async def from_array(*args: Any, **kwargs: Any) -> AsyncArray:
-    """zarrcore.from_array."""
-    return AsyncArray(await run(api.from_array, *args, **kwargs))
-
-
-async def empty(*args: Any, **kwargs: Any) -> AsyncArray:
-    """zarrcore.empty."""
-    return AsyncArray(await run(api.empty, *args, **kwargs))
-
-
-async def zeros(*args: Any, **kwargs: Any) -> AsyncArray:
-    """zarrcore.zeros."""
-    return AsyncArray(await run(api.zeros, *args, **kwargs))
-
-
-async def ones(*args: Any, **kwargs: Any) -> AsyncArray:
-    """zarrcore.ones."""
-    return AsyncArray(await run(api.ones, *args, **kwargs))
-
-
-async def full(*args: Any, **kwargs: Any) -> AsyncArray:
-    """zarrcore.full."""
-    return AsyncArray(await run(api.full, *args, **kwargs))
-
-
-async def zeros_like(*args: Any, **kwargs: Any) -> AsyncArray:
-    """zarrcore.zeros_like."""
-    return AsyncArray(await run(api.zeros_like, *args, **kwargs))
-
-
-async def ones_like(*args: Any, **kwargs: Any) -> AsyncArray:
-    """zarrcore.ones_like."""
-    return AsyncArray(await run(api.ones_like, *args, **kwargs))
-
-
-async def empty_like(*args: Any, **kwargs: Any) -> AsyncArray:
-    """zarrcore.empty_like."""
-    return AsyncArray(await run(api.empty_like, *args, **kwargs))
-
-
-async def full_like(*args: Any, **kwargs: Any) -> AsyncArray:
-    """zarrcore.full_like."""
-    return AsyncArray(await run(api.full_like, *args, **kwargs))
-
-
-async def open_like(*args: Any, **kwargs: Any) -> AsyncArray:
-    """zarrcore.open_like."""
-    return AsyncArray(await run(api.open_like, *args, **kwargs))
-
-
-async def save_array(*args: Any, **kwargs: Any) -> None:
-    """zarrcore.save_array."""
-    await run(api.save_array, *args, **kwargs)
-
-
-async def save_group(*args: Any, **kwargs: Any) -> None:
-    """zarrcore.save_group."""
-    await run(api.save_group, *args, **kwargs)
-
-
-async def consolidate_metadata(*args: Any, **kwargs: Any) -> AsyncGroup:
-    """zarrcore.consolidate_metadata."""
-    return AsyncGroup(await run(api.consolidate_metadata, *args, **kwargs))
-
-
-async def load(*args: Any, **kwargs: Any) -> Any:
-    """zarrcore.load: the array's data, or a group's arrays' data by name."""
-    return await run(api.load, *args, **kwargs)
-
-
-async def save(*args: Any, **kwargs: Any) -> None:
-    """zarrcore.save."""
-    await run(api.save, *args, **kwargs)
-
-
-async def tree(group: AsyncGroup, **kwargs: Any) -> Any:
-    """The group's hierarchy drawn as text (zarrcore.tree)."""
+    Returns
+    -------
+    str
+    """
     return await run(api.tree, group.sync_group, **kwargs)
