@@ -440,3 +440,14 @@ def test_more_group_coroutines(tmp_path):
     assert isinstance(a, zarrcore.AsyncGroup) and z.shape == (2,)
     assert values == ["/z"] and sorted(groups) == ["/a", "/b"]
     np.testing.assert_array_equal(x, np.arange(4))
+
+
+def test_async_nodes_pickle(tmp_path):
+    import pickle
+
+    a = zarrcore.create_array(str(tmp_path / "a"), shape=(5,), dtype="i2")
+    a[...] = np.arange(5)
+    g = zarrcore.open_group(str(tmp_path))
+    aa, ag = pickle.loads(pickle.dumps((a.async_array, g.async_group)))
+    np.testing.assert_array_equal(arun(aa.getitem(...)), np.arange(5))
+    assert arun(ag.contains("a"))
