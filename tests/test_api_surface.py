@@ -16,8 +16,6 @@ zarr = pytest.importorskip("zarr")
 
 # zarr-python's public names that zarrcore deliberately has not.
 MODULE_ALLOWED = {
-    # zarr-python's asyncio API: zarrcore's I/O runs on its own threads, without an event loop.
-    "AsyncArray", "AsyncGroup",
     # zarr-python's packages for extending it (codec and store base classes, registries);
     # zarrcore's are zarrcore.codecs, zarrcore.metadata and zarrcore.storage.
     "abc", "core", "registry",
@@ -32,8 +30,6 @@ MODULE_ALLOWED = {
     "testing",
 }
 ARRAY_ALLOWED = {
-    # The asyncio array behind a zarr-python Array (see AsyncArray).
-    "async_array",
     # zarr-python's StorePath object; zarrcore's arrays have `store` and `path`.
     "store_path",
     # Builds an Array object from a metadata dict and a StorePath without writing it;
@@ -44,7 +40,8 @@ GROUP_ALLOWED = {
     "store_path",  # as for Array
     # zarr 2's synchronizer (always None in zarr-python 3): zarrcore's stores lock themselves.
     "synchronizer",
-    "update_attributes_async",  # asyncio API
+    # (AsyncGroup.update_attributes, on `g.async_group`, is the asyncio spelling)
+    "update_attributes_async",
 }
 
 

@@ -12,7 +12,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # of the functions, nodes, tools and stores) or not at all (internal). A new module is either
 # listed here or given a page.
 REACHED_THROUGH_ZARRCORE = {
-    "api", "array", "array_chunks", "chunk_access", "cli", "codecs", "concurrency",
+    "api", "array", "array_chunks", "async_nodes", "background", "cancellation",
+    "chunk_access", "cli", "codecs", "concurrency",
     "consolidated", "creation", "engine", "group", "indexing", "metadata", "nodes", "storage",
     "streaming", "tools",
 }

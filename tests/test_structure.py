@@ -185,13 +185,14 @@ LAYERS = {
     "zarrcore.dask": 5, "zarrcore.cli": 5, "zarrcore.zarr_pipeline": 5,
     "zarrcore.array": 4, "zarrcore.group": 4, "zarrcore.nodes": 4, "zarrcore.consolidated": 4,
     "zarrcore.creation": 4, "zarrcore.streaming": 4, "zarrcore.array_chunks": 4,
-    "zarrcore.views": 4,
+    "zarrcore.views": 4, "zarrcore.async_nodes": 4,
     "zarrcore.engine": 3, "zarrcore.chunk_access": 3,
     # Selections over chunk grids: the sharding codec reads parts of a shard with them.
     "zarrcore.indexing": 2,
     "zarrcore.codecs": 2, "zarrcore.storage": 2, "zarrcore.metadata": 2, "zarrcore._types": 2,
     "zarrcore.config": 1, "zarrcore._portable": 1, "zarrcore.errors": 1,
-    "zarrcore.storage._aio": 1, "zarrcore.concurrency": 1,
+    "zarrcore.storage._aio": 1, "zarrcore.concurrency": 1, "zarrcore.cancellation": 1,
+    "zarrcore.background": 1,
 }
 CYTHON_LAYER = 0
 

@@ -15,6 +15,8 @@ from .api import (
     open_group, open_like, print_debug_info, save, save_array, save_group, tree, zeros, zeros_like,
 )
 from .array import Array
+from .async_nodes import AsyncArray, AsyncGroup
+from . import asynchronous  # noqa: E402
 from .config import config
 from .api import consolidate_metadata, open_consolidated
 from .group import Group
@@ -28,8 +30,8 @@ from .tools import convert, copy, verify
 __version__ = "0.1.0"
 
 __all__ = [
-    "Array", "Group", "Store", "LocalStore", "MemoryStore", "ZipStore", "ObjectStore",
-    "FsspecStore", "ReferenceStore", "array", "config",
+    "Array", "AsyncArray", "AsyncGroup", "Group", "Store", "LocalStore", "MemoryStore",
+    "ZipStore", "ObjectStore", "FsspecStore", "ReferenceStore", "array", "asynchronous", "config",
     "consolidate_metadata", "convert", "copy", "copy_all", "copy_store", "create", "create_array",
     "create_group", "create_hierarchy", "empty", "empty_like", "errors", "from_array", "full",
     "full_like", "get_include", "group", "load", "ones", "ones_like", "open", "open_array",

@@ -1,6 +1,7 @@
 """The Array: a chunked N-d array in a store, read and written with numpy semantics."""
 from __future__ import annotations
 
+import concurrent.futures
 import itertools
 import math
 import re
@@ -10,10 +11,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from . import _memory, nodes
+from . import _memory, background, nodes
 from ._cache import check_budget
 from .array_api import ArrayHandle
 from .array_chunks import ChunkMethods
+from .async_nodes import AsyncArray
 from .codecs import ZstdCodec, codec_from_v2
 from .codecs.base import ChunkSpec
 from .codecs.sharding import ShardingCodec
@@ -925,6 +927,58 @@ class Array(ChunkMethods, nodes.Node):
                 f"selection shape {indexer.shape}") from None
         if indexer.nitems:
             self._chunks.write(indexer, indexer.permute(value))
+
+    @property
+    def async_array(self) -> AsyncArray:
+        """This array for asyncio code (zarr-python's name): the same engine, cache and locks.
+
+        Returns
+        -------
+        zarrcore.AsyncArray
+        """
+        return AsyncArray(self)
+
+    def read_future(self, selection: Selection = Ellipsis) -> concurrent.futures.Future[Any]:
+        """Start reading `a[selection]` in the background and return at once: the read of
+        the next batch while this one is used.
+
+        The read runs on the shared pool (as many at once as it has threads, the others
+        queued). `future.result()` waits for the data; `future.cancel()` stops the read
+        between chunks, even while it runs. An error is raised by `result()`.
+
+        Parameters
+        ----------
+        selection : selection, optional
+            As `a[selection]` takes it (the whole array by default).
+
+        Returns
+        -------
+        concurrent.futures.Future
+            Its result is what `a[selection]` returns.
+        """
+        return background.start(self.__getitem__, selection).future
+
+    def write_future(self, selection: Selection,
+                     value: npt.ArrayLike) -> concurrent.futures.Future[None]:
+        """Start `a[selection] = value` in the background and return at once.
+
+        `value` is read while the write runs: do not change it before the future is done.
+        `future.cancel()` stops the write between chunks, even while it runs: each chunk is
+        then left as it was or written whole.
+
+        Parameters
+        ----------
+        selection : selection
+            As `a[selection] = value` takes it.
+        value : array_like
+            Broadcast to the selection.
+
+        Returns
+        -------
+        concurrent.futures.Future
+            Done (result None) once every chunk is stored.
+        """
+        return background.start(self.__setitem__, selection, value).future
 
     def cache_info(self) -> dict[str, int]:
         """The counters of the array's decoded-chunk cache (`cache_bytes`), which every thread

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol, TypeVar
 
-from . import _memory
+from . import _memory, cancellation
 from ._cache import check_budget
 from ._portable import at_fork_in_child
 from ._status import MAX_NDIM
@@ -489,7 +489,23 @@ def run_workers(work: Callable[[], None], ntasks: int, stop: Callable[[], None],
     In the main thread, with more tasks than workers, the pool does the work while the caller
     waits in short slices, so that Ctrl-C is handled at once: `stop()` then makes the calls
     of `work` take no further task, and KeyboardInterrupt is raised once the tasks in
-    progress are finished (each chunk written whole or not at all)."""
+    progress are finished (each chunk written whole or not at all).
+
+    Work started in the background (zarrcore.background) runs under a cancellation token:
+    this is the one place that checks it, before and after each job (raising WorkCancelled),
+    and that stops the job with `stop()` when the token fires meanwhile."""
+    token = cancellation.current()
+    if token is None:
+        _run_workers(work, ntasks, stop, workers)
+        return
+    token.check()
+    with token.stopping(stop):
+        _run_workers(work, ntasks, stop, workers)
+    token.check()
+
+
+def _run_workers(work: Callable[[], None], ntasks: int, stop: Callable[[], None],
+                 workers: int | None) -> None:
     if ntasks <= 1:
         work()  # one task or none: every road below ends here (small reads pay for each step)
         return
@@ -520,6 +536,18 @@ def _work_here(work: Callable[[], None]) -> None:
         work()
     finally:
         _working.active = False
+
+
+def run_as_caller(call: Callable[[], _R]) -> _R:
+    """Call `call` in a thread of the pool as an outside caller would: its parallel work is
+    shared with the pool's other threads (run_workers' callers never wait for helpers that
+    have not started, so a pool busy with such calls delays them and blocks none)."""
+    previous = _in_parallel_work()
+    _working.active = False
+    try:
+        return call()
+    finally:
+        _working.active = previous
 
 
 def _work_as_future(work: Callable[[], None], future: concurrent.futures.Future[None]) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from . import nodes
+from .async_nodes import AsyncGroup
 from .array import (
     Array, array, create_array, empty_like, full_like, ones_like, open_array, save_array,
     zeros_like,
@@ -118,6 +119,16 @@ class Group(nodes.Node):
             return Array(self._store, path, metadata, read_only=self._read_only)
         return Group(self._store, path, metadata, read_only=self._read_only,
                      consolidated=self._consolidated.subgroup(rel))
+
+    @property
+    def async_group(self) -> AsyncGroup:
+        """This group for asyncio code.
+
+        Returns
+        -------
+        zarrcore.AsyncGroup
+        """
+        return AsyncGroup(self)
 
     def __getitem__(self, name: str) -> Array | Group:
         """The member at `name`, a path relative to this group ("a/b" goes down).

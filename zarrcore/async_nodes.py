@@ -1,0 +1,479 @@
+"""asyncio counterparts of Array and Group (zarr-python's AsyncArray and AsyncGroup).
+
+An AsyncArray wraps an Array: the same metadata, engine, cache and locks. Each coroutine
+runs the synchronous call on the shared pool (zarrcore.background), so the event loop only
+starts work and receives results: no I/O, decoding or lock wait runs on it. Cancelling the
+awaiting task stops the call between chunks (those in progress end whole) and waits for the
+work in progress to end before the task sees CancelledError.
+"""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from . import background
+from .nodes import BrokenNode
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from .array import Array, ArrayInfo
+    from .group import Group
+
+_R = TypeVar("_R")
+
+
+async def run(call: Callable[..., _R], *args: Any, **kwargs: Any) -> _R:
+    """`call(*args, **kwargs)` run off the event loop, on the shared pool.
+
+    Cancelled, it stops the call's chunk work and returns (raises CancelledError) once the
+    work in progress has ended."""
+    started = background.start(call, *args, **kwargs)
+    try:
+        result: _R = await asyncio.wrap_future(started.future)
+    except asyncio.CancelledError:
+        started.future.cancel()
+        await asyncio.shield(asyncio.wrap_future(started.ended))
+        raise
+    return result
+
+
+def as_async(node: Array | Group | BrokenNode) -> AsyncArray | AsyncGroup | BrokenNode:
+    """The async counterpart of a node that Group or zarrcore.open returns (a BrokenNode as it
+    is)."""
+    if isinstance(node, BrokenNode):
+        return node
+    wrapped: AsyncArray | None = getattr(node, "async_array", None)  # (a Group has none)
+    return wrapped if wrapped is not None else node.async_group  # type: ignore[union-attr]
+
+
+class _Synchronous:
+    """A property of the wrapped node read as it is: metadata held in memory, no I/O."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        return getattr(instance._node, self._name)
+
+
+class _AsyncSelector:
+    """`oindex`, `vindex` and `blocks` of an AsyncArray: `await a.oindex.getitem(sel)`."""
+
+    def __init__(self, get: Callable[..., Any], set: Callable[..., None]) -> None:
+        self._get, self._set = get, set
+
+    async def getitem(self, selection: Any) -> Any:
+        return await run(self._get, selection)
+
+    async def setitem(self, selection: Any, value: npt.ArrayLike) -> None:
+        await run(self._set, selection, value)
+
+
+class AsyncArray:
+    """An Array for asyncio code: every read and write is a coroutine.
+
+    `Array.async_array` gives the AsyncArray of an array, `AsyncArray.sync_array` the Array
+    back (both the same array, engine and cache). zarrcore.asynchronous opens and creates
+    them.
+
+    Parameters
+    ----------
+    array : Array
+        The array to wrap.
+    """
+
+    shape = _Synchronous()
+    dtype = _Synchronous()
+    ndim = _Synchronous()
+    size = _Synchronous()
+    nbytes = _Synchronous()
+    chunks = _Synchronous()
+    shards = _Synchronous()
+    cdata_shape = _Synchronous()
+    nchunks = _Synchronous()
+    fill_value = _Synchronous()
+    order = _Synchronous()
+    filters = _Synchronous()
+    serializer = _Synchronous()
+    compressors = _Synchronous()
+    compressor = _Synchronous()
+    read_chunk_sizes = _Synchronous()
+    write_chunk_sizes = _Synchronous()
+    metadata = _Synchronous()
+    store = _Synchronous()
+    path = _Synchronous()
+    name = _Synchronous()
+    basename = _Synchronous()
+    read_only = _Synchronous()
+    zarr_format = _Synchronous()
+    info = _Synchronous()
+
+    def __init__(self, array: Array) -> None:
+        self._node = array
+
+    @property
+    def sync_array(self) -> Array:
+        """The synchronous Array this one wraps."""
+        return self._node
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        """The attributes as a plain dict (change them with `update_attributes`)."""
+        return self._node.attrs.asdict()
+
+    def __repr__(self) -> str:
+        return f"<AsyncArray {self._node!r}>"
+
+    async def getitem(self, selection: Any) -> Any:
+        """`a[selection]` (basic and advanced numpy selections).
+
+        Parameters
+        ----------
+        selection : selection
+            As `Array.__getitem__` takes it.
+
+        Returns
+        -------
+        numpy.ndarray or scalar
+        """
+        return await run(self._node.__getitem__, selection)
+
+    async def setitem(self, selection: Any, value: npt.ArrayLike) -> None:
+        """`a[selection] = value`.
+
+        Parameters
+        ----------
+        selection : selection
+            As `Array.__setitem__` takes it.
+        value : array_like
+            Broadcast to the selection.
+        """
+        await run(self._node.__setitem__, selection, value)
+
+    async def get_basic_selection(self, selection: Any = Ellipsis, *, out: Any = None,
+                                  fields: Any = None) -> Any:
+        return await run(self._node.get_basic_selection, selection, out=out, fields=fields)
+
+    async def set_basic_selection(self, selection: Any, value: npt.ArrayLike, *,
+                                  fields: Any = None) -> None:
+        await run(self._node.set_basic_selection, selection, value, fields=fields)
+
+    async def get_orthogonal_selection(self, selection: Any, *, out: Any = None,
+                                       fields: Any = None) -> Any:
+        return await run(self._node.get_orthogonal_selection, selection, out=out, fields=fields)
+
+    async def set_orthogonal_selection(self, selection: Any, value: npt.ArrayLike, *,
+                                       fields: Any = None) -> None:
+        await run(self._node.set_orthogonal_selection, selection, value, fields=fields)
+
+    async def get_coordinate_selection(self, selection: Any, *, out: Any = None,
+                                       fields: Any = None) -> Any:
+        return await run(self._node.get_coordinate_selection, selection, out=out, fields=fields)
+
+    async def set_coordinate_selection(self, selection: Any, value: npt.ArrayLike, *,
+                                       fields: Any = None) -> None:
+        await run(self._node.set_coordinate_selection, selection, value, fields=fields)
+
+    async def get_mask_selection(self, mask: npt.ArrayLike, *, out: Any = None,
+                                 fields: Any = None) -> Any:
+        return await run(self._node.get_mask_selection, mask, out=out, fields=fields)
+
+    async def set_mask_selection(self, mask: npt.ArrayLike, value: npt.ArrayLike, *,
+                                 fields: Any = None) -> None:
+        await run(self._node.set_mask_selection, mask, value, fields=fields)
+
+    async def get_block_selection(self, selection: Any, *, out: Any = None,
+                                  fields: Any = None) -> Any:
+        return await run(self._node.get_block_selection, selection, out=out, fields=fields)
+
+    async def set_block_selection(self, selection: Any, value: npt.ArrayLike, *,
+                                  fields: Any = None) -> None:
+        await run(self._node.set_block_selection, selection, value, fields=fields)
+
+    async def get_many(self, selections: Sequence[Any], *, out: Any = None) -> Any:
+        """Array.get_many: many selections read in one call (a loader's batch).
+
+        Parameters
+        ----------
+        selections : sequence of selections
+            Each as `a[selection]` takes it.
+        out : numpy.ndarray or sequence of numpy.ndarray, optional
+            Where to read them, as Array.get_many takes it.
+
+        Returns
+        -------
+        numpy.ndarray or list of numpy.ndarray
+        """
+        return await run(self._node.get_many, selections, out)
+
+    @property
+    def oindex(self) -> _AsyncSelector:
+        return _AsyncSelector(self._node.get_orthogonal_selection,
+                              self._node.set_orthogonal_selection)
+
+    @property
+    def vindex(self) -> _AsyncSelector:
+        return _AsyncSelector(self._node.vindex.__getitem__, self._node.vindex.__setitem__)
+
+    @property
+    def blocks(self) -> _AsyncSelector:
+        return _AsyncSelector(self._node.get_block_selection, self._node.set_block_selection)
+
+    def with_config(self, config: Mapping[str, Any]) -> AsyncArray:
+        """Array.with_config: the same array with other runtime options (no I/O).
+
+        Parameters
+        ----------
+        config : mapping
+            As Array.with_config takes it.
+
+        Returns
+        -------
+        AsyncArray
+        """
+        return AsyncArray(self._node.with_config(config))
+
+    async def resize(self, *new_shape: Any) -> None:
+        """Array.resize: `await a.resize((n, m))` or `await a.resize(n, m)`.
+
+        Parameters
+        ----------
+        *new_shape : int or tuple of int
+            The new shape.
+        """
+        await run(self._node.resize, *new_shape)
+
+    async def append(self, data: npt.ArrayLike, axis: int = 0) -> tuple[int, ...]:
+        """Array.append.
+
+        Parameters
+        ----------
+        data : array_like
+            What to append.
+        axis : int, optional
+            The axis it grows along.
+
+        Returns
+        -------
+        tuple of int
+            The new shape.
+        """
+        return await run(self._node.append, data, axis)
+
+    async def update_attributes(self, new_attributes: Mapping[str, Any]) -> AsyncArray:
+        """Merge `new_attributes` into the stored attributes.
+
+        Parameters
+        ----------
+        new_attributes : mapping
+            The attributes to set.
+
+        Returns
+        -------
+        AsyncArray
+            This array.
+        """
+        await run(self._node.update_attributes, new_attributes)
+        return self
+
+    async def nchunks_initialized(self) -> int:
+        return await run(lambda: self._node.nchunks_initialized)
+
+    async def nbytes_stored(self) -> int:
+        return await run(self._node.nbytes_stored)
+
+    async def info_complete(self) -> ArrayInfo:
+        return await run(self._node.info_complete)
+
+
+class AsyncGroup:
+    """A Group for asyncio code: members are opened, listed and created by coroutines.
+
+    Parameters
+    ----------
+    group : Group
+        The group to wrap (`Group.async_group` gives it).
+    """
+
+    metadata = _Synchronous()
+    store = _Synchronous()
+    path = _Synchronous()
+    name = _Synchronous()
+    basename = _Synchronous()
+    read_only = _Synchronous()
+    zarr_format = _Synchronous()
+    info = _Synchronous()
+
+    def __init__(self, group: Group) -> None:
+        self._node = group
+
+    @property
+    def sync_group(self) -> Group:
+        """The synchronous Group this one wraps."""
+        return self._node
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        """The attributes as a plain dict (change them with `update_attributes`)."""
+        return self._node.attrs.asdict()
+
+    def __repr__(self) -> str:
+        return f"<AsyncGroup {self._node!r}>"
+
+    async def getitem(self, name: str) -> AsyncArray | AsyncGroup:
+        """The member at `name`.
+
+        Parameters
+        ----------
+        name : str
+            Its path below this group.
+
+        Returns
+        -------
+        AsyncArray or AsyncGroup
+
+        Raises
+        ------
+        KeyError
+            There is none.
+        """
+        return as_async(await run(self._node.__getitem__, name))  # type: ignore[return-value]
+
+    async def get(self, name: str, default: Any = None) -> Any:
+        """The member at `name`, or `default` if there is none.
+
+        Parameters
+        ----------
+        name : str
+            Its path below this group.
+        default : object, optional
+            What to return when there is none.
+
+        Returns
+        -------
+        AsyncArray, AsyncGroup or `default`
+        """
+        node = await run(self._node.get, name)
+        return default if node is None else as_async(node)
+
+    async def contains(self, name: str) -> bool:
+        return await run(self._node.__contains__, name)
+
+    async def delitem(self, name: str) -> None:
+        await run(self._node.__delitem__, name)
+
+    async def create_array(self, name: str, **kwargs: Any) -> AsyncArray:
+        """A new array in this group.
+
+        Parameters
+        ----------
+        name : str
+            Its name.
+        **kwargs
+            As Group.create_array takes them.
+
+        Returns
+        -------
+        AsyncArray
+        """
+        return AsyncArray(await run(self._node.create_array, name, **kwargs))
+
+    async def require_array(self, name: str, **kwargs: Any) -> AsyncArray:
+        return AsyncArray(await run(self._node.require_array, name, **kwargs))
+
+    async def create_group(self, name: str, **kwargs: Any) -> AsyncGroup:
+        return AsyncGroup(await run(self._node.create_group, name, **kwargs))
+
+    async def require_group(self, name: str, **kwargs: Any) -> AsyncGroup:
+        return AsyncGroup(await run(self._node.require_group, name, **kwargs))
+
+    async def setitem(self, name: str, value: npt.ArrayLike) -> None:
+        """A new array `name` holding `value` (Group's `g[name] = value`).
+
+        Parameters
+        ----------
+        name : str
+            Its name.
+        value : array_like
+            Its data.
+        """
+        await run(self._node.__setitem__, name, value)
+
+    async def move(self, source: str, dest: str) -> None:
+        await run(self._node.move, source, dest)
+
+    async def require_groups(self, *names: str) -> tuple[AsyncGroup, ...]:
+        return tuple(AsyncGroup(g) for g in await run(self._node.require_groups, *names))
+
+    async def zeros(self, *, name: str, **kwargs: Any) -> AsyncArray:
+        return AsyncArray(await run(self._node.zeros, name=name, **kwargs))
+
+    async def ones(self, *, name: str, **kwargs: Any) -> AsyncArray:
+        return AsyncArray(await run(self._node.ones, name=name, **kwargs))
+
+    async def empty(self, *, name: str, **kwargs: Any) -> AsyncArray:
+        return AsyncArray(await run(self._node.empty, name=name, **kwargs))
+
+    async def full(self, *, name: str, **kwargs: Any) -> AsyncArray:
+        return AsyncArray(await run(self._node.full, name=name, **kwargs))
+
+    async def update_attributes(self, new_attributes: Mapping[str, Any]) -> AsyncGroup:
+        await run(self._node.update_attributes, new_attributes)
+        return self
+
+    async def nmembers(self, max_depth: int | None = 0) -> int:
+        return await run(self._node.nmembers, max_depth)
+
+    async def members(self, max_depth: int | None = 0
+                      ) -> AsyncIterator[tuple[str, AsyncArray | AsyncGroup | BrokenNode]]:
+        """(relative path, node) pairs, as Group.members (listed off the loop, then yielded).
+
+        Parameters
+        ----------
+        max_depth : int or None, optional
+            How deep to go (None: the whole subtree).
+
+        Yields
+        ------
+        tuple of (str, AsyncArray or AsyncGroup or BrokenNode)
+        """
+        for path, node in await run(lambda: list(self._node.members(max_depth))):
+            yield path, as_async(node)
+
+    async def keys(self) -> AsyncIterator[str]:
+        for key in await run(self._node.keys):
+            yield key
+
+    async def array_keys(self) -> AsyncIterator[str]:
+        for key in await run(self._node.array_keys):
+            yield key
+
+    async def group_keys(self) -> AsyncIterator[str]:
+        for key in await run(self._node.group_keys):
+            yield key
+
+    async def arrays(self) -> AsyncIterator[tuple[str, AsyncArray]]:
+        for key, array in await run(self._node.arrays):
+            yield key, AsyncArray(array)
+
+    async def groups(self) -> AsyncIterator[tuple[str, AsyncGroup]]:
+        for key, group in await run(self._node.groups):
+            yield key, AsyncGroup(group)
+
+    async def array_values(self) -> AsyncIterator[AsyncArray]:
+        for _, array in await run(self._node.arrays):
+            yield AsyncArray(array)
+
+    async def group_values(self) -> AsyncIterator[AsyncGroup]:
+        for _, group in await run(self._node.groups):
+            yield AsyncGroup(group)
+
+    async def tree(self) -> str:
+        return await run(self._node.tree)
+
+    async def info_complete(self) -> str:
+        return await run(self._node.info_complete)
