@@ -54,8 +54,8 @@ lint: $(VENV)/.installed-test
 	$(VENV)/bin/mypy zarrcore
 	$(VENV)/bin/codespell $(LINT_PATHS)
 
-# The peers the interoperability tests run in a subprocess (tests/peers.py): zarr-python 3.4 and
-# tensorstore, which need a newer Python than $(VENV)'s, in their own virtualenv made from
+# The peers the interoperability tests run in a subprocess (tests/support/peers.py): zarr-python
+# 3.4 and tensorstore, which need a newer Python than $(VENV)'s, in their own virtualenv made from
 # pyenv's newest Python >= 3.12. Without one the peer tests skip, saying so.
 PEER_VENV ?= .peer-venv
 PYENV_VERSIONS ?= $(shell (pyenv root 2>/dev/null || echo $$HOME/.pyenv))/versions
@@ -66,10 +66,10 @@ PEER_PYTHON ?= $(shell for p in $(PYENV_VERSIONS)/*/bin/python3; do "$$p" -c \
 peer-venv: $(if $(PEER_PYTHON),$(PEER_VENV)/.installed)
 	$(if $(PEER_PYTHON),,@echo "no Python >= 3.12 in $(PYENV_VERSIONS): the peer tests skip")
 
-$(PEER_VENV)/.installed: tests/peer-requirements.txt
+$(PEER_VENV)/.installed: tests/support/peer-requirements.txt
 	rm -rf $(PEER_VENV)
 	$(PEER_PYTHON) -m venv $(PEER_VENV)
-	$(PEER_VENV)/bin/python -m pip install -q --only-binary :all: -r tests/peer-requirements.txt
+	$(PEER_VENV)/bin/python -m pip install -q --only-binary :all: -r $<
 	touch $@
 
 test: install-test peer-venv newest-test
@@ -80,7 +80,7 @@ test: install-test peer-venv newest-test
 # built for the peers' interpreter, in a virtualenv of its own ($(NEWEST_VENV)); the peers'
 # stays free of zarrcore. Without such a Python they skip, saying so.
 NEWEST_VENV ?= .newest-venv
-NEWEST_TESTS := test_icechunk.py test_zarr_python_stores.py test_zarr_pipeline.py
+NEWEST_TESTS := face/test_icechunk.py storage/test_zarr_python_stores.py face/test_zarr_pipeline.py
 
 ifneq ($(PEER_PYTHON),)
 newest-test: $(NEWEST_VENV)/.installed
@@ -100,7 +100,7 @@ ZARR_SUITE_TESTS ?= tests/test_api.py tests/test_api tests/test_array.py tests/t
 ifneq ($(PEER_PYTHON),)
 zarr-suite: $(NEWEST_VENV)/.installed
 	mkdir -p $(ZARR_SUITE)
-	$(NEWEST_VENV)/bin/python tests/zarr_suite.py $(ZARR_SUITE) $(ZARR_SUITE_TESTS)
+	$(NEWEST_VENV)/bin/python tests/support/zarr_suite.py $(ZARR_SUITE) $(ZARR_SUITE_TESTS)
 else
 zarr-suite:
 	@echo "no Python >= 3.12 in $(PYENV_VERSIONS): zarr-python 3.4's suite needs one"
@@ -176,7 +176,7 @@ tsan-test: $(FT_TSAN_VENV)/.build-requires
 	FT_VENV=$(FT_TSAN_VENV) .ci/tsan-test $(TSAN_PYTEST_ARGS)
 
 # The site: the user guide and the API reference (from the installed package's docstrings), with
-# the docs extra; warnings are errors. `make test` builds it too (tests/test_docs_build.py).
+# the docs extra; warnings are errors. `make test` builds it too (tests/project/test_docs_build.py).
 $(VENV)/.installed-docs: $(VENV)/.build-requires $(SOURCES)
 	$(PRUNE_BUILD)
 	$(PY) -m pip install --no-build-isolation ".[docs]"
