@@ -504,6 +504,10 @@ def test_point_reads_of_shards_start_no_threads(tmp_path, kind, monkeypatch):
     for w in waits:
         w.result()
     config.io_executor()  # (made once, at the first fetch of a process)
+    # A caller of run_workers whose pool threads have not started within WAIT_SLICE starts a
+    # thread of its own: on a loaded machine (another test process, pytest -n) an idle pool's
+    # threads can be that slow to wake. Here the pool is idle, so its threads must take the work.
+    monkeypatch.setattr(sys.modules[config.__module__], "WAIT_SLICE", 30.0)
     made = []
     real_init = concurrent.futures.ThreadPoolExecutor.__init__
 
