@@ -74,11 +74,15 @@ $(PEER_VENV)/.installed: tests/support/peer-requirements.txt
 
 # On a fresh clone the three virtualenvs' installs overlap: the peers' (no zarrcore) and the
 # newest one's packages install while $(VENV) builds zarrcore. The two builds of zarrcore share
-# build/ and the egg-info, so the newest one's follows.
+# build/ and the egg-info, so the newest one's follows. The suite runs in TEST_WORKERS
+# processes (pytest-xdist), each test file in one of them: most tests keep one core busy, and
+# a file's module-scoped fixtures (a dask cluster, the peers) start once.
+TEST_WORKERS ?= 2
 test:
 	$(MAKE) -j3 install-test peer-venv $(if $(PEER_PYTHON),$(NEWEST_VENV)/.build-requires)
 	$(MAKE) newest-test
-	cd tests && ../$(VENV)/bin/python -m pytest -q -p no:cacheprovider
+	cd tests && ../$(VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) \
+		--dist loadfile
 
 # The tests that need zarr-python's newest stores in zarrcore's own process: Icechunk 2 and
 # VirtualiZarr install on Python >= 3.12 only, so they skip in $(VENV). They run on a zarrcore
