@@ -93,7 +93,8 @@ NEWEST_TESTS := face/test_icechunk.py storage/test_zarr_python_stores.py face/te
 
 ifneq ($(PEER_PYTHON),)
 newest-test: $(NEWEST_VENV)/.installed
-	cd tests && ../$(NEWEST_VENV)/bin/python -m pytest -q -p no:cacheprovider $(NEWEST_TESTS)
+	cd tests && ../$(NEWEST_VENV)/bin/python -m pytest -q -p no:cacheprovider \
+		-n $(TEST_WORKERS) --dist loadfile $(NEWEST_TESTS)
 else
 newest-test:
 	@echo "no Python >= 3.12 in $(PYENV_VERSIONS): $(NEWEST_TESTS) skip"
@@ -118,7 +119,7 @@ endif
 # What the newest tests need besides zarrcore's extras: installed with the build requirements,
 # before zarrcore is built (`make test` installs them while $(VENV) builds).
 NEWEST_REQUIRES := "virtualizarr>=2.1" "h5py>=3.10" "tensorstore>=0.1.86" "s3fs>=2024.3" \
-	"moto[server]>=5.1" "pytest>=7" "hypothesis>=6"
+	"moto[server]>=5.1" "pytest>=7" "pytest-xdist>=3.5" "hypothesis>=6"
 
 $(NEWEST_VENV)/.build-requires:
 	rm -rf $(NEWEST_VENV)
