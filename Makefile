@@ -54,8 +54,8 @@ lint: $(VENV)/.installed-test
 	$(VENV)/bin/mypy zarrcore
 	$(VENV)/bin/codespell $(LINT_PATHS)
 
-# The peers the interoperability tests run in a subprocess (tests/peers.py): zarr-python 3.4 and
-# tensorstore, which need a newer Python than $(VENV)'s, in their own virtualenv made from
+# The peers the interoperability tests run in a subprocess (tests/support/peers.py): zarr-python
+# 3.4 and tensorstore, which need a newer Python than $(VENV)'s, in their own virtualenv made from
 # pyenv's newest Python >= 3.12. Without one the peer tests skip, saying so.
 PEER_VENV ?= .peer-venv
 PYENV_VERSIONS ?= $(shell (pyenv root 2>/dev/null || echo $$HOME/.pyenv))/versions
@@ -66,25 +66,35 @@ PEER_PYTHON ?= $(shell for p in $(PYENV_VERSIONS)/*/bin/python3; do "$$p" -c \
 peer-venv: $(if $(PEER_PYTHON),$(PEER_VENV)/.installed)
 	$(if $(PEER_PYTHON),,@echo "no Python >= 3.12 in $(PYENV_VERSIONS): the peer tests skip")
 
-$(PEER_VENV)/.installed: tests/peer-requirements.txt
+$(PEER_VENV)/.installed: tests/support/peer-requirements.txt
 	rm -rf $(PEER_VENV)
 	$(PEER_PYTHON) -m venv $(PEER_VENV)
-	$(PEER_VENV)/bin/python -m pip install -q --only-binary :all: -r tests/peer-requirements.txt
+	$(PEER_VENV)/bin/python -m pip install -q --only-binary :all: -r $<
 	touch $@
 
-test: install-test peer-venv newest-test
-	cd tests && ../$(VENV)/bin/python -m pytest -q -p no:cacheprovider
+# On a fresh clone the three virtualenvs' installs overlap: the peers' (no zarrcore) and the
+# newest one's packages install while $(VENV) builds zarrcore. The two builds of zarrcore share
+# build/ and the egg-info, so the newest one's follows. The suite runs in TEST_WORKERS
+# processes (pytest-xdist), each test file in one of them: most tests keep one core busy, and
+# a file's module-scoped fixtures (a dask cluster, the peers) start once.
+TEST_WORKERS ?= 2
+test:
+	$(MAKE) -j3 install-test peer-venv $(if $(PEER_PYTHON),$(NEWEST_VENV)/.build-requires)
+	$(MAKE) newest-test
+	cd tests && ../$(VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) \
+		--dist loadfile
 
 # The tests that need zarr-python's newest stores in zarrcore's own process: Icechunk 2 and
 # VirtualiZarr install on Python >= 3.12 only, so they skip in $(VENV). They run on a zarrcore
 # built for the peers' interpreter, in a virtualenv of its own ($(NEWEST_VENV)); the peers'
 # stays free of zarrcore. Without such a Python they skip, saying so.
 NEWEST_VENV ?= .newest-venv
-NEWEST_TESTS := test_icechunk.py test_zarr_python_stores.py test_zarr_pipeline.py
+NEWEST_TESTS := face/test_icechunk.py storage/test_zarr_python_stores.py face/test_zarr_pipeline.py
 
 ifneq ($(PEER_PYTHON),)
 newest-test: $(NEWEST_VENV)/.installed
-	cd tests && ../$(NEWEST_VENV)/bin/python -m pytest -q -p no:cacheprovider $(NEWEST_TESTS)
+	cd tests && ../$(NEWEST_VENV)/bin/python -m pytest -q -p no:cacheprovider \
+		-n $(TEST_WORKERS) --dist loadfile $(NEWEST_TESTS)
 else
 newest-test:
 	@echo "no Python >= 3.12 in $(PYENV_VERSIONS): $(NEWEST_TESTS) skip"
@@ -100,23 +110,27 @@ ZARR_SUITE_TESTS ?= tests/test_api.py tests/test_api tests/test_array.py tests/t
 ifneq ($(PEER_PYTHON),)
 zarr-suite: $(NEWEST_VENV)/.installed
 	mkdir -p $(ZARR_SUITE)
-	$(NEWEST_VENV)/bin/python tests/zarr_suite.py $(ZARR_SUITE) $(ZARR_SUITE_TESTS)
+	$(NEWEST_VENV)/bin/python tests/support/zarr_suite.py $(ZARR_SUITE) $(ZARR_SUITE_TESTS)
 else
 zarr-suite:
 	@echo "no Python >= 3.12 in $(PYENV_VERSIONS): zarr-python 3.4's suite needs one"
 endif
 
+# What the newest tests need besides zarrcore's extras: installed with the build requirements,
+# before zarrcore is built (`make test` installs them while $(VENV) builds).
+NEWEST_REQUIRES := "virtualizarr>=2.1" "h5py>=3.10" "tensorstore>=0.1.86" "s3fs>=2024.3" \
+	"moto[server]>=5.1" "pytest>=7" "pytest-xdist>=3.5" "hypothesis>=6"
+
 $(NEWEST_VENV)/.build-requires:
 	rm -rf $(NEWEST_VENV)
 	$(PEER_PYTHON) -m venv $(NEWEST_VENV)
-	$(NEWEST_VENV)/bin/python -m pip install -q $(BUILD_REQUIRES)
+	$(NEWEST_VENV)/bin/python -m pip install -q $(BUILD_REQUIRES) $(NEWEST_REQUIRES)
 	touch $@
 
 $(NEWEST_VENV)/.installed: $(NEWEST_VENV)/.build-requires $(SOURCES)
 	$(PRUNE_BUILD)
 	$(NEWEST_VENV)/bin/python -m pip install -q --no-build-isolation ".[icechunk,xarray,remote]" \
-		"virtualizarr>=2.1" "h5py>=3.10" "tensorstore>=0.1.86" "s3fs>=2024.3" \
-		"moto[server]>=5.1" "pytest>=7" "hypothesis>=6"
+		$(NEWEST_REQUIRES)
 	touch $@
 
 # The suite on a free-threaded CPython 3.13 (python3.13t) with the GIL off: the interpreter is
@@ -176,7 +190,7 @@ tsan-test: $(FT_TSAN_VENV)/.build-requires
 	FT_VENV=$(FT_TSAN_VENV) .ci/tsan-test $(TSAN_PYTEST_ARGS)
 
 # The site: the user guide and the API reference (from the installed package's docstrings), with
-# the docs extra; warnings are errors. `make test` builds it too (tests/test_docs_build.py).
+# the docs extra; warnings are errors. `make test` builds it too (tests/project/test_docs_build.py).
 $(VENV)/.installed-docs: $(VENV)/.build-requires $(SOURCES)
 	$(PRUNE_BUILD)
 	$(PY) -m pip install --no-build-isolation ".[docs]"

@@ -485,7 +485,7 @@ class ZarrcoreDelayedMemory(Zarrcore):
 
     def __init__(self, where, delay, data_dir):
         self.zc = _import_zarrcore(where)
-        sys.path.insert(0, os.path.join(C.REPO, "tests"))
+        sys.path.insert(0, os.path.join(C.REPO, "tests", "support"))
         from _remote_stores import DelayedStore
         self.delay, self.root = delay, data_dir
         self.store = DelayedStore(delay, self.zc.config.io_concurrency)

@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "support"))
 import zarrcore  # noqa: E402
 from zarrcore import engine  # noqa: E402
 from servers import CountingProxy, MotoServer  # noqa: E402

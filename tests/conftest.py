@@ -4,6 +4,13 @@ CI installs zarrcore (`pip install .[test]`) and runs pytest from tests/, so `im
 finds the installed package. A developer who built the extensions in place
 (`python setup.py build_ext --inplace`) runs the same command from tests/, where the repo root is
 not on sys.path: only then is it added, so an installed package always wins.
+
+tests/ mirrors the package (tests/engine/ tests zarrcore/engine/, tests/bindings/ the compiled
+modules, tests/face/ the top-level API, tests/project/ the packaging, docs and structure);
+the helpers the tests share live in tests/support/, which is put on sys.path here, so a test
+imports them by name (`from peers import peer`). The test folders are not packages: pytest
+imports each test file by its own name, so two test files may not share a name (pytest stops at
+collection if they do).
 """
 import importlib.util
 import os
@@ -13,6 +20,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "support")
+sys.path.insert(0, SUPPORT)
 
 if importlib.util.find_spec("zarrcore") is None:
     sys.path.insert(0, ROOT)
@@ -134,7 +143,7 @@ def dask_scheduler(request):
         yield request.param
 
 
-# -- local servers for store tests (tests/servers.py) --------------------------------------
+# -- local servers for store tests (tests/support/servers.py) ----------------------------------
 @pytest.fixture(scope="session")
 def moto_server():
     """moto's S3 server on 127.0.0.1, one per session; `new_bucket()` gives each test its own."""

@@ -29,7 +29,7 @@ def subset():
     """(test-requires, test files) of the cp310 override of the cibuildwheel settings."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["cibuildwheel"]
     (override,) = [o for o in config["overrides"] if o["select"] == "cp310-*"]
-    files = re.findall(r"\{project\}/tests/(test_\w+\.py)", override["test-command"])
+    files = re.findall(r"\{project\}/tests/([\w/]+/test_\w+\.py)", override["test-command"])
     return override["test-requires"], files
 
 

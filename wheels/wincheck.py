@@ -4,7 +4,7 @@
 
 Cross-compiles every csrc/*.c for Windows with MinGW-w64 (WIN_CC, default
 x86_64-w64-mingw32-gcc), warnings as errors, against the blosc.h of the installed `blosc`
-distribution, as the build uses it. With --run, also builds tests/win/os_check.c with the
+distribution, as the build uses it. With --run, also builds tests/support/win/os_check.c with the
 core's system layer (also through its MSVC branches) and runs it under Wine (WINE, default wine): files, renames over open files,
 locks, temporary files, memory and threads as Windows does them (Wine: WINE, else wine or
 wine64 on the path, else Debian's /usr/lib/wine/wine64).
@@ -21,7 +21,7 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2"]
-# What tests/win/os_check.c needs: the system layer and what sits right on it.
+# What tests/support/win/os_check.c needs: the system layer and what sits right on it.
 OS_CHECK_SOURCES = ["zc_fs.c", "zc_key_lock.c", "zc_memstore.c", "zc_sha256.c", "zc_temp.c"]
 
 
@@ -61,7 +61,7 @@ def find_wine():
 
 
 def run_os_check(cc, wine, out):
-    """Build tests/win/os_check.c with the core's system layer, once as GCC-like compilers see
+    """Build tests/support/win/os_check.c with the core's system layer, once as GCC-like compilers see
     it and once through its MSVC branches (ZC_MSVC: intrinsics that MinGW's headers have too),
     and run both under Wine: their complaints, or none."""
     sources = sorted((ROOT / "csrc").glob("zc_os_*.c")) + [ROOT / "csrc" / s for s in OS_CHECK_SOURCES]
@@ -72,7 +72,7 @@ def run_os_check(cc, wine, out):
         for variant, defines in (("gcc", []), ("msvc", ["-DZC_MSVC=1"])):
             exe = out / f"os_check_{variant}.exe"
             r = subprocess.run([cc, *FLAGS, *defines, "-I", str(ROOT / "csrc"),
-                                str(ROOT / "tests/win/os_check.c"), *map(str, sources),
+                                str(ROOT / "tests/support/win/os_check.c"), *map(str, sources),
                                 "-o", str(exe)], capture_output=True, text=True)
             if r.returncode != 0:
                 failures.append(f"building {exe.name}:\n{r.stderr.strip()}")

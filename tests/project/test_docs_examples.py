@@ -1,0 +1,115 @@
+"""The Python examples of the user guide (docs/guide/*.md) and of README.md run as shown.
+
+The blocks of one page run in order in one namespace, in a temporary directory (their
+relative paths land there). A block whose first line names a file (`# name.py`) is written to
+that file, importable by the blocks after it, not run. A block right after a comment saying
+`not run: why` (`% not run: ...` in MyST, `<!-- not run: ... -->` in Markdown) is skipped for
+that reason: each such block is listed here by page, so none is skipped unnoticed.
+"""
+import glob
+import importlib
+import os
+import re
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PAGES = sorted(glob.glob(os.path.join(ROOT, "docs", "guide", "*.md"))) + [
+    os.path.join(ROOT, "README.md")]
+FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```$", re.S | re.M)
+NOT_RUN = re.compile(r"^(?:% not run|<!-- not run)[^:\n]*: (.+?)(?: -->)?$")
+# What pages import from the extras (xarray, dask, zarr-python): without it they skip.
+OPTIONAL = {"xarray", "dask", "zarr"}
+FILE_BLOCK = re.compile(r"^(?:#|/\*) (\w+\.\w+)")
+
+
+def python_blocks(path):
+    """[(code, reason or None, file name or None)] of the page's Python blocks, in order."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    blocks = []
+    for match in FENCE.finditer(text):
+        if match.group(1) != "python":
+            continue
+        before = text[:match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        not_run = NOT_RUN.match(before)
+        named = FILE_BLOCK.match(match.group(2))
+        blocks.append((match.group(2), not_run.group(1) if not_run else None,
+                       named.group(1) if named else None))
+    return blocks
+
+
+def page_id(path):
+    return os.path.relpath(path, ROOT)
+
+
+@pytest.mark.skipif(not os.path.isdir(os.path.join(ROOT, "docs", "guide")),
+                    reason="the docs are not shipped with the package")
+@pytest.mark.parametrize("path", PAGES, ids=page_id)
+def test_page_examples_run(path, tmp_path, monkeypatch):
+    blocks = python_blocks(path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    namespace = {"__name__": "__docs_example__"}
+    ran = 0
+    for code, not_run, name in blocks:
+        if name is not None and name.endswith(".py") and not_run is None:
+            (tmp_path / name).write_text(code)
+        elif not_run is None:
+            try:
+                exec(compile(code, f"{page_id(path)} block {ran + 1}", "exec"), namespace)
+            except ModuleNotFoundError as e:
+                if e.name not in OPTIONAL:
+                    raise
+                pytest.skip(f"the page's examples need {e.name}, which is not installed")
+            ran += 1
+    for module in [m for m in sys.modules if os.path.dirname(
+            getattr(sys.modules[m], "__file__", None) or "") == str(tmp_path)]:
+        del sys.modules[module]  # the page's own modules go with its directory
+
+
+def test_pages_have_examples_and_say_why_others_do_not_run():
+    for path in PAGES:
+        blocks = python_blocks(path)
+        assert all(reason.strip() for _, reason, _ in blocks if reason is not None), path
+    guide = {page_id(p): python_blocks(p) for p in PAGES}
+    runnable = sum(1 for blocks in guide.values() for _, reason, _ in blocks if reason is None)
+    assert runnable >= 20, "the guide's examples are meant to run"
+
+
+@pytest.mark.slow
+def test_map_style_dataset_recipe_in_worker_processes(tmp_path, monkeypatch):
+    """The training loader recipe (docs/guide/performance.md) in a spawned pool and a forked
+    one, each worker opening the array itself."""
+    import multiprocessing
+
+    import numpy as np
+
+    import zarrcore
+
+    path = os.path.join(ROOT, "docs", "guide", "performance.md")
+    if not os.path.exists(path):
+        pytest.skip("the docs are not shipped with the package")
+    (recipe,) = [code for code, _, name in python_blocks(path) if name == "zarr_dataset.py"]
+    (tmp_path / "zarr_dataset.py").write_text(recipe)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    importlib.invalidate_caches()
+    import zarr_dataset
+
+    try:
+        x = zarrcore.create_array("s.zarr", name="x", shape=(40, 3, 3), dtype="int32",
+                                  chunks=(1, 3, 3), shards=(10, 3, 3))
+        x[...] = np.arange(x.size, dtype="int32").reshape(x.shape)
+        ds = zarr_dataset.ZarrSamples("s.zarr", "x")
+        assert len(ds) == 40 and ds._array is not None
+        methods = ["spawn"] + (["fork"] if "fork" in multiprocessing.get_all_start_methods()
+                               else [])
+        for method in methods:
+            with multiprocessing.get_context(method).Pool(2) as pool:
+                got = pool.map(ds.__getitem__, [0, 39, 7, 7])
+            for sample, i in zip(got, [0, 39, 7, 7]):
+                np.testing.assert_array_equal(sample, x[i])
+    finally:
+        del sys.modules["zarr_dataset"]

@@ -1,0 +1,480 @@
+"""The project's structure: csrc/ files call each other without cycles, the status codes and
+the dimension limit are defined once; Python modules import only from their layer and those
+below, without cycles; the engine asks codecs and stores what they do rather than switching
+on their classes, and nested parallel work is a flag of the runtime."""
+import ast
+import importlib.metadata
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections import defaultdict
+from functools import cache
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CSRC = os.path.join(ROOT, "csrc")
+
+needs_csrc = pytest.mark.skipif(not os.path.isdir(CSRC), reason="needs the source tree's csrc/")
+
+# A definition starts a line (with its return type), as every csrc file lays them out; its
+# body follows its parameters.
+DEFINITION = re.compile(r"^(?:[A-Za-z_][\w \t\*]*?[\s\*])?(\w+)\(([^;{]*?)\)\s*\n?\{",
+                        re.MULTILINE)
+CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+NOT_CALLS = {"if", "for", "while", "switch", "return", "sizeof", "defined"}
+# Files for one platform only: their calls go to the others of that platform or to neither.
+PLATFORMS = ("zc_os_posix_", "zc_os_win_")
+
+
+def _source(path):
+    """The file's text without comments, string and character literals."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group().count("\n"), text, flags=re.DOTALL)
+    text = re.sub(r"//[^\n]*", "", text)
+    text = re.sub(r"'(?:\\.|[^'\\\n])+'", "' '", text)
+    return re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
+
+
+def _functions(text):
+    """(name, is_static, body) of each function defined in `text`."""
+    found = []
+    for m in DEFINITION.finditer(text):
+        if m.group(1) in NOT_CALLS:
+            continue
+        depth, i = 1, m.end()
+        while depth and i < len(text):
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        head = text[m.start():m.start(1)]
+        found.append((m.group(1), "static" in head.split(), text[m.end():i]))
+    return found
+
+
+def _platform(name):
+    return next((p for p in PLATFORMS if name.startswith(p)), None)
+
+
+def csrc_call_graph():
+    """{file: {files whose functions its functions call}} over csrc/*.c."""
+    files = sorted(f for f in os.listdir(CSRC) if f.endswith(".c"))
+    defined = defaultdict(set)  # external function name -> files defining it
+    local, calls = {}, {}
+    for name in files:
+        functions = _functions(_source(os.path.join(CSRC, name)))
+        local[name] = {f for f, _, _ in functions}
+        calls[name] = {c for _, _, body in functions for c in CALL.findall(body)} - NOT_CALLS
+        for f, static, _ in functions:
+            if not static:
+                defined[f].add(name)
+    graph = {}
+    for name in files:
+        platform = _platform(name)  # (a file's own names are in local[name])
+        targets = set()
+        for c in calls[name] - local[name]:
+            targets |= {t for t in defined.get(c, ())
+                        if platform is None or _platform(t) in (None, platform)}
+        graph[name] = targets
+    return graph
+
+
+def find_cycle(graph):
+    """A list of nodes (files, modules) whose edges lead around in a circle, or None."""
+    state, path = {}, []
+
+    def visit(node):
+        state[node] = "open"
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        path.pop()
+        state[node] = "done"
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+@needs_csrc
+def test_the_call_graph_reader_sees_calls_between_files():
+    graph = csrc_call_graph()
+    assert {"zc_os_path.c", "zc_os_posix_file.c", "zc_os_win_file.c"} <= graph["zc_fs.c"]
+    assert "zc_crc32c.c" in graph["zc_chain.c"]
+    # Platform files reach only their own platform's.
+    assert not any(_platform(t) == "zc_os_win_" for t in graph["zc_os_posix_file.c"])
+
+
+@needs_csrc
+def test_no_call_cycle_between_csrc_files():
+    cycle = find_cycle(csrc_call_graph())
+    assert cycle is None, " -> ".join(cycle)
+
+
+def _defines(pattern):
+    """(file, line) of each `#define` of a name matching `pattern` in csrc/ and zarrcore/."""
+    hits = []
+    for folder in (CSRC, os.path.join(ROOT, "zarrcore")):
+        for name in sorted(os.listdir(folder)):
+            if name.endswith((".c", ".h")):
+                for line in _source(os.path.join(folder, name)).splitlines():
+                    if re.match(r"\s*#\s*define\s+" + pattern + r"\b", line):
+                        hits.append((name, line.strip()))
+    return hits
+
+
+@needs_csrc
+def test_status_codes_are_defined_only_in_zc_status_h():
+    hits = _defines(r"ZC_(?:OK|ERR_\w+)")
+    assert hits and {f for f, _ in hits} == {"zc_status.h"}, hits
+
+
+@needs_csrc
+def test_the_dimension_limit_is_defined_once():
+    # C: one number. The public header keeps its own name for it, checked equal at build.
+    limits = _defines(r"ZC_\w*MAX_NDIM")
+    assert [f for f, _ in limits] == ["zc_status.h", "array_api.h"], limits
+    with open(os.path.join(CSRC, "zc_array.h"), encoding="utf-8") as f:
+        assert "#if ZC_ARRAY_MAX_NDIM != ZC_MAX_NDIM" in f.read()
+    # Cython takes it from _status.pxd (no arrays sized by a literal), Python from _status.
+    for name in _cython_files():
+        assert "[32]" not in _text(name), name
+    assert not re.search(r"\b32\b", _text("config.py"))
+    from zarrcore import _status
+    from zarrcore.config import DIMENSIONS_CEILING, LIMITS
+
+    assert DIMENSIONS_CEILING == LIMITS["max_dimensions"][1] == _status.MAX_NDIM == 32
+
+
+def _cython_files():
+    names = os.listdir(os.path.join(ROOT, "zarrcore"))
+    return sorted(n for n in names if n.endswith((".pyx", ".pxd")))
+
+
+def _text(name):
+    with open(os.path.join(ROOT, "zarrcore", name), encoding="utf-8") as f:
+        return f.read()
+
+
+@needs_csrc
+def test_cython_modules_share_one_status_mapping_and_one_buffer_helper():
+    declaring = [n for n in _cython_files() if 'extern from "zc_status.h"' in _text(n)]
+    assert declaring == ["_status.pxd"]
+    for name in _cython_files():
+        if name not in ("_status.pyx", "_buffers.pxd"):
+            text = _text(name)
+            assert "def status_error" not in text, name
+            assert "PyObject_GetBuffer(obj" not in text, name
+
+
+# -- the Python package's layers -----------------------------------------------------------------
+
+PACKAGE = os.path.join(ROOT, "zarrcore")
+# Each module's layer, by its longest matching name prefix; a module imports only modules of
+# its own layer or lower ones (README: API/tools/CLI -> arrays/groups -> pipeline ->
+# codecs/storage/metadata -> runtime/errors -> Cython -> csrc).
+LAYERS = {
+    "zarrcore": 5, "zarrcore.api": 5, "zarrcore.tools": 5, "zarrcore.xarray": 5,
+    "zarrcore.dask": 5, "zarrcore.cli": 5, "zarrcore.zarr_pipeline": 5,
+    "zarrcore.array": 4, "zarrcore.group": 4, "zarrcore.nodes": 4, "zarrcore.consolidated": 4,
+    "zarrcore.creation": 4, "zarrcore.streaming": 4, "zarrcore.array_chunks": 4,
+    "zarrcore.views": 4, "zarrcore.async_nodes": 4,
+    "zarrcore.engine": 3, "zarrcore.chunk_access": 3,
+    # Selections over chunk grids: the sharding codec reads parts of a shard with them.
+    "zarrcore.indexing": 2,
+    "zarrcore.codecs": 2, "zarrcore.storage": 2, "zarrcore.metadata": 2, "zarrcore._types": 2,
+    "zarrcore.config": 1, "zarrcore._portable": 1, "zarrcore.errors": 1,
+    "zarrcore.storage._aio": 1, "zarrcore.concurrency": 1, "zarrcore.cancellation": 1,
+    "zarrcore.background": 1,
+}
+CYTHON_LAYER = 0
+
+
+@cache
+def _python_modules():
+    """{dotted name: file} of the package's Python modules."""
+    found = {}
+    for folder, _, files in os.walk(PACKAGE):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                dotted = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+                found[dotted.removesuffix(".__init__")] = path
+    return found
+
+
+def _is_module(dotted, modules):
+    return dotted in modules or os.path.exists(os.path.join(ROOT, *dotted.split(".")) + ".pyx")
+
+
+def _imported(module, node, is_package, modules):
+    """The package's modules that the import statement `node` in `module` imports."""
+    if isinstance(node, ast.Import):
+        return {a.name for a in node.names if a.name.split(".")[0] == "zarrcore"}
+    if node.level:
+        base = module.split(".")[:len(module.split(".")) + is_package - node.level]
+        source = ".".join(base + ([node.module] if node.module else []))
+    elif (node.module or "").split(".")[0] == "zarrcore":
+        source = node.module
+    else:
+        return set()
+    return {f"{source}.{a.name}" if _is_module(f"{source}.{a.name}", modules) else source
+            for a in node.names}
+
+
+def _type_checking_only(node):
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def python_imports():
+    """({module: modules it imports}, [(module, line) of imports inside functions], lines)
+    over the package; imports only for type checkers do not count."""
+    modules = _python_modules()
+    graph, local, lines = {}, [], 0
+    for module, path in modules.items():
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        lines += text.count("\n")
+        graph[module] = set()
+
+        def walk(node, in_function):
+            for child in ast.iter_child_nodes(node):
+                if _type_checking_only(child):
+                    continue
+                if isinstance(child, (ast.Import, ast.ImportFrom)):
+                    found = _imported(module, child, path.endswith("__init__.py"), modules)
+                    graph[module] |= found - {module}
+                    if found and in_function:
+                        local.append((module, child.lineno))
+                walk(child, in_function or isinstance(
+                    child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+        walk(ast.parse(text), False)
+    return graph, local, lines
+
+
+def layer(module):
+    if module not in _python_modules():
+        return CYTHON_LAYER
+    names = [n for n in LAYERS if module == n or module.startswith(n + ".")]
+    assert names, f"{module} has no layer in LAYERS"
+    return LAYERS[max(names, key=len)]
+
+
+def test_the_import_reader_sees_relative_package_and_local_imports():
+    graph, local, _ = python_imports()
+    assert "zarrcore._memory" in graph["zarrcore.array"]  # from . import _memory
+    assert "zarrcore.codecs.chain" in graph["zarrcore.engine"]  # from .codecs.chain import
+    assert "zarrcore.dask" in graph["zarrcore.xarray.writer"]  # inside a function
+    assert any(module == "zarrcore.xarray.writer" for module, _ in local)
+    assert "zarrcore._types" not in graph["zarrcore.nodes"]  # (only for type checkers)
+
+
+def test_no_module_imports_a_higher_layer():
+    graph, _, _ = python_imports()
+    upward = sorted((m, t) for m, targets in graph.items() for t in targets
+                    if layer(t) > layer(m))
+    assert not upward
+
+
+def test_no_import_cycle_between_python_modules():
+    graph, _, _ = python_imports()
+    assert find_cycle(graph) is None, find_cycle(graph)
+
+
+def test_few_imports_inside_functions():
+    """An import inside a function hides a dependency: one per 1,000 lines at most (those of
+    optional packages, outside zarrcore, do not count)."""
+    _, local, lines = python_imports()
+    assert lines > 10_000  # (the reader sees the package)
+    assert len(local) <= lines / 1000, sorted(local)
+
+
+# -- asking, not switching ------------------------------------------------------------------
+
+
+def _subclasses(cls):
+    found = set()
+    for sub in cls.__subclasses__():
+        found |= {sub} | _subclasses(sub)
+    return found
+
+
+def _class_names(base, package, allowed):
+    """Names of the classes of `package` (zarrcore.codecs, zarrcore.storage) deriving from
+    `base`, but for `allowed` (the interfaces: asking "is it one at all" is no switch)."""
+    return {c.__name__ for c in _subclasses(base) | {base}
+            if c.__module__.startswith(package) and c.__name__ not in allowed}
+
+
+def _codec_classes():
+    import zarrcore.codecs  # noqa: F401  (registers every codec module)
+    from zarrcore.codecs import base
+    from zarrcore.codecs.numcodecs_v3 import NumcodecsBytesCodec  # noqa: F401
+
+    kinds = {"Codec", "ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec"}
+    return _class_names(base.Codec, "zarrcore.codecs", kinds)
+
+
+def _store_classes():
+    import zarrcore.storage  # noqa: F401
+    from zarrcore.storage.base import Store
+
+    return _class_names(Store, "zarrcore.storage", {"Store"}) | {"Store"}
+
+
+def _names(node):
+    """The class names an isinstance/compare operand mentions (`A`, `mod.A`, tuples)."""
+    if isinstance(node, ast.Name):
+        return {node.id}
+    if isinstance(node, ast.Attribute):
+        return {node.attr} | _names(node.value)
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return set().union(*map(_names, node.elts)) if node.elts else set()
+    return set()
+
+
+def _is_call(node, *names):
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in names)
+
+
+def _storeish(node):
+    """Does `node` name a store (`store`, `self._store`, `chunks.store`...)?"""
+    name = node.id if isinstance(node, ast.Name) else (
+        node.attr if isinstance(node, ast.Attribute) else "")
+    return name.lstrip("_").endswith("store")
+
+
+def switches(tree, classes, kind_of_store=False):
+    """(line, code) of each place in `tree` that switches on one of `classes`: isinstance or
+    issubclass with one, `type(x) is/in/== ...` mentioning one; for stores also `type(store)`
+    (but for its __name__), getattr/hasattr on a store and a store's private attributes."""
+    found = []
+    named_types = set()
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr == "__name__"
+                and _is_call(node.value, "type")):
+            named_types.add(id(node.value))
+    for node in ast.walk(tree):
+        hit = False
+        if _is_call(node, "isinstance", "issubclass") and len(node.args) == 2:
+            hit = bool(_names(node.args[1]) & classes)
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            hit = (any(_is_call(n, "type") for s in sides for n in ast.walk(s))
+                   and bool(set().union(*map(_names, sides)) & classes))
+        elif kind_of_store and _is_call(node, "type") and id(node) not in named_types:
+            hit = any(_storeish(a) for a in node.args)
+        elif kind_of_store and _is_call(node, "getattr", "hasattr") and node.args:
+            hit = _storeish(node.args[0])
+        elif (kind_of_store and isinstance(node, ast.Attribute) and node.attr.startswith("_")
+              and not node.attr.startswith("__")):
+            hit = _storeish(node.value) and not (
+                isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+        if hit:
+            found.append((node.lineno, ast.unparse(node)))
+    return sorted(found)
+
+
+def _modules(outside):
+    """(path, tree) of each Python module of the package outside the folder `outside`."""
+    for folder, _, files in os.walk(PACKAGE):
+        if os.path.relpath(folder, PACKAGE).split(os.sep)[0] == outside:
+            continue
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                with open(path, encoding="utf-8") as f:
+                    yield os.path.relpath(path, ROOT), ast.parse(f.read())
+
+
+def _cython_sources():
+    for name in sorted(os.listdir(PACKAGE)):
+        if name.endswith((".pyx", ".pxd")):
+            with open(os.path.join(PACKAGE, name), encoding="utf-8") as f:
+                yield name, f.read()
+
+
+def test_the_switch_finder_sees_switches():
+    code = ("isinstance(c, ZstdCodec)\nif type(c) in (GzipCodec, zc.ZlibCodec): pass\n"
+            "isinstance(s, (Group, LocalStore))\ntype(store).reader is Store.reader\n"
+            "getattr(store, 'native_memory')\nself._store._path\n"
+            "isinstance(c, ArrayBytesCodec)\ntype(self._store).__name__\nself._path\n")
+    tree = ast.parse(code)
+    assert [line for line, _ in switches(tree, {"ZstdCodec", "GzipCodec", "ZlibCodec"})] == [1, 2]
+    stores = switches(tree, {"LocalStore", "Store"}, kind_of_store=True)
+    assert [line for line, _ in stores] == [3, 4, 4, 5, 6], stores
+
+
+def test_no_module_outside_the_codecs_switches_on_codec_classes():
+    classes = _codec_classes()
+    assert {"ZstdCodec", "BytesCodec", "ShardingCodec", "Crc32cCodec"} <= classes
+    found = [(path, *hit) for path, tree in _modules("codecs") for hit in switches(tree, classes)]
+    names = "|".join(sorted(classes))
+    pattern = re.compile(rf"(?:isinstance|issubclass)\([^)]*\b(?:{names})\b"
+                         rf"|type\([^)]*\)\s*(?:is|in|==)[^\n]*\b(?:{names})\b")
+    found += [(name, m.group()) for name, text in _cython_sources() for m in pattern.finditer(text)]
+    assert not found, found
+
+
+def test_no_module_outside_the_storage_switches_on_stores_or_reads_their_insides():
+    classes = _store_classes()
+    assert {"LocalStore", "MemoryStore", "ObjectStore", "Store"} <= classes
+    # (isinstance(x, Store), "is it a store at all", is no switch on the kind of store.)
+    found = [(path, *hit) for path, tree in _modules("storage")
+             for hit in switches(tree, classes - {"Store"}, kind_of_store=True)]
+    store = r"\b_?\w*store\b"
+    pattern = re.compile(rf"isinstance\([^)]*\b(?:{'|'.join(sorted(classes - {'Store'}))})\b"
+                         rf"|type\({store}\)|[gs]etattr\({store}|hasattr\({store}|{store}\._[a-z]")
+    found += [(name, m.group()) for name, text in _cython_sources() for m in pattern.finditer(text)]
+    assert not found, found
+
+
+# -- nested parallel work ---------------------------------------------------------------------
+def test_pool_threads_are_inside_parallel_work_and_thread_names_mean_nothing():
+    from zarrcore.config import _in_parallel_work, config
+
+    assert not _in_parallel_work()
+    assert config.executor().submit(_in_parallel_work).result() is True
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(_in_parallel_work()), name="zarrcore-x")
+    thread.start()
+    thread.join()
+    assert seen == [False]
+
+
+# -- optional dependencies ------------------------------------------------------------------------
+def test_importing_zarrcore_imports_no_optional_library():
+    """zarr-python, xarray and dask are imported by the modules that need them (the codec
+    pipeline, the xarray backend), never by `import zarrcore`."""
+    code = ("import sys, zarrcore, zarrcore.api; "
+            "print(sorted(m for m in ('zarr', 'xarray', 'dask') if m in sys.modules))")
+    # (The zarrcore this suite tests: installed, or the checkout's on the caller's PYTHONPATH.)
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True, cwd=os.path.dirname(os.path.abspath(__file__)))
+    assert found.stdout.strip() == "[]", found.stdout
+
+
+def test_zarr_python_loads_the_pipeline_entry_point_at_any_version():
+    """zarr-python loads every registered `zarr.codec_pipeline` entry point whenever it looks
+    for its pipeline, so the pipeline's module imports under any zarr-python 3 (3.1 on Python
+    3.11 included), and only a pipeline that cannot run there refuses to be made."""
+    zarr = pytest.importorskip("zarr", reason="the entry point's loader is zarr-python")
+    from zarr.registry import Registry
+
+    entry = importlib.metadata.EntryPoint(
+        name="zarrcore", value="zarrcore.zarr_pipeline:ZarrcorePipeline",
+        group="zarr.codec_pipeline")
+    registry = Registry()
+    registry.lazy_load_list.append(entry)
+    registry.lazy_load()  # as zarr.registry.get_pipeline_class does
+    assert "zarrcore.zarr_pipeline.ZarrcorePipeline" in registry
+    zarr.create_array({}, shape=(4,), dtype="i4")  # zarr-python itself keeps working

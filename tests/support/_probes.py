@@ -1,0 +1,47 @@
+"""Probes several test modules share: the Python calls a read makes, and the memory a script
+peaks at in a fresh interpreter."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import zarrcore
+
+
+def python_calls(read):
+    """The number of Python function calls `read()` makes (its result discarded)."""
+    calls = 0
+
+    def count(frame, event, arg):
+        nonlocal calls
+        if event == "call":
+            calls += 1
+
+    sys.setprofile(count)
+    try:
+        read()
+    finally:
+        sys.setprofile(None)
+    return calls
+
+
+# Scripts run in a fresh process: VmHWM is then this process's own peak (ru_maxrss would carry
+# the forking parent's over exec).
+STATUS_KIB = """
+import sys
+import numpy, zarrcore
+
+def status_kib(field):
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith(field + ":"))
+
+"""
+
+
+def run_measured(script, *args):
+    """Run STATUS_KIB + `script` with this zarrcore in a fresh interpreter; its output ints."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(zarrcore.__file__)), os.environ.get("PYTHONPATH", "")]))
+    res = subprocess.run([sys.executable, "-c", STATUS_KIB + textwrap.dedent(script), *map(str, args)],
+                         env=env, capture_output=True, text=True, check=True)
+    return list(map(int, res.stdout.split()))
