@@ -58,6 +58,13 @@ zc_chunk_cache *zc_chunk_cache_new(size_t capacity, size_t chunk_bytes, int key_
 void zc_chunk_cache_free(zc_chunk_cache *c);
 void zc_chunk_cache_get_stats(zc_chunk_cache *c, zc_chunk_cache_stats *out);
 
+/* Keep the entries of `c` in `shared` (zc_shm_cache.h), with the other processes using it,
+ * instead of in `c` (called before any use; `shared` outlives `c`). Its reads and counters are
+ * then the table's; `c` pins copies of found entries for their readers. Only for versions that
+ * mean the same in every process: files' and stores' (not memory blobs'). */
+struct zc_shm_cache;
+void zc_chunk_cache_share(zc_chunk_cache *c, struct zc_shm_cache *shared);
+
 /* The identity of the open object `o` into `v` (offset and nbytes left as they are, content
  * 0): a file's zc_os_fstat, or a memory blob's version (settled at once: it never changes).
  * ZC_OK or ZC_ERR_IO. */
