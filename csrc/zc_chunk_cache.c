@@ -167,13 +167,6 @@ static uint64_t key_hash(const int64_t *key, int n)
     return h;
 }
 
-int zc_chunk_version_same(const zc_chunk_version *a, const zc_chunk_version *b)
-{
-    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-           a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns && a->offset == b->offset &&
-           a->nbytes == b->nbytes && a->content == b->content;
-}
-
 /* ---- parts (each call holds p->lock) ------------------------------------------------------- */
 
 static entry **bucket_of(const zc_chunk_cache *c, part *p, uint64_t hash)

@@ -74,8 +74,14 @@ int zc_chunk_version_of(const zc_object *o, zc_chunk_version *v);
  * set, 0 when nothing is stored there. (A file's version needs its bytes: it is opened.) */
 int zc_chunk_version_in(zc_memstore *mem, const char *path, zc_chunk_version *v);
 
-/* Are `a` and `b` the same version (equal stored bytes)? */
-int zc_chunk_version_same(const zc_chunk_version *a, const zc_chunk_version *b);
+/* Are `a` and `b` the same version (equal stored bytes)? (Inline: the shared table,
+ * zc_shm_cache.c, compares versions too.) */
+static inline int zc_chunk_version_same(const zc_chunk_version *a, const zc_chunk_version *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+           a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns && a->offset == b->offset &&
+           a->nbytes == b->nbytes && a->content == b->content;
+}
 
 /* May chunks of version `v` be cached: is its ctime settled (ZC_CHUNK_CACHE_SETTLE_NS)? */
 int zc_chunk_version_settled(const zc_chunk_version *v);
