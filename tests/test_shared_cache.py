@@ -134,6 +134,19 @@ def test_a_chunk_rewritten_with_the_same_stat_is_never_served_stale(tmp_path, me
     del m
 
 
+def test_chunks_stored_as_their_items_bypass_it(tmp_path):
+    """As the in-process cache: uncompressed native-order chunk files are read without it (a
+    hit would read and hash the very bytes a read copies into place)."""
+    path, data = _make(tmp_path, compressors=[])
+    a = zarrcore.open_array(path, mode="r", cache_bytes=2 * SAMPLES * SAMPLE_BYTES,
+                            shared_cache=True)
+    with _pool("fork", a) as pool:
+        _epoch(pool, data, 1)
+        _epoch(pool, data, 2)
+    info = a.cache_info()
+    assert info["hits"] == info["misses"] == info["entries"] == 0
+
+
 def _stopped(pid):
     with open(f"/proc/{pid}/stat") as f:
         return f.read().rsplit(")", 1)[1].split()[0] == "T"
