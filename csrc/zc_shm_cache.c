@@ -41,6 +41,7 @@ typedef struct {
 
 struct zc_shm_cache {
     shm_header *head;
+    shm_header lay; /* the layout fields, checked, in this process's memory: never re-read */
     size_t size;
     int fd; /* the creator's, kept open for others to attach through; else -1 */
 };
@@ -54,12 +55,12 @@ static size_t round_up(size_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
 
 static shm_slot *slot_at(const zc_shm_cache *s, uint64_t i)
 {
-    return (shm_slot *)((char *)s->head + round_up(sizeof(shm_header)) + i * s->head->head_bytes);
+    return (shm_slot *)((char *)s->head + round_up(sizeof(shm_header)) + i * s->lay.head_bytes);
 }
 
 static unsigned char *data_at(const zc_shm_cache *s, uint64_t i)
 {
-    return (unsigned char *)s->head + s->head->data_offset + i * s->head->slot_bytes;
+    return (unsigned char *)s->head + s->lay.data_offset + i * s->lay.slot_bytes;
 }
 
 /* The layout of a table, into `h`: 0, or -1 when its size overflows. */
@@ -76,7 +77,7 @@ static int layout(shm_header *h, size_t capacity, size_t chunk_bytes, int key_le
     h->slot_bytes = round_up(chunk_bytes);
     if (h->slot_bytes < chunk_bytes)
         return -1;
-    if (h->nslots > SIZE_MAX / h->slot_bytes)
+    if (h->nslots > SIZE_MAX / h->slot_bytes || h->nslots > SIZE_MAX / h->head_bytes)
         return -1;
     const size_t heads = h->nslots * h->head_bytes, datas = h->nslots * h->slot_bytes;
     h->data_offset = round_up(round_up(sizeof(shm_header)) + heads);
@@ -112,7 +113,7 @@ zc_shm_cache *zc_shm_cache_create(size_t capacity, size_t chunk_bytes, int key_l
         errno = e;
         return NULL;
     }
-    *s->head = h;
+    *s->head = s->lay = h;
     *status = ZC_OK;
     return s;
 }
@@ -137,7 +138,8 @@ zc_shm_cache *zc_shm_cache_attach(const char *path, size_t chunk_bytes, int key_
                          h->nslots >= 1 && h->nslots <= (uint64_t)INT64_MAX / chunk_bytes &&
                          layout(&want, (size_t)h->nslots * chunk_bytes, chunk_bytes, key_len) == 0 &&
                          want.total_bytes == h->total_bytes && want.nsets == h->nsets &&
-                         want.data_offset == h->data_offset && (uint64_t)size == h->total_bytes;
+                         want.data_offset == h->data_offset && want.head_bytes == h->head_bytes &&
+                         want.slot_bytes == h->slot_bytes && (uint64_t)size == h->total_bytes;
         zc_mem_unmap(p, sizeof(shm_header));
         p = NULL;
         if (same)
@@ -157,6 +159,7 @@ zc_shm_cache *zc_shm_cache_attach(const char *path, size_t chunk_bytes, int key_
         return NULL;
     }
     s->head = (shm_header *)p;
+    s->lay = want;
     s->size = (size_t)size;
     s->fd = -1;
     *status = ZC_OK;
@@ -184,13 +187,13 @@ void zc_shm_cache_get_stats(zc_shm_cache *s, zc_chunk_cache_stats *out)
     out->inserts = (uint64_t)zc_atomic_load_i64(&h->inserts, ZC_RELAXED);
     out->evictions = (uint64_t)zc_atomic_load_i64(&h->evictions, ZC_RELAXED);
     out->stale = (uint64_t)zc_atomic_load_i64(&h->stale, ZC_RELAXED);
-    out->capacity = (size_t)(h->nslots * h->chunk_bytes);
-    for (uint64_t i = 0; i < h->nslots; i++) {
+    out->capacity = (size_t)(s->lay.nslots * s->lay.chunk_bytes);
+    for (uint64_t i = 0; i < s->lay.nslots; i++) {
         shm_slot *t = slot_at(s, i);
         if (zc_atomic_load_i64(&t->used, ZC_RELAXED))
             out->entries++;
     }
-    out->used = (size_t)out->entries * h->chunk_bytes;
+    out->used = (size_t)out->entries * s->lay.chunk_bytes;
 }
 
 /* ---- slots ---------------------------------------------------------------------------------- */
@@ -207,7 +210,7 @@ static uint64_t mix(uint64_t h)
 /* The key's two sets, as the first slot of each and their lengths. */
 static void sets_of(const zc_shm_cache *s, const int64_t *key, uint64_t first[2], uint64_t n[2])
 {
-    const shm_header *h = s->head;
+    const shm_header *h = &s->lay;
     uint64_t k = 0x9e3779b97f4a7c15ull;
     for (uint64_t i = 0; i < h->key_len; i++)
         k = mix(k ^ (uint64_t)key[i]);
@@ -224,7 +227,7 @@ static void sets_of(const zc_shm_cache *s, const int64_t *key, uint64_t first[2]
 
 static int key_is(const zc_shm_cache *s, const shm_slot *t, const int64_t *key)
 {
-    return memcmp(t->key, key, (size_t)s->head->key_len * sizeof(int64_t)) == 0;
+    return memcmp(t->key, key, (size_t)s->lay.key_len * sizeof(int64_t)) == 0;
 }
 
 /* Own slot `t`, free or owned by `owner` (a process gone), and mark it being written: its
@@ -307,7 +310,7 @@ int zc_shm_cache_get(zc_shm_cache *s, const int64_t *key, const zc_chunk_version
 {
     int64_t seq = 0, i = find(s, key, v, &seq);
     if (i >= 0)
-        memcpy(dst, data_at(s, (uint64_t)i), s->head->chunk_bytes);
+        memcpy(dst, data_at(s, (uint64_t)i), s->lay.chunk_bytes);
     return copied(s, i, seq);
 }
 
@@ -370,16 +373,16 @@ void zc_shm_cache_put(zc_shm_cache *s, const int64_t *key, const zc_chunk_versio
         return;
     shm_slot *t = slot_at(s, (uint64_t)i);
     zc_atomic_store_i64(&t->used, 0, ZC_RELAXED);
-    memcpy(t->key, key, (size_t)h->key_len * sizeof(int64_t));
+    memcpy(t->key, key, (size_t)s->lay.key_len * sizeof(int64_t));
     t->version = *v;
     unsigned char *dst = data_at(s, (uint64_t)i);
     if (zc_atomic_load_i64(&h->stop_pid, ZC_RELAXED) == (int64_t)zc_os_pid()) {
-        memcpy(dst, data, h->chunk_bytes / 2);
+        memcpy(dst, data, s->lay.chunk_bytes / 2);
 #ifdef SIGSTOP
         raise(SIGSTOP);
 #endif
     }
-    memcpy(dst, data, h->chunk_bytes);
+    memcpy(dst, data, s->lay.chunk_bytes);
     zc_atomic_store_i64(&t->used, 1, ZC_RELAXED);
     zc_atomic_store_i64(&t->tick, zc_atomic_add_i64(&h->clock, 1, ZC_RELAXED), ZC_RELAXED);
     publish(t);

@@ -296,6 +296,8 @@ def test_bad_settings_name_the_setting(tmp_path):
                                                     "shared_cache": "on"})
     with pytest.raises(SettingValueError, match="shared_cache needs a cache budget"):
         zarrcore.open_array(path, mode="r", shared_cache=True)
+    with pytest.raises(SettingValueError, match="shared_cache: no shared cache of"):
+        zarrcore.open_array(path, mode="r", cache_bytes=2**62, shared_cache=True)
     with pytest.raises(ValueError, match="cache_bytes"):  # (the budget's own rule)
         zarrcore.open_array(path, mode="r", cache_bytes=SAMPLE_BYTES - 1, shared_cache=True)
     # False, or an array never opened shared, is the in-process cache

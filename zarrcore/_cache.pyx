@@ -7,7 +7,7 @@ import secrets
 import sys
 from typing import NamedTuple
 
-from libc.errno cimport errno
+from libc.errno cimport ENOSYS, errno
 from libc.stdint cimport int64_t, uint64_t
 
 from zarrcore._jobs cimport zc_chunk_cache
@@ -122,10 +122,11 @@ cdef class ChunkCache:
                 code = errno
                 if status == -3:
                     raise MemoryError("shared chunk cache")
-                raise SettingValueError(
-                    f"{setting}: no memory shared between processes on {sys.platform} "
-                    f"({os.strerror(code) if code else 'unsupported'}); a shared cache "
-                    f"needs Linux")
+                if code == ENOSYS:
+                    raise SettingValueError(f"{setting}: no memory shared between processes on "
+                                            f"{sys.platform}; a shared cache needs Linux")
+                raise SettingValueError(f"{setting}: no shared cache of {capacity} bytes: "
+                                        f"{os.strerror(code)}")
             self.shared_ref = SharedCacheRef(os.getpid(), zc_shm_cache_fd(self.shared), nonce)
         zc_chunk_cache_share(self.chunks, self.shared)
 
