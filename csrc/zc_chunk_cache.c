@@ -7,6 +7,7 @@
 #include "zc_fork.h"
 #include "zc_hash64.h"
 #include "zc_os.h"
+#include "zc_shm_cache.h"
 #include "zc_status.h"
 
 /* Parts of the table: enough that two threads rarely meet on one lock. The byte budget is
@@ -68,6 +69,9 @@ struct zc_chunk_cache {
     void *free_slots;
     block *blocks;
     zc_fork_guard fork_guard;
+    /* Set: entries live in this table shared with other processes (zc_shm_cache.h), none in
+     * the parts; an entry found is copied out of it into a slot pinned for its reader. */
+    zc_shm_cache *shared;
 };
 
 /* ---- slots -------------------------------------------------------------------------------- */
@@ -161,13 +165,6 @@ static uint64_t key_hash(const int64_t *key, int n)
         h ^= h >> 33;
     }
     return h;
-}
-
-int zc_chunk_version_same(const zc_chunk_version *a, const zc_chunk_version *b)
-{
-    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-           a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns && a->offset == b->offset &&
-           a->nbytes == b->nbytes && a->content == b->content;
 }
 
 /* ---- parts (each call holds p->lock) ------------------------------------------------------- */
@@ -294,8 +291,14 @@ void zc_chunk_cache_free(zc_chunk_cache *c)
     free(c);
 }
 
+void zc_chunk_cache_share(zc_chunk_cache *c, zc_shm_cache *shared) { c->shared = shared; }
+
 void zc_chunk_cache_get_stats(zc_chunk_cache *c, zc_chunk_cache_stats *out)
 {
+    if (c != NULL && c->shared != NULL) {
+        zc_shm_cache_get_stats(c->shared, out);
+        return;
+    }
     memset(out, 0, sizeof *out);
     if (c != NULL)
         out->capacity = c->capacity;
@@ -351,9 +354,19 @@ int zc_chunk_version_settled(const zc_chunk_version *v)
 
 /* The entry of `key` at version `v`, with a reference for the caller; NULL when there is none
  * (an entry of another version is dropped: the stored chunk changed). */
+static entry *entry_new(zc_chunk_cache *c, const int64_t *key, const zc_chunk_version *v);
+
 static entry *lookup(zc_chunk_cache *c, uint64_t hash, const int64_t *key,
                      const zc_chunk_version *v)
 {
+    if (c->shared != NULL) {
+        entry *e = entry_new(c, key, v);
+        if (e != NULL && !zc_shm_cache_get(c->shared, key, v, e->data)) {
+            entry_release(e);
+            e = NULL;
+        }
+        return e;
+    }
     part *p = &c->parts[hash % (uint64_t)c->nparts];
     zc_mutex_lock(&p->lock);
     entry *e = find_entry(c, p, hash, key);
@@ -378,6 +391,10 @@ static entry *lookup(zc_chunk_cache *c, uint64_t hash, const int64_t *key,
  * least recently used entries, of its part first, until the cache is within its budget. */
 static void insert(zc_chunk_cache *c, entry *e)
 {
+    if (c->shared != NULL) {
+        zc_shm_cache_put(c->shared, e->key, &e->version, e->data);
+        return;
+    }
     const int home = (int)(e->hash % (uint64_t)c->nparts);
     part *p = &c->parts[home];
     zc_mutex_lock(&p->lock);
@@ -536,7 +553,15 @@ int zc_chunk_cache_read(zc_chunk_cache *c, const int64_t *key, const zc_chunk_ve
             return st;
         zc_chunk_version cv = *v;
         cv.content = zc_hash64(r->file.p, size);
-        if ((e = zc_chunk_cache_find(c, key, &cv)) == NULL &&
+        /* (Shared: the selection straight out of the table, no copy of the whole chunk.) */
+        if (c->shared == NULL) {
+            e = zc_chunk_cache_find(c, key, &cv);
+        } else {
+            if ((st = zc_shm_cache_get_sel(c->shared, key, &cv, s, chain->itemsize)) != 0)
+                return st < 0 ? st : ZC_OK;
+            e = NULL;
+        }
+        if (e == NULL &&
             (st = zc_chunk_cache_decode_bytes(c, key, &cv, chain, r->file.p, size,
                                               c->chunk_bytes, &e)) != ZC_OK)
             return st;

@@ -58,6 +58,13 @@ zc_chunk_cache *zc_chunk_cache_new(size_t capacity, size_t chunk_bytes, int key_
 void zc_chunk_cache_free(zc_chunk_cache *c);
 void zc_chunk_cache_get_stats(zc_chunk_cache *c, zc_chunk_cache_stats *out);
 
+/* Keep the entries of `c` in `shared` (zc_shm_cache.h), with the other processes using it,
+ * instead of in `c` (called before any use; `shared` outlives `c`). Its reads and counters are
+ * then the table's; `c` pins copies of found entries for their readers. Only for versions that
+ * mean the same in every process: files' and stores' (not memory blobs'). */
+struct zc_shm_cache;
+void zc_chunk_cache_share(zc_chunk_cache *c, struct zc_shm_cache *shared);
+
 /* The identity of the open object `o` into `v` (offset and nbytes left as they are, content
  * 0): a file's zc_os_fstat, or a memory blob's version (settled at once: it never changes).
  * ZC_OK or ZC_ERR_IO. */
@@ -67,8 +74,14 @@ int zc_chunk_version_of(const zc_object *o, zc_chunk_version *v);
  * set, 0 when nothing is stored there. (A file's version needs its bytes: it is opened.) */
 int zc_chunk_version_in(zc_memstore *mem, const char *path, zc_chunk_version *v);
 
-/* Are `a` and `b` the same version (equal stored bytes)? */
-int zc_chunk_version_same(const zc_chunk_version *a, const zc_chunk_version *b);
+/* Are `a` and `b` the same version (equal stored bytes)? (Inline: the shared table,
+ * zc_shm_cache.c, compares versions too.) */
+static inline int zc_chunk_version_same(const zc_chunk_version *a, const zc_chunk_version *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+           a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns && a->offset == b->offset &&
+           a->nbytes == b->nbytes && a->content == b->content;
+}
 
 /* May chunks of version `v` be cached: is its ctime settled (ZC_CHUNK_CACHE_SETTLE_NS)? */
 int zc_chunk_version_settled(const zc_chunk_version *v);

@@ -46,6 +46,14 @@
 #define zc_atomic_load_i64(p, order) __atomic_load_n((p), (order))
 #define zc_atomic_add_i64(p, v, order) __atomic_add_fetch((p), (v), (order))
 #define zc_atomic_fetch_add_i64(p, v, order) __atomic_fetch_add((p), (v), (order))
+#define zc_atomic_store_i64(p, v, order) __atomic_store_n((p), (v), (order))
+/* As zc_atomic_cas_int, on int64_t. */
+#define zc_atomic_cas_i64(p, expected, desired)                                                \
+    __atomic_compare_exchange_n((p), (expected), (desired), 0, __ATOMIC_ACQ_REL,               \
+                                __ATOMIC_ACQUIRE)
+/* A full barrier: memory accesses before it are ordered before those after it (a seqlock's
+ * readers and writers). */
+#define zc_atomic_fence() __atomic_thread_fence(__ATOMIC_SEQ_CST)
 #else
 #define ZC_RELAXED 0
 #define ZC_ACQUIRE 2
@@ -93,6 +101,24 @@ static __inline int64_t zc_atomic_fetch_add_i64(int64_t *p, int64_t v, int order
 static __inline int64_t zc_atomic_add_i64(int64_t *p, int64_t v, int order)
 {
     return zc_atomic_fetch_add_i64(p, v, order) + v;
+}
+static __inline void zc_atomic_store_i64(int64_t *p, int64_t v, int order)
+{
+    (void)order;
+    _InterlockedExchange64((volatile __int64 *)p, v);
+}
+static __inline int zc_atomic_cas_i64(int64_t *p, int64_t *expected, int64_t desired)
+{
+    __int64 seen = _InterlockedCompareExchange64((volatile __int64 *)p, desired, *expected);
+    if (seen == *expected)
+        return 1;
+    *expected = seen;
+    return 0;
+}
+static __inline void zc_atomic_fence(void)
+{
+    volatile long x = 0; /* an interlocked operation is a full barrier */
+    _InterlockedOr(&x, 0);
 }
 #endif
 
@@ -204,6 +230,19 @@ void zc_mem_advise_free(void *p, size_t size);
 /* Back the block with huge pages where the system does so on request (MADV_HUGEPAGE). */
 void zc_mem_advise_huge(void *p, size_t size);
 
+/* ---- Memory shared between processes (zc_os_*_mem.c): an anonymous file of `size` bytes
+ * (Linux: memfd_create), which goes with the last descriptor or mapping of it, so a process
+ * that dies leaves none behind. Other processes open it by a path to the creator's
+ * descriptor (/proc/<pid>/fd/<fd>); forked ones inherit the descriptor and the mapping.
+ * Elsewhere (macOS, Windows) the calls fail with ENOSYS. Descriptors are not inherited by
+ * programs the process starts. ---- */
+int zc_os_shm_create(size_t size);
+int zc_os_shm_open(const char *path);
+/* The descriptor's file as `size` bytes mapped shared, read and write; NULL with errno. */
+void *zc_os_shm_map(int fd, size_t size);
+/* The size of the file `fd`, or -1 with errno. */
+int64_t zc_os_shm_size(int fd);
+
 /* ---- Files (zc_os_*_file.c) ----
  * Names are looked up in a directory `dir`: a descriptor of a directory (opened with
  * ZC_OPEN_PATH | ZC_OPEN_DIRECTORY), or ZC_OS_CWD, with which the name is a path as the plain
@@ -306,6 +345,8 @@ const char *zc_os_last_sep(const char *path);
  * errno. */
 int zc_os_share_like_dir(int fd, int dir, const char *dir_name, int mode);
 long zc_os_pid(void);
+/* Is there no process of id `pid` (it exited, and no other took the id)? */
+int zc_os_pid_gone(long pid);
 /* Nanoseconds of the real-time clock. */
 uint64_t zc_os_time_ns(void);
 

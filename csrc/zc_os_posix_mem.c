@@ -3,7 +3,11 @@
 #define _GNU_SOURCE
 #include "zc_os.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define PAGE ((size_t)4096)
 
@@ -44,5 +48,54 @@ void zc_mem_advise_huge(void *p, size_t size)
 #else
     (void)p, (void)size;
 #endif
+}
+
+int zc_os_shm_create(size_t size)
+{
+#if defined(__linux__) && defined(MFD_CLOEXEC)
+    if (size > (size_t)INT64_MAX) {
+        errno = EFBIG;
+        return -1;
+    }
+    int fd = memfd_create("zarrcore-cache", MFD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (ftruncate(fd, (off_t)size) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+#else
+    (void)size;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+int zc_os_shm_open(const char *path)
+{
+#if defined(__linux__)
+    return open(path, O_RDWR | O_CLOEXEC);
+#else
+    (void)path;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+void *zc_os_shm_map(int fd, size_t size)
+{
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+int64_t zc_os_shm_size(int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return -1;
+    return (int64_t)st.st_size;
 }
 #endif

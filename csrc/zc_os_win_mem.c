@@ -3,6 +3,8 @@
 #include "zc_os_win.h" /* first: it sets the Windows version */
 #include "zc_os.h"
 
+#include <errno.h>
+
 #define GRANULARITY ((size_t)64 << 10) /* what VirtualAlloc aligns to unasked */
 
 void *zc_mem_map(size_t size, size_t align)
@@ -37,5 +39,34 @@ void zc_mem_advise_huge(void *p, size_t size)
 {
     /* Large pages need a privilege and are never transparent: nothing to ask. */
     (void)p, (void)size;
+}
+
+/* No memory shared by descriptor here (zc_os.h). */
+int zc_os_shm_create(size_t size)
+{
+    (void)size;
+    errno = ENOSYS;
+    return -1;
+}
+
+int zc_os_shm_open(const char *path)
+{
+    (void)path;
+    errno = ENOSYS;
+    return -1;
+}
+
+void *zc_os_shm_map(int fd, size_t size)
+{
+    (void)fd, (void)size;
+    errno = ENOSYS;
+    return NULL;
+}
+
+int64_t zc_os_shm_size(int fd)
+{
+    (void)fd;
+    errno = ENOSYS;
+    return -1;
 }
 #endif

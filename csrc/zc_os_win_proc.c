@@ -5,6 +5,16 @@
 
 long zc_os_pid(void) { return (long)GetCurrentProcessId(); }
 
+int zc_os_pid_gone(long pid)
+{
+    HANDLE h = OpenProcess(SYNCHRONIZE, FALSE, (DWORD)pid);
+    if (h == NULL)
+        return GetLastError() == ERROR_INVALID_PARAMETER;
+    const int gone = WaitForSingleObject(h, 0) == WAIT_OBJECT_0;
+    CloseHandle(h);
+    return gone;
+}
+
 uint64_t zc_os_time_ns(void)
 {
     FILETIME ft;

@@ -1,6 +1,6 @@
 # Type stub of a compiled module (zarrcore/_cache.pyx): the decoded-chunk cache of
 # csrc/zc_chunk_cache.c. Keep in step with the .pyx.
-from typing import Any
+from typing import Any, NamedTuple
 
 INDEX_SHARE: int
 CACHE_BYTES_MAX: int
@@ -8,8 +8,16 @@ CACHE_BYTES_MAX: int
 def check_budget(budget: object, setting: str, chunk_bytes: int | None = None,
                  chunk: str = "chunk") -> int: ...
 
+class SharedCacheRef(NamedTuple):
+    pid: int
+    fd: int
+    nonce: int
+
 class ChunkCache:
     capacity: int
+    shared_ref: SharedCacheRef | None
     def __init__(self, capacity: int, chunk_bytes: int, ndim: int,
-                 ninner: int | None = None) -> None: ...
+                 ninner: int | None = None, shared: bool | SharedCacheRef | None = None,
+                 setting: str = "shared_cache") -> None: ...
     def info(self) -> dict[str, Any]: ...
+    def stop_mid_write(self, pid: int) -> None: ...

@@ -2,12 +2,17 @@
 """Bindings for csrc/zc_chunk_cache.c: the decoded-chunk cache that an Array's compiled reads
 (ChunkBatch, ShardBatch) share, the same cache a native handle keeps (zc_array.c)."""
 import operator
+import os
+import secrets
+import sys
+from typing import NamedTuple
 
+from libc.errno cimport ENOSYS, errno
 from libc.stdint cimport int64_t, uint64_t
 
 from zarrcore._jobs cimport zc_chunk_cache
 
-from .errors import SettingTypeError
+from .errors import SettingTypeError, SettingValueError
 
 cdef extern from "zc_chunk_cache.h":
     ctypedef struct zc_chunk_cache_stats:
@@ -17,6 +22,16 @@ cdef extern from "zc_chunk_cache.h":
     zc_chunk_cache *zc_chunk_cache_new(size_t capacity, size_t chunk_bytes, int key_len)
     void zc_chunk_cache_free(zc_chunk_cache *c)
     void zc_chunk_cache_get_stats(zc_chunk_cache *c, zc_chunk_cache_stats *out)
+    void zc_chunk_cache_share(zc_chunk_cache *c, zc_shm_cache *shared)
+
+cdef extern from "zc_shm_cache.h":
+    zc_shm_cache *zc_shm_cache_create(size_t capacity, size_t chunk_bytes, int key_len,
+                                      uint64_t nonce, int *status)
+    zc_shm_cache *zc_shm_cache_attach(const char *path, size_t chunk_bytes, int key_len,
+                                      uint64_t nonce, int *status)
+    void zc_shm_cache_free(zc_shm_cache *s)
+    int zc_shm_cache_fd(const zc_shm_cache *s)
+    void zc_shm_cache_stop_mid_write(zc_shm_cache *s, long pid)
 
 # Of a sharded array's budget, this share keeps checked shard indexes (as zc_array.c's), so
 # that reads served from the cache need not read them.
@@ -46,31 +61,86 @@ def check_budget(budget, str setting, chunk_bytes=None, str chunk="chunk"):
     return budget
 
 
+class SharedCacheRef(NamedTuple):
+    """Where a process finds a shared cache another made (ChunkCache.shared_ref): its
+    creator's process id and descriptor of it, and the tag it was made with."""
+    pid: int
+    fd: int
+    nonce: int
+
+
 cdef class ChunkCache:
     """At most `capacity` bytes of decoded chunks (inner chunks when `ninner`, the inner chunks
     per shard, is given) of `chunk_bytes` each, over `ndim` axes, for the reads of one array:
     shared by every thread, each entry served only while the stored object keeps the version
     it was decoded from (csrc/zc_chunk_cache.h: for a file, its identity and the hash of the
-    chunk's bytes, which every hit reads)."""
+    chunk's bytes, which every hit reads).
+
+    With `shared` (True, or the SharedCacheRef of another process's), the chunks' entries are
+    kept in memory shared with other processes of the machine, all of them within `capacity`
+    (csrc/zc_shm_cache.h): True makes a new table, a reference opens that one, or makes a new
+    table where it cannot be opened (its creator has exited, or is on another machine).
+    Forked processes share the table they inherit. `shared_ref` says where it is (None when
+    not shared). SettingValueError naming `setting` where the system shares no memory so
+    (Linux only)."""
 
     def __cinit__(self):
         self.chunks = self.indexes = NULL
+        self.shared = NULL
 
-    def __init__(self, size_t capacity, size_t chunk_bytes, int ndim, ninner=None):
+    def __init__(self, size_t capacity, size_t chunk_bytes, int ndim, ninner=None,
+                 shared=None, str setting="shared_cache"):
         if capacity < chunk_bytes:
             raise ValueError(f"a cache of {capacity} bytes holds no chunk of {chunk_bytes}")
         self.capacity = capacity
         self.chunks = zc_chunk_cache_new(capacity, chunk_bytes, ndim + 1)
         if self.chunks == NULL:
             raise MemoryError("chunk cache")
+        if shared:
+            self._share(capacity, chunk_bytes, ndim + 1, shared, setting)
         if ninner is not None and ninner <= capacity // INDEX_SHARE // 16:
             self.indexes = zc_chunk_cache_new(capacity // INDEX_SHARE, 16 * ninner, ndim)
             if self.indexes == NULL:
                 raise MemoryError("shard index cache")
 
+    cdef _share(self, size_t capacity, size_t chunk_bytes, int key_len, shared, str setting):
+        """Keep the chunks' entries in a shared table: `shared`'s, else a new one."""
+        cdef int status = 0, code = 0
+        cdef uint64_t tag
+        cdef bytes path
+        cdef const char *cpath
+        if isinstance(shared, SharedCacheRef):
+            path = f"/proc/{shared.pid}/fd/{shared.fd}".encode()
+            cpath, tag = path, shared.nonce
+            self.shared = zc_shm_cache_attach(cpath, chunk_bytes, key_len, tag, &status)
+            if self.shared != NULL:
+                self.shared_ref = shared
+        if self.shared == NULL:
+            nonce = secrets.randbits(64)
+            self.shared = zc_shm_cache_create(capacity, chunk_bytes, key_len, nonce, &status)
+            if self.shared == NULL:
+                code = errno
+                if status == -3:
+                    raise MemoryError("shared chunk cache")
+                if code == ENOSYS:
+                    raise SettingValueError(f"{setting}: no memory shared between processes on "
+                                            f"{sys.platform}; a shared cache needs Linux")
+                raise SettingValueError(f"{setting}: no shared cache of {capacity} bytes: "
+                                        f"{os.strerror(code)}")
+            self.shared_ref = SharedCacheRef(os.getpid(), zc_shm_cache_fd(self.shared), nonce)
+        zc_chunk_cache_share(self.chunks, self.shared)
+
+    def stop_mid_write(self, long pid):
+        """For tests: the process `pid` stops itself (SIGSTOP) half way through writing its
+        next entry of the shared table (csrc/zc_shm_cache.h)."""
+        if self.shared == NULL:
+            raise ValueError("not a shared cache")
+        zc_shm_cache_stop_mid_write(self.shared, pid)
+
     def __dealloc__(self):
         zc_chunk_cache_free(self.chunks)
         zc_chunk_cache_free(self.indexes)
+        zc_shm_cache_free(self.shared)
 
     def info(self):
         """The counters: hits, misses, inserts, evictions, stale (entries dropped because the

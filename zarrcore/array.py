@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from . import _memory, background, nodes
-from ._cache import check_budget
+from ._cache import SharedCacheRef, check_budget
 from .array_api import ArrayHandle
 from .array_chunks import ChunkMethods
 from .async_nodes import AsyncArray
@@ -28,7 +28,8 @@ from .creation import (
     create_node, format_for_new, shard_codecs, split_codecs, store_mode,
 )
 from .errors import (
-    ArrayNotFoundError, MetadataError, NodeNotFoundError, SelectionError, ShapeMismatchError,
+    ArrayNotFoundError, MetadataError, NodeNotFoundError, SelectionError, SettingTypeError,
+    ShapeMismatchError,
 )
 from .metadata import ArrayMetadataV2, ArrayMetadataV3, ChunkKeyEncoding
 from .metadata.common import INT64_MAX, check_attributes
@@ -102,6 +103,7 @@ class Array(ChunkMethods, nodes.Node):
             key_layout=self._key_layout(metadata), array_shape=metadata.shape,
             write_empty_chunks=self._config["write_empty_chunks"], grid=metadata.grid,
             cache_bytes=self._config.get("cache_bytes"),
+            shared_cache=self._config.get("shared_cache"),
             options=array_options({k: v for k, v in self._config.items() if k in ARRAY_OPTIONS}),
         )
 
@@ -409,8 +411,11 @@ class Array(ChunkMethods, nodes.Node):
     def __reduce__(self) -> tuple[Any, ...]:
         # The chunk store holds compiled job state that does not pickle; it is rebuilt from
         # the metadata, so processes and task schedulers can ship arrays.
+        # A shared cache travels as where its table is (SharedCacheRef), for the process
+        # that unpickles to read through the same one.
+        ref = None if self._chunks.cache is None else self._chunks.cache.shared_ref
         return type(self), (self._store, self._path, self._metadata, self._read_only,
-                            self._config)
+                            self._config if ref is None else {**self._config, "shared_cache": ref})
 
     def __dask_tokenize__(self) -> tuple[Any, ...]:
         # The same array (store, path, metadata) tokenizes alike in every process.
@@ -1438,7 +1443,7 @@ def _config_items(config: Any) -> dict[str, Any]:
 
 
 _ARRAY_SETTINGS = ("write_empty_chunks", "read_missing_chunks", "order", "cache_bytes",
-                   *ARRAY_OPTIONS)
+                   "shared_cache", *ARRAY_OPTIONS)
 
 
 def _array_config(config: Any) -> dict[str, Any]:
@@ -1458,13 +1463,19 @@ def _array_config(config: Any) -> dict[str, Any]:
     cache_bytes = config.get("cache_bytes")
     if cache_bytes is not None:
         cache_bytes = check_budget(cache_bytes, "array config: cache_bytes")
+    # (A SharedCacheRef: a pickled array's, Array.__reduce__.)
+    shared = config.get("shared_cache")
+    shared = None if shared is False else shared
+    if shared is not None and shared is not True and not isinstance(shared, SharedCacheRef):
+        raise SettingTypeError(f"array config: shared_cache must be True or False, not "
+                               f"{shared!r}")
     # read_missing_chunks, cache_bytes and ARRAY_OPTIONS only when given: None follows
     # zarrcore.config.
     own = checked_array_options({k: v for k, v in config.items() if k in ARRAY_OPTIONS})
     return {"write_empty_chunks": None if write_empty is None else bool(write_empty),
             **({} if read_missing is None else {"read_missing_chunks": bool(read_missing)}),
             "order": order, **({} if cache_bytes is None else {"cache_bytes": cache_bytes}),
-            **own}
+            **({} if shared is None else {"shared_cache": shared}), **own}
 
 
 # -- creating and opening arrays (zarr-python's top-level functions) ------------------------------
@@ -1781,7 +1792,7 @@ def create(shape: ShapeLike, *, chunks: ChunksLike | bool = None,
 def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = None,
                zarr_format: int | None = None, name: str | None = None,
                storage_options: dict[str, Any] | None = None, cache_bytes: int | None = None,
-               **kwargs: Any) -> Array:
+               shared_cache: bool = False, **kwargs: Any) -> Array:
     """Open an existing array, or create one (modes 'w', 'w-', 'a') when `shape` is given.
 
     Parameters
@@ -1800,6 +1811,10 @@ def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = N
     cache_bytes : int, optional
         The array's decoded-chunk cache, in bytes (its `config` "cache_bytes"); None takes
         `zarrcore.config.cache_bytes`. See `Array.cache_info`.
+    shared_cache : bool, default False
+        Keep that cache in memory shared with the processes the array goes to (pickled, or
+        inherited by fork: a data loader's workers), all within the one budget, so a chunk
+        any of them decoded is a hit for all (its `config` "shared_cache"). Linux only.
     **kwargs
         For creating, as `create_array` takes them (`shape`, `dtype`, ...); `config` is the
         array's own settings when it exists too.
@@ -1820,6 +1835,8 @@ def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = N
     check_mode(mode)
     if cache_bytes is not None:
         kwargs["config"] = {**_config_items(kwargs.get("config")), "cache_bytes": cache_bytes}
+    if shared_cache is not False:
+        kwargs["config"] = {**_config_items(kwargs.get("config")), "shared_cache": shared_cache}
     path = nodes.normalize_path(path if path is not None else name)
     store = make_store(store, read_only=(mode == "r"), storage_options=storage_options,
                        mode=store_mode(mode, path))

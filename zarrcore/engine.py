@@ -43,8 +43,8 @@ from .codecs.sharding import EMPTY, Entries, coalesce
 from .concurrency import fan_out
 from .config import Claims, Options, config, parallel_map, run_workers
 from .errors import (
-    ChunkNotFoundError, KeyChangedError, LockUnavailableError, ShardIndexError, WriteConflictError,
-    ZarrcoreError,
+    ChunkNotFoundError, KeyChangedError, LockUnavailableError, SettingValueError, ShardIndexError,
+    WriteConflictError, ZarrcoreError,
 )
 from .indexing import (
     BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer, check_out,
@@ -591,7 +591,8 @@ class ChunkEngine:
                  dtype: np.dtype[Any], fill_value: Any, codecs: Iterable[object], where: str,
                  key_layout: tuple[str, str, bool], array_shape: Sequence[int],
                  write_empty_chunks: bool | None = None, grid: ChunkGrid | None = None,
-                 cache_bytes: int | None = None, options: Options = config) -> None:
+                 cache_bytes: int | None = None, options: Options = config,
+                 shared_cache: Any = None) -> None:
         self.store = store
         self.key_prefix = key_prefix
         self._chunk_key = chunk_key
@@ -673,7 +674,7 @@ class ChunkEngine:
                                else None)
         self._inner_waves = aligned and self.partial is not None and (
             self.partial.inner_native_form is not None)
-        self.cache = self._chunk_cache(cache_bytes)
+        self.cache = self._chunk_cache(cache_bytes, shared_cache)
         # R0 (`read_selection`): the job of R1 (a template ChunkBatch, made on first need) or
         # of R2 (`_shards`) reads a selection in one chunk or inner chunk of a regular grid.
         self._one_chunk: ChunkBatch | None = None
@@ -693,15 +694,21 @@ class ChunkEngine:
                      "chunk" if self.partial is None else "inner chunk")
         return cache_bytes
 
-    def _chunk_cache(self, cache_bytes: int) -> ChunkCache | None:
+    def _chunk_cache(self, cache_bytes: int, shared: Any = None) -> ChunkCache | None:
         """The decoded-chunk cache of `cache_bytes` (_cache_budget) that the compiled reads
         of a directory store, or of a MemoryStore's own data, share (`_batch`, `_shards`),
         and those of unsharded chunks of a store with `versioned_reads` (`_waves`: zip,
         object stores); of a regular grid, whose chunks all have one shape. None for 0, or
         when no such road is open. Other stores give no identity of their objects to
-        validate entries by: they are never cached."""
+        validate entries by: they are never cached. With `shared` (the array's
+        "shared_cache": True or a SharedCacheRef), its chunks are kept in memory that the
+        machine's processes share (ChunkCache), but a MemoryStore's, whose data is the
+        process's own."""
         chunk = self.partial.chunk_shape if self.partial is not None else self.chunk_shape
         chunk_bytes = self.dtype.itemsize * math.prod(chunk)
+        if shared and not cache_bytes:
+            raise SettingValueError(f"{self._where}: shared_cache needs a cache budget "
+                                    f"(cache_bytes, or zarrcore.config.cache_bytes)")
         if not cache_bytes or not self.grid.is_regular or (
                 self._batch is None and self._shards is None
                 and (self._waves is None or not self.store.versioned_reads)):
@@ -714,7 +721,10 @@ class ChunkEngine:
         self._versions_lock = threading.Lock()
         ninner = (math.prod(s // c for s, c in zip(self.chunk_shape, chunk))
                   if self.partial is not None else None)
-        return ChunkCache(cache_bytes, chunk_bytes, len(chunk), ninner)
+        if self.store.native_memory is not None:
+            shared = None
+        return ChunkCache(cache_bytes, chunk_bytes, len(chunk), ninner, shared,
+                          f"{self._where}: shared_cache")
 
     def cache_info(self) -> dict[str, int]:
         """The decoded-chunk cache's counters (ChunkCache.info); all 0 without a cache."""

@@ -69,6 +69,11 @@ class SettingTypeError(ZarrcoreError, TypeError, ValueError):
     a ValueError as the setting's values out of range are."""
 
 
+class SettingValueError(ZarrcoreError, ValueError):
+    """A setting of the right type that cannot take its value here (a shared cache on a system
+    without memory shared between processes)."""
+
+
 class UnsafeCodecError(ZarrcoreError, ValueError):
     """A codec whose decoding would run code taken from the store (a ValueError, as
     zarr-python's PickleCodecDisabledError)."""
