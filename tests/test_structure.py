@@ -189,8 +189,8 @@ LAYERS = {
     # Selections over chunk grids: the sharding codec reads parts of a shard with them.
     "zarrcore.indexing": 2,
     "zarrcore.codecs": 2, "zarrcore.storage": 2, "zarrcore.metadata": 2, "zarrcore._types": 2,
-    "zarrcore.config": 1, "zarrcore._portable": 1, "zarrcore.errors": 1,
-    "zarrcore.storage._aio": 1, "zarrcore.concurrency": 1,
+    "zarrcore.config": 1, "zarrcore.runtime": 1, "zarrcore.errors": 1,
+    "zarrcore.storage._aio": 1,
 }
 CYTHON_LAYER = 0
 

@@ -27,7 +27,7 @@ from typing import Any, Protocol, TypeVar
 
 from . import _memory
 from ._cache import check_budget
-from ._portable import at_fork_in_child
+from .runtime.portable import at_fork_in_child
 from ._status import MAX_NDIM
 
 _T = TypeVar("_T")

@@ -34,13 +34,13 @@ import numpy.typing as npt
 
 from ._batch import ChunkBatch
 from ._cache import ChunkCache, check_budget
-from ._portable import at_fork_in_child
+from .runtime.portable import at_fork_in_child
 from ._chunk_jobs import ChunkWaves
 from ._shard_io import ShardBatch, ShardSpec
 from .codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
 from .codecs.chain import CodecChain
 from .codecs.sharding import EMPTY, Entries, coalesce
-from .concurrency import fan_out
+from .runtime.concurrency import fan_out
 from .config import Claims, Options, config, parallel_map, run_workers
 from .errors import (
     ChunkNotFoundError, KeyChangedError, LockUnavailableError, ShardIndexError, WriteConflictError,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import nodes
-from .concurrency import run_bounded
+from .runtime.concurrency import run_bounded
 from .config import config
 from .metadata.grid import AxisChunks
 

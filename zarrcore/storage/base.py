@@ -9,7 +9,7 @@ from collections.abc import Collection, Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Optional, Protocol, Union, cast
 
-from .._portable import at_fork_in_child
+from ..runtime.portable import at_fork_in_child
 from ..config import config
 from ..errors import (
     InvalidKeyError, LockUnavailableError, ReadOnlyError, StoreError, ValueTooLargeError,

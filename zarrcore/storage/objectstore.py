@@ -38,11 +38,11 @@ import urllib.parse
 from collections.abc import Callable, Coroutine, Hashable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Optional, TypeVar, cast, overload
 
-from ..concurrency import each, fan_out, run_bounded
+from ..runtime.concurrency import each, fan_out, run_bounded
 from ..config import config
 from ..errors import (KeyChangedError, LockLostError, LockTimeoutError, LockUnavailableError,
                       ReadOnlyError, StoreError, StoreURLError, WriteConflictError)
-from .._portable import at_fork_in_child
+from ..runtime.portable import at_fork_in_child
 from . import _aio, _obstore_runtime
 from ._obstore_runtime import obstore_module as _obstore
 from .base import (

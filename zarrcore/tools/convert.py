@@ -49,7 +49,7 @@ from .codec_forms import (
 )
 from .exact import comparable, converted_exactly
 from .hierarchy import CONVERT_STATE_KEY, array_dimensions, place, store_and_path, walk
-from ..concurrency import run_bounded
+from ..runtime.concurrency import run_bounded
 from .progress import Progress, counted, object_word, parse_bytes
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from ..config import config
 from ..consolidated import V2_KEY
 from ..errors import NodeExistsError
 from .hierarchy import place, store_and_path
-from ..concurrency import run_bounded
+from ..runtime.concurrency import run_bounded
 from .progress import Progress, counted
 
 if TYPE_CHECKING:

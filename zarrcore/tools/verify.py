@@ -35,7 +35,7 @@ from ..streaming import ChunkKeys, stored_encoding, stores_alike
 from .. import nodes
 from .exact import comparable, first_difference, same_json
 from .hierarchy import ProblemHandler, named_axes, place, store_and_path, walk
-from ..concurrency import run_bounded
+from ..runtime.concurrency import run_bounded
 from .progress import Progress, counted, object_word
 
 if TYPE_CHECKING:
