@@ -1,4 +1,5 @@
-"""zarrcore.runtime.concurrency.fan_out, the fan-out every store, the engine and the tools run on."""
+"""zarrcore.runtime.concurrency.fan_out: the fan-out every store, the engine and the tools
+run on."""
 import asyncio
 import concurrent.futures
 import threading
