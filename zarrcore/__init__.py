@@ -14,10 +14,10 @@ from .api import (
     empty_like, from_array, full, full_like, group, load, ones, ones_like, open, open_array,
     open_group, open_like, print_debug_info, save, save_array, save_group, tree, zeros, zeros_like,
 )
-from .array import Array
+from .nodes.array import Array
 from .config import config
 from .api import consolidate_metadata, open_consolidated
-from .group import Group
+from .nodes.group import Group
 from .storage import (
     FsspecStore, LocalStore, MemoryStore, ObjectStore, ReferenceStore, Store, ZipStore,
 )

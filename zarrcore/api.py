@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import nodes
-from .array import (
+from .nodes.node import join
+from .nodes.array import (
     Array, array, create, create_array, empty, empty_like, from_array, full, full_like, ones,
     ones_like, open_array, open_like, save_array, zeros, zeros_like,
 )
-from .creation import guess_chunks
-from .group import (
+from .nodes.creation import guess_chunks
+from .nodes.group import (
     Group, GroupArrays, consolidate_metadata, create_group, create_hierarchy, group, load, open,
     open_consolidated, open_group, save, save_group, tree,
 )
@@ -26,7 +26,6 @@ __all__ = [
     "open", "open_array", "open_consolidated", "open_group", "open_like", "print_debug_info",
     "save", "save_array", "save_group", "tree", "zeros", "zeros_like",
 ]
-
 
 def print_debug_info() -> None:
     """Print the versions of Python, zarrcore and the packages it uses or interoperates with,
@@ -44,9 +43,7 @@ def print_debug_info() -> None:
             version = "not installed"
         print(f"{package}: {version}")
 
-
 # -- zarr-python's convenience functions ------------------------------------------------------
-
 
 def copy_store(source: StoreLike | Array | Group, dest: StoreLike, source_path: str = "",
                dest_path: str = "", if_exists: str = "raise") -> tuple[int, int, int]:
@@ -81,7 +78,6 @@ def copy_store(source: StoreLike | Array | Group, dest: StoreLike, source_path: 
                   overwrite=if_exists == "replace", progress=False)
     return report.keys, 0, report.nbytes
 
-
 def copy_all(source: Group, dest: Group, if_exists: str = "raise") -> tuple[int, ...]:
     """Copy every member of the group `source` into the group `dest`, byte for byte. Returns
     (keys copied, keys skipped, bytes copied).
@@ -108,7 +104,7 @@ def copy_all(source: Group, dest: Group, if_exists: str = "raise") -> tuple[int,
         raise TypeError("copy_all copies from a Group into a Group")
     totals = [0, 0, 0]
     for name in source.keys():
-        counts = copy_store(source.store, dest.store, nodes.join(source.path, name),
-                            nodes.join(dest.path, name), if_exists)
+        counts = copy_store(source.store, dest.store, join(source.path, name),
+                            join(dest.path, name), if_exists)
         totals = [t + c for t, c in zip(totals, counts)]
     return tuple(totals)

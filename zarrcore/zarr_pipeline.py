@@ -57,12 +57,12 @@ from zarr.core.config import config as zarr_config
 from zarr.registry import register_pipeline
 from zarr.storage import StorePath
 
-from .array import Array
+from .nodes.array import Array
 from .config import config
 from .errors import ForeignStoreError, PipelineFallbackError, StoreURLError, ZarrcoreError
 from .metadata import ArrayMetadataV2
 from .metadata.v3 import parse_metadata_v3
-from .nodes import read_metadata
+from .nodes.node import read_metadata
 from .storage import make_store
 from .storage.zarr_python import ZarrPythonStore, of_store_class, place
 

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._types import CodecLike
-from ..array import Array
+from ..nodes.array import Array
 from ..codecs import BloscCodec, GzipCodec, ZlibCodec, ZstdCodec, codec_from_json, codec_from_v2
 from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, ChunkSpec, Codec
 from ..codecs.chain import CodecChain

@@ -27,12 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..array import Array
+from ..nodes.node import join
+from ..nodes.array import Array
 from ..config import config
-from ..consolidated import open_group_metadata
+from ..nodes.consolidation import open_group_metadata
 from ..errors import ValueTooLargeError, ZarrcoreError
-from ..streaming import ChunkKeys, stored_encoding, stores_alike
-from .. import nodes
+from ..nodes.streaming import ChunkKeys, stored_encoding, stores_alike
+
 from .exact import comparable, first_difference, same_json
 from .hierarchy import ProblemHandler, named_axes, place, store_and_path, walk
 from ..runtime.concurrency import run_bounded
@@ -40,7 +41,7 @@ from .progress import Progress, counted, object_word
 
 if TYPE_CHECKING:
     from .._types import NodeMetadata, StoreLike
-    from ..group import Group
+    from ..nodes.group import Group
     from ..storage import Store
 
 # Each shard is decoded in slabs of inner chunks of about this many bytes, and the chunks of
@@ -362,7 +363,7 @@ def _node_pairs(src_store: Store, src_path: str, dst_store: Store, dst_path: str
         rel = path[src_head:] if path != src_path else ""
         seen.add(rel)
         copy = copies.get(rel)
-        there = nodes.join(dst_path, rel) if rel else dst_path
+        there = join(dst_path, rel) if rel else dst_path
         if copy is None:
             on_problem("missing", path or "/", "not in the copy")
         elif copy.node_type != meta.node_type:
@@ -371,7 +372,7 @@ def _node_pairs(src_store: Store, src_path: str, dst_store: Store, dst_path: str
         else:
             yield path, meta, there, copy
     for rel in sorted(set(copies) - seen):
-        on_problem("extra", nodes.join(dst_path, rel) if rel else dst_path, "not in the source")
+        on_problem("extra", join(dst_path, rel) if rel else dst_path, "not in the source")
 
 
 def _stored_otherwise(src_store: Store, src_path: str, dst_store: Store,

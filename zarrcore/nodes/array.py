@@ -10,44 +10,45 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from . import _memory, nodes
-from ._cache import check_budget
-from .array_api import ArrayHandle
-from .codecs import ZstdCodec, codec_from_v2
-from .codecs.base import ChunkSpec
-from .codecs.sharding import ShardingCodec
-from .codecs.v2 import codecs_from_v2_metadata, create_metadata_v2
-from .config import (
+from .node import METADATA_KEYS, Node, V2_ARRAY_KEY, V3_KEY, join, normalize_path, read_metadata
+from .. import _memory
+from .._cache import check_budget
+from ..array_api import ArrayHandle
+from ..codecs import ZstdCodec, codec_from_v2
+from ..codecs.base import ChunkSpec
+from ..codecs.sharding import ShardingCodec
+from ..codecs.v2 import codecs_from_v2_metadata, create_metadata_v2
+from ..config import (
     ARRAY_OPTIONS, array_options, checked_array_options, config as global_config, parallel_map,
 )
 from .creation import (
     check_mode, codec_list, data_type_for, fill_value_for, normalize_chunks, normalize_shape,
     create_node, format_for_new, shard_codecs, split_codecs, store_mode,
 )
-from .errors import (
+from ..errors import (
     ArrayNotFoundError, MetadataError, NodeNotFoundError, SelectionError, ShapeMismatchError,
 )
-from .metadata import ArrayMetadataV2, ArrayMetadataV3, ChunkKeyEncoding
-from .metadata.common import INT64_MAX, check_attributes
-from .metadata.grid import AxisChunks, ChunkGrid, grid_from_spelling, rectilinear_spelling
-from .metadata.v3 import default_codecs
-from .indexing import (
+from ..metadata import ArrayMetadataV2, ArrayMetadataV3, ChunkKeyEncoding
+from ..metadata.common import INT64_MAX, check_attributes
+from ..metadata.grid import AxisChunks, ChunkGrid, grid_from_spelling, rectilinear_spelling
+from ..metadata.v3 import default_codecs
+from ..indexing import (
     BasicIndexer, BlockIndexer, OrthogonalIndexer, check_out, coordinate_indexer,
     expand_selection, is_int, mask_indexer, numpy_indexer, pop_fields,
 )
-from .codecs.chain import CodecChain
-from .engine import ChunkEngine
-from .storage import make_store
+from ..codecs.chain import CodecChain
+from ..engine import ChunkEngine
+from ..storage import make_store
 from .streaming import Region, copy_into
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from ._types import (
+    from .._types import (
         ChunksLike, CodecLike, CodecsLike, NodeMetadata, Selection, ShapeLike, StoreLike,
     )
-    from .codecs.base import Codec
-    from .storage import Store
+    from ..codecs.base import Codec
+    from ..storage import Store
 
     Fields = str | Sequence[str] | None
 
@@ -65,7 +66,7 @@ def format_bytes(n: float) -> str:  # type: ignore[return]  # the last unit retu
         n /= 1024
 
 
-class Array(nodes.Node):
+class Array(Node):
     """A Zarr array. Index it like numpy: `a[...]`, `a[2:10, 5] = 1`."""
 
     kind = "array"
@@ -88,9 +89,9 @@ class Array(nodes.Node):
     def _make_chunk_store(self, metadata: Any) -> ChunkEngine:
         if metadata.zarr_format == 3:
             codecs = metadata.codecs
-            where = nodes.join(self._path, nodes.V3_KEY)
+            where = join(self._path, V3_KEY)
         else:
-            where = nodes.join(self._path, nodes.V2_ARRAY_KEY)
+            where = join(self._path, V2_ARRAY_KEY)
             codecs = codecs_from_v2_metadata(metadata, where)
         return ChunkEngine(
             self._store, self._path, metadata.chunk_key, metadata.chunk_shape,
@@ -315,7 +316,7 @@ class Array(nodes.Node):
         return math.prod(self.cdata_shape)
 
     def _stored_chunk_keys(self) -> list[str]:
-        meta = set(nodes.METADATA_KEYS)
+        meta = set(METADATA_KEYS)
         head = self._path + "/" if self._path else ""
         return [k for k in self._store.list_prefix(self._path) if k[len(head):] not in meta]
 
@@ -1502,7 +1503,7 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
     dtype = "float64" if dtype is None else dtype
     zarr_format = format_for_new(zarr_format)
     check_attributes(attributes or {})
-    path = nodes.normalize_path(path if path is not None else name)
+    path = normalize_path(path if path is not None else name)
     store = make_store(store, storage_options=storage_options,
                        mode=store_mode("w" if overwrite else "a", path))
     shape = normalize_shape(shape)
@@ -1758,14 +1759,14 @@ def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = N
     check_mode(mode)
     if cache_bytes is not None:
         kwargs["config"] = {**_config_items(kwargs.get("config")), "cache_bytes": cache_bytes}
-    path = nodes.normalize_path(path if path is not None else name)
+    path = normalize_path(path if path is not None else name)
     store = make_store(store, read_only=(mode == "r"), storage_options=storage_options,
                        mode=store_mode(mode, path))
     if mode in ("w", "w-"):
         return create_array(store, name=path, overwrite=(mode == "w"),
                             zarr_format=format_for_new(zarr_format), **kwargs)
     try:
-        metadata = nodes.read_metadata(store, path, zarr_format)
+        metadata = read_metadata(store, path, zarr_format)
     except NodeNotFoundError:
         if mode == "a" and "shape" in kwargs:
             return create_array(store, name=path, zarr_format=format_for_new(zarr_format), **kwargs)

@@ -7,30 +7,34 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from . import nodes
+
+from .node import (
+    BrokenNode, CONTAINS, METADATA_KEYS, Node, V2_ATTRS_KEY, V2_GROUP_KEY, V3_KEY, dump_json,
+    ensure_parent_groups, join, load_json, node_exists, normalize_path, read_metadata,
+)
 from .array import (
     Array, array, create_array, empty_like, full_like, ones_like, open_array, save_array,
     zeros_like,
 )
-from .consolidated import (
+from .consolidation import (
     V2_DOC_KEYS, V2_KEY, ConsolidatedMetadata, empty_inline, open_group_metadata,
 )
 from .creation import check_mode, create_node, format_for_new, store_mode
-from .errors import (
+from ..errors import (
     ArrayNotFoundError, GroupNotFoundError, IncompatibleArrayError, IncompatibleGroupError,
     InvalidKeyError, MemberNotFoundError, MetadataError, NodeExistsError, NodeNotFoundError,
     ZarrcoreError,
 )
-from .metadata import GroupMetadataV3
-from .metadata.common import MetadataDocument, check_attributes
-from .metadata.v2 import GroupMetadataV2
-from .storage import MemoryStore, make_store
+from ..metadata import GroupMetadataV3
+from ..metadata.common import MetadataDocument, check_attributes
+from ..metadata.v2 import GroupMetadataV2
+from ..storage import MemoryStore, make_store
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from ._types import NodeMetadata, ShapeLike, StoreLike
-    from .storage import Store
+    from .._types import NodeMetadata, ShapeLike, StoreLike
+    from ..storage import Store
 
 _D = TypeVar("_D")
 _N = TypeVar("_N", Array, "Group")
@@ -46,7 +50,7 @@ def open_node(store: Store, path: str, zarr_format: int | None = None, read_only
     """The Array or Group at `path`; a group's consolidated metadata is used unless
     `use_consolidated` is False, and required when it is True."""
     if use_consolidated is False:
-        metadata, consolidated = nodes.read_metadata(store, path, zarr_format), None
+        metadata, consolidated = read_metadata(store, path, zarr_format), None
     else:
         metadata, consolidated = open_group_metadata(store, path, zarr_format, use_consolidated)
     if metadata.node_type == "array":
@@ -54,7 +58,7 @@ def open_node(store: Store, path: str, zarr_format: int | None = None, read_only
     return Group(store, path, metadata, read_only=read_only, consolidated=consolidated)
 
 
-class Group(nodes.Node):
+class Group(Node):
     """A Zarr group: `g["a/b"]`, `g.create_array(...)`, `g.members()`."""
 
     kind = "group"
@@ -99,17 +103,17 @@ class Group(nodes.Node):
         return path
 
     def _child_path(self, name: str) -> str:
-        name = nodes.normalize_path(name)
+        name = normalize_path(name)
         if not name:
             raise InvalidKeyError(f"group {self.name!r}: member name must not be empty")
-        return nodes.join(self._path, name)
+        return join(self._path, name)
 
     # -- members --------------------------------------------------------------
     def _open_member(self, name: str) -> Array | Group:
         path = self._child_path(name)
         if self._consolidated is None:
             return open_node(self._store, path, read_only=self._read_only)
-        rel = nodes.normalize_path(name)
+        rel = normalize_path(name)
         metadata = self._consolidated.metadata(rel)
         if metadata is None:
             raise NodeNotFoundError(
@@ -186,7 +190,7 @@ class Group(nodes.Node):
     def _member_of_kind(self, path: str, cls: type[_N]) -> _N:
         try:
             # "" is this group, as zarr-python 3.4 takes it.
-            node = self._open_member(path) if nodes.normalize_path(path) else self
+            node = self._open_member(path) if normalize_path(path) else self
         except NodeNotFoundError:
             missing = ArrayNotFoundError if cls is Array else GroupNotFoundError
             raise missing(f"group {self.name!r} has no member {path!r}") from None
@@ -194,7 +198,7 @@ class Group(nodes.Node):
 
     @staticmethod
     def _of_kind(node: Array | Group, cls: type[_N], path: str,
-                 errors: Mapping[str, type[NodeExistsError]] = nodes.CONTAINS) -> _N:
+                 errors: Mapping[str, type[NodeExistsError]] = CONTAINS) -> _N:
         """`node` (at `path`) when it is a `cls`; the error in `errors` of its kind when
         not."""
         if isinstance(node, cls):
@@ -205,8 +209,8 @@ class Group(nodes.Node):
         """Is there a member at the path `name`?"""
         try:
             if self._consolidated is not None:
-                return self._consolidated.metadata(nodes.normalize_path(name)) is not None
-            return nodes.node_exists(self._store, self._child_path(name))
+                return self._consolidated.metadata(normalize_path(name)) is not None
+            return node_exists(self._store, self._child_path(name))
         except ValueError:
             return False
 
@@ -230,31 +234,31 @@ class Group(nodes.Node):
         """
         self._check_writable()
         path = self._child_path(name)
-        if not nodes.node_exists(self._store, path):
+        if not node_exists(self._store, path):
             raise MemberNotFoundError(f"group {self.name!r} has no member {name!r}")
         self._store.delete_prefix(path)
         self._consolidated = None  # stale now
 
-    def _children(self) -> Iterator[tuple[str, Array | Group | nodes.BrokenNode]]:
+    def _children(self) -> Iterator[tuple[str, Array | Group | BrokenNode]]:
         if self._consolidated is not None:
             for name in self._consolidated.children():
                 yield name, self._open_member(name)
             return
         for name in self._store.list_dir(self._path):
-            if name in nodes.METADATA_KEYS:
+            if name in METADATA_KEYS:
                 continue
-            path = nodes.join(self._path, name)
+            path = join(self._path, name)
             try:
                 yield name, open_node(self._store, path, read_only=self._read_only)
             except NodeNotFoundError:
                 continue
             except ZarrcoreError as e:  # one unreadable member does not hide the others
-                yield name, nodes.BrokenNode(self._store, path, e)
+                yield name, BrokenNode(self._store, path, e)
 
     def members(self, max_depth: int | None = 0
-                ) -> Iterator[tuple[str, Array | Group | nodes.BrokenNode]]:
+                ) -> Iterator[tuple[str, Array | Group | BrokenNode]]:
         """Yield (relative path, node) pairs; max_depth=None walks the whole subtree. A member
-        whose metadata cannot be read comes as a nodes.BrokenNode naming its error.
+        whose metadata cannot be read comes as a BrokenNode naming its error.
 
         Parameters
         ----------
@@ -343,7 +347,7 @@ class Group(nodes.Node):
                 last = i == len(children) - 1
                 if isinstance(node, Array):
                     label = f"{name} {node.shape} {node.dtype}"
-                elif isinstance(node, nodes.BrokenNode):
+                elif isinstance(node, BrokenNode):
                     label = f"{name} (unreadable: {node.error})"
                 else:
                     label = name
@@ -784,13 +788,13 @@ class Group(nodes.Node):
         """
         self._check_writable()
         src, dst = self._child_path(source), self._child_path(dest)
-        if not nodes.node_exists(self._store, src):
+        if not node_exists(self._store, src):
             raise MemberNotFoundError(f"group {self.name!r} has no member {source!r}")
-        if nodes.node_exists(self._store, dst) or self._store.list_dir(dst):
+        if node_exists(self._store, dst) or self._store.list_dir(dst):
             raise NodeExistsError(f"something exists at {dst!r} already")
         if dst.startswith(src + "/"):
             raise ValueError(f"cannot move {src!r} into itself ({dst!r})")
-        nodes.ensure_parent_groups(self._store, dst, self.zarr_format)
+        ensure_parent_groups(self._store, dst, self.zarr_format)
         self._store.rename_prefix(src, dst)
         self._consolidated = None
 
@@ -898,7 +902,7 @@ def _node_docs(store: Store, path: str, keys: Iterable[str]) -> dict[str, Any]:
     """{key: document} of the metadata documents among `keys` stored at `path`."""
     docs: dict[str, Any] = {}
     for key in keys:
-        doc = nodes.load_json(store, nodes.join(path, key))
+        doc = load_json(store, join(path, key))
         if doc is not None:
             docs[key] = doc
     return docs
@@ -907,20 +911,20 @@ def _node_docs(store: Store, path: str, keys: Iterable[str]) -> dict[str, Any]:
 def _walk(store: Store, path: str, keys: Iterable[str],
           rel: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
     """(relative path, documents) of every node below `path`, parents first."""
-    group = nodes.join(path, rel) if rel else path
+    group = join(path, rel) if rel else path
     for name in sorted(store.list_dir(group)):
-        if name in nodes.METADATA_KEYS or name == V2_KEY:
+        if name in METADATA_KEYS or name == V2_KEY:
             continue
         child_rel = f"{rel}/{name}" if rel else name
-        docs = _node_docs(store, nodes.join(path, child_rel), keys)
-        if not set(docs) - {nodes.V2_ATTRS_KEY}:
+        docs = _node_docs(store, join(path, child_rel), keys)
+        if not set(docs) - {V2_ATTRS_KEY}:
             continue  # not a node (a v2 bare .zattrs, a stray file or a v3 node in v2)
         for key, doc in docs.items():
             if not isinstance(doc, dict):
-                raise MetadataError(f"{nodes.join(path, child_rel)}/{key}: expected a JSON object, "
+                raise MetadataError(f"{join(path, child_rel)}/{key}: expected a JSON object, "
                                     f"got {type(doc).__name__}")
         yield child_rel, docs
-        if nodes.V2_GROUP_KEY in docs or docs.get(nodes.V3_KEY, {}).get("node_type") == "group":
+        if V2_GROUP_KEY in docs or docs.get(V3_KEY, {}).get("node_type") == "group":
             yield from _walk(store, path, keys, child_rel)
 
 
@@ -959,9 +963,9 @@ def consolidate_metadata(store: StoreLike, path: str = "", zarr_format: int | No
         The store keeps no consolidated metadata (an Icechunk session's).
     """
     store = make_store(store, storage_options=storage_options)
-    path = nodes.normalize_path(path)
+    path = normalize_path(path)
     store.check_consolidated_metadata(path)
-    meta = nodes.read_metadata(store, path, zarr_format)
+    meta = read_metadata(store, path, zarr_format)
     if meta.node_type != "group":
         raise GroupNotFoundError(f"the node at path {path!r} is an array, not a group")
     group = Group(store, path, meta)
@@ -969,8 +973,8 @@ def consolidate_metadata(store: StoreLike, path: str = "", zarr_format: int | No
     with group._metadata_update(optimistic=True) as meta:
         if isinstance(meta, GroupMetadataV3):
             gathered: dict[str, Any] = {}
-            for rel, docs in _walk(store, path, (nodes.V3_KEY,)):
-                doc = docs[nodes.V3_KEY]
+            for rel, docs in _walk(store, path, (V3_KEY,)):
+                doc = docs[V3_KEY]
                 if doc.get("node_type") == "group":
                     doc = {**doc, "consolidated_metadata": empty_inline()}  # as zarr-python writes
                 gathered[rel] = doc
@@ -978,14 +982,14 @@ def consolidate_metadata(store: StoreLike, path: str = "", zarr_format: int | No
                 "kind": "inline", "must_understand": False, "metadata": gathered})
             group._store_metadata(updated)
             consolidated = ConsolidatedMetadata.from_v3(updated.consolidated_metadata,
-                                                        nodes.join(path, nodes.V3_KEY))
+                                                        join(path, V3_KEY))
         else:
-            gathered = _node_docs(store, path, (nodes.V2_GROUP_KEY, nodes.V2_ATTRS_KEY))
+            gathered = _node_docs(store, path, (V2_GROUP_KEY, V2_ATTRS_KEY))
             for rel, docs in _walk(store, path, V2_DOC_KEYS):
                 gathered.update({f"{rel}/{key}": doc for key, doc in docs.items()})
             doc = {"metadata": gathered, "zarr_consolidated_format": 1}
-            key = nodes.join(path, V2_KEY)
-            store.set(key, nodes.dump_json(doc))
+            key = join(path, V2_KEY)
+            store.set(key, dump_json(doc))
             consolidated = ConsolidatedMetadata.from_v2(doc, key)
     return Group(store, path, group.metadata, consolidated=consolidated)
 
@@ -1073,7 +1077,7 @@ def open(store: StoreLike = None, *, mode: str = "a", path: str | None = None,
         Something at `path` in mode w-.
     """
     check_mode(mode)
-    npath = nodes.normalize_path(path)
+    npath = normalize_path(path)
     store_ = make_store(store, read_only=(mode == "r"), storage_options=storage_options,
                         mode=store_mode(mode, npath))
     if "shape" in kwargs:
@@ -1131,7 +1135,7 @@ def open_group(store: StoreLike = None, *, mode: str = "a", path: str | None = N
         `use_consolidated` is True and the group has no consolidated metadata.
     """
     check_mode(mode)
-    path = nodes.normalize_path(path)
+    path = normalize_path(path)
     store = make_store(store, read_only=(mode == "r"), storage_options=storage_options,
                        mode=store_mode(mode, path))
     if mode in ("w", "w-"):
@@ -1219,7 +1223,7 @@ def create_group(store: StoreLike = None, *, path: str | None = None,
     ValueError
         A format other than 2 or 3.
     """
-    path = nodes.normalize_path(path)
+    path = normalize_path(path)
     store = make_store(store, storage_options=storage_options,
                        mode=store_mode("w" if overwrite else "a", path))
     return _create_group(store, path, format_for_new(zarr_format), attributes, overwrite)
@@ -1431,7 +1435,7 @@ def create_hierarchy(*, store: StoreLike, nodes: Mapping[str, Any],
 def _parents_first(specs: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """create_hierarchy's (path, metadata) pairs, paths normalized, each group before what is
     below it."""
-    normalized = {nodes.normalize_path(p): m for p, m in specs.items()}
+    normalized = {normalize_path(p): m for p, m in specs.items()}
     return sorted(normalized.items(), key=lambda item: item[0].count("/"))
 
 
@@ -1446,4 +1450,4 @@ def _zarrcore_metadata(metadata: Any, path: str) -> Any:
 
     buffers = metadata.to_buffer_dict(default_buffer_prototype())
     documents = MemoryStore({key: buffer.to_bytes() for key, buffer in buffers.items()})
-    return nodes.read_metadata(documents, "")
+    return read_metadata(documents, "")
