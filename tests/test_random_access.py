@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import zarrcore
 from zarrcore import engine
+from zarrcore.engine import directory  # noqa: F401  (engine.directory below)
 from zarrcore.array_api import CACHE_SETTLE_SECONDS
 from zarrcore.config import config
 from zarrcore.errors import SelectionError, ShapeMismatchError
@@ -725,7 +726,7 @@ def test_batches_of_large_chunk_files_are_asked_for_ahead(tmp_path, monkeypatch)
     sharded[...] = ref
     np.testing.assert_array_equal(big.oindex[picks], ref[picks])
     np.testing.assert_array_equal(sharded.oindex[picks], ref[picks])
-    assert asked.count("work_read_ahead") == 2 * min(engine.READ_AHEAD_HELPERS, 3)
+    assert asked.count("work_read_ahead") == 2 * min(engine.directory.READ_AHEAD_HELPERS, 3)
     asked.clear()
     np.testing.assert_array_equal(sharded.oindex[[1, 2, 3]], ref[[1, 2, 3]])  # one shard
     np.testing.assert_array_equal(small.oindex[picks], ref[picks])

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zarrcore
-from zarrcore.engine import Route
+from zarrcore.engine.planning import Route
 from zarrcore.indexing import BasicIndexer, OrthogonalIndexer, coordinate_indexer
 
 SHAPE = (20, 6)

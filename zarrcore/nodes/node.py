@@ -15,7 +15,7 @@ from ..errors import (
 from ..metadata import GroupMetadataV3, parse_metadata_v3
 from ..metadata import v2 as metadata_v2
 from ..metadata.common import parse_json
-from ..engine import CONFLICT_RETRIES, conflict_pause
+from ..engine.partial_writes import CONFLICT_RETRIES, conflict_pause
 from ..storage import validate_key
 from ..storage.base import get_at_most
 
