@@ -7,7 +7,7 @@ or `ZARR_CODEC_PIPELINE__PATH=zarrcore.zarr_pipeline.ZarrcorePipeline` (the `zar
 entry point registers the class in every process). zarr-python hands `read` and `write` every
 chunk (shard) of one selection at once; the pipeline puts the selection back together from
 them and runs it as a zarrcore Array over the same store and metadata would: the same routes,
-compiled batches, key locks and conditional writes (engine.py).
+compiled batches, key locks and conditional writes (engine/).
 
 What stays zarr-python's (`ZarrcorePipeline.zarr_pipeline`, a BatchedCodecPipeline):
 `evolve_from_array_spec`, `validate`, `compute_encoded_size`, `decode` and `encode`, and the
