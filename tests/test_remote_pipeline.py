@@ -67,7 +67,7 @@ def test_sharded_read_of_most_of_a_shard_fetches_it_whole_and_missing_shards_rea
     store = DelayedStore()
     a, data = sharded(store)
     np.testing.assert_array_equal(a[...], data)
-    whole = [(0, a._chunks.chain.max_encoded_bytes + 1)]  # a byte more than a valid shard
+    whole = [(0, a._engine.chain.max_encoded_bytes + 1)]  # a byte more than a valid shard
     assert sorted((r[1], r[2]) for r in reads(store)) == [("s/c/0/0", whole), ("s/c/1/0", whole)]
     store.delete("s/c/1/0")
     store.reset()
@@ -154,7 +154,7 @@ def random_arrays():
                                             {"name": "bytes", "configuration": {"endian": "little"}}]}}
     a = zarrcore.create_array(store, name="t", shape=(300, 250), dtype="float32",
                               chunks=(96, 128), serializer=inner, compressors=None, fill_value=-1)
-    assert a._chunks._ranged_shards and a._chunks._waves is None
+    assert a._engine._ranged_shards and a._engine._waves is None
     a[:200, :] = out[0][1][:200]
     out.append((a, out[0][1]))
     return out

@@ -265,7 +265,7 @@ def test_a_write_while_a_resize_resets_its_block_is_kept(kind, layout, grow, tmp
         zarrcore.nodes.node.write_metadata(a.store, "", a.metadata.evolve(shape=(6, 6)))
     writer = zarrcore.open_array(handle(), mode="r+")
     resizer = zarrcore.open_array(handle(), mode="r+")
-    store, boundary = resizer.store, resizer._chunks.key((1, 1))
+    store, boundary = resizer.store, resizer._engine.key((1, 1))
     threads = []
 
     def write_inside(read):

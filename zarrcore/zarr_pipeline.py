@@ -635,7 +635,7 @@ class ZarrcorePipeline(CodecPipeline):
             return _Fallback("write_order", "", where)
         try:
             parsed = self._target.parsed()
-            layout = Array._key_layout(parsed)
+            layout = parsed.key_layout
         except ZarrcoreError as error:
             return _Fallback("metadata", str(error), where)
         ndim = len(parsed.shape)

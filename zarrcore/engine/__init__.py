@@ -19,22 +19,26 @@ import contextlib
 import functools
 import math
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import numpy.typing as npt
+
 from .._batch import ChunkBatch
 from .._cache import ChunkCache, check_budget
 from .._shard_io import ShardSpec
 from ..codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
 from ..codecs.chain import CodecChain
-from ..config import Options, config, parallel_map
+from ..codecs.v2 import codecs_from_v2_metadata
+from ..config import ARRAY_OPTIONS, Options, array_options, config, parallel_map
 from ..errors import (
     ChunkNotFoundError, KeyChangedError, ZarrcoreError,
 )
 from ..indexing import (
     CoordinateIndexer, check_out,
 )
+from ..metadata import ArrayMetadataV3
 from ..metadata.grid import ChunkGrid
 from ..storage.base import at_most, bounded, get_at_most
 from .planning import Route, _core_form, _selection_kind, _with_key
@@ -52,6 +56,7 @@ from .partial_writes import (
 if TYPE_CHECKING:
     from ..codecs.base import BytesLike, NativeForm
     from ..indexing import Indexer
+    from ..metadata import ArrayMetadataV2
     from .._files import FileRoot
     from ..storage.base import Fetched, ReadBytes, Request, Store
 
@@ -160,6 +165,25 @@ class ChunkEngine:
         # (Public: a caller asks before making the call, which costs arrays R0 cannot read.)
         self.one_chunk_open = bool(self.chunk_shape) and self.grid.is_regular and (
             self._batch is not None or self._shards is not None)
+
+    @classmethod
+    def from_metadata(cls, store: Store, path: str, metadata: ArrayMetadataV2 | ArrayMetadataV3,
+                      where: str, settings: Mapping[str, Any]) -> ChunkEngine:
+        """The engine of the array at `path` in `store` described by `metadata` (whose
+        document is `where`), with the array's own `settings` (its config)."""
+        codecs: Iterable[object]
+        if isinstance(metadata, ArrayMetadataV3):
+            assert metadata.codecs is not None  # (set by __post_init__)
+            codecs = metadata.codecs
+        else:
+            codecs = codecs_from_v2_metadata(metadata, where)
+        return cls(
+            store, path, metadata.chunk_key, metadata.chunk_shape, metadata.dtype,
+            metadata.read_fill_value, codecs, where, key_layout=metadata.key_layout,
+            array_shape=metadata.shape, write_empty_chunks=settings["write_empty_chunks"],
+            grid=metadata.grid, cache_bytes=settings.get("cache_bytes"),
+            options=array_options({k: v for k, v in settings.items() if k in ARRAY_OPTIONS}),
+        )
 
     def _cache_budget(self, cache_bytes: int | None) -> int:
         """The bytes of decoded chunks this array may cache: its own budget, which must hold

@@ -3,7 +3,9 @@ SHARD_BATCH, one compiled job over every chunk, or every shard and inner chunk."
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
 import numpy.typing as npt
+
 from .._batch import ChunkBatch
 from .._shard_io import ShardBatch
 from ..config import config, run_workers

@@ -10,8 +10,10 @@ import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import numpy.typing as npt
+
 from .._chunk_jobs import ChunkWaves
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import EMPTY, Entries, coalesce

@@ -7,8 +7,10 @@ import random
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Union
+
 import numpy as np
 import numpy.typing as npt
+
 from ..codecs.base import ENCODED_BOUND
 from ..config import config, parallel_map
 from ..errors import (

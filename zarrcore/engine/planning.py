@@ -6,8 +6,10 @@ import enum
 import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+
 import numpy as np
 import numpy.typing as npt
+
 from ..codecs.chain import CodecChain
 from ..indexing import (
     BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer,
