@@ -274,7 +274,7 @@ def test_listings_out_of_bounds_are_refused():
 ])
 def test_each_store_and_selection_kind_takes_its_planned_route(
         tmp_path, store_kind, shards, compressors, selection, read, write):
-    """ChunkEngine.plan: the road of a read and of a write, by what the store can do, how the
+    """ChunkEngine.plan: the route of a read and of a write, by what the store can do, how the
     array is laid out and the kind of selection (docs/architecture.md §4, §5)."""
     from zarrcore.indexing import numpy_indexer
 

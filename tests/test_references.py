@@ -184,7 +184,7 @@ def test_fletcher32_shuffle_zlib_as_hdf5_writes_them(refs_dir):
 
 
 def _route(array):
-    """The road a read of the whole array takes (zarrcore.engine.planning.Route)."""
+    """The route a read of the whole array takes (zarrcore.engine.planning.Route)."""
     from zarrcore.indexing import numpy_indexer
 
     return array.chunk_engine.plan(

@@ -491,7 +491,7 @@ def run_workers(work: Callable[[], None], ntasks: int, stop: Callable[[], None],
     of `work` take no further task, and KeyboardInterrupt is raised once the tasks in
     progress are finished (each chunk written whole or not at all)."""
     if ntasks <= 1:
-        work()  # one task or none: every road below ends here (small reads pay for each step)
+        work()  # one task or none: every route below ends here (small reads pay for each step)
         return
     nworkers = min(config.num_threads, ntasks, ntasks if workers is None else workers)
     if _in_parallel_work():

@@ -407,7 +407,7 @@ class _ArrayTarget:
             settings = {**settings, "read_missing_chunks": True}
             found = Array(self.store(), path, metadata, self.zarr_store.read_only, settings)
             engine = found.chunk_engine
-            if engine.partial is not None and engine.grid.is_regular:
+            if engine.sharding is not None and engine.grid.is_regular:
                 # zarr-python rewrites only the inner chunks a write touches, in a shard at
                 # the array's end too: what lies past the shape (left by a shrinking resize)
                 # stays. Seen as reaching to the end of its last shards, the array has no

@@ -87,7 +87,7 @@ class ChunkEngine:
         self.fill_value = fill_value
         # How requests run (threads, requests in flight, coalescing, shards' write order):
         # the array's own options, else zarrcore.config's. The engine hands them to every
-        # road, store call and codec (through `spec`).
+        # route, store call and codec (through `spec`).
         self.options = options
         self.spec = ChunkSpec(self.chunk_shape, dtype, fill_value,
                               write_empty_chunks=write_empty_chunks, options=self.options)
@@ -95,9 +95,10 @@ class ChunkEngine:
         self.chain = CodecChain(self._codecs, self.spec, where)
         # The chains of a rectilinear grid's chunk shapes, made when first needed.
         self._chains: dict[tuple[int, ...], CodecChain] = {self.chunk_shape: self.chain}
-        # Set for sharding: it fetches and rewrites only the byte ranges a selection needs.
-        self.partial = self.chain.partial_codec
-        if self.partial is None:  # (sharding checks its inner chunks itself)
+        # The sharding codec (None unsharded): it fetches and rewrites only the byte ranges a
+        # selection needs.
+        self.sharding = self.chain.partial_codec
+        if self.sharding is None:  # (sharding checks its inner chunks itself)
             check_chunk_bytes(self.chunk_shape, dtype, f"{where}: chunks")
         self.key_layout = key_layout
         # The array's directory and its chunk files' path head on a directory store: fixed,
@@ -105,7 +106,7 @@ class ChunkEngine:
         root = store.native_root
         self._node_dir = None if root is None else root + ("/" + key_prefix if key_prefix else "")
         self._key_head = None if root is None else f"{self._node_dir}/{key_layout[0]}"
-        # The roads open to this array, decided once from what its store can do and how its
+        # The routes open to this array, decided once from what its store can do and how its
         # chunks are laid out (`plan` picks among them per request). A directory store
         # (native_root) is opened by the compiled batches themselves: `_batch` holds the
         # ChunkBatch settings of a chain the core runs; `_shards` a ShardSpec when the
@@ -122,7 +123,7 @@ class ChunkEngine:
         self._waves: NativeForm | None = None
         self._ranged_shards = self._inner_waves = False
         # A rectilinear grid's requests run one compiled job per chunk shape (`_groups`); the
-        # roads are those its largest chunk's chain opens, and each job has its shape's form.
+        # routes are those its largest chunk's chain opens, and each job has its shape's form.
         self._forms: dict[tuple[int, ...], NativeForm | None] = {
             self.chunk_shape: self.core_settings}
         # (ChunkBatch's and ShardSpec's places of the stored objects: `_objects`; and the
@@ -135,11 +136,11 @@ class ChunkEngine:
             cache_bytes and store.native_memory is not None and settings is not None
             and self.grid.is_regular)
         if native:
-            if self.partial is None:
+            if self.sharding is None:
                 self._batch = settings
             elif settings is not None:
                 self._shards = self._shard_spec(self.chunk_shape, self.array_shape, settings)
-        if not native and self.chunk_shape and self.partial is None:
+        if not native and self.chunk_shape and self.sharding is None:
             self._waves = self._forms[self.chunk_shape]
         # Sharded arrays off a directory are read by planned byte ranges; and those whose
         # inner chain the core runs, listed selections of them too, on any store, inner
@@ -147,17 +148,17 @@ class ChunkEngine:
         # boundaries only (regular ones, and rectilinear ones unless grown by a length the
         # inner chunks do not divide): the inner chunks then lie on one regular grid over
         # the array (`_read_shard_waves`).
-        aligned = self.partial is not None and all(
+        aligned = self.sharding is not None and all(
             b % c == 0 if isinstance(b, int) else not np.any(b.lengths % c)
-            for b, c in zip(self.grid.axes, self.partial.chunk_shape))
+            for b, c in zip(self.grid.axes, self.sharding.chunk_shape))
         self._ranged_shards = not native and aligned
         # The shard indexes those reads learned, for stores whose readers keep one version
         # (and say which: RangeReader.version).
         self._shard_indexes = (ShardIndexes(SHARD_INDEX_BYTES)
                                if self._ranged_shards and store.readers_keep_one_version
                                else None)
-        self._inner_waves = aligned and self.partial is not None and (
-            self.partial.inner_native_form is not None)
+        self._inner_waves = aligned and self.sharding is not None and (
+            self.sharding.inner_native_form is not None)
         self.cache = self._chunk_cache(cache_bytes)
         # R0 (`read_selection`): the job of R1 (a template ChunkBatch, made on first need) or
         # of R2 (`_shards`) reads a selection in one chunk or inner chunk of a regular grid.
@@ -189,12 +190,12 @@ class ChunkEngine:
         """The bytes of decoded chunks this array may cache: its own budget, which must hold
         an (inner) chunk (check_budget); None takes zarrcore.config's, which every array
         shares: 0 where it holds no chunk."""
-        chunk = self.partial.chunk_shape if self.partial is not None else self.chunk_shape
+        chunk = self.sharding.chunk_shape if self.sharding is not None else self.chunk_shape
         chunk_bytes = self.dtype.itemsize * math.prod(chunk)
         if cache_bytes is None:
             return config.cache_bytes if config.cache_bytes >= chunk_bytes else 0
         check_budget(cache_bytes, f"{self._where}: cache_bytes", chunk_bytes,
-                     "chunk" if self.partial is None else "inner chunk")
+                     "chunk" if self.sharding is None else "inner chunk")
         return cache_bytes
 
     def _chunk_cache(self, cache_bytes: int) -> ChunkCache | None:
@@ -202,9 +203,9 @@ class ChunkEngine:
         of a directory store, or of a MemoryStore's own data, share (`_batch`, `_shards`),
         and those of unsharded chunks of a store with `versioned_reads` (`_waves`: zip,
         object stores); of a regular grid, whose chunks all have one shape. None for 0, or
-        when no such road is open. Other stores give no identity of their objects to
+        when no such route is open. Other stores give no identity of their objects to
         validate entries by: they are never cached."""
-        chunk = self.partial.chunk_shape if self.partial is not None else self.chunk_shape
+        chunk = self.sharding.chunk_shape if self.sharding is not None else self.chunk_shape
         chunk_bytes = self.dtype.itemsize * math.prod(chunk)
         if not cache_bytes or not self.grid.is_regular or (
                 self._batch is None and self._shards is None
@@ -217,7 +218,7 @@ class ChunkEngine:
         self._versions_held = max(1, cache_bytes // chunk_bytes)
         self._versions_lock = threading.Lock()
         ninner = (math.prod(s // c for s, c in zip(self.chunk_shape, chunk))
-                  if self.partial is not None else None)
+                  if self.sharding is not None else None)
         return ChunkCache(cache_bytes, chunk_bytes, len(chunk), ninner)
 
     def cache_info(self) -> dict[str, int]:
@@ -263,9 +264,9 @@ class ChunkEngine:
         return _core_form(self.chain)
 
     def plan(self, indexer: Indexer, writing: bool = False) -> Route:
-        """The road (Route) a read, or with `writing` a write, of `indexer`'s selection
-        takes: the first of the compiled roads open to this array (`__init__`) that takes
-        that kind of selection, else the codec objects. Writes give the compiled roads only
+        """The route (Route) a read, or with `writing` a write, of `indexer`'s selection
+        takes: the first of the compiled routes open to this array (`__init__`) that takes
+        that kind of selection, else the codec objects. Writes give the compiled routes only
         the chunks they cover wholly; the rest is read-modify-written (`write`)."""
         basic, listed = _selection_kind(indexer, len(self.chunk_shape))
         points = isinstance(indexer, CoordinateIndexer)
@@ -279,14 +280,14 @@ class ChunkEngine:
             return Route.SHARD_WAVES
         if self._waves is not None and listed:
             return Route.CHUNK_WAVES
-        if not writing and self.partial is None and self.store.native_root is None:
+        if not writing and self.sharding is None and self.store.native_root is None:
             return Route.FETCHED_CHUNKS
         return Route.EACH_CHUNK
 
     def read_selection(self, selection: Any, fortran: bool) -> Any:
-        """`a[selection]` by R0 (Route.ONE_CHUNK), the road `plan` never sees: ints and
+        """`a[selection]` by R0 (Route.ONE_CHUNK), the route `plan` never sees: ints and
         slices (positive steps, Ellipsis, newaxis) that fall in one chunk, or one inner chunk
-        when sharded, of an array R1 or R2 reads, read by that road's compiled job on the
+        when sharded, of an array R1 or R2 reads, read by that route's compiled job on the
         calling thread, GIL released, through the decoded-chunk cache, into a new array (F
         order when `fortran`; a scalar when every axis is given an int). NotImplemented for
         any other selection: the caller makes an indexer and `read`s it."""
@@ -296,7 +297,7 @@ class ChunkEngine:
             return self._shards.read_one(selection, fortran, self.dtype, self.cache)
         reader = self._one_chunk
         if reader is None:
-            assert self._batch is not None  # (the road is open)
+            assert self._batch is not None  # (the route is open)
             _, sep, lead = self.key_layout
             reader = self._one_chunk = ChunkBatch(
                 settings=self._batch, **self._objects(), sep=sep, lead_sep=lead,
@@ -420,7 +421,7 @@ class ChunkEngine:
     # -- writes --------------------------------------------------------------
     def write(self, indexer: Indexer, value: npt.NDArray[Any]) -> None:
         """Write `value` (broadcast to indexer.drop_shape) into the selected chunks: the
-        planned road writes the chunks it covers wholly and leaves the projections of the
+        planned route writes the chunks it covers wholly and leaves the projections of the
         others, which are merged here (`_write_projections`)."""
         rest = self._WRITE_BY_ROUTE[self.plan(indexer, writing=True)](self, indexer, value)
         if rest:
@@ -500,7 +501,7 @@ class ChunkEngine:
         Route.FETCHED_CHUNKS: read_fetched_chunks,
         Route.EACH_CHUNK: read_each_chunk,
     }
-    # The roads whose chunks decode into views of the output (ChunkProjection), in the
+    # The routes whose chunks decode into views of the output (ChunkProjection), in the
     # indexer's order; the compiled ones take output positions in the result's order.
     _VIEW_ROUTES = frozenset((Route.FETCHED_CHUNKS, Route.EACH_CHUNK))
     _WRITE_BY_ROUTE = {

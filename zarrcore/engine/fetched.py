@@ -266,7 +266,7 @@ def read_each_chunk(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any]
     def work(p: ChunkProjection) -> None:
         key = engine.key(p.coords)
         try:
-            if engine.partial is not None:
+            if engine.sharding is not None:
                 partial = engine.chain_at(p.coords).partial_codec
                 assert partial is not None  # (every shard's chain is sharded)
                 partial.read_partial(engine.store, key, p.chunk_selection,
@@ -297,7 +297,7 @@ def read_chunk_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any
     every: list[Any] = []  # each key's chunk's grid index
     for group in job_groups(engine, indexer):
         shape = group.chain.spec.shape
-        assert group.form is not None  # (the road `plan` took is open)
+        assert group.form is not None  # (the route `plan` took is open)
         grid = _grid_of(group.extent, shape)
         coords: list[Any]
         if group.points is not None:
@@ -382,8 +382,8 @@ def read_shard_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any
     inner chunks wanted, neighbours coalesced; inner chunks decode in compiled waves as
     their bytes arrive. The inner chunks of every shard lie on one regular grid over the
     array, on a rectilinear grid of shards too (`__init__`): one job takes them all."""
-    codec = engine.partial
-    assert codec is not None  # (the road `plan` took is open)
+    codec = engine.sharding
+    assert codec is not None  # (the route `plan` took is open)
     inner_shape, blocks = codec.chunk_shape, engine.grid.axes
     job: ChunkWaves | _InnerChunkWaves
     inner_grid = _grid_of(engine.array_shape, inner_shape)
@@ -450,8 +450,8 @@ def shard_codecs(engine: ChunkEngine, shards: Sequence[Sequence[int]]) -> list[S
     """The sharding codec of each shard at the grid indices `shards` (each of its own
     shape on a rectilinear grid)."""
     if engine.grid.is_regular:
-        assert engine.partial is not None  # (sharded)
-        return [engine.partial] * len(shards)
+        assert engine.sharding is not None  # (sharded)
+        return [engine.sharding] * len(shards)
     codecs = []
     for coords in shards:
         codec = engine.chain_at(coords).partial_codec
@@ -611,7 +611,7 @@ def write_chunk_waves(engine: ChunkEngine, indexer: Indexer,
     assert isinstance(indexer, BasicIndexer)  # (as `plan` saw)
     rest = []
     for group in job_groups(engine, indexer):
-        assert group.form is not None  # (the road `plan` took is open)
+        assert group.form is not None  # (the route `plan` took is open)
         complete = [all(c) for c in _task_values(group.plans, "complete")]
         rest += chunk_projections(group.plans, [t for t, c in enumerate(complete) if not c])
         tasks = [t for t, c in enumerate(complete) if c]

@@ -76,7 +76,7 @@ def write_projections(engine: ChunkEngine, projections: Iterable[ChunkProjection
             if part.size != math.prod(chain.spec.shape):
                 # a chunk at the array's edge: what lies outside is fill
                 data = merged_chunk(engine, None, p, part, False)
-            elif engine.partial is not None:  # (sharding encodes `part` where it lies)
+            elif engine.sharding is not None:  # (sharding encodes `part` where it lies)
                 data = merged_chunk(engine, None, p, part, engine.spec.writes_empty)
             else:
                 data = chain.encode_unless_fill(

@@ -220,7 +220,7 @@ def _grid_of(extent: Sequence[int], chunk_shape: Sequence[int]) -> tuple[int, ..
 
 
 class Route(enum.Enum):
-    """The roads a read or a write takes (docs/architecture.md §4, §5); ChunkEngine.plan
+    """The routes a read or a write takes (docs/architecture.md §4, §5); ChunkEngine.plan
     picks one per request."""
 
     CHUNK_BATCH = "chunk batch"  # R1, W1: all chunks on a directory store, one compiled job
@@ -249,7 +249,7 @@ def _selection_kind(indexer: Indexer, ndim: int) -> tuple[bool, bool]:
 def job_groups(engine: ChunkEngine, indexer: Indexer) -> list[_Group]:
     """The request of `indexer` (its plans, or its points) as compiled jobs: one group of
     chunks per stored shape on a rectilinear grid (it has few), the whole request on a
-    regular one. The one place the compiled roads split a request by chunk shape."""
+    regular one. The one place the compiled routes split a request by chunk shape."""
     if engine.grid.is_regular:
         form = engine._forms[engine.chunk_shape]
         if isinstance(indexer, CoordinateIndexer):

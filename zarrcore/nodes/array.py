@@ -106,7 +106,7 @@ class Array(Node):
     def _sharding(self) -> ShardingCodec | None:
         """The sharding codec when it is the array's only codec (zarr-python's definition): the
         chain's partial codec, the one codec that reads and rewrites parts of stored objects."""
-        return self._engine.partial
+        return self._engine.sharding
 
     @property
     def chunks(self) -> Any:
@@ -367,7 +367,7 @@ class Array(Node):
         return self.shape[0]
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # The chunk store holds compiled job state that does not pickle; it is rebuilt from
+        # The engine holds compiled job state that does not pickle; it is rebuilt from
         # the metadata, so processes and task schedulers can ship arrays.
         return type(self), (self._store, self._path, self._metadata, self._read_only,
                             self._config)
@@ -466,7 +466,7 @@ class Array(Node):
 
     @property
     def _grid(self) -> tuple[AxisChunks, ...]:
-        """Per axis the stored objects the pipeline reads (shards when sharded): their length,
+        """Per axis the stored objects the engine reads (shards when sharded): their length,
         or their boundaries on a rectilinear grid."""
         return self._engine.grid.axes
 

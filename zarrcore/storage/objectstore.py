@@ -600,7 +600,7 @@ class ObjectStore(Store):
 
     async def _fetch(self, key: str, ranges: Sequence[ByteRange] | None) -> Fetched:
         validate_key(key)
-        # (The pipeline decodes from any buffer: no copy of each object as bytes.)
+        # (The engine decodes from any buffer: no copy of each object as bytes.)
         return await (self._get(key, copy=False) if ranges is None
                       else self._get_ranges(key, ranges, copy=False))
 

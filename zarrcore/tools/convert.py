@@ -390,7 +390,7 @@ class _Plan:
         chunks = chunks or inner
         if fmt == 2 and shards:
             raise ValueError("sharding needs zarr_format=3")
-        if fmt == 3 and shards is None and (sharding := src.chunk_engine.partial) is not None:
+        if fmt == 3 and shards is None and (sharding := src.chunk_engine.sharding) is not None:
             shards = {"shape": src.shards, "index_location": sharding.index_location}
         shards = shards or None
         meta = src.metadata
