@@ -1959,47 +1959,5 @@ def from_array(store: StoreLike = None, *, data: Array | npt.ArrayLike, write_da
     return array
 
 
-def save_array(store: StoreLike, arr: npt.ArrayLike, *, zarr_format: int | None = None,
-               path: str | None = None, **kwargs: Any) -> None:
-    """Store the array-like `arr` as an array at `path`, replacing what is there.
-
-    Parameters
-    ----------
-    store : str, os.PathLike, dict, Store or None
-        A directory path, a URL, a dict (kept in memory), a Store (or another library's
-        store), or None for a new memory store.
-    arr : array_like
-        The values.
-    zarr_format : {2, 3}, optional
-        The format to write (default `config.default_zarr_format`).
-    path : str, optional
-        The array's path in the store.
-    **kwargs
-        As `create_array` takes them.
-    """
-    data = np.asanyarray(arr)
-    array(data, store, name=path, overwrite=True, zarr_format=zarr_format, **kwargs)
 
 
-def open_like(a: Array | npt.ArrayLike, path: StoreLike, **kwargs: Any) -> Array:
-    """Open (or create) the array at `path` with the shape, dtype and chunks of `a`, and its
-    fill value when `a` is an Array.
-
-    Parameters
-    ----------
-    a : Array or array_like
-        The model.
-    path : str, os.PathLike, dict or Store
-        Where the array is (the store argument of `open_array`).
-    **kwargs
-        As `open_array` takes them; they override what `a` gives (mode "a" by default).
-
-    Returns
-    -------
-    Array
-    """
-    like = _like_kwargs(a, dict(kwargs))
-    if isinstance(a, Array):
-        like.setdefault("fill_value", a.fill_value)
-    like.setdefault("mode", "a")
-    return open_array(path, shape=np.shape(a), **like)
