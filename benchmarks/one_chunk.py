@@ -10,7 +10,7 @@ or of shards of 8 samples in one-sample inner chunks (`sharded`), written once u
 Per layout, the reads of --calls random time steps, run by `map` so that the loop itself is
 one C call per read (callgrind's --toggle-collect=map_next counts only the reads):
 
-  a[t]                  the array's read (R0 since the one-chunk road, docs/architecture.md §4)
+  a[t]                  the array's read (R0 since the one-chunk route, docs/architecture.md §4)
   a[t] planned          what every `a[t]` ran before it: pop_fields, numpy_indexer, Array._read
   ArrayHandle.read      the floor: the native handle (zc_array_read) reading the same region
 

@@ -1,4 +1,5 @@
-/* Batched decoding and encoding of a shard's inner chunks; see zc_shard_batch.h. */
+/* Batched decoding and encoding of chunks already in memory: a shard's inner chunks, or the
+ * fetched chunks of an unsharded wave (ChunkWaves); see zc_shard_batch.h. */
 #include "zc_shard_batch.h"
 
 #include <stdlib.h>

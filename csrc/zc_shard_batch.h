@@ -1,4 +1,5 @@
-/* The inner chunks of one shard decoded or encoded as one GIL-free job that several threads
+/* Chunks already in memory (the inner chunks of one shard, or a wave of fetched unsharded
+ * chunks) decoded or encoded as one GIL-free job that several threads
  * work through together, taking inner chunks from an atomic counter. */
 #ifndef ZC_SHARD_BATCH_H
 #define ZC_SHARD_BATCH_H

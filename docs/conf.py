@@ -63,7 +63,7 @@ numpydoc_validation_checks = {"PR01", "PR02", "RT01"}
 numpydoc_validation_exclude = {
     r"\.__\w+__$",
     r"^zarrcore\.(Array|Group)$",
-    r"^zarrcore\.(array\.ArrayInfo|nodes\.Attributes|nodes\.BrokenNode|api\.GroupArrays)$",
+    r"^zarrcore\.(nodes\.info\.ArrayInfo|nodes\.Attributes|nodes\.BrokenNode|api\.GroupArrays)$",
     r"^zarrcore\.tools\.\w+Report$",
     r"^zarrcore\.(Store|LocalStore|MemoryStore|ZipStore|ObjectStore|FsspecStore)(\.\w+)?$",
     r"^zarrcore\._types\.",

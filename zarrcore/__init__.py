@@ -14,12 +14,12 @@ from .api import (
     empty_like, from_array, full, full_like, group, load, ones, ones_like, open, open_array,
     open_group, open_like, print_debug_info, save, save_array, save_group, tree, zeros, zeros_like,
 )
-from .array import Array
-from .async_nodes import AsyncArray, AsyncGroup
+from .nodes.array import Array
+from .nodes.async_nodes import AsyncArray, AsyncGroup
 from . import asynchronous  # noqa: E402
 from .config import config
 from .api import consolidate_metadata, open_consolidated
-from .group import Group
+from .nodes.group import Group
 from .storage import (
     FsspecStore, LocalStore, MemoryStore, ObjectStore, ReferenceStore, Store, ZipStore,
 )

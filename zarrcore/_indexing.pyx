@@ -3,7 +3,7 @@
 generators that turn them into per-chunk projections.
 
 `chunk[chunk_selection]` has the shape of `out[out_selection]`. Out selections are always
-slices: the pipeline's buffer holds array-indexed axes and points in chunk order, and `order`
+slices: the engine's buffer holds array-indexed axes and points in chunk order, and `order`
 maps buffer positions back to result positions. Chunk selections may hold int arrays; when
 numpy would not read them as an outer product, every kept axis is given in np.ix_ form.
 """

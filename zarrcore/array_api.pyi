@@ -7,7 +7,7 @@ from typing import Any, TypeVar, overload
 import numpy as np
 import numpy.typing as npt
 
-from .array import Array
+from .nodes.array import Array
 
 _Array = TypeVar("_Array", bound=npt.NDArray[Any])
 

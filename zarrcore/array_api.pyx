@@ -143,7 +143,7 @@ cdef class ArrayHandle:
                 f"array {array.name!r}: a native handle needs a regular chunk grid, not the "
                 f"{chunks.grid.name!r} chunk_grid of this array (a[...] serves it)")
         settings = chunks.core_settings
-        sharding = settings if chunks.partial is not None else None
+        sharding = settings if chunks.sharding is not None else None
         if settings is None:
             names = [c.name for c in chunks.chain.codecs]
             raise ZarrcoreError(
@@ -210,7 +210,7 @@ cdef class ArrayHandle:
             if files is not None:
                 io.root = files.root
             io.mem = <zc_memstore *>mem
-            write_order = chunks.partial.write_order()
+            write_order = chunks.sharding.write_order()
             if write_order is not None:
                 order = np.ascontiguousarray(write_order, dtype=np.int64)
                 order_ptr = &order[0]

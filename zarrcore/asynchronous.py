@@ -10,7 +10,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from . import api
-from .async_nodes import AsyncArray, AsyncGroup, run
+from .nodes.async_nodes import AsyncArray, AsyncGroup, run
 
 __all__ = [
     "AsyncArray", "AsyncGroup", "array", "consolidate_metadata", "create", "create_array",

@@ -18,9 +18,9 @@ import numpy.typing as npt
 from . import __version__
 from .api import open as open_node
 from .api import open_group
-from .array import Array
+from .nodes.array import Array
 from .errors import ZarrcoreError
-from .group import Group
+from .nodes.group import Group
 from .nodes import BrokenNode
 from .tools.convert import ConvertReport, convert
 from .tools.copy import CopyReport, copy

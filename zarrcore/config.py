@@ -25,9 +25,10 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol, TypeVar
 
-from . import _memory, cancellation
+from . import _memory
+from .runtime import cancellation
 from ._cache import check_budget
-from ._portable import at_fork_in_child
+from .runtime.portable import at_fork_in_child
 from ._status import MAX_NDIM
 
 _T = TypeVar("_T")
@@ -491,7 +492,7 @@ def run_workers(work: Callable[[], None], ntasks: int, stop: Callable[[], None],
     of `work` take no further task, and KeyboardInterrupt is raised once the tasks in
     progress are finished (each chunk written whole or not at all).
 
-    Work started in the background (zarrcore.background) runs under a cancellation token:
+    Work started in the background (zarrcore.runtime.background) runs under a cancellation token:
     this is the one place that checks it, before and after each job (raising WorkCancelled),
     and that stops the job with `stop()` when the token fires meanwhile."""
     token = cancellation.current()
@@ -507,7 +508,7 @@ def run_workers(work: Callable[[], None], ntasks: int, stop: Callable[[], None],
 def _run_workers(work: Callable[[], None], ntasks: int, stop: Callable[[], None],
                  workers: int | None) -> None:
     if ntasks <= 1:
-        work()  # one task or none: every road below ends here (small reads pay for each step)
+        work()  # one task or none: every route below ends here (small reads pay for each step)
         return
     nworkers = min(config.num_threads, ntasks, ntasks if workers is None else workers)
     if _in_parallel_work():

@@ -9,7 +9,7 @@ axis of its longest chunk, each chunk placed at the start of its own stretch of 
 An indexer has `shape` (the result's shape), `drop_shape` (the shape of the buffer the
 pipeline fills: newaxis dims left out, vectorized points flattened), `nitems`, and
 `projections()`, which yields one ChunkProjection per chunk touched. Out selections are
-always slices, so the pipeline writes each chunk's share into a view of its buffer: the
+always slices, so the engine writes each chunk's share into a view of its buffer: the
 buffer holds int-array axes and points grouped by chunk. When that is not the result's order
 (`permuted`), `unpermute(buffer, out)` puts it in the result's order (still drop_shape) and
 `permute(values)` the buffer's. The compiled reads need no buffer: their pieces may list
@@ -364,7 +364,7 @@ class BlockIndexer(BasicIndexer):
 
 class CoordinateIndexer:
     """Vectorized selection: points given by int arrays (one per axis) broadcast together, as in
-    numpy's `x[i0, i1, ...]`. The pipeline buffer holds the points flattened."""
+    numpy's `x[i0, i1, ...]`. The engine's buffer holds the points flattened."""
 
     def __init__(self, arrays: Sequence[npt.NDArray[Any]], shape: Sequence[int],
                  chunk_shape: Sequence[AxisChunks]) -> None:

@@ -7,7 +7,7 @@ or `ZARR_CODEC_PIPELINE__PATH=zarrcore.zarr_pipeline.ZarrcorePipeline` (the `zar
 entry point registers the class in every process). zarr-python hands `read` and `write` every
 chunk (shard) of one selection at once; the pipeline puts the selection back together from
 them and runs it as a zarrcore Array over the same store and metadata would: the same routes,
-compiled batches, key locks and conditional writes (engine.py).
+compiled batches, key locks and conditional writes (engine/).
 
 What stays zarr-python's (`ZarrcorePipeline.zarr_pipeline`, a BatchedCodecPipeline):
 `evolve_from_array_spec`, `validate`, `compute_encoded_size`, `decode` and `encode`, and the
@@ -57,12 +57,12 @@ from zarr.core.config import config as zarr_config
 from zarr.registry import register_pipeline
 from zarr.storage import StorePath
 
-from .array import Array
+from .nodes.array import Array
 from .config import config
 from .errors import ForeignStoreError, PipelineFallbackError, StoreURLError, ZarrcoreError
 from .metadata import ArrayMetadataV2
 from .metadata.v3 import parse_metadata_v3
-from .nodes import read_metadata
+from .nodes.node import read_metadata
 from .storage import make_store
 from .storage.zarr_python import ZarrPythonStore, of_store_class, place
 
@@ -407,7 +407,7 @@ class _ArrayTarget:
             settings = {**settings, "read_missing_chunks": True}
             found = Array(self.store(), path, metadata, self.zarr_store.read_only, settings)
             engine = found.chunk_engine
-            if engine.partial is not None and engine.grid.is_regular:
+            if engine.sharding is not None and engine.grid.is_regular:
                 # zarr-python rewrites only the inner chunks a write touches, in a shard at
                 # the array's end too: what lies past the shape (left by a shrinking resize)
                 # stays. Seen as reaching to the end of its last shards, the array has no
@@ -635,7 +635,7 @@ class ZarrcorePipeline(CodecPipeline):
             return _Fallback("write_order", "", where)
         try:
             parsed = self._target.parsed()
-            layout = Array._key_layout(parsed)
+            layout = parsed.key_layout
         except ZarrcoreError as error:
             return _Fallback("metadata", str(error), where)
         ndim = len(parsed.shape)

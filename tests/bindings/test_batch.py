@@ -578,7 +578,7 @@ def test_whole_chunk_write_waits_for_the_store_lock(tmp_path, value):
     """A whole-chunk write (or the delete of a chunk left all fill) never lands inside
     another writer's read-modify-write of the same key."""
     a = make(tmp_path / "a", np.ones((16, 16), np.uint16), (8, 8), "zstd", fill_value=0)
-    assert a._chunks._batch is not None
+    assert a._engine._batch is not None
     held, done = threading.Event(), []
     store = zarrcore.LocalStore(tmp_path / "a")
 

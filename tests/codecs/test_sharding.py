@@ -289,7 +289,7 @@ def test_most_of_shard_read_once():
     store, a, data = make_counted()
     np.testing.assert_array_equal(a[:40, :], data[:40, :])
     # Whole, but no further than a byte past the most a valid shard takes.
-    assert store.reads == [("r/c/0/0", 0, a._chunks.chain.max_encoded_bytes + 1)]
+    assert store.reads == [("r/c/0/0", 0, a._engine.chain.max_encoded_bytes + 1)]
 
 
 def test_missing_shard_reads_fill_without_data_requests():

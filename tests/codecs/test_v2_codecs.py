@@ -179,7 +179,7 @@ SHUFFLED = [
                          ids=[f"{d}-{s.elementsize}-{c and c.codec_id}" for d, s, c in SHUFFLED])
 def test_shuffle_and_a_compressor_run_in_the_compiled_chain(tmp_path, dtype, shuffle,
                                                             compressor):
-    from zarrcore.engine import Route
+    from zarrcore.engine.planning import Route
     from zarrcore.indexing import numpy_indexer
 
     data = sample(dtype)

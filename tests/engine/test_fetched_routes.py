@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import zarrcore
 from zarrcore import engine
+from zarrcore.engine import partial_writes  # noqa: F401  (engine.partial_writes below)
 from zarrcore.errors import LockUnavailableError, WriteConflictError
 from _remote_stores import DelayedStore, DirectoryVersionedStore, VersionedStore
 
@@ -66,7 +67,7 @@ def test_sharded_read_of_most_of_a_shard_fetches_it_whole_and_missing_shards_rea
     store = DelayedStore()
     a, data = sharded(store)
     np.testing.assert_array_equal(a[...], data)
-    whole = [(0, a._chunks.chain.max_encoded_bytes + 1)]  # a byte more than a valid shard
+    whole = [(0, a._engine.chain.max_encoded_bytes + 1)]  # a byte more than a valid shard
     assert sorted((r[1], r[2]) for r in reads(store)) == [("s/c/0/0", whole), ("s/c/1/0", whole)]
     store.delete("s/c/1/0")
     store.reset()
@@ -153,7 +154,7 @@ def random_arrays():
                                             {"name": "bytes", "configuration": {"endian": "little"}}]}}
     a = zarrcore.create_array(store, name="t", shape=(300, 250), dtype="float32",
                               chunks=(96, 128), serializer=inner, compressors=None, fill_value=-1)
-    assert a._chunks._ranged_shards and a._chunks._waves is None
+    assert a._engine._ranged_shards and a._engine._waves is None
     a[:200, :] = out[0][1][:200]
     out.append((a, out[0][1]))
     return out
@@ -271,7 +272,7 @@ def test_conditional_writes_that_keep_losing_raise(monkeypatch):
                               shards=(16,))
     a[:] = 1
     monkeypatch.setattr(store, "set_if", lambda key, value, version: False)
-    monkeypatch.setattr(engine, "CONFLICT_RETRIES", 3)
+    monkeypatch.setattr(engine.partial_writes, "CONFLICT_RETRIES", 3)
     with pytest.raises(WriteConflictError, match="'q/c/0'"):
         a[3] = 5
     assert a[3] == 1

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import zarrcore
 from zarrcore import engine
+from zarrcore.engine import fetched  # noqa: F401  (engine.fetched below)
 
 from _probes import python_calls as _python_calls
 
@@ -166,12 +167,12 @@ def test_s3_oindex_decodes_in_waves(s3_bucket, monkeypatch):
     ref = np.arange(40 * 30, dtype="i8").reshape(40, 30)
     waves = []
 
-    class CountedWaves(engine.ChunkWaves):
+    class CountedWaves(engine.fetched.ChunkWaves):
         def run(self, tasks):
             waves.append(len(tasks))
             return super().run(tasks)
 
-    monkeypatch.setattr(engine, "ChunkWaves", CountedWaves)
+    monkeypatch.setattr(engine.fetched, "ChunkWaves", CountedWaves)
     for path, shards in (("plain", None), ("sharded", (20, 15))):
         a = zarrcore.create_array(f"s3://{bucket}/{path}", shape=ref.shape, chunks=(10, 5),
                                   shards=shards, dtype="i8", storage_options=options)
@@ -185,7 +186,7 @@ def test_s3_oindex_decodes_in_waves(s3_bucket, monkeypatch):
         np.testing.assert_array_equal(a.vindex[points], ref[points])
         assert sum(waves) > 0
         monkeypatch.undo()
-        monkeypatch.setattr(engine, "ChunkWaves", CountedWaves)
+        monkeypatch.setattr(engine.fetched, "ChunkWaves", CountedWaves)
 
 
 def test_listed_piece_errors_name_the_key(tmp_path):
@@ -257,7 +258,7 @@ def test_listings_out_of_bounds_are_refused():
 ])
 def test_each_store_and_selection_kind_takes_its_planned_route(
         tmp_path, store_kind, shards, compressors, selection, read, write):
-    """ChunkEngine.plan: the road of a read and of a write, by what the store can do, how the
+    """ChunkEngine.plan: the route of a read and of a write, by what the store can do, how the
     array is laid out and the kind of selection (docs/architecture.md §4, §5)."""
     from zarrcore.indexing import numpy_indexer
 

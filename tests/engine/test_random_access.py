@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import zarrcore
 from zarrcore import engine
+from zarrcore.engine import directory  # noqa: F401  (engine.directory below)
 from zarrcore.array_api import CACHE_SETTLE_SECONDS
 from zarrcore.config import config
 from zarrcore.errors import SelectionError, ShapeMismatchError
@@ -664,7 +665,7 @@ DELTA = [{"name": "numcodecs.delta", "configuration": {"dtype": "<i4"}}]  # (not
     ["chunks", "shards", "filtered"]), data=st.data())
 def test_every_read_road_puts_unsorted_picks_in_place(tmp_path_factory, case, kind, layout,
                                                       data):
-    """Unsorted, repeated int arrays and points land in the result's order on every road:
+    """Unsorted, repeated int arrays and points land in the result's order on every route:
     the compiled ones decode straight into the result (or the caller's `out`), the codec
     objects' ones into a buffer put in order after."""
     shape, inner, shards, ref, box = case
@@ -729,7 +730,7 @@ def test_batches_of_large_chunk_files_are_asked_for_ahead(tmp_path, monkeypatch)
     sharded[...] = ref
     np.testing.assert_array_equal(big.oindex[picks], ref[picks])
     np.testing.assert_array_equal(sharded.oindex[picks], ref[picks])
-    assert asked.count("work_read_ahead") == 2 * min(engine.READ_AHEAD_HELPERS, 3)
+    assert asked.count("work_read_ahead") == 2 * min(engine.directory.READ_AHEAD_HELPERS, 3)
     asked.clear()
     np.testing.assert_array_equal(sharded.oindex[[1, 2, 3]], ref[[1, 2, 3]])  # one shard
     np.testing.assert_array_equal(small.oindex[picks], ref[picks])
@@ -827,7 +828,7 @@ def _same_result(got, want, order):
 def test_one_chunk_reads_take_the_compiled_road_and_match_numpy(tmp_path_factory, case, cached,
                                                                  memory, data):
     """`a[sel]` in one chunk (inner chunk) reads by R0 (ChunkEngine.read_selection, with no
-    planning) exactly what numpy and the planned roads give, missing chunks as the fill
+    planning) exactly what numpy and the planned routes give, missing chunks as the fill
     value; writes between reads are seen, with or without the decoded-chunk cache, on a
     directory and on a MemoryStore's own data (which the compiled jobs read when cached)."""
     kw, ref = case
@@ -874,7 +875,7 @@ def _unplanned(*args, **kwargs):
 @pytest.mark.parametrize("shards", [None, (4, 6)])
 def test_one_chunk_road_leaves_other_selections_to_the_planner(tmp_path, shards):
     """Selections R0 does not take (several chunks, negative steps, empty, out of bounds,
-    fields, missing chunks that must raise) go to the planned roads, errors included."""
+    fields, missing chunks that must raise) go to the planned routes, errors included."""
     ref = np.arange(12 * 6, dtype="i4").reshape(12, 6)
     a = zarrcore.create_array(str(tmp_path), shape=ref.shape, chunks=(2, 3), shards=shards,
                               dtype="i4", fill_value=-1)
@@ -893,7 +894,7 @@ def test_one_chunk_road_leaves_other_selections_to_the_planner(tmp_path, shards)
                     (Ellipsis, 4), 3, (1, slice(1, 3))]:
             routes.clear()
             np.testing.assert_array_equal(a[sel], full[sel])
-            # (an empty selection reads nothing: neither road)
+            # (an empty selection reads nothing: neither route)
             assert bool(routes) == (sel not in ((7, 0), (1, slice(1, 3)), (slice(2, 2), 1)))
         for bad in [(12, 0), (0, -7), (0, 0, 0)]:
             with pytest.raises(SelectionError):
@@ -932,7 +933,7 @@ def test_zero_dimensional_and_odd_ints_read_as_numpy(tmp_path, order):
 
 @pytest.mark.parametrize("shards", [None, (4, 4)])
 def test_one_chunk_road_raises_the_planned_roads_errors(tmp_path, shards):
-    """A damaged chunk or shard read by R0 raises what the planned road raises, naming it."""
+    """A damaged chunk or shard read by R0 raises what the planned route raises, naming it."""
     a = zarrcore.create_array(str(tmp_path), shape=(8, 4), chunks=(2, 4), shards=shards,
                               dtype="f4", compressors=[{"name": "zstd"}])
     a[...] = np.arange(32, dtype="f4").reshape(8, 4)

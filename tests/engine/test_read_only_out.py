@@ -1,6 +1,6 @@
 """Reads with `out=` refuse an `out` they may not write (read-only: a `bytes` object's memory
 through np.frombuffer, a memory map opened mode="r") with numpy's ValueError before anything
-is written, on every read path and every road of the engine; the compiled jobs refuse one
+is written, on every read path and every route of the engine; the compiled jobs refuse one
 themselves too."""
 import os
 import subprocess
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zarrcore
-from zarrcore.engine import Route
+from zarrcore.engine.planning import Route
 from zarrcore.indexing import BasicIndexer, OrthogonalIndexer, coordinate_indexer
 
 SHAPE = (20, 6)
@@ -38,7 +38,7 @@ PATHS = {
 
 
 def _layouts(tmp_path):
-    """Arrays of DATA on each kind of store the engine takes a road of its own for."""
+    """Arrays of DATA on each kind of store the engine takes a route of its own for."""
     made = {}
     made["directory"] = zarrcore.create_array(str(tmp_path / "d"), shape=SHAPE, chunks=(4, 3),
                                               dtype="int32")

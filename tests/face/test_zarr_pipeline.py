@@ -28,7 +28,8 @@ from zarr.errors import ChunkNotFoundError as ZarrChunkNotFoundError  # noqa: E4
 from zarr.registry import register_codec  # noqa: E402
 from zarr.storage import LocalStore, LoggingStore, MemoryStore, ZipStore  # noqa: E402
 
-import zarrcore.engine  # noqa: E402
+import zarrcore.engine.directory  # noqa: E402
+import zarrcore.engine.fetched  # noqa: E402
 import zarrcore.storage.memory  # noqa: E402
 from zarrcore.config import ARRAY_OPTIONS  # noqa: E402
 from zarrcore.errors import PipelineFallbackError  # noqa: E402
@@ -395,9 +396,9 @@ def run_settings(monkeypatch):
     shard reads, the threads of compiled jobs and the requests in flight of store calls and
     of reads by one version of each shard (a list of (what, value), cleared by the test)."""
     seen = []
-    coalesce, run_workers = zarrcore.engine.coalesce, zarrcore.engine.run_workers
+    coalesce, run_workers = zarrcore.engine.fetched.coalesce, zarrcore.engine.fetched.run_workers
     get_many = zarrcore.storage.memory.MemoryStore.get_many
-    fan_out = zarrcore.engine.fan_out
+    fan_out = zarrcore.engine.fetched.fan_out
 
     def coalesce_spy(offsets, lengths, gap, most):
         seen.append(("coalesce", (gap, most)))
@@ -415,10 +416,11 @@ def run_settings(monkeypatch):
         seen.append(("in flight", limit))
         return fan_out(call, items, limit, **kwargs)
 
-    monkeypatch.setattr(zarrcore.engine, "coalesce", coalesce_spy)
-    monkeypatch.setattr(zarrcore.engine, "run_workers", run_workers_spy)
+    monkeypatch.setattr(zarrcore.engine.fetched, "coalesce", coalesce_spy)
+    for runners in (zarrcore.engine.directory, zarrcore.engine.fetched):
+        monkeypatch.setattr(runners, "run_workers", run_workers_spy)
     monkeypatch.setattr(zarrcore.storage.memory.MemoryStore, "get_many", get_many_spy)
-    monkeypatch.setattr(zarrcore.engine, "fan_out", fan_out_spy)
+    monkeypatch.setattr(zarrcore.engine.fetched, "fan_out", fan_out_spy)
     return seen
 
 

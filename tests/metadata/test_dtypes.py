@@ -279,7 +279,7 @@ def test_register_user_type():
     finally:
         from zarrcore.metadata import dtypes
 
-        dtypes._REGISTRY.remove(Int4Bits)
+        dtypes.base._REGISTRY.remove(Int4Bits)
     assert Int4Bits not in registered_data_types()
     with pytest.raises(TypeError):
         register_data_type(int)

@@ -530,7 +530,7 @@ _LAYOUTS = st.sampled_from(["memory", "directory", "sharded", "sharded in memory
 @given(st.lists(_EDGES, min_size=1, max_size=3), _LAYOUTS, st.booleans(), st.data())
 def test_compiled_jobs_match_numpy(tmp_path_factory, edges, layout, shrink, data):
     """Every indexing mode, reads and writes, over a rectilinear grid (its last chunks cut by a
-    shrinking resize or not) on each compiled road, against numpy. Shards hold inner chunks
+    shrinking resize or not) on each compiled route, against numpy. Shards hold inner chunks
     of 1 to 3 a side, so that shards hold different numbers of them."""
     if layout.startswith("sharded"):
         inner = tuple(data.draw(st.integers(1, 3)) for _ in edges)

@@ -63,9 +63,9 @@ def test_spawned_workers_read_a_pickled_sharded_array(tmp_path):
 
 def test_codecs_bound_to_an_arrays_options_pickle_with_them():
     a = zarrcore.create_array({}, shape=(8, 8), chunks=(2, 2), shards=(4, 4), dtype="i4")
-    codec = pickle.loads(pickle.dumps(a.chunk_engine.partial))
+    codec = pickle.loads(pickle.dumps(a.chunk_engine.sharding))
     assert codec._spec.options is zarrcore.config  # (by name: this process's config)
     own = a.with_config({"shard_write_order": "morton", "io_concurrency": 3})
-    codec = pickle.loads(pickle.dumps(own.chunk_engine.partial))
+    codec = pickle.loads(pickle.dumps(own.chunk_engine.sharding))
     assert codec._spec.options == own.chunk_engine.options
     assert codec.write_order() is not None and codec._spec.options.io_concurrency == 3

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import zarrcore
+import zarrcore.nodes.node
 
 
 def chunk_keys(a):
@@ -124,7 +125,7 @@ def test_growing_shows_fill_where_a_killed_shrink_or_an_outdated_writer_left_dat
     a[...] = 7
     outdated = zarrcore.open_array(path, mode="r+")
     # The shrink's only atomic step, as a kill right after it would leave things:
-    zarrcore.nodes.write_metadata(a.store, "", a.metadata.evolve(shape=(3, 5)))
+    zarrcore.nodes.node.write_metadata(a.store, "", a.metadata.evolve(shape=(3, 5)))
     outdated[6:8, 0:2] = 9  # beyond the new shape, through the old one
     a = zarrcore.open_array(path, mode="r+")
     a.resize((8, 12))
@@ -171,6 +172,7 @@ _HUGE_SHARD_RESIZE = r"""
 import sys, time
 import numpy as np
 import zarrcore
+import zarrcore.nodes.node
 
 
 def status_kib(field):
@@ -260,10 +262,10 @@ def test_a_write_while_a_resize_resets_its_block_is_kept(kind, layout, grow, tmp
     ref = np.arange(64, dtype="i4").reshape(8, 8)
     a[...] = ref
     if grow:
-        zarrcore.nodes.write_metadata(a.store, "", a.metadata.evolve(shape=(6, 6)))
+        zarrcore.nodes.node.write_metadata(a.store, "", a.metadata.evolve(shape=(6, 6)))
     writer = zarrcore.open_array(handle(), mode="r+")
     resizer = zarrcore.open_array(handle(), mode="r+")
-    store, boundary = resizer.store, resizer._chunks.key((1, 1))
+    store, boundary = resizer.store, resizer._engine.key((1, 1))
     threads = []
 
     def write_inside(read):

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from peers import peer  # noqa: F401 (a fixture)
 
 import zarrcore
-from zarrcore import streaming
+from zarrcore.nodes import streaming
 
 
 @st.composite

@@ -12,10 +12,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # of the functions, nodes, tools and stores) or not at all (internal). A new module is either
 # listed here or given a page.
 REACHED_THROUGH_ZARRCORE = {
-    "api", "array", "array_chunks", "async_nodes", "background", "cancellation",
-    "chunk_access", "cli", "codecs", "concurrency",
-    "consolidated", "creation", "engine", "group", "indexing", "metadata", "nodes", "storage",
-    "streaming", "tools",
+    "api", "cli", "codecs", "engine", "indexing", "metadata", "nodes", "runtime", "storage",
+    "tools",
 }
 # Modules whose page cannot import them where the site is built (the suite's Python 3.11, with
 # zarr-python 3.1): their page names them in a `.. module::` directive and describes them.

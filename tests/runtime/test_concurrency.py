@@ -1,4 +1,5 @@
-"""zarrcore.concurrency.fan_out, the fan-out every store, the engine and the tools run on."""
+"""zarrcore.runtime.concurrency.fan_out: the fan-out every store, the engine and the tools
+run on."""
 import asyncio
 import concurrent.futures
 import threading
@@ -6,7 +7,7 @@ import time
 
 import pytest
 
-from zarrcore.concurrency import fan_out, run_bounded
+from zarrcore.runtime.concurrency import fan_out, run_bounded
 from zarrcore.errors import StoreError
 
 

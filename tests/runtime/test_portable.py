@@ -1,4 +1,4 @@
-"""The Python layer's stand-ins for POSIX-only calls (zarrcore/_portable.py), which Windows
+"""The Python layer's stand-ins for POSIX-only calls (zarrcore/runtime/portable.py), which Windows
 runs, run here on Linux with the POSIX calls taken away: os.pread, os.fwalk (and so
 directories read from descriptors), fcntl and os.register_at_fork."""
 import importlib
@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import zarrcore
-from zarrcore import _files, _portable
+from zarrcore import _files
+from zarrcore.runtime import portable as _portable
 from zarrcore.errors import InvalidKeyError, StoreError
 from zarrcore.storage import LocalStore, ZipStore
 
@@ -260,7 +261,8 @@ for name in ("pread", "fwalk", "register_at_fork", "fork"):  # the standard libr
     delattr(os, name)
 import numpy as np
 import zarrcore
-from zarrcore import _files, _portable
+from zarrcore import _files
+from zarrcore.runtime import portable as _portable
 assert _portable.pread is _files.pread and _portable.try_lock_exclusive is _files.try_lock_whole
 want = np.arange(200, dtype="i4").reshape(10, 20)
 for where in ({str(tmp_path / "d.zarr")!r}, {str(tmp_path / "z.zip")!r}):

@@ -185,7 +185,7 @@ def test_fletcher32_shuffle_zlib_as_hdf5_writes_them(refs_dir):
 
 
 def _route(array):
-    """The road a read of the whole array takes (zarrcore.engine.Route)."""
+    """The route a read of the whole array takes (zarrcore.engine.planning.Route)."""
     from zarrcore.indexing import numpy_indexer
 
     return array.chunk_engine.plan(
@@ -193,7 +193,7 @@ def _route(array):
 
 
 def test_hdf5_shuffle_and_deflate_decode_in_compiled_waves(refs_dir):
-    from zarrcore.engine import Route
+    from zarrcore.engine.planning import Route
 
     group = zarrcore.open_group(str(refs_dir / "sample.json"), mode="r")
     for name in ("temp", "wide"):  # h5py's shuffle and gzip filters
@@ -212,7 +212,7 @@ def test_hdf5_shuffle_and_deflate_decode_in_compiled_waves(refs_dir):
 
 @pytest.mark.parametrize("dtype", ["<f4", ">f8", "<i2", "<u8", "|u1"])
 def test_what_h5py_shuffles_and_deflates_reads_in_compiled_waves(tmp_path, dtype):
-    from zarrcore.engine import Route
+    from zarrcore.engine.planning import Route
 
     h5py = pytest.importorskip("h5py", reason="h5py (the test extra) writes the file")
     data = (np.arange(7 * 13) * 37 % 1000).astype(dtype).reshape(7, 13)

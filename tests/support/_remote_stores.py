@@ -9,7 +9,7 @@ import threading
 import time
 
 import zarrcore
-from zarrcore import _portable
+from zarrcore.runtime import portable as _portable
 from zarrcore.storage.base import bounded, validate_key
 
 

@@ -7,7 +7,7 @@ import numpy.typing as npt
 
 from .. import kernels
 from ..errors import ChunkDecodeError, MetadataError
-from ..metadata.dtypes import ieee_float_size, swap_unit
+from ..metadata.dtypes.numeric import ieee_float_size, swap_unit
 from .base import ArrayBytesCodec, BytesLike, ChunkSpec, CodecJSON, NativeForm
 from .registry import register_codec
 

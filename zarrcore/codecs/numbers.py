@@ -8,8 +8,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import MetadataError
-from ..metadata.dtypes import (DataType, FloatType, IntegerType, MLFloatType, dtype_from_numpy,
-                               dtype_from_v3_json)
+from ..metadata.dtypes import DataType, dtype_from_numpy, dtype_from_v3_json
+from ..metadata.dtypes.numeric import FloatType, IntegerType, MLFloatType
 
 #: The registry's integer and float types these codecs take, as the errors list them.
 INTEGER_NAMES = ("int2", "int4", "int8", "int16", "int32", "int64",

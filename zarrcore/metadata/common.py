@@ -177,3 +177,21 @@ class ArrayMetadata(MetadataDocument):
     def chunk_key(self, coords: Iterable[int]) -> str:
         """Store key of the chunk at grid index ``coords``, relative to the array."""
         return self.chunk_key_encoding.encode(coords)
+
+    @property
+    def key_layout(self) -> tuple[str, str, bool]:
+        """(head, separator, leading separator) of the chunk keys: ("c", "/", True) for v3
+        default keys "c/1/2", ("", ".", False) for v2 keys "1.2"."""
+        encoding = self.chunk_key_encoding
+        if encoding.name == "default":
+            return "c", encoding.separator, True
+        return "", encoding.separator, False
+
+    @property
+    def read_fill_value(self) -> Any:
+        """The value a chunk not stored reads as: the fill value, or the data type's own
+        where v2's `null` leaves it undefined."""
+        fill_value: Any = getattr(self, "fill_value")
+        if fill_value is None:
+            return self.data_type.undefined_fill_value()
+        return fill_value

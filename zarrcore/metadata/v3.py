@@ -13,7 +13,9 @@ from zarrcore.metadata.common import (
     is_int,
     load_json_document,
 )
-from zarrcore.metadata.dtypes import DataType, _name_and_config, dtype_from_v3_json, swap_unit
+from zarrcore.metadata.dtypes import DataType, dtype_from_v3_json
+from zarrcore.metadata.dtypes.base import _name_and_config
+from zarrcore.metadata.dtypes.numeric import swap_unit
 from zarrcore.metadata.grid import ChunkGrid
 
 __all__ = [

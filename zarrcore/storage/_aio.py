@@ -1,5 +1,5 @@
 """The I/O loop of remote stores: one asyncio loop on a thread of its own, on which
-zarrcore.concurrency.fan_out runs their requests; and the process's bound on the remote
+zarrcore.runtime.concurrency.fan_out runs their requests; and the process's bound on the remote
 requests in flight (`request_slots`), which every object-store and async fsspec request
 holds while it is sent and answered, whatever loop it runs on."""
 import asyncio
@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Coroutine
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TypeVar
 
-from .._portable import at_fork_in_child
+from ..runtime.portable import at_fork_in_child
 from ..config import config
 from ..errors import StoreError
 

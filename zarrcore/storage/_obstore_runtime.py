@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from .._portable import before_fork
+from ..runtime.portable import before_fork
 from ..errors import StoreError
 from . import _aio
 

@@ -9,7 +9,7 @@ from collections.abc import Collection, Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Optional, Protocol, Union, cast
 
-from .._portable import at_fork_in_child
+from ..runtime.portable import at_fork_in_child
 from ..config import config
 from ..errors import (
     InvalidKeyError, LockUnavailableError, ReadOnlyError, StoreError, ValueTooLargeError,
@@ -426,7 +426,7 @@ class Store:
 
     def creation_lock(self) -> AbstractContextManager[None]:
         """The lock creators of nodes hold across processes, from finding no node at a path to
-        writing its metadata (creation.create_node; threads also take nodes.creation_lock,
+        writing its metadata (creation.create_node; threads also take node.creation_lock,
         under it). Nothing here: a store whose nodes other processes create overrides it."""
         return contextlib.nullcontext()
 

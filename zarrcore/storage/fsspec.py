@@ -16,8 +16,8 @@ from collections.abc import Coroutine, Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from .._portable import at_fork_in_child
-from ..concurrency import each, fan_out, run_bounded
+from ..runtime.portable import at_fork_in_child
+from ..runtime.concurrency import each, fan_out, run_bounded
 from ..errors import StoreError
 from . import _aio
 from .base import (

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._files import TEMP_PREFIX, FileRoot, is_lock_file, pread_into, unlock_file
-from .. import _memory, _portable
+from .. import _memory
+from ..runtime import portable
 from ..config import config
 from ..errors import InvalidKeyError, StoreError, ZarrcoreError
 from .base import (
@@ -48,7 +49,7 @@ class _FileReader:
         for start, stop in ranges:
             lo, hi, _ = slice(start, stop).indices(self.size)
             if hi - lo < POOLED_READ_BYTES:
-                out.append(_portable.pread(self.fd, max(hi - lo, 0), lo))
+                out.append(portable.pread(self.fd, max(hi - lo, 0), lo))
                 continue
             block = _memory.empty((hi - lo,), np.uint8)
             got = pread_into(self.fd, block, lo)
@@ -124,7 +125,7 @@ class LocalStore(Store):
         return self._dir(validate_prefix(prefix))
 
     def _path(self, key: str) -> str:
-        problem = _portable.file_name_problem(validate_key(key))
+        problem = portable.file_name_problem(validate_key(key))
         if problem:
             raise InvalidKeyError(
                 f"store key {key!r} cannot be a file in {self.root!r}: {problem}")
@@ -245,14 +246,14 @@ class LocalStore(Store):
     def _walk(self, prefix: str) -> Iterator[tuple[str, list[str]]]:
         """(directory path, names of its files) of every directory below `prefix`'s, walked
         from a descriptor of it where the system allows (links to directories are not
-        descended into: _portable.walk_files)."""
+        descended into: portable.walk_files)."""
         prefix = validate_prefix(prefix)
         top = self._dir(prefix)
         fd = self._open(prefix, top, directory=True)
         if fd is None:
             return
         try:
-            yield from _portable.walk_files(fd, top)
+            yield from portable.walk_files(fd, top)
         except OSError as e:
             raise _store_error(prefix, e) from e
         finally:
@@ -273,7 +274,7 @@ class LocalStore(Store):
         if fd is None:
             return []
         try:
-            return sorted(self._visible(base, _portable.list_names(fd, base)))
+            return sorted(self._visible(base, portable.list_names(fd, base)))
         except OSError as e:
             raise _store_error(prefix, e) from e
         finally:
@@ -319,7 +320,7 @@ class LocalStore(Store):
             yield
             return
         os.makedirs(self.root, exist_ok=True)
-        with _portable.directory_locked(self.root):
+        with portable.directory_locked(self.root):
             yield
 
     @contextlib.contextmanager

@@ -38,11 +38,11 @@ import urllib.parse
 from collections.abc import Callable, Coroutine, Hashable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Optional, TypeVar, cast, overload
 
-from ..concurrency import each, fan_out, run_bounded
+from ..runtime.concurrency import each, fan_out, run_bounded
 from ..config import config
 from ..errors import (KeyChangedError, LockLostError, LockTimeoutError, LockUnavailableError,
                       ReadOnlyError, StoreError, StoreURLError, WriteConflictError)
-from .._portable import at_fork_in_child
+from ..runtime.portable import at_fork_in_child
 from . import _aio, _obstore_runtime
 from ._obstore_runtime import obstore_module as _obstore
 from .base import (
@@ -600,7 +600,7 @@ class ObjectStore(Store):
 
     async def _fetch(self, key: str, ranges: Sequence[ByteRange] | None) -> Fetched:
         validate_key(key)
-        # (The pipeline decodes from any buffer: no copy of each object as bytes.)
+        # (The engine decodes from any buffer: no copy of each object as bytes.)
         return await (self._get(key, copy=False) if ranges is None
                       else self._get_ranges(key, ranges, copy=False))
 

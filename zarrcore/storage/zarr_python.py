@@ -20,7 +20,7 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import _get_loop
 from zarr.storage import MemoryStore as ZarrMemoryStore, WrapperStore, ZipStore as ZarrZipStore
 
-from ..concurrency import each, fan_out, run_bounded
+from ..runtime.concurrency import each, fan_out, run_bounded
 from ..errors import (
     CommitConflictError, DeleteUnsupportedError, ForeignStoreError, ZarrcoreError,
 )

@@ -37,7 +37,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import IO, TYPE_CHECKING, Literal, overload
 
-from .. import _portable
+from ..runtime import portable
 from ..config import config
 from ..errors import DeleteUnsupportedError, StoreError
 from .base import (
@@ -236,7 +236,7 @@ class ZipStore(Store):
                 flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0)
                 fp = open(os.open(self.path, flags, 0o666), "r+b")
             try:
-                if mode != "r" and not _portable.try_lock_exclusive(fp.fileno()):
+                if mode != "r" and not portable.try_lock_exclusive(fp.fileno()):
                     raise StoreError(errno.EBUSY, f"{self!r}: another process is writing this "
                                                   f"zip (or another ZipStore of it, not closed)")
                 if mode == "w":
@@ -258,7 +258,7 @@ class ZipStore(Store):
         # Closes the ZipFile (and so its file and lock) when the store is collected or at exit.
         self._finalizer = weakref.finalize(self, _close_zip, self._state)
         # (zf.fp is fp)
-        self._state.fd = _portable.reading_descriptor(fp.fileno(), self.path)
+        self._state.fd = portable.reading_descriptor(fp.fileno(), self.path)
         return zf
 
     def _pread(self, n: int, offset: int) -> bytes:
@@ -269,7 +269,7 @@ class ZipStore(Store):
                 if self._zip() is None:
                     raise StoreError(errno.ENOENT, f"{self!r}: the zip file is gone")
         try:
-            return _portable.pread(fd, n, offset)
+            return portable.pread(fd, n, offset)
         except OSError as e:
             raise StoreError(e.errno, f"{self!r}: {e.strerror or e}") from e
         finally:

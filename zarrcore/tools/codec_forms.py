@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._types import CodecLike
-from ..array import Array
+from ..nodes.array import Array
 from ..codecs import BloscCodec, GzipCodec, ZlibCodec, ZstdCodec, codec_from_json, codec_from_v2
 from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, ChunkSpec, Codec
 from ..codecs.chain import CodecChain
@@ -52,7 +52,7 @@ def v3_codecs(array: Array) -> tuple[list[CodecJSON], tuple[int, ...]]:
     shape they encode. A v2 array's codecs come out as the v3 codecs of the same encoding."""
     chain = array.chunk_engine.chain
     if array.zarr_format == 3:
-        sharding = array.chunk_engine.partial
+        sharding = array.chunk_engine.sharding
         if sharding is not None:
             return sharding.inner.to_json(), tuple(sharding.chunk_shape)
         return chain.to_json(), array.chunks

@@ -29,18 +29,19 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .. import kernels, nodes
-from ..array import Array, create_array
+from ..nodes.node import METADATA_KEYS, dump_json, join, load_json, node_exists, parent_paths
+from .. import kernels
+from ..nodes.array import Array, create_array
 from ..codecs import codec_from_json
 from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, Codec
 from ..config import config
-from ..consolidated import V2_KEY
+from ..nodes.consolidation import V2_KEY
 from ..errors import InexactConversionError, MetadataError, NodeExistsError
-from ..group import Group, consolidate_metadata, create_group
+from ..nodes.group import Group, consolidate_metadata, create_group
 from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..metadata.grid import rectilinear_spelling
 from ..storage import MemoryStore
-from ..streaming import (
+from ..nodes.streaming import (
     DEFAULT_MEMORY, BlockBuffers, ChunkKeys, Region, block_cost, block_edges, plan_block, same_bits,
     stores_alike,
 )
@@ -49,7 +50,7 @@ from .codec_forms import (
 )
 from .exact import comparable, converted_exactly
 from .hierarchy import CONVERT_STATE_KEY, array_dimensions, place, store_and_path, walk
-from ..concurrency import run_bounded
+from ..runtime.concurrency import run_bounded
 from .progress import Progress, counted, object_word, parse_bytes
 
 if TYPE_CHECKING:
@@ -173,11 +174,11 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
         "dimension_names": dimension_names,
     }
     options = json.loads(json.dumps(options, default=_jsonable))
-    state_key = nodes.join(dst_path, CONVERT_STATE_KEY)
+    state_key = join(dst_path, CONVERT_STATE_KEY)
     # A store that cannot delete the state at the end (a zip) keeps none: resuming there
     # checks the destination's metadata against the options alone.
     keeps_state = dst_store.supports_deletes
-    existing = nodes.load_json(dst_store, state_key) if keeps_state else None
+    existing = load_json(dst_store, state_key) if keeps_state else None
     if resume and existing is not None:
         # The options left out are the unfinished conversion's; those given must be its own.
         resumed = _resumed_options(options, existing.get("options"), state_key)
@@ -190,10 +191,10 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
                  dtype, dimension_names)
     state = {"source": f"{src_store!r}/{src_path}", "options": options}
     if resume and (existing is not None
-                   or not keeps_state and nodes.node_exists(dst_store, dst_path)):
+                   or not keeps_state and node_exists(dst_store, dst_path)):
         plan.check_written(dst_store)
     else:
-        if existing is not None or nodes.node_exists(dst_store, dst_path):
+        if existing is not None or node_exists(dst_store, dst_path):
             if not overwrite:
                 what = ("an unfinished conversion: finish it with resume=True"
                         if existing is not None else "a node")
@@ -201,7 +202,7 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
                                       f"with overwrite=True")
             dst_store.delete_prefix(dst_path) if dst_path else _clear(dst_store)
         if keeps_state:
-            dst_store.set(state_key, nodes.dump_json(state))
+            dst_store.set(state_key, dump_json(state))
         plan.write(dst_store)
     report = ConvertReport(groups=len(plan.groups), arrays=len(plan.arrays))
     jobs = [_ArrayJob(src, Array(dst_store, path, meta), budget, resume)
@@ -348,12 +349,12 @@ class _Plan:
         ndims: set[int] = set()  # the arrays' ranks
         for path, meta in walk(src_store, src_path, on_problem):
             rel = path[head:]
-            out = nodes.join(dst_path, rel) if rel else dst_path
+            out = join(dst_path, rel) if rel else dst_path
             fmt = zarr_format or meta.zarr_format
             if meta.node_type == "group":
                 if not rel:
                     self.consolidated = (getattr(meta, "consolidated_metadata", None) is not None
-                                         or src_store.exists(nodes.join(path, V2_KEY)))
+                                         or src_store.exists(join(path, V2_KEY)))
                 create_group(self.store, path=out, zarr_format=fmt,
                              attributes=_attrs(meta.attributes, None, fmt))
                 self.groups.append(out)
@@ -389,7 +390,7 @@ class _Plan:
         chunks = chunks or inner
         if fmt == 2 and shards:
             raise ValueError("sharding needs zarr_format=3")
-        if fmt == 3 and shards is None and (sharding := src.chunk_engine.partial) is not None:
+        if fmt == 3 and shards is None and (sharding := src.chunk_engine.sharding) is not None:
             shards = {"shape": src.shards, "index_location": sharding.index_location}
         shards = shards or None
         meta = src.metadata
@@ -426,8 +427,8 @@ class _Plan:
     def _documents(self, paths: Iterable[str]) -> Iterator[tuple[str, bytes]]:
         """(key, document) of the planned metadata of the nodes at `paths`."""
         for path in paths:
-            for name in nodes.METADATA_KEYS:
-                key = nodes.join(path, name)
+            for name in METADATA_KEYS:
+                key = join(path, name)
                 data = self.store.get(key)
                 if data is not None:
                     yield key, data
@@ -438,8 +439,8 @@ class _Plan:
 
     def write(self, store: Store) -> None:
         """Write the planned metadata, and any missing ancestor groups of the destination."""
-        for parent in nodes.parent_paths(self.dst_path):
-            if not nodes.node_exists(store, parent):
+        for parent in parent_paths(self.dst_path):
+            if not node_exists(store, parent):
                 for key, data in self._documents([parent]):
                     store.set(key, data)
         for key, data in self._planned():

@@ -9,20 +9,21 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from .. import nodes
+
+from ..nodes.node import METADATA_KEYS, join, node_exists
 from ..config import config
-from ..consolidated import V2_KEY
+from ..nodes.consolidation import V2_KEY
 from ..errors import NodeExistsError
 from .hierarchy import place, store_and_path
-from ..concurrency import run_bounded
+from ..runtime.concurrency import run_bounded
 from .progress import Progress, counted
 
 if TYPE_CHECKING:
     from .._types import StoreLike
-    from ..array import Array
-    from ..group import Group
+    from ..nodes.array import Array
+    from ..nodes.group import Group
 
-_METADATA = frozenset(nodes.METADATA_KEYS) | {V2_KEY}
+_METADATA = frozenset(METADATA_KEYS) | {V2_KEY}
 
 
 @dataclasses.dataclass
@@ -94,7 +95,7 @@ def copy(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: str
     if resume and overwrite:
         raise ValueError("resume=True keeps what the destination holds; overwrite=True "
                          "replaces it: give one")
-    if nodes.node_exists(dst_store, dst_path) and not resume:
+    if node_exists(dst_store, dst_path) and not resume:
         if not overwrite:
             raise NodeExistsError(f"{place(dst_store, dst_path)} holds a node; replace it "
                                   f"with overwrite=True, or finish a copy with resume=True")
@@ -112,7 +113,7 @@ def copy(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: str
 
     def one(key: str) -> tuple[int, bool]:
         """(bytes, copied): a key already there (on resume) is no copy, its bytes done."""
-        target = nodes.join(dst_path, key[head:])
+        target = join(dst_path, key[head:])
         if resume and key.rsplit("/", 1)[-1] not in _METADATA:
             size = dst_store.getsize(target)
             if size is not None and size == src_store.getsize(key):

@@ -4,27 +4,30 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from .. import nodes
+
+from ..nodes.node import (
+    METADATA_KEYS, Node, V3_KEY, join, node_exists, normalize_path, read_metadata,
+)
 from .._types import NodeMetadata, StoreLike
-from ..consolidated import V2_KEY
+from ..nodes.consolidation import V2_KEY
 from ..errors import ZarrcoreError
 from ..storage import Store, make_store
 
 # Written into a destination while a conversion runs; see tools/convert.py.
 CONVERT_STATE_KEY = ".zarrcore-convert.json"
-_NOT_MEMBERS = frozenset(nodes.METADATA_KEYS) | {V2_KEY, CONVERT_STATE_KEY}
+_NOT_MEMBERS = frozenset(METADATA_KEYS) | {V2_KEY, CONVERT_STATE_KEY}
 
 
-def store_and_path(source: StoreLike | nodes.Node, path: str = "", read_only: bool = False,
+def store_and_path(source: StoreLike | Node, path: str = "", read_only: bool = False,
                    storage_options: dict[str, Any] | None = None,
                    mode: str | None = None) -> tuple[Store, str]:
     """(Store, normalized path) of a path, URL, dict, Store, Array or Group plus a path below
     it; `storage_options` configure a URL; `mode` "w": the whole store is being replaced."""
-    if isinstance(source, nodes.Node):
-        inside = nodes.join(source.path, nodes.normalize_path(path))
-        return source.store, nodes.normalize_path(inside)
+    if isinstance(source, Node):
+        inside = join(source.path, normalize_path(path))
+        return source.store, normalize_path(inside)
     store = make_store(source, read_only=read_only, storage_options=storage_options, mode=mode)
-    return store, nodes.normalize_path(path)
+    return store, normalize_path(path)
 
 
 def place(store: Store, path: str) -> str:
@@ -44,7 +47,7 @@ def walk(store: Store, path: str,
     `on_problem(kind, key, detail)` hears of metadata that does not read ("metadata") and of
     keys inside a group that belong to no node ("stray")."""
     try:
-        meta = nodes.read_metadata(store, path)
+        meta = read_metadata(store, path)
     except ZarrcoreError as e:
         on_problem("metadata", _metadata_key(store, path), str(e))
         return
@@ -54,8 +57,8 @@ def walk(store: Store, path: str,
     for name in store.list_dir(path):
         if name in _NOT_MEMBERS:
             continue
-        child = nodes.join(path, name)
-        if nodes.node_exists(store, child):
+        child = join(path, name)
+        if node_exists(store, child):
             yield from walk(store, child, on_problem)
             continue
         keys = [child] if store.exists(child) else sorted(store.list_prefix(child))
@@ -87,8 +90,8 @@ def named_axes(meta: Any, ndim: int) -> tuple[tuple[str | None, ...], dict[str, 
 
 
 def _metadata_key(store: Store, path: str) -> str:
-    for key in nodes.METADATA_KEYS:
-        full = nodes.join(path, key)
+    for key in METADATA_KEYS:
+        full = join(path, key)
         if store.exists(full):
             return full
-    return nodes.join(path, nodes.V3_KEY)
+    return join(path, V3_KEY)

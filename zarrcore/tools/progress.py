@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable
 from types import TracebackType
 
-from ..array import format_bytes
+from ..nodes.info import format_bytes
 
 # Seconds between redraws: often enough to look live, rarely enough to cost nothing.
 _REDRAW_SECONDS = 0.2

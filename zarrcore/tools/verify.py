@@ -27,20 +27,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..array import Array
+from ..nodes.node import join
+from ..nodes.array import Array
 from ..config import config
-from ..consolidated import open_group_metadata
+from ..nodes.consolidation import open_group_metadata
 from ..errors import ValueTooLargeError, ZarrcoreError
-from ..streaming import ChunkKeys, stored_encoding, stores_alike
-from .. import nodes
+from ..nodes.streaming import ChunkKeys, stored_encoding, stores_alike
+
 from .exact import comparable, first_difference, same_json
 from .hierarchy import ProblemHandler, named_axes, place, store_and_path, walk
-from ..concurrency import run_bounded
+from ..runtime.concurrency import run_bounded
 from .progress import Progress, counted, object_word
 
 if TYPE_CHECKING:
     from .._types import NodeMetadata, StoreLike
-    from ..group import Group
+    from ..nodes.group import Group
     from ..storage import Store
 
 # Each shard is decoded in slabs of inner chunks of about this many bytes, and the chunks of
@@ -231,7 +232,7 @@ def verify(source: StoreLike | Array | Group, path: str = "", *, missing: bool =
         report.problems.extend(problems)
         bar.update(nbytes, len(item[1]))
 
-    word = object_word(keys.chunks.partial is not None for keys, _ in arrays)
+    word = object_word(keys.chunks.sharding is not None for keys, _ in arrays)
     with Progress(total, count, "verify", progress, chunk_word=word) as bar:
         run_bounded(check, items, 2 * config.num_threads, done)
     report.problems.sort(key=lambda p: (p.key, p.inner_chunk or ()))
@@ -362,7 +363,7 @@ def _node_pairs(src_store: Store, src_path: str, dst_store: Store, dst_path: str
         rel = path[src_head:] if path != src_path else ""
         seen.add(rel)
         copy = copies.get(rel)
-        there = nodes.join(dst_path, rel) if rel else dst_path
+        there = join(dst_path, rel) if rel else dst_path
         if copy is None:
             on_problem("missing", path or "/", "not in the copy")
         elif copy.node_type != meta.node_type:
@@ -371,7 +372,7 @@ def _node_pairs(src_store: Store, src_path: str, dst_store: Store, dst_path: str
         else:
             yield path, meta, there, copy
     for rel in sorted(set(copies) - seen):
-        on_problem("extra", nodes.join(dst_path, rel) if rel else dst_path, "not in the source")
+        on_problem("extra", join(dst_path, rel) if rel else dst_path, "not in the source")
 
 
 def _stored_otherwise(src_store: Store, src_path: str, dst_store: Store,
@@ -474,7 +475,7 @@ def _compare_values(src_store: Store, src_path: str, dst_store: Store, dst_path:
             report.problems.append(problem)
         bar.update(nbytes, objects)
 
-    word = object_word(keys.chunks.partial is not None for keys in compared)
+    word = object_word(keys.chunks.sharding is not None for keys in compared)
     with Progress(total, count, "verify", progress, chunk_word=word) as bar:
         run_bounded(one, pairs, 2 * config.num_threads, done)
 
@@ -539,7 +540,7 @@ def _groups(keys: ChunkKeys, found: dict[tuple[int, ...], str]) -> list[list[_Lo
     objects otherwise, and for shards (each checked by its own slabs)."""
     ordered = sorted(found.items(), key=lambda item: item[1])
     chunk_shape = keys.chunks.chunk_shape
-    if keys.chunks.partial is not None or not keys.grid:
+    if keys.chunks.sharding is not None or not keys.grid:
         return [[item] for item in ordered]
     box = _box_shape(keys.grid, math.prod(chunk_shape) * keys.array.dtype.itemsize)
     boxes: dict[tuple[int, ...], list[_Located]] = {}
@@ -599,8 +600,8 @@ def _check_object(keys: ChunkKeys, key: str, missing: bool) -> tuple[int, list[P
     if data is None:
         return 0, ([Problem("missing", key, "deleted while being checked")] if missing else [])
     try:
-        if chunks.partial is not None:  # a shard
-            damaged, empty = chunks.partial.check(data, SLAB_BYTES)
+        if chunks.sharding is not None:  # a shard
+            damaged, empty = chunks.sharding.check(data, SLAB_BYTES)
             problems = [Problem("corrupt", key, error, coords) for coords, error in damaged]
             if missing:
                 problems += [Problem("missing", key, "not stored", coords) for coords in empty]

@@ -25,9 +25,9 @@ from xarray.core.utils import FrozenDict, close_on_error
 
 from .. import api
 from .._types import StoreLike
-from ..array import Array
+from ..nodes.array import Array
 from ..errors import DimensionNamesMissingError, MetadataError, NodeNotFoundError
-from ..group import Group
+from ..nodes.group import Group
 from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..storage.urls import keeps_consolidated_metadata
 from ..storage import Store

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from xarray.namedarray.parallelcompat import ChunkManagerEntrypoint
 
-from ..array import Array, arrays_as_dask, storage_block
+from ..nodes.array import Array, arrays_as_dask, storage_block
 
 
 def _block_sizes(array: Array) -> tuple[tuple[int, ...], ...]:

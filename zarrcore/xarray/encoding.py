@@ -13,7 +13,7 @@ from collections.abc import Hashable, Sequence
 
 import numpy.typing as npt
 
-from ..array import Array
+from ..nodes.array import Array
 from ..errors import MetadataError
 from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..tools.codec_forms import v3_of_v2_encoding

@@ -23,9 +23,9 @@ from xarray.backends.zarr import (
 )
 
 from .. import api
-from ..array import Array, storage_block
+from ..nodes.array import Array, storage_block
 from ..errors import AttributeTypeError, MetadataError
-from ..group import Group
+from ..nodes.group import Group
 from ..metadata.common import check_attributes
 from .backend import (
     DIMENSION_KEY, GroupSource, ZarrcoreDataStore, open_root_group, variable_dimensions,

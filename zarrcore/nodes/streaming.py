@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import nodes
-from .concurrency import run_bounded
-from .config import config
-from .metadata.grid import AxisChunks
+
+from .node import METADATA_KEYS
+from ..runtime.concurrency import run_bounded
+from ..config import config
+from ..metadata.grid import AxisChunks
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -222,7 +223,7 @@ class ChunkKeys:
 
     def stored(self) -> tuple[dict[tuple[int, ...], str], list[str]]:
         """(in-grid {coords: key}, [keys that are no grid position]) of the stored keys."""
-        meta = set(nodes.METADATA_KEYS)
+        meta = set(METADATA_KEYS)
         found: dict[tuple[int, ...], str] = {}
         outside: list[str] = []
         for key in self.array.store.list_prefix(self.array.path):

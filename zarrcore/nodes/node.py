@@ -7,22 +7,22 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .config import config
-from .errors import (
+from ..config import config
+from ..errors import (
     ContainsArrayError, ContainsGroupError, LockUnavailableError, NodeExistsError,
     NodeNotFoundError, ReadOnlyError, WriteConflictError, ZarrcoreError,
 )
-from .metadata import GroupMetadataV3, parse_metadata_v3
-from .metadata import v2 as metadata_v2
-from .metadata.common import parse_json
-from .engine import CONFLICT_RETRIES, conflict_pause
-from .storage import validate_key
-from .storage.base import get_at_most
+from ..metadata import GroupMetadataV3, parse_metadata_v3
+from ..metadata import v2 as metadata_v2
+from ..metadata.common import parse_json
+from ..engine.partial_writes import CONFLICT_RETRIES, conflict_pause
+from ..storage import validate_key
+from ..storage.base import get_at_most
 
 if TYPE_CHECKING:
-    from ._types import NodeMetadata
-    from .metadata import GroupMetadataV2
-    from .storage import Store
+    from .._types import NodeMetadata
+    from ..metadata import GroupMetadataV2
+    from ..storage import Store
 
 V3_KEY = "zarr.json"
 V2_ARRAY_KEY = ".zarray"

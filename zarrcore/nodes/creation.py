@@ -8,17 +8,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import nodes
-from .config import config
-from .codecs import ArrayArrayCodec, ArrayBytesCodec, codec_from_json
-from .codecs.sharding import ShardingCodec
-from .codecs.v2 import object_data_type
-from .errors import ObjectDataTypeError
-from .metadata import dtype_from_numpy
+
+from .node import (
+    creation_lock, ensure_parent_groups, existing_node_error, node_exists, write_metadata,
+)
+from ..config import config
+from ..codecs import ArrayArrayCodec, ArrayBytesCodec, codec_from_json
+from ..codecs.sharding import ShardingCodec
+from ..codecs.v2 import object_data_type
+from ..errors import ObjectDataTypeError
+from ..metadata import dtype_from_numpy
 
 if TYPE_CHECKING:
-    from ._types import ChunksLike, NodeMetadata, ShapeLike
-    from .storage import Store
+    from .._types import ChunksLike, NodeMetadata, ShapeLike
+    from ..storage import Store
 
 
 MODES = ("r", "r+", "a", "w", "w-")
@@ -147,16 +150,16 @@ def codec_list(value: Any, default: Iterable[Any], where: str) -> list[Any]:
 
 def create_node(store: Store, path: str, metadata: NodeMetadata, overwrite: bool) -> None:
     """Store the metadata of a new node at `path`, with groups at its ancestors that have no
-    node. A node there already raises its nodes.existing_node_error, unless `overwrite`: then
+    node. A node there already raises its existing_node_error, unless `overwrite`: then
     it is deleted with everything below it."""
-    with store.creation_lock(), nodes.creation_lock(store, path):
-        if nodes.node_exists(store, path):
+    with store.creation_lock(), creation_lock(store, path):
+        if node_exists(store, path):
             if not overwrite:
-                raise nodes.existing_node_error(store, path)
+                raise existing_node_error(store, path)
             store.delete_prefix(path)  # the node's metadata keys too: they lie under `path`/
         # (The ancestors' creation locks, taken under this one: always deeper first.)
-        nodes.ensure_parent_groups(store, path, metadata.zarr_format)
-        nodes.write_metadata(store, path, metadata)
+        ensure_parent_groups(store, path, metadata.zarr_format)
+        write_metadata(store, path, metadata)
 
 
 def fill_value_for(data_type: Any, fill_value: Any) -> Any:

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from .chunk_access import ChunkAccess, ChunkTarget
+from ..engine.chunk_access import ChunkAccess, ChunkTarget
 
 if TYPE_CHECKING:
-    from .codecs.base import BytesLike
-    from .engine import ChunkEngine
+    from ..codecs.base import BytesLike
+    from ..engine import ChunkEngine
 
 
 class ChunkMethods:

@@ -1,7 +1,7 @@
 """What the Python layer needs of the operating system beyond the calls every platform's `os`
 has: the POSIX calls where Python offers them (Linux, macOS), and their stand-ins where it does
 not (Windows). Each choice is made once, at import, by what `os` and `fcntl` provide; the rest
-of the package calls these names through the module (`_portable.pread(...)`), so that a
+of the package calls these names through the module (`portable.pread(...)`), so that a
 reload re-chooses them everywhere (tests/test_portable.py runs the stand-ins on Linux so).
 
 - `pread`: os.pread, else the compiled positioned read of csrc/zc_os.h (`_files.pread`),
@@ -25,7 +25,7 @@ import re
 import stat
 from collections.abc import Callable, Iterator
 
-from . import _files
+from .. import _files
 
 try:
     import fcntl

@@ -10,17 +10,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import nodes
-from .errors import MetadataError
-from .metadata import parse_metadata_v3
-from .metadata.v2 import parse_metadata_v2
+
+from .node import (
+    V2_ARRAY_KEY, V2_ATTRS_KEY, V2_GROUP_KEY, V3_KEY, find_metadata, join, load_json,
+    normalize_path, read_metadata,
+)
+from ..errors import MetadataError
+from ..metadata import parse_metadata_v3
+from ..metadata.v2 import parse_metadata_v2
 
 if TYPE_CHECKING:
-    from ._types import NodeMetadata
-    from .storage import Store
+    from .._types import NodeMetadata
+    from ..storage import Store
 
 V2_KEY = ".zmetadata"
-V2_DOC_KEYS = (nodes.V2_ARRAY_KEY, nodes.V2_GROUP_KEY, nodes.V2_ATTRS_KEY)
+V2_DOC_KEYS = (V2_ARRAY_KEY, V2_GROUP_KEY, V2_ATTRS_KEY)
 
 
 def empty_inline() -> dict[str, Any]:
@@ -86,7 +90,7 @@ class ConsolidatedMetadata:
             _check_entry(rel, value, where, key)
             nodes_.setdefault(rel, {})[name] = value
         # A bare .zattrs names no node.
-        docs = {rel: d for rel, d in nodes_.items() if set(d) - {nodes.V2_ATTRS_KEY}}
+        docs = {rel: d for rel, d in nodes_.items() if set(d) - {V2_ATTRS_KEY}}
         return cls(2, docs, where)
 
     def _key(self, rel: str) -> str:
@@ -104,8 +108,8 @@ class ConsolidatedMetadata:
         if self.zarr_format == 3:
             meta = parse_metadata_v3(doc, where)
         else:
-            meta = parse_metadata_v2(doc.get(nodes.V2_ARRAY_KEY), doc.get(nodes.V2_GROUP_KEY),
-                                     doc.get(nodes.V2_ATTRS_KEY), prefix=f"{where}: ")
+            meta = parse_metadata_v2(doc.get(V2_ARRAY_KEY), doc.get(V2_GROUP_KEY),
+                                     doc.get(V2_ATTRS_KEY), prefix=f"{where}: ")
         # Threads that parse one node at once all get the first one's metadata.
         return self._cache.setdefault(key, meta)
 
@@ -133,7 +137,7 @@ def _check_entry(rel: str, doc: Any, where: str, key: str | None = None) -> None
     if not isinstance(doc, dict):
         raise MetadataError(f"{where}: metadata {key or rel!r}: expected an object")
     try:
-        nodes.normalize_path(rel)
+        normalize_path(rel)
     except ValueError:
         raise MetadataError(f"{where}: metadata key {key or rel!r} is not a valid path") from None
     if rel.startswith("/") or rel.endswith("/"):
@@ -156,23 +160,23 @@ def open_group_metadata(store: Store, path: str, zarr_format: int | None,
         use_consolidated = False  # (any there would be stale: the store does not update it)
     meta: Any = None
     if zarr_format == 3:
-        meta = nodes.read_metadata(store, path, 3)
+        meta = read_metadata(store, path, 3)
     elif zarr_format is None:
-        meta = nodes.find_metadata(store, path, 3)
+        meta = find_metadata(store, path, 3)
     if meta is None:
         if use_consolidated is not False:
-            key = nodes.join(path, V2_KEY)
-            doc = nodes.load_json(store, key)
+            key = join(path, V2_KEY)
+            doc = load_json(store, key)
             if doc is not None:
                 consolidated = ConsolidatedMetadata.from_v2(doc, key)
                 root = consolidated.metadata("")
                 if root is not None and root.node_type == "group":
                     return root, consolidated
-        meta = nodes.read_metadata(store, path, 2)
+        meta = read_metadata(store, path, 2)
     consolidated = None
     if meta.node_type == "group" and meta.zarr_format == 3 and use_consolidated is not False:
         consolidated = ConsolidatedMetadata.from_v3(meta.consolidated_metadata,
-                                                    nodes.join(path, nodes.V3_KEY))
+                                                    join(path, V3_KEY))
     if use_consolidated and consolidated is None:
         raise MetadataError(f"no consolidated metadata for a group at path {path!r} in {store!r}")
     return meta, consolidated

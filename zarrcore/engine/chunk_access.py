@@ -12,17 +12,18 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from . import _memory
-from .errors import (
+from .. import _memory
+from .partial_writes import read_modify_write
+from ..errors import (
     ChunkDecodeError, DataTypeMismatchError, SelectionError, ShapeMismatchError,
     ValueTooLargeError, ZarrcoreError,
 )
 
 if TYPE_CHECKING:
-    from .codecs.base import BytesLike
-    from .codecs.chain import CodecChain
-    from .codecs.sharding import ShardingCodec
-    from .engine import ChunkEngine
+    from ..codecs.base import BytesLike
+    from ..codecs.chain import CodecChain
+    from ..codecs.sharding import ShardingCodec
+    from . import ChunkEngine
 
 
 class ChunkTarget(NamedTuple):
@@ -54,18 +55,18 @@ class ChunkAccess:
 
     def __init__(self, engine: ChunkEngine) -> None:
         self.engine = engine
-        partial = engine.partial
-        self.inner_shape = None if partial is None else partial.chunk_shape
+        sharding = engine.sharding
+        self.inner_shape = None if sharding is None else sharding.chunk_shape
         ndim = len(engine.array_shape)
         # The grid's extent, in chunks: of the stored objects, and of the chunks `target`
         # addresses without `shard` (inner chunks when sharded).
         self.stored_counts = engine.grid.grid_shape
-        self.counts = self.stored_counts if partial is None else tuple(
-            -(-n // c) for n, c in zip(engine.array_shape, partial.chunk_shape))
+        self.counts = self.stored_counts if sharding is None else tuple(
+            -(-n // c) for n, c in zip(engine.array_shape, sharding.chunk_shape))
         # The chains of chunks of the full shape, for `encode_chunk` and `decode_chunk` without
         # coordinates: the first chunk's (its inner chunks' when sharded), or its shard's.
         first = engine.chain_at((0,) * ndim)
-        self.first_chains = {True: first, False: first if partial is None else partial.inner}
+        self.first_chains = {True: first, False: first if sharding is None else sharding.inner}
 
     def target(self, coords: Sequence[int], shard: bool) -> ChunkTarget:
         """The chunk at grid coordinates `coords`: on a sharded array an inner chunk (in the
@@ -208,7 +209,7 @@ class ChunkAccess:
         """Store the encoded bytes `data` as the chunk `t`, once they decode (`check`): a
         stored object as the engine stores whole ones (ChunkEngine.put_many: under its key
         lock where partial writes lock); an inner chunk by a read-modify-write of its shard
-        (ChunkEngine._read_modify_write: conditional or locked), the shard's other inner
+        (partial_writes.read_modify_write: conditional or locked), the shard's other inner
         chunks kept as stored."""
         self.check(t, data)
         engine = self.engine
@@ -217,7 +218,7 @@ class ChunkAccess:
             return
         shard, i = t.shard, t.inner
         try:
-            engine._read_modify_write(
-                t.key, lambda stored, keep_empty: shard.with_inner(stored, i, data))
+            read_modify_write(
+                engine, t.key, lambda stored, keep_empty: shard.with_inner(stored, i, data))
         except ZarrcoreError as e:
             raise _named(e, t.name) from e

@@ -12,13 +12,14 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import background
-from .nodes import BrokenNode
+from ..runtime import background
+from .node import BrokenNode
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from .array import Array, ArrayInfo
+    from .array import Array
+    from .info import ArrayInfo
     from .group import Group
 
 _R = TypeVar("_R")

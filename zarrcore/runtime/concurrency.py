@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
-from .errors import StoreError
+from ..errors import StoreError
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -7,31 +7,34 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from . import nodes
 from .async_nodes import AsyncGroup
-from .array import (
-    Array, array, create_array, empty_like, full_like, ones_like, open_array, save_array,
-    zeros_like,
+
+from .node import (
+    BrokenNode, CONTAINS, METADATA_KEYS, Node, V2_ATTRS_KEY, V2_GROUP_KEY, V3_KEY, dump_json,
+    ensure_parent_groups, join, load_json, node_exists, normalize_path, read_metadata,
 )
-from .consolidated import (
+from .array import (
+    Array, array, create_array, empty_like, full_like, ones_like, zeros_like,
+)
+from .consolidation import (
     V2_DOC_KEYS, V2_KEY, ConsolidatedMetadata, empty_inline, open_group_metadata,
 )
 from .creation import check_mode, create_node, format_for_new, store_mode
-from .errors import (
+from ..errors import (
     ArrayNotFoundError, GroupNotFoundError, IncompatibleArrayError, IncompatibleGroupError,
     InvalidKeyError, MemberNotFoundError, MetadataError, NodeExistsError, NodeNotFoundError,
     ZarrcoreError,
 )
-from .metadata import GroupMetadataV3
-from .metadata.common import MetadataDocument, check_attributes
-from .metadata.v2 import GroupMetadataV2
-from .storage import MemoryStore, make_store
+from ..metadata import GroupMetadataV3
+from ..metadata.common import MetadataDocument, check_attributes
+from ..metadata.v2 import GroupMetadataV2
+from ..storage import MemoryStore, make_store
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from ._types import NodeMetadata, ShapeLike, StoreLike
-    from .storage import Store
+    from .._types import NodeMetadata, ShapeLike, StoreLike
+    from ..storage import Store
 
 _D = TypeVar("_D")
 _N = TypeVar("_N", Array, "Group")
@@ -47,7 +50,7 @@ def open_node(store: Store, path: str, zarr_format: int | None = None, read_only
     """The Array or Group at `path`; a group's consolidated metadata is used unless
     `use_consolidated` is False, and required when it is True."""
     if use_consolidated is False:
-        metadata, consolidated = nodes.read_metadata(store, path, zarr_format), None
+        metadata, consolidated = read_metadata(store, path, zarr_format), None
     else:
         metadata, consolidated = open_group_metadata(store, path, zarr_format, use_consolidated)
     if metadata.node_type == "array":
@@ -55,7 +58,7 @@ def open_node(store: Store, path: str, zarr_format: int | None = None, read_only
     return Group(store, path, metadata, read_only=read_only, consolidated=consolidated)
 
 
-class Group(nodes.Node):
+class Group(Node):
     """A Zarr group: `g["a/b"]`, `g.create_array(...)`, `g.members()`."""
 
     kind = "group"
@@ -100,17 +103,17 @@ class Group(nodes.Node):
         return path
 
     def _child_path(self, name: str) -> str:
-        name = nodes.normalize_path(name)
+        name = normalize_path(name)
         if not name:
             raise InvalidKeyError(f"group {self.name!r}: member name must not be empty")
-        return nodes.join(self._path, name)
+        return join(self._path, name)
 
     # -- members --------------------------------------------------------------
     def _open_member(self, name: str) -> Array | Group:
         path = self._child_path(name)
         if self._consolidated is None:
             return open_node(self._store, path, read_only=self._read_only)
-        rel = nodes.normalize_path(name)
+        rel = normalize_path(name)
         metadata = self._consolidated.metadata(rel)
         if metadata is None:
             raise NodeNotFoundError(
@@ -197,7 +200,7 @@ class Group(nodes.Node):
     def _member_of_kind(self, path: str, cls: type[_N]) -> _N:
         try:
             # "" is this group, as zarr-python 3.4 takes it.
-            node = self._open_member(path) if nodes.normalize_path(path) else self
+            node = self._open_member(path) if normalize_path(path) else self
         except NodeNotFoundError:
             missing = ArrayNotFoundError if cls is Array else GroupNotFoundError
             raise missing(f"group {self.name!r} has no member {path!r}") from None
@@ -205,7 +208,7 @@ class Group(nodes.Node):
 
     @staticmethod
     def _of_kind(node: Array | Group, cls: type[_N], path: str,
-                 errors: Mapping[str, type[NodeExistsError]] = nodes.CONTAINS) -> _N:
+                 errors: Mapping[str, type[NodeExistsError]] = CONTAINS) -> _N:
         """`node` (at `path`) when it is a `cls`; the error in `errors` of its kind when
         not."""
         if isinstance(node, cls):
@@ -216,8 +219,8 @@ class Group(nodes.Node):
         """Is there a member at the path `name`?"""
         try:
             if self._consolidated is not None:
-                return self._consolidated.metadata(nodes.normalize_path(name)) is not None
-            return nodes.node_exists(self._store, self._child_path(name))
+                return self._consolidated.metadata(normalize_path(name)) is not None
+            return node_exists(self._store, self._child_path(name))
         except ValueError:
             return False
 
@@ -241,31 +244,31 @@ class Group(nodes.Node):
         """
         self._check_writable()
         path = self._child_path(name)
-        if not nodes.node_exists(self._store, path):
+        if not node_exists(self._store, path):
             raise MemberNotFoundError(f"group {self.name!r} has no member {name!r}")
         self._store.delete_prefix(path)
         self._consolidated = None  # stale now
 
-    def _children(self) -> Iterator[tuple[str, Array | Group | nodes.BrokenNode]]:
+    def _children(self) -> Iterator[tuple[str, Array | Group | BrokenNode]]:
         if self._consolidated is not None:
             for name in self._consolidated.children():
                 yield name, self._open_member(name)
             return
         for name in self._store.list_dir(self._path):
-            if name in nodes.METADATA_KEYS:
+            if name in METADATA_KEYS:
                 continue
-            path = nodes.join(self._path, name)
+            path = join(self._path, name)
             try:
                 yield name, open_node(self._store, path, read_only=self._read_only)
             except NodeNotFoundError:
                 continue
             except ZarrcoreError as e:  # one unreadable member does not hide the others
-                yield name, nodes.BrokenNode(self._store, path, e)
+                yield name, BrokenNode(self._store, path, e)
 
     def members(self, max_depth: int | None = 0
-                ) -> Iterator[tuple[str, Array | Group | nodes.BrokenNode]]:
+                ) -> Iterator[tuple[str, Array | Group | BrokenNode]]:
         """Yield (relative path, node) pairs; max_depth=None walks the whole subtree. A member
-        whose metadata cannot be read comes as a nodes.BrokenNode naming its error.
+        whose metadata cannot be read comes as a BrokenNode naming its error.
 
         Parameters
         ----------
@@ -354,7 +357,7 @@ class Group(nodes.Node):
                 last = i == len(children) - 1
                 if isinstance(node, Array):
                     label = f"{name} {node.shape} {node.dtype}"
-                elif isinstance(node, nodes.BrokenNode):
+                elif isinstance(node, BrokenNode):
                     label = f"{name} (unreadable: {node.error})"
                 else:
                     label = name
@@ -795,13 +798,13 @@ class Group(nodes.Node):
         """
         self._check_writable()
         src, dst = self._child_path(source), self._child_path(dest)
-        if not nodes.node_exists(self._store, src):
+        if not node_exists(self._store, src):
             raise MemberNotFoundError(f"group {self.name!r} has no member {source!r}")
-        if nodes.node_exists(self._store, dst) or self._store.list_dir(dst):
+        if node_exists(self._store, dst) or self._store.list_dir(dst):
             raise NodeExistsError(f"something exists at {dst!r} already")
         if dst.startswith(src + "/"):
             raise ValueError(f"cannot move {src!r} into itself ({dst!r})")
-        nodes.ensure_parent_groups(self._store, dst, self.zarr_format)
+        ensure_parent_groups(self._store, dst, self.zarr_format)
         self._store.rename_prefix(src, dst)
         self._consolidated = None
 
@@ -909,7 +912,7 @@ def _node_docs(store: Store, path: str, keys: Iterable[str]) -> dict[str, Any]:
     """{key: document} of the metadata documents among `keys` stored at `path`."""
     docs: dict[str, Any] = {}
     for key in keys:
-        doc = nodes.load_json(store, nodes.join(path, key))
+        doc = load_json(store, join(path, key))
         if doc is not None:
             docs[key] = doc
     return docs
@@ -918,20 +921,20 @@ def _node_docs(store: Store, path: str, keys: Iterable[str]) -> dict[str, Any]:
 def _walk(store: Store, path: str, keys: Iterable[str],
           rel: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
     """(relative path, documents) of every node below `path`, parents first."""
-    group = nodes.join(path, rel) if rel else path
+    group = join(path, rel) if rel else path
     for name in sorted(store.list_dir(group)):
-        if name in nodes.METADATA_KEYS or name == V2_KEY:
+        if name in METADATA_KEYS or name == V2_KEY:
             continue
         child_rel = f"{rel}/{name}" if rel else name
-        docs = _node_docs(store, nodes.join(path, child_rel), keys)
-        if not set(docs) - {nodes.V2_ATTRS_KEY}:
+        docs = _node_docs(store, join(path, child_rel), keys)
+        if not set(docs) - {V2_ATTRS_KEY}:
             continue  # not a node (a v2 bare .zattrs, a stray file or a v3 node in v2)
         for key, doc in docs.items():
             if not isinstance(doc, dict):
-                raise MetadataError(f"{nodes.join(path, child_rel)}/{key}: expected a JSON object, "
+                raise MetadataError(f"{join(path, child_rel)}/{key}: expected a JSON object, "
                                     f"got {type(doc).__name__}")
         yield child_rel, docs
-        if nodes.V2_GROUP_KEY in docs or docs.get(nodes.V3_KEY, {}).get("node_type") == "group":
+        if V2_GROUP_KEY in docs or docs.get(V3_KEY, {}).get("node_type") == "group":
             yield from _walk(store, path, keys, child_rel)
 
 
@@ -970,9 +973,9 @@ def consolidate_metadata(store: StoreLike, path: str = "", zarr_format: int | No
         The store keeps no consolidated metadata (an Icechunk session's).
     """
     store = make_store(store, storage_options=storage_options)
-    path = nodes.normalize_path(path)
+    path = normalize_path(path)
     store.check_consolidated_metadata(path)
-    meta = nodes.read_metadata(store, path, zarr_format)
+    meta = read_metadata(store, path, zarr_format)
     if meta.node_type != "group":
         raise GroupNotFoundError(f"the node at path {path!r} is an array, not a group")
     group = Group(store, path, meta)
@@ -980,8 +983,8 @@ def consolidate_metadata(store: StoreLike, path: str = "", zarr_format: int | No
     with group._metadata_update(optimistic=True) as meta:
         if isinstance(meta, GroupMetadataV3):
             gathered: dict[str, Any] = {}
-            for rel, docs in _walk(store, path, (nodes.V3_KEY,)):
-                doc = docs[nodes.V3_KEY]
+            for rel, docs in _walk(store, path, (V3_KEY,)):
+                doc = docs[V3_KEY]
                 if doc.get("node_type") == "group":
                     doc = {**doc, "consolidated_metadata": empty_inline()}  # as zarr-python writes
                 gathered[rel] = doc
@@ -989,50 +992,18 @@ def consolidate_metadata(store: StoreLike, path: str = "", zarr_format: int | No
                 "kind": "inline", "must_understand": False, "metadata": gathered})
             group._store_metadata(updated)
             consolidated = ConsolidatedMetadata.from_v3(updated.consolidated_metadata,
-                                                        nodes.join(path, nodes.V3_KEY))
+                                                        join(path, V3_KEY))
         else:
-            gathered = _node_docs(store, path, (nodes.V2_GROUP_KEY, nodes.V2_ATTRS_KEY))
+            gathered = _node_docs(store, path, (V2_GROUP_KEY, V2_ATTRS_KEY))
             for rel, docs in _walk(store, path, V2_DOC_KEYS):
                 gathered.update({f"{rel}/{key}": doc for key, doc in docs.items()})
             doc = {"metadata": gathered, "zarr_consolidated_format": 1}
-            key = nodes.join(path, V2_KEY)
-            store.set(key, nodes.dump_json(doc))
+            key = join(path, V2_KEY)
+            store.set(key, dump_json(doc))
             consolidated = ConsolidatedMetadata.from_v2(doc, key)
     return Group(store, path, group.metadata, consolidated=consolidated)
 
 
-def open_consolidated(store: StoreLike = None, *, path: str | None = None, mode: str = "r",
-                      zarr_format: int | None = None,
-                      storage_options: dict[str, Any] | None = None) -> Group:
-    """Open the group at `path` through its consolidated metadata (which must exist).
-
-    Parameters
-    ----------
-    store : str, os.PathLike, dict, Store or None
-        Where the hierarchy is.
-    path : str, optional
-        The group's path in the store.
-    mode : {"r", "r+", "a", "w", "w-"}, optional
-        As `open_group` takes it.
-    zarr_format : {2, 3}, optional
-        The group's format; None finds it.
-    storage_options : dict, optional
-        Options of the store a URL names (see `make_store`).
-
-    Returns
-    -------
-    Group
-        Its members open without reading their metadata from the store.
-
-    Raises
-    ------
-    MetadataError
-        The group has no consolidated metadata, or it is malformed.
-    NodeNotFoundError
-        No group at `path`.
-    """
-    return open_group(store, mode=mode, path=path, zarr_format=zarr_format, use_consolidated=True,
-                      storage_options=storage_options)
 
 
 def _create_group(store: Store, path: str, zarr_format: int,
@@ -1048,55 +1019,6 @@ def _create_group(store: Store, path: str, zarr_format: int,
     return Group(store, path, metadata)
 
 
-def open(store: StoreLike = None, *, mode: str = "a", path: str | None = None,
-         zarr_format: int | None = None, storage_options: dict[str, Any] | None = None,
-         **kwargs: Any) -> Array | Group:
-    """Open the array or group at `path`; with mode 'w'/'w-'/'a' and a `shape`, create an array.
-
-    Parameters
-    ----------
-    store : str, os.PathLike, dict, Store or None
-        A directory path, a URL, a dict (kept in memory), a Store (or another library's
-        store), or None for a new memory store.
-    mode : {"r", "r+", "a", "w", "w-"}, optional
-        r: read only, must exist; r+: must exist; a: open, or create a group (an array when
-        `shape` is given); w: create, replacing what is there; w-: create, must not exist.
-    path : str, optional
-        The node's path in the store.
-    zarr_format : {2, 3}, optional
-        The format to open or create; None finds it (creates `config.default_zarr_format`'s).
-    storage_options : dict, optional
-        Options of the store a URL names (credentials, endpoint, timeouts...).
-    **kwargs
-        For creating: as `create_array` (with `shape`) or `open_group` takes them.
-
-    Returns
-    -------
-    Array or Group
-
-    Raises
-    ------
-    ValueError
-        An unknown mode.
-    NodeNotFoundError
-        Nothing at `path` in modes r and r+.
-    NodeExistsError
-        Something at `path` in mode w-.
-    """
-    check_mode(mode)
-    npath = nodes.normalize_path(path)
-    store_ = make_store(store, read_only=(mode == "r"), storage_options=storage_options,
-                        mode=store_mode(mode, npath))
-    if "shape" in kwargs:
-        return open_array(store_, mode=mode, path=npath, zarr_format=zarr_format, **kwargs)
-    if mode in ("w", "w-"):
-        return open_group(store_, mode=mode, path=npath, zarr_format=zarr_format, **kwargs)
-    try:
-        return open_node(store_, npath, zarr_format, read_only=(mode == "r"), use_consolidated=None)
-    except NodeNotFoundError:
-        if mode == "a":
-            return open_group(store_, mode=mode, path=npath, zarr_format=zarr_format, **kwargs)
-        raise
 
 
 def open_group(store: StoreLike = None, *, mode: str = "a", path: str | None = None,
@@ -1142,7 +1064,7 @@ def open_group(store: StoreLike = None, *, mode: str = "a", path: str | None = N
         `use_consolidated` is True and the group has no consolidated metadata.
     """
     check_mode(mode)
-    path = nodes.normalize_path(path)
+    path = normalize_path(path)
     store = make_store(store, read_only=(mode == "r"), storage_options=storage_options,
                        mode=store_mode(mode, path))
     if mode in ("w", "w-"):
@@ -1230,163 +1152,18 @@ def create_group(store: StoreLike = None, *, path: str | None = None,
     ValueError
         A format other than 2 or 3.
     """
-    path = nodes.normalize_path(path)
+    path = normalize_path(path)
     store = make_store(store, storage_options=storage_options,
                        mode=store_mode("w" if overwrite else "a", path))
     return _create_group(store, path, format_for_new(zarr_format), attributes, overwrite)
 
 
-def save_group(store: StoreLike, *args: npt.ArrayLike, zarr_format: int | None = None,
-               path: str | None = None, storage_options: dict[str, Any] | None = None,
-               **arrays: npt.ArrayLike) -> None:
-    """Store each positional array as `arr_0`, `arr_1`... and each keyword array under its
-    name, in a group at `path`.
-
-    Parameters
-    ----------
-    store : str, os.PathLike, dict, Store or None
-        A directory path, a URL, a dict (kept in memory), a Store (or another library's
-        store), or None for a new memory store.
-    *args : array_like
-        Arrays stored as `arr_0`, `arr_1`...
-    zarr_format : {2, 3}, optional
-        The format to write (default `config.default_zarr_format`).
-    path : str, optional
-        The group's path in the store; what is there is replaced.
-    storage_options : dict, optional
-        Options of the store a URL names (credentials, endpoint, timeouts...).
-    **arrays : array_like
-        Arrays stored under their keyword.
-
-    Raises
-    ------
-    ValueError
-        No array given.
-    """
-    if not args and not arrays:
-        raise ValueError("save_group needs at least one array")
-    named = {f"arr_{i}": a for i, a in enumerate(args)} | arrays
-    grp = open_group(store, mode="w", path=path, zarr_format=zarr_format,
-                     storage_options=storage_options)
-    for name, value in named.items():
-        grp[name] = np.asanyarray(value)
 
 
-def save(store: StoreLike, *args: npt.ArrayLike, zarr_format: int | None = None,
-         path: str | None = None, storage_options: dict[str, Any] | None = None,
-         **arrays: npt.ArrayLike) -> None:
-    """save_array for one positional array, else save_group.
-
-    Parameters
-    ----------
-    store : str, os.PathLike, dict, Store or None
-        A directory path, a URL, a dict (kept in memory), a Store (or another library's
-        store), or None for a new memory store.
-    *args : array_like
-        One array, or arrays for a group.
-    zarr_format : {2, 3}, optional
-        The format to write (default `config.default_zarr_format`).
-    path : str, optional
-        The node's path in the store.
-    storage_options : dict, optional
-        Options of the store a URL names (credentials, endpoint, timeouts...).
-    **arrays : array_like
-        Arrays for a group, by name.
-    """
-    if len(args) == 1 and not arrays:
-        save_array(store, args[0], zarr_format=zarr_format, path=path,
-                   storage_options=storage_options)
-    else:
-        save_group(store, *args, zarr_format=zarr_format, path=path,
-                   storage_options=storage_options, **arrays)
 
 
-class GroupArrays:
-    """What load returns for a group: its arrays by name, each read when asked for."""
-
-    def __init__(self, group: Group) -> None:
-        self._group = group
-        self._names = group.array_keys()
-
-    def __getitem__(self, name: str) -> Any:
-        """The array `name` read whole; KeyError when the group has no such array."""
-        if name not in self._names:
-            raise KeyError(name)
-        return self._group[name][...]  # type: ignore[index]  # names of arrays only
-
-    def __iter__(self) -> Iterator[str]:
-        """The array names."""
-        return iter(self._names)
-
-    def __len__(self) -> int:
-        """The number of arrays."""
-        return len(self._names)
-
-    def __contains__(self, name: object) -> bool:
-        """Is `name` one of the arrays?"""
-        return name in self._names
-
-    def keys(self) -> list[str]:
-        """The array names.
-
-        Returns
-        -------
-        list of str
-        """
-        return list(self._names)
-
-    def items(self) -> Iterator[tuple[str, Any]]:
-        """(name, values) of each array, each read when reached.
-
-        Returns
-        -------
-        iterator of (str, numpy.ndarray)
-        """
-        return ((name, self[name]) for name in self._names)
-
-    def values(self) -> Iterator[Any]:
-        """The values of each array, each read when reached.
-
-        Returns
-        -------
-        iterator of numpy.ndarray
-        """
-        return (self[name] for name in self._names)
-
-    def __repr__(self) -> str:
-        return f"<zarrcore.GroupArrays {self._names}>"
 
 
-def load(store: StoreLike, path: str | None = None,
-         zarr_format: int | None = None,
-         storage_options: dict[str, Any] | None = None) -> np.ndarray | GroupArrays:
-    """The array at `path` as a numpy array; for a group, a GroupArrays mapping that reads
-    each of its arrays when asked for it.
-
-    Parameters
-    ----------
-    store : str, os.PathLike, dict, Store or None
-        A directory path, a URL, a dict (kept in memory), a Store (or another library's
-        store), or None for a new memory store.
-    path : str, optional
-        The node's path in the store.
-    zarr_format : {2, 3}, optional
-        The node's format; None finds it.
-    storage_options : dict, optional
-        Options of the store a URL names (credentials, endpoint, timeouts...).
-
-    Returns
-    -------
-    numpy.ndarray or GroupArrays
-
-    Raises
-    ------
-    NodeNotFoundError
-        Nothing at `path`.
-    """
-    node = open(store, mode="r", path=path, zarr_format=zarr_format,
-                storage_options=storage_options)
-    return node[...] if isinstance(node, Array) else GroupArrays(node)
 
 
 def tree(grp: Group, expand: bool | None = None, level: int | None = None) -> str:
@@ -1442,7 +1219,7 @@ def create_hierarchy(*, store: StoreLike, nodes: Mapping[str, Any],
 def _parents_first(specs: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """create_hierarchy's (path, metadata) pairs, paths normalized, each group before what is
     below it."""
-    normalized = {nodes.normalize_path(p): m for p, m in specs.items()}
+    normalized = {normalize_path(p): m for p, m in specs.items()}
     return sorted(normalized.items(), key=lambda item: item[0].count("/"))
 
 
@@ -1457,4 +1234,4 @@ def _zarrcore_metadata(metadata: Any, path: str) -> Any:
 
     buffers = metadata.to_buffer_dict(default_buffer_prototype())
     documents = MemoryStore({key: buffer.to_bytes() for key, buffer in buffers.items()})
-    return nodes.read_metadata(documents, "")
+    return read_metadata(documents, "")

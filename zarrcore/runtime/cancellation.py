@@ -8,7 +8,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator
 
-from .errors import ZarrcoreError
+from ..errors import ZarrcoreError
 
 
 class WorkCancelled(ZarrcoreError, concurrent.futures.CancelledError):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Union
 import numpy as np
 import numpy.typing as npt
 
-from .errors import SelectionError, ShapeMismatchError
+from ..errors import SelectionError, ShapeMismatchError
 
 if TYPE_CHECKING:
     from .array import Array

@@ -11,48 +11,51 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from . import _memory, background, nodes
-from ._cache import SharedCacheRef, check_budget
-from .array_api import ArrayHandle
+from .node import METADATA_KEYS, Node, V2_ARRAY_KEY, V3_KEY, join, normalize_path, read_metadata
+from .. import _memory
+from ..runtime import background
+from .._cache import SharedCacheRef, check_budget
+from ..array_api import ArrayHandle
 from .array_chunks import ChunkMethods
 from .async_nodes import AsyncArray
-from .codecs import ZstdCodec, codec_from_v2
-from .codecs.base import ChunkSpec
-from .codecs.sharding import ShardingCodec
-from .codecs.v2 import codecs_from_v2_metadata, create_metadata_v2
-from .config import (
-    ARRAY_OPTIONS, array_options, checked_array_options, config as global_config, parallel_map,
+from ..codecs import ZstdCodec, codec_from_v2
+from ..codecs.base import ChunkSpec
+from ..codecs.sharding import ShardingCodec
+from ..codecs.v2 import create_metadata_v2
+from ..config import (
+    ARRAY_OPTIONS, checked_array_options, config as global_config, parallel_map,
 )
 from .creation import (
     check_mode, codec_list, data_type_for, fill_value_for, normalize_chunks, normalize_shape,
     create_node, format_for_new, shard_codecs, split_codecs, store_mode,
 )
-from .errors import (
+from ..errors import (
     ArrayNotFoundError, MetadataError, NodeNotFoundError, SelectionError, SettingTypeError,
     ShapeMismatchError,
 )
-from .metadata import ArrayMetadataV2, ArrayMetadataV3, ChunkKeyEncoding
-from .metadata.common import INT64_MAX, check_attributes
-from .metadata.grid import AxisChunks, ChunkGrid, grid_from_spelling, rectilinear_spelling
-from .metadata.v3 import default_codecs
-from .indexing import (
+from ..metadata import ArrayMetadataV2, ArrayMetadataV3, ChunkKeyEncoding
+from ..metadata.common import INT64_MAX, check_attributes
+from ..metadata.grid import AxisChunks, ChunkGrid, grid_from_spelling, rectilinear_spelling
+from ..metadata.v3 import default_codecs
+from ..indexing import (
     BasicIndexer, BlockIndexer, OrthogonalIndexer, check_out, coordinate_indexer,
     expand_selection, is_int, mask_indexer, numpy_indexer, pop_fields,
 )
-from .codecs.chain import CodecChain
-from .engine import ChunkEngine
-from .storage import make_store
+from ..codecs.chain import CodecChain
+from ..engine import ChunkEngine
+from ..storage import make_store
+from .info import ArrayInfo
 from .streaming import Region, copy_into
 from .views import LazyArray
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from ._types import (
+    from .._types import (
         ChunksLike, CodecLike, CodecsLike, NodeMetadata, Selection, ShapeLike, StoreLike,
     )
-    from .codecs.base import Codec
-    from .storage import Store
+    from ..codecs.base import Codec
+    from ..storage import Store
 
     Fields = str | Sequence[str] | None
 
@@ -62,15 +65,7 @@ if TYPE_CHECKING:
 _ENUMERATE_BLOCKS_MAX = 16384
 
 
-def format_bytes(n: float) -> str:  # type: ignore[return]  # the last unit returns
-    """`n` bytes as 512 B, 1.5 KiB, 32.0 MiB..."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
-        n /= 1024
-
-
-class Array(ChunkMethods, nodes.Node):
+class Array(ChunkMethods, Node):
     """A Zarr array. Index it like numpy: `a[...]`, `a[2:10, 5] = 1`."""
 
     kind = "array"
@@ -87,41 +82,10 @@ class Array(ChunkMethods, nodes.Node):
 
     def _apply_metadata(self, metadata: NodeMetadata) -> None:
         super()._apply_metadata(metadata)
-        self._chunks = self._make_chunk_store(metadata)
+        where = join(self._path, V3_KEY if metadata.zarr_format == 3 else V2_ARRAY_KEY)
+        self._engine = ChunkEngine.from_metadata(self._store, self._path, self._metadata, where,
+                                                 self._config)
         self._fortran = self.order == "F"
-
-    def _make_chunk_store(self, metadata: Any) -> ChunkEngine:
-        if metadata.zarr_format == 3:
-            codecs = metadata.codecs
-            where = nodes.join(self._path, nodes.V3_KEY)
-        else:
-            where = nodes.join(self._path, nodes.V2_ARRAY_KEY)
-            codecs = codecs_from_v2_metadata(metadata, where)
-        return ChunkEngine(
-            self._store, self._path, metadata.chunk_key, metadata.chunk_shape,
-            metadata.dtype, self._read_fill_value(metadata), codecs, where,
-            key_layout=self._key_layout(metadata), array_shape=metadata.shape,
-            write_empty_chunks=self._config["write_empty_chunks"], grid=metadata.grid,
-            cache_bytes=self._config.get("cache_bytes"),
-            shared_cache=self._config.get("shared_cache"),
-            options=array_options({k: v for k, v in self._config.items() if k in ARRAY_OPTIONS}),
-        )
-
-    @staticmethod
-    def _key_layout(metadata: Any) -> tuple[str, str, bool]:
-        """(head, separator, leading separator) of the chunk keys; see ChunkEngine."""
-        if metadata.zarr_format == 2:
-            return "", metadata.dimension_separator, False
-        encoding = metadata.chunk_key_encoding
-        if encoding.name == "default":
-            return "c", encoding.separator, True
-        return "", encoding.separator, False
-
-    @staticmethod
-    def _read_fill_value(metadata: Any) -> Any:
-        if metadata.fill_value is None:  # v2 `null`: undefined
-            return metadata.data_type.undefined_fill_value()
-        return metadata.fill_value
 
     # -- properties -----------------------------------------------------------
     @property
@@ -142,13 +106,13 @@ class Array(ChunkMethods, nodes.Node):
     def chunk_engine(self) -> ChunkEngine:
         """The ChunkEngine reading and writing this array's chunks (or shards): its store, key
         layout, codec chain and shapes, from which native handles are built."""
-        return self._chunks
+        return self._engine
 
     @property
     def _sharding(self) -> ShardingCodec | None:
         """The sharding codec when it is the array's only codec (zarr-python's definition): the
         chain's partial codec, the one codec that reads and rewrites parts of stored objects."""
-        return self._chunks.partial
+        return self._engine.sharding
 
     @property
     def chunks(self) -> Any:
@@ -165,7 +129,7 @@ class Array(ChunkMethods, nodes.Node):
 
     def _block_shape(self) -> Any:
         """The shape of the stored blocks, or per axis their edge lengths when rectilinear."""
-        grid = self._chunks.grid
+        grid = self._engine.grid
         if grid.is_regular:
             return tuple(self._metadata.chunk_shape)
         return tuple(grid.edge_lengths(d) for d in range(self.ndim))
@@ -173,7 +137,7 @@ class Array(ChunkMethods, nodes.Node):
     @property
     def chunk_grid(self) -> ChunkGrid:
         """Where each stored block (chunk, or shard when sharded) lies (metadata/grid.py)."""
-        return self._chunks.grid
+        return self._engine.grid
 
     @property
     def read_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
@@ -219,13 +183,13 @@ class Array(ChunkMethods, nodes.Node):
     @property
     def codecs(self) -> Sequence[Codec]:
         """The codec chain of the stored objects (for a sharded array, the sharding codec)."""
-        return self._chunks.chain.codecs
+        return self._engine.chain.codecs
 
     def _codec_stages(self) -> Any:
         """The chain whose stages filters, serializer and compressors report: the inner chain
         when sharded, as zarr-python reports them."""
         sharding = self._sharding
-        return sharding.inner if sharding else self._chunks.chain
+        return sharding.inner if sharding else self._engine.chain
 
     @property
     def filters(self) -> tuple[Codec, ...]:
@@ -308,7 +272,7 @@ class Array(ChunkMethods, nodes.Node):
     @property
     def cdata_shape(self) -> tuple[int, ...]:
         """The number of chunks (inner chunks when sharded) along each axis."""
-        grid = self._chunks.grid
+        grid = self._engine.grid
         if grid.is_regular:
             return tuple(math.ceil(s / c) for s, c in zip(self.shape, self.chunks))
         if not self._sharding:
@@ -321,7 +285,7 @@ class Array(ChunkMethods, nodes.Node):
         return math.prod(self.cdata_shape)
 
     def _stored_chunk_keys(self) -> list[str]:
-        meta = set(nodes.METADATA_KEYS)
+        meta = set(METADATA_KEYS)
         head = self._path + "/" if self._path else ""
         return [k for k in self._store.list_prefix(self._path) if k[len(head):] not in meta]
 
@@ -331,7 +295,7 @@ class Array(ChunkMethods, nodes.Node):
         sharding = self._sharding
         if sharding is None:
             return len(self._stored_chunk_keys())
-        grid = self._chunks.grid
+        grid = self._engine.grid
         return sum(math.prod(s // c for s, c in zip(grid.chunk_shape_at(coords),
                                                      sharding.chunk_shape))
                    for coords in self._stored_block_coords())
@@ -409,11 +373,11 @@ class Array(ChunkMethods, nodes.Node):
         return self.shape[0]
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # The chunk store holds compiled job state that does not pickle; it is rebuilt from
+        # The engine holds compiled job state that does not pickle; it is rebuilt from
         # the metadata, so processes and task schedulers can ship arrays.
         # A shared cache travels as where its table is (SharedCacheRef), for the process
         # that unpickles to read through the same one.
-        ref = None if self._chunks.cache is None else self._chunks.cache.shared_ref
+        ref = None if self._engine.cache is None else self._engine.cache.shared_ref
         return type(self), (self._store, self._path, self._metadata, self._read_only,
                             self._config if ref is None else {**self._config, "shared_cache": ref})
 
@@ -470,8 +434,8 @@ class Array(ChunkMethods, nodes.Node):
         SelectionError
             A selection that does not fit the array (an IndexError), or a field it lacks.
         """
-        if self._chunks.one_chunk_open and self.reads_missing_as_fill:
-            data = self._chunks.read_selection(selection, self._fortran)
+        if self._engine.one_chunk_open and self.reads_missing_as_fill:
+            data = self._engine.read_selection(selection, self._fortran)
             if data is not NotImplemented:
                 return data
         fields, selection = pop_fields(selection)
@@ -511,9 +475,9 @@ class Array(ChunkMethods, nodes.Node):
 
     @property
     def _grid(self) -> tuple[AxisChunks, ...]:
-        """Per axis the stored objects the pipeline reads (shards when sharded): their length,
+        """Per axis the stored objects the engine reads (shards when sharded): their length,
         or their boundaries on a rectilinear grid."""
-        return self._chunks.grid.axes
+        return self._engine.grid.axes
 
     @property
     def lazy(self) -> LazyArray:
@@ -680,7 +644,7 @@ class Array(ChunkMethods, nodes.Node):
         def one(i: int) -> Any:
             return self._read(indexers[i], None if out is None else out[i])
 
-        results = parallel_map(one, range(len(selections)), self._chunks.options.num_threads)
+        results = parallel_map(one, range(len(selections)), self._engine.options.num_threads)
         return results if out is None else out
 
     def _check_out(self, out: np.ndarray, shape: tuple[int, ...]) -> None:
@@ -869,8 +833,8 @@ class Array(ChunkMethods, nodes.Node):
         """Read the selection into `buffer` (shape indexer.drop_shape), in the result's order."""
         if buffer.size:
             if not self.reads_missing_as_fill:
-                self._chunks.check_stored(indexer)
-            self._chunks.read(indexer, buffer)
+                self._engine.check_stored(indexer)
+            self._engine.read(indexer, buffer)
         return buffer
 
     @property
@@ -931,7 +895,7 @@ class Array(ChunkMethods, nodes.Node):
                 f"array {self.name!r}: could not broadcast value of shape {value.shape} to "
                 f"selection shape {indexer.shape}") from None
         if indexer.nitems:
-            self._chunks.write(indexer, indexer.permute(value))
+            self._engine.write(indexer, indexer.permute(value))
 
     @property
     def async_array(self) -> AsyncArray:
@@ -1013,7 +977,7 @@ class Array(ChunkMethods, nodes.Node):
         -------
         dict
         """
-        return self._chunks.cache_info()
+        return self._engine.cache_info()
 
     def native_handle(self, cache_bytes: int = 0) -> ArrayHandle:
         """A handle for reading and writing regions of this array from compiled code, on
@@ -1105,7 +1069,7 @@ class Array(ChunkMethods, nodes.Node):
         outside reset to fill (ChunkEngine.reset_outside). Looks at the blocks over `extent`
         that reach outside `kept` when they are few, else at every stored block."""
         for coords in self._blocks_outside(kept, extent, grid):
-            self._chunks.reset_outside(coords, kept)
+            self._engine.reset_outside(coords, kept)
 
     def _blocks_outside(self, kept: tuple[int, ...], extent: tuple[int, ...],
                         grid: ChunkGrid) -> Iterator[tuple[int, ...]]:
@@ -1120,7 +1084,7 @@ class Array(ChunkMethods, nodes.Node):
                 if not all(ranges):
                     continue  # (product() would list the others first: 10**9 chunks, say)
                 for coords in itertools.product(*ranges):
-                    if self._store.exists(self._chunks.key(coords)):
+                    if self._store.exists(self._engine.key(coords)):
                         yield coords
             return
         for coords in self._stored_block_coords():
@@ -1133,7 +1097,7 @@ class Array(ChunkMethods, nodes.Node):
         head = len(self._path) + 1 if self._path else 0
         for key in self._stored_chunk_keys():
             coords = tuple(int(c) for c in re.findall(r"\d+", key[head:]))
-            if len(coords) == self.ndim and self._chunks.key(coords) == key:
+            if len(coords) == self.ndim and self._engine.key(coords) == key:
                 yield coords
 
     def append(self, data: npt.ArrayLike, axis: int = 0) -> tuple[int, ...]:
@@ -1191,7 +1155,7 @@ class Array(ChunkMethods, nodes.Node):
         tuple of (tuple of int, tuple of slice)
             A block's coordinates in the grid, and the region of the array it holds.
         """
-        grid = self._chunks.grid
+        grid = self._engine.grid
         for coords in grid.chunks():
             yield coords, grid.region(coords)
 
@@ -1342,72 +1306,6 @@ class _Selector:
         """Write `value` to the selection."""
         fields, selection = pop_fields(selection)
         self._set(selection, value, fields=fields)
-
-
-class ArrayInfo:
-    """A printable summary of an array; `complete` adds what needs a listing of the store."""
-
-    def __init__(self, array: Array, complete: bool = True) -> None:
-        self._array = array
-        self._complete = complete
-
-    def to_dict(self) -> dict[str, Any]:
-        """The summary as JSON-ready values; codecs as the node's metadata names them (numcodecs
-        configurations for format 2).
-
-        Returns
-        -------
-        dict
-            name, type, zarr_format, data_type, shape, chunk_shape, shard_shape, order,
-            fill_value, the codecs, nbytes and nchunks; when complete, nbytes_stored,
-            storage_ratio and nchunks_initialized too.
-        """
-        a = self._array
-        meta: Any = a.metadata
-        if a.zarr_format == 2:
-            codecs = {"filters": meta.filters, "compressor": meta.compressor}
-        else:
-            codecs = {"codecs": [c.to_json() for c in a.codecs]}
-        out = {
-            "name": a.name, "type": "Array", "zarr_format": a.zarr_format,
-            "data_type": str(a.dtype), "shape": list(a.shape), "chunk_shape": list(a.chunks),
-            "shard_shape": None if a.shards is None else list(a.shards), "order": a.order,
-            "fill_value": meta.data_type.fill_value_to_json(meta.fill_value, a.zarr_format),
-            **codecs, "nbytes": a.nbytes, "nchunks": a.nchunks,
-        }
-        if self._complete:
-            stored = a.nbytes_stored()
-            out.update(nbytes_stored=stored, storage_ratio=a.nbytes / stored if stored else None,
-                       nchunks_initialized=a.nchunks_initialized)
-        return out
-
-    def __repr__(self) -> str:
-        d = self.to_dict()
-        codecs = ([("Filters", d["filters"]), ("Compressor", d["compressor"])] if "filters" in d
-                  else [("Codecs", d["codecs"])])
-        rows = [
-            ("Type", "Array"),
-            ("Zarr format", d["zarr_format"]),
-            ("Data type", self._array.dtype),
-            ("Shape", self._array.shape),
-            ("Chunk shape", self._array.chunks),
-            ("Shard shape", self._array.shards),
-            ("Order", d["order"]),
-            ("Fill value", self._array.fill_value),
-            *codecs,
-            ("No. bytes", f"{d['nbytes']} ({format_bytes(d['nbytes'])})"),
-        ]
-        if self._complete:
-            stored = d["nbytes_stored"]
-            rows += [
-                ("No. bytes stored", f"{stored} ({format_bytes(stored)})"),
-                ("Storage ratio", f"{d['storage_ratio']:.1f}" if stored else "-"),
-                ("Chunks initialized", f"{d['nchunks_initialized']}/{d['nchunks']}"),
-            ]
-        width = max(len(k) for k, _ in rows)
-        return "\n".join(f"{k:<{width}} : {v}" for k, v in rows)
-
-    __str__ = __repr__
 
 
 def _one_int_each(selections: list[Any], ndim: int) -> tuple[Any, ...] | None:
@@ -1575,7 +1473,7 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
     dtype = "float64" if dtype is None else dtype
     zarr_format = format_for_new(zarr_format)
     check_attributes(attributes or {})
-    path = nodes.normalize_path(path if path is not None else name)
+    path = normalize_path(path if path is not None else name)
     store = make_store(store, storage_options=storage_options,
                        mode=store_mode("w" if overwrite else "a", path))
     shape = normalize_shape(shape)
@@ -1837,14 +1735,14 @@ def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = N
         kwargs["config"] = {**_config_items(kwargs.get("config")), "cache_bytes": cache_bytes}
     if shared_cache is not False:
         kwargs["config"] = {**_config_items(kwargs.get("config")), "shared_cache": shared_cache}
-    path = nodes.normalize_path(path if path is not None else name)
+    path = normalize_path(path if path is not None else name)
     store = make_store(store, read_only=(mode == "r"), storage_options=storage_options,
                        mode=store_mode(mode, path))
     if mode in ("w", "w-"):
         return create_array(store, name=path, overwrite=(mode == "w"),
                             zarr_format=format_for_new(zarr_format), **kwargs)
     try:
-        metadata = nodes.read_metadata(store, path, zarr_format)
+        metadata = read_metadata(store, path, zarr_format)
     except NodeNotFoundError:
         if mode == "a" and "shape" in kwargs:
             return create_array(store, name=path, zarr_format=format_for_new(zarr_format), **kwargs)
@@ -2140,47 +2038,5 @@ def from_array(store: StoreLike = None, *, data: Array | npt.ArrayLike, write_da
     return array
 
 
-def save_array(store: StoreLike, arr: npt.ArrayLike, *, zarr_format: int | None = None,
-               path: str | None = None, **kwargs: Any) -> None:
-    """Store the array-like `arr` as an array at `path`, replacing what is there.
-
-    Parameters
-    ----------
-    store : str, os.PathLike, dict, Store or None
-        A directory path, a URL, a dict (kept in memory), a Store (or another library's
-        store), or None for a new memory store.
-    arr : array_like
-        The values.
-    zarr_format : {2, 3}, optional
-        The format to write (default `config.default_zarr_format`).
-    path : str, optional
-        The array's path in the store.
-    **kwargs
-        As `create_array` takes them.
-    """
-    data = np.asanyarray(arr)
-    array(data, store, name=path, overwrite=True, zarr_format=zarr_format, **kwargs)
 
 
-def open_like(a: Array | npt.ArrayLike, path: StoreLike, **kwargs: Any) -> Array:
-    """Open (or create) the array at `path` with the shape, dtype and chunks of `a`, and its
-    fill value when `a` is an Array.
-
-    Parameters
-    ----------
-    a : Array or array_like
-        The model.
-    path : str, os.PathLike, dict or Store
-        Where the array is (the store argument of `open_array`).
-    **kwargs
-        As `open_array` takes them; they override what `a` gives (mode "a" by default).
-
-    Returns
-    -------
-    Array
-    """
-    like = _like_kwargs(a, dict(kwargs))
-    if isinstance(a, Array):
-        like.setdefault("fill_value", a.fill_value)
-    like.setdefault("mode", "a")
-    return open_array(path, shape=np.shape(a), **like)

@@ -1,0 +1,523 @@
+"""The I/O engine: every chunk read and write of an array, run in compiled batches on the pool.
+
+Reads and writes of basic selections on a directory store with a plain chain (bytes,
+optionally numcodecs' shuffle filter, at most one compressor, optional trailing crc32c) run
+as one compiled batch: native code walks every chunk with no Python per chunk. Sharded
+arrays there whose inner chain is such a chain and whose index is little-endian (with or
+without crc32c) do the same over every shard and inner chunk (zarrcore._shard_io): reads of
+any basic selection, writes of the shards a selection covers wholly; partly covered shards
+are read-modify-written below under their lock. Orthogonal and point (coordinate, mask)
+reads over such chains run in the compiled jobs too: the batch on a directory, ChunkWaves
+elsewhere and over the inner chunks of shards, with int-array axes as listed pieces and
+points grouped by chunk, gathered in C. Everything else goes chunk by chunk through the
+codec objects, whose heavy work is compiled and GIL-free as well.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import functools
+import math
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .._batch import ChunkBatch
+from .._cache import ChunkCache, check_budget
+from .._shard_io import ShardSpec
+from ..codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
+from ..codecs.chain import CodecChain
+from ..codecs.v2 import codecs_from_v2_metadata
+from ..config import ARRAY_OPTIONS, Options, array_options, config, parallel_map
+from ..errors import (
+    ChunkNotFoundError, KeyChangedError, SettingValueError, ZarrcoreError,
+)
+from ..indexing import (
+    CoordinateIndexer, check_out,
+)
+from ..metadata import ArrayMetadataV3
+from ..metadata.grid import ChunkGrid
+from ..storage.base import at_most, bounded, get_at_most
+from .planning import Route, _core_form, _selection_kind, _with_key
+from .cache import SHARD_INDEX_BYTES, ShardIndexes
+from .directory import read_chunk_batch, read_shard_batch, write_chunk_batch, write_shard_batch
+from .fetched import (
+    _trimmed, read_chunk_waves, read_each_chunk, read_fetched_chunks, read_shard_waves,
+    write_chunk_waves,
+)
+from .partial_writes import (
+    CONFLICT_RETRIES, conflict_pause, put_locked, read_modify_write, whole_writes_locked,
+    write_no_whole_chunks, write_projections,
+)
+
+if TYPE_CHECKING:
+    from ..codecs.base import BytesLike, NativeForm
+    from ..indexing import Indexer
+    from ..metadata import ArrayMetadataV2
+    from .._files import FileRoot
+    from ..storage.base import Fetched, ReadBytes, Request, Store
+
+
+class ChunkEngine:
+    """Reads and writes the chunks of one array: keys, codec chain, fill value.
+
+    `key_layout` is (head, separator, leading separator) of the chunk key encoding, e.g.
+    ("c", "/", True) for v3 default keys "c/1/2", ("", ".", False) for v2 keys "1.2".
+    `grid` places the chunks (regular when None); on a rectilinear grid `chunk_shape` is its
+    largest chunk, whose chain (`chain`) bounds every stored chunk, and each chunk is coded
+    by the chain of its own shape (`chain_at`).
+    """
+
+    def __init__(self, store: Store, key_prefix: str,
+                 chunk_key: Callable[[Sequence[int]], str], chunk_shape: Sequence[int],
+                 dtype: np.dtype[Any], fill_value: Any, codecs: Iterable[object], where: str,
+                 key_layout: tuple[str, str, bool], array_shape: Sequence[int],
+                 write_empty_chunks: bool | None = None, grid: ChunkGrid | None = None,
+                 cache_bytes: int | None = None, options: Options = config,
+                 shared_cache: Any = None) -> None:
+        self.store = store
+        self.key_prefix = key_prefix
+        self._chunk_key = chunk_key
+        self.chunk_shape = tuple(chunk_shape)
+        self.array_shape = tuple(array_shape)
+        self.grid = grid or ChunkGrid.regular(self.chunk_shape, self.array_shape)
+        self.dtype = dtype
+        self.fill_value = fill_value
+        # How requests run (threads, requests in flight, coalescing, shards' write order):
+        # the array's own options, else zarrcore.config's. The engine hands them to every
+        # route, store call and codec (through `spec`).
+        self.options = options
+        self.spec = ChunkSpec(self.chunk_shape, dtype, fill_value,
+                              write_empty_chunks=write_empty_chunks, options=self.options)
+        self._codecs, self._where = list(codecs), where
+        self.chain = CodecChain(self._codecs, self.spec, where)
+        # The chains of a rectilinear grid's chunk shapes, made when first needed.
+        self._chains: dict[tuple[int, ...], CodecChain] = {self.chunk_shape: self.chain}
+        # The sharding codec (None unsharded): it fetches and rewrites only the byte ranges a
+        # selection needs.
+        self.sharding = self.chain.partial_codec
+        if self.sharding is None:  # (sharding checks its inner chunks itself)
+            check_chunk_bytes(self.chunk_shape, dtype, f"{where}: chunks")
+        self.key_layout = key_layout
+        # The array's directory and its chunk files' path head on a directory store: fixed,
+        # and asked for by every compiled request (`node_dir`, `key_head`).
+        root = store.native_root
+        self._node_dir = None if root is None else root + ("/" + key_prefix if key_prefix else "")
+        self._key_head = None if root is None else f"{self._node_dir}/{key_layout[0]}"
+        # The routes open to this array, decided once from what its store can do and how its
+        # chunks are laid out (`plan` picks among them per request). A directory store
+        # (native_root) is opened by the compiled batches themselves: `_batch` holds the
+        # ChunkBatch settings of a chain the core runs; `_shards` a ShardSpec when the
+        # sharding codec's index and inner chain are ones it runs (zarrcore._shard_io).
+        # So is a MemoryStore holding its own data (native_memory) when the array keeps a
+        # decoded-chunk cache and the core runs its chain: the batches read its blobs, whose
+        # versions validate the cache's entries, as native handles do.
+        # Other stores (memory, zip, fsspec, object stores) hand over bytes through
+        # Store.get_many: `_waves` holds the ChunkWaves settings of an unsharded chain the
+        # core runs (None for 0-d arrays); `_ranged_shards` says sharded arrays there are
+        # read by planned byte ranges.
+        self._batch: NativeForm | None = None
+        self._shards: ShardSpec | None = None
+        self._waves: NativeForm | None = None
+        self._ranged_shards = self._inner_waves = False
+        # A rectilinear grid's requests run one compiled job per chunk shape (`_groups`); the
+        # routes are those its largest chunk's chain opens, and each job has its shape's form.
+        self._forms: dict[tuple[int, ...], NativeForm | None] = {
+            self.chunk_shape: self.core_settings}
+        # (ChunkBatch's and ShardSpec's places of the stored objects: `_objects`; and the
+        # length of what their paths hold before a store key)
+        self._placed: dict[str, Any] | None = None
+        self._head_len = 0 if store.native_root is None else len(store.native_root) + 1
+        settings = self._forms[self.chunk_shape]
+        cache_bytes = self._cache_budget(cache_bytes)
+        native = store.native_root is not None or bool(
+            cache_bytes and store.native_memory is not None and settings is not None
+            and self.grid.is_regular)
+        if native:
+            if self.sharding is None:
+                self._batch = settings
+            elif settings is not None:
+                self._shards = self._shard_spec(self.chunk_shape, self.array_shape, settings)
+        if not native and self.chunk_shape and self.sharding is None:
+            self._waves = self._forms[self.chunk_shape]
+        # Sharded arrays off a directory are read by planned byte ranges; and those whose
+        # inner chain the core runs, listed selections of them too, on any store, inner
+        # chunks decoded in compiled waves. Over grids of shards that start on inner chunks'
+        # boundaries only (regular ones, and rectilinear ones unless grown by a length the
+        # inner chunks do not divide): the inner chunks then lie on one regular grid over
+        # the array (`_read_shard_waves`).
+        aligned = self.sharding is not None and all(
+            b % c == 0 if isinstance(b, int) else not np.any(b.lengths % c)
+            for b, c in zip(self.grid.axes, self.sharding.chunk_shape))
+        self._ranged_shards = not native and aligned
+        # The shard indexes those reads learned, for stores whose readers keep one version
+        # (and say which: RangeReader.version).
+        self._shard_indexes = (ShardIndexes(SHARD_INDEX_BYTES)
+                               if self._ranged_shards and store.readers_keep_one_version
+                               else None)
+        self._inner_waves = aligned and self.sharding is not None and (
+            self.sharding.inner_native_form is not None)
+        self.cache = self._chunk_cache(cache_bytes, shared_cache)
+        # R0 (`read_selection`): the job of R1 (a template ChunkBatch, made on first need) or
+        # of R2 (`_shards`) reads a selection in one chunk or inner chunk of a regular grid.
+        self._one_chunk: ChunkBatch | None = None
+        # (Public: a caller asks before making the call, which costs arrays R0 cannot read.)
+        self.one_chunk_open = bool(self.chunk_shape) and self.grid.is_regular and (
+            self._batch is not None or self._shards is not None)
+
+    @classmethod
+    def from_metadata(cls, store: Store, path: str, metadata: ArrayMetadataV2 | ArrayMetadataV3,
+                      where: str, settings: Mapping[str, Any]) -> ChunkEngine:
+        """The engine of the array at `path` in `store` described by `metadata` (whose
+        document is `where`), with the array's own `settings` (its config)."""
+        codecs: Iterable[object]
+        if isinstance(metadata, ArrayMetadataV3):
+            assert metadata.codecs is not None  # (set by __post_init__)
+            codecs = metadata.codecs
+        else:
+            codecs = codecs_from_v2_metadata(metadata, where)
+        return cls(
+            store, path, metadata.chunk_key, metadata.chunk_shape, metadata.dtype,
+            metadata.read_fill_value, codecs, where, key_layout=metadata.key_layout,
+            array_shape=metadata.shape, write_empty_chunks=settings["write_empty_chunks"],
+            grid=metadata.grid, cache_bytes=settings.get("cache_bytes"),
+            shared_cache=settings.get("shared_cache"),
+            options=array_options({k: v for k, v in settings.items() if k in ARRAY_OPTIONS}),
+        )
+
+    def _cache_budget(self, cache_bytes: int | None) -> int:
+        """The bytes of decoded chunks this array may cache: its own budget, which must hold
+        an (inner) chunk (check_budget); None takes zarrcore.config's, which every array
+        shares: 0 where it holds no chunk."""
+        chunk = self.sharding.chunk_shape if self.sharding is not None else self.chunk_shape
+        chunk_bytes = self.dtype.itemsize * math.prod(chunk)
+        if cache_bytes is None:
+            return config.cache_bytes if config.cache_bytes >= chunk_bytes else 0
+        check_budget(cache_bytes, f"{self._where}: cache_bytes", chunk_bytes,
+                     "chunk" if self.sharding is None else "inner chunk")
+        return cache_bytes
+
+    def _chunk_cache(self, cache_bytes: int, shared: Any = None) -> ChunkCache | None:
+        """The decoded-chunk cache of `cache_bytes` (_cache_budget) that the compiled reads
+        of a directory store, or of a MemoryStore's own data, share (`_batch`, `_shards`),
+        and those of unsharded chunks of a store with `versioned_reads` (`_waves`: zip,
+        object stores); of a regular grid, whose chunks all have one shape. None for 0, or
+        when no such route is open. Other stores give no identity of their objects to
+        validate entries by: they are never cached. With `shared` (the array's
+        "shared_cache": True or a SharedCacheRef), its chunks are kept in memory that the
+        machine's processes share (ChunkCache), but a MemoryStore's, whose data is the
+        process's own."""
+        chunk = self.sharding.chunk_shape if self.sharding is not None else self.chunk_shape
+        chunk_bytes = self.dtype.itemsize * math.prod(chunk)
+        if shared and not cache_bytes:
+            raise SettingValueError(f"{self._where}: shared_cache needs a cache budget "
+                                    f"(cache_bytes, or zarrcore.config.cache_bytes)")
+        if not cache_bytes or not self.grid.is_regular or (
+                self._batch is None and self._shards is None
+                and (self._waves is None or not self.store.versioned_reads)):
+            return None
+        # The versions the entries of `_waves` reads were decoded from, by key, which their
+        # next reads ask the store about (Store.get_many_versioned); as many as the cache
+        # holds chunks, the least recently used forgotten (their next read fetches them).
+        self._versions: collections.OrderedDict[str, Any] = collections.OrderedDict()
+        self._versions_held = max(1, cache_bytes // chunk_bytes)
+        self._versions_lock = threading.Lock()
+        ninner = (math.prod(s // c for s, c in zip(self.chunk_shape, chunk))
+                  if self.sharding is not None else None)
+        if self.store.native_memory is not None:
+            shared = None
+        return ChunkCache(cache_bytes, chunk_bytes, len(chunk), ninner, shared,
+                          f"{self._where}: shared_cache")
+
+    def cache_info(self) -> dict[str, int]:
+        """The decoded-chunk cache's counters (ChunkCache.info); all 0 without a cache."""
+        if self.cache is None:
+            return dict.fromkeys(("hits", "misses", "inserts", "evictions", "stale", "entries",
+                                  "used", "capacity"), 0)
+        return self.cache.info()
+
+    def _shard_spec(self, shape: Sequence[int], extent: Sequence[int],
+                    settings: dict[str, Any]) -> ShardSpec:
+        """The ShardSpec of shards of `shape` on an array of `extent` (directory and memory
+        stores); `settings` name the keyword arguments of the compiled jobs."""
+        return ShardSpec(**self._objects(), head_len=self._head_len, sep=self.key_layout[1],
+                         lead_sep=self.key_layout[2], array_shape=tuple(extent),
+                         shard_shape=tuple(shape), **settings)
+
+
+
+
+    def chain_at(self, coords: Sequence[int]) -> CodecChain:
+        """The codec chain of the chunk (or shard) at grid index `coords`: `chain`, but on a
+        rectilinear grid that of the chunk's own shape."""
+        if self.grid.is_regular:
+            return self.chain
+        return self.chain_at_shape(self.grid.chunk_shape_at(coords))
+
+    def chain_at_shape(self, shape: tuple[int, ...]) -> CodecChain:
+        """The codec chain of chunks (shards) of `shape`."""
+        chain = self._chains.get(shape)
+        if chain is None:
+            spec = ChunkSpec(shape, self.dtype, self.fill_value,
+                             write_empty_chunks=self.spec.write_empty_chunks,
+                             options=self.options)
+            chain = self._chains[shape] = CodecChain(self._codecs, spec, self._where)
+        return chain
+
+    @property
+    def core_settings(self) -> NativeForm | None:
+        """The settings with which the compiled core reads and writes this array's stored
+        objects by itself (the batches here, native handles): the sharding codec's
+        batch_settings when sharded, else the chain's native_form; None when it cannot."""
+        return _core_form(self.chain)
+
+    def plan(self, indexer: Indexer, writing: bool = False) -> Route:
+        """The route (Route) a read, or with `writing` a write, of `indexer`'s selection
+        takes: the first of the compiled routes open to this array (`__init__`) that takes
+        that kind of selection, else the codec objects. Writes give the compiled routes only
+        the chunks they cover wholly; the rest is read-modify-written (`write`)."""
+        basic, listed = _selection_kind(indexer, len(self.chunk_shape))
+        points = isinstance(indexer, CoordinateIndexer)
+        if writing:
+            listed = basic  # (the compiled writers take ints and slices)
+        if self._batch is not None and listed:
+            return Route.CHUNK_BATCH
+        if self._shards is not None and (basic or not writing and listed and not points):
+            return Route.SHARD_BATCH
+        if not writing and (self._ranged_shards and basic or self._inner_waves and listed):
+            return Route.SHARD_WAVES
+        if self._waves is not None and listed:
+            return Route.CHUNK_WAVES
+        if not writing and self.sharding is None and self.store.native_root is None:
+            return Route.FETCHED_CHUNKS
+        return Route.EACH_CHUNK
+
+    def read_selection(self, selection: Any, fortran: bool) -> Any:
+        """`a[selection]` by R0 (Route.ONE_CHUNK), the route `plan` never sees: ints and
+        slices (positive steps, Ellipsis, newaxis) that fall in one chunk, or one inner chunk
+        when sharded, of an array R1 or R2 reads, read by that route's compiled job on the
+        calling thread, GIL released, through the decoded-chunk cache, into a new array (F
+        order when `fortran`; a scalar when every axis is given an int). NotImplemented for
+        any other selection: the caller makes an indexer and `read`s it."""
+        if not self.one_chunk_open:
+            return NotImplemented
+        if self._shards is not None:
+            return self._shards.read_one(selection, fortran, self.dtype, self.cache)
+        reader = self._one_chunk
+        if reader is None:
+            assert self._batch is not None  # (the route is open)
+            _, sep, lead = self.key_layout
+            reader = self._one_chunk = ChunkBatch(
+                settings=self._batch, **self._objects(), sep=sep, lead_sep=lead,
+                array_shape=self.array_shape, chunk_shape=self.chunk_shape, plans=None,
+                data=None, cache=self.cache, dtype=self.dtype)
+        return reader.read_one(selection, fortran, self.options.num_threads, self._head_len)
+
+    def node_dir(self) -> str:
+        """The array's directory, which locates its chunks' key locks (csrc/zc_key_lock.h)."""
+        assert self._node_dir is not None  # (directory stores only)
+        return self._node_dir
+
+    def _file_root(self) -> FileRoot:
+        files = self.store.files()
+        assert files is not None  # (directory stores only)
+        return files
+
+    def key_head(self) -> str:
+        """The path of its chunk files up to their coordinates (ChunkBatch, ShardSpec); on a
+        MemoryStore, the start of their keys."""
+        if self._key_head is None:  # (a MemoryStore's: directories' is set when made)
+            self._key_head = (self.key_prefix + "/" if self.key_prefix else "") + \
+                self.key_layout[0]
+        return self._key_head
+
+    def _objects(self) -> dict[str, Any]:
+        """What places the stored objects for ChunkBatch and ShardSpec: the files below the
+        store's root and their key locks' directory, or the blobs of its memory map (locked
+        by the map's own key locks). Made on first need (a directory may not exist before)."""
+        objects = self._placed
+        if objects is None:
+            if self.store.native_root is None:
+                objects = {"memory": self.store.native_memory, "key_head": self.key_head(),
+                           "lock_dir": ""}
+            else:
+                objects = {"root": self._file_root(), "key_head": self.key_head(),
+                           "lock_dir": self.node_dir()}
+            self._placed = objects
+        return objects
+
+
+    def key(self, coords: Sequence[int]) -> str:
+        rel = self._chunk_key(coords)
+        return f"{self.key_prefix}/{rel}" if self.key_prefix else rel
+
+    def _whole(self, keys: Iterable[str]) -> list[Request]:
+        """Store.get_many requests of the stored chunks at `keys`, each whole but of at most
+        one byte more than a valid chunk takes (see `_stored`)."""
+        ranges = at_most(self.chain.max_encoded_bytes)
+        return [(key, ranges) for key in keys]
+
+    def _stored(self, key: str, parts: Fetched) -> ReadBytes | None:
+        """The stored chunk `key` from the result `parts` of its `_whole` request (None: not
+        stored); ValueTooLargeError when it is larger than a valid chunk."""
+        if isinstance(parts, (bytes, memoryview)):  # (a request without ranges: none here)
+            parts = [parts]
+        return bounded(self.store, key, parts, self.chain.max_encoded_bytes, ENCODED_BOUND)
+
+    def get_stored(self, key: str) -> ReadBytes | None:
+        """The stored chunk (or shard) at `key`, None when it is not stored; a value larger
+        than a valid chunk is refused (ValueTooLargeError) without being read whole."""
+        return get_at_most(self.store, key, self.chain.max_encoded_bytes, ENCODED_BOUND)
+
+    def stored(self, keys: Sequence[str]) -> list[bool]:
+        """Whether each chunk (shard) of `keys` is stored, asked of the store in parallel."""
+        return parallel_map(self.store.exists, keys, self.options.num_threads)
+
+    def check_stored(self, indexer: Indexer) -> None:
+        """ChunkNotFoundError naming the chunks (shards when sharded) of `indexer`'s selection
+        that are not stored: a read with `read_missing_chunks` False checks them first."""
+        keys = [self.key(p.coords) for p in indexer.projections()]
+        missing = [k for k, stored in zip(keys, self.stored(keys)) if not stored]
+        if missing:
+            named = ", ".join(repr(k) for k in missing[:8]) + (", ..." if missing[8:] else "")
+            raise ChunkNotFoundError(
+                f"{len(missing)} chunk(s) not stored in {self.store!r}: {named}; "
+                f"read_missing_chunks=True (the array's config or zarrcore.config) reads them "
+                f"as the fill value")
+
+    # -- reads ---------------------------------------------------------------
+    def read(self, indexer: Indexer, out: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """Fill `out` (shape indexer.drop_shape, the result's order) with the selection,
+        chunks in parallel. A shard replaced by a writer between the reads of its index and
+        of its inner chunks (KeyChangedError from a store that keeps one version per read) is
+        read again. Every read the compiled code does goes through here: `out` is checked
+        (shape, writable) before anything is written into it."""
+        check_out(out, indexer.drop_shape, self._where)
+        for attempt in range(CONFLICT_RETRIES - 1):
+            try:
+                return self._read_once(indexer, out)
+            except KeyChangedError:
+                conflict_pause(attempt)
+        return self._read_once(indexer, out)
+
+    def _read_once(self, indexer: Indexer, out: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        route = self.plan(indexer)
+        if route in self._VIEW_ROUTES and indexer.permuted:
+            # The codec objects decode into views of a buffer in the indexer's order.
+            buffer = np.empty_like(out)
+            self._READ_BY_ROUTE[route](self, indexer, buffer)
+            indexer.unpermute(buffer, out)
+            return out
+        self._READ_BY_ROUTE[route](self, indexer, out)
+        return out
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+    # -- writes --------------------------------------------------------------
+    def write(self, indexer: Indexer, value: npt.NDArray[Any]) -> None:
+        """Write `value` (broadcast to indexer.drop_shape) into the selected chunks: the
+        planned route writes the chunks it covers wholly and leaves the projections of the
+        others, which are merged here (`_write_projections`)."""
+        rest = self._WRITE_BY_ROUTE[self.plan(indexer, writing=True)](self, indexer, value)
+        if rest:
+            write_projections(self, rest, value)
+
+
+
+
+
+
+
+    def put_many(self, items: Iterable[tuple[str, BytesLike | None]]) -> None:
+        """Store every (key, encoded chunk or None) of the iterable `items` (see `put`): each
+        under its lock on a store with locks, else all together (Store.set_many, which a
+        store that streams writes starts uploading as `items` yields them)."""
+        store = self.store
+        if whole_writes_locked(self):
+            parallel_map(functools.partial(put_locked, self), items, self.options.num_threads)
+            return
+        deleted: list[str] = []
+
+        def stored() -> Iterator[tuple[str, BytesLike]]:
+            for key, data in items:
+                if data is None:
+                    deleted.append(key)
+                else:
+                    yield key, data
+
+        store.set_many(stored(), concurrency=self.options.io_concurrency)
+        for key in deleted:
+            store.delete(key)
+
+    def put_copy(self, key: str, source: Store, source_key: str) -> None:
+        """Store at `key` a copy of `source`'s stored object `source_key`, as put_many stores
+        bytes, copied by the store itself where it can (Store.set_copy)."""
+        with (self.store.lock(key, self.key_prefix) if whole_writes_locked(self)
+              else contextlib.nullcontext()):
+            if not self.store.set_copy(key, source, source_key):
+                self.put(key, source.get(source_key))  # (None: deleted since it was listed)
+
+
+
+
+    def reset_outside(self, coords: Sequence[int], kept: Sequence[int]) -> None:
+        """Reset what the stored object at `coords` (a chunk, or a shard) holds outside the box
+        `kept` (from the array's origin) to fill, as a resize leaves it: delete it when it lies
+        wholly outside, else read-modify-write it as partial writes do, so that a concurrent
+        write inside `kept` is never lost."""
+        key = self.key(coords)
+        bound = [k - o for o, k in zip(self.grid.origin(coords), kept)]
+        if any(b <= 0 for b in bound):
+            self.put_many([(key, None)])
+            return
+        chain = self.chain_at(coords)
+        try:
+            read_modify_write(self,
+                key, lambda data, keep_empty: _trimmed(chain, data, bound, keep_empty))
+        except ZarrcoreError as e:
+            raise _with_key(e, key) from e
+
+
+
+    def put(self, key: str, data: BytesLike | None) -> None:
+        """Store the encoded chunk `data` at `key`; None (all fill, not written) deletes it
+        (on a store that cannot delete, refused only where a chunk is stored)."""
+        if data is None:
+            self.store.delete(key)
+        else:
+            self.store.set(key, data)
+
+    # What runs each Route (see `plan`). Writers return the projections they leave.
+    _READ_BY_ROUTE = {
+        Route.CHUNK_BATCH: read_chunk_batch,
+        Route.SHARD_BATCH: read_shard_batch,
+        Route.SHARD_WAVES: read_shard_waves,
+        Route.CHUNK_WAVES: read_chunk_waves,
+        Route.FETCHED_CHUNKS: read_fetched_chunks,
+        Route.EACH_CHUNK: read_each_chunk,
+    }
+    # The routes whose chunks decode into views of the output (ChunkProjection), in the
+    # indexer's order; the compiled ones take output positions in the result's order.
+    _VIEW_ROUTES = frozenset((Route.FETCHED_CHUNKS, Route.EACH_CHUNK))
+    _WRITE_BY_ROUTE = {
+        Route.CHUNK_BATCH: write_chunk_batch,
+        Route.SHARD_BATCH: write_shard_batch,
+        Route.CHUNK_WAVES: write_chunk_waves,
+        Route.EACH_CHUNK: write_no_whole_chunks,
+    }

@@ -1,0 +1,638 @@
+"""The routes over stores that hand over bytes (Store.get_many): CHUNK_WAVES and SHARD_WAVES,
+decoded in compiled waves as requests arrive; FETCHED_CHUNKS and EACH_CHUNK, through the
+codec objects; and the fetch plumbing they share (`arrivals`)."""
+from __future__ import annotations
+
+import bisect
+import contextlib
+import math
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .._chunk_jobs import ChunkWaves
+from ..codecs.chain import CodecChain
+from ..codecs.sharding import EMPTY, Entries, coalesce
+from ..runtime.concurrency import fan_out
+from ..config import Claims, config, parallel_map, run_workers
+from ..errors import (
+    KeyChangedError, ShardIndexError, ZarrcoreError,
+)
+from ..indexing import (
+    BasicIndexer, ChunkProjection, CoordinateIndexer,
+)
+from ..storage.base import UNCHANGED, at_most
+from .planning import (
+    Int64s, _grid_of, _in_shards, _inner_plans, _points, _replan, _task_grid, _task_values,
+    _with_key, chunk_projections, job_groups,
+)
+from .cache import _digest, note_version
+
+if TYPE_CHECKING:
+    from .._indexing import AxisPlan
+    from ..codecs.base import BytesLike
+    from ..codecs.sharding import ShardingCodec
+    from ..indexing import Indexer
+    from ..storage.base import ByteRange, Fetched, RangeReader, ReadBytes, Request, Store
+    from . import ChunkEngine
+
+
+# A write to a store that streams writes encodes its chunks in at most this many waves (each
+# a round of the thread pool), so the first uploads start after a small part of the encoding.
+WRITE_WAVES = 16
+
+
+# A sharded read fetches at most a shard per thread at a time (`_in_waves`), or this many
+# bytes when shards are smaller: fewer, larger waves, each a round of requests.
+WAVE_BYTES_MIN = 8 << 20
+
+
+_FETCH_DONE = object()
+
+
+def arrivals(store: Store, requests: Sequence[Request], concurrency: int,
+             known: Sequence[Any] | None = None) -> Iterator[list[tuple[int, Any]]]:
+    """Read `requests` with store.get_many (`concurrency` in flight) on a thread of the
+    shared I/O pool (config.io_executor), yielding lists of the (i, result) pairs that
+    arrived since the previous list: the caller decodes one list while the next arrives, and
+    a list holds all that arrived meanwhile. With `known` (versions),
+    store.get_many_versioned reads them, each result a pair (result, version)."""
+    def results_of(requests: Sequence[Request]) -> Iterator[tuple[int, Any]]:
+        if known is None:
+            return store.get_many(requests, concurrency=concurrency)
+        return ((i, (result, version)) for i, result, version
+                in store.get_many_versioned(requests, known, concurrency=concurrency))
+
+    if len(requests) <= 1:
+        yield list(results_of(requests))
+        return
+    arrived: queue.SimpleQueue[object] = queue.SimpleQueue()
+    stop = threading.Event()
+
+    def fetch() -> None:
+        results = results_of(requests)
+        try:
+            for item in results:
+                arrived.put(item)
+                if stop.is_set():
+                    break
+        except BaseException as e:  # re-raised by the caller
+            arrived.put(e)
+        finally:
+            close = getattr(results, "close", None)
+            if close is not None:
+                close()
+            arrived.put(_FETCH_DONE)
+
+    # (Not a thread of its own: a read of many shards calls this once per wave.)
+    fetcher = config.io_executor().submit(fetch)
+    try:
+        done = False
+        while not done:
+            items = [arrived.get()]
+            while True:
+                try:
+                    items.append(arrived.get_nowait())
+                except queue.Empty:
+                    break
+            batch: list[tuple[int, Fetched]] = []
+            for item in items:
+                if item is _FETCH_DONE:
+                    done = True
+                elif isinstance(item, BaseException):
+                    raise item
+                else:
+                    batch.append(item)  # type: ignore[arg-type]  # (what fetch() put)
+            items.clear()
+            if batch:
+                yield batch
+                batch.clear()  # (handed on: its bytes go once the caller drops them)
+    finally:
+        stop.set()
+        if not fetcher.cancel():
+            fetcher.result()
+
+
+def _first(parts: Fetched) -> ReadBytes | None:
+    """The bytes of the first range of a get_many or get_ranges result `parts` (None: not
+    stored)."""
+    if parts is None or isinstance(parts, (bytes, memoryview)):
+        return parts
+    return parts[0]
+
+
+def _write_waves(n: int, store: Store, threads: int) -> list[slice]:
+    """Consecutive slices of range(n) that a write encodes one after another. On a store that
+    streams writes, each wave's chunks upload while the next is encoded: as many chunks per
+    wave as `threads`, or more so that there are at most WRITE_WAVES; one slice otherwise."""
+    if not store.streams_writes:
+        return [slice(0, n)]
+    size = max(threads, -(-n // WRITE_WAVES))
+    return [slice(start, start + size) for start in range(0, n, size)]
+
+
+def _run_waves(job: ChunkWaves | _InnerChunkWaves, tasks: npt.ArrayLike,
+               work: Callable[[], None], threads: int) -> tuple[Exception, int] | None:
+    """Run the tasks `tasks` of ChunkWaves `job` by its `work` (work_read, work_write) on
+    `threads` threads of the pool; None, or (error, task)."""
+    ntasks = job.run(tasks)
+    if ntasks:
+        run_workers(work, ntasks, job.stop, threads)
+    job.release()
+    return job.error()
+
+
+def _in_waves(fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, Any]]]],
+              requests: Sequence[Request], sizes: Sequence[int], shard: int, threads: int
+              ) -> Iterator[list[tuple[int, Any]]]:
+    """`fetch(requests)`'s batches of (i, result), the requests (of about `sizes` bytes)
+    taken in waves of at most a shard (`shard` bytes) per thread (of `threads`), or
+    WAVE_BYTES_MIN, each fetched once the batches before are handed on: a sharded read holds
+    about one shard per thread, however many bytes it touches."""
+    budget = max(threads * shard, WAVE_BYTES_MIN)
+    waves, start, taken = [], 0, 0
+    for i, size in enumerate(sizes):
+        if taken + size > budget and i > start:
+            waves.append((start, i))
+            start, taken = i, 0
+        taken += size
+    if start < len(requests):
+        waves.append((start, len(requests)))
+    for start, stop in waves:
+        for batch in fetch(requests[start:stop]):
+            shifted = [(start + k, result) for k, result in batch]
+            batch.clear()
+            yield shifted
+            shifted.clear()  # (handed on: its bytes go once the caller drops them)
+
+
+class _InnerChunkWaves:
+    """ChunkWaves for inner chains the core does not run (a transpose, nested sharding...):
+    the same calls, each inner chunk decoded by its codec objects (compiled and GIL-free
+    themselves), chunk by chunk on the thread pool. Its plans are of ints and slices (`plan`
+    sends it basic selections only): each piece's output is a view."""
+
+    def __init__(self, chain: CodecChain, plans: Sequence[AxisPlan],
+                 out: npt.NDArray[Any]) -> None:
+        self.chain, self.out = chain, out
+        self.pieces = [list(zip(p.chunk_sel, p.out_sel, p.complete)) for p in plans]
+        self.blobs: dict[int, memoryview] = {}
+        self.listed: list[int] = []
+        self.failure: tuple[Exception, int] | None = None
+        self.claim = Claims(0)
+        self.stopped = False
+
+    def add(self, data: ReadBytes, tasks: Int64s, offsets: Int64s, lengths: Int64s) -> int:
+        view = memoryview(data).cast("B")
+        spans = list(zip(tasks.tolist(), offsets.tolist(), lengths.tolist()))
+        for k, (_, offset, nbytes) in enumerate(spans):
+            if offset + nbytes > view.nbytes:
+                return k
+        for task, offset, nbytes in spans:
+            self.blobs[task] = view[offset:offset + nbytes]
+        return -1
+
+    def run(self, tasks: npt.ArrayLike) -> int:
+        self.listed = np.asarray(tasks, dtype=np.int64).tolist()
+        self.claim = Claims(len(self.listed))
+        return len(self.listed)
+
+    def work_read(self) -> None:
+        counts = [len(p) for p in self.pieces]
+        for k in self.claim:
+            if self.failure is not None or self.stopped:
+                return
+            task = self.listed[k]
+            combo = [pieces[i] for pieces, i in zip(self.pieces, np.unravel_index(task, counts))]
+            chunk_sel = tuple(c[0] for c in combo)
+            out_sel = tuple(c[1] for c in combo if c[1] is not None)
+            try:
+                self.chain.read_into(self.blobs.pop(task, None), chunk_sel,
+                                     self.out[out_sel + (Ellipsis,)], all(c[2] for c in combo))
+            except ZarrcoreError as e:
+                self.failure = (e, task)
+
+    def stop(self) -> None:
+        """Let the workers take no further chunk (Ctrl-C)."""
+        self.stopped = True
+
+    def release(self) -> None:
+        """(Each chunk's bytes are let go as it is decoded.)"""
+
+    def error(self) -> tuple[Exception, int] | None:
+        return self.failure
+
+
+def _encoded(chain: CodecChain, chunk: npt.NDArray[Any], keep_empty: bool) -> BytesLike | None:
+    """`chunk` encoded by `chain`; None when it is all fill and not `keep_empty` (nor the
+    array's write_empty_chunks)."""
+    return chain.encode(chunk) if keep_empty else chain.encode_unless_fill(chunk)
+
+
+def _trimmed(chain: CodecChain, data: BytesLike | None, bound: Sequence[int],
+             keep_empty: bool) -> BytesLike | None:
+    """The stored object `data` (None: not stored) of `chain` with what lies at or beyond
+    `bound` reset to fill, encoded (None as in `_encoded`); `data` itself when nothing
+    changes. A shard is trimmed through its index (ShardingCodec.trim), never decoded
+    whole."""
+    if data is None:
+        return None
+    if chain.partial_codec is not None:
+        return chain.partial_codec.trim(data, bound, keep_empty)
+    chunk = chain.reset_beyond(data, bound)
+    return data if chunk is None else _encoded(chain, chunk, keep_empty)
+
+
+def read_fetched_chunks(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any]) -> None:
+    """Every chunk fetched together, each decoded by the codec objects as it arrives."""
+    projections = list(indexer.projections())
+    keys = [engine.key(p.coords) for p in projections]
+
+    def decode(item: tuple[int, Fetched]) -> None:
+        i, parts = item
+        read_into(engine, keys[i], engine._stored(keys[i], parts), projections[i], out)
+
+    for batch in arrivals(engine.store, engine._whole(keys), engine.options.io_concurrency):
+        parallel_map(decode, batch, engine.options.num_threads)
+
+
+def read_each_chunk(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any]) -> None:
+    """Chunk by chunk on the pool: a shard through ShardingCodec.read_partial, a chunk
+    read whole and decoded by the codec objects."""
+    def work(p: ChunkProjection) -> None:
+        key = engine.key(p.coords)
+        try:
+            if engine.sharding is not None:
+                partial = engine.chain_at(p.coords).partial_codec
+                assert partial is not None  # (every shard's chain is sharded)
+                partial.read_partial(engine.store, key, p.chunk_selection,
+                                     out[p.out_selection + (Ellipsis,)])
+                return
+        except ZarrcoreError as e:
+            raise _with_key(e, key) from e
+        read_into(engine, key, engine.get_stored(key), p, out)
+
+    parallel_map(work, list(indexer.projections()), engine.options.num_threads)
+
+
+def read_into(engine: ChunkEngine, key: str, data: BytesLike | None, p: ChunkProjection,
+               out: npt.NDArray[Any]) -> None:
+    """Decode the chunk `data` of projection `p` (None: not stored) into `out`."""
+    try:
+        engine.chain_at(p.coords).read_into(data, p.chunk_selection,
+                                          out[p.out_selection + (Ellipsis,)], p.complete)
+    except ZarrcoreError as e:
+        raise _with_key(e, key) from e
+
+
+def read_chunk_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any]) -> None:
+    """Read through Store.get_many: every chunk requested at once, decoded by compiled
+    workers (one ChunkWaves per group, `_groups`) in waves of those that have arrived.
+    Through the cache on a store with `versioned_reads` (`_read_cached_waves`)."""
+    jobs, keys, first = [], [], [0]  # first: each job's first place in `keys`
+    every: list[Any] = []  # each key's chunk's grid index
+    for group in job_groups(engine, indexer):
+        shape = group.chain.spec.shape
+        assert group.form is not None  # (the route `plan` took is open)
+        grid = _grid_of(group.extent, shape)
+        coords: list[Any]
+        if group.points is not None:
+            job = ChunkWaves(group.form, shape, grid, None, out,
+                             points=(*group.points[:3], None), cache=engine.cache)
+            coords = group.points[3].tolist()
+        else:
+            job = ChunkWaves(group.form, shape, grid, group.plans, out, cache=engine.cache)
+            coords = _task_values(group.plans, "chunks")
+        jobs.append(job)
+        keys += [engine.key(c) for c in coords]
+        every += coords
+        first.append(len(keys))
+    if engine.cache is not None:
+        read_cached_waves(engine, jobs, keys, first, every)
+        return
+    # Per batch in Python ints, no numpy call: a small read's batch is one chunk.
+    for batch in arrivals(engine.store, engine._whole(keys), engine.options.io_concurrency):
+        arrived: dict[int, list[int]] = {}  # the tasks that arrived, by job
+        for i, parts in batch:
+            j = bisect.bisect_right(first, i) - 1
+            data = engine._stored(keys[i], parts)
+            if data is not None:
+                jobs[j].add_whole(i - first[j], data)
+            arrived.setdefault(j, []).append(i - first[j])
+        decode_arrived(engine, jobs, arrived, keys, first)
+
+
+def read_cached_waves(engine: ChunkEngine,
+                      jobs: list[ChunkWaves], keys: list[str], first: list[int],
+                       coords: list[Any]) -> None:
+    """`_read_chunk_waves` through the cache: each chunk whose version is known is asked
+    for unless it still has it (Store.get_many_versioned; an object store's HEAD
+    finding the ETag unchanged), and an unchanged one is copied out of its entry, not
+    fetched nor decoded; the others are decoded into entries at the version they arrived with. A
+    chunk found unchanged whose entry was evicted meanwhile is fetched again."""
+    with engine._versions_lock:
+        known = [engine._versions.get(k) for k in keys]
+    wanted = list(range(len(keys)))
+    while wanted:
+        again: list[int] = []
+        requests = engine._whole(keys[i] for i in wanted)
+        for batch in arrivals(engine.store, requests, engine.options.io_concurrency,
+                              [known[i] for i in wanted]):
+            arrived: dict[int, list[int]] = {}  # the tasks that arrived, by job
+            for w, (parts, version) in batch:
+                i = wanted[w]
+                j = bisect.bisect_right(first, i) - 1
+                task, job = i - first[j], jobs[j]
+                if parts is UNCHANGED:
+                    if not job.lookup(task, coords[i], _digest(version)):
+                        known[i] = None  # (evicted meanwhile: fetched again)
+                        again.append(i)
+                        continue
+                else:
+                    note_version(engine, keys[i], version)
+                    data = engine._stored(keys[i], parts)
+                    if data is not None and (version is None or not job.lookup(
+                            task, coords[i], _digest(version))):
+                        job.add_whole(task, data)
+                        if version is not None:
+                            job.keep(task, coords[i], _digest(version))
+                arrived.setdefault(j, []).append(task)
+            decode_arrived(engine, jobs, arrived, keys, first)
+        wanted = again
+
+
+def decode_arrived(engine: ChunkEngine, jobs: list[ChunkWaves], arrived: dict[int, list[int]],
+                    keys: list[str], first: list[int]) -> None:
+    """Run the wave of the tasks that arrived (by job); a failure names its chunk's key."""
+    for j in sorted(arrived):
+        failure = _run_waves(jobs[j], arrived[j], jobs[j].work_read,
+                             engine.options.num_threads)
+        if failure is not None:
+            error, task = failure
+            raise _with_key(error, keys[first[j] + task])
+
+
+def read_shard_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any]) -> None:
+    """Read a sharded array through Store.get_many: first the index of every shard
+    touched (the whole shard when most of it is wanted), then the byte ranges of the
+    inner chunks wanted, neighbours coalesced; inner chunks decode in compiled waves as
+    their bytes arrive. The inner chunks of every shard lie on one regular grid over the
+    array, on a rectilinear grid of shards too (`__init__`): one job takes them all."""
+    codec = engine.sharding
+    assert codec is not None  # (the route `plan` took is open)
+    inner_shape, blocks = codec.chunk_shape, engine.grid.axes
+    job: ChunkWaves | _InnerChunkWaves
+    inner_grid = _grid_of(engine.array_shape, inner_shape)
+    if isinstance(indexer, CoordinateIndexer):
+        # Tasks are the groups of points by inner chunk (grouped once, in C); each
+        # group's shard follows from its inner chunk.
+        native = codec.inner_native_form
+        assert native is not None  # (as `plan` saw)
+        groups = indexer.groups_by(inner_shape)
+        job = ChunkWaves(native, inner_shape, inner_grid, None, out,
+                         points=(*_points(groups, inner_shape)[:3], None))
+        at, local = _in_shards(blocks, inner_shape, groups.coords)
+        found, shard_of = np.unique(at, axis=0, return_inverse=True)
+        shard_of = shard_of.reshape(-1)
+        shards = found.tolist()
+    else:
+        if isinstance(indexer, BasicIndexer):
+            plans = _replan(indexer.plans, engine.array_shape, blocks, inner_shape)
+        else:
+            plans = _inner_plans(indexer, engine.array_shape, blocks, inner_shape)
+        native = codec.inner_native_form
+        if native is not None:
+            job = ChunkWaves(native, inner_shape, inner_grid, plans, out)
+        else:
+            job = _InnerChunkWaves(codec.inner, plans, out)
+        shards = _task_values(indexer.plans, "chunks")
+        # Per task: the shard it is in (its place in `shards`) and its C-order place in it.
+        of_task, local = _in_shards(blocks, inner_shape, _task_grid(plans))
+        places = [np.searchsorted(np.asarray(p.chunks, dtype=np.int64), of_task[:, d])
+                  for d, p in enumerate(indexer.plans)]
+        shard_of = (np.ravel_multi_index(places, [len(p.chunks) for p in indexer.plans])
+                    if places else np.zeros(len(of_task), dtype=np.int64))
+    keys = [engine.key(c) for c in shards]
+    codecs = shard_codecs(engine, shards)
+    by_shard = np.argsort(shard_of, kind="stable")
+    bounds = np.searchsorted(shard_of[by_shard], np.arange(len(keys) + 1))
+    shard_tasks = [by_shard[bounds[s]:bounds[s + 1]] for s in range(len(keys))]
+    requests: list[tuple[str, list[ByteRange] | None]] = [
+        (key, None if c.reads_whole(len(t)) else [c.index_range()])
+        for key, c, t in zip(keys, codecs, shard_tasks)]
+
+    def name(task: int) -> str:
+        inner = codecs[shard_of[task]].coords(int(local[task]))
+        return f"{keys[shard_of[task]]!r}, inner chunk {inner}"
+
+    def run(tasks: Int64s) -> None:
+        failure = _run_waves(job, tasks, job.work_read, engine.options.num_threads)
+        if failure is not None:
+            error, task = failure
+            raise type(error)(f"chunk {name(task)}: {error}")
+
+    def add(data: ReadBytes, tasks: Int64s, offsets: Int64s, lengths: Int64s) -> None:
+        bad = job.add(data, tasks, offsets, lengths)
+        if bad >= 0:
+            raise ShardIndexError(
+                f"chunk {name(tasks[bad])}: shard index entry (offset {offsets[bad]}, "
+                f"nbytes {lengths[bad]}) reaches past the end of the shard")
+
+    with contextlib.ExitStack() as held:
+        read_shard_ranges(engine, keys, requests, shard_tasks, local, codecs, held, add, run)
+
+
+def shard_codecs(engine: ChunkEngine, shards: Sequence[Sequence[int]]) -> list[ShardingCodec]:
+    """The sharding codec of each shard at the grid indices `shards` (each of its own
+    shape on a rectilinear grid)."""
+    if engine.grid.is_regular:
+        assert engine.sharding is not None  # (sharded)
+        return [engine.sharding] * len(shards)
+    codecs = []
+    for coords in shards:
+        codec = engine.chain_at(coords).partial_codec
+        assert codec is not None  # (every shard's chain is sharded)
+        codecs.append(codec)
+    return codecs
+
+
+def read_shard_ranges(
+        engine: ChunkEngine, keys: list[str], requests: list[tuple[str, list[ByteRange] | None]],
+        shard_tasks: list[Int64s], local: Int64s, codecs: Sequence[ShardingCodec],
+        held: contextlib.ExitStack, add: Callable[[ReadBytes, Int64s, Int64s, Int64s], None],
+        run: Callable[[Int64s], None]) -> None:
+    """The fetching half of _read_shard_waves: the `requests` for the shards' indexes (or
+    whole shards), then the inner chunks' ranges, passing what arrives to `add` and
+    `run`. A store whose readers keep one version of a key (Store.readers_keep_one_version)
+    is read through them, index and inner chunks alike, so that a writer replacing a shard
+    between the two cannot tear the read; other stores through get_many."""
+    store = engine.store
+    concurrency, threads = engine.options.io_concurrency, engine.options.num_threads
+    indexes = engine._shard_indexes
+    # The shards whose indexes `indexes` knew: read at the version they were learned from.
+    known: dict[int, Entries] = {}
+    fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, Any]]]]
+    readers: dict[str, RangeReader | None] = {}
+    if not store.readers_keep_one_version:
+        def fetch(requests: Sequence[Request]) -> Iterator[list[tuple[int, Fetched]]]:
+            return arrivals(store, requests, concurrency)
+    else:
+        for s, (key, ranges) in enumerate(requests):
+            hit = None if indexes is None or ranges is None else indexes.get(key)
+            if hit is not None:
+                readers[key] = held.enter_context(store.reader(key, version=hit[0]))
+                known[s] = hit[1]
+
+        def read(request: Request) -> Sequence[ReadBytes] | None:
+            key, ranges = request
+            reader = readers[key]
+            return None if reader is None or ranges is None else reader.get_ranges(ranges)
+
+        def fetch(requests: Sequence[Request]
+                  ) -> Iterator[list[tuple[int, Sequence[ReadBytes] | None]]]:
+            for key, _ in requests:
+                if key not in readers:
+                    readers[key] = held.enter_context(store.reader(key))
+            # On the shared I/O pool, not threads of its own: a read makes a wave per
+            # few shards, and each would start and stop as many threads.
+            return fan_out(read, requests, concurrency, executor=config.io_executor())
+
+    try:
+        learned = read_indexed_shards(engine, keys, requests, shard_tasks, local, codecs,
+                                            known, fetch, add, run, threads)
+    except KeyChangedError:
+        if indexes is not None:  # (the read is tried again, reading the indexes anew)
+            indexes.forget(keys)
+        raise
+    if indexes is not None:
+        for s, entries in learned.items():
+            # (None: a version the reader cannot tell, or one that tells no bytes apart)
+            version = getattr(readers.get(keys[s]), "version", None)
+            if version is not None:
+                indexes.put(keys[s], version, entries)
+
+
+def read_indexed_shards(
+        engine: ChunkEngine, keys: list[str], requests: list[tuple[str, list[ByteRange] | None]],
+        shard_tasks: list[Int64s], local: Int64s, codecs: Sequence[ShardingCodec],
+        known: dict[int, Entries],
+        fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, Any]]]],
+        add: Callable[[ReadBytes, Int64s, Int64s, Int64s], None],
+        run: Callable[[Int64s], None], threads: int) -> dict[int, Entries]:
+    """The waves of _read_shard_ranges: the indexes (or whole shards) of the shards whose
+    indexes are not `known`, then the inner chunks' ranges of them all. The indexes it
+    read, by shard."""
+    # (key, [(start, stop)]), and the tasks whose bytes that range holds, their offsets
+    # in it and lengths.
+    ranged: list[tuple[Request, Int64s, Int64s, Int64s]] = []
+    learned: dict[int, Entries] = {}
+
+    def place(s: int, entries: Entries, data: ReadBytes | None) -> Int64s:
+        """Hand the tasks of shard `s` stored in the whole shard `data` to `add`, or
+        plan the ranges of those stored (data None): the tasks to run now."""
+        tasks = shard_tasks[s]
+        spans = entries[local[tasks]]
+        stored = spans[:, 0] != EMPTY
+        left: Int64s = tasks[~stored]
+        tasks, spans = tasks[stored], spans[stored]
+        if data is not None:  # (all of them run in this wave: those stored decode)
+            add(data, tasks, spans[:, 0].astype(np.int64), spans[:, 1].astype(np.int64))
+            return shard_tasks[s]
+        starts, stops, group = coalesce(spans[:, 0], spans[:, 1],
+                                        engine.options.coalesce_gap_bytes,
+                                        engine.options.coalesce_max_bytes)
+        order = np.argsort(group, kind="stable")
+        cuts = np.searchsorted(group[order], np.arange(len(starts) + 1))
+        for g, (start, stop) in enumerate(zip(starts.tolist(), stops.tolist())):
+            members = order[cuts[g]:cuts[g + 1]]
+            ranged.append(((keys[s], [(start, stop)]), tasks[members],
+                           spans[members, 0].astype(np.int64) - start,
+                           spans[members, 1].astype(np.int64)))
+        return left
+
+    known_keys = {keys[s] for s in known}
+    if known:
+        run(np.concatenate([place(s, entries, None) for s, entries in known.items()]))
+    unknown = [s for s in range(len(keys)) if s not in known]
+    whole = at_most(engine.chain.max_encoded_bytes)
+    shard = engine.dtype.itemsize * math.prod(engine.chunk_shape)  # (decoded: a whole one's)
+    for batch in _in_waves(fetch, [(keys[s], whole if requests[s][1] is None
+                                    else requests[s][1]) for s in unknown],
+                           [shard if requests[s][1] is None else 0 for s in unknown],
+                           shard, threads):
+        wave = []
+        for u, parts in batch:
+            s = unknown[u]
+            whole_shard = requests[s][1] is None
+            data = engine._stored(keys[s], parts) if whole_shard else _first(parts)
+            if data is None:
+                wave.append(shard_tasks[s])
+                continue  # not stored: fill
+            try:
+                if whole_shard:
+                    entries = codecs[s].parse_index(
+                        memoryview(data)[slice(*codecs[s].index_range())], len(data))
+                else:
+                    entries = codecs[s].parse_index(data)
+            except ZarrcoreError as e:
+                raise _with_key(e, keys[s]) from e
+            learned[s] = entries
+            wave.append(place(s, entries, data if whole_shard else None))
+        run(np.concatenate(wave))
+        del data, parts, batch  # (the wave's bytes go while the next arrives)
+    if not ranged:
+        return learned
+    for batch in _in_waves(fetch, [r[0] for r in ranged],
+                           [int(r[3].sum()) for r in ranged], shard, threads):
+        for r, parts in batch:
+            key, _ = ranged[r][0]
+            data = _first(parts)
+            if data is None:
+                if key in known_keys:  # (deleted since its index was read)
+                    raise KeyChangedError(f"shard {key!r} was deleted")
+                raise ShardIndexError(
+                    f"shard {key!r}: deleted while its inner chunks were read")
+            _, tasks, offsets, lengths = ranged[r]
+            add(data, tasks, offsets, lengths)
+        run(np.concatenate([ranged[r][1] for r, _ in batch]))
+        del data, parts, batch  # (the wave's bytes go while the next arrives)
+    return learned
+
+
+def write_chunk_waves(engine: ChunkEngine, indexer: Indexer,
+                       value: npt.NDArray[Any]) -> list[ChunkProjection]:
+    """Encode every whole chunk of the selection in compiled waves (_write_waves) and
+    store them together (Store.set_many); the projections of the partly covered chunks,
+    left for read-modify-write."""
+    assert isinstance(indexer, BasicIndexer)  # (as `plan` saw)
+    rest = []
+    for group in job_groups(engine, indexer):
+        assert group.form is not None  # (the route `plan` took is open)
+        complete = [all(c) for c in _task_values(group.plans, "complete")]
+        rest += chunk_projections(group.plans, [t for t, c in enumerate(complete) if not c])
+        tasks = [t for t, c in enumerate(complete) if c]
+        if not tasks:
+            continue
+        shape = group.chain.spec.shape
+        job = ChunkWaves(group.form, shape, _grid_of(group.extent, shape), group.plans,
+                         value, engine.spec.writes_empty)
+        coords = _task_values(group.plans, "chunks")
+        engine.put_many(encoded_waves(engine, job, tasks, [engine.key(coords[t]) for t in tasks]))
+    return rest
+
+
+def encoded_waves(engine: ChunkEngine, job: ChunkWaves, tasks: list[int], keys: list[str]
+                   ) -> Iterator[tuple[str, BytesLike | None]]:
+    """(key, encoding) of the tasks `tasks` of the write `job`, at the keys `keys`,
+    encoded in waves (_write_waves) as they are taken."""
+    threads = engine.options.num_threads
+    for wave in _write_waves(len(tasks), engine.store, threads):
+        failure = _run_waves(job, tasks[wave], job.work_write, threads)
+        if failure is not None:
+            error, task = failure
+            raise _with_key(error, keys[bisect.bisect_left(tasks, task)])
+        yield from zip(keys[wave], job.encoded())

@@ -1,0 +1,168 @@
+"""The one read-modify-write: chunks and shards a write covers in part are merged into what
+is stored, under the store's lock or by a conditional write that retries on a conflict."""
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Union
+
+import numpy as np
+import numpy.typing as npt
+
+from ..codecs.base import ENCODED_BOUND
+from ..config import config, parallel_map
+from ..errors import (
+    LockUnavailableError, WriteConflictError,
+    ZarrcoreError,
+)
+from ..indexing import (
+    ChunkProjection,
+)
+from .planning import _with_key
+from .fetched import _encoded, _write_waves
+
+if TYPE_CHECKING:
+    from ..codecs.base import BytesLike
+    from ..indexing import Indexer
+    from . import ChunkEngine
+
+
+#: A read's (or write's) merge of a stored object: (stored bytes or None, keep_empty) to the
+#: new bytes, None to delete it, or the stored bytes themselves to leave it.
+Merge = Callable[[Union["BytesLike", None], bool], Union["BytesLike", None]]
+
+
+# Conditional writes (Store.set_if) that lose to another writer are tried again this many
+# times, after a random pause of up to CONFLICT_PAUSE * 2**attempt (at most CONFLICT_PAUSE_MAX).
+CONFLICT_RETRIES = 64
+
+
+CONFLICT_PAUSE = 0.002
+
+
+CONFLICT_PAUSE_MAX = 0.25
+
+
+def conflict_pause(attempt: int) -> None:
+    """Sleep before trying a conditional write again after `attempt` conflicts (random, so
+    that the writers that collided spread out; growing, so that many of them do)."""
+    time.sleep(random.uniform(0, min(CONFLICT_PAUSE_MAX, CONFLICT_PAUSE * 2**attempt)))
+
+
+def write_no_whole_chunks(engine: ChunkEngine, indexer: Indexer,
+                           value: npt.NDArray[Any]) -> list[ChunkProjection]:
+    """EACH_CHUNK: no compiled writer; every projection is left to `_write_projections`."""
+    return list(indexer.projections())
+
+
+def write_projections(engine: ChunkEngine, projections: Iterable[ChunkProjection],
+                       value: npt.NDArray[Any]) -> None:
+    """Write `value`'s part of each projection in `projections` (chunks or shards): a
+    part covered in part by read-modify-write (`read_modify_write`), a whole one
+    encoded and stored (`put_many`); in waves (`_write_waves`) on the pool."""
+    locked = whole_writes_locked(engine)
+
+    def work(p: ChunkProjection) -> tuple[str, BytesLike | None] | None:
+        key = engine.key(p.coords)
+        part = value[p.out_selection + (Ellipsis,)]
+        chain = engine.chain_at(p.coords)
+        try:
+            if not p.complete:
+                read_modify_write(engine,
+                    key, lambda data, keep_empty: merged_chunk(engine, data, p, part, keep_empty))
+                return None
+            if part.size != math.prod(chain.spec.shape):
+                # a chunk at the array's edge: what lies outside is fill
+                data = merged_chunk(engine, None, p, part, False)
+            elif engine.sharding is not None:  # (sharding encodes `part` where it lies)
+                data = merged_chunk(engine, None, p, part, engine.spec.writes_empty)
+            else:
+                data = chain.encode_unless_fill(
+                    np.ascontiguousarray(part).reshape(chain.spec.shape))
+            if not locked:
+                return key, data
+            # Locked too, so it lands wholly before or after another writer's
+            # read-modify-write of the same key rather than inside it.
+            with engine.store.lock(key, engine.key_prefix):
+                engine.put(key, data)
+            return None
+        except ZarrcoreError as e:
+            raise _with_key(e, key) from e
+
+    def encoded() -> Iterator[tuple[str, BytesLike | None]]:
+        listed = list(projections)
+        threads = engine.options.num_threads
+        for wave in _write_waves(len(listed), engine.store, threads):
+            yield from (item for item in parallel_map(work, listed[wave], threads)
+                        if item is not None)
+
+    engine.put_many(encoded())
+
+
+def put_locked(engine: ChunkEngine, item: tuple[str, BytesLike | None]) -> None:
+    """`put` of one (key, encoded chunk or None) under the key's lock."""
+    with engine.store.lock(item[0], engine.key_prefix):
+        engine.put(*item)
+
+
+def whole_writes_locked(engine: ChunkEngine) -> bool:
+    """Do whole-object writes take the key's lock? Where read-modify-writes lock, so that
+    a whole write lands before or after one rather than inside it; not where they are
+    conditional writes, which see the whole write change the version and try again."""
+    return engine.store.supports_locks and not engine.store.supports_conditional_writes
+
+
+def merged_chunk(engine: ChunkEngine,
+                 data: BytesLike | None, p: ChunkProjection, part: npt.NDArray[Any],
+            keep_empty: bool) -> BytesLike | None:
+    """The chunk `data` (None: not stored) of projection `p` with its selection set to
+    `part`, encoded; None when it is all fill and not `keep_empty` (nor the array's
+    write_empty_chunks)."""
+    chain = engine.chain_at(p.coords)
+    if chain.partial_codec is not None:
+        return chain.partial_codec.merge(data, p.chunk_selection, part, keep_empty)
+    return _encoded(chain, chain.merge(data, p.chunk_selection, part), keep_empty)
+
+
+def read_modify_write(engine: ChunkEngine, key: str, merge: Merge) -> None:
+    """Replace the chunk at `key` by `merge(stored bytes or None, keep_empty)` (encoded
+    bytes, None to delete it, or the stored bytes themselves to leave it as it is) so that
+    no concurrent writer's update is lost: by conditional writes where the store has them,
+    tried again while another writer comes first (no lock object to create and remove, and
+    whole-object writes need no lock); else under the key's lock; else only with
+    config.unsafe_partial_writes. Writes, resizes and appends all update parts of stored
+    objects through here."""
+    store = engine.store
+    if store.supports_conditional_writes:
+        for attempt in range(CONFLICT_RETRIES):
+            data, version = store.get_versioned(key, engine.chain.max_encoded_bytes,
+                                                 ENCODED_BOUND)
+            # A chunk left all fill stays stored as such: a delete cannot be conditional.
+            new = merge(data, data is not None)
+            if new is None or new is data or store.set_if(
+                    key, new, version):
+                return
+            conflict_pause(attempt)
+        # (Callers put the key in front of these messages.)
+        raise WriteConflictError(
+            f"other writers replaced it {CONFLICT_RETRIES} times while it was being "
+            f"updated; gave up rather than overwrite their updates")
+
+    def replace() -> None:
+        data = engine.get_stored(key)
+        new = merge(data, False)
+        if new is not data:
+            engine.put(key, new)
+
+    if store.supports_locks:
+        with store.lock(key, engine.key_prefix):
+            replace()
+        return
+    if not config.unsafe_partial_writes:
+        raise LockUnavailableError(
+            f"cannot write part of it: {store!r} has neither locks nor conditional "
+            f"writes, so a concurrent writer's update could be lost; write whole chunks, "
+            f"or accept that with zarrcore.config.set(unsafe_partial_writes=True)")
+    replace()

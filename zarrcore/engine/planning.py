@@ -1,0 +1,328 @@
+"""The engine's plans: the routes (Route), and a request split into the compiled jobs' groups
+of chunks (one per chunk shape) and their per-axis plans."""
+from __future__ import annotations
+
+import enum
+import itertools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from ..codecs.chain import CodecChain
+from ..indexing import (
+    BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer,
+)
+from ..metadata.grid import AxisChunks, chunk_start
+from .. import _indexing
+
+
+if TYPE_CHECKING:
+    from .._indexing import AxisPlan, PointGroups
+    from ..codecs.base import NativeForm
+    from ..indexing import Indexer
+    from . import ChunkEngine
+
+
+_E = TypeVar("_E", bound=Exception)
+
+
+Int64s = npt.NDArray[np.int64]
+
+
+def _with_key(error: _E, key: str) -> _E:
+    """Re-raise a codec or store error with the store key in front of its message."""
+    if isinstance(error, OSError) and error.errno is not None:
+        return type(error)(error.errno, f"chunk {key!r}: {error.strerror}")
+    return type(error)(f"chunk {key!r}: {error}")
+
+
+def _task_grid(plans: Sequence[AxisPlan]) -> Int64s:
+    """Per task of a compiled job over `plans` (the C-order product of every axis' pieces), the
+    chunk of each axis' piece: an (ntasks, ndim) array."""
+    axes = [np.asarray(p.chunks) for p in plans]
+    if not axes:
+        return np.zeros((1, 0), dtype=np.int64)
+    # Each axis' values broadcast into their column of the grid: a few numpy calls, where
+    # meshgrid and stack run a dozen Python functions (small reads pay for every one).
+    ndim = len(axes)
+    grid = np.empty((*(len(a) for a in axes), ndim), dtype=np.result_type(*axes))
+    for d, a in enumerate(axes):
+        grid[..., d] = a.reshape((-1,) + (1,) * (ndim - 1 - d))
+    return grid.reshape(-1, ndim)
+
+
+def _task_values(plans: Sequence[AxisPlan], name: str) -> list[tuple[Any, ...]]:
+    """Per task of a compiled job over `plans` (as `_task_grid`), the value of each axis'
+    piece in the plan's list `name` ("chunks", "complete"): a list of tuples. No numpy call
+    nor function made per call, so that a request of a few chunks costs a few Python steps
+    (small reads and writes pay for each one)."""
+    return list(itertools.product(*[getattr(p, name) for p in plans]))
+
+
+def _replan(plans: Sequence[AxisPlan], shape: Sequence[int], blocks: Sequence[AxisChunks],
+            chunk_shape: Sequence[int]) -> list[AxisPlan]:
+    """The plans of the basic selection that `plans` make over the blocks `blocks` (per
+    axis a length, or runs), over the finer grid of `chunk_shape` (the inner chunks of
+    shards)."""
+    out = []
+    for plan, n, b, c in zip(plans, shape, blocks, chunk_shape):
+        if not plan.chunks:
+            out.append(_indexing.slice_plan(0, 0, 1, c, n))
+            continue
+        sel, out_sel = plan.chunk_sel[0], plan.out_sel[0]
+        if not isinstance(sel, slice):  # an int: the axis is dropped
+            out.append(_indexing.int_plan(chunk_start(b, plan.chunks[0]) + int(sel), c, n))
+            continue
+        first, step, count = chunk_start(b, plan.chunks[0]) + sel.start, sel.step, sum(plan.count)
+        if isinstance(out_sel, slice) and out_sel.step == -1:  # walked ascending, written back
+            out.append(_indexing.slice_plan(first + (count - 1) * step, first - 1, -step, c, n))
+        else:
+            out.append(_indexing.slice_plan(first, first + (count - 1) * step + 1, step, c, n))
+    return out
+
+
+def _listed_plan(positions: npt.NDArray[np.intp], chunk_len: int) -> AxisPlan:
+    """Plan of one axis over chunks of `chunk_len`: `positions` (array positions, in the
+    result's order) grouped by chunk, each group a listed piece whose output positions are
+    its elements' places in `positions`."""
+    ids = positions // chunk_len
+    perm = np.argsort(ids, kind="stable")
+    sorted_ids = ids[perm]
+    starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
+    rows = np.zeros((len(starts), 6), dtype=np.int64)  # zc_piece rows, chunk_step 0
+    rows[:, 0] = sorted_ids[starts]
+    rows[:, 1] = starts
+    rows[:, 3] = np.diff(np.r_[starts, len(perm)])
+    rows[:, 5] = 1
+    listed = (positions[perm] - sorted_ids * chunk_len, perm.astype(np.int64))
+    return _indexing.AxisPlan.from_rows(rows, listed, np.zeros(len(starts), dtype=bool))
+
+
+def _inner_plans(indexer: OrthogonalIndexer, shape: Sequence[int],
+                 blocks: Sequence[AxisChunks], chunk_shape: Sequence[int]) -> list[AxisPlan]:
+    """The plans of an orthogonal selection over the blocks `blocks` (shards, per axis a
+    length or runs), over the finer grid of `chunk_shape` (their inner chunks), in the
+    result's order: axes indexed by arrays become listed pieces."""
+    out = []
+    for axis, plan in enumerate(indexer.plans):
+        positions = indexer.array_positions(axis)
+        if positions is None:
+            out.extend(_replan([plan], shape[axis:axis + 1], blocks[axis:axis + 1],
+                               chunk_shape[axis:axis + 1]))
+        else:
+            out.append(_listed_plan(positions, chunk_shape[axis]))
+    return out
+
+
+def _points(groups: PointGroups, chunk_shape: Sequence[int]
+            ) -> tuple[Int64s, Int64s, Int64s, Int64s]:
+    """The zc_listing arrays (point_start, local, out_index, coords) of points grouped by
+    chunks of `chunk_shape` (_indexing.PointGroups), each going to its place in the result."""
+    local = np.ravel_multi_index(tuple(groups.local), chunk_shape).astype(np.int64, copy=False)
+    return (np.ascontiguousarray(groups.offsets), local, _result_places(groups),
+            np.ascontiguousarray(groups.coords))
+
+
+def _result_places(groups: PointGroups, at: Int64s | None = None) -> Int64s:
+    """The places in the result of the grouped points at positions `at` (None: all) of
+    their grouped order."""
+    if groups.order is None:
+        return (np.arange(groups.offsets[-1], dtype=np.int64) if at is None
+                else at.astype(np.int64, copy=False))
+    return np.ascontiguousarray(groups.order if at is None else groups.order[at])
+
+
+def _core_form(chain: CodecChain) -> NativeForm | None:
+    """The settings with which the compiled core reads and writes the stored objects of
+    `chain` by itself: the sharding codec's batch_settings when sharded, else the chain's
+    native_form; None when it cannot."""
+    if chain.partial_codec is not None:
+        return chain.partial_codec.batch_settings()
+    return chain.native_form()
+
+
+class _Group(NamedTuple):
+    """The chunks (shards) of one stored shape that a request touches, which one compiled job
+    runs as over a regular grid of that shape (`chain.spec.shape`) on an array of `extent`:
+    each of them keeps its grid index, and so its key, and holds as much of that array as it
+    holds of the real one. A regular grid's request is one group, of the array's shape."""
+
+    chain: CodecChain  # the chain of their shape
+    form: NativeForm | None  # what the core runs them with (`_core_form`; None: it cannot)
+    extent: tuple[int, ...]
+    plans: list[AxisPlan]  # their pieces of the indexer's plans (points: [])
+    # or their points: the zc_listing arrays (point_start, local, out_index, coords)
+    points: tuple[Int64s, Int64s, Int64s, Int64s] | None
+
+
+def _axis_classes(chunks: Int64s, axis: AxisChunks, extent: int
+                  ) -> list[tuple[int, int, Int64s]]:
+    """The pieces of one axis whose chunks are `chunks` (grid indices), split by class: per
+    class (edge length, extent of the regular axis its job runs over, positions of its
+    pieces). A class is an edge length and how much of its chunks lies inside the array,
+    which is the whole length but for a last chunk reaching past the array's end."""
+    if isinstance(axis, int):
+        return [(axis, extent, np.arange(len(chunks), dtype=np.int64))]
+    starts, lengths = axis.start(chunks), axis.length(chunks)
+    inside = np.minimum(lengths, extent - starts)
+    classes = []
+    for length, part in np.unique(np.stack([lengths, inside]), axis=1).T.tolist():
+        pieces = np.flatnonzero((lengths == length) & (inside == part))
+        # A chunk cut by the array's end is alone in its class: the last of its job's axis.
+        last = int(chunks[pieces].max())
+        classes.append((length, last * length + part, pieces))
+    return classes
+
+
+def _inner_counts(blocks: Sequence[AxisChunks], inner_shape: Sequence[int],
+                  shards: Int64s) -> Int64s:
+    """The number of inner chunks of `inner_shape` along each axis of the shards at grid
+    indices `shards` ((n, ndim)) of the blocks `blocks` (per axis a length, or runs)."""
+    counts = np.empty_like(shards)
+    for d, (b, c) in enumerate(zip(blocks, inner_shape)):
+        at = shards[:, d]
+        counts[:, d] = b // c if isinstance(b, int) else b.length(at) // c
+    return counts
+
+
+def _c_order(places: Int64s, counts: Int64s) -> Int64s:
+    """The C-order index of each row of `places` ((n, ndim)) in a grid of the same row of
+    `counts`."""
+    index = np.zeros(len(places), dtype=np.int64)
+    for d in range(places.shape[1]):
+        index = index * counts[:, d] + places[:, d]
+    return index
+
+
+def _in_shards(blocks: Sequence[AxisChunks], inner_shape: Sequence[int], coords: Int64s
+               ) -> tuple[Int64s, Int64s]:
+    """For inner chunks at grid indices `coords` ((n, ndim), inner chunks of `inner_shape`
+    over the whole array) in shards placed by `blocks` (per axis a length, or runs; each
+    shard holds whole inner chunks): their shards' grid indices, and their C-order index in
+    their shard."""
+    shards = np.empty_like(coords)
+    places = np.empty_like(coords)
+    for d, (b, c) in enumerate(zip(blocks, inner_shape)):
+        at = coords[:, d]
+        if isinstance(b, int):
+            shards[:, d], places[:, d] = np.divmod(at, b // c)
+        else:
+            shards[:, d] = b.chunk_of(at * c)
+            places[:, d] = at - b.start(shards[:, d]) // c
+    return shards, _c_order(places, _inner_counts(blocks, inner_shape, shards))
+
+
+def _grid_of(extent: Sequence[int], chunk_shape: Sequence[int]) -> tuple[int, ...]:
+    """The number of chunks of `chunk_shape` along each axis of an array of `extent`."""
+    return tuple(-(-s // c) for s, c in zip(extent, chunk_shape))
+
+
+class Route(enum.Enum):
+    """The routes a read or a write takes (docs/architecture.md §4, §5); ChunkEngine.plan
+    picks one per request."""
+
+    CHUNK_BATCH = "chunk batch"  # R1, W1: all chunks on a directory store, one compiled job
+    SHARD_BATCH = "shard batch"  # R2, W2: all shards and inner chunks on a directory store
+    SHARD_WAVES = "shard waves"  # R3: shard indexes, then inner-chunk ranges, fetched in waves
+    CHUNK_WAVES = "chunk waves"  # R4, W3: chunks fetched or stored together, compiled coding
+    FETCHED_CHUNKS = "fetched chunks"  # R5: fetched together, decoded by the codec objects
+    EACH_CHUNK = "each chunk"  # R5, W4: chunk by chunk or shard by shard, codec objects
+    ONE_CHUNK = "one chunk"  # R0: `a[sel]` in one chunk or inner chunk, before any indexer
+
+    # Members are singletons: hashed by identity in C, where Enum's hash is a Python call
+    # (the route tables below are looked up on every request).
+    __hash__ = object.__hash__
+
+
+def _selection_kind(indexer: Indexer, ndim: int) -> tuple[bool, bool]:
+    """(basic, listed) of a selection: `basic` for ints and slices (BasicIndexer); `listed`
+    for any selection the compiled jobs take (orthogonal, basic included, or points of an
+    array of at least one dimension)."""
+    basic = isinstance(indexer, BasicIndexer)
+    listed = (isinstance(indexer, OrthogonalIndexer)
+              or isinstance(indexer, CoordinateIndexer) and indexer.nitems > 0 and ndim > 0)
+    return basic, listed
+
+
+def job_groups(engine: ChunkEngine, indexer: Indexer) -> list[_Group]:
+    """The request of `indexer` (its plans, or its points) as compiled jobs: one group of
+    chunks per stored shape on a rectilinear grid (it has few), the whole request on a
+    regular one. The one place the compiled routes split a request by chunk shape."""
+    if engine.grid.is_regular:
+        form = engine._forms[engine.chunk_shape]
+        if isinstance(indexer, CoordinateIndexer):
+            assert indexer.groups is not None  # (points: `plan` saw them)
+            return [_Group(engine.chain, form, engine.array_shape, [],
+                           _points(indexer.groups, engine.chunk_shape))]
+        return [_Group(engine.chain, form, engine.array_shape, indexer.result_plans, None)]
+    if isinstance(indexer, CoordinateIndexer):
+        return point_job_groups(engine, indexer)
+    per_axis = [_axis_classes(np.asarray(p.chunks, dtype=np.int64), axis, n)
+                for p, axis, n in zip(indexer.plans, engine.grid.axes, engine.array_shape)]
+    groups = []
+    for combo in itertools.product(*per_axis):
+        shape = tuple(c[0] for c in combo)
+        plans = [p if len(c[2]) == p.npieces else p.subset(c[2])
+                 for p, c in zip(indexer.result_plans, combo)]
+        groups.append(job_group(engine, shape, tuple(c[1] for c in combo), plans, None))
+    return groups
+
+
+def point_job_groups(engine: ChunkEngine, indexer: CoordinateIndexer) -> list[_Group]:
+    """`_groups` of points on a rectilinear grid: the groups of points by chunk split by
+    the chunks' classes (`_axis_classes`)."""
+    groups = indexer.groups
+    assert groups is not None  # (points: `plan` saw them)
+    ndim = len(engine.chunk_shape)
+    per_axis = [_axis_classes(groups.coords[:, d], axis, n)
+                for d, (axis, n) in enumerate(zip(engine.grid.axes, engine.array_shape))]
+    # Each group of points' class on each axis, then its class over all axes.
+    classes = np.zeros((groups.ngroups, ndim), dtype=np.int64)
+    for d, axis in enumerate(per_axis):
+        for k, (_, _, members) in enumerate(axis):
+            classes[members, d] = k
+    found, which = np.unique(classes, axis=0, return_inverse=True)
+    counts = np.diff(groups.offsets)
+    out = []
+    for k, combo in enumerate(found.tolist()):
+        members = np.flatnonzero(which.reshape(-1) == k)
+        sizes = counts[members]
+        starts = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+        # The positions (grouped) of the members' points, group after group.
+        at = (np.repeat(groups.offsets[members] - starts[:-1], sizes)
+              + np.arange(starts[-1], dtype=np.int64))
+        shape = tuple(per_axis[d][c][0] for d, c in enumerate(combo))
+        local = np.ravel_multi_index(tuple(groups.local[:, at]), shape).astype(np.int64)
+        listing = (starts, local, _result_places(groups, at),
+                   np.ascontiguousarray(groups.coords[members]))
+        out.append(job_group(engine, shape, tuple(per_axis[d][c][1] for d, c in enumerate(combo)),
+                               [], listing))
+    return out
+
+
+def job_group(engine: ChunkEngine,
+              shape: tuple[int, ...], extent: tuple[int, ...], plans: list[AxisPlan],
+           points: tuple[Int64s, Int64s, Int64s, Int64s] | None) -> _Group:
+    chain = engine.chain_at_shape(shape)
+    if shape not in engine._forms:
+        engine._forms[shape] = _core_form(chain)
+    return _Group(chain, engine._forms[shape], extent, plans, points)
+
+
+def chunk_projections(plans: Sequence[AxisPlan], tasks: Sequence[int]) -> list[ChunkProjection]:
+    """The ChunkProjections of batch task numbers `tasks` (C order over the pieces of the
+    axes' `plans`)."""
+    if not tasks:
+        return []  # (most writes: nothing to set up)
+    dim_pieces = [list(zip(p.chunks, p.chunk_sel, p.out_sel, p.complete)) for p in plans]
+    counts = [len(p) for p in dim_pieces]
+    projections = []
+    for task in tasks:
+        combo = [pieces[i] for pieces, i in zip(dim_pieces, np.unravel_index(task, counts))]
+        projections.append(ChunkProjection(
+            tuple(p[0] for p in combo), tuple(p[1] for p in combo),
+            tuple(p[2] for p in combo if p[2] is not None), all(p[3] for p in combo),
+        ))
+    return projections
