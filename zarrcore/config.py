@@ -476,7 +476,7 @@ WAIT_STARTED = 1.0
 
 
 def run_workers(work: Callable[[], None], ntasks: int, stop: Callable[[], None],
-                workers: int | None = None) -> None:
+                workers: int | None = None, *, _token_checked: bool = False) -> None:
     """Call `work` from the calling thread and from pool threads, as many in all as there are
     threads (config.num_threads, the pool's, or fewer: `workers`) and tasks (`ntasks`).
 
@@ -495,18 +495,14 @@ def run_workers(work: Callable[[], None], ntasks: int, stop: Callable[[], None],
     Work started in the background (zarrcore.runtime.background) runs under a cancellation token:
     this is the one place that checks it, before and after each job (raising WorkCancelled),
     and that stops the job with `stop()` when the token fires meanwhile."""
-    token = cancellation.current()
-    if token is None:
-        _run_workers(work, ntasks, stop, workers)
+    # (the token read without a Python call: small reads pay for each step)
+    token = None if _token_checked else getattr(cancellation.carried, "token", None)
+    if token is not None:
+        token.check()
+        with token.stopping(stop):
+            run_workers(work, ntasks, stop, workers, _token_checked=True)
+        token.check()
         return
-    token.check()
-    with token.stopping(stop):
-        _run_workers(work, ntasks, stop, workers)
-    token.check()
-
-
-def _run_workers(work: Callable[[], None], ntasks: int, stop: Callable[[], None],
-                 workers: int | None) -> None:
     if ntasks <= 1:
         work()  # one task or none: every route below ends here (small reads pay for each step)
         return

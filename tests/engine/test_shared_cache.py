@@ -177,7 +177,7 @@ def test_a_worker_killed_half_way_through_an_entry_harms_no_one(tmp_path, method
 
 
 def _killed_writer(array, i):
-    array._chunks.cache.stop_mid_write(os.getpid())
+    array._engine.cache.stop_mid_write(os.getpid())
     array[i]
 
 
@@ -214,7 +214,7 @@ def test_the_budget_is_never_exceeded(tmp_path):
     path, data = _make(tmp_path)
     budget = SAMPLES * SAMPLE_BYTES // 4 + 100
     a = zarrcore.open_array(path, mode="r", cache_bytes=budget, shared_cache=True)
-    ref = a._chunks.cache.shared_ref
+    ref = a._engine.cache.shared_ref
     size = os.fstat(ref.fd).st_size
     slots = budget // SAMPLE_BYTES
     # the chunks' bytes, plus a header and each slot's key and version
@@ -236,7 +236,7 @@ _LOADER = textwrap.dedent("""
         a = zarrcore.open_array(sys.argv[1], mode="r", cache_bytes=1 << 20, shared_cache=True)
         pool = multiprocessing.get_context(sys.argv[2]).Pool(2, _init, (a,))
         pool.map(_read, [[0, 1], [2, 3]])
-        ref = a._chunks.cache.shared_ref
+        ref = a._engine.cache.shared_ref
         print(os.stat(f"/proc/self/fd/{ref.fd}").st_ino, flush=True)
         if sys.argv[3] == "killed":
             time.sleep(600)
@@ -302,7 +302,7 @@ def test_bad_settings_name_the_setting(tmp_path):
         zarrcore.open_array(path, mode="r", cache_bytes=SAMPLE_BYTES - 1, shared_cache=True)
     # False, or an array never opened shared, is the in-process cache
     a = zarrcore.open_array(path, mode="r", cache_bytes=1 << 20, shared_cache=False)
-    assert a._chunks.cache.shared_ref is None
+    assert a._engine.cache.shared_ref is None
 
 
 class _Samples:

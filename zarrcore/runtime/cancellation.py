@@ -56,20 +56,21 @@ class CancelToken:
                 self._stops.remove(stop)
 
 
-_carried = threading.local()
+# (read by run_workers directly: a Python call there would cost every small read)
+carried = threading.local()
 
 
 def current() -> CancelToken | None:
     """The token that the calling thread's work runs under, if any."""
-    return getattr(_carried, "token", None)
+    return getattr(carried, "token", None)
 
 
 @contextlib.contextmanager
 def carrying(token: CancelToken) -> Iterator[None]:
     """Run the block's work under `token` (in this thread)."""
     previous = current()
-    _carried.token = token
+    carried.token = token
     try:
         yield
     finally:
-        _carried.token = previous
+        carried.token = previous
