@@ -1,13 +1,18 @@
-"""Test a release wheel inside a Debian chroot (`make release-test-aarch64`): another
-architecture run by qemu-user (binfmt_misc), or an older Debian release, with Debian's own
-Python. The chroot is made once by debootstrap (from Debian's default archive) and kept; the
-wheel, the tests and wheels/ are copied in, and wheels/test_wheels.py runs there on the
-subset (or --full, the whole suite), appending its record to DIST/TESTS.txt.
+"""Test a release wheel inside a Debian chroot: another architecture run by qemu-user
+(binfmt_misc; `make release-test-aarch64`), or an older Debian release (`make
+release-test-bullseye`). The chroot is made once by debootstrap (from the Debian archive of this
+machine's apt sources) and kept. Its Python is Debian's own, or with --python VERSION:SUITE a
+CPython built inside the chroot, once, by the chroot's own compiler against its own C library,
+from Debian's python3.X source package of SUITE (.ci/debian-python-source): bullseye's Python
+(3.9) is older than zarrcore needs. The wheel, the tests and wheels/ are copied in, and
+wheels/test_wheels.py runs there on the subset (or --full, the whole suite), appending its
+record to DIST/TESTS.txt.
 
     python wheels/chroot.py --dir CHROOT --arch arm64 --suite bookworm --dist DIST \\
-        --platform-tag manylinux_2_17_aarch64 [--full]
+        --platform-tag manylinux_2_17_aarch64 [--python 3.11:bookworm] [--full]
 """
 import argparse
+import os
 import pathlib
 import shutil
 import subprocess
@@ -15,20 +20,54 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = "python3,python3-venv,python3-pip,ca-certificates"
+# What building CPython in the chroot needs (--python): its compiler and the libraries of the
+# modules pip and the tests use (ssl, zlib, ctypes, bz2, lzma, sqlite3, uuid).
+BUILD_PACKAGES = ("build-essential,libssl-dev,zlib1g-dev,libffi-dev,libbz2-dev,liblzma-dev,"
+                  "libsqlite3-dev,uuid-dev")
+# The chroot's own tools, not those the host's PATH names first (pyenv's shims, ...).
+CHROOT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-def run(*args):
+def run(*args, **kwargs):
     print("+", " ".join(str(a) for a in args), flush=True)
-    subprocess.run([str(a) for a in args], check=True)
+    subprocess.run([str(a) for a in args], check=True, **kwargs)
 
 
-def make_chroot(root, arch, suite):
+def make_chroot(root, arch, suite, packages=PACKAGES):
+    """The chroot, made once by debootstrap from the Debian archive this machine's apt uses
+    (.ci/apt-mirror): a `.ready` stamp marks it finished."""
     if (root / ".ready").exists():
         return
     shutil.rmtree(root, ignore_errors=True)
-    run("debootstrap", f"--arch={arch}", "--variant=minbase", f"--include={PACKAGES}", suite,
-        root)
+    mirror = subprocess.run([ROOT / ".ci" / "apt-mirror"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    run("debootstrap", f"--arch={arch}", "--variant=minbase", f"--include={packages}", suite,
+        root, mirror)
     (root / ".ready").touch()
+
+
+def build_python(root, version, suite):
+    """CPython VERSION built in the chroot from SUITE's python3.X source package into
+    /opt/pythonX.Y, once (a stamp marks it built); its path in the chroot."""
+    prefix = f"/opt/python{version}"
+    python = f"{prefix}/bin/python{version}"
+    if (root / prefix[1:] / ".built").exists():
+        return python
+    src = root / "usr" / "src" / "zarrcore-python"
+    tree = subprocess.run(
+        [ROOT / ".ci" / "debian-python-source", suite, f"python{version}", src, src / "apt"],
+        capture_output=True, text=True, check=True).stdout.strip()
+    inside = "/" + str(pathlib.Path(tree).relative_to(root))
+    build = f"/usr/src/zarrcore-python/build-{version}"
+    # No pip in the prefix: `-m venv` bootstraps it into each virtualenv from the bundled wheel.
+    script = (f"rm -rf {build} && mkdir -p {build} && cd {build} && "
+              f"{inside}/configure --prefix={prefix} --with-ensurepip=no -q >configure.log && "
+              f"nice make -j{os.environ.get('CHROOT_JOBS', '2')} -s >make.log 2>&1 && "
+              f"make -s altinstall >install.log 2>&1 && "
+              f"{python} -c 'import ssl, zlib, ctypes, bz2, lzma, sqlite3, venv'")
+    run("chroot", root, "/bin/sh", "-c", script, env=dict(os.environ, PATH=CHROOT_PATH))
+    (root / prefix[1:] / ".built").touch()
+    return python
 
 
 def stage(root, dist, tag):
@@ -68,25 +107,37 @@ def main(argv=None):
     parser.add_argument("--dist", type=pathlib.Path, required=True)
     parser.add_argument("--platform-tag", required=True)
     parser.add_argument("--full", action="store_true")
+    parser.add_argument("--python", metavar="VERSION:SUITE",
+                        help="build CPython VERSION from SUITE's source package in the chroot")
     args = parser.parse_args(argv)
     root = args.dir.resolve()
-    make_chroot(root, args.arch, args.suite)
-    test = stage(root, args.dist.resolve(), args.platform_tag)
-    tag = subprocess.run(["chroot", root, "/usr/bin/python3", "-c", "import sys; "
-                          "print(f'cp{sys.version_info[0]}{sys.version_info[1]}')"],
-                         capture_output=True, text=True, check=True).stdout.strip()
-    where = f"Debian {args.suite} {args.arch} chroot" + (
-        " under qemu-user" if args.arch not in ("amd64",) else "")
-    # /proc: the tests read it (memory counters, open descriptors), as the interpreter does.
+    make_chroot(root, args.arch, args.suite,
+                PACKAGES + "," + BUILD_PACKAGES if args.python else PACKAGES)
+    # /proc: the tests read it (memory counters, open descriptors), as the interpreter and its
+    # build do.
     run("mount", "-t", "proc", "proc", root / "proc")
     try:
-        code = subprocess.run(
-            ["chroot", root, "/usr/bin/python3", "/zarrcore-test/src/wheels/test_wheels.py",
-             "--dist", "/zarrcore-test/dist", "--platform-tag", args.platform_tag,
-             "--where", where, *(["--full", tag] if args.full else []), "/usr/bin/python3"]
-        ).returncode
+        python = build_python(root, *args.python.split(":")) if args.python else "/usr/bin/python3"
+        code = test_in_chroot(root, args, python)
     finally:
         run("umount", root / "proc")
+    return code
+
+
+def test_in_chroot(root, args, python):
+    test = stage(root, args.dist.resolve(), args.platform_tag)
+    tag = subprocess.run(["chroot", root, python, "-c", "import sys; "
+                          "print(f'cp{sys.version_info[0]}{sys.version_info[1]}')"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    glibc = subprocess.run(["chroot", root, "getconf", "GNU_LIBC_VERSION"], capture_output=True,
+                           text=True, check=True).stdout.strip()
+    where = f"Debian {args.suite} {args.arch} chroot ({glibc})" + (
+        " under qemu-user" if args.arch not in ("amd64",) else "")
+    code = subprocess.run(
+        ["chroot", root, python, "/zarrcore-test/src/wheels/test_wheels.py",
+         "--dist", "/zarrcore-test/dist", "--platform-tag", args.platform_tag,
+         "--where", where, *(["--full", tag] if args.full else []), python]
+    ).returncode
     record = test / "dist" / "TESTS.txt"
     if record.exists():
         with open(args.dist / "TESTS.txt", "a") as f:

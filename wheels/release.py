@@ -29,6 +29,8 @@ import tarfile
 import tomllib
 import zipfile
 
+from test_wheels import python_tag
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 WORK = ROOT / "build" / "release"
 
@@ -58,6 +60,10 @@ TARGETS = {
         "musllinux_1_2_x86_64", ("musllinux_1_2_x86_64",),
         "libc.musl-x86_64.so.1"),
 }
+
+# Where a free-threaded interpreter's wheel is built: python-blosc has no free-threaded wheel,
+# so its sdist is built, and only for this machine's architecture and C library.
+FREE_THREADED_TARGETS = ("x86_64-linux-gnu",)
 
 
 def run(*args, **kwargs):
@@ -105,9 +111,7 @@ def unpack(sdist, target):
 
 def build_venv(python):
     """A virtualenv of `python` with the build requirements of pyproject.toml; its tag."""
-    tag = output(python, "-c", "import sys, sysconfig; v = sys.version_info; "
-                 "print(f'cp{v[0]}{v[1]}' + ('t' if sysconfig.get_config_var('Py_GIL_DISABLED') "
-                 "else ''))").strip()
+    tag = python_tag(python)
     venv = WORK / f"venv-{tag}"
     stamp = venv / ".build-requires"
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
@@ -130,9 +134,18 @@ def target_blosc(python, tag, target):
         version = output(python, "-c", "import importlib.metadata as m; print(m.version('blosc'))")
         download = WORK / "blosc" / "download"
         shutil.rmtree(download, ignore_errors=True)
-        run(sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
-            "-d", download, "--platform", target.blosc_platform, "--implementation", "cp",
-            "--python-version", tag[2] + "." + tag[3:].rstrip("t"), f"blosc=={version.strip()}")
+        if tag.endswith("t"):
+            # No free-threaded wheel: built from the sdist (c-blosc's CMake, its static library
+            # installed with it) by zig, for the target's old C library symbols as zarrcore is.
+            cc = f"{zig()} cc -target {target.zig}"
+            run(python, "-m", "pip", "wheel", "-q", "--no-deps", "--no-binary", "blosc", "-w",
+                download, f"blosc=={version.strip()}",
+                env=dict(os.environ, CC=cc, CXX=f"{zig()} c++ -target {target.zig}"))
+        else:
+            run(sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary",
+                ":all:", "-d", download, "--platform", target.blosc_platform,
+                "--implementation", "cp", "--python-version", tag[2] + "." + tag[3:],
+                f"blosc=={version.strip()}")
         (wheel,) = download.glob("blosc-*.whl")
         with zipfile.ZipFile(wheel) as z:
             z.extractall(dest)
@@ -252,6 +265,11 @@ def main(argv=None):
         raw = WORK / "raw" / target_name
         raw.mkdir(parents=True, exist_ok=True)
         for python in args.pythons:
+            if python_tag(python).endswith("t") and target_name not in FREE_THREADED_TARGETS:
+                print(f"{python}: free-threaded, built for {', '.join(FREE_THREADED_TARGETS)} "
+                      f"only (python-blosc's sdist is built for this machine), not for "
+                      f"{target_name}", flush=True)
+                continue
             venv_python, tag = build_venv(python)
             wheel = build_wheel(venv_python, tag, target_name, tree, raw)
             repair(wheel, TARGETS[target_name], out)
