@@ -6,7 +6,7 @@ DEMO_DIR ?= build/demo.zarr
 
 .PHONY: demo test lint newest-test zarr-suite ft-test tsan-test peer-venv docs sanitize fuzz \
 	bench bench-venv wheel wincheck install-test release release-test release-test-aarch64 \
-	release-test-bullseye clean
+	release-test-bullseye release-test-musl clean
 
 # What the installed package is built from: a change to any of these reinstalls it.
 SOURCES := setup.py pyproject.toml README.md $(shell find zarrcore csrc -type f \( -name '*.py' \
@@ -280,6 +280,15 @@ release-test-bullseye: $(RELEASE_VENV)/.installed
 	$(RELEASE_VENV)/bin/python wheels/chroot.py --dir $(CHROOTS)/bullseye-amd64 --arch amd64 \
 		--suite bullseye --python 3.11:bookworm --dist $(RELEASE_DIR) \
 		--platform-tag manylinux_2_17_x86_64
+
+# The musllinux x86_64 wheel on a musl CPython 3.13: in a Debian trixie chroot (its musl 1.2.5,
+# which numpy's musllinux wheels need), the interpreter built there, once, by musl-gcc from
+# trixie's python3.13 source package, after static zlib, bzip2 and xz (wheels/musl-python.sh).
+# It has no ssl: the subset's requirements are downloaded here as musllinux wheels.
+release-test-musl: $(RELEASE_VENV)/.installed
+	$(RELEASE_VENV)/bin/python wheels/chroot.py --dir $(CHROOTS)/trixie-amd64-musl --arch amd64 \
+		--suite trixie --python 3.13:trixie --musl --dist $(RELEASE_DIR) \
+		--platform-tag musllinux_1_2_x86_64
 
 # The Windows port of csrc/, checked from Linux: every file cross-compiled with MinGW-w64
 # (warnings are errors) and the system layer run under Wine (wheels/README.md).

@@ -17,6 +17,9 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import tomllib
+
+import test_wheels
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = "python3,python3-venv,python3-pip,ca-certificates"
@@ -24,6 +27,8 @@ PACKAGES = "python3,python3-venv,python3-pip,ca-certificates"
 # modules pip and the tests use (ssl, zlib, ctypes, bz2, lzma, sqlite3, uuid).
 BUILD_PACKAGES = ("build-essential,libssl-dev,zlib1g-dev,libffi-dev,libbz2-dev,liblzma-dev,"
                   "libsqlite3-dev,uuid-dev")
+# Building it with musl (--musl): Debian's musl-gcc; wheels/musl-python.sh builds the rest.
+MUSL_PACKAGES = "build-essential,musl-tools"
 # The chroot's own tools, not those the host's PATH names first (pyenv's shims, ...).
 CHROOT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -46,26 +51,44 @@ def make_chroot(root, arch, suite, packages=PACKAGES):
     (root / ".ready").touch()
 
 
-def build_python(root, version, suite):
+def debian_source(script, suite, package, src):
+    """A Debian source package's tree, fetched by .ci/SCRIPT into SRC (inside the chroot)."""
+    return subprocess.run([ROOT / ".ci" / script, suite, package, src, src / "apt"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def build_python(root, version, suite, musl=False):
     """CPython VERSION built in the chroot from SUITE's python3.X source package into
-    /opt/pythonX.Y, once (a stamp marks it built); its path in the chroot."""
-    prefix = f"/opt/python{version}"
+    /opt/pythonX.Y (-musl: by musl-gcc, wheels/musl-python.sh), once (a stamp marks it
+    built); its path in the chroot."""
+    prefix = f"/opt/python{version}" + ("-musl" if musl else "")
     python = f"{prefix}/bin/python{version}"
     if (root / prefix[1:] / ".built").exists():
         return python
     src = root / "usr" / "src" / "zarrcore-python"
-    tree = subprocess.run(
-        [ROOT / ".ci" / "debian-python-source", suite, f"python{version}", src, src / "apt"],
-        capture_output=True, text=True, check=True).stdout.strip()
-    inside = "/" + str(pathlib.Path(tree).relative_to(root))
-    build = f"/usr/src/zarrcore-python/build-{version}"
-    # No pip in the prefix: `-m venv` bootstraps it into each virtualenv from the bundled wheel.
-    script = (f"rm -rf {build} && mkdir -p {build} && cd {build} && "
-              f"{inside}/configure --prefix={prefix} --with-ensurepip=no -q >configure.log && "
-              f"nice make -j{os.environ.get('CHROOT_JOBS', '2')} -s >make.log 2>&1 && "
-              f"make -s altinstall >install.log 2>&1 && "
-              f"{python} -c 'import ssl, zlib, ctypes, bz2, lzma, sqlite3, venv'")
-    run("chroot", root, "/bin/sh", "-c", script, env=dict(os.environ, PATH=CHROOT_PATH))
+
+    def inside(path):
+        return "/" + str(pathlib.Path(path).relative_to(root))
+
+    tree = inside(debian_source("debian-python-source", suite, f"python{version}", src))
+    if musl:
+        # The compression libraries' sources: bookworm's (any recent release's would do).
+        libs = [inside(debian_source("debian-source", "bookworm", package, src))
+                for package in ("zlib", "bzip2", "xz-utils")]
+        shutil.copy(ROOT / "wheels" / "musl-python.sh", src)
+        script = f"/usr/src/zarrcore-python/musl-python.sh {prefix} {tree} {' '.join(libs)}"
+        modules = "zlib, bz2, lzma, venv"
+    else:
+        build = f"/usr/src/zarrcore-python/build-{version}"
+        # No pip in the prefix: `-m venv` bootstraps it into each virtualenv from the bundled
+        # wheel.
+        script = (f"rm -rf {build} && mkdir -p {build} && cd {build} && "
+                  f"{tree}/configure --prefix={prefix} --with-ensurepip=no -q >configure.log && "
+                  f"nice make -j{os.environ.get('CHROOT_JOBS', '2')} -s >make.log 2>&1 && "
+                  f"make -s altinstall >install.log 2>&1")
+        modules = "ssl, zlib, ctypes, bz2, lzma, sqlite3, venv"
+    run("chroot", root, "/bin/sh", "-c", f"{script} && {python} -c 'import {modules}'",
+        env=dict(os.environ, PATH=CHROOT_PATH))
     (root / prefix[1:] / ".built").touch()
     return python
 
@@ -109,19 +132,37 @@ def main(argv=None):
     parser.add_argument("--full", action="store_true")
     parser.add_argument("--python", metavar="VERSION:SUITE",
                         help="build CPython VERSION from SUITE's source package in the chroot")
+    parser.add_argument("--musl", action="store_true",
+                        help="build that CPython with musl-gcc (musllinux wheels)")
     args = parser.parse_args(argv)
     root = args.dir.resolve()
-    make_chroot(root, args.arch, args.suite,
-                PACKAGES + "," + BUILD_PACKAGES if args.python else PACKAGES)
+    make_chroot(root, args.arch, args.suite, ",".join(
+        [PACKAGES] + ([MUSL_PACKAGES if args.musl else BUILD_PACKAGES] if args.python else [])))
+    if args.musl:
+        # The name musl systems give their C library, and musllinux wheels need (Debian's
+        # musl calls it only ld-musl-*.so.1).
+        libc = root / "lib" / f"libc.musl-{args.platform_tag.split('_')[-1]}.so.1"
+        if not libc.is_symlink():
+            libc.symlink_to(f"ld-musl-{args.platform_tag.split('_')[-1]}.so.1")
     # /proc: the tests read it (memory counters, open descriptors), as the interpreter and its
     # build do.
     run("mount", "-t", "proc", "proc", root / "proc")
     try:
-        python = build_python(root, *args.python.split(":")) if args.python else "/usr/bin/python3"
+        python = (build_python(root, *args.python.split(":"), musl=args.musl) if args.python
+                  else "/usr/bin/python3")
         code = test_in_chroot(root, args, python)
     finally:
         run("umount", root / "proc")
     return code
+
+
+def wheelhouse(dest, platform_tag, tag):
+    """The wheels for PLATFORM_TAG and TAG (cp313) of what the subset needs, downloaded here."""
+    requires, _ = test_wheels.subset()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    run(sys.executable, "-m", "pip", "download", "-q", "--only-binary", ":all:", "-d", dest,
+        "--platform", platform_tag, "--implementation", "cp", "--python-version",
+        f"{tag[2]}.{tag[3:]}", *requires, *project["dependencies"])
 
 
 def test_in_chroot(root, args, python):
@@ -129,14 +170,24 @@ def test_in_chroot(root, args, python):
     tag = subprocess.run(["chroot", root, python, "-c", "import sys; "
                           "print(f'cp{sys.version_info[0]}{sys.version_info[1]}')"],
                          capture_output=True, text=True, check=True).stdout.strip()
-    glibc = subprocess.run(["chroot", root, "getconf", "GNU_LIBC_VERSION"], capture_output=True,
-                           text=True, check=True).stdout.strip()
-    where = f"Debian {args.suite} {args.arch} chroot ({glibc})" + (
+    libc = subprocess.run(["chroot", root, "getconf", "GNU_LIBC_VERSION"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    if args.musl:
+        libc = "musl " + subprocess.run(
+            ["chroot", root, "dpkg-query", "-W", "-f", "${Version}", "musl"],
+            capture_output=True, text=True, check=True).stdout.strip()
+    where = f"Debian {args.suite} {args.arch} chroot ({libc})" + (
         " under qemu-user" if args.arch not in ("amd64",) else "")
+    env = dict(os.environ)
+    if args.musl:
+        # No ssl in that interpreter: pip installs from a directory of the wheels it needs.
+        wheelhouse(test / "wheelhouse", args.platform_tag, tag)
+        env.update(PIP_NO_INDEX="1", PIP_FIND_LINKS="/zarrcore-test/wheelhouse")
+        where += f", {python} built by musl-gcc"
     code = subprocess.run(
         ["chroot", root, python, "/zarrcore-test/src/wheels/test_wheels.py",
          "--dist", "/zarrcore-test/dist", "--platform-tag", args.platform_tag,
-         "--where", where, *(["--full", tag] if args.full else []), python]
+         "--where", where, *(["--full", tag] if args.full else []), python], env=env
     ).returncode
     record = test / "dist" / "TESTS.txt"
     if record.exists():
