@@ -140,10 +140,11 @@ def main(argv=None):
         [PACKAGES] + ([MUSL_PACKAGES if args.musl else BUILD_PACKAGES] if args.python else [])))
     if args.musl:
         # The name musl systems give their C library, and musllinux wheels need (Debian's
-        # musl calls it only ld-musl-*.so.1).
-        libc = root / "lib" / f"libc.musl-{args.platform_tag.split('_')[-1]}.so.1"
+        # musl has it as libc.so in its own directory, which its loader searches).
+        machine = args.platform_tag.split("_", 3)[-1]
+        libc = root / "usr" / "lib" / f"{machine}-linux-musl" / f"libc.musl-{machine}.so.1"
         if not libc.is_symlink():
-            libc.symlink_to(f"ld-musl-{args.platform_tag.split('_')[-1]}.so.1")
+            libc.symlink_to("libc.so")
     # /proc: the tests read it (memory counters, open descriptors), as the interpreter and its
     # build do.
     run("mount", "-t", "proc", "proc", root / "proc")
