@@ -31,7 +31,8 @@ export CC="$deps/bin/musl-cc" CFLAGS="-O2 -fPIC"
     cp libbz2.a "$deps/lib" && cp bzlib.h "$deps/include")
 (cd "$xz" && ./configure -q --prefix="$deps" --disable-shared --with-pic --disable-xz \
     --disable-xzdec --disable-lzmadec --disable-lzmainfo --disable-lzma-links --disable-scripts \
-    --disable-doc --disable-nls && make -s -j"$jobs" && make -s install >/dev/null)
+    --disable-doc --disable-nls >/dev/null && make -s -j"$jobs" >"$deps/xz.log" 2>&1 &&
+    make -s install >/dev/null)
 
 build=$prefix.build
 rm -rf "$build"
