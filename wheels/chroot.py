@@ -26,7 +26,7 @@ PACKAGES = "python3,python3-venv,python3-pip,ca-certificates"
 # What building CPython in the chroot needs (--python): its compiler and the libraries of the
 # modules pip and the tests use (ssl, zlib, ctypes, bz2, lzma, sqlite3, uuid).
 BUILD_PACKAGES = ("build-essential,libssl-dev,zlib1g-dev,libffi-dev,libbz2-dev,liblzma-dev,"
-                  "libsqlite3-dev,uuid-dev")
+                  "libsqlite3-dev,uuid-dev,libexpat1-dev")
 # Building it with musl (--musl): Debian's musl-gcc; wheels/musl-python.sh builds the rest.
 MUSL_PACKAGES = "build-essential,musl-tools"
 # The chroot's own tools, not those the host's PATH names first (pyenv's shims, ...).
@@ -81,12 +81,14 @@ def build_python(root, version, suite, musl=False):
     else:
         build = f"/usr/src/zarrcore-python/build-{version}"
         # No pip in the prefix: `-m venv` bootstraps it into each virtualenv from the bundled
-        # wheel.
+        # wheel. The system's expat, as Debian builds it: 3.11.2's pyexpat with its bundled
+        # copy fails to compile (internal headers a Debian fix added).
         script = (f"rm -rf {build} && mkdir -p {build} && cd {build} && "
-                  f"{tree}/configure --prefix={prefix} --with-ensurepip=no -q >configure.log && "
+                  f"{tree}/configure --prefix={prefix} --with-ensurepip=no --with-system-expat "
+                  f"-q >configure.log && "
                   f"nice make -j{os.environ.get('CHROOT_JOBS', '2')} -s >make.log 2>&1 && "
                   f"make -s altinstall >install.log 2>&1")
-        modules = "ssl, zlib, ctypes, bz2, lzma, sqlite3, venv"
+        modules = "ssl, zlib, ctypes, bz2, lzma, sqlite3, pyexpat, venv"
     run("chroot", root, "/bin/sh", "-c", f"{script} && {python} -c 'import {modules}'",
         env=dict(os.environ, PATH=CHROOT_PATH))
     (root / prefix[1:] / ".built").touch()
