@@ -137,10 +137,11 @@ def target_blosc(python, tag, target):
         if tag.endswith("t"):
             # No free-threaded wheel: built from the sdist (c-blosc's CMake, its static library
             # installed with it) by zig, for the target's old C library symbols as zarrcore is.
-            cc = f"{zig()} cc -target {target.zig}"
+            # (c-blosc is C only; the C++ compiler CMake also probes stays the system's: zig's
+            # would first build libc++.)
             run(python, "-m", "pip", "wheel", "-q", "--no-deps", "--no-binary", "blosc", "-w",
                 download, f"blosc=={version.strip()}",
-                env=dict(os.environ, CC=cc, CXX=f"{zig()} c++ -target {target.zig}"))
+                env=dict(os.environ, CC=f"{zig()} cc -target {target.zig}"))
         else:
             run(sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary",
                 ":all:", "-d", download, "--platform", target.blosc_platform,
