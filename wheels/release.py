@@ -86,6 +86,18 @@ def zig():
     return pathlib.Path(importlib.util.find_spec("ziglang").origin).parent / "zig"
 
 
+def zig_cc(target):
+    """A script that runs zig's C compiler for the target: one executable, as CMake wants its
+    C and assembler compilers (it drops the arguments of CC for the assembler)."""
+    script = WORK / "bin" / f"cc-{target.zig}"
+    text = f'#!/bin/sh\nexec "{zig()}" cc -target {target.zig} "$@"\n'
+    if not script.exists() or script.read_text() != text:
+        script.parent.mkdir(parents=True, exist_ok=True)
+        script.write_text(text)
+        script.chmod(0o755)
+    return script
+
+
 def build_sdist(out):
     for old in out.glob("zarrcore-*.tar.gz"):
         old.unlink()
@@ -137,11 +149,10 @@ def target_blosc(python, tag, target):
         if tag.endswith("t"):
             # No free-threaded wheel: built from the sdist (c-blosc's CMake, its static library
             # installed with it) by zig, for the target's old C library symbols as zarrcore is.
-            # (c-blosc is C only; the C++ compiler CMake also probes stays the system's: zig's
-            # would first build libc++.)
+            # (c-blosc is C and assembler only; the C++ compiler CMake also probes stays the
+            # system's: zig's would first build libc++.)
             run(python, "-m", "pip", "wheel", "-q", "--no-deps", "--no-binary", "blosc", "-w",
-                download, f"blosc=={version.strip()}",
-                env=dict(os.environ, CC=f"{zig()} cc -target {target.zig}"))
+                download, f"blosc=={version.strip()}", env=dict(os.environ, CC=str(zig_cc(target))))
         else:
             run(sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary",
                 ":all:", "-d", download, "--platform", target.blosc_platform,
@@ -172,7 +183,7 @@ def target_sysconfig(python, tag, target):
 def build_wheel(python, tag, target_name, tree, raw):
     """Compile one wheel with zig into `raw`; its path."""
     target = TARGETS[target_name]
-    cc = f"{zig()} cc -target {target.zig}"
+    cc = str(zig_cc(target))
     sysconfig_dir, sysconfig_name = target_sysconfig(python, tag, target)
     env = dict(
         os.environ,
