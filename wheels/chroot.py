@@ -81,9 +81,11 @@ def build_python(root, version, suite, musl=False):
     else:
         build = f"/usr/src/zarrcore-python/build-{version}"
         # No pip in the prefix: `-m venv` bootstraps it into each virtualenv from the bundled
-        # wheel. The system's expat, as Debian builds it: 3.11.2's pyexpat with its bundled
-        # copy fails to compile (internal headers a Debian fix added).
-        script = (f"rm -rf {build} && mkdir -p {build} && cd {build} && "
+        # wheel. pyexpat as Debian builds it, against the system's expat and as a core module:
+        # a Debian fix makes it include CPython's internal headers, which setup.py's build of
+        # it refuses. (The build directory is kept: a build that stopped goes on.)
+        script = (f"mkdir -p {build}/Modules && cd {build} && printf '*shared*\\npyexpat "
+                  f"pyexpat.c -DPy_BUILD_CORE_MODULE -lexpat\\n' >Modules/Setup.local && "
                   f"{tree}/configure --prefix={prefix} --with-ensurepip=no --with-system-expat "
                   f"-q >configure.log && "
                   f"nice make -j{os.environ.get('CHROOT_JOBS', '2')} -s >make.log 2>&1 && "

@@ -25,20 +25,24 @@ CC
 chmod +x "$deps/bin/musl-cc"
 export CC="$deps/bin/musl-cc" CFLAGS="-O2 -fPIC"
 
-(cd "$zlib" && ./configure --static --prefix="$deps" >/dev/null && make -s -j"$jobs" libz.a &&
-    make -s install >/dev/null)
-(cd "$bzip2" && make -s -j"$jobs" libbz2.a CC="$CC" CFLAGS="$CFLAGS -D_FILE_OFFSET_BITS=64" &&
-    cp libbz2.a "$deps/lib" && cp bzlib.h "$deps/include")
-(cd "$xz" && ./configure -q --prefix="$deps" --disable-shared --with-pic --disable-xz \
-    --disable-xzdec --disable-lzmadec --disable-lzmainfo --disable-lzma-links --disable-scripts \
-    --disable-doc --disable-nls >/dev/null && make -s -j"$jobs" >"$deps/xz.log" 2>&1 &&
-    make -s install >/dev/null)
+if [ ! -f "$deps/.built" ]; then
+    (cd "$zlib" && ./configure --static --prefix="$deps" >/dev/null &&
+        make -s -j"$jobs" libz.a && make -s install >/dev/null)
+    (cd "$bzip2" && make -s -j"$jobs" libbz2.a CC="$CC" CFLAGS="$CFLAGS -D_FILE_OFFSET_BITS=64" &&
+        cp libbz2.a "$deps/lib" && cp bzlib.h "$deps/include")
+    (cd "$xz" && ./configure -q --prefix="$deps" --disable-shared --with-pic --disable-xz \
+        --disable-xzdec --disable-lzmadec --disable-lzmainfo --disable-lzma-links \
+        --disable-scripts --disable-doc --disable-nls >/dev/null &&
+        make -s -j"$jobs" >"$deps/xz.log" 2>&1 && make -s install >/dev/null)
+    touch "$deps/.built"
+fi
 
+# (Kept between runs: a build that stopped goes on where it stopped.)
 build=$prefix.build
-rm -rf "$build"
 mkdir -p "$build"
 cd "$build"
+# Debian's Makefile takes the configured link flags from LDFLAGS_NODIST.
 "$python/configure" -q --prefix="$prefix" --with-ensurepip=no CPPFLAGS="-I$deps/include" \
-    LDFLAGS="-L$deps/lib" >configure.log
+    LDFLAGS="-L$deps/lib" LDFLAGS_NODIST="-L$deps/lib" >configure.log
 nice make -s -j"$jobs" >make.log 2>&1 || { tail -40 make.log; exit 1; }
 make -s altinstall >install.log 2>&1 || { tail -40 install.log; exit 1; }
