@@ -150,13 +150,16 @@ def main(argv=None):
         if not libc.is_symlink():
             libc.symlink_to("libc.so")
     # /proc: the tests read it (memory counters, open descriptors), as the interpreter and its
-    # build do.
+    # build do. /dev/shm: POSIX semaphores (multiprocessing's locks), which CPython's configure
+    # finds missing without it.
     run("mount", "-t", "proc", "proc", root / "proc")
+    run("mount", "-t", "tmpfs", "shm", root / "dev" / "shm")
     try:
         python = (build_python(root, *args.python.split(":"), musl=args.musl) if args.python
                   else "/usr/bin/python3")
         code = test_in_chroot(root, args, python)
     finally:
+        run("umount", root / "dev" / "shm")
         run("umount", root / "proc")
     return code
 
