@@ -191,7 +191,7 @@ def test_in_chroot(root, args, python):
         # No ssl in that interpreter: pip installs from a directory of the wheels it needs.
         wheelhouse(test / "wheelhouse", args.platform_tag, tag)
         env.update(PIP_NO_INDEX="1", PIP_FIND_LINKS="/zarrcore-test/wheelhouse")
-        where += f", {python} built by musl-gcc"
+        where += ", CPython built there by musl-gcc"
     code = subprocess.run(
         ["chroot", root, python, "/zarrcore-test/src/wheels/test_wheels.py",
          "--dist", "/zarrcore-test/dist", "--platform-tag", args.platform_tag,
