@@ -89,7 +89,7 @@ def build_python(root, version, suite, musl=False):
                   f"{tree}/configure --prefix={prefix} --with-ensurepip=no --with-system-expat "
                   f"-q >configure.log && "
                   f"nice make -j{os.environ.get('CHROOT_JOBS', '2')} -s >make.log 2>&1 && "
-                  f"make -s altinstall >install.log 2>&1")
+                  f"rm -rf {prefix} && make -s altinstall >install.log 2>&1")
         modules = "ssl, zlib, ctypes, bz2, lzma, sqlite3, pyexpat, venv"
     run("chroot", root, "/bin/sh", "-c", f"{script} && {python} -c 'import {modules}'",
         env=dict(os.environ, PATH=CHROOT_PATH))

@@ -45,4 +45,5 @@ cd "$build"
 "$python/configure" -q --prefix="$prefix" --with-ensurepip=no CPPFLAGS="-I$deps/include" \
     LDFLAGS="-L$deps/lib" LDFLAGS_NODIST="-L$deps/lib" >configure.log
 nice make -s -j"$jobs" >make.log 2>&1 || { tail -40 make.log; exit 1; }
+rm -rf "$prefix/bin" "$prefix/lib" "$prefix/include" "$prefix/share"
 make -s altinstall >install.log 2>&1 || { tail -40 install.log; exit 1; }
