@@ -199,7 +199,8 @@ def build_wheel(python, tag, target_name, tree, raw):
         old.unlink()
     run(python, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps", "-w", raw, tree,
         env=env)
-    (wheel,) = raw.glob(f"zarrcore-*-{tag}-{tag}-*.whl")
+    # (A free-threaded wheel's tags: cp313-cp313t.)
+    (wheel,) = raw.glob(f"zarrcore-*-{tag.rstrip('t')}-{tag}-*.whl")
     if target.libc_rename:
         wheel = rename_libc(wheel, target.libc_rename)
     return wheel

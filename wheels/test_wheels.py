@@ -107,7 +107,8 @@ def main(argv=None):
     failed = 0
     for python in args.pythons:
         tag = python_tag(python)
-        wheels = sorted(args.dist.glob(f"zarrcore-*-{tag}-{tag}-*{args.platform_tag}*.whl"))
+        wheels = sorted(args.dist.glob(
+            f"zarrcore-*-{tag.rstrip('t')}-{tag}-*{args.platform_tag}*.whl"))
         if len(wheels) != 1:
             sys.exit(f"{args.dist}: expected one {tag} {args.platform_tag} wheel, found "
                      f"{[w.name for w in wheels]}")
