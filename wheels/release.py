@@ -29,6 +29,8 @@ import tarfile
 import tomllib
 import zipfile
 
+from test_wheels import python_tag
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 WORK = ROOT / "build" / "release"
 
@@ -59,6 +61,10 @@ TARGETS = {
         "libc.musl-x86_64.so.1"),
 }
 
+# Where a free-threaded interpreter's wheel is built: python-blosc has no free-threaded wheel,
+# so its sdist is built, and only for this machine's architecture and C library.
+FREE_THREADED_TARGETS = ("x86_64-linux-gnu",)
+
 
 def run(*args, **kwargs):
     print("+", " ".join(str(a) for a in args), flush=True)
@@ -78,6 +84,18 @@ def zig():
     # The binary itself, not `python -m ziglang`: the compiler starts itself again for each
     # file, and those processes would need the package importable.
     return pathlib.Path(importlib.util.find_spec("ziglang").origin).parent / "zig"
+
+
+def zig_cc(target):
+    """A script that runs zig's C compiler for the target: one executable, as CMake wants its
+    C and assembler compilers (it drops the arguments of CC for the assembler)."""
+    script = WORK / "bin" / f"cc-{target.zig}"
+    text = f'#!/bin/sh\nexec "{zig()}" cc -target {target.zig} "$@"\n'
+    if not script.exists() or script.read_text() != text:
+        script.parent.mkdir(parents=True, exist_ok=True)
+        script.write_text(text)
+        script.chmod(0o755)
+    return script
 
 
 def build_sdist(out):
@@ -105,9 +123,7 @@ def unpack(sdist, target):
 
 def build_venv(python):
     """A virtualenv of `python` with the build requirements of pyproject.toml; its tag."""
-    tag = output(python, "-c", "import sys, sysconfig; v = sys.version_info; "
-                 "print(f'cp{v[0]}{v[1]}' + ('t' if sysconfig.get_config_var('Py_GIL_DISABLED') "
-                 "else ''))").strip()
+    tag = python_tag(python)
     venv = WORK / f"venv-{tag}"
     stamp = venv / ".build-requires"
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
@@ -130,9 +146,18 @@ def target_blosc(python, tag, target):
         version = output(python, "-c", "import importlib.metadata as m; print(m.version('blosc'))")
         download = WORK / "blosc" / "download"
         shutil.rmtree(download, ignore_errors=True)
-        run(sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
-            "-d", download, "--platform", target.blosc_platform, "--implementation", "cp",
-            "--python-version", tag[2] + "." + tag[3:].rstrip("t"), f"blosc=={version.strip()}")
+        if tag.endswith("t"):
+            # No free-threaded wheel: built from the sdist (c-blosc's CMake, its static library
+            # installed with it) by zig, for the target's old C library symbols as zarrcore is.
+            # (c-blosc is C and assembler only; the C++ compiler CMake also probes stays the
+            # system's: zig's would first build libc++.)
+            run(python, "-m", "pip", "wheel", "-q", "--no-deps", "--no-binary", "blosc", "-w",
+                download, f"blosc=={version.strip()}", env=dict(os.environ, CC=str(zig_cc(target))))
+        else:
+            run(sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary",
+                ":all:", "-d", download, "--platform", target.blosc_platform,
+                "--implementation", "cp", "--python-version", tag[2] + "." + tag[3:],
+                f"blosc=={version.strip()}")
         (wheel,) = download.glob("blosc-*.whl")
         with zipfile.ZipFile(wheel) as z:
             z.extractall(dest)
@@ -158,7 +183,7 @@ def target_sysconfig(python, tag, target):
 def build_wheel(python, tag, target_name, tree, raw):
     """Compile one wheel with zig into `raw`; its path."""
     target = TARGETS[target_name]
-    cc = f"{zig()} cc -target {target.zig}"
+    cc = str(zig_cc(target))
     sysconfig_dir, sysconfig_name = target_sysconfig(python, tag, target)
     env = dict(
         os.environ,
@@ -174,7 +199,8 @@ def build_wheel(python, tag, target_name, tree, raw):
         old.unlink()
     run(python, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps", "-w", raw, tree,
         env=env)
-    (wheel,) = raw.glob(f"zarrcore-*-{tag}-{tag}-*.whl")
+    # (A free-threaded wheel's tags: cp313-cp313t.)
+    (wheel,) = raw.glob(f"zarrcore-*-{tag.rstrip('t')}-{tag}-*.whl")
     if target.libc_rename:
         wheel = rename_libc(wheel, target.libc_rename)
     return wheel
@@ -252,6 +278,11 @@ def main(argv=None):
         raw = WORK / "raw" / target_name
         raw.mkdir(parents=True, exist_ok=True)
         for python in args.pythons:
+            if python_tag(python).endswith("t") and target_name not in FREE_THREADED_TARGETS:
+                print(f"{python}: free-threaded, built for {', '.join(FREE_THREADED_TARGETS)} "
+                      f"only (python-blosc's sdist is built for this machine), not for "
+                      f"{target_name}", flush=True)
+                continue
             venv_python, tag = build_venv(python)
             wheel = build_wheel(venv_python, tag, target_name, tree, raw)
             repair(wheel, TARGETS[target_name], out)

@@ -8,7 +8,8 @@ Interpreters of the --full tags (cp311...) run the whole suite with the `test` e
 others the named subset that
 cibuildwheel runs on cp310 wheels (its override in pyproject.toml: test-requires and the
 test files of its test-command). Each run's interpreter, wheel, pytest summary and duration are
-printed and appended to DIST/TESTS.txt. PYTEST_ARGS (environment) passes more arguments.
+printed and appended to DIST/TESTS.txt. A free-threaded interpreter (cp313t) runs them with
+PYTHON_GIL=0. PYTEST_ARGS (environment) passes more arguments.
 """
 import argparse
 import os
@@ -34,8 +35,11 @@ def subset():
 
 
 def python_tag(python):
-    out = subprocess.run([python, "-c", "import sys; print(f'cp{sys.version_info[0]}"
-                          "{sys.version_info[1]}')"], capture_output=True, text=True, check=True)
+    """The interpreter's wheel tag: cp311, or cp313t for a free-threaded build."""
+    out = subprocess.run([python, "-c", "import sys, sysconfig; v = sys.version_info; "
+                          "print(f'cp{v[0]}{v[1]}' + "
+                          "('t' if sysconfig.get_config_var('Py_GIL_DISABLED') else ''))"],
+                         capture_output=True, text=True, check=True)
     return out.stdout.strip()
 
 
@@ -58,12 +62,25 @@ def run_one(python, wheel, full, log, where):
             cwd=work, capture_output=True, text=True, check=True).stdout.strip()
         subprocess.run([vpy, ROOT / "wheels" / "check_wheel.py", "--installed"], cwd=work,
                        check=True)
+        if tag.endswith("t"):
+            # Every extension declares itself free-threading compatible: importing them all
+            # leaves the GIL off (CPython turns it on, with a warning, for one that does not).
+            subprocess.run(
+                [vpy, "-W", "error", "-c", "import importlib, pathlib, sys, zarrcore; "
+                 "[importlib.import_module('zarrcore.' + so.name.split('.')[0]) "
+                 "for so in pathlib.Path(zarrcore.__file__).parent.glob('*.so')]; "
+                 "assert not sys._is_gil_enabled(), 'the GIL was enabled'"],
+                cwd=work, check=True, env={k: v for k, v in os.environ.items()
+                                           if k != "PYTHON_GIL"})
         tests = [str(ROOT / "tests")] if full else [str(ROOT / "tests" / f) for f in files]
         started = time.monotonic()
+        # A free-threaded interpreter runs them with the GIL off whatever the test
+        # requirements' extensions declare.
+        env = dict(os.environ, **({"PYTHON_GIL": "0"} if tag.endswith("t") else {}))
         result = subprocess.run(
             [vpy, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
              *shlex.split(os.environ.get("PYTEST_ARGS", "")), *tests],
-            cwd=work, capture_output=True, text=True)
+            cwd=work, capture_output=True, text=True, env=env)
         elapsed = time.monotonic() - started
     print(result.stdout[-6000:], result.stderr[-3000:], sep="\n")
     summary = (result.stdout.strip().splitlines() or ["(no output)"])[-1].strip("= ")
@@ -90,7 +107,8 @@ def main(argv=None):
     failed = 0
     for python in args.pythons:
         tag = python_tag(python)
-        wheels = sorted(args.dist.glob(f"zarrcore-*-{tag}-{tag}-*{args.platform_tag}*.whl"))
+        wheels = sorted(args.dist.glob(
+            f"zarrcore-*-{tag.rstrip('t')}-{tag}-*{args.platform_tag}*.whl"))
         if len(wheels) != 1:
             sys.exit(f"{args.dist}: expected one {tag} {args.platform_tag} wheel, found "
                      f"{[w.name for w in wheels]}")

@@ -1,5 +1,6 @@
-""".ci/apt-mirror, which .ci/ft-python takes the Debian archive from (no mirror is named in
-the project): it reads both of apt's source formats as apt would, on fake configurations."""
+""".ci/apt-mirror, which .ci/debian-source (the source packages of .ci/ft-python) and
+wheels/chroot.py (debootstrap) take the Debian archive from (no mirror is named in the
+project): it reads both of apt's source formats as apt would, on fake configurations."""
 import os
 import shutil
 import subprocess
