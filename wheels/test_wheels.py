@@ -52,7 +52,10 @@ def run_one(python, wheel, full, log, where):
         vpy = venv / "bin" / "python"
         requires, files = subset()
         spec = f"{wheel}[test]" if full else str(wheel)
-        subprocess.run([vpy, "-m", "pip", "install", "-q", "--only-binary", "zarrcore", spec,
+        # (--prefer-binary: the newest release with a wheel for this interpreter, e.g. a pure
+        # Python hypothesis on 3.13t, whose newest releases are compiled and have no wheel there)
+        subprocess.run([vpy, "-m", "pip", "install", "-q", "--prefer-binary",
+                        "--only-binary", "zarrcore", spec,
                         *([] if full else requires)], check=True)
         work = tmp / "work"  # outside the checkout: nothing there shadows site-packages
         work.mkdir()
