@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define PAGE ((size_t)4096)
@@ -52,12 +53,14 @@ void zc_mem_advise_huge(void *p, size_t size)
 
 int zc_os_shm_create(size_t size)
 {
-#if defined(__linux__) && defined(MFD_CLOEXEC)
+#if defined(__linux__) && defined(SYS_memfd_create)
     if (size > (size_t)INT64_MAX) {
         errno = EFBIG;
         return -1;
     }
-    int fd = memfd_create("zarrcore-cache", MFD_CLOEXEC);
+    /* The system call itself (Linux 3.17): glibc declares memfd_create only from 2.27, and
+       the wheels are built against 2.17. 1 is MFD_CLOEXEC. */
+    int fd = (int)syscall(SYS_memfd_create, "zarrcore-cache", 1u);
     if (fd < 0)
         return -1;
     if (ftruncate(fd, (off_t)size) != 0) {
