@@ -10,11 +10,11 @@ import numpy as np
 
 from .errors import NodeNotFoundError
 from .nodes.node import join, normalize_path
-from .nodes.array import (
-    Array, _like_kwargs, array, create, create_array, empty, empty_like, from_array, full,
-    full_like, ones, ones_like, open_array, zeros, zeros_like,
+from .nodes.array import Array
+from .nodes.creation import (
+    array, check_mode, create, create_array, empty, empty_like, from_array, full, full_like,
+    guess_chunks, like_kwargs, ones, ones_like, open_array, store_mode, zeros, zeros_like,
 )
-from .nodes.creation import check_mode, guess_chunks, store_mode
 from .nodes.group import (
     Group, consolidate_metadata, create_group, create_hierarchy, group, open_group, open_node,
     tree,
@@ -158,7 +158,7 @@ def open_like(a: Array | npt.ArrayLike, path: StoreLike, **kwargs: Any) -> Array
     -------
     Array
     """
-    like = _like_kwargs(a, dict(kwargs))
+    like = like_kwargs(a, dict(kwargs))
     if isinstance(a, Array):
         like.setdefault("fill_value", a.fill_value)
     like.setdefault("mode", "a")

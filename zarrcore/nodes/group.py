@@ -13,13 +13,14 @@ from .node import (
     BrokenNode, CONTAINS, METADATA_KEYS, Node, V2_ATTRS_KEY, V2_GROUP_KEY, V3_KEY, dump_json,
     ensure_parent_groups, join, load_json, node_exists, normalize_path, read_metadata,
 )
-from .array import (
-    Array, array, create_array, empty_like, full_like, ones_like, zeros_like,
-)
+from .array import Array
 from .consolidation import (
     V2_DOC_KEYS, V2_KEY, ConsolidatedMetadata, empty_inline, open_group_metadata,
 )
-from .creation import check_mode, create_node, format_for_new, store_mode
+from .creation import (
+    array, check_mode, create_array, create_node, empty_like, format_for_new, full_like,
+    ones_like, store_mode, zeros_like,
+)
 from ..errors import (
     ArrayNotFoundError, GroupNotFoundError, IncompatibleArrayError, IncompatibleGroupError,
     InvalidKeyError, MemberNotFoundError, MetadataError, NodeExistsError, NodeNotFoundError,

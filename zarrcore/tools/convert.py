@@ -31,7 +31,8 @@ import numpy as np
 
 from ..nodes.node import METADATA_KEYS, dump_json, join, load_json, node_exists, parent_paths
 from .. import kernels
-from ..nodes.array import Array, create_array
+from ..nodes.array import Array
+from ..nodes.creation import create_array
 from ..codecs import codec_from_json
 from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, Codec
 from ..config import config
