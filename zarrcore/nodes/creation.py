@@ -731,7 +731,7 @@ def zeros_like(a: Array | npt.ArrayLike, store: StoreLike = None, **kwargs: Any)
     -------
     Array
     """
-    return zeros(np.shape(a), store, **like_kwargs(a, kwargs))
+    return _create(store, np.shape(a), {**like_kwargs(a, kwargs), "fill_value": 0})
 
 
 def ones_like(a: Array | npt.ArrayLike, store: StoreLike = None, **kwargs: Any) -> Array:
@@ -750,7 +750,7 @@ def ones_like(a: Array | npt.ArrayLike, store: StoreLike = None, **kwargs: Any) 
     -------
     Array
     """
-    return ones(np.shape(a), store, **like_kwargs(a, kwargs))
+    return _create(store, np.shape(a), {**like_kwargs(a, kwargs), "fill_value": 1})
 
 
 def empty_like(a: Array | npt.ArrayLike, store: StoreLike = None, **kwargs: Any) -> Array:
@@ -769,7 +769,7 @@ def empty_like(a: Array | npt.ArrayLike, store: StoreLike = None, **kwargs: Any)
     -------
     Array
     """
-    return empty(np.shape(a), store, **like_kwargs(a, kwargs))
+    return _create(store, np.shape(a), like_kwargs(a, kwargs))
 
 
 def full_like(a: Array | npt.ArrayLike, fill_value: Any, store: StoreLike = None,
@@ -791,7 +791,7 @@ def full_like(a: Array | npt.ArrayLike, fill_value: Any, store: StoreLike = None
     -------
     Array
     """
-    return full(np.shape(a), fill_value, store, **like_kwargs(a, kwargs))
+    return _create(store, np.shape(a), {**like_kwargs(a, kwargs), "fill_value": fill_value})
 
 
 # Settings that from_array's "keep" takes from a source Array.

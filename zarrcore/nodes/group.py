@@ -15,8 +15,7 @@ from .node import (
 )
 from .array import Array
 from .creation import (
-    array, check_mode, create_array, create_node, empty_like, format_for_new, full_like,
-    ones_like, store_mode, zeros_like,
+    check_mode, create_array, create_node, format_for_new, like_kwargs, store_mode,
 )
 from ..errors import (
     ArrayNotFoundError, GroupNotFoundError, IncompatibleArrayError, IncompatibleGroupError,
@@ -521,10 +520,7 @@ class Group(Node):
         ReadOnlyError
             This group is read-only.
         """
-        self._check_writable()
-        self._consolidated = None
-        array(value, self._store, name=self._child_path(name), overwrite=True,
-              zarr_format=self.zarr_format)
+        self.array(name, data=value, overwrite=True)
 
     @classmethod
     def open(cls, store: StoreLike, zarr_format: int | None = None) -> Group:
@@ -656,12 +652,12 @@ class Group(Node):
                 overwrite=overwrite):
             yield path[len(prefix):], node
 
-    def _like(self, make: Callable[..., Array], name: str, data: Any, kwargs: dict[str, Any]
-              ) -> Array:
-        self._check_writable()
-        self._consolidated = None
+    def _like(self, name: str, data: Any, kwargs: dict[str, Any], **fill: Any) -> Array:
+        """The array `name` like `data` (`like_kwargs`; this group's format unless `kwargs`
+        names one), `fill` (its fill_value) overriding `kwargs`."""
         kwargs.setdefault("zarr_format", self.zarr_format)
-        return make(data, self._store, name=self._child_path(name), **kwargs)
+        return self.create_array(name, shape=np.shape(data),
+                                 **{**like_kwargs(data, kwargs), **fill})
 
     def zeros_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
         """`zarrcore.zeros_like` of `data`, at `name` below this group.
@@ -679,7 +675,7 @@ class Group(Node):
         -------
         Array
         """
-        return self._like(zeros_like, name, data, kwargs)
+        return self._like(name, data, kwargs, fill_value=0)
 
     def ones_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
         """`zarrcore.ones_like` of `data`, at `name` below this group.
@@ -697,7 +693,7 @@ class Group(Node):
         -------
         Array
         """
-        return self._like(ones_like, name, data, kwargs)
+        return self._like(name, data, kwargs, fill_value=1)
 
     def empty_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
         """`zarrcore.empty_like` of `data`, at `name` below this group.
@@ -715,7 +711,7 @@ class Group(Node):
         -------
         Array
         """
-        return self._like(empty_like, name, data, kwargs)
+        return self._like(name, data, kwargs)
 
     def full_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
         """`zarrcore.full_like` of `data`, at `name` below this group; `fill_value` among the
@@ -735,8 +731,7 @@ class Group(Node):
         Array
         """
         fill_value = kwargs.pop("fill_value", getattr(data, "fill_value", None))
-        return self._like(lambda d, *args, **kw: full_like(d, fill_value, *args, **kw), name, data,
-                          kwargs)
+        return self._like(name, data, kwargs, fill_value=fill_value)
 
     def info_complete(self) -> str:
         """`info` with the numbers of members, arrays and groups at every depth below this
@@ -906,10 +901,10 @@ class Group(Node):
         -------
         Array
         """
-        self._check_writable()
-        self._consolidated = None
-        kwargs.setdefault("zarr_format", self.zarr_format)
-        return array(data, self._store, name=self._child_path(name), **kwargs)
+        data = np.asanyarray(data)
+        created = self.create_array(name, shape=data.shape, **{"dtype": data.dtype, **kwargs})
+        created[...] = data
+        return created
 
 
 # -- creating and opening groups (zarr-python's top-level functions) ----------------------------
