@@ -14,16 +14,14 @@ import numpy as np
 from .node import METADATA_KEYS, Node, V2_ARRAY_KEY, V3_KEY, join
 from .. import _memory
 from ..runtime import background
-from .._cache import SharedCacheRef, check_budget
 from ..array_api import ArrayHandle
 from .array_chunks import ChunkMethods
+from .array_config import array_config, config_items
 from .async_nodes import AsyncArray
 from ..codecs import codec_from_v2
 from ..codecs.sharding import ShardingCodec
-from ..config import (
-    ARRAY_OPTIONS, checked_array_options, config as global_config, parallel_map,
-)
-from ..errors import SelectionError, SettingTypeError, ShapeMismatchError
+from ..config import config as global_config, parallel_map
+from ..errors import SelectionError, ShapeMismatchError
 from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..metadata.common import INT64_MAX
 from ..metadata.grid import AxisChunks, ChunkGrid
@@ -66,7 +64,7 @@ class Array(ChunkMethods, Node):
     def __init__(self, store: Store, path: str, metadata: NodeMetadata,
                  read_only: bool = False, config: Mapping[str, Any] | None = None) -> None:
         super().__init__(store, path, metadata, read_only)
-        self._config = _array_config(config)
+        self._config = array_config(config)
         # (Read by every read; dict.get would lock the dict shared by all reading threads on a
         # free-threaded Python.)
         self._read_missing: bool | None = self._config.get("read_missing_chunks")
@@ -1320,49 +1318,3 @@ def _one_int_each(selections: list[Any], ndim: int) -> tuple[Any, ...] | None:
             return None
     rest = selections[0][1:] if isinstance(selections[0], tuple) else ()
     return (np.asarray(firsts, dtype=np.int64), *rest)
-
-
-def config_items(config: Any) -> dict[str, Any]:
-    """The settings given in zarr-python's ArrayConfig form: a dict, or an object with such
-    attributes."""
-    if config is None:
-        return {}
-    if isinstance(config, Mapping):
-        return dict(config)
-    return {name: getattr(config, name) for name in _ARRAY_SETTINGS if hasattr(config, name)}
-
-
-_ARRAY_SETTINGS = ("write_empty_chunks", "read_missing_chunks", "order", "cache_bytes",
-                   "shared_cache", *ARRAY_OPTIONS)
-
-
-def _array_config(config: Any) -> dict[str, Any]:
-    """An array's own settings, checked, from `config_items`' forms; an order not given is
-    zarrcore.config's now (zarr-python's "array.order" when the array is opened)."""
-    config = config_items(config)
-    unknown = set(config) - set(_ARRAY_SETTINGS)
-    if unknown:
-        raise TypeError(f"unknown array config {sorted(unknown)}")
-    write_empty, read_missing = (config.get("write_empty_chunks"),
-                                 config.get("read_missing_chunks"))
-    order = config.get("order")
-    if order not in (None, "C", "F"):
-        raise ValueError(f"array config: order must be 'C' or 'F', not {order!r}")
-    if order is None:
-        order = global_config.array_order
-    cache_bytes = config.get("cache_bytes")
-    if cache_bytes is not None:
-        cache_bytes = check_budget(cache_bytes, "array config: cache_bytes")
-    # (A SharedCacheRef: a pickled array's, Array.__reduce__.)
-    shared = config.get("shared_cache")
-    shared = None if shared is False else shared
-    if shared is not None and shared is not True and not isinstance(shared, SharedCacheRef):
-        raise SettingTypeError(f"array config: shared_cache must be True or False, not "
-                               f"{shared!r}")
-    # read_missing_chunks, cache_bytes and ARRAY_OPTIONS only when given: None follows
-    # zarrcore.config.
-    own = checked_array_options({k: v for k, v in config.items() if k in ARRAY_OPTIONS})
-    return {"write_empty_chunks": None if write_empty is None else bool(write_empty),
-            **({} if read_missing is None else {"read_missing_chunks": bool(read_missing)}),
-            "order": order, **({} if cache_bytes is None else {"cache_bytes": cache_bytes}),
-            **({} if shared is None else {"shared_cache": shared}), **own}

@@ -16,7 +16,8 @@ from .node import (
     creation_lock, ensure_parent_groups, existing_node_error, node_exists, normalize_path,
     read_metadata, write_metadata,
 )
-from .array import CREATION, Array, config_items
+from .array import CREATION, Array
+from .array_config import config_items
 from ..config import config as global_config
 from ..codecs import ArrayArrayCodec, ArrayBytesCodec, ZstdCodec, codec_from_json
 from ..codecs.base import ChunkSpec
