@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import zarrcore
 from zarrcore.errors import SelectionError, ShapeMismatchError
 from zarrcore.storage import MemoryStore
-from zarrcore.views import IndexTransform, LazyArray
+from zarrcore.nodes.views import IndexTransform, LazyArray
 
 
 class CountingStore(MemoryStore):
