@@ -1,6 +1,6 @@
 """Top-level functions, named and behaving as in zarr-python 3: those of the arrays and the
 groups (the ones the nodes do not call themselves are defined here: opening any node, saving
-and loading, consolidated opening), and the copies between stores."""
+and loading), and the copies between stores."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -10,14 +10,14 @@ import numpy as np
 
 from .errors import NodeNotFoundError
 from .nodes.node import join, normalize_path
-from .nodes.array import (
-    Array, _like_kwargs, array, create, create_array, empty, empty_like, from_array, full,
-    full_like, ones, ones_like, open_array, zeros, zeros_like,
+from .nodes.array import Array
+from .nodes.creation import (
+    array, check_mode, create, create_array, empty, empty_like, from_array, full, full_like,
+    guess_chunks, like_kwargs, ones, ones_like, open_array, store_mode, zeros, zeros_like,
 )
-from .nodes.creation import check_mode, guess_chunks, store_mode
+from .nodes.consolidation import consolidate_metadata, open_consolidated
 from .nodes.group import (
-    Group, consolidate_metadata, create_group, create_hierarchy, group, open_group, open_node,
-    tree,
+    Group, create_group, create_hierarchy, group, open_group, open_node, tree,
 )
 from .storage import make_store
 from .tools.copy import copy
@@ -158,7 +158,7 @@ def open_like(a: Array | npt.ArrayLike, path: StoreLike, **kwargs: Any) -> Array
     -------
     Array
     """
-    like = _like_kwargs(a, dict(kwargs))
+    like = like_kwargs(a, dict(kwargs))
     if isinstance(a, Array):
         like.setdefault("fill_value", a.fill_value)
     like.setdefault("mode", "a")
@@ -214,40 +214,6 @@ def open(store: StoreLike = None, *, mode: str = "a", path: str | None = None,
         if mode == "a":
             return open_group(store_, mode=mode, path=npath, zarr_format=zarr_format, **kwargs)
         raise
-
-
-def open_consolidated(store: StoreLike = None, *, path: str | None = None, mode: str = "r",
-                      zarr_format: int | None = None,
-                      storage_options: dict[str, Any] | None = None) -> Group:
-    """Open the group at `path` through its consolidated metadata (which must exist).
-
-    Parameters
-    ----------
-    store : str, os.PathLike, dict, Store or None
-        Where the hierarchy is.
-    path : str, optional
-        The group's path in the store.
-    mode : {"r", "r+", "a", "w", "w-"}, optional
-        As `open_group` takes it.
-    zarr_format : {2, 3}, optional
-        The group's format; None finds it.
-    storage_options : dict, optional
-        Options of the store a URL names (see `make_store`).
-
-    Returns
-    -------
-    Group
-        Its members open without reading their metadata from the store.
-
-    Raises
-    ------
-    MetadataError
-        The group has no consolidated metadata, or it is malformed.
-    NodeNotFoundError
-        No group at `path`.
-    """
-    return open_group(store, mode=mode, path=path, zarr_format=zarr_format, use_consolidated=True,
-                      storage_options=storage_options)
 
 
 def save_group(store: StoreLike, *args: npt.ArrayLike, zarr_format: int | None = None,

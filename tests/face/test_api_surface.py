@@ -194,6 +194,21 @@ def test_group_like_functions_as_zarr_python():
     assert kept.fill_value == 7 and kept.chunks == (2, 2)
 
 
+def test_group_like_functions_take_the_groups_format_over_the_models():
+    model = zarrcore.create_array({}, shape=(3,), dtype="u1", zarr_format=3)
+    v2 = zarrcore.create_group({}, zarr_format=2)
+    for method in ("zeros_like", "ones_like", "empty_like", "full_like"):
+        kwargs = {"fill_value": 5} if method == "full_like" else {}
+        made = getattr(v2, method)(name=method, data=model, **kwargs)
+        assert made.zarr_format == 2, method
+    assert v2.zeros_like(name="v3", data=model, zarr_format=3).zarr_format == 3
+    np.testing.assert_array_equal(v2["ones_like"][:], np.ones(3, "u1"))
+    v2["set"] = np.arange(3, dtype="i2")
+    v2.array("cast", data=np.arange(3), dtype="f4")
+    assert (v2["set"].zarr_format, v2["set"].dtype, v2["cast"].dtype) == (2, "i2", "f4")
+    np.testing.assert_array_equal(v2["cast"][:], np.arange(3, dtype="f4"))
+
+
 def test_group_create_hierarchy_info_complete_update_attributes():
     from zarrcore.metadata import GroupMetadataV3
 

@@ -6,44 +6,30 @@ import itertools
 import math
 import re
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .node import METADATA_KEYS, Node, V2_ARRAY_KEY, V3_KEY, join, normalize_path, read_metadata
+from .node import METADATA_KEYS, Node, V2_ARRAY_KEY, V3_KEY, join
 from .. import _memory
 from ..runtime import background
-from .._cache import SharedCacheRef, check_budget
 from ..array_api import ArrayHandle
 from .array_chunks import ChunkMethods
+from .array_config import array_config, config_items
 from .async_nodes import AsyncArray
-from ..codecs import ZstdCodec, codec_from_v2
-from ..codecs.base import ChunkSpec
+from ..codecs import codec_from_v2
 from ..codecs.sharding import ShardingCodec
-from ..codecs.v2 import create_metadata_v2
-from ..config import (
-    ARRAY_OPTIONS, checked_array_options, config as global_config, parallel_map,
-)
-from .creation import (
-    check_mode, codec_list, data_type_for, fill_value_for, normalize_chunks, normalize_shape,
-    create_node, format_for_new, shard_codecs, split_codecs, store_mode,
-)
-from ..errors import (
-    ArrayNotFoundError, MetadataError, NodeNotFoundError, SelectionError, SettingTypeError,
-    ShapeMismatchError,
-)
-from ..metadata import ArrayMetadataV2, ArrayMetadataV3, ChunkKeyEncoding
-from ..metadata.common import INT64_MAX, check_attributes
-from ..metadata.grid import AxisChunks, ChunkGrid, grid_from_spelling, rectilinear_spelling
-from ..metadata.v3 import default_codecs
+from ..config import config as global_config, parallel_map
+from ..errors import SelectionError, ShapeMismatchError
+from ..metadata import ArrayMetadataV2, ArrayMetadataV3
+from ..metadata.common import INT64_MAX
+from ..metadata.grid import AxisChunks, ChunkGrid
 from ..indexing import (
     BasicIndexer, BlockIndexer, OrthogonalIndexer, check_out, coordinate_indexer,
     expand_selection, is_int, mask_indexer, numpy_indexer, pop_fields,
 )
-from ..codecs.chain import CodecChain
 from ..engine import ChunkEngine
-from ..storage import make_store
 from .info import ArrayInfo
 from .streaming import Region, copy_into
 from .views import LazyArray
@@ -51,13 +37,17 @@ from .views import LazyArray
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from .._types import (
-        ChunksLike, CodecLike, CodecsLike, NodeMetadata, Selection, ShapeLike, StoreLike,
-    )
+    from .._types import NodeMetadata, Selection, ShapeLike, StoreLike
     from ..codecs.base import Codec
     from ..storage import Store
 
     Fields = str | Sequence[str] | None
+
+#: creation.py's `open_array` and `create`, by name, which `Array.open` and `Array.create`
+#: (zarr-python's spellings of them) call. creation.py imports Array to make arrays, so Array
+#: cannot import it back without a cycle; creation.py fills this when it is imported, as
+#: `import zarrcore` does before any Array exists.
+CREATION: dict[str, Callable[..., Array]] = {}
 
 
 # Up to this many storage blocks outside a kept region, a resize checks each; beyond, it lists
@@ -74,7 +64,7 @@ class Array(ChunkMethods, Node):
     def __init__(self, store: Store, path: str, metadata: NodeMetadata,
                  read_only: bool = False, config: Mapping[str, Any] | None = None) -> None:
         super().__init__(store, path, metadata, read_only)
-        self._config = _array_config(config)
+        self._config = array_config(config)
         # (Read by every read; dict.get would lock the dict shared by all reading threads on a
         # free-threaded Python.)
         self._read_missing: bool | None = self._config.get("read_missing_chunks")
@@ -245,7 +235,7 @@ class Array(ChunkMethods, Node):
         NodeNotFoundError
             No array is there (a group is a NodeTypeError).
         """
-        return open_array(store, mode="r+")
+        return CREATION["open_array"](store, mode="r+")
 
     @classmethod
     def create(cls, store: StoreLike, *, shape: ShapeLike, dtype: npt.DTypeLike,
@@ -267,7 +257,7 @@ class Array(ChunkMethods, Node):
         """
         warnings.warn("Array.create is deprecated in zarr-python 3; use zarrcore.create_array",
                       DeprecationWarning, stacklevel=2)
-        return create(shape, dtype=dtype, store=store, **kwargs)
+        return CREATION["create"](shape, dtype=dtype, store=store, **kwargs)
 
     @property
     def cdata_shape(self) -> tuple[int, ...]:
@@ -364,7 +354,7 @@ class Array(ChunkMethods, Node):
             An unknown setting.
         """
         return type(self)(self._store, self._path, self._metadata, self._read_only,
-                          {**self._config, **_config_items(config)})
+                          {**self._config, **config_items(config)})
 
     def __len__(self) -> int:
         """The length of the first axis; TypeError for a 0-d array."""
@@ -1328,715 +1318,3 @@ def _one_int_each(selections: list[Any], ndim: int) -> tuple[Any, ...] | None:
             return None
     rest = selections[0][1:] if isinstance(selections[0], tuple) else ()
     return (np.asarray(firsts, dtype=np.int64), *rest)
-
-
-def _config_items(config: Any) -> dict[str, Any]:
-    """The settings given in zarr-python's ArrayConfig form: a dict, or an object with such
-    attributes."""
-    if config is None:
-        return {}
-    if isinstance(config, Mapping):
-        return dict(config)
-    return {name: getattr(config, name) for name in _ARRAY_SETTINGS if hasattr(config, name)}
-
-
-_ARRAY_SETTINGS = ("write_empty_chunks", "read_missing_chunks", "order", "cache_bytes",
-                   "shared_cache", *ARRAY_OPTIONS)
-
-
-def _array_config(config: Any) -> dict[str, Any]:
-    """An array's own settings, checked, from `_config_items`' forms; an order not given is
-    zarrcore.config's now (zarr-python's "array.order" when the array is opened)."""
-    config = _config_items(config)
-    unknown = set(config) - set(_ARRAY_SETTINGS)
-    if unknown:
-        raise TypeError(f"unknown array config {sorted(unknown)}")
-    write_empty, read_missing = (config.get("write_empty_chunks"),
-                                 config.get("read_missing_chunks"))
-    order = config.get("order")
-    if order not in (None, "C", "F"):
-        raise ValueError(f"array config: order must be 'C' or 'F', not {order!r}")
-    if order is None:
-        order = global_config.array_order
-    cache_bytes = config.get("cache_bytes")
-    if cache_bytes is not None:
-        cache_bytes = check_budget(cache_bytes, "array config: cache_bytes")
-    # (A SharedCacheRef: a pickled array's, Array.__reduce__.)
-    shared = config.get("shared_cache")
-    shared = None if shared is False else shared
-    if shared is not None and shared is not True and not isinstance(shared, SharedCacheRef):
-        raise SettingTypeError(f"array config: shared_cache must be True or False, not "
-                               f"{shared!r}")
-    # read_missing_chunks, cache_bytes and ARRAY_OPTIONS only when given: None follows
-    # zarrcore.config.
-    own = checked_array_options({k: v for k, v in config.items() if k in ARRAY_OPTIONS})
-    return {"write_empty_chunks": None if write_empty is None else bool(write_empty),
-            **({} if read_missing is None else {"read_missing_chunks": bool(read_missing)}),
-            "order": order, **({} if cache_bytes is None else {"cache_bytes": cache_bytes}),
-            **({} if shared is None else {"shared_cache": shared}), **own}
-
-
-# -- creating and opening arrays (zarr-python's top-level functions) ------------------------------
-
-
-def create_array(store: StoreLike = None, *, name: str | None = None,
-                 shape: ShapeLike | None = None, dtype: npt.DTypeLike | None = None,
-                 data: npt.ArrayLike | None = None, chunks: ChunksLike = None,
-                 shards: ShapeLike | Mapping[str, Any] | Literal["auto"] | None = None,
-                 filters: CodecsLike = None,
-                 serializer: CodecsLike = "auto", compressors: CodecsLike = "auto",
-                 fill_value: Any = None, order: Literal["C", "F"] | None = None,
-                 zarr_format: int | None = 3, attributes: Mapping[str, Any] | None = None,
-                 chunk_key_encoding: Any = None,
-                 dimension_names: Sequence[str | None] | None = None, overwrite: bool = False,
-                 path: str | None = None, config: Mapping[str, Any] | None = None,
-                 write_data: bool = True, storage_options: dict[str, Any] | None = None) -> Array:
-    """Create an array; `store` is anything make_store takes (a path, a URL, a dict, a Store,
-    another library's store), configured by `storage_options` when it is a URL. With `data`,
-    the shape and dtype come from it, and its values are written unless `write_data` is
-    False.
-
-    Parameters
-    ----------
-    store : str, os.PathLike, dict, Store or None
-        A directory path, a URL, a dict (kept in memory), a Store (or another library's
-        store), or None for a new memory store.
-    name, path : str, optional
-        The array's path in the store (`path` wins); groups above it are created.
-    shape : int or tuple of int
-        The shape (or give `data`).
-    dtype : dtype-like, optional
-        The data type (default float64), numpy's or zarr's name for it.
-    data : array_like, optional
-        Values to take the shape and dtype from, and to write.
-    chunks : int, tuple of int or "auto", optional
-        The chunk shape (inner chunks when sharded); -1 is a whole axis; None or "auto"
-        guesses them as zarr-python does (inner chunks: about 1 MiB, dividing the shard).
-    shards : tuple of int, dict or "auto", optional
-        The shard shape, or {"shape": ..., "index_location": "start" | "end"}; None for
-        no sharding (format 3 only); "auto" sizes them as zarr-python 3.4 does
-        (`config.target_shard_size_bytes`).
-    filters, serializer, compressors : codec, list of codecs, "auto" or None, optional
-        The codecs of each stage, as codec objects or v3 JSON (for format 2: numcodecs
-        configurations); "auto" is the default (bytes, then zstd level 0).
-    fill_value : scalar, optional
-        The value of elements never written (default: the type's zero, empty or NaT).
-    order : {"C", "F"}, optional
-        The memory order of chunks (format 2; default `zarrcore.config.array_order`), which
-        reads of it return too; a format 3 array warns and ignores it, as zarr-python does
-        (see `config`).
-    zarr_format : {2, 3}, optional
-        The format to write; None: `config.default_zarr_format`.
-    attributes : Mapping, optional
-        The array's attributes (strict JSON).
-    chunk_key_encoding : dict, optional
-        v3: {"name": "default" | "v2", "separator": "/" | "."}; v2: the dimension separator.
-    dimension_names : sequence of str or None, optional
-        One name (or None) per dimension (format 3).
-    overwrite : bool, optional
-        Replace a node already at the path.
-    config : Mapping, optional
-        The array's own settings, as zarr-python's: `write_empty_chunks` and `order`; see
-        `Array.with_config`.
-    write_data : bool, optional
-        Write `data`'s values (True), or only take its shape and dtype.
-    storage_options : dict, optional
-        Options of the store a URL names (credentials, endpoint, timeouts...).
-
-    Returns
-    -------
-    Array
-
-    Raises
-    ------
-    TypeError
-        Neither `shape` nor `data`.
-    ValueError
-        Both `data` and `shape` or `dtype`; a negative shape, chunks that do not fit the
-        shape, an `order` other than C or F, shards with format 2, another format, or
-        dimension names not one per dimension.
-    MetadataError
-        Codecs, a data type or a fill value that cannot be stored, or sizes over the limits
-        of `zarrcore.config` (UnknownCodecError and UnknownDataTypeError are ones).
-    NodeExistsError
-        A node exists at the path and `overwrite` is False.
-    ReadOnlyError
-        The store is read-only.
-    """
-    if data is not None:
-        if shape is not None or dtype is not None:
-            raise ValueError("give either data, or shape and dtype")
-        data = np.asanyarray(data)
-        shape, dtype = data.shape, data.dtype
-    if shape is None:
-        raise TypeError("create_array needs a shape (or data)")
-    dtype = "float64" if dtype is None else dtype
-    zarr_format = format_for_new(zarr_format)
-    check_attributes(attributes or {})
-    path = normalize_path(path if path is not None else name)
-    store = make_store(store, storage_options=storage_options,
-                       mode=store_mode("w" if overwrite else "a", path))
-    shape = normalize_shape(shape)
-    data_type = data_type_for(dtype, zarr_format, filters, compressors)
-    np_dtype = data_type.numpy_dtype
-    auto_chunks = chunks is None or (isinstance(chunks, str) and chunks == "auto")
-    # Edge lengths per axis (zarr-python 3.4's spelling) of chunks, or of shards.
-    grid = None
-    shard_shape = shards["shape"] if isinstance(shards, dict) else shards
-    if rectilinear_spelling(chunks) or rectilinear_spelling(shard_shape):
-        if zarr_format != 3:
-            raise ValueError("rectilinear chunk grids need zarr_format=3")
-        if shards is not None and rectilinear_spelling(chunks):
-            raise ValueError("sharded arrays take rectilinear shards=, and regular chunks=")
-        field = "shards" if shards is not None else "chunks"
-        grid = grid_from_spelling(shard_shape if shards is not None else chunks, shape, field)
-        if isinstance(shards, dict):
-            shards = {**shards, "shape": grid.max_chunk_shape}
-        elif shards is not None:
-            shards = grid.max_chunk_shape
-        else:
-            chunks = grid.max_chunk_shape
-        if grid.is_regular:
-            grid = None
-    chunks = normalize_chunks(chunks, shape, np_dtype.itemsize)
-    if order not in (None, "C", "F"):
-        raise ValueError(f"order must be 'C' or 'F', not {order!r}")
-    if shards is not None and zarr_format == 2:
-        raise ValueError("sharding needs zarr_format=3")
-    if order is not None and zarr_format == 3:
-        warnings.warn("order has no effect on a Zarr format 3 array: its chunks are C order; "
-                      "the memory order of what reads return is config={'order': ...}",
-                      RuntimeWarning, stacklevel=2)
-    if zarr_format == 2:
-        metadata = create_metadata_v2(
-            shape=shape, data_type=data_type, chunks=chunks, filters=filters,
-            compressors=compressors, fill_value=fill_value,
-            order=order or global_config.array_order,
-            attributes=attributes or {}, chunk_key_encoding=chunk_key_encoding,
-        )
-    elif zarr_format == 3:
-        fill = fill_value_for(data_type, fill_value)
-        codecs = [
-            *codec_list(filters, [], "filters"),
-            *codec_list(serializer, default_codecs(data_type), "serializer"),
-            *codec_list(compressors, [ZstdCodec(level=0, checksum=False)], "compressors"),
-        ]
-        if shards is not None:
-            codecs, chunks = shard_codecs(codecs, chunks, shards, shape, np_dtype.itemsize,
-                                          auto_chunks)
-            inner = codecs[0].chunk_shape
-            for d, axis in enumerate(grid.axes if grid else ()):
-                if not isinstance(axis, int) and np.any(axis.lengths % inner[d]):
-                    raise ValueError(f"the shards' edge lengths {axis.to_json()} along axis "
-                                     f"{d} must be multiples of the chunk length {inner[d]}")
-        chain = CodecChain(codecs, ChunkSpec(chunks, np_dtype, fill))
-        if isinstance(chunk_key_encoding, dict) or chunk_key_encoding is None:
-            cke_json = dict(chunk_key_encoding or {"name": "default"})
-            # zarr-python's form puts the separator beside the name.
-            if "separator" in cke_json and "configuration" not in cke_json:
-                cke_json["configuration"] = {"separator": cke_json.pop("separator")}
-            cke = ChunkKeyEncoding.from_json(cke_json, "chunk_key_encoding")
-        else:
-            cke = chunk_key_encoding
-        if dimension_names is not None:
-            dimension_names = tuple(dimension_names)
-            if len(dimension_names) != len(shape):
-                raise MetadataError(
-                    f"dimension_names {list(dimension_names)!r}: expected one name (or None) per "
-                    f"dimension, {len(shape)} for shape {tuple(shape)}, not {len(dimension_names)}")
-        metadata = ArrayMetadataV3(
-            shape=shape, data_type=data_type, chunk_shape=chunks, chunk_key_encoding=cke,
-            fill_value=fill, codecs=chain.to_json(), attributes=dict(attributes or {}),
-            dimension_names=dimension_names, storage_transformers=[], extra={},
-            chunk_grid=grid,
-        )
-    else:
-        raise ValueError(f"zarr_format must be 2 or 3, not {zarr_format!r}")
-    # (Checks codecs and limits before anything is written.)
-    array = Array(store, path, metadata, config=config)
-    create_node(store, path, metadata, overwrite)
-    if data is not None and write_data:
-        array[...] = data
-    return array
-
-
-def create(shape: ShapeLike, *, chunks: ChunksLike | bool = None,
-           dtype: npt.DTypeLike | None = None,
-           compressor: CodecLike | Literal["auto"] = "auto", fill_value: Any = None,
-           order: Literal["C", "F"] | None = None, store: StoreLike = None,
-           synchronizer: Any = None, overwrite: bool = False, path: str | None = None,
-           chunk_store: StoreLike = None, filters: Iterable[Any] | None = None,
-           cache_metadata: bool | None = None, cache_attrs: bool | None = None,
-           read_only: bool | None = None, object_codec: CodecLike | None = None,
-           dimension_separator: Literal[".", "/"] | None = None,
-           write_empty_chunks: bool | None = None, zarr_version: int | None = None,
-           zarr_format: int | None = None, meta_array: Any = None,
-           attributes: Mapping[str, Any] | None = None, chunk_shape: ShapeLike | None = None,
-           chunk_key_encoding: Any = None, codecs: Iterable[Any] | None = None,
-           dimension_names: Sequence[str | None] | None = None,
-           storage_options: dict[str, Any] | None = None,
-           config: Mapping[str, Any] | None = None, **kwargs: Any) -> Array:
-    """zarr-python's `create` (the zarr 2 style of creating an array): format 2 arrays take
-    one `compressor`, `filters`, `object_codec`, `order` and `dimension_separator`; format 3
-    arrays a whole `codecs` list and `chunk_key_encoding`.
-
-    Parameters
-    ----------
-    shape : int or tuple of int
-        The array's shape.
-    chunks, chunk_shape : int, tuple of int or bool, optional
-        The chunk shape; None or True guesses it, False is one chunk.
-    dtype : dtype-like, optional
-        The data type (default float64).
-    compressor : codec, "auto" or None, optional
-        Format 2: the compressor ("auto": zstd level 0).
-    fill_value : scalar, optional
-        The value of elements never written.
-    order : {"C", "F"}, optional
-        Format 2: the memory order of chunks.
-    store : str, os.PathLike, dict, Store or None
-        Where to create it (None: a new memory store).
-    synchronizer, cache_metadata, cache_attrs, meta_array : optional
-        Accepted and ignored, as in zarr-python 3.
-    overwrite : bool, optional
-        Replace a node already at the path.
-    path : str, optional
-        The array's path in the store.
-    chunk_store : optional
-        A separate store for chunks: not supported (as in zarr-python 3).
-    filters : list of codecs, optional
-        Format 2: numcodecs filters.
-    read_only : bool, optional
-        Return a read-only handle on the new array.
-    object_codec : codec, optional
-        Format 2: the object codec of a variable-length or object dtype, put first among the
-        filters.
-    dimension_separator : {".", "/"}, optional
-        Format 2: the chunk key separator.
-    write_empty_chunks : bool, optional
-        The array's own `write_empty_chunks` setting.
-    zarr_version, zarr_format : {2, 3}, optional
-        The format (default 3).
-    attributes : Mapping, optional
-        The array's attributes.
-    chunk_key_encoding : dict or tuple, optional
-        Format 3: {"name", "separator"} or (name, separator).
-    codecs : list of codecs, optional
-        Format 3: the whole codec chain (default bytes then zstd).
-    dimension_names : sequence of str or None, optional
-        Format 3: one name per dimension.
-    storage_options : dict, optional
-        Options of the store a URL names.
-    config : Mapping, optional
-        The array's own settings (see `Array.with_config`).
-    **kwargs
-        Anything else is refused, as a TypeError.
-
-    Returns
-    -------
-    Array
-
-    Raises
-    ------
-    ValueError
-        Format 2 settings given for format 3 or the other way round, or `zarr_version` and
-        `zarr_format` that differ.
-    NotImplementedError
-        A separate `chunk_store`.
-    """
-    if kwargs:
-        raise TypeError(f"create() got unexpected keyword arguments {sorted(kwargs)}")
-    if zarr_version is not None and zarr_format is not None and zarr_version != zarr_format:
-        raise ValueError(f"zarr_version {zarr_version} and zarr_format {zarr_format} differ")
-    zarr_format = format_for_new(zarr_format or zarr_version)
-    if chunk_store is not None:
-        raise NotImplementedError("a separate chunk_store is not supported")
-    chunks = chunk_shape if chunk_shape is not None else chunks
-    if chunks is True:
-        chunks = None
-    elif chunks is False:
-        chunks = normalize_shape(shape)
-    array_config = {**(config or {}), **({} if write_empty_chunks is None else
-                                         {"write_empty_chunks": write_empty_chunks})}
-    common = dict(shape=shape, chunks=chunks, dtype=dtype, fill_value=fill_value, store=store,
-                  path=path, overwrite=overwrite, attributes=attributes, config=array_config,
-                  storage_options=storage_options, zarr_format=zarr_format)
-    if zarr_format == 2:
-        if codecs is not None or chunk_key_encoding is not None or dimension_names is not None:
-            raise ValueError("codecs, chunk_key_encoding and dimension_names are for "
-                             "zarr_format 3; format 2 takes compressor, filters and "
-                             "dimension_separator")
-        filters = list(filters or [])
-        if object_codec is not None:
-            filters.insert(0, object_codec)
-        array = create_array(**common, filters=filters or None, compressors=compressor,
-                             order=order, chunk_key_encoding=dimension_separator)
-    else:
-        for name, value in (("compressor", None if compressor == "auto" else compressor),
-                            ("filters", filters), ("object_codec", object_codec),
-                            ("dimension_separator", dimension_separator), ("order", order)):
-            if value is not None:
-                raise ValueError(f"{name} is for zarr_format 2; format 3 takes codecs (and "
-                                 f"chunk_key_encoding, config={{'order': ...}})")
-        if isinstance(chunk_key_encoding, tuple):
-            chunk_key_encoding = {"name": chunk_key_encoding[0], "separator": chunk_key_encoding[1]}
-        stages = {} if codecs is None else split_codecs(codecs)
-        array = create_array(**common, chunk_key_encoding=chunk_key_encoding,
-                             dimension_names=dimension_names, **stages)
-    return Array(array.store, array.path, array.metadata, read_only=True,
-                 config=array_config) if read_only else array
-
-
-def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = None,
-               zarr_format: int | None = None, name: str | None = None,
-               storage_options: dict[str, Any] | None = None, cache_bytes: int | None = None,
-               shared_cache: bool = False, **kwargs: Any) -> Array:
-    """Open an existing array, or create one (modes 'w', 'w-', 'a') when `shape` is given.
-
-    Parameters
-    ----------
-    store : str, os.PathLike, dict, Store or None
-        A directory path, a URL, a dict (kept in memory), a Store (or another library's
-        store), or None for a new memory store.
-    mode : {"r", "r+", "a", "w", "w-"}, optional
-        As `open` takes it.
-    path, name : str, optional
-        The array's path in the store (`path` wins).
-    zarr_format : {2, 3}, optional
-        The format to open or create; None finds it (creates `config.default_zarr_format`'s).
-    storage_options : dict, optional
-        Options of the store a URL names (credentials, endpoint, timeouts...).
-    cache_bytes : int, optional
-        The array's decoded-chunk cache, in bytes (its `config` "cache_bytes"); None takes
-        `zarrcore.config.cache_bytes`. See `Array.cache_info`.
-    shared_cache : bool, default False
-        Keep that cache in memory shared with the processes the array goes to (pickled, or
-        inherited by fork: a data loader's workers), all within the one budget, so a chunk
-        any of them decoded is a hit for all (its `config` "shared_cache"). Linux only.
-    **kwargs
-        For creating, as `create_array` takes them (`shape`, `dtype`, ...); `config` is the
-        array's own settings when it exists too.
-
-    Returns
-    -------
-    Array
-
-    Raises
-    ------
-    ValueError
-        An unknown mode.
-    NodeNotFoundError
-        No array there and none to create (ArrayNotFoundError: a group is there).
-    NodeExistsError
-        Something at the path in mode w- (ContainsArrayError, ContainsGroupError).
-    """
-    check_mode(mode)
-    if cache_bytes is not None:
-        kwargs["config"] = {**_config_items(kwargs.get("config")), "cache_bytes": cache_bytes}
-    if shared_cache is not False:
-        kwargs["config"] = {**_config_items(kwargs.get("config")), "shared_cache": shared_cache}
-    path = normalize_path(path if path is not None else name)
-    store = make_store(store, read_only=(mode == "r"), storage_options=storage_options,
-                       mode=store_mode(mode, path))
-    if mode in ("w", "w-"):
-        return create_array(store, name=path, overwrite=(mode == "w"),
-                            zarr_format=format_for_new(zarr_format), **kwargs)
-    try:
-        metadata = read_metadata(store, path, zarr_format)
-    except NodeNotFoundError:
-        if mode == "a" and "shape" in kwargs:
-            return create_array(store, name=path, zarr_format=format_for_new(zarr_format), **kwargs)
-        raise
-    if metadata.node_type != "array":
-        raise ArrayNotFoundError(f"the node at path {path!r} is a group, not an array")
-    return Array(store, path, metadata, read_only=(mode == "r"), config=kwargs.get("config"))
-
-
-def _create(store: StoreLike, shape: ShapeLike, kwargs: dict[str, Any]) -> Array:
-    # As zarr-python's `create`, which these stand for: the format defaults to
-    # config.default_zarr_format (create_array's to 3).
-    kwargs.setdefault("zarr_format", None)
-    return create_array(store, shape=shape, **kwargs)
-
-
-def array(data: npt.ArrayLike, store: StoreLike = None, **kwargs: Any) -> Array:
-    """An array holding `data`, written.
-
-    Parameters
-    ----------
-    data : array_like
-        The values: they give the shape and (unless `dtype` is given) the dtype.
-    store : StoreLike, optional
-        Where the array is created, as `create_array` takes it (None: a new memory store).
-    **kwargs
-        As `create_array` takes them (`dtype`, `chunks`, `name`, ...).
-
-    Returns
-    -------
-    Array
-    """
-    data = np.asanyarray(data)
-    kwargs.setdefault("dtype", data.dtype)
-    arr = _create(store, data.shape, kwargs)
-    arr[...] = data
-    return arr
-
-
-def full(shape: ShapeLike, fill_value: Any, store: StoreLike = None, **kwargs: Any) -> Array:
-    """An array of `shape` filled with `fill_value`; nothing is stored until written.
-
-    Parameters
-    ----------
-    shape : int or tuple of int
-        The array's shape.
-    fill_value : scalar
-        The value of every element not written.
-    store : StoreLike, optional
-        Where the array is created, as `create_array` takes it (None: a new memory store).
-    **kwargs
-        As `create_array` takes them (`dtype`, `chunks`, `name`, ...).
-
-    Returns
-    -------
-    Array
-    """
-    return _create(store, shape, {**kwargs, "fill_value": fill_value})
-
-
-def zeros(shape: ShapeLike, store: StoreLike = None, **kwargs: Any) -> Array:
-    """`full` with 0.
-
-    Parameters
-    ----------
-    shape : int or tuple of int
-        The array's shape.
-    store : StoreLike, optional
-        Where the array is created, as `create_array` takes it (None: a new memory store).
-    **kwargs
-        As `create_array` takes them (`dtype`, `chunks`, `name`, ...).
-
-    Returns
-    -------
-    Array
-    """
-    return full(shape, 0, store, **kwargs)
-
-
-def ones(shape: ShapeLike, store: StoreLike = None, **kwargs: Any) -> Array:
-    """`full` with 1.
-
-    Parameters
-    ----------
-    shape : int or tuple of int
-        The array's shape.
-    store : StoreLike, optional
-        Where the array is created, as `create_array` takes it (None: a new memory store).
-    **kwargs
-        As `create_array` takes them (`dtype`, `chunks`, `name`, ...).
-
-    Returns
-    -------
-    Array
-    """
-    return full(shape, 1, store, **kwargs)
-
-
-def empty(shape: ShapeLike, store: StoreLike = None, **kwargs: Any) -> Array:
-    """`full` with the data type's default fill value.
-
-    Parameters
-    ----------
-    shape : int or tuple of int
-        The array's shape.
-    store : StoreLike, optional
-        Where the array is created, as `create_array` takes it (None: a new memory store).
-    **kwargs
-        As `create_array` takes them (`dtype`, `chunks`, `name`, ...).
-
-    Returns
-    -------
-    Array
-    """
-    return _create(store, shape, kwargs)
-
-
-def _like_kwargs(a: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    kwargs.setdefault("dtype", a.dtype)
-    if isinstance(a, Array):
-        kwargs.setdefault("chunks", a.chunks)
-        kwargs.setdefault("zarr_format", a.metadata.zarr_format)  # as zarr-python 3.4
-    return kwargs
-
-
-# The *_like functions: `kwargs`, as `create_array` takes them, override what `a` gives.
-def zeros_like(a: Array | npt.ArrayLike, store: StoreLike = None, **kwargs: Any) -> Array:
-    """`zeros` of the shape and dtype of `a`, and its chunks and format when an Array.
-
-    Parameters
-    ----------
-    a : Array or array_like
-        The model: its shape and dtype, and its chunks and format when an Array.
-    store : StoreLike, optional
-        Where the array is created, as `create_array` takes it (None: a new memory store).
-    **kwargs
-        As `create_array` takes them; they override what `a` gives.
-
-    Returns
-    -------
-    Array
-    """
-    return zeros(np.shape(a), store, **_like_kwargs(a, kwargs))
-
-
-def ones_like(a: Array | npt.ArrayLike, store: StoreLike = None, **kwargs: Any) -> Array:
-    """`ones` of the shape and dtype of `a`, and its chunks and format when an Array.
-
-    Parameters
-    ----------
-    a : Array or array_like
-        The model: its shape and dtype, and its chunks and format when an Array.
-    store : StoreLike, optional
-        Where the array is created, as `create_array` takes it (None: a new memory store).
-    **kwargs
-        As `create_array` takes them; they override what `a` gives.
-
-    Returns
-    -------
-    Array
-    """
-    return ones(np.shape(a), store, **_like_kwargs(a, kwargs))
-
-
-def empty_like(a: Array | npt.ArrayLike, store: StoreLike = None, **kwargs: Any) -> Array:
-    """`empty` of the shape and dtype of `a`, and its chunks and format when an Array.
-
-    Parameters
-    ----------
-    a : Array or array_like
-        The model: its shape and dtype, and its chunks and format when an Array.
-    store : StoreLike, optional
-        Where the array is created, as `create_array` takes it (None: a new memory store).
-    **kwargs
-        As `create_array` takes them; they override what `a` gives.
-
-    Returns
-    -------
-    Array
-    """
-    return empty(np.shape(a), store, **_like_kwargs(a, kwargs))
-
-
-def full_like(a: Array | npt.ArrayLike, fill_value: Any, store: StoreLike = None,
-              **kwargs: Any) -> Array:
-    """`full` of the shape and dtype of `a`, and its chunks and format when an Array.
-
-    Parameters
-    ----------
-    a : Array or array_like
-        The model: its shape and dtype, and its chunks and format when an Array.
-    fill_value : scalar
-        The value of every element not written.
-    store : StoreLike, optional
-        Where the array is created, as `create_array` takes it (None: a new memory store).
-    **kwargs
-        As `create_array` takes them; they override what `a` gives.
-
-    Returns
-    -------
-    Array
-    """
-    return full(np.shape(a), fill_value, store, **_like_kwargs(a, kwargs))
-
-
-# Settings that from_array's "keep" takes from a source Array.
-_KEPT = ("chunks", "shards", "filters", "compressors", "serializer")
-
-
-def from_array(store: StoreLike = None, *, data: Array | npt.ArrayLike, write_data: bool = True,
-               name: str | None = None, chunks: Any = "keep", shards: Any = "keep",
-               filters: Any = "keep", compressors: Any = "keep", serializer: Any = "keep",
-               fill_value: Any = None, order: Literal["C", "F"] | None = None,
-               zarr_format: int | None = None, attributes: Mapping[str, Any] | None = None,
-               chunk_key_encoding: Any = None, dimension_names: Sequence[str | None] | None = None,
-               overwrite: bool = False, config: Mapping[str, Any] | None = None,
-               storage_options: dict[str, Any] | None = None) -> Array:
-    """A new array like `data` (an Array, or anything numpy takes), holding its values unless
-    `write_data` is False. "keep" takes a setting from a source Array (else the default);
-    an Array source also gives the fill value, format, attributes and dimension names.
-
-    Parameters
-    ----------
-    store : str, os.PathLike, dict, Store or None
-        A directory path, a URL, a dict (kept in memory), a Store (or another library's
-        store), or None for a new memory store.
-    data : Array or array_like
-        The source; an Array is copied a slab of blocks at a time, never read whole.
-    write_data : bool, optional
-        Copy the values (True), or only create the array.
-    name : str, optional
-        The new array's path in the store.
-    chunks, shards, filters, compressors, serializer : optional
-        As `create_array` takes them, or "keep" (the default).
-    fill_value, order, zarr_format, attributes, chunk_key_encoding, dimension_names : optional
-        As `create_array` takes them; None takes them from an Array source.
-    overwrite : bool, optional
-        Replace a node already at the path.
-    config : Mapping, optional
-        As `create_array` takes it.
-    storage_options : dict, optional
-        Options of the store a URL names (credentials, endpoint, timeouts...).
-
-    Returns
-    -------
-    Array
-
-    Raises
-    ------
-    NodeExistsError
-        A node exists at the path and `overwrite` is False.
-    ValueError, MetadataError
-        As `create_array` raises them.
-    """
-    settings = dict(chunks=chunks, shards=shards, filters=filters, compressors=compressors,
-                    serializer=serializer)
-    if isinstance(data, Array):
-        source = data
-        zarr_format = zarr_format or source.zarr_format
-        same_format = zarr_format == source.zarr_format
-        for key in _KEPT:
-            if isinstance(settings[key], str) and settings[key] == "keep":
-                settings[key] = (getattr(source, key) if same_format or key in ("chunks", "shards")
-                                 else "auto")
-        if zarr_format == 2:
-            settings.pop("serializer")
-            settings["shards"] = None
-            settings["compressors"] = settings["compressors"] or None
-        if fill_value is None:
-            fill_value = source.fill_value
-        if attributes is None:
-            attributes = dict(source.attrs)
-        if dimension_names is None and zarr_format == 3:
-            dimension_names = getattr(source.metadata, "dimension_names", None)
-        dtype = source.dtype
-    else:
-        source = np.asanyarray(data)
-        zarr_format = format_for_new(zarr_format)
-        settings = {k: (None if k in ("chunks", "shards") else "auto")
-                    if isinstance(v, str) and v == "keep" else v for k, v in settings.items()}
-        if zarr_format == 2:
-            settings.pop("serializer")
-        dtype = source.dtype
-    if settings.get("filters") == "auto":
-        settings["filters"] = None
-    array = create_array(store, name=name, shape=source.shape, dtype=dtype,
-                         fill_value=fill_value, order=order, zarr_format=zarr_format,
-                         attributes=attributes, chunk_key_encoding=chunk_key_encoding,
-                         dimension_names=dimension_names, overwrite=overwrite, config=config,
-                         storage_options=storage_options, **settings)
-    if write_data:
-        array[...] = source  # an Array source streams, block by block
-    return array
-
-
-
-

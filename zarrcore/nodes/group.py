@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -10,19 +10,16 @@ import numpy as np
 from .async_nodes import AsyncGroup
 
 from .node import (
-    BrokenNode, CONTAINS, METADATA_KEYS, Node, V2_ATTRS_KEY, V2_GROUP_KEY, V3_KEY, dump_json,
-    ensure_parent_groups, join, load_json, node_exists, normalize_path, read_metadata,
+    BrokenNode, CONTAINS, METADATA_KEYS, Node, ensure_parent_groups, join, node_exists,
+    normalize_path, read_metadata,
 )
-from .array import (
-    Array, array, create_array, empty_like, full_like, ones_like, zeros_like,
+from .array import Array
+from .creation import (
+    check_mode, create_array, create_node, format_for_new, like_kwargs, store_mode,
 )
-from .consolidation import (
-    V2_DOC_KEYS, V2_KEY, ConsolidatedMetadata, empty_inline, open_group_metadata,
-)
-from .creation import check_mode, create_node, format_for_new, store_mode
 from ..errors import (
     ArrayNotFoundError, GroupNotFoundError, IncompatibleArrayError, IncompatibleGroupError,
-    InvalidKeyError, MemberNotFoundError, MetadataError, NodeExistsError, NodeNotFoundError,
+    InvalidKeyError, MemberNotFoundError, NodeExistsError, NodeNotFoundError,
     ZarrcoreError,
 )
 from ..metadata import GroupMetadataV3
@@ -34,6 +31,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from .._types import NodeMetadata, ShapeLike, StoreLike
+    from .consolidation import ConsolidatedMetadata
     from ..storage import Store
 
 _D = TypeVar("_D")
@@ -45,6 +43,13 @@ _INCOMPATIBLE: dict[str, type[NodeExistsError]] = {
     "array": IncompatibleArrayError, "group": IncompatibleGroupError}
 
 
+#: consolidation.py's `open_group_metadata`, which `open_node` reads a node's metadata with
+#: when consolidated metadata may serve. consolidation.py imports Group (to consolidate a
+#: group's metadata and open it through them), so Group cannot import it back without a
+#: cycle; it fills this when imported, as `import zarrcore` does before any Group exists.
+CONSOLIDATION: dict[str, Callable[..., tuple[NodeMetadata, ConsolidatedMetadata | None]]] = {}
+
+
 def open_node(store: Store, path: str, zarr_format: int | None = None, read_only: bool = False,
               use_consolidated: bool | None = False) -> Array | Group:
     """The Array or Group at `path`; a group's consolidated metadata is used unless
@@ -52,7 +57,8 @@ def open_node(store: Store, path: str, zarr_format: int | None = None, read_only
     if use_consolidated is False:
         metadata, consolidated = read_metadata(store, path, zarr_format), None
     else:
-        metadata, consolidated = open_group_metadata(store, path, zarr_format, use_consolidated)
+        metadata, consolidated = CONSOLIDATION["open_group_metadata"](store, path, zarr_format,
+                                                                      use_consolidated)
     if metadata.node_type == "array":
         return Array(store, path, metadata, read_only=read_only)
     return Group(store, path, metadata, read_only=read_only, consolidated=consolidated)
@@ -514,10 +520,7 @@ class Group(Node):
         ReadOnlyError
             This group is read-only.
         """
-        self._check_writable()
-        self._consolidated = None
-        array(value, self._store, name=self._child_path(name), overwrite=True,
-              zarr_format=self.zarr_format)
+        self.array(name, data=value, overwrite=True)
 
     @classmethod
     def open(cls, store: StoreLike, zarr_format: int | None = None) -> Group:
@@ -649,12 +652,12 @@ class Group(Node):
                 overwrite=overwrite):
             yield path[len(prefix):], node
 
-    def _like(self, make: Callable[..., Array], name: str, data: Any, kwargs: dict[str, Any]
-              ) -> Array:
-        self._check_writable()
-        self._consolidated = None
+    def _like(self, name: str, data: Any, kwargs: dict[str, Any], **fill: Any) -> Array:
+        """The array `name` like `data` (`like_kwargs`; this group's format unless `kwargs`
+        names one), `fill` (its fill_value) overriding `kwargs`."""
         kwargs.setdefault("zarr_format", self.zarr_format)
-        return make(data, self._store, name=self._child_path(name), **kwargs)
+        return self.create_array(name, shape=np.shape(data),
+                                 **{**like_kwargs(data, kwargs), **fill})
 
     def zeros_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
         """`zarrcore.zeros_like` of `data`, at `name` below this group.
@@ -672,7 +675,7 @@ class Group(Node):
         -------
         Array
         """
-        return self._like(zeros_like, name, data, kwargs)
+        return self._like(name, data, kwargs, fill_value=0)
 
     def ones_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
         """`zarrcore.ones_like` of `data`, at `name` below this group.
@@ -690,7 +693,7 @@ class Group(Node):
         -------
         Array
         """
-        return self._like(ones_like, name, data, kwargs)
+        return self._like(name, data, kwargs, fill_value=1)
 
     def empty_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
         """`zarrcore.empty_like` of `data`, at `name` below this group.
@@ -708,7 +711,7 @@ class Group(Node):
         -------
         Array
         """
-        return self._like(empty_like, name, data, kwargs)
+        return self._like(name, data, kwargs)
 
     def full_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
         """`zarrcore.full_like` of `data`, at `name` below this group; `fill_value` among the
@@ -728,8 +731,7 @@ class Group(Node):
         Array
         """
         fill_value = kwargs.pop("fill_value", getattr(data, "fill_value", None))
-        return self._like(lambda d, *args, **kw: full_like(d, fill_value, *args, **kw), name, data,
-                          kwargs)
+        return self._like(name, data, kwargs, fill_value=fill_value)
 
     def info_complete(self) -> str:
         """`info` with the numbers of members, arrays and groups at every depth below this
@@ -899,111 +901,13 @@ class Group(Node):
         -------
         Array
         """
-        self._check_writable()
-        self._consolidated = None
-        kwargs.setdefault("zarr_format", self.zarr_format)
-        return array(data, self._store, name=self._child_path(name), **kwargs)
+        data = np.asanyarray(data)
+        created = self.create_array(name, shape=data.shape, **{"dtype": data.dtype, **kwargs})
+        created[...] = data
+        return created
 
 
-# -- consolidating, creating and opening groups (zarr-python's top-level functions) ---------------
-
-
-def _node_docs(store: Store, path: str, keys: Iterable[str]) -> dict[str, Any]:
-    """{key: document} of the metadata documents among `keys` stored at `path`."""
-    docs: dict[str, Any] = {}
-    for key in keys:
-        doc = load_json(store, join(path, key))
-        if doc is not None:
-            docs[key] = doc
-    return docs
-
-
-def _walk(store: Store, path: str, keys: Iterable[str],
-          rel: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
-    """(relative path, documents) of every node below `path`, parents first."""
-    group = join(path, rel) if rel else path
-    for name in sorted(store.list_dir(group)):
-        if name in METADATA_KEYS or name == V2_KEY:
-            continue
-        child_rel = f"{rel}/{name}" if rel else name
-        docs = _node_docs(store, join(path, child_rel), keys)
-        if not set(docs) - {V2_ATTRS_KEY}:
-            continue  # not a node (a v2 bare .zattrs, a stray file or a v3 node in v2)
-        for key, doc in docs.items():
-            if not isinstance(doc, dict):
-                raise MetadataError(f"{join(path, child_rel)}/{key}: expected a JSON object, "
-                                    f"got {type(doc).__name__}")
-        yield child_rel, docs
-        if V2_GROUP_KEY in docs or docs.get(V3_KEY, {}).get("node_type") == "group":
-            yield from _walk(store, path, keys, child_rel)
-
-
-def consolidate_metadata(store: StoreLike, path: str = "", zarr_format: int | None = None,
-                         storage_options: dict[str, Any] | None = None) -> Group:
-    """Gather the metadata of every node below the group at `path` into it; return the group.
-
-    v3 groups get the inline `consolidated_metadata` field of their `zarr.json`, v2 groups a
-    `.zmetadata` document, as zarr-python writes them.
-
-    Parameters
-    ----------
-    store : str, os.PathLike, dict or Store
-        Where the hierarchy is.
-    path : str, optional
-        The group's path in the store.
-    zarr_format : {2, 3}, optional
-        The group's format; None finds it.
-    storage_options : dict, optional
-        Options of the store a URL names (see `make_store`).
-
-    Returns
-    -------
-    Group
-        The group, opened through its new consolidated metadata.
-
-    Raises
-    ------
-    NodeNotFoundError
-        No group at `path` (or an array there).
-    MetadataError
-        A member's metadata is not a JSON object.
-    ReadOnlyError
-        The store is read-only.
-    StoreError
-        The store keeps no consolidated metadata (an Icechunk session's).
-    """
-    store = make_store(store, storage_options=storage_options)
-    path = normalize_path(path)
-    store.check_consolidated_metadata(path)
-    meta = read_metadata(store, path, zarr_format)
-    if meta.node_type != "group":
-        raise GroupNotFoundError(f"the node at path {path!r} is an array, not a group")
-    group = Group(store, path, meta)
-    # Under the group's metadata lock, so a concurrent update of its attributes is kept.
-    with group._metadata_update(optimistic=True) as meta:
-        if isinstance(meta, GroupMetadataV3):
-            gathered: dict[str, Any] = {}
-            for rel, docs in _walk(store, path, (V3_KEY,)):
-                doc = docs[V3_KEY]
-                if doc.get("node_type") == "group":
-                    doc = {**doc, "consolidated_metadata": empty_inline()}  # as zarr-python writes
-                gathered[rel] = doc
-            updated = meta.evolve(consolidated_metadata={
-                "kind": "inline", "must_understand": False, "metadata": gathered})
-            group._store_metadata(updated)
-            consolidated = ConsolidatedMetadata.from_v3(updated.consolidated_metadata,
-                                                        join(path, V3_KEY))
-        else:
-            gathered = _node_docs(store, path, (V2_GROUP_KEY, V2_ATTRS_KEY))
-            for rel, docs in _walk(store, path, V2_DOC_KEYS):
-                gathered.update({f"{rel}/{key}": doc for key, doc in docs.items()})
-            doc = {"metadata": gathered, "zarr_consolidated_format": 1}
-            key = join(path, V2_KEY)
-            store.set(key, dump_json(doc))
-            consolidated = ConsolidatedMetadata.from_v2(doc, key)
-    return Group(store, path, group.metadata, consolidated=consolidated)
-
-
+# -- creating and opening groups (zarr-python's top-level functions) ----------------------------
 
 
 def _create_group(store: Store, path: str, zarr_format: int,

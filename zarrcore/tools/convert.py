@@ -31,13 +31,14 @@ import numpy as np
 
 from ..nodes.node import METADATA_KEYS, dump_json, join, load_json, node_exists, parent_paths
 from .. import kernels
-from ..nodes.array import Array, create_array
+from ..nodes.array import Array
+from ..nodes.creation import create_array
 from ..codecs import codec_from_json
 from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, Codec
 from ..config import config
-from ..nodes.consolidation import V2_KEY
 from ..errors import InexactConversionError, MetadataError, NodeExistsError
-from ..nodes.group import Group, consolidate_metadata, create_group
+from ..nodes.consolidation import V2_KEY, consolidate_metadata
+from ..nodes.group import Group, create_group
 from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..metadata.grid import rectilinear_spelling
 from ..storage import MemoryStore
