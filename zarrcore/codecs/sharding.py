@@ -14,13 +14,14 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import _chunk_jobs, kernels
-from ..config import config, parallel_map, run_workers
+from ..config import config
 from ..errors import (
     ChunkDecodeError, MetadataError, SelectionError, ShardIndexError, ZarrcoreError,
 )
 from ..indexing import BasicIndexer, ChunkProjection, is_basic_selection
 from ..runtime.byte_ranges import coalesce_spans
 from ..storage.base import get_at_most
+from ..runtime.pool import parallel_map, run_workers
 from .base import ENCODED_BOUND, ArrayBytesCodec, ChunkSpec, check_chunk_bytes
 from .chain import CodecChain
 from .registry import codec_from_json, register_codec

@@ -31,7 +31,7 @@ from .._shard_io import ShardSpec
 from ..codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
 from ..codecs.chain import CodecChain
 from ..codecs.v2 import codecs_from_v2_metadata
-from ..config import ARRAY_OPTIONS, Options, array_options, config, parallel_map
+from ..config import ARRAY_OPTIONS, Options, array_options, config
 from ..errors import (
     ChunkNotFoundError, KeyChangedError, SettingValueError, ZarrcoreError,
 )
@@ -40,6 +40,7 @@ from ..indexing import (
 )
 from ..metadata import ArrayMetadataV3
 from ..metadata.grid import ChunkGrid
+from ..runtime.pool import parallel_map
 from ..storage.base import at_most, bounded, get_at_most
 from .planning import Route, _core_form, _selection_kind, _with_key
 from .cache import SHARD_INDEX_BYTES, ShardIndexes

@@ -18,7 +18,8 @@ from .._chunk_jobs import ChunkWaves
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import EMPTY, Entries, coalesce
 from ..runtime.concurrency import fan_out
-from ..config import Claims, config, parallel_map, run_workers
+from ..runtime.pool import Claims, parallel_map, run_workers
+from ..config import config
 from ..errors import (
     KeyChangedError, ShardIndexError, ZarrcoreError,
 )

@@ -12,11 +12,12 @@ import numpy as np
 import numpy.typing as npt
 
 from ..codecs.base import ENCODED_BOUND
-from ..config import config, parallel_map
+from ..config import config
 from ..errors import (
     LockUnavailableError, WriteConflictError,
     ZarrcoreError,
 )
+from ..runtime.pool import parallel_map
 from ..indexing import (
     ChunkProjection,
 )
