@@ -58,6 +58,7 @@ WAIT_SLICE = 0.05
 WAIT_STARTED = 1.0
 
 
+# Not concurrency.fan_out: compute on the shared pool, the caller working too, nested inline.
 def run_workers(work: Callable[[], None], ntasks: int, stop: Callable[[], None],
                 workers: int | None = None) -> None:
     """Call `work` from the calling thread and from pool threads, as many in all as there are
