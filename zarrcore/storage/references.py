@@ -935,9 +935,11 @@ class ReferenceStore(Store):
         fetches: list[Request] = []
         fetched: list[tuple[str, int, list[_Piece]]] = []  # (file, first byte, its pieces)
         for name, its in pieces.items():
-            # (COALESCE_GAP - 1: spans at most that far apart share a request.)
-            starts, stops, group = coalesce_spans([p.start for p in its],
-                                                  [p.stop for p in its],
+            # (COALESCE_GAP - 1: spans at most that far apart share a request. Spans past
+            # 2**63 - 1, which no file reaches, are read up to there and found short.)
+            top = _OFFSET_MAX - 1
+            starts, stops, group = coalesce_spans([min(p.start, top) for p in its],
+                                                  [min(p.stop, top) for p in its],
                                                   COALESCE_GAP - 1, COALESCE_MAX)
             by_span: list[list[_Piece]] = [[] for _ in range(starts.size)]
             for p, g in zip(its, group.tolist()):
