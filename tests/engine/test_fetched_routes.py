@@ -12,9 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import zarrcore
-from zarrcore import engine
-from zarrcore.engine import partial_writes  # noqa: F401  (engine.partial_writes below)
 from zarrcore.errors import LockUnavailableError, WriteConflictError
+from zarrcore.storage import updates
 from _remote_stores import DelayedStore, DirectoryVersionedStore, VersionedStore
 
 INDEX_BYTES = 64 * 16 + 4  # 8x8 inner chunks, (offset, nbytes) each, and a crc32c
@@ -272,7 +271,7 @@ def test_conditional_writes_that_keep_losing_raise(monkeypatch):
                               shards=(16,))
     a[:] = 1
     monkeypatch.setattr(store, "set_if", lambda key, value, version: False)
-    monkeypatch.setattr(engine.partial_writes, "CONFLICT_RETRIES", 3)
+    monkeypatch.setattr(updates, "CONFLICT_RETRIES", 3)
     with pytest.raises(WriteConflictError, match="'q/c/0'"):
         a[3] = 5
     assert a[3] == 1

@@ -23,6 +23,7 @@ from zarrcore.engine import directory  # noqa: F401  (engine.directory below)
 from zarrcore.array_api import CACHE_SETTLE_SECONDS
 from zarrcore.config import config
 from zarrcore.errors import SelectionError, ShapeMismatchError
+from zarrcore.runtime import pool
 from zarrcore.indexing import OrthogonalIndexer
 
 SETTLE = CACHE_SETTLE_SECONDS + 0.1  # after which files are old enough to cache
@@ -508,7 +509,7 @@ def test_point_reads_of_shards_start_no_threads(tmp_path, kind, monkeypatch):
     # A caller of run_workers whose pool threads have not started within WAIT_SLICE starts a
     # thread of its own: on a loaded machine (another test process, pytest -n) an idle pool's
     # threads can be that slow to wake. Here the pool is idle, so its threads must take the work.
-    monkeypatch.setattr(sys.modules[config.__module__], "WAIT_SLICE", 30.0)
+    monkeypatch.setattr(pool, "WAIT_SLICE", 30.0)
     made = []
     real_init = concurrent.futures.ThreadPoolExecutor.__init__
 

@@ -235,6 +235,18 @@ def test_what_h5py_shuffles_and_deflates_reads_in_compiled_waves(tmp_path, dtype
     np.testing.assert_array_equal(a[2:6, 4:11], data[2:6, 4:11])
 
 
+def test_a_reference_reaching_past_2_63_is_a_short_target(tmp_path):
+    """Offset and length each below 2**63, their sum past what any file holds: the target is
+    too short (ReferenceTargetError), whether its ranges are coalesced with others or not."""
+    (tmp_path / "f.bin").write_bytes(b"x" * 100)
+    refs = {"far": [str(tmp_path / "f.bin"), 2**63 - 10, 2**63 - 10],
+            "near": [str(tmp_path / "f.bin"), 0, 10]}
+    store = ReferenceStore(refs, allow_local=True)
+    for requests in ([("far", None)], [("far", [(0, 5)]), ("near", None)]):
+        with pytest.raises(ReferenceTargetError, match="'far'.*shorter than the reference"):
+            list(store.get_many(requests))
+
+
 def test_read_only(refs_dir):
     group = zarrcore.open_group(str(refs_dir / "sample.json"), mode="r")
     store = group.store

@@ -14,12 +14,14 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import _chunk_jobs, kernels
-from ..config import config, parallel_map, run_workers
+from ..config import config
 from ..errors import (
     ChunkDecodeError, MetadataError, SelectionError, ShardIndexError, ZarrcoreError,
 )
 from ..indexing import BasicIndexer, ChunkProjection, is_basic_selection
+from ..runtime.byte_ranges import coalesce_spans
 from ..storage.base import get_at_most
+from ..runtime.pool import parallel_map, run_workers
 from .base import ENCODED_BOUND, ArrayBytesCodec, ChunkSpec, check_chunk_bytes
 from .chain import CodecChain
 from .registry import codec_from_json, register_codec
@@ -135,43 +137,14 @@ _Shard = Union[_Whole, _Ranged]
 
 def coalesce(offsets: npt.ArrayLike, lengths: npt.ArrayLike, gap: int,
              most: int | None) -> tuple[Int64s, Int64s, Int64s]:
-    """Group byte spans (uint64 `offsets` and `lengths`) into requests: spans less than `gap`
-    bytes apart share one, while it spans at most `most` bytes (None: any length; a longer
-    span is a request of its own); an array's Options (config.array_options). Returns (starts,
-    stops, group): request g reads [starts[g], stops[g]), span i lies in request group[i].
-    ShardIndexError for a span that no store could hold."""
+    """Group a shard's byte spans (uint64 `offsets` and `lengths`, from its index) into
+    requests by `coalesce_spans` with an array's limits (config.array_options): (starts,
+    stops, group). ShardIndexError for a span that no store could hold."""
     unsigned = np.asarray(offsets, dtype=np.uint64)
     unsigned_ends = unsigned + np.asarray(lengths, dtype=np.uint64)
     if unsigned.size and (unsigned_ends.max() >= 2**62 or (unsigned_ends < unsigned).any()):
         raise ShardIndexError("a shard index entry reaches past any possible end of the shard")
-    starts, ends = unsigned.astype(np.int64), unsigned_ends.astype(np.int64)
-    order = np.argsort(starts, kind="stable")
-    first, last = starts[order], ends[order]
-    reach = np.maximum.accumulate(last) if last.size else last
-    opens = np.ones(first.size, dtype=bool)
-    opens[1:] = first[1:] - reach[:-1] > gap
-    if most is not None and first.size:
-        heads = np.flatnonzero(opens)
-        if (np.maximum.reduceat(last, heads) - first[heads] > most).any():
-            _cap(first, last, opens, most)
-    heads = np.flatnonzero(opens)
-    group = np.empty(first.size, dtype=np.int64)
-    group[order] = np.cumsum(opens) - 1
-    stops = np.maximum.reduceat(last, heads) if heads.size else last[:0]
-    return first[heads], stops, group
-
-
-def _cap(first: Int64s, last: Int64s, opens: npt.NDArray[np.bool_], most: int) -> None:
-    """Open a new request (in `opens`) at each span (sorted by `first`) that would make its
-    request span more than `most` bytes."""
-    start, reach = 0, 0
-    for i in range(first.size):
-        if not opens[i] and max(reach, int(last[i])) - start > most:
-            opens[i] = True
-        if opens[i]:
-            start, reach = int(first[i]), int(last[i])
-        else:
-            reach = max(reach, int(last[i]))
+    return coalesce_spans(unsigned.astype(np.int64), unsigned_ends.astype(np.int64), gap, most)
 
 
 class ShardingCodec(ArrayBytesCodec):

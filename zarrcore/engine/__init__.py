@@ -31,7 +31,7 @@ from .._shard_io import ShardSpec
 from ..codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
 from ..codecs.chain import CodecChain
 from ..codecs.v2 import codecs_from_v2_metadata
-from ..config import ARRAY_OPTIONS, Options, array_options, config, parallel_map
+from ..config import ARRAY_OPTIONS, Options, array_options, config
 from ..errors import (
     ChunkNotFoundError, KeyChangedError, SettingValueError, ZarrcoreError,
 )
@@ -40,7 +40,9 @@ from ..indexing import (
 )
 from ..metadata import ArrayMetadataV3
 from ..metadata.grid import ChunkGrid
+from ..runtime.pool import parallel_map
 from ..storage.base import at_most, bounded, get_at_most
+from ..storage.updates import retry_conflicts
 from .planning import Route, _core_form, _selection_kind, _with_key
 from .cache import SHARD_INDEX_BYTES, ShardIndexes
 from .directory import read_chunk_batch, read_shard_batch, write_chunk_batch, write_shard_batch
@@ -49,8 +51,7 @@ from .fetched import (
     write_chunk_waves,
 )
 from .partial_writes import (
-    CONFLICT_RETRIES, conflict_pause, put_locked, read_modify_write, whole_writes_locked,
-    write_no_whole_chunks, write_projections,
+    put_locked, read_modify_write, whole_writes_locked, write_no_whole_chunks, write_projections,
 )
 
 if TYPE_CHECKING:
@@ -396,12 +397,7 @@ class ChunkEngine:
         read again. Every read the compiled code does goes through here: `out` is checked
         (shape, writable) before anything is written into it."""
         check_out(out, indexer.drop_shape, self._where)
-        for attempt in range(CONFLICT_RETRIES - 1):
-            try:
-                return self._read_once(indexer, out)
-            except KeyChangedError:
-                conflict_pause(attempt)
-        return self._read_once(indexer, out)
+        return retry_conflicts(lambda: self._read_once(indexer, out), KeyChangedError)
 
     def _read_once(self, indexer: Indexer, out: npt.NDArray[Any]) -> npt.NDArray[Any]:
         route = self.plan(indexer)

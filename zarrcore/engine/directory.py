@@ -8,10 +8,11 @@ import numpy.typing as npt
 
 from .._batch import ChunkBatch
 from .._shard_io import ShardBatch
-from ..config import config, run_workers
+from ..config import config
 from ..indexing import (
     BasicIndexer, ChunkProjection, OrthogonalIndexer,
 )
+from ..runtime.pool import run_workers
 from .planning import chunk_projections, job_groups
 
 if TYPE_CHECKING:

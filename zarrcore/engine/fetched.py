@@ -18,7 +18,8 @@ from .._chunk_jobs import ChunkWaves
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import EMPTY, Entries, coalesce
 from ..runtime.concurrency import fan_out
-from ..config import Claims, config, parallel_map, run_workers
+from ..runtime.pool import Claims, parallel_map, run_workers
+from ..config import config
 from ..errors import (
     KeyChangedError, ShardIndexError, ZarrcoreError,
 )
@@ -54,6 +55,7 @@ WAVE_BYTES_MIN = 8 << 20
 _FETCH_DONE = object()
 
 
+# Not fan_out: one get_many, which bounds its own requests, drained on an I/O thread.
 def arrivals(store: Store, requests: Sequence[Request], concurrency: int,
              known: Sequence[Any] | None = None) -> Iterator[list[tuple[int, Any]]]:
     """Read `requests` with store.get_many (`concurrency` in flight) on a thread of the

@@ -3,8 +3,6 @@ is stored, under the store's lock or by a conditional write that retries on a co
 from __future__ import annotations
 
 import math
-import random
-import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Union
 
@@ -12,11 +10,12 @@ import numpy as np
 import numpy.typing as npt
 
 from ..codecs.base import ENCODED_BOUND
-from ..config import config, parallel_map
 from ..errors import (
     LockUnavailableError, WriteConflictError,
     ZarrcoreError,
 )
+from ..runtime.pool import parallel_map
+from ..storage.updates import CONFLICT_RETRIES, retry_conflicts, update_mode
 from ..indexing import (
     ChunkProjection,
 )
@@ -32,23 +31,6 @@ if TYPE_CHECKING:
 #: A read's (or write's) merge of a stored object: (stored bytes or None, keep_empty) to the
 #: new bytes, None to delete it, or the stored bytes themselves to leave it.
 Merge = Callable[[Union["BytesLike", None], bool], Union["BytesLike", None]]
-
-
-# Conditional writes (Store.set_if) that lose to another writer are tried again this many
-# times, after a random pause of up to CONFLICT_PAUSE * 2**attempt (at most CONFLICT_PAUSE_MAX).
-CONFLICT_RETRIES = 64
-
-
-CONFLICT_PAUSE = 0.002
-
-
-CONFLICT_PAUSE_MAX = 0.25
-
-
-def conflict_pause(attempt: int) -> None:
-    """Sleep before trying a conditional write again after `attempt` conflicts (random, so
-    that the writers that collided spread out; growing, so that many of them do)."""
-    time.sleep(random.uniform(0, min(CONFLICT_PAUSE_MAX, CONFLICT_PAUSE * 2**attempt)))
 
 
 def write_no_whole_chunks(engine: ChunkEngine, indexer: Indexer,
@@ -111,7 +93,7 @@ def whole_writes_locked(engine: ChunkEngine) -> bool:
     """Do whole-object writes take the key's lock? Where read-modify-writes lock, so that
     a whole write lands before or after one rather than inside it; not where they are
     conditional writes, which see the whole write change the version and try again."""
-    return engine.store.supports_locks and not engine.store.supports_conditional_writes
+    return update_mode(engine.store, locks_first=False) == "lock"
 
 
 def merged_chunk(engine: ChunkEngine,
@@ -135,20 +117,22 @@ def read_modify_write(engine: ChunkEngine, key: str, merge: Merge) -> None:
     config.unsafe_partial_writes. Writes, resizes and appends all update parts of stored
     objects through here."""
     store = engine.store
-    if store.supports_conditional_writes:
-        for attempt in range(CONFLICT_RETRIES):
+    mode = update_mode(store, locks_first=False)
+    if mode == "conditional":
+        def attempt() -> None:
             data, version = store.get_versioned(key, engine.chain.max_encoded_bytes,
                                                  ENCODED_BOUND)
             # A chunk left all fill stays stored as such: a delete cannot be conditional.
             new = merge(data, data is not None)
-            if new is None or new is data or store.set_if(
-                    key, new, version):
+            if new is None or new is data or store.set_if(key, new, version):
                 return
-            conflict_pause(attempt)
-        # (Callers put the key in front of these messages.)
-        raise WriteConflictError(
-            f"other writers replaced it {CONFLICT_RETRIES} times while it was being "
-            f"updated; gave up rather than overwrite their updates")
+            # (Callers put the key in front of these messages.)
+            raise WriteConflictError(
+                f"other writers replaced it {CONFLICT_RETRIES} times while it was being "
+                f"updated; gave up rather than overwrite their updates")
+
+        retry_conflicts(attempt)
+        return
 
     def replace() -> None:
         data = engine.get_stored(key)
@@ -156,11 +140,11 @@ def read_modify_write(engine: ChunkEngine, key: str, merge: Merge) -> None:
         if new is not data:
             engine.put(key, new)
 
-    if store.supports_locks:
+    if mode == "lock":
         with store.lock(key, engine.key_prefix):
             replace()
         return
-    if not config.unsafe_partial_writes:
+    if mode is None:
         raise LockUnavailableError(
             f"cannot write part of it: {store!r} has neither locks nor conditional "
             f"writes, so a concurrent writer's update could be lost; write whole chunks, "

@@ -262,7 +262,7 @@ def consolidate_metadata(store: StoreLike, path: str = "", zarr_format: int | No
         raise GroupNotFoundError(f"the node at path {path!r} is an array, not a group")
     group = Group(store, path, meta)
     # Under the group's metadata lock, so a concurrent update of its attributes is kept.
-    with group._metadata_update(optimistic=True) as meta:
+    with group._versioned_metadata_update() as (meta, expected):
         if isinstance(meta, GroupMetadataV3):
             gathered: dict[str, Any] = {}
             for rel, docs in _walk(store, path, (V3_KEY,)):
@@ -272,7 +272,7 @@ def consolidate_metadata(store: StoreLike, path: str = "", zarr_format: int | No
                 gathered[rel] = doc
             updated = meta.evolve(consolidated_metadata={
                 "kind": "inline", "must_understand": False, "metadata": gathered})
-            group._store_metadata(updated)
+            group._store_metadata(updated, expected)
             consolidated = ConsolidatedMetadata.from_v3(updated.consolidated_metadata,
                                                         join(path, V3_KEY))
         else:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -15,9 +14,9 @@ from ..errors import (
 from ..metadata import GroupMetadataV3, parse_metadata_v3
 from ..metadata import v2 as metadata_v2
 from ..metadata.common import parse_json
-from ..engine.partial_writes import CONFLICT_RETRIES, conflict_pause
 from ..storage import validate_key
 from ..storage.base import get_at_most
+from ..storage.updates import retry_conflicts, update_mode
 
 if TYPE_CHECKING:
     from .._types import NodeMetadata
@@ -29,18 +28,6 @@ V2_ARRAY_KEY = ".zarray"
 V2_GROUP_KEY = ".zgroup"
 V2_ATTRS_KEY = ".zattrs"
 METADATA_KEYS = (V3_KEY, V2_ARRAY_KEY, V2_GROUP_KEY, V2_ATTRS_KEY)
-# Per thread, by id of the node: (key, version) of the document an optimistic metadata update
-# in progress replaces by a conditional write.
-_PENDING = threading.local()
-
-
-def _pending_updates() -> dict[int, tuple[str, Any]]:
-    updates = getattr(_PENDING, "by_node", None)
-    if updates is None:
-        updates = _PENDING.by_node = {}
-    return updates
-
-
 def normalize_path(path: str | None) -> str:
     """'' for the root, else a validated 'a/b' path."""
     if path is None:
@@ -267,22 +254,32 @@ class Node:
         return self
 
     @contextlib.contextmanager
-    def _metadata_update(self, optimistic: bool = False) -> Iterator[Any]:
+    def _metadata_update(self) -> Iterator[Any]:
         """Hold the lock of this node's metadata (across threads and processes) and yield its
         stored version, read anew under the lock so that no concurrent update is lost; store
-        the new version with `_store_metadata` inside the block.
+        the new version with `_store_metadata` inside the block. Stores without locks raise
+        LockUnavailableError unless config.unsafe_partial_writes."""
+        with self._versioned_metadata_update(optimistic=False) as (current, _):
+            yield current
 
-        On a store without locks, an `optimistic` update (one that only stores metadata)
-        reads the version of the metadata document and stores by a conditional write, which
-        raises WriteConflictError when another writer came first (the caller may try again);
-        stores with neither, and other updates there, raise LockUnavailableError unless
+    @contextlib.contextmanager
+    def _versioned_metadata_update(self, optimistic: bool = True) -> Iterator[tuple[Any, Any]]:
+        """`_metadata_update`, yielding (stored metadata, expected): pass `expected` on to
+        `_store_metadata`. On a store without locks, an `optimistic` update (one that only
+        stores metadata) reads the version of the metadata document, and `expected` is
+        (that document's key, its version): `_store_metadata` then stores by a conditional
+        write, which raises WriteConflictError when another writer came first (the caller
+        may try again); elsewhere `expected` is None. Stores with neither locks nor
+        conditional writes, and other updates there, raise LockUnavailableError unless
         config.unsafe_partial_writes."""
         self._check_writable()
         node_type = self._metadata.node_type
         key = metadata_lock_key(self._path, self.zarr_format, node_type)
         store = self._store
+        mode = update_mode(store, locks_first=True, conditional=optimistic)
+        expected = None
         with contextlib.ExitStack() as held:
-            if store.supports_locks:
+            if mode == "lock":
                 # A group's update ends by replacing the locked document (write_metadata), so
                 # its lock can be that file's own: no lock file beside the group's members.
                 try:
@@ -291,12 +288,11 @@ class Node:
                 except FileNotFoundError:
                     raise NodeNotFoundError(
                         f"{self.kind} {self.name!r} is gone: no {key!r}") from None
-            elif optimistic and store.supports_conditional_writes:
+            elif mode == "conditional":
                 # The document an update of attributes replaces: v2 keeps them apart.
                 versioned = key if self.zarr_format == 3 else join(self._path, V2_ATTRS_KEY)
-                _pending_updates()[id(self)] = (versioned, store.get_versioned(versioned)[1])
-                held.callback(_pending_updates().pop, id(self), None)
-            elif not config.unsafe_partial_writes:
+                expected = (versioned, store.get_versioned(versioned)[1])
+            elif mode is None:
                 raise LockUnavailableError(
                     f"{key!r}: {store!r} cannot lock it, so updating {self.kind} {self.name!r} "
                     f"could lose a concurrent update; accept that with "
@@ -306,15 +302,15 @@ class Node:
                 raise NodeNotFoundError(
                     f"{self.kind} {self.name!r} is gone: a {current.node_type} is there now")
             self._apply_metadata(current)
-            yield current
+            yield current, expected
 
-    def _store_metadata(self, metadata: NodeMetadata) -> None:
-        """Write `metadata` (inside `_metadata_update`) and take it as this handle's."""
-        pending = _pending_updates().get(id(self))
-        if pending is None:
+    def _store_metadata(self, metadata: NodeMetadata, expected: Any = None) -> None:
+        """Write `metadata` (inside `_metadata_update`, or `_versioned_metadata_update` with
+        its `expected`) and take it as this handle's."""
+        if expected is None:
             write_metadata(self._store, self._path, metadata)
         else:
-            key, version = pending
+            key, version = expected
             doc = metadata.to_bytes() if key.endswith(V3_KEY) else dump_json(metadata.attributes)
             if not self._store.set_if(key, doc, version):
                 raise WriteConflictError(f"{key!r}: another writer updated it first")
@@ -341,17 +337,16 @@ class Attributes(dict[str, Any]):
         """Apply `edit` (a function of a dict) to the stored attributes; its result. On a store
         with conditional writes but no locks, applied again to the newer attributes when
         another writer's update came first."""
-        for attempt in range(CONFLICT_RETRIES):
-            try:
-                with self._node._metadata_update(optimistic=True) as current:
-                    attributes = dict(current.attributes)
-                    result = edit(attributes)
-                    self._node._store_metadata(current.evolve(attributes=attributes))
-                break
-            except WriteConflictError:
-                if attempt == CONFLICT_RETRIES - 1:
-                    raise
-                conflict_pause(attempt)
+        node = self._node
+
+        def attempt() -> tuple[dict[str, Any], _Result]:
+            with node._versioned_metadata_update() as (current, expected):
+                attributes = dict(current.attributes)
+                result = edit(attributes)
+                node._store_metadata(current.evolve(attributes=attributes), expected)
+            return attributes, result
+
+        attributes, result = retry_conflicts(attempt)
         super().clear()
         super().update(attributes)
         return result

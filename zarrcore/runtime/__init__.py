@@ -1,2 +1,3 @@
-"""The runtime floor: bounded concurrency and the portable stand-ins for POSIX-only calls.
-The settings (zarrcore/config.py) and the errors (zarrcore/errors.py) share this floor."""
+"""The runtime floor: bounded concurrency, byte-range coalescing and the portable stand-ins
+for POSIX-only calls. The settings (zarrcore/config.py) and the errors (zarrcore/errors.py)
+share this floor."""

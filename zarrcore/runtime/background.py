@@ -10,7 +10,8 @@ from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
 from .cancellation import CancelToken, carrying
-from ..config import config, run_as_caller
+from ..config import config
+from .pool import run_as_caller
 
 _R = TypeVar("_R")
 

@@ -30,6 +30,7 @@ def _first(item: Any) -> Any:
     return item[0] if isinstance(item, tuple) else item
 
 
+# Not pool.run_workers: calls that wait (I/O) are bounded in flight; the caller only collects.
 def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterable[T],
             limit: int, *, loop: asyncio.AbstractEventLoop | None = None,
             deadline: float | None = None, doing: str = "waiting for",

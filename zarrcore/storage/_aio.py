@@ -144,6 +144,7 @@ def _thread_gone(loop: asyncio.AbstractEventLoop) -> bool:
     return ident is not None and all(t.ident != ident for t in threading.enumerate())
 
 
+# Not fan_out: one coroutine awaited from any thread, and a loop whose thread may be gone.
 def run(coro: Coroutine[Any, Any, _T], loop: asyncio.AbstractEventLoop | None = None,
         deadline: float | None = None) -> _T:
     """Run `coro` on the I/O loop (or `loop`) and return its result, from any other thread.

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Union
 from ..errors import (
     ReferenceFormatError, ReferenceOutsideError, ReferenceTargetError, StoreURLError,
 )
+from ..runtime.byte_ranges import coalesce_spans
 from .base import (ByteRange, Fetched, ReadBytes, Request, Store, validate_key, validate_keys,
                    validate_prefix)
 from .local import LocalStore
@@ -656,20 +657,6 @@ class ParquetReferences:
 
 
 # -- the store --------------------------------------------------------------------------------
-def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Sorted (start, stop) spans merged into requests: neighbours less than COALESCE_GAP
-    apart share one of at most COALESCE_MAX bytes (a longer span is one request alone)."""
-    merged: list[tuple[int, int]] = []
-    for start, stop in sorted(spans):
-        if merged:
-            first, last = merged[-1]
-            if start - last < COALESCE_GAP and max(stop, last) - first <= COALESCE_MAX:
-                merged[-1] = (first, max(stop, last))
-                continue
-        merged.append((start, stop))
-    return merged
-
-
 class _Piece(NamedTuple):
     """One range of a request: bytes [start, stop) of the target file."""
 
@@ -948,13 +935,19 @@ class ReferenceStore(Store):
         fetches: list[Request] = []
         fetched: list[tuple[str, int, list[_Piece]]] = []  # (file, first byte, its pieces)
         for name, its in pieces.items():
-            merged = _merge([(p.start, p.stop) for p in its])
-            starts = [start for start, _ in merged]
-            by_span: list[list[_Piece]] = [[] for _ in merged]
-            for p in its:
-                by_span[bisect.bisect_right(starts, p.start) - 1].append(p)
+            # (COALESCE_GAP - 1: spans at most that far apart share a request. Spans past
+            # 2**63 - 1, which no file reaches, are read up to there and found short.)
+            top = _OFFSET_MAX - 1
+            starts, stops, group = coalesce_spans([min(p.start, top) for p in its],
+                                                  [min(p.stop, top) for p in its],
+                                                  COALESCE_GAP - 1, COALESCE_MAX)
+            by_span: list[list[_Piece]] = [[] for _ in range(starts.size)]
+            for p, g in zip(its, group.tolist()):
+                by_span[g].append(p)
+            merged = list(zip(starts.tolist(), stops.tolist()))
             fetches += [(name, [span]) for span in merged]
-            fetched += [(name, start, group) for start, group in zip(starts, by_span)]
+            fetched += [(name, start, pieces_of)
+                        for (start, _), pieces_of in zip(merged, by_span)]
         fetches += [(name, requests[i][1]) for name, i in passed]
 
         def missing(i: int, name: str) -> ReferenceTargetError:
