@@ -179,9 +179,9 @@ def test_child_forked_after_an_http_fsspec_store_read_uses_its_own_session(http_
     fsspec = pytest.importorskip("fsspec")
     pytest.importorskip("aiohttp", reason="fsspec's HTTP filesystem needs aiohttp")
     data = np.arange(100, dtype="float64")
-    zarrcore.create_array(f"{http_server.root}/h.zarr", shape=(100,), dtype="float64",
+    zarrcore.create_array(f"{http_server.root}/forked.zarr", shape=(100,), dtype="float64",
                           chunks=(10,))[...] = data
-    store = FsspecStore(fsspec.filesystem("http"), f"{http_server.url}/h.zarr")
+    store = FsspecStore(fsspec.filesystem("http"), f"{http_server.url}/forked.zarr")
     a = zarrcore.open_array(store, mode="r")
     np.testing.assert_array_equal(a[...], data)
 

@@ -42,7 +42,7 @@ from ..metadata import ArrayMetadataV3
 from ..metadata.grid import ChunkGrid
 from ..runtime.pool import parallel_map
 from ..storage.base import at_most, bounded, get_at_most
-from ..storage.updates import retry_conflicts
+from ..storage.updates import conflict_pause, retry_conflicts
 from .planning import Route, _core_form, _selection_kind, _with_key
 from .cache import SHARD_INDEX_BYTES, ShardIndexes
 from .directory import read_chunk_batch, read_shard_batch, write_chunk_batch, write_shard_batch
@@ -248,9 +248,6 @@ class ChunkEngine:
                          lead_sep=self.key_layout[2], array_shape=tuple(extent),
                          shard_shape=tuple(shape), **settings)
 
-
-
-
     def chain_at(self, coords: Sequence[int]) -> CodecChain:
         """The codec chain of the chunk (or shard) at grid index `coords`: `chain`, but on a
         rectilinear grid that of the chunk's own shape."""
@@ -397,7 +394,11 @@ class ChunkEngine:
         read again. Every read the compiled code does goes through here: `out` is checked
         (shape, writable) before anything is written into it."""
         check_out(out, indexer.drop_shape, self._where)
-        return retry_conflicts(lambda: self._read_once(indexer, out), KeyChangedError)
+        try:  # (the first attempt inline: a small read pays for each Python call)
+            return self._read_once(indexer, out)
+        except KeyChangedError:
+            conflict_pause(0)
+        return retry_conflicts(lambda: self._read_once(indexer, out), KeyChangedError, tried=1)
 
     def _read_once(self, indexer: Indexer, out: npt.NDArray[Any]) -> npt.NDArray[Any]:
         route = self.plan(indexer)
@@ -410,21 +411,6 @@ class ChunkEngine:
         self._READ_BY_ROUTE[route](self, indexer, out)
         return out
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
     # -- writes --------------------------------------------------------------
     def write(self, indexer: Indexer, value: npt.NDArray[Any]) -> None:
         """Write `value` (broadcast to indexer.drop_shape) into the selected chunks: the
@@ -433,12 +419,6 @@ class ChunkEngine:
         rest = self._WRITE_BY_ROUTE[self.plan(indexer, writing=True)](self, indexer, value)
         if rest:
             write_projections(self, rest, value)
-
-
-
-
-
-
 
     def put_many(self, items: Iterable[tuple[str, BytesLike | None]]) -> None:
         """Store every (key, encoded chunk or None) of the iterable `items` (see `put`): each
@@ -469,9 +449,6 @@ class ChunkEngine:
             if not self.store.set_copy(key, source, source_key):
                 self.put(key, source.get(source_key))  # (None: deleted since it was listed)
 
-
-
-
     def reset_outside(self, coords: Sequence[int], kept: Sequence[int]) -> None:
         """Reset what the stored object at `coords` (a chunk, or a shard) holds outside the box
         `kept` (from the array's origin) to fill, as a resize leaves it: delete it when it lies
@@ -488,8 +465,6 @@ class ChunkEngine:
                 key, lambda data, keep_empty: _trimmed(chain, data, bound, keep_empty))
         except ZarrcoreError as e:
             raise _with_key(e, key) from e
-
-
 
     def put(self, key: str, data: BytesLike | None) -> None:
         """Store the encoded chunk `data` at `key`; None (all fill, not written) deletes it

@@ -53,11 +53,11 @@ def update_mode(store: Store, locks_first: bool, conditional: bool = True) -> Up
 
 
 def retry_conflicts(attempt: Callable[[], _T],
-                    conflict: type[Exception] = WriteConflictError) -> _T:
+                    conflict: type[Exception] = WriteConflictError, tried: int = 0) -> _T:
     """`attempt()`'s result: it is called again, after `conflict_pause`, while it raises
-    `conflict` (another writer came first), CONFLICT_RETRIES times in all; the last
-    conflict is raised."""
-    for n in range(CONFLICT_RETRIES - 1):
+    `conflict` (another writer came first), CONFLICT_RETRIES times in all, of which the
+    caller made `tried` (each followed by its pause) already; the last conflict is raised."""
+    for n in range(tried, CONFLICT_RETRIES - 1):
         try:
             return attempt()
         except conflict:
