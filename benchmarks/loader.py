@@ -289,28 +289,11 @@ def main():
 
     tmp = None if args.data else tempfile.mkdtemp(prefix="zarrcore-loader-")
     args.data = args.data or tmp
-    servers = None
     try:
         if not os.path.exists(os.path.join(args.data, "reference.npy")):
             RA.write_layouts(args.data, args.steps, args.shard)
         floor = floors(args.data, layouts, args)
-        if "cold" in conditions:
-            args.cold_method = RA.resolve_cold_method(args.data, args.cold_method)
-            if args.cold_method is None:
-                conditions.remove("cold")
-        results = {}
-        for condition in conditions:
-            extra = []
-            if condition == "cold":
-                extra = ["--cold-method", args.cold_method]
-            if condition == "s3":
-                servers, proxies = remote.start_servers(
-                    args.delay, {layout: os.path.join(args.data, layout) for layout in layouts},
-                    python=args.peer_python)
-                extra = ["--s3-endpoint", proxies["s3"].url]
-            results[condition] = {lib: RA.run_child(lib, condition, args.data, args, extra,
-                                                    script=__file__)
-                                  for lib in libs}
+        results = RA.run_conditions(args.data, conditions, libs, layouts, args, __file__)
         print(f"samples/s, ({args.steps}, 181, 360) float32 zstd level {RA.ZSTD_LEVEL}, "
               f"batches of {args.batch}, {args.epochs} epochs")
         print_tables(results, floor, conditions, layouts, libs, args)
@@ -319,9 +302,6 @@ def main():
                 json.dump({"args": {k: v for k, v in vars(args).items()},
                            "floors": floor, "results": results}, f, indent=1, default=str)
     finally:
-        if servers is not None:
-            servers.stdin.close()
-            servers.wait(30)
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
 

@@ -587,6 +587,34 @@ def run_child(lib, condition, root, args, extra, script=__file__):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def run_conditions(root, conditions, libs, layouts, args, script=__file__):
+    """{condition: {lib: results}}: each library under each condition, by `script` in a
+    process of its own (run_child). "cold" is dropped from `conditions` where this machine
+    cannot drop the page cache; for "s3" the servers are started, and stopped at the end."""
+    if "cold" in conditions:
+        args.cold_method = resolve_cold_method(root, args.cold_method)
+        if args.cold_method is None:
+            conditions.remove("cold")
+    results, servers = {}, None
+    try:
+        for condition in conditions:
+            extra = []
+            if condition == "cold":
+                extra = ["--cold-method", args.cold_method]
+            if condition == "s3":
+                servers, proxies = remote.start_servers(
+                    args.delay, {layout: os.path.join(root, layout) for layout in layouts},
+                    python=args.peer_python)
+                extra = ["--s3-endpoint", proxies["s3"].url]
+            results[condition] = {lib: run_child(lib, condition, root, args, extra, script)
+                                  for lib in libs}
+    finally:
+        if servers is not None:
+            servers.stdin.close()
+            servers.wait(30)
+    return results
+
+
 def _cell(value, unit_ms=False):
     if value is None:
         return ""
@@ -707,29 +735,13 @@ def main():
 
     tmp = None if args.data else tempfile.mkdtemp(prefix="zarrcore-random-")
     root = args.data or tmp
-    servers = None
     try:
         if not os.path.exists(os.path.join(root, "reference.npy")):
             write_layouts(root, args.steps, args.shard)
         ref = np.load(os.path.join(root, "reference.npy"), mmap_mode="r")
         steps = ref.shape[0]
         floors = measure_floors(root, layouts, sample_picks(steps, layouts, args), ref, args)
-        if "cold" in conditions:
-            args.cold_method = resolve_cold_method(root, args.cold_method)
-            if args.cold_method is None:
-                conditions.remove("cold")
-        results = {}
-        for condition in conditions:
-            extra = []
-            if condition == "cold":
-                extra = ["--cold-method", args.cold_method]
-            if condition == "s3":
-                servers, proxies = remote.start_servers(
-                    args.delay, {layout: os.path.join(root, layout) for layout in layouts},
-                    python=args.peer_python)
-                extra = ["--s3-endpoint", proxies["s3"].url]
-            results[condition] = {lib: run_child(lib, condition, root, args, extra)
-                                  for lib in libs}
+        results = run_conditions(root, conditions, libs, layouts, args)
         print(f"samples/s, ({steps}, 181, 360) float32 zstd level {ZSTD_LEVEL}, batches of "
               f"{args.batch}, best of {args.rounds}; floor: pread + {floors['decoder']} "
               f"decode, {floors['cpus']} CPUs")
@@ -739,9 +751,6 @@ def main():
                 json.dump({"args": vars(args), "floors": floors, "results": results}, f,
                           indent=1)
     finally:
-        if servers is not None:
-            servers.stdin.close()
-            servers.wait(30)
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
 
