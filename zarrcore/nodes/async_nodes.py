@@ -74,7 +74,31 @@ class _AsyncSelector:
         await run(self._set, selection, value)
 
 
-class AsyncArray:
+class _AsyncNode:
+    """What AsyncArray and AsyncGroup share: the wrapped node, read without I/O."""
+
+    metadata = _Synchronous()
+    store = _Synchronous()
+    path = _Synchronous()
+    name = _Synchronous()
+    basename = _Synchronous()
+    read_only = _Synchronous()
+    zarr_format = _Synchronous()
+    info = _Synchronous()
+
+    def __init__(self, node: Array | Group) -> None:
+        self._node = node
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        """The attributes as a plain dict (change them with `update_attributes`)."""
+        return self._node.attrs.asdict()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._node!r}>"
+
+
+class AsyncArray(_AsyncNode):
     """An Array for asyncio code: every read and write is a coroutine.
 
     `Array.async_array` gives the AsyncArray of an array, `AsyncArray.sync_array` the Array
@@ -104,30 +128,15 @@ class AsyncArray:
     compressor = _Synchronous()
     read_chunk_sizes = _Synchronous()
     write_chunk_sizes = _Synchronous()
-    metadata = _Synchronous()
-    store = _Synchronous()
-    path = _Synchronous()
-    name = _Synchronous()
-    basename = _Synchronous()
-    read_only = _Synchronous()
-    zarr_format = _Synchronous()
-    info = _Synchronous()
+    _node: Array
 
     def __init__(self, array: Array) -> None:
-        self._node = array
+        super().__init__(array)
 
     @property
     def sync_array(self) -> Array:
         """The synchronous Array this one wraps."""
         return self._node
-
-    @property
-    def attrs(self) -> dict[str, Any]:
-        """The attributes as a plain dict (change them with `update_attributes`)."""
-        return self._node.attrs.asdict()
-
-    def __repr__(self) -> str:
-        return f"<AsyncArray {self._node!r}>"
 
     async def getitem(self, selection: Any) -> Any:
         """`a[selection]` (basic and advanced numpy selections).
@@ -291,7 +300,7 @@ class AsyncArray:
         return await run(self._node.info_complete)
 
 
-class AsyncGroup:
+class AsyncGroup(_AsyncNode):
     """A Group for asyncio code: members are opened, listed and created by coroutines.
 
     Parameters
@@ -300,30 +309,15 @@ class AsyncGroup:
         The group to wrap (`Group.async_group` gives it).
     """
 
-    metadata = _Synchronous()
-    store = _Synchronous()
-    path = _Synchronous()
-    name = _Synchronous()
-    basename = _Synchronous()
-    read_only = _Synchronous()
-    zarr_format = _Synchronous()
-    info = _Synchronous()
+    _node: Group
 
     def __init__(self, group: Group) -> None:
-        self._node = group
+        super().__init__(group)
 
     @property
     def sync_group(self) -> Group:
         """The synchronous Group this one wraps."""
         return self._node
-
-    @property
-    def attrs(self) -> dict[str, Any]:
-        """The attributes as a plain dict (change them with `update_attributes`)."""
-        return self._node.attrs.asdict()
-
-    def __repr__(self) -> str:
-        return f"<AsyncGroup {self._node!r}>"
 
     async def getitem(self, name: str) -> AsyncArray | AsyncGroup:
         """The member at `name`.
