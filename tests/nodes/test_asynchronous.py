@@ -227,7 +227,15 @@ def _big(tmp_path, shards=None):
 
 
 def _mtimes(path):
-    return [os.stat(os.path.join(d, f)).st_mtime_ns for d, _, fs in os.walk(path) for f in fs]
+    """Modification times of the files under `path`; a temporary file renamed meanwhile is skipped."""
+    times = []
+    for d, _, fs in os.walk(path):
+        for f in fs:
+            try:
+                times.append(os.stat(os.path.join(d, f)).st_mtime_ns)
+            except FileNotFoundError:  # a write in progress renamed it into place
+                pass
+    return times
 
 
 async def _first_write(path, since):
