@@ -11,9 +11,10 @@ import numpy as np
 from .errors import NodeNotFoundError
 from .nodes.node import join, normalize_path
 from .nodes.array import Array
+from .nodes.array_specs import check_mode, guess_chunks, store_mode
 from .nodes.creation import (
-    array, check_mode, create, create_array, empty, empty_like, from_array, full, full_like,
-    guess_chunks, like_kwargs, ones, ones_like, open_array, store_mode, zeros, zeros_like,
+    array, create, create_array, empty, empty_like, from_array, full, full_like, like_kwargs,
+    ones, ones_like, open_array, zeros, zeros_like,
 )
 from .nodes.consolidation import consolidate_metadata, open_consolidated
 from .nodes.group import (

@@ -17,6 +17,7 @@ from ..runtime import background
 from ..array_api import ArrayHandle
 from .array_chunks import ChunkMethods
 from .array_config import array_config, config_items
+from .array_specs import ArraySpec, create_node, create_spec, open_spec
 from .async_nodes import AsyncArray
 from ..codecs import codec_from_v2
 from ..codecs.sharding import ShardingCodec
@@ -42,13 +43,6 @@ if TYPE_CHECKING:
     from ..storage import Store
 
     Fields = str | Sequence[str] | None
-
-#: creation.py's `open_array` and `create`, by name, which `Array.open` and `Array.create`
-#: (zarr-python's spellings of them) call. creation.py imports Array to make arrays, so Array
-#: cannot import it back without a cycle; creation.py fills this when it is imported, as
-#: `import zarrcore` does before any Array exists.
-CREATION: dict[str, Callable[..., Array]] = {}
-
 
 # Up to this many storage blocks outside a kept region, a resize checks each; beyond, it lists
 # the array's stored blocks instead.
@@ -235,7 +229,7 @@ class Array(ChunkMethods, Node):
         NodeNotFoundError
             No array is there (a group is a NodeTypeError).
         """
-        return CREATION["open_array"](store, mode="r+")
+        return make_array(open_spec(store, mode="r+"))
 
     @classmethod
     def create(cls, store: StoreLike, *, shape: ShapeLike, dtype: npt.DTypeLike,
@@ -257,7 +251,7 @@ class Array(ChunkMethods, Node):
         """
         warnings.warn("Array.create is deprecated in zarr-python 3; use zarrcore.create_array",
                       DeprecationWarning, stacklevel=2)
-        return CREATION["create"](shape, dtype=dtype, store=store, **kwargs)
+        return make_array(create_spec(shape, dtype=dtype, store=store, **kwargs))
 
     @property
     def cdata_shape(self) -> tuple[int, ...]:
@@ -1148,6 +1142,19 @@ class Array(ChunkMethods, Node):
         grid = self._engine.grid
         for coords in grid.chunks():
             yield coords, grid.region(coords)
+
+
+def make_array(spec: ArraySpec) -> Array:
+    """The Array `spec` describes; a new one's metadata stored (`create_node`), then its data
+    written."""
+    # (Made first: it checks codecs and limits before anything is written.)
+    array = Array(spec.store, spec.path, spec.metadata, read_only=spec.read_only,
+                  config=spec.config)
+    if spec.new:
+        create_node(spec.store, spec.path, spec.metadata, spec.overwrite)
+        if spec.data is not None:
+            array[...] = spec.data
+    return array
 
 
 def _region_of(selection: Selection, shape: tuple[int, ...]) -> Region | None:

@@ -2,21 +2,21 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from .async_nodes import AsyncGroup
+from .consolidated import ConsolidatedMetadata, open_group_metadata
 
 from .node import (
     BrokenNode, CONTAINS, METADATA_KEYS, Node, ensure_parent_groups, join, node_exists,
     normalize_path, read_metadata,
 )
 from .array import Array
-from .creation import (
-    check_mode, create_array, create_node, format_for_new, like_kwargs, store_mode,
-)
+from .array_specs import check_mode, create_node, format_for_new, store_mode
+from .creation import create_array, like_kwargs
 from ..errors import (
     ArrayNotFoundError, GroupNotFoundError, IncompatibleArrayError, IncompatibleGroupError,
     InvalidKeyError, MemberNotFoundError, NodeExistsError, NodeNotFoundError,
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from .._types import NodeMetadata, ShapeLike, StoreLike
-    from .consolidation import ConsolidatedMetadata
     from ..storage import Store
 
 _D = TypeVar("_D")
@@ -43,13 +42,6 @@ _INCOMPATIBLE: dict[str, type[NodeExistsError]] = {
     "array": IncompatibleArrayError, "group": IncompatibleGroupError}
 
 
-#: consolidation.py's `open_group_metadata`, which `open_node` reads a node's metadata with
-#: when consolidated metadata may serve. consolidation.py imports Group (to consolidate a
-#: group's metadata and open it through them), so Group cannot import it back without a
-#: cycle; it fills this when imported, as `import zarrcore` does before any Group exists.
-CONSOLIDATION: dict[str, Callable[..., tuple[NodeMetadata, ConsolidatedMetadata | None]]] = {}
-
-
 def open_node(store: Store, path: str, zarr_format: int | None = None, read_only: bool = False,
               use_consolidated: bool | None = False) -> Array | Group:
     """The Array or Group at `path`; a group's consolidated metadata is used unless
@@ -57,8 +49,7 @@ def open_node(store: Store, path: str, zarr_format: int | None = None, read_only
     if use_consolidated is False:
         metadata, consolidated = read_metadata(store, path, zarr_format), None
     else:
-        metadata, consolidated = CONSOLIDATION["open_group_metadata"](store, path, zarr_format,
-                                                                      use_consolidated)
+        metadata, consolidated = open_group_metadata(store, path, zarr_format, use_consolidated)
     if metadata.node_type == "array":
         return Array(store, path, metadata, read_only=read_only)
     return Group(store, path, metadata, read_only=read_only, consolidated=consolidated)

@@ -37,7 +37,8 @@ from ..codecs import codec_from_json
 from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, Codec
 from ..config import config
 from ..errors import InexactConversionError, MetadataError, NodeExistsError
-from ..nodes.consolidation import V2_KEY, consolidate_metadata
+from ..nodes.consolidated import V2_KEY
+from ..nodes.consolidation import consolidate_metadata
 from ..nodes.group import Group, create_group
 from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..metadata.grid import rectilinear_spelling

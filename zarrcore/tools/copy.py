@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..nodes.node import METADATA_KEYS, join, node_exists
 from ..config import config
-from ..nodes.consolidation import V2_KEY
+from ..nodes.consolidated import V2_KEY
 from ..errors import NodeExistsError
 from .hierarchy import place, store_and_path
 from ..runtime.concurrency import run_bounded

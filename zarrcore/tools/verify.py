@@ -30,7 +30,7 @@ import numpy as np
 from ..nodes.node import join
 from ..nodes.array import Array
 from ..config import config
-from ..nodes.consolidation import open_group_metadata
+from ..nodes.consolidated import open_group_metadata
 from ..errors import ValueTooLargeError, ZarrcoreError
 from ..nodes.streaming import ChunkKeys, stored_encoding, stores_alike
 
