@@ -17,6 +17,7 @@ from ..runtime import background
 from ..array_api import ArrayHandle
 from .array_chunks import ChunkMethods
 from .array_config import array_config, config_items
+from .array_dask import apply_foreign, foreign_types, storage_block
 from .array_specs import ArraySpec, create_node, create_spec, open_spec
 from .async_nodes import AsyncArray
 from ..codecs import codec_from_v2
@@ -391,8 +392,8 @@ class Array(ChunkMethods, Node):
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         if any(isinstance(o, Array) for o in kwargs.get("out", ())):
             return NotImplemented  # an Array is no buffer to compute into
-        return _apply(getattr(ufunc, method), inputs, kwargs,
-                      _foreign_types(inputs + tuple(kwargs.get("out", ()))))
+        return apply_foreign(getattr(ufunc, method), inputs, kwargs,
+                             foreign_types(inputs + tuple(kwargs.get("out", ()))))
 
     def __array_function__(self, func: Callable[..., Any], types: Any, args: Any,
                            kwargs: Any) -> Any:
@@ -401,7 +402,7 @@ class Array(ChunkMethods, Node):
             metadata_only = _METADATA_FUNCTIONS.get(func)
             if metadata_only is not None:
                 return metadata_only(*args, **kwargs)
-        return _apply(func, args, kwargs, foreign)
+        return apply_foreign(func, args, kwargs, foreign)
 
     # -- selection ------------------------------------------------------------
     def __getitem__(self, selection: Selection) -> Any:
@@ -1166,84 +1167,10 @@ def _region_of(selection: Selection, shape: tuple[int, ...]) -> Region | None:
                  for start, stop, _ in (s.indices(n) for s, n in zip(items, shape)))
 
 
-def _read_arrays(value: Any) -> Any:
-    """`value` with every Array in it (also in lists, tuples and dicts) read into numpy."""
-    if isinstance(value, Array):
-        return value[...]
-    if isinstance(value, (list, tuple)):
-        return type(value)(_read_arrays(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _read_arrays(v) for k, v in value.items()}
-    return value
-
-
-def _foreign_types(values: Sequence[Any]) -> list[type]:
-    """The types of `values` other than Array and numpy's that override ufuncs themselves."""
-    return [type(v) for v in values if not isinstance(v, (Array, np.ndarray, np.generic))
-            and hasattr(type(v), "__array_ufunc__")]
-
-
-def _apply(func: Callable[..., Any], args: Any, kwargs: Any, foreign: Sequence[type]) -> Any:
-    """`func` of `args` with the Arrays read; with dask arrays among them, the Arrays become
-    dask arrays too (the result stays lazy); NotImplemented for other foreign types, which
-    then take their own turn."""
-    if not foreign:
-        return func(*_read_arrays(args), **_read_arrays(kwargs))
-    if all(hasattr(t, "__dask_graph__") for t in foreign):
-        return func(*arrays_as_dask(args), **arrays_as_dask(kwargs))
-    return NotImplemented
-
-
 def _axis_sizes(shape: Sequence[int], block: Sequence[int]) -> tuple[tuple[int, ...], ...]:
     """Per axis, the sizes of the blocks of shape `block` tiling `shape`, the last cut."""
     return tuple(tuple(min(b, s - start) for start in range(0, s, b))
                  for s, b in zip(shape, block))
-
-
-def storage_block(array: Array) -> tuple[int, ...]:
-    """The shape of what `array` stores whole: the shard shape when sharded, else the chunk
-    shape."""
-    return tuple(array.shards or array.chunks)
-
-
-def as_dask(array: Array, chunks: Any = None, name: str | None = None,
-            inline_array: bool = False) -> Any:
-    """A dask array reading `array` (zarrcore.dask.from_zarr's); needs dask."""
-    import dask.array as da
-    from dask.base import tokenize
-
-    if chunks is None:
-        chunks = storage_block(array)
-    if name is None:
-        name = "from-zarrcore-" + tokenize(array, chunks)
-    # dask's from_array carries no annotations (an unused ignore until strict is on).
-    return da.from_array(  # type: ignore[no-untyped-call, unused-ignore]
-        array, chunks=chunks, name=name, lock=False, fancy=False,
-        asarray=False, inline_array=inline_array,
-        meta=np.empty((0,) * array.ndim, dtype=array.dtype))
-
-
-def arrays_as_dask(value: Any) -> Any:
-    """`value` with every zarrcore Array in it as a dask array of it.
-
-    Parameters
-    ----------
-    value : object
-        An Array, or lists, tuples and dicts holding some; anything else is left as it is.
-
-    Returns
-    -------
-    object
-        `value`, each Array in it a dask array with `zarrcore.dask.from_zarr`'s default
-        chunks.
-    """
-    if isinstance(value, Array):
-        return as_dask(value)
-    if isinstance(value, (list, tuple)):
-        return type(value)(arrays_as_dask(v) for v in value)
-    if isinstance(value, dict):
-        return {k: arrays_as_dask(v) for k, v in value.items()}
-    return value
 
 
 def _shape_of(a: Any) -> tuple[int, ...]:

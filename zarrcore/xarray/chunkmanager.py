@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 from xarray.namedarray.parallelcompat import ChunkManagerEntrypoint
 
-from ..nodes.array import Array, arrays_as_dask, storage_block
+from ..nodes.array import Array
+from ..nodes.array_dask import arrays_as_dask, storage_block
 
 
 def _block_sizes(array: Array) -> tuple[tuple[int, ...], ...]:

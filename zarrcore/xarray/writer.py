@@ -23,7 +23,8 @@ from xarray.backends.zarr import (
 )
 
 from .. import api
-from ..nodes.array import Array, storage_block
+from ..nodes.array import Array
+from ..nodes.array_dask import storage_block
 from ..errors import AttributeTypeError, MetadataError
 from ..nodes.group import Group
 from ..metadata.common import check_attributes
