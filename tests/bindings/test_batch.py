@@ -5,8 +5,6 @@ chunks, and interop with zarr-python on the same files."""
 import os
 import struct
 import sys
-import threading
-import time
 
 import crc32c
 import numpy as np
@@ -16,7 +14,7 @@ import zarrcore
 from zarrcore.config import size_with_slack
 from zarrcore.errors import ChecksumError, ChunkDecodeError
 
-from _probes import run_measured
+from _probes import run_measured, waits_for_the_lock
 
 numcodecs = pytest.importorskip("numcodecs")
 
@@ -579,22 +577,11 @@ def test_whole_chunk_write_waits_for_the_store_lock(tmp_path, value):
     another writer's read-modify-write of the same key."""
     a = make(tmp_path / "a", np.ones((16, 16), np.uint16), (8, 8), "zstd", fill_value=0)
     assert a._engine._batch is not None
-    held, done = threading.Event(), []
-    store = zarrcore.LocalStore(tmp_path / "a")
 
-    def writer():
-        held.wait()
+    def write():
         a[0:8, 0:8] = value
-        done.append(time.monotonic())
 
-    t = threading.Thread(target=writer)
-    t.start()
-    with store.lock("c/0/0"):
-        held.set()
-        time.sleep(0.3)
-        released = time.monotonic()
-    t.join()
-    assert done and done[0] >= released
+    assert waits_for_the_lock(zarrcore.LocalStore(tmp_path / "a"), "c/0/0", write)
     np.testing.assert_array_equal(a[0:8, 0:8], value)
     assert os.path.exists(chunk_path(a, 0, 0)) == bool(value)
 

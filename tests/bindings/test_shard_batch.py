@@ -7,7 +7,6 @@ import mmap
 import os
 import struct
 import sys
-import threading
 import time
 
 import crc32c
@@ -19,6 +18,8 @@ from zarrcore import _shard_io
 from zarrcore.codecs.sharding import ShardingCodec
 from zarrcore.config import config
 from zarrcore.errors import ChecksumError, ChunkDecodeError, ShardIndexError, ZarrcoreError
+
+from _probes import waits_for_the_lock
 
 zarr = pytest.importorskip("zarr")
 ts = pytest.importorskip("tensorstore")
@@ -483,20 +484,9 @@ def test_key_lock_stripes_hash_with_sha256():
 def test_whole_shard_write_waits_for_the_store_lock(tmp_path):
     """A whole-shard write never lands inside another writer's read-modify-write."""
     a = make(tmp_path / "a")
-    held, done = threading.Event(), []
-    store = zarrcore.LocalStore(tmp_path / "a")
 
-    def writer():
-        held.wait()
+    def write():
         a[0:8, 0:12] = 7
-        done.append(time.monotonic())
 
-    t = threading.Thread(target=writer)
-    t.start()
-    with store.lock("c/0/0/0"):
-        held.set()
-        time.sleep(0.3)
-        released = time.monotonic()
-    t.join()
-    assert done and done[0] >= released
+    assert waits_for_the_lock(zarrcore.LocalStore(tmp_path / "a"), "c/0/0/0", write)
     np.testing.assert_array_equal(a[0:8, 0:12], 7)

@@ -1,9 +1,11 @@
-"""Probes several test modules share: the Python calls a read makes, and the memory a script
-peaks at in a fresh interpreter."""
+"""Probes several test modules share: the Python calls a read makes, the memory a script
+peaks at in a fresh interpreter, and whether a write waits for a store's key lock."""
 import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import zarrcore
 
@@ -45,3 +47,23 @@ def run_measured(script, *args):
     res = subprocess.run([sys.executable, "-c", STATUS_KIB + textwrap.dedent(script), *map(str, args)],
                          env=env, capture_output=True, text=True, check=True)
     return list(map(int, res.stdout.split()))
+
+
+def waits_for_the_lock(store, key, write):
+    """Whether `write()`, started on a thread while this one holds `store.lock(key)`, ends only
+    once the lock is released (it lands outside another writer's read-modify-write)."""
+    held, done = threading.Event(), []
+
+    def writer():
+        held.wait()
+        write()
+        done.append(time.monotonic())
+
+    t = threading.Thread(target=writer)
+    t.start()
+    with store.lock(key):
+        held.set()
+        time.sleep(0.3)
+        released = time.monotonic()
+    t.join()
+    return bool(done) and done[0] >= released
