@@ -14,11 +14,9 @@ codec objects, whose heavy work is compiled and GIL-free as well.
 """
 from __future__ import annotations
 
-import collections
 import contextlib
 import functools
 import math
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +42,7 @@ from ..runtime.pool import parallel_map
 from ..storage.base import at_most, bounded, get_at_most
 from ..storage.updates import conflict_pause, retry_conflicts
 from .planning import Route, _core_form, _selection_kind, _with_key
-from .cache import SHARD_INDEX_BYTES, ShardIndexes
+from .cache import SHARD_INDEX_BYTES, ChunkVersions, ShardIndexes
 from .directory import read_chunk_batch, read_shard_batch, write_chunk_batch, write_shard_batch
 from .fetched import (
     _trimmed, read_chunk_waves, read_each_chunk, read_fetched_chunks, read_shard_waves,
@@ -220,12 +218,8 @@ class ChunkEngine:
                 self._batch is None and self._shards is None
                 and (self._waves is None or not self.store.versioned_reads)):
             return None
-        # The versions the entries of `_waves` reads were decoded from, by key, which their
-        # next reads ask the store about (Store.get_many_versioned); as many as the cache
-        # holds chunks, the least recently used forgotten (their next read fetches them).
-        self._versions: collections.OrderedDict[str, Any] = collections.OrderedDict()
-        self._versions_held = max(1, cache_bytes // chunk_bytes)
-        self._versions_lock = threading.Lock()
+        # The versions the entries of `_waves` reads were decoded from (`ChunkVersions`).
+        self.versions = ChunkVersions(max(1, cache_bytes // chunk_bytes))
         ninner = (math.prod(s // c for s, c in zip(self.chunk_shape, chunk))
                   if self.sharding is not None else None)
         if self.store.native_memory is not None:

@@ -7,13 +7,9 @@ import hashlib
 import threading
 import weakref
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from ..runtime.portable import at_fork_in_child
 from ..codecs.sharding import Entries
-
-
-if TYPE_CHECKING:
-    from . import ChunkEngine
 
 
 # Bytes of parsed shard indexes an array keeps (ShardIndexes): 16 bytes per inner chunk, so
@@ -77,19 +73,34 @@ def _unlock_shard_indexes_in_child() -> None:
 at_fork_in_child(_unlock_shard_indexes_in_child)
 
 
-def _digest(version: Any) -> bytes:
+def version_digest(version: Any) -> bytes:
     """The 32 bytes a stored object's version (Store.get_many_versioned) is cached under."""
     return hashlib.sha256(repr(version).encode()).digest()
 
 
-def note_version(engine: ChunkEngine, key: str, version: Any) -> None:
-    """Remember `version` as the one the entries of `key` are decoded from (None: it is
-    not stored, or its store tells no version of it)."""
-    with engine._versions_lock:
-        if version is None:
-            engine._versions.pop(key, None)
-            return
-        engine._versions[key] = version
-        engine._versions.move_to_end(key)
-        while len(engine._versions) > engine._versions_held:
-            engine._versions.popitem(last=False)
+class ChunkVersions:
+    """The versions the decoded-chunk cache's entries of fetched chunks were decoded from, by
+    key, which their next reads ask the store about (Store.get_many_versioned); as many as
+    the cache holds chunks, the least recently used forgotten (their next read fetches them)."""
+
+    def __init__(self, held: int) -> None:
+        self._held = held
+        self._versions: collections.OrderedDict[str, Any] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def known(self, keys: Iterable[str]) -> list[Any]:
+        """The version remembered for each of `keys` (None where there is none)."""
+        with self._lock:
+            return [self._versions.get(k) for k in keys]
+
+    def note(self, key: str, version: Any) -> None:
+        """Remember `version` as the one the entries of `key` are decoded from (None: it is
+        not stored, or its store tells no version of it)."""
+        with self._lock:
+            if version is None:
+                self._versions.pop(key, None)
+                return
+            self._versions[key] = version
+            self._versions.move_to_end(key)
+            while len(self._versions) > self._held:
+                self._versions.popitem(last=False)

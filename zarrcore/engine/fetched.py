@@ -31,7 +31,7 @@ from .planning import (
     Int64s, _grid_of, _in_shards, _inner_plans, _points, _replan, _task_grid, _task_values,
     _with_key, chunk_projections, job_groups,
 )
-from .cache import _digest, note_version
+from .cache import version_digest
 
 if TYPE_CHECKING:
     from .._indexing import AxisPlan
@@ -336,8 +336,7 @@ def read_cached_waves(engine: ChunkEngine,
     finding the ETag unchanged), and an unchanged one is copied out of its entry, not
     fetched nor decoded; the others are decoded into entries at the version they arrived with. A
     chunk found unchanged whose entry was evicted meanwhile is fetched again."""
-    with engine._versions_lock:
-        known = [engine._versions.get(k) for k in keys]
+    known = engine.versions.known(keys)
     wanted = list(range(len(keys)))
     while wanted:
         again: list[int] = []
@@ -350,18 +349,18 @@ def read_cached_waves(engine: ChunkEngine,
                 j = bisect.bisect_right(first, i) - 1
                 task, job = i - first[j], jobs[j]
                 if parts is UNCHANGED:
-                    if not job.lookup(task, coords[i], _digest(version)):
+                    if not job.lookup(task, coords[i], version_digest(version)):
                         known[i] = None  # (evicted meanwhile: fetched again)
                         again.append(i)
                         continue
                 else:
-                    note_version(engine, keys[i], version)
+                    engine.versions.note(keys[i], version)
                     data = engine._stored(keys[i], parts)
                     if data is not None and (version is None or not job.lookup(
-                            task, coords[i], _digest(version))):
+                            task, coords[i], version_digest(version))):
                         job.add_whole(task, data)
                         if version is not None:
-                            job.keep(task, coords[i], _digest(version))
+                            job.keep(task, coords[i], version_digest(version))
                 arrived.setdefault(j, []).append(task)
             decode_arrived(engine, jobs, arrived, keys, first)
         wanted = again
