@@ -24,7 +24,7 @@ import math
 import numbers
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard, Union, cast
+from typing import Any, NamedTuple, TypeGuard, Union, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -334,6 +334,68 @@ class BasicIndexer(OrthogonalIndexer):
     """Basic numpy selection: ints, slices with any step, Ellipsis and newaxis."""
 
     arrays_allowed = False
+
+
+class Span(NamedTuple):
+    """The positions one axis of a basic selection reads: `length` from `first` by `step`,
+    in the result's order from the last when `descending`; an int's axis is not `kept`."""
+
+    first: int
+    step: int
+    length: int
+    descending: bool
+    kept: bool
+
+
+def selection_spans(selection: Selection, shape: Sequence[int]) -> tuple[Span, ...] | None:
+    """Per axis the Span of a selection of ints and slices only (no Ellipsis nor newaxis),
+    that reads at least one element; None for any other, which the indexers parse (and
+    refuse with their own errors)."""
+    items = selection if type(selection) is tuple else (selection,)
+    if not shape or len(items) > len(shape):
+        return None
+    spans = []
+    for item, n in zip(items, shape):
+        if type(item) is slice:
+            start, stop, step = item.indices(n)
+            count = len(range(start, stop, step))
+            if not count:
+                return None
+            if step > 0:
+                spans.append(Span(start, step, count, False, True))
+            else:
+                spans.append(Span(start + (count - 1) * step, -step, count, True, True))
+        elif type(item) is int or isinstance(item, np.integer):
+            i = int(item) + n if item < 0 else int(item)
+            if not 0 <= i < n:
+                return None
+            spans.append(Span(i, 1, 1, False, False))
+        else:
+            return None
+    return (*spans, *(Span(0, 1, n, False, True) for n in shape[len(items):] if n)) \
+        if all(shape[len(items):]) else None
+
+
+class SpanIndexer(BasicIndexer):
+    """A selection of ints and slices (selection_spans) known by its spans, which a read of
+    many selections (ChunkEngine.read_many) groups by region; planned over the chunks only
+    when it is read on its own."""
+
+    def __init__(self, spans: tuple[Span, ...], shape: Sequence[int],
+                 chunk_shape: Sequence[AxisChunks]) -> None:
+        self.spans = spans
+        self._array_items = {}
+        self._array_shape, self._chunk_shape = tuple(shape), tuple(chunk_shape)
+        self.shape = self.drop_shape = tuple(s.length for s in spans if s.kept)
+        self.scalar = not self.shape and len(spans) > 0
+
+    @functools.cached_property
+    def plans(self) -> list[_indexing.AxisPlan]:  # type: ignore[override]
+        items = tuple(slice(s.first + (s.length - 1) * s.step, None if s.first - s.step < 0
+                            else s.first - s.step, -s.step) if s.descending
+                      else slice(s.first, s.first + (s.length - 1) * s.step + 1, s.step)
+                      if s.kept else s.first for s in self.spans)
+        return BasicIndexer(items, self._array_shape, self._chunk_shape).plans
 
 
 class BlockIndexer(BasicIndexer):

@@ -2,7 +2,6 @@
 transposes give numpy's values, read nothing until `read()`, read each chunk once, write
 what numpy would write, and pickle."""
 import pickle
-from collections import Counter
 
 import numpy as np
 import pytest
@@ -14,22 +13,7 @@ from zarrcore.errors import SelectionError, ShapeMismatchError
 from zarrcore.storage import MemoryStore
 from zarrcore.nodes.views import IndexTransform, LazyArray
 
-
-class CountingStore(MemoryStore):
-    """A memory store that counts the reads of each chunk key (every read ends in `get`)."""
-
-    def __init__(self):
-        super().__init__()
-        self.reads = Counter()
-
-    def _record(self, key):
-        if not key.rsplit("/", 1)[-1].startswith((".z", "zarr.json")):
-            self.reads[key] += 1
-
-    def get(self, key, start=None, stop=None):
-        self._record(key)
-        return super().get(key, start, stop)
-
+from counting_store import CountingStore
 
 
 SHAPE = (9, 8, 7)

@@ -34,14 +34,14 @@ from ..errors import (
     ChunkNotFoundError, KeyChangedError, SettingValueError, ZarrcoreError,
 )
 from ..indexing import (
-    CoordinateIndexer, check_out,
+    BasicIndexer, CoordinateIndexer, check_out,
 )
 from ..metadata import ArrayMetadataV3
 from ..metadata.grid import ChunkGrid
 from ..runtime.pool import parallel_map
 from ..storage.base import at_most, bounded, get_at_most
 from ..storage.updates import conflict_pause, retry_conflicts
-from .planning import Route, _core_form, _selection_kind, _with_key
+from .planning import Route, _core_form, _selection_kind, _with_key, selection_boxes
 from .cache import SHARD_INDEX_BYTES, ChunkVersions, ShardIndexes
 from .directory import read_chunk_batch, read_shard_batch, write_chunk_batch, write_shard_batch
 from .fetched import (
@@ -404,6 +404,39 @@ class ChunkEngine:
             return out
         self._READ_BY_ROUTE[route](self, indexer, out)
         return out
+
+    def read_many(self, indexers: Sequence[Indexer], outs: Sequence[npt.NDArray[Any]]) -> None:
+        """Fill each of `outs` as `read` fills it with the selection of its indexer. Basic
+        selections that overlap are read together (planning.selection_boxes): each box
+        once, on the pool, each of its chunks fetched and decoded once, then every member
+        copied out of it; the rest are read each on its own, concurrently."""
+        for indexer, out in zip(indexers, outs):
+            check_out(out, indexer.drop_shape, self._where)
+        axes = self.grid.axes if self.grid.is_regular else ()
+        boxes, alone = selection_boxes(indexers, axes)  # type: ignore[arg-type]
+        read: list[npt.NDArray[Any]] = [np.empty(0)] * len(boxes)
+
+        def read_one(job: int) -> None:
+            """Box `job`, or (negative) selection `-1 - job` read on its own."""
+            if job < 0:
+                self.read(indexers[-1 - job], outs[-1 - job])
+                return
+            region = BasicIndexer(boxes[job].region, self.array_shape, self.grid.axes)
+            read[job] = self.read(region, np.empty(region.drop_shape, self.dtype))
+
+        # (One box alone reads its chunks over every thread.)
+        parallel_map(read_one, [*range(len(boxes)), *(-1 - i for i in alone)],
+                     self.options.num_threads)
+        copies = [(data, view, outs[i]) for box, data in zip(boxes, read)
+                  for i, view in zip(box.members, box.views)]
+
+        def copy_out(part: Sequence[tuple[npt.NDArray[Any], Any, npt.NDArray[Any]]]) -> None:
+            for data, view, out in part:
+                out[...] = data[view]
+
+        step = max(1, -(-len(copies) // (4 * self.options.num_threads)))
+        parallel_map(copy_out, [copies[k:k + step] for k in range(0, len(copies), step)],
+                     self.options.num_threads)
 
     # -- writes --------------------------------------------------------------
     def write(self, indexer: Indexer, value: npt.NDArray[Any]) -> None:

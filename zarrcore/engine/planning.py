@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from ..codecs.chain import CodecChain
 from ..indexing import (
-    BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer,
+    BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer, Span, SpanIndexer,
 )
 from ..metadata.grid import AxisChunks, chunk_start
 from .. import _indexing
@@ -326,3 +326,103 @@ def chunk_projections(plans: Sequence[AxisPlan], tasks: Sequence[int]) -> list[C
             tuple(p[2] for p in combo if p[2] is not None), all(p[3] for p in combo),
         ))
     return projections
+
+
+def basic_spans(indexer: Indexer, chunk_shape: Sequence[int]) -> Sequence[Span] | None:
+    """Per axis the Span a selection of ints and slices reads on a regular grid of
+    `chunk_shape` (a SpanIndexer's own, else from its plans' pieces); None for any other
+    selection, and for an empty one."""
+    if isinstance(indexer, SpanIndexer):
+        return indexer.spans
+    if not isinstance(indexer, OrthogonalIndexer) or indexer.permuted:
+        return None
+    spans = []
+    for plan, chunk_len in zip(indexer.plans, chunk_shape):
+        chunks, within = plan.chunks, plan.chunk_sel
+        if not chunks or plan.listed is not None:
+            return None
+        head, tail = within[0], within[-1]
+        if not plan.kept:  # an int
+            spans.append(Span(chunks[0] * chunk_len + int(head), 1, 1, False,  # type: ignore[arg-type]
+                              False))
+            continue
+        if not isinstance(head, slice) or not isinstance(tail, slice):
+            return None
+        # (the pieces walk up the axis; a descending slice's are written back from its end)
+        first = min(chunks[0] * chunk_len + head.start, chunks[-1] * chunk_len + tail.start)
+        out = plan.out_sel[0]
+        spans.append(Span(first, head.step or 1, sum(plan.count),
+                          isinstance(out, slice) and out.step == -1, True))
+    return spans
+
+
+def _view_of(spans: Sequence[Span], box: Sequence[int]) -> tuple[int | slice, ...]:
+    """The numpy selection of a box read from the origin `box` that gives the result of the
+    selection `spans` (as the engine's buffer holds it: int axes dropped)."""
+    view: list[int | slice] = []
+    for s, origin in zip(spans, box):
+        lo = s.first - origin
+        if not s.kept:
+            view.append(lo)
+        elif s.descending:
+            top = lo + (s.length - 1) * s.step
+            view.append(slice(top, lo - 1 if lo else None, -s.step))
+        else:
+            view.append(slice(lo, lo + (s.length - 1) * s.step + 1, s.step))
+    return tuple(view)
+
+
+class Box(NamedTuple):
+    """Selections read together as one box of the array: its region, and per member (its
+    place in the request) the view of the box that is its result."""
+
+    region: tuple[slice, ...]
+    members: list[int]
+    views: list[tuple[int | slice, ...]]
+
+
+def selection_boxes(indexers: Sequence[Indexer], chunk_shape: Sequence[int]
+                    ) -> tuple[list[Box], list[int]]:
+    """The read plan of many selections at once: basic selections grouped into boxes that
+    each hold no more elements than their members' results together, so that selections
+    that overlap (tiles of an image, repeated samples) read each chunk once; and the places
+    of the selections read on their own (the rest, and any left alone in its box). A group
+    whose box is too large is cut in two along its box's longest axis, until it fits."""
+    spans, alone = [], []
+    for i, indexer in enumerate(indexers):
+        s = basic_spans(indexer, chunk_shape) if chunk_shape else None
+        if s is None:
+            alone.append(i)
+        else:
+            spans.append((i, s))
+    if len(spans) < 2:
+        return [], sorted(alone + [i for i, _ in spans])
+    places = np.array([i for i, _ in spans])
+    table = np.array([s for _, s in spans], dtype=np.int64)  # (n, ndim, Span's 5 fields)
+    lo, step, count = table[:, :, 0], table[:, :, 1], table[:, :, 2]
+    hi = lo + (count - 1) * step + 1
+    sizes = np.prod(count.astype(np.float64), axis=1)
+    boxes: list[Box] = []
+    todo = [np.arange(len(spans))]
+    while todo:
+        group = todo.pop()
+        if len(group) == 1:
+            alone.append(int(places[group[0]]))
+            continue
+        origin, end = lo[group].min(axis=0), hi[group].max(axis=0)
+        if np.prod((end - origin).astype(np.float64)) <= sizes[group].sum():
+            box = origin.tolist()
+            boxes.append(Box(tuple(slice(a, b) for a, b in zip(box, end.tolist())),
+                             places[group].tolist(),
+                             [_view_of(spans[k][1], box) for k in group.tolist()]))
+            continue
+        axis = int(np.argmax(end - origin))
+        centres = lo[group, axis] + hi[group, axis]
+        ordered = np.argsort(centres, kind="stable")
+        # Cut at the widest gap between neighbours' centres within the middle half: apart
+        # clusters stay whole, and each side keeps a quarter at least (few rounds).
+        quarter = max(1, len(group) // 4)
+        gaps = np.diff(centres[ordered])[quarter - 1:len(group) - quarter]
+        cut = quarter + int(np.argmax(gaps))
+        todo += [group[ordered[:cut]], group[ordered[cut:]]]
+    return boxes, sorted(alone)

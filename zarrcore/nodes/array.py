@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import itertools
 import math
 import re
@@ -22,14 +23,15 @@ from .array_specs import ArraySpec, create_node, create_spec, open_spec
 from .async_nodes import AsyncArray
 from ..codecs import codec_from_v2
 from ..codecs.sharding import ShardingCodec
-from ..config import config as global_config, parallel_map
+from ..config import config as global_config
 from ..errors import SelectionError, ShapeMismatchError
 from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..metadata.common import INT64_MAX
 from ..metadata.grid import AxisChunks, ChunkGrid
 from ..indexing import (
     BasicIndexer, BlockIndexer, OrthogonalIndexer, check_out, coordinate_indexer,
-    expand_selection, is_int, mask_indexer, numpy_indexer, pop_fields,
+    SpanIndexer, expand_selection, is_int, mask_indexer, numpy_indexer, pop_fields,
+    selection_spans,
 )
 from ..engine import ChunkEngine
 from .info import ArrayInfo
@@ -621,16 +623,30 @@ class Array(ChunkMethods, Node):
             for i, target in enumerate(out):
                 target[...] = data[i]
             return out
-        indexers = [numpy_indexer(s, self.shape, self._grid) for s in selections]
+        shape, grid = self.shape, self._grid
+        indexers: list[Any] = []
+        for selection in selections:
+            spans = selection_spans(selection, shape)
+            indexers.append(numpy_indexer(selection, shape, grid) if spans is None
+                            else SpanIndexer(spans, shape, grid))
         if out is not None:
             for target, indexer in zip(out, indexers):
                 self._check_out(target, indexer.shape)
-
-        def one(i: int) -> Any:
-            return self._read(indexers[i], None if out is None else out[i])
-
-        results = parallel_map(one, range(len(selections)), self._engine.options.num_threads)
+        results = self._read_many(indexers, out)
         return results if out is None else out
+
+    def _read_many(self, indexers: Sequence[Any],
+                   out: np.ndarray | Sequence[np.ndarray] | None = None) -> list[Any]:
+        """Each selection as `_read` gives it, read together (ChunkEngine.read_many: those
+        that overlap fetch and decode their chunks once)."""
+        buffers = [_memory.empty(indexer.drop_shape, self.dtype) for indexer in indexers]
+        read = [k for k, buffer in enumerate(buffers) if buffer.size]
+        if not self.reads_missing_as_fill:
+            for k in read:
+                self._engine.check_stored(indexers[k])
+        self._engine.read_many([indexers[k] for k in read], [buffers[k] for k in read])
+        return [self._result(indexer, buffer, None if out is None else out[k])
+                for k, (indexer, buffer) in enumerate(zip(indexers, buffers))]
 
     def _check_out(self, out: np.ndarray, shape: tuple[int, ...]) -> None:
         check_out(out, shape, f"array {self.name!r}")
@@ -849,6 +865,11 @@ class Array(ChunkMethods, Node):
                 self._fill_buffer(indexer, view)
                 return out
         buffer = self._fill_buffer(indexer, _memory.empty(indexer.drop_shape, self.dtype))
+        return self._result(indexer, buffer, out, fields)
+
+    def _result(self, indexer: Any, buffer: np.ndarray, out: np.ndarray | None = None,
+                fields: Fields = None) -> Any:
+        """What `_read` returns of the selection read into `buffer` (indexer.drop_shape)."""
         data: Any = buffer.reshape(indexer.shape)  # (numpy's stubs refuse a list of fields)
         if fields is not None:
             data = data[fields]
@@ -882,9 +903,10 @@ class Array(ChunkMethods, Node):
         if indexer.nitems:
             self._engine.write(indexer, indexer.permute(value))
 
-    @property
+    @functools.cached_property
     def async_array(self) -> AsyncArray:
-        """This array for asyncio code (zarr-python's name): the same engine, cache and locks.
+        """This array for asyncio code (zarr-python's name): the same engine, cache and locks
+        (one AsyncArray per Array, whose concurrent reads are read together).
 
         Returns
         -------

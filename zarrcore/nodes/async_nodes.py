@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..runtime import background
+from ..runtime.cancellation import WorkCancelled
 from .node import BrokenNode
 
 if TYPE_CHECKING:
@@ -38,6 +39,92 @@ async def run(call: Callable[..., _R], *args: Any, **kwargs: Any) -> _R:
         await asyncio.shield(asyncio.wrap_future(started.ended))
         raise
     return result
+
+
+# How many awaiting tasks one step of the event loop hands their results to: the loop's
+# other work (a timer, a server's sockets) waits at most that many tasks' wake-ups.
+RESULTS_PER_STEP = 64
+
+
+class _ReadQueue:
+    """The reads of one array that tasks start in one step of an event loop, read together
+    (Array.get_many: selections that overlap fetch and decode their chunks once), on the
+    shared pool. Cancelled tasks take their reads out; when every task of a batch is
+    cancelled, its work stops between chunks."""
+
+    def __init__(self, array: Array) -> None:
+        self._array = array
+        self._waiting: dict[asyncio.AbstractEventLoop, list[tuple[Any, asyncio.Future[Any]]]]
+        self._waiting = {}
+
+    def read(self, selection: Any) -> asyncio.Future[Any]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        waiting = self._waiting.get(loop)
+        if waiting is None:
+            waiting = self._waiting[loop] = []
+            loop.call_soon(self._start, loop)
+        waiting.append((selection, future))
+        return future
+
+    def _start(self, loop: asyncio.AbstractEventLoop) -> None:
+        batch = [(s, f) for s, f in self._waiting.pop(loop) if not f.cancelled()]
+        if not batch:
+            return
+        selections = [s for s, _ in batch]
+        started = background.start(self._outcomes, selections)
+        futures = [f for _, f in batch]
+        left = [len(futures)]
+
+        def on_cancel(future: asyncio.Future[Any]) -> None:
+            if future.cancelled():
+                left[0] -= 1
+                if not left[0]:
+                    started.future.cancel()
+
+        for future in futures:
+            future.add_done_callback(on_cancel)
+
+        def delivered(done: asyncio.Future[Any]) -> None:
+            if done.cancelled():
+                return
+            if done.exception() is not None:  # (the pool failed: every read gets it)
+                outcomes = [(False, done.exception())] * len(futures)
+            else:
+                outcomes = done.result()
+            self._deliver(loop, futures, outcomes, 0)
+
+        asyncio.wrap_future(started.future, loop=loop).add_done_callback(delivered)
+
+    def _deliver(self, loop: asyncio.AbstractEventLoop, futures: list[asyncio.Future[Any]],
+                 outcomes: list[tuple[bool, Any]], first: int) -> None:
+        end = first + RESULTS_PER_STEP
+        for future, (ok, value) in zip(futures[first:end], outcomes[first:end]):
+            if not future.done():
+                future.set_result(value) if ok else future.set_exception(value)
+        if end < len(futures):
+            loop.call_soon(self._deliver, loop, futures, outcomes, end)
+
+    def _outcomes(self, selections: list[Any]) -> list[tuple[bool, Any]]:
+        """Per selection (True, its value) or (False, its error): together when they all
+        read, else each alone, so that one bad selection fails only its own task."""
+        array = self._array
+        if len(selections) > 1:
+            try:
+                return [(True, value) for value in array.get_many(selections)]
+            except WorkCancelled:
+                raise
+            except Exception:
+                pass
+        outcomes: list[tuple[bool, Any]] = []
+        for selection in selections:
+            try:
+                outcomes.append((True, array[selection]))
+            except WorkCancelled:
+                raise
+            except Exception as e:
+                outcomes.append((False, e))
+        return outcomes
 
 
 def as_async(node: Array | Group | BrokenNode) -> AsyncArray | AsyncGroup | BrokenNode:
@@ -132,6 +219,10 @@ class AsyncArray(_AsyncNode):
 
     def __init__(self, array: Array) -> None:
         super().__init__(array)
+        self._reads = _ReadQueue(array)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return AsyncArray, (self._node,)
 
     @property
     def sync_array(self) -> Array:
@@ -150,7 +241,7 @@ class AsyncArray(_AsyncNode):
         -------
         numpy.ndarray or scalar
         """
-        return await run(self._node.__getitem__, selection)
+        return await self._reads.read(selection)
 
     async def setitem(self, selection: Any, value: npt.ArrayLike) -> None:
         """`a[selection] = value`.
