@@ -459,3 +459,22 @@ def test_async_nodes_pickle(tmp_path):
     aa, ag = pickle.loads(pickle.dumps((a.async_array, g.async_group)))
     np.testing.assert_array_equal(arun(aa.getitem(...)), np.arange(5))
     assert arun(ag.contains("a"))
+
+
+def test_async_lazy_views(tmp_path):
+    import pickle
+
+    a = zarrcore.create_array(str(tmp_path / "v"), shape=(12, 10), chunks=(5, 4), dtype="i4",
+                              dimension_names=("y", "x"))
+    data = np.arange(120, dtype="i4").reshape(12, 10)
+    a[...] = data
+    view = a.async_array.lazy[1:11:2].T.oindex[[0, 3, 3], :]
+    assert view.shape == (3, 5) and view.sync_view.shape == (3, 5)
+    np.testing.assert_array_equal(arun(view.read()), data[1:11:2].T[[0, 3, 3], :])
+    arun(view[:, 1:3].write(-1))
+    want = data.copy()
+    want[3:7:2][:, [0, 3]] = -1
+    np.testing.assert_array_equal(a[...], want)
+    again = pickle.loads(pickle.dumps(view))
+    np.testing.assert_array_equal(arun(again.read()), want[1:11:2].T[[0, 3, 3], :])
+    np.testing.assert_array_equal(arun(a.async_array.lazy.isel(x=2).read()), want[:, 2])

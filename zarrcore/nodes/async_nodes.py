@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from .array import Array
     from .info import ArrayInfo
+    from .views import LazyArray
     from .group import Group
 
 _R = TypeVar("_R")
@@ -324,6 +325,11 @@ class AsyncArray(_AsyncNode):
     def blocks(self) -> _AsyncSelector:
         return _AsyncSelector(self._node.get_block_selection, self._node.set_block_selection)
 
+    @property
+    def lazy(self) -> AsyncLazyArray:
+        """A lazy view of the whole array (Array.lazy) whose reads and writes are awaited."""
+        return AsyncLazyArray(self._node.lazy)
+
     def with_config(self, config: Mapping[str, Any]) -> AsyncArray:
         """Array.with_config: the same array with other runtime options (no I/O).
 
@@ -389,6 +395,76 @@ class AsyncArray(_AsyncNode):
 
     async def info_complete(self) -> ArrayInfo:
         return await run(self._node.info_complete)
+
+
+class AsyncLazyArray:
+    """A lazy view (Array.lazy, zarrcore.nodes.views.LazyArray) for asyncio code: composed
+    without I/O as a LazyArray is, then `await view.read()` or `await view.write(value)`.
+
+    Parameters
+    ----------
+    view : LazyArray
+        The view to wrap.
+    """
+
+    shape = _Synchronous()
+    dtype = _Synchronous()
+    ndim = _Synchronous()
+    size = _Synchronous()
+    dims = _Synchronous()
+
+    def __init__(self, view: LazyArray) -> None:
+        self._node = view
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return AsyncLazyArray, (self._node,)
+
+    def __repr__(self) -> str:
+        return f"<AsyncLazyArray {self._node!r}>"
+
+    @property
+    def sync_view(self) -> LazyArray:
+        """The LazyArray this one wraps."""
+        return self._node
+
+    def __getitem__(self, selection: Any) -> AsyncLazyArray:
+        return AsyncLazyArray(self._node[selection])
+
+    @property
+    def oindex(self) -> _AsyncViewSelector:
+        return _AsyncViewSelector(self._node.oindex)
+
+    @property
+    def vindex(self) -> _AsyncViewSelector:
+        return _AsyncViewSelector(self._node.vindex)
+
+    def transpose(self, *axes: Any) -> AsyncLazyArray:
+        return AsyncLazyArray(self._node.transpose(*axes))
+
+    @property
+    def T(self) -> AsyncLazyArray:
+        return AsyncLazyArray(self._node.T)
+
+    def isel(self, **selections: Any) -> AsyncLazyArray:
+        return AsyncLazyArray(self._node.isel(**selections))
+
+    async def read(self) -> Any:
+        """The view's values (LazyArray.read), read in one planned pass off the loop."""
+        return await run(self._node.read)
+
+    async def write(self, value: npt.ArrayLike) -> None:
+        """Write `value` through the view (LazyArray.write)."""
+        await run(self._node.write, value)
+
+
+class _AsyncViewSelector:
+    """`view.oindex` and `view.vindex` of an AsyncLazyArray: views, composed without I/O."""
+
+    def __init__(self, selector: Any) -> None:
+        self._selector = selector
+
+    def __getitem__(self, selection: Any) -> AsyncLazyArray:
+        return AsyncLazyArray(self._selector[selection])
 
 
 class AsyncGroup(_AsyncNode):
