@@ -38,7 +38,7 @@ from ..indexing import (
 )
 from ..metadata import ArrayMetadataV3
 from ..metadata.grid import ChunkGrid
-from ..runtime.pool import parallel_map
+from ..runtime.pool import in_turns, parallel_map
 from ..storage.base import at_most, bounded, get_at_most
 from ..storage.updates import conflict_pause, retry_conflicts
 from .planning import Route, _core_form, _selection_kind, _with_key, selection_boxes
@@ -431,7 +431,7 @@ class ChunkEngine:
                   for i, view in zip(box.members, box.views)]
 
         def copy_out(part: Sequence[tuple[npt.NDArray[Any], Any, npt.NDArray[Any]]]) -> None:
-            for data, view, out in part:
+            for data, view, out in in_turns(part):
                 out[...] = data[view]
 
         step = max(1, -(-len(copies) // (4 * self.options.num_threads)))

@@ -15,6 +15,7 @@ from ..indexing import (
     BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer, Span, SpanIndexer,
 )
 from ..metadata.grid import AxisChunks, chunk_start
+from ..runtime.pool import in_turns
 from .. import _indexing
 
 
@@ -389,7 +390,7 @@ def selection_boxes(indexers: Sequence[Indexer], chunk_shape: Sequence[int]
     of the selections read on their own (the rest, and any left alone in its box). A group
     whose box is too large is cut in two along its box's longest axis, until it fits."""
     spans, alone = [], []
-    for i, indexer in enumerate(indexers):
+    for i, indexer in enumerate(in_turns(indexers)):
         s = basic_spans(indexer, chunk_shape) if chunk_shape else None
         if s is None:
             alone.append(i)
@@ -414,7 +415,7 @@ def selection_boxes(indexers: Sequence[Indexer], chunk_shape: Sequence[int]
             box = origin.tolist()
             boxes.append(Box(tuple(slice(a, b) for a, b in zip(box, end.tolist())),
                              places[group].tolist(),
-                             [_view_of(spans[k][1], box) for k in group.tolist()]))
+                             [_view_of(spans[k][1], box) for k in in_turns(group.tolist())]))
             continue
         axis = int(np.argmax(end - origin))
         centres = lo[group, axis] + hi[group, axis]

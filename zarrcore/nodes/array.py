@@ -15,6 +15,7 @@ import numpy as np
 from .node import METADATA_KEYS, Node, V2_ARRAY_KEY, V3_KEY, join
 from .. import _memory
 from ..runtime import background
+from ..runtime.pool import in_turns
 from ..array_api import ArrayHandle
 from .array_chunks import ChunkMethods
 from .array_config import array_config, config_items
@@ -625,7 +626,7 @@ class Array(ChunkMethods, Node):
             return out
         shape, grid = self.shape, self._grid
         indexers: list[Any] = []
-        for selection in selections:
+        for selection in in_turns(selections):
             spans = selection_spans(selection, shape)
             indexers.append(numpy_indexer(selection, shape, grid) if spans is None
                             else SpanIndexer(spans, shape, grid))
@@ -639,14 +640,15 @@ class Array(ChunkMethods, Node):
                    out: np.ndarray | Sequence[np.ndarray] | None = None) -> list[Any]:
         """Each selection as `_read` gives it, read together (ChunkEngine.read_many: those
         that overlap fetch and decode their chunks once)."""
-        buffers = [_memory.empty(indexer.drop_shape, self.dtype) for indexer in indexers]
+        buffers = [_memory.empty(indexer.drop_shape, self.dtype)
+                   for indexer in in_turns(indexers)]
         read = [k for k, buffer in enumerate(buffers) if buffer.size]
         if not self.reads_missing_as_fill:
             for k in read:
                 self._engine.check_stored(indexers[k])
         self._engine.read_many([indexers[k] for k in read], [buffers[k] for k in read])
         return [self._result(indexer, buffer, None if out is None else out[k])
-                for k, (indexer, buffer) in enumerate(zip(indexers, buffers))]
+                for k, (indexer, buffer) in enumerate(in_turns(zip(indexers, buffers)))]
 
     def _check_out(self, out: np.ndarray, shape: tuple[int, ...]) -> None:
         check_out(out, shape, f"array {self.name!r}")

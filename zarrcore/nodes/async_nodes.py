@@ -47,50 +47,66 @@ async def run(call: Callable[..., _R], *args: Any, **kwargs: Any) -> _R:
 RESULTS_PER_STEP = 64
 
 
+class _Round:
+    """The reads of one array started in one step of an event loop, read as one batch."""
+
+    __slots__ = ("selections", "futures", "started", "live")
+
+    def __init__(self) -> None:
+        self.selections: list[Any] = []
+        self.futures: list[asyncio.Future[Any]] = []
+        self.started: background.Started | None = None
+        self.live = 0  # (its tasks not cancelled, once started)
+
+    def cancelled(self) -> None:
+        """One of its tasks was cancelled: the batch's work stops when none is left."""
+        self.live -= 1
+        if self.started is not None and self.live == 0:
+            self.started.future.cancel()
+
+
 class _ReadQueue:
     """The reads of one array that tasks start in one step of an event loop, read together
     (Array.get_many: selections that overlap fetch and decode their chunks once), on the
-    shared pool. Cancelled tasks take their reads out; when every task of a batch is
-    cancelled, its work stops between chunks."""
+    shared pool. When every task of a batch is cancelled, its work stops between chunks."""
 
     def __init__(self, array: Array) -> None:
         self._array = array
-        self._waiting: dict[asyncio.AbstractEventLoop, list[tuple[Any, asyncio.Future[Any]]]]
-        self._waiting = {}
+        self._rounds: dict[asyncio.AbstractEventLoop, _Round] = {}
 
-    def read(self, selection: Any) -> asyncio.Future[Any]:
+    async def read(self, selection: Any) -> Any:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        waiting = self._waiting.get(loop)
-        if waiting is None:
-            waiting = self._waiting[loop] = []
+        round_ = self._rounds.get(loop)
+        if round_ is None:
+            round_ = self._rounds[loop] = _Round()
             loop.call_soon(self._start, loop)
-        waiting.append((selection, future))
-        return future
+        round_.selections.append(selection)
+        round_.futures.append(future)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            round_.cancelled()
+            raise
 
     def _start(self, loop: asyncio.AbstractEventLoop) -> None:
-        batch = [(s, f) for s, f in self._waiting.pop(loop) if not f.cancelled()]
-        if not batch:
+        round_ = self._rounds.pop(loop)
+        live = [k for k, f in enumerate(round_.futures) if not f.cancelled()]
+        if len(live) < len(round_.futures):  # (tasks cancelled before the batch started)
+            round_.selections = [round_.selections[k] for k in live]
+            round_.futures = [round_.futures[k] for k in live]
+        if not live:
             return
-        selections = [s for s, _ in batch]
-        started = background.start(self._outcomes, selections)
-        futures = [f for _, f in batch]
-        left = [len(futures)]
-
-        def on_cancel(future: asyncio.Future[Any]) -> None:
-            if future.cancelled():
-                left[0] -= 1
-                if not left[0]:
-                    started.future.cancel()
-
-        for future in futures:
-            future.add_done_callback(on_cancel)
+        round_.live = len(live)
+        started = round_.started = background.start(self._outcomes, round_.selections)
+        futures = round_.futures
 
         def delivered(done: asyncio.Future[Any]) -> None:
             if done.cancelled():
                 return
-            if done.exception() is not None:  # (the pool failed: every read gets it)
-                outcomes = [(False, done.exception())] * len(futures)
+            error = done.exception()
+            if error is not None:  # (the pool failed: every read gets it)
+                outcomes: list[tuple[bool, Any]] = [(False, error)] * len(futures)
             else:
                 outcomes = done.result()
             self._deliver(loop, futures, outcomes, 0)

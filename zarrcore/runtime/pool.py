@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, TypeVar
 
@@ -241,3 +242,18 @@ def parallel_map(func: Callable[[_T], _R], items: Iterable[_T],
     if failures:
         raise min(failures, key=lambda f: f[0])[1]
     return results
+
+
+# How many items a Python loop of pool work handles between two turns it offers the other
+# threads (an event loop waiting to run a callback): CPython otherwise hands the interpreter
+# over only every sys.getswitchinterval() (5 ms by default).
+TURN_ITEMS = 128
+
+
+def in_turns(items: Iterable[_T]) -> Iterator[_T]:
+    """`items`, with the interpreter (the GIL) offered to other threads after every
+    TURN_ITEMS of them."""
+    for k, item in enumerate(items):
+        if k % TURN_ITEMS == TURN_ITEMS - 1:
+            time.sleep(0)  # (releases the GIL: a waiting thread takes it)
+        yield item
