@@ -4,6 +4,7 @@ within one budget, so a sample any of them read is a hit for all; entries are va
 the in-process cache's are; a worker killed at any moment leaves the others reading right
 values; and nothing is left once the processes are gone. Every read is compared with numpy
 and every wait has a deadline."""
+import collections
 import multiprocessing
 import os
 import pickle
@@ -332,3 +333,76 @@ def test_a_dataloader_shares_the_cache(tmp_path):
         for index, batch in loader:
             np.testing.assert_array_equal(batch.numpy(), data[index.numpy()])
         assert a.cache_info()["hits"] - before == (0 if method == "fork" else SAMPLES)
+
+
+# -- object stores: entries are found by the version (ETag) kept with them -------------------
+def _s3_array(s3_bucket, proxy):
+    """(array read through `proxy`, shared cache of room for every sample; its data; the
+    writer's array, not proxied) of a new array of samples on the moto server."""
+    server, bucket = s3_bucket
+    url, data = f"s3://{bucket}/a.zarr", _data()
+    writer = zarrcore.create_array(url, shape=data.shape, dtype=data.dtype, chunks=(1, *SAMPLE),
+                                   storage_options=server.storage_options())
+    writer[...] = data
+    a = zarrcore.open_array(url, mode="r", cache_bytes=2 * SAMPLES * SAMPLE_BYTES,
+                            shared_cache=True, storage_options=server.storage_options(
+                                proxy.endpoint))
+    return a, data, writer
+
+
+@pytest.fixture
+def proxy(moto_server):
+    from servers import CountingProxy
+
+    proxy = CountingProxy(moto_server.port)
+    yield proxy
+    proxy.stop()
+
+
+def _requests_of(proxy, work):
+    """The requests for chunks, by method, that `work()` sent through `proxy` (not a forked
+    worker's first request, which opens a connection)."""
+    before = collections.Counter(proxy.methods)
+    work()
+    sent = collections.Counter()
+    for (method, path), n in (proxy.methods - before).items():
+        if "/a.zarr/c/" in path:
+            sent[method] += n
+    return sent
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_chunk_another_worker_read_from_s3_is_a_hit_without_its_bytes(s3_bucket, proxy,
+                                                                         method):
+    """One worker reads every sample in epoch 1, another in epoch 2: each of its reads asks
+    whether the object still has the version kept with the entry (a HEAD, no body) and
+    copies the entry out, neither fetching nor decoding the chunk."""
+    a, data, _ = _s3_array(s3_bucket, proxy)
+    with _pool(method, a, workers=1) as pool:
+        _epoch(pool, data, 1)
+    assert a.cache_info()["inserts"] == SAMPLES
+    with _pool(method, a, workers=1) as pool:
+        sent = _requests_of(proxy, lambda: _epoch(pool, data, 2))
+    assert sent["GET"] == 0 and sent["HEAD"] == SAMPLES
+    assert a.cache_info()["hits"] == SAMPLES
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_an_s3_object_rewritten_between_epochs_is_read_fresh(s3_bucket, proxy, method):
+    """Two workers per epoch; between epochs another writer replaces samples 3 and 7 (and
+    one with bytes of the same length): every worker reads the new values, fetching those
+    objects only, and the entries of the old ones are dropped as stale."""
+    a, data, writer = _s3_array(s3_bucket, proxy)
+    with _pool(method, a) as pool:
+        _epoch(pool, data, 1)
+        data[3] += 1
+        data[7] = data[7][::-1]
+        writer[3] = data[3]
+        writer[7] = data[7]
+        sent = _requests_of(proxy, lambda: _epoch(pool, data, 2))
+        assert sent["GET"] == 2 and sent["HEAD"] == SAMPLES
+        info = a.cache_info()
+        assert info["stale"] == 2 and info["hits"] == SAMPLES - 2
+        sent = _requests_of(proxy, lambda: _epoch(pool, data, 3))
+        assert sent["GET"] == 0 and a.cache_info()["hits"] == 2 * SAMPLES - 2
+    np.testing.assert_array_equal(a[...], data)
