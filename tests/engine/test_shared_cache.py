@@ -218,7 +218,7 @@ def test_the_budget_is_never_exceeded(tmp_path):
     ref = a._engine.cache.shared_ref
     size = os.fstat(ref.fd).st_size
     slots = budget // SAMPLE_BYTES
-    # the chunks' bytes, plus a header and each slot's key and version
+    # the chunks' bytes, plus a header and each slot's key, version and tag
     assert size <= slots * SAMPLE_BYTES + 4096 + 256 * slots
     with _pool("fork", a, workers=3) as pool:
         for seed in range(3):
