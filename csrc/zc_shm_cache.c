@@ -11,7 +11,7 @@
 #include "zc_status.h"
 
 #define SHM_MAGIC 0x7a63736863616368ull /* "zcshcach" */
-#define SHM_LAYOUT 1
+#define SHM_LAYOUT 2
 /* Slots per set: a key is looked for in 2 sets of this many, which keeps a table nearly full
  * before two keys compete for one slot. */
 #define SHM_WAYS 8
@@ -36,6 +36,8 @@ typedef struct {
     int64_t tick;  /* `clock` when last read or written: the least is evicted first */
     int64_t used;  /* 1: holds the entry of `key` at `version` */
     zc_chunk_version version;
+    int64_t tag_len; /* 0 to ZC_SHM_TAG_MAX: the bytes of `tag` (zc_shm_cache_set_tag) */
+    unsigned char tag[ZC_SHM_TAG_MAX];
     int64_t key[]; /* key_len values */
 } shm_slot;
 
@@ -375,6 +377,7 @@ void zc_shm_cache_put(zc_shm_cache *s, const int64_t *key, const zc_chunk_versio
     zc_atomic_store_i64(&t->used, 0, ZC_RELAXED);
     memcpy(t->key, key, (size_t)s->lay.key_len * sizeof(int64_t));
     t->version = *v;
+    t->tag_len = 0;
     unsigned char *dst = data_at(s, (uint64_t)i);
     if (zc_atomic_load_i64(&h->stop_pid, ZC_RELAXED) == (int64_t)zc_os_pid()) {
         memcpy(dst, data, s->lay.chunk_bytes / 2);
@@ -389,4 +392,57 @@ void zc_shm_cache_put(zc_shm_cache *s, const int64_t *key, const zc_chunk_versio
     zc_atomic_add_i64(&h->inserts, 1, ZC_RELAXED);
     if (evicts)
         zc_atomic_add_i64(&h->evictions, 1, ZC_RELAXED);
+}
+
+/* ---- tags ----------------------------------------------------------------------------------- */
+
+int zc_shm_cache_set_tag(zc_shm_cache *s, const int64_t *key, const zc_chunk_version *v,
+                         const void *tag, size_t len)
+{
+    int64_t seq = 0;
+    if (len == 0 || len > ZC_SHM_TAG_MAX)
+        return 0;
+    const int64_t i = find(s, key, v, &seq);
+    if (i < 0)
+        return 0;
+    shm_slot *t = slot_at(s, (uint64_t)i);
+    /* Already so (read while the sequence stays): nothing to write, readers undisturbed. */
+    unsigned char had[ZC_SHM_TAG_MAX];
+    const int64_t n = zc_atomic_load_i64(&t->tag_len, ZC_RELAXED);
+    const size_t m = n > 0 && n <= ZC_SHM_TAG_MAX ? (size_t)n : 0;
+    memcpy(had, t->tag, m);
+    zc_atomic_fence();
+    if (zc_atomic_load_i64(&t->seq, ZC_RELAXED) == seq && m == len && memcmp(had, tag, len) == 0)
+        return 1;
+    if (!own(t, 0))
+        return 0;
+    /* Owned: kept only when no writer came between find and own (the sequence moved by ours). */
+    const int same = zc_atomic_load_i64(&t->seq, ZC_RELAXED) == seq + 1;
+    if (same) {
+        memcpy(t->tag, tag, len);
+        zc_atomic_store_i64(&t->tag_len, (int64_t)len, ZC_RELAXED);
+    }
+    publish(t);
+    return same;
+}
+
+size_t zc_shm_cache_tag(zc_shm_cache *s, const int64_t *key, void *tag)
+{
+    uint64_t first[2], n[2];
+    sets_of(s, key, first, n);
+    for (int j = 0; j < 2; j++)
+        for (uint64_t i = first[j]; i < first[j] + n[j]; i++) {
+            shm_slot *t = slot_at(s, i);
+            const int64_t q = zc_atomic_load_i64(&t->seq, ZC_ACQUIRE);
+            if ((q & 1) || !zc_atomic_load_i64(&t->used, ZC_RELAXED) || !key_is(s, t, key))
+                continue;
+            const int64_t len = zc_atomic_load_i64(&t->tag_len, ZC_RELAXED);
+            if (len <= 0 || len > ZC_SHM_TAG_MAX)
+                continue;
+            memcpy(tag, t->tag, (size_t)len);
+            zc_atomic_fence();
+            if (zc_atomic_load_i64(&t->seq, ZC_RELAXED) == q)
+                return (size_t)len;
+        }
+    return 0;
 }

@@ -14,7 +14,13 @@
  * number did not move meanwhile. A process killed at any moment therefore leaves at most the
  * slot it was writing owned by a dead process: readers skip it, and a writer takes it over once
  * its owner is gone (zc_os_pid_gone). Every header field is checked against the file's size
- * on attaching. */
+ * on attaching.
+ *
+ * An entry may carry a tag of at most ZC_SHM_TAG_MAX bytes: the store's own name of the version
+ * it was decoded from (an object's ETag), which the version of the entry is a digest of. A
+ * process that never read the chunk itself asks the store whether the object still has that
+ * version and, if so, reads the entry at it; the tag is only a hint, every entry is still found
+ * by its exact version. */
 #ifndef ZC_SHM_CACHE_H
 #define ZC_SHM_CACHE_H
 
@@ -24,6 +30,9 @@
 #include "zc_chunk_cache.h"
 
 typedef struct zc_shm_cache zc_shm_cache;
+
+/* The most bytes of an entry's tag. */
+#define ZC_SHM_TAG_MAX 96
 
 /* A new table of at most `capacity` bytes of chunks of `chunk_bytes`, keyed by `key_len`
  * (1 to ZC_MAX_NDIM + 1) values, tagged `nonce` (which attaching must name). NULL with
@@ -55,6 +64,15 @@ int zc_shm_cache_get_sel(zc_shm_cache *s, const int64_t *key, const zc_chunk_ver
  * every candidate slot is being written). */
 void zc_shm_cache_put(zc_shm_cache *s, const int64_t *key, const zc_chunk_version *v,
                       const void *data);
+
+/* Keep the `len` bytes at `tag` (1 to ZC_SHM_TAG_MAX) with the entry of `key` at version `v`: 1,
+ * or 0 when there is no such entry (or it is being written, or `len` is out of range). An entry
+ * stored again at any version loses its tag. */
+int zc_shm_cache_set_tag(zc_shm_cache *s, const int64_t *key, const zc_chunk_version *v,
+                         const void *tag, size_t len);
+/* Copy the tag of the entry of `key` into `tag` (room for ZC_SHM_TAG_MAX bytes): its length, or
+ * 0 when the key has no entry with a tag. Counted neither as a hit nor as a miss. */
+size_t zc_shm_cache_tag(zc_shm_cache *s, const int64_t *key, void *tag);
 
 /* For tests: the process of id `pid` stops itself (SIGSTOP) half way through writing its next
  * entry, the slot owned, so that a test can kill it there (0: none). */

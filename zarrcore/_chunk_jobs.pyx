@@ -9,14 +9,16 @@ from libc.string cimport memcpy, memset
 
 import numpy as np
 
-from zarrcore._cache cimport ChunkCache
+from zarrcore._cache cimport (
+    ZC_SHM_TAG_MAX, ChunkCache, zc_shm_cache_set_tag, zc_shm_cache_tag,
+)
 from zarrcore._jobs cimport (
     check_read_into, set_up_job, stop_claims, zc_chunk_cache_entry, zc_chunk_cache_find,
     zc_chunk_cache_unpin, zc_chunk_version, zc_shard_job, zc_shard_job_list, zc_shard_job_prepare,
     zc_shard_read_worker, zc_shard_task_chunk, zc_shard_write_worker,
 )
 
-from zarrcore._status cimport ZC_OK
+from zarrcore._status cimport ZC_MAX_NDIM, ZC_OK
 
 from ._status import status_error
 
@@ -182,7 +184,9 @@ cdef class ChunkWaves(_CompiledJob):
     Reads through `cache` (a ChunkCache of whole chunks): `lookup` pins a task's chunk cached
     at a version, which the task then copies out of (its bytes not needed); `keep` has the
     task decode its bytes into a new entry at a version. A version here is the 32-byte digest
-    of the stored object's version that its store gave (equal digests: equal bytes).
+    of the stored object's version that its store gave (equal digests: equal bytes). In a
+    cache shared between processes an entry may also keep that version itself as a tag
+    (`share_version`, `shared_version`), for processes that never read the chunk.
     """
 
     cdef list _pinned, _held
@@ -249,27 +253,58 @@ cdef class ChunkWaves(_CompiledJob):
 
     cdef int _set(self, int64_t task, coords, const unsigned char[::1] version) except -1:
         """Task `task`'s cache key (its chunk's grid index `coords`, then 0) and version."""
-        if self._cache is None:
-            raise ValueError("a job without a cache")
         if task < 0 or task >= self.j.ntasks:
             raise ValueError("task out of range")
-        if len(coords) != self.j.ndim or version.shape[0] != 32:
+        self._key_version(coords, version, self._keys + task * (self.j.ndim + 1),
+                          &self._versions[task])
+        zc_chunk_cache_unpin(self._pins[task])
+        self._pins[task] = NULL
+        self._versioned[task] = 0
+        return 0
+
+    cdef int _key_version(self, coords, const unsigned char[::1] version, int64_t *key,
+                          zc_chunk_version *v) except -1:
+        """Into `key` and `v`: the cache key of the chunk at grid index `coords` (then 0) and
+        the version whose 32-byte digest is `version` (None: `v` is left alone)."""
+        if self._cache is None:
+            raise ValueError("a job without a cache")
+        if len(coords) != self.j.ndim or (version is not None and version.shape[0] != 32):
             raise ValueError("a grid index per axis and a 32-byte version")
-        cdef int64_t *key = self._keys + task * (self.j.ndim + 1)
         for d in range(self.j.ndim):
             key[d] = coords[d]
         key[self.j.ndim] = 0
-        cdef zc_chunk_version *v = &self._versions[task]
+        if version is None:
+            return 0
         memset(v, 0, sizeof(zc_chunk_version))
         # (ctime_ns 0: settled, cached at once)
         memcpy(&v.dev, &version[0], 8)
         memcpy(&v.ino, &version[8], 8)
         memcpy(&v.size, &version[16], 8)
         memcpy(&v.mtime_ns, &version[24], 8)
-        zc_chunk_cache_unpin(self._pins[task])
-        self._pins[task] = NULL
-        self._versioned[task] = 0
         return 0
+
+    def share_version(self, coords, version, const unsigned char[::1] tag):
+        """Keep `tag` (the store's version, at most 96 bytes: ZC_SHM_TAG_MAX) with the shared
+        entry of the chunk at grid index `coords` at `version` (its digest), where other
+        processes find it (`shared_version`): True when kept, False when the cache is not
+        shared, there is no such entry or the tag is too long."""
+        cdef int64_t key[ZC_MAX_NDIM + 1]
+        cdef zc_chunk_version v
+        self._key_version(coords, version, key, &v)
+        if self._cache.shared == NULL or tag.shape[0] == 0 or tag.shape[0] > ZC_SHM_TAG_MAX:
+            return False
+        return zc_shm_cache_set_tag(self._cache.shared, key, &v, &tag[0], tag.shape[0]) == 1
+
+    def shared_version(self, coords):
+        """The tag kept with the shared entry of the chunk at grid index `coords` (bytes),
+        or None."""
+        cdef int64_t key[ZC_MAX_NDIM + 1]
+        cdef unsigned char tag[ZC_SHM_TAG_MAX]
+        self._key_version(coords, None, key, NULL)
+        if self._cache.shared == NULL:
+            return None
+        cdef size_t n = zc_shm_cache_tag(self._cache.shared, key, tag)
+        return tag[:n] if n else None
 
     def lookup(self, int64_t task, coords, version):
         """Pin task `task`'s chunk (grid index `coords`) cached at `version` (a hit), which

@@ -4,6 +4,8 @@ within one budget, so a sample any of them read is a hit for all; entries are va
 the in-process cache's are; a worker killed at any moment leaves the others reading right
 values; and nothing is left once the processes are gone. Every read is compared with numpy
 and every wait has a deadline."""
+import collections
+import hashlib
 import multiprocessing
 import os
 import pickle
@@ -20,6 +22,7 @@ import pytest
 import zarrcore
 from zarrcore.array_api import CACHE_SETTLE_SECONDS
 from zarrcore.errors import SettingTypeError, SettingValueError
+from zarrcore.storage.base import UNCHANGED, Store
 
 pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"),
                                  reason="the shared cache needs Linux (memfd_create)"),
@@ -217,7 +220,7 @@ def test_the_budget_is_never_exceeded(tmp_path):
     ref = a._engine.cache.shared_ref
     size = os.fstat(ref.fd).st_size
     slots = budget // SAMPLE_BYTES
-    # the chunks' bytes, plus a header and each slot's key and version
+    # the chunks' bytes, plus a header and each slot's key, version and tag
     assert size <= slots * SAMPLE_BYTES + 4096 + 256 * slots
     with _pool("fork", a, workers=3) as pool:
         for seed in range(3):
@@ -332,3 +335,157 @@ def test_a_dataloader_shares_the_cache(tmp_path):
         for index, batch in loader:
             np.testing.assert_array_equal(batch.numpy(), data[index.numpy()])
         assert a.cache_info()["hits"] - before == (0 if method == "fork" else SAMPLES)
+
+
+# -- object stores: entries are found by the version (ETag) kept with them -------------------
+def _s3_array(s3_bucket, proxy):
+    """(array read through `proxy`, shared cache of room for every sample; its data; the
+    writer's array, not proxied) of a new array of samples on the moto server."""
+    server, bucket = s3_bucket
+    url, data = f"s3://{bucket}/a.zarr", _data()
+    writer = zarrcore.create_array(url, shape=data.shape, dtype=data.dtype, chunks=(1, *SAMPLE),
+                                   storage_options=server.storage_options())
+    writer[...] = data
+    a = zarrcore.open_array(url, mode="r", cache_bytes=2 * SAMPLES * SAMPLE_BYTES,
+                            shared_cache=True, storage_options=server.storage_options(
+                                proxy.endpoint))
+    return a, data, writer
+
+
+@pytest.fixture
+def proxy(moto_server):
+    from servers import CountingProxy
+
+    proxy = CountingProxy(moto_server.port)
+    yield proxy
+    proxy.stop()
+
+
+def _requests_of(proxy, work):
+    """The requests for chunks, by method, that `work()` sent through `proxy` (not a forked
+    worker's first request, which opens a connection)."""
+    before = collections.Counter(proxy.methods)
+    work()
+    sent = collections.Counter()
+    for (method, path), n in (proxy.methods - before).items():
+        if "/a.zarr/c/" in path:
+            sent[method] += n
+    return sent
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_chunk_another_worker_read_from_s3_is_a_hit_without_its_bytes(s3_bucket, proxy,
+                                                                         method):
+    """One worker reads every sample in epoch 1, another in epoch 2: each of its reads asks
+    whether the object still has the version kept with the entry (a HEAD, no body) and
+    copies the entry out, neither fetching nor decoding the chunk."""
+    a, data, _ = _s3_array(s3_bucket, proxy)
+    with _pool(method, a, workers=1) as pool:
+        _epoch(pool, data, 1)
+    assert a.cache_info()["inserts"] == SAMPLES
+    with _pool(method, a, workers=1) as pool:
+        sent = _requests_of(proxy, lambda: _epoch(pool, data, 2))
+    assert sent["GET"] == 0 and sent["HEAD"] == SAMPLES
+    assert a.cache_info()["hits"] == SAMPLES
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_an_s3_object_rewritten_between_epochs_is_read_fresh(s3_bucket, proxy, method):
+    """Two workers per epoch; between epochs another writer replaces samples 3 and 7 (and
+    one with bytes of the same length): every worker reads the new values, fetching those
+    objects only, and the entries of the old ones are dropped as stale."""
+    a, data, writer = _s3_array(s3_bucket, proxy)
+    with _pool(method, a) as pool:
+        _epoch(pool, data, 1)
+        data[3] += 1
+        data[7] = data[7][::-1]
+        writer[3] = data[3]
+        writer[7] = data[7]
+        sent = _requests_of(proxy, lambda: _epoch(pool, data, 2))
+        assert sent["GET"] == 2 and sent["HEAD"] == SAMPLES
+        info = a.cache_info()
+        assert info["stale"] == 2 and info["hits"] == SAMPLES - 2
+        sent = _requests_of(proxy, lambda: _epoch(pool, data, 3))
+        assert sent["GET"] == 0 and a.cache_info()["hits"] == 2 * SAMPLES - 2
+    np.testing.assert_array_equal(a[...], data)
+
+
+_SHARED_DATA: dict = {}  # _VersionedStore's data, by name
+
+
+class _VersionedStore(Store):
+    """An object store without a server: data of this process, found by name by every copy
+    of the store (pickled too), whose versions are the hash of the bytes padded to `pad`
+    characters, the same in every copy, as a server's ETags are; `fetched` counts the
+    values it read."""
+
+    versioned_reads = shares_versions = True
+
+    def __init__(self, name, pad=0):
+        super().__init__()
+        self.name, self.pad, self.fetched = name, pad, 0
+        self.data = _SHARED_DATA.setdefault(name, {})
+
+    def __reduce__(self):
+        return _VersionedStore, (self.name, self.pad)
+
+    def _identity(self):
+        return self.name
+
+    def get(self, key, start=None, stop=None):
+        value = self.data.get(key)
+        return None if value is None else value[start:stop]
+
+    def set(self, key, value):
+        self.data[key] = bytes(value)
+
+    def delete(self, key):
+        self.data.pop(key, None)
+
+    def exists(self, key):
+        return key in self.data
+
+    def list_prefix(self, prefix):
+        return [k for k in list(self.data) if not prefix or k.startswith(prefix + "/")]
+
+    def list_dir(self, prefix):
+        head = prefix + "/" if prefix else ""
+        return sorted({k[len(head):].split("/")[0] for k in list(self.data)
+                       if k.startswith(head)})
+
+    def get_many_versioned(self, requests, known, concurrency=None):
+        for i, (key, ranges) in enumerate(requests):
+            if key not in self.data:
+                yield i, None, None
+                continue
+            version = hashlib.sha256(self.data[key]).hexdigest().ljust(self.pad, "#")
+            if known[i] == version:
+                yield i, UNCHANGED, version
+                continue
+            self.fetched += 1
+            yield i, self.get(key) if ranges is None else self.get_ranges(key, ranges), version
+
+
+@pytest.mark.parametrize("pad", [0, 97], ids=["kept", "too-long"])
+def test_versions_kept_with_entries_are_bounded_and_only_a_hint(pad):
+    """A reader of the same table that never read the array (an unpickled copy) asks at the
+    versions kept with the entries: nothing fetched but what was rewritten since. A version
+    longer than a tag holds (96 bytes) is not kept: that reader fetches every chunk, and the
+    entries still save their decode."""
+    store = _VersionedStore(f"{os.getpid()}-{pad}", pad)
+    data = _data()
+    writer = zarrcore.create_array(store, shape=data.shape, dtype=data.dtype,
+                                   chunks=(1, *SAMPLE))
+    writer[...] = data
+    a = zarrcore.open_array(store, mode="r", cache_bytes=2 * SAMPLES * SAMPLE_BYTES,
+                            shared_cache=True)
+    np.testing.assert_array_equal(a[...], data)
+    data[5] += 1
+    writer[5] = data[5]
+    b = pickle.loads(pickle.dumps(a))
+    np.testing.assert_array_equal(b[...], data)
+    assert b.store.fetched == (1 if pad == 0 else SAMPLES)
+    info = b.cache_info()
+    assert info["hits"] == SAMPLES - 1 and info["stale"] == 1
+    np.testing.assert_array_equal(a[...], data)  # the first reader: at the new version too
+    assert a.store.fetched == SAMPLES + (0 if pad == 0 else 1)

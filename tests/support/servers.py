@@ -1,6 +1,7 @@
 """Local servers for store tests, on 127.0.0.1 and a free port: moto's S3 server, an HTTP
 server of a directory that serves byte ranges and injects faults, and a TCP proxy that
 injects faults in front of any server. Fixtures for them are in conftest.py."""
+import collections
 import os
 import re
 import socket
@@ -426,7 +427,8 @@ class CountingProxy:
     long as client and server keep them) and counts `connections` opened in all and the
     most requests in flight at once (`peak_requests`; each from its first byte until the
     proxy has the whole answer, by its Content-Length, so never more than the client has
-    in flight). It reads HTTP/1.1 without pipelining, as clients send it."""
+    in flight), and the requests by method and path (`methods`). It reads HTTP/1.1 without
+    pipelining, as clients send it."""
 
     def __init__(self, target_port):
         self.target_port = target_port
@@ -434,6 +436,7 @@ class CountingProxy:
         self.endpoint = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
         self._guard = threading.Lock()
         self.connections = self.requests = self.in_flight = self.peak_requests = 0
+        self.methods = collections.Counter()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def stop(self):
@@ -465,6 +468,8 @@ class CountingProxy:
                         with self._guard:
                             if not pending:
                                 pending.append(data.split(b" ", 1)[0])
+                                method, path = data.split(b" ", 2)[:2]
+                                self.methods[method.decode(), path.decode("latin-1")] += 1
                                 self.requests += 1
                                 self.in_flight += 1
                                 self.peak_requests = max(self.peak_requests, self.in_flight)

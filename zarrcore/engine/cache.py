@@ -1,15 +1,21 @@
 """The engine's caches beside the decoded-chunk cache: the shard indexes ranged reads learned,
-and the versions of the chunks that reads through Store.get_many decoded into the cache."""
+and the versions of the chunks that reads through Store.get_many decoded into the cache (kept
+with the entries too, where the cache is shared between processes)."""
 from __future__ import annotations
 
+import bisect
 import collections
 import hashlib
 import threading
 import weakref
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from ..runtime.portable import at_fork_in_child
 from ..codecs.sharding import Entries
+
+
+if TYPE_CHECKING:
+    from .._chunk_jobs import ChunkWaves
 
 
 # Bytes of parsed shard indexes an array keeps (ShardIndexes): 16 bytes per inner chunk, so
@@ -104,3 +110,28 @@ class ChunkVersions:
             self._versions.move_to_end(key)
             while len(self._versions) > self._held:
                 self._versions.popitem(last=False)
+
+
+def shared_versions(jobs: list[ChunkWaves], first: list[int], coords: list[Any],
+                    known: list[Any]) -> None:
+    """Set in `known` (each chunk's version, by its place in the jobs' tasks; `first`: each
+    job's first place) the version kept with the chunk's entry in the shared cache, where
+    there is one: the chunk is asked about at that version, which another process may have
+    read since this one last did (the table keeps one entry per chunk, so no other version
+    of it would be found there). Only a hint: an entry is served only at its exact version
+    (`version_digest`), so a wrong one costs a fetch, never a stale read."""
+    for j, job in enumerate(jobs):
+        for i in range(first[j], first[j + 1]):
+            tag = job.shared_version(coords[i])
+            if tag is not None:
+                known[i] = tag.decode("utf-8", "replace")
+
+
+def share_versions(jobs: list[ChunkWaves], first: list[int], coords: list[Any],
+                   read: list[tuple[int, Any]]) -> None:
+    """Keep each version of `read` ((place, version) of the chunks read whole, whose wave
+    has run) with its chunk's entry in the shared cache, for other processes'
+    shared_versions. (A version too long for the table is not kept: those reads fetch.)"""
+    for i, version in read:
+        j = bisect.bisect_right(first, i) - 1
+        jobs[j].share_version(coords[i], version_digest(version), version.encode())

@@ -31,7 +31,7 @@ from .planning import (
     Int64s, _grid_of, _in_shards, _inner_plans, _points, _replan, _task_grid, _task_values,
     _with_key, chunk_projections, job_groups,
 )
-from .cache import version_digest
+from .cache import share_versions, shared_versions, version_digest
 
 if TYPE_CHECKING:
     from .._indexing import AxisPlan
@@ -335,8 +335,15 @@ def read_cached_waves(engine: ChunkEngine,
     for unless it still has it (Store.get_many_versioned; an object store's HEAD
     finding the ETag unchanged), and an unchanged one is copied out of its entry, not
     fetched nor decoded; the others are decoded into entries at the version they arrived with. A
-    chunk found unchanged whose entry was evicted meanwhile is fetched again."""
+    chunk found unchanged whose entry was evicted meanwhile is fetched again. In a cache
+    shared between processes, of a store that `shares_versions`, entries keep the version
+    they were decoded from, and a chunk is asked for at its entry's (`shared_versions`):
+    another process's read is a hit here too."""
     known = engine.versions.known(keys)
+    assert engine.cache is not None  # (read through the cache)
+    shares = engine.cache.shared_ref is not None and engine.store.shares_versions
+    if shares:
+        shared_versions(jobs, first, coords, known)
     wanted = list(range(len(keys)))
     while wanted:
         again: list[int] = []
@@ -344,6 +351,7 @@ def read_cached_waves(engine: ChunkEngine,
         for batch in arrivals(engine.store, requests, engine.options.io_concurrency,
                               [known[i] for i in wanted]):
             arrived: dict[int, list[int]] = {}  # the tasks that arrived, by job
+            read: list[tuple[int, Any]] = []  # (place, version) of those fetched, to share
             for w, (parts, version) in batch:
                 i = wanted[w]
                 j = bisect.bisect_right(first, i) - 1
@@ -361,8 +369,11 @@ def read_cached_waves(engine: ChunkEngine,
                         job.add_whole(task, data)
                         if version is not None:
                             job.keep(task, coords[i], version_digest(version))
+                    if shares and data is not None and version is not None:
+                        read.append((i, version))
                 arrived.setdefault(j, []).append(task)
             decode_arrived(engine, jobs, arrived, keys, first)
+            share_versions(jobs, first, coords, read)
         wanted = again
 
 

@@ -226,6 +226,9 @@ class Store:
       and UNCHANGED without reading it when the version the caller knows is still the
       stored one: an Array's decoded-chunk cache serves such a store's chunks while their
       version stays (a store without it gives no identity to check, and is not cached);
+    - `shares_versions`: with `versioned_reads`, its versions are strings that mean the same
+      in every process reading the store (a server's ETags), so one process may ask about a
+      version another saw: a cache shared between processes keeps them with its entries;
     - `native_root`: the directory of a local store whose keys are plain files below it,
       which the compiled batches read and write directly, through the store's `files()`
       (zarrcore._files.FileRoot, confined or not); None otherwise;
@@ -248,6 +251,7 @@ class Store:
     merges_task_writes = False
     readers_keep_one_version = False
     versioned_reads = False
+    shares_versions = False
     native_root: str | None = None
 
     def __init__(self, read_only: bool = False) -> None:

@@ -72,6 +72,10 @@ _OWN_OPTIONS = ("timeout", "retries", "conditional_writes", "single_writer", "cl
                 "retry_config")
 # Backends whose PUT takes If-Match / If-None-Match (S3 since 2024, GCS generations, Azure).
 _CONDITIONAL_BACKENDS = ("S3Store", "GCSStore", "AzureStore", "MemoryStore")
+# The backends of a server, not of local files or memory: their clients are shared
+# (_split_client), and their ETags are the server's, the same in every process
+# (shares_versions), where a memory store's are counters of its process.
+_SERVER_BACKENDS = ("S3Store", "GCSStore", "AzureStore")
 # Where obstore takes an S3 endpoint: its option names and, without one, the environment.
 _ENDPOINT_OPTIONS = ("endpoint", "aws_endpoint", "aws_endpoint_url", "endpoint_url",
                      "aws_endpoint_url_s3")
@@ -161,7 +165,7 @@ def _split_client(made: ObstoreStore, client: ClientConfig, retry: RetryConfig
             return None
         where: Hashable = f"{parts.scheme}://{parts.netloc}"
         path = parts.path
-    elif kind in ("S3Store", "GCSStore", "AzureStore"):
+    elif kind in _SERVER_BACKENDS:
         where, path = _frozen(store.config), store.prefix or ""
     else:  # (a local or memory store: no client to share)
         return None
@@ -303,6 +307,7 @@ class ObjectStore(Store):
         self.supports_listing = not http
         self.supports_writes = self.streams_writes = not http
         self.versioned_reads = not http
+        self.shares_versions = kind in _SERVER_BACKENDS
         self.supports_conditional_writes = (
             kind in _CONDITIONAL_BACKENDS if conditional_writes is None
             else bool(conditional_writes))
