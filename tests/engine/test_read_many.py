@@ -123,3 +123,35 @@ def test_concurrent_async_reads_fetch_each_chunk_once():
     assert max(store.reads.values()) == 1
     for w, value in zip(windows, got):
         np.testing.assert_array_equal(value, DATA[w])
+
+
+def test_async_reads_with_cancellations_give_numpys_values(tmp_path):
+    a = zarrcore.create_array(str(tmp_path / "c"), shape=(200, 180), chunks=(16, 20),
+                              dtype="i4", compressors=[{"name": "zstd"}])
+    data = np.arange(200 * 180, dtype="i4").reshape(200, 180)
+    a[...] = data
+    rng = np.random.default_rng(7)
+    windows = [(slice(r, r + 40), slice(c, c + 30))
+               for r, c in zip(rng.integers(0, 160, 300).tolist(),
+                               rng.integers(0, 150, 300).tolist())]
+    doomed = set(rng.choice(300, 100, replace=False).tolist())
+
+    async def main():
+        aa = a.async_array
+        tasks = [asyncio.create_task(aa.getitem(w)) for w in windows]
+        for k in sorted(doomed):
+            if k % 3 == 0:
+                await asyncio.sleep(0)  # (some cancelled before their batch starts, some after)
+            tasks[k].cancel()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        after = await asyncio.gather(*[aa.getitem(w) for w in windows[:20]])
+        return results, after
+
+    results, after = asyncio.run(main())
+    for k, (w, got) in enumerate(zip(windows, results)):
+        if isinstance(got, asyncio.CancelledError):
+            assert k in doomed
+        else:
+            np.testing.assert_array_equal(got, data[w])
+    for w, got in zip(windows, after):
+        np.testing.assert_array_equal(got, data[w])

@@ -382,13 +382,34 @@ class Box(NamedTuple):
     views: list[tuple[int | slice, ...]]
 
 
+def _apart(group: list[int], first: list[int], last: list[int]
+           ) -> tuple[list[int], list[list[int]]]:
+    """`group` split into the runs whose intervals [first, last] (of chunks, along one axis)
+    share no chunk with another run's: (the members alone in their run, the other runs)."""
+    ordered = sorted(group, key=first.__getitem__)
+    singles: list[int] = []
+    runs: list[list[int]] = []
+    run = [ordered[0]]
+    reach = last[ordered[0]]
+    for k in ordered[1:]:
+        if first[k] > reach:
+            (runs.append(run) if len(run) > 1 else singles.append(run[0]))
+            run = []
+        run.append(k)
+        reach = max(reach, last[k])
+    (runs.append(run) if len(run) > 1 else singles.append(run[0]))
+    return singles, runs
+
+
 def selection_boxes(indexers: Sequence[Indexer], chunk_shape: Sequence[int]
                     ) -> tuple[list[Box], list[int]]:
     """The read plan of many selections at once: basic selections grouped into boxes that
     each hold no more elements than their members' results together, so that selections
     that overlap (tiles of an image, repeated samples) read each chunk once; and the places
-    of the selections read on their own (the rest, and any left alone in its box). A group
-    whose box is too large is cut in two along its box's longest axis, until it fits."""
+    of the selections read on their own (the rest, and any left alone). Selections first
+    part into groups that share no chunk along some axis (a sweep per axis, which leaves
+    scattered samples alone at once); a group whose box is still too large is cut in two
+    along its box's longest axis, until it fits."""
     spans, alone = [], []
     for i, indexer in enumerate(in_turns(indexers)):
         s = basic_spans(indexer, chunk_shape) if chunk_shape else None
@@ -402,28 +423,41 @@ def selection_boxes(indexers: Sequence[Indexer], chunk_shape: Sequence[int]
     table = np.array([s for _, s in spans], dtype=np.int64)  # (n, ndim, Span's 5 fields)
     lo, step, count = table[:, :, 0], table[:, :, 1], table[:, :, 2]
     hi = lo + (count - 1) * step + 1
+    grid = np.array(chunk_shape, dtype=np.int64)
+    firsts, lasts = (lo // grid).T.tolist(), ((hi - 1) // grid).T.tolist()
+    ndim = len(firsts)
     sizes = np.prod(count.astype(np.float64), axis=1)
     boxes: list[Box] = []
-    todo = [np.arange(len(spans))]
+    # (members, the axis to sweep first: a run that a sweep along an axis made cannot part
+    # again along it, how many axes were swept without parting it)
+    todo: list[tuple[list[int], int, int]] = [(list(range(len(spans))), 0, 0)]
     while todo:
-        group = todo.pop()
-        if len(group) == 1:
-            alone.append(int(places[group[0]]))
+        members, axis, swept = todo.pop()
+        if swept < ndim:
+            singles, runs = _apart(members, firsts[axis], lasts[axis])
+            alone += places[singles].tolist()
+            following = (axis + 1) % ndim
+            if len(runs) == 1 and not singles:
+                todo.append((members, following, swept + 1))
+            else:
+                todo += [(run, following, 1) for run in runs]
             continue
+        group = np.array(members)
         origin, end = lo[group].min(axis=0), hi[group].max(axis=0)
         if np.prod((end - origin).astype(np.float64)) <= sizes[group].sum():
             box = origin.tolist()
             boxes.append(Box(tuple(slice(a, b) for a, b in zip(box, end.tolist())),
                              places[group].tolist(),
-                             [_view_of(spans[k][1], box) for k in in_turns(group.tolist())]))
+                             [_view_of(spans[k][1], box) for k in in_turns(members)]))
             continue
         axis = int(np.argmax(end - origin))
         centres = lo[group, axis] + hi[group, axis]
         ordered = np.argsort(centres, kind="stable")
-        # Cut at the widest gap between neighbours' centres within the middle half: apart
-        # clusters stay whole, and each side keeps a quarter at least (few rounds).
+        # Cut at the widest gap between neighbours' centres within the middle half: each
+        # side keeps a quarter at least (few rounds).
         quarter = max(1, len(group) // 4)
         gaps = np.diff(centres[ordered])[quarter - 1:len(group) - quarter]
         cut = quarter + int(np.argmax(gaps))
-        todo += [group[ordered[:cut]], group[ordered[cut:]]]
+        todo += [(group[ordered[:cut]].tolist(), axis, 0),
+                 (group[ordered[cut:]].tolist(), axis, 0)]
     return boxes, sorted(alone)

@@ -584,7 +584,10 @@ class Array(ChunkMethods, Node):
         (`[3, 17, 5]`, or `[(3, slice(0, 64)), (17, slice(0, 64))]`), are read as one
         orthogonal selection: each chunk (inner chunk) decoded once, the requests to the
         store made together (concurrent, byte ranges of a shard coalesced). Others are read
-        concurrently, each as `a[selection]`, on the thread pool.
+        together too (ChunkEngine.read_many): selections of ints and slices that overlap
+        (tiles of one region, repeated samples) as boxes whose chunks are fetched and
+        decoded once, the rest concurrently on the thread pool. Each result is an array of
+        its own.
 
         Parameters
         ----------
