@@ -256,9 +256,9 @@ def read_fetched_chunks(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[
 
     def decode(item: tuple[int, Fetched]) -> None:
         i, parts = item
-        read_into(engine, keys[i], engine._stored(keys[i], parts), projections[i], out)
+        read_into(engine, keys[i], engine.stored_chunk(keys[i], parts), projections[i], out)
 
-    for batch in arrivals(engine.store, engine._whole(keys), engine.options.io_concurrency):
+    for batch in arrivals(engine.store, engine.whole_requests(keys), engine.options.io_concurrency):
         parallel_map(decode, batch, engine.options.num_threads)
 
 
@@ -317,11 +317,11 @@ def read_chunk_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any
         read_cached_waves(engine, jobs, keys, first, every)
         return
     # Per batch in Python ints, no numpy call: a small read's batch is one chunk.
-    for batch in arrivals(engine.store, engine._whole(keys), engine.options.io_concurrency):
+    for batch in arrivals(engine.store, engine.whole_requests(keys), engine.options.io_concurrency):
         arrived: dict[int, list[int]] = {}  # the tasks that arrived, by job
         for i, parts in batch:
             j = bisect.bisect_right(first, i) - 1
-            data = engine._stored(keys[i], parts)
+            data = engine.stored_chunk(keys[i], parts)
             if data is not None:
                 jobs[j].add_whole(i - first[j], data)
             arrived.setdefault(j, []).append(i - first[j])
@@ -340,7 +340,7 @@ def read_cached_waves(engine: ChunkEngine,
     wanted = list(range(len(keys)))
     while wanted:
         again: list[int] = []
-        requests = engine._whole(keys[i] for i in wanted)
+        requests = engine.whole_requests(keys[i] for i in wanted)
         for batch in arrivals(engine.store, requests, engine.options.io_concurrency,
                               [known[i] for i in wanted]):
             arrived: dict[int, list[int]] = {}  # the tasks that arrived, by job
@@ -355,7 +355,7 @@ def read_cached_waves(engine: ChunkEngine,
                         continue
                 else:
                     engine.versions.note(keys[i], version)
-                    data = engine._stored(keys[i], parts)
+                    data = engine.stored_chunk(keys[i], parts)
                     if data is not None and (version is None or not job.lookup(
                             task, coords[i], version_digest(version))):
                         job.add_whole(task, data)
@@ -473,7 +473,7 @@ def read_shard_ranges(
     between the two cannot tear the read; other stores through get_many."""
     store = engine.store
     concurrency, threads = engine.options.io_concurrency, engine.options.num_threads
-    indexes = engine._shard_indexes
+    indexes = engine.shard_indexes
     # The shards whose indexes `indexes` knew: read at the version they were learned from.
     known: dict[int, Entries] = {}
     fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, Any]]]]
@@ -569,7 +569,7 @@ def read_indexed_shards(
         for u, parts in batch:
             s = unknown[u]
             whole_shard = requests[s][1] is None
-            data = engine._stored(keys[s], parts) if whole_shard else _first(parts)
+            data = engine.stored_chunk(keys[s], parts) if whole_shard else _first(parts)
             if data is None:
                 wave.append(shard_tasks[s])
                 continue  # not stored: fill

@@ -251,7 +251,7 @@ def job_groups(engine: ChunkEngine, indexer: Indexer) -> list[_Group]:
     chunks per stored shape on a rectilinear grid (it has few), the whole request on a
     regular one. The one place the compiled routes split a request by chunk shape."""
     if engine.grid.is_regular:
-        form = engine._forms[engine.chunk_shape]
+        form = engine.core_forms[engine.chunk_shape]
         if isinstance(indexer, CoordinateIndexer):
             assert indexer.groups is not None  # (points: `plan` saw them)
             return [_Group(engine.chain, form, engine.array_shape, [],
@@ -305,10 +305,8 @@ def point_job_groups(engine: ChunkEngine, indexer: CoordinateIndexer) -> list[_G
 def job_group(engine: ChunkEngine,
               shape: tuple[int, ...], extent: tuple[int, ...], plans: list[AxisPlan],
            points: tuple[Int64s, Int64s, Int64s, Int64s] | None) -> _Group:
-    chain = engine.chain_at_shape(shape)
-    if shape not in engine._forms:
-        engine._forms[shape] = _core_form(chain)
-    return _Group(chain, engine._forms[shape], extent, plans, points)
+    return _Group(engine.chain_at_shape(shape), engine.core_form_at_shape(shape), extent,
+                  plans, points)
 
 
 def chunk_projections(plans: Sequence[AxisPlan], tasks: Sequence[int]) -> list[ChunkProjection]:
