@@ -41,11 +41,11 @@ from ..metadata.grid import ChunkGrid
 from ..runtime.pool import parallel_map
 from ..storage.base import at_most, bounded, get_at_most
 from ..storage.updates import conflict_pause, retry_conflicts
-from .planning import Route, _core_form, _selection_kind, _with_key, selection_boxes
+from .planning import Route, core_form, selection_boxes, selection_kind, with_key
 from .cache import SHARD_INDEX_BYTES, ChunkVersions, ShardIndexes
 from .directory import read_chunk_batch, read_shard_batch, write_chunk_batch, write_shard_batch
 from .fetched import (
-    _trimmed, read_chunk_waves, read_each_chunk, read_fetched_chunks, read_shard_waves,
+    read_chunk_waves, read_each_chunk, read_fetched_chunks, read_shard_waves, trimmed,
     write_chunk_waves,
 )
 from .partial_writes import (
@@ -258,7 +258,7 @@ class ChunkEngine:
         `core_settings` for the array's chunk shape), kept in `core_forms` once made."""
         forms = self.core_forms
         if shape not in forms:
-            forms[shape] = _core_form(self.chain_at_shape(shape))
+            forms[shape] = core_form(self.chain_at_shape(shape))
         return forms[shape]
 
     def chain_at_shape(self, shape: tuple[int, ...]) -> CodecChain:
@@ -276,14 +276,14 @@ class ChunkEngine:
         """The settings with which the compiled core reads and writes this array's stored
         objects by itself (the batches here, native handles): the sharding codec's
         batch_settings when sharded, else the chain's native_form; None when it cannot."""
-        return _core_form(self.chain)
+        return core_form(self.chain)
 
     def plan(self, indexer: Indexer, writing: bool = False) -> Route:
         """The route (Route) a read, or with `writing` a write, of `indexer`'s selection
         takes: the first of the compiled routes open to this array (`__init__`) that takes
         that kind of selection, else the codec objects. Writes give the compiled routes only
         the chunks they cover wholly; the rest is read-modify-written (`write`)."""
-        basic, listed = _selection_kind(indexer, len(self.chunk_shape))
+        basic, listed = selection_kind(indexer, len(self.chunk_shape))
         points = isinstance(indexer, CoordinateIndexer)
         if writing:
             listed = basic  # (the compiled writers take ints and slices)
@@ -500,9 +500,9 @@ class ChunkEngine:
         chain = self.chain_at(coords)
         try:
             read_modify_write(self,
-                key, lambda data, keep_empty: _trimmed(chain, data, bound, keep_empty))
+                key, lambda data, keep_empty: trimmed(chain, data, bound, keep_empty))
         except ZarrcoreError as e:
-            raise _with_key(e, key) from e
+            raise with_key(e, key) from e
 
     def put(self, key: str, data: BytesLike | None) -> None:
         """Store the encoded chunk `data` at `key`; None (all fill, not written) deletes it
