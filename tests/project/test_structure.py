@@ -447,12 +447,13 @@ def test_no_module_outside_the_storage_switches_on_stores_or_reads_their_insides
 
 # -- nested parallel work ---------------------------------------------------------------------
 def test_pool_threads_are_inside_parallel_work_and_thread_names_mean_nothing():
-    from zarrcore.config import _in_parallel_work, config
+    from zarrcore.config import config
+    from zarrcore.runtime.pool import in_parallel_work
 
-    assert not _in_parallel_work()
-    assert config.executor().submit(_in_parallel_work).result() is True
+    assert not in_parallel_work()
+    assert config.executor().submit(in_parallel_work).result() is True
     seen = []
-    thread = threading.Thread(target=lambda: seen.append(_in_parallel_work()), name="zarrcore-x")
+    thread = threading.Thread(target=lambda: seen.append(in_parallel_work()), name="zarrcore-x")
     thread.start()
     thread.join()
     assert seen == [False]
