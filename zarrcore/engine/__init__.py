@@ -155,11 +155,11 @@ class ChunkEngine:
             b % c == 0 if isinstance(b, int) else not np.any(b.lengths % c)
             for b, c in zip(self.grid.axes, self.sharding.chunk_shape))
         self.ranged_shards = not native and aligned
-        # The shard indexes those reads learned, for stores whose readers keep one version
-        # (and say which: RangeReader.version).
+        # The shard indexes those reads learned (fetched.read_shard_ranges), for stores whose
+        # readers keep one version (and say which: RangeReader.version).
         self.shard_indexes = (ShardIndexes(SHARD_INDEX_BYTES)
-                               if self.ranged_shards and store.readers_keep_one_version
-                               else None)
+                              if self.ranged_shards and store.readers_keep_one_version
+                              else None)
         self.inner_waves = aligned and self.sharding is not None and (
             self.sharding.inner_native_form is not None)
         self.cache = self._chunk_cache(cache_bytes, shared_cache)
@@ -221,7 +221,7 @@ class ChunkEngine:
                 self.batch_settings is None and self.shard_spec is None
                 and (self.wave_settings is None or not self.store.versioned_reads)):
             return None
-        # The versions the entries of `wave_settings` reads were decoded from (`ChunkVersions`).
+        # The versions the entries of R4's reads (`wave_settings`) were decoded from.
         self.versions = ChunkVersions(max(1, cache_bytes // chunk_bytes))
         ninner = (math.prod(s // c for s, c in zip(self.chunk_shape, chunk))
                   if self.sharding is not None else None)
