@@ -27,10 +27,10 @@ from typing import Any, Protocol, TypeVar
 
 from . import _memory
 from ._cache import check_budget
-from .runtime.pool import _mark_pool_thread, serve
+from .runtime.pool import mark_pool_thread, serve
 # (Their path before runtime/pool.py, which users and tests import them by.)
 from .runtime.pool import Claims as Claims, parallel_map as parallel_map
-from .runtime.pool import _in_parallel_work as _in_parallel_work, run_workers as run_workers
+from .runtime.pool import run_workers as run_workers
 from .runtime.portable import at_fork_in_child
 from ._status import MAX_NDIM
 
@@ -309,7 +309,7 @@ class Config:
                 # still and submit to it. Its idle threads exit once it is collected.
                 self._executor = concurrent.futures.ThreadPoolExecutor(
                     self.num_threads, thread_name_prefix="zarrcore",
-                    initializer=_mark_pool_thread,
+                    initializer=mark_pool_thread,
                 )
                 self._executor_threads = self.num_threads
             return self._executor

@@ -296,6 +296,36 @@ def test_no_module_imports_the_package_it_is_in():
     assert not found
 
 
+def test_no_module_imports_a_private_name_of_another():
+    """What a module shares with others has a public name: no `from .x import _name` within
+    the package (private modules themselves, as `from .. import _memory`, are imported)."""
+    modules = _python_modules()
+    found = []
+    for module, path in modules.items():
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            sources = _imported(module, node, path.endswith("__init__.py"), modules)
+            found += [(module, node.lineno, a.name) for a in node.names
+                      if sources and a.name.startswith("_") and not a.name.startswith("__")
+                      and not any(s.endswith("." + a.name) for s in sources)]
+    assert not found
+
+
+def test_engine_runners_read_no_private_name_of_the_engine():
+    """The route modules take the engine as their first argument and read only its public
+    names (ChunkEngine documents them)."""
+    for name in ("planning", "directory", "fetched", "partial_writes", "chunk_access"):
+        with open(os.path.join(PACKAGE, "engine", name + ".py"), encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        private = [(name, n.lineno, n.attr) for n in ast.walk(tree)
+                   if isinstance(n, ast.Attribute) and n.attr.startswith("_")
+                   and not n.attr.startswith("__") and ast.unparse(n.value).endswith("engine")]
+        assert not private
+
+
 def test_few_imports_inside_functions():
     """An import inside a function hides a dependency: one per 1,000 lines at most (those of
     optional packages, outside zarrcore, do not count)."""
@@ -447,12 +477,13 @@ def test_no_module_outside_the_storage_switches_on_stores_or_reads_their_insides
 
 # -- nested parallel work ---------------------------------------------------------------------
 def test_pool_threads_are_inside_parallel_work_and_thread_names_mean_nothing():
-    from zarrcore.config import _in_parallel_work, config
+    from zarrcore.config import config
+    from zarrcore.runtime.pool import in_parallel_work
 
-    assert not _in_parallel_work()
-    assert config.executor().submit(_in_parallel_work).result() is True
+    assert not in_parallel_work()
+    assert config.executor().submit(in_parallel_work).result() is True
     seen = []
-    thread = threading.Thread(target=lambda: seen.append(_in_parallel_work()), name="zarrcore-x")
+    thread = threading.Thread(target=lambda: seen.append(in_parallel_work()), name="zarrcore-x")
     thread.start()
     thread.join()
     assert seen == [False]

@@ -153,7 +153,7 @@ def test_a_child_forked_while_the_shard_indexes_are_locked_reads(s3_bucket):
                               storage_options=server.storage_options())
     a[...] = data
     np.testing.assert_array_equal(a[3], data[3])
-    lock = a._engine._shard_indexes._lock
+    lock = a._engine.shard_indexes._lock
     lock.acquire()
     try:
         def child():

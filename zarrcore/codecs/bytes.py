@@ -14,7 +14,7 @@ from .registry import register_codec
 _NATIVE = sys.byteorder
 
 
-def _byte_order(dtype: np.dtype[Any]) -> str | None:
+def byte_order(dtype: np.dtype[Any]) -> str | None:
     """'little', 'big', or None when the dtype has no byte order (1-byte, bytes, structured)."""
     if dtype.byteorder == "|" or dtype.itemsize == 1:  # ml_dtypes' 1-byte types say "="
         return None
@@ -58,11 +58,11 @@ class BytesCodec(ArrayBytesCodec):
             # A "struct" array's endian is the byte order of every field; "structured" ones
             # record none (fields in memory order), as below.
             return self
-        if _byte_order(np.dtype(spec.array_dtype)) is None:
+        if byte_order(np.dtype(spec.array_dtype)) is None:
             # zarr-python records no endian for arrays whose type has none, even when a filter
             # made multi-byte items of them (those are then in native order).
             return self if self.endian is None else BytesCodec(None)
-        if self.endian is None and _byte_order(dtype) is not None:
+        if self.endian is None and byte_order(dtype) is not None:
             raise MetadataError(f"bytes codec: endian is required for dtype {dtype}")
         return self
 
@@ -87,7 +87,7 @@ class BytesCodec(ArrayBytesCodec):
         dtype = np.dtype(spec.dtype)
         if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
             return None
-        in_memory = _byte_order(dtype) or _NATIVE
+        in_memory = byte_order(dtype) or _NATIVE
         unit = swap_unit(dtype)
         return {
             "itemsize": dtype.itemsize,
@@ -97,7 +97,7 @@ class BytesCodec(ArrayBytesCodec):
         }
 
     def _swap(self, dtype: np.dtype[Any]) -> bool:
-        order = _byte_order(dtype)
+        order = byte_order(dtype)
         return order is not None and self.endian is not None and order != self.endian
 
     def _stored_struct(self, dtype: np.dtype[Any]) -> np.dtype[Any] | None:

@@ -15,7 +15,7 @@ from .. import _filters
 from ..errors import ChunkDecodeError, MetadataError
 from .base import (ArrayArrayCodec, BytesBytesCodec, BytesLike, ChunkSpec, CodecJSON,
                    NativeForm, NumcodecsForm)
-from .bytes import BytesCodec, _byte_order
+from .bytes import BytesCodec, byte_order
 from .registry import register_codec
 
 _U1 = np.dtype(np.uint8)
@@ -419,7 +419,7 @@ class ShuffleFilter(V2Filter):
 
     def native_form(self, spec: ChunkSpec) -> NativeForm | None:
         """The chunk's items as they lie in memory, their bytes shuffled."""
-        items = BytesCodec(_byte_order(np.dtype(spec.dtype))).native_form(spec)
+        items = BytesCodec(byte_order(np.dtype(spec.dtype))).native_form(spec)
         return None if items is None else {**items, **self.bytes_form()}
 
     def bytes_form(self) -> NativeForm:

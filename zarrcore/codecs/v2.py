@@ -18,7 +18,7 @@ from ..metadata.dtypes import dtype_from_v2_json
 from ..metadata.v2 import ArrayMetadataV2
 from . import numcodecs_compressors, numcodecs_filters, vlen  # noqa: F401  (registers the v2 ids)
 from .base import ArrayBytesCodec, ChunkSpec, Codec, CodecJSON
-from .bytes import BytesCodec, _byte_order
+from .bytes import BytesCodec, byte_order
 from .chain import CodecChain
 from .numcodecs_filters import V2Filter
 from .numcodecs_v3 import PREFIX as NUMCODECS_PREFIX
@@ -36,7 +36,7 @@ class V2BytesCodec(BytesCodec):
         super().__init__(endian=None)
 
     def resolve(self, spec: ChunkSpec) -> BytesCodec:
-        return BytesCodec(_byte_order(np.dtype(spec.dtype))).resolve(spec)
+        return BytesCodec(byte_order(np.dtype(spec.dtype))).resolve(spec)
 
 
 def codecs_from_v2_metadata(meta: ArrayMetadataV2, where: str = ".zarray") -> list[Codec]:
@@ -44,7 +44,7 @@ def codecs_from_v2_metadata(meta: ArrayMetadataV2, where: str = ".zarray") -> li
     stored = meta.data_type.numpy_dtype
     return codecs_from_v2(meta.filters, meta.compressor,
                           len(meta.shape) if meta.order == "F" else 0, where,
-                          None if stored == meta.dtype else _byte_order(stored))
+                          None if stored == meta.dtype else byte_order(stored))
 
 
 def codecs_from_v2(filters: Sequence[object] | None, compressor: object,

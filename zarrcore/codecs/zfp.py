@@ -19,7 +19,7 @@ from ..errors import ChunkDecodeError, MetadataError, UnknownCodecError
 from .base import ArrayBytesCodec, BytesLike, ChunkSpec, CodecJSON, into
 from .numbers import type_name
 from .registry import register_codec
-from .zfpy import _zfpy, stream_padding
+from .zfpy import zfpy_module, stream_padding
 
 # registry mode -> (zfpy keyword, the configuration field that gives it)
 _MODES = {"fixed_accuracy": ("tolerance", "tolerance"), "fixed_rate": ("rate", "rate"),
@@ -70,8 +70,9 @@ def _block_bits(stored: np.dtype[Any], ndim: int, keyword: str,
     """(minbits, maxbits) of zfp's blocks in this mode, from the header zfpy writes for one
     block."""
     block = np.zeros((4,) * ndim, dtype=stored)
-    header = _zfpy().header(_zfpy().compress_numpy(block, write_header=True, **{keyword: value})
-                            + bytes(64))
+    zfpy = zfpy_module()
+    header = zfpy.header(zfpy.compress_numpy(block, write_header=True, **{keyword: value})
+                         + bytes(64))
     expert = header["config"]["expert"]
     return int(expert["minbits"]), int(expert["maxbits"])
 
@@ -120,7 +121,7 @@ class ZfpCodec(ArrayBytesCodec):
             raise MetadataError(f"zfp codec: data type {type_name(np.dtype(spec.dtype))} is "
                                 f"not one it takes: {SUPPORTED}")
         _field(spec.shape)
-        _zfpy()
+        zfpy_module()
         return self
 
     def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> BytesLike:
@@ -137,7 +138,7 @@ class ZfpCodec(ArrayBytesCodec):
         elif dtype.kind in "mM":
             values = values.view(np.int64)
         try:
-            compressed: bytes = _zfpy().compress_numpy(
+            compressed: bytes = zfpy_module().compress_numpy(
                 values.astype(stored, copy=False), write_header=False,
                 **{self.keyword: self.value})
         except (TypeError, ValueError, RuntimeError) as e:
@@ -152,7 +153,7 @@ class ZfpCodec(ArrayBytesCodec):
         if stored is None:
             raise MetadataError(f"zfp codec: data type {type_name(dtype)} is not one it takes: "
                                 f"{SUPPORTED}")
-        zfpy, field, data = _zfpy(), _field(spec.shape), bytes(data)
+        zfpy, field, data = zfpy_module(), _field(spec.shape), bytes(data)
         minbits, maxbits = _block_bits(stored, len(field), self.keyword, self.value)
         padded = data + bytes(stream_padding(len(data), field, minbits, maxbits, "zfp"))
         try:

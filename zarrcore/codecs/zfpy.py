@@ -25,7 +25,7 @@ _MAX_BLOCK_BITS = 1 << 15  # maxbits is a 15-bit field in zfp's header
 _EMPTY_BLOCK_BITS = 128  # at most one bit per bit plane, plus the block's flag bits
 
 
-def _zfpy() -> Any:  # the zfpy module, which has no type hints
+def zfpy_module() -> Any:  # the zfpy module, which has no type hints
     try:
         import zfpy
     except ImportError:
@@ -83,7 +83,7 @@ class ZfpyCodec(NumcodecsForm, ArrayBytesCodec):
         if dtype not in _DTYPES:
             raise MetadataError(f"zfpy codec: data type {dtype} is not one zfp stores "
                                 f"(native float32, float64, int32, int64)")
-        _zfpy()
+        zfpy_module()
         return self
 
     def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> BytesLike:
@@ -93,7 +93,7 @@ class ZfpyCodec(NumcodecsForm, ArrayBytesCodec):
                                 f"modes {sorted(_MODE_KWARG)}")
         try:
             array = np.ascontiguousarray(array)
-            compressed: bytes = _zfpy().compress_numpy(
+            compressed: bytes = zfpy_module().compress_numpy(
                 array.view(stored_numbers(array.dtype)), write_header=True, **kwargs)
             return compressed
         except (TypeError, ValueError, RuntimeError) as e:
@@ -102,7 +102,7 @@ class ZfpyCodec(NumcodecsForm, ArrayBytesCodec):
 
     def decode(self, data: BytesLike, spec: ChunkSpec,
                out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
-        zfpy = _zfpy()
+        zfpy = zfpy_module()
         data = bytes(data)
         try:
             header = zfpy.header(data + bytes(_HEADER_PAD))

@@ -41,11 +41,11 @@ from ..metadata.grid import ChunkGrid
 from ..runtime.pool import in_turns, parallel_map
 from ..storage.base import at_most, bounded, get_at_most
 from ..storage.updates import conflict_pause, retry_conflicts
-from .planning import Route, _core_form, _selection_kind, _with_key, selection_boxes
+from .planning import Route, core_form, selection_boxes, selection_kind, with_key
 from .cache import SHARD_INDEX_BYTES, ChunkVersions, ShardIndexes
 from .directory import read_chunk_batch, read_shard_batch, write_chunk_batch, write_shard_batch
 from .fetched import (
-    _trimmed, read_chunk_waves, read_each_chunk, read_fetched_chunks, read_shard_waves,
+    read_chunk_waves, read_each_chunk, read_fetched_chunks, read_shard_waves, trimmed,
     write_chunk_waves,
 )
 from .partial_writes import (
@@ -108,40 +108,43 @@ class ChunkEngine:
         self._key_head = None if root is None else f"{self._node_dir}/{key_layout[0]}"
         # The routes open to this array, decided once from what its store can do and how its
         # chunks are laid out (`plan` picks among them per request). A directory store
-        # (native_root) is opened by the compiled batches themselves: `_batch` holds the
-        # ChunkBatch settings of a chain the core runs; `_shards` a ShardSpec when the
+        # (native_root) is opened by the compiled batches themselves: `batch_settings` holds
+        # the ChunkBatch settings of a chain the core runs; `shard_spec` a ShardSpec when the
         # sharding codec's index and inner chain are ones it runs (zarrcore._shard_io).
         # So is a MemoryStore holding its own data (native_memory) when the array keeps a
         # decoded-chunk cache and the core runs its chain: the batches read its blobs, whose
         # versions validate the cache's entries, as native handles do.
         # Other stores (memory, zip, fsspec, object stores) hand over bytes through
-        # Store.get_many: `_waves` holds the ChunkWaves settings of an unsharded chain the
-        # core runs (None for 0-d arrays); `_ranged_shards` says sharded arrays there are
-        # read by planned byte ranges.
-        self._batch: NativeForm | None = None
-        self._shards: ShardSpec | None = None
-        self._waves: NativeForm | None = None
-        self._ranged_shards = self._inner_waves = False
-        # A rectilinear grid's requests run one compiled job per chunk shape (`_groups`); the
+        # Store.get_many: `wave_settings` holds the ChunkWaves settings of an unsharded chain
+        # the core runs (None for 0-d arrays); `ranged_shards` says sharded arrays there are
+        # read by planned byte ranges, `inner_waves` that their listed selections are too.
+        # (Public: the route modules run what these open; `plan` alone chooses among them.)
+        self.batch_settings: NativeForm | None = None
+        self.shard_spec: ShardSpec | None = None
+        self.wave_settings: NativeForm | None = None
+        self.ranged_shards = self.inner_waves = False
+        # The compiled core's settings per chunk shape (`core_form_at_shape`): a rectilinear
+        # grid's requests run one compiled job per chunk shape (planning.job_groups); the
         # routes are those its largest chunk's chain opens, and each job has its shape's form.
-        self._forms: dict[tuple[int, ...], NativeForm | None] = {
+        self.core_forms: dict[tuple[int, ...], NativeForm | None] = {
             self.chunk_shape: self.core_settings}
-        # (ChunkBatch's and ShardSpec's places of the stored objects: `_objects`; and the
-        # length of what their paths hold before a store key)
+        # (ChunkBatch's and ShardSpec's places of the stored objects: `object_places`)
         self._placed: dict[str, Any] | None = None
-        self._head_len = 0 if store.native_root is None else len(store.native_root) + 1
-        settings = self._forms[self.chunk_shape]
+        # The length of what the compiled jobs' paths hold before a store key (their errors
+        # name the key: `raise_error(head_len)`).
+        self.head_len = 0 if store.native_root is None else len(store.native_root) + 1
+        settings = self.core_forms[self.chunk_shape]
         cache_bytes = self._cache_budget(cache_bytes)
         native = store.native_root is not None or bool(
             cache_bytes and store.native_memory is not None and settings is not None
             and self.grid.is_regular)
         if native:
             if self.sharding is None:
-                self._batch = settings
+                self.batch_settings = settings
             elif settings is not None:
-                self._shards = self._shard_spec(self.chunk_shape, self.array_shape, settings)
+                self.shard_spec = self.shard_spec_for(self.chunk_shape, self.array_shape, settings)
         if not native and self.chunk_shape and self.sharding is None:
-            self._waves = self._forms[self.chunk_shape]
+            self.wave_settings = self.core_forms[self.chunk_shape]
         # Sharded arrays off a directory are read by planned byte ranges; and those whose
         # inner chain the core runs, listed selections of them too, on any store, inner
         # chunks decoded in compiled waves. Over grids of shards that start on inner chunks'
@@ -151,21 +154,21 @@ class ChunkEngine:
         aligned = self.sharding is not None and all(
             b % c == 0 if isinstance(b, int) else not np.any(b.lengths % c)
             for b, c in zip(self.grid.axes, self.sharding.chunk_shape))
-        self._ranged_shards = not native and aligned
-        # The shard indexes those reads learned, for stores whose readers keep one version
-        # (and say which: RangeReader.version).
-        self._shard_indexes = (ShardIndexes(SHARD_INDEX_BYTES)
-                               if self._ranged_shards and store.readers_keep_one_version
-                               else None)
-        self._inner_waves = aligned and self.sharding is not None and (
+        self.ranged_shards = not native and aligned
+        # The shard indexes those reads learned (fetched.read_shard_ranges), for stores whose
+        # readers keep one version (and say which: RangeReader.version).
+        self.shard_indexes = (ShardIndexes(SHARD_INDEX_BYTES)
+                              if self.ranged_shards and store.readers_keep_one_version
+                              else None)
+        self.inner_waves = aligned and self.sharding is not None and (
             self.sharding.inner_native_form is not None)
         self.cache = self._chunk_cache(cache_bytes, shared_cache)
         # R0 (`read_selection`): the job of R1 (a template ChunkBatch, made on first need) or
-        # of R2 (`_shards`) reads a selection in one chunk or inner chunk of a regular grid.
+        # of R2 (`shard_spec`) reads a selection in one chunk or inner chunk of a regular grid.
         self._one_chunk: ChunkBatch | None = None
         # (Public: a caller asks before making the call, which costs arrays R0 cannot read.)
         self.one_chunk_open = bool(self.chunk_shape) and self.grid.is_regular and (
-            self._batch is not None or self._shards is not None)
+            self.batch_settings is not None or self.shard_spec is not None)
 
     @classmethod
     def from_metadata(cls, store: Store, path: str, metadata: ArrayMetadataV2 | ArrayMetadataV3,
@@ -201,11 +204,11 @@ class ChunkEngine:
 
     def _chunk_cache(self, cache_bytes: int, shared: Any = None) -> ChunkCache | None:
         """The decoded-chunk cache of `cache_bytes` (_cache_budget) that the compiled reads
-        of a directory store, or of a MemoryStore's own data, share (`_batch`, `_shards`),
-        and those of unsharded chunks of a store with `versioned_reads` (`_waves`: zip,
-        object stores); of a regular grid, whose chunks all have one shape. None for 0, or
-        when no such route is open. Other stores give no identity of their objects to
-        validate entries by: they are never cached. With `shared` (the array's
+        of a directory store, or of a MemoryStore's own data, share (`batch_settings`,
+        `shard_spec`), and those of unsharded chunks of a store with `versioned_reads`
+        (`wave_settings`: zip, object stores); of a regular grid, whose chunks all have one
+        shape. None for 0, or when no such route is open. Other stores give no identity of
+        their objects to validate entries by: they are never cached. With `shared` (the array's
         "shared_cache": True or a SharedCacheRef), its chunks are kept in memory that the
         machine's processes share (ChunkCache), but a MemoryStore's, whose data is the
         process's own."""
@@ -215,10 +218,10 @@ class ChunkEngine:
             raise SettingValueError(f"{self._where}: shared_cache needs a cache budget "
                                     f"(cache_bytes, or zarrcore.config.cache_bytes)")
         if not cache_bytes or not self.grid.is_regular or (
-                self._batch is None and self._shards is None
-                and (self._waves is None or not self.store.versioned_reads)):
+                self.batch_settings is None and self.shard_spec is None
+                and (self.wave_settings is None or not self.store.versioned_reads)):
             return None
-        # The versions the entries of `_waves` reads were decoded from (`ChunkVersions`).
+        # The versions the entries of R4's reads (`wave_settings`) were decoded from.
         self.versions = ChunkVersions(max(1, cache_bytes // chunk_bytes))
         ninner = (math.prod(s // c for s, c in zip(self.chunk_shape, chunk))
                   if self.sharding is not None else None)
@@ -234,13 +237,14 @@ class ChunkEngine:
                                   "used", "capacity"), 0)
         return self.cache.info()
 
-    def _shard_spec(self, shape: Sequence[int], extent: Sequence[int],
-                    settings: dict[str, Any]) -> ShardSpec:
+    def shard_spec_for(self, shape: Sequence[int], extent: Sequence[int],
+                       settings: dict[str, Any]) -> ShardSpec:
         """The ShardSpec of shards of `shape` on an array of `extent` (directory and memory
-        stores); `settings` name the keyword arguments of the compiled jobs."""
-        return ShardSpec(**self._objects(), head_len=self._head_len, sep=self.key_layout[1],
-                         lead_sep=self.key_layout[2], array_shape=tuple(extent),
-                         shard_shape=tuple(shape), **settings)
+        stores; `shard_spec` is that of the array's own shards); `settings` name the keyword
+        arguments of the compiled jobs."""
+        return ShardSpec(**self.object_places(), head_len=self.head_len,
+                         sep=self.key_layout[1], lead_sep=self.key_layout[2],
+                         array_shape=tuple(extent), shard_shape=tuple(shape), **settings)
 
     def chain_at(self, coords: Sequence[int]) -> CodecChain:
         """The codec chain of the chunk (or shard) at grid index `coords`: `chain`, but on a
@@ -248,6 +252,14 @@ class ChunkEngine:
         if self.grid.is_regular:
             return self.chain
         return self.chain_at_shape(self.grid.chunk_shape_at(coords))
+
+    def core_form_at_shape(self, shape: tuple[int, ...]) -> NativeForm | None:
+        """The settings with which the compiled core runs chunks (shards) of `shape` (as
+        `core_settings` for the array's chunk shape), kept in `core_forms` once made."""
+        forms = self.core_forms
+        if shape not in forms:
+            forms[shape] = core_form(self.chain_at_shape(shape))
+        return forms[shape]
 
     def chain_at_shape(self, shape: tuple[int, ...]) -> CodecChain:
         """The codec chain of chunks (shards) of `shape`."""
@@ -264,24 +276,24 @@ class ChunkEngine:
         """The settings with which the compiled core reads and writes this array's stored
         objects by itself (the batches here, native handles): the sharding codec's
         batch_settings when sharded, else the chain's native_form; None when it cannot."""
-        return _core_form(self.chain)
+        return core_form(self.chain)
 
     def plan(self, indexer: Indexer, writing: bool = False) -> Route:
         """The route (Route) a read, or with `writing` a write, of `indexer`'s selection
         takes: the first of the compiled routes open to this array (`__init__`) that takes
         that kind of selection, else the codec objects. Writes give the compiled routes only
         the chunks they cover wholly; the rest is read-modify-written (`write`)."""
-        basic, listed = _selection_kind(indexer, len(self.chunk_shape))
+        basic, listed = selection_kind(indexer, len(self.chunk_shape))
         points = isinstance(indexer, CoordinateIndexer)
         if writing:
             listed = basic  # (the compiled writers take ints and slices)
-        if self._batch is not None and listed:
+        if self.batch_settings is not None and listed:
             return Route.CHUNK_BATCH
-        if self._shards is not None and (basic or not writing and listed and not points):
+        if self.shard_spec is not None and (basic or not writing and listed and not points):
             return Route.SHARD_BATCH
-        if not writing and (self._ranged_shards and basic or self._inner_waves and listed):
+        if not writing and (self.ranged_shards and basic or self.inner_waves and listed):
             return Route.SHARD_WAVES
-        if self._waves is not None and listed:
+        if self.wave_settings is not None and listed:
             return Route.CHUNK_WAVES
         if not writing and self.sharding is None and self.store.native_root is None:
             return Route.FETCHED_CHUNKS
@@ -296,17 +308,17 @@ class ChunkEngine:
         any other selection: the caller makes an indexer and `read`s it."""
         if not self.one_chunk_open:
             return NotImplemented
-        if self._shards is not None:
-            return self._shards.read_one(selection, fortran, self.dtype, self.cache)
+        if self.shard_spec is not None:
+            return self.shard_spec.read_one(selection, fortran, self.dtype, self.cache)
         reader = self._one_chunk
         if reader is None:
-            assert self._batch is not None  # (the route is open)
+            assert self.batch_settings is not None  # (the route is open)
             _, sep, lead = self.key_layout
             reader = self._one_chunk = ChunkBatch(
-                settings=self._batch, **self._objects(), sep=sep, lead_sep=lead,
+                settings=self.batch_settings, **self.object_places(), sep=sep, lead_sep=lead,
                 array_shape=self.array_shape, chunk_shape=self.chunk_shape, plans=None,
                 data=None, cache=self.cache, dtype=self.dtype)
-        return reader.read_one(selection, fortran, self.options.num_threads, self._head_len)
+        return reader.read_one(selection, fortran, self.options.num_threads, self.head_len)
 
     def node_dir(self) -> str:
         """The array's directory, which locates its chunks' key locks (csrc/zc_key_lock.h)."""
@@ -326,7 +338,7 @@ class ChunkEngine:
                 self.key_layout[0]
         return self._key_head
 
-    def _objects(self) -> dict[str, Any]:
+    def object_places(self) -> dict[str, Any]:
         """What places the stored objects for ChunkBatch and ShardSpec: the files below the
         store's root and their key locks' directory, or the blobs of its memory map (locked
         by the map's own key locks). Made on first need (a directory may not exist before)."""
@@ -341,20 +353,19 @@ class ChunkEngine:
             self._placed = objects
         return objects
 
-
     def key(self, coords: Sequence[int]) -> str:
         rel = self._chunk_key(coords)
         return f"{self.key_prefix}/{rel}" if self.key_prefix else rel
 
-    def _whole(self, keys: Iterable[str]) -> list[Request]:
+    def whole_requests(self, keys: Iterable[str]) -> list[Request]:
         """Store.get_many requests of the stored chunks at `keys`, each whole but of at most
-        one byte more than a valid chunk takes (see `_stored`)."""
+        one byte more than a valid chunk takes (see `stored_chunk`)."""
         ranges = at_most(self.chain.max_encoded_bytes)
         return [(key, ranges) for key in keys]
 
-    def _stored(self, key: str, parts: Fetched) -> ReadBytes | None:
-        """The stored chunk `key` from the result `parts` of its `_whole` request (None: not
-        stored); ValueTooLargeError when it is larger than a valid chunk."""
+    def stored_chunk(self, key: str, parts: Fetched) -> ReadBytes | None:
+        """The stored chunk `key` from the result `parts` of its `whole_requests` request
+        (None: not stored); ValueTooLargeError when it is larger than a valid chunk."""
         if isinstance(parts, (bytes, memoryview)):  # (a request without ranges: none here)
             parts = [parts]
         return bounded(self.store, key, parts, self.chain.max_encoded_bytes, ENCODED_BOUND)
@@ -489,9 +500,9 @@ class ChunkEngine:
         chain = self.chain_at(coords)
         try:
             read_modify_write(self,
-                key, lambda data, keep_empty: _trimmed(chain, data, bound, keep_empty))
+                key, lambda data, keep_empty: trimmed(chain, data, bound, keep_empty))
         except ZarrcoreError as e:
-            raise _with_key(e, key) from e
+            raise with_key(e, key) from e
 
     def put(self, key: str, data: BytesLike | None) -> None:
         """Store the encoded chunk `data` at `key`; None (all fill, not written) deletes it

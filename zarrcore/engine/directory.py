@@ -43,7 +43,7 @@ def run_batches(engine: ChunkEngine, indexer: Indexer, data: npt.NDArray[Any],
     """Read (or write) `data` by one ChunkBatch per group (`_groups`); a write returns the
     projections of the chunks it covers in part (`deferred`)."""
     _, sep, lead = engine.key_layout
-    objects = engine._objects()
+    objects = engine.object_places()
     deferred = []
     for group in job_groups(engine, indexer):
         assert group.form is not None  # (as `plan` saw)
@@ -59,7 +59,7 @@ def run_batches(engine: ChunkEngine, indexer: Indexer, data: npt.NDArray[Any],
             _ask_ahead(batch)
             run_workers(batch.work_read, batch.split_reads(threads), batch.stop, threads)
         # Errors name the store key: the path below the store root, array prefix included.
-        batch.raise_error(engine._head_len)
+        batch.raise_error(engine.head_len)
         if writing:
             deferred += chunk_projections(group.plans, batch.deferred())
     return deferred
@@ -77,14 +77,14 @@ def run_shard_batches(engine: ChunkEngine, indexer: Indexer, data: npt.NDArray[A
                        writing: bool = False) -> list[ChunkProjection]:
     """Read (or write) `data` by one ShardBatch per group (`_groups`); a write returns the
     projections of the shards it covers in part."""
-    assert engine._shards is not None and isinstance(indexer, OrthogonalIndexer)  # (`plan`)
+    assert engine.shard_spec is not None and isinstance(indexer, OrthogonalIndexer)  # (`plan`)
     deferred = []
     for group in job_groups(engine, indexer):
         codec = group.chain.partial_codec
         assert group.form is not None and codec is not None  # (as `plan` saw)
-        shards = (engine._shards if group.extent == engine.array_shape
+        shards = (engine.shard_spec if group.extent == engine.array_shape
                   and group.chain is engine.chain
-                  else engine._shard_spec(group.chain.spec.shape, group.extent, group.form))
+                  else engine.shard_spec_for(group.chain.spec.shape, group.extent, group.form))
         if not writing:
             batch = shards.batch(group.plans, data, cache=engine.cache)
             _ask_ahead(batch)

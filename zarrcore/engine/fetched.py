@@ -28,8 +28,8 @@ from ..indexing import (
 )
 from ..storage.base import UNCHANGED, at_most
 from .planning import (
-    Int64s, _grid_of, _in_shards, _inner_plans, _points, _replan, _task_grid, _task_values,
-    _with_key, chunk_projections, job_groups,
+    Int64s, chunk_projections, grid_of, in_shards, inner_plans, job_groups, point_listing,
+    replan, task_grid, task_values, with_key,
 )
 from .cache import share_versions, shared_versions, version_digest
 
@@ -127,7 +127,7 @@ def _first(parts: Fetched) -> ReadBytes | None:
     return parts[0]
 
 
-def _write_waves(n: int, store: Store, threads: int) -> list[slice]:
+def write_waves(n: int, store: Store, threads: int) -> list[slice]:
     """Consecutive slices of range(n) that a write encodes one after another. On a store that
     streams writes, each wave's chunks upload while the next is encoded: as many chunks per
     wave as `threads`, or more so that there are at most WRITE_WAVES; one slice otherwise."""
@@ -229,16 +229,16 @@ class _InnerChunkWaves:
         return self.failure
 
 
-def _encoded(chain: CodecChain, chunk: npt.NDArray[Any], keep_empty: bool) -> BytesLike | None:
+def encoded_chunk(chain: CodecChain, chunk: npt.NDArray[Any], keep_empty: bool) -> BytesLike | None:
     """`chunk` encoded by `chain`; None when it is all fill and not `keep_empty` (nor the
     array's write_empty_chunks)."""
     return chain.encode(chunk) if keep_empty else chain.encode_unless_fill(chunk)
 
 
-def _trimmed(chain: CodecChain, data: BytesLike | None, bound: Sequence[int],
+def trimmed(chain: CodecChain, data: BytesLike | None, bound: Sequence[int],
              keep_empty: bool) -> BytesLike | None:
     """The stored object `data` (None: not stored) of `chain` with what lies at or beyond
-    `bound` reset to fill, encoded (None as in `_encoded`); `data` itself when nothing
+    `bound` reset to fill, encoded (None as in `encoded_chunk`); `data` itself when nothing
     changes. A shard is trimmed through its index (ShardingCodec.trim), never decoded
     whole."""
     if data is None:
@@ -246,7 +246,7 @@ def _trimmed(chain: CodecChain, data: BytesLike | None, bound: Sequence[int],
     if chain.partial_codec is not None:
         return chain.partial_codec.trim(data, bound, keep_empty)
     chunk = chain.reset_beyond(data, bound)
-    return data if chunk is None else _encoded(chain, chunk, keep_empty)
+    return data if chunk is None else encoded_chunk(chain, chunk, keep_empty)
 
 
 def read_fetched_chunks(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any]) -> None:
@@ -256,9 +256,9 @@ def read_fetched_chunks(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[
 
     def decode(item: tuple[int, Fetched]) -> None:
         i, parts = item
-        read_into(engine, keys[i], engine._stored(keys[i], parts), projections[i], out)
+        read_into(engine, keys[i], engine.stored_chunk(keys[i], parts), projections[i], out)
 
-    for batch in arrivals(engine.store, engine._whole(keys), engine.options.io_concurrency):
+    for batch in arrivals(engine.store, engine.whole_requests(keys), engine.options.io_concurrency):
         parallel_map(decode, batch, engine.options.num_threads)
 
 
@@ -275,7 +275,7 @@ def read_each_chunk(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any]
                                      out[p.out_selection + (Ellipsis,)])
                 return
         except ZarrcoreError as e:
-            raise _with_key(e, key) from e
+            raise with_key(e, key) from e
         read_into(engine, key, engine.get_stored(key), p, out)
 
     parallel_map(work, list(indexer.projections()), engine.options.num_threads)
@@ -288,7 +288,7 @@ def read_into(engine: ChunkEngine, key: str, data: BytesLike | None, p: ChunkPro
         engine.chain_at(p.coords).read_into(data, p.chunk_selection,
                                           out[p.out_selection + (Ellipsis,)], p.complete)
     except ZarrcoreError as e:
-        raise _with_key(e, key) from e
+        raise with_key(e, key) from e
 
 
 def read_chunk_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any]) -> None:
@@ -300,7 +300,7 @@ def read_chunk_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any
     for group in job_groups(engine, indexer):
         shape = group.chain.spec.shape
         assert group.form is not None  # (the route `plan` took is open)
-        grid = _grid_of(group.extent, shape)
+        grid = grid_of(group.extent, shape)
         coords: list[Any]
         if group.points is not None:
             job = ChunkWaves(group.form, shape, grid, None, out,
@@ -308,7 +308,7 @@ def read_chunk_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any
             coords = group.points[3].tolist()
         else:
             job = ChunkWaves(group.form, shape, grid, group.plans, out, cache=engine.cache)
-            coords = _task_values(group.plans, "chunks")
+            coords = task_values(group.plans, "chunks")
         jobs.append(job)
         keys += [engine.key(c) for c in coords]
         every += coords
@@ -317,11 +317,11 @@ def read_chunk_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any
         read_cached_waves(engine, jobs, keys, first, every)
         return
     # Per batch in Python ints, no numpy call: a small read's batch is one chunk.
-    for batch in arrivals(engine.store, engine._whole(keys), engine.options.io_concurrency):
+    for batch in arrivals(engine.store, engine.whole_requests(keys), engine.options.io_concurrency):
         arrived: dict[int, list[int]] = {}  # the tasks that arrived, by job
         for i, parts in batch:
             j = bisect.bisect_right(first, i) - 1
-            data = engine._stored(keys[i], parts)
+            data = engine.stored_chunk(keys[i], parts)
             if data is not None:
                 jobs[j].add_whole(i - first[j], data)
             arrived.setdefault(j, []).append(i - first[j])
@@ -347,7 +347,7 @@ def read_cached_waves(engine: ChunkEngine,
     wanted = list(range(len(keys)))
     while wanted:
         again: list[int] = []
-        requests = engine._whole(keys[i] for i in wanted)
+        requests = engine.whole_requests(keys[i] for i in wanted)
         for batch in arrivals(engine.store, requests, engine.options.io_concurrency,
                               [known[i] for i in wanted]):
             arrived: dict[int, list[int]] = {}  # the tasks that arrived, by job
@@ -363,7 +363,7 @@ def read_cached_waves(engine: ChunkEngine,
                         continue
                 else:
                     engine.versions.note(keys[i], version)
-                    data = engine._stored(keys[i], parts)
+                    data = engine.stored_chunk(keys[i], parts)
                     if data is not None and (version is None or not job.lookup(
                             task, coords[i], version_digest(version))):
                         job.add_whole(task, data)
@@ -385,7 +385,7 @@ def decode_arrived(engine: ChunkEngine, jobs: list[ChunkWaves], arrived: dict[in
                              engine.options.num_threads)
         if failure is not None:
             error, task = failure
-            raise _with_key(error, keys[first[j] + task])
+            raise with_key(error, keys[first[j] + task])
 
 
 def read_shard_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any]) -> None:
@@ -398,7 +398,7 @@ def read_shard_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any
     assert codec is not None  # (the route `plan` took is open)
     inner_shape, blocks = codec.chunk_shape, engine.grid.axes
     job: ChunkWaves | _InnerChunkWaves
-    inner_grid = _grid_of(engine.array_shape, inner_shape)
+    inner_grid = grid_of(engine.array_shape, inner_shape)
     if isinstance(indexer, CoordinateIndexer):
         # Tasks are the groups of points by inner chunk (grouped once, in C); each
         # group's shard follows from its inner chunk.
@@ -406,24 +406,24 @@ def read_shard_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any
         assert native is not None  # (as `plan` saw)
         groups = indexer.groups_by(inner_shape)
         job = ChunkWaves(native, inner_shape, inner_grid, None, out,
-                         points=(*_points(groups, inner_shape)[:3], None))
-        at, local = _in_shards(blocks, inner_shape, groups.coords)
+                         points=(*point_listing(groups, inner_shape)[:3], None))
+        at, local = in_shards(blocks, inner_shape, groups.coords)
         found, shard_of = np.unique(at, axis=0, return_inverse=True)
         shard_of = shard_of.reshape(-1)
         shards = found.tolist()
     else:
         if isinstance(indexer, BasicIndexer):
-            plans = _replan(indexer.plans, engine.array_shape, blocks, inner_shape)
+            plans = replan(indexer.plans, engine.array_shape, blocks, inner_shape)
         else:
-            plans = _inner_plans(indexer, engine.array_shape, blocks, inner_shape)
+            plans = inner_plans(indexer, engine.array_shape, blocks, inner_shape)
         native = codec.inner_native_form
         if native is not None:
             job = ChunkWaves(native, inner_shape, inner_grid, plans, out)
         else:
             job = _InnerChunkWaves(codec.inner, plans, out)
-        shards = _task_values(indexer.plans, "chunks")
+        shards = task_values(indexer.plans, "chunks")
         # Per task: the shard it is in (its place in `shards`) and its C-order place in it.
-        of_task, local = _in_shards(blocks, inner_shape, _task_grid(plans))
+        of_task, local = in_shards(blocks, inner_shape, task_grid(plans))
         places = [np.searchsorted(np.asarray(p.chunks, dtype=np.int64), of_task[:, d])
                   for d, p in enumerate(indexer.plans)]
         shard_of = (np.ravel_multi_index(places, [len(p.chunks) for p in indexer.plans])
@@ -484,7 +484,7 @@ def read_shard_ranges(
     between the two cannot tear the read; other stores through get_many."""
     store = engine.store
     concurrency, threads = engine.options.io_concurrency, engine.options.num_threads
-    indexes = engine._shard_indexes
+    indexes = engine.shard_indexes
     # The shards whose indexes `indexes` knew: read at the version they were learned from.
     known: dict[int, Entries] = {}
     fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, Any]]]]
@@ -580,7 +580,7 @@ def read_indexed_shards(
         for u, parts in batch:
             s = unknown[u]
             whole_shard = requests[s][1] is None
-            data = engine._stored(keys[s], parts) if whole_shard else _first(parts)
+            data = engine.stored_chunk(keys[s], parts) if whole_shard else _first(parts)
             if data is None:
                 wave.append(shard_tasks[s])
                 continue  # not stored: fill
@@ -591,7 +591,7 @@ def read_indexed_shards(
                 else:
                     entries = codecs[s].parse_index(data)
             except ZarrcoreError as e:
-                raise _with_key(e, keys[s]) from e
+                raise with_key(e, keys[s]) from e
             learned[s] = entries
             wave.append(place(s, entries, data if whole_shard else None))
         run(np.concatenate(wave))
@@ -617,22 +617,22 @@ def read_indexed_shards(
 
 def write_chunk_waves(engine: ChunkEngine, indexer: Indexer,
                        value: npt.NDArray[Any]) -> list[ChunkProjection]:
-    """Encode every whole chunk of the selection in compiled waves (_write_waves) and
+    """Encode every whole chunk of the selection in compiled waves (write_waves) and
     store them together (Store.set_many); the projections of the partly covered chunks,
     left for read-modify-write."""
     assert isinstance(indexer, BasicIndexer)  # (as `plan` saw)
     rest = []
     for group in job_groups(engine, indexer):
         assert group.form is not None  # (the route `plan` took is open)
-        complete = [all(c) for c in _task_values(group.plans, "complete")]
+        complete = [all(c) for c in task_values(group.plans, "complete")]
         rest += chunk_projections(group.plans, [t for t, c in enumerate(complete) if not c])
         tasks = [t for t, c in enumerate(complete) if c]
         if not tasks:
             continue
         shape = group.chain.spec.shape
-        job = ChunkWaves(group.form, shape, _grid_of(group.extent, shape), group.plans,
+        job = ChunkWaves(group.form, shape, grid_of(group.extent, shape), group.plans,
                          value, engine.spec.writes_empty)
-        coords = _task_values(group.plans, "chunks")
+        coords = task_values(group.plans, "chunks")
         engine.put_many(encoded_waves(engine, job, tasks, [engine.key(coords[t]) for t in tasks]))
     return rest
 
@@ -640,11 +640,11 @@ def write_chunk_waves(engine: ChunkEngine, indexer: Indexer,
 def encoded_waves(engine: ChunkEngine, job: ChunkWaves, tasks: list[int], keys: list[str]
                    ) -> Iterator[tuple[str, BytesLike | None]]:
     """(key, encoding) of the tasks `tasks` of the write `job`, at the keys `keys`,
-    encoded in waves (_write_waves) as they are taken."""
+    encoded in waves (write_waves) as they are taken."""
     threads = engine.options.num_threads
-    for wave in _write_waves(len(tasks), engine.store, threads):
+    for wave in write_waves(len(tasks), engine.store, threads):
         failure = _run_waves(job, tasks[wave], job.work_write, threads)
         if failure is not None:
             error, task = failure
-            raise _with_key(error, keys[bisect.bisect_left(tasks, task)])
+            raise with_key(error, keys[bisect.bisect_left(tasks, task)])
         yield from zip(keys[wave], job.encoded())

@@ -19,8 +19,8 @@ from ..storage.updates import CONFLICT_RETRIES, retry_conflicts, update_mode
 from ..indexing import (
     ChunkProjection,
 )
-from .planning import _with_key
-from .fetched import _encoded, _write_waves
+from .planning import with_key
+from .fetched import encoded_chunk, write_waves
 
 if TYPE_CHECKING:
     from ..codecs.base import BytesLike
@@ -43,7 +43,7 @@ def write_projections(engine: ChunkEngine, projections: Iterable[ChunkProjection
                        value: npt.NDArray[Any]) -> None:
     """Write `value`'s part of each projection in `projections` (chunks or shards): a
     part covered in part by read-modify-write (`read_modify_write`), a whole one
-    encoded and stored (`put_many`); in waves (`_write_waves`) on the pool."""
+    encoded and stored (`put_many`); in waves (`write_waves`) on the pool."""
     locked = whole_writes_locked(engine)
 
     def work(p: ChunkProjection) -> tuple[str, BytesLike | None] | None:
@@ -71,12 +71,12 @@ def write_projections(engine: ChunkEngine, projections: Iterable[ChunkProjection
                 engine.put(key, data)
             return None
         except ZarrcoreError as e:
-            raise _with_key(e, key) from e
+            raise with_key(e, key) from e
 
     def encoded() -> Iterator[tuple[str, BytesLike | None]]:
         listed = list(projections)
         threads = engine.options.num_threads
-        for wave in _write_waves(len(listed), engine.store, threads):
+        for wave in write_waves(len(listed), engine.store, threads):
             yield from (item for item in parallel_map(work, listed[wave], threads)
                         if item is not None)
 
@@ -105,7 +105,7 @@ def merged_chunk(engine: ChunkEngine,
     chain = engine.chain_at(p.coords)
     if chain.partial_codec is not None:
         return chain.partial_codec.merge(data, p.chunk_selection, part, keep_empty)
-    return _encoded(chain, chain.merge(data, p.chunk_selection, part), keep_empty)
+    return encoded_chunk(chain, chain.merge(data, p.chunk_selection, part), keep_empty)
 
 
 def read_modify_write(engine: ChunkEngine, key: str, merge: Merge) -> None:

@@ -32,14 +32,14 @@ _E = TypeVar("_E", bound=Exception)
 Int64s = npt.NDArray[np.int64]
 
 
-def _with_key(error: _E, key: str) -> _E:
+def with_key(error: _E, key: str) -> _E:
     """Re-raise a codec or store error with the store key in front of its message."""
     if isinstance(error, OSError) and error.errno is not None:
         return type(error)(error.errno, f"chunk {key!r}: {error.strerror}")
     return type(error)(f"chunk {key!r}: {error}")
 
 
-def _task_grid(plans: Sequence[AxisPlan]) -> Int64s:
+def task_grid(plans: Sequence[AxisPlan]) -> Int64s:
     """Per task of a compiled job over `plans` (the C-order product of every axis' pieces), the
     chunk of each axis' piece: an (ntasks, ndim) array."""
     axes = [np.asarray(p.chunks) for p in plans]
@@ -54,15 +54,15 @@ def _task_grid(plans: Sequence[AxisPlan]) -> Int64s:
     return grid.reshape(-1, ndim)
 
 
-def _task_values(plans: Sequence[AxisPlan], name: str) -> list[tuple[Any, ...]]:
-    """Per task of a compiled job over `plans` (as `_task_grid`), the value of each axis'
+def task_values(plans: Sequence[AxisPlan], name: str) -> list[tuple[Any, ...]]:
+    """Per task of a compiled job over `plans` (as `task_grid`), the value of each axis'
     piece in the plan's list `name` ("chunks", "complete"): a list of tuples. No numpy call
     nor function made per call, so that a request of a few chunks costs a few Python steps
     (small reads and writes pay for each one)."""
     return list(itertools.product(*[getattr(p, name) for p in plans]))
 
 
-def _replan(plans: Sequence[AxisPlan], shape: Sequence[int], blocks: Sequence[AxisChunks],
+def replan(plans: Sequence[AxisPlan], shape: Sequence[int], blocks: Sequence[AxisChunks],
             chunk_shape: Sequence[int]) -> list[AxisPlan]:
     """The plans of the basic selection that `plans` make over the blocks `blocks` (per
     axis a length, or runs), over the finer grid of `chunk_shape` (the inner chunks of
@@ -101,7 +101,7 @@ def _listed_plan(positions: npt.NDArray[np.intp], chunk_len: int) -> AxisPlan:
     return _indexing.AxisPlan.from_rows(rows, listed, np.zeros(len(starts), dtype=bool))
 
 
-def _inner_plans(indexer: OrthogonalIndexer, shape: Sequence[int],
+def inner_plans(indexer: OrthogonalIndexer, shape: Sequence[int],
                  blocks: Sequence[AxisChunks], chunk_shape: Sequence[int]) -> list[AxisPlan]:
     """The plans of an orthogonal selection over the blocks `blocks` (shards, per axis a
     length or runs), over the finer grid of `chunk_shape` (their inner chunks), in the
@@ -110,14 +110,14 @@ def _inner_plans(indexer: OrthogonalIndexer, shape: Sequence[int],
     for axis, plan in enumerate(indexer.plans):
         positions = indexer.array_positions(axis)
         if positions is None:
-            out.extend(_replan([plan], shape[axis:axis + 1], blocks[axis:axis + 1],
+            out.extend(replan([plan], shape[axis:axis + 1], blocks[axis:axis + 1],
                                chunk_shape[axis:axis + 1]))
         else:
             out.append(_listed_plan(positions, chunk_shape[axis]))
     return out
 
 
-def _points(groups: PointGroups, chunk_shape: Sequence[int]
+def point_listing(groups: PointGroups, chunk_shape: Sequence[int]
             ) -> tuple[Int64s, Int64s, Int64s, Int64s]:
     """The zc_listing arrays (point_start, local, out_index, coords) of points grouped by
     chunks of `chunk_shape` (_indexing.PointGroups), each going to its place in the result."""
@@ -135,7 +135,7 @@ def _result_places(groups: PointGroups, at: Int64s | None = None) -> Int64s:
     return np.ascontiguousarray(groups.order if at is None else groups.order[at])
 
 
-def _core_form(chain: CodecChain) -> NativeForm | None:
+def core_form(chain: CodecChain) -> NativeForm | None:
     """The settings with which the compiled core reads and writes the stored objects of
     `chain` by itself: the sharding codec's batch_settings when sharded, else the chain's
     native_form; None when it cannot."""
@@ -151,7 +151,7 @@ class _Group(NamedTuple):
     holds of the real one. A regular grid's request is one group, of the array's shape."""
 
     chain: CodecChain  # the chain of their shape
-    form: NativeForm | None  # what the core runs them with (`_core_form`; None: it cannot)
+    form: NativeForm | None  # what the core runs them with (`core_form`; None: it cannot)
     extent: tuple[int, ...]
     plans: list[AxisPlan]  # their pieces of the indexer's plans (points: [])
     # or their points: the zc_listing arrays (point_start, local, out_index, coords)
@@ -197,7 +197,7 @@ def _c_order(places: Int64s, counts: Int64s) -> Int64s:
     return index
 
 
-def _in_shards(blocks: Sequence[AxisChunks], inner_shape: Sequence[int], coords: Int64s
+def in_shards(blocks: Sequence[AxisChunks], inner_shape: Sequence[int], coords: Int64s
                ) -> tuple[Int64s, Int64s]:
     """For inner chunks at grid indices `coords` ((n, ndim), inner chunks of `inner_shape`
     over the whole array) in shards placed by `blocks` (per axis a length, or runs; each
@@ -215,7 +215,7 @@ def _in_shards(blocks: Sequence[AxisChunks], inner_shape: Sequence[int], coords:
     return shards, _c_order(places, _inner_counts(blocks, inner_shape, shards))
 
 
-def _grid_of(extent: Sequence[int], chunk_shape: Sequence[int]) -> tuple[int, ...]:
+def grid_of(extent: Sequence[int], chunk_shape: Sequence[int]) -> tuple[int, ...]:
     """The number of chunks of `chunk_shape` along each axis of an array of `extent`."""
     return tuple(-(-s // c) for s, c in zip(extent, chunk_shape))
 
@@ -237,7 +237,7 @@ class Route(enum.Enum):
     __hash__ = object.__hash__
 
 
-def _selection_kind(indexer: Indexer, ndim: int) -> tuple[bool, bool]:
+def selection_kind(indexer: Indexer, ndim: int) -> tuple[bool, bool]:
     """(basic, listed) of a selection: `basic` for ints and slices (BasicIndexer); `listed`
     for any selection the compiled jobs take (orthogonal, basic included, or points of an
     array of at least one dimension)."""
@@ -252,11 +252,11 @@ def job_groups(engine: ChunkEngine, indexer: Indexer) -> list[_Group]:
     chunks per stored shape on a rectilinear grid (it has few), the whole request on a
     regular one. The one place the compiled routes split a request by chunk shape."""
     if engine.grid.is_regular:
-        form = engine._forms[engine.chunk_shape]
+        form = engine.core_forms[engine.chunk_shape]
         if isinstance(indexer, CoordinateIndexer):
             assert indexer.groups is not None  # (points: `plan` saw them)
             return [_Group(engine.chain, form, engine.array_shape, [],
-                           _points(indexer.groups, engine.chunk_shape))]
+                           point_listing(indexer.groups, engine.chunk_shape))]
         return [_Group(engine.chain, form, engine.array_shape, indexer.result_plans, None)]
     if isinstance(indexer, CoordinateIndexer):
         return point_job_groups(engine, indexer)
@@ -306,10 +306,8 @@ def point_job_groups(engine: ChunkEngine, indexer: CoordinateIndexer) -> list[_G
 def job_group(engine: ChunkEngine,
               shape: tuple[int, ...], extent: tuple[int, ...], plans: list[AxisPlan],
            points: tuple[Int64s, Int64s, Int64s, Int64s] | None) -> _Group:
-    chain = engine.chain_at_shape(shape)
-    if shape not in engine._forms:
-        engine._forms[shape] = _core_form(chain)
-    return _Group(chain, engine._forms[shape], extent, plans, points)
+    return _Group(engine.chain_at_shape(shape), engine.core_form_at_shape(shape), extent,
+                  plans, points)
 
 
 def chunk_projections(plans: Sequence[AxisPlan], tasks: Sequence[int]) -> list[ChunkProjection]:

@@ -14,7 +14,7 @@ from zarrcore.metadata.common import (
     load_json_document,
 )
 from zarrcore.metadata.dtypes import DataType, dtype_from_v3_json
-from zarrcore.metadata.dtypes.base import _name_and_config
+from zarrcore.metadata.dtypes.base import name_and_config
 from zarrcore.metadata.dtypes.numeric import swap_unit
 from zarrcore.metadata.grid import ChunkGrid
 
@@ -68,7 +68,7 @@ def _check_attributes(attributes: object, where: str) -> JSONDict:
 
 def _extension(value: object, where: str, name: str) -> tuple[str, JSONDict]:
     """(name, configuration) of an extension value, either short-hand string or object."""
-    parsed = _name_and_config(value)
+    parsed = name_and_config(value)
     if parsed[0] is not None:
         return parsed
     raise field_error(where, name, "expected a name or a {\"name\", \"configuration\"} "

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .consolidated import V2_DOC_KEYS, V2_KEY, ConsolidatedMetadata, empty_inline
 from .node import (
     METADATA_KEYS, V2_ATTRS_KEY, V2_GROUP_KEY, V3_KEY, dump_json, join, load_json,
-    normalize_path, read_metadata,
+    metadata_update, normalize_path, read_metadata,
 )
 from .group import Group, open_group
 from ..errors import GroupNotFoundError, MetadataError
@@ -98,7 +98,7 @@ def consolidate_metadata(store: StoreLike, path: str = "", zarr_format: int | No
         raise GroupNotFoundError(f"the node at path {path!r} is an array, not a group")
     group = Group(store, path, meta)
     # Under the group's metadata lock, so a concurrent update of its attributes is kept.
-    with group._versioned_metadata_update() as (meta, expected):
+    with metadata_update(group) as (meta, store_metadata):
         if isinstance(meta, GroupMetadataV3):
             gathered: dict[str, Any] = {}
             for rel, docs in _walk(store, path, (V3_KEY,)):
@@ -108,7 +108,7 @@ def consolidate_metadata(store: StoreLike, path: str = "", zarr_format: int | No
                 gathered[rel] = doc
             updated = meta.evolve(consolidated_metadata={
                 "kind": "inline", "must_understand": False, "metadata": gathered})
-            group._store_metadata(updated, expected)
+            store_metadata(updated)
             consolidated = ConsolidatedMetadata.from_v3(updated.consolidated_metadata,
                                                         join(path, V3_KEY))
         else:

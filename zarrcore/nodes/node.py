@@ -324,6 +324,16 @@ class Node:
             raise ReadOnlyError(f"{self.kind} {self.name!r} is read-only")
 
 
+@contextlib.contextmanager
+def metadata_update(node: Node, optimistic: bool = True
+                    ) -> Iterator[tuple[Any, Callable[[NodeMetadata], None]]]:
+    """An update of `node`'s metadata from outside its class: `Node._versioned_metadata_update`
+    (`Node._metadata_update` unless `optimistic`), yielding (stored metadata, store), where
+    `store(new)` stores `new` as `Node._store_metadata` does with the update's `expected`."""
+    with node._versioned_metadata_update(optimistic) as (current, expected):
+        yield current, lambda metadata: node._store_metadata(metadata, expected)
+
+
 class Attributes(dict[str, Any]):
     """A node's attributes. Every change is applied to the attributes stored at that moment,
     under the node's metadata lock, so changes by other handles, threads and processes are

@@ -39,12 +39,12 @@ def serve(settings: PoolSettings) -> None:
 _working = threading.local()
 
 
-def _mark_pool_thread() -> None:
+def mark_pool_thread() -> None:
     """The initializer of the pool's threads: all they run is parallel work."""
     _working.active = True
 
 
-def _in_parallel_work() -> bool:
+def in_parallel_work() -> bool:
     """Does the caller run inside parallel work already, as a pool thread or as the caller of
     run_workers? Nested parallel calls there run inline: the threads are all busy."""
     return getattr(_working, "active", False)
@@ -92,7 +92,7 @@ def run_workers(work: Callable[[], None], ntasks: int, stop: Callable[[], None],
         work()  # one task or none: every route below ends here (small reads pay for each step)
         return
     nworkers = min(_settings.num_threads, ntasks, ntasks if workers is None else workers)
-    if _in_parallel_work():
+    if in_parallel_work():
         work()  # the threads are busy with this work already
         return
     if ntasks > nworkers and threading.current_thread() is threading.main_thread():
@@ -124,7 +124,7 @@ def run_as_caller(call: Callable[[], _R]) -> _R:
     """Call `call` in a thread of the pool as an outside caller would: its parallel work is
     shared with the pool's other threads (run_workers' callers never wait for helpers that
     have not started, so a pool busy with such calls delays them and blocks none)."""
-    previous = _in_parallel_work()
+    previous = in_parallel_work()
     _working.active = False
     try:
         return call()
@@ -222,7 +222,7 @@ def parallel_map(func: Callable[[_T], _R], items: Iterable[_T],
     items = list(items)
     n = len(items)
     workers = _settings.num_threads if workers is None else min(workers, _settings.num_threads)
-    if n <= 1 or workers == 1 or _in_parallel_work():
+    if n <= 1 or workers == 1 or in_parallel_work():
         return [func(item) for item in items]
     results: list[Any] = [None] * n
     failures: list[tuple[int, BaseException]] = []

@@ -38,7 +38,7 @@ from .base import (ByteRange, Fetched, ReadBytes, Request, Store, validate_key, 
                    validate_prefix)
 from .local import LocalStore
 from .options import StorageOptions
-from .urls import _URL, LOCATION_OPENERS, make_store
+from .urls import URL_SCHEME, LOCATION_OPENERS, make_store
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
@@ -76,7 +76,7 @@ Reference = Union[bytes, Target]
 
 
 def _scheme(url: str) -> str:
-    match = _URL.match(url)
+    match = URL_SCHEME.match(url)
     scheme = match.group(1).lower() if match else ""
     return _SCHEME_ALIASES.get(scheme, scheme)
 
@@ -719,7 +719,7 @@ class ReferenceStore(Store):
             self._refs = parse_references(dict(references))
         else:
             location = os.fspath(references)
-            if target_protocol and not _URL.match(location):
+            if target_protocol and not URL_SCHEME.match(location):
                 location = f"{target_protocol}://{location}"
             self.source = location
             self._load(location, target_options)

@@ -23,7 +23,7 @@ from .zip import ZipStore
 if TYPE_CHECKING:
     from zarr.core.buffer import Buffer
 
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # Schemes obstore opens (gcs:// is fsspec's spelling of gs://).
 _OBJECT_SCHEMES = {"s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "adl", "http",
                    "https"}
@@ -110,7 +110,7 @@ def _zip_store(path: str, read_only: bool, mode: str | None) -> ZipStore:
 
 def _from_url(url: str, read_only: bool, storage_options: StorageOptions | None,
               mode: str | None) -> Store:
-    match = _URL.match(url)
+    match = URL_SCHEME.match(url)
     scheme = match.group(1).lower() if match else ""
     rest = url[match.end():] if match else url
     if scheme == "file" and "::" not in url:

@@ -27,6 +27,7 @@ from ..nodes.array import Array
 from ..nodes.array_dask import storage_block
 from ..errors import AttributeTypeError, MetadataError
 from ..nodes.group import Group
+from ..nodes.node import metadata_update
 from ..metadata.common import check_attributes
 from .backend import (
     DIMENSION_KEY, GroupSource, ZarrcoreDataStore, open_root_group, variable_dimensions,
@@ -288,8 +289,8 @@ class _DatasetWriter:
             chunk_key_encoding=encoding.get("chunk_key_encoding"), **options)
         if self.zarr_format == 2 and fill_value is None and array.fill_value is not None:
             # v2 stores "no mask value" as null, as zarr-python writes it for xarray.
-            with array._metadata_update() as current:
-                array._store_metadata(current.evolve(fill_value=None))
+            with metadata_update(array, optimistic=False) as (current, store_metadata):
+                store_metadata(current.evolve(fill_value=None))
         return array
 
 

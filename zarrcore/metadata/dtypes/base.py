@@ -85,7 +85,7 @@ class DataType:
         # Plain typestrs ("<i4", "|S5", ...) are whatever numpy makes of them;
         # object ("|O") types override this, as they need the object codec.
         if isinstance(obj, str):
-            parsed = _parse_typestr(obj)
+            parsed = parse_typestr(obj)
             if parsed is not None and parsed.kind != "O":
                 return cls.from_numpy(parsed)
         return None
@@ -197,7 +197,7 @@ class DataType:
 
 
 @functools.lru_cache(maxsize=256)
-def _parse_typestr(s: str) -> np.dtype[Any] | None:
+def parse_typestr(s: str) -> np.dtype[Any] | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -206,7 +206,7 @@ def _parse_typestr(s: str) -> np.dtype[Any] | None:
         return None
 
 
-def _name_and_config(obj: JSON) -> tuple[str, dict[str, JSON]] | tuple[None, None]:
+def name_and_config(obj: JSON) -> tuple[str, dict[str, JSON]] | tuple[None, None]:
     """Split a v3 extension value (short-hand string or object) into (name, configuration)."""
     if isinstance(obj, str):
         return obj, {}
@@ -220,7 +220,7 @@ def _name_and_config(obj: JSON) -> tuple[str, dict[str, JSON]] | tuple[None, Non
 # -- numbers ----------------------------------------------------------------
 
 
-def _json_int(value: JSON) -> int:
+def json_int(value: JSON) -> int:
     if isinstance(value, bool):
         raise TypeError("expected an integer, got a boolean")
     if isinstance(value, float) and value.is_integer():
@@ -230,16 +230,16 @@ def _json_int(value: JSON) -> int:
     return value
 
 
-def _native_order(dtype: np.dtype[Any]) -> np.dtype[Any]:
+def native_order(dtype: np.dtype[Any]) -> np.dtype[Any]:
     # ml_dtypes' types are native and lose their identity under newbyteorder (a "V" dtype).
     return dtype if dtype.isnative else dtype.newbyteorder("=")
 
 
-def _is_number(value: object) -> bool:
+def is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _bytes_from_json(value: JSON, length: int | None = None, validate: bool = True) -> bytes:
+def bytes_from_json(value: JSON, length: int | None = None, validate: bool = True) -> bytes:
     """Base64 string or list of byte values -> bytes (exactly ``length`` long if given). Not
     `validate`: characters outside base64's alphabet are skipped, as zarr-python skips them."""
     if isinstance(value, str):
@@ -258,11 +258,11 @@ def _bytes_from_json(value: JSON, length: int | None = None, validate: bool = Tr
     return data
 
 
-def _b64(data: Any) -> str:
+def b64_text(data: Any) -> str:
     return base64.b64encode(bytes(data)).decode("ascii")
 
 
-class _VoidBase(DataType):
+class VoidBase(DataType):
     def cast_fill_value(self, value: Any) -> Any:
         if isinstance(value, (bytes, bytearray, memoryview)):
             data = bytes(value)
@@ -274,18 +274,18 @@ class _VoidBase(DataType):
         return super().cast_fill_value(value)
 
     def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
-        data = _bytes_from_json(value, self.numpy_dtype.itemsize)
+        data = bytes_from_json(value, self.numpy_dtype.itemsize)
         return np.frombuffer(data, dtype=self.numpy_dtype)[0]
 
     def _encode_fill(self, value: Any, zarr_format: int) -> JSON:
-        return _b64(np.asarray(value, dtype=self.numpy_dtype).tobytes())
+        return b64_text(np.asarray(value, dtype=self.numpy_dtype).tobytes())
 
 
 # numpy's largest item (its itemsize is a C int).
 MAX_ITEMSIZE = 2**31 - 1
 
 
-def _check_itemsize(nbytes: int, where: str, name: str) -> int:
+def check_itemsize(nbytes: int, where: str, name: str) -> int:
     if nbytes > MAX_ITEMSIZE:
         raise MetadataError(
             f"{where}: field 'data_type': {name!r} items of {nbytes} bytes exceed the largest "
@@ -294,11 +294,11 @@ def _check_itemsize(nbytes: int, where: str, name: str) -> int:
     return nbytes
 
 
-def _length_bytes(config: dict[str, JSON], where: str, name: str) -> int:
+def parsed_length_bytes(config: dict[str, JSON], where: str, name: str) -> int:
     length = config.get("length_bytes") if set(config) == {"length_bytes"} else None
     if isinstance(length, bool) or not isinstance(length, int) or length < 1:
         raise MetadataError(
             f"{where}: field 'data_type': {name!r} needs configuration "
             f"{{\"length_bytes\": <positive int>}}"
         )
-    return _check_itemsize(length, where, name)
+    return check_itemsize(length, where, name)

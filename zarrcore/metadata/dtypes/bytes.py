@@ -6,7 +6,7 @@ import numpy as np
 from zarrcore.errors import (
     MetadataError,
 )
-from .base import JSON, _VoidBase, _check_itemsize, _length_bytes, _name_and_config
+from .base import JSON, VoidBase, check_itemsize, parsed_length_bytes, name_and_config
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 _RAW_BITS_RE = re.compile(r"r([1-9][0-9]{0,11})\Z")  # more digits: too large anyway
 
 
-class RawBitsType(_VoidBase):
+class RawBitsType(VoidBase):
     """Core v3 ``r<bits>`` (numpy ``V<bits/8>``); fill values are lists of byte values.
 
     zarr-python writes ``raw_bytes`` instead, so numpy void dtypes resolve to
@@ -24,7 +24,7 @@ class RawBitsType(_VoidBase):
 
     @classmethod
     def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
-        name, config = _name_and_config(obj)
+        name, config = name_and_config(obj)
         if name is None or config != {}:
             return None
         m = _RAW_BITS_RE.match(name)
@@ -33,7 +33,7 @@ class RawBitsType(_VoidBase):
         bits = int(m.group(1))
         if bits % 8:
             raise MetadataError(f"{where}: field 'data_type': {name!r} is not a multiple of 8 bits")
-        return cls(np.dtype(f"V{_check_itemsize(bits // 8, where, name)}"))
+        return cls(np.dtype(f"V{check_itemsize(bits // 8, where, name)}"))
 
     def to_json_v3(self) -> JSON:
         return f"r{self.numpy_dtype.itemsize * 8}"
@@ -44,16 +44,16 @@ class RawBitsType(_VoidBase):
         return list(np.asarray(value, dtype=self.numpy_dtype).tobytes())
 
 
-class RawBytesType(_VoidBase):
+class RawBytesType(VoidBase):
     """``{"name": "raw_bytes", "configuration": {"length_bytes": N}}`` (numpy ``V<N>``); base64
     fill values."""
 
     @classmethod
     def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
-        name, config = _name_and_config(obj)
+        name, config = name_and_config(obj)
         if name != "raw_bytes" or config is None:
             return None
-        return cls(np.dtype(f"V{_length_bytes(config, where, name)}"))
+        return cls(np.dtype(f"V{parsed_length_bytes(config, where, name)}"))
 
     @classmethod
     def from_numpy(cls, dtype: np.dtype[Any]) -> Self | None:

@@ -12,7 +12,7 @@ import numpy.typing as npt
 from zarrcore.errors import (
     DataTypeDependencyError,
 )
-from .base import DataType, JSON, _json_int, _name_and_config, _native_order
+from .base import DataType, JSON, json_int, name_and_config, native_order
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -23,7 +23,7 @@ class BoolType(DataType):
 
     @classmethod
     def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
-        return cls(np.bool_) if _name_and_config(obj) == ("bool", {}) else None
+        return cls(np.bool_) if name_and_config(obj) == ("bool", {}) else None
 
     @classmethod
     def from_numpy(cls, dtype: np.dtype[Any]) -> Self | None:
@@ -52,7 +52,7 @@ class IntegerType(DataType):
 
     @classmethod
     def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
-        name, config = _name_and_config(obj)
+        name, config = name_and_config(obj)
         return cls(_INT_NAMES[name]) if name in _INT_NAMES and config == {} else None
 
     @classmethod
@@ -76,7 +76,7 @@ class IntegerType(DataType):
         return (plain and type(v) is int and low <= v <= high for v in values)  # (no bools)
 
     def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
-        number = _json_int(value)
+        number = json_int(value)
         low, high = self._range()
         if not low <= number <= high:
             raise ValueError(f"out of range [{low}, {high}]")
@@ -98,7 +98,7 @@ def _bits_view(dtype: np.dtype[Any]) -> np.dtype[Any]:
 def _float_from_json(value: JSON, dtype: np.dtype[Any], nbits: int | None = None) -> Any:
     """Decode one float per the v3 spec (numbers, named specials, hex bit patterns of at most
     `nbits` bits, by default the item's)."""
-    dtype = _native_order(dtype)
+    dtype = native_order(dtype)
     if isinstance(value, bool):
         raise TypeError("expected a number")
     if isinstance(value, (int, float)):
@@ -120,7 +120,7 @@ def _float_from_json(value: JSON, dtype: np.dtype[Any], nbits: int | None = None
 
 
 def _float_to_json(value: Any, dtype: np.dtype[Any], zarr_format: int) -> JSON:
-    dtype = _native_order(dtype)
+    dtype = native_order(dtype)
     value = dtype.type(value)
     if np.isnan(value):
         bits = int(np.array(value, dtype=dtype).view(_bits_view(dtype)))
@@ -144,7 +144,7 @@ class FloatType(DataType):
 
     @classmethod
     def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
-        name, config = _name_and_config(obj)
+        name, config = name_and_config(obj)
         return cls(_FLOAT_NAMES[name]) if name in _FLOAT_NAMES and config == {} else None
 
     @classmethod
@@ -188,7 +188,7 @@ class ComplexType(DataType):
 
     @classmethod
     def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
-        name, config = _name_and_config(obj)
+        name, config = name_and_config(obj)
         if name not in _COMPLEX_NAMES or config != {}:
             return None
         return cls(_COMPLEX_NAMES[name], name)
@@ -210,10 +210,10 @@ class ComplexType(DataType):
         part = self._part_dtype
         parts = np.array([_float_from_json(v, part) for v in value], dtype=part)
         # Assemble from the component floats' bits so NaN payloads survive.
-        return parts.view(_native_order(self.numpy_dtype))[0]
+        return parts.view(native_order(self.numpy_dtype))[0]
 
     def _encode_fill(self, value: Any, zarr_format: int) -> JSON:
-        item = np.array(value, dtype=_native_order(self.numpy_dtype)).reshape(1)
+        item = np.array(value, dtype=native_order(self.numpy_dtype)).reshape(1)
         part = self._part_dtype
         return [_float_to_json(p, part, zarr_format) for p in item.view(part)]
 
@@ -260,7 +260,7 @@ class _MLType(DataType):
 
     @classmethod
     def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
-        name, config = _name_and_config(obj)
+        name, config = name_and_config(obj)
         if name not in cls.ml_names or config != {}:
             return None
         ml_type = getattr(_ml_dtypes(name, where), cls.ml_names[name], None)

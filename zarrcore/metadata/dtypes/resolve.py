@@ -9,7 +9,7 @@ from zarrcore.errors import (
     ObjectDataTypeError,
     UnknownDataTypeError,
 )
-from .base import DataType, JSON, _name_and_config
+from .base import DataType, JSON, name_and_config
 from .strings import PythonObjectType, StringType, VariableLengthBytesType
 from .base import registered_data_types
 
@@ -38,7 +38,7 @@ def dtype_from_v3_json(obj: JSON, where: str = "zarr.json") -> DataType:
         dt = _resolve(cls.from_json_v3, where, "data_type", obj, where)
         if dt is not None:
             return dt
-    name, _ = _name_and_config(obj)
+    name, _ = name_and_config(obj)
     if name is None:
         raise MetadataError(
             f"{where}: field 'data_type': expected a name or a "

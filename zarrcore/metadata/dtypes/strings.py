@@ -9,8 +9,8 @@ from zarrcore.errors import (
     MetadataError,
 )
 from .base import (
-    DataType, JSON, _b64, _bytes_from_json, _is_number, _length_bytes, _name_and_config,
-    _parse_typestr,
+    DataType, JSON, b64_text, bytes_from_json, is_number, parsed_length_bytes, name_and_config,
+    parse_typestr,
 )
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def _is_object_typestr(obj: JSON) -> bool:
-    parsed = _parse_typestr(obj) if isinstance(obj, str) else None
+    parsed = parse_typestr(obj) if isinstance(obj, str) else None
     return parsed is not None and parsed.kind == "O"
 
 
@@ -33,7 +33,7 @@ class _VariableLengthBase(DataType):
 
     @classmethod
     def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
-        name, config = _name_and_config(obj)
+        name, config = name_and_config(obj)
         return cls() if name in cls.v3_names and config == {} else None
 
     @classmethod
@@ -104,7 +104,7 @@ class StringType(_VariableLengthBase):
         return ""
 
     def cast_fill_value(self, value: Any) -> Any:
-        if _is_number(value):  # zarr-python's zeros/ones/full take numbers: 0 -> "0"
+        if is_number(value):  # zarr-python's zeros/ones/full take numbers: 0 -> "0"
             return str(value)
         return str(self._item(value))
 
@@ -138,10 +138,10 @@ class VariableLengthBytesType(_VariableLengthBase):
         return bytes(item) if isinstance(item, (bytearray, memoryview)) else super()._item(item)
 
     def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
-        return _bytes_from_json(value, validate=False)  # as zarr-python 3.4 reads it
+        return bytes_from_json(value, validate=False)  # as zarr-python 3.4 reads it
 
     def _encode_fill(self, value: Any, zarr_format: int) -> JSON:
-        return _b64(value)
+        return b64_text(value)
 
 
 class PythonObjectType(_VariableLengthBase):
@@ -195,10 +195,10 @@ class FixedLengthUTF32Type(DataType):
 
     @classmethod
     def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
-        name, config = _name_and_config(obj)
+        name, config = name_and_config(obj)
         if name != "fixed_length_utf32" or config is None:
             return None
-        length = _length_bytes(config, where, name)
+        length = parsed_length_bytes(config, where, name)
         if length % 4:
             raise MetadataError(
                 f"{where}: field 'data_type': {name!r} length_bytes must be a multiple of 4"
@@ -223,7 +223,7 @@ class FixedLengthUTF32Type(DataType):
         return np.str_(value)
 
     def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
-        if zarr_format == 2 and (isinstance(value, str) or _is_number(value)):
+        if zarr_format == 2 and (isinstance(value, str) or is_number(value)):
             # zarr 2.x kept the fill value as written and numpy converted it: 0 is "0", and a
             # longer string is cut to the item (zarr 2.18 and zarr-python 3 read it so).
             return np.str_(np.array(value, dtype=self.numpy_dtype)[()])
@@ -239,10 +239,10 @@ class NullTerminatedBytesType(DataType):
 
     @classmethod
     def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
-        name, config = _name_and_config(obj)
+        name, config = name_and_config(obj)
         if name != "null_terminated_bytes" or config is None:
             return None
-        return cls(np.dtype(f"S{_length_bytes(config, where, name)}"))
+        return cls(np.dtype(f"S{parsed_length_bytes(config, where, name)}"))
 
     @classmethod
     def from_numpy(cls, dtype: np.dtype[Any]) -> Self | None:
@@ -264,16 +264,16 @@ class NullTerminatedBytesType(DataType):
             # As zarr 2.18 reads it: base64 if it decodes, else the value's text (0 from
             # zarr 2.x is b"0"), cut to the item.
             try:
-                data = _bytes_from_json(value)
+                data = bytes_from_json(value)
             except (TypeError, ValueError):
-                if not (isinstance(value, str) or _is_number(value)):
+                if not (isinstance(value, str) or is_number(value)):
                     raise
                 data = str(value).encode("ascii")
             return self.cast_fill_value(data[:self.numpy_dtype.itemsize])
-        return self.cast_fill_value(_bytes_from_json(value))
+        return self.cast_fill_value(bytes_from_json(value))
 
     def _encode_fill(self, value: Any, zarr_format: int) -> JSON:
-        return _b64(value)
+        return b64_text(value)
 
 
 # -- dates and times --------------------------------------------------------

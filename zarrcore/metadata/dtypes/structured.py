@@ -8,7 +8,7 @@ import numpy.typing as npt
 from zarrcore.errors import (
     MetadataError,
 )
-from .base import DataType, JSON, _VoidBase, _name_and_config
+from .base import DataType, JSON, VoidBase, name_and_config
 from .resolve import dtype_from_numpy, dtype_from_v2_json, dtype_from_v3_json
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def _struct_entry(entry: JSON) -> tuple[str, JSON] | None:
     return None
 
 
-class StructuredType(_VoidBase):
+class StructuredType(VoidBase):
     """Packed numpy structured dtypes.
 
     v3 has two forms, and an array read in one is written back in it: zarr-python's
@@ -48,7 +48,7 @@ class StructuredType(_VoidBase):
 
     @classmethod
     def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
-        name, config = _name_and_config(obj)
+        name, config = name_and_config(obj)
         if name not in ("structured", "struct") or config is None:
             return None
         entries = config.get("fields")

@@ -7,7 +7,7 @@ import numpy.typing as npt
 from zarrcore.errors import (
     MetadataError,
 )
-from .base import DataType, JSON, _json_int, _name_and_config, _native_order
+from .base import DataType, JSON, json_int, name_and_config, native_order
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -24,7 +24,7 @@ class _TimeBase(DataType):
 
     @classmethod
     def from_json_v3(cls, obj: JSON, where: str = "zarr.json") -> Self | None:
-        name, config = _name_and_config(obj)
+        name, config = name_and_config(obj)
         if name != cls.v3_name or config is None:
             return None
         unit, scale = config.get("unit"), config.get("scale_factor")
@@ -54,7 +54,7 @@ class _TimeBase(DataType):
 
     @property
     def _native(self) -> np.dtype[Any]:
-        return _native_order(self.numpy_dtype)
+        return native_order(self.numpy_dtype)
 
     @property
     def memory_dtype(self) -> np.dtype[Any]:
@@ -82,7 +82,7 @@ class _TimeBase(DataType):
     def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
         # Stored as the int64 count of units; NaT is the int64 minimum, or the string "NaT"
         # (the extension spec allows it; zarr-python writes the integer).
-        value = -(2**63) if value == "NaT" else _json_int(value)
+        value = -(2**63) if value == "NaT" else json_int(value)
         if not -(2**63) <= value < 2**63:
             raise ValueError("out of int64 range")
         return np.array(value, dtype="i8").view(self._native)[()]
