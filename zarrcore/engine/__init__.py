@@ -202,26 +202,30 @@ class ChunkEngine:
     def _chunk_cache(self, cache_bytes: int, shared: Any = None) -> ChunkCache | None:
         """The decoded-chunk cache of `cache_bytes` (_cache_budget) that the compiled reads
         of a directory store, or of a MemoryStore's own data, share (`_batch`, `_shards`),
-        and those of unsharded chunks of a store with `versioned_reads` (`_waves`: zip,
-        object stores); of a regular grid, whose chunks all have one shape. None for 0, or
-        when no such route is open. Other stores give no identity of their objects to
-        validate entries by: they are never cached. With `shared` (the array's
-        "shared_cache": True or a SharedCacheRef), its chunks are kept in memory that the
-        machine's processes share (ChunkCache), but a MemoryStore's, whose data is the
-        process's own."""
+        and those of a store with `versioned_reads` (zip, object stores): of its chunks
+        (`_waves`), or of its shards' inner chunks where the core runs their chain
+        (`_ranged_shards` and `_inner_waves`); of a regular grid, whose chunks all have one
+        shape. None for 0, or when no such route is open. Other stores give no identity of
+        their objects to validate entries by: they are never cached. With `shared` (the
+        array's "shared_cache": True or a SharedCacheRef), its chunks are kept in memory
+        that the machine's processes share (ChunkCache), but a MemoryStore's, whose data is
+        the process's own."""
         chunk = self.sharding.chunk_shape if self.sharding is not None else self.chunk_shape
         chunk_bytes = self.dtype.itemsize * math.prod(chunk)
         if shared and not cache_bytes:
             raise SettingValueError(f"{self._where}: shared_cache needs a cache budget "
                                     f"(cache_bytes, or zarrcore.config.cache_bytes)")
+        fetched = self._waves is not None or self._ranged_shards and self._inner_waves
         if not cache_bytes or not self.grid.is_regular or (
                 self._batch is None and self._shards is None
-                and (self._waves is None or not self.store.versioned_reads)):
+                and (not fetched or not self.store.versioned_reads)):
             return None
         # The versions the entries of `_waves` reads were decoded from (`ChunkVersions`).
         self.versions = ChunkVersions(max(1, cache_bytes // chunk_bytes))
+        # (Shard indexes kept beside the entries: those of the batches; fetched reads keep
+        # theirs in `_shard_indexes`.)
         ninner = (math.prod(s // c for s, c in zip(self.chunk_shape, chunk))
-                  if self.sharding is not None else None)
+                  if self._shards is not None else None)
         if self.store.native_memory is not None:
             shared = None
         return ChunkCache(cache_bytes, chunk_bytes, len(chunk), ninner, shared,
