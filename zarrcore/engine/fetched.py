@@ -582,9 +582,9 @@ def read_indexed_shards(
     """The waves of _read_shard_ranges: the indexes (or whole shards) of the shards whose
     indexes are not `known`, then the inner chunks' ranges of them all, but of those
     `cached` finds at their shard's version. A known shard none of whose inner chunks is
-    fetched is asked for its index at its version, so that no read goes through an index
-    (nor entries) of a shard replaced since. The indexes it read, by shard, each with its
-    shard's version."""
+    fetched is asked for its index at its version, and the known shards' tasks that need
+    no bytes run last, so that no read goes through an index (nor entries) of a shard
+    replaced since. The indexes it read, by shard, each with its shard's version."""
     # (key, [(start, stop)]), and the tasks whose bytes that range holds, their offsets
     # in it and lengths.
     ranged: list[tuple[Request, Int64s, Int64s, Int64s]] = []
@@ -628,8 +628,10 @@ def read_indexed_shards(
         return left
 
     known_keys = {keys[s] for s in known}
-    if known:
-        run(np.concatenate([place(s, entries, None) for s, (_, entries) in known.items()]))
+    # The tasks of known shards that need no bytes (cached, or not stored): run once every
+    # request at their shards' versions has succeeded, so that what a replaced shard's stale
+    # index or entries say never reaches the output.
+    confirmed = [place(s, entries, None) for s, (_, entries) in known.items()]
     unknown = [s for s in range(len(keys)) if s not in known]
     whole = at_most(engine.chain.max_encoded_bytes)
     shard = engine.dtype.itemsize * math.prod(engine.chunk_shape)  # (decoded: a whole one's)
@@ -658,8 +660,6 @@ def read_indexed_shards(
             wave.append(place(s, entries, data if whole_shard else None))
         run(np.concatenate(wave))
         del data, parts, batch  # (the wave's bytes go while the next arrives)
-    if not ranged:
-        return learned
     for batch in _in_waves(fetch, [r[0] for r in ranged],
                            [int(r[3].sum()) for r in ranged], shard, threads):
         for r, (parts, version) in batch:
@@ -677,6 +677,8 @@ def read_indexed_shards(
             add(data, tasks, offsets, lengths)
         run(np.concatenate([ranged[r][1] for r, _ in batch]))
         del data, parts, batch  # (the wave's bytes go while the next arrives)
+    if confirmed:
+        run(np.concatenate(confirmed))
     return learned
 
 
