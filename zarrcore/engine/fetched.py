@@ -536,7 +536,10 @@ def read_shard_ranges(
                 yield [(i, (parts, None)) for i, parts in batch]
     else:
         for s, (key, ranges) in enumerate(requests):
-            hit = None if indexes is None or ranges is None else indexes.get(key)
+            # (A shard wanted whole is fetched so, but through the cache: then only the
+            # ranges of the inner chunks it does not hold.)
+            hit = (None if indexes is None or ranges is None and cached is None
+                   else indexes.get(key))
             if hit is not None:
                 readers[key] = held.enter_context(store.reader(key, version=hit[0]))
                 known[s] = hit
