@@ -159,3 +159,32 @@ def test_zip_shards_are_cached_by_their_member(tmp_path):
     assert info["stale"] == 1 and info["inserts"] == 5
     np.testing.assert_array_equal(a[...], data)
     store.close()
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["cached", "uncached"])
+def test_an_answer_of_another_version_than_asked_for_is_refused(counted, monkeypatch,
+                                                                  cached):
+    """A server (or proxy) that ignores If-Match answers a replaced shard's new bytes to a
+    request for its known version: the answer's ETag is not the one asked for, so the read
+    reads the shard again, never mixing the new bytes with the old index or entries."""
+    import obstore
+
+    data = _data(4)
+    a, writer = _s3(counted, data, compressors=None)
+    if not cached:
+        a = a.with_config({"cache_bytes": 0})
+    rows = [2, 5]
+    for _ in range(2):
+        np.testing.assert_array_equal(a[rows], data[rows])
+    real_get = obstore.get_async
+
+    async def ignoring_if_match(store, path, *, options=None):
+        options = {k: v for k, v in (options or {}).items() if k != "if_match"}
+        return await real_get(store, path, options=options)
+
+    monkeypatch.setattr(obstore, "get_async", ignoring_if_match)
+    data[0:16] = -data[0:16]  # (the same size and layout)
+    writer[0:16] = data[0:16]
+    for _ in range(2):
+        np.testing.assert_array_equal(a[rows], data[rows])
+        np.testing.assert_array_equal(a[[3, 6]], data[[3, 6]])

@@ -1070,8 +1070,13 @@ class _ObjectReader:
         self.size: int | None = None
 
     def saw(self, meta: ObjectMeta) -> None:
+        """Note the version of an answer: the first one's is the reader's; a later one of
+        another ETag (a server or proxy that ignored If-Match) is refused."""
         if self.e_tag is None:
             self.e_tag, self.size = meta["e_tag"], meta["size"]
+        elif meta["e_tag"] is not None and meta["e_tag"] != self.e_tag:
+            raise KeyChangedError(f"key {self._key!r} of {self._store!r} answered another "
+                                  f"version than the one asked for; read it again")
 
     @property
     def version(self) -> tuple[str, int | None] | None:
