@@ -188,3 +188,25 @@ def test_an_answer_of_another_version_than_asked_for_is_refused(counted, monkeyp
     for _ in range(2):
         np.testing.assert_array_equal(a[rows], data[rows])
         np.testing.assert_array_equal(a[[3, 6]], data[[3, 6]])
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["cached", "uncached"])
+def test_inner_chunks_a_known_index_says_are_empty_are_checked(counted, cached):
+    """A read of inner chunks that a known index says are not stored fetches no range, so
+    it asks for the index at its version (one request): inner chunks another writer stored
+    since are read, not filled from the stale index."""
+    server, bucket, proxy = counted
+    url = f"s3://{bucket}/a.zarr"
+    data = np.zeros(SHAPE, dtype="float32")
+    data[0] = 1
+    writer = zarrcore.create_array(url, shape=SHAPE, dtype="float32", chunks=CHUNKS,
+                                   shards=SHARDS, storage_options=server.storage_options())
+    writer[0] = 1
+    a = zarrcore.open_array(url, mode="r", cache_bytes=CACHE if cached else 0,
+                            storage_options=server.storage_options(proxy.endpoint))
+    np.testing.assert_array_equal(a[[0, 5]], data[[0, 5]])
+    assert sum(_sent(proxy, lambda: np.testing.assert_array_equal(a[5], data[5])).values()) == 1
+    data[5] = 2
+    writer[5] = 2
+    np.testing.assert_array_equal(a[5], data[5])
+    np.testing.assert_array_equal(a.vindex[[5, 0], [1, 1]], data[[5, 0], [1, 1]])

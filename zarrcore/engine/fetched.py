@@ -568,7 +568,7 @@ def read_shard_ranges(
         if indexes is not None:  # (the read is tried again, reading the indexes anew)
             indexes.forget(keys)
         raise
-    if indexes is not None and store.readers_keep_one_version:
+    if indexes is not None:
         for s, (version, entries) in learned.items():
             if version is not None:
                 indexes.put(keys[s], version, entries)
