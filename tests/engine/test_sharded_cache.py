@@ -86,6 +86,11 @@ def test_a_repeated_sample_is_a_hit_for_one_conditional_request(counted):
     before = a.cache_info()["hits"]
     assert sum(_sent(proxy, check(slice(16, 32))).values()) == 1
     assert a.cache_info()["hits"] == before + 16
+    # A whole shard whose index is known and some inner chunks cached (rows 1, 5, 6): the
+    # others in one range.
+    before = a.cache_info()["hits"]
+    assert sum(_sent(proxy, check(slice(0, 16))).values()) == 1
+    assert a.cache_info()["hits"] == before + 3
 
 
 def test_point_reads_of_shards_go_through_the_cache(counted):

@@ -56,6 +56,11 @@ WAVE_BYTES_MIN = 8 << 20
 _FETCH_DONE = object()
 
 
+# The gap a shard wanted whole (ShardingCodec.reads_whole) coalesces its inner chunks'
+# ranges over, where its index is known: one request, as for the whole shard.
+WHOLE_GAP = 1 << 62
+
+
 # Not fan_out: one get_many, which bounds its own requests, drained on an I/O thread.
 def arrivals(store: Store, requests: Sequence[Request], concurrency: int,
              known: Sequence[Any] | None = None) -> Iterator[list[tuple[int, Any]]]:
@@ -536,8 +541,8 @@ def read_shard_ranges(
                 yield [(i, (parts, None)) for i, parts in batch]
     else:
         for s, (key, ranges) in enumerate(requests):
-            # (A shard wanted whole is fetched so, but through the cache: then only the
-            # ranges of the inner chunks it does not hold.)
+            # (A shard wanted whole too, where the array keeps a cache: then only the inner
+            # chunks the cache does not hold are fetched, in one range.)
             hit = (None if indexes is None or ranges is None and cached is None
                    else indexes.get(key))
             if hit is not None:
@@ -618,9 +623,9 @@ def read_indexed_shards(
             if s in known:  # (its version confirmed by one request for its index)
                 ranged.append(((keys[s], [codecs[s].index_range()]), none, none, none))
             return left
-        starts, stops, group = coalesce(spans[:, 0], spans[:, 1],
-                                        engine.options.coalesce_gap_bytes,
-                                        engine.options.coalesce_max_bytes)
+        gap, most = ((engine.options.coalesce_gap_bytes, engine.options.coalesce_max_bytes)
+                     if requests[s][1] is not None else (WHOLE_GAP, None))
+        starts, stops, group = coalesce(spans[:, 0], spans[:, 1], gap, most)
         order = np.argsort(group, kind="stable")
         cuts = np.searchsorted(group[order], np.arange(len(starts) + 1))
         for g, (start, stop) in enumerate(zip(starts.tolist(), stops.tolist())):
