@@ -215,3 +215,26 @@ def test_inner_chunks_a_known_index_says_are_empty_are_checked(counted, cached):
     writer[5] = 2
     np.testing.assert_array_equal(a[5], data[5])
     np.testing.assert_array_equal(a.vindex[[5, 0], [1, 1]], data[[5, 0], [1, 1]])
+
+
+@pytest.mark.parametrize("compressors", [None, "auto"], ids=["raw", "compressed"])
+def test_random_reads_and_rewrites_match_numpy(counted, compressors):
+    """Rounds of basic, orthogonal and point reads (each twice: the second through the cache)
+    between rewrites by another writer of random regions (raw: every shard keeps its size and
+    layout), every read compared with numpy."""
+    rng = np.random.default_rng(6)
+    data = _data(6)
+    a, writer = _s3(counted, data, compressors=compressors)
+    for _ in range(6):
+        for _ in range(2):
+            rows = np.sort(rng.choice(SHAPE[0], 6, replace=False))
+            cols = rng.integers(0, SHAPE[1], 6)
+            start = int(rng.integers(0, SHAPE[0] - 8))
+            np.testing.assert_array_equal(a[rows], data[rows])
+            np.testing.assert_array_equal(a.vindex[rows, cols], data[rows, cols])
+            np.testing.assert_array_equal(a[start:start + 8, 3:9], data[start:start + 8, 3:9])
+        lo = int(rng.integers(0, SHAPE[0] - 4))
+        hi = lo + int(rng.integers(1, 20))
+        data[lo:hi] = rng.standard_normal(data[lo:hi].shape).astype("float32")
+        writer[lo:hi] = data[lo:hi]
+    assert a.cache_info()["hits"] > 0 and a.cache_info()["stale"] > 0
