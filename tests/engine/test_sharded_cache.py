@@ -238,3 +238,15 @@ def test_random_reads_and_rewrites_match_numpy(counted, compressors):
         data[lo:hi] = rng.standard_normal(data[lo:hi].shape).astype("float32")
         writer[lo:hi] = data[lo:hi]
     assert a.cache_info()["hits"] > 0 and a.cache_info()["stale"] > 0
+
+
+def test_a_weak_etag_versions_nothing(counted):
+    """A weak ETag may be shared by other bytes (and If-Match never matches one): a reader
+    that saw one tells no version, so neither the shard's index nor its inner chunks are
+    kept by it."""
+    a, _ = _s3(counted, _data(7))
+    with a.store.reader(a._engine.key((0, 0))) as reader:
+        reader.get_ranges([(0, 4)])
+        assert reader.version is not None
+        reader.e_tag = 'W/"' + reader.e_tag.strip('"') + '"'
+        assert reader.version is None

@@ -1081,8 +1081,9 @@ class _ObjectReader:
     @property
     def version(self) -> tuple[str, int | None] | None:
         """(ETag, size) of the version read, where ETags tell bytes apart (versioned_reads:
-        not an HTTP server's)."""
-        if self.e_tag is None or not self._store.versioned_reads:
+        not an HTTP server's; and not a weak ETag, which If-Match never matches)."""
+        if (self.e_tag is None or self.e_tag.startswith("W/")
+                or not self._store.versioned_reads):
             return None
         return self.e_tag, self.size
 
