@@ -634,15 +634,18 @@ def test_object_store_cache_revalidates_each_hit(s3_bucket, monkeypatch):
     assert a.cache_info()["stale"] >= 3
 
 
+@pytest.mark.parametrize("layout", ["chunks", "shards"])
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=sharded(), data=st.data())
-def test_zip_store_cached_reads_match_numpy(tmp_path_factory, case, data):
-    """Orthogonal and point reads of a cached zip (unsharded chunks through ChunkWaves and
-    the cache) match numpy, read twice (the second from the cache) and after a write."""
-    shape, inner, _, ref, box = case
+def test_zip_store_cached_reads_match_numpy(tmp_path_factory, layout, case, data):
+    """Basic, orthogonal and point reads of a cached zip (chunks, or shards' inner chunks,
+    through ChunkWaves and the cache) match numpy, read twice (the second from the cache)
+    and after a write."""
+    shape, inner, shards, ref, box = case
     store = zarrcore.ZipStore(str(tmp_path_factory.mktemp("z") / "a.zip"), mode="w")
     a = zarrcore.create_array(store, shape=shape, chunks=inner, dtype="i4", fill_value=-1,
+                              shards=shards if layout == "shards" else None,
                               config={"cache_bytes": 1 << 16})
     a[box] = ref[box]
     for _ in range(2):
@@ -651,6 +654,7 @@ def test_zip_store_cached_reads_match_numpy(tmp_path_factory, case, data):
         for _ in range(2):
             np.testing.assert_array_equal(a.oindex[sel], _numpy_orthogonal(ref, sel))
             np.testing.assert_array_equal(a.vindex[points], ref[points])
+            np.testing.assert_array_equal(a[box], ref[box])
         part = tuple(slice(0, max(1, n // 2)) for n in shape)
         ref[part] += 1
         a[part] = ref[part]

@@ -338,13 +338,13 @@ def test_a_dataloader_shares_the_cache(tmp_path):
 
 
 # -- object stores: entries are found by the version (ETag) kept with them -------------------
-def _s3_array(s3_bucket, proxy):
+def _s3_array(s3_bucket, proxy, shards=None):
     """(array read through `proxy`, shared cache of room for every sample; its data; the
     writer's array, not proxied) of a new array of samples on the moto server."""
     server, bucket = s3_bucket
     url, data = f"s3://{bucket}/a.zarr", _data()
     writer = zarrcore.create_array(url, shape=data.shape, dtype=data.dtype, chunks=(1, *SAMPLE),
-                                   storage_options=server.storage_options())
+                                   shards=shards, storage_options=server.storage_options())
     writer[...] = data
     a = zarrcore.open_array(url, mode="r", cache_bytes=2 * SAMPLES * SAMPLE_BYTES,
                             shared_cache=True, storage_options=server.storage_options(
@@ -407,6 +407,30 @@ def test_an_s3_object_rewritten_between_epochs_is_read_fresh(s3_bucket, proxy, m
         assert info["stale"] == 2 and info["hits"] == SAMPLES - 2
         sent = _requests_of(proxy, lambda: _epoch(pool, data, 3))
         assert sent["GET"] == 0 and a.cache_info()["hits"] == 2 * SAMPLES - 2
+    np.testing.assert_array_equal(a[...], data)
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_inner_chunks_another_worker_read_from_s3_shards_are_hits(s3_bucket, proxy, method):
+    """Sharded samples on S3: an inner chunk's entry is of its shard's ETag and its span in
+    the shard, the same in every process. A worker that never read the shards costs one
+    request per sample in epoch 2 (the shard's index, once unknown, then at its ETag) and
+    decodes nothing; a shard another writer replaced is read fresh, never stale."""
+    a, data, writer = _s3_array(s3_bucket, proxy, shards=(4, *SAMPLE))
+    with _pool(method, a, workers=1) as pool:
+        _epoch(pool, data, 1)
+    assert a.cache_info()["inserts"] == SAMPLES
+    with _pool(method, a, workers=1) as pool:
+        sent = _requests_of(proxy, lambda: _epoch(pool, data, 2))
+        assert sent["GET"] == SAMPLES and sent["HEAD"] == 0
+        assert a.cache_info()["hits"] == SAMPLES
+        data[4:8] = -data[4:8]  # (the same size: uncompressed floats' signs)
+        writer[4:8] = data[4:8]
+        _epoch(pool, data, 3)
+    info = a.cache_info()
+    # (The read that found the shard replaced may count a hit of the index's old version
+    # before it reads again.)
+    assert info["misses"] == SAMPLES + 4 and info["stale"] == 4
     np.testing.assert_array_equal(a[...], data)
 
 

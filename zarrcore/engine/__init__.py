@@ -205,26 +205,30 @@ class ChunkEngine:
     def _chunk_cache(self, cache_bytes: int, shared: Any = None) -> ChunkCache | None:
         """The decoded-chunk cache of `cache_bytes` (_cache_budget) that the compiled reads
         of a directory store, or of a MemoryStore's own data, share (`batch_settings`,
-        `shard_spec`), and those of unsharded chunks of a store with `versioned_reads`
-        (`wave_settings`: zip, object stores); of a regular grid, whose chunks all have one
-        shape. None for 0, or when no such route is open. Other stores give no identity of
-        their objects to validate entries by: they are never cached. With `shared` (the array's
-        "shared_cache": True or a SharedCacheRef), its chunks are kept in memory that the
-        machine's processes share (ChunkCache), but a MemoryStore's, whose data is the
-        process's own."""
+        `shard_spec`), and those of a store with `versioned_reads` (zip, object stores): of
+        its chunks (`wave_settings`), or of its shards' inner chunks where the core runs
+        their chain (`ranged_shards` and `inner_waves`); of a regular grid, whose chunks all
+        have one shape. None for 0, or when no such route is open. Other stores give no
+        identity of their objects to validate entries by: they are never cached. With
+        `shared` (the array's "shared_cache": True or a SharedCacheRef), its chunks are kept
+        in memory that the machine's processes share (ChunkCache), but a MemoryStore's, whose
+        data is the process's own."""
         chunk = self.sharding.chunk_shape if self.sharding is not None else self.chunk_shape
         chunk_bytes = self.dtype.itemsize * math.prod(chunk)
         if shared and not cache_bytes:
             raise SettingValueError(f"{self._where}: shared_cache needs a cache budget "
                                     f"(cache_bytes, or zarrcore.config.cache_bytes)")
+        fetched = self.wave_settings is not None or self.ranged_shards and self.inner_waves
         if not cache_bytes or not self.grid.is_regular or (
                 self.batch_settings is None and self.shard_spec is None
-                and (self.wave_settings is None or not self.store.versioned_reads)):
+                and (not fetched or not self.store.versioned_reads)):
             return None
         # The versions the entries of R4's reads (`wave_settings`) were decoded from.
         self.versions = ChunkVersions(max(1, cache_bytes // chunk_bytes))
+        # (Shard indexes kept beside the entries: those of the batches; fetched reads keep
+        # theirs in `shard_indexes`.)
         ninner = (math.prod(s // c for s, c in zip(self.chunk_shape, chunk))
-                  if self.sharding is not None else None)
+                  if self.shard_spec is not None else None)
         if self.store.native_memory is not None:
             shared = None
         return ChunkCache(cache_bytes, chunk_bytes, len(chunk), ninner, shared,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import math
 import queue
 import threading
@@ -53,6 +54,11 @@ WAVE_BYTES_MIN = 8 << 20
 
 
 _FETCH_DONE = object()
+
+
+# The gap a shard wanted whole (ShardingCodec.reads_whole) coalesces its inner chunks'
+# ranges over, where its index is known: one request, as for the whole shard.
+WHOLE_GAP = 1 << 62
 
 
 # Not fan_out: one get_many, which bounds its own requests, drained on an I/O thread.
@@ -399,6 +405,9 @@ def read_shard_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any
     inner_shape, blocks = codec.chunk_shape, engine.grid.axes
     job: ChunkWaves | _InnerChunkWaves
     inner_grid = grid_of(engine.array_shape, inner_shape)
+    # Through the decoded-chunk cache where the store tells each shard's version
+    # (`cached_tasks`).
+    cache = engine.cache if engine.store.versioned_reads else None
     if isinstance(indexer, CoordinateIndexer):
         # Tasks are the groups of points by inner chunk (grouped once, in C); each
         # group's shard follows from its inner chunk.
@@ -406,8 +415,9 @@ def read_shard_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any
         assert native is not None  # (as `plan` saw)
         groups = indexer.groups_by(inner_shape)
         job = ChunkWaves(native, inner_shape, inner_grid, None, out,
-                         points=(*point_listing(groups, inner_shape)[:3], None))
-        at, local = in_shards(blocks, inner_shape, groups.coords)
+                         points=(*point_listing(groups, inner_shape)[:3], None), cache=cache)
+        inner = np.asarray(groups.coords)
+        at, local = in_shards(blocks, inner_shape, inner)
         found, shard_of = np.unique(at, axis=0, return_inverse=True)
         shard_of = shard_of.reshape(-1)
         shards = found.tolist()
@@ -418,12 +428,14 @@ def read_shard_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any
             plans = inner_plans(indexer, engine.array_shape, blocks, inner_shape)
         native = codec.inner_native_form
         if native is not None:
-            job = ChunkWaves(native, inner_shape, inner_grid, plans, out)
+            job = ChunkWaves(native, inner_shape, inner_grid, plans, out, cache=cache)
         else:
             job = _InnerChunkWaves(codec.inner, plans, out)
+            cache = None
         shards = task_values(indexer.plans, "chunks")
         # Per task: the shard it is in (its place in `shards`) and its C-order place in it.
-        of_task, local = in_shards(blocks, inner_shape, task_grid(plans))
+        inner = task_grid(plans)
+        of_task, local = in_shards(blocks, inner_shape, inner)
         places = [np.searchsorted(np.asarray(p.chunks, dtype=np.int64), of_task[:, d])
                   for d, p in enumerate(indexer.plans)]
         shard_of = (np.ravel_multi_index(places, [len(p.chunks) for p in indexer.plans])
@@ -454,8 +466,31 @@ def read_shard_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any
                 f"chunk {name(tasks[bad])}: shard index entry (offset {offsets[bad]}, "
                 f"nbytes {lengths[bad]}) reaches past the end of the shard")
 
+    cached = None
+    if cache is not None:
+        assert isinstance(job, ChunkWaves)  # (a cache only for compiled jobs, above)
+        cached = functools.partial(cached_tasks, job, inner.tolist())
     with contextlib.ExitStack() as held:
-        read_shard_ranges(engine, keys, requests, shard_tasks, local, codecs, held, add, run)
+        read_shard_ranges(engine, keys, requests, shard_tasks, local, codecs, held, add, run,
+                          cached)
+
+
+def cached_tasks(job: ChunkWaves, coords: list[list[int]], version: Any, tasks: Int64s,
+                 offsets: Int64s, lengths: Int64s) -> npt.NDArray[np.bool_]:
+    """Which of `tasks` (inner chunks at grid indices coords[task], stored at `offsets`
+    and `lengths` in their shard at `version`) the cache holds: those are pinned and copied
+    out of their entries; the others decode the bytes they are given into new entries. An
+    entry's version is the shard's and the inner chunk's span in it: one is served only for
+    the very bytes it was decoded from."""
+    hits = np.zeros(len(tasks), dtype=bool)
+    for k, (task, offset, nbytes) in enumerate(zip(tasks.tolist(), offsets.tolist(),
+                                                   lengths.tolist())):
+        digest = version_digest((version, offset, nbytes))
+        if job.lookup(task, coords[task], digest):
+            hits[k] = True
+        else:
+            job.keep(task, coords[task], digest)
+    return hits
 
 
 def shard_codecs(engine: ChunkEngine, shards: Sequence[Sequence[int]]) -> list[ShardingCodec]:
@@ -472,40 +507,58 @@ def shard_codecs(engine: ChunkEngine, shards: Sequence[Sequence[int]]) -> list[S
     return codecs
 
 
+# Which of a shard's stored tasks the decoded-chunk cache holds (`cached_tasks`, bound to its
+# read's job): (shard version, tasks, offsets, lengths) -> a mask of the hits.
+Cached = Callable[[Any, Int64s, Int64s, Int64s], npt.NDArray[np.bool_]]
+
+
 def read_shard_ranges(
         engine: ChunkEngine, keys: list[str], requests: list[tuple[str, list[ByteRange] | None]],
         shard_tasks: list[Int64s], local: Int64s, codecs: Sequence[ShardingCodec],
         held: contextlib.ExitStack, add: Callable[[ReadBytes, Int64s, Int64s, Int64s], None],
-        run: Callable[[Int64s], None]) -> None:
+        run: Callable[[Int64s], None], cached: Cached | None = None) -> None:
     """The fetching half of _read_shard_waves: the `requests` for the shards' indexes (or
     whole shards), then the inner chunks' ranges, passing what arrives to `add` and
     `run`. A store whose readers keep one version of a key (Store.readers_keep_one_version)
     is read through them, index and inner chunks alike, so that a writer replacing a shard
-    between the two cannot tear the read; other stores through get_many."""
+    between the two cannot tear the read; other stores through get_many (with `cached`,
+    get_many_versioned: each shard's version, which its inner chunks' entries are of)."""
     store = engine.store
     concurrency, threads = engine.options.io_concurrency, engine.options.num_threads
     indexes = engine.shard_indexes
-    # The shards whose indexes `indexes` knew: read at the version they were learned from.
-    known: dict[int, Entries] = {}
-    fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, Any]]]]
+    # The shards whose indexes `indexes` knew, with the version they were learned from: read
+    # at that version.
+    known: dict[int, tuple[Any, Entries]] = {}
+    # (Each yields batches of (i, (result, the shard's version or None)).)
+    fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, tuple[Any, Any]]]]]
     readers: dict[str, RangeReader | None] = {}
-    if not store.readers_keep_one_version:
-        def fetch(requests: Sequence[Request]) -> Iterator[list[tuple[int, Fetched]]]:
-            return arrivals(store, requests, concurrency)
+    if not store.readers_keep_one_version and cached is not None:
+        def fetch(requests: Sequence[Request]) -> Iterator[list[tuple[int, tuple[Any, Any]]]]:
+            return arrivals(store, requests, concurrency, [None] * len(requests))
+    elif not store.readers_keep_one_version:
+        def fetch(requests: Sequence[Request]) -> Iterator[list[tuple[int, tuple[Any, Any]]]]:
+            for batch in arrivals(store, requests, concurrency):
+                yield [(i, (parts, None)) for i, parts in batch]
     else:
         for s, (key, ranges) in enumerate(requests):
-            hit = None if indexes is None or ranges is None else indexes.get(key)
+            # (A shard wanted whole too, where the array keeps a cache: then only the inner
+            # chunks the cache does not hold are fetched, in one range.)
+            hit = (None if indexes is None or ranges is None and cached is None
+                   else indexes.get(key))
             if hit is not None:
                 readers[key] = held.enter_context(store.reader(key, version=hit[0]))
-                known[s] = hit[1]
+                known[s] = hit
 
-        def read(request: Request) -> Sequence[ReadBytes] | None:
+        def read(request: Request) -> tuple[Sequence[ReadBytes] | None, Any]:
             key, ranges = request
             reader = readers[key]
-            return None if reader is None or ranges is None else reader.get_ranges(ranges)
+            if reader is None or ranges is None:
+                return None, None
+            # (None: a version the reader cannot tell, or one that tells no bytes apart)
+            return reader.get_ranges(ranges), getattr(reader, "version", None)
 
         def fetch(requests: Sequence[Request]
-                  ) -> Iterator[list[tuple[int, Sequence[ReadBytes] | None]]]:
+                  ) -> Iterator[list[tuple[int, tuple[Any, Any]]]]:
             for key, _ in requests:
                 if key not in readers:
                     readers[key] = held.enter_context(store.reader(key))
@@ -515,15 +568,13 @@ def read_shard_ranges(
 
     try:
         learned = read_indexed_shards(engine, keys, requests, shard_tasks, local, codecs,
-                                            known, fetch, add, run, threads)
+                                      known, fetch, add, run, threads, cached)
     except KeyChangedError:
         if indexes is not None:  # (the read is tried again, reading the indexes anew)
             indexes.forget(keys)
         raise
     if indexes is not None:
-        for s, entries in learned.items():
-            # (None: a version the reader cannot tell, or one that tells no bytes apart)
-            version = getattr(readers.get(keys[s]), "version", None)
+        for s, (version, entries) in learned.items():
             if version is not None:
                 indexes.put(keys[s], version, entries)
 
@@ -531,32 +582,50 @@ def read_shard_ranges(
 def read_indexed_shards(
         engine: ChunkEngine, keys: list[str], requests: list[tuple[str, list[ByteRange] | None]],
         shard_tasks: list[Int64s], local: Int64s, codecs: Sequence[ShardingCodec],
-        known: dict[int, Entries],
-        fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, Any]]]],
+        known: dict[int, tuple[Any, Entries]],
+        fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, tuple[Any, Any]]]]],
         add: Callable[[ReadBytes, Int64s, Int64s, Int64s], None],
-        run: Callable[[Int64s], None], threads: int) -> dict[int, Entries]:
+        run: Callable[[Int64s], None], threads: int, cached: Cached | None
+        ) -> dict[int, tuple[Any, Entries]]:
     """The waves of _read_shard_ranges: the indexes (or whole shards) of the shards whose
-    indexes are not `known`, then the inner chunks' ranges of them all. The indexes it
-    read, by shard."""
+    indexes are not `known`, then the inner chunks' ranges of them all, but of those
+    `cached` finds at their shard's version. A known shard none of whose inner chunks is
+    fetched is asked for its index at its version, and the known shards' tasks that need
+    no bytes run last, so that no read goes through an index (nor entries) of a shard
+    replaced since. The indexes it read, by shard, each with its shard's version."""
     # (key, [(start, stop)]), and the tasks whose bytes that range holds, their offsets
     # in it and lengths.
     ranged: list[tuple[Request, Int64s, Int64s, Int64s]] = []
-    learned: dict[int, Entries] = {}
+    learned: dict[int, tuple[Any, Entries]] = {}
+    # Each shard's version in this read (None: unknown, or not stored).
+    versions: dict[str, Any] = {keys[s]: version for s, (version, _) in known.items()}
+    none = np.zeros(0, dtype=np.int64)
 
     def place(s: int, entries: Entries, data: ReadBytes | None) -> Int64s:
         """Hand the tasks of shard `s` stored in the whole shard `data` to `add`, or
-        plan the ranges of those stored (data None): the tasks to run now."""
+        plan the ranges of those stored (data None): the tasks to run now (those not stored,
+        and those the cache holds, with the whole shard's)."""
         tasks = shard_tasks[s]
         spans = entries[local[tasks]]
         stored = spans[:, 0] != EMPTY
         left: Int64s = tasks[~stored]
         tasks, spans = tasks[stored], spans[stored]
+        version = versions.get(keys[s])
+        if cached is not None and version is not None and len(tasks):
+            hits = cached(version, tasks, spans[:, 0].astype(np.int64),
+                          spans[:, 1].astype(np.int64))
+            left = np.concatenate([left, tasks[hits]])
+            tasks, spans = tasks[~hits], spans[~hits]
         if data is not None:  # (all of them run in this wave: those stored decode)
             add(data, tasks, spans[:, 0].astype(np.int64), spans[:, 1].astype(np.int64))
             return shard_tasks[s]
-        starts, stops, group = coalesce(spans[:, 0], spans[:, 1],
-                                        engine.options.coalesce_gap_bytes,
-                                        engine.options.coalesce_max_bytes)
+        if not len(tasks):
+            if s in known:  # (its version confirmed by one request for its index)
+                ranged.append(((keys[s], [codecs[s].index_range()]), none, none, none))
+            return left
+        gap, most = ((engine.options.coalesce_gap_bytes, engine.options.coalesce_max_bytes)
+                     if requests[s][1] is not None else (WHOLE_GAP, None))
+        starts, stops, group = coalesce(spans[:, 0], spans[:, 1], gap, most)
         order = np.argsort(group, kind="stable")
         cuts = np.searchsorted(group[order], np.arange(len(starts) + 1))
         for g, (start, stop) in enumerate(zip(starts.tolist(), stops.tolist())):
@@ -567,8 +636,10 @@ def read_indexed_shards(
         return left
 
     known_keys = {keys[s] for s in known}
-    if known:
-        run(np.concatenate([place(s, entries, None) for s, entries in known.items()]))
+    # The tasks of known shards that need no bytes (cached, or not stored): run once every
+    # request at their shards' versions has succeeded, so that what a replaced shard's stale
+    # index or entries say never reaches the output.
+    confirmed = [place(s, entries, None) for s, (_, entries) in known.items()]
     unknown = [s for s in range(len(keys)) if s not in known]
     whole = at_most(engine.chain.max_encoded_bytes)
     shard = engine.dtype.itemsize * math.prod(engine.chunk_shape)  # (decoded: a whole one's)
@@ -577,7 +648,7 @@ def read_indexed_shards(
                            [shard if requests[s][1] is None else 0 for s in unknown],
                            shard, threads):
         wave = []
-        for u, parts in batch:
+        for u, (parts, version) in batch:
             s = unknown[u]
             whole_shard = requests[s][1] is None
             data = engine.stored_chunk(keys[s], parts) if whole_shard else _first(parts)
@@ -592,15 +663,14 @@ def read_indexed_shards(
                     entries = codecs[s].parse_index(data)
             except ZarrcoreError as e:
                 raise with_key(e, keys[s]) from e
-            learned[s] = entries
+            learned[s] = (version, entries)
+            versions[keys[s]] = version
             wave.append(place(s, entries, data if whole_shard else None))
         run(np.concatenate(wave))
         del data, parts, batch  # (the wave's bytes go while the next arrives)
-    if not ranged:
-        return learned
     for batch in _in_waves(fetch, [r[0] for r in ranged],
                            [int(r[3].sum()) for r in ranged], shard, threads):
-        for r, parts in batch:
+        for r, (parts, version) in batch:
             key, _ = ranged[r][0]
             data = _first(parts)
             if data is None:
@@ -608,10 +678,15 @@ def read_indexed_shards(
                     raise KeyChangedError(f"shard {key!r} was deleted")
                 raise ShardIndexError(
                     f"shard {key!r}: deleted while its inner chunks were read")
+            if version is not None and version != versions.get(key):
+                # (a store whose readers do not keep one version: read again, whole)
+                raise KeyChangedError(f"shard {key!r} was replaced while it was read")
             _, tasks, offsets, lengths = ranged[r]
             add(data, tasks, offsets, lengths)
         run(np.concatenate([ranged[r][1] for r, _ in batch]))
         del data, parts, batch  # (the wave's bytes go while the next arrives)
+    if confirmed:
+        run(np.concatenate(confirmed))
     return learned
 
 

@@ -1070,14 +1070,20 @@ class _ObjectReader:
         self.size: int | None = None
 
     def saw(self, meta: ObjectMeta) -> None:
+        """Note the version of an answer: the first one's is the reader's; a later one of
+        another ETag (a server or proxy that ignored If-Match) is refused."""
         if self.e_tag is None:
             self.e_tag, self.size = meta["e_tag"], meta["size"]
+        elif meta["e_tag"] is not None and meta["e_tag"] != self.e_tag:
+            raise KeyChangedError(f"key {self._key!r} of {self._store!r} answered another "
+                                  f"version than the one asked for; read it again")
 
     @property
     def version(self) -> tuple[str, int | None] | None:
         """(ETag, size) of the version read, where ETags tell bytes apart (versioned_reads:
-        not an HTTP server's)."""
-        if self.e_tag is None or not self._store.versioned_reads:
+        not an HTTP server's; and not a weak ETag, which If-Match never matches)."""
+        if (self.e_tag is None or self.e_tag.startswith("W/")
+                or not self._store.versioned_reads):
             return None
         return self.e_tag, self.size
 
