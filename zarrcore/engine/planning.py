@@ -404,10 +404,10 @@ def selection_boxes(indexers: Sequence[Indexer], chunk_shape: Sequence[int]
     """The read plan of many selections at once: basic selections grouped into boxes that
     each hold no more elements than their members' results together, so that selections
     that overlap (tiles of an image, repeated samples) read each chunk once; and the places
-    of the selections read on their own (the rest, and any left alone). Selections first
-    part into groups that share no chunk along some axis (a sweep per axis, which leaves
-    scattered samples alone at once); a group whose box is still too large is cut in two
-    along its box's longest axis, until it fits."""
+    of the selections read on their own (the rest, and any left alone). A group whose box
+    is too large parts into groups that share no chunk along some axis (a sweep per axis,
+    which leaves scattered samples alone at once), or, when none parts it, is cut in two
+    along its box's longest axis, until each fits."""
     spans, alone = [], []
     for i, indexer in enumerate(in_turns(indexers)):
         s = basic_spans(indexer, chunk_shape) if chunk_shape else None
@@ -428,13 +428,32 @@ def selection_boxes(indexers: Sequence[Indexer], chunk_shape: Sequence[int]
     hi = lo + (count - 1) * step + 1
     grid = np.array(chunk_shape, dtype=np.int64)
     firsts, lasts = (lo // grid).T.tolist(), ((hi - 1) // grid).T.tolist()
-    sizes = np.prod(count.astype(np.float64), axis=1)
+    los, his = lo.T.tolist(), hi.T.tolist()
+    sizes = np.prod(count.astype(np.float64), axis=1).tolist()
+
+    def fits(members: list[int]) -> bool:
+        """Does the box of `members` hold no more elements than their results?"""
+        volume = 1.0
+        for low, high in zip(los, his):
+            volume *= max([high[k] for k in members]) - min([low[k] for k in members])
+        return bool(volume <= sum([sizes[k] for k in members]))
+
     boxes: list[Box] = []
     # (members, the axis to sweep first: a run that a sweep along an axis made cannot part
     # again along it, how many axes were swept without parting it)
     todo: list[tuple[list[int], int, int]] = [(list(range(len(spans))), 0, 0)]
     while todo:
         members, axis, swept = todo.pop()
+        if len(members) == 1:
+            alone.append(int(places[members[0]]))
+            continue
+        if fits(members):
+            box = [min([los[d][k] for k in members]) for d in range(ndim)]
+            end = [max([his[d][k] for k in members]) for d in range(ndim)]
+            boxes.append(Box(tuple(slice(a, b) for a, b in zip(box, end)),
+                             places[members].tolist(),
+                             [_view_of(spans[k][1], box) for k in in_turns(members)]))
+            continue
         if swept < ndim:
             singles, runs = _apart(members, firsts[axis], lasts[axis])
             alone += places[singles].tolist()
@@ -445,14 +464,7 @@ def selection_boxes(indexers: Sequence[Indexer], chunk_shape: Sequence[int]
                 todo += [(run, following, 1) for run in runs]
             continue
         group = np.array(members)
-        origin, end = lo[group].min(axis=0), hi[group].max(axis=0)
-        if np.prod((end - origin).astype(np.float64)) <= sizes[group].sum():
-            box = origin.tolist()
-            boxes.append(Box(tuple(slice(a, b) for a, b in zip(box, end.tolist())),
-                             places[group].tolist(),
-                             [_view_of(spans[k][1], box) for k in in_turns(members)]))
-            continue
-        axis = int(np.argmax(end - origin))
+        axis = int(np.argmax(hi[group].max(axis=0) - lo[group].min(axis=0)))
         centres = lo[group, axis] + hi[group, axis]
         ordered = np.argsort(centres, kind="stable")
         # Cut at the widest gap between neighbours' centres within the middle half: each
