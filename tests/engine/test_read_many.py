@@ -155,3 +155,20 @@ def test_async_reads_with_cancellations_give_numpys_values(tmp_path):
             np.testing.assert_array_equal(got, data[w])
     for w, got in zip(windows, after):
         np.testing.assert_array_equal(got, data[w])
+
+
+def test_a_task_cancelled_as_its_batch_starts_leaves_the_others_reading():
+    a = _array()
+
+    async def main():
+        aa = a.async_array
+        first = asyncio.create_task(aa.getitem((1, slice(2, 5))))
+        second = asyncio.create_task(aa.getitem((2, slice(0, 3))))
+        await asyncio.sleep(0)  # (both queued: the batch starts in the next callback,
+        first.cancel()          # before the first task sees its cancellation)
+        value = await asyncio.wait_for(second, 60)
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        return value
+
+    np.testing.assert_array_equal(asyncio.run(main()), DATA[2, 0:3])

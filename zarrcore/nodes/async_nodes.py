@@ -50,19 +50,22 @@ RESULTS_PER_STEP = 64
 class _Round:
     """The reads of one array started in one step of an event loop, read as one batch."""
 
-    __slots__ = ("selections", "futures", "started", "live")
+    __slots__ = ("selections", "futures", "started", "waiting")
 
     def __init__(self) -> None:
         self.selections: list[Any] = []
         self.futures: list[asyncio.Future[Any]] = []
         self.started: background.Started | None = None
-        self.live = 0  # (its tasks not cancelled, once started)
+        # (the futures the batch started with: those not cancelled before it started)
+        self.waiting: set[asyncio.Future[Any]] = set()
 
-    def cancelled(self) -> None:
-        """One of its tasks was cancelled: the batch's work stops when none is left."""
-        self.live -= 1
-        if self.started is not None and self.live == 0:
-            self.started.future.cancel()
+    def cancelled(self, future: asyncio.Future[Any]) -> None:
+        """The task awaiting `future` was cancelled: the batch's work stops when no task it
+        started with is left. (One cancelled before the batch started was left out of it.)"""
+        if future in self.waiting:
+            self.waiting.discard(future)
+            if not self.waiting and self.started is not None:
+                self.started.future.cancel()
 
 
 class _ReadQueue:
@@ -86,7 +89,7 @@ class _ReadQueue:
         try:
             return await future
         except asyncio.CancelledError:
-            round_.cancelled()
+            round_.cancelled(future)
             raise
 
     def _start(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -97,12 +100,14 @@ class _ReadQueue:
             round_.futures = [round_.futures[k] for k in live]
         if not live:
             return
-        round_.live = len(live)
-        started = round_.started = background.start(self._outcomes, round_.selections)
         futures = round_.futures
+        round_.waiting = set(futures)
+        started = round_.started = background.start(self._outcomes, round_.selections)
 
         def delivered(done: asyncio.Future[Any]) -> None:
-            if done.cancelled():
+            if done.cancelled():  # (every task of it was cancelled)
+                for future in futures:
+                    future.cancel()
                 return
             error = done.exception()
             if error is not None:  # (the pool failed: every read gets it)
