@@ -383,10 +383,12 @@ class ChunkEngine:
         """Whether each chunk (shard) of `keys` is stored, asked of the store in parallel."""
         return parallel_map(self.store.exists, keys, self.options.num_threads)
 
-    def check_stored(self, indexer: Indexer) -> None:
-        """ChunkNotFoundError naming the chunks (shards when sharded) of `indexer`'s selection
-        that are not stored: a read with `read_missing_chunks` False checks them first."""
-        keys = [self.key(p.coords) for p in indexer.projections()]
+    def check_stored(self, *indexers: Indexer) -> None:
+        """ChunkNotFoundError naming the chunks (shards when sharded) of the `indexers`'
+        selections that are not stored, each asked of the store once: a read with
+        `read_missing_chunks` False checks them first."""
+        keys = list(dict.fromkeys(self.key(p.coords) for indexer in indexers
+                                  for p in indexer.projections()))
         missing = [k for k, stored in zip(keys, self.stored(keys)) if not stored]
         if missing:
             named = ", ".join(repr(k) for k in missing[:8]) + (", ..." if missing[8:] else "")

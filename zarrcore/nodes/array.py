@@ -647,8 +647,7 @@ class Array(ChunkMethods, Node):
                    for indexer in in_turns(indexers)]
         read = [k for k, buffer in enumerate(buffers) if buffer.size]
         if not self.reads_missing_as_fill:
-            for k in read:
-                self._engine.check_stored(indexers[k])
+            self._engine.check_stored(*(indexers[k] for k in read))
         self._engine.read_many([indexers[k] for k in read], [buffers[k] for k in read])
         return [self._result(indexer, buffer, None if out is None else out[k])
                 for k, (indexer, buffer) in enumerate(in_turns(zip(indexers, buffers)))]
