@@ -19,23 +19,27 @@ BUILD_REQUIRES := "setuptools>=77" "cython>=3.1" "numpy>=2.0" "blosc>=1.11" whee
 # Python files left in build/lib from an earlier build would be installed again even after
 # their source is gone; the compiled extensions stay, so unchanged ones are not rebuilt.
 PRUNE_BUILD := find build -path 'build/lib.*' -type f -not -name '*.so' -delete 2>/dev/null || true
+# How the virtualenvs install zarrcore: with the build requirements above, and without
+# compiling every installed module to bytecode (a minute of CPU for the test extra's packages;
+# the modules a run imports are compiled then).
+PIP_INSTALL := --no-build-isolation --no-compile
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
 
 $(VENV)/.build-requires: | $(PY)
-	$(PY) -m pip install $(BUILD_REQUIRES)
+	$(PY) -m pip install --no-compile $(BUILD_REQUIRES)
 	touch $@
 
 $(VENV)/.installed: $(VENV)/.build-requires $(SOURCES)
 	$(PRUNE_BUILD)
-	$(PY) -m pip install --no-build-isolation .
+	$(PY) -m pip install $(PIP_INSTALL) .
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.build-requires $(SOURCES)
 	$(PRUNE_BUILD)
-	$(PY) -m pip install --no-build-isolation ".[test]"
+	$(PY) -m pip install $(PIP_INSTALL) ".[test]"
 	touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed
@@ -69,17 +73,18 @@ peer-venv: $(if $(PEER_PYTHON),$(PEER_VENV)/.installed)
 $(PEER_VENV)/.installed: tests/support/peer-requirements.txt
 	rm -rf $(PEER_VENV)
 	$(PEER_PYTHON) -m venv $(PEER_VENV)
-	$(PEER_VENV)/bin/python -m pip install -q --only-binary :all: -r $<
+	$(PEER_VENV)/bin/python -m pip install -q --no-compile --only-binary :all: -r $<
 	touch $@
 
-# On a fresh clone the three virtualenvs' installs overlap: the peers' (no zarrcore) and the
-# newest one's packages install while $(VENV) builds zarrcore. The two builds of zarrcore share
-# build/ and the egg-info, so the newest one's follows. The suite runs in TEST_WORKERS
-# processes (pytest-xdist), each test file in one of them: most tests keep one core busy, and
-# a file's module-scoped fixtures (a dask cluster, the peers) start once.
-TEST_WORKERS ?= 2
+# On a fresh clone the three virtualenvs' installs overlap: the peers' (no zarrcore), and the
+# newest one's with its own build of zarrcore, while $(VENV) builds zarrcore. The suite runs
+# in TEST_WORKERS processes (pytest-xdist), each test file in one of them, so that a file's
+# module-scoped fixtures (a dask cluster, the peers) start once. Three on two cores: the suite
+# spends about a third of its time waiting (on processes it starts, servers, timeouts), and a
+# third process fills it (8 min 50 s with two, 7 min 31 s with three, here).
+TEST_WORKERS ?= 3
 test:
-	$(MAKE) -j3 install-test peer-venv $(if $(PEER_PYTHON),$(NEWEST_VENV)/.build-requires)
+	$(MAKE) -j3 install-test peer-venv $(if $(PEER_PYTHON),$(NEWEST_VENV)/.installed)
 	$(MAKE) newest-test
 	cd tests && ../$(VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) \
 		--dist loadfile
@@ -117,20 +122,26 @@ zarr-suite:
 endif
 
 # What the newest tests need besides zarrcore's extras: installed with the build requirements,
-# before zarrcore is built (`make test` installs them while $(VENV) builds).
+# before zarrcore is built (`make test` installs them, and builds zarrcore there, while $(VENV)
+# builds its own).
 NEWEST_REQUIRES := "virtualizarr>=2.1" "h5py>=3.10" "tensorstore>=0.1.86" "s3fs>=2024.3" \
 	"moto[server]>=5.1" "pytest>=7" "pytest-xdist>=3.5" "hypothesis>=6"
 
 $(NEWEST_VENV)/.build-requires:
 	rm -rf $(NEWEST_VENV)
 	$(PEER_PYTHON) -m venv $(NEWEST_VENV)
-	$(NEWEST_VENV)/bin/python -m pip install -q $(BUILD_REQUIRES) $(NEWEST_REQUIRES)
+	$(NEWEST_VENV)/bin/python -m pip install -q --no-compile $(BUILD_REQUIRES) $(NEWEST_REQUIRES)
 	touch $@
 
+# Its zarrcore is built from a copy of the sources with a build/ of its own (NEWEST_SRC), so
+# that it builds while $(VENV)'s does: two builds in one tree share setuptools' directories.
+NEWEST_SRC := build/newest-src
 $(NEWEST_VENV)/.installed: $(NEWEST_VENV)/.build-requires $(SOURCES)
-	$(PRUNE_BUILD)
-	$(NEWEST_VENV)/bin/python -m pip install -q --no-build-isolation ".[icechunk,xarray,remote]" \
-		$(NEWEST_REQUIRES)
+	rm -rf $(NEWEST_SRC)/zarrcore $(NEWEST_SRC)/csrc
+	mkdir -p $(NEWEST_SRC)
+	cp -p --parents LICENSE $(SOURCES) $(NEWEST_SRC)
+	cd $(NEWEST_SRC) && $(PRUNE_BUILD) && $(abspath $(NEWEST_VENV))/bin/python -m pip install \
+		-q $(PIP_INSTALL) ".[icechunk,xarray,remote]" $(NEWEST_REQUIRES)
 	touch $@
 
 # The suite on a free-threaded CPython 3.13 (python3.13t) with the GIL off: the interpreter is
@@ -193,7 +204,7 @@ tsan-test: $(FT_TSAN_VENV)/.build-requires
 # the docs extra; warnings are errors. `make test` builds it too (tests/project/test_docs_build.py).
 $(VENV)/.installed-docs: $(VENV)/.build-requires $(SOURCES)
 	$(PRUNE_BUILD)
-	$(PY) -m pip install --no-build-isolation ".[docs]"
+	$(PY) -m pip install $(PIP_INSTALL) ".[docs]"
 	touch $@ $(VENV)/.installed
 
 docs: $(VENV)/.installed-docs
