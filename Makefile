@@ -19,17 +19,15 @@ BUILD_REQUIRES := "setuptools>=77" "cython>=3.1" "numpy>=2.0" "blosc>=1.11" whee
 # Python files left in build/lib from an earlier build would be installed again even after
 # their source is gone; the compiled extensions stay, so unchanged ones are not rebuilt.
 PRUNE_BUILD := find build -path 'build/lib.*' -type f -not -name '*.so' -delete 2>/dev/null || true
-# How the virtualenvs install zarrcore: with the build requirements above, and without
-# compiling every installed module to bytecode (a minute of CPU for the test extra's packages;
-# the modules a run imports are compiled then).
-PIP_INSTALL := --no-build-isolation --no-compile
+# How the virtualenvs install zarrcore: with the build requirements above.
+PIP_INSTALL := --no-build-isolation
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
 
 $(VENV)/.build-requires: | $(PY)
-	$(PY) -m pip install --no-compile $(BUILD_REQUIRES)
+	$(PY) -m pip install $(BUILD_REQUIRES)
 	touch $@
 
 $(VENV)/.installed: $(VENV)/.build-requires $(SOURCES)
@@ -73,7 +71,7 @@ peer-venv: $(if $(PEER_PYTHON),$(PEER_VENV)/.installed)
 $(PEER_VENV)/.installed: tests/support/peer-requirements.txt
 	rm -rf $(PEER_VENV)
 	$(PEER_PYTHON) -m venv $(PEER_VENV)
-	$(PEER_VENV)/bin/python -m pip install -q --no-compile --only-binary :all: -r $<
+	$(PEER_VENV)/bin/python -m pip install -q --only-binary :all: -r $<
 	touch $@
 
 # On a fresh clone the three virtualenvs' installs overlap: the peers' (no zarrcore), and the
@@ -130,7 +128,7 @@ NEWEST_REQUIRES := "virtualizarr>=2.1" "h5py>=3.10" "tensorstore>=0.1.86" "s3fs>
 $(NEWEST_VENV)/.build-requires:
 	rm -rf $(NEWEST_VENV)
 	$(PEER_PYTHON) -m venv $(NEWEST_VENV)
-	$(NEWEST_VENV)/bin/python -m pip install -q --no-compile $(BUILD_REQUIRES) $(NEWEST_REQUIRES)
+	$(NEWEST_VENV)/bin/python -m pip install -q $(BUILD_REQUIRES) $(NEWEST_REQUIRES)
 	touch $@
 
 # Its zarrcore is built from a copy of the sources with a build/ of its own (NEWEST_SRC), so

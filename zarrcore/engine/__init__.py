@@ -427,7 +427,7 @@ class ChunkEngine:
         selections that overlap are read together (planning.selection_boxes): each box
         once, on the pool, each of its chunks fetched and decoded once, then every member
         copied out of it; the rest are read each on its own, concurrently."""
-        for indexer, out in zip(indexers, outs):
+        for indexer, out in in_turns(zip(indexers, outs)):
             check_out(out, indexer.drop_shape, self._where)
         axes = self.grid.axes if self.grid.is_regular else ()
         boxes, alone = selection_boxes(indexers, axes)  # type: ignore[arg-type]
