@@ -337,7 +337,13 @@ def test_loop_stays_responsive_and_threads_stay_bounded(tmp_path):
                 got = await aa.getitem((slice(i, i + 256), slice(j, j + 256)))
                 assert got[0, 0] == (i * 1024 + j) % 1000
 
-        await asyncio.gather(*[tile(i, j) for i in range(0, 768, 32) for j in range(0, 768, 96)])
+        # (Rounds until the timer has ticked enough to measure: one round of reads read
+        # together can end within a few ticks.)
+        for _ in range(100):
+            await asyncio.gather(*[tile(i, j) for i in range(0, 768, 32)
+                                   for j in range(0, 768, 96)])
+            if len(gaps) > 50:
+                break
         done.set()
         await ticker
         return np.array(gaps), max(threads)
@@ -345,7 +351,7 @@ def test_loop_stays_responsive_and_threads_stay_bounded(tmp_path):
     gaps, threads = arun(main())
     assert threads <= threads_before + zarrcore.config.num_threads
     seen = np.percentile(gaps, [50, 90, 99, 100])
-    assert len(gaps) > 10
+    assert len(gaps) > 50
     assert np.median(gaps) < 0.005, seen
     # On a machine busier than its cores, the OS deschedules whichever thread holds the GIL
     # and the tail of the gaps measures that, not zarrcore: there only a blocked loop (gaps
