@@ -243,6 +243,7 @@ _LOADER = textwrap.dedent("""
         print(os.stat(f"/proc/self/fd/{ref.fd}").st_ino, flush=True)
         if sys.argv[3] == "killed":
             time.sleep(600)
+        sys.stdin.readline()  # (the test has seen what it holds)
         pool.close()
         pool.join()
 """)
@@ -253,11 +254,17 @@ def _holders(inode):
     found = set()
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            for fd in os.listdir(f"/proc/{pid}/fd"):
-                link = os.readlink(f"/proc/{pid}/fd/{fd}")
-                if "memfd:zarrcore-cache" in link and os.stat(
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            fds = []  # (gone meanwhile, or another user's)
+        for fd in fds:
+            try:  # (each on its own: a descriptor closed meanwhile must not hide the rest)
+                if "memfd:zarrcore-cache" in os.readlink(f"/proc/{pid}/fd/{fd}") and os.stat(
                         f"/proc/{pid}/fd/{fd}").st_ino == inode:
                     found.add(int(pid))
+            except OSError:
+                continue
+        try:
             with open(f"/proc/{pid}/maps") as f:
                 if any("memfd:zarrcore-cache" in line and line.split()[4] == str(inode)
                        for line in f):
@@ -274,12 +281,15 @@ def test_nothing_is_left_once_the_loader_is_gone(tmp_path, method, end):
     shm_before = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
     here = os.path.dirname(os.path.abspath(__file__))
     loader = subprocess.Popen([sys.executable, "-c", _LOADER, path, method, end],
-                              stdout=subprocess.PIPE, text=True, cwd=here,
-                              env={**os.environ, "PYTHONPATH": here})
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              cwd=here, env={**os.environ, "PYTHONPATH": here})
     inode = int(loader.stdout.readline())
     assert loader.pid in _holders(inode)
     if end == "killed":
         loader.kill()
+    else:
+        loader.stdin.write("\n")  # (it ends now)
+    loader.stdin.close()
     assert loader.wait(DEADLINE) in (0, -signal.SIGKILL)
     deadline = time.monotonic() + 30
     while _holders(inode):  # orphaned workers see their parent gone and exit

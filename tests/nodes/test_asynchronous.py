@@ -227,7 +227,8 @@ def _big(tmp_path, shards=None):
 
 
 def _mtimes(path):
-    """Modification times of the files under `path`; a temporary file renamed meanwhile is skipped."""
+    """Modification times of the files under `path` (a temporary file renamed meanwhile is
+    skipped)."""
     times = []
     for d, _, fs in os.walk(path):
         for f in fs:
