@@ -30,6 +30,7 @@ untimed.
 """
 import argparse
 import asyncio
+import collections
 import json
 import os
 import threading
@@ -89,7 +90,7 @@ async def opened(lib, path):
         a = await za.open_array(store=path, mode="r")
         return lambda r, c, t: a.getitem((slice(r, r + t), slice(c, c + t)))
     if lib == "asyncio":
-        return idle_reads
+        return idle_reader()
     import tensorstore as ts
 
     t_ = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": path}},
@@ -97,18 +98,25 @@ async def opened(lib, path):
     return lambda r, c, t: t_[r:r + t, c:c + t].read()
 
 
-def idle_reads(count):
-    """`count` awaitables that a thread completes, 64 every 4 ms."""
+def idle_reader():
+    """A read function whose reads a thread completes, 64 every 4 ms, with no library."""
     loop = asyncio.get_running_loop()
-    futures = [loop.create_future() for _ in range(count)]
+    waiting = collections.deque()
 
     def complete():
-        for k in range(0, count, 64):
+        while True:
             time.sleep(0.004)
-            loop.call_soon_threadsafe(_set_results, futures[k:k + 64])
+            batch = [waiting.popleft() for _ in range(min(64, len(waiting)))]
+            if batch:
+                loop.call_soon_threadsafe(_set_results, batch)
+
+    async def read(r, c, t):
+        future = loop.create_future()
+        waiting.append(future)
+        return await future
 
     threading.Thread(target=complete, daemon=True).start()
-    return futures
+    return read
 
 
 async def one_run(read, corners, tile):
@@ -118,10 +126,7 @@ async def one_run(read, corners, tile):
     await asyncio.sleep(0.01)  # (ticking before the reads start)
     ticks.gaps.clear()
     start = time.perf_counter()
-    if read is idle_reads:
-        reads = asyncio.gather(*[_awaited(f) for f in idle_reads(len(corners))])
-    else:
-        reads = asyncio.gather(*[read(r, c, tile) for r, c in corners])
+    reads = asyncio.gather(*[read(r, c, tile) for r, c in corners])
     await asyncio.sleep(0)  # (every task takes its first step before this one goes on)
     started = time.perf_counter()
     results = await reads
@@ -137,10 +142,6 @@ def _set_results(futures):
         f.set_result(None)
 
 
-async def _awaited(future):
-    return await future
-
-
 def check(results, corners, n, tile):
     image = (np.arange(n * n, dtype=np.uint32).reshape(n, n) % 65521).astype("u2")
     for got, (r, c) in zip(results, corners):
@@ -154,9 +155,9 @@ async def bench(args):
         corners = windows(args.n, args.chunk, args.tile, args.tiles, layout)
         readers = {lib: await opened(lib, path) for lib in args.libs}
         for lib, read in readers.items():  # warm-up and check, untimed
-            if lib != "asyncio":
-                results_ = (await one_run(read, corners, args.tile))[3]
-                check(results_, corners, args.n, args.tile)
+            got = (await one_run(read, corners, args.tile))[3]
+            if lib != "asyncio":  # (its reads return nothing)
+                check(got, corners, args.n, args.tile)
         best = {lib: (float("inf"), [], []) for lib in args.libs}
         for _ in range(args.repeats):
             for lib, read in readers.items():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -431,12 +432,10 @@ def selection_boxes(indexers: Sequence[Indexer], chunk_shape: Sequence[int]
     los, his = lo.T.tolist(), hi.T.tolist()
     sizes = np.prod(count.astype(np.float64), axis=1).tolist()
 
-    def fits(members: list[int]) -> bool:
-        """Does the box of `members` hold no more elements than their results?"""
-        volume = 1.0
-        for low, high in zip(los, his):
-            volume *= max([high[k] for k in members]) - min([low[k] for k in members])
-        return bool(volume <= sum([sizes[k] for k in members]))
+    def bounds(members: list[int]) -> tuple[list[int], list[int]]:
+        """The box of `members`: its first and past-the-end index along each axis."""
+        return ([min([low[k] for k in members]) for low in los],
+                [max([high[k] for k in members]) for high in his])
 
     boxes: list[Box] = []
     # (members, the axis to sweep first: a run that a sweep along an axis made cannot part
@@ -447,9 +446,9 @@ def selection_boxes(indexers: Sequence[Indexer], chunk_shape: Sequence[int]
         if len(members) == 1:
             alone.append(int(places[members[0]]))
             continue
-        if fits(members):
-            box = [min([los[d][k] for k in members]) for d in range(ndim)]
-            end = [max([his[d][k] for k in members]) for d in range(ndim)]
+        box, end = bounds(members)
+        # (Does the box hold no more elements than its members' results?)
+        if math.prod(b - a for a, b in zip(box, end)) <= sum([sizes[k] for k in members]):
             boxes.append(Box(tuple(slice(a, b) for a, b in zip(box, end)),
                              places[members].tolist(),
                              [_view_of(spans[k][1], box) for k in in_turns(members)]))
@@ -464,7 +463,7 @@ def selection_boxes(indexers: Sequence[Indexer], chunk_shape: Sequence[int]
                 todo += [(run, following, 1) for run in runs]
             continue
         group = np.array(members)
-        axis = int(np.argmax(hi[group].max(axis=0) - lo[group].min(axis=0)))
+        axis = int(np.argmax(np.subtract(end, box)))
         centres = lo[group, axis] + hi[group, axis]
         ordered = np.argsort(centres, kind="stable")
         # Cut at the widest gap between neighbours' centres within the middle half: each
