@@ -117,6 +117,40 @@ def test_os_fork_children_read_and_write_s3(s3_bucket):
     np.testing.assert_array_equal(a[...], data)
 
 
+_TEMPLATE_PROBE = """
+import json, multiprocessing, sys
+import zarrcore
+from zarrcore.storage import _obstore_runtime
+if sys.argv[2] != "default":
+    multiprocessing.set_start_method(sys.argv[2])
+url, options = json.loads(sys.argv[1])
+zarrcore.open_array(url, mode="r", storage_options=options)[0]
+print(_obstore_runtime._template is not None)
+"""
+
+
+@pytest.mark.parametrize("method, started", [("default", sys.platform == "linux"
+                                                and sys.version_info < (3, 14)),
+                                               ("fork", True), ("spawn", False)])
+def test_a_process_that_forks_its_workers_starts_the_template_at_once(s3_bucket, method,
+                                                                      started):
+    """Where workers are forked (the start method), the helper template starts when obstore
+    first runs, not at the first fork: a worker forked soon after does not wait for the
+    template's interpreter. Elsewhere no process starts until a fork."""
+    import json
+    import subprocess
+
+    server, bucket = s3_bucket
+    url = f"s3://{bucket}/t.zarr"
+    zarrcore.create_array(url, shape=SHAPE, dtype="float32", chunks=CHUNKS,
+                          storage_options=server.storage_options())
+    probe = json.dumps([url, server.storage_options()])
+    out = subprocess.run([sys.executable, "-c", _TEMPLATE_PROBE, probe, method],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(started)]
+
+
 def test_a_forked_child_sees_missing_chunks_and_replaced_shards(s3_bucket):
     """obstore's answers that are errors come back to the child as themselves: a missing
     chunk (404) reads as fill, a shard replaced since its index was read (412 on If-Match)
@@ -171,9 +205,11 @@ def test_children_forked_while_the_parent_reads_in_threads(remote_array):
     busy, the I/O loop's slots taken): every child reads right, and so does the parent."""
     a, data = remote_array
     stop, failures = threading.Event(), []
+    # (Made here: a thread's first np.random imports numpy.random, and a child forked while
+    # that import's lock is held waits on it forever, whatever the store.)
+    rngs = [np.random.default_rng(seed) for seed in range(3)]
 
-    def reader(seed):
-        rng = np.random.default_rng(seed)
+    def reader(rng):
         try:
             while not stop.is_set():
                 r = int(rng.integers(0, SHAPE[0] - 4))
@@ -181,7 +217,7 @@ def test_children_forked_while_the_parent_reads_in_threads(remote_array):
         except BaseException as e:
             failures.append(e)
 
-    threads = [threading.Thread(target=reader, args=(seed,)) for seed in range(3)]
+    threads = [threading.Thread(target=reader, args=(rng,)) for rng in rngs]
     for t in threads:
         t.start()
     try:
@@ -259,16 +295,10 @@ def test_a_child_with_an_obstore_memory_store_is_told_how_to_start_workers():
     assert run_in_child(child, timeout=60) == 0
 
 
-def test_a_dataloader_with_forked_workers_reads_s3(s3_bucket):
+def test_a_dataloader_with_forked_workers_reads(remote_array):
     torch = pytest.importorskip("torch", reason="torch is not installed (not in the test "
                                                 "extra: a large download)")
-    server, bucket = s3_bucket
-    data = _data()
-    a = zarrcore.create_array(f"s3://{bucket}/d.zarr", shape=SHAPE, dtype="float32",
-                              chunks=CHUNKS, shards=(4, 24),
-                              storage_options=server.storage_options())
-    a[...] = data
-    np.testing.assert_array_equal(a[...], data)
+    a, data = remote_array
 
     class Samples(torch.utils.data.Dataset):
         def __len__(self):

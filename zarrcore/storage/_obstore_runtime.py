@@ -5,9 +5,10 @@ obstore's tokio runtime keeps its threads in the process that started it, and ob
 cannot start another in a forked child: every request there, on the parent's store objects
 and on new ones alike, waits forever. So such a child sends obstore's calls over a socket to
 a helper with a runtime and connections of its own. Helpers are forked from a template that
-the process where obstore ran starts before it first forks (an interpreter that imported
-obstore and never ran it, so forking it is safe and a helper is ready in a millisecond);
-where there is no template, a child starts a helper interpreter itself.
+the process where obstore ran starts (an interpreter that imported obstore and never ran it,
+so forking it is safe and a helper is ready in a millisecond): when obstore first runs there
+if that process forks its workers by default, else before it first forks; where there is no
+template, a child starts a helper interpreter itself.
 """
 from __future__ import annotations
 
@@ -59,30 +60,51 @@ def _helper_command(*args: str) -> list[str]:
 
 
 def _start_template() -> None:
-    """(Before a fork.) Start the helper template, once, in the process where obstore ran:
-    its children then get helpers in a millisecond (forked from it) rather than a new
-    interpreter's start. Where that fails, each child starts a helper of its own."""
+    """(When obstore first runs, or before a fork.) Start the helper template, once, in the
+    process where obstore ran: its children then get helpers in a millisecond (forked from
+    it) rather than a new interpreter's start. Where that fails, each child starts a helper
+    of its own."""
     global _template
     if _runtime_pid != os.getpid() or _template is not None:
         return
-    try:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    except (AttributeError, OSError):
-        return
-    try:
-        os.set_inheritable(theirs.fileno(), True)
-        # (Not a Popen: the template outlives this process, which never waits for it.)
-        os.posix_spawn(sys.executable, _helper_command("template", str(theirs.fileno())),
-                       os.environ)
-    except (AttributeError, OSError):
-        ours.close()
-        return
-    finally:
-        theirs.close()
-    _template = ours
+    with _template_guard:  # (threads that run obstore first at once start one template)
+        if _template is not None:
+            return
+        try:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        except (AttributeError, OSError):
+            return
+        try:
+            os.set_inheritable(theirs.fileno(), True)
+            # (Not a Popen: the template outlives this process, which never waits for it.)
+            os.posix_spawn(sys.executable, _helper_command("template", str(theirs.fileno())),
+                           os.environ)
+        except (AttributeError, OSError):
+            ours.close()
+            return
+        finally:
+            theirs.close()
+        _template = ours
 
 
+_template_guard = threading.Lock()
 before_fork(_start_template)
+
+
+def _forks_workers() -> bool:
+    """Whether this process is likely to fork workers later (a DataLoader's): it is no
+    multiprocessing worker itself, and its start method is fork (set, or Linux's default
+    before Python 3.14). Such a process starts the helper template when obstore first runs,
+    so that its forked workers' first requests do not wait for the template's interpreter
+    (about 40-200 ms) but only for a helper's fork."""
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None:
+        return False
+    method = multiprocessing.get_start_method(allow_none=True)
+    if method is None:
+        return sys.platform == "linux" and sys.version_info < (3, 14)
+    return method == "fork"
 
 
 def obstore_module() -> ModuleType:
@@ -95,6 +117,8 @@ def obstore_module() -> ModuleType:
     pid = os.getpid()
     if _runtime_pid is None:
         _runtime_pid = pid
+        if _forks_workers():
+            _start_template()
     elif _runtime_pid != pid:
         with _forked_guard:
             if _forked is None:
