@@ -21,8 +21,9 @@ zarrcore runs plain, with the in-process decoded-chunk cache of each worker
 workers share ("zarrcore-shared"). A batch is checked in its worker: every sample of a
 worker's first batch and one sample of each later batch against the data written (the check
 is part of the time, as small as it can be made). The floor per pool is random_access.py's: each
-sample's stored bytes read with pread and decoded, on min(workers, CPUs) CPUs; over S3, one
---delay per sample of one worker added.
+sample's stored bytes read with pread and decoded, on min(workers, CPUs) CPUs. Over S3 it is
+measured against the same server ("bare", measure_bare): as many threads as workers, each
+sample one bare GET (its chunk, or its inner chunk's range) and a decode.
 """
 import argparse
 import inspect
@@ -47,6 +48,8 @@ LIBS = ("zarrcore", "zarrcore-cached", "zarrcore-shared", "tensorstore",
 METHODS = ("fork", "spawn")
 QUICK = dict(steps=64, shard=16, batch=8, epoch_samples=64, remote_samples=32, workers="2",
              cache_mib=64, worker_timeout=60)
+# The floor over S3, measured against the same server (measure_bare); not a library.
+BARE = "bare"
 # zarrcore's shared cache is opted into by this open_array argument where it exists.
 SHARED_CACHE_ARGUMENT = "shared_cache"
 
@@ -136,10 +139,7 @@ def run_pool(lib, loc, method, workers, args, evict):
         pending = pool.map_async(_ready, range(workers * 4), chunksize=1)
         pending.get(args.worker_timeout)
         out["start (ms)"] = (time.perf_counter() - start) * 1e3
-        rng = np.random.default_rng(7)
-        for epoch in range(1, args.epochs + 1):
-            order = rng.permutation(steps)[:n]
-            batches = [order[i:i + args.batch] for i in range(0, n, args.batch)]
+        for epoch, batches in enumerate(_epoch_orders(steps, n, args), 1):
             evict()
             start = time.perf_counter()
             done = pool.map_async(_read_batch, batches, chunksize=1).get(args.worker_timeout)
@@ -151,8 +151,79 @@ def run_pool(lib, loc, method, workers, args, evict):
     return out
 
 
+def _epoch_orders(steps, n, args):
+    """Each epoch's batches of sample numbers, as run_pool draws them."""
+    rng = np.random.default_rng(7)
+    for _ in range(args.epochs):
+        order = rng.permutation(steps)[:n]
+        yield [order[i:i + args.batch] for i in range(0, n, args.batch)]
+
+
+def measure_bare(loc, args):
+    """{"bare, <workers>": {"epoch 1": samples/s, ...}}: the floor over S3 of one layout.
+    That many threads each take batches in turn and read each sample with one bare GET (its
+    chunk, or the inner chunk's range of its shard, which the local copy's index tells:
+    never an index request) and decode it: the least any library does against this server,
+    the server's own time per request included."""
+    import queue
+    import threading
+
+    import obstore
+
+    store = remote.obstore_store("s3", loc.s3_endpoint, loc.layout)
+    chunks = RA.StoredChunks(loc.path)
+    decode = RA.zstd_decoder()[0]
+    steps = np.load(os.path.join(args.data, "reference.npy"), mmap_mode="r").shape[0]
+    n = min(args.remote_samples, steps)
+
+    def key(t):
+        return chunks.separator.join(["c", str(t // chunks.outer), "0", "0"])
+
+    def read(t):
+        if chunks.sharded:
+            _, offset, nbytes = chunks.chunk_of(t)
+            data = obstore.get_range(store, key(t), start=offset, length=nbytes)
+        else:
+            data = obstore.get(store, key(t)).bytes()
+        return decode(bytes(data), chunks.decoded_nbytes)
+
+    out = {}
+    try:
+        read(0)  # (the client's connection made)
+        for workers in args.workers:
+            rates = out[f"bare, {workers}"] = {}
+            for epoch, batches in enumerate(_epoch_orders(steps, n, args), 1):
+                todo = queue.SimpleQueue()
+                for idx in batches:
+                    todo.put(idx)
+
+                def worker():
+                    while True:
+                        try:
+                            idx = todo.get_nowait()
+                        except queue.Empty:
+                            return
+                        for t in idx.tolist():
+                            read(t)
+
+                threads = [threading.Thread(target=worker) for _ in range(workers)]
+                start = time.perf_counter()
+                for th in threads:
+                    th.start()
+                for th in threads:
+                    th.join()
+                rates[f"epoch {epoch}"] = n / (time.perf_counter() - start)
+    finally:
+        chunks.close()
+    return out
+
+
 def measure_lib(lib, condition, layouts, args):
     """{layout: {"<method>, <workers>": pool results or {"error": ...}}} of one library."""
+    if lib == BARE:
+        return {layout: measure_bare(RA.Location(os.path.join(args.data, layout), layout,
+                                                 args.s3_endpoint), args)
+                for layout in layouts} if condition == "s3" else {}
     if lib == "zarrcore-shared":
         zarrcore = RA._zarrcore()
         if SHARED_CACHE_ARGUMENT not in inspect.signature(zarrcore.open_array).parameters:
@@ -205,7 +276,9 @@ def print_tables(results, floor, conditions, layouts, libs, args):
                     pool = f"{method}, {w}"
                     for what in ("start (ms)", *(f"epoch {e}" for e in range(1, args.epochs + 1))):
                         rows.append((pool, w, what))
-            shown = [lib for lib in libs if layout in results[condition].get(lib, {})]
+            shown = [lib for lib in libs
+                     if lib != BARE and layout in results[condition].get(lib, {})]
+            bare = results[condition].get(BARE, {}).get(layout, {})
             print(f"\n{layout} (samples/s; start in ms)\n")
             print("| pool | measure | " + " | ".join(shown)
                   + " | floor | zarrcore ÷ best peer | zarrcore ÷ floor |")
@@ -218,7 +291,8 @@ def print_tables(results, floor, conditions, layouts, libs, args):
                 zc = values.get("zarrcore")
                 peers = [v for lib, v in values.items() if lib in C.PEERS
                          and isinstance(v, float)]
-                fl = None if ms else floor["s3" if condition == "s3" else "warm"][layout][w]
+                fl = None if ms else (bare.get(f"bare, {w}", {}).get(what)
+                                      or floor["s3" if condition == "s3" else "warm"][layout][w])
                 vs_peer = vs_floor = ""
                 if isinstance(zc, float) and peers:
                     best = min(peers) if ms else max(peers)
@@ -279,6 +353,8 @@ def main():
     layouts = [x for x in args.layouts.split(",") if x]
     conditions = [x for x in args.conditions.split(",") if x]
     libs = [x for x in args.libs.split(",") if x]
+    if "s3" in conditions:
+        libs.append(BARE)
     if args.zarrcore == "inplace":
         os.environ["ZARRCORE_FROM"] = "inplace"
     for k, v in remote.CREDENTIALS.items():
