@@ -22,8 +22,8 @@ workers share ("zarrcore-shared"). A batch is checked in its worker: every sampl
 worker's first batch and one sample of each later batch against the data written (the check
 is part of the time, as small as it can be made). The floor per pool is random_access.py's: each
 sample's stored bytes read with pread and decoded, on min(workers, CPUs) CPUs. Over S3 it is
-measured against the same server ("bare", measure_bare): as many threads as workers, each
-sample one bare GET (its chunk, or its inner chunk's range) and a decode.
+measured against the same server ("bare", measure_bare): a pool as large, each sample one
+bare GET (its chunk, or its inner chunk's range) and a decode.
 """
 import argparse
 import inspect
@@ -159,62 +159,52 @@ def _epoch_orders(steps, n, args):
         yield [order[i:i + args.batch] for i in range(0, n, args.batch)]
 
 
-def measure_bare(loc, args):
-    """{"bare, <workers>": {"epoch 1": samples/s, ...}}: the floor over S3 of one layout.
-    That many threads each take batches in turn and read each sample with one bare GET (its
-    chunk, or the inner chunk's range of its shard, which the local copy's index tells:
-    never an index request) and decode it: the least any library does against this server,
-    the server's own time per request included."""
-    import queue
-    import threading
+_bare_state = {}  # in each process of measure_bare's pool: its store and shard indexes
 
+
+def _bare_start(loc):
     import obstore
 
-    store = remote.obstore_store("s3", loc.s3_endpoint, loc.layout)
-    chunks = RA.StoredChunks(loc.path)
-    decode = RA.zstd_decoder()[0]
-    steps = np.load(os.path.join(args.data, "reference.npy"), mmap_mode="r").shape[0]
-    n = min(args.remote_samples, steps)
+    _bare_state.update(obstore=obstore, chunks=RA.StoredChunks(loc.path),
+                       decode=RA.zstd_decoder()[0],
+                       store=remote.obstore_store("s3", loc.s3_endpoint, loc.layout))
 
-    def key(t):
-        return chunks.separator.join(["c", str(t // chunks.outer), "0", "0"])
 
-    def read(t):
+def _bare_read(idx):
+    """Each sample of `idx` by one bare GET, decoded."""
+    s = _bare_state
+    chunks, obstore, store = s["chunks"], s["obstore"], s["store"]
+    for t in idx.tolist():
+        key = chunks.separator.join(["c", str(t // chunks.outer), "0", "0"])
         if chunks.sharded:
             _, offset, nbytes = chunks.chunk_of(t)
-            data = obstore.get_range(store, key(t), start=offset, length=nbytes)
+            data = obstore.get_range(store, key, start=offset, length=nbytes)
         else:
-            data = obstore.get(store, key(t)).bytes()
-        return decode(bytes(data), chunks.decoded_nbytes)
+            data = obstore.get(store, key).bytes()
+        s["decode"](bytes(data), chunks.decoded_nbytes)
+    return len(idx)
 
+
+def measure_bare(loc, args):
+    """{"bare, <workers>": {"epoch 1": samples/s, ...}}: the floor over S3 of one layout.
+    A pool of that many processes draws the epochs' batches as run_pool's do and reads each
+    sample with one bare GET (its chunk, or the inner chunk's range of its shard, which the
+    local copy's index tells: never an index request) and decodes it: the least any library
+    does against this server, the server's own time per request included. (Forked before
+    obstore ever runs in this process: each worker's store is its own.)"""
+    steps = np.load(os.path.join(args.data, "reference.npy"), mmap_mode="r").shape[0]
+    n = min(args.remote_samples, steps)
     out = {}
-    try:
-        read(0)  # (the client's connection made)
-        for workers in args.workers:
-            rates = out[f"bare, {workers}"] = {}
+    for workers in args.workers:
+        rates = out[f"bare, {workers}"] = {}
+        with multiprocessing.get_context("fork").Pool(
+                workers, initializer=_bare_start, initargs=(loc,)) as pool:
+            # (every worker's connection made)
+            pool.map(_bare_read, [np.arange(1)] * (workers * 4), chunksize=1)
             for epoch, batches in enumerate(_epoch_orders(steps, n, args), 1):
-                todo = queue.SimpleQueue()
-                for idx in batches:
-                    todo.put(idx)
-
-                def worker():
-                    while True:
-                        try:
-                            idx = todo.get_nowait()
-                        except queue.Empty:
-                            return
-                        for t in idx.tolist():
-                            read(t)
-
-                threads = [threading.Thread(target=worker) for _ in range(workers)]
                 start = time.perf_counter()
-                for th in threads:
-                    th.start()
-                for th in threads:
-                    th.join()
-                rates[f"epoch {epoch}"] = n / (time.perf_counter() - start)
-    finally:
-        chunks.close()
+                done = pool.map_async(_bare_read, batches, chunksize=1).get(args.worker_timeout)
+                rates[f"epoch {epoch}"] = sum(done) / (time.perf_counter() - start)
     return out
 
 
