@@ -261,6 +261,43 @@ def test_a_forked_child_opens_connections_of_its_own(s3_bucket):
         proxy.stop()
 
 
+def test_the_template_builds_stores_ahead_and_outlives_bad_ones(s3_bucket):
+    """The template takes stores' pickles to build ahead (a bad one is dropped, not fatal),
+    then forks a helper that answers calls on them; it ends when its socket closes."""
+    import pickle
+    import socket
+    import subprocess
+
+    server, bucket = s3_bucket
+    a = zarrcore.create_array(f"s3://{bucket}/p.zarr", shape=SHAPE, dtype="float32",
+                              chunks=CHUNKS, storage_options=server.storage_options())
+    a[0] = 7
+    blob = pickle.dumps(a.store._store)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    template = subprocess.Popen(
+        _obstore_runtime._helper_command("template", str(theirs.fileno())),
+        pass_fds=(theirs.fileno(),))
+    theirs.close()
+    try:
+        ours.send(b"s" + b"not a pickle")
+        ours.send(b"s" + blob)
+        mine, helpers = socket.socketpair()
+        socket.send_fds(ours, [b"h"], [helpers.fileno()])
+        helpers.close()
+        mine.settimeout(60)
+        frame = pickle.dumps((1, "head_async", blob, ("p.zarr/c/0/0",), {}))
+        mine.sendall(_obstore_runtime._FRAME_HEADER.pack(len(frame)) + frame)
+        size, = _obstore_runtime._FRAME_HEADER.unpack(
+            _obstore_runtime._receive_exactly(mine, _obstore_runtime._FRAME_HEADER.size))
+        ident, ok, meta = pickle.loads(_obstore_runtime._receive_exactly(mine, size))
+        assert (ident, ok) == (1, True)
+        assert meta["size"] > 0
+        mine.close()
+    finally:
+        ours.close()
+        assert template.wait(60) == 0
+
+
 def test_a_child_whose_helper_cannot_start_is_told_how_to_start_workers(remote_array,
                                                                       monkeypatch):
     a, data = remote_array

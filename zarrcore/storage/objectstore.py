@@ -42,7 +42,7 @@ from ..runtime.concurrency import each, fan_out, run_bounded
 from ..config import config
 from ..errors import (KeyChangedError, LockLostError, LockTimeoutError, LockUnavailableError,
                       ReadOnlyError, StoreError, StoreURLError, WriteConflictError)
-from ..runtime.portable import at_fork_in_child
+from ..runtime.portable import at_fork_in_child, before_fork
 from . import _aio, _obstore_runtime
 from ._obstore_runtime import obstore_module as _obstore
 from .base import (
@@ -138,7 +138,13 @@ def _forget_clients_in_child() -> None:
     _obstore_runtime.after_fork_in_child(recent)
 
 
+def _prepare_helpers_before_fork() -> None:
+    # (The clients a child's helper is warmed with: the template builds them ahead.)
+    _obstore_runtime.prepare_helpers(list(_clients.values())[-WARMED_CLIENTS:])
+
+
 at_fork_in_child(_forget_clients_in_child)
+before_fork(_prepare_helpers_before_fork)
 
 
 def _frozen(value: Any) -> Hashable:
