@@ -261,9 +261,20 @@ def test_a_forked_child_opens_connections_of_its_own(s3_bucket):
         proxy.stop()
 
 
+class _StartsAThread:
+    """Unpickled, starts a thread: as a store whose building starts obstore's runtime."""
+
+    def __reduce__(self):
+        import _thread
+        import time
+
+        return _thread.start_new_thread, (time.sleep, (30,))
+
+
 def test_the_template_builds_stores_ahead_and_outlives_bad_ones(s3_bucket):
-    """The template takes stores' pickles to build ahead (a bad one is dropped, not fatal),
-    then forks a helper that answers calls on them; it ends when its socket closes."""
+    """The template takes stores' pickles to build ahead (a bad one is dropped, and one whose
+    building starts a thread makes it start afresh, since forking it would no longer be
+    safe), then forks a helper that answers calls on them; it ends when its socket closes."""
     import pickle
     import socket
     import subprocess
@@ -280,6 +291,7 @@ def test_the_template_builds_stores_ahead_and_outlives_bad_ones(s3_bucket):
     theirs.close()
     try:
         ours.send(b"s" + b"not a pickle")
+        ours.send(b"s" + pickle.dumps(_StartsAThread()))
         ours.send(b"s" + blob)
         mine, helpers = socket.socketpair()
         socket.send_fds(ours, [b"h"], [helpers.fileno()])

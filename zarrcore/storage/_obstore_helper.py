@@ -14,9 +14,10 @@ child then hands it one end of a new socket pair (over the socket FD, which ever
 that process inherits), and the template forks a helper for it: obstore's runtime has not
 started there, so the fork is safe, and the helper is ready in a millisecond rather than an
 interpreter's start. Before each fork the process sends it the pickles of the stores it used
-last, which the template builds (a client each, 5-13 ms, and no runtime started): its
-helpers find them built. The template ends when every process that holds the other end of
-FD has ended.
+last, which the template builds (a client each, 5-13 ms): its helpers find them built. Where
+building one started threads (obstore may start its runtime to find credentials), forking
+the template is no longer safe, so it starts afresh as a new interpreter, with nothing
+built. The template ends when every process that holds the other end of FD has ended.
 
 Standard library and obstore only: it runs before anything else is imported, by path.
 Frames both ways: 8 bytes of length (little-endian), then a pickle. A call is
@@ -113,6 +114,14 @@ async def _serve(sock: socket.socket) -> None:
         task.add_done_callback(tasks.discard)
 
 
+def _one_thread() -> bool:
+    """Whether this process runs one thread only (False where it cannot tell)."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
 def _template(control: socket.socket) -> None:
     """Fork a helper for each socket handed over `control`, and build each store whose pickle
     comes, until nobody can send one."""
@@ -126,11 +135,14 @@ def _template(control: socket.socket) -> None:
             return
         if not message and not fds:
             return  # every process that held the other end has ended
-        if message[:1] == b"s" and message[1:] not in _built:
+        if message[:1] == b"s" and message[1:] not in _built and _one_thread():
             try:
                 _keep(_built, message[1:], pickle.loads(message[1:]))
             except Exception:
                 pass  # (a helper that is asked for it builds it, and says why it cannot)
+            if not _one_thread():
+                os.set_inheritable(control.fileno(), True)
+                os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
         for fd in fds:
             if os.fork() == 0:
                 control.close()
