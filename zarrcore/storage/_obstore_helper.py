@@ -5,8 +5,9 @@ inherits the runtime but not its threads, and every request there (on the parent
 objects or on new ones alike) waits forever. Such a child has this file run as its helper
 (_obstore_runtime._ForkedObstore) and sends it each call over a socket: this process builds
 the stores from their pickles, so its connections are its own, and answers every call as it
-finishes (many in flight at once). It ends when the socket closes, so when the child ends,
-however it ends.
+finishes (many in flight at once, each on a thread blocked in obstore's synchronous call:
+no asyncio, whose import, ssl's with it, would double an interpreter's start and cost each
+request more). It ends when the socket closes, so when the child ends, however it ends.
 
 Started as `... template FD`, it is a template instead: a process that forks after obstore
 ran starts one first (_obstore_runtime._start_template), which imports obstore and waits. A
@@ -25,19 +26,23 @@ Frames both ways: 8 bytes of length (little-endian), then a pickle. A call is
 (module, class name, text)) of the exception it raised. To the template, one message each:
 b"h" with a socket to fork a helper for, or b"s" and a store's pickle to build.
 """
-import asyncio
 import collections
+import concurrent.futures
 import os
 import pickle
 import signal
 import socket
 import struct
 import sys
+import threading
 from typing import Any
 
 import obstore
 
 _HEADER = struct.Struct("<Q")
+# Calls a helper runs at once (each a thread blocked in obstore's synchronous call): more than
+# a process keeps in flight (its io_concurrency); the rest wait their turn.
+_CALLS_AT_ONCE = 128
 # Stores built from their pickles, the least recently used forgotten past this many.
 _STORES_KEPT = 64
 # The largest message the template takes (a store's pickle is about a kilobyte).
@@ -53,65 +58,74 @@ def _keep(stores: collections.OrderedDict[bytes, Any], blob: bytes, store: Any) 
         stores.popitem(last=False)
 
 
-def _read_all(result: Any) -> Any:
-    """What a GetResult holds, as the calling process rebuilds it."""
-    async def body() -> tuple[Any, Any, bytes]:
-        data = await result.bytes_async()
-        return result.meta, result.range, bytes(data)
-    return body()
-
-
-async def _answer(op: str, store: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _answer(op: str, store: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The value of the call `op` (the name of the asynchronous call the calling process
+    made), by obstore's synchronous call of it."""
     if op == "get_async":
-        return await _read_all(await obstore.get_async(store, *args, **kwargs))
+        result = obstore.get(store, *args, **kwargs)
+        return result.meta, result.range, bytes(result.bytes())
     if op == "get_ranges_async":
-        return [bytes(p) for p in await obstore.get_ranges_async(store, *args, **kwargs)]
+        return [bytes(p) for p in obstore.get_ranges(store, *args, **kwargs)]
     if op == "list":
-        return [list(batch) async for batch in obstore.list(store, *args, **kwargs)]
-    if op == "list_with_delimiter":
-        return await obstore.list_with_delimiter_async(store, *args, **kwargs)
-    if op == "delete":
-        return await obstore.delete_async(store, *args, **kwargs)
+        return [list(batch) for batch in obstore.list(store, *args, **kwargs)]
     if op == "warm":  # the client built, the runtime started and a connection opened
         try:
-            await obstore.head_async(store, *args)
+            obstore.head(store, *args)
         except Exception:
             pass  # (missing, as it should be)
         return None
-    if op in ("head_async", "put_async", "delete_async"):
-        return await getattr(obstore, op)(store, *args, **kwargs)
+    if op in ("head_async", "put_async", "delete_async", "delete", "list_with_delimiter"):
+        return getattr(obstore, op.removesuffix("_async"))(store, *args, **kwargs)
     raise ValueError(f"no such call: {op!r}")
 
 
-async def _serve(sock: socket.socket) -> None:
-    reader, writer = await asyncio.open_connection(sock=sock)
+def _receive_exactly(sock: socket.socket, size: int) -> bytes:
+    parts, left = [], size
+    while left:
+        part = sock.recv(min(left, 1 << 20))
+        if not part:
+            raise EOFError
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
+def _serve(sock: socket.socket) -> None:
+    """Answer each call that comes over `sock`, on threads (many in flight at once), until
+    it closes."""
     stores = _built.copy()
+    stores_guard, send_guard = threading.Lock(), threading.Lock()
 
     def store_of(blob: bytes) -> Any:
-        store = stores.get(blob)
-        _keep(stores, blob, pickle.loads(blob) if store is None else store)
-        return stores[blob]
+        with stores_guard:
+            store = stores.get(blob)
+        if store is None:
+            store = pickle.loads(blob)
+        with stores_guard:
+            _keep(stores, blob, store)
+        return store
 
-    async def call(ident: int, op: str, blob: bytes, args: tuple[Any, ...],
-                   kwargs: dict[str, Any]) -> None:
+    def call(ident: int, op: str, blob: bytes, args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> None:
         try:
-            answer = (ident, True, await _answer(op, store_of(blob), args, kwargs))
-        except Exception as e:
+            answer = (ident, True, _answer(op, store_of(blob), args, kwargs))
+        except BaseException as e:  # (obstore's panics are BaseExceptions)
             answer = (ident, False, (type(e).__module__, type(e).__name__, str(e)))
         frame = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
-        writer.write(_HEADER.pack(len(frame)) + frame)
-        await writer.drain()
+        with send_guard:
+            try:
+                sock.sendall(_HEADER.pack(len(frame)) + frame)
+            except OSError:
+                pass  # (the calling process is gone)
 
-    tasks = set()
-    while True:
-        try:
-            size, = _HEADER.unpack(await reader.readexactly(_HEADER.size))
-            message = pickle.loads(await reader.readexactly(size))
-        except (asyncio.IncompleteReadError, ConnectionError):
-            return  # the child is gone
-        task = asyncio.ensure_future(call(*message))
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
+    with concurrent.futures.ThreadPoolExecutor(_CALLS_AT_ONCE) as calls:
+        while True:
+            try:
+                size, = _HEADER.unpack(_receive_exactly(sock, _HEADER.size))
+                message = pickle.loads(_receive_exactly(sock, size))
+            except (EOFError, OSError):
+                return  # the calling process is gone
+            calls.submit(call, *message)
 
 
 def _one_thread() -> bool:
@@ -148,9 +162,9 @@ def _template(control: socket.socket) -> None:
                 control.close()
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 try:
-                    asyncio.run(_serve(socket.socket(fileno=fd)))
-                finally:  # (a helper never returns into the template's loop)
-                    os._exit(0)
+                    _serve(socket.socket(fileno=fd))
+                finally:  # (a helper never returns into the template's loop, nor waits
+                    os._exit(0)  # for the calls of a process that is gone)
             os.close(fd)
 
 
@@ -161,4 +175,5 @@ if __name__ == "__main__":
     if sys.argv[-2] == "template":
         _template(given)
     else:
-        asyncio.run(_serve(given))
+        _serve(given)
+        os._exit(0)
