@@ -205,9 +205,12 @@ def test_children_forked_while_the_parent_reads_in_threads(remote_array):
     busy, the I/O loop's slots taken): every child reads right, and so does the parent."""
     a, data = remote_array
     stop, failures = threading.Event(), []
-    # (Made here: a thread's first np.random imports numpy.random, and a child forked while
-    # that import's lock is held waits on it forever, whatever the store.)
+    # (Made, and the readers' and children's selections read once, here: a thread's first
+    # use of a module imported on demand (np.random, a route's) imports it, and a child
+    # forked while that import's lock is held waits on it forever, whatever the store.)
     rngs = [np.random.default_rng(seed) for seed in range(3)]
+    np.testing.assert_array_equal(a[1:5], data[1:5])
+    np.testing.assert_array_equal(a[3], data[3])
 
     def reader(rng):
         try:
