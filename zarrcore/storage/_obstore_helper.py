@@ -80,6 +80,8 @@ def _answer(op: str, store: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
 
 
 def _receive_exactly(sock: socket.socket, size: int) -> bytes:
+    # (_obstore_runtime reads the answers as this reads the calls: this file runs apart
+    # from the package, by path, and the package imports it nowhere, so each has its own.)
     parts, left = [], size
     while left:
         part = sock.recv(min(left, 1 << 20))
