@@ -120,14 +120,16 @@ def _serve(sock: socket.socket) -> None:
             except OSError:
                 pass  # (the calling process is gone)
 
-    with concurrent.futures.ThreadPoolExecutor(_CALLS_AT_ONCE) as calls:
-        while True:
-            try:
-                size, = _HEADER.unpack(_receive_exactly(sock, _HEADER.size))
-                message = pickle.loads(_receive_exactly(sock, size))
-            except (EOFError, OSError):
-                return  # the calling process is gone
-            calls.submit(call, *message)
+    # (Never shut down: the process ends, with os._exit, as soon as the socket closes, and
+    # the calls still running end with it.)
+    calls = concurrent.futures.ThreadPoolExecutor(_CALLS_AT_ONCE)
+    while True:
+        try:
+            size, = _HEADER.unpack(_receive_exactly(sock, _HEADER.size))
+            message = pickle.loads(_receive_exactly(sock, size))
+        except (EOFError, OSError):
+            return  # the calling process is gone
+        calls.submit(call, *message)
 
 
 def _one_thread() -> bool:
