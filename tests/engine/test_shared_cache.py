@@ -176,7 +176,7 @@ def test_a_worker_killed_half_way_through_an_entry_harms_no_one(tmp_path, method
         _epoch(pool, data, 1)
         _epoch(pool, data, 2)
     info = a.cache_info()
-    assert info["hits"] >= SAMPLES and info["used"] <= info["capacity"] <= budget
+    assert info["hits"] >= SAMPLES and info["used"] <= info["capacity"] <= budget, info
 
 
 def _killed_writer(array, i):
