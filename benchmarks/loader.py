@@ -175,7 +175,7 @@ def _bare_read(idx):
     s = _bare_state
     chunks, obstore, store = s["chunks"], s["obstore"], s["store"]
     for t in idx.tolist():
-        key = chunks.separator.join(["c", str(t // chunks.outer), "0", "0"])
+        key = chunks.key(t // chunks.outer)
         if chunks.sharded:
             _, offset, nbytes = chunks.chunk_of(t)
             data = obstore.get_range(store, key, start=offset, length=nbytes)

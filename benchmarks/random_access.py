@@ -451,10 +451,13 @@ class StoredChunks:
         self.sharded = sharding is not None
         self._fds, self._indexes = {}, {}
 
+    def key(self, outer):
+        """The key of the chunk (or shard) `outer` along the first axis."""
+        return self.separator.join(["c", str(outer), "0", "0"])
+
     def _fd(self, outer):
         if outer not in self._fds:
-            key = self.separator.join(["c", str(outer), "0", "0"])
-            self._fds[outer] = os.open(os.path.join(self.path, key), os.O_RDONLY)
+            self._fds[outer] = os.open(os.path.join(self.path, self.key(outer)), os.O_RDONLY)
         return self._fds[outer]
 
     def _index(self, outer):

@@ -282,6 +282,8 @@ def test_the_template_builds_stores_ahead_and_outlives_bad_ones(s3_bucket):
     import socket
     import subprocess
 
+    from zarrcore.storage import _obstore_helper
+
     server, bucket = s3_bucket
     a = zarrcore.create_array(f"s3://{bucket}/p.zarr", shape=SHAPE, dtype="float32",
                               chunks=CHUNKS, storage_options=server.storage_options())
@@ -301,10 +303,10 @@ def test_the_template_builds_stores_ahead_and_outlives_bad_ones(s3_bucket):
         helpers.close()
         mine.settimeout(60)
         frame = pickle.dumps((1, "head_async", blob, ("p.zarr/c/0/0",), {}))
-        mine.sendall(_obstore_runtime._FRAME_HEADER.pack(len(frame)) + frame)
-        size, = _obstore_runtime._FRAME_HEADER.unpack(
-            _obstore_runtime._receive_exactly(mine, _obstore_runtime._FRAME_HEADER.size))
-        ident, ok, meta = pickle.loads(_obstore_runtime._receive_exactly(mine, size))
+        mine.sendall(_obstore_helper.HEADER.pack(len(frame)) + frame)
+        size, = _obstore_helper.HEADER.unpack(
+            _obstore_helper.receive_exactly(mine, _obstore_helper.HEADER.size))
+        ident, ok, meta = pickle.loads(_obstore_helper.receive_exactly(mine, size))
         assert (ident, ok) == (1, True)
         assert meta["size"] > 0
         mine.close()

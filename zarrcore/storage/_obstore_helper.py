@@ -20,7 +20,8 @@ building one started threads (obstore may start its runtime to find credentials)
 the template is no longer safe, so it starts afresh as a new interpreter, with nothing
 built. The template ends when every process that holds the other end of FD has ended.
 
-Standard library and obstore only: it runs before anything else is imported, by path.
+Standard library and obstore only: it runs before anything else is imported, by path (the
+package imports it only where obstore runs, for HEADER and receive_exactly).
 Frames both ways: 8 bytes of length (little-endian), then a pickle. A call is
 (id, op, store pickle, args, kwargs); an answer (id, True, value) or (id, False,
 (module, class name, text)) of the exception it raised. To the template, one message each:
@@ -39,7 +40,8 @@ from typing import Any
 
 import obstore
 
-_HEADER = struct.Struct("<Q")
+# A frame's head: its length (_obstore_runtime frames its calls and reads the answers so too).
+HEADER = struct.Struct("<Q")
 # Calls a helper runs at once (each a thread blocked in obstore's synchronous call): more than
 # a process keeps in flight (its io_concurrency); the rest wait their turn.
 _CALLS_AT_ONCE = 128
@@ -79,9 +81,8 @@ def _answer(op: str, store: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     raise ValueError(f"no such call: {op!r}")
 
 
-def _receive_exactly(sock: socket.socket, size: int) -> bytes:
-    # (_obstore_runtime reads the answers as this reads the calls: this file runs apart
-    # from the package, by path, and the package imports it nowhere, so each has its own.)
+def receive_exactly(sock: socket.socket, size: int) -> bytes:
+    """The next `size` bytes from `sock`; EOFError where it ends first."""
     parts, left = [], size
     while left:
         part = sock.recv(min(left, 1 << 20))
@@ -116,7 +117,7 @@ def _serve(sock: socket.socket) -> None:
         frame = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
         with send_guard:
             try:
-                sock.sendall(_HEADER.pack(len(frame)) + frame)
+                sock.sendall(HEADER.pack(len(frame)) + frame)
             except OSError:
                 pass  # (the calling process is gone)
 
@@ -125,8 +126,8 @@ def _serve(sock: socket.socket) -> None:
     calls = concurrent.futures.ThreadPoolExecutor(_CALLS_AT_ONCE)
     while True:
         try:
-            size, = _HEADER.unpack(_receive_exactly(sock, _HEADER.size))
-            message = pickle.loads(_receive_exactly(sock, size))
+            size, = HEADER.unpack(receive_exactly(sock, HEADER.size))
+            message = pickle.loads(receive_exactly(sock, size))
         except (EOFError, OSError):
             return  # the calling process is gone
         calls.submit(call, *message)

@@ -21,7 +21,6 @@ import itertools
 import os
 import pickle
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -29,7 +28,6 @@ from collections.abc import AsyncIterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ..runtime.portable import before_fork
 from ..errors import StoreError
 from . import _aio
 
@@ -60,10 +58,10 @@ def _helper_command(*args: str) -> list[str]:
 
 
 def _start_template() -> None:
-    """(When obstore first runs, or before a fork.) Start the helper template, once, in the
-    process where obstore ran: its children then get helpers in a millisecond (forked from
-    it) rather than a new interpreter's start. Where that fails, each child starts a helper
-    of its own."""
+    """(When obstore first runs, or before a fork: prepare_helpers.) Start the helper
+    template, once, in the process where obstore ran: its children then get helpers in a
+    millisecond (forked from it) rather than a new interpreter's start. Where that fails,
+    each child starts a helper of its own."""
     global _template
     if _runtime_pid != os.getpid() or _template is not None:
         return
@@ -88,7 +86,6 @@ def _start_template() -> None:
 
 
 _template_guard = threading.Lock()
-before_fork(_start_template)
 # The pickles of the stores sent to the template to build (prepare_helpers); forgotten past
 # this many, which only sends some again.
 _sent_to_template: set[bytes] = set()
@@ -151,10 +148,6 @@ def obstore_module() -> ModuleType:
     return obstore
 
 
-# Frames to and from the helper: 8 bytes of length, then a pickle (see _obstore_helper).
-_FRAME_HEADER = struct.Struct("<Q")
-
-
 class _HelperResult:
     """A GetResult rebuilt from the helper's answer: the whole body, read there."""
 
@@ -189,6 +182,12 @@ class _ForkedObstore(ModuleType):
         self._send_guard = threading.Lock()
         self._waiting: dict[int, concurrent.futures.Future[Any]] = {}
         self._ids = itertools.count()
+        # The frames' format and their reading, the helper's own (obstore, which it imports,
+        # is imported here already).
+        from . import _obstore_helper
+
+        self._frame_head, self._receive_exactly = (_obstore_helper.HEADER,
+                                                   _obstore_helper.receive_exactly)
 
     def connected(self) -> socket.socket:
         """The socket to the helper, which is started if there is none (or it ended): forked
@@ -237,8 +236,9 @@ class _ForkedObstore(ModuleType):
         """Hand each answer to its caller; when the helper ends, fail every call left."""
         try:
             while True:
-                head = _receive_exactly(sock, _FRAME_HEADER.size)
-                ident, ok, value = pickle.loads(_receive_exactly(sock, *_FRAME_HEADER.unpack(head)))
+                head = self._receive_exactly(sock, self._frame_head.size)
+                ident, ok, value = pickle.loads(
+                    self._receive_exactly(sock, *self._frame_head.unpack(head)))
                 future = self._waiting.pop(ident, None)
                 if future is not None:
                     _settle(future, value if ok else None, None if ok else self._exception(*value))
@@ -287,7 +287,7 @@ class _ForkedObstore(ModuleType):
             sock = self.connected()
             self._waiting[ident] = future
             try:
-                sock.sendall(_FRAME_HEADER.pack(len(frame)) + frame)
+                sock.sendall(self._frame_head.pack(len(frame)) + frame)
             except OSError as e:
                 self._waiting.pop(ident, None)
                 raise StoreError(errno.EIO, f"cannot reach the helper process that runs "
@@ -349,17 +349,6 @@ def _settle(future: concurrent.futures.Future[Any], value: Any,
             future.set_result(value)
         else:
             future.set_exception(error)
-
-
-def _receive_exactly(sock: socket.socket, size: int) -> bytes:
-    parts, left = [], size
-    while left:
-        part = sock.recv(min(left, 1 << 20))
-        if not part:
-            raise EOFError
-        parts.append(part)
-        left -= len(part)
-    return b"".join(parts)
 
 
 def after_fork_in_child(recent: list[ObstoreStore]) -> None:

@@ -132,15 +132,19 @@ def _forget_clients_in_child() -> None:
     # The parent's clients are not this process's (its helper makes those the parent used
     # last: _obstore_runtime), nor are locks its other threads may have held.
     global _clients_guard
-    recent = list(_clients.values())[-WARMED_CLIENTS:]
+    recent = _recent_clients()
     _clients.clear()
     _clients_guard = threading.Lock()
     _obstore_runtime.after_fork_in_child(recent)
 
 
+def _recent_clients() -> list[ObstoreStore]:
+    """The clients a child's helper is warmed with, which the template builds ahead."""
+    return list(_clients.values())[-WARMED_CLIENTS:]
+
+
 def _prepare_helpers_before_fork() -> None:
-    # (The clients a child's helper is warmed with: the template builds them ahead.)
-    _obstore_runtime.prepare_helpers(list(_clients.values())[-WARMED_CLIENTS:])
+    _obstore_runtime.prepare_helpers(_recent_clients())
 
 
 at_fork_in_child(_forget_clients_in_child)
