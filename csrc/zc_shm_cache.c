@@ -328,39 +328,60 @@ int zc_shm_cache_get_sel(zc_shm_cache *s, const int64_t *key, const zc_chunk_ver
     return copied(s, i, seq);
 }
 
-/* Claim a slot for `key`: its own slot if it has one, else an empty one, else one a dead
- * process owns, else the least recently read. Its index with the slot owned (sequence odd), or
+/* Empty slots in the set of `n` slots from `first`. */
+static int empties(const zc_shm_cache *s, uint64_t first, uint64_t n)
+{
+    int e = 0;
+    for (uint64_t i = first; i < first + n; i++) {
+        const shm_slot *t = slot_at(s, i);
+        e += !zc_atomic_load_i64(&t->owner, ZC_ACQUIRE) &&
+             !zc_atomic_load_i64(&t->used, ZC_RELAXED);
+    }
+    return e;
+}
+
+/* Claim a slot for `key`: its own slot if it has one, else one a dead process owns, else an
+ * empty one (in the emptier of its two sets, which keeps any set from filling while others
+ * have room), else the least recently read. Its index with the slot owned (sequence odd), or
  * -1 when every candidate is being written. *evicts: it held another key's entry. */
 static int64_t claim(zc_shm_cache *s, const int64_t *key, int *evicts)
 {
     uint64_t first[2], n[2];
     sets_of(s, key, first, n);
     for (int tries = 0; tries < 4; tries++) {
-        int64_t best = -1, best_owner = 0, best_rank = INT64_MAX;
+        int64_t best = -1, best_owner = 0, best_rank = INT64_MAX, best_seq = 0;
+        const int emptier = n[1] > 0 && empties(s, first[1], n[1]) > empties(s, first[0], n[0]);
         for (int j = 0; j < 2; j++)
             for (uint64_t i = first[j]; i < first[j] + n[j]; i++) {
                 shm_slot *t = slot_at(s, i);
+                const int64_t q = zc_atomic_load_i64(&t->seq, ZC_ACQUIRE);
                 const int64_t o = zc_atomic_load_i64(&t->owner, ZC_ACQUIRE);
                 int64_t rank;
                 if (o != 0)
                     rank = zc_os_pid_gone((long)o) ? INT64_MIN + 1 : INT64_MAX;
                 else if (!zc_atomic_load_i64(&t->used, ZC_RELAXED))
-                    rank = INT64_MIN + 2;
+                    rank = INT64_MIN + 2 + (j != emptier);
                 else if (key_is(s, t, key))
                     rank = INT64_MIN;
                 else
                     rank = zc_atomic_load_i64(&t->tick, ZC_RELAXED);
                 if (rank < best_rank) {
-                    best = (int64_t)i, best_owner = o, best_rank = rank;
+                    best = (int64_t)i, best_owner = o, best_rank = rank, best_seq = q;
                 }
             }
         if (best < 0 || best_rank == INT64_MAX)
             return -1;
         shm_slot *t = slot_at(s, (uint64_t)best);
-        if (own(t, best_owner)) {
-            *evicts = best_rank > INT64_MIN + 2 && zc_atomic_load_i64(&t->used, ZC_RELAXED);
-            return best;
+        if (!own(t, best_owner))
+            continue;
+        /* Kept only when no one wrote the slot between the look and the take (the sequence moved
+         * by this take alone): else it may hold another key's new entry now. */
+        if (zc_atomic_load_i64(&t->seq, ZC_RELAXED) != best_seq + ((best_seq & 1) ? 2 : 1)) {
+            publish(t);
+            continue;
         }
+        *evicts = best_rank > INT64_MIN + 3 && zc_atomic_load_i64(&t->used, ZC_RELAXED);
+        return best;
     }
     return -1;
 }

@@ -230,6 +230,24 @@ def test_the_budget_is_never_exceeded(tmp_path):
     assert os.fstat(ref.fd).st_size == size
 
 
+def test_a_table_two_thirds_full_evicts_nothing(tmp_path):
+    """Each key has two sets of slots and goes to the emptier: 64 keys read by threads into
+    96 slots overflow no set and overwrite no entry, in any of 40 tables. (Filling a key's
+    first set first overflowed one table in eight, and a slot seen empty was taken after
+    another thread had filled it.)"""
+    data = np.arange(40 * 64 * 16, dtype="float32").reshape(-1, 4, 4)
+    path = str(tmp_path / "small.zarr")
+    a = zarrcore.create_array(path, shape=data.shape, dtype=data.dtype, chunks=(1, 4, 4))
+    a[...] = data
+    settle()
+    for window in range(40):
+        a = zarrcore.open_array(path, mode="r", cache_bytes=96 * 64, shared_cache=True)
+        keys = slice(64 * window, 64 * (window + 1))
+        np.testing.assert_array_equal(a[keys], data[keys])
+        info = a.cache_info()
+        assert info["entries"] == 64 and info["evictions"] == 0, (window, sorted(info.items()))
+
+
 _LOADER = textwrap.dedent("""
     import multiprocessing, os, sys, time
     import zarrcore
