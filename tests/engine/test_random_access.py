@@ -592,13 +592,13 @@ def test_object_store_cache_revalidates_each_hit(s3_bucket, monkeypatch):
     asked = []
     real_get, real_etag = objectstore.ObjectStore._get, objectstore.ObjectStore._etag
 
-    async def counted_get(self, key, *args, **kwargs):
+    def counted_get(self, key, *args, **kwargs):
         asked.append("GET")
-        return await real_get(self, key, *args, **kwargs)
+        return real_get(self, key, *args, **kwargs)
 
-    async def counted_head(self, key):
+    def counted_head(self, key):
         asked.append("HEAD")
-        return await real_etag(self, key)
+        return real_etag(self, key)
 
     monkeypatch.setattr(objectstore.ObjectStore, "_get", counted_get)
     monkeypatch.setattr(objectstore.ObjectStore, "_etag", counted_head)

@@ -302,7 +302,7 @@ def test_the_template_builds_stores_ahead_and_outlives_bad_ones(s3_bucket):
         socket.send_fds(ours, [b"h"], [helpers.fileno()])
         helpers.close()
         mine.settimeout(60)
-        frame = pickle.dumps((1, "head_async", blob, ("p.zarr/c/0/0",), {}))
+        frame = pickle.dumps((1, "head", blob, ("p.zarr/c/0/0",), {}))
         mine.sendall(_obstore_helper.HEADER.pack(len(frame)) + frame)
         size, = _obstore_helper.HEADER.unpack(
             _obstore_helper.receive_exactly(mine, _obstore_helper.HEADER.size))

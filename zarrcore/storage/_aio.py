@@ -1,7 +1,8 @@
-"""The I/O loop of remote stores: one asyncio loop on a thread of its own, on which
-zarrcore.runtime.concurrency.fan_out runs their requests; and the process's bound on the remote
+"""Where remote stores' requests run: the I/O loop, one asyncio loop on a thread of its own
+(async fsspec's requests), and the I/O threads (object stores' synchronous calls), on which
+zarrcore.runtime.concurrency.fan_out runs them; and the process's bound on the remote
 requests in flight (`request_slots`), which every object-store and async fsspec request
-holds while it is sent and answered, whatever loop it runs on."""
+holds while it is sent and answered, whatever loop or thread it runs on."""
 import asyncio
 import atexit
 import collections
@@ -9,8 +10,9 @@ import concurrent.futures
 import errno
 import threading
 import time
-from collections.abc import AsyncIterator, Coroutine
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from contextlib import (AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager,
+                        contextmanager)
 from typing import Any, TypeVar
 
 from ..runtime.portable import at_fork_in_child
@@ -18,7 +20,10 @@ from ..config import config
 from ..errors import StoreError
 
 _loop: asyncio.AbstractEventLoop | None = None
+_threads: concurrent.futures.ThreadPoolExecutor | None = None
 _loop_guard = threading.Lock()
+# The names of the I/O threads begin so.
+_IO_THREAD = "zarrcore-request"
 
 _T = TypeVar("_T")
 
@@ -33,13 +38,16 @@ _WAIT_SLICE = 0.25
 class RequestSlots:
     """Slots for the remote requests this process has in flight: at most
     `config.io_process_concurrency` held at once, over every store, thread and event loop.
-    Waiters are served in order of arrival, each on its own loop."""
+    Waiters are served in order of arrival, each on its own loop or thread."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.held = 0
-        # (slots wanted, the future a waiter awaits on its loop), in order of arrival
-        self._waiting: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
+        # (slots wanted, the future a waiter awaits on its loop or waits for in its thread),
+        # in order of arrival
+        self._waiting: collections.deque[
+            tuple[int, asyncio.Future[None] | concurrent.futures.Future[None]]
+        ] = collections.deque()
 
     @asynccontextmanager
     async def slots(self, wanted: int = 1) -> AsyncIterator[None]:
@@ -52,24 +60,53 @@ class RequestSlots:
         finally:
             self._release(wanted)
 
-    async def _acquire(self, wanted: int) -> None:
+    @contextmanager
+    def hold(self, wanted: int = 1) -> Iterator[None]:
+        """As `slots`, waited for in the calling thread."""
+        wanted = max(1, min(wanted, config.io_process_concurrency))
+        granted: concurrent.futures.Future[None] = concurrent.futures.Future()
+        if not self._granted_at_once(wanted, granted):
+            try:
+                granted.result()
+            except BaseException:
+                self._give_up(wanted, granted)
+                raise
+        try:
+            yield
+        finally:
+            self._release(wanted)
+
+    def _granted_at_once(self, wanted: int,
+                         granted: asyncio.Future[None] | concurrent.futures.Future[None]) -> bool:
+        """Take the slots if they are free and nobody waits; else queue `granted`."""
         with self._lock:
             if not self._waiting and self.held + wanted <= config.io_process_concurrency:
                 self.held += wanted
-                return
-            granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                return True
             self._waiting.append((wanted, granted))
+            return False
+
+    def _give_up(self, wanted: int,
+                 granted: asyncio.Future[None] | concurrent.futures.Future[None]) -> None:
+        """A waiter stopped waiting (cancelled, interrupted): out of the queue, or, granted
+        already, its slots back."""
+        with self._lock:
+            waiting = (wanted, granted) in self._waiting
+            if waiting:
+                self._waiting.remove((wanted, granted))
+        # Granted already: _deliver gives the slots back if it finds the future
+        # cancelled; a future it completed first holds them, so they go back here.
+        if not waiting and granted.done() and not granted.cancelled():
+            self._release(wanted)
+
+    async def _acquire(self, wanted: int) -> None:
+        granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self._granted_at_once(wanted, granted):
+            return
         try:
             await granted
         except BaseException:
-            with self._lock:
-                waiting = (wanted, granted) in self._waiting
-                if waiting:
-                    self._waiting.remove((wanted, granted))
-            # Granted already: _deliver gives the slots back if it finds the future
-            # cancelled; a future it completed first holds them, so they go back here.
-            if not waiting and granted.done() and not granted.cancelled():
-                self._release(wanted)
+            self._give_up(wanted, granted)
             raise
 
     def _release(self, count: int) -> None:
@@ -79,6 +116,9 @@ class RequestSlots:
             while self._waiting and self.held + min(self._waiting[0][0], limit) <= limit:
                 wanted, granted = self._waiting.popleft()
                 self.held += wanted
+                if isinstance(granted, concurrent.futures.Future):
+                    granted.set_result(None)  # (its thread wakes)
+                    continue
                 try:
                     granted.get_loop().call_soon_threadsafe(self._deliver, wanted, granted)
                 except RuntimeError:  # its loop is closed: nobody waits there any more
@@ -98,8 +138,8 @@ request_slots = RequestSlots()
 def _forget_loop_in_child() -> None:
     # The parent's loop thread does not exist in a forked child, nor do the parent's
     # requests that held slots (they would never give them back) or the loops that waited.
-    global _loop, _loop_guard, request_slots
-    _loop = None
+    global _loop, _threads, _loop_guard, request_slots
+    _loop, _threads = None, None
     _loop_guard = threading.Lock()
     request_slots = RequestSlots()
 
@@ -111,6 +151,12 @@ def request_slot(wanted: int = 1) -> AbstractAsyncContextManager[None]:
     """`async with request_slot(): ...` holds slots of the process's bound on remote
     requests (RequestSlots.slots) while a request is sent and its answer read."""
     return request_slots.slots(wanted)
+
+
+def request_slot_held(wanted: int = 1) -> AbstractContextManager[None]:
+    """`with request_slot_held(): ...`: as request_slot, in a thread that blocks on its
+    request (RequestSlots.hold)."""
+    return request_slots.hold(wanted)
 
 
 def _settle_at_exit() -> None:
@@ -135,6 +181,20 @@ def io_loop() -> asyncio.AbstractEventLoop:
             threading.Thread(target=loop.run_forever, name="zarrcore-io", daemon=True).start()
             _loop = loop
         return _loop
+
+
+def io_threads() -> concurrent.futures.Executor | None:
+    """The process's I/O threads (started as needed, as many as the process may have requests
+    in flight), on which object stores' blocking calls run; None on one of them, where a call
+    that fans out again must run on threads of its own rather than queue behind itself."""
+    global _threads
+    if threading.current_thread().name.startswith(_IO_THREAD):
+        return None
+    with _loop_guard:
+        if _threads is None:
+            _threads = concurrent.futures.ThreadPoolExecutor(config.io_process_concurrency,
+                                                             thread_name_prefix=_IO_THREAD)
+        return _threads
 
 
 def _thread_gone(loop: asyncio.AbstractEventLoop) -> bool:

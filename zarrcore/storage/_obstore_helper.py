@@ -61,12 +61,11 @@ def _keep(stores: collections.OrderedDict[bytes, Any], blob: bytes, store: Any) 
 
 
 def _answer(op: str, store: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """The value of the call `op` (the name of the asynchronous call the calling process
-    made), by obstore's synchronous call of it."""
-    if op == "get_async":
+    """The value of obstore's call `op` (the name of the call the calling process made)."""
+    if op == "get":
         result = obstore.get(store, *args, **kwargs)
         return result.meta, result.range, bytes(result.bytes())
-    if op == "get_ranges_async":
+    if op == "get_ranges":
         return [bytes(p) for p in obstore.get_ranges(store, *args, **kwargs)]
     if op == "list":
         return [list(batch) for batch in obstore.list(store, *args, **kwargs)]
@@ -76,8 +75,8 @@ def _answer(op: str, store: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
         except Exception:
             pass  # (missing, as it should be)
         return None
-    if op in ("head_async", "put_async", "delete_async", "delete", "list_with_delimiter"):
-        return getattr(obstore, op.removesuffix("_async"))(store, *args, **kwargs)
+    if op in ("head", "put", "delete", "list_with_delimiter"):
+        return getattr(obstore, op)(store, *args, **kwargs)
     raise ValueError(f"no such call: {op!r}")
 
 

@@ -12,7 +12,6 @@ template, a child starts a helper interpreter itself.
 """
 from __future__ import annotations
 
-import asyncio
 import builtins
 import concurrent.futures
 import contextlib
@@ -24,7 +23,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -154,10 +153,10 @@ class _HelperResult:
     def __init__(self, meta: ObjectMeta, span: tuple[int, int], data: bytes) -> None:
         self.meta, self.range, self._data = meta, span, data
 
-    async def bytes_async(self) -> bytes:
+    def bytes(self) -> builtins.bytes:
         return self._data
 
-    async def stream(self, min_chunk_size: int = 0) -> AsyncIterator[bytes]:
+    def stream(self, min_chunk_size: int = 0) -> Iterator[builtins.bytes]:
         yield self._data
 
 
@@ -303,30 +302,25 @@ class _ForkedObstore(ModuleType):
         object), without waiting for it."""
         self._call("warm", store, ".zarrcore-warm-up", waits=False)
 
-    async def _wait(self, op: str, store: ObstoreStore, *args: Any, **kwargs: Any) -> Any:
-        return await asyncio.wrap_future(self._call(op, store, *args, **kwargs))
+    # (No deadline on the waits: the helper's calls end within the client's timeouts and
+    # retries, as this process's own would, and every call fails when the helper ends.)
+    def get(self, store: ObstoreStore, path: str, **kwargs: Any) -> _HelperResult:
+        return _HelperResult(*self._call("get", store, path, **kwargs).result())
 
-    async def get_async(self, store: ObstoreStore, path: str, **kwargs: Any) -> _HelperResult:
-        return _HelperResult(*await self._wait("get_async", store, path, **kwargs))
-
-    async def get_ranges_async(self, store: ObstoreStore, path: str,
-                               **kwargs: Any) -> list[bytes]:
-        parts: list[bytes] = await self._wait("get_ranges_async", store, path, **kwargs)
+    def get_ranges(self, store: ObstoreStore, path: str, **kwargs: Any) -> builtins.list[bytes]:
+        parts: builtins.list[bytes] = self._call("get_ranges", store, path, **kwargs).result()
         return parts
 
-    async def head_async(self, store: ObstoreStore, path: str) -> ObjectMeta:
-        meta: ObjectMeta = await self._wait("head_async", store, path)
+    def head(self, store: ObstoreStore, path: str) -> ObjectMeta:
+        meta: ObjectMeta = self._call("head", store, path).result()
         return meta
 
-    async def put_async(self, store: ObstoreStore, path: str, value: ReadableBuffer,
-                        **kwargs: Any) -> PutResult:
-        done: PutResult = await self._wait("put_async", store, path, bytes(value), **kwargs)
+    def put(self, store: ObstoreStore, path: str, value: ReadableBuffer,
+            **kwargs: Any) -> PutResult:
+        done: PutResult = self._call("put", store, path, bytes(value), **kwargs).result()
         return done
 
-    async def delete_async(self, store: ObstoreStore, path: str) -> None:
-        await self._wait("delete_async", store, path)
-
-    def delete(self, store: ObstoreStore, paths: builtins.list[str]) -> None:
+    def delete(self, store: ObstoreStore, paths: str | builtins.list[str]) -> None:
         self._call("delete", store, paths).result()
 
     def list(self, store: ObstoreStore, prefix: str | None = None
