@@ -185,8 +185,9 @@ def io_loop() -> asyncio.AbstractEventLoop:
 
 def io_threads() -> concurrent.futures.Executor | None:
     """The process's I/O threads (started as needed, as many as the process may have requests
-    in flight), on which object stores' blocking calls run; None on one of them, where a call
-    that fans out again must run on threads of its own rather than queue behind itself."""
+    in flight), on which object stores' requests run, one each; None on one of them, where a
+    call that fans out again must run on threads of its own rather than queue behind itself.
+    (Apart from config.io_executor's threads, whose calls, a read's get_many, wait on these.)"""
     global _threads
     if threading.current_thread().name.startswith(_IO_THREAD):
         return None
