@@ -3,6 +3,7 @@ started, those in progress are finished (each written whole), then KeyboardInter
 import concurrent.futures
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -147,3 +148,40 @@ def test_ctrl_c_with_the_pool_busy_is_handled_while_the_work_goes_on(monkeypatch
     assert time.monotonic() - started < 2
     assert stopped.is_set()
     assert workers and main not in workers
+
+
+# Reads the key argv[2] of the HTTP store at argv[1], whose server never answers.
+SILENT_READER = """
+import sys
+from zarrcore.storage import make_store
+store = make_store(sys.argv[1], storage_options={"timeout": 60, "retries": 0})
+print("reading", flush=True)
+store.get(sys.argv[2])
+"""
+
+
+def test_ctrl_c_stops_a_read_of_a_server_that_never_answers(tmp_path):
+    """An object store's request is obstore's synchronous call, which holds the thread that
+    makes it until the client's timeout: from the main thread it runs on an I/O thread, so
+    Ctrl-C stops the read at once rather than a minute later."""
+    pytest.importorskip("obstore", reason="object stores are the remote extra")
+    server = socket.create_server(("127.0.0.1", 0))
+    held = []
+    threading.Thread(target=lambda: held.extend(server.accept() for _ in range(4)),
+                     daemon=True).start()
+    url = f"http://127.0.0.1:{server.getsockname()[1]}/data"
+    child = subprocess.Popen([sys.executable, "-c", SILENT_READER, url, "zarr.json"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "reading"
+        time.sleep(0.5)  # (the request sent and waiting)
+        child.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        _, err = child.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        child.kill()
+        child.wait()
+        server.close()
+    assert "KeyboardInterrupt" in err and child.returncode != 0, err
+    assert took < 5

@@ -8,9 +8,10 @@ import atexit
 import collections
 import concurrent.futures
 import errno
+import queue
 import threading
 import time
-from collections.abc import AsyncIterator, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import (AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager,
                         contextmanager)
 from typing import Any, TypeVar
@@ -20,7 +21,7 @@ from ..config import config
 from ..errors import StoreError
 
 _loop: asyncio.AbstractEventLoop | None = None
-_threads: concurrent.futures.ThreadPoolExecutor | None = None
+_threads: "DaemonThreads | None" = None
 _loop_guard = threading.Lock()
 # The names of the I/O threads begin so.
 _IO_THREAD = "zarrcore-request"
@@ -183,6 +184,44 @@ def io_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
+class DaemonThreads(concurrent.futures.Executor):
+    """Up to `limit` threads, started as calls need them, that run the calls submitted, in
+    order. Daemons, unlike ThreadPoolExecutor's: an exit, Ctrl-C's included, never waits
+    for a call blocked in a request until the client's timeout (nothing can cancel one)."""
+
+    def __init__(self, limit: int, name: str) -> None:
+        self._limit, self._name = limit, name
+        self._calls: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], Callable[..., Any],
+                                             tuple[Any, ...], dict[str, Any]]] = (
+            queue.SimpleQueue())
+        self._idle = threading.Semaphore(0)
+        self._started = 0
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Callable[..., _T], /, *args: Any,
+               **kwargs: Any) -> concurrent.futures.Future[_T]:
+        future: concurrent.futures.Future[_T] = concurrent.futures.Future()
+        self._calls.put((future, fn, args, kwargs))
+        if not self._idle.acquire(blocking=False):
+            with self._lock:
+                if self._started < self._limit:
+                    self._started += 1
+                    threading.Thread(target=self._work, name=f"{self._name}_{self._started}",
+                                     daemon=True).start()
+        return future
+
+    def _work(self) -> None:
+        while True:
+            future, fn, args, kwargs = self._calls.get()
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args, **kwargs))
+                except BaseException as e:  # (the caller gets it, as from any executor)
+                    future.set_exception(e)
+            del future, fn, args, kwargs  # (nothing of the call kept while idle)
+            self._idle.release()
+
+
 def io_threads() -> concurrent.futures.Executor | None:
     """The process's I/O threads (started as needed, as many as the process may have requests
     in flight), on which object stores' requests run, one each; None on one of them, where a
@@ -193,9 +232,26 @@ def io_threads() -> concurrent.futures.Executor | None:
         return None
     with _loop_guard:
         if _threads is None:
-            _threads = concurrent.futures.ThreadPoolExecutor(config.io_process_concurrency,
-                                                             thread_name_prefix=_IO_THREAD)
+            _threads = DaemonThreads(config.io_process_concurrency, _IO_THREAD)
         return _threads
+
+
+def blocking(call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """call(*args, **kwargs), a call that blocks on a remote request (obstore's synchronous
+    calls), in the calling thread; from the main thread, on an I/O thread, waited for in
+    short slices: Ctrl-C reaches only the main thread, and only between Python steps, so a
+    call blocked there would hold it up to the client's timeout and retries."""
+    if threading.current_thread() is not threading.main_thread():
+        return call(*args, **kwargs)
+    threads = io_threads()
+    assert threads is not None  # (the main thread is none of them)
+    future = threads.submit(call, *args, **kwargs)
+    while True:
+        try:
+            return future.result(_WAIT_SLICE)
+        except concurrent.futures.TimeoutError:
+            if future.done():  # the call's own TimeoutError
+                raise
 
 
 def _thread_gone(loop: asyncio.AbstractEventLoop) -> bool:

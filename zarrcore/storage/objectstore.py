@@ -480,7 +480,7 @@ class ObjectStore(Store):
         """The object's ETag now (HEAD); None when it is missing or has none."""
         try:
             with _aio.request_slot_held():
-                meta: ObjectMeta = _obstore().head(self._store, self._path(key))
+                meta: ObjectMeta = _aio.blocking(_obstore().head, self._store, self._path(key))
         except Exception as e:
             if self._missing(key, e):
                 return None
@@ -488,7 +488,7 @@ class ObjectStore(Store):
 
     def _size(self, key: str) -> int:
         with _aio.request_slot_held():
-            meta: ObjectMeta = _obstore().head(self._store, self._path(key))
+            meta: ObjectMeta = _aio.blocking(_obstore().head, self._store, self._path(key))
         return meta["size"]
 
     @overload
@@ -531,11 +531,14 @@ class ObjectStore(Store):
                     return self._get(key, lo, max(lo, hi), pin)
                 options["range"] = spec
             cut = spec is None and (start, stop) != (None, None)
+
+            def fetch() -> tuple[GetResult, ReadBytes]:
+                result = obs.get(self._store, self._path(key), options=options)
+                return result, (_cut(result, start, stop) if cut else memoryview(result.bytes()))
+
             try:
                 with _aio.request_slot_held():
-                    result: GetResult = obs.get(self._store, self._path(key), options=options)
-                    data: ReadBytes = (_cut(result, start, stop) if cut
-                                       else memoryview(result.bytes()))
+                    result, data = _aio.blocking(fetch)
             except obs.exceptions.PreconditionError as e:
                 raise KeyChangedError(f"key {key!r} of {self!r} was replaced while it was "
                                       f"being read; read it again") from e
@@ -551,15 +554,16 @@ class ObjectStore(Store):
                 if spec is None or not _NOT_SATISFIABLE.search(str(e)):
                     raise
                 return b""  # the range starts past the end: Python's slice is empty
+            meta = result.meta  # (a new dict at each access)
             if cut:
-                check_length(self, key, len(data), start, stop, result.meta["size"])
+                check_length(self, key, len(data), start, stop, meta["size"])
             else:
                 lo, hi = result.range
-                check_length(self, key, len(data), lo, hi, result.meta["size"])
+                check_length(self, key, len(data), lo, hi, meta["size"])
             if pin is not None:
-                pin.saw(result.meta)
+                pin.saw(meta)
             elif not self.read_only:  # (a range's answer tells the whole object's version)
-                self._saw(key, result.meta)
+                self._saw(key, meta)
             return bytes(data) if copy else data
         except StoreError:
             raise
@@ -590,8 +594,8 @@ class ObjectStore(Store):
         obs = _obstore()
         try:
             with _aio.request_slot_held(min(len(ranges), _RANGES_IN_FLIGHT)):
-                parts = obs.get_ranges(self._store, self._path(key),
-                                       starts=[r[0] for r in ranges], ends=[r[1] for r in ranges])
+                parts = _aio.blocking(obs.get_ranges, self._store, self._path(key),
+                                      starts=[r[0] for r in ranges], ends=[r[1] for r in ranges])
         except BaseException as e:
             if not _is_failure(e):
                 raise
@@ -705,17 +709,20 @@ class ObjectStore(Store):
         obs = _obstore()
         options = {} if limit is None else {"range": at_most(limit)[0]}
         path = self._path(key)
+
+        def fetch(options: GetOptions) -> tuple[GetResult, bytes]:
+            result = obs.get(self._store, path, options=options)
+            return result, bytes(result.bytes())
+
         try:
             try:
                 with _aio.request_slot_held():
-                    result: GetResult = obs.get(self._store, path, options=options)
-                    data = bytes(result.bytes())
+                    result, data = _aio.blocking(fetch, options)
             except obs.exceptions.BaseError as e:
                 if not options or not _NOT_SATISFIABLE.search(str(e)):
                     raise
                 with _aio.request_slot_held():  # empty: no range fits
-                    result = obs.get(self._store, path)
-                    data = bytes(result.bytes())
+                    result, data = _aio.blocking(fetch, {})
         except Exception as e:
             if self._missing(key, e):
                 return None, None
@@ -761,8 +768,8 @@ class ObjectStore(Store):
             value = memoryview(value).cast("B")
         try:
             with _aio.request_slot_held():
-                put: PutResult = obs.put(self._store, self._path(key), value, mode=mode,
-                                         use_multipart=False)
+                put: PutResult = _aio.blocking(obs.put, self._store, self._path(key), value,
+                                               mode=mode, use_multipart=False)
             return put
         except Exception as e:
             if mode != "overwrite" and (
@@ -786,7 +793,7 @@ class ObjectStore(Store):
                 return put
             try:
                 with _aio.request_slot_held():
-                    meta = _obstore().head(self._store, self._path(key))
+                    meta = _aio.blocking(_obstore().head, self._store, self._path(key))
                 self._saw(key, meta)
             except Exception as e:
                 self._missing(key, e)  # gone meanwhile: create it
@@ -828,7 +835,7 @@ class ObjectStore(Store):
         self._versions.pop(key, None)
         try:
             with _aio.request_slot_held():
-                _obstore().delete(self._store, self._path(key))
+                _aio.blocking(_obstore().delete, self._store, self._path(key))
         except Exception as e:
             self._missing(key, e)  # deleting a missing key is no error
 
@@ -840,7 +847,8 @@ class ObjectStore(Store):
         obs = _obstore()
         for i in range(0, len(keys), 1000):  # S3's DeleteObjects takes 1000 keys
             try:
-                obs.delete(self._store, [self._path(key) for key in keys[i:i + 1000]])
+                _aio.blocking(obs.delete, self._store,
+                              [self._path(key) for key in keys[i:i + 1000]])
             except Exception as e:
                 if not _is_missing(e):
                     raise self._error(keys[i], e) from e
@@ -854,10 +862,13 @@ class ObjectStore(Store):
         self.check_listing(prefix)
         obs = _obstore()
         under = self._path(prefix) if prefix else self._prefix
+        def every() -> list[ObjectMeta]:
+            return [meta for batch in obs.list(self._store, prefix=under or None)
+                    for meta in batch]
+
         try:
-            return [self._key_of(meta["path"])
-                    for batch in obs.list(self._store, prefix=under or None)
-                    for meta in batch if _visible(meta["path"])]
+            return [self._key_of(meta["path"]) for meta in _aio.blocking(every)
+                    if _visible(meta["path"])]
         except Exception as e:
             raise self._error(prefix, e) from e
 
@@ -867,7 +878,7 @@ class ObjectStore(Store):
         obs = _obstore()
         under = self._path(prefix) if prefix else self._prefix
         try:
-            listing = obs.list_with_delimiter(self._store, under or None)
+            listing = _aio.blocking(obs.list_with_delimiter, self._store, under or None)
         except Exception as e:
             raise self._error(prefix, e) from e
         names = {p.rstrip("/").rpartition("/")[2] for p in listing["common_prefixes"]}
