@@ -185,3 +185,29 @@ def test_ctrl_c_stops_a_read_of_a_server_that_never_answers(tmp_path):
         server.close()
     assert "KeyboardInterrupt" in err and child.returncode != 0, err
     assert took < 5
+
+
+WHERE_CALLS_RUN = """
+import multiprocessing, threading
+from zarrcore.storage import _aio
+
+def where(_=None):
+    return _aio.blocking(lambda: threading.current_thread().name)
+
+if __name__ == "__main__":
+    print(where())
+    for method in ("fork", "spawn"):
+        with multiprocessing.get_context(method).Pool(1) as pool:
+            print(pool.map(where, [0])[0])
+"""
+
+
+def test_blocking_calls_hop_off_the_main_thread_only_where_ctrl_c_is_handled(tmp_path):
+    """The main thread of the process a user started hands a blocking call to an I/O thread
+    (Ctrl-C); a multiprocessing worker's, stopped by its parent, makes it itself (the hop
+    costs CPU on every request)."""
+    script = tmp_path / "where.py"
+    script.write_text(WHERE_CALLS_RUN)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120, check=True).stdout.split()
+    assert out[0].startswith("zarrcore-request") and out[1:] == ["MainThread", "MainThread"], out
