@@ -1104,13 +1104,14 @@ class _ObjectReader:
             return None
         return self.e_tag, self.size
 
-    def get_ranges(self, ranges: Sequence[ByteRange]) -> list[bytes] | None:
+    def get_ranges(self, ranges: Sequence[ByteRange]) -> list[ReadBytes] | None:
+        # (Views of obstore's buffers, not copies: readers' callers decode from any buffer.)
         ranges = list(ranges)
-        first: list[bytes] = []
+        first: list[ReadBytes] = []
         if self.e_tag is None and ranges:  # the first read learns the version
-            part = self._store._get(self._key, *ranges[0], pin=self)
+            part = self._store._get(self._key, *ranges[0], pin=self, copy=False)
             if part is None:
                 return None
             first, ranges = [part], ranges[1:]
-        rest = self._store._each_range(self._key, ranges, pin=self)
-        return None if rest is None else first + cast("list[bytes]", rest)
+        rest = self._store._each_range(self._key, ranges, copy=False, pin=self)
+        return None if rest is None else first + rest
