@@ -47,6 +47,23 @@ a[...] = data
 """
 
 
+def _assert_stopped_at_once(child, ready, under_way):
+    """Ctrl-C to `child` once it printed `ready` and `under_way()` returned: it ends with
+    KeyboardInterrupt within 5 s."""
+    try:
+        assert child.stdout.readline().strip() == ready
+        under_way()
+        child.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        _, err = child.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        child.kill()
+        child.wait()
+    assert "KeyboardInterrupt" in err and child.returncode != 0, err
+    assert took < 5
+
+
 def chunk_files(path):
     where = os.path.join(path, "c")
     names = os.listdir(where) if os.path.isdir(where) else []
@@ -64,21 +81,14 @@ def test_ctrl_c_stops_a_long_write_leaving_whole_chunks(tmp_path):
         "PYTHONPATH")])))
     child = subprocess.Popen([sys.executable, "-c", WRITER, path, str(tmp_path / "data.npy")],
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout.readline().strip() == "writing"
+
+    def under_way():
         # Interrupted once the write is under way (its first chunk stored), on a busy machine too.
         started = time.monotonic()
         while not chunk_files(path) and time.monotonic() - started < 10:
             time.sleep(0.05)
-        child.send_signal(signal.SIGINT)
-        sent = time.monotonic()
-        _, err = child.communicate(timeout=5)
-        took = time.monotonic() - sent
-    finally:
-        child.kill()
-        child.wait()
-    assert "KeyboardInterrupt" in err and child.returncode != 0, err
-    assert took < 5
+
+    _assert_stopped_at_once(child, "writing", under_way)
     a = zarrcore.open_array(path)
     stored = sorted(int(name) for name in chunk_files(path))
     assert 0 < len(stored) < NCHUNKS  # cut short, not finished first
@@ -173,18 +183,9 @@ def test_ctrl_c_stops_a_read_of_a_server_that_never_answers(tmp_path):
     child = subprocess.Popen([sys.executable, "-c", SILENT_READER, url, "zarr.json"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert child.stdout.readline().strip() == "reading"
-        time.sleep(0.5)  # (the request sent and waiting)
-        child.send_signal(signal.SIGINT)
-        sent = time.monotonic()
-        _, err = child.communicate(timeout=30)
-        took = time.monotonic() - sent
+        _assert_stopped_at_once(child, "reading", lambda: time.sleep(0.5))  # (request sent)
     finally:
-        child.kill()
-        child.wait()
         server.close()
-    assert "KeyboardInterrupt" in err and child.returncode != 0, err
-    assert took < 5
 
 
 WHERE_CALLS_RUN = """
