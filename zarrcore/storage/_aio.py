@@ -4,7 +4,6 @@ zarrcore.runtime.concurrency.fan_out runs them; and the process's bound on the r
 requests in flight (`request_slots`), which every object-store and async fsspec request
 holds while it is sent and answered, whatever loop or thread it runs on."""
 import asyncio
-import atexit
 import collections
 import concurrent.futures
 import errno
@@ -158,19 +157,6 @@ def request_slot_held(wanted: int = 1) -> AbstractContextManager[None]:
     """`with request_slot_held(): ...`: as request_slot, in a thread that blocks on its
     request (RequestSlots.hold)."""
     return request_slots.hold(wanted)
-
-
-def _settle_at_exit() -> None:
-    """Give the threads of obstore's runtime a moment to leave Python before the interpreter
-    finalizes. Such a thread completes a request's future by calling into the loop (which
-    writes to a socket with the GIL released); once the caller has its result and the
-    program ends, a thread still in that call is killed at finalization, which aborts the
-    process (its frames are Rust's)."""
-    if _loop is not None:
-        time.sleep(0.05)
-
-
-atexit.register(_settle_at_exit)
 
 
 def io_loop() -> asyncio.AbstractEventLoop:

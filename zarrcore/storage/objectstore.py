@@ -462,8 +462,7 @@ class ObjectStore(Store):
             bucket = fields.get("BucketName") or urllib.parse.urlsplit(self.url or "").netloc
             code, what = errno.ENOENT, (
                 f"the bucket {bucket!r} does not exist" if bucket else "the bucket does not exist")
-        elif (isinstance(error, TimeoutError)
-              or _TIMED_OUT.search(str(error))):
+        elif isinstance(error, TimeoutError) or _TIMED_OUT.search(str(error)):
             code, what = errno.ETIMEDOUT, "timed out"
         else:
             code, what = errno.EIO, "failed"
@@ -493,19 +492,19 @@ class ObjectStore(Store):
 
     @overload
     def _get(self, key: str, start: int | None = None, stop: int | None = None,
-                   pin: _ObjectReader | None = None,
-                   copy: Literal[True] = True) -> bytes | None: ...
+             pin: _ObjectReader | None = None,
+             copy: Literal[True] = True) -> bytes | None: ...
 
     @overload
     def _get(self, key: str, start: int | None, stop: int | None,
-                   pin: _ObjectReader | None, copy: bool) -> ReadBytes | None: ...
+             pin: _ObjectReader | None, copy: bool) -> ReadBytes | None: ...
 
     @overload
     def _get(self, key: str, start: int | None = None, stop: int | None = None,
-                   pin: _ObjectReader | None = None, *, copy: bool) -> ReadBytes | None: ...
+             pin: _ObjectReader | None = None, *, copy: bool) -> ReadBytes | None: ...
 
     def _get(self, key: str, start: int | None = None, stop: int | None = None,
-                   pin: _ObjectReader | None = None, copy: bool = True) -> ReadBytes | None:
+             pin: _ObjectReader | None = None, copy: bool = True) -> ReadBytes | None:
         """The bytes of key[start:stop], None when it is missing. With `pin` (an
         _ObjectReader), only from the version of the object `pin` saw first. `copy` False:
         a read-only view of obstore's buffer instead of a copy as bytes."""
@@ -660,7 +659,7 @@ class ObjectStore(Store):
                             doing="reading"))
 
     def _fetch_unless(self, key: str, ranges: Sequence[ByteRange] | None,
-                            known: str | None) -> tuple[Fetched | Unchanged, str | None]:
+                      known: str | None) -> tuple[Fetched | Unchanged, str | None]:
         """`_fetch` of one version of the object, with its strong ETag (None: a weak one or
         none, which tells no bytes apart); UNCHANGED when a HEAD finds its ETag still
         `known`: one request without a body. (Not a GET If-None-Match: the client shows no
@@ -702,7 +701,7 @@ class ObjectStore(Store):
             yield i, result, version
 
     def _get_with_meta(self, key: str, limit: int | None = None, why: str | None = None
-                             ) -> tuple[bytes, ObjectMeta] | tuple[None, None]:
+                       ) -> tuple[bytes, ObjectMeta] | tuple[None, None]:
         """(bytes, obstore's metadata) of the object at `key`; (None, None) when missing.
         With `limit`, one ranged GET of a byte more, and `too_large` when the object is
         larger (as Store.get_versioned)."""
@@ -762,7 +761,7 @@ class ObjectStore(Store):
         super().check_writable(key)
 
     def _put(self, key: str, value: ReadableBuffer,
-                   mode: PutMode = "overwrite") -> PutResult | None:
+             mode: PutMode = "overwrite") -> PutResult | None:
         obs = _obstore()
         if not isinstance(value, bytes):
             value = memoryview(value).cast("B")
@@ -862,6 +861,7 @@ class ObjectStore(Store):
         self.check_listing(prefix)
         obs = _obstore()
         under = self._path(prefix) if prefix else self._prefix
+
         def every() -> list[ObjectMeta]:
             return [meta for batch in obs.list(self._store, prefix=under or None)
                     for meta in batch]
