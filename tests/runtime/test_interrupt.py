@@ -193,7 +193,7 @@ import multiprocessing, threading
 from zarrcore.storage import _aio
 
 def where(_=None):
-    return _aio.blocking(lambda: threading.current_thread().name)
+    return _aio.request(lambda: threading.current_thread().name)
 
 if __name__ == "__main__":
     print(where())

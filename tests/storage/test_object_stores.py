@@ -770,8 +770,9 @@ def _write_row(url, options, row, errors):
 
 
 def test_processes_that_end_right_after_a_request_exit_cleanly(s3_bucket):
-    """A request's future is completed by a thread of obstore's runtime calling into Python;
-    a process that ends as soon as it has the result must not be aborted at finalization."""
+    """A process that ends as soon as it has a request's result (made on a daemon I/O thread
+    from the main thread, beside obstore's runtime threads) exits cleanly, never aborted at
+    finalization."""
     server, bucket = s3_bucket
     options = server.storage_options()
     code = f"""
@@ -788,6 +789,34 @@ store.get("k/" + sys.argv[1])
                                      stderr=subprocess.PIPE) for i in range(4)]
         codes += [(child.wait(60), child.stderr.read().decode()[-300:]) for child in children]
     assert [c for c, _ in codes] == [0] * 16, codes
+
+
+def test_one_request_slot_serves_the_main_thread_and_a_fan_out_together(s3_bucket):
+    """With one slot for the whole process (so one I/O thread), the main thread's requests
+    (each handed to the I/O thread) and another thread's get_many (whose requests run there)
+    all finish: a request takes its slot where it runs, so a caller waiting for the I/O
+    thread holds none that the thread's request would wait for."""
+    server, bucket = s3_bucket
+    options = server.storage_options()
+    code = f"""
+import threading
+from zarrcore.storage import make_store
+store = make_store("s3://{bucket}/slots", storage_options={options!r})
+for i in range(8):
+    store.set(f"k/{{i}}", b"x" * 100)
+requests = [(f"k/{{i}}", None) for i in range(8)]
+many = threading.Thread(target=lambda: [list(store.get_many(requests)) for _ in range(30)])
+many.start()
+for _ in range(60):
+    assert store.get("k/0") == b"x" * 100
+many.join()
+print("done")
+"""
+    env = {**os.environ, "ZARRCORE_IO_PROCESS_CONCURRENCY": "1",
+           "PYTHONPATH": os.path.dirname(os.path.dirname(zarrcore.__file__))}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.stdout.strip() == "done", done.stderr[-2000:]
 
 
 def test_s3_processes_partially_writing_one_shard_lose_nothing(s3_bucket):

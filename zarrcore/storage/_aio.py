@@ -11,8 +11,7 @@ import queue
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from contextlib import (AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager,
-                        contextmanager)
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
 from ..runtime.portable import at_fork_in_child
@@ -153,12 +152,6 @@ def request_slot(wanted: int = 1) -> AbstractAsyncContextManager[None]:
     return request_slots.slots(wanted)
 
 
-def request_slot_held(wanted: int = 1) -> AbstractContextManager[None]:
-    """`with request_slot_held(): ...`: as request_slot, in a thread that blocks on its
-    request (RequestSlots.hold)."""
-    return request_slots.hold(wanted)
-
-
 def io_loop() -> asyncio.AbstractEventLoop:
     """The process's I/O event loop, running on a daemon thread (started on first use)."""
     global _loop
@@ -236,17 +229,23 @@ def _a_worker() -> bool:
 _worker: bool | None = None
 
 
-def blocking(call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-    """call(*args, **kwargs), a call that blocks on a remote request (obstore's synchronous
-    calls), in the calling thread; from the main thread, on an I/O thread, waited for in
-    short slices: Ctrl-C reaches only the main thread, and only between Python steps, so a
-    call blocked there would hold it up to the client's timeout and retries. (Not in a
-    multiprocessing worker, where that hop would cost each request 0.1-0.15 ms of CPU.)"""
+def request(call: Callable[..., _T], *args: Any, slots: int = 1, **kwargs: Any) -> _T:
+    """call(*args, **kwargs): a remote request that blocks its thread (obstore's synchronous
+    calls), holding `slots` of the process's bound (RequestSlots.hold) while it runs. In the
+    calling thread; from the main thread, on an I/O thread, waited for in short slices:
+    Ctrl-C reaches only the main thread, and only between Python steps, so a call blocked
+    there would hold it up to the client's timeout and retries. (Not in a multiprocessing
+    worker, where that hop would cost each request 0.1-0.15 ms of CPU.) The slots are taken
+    where the call runs: a caller waiting for an I/O thread holds none."""
+    def held() -> _T:
+        with request_slots.hold(slots):
+            return call(*args, **kwargs)
+
     if threading.current_thread() is not threading.main_thread() or _a_worker():
-        return call(*args, **kwargs)
+        return held()
     threads = io_threads()
     assert threads is not None  # (the main thread is none of them)
-    future = threads.submit(call, *args, **kwargs)
+    future = threads.submit(held)
     while True:
         try:
             return future.result(_WAIT_SLICE)

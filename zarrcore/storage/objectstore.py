@@ -478,16 +478,14 @@ class ObjectStore(Store):
     def _etag(self, key: str) -> str | None:
         """The object's ETag now (HEAD); None when it is missing or has none."""
         try:
-            with _aio.request_slot_held():
-                meta: ObjectMeta = _aio.blocking(_obstore().head, self._store, self._path(key))
+            meta: ObjectMeta = _aio.request(_obstore().head, self._store, self._path(key))
         except Exception as e:
             if self._missing(key, e):
                 return None
         return meta["e_tag"]
 
     def _size(self, key: str) -> int:
-        with _aio.request_slot_held():
-            meta: ObjectMeta = _aio.blocking(_obstore().head, self._store, self._path(key))
+        meta: ObjectMeta = _aio.request(_obstore().head, self._store, self._path(key))
         return meta["size"]
 
     @overload
@@ -536,8 +534,7 @@ class ObjectStore(Store):
                 return result, (_cut(result, start, stop) if cut else memoryview(result.bytes()))
 
             try:
-                with _aio.request_slot_held():
-                    result, data = _aio.blocking(fetch)
+                result, data = _aio.request(fetch)
             except obs.exceptions.PreconditionError as e:
                 raise KeyChangedError(f"key {key!r} of {self!r} was replaced while it was "
                                       f"being read; read it again") from e
@@ -592,9 +589,9 @@ class ObjectStore(Store):
             return self._each_range(key, ranges, copy)
         obs = _obstore()
         try:
-            with _aio.request_slot_held(min(len(ranges), _RANGES_IN_FLIGHT)):
-                parts = _aio.blocking(obs.get_ranges, self._store, self._path(key),
-                                      starts=[r[0] for r in ranges], ends=[r[1] for r in ranges])
+            parts = _aio.request(obs.get_ranges, self._store, self._path(key),
+                                 starts=[r[0] for r in ranges], ends=[r[1] for r in ranges],
+                                 slots=min(len(ranges), _RANGES_IN_FLIGHT))
         except BaseException as e:
             if not _is_failure(e):
                 raise
@@ -715,13 +712,11 @@ class ObjectStore(Store):
 
         try:
             try:
-                with _aio.request_slot_held():
-                    result, data = _aio.blocking(fetch, options)
+                result, data = _aio.request(fetch, options)
             except obs.exceptions.BaseError as e:
                 if not options or not _NOT_SATISFIABLE.search(str(e)):
                     raise
-                with _aio.request_slot_held():  # empty: no range fits
-                    result, data = _aio.blocking(fetch, {})
+                result, data = _aio.request(fetch, {})  # empty: no range fits
         except Exception as e:
             if self._missing(key, e):
                 return None, None
@@ -766,9 +761,8 @@ class ObjectStore(Store):
         if not isinstance(value, bytes):
             value = memoryview(value).cast("B")
         try:
-            with _aio.request_slot_held():
-                put: PutResult = _aio.blocking(obs.put, self._store, self._path(key), value,
-                                               mode=mode, use_multipart=False)
+            put: PutResult = _aio.request(obs.put, self._store, self._path(key), value,
+                                          mode=mode, use_multipart=False)
             return put
         except Exception as e:
             if mode != "overwrite" and (
@@ -791,8 +785,7 @@ class ObjectStore(Store):
                 self._saw(key, put)
                 return put
             try:
-                with _aio.request_slot_held():
-                    meta = _aio.blocking(_obstore().head, self._store, self._path(key))
+                meta = _aio.request(_obstore().head, self._store, self._path(key))
                 self._saw(key, meta)
             except Exception as e:
                 self._missing(key, e)  # gone meanwhile: create it
@@ -833,8 +826,7 @@ class ObjectStore(Store):
     def _delete(self, key: str) -> None:
         self._versions.pop(key, None)
         try:
-            with _aio.request_slot_held():
-                _aio.blocking(_obstore().delete, self._store, self._path(key))
+            _aio.request(_obstore().delete, self._store, self._path(key))
         except Exception as e:
             self._missing(key, e)  # deleting a missing key is no error
 
@@ -846,8 +838,8 @@ class ObjectStore(Store):
         obs = _obstore()
         for i in range(0, len(keys), 1000):  # S3's DeleteObjects takes 1000 keys
             try:
-                _aio.blocking(obs.delete, self._store,
-                              [self._path(key) for key in keys[i:i + 1000]])
+                _aio.request(obs.delete, self._store,
+                             [self._path(key) for key in keys[i:i + 1000]])
             except Exception as e:
                 if not _is_missing(e):
                     raise self._error(keys[i], e) from e
@@ -867,7 +859,7 @@ class ObjectStore(Store):
                     for meta in batch]
 
         try:
-            return [self._key_of(meta["path"]) for meta in _aio.blocking(every)
+            return [self._key_of(meta["path"]) for meta in _aio.request(every)
                     if _visible(meta["path"])]
         except Exception as e:
             raise self._error(prefix, e) from e
@@ -878,7 +870,7 @@ class ObjectStore(Store):
         obs = _obstore()
         under = self._path(prefix) if prefix else self._prefix
         try:
-            listing = _aio.blocking(obs.list_with_delimiter, self._store, under or None)
+            listing = _aio.request(obs.list_with_delimiter, self._store, under or None)
         except Exception as e:
             raise self._error(prefix, e) from e
         names = {p.rstrip("/").rpartition("/")[2] for p in listing["common_prefixes"]}
