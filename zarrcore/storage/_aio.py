@@ -23,6 +23,8 @@ _threads: "DaemonThreads | None" = None
 _loop_guard = threading.Lock()
 # The names of the I/O threads begin so.
 _IO_THREAD = "zarrcore-request"
+# Whether this process is a multiprocessing worker (_a_worker), once known.
+_worker: bool | None = None
 
 _T = TypeVar("_T")
 
@@ -226,13 +228,11 @@ def _a_worker() -> bool:
     return _worker
 
 
-_worker: bool | None = None
-
 
 def request(call: Callable[..., _T], *args: Any, slots: int = 1, **kwargs: Any) -> _T:
     """call(*args, **kwargs): a remote request that blocks its thread (obstore's synchronous
     calls), holding `slots` of the process's bound (RequestSlots.hold) while it runs. In the
-    calling thread; from the main thread, on an I/O thread, waited for in short slices:
+    calling thread; from the main thread, on an I/O thread, whose result it waits for:
     Ctrl-C reaches only the main thread, and only between Python steps, so a call blocked
     there would hold it up to the client's timeout and retries. (Not in a multiprocessing
     worker, where that hop would cost each request 0.1-0.15 ms of CPU.) The slots are taken
@@ -245,13 +245,7 @@ def request(call: Callable[..., _T], *args: Any, slots: int = 1, **kwargs: Any) 
         return held()
     threads = io_threads()
     assert threads is not None  # (the main thread is none of them)
-    future = threads.submit(held)
-    while True:
-        try:
-            return future.result(_WAIT_SLICE)
-        except concurrent.futures.TimeoutError:
-            if future.done():  # the call's own TimeoutError
-                raise
+    return threads.submit(held).result()  # (a wait that Ctrl-C interrupts)
 
 
 def _thread_gone(loop: asyncio.AbstractEventLoop) -> bool:

@@ -37,7 +37,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Optional, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, Optional, TypeVar, cast, overload
 
 from ..runtime.concurrency import each, fan_out, run_bounded
 from ..config import config
@@ -60,6 +60,8 @@ if TYPE_CHECKING:
     )
     from obstore.store import ClientConfig, ObjectStore as ObstoreStore, RetryConfig
 
+
+_T = TypeVar("_T")
 
 #: An object's version as this store reads and conditions writes on it: (ETag, version).
 ObjectVersion = tuple[Optional[str], Optional[str]]
@@ -251,10 +253,27 @@ def _server_answer(error: BaseException) -> tuple[dict[str, str], str]:
     return fields, f"{line} ({': '.join(said)})" if said else line
 
 
-def _is_failure(error: BaseException) -> bool:
-    """An exception or a panic of obstore's (a BaseException, which its synchronous calls
-    raise as they are), not an interrupt or an exit."""
-    return isinstance(error, Exception) or type(error).__name__ == "PanicException"
+def _request(call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """_aio.request of one of obstore's calls, whose panics (BaseExceptions, as its
+    synchronous calls raise them) come back as exceptions, so that every caller handles
+    them as it handles any failure of the request."""
+    try:
+        return _aio.request(call, *args, **kwargs)
+    except Exception:
+        raise
+    except BaseException as e:
+        if type(e).__name__ != "PanicException":
+            raise  # (an interrupt, an exit)
+        raise RuntimeError(f"obstore panicked: {e}") from e
+
+
+def _body(store: ObstoreStore, path: str, options: GetOptions,
+          cut: tuple[int | None, int | None] | None = None) -> tuple[GetResult, memoryview]:
+    """obstore's GET of `path` and its body: all of it, or the slice `cut` of it as it
+    streams in (a server that turned a range down sends the whole object)."""
+    result = _obstore().get(store, path, options=options)
+    data = result.bytes() if cut is None else _cut(result, *cut)
+    return result, memoryview(data)
 
 
 def _is_missing(error: BaseException) -> bool:
@@ -478,14 +497,14 @@ class ObjectStore(Store):
     def _etag(self, key: str) -> str | None:
         """The object's ETag now (HEAD); None when it is missing or has none."""
         try:
-            meta: ObjectMeta = _aio.request(_obstore().head, self._store, self._path(key))
+            meta: ObjectMeta = _request(_obstore().head, self._store, self._path(key))
         except Exception as e:
             if self._missing(key, e):
                 return None
         return meta["e_tag"]
 
     def _size(self, key: str) -> int:
-        meta: ObjectMeta = _aio.request(_obstore().head, self._store, self._path(key))
+        meta: ObjectMeta = _request(_obstore().head, self._store, self._path(key))
         return meta["size"]
 
     @overload
@@ -528,13 +547,9 @@ class ObjectStore(Store):
                     return self._get(key, lo, max(lo, hi), pin)
                 options["range"] = spec
             cut = spec is None and (start, stop) != (None, None)
-
-            def fetch() -> tuple[GetResult, ReadBytes]:
-                result = obs.get(self._store, self._path(key), options=options)
-                return result, (_cut(result, start, stop) if cut else memoryview(result.bytes()))
-
             try:
-                result, data = _aio.request(fetch)
+                result, data = _request(_body, self._store, self._path(key), options,
+                                        (start, stop) if cut else None)
             except obs.exceptions.PreconditionError as e:
                 raise KeyChangedError(f"key {key!r} of {self!r} was replaced while it was "
                                       f"being read; read it again") from e
@@ -563,9 +578,7 @@ class ObjectStore(Store):
             return bytes(data) if copy else data
         except StoreError:
             raise
-        except BaseException as e:
-            if not _is_failure(e):
-                raise
+        except Exception as e:
             if self._missing(key, e):
                 return None
 
@@ -589,12 +602,10 @@ class ObjectStore(Store):
             return self._each_range(key, ranges, copy)
         obs = _obstore()
         try:
-            parts = _aio.request(obs.get_ranges, self._store, self._path(key),
-                                 starts=[r[0] for r in ranges], ends=[r[1] for r in ranges],
-                                 slots=min(len(ranges), _RANGES_IN_FLIGHT))
-        except BaseException as e:
-            if not _is_failure(e):
-                raise
+            parts = _request(obs.get_ranges, self._store, self._path(key),
+                             starts=[r[0] for r in ranges], ends=[r[1] for r in ranges],
+                             slots=min(len(ranges), _RANGES_IN_FLIGHT))
+        except Exception as e:
             if _is_missing(e) and "NoSuchBucket" not in str(e):
                 return None
             # A range that starts past the end fails the batch (obstore 0.12 panics): read
@@ -705,27 +716,23 @@ class ObjectStore(Store):
         obs = _obstore()
         options = {} if limit is None else {"range": at_most(limit)[0]}
         path = self._path(key)
-
-        def fetch(options: GetOptions) -> tuple[GetResult, bytes]:
-            result = obs.get(self._store, path, options=options)
-            return result, bytes(result.bytes())
-
         try:
             try:
-                result, data = _aio.request(fetch, options)
+                result, body = _request(_body, self._store, path, options)
             except obs.exceptions.BaseError as e:
                 if not options or not _NOT_SATISFIABLE.search(str(e)):
                     raise
-                result, data = _aio.request(fetch, {})  # empty: no range fits
+                result, body = _request(_body, self._store, path, {})  # empty: no range fits
         except Exception as e:
             if self._missing(key, e):
                 return None, None
+        data, meta = bytes(body), result.meta
         lo, hi = result.range
-        check_length(self, key, len(data), lo, hi, result.meta["size"])
+        check_length(self, key, len(data), lo, hi, meta["size"])
         if limit is not None:
             bounded(self, key, [data], limit, why)
-        self._saw(key, result.meta)
-        return data, result.meta
+        self._saw(key, meta)
+        return data, meta
 
     def get_versioned(self, key: str, limit: int | None = None,
                       why: str | None = None) -> tuple[bytes | None, ObjectVersion | None]:
@@ -761,8 +768,8 @@ class ObjectStore(Store):
         if not isinstance(value, bytes):
             value = memoryview(value).cast("B")
         try:
-            put: PutResult = _aio.request(obs.put, self._store, self._path(key), value,
-                                          mode=mode, use_multipart=False)
+            put: PutResult = _request(obs.put, self._store, self._path(key), value,
+                                      mode=mode, use_multipart=False)
             return put
         except Exception as e:
             if mode != "overwrite" and (
@@ -785,7 +792,7 @@ class ObjectStore(Store):
                 self._saw(key, put)
                 return put
             try:
-                meta = _aio.request(_obstore().head, self._store, self._path(key))
+                meta = _request(_obstore().head, self._store, self._path(key))
                 self._saw(key, meta)
             except Exception as e:
                 self._missing(key, e)  # gone meanwhile: create it
@@ -826,7 +833,7 @@ class ObjectStore(Store):
     def _delete(self, key: str) -> None:
         self._versions.pop(key, None)
         try:
-            _aio.request(_obstore().delete, self._store, self._path(key))
+            _request(_obstore().delete, self._store, self._path(key))
         except Exception as e:
             self._missing(key, e)  # deleting a missing key is no error
 
@@ -838,8 +845,7 @@ class ObjectStore(Store):
         obs = _obstore()
         for i in range(0, len(keys), 1000):  # S3's DeleteObjects takes 1000 keys
             try:
-                _aio.request(obs.delete, self._store,
-                             [self._path(key) for key in keys[i:i + 1000]])
+                _request(obs.delete, self._store, [self._path(key) for key in keys[i:i + 1000]])
             except Exception as e:
                 if not _is_missing(e):
                     raise self._error(keys[i], e) from e
@@ -859,7 +865,7 @@ class ObjectStore(Store):
                     for meta in batch]
 
         try:
-            return [self._key_of(meta["path"]) for meta in _aio.request(every)
+            return [self._key_of(meta["path"]) for meta in _request(every)
                     if _visible(meta["path"])]
         except Exception as e:
             raise self._error(prefix, e) from e
@@ -870,7 +876,7 @@ class ObjectStore(Store):
         obs = _obstore()
         under = self._path(prefix) if prefix else self._prefix
         try:
-            listing = _aio.request(obs.list_with_delimiter, self._store, under or None)
+            listing = _request(obs.list_with_delimiter, self._store, under or None)
         except Exception as e:
             raise self._error(prefix, e) from e
         names = {p.rstrip("/").rpartition("/")[2] for p in listing["common_prefixes"]}
