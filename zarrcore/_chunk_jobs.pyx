@@ -12,14 +12,16 @@ import numpy as np
 from zarrcore._cache cimport (
     ZC_SHM_TAG_MAX, ChunkCache, zc_shm_cache_set_tag, zc_shm_cache_tag,
 )
+from zarrcore._indexing cimport one_block
 from zarrcore._jobs cimport (
-    check_read_into, set_up_job, stop_claims, zc_chunk_cache_entry, zc_chunk_cache_find,
-    zc_chunk_cache_unpin, zc_chunk_version, zc_shard_job, zc_shard_job_list, zc_shard_job_prepare,
-    zc_shard_read_worker, zc_shard_task_chunk, zc_shard_write_worker,
+    check_read_into, set_up_job, set_up_one_block, stop_claims, zc_chunk_cache_entry,
+    zc_chunk_cache_find, zc_chunk_cache_unpin, zc_chunk_version, zc_piece, zc_shard_job,
+    zc_shard_job_list, zc_shard_job_prepare, zc_shard_read_worker, zc_shard_task_chunk,
+    zc_shard_write_worker,
 )
-
 from zarrcore._status cimport ZC_MAX_NDIM, ZC_OK
 
+from . import _memory
 from ._status import status_error
 
 cnp.import_array()
@@ -196,6 +198,7 @@ cdef class ChunkWaves(_CompiledJob):
     cdef zc_chunk_version *_versions
     cdef unsigned char *_versioned
     cdef zc_chunk_cache_entry **_pins
+    cdef zc_piece _block[ZC_MAX_NDIM]  # (the pieces of a job OneBlocks made)
 
     def __cinit__(self):
         self._keys = NULL
@@ -212,6 +215,10 @@ cdef class ChunkWaves(_CompiledJob):
         self.j.src_by_task = 1
         self._keep = (*keep, data)
         self.data_writable = data.flags.writeable
+        self._prepare(cache)
+
+    cdef int _prepare(self, ChunkCache cache) except -1:
+        """Validate the job set up in `j` and make its tables (with `cache`, the cache's)."""
         self._pinned = []
         self._held = []
         if zc_shard_job_prepare(&self.j) != ZC_OK:
@@ -224,7 +231,7 @@ cdef class ChunkWaves(_CompiledJob):
         if self.j.src == NULL or self.j.src_len == NULL or self.j.out == NULL or self.j.out_len == NULL:
             raise MemoryError("chunk job")
         if cache is None:
-            return
+            return 0
         self._cache = cache
         self._keys = <int64_t *>calloc(n * (self.j.ndim + 1), sizeof(int64_t))
         self._versions = <zc_chunk_version *>calloc(n, sizeof(zc_chunk_version))
@@ -239,6 +246,7 @@ cdef class ChunkWaves(_CompiledJob):
         self.j.versioned = self._versioned
         self.j.pins = self._pins
         self.j.cache_key_len = self.j.ndim + 1
+        return 0
 
     def __dealloc__(self):
         cdef int64_t t
@@ -387,6 +395,21 @@ cdef class ChunkWaves(_CompiledJob):
             zc_chunk_cache_unpin(self._pins[t[k]])
             self._pins[t[k]] = NULL
 
+    def read_here(self):
+        """Decode every task on the calling thread, GIL released, and let go of the bytes
+        and cache entries: a one-block read (OneBlocks) in one call. None, or (exception,
+        task) of the first failure."""
+        cdef int64_t t
+        check_read_into(self.data_writable)
+        with nogil:
+            zc_shard_read_worker(&self.j)
+        self._pinned = []
+        if self._pins != NULL:
+            for t in range(self.j.ntasks):
+                zc_chunk_cache_unpin(self._pins[t])
+                self._pins[t] = NULL
+        return self.error()
+
     def encoded(self):
         """Per task of the last wave (after `work_write`): its encoding (a read-only
         memoryview of the job's own output, handed over without a copy), or None when all
@@ -398,3 +421,57 @@ cdef class ChunkWaves(_CompiledJob):
         if not self.j.failed:
             return None
         return status_error(self.j.status), self.j.failed_task
+
+
+cdef class OneBlocks:
+    """The template of the ChunkWaves jobs that read `array[selection]` in one block (a chunk,
+    or an inner chunk) of an array of `array_shape` in blocks of `chunk_shape` whose bytes are
+    fetched (`settings`: the block chain's CodecChain.native_form()), through `cache` when
+    given: `job` makes one per read, with no Python object per axis."""
+
+    cdef zc_shard_job j
+    cdef int64_t array_shape[ZC_MAX_NDIM]
+    cdef object _keep, _dtype
+    cdef ChunkCache _cache
+
+    def __cinit__(self):
+        memset(&self.j, 0, sizeof(zc_shard_job))
+
+    def __init__(self, settings, array_shape, chunk_shape, dtype, ChunkCache cache=None):
+        self._keep = set_up_job(&self.j, settings, chunk_shape, None, <cnp.ndarray>None, False)
+        if len(array_shape) != self.j.ndim:
+            raise ValueError("one length per axis")
+        for d in range(self.j.ndim):
+            self.array_shape[d] = array_shape[d]
+            self.j.grid[d] = -(-array_shape[d] // chunk_shape[d])
+        self.j.src_by_task = 1
+        self._dtype = dtype
+        self._cache = cache
+
+    def job(self, selection, bint fortran):
+        """(job, out, index, scalar) for `array[selection]` when `selection` is ints and
+        slices that fall in one block (_indexing.one_block): the job of one task, which
+        decodes that block (grid index `index`, a tuple) into `out`, a new array (F order when
+        `fortran`), the result unless `scalar` (then out[()]); None for any other selection."""
+        cdef int64_t first[ZC_MAX_NDIM]
+        cdef int64_t step[ZC_MAX_NDIM]
+        cdef int64_t count[ZC_MAX_NDIM]
+        cdef int result_axis[ZC_MAX_NDIM + 1]
+        cdef int d, ndim = self.j.ndim
+        shape = one_block(selection, ndim, self.array_shape, self.j.chunk_shape, first, step,
+                          count, result_axis)
+        if shape is None:
+            return None
+        out = _memory.empty(shape[::-1], self._dtype).T if fortran else _memory.empty(
+            shape, self._dtype)
+        cdef ChunkWaves job = ChunkWaves.__new__(ChunkWaves)
+        job.j = self.j
+        set_up_one_block(job._block, ndim, self.j.chunk_shape, first, step, count, result_axis,
+                         out, job.j.piece_offset, job.j.npieces, job.j.data_strides)
+        job.j.pieces = job._block
+        job.j.data = <char *>cnp.PyArray_DATA(out)
+        job._keep = (self, out)  # (the template holds the chain's and the fill's buffers)
+        job.data_writable = True
+        job._prepare(self._cache)
+        index = tuple([first[d] // self.j.chunk_shape[d] for d in range(ndim)])
+        return job, out, index, result_axis[ndim] == -2

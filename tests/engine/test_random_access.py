@@ -26,6 +26,8 @@ from zarrcore.errors import SelectionError, ShapeMismatchError
 from zarrcore.runtime import pool
 from zarrcore.indexing import OrthogonalIndexer
 
+from one_block import in_one_chunk, same_result
+
 SETTLE = CACHE_SETTLE_SECONDS + 0.1  # after which files are old enough to cache
 
 
@@ -786,48 +788,6 @@ def one_chunk_case(draw):
     return settings_, ref
 
 
-@st.composite
-def in_one_chunk(draw, shape, block):
-    """A basic selection (ints, negative ones too, slices with steps, Ellipsis, newaxis)
-    whose items all fall in one block (chunk, or inner chunk) of an array of `shape`."""
-    items = []
-    for n, b in zip(shape, block):
-        c = draw(st.integers(0, (n - 1) // b))
-        lo, hi = c * b, min(n, (c + 1) * b)
-        kind = draw(st.sampled_from(["int", "neg", "slice", "whole"]))
-        if kind == "int":
-            items.append(draw(st.integers(lo, hi - 1)))
-        elif kind == "neg":
-            items.append(draw(st.integers(lo, hi - 1)) - n)
-        elif kind == "whole" and n <= b:
-            items.append(slice(None))
-        else:
-            start = draw(st.integers(lo, hi - 1))
-            stop = draw(st.integers(start + 1, hi))
-            items.append(slice(start, stop, draw(st.integers(1, 3))))
-    if draw(st.booleans()):  # trailing whole axes of one block as an Ellipsis
-        k = len(items)
-        while k and items[k - 1] == slice(None):
-            k -= 1
-        items = items[:k] + [Ellipsis] if draw(st.booleans()) else items[:k]
-    for _ in range(draw(st.integers(0, 2))):
-        items.insert(draw(st.integers(0, len(items))), None)
-    if len(items) == 1 and draw(st.booleans()):
-        return items[0]
-    return tuple(items)
-
-
-def _same_result(got, want, order):
-    assert type(got) is type(want)
-    assert np.shape(got) == np.shape(want) and np.asarray(got).dtype == want.dtype
-    if want.dtype.names:
-        assert got.tobytes() == np.ascontiguousarray(want).tobytes()
-    else:
-        np.testing.assert_array_equal(got, want)
-    if isinstance(got, np.ndarray) and got.ndim > 1:
-        assert got.flags["F_CONTIGUOUS" if order == "F" else "C_CONTIGUOUS"]
-
-
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=one_chunk_case(), cached=st.booleans(), memory=st.booleans(), data=st.data())
 def test_one_chunk_reads_take_the_compiled_road_and_match_numpy(tmp_path_factory, case, cached,
@@ -860,8 +820,8 @@ def test_one_chunk_reads_take_the_compiled_road_and_match_numpy(tmp_path_factory
             if core:
                 mp.setattr(engine.ChunkEngine, "plan", _unplanned)
             got = a[sel]
-        _same_result(got, want_all[sel], order)
-        _same_result(a.get_basic_selection(sel), want_all[sel], order)
+        same_result(got, want_all[sel], order)
+        same_result(a.get_basic_selection(sel), want_all[sel], order)
         # A write between reads is seen by the next read of the same chunk.
         new = np.asarray(want_all[sel]).copy()
         new[...] = ref.flat[-1]
@@ -870,7 +830,7 @@ def test_one_chunk_reads_take_the_compiled_road_and_match_numpy(tmp_path_factory
         with pytest.MonkeyPatch.context() as mp:
             if core:
                 mp.setattr(engine.ChunkEngine, "plan", _unplanned)
-            _same_result(a[sel], want_all[sel], order)
+            same_result(a[sel], want_all[sel], order)
 
 
 def _unplanned(*args, **kwargs):
@@ -930,7 +890,7 @@ def test_zero_dimensional_and_odd_ints_read_as_numpy(tmp_path, order):
     for sel in [np.int8(-1), (np.uint64(2), np.int32(1)), (1, Ellipsis), (np.intp(0), None)]:
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(engine.ChunkEngine, "plan", _unplanned)
-            _same_result(a[sel], ref[sel], order)
+            same_result(a[sel], ref[sel], order)
     for sel in [True, (1, False), (np.bool_(True), 0)]:  # (no int to numpy either)
         with pytest.raises(SelectionError, match="boolean"):
             a[sel]

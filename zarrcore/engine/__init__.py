@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._batch import ChunkBatch
+from .._chunk_jobs import OneBlocks
 from .._cache import ChunkCache, check_budget
 from .._shard_io import ShardSpec
 from ..codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
@@ -45,8 +46,8 @@ from .planning import Route, core_form, selection_boxes, selection_kind, with_ke
 from .cache import SHARD_INDEX_BYTES, ChunkVersions, ShardIndexes
 from .directory import read_chunk_batch, read_shard_batch, write_chunk_batch, write_shard_batch
 from .fetched import (
-    read_chunk_waves, read_each_chunk, read_fetched_chunks, read_shard_waves, trimmed,
-    write_chunk_waves,
+    read_chunk_waves, read_each_chunk, read_fetched_chunks, read_one_block, read_shard_waves,
+    trimmed, write_chunk_waves,
 )
 from .partial_writes import (
     put_locked, read_modify_write, whole_writes_locked, write_no_whole_chunks, write_projections,
@@ -164,11 +165,19 @@ class ChunkEngine:
             self.sharding.inner_native_form is not None)
         self.cache = self._chunk_cache(cache_bytes, shared_cache)
         # R0 (`read_selection`): the job of R1 (a template ChunkBatch, made on first need) or
-        # of R2 (`shard_spec`) reads a selection in one chunk or inner chunk of a regular grid.
+        # of R2 (`shard_spec`) reads a selection in one chunk or inner chunk of a regular grid;
+        # over stores that hand over bytes, a ChunkWaves job of one block (`one_blocks`) of
+        # R4 without a cache (whose entries are validated by versions that R4 asks for), or of
+        # R3 where the shard's index is known (`shard_indexes`).
         self._one_chunk: ChunkBatch | None = None
+        self._one_blocks: OneBlocks | None = None
+        self.fetched_one_block = (
+            self.wave_settings is not None and self.cache is None
+            or self.shard_indexes is not None and self.inner_waves)
         # (Public: a caller asks before making the call, which costs arrays R0 cannot read.)
         self.one_chunk_open = bool(self.chunk_shape) and self.grid.is_regular and (
-            self.batch_settings is not None or self.shard_spec is not None)
+            self.batch_settings is not None or self.shard_spec is not None
+            or self.fetched_one_block)
 
     @classmethod
     def from_metadata(cls, store: Store, path: str, metadata: ArrayMetadataV2 | ArrayMetadataV3,
@@ -308,21 +317,39 @@ class ChunkEngine:
         slices (positive steps, Ellipsis, newaxis) that fall in one chunk, or one inner chunk
         when sharded, of an array R1 or R2 reads, read by that route's compiled job on the
         calling thread, GIL released, through the decoded-chunk cache, into a new array (F
-        order when `fortran`; a scalar when every axis is given an int). NotImplemented for
-        any other selection: the caller makes an indexer and `read`s it."""
+        order when `fortran`; a scalar when every axis is given an int); over stores that
+        hand over bytes, of one R3 or R4 reads, by one request (`read_one_block`).
+        NotImplemented for any other selection: the caller makes an indexer and `read`s
+        it."""
         if not self.one_chunk_open:
             return NotImplemented
         if self.shard_spec is not None:
             return self.shard_spec.read_one(selection, fortran, self.dtype, self.cache)
+        if self.batch_settings is None:
+            return read_one_block(self, selection, fortran)
         reader = self._one_chunk
         if reader is None:
-            assert self.batch_settings is not None  # (the route is open)
             _, sep, lead = self.key_layout
             reader = self._one_chunk = ChunkBatch(
                 settings=self.batch_settings, **self.object_places(), sep=sep, lead_sep=lead,
                 array_shape=self.array_shape, chunk_shape=self.chunk_shape, plans=None,
                 data=None, cache=self.cache, dtype=self.dtype)
         return reader.read_one(selection, fortran, self.options.num_threads, self.head_len)
+
+    def one_blocks(self) -> OneBlocks:
+        """The template of R0's jobs over stores that hand over bytes (`read_one_block`), of
+        the array's chunks, or inner chunks when sharded; made on first need."""
+        blocks = self._one_blocks
+        if blocks is None:
+            if self.sharding is None:
+                form, shape, cache = self.wave_settings, self.chunk_shape, None
+            else:
+                form, shape = self.sharding.inner_native_form, self.sharding.chunk_shape
+                cache = self.cache if self.store.versioned_reads else None
+            assert form is not None  # (fetched_one_block)
+            blocks = self._one_blocks = OneBlocks(form, self.array_shape, shape, self.dtype,
+                                                  cache)
+        return blocks
 
     def node_dir(self) -> str:
         """The array's directory, which locates its chunks' key locks (csrc/zc_key_lock.h)."""

@@ -475,22 +475,111 @@ def read_shard_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any
                           cached)
 
 
-def cached_tasks(job: ChunkWaves, coords: list[list[int]], version: Any, tasks: Int64s,
-                 offsets: Int64s, lengths: Int64s) -> npt.NDArray[np.bool_]:
+def cached_tasks(job: ChunkWaves, coords: Sequence[Sequence[int]], version: Any,
+                 tasks: Int64s, offsets: Int64s, lengths: Int64s) -> npt.NDArray[np.bool_]:
     """Which of `tasks` (inner chunks at grid indices coords[task], stored at `offsets`
-    and `lengths` in their shard at `version`) the cache holds: those are pinned and copied
-    out of their entries; the others decode the bytes they are given into new entries. An
-    entry's version is the shard's and the inner chunk's span in it: one is served only for
-    the very bytes it was decoded from."""
+    and `lengths` in their shard at `version`) the cache holds (`cached_task`)."""
     hits = np.zeros(len(tasks), dtype=bool)
     for k, (task, offset, nbytes) in enumerate(zip(tasks.tolist(), offsets.tolist(),
                                                    lengths.tolist())):
-        digest = version_digest((version, offset, nbytes))
-        if job.lookup(task, coords[task], digest):
-            hits[k] = True
-        else:
-            job.keep(task, coords[task], digest)
+        hits[k] = cached_task(job, task, coords[task], version, offset, nbytes)
     return hits
+
+
+def cached_task(job: ChunkWaves, task: int, coords: Sequence[int], version: Any, offset: int,
+                nbytes: int) -> bool:
+    """Whether the cache holds task `task` (the inner chunk at grid index `coords`, stored at
+    `offset` and `nbytes` in its shard at `version`): then it is pinned and copied out of its
+    entry; else it decodes the bytes it is given into a new entry. An entry's version is the
+    shard's and the inner chunk's span in it: one is served only for the very bytes it was
+    decoded from."""
+    digest = version_digest((version, offset, nbytes))
+    if job.lookup(task, coords, digest):
+        return True
+    job.keep(task, coords, digest)
+    return False
+
+
+def read_one_block(engine: ChunkEngine, selection: Any, fortran: bool) -> Any:
+    """R0 (ChunkEngine.read_selection) over a store that hands over bytes: `array[selection]`
+    in one chunk, or in one inner chunk of a shard whose index the array knows
+    (`shard_indexes`), read by one request (a GET, a range GET at the shard's version)
+    and decoded on the calling thread, GIL released, with no indexer nor plan.
+    NotImplemented for any other selection, for a shard whose index is not known, its
+    inner chunk not stored, or the shard replaced: the planned routes read those (and learn
+    the index, or read the shard again)."""
+    found = engine.one_blocks().job(selection, fortran)
+    if found is None:
+        return NotImplemented
+    job, out, index, scalar = found
+    local = None
+    if engine.sharding is None:
+        key = engine.key(index)
+        data = engine.get_stored(key)
+        if data is not None:
+            job.add_whole(0, data)
+    else:
+        where = _fetch_inner_chunk(engine, job, index)
+        if where is None:
+            return NotImplemented
+        key, local = where
+    failure = job.read_here()
+    if failure is not None:
+        raise type(failure[0])(f"chunk {_block_name(engine, key, local)}: {failure[0]}")
+    return out[()] if scalar else out
+
+
+def _block_name(engine: ChunkEngine, key: str, local: int | None) -> str:
+    """The name in errors of the chunk at `key`, or of the inner chunk at C-order index
+    `local` of the shard at `key`."""
+    if local is None:
+        return repr(key)
+    assert engine.sharding is not None  # (an inner chunk)
+    return f"{key!r}, inner chunk {engine.sharding.coords(local)}"
+
+
+def _fetch_inner_chunk(engine: ChunkEngine, job: ChunkWaves, index: tuple[int, ...]
+                       ) -> tuple[str, int] | None:
+    """Give `job`'s one task the bytes of the inner chunk at grid index `index`, read at the
+    version of its shard's known index (or, when the cache holds it at that version, the
+    index's bytes only, which confirm the version): its shard's key and its C-order index
+    there; None where `read_one_block` leaves the read to the planned routes."""
+    indexes, codec = engine.shard_indexes, engine.sharding
+    assert indexes is not None and codec is not None  # (as one_chunk_open saw)
+    per = [b // c for b, c in zip(engine.grid.axes, codec.chunk_shape)]  # type: ignore[operator]
+    shard = [i // n for i, n in zip(index, per)]
+    key = engine.key(shard)
+    known = indexes.get(key)
+    if known is None:
+        return None
+    version, entries = known
+    local = 0
+    for i, n in zip(index, per):
+        local = local * n + i % n
+    offset, nbytes = entries[local].tolist()
+    if offset == EMPTY:
+        return None  # (fill, once a request confirms the shard's version: the planned route)
+    cache = engine.cache if engine.store.versioned_reads else None
+    hit = cache is not None and cached_task(job, 0, index, version, offset, nbytes)
+    try:
+        with engine.store.reader(key, version=version) as reader:
+            assert reader is not None  # (a store whose readers keep one version)
+            parts = reader.get_ranges([codec.index_range() if hit else (offset, offset + nbytes)])
+    except KeyChangedError:
+        parts = None
+    if parts is None:  # (replaced or deleted since its index was read)
+        indexes.forget([key])
+        return None
+    if not hit and job.add(parts[0], _ZERO, _ZERO, np.array([nbytes], dtype=np.int64)) >= 0:
+        raise ShardIndexError(
+            f"chunk {_block_name(engine, key, local)}: shard index entry (offset {offset}, "
+            f"nbytes {nbytes}) reaches past the end of the shard")
+    return key, local
+
+
+# (Task 0, at offset 0 of its range: `add`'s arrays for one inner chunk.)
+_ZERO = np.zeros(1, dtype=np.int64)
+_ZERO.flags.writeable = False
 
 
 def shard_codecs(engine: ChunkEngine, shards: Sequence[Sequence[int]]) -> list[ShardingCodec]:
