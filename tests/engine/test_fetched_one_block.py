@@ -70,11 +70,12 @@ def test_one_chunk_of_a_memory_store_without_a_cache_takes_r0(case, data):
 
 @settings(max_examples=20, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(sharded=st.booleans(), data=st.data())
-def test_one_block_on_s3_takes_r0_once_the_shard_index_is_known(moto_server, sharded, data):
-    """On the loopback S3: a one-chunk selection of an unsharded array, and of a sharded one
-    once its shard's index is known, are read by R0 alone; after another writer rewrites
-    the array, reads give the new data."""
+@given(sharded=st.booleans(), cached=st.booleans(), data=st.data())
+def test_one_block_on_s3_takes_r0_once_the_shard_index_is_known(moto_server, sharded, cached,
+                                                                 data):
+    """On the loopback S3, with or without the decoded-chunk cache: a one-chunk selection of
+    an unsharded array, and of a sharded one once its shard's index is known, are read by R0
+    alone; after another writer rewrites the array, reads give the new data."""
     pytest.importorskip("obstore", reason="obstore (the remote extra) is not installed")
     kw, ref = data.draw(small_case(sharded))
     url = f"s3://{moto_server.new_bucket()}/a.zarr"
@@ -82,11 +83,14 @@ def test_one_block_on_s3_takes_r0_once_the_shard_index_is_known(moto_server, sha
     writer = zarrcore.create_array(url, storage_options=options, **kw)
     ref = ref.astype(writer.dtype)
     writer[...] = ref
-    a = zarrcore.open_array(url, mode="r", storage_options=options)
+    a = zarrcore.open_array(url, mode="r", storage_options=options,
+                            **({"cache_bytes": 1 << 20} if cached else {}))
     assert a.chunk_engine.fetched_one_block
     np.testing.assert_array_equal(a[...], ref)  # (learns every shard's index)
     block = kw["chunks"]
     _check_reads(a, ref, block, data, planned=False)
+    _check_reads(a, ref, block, data, planned=False)  # (hits, where cached)
+    assert (a.cache_info()["hits"] > 0) == cached
     ref = -ref if ref.dtype != bool else ~ref
     writer[...] = ref
     _check_reads(a, ref, block, data)

@@ -167,13 +167,11 @@ class ChunkEngine:
         # R0 (`read_selection`): the job of R1 (a template ChunkBatch, made on first need) or
         # of R2 (`shard_spec`) reads a selection in one chunk or inner chunk of a regular grid;
         # over stores that hand over bytes, a ChunkWaves job of one block (`one_blocks`) of
-        # R4 without a cache (whose entries are validated by versions that R4 asks for), or of
-        # R3 where the shard's index is known (`shard_indexes`).
+        # R4, or of R3 where the shard's index is known (`shard_indexes`).
         self._one_chunk: ChunkBatch | None = None
         self._one_blocks: OneBlocks | None = None
-        self.fetched_one_block = (
-            self.wave_settings is not None and self.cache is None
-            or self.shard_indexes is not None and self.inner_waves)
+        self.fetched_one_block = self.wave_settings is not None or (
+            self.shard_indexes is not None and self.inner_waves)
         # (Public: a caller asks before making the call, which costs arrays R0 cannot read.)
         self.one_chunk_open = bool(self.chunk_shape) and self.grid.is_regular and (
             self.batch_settings is not None or self.shard_spec is not None
@@ -342,7 +340,7 @@ class ChunkEngine:
         blocks = self._one_blocks
         if blocks is None:
             if self.sharding is None:
-                form, shape, cache = self.wave_settings, self.chunk_shape, None
+                form, shape, cache = self.wave_settings, self.chunk_shape, self.cache
             else:
                 form, shape = self.sharding.inner_native_form, self.sharding.chunk_shape
                 cache = self.cache if self.store.versioned_reads else None

@@ -503,8 +503,9 @@ def cached_task(job: ChunkWaves, task: int, coords: Sequence[int], version: Any,
 def read_one_block(engine: ChunkEngine, selection: Any, fortran: bool) -> Any:
     """R0 (ChunkEngine.read_selection) over a store that hands over bytes: `array[selection]`
     in one chunk, or in one inner chunk of a shard whose index the array knows
-    (`shard_indexes`), read by one request (a GET, a range GET at the shard's version)
-    and decoded on the calling thread, GIL released, with no indexer nor plan.
+    (`shard_indexes`), read by one request (a GET, a range GET at the shard's version;
+    through the cache, as `read_cached_waves` and `cached_task` read) and decoded on the
+    calling thread, GIL released, with no indexer nor plan.
     NotImplemented for any other selection, for a shard whose index is not known, its
     inner chunk not stored, or the shard replaced: the planned routes read those (and learn
     the index, or read the shard again)."""
@@ -515,6 +516,9 @@ def read_one_block(engine: ChunkEngine, selection: Any, fortran: bool) -> Any:
     local = None
     if engine.sharding is None:
         key = engine.key(index)
+        if engine.cache is not None:  # (a job of one task, read as R4 reads its jobs)
+            read_cached_waves(engine, [job], [key], [0, 1], [index])
+            return out[()] if scalar else out
         data = engine.get_stored(key)
         if data is not None:
             job.add_whole(0, data)
