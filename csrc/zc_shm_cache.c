@@ -386,8 +386,29 @@ static int64_t claim(zc_shm_cache *s, const int64_t *key, int *evicts)
     return -1;
 }
 
-void zc_shm_cache_put(zc_shm_cache *s, const int64_t *key, const zc_chunk_version *v,
-                      const void *data)
+int zc_shm_cache_get_head(zc_shm_cache *s, const int64_t *key, const zc_chunk_version *v,
+                          void *dst, size_t n)
+{
+    int64_t seq = 0;
+    if (n > s->lay.chunk_bytes)
+        return 0;
+    const int64_t i = find(s, key, v, &seq);
+    if (i < 0)
+        return 0;
+    memcpy(dst, data_at(s, (uint64_t)i), n);
+    zc_atomic_fence();
+    shm_slot *t = slot_at(s, (uint64_t)i);
+    if (zc_atomic_load_i64(&t->seq, ZC_RELAXED) != seq)
+        return 0; /* rewritten while copied */
+    zc_atomic_store_i64(&t->tick, zc_atomic_add_i64(&s->head->clock, 1, ZC_RELAXED),
+                        ZC_RELAXED);
+    return 1;
+}
+
+/* Store the `n` bytes at `data` as the entry of `key` at `v`; counted as an insert when
+ * `chunk`. */
+static void put(zc_shm_cache *s, const int64_t *key, const zc_chunk_version *v,
+                const void *data, size_t n, int chunk)
 {
     shm_header *h = s->head;
     int evicts = 0;
@@ -401,18 +422,32 @@ void zc_shm_cache_put(zc_shm_cache *s, const int64_t *key, const zc_chunk_versio
     t->tag_len = 0;
     unsigned char *dst = data_at(s, (uint64_t)i);
     if (zc_atomic_load_i64(&h->stop_pid, ZC_RELAXED) == (int64_t)zc_os_pid()) {
-        memcpy(dst, data, s->lay.chunk_bytes / 2);
+        memcpy(dst, data, n / 2);
 #ifdef SIGSTOP
         raise(SIGSTOP);
 #endif
     }
-    memcpy(dst, data, s->lay.chunk_bytes);
+    memcpy(dst, data, n);
     zc_atomic_store_i64(&t->used, 1, ZC_RELAXED);
     zc_atomic_store_i64(&t->tick, zc_atomic_add_i64(&h->clock, 1, ZC_RELAXED), ZC_RELAXED);
     publish(t);
-    zc_atomic_add_i64(&h->inserts, 1, ZC_RELAXED);
+    if (chunk)
+        zc_atomic_add_i64(&h->inserts, 1, ZC_RELAXED);
     if (evicts)
         zc_atomic_add_i64(&h->evictions, 1, ZC_RELAXED);
+}
+
+void zc_shm_cache_put(zc_shm_cache *s, const int64_t *key, const zc_chunk_version *v,
+                      const void *data)
+{
+    put(s, key, v, data, s->lay.chunk_bytes, 1);
+}
+
+void zc_shm_cache_put_head(zc_shm_cache *s, const int64_t *key, const zc_chunk_version *v,
+                           const void *data, size_t n)
+{
+    if (n <= s->lay.chunk_bytes)
+        put(s, key, v, data, n, 0);
 }
 
 /* ---- tags ----------------------------------------------------------------------------------- */

@@ -65,6 +65,14 @@ int zc_shm_cache_get_sel(zc_shm_cache *s, const int64_t *key, const zc_chunk_ver
 void zc_shm_cache_put(zc_shm_cache *s, const int64_t *key, const zc_chunk_version *v,
                       const void *data);
 
+/* The entries of other things than chunks (a shard's index): zc_shm_cache_get's and _put's
+ * of the first `n` bytes (at most chunk_bytes) of an entry, counted neither as hits, misses
+ * nor inserts (an eviction is one; the entry counts among the entries and the bytes used). */
+int zc_shm_cache_get_head(zc_shm_cache *s, const int64_t *key, const zc_chunk_version *v,
+                          void *dst, size_t n);
+void zc_shm_cache_put_head(zc_shm_cache *s, const int64_t *key, const zc_chunk_version *v,
+                           const void *data, size_t n);
+
 /* Keep the `len` bytes at `tag` (1 to ZC_SHM_TAG_MAX) with the entry of `key` at version `v`: 1,
  * or 0 when there is no such entry (or it is being written, or `len` is out of range). An entry
  * stored again at any version loses its tag. */

@@ -1,6 +1,9 @@
 # Type stub of a compiled module (zarrcore/_cache.pyx): the decoded-chunk cache of
 # csrc/zc_chunk_cache.c. Keep in step with the .pyx.
+from collections.abc import Sequence
 from typing import Any, NamedTuple
+
+from typing_extensions import Buffer
 
 INDEX_SHARE: int
 CACHE_BYTES_MAX: int
@@ -15,9 +18,14 @@ class SharedCacheRef(NamedTuple):
 
 class ChunkCache:
     capacity: int
+    key_len: int
     shared_ref: SharedCacheRef | None
     def __init__(self, capacity: int, chunk_bytes: int, ndim: int,
                  ninner: int | None = None, shared: bool | SharedCacheRef | None = None,
                  setting: str = "shared_cache") -> None: ...
     def info(self) -> dict[str, Any]: ...
     def stop_mid_write(self, pid: int) -> None: ...
+    def shared_tag(self, key: Sequence[int]) -> bytes | None: ...
+    def put_shared(self, key: Sequence[int], version: Buffer, data: Buffer,
+                   tag: Buffer) -> bool: ...
+    def get_shared(self, key: Sequence[int], version: Buffer, n: int) -> bytes | None: ...

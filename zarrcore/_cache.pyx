@@ -10,7 +10,8 @@ from typing import NamedTuple
 from libc.errno cimport ENOSYS, errno
 from libc.stdint cimport int64_t, uint64_t
 
-from zarrcore._jobs cimport zc_chunk_cache
+from zarrcore._jobs cimport zc_chunk_cache, zc_chunk_version
+from zarrcore._status cimport ZC_MAX_NDIM
 
 from .errors import SettingTypeError, SettingValueError
 
@@ -93,6 +94,7 @@ cdef class ChunkCache:
         if capacity < chunk_bytes:
             raise ValueError(f"a cache of {capacity} bytes holds no chunk of {chunk_bytes}")
         self.capacity = capacity
+        self.chunk_bytes, self.key_len = chunk_bytes, ndim + 1
         self.chunks = zc_chunk_cache_new(capacity, chunk_bytes, ndim + 1)
         if self.chunks == NULL:
             raise MemoryError("chunk cache")
@@ -136,6 +138,56 @@ cdef class ChunkCache:
         if self.shared == NULL:
             raise ValueError("not a shared cache")
         zc_shm_cache_stop_mid_write(self.shared, pid)
+
+    cdef int _shared_key(self, key, int64_t *out) except -1:
+        """Into `out`: `key`, a key of the shared table (key_len ints)."""
+        if self.shared == NULL:
+            raise ValueError("not a shared cache")
+        if len(key) != self.key_len:
+            raise ValueError(f"a key of {self.key_len} values")
+        for d in range(self.key_len):
+            out[d] = key[d]
+        return 0
+
+    def shared_tag(self, key):
+        """The tag kept with the shared table's entry of `key` (key_len ints), as bytes; None
+        when it has none."""
+        cdef int64_t k[ZC_MAX_NDIM + 1]
+        cdef unsigned char tag[ZC_SHM_TAG_MAX]
+        self._shared_key(key, k)
+        cdef size_t n = zc_shm_cache_tag(self.shared, k, tag)
+        return tag[:n] if n else None
+
+    def put_shared(self, key, const unsigned char[::1] version, const unsigned char[::1] data,
+                   const unsigned char[::1] tag):
+        """Keep `data` (at most a chunk's bytes: other things than chunks, a shard's index)
+        as the shared table's entry of `key` at `version` (a 32-byte digest), tagged `tag` (at
+        most ZC_SHM_TAG_MAX bytes): True when kept and tagged."""
+        cdef int64_t k[ZC_MAX_NDIM + 1]
+        cdef zc_chunk_version v
+        self._shared_key(key, k)
+        if (version.shape[0] != 32 or <size_t>data.shape[0] > self.chunk_bytes
+                or not 0 < tag.shape[0] <= ZC_SHM_TAG_MAX):
+            return False
+        version_of_digest(&version[0], &v)
+        zc_shm_cache_put_head(self.shared, k, &v, &data[0] if data.shape[0] else NULL,
+                              data.shape[0])
+        return zc_shm_cache_set_tag(self.shared, k, &v, &tag[0], tag.shape[0]) == 1
+
+    def get_shared(self, key, const unsigned char[::1] version, Py_ssize_t n):
+        """The first `n` bytes of the shared table's entry of `key` at `version` (a 32-byte
+        digest), as `put_shared` kept them; None when there is none (not counted as a miss)."""
+        cdef int64_t k[ZC_MAX_NDIM + 1]
+        cdef zc_chunk_version v
+        self._shared_key(key, k)
+        if version.shape[0] != 32 or n < 0 or <size_t>n > self.chunk_bytes:
+            return None
+        version_of_digest(&version[0], &v)
+        out = bytearray(n)
+        cdef unsigned char[::1] dst = out
+        if not zc_shm_cache_get_head(self.shared, k, &v, &dst[0] if n else NULL, n):
+            return None
+        return bytes(out)
 
     def __dealloc__(self):
         zc_chunk_cache_free(self.chunks)

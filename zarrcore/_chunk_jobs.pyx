@@ -5,12 +5,12 @@ cimport numpy as cnp
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdlib cimport calloc, free, realloc
 from libc.stdint cimport int64_t, uint64_t
-from libc.string cimport memcpy, memset
+from libc.string cimport memset
 
 import numpy as np
 
 from zarrcore._cache cimport (
-    ZC_SHM_TAG_MAX, ChunkCache, zc_shm_cache_set_tag, zc_shm_cache_tag,
+    ZC_SHM_TAG_MAX, ChunkCache, version_of_digest, zc_shm_cache_set_tag,
 )
 from zarrcore._indexing cimport one_block
 from zarrcore._jobs cimport (
@@ -281,14 +281,8 @@ cdef class ChunkWaves(_CompiledJob):
         for d in range(self.j.ndim):
             key[d] = coords[d]
         key[self.j.ndim] = 0
-        if version is None:
-            return 0
-        memset(v, 0, sizeof(zc_chunk_version))
-        # (ctime_ns 0: settled, cached at once)
-        memcpy(&v.dev, &version[0], 8)
-        memcpy(&v.ino, &version[8], 8)
-        memcpy(&v.size, &version[16], 8)
-        memcpy(&v.mtime_ns, &version[24], 8)
+        if version is not None:
+            version_of_digest(&version[0], v)
         return 0
 
     def share_version(self, coords, version, const unsigned char[::1] tag):
@@ -306,13 +300,9 @@ cdef class ChunkWaves(_CompiledJob):
     def shared_version(self, coords):
         """The tag kept with the shared entry of the chunk at grid index `coords` (bytes),
         or None."""
-        cdef int64_t key[ZC_MAX_NDIM + 1]
-        cdef unsigned char tag[ZC_SHM_TAG_MAX]
-        self._key_version(coords, None, key, NULL)
-        if self._cache.shared == NULL:
+        if self._cache is None or self._cache.shared == NULL:
             return None
-        cdef size_t n = zc_shm_cache_tag(self._cache.shared, key, tag)
-        return tag[:n] if n else None
+        return self._cache.shared_tag((*coords, 0))
 
     def lookup(self, int64_t task, coords, version):
         """Pin task `task`'s chunk (grid index `coords`) cached at `version` (a hit), which

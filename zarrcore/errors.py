@@ -179,6 +179,11 @@ class KeyChangedError(StoreError):
     def __init__(self, message: str) -> None:
         super().__init__(11, message)  # EAGAIN
 
+    def __reduce__(self) -> tuple[type, tuple[str | None]]:
+        # (OSError's pickles (errno, strerror), which this __init__ does not take: raised in
+        # a pool's worker, it must reach the caller.)
+        return type(self), (self.strerror,)
+
 
 class ValueTooLargeError(StoreError, ChunkDecodeError):
     """A stored value larger than any valid one can be (a chunk larger than its codecs encode

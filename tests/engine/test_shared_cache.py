@@ -442,8 +442,8 @@ def test_an_s3_object_rewritten_between_epochs_is_read_fresh(s3_bucket, proxy, m
 def test_inner_chunks_another_worker_read_from_s3_shards_are_hits(s3_bucket, proxy, method):
     """Sharded samples on S3: an inner chunk's entry is of its shard's ETag and its span in
     the shard, the same in every process. A worker that never read the shards costs one
-    request per sample in epoch 2 (the shard's index, once unknown, then at its ETag) and
-    decodes nothing; a shard another writer replaced is read fresh, never stale."""
+    request per sample in epoch 2 (the shard's index at the ETag kept with it in the shared
+    table) and decodes nothing; a shard another writer replaced is read fresh, never stale."""
     a, data, writer = _s3_array(s3_bucket, proxy, shards=(4, *SAMPLE))
     with _pool(method, a, workers=1) as pool:
         _epoch(pool, data, 1)
@@ -460,6 +460,33 @@ def test_inner_chunks_another_worker_read_from_s3_shards_are_hits(s3_bucket, pro
     # before it reads again.)
     assert info["misses"] == SAMPLES + 4 and info["stale"] == 4
     np.testing.assert_array_equal(a[...], data)
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_shard_index_one_worker_read_is_known_to_the_others(s3_bucket, proxy, method):
+    """A pool reads one sample of each shard, learning every shard's index; a new pool's
+    worker reads the other samples by one range GET each (If-Match the ETag kept with the
+    index in the shared table), reading no index. After another writer replaces a shard,
+    the index kept there is refused once and read anew: every value is the new one."""
+    a, data, writer = _s3_array(s3_bucket, proxy, shards=(4, *SAMPLE))
+    firsts = np.arange(0, SAMPLES, 4)
+    others = np.setdiff1d(np.arange(SAMPLES), firsts)
+    with _pool(method, a, workers=1) as pool:
+        sent = _requests_of(proxy, lambda: pool.map(_read, [firsts]))
+    assert sent["GET"] == 2 * len(firsts)  # (each index, then the sample)
+    with _pool(method, a, workers=1) as pool:
+        sent = _requests_of(proxy, lambda: _check(pool.map(_read, [others]), data))
+        assert sent["GET"] == len(others) and sum(sent.values()) == len(others)
+        data[8:12] = -data[8:12]  # (the same size: uncompressed floats' signs)
+        writer[8:12] = data[8:12]
+        _check(pool.map(_read, [np.arange(8, 12)]), data)
+    np.testing.assert_array_equal(a[...], data)
+
+
+def _check(results, data):
+    for batch in results:
+        for i, sample in batch:
+            np.testing.assert_array_equal(sample, data[i])
 
 
 _SHARED_DATA: dict = {}  # _VersionedStore's data, by name

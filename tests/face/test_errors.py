@@ -555,3 +555,18 @@ def test_every_error_the_docs_name_is_a_zarrcore_error():
         error = getattr(zarrcore.errors, name, None)
         assert error is not None, f"{name} is not in zarrcore.errors"
         assert issubclass(error, ZarrcoreError), name
+
+
+def test_errors_raised_in_a_worker_reach_its_caller():
+    """Every error pickles (a pool's worker sends the ones it raises), keeping its message
+    and errno."""
+    import pickle
+
+    from zarrcore import errors
+
+    raised = [errors.KeyChangedError("key 'c/0' was replaced"), errors.StoreError(5, "gone"),
+              errors.ShardIndexError("bad entry")]
+    for error in raised:
+        back = pickle.loads(pickle.dumps(error))
+        assert type(back) is type(error) and str(back) == str(error)
+        assert getattr(back, "errno", None) == getattr(error, "errno", None)

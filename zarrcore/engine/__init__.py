@@ -156,14 +156,20 @@ class ChunkEngine:
             b % c == 0 if isinstance(b, int) else not np.any(b.lengths % c)
             for b, c in zip(self.grid.axes, self.sharding.chunk_shape))
         self.ranged_shards = not native and aligned
-        # The shard indexes those reads learned (fetched.read_shard_ranges), for stores whose
-        # readers keep one version (and say which: RangeReader.version).
-        self.shard_indexes = (ShardIndexes(SHARD_INDEX_BYTES)
-                              if self.ranged_shards and store.readers_keep_one_version
-                              else None)
         self.inner_waves = aligned and self.sharding is not None and (
             self.sharding.inner_native_form is not None)
         self.cache = self._chunk_cache(cache_bytes, shared_cache)
+        # The shard indexes those reads learned (fetched.read_shard_ranges), for stores whose
+        # readers keep one version (and say which: RangeReader.version); on a regular grid,
+        # in the shared table too where the cache is shared between processes.
+        self.shard_indexes = None
+        if self.ranged_shards and store.readers_keep_one_version:
+            assert self.sharding is not None  # (ranged_shards)
+            shared = self.cache if self.cache is not None and self.grid.is_regular and (
+                self.cache.shared_ref is not None) else None
+            self.shard_indexes = ShardIndexes(
+                SHARD_INDEX_BYTES, shared, math.prod(
+                    s // c for s, c in zip(self.chunk_shape, self.sharding.chunk_shape)))
         # R0 (`read_selection`): the job of R1 (a template ChunkBatch, made on first need) or
         # of R2 (`shard_spec`) reads a selection in one chunk or inner chunk of a regular grid;
         # over stores that hand over bytes, a ChunkWaves job of one block (`one_blocks`) of

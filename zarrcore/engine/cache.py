@@ -6,15 +6,20 @@ from __future__ import annotations
 import bisect
 import collections
 import hashlib
+import json
 import threading
 import weakref
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
 from ..runtime.portable import at_fork_in_child
 from ..codecs.sharding import Entries
 
 
 if TYPE_CHECKING:
+    from .._cache import ChunkCache
     from .._chunk_jobs import ChunkWaves
 
 
@@ -28,13 +33,22 @@ class ShardIndexes:
     shard it was read from (RangeReader.version): a later read asks a reader of that version
     only (an object store's If-Match on the ETag), so it fetches the inner chunks it wants at
     once, and a shard replaced meanwhile fails it (KeyChangedError), never reads through a
-    stale index. The least recently used are forgotten past `limit` bytes of entries."""
+    stale index. The least recently used are forgotten past `limit` bytes of entries.
 
-    def __init__(self, limit: int) -> None:
+    With `shared` (the array's cache, shared between processes), each index is also kept
+    in the shared table, an entry of its own tagged with the shard's version, so that the
+    other processes (a loader's workers) learn it without reading it (`_shared_get`);
+    `ninner` is the inner chunks per shard."""
+
+    def __init__(self, limit: int, shared: ChunkCache | None = None, ninner: int = 0) -> None:
         self._limit, self._held = limit, 0
         self._known: collections.OrderedDict[str, tuple[Any, Entries]] = (
             collections.OrderedDict())
         self._lock = threading.Lock()
+        self._shared, self._ninner = shared, ninner
+        # The versions of shards this process found replaced (`forget`), whose shared entries
+        # it must not take again until it learns the new index (by key; the latest kept).
+        self._refused: collections.OrderedDict[str, Any] = collections.OrderedDict()
         _every_shard_indexes.add(self)
 
     def get(self, key: str) -> tuple[Any, Entries] | None:
@@ -42,9 +56,48 @@ class ShardIndexes:
             found = self._known.get(key)
             if found is not None:
                 self._known.move_to_end(key)
-            return found
+        if found is None and self._shared is not None:
+            found = self._shared_get(key)
+            if found is not None:
+                self._keep(key, *found)
+        return found
 
     def put(self, key: str, version: Any, entries: Entries) -> None:
+        self._keep(key, version, entries)
+        with self._lock:
+            self._refused.pop(key, None)
+        tag = _version_tag(version)
+        if self._shared is not None and tag is not None:
+            self._shared.put_shared(self._shared_key(key), _index_digest(key, version),
+                                    np.ascontiguousarray(entries, dtype="<u8").view(np.uint8)
+                                    .reshape(-1), tag)
+
+    def _shared_get(self, key: str) -> tuple[Any, Entries] | None:
+        """The index of the shard at `key` that another process kept in the shared table,
+        with its shard's version (read from the entry's tag, found at exactly that version);
+        None when there is none."""
+        assert self._shared is not None  # (a shared cache)
+        shared_key = self._shared_key(key)
+        tag = self._shared.shared_tag(shared_key)
+        version = None if tag is None else _tag_version(tag)
+        with self._lock:
+            if version is None or self._refused.get(key) == version:
+                return None
+        data = self._shared.get_shared(shared_key, _index_digest(key, version),
+                                       16 * self._ninner)
+        if data is None:
+            return None
+        return version, np.frombuffer(data, dtype="<u8").reshape(-1, 2)
+
+    def _shared_key(self, key: str) -> tuple[int, ...]:
+        """The shared table's key of the index of the shard at `key`: a hash of `key`, then
+        -1s (chunks' keys hold no negative value)."""
+        h = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little",
+                           signed=True)
+        assert self._shared is not None  # (a shared cache)
+        return (h, *[-1] * (self._shared.key_len - 1))
+
+    def _keep(self, key: str, version: Any, entries: Entries) -> None:
         if entries.nbytes > self._limit:
             return
         entries = entries.copy()
@@ -59,11 +112,23 @@ class ShardIndexes:
                 self._held -= self._known.popitem(last=False)[1][1].nbytes
 
     def forget(self, keys: Iterable[str]) -> None:
+        """Forget the indexes of the shards at `keys`, found replaced (or perhaps replaced):
+        the next reads read them anew."""
         with self._lock:
             for key in keys:
                 old = self._known.pop(key, None)
                 if old is not None:
                     self._held -= old[1].nbytes
+                    if self._shared is not None:
+                        self._refused[key] = old[0]
+                        self._refused.move_to_end(key)
+                        while len(self._refused) > _REFUSED_HELD:
+                            self._refused.popitem(last=False)
+
+
+# The replaced shards' versions a ShardIndexes remembers (`forget`); one forgotten past these
+# costs one more refused request.
+_REFUSED_HELD = 4096
 
 
 # Every ShardIndexes of the process: a forked child gives each a new lock, since one that a
@@ -77,6 +142,30 @@ def _unlock_shard_indexes_in_child() -> None:
 
 
 at_fork_in_child(_unlock_shard_indexes_in_child)
+
+
+def _index_digest(key: str, version: Any) -> bytes:
+    """The version a shard's index is kept under in a shared table: of its key and of its
+    shard's version, so that an entry found is that shard's at that version."""
+    return version_digest(("shard index", key, version))
+
+
+def _version_tag(version: Any) -> bytes | None:
+    """A shard's version ((ETag, size)) as the tag of its index's shared entry; None when it
+    has no such form."""
+    try:
+        return json.dumps(version).encode()
+    except (TypeError, ValueError):
+        return None
+
+
+def _tag_version(tag: bytes) -> Any:
+    """The version `_version_tag` wrote (None: no tag of that form)."""
+    try:
+        version = json.loads(tag)
+    except ValueError:
+        return None
+    return tuple(version) if isinstance(version, list) else None
 
 
 def version_digest(version: Any) -> bytes:
