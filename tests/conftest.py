@@ -190,6 +190,19 @@ def fault_proxy(moto_server):
 
 
 @pytest.fixture
+def counted(s3_bucket):
+    """(server, bucket, proxy): a new bucket and a proxy in front of the moto server that
+    counts requests."""
+    pytest.importorskip("obstore", reason="obstore (the remote extra) is not installed")
+    from servers import CountingProxy
+
+    server, bucket = s3_bucket
+    proxy = CountingProxy(server.port)
+    yield server, bucket, proxy
+    proxy.stop()
+
+
+@pytest.fixture
 def io_config():
     """Restores the remote I/O settings a test changes with config.set."""
     names = ("io_concurrency", "io_process_concurrency", "io_timeout", "io_retries")

@@ -96,18 +96,6 @@ def test_one_block_on_s3_takes_r0_once_the_shard_index_is_known(moto_server, sha
     _check_reads(a, ref, block, data)
 
 
-@pytest.fixture
-def counted(s3_bucket):
-    """(server, bucket, proxy): a proxy in front of the moto server that counts requests."""
-    pytest.importorskip("obstore", reason="obstore (the remote extra) is not installed")
-    from servers import CountingProxy
-
-    server, bucket = s3_bucket
-    proxy = CountingProxy(server.port)
-    yield server, bucket, proxy
-    proxy.stop()
-
-
 @pytest.mark.parametrize("shards", [None, (8, 6)])
 def test_a_one_block_read_is_one_request(counted, shards):
     server, bucket, proxy = counted

@@ -16,17 +16,6 @@ pytest.importorskip("obstore", reason="obstore (the remote extra) is not install
 SHAPE, CHUNKS, SHARDS = (64, 24), (1, 24), (16, 24)
 
 
-@pytest.fixture
-def counted(s3_bucket):
-    """(server, bucket, proxy): a proxy in front of the moto server that counts requests."""
-    from servers import CountingProxy
-
-    server, bucket = s3_bucket
-    proxy = CountingProxy(server.port)
-    yield server, bucket, proxy
-    proxy.stop()
-
-
 def _written(server, bucket, data, name="a.zarr"):
     a = zarrcore.create_array(f"s3://{bucket}/{name}", shape=data.shape, dtype=data.dtype,
                               chunks=CHUNKS, shards=SHARDS,

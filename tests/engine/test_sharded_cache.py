@@ -16,18 +16,6 @@ SHAPE, CHUNKS, SHARDS = (64, 24), (1, 24), (16, 24)
 CACHE = 1 << 20
 
 
-@pytest.fixture
-def counted(s3_bucket):
-    """(server, bucket, proxy): a proxy in front of the moto server that counts requests."""
-    pytest.importorskip("obstore", reason="obstore (the remote extra) is not installed")
-    from servers import CountingProxy
-
-    server, bucket = s3_bucket
-    proxy = CountingProxy(server.port)
-    yield server, bucket, proxy
-    proxy.stop()
-
-
 def _s3(counted, data, **kwargs):
     """(the array read through the proxy with a cache, the writer's array: another client)
     of `data` on S3."""

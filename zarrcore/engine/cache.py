@@ -66,7 +66,7 @@ class ShardIndexes:
         self._keep(key, version, entries)
         with self._lock:
             self._refused.pop(key, None)
-        tag = _version_tag(version)
+        tag = None if self._shared is None else _version_tag(version)
         if self._shared is not None and tag is not None:
             self._shared.put_shared(self._shared_key(key), _index_digest(key, version),
                                     np.ascontiguousarray(entries, dtype="<u8").view(np.uint8)
