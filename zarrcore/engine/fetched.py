@@ -519,9 +519,11 @@ def read_one_block(engine: ChunkEngine, selection: Any, fortran: bool) -> Any:
         if engine.cache is not None:  # (a job of one task, read as R4 reads its jobs)
             read_cached_waves(engine, [job], [key], [0, 1], [index])
             return out[()] if scalar else out
-        data = engine.get_stored(key)
-        if data is not None:
-            job.add_whole(0, data)
+        # (get_many, not get_stored: its answer is the store's own buffer, not a copy)
+        for _, parts in engine.store.get_many(engine.whole_requests([key]), 1):
+            data = engine.stored_chunk(key, parts)
+            if data is not None:
+                job.add_whole(0, data)
     else:
         where = _fetch_inner_chunk(engine, job, index)
         if where is None:
