@@ -293,18 +293,21 @@ static int64_t find(zc_shm_cache *s, const int64_t *key, const zc_chunk_version 
     return -1;
 }
 
-/* Did slot `i` stay at sequence `seq` while it was copied from? Counts the hit or miss. */
-static int copied(zc_shm_cache *s, int64_t i, int64_t seq)
+/* Did slot `i` stay at sequence `seq` while it was copied from? Counts the hit or miss when
+ * `chunk` (a chunk's entry). */
+static int copied(zc_shm_cache *s, int64_t i, int64_t seq, int chunk)
 {
     zc_atomic_fence();
     shm_header *h = s->head;
     if (i < 0 || zc_atomic_load_i64(&slot_at(s, (uint64_t)i)->seq, ZC_RELAXED) != seq) {
-        zc_atomic_add_i64(&h->misses, 1, ZC_RELAXED);
+        if (chunk)
+            zc_atomic_add_i64(&h->misses, 1, ZC_RELAXED);
         return 0;
     }
     zc_atomic_store_i64(&slot_at(s, (uint64_t)i)->tick,
                         zc_atomic_add_i64(&h->clock, 1, ZC_RELAXED), ZC_RELAXED);
-    zc_atomic_add_i64(&h->hits, 1, ZC_RELAXED);
+    if (chunk)
+        zc_atomic_add_i64(&h->hits, 1, ZC_RELAXED);
     return 1;
 }
 
@@ -313,7 +316,7 @@ int zc_shm_cache_get(zc_shm_cache *s, const int64_t *key, const zc_chunk_version
     int64_t seq = 0, i = find(s, key, v, &seq);
     if (i >= 0)
         memcpy(dst, data_at(s, (uint64_t)i), s->lay.chunk_bytes);
-    return copied(s, i, seq);
+    return copied(s, i, seq, 1);
 }
 
 int zc_shm_cache_get_sel(zc_shm_cache *s, const int64_t *key, const zc_chunk_version *v,
@@ -325,7 +328,7 @@ int zc_shm_cache_get_sel(zc_shm_cache *s, const int64_t *key, const zc_chunk_ver
         if (st != ZC_OK)
             return st;
     }
-    return copied(s, i, seq);
+    return copied(s, i, seq, 1);
 }
 
 /* Empty slots in the set of `n` slots from `first`. */
@@ -389,20 +392,10 @@ static int64_t claim(zc_shm_cache *s, const int64_t *key, int *evicts)
 int zc_shm_cache_get_head(zc_shm_cache *s, const int64_t *key, const zc_chunk_version *v,
                           void *dst, size_t n)
 {
-    int64_t seq = 0;
-    if (n > s->lay.chunk_bytes)
-        return 0;
-    const int64_t i = find(s, key, v, &seq);
-    if (i < 0)
-        return 0;
-    memcpy(dst, data_at(s, (uint64_t)i), n);
-    zc_atomic_fence();
-    shm_slot *t = slot_at(s, (uint64_t)i);
-    if (zc_atomic_load_i64(&t->seq, ZC_RELAXED) != seq)
-        return 0; /* rewritten while copied */
-    zc_atomic_store_i64(&t->tick, zc_atomic_add_i64(&s->head->clock, 1, ZC_RELAXED),
-                        ZC_RELAXED);
-    return 1;
+    int64_t seq = 0, i = n <= s->lay.chunk_bytes ? find(s, key, v, &seq) : -1;
+    if (i >= 0)
+        memcpy(dst, data_at(s, (uint64_t)i), n);
+    return copied(s, i, seq, 0);
 }
 
 /* Store the `n` bytes at `data` as the entry of `key` at `v`; counted as an insert when

@@ -576,16 +576,13 @@ def _fetch_inner_chunk(engine: ChunkEngine, job: ChunkWaves, index: tuple[int, .
     if parts is None:  # (replaced or deleted since its index was read)
         indexes.forget([key])
         return None
-    if not hit and job.add(parts[0], _ZERO, _ZERO, np.array([nbytes], dtype=np.int64)) >= 0:
-        raise ShardIndexError(
-            f"chunk {_block_name(engine, key, local)}: shard index entry (offset {offset}, "
-            f"nbytes {nbytes}) reaches past the end of the shard")
+    if not hit:
+        if memoryview(parts[0]).nbytes != nbytes:  # (a range GET answers what there is)
+            raise ShardIndexError(
+                f"chunk {_block_name(engine, key, local)}: shard index entry (offset "
+                f"{offset}, nbytes {nbytes}) reaches past the end of the shard")
+        job.add_whole(0, parts[0])
     return key, local
-
-
-# (Task 0, at offset 0 of its range: `add`'s arrays for one inner chunk.)
-_ZERO = np.zeros(1, dtype=np.int64)
-_ZERO.flags.writeable = False
 
 
 def shard_codecs(engine: ChunkEngine, shards: Sequence[Sequence[int]]) -> list[ShardingCodec]:

@@ -228,7 +228,6 @@ def _a_worker() -> bool:
     return _worker
 
 
-
 def request(call: Callable[..., _T], *args: Any, slots: int = 1, **kwargs: Any) -> _T:
     """call(*args, **kwargs): a remote request that blocks its thread (obstore's synchronous
     calls), holding `slots` of the process's bound (RequestSlots.hold) while it runs. In the

@@ -585,9 +585,6 @@ class ObjectStore(Store):
     def _each_range(self, key: str, ranges: Sequence[ByteRange], copy: bool = True,
                     pin: _ObjectReader | None = None) -> list[ReadBytes] | None:
         """Each range of `key` as a GET of its own, at once (None when it is missing)."""
-        if len(ranges) == 1:  # (in the caller, as fan_out would, with fewer calls)
-            part = self._get(key, *ranges[0], pin, copy)
-            return None if part is None else [part]
         parts: list[ReadBytes | None] = [None] * len(ranges)
         for i, part in each(fan_out(lambda r: self._get(key, r[0], r[1], pin, copy), ranges,
                                     len(ranges), executor=_aio.io_threads(),
