@@ -5,7 +5,6 @@ the in-process cache's are; a worker killed at any moment leaves the others read
 values; and nothing is left once the processes are gone. Every read is compared with numpy
 and every wait has a deadline."""
 import collections
-import hashlib
 import multiprocessing
 import os
 import pickle
@@ -20,9 +19,9 @@ import numpy as np
 import pytest
 
 import zarrcore
+from versioned_store import VersionedStore
 from zarrcore.array_api import CACHE_SETTLE_SECONDS
 from zarrcore.errors import SettingTypeError, SettingValueError
-from zarrcore.storage.base import UNCHANGED, Store
 
 pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"),
                                  reason="the shared cache needs Linux (memfd_create)"),
@@ -300,7 +299,8 @@ def test_nothing_is_left_once_the_loader_is_gone(tmp_path, method, end):
     here = os.path.dirname(os.path.abspath(__file__))
     loader = subprocess.Popen([sys.executable, "-c", _LOADER, path, method, end],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                              cwd=here, env={**os.environ, "PYTHONPATH": here})
+                              cwd=here, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                  [here, os.path.join(os.path.dirname(here), "support")])})
     inode = int(loader.stdout.readline())
     assert loader.pid in _holders(inode)
     if end == "killed":
@@ -366,9 +366,9 @@ def test_a_dataloader_shares_the_cache(tmp_path):
 
 
 # -- object stores: entries are found by the version (ETag) kept with them -------------------
-def _s3_array(s3_bucket, proxy, shards=None):
-    """(array read through `proxy`, shared cache of room for every sample; its data; the
-    writer's array, not proxied) of a new array of samples on the moto server."""
+def _s3_array(s3_bucket, proxy, shards=None, **kwargs):
+    """(array read through `proxy`, shared cache of room for every sample, and `kwargs`; its
+    data; the writer's array, not proxied) of a new array of samples on the moto server."""
     server, bucket = s3_bucket
     url, data = f"s3://{bucket}/a.zarr", _data()
     writer = zarrcore.create_array(url, shape=data.shape, dtype=data.dtype, chunks=(1, *SAMPLE),
@@ -376,7 +376,7 @@ def _s3_array(s3_bucket, proxy, shards=None):
     writer[...] = data
     a = zarrcore.open_array(url, mode="r", cache_bytes=2 * SAMPLES * SAMPLE_BYTES,
                             shared_cache=True, storage_options=server.storage_options(
-                                proxy.endpoint))
+                                proxy.endpoint), **kwargs)
     return a, data, writer
 
 
@@ -483,66 +483,25 @@ def test_a_shard_index_one_worker_read_is_known_to_the_others(s3_bucket, proxy, 
     np.testing.assert_array_equal(a[...], data)
 
 
+@pytest.mark.parametrize("shards", [None, (4, *SAMPLE)], ids=["chunks", "shards"])
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_with_recheck_open_epoch_two_asks_s3_nothing(s3_bucket, proxy, method, shards):
+    """recheck_cached_data="open": what any worker found since the array was opened is
+    taken from the shared table without a request, so epoch 2 of a new pool (spawned: its
+    workers unpickle the array) sends none."""
+    a, data, _ = _s3_array(s3_bucket, proxy, shards, recheck_cached_data="open")
+    with _pool(method, a) as pool:
+        _epoch(pool, data, 1)
+    with _pool(method, a) as pool:
+        sent = _requests_of(proxy, lambda: _epoch(pool, data, 2))
+    assert sum(sent.values()) == 0
+    assert a.cache_info()["hits"] == SAMPLES
+
+
 def _check(results, data):
     for batch in results:
         for i, sample in batch:
             np.testing.assert_array_equal(sample, data[i])
-
-
-_SHARED_DATA: dict = {}  # _VersionedStore's data, by name
-
-
-class _VersionedStore(Store):
-    """An object store without a server: data of this process, found by name by every copy
-    of the store (pickled too), whose versions are the hash of the bytes padded to `pad`
-    characters, the same in every copy, as a server's ETags are; `fetched` counts the
-    values it read."""
-
-    versioned_reads = shares_versions = True
-
-    def __init__(self, name, pad=0):
-        super().__init__()
-        self.name, self.pad, self.fetched = name, pad, 0
-        self.data = _SHARED_DATA.setdefault(name, {})
-
-    def __reduce__(self):
-        return _VersionedStore, (self.name, self.pad)
-
-    def _identity(self):
-        return self.name
-
-    def get(self, key, start=None, stop=None):
-        value = self.data.get(key)
-        return None if value is None else value[start:stop]
-
-    def set(self, key, value):
-        self.data[key] = bytes(value)
-
-    def delete(self, key):
-        self.data.pop(key, None)
-
-    def exists(self, key):
-        return key in self.data
-
-    def list_prefix(self, prefix):
-        return [k for k in list(self.data) if not prefix or k.startswith(prefix + "/")]
-
-    def list_dir(self, prefix):
-        head = prefix + "/" if prefix else ""
-        return sorted({k[len(head):].split("/")[0] for k in list(self.data)
-                       if k.startswith(head)})
-
-    def get_many_versioned(self, requests, known, concurrency=None):
-        for i, (key, ranges) in enumerate(requests):
-            if key not in self.data:
-                yield i, None, None
-                continue
-            version = hashlib.sha256(self.data[key]).hexdigest().ljust(self.pad, "#")
-            if known[i] == version:
-                yield i, UNCHANGED, version
-                continue
-            self.fetched += 1
-            yield i, self.get(key) if ranges is None else self.get_ranges(key, ranges), version
 
 
 @pytest.mark.parametrize("pad", [0, 97], ids=["kept", "too-long"])
@@ -551,7 +510,7 @@ def test_versions_kept_with_entries_are_bounded_and_only_a_hint(pad):
     versions kept with the entries: nothing fetched but what was rewritten since. A version
     longer than a tag holds (96 bytes) is not kept: that reader fetches every chunk, and the
     entries still save their decode."""
-    store = _VersionedStore(f"{os.getpid()}-{pad}", pad)
+    store = VersionedStore(f"{os.getpid()}-{pad}", pad)
     data = _data()
     writer = zarrcore.create_array(store, shape=data.shape, dtype=data.dtype,
                                    chunks=(1, *SAMPLE))

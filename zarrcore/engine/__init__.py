@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +44,7 @@ from ..runtime.pool import in_turns, parallel_map
 from ..storage.base import at_most, bounded, get_at_most
 from ..storage.updates import conflict_pause, retry_conflicts
 from .planning import Route, core_form, selection_boxes, selection_kind, with_key
-from .cache import SHARD_INDEX_BYTES, ChunkVersions, ShardIndexes
+from .cache import SHARD_INDEX_BYTES, ChunkVersions, RecheckPolicy, ShardIndexes
 from .directory import read_chunk_batch, read_shard_batch, write_chunk_batch, write_shard_batch
 from .fetched import (
     read_chunk_waves, read_each_chunk, read_fetched_chunks, read_one_block, read_shard_waves,
@@ -77,8 +78,11 @@ class ChunkEngine:
                  key_layout: tuple[str, str, bool], array_shape: Sequence[int],
                  write_empty_chunks: bool | None = None, grid: ChunkGrid | None = None,
                  cache_bytes: int | None = None, options: Options = config,
-                 shared_cache: Any = None) -> None:
+                 shared_cache: Any = None, recheck_cached_data: Any = True) -> None:
         self.store = store
+        # Which versions of cached chunks and shard indexes reads take without asking the
+        # store (the array's "recheck_cached_data"; "open" is now).
+        self.recheck = RecheckPolicy(recheck_cached_data, time.time())
         self.key_prefix = key_prefix
         self._chunk_key = chunk_key
         self.chunk_shape = tuple(chunk_shape)
@@ -200,6 +204,7 @@ class ChunkEngine:
             array_shape=metadata.shape, write_empty_chunks=settings["write_empty_chunks"],
             grid=metadata.grid, cache_bytes=settings.get("cache_bytes"),
             shared_cache=settings.get("shared_cache"),
+            recheck_cached_data=settings.get("recheck_cached_data", True),
             options=array_options({k: v for k, v in settings.items() if k in ARRAY_OPTIONS}),
         )
 

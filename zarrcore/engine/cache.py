@@ -1,16 +1,20 @@
 """The engine's caches beside the decoded-chunk cache: the shard indexes ranged reads learned,
 and the versions of the chunks that reads through Store.get_many decoded into the cache (kept
-with the entries too, where the cache is shared between processes)."""
+with the entries too, where the cache is shared between processes); each with its stamp, the
+time (time.time()) at which a request found it, which the array's `recheck_cached_data`
+compares (`RecheckPolicy`)."""
 from __future__ import annotations
 
 import bisect
 import collections
+import contextlib
 import hashlib
 import json
+import math
 import threading
 import weakref
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -28,6 +32,34 @@ if TYPE_CHECKING:
 SHARD_INDEX_BYTES = 16 << 20
 
 
+class RecheckPolicy:
+    """Which cached versions an array's reads use without asking the store again: those
+    found at or after `since` (seconds since the epoch; math.inf, the default, asks every
+    time). From the array's `recheck_cached_data`: True (always ask), False (never), "open"
+    (found since the array was opened here, `opened`), or a time."""
+
+    def __init__(self, setting: Any, opened: float) -> None:
+        self.since = (math.inf if setting is True else -math.inf if setting is False
+                      else opened if setting == "open" else float(setting))
+
+    @property
+    def trusts_any(self) -> bool:
+        """Whether any version may be used without asking (a setting other than True)."""
+        return self.since < math.inf
+
+    def trusts(self, stamp: float) -> bool:
+        """Whether a version found at `stamp` is used without asking."""
+        return stamp >= self.since
+
+
+class KnownIndex(NamedTuple):
+    """A shard's parsed index (ShardIndexes), the version of the shard it was read from, and
+    when a request last found the shard at that version (its stamp)."""
+    version: Any
+    entries: Entries
+    stamp: float
+
+
 class ShardIndexes:
     """The parsed indexes of the shards an array read, by key, each with the version of the
     shard it was read from (RangeReader.version): a later read asks a reader of that version
@@ -38,12 +70,12 @@ class ShardIndexes:
     With `shared` (the array's cache, shared between processes), each index is also kept
     in the shared table, an entry of its own tagged with the shard's version, so that the
     other processes (a loader's workers) learn it without reading it (`_shared_get`);
-    `ninner` is the inner chunks per shard."""
+    `ninner` is the inner chunks per shard. A process that takes another's index from the
+    table takes its stamp too."""
 
     def __init__(self, limit: int, shared: ChunkCache | None = None, ninner: int = 0) -> None:
         self._limit, self._held = limit, 0
-        self._known: collections.OrderedDict[str, tuple[Any, Entries]] = (
-            collections.OrderedDict())
+        self._known: collections.OrderedDict[str, KnownIndex] = collections.OrderedDict()
         self._lock = threading.Lock()
         self._shared, self._ninner = shared, ninner
         # The versions of shards this process found replaced (`forget`), whose shared entries
@@ -51,7 +83,7 @@ class ShardIndexes:
         self._refused: collections.OrderedDict[str, Any] = collections.OrderedDict()
         _every_shard_indexes.add(self)
 
-    def get(self, key: str) -> tuple[Any, Entries] | None:
+    def get(self, key: str) -> KnownIndex | None:
         with self._lock:
             found = self._known.get(key)
             if found is not None:
@@ -59,35 +91,45 @@ class ShardIndexes:
         if found is None and self._shared is not None:
             found = self._shared_get(key)
             if found is not None:
-                self._keep(key, *found)
+                self._keep(key, found)
         return found
 
-    def put(self, key: str, version: Any, entries: Entries) -> None:
-        self._keep(key, version, entries)
+    def put(self, key: str, version: Any, entries: Entries, stamp: float) -> None:
+        """Keep the index `entries` of the shard at `key`, read from it at `version` by a
+        request made at `stamp`."""
+        self._keep(key, KnownIndex(version, entries, stamp))
         with self._lock:
             self._refused.pop(key, None)
-        tag = None if self._shared is None else _version_tag(version)
+        tag = None if self._shared is None else _version_tag(version, stamp)
         if self._shared is not None and tag is not None:
             self._shared.put_shared(self._shared_key(key), _index_digest(key, version),
                                     np.ascontiguousarray(entries, dtype="<u8").view(np.uint8)
                                     .reshape(-1), tag)
 
-    def _shared_get(self, key: str) -> tuple[Any, Entries] | None:
+    def confirm(self, key: str, version: Any, stamp: float) -> None:
+        """Note that a request made at `stamp` found the shard at `key` still at `version`."""
+        with self._lock:
+            found = self._known.get(key)
+            if found is not None and found.version == version and found.stamp < stamp:
+                self._known[key] = found._replace(stamp=stamp)
+
+    def _shared_get(self, key: str) -> KnownIndex | None:
         """The index of the shard at `key` that another process kept in the shared table,
-        with its shard's version (read from the entry's tag, found at exactly that version);
-        None when there is none."""
+        with its shard's version and stamp (read from the entry's tag, found at exactly that
+        version); None when there is none."""
         assert self._shared is not None  # (a shared cache)
         shared_key = self._shared_key(key)
         tag = self._shared.shared_tag(shared_key)
-        version = None if tag is None else _tag_version(tag)
+        found = None if tag is None else _tag_version(tag)
         with self._lock:
-            if version is None or self._refused.get(key) == version:
+            if found is None or self._refused.get(key) == found[0]:
                 return None
+        version, stamp = found
         data = self._shared.get_shared(shared_key, _index_digest(key, version),
                                        16 * self._ninner)
         if data is None:
             return None
-        return version, np.frombuffer(data, dtype="<u8").reshape(-1, 2)
+        return KnownIndex(version, np.frombuffer(data, dtype="<u8").reshape(-1, 2), stamp)
 
     def _shared_key(self, key: str) -> tuple[int, ...]:
         """The shared table's key of the index of the shard at `key`: a hash of `key`, then
@@ -97,19 +139,19 @@ class ShardIndexes:
         assert self._shared is not None  # (a shared cache)
         return (h, *[-1] * (self._shared.key_len - 1))
 
-    def _keep(self, key: str, version: Any, entries: Entries) -> None:
-        if entries.nbytes > self._limit:
+    def _keep(self, key: str, known: KnownIndex) -> None:
+        if known.entries.nbytes > self._limit:
             return
-        entries = entries.copy()
+        entries = known.entries.copy()
         entries.flags.writeable = False  # (shared by the reads that find it)
         with self._lock:
             old = self._known.pop(key, None)
             if old is not None:
-                self._held -= old[1].nbytes
-            self._known[key] = (version, entries)
+                self._held -= old.entries.nbytes
+            self._known[key] = known._replace(entries=entries)
             self._held += entries.nbytes
             while self._held > self._limit:
-                self._held -= self._known.popitem(last=False)[1][1].nbytes
+                self._held -= self._known.popitem(last=False)[1].entries.nbytes
 
     def forget(self, keys: Iterable[str]) -> None:
         """Forget the indexes of the shards at `keys`, found replaced (or perhaps replaced):
@@ -118,9 +160,9 @@ class ShardIndexes:
             for key in keys:
                 old = self._known.pop(key, None)
                 if old is not None:
-                    self._held -= old[1].nbytes
+                    self._held -= old.entries.nbytes
                     if self._shared is not None:
-                        self._refused[key] = old[0]
+                        self._refused[key] = old.version
                         self._refused.move_to_end(key)
                         while len(self._refused) > _REFUSED_HELD:
                             self._refused.popitem(last=False)
@@ -150,22 +192,24 @@ def _index_digest(key: str, version: Any) -> bytes:
     return version_digest(("shard index", key, version))
 
 
-def _version_tag(version: Any) -> bytes | None:
-    """A shard's version ((ETag, size)) as the tag of its index's shared entry; None when it
-    has no such form."""
+def _version_tag(version: Any, stamp: float) -> bytes | None:
+    """A shard's version ((ETag, size)) and its stamp as the tag of its index's shared entry;
+    None when it has no such form."""
     try:
-        return json.dumps(version).encode()
+        return json.dumps([version, stamp]).encode()
     except (TypeError, ValueError):
         return None
 
 
-def _tag_version(tag: bytes) -> Any:
-    """The version `_version_tag` wrote (None: no tag of that form)."""
+def _tag_version(tag: bytes) -> tuple[Any, float] | None:
+    """The version and stamp `_version_tag` wrote (None: no tag of that form)."""
     try:
-        version = json.loads(tag)
-    except ValueError:
+        version, stamp = json.loads(tag)
+    except (ValueError, TypeError):
         return None
-    return tuple(version) if isinstance(version, list) else None
+    if not isinstance(version, list) or not isinstance(stamp, (int, float)):
+        return None
+    return tuple(version), float(stamp)
 
 
 def version_digest(version: Any) -> bytes:
@@ -175,52 +219,59 @@ def version_digest(version: Any) -> bytes:
 
 class ChunkVersions:
     """The versions the decoded-chunk cache's entries of fetched chunks were decoded from, by
-    key, which their next reads ask the store about (Store.get_many_versioned); as many as
-    the cache holds chunks, the least recently used forgotten (their next read fetches them)."""
+    key, each with its stamp, which their next reads ask the store about
+    (Store.get_many_versioned); as many as the cache holds chunks, the least recently used
+    forgotten (their next read fetches them)."""
 
     def __init__(self, held: int) -> None:
         self._held = held
-        self._versions: collections.OrderedDict[str, Any] = collections.OrderedDict()
+        self._versions: collections.OrderedDict[str, tuple[Any, float]] = (
+            collections.OrderedDict())
         self._lock = threading.Lock()
 
-    def known(self, keys: Iterable[str]) -> list[Any]:
-        """The version remembered for each of `keys` (None where there is none)."""
+    def known(self, keys: Iterable[str]) -> list[tuple[Any, float] | None]:
+        """The version and stamp remembered for each of `keys` (None where there is none)."""
         with self._lock:
             return [self._versions.get(k) for k in keys]
 
-    def note(self, key: str, version: Any) -> None:
-        """Remember `version` as the one the entries of `key` are decoded from (None: it is
-        not stored, or its store tells no version of it)."""
+    def note(self, key: str, version: Any, stamp: float) -> None:
+        """Remember `version` as the one the entries of `key` are decoded from, found by a
+        request made at `stamp` (None: it is not stored, or its store tells no version of
+        it)."""
         with self._lock:
             if version is None:
                 self._versions.pop(key, None)
                 return
-            self._versions[key] = version
+            self._versions[key] = (version, stamp)
             self._versions.move_to_end(key)
             while len(self._versions) > self._held:
                 self._versions.popitem(last=False)
 
 
 def shared_versions(jobs: list[ChunkWaves], first: list[int], coords: list[Any],
-                    known: list[Any]) -> None:
-    """Set in `known` (each chunk's version, by its place in the jobs' tasks; `first`: each
-    job's first place) the version kept with the chunk's entry in the shared cache, where
-    there is one: the chunk is asked about at that version, which another process may have
-    read since this one last did (the table keeps one entry per chunk, so no other version
-    of it would be found there). Only a hint: an entry is served only at its exact version
-    (`version_digest`), so a wrong one costs a fetch, never a stale read."""
+                    known: list[tuple[Any, float] | None]) -> None:
+    """Set in `known` (each chunk's version and stamp, by its place in the jobs' tasks;
+    `first`: each job's first place) those kept with the chunk's entry in the shared cache,
+    where there are: the chunk is asked about at that version, which another process may
+    have read since this one last did (the table keeps one entry per chunk, so no other
+    version of it would be found there). Only a hint: an entry is served only at its exact
+    version (`version_digest`), so a wrong one costs a fetch, never a stale read."""
     for j, job in enumerate(jobs):
         for i in range(first[j], first[j + 1]):
             tag = job.shared_version(coords[i])
             if tag is not None:
-                known[i] = tag.decode("utf-8", "replace")
+                stamp, _, version = tag.decode("utf-8", "replace").partition(" ")
+                with contextlib.suppress(ValueError):  # (not a tag share_versions wrote)
+                    known[i] = (version, float(stamp))
 
 
 def share_versions(jobs: list[ChunkWaves], first: list[int], coords: list[Any],
-                   read: list[tuple[int, Any]]) -> None:
+                   read: list[tuple[int, Any]], stamp: float) -> None:
     """Keep each version of `read` ((place, version) of the chunks read whole, whose wave
-    has run) with its chunk's entry in the shared cache, for other processes'
-    shared_versions. (A version too long for the table is not kept: those reads fetch.)"""
+    has run, by requests made at `stamp`) with its chunk's entry in the shared cache, for
+    other processes' shared_versions. (A version too long for the table is not kept: those
+    reads fetch.)"""
     for i, version in read:
         j = bisect.bisect_right(first, i) - 1
-        jobs[j].share_version(coords[i], version_digest(version), version.encode())
+        jobs[j].share_version(coords[i], version_digest(version),
+                              f"{stamp!r} {version}".encode())

@@ -9,6 +9,7 @@ import functools
 import math
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +33,7 @@ from .planning import (
     Int64s, chunk_projections, grid_of, in_shards, inner_plans, job_groups, point_listing,
     replan, task_grid, task_values, with_key,
 )
-from .cache import share_versions, shared_versions, version_digest
+from .cache import KnownIndex, share_versions, shared_versions, version_digest
 
 if TYPE_CHECKING:
     from .._indexing import AxisPlan
@@ -344,18 +345,22 @@ def read_cached_waves(engine: ChunkEngine,
     chunk found unchanged whose entry was evicted meanwhile is fetched again. In a cache
     shared between processes, of a store that `shares_versions`, entries keep the version
     they were decoded from, and a chunk is asked for at its entry's (`shared_versions`):
-    another process's read is a hit here too."""
+    another process's read is a hit here too. A chunk whose version the array's
+    `recheck` trusts is copied out of its entry without asking."""
     known = engine.versions.known(keys)
     assert engine.cache is not None  # (read through the cache)
     shares = engine.cache.shared_ref is not None and engine.store.shares_versions
     if shares:
         shared_versions(jobs, first, coords, known)
     wanted = list(range(len(keys)))
+    if engine.recheck.trusts_any:
+        wanted = _trusted_hits(engine, jobs, keys, first, coords, known)
     while wanted:
         again: list[int] = []
         requests = engine.whole_requests(keys[i] for i in wanted)
+        asked = time.time()  # (what the answers tell was so at this time, or later)
         for batch in arrivals(engine.store, requests, engine.options.io_concurrency,
-                              [known[i] for i in wanted]):
+                              [None if (k := known[i]) is None else k[0] for i in wanted]):
             arrived: dict[int, list[int]] = {}  # the tasks that arrived, by job
             read: list[tuple[int, Any]] = []  # (place, version) of those fetched, to share
             for w, (parts, version) in batch:
@@ -367,8 +372,10 @@ def read_cached_waves(engine: ChunkEngine,
                         known[i] = None  # (evicted meanwhile: fetched again)
                         again.append(i)
                         continue
+                    if engine.recheck.trusts_any:
+                        engine.versions.note(keys[i], version, asked)
                 else:
-                    engine.versions.note(keys[i], version)
+                    engine.versions.note(keys[i], version, asked)
                     data = engine.stored_chunk(keys[i], parts)
                     if data is not None and (version is None or not job.lookup(
                             task, coords[i], version_digest(version))):
@@ -379,8 +386,27 @@ def read_cached_waves(engine: ChunkEngine,
                         read.append((i, version))
                 arrived.setdefault(j, []).append(task)
             decode_arrived(engine, jobs, arrived, keys, first)
-            share_versions(jobs, first, coords, read)
+            share_versions(jobs, first, coords, read, asked)
         wanted = again
+
+
+def _trusted_hits(engine: ChunkEngine, jobs: list[ChunkWaves], keys: list[str],
+                  first: list[int], coords: list[Any], known: list[tuple[Any, float] | None]
+                  ) -> list[int]:
+    """Copy out of their entries the chunks (places in the jobs' tasks) whose known version
+    the array's `recheck` trusts and the cache holds at that version, asking the store
+    nothing; the places of the others."""
+    arrived: dict[int, list[int]] = {}
+    wanted = []
+    for i, found in enumerate(known):
+        j = bisect.bisect_right(first, i) - 1
+        if found is not None and engine.recheck.trusts(found[1]) and jobs[j].lookup(
+                i - first[j], coords[i], version_digest(found[0])):
+            arrived.setdefault(j, []).append(i - first[j])
+        else:
+            wanted.append(i)
+    decode_arrived(engine, jobs, arrived, keys, first)
+    return wanted
 
 
 def decode_arrived(engine: ChunkEngine, jobs: list[ChunkWaves], arrived: dict[int, list[int]],
@@ -548,8 +574,9 @@ def _fetch_inner_chunk(engine: ChunkEngine, job: ChunkWaves, index: tuple[int, .
                        ) -> tuple[str, int] | None:
     """Give `job`'s one task the bytes of the inner chunk at grid index `index`, read at the
     version of its shard's known index (or, when the cache holds it at that version, the
-    index's bytes only, which confirm the version): its shard's key and its C-order index
-    there; None where `read_one_block` leaves the read to the planned routes."""
+    index's bytes only, which confirm the version; nothing where the array's `recheck`
+    trusts the index's stamp): its shard's key and its C-order index there; None where
+    `read_one_block` leaves the read to the planned routes."""
     indexes, codec = engine.shard_indexes, engine.sharding
     assert indexes is not None and codec is not None  # (as one_chunk_open saw)
     per = [b // c for b, c in zip(engine.grid.axes, codec.chunk_shape)]  # type: ignore[operator]
@@ -558,7 +585,7 @@ def _fetch_inner_chunk(engine: ChunkEngine, job: ChunkWaves, index: tuple[int, .
     known = indexes.get(key)
     if known is None:
         return None
-    version, entries = known
+    version, entries, stamp = known
     local = 0
     for i, n in zip(index, per):
         local = local * n + i % n
@@ -567,6 +594,9 @@ def _fetch_inner_chunk(engine: ChunkEngine, job: ChunkWaves, index: tuple[int, .
         return None  # (fill, once a request confirms the shard's version: the planned route)
     cache = engine.cache if engine.store.versioned_reads else None
     hit = cache is not None and cached_task(job, 0, index, version, offset, nbytes)
+    if hit and engine.recheck.trusts(stamp):
+        return key, local
+    asked = time.time()
     try:
         with engine.store.reader(key, version=version) as reader:
             assert reader is not None  # (a store whose readers keep one version)
@@ -582,6 +612,8 @@ def _fetch_inner_chunk(engine: ChunkEngine, job: ChunkWaves, index: tuple[int, .
                 f"chunk {_block_name(engine, key, local)}: shard index entry (offset "
                 f"{offset}, nbytes {nbytes}) reaches past the end of the shard")
         job.add_whole(0, parts[0])
+    if engine.recheck.trusts_any:
+        indexes.confirm(key, version, asked)
     return key, local
 
 
@@ -620,7 +652,8 @@ def read_shard_ranges(
     indexes = engine.shard_indexes
     # The shards whose indexes `indexes` knew, with the version they were learned from: read
     # at that version.
-    known: dict[int, tuple[Any, Entries]] = {}
+    known: dict[int, KnownIndex] = {}
+    asked = time.time()  # (what the answers tell was so at this time, or later)
     # (Each yields batches of (i, (result, the shard's version or None)).)
     fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, tuple[Any, Any]]]]]
     readers: dict[str, RangeReader | None] = {}
@@ -638,7 +671,7 @@ def read_shard_ranges(
             hit = (None if indexes is None or ranges is None and cached is None
                    else indexes.get(key))
             if hit is not None:
-                readers[key] = held.enter_context(store.reader(key, version=hit[0]))
+                readers[key] = held.enter_context(store.reader(key, version=hit.version))
                 known[s] = hit
 
         def read(request: Request) -> tuple[Sequence[ReadBytes] | None, Any]:
@@ -668,13 +701,13 @@ def read_shard_ranges(
     if indexes is not None:
         for s, (version, entries) in learned.items():
             if version is not None:
-                indexes.put(keys[s], version, entries)
+                indexes.put(keys[s], version, entries, asked)
 
 
 def read_indexed_shards(
         engine: ChunkEngine, keys: list[str], requests: list[tuple[str, list[ByteRange] | None]],
         shard_tasks: list[Int64s], local: Int64s, codecs: Sequence[ShardingCodec],
-        known: dict[int, tuple[Any, Entries]],
+        known: dict[int, KnownIndex],
         fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, tuple[Any, Any]]]]],
         add: Callable[[ReadBytes, Int64s, Int64s, Int64s], None],
         run: Callable[[Int64s], None], threads: int, cached: Cached | None
@@ -682,15 +715,16 @@ def read_indexed_shards(
     """The waves of _read_shard_ranges: the indexes (or whole shards) of the shards whose
     indexes are not `known`, then the inner chunks' ranges of them all, but of those
     `cached` finds at their shard's version. A known shard none of whose inner chunks is
-    fetched is asked for its index at its version, and the known shards' tasks that need
-    no bytes run last, so that no read goes through an index (nor entries) of a shard
-    replaced since. The indexes it read, by shard, each with its shard's version."""
+    fetched is asked for its index at its version (but where the array's `recheck` trusts
+    the index's stamp), and the known shards' tasks that need no bytes run last, so that no
+    read goes through an index (nor entries) of a shard replaced since. The indexes it read,
+    by shard, each with its shard's version."""
     # (key, [(start, stop)]), and the tasks whose bytes that range holds, their offsets
     # in it and lengths.
     ranged: list[tuple[Request, Int64s, Int64s, Int64s]] = []
     learned: dict[int, tuple[Any, Entries]] = {}
     # Each shard's version in this read (None: unknown, or not stored).
-    versions: dict[str, Any] = {keys[s]: version for s, (version, _) in known.items()}
+    versions: dict[str, Any] = {keys[s]: k.version for s, k in known.items()}
     none = np.zeros(0, dtype=np.int64)
 
     def place(s: int, entries: Entries, data: ReadBytes | None) -> Int64s:
@@ -712,7 +746,8 @@ def read_indexed_shards(
             add(data, tasks, spans[:, 0].astype(np.int64), spans[:, 1].astype(np.int64))
             return shard_tasks[s]
         if not len(tasks):
-            if s in known:  # (its version confirmed by one request for its index)
+            if s in known and not engine.recheck.trusts(known[s].stamp):
+                # (its version confirmed by one request for its index)
                 ranged.append(((keys[s], [codecs[s].index_range()]), none, none, none))
             return left
         gap, most = ((engine.options.coalesce_gap_bytes, engine.options.coalesce_max_bytes)
@@ -731,7 +766,7 @@ def read_indexed_shards(
     # The tasks of known shards that need no bytes (cached, or not stored): run once every
     # request at their shards' versions has succeeded, so that what a replaced shard's stale
     # index or entries say never reaches the output.
-    confirmed = [place(s, entries, None) for s, (_, entries) in known.items()]
+    confirmed = [place(s, k.entries, None) for s, k in known.items()]
     unknown = [s for s in range(len(keys)) if s not in known]
     whole = at_most(engine.chain.max_encoded_bytes)
     shard = engine.dtype.itemsize * math.prod(engine.chunk_shape)  # (decoded: a whole one's)

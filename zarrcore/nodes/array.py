@@ -25,7 +25,7 @@ from .async_nodes import AsyncArray
 from ..codecs import codec_from_v2
 from ..codecs.sharding import ShardingCodec
 from ..config import config as global_config
-from ..errors import SelectionError, ShapeMismatchError
+from ..errors import SelectionError, SettingValueError, ShapeMismatchError
 from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..metadata.common import INT64_MAX
 from ..metadata.grid import AxisChunks, ChunkGrid
@@ -63,6 +63,10 @@ class Array(ChunkMethods, Node):
                  read_only: bool = False, config: Mapping[str, Any] | None = None) -> None:
         super().__init__(store, path, metadata, read_only)
         self._config = array_config(config)
+        if "recheck_cached_data" in self._config and not self._read_only:
+            # (Its own writes would not be seen by its reads of chunks cached before them.)
+            raise SettingValueError(f"array {path!r}: recheck_cached_data other than True "
+                                    f"needs an array opened read-only (mode='r')")
         # (Read by every read; dict.get would lock the dict shared by all reading threads on a
         # free-threaded Python.)
         self._read_missing: bool | None = self._config.get("read_missing_chunks")
@@ -365,9 +369,15 @@ class Array(ChunkMethods, Node):
         # the metadata, so processes and task schedulers can ship arrays.
         # A shared cache travels as where its table is (SharedCacheRef), for the process
         # that unpickles to read through the same one.
+        # "open" travels as the time it stands for: a worker's reads trust what any process
+        # found since the array was opened, as a forked worker's do.
         ref = None if self._engine.cache is None else self._engine.cache.shared_ref
-        return type(self), (self._store, self._path, self._metadata, self._read_only,
-                            self._config if ref is None else {**self._config, "shared_cache": ref})
+        config = dict(self._config)
+        if ref is not None:
+            config["shared_cache"] = ref
+        if config.get("recheck_cached_data") == "open":
+            config["recheck_cached_data"] = self._engine.recheck.since
+        return type(self), (self._store, self._path, self._metadata, self._read_only, config)
 
     def __dask_tokenize__(self) -> tuple[Any, ...]:
         # The same array (store, path, metadata) tokenizes alike in every process.

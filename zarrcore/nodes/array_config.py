@@ -1,6 +1,7 @@
 """An array's own settings (its `config`): the forms zarr-python gives them in, checked."""
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,7 +21,7 @@ def config_items(config: Any) -> dict[str, Any]:
 
 
 _ARRAY_SETTINGS = ("write_empty_chunks", "read_missing_chunks", "order", "cache_bytes",
-                   "shared_cache", *ARRAY_OPTIONS)
+                   "shared_cache", "recheck_cached_data", *ARRAY_OPTIONS)
 
 
 def array_config(config: Any) -> dict[str, Any]:
@@ -46,10 +47,17 @@ def array_config(config: Any) -> dict[str, Any]:
     if shared is not None and shared is not True and not isinstance(shared, SharedCacheRef):
         raise SettingTypeError(f"array config: shared_cache must be True or False, not "
                                f"{shared!r}")
+    recheck = config.get("recheck_cached_data")
+    recheck = True if recheck is None else recheck
+    if not (recheck is True or recheck is False or recheck == "open" or isinstance(
+            recheck, (int, float)) and not isinstance(recheck, bool) and math.isfinite(recheck)):
+        raise SettingTypeError(f"array config: recheck_cached_data must be True, False, "
+                               f"'open' or a time in seconds since the epoch, not {recheck!r}")
     # read_missing_chunks, cache_bytes and ARRAY_OPTIONS only when given: None follows
     # zarrcore.config.
     own = checked_array_options({k: v for k, v in config.items() if k in ARRAY_OPTIONS})
     return {"write_empty_chunks": None if write_empty is None else bool(write_empty),
             **({} if read_missing is None else {"read_missing_chunks": bool(read_missing)}),
             "order": order, **({} if cache_bytes is None else {"cache_bytes": cache_bytes}),
-            **({} if shared is None else {"shared_cache": shared}), **own}
+            **({} if shared is None else {"shared_cache": shared}),
+            **({} if recheck is True else {"recheck_cached_data": recheck}), **own}

@@ -409,13 +409,17 @@ def create_spec(shape: ShapeLike, *, chunks: ChunksLike | bool = None,
 def open_spec(store: StoreLike = None, *, mode: str = "a", path: str | None = None,
               zarr_format: int | None = None, name: str | None = None,
               storage_options: dict[str, Any] | None = None, cache_bytes: int | None = None,
-              shared_cache: bool = False, **kwargs: Any) -> ArraySpec:
+              shared_cache: bool = False, recheck_cached_data: Any = True,
+              **kwargs: Any) -> ArraySpec:
     """What `open_array` makes of its arguments (see it): an existing array, or a new one."""
     check_mode(mode)
     if cache_bytes is not None:
         kwargs["config"] = {**config_items(kwargs.get("config")), "cache_bytes": cache_bytes}
     if shared_cache is not False:
         kwargs["config"] = {**config_items(kwargs.get("config")), "shared_cache": shared_cache}
+    if recheck_cached_data is not True:
+        kwargs["config"] = {**config_items(kwargs.get("config")),
+                            "recheck_cached_data": recheck_cached_data}
     path = normalize_path(path if path is not None else name)
     store = make_store(store, read_only=(mode == "r"), storage_options=storage_options,
                        mode=store_mode(mode, path))

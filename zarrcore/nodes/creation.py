@@ -217,7 +217,8 @@ def create(shape: ShapeLike, *, chunks: ChunksLike | bool = None,
 def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = None,
                zarr_format: int | None = None, name: str | None = None,
                storage_options: dict[str, Any] | None = None, cache_bytes: int | None = None,
-               shared_cache: bool = False, **kwargs: Any) -> Array:
+               shared_cache: bool = False, recheck_cached_data: bool | str | float = True,
+               **kwargs: Any) -> Array:
     """Open an existing array, or create one (modes 'w', 'w-', 'a') when `shape` is given.
 
     Parameters
@@ -240,6 +241,13 @@ def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = N
         Keep that cache in memory shared with the processes the array goes to (pickled, or
         inherited by fork: a data loader's workers), all within the one budget, so a chunk
         any of them decoded is a hit for all (its `config` "shared_cache"). Linux only.
+    recheck_cached_data : bool, "open" or float, default True
+        Which cached chunks (and shard indexes) a read takes from an object store's cache
+        without asking the store whether they changed: True, none (every hit costs a
+        request); False, all; "open", those found since the array was opened (in this
+        process); a time (seconds since the epoch), those found since then (its `config`
+        "recheck_cached_data"). Anything else needs mode "r": other writers' changes to the
+        chunks cached are not seen.
     **kwargs
         For creating, as `create_array` takes them (`shape`, `dtype`, ...); `config` is the
         array's own settings when it exists too.
@@ -259,7 +267,8 @@ def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = N
     """
     return make_array(open_spec(store, mode=mode, path=path, zarr_format=zarr_format, name=name,
                                 storage_options=storage_options, cache_bytes=cache_bytes,
-                                shared_cache=shared_cache, **kwargs))
+                                shared_cache=shared_cache,
+                                recheck_cached_data=recheck_cached_data, **kwargs))
 
 
 def _create(store: StoreLike, shape: ShapeLike, kwargs: dict[str, Any]) -> Array:
