@@ -18,10 +18,12 @@ is the time in ms until every worker has its array and has read one sample.
 
 zarrcore runs plain, with the in-process decoded-chunk cache of each worker
 ("zarrcore-cached": --cache-mib each) and, where this zarrcore has it, with the cache its
-workers share ("zarrcore-shared"). A batch is checked in its worker: every sample of a
-worker's first batch and one sample of each later batch against the data written (the check
-is part of the time, as small as it can be made). The floor per pool is random_access.py's: each
-sample's stored bytes read with pread and decoded, on min(workers, CPUs) CPUs. Over S3 it is
+workers share ("zarrcore-shared"), which also takes without a request what any worker found
+since the array was opened ("zarrcore-shared-open": recheck_cached_data="open"). A batch is
+checked in its worker: every sample of a worker's first batch and one sample of each later
+batch against the data written (the check is part of the time, as small as it can be made).
+The floor per pool is random_access.py's: each sample's stored bytes read with pread and
+decoded, on min(workers, CPUs) CPUs. Over S3 it is
 measured against the same server ("bare", measure_bare): a pool as large, each sample one
 bare GET (its chunk, or its inner chunk's range) and a decode.
 """
@@ -43,15 +45,13 @@ import _common as C
 import random_access as RA
 import remote
 
-LIBS = ("zarrcore", "zarrcore-cached", "zarrcore-shared", "tensorstore",
-        "zarrs-python", "zarr-python", "zarr-python-fused")
+LIBS = ("zarrcore", "zarrcore-cached", "zarrcore-shared", "zarrcore-shared-open",
+        "tensorstore", "zarrs-python", "zarr-python", "zarr-python-fused")
 METHODS = ("fork", "spawn")
 QUICK = dict(steps=64, shard=16, batch=8, epoch_samples=64, remote_samples=32, workers="2",
              cache_mib=64, worker_timeout=60)
 # The floor over S3, measured against the same server (measure_bare); not a library.
 BARE = "bare"
-# zarrcore's shared cache is opted into by this open_array argument where it exists.
-SHARED_CACHE_ARGUMENT = "shared_cache"
 
 _worker_state = {}  # in each worker: its reader, array and the data written
 
@@ -61,7 +61,10 @@ def _library(lib):
     if lib == "zarrcore-cached":
         return "zarrcore", {"cache_bytes": "cache"}
     if lib == "zarrcore-shared":
-        return "zarrcore", {"cache_bytes": "cache", SHARED_CACHE_ARGUMENT: True}
+        return "zarrcore", {"cache_bytes": "cache", "shared_cache": True}
+    if lib == "zarrcore-shared-open":
+        return "zarrcore", {"cache_bytes": "cache", "shared_cache": True,
+                            "recheck_cached_data": "open"}
     return lib, {}
 
 
@@ -214,10 +217,11 @@ def measure_lib(lib, condition, layouts, args):
         return {layout: measure_bare(RA.Location(os.path.join(args.data, layout), layout,
                                                  args.s3_endpoint), args)
                 for layout in layouts} if condition == "s3" else {}
-    if lib == "zarrcore-shared":
-        zarrcore = RA._zarrcore()
-        if SHARED_CACHE_ARGUMENT not in inspect.signature(zarrcore.open_array).parameters:
-            return {"error": "skipped: this zarrcore has no shared cache"}
+    base, options = _library(lib)
+    if base == "zarrcore":
+        missing = set(options) - set(inspect.signature(RA._zarrcore().open_array).parameters)
+        if missing:
+            return {"error": f"skipped: this zarrcore's open_array has no {sorted(missing)}"}
     s3 = condition == "s3"
     out = {}
     for layout in layouts:
