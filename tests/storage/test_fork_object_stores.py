@@ -125,7 +125,7 @@ if sys.argv[2] != "default":
     multiprocessing.set_start_method(sys.argv[2])
 url, options = json.loads(sys.argv[1])
 zarrcore.open_array(url, mode="r", storage_options=options)[0]
-print(_obstore_runtime._template is not None)
+print(_obstore_runtime._template is not None, len(_obstore_runtime._sent_to_template))
 """
 
 
@@ -135,8 +135,9 @@ print(_obstore_runtime._template is not None)
 def test_a_process_that_forks_its_workers_starts_the_template_at_once(s3_bucket, method,
                                                                       started):
     """Where workers are forked (the start method), the helper template starts when obstore
-    first runs, not at the first fork: a worker forked soon after does not wait for the
-    template's interpreter. Elsewhere no process starts until a fork."""
+    first runs, not at the first fork, and is sent the client made before to build: a worker
+    forked soon after waits neither for the template's interpreter nor for that client.
+    Elsewhere no process starts until a fork."""
     import json
     import subprocess
 
@@ -148,7 +149,7 @@ def test_a_process_that_forks_its_workers_starts_the_template_at_once(s3_bucket,
     out = subprocess.run([sys.executable, "-c", _TEMPLATE_PROBE, probe, method],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == [str(started)]
+    assert out.stdout.split() == [str(started), str(int(started))]
 
 
 def test_a_forked_child_sees_missing_chunks_and_replaced_shards(s3_bucket):

@@ -99,9 +99,31 @@ _SENT_KEPT = 256
 def prepare_helpers(stores: list[ObstoreStore]) -> None:
     """(Before a fork, in the process where obstore ran.) Have the template build `stores`
     (those the children will use first) ahead, so that its helpers inherit their clients
-    rather than build each (5-13 ms) before their first request. Never waits: what the
-    template's socket cannot take now is built by the helpers that need it."""
+    rather than build each (5-30 ms) before their first request."""
     _start_template()
+    _send_to_template(stores)
+
+
+def client_made(store: ObstoreStore) -> None:
+    """(When this process makes a client.) Where the template runs, or will start when obstore
+    first runs here (a process that forks its workers), have it build `store` now: a worker
+    forked soon after, a DataLoader's at its first batch, finds it built."""
+    if _runtime_pid is None:
+        _before_first_run.append(store)
+        del _before_first_run[:-_BEFORE_FIRST_RUN_KEPT]
+    elif _template is not None:
+        _send_to_template([store])
+
+
+# The clients made before obstore first ran here, sent to the template when it starts
+# (obstore_module); the latest this many.
+_before_first_run: list[ObstoreStore] = []
+_BEFORE_FIRST_RUN_KEPT = 4
+
+
+def _send_to_template(stores: list[ObstoreStore]) -> None:
+    """Send the template the pickles of `stores` to build (each once). Never waits: what its
+    socket cannot take now is built by the helpers that need it."""
     if _runtime_pid != os.getpid() or _template is None:
         return
     for store in stores:
@@ -144,6 +166,8 @@ def obstore_module() -> ModuleType:
         _runtime_pid = pid
         if _forks_workers():
             _start_template()
+            _send_to_template(_before_first_run)
+        _before_first_run.clear()
     elif _runtime_pid != pid:
         with _forked_guard:
             if _forked is None:

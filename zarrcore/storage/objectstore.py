@@ -205,14 +205,15 @@ def _client_root(made: ObstoreStore, client: ClientConfig, retry: RetryConfig) -
 def _shared_client(key: Hashable, make: Callable[[], ObstoreStore]) -> ObstoreStore:
     """The client this process keeps for `key`, made by `make()` the first time."""
     with _clients_guard:
-        client = _clients.get(key)
-        if client is None:
-            client = _clients[key] = make()
-            if len(_clients) > KNOWN_CLIENTS:
-                _clients.popitem(last=False)
-        else:
+        known = _clients.get(key)
+        if known is not None:
             _clients.move_to_end(key)
-        return client
+            return known
+        client = _clients[key] = make()
+        if len(_clients) > KNOWN_CLIENTS:
+            _clients.popitem(last=False)
+    _obstore_runtime.client_made(client)
+    return client
 
 
 def _unsigned_payload(url: str, options: StorageOptions) -> bool:
