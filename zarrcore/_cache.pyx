@@ -3,7 +3,6 @@
 (ChunkBatch, ShardBatch) share, the same cache a native handle keeps (zc_array.c)."""
 import operator
 import os
-import secrets
 import sys
 from typing import NamedTuple
 
@@ -118,7 +117,7 @@ cdef class ChunkCache:
             if self.shared != NULL:
                 self.shared_ref = shared
         if self.shared == NULL:
-            nonce = secrets.randbits(64)
+            nonce = int.from_bytes(os.urandom(8), "little")  # (secrets: 6-11 ms to import)
             self.shared = zc_shm_cache_create(capacity, chunk_bytes, key_len, nonce, &status)
             if self.shared == NULL:
                 code = errno

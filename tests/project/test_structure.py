@@ -501,6 +501,17 @@ def test_importing_zarrcore_imports_no_optional_library():
     assert found.stdout.strip() == "[]", found.stdout
 
 
+def test_importing_zarrcore_imports_no_event_loop():
+    """asyncio (with ssl, 30-40 ms of a process's start: a spawned loader worker's too) is
+    imported where an event loop is made or runs, never by `import zarrcore`; secrets (6-11
+    ms) not at all."""
+    code = ("import sys, zarrcore, zarrcore.api; "
+            "print(sorted(m for m in ('asyncio', 'ssl', 'secrets') if m in sys.modules))")
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True, cwd=os.path.dirname(os.path.abspath(__file__)))
+    assert found.stdout.strip() == "[]", found.stdout
+
+
 def test_zarr_python_loads_the_pipeline_entry_point_at_any_version():
     """zarr-python loads every registered `zarr.codec_pipeline` entry point whenever it looks
     for its pipeline, so the pipeline's module imports under any zarr-python 3 (3.1 on Python

@@ -8,7 +8,6 @@ work in progress to end before the task sees CancelledError.
 """
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -17,6 +16,8 @@ from ..runtime.cancellation import WorkCancelled
 from .node import BrokenNode
 
 if TYPE_CHECKING:
+    import asyncio
+
     import numpy.typing as npt
 
     from .array import Array
@@ -32,6 +33,8 @@ async def run(call: Callable[..., _R], *args: Any, **kwargs: Any) -> _R:
 
     Cancelled, it stops the call's chunk work and returns (raises CancelledError) once the
     work in progress has ended."""
+    import asyncio  # (imported where a loop runs: not by `import zarrcore`)
+
     started = background.start(call, *args, **kwargs)
     try:
         result: _R = await asyncio.wrap_future(started.future)
@@ -78,6 +81,8 @@ class _ReadQueue:
         self._rounds: dict[asyncio.AbstractEventLoop, _Round] = {}
 
     async def read(self, selection: Any) -> Any:
+        import asyncio
+
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         round_ = self._rounds.get(loop)
@@ -115,6 +120,8 @@ class _ReadQueue:
             else:
                 outcomes = done.result()
             self._deliver(loop, futures, outcomes, 0)
+
+        import asyncio
 
         asyncio.wrap_future(started.future, loop=loop).add_done_callback(delivered)
 

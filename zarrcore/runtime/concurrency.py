@@ -8,15 +8,17 @@ Ctrl-C.
 """
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import errno
 import queue
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..errors import StoreError
+
+if TYPE_CHECKING:  # (asyncio, 30-40 ms to import, only where a loop runs the calls)
+    import asyncio
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -70,7 +72,7 @@ def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterabl
         threads = concurrent.futures.ThreadPoolExecutor(limit, thread_name_prefix=thread_name)
     elif loop is None:
         threads = executor
-    event_loop = cast(asyncio.AbstractEventLoop, loop)
+    event_loop = cast("asyncio.AbstractEventLoop", loop)
     pending = enumerate(items)
     exhausted = False
     try:
@@ -83,6 +85,8 @@ def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterabl
                     break
                 future: concurrent.futures.Future[R]
                 if threads is None:
+                    import asyncio
+
                     future = asyncio.run_coroutine_threadsafe(run(item), event_loop)
                 else:
                     future = threads.submit(run, item)

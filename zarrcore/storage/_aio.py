@@ -3,7 +3,8 @@
 zarrcore.runtime.concurrency.fan_out runs them; and the process's bound on the remote
 requests in flight (`request_slots`), which every object-store and async fsspec request
 holds while it is sent and answered, whatever loop or thread it runs on."""
-import asyncio
+from __future__ import annotations
+
 import collections
 import concurrent.futures
 import errno
@@ -12,14 +13,17 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..runtime.portable import at_fork_in_child
 from ..config import config
 from ..errors import StoreError
 
+if TYPE_CHECKING:  # (imported where a loop is made or runs: not by `import zarrcore`)
+    import asyncio
+
 _loop: asyncio.AbstractEventLoop | None = None
-_threads: "DaemonThreads | None" = None
+_threads: DaemonThreads | None = None
 _loop_guard = threading.Lock()
 # The names of the I/O threads begin so.
 _IO_THREAD = "zarrcore-request"
@@ -101,6 +105,8 @@ class RequestSlots:
             self._release(wanted)
 
     async def _acquire(self, wanted: int) -> None:
+        import asyncio
+
         granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         if self._granted_at_once(wanted, granted):
             return
@@ -159,6 +165,8 @@ def io_loop() -> asyncio.AbstractEventLoop:
     global _loop
     with _loop_guard:
         if _loop is None:
+            import asyncio
+
             loop = asyncio.new_event_loop()
             threading.Thread(target=loop.run_forever, name="zarrcore-io", daemon=True).start()
             _loop = loop
@@ -261,6 +269,8 @@ def run(coro: Coroutine[Any, Any, _T], loop: asyncio.AbstractEventLoop | None = 
     A StoreError (ETIMEDOUT) after `deadline` seconds (default `answer_deadline()`) without
     its result, or at once when no thread of this process runs the loop: the requests in it
     time out sooner, so only a loop that no longer runs gets there."""
+    import asyncio
+
     loop = loop or io_loop()
     future = asyncio.run_coroutine_threadsafe(coro, loop)
     wait = answer_deadline() if deadline is None else deadline

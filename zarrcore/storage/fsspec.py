@@ -8,7 +8,6 @@ DataLoader workers) opens the filesystem anew from its options on first use: the
 loop, sessions and connections are not the child's to use."""
 from __future__ import annotations
 
-import asyncio
 import errno
 import os
 import threading
@@ -26,6 +25,8 @@ from .base import (
 from .options import credentials_error
 
 if TYPE_CHECKING:
+    import asyncio
+
     from _typeshed import ReadableBuffer
     from fsspec import AbstractFileSystem
 
