@@ -316,6 +316,86 @@ def test_the_template_builds_stores_ahead_and_outlives_bad_ones(s3_bucket):
         assert template.wait(60) == 0
 
 
+def _with_marker(marker):
+    """The processes whose environment holds `marker` (the template and the helpers it
+    forked), but zombies."""
+    found = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if marker.encode() in f.read():
+                    found.add(int(pid))
+        except OSError:
+            continue  # (gone meanwhile, or another user's)
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_template_keeps_a_spare_helper_connected_ahead(counted):
+    """Once idle, the template forks a spare helper, which connects to the stores built (a
+    HEAD of a missing object) before any child asks, and no spare follows another while
+    nothing changes; the next child's socket goes to it and is served; and every helper
+    ends once the template's socket has closed."""
+    import pickle
+    import socket
+    import subprocess
+    import time
+    import uuid
+
+    from zarrcore.storage import _obstore_helper
+
+    server, bucket, proxy = counted
+    a = zarrcore.create_array(f"s3://{bucket}/w.zarr", shape=SHAPE, dtype="float32",
+                              chunks=CHUNKS, storage_options=server.storage_options())
+    a[0] = 7
+    blob = pickle.dumps(zarrcore.open_array(
+        f"s3://{bucket}/w.zarr", storage_options=server.storage_options(proxy.endpoint)
+    ).store._store)
+    marker = f"ZARRCORE_TEST_TEMPLATE={uuid.uuid4().hex}"
+    name, _, value = marker.partition("=")
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    template = subprocess.Popen(
+        _obstore_runtime._helper_command("template", str(theirs.fileno())),
+        pass_fds=(theirs.fileno(),), env={**os.environ, name: value})
+    theirs.close()
+
+    def warm_ups():
+        return sum(n for (method, path), n in proxy.methods.items()
+                   if method == "HEAD" and path.endswith(".zarrcore-warm-up"))
+
+    try:
+        ours.send(b"s" + blob)
+        deadline = time.monotonic() + 60
+        while not warm_ups():
+            assert time.monotonic() < deadline, "no spare connected"
+            time.sleep(0.02)
+        time.sleep(0.5)
+        settled = warm_ups()
+        time.sleep(0.5)
+        assert warm_ups() == settled  # (one spare, which asked once: a client may retry)
+        mine, helpers = socket.socketpair()
+        socket.send_fds(ours, [b"h"], [helpers.fileno()])
+        helpers.close()
+        mine.settimeout(60)
+        frame = pickle.dumps((1, "head", blob, ("w.zarr/c/0/0",), {}))
+        mine.sendall(_obstore_helper.HEADER.pack(len(frame)) + frame)
+        size, = _obstore_helper.HEADER.unpack(
+            _obstore_helper.receive_exactly(mine, _obstore_helper.HEADER.size))
+        ident, ok, meta = pickle.loads(_obstore_helper.receive_exactly(mine, size))
+        assert (ident, ok) == (1, True) and meta["size"] > 0
+        mine.close()
+    finally:
+        ours.close()
+        assert template.wait(60) == 0
+    deadline = time.monotonic() + 60
+    while _with_marker(marker):
+        assert time.monotonic() < deadline, "a helper outlived the template"
+        time.sleep(0.05)
+
+
 def test_a_child_whose_helper_cannot_start_is_told_how_to_start_workers(remote_array,
                                                                       monkeypatch):
     a, data = remote_array

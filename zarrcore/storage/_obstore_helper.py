@@ -14,8 +14,11 @@ ran starts one first (_obstore_runtime._start_template), which imports obstore a
 child then hands it one end of a new socket pair (over the socket FD, which every child of
 that process inherits), and the template forks a helper for it: obstore's runtime has not
 started there, so the fork is safe, and the helper is ready in a millisecond rather than an
-interpreter's start. Before each fork the process sends it the pickles of the stores it used
-last, which the template builds (a client each, 5-13 ms): its helpers find them built. Where
+interpreter's start. The process sends it the pickles of the stores it uses, which the
+template builds (a client each, 5-30 ms): its helpers find them built. Once idle, the template
+forks a spare helper ahead, which starts its runtime and connects to the servers of the
+stores built last, and hands it the next child's socket: that child's first request finds a
+connection open. Where
 building one started threads (obstore may start its runtime to find credentials), forking
 the template is no longer safe, so it starts afresh as a new interpreter, with nothing
 built. The template ends when every process that holds the other end of FD has ended.
@@ -28,9 +31,10 @@ Frames both ways: 8 bytes of length (little-endian), then a pickle. A call is
 b"h" with a socket to fork a helper for, or b"s" and a store's pickle to build.
 """
 import collections
-import concurrent.futures
 import os
 import pickle
+import queue
+import select
 import signal
 import socket
 import struct
@@ -51,6 +55,11 @@ _STORES_KEPT = 64
 _TEMPLATE_MESSAGE = 1 << 16
 # (In the template) the stores built ahead from their pickles, which its helpers inherit.
 _built: collections.OrderedDict[bytes, Any] = collections.OrderedDict()
+# The stores (the last built) a spare helper connects to before it is handed a socket.
+_SPARE_WARMS = 4
+# Seconds the template waits for no message before it forks a spare: not while children are
+# forked one after another, whose helpers' first requests the spare's start would slow.
+_SPARE_AFTER = 0.1
 
 
 def _keep(stores: collections.OrderedDict[bytes, Any], blob: bytes, store: Any) -> None:
@@ -72,8 +81,8 @@ def _answer(op: str, store: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     if op == "warm":  # the client built, the runtime started and a connection opened
         try:
             obstore.head(store, *args)
-        except Exception:
-            pass  # (missing, as it should be)
+        except BaseException:  # (missing, as it should be; or failing: a real call says why)
+            pass
         return None
     if op in ("head", "put", "delete", "list_with_delimiter"):
         return getattr(obstore, op)(store, *args, **kwargs)
@@ -92,10 +101,39 @@ def receive_exactly(sock: socket.socket, size: int) -> bytes:
     return b"".join(parts)
 
 
-def _serve(sock: socket.socket) -> None:
+class _Calls:
+    """Threads that run the calls submitted, in order: up to `limit`, each started when a
+    call finds none idle. (Not concurrent.futures' pool, whose import of logging is a third
+    of the template's start.) Never shut down: the process ends with os._exit."""
+
+    def __init__(self, limit: int) -> None:
+        self._waiting: queue.SimpleQueue[tuple[Any, tuple[Any, ...]]] = queue.SimpleQueue()
+        self._idle = threading.Semaphore(0)
+        self._left = limit
+
+    def submit(self, call: Any, *args: Any) -> None:
+        self._waiting.put((call, args))
+        if not self._idle.acquire(blocking=False) and self._left > 0:
+            self._left -= 1  # (submit is called by one thread only)
+            threading.Thread(target=self._work, daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            call, args = self._waiting.get()
+            call(*args)
+            del call, args  # (nothing of the call kept while idle)
+            self._idle.release()
+
+
+def _serve(sock: socket.socket, stores: collections.OrderedDict[bytes, Any] | None = None,
+           calls: _Calls | None = None,
+           warmed: set[bytes] | None = None) -> None:
     """Answer each call that comes over `sock`, on threads (many in flight at once), until
-    it closes."""
-    stores = _built.copy()
+    it closes. A spare's (`_spare`) `stores`, `calls` and `warmed` (the pickles of the
+    stores whose connections it opened: a "warm" call of those asks nothing)."""
+    stores = _built.copy() if stores is None else stores
+    calls = _Calls(_CALLS_AT_ONCE) if calls is None else calls
+    warmed = set() if warmed is None else warmed
     stores_guard, send_guard = threading.Lock(), threading.Lock()
 
     def store_of(blob: bytes) -> Any:
@@ -110,7 +148,10 @@ def _serve(sock: socket.socket) -> None:
     def call(ident: int, op: str, blob: bytes, args: tuple[Any, ...],
              kwargs: dict[str, Any]) -> None:
         try:
-            answer = (ident, True, _answer(op, store_of(blob), args, kwargs))
+            if op == "warm" and blob in warmed:
+                answer = (ident, True, None)
+            else:
+                answer = (ident, True, _answer(op, store_of(blob), args, kwargs))
         except BaseException as e:  # (obstore's panics are BaseExceptions)
             answer = (ident, False, (type(e).__module__, type(e).__name__, str(e)))
         frame = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
@@ -120,9 +161,6 @@ def _serve(sock: socket.socket) -> None:
             except OSError:
                 pass  # (the calling process is gone)
 
-    # (Never shut down: the process ends, with os._exit, as soon as the socket closes, and
-    # the calls still running end with it.)
-    calls = concurrent.futures.ThreadPoolExecutor(_CALLS_AT_ONCE)
     while True:
         try:
             size, = HEADER.unpack(receive_exactly(sock, HEADER.size))
@@ -140,10 +178,49 @@ def _one_thread() -> bool:
         return False
 
 
+def _spare(hand: socket.socket) -> None:
+    """(A spare helper, forked by the template ahead of need.) Start the runtime and connect
+    to the servers of the stores built last (a HEAD of a missing object each), then serve
+    the socket the template hands over `hand`; none comes when the template ended, or made a
+    spare of newer stores."""
+    stores = _built.copy()
+    calls = _Calls(_CALLS_AT_ONCE)
+    warmed: set[bytes] = set()
+    for blob, store in list(stores.items())[-_SPARE_WARMS:]:
+        calls.submit(_answer, "warm", store, (".zarrcore-warm-up",), {})
+        warmed.add(blob)
+    try:
+        _, fds, _, _ = socket.recv_fds(hand, 1, 1)
+    except OSError:
+        return
+    hand.close()
+    if fds:
+        _serve(socket.socket(fileno=fds[0]), stores, calls, warmed)
+
+
+def _fork(held: list[socket.socket | None], serve: Any, *args: Any) -> None:
+    """Run `serve(*args)` in a process forked from the template, which ends with it; `held`:
+    the template's sockets, which that process closes (a spare sees its socket's end only
+    when no other process holds the template's end)."""
+    if os.fork() == 0:
+        for sock in held:
+            if sock is not None:
+                sock.close()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        try:
+            serve(*args)
+        finally:  # (a helper never returns into the template's loop, nor waits
+            os._exit(0)  # for the calls of a process that is gone)
+
+
 def _template(control: socket.socket) -> None:
-    """Fork a helper for each socket handed over `control`, and build each store whose pickle
-    comes, until nobody can send one."""
+    """Fork a helper for each socket handed over `control` (or hand it to the spare), and
+    build each store whose pickle comes, until nobody can send one. Once no message came for
+    _SPARE_AFTER seconds and a store was built since, fork a spare helper (`_spare`) for the
+    next socket."""
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # (helpers are reaped by the system)
+    spare: socket.socket | None = None  # (this end of a socket to the spare)
+    built = spared = 0  # (stores built so far; and when the spare was forked)
     while True:
         try:
             message, fds, _, _ = socket.recv_fds(control, _TEMPLATE_MESSAGE, 4)
@@ -156,20 +233,33 @@ def _template(control: socket.socket) -> None:
         if message[:1] == b"s" and message[1:] not in _built and _one_thread():
             try:
                 _keep(_built, message[1:], pickle.loads(message[1:]))
+                built += 1
             except Exception:
                 pass  # (a helper that is asked for it builds it, and says why it cannot)
-            if not _one_thread():
+            if not _one_thread():  # (the spare's end of its socket closes: it ends)
                 os.set_inheritable(control.fileno(), True)
                 os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
         for fd in fds:
-            if os.fork() == 0:
-                control.close()
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            handed = False
+            if spare is not None:
                 try:
-                    _serve(socket.socket(fileno=fd))
-                finally:  # (a helper never returns into the template's loop, nor waits
-                    os._exit(0)  # for the calls of a process that is gone)
+                    socket.send_fds(spare, [b"h"], [fd])
+                    handed = True
+                except OSError:
+                    pass  # (the spare is gone: a new helper serves it)
+                spare.close()
+                spare = None
+            if not handed:
+                _fork([control, spare], lambda fd=fd: _serve(socket.socket(fileno=fd)))
             os.close(fd)
+        if built and (spare is None or spared != built) and not select.select(
+                [control], [], [], _SPARE_AFTER)[0]:
+            if spare is not None:
+                spare.close()  # (it ends; the new one connects to the newer stores too)
+            spare, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            _fork([control, spare], _spare, theirs)
+            theirs.close()
+            spared = built
 
 
 if __name__ == "__main__":

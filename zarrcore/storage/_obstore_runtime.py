@@ -105,20 +105,10 @@ def prepare_helpers(stores: list[ObstoreStore]) -> None:
 
 
 def client_made(store: ObstoreStore) -> None:
-    """(When this process makes a client.) Where the template runs, or will start when obstore
-    first runs here (a process that forks its workers), have it build `store` now: a worker
+    """(When this process has made a client.) Where the template runs (it starts when obstore
+    first runs in a process that forks its workers), have it build `store` now: a worker
     forked soon after, a DataLoader's at its first batch, finds it built."""
-    if _runtime_pid is None:
-        _before_first_run.append(store)
-        del _before_first_run[:-_BEFORE_FIRST_RUN_KEPT]
-    elif _template is not None:
-        _send_to_template([store])
-
-
-# The clients made before obstore first ran here, sent to the template when it starts
-# (obstore_module); the latest this many.
-_before_first_run: list[ObstoreStore] = []
-_BEFORE_FIRST_RUN_KEPT = 4
+    _send_to_template([store])
 
 
 def _send_to_template(stores: list[ObstoreStore]) -> None:
@@ -166,8 +156,6 @@ def obstore_module() -> ModuleType:
         _runtime_pid = pid
         if _forks_workers():
             _start_template()
-            _send_to_template(_before_first_run)
-        _before_first_run.clear()
     elif _runtime_pid != pid:
         with _forked_guard:
             if _forked is None:
