@@ -23,8 +23,9 @@ building one started threads (obstore may start its runtime to find credentials)
 the template is no longer safe, so it starts afresh as a new interpreter, with nothing
 built. The template ends when every process that holds the other end of FD has ended.
 
-Standard library and obstore only: it runs before anything else is imported, by path (the
-package imports it only where obstore runs, for HEADER and receive_exactly).
+Standard library and obstore only: it runs before anything else is imported, as a module of
+its own (`main`; the package imports it only where obstore runs, for HEADER and
+receive_exactly).
 Frames both ways: 8 bytes of length (little-endian), then a pickle. A call is
 (id, op, store pickle, args, kwargs); an answer (id, True, value) or (id, False,
 (module, class name, text)) of the exception it raised. To the template, one message each:
@@ -262,7 +263,9 @@ def _template(control: socket.socket) -> None:
             spared = built
 
 
-if __name__ == "__main__":
+def main() -> None:
+    """Serve the socket whose descriptor is the last argument, as the template where the
+    argument before it is "template"."""
     # A terminal's Ctrl-C reaches the whole process group: the process served decides.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     given = socket.socket(fileno=int(sys.argv[-1]))

@@ -47,18 +47,22 @@ _forked_guard = threading.Lock()
 # The socket to the helper template (see _obstore_helper) that the process where obstore ran
 # starts before it first forks; its children, and theirs, ask it for helpers.
 _template: socket.socket | None = None
-_HELPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_obstore_helper.py")
+# The folder of _obstore_helper.py, which helper processes import as a module of its own.
+_HELPER_FOLDER = os.path.dirname(os.path.abspath(__file__))
 
 
 def _helper_command(*args: str) -> list[str]:
-    # (By path, not as a module of the package: nothing else is imported there. And without
-    # the site module (-S), which takes 10-15 ms of an interpreter's start: the helper
-    # imports the standard library and obstore only, from where this process found it.)
+    # (As a module of its own, found in its folder put last on the path, not as one of the
+    # package: nothing else is imported there, and its compiled file is used (runpy compiled
+    # its source at each start). And without the site module (-S), which takes 10-15 ms of
+    # an interpreter's start: the helper imports the standard library and obstore only, from
+    # where this process found it.)
     import obstore
 
     found = os.path.dirname(os.path.dirname(os.path.abspath(obstore.__file__)))
-    return [sys.executable, "-S", "-c", "import runpy, sys; sys.path[0] = sys.argv.pop(1); "
-            "runpy.run_path(sys.argv[1], run_name='__main__')", found, _HELPER, *args]
+    return [sys.executable, "-S", "-c", "import sys; sys.path[0] = sys.argv.pop(1); "
+            "sys.path.append(sys.argv.pop(1)); import _obstore_helper; _obstore_helper.main()",
+            found, _HELPER_FOLDER, *args]
 
 
 def _start_template() -> None:
