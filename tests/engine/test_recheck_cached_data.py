@@ -118,7 +118,7 @@ def test_it_needs_an_array_opened_read_only_and_is_checked(tmp_path):
     zarrcore.create_array(path, shape=(4,), chunks=(2,), dtype="i4")
     with pytest.raises(SettingValueError, match="recheck_cached_data.*read-only"):
         zarrcore.open_array(path, mode="r+", recheck_cached_data=False)
-    for bad in ("always", math.nan, math.inf, [1], b"open"):
+    for bad in ("always", math.nan, math.inf, 10**400, [1], b"open"):
         with pytest.raises(SettingTypeError, match="recheck_cached_data"):
             zarrcore.open_array(path, mode="r", recheck_cached_data=bad)
     a = zarrcore.open_array(path, mode="r", config={"recheck_cached_data": False})

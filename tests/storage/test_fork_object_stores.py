@@ -334,11 +334,10 @@ def _with_marker(marker):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_the_template_keeps_a_spare_helper_connected_ahead(counted):
-    """Once idle, the template forks a spare helper, which connects to the stores built (a
-    HEAD of a missing object) before any child asks, and no spare follows another while
-    nothing changes; the next child's socket goes to it and is served; and every helper
-    ends once the template's socket has closed."""
+def test_the_template_keeps_a_spare_helper_ahead(counted):
+    """Once idle with a store built, the template forks one spare helper (no more while
+    nothing changes), which asks no server anything; the next child's socket goes to it and
+    is served; and every helper ends once the template's socket has closed."""
     import pickle
     import socket
     import subprocess
@@ -354,28 +353,30 @@ def test_the_template_keeps_a_spare_helper_connected_ahead(counted):
     blob = pickle.dumps(zarrcore.open_array(
         f"s3://{bucket}/w.zarr", storage_options=server.storage_options(proxy.endpoint)
     ).store._store)
-    marker = f"ZARRCORE_TEST_TEMPLATE={uuid.uuid4().hex}"
-    name, _, value = marker.partition("=")
+    name, value = "ZARRCORE_TEST_TEMPLATE", uuid.uuid4().hex
+    marker = f"{name}={value}"
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     template = subprocess.Popen(
         _obstore_runtime._helper_command("template", str(theirs.fileno())),
         pass_fds=(theirs.fileno(),), env={**os.environ, name: value})
     theirs.close()
 
-    def warm_ups():
-        return sum(n for (method, path), n in proxy.methods.items()
-                   if method == "HEAD" and path.endswith(".zarrcore-warm-up"))
-
-    try:
-        ours.send(b"s" + blob)
+    def settled(count):
         deadline = time.monotonic() + 60
-        while not warm_ups():
-            assert time.monotonic() < deadline, "no spare connected"
+        while len(_with_marker(marker)) != count:
+            assert time.monotonic() < deadline, (count, _with_marker(marker))
             time.sleep(0.02)
         time.sleep(0.5)
-        settled = warm_ups()
-        time.sleep(0.5)
-        assert warm_ups() == settled  # (one spare, which asked once: a client may retry)
+        found = _with_marker(marker)
+        assert len(found) == count
+        return found
+
+    try:
+        settled(1)  # (nothing built: no spare)
+        before = proxy.requests
+        ours.send(b"s" + blob)
+        spare = settled(2) - {template.pid}  # the template and its spare
+        assert proxy.requests == before
         mine, helpers = socket.socketpair()
         socket.send_fds(ours, [b"h"], [helpers.fileno()])
         helpers.close()
@@ -386,7 +387,9 @@ def test_the_template_keeps_a_spare_helper_connected_ahead(counted):
             _obstore_helper.receive_exactly(mine, _obstore_helper.HEADER.size))
         ident, ok, meta = pickle.loads(_obstore_helper.receive_exactly(mine, size))
         assert (ident, ok) == (1, True) and meta["size"] > 0
+        assert spare < settled(3)  # the spare serves it; a new spare waits
         mine.close()
+        assert not spare & settled(2)  # (it ended with the socket it served)
     finally:
         ours.close()
         assert template.wait(60) == 0

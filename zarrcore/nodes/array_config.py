@@ -1,7 +1,6 @@
 """An array's own settings (its `config`): the forms zarr-python gives them in, checked."""
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -47,12 +46,7 @@ def array_config(config: Any) -> dict[str, Any]:
     if shared is not None and shared is not True and not isinstance(shared, SharedCacheRef):
         raise SettingTypeError(f"array config: shared_cache must be True or False, not "
                                f"{shared!r}")
-    recheck = config.get("recheck_cached_data")
-    recheck = True if recheck is None else recheck
-    if not (recheck is True or recheck is False or recheck == "open" or isinstance(
-            recheck, (int, float)) and not isinstance(recheck, bool) and math.isfinite(recheck)):
-        raise SettingTypeError(f"array config: recheck_cached_data must be True, False, "
-                               f"'open' or a time in seconds since the epoch, not {recheck!r}")
+    recheck = _recheck_setting(config.get("recheck_cached_data"))
     # read_missing_chunks, cache_bytes and ARRAY_OPTIONS only when given: None follows
     # zarrcore.config.
     own = checked_array_options({k: v for k, v in config.items() if k in ARRAY_OPTIONS})
@@ -61,3 +55,15 @@ def array_config(config: Any) -> dict[str, Any]:
             "order": order, **({} if cache_bytes is None else {"cache_bytes": cache_bytes}),
             **({} if shared is None else {"shared_cache": shared}),
             **({} if recheck is True else {"recheck_cached_data": recheck}), **own}
+
+
+def _recheck_setting(value: Any) -> Any:
+    """`recheck_cached_data` checked: True (None), False, "open" or a finite time."""
+    if value is None or value is True or value is False or (
+            isinstance(value, str) and value == "open"):
+        return True if value is None else value
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and (
+            -1e18 < value < 1e18):  # (finite, and as a float too)
+        return value
+    raise SettingTypeError(f"array config: recheck_cached_data must be True, False, 'open' "
+                           f"or a time in seconds since the epoch, not {value!r}")

@@ -16,9 +16,9 @@ that process inherits), and the template forks a helper for it: obstore's runtim
 started there, so the fork is safe, and the helper is ready in a millisecond rather than an
 interpreter's start. The process sends it the pickles of the stores it uses, which the
 template builds (a client each, 5-30 ms): its helpers find them built. Once idle, the template
-forks a spare helper ahead, which starts its runtime and connects to the servers of the
-stores built last, and hands it the next child's socket: that child's first request finds a
-connection open. Where
+forks a spare helper ahead, which starts obstore's runtime and a thread for calls (asking no
+server anything: a process that forks no worker sends no request more), and hands it the
+next child's socket. Where
 building one started threads (obstore may start its runtime to find credentials), forking
 the template is no longer safe, so it starts afresh as a new interpreter, with nothing
 built. The template ends when every process that holds the other end of FD has ended.
@@ -56,8 +56,6 @@ _STORES_KEPT = 64
 _TEMPLATE_MESSAGE = 1 << 16
 # (In the template) the stores built ahead from their pickles, which its helpers inherit.
 _built: collections.OrderedDict[bytes, Any] = collections.OrderedDict()
-# The stores (the last built) a spare helper connects to before it is handed a socket.
-_SPARE_WARMS = 4
 # Seconds the template waits for no message before it forks a spare: not while children are
 # forked one after another, whose helpers' first requests the spare's start would slow.
 _SPARE_AFTER = 0.1
@@ -126,15 +124,11 @@ class _Calls:
             self._idle.release()
 
 
-def _serve(sock: socket.socket, stores: collections.OrderedDict[bytes, Any] | None = None,
-           calls: _Calls | None = None,
-           warmed: set[bytes] | None = None) -> None:
+def _serve(sock: socket.socket, calls: _Calls | None = None) -> None:
     """Answer each call that comes over `sock`, on threads (many in flight at once), until
-    it closes. A spare's (`_spare`) `stores`, `calls` and `warmed` (the pickles of the
-    stores whose connections it opened: a "warm" call of those asks nothing)."""
-    stores = _built.copy() if stores is None else stores
+    it closes; `calls`: a spare's (`_spare`)."""
+    stores = _built.copy()
     calls = _Calls(_CALLS_AT_ONCE) if calls is None else calls
-    warmed = set() if warmed is None else warmed
     stores_guard, send_guard = threading.Lock(), threading.Lock()
 
     def store_of(blob: bytes) -> Any:
@@ -149,10 +143,7 @@ def _serve(sock: socket.socket, stores: collections.OrderedDict[bytes, Any] | No
     def call(ident: int, op: str, blob: bytes, args: tuple[Any, ...],
              kwargs: dict[str, Any]) -> None:
         try:
-            if op == "warm" and blob in warmed:
-                answer = (ident, True, None)
-            else:
-                answer = (ident, True, _answer(op, store_of(blob), args, kwargs))
+            answer = (ident, True, _answer(op, store_of(blob), args, kwargs))
         except BaseException as e:  # (obstore's panics are BaseExceptions)
             answer = (ident, False, (type(e).__module__, type(e).__name__, str(e)))
         frame = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
@@ -179,24 +170,28 @@ def _one_thread() -> bool:
         return False
 
 
+def _start_runtime() -> None:
+    """Start obstore's runtime (its threads), by a call of a store in this process's memory."""
+    try:
+        obstore.head(obstore.store.MemoryStore(), "-")
+    except BaseException:  # (missing, as it should be)
+        pass
+
+
 def _spare(hand: socket.socket) -> None:
-    """(A spare helper, forked by the template ahead of need.) Start the runtime and connect
-    to the servers of the stores built last (a HEAD of a missing object each), then serve
-    the socket the template hands over `hand`; none comes when the template ended, or made a
-    spare of newer stores."""
-    stores = _built.copy()
+    """(A spare helper, forked by the template ahead of need.) Start obstore's runtime on a
+    thread for calls, then serve the socket the template hands over `hand`; none comes when
+    the template ended, or made a spare of newer stores. (It connects to no server: the
+    child asks its helper to, at the fork.)"""
     calls = _Calls(_CALLS_AT_ONCE)
-    warmed: set[bytes] = set()
-    for blob, store in list(stores.items())[-_SPARE_WARMS:]:
-        calls.submit(_answer, "warm", store, (".zarrcore-warm-up",), {})
-        warmed.add(blob)
+    calls.submit(_start_runtime)
     try:
         _, fds, _, _ = socket.recv_fds(hand, 1, 1)
     except OSError:
         return
     hand.close()
     if fds:
-        _serve(socket.socket(fileno=fds[0]), stores, calls, warmed)
+        _serve(socket.socket(fileno=fds[0]), calls)
 
 
 def _fork(held: list[socket.socket | None], serve: Any, *args: Any) -> None:
@@ -217,8 +212,8 @@ def _fork(held: list[socket.socket | None], serve: Any, *args: Any) -> None:
 def _template(control: socket.socket) -> None:
     """Fork a helper for each socket handed over `control` (or hand it to the spare), and
     build each store whose pickle comes, until nobody can send one. Once no message came for
-    _SPARE_AFTER seconds and a store was built since, fork a spare helper (`_spare`) for the
-    next socket."""
+    _SPARE_AFTER seconds and a store was built since, fork a spare helper (`_spare`, which
+    has them too) for the next socket."""
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # (helpers are reaped by the system)
     spare: socket.socket | None = None  # (this end of a socket to the spare)
     built = spared = 0  # (stores built so far; and when the spare was forked)
@@ -256,7 +251,7 @@ def _template(control: socket.socket) -> None:
         if built and (spare is None or spared != built) and not select.select(
                 [control], [], [], _SPARE_AFTER)[0]:
             if spare is not None:
-                spare.close()  # (it ends; the new one connects to the newer stores too)
+                spare.close()  # (it ends; the new one has the newer stores too)
             spare, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             _fork([control, spare], _spare, theirs)
             theirs.close()
