@@ -275,40 +275,57 @@ class _StartsAThread:
         return _thread.start_new_thread, (time.sleep, (30,))
 
 
+def _template(env=None):
+    """(this end of its socket, the process) of a new helper template."""
+    import socket
+    import subprocess
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    template = subprocess.Popen(
+        _obstore_runtime._helper_command("template", str(theirs.fileno())),
+        pass_fds=(theirs.fileno(),), env=env)
+    theirs.close()
+    return ours, template
+
+
+def _head_by_helper(template, blob, key):
+    """(the helper's socket, the meta of `key`) of a HEAD that a helper the template gives
+    runs on the store pickled as `blob`."""
+    import pickle
+    import socket
+
+    from zarrcore.storage import _obstore_helper
+
+    mine, helpers = socket.socketpair()
+    socket.send_fds(template, [b"h"], [helpers.fileno()])
+    helpers.close()
+    mine.settimeout(60)
+    frame = pickle.dumps((1, "head", blob, (key,), {}))
+    mine.sendall(_obstore_helper.HEADER.pack(len(frame)) + frame)
+    size, = _obstore_helper.HEADER.unpack(
+        _obstore_helper.receive_exactly(mine, _obstore_helper.HEADER.size))
+    ident, ok, meta = pickle.loads(_obstore_helper.receive_exactly(mine, size))
+    assert (ident, ok) == (1, True), meta
+    return mine, meta
+
+
 def test_the_template_builds_stores_ahead_and_outlives_bad_ones(s3_bucket):
     """The template takes stores' pickles to build ahead (a bad one is dropped, and one whose
     building starts a thread makes it start afresh, since forking it would no longer be
     safe), then forks a helper that answers calls on them; it ends when its socket closes."""
     import pickle
-    import socket
-    import subprocess
-
-    from zarrcore.storage import _obstore_helper
 
     server, bucket = s3_bucket
     a = zarrcore.create_array(f"s3://{bucket}/p.zarr", shape=SHAPE, dtype="float32",
                               chunks=CHUNKS, storage_options=server.storage_options())
     a[0] = 7
     blob = pickle.dumps(a.store._store)
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    template = subprocess.Popen(
-        _obstore_runtime._helper_command("template", str(theirs.fileno())),
-        pass_fds=(theirs.fileno(),))
-    theirs.close()
+    ours, template = _template()
     try:
         ours.send(b"s" + b"not a pickle")
         ours.send(b"s" + pickle.dumps(_StartsAThread()))
         ours.send(b"s" + blob)
-        mine, helpers = socket.socketpair()
-        socket.send_fds(ours, [b"h"], [helpers.fileno()])
-        helpers.close()
-        mine.settimeout(60)
-        frame = pickle.dumps((1, "head", blob, ("p.zarr/c/0/0",), {}))
-        mine.sendall(_obstore_helper.HEADER.pack(len(frame)) + frame)
-        size, = _obstore_helper.HEADER.unpack(
-            _obstore_helper.receive_exactly(mine, _obstore_helper.HEADER.size))
-        ident, ok, meta = pickle.loads(_obstore_helper.receive_exactly(mine, size))
-        assert (ident, ok) == (1, True)
+        mine, meta = _head_by_helper(ours, blob, "p.zarr/c/0/0")
         assert meta["size"] > 0
         mine.close()
     finally:
@@ -339,12 +356,8 @@ def test_the_template_keeps_a_spare_helper_ahead(counted):
     nothing changes), which asks no server anything; the next child's socket goes to it and
     is served; and every helper ends once the template's socket has closed."""
     import pickle
-    import socket
-    import subprocess
     import time
     import uuid
-
-    from zarrcore.storage import _obstore_helper
 
     server, bucket, proxy = counted
     a = zarrcore.create_array(f"s3://{bucket}/w.zarr", shape=SHAPE, dtype="float32",
@@ -355,11 +368,7 @@ def test_the_template_keeps_a_spare_helper_ahead(counted):
     ).store._store)
     name, value = "ZARRCORE_TEST_TEMPLATE", uuid.uuid4().hex
     marker = f"{name}={value}"
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    template = subprocess.Popen(
-        _obstore_runtime._helper_command("template", str(theirs.fileno())),
-        pass_fds=(theirs.fileno(),), env={**os.environ, name: value})
-    theirs.close()
+    ours, template = _template({**os.environ, name: value})
 
     def settled(count):
         deadline = time.monotonic() + 60
@@ -377,16 +386,8 @@ def test_the_template_keeps_a_spare_helper_ahead(counted):
         ours.send(b"s" + blob)
         spare = settled(2) - {template.pid}  # the template and its spare
         assert proxy.requests == before
-        mine, helpers = socket.socketpair()
-        socket.send_fds(ours, [b"h"], [helpers.fileno()])
-        helpers.close()
-        mine.settimeout(60)
-        frame = pickle.dumps((1, "head", blob, ("w.zarr/c/0/0",), {}))
-        mine.sendall(_obstore_helper.HEADER.pack(len(frame)) + frame)
-        size, = _obstore_helper.HEADER.unpack(
-            _obstore_helper.receive_exactly(mine, _obstore_helper.HEADER.size))
-        ident, ok, meta = pickle.loads(_obstore_helper.receive_exactly(mine, size))
-        assert (ident, ok) == (1, True) and meta["size"] > 0
+        mine, meta = _head_by_helper(ours, blob, "w.zarr/c/0/0")
+        assert meta["size"] > 0
         assert spare < settled(3)  # the spare serves it; a new spare waits
         mine.close()
         assert not spare & settled(2)  # (it ended with the socket it served)

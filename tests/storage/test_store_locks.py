@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import zarrcore
+from dict_store import DictStore
 from zarrcore.errors import LockUnavailableError
 from zarrcore._files import LOCK_FILE, TEMP_PREFIX
 
@@ -204,38 +205,10 @@ def test_zarr_python_and_tensorstore_ignore_the_lock_file(tmp_path):
     np.testing.assert_array_equal(t.read().result(), a[...])
 
 
-class ThirdPartyStore(zarrcore.Store):
-    """A store of its own kind, without a lock of its own."""
-
-    def __init__(self):
-        super().__init__()
-        self.data = {}
-
-    def get(self, key, start=None, stop=None):
-        value = self.data.get(key)
-        return None if value is None else value[slice(start, stop)]
-
-    def set(self, key, value):
-        self.data[key] = bytes(value)
-
-    def delete(self, key):
-        self.data.pop(key, None)
-
-    def exists(self, key):
-        return key in self.data
-
-    def list_prefix(self, prefix):
-        return [k for k in self.data if k.startswith(prefix)]
-
-    def list_dir(self, prefix):
-        head = prefix + "/" if prefix else ""
-        return sorted({k[len(head):].split("/")[0] for k in self.data if k.startswith(head)})
-
-
 def test_a_store_that_cannot_lock_fails_loudly():
     """Read-modify-writes on a store without cross-process locks raise rather than risk
     losing a concurrent update; whole-chunk reads still work."""
-    store = ThirdPartyStore()
+    store = DictStore()  # (a store of its own kind, without a lock of its own)
     a = zarrcore.create_array(store, shape=(8,), dtype="u1", chunks=(4,))
     with pytest.raises(LockUnavailableError):
         a[1:3] = 1
