@@ -175,7 +175,8 @@ cdef class ChunkCache:
 
     def get_shared(self, key, const unsigned char[::1] version, Py_ssize_t n):
         """The first `n` bytes of the shared table's entry of `key` at `version` (a 32-byte
-        digest), as `put_shared` kept them; None when there is none (not counted as a miss)."""
+        digest), as `put_shared` kept them (a bytearray of its own); None when there is none
+        (not counted as a miss)."""
         cdef int64_t k[ZC_MAX_NDIM + 1]
         cdef zc_chunk_version v
         self._shared_key(key, k)
@@ -186,7 +187,7 @@ cdef class ChunkCache:
         cdef unsigned char[::1] dst = out
         if not zc_shm_cache_get_head(self.shared, k, &v, &dst[0] if n else NULL, n):
             return None
-        return bytes(out)
+        return out
 
     def __dealloc__(self):
         zc_chunk_cache_free(self.chunks)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import bisect
 import collections
-import contextlib
 import hashlib
 import json
 import math
@@ -193,8 +192,8 @@ def _index_digest(key: str, version: Any) -> bytes:
 
 
 def _version_tag(version: Any, stamp: float) -> bytes | None:
-    """A shard's version ((ETag, size)) and its stamp as the tag of its index's shared entry;
-    None when it has no such form."""
+    """A version (a chunk's ETag, a shard's (ETag, size)) and its stamp as the tag of a
+    shared entry; None when it has no such form."""
     try:
         return json.dumps([version, stamp]).encode()
     except (TypeError, ValueError):
@@ -207,9 +206,9 @@ def _tag_version(tag: bytes) -> tuple[Any, float] | None:
         version, stamp = json.loads(tag)
     except (ValueError, TypeError):
         return None
-    if not isinstance(version, list) or not isinstance(stamp, (int, float)):
+    if not isinstance(version, (list, str)) or not isinstance(stamp, (int, float)):
         return None
-    return tuple(version), float(stamp)
+    return tuple(version) if isinstance(version, list) else version, float(stamp)
 
 
 def version_digest(version: Any) -> bytes:
@@ -259,10 +258,9 @@ def shared_versions(jobs: list[ChunkWaves], first: list[int], coords: list[Any],
     for j, job in enumerate(jobs):
         for i in range(first[j], first[j + 1]):
             tag = job.shared_version(coords[i])
-            if tag is not None:
-                stamp, _, version = tag.decode("utf-8", "replace").partition(" ")
-                with contextlib.suppress(ValueError):  # (not a tag share_versions wrote)
-                    known[i] = (version, float(stamp))
+            found = None if tag is None else _tag_version(tag)
+            if found is not None:
+                known[i] = found
 
 
 def share_versions(jobs: list[ChunkWaves], first: list[int], coords: list[Any],
@@ -273,5 +271,6 @@ def share_versions(jobs: list[ChunkWaves], first: list[int], coords: list[Any],
     reads fetch.)"""
     for i, version in read:
         j = bisect.bisect_right(first, i) - 1
-        jobs[j].share_version(coords[i], version_digest(version),
-                              f"{stamp!r} {version}".encode())
+        tag = _version_tag(version, stamp)
+        if tag is not None:
+            jobs[j].share_version(coords[i], version_digest(version), tag)

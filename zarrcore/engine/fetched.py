@@ -398,13 +398,14 @@ def _trusted_hits(engine: ChunkEngine, jobs: list[ChunkWaves], keys: list[str],
     nothing; the places of the others."""
     arrived: dict[int, list[int]] = {}
     wanted = []
-    for i, found in enumerate(known):
-        j = bisect.bisect_right(first, i) - 1
-        if found is not None and engine.recheck.trusts(found[1]) and jobs[j].lookup(
-                i - first[j], coords[i], version_digest(found[0])):
-            arrived.setdefault(j, []).append(i - first[j])
-        else:
-            wanted.append(i)
+    for j, job in enumerate(jobs):
+        for i in range(first[j], first[j + 1]):
+            found = known[i]
+            if found is not None and engine.recheck.trusts(found[1]) and job.lookup(
+                    i - first[j], coords[i], version_digest(found[0])):
+                arrived.setdefault(j, []).append(i - first[j])
+            else:
+                wanted.append(i)
     decode_arrived(engine, jobs, arrived, keys, first)
     return wanted
 
