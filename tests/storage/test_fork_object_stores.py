@@ -333,15 +333,24 @@ def test_the_template_builds_stores_ahead_and_outlives_bad_ones(s3_bucket):
         assert template.wait(60) == 0
 
 
+def _stat(pid):
+    """The fields of /proc/PID/stat after the command's name (state, parent's pid...); None
+    where the process is gone (reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
 def _with_marker(marker):
     """The processes whose environment holds `marker` (the template and the helpers it
     forked), but zombies."""
     found = set()
     for pid in filter(str.isdigit, os.listdir("/proc")):
+        if (_stat(pid) or ["Z"])[0] == "Z":
+            continue
         try:
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    continue
             with open(f"/proc/{pid}/environ", "rb") as f:
                 if marker.encode() in f.read():
                     found.add(int(pid))
@@ -398,6 +407,55 @@ def test_the_template_keeps_a_spare_helper_ahead(counted):
     while _with_marker(marker):
         assert time.monotonic() < deadline, "a helper outlived the template"
         time.sleep(0.05)
+
+
+def _templates_started_here():
+    """The running helper templates whose parent is this process."""
+    found = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        stat = _stat(pid)
+        if stat is None or stat[0] == "Z" or int(stat[1]) != os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue  # (gone meanwhile)
+        if b"template" in args and any(b"_obstore_helper" in arg for arg in args):
+            found.add(int(pid))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_killed_template_is_reaped_and_started_again(http_server):
+    """The template killed (SIGKILL) leaves no zombie: before the next fork this process
+    reaps it and starts another, which gives the child its helper (rather than the child
+    starting a helper interpreter of its own), and the child reads through it."""
+    import signal
+    import time
+
+    data = _data()
+    name = f"k-{os.urandom(4).hex()}.zarr"
+    zarrcore.create_array(f"{http_server.root}/{name}", shape=SHAPE, dtype="float32",
+                          chunks=CHUNKS)[...] = data
+    a = zarrcore.open_array(f"{http_server.url}/{name}", mode="r")
+    np.testing.assert_array_equal(a[0], data[0])  # obstore runs in this process
+    _obstore_runtime.prepare_helpers([])  # (as before a fork: the template runs)
+    (killed,) = _templates_started_here()
+    os.kill(killed, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while _stat(killed)[0] != "Z":  # (nothing reaps it before the next fork)
+        assert time.monotonic() < deadline, _stat(killed)
+        time.sleep(0.01)
+
+    def child():
+        _, helper = _obstore_runtime._forked._unread
+        assert helper is None, "the child started a helper interpreter of its own"
+        np.testing.assert_array_equal(a[3], data[3])
+
+    assert run_in_child(child, timeout=60) == 0
+    assert _stat(killed) is None, "the killed template is left a zombie"
+    assert len(_templates_started_here() - {killed}) == 1
 
 
 def test_a_child_whose_helper_cannot_start_is_told_how_to_start_workers(remote_array,

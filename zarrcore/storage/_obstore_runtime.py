@@ -47,6 +47,8 @@ _forked_guard = threading.Lock()
 # The socket to the helper template (see _obstore_helper) that the process where obstore ran
 # starts before it first forks; its children, and theirs, ask it for helpers.
 _template: socket.socket | None = None
+# The template's process id (in the process that started it, which reaps it).
+_template_pid: int | None = None
 # The folder of _obstore_helper.py, which helper processes import as a module of its own.
 _HELPER_FOLDER = os.path.dirname(os.path.abspath(__file__))
 
@@ -67,30 +69,47 @@ def _helper_command(*args: str) -> list[str]:
 
 def _start_template() -> None:
     """(When obstore first runs, or before a fork: prepare_helpers.) Start the helper
-    template, once, in the process where obstore ran: its children then get helpers in a
-    millisecond (forked from it) rather than a new interpreter's start. Where that fails,
-    each child starts a helper of its own."""
-    global _template
-    if _runtime_pid != os.getpid() or _template is not None:
+    template in the process where obstore ran, and again where it has ended (killed): its
+    children then get helpers in a millisecond (forked from it) rather than a new
+    interpreter's start. Where that fails, each child starts a helper of its own."""
+    global _template, _template_pid
+    if _runtime_pid != os.getpid():
         return
     with _template_guard:  # (threads that run obstore first at once start one template)
         if _template is not None:
-            return
+            if not _template_ended():
+                return
+            _template.close()
+            _template = _template_pid = None
+            _sent_to_template.clear()  # (the new one has built none of them)
         try:
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         except (AttributeError, OSError):
             return
         try:
             os.set_inheritable(theirs.fileno(), True)
-            # (Not a Popen: the template outlives this process, which never waits for it.)
-            os.posix_spawn(sys.executable, _helper_command("template", str(theirs.fileno())),
-                           os.environ)
+            # (Not a Popen: the template outlives this process, which never waits for it,
+            # but reaps it once it has ended: _template_ended.)
+            pid = os.posix_spawn(sys.executable,
+                                 _helper_command("template", str(theirs.fileno())), os.environ)
         except (AttributeError, OSError):
             ours.close()
             return
         finally:
             theirs.close()
-        _template = ours
+        _template, _template_pid = ours, pid
+
+
+def _template_ended() -> bool:
+    """Whether the template has ended (reaped here, so that it leaves no zombie): killed,
+    since it ends by itself only once this process has."""
+    if _template_pid is None:
+        return False
+    try:
+        ended, _ = os.waitpid(_template_pid, os.WNOHANG)
+    except ChildProcessError:  # (reaped already: SIGCHLD ignored, or another waitpid)
+        return True
+    return ended != 0
 
 
 _template_guard = threading.Lock()
