@@ -11,8 +11,12 @@ import importlib
 import os
 import re
 import sys
+import threading
+import time
 
 import pytest
+
+from zarrcore.storage import MemoryStore
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PAGES = sorted(glob.glob(os.path.join(ROOT, "docs", "guide", "*.md"))) + [
@@ -113,3 +117,113 @@ def test_map_style_dataset_recipe_in_worker_processes(tmp_path, monkeypatch):
                 np.testing.assert_array_equal(sample, x[i])
     finally:
         del sys.modules["zarr_dataset"]
+
+
+
+class _GatedStore(MemoryStore):
+    """A memory store whose chunk reads, once `counting`, are counted (`reads`; `reading`
+    set at the first), wait until `gate` is set and take 10 ms each (so that a read stopped
+    as its first chunks arrive is seen to stop: MemoryStore.get_many reads key by key)."""
+
+    def __init__(self):
+        super().__init__()
+        self.counting, self.reads, self._counted = False, 0, threading.Lock()
+        self.reading, self.gate = threading.Event(), threading.Event()
+
+    def get(self, key, start=None, stop=None):
+        if self.counting and not key.endswith("zarr.json"):
+            with self._counted:
+                self.reads += 1
+            self.reading.set()
+            self.gate.wait(60)
+            time.sleep(0.01)
+        return super().get(key, start, stop)
+
+
+@pytest.mark.slow
+def test_tile_server_cancels_the_read_of_a_client_that_disconnects(monkeypatch):
+    """The async guide's aiohttp tile server, run with its own settings (on a port the system
+    picks), its array in a store whose chunk reads wait for the test: it listens on
+    127.0.0.1 and serves a tile; a client that disconnects mid-read cancels its handler, and
+    the read stops between chunks."""
+    import asyncio
+
+    import numpy as np
+
+    import zarrcore
+    import zarrcore.asynchronous as zca
+
+    web = pytest.importorskip("aiohttp.web", reason="aiohttp (the test extra) is not installed")
+    path = os.path.join(ROOT, "docs", "guide", "async.md")
+    if not os.path.exists(path):
+        pytest.skip("the docs are not shipped with the package")
+    (server,) = [code for code, _, _ in python_blocks(path) if "web.run_app" in code]
+    store = _GatedStore()
+    image = zarrcore.create_array(store, shape=(512, 512), dtype="uint16", chunks=(16, 16))
+    image[...] = data = np.arange(image.size, dtype="uint16").reshape(image.shape)
+    chunks_of_a_tile = (256 // 16) ** 2
+    opened = zca.open_array
+    monkeypatch.setattr(zca, "open_array", lambda path, **kwargs: opened(store, **kwargs))
+    run = {}
+    monkeypatch.setattr(web, "run_app", lambda app, **settings: run.update(settings, app=app))
+    exec(compile(server, "async.md's tile server", "exec"), {"__name__": "__main__"})
+    assert run["host"] == "127.0.0.1"
+    assert run["handler_cancellation"] is True
+    app = run.pop("app")
+    handled = []  # [request, how its handler ended: None while it runs] of each request
+
+    @web.middleware
+    async def observed(request, handler):
+        handled.append(entry := [request, None])
+        try:
+            response = await handler(request)
+        except asyncio.CancelledError:
+            entry[1] = "cancelled"
+            raise
+        entry[1] = "answered"
+        return response
+
+    app.middlewares.append(observed)
+
+    async def until(condition):
+        for _ in range(6000):
+            if condition():
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("timed out")
+
+    async def request(port, y, x):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(f"GET /tiles/{y}/{x} HTTP/1.1\r\nHost: tiles\r\n"
+                     f"Connection: close\r\n\r\n".encode())
+        return reader, writer
+
+    async def serve():
+        runner = web.AppRunner(app, **{k: v for k, v in run.items() if k not in ("host", "port")})
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, run["host"], 0).start()
+            port = runner.addresses[0][1]
+            reader, writer = await request(port, 1, 1)
+            answer = await asyncio.wait_for(reader.read(), 60)
+            writer.close()
+            head, body = answer.split(b"\r\n\r\n", 1)
+            assert head.startswith(b"HTTP/1.1 200"), head
+            assert body == np.ascontiguousarray(data[256:, 256:]).tobytes()
+
+            store.counting = True
+            reader, writer = await request(port, 0, 0)
+            assert await asyncio.to_thread(store.reading.wait, 60)
+            writer.close()  # mid-read: its chunk reads wait for the gate
+            await writer.wait_closed()
+            await until(lambda: handled[-1][0].transport is None)  # the server saw it go
+            await asyncio.sleep(0.1)  # (a cancelled handler stops its read at once)
+            store.gate.set()
+            await until(lambda: handled[-1][1] is not None)
+            assert [outcome for _, outcome in handled] == ["answered", "cancelled"]
+            assert store.reads < chunks_of_a_tile
+        finally:
+            store.gate.set()
+            await runner.cleanup()
+
+    asyncio.run(serve())
