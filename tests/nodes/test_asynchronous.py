@@ -485,3 +485,98 @@ def test_async_lazy_views(tmp_path):
     again = pickle.loads(pickle.dumps(view))
     np.testing.assert_array_equal(arun(again.read()), want[1:11:2].T[[0, 3, 3], :])
     np.testing.assert_array_equal(arun(a.async_array.lazy.isel(x=2).read()), want[:, 2])
+
+
+
+def _delayed_array(delay=0.005):
+    """An array of 200 chunks on a store whose every request takes `delay` seconds (4 in
+    flight), its requests counted from here on."""
+    from _remote_stores import DelayedStore
+
+    store = DelayedStore(delay=delay, concurrency=4)
+    a = zarrcore.create_array(store, shape=(200 * 64,), chunks=(64,), dtype="i4")
+    a[...] = np.arange(200 * 64)
+    store.reset()
+    return store, a
+
+
+def _when_returned(store):
+    """The store's requests and those in flight now, and its requests 0.3 s later."""
+    now = (len(store.requests), store.in_flight)
+    time.sleep(0.3)
+    return now, len(store.requests)
+
+
+def _started(store):
+    while not store.requests:
+        time.sleep(0.001)
+
+
+def test_cancel_of_a_write_future_returns_once_its_work_has_ended():
+    """Nothing of a cancelled write future lands after cancel() returns: a later write of
+    the same region is never overwritten by the cancelled one's chunks in progress."""
+    store, a = _delayed_array(delay=0.05)
+    future = a.write_future(..., -1)
+    _started(store)
+    assert future.cancel()
+    assert future.done() and future.cancelled()
+    (requests, in_flight), later = _when_returned(store)
+    assert in_flight == 0 and later == requests
+    a[...] = 7
+    np.testing.assert_array_equal(a[...], 7)
+    assert not future.cancel() or future.cancelled()
+
+
+def test_write_future_cancelled_before_it_starts_writes_nothing(tmp_path):
+    path, a, old, new = _big(tmp_path)
+    # (the pool kept busy: the future waits in its queue)
+    blockers = [a.read_future(...) for _ in range(zarrcore.config.num_threads)]
+    future = a.write_future(..., new)
+    assert future.cancel() and future.cancelled()
+    for b in blockers:
+        b.result(timeout=60)
+    assert set(_check_old_or_new(path, old, new)) == {"old"}
+
+
+def test_cancel_of_a_read_future_returns_once_its_requests_have_ended():
+    store, a = _delayed_array()
+    future = a.read_future(...)
+    _started(store)
+    assert future.cancel() and future.cancelled()
+    (requests, in_flight), later = _when_returned(store)
+    assert in_flight == 0 and later == requests
+
+
+def test_cancelled_getitem_task_returns_once_its_requests_have_ended():
+    store, a = _delayed_array()
+
+    async def main():
+        task = asyncio.create_task(a.async_array.getitem(...))
+        while not store.requests:
+            await asyncio.sleep(0.001)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return _when_returned(store)
+
+    (requests, in_flight), later = arun(main())
+    assert in_flight == 0 and later == requests
+
+
+def test_gathered_getitems_cancelled_return_once_their_requests_have_ended():
+    """asyncio.gather ends as soon as one of its tasks does: each cancelled task of a
+    batch waits for the batch's work to end."""
+    store, a = _delayed_array()
+
+    async def main():
+        gathered = asyncio.gather(*[a.async_array.getitem(slice(i * 640, (i + 1) * 640))
+                                    for i in range(20)])
+        while not store.requests:
+            await asyncio.sleep(0.001)
+        gathered.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await gathered
+        return _when_returned(store)
+
+    (requests, in_flight), later = arun(main())
+    assert in_flight == 0 and later == requests

@@ -934,7 +934,8 @@ class Array(ChunkMethods, Node):
 
         The read runs on the shared pool (as many at once as it has threads, the others
         queued). `future.result()` waits for the data; `future.cancel()` stops the read
-        between chunks, even while it runs. An error is raised by `result()`.
+        between chunks, even while it runs, and returns once no work of it is left running.
+        An error is raised by `result()`.
 
         Parameters
         ----------
@@ -946,15 +947,16 @@ class Array(ChunkMethods, Node):
         concurrent.futures.Future
             Its result is what `a[selection]` returns.
         """
-        return background.start(self.__getitem__, selection).future
+        return background.start(self.__getitem__, selection)
 
     def write_future(self, selection: Selection,
                      value: npt.ArrayLike) -> concurrent.futures.Future[None]:
         """Start `a[selection] = value` in the background and return at once.
 
         `value` is read while the write runs: do not change it before the future is done.
-        `future.cancel()` stops the write between chunks, even while it runs: each chunk is
-        then left as it was or written whole.
+        `future.cancel()` stops the write between chunks, even while it runs, and returns
+        once the chunks in progress are written whole: each chunk is then left as it was or
+        written whole, and nothing of the write lands after `cancel()` returns.
 
         Parameters
         ----------
@@ -968,7 +970,7 @@ class Array(ChunkMethods, Node):
         concurrent.futures.Future
             Done (result None) once every chunk is stored.
         """
-        return background.start(self.__setitem__, selection, value).future
+        return background.start(self.__setitem__, selection, value)
 
     def cache_info(self) -> dict[str, int]:
         """The counters of the array's decoded-chunk cache (`cache_bytes`), which every thread

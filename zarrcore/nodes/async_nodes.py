@@ -35,14 +35,27 @@ async def run(call: Callable[..., _R], *args: Any, **kwargs: Any) -> _R:
     work in progress has ended."""
     import asyncio  # (imported where a loop runs: not by `import zarrcore`)
 
-    started = background.start(call, *args, **kwargs)
+    future = background.start(call, *args, **kwargs)
+    # (shielded: a cancelled wrapper would cancel `future` from the loop, which must not wait)
+    waited = asyncio.wrap_future(future)
     try:
-        result: _R = await asyncio.wrap_future(started.future)
+        result: _R = await asyncio.shield(waited)
     except asyncio.CancelledError:
-        started.future.cancel()
-        await asyncio.shield(asyncio.wrap_future(started.ended))
+        future.stop()
+        await _until_done(waited)
         raise
     return result
+
+
+async def _until_done(waited: asyncio.Future[Any]) -> None:
+    """Wait until `waited` is done, however often the waiting task is cancelled meanwhile."""
+    import asyncio
+
+    while not waited.done():
+        try:
+            await asyncio.wait([waited])
+        except asyncio.CancelledError:
+            continue
 
 
 # How many awaiting tasks one step of the event loop hands their results to: the loop's
@@ -53,22 +66,27 @@ RESULTS_PER_STEP = 64
 class _Round:
     """The reads of one array started in one step of an event loop, read as one batch."""
 
-    __slots__ = ("selections", "futures", "started", "waiting")
+    __slots__ = ("selections", "futures", "started", "waited", "waiting")
 
     def __init__(self) -> None:
         self.selections: list[Any] = []
         self.futures: list[asyncio.Future[Any]] = []
-        self.started: background.Started | None = None
+        self.started: background.BackgroundFuture[Any] | None = None
+        self.waited: asyncio.Future[Any] | None = None  # `started` on the loop
         # (the futures the batch started with: those not cancelled before it started)
         self.waiting: set[asyncio.Future[Any]] = set()
 
-    def cancelled(self, future: asyncio.Future[Any]) -> None:
+    def cancelled(self, future: asyncio.Future[Any]) -> asyncio.Future[Any] | None:
         """The task awaiting `future` was cancelled: the batch's work stops when no task it
-        started with is left. (One cancelled before the batch started was left out of it.)"""
-        if future in self.waiting:
-            self.waiting.discard(future)
-            if not self.waiting and self.started is not None:
-                self.started.future.cancel()
+        started with is left. Returned: what the task awaits before it ends, the batch's
+        end, since the batch's work is the task's too (None: the task was cancelled before
+        the batch started, and left out of it)."""
+        if future not in self.waiting:
+            return None
+        self.waiting.discard(future)
+        if not self.waiting and self.started is not None:
+            self.started.stop()
+        return self.waited
 
 
 class _ReadQueue:
@@ -94,10 +112,14 @@ class _ReadQueue:
         try:
             return await future
         except asyncio.CancelledError:
-            round_.cancelled(future)
+            waited = round_.cancelled(future)
+            if waited is not None:
+                await _until_done(waited)
             raise
 
     def _start(self, loop: asyncio.AbstractEventLoop) -> None:
+        import asyncio
+
         round_ = self._rounds.pop(loop)
         live = [k for k, f in enumerate(round_.futures) if not f.cancelled()]
         if len(live) < len(round_.futures):  # (tasks cancelled before the batch started)
@@ -108,6 +130,7 @@ class _ReadQueue:
         futures = round_.futures
         round_.waiting = set(futures)
         started = round_.started = background.start(self._outcomes, round_.selections)
+        waited = round_.waited = asyncio.wrap_future(started, loop=loop)
 
         def delivered(done: asyncio.Future[Any]) -> None:
             if done.cancelled():  # (every task of it was cancelled)
@@ -121,9 +144,7 @@ class _ReadQueue:
                 outcomes = done.result()
             self._deliver(loop, futures, outcomes, 0)
 
-        import asyncio
-
-        asyncio.wrap_future(started.future, loop=loop).add_done_callback(delivered)
+        waited.add_done_callback(delivered)
 
     def _deliver(self, loop: asyncio.AbstractEventLoop, futures: list[asyncio.Future[Any]],
                  outcomes: list[tuple[bool, Any]], first: int) -> None:
