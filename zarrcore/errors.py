@@ -9,6 +9,10 @@ class SelectionError(ZarrcoreError, IndexError):
     """An index or selection that does not fit the array (an IndexError, as in numpy)."""
 
 
+class ViewOutsideArrayError(SelectionError):
+    """A lazy view reaches beyond its array's shape (the array shrank since it was made)."""
+
+
 class ShapeMismatchError(ZarrcoreError, ValueError):
     """A value to write, or an `out` array, whose shape does not fit the selection."""
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import zarrcore
-from zarrcore.errors import SelectionError, ShapeMismatchError
+from zarrcore.errors import SelectionError, ShapeMismatchError, ViewOutsideArrayError
 from zarrcore.storage import MemoryStore
 from zarrcore.nodes.views import IndexTransform, LazyArray
 
@@ -317,3 +317,47 @@ def test_chains_read_what_tensorstore_reads(tmp_path, steps):
                       "vindex": theirs.vindex}[kind][key]
         theirs = theirs[ts.d[:].translate_to[0]]
     np.testing.assert_array_equal(view.read(), theirs.read().result())
+
+
+# -- views made before a resize -------------------------------------------------------
+def _resized(n=100, to=50):
+    a = zarrcore.create_array(MemoryStore(), shape=(n,), chunks=(10,), dtype="int32")
+    a[...] = np.arange(n)
+    views = {"tail": a.lazy[60:100], "across": a.lazy[40:60], "reversed": a.lazy[::-1],
+             "one": a.lazy[60:61], "inside": a.lazy[10:20], "points": a.lazy.vindex[[3, 70]]}
+    a.resize((to,))
+    return a, views
+
+
+@pytest.mark.parametrize("name", ["tail", "across", "reversed", "points"])
+def test_a_view_cut_by_a_shrink_refuses_to_read(name):
+    a, views = _resized()
+    with pytest.raises(ViewOutsideArrayError, match=r"outside the array's shape \(50,\)"):
+        views[name].read()
+
+
+@pytest.mark.parametrize("name", ["tail", "one", "across", "reversed"])
+def test_a_view_cut_by_a_shrink_refuses_to_write(name):
+    a, views = _resized()
+    with pytest.raises(ViewOutsideArrayError) as raised:
+        views[name].write(7)
+    assert isinstance(raised.value, SelectionError)
+    np.testing.assert_array_equal(a[...], np.arange(50))  # nothing written
+    a.resize((100,))
+    np.testing.assert_array_equal(a[50:], 0)  # nor beyond the shape
+
+
+def test_a_view_inside_the_shrunk_array_keeps_its_region():
+    a, views = _resized()
+    np.testing.assert_array_equal(views["inside"].read(), np.arange(10, 20))
+    views["inside"].write(-1)
+    np.testing.assert_array_equal(a[10:20], -1)
+    a.resize((200,))  # a view made before growth reads the region it was made with
+    np.testing.assert_array_equal(a.lazy[150:].read(), 0)
+    assert views["inside"].shape == (10,)
+
+
+def test_a_view_names_the_region_it_selects():
+    a, views = _resized()
+    with pytest.raises(ViewOutsideArrayError, match=r"\[60:100\].*axis 0"):
+        views["tail"].read()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Union
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import SelectionError, ShapeMismatchError
+from ..errors import SelectionError, ShapeMismatchError, ViewOutsideArrayError
 
 if TYPE_CHECKING:
     from .array import Array
@@ -195,6 +195,27 @@ class IndexTransform:
         return f"IndexTransform(shape={self.shape}, labels={self.labels}, maps=({maps}))"
 
     # -- the selection of the array ---------------------------------------------
+    def extent(self) -> tuple[tuple[int, int], ...]:
+        """Per array axis, the lowest and the highest coordinate the view maps to (an empty
+        view maps to none: (0, -1) on every axis).
+
+        Returns
+        -------
+        tuple of (int, int)
+        """
+        if any(n == 0 for n in self.shape):
+            return ((0, -1),) * len(self.maps)
+        extent = []
+        for m in self.maps:
+            if isinstance(m, Affine):
+                last = m.offset + m.stride * (self.shape[m.dim] - 1)
+                extent.append((min(m.offset, last), max(m.offset, last)))
+            elif isinstance(m, np.ndarray):
+                extent.append((int(m.min()), int(m.max())))
+            else:
+                extent.append((m, m))
+        return tuple(extent)
+
     def plan(self) -> Plan:
         """The one selection of the array that this transform reads or writes.
 
@@ -604,8 +625,12 @@ class LazyArray:
         """
         if not self.size:  # an axis of the view may have no array axis left to select
             return np.empty(self.shape, self.dtype)
+        self._check_inside()
         plan = self.transform.plan()
-        return plan.to_view(self._calls(plan)[0](plan.selection))
+        data = plan.to_view(self._calls(plan)[0](plan.selection))
+        if np.shape(data) != self.shape:  # (the array shrank meanwhile, in another thread)
+            self._check_inside()
+        return data
 
     def write(self, value: npt.ArrayLike) -> None:
         """Write through the view: one selection of the array, under the array's locks and
@@ -629,8 +654,21 @@ class LazyArray:
             raise ShapeMismatchError(f"a value of shape {data.shape} does not broadcast to the "
                                      f"view's shape {self.shape}") from None
         if self.size:
+            self._check_inside()
             plan = self.transform.plan()
             self._calls(plan)[1](plan.selection, plan.from_view(data))
+
+    def _check_inside(self) -> None:
+        """Refuse a view that reaches beyond the array's shape: a view keeps the region of
+        the array it was made from, which a shrinking `resize` may have cut."""
+        shape = self.array.shape
+        for axis, ((low, high), size) in enumerate(zip(self.transform.extent(), shape)):
+            if low < 0 or high >= size:
+                region = ", ".join(f"{lo}:{hi + 1}" for lo, hi in self.transform.extent())
+                raise ViewOutsideArrayError(
+                    f"the view of array {self.array.name!r} selects [{region}], outside the "
+                    f"array's shape {shape} on axis {axis} (it was resized since the view was "
+                    f"made); make the view anew")
 
     def __array__(self, dtype: npt.DTypeLike | None = None,
                   copy: bool | None = None) -> np.ndarray:
