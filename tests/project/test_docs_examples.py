@@ -4,7 +4,8 @@ The blocks of one page run in order in one namespace, in a temporary directory (
 relative paths land there). A block whose first line names a file (`# name.py`) is written to
 that file, importable by the blocks after it, not run. A block right after a comment saying
 `not run: why` (`% not run: ...` in MyST, `<!-- not run: ... -->` in Markdown) is skipped for
-that reason: each such block is listed here by page, so none is skipped unnoticed.
+that reason: each such block is listed here by page, so none is skipped unnoticed. A block
+that starts worker processes also runs as a saved script, as a reader would run it.
 """
 import glob
 import importlib
@@ -23,9 +24,16 @@ PAGES = sorted(glob.glob(os.path.join(ROOT, "docs", "guide", "*.md"))) + [
     os.path.join(ROOT, "README.md")]
 FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```$", re.S | re.M)
 NOT_RUN = re.compile(r"^(?:% not run|<!-- not run)[^:\n]*: (.+?)(?: -->)?$")
-# What pages import from the extras (xarray, dask, zarr-python): without it they skip.
-OPTIONAL = {"xarray", "dask", "zarr"}
+# What pages import from the extras (xarray, dask, zarr-python) or PyTorch: without it they
+# skip.
+OPTIONAL = {"xarray", "dask", "zarr", "torch"}
 FILE_BLOCK = re.compile(r"^(?:#|/\*) (\w+\.\w+)")
+# What in a block starts worker processes: such a block also runs as a saved script.
+STARTS_PROCESSES = re.compile(
+    r"\b(?:multiprocessing|ProcessPoolExecutor|DataLoader|forkserver)\b|scheduler=.processes")
+MAIN_GUARD = 'if __name__ == "__main__":'
+# Seconds such a script may run (a hang, as of spawned workers that run it again, fails).
+SCRIPT_TIMEOUT = 180
 
 
 def python_blocks(path):
@@ -48,14 +56,19 @@ def page_id(path):
     return os.path.relpath(path, ROOT)
 
 
-@pytest.mark.skipif(not os.path.isdir(os.path.join(ROOT, "docs", "guide")),
-                    reason="the docs are not shipped with the package")
-@pytest.mark.parametrize("path", PAGES, ids=page_id)
-def test_page_examples_run(path, tmp_path, monkeypatch):
-    blocks = python_blocks(path)
+# (page, index among its python_blocks) of each block that starts worker processes.
+PROCESS_EXAMPLES = [(path, k) for path in PAGES if os.path.exists(path)
+                    for k, (code, _, name) in enumerate(python_blocks(path))
+                    if name is None and STARTS_PROCESSES.search(code)]
+
+
+def run_blocks(path, blocks, tmp_path, monkeypatch):
+    """Run `blocks` (python_blocks(path)'s) as the page's examples run, in `tmp_path`: in one
+    namespace named "__main__", as a script's or a notebook's is (what a script keeps under
+    the __main__ guard runs too); skips where they need what is not installed."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
-    namespace = {"__name__": "__docs_example__"}
+    namespace = {"__name__": "__main__"}
     ran = 0
     for code, not_run, name in blocks:
         if name is not None and name.endswith(".py") and not_run is None:
@@ -73,6 +86,13 @@ def test_page_examples_run(path, tmp_path, monkeypatch):
         del sys.modules[module]  # the page's own modules go with its directory
 
 
+@pytest.mark.skipif(not os.path.isdir(os.path.join(ROOT, "docs", "guide")),
+                    reason="the docs are not shipped with the package")
+@pytest.mark.parametrize("path", PAGES, ids=page_id)
+def test_page_examples_run(path, tmp_path, monkeypatch):
+    run_blocks(path, python_blocks(path), tmp_path, monkeypatch)
+
+
 def test_pages_have_examples_and_say_why_others_do_not_run():
     for path in PAGES:
         blocks = python_blocks(path)
@@ -80,6 +100,38 @@ def test_pages_have_examples_and_say_why_others_do_not_run():
     guide = {page_id(p): python_blocks(p) for p in PAGES}
     runnable = sum(1 for blocks in guide.values() for _, reason, _ in blocks if reason is None)
     assert runnable >= 20, "the guide's examples are meant to run"
+    assert len(PROCESS_EXAMPLES) >= 2, "the examples that start workers (performance.md)"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path, index", PROCESS_EXAMPLES,
+                         ids=[f"{page_id(p)}-block-{k + 1}" for p, k in PROCESS_EXAMPLES])
+def test_examples_that_start_processes_run_as_saved_scripts(path, index, tmp_path,
+                                                             monkeypatch):
+    """Each example that starts worker processes, saved as a script after the page's examples
+    before it (which make its files and data) and run by python, exits 0: a spawned or
+    forkserver worker imports the script, so its work must be under the __main__ guard,
+    which forked workers (Linux's default before Python 3.14) never show missing."""
+    import signal
+    import subprocess
+
+    blocks = python_blocks(path)
+    code = blocks[index][0]
+    assert MAIN_GUARD in code, "a spawned worker would run the script's work again"
+    for module in sorted(set(re.findall(r"^(?:from|import) (\w+)", code, re.M)) & OPTIONAL):
+        pytest.importorskip(module, reason=f"the example needs {module}, which is not installed")
+    run_blocks(path, blocks[:index], tmp_path, monkeypatch)
+    (tmp_path / "example.py").write_text(code)
+    script = subprocess.Popen([sys.executable, "example.py"], cwd=tmp_path, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    try:
+        output, _ = script.communicate(timeout=SCRIPT_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(script.pid, signal.SIGKILL)  # (its workers too)
+        output, _ = script.communicate()
+        pytest.fail(f"still running after {SCRIPT_TIMEOUT} s:\n{output[-5000:]}")
+    assert script.returncode == 0, output[-5000:]
 
 
 @pytest.mark.slow
