@@ -1,6 +1,6 @@
 """The chunk-level methods of Array (docs/guide/chunks.md): one chunk's stored bytes or values
 by its grid coordinates, and its encoding and decoding without the store. The work is done
-by zarrcore.chunk_access over the array's ChunkEngine."""
+by zarrcore.engine.chunk_access over the array's ChunkEngine."""
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -1,8 +1,8 @@
 """asyncio counterparts of Array and Group (zarr-python's AsyncArray and AsyncGroup).
 
 An AsyncArray wraps an Array: the same metadata, engine, cache and locks. Each coroutine
-runs the synchronous call on the shared pool (zarrcore.background), so the event loop only
-starts work and receives results: no I/O, decoding or lock wait runs on it. Cancelling the
+runs the synchronous call on the shared pool (zarrcore.runtime.background), so the event loop
+only starts work and receives results: no I/O, decoding or lock wait runs on it. Cancelling the
 awaiting task stops the call between chunks (those in progress end whole) and waits for the
 work in progress to end before the task sees CancelledError.
 """

@@ -1,5 +1,5 @@
-"""Cancellation of work started in the background (zarrcore.background): a token that the
-thread running the work carries, and that pool.run_workers, through which every parallel
+"""Cancellation of work started in the background (zarrcore.runtime.background): a token that
+the thread running the work carries, and that pool.run_workers, through which every parallel
 chunk job runs, checks before and after each job and stops the job with when it fires."""
 from __future__ import annotations
 
