@@ -14,10 +14,11 @@ What stays zarr-python's (`ZarrcorePipeline.zarr_pipeline`, a BatchedCodecPipeli
 pipelines zarr-python's ShardingCodec builds for inner chunks and indexes (`from_codecs`,
 no array). `read` and `write` hand a request to it in the cases of FALLBACKS; with
 `zarrcore.config.set(pipeline_fallback=False)` (ZARRCORE_PIPELINE_FALLBACK=0) they raise
-PipelineFallbackError instead. A write to a read-only store also goes to it, which raises
-zarr-python's own error. A write of part of a chunk or shard to a store with neither locks nor
-conditional writes (FsspecStore over s3fs, obstore's LocalStore) goes to it with a
-RuntimeWarning: a concurrent writer's update to that chunk could be lost there.
+PipelineFallbackError instead; `pipeline_status(array)` says whether zarrcore's pipeline runs
+an array's requests, and which of them fell back. A write to a read-only store also goes to
+it, which raises zarr-python's own error. A write of part of a chunk or shard to a store with
+neither locks nor conditional writes (FsspecStore over s3fs, obstore's LocalStore) goes to it
+with a RuntimeWarning: a concurrent writer's update to that chunk could be lost there.
 
 zarr-python's settings keep their meaning: the array's write_empty_chunks and
 read_missing_chunks (GetResult statuses, from one exists call per chunk, are exact when it is
@@ -36,11 +37,13 @@ import importlib.metadata
 import json
 import math
 import warnings
+from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 from zarr.abc.codec import CodecPipeline
+from zarr.core.array import Array as ZarrArray, AsyncArray as ZarrAsyncArray
 from zarr.core.array import create_codec_pipeline
 
 try:
@@ -319,6 +322,10 @@ class _ArrayTarget:
         self._foreign_codecs: list[str] | None = None
         self._zarr_metadata: Any = None
         self._arrays: dict[tuple[str, tuple[tuple[str, Any], ...]], Array] = {}
+        #: The requests handed to zarr-python's pipeline, by reason (FALLBACKS), and why the
+        #: last one was (pipeline_status).
+        self.fallbacks: Counter[str] = Counter()
+        self.last_fallback: str | None = None
 
     def __getstate__(self) -> tuple[ArrayMetadata, ZarrStore]:
         # (A copy in another process opens its own zarrcore objects.)
@@ -376,6 +383,20 @@ class _ArrayTarget:
                 if type(c).__module__.partition(".")[0] not in ("zarr", "numcodecs")]
         return self._foreign_codecs
 
+    def unrunnable(self, where: str) -> _Fallback | None:
+        """Why zarrcore runs none of the array's requests (its codecs, its store's class, its
+        metadata), or None."""
+        foreign = self.foreign_codecs()
+        if foreign:
+            return _Fallback("codec", ", ".join(foreign), where)
+        if not of_store_class(self.zarr_store):
+            return _Fallback("store", "the store is of no zarr.abc.store.Store class", where)
+        try:
+            self.parsed()
+        except ZarrcoreError as error:
+            return _Fallback("metadata", str(error), where)
+        return None
+
     def parsed(self) -> Any:
         """zarrcore's parse of the array's metadata document (MetadataError and others when
         it cannot run it)."""
@@ -427,10 +448,12 @@ class _Fallback(NamedTuple):
     cause: str
     where: str
 
-    def message(self) -> str:
+    def why(self) -> str:
         cause = f": {self.cause}" if self.cause else ""
-        return (f"zarrcore's pipeline cannot run this request of {self.where} "
-                f"({FALLBACKS[self.reason]}{cause})")
+        return f"{FALLBACKS[self.reason]}{cause}"
+
+    def message(self) -> str:
+        return f"zarrcore's pipeline cannot run this request of {self.where} ({self.why()})"
 
 
 class _Request(NamedTuple):
@@ -597,8 +620,10 @@ class ZarrcorePipeline(CodecPipeline):
                 f"{fallback.message()}, and zarrcore.config.pipeline_fallback is False: "
                 f"zarrcore.config.set(pipeline_fallback=True) lets zarr-python's own pipeline "
                 f"run it")
+        assert self._target is not None  # (only requests of an array fall back)
+        self._target.fallbacks[fallback.reason] += 1
+        self._target.last_fallback = fallback.message()
         if fallback.reason == "unprotected":
-            assert self._target is not None  # (only requests of an array fall back)
             warnings.warn(
                 f"zarr-python's pipeline writes part of a chunk or shard of "
                 f"{self._target.zarr_store!r} unprotected: the store has neither locks nor "
@@ -622,31 +647,25 @@ class ZarrcorePipeline(CodecPipeline):
         if prototype.buffer is not cpu.Buffer or prototype.nd_buffer is not cpu.NDBuffer:
             return _Fallback("buffer", f"{_class_name(prototype.buffer)} and "
                              f"{_class_name(prototype.nd_buffer)}", where)
-        foreign = self._target.foreign_codecs()
-        if foreign:
-            return _Fallback("codec", ", ".join(foreign), where)
-        if not of_store_class(store):
-            return _Fallback("store", "the store is of no zarr.abc.store.Store class", where)
+        unrunnable = self._target.unrunnable(where)
+        if unrunnable is not None:
+            return unrunnable
         if not all(isinstance(e[0], StorePath) and e[0].store is store for e in batch):
             return _Fallback("store", "a chunk's byte getter is no StorePath of that store",
                              where)
         order = _SHARD_WRITE_ORDERS.get(_subchunk_write_order(self._target.metadata), "C")
         if out is None and order is None:
             return _Fallback("write_order", "", where)
-        try:
-            parsed = self._target.parsed()
-            layout = parsed.key_layout
-        except ZarrcoreError as error:
-            return _Fallback("metadata", str(error), where)
+        parsed = self._target.parsed()  # (`unrunnable` saw it parse)
         ndim = len(parsed.shape)
-        split = _split_key(None, batch[0][0].path, layout, ndim)
+        split = _split_key(None, batch[0][0].path, parsed.key_layout, ndim)
         if split is None or out_shape is None:
             return _Fallback("selection", "", where)
         path = split[0]
         where = f"array {path or '/'!r} in {store!r}"
         coords = [split[1]]
         for entry in batch[1:]:
-            found = _split_key(path, entry[0].path, layout, ndim)
+            found = _split_key(path, entry[0].path, parsed.key_layout, ndim)
             if found is None:
                 return _Fallback("selection", f"chunk {entry[0].path!r}", where)
             coords.append(found[1])
@@ -681,6 +700,58 @@ class ZarrcorePipeline(CodecPipeline):
             if not all(e[4] for e in batch) or array.shape != shape and ends.any():
                 return _Fallback("unprotected", repr(zc_store), where)
         return _Request(array, selection, [e[0].path for e in batch])
+
+
+class PipelineStatus(NamedTuple):
+    """What runs a zarr-python array's reads and writes (pipeline_status)."""
+
+    #: zarrcore's pipeline runs the array's requests: zarr-python's config selects it, and
+    #: the array's codecs, store and metadata are ones zarrcore runs.
+    active: bool
+    #: The class of the array's codec pipeline (module.name).
+    pipeline: str
+    #: Why zarrcore's pipeline runs none of the array's requests; None when `active`.
+    reason: str | None
+    #: The array's requests zarrcore's pipeline handed to zarr-python's own so far, by their
+    #: reason (a key of FALLBACKS), and why the last of them was.
+    fallbacks: dict[str, int]
+    last_fallback: str | None
+
+
+def pipeline_status(array: ZarrArray[Any] | ZarrAsyncArray[Any]) -> PipelineStatus:
+    """Whether zarrcore's pipeline runs the reads and writes of a zarr-python array, and why
+    not; and which of its requests fell back to zarr-python's own pipeline so far.
+
+    Parameters
+    ----------
+    array : zarr.Array or zarr.AsyncArray
+        An array of zarr-python.
+
+    Returns
+    -------
+    PipelineStatus
+
+    Raises
+    ------
+    TypeError
+        `array` is not a zarr-python array (a zarrcore Array needs no pipeline).
+    """
+    if not isinstance(array, (ZarrArray, ZarrAsyncArray)):
+        raise TypeError(f"pipeline_status takes a zarr-python Array or AsyncArray, not "
+                        f"{_class_name(type(array))}")
+    async_array = array.async_array if isinstance(array, ZarrArray) else array
+    pipeline = async_array.codec_pipeline
+    name = _class_name(type(pipeline))
+    if not isinstance(pipeline, ZarrcorePipeline):
+        return PipelineStatus(False, name, f"zarr-python's config selects {name} "
+                              f"(codec_pipeline.path), not {_class_name(ZarrcorePipeline)}",
+                              {}, None)
+    target = pipeline._target
+    assert target is not None  # (an array's pipeline is made with its store)
+    unrunnable = target.unrunnable(f"array {async_array.path!r} in {async_array.store!r}")
+    return PipelineStatus(unrunnable is None, name,
+                          None if unrunnable is None else unrunnable.why(),
+                          dict(target.fallbacks), target.last_fallback)
 
 
 def _settings(spec: ArraySpec, shard_write_order: str) -> dict[str, Any]:

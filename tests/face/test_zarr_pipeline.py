@@ -33,7 +33,7 @@ import zarrcore.engine.fetched  # noqa: E402
 import zarrcore.storage.memory  # noqa: E402
 from zarrcore.config import ARRAY_OPTIONS  # noqa: E402
 from zarrcore.errors import PipelineFallbackError  # noqa: E402
-from zarrcore.zarr_pipeline import FALLBACKS, ZarrcorePipeline  # noqa: E402
+from zarrcore.zarr_pipeline import FALLBACKS, ZarrcorePipeline, pipeline_status  # noqa: E402
 
 PATH = "zarrcore.zarr_pipeline.ZarrcorePipeline"
 
@@ -605,6 +605,39 @@ def test_the_fallback_error_names_its_cause_and_the_array():
     assert "array 'grid/pairs'" in str(fields.value) and "('a', 'b')" in str(fields.value)
     for error in (codec, fields):
         assert "pipeline_fallback=True" in str(error.value)
+
+
+def test_the_status_says_whether_the_pipeline_runs_an_array_and_what_fell_back(tmp_path):
+    with _plain():
+        plain = zarr.create_array(MemoryStore(), shape=(6,), chunks=(3,), dtype="i4")
+    status = pipeline_status(plain)
+    assert status[:2] == (False, "zarr.core.codec_pipeline.BatchedCodecPipeline")
+    assert "codec_pipeline.path" in status.reason and PATH in status.reason
+    from zarr.core.buffer import BufferPrototype, cpu
+
+    class OwnBuffer(cpu.Buffer):
+        pass
+
+    own = BufferPrototype(buffer=OwnBuffer, nd_buffer=cpu.NDBuffer)
+    register_codec("zarrcore-test-identity", _Identity)
+    with zarr.config.set({"codec_pipeline.path": PATH}):
+        a = zarr.create_array(str(tmp_path / "a"), shape=(6,), chunks=(3,), dtype="i4")
+        a[...] = np.arange(6)
+        np.testing.assert_array_equal(a[1:5], np.arange(1, 5))
+        assert pipeline_status(a) == (True, PATH, None, {}, None)
+        a.get_basic_selection(slice(1, 5), prototype=own)  # (zarr-python's pipeline reads it)
+        a.get_basic_selection(slice(2), prototype=own)
+        status = pipeline_status(a)
+        assert status.active and status.reason is None and status.fallbacks == {"buffer": 2}
+        assert "'c/0'" in status.last_fallback and "OwnBuffer" in status.last_fallback
+        assert pipeline_status(a.async_array) == status
+        foreign = zarr.create_array(MemoryStore(), shape=(6,), chunks=(3,), dtype="i4",
+                                    compressors=[_Identity()])
+    status = pipeline_status(foreign)
+    assert status[:2] == (False, PATH) and f"{__name__}._Identity" in status.reason
+    assert "registered in zarr-python" in status.reason
+    with pytest.raises(TypeError, match="zarr-python Array"):
+        pipeline_status(zarrcore.create_array({}, shape=(2,), dtype="i4"))
 
 
 @pytest.mark.parametrize("read", ["basic", "orthogonal", "coordinate"])
