@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from . import api
+# (Not the package zarrcore.api, which imports this module as its `asynchronous`.)
+from .api import synchronous as api
 from .nodes.async_nodes import AsyncArray, AsyncGroup, run
 
 __all__ = [

@@ -881,3 +881,33 @@ def test_an_unbuilt_source_tree_says_to_build(tmp_path):
     assert run.returncode == 1
     assert "ImportError: zarrcore's compiled extensions are not built" in run.stderr
     assert "build_ext --inplace" in run.stderr and "circular" not in run.stderr
+
+
+# -- zarr-python's zarr.api modules -------------------------------------------------------------
+def test_zarr_api_modules_are_there_after_import_zarrcore():
+    """`import zarrcore as zarr` alone gives zarr.api.asynchronous and zarr.api.synchronous,
+    as `import zarr` does."""
+    code = ("import zarrcore as zarr; "
+            "print(zarr.api.asynchronous.open_array.__name__, zarr.api.synchronous.save)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=os.path.dirname(os.path.abspath(__file__)))
+    assert done.stdout.startswith("open_array <function save")
+
+
+def test_zarr_api_asynchronous_is_zarrcore_asynchronous(tmp_path):
+    import asyncio
+
+    import zarrcore.api.asynchronous as zaa
+    from zarrcore.api.synchronous import open_array
+
+    path = str(tmp_path / "a")
+    zarrcore.create_array(path, shape=(4,), dtype="i4")[...] = np.arange(4)
+
+    async def read():
+        a = await zarrcore.api.asynchronous.open_array(path, mode="r")
+        return await a.getitem(slice(1, 3))
+
+    np.testing.assert_array_equal(asyncio.run(read()), [1, 2])
+    assert {n: getattr(zaa, n) for n in zarrcore.asynchronous.__all__} == {
+        n: getattr(zarrcore.asynchronous, n) for n in zarrcore.asynchronous.__all__}
+    assert open_array is zarrcore.open_array is zarrcore.api.open_array

@@ -50,6 +50,13 @@ def _public(obj):
     return {name for name in dir(obj) if not name.startswith("_") and name.isidentifier()}
 
 
+def test_zarr_api_synchronous_has_zarr_pythons_functions():
+    """(zarr.api.asynchronous's are checked by test_async_names_against_zarr_python.)"""
+    import zarr.api.synchronous as theirs
+
+    assert set(theirs.__all__) - _public(zarrcore.api.synchronous) == set()
+
+
 @pytest.mark.parametrize("theirs, ours, allowed", [
     (zarr, zarrcore, MODULE_ALLOWED), (zarr.Array, zarrcore.Array, ARRAY_ALLOWED),
     (zarr.Group, zarrcore.Group, GROUP_ALLOWED)], ids=["module", "Array", "Group"])

@@ -1,6 +1,6 @@
-"""Top-level functions, named and behaving as in zarr-python 3: those of the arrays and the
-groups (the ones the nodes do not call themselves are defined here: opening any node, saving
-and loading), and the copies between stores."""
+"""Top-level functions, named and behaving as in zarr-python 3 (zarr.api.synchronous): those
+of the arrays and the groups (the ones the nodes do not call themselves are defined here:
+opening any node, saving and loading), and the copies between stores."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -8,25 +8,25 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import NodeNotFoundError
-from .nodes.node import join, normalize_path
-from .nodes.array import Array
-from .nodes.array_specs import check_mode, guess_chunks, store_mode
-from .nodes.creation import (
+from ..errors import NodeNotFoundError
+from ..nodes.node import join, normalize_path
+from ..nodes.array import Array
+from ..nodes.array_specs import check_mode, guess_chunks, store_mode
+from ..nodes.creation import (
     array, create, create_array, empty, empty_like, from_array, full, full_like, like_kwargs,
     ones, ones_like, open_array, zeros, zeros_like,
 )
-from .nodes.consolidation import consolidate_metadata, open_consolidated
-from .nodes.group import (
+from ..nodes.consolidation import consolidate_metadata, open_consolidated
+from ..nodes.group import (
     Group, create_group, create_hierarchy, group, open_group, open_node, tree,
 )
-from .storage import make_store
-from .tools.copy import copy
+from ..storage import make_store
+from ..tools.copy import copy
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from ._types import StoreLike
+    from .._types import StoreLike
 
 __all__ = [
     "Array", "Group", "GroupArrays", "array", "consolidate_metadata", "copy_all", "copy_store",
