@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "zc_fork.h"
-#include "zc_hash64.h"
 #include "zc_os.h"
 #include "zc_shm_cache.h"
+#include "zc_siphash.h"
 #include "zc_status.h"
 
 /* Parts of the table: enough that two threads rarely meet on one lock. The byte budget is
@@ -72,6 +72,7 @@ struct zc_chunk_cache {
     /* Set: entries live in this table shared with other processes (zc_shm_cache.h), none in
      * the parts; an entry found is copied out of it into a slot pinned for its reader. */
     zc_shm_cache *shared;
+    zc_siphash_key content_key; /* zc_chunk_cache_content's, unless shared */
 };
 
 /* ---- slots -------------------------------------------------------------------------------- */
@@ -249,6 +250,10 @@ zc_chunk_cache *zc_chunk_cache_new(size_t capacity, size_t chunk_bytes, int key_
     zc_chunk_cache *c = (zc_chunk_cache *)calloc(1, sizeof *c);
     if (c == NULL)
         return NULL;
+    if (zc_siphash_key_new(&c->content_key) != 0) {
+        free(c);
+        return NULL;
+    }
     c->chunk_bytes = chunk_bytes;
     c->key_len = key_len;
     /* Within int64_t, the type of the atomic byte count. */
@@ -292,6 +297,12 @@ void zc_chunk_cache_free(zc_chunk_cache *c)
 }
 
 void zc_chunk_cache_share(zc_chunk_cache *c, zc_shm_cache *shared) { c->shared = shared; }
+
+uint64_t zc_chunk_cache_content(const zc_chunk_cache *c, const void *data, size_t len)
+{
+    return zc_siphash13(c->shared != NULL ? zc_shm_cache_content_key(c->shared) : &c->content_key,
+                        data, len);
+}
 
 void zc_chunk_cache_get_stats(zc_chunk_cache *c, zc_chunk_cache_stats *out)
 {
@@ -552,7 +563,7 @@ int zc_chunk_cache_read(zc_chunk_cache *c, const int64_t *key, const zc_chunk_ve
         if ((st = zc_chunk_load(chain, o, offset, size, r)) != ZC_OK)
             return st;
         zc_chunk_version cv = *v;
-        cv.content = zc_hash64(r->file.p, size);
+        cv.content = zc_chunk_cache_content(c, r->file.p, size);
         /* (Shared: the selection straight out of the table, no copy of the whole chunk.) */
         if (c->shared == NULL) {
             e = zc_chunk_cache_find(c, key, &cv);

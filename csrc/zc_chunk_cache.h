@@ -5,13 +5,14 @@
  * unsharded chunk). Each entry remembers the version of the stored bytes it was decoded from
  * (zc_chunk_version) and is served only to a reader that found that same version, so it never
  * hands out data the store no longer holds. For a file the version is its device, inode,
- * size, mtime and ctime (nanoseconds), the chunk's byte range in it, and a 64-bit hash of the
- * bytes in that range (zc_hash64), which a hit reads and hashes: a file's times do not change
- * for every write (stores through a shared memory map to a page already dirty, on tmpfs to
- * any page; whole-second stamps), its bytes do. So a hit saves the decode, not the read. A
- * memory blob's version names its bytes for good (every write stores a new blob); versions a
- * store gives (zc_shard_batch.h's) are the store's word. A file whose ctime is recent
- * (zc_chunk_version_settled) is read but not cached.
+ * size, mtime and ctime (nanoseconds), the chunk's byte range in it, and a hash of the bytes
+ * in that range keyed with a secret of the cache (zc_chunk_cache_content: no one without the
+ * key can make other bytes hash alike), which a hit reads and hashes: a file's times do not
+ * change for every write (stores through a shared memory map to a page already dirty, on
+ * tmpfs to any page; whole-second stamps), its bytes do. So a hit saves the decode, not the
+ * read. A memory blob's version names its bytes for good (every write stores a new blob);
+ * versions a store gives (zc_shard_batch.h's) are the store's word. A file whose ctime is
+ * recent (zc_chunk_version_settled) is read but not cached.
  *
  * The table is split into independently locked parts by key hash, each with its own least
  * recently used list; the byte budget is the whole cache's, and an insert evicts the least
@@ -43,7 +44,7 @@ typedef struct {
     uint64_t dev, ino, size;
     int64_t mtime_ns, ctime_ns;
     uint64_t offset, nbytes;  /* the chunk's bytes in the object */
-    uint64_t content;         /* a file's: zc_hash64 of those bytes (0 for other objects) */
+    uint64_t content;         /* a file's: zc_chunk_cache_content of those bytes (else 0) */
 } zc_chunk_version;
 
 typedef struct {
@@ -53,17 +54,25 @@ typedef struct {
 } zc_chunk_cache_stats;
 
 /* A cache of at most `capacity` bytes of decoded chunks of `chunk_bytes` each, keyed by
- * `key_len` int64 values. NULL when out of memory or `capacity` holds no chunk. */
+ * `key_len` int64 values, with a secret key of its own drawn from the system's random
+ * source. NULL when out of memory, `capacity` holds no chunk or no key could be drawn (errno
+ * set then). */
 zc_chunk_cache *zc_chunk_cache_new(size_t capacity, size_t chunk_bytes, int key_len);
 void zc_chunk_cache_free(zc_chunk_cache *c);
 void zc_chunk_cache_get_stats(zc_chunk_cache *c, zc_chunk_cache_stats *out);
 
 /* Keep the entries of `c` in `shared` (zc_shm_cache.h), with the other processes using it,
  * instead of in `c` (called before any use; `shared` outlives `c`). Its reads and counters are
- * then the table's; `c` pins copies of found entries for their readers. Only for versions that
- * mean the same in every process: files' and stores' (not memory blobs'). */
+ * then the table's, and so is the key of its content hashes; `c` pins copies of found entries
+ * for their readers. Only for versions that mean the same in every process: files' and
+ * stores' (not memory blobs'). */
 struct zc_shm_cache;
 void zc_chunk_cache_share(zc_chunk_cache *c, struct zc_shm_cache *shared);
+
+/* The content of a version of the `len` stored bytes at `data` (zc_chunk_version): their
+ * SipHash-1-3 under the secret key of `c` (zc_siphash.h), or of its shared table, which every
+ * process using the table holds. */
+uint64_t zc_chunk_cache_content(const zc_chunk_cache *c, const void *data, size_t len);
 
 /* The identity of the open object `o` into `v` (offset and nbytes left as they are, content
  * 0): a file's zc_os_fstat, or a memory blob's version (settled at once: it never changes).

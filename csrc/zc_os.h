@@ -349,6 +349,9 @@ long zc_os_pid(void);
 int zc_os_pid_gone(long pid);
 /* Nanoseconds of the real-time clock. */
 uint64_t zc_os_time_ns(void);
+/* `n` bytes from the system's cryptographic random source into `buf` (secret keys): 0, or -1
+ * with errno. */
+int zc_os_random(void *buf, size_t n);
 
 /* ---- Advisory locks (zc_os_*_lock.c): one byte of a file at `at` (below 2^32), or the whole
  * file with ZC_LOCK_WHOLE. They conflict between open files, even within one process, and go

@@ -11,7 +11,6 @@
 #include "zc_copy.h"
 #include "zc_crc32c.h"
 #include "zc_fill.h"
-#include "zc_hash64.h"
 #include "zc_key_lock.h"
 #include "zc_os.h"
 #include "zc_shard_batch.h"
@@ -679,7 +678,7 @@ static int load_shard(zc_shard_io *io, int64_t s, zc_buf *buf)
     uint64_t content = 0;
     if (io->index_cache != NULL && o.blob == NULL) {
         /* A file's bytes can change under the same identity: the index must be of these. */
-        content = zc_hash64(buf->p, isz);
+        content = zc_chunk_cache_content(io->index_cache, buf->p, isz);
         if (cached_index(io, s, content)) {
             slot->obj = o;
             return ZC_OK;

@@ -23,10 +23,10 @@
  *
  * Reads through a cache (zc_chunk_cache.h): a shard file is opened and its index read as
  * without one; the checked index is taken from the index cache when cached of the same
- * identity and index bytes (their zc_hash64), and each task reads its inner chunk's bytes
- * and takes the decoded chunk from the cache when cached of those bytes: a file's bytes can
- * change without its identity (a shared memory map), so neither is served on the identity
- * alone. A memory store's blob is named by its version alone: the first task looks up every
+ * identity and index bytes (their zc_chunk_cache_content), and each task reads its inner
+ * chunk's bytes and takes the decoded chunk from the cache when cached of those bytes: a
+ * file's bytes can change without its identity (a shared memory map), so neither is served on
+ * the identity alone. A memory store's blob is named by its version alone: the first task looks up every
  * inner chunk the read needs (at most ZC_SHARD_IO_PIN_MAX of them) at the blob's version
  * (zc_chunk_version_in), and when they and the index are cached the blob is not opened;
  * otherwise it is, and what was pinned is kept only when the open blob is still of that

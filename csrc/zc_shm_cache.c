@@ -11,17 +11,20 @@
 #include "zc_status.h"
 
 #define SHM_MAGIC 0x7a63736863616368ull /* "zcshcach" */
-#define SHM_LAYOUT 2
+#define SHM_LAYOUT 3
 /* Slots per set: a key is looked for in 2 sets of this many, which keeps a table nearly full
  * before two keys compete for one slot. */
 #define SHM_WAYS 8
 #define ALIGN ((size_t)64)
 
 /* The file: this header, then nslots slot headers of head_bytes, then nslots slots of
- * slot_bytes (at data_offset). Fields after the first line change while in use. */
+ * slot_bytes (at data_offset). Fields after the content key change while in use. */
 typedef struct {
     uint64_t magic, layout, nonce, chunk_bytes, key_len, nslots, nsets, head_bytes, slot_bytes,
         data_offset, total_bytes;
+    /* The key of the versions' content hashes (zc_chunk_cache_content), drawn by the creator
+     * from the system's random source: every process using the table hashes alike. */
+    zc_siphash_key content_key;
     int64_t clock; /* read counter: slots' `tick` */
     int64_t hits, misses, inserts, evictions, stale;
     int64_t stop_pid; /* for tests: zc_shm_cache_stop_mid_write */
@@ -43,7 +46,8 @@ typedef struct {
 
 struct zc_shm_cache {
     shm_header *head;
-    shm_header lay; /* the layout fields, checked, in this process's memory: never re-read */
+    shm_header lay; /* the layout fields and content key, checked, in this process's memory:
+                     * never re-read */
     size_t size;
     int fd; /* the creator's, kept open for others to attach through; else -1 */
 };
@@ -97,6 +101,9 @@ zc_shm_cache *zc_shm_cache_create(size_t capacity, size_t chunk_bytes, int key_l
         layout(&h, capacity, chunk_bytes, key_len) != 0)
         return NULL;
     h.nonce = nonce;
+    *status = ZC_ERR_IO;
+    if (zc_siphash_key_new(&h.content_key) != 0)
+        return NULL;
     zc_shm_cache *s = (zc_shm_cache *)calloc(1, sizeof *s);
     *status = ZC_ERR_NOMEM;
     if (s == NULL)
@@ -129,6 +136,7 @@ zc_shm_cache *zc_shm_cache_attach(const char *path, size_t chunk_bytes, int key_
         return NULL;
     const int64_t size = zc_os_shm_size(fd);
     shm_header want;
+    zc_siphash_key content_key = {0, 0};
     void *p = NULL;
     *status = ZC_ERR_PARAM;
     /* Map the header alone first: every field is checked before the whole is trusted. */
@@ -142,6 +150,7 @@ zc_shm_cache *zc_shm_cache_attach(const char *path, size_t chunk_bytes, int key_
                          want.total_bytes == h->total_bytes && want.nsets == h->nsets &&
                          want.data_offset == h->data_offset && want.head_bytes == h->head_bytes &&
                          want.slot_bytes == h->slot_bytes && (uint64_t)size == h->total_bytes;
+        content_key = h->content_key;
         zc_mem_unmap(p, sizeof(shm_header));
         p = NULL;
         if (same)
@@ -162,6 +171,7 @@ zc_shm_cache *zc_shm_cache_attach(const char *path, size_t chunk_bytes, int key_
     }
     s->head = (shm_header *)p;
     s->lay = want;
+    s->lay.content_key = content_key;
     s->size = (size_t)size;
     s->fd = -1;
     *status = ZC_OK;
@@ -179,6 +189,11 @@ void zc_shm_cache_free(zc_shm_cache *s)
 }
 
 int zc_shm_cache_fd(const zc_shm_cache *s) { return s->fd; }
+
+const zc_siphash_key *zc_shm_cache_content_key(const zc_shm_cache *s)
+{
+    return &s->lay.content_key;
+}
 
 void zc_shm_cache_get_stats(zc_shm_cache *s, zc_chunk_cache_stats *out)
 {

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "zc_chunk_cache.h"
+#include "zc_siphash.h"
 
 typedef struct zc_shm_cache zc_shm_cache;
 
@@ -35,9 +36,9 @@ typedef struct zc_shm_cache zc_shm_cache;
 #define ZC_SHM_TAG_MAX 96
 
 /* A new table of at most `capacity` bytes of chunks of `chunk_bytes`, keyed by `key_len`
- * (1 to ZC_MAX_NDIM + 1) values, tagged `nonce` (which attaching must name). NULL with
- * *status ZC_ERR_PARAM (no chunk fits, bad key_len), ZC_ERR_NOMEM or ZC_ERR_IO (errno set;
- * ENOSYS where the system shares no anonymous memory). */
+ * (1 to ZC_MAX_NDIM + 1) values, tagged `nonce` (which attaching must name), with a new
+ * content key. NULL with *status ZC_ERR_PARAM (no chunk fits, bad key_len), ZC_ERR_NOMEM or
+ * ZC_ERR_IO (errno set; ENOSYS where the system shares no anonymous memory). */
 zc_shm_cache *zc_shm_cache_create(size_t capacity, size_t chunk_bytes, int key_len,
                                   uint64_t nonce, int *status);
 /* The table another process created, opened at `path` (its descriptor, /proc/<pid>/fd/<fd>),
@@ -49,6 +50,10 @@ zc_shm_cache *zc_shm_cache_attach(const char *path, size_t chunk_bytes, int key_
 void zc_shm_cache_free(zc_shm_cache *s);
 /* The creator's descriptor (-1 in a process that attached). */
 int zc_shm_cache_fd(const zc_shm_cache *s);
+/* The secret key of the content hashes in the table's versions (zc_chunk_cache_content):
+ * drawn by the creator, kept in the table's header, the same in every process using it
+ * (whoever can open the table can read its entries too: its creator's user). */
+const zc_siphash_key *zc_shm_cache_content_key(const zc_shm_cache *s);
 /* The counters of every process together; used and entries by a scan of the slots. */
 void zc_shm_cache_get_stats(zc_shm_cache *s, zc_chunk_cache_stats *out);
 

@@ -23,6 +23,7 @@ cdef extern from "zc_chunk_cache.h":
     void zc_chunk_cache_free(zc_chunk_cache *c)
     void zc_chunk_cache_get_stats(zc_chunk_cache *c, zc_chunk_cache_stats *out)
     void zc_chunk_cache_share(zc_chunk_cache *c, zc_shm_cache *shared)
+    uint64_t zc_chunk_cache_content(const zc_chunk_cache *c, const void *data, size_t len)
 
 cdef extern from "zc_shm_cache.h":
     zc_shm_cache *zc_shm_cache_create(size_t capacity, size_t chunk_bytes, int key_len,
@@ -74,7 +75,8 @@ cdef class ChunkCache:
     per shard, is given) of `chunk_bytes` each, over `ndim` axes, for the reads of one array:
     shared by every thread, each entry served only while the stored object keeps the version
     it was decoded from (csrc/zc_chunk_cache.h: for a file, its identity and the hash of the
-    chunk's bytes, which every hit reads).
+    chunk's bytes, which every hit reads, keyed with a secret of this cache's or, shared, of
+    its table's).
 
     With `shared` (True, or the SharedCacheRef of another process's), the chunks' entries are
     kept in memory shared with other processes of the machine, all of them within `capacity`
@@ -130,6 +132,12 @@ cdef class ChunkCache:
                                         f"{os.strerror(code)}")
             self.shared_ref = SharedCacheRef(os.getpid(), zc_shm_cache_fd(self.shared), nonce)
         zc_chunk_cache_share(self.chunks, self.shared)
+
+    def content_hash(self, const unsigned char[::1] data):
+        """For tests: the hash of the stored bytes `data` that a hit compares (the content of
+        a file's version), keyed with this cache's secret, or its shared table's."""
+        return zc_chunk_cache_content(self.chunks, &data[0] if data.shape[0] else NULL,
+                                      data.shape[0])
 
     def stop_mid_write(self, long pid):
         """For tests: the process `pid` stops itself (SIGSTOP) half way through writing its
