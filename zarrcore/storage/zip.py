@@ -38,6 +38,7 @@ from contextlib import AbstractContextManager
 from typing import IO, TYPE_CHECKING, Literal, overload
 
 from ..runtime import portable
+from ..array_api import CACHE_SETTLE_SECONDS
 from ..config import config
 from ..errors import DeleteUnsupportedError, StoreError
 from .base import (
@@ -59,6 +60,24 @@ _WHOLE_READ = ("a zip member read whole may inflate to (config.max_chunk_bytes w
 #: Where a member's data lies, as its directory entry declares it: (start in the file,
 #: compressed size, size, compression method, CRC).
 _Member = tuple[int, int, int, int, int]
+
+
+#: A zip's opening as its members' versions name it (`_opening_name`).
+_Opening = tuple[int, int, int, int, int] | tuple[bytes]
+
+
+def _opening_name(fd: int) -> _Opening:
+    """The name of the opening of the zip file `fd` in its members' versions, which with a
+    member's place, sizes and CRC names the member's bytes in every process (a cache shared
+    between processes compares them): the file's device, inode, size and modification and
+    change times (ns), once its change time is as old as the decoded-chunk cache's settling
+    time, so that any later change stamps another (file systems may stamp coarsely); before,
+    16 random bytes, which name this opening alone. Members are only appended while the zip
+    is open, so a member's place keeps its bytes throughout an opening."""
+    st = os.fstat(fd)
+    if time.time_ns() - st.st_ctime_ns >= CACHE_SETTLE_SECONDS * 1e9:
+        return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+    return (os.urandom(16),)
 
 
 class _Inflater:
@@ -164,7 +183,8 @@ class ZipStore(Store):
     # One process writes a zip at a time (an exclusive lock on the file), so locking out
     # this process's threads locks out every writer.
     supports_locks = True
-    # A member's version: the zip's opening and the member's place, sizes and CRC.
+    # A member's version: the zip's opening (`_opening_name`) and the member's place, sizes
+    # and CRC.
     versioned_reads = True
 
     def __init__(self, path: str | os.PathLike[str], read_only: bool = False,
@@ -181,9 +201,8 @@ class ZipStore(Store):
         self._state = _OpenZip()
         self._finalizer: weakref.finalize[[_OpenZip], ZipStore] | None = None
         self._members: dict[str, _Member] = {}  # of the members read so far
-        # How many times the zip was opened: with a member's place, its version (members are
-        # only appended while it is open, so a place never holds other bytes).
-        self._opens = 0
+        # The name of the zip's opening in its members' versions (None until opened).
+        self._opening: _Opening | None = None
 
     def __repr__(self) -> str:
         return f"ZipStore({self.path!r})"
@@ -254,7 +273,7 @@ class ZipStore(Store):
         if self._mode == "w":
             self._mode = "a"  # reopened after a close, it keeps what was written
         self._state.zip, self._state.file = zf, fp
-        self._opens += 1
+        self._opening = _opening_name(fp.fileno())
         # Closes the ZipFile (and so its file and lock) when the store is collected or at exit.
         self._finalizer = weakref.finalize(self, _close_zip, self._state)
         # (zf.fp is fp)
@@ -323,14 +342,15 @@ class ZipStore(Store):
         for i, (key, ranges) in enumerate(requests):
             key = validate_key(key)
             while True:  # (a member and the opening it was found in)
-                opens = self._opens
+                opening = self._opening
                 member = self._member(key)
-                if self._opens == opens:
+                if self._opening is opening:
                     break
             if member is None:
                 yield i, None, None
                 continue
-            version = (opens, *member)
+            assert opening is not None  # (the member was found in it)
+            version = (*opening, *member)
             if known[i] == version:
                 yield i, UNCHANGED, version
             elif ranges is None:
