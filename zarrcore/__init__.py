@@ -9,6 +9,9 @@ if _importlib_util.find_spec(f"{__name__}._memory") is None:
         f"(pip install .) or build them in place (python setup.py build_ext --inplace)")
 
 from . import errors  # noqa: E402
+# The module zarrcore.array (Array's until it moved, see _moved.py) is imported before the
+# function zarrcore.array takes its name: imported later, it would take the name back.
+from . import array as _moved_array_module  # noqa: E402, F401
 from .api import (
     array, copy_all, copy_store, create, create_array, create_group, create_hierarchy, empty,
     empty_like, from_array, full, full_like, group, load, ones, ones_like, open, open_array,
