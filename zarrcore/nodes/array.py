@@ -983,12 +983,14 @@ class Array(ChunkMethods, Node):
         MemoryStore holding its own data (sharded or not), and unsharded arrays on a store
         that gives versions of its values (`Store.versioned_reads`: zip, object stores). An
         entry is served only for the stored bytes it was decoded from: a file's chunk bytes
-        (a shard's index and inner chunk), which every hit reads and compares by a 64-bit
-        hash, the file's identity (device, inode, size, times) only a first filter, as
-        writes through a shared memory map or on file systems with whole-second times leave
-        those alone (a file changed within the last second is read but not cached); a memory
-        blob's version (every write stores a new one); a zip member's place in the opened
-        zip; an object's strong ETag (a HEAD finding that ETag unchanged). So entries are
+        (a shard's index and inner chunk), which every hit reads and compares by a hash
+        keyed with a random secret of the cache (of the shared table with `shared_cache`),
+        the file's identity (device, inode, size, times) only a first filter, as writes
+        through a shared memory map or on file systems with whole-second times leave those
+        alone (a file changed within the last second is read but not cached); a memory
+        blob's version (every write stores a new one); a zip member's place, sizes and CRC
+        in the zip file as opened (its device, inode, size and times); an object's strong
+        ETag (a HEAD finding that ETag unchanged). So entries are
         never served stale, and a hit saves the decode; on a directory, not the read
         (:ref:`cache-guarantees`). Other stores (fsspec, references, a MemoryStore
         over a dict passed in), and sharded arrays on zip and object stores, are not cached:
