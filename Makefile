@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEMO_DIR ?= build/demo.zarr
 
-.PHONY: demo test lint newest-test zarr-suite ft-test tsan-test peer-venv docs sanitize fuzz \
+.PHONY: demo test lint model-check newest-test zarr-suite ft-test tsan-test peer-venv docs sanitize fuzz \
 	bench bench-venv wheel wincheck install-test release release-test release-test-aarch64 \
 	release-test-bullseye release-test-musl clean
 
@@ -87,6 +87,13 @@ test:
 	$(MAKE) newest-test
 	cd tests && ../$(VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) \
 		--dist loadfile
+
+# The model checker of every face of the API (tests/face/test_api_model.py, the sentences of
+# docs/guide/guarantees.md) with MODEL_SCALE times the examples and steps `make test` gives it.
+MODEL_SCALE ?= 20
+model-check: $(VENV)/.installed-test
+	cd tests && ZARRCORE_MODEL_SCALE=$(MODEL_SCALE) ../$(VENV)/bin/python -m pytest -q \
+		-p no:cacheprovider face/test_api_model.py
 
 # The tests that need zarr-python's newest stores in zarrcore's own process: Icechunk 2 and
 # VirtualiZarr install on Python >= 3.12 only, so they skip in $(VENV). They run on a zarrcore

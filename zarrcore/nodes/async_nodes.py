@@ -56,6 +56,8 @@ async def _until_done(waited: asyncio.Future[Any]) -> None:
             await asyncio.wait([waited])
         except asyncio.CancelledError:
             continue
+    if not waited.cancelled():
+        waited.exception()  # (taken: the cancelled task's outcome is its cancellation)
 
 
 # How many awaiting tasks one step of the event loop hands their results to: the loop's
