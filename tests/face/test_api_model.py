@@ -427,6 +427,32 @@ class ArrayModel(RuleBasedStateMachine):
         self._handle(data).set_chunk(coords, value)
         self.model[region] = value
 
+    def _whole_chunks(self):
+        """The grid of the chunks that lie wholly inside the array."""
+        return tuple(n // c for n, c in zip(self.model.shape, self.array.chunks))
+
+    @rule(data=st.data())
+    @precondition(lambda self: all(self._whole_chunks()))
+    def chunk_bytes_copied(self, data):
+        """One chunk's stored bytes stored as another's: it then holds the first's values.
+        (Chunks inside the array: what an edge chunk stores beyond the array's end is its
+        own, and never shows.)"""
+        grid = self._whole_chunks()
+        source, target = (tuple(data.draw(st.integers(0, n - 1)) for n in grid)
+                          for _ in range(2))
+        reader, writer = self._handle(data), self._handle(data)
+        # (draws only above: what is stored depends on where cancelled writes stopped)
+        chunks = self.array.chunks
+        source_region, target_region = (tuple(slice(i * c, (i + 1) * c)
+                                              for i, c in zip(coords, chunks))
+                                        for coords in (source, target))
+        stored = reader.get_chunk_bytes(source)
+        if stored is None:  # (not stored: of fill, and nothing to copy)
+            np.testing.assert_array_equal(self.model[source_region], FILL)
+            return
+        writer.set_chunk_bytes(target, stored)
+        self.model[target_region] = self.model[source_region]
+
     # -- another process -------------------------------------------------------------------
     @rule(data=st.data())
     @precondition(lambda self: self.nonempty() and self.address is not None
