@@ -4,8 +4,8 @@ A hypothesis state machine keeps a numpy array (with the array's attributes) as 
 one stored array, and drives random interleavings of every way to read and write it: `Array`
 selections of each kind, `resize` and `append`, `AsyncArray` tasks and read and write futures
 cancelled at random points, lazy views made before and used after resizes, chunk-level
-reads and writes, handles with an in-process and a shared cache, and a second process
-writing; over a memory store, a directory, a zip file and the loopback S3 server. After
+reads and writes, handles with an in-process and a shared cache, and other processes
+writing (one killed at a random moment); over a memory store, a directory, a zip file and the loopback S3 server. After
 every step every handle reads the model.
 
 What it checks are the sentences (G1)-(G8) of docs/guide/guarantees.md, each cited where it
@@ -18,7 +18,9 @@ import concurrent.futures
 import itertools
 import multiprocessing
 import os
+import json
 import re
+import subprocess
 import sys
 import time
 
@@ -34,7 +36,7 @@ import zarrcore
 from zarrcore.errors import ViewOutsideArrayError
 
 from counting_store import CountingStore
-from model_child import write_region
+from model_child import region_value, write_region
 
 SCALE = int(os.environ.get("ZARRCORE_MODEL_SCALE", "1"))
 FILL = -1
@@ -44,6 +46,7 @@ BUDGET = {"memory": (25, 30), "directory": (15, 30), "zip": (10, 25), "s3": (3, 
 # How long a cancelled call runs before it is cancelled: not started, starting, and on.
 CANCEL_AFTER = (0.0, 0.0001, 0.0005, 0.002, 0.006)
 SHARED_CACHE = sys.platform.startswith("linux")
+SUPPORT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support")
 
 
 class Place:
@@ -140,6 +143,7 @@ class ArrayModel(RuleBasedStateMachine):
         self.model = np.full(shape, FILL, dtype="i4")
         self.attrs = {}
         self.views = []
+        self.killed = False  # (one killed writer an example: a process costs a moment)
         self._open_handles()
 
     def _open(self, **kwargs):
@@ -462,6 +466,32 @@ class ArrayModel(RuleBasedStateMachine):
         value = self._value(data, self.model[key].shape)
         self.pool.submit(write_region, self.address, key, value).result(timeout=60)
         self.model[key] = value
+
+    @rule(data=st.data())
+    @precondition(lambda self: self.nonempty() and self.address is not None
+                  and not self.killed)
+    def killed_writer(self, data):
+        """Another process killed (SIGKILL) at a random moment of its write: each stored
+        object old or new (G1)."""
+        bounds = [sorted(data.draw(st.lists(st.integers(0, n), min_size=2, max_size=2)))
+                  for n in self.model.shape]
+        seed = data.draw(st.integers(0, 2**32 - 1))
+        after = data.draw(st.sampled_from(CANCEL_AFTER))
+        child = subprocess.Popen(
+            [sys.executable, os.path.join(SUPPORT, "model_child.py"),
+             json.dumps([self.address, bounds, seed])],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            assert child.stdout.readline() == "ready\n"
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            time.sleep(after)
+        finally:
+            child.kill()
+            child.wait(60)
+        self.killed = True
+        key = tuple(slice(lo, hi) for lo, hi in bounds)
+        self._settle(key, region_value(seed, self.model[key].shape))
 
     # -- after every step ------------------------------------------------------------------
     @invariant()
