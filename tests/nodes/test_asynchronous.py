@@ -547,35 +547,21 @@ def test_cancel_of_a_read_future_returns_once_its_requests_have_ended():
     assert in_flight == 0 and later == requests
 
 
-def test_cancelled_getitem_task_returns_once_its_requests_have_ended():
+# One task reading the whole array, or twenty gathered (asyncio.gather ends as soon as one of
+# its tasks does: each cancelled task of a batch waits for the batch's work to end).
+@pytest.mark.parametrize("tasks", [1, 20])
+def test_cancelled_getitem_tasks_return_once_their_requests_have_ended(tasks):
     store, a = _delayed_array()
+    rows = len(a) // tasks
 
     async def main():
-        task = asyncio.create_task(a.async_array.getitem(...))
+        reads = asyncio.gather(*[a.async_array.getitem(slice(i * rows, (i + 1) * rows))
+                                 for i in range(tasks)])
         while not store.requests:
             await asyncio.sleep(0.001)
-        task.cancel()
+        reads.cancel()
         with pytest.raises(asyncio.CancelledError):
-            await task
-        return _when_returned(store)
-
-    (requests, in_flight), later = arun(main())
-    assert in_flight == 0 and later == requests
-
-
-def test_gathered_getitems_cancelled_return_once_their_requests_have_ended():
-    """asyncio.gather ends as soon as one of its tasks does: each cancelled task of a
-    batch waits for the batch's work to end."""
-    store, a = _delayed_array()
-
-    async def main():
-        gathered = asyncio.gather(*[a.async_array.getitem(slice(i * 640, (i + 1) * 640))
-                                    for i in range(20)])
-        while not store.requests:
-            await asyncio.sleep(0.001)
-        gathered.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await gathered
+            await reads
         return _when_returned(store)
 
     (requests, in_flight), later = arun(main())
