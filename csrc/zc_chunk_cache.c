@@ -300,8 +300,9 @@ void zc_chunk_cache_share(zc_chunk_cache *c, zc_shm_cache *shared) { c->shared =
 
 uint64_t zc_chunk_cache_content(const zc_chunk_cache *c, const void *data, size_t len)
 {
-    return zc_siphash13(c->shared != NULL ? zc_shm_cache_content_key(c->shared) : &c->content_key,
-                        data, len);
+    const zc_siphash_key *key =
+        c->shared != NULL ? zc_shm_cache_content_key(c->shared) : &c->content_key;
+    return zc_siphash_tree(key, data, len);
 }
 
 void zc_chunk_cache_get_stats(zc_chunk_cache *c, zc_chunk_cache_stats *out)

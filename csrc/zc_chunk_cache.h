@@ -70,8 +70,8 @@ struct zc_shm_cache;
 void zc_chunk_cache_share(zc_chunk_cache *c, struct zc_shm_cache *shared);
 
 /* The content of a version of the `len` stored bytes at `data` (zc_chunk_version): their
- * SipHash-1-3 under the secret key of `c` (zc_siphash.h), or of its shared table, which every
- * process using the table holds. */
+ * keyed hash (SipHash-1-3 lanes of a tree, zc_siphash_tree) under the secret key of `c`, or of
+ * its shared table, which every process using the table holds. */
 uint64_t zc_chunk_cache_content(const zc_chunk_cache *c, const void *data, size_t len);
 
 /* The identity of the open object `o` into `v` (offset and nbytes left as they are, content

@@ -11,7 +11,9 @@
 #include "zc_status.h"
 
 #define SHM_MAGIC 0x7a63736863616368ull /* "zcshcach" */
-#define SHM_LAYOUT 3
+/* Changes with the header, the slots or what their versions mean: 4 since the content hash is
+ * zc_siphash_tree, which a process hashing with an older one would never match. */
+#define SHM_LAYOUT 4
 /* Slots per set: a key is looked for in 2 sets of this many, which keeps a table nearly full
  * before two keys compete for one slot. */
 #define SHM_WAYS 8

@@ -11,6 +11,8 @@ CACHE_BYTES_MAX: int
 def check_budget(budget: object, setting: str, chunk_bytes: int | None = None,
                  chunk: str = "chunk") -> int: ...
 
+def _content_hash_under(k0: int, k1: int, data: Buffer, portable: bool = False) -> int: ...
+
 class SharedCacheRef(NamedTuple):
     pid: int
     fd: int

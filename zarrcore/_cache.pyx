@@ -34,6 +34,12 @@ cdef extern from "zc_shm_cache.h":
     int zc_shm_cache_fd(const zc_shm_cache *s)
     void zc_shm_cache_stop_mid_write(zc_shm_cache *s, long pid)
 
+cdef extern from "zc_siphash.h":
+    ctypedef struct zc_siphash_key:
+        uint64_t k0, k1
+    uint64_t zc_siphash_tree(const zc_siphash_key *key, const void *data, size_t len)
+    uint64_t zc_siphash_tree_portable(const zc_siphash_key *key, const void *data, size_t len)
+
 # Of a sharded array's budget, this share keeps checked shard indexes (as zc_array.c's), so
 # that reads served from the cache need not read them.
 INDEX_SHARE = 8
@@ -60,6 +66,19 @@ def check_budget(budget, str setting, chunk_bytes=None, str chunk="chunk"):
         raise ValueError(f"{setting} must be from 0 (no cache) to {CACHE_BYTES_MAX} (2**63 - 1) "
                          f"bytes, not {budget}")
     return budget
+
+
+def _content_hash_under(uint64_t k0, uint64_t k1, const unsigned char[::1] data,
+                        bint portable=False):
+    """For tests: the hash a cache whose secret key is (k0, k1) compares `data` by
+    (csrc/zc_siphash.h), through the CPU's vector lanes where it has them, or always through
+    the plain C ones (`portable`)."""
+    cdef zc_siphash_key key
+    key.k0, key.k1 = k0, k1
+    cdef const void *p = &data[0] if data.shape[0] else NULL
+    if portable:
+        return zc_siphash_tree_portable(&key, p, data.shape[0])
+    return zc_siphash_tree(&key, p, data.shape[0])
 
 
 class SharedCacheRef(NamedTuple):
