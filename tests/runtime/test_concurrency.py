@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from zarrcore.runtime.cancellation import CancelToken, WorkCancelled, carrying
 from zarrcore.runtime.concurrency import fan_out, run_bounded
 from zarrcore.errors import StoreError
 
@@ -118,6 +119,83 @@ def test_failure_of_items_waits_for_running_threads():
     with pytest.raises(KeyboardInterrupt):
         run_bounded(call, items(), 4)
     assert finished == [0]  # the running call ended whole before the interrupt was raised
+
+
+def test_a_fan_out_stopped_early_returns_once_its_coroutines_have_ended(loop):
+    """Its consumer gone (a cancelled read), a fan-out on a loop cancels the coroutines
+    running and returns once each has ended: none goes on to send a request after."""
+    ended = []
+
+    async def call(x):
+        try:
+            await asyncio.sleep(0 if x == 0 else 30)
+        finally:
+            await asyncio.sleep(0.1)  # (what a cancelled request does before it ends)
+            ended.append(x)
+        return x
+
+    batches = fan_out(call, list(range(4)), 4, loop=loop)
+    assert next(batches) == [(0, 0)]
+    started = time.monotonic()
+    batches.close()
+    assert sorted(ended) == [0, 1, 2, 3]
+    assert time.monotonic() - started < 5  # (cancelled, not waited out)
+
+
+def test_failure_of_items_lets_running_writes_on_a_loop_end_whole(loop):
+    """Writes (results dropped) are not cancelled once sent, where the server may apply them
+    later: as threads, they are waited for until they end whole."""
+    finished = []
+
+    async def call(x):
+        await asyncio.sleep(0.05)
+        finished.append(x)
+
+    def items():
+        yield 0
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_bounded(call, items(), 4, loop=loop)
+    assert finished == [0]
+
+
+def _counted(taken, n=100):
+    for i in range(n):
+        taken.append(i)
+        yield i
+
+
+def test_a_fired_token_stops_a_fan_out_taking_items():
+    """Under the cancellation token of work started in the background, a fan-out takes no
+    item once it has fired: WorkCancelled, once the running calls have ended."""
+    token, taken, ended = CancelToken(), [], []
+
+    def call(x):
+        if x == 3:
+            token.cancel()
+        time.sleep(0.01)
+        ended.append(x)
+
+    with carrying(token), pytest.raises(WorkCancelled):
+        run_bounded(call, _counted(taken), 2)
+    assert len(taken) <= 5 and sorted(ended) == taken
+
+
+def test_a_fired_token_cancels_a_fan_outs_coroutines_at_once(loop):
+    """... and cancels its running coroutines (reads) at once, not once they have ended."""
+    token, taken = CancelToken(), []
+
+    async def call(x):
+        await asyncio.sleep(3)
+
+    timer = threading.Timer(0.05, token.cancel)
+    timer.start()
+    started = time.monotonic()
+    with carrying(token), pytest.raises(WorkCancelled):
+        _flat(fan_out(call, _counted(taken, 8), 4, loop=loop))
+    assert time.monotonic() - started < 2 and taken == [0, 1, 2, 3]
+    timer.join()
 
 
 def test_deadline_names_the_outstanding_keys(loop):

@@ -5,6 +5,7 @@ import collections
 import os
 import re
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -422,13 +423,44 @@ class FaultProxy:
                        f"Connection: close\r\n\r\n".encode())
 
 
+# Linux's SO_TIMESTAMPNS (which Python's socket module does not name): each read of a socket
+# tells when the kernel received its bytes, as a struct timespec of two longs.
+_SO_TIMESTAMPNS = 35 if sys.platform == "linux" else None
+_TIMESPEC = struct.Struct("ll")
+
+
+def _stamped_recv(sock):
+    """(bytes, time.time() they arrived) of one read of `sock`: the kernel's stamp where the
+    socket has them on (`_stamping`), not when a thread of this process got to read them,
+    which lags behind when the client under test keeps the GIL or the CPUs busy."""
+    if _SO_TIMESTAMPNS is None:
+        return sock.recv(65536), time.time()
+    data, ancillary, _, _ = sock.recvmsg(65536, socket.CMSG_SPACE(_TIMESPEC.size))
+    for level, kind, stamp in ancillary:
+        if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS:
+            seconds, nanoseconds = _TIMESPEC.unpack(stamp[:_TIMESPEC.size])
+            return data, seconds + nanoseconds / 1e9
+    return data, time.time()
+
+
+def _stamping(sock):
+    """`sock`'s reads stamped by the kernel, where it can (see _stamped_recv)."""
+    if _SO_TIMESTAMPNS is not None:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+        except OSError:
+            pass
+
+
 class CountingProxy:
     """A TCP proxy to `target_port` that passes connections through unchanged (kept alive as
     long as client and server keep them) and counts `connections` opened in all and the
     most requests in flight at once (`peak_requests`; each from its first byte until the
     proxy has the whole answer, by its Content-Length, so never more than the client has
-    in flight), and the requests by method and path (`methods`). It reads HTTP/1.1 without
-    pipelining, as clients send it."""
+    in flight), and the requests by method and path (`methods`), with the time.time() each
+    request's first bytes arrived (`arrivals`, in the order read). Each request is held `delay`
+    seconds before it is forwarded (so that requests are in flight for as long). It reads
+    HTTP/1.1 without pipelining, as clients send it."""
 
     def __init__(self, target_port):
         self.target_port = target_port
@@ -437,6 +469,8 @@ class CountingProxy:
         self._guard = threading.Lock()
         self.connections = self.requests = self.in_flight = self.peak_requests = 0
         self.methods = collections.Counter()
+        self.arrivals = []
+        self.delay = 0.0
         threading.Thread(target=self._accept, daemon=True).start()
 
     def stop(self):
@@ -463,16 +497,24 @@ class CountingProxy:
                 answers = threading.Thread(target=self._answers, args=(server, client, pending),
                                            daemon=True)
                 answers.start()
+                _stamping(client)
                 try:
-                    while data := client.recv(65536):
+                    while True:
+                        data, arrived = _stamped_recv(client)
+                        if not data:
+                            break
                         with self._guard:
-                            if not pending:
+                            starts = not pending
+                            if starts:
                                 pending.append(data.split(b" ", 1)[0])
                                 method, path = data.split(b" ", 2)[:2]
                                 self.methods[method.decode(), path.decode("latin-1")] += 1
+                                self.arrivals.append(arrived)
                                 self.requests += 1
                                 self.in_flight += 1
                                 self.peak_requests = max(self.peak_requests, self.in_flight)
+                        if starts and self.delay:
+                            time.sleep(self.delay)
                         server.sendall(data)
                 except OSError:
                     pass

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from .._chunk_jobs import ChunkWaves
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import EMPTY, Entries, coalesce
+from ..runtime.cancellation import carrying, current
 from ..runtime.concurrency import fan_out
 from ..runtime.pool import Claims, parallel_map, run_workers
 from ..config import config
@@ -81,14 +82,16 @@ def arrivals(store: Store, requests: Sequence[Request], concurrency: int,
         return
     arrived: queue.SimpleQueue[object] = queue.SimpleQueue()
     stop = threading.Event()
+    token = current()  # (the work's, if cancellable: its requests stop with its chunk jobs)
 
     def fetch() -> None:
         results = results_of(requests)
         try:
-            for item in results:
-                arrived.put(item)
-                if stop.is_set():
-                    break
+            with carrying(token):
+                for item in results:
+                    arrived.put(item)
+                    if stop.is_set():
+                        break
         except BaseException as e:  # re-raised by the caller
             arrived.put(e)
         finally:

@@ -1,6 +1,7 @@
 """Cancellation of work started in the background (zarrcore.runtime.background): a token that
 the thread running the work carries, and that pool.run_workers, through which every parallel
-chunk job runs, checks before and after each job and stops the job with when it fires."""
+chunk job runs, checks before and after each job and stops the job with when it fires; and
+that concurrency.fan_out, through which requests go out, checks before each request."""
 from __future__ import annotations
 
 import concurrent.futures
@@ -66,8 +67,8 @@ def current() -> CancelToken | None:
 
 
 @contextlib.contextmanager
-def carrying(token: CancelToken) -> Iterator[None]:
-    """Run the block's work under `token` (in this thread)."""
+def carrying(token: CancelToken | None) -> Iterator[None]:
+    """Run the block's work under `token` (in this thread; None: under none)."""
     previous = current()
     carried.token = token
     try:

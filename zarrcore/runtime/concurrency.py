@@ -9,13 +9,15 @@ Ctrl-C.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import errno
 import queue
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..errors import StoreError
+from . import cancellation
 
 if TYPE_CHECKING:  # (asyncio, 30-40 ms to import, only where a loop runs the calls)
     import asyncio
@@ -30,6 +32,50 @@ _WAIT_SLICE = 0.25
 def _first(item: Any) -> Any:
     """An item's name in a timeout message: a request's or a write's key."""
     return item[0] if isinstance(item, tuple) else item
+
+
+class _LoopCalls:
+    """The coroutines of one fan_out, run on `loop` from the calling thread: each one's future
+    is done once its coroutine has ended, also when `cancel` stopped it. (A future of
+    run_coroutine_threadsafe cancelled from this thread is done at once, while its coroutine
+    goes on until the loop gets to cancel it, and may send a request meanwhile.)"""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._cancelled = False
+        self._running: set[asyncio.Task[Any]] = set()  # (both touched on the loop only)
+
+    def submit(self, coro: Coroutine[Any, Any, R]) -> concurrent.futures.Future[R]:
+        import asyncio
+
+        return asyncio.run_coroutine_threadsafe(self._run(coro), self.loop)
+
+    async def _run(self, coro: Coroutine[Any, Any, R]) -> R:
+        import asyncio
+
+        if self._cancelled:  # (its task started after `cancel`: it never runs)
+            coro.close()
+            raise asyncio.CancelledError
+        task = cast("asyncio.Task[Any]", asyncio.current_task())
+        self._running.add(task)
+        try:
+            return await coro
+        finally:
+            self._running.discard(task)
+
+    def cancel(self) -> None:
+        """Cancel the coroutines running, and those submitted that have not started, on the
+        loop: their futures are done once each has ended."""
+        def cancel_all() -> None:
+            if not self._cancelled:
+                self._cancelled = True
+                for task in self._running:
+                    task.cancel()
+
+        try:
+            self.loop.call_soon_threadsafe(cancel_all)
+        except RuntimeError:  # the loop is closed: nothing runs there any more
+            pass
 
 
 # Not pool.run_workers: calls that wait (I/O) are bounded in flight; the caller only collects.
@@ -50,10 +96,17 @@ def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterabl
     that pool itself must not give it: its calls would queue behind it).
     With `keep=False` results are dropped and nothing is yielded (writes).
 
-    The first exception, of a call or of `items`, is raised here; calls not started are
-    cancelled, running coroutines are cancelled, and running threads are waited for (each
-    leaves its whole result or none). `deadline`: seconds without any call finishing after
-    which a StoreError names (up to five) items still outstanding, as "`doing` keys [...]".
+    The first exception, of a call or of `items`, is raised here; so is WorkCancelled once
+    the calling thread's cancellation token (work started in the background) has fired, and
+    no item is taken after it. Stopped so, or early by its caller (closing the generator), it
+    returns only once no call is left running, so that none sends a request after: calls
+    not started are cancelled, running threads are waited for (each leaves its whole result
+    or none), running coroutines are cancelled (at once when the token fires) and waited for
+    until they have ended; but writes' (`keep=False`), waited for whole as threads are: a
+    write cancelled once sent may still be applied by the server after its caller went on.
+    `deadline`: seconds without any call finishing after which a StoreError names (up to
+    five) items still outstanding, as "`doing` keys [...]"; also the most that coroutines
+    are waited for at the end (on a loop that stopped, none ends).
     """
     limit = max(1, int(limit))
     # (`call` returns R on threads, a coroutine of R on a loop: typed once, not per item)
@@ -67,28 +120,36 @@ def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterabl
     finished: queue.SimpleQueue[concurrent.futures.Future[R]] = queue.SimpleQueue()
     running: dict[concurrent.futures.Future[R], tuple[int, T]] = {}
     threads: concurrent.futures.Executor | None = None
+    coroutines = None if loop is None else _LoopCalls(loop)
     own = loop is None and executor is None
     if own:
         threads = concurrent.futures.ThreadPoolExecutor(limit, thread_name_prefix=thread_name)
     elif loop is None:
         threads = executor
-    event_loop = cast("asyncio.AbstractEventLoop", loop)
+    # (Cancelled: running coroutines, but writes'; see above.)
+    cancel_running = coroutines.cancel if coroutines is not None and keep else None
+    token = cancellation.current()
+    watching = contextlib.ExitStack()
+    if token is not None and cancel_running is not None:
+        # (The ends of the coroutines a fired token cancels wake this thread.)
+        watching.enter_context(token.stopping(cancel_running))
     pending = enumerate(items)
     exhausted = False
     try:
         while True:
             while not exhausted and len(running) < limit:
+                if token is not None:
+                    token.check()
                 try:
                     i, item = next(pending)
                 except StopIteration:
                     exhausted = True
                     break
                 future: concurrent.futures.Future[R]
-                if threads is None:
-                    import asyncio
-
-                    future = asyncio.run_coroutine_threadsafe(run(item), event_loop)
+                if coroutines is not None:
+                    future = coroutines.submit(run(item))
                 else:
+                    assert threads is not None
                     future = threads.submit(run, item)
                 running[future] = (i, item)
                 future.add_done_callback(finished.put)
@@ -100,6 +161,8 @@ def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterabl
                     done.append(finished.get_nowait())
                 except queue.Empty:
                     break
+            if token is not None:
+                token.check()  # (fired: the calls it cancelled have no results)
             results = []
             for future in done:
                 i, _ = running.pop(future)
@@ -109,14 +172,20 @@ def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterabl
             if results:
                 yield results
     finally:
-        for future in running:
-            future.cancel()
-        if own:
-            assert threads is not None
-            threads.shutdown(wait=True, cancel_futures=True)
-        elif threads is not None:
-            # (Not ours to shut down: wait for the calls that started, as shutdown would.)
-            concurrent.futures.wait(running)
+        watching.close()
+        if cancel_running is not None:
+            cancel_running()
+        if coroutines is not None:
+            concurrent.futures.wait(running, timeout=deadline)
+        else:
+            for future in running:
+                future.cancel()
+            if own:
+                assert threads is not None
+                threads.shutdown(wait=True, cancel_futures=True)
+            else:
+                # (Not ours to shut down: wait for the calls that started, as shutdown would.)
+                concurrent.futures.wait(running)
 
 
 def _next_finished(finished: queue.SimpleQueue[concurrent.futures.Future[R]],
