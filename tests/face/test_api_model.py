@@ -146,13 +146,15 @@ class ArrayModel(RuleBasedStateMachine):
         self.killed = False  # (one killed writer an example: a process costs a moment)
         self._open_handles()
 
-    def _open(self, **kwargs):
-        return zarrcore.open_array(self.store, mode="r+", storage_options=self.options,
-                                   config=self.config, **kwargs)
+    def _open(self, opener=zarrcore.open_array, **kwargs):
+        return opener(self.store, mode="r+", storage_options=self.options,
+                      config=self.config, **kwargs)
 
     def _open_handles(self):
-        """The handles beside the writer's, opened anew (as after a resize elsewhere)."""
-        self.cached = self._open(cache_bytes=1 << 20)
+        """The handles beside the writer's, opened anew (as after a resize elsewhere): the
+        cached one through zarr-python's asyncio name, `zarrcore.api.asynchronous`."""
+        self.cached = asyncio.run(self._open(zarrcore.api.asynchronous.open_array,
+                                             cache_bytes=1 << 20)).sync_array
         self.shared = (self._open(cache_bytes=1 << 20, shared_cache=True)
                        if SHARED_CACHE and self.place.kind != "memory" else None)
 
