@@ -1,7 +1,6 @@
 """The pipeline over stores the compiled batches cannot open (object stores and the like):
 reads plan their byte ranges up front and fetch them concurrently with Store.get_many;
 partial writes never lose a concurrent update (conditional writes, retried), or are refused."""
-import contextlib
 import multiprocessing
 import threading
 import time
@@ -14,7 +13,7 @@ from hypothesis import strategies as st
 import zarrcore
 from zarrcore.errors import LockUnavailableError, WriteConflictError
 from zarrcore.storage import updates
-from _remote_stores import DelayedStore, DirectoryVersionedStore, VersionedStore
+from _remote_stores import DelayedStore, DirectoryVersionedStore, KeepingStore, VersionedStore
 
 INDEX_BYTES = 64 * 16 + 4  # 8x8 inner chunks, (offset, nbytes) each, and a crc32c
 
@@ -390,25 +389,6 @@ def test_conditional_writes_are_preferred_to_locks():
 
 
 def test_ranged_reads_through_version_keeping_readers_run_concurrently():
-    class Reader:
-        def __init__(self, store, key, value):
-            self.store, self.key, self.value = store, key, value
-            self.size = len(value)
-
-        def get_ranges(self, ranges):
-            return self.store._request("get", self.key, list(ranges), lambda: [
-                bytes(self.value[slice(start, stop)]) for start, stop in ranges])
-
-    class KeepingStore(DelayedStore):
-        """Readers that keep one version, as ObjectStore's (If-Match on the first ETag)."""
-
-        readers_keep_one_version = True
-
-        @contextlib.contextmanager
-        def reader(self, key):
-            value = self._data.get(key)
-            yield None if value is None else Reader(self, key, value)
-
     store = KeepingStore(delay=0.1)
     a, data = sharded(store, compressors=None)
     store.reset()

@@ -902,3 +902,21 @@ def test_missing_s3_credentials_through_fsspec_say_how_to_pass_them(monkeypatch)
     with pytest.raises(CredentialsError) as info:
         zarrcore.open_array(FsspecStore(fs, "bucket/a.zarr"), mode="r")
     _says_how_to_pass_credentials(info.value)
+
+
+def test_http_sharded_reads_keep_each_shard_index_at_its_etag(http_server):
+    """A shard's index read over HTTP is kept with its ETag: later reads of the shard fetch
+    inner chunks only, asking for that ETag, and a shard replaced meanwhile is read anew."""
+    local = zarrcore.LocalStore(http_server.root)
+    data = np.arange(64 * 64, dtype="int32").reshape(64, 64)
+    zarrcore.create_array(local, name="k", shape=(64, 64), dtype="int32", chunks=(8, 8),
+                          shards=(32, 32))[...] = data
+    a = zarrcore.open_array(f"{http_server.url}/k", mode="r")
+    np.testing.assert_array_equal(a[0], data[0])  # (2 shards: indexes, then their rows)
+    http_server.reset()
+    for row in range(1, 8):
+        np.testing.assert_array_equal(a[row], data[row])
+    assert http_server.requests == 7 * 2  # (one range a shard, no index)
+    time.sleep(0.01)  # (another ETag, of the modification time)
+    zarrcore.open_array(local, name="k", mode="r+")[0:32, 0:32] = -data[0:32, 0:32]
+    np.testing.assert_array_equal(a[1, :32], -data[1, :32])

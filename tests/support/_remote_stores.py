@@ -3,6 +3,7 @@ a fixed delay, get_many and set_many running requests concurrently; optionally c
 writes (get_versioned/set_if), in memory or in a directory that several processes share.
 They count requests and bytes."""
 import concurrent.futures
+import contextlib
 import hashlib
 import os
 import threading
@@ -97,6 +98,29 @@ class DelayedStore(zarrcore.MemoryStore):
         with concurrent.futures.ThreadPoolExecutor(self.concurrency) as pool:
             for future in [pool.submit(self.set, key, value) for key, value in items]:
                 future.result()
+
+
+class _KeptReader:
+    """A reader of the value a KeepingStore held when it was opened."""
+
+    def __init__(self, store, key, value):
+        self.store, self.key, self.value = store, key, value
+        self.size = len(value)
+
+    def get_ranges(self, ranges):
+        return self.store._request("get", self.key, list(ranges), lambda: [
+            bytes(self.value[slice(start, stop)]) for start, stop in ranges])
+
+
+class KeepingStore(DelayedStore):
+    """Readers that keep one version, as ObjectStore's (If-Match on the first ETag)."""
+
+    readers_keep_one_version = True
+
+    @contextlib.contextmanager
+    def reader(self, key, version=None):
+        value = self._data.get(key)
+        yield None if value is None else _KeptReader(self, key, value)
 
 
 class VersionedStore(DelayedStore):

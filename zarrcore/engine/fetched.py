@@ -50,9 +50,9 @@ if TYPE_CHECKING:
 WRITE_WAVES = 16
 
 
-# A sharded read fetches at most a shard per thread at a time (`_in_waves`), or this many
-# bytes when shards are smaller: fewer, larger waves, each a round of requests.
-WAVE_BYTES_MIN = 8 << 20
+# A sharded read holds at most the bytes of a shard (decoded) per thread at a time, fetched
+# and not yet decoded, or this many when shards are smaller.
+FETCHED_BYTES_MIN = 64 << 20
 
 
 _FETCH_DONE = object()
@@ -159,13 +159,11 @@ def _run_waves(job: ChunkWaves | _InnerChunkWaves, tasks: npt.ArrayLike,
 
 
 def _in_waves(fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, Any]]]],
-              requests: Sequence[Request], sizes: Sequence[int], shard: int, threads: int
+              requests: Sequence[Request], sizes: Sequence[int], budget: int
               ) -> Iterator[list[tuple[int, Any]]]:
     """`fetch(requests)`'s batches of (i, result), the requests (of about `sizes` bytes)
-    taken in waves of at most a shard (`shard` bytes) per thread (of `threads`), or
-    WAVE_BYTES_MIN, each fetched once the batches before are handed on: a sharded read holds
-    about one shard per thread, however many bytes it touches."""
-    budget = max(threads * shard, WAVE_BYTES_MIN)
+    taken in waves of at most `budget` bytes, each fetched once the batches before are
+    handed on: for stores read by get_many, which takes its requests all at once."""
     waves, start, taken = [], 0, 0
     for i, size in enumerate(sizes):
         if taken + size > budget and i > start:
@@ -476,7 +474,7 @@ def read_shard_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any
     bounds = np.searchsorted(shard_of[by_shard], np.arange(len(keys) + 1))
     shard_tasks = [by_shard[bounds[s]:bounds[s + 1]] for s in range(len(keys))]
     requests: list[tuple[str, list[ByteRange] | None]] = [
-        (key, None if c.reads_whole(len(t)) else [c.index_range()])
+        (key, None if fetched_whole(engine, c, len(t)) else [c.index_range()])
         for key, c, t in zip(keys, codecs, shard_tasks)]
 
     def name(task: int) -> str:
@@ -635,6 +633,52 @@ def shard_codecs(engine: ChunkEngine, shards: Sequence[Sequence[int]]) -> list[S
     return codecs
 
 
+# A sharded read's fetch: (requests, their sizes in bytes) -> batches of (i, (result, the
+# shard's version or None)) as they arrive (`read_shard_ranges`).
+Fetch = Callable[[Sequence["Request"], Sequence[int]],
+                 Iterator[list[tuple[int, tuple[Any, Any]]]]]
+
+
+def shard_bytes(engine: ChunkEngine) -> int:
+    """The bytes of one of the array's shards, decoded."""
+    return engine.dtype.itemsize * math.prod(engine.chunk_shape)
+
+
+def fetched_whole(engine: ChunkEngine, codec: ShardingCodec, ntouched: int) -> bool:
+    """Is a shard of which a read touches `ntouched` inner chunks fetched by one request,
+    rather than its index and then byte ranges? Where most of it is wanted
+    (ShardingCodec.reads_whole), and, over a link with a round trip, it is small enough that
+    one connection moves it fast (Link.piece_bytes): a larger one's ranges go over many."""
+    link = engine.store.link
+    return codec.reads_whole(ntouched) and (
+        link is None or shard_bytes(engine) <= link.piece_bytes())
+
+
+def range_limits(engine: ChunkEngine, whole: bool, total: int) -> tuple[int, int | None]:
+    """(gap, most) by which `coalesce` groups a shard's byte ranges into requests, where all
+    of it is wanted (`whole`) or some, in a read of about `total` bytes: the array's options
+    (config.array_options), or one request for a whole shard; over a link with a round trip,
+    also every gap that moving costs less than a round trip (Link.gap_bytes), and requests
+    cut to what one connection moves fast and to the read's share of a connection
+    (Link.piece_bytes), unless the options set the most."""
+    gap = WHOLE_GAP if whole else engine.options.coalesce_gap_bytes
+    most = None if whole else engine.options.coalesce_max_bytes
+    link = engine.store.link
+    if link is not None:
+        gap = max(gap, link.gap_bytes())
+        if most is None:
+            most = link.piece_bytes(total, engine.options.io_concurrency)
+    return gap, most
+
+
+def _span_bytes(request: Request) -> int:
+    """The bytes of a request of one range (`place`'s: (start, stop), or an index's)."""
+    ranges = request[1]
+    assert ranges is not None and len(ranges) == 1  # (as `place` makes them)
+    start, stop = ranges[0]
+    return -start if start is not None and start < 0 else (stop or 0) - (start or 0)
+
+
 # Which of a shard's stored tasks the decoded-chunk cache holds (`cached_tasks`, bound to its
 # read's job): (shard version, tasks, offsets, lengths) -> a mask of the hits.
 Cached = Callable[[Any, Int64s, Int64s, Int64s], npt.NDArray[np.bool_]]
@@ -652,21 +696,27 @@ def read_shard_ranges(
     between the two cannot tear the read; other stores through get_many (with `cached`,
     get_many_versioned: each shard's version, which its inner chunks' entries are of)."""
     store = engine.store
-    concurrency, threads = engine.options.io_concurrency, engine.options.num_threads
+    concurrency = engine.options.io_concurrency
+    budget = max(engine.options.num_threads * shard_bytes(engine), FETCHED_BYTES_MIN)
     indexes = engine.shard_indexes
     # The shards whose indexes `indexes` knew, with the version they were learned from: read
     # at that version.
     known: dict[int, KnownIndex] = {}
     asked = time.time()  # (what the answers tell was so at this time, or later)
-    # (Each yields batches of (i, (result, the shard's version or None)).)
-    fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, tuple[Any, Any]]]]]
+    # (Each yields batches of (i, (result, the shard's version or None)) of requests of
+    # about `sizes` bytes, those held at once at most `budget` bytes.)
+    fetch: Fetch
     readers: dict[str, RangeReader | None] = {}
     if not store.readers_keep_one_version and cached is not None:
-        def fetch(requests: Sequence[Request]) -> Iterator[list[tuple[int, tuple[Any, Any]]]]:
-            return arrivals(store, requests, concurrency, [None] * len(requests))
+        def fetch(requests: Sequence[Request], sizes: Sequence[int]
+                  ) -> Iterator[list[tuple[int, tuple[Any, Any]]]]:
+            return _in_waves(lambda wave: arrivals(store, wave, concurrency, [None] * len(wave)),
+                             requests, sizes, budget)
     elif not store.readers_keep_one_version:
-        def fetch(requests: Sequence[Request]) -> Iterator[list[tuple[int, tuple[Any, Any]]]]:
-            for batch in arrivals(store, requests, concurrency):
+        def fetch(requests: Sequence[Request], sizes: Sequence[int]
+                  ) -> Iterator[list[tuple[int, tuple[Any, Any]]]]:
+            for batch in _in_waves(lambda wave: arrivals(store, wave, concurrency), requests,
+                                   sizes, budget):
                 yield [(i, (parts, None)) for i, parts in batch]
     else:
         for s, (key, ranges) in enumerate(requests):
@@ -686,18 +736,19 @@ def read_shard_ranges(
             # (None: a version the reader cannot tell, or one that tells no bytes apart)
             return reader.get_ranges(ranges), getattr(reader, "version", None)
 
-        def fetch(requests: Sequence[Request]
+        def fetch(requests: Sequence[Request], sizes: Sequence[int]
                   ) -> Iterator[list[tuple[int, tuple[Any, Any]]]]:
             for key, _ in requests:
                 if key not in readers:
                     readers[key] = held.enter_context(store.reader(key))
-            # On the shared I/O pool, not threads of its own: a read makes a wave per
-            # few shards, and each would start and stop as many threads.
-            return fan_out(read, requests, concurrency, executor=config.io_executor())
+            # On the shared I/O pool, not threads of its own: a read fetches twice (indexes,
+            # then inner chunks), and each would start and stop as many threads.
+            return fan_out(read, requests, concurrency, executor=config.io_executor(),
+                           weights=sizes, budget=budget)
 
     try:
         learned = read_indexed_shards(engine, keys, requests, shard_tasks, local, codecs,
-                                      known, fetch, add, run, threads, cached)
+                                      known, fetch, add, run, cached)
     except KeyChangedError:
         if indexes is not None:  # (the read is tried again, reading the indexes anew)
             indexes.forget(keys)
@@ -711,10 +762,9 @@ def read_shard_ranges(
 def read_indexed_shards(
         engine: ChunkEngine, keys: list[str], requests: list[tuple[str, list[ByteRange] | None]],
         shard_tasks: list[Int64s], local: Int64s, codecs: Sequence[ShardingCodec],
-        known: dict[int, KnownIndex],
-        fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, tuple[Any, Any]]]]],
+        known: dict[int, KnownIndex], fetch: Fetch,
         add: Callable[[ReadBytes, Int64s, Int64s, Int64s], None],
-        run: Callable[[Int64s], None], threads: int, cached: Cached | None
+        run: Callable[[Int64s], None], cached: Cached | None
         ) -> dict[int, tuple[Any, Entries]]:
     """The waves of _read_shard_ranges: the indexes (or whole shards) of the shards whose
     indexes are not `known`, then the inner chunks' ranges of them all, but of those
@@ -754,9 +804,10 @@ def read_indexed_shards(
                 # (its version confirmed by one request for its index)
                 ranged.append(((keys[s], [codecs[s].index_range()]), none, none, none))
             return left
-        gap, most = ((engine.options.coalesce_gap_bytes, engine.options.coalesce_max_bytes)
-                     if requests[s][1] is not None else (WHOLE_GAP, None))
-        starts, stops, group = coalesce(spans[:, 0], spans[:, 1], gap, most)
+        # (The read's bytes, were every shard's wanted bytes as many as this one's.)
+        total = int(spans[:, 1].sum()) * len(keys)
+        starts, stops, group = coalesce(spans[:, 0], spans[:, 1],
+                                        *range_limits(engine, requests[s][1] is None, total))
         order = np.argsort(group, kind="stable")
         cuts = np.searchsorted(group[order], np.arange(len(starts) + 1))
         for g, (start, stop) in enumerate(zip(starts.tolist(), stops.tolist())):
@@ -773,11 +824,10 @@ def read_indexed_shards(
     confirmed = [place(s, k.entries, None) for s, k in known.items()]
     unknown = [s for s in range(len(keys)) if s not in known]
     whole = at_most(engine.chain.max_encoded_bytes)
-    shard = engine.dtype.itemsize * math.prod(engine.chunk_shape)  # (decoded: a whole one's)
-    for batch in _in_waves(fetch, [(keys[s], whole if requests[s][1] is None
-                                    else requests[s][1]) for s in unknown],
-                           [shard if requests[s][1] is None else 0 for s in unknown],
-                           shard, threads):
+    shard = shard_bytes(engine)
+    for batch in fetch([(keys[s], whole if requests[s][1] is None else requests[s][1])
+                        for s in unknown],
+                       [shard if requests[s][1] is None else 0 for s in unknown]):
         wave = []
         for u, (parts, version) in batch:
             s = unknown[u]
@@ -799,8 +849,7 @@ def read_indexed_shards(
             wave.append(place(s, entries, data if whole_shard else None))
         run(np.concatenate(wave))
         del data, parts, batch  # (the wave's bytes go while the next arrives)
-    for batch in _in_waves(fetch, [r[0] for r in ranged],
-                           [int(r[3].sum()) for r in ranged], shard, threads):
+    for batch in fetch([r[0] for r in ranged], [_span_bytes(r[0]) for r in ranged]):
         for r, (parts, version) in batch:
             key, _ = ranged[r][0]
             data = _first(parts)

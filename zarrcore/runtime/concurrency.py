@@ -84,6 +84,7 @@ def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterabl
             deadline: float | None = None, doing: str = "waiting for",
             keep: bool = True, thread_name: str = "zarrcore-bounded",
             executor: concurrent.futures.Executor | None = None,
+            weights: Sequence[int] | None = None, budget: int = 0,
             ) -> Iterator[list[tuple[int, R]]]:
     """Call `call(item)` for every item, at most `limit` at once, and yield lists of
     (index, result) as calls finish (each list: all that finished since the last one).
@@ -95,6 +96,9 @@ def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterabl
     `executor` when given (a pool that outlives the call, left running; a caller that runs on
     that pool itself must not give it: its calls would queue behind it).
     With `keep=False` results are dropped and nothing is yielded (writes).
+    With `weights` (of the items, in their order: their bytes), the items in flight weigh at
+    most `budget` together, but for one at a time: the next starts once the results of
+    enough others have been handed on (the caller is done with them when it asks for more).
 
     The first exception, of a call or of `items`, is raised here; so is WorkCancelled once
     the calling thread's cancellation token (work started in the background) has fired, and
@@ -135,16 +139,23 @@ def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterabl
         watching.enter_context(token.stopping(cancel_running))
     pending = enumerate(items)
     exhausted = False
+    taken = held = 0  # (items taken, and the weight of those running)
     try:
         while True:
             while not exhausted and len(running) < limit:
                 if token is not None:
                     token.check()
+                if (weights is not None and running and taken < len(weights)
+                        and held + weights[taken] > budget):
+                    break
                 try:
                     i, item = next(pending)
                 except StopIteration:
                     exhausted = True
                     break
+                taken += 1
+                if weights is not None:
+                    held += weights[i]
                 future: concurrent.futures.Future[R]
                 if coroutines is not None:
                     future = coroutines.submit(run(item))
@@ -166,6 +177,8 @@ def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterabl
             results = []
             for future in done:
                 i, _ = running.pop(future)
+                if weights is not None:
+                    held -= weights[i]
                 result = future.result()  # a failure is raised here
                 if keep:
                     results.append((i, result))

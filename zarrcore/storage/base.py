@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from .._files import FileRoot
     from .._memstore import NativeMemoryMap
+    from ..runtime.link import Link
 
 #: (start, stop) of a byte range: Python slice bounds (a negative start reads a suffix).
 ByteRange = tuple[Optional[int], Optional[int]]
@@ -229,6 +230,10 @@ class Store:
     - `shares_versions`: with `versioned_reads`, its versions are strings that mean the same
       in every process reading the store (a server's ETags), so one process may ask about a
       version another saw: a cache shared between processes keeps them with its entries;
+    - `link`: what its requests have shown of the link to its server (a
+      zarrcore.runtime.link.Link: the round trip, what one connection carries), by which the
+      engine sizes its byte-range requests; None for a store with no round trip to speak
+      of (local files, memory);
     - `native_root`: the directory of a local store whose keys are plain files below it,
       which the compiled batches read and write directly, through the store's `files()`
       (zarrcore._files.FileRoot, confined or not); None otherwise;
@@ -252,6 +257,7 @@ class Store:
     readers_keep_one_version = False
     versioned_reads = False
     shares_versions = False
+    link: Link | None = None
     native_root: str | None = None
 
     def __init__(self, read_only: bool = False) -> None:

@@ -40,6 +40,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Optional, TypeVar, cast, overload
 
 from ..runtime.concurrency import each, fan_out, run_bounded
+from ..runtime.link import Link, link_to
 from ..config import config
 from ..errors import (KeyChangedError, LockLostError, LockTimeoutError, LockUnavailableError,
                       ReadOnlyError, StoreError, StoreURLError, WriteConflictError)
@@ -277,6 +278,15 @@ def _body(store: ObstoreStore, path: str, options: GetOptions,
     return result, memoryview(data)
 
 
+def _link_of(url: str | None) -> Link:
+    """The Link to the server of `url` (its scheme and host; a store made of an obstore
+    store without one: a Link of its own)."""
+    if url is None:
+        return Link()
+    parts = urllib.parse.urlsplit(url)
+    return link_to(f"{parts.scheme}://{parts.netloc}")
+
+
 def _is_missing(error: BaseException) -> bool:
     obs = _obstore()
     return isinstance(error, (FileNotFoundError, obs.exceptions.NotFoundError))
@@ -323,6 +333,7 @@ class ObjectStore(Store):
 
     readers_keep_one_version = True  # (If-Match on the ETag the first read saw)
     versioned_reads = True  # (strong ETags, but an HTTP server's; a HEAD tells a known one)
+    link: Link
 
     def __init__(self, store: ObstoreStore, read_only: bool = False, *, url: str | None = None,
                  conditional_writes: bool | None = None, single_writer: bool = False,
@@ -337,6 +348,7 @@ class ObjectStore(Store):
         # unpickled in another process shares that process's client of the same key.
         self._client_key: Hashable | None = None
         self.url = url
+        self.link = _link_of(url)
         # An HTTP server is a read-only key space that cannot be listed; and its ETags are
         # often made of a file's size and modification second, which other bytes can share
         # (a rewrite within that second): they version nothing.
@@ -375,10 +387,13 @@ class ObjectStore(Store):
             self._versions.popitem(last=False)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_versions": collections.OrderedDict(), "_clock_offset": None}
+        # (The link is this process's: a copy elsewhere shares that process's.)
+        return {**self.__dict__, "_versions": collections.OrderedDict(), "_clock_offset": None,
+                "link": None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self.link = _link_of(self.url)
         if self._client_key is not None:
             unpickled = self._store
             self._store = _shared_client(self._client_key, lambda: unpickled)
@@ -549,8 +564,10 @@ class ObjectStore(Store):
                 options["range"] = spec
             cut = spec is None and (start, stop) != (None, None)
             try:
+                began = time.monotonic()
                 result, data = _request(_body, self._store, self._path(key), options,
                                         (start, stop) if cut else None)
+                self.link.observe(time.monotonic() - began, len(data))
             except obs.exceptions.PreconditionError as e:
                 raise KeyChangedError(f"key {key!r} of {self!r} was replaced while it was "
                                       f"being read; read it again") from e
@@ -1096,10 +1113,12 @@ class _ObjectReader:
 
     @property
     def version(self) -> tuple[str, int | None] | None:
-        """(ETag, size) of the version read, where ETags tell bytes apart (versioned_reads:
-        not an HTTP server's; and not a weak ETag, which If-Match never matches)."""
-        if (self.e_tag is None or self.e_tag.startswith("W/")
-                or not self._store.versioned_reads):
+        """(ETag, size) of the version read, which a later reader asks for (If-Match); None
+        for a weak ETag, which If-Match never matches. (An HTTP server's too, though its
+        ETags may not tell apart two files of one size written within a second: it versions
+        what the array keeps of a shard, its index, but no decoded chunk, `versioned_reads`
+        being False.)"""
+        if self.e_tag is None or self.e_tag.startswith("W/"):
             return None
         return self.e_tag, self.size
 

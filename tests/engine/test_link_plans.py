@@ -1,0 +1,158 @@
+"""Reads planned by the link to a store's server (zarrcore.runtime.link): gaps merged while
+moving them costs less than a round trip, ranges cut to what one connection moves fast and
+fetched together, large shards read by index and ranges rather than one request, and the
+bytes a read holds bounded."""
+import threading
+import time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import zarrcore
+from zarrcore.runtime.concurrency import fan_out
+from zarrcore.runtime.link import (
+    ASSUMED_RATE, ASSUMED_ROUND_TRIP, PIECE_ROUND_TRIPS, SMALLEST_PIECE, Link, link_to,
+)
+from _remote_stores import DelayedStore, KeepingStore
+
+MIB = 1 << 20
+
+
+def link_of(round_trip, rate):
+    """A Link that has seen requests of `round_trip` seconds and transfers at `rate`."""
+    link = Link()
+    link.observe(round_trip, 100)
+    for _ in range(40):
+        link.observe(round_trip + 4 * MIB / rate, 4 * MIB)
+    return link
+
+
+def test_a_link_assumes_a_cloud_round_trip_until_it_has_timed_one():
+    link = Link()
+    assert (link.round_trip, link.rate) == (ASSUMED_ROUND_TRIP, ASSUMED_RATE)
+    link.observe(0.005, 1000)
+    assert link.round_trip == 0.005
+    link.observe(0.009, 1000)  # (a request that queued: the least is the round trip)
+    assert link.round_trip == 0.005
+
+
+def test_a_link_learns_what_one_connection_carries():
+    link = link_of(0.04, 50 * MIB)
+    assert link.round_trip == 0.04
+    assert link.rate == pytest.approx(50 * MIB, rel=0.01)
+    assert link.gap_bytes() == pytest.approx(0.04 * 50 * MIB, rel=0.01)
+    assert link.piece_bytes() == pytest.approx(PIECE_ROUND_TRIPS * 0.04 * 50 * MIB, rel=0.01)
+    assert link_of(0.0001, 50 * MIB).piece_bytes() == SMALLEST_PIECE
+
+
+def test_stores_of_one_server_share_its_link():
+    assert link_to("s3://one") is link_to("s3://one")
+    assert link_to("s3://one") is not link_to("s3://two")
+
+
+def test_fan_out_holds_at_most_its_budget_of_weight():
+    weights = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5]
+    lock, held, most = threading.Lock(), [0], [0]
+
+    def call(i):
+        with lock:
+            held[0] += weights[i]
+            most[0] = max(most[0], held[0])
+        time.sleep(0.01)
+        with lock:
+            held[0] -= weights[i]
+        return i * 10
+
+    got = [r for batch in fan_out(call, range(len(weights)), 8, weights=weights, budget=10)
+           for r in batch]
+    assert sorted(got) == [(i, i * 10) for i in range(len(weights))]
+    assert most[0] <= 10
+    # One item heavier than the budget still runs, alone.
+    got = [r for batch in fan_out(call, range(2), 8, weights=[20, 20], budget=10) for r in batch]
+    assert sorted(got) == [(0, 0), (1, 10)] and most[0] <= 20
+
+
+class Linked:
+    """A store of `kind` behind a link of `round_trip` seconds carrying `rate` per
+    connection."""
+
+    def __init__(self, kind, round_trip, rate, delay=0.0):
+        self.store = kind(delay=delay, concurrency=64)
+        self.store.link = link_of(round_trip, rate)
+
+
+def sharded(store, shape=(1024, 512), shards=(512, 512), chunks=(64, 64)):
+    """Uncompressed uint64 shards (2 MiB each with the defaults) of 32 KiB inner chunks."""
+    a = zarrcore.create_array(store, name="s", shape=shape, dtype="uint64", chunks=chunks,
+                              shards=shards, compressors=None, fill_value=0)
+    data = np.arange(np.prod(shape), dtype="uint64").reshape(shape)
+    a[...] = data
+    store.reset()
+    return a, data
+
+
+def data_reads(store):
+    """The (key, ranges) of the reads of inner chunks' bytes (not of indexes)."""
+    return [(r[1], r[2]) for r in store.requests
+            if r[0] == "get" and not (r[2] and r[2][0][0] is not None and r[2][0][0] < 0)]
+
+
+@pytest.mark.parametrize("kind", [DelayedStore, KeepingStore])
+def test_a_large_shard_wanted_whole_is_read_in_pieces_over_a_slow_link(kind):
+    # 8 MiB/s a connection and 40 ms: pieces of 1 MiB (the least), gaps up to 320 KiB merged.
+    store = Linked(kind, 0.04, 8 * MIB, delay=0.02).store
+    a, data = sharded(store)
+    np.testing.assert_array_equal(a[...], data)
+    got = data_reads(store)
+    assert len(got) == 4  # (2 shards of 2 MiB, in 2 pieces each)
+    assert all(len(ranges) == 1 and ranges[0][1] - ranges[0][0] <= MIB for _, ranges in got)
+    assert store.most_in_flight >= 2
+
+
+@pytest.mark.parametrize("kind", [DelayedStore, KeepingStore])
+def test_a_shard_one_connection_moves_fast_is_read_by_one_request(kind):
+    # 1 GiB/s and 40 ms: a 2 MiB shard is one request, as on a local disk.
+    store = Linked(kind, 0.04, 1 << 30).store
+    a, data = sharded(store)
+    np.testing.assert_array_equal(a[...], data)
+    got = [r for r in store.requests if r[0] == "get"]
+    assert len(got) == 2
+
+
+def test_gaps_cheaper_than_a_round_trip_are_read_through():
+    # Column 0 of inner chunks, 7 inner chunks (224 KiB) apart in each shard: merged at 40 ms
+    # and 8 MiB/s (gaps up to 320 KiB), into requests of at most 1 MiB.
+    store = Linked(DelayedStore, 0.04, 8 * MIB).store
+    a, data = sharded(store)
+    np.testing.assert_array_equal(a[:, 0:10], data[:, 0:10])
+    got = data_reads(store)
+    assert all(ranges[0][1] - ranges[0][0] <= MIB for _, ranges in got)
+    assert len(got) == 4  # (8 chunks 256 KiB apart: 2 requests a shard)
+    # Without a link: one request per inner chunk, as the options' 64 KiB gap says.
+    plain = DelayedStore()
+    b, _ = sharded(plain)
+    np.testing.assert_array_equal(b[:, 0:10], data[:, 0:10])
+    assert len(data_reads(plain)) == 16
+
+
+def test_the_options_most_still_caps_requests_over_a_link():
+    store = Linked(KeepingStore, 0.04, 1 << 30).store
+    a, data = sharded(store)
+    b = a.with_config({"coalesce_max_bytes": 64 << 10})
+    np.testing.assert_array_equal(b[0:64, :], data[0:64, :])
+    assert all(ranges[0][1] - ranges[0][0] <= 64 << 10 for _, ranges in data_reads(store))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=st.sampled_from([DelayedStore, KeepingStore]),
+       rate=st.sampled_from([MIB, 8 * MIB, 1 << 30]),
+       start=st.tuples(st.integers(0, 1023), st.integers(0, 511)),
+       size=st.tuples(st.integers(1, 1024), st.integers(1, 512)),
+       step=st.integers(1, 3))
+def test_reads_over_any_link_equal_numpy(kind, rate, start, size, step):
+    store = Linked(kind, 0.03, rate).store
+    a, data = sharded(store, shape=(1000, 500))
+    sel = (slice(start[0], start[0] + size[0], step), slice(start[1], start[1] + size[1]))
+    np.testing.assert_array_equal(a[sel], data[sel])

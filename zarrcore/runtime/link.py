@@ -1,0 +1,112 @@
+"""What a remote store's requests show of the link to its server: the round trip and what one
+connection carries. The engine plans its byte ranges by them (`gap_bytes`, `piece_bytes`)."""
+from __future__ import annotations
+
+import itertools
+import threading
+
+from .portable import at_fork_in_child
+
+# Until requests tell otherwise: a round trip to a cloud region's object store, and what one
+# connection carries there (window-limited, not the host's link).
+ASSUMED_ROUND_TRIP = 0.02
+ASSUMED_RATE = 64 << 20
+
+# A request of at most this many bytes is timed as a round trip; one of at least LARGE_BYTES
+# as a transfer (its round trip taken off).
+SMALL_BYTES = 64 << 10
+LARGE_BYTES = 1 << 20
+
+# The round trip is the least of the last KEPT small requests' times, the rate the most of
+# the last KEPT transfers': a queue at either end, or other connections sharing the link,
+# make a request slower, never faster.
+KEPT = 32
+
+# A range that takes one connection longer than this many round trips is split across
+# connections; pieces are never smaller than SMALLEST_PIECE.
+PIECE_ROUND_TRIPS = 2
+SMALLEST_PIECE = 1 << 20
+
+
+class Link:
+    """The link to one server, as its requests show it (`observe`). Estimates only: threads
+    update it without a lock (none to be left held across a fork), and a lost update costs
+    nothing."""
+
+    def __init__(self) -> None:
+        # (Rings of the last requests' times and rates: item stores never tear, nor fail a
+        # reader's min() as a deque's appends would.)
+        self._round_trips = _Ring(ASSUMED_ROUND_TRIP)
+        self._rates = _Ring(float(ASSUMED_RATE))
+
+    def observe(self, seconds: float, nbytes: int) -> None:
+        """Take in a request that took `seconds` from its start to its last byte, for a
+        body of `nbytes`."""
+        if nbytes <= SMALL_BYTES:
+            self._round_trips.add(seconds)
+        elif nbytes >= LARGE_BYTES:
+            moving = seconds - self.round_trip
+            if moving > 0:
+                self._rates.add(nbytes / moving)
+
+    @property
+    def round_trip(self) -> float:
+        """Seconds of a request's round trip."""
+        return min(self._round_trips.items)
+
+    @property
+    def rate(self) -> float:
+        """Bytes per second one connection carries."""
+        return max(self._rates.items)
+
+    def gap_bytes(self) -> int:
+        """The longest gap between two byte ranges of an object that one request reads rather
+        than two: moving it costs less than a round trip."""
+        return int(self.round_trip * self.rate)
+
+    def piece_bytes(self, total: int | None = None, connections: int = 1) -> int:
+        """The most bytes one request moves: more take one connection longer than
+        PIECE_ROUND_TRIPS round trips, and are split across connections; and for a read of
+        `total` bytes over `connections`, no more than its share of one, so that it keeps them
+        all busy (never less than SMALLEST_PIECE)."""
+        most = PIECE_ROUND_TRIPS * self.round_trip * self.rate
+        if total is not None:
+            most = min(most, total / max(connections, 1))
+        return max(SMALLEST_PIECE, int(most))
+
+
+class _Ring:
+    """The last KEPT values added, or the assumed value until one is."""
+
+    def __init__(self, assumed: float) -> None:
+        self.items = [assumed] * KEPT
+        self._next = itertools.count()
+        self._seen = False
+
+    def add(self, value: float) -> None:
+        if not self._seen:  # (the assumption goes with the first value)
+            self.items[:] = [value] * KEPT
+            self._seen = True
+        self.items[next(self._next) % KEPT] = value
+
+
+_links: dict[str, Link] = {}
+_links_lock = threading.Lock()
+
+
+def link_to(server: str) -> Link:
+    """The one Link of this process to `server` (a URL's scheme and host), shared by every
+    store that reaches it."""
+    with _links_lock:
+        found = _links.get(server)
+        if found is None:
+            found = _links[server] = Link()
+        return found
+
+
+def _unlock_links_in_child() -> None:
+    global _links_lock
+    _links_lock = threading.Lock()
+
+
+at_fork_in_child(_unlock_links_in_child)
