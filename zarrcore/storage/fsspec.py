@@ -11,12 +11,14 @@ from __future__ import annotations
 import errno
 import os
 import threading
+import time
 from collections.abc import Coroutine, Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..runtime.portable import at_fork_in_child
 from ..runtime.concurrency import each, fan_out, run_bounded
+from ..runtime.link import Link, link_to
 from ..errors import StoreError
 from . import _aio
 from .base import (
@@ -35,6 +37,8 @@ _T = TypeVar("_T")
 # Filesystems whose writes go straight into the target file (no atomic replace).
 _IN_PLACE_PROTOCOLS = ("file", "local", "sftp", "ssh", "ftp", "smb")
 _HTTP_PROTOCOLS = ("http", "https")
+# Filesystems with no round trip to plan for (no `link`).
+_NEAR_PROTOCOLS = ("file", "local", "memory")
 # A listing asks for its pages one after another: it is waited for as long as this many
 # requests may take (a wait without a bound would outlast a loop that stopped).
 _LISTING_PAGES = 32
@@ -106,6 +110,15 @@ class FsspecStore(Store):
         self.process_local = "memory" in protocols
         self.single_writer = bool(single_writer) or self.process_local
         self.supports_locks = self.single_writer and self.supports_writes
+        self.link = self._link()
+
+    def _link(self) -> Link | None:
+        """The Link to the filesystem's server (of its protocol and the path's first part,
+        a host or bucket); None for one on this machine."""
+        protocols = _protocols(self.fs)
+        if any(p in _NEAR_PROTOCOLS for p in protocols):
+            return None
+        return link_to(f"{protocols[0]}://{self.path.split('/', 1)[0]}")
 
     def _identity(self) -> Hashable:
         return (_protocols(self.fs)[0], self.path, id(self.fs))
@@ -116,10 +129,12 @@ class FsspecStore(Store):
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_loop"] = None  # a loop does not pickle; the filesystem's own serves after
+        state["link"] = None  # (this process's: a copy shares its own process's)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self.link = self._link()
         self._pid = os.getpid()  # (the filesystem was unpickled here)
         if self._async:
             self._loop = self.fs.loop
@@ -195,7 +210,8 @@ class FsspecStore(Store):
         start = start or 0
         if (start < 0 and stop is None) or (start >= 0 and (stop is None or stop > start)):
             try:
-                data: bytes = await self._acall("cat_file", path, start=start, end=stop)
+                data: bytes = await self._timed(self._acall("cat_file", path, start=start,
+                                                            end=stop))
                 if (len(data) < -start if start < 0 else
                         start > 0 and stop is not None and len(data) != stop - start):
                     # Fewer bytes are right only where the file ends: its size tells. (Not
@@ -214,6 +230,14 @@ class FsspecStore(Store):
         lo, hi, _ = slice(start, stop).indices(await self._acall("size", path))
         return await self._read(key, path, lo, hi) if hi > lo else b""
 
+    async def _timed(self, read: Coroutine[Any, Any, bytes]) -> bytes:
+        """The bytes `read` gives, its time told to the store's link."""
+        began = time.monotonic()
+        data = await read
+        if self.link is not None:
+            self.link.observe(time.monotonic() - began, len(data))
+        return data
+
     @overload
     async def _fetch(self, key: str, ranges: None) -> bytes | None: ...
 
@@ -229,7 +253,7 @@ class FsspecStore(Store):
         path = self._full(validate_key(key))
         try:
             if ranges is None:
-                whole: bytes = await self._acall("cat_file", path)  # (fsspec is untyped)
+                whole: bytes = await self._timed(self._acall("cat_file", path))
                 return whole
             return [await self._read(key, path, start, stop) for start, stop in ranges]
         except FileNotFoundError:
