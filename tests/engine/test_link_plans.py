@@ -121,20 +121,22 @@ def test_a_shard_one_connection_moves_fast_is_read_by_one_request(kind):
     assert len(got) == 2
 
 
-def test_gaps_cheaper_than_a_round_trip_are_read_through():
-    # Column 0 of inner chunks, 7 inner chunks (224 KiB) apart in each shard: merged at 40 ms
-    # and 8 MiB/s (gaps up to 320 KiB), into requests of at most 1 MiB.
+def test_gaps_cheaper_than_a_round_trip_are_read_through_when_requests_wait():
+    # Column 0 of inner chunks, 7 inner chunks (224 KiB) apart in each shard: at 40 ms and
+    # 8 MiB/s (gaps up to 320 KiB cost less than a round trip) over 2 connections, 16 requests
+    # would wait for each other: merged, into requests of at most 1 MiB.
     store = Linked(DelayedStore, 0.04, 8 * MIB).store
     a, data = sharded(store)
-    np.testing.assert_array_equal(a[:, 0:10], data[:, 0:10])
+    two = a.with_config({"io_concurrency": 2})
+    np.testing.assert_array_equal(two[:, 0:10], data[:, 0:10])
     got = data_reads(store)
     assert all(ranges[0][1] - ranges[0][0] <= MIB for _, ranges in got)
     assert len(got) == 4  # (8 chunks 256 KiB apart: 2 requests a shard)
-    # Without a link: one request per inner chunk, as the options' 64 KiB gap says.
-    plain = DelayedStore()
-    b, _ = sharded(plain)
-    np.testing.assert_array_equal(b[:, 0:10], data[:, 0:10])
-    assert len(data_reads(plain)) == 16
+    # Over 64 connections they all go at once: merging would only move the gaps.
+    store.reset()
+    np.testing.assert_array_equal(a[:, 0:10], data[:, 0:10])
+    assert len(data_reads(store)) == 16
+    assert store.nbytes == 2 * (64 * 16 + 4) + 16 * 64 * 64 * 8
 
 
 def test_the_options_most_still_caps_requests_over_a_link():

@@ -659,13 +659,13 @@ def range_limits(engine: ChunkEngine, whole: bool, total: int) -> tuple[int, int
     of it is wanted (`whole`) or some, in a read of about `total` bytes: the array's options
     (config.array_options), or one request for a whole shard; over a link with a round trip,
     also every gap that moving costs less than a round trip (Link.gap_bytes), and requests
-    cut to what one connection moves fast and to the read's share of a connection
-    (Link.piece_bytes), unless the options set the most."""
+    cut to what one connection moves fast (Link.piece_bytes), unless the options set the
+    most; both within the read's share of a connection."""
     gap = WHOLE_GAP if whole else engine.options.coalesce_gap_bytes
     most = None if whole else engine.options.coalesce_max_bytes
     link = engine.store.link
     if link is not None:
-        gap = max(gap, link.gap_bytes())
+        gap = max(gap, link.gap_bytes(total, engine.options.io_concurrency))
         if most is None:
             most = link.piece_bytes(total, engine.options.io_concurrency)
     return gap, most

@@ -59,20 +59,24 @@ class Link:
         """Bytes per second one connection carries."""
         return max(self._rates.items)
 
-    def gap_bytes(self) -> int:
+    def gap_bytes(self, total: int | None = None, connections: int = 1) -> int:
         """The longest gap between two byte ranges of an object that one request reads rather
-        than two: moving it costs less than a round trip."""
-        return int(self.round_trip * self.rate)
+        than two: moving it costs less than a round trip; and for a read of `total` bytes
+        over `connections`, no more than its share of one (a read with fewer requests than
+        connections sends them all at once: merging them saves no round trip)."""
+        return int(self._share(self.round_trip * self.rate, total, connections))
 
     def piece_bytes(self, total: int | None = None, connections: int = 1) -> int:
         """The most bytes one request moves: more take one connection longer than
         PIECE_ROUND_TRIPS round trips, and are split across connections; and for a read of
         `total` bytes over `connections`, no more than its share of one, so that it keeps them
         all busy (never less than SMALLEST_PIECE)."""
-        most = PIECE_ROUND_TRIPS * self.round_trip * self.rate
-        if total is not None:
-            most = min(most, total / max(connections, 1))
+        most = self._share(PIECE_ROUND_TRIPS * self.round_trip * self.rate, total, connections)
         return max(SMALLEST_PIECE, int(most))
+
+    @staticmethod
+    def _share(most: float, total: int | None, connections: int) -> float:
+        return most if total is None else min(most, total / max(connections, 1))
 
 
 class _Ring:
