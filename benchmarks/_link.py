@@ -30,8 +30,9 @@ The command of the first form gets ZC_LINK_NETNS, ZC_LINK_SERVER, ZC_LINK_CLIENT
 ZC_LINK_DELAY_MS in its environment. Needs root and /dev/net/tun. Everything is removed on
 exit, on Ctrl-C and on SIGTERM (the servers, the namespace, the relay and with it the
 devices); a run killed outright leaves the namespace, which the next run removes. A lock
-(/tmp/<name>.lock) keeps two runs from sharing one name; `--name` and `--subnet` give a
-second link beside the first.
+(/tmp/<name>.lock) keeps two runs from sharing one name: by default a run takes the first
+free of zclink (10.77.0.x), zclink1 (10.78.0.x), ... zclink7; `--name` and `--subnet` pick
+one.
 """
 import argparse
 import atexit
@@ -99,16 +100,16 @@ class Link:
     counts per direction."""
 
     def __init__(self, delay_ms=20.0, rate_mbit=None, buffer_ms=None, mtu=1500,
-                 name="zclink", subnet="10.77.0", queue_mib=256, offload=True):
+                 name=None, subnet=None, queue_mib=256, offload=True):
         self.delay_ms = float(delay_ms)
         self.rate_mbit = rate_mbit
         # A buffer of one round trip at the link's rate (the usual rule) unless told.
         self.buffer_ms = float(buffer_ms) if buffer_ms is not None else max(
             2 * self.delay_ms, 5.0)
         self.mtu = int(mtu)
-        self.netns = name
-        self.dev_client, self.dev_server = f"{name}0", f"{name}1"
-        self.client_addr, self.server_addr = f"{subnet}.1", f"{subnet}.2"
+        self._choices = ([(name or "zclink", subnet or "10.77.0")] if name or subnet else
+                         [(f"zclink{i or ''}", f"10.{77 + i}.0") for i in range(8)])
+        self._name(*self._choices[0])
         self.queue_bytes = int(queue_mib * 2**20)
         self.offload = bool(offload)
         self.stats = None
@@ -118,19 +119,32 @@ class Link:
         self._old_handlers = {}
         self._started = False
 
+    def _name(self, name, subnet):
+        self.netns = name
+        self.dev_client, self.dev_server = f"{name}0", f"{name}1"
+        self.client_addr, self.server_addr = f"{subnet}.1", f"{subnet}.2"
+
     # -- set up and tear down ------------------------------------------------------------
+
+    def _take_name(self):
+        """Lock the first free name of the choices (another run holds the others)."""
+        for name, subnet in self._choices:
+            lock = open(f"/tmp/{name}.lock", "w")
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                lock.close()
+                continue
+            self._name(name, subnet)
+            return lock
+        names = ", ".join(n for n, _ in self._choices)
+        raise LinkError(f"every link name ({names}) is in use by another run "
+                        f"(/tmp/<name>.lock)")
 
     def start(self):
         check_allowed()
         exe = relay_binary()
-        self._lock = open(f"/tmp/{self.netns}.lock", "w")
-        try:
-            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._lock.close()
-            self._lock = None
-            raise LinkError(f"a link named {self.netns} is in use by another run "
-                            f"(/tmp/{self.netns}.lock); pass another name and subnet") from None
+        self._lock = self._take_name()
         self._lock.write(str(os.getpid()))
         self._lock.flush()
         self._remove_leftovers()
@@ -401,8 +415,12 @@ def main(argv=None):
     ap.add_argument("--mtu", type=int, default=1500)
     ap.add_argument("--no-offload", action="store_true",
                     help="no segmentation offload: every MTU-sized packet crosses alone")
-    ap.add_argument("--name", default="zclink", help="namespace name (and device prefix)")
-    ap.add_argument("--subnet", default="10.77.0", help="the first three octets")
+    ap.add_argument("--name", default=None,
+                    help="namespace name and device prefix (default: the first free of "
+                         "zclink, zclink1, ... zclink7)")
+    ap.add_argument("--subnet", default=None,
+                    help="the first three octets (default 10.77.0 for zclink, 10.78.0 for "
+                         "zclink1, ...)")
     ap.add_argument("--selftest", action="store_true",
                     help="measure the round trip and TCP throughput, then exit")
     ap.add_argument("--selftest-mib", type=int, default=256)
