@@ -248,6 +248,7 @@ bench: bench-venv
 	$(BPY) benchmarks/run.py  # the `remote` group included (benchmarks/remote.py)
 	$(BPY) benchmarks/convert.py
 	$(BPY) benchmarks/references.py
+	$(BPY) benchmarks/fresh_sample.py
 
 wheel: $(PY)
 	rm -rf build/lib.* build/temp.* build/bdist.*  # an in-tree build would ship stale files

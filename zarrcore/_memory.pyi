@@ -7,6 +7,7 @@ import numpy.typing as npt
 
 POOL_MIN_BYTES: int
 PIECE_MIN_BYTES: int
+BLOCK_MIN_BYTES: int
 
 def empty(shape: Sequence[int], dtype: npt.DTypeLike) -> npt.NDArray[np.generic]: ...
 def set_limit(nbytes: int) -> None: ...

@@ -27,9 +27,15 @@ cdef extern from "zc_pool.h" nogil:
 
 # From here an output has a pool block of its own.
 POOL_MIN_BYTES = 1 << 20
-# From here to POOL_MIN_BYTES an output is a piece of a shared huge-page block. Smaller ones
-# come from numpy: they fault in few pages, and a live piece keeps its whole 2 MiB block.
+# From here to POOL_MIN_BYTES an output is a piece of a shared huge-page block.
 PIECE_MIN_BYTES = 256 << 10
+# From here to PIECE_MIN_BYTES an output has a (page-rounded) block of its own. From malloc it
+# would be mapped afresh, or given back to the system and faulted in again, read after read
+# until the process happened to free something large (which raises glibc's thresholds): a
+# fresh process paid faults that a warmed one did not. Not a piece: a live one would keep
+# more than 8 times itself. Smaller outputs come from numpy: their few pages cost little
+# beside a read.
+BLOCK_MIN_BYTES = 16 << 10
 
 
 cdef class _Block:
@@ -66,7 +72,7 @@ cdef class _Block:
 
 
 def empty(shape, dtype):
-    """An uninitialised C-ordered array, on a pool block when it is large."""
+    """An uninitialised C-ordered array, on a pool block from BLOCK_MIN_BYTES."""
     cdef cnp.dtype descr = np.dtype(dtype)
     cdef cnp.npy_intp dims[cnp.NPY_MAXDIMS]
     cdef int ndim = len(shape), d
@@ -77,9 +83,9 @@ def empty(shape, dtype):
         dims[d] = shape[d]
         count *= shape[d]
     nbytes = count * descr.itemsize
-    if nbytes < PIECE_MIN_BYTES or descr.hasobject:
+    if nbytes < BLOCK_MIN_BYTES or descr.hasobject:
         return np.empty(shape, dtype=descr)
-    block = _Block(nbytes, nbytes < POOL_MIN_BYTES)
+    block = _Block(nbytes, PIECE_MIN_BYTES <= nbytes < POOL_MIN_BYTES)
     Py_INCREF(descr)  # PyArray_NewFromDescr steals it
     out = PyArray_NewFromDescr(<PyTypeObject *>np.ndarray, descr, ndim, dims, NULL,
                                (<_Block>block).p, cnp.NPY_ARRAY_CARRAY, None)

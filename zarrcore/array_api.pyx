@@ -16,6 +16,7 @@ from ._files cimport FileRoot
 from ._jobs cimport ZC_BATCH_PATH_MAX, set_up_chain, zc_batch, zc_memstore, zc_shard_io
 from ._status cimport ZC_MAX_NDIM
 
+from . import _memory
 from ._cache import check_budget
 from ._status import CALL_ERRNO, status_error
 from .errors import (
@@ -315,7 +316,7 @@ cdef class ArrayHandle:
         """The region (items start + i * step along each axis, i < shape) as a new array, or
         read into `out` (any strides)."""
         if out is None:
-            out = np.empty(tuple(shape), self.dtype)
+            out = _memory.empty(tuple(shape), self.dtype)
         _call(self, start, shape, step, out, False)
         return out
 
@@ -326,7 +327,7 @@ cdef class ArrayHandle:
 
     def read_chunk(self, coords):
         """The whole chunk (inner chunk when sharded) at grid `coords`, decoded."""
-        out = np.empty(self.chunks, self.dtype)
+        out = _memory.empty(self.chunks, self.dtype)
         cdef int64_t c[ZC_MAX_NDIM]
         cdef zc_array_error err
         cdef int st

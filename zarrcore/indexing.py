@@ -29,7 +29,7 @@ from typing import Any, NamedTuple, TypeGuard, Union, cast
 import numpy as np
 import numpy.typing as npt
 
-from . import _indexing
+from . import _indexing, _memory
 from ._types import Selection
 from .errors import SelectionError, ShapeMismatchError
 from .metadata.common import INT64_MAX
@@ -315,7 +315,7 @@ class OrthogonalIndexer:
         """Put `buffer` (the buffer's order) into `out` (the result's order, same shape)."""
         orders = self._orders
         for axis, order in orders[:-1]:
-            result = np.empty_like(buffer)
+            result = _memory.empty(buffer.shape, buffer.dtype)
             result[(slice(None),) * axis + (order,)] = buffer
             buffer = result
         last = (slice(None),) * orders[-1][0] + (orders[-1][1],) if orders else Ellipsis

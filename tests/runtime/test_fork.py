@@ -141,6 +141,63 @@ def test_fork_while_a_thread_writes_a_memory_store():
 
     _fork_while(busy, child)
     np.testing.assert_array_equal(a[...], data)
+
+
+def test_child_reads_into_the_pool_its_parent_kept(tmp_path):
+    """The output blocks the parent kept are the child's copies: the child's reads reuse them
+    (no page fault a read beyond the copy-on-write of its first ones), and what it writes into
+    them never shows in the parent's arrays, live or read later."""
+    import resource  # (POSIX, as os.fork)
+
+    from zarrcore import _memory
+
+    data = np.random.default_rng(0).standard_normal((16, 64, 256), dtype=np.float32)
+    a = zarrcore.create_array(str(tmp_path / "a"), shape=data.shape, dtype="float32",
+                              chunks=(1, 64, 256))  # 64 KiB samples: pool blocks
+    a[...] = data
+    live = a[0]
+    for t in range(16):
+        x = a[t]
+    del x
+    assert _memory.kept_bytes() > 0
+
+    def child():
+        faults = []
+        for t in [*range(16)] * 4:
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            x = a[t]
+            faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+            np.testing.assert_array_equal(x, data[t])
+            x[...] = -1
+        assert sum(faults[16:]) < 16  # of 16 pages a read
+        np.testing.assert_array_equal(live, data[0])
+        live[...] = -2
+
+    assert run_in_child(child) == 0
+    np.testing.assert_array_equal(live, data[0])
+    for t in range(16):
+        np.testing.assert_array_equal(a[t], data[t])
+
+
+def test_fork_while_a_thread_takes_and_gives_pool_blocks():
+    """The pool's lock is taken across a fork: a child never starts with it held by a thread
+    it does not have, and takes blocks of each kind."""
+    from zarrcore import _memory
+
+    sizes = [_memory.BLOCK_MIN_BYTES, _memory.PIECE_MIN_BYTES, _memory.POOL_MIN_BYTES]
+
+    def busy():
+        held = [_memory.empty((n,), np.uint8) for n in sizes]
+        for k, arr in enumerate(held):
+            arr.fill(k)
+
+    def child():
+        held = [_memory.empty((n,), np.uint8) for n in sizes]
+        for k, arr in enumerate(held):
+            arr.fill(k + 1)
+        assert all((arr == k + 1).all() for k, arr in enumerate(held))
+
+    _fork_while(busy, child)
 # -- remote stores -------------------------------------------------------------------------
 def _s3fs_store(kind, server, bucket):
     if kind == "s3fs":  # fsspec's loop, as s3fs' own sync calls use it

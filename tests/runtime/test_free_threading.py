@@ -246,7 +246,8 @@ def test_native_handle_cache_from_many_threads(tmp_path):
 def test_buffer_pool_blocks_are_never_shared():
     """Threads take and give back pool blocks (whole ones and pieces of shared ones): each
     array's memory is its own while it lives."""
-    sizes = [_memory.PIECE_MIN_BYTES, _memory.POOL_MIN_BYTES, 3 * _memory.POOL_MIN_BYTES // 2]
+    sizes = [_memory.BLOCK_MIN_BYTES + 8, _memory.PIECE_MIN_BYTES, _memory.POOL_MIN_BYTES,
+             3 * _memory.POOL_MIN_BYTES // 2]
 
     def work(i):
         for rnd in range(30):

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from .. import _memory
 from .._batch import ChunkBatch
 from .._chunk_jobs import OneBlocks
 from .._cache import ChunkCache, check_budget
@@ -451,7 +452,7 @@ class ChunkEngine:
         route = self.plan(indexer)
         if route in self._VIEW_ROUTES and indexer.permuted:
             # The codec objects decode into views of a buffer in the indexer's order.
-            buffer = np.empty_like(out)
+            buffer = _memory.empty(out.shape, out.dtype)
             self._READ_BY_ROUTE[route](self, indexer, buffer)
             indexer.unpermute(buffer, out)
             return out
@@ -475,7 +476,7 @@ class ChunkEngine:
                 self.read(indexers[-1 - job], outs[-1 - job])
                 return
             region = BasicIndexer(boxes[job].region, self.array_shape, self.grid.axes)
-            read[job] = self.read(region, np.empty(region.drop_shape, self.dtype))
+            read[job] = self.read(region, _memory.empty(region.drop_shape, self.dtype))
 
         # (One box alone reads its chunks over every thread.)
         parallel_map(read_one, [*range(len(boxes)), *(-1 - i for i in alone)],
