@@ -37,6 +37,11 @@ PIECE_MIN_BYTES = 256 << 10
 # beside a read.
 BLOCK_MIN_BYTES = 16 << 10
 
+# Whether the pool keeps freed blocks (set_limit): where it keeps none, a block of its own
+# costs a mapping per read, more than malloc's memory, which outputs below PIECE_MIN_BYTES
+# then are.
+cdef bint _keeping = True
+
 
 cdef class _Block:
     """`size` bytes of a pool block; the block goes back to the pool when this is freed, that
@@ -83,7 +88,8 @@ def empty(shape, dtype):
         dims[d] = shape[d]
         count *= shape[d]
     nbytes = count * descr.itemsize
-    if nbytes < BLOCK_MIN_BYTES or descr.hasobject:
+    if (nbytes < BLOCK_MIN_BYTES or descr.hasobject
+            or not _keeping and nbytes < PIECE_MIN_BYTES):
         return np.empty(shape, dtype=descr)
     block = _Block(nbytes, PIECE_MIN_BYTES <= nbytes < POOL_MIN_BYTES)
     Py_INCREF(descr)  # PyArray_NewFromDescr steals it
@@ -95,6 +101,8 @@ def empty(shape, dtype):
 
 def set_limit(size_t nbytes):
     """Keep at most `nbytes` of freed blocks for reuse (0: none)."""
+    global _keeping
+    _keeping = nbytes > 0
     with nogil:
         zc_pool_set_limit(nbytes)
 

@@ -174,6 +174,15 @@ def test_limit_zero_keeps_nothing(pool):
     assert _memory.kept_bytes() == 0
 
 
+def test_a_pool_that_keeps_nothing_leaves_small_outputs_to_numpy(pool):
+    # (A block of their own would be mapped and unmapped by every read.)
+    zarrcore.config.set(buffer_pool_bytes=0)
+    assert not on_pool_memory(_memory.empty((BLOCK,), np.float64))
+    assert on_pool_memory(_memory.empty((PIECE,), np.float64))
+    zarrcore.config.set(buffer_pool_bytes=64 << 20)
+    assert on_pool_memory(_memory.empty((BLOCK,), np.float64))
+
+
 def test_limit_drops_the_oldest_blocks(pool):
     zarrcore.config.set(buffer_pool_bytes=8 << 20)
     a, b, c = (_memory.empty((BIG,), np.float64) for _ in range(3))
