@@ -50,10 +50,10 @@ For writes, encoding every chunk locally (zstd level 3) on all CPUs, plus PUTtin
 concurrently. CPU: the worker's user+system CPU seconds per GB of array data moved, in the
 best round. HTTP rows count nginx's requests and bytes.
 
-moto closes every connection after its answer (its server speaks HTTP/1.0 to clients that
-ask for 1.1), so every S3 request pays a TCP handshake (one more round trip) and starts in slow
-start, and its Python server caps the throughput. The S3 rows therefore hide how a client
-keeps connections warm and grows windows, and bunch every client near moto's own ceiling.
+moto closes every connection after its answer (`Connection: close`), so every S3 request
+pays a TCP handshake (one more round trip) and starts in slow start, and its Python server
+caps the throughput. The S3 rows therefore hide how a client keeps connections warm and
+grows windows, and bunch every client near moto's own ceiling.
 
 Writes benchmarks/runs/<date>-cloud-n<N>.json (--out), and the section "Cloud: a 40 ms link"
 of RESULTS.md (kept when run.py rewrites it).
@@ -1019,8 +1019,8 @@ def describe(row):
 
 LABELS = {
     "whole": "whole array", "box": "1/8 box", "slabs": f"{N_SLABS} time slabs, one by one",
-    "samples": "random samples, one by one", "s3_read": "S3 read, 64 MiB",
-    "s3_write": "S3 write, 64 MiB",
+    "samples": "random samples, one by one", "s3_read": "S3 read, {mib:g} MiB",
+    "s3_write": "S3 write, {mib:g} MiB",
 }
 LAYOUT_LABELS = {"sharded": "sharded", "zstd": "zstd 64³ chunks", "plain": "uncompressed"}
 
@@ -1090,7 +1090,8 @@ def markdown(results):
             parts = (f"{fl['fetch']:.3f}+{fl['decode']:.3f}" if "fetch" in fl
                      else f"{fl['put']:.3f}+{fl['encode']:.3f}")
             floor = f"{fl['seconds']:.3f} ({parts})"
-        L.append(f"| {LABELS[workload]} | {LAYOUT_LABELS[layout]} | " + " | ".join(cells)
+        label = LABELS[workload].format(mib=s3_n(n) ** 3 * 4 / 2 ** 20)
+        L.append(f"| {label} | {LAYOUT_LABELS[layout]} | " + " | ".join(cells)
                  + f" | {bp or ''} | {ratio} | {floor} | {to_floor} |")
     L.append("")
     L.append(
