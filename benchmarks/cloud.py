@@ -43,9 +43,11 @@ by zarr-python and compared.
 
 Floors, from a worker of their own with plain clients: for reads, the needed bytes (whole
 chunk objects, or the inner chunks' ranges of each shard) fetched by concurrent GETs with
-aiohttp (--floor-connections connections; the better of one GET per inner chunk and one per
-run of adjacent inner chunks), plus decoding them locally on all CPUs (python-zstandard, each
-chunk copied into the output); one selection after another where the workload goes one by one.
+aiohttp (--floor-connections connections; the best of one GET per inner chunk, one per run
+of adjacent inner chunks, and runs split into GETs of at most --floor-split-mib, 4 MiB, so
+that no single connection's window caps a large run), plus decoding them locally on all
+CPUs (python-zstandard, each chunk copied into the output); one selection after another where
+the workload goes one by one.
 For writes, encoding every chunk locally (zstd level 3) on all CPUs, plus PUTting the objects
 concurrently. CPU: the worker's user+system CPU seconds per GB of array data moved, in the
 best round. HTTP rows count nginx's requests and bytes.
@@ -580,6 +582,25 @@ def _runs(pieces):
     return out
 
 
+def _split_runs(pieces, limit):
+    """Adjacent byte ranges of one object merged up to `limit` bytes a request (whole pieces
+    each): a long run spread over several connections, as one connection's window caps it."""
+    out = []
+    for key, a, z in _runs(pieces):
+        if a is None or z - a <= limit:
+            out.append((key, a, z))
+            continue
+        spans = sorted((a2, z2) for k2, a2, z2, *_ in pieces if k2 == key and a <= a2 < z)
+        lo, hi = spans[0]
+        for a2, z2 in spans[1:]:
+            if z2 - lo > limit:
+                out.append((key, lo, hi))
+                lo = a2
+            hi = max(hi, z2)
+        out.append((key, lo, hi))
+    return out
+
+
 def _pieces_of(pieces, requests, bodies):
     """Each piece's bytes, cut from the bodies of `requests` (which cover them)."""
     by_key = {}
@@ -774,14 +795,17 @@ class Worker:
         # The fetch: each selection's pieces at once, one selection after another; the
         # better of one GET per piece and one per run of adjacent pieces.
         best_fetch, blobs_all = None, None
-        for merged in (False, True):
+        ways = {"pieces": lambda p: [(k, a, z) for k, a, z, *_ in p], "runs": _runs,
+                "split": lambda p: _split_runs(p, self.args.floor_split_mib << 20)}
+        for how, way in ways.items():
             time.sleep(self.args.settle)  # (as before every measurement: see --settle)
-            requests = [_runs(pieces) if merged else [(k, a, z) for k, a, z, *_ in pieces]
-                        for pieces in plans]
+            requests = [way(pieces) for pieces in plans]
+            if how == "split" and requests == [_runs(p) for p in plans]:
+                continue  # (nothing to split)
             seconds, cpu_f, bodies = self._timed(
                 lambda: [f.fetch(base, reqs) for reqs in requests])
             if best_fetch is None or seconds < best_fetch[0]:
-                best_fetch = (seconds, cpu_f, "runs" if merged else "pieces")
+                best_fetch = (seconds, cpu_f, how, sum(map(len, requests)))
                 blobs_all = [_pieces_of(pieces, reqs, got)
                              for pieces, reqs, got in zip(plans, requests, bodies)]
 
@@ -793,8 +817,7 @@ class Worker:
         ok = all(np.array_equal(o, expected[s]) for o, s in zip(outs, sels))
         return {"seconds": best_fetch[0] + dec_s, "fetch": best_fetch[0], "decode": dec_s,
                 "how": best_fetch[2], "cpu": best_fetch[1] + dec_cpu, "gb": gb, "ok": bool(ok),
-                "requests": sum(len(p) if best_fetch[2] == "pieces" else len(_runs(p))
-                                for p in plans)}
+                "requests": best_fetch[3]}
 
     def _write_floor(self, layout, ds, data, gb):
         """zstd level 3 of every chunk on all CPUs (the shard assembled with its index), then
@@ -935,6 +958,7 @@ def run(args):
         argv = [sys.executable, os.path.abspath(__file__), "--n", str(args.n), "--samples",
                 str(args.samples), "--tuned", str(args.tuned), "--data-dir", args.data_dir,
                 "--zarrcore", args.zarrcore, "--floor-connections", str(args.floor_connections),
+                "--floor-split-mib", str(args.floor_split_mib),
                 "--settle", str(args.settle),
                 "--http-url", servers.http_url, "--s3-url", servers.s3_url]
         # The S3 credentials in files as well as in the environment: tensorstore's AWS
@@ -988,7 +1012,8 @@ def run(args):
     stats = link.stats
     return {"n": args.n, "delay_ms": args.delay, "rate_mbit": args.rate_mbit,
             "repeats": args.repeats, "samples": args.samples, "tuned": args.tuned,
-            "floor_connections": args.floor_connections, "versions": versions,
+            "floor_connections": args.floor_connections,
+            "floor_split_mib": args.floor_split_mib, "versions": versions,
             "contenders": names, "runs": runs, "link_stats": stats,
             "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                         "loadavg_start": load0, "loadavg_end": os.getloadavg()},
@@ -1061,6 +1086,8 @@ def markdown(results):
         f"defaults and {results['tuned']} requests in flight (the config in brackets: d or t); "
         f"zarrcore at its defaults. Every read compared with numpy. Seconds; CPU s/GB below "
         f"each.\n")
+    if results.get("note"):
+        L.append(results["note"] + "\n")
     versions = "; ".join(f"{k}: {v}" for k, v in results["versions"].items())
     L.append(f"Versions: {versions}.\n")
     L.append("| workload | layout | " + " | ".join(peers + ["zarrcore"])
@@ -1096,8 +1123,9 @@ def markdown(results):
     L.append("")
     L.append(
         "Floor: for reads, fetch + decode: the needed bytes fetched by concurrent GETs from "
-        f"aiohttp ({results['floor_connections']} connections; the better of a GET per chunk "
-        "or inner chunk and a GET per run of adjacent inner chunks), then decoded on all CPUs "
+        f"aiohttp ({results['floor_connections']} connections; the best of a GET per chunk "
+        "or inner chunk, a GET per run of adjacent inner chunks, and such runs split into "
+        f"GETs of at most {results.get('floor_split_mib', 4)} MiB), then decoded on all CPUs "
         "(python-zstandard) into the output; for writes, PUT + encode: every chunk "
         "compressed on all CPUs (zstd 3), then every object PUT at once. One selection after "
         "another where the workload goes one by one. The floor does not overlap fetching with "
@@ -1125,6 +1153,8 @@ def main(argv=None):
     p.add_argument("--tuned", type=int, default=128,
                    help="the peers' tuned requests in flight (default 128)")
     p.add_argument("--floor-connections", type=int, default=64)
+    p.add_argument("--floor-split-mib", type=int, default=4,
+                   help="the floor's third way: runs split into requests of at most this")
     p.add_argument("--settle", type=float, default=0.25,
                    help="seconds idle before every measurement (default 0.25), so that "
                         "nothing of the one before is still in flight")
