@@ -1199,18 +1199,27 @@ def main(argv=None):
         except _link.LinkError as e:
             p.error(str(e))
         results = run(args)
-        out = args.out or os.path.join(
-            HERE, "runs", f"{time.strftime('%Y-%m-%d')}-cloud-n{args.n}.json")
-        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-        with open(out, "w") as f:
-            json.dump(results, f, indent=1)
-        log(f"wrote {out}")
-    section = markdown(results)
+        save_run(args, results, f"cloud-n{args.n}")
+    publish(args, "cloud", markdown(results))
+    return 0 if all(r.get("ok") and not r.get("error") for r in results["runs"]) else 1
+
+
+def save_run(args, results, stem):
+    """Write a run's `results` to --out, or runs/<date>-<stem>.json."""
+    out = args.out or os.path.join(HERE, "runs", f"{time.strftime('%Y-%m-%d')}-{stem}.json")
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w") as f:
+        json.dump(results, f, indent=1)
+    log(f"wrote {out}")
+
+
+def publish(args, name, section):
+    """Print a run's markdown `section`, and put it into RESULTS.md as `name` unless
+    --no-results."""
     print(section)
     if args.write_results:
         import _report
-        _report.write_section(args.results, "cloud", section)
-    return 0 if all(r.get("ok") and not r.get("error") for r in results["runs"]) else 1
+        _report.write_section(args.results, name, section)
 
 
 if __name__ == "__main__":

@@ -462,17 +462,8 @@ def main(argv=None):
             except _link.LinkError as e:
                 p.error(f"{e} (or --where local)")
         results = run(args)
-        out = args.out or os.path.join(
-            HERE, "runs", f"{time.strftime('%Y-%m-%d')}-scaling-n{args.n}.json")
-        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-        with open(out, "w") as f:
-            json.dump(results, f, indent=1)
-        log(f"wrote {out}")
-    section = markdown(results)
-    print(section)
-    if args.write_results:
-        import _report
-        _report.write_section(args.results, "scaling", section)
+        cloud.save_run(args, results, f"scaling-n{args.n}")
+    cloud.publish(args, "scaling", markdown(results))
     return 0 if all(r.get("ok") and not r.get("error") for r in results["rows"]) else 1
 
 
