@@ -9,6 +9,7 @@
 `ZARRCORE_IO_RETRIES` set how remote stores fetch: requests in flight per call and per process,
 seconds per request, and retries of a failed request.
 `ZARRCORE_LOCK_TIMEOUT` sets the seconds an object store's lock is waited for.
+`ZARRCORE_WRITE_PART_BYTES` sets the parts object stores write large objects in (0: whole).
 `ZARRCORE_PIPELINE_FALLBACK=0` makes zarrcore's codec pipeline for zarr-python raise where it
 would hand a request to zarr-python's own pipeline.
 The resource limits on what stored metadata may declare (`max_dimensions`, `max_chunk_bytes`,
@@ -95,7 +96,8 @@ class Config:
     `read_missing_chunks`, `array_order`, `default_zarr_format`, `target_shard_size_bytes`,
     `json_indent`, `shard_write_order`, `confine_local_stores`, `allow_pickle`, `buffer_pool_bytes`,
     `cache_bytes`, `io_concurrency`, `io_process_concurrency`, `io_timeout`, `io_retries`,
-    `lock_timeout`, `coalesce_gap_bytes`, `coalesce_max_bytes`, `pipeline_fallback`,
+    `lock_timeout`, `write_part_bytes`, `coalesce_gap_bytes`, `coalesce_max_bytes`,
+    `pipeline_fallback`,
     `max_dimensions`, `max_chunk_bytes`, `max_shard_index_entries` and `max_codecs`; the
     module's documentation names their environment variables. An array may set its own
     values of those of ARRAY_OPTIONS (`Array.with_config`, `array_options`).
@@ -163,6 +165,12 @@ class Config:
         # two leases (storage/objectstore.py LOCK_LEASE), so that a lock its dead holder left
         # is always taken over first, and a queue of live holders has time to pass.
         self.lock_timeout = float(os.environ.get("ZARRCORE_LOCK_TIMEOUT") or 300.0)
+        # An object larger than this many bytes goes to a store that writes in parts (S3's
+        # multipart uploads) in equal parts of at most this many, sent at once over as many
+        # connections: each part costs a request, and the upload two more in turn, to start
+        # and to complete it, so only objects that hold one connection for many round trips
+        # gain (engine.fetched.write_part_bytes). 0: every object in one request.
+        self.write_part_bytes = _env_int("ZARRCORE_WRITE_PART_BYTES", 64 << 20, 0)
         # A write of part of a chunk or shard reads, merges and rewrites it. On a store with
         # neither locks nor conditional writes a concurrent writer's update could be lost
         # that way, so such writes raise LockUnavailableError unless this is True.
@@ -259,9 +267,10 @@ class Config:
         if name == "cache_bytes":
             value = check_budget(value, name)
         elif name in ("num_threads", "io_concurrency", "io_process_concurrency", "io_retries",
-                      "buffer_pool_bytes", "coalesce_gap_bytes"):
+                      "buffer_pool_bytes", "coalesce_gap_bytes", "write_part_bytes"):
             value = int(value)
-            least = (0 if name in ("io_retries", "buffer_pool_bytes", "coalesce_gap_bytes")
+            least = (0 if name in ("io_retries", "buffer_pool_bytes", "coalesce_gap_bytes",
+                                   "write_part_bytes")
                      else 1)
             if value < least:
                 raise ValueError(f"{name} must be >= {least}")
@@ -350,7 +359,8 @@ _OPTIONS = frozenset([
     "default_zarr_format", "target_shard_size_bytes", "json_indent", "shard_write_order",
     "confine_local_stores", "allow_pickle", "unsafe_partial_writes", "buffer_pool_bytes",
     "cache_bytes", "io_concurrency", "io_process_concurrency", "io_timeout", "io_retries",
-    "lock_timeout", "coalesce_gap_bytes", "coalesce_max_bytes", "pipeline_fallback", *LIMITS,
+    "lock_timeout", "write_part_bytes", "coalesce_gap_bytes", "coalesce_max_bytes",
+    "pipeline_fallback", *LIMITS,
 ])
 # zarr-python's names of the options that mean the same here.
 _ALIASES = {

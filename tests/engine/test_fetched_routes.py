@@ -409,7 +409,7 @@ class _StreamingStore(zarrcore.MemoryStore):
         super().__init__()
         self.after_first = lambda: None
 
-    def set_many(self, items, concurrency=None):
+    def set_many(self, items, concurrency=None, part_bytes=None):
         for i, (key, value) in enumerate(items):
             self.set(key, value)
             if i == 0:
@@ -435,6 +435,25 @@ def test_writes_to_a_store_that_streams_them_hand_over_chunks_in_waves(layout):
     written = a[...]
     assert np.array_equal(written[:8], np.arange(8))
     assert np.array_equal(written[-8:], np.arange(120, 128) + 1000)
+
+
+def test_whole_shards_are_handed_over_one_by_one():
+    """A shard of as many inner chunks as threads or more is alone in its wave (encoded over
+    every thread): each is stored before the next is encoded."""
+    zarrcore.config.set(num_threads=2)
+    store = _StreamingStore()
+    a = zarrcore.create_array(store, shape=(64,), dtype="int32", shards=(16,), chunks=(4,),
+                              fill_value=-1, compressors=None)
+    value = np.arange(64, dtype="int32")
+
+    def change_the_source():
+        value[:] += 1000
+
+    store.after_first = change_the_source
+    a[...] = value
+    written = a[...]
+    assert np.array_equal(written[:16], np.arange(16))
+    assert np.array_equal(written[16:], np.arange(16, 64) + 1000)
 
 
 def test_writes_to_other_stores_encode_every_chunk_before_storing_any():

@@ -364,8 +364,8 @@ def fail_write(store, number):
 
     for name in ("set", "set_if", "delete"):
         setattr(store, name, counted(getattr(store, name)))
-    store.set_many = lambda items, concurrency=None: [store.set(key, value)
-                                                      for key, value in items]
+    store.set_many = lambda items, concurrency=None, part_bytes=None: [
+        store.set(key, value) for key, value in items]
     return written
 
 

@@ -94,7 +94,7 @@ class DelayedStore(zarrcore.MemoryStore):
                 for future in futures:
                     future.cancel()
 
-    def set_many(self, items, concurrency=None):
+    def set_many(self, items, concurrency=None, part_bytes=None):
         with concurrent.futures.ThreadPoolExecutor(self.concurrency) as pool:
             for future in [pool.submit(self.set, key, value) for key, value in items]:
                 future.result()

@@ -49,7 +49,7 @@ from .cache import SHARD_INDEX_BYTES, ChunkVersions, RecheckPolicy, ShardIndexes
 from .directory import read_chunk_batch, read_shard_batch, write_chunk_batch, write_shard_batch
 from .fetched import (
     read_chunk_waves, read_each_chunk, read_fetched_chunks, read_one_block, read_shard_waves,
-    trimmed, write_chunk_waves,
+    trimmed, write_chunk_waves, write_part_bytes,
 )
 from .partial_writes import (
     put_locked, read_modify_write, whole_writes_locked, write_no_whole_chunks, write_projections,
@@ -504,7 +504,8 @@ class ChunkEngine:
     def put_many(self, items: Iterable[tuple[str, BytesLike | None]]) -> None:
         """Store every (key, encoded chunk or None) of the iterable `items` (see `put`): each
         under its lock on a store with locks, else all together (Store.set_many, which a
-        store that streams writes starts uploading as `items` yields them)."""
+        store that streams writes starts uploading as `items` yields them, and one that
+        writes in parts sends a large object's parts at once: `write_part_bytes`)."""
         store = self.store
         if whole_writes_locked(self):
             parallel_map(functools.partial(put_locked, self), items, self.options.num_threads)
@@ -518,7 +519,8 @@ class ChunkEngine:
                 else:
                     yield key, data
 
-        store.set_many(stored(), concurrency=self.options.io_concurrency)
+        store.set_many(stored(), concurrency=self.options.io_concurrency,
+                       part_bytes=write_part_bytes(store))
         for key in deleted:
             store.delete(key)
 

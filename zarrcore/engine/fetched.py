@@ -137,14 +137,28 @@ def _first(parts: Fetched) -> ReadBytes | None:
     return parts[0]
 
 
-def write_waves(n: int, store: Store, threads: int) -> list[slice]:
+def write_waves(n: int, store: Store, threads: int, tasks_each: int = 1) -> list[slice]:
     """Consecutive slices of range(n) that a write encodes one after another. On a store that
-    streams writes, each wave's chunks upload while the next is encoded: as many chunks per
-    wave as `threads`, or more so that there are at most WRITE_WAVES; one slice otherwise."""
+    streams writes, each wave's objects upload while the next is encoded: as few objects per
+    wave as keep the `threads` busy (each object `tasks_each` tasks that run in parallel: a
+    shard's inner chunks), or more so that there are at most WRITE_WAVES; one slice
+    otherwise. (So a shard of many inner chunks is alone in its wave, encoded over every
+    thread: the first upload starts after one shard, and one is left after the last wave.)"""
     if not store.streams_writes:
         return [slice(0, n)]
-    size = max(threads, -(-n // WRITE_WAVES))
+    size = max(-(-threads // tasks_each), -(-n // WRITE_WAVES))
     return [slice(start, start + size) for start in range(0, n, size)]
+
+
+def write_part_bytes(store: Store) -> int | None:
+    """The `part_bytes` of Store.set_many for `store`: config.write_part_bytes, but twice the
+    store's least part at least (Store.least_part_bytes), so that an object's equal parts
+    are never less; None where the store writes whole objects only, or with
+    write_part_bytes 0."""
+    least = store.least_part_bytes
+    if least is None or not config.write_part_bytes:
+        return None
+    return max(2 * least, config.write_part_bytes)
 
 
 def _run_waves(job: ChunkWaves | _InnerChunkWaves, tasks: npt.ArrayLike,

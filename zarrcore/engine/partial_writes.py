@@ -76,9 +76,16 @@ def write_projections(engine: ChunkEngine, projections: Iterable[ChunkProjection
     def encoded() -> Iterator[tuple[str, BytesLike | None]]:
         listed = list(projections)
         threads = engine.options.num_threads
-        for wave in write_waves(len(listed), engine.store, threads):
-            yield from (item for item in parallel_map(work, listed[wave], threads)
-                        if item is not None)
+        # The whole objects first: they upload while those covered in part are merged. A
+        # whole shard encodes its inner chunks in parallel (when alone in its wave).
+        codec = engine.sharding
+        inner = 1 if codec is None else math.prod(
+            s // c for s, c in zip(engine.chunk_shape, codec.chunk_shape))
+        for group, tasks_each in (([p for p in listed if p.complete], inner),
+                                  ([p for p in listed if not p.complete], 1)):
+            for wave in write_waves(len(group), engine.store, threads, tasks_each):
+                yield from (item for item in parallel_map(work, group[wave], threads)
+                            if item is not None)
 
     engine.put_many(encoded())
 

@@ -34,6 +34,8 @@ Fetched = Union[ReadBytes, Sequence[ReadBytes], None]
 #: A value's version (Store.get_versioned, Store.set_if): opaque, each store's own (an ETag
 #: pair, a generation, a hash), read only by the store that gave it.
 Version = Any
+#: The least part of an S3 multipart upload but the last (Store.least_part_bytes).
+S3_LEAST_PART_BYTES = 5 << 20
 
 
 class Unchanged:
@@ -215,6 +217,9 @@ class Store:
     - `streams_writes`: set_many starts writing each item as soon as its iterable yields it
       and goes on in the background, so writers hand it chunks in waves as they are encoded
       (the uploads of one wave overlap the encoding of the next);
+    - `least_part_bytes`: set_many can write one object in parts sent at once (an S3
+      multipart upload, made visible whole when it completes), each but the last of at least
+      this many bytes; None where every object is written by one request;
     - `process_local`: the data lives in this process's memory only, so a copy of the store
       in another process (a task pickled to a worker) reads and writes other data;
     - `merges_task_writes`: a copy of the store in another process (a task's) writes changes
@@ -252,6 +257,7 @@ class Store:
     supports_conditional_writes = False
     supports_consolidated_metadata = True
     streams_writes = False
+    least_part_bytes: int | None = None
     process_local = False
     merges_task_writes = False
     readers_keep_one_version = False
@@ -341,9 +347,11 @@ class Store:
         raise NotImplementedError
 
     def set_many(self, items: Iterable[tuple[str, ReadableBuffer]],
-                 concurrency: int | None = None) -> None:
+                 concurrency: int | None = None, part_bytes: int | None = None) -> None:
         """Write every (key, value) of the iterable `items`; remote stores upload
-        concurrently, up to `in_flight(concurrency)` at once."""
+        concurrently, up to `in_flight(concurrency)` at once. A store with
+        `least_part_bytes` writes each value larger than `part_bytes` (at least twice
+        that least) in parts of about `part_bytes`, sent at once; others ignore it."""
         for key, value in items:
             self.set(key, value)
 

@@ -9,6 +9,7 @@ loop, sessions and connections are not the child's to use."""
 from __future__ import annotations
 
 import errno
+import inspect
 import os
 import threading
 import time
@@ -22,7 +23,8 @@ from ..runtime.link import Link, link_to
 from ..errors import StoreError
 from . import _aio
 from .base import (
-    ByteRange, Fetched, Request, Store, check_length, in_flight, validate_key, validate_prefix,
+    S3_LEAST_PART_BYTES, ByteRange, Fetched, Request, Store, check_length, in_flight,
+    validate_key, validate_prefix,
 )
 from .options import credentials_error
 
@@ -37,6 +39,10 @@ _T = TypeVar("_T")
 # Filesystems whose writes go straight into the target file (no atomic replace).
 _IN_PLACE_PROTOCOLS = ("file", "local", "sftp", "ssh", "ftp", "smb")
 _HTTP_PROTOCOLS = ("http", "https")
+# Filesystems whose pipe_file writes a file of two `chunksize`s or more by a multipart
+# upload of parts of that size, `max_concurrency` at once (where it takes that), aborted when
+# one fails (s3fs).
+_PART_PROTOCOLS = ("s3", "s3a")
 # Filesystems with no round trip to plan for (no `link`).
 _NEAR_PROTOCOLS = ("file", "local", "memory")
 # A listing asks for its pages one after another: it is waited for as long as this many
@@ -110,6 +116,11 @@ class FsspecStore(Store):
         self.process_local = "memory" in protocols
         self.single_writer = bool(single_writer) or self.process_local
         self.supports_locks = self.single_writer and self.supports_writes
+        # Writes stream on an async filesystem's loop (set_many).
+        self.streams_writes = self._async
+        parts = self._async and any(p in _PART_PROTOCOLS for p in protocols) and (
+            "max_concurrency" in inspect.signature(fs._pipe_file).parameters)
+        self.least_part_bytes = S3_LEAST_PART_BYTES if parts else None
         self.link = self._link()
 
     def _link(self) -> Link | None:
@@ -155,11 +166,11 @@ class FsspecStore(Store):
         self._loop = fs.loop if self._async else None
         self._pid = os.getpid()
 
-    async def _acall(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        """fs.`method`(...), awaiting its coroutine when the filesystem is async (as one
-        request of the process's bound, config.io_process_concurrency)."""
+    async def _acall(self, method: str, *args: Any, slots: int = 1, **kwargs: Any) -> Any:
+        """fs.`method`(...), awaiting its coroutine when the filesystem is async (as `slots`
+        requests of the process's bound, config.io_process_concurrency)."""
         if self._async:
-            async with _aio.request_slot():
+            async with _aio.request_slot(slots):
                 return await getattr(self.fs, "_" + method)(*args, **kwargs)
         return getattr(self.fs, method)(*args, **kwargs)
 
@@ -295,24 +306,37 @@ class FsspecStore(Store):
         self.check_writable(key)
         self._run(self._put(validate_key(key), value))
 
-    async def _put(self, key: str, value: ReadableBuffer) -> None:
+    async def _put(self, key: str, value: ReadableBuffer, part_bytes: int | None = None) -> None:
+        """Write `value` at `key`; larger than `part_bytes` (with `least_part_bytes`), by a
+        multipart upload of parts of at most that many bytes, all sent at once (s3fs's cut
+        leaves the remainder of the division, a few bytes, to a part of its own)."""
+        data = bytes(value)
+        parts = 1 if part_bytes is None else -(-len(data) // part_bytes)
+        cut = {} if parts == 1 else {"chunksize": len(data) // parts,
+                                     "max_concurrency": parts + 1}
         try:
-            await self._acall("pipe_file", self._full(key), bytes(value))
+            await self._acall("pipe_file", self._full(key), data, slots=parts, **cut)
         except Exception as e:
             raise self._error(key, e) from e
 
     def set_many(self, items: Iterable[tuple[str, ReadableBuffer]],
-                 concurrency: int | None = None) -> None:
-        items = list(items)
-        if not items:
-            return
-        for key, _ in items:
-            self.check_writable(validate_key(key))
+                 concurrency: int | None = None, part_bytes: int | None = None) -> None:
+        """As Store.set_many: on an async filesystem each write starts as soon as `items`
+        (which may be a generator) yields it, as many at once as get_many's."""
+        def checked() -> Iterator[tuple[str, ReadableBuffer]]:
+            for key, value in items:
+                self.check_writable(validate_key(key))
+                yield key, value
+
         self._in_this_process()
-        if self._async:  # one request per key, as many at once as get_many's
-            run_bounded(lambda item: self._put(*item), items, in_flight(concurrency),
-                        loop=self._loop or _aio.io_loop(), deadline=_aio.answer_deadline(),
-                        doing="writing")
+        if self._async:
+            parts = None if self.least_part_bytes is None else part_bytes
+            run_bounded(lambda item: self._put(*item, parts), checked(),
+                        in_flight(concurrency), loop=self._loop or _aio.io_loop(),
+                        deadline=_aio.answer_deadline(), doing="writing")
+            return
+        items = list(checked())
+        if not items:
             return
         try:
             self._call("pipe", {self._full(key): bytes(value) for key, value in items})

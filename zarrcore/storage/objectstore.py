@@ -9,17 +9,20 @@ against 0.25 ms for a synchronous call in a thread.) Each request is bounded by
 `timeout` and `retries` override them). The stores `from_url` opens on one endpoint, bucket
 and credentials (and client settings) share one client, so one pool of connections, whatever
 their paths.
-Objects are written whole by single PUTs (never multipart: a chunk or shard is far below the
-5 GiB a PUT takes, and a multipart upload costs two more round trips in sequence), so a reader
-sees each object old or new.
+Objects are written by single PUTs, or, larger than the parts the engine asks for
+(`set_many`'s part_bytes), by multipart uploads whose parts are sent at once (S3, GCS and
+Azure); a reader sees each object old or new either way: a multipart upload shows nothing
+until it completes, and obstore aborts one whose part or completion failed (only a killed
+process leaves one behind, which a bucket's lifecycle rule for incomplete uploads removes).
 
 Where the backend has conditional writes, every PUT is one: If-Match the ETag this store last
 wrote or read of the key, or create-only (If-None-Match) when it knows none, so a PUT that
 reaches the server late (after its client timed out) is refused once a newer write changed
 the object. A whole write that finds the object changed learns its ETag (HEAD) and puts again:
 last writer wins. What this cannot fence: a late create-only PUT of a key deleted meantime
-(deletes are not conditional), and a late PUT after a rewrite of the very bytes it was
-conditioned on (S3's ETag is the MD5 of the body, so such a rewrite keeps it).
+(deletes are not conditional), a late PUT after a rewrite of the very bytes it was
+conditioned on (S3's ETag is the MD5 of the body, so such a rewrite keeps it), and a late
+completion of a multipart upload (obstore's take no condition).
 """
 from __future__ import annotations
 
@@ -48,8 +51,8 @@ from ..runtime.portable import at_fork_in_child, before_fork
 from . import _aio, _obstore_runtime
 from ._obstore_runtime import obstore_module as _obstore
 from .base import (
-    UNCHANGED, ByteRange, Fetched, RangeReader, ReadBytes, Request, Store, Unchanged, at_most,
-    bounded, check_length, in_flight, validate_key, validate_prefix,
+    S3_LEAST_PART_BYTES, UNCHANGED, ByteRange, Fetched, RangeReader, ReadBytes, Request, Store,
+    Unchanged, at_most, bounded, check_length, in_flight, validate_key, validate_prefix,
 )
 from .options import StorageOptions, checked_backend_options, credentials_error
 
@@ -76,8 +79,9 @@ _OWN_OPTIONS = ("timeout", "retries", "conditional_writes", "single_writer", "cl
 # Backends whose PUT takes If-Match / If-None-Match (S3 since 2024, GCS generations, Azure).
 _CONDITIONAL_BACKENDS = ("S3Store", "GCSStore", "AzureStore", "MemoryStore")
 # The backends of a server, not of local files or memory: their clients are shared
-# (_split_client), and their ETags are the server's, the same in every process
-# (shares_versions), where a memory store's are counters of its process.
+# (_split_client), their ETags are the server's, the same in every process
+# (shares_versions), where a memory store's are counters of its process, and they write
+# objects in parts (least_part_bytes).
 _SERVER_BACKENDS = ("S3Store", "GCSStore", "AzureStore")
 # Where obstore takes an S3 endpoint: its option names and, without one, the environment.
 _ENDPOINT_OPTIONS = ("endpoint", "aws_endpoint", "aws_endpoint_url", "endpoint_url",
@@ -356,6 +360,8 @@ class ObjectStore(Store):
         self.supports_writes = self.streams_writes = not http
         self.versioned_reads = not http
         self.shares_versions = kind in _SERVER_BACKENDS
+        # (S3's least part is GCS's too; Azure's blocks have none.)
+        self.least_part_bytes = S3_LEAST_PART_BYTES if kind in _SERVER_BACKENDS else None
         self.supports_conditional_writes = (
             kind in _CONDITIONAL_BACKENDS if conditional_writes is None
             else bool(conditional_writes))
@@ -797,9 +803,31 @@ class ObjectStore(Store):
                 return None  # another writer came first (or deleted it)
             raise self._error(key, e) from e
 
-    def _write(self, key: str, value: ReadableBuffer) -> PutResult | None:
+    def _put_parts(self, key: str, value: ReadableBuffer, parts: int) -> PutResult:
+        """Put `value` at `key` by a multipart upload of `parts` equal parts sent at once,
+        holding as many of the process's request slots. Not conditional (obstore's multipart
+        uploads take no condition); obstore aborts the upload when a part or its completion
+        fails."""
+        view = memoryview(value).cast("B")
+        try:
+            put: PutResult = _request(_obstore().put, self._store, self._path(key), view,
+                                      use_multipart=True, chunk_size=-(-view.nbytes // parts),
+                                      max_concurrency=parts, slots=parts)
+            return put
+        except Exception as e:
+            raise self._error(key, e) from e
+
+    def _write(self, key: str, value: ReadableBuffer,
+               part_bytes: int | None = None) -> PutResult | None:
         """Put `value` at `key`, conditional on the version this store knows of it (see the
-        module's docstring); on a conflict, learn the current version and put again."""
+        module's docstring); on a conflict, learn the current version and put again. A value
+        larger than `part_bytes` goes in parts of at most that many bytes (`_put_parts`)."""
+        size = memoryview(value).nbytes
+        if part_bytes is not None and size > part_bytes:
+            self._versions.pop(key, None)  # (as below: unknown until the upload is answered)
+            put = self._put_parts(key, value, -(-size // part_bytes))
+            self._saw(key, put)
+            return put
         if not self.supports_conditional_writes:
             return self._put(key, value)
         for _ in range(WRITE_TRIES):
@@ -822,15 +850,16 @@ class ObjectStore(Store):
         self._write(validate_key(key), value)
 
     def set_many(self, items: Iterable[tuple[str, ReadableBuffer]],
-                 concurrency: int | None = None) -> None:
-        """As Store.set_many, each PUT started as soon as `items` (which may be a generator)
-        yields it."""
+                 concurrency: int | None = None, part_bytes: int | None = None) -> None:
+        """As Store.set_many, each PUT (or multipart upload) started as soon as `items`
+        (which may be a generator) yields it."""
         def checked() -> Iterator[tuple[str, ReadableBuffer]]:
             for key, value in items:
                 self.check_writable(key)
                 yield validate_key(key), value
 
-        run_bounded(lambda item: self._write(*item), checked(), in_flight(concurrency),
+        parts = None if self.least_part_bytes is None else part_bytes
+        run_bounded(lambda item: self._write(*item, parts), checked(), in_flight(concurrency),
                     executor=_aio.io_threads(), deadline=self._deadline(), doing="writing")
 
     def set_if(self, key: str, value: ReadableBuffer, version: ObjectVersion | None) -> bool:

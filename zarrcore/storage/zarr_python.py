@@ -440,8 +440,8 @@ class ZarrPythonStore(Store):
         _aio.run(self._put(validate_key(key), value), zarr_loop())
 
     def set_many(self, items: Iterable[tuple[str, ReadableBuffer]],
-                 concurrency: int | None = None) -> None:
-        """As Store.set_many, up to `in_flight(concurrency)` writes at once."""
+                 concurrency: int | None = None, part_bytes: int | None = None) -> None:
+        """As Store.set_many, up to `in_flight(concurrency)` writes at once (each whole)."""
         def checked() -> Iterator[tuple[str, ReadableBuffer]]:
             for key, value in items:
                 self.check_writable(key)
