@@ -461,25 +461,31 @@ class Server:
         return {"seconds": seconds, "ok": ok, "nchunks": len(regions)}
 
     def serve(self):
-        # Replies go to the real stdout; anything a library prints goes to stderr (the log).
-        reply = os.fdopen(os.dup(1), "w", buffering=1)
-        os.dup2(2, 1)
-        sys.stdout = sys.stderr
-        for line in sys.stdin:
-            line = line.strip()
-            if not line:
-                continue
-            msg = json.loads(line)
-            if msg["op"] == "quit":
-                break
-            try:
-                result = getattr(self, "op_" + msg["op"])(msg)
-                result["error"] = None
-            except Exception as e:
-                traceback.print_exc()
-                result = {"error": f"{type(e).__name__}: {e}".strip()[:500]}
-            reply.write(json.dumps(result) + "\n")
-            sys.stderr.flush()
+        serve_ops(self)
+
+
+def serve_ops(worker):
+    """Answer the orchestrator's JSON lines on stdin until {"op": "quit"}: each message
+    {"op": name, ...} calls worker.op_<name>(msg), whose dict (with "error") goes back as one
+    line. Replies go to the real stdout; anything a library prints goes to stderr (the log)."""
+    reply = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        msg = json.loads(line)
+        if msg["op"] == "quit":
+            break
+        try:
+            result = getattr(worker, "op_" + msg["op"])(msg)
+            result["error"] = None
+        except Exception as e:  # reported to the orchestrator
+            traceback.print_exc()
+            result = {"error": f"{type(e).__name__}: {e}".strip()[:500]}
+        reply.write(json.dumps(result) + "\n")
+        sys.stderr.flush()
 
 
 # -- one-shot modes ---------------------------------------------------------------------------------

@@ -77,7 +77,6 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -735,6 +734,7 @@ class Worker:
         return seconds, (c1.user - c0.user) + (c1.system - c0.system), result
 
     def op_run(self, msg):
+        time.sleep(self.args.settle)  # (nothing of the measurement before still in flight)
         workload, layout, cfg = msg["workload"], msg["layout"], msg["config"]
         kind = WORKLOADS[workload][1]
         n = self.args.n if kind == "http" else s3_n(self.args.n)
@@ -867,22 +867,8 @@ class Worker:
                 "cpu": enc_cpu + put_cpu, "gb": gb, "ok": True, "requests": len(objects)}
 
     def serve(self):
-        reply = os.fdopen(os.dup(1), "w", buffering=1)
-        os.dup2(2, 1)
-        sys.stdout = sys.stderr
-        for line in sys.stdin:
-            msg = json.loads(line)
-            if msg["op"] == "quit":
-                break
-            if msg["op"] == "run":
-                time.sleep(self.args.settle)
-            try:
-                result = getattr(self, "op_" + msg["op"])(msg)
-                result["error"] = None
-            except Exception as e:  # reported to the orchestrator
-                traceback.print_exc()
-                result = {"error": f"{type(e).__name__}: {e}"[:500]}
-            reply.write(json.dumps(result) + "\n")
+        from _worker import serve_ops
+        serve_ops(self)
         getattr(self.c, "close", lambda: None)()
 
 

@@ -40,7 +40,6 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 
 import numpy as np
 
@@ -125,20 +124,8 @@ class Worker:
         return self.op_read({"key": "t", "sel": [[0, self.args.n]] * 3, "config": cfg})
 
     def serve(self):
-        reply = os.fdopen(os.dup(1), "w", buffering=1)
-        os.dup2(2, 1)
-        sys.stdout = sys.stderr
-        for line in sys.stdin:
-            msg = json.loads(line)
-            if msg["op"] == "quit":
-                break
-            try:
-                result = getattr(self, "op_" + msg["op"])(msg)
-                result["error"] = None
-            except Exception as e:  # reported to the orchestrator
-                traceback.print_exc()
-                result = {"error": f"{type(e).__name__}: {e}"[:500]}
-            reply.write(json.dumps(result) + "\n")
+        from _worker import serve_ops
+        serve_ops(self)
 
 
 # -- limits ---------------------------------------------------------------------------------------
