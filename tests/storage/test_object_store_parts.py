@@ -28,16 +28,17 @@ def _values(seed):
     return np.random.default_rng(seed).random(SHAPE)
 
 
-def _store(kind, server, bucket, endpoint, **extra):
-    """The bucket's store through `endpoint` (a proxy in front of the moto server)."""
+def _store(kind, server, bucket, endpoint, timeout=30, **extra):
+    """The bucket's store through `endpoint` (a proxy in front of the moto server), whose
+    requests give up after `timeout` seconds."""
     if kind == "obstore":
         return make_store(f"s3://{bucket}", storage_options={
-            **server.storage_options(endpoint), "timeout": 5, "retries": 1, **extra})
+            **server.storage_options(endpoint), "timeout": timeout, "retries": 1, **extra})
     import s3fs
 
     fs = s3fs.S3FileSystem(key="testing", secret="testing", endpoint_url=endpoint,
                            client_kwargs={"region_name": "us-east-1"},
-                           config_kwargs={"read_timeout": 5, "connect_timeout": 5,
+                           config_kwargs={"read_timeout": timeout, "connect_timeout": timeout,
                                           "retries": {"max_attempts": 1}},
                            use_listings_cache=False, skip_instance_cache=True)
     return FsspecStore(fs, bucket)
@@ -146,7 +147,8 @@ def test_a_fault_mid_upload_leaves_the_old_object_and_no_upload(s3_bucket, fault
     server, bucket = s3_bucket
     old = _values(2)
     _create(_store("obstore", server, bucket, server.endpoint), old)
-    store = _store("obstore", server, bucket, fault_proxy.endpoint)
+    store = _store("obstore", server, bucket, fault_proxy.endpoint,
+                   timeout=5 if fault == "a part times out" else 30)
     a = zarrcore.open_array(store, path="a", mode="r+")
     faults = fault_proxy.faults
     if fault == "a part fails":

@@ -281,13 +281,14 @@ class RangeHTTPServer(ThreadingHTTPServer):
 def _read_message(sock, bodiless=False):
     """One whole HTTP message from `sock` (its head, and its body by Content-Length or
     chunked; none when `bodiless`), or what came before the peer closed."""
-    data = b""
+    data = bytearray()  # (appending to bytes would copy the whole body at each read)
     while b"\r\n\r\n" not in data:
         more = sock.recv(65536)
         if not more:
-            return data
+            return bytes(data)
         data += more
-    head, _, body = data.partition(b"\r\n\r\n")
+    head, _, body = bytes(data).partition(b"\r\n\r\n")
+    body = bytearray(body)
     fields = {}
     for line in head.split(b"\r\n")[1:]:
         name, _, value = line.partition(b":")
@@ -308,7 +309,7 @@ def _read_message(sock, bodiless=False):
             if not more:
                 break
             body += more
-    return head + b"\r\n\r\n" + body
+    return head + b"\r\n\r\n" + bytes(body)
 
 
 def _closing(message):
