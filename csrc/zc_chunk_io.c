@@ -1,22 +1,43 @@
 /* Stored chunks decoded into selections; see zc_chunk_io.h. */
 #include "zc_chunk_io.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "zc_copy.h"
+#include "zc_pool.h"
 #include "zc_status.h"
+
+/* Buffers are pool blocks of a power of two bytes, from this many: stored chunks differ in
+ * size by a few pages, and the pool hands a block out again only at its own size. */
+#define BUF_MIN ((size_t)64 << 10)
 
 int zc_buf_reserve(zc_buf *b, size_t n)
 {
     if (n <= b->cap)
         return ZC_OK;
-    unsigned char *p = (unsigned char *)realloc(b->p, n ? n : 1);
+    size_t cap = BUF_MIN;
+    while (cap < n) {
+        if (cap > SIZE_MAX / 2)
+            return ZC_ERR_NOMEM;
+        cap *= 2;
+    }
+    unsigned char *p = (unsigned char *)zc_pool_take(cap);
     if (p == NULL)
         return ZC_ERR_NOMEM;
+    if (b->p != NULL) {
+        memcpy(p, b->p, b->cap);
+        zc_pool_give(b->p, b->cap);
+    }
     b->p = p;
-    b->cap = n;
+    b->cap = cap;
     return ZC_OK;
+}
+
+void zc_buf_free(zc_buf *b)
+{
+    zc_pool_give(b->p, b->cap);
+    b->p = NULL;
+    b->cap = 0;
 }
 
 /* Append `v` in decimal at buf[*len] (cap bytes in all, its terminating NUL included):
@@ -69,10 +90,8 @@ int zc_key_format(const char *head, char sep, int lead_sep, int ndim, const int6
 
 void zc_chunk_reader_free(zc_chunk_reader *r)
 {
-    free(r->file.p);
-    free(r->scratch.p);
-    r->file.p = r->scratch.p = NULL;
-    r->file.cap = r->scratch.cap = 0;
+    zc_buf_free(&r->file);
+    zc_buf_free(&r->scratch);
     zc_stream_bufs_free(&r->stream);
 }
 

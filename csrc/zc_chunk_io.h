@@ -14,12 +14,19 @@
 #include "zc_stream.h"
 
 /* A scratch buffer that grows; one per worker thread and purpose. */
+/* A growable buffer of a job, kept in the output pool (zc_pool.h) between jobs: per-job
+ * memory from malloc was a fresh mapping, faulted in page by page, whenever glibc's thresholds
+ * are fixed (dask's workers fix them with MALLOC_TRIM_THRESHOLD_). Zero-initialize. */
 typedef struct {
     unsigned char *p;
     size_t cap;
 } zc_buf;
 
+/* Grow `b` to hold at least `n` bytes, keeping what it holds. */
 int zc_buf_reserve(zc_buf *b, size_t n);
+
+/* Give `b`'s memory back; it is empty again. */
+void zc_buf_free(zc_buf *b);
 
 /* The path `head` followed by the coordinates, each preceded by `sep` (the first one only
  * when `lead_sep`); a 0-d key without `lead_sep` is "0" (v2). ZC_ERR_SIZE when it does not

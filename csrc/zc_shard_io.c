@@ -865,7 +865,7 @@ void zc_shard_io_read_ahead_worker(zc_shard_io *io)
             load_slot(io, s, &index) != ZC_OK)
             break;
     }
-    free(index.p);
+    zc_buf_free(&index);
 }
 
 void zc_shard_io_read_worker(zc_shard_io *io)
@@ -927,7 +927,7 @@ void zc_shard_io_read_worker(zc_shard_io *io)
             release_slot(slot);
     }
     zc_chunk_reader_free(&rd);
-    free(index.p);
+    zc_buf_free(&index);
 }
 
 /* ---- writes ------------------------------------------------------------------------------- */
@@ -960,9 +960,9 @@ static int writer_reset(const zc_shard_io *io, writer *w)
 
 static void writer_free(writer *w)
 {
-    free(w->chunk.p);
-    free(w->encoded.p);
-    free(w->index.p);
+    zc_buf_free(&w->chunk);
+    zc_buf_free(&w->encoded);
+    zc_buf_free(&w->index);
     free(w->blob);
     free(w->blob_len);
     free(w->entries);

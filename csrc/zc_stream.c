@@ -14,6 +14,7 @@
 #include "zc_crc32c.h"
 #include "zc_extern.h"
 #include "zc_os.h"
+#include "zc_pool.h"
 #include "zc_status.h"
 #include "zc_zstd.h"
 
@@ -203,16 +204,17 @@ void zc_scatter_range(const zc_scatter *s, const void *src, size_t off, size_t l
 
 void zc_stream_bufs_free(zc_stream_bufs *b)
 {
-    free(b->block);
-    free(b->window);
-    free(b->whole);
+    zc_pool_give(b->block, ZC_STREAM_BLOCK);
+    zc_pool_give(b->window, ZC_STREAM_WINDOW);
+    zc_pool_give(b->whole, ZC_STREAM_WHOLE);
     b->block = b->window = b->whole = NULL;
 }
 
+/* `size` is the buffer's ZC_STREAM_* size: pool blocks, kept between jobs (see zc_buf). */
 static int get_buf(unsigned char **p, size_t size)
 {
     if (*p == NULL)
-        *p = (unsigned char *)malloc(size);
+        *p = (unsigned char *)zc_pool_take(size);
     return *p ? ZC_OK : ZC_ERR_NOMEM;
 }
 
