@@ -11,7 +11,7 @@ DEMO_DIR ?= build/demo.zarr
 # What the installed package is built from: a change to any of these reinstalls it.
 SOURCES := setup.py pyproject.toml README.md $(shell find zarrcore csrc -type f \( -name '*.py' \
 	-o -name '*.pyx' -o -name '*.pxd' -o -name '*.pyi' -o -name '*.h' -o -name 'py.typed' \
-	-o -path 'csrc/*.c' \) -not -path '*/__pycache__/*')
+	-o -path 'csrc/*.c' -o -path 'csrc/*/*.c' \) -not -path '*/__pycache__/*')
 # The build requirements of pyproject.toml, installed once into the virtualenv: the build then
 # runs there (--no-build-isolation) and reuses build/'s compiled objects, so a reinstall after
 # a change compiles only what the change touched.
@@ -329,4 +329,4 @@ wincheck: $(PY)
 	$(PY) wheels/wincheck.py --run
 
 clean:
-	rm -rf $(RELEASE_VENV) $(RELEASE_DIR) $(PEER_VENV) $(NEWEST_VENV) $(ZARR_SUITE) $(BENCH_VENV) $(FT_VENV) $(FT_TSAN_VENV) build *.egg-info zarrcore/*.c zarrcore/*.so wheels/*.whl docs/api/generated
+	rm -rf $(RELEASE_VENV) $(RELEASE_DIR) $(PEER_VENV) $(NEWEST_VENV) $(ZARR_SUITE) $(BENCH_VENV) $(FT_VENV) $(FT_TSAN_VENV) build *.egg-info zarrcore/*.c zarrcore/*.so zarrcore/_native/*.c zarrcore/_native/*.so wheels/*.whl docs/api/generated

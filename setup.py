@@ -34,17 +34,17 @@ def _blosc_paths():
 
 
 BLOSC_INCLUDE, BLOSC_ARCHIVE = _blosc_paths()
-MODULES = sorted(p[:-4].replace("/", ".") for p in glob.glob("zarrcore/*.pyx"))
-C_SOURCES = sorted(glob.glob("csrc/*.c"))
+MODULES = sorted(p[:-4].replace(os.sep, ".") for p in glob.glob("zarrcore/**/*.pyx", recursive=True))
+C_SOURCES = sorted(glob.glob("csrc/**/*.c", recursive=True))
 if not MODULES or not C_SOURCES:
     # Without this, a source tree that lost its Cython sources (an sdist without them) would
     # build and install a package with no compiled core, which then fails at import.
-    sys.exit(f"zarrcore build: no zarrcore/*.pyx or csrc/*.c under {os.getcwd()}: an incomplete "
+    sys.exit(f"zarrcore build: no zarrcore/**/*.pyx or csrc/**/*.c under {os.getcwd()}: an incomplete "
              f"source tree (an sdist must ship them: MANIFEST.in)")
 # The public header of the array API (zarrcore/array_api.h) is compiled into the core too.
-C_HEADERS = sorted(glob.glob("csrc/*.h")) + ["zarrcore/array_api.h"]
+C_HEADERS = sorted(glob.glob("csrc/**/*.h", recursive=True)) + ["zarrcore/array_api.h"]
 if sys.platform == "win32":
-    # MSVC; csrc/zc_os.h holds what differs from POSIX systems and GCC-like compilers.
+    # MSVC; csrc/os/zc_os.h holds what differs from POSIX systems and GCC-like compilers.
     COMPILE_ARGS = ["/O2", "/std:c11"]
 else:
     COMPILE_ARGS = ["-O3", "-std=c99", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"]
@@ -145,6 +145,7 @@ setup(
     libraries=[CORE_LIBRARY],
     cmdclass={"build_ext": BuildExt},
     package_data={"zarrcore": ["kernels.pxd", "array_api.pxd", "array_api.h", "py.typed",
-                               "*.pyi"]},
+                               "*.pyi"],
+                  "zarrcore._native": ["*.pyi"]},
     options={"build_ext": {"parallel": os.cpu_count() or 1}},
 )

@@ -52,7 +52,7 @@ def chunk_data(side):
 
 def floor_calls(codec, data):
     """(encode, decode) of the library alone: zarrcore's bindings, the chunk's raw bytes."""
-    from zarrcore import _compress
+    from zarrcore._native import compress as _compress
     raw = memoryview(data).cast("B")
     out = np.empty_like(data)
     if codec == "zstd":

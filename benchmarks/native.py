@@ -158,7 +158,7 @@ def decode_floor(zarrcore, path, starts, edge, threads, repeats=3):
     """Best seconds to zstd-decode, on `threads` threads into reused buffers, every inner chunk
     each region touches, once per region: what any reader without a cache must decode (from
     files already in memory, with nothing copied out)."""
-    from zarrcore import _compress
+    from zarrcore._native import compress as _compress
 
     frames, chunks, size = inner_frames(zarrcore, path)
     work = []

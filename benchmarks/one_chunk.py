@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 import zarrcore
-from zarrcore.indexing import numpy_indexer, pop_fields
+from zarrcore.metadata.indexing import numpy_indexer, pop_fields
 
 SHAPE, SAMPLE = (2000, 64, 128), (1, 64, 128)
 LAYOUTS = {"plain": None, "sharded": (8, 64, 128)}

@@ -314,7 +314,8 @@ def decode_floor(nc_path, spans, repeats):
     """Seconds to inflate and unshuffle every chunk (read into memory first) on all CPUs, by
     the fastest decoders at hand: zarrcore's own inflate and unshuffle kernels, which beat
     zlib's."""
-    from zarrcore import _compress, _filters
+    from zarrcore._native import compress as _compress
+    from zarrcore._native import filters as _filters
 
     with open(nc_path, "rb") as f:
         blobs = []

@@ -201,7 +201,7 @@ def decode_floor(path, variant, repeats=3):
     thread into one reused buffer (no fresh-memory page faults), with the files already in
     memory: what decoding alone takes, whatever reads it. Decoded with zarrcore's GIL-free
     zstd kernel, the same zstd python-blosc ships."""
-    from zarrcore import _compress
+    from zarrcore._native import compress as _compress
 
     frames = _stored_chunks(path, variant)
     largest = max(size for _, size in frames)

@@ -1,5 +1,5 @@
 /* What every zarrcore C kernel shares: its status codes (zero is success, negatives are
- * errors; zarrcore/_status.pyx turns them into exceptions) and the most dimensions an array
+ * errors; zarrcore/_native/status.pyx turns them into exceptions) and the most dimensions an array
  * may have. Every other definition of them refers here. */
 #ifndef ZC_STATUS_H
 #define ZC_STATUS_H
@@ -22,7 +22,7 @@
 #define ZC_ERR_IO (-20)         /* a system call failed; errno (or the job's sys_errno) says why */
 
 /* What ZC_ERR_TOO_LARGE means for a chunk, after its key: one text for the Python mapping
- * (zarrcore/_status.pyx) and the native handle's messages (zc_array.c). */
+ * (zarrcore/_native/status.pyx) and the native handle's messages (zc_array.c). */
 #define ZC_TOO_LARGE_TEXT \
     "oversized: larger than any valid chunk of its codecs; refused unread"
 

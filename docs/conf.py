@@ -41,7 +41,7 @@ autosummary_generate = True
 autodoc_typehints = "signature"
 autodoc_member_order = "bysource"
 autodoc_type_aliases = {
-    name: f"zarrcore._types.{name}"
+    name: f"zarrcore.metadata.types.{name}"
     for name in ("StoreLike", "ShapeLike", "ChunksLike", "CodecLike", "CodecsLike", "Selection",
                  "NodeMetadata")
 }

@@ -27,7 +27,7 @@ if importlib.util.find_spec("zarrcore") is None:
     sys.path.insert(0, ROOT)
 
 import zarrcore  # noqa: E402
-from zarrcore.config import LIMITS  # noqa: E402
+from zarrcore.runtime.config import LIMITS  # noqa: E402
 
 
 def _asan_loaded():

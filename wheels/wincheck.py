@@ -2,7 +2,7 @@
 
     python wheels/wincheck.py [--run]
 
-Cross-compiles every csrc/*.c for Windows with MinGW-w64 (WIN_CC, default
+Cross-compiles every C file of csrc/ for Windows with MinGW-w64 (WIN_CC, default
 x86_64-w64-mingw32-gcc), warnings as errors, against the blosc.h of the installed `blosc`
 distribution, as the build uses it. With --run, also builds tests/support/win/os_check.c with the
 core's system layer (also through its MSVC branches) and runs it under Wine (WINE, default wine): files, renames over open files,
@@ -22,7 +22,8 @@ import tempfile
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2"]
 # What tests/support/win/os_check.c needs: the system layer and what sits right on it.
-OS_CHECK_SOURCES = ["zc_fs.c", "zc_key_lock.c", "zc_memstore.c", "zc_sha256.c", "zc_temp.c"]
+OS_CHECK_SOURCES = ["files/zc_fs.c", "files/zc_key_lock.c", "files/zc_memstore.c",
+                    "files/zc_sha256.c", "files/zc_temp.c"]
 
 
 def blosc_include():
@@ -34,7 +35,7 @@ def blosc_include():
 
 
 def compile_all(cc, out):
-    """Compile every csrc/*.c into `out`: the failures' messages."""
+    """Compile every C file of csrc/ into `out`: the failures' messages."""
     include = ["-I", str(ROOT / "csrc"), "-I", str(ROOT), "-I", str(blosc_include())]
 
     def compile_one(source):
@@ -45,7 +46,7 @@ def compile_all(cc, out):
         return None
 
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        results = pool.map(compile_one, sorted((ROOT / "csrc").glob("*.c")))
+        results = pool.map(compile_one, sorted((ROOT / "csrc").rglob("*.c")))
     return [r for r in results if r is not None]
 
 
@@ -64,7 +65,7 @@ def run_os_check(cc, wine, out):
     """Build tests/support/win/os_check.c with the core's system layer, once as GCC-like compilers see
     it and once through its MSVC branches (ZC_MSVC: intrinsics that MinGW's headers have too),
     and run both under Wine: their complaints, or none."""
-    sources = sorted((ROOT / "csrc").glob("zc_os_*.c")) + [ROOT / "csrc" / s for s in OS_CHECK_SOURCES]
+    sources = sorted((ROOT / "csrc" / "os").glob("zc_os_*.c")) + [ROOT / "csrc" / s for s in OS_CHECK_SOURCES]
     failures = []
     with tempfile.TemporaryDirectory() as work:
         # One Wine prefix for both runs: making one takes most of the time.

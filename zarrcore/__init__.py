@@ -1,17 +1,15 @@
 """zarrcore: Zarr v2 and v3 arrays with a compiled, GIL-free core."""
 import importlib.util as _importlib_util
+import sys
 
 # A source tree whose extensions are not built would otherwise fail deep inside the imports
 # below, as a "circular import".
-if _importlib_util.find_spec(f"{__name__}._memory") is None:
+if _importlib_util.find_spec(f"{__name__}._native.memory") is None:
     raise ImportError(
         f"zarrcore's compiled extensions are not built in {__path__[0]}: install it "
         f"(pip install .) or build them in place (python setup.py build_ext --inplace)")
 
 from . import errors  # noqa: E402
-# The module zarrcore.array (Array's until it moved, see _moved.py) is imported before the
-# function zarrcore.array takes its name: imported later, it would take the name back.
-from . import array as _moved_array_module  # noqa: E402, F401
 from .api import (
     array, copy_all, copy_store, create, create_array, create_group, create_hierarchy, empty,
     empty_like, from_array, full, full_like, group, load, ones, ones_like, open, open_array,
@@ -19,14 +17,17 @@ from .api import (
 )
 from .nodes.array import Array
 from .nodes.async_nodes import AsyncArray, AsyncGroup
-from . import asynchronous  # noqa: E402
-from .config import config
+from .api import asynchronous
+from .runtime.config import config
 from .api import consolidate_metadata, open_consolidated
 from .nodes.group import Group
 from .storage import (
     FsspecStore, LocalStore, MemoryStore, ObjectStore, ReferenceStore, Store, ZipStore,
 )
 from .tools import convert, copy, verify
+from .api._moved import keep_earlier_paths
+
+keep_earlier_paths(sys.modules[__name__])
 
 # The one place the version is set: pyproject.toml reads it for the distribution, the CLI
 # shows it (`zarrcore --version`).

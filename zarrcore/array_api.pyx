@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Array handles for compiled code (csrc/zc_array.c behind zarrcore/array_api.h): the
+"""Array handles for compiled code (csrc/jobs/zc_array.c behind zarrcore/array_api.h): the
 ArrayHandle that zarrcore.Array.native_handle() makes, the capsule _C_API holding the C
 function table, and raise_status, which turns a failed call's status into its exception."""
 import math
@@ -12,13 +12,13 @@ from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memset, strncpy
 
-from ._files cimport FileRoot
-from ._jobs cimport ZC_BATCH_PATH_MAX, set_up_chain, zc_batch, zc_memstore, zc_shard_io
-from ._status cimport ZC_MAX_NDIM
+from ._native.files cimport FileRoot
+from ._native.jobs cimport ZC_BATCH_PATH_MAX, set_up_chain, zc_batch, zc_memstore, zc_shard_io
+from ._native.status cimport ZC_MAX_NDIM
 
-from . import _memory
-from ._cache import check_budget
-from ._status import CALL_ERRNO, status_error
+from ._native import memory as _memory
+from ._native.cache import check_budget
+from ._native.status import CALL_ERRNO, status_error
 from .errors import (
     ChecksumError, ChunkDecodeError, LockUnavailableError, OutsideStoreError, ReadOnlyError,
     SelectionError, ShardIndexError, StoreError, ZarrcoreError,
@@ -26,7 +26,7 @@ from .errors import (
 
 cnp.import_array()
 
-cdef extern from "zc_array.h":
+cdef extern from "jobs/zc_array.h":
     ctypedef struct zc_array_api:
         pass
     ctypedef struct zc_chunk_cache_stats:
@@ -43,7 +43,7 @@ cdef extern from "zc_array.h":
 cdef extern from "zarrcore/array_api.h":
     const zc_array_api *ZarrcoreArrayAPI
 
-cdef extern from "zc_chunk_cache.h":
+cdef extern from "cache/zc_chunk_cache.h":
     long long ZC_CHUNK_CACHE_SETTLE_NS
 
 # A file changed less than this many seconds ago is read but not cached (zc_chunk_cache.h).

@@ -21,7 +21,7 @@ from dask.base import get_scheduler
 from dask.delayed import Delayed, delayed
 
 from . import api
-from ._types import StoreLike
+from .metadata.types import StoreLike
 from .nodes.array import Array
 from .nodes.array_dask import as_dask, storage_block
 from .nodes.array_dask import arrays_as_dask  # noqa: F401  (a public name of this module)

@@ -13,34 +13,34 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from libc.stdint cimport uint64_t
 
-from zarrcore._buffers cimport get_buffer
-from zarrcore._status cimport (
+from zarrcore._native.buffers cimport get_buffer
+from zarrcore._native.status cimport (
     ZC_ERR_CHECKSUM, ZC_ERR_CORRUPT, ZC_ERR_NOMEM, ZC_ERR_OVERLAP, ZC_ERR_PARAM, ZC_ERR_SIZE,
     ZC_ERR_UNSUPPORTED, ZC_OK,
 )
 
-from zarrcore._status import status_error
+from zarrcore._native.status import status_error
 from zarrcore.errors import ShardIndexError
 
 cnp.import_array()
 
-cdef extern from "zc_byteswap.h" nogil:
+cdef extern from "codecs/zc_byteswap.h" nogil:
     int zc_byteswap(void *dst, const void *src, size_t n, size_t itemsize)
 
-cdef extern from "zc_copy.h" nogil:
+cdef extern from "jobs/zc_copy.h" nogil:
     int zc_copy_nd(int ndim, const Py_ssize_t *shape, size_t itemsize, const void *src,
                    const Py_ssize_t *src_strides, void *dst, const Py_ssize_t *dst_strides)
 
-cdef extern from "zc_fill.h" nogil:
+cdef extern from "jobs/zc_fill.h" nogil:
     int zc_is_fill(const void *buf, size_t nbytes, const void *pattern, size_t itemsize)
     int zc_is_fill_float(const void *buf, size_t nbytes, const void *pattern, size_t itemsize,
                          size_t floatsize, int swapped)
 
-cdef extern from "zc_crc32c.h" nogil:
+cdef extern from "codecs/zc_crc32c.h" nogil:
     unsigned int zc_crc32c(unsigned int crc, const void *data, size_t n)
     unsigned int zc_crc32c_portable(unsigned int crc, const void *data, size_t n)
 
-cdef extern from "zc_shard_index.h" nogil:
+cdef extern from "jobs/zc_shard_index.h" nogil:
     int zc_shard_index_validate(const uint64_t *entries, size_t n, uint64_t data_size, size_t *bad)
     int zc_shard_index_unpack(const void *buf, size_t buflen, size_t n, uint64_t data_size,
                               uint64_t *entries, size_t *bad)

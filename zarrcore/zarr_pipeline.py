@@ -61,7 +61,7 @@ from zarr.registry import register_pipeline
 from zarr.storage import StorePath
 
 from .nodes.array import Array
-from .config import config
+from .runtime.config import config
 from .errors import ForeignStoreError, PipelineFallbackError, StoreURLError, ZarrcoreError
 from .metadata import ArrayMetadataV2
 from .metadata.v3 import parse_metadata_v3

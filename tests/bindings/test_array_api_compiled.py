@@ -262,7 +262,7 @@ def random_partition(rng, shape, pieces):
 
 
 def store_of(kind, tmp_path):
-    """A directory store's path, or a MemoryStore (its data in C, zarrcore._memstore)."""
+    """A directory store's path, or a MemoryStore (its data in C, zarrcore._native.memstore)."""
     return str(tmp_path / "a.zarr") if kind == "directory" else MemoryStore()
 
 

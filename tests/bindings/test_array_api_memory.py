@@ -1,4 +1,4 @@
-"""Array handles on memory stores: MemoryStore keeps its data in C (zarrcore._memstore), so
+"""Array handles on memory stores: MemoryStore keeps its data in C (zarrcore._native.memstore), so
 handles read and write it from threads without the GIL while Python code reads and writes it
 too. Random regions against numpy, concurrent writers and readers, errors."""
 import pickle
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import zarrcore
-from zarrcore._memstore import NativeMemoryMap
+from zarrcore._native.memstore import NativeMemoryMap
 from zarrcore.errors import (
     ChecksumError, ChunkDecodeError, ReadOnlyError, SelectionError, ShardIndexError, ZarrcoreError,
 )

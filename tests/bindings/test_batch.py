@@ -1,4 +1,4 @@
-"""Batched directory-store reads and writes (csrc/zc_batch.c, csrc/zc_stream.c): every path of
+"""Batched directory-store reads and writes (csrc/jobs/zc_batch.c, csrc/files/zc_stream.c): every path of
 the streamed read (no compressor / zstd, with or without crc32c; straight into the output or
 scattered from bounded windows), the whole-chunk path of the other compressors, damaged
 chunks, and interop with zarr-python on the same files."""
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import zarrcore
-from zarrcore.config import size_with_slack
+from zarrcore.runtime.config import size_with_slack
 from zarrcore.errors import ChecksumError, ChunkDecodeError
 
 from _probes import run_measured, waits_for_the_lock
@@ -366,7 +366,7 @@ def test_uncompressed_chunks_match_zarr_python_bytes(tmp_path, comp, endian, sha
 def test_zstd_chunks_equal_one_call(tmp_path, comp, endian, threads):
     """zstd chunks gathered from a strided array are stored byte for byte as the frame one
     call over the contiguous chunk makes."""
-    from zarrcore import _compress
+    from zarrcore._native import compress as _compress
 
     rng = np.random.default_rng(9)
     data = rng.integers(0, 300, (96, 40, 2048), dtype="uint16")[::2, :, ::2]  # strided
@@ -405,7 +405,7 @@ def test_a_big_chunk_is_compressed_by_every_thread_as_one_frame(tmp_path, comp, 
     """Fewer big zstd chunks than threads: the threads compress segments of each chunk at once
     into one frame that zarr-python and tensorstore read exactly, at most a few per cent larger
     than one call's; on one thread it is one call's frame byte for byte."""
-    from zarrcore import _compress
+    from zarrcore._native import compress as _compress
 
     data = big_chunk_data()
     stored = {}
@@ -460,7 +460,7 @@ def test_a_failed_big_chunk_store_names_the_chunk(tmp_path, nthreads):
 
 def test_zstd_checksums_keep_chunks_whole(tmp_path):
     """A zstd checksum covers the whole frame, so such chunks are never split."""
-    from zarrcore import _compress
+    from zarrcore._native import compress as _compress
 
     zarrcore.config.set(num_threads=2)
     data = big_chunk_data()

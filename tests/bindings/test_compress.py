@@ -1,4 +1,4 @@
-"""zarrcore._compress against the reference implementations, plus hostile input."""
+"""zarrcore._native.compress against the reference implementations, plus hostile input."""
 import gzip
 import os
 import zlib
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zarrcore import _compress as c
+from zarrcore._native import compress as c
 from zarrcore.errors import ChunkDecodeError
 
 numcodecs = pytest.importorskip("numcodecs")

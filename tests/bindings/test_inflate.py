@@ -1,4 +1,4 @@
-"""zarrcore's own DEFLATE decoder (csrc/zc_inflate.c) against Python's zlib: every valid
+"""zarrcore's own DEFLATE decoder (csrc/codecs/zc_inflate.c) against Python's zlib: every valid
 stream decodes alike, and hostile input ends in an error or in exactly zlib's output."""
 import struct
 import zlib
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import zarrcore
-from zarrcore import _compress as c
+from zarrcore._native import compress as c
 from zarrcore.errors import ChunkDecodeError
 
 STRATEGIES = [zlib.Z_DEFAULT_STRATEGY, zlib.Z_FILTERED, zlib.Z_HUFFMAN_ONLY, zlib.Z_RLE,

@@ -1,4 +1,4 @@
-"""The pool of kept output blocks behind large reads (zarrcore._memory, csrc/zc_pool.c)."""
+"""The pool of kept output blocks behind large reads (zarrcore._native.memory, csrc/memory/zc_pool.c)."""
 import asyncio
 import gc
 import os
@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import zarrcore
-from zarrcore import _memory
+from zarrcore._native import memory as _memory
 
 BIG = (4 << 20) // 8  # float64 items in 4 MiB
 PIECE = (512 << 10) // 8  # float64 items in 512 KiB: a piece of a shared 2 MiB block
@@ -42,7 +42,7 @@ def on_pool_memory(a):
     """Is `a` (or what it views) an array on a block of the pool?"""
     while isinstance(a, np.ndarray):
         a = a.base
-    return type(a).__module__ == "zarrcore._memory"
+    return type(a).__module__ == "zarrcore._native.memory"
 
 
 @pytest.mark.parametrize("nbytes, pooled", [

@@ -1,4 +1,4 @@
-"""The native sharded batch on a directory store (zarrcore._shard_io): reads of any basic
+"""The native sharded batch on a directory store (zarrcore._native.shard_io): reads of any basic
 selection and writes of whole shards in one GIL-free job, against numpy, zarr-python and
 tensorstore; its errors name the shard key and inner chunk."""
 import ctypes
@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import zarrcore
-from zarrcore import _shard_io
+from zarrcore._native import shard_io as _shard_io
 from zarrcore.codecs.sharding import ShardingCodec
-from zarrcore.config import config
+from zarrcore.runtime.config import config
 from zarrcore.errors import ChecksumError, ChunkDecodeError, ShardIndexError, ZarrcoreError
 
 from _probes import waits_for_the_lock

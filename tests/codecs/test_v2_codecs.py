@@ -180,7 +180,7 @@ SHUFFLED = [
 def test_shuffle_and_a_compressor_run_in_the_compiled_chain(tmp_path, dtype, shuffle,
                                                             compressor):
     from zarrcore.engine.planning import Route
-    from zarrcore.indexing import numpy_indexer
+    from zarrcore.metadata.indexing import numpy_indexer
 
     data = sample(dtype)
     peer, ours = write_both(tmp_path, data, [shuffle], compressor)
@@ -208,7 +208,7 @@ def test_shuffle_and_a_compressor_run_in_the_compiled_chain(tmp_path, dtype, shu
 
 @pytest.mark.parametrize("size", [1, 2, 3, 4, 5, 8, 12, 16, 24])
 def test_shuffle_kernels_move_byte_j_of_item_i_to_plane_j(size):
-    from zarrcore import _filters
+    from zarrcore._native import filters as _filters
 
     items = np.random.default_rng(size).integers(0, 256, (37, size), dtype=np.uint8)
     planes = items.T.copy()  # byte j of every item together, numcodecs' layout
@@ -354,7 +354,7 @@ def test_truncated_compressed_chunk():
 
 
 def test_kernel_bindings_check_their_input():
-    from zarrcore import _filters
+    from zarrcore._native import filters as _filters
 
     with pytest.raises(ChunkDecodeError):
         _filters.unshuffle(b"abcde", 2)
@@ -377,7 +377,8 @@ def test_kernel_bindings_check_their_input():
 def test_filters_take_buffers_as_the_compressors_do():
     """One buffer helper: datetime arrays give their bytes, and a strided array is refused with
     a TypeError naming the argument, by filters as by compressors."""
-    from zarrcore import _compress, _filters
+    from zarrcore._native import compress as _compress
+    from zarrcore._native import filters as _filters
 
     times = np.arange(4).astype("M8[s]")
     assert bytes(_filters.shuffle(times, 8)) == bytes(_filters.shuffle(times.view(np.uint8), 8))

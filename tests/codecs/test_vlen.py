@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import zarrcore
-from zarrcore import _filters, kernels
+from zarrcore import kernels
+from zarrcore._native import filters as _filters
 from zarrcore.codecs import ChunkSpec, VLenBytesCodec, VLenUTF8Codec, codec_from_json, codec_from_v2
 from zarrcore.errors import ChunkDecodeError, MetadataError
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import zarrcore
-from zarrcore.config import size_with_slack
+from zarrcore.runtime.config import size_with_slack
 from zarrcore.errors import StoreURLError, ValueTooLargeError
 from zarrcore.storage import ZipStore, make_store
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import zarrcore
-from zarrcore._cache import ChunkCache
+from zarrcore._native.cache import ChunkCache
 from zarrcore.array_api import CACHE_SETTLE_SECONDS
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),

@@ -1,4 +1,4 @@
-"""The keyed hash a decoded-chunk cache compares stored bytes by (csrc/zc_siphash.h): SipHash-1-3
+"""The keyed hash a decoded-chunk cache compares stored bytes by (csrc/cache/zc_siphash.h): SipHash-1-3
 of a short input, else a tree of eight SipHash-1-3 lanes, each under the key with its lane's
 number mixed in, whose digests, the length and the bytes after the last whole stripe are
 hashed once more under the key. Checked against a Python model of it, built on a Python
@@ -12,10 +12,10 @@ import sys
 
 import pytest
 
-from zarrcore._cache import _content_hash_under
+from zarrcore._native.cache import _content_hash_under
 
 M64 = (1 << 64) - 1
-TREE_MIN = 512  # shorter inputs take one SipHash (csrc/zc_siphash.c)
+TREE_MIN = 512  # shorter inputs take one SipHash (csrc/cache/zc_siphash.c)
 LANES = 8
 STRIPE = 8 * LANES
 PATHS = pytest.mark.parametrize("portable", [False, True], ids=["vector", "plain-c"])

@@ -201,8 +201,8 @@ def test_listed_piece_errors_name_the_key(tmp_path):
 
 def test_listings_out_of_bounds_are_refused():
     """Positions outside the chunk or the output are refused before any work runs."""
-    from zarrcore._indexing import AxisPlan
-    from zarrcore._chunk_jobs import ChunkWaves
+    from zarrcore._native.indexing import AxisPlan
+    from zarrcore._native.chunk_jobs import ChunkWaves
 
     spec = zarrcore.codecs.base.ChunkSpec((4,), np.dtype("i4"), 0)
     settings = engine.CodecChain([{"name": "bytes"}], spec).native_form()
@@ -260,7 +260,7 @@ def test_each_store_and_selection_kind_takes_its_planned_route(
         tmp_path, store_kind, shards, compressors, selection, read, write):
     """ChunkEngine.plan: the route of a read and of a write, by what the store can do, how the
     array is laid out and the kind of selection (docs/architecture.md §4, §5)."""
-    from zarrcore.indexing import numpy_indexer
+    from zarrcore.metadata.indexing import numpy_indexer
 
     store = str(tmp_path / "a") if store_kind == "dir" else zarrcore.MemoryStore()
     if compressors == ["lz4"]:  # a compressor the compiled core does not run

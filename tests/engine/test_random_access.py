@@ -21,10 +21,10 @@ import zarrcore
 from zarrcore import engine
 from zarrcore.engine import directory  # noqa: F401  (engine.directory below)
 from zarrcore.array_api import CACHE_SETTLE_SECONDS
-from zarrcore.config import config
+from zarrcore.runtime.config import config
 from zarrcore.errors import SelectionError, ShapeMismatchError
 from zarrcore.runtime import pool
-from zarrcore.indexing import OrthogonalIndexer
+from zarrcore.metadata.indexing import OrthogonalIndexer
 
 from one_block import in_one_chunk, same_result
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import zarrcore
 from zarrcore.errors import SelectionError
-from zarrcore.indexing import numpy_indexer
+from zarrcore.metadata.indexing import numpy_indexer
 from zarrcore.engine.planning import selection_boxes
 
 from counting_store import CountingStore

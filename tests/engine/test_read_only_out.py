@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import zarrcore
 from zarrcore.engine.planning import Route
-from zarrcore.indexing import BasicIndexer, OrthogonalIndexer, coordinate_indexer
+from zarrcore.metadata.indexing import BasicIndexer, OrthogonalIndexer, coordinate_indexer
 
 SHAPE = (20, 6)
 DATA = np.arange(120, dtype="int32").reshape(SHAPE)
@@ -181,7 +181,9 @@ def test_a_read_only_memory_map_as_out_is_refused_without_a_crash(tmp_path, shar
 
 
 def _kernel_calls():
-    from zarrcore import _compress, _filters, kernels
+    from zarrcore import kernels
+    from zarrcore._native import compress as _compress
+    from zarrcore._native import filters as _filters
 
     packed = _compress.zstd_compress(DATA.tobytes(), 1, False)
     index = np.array([[0, 8], [8, 8]], dtype=np.uint64)

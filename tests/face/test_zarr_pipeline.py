@@ -31,7 +31,7 @@ from zarr.storage import LocalStore, LoggingStore, MemoryStore, ZipStore  # noqa
 import zarrcore.engine.directory  # noqa: E402
 import zarrcore.engine.fetched  # noqa: E402
 import zarrcore.storage.memory  # noqa: E402
-from zarrcore.config import ARRAY_OPTIONS  # noqa: E402
+from zarrcore.runtime.config import ARRAY_OPTIONS  # noqa: E402
 from zarrcore.errors import PipelineFallbackError  # noqa: E402
 from zarrcore.zarr_pipeline import FALLBACKS, ZarrcorePipeline, pipeline_status  # noqa: E402
 

@@ -426,7 +426,7 @@ def test_broadcast_errors_are_value_errors():
 
 def test_scattered_points_group_per_chunk():
     """Many points over few chunks give one projection per chunk touched, not per point."""
-    from zarrcore.indexing import CoordinateIndexer
+    from zarrcore.metadata.indexing import CoordinateIndexer
 
     rng = np.random.default_rng(0)
     points = [rng.integers(0, 1000, 100_000), rng.integers(0, 1000, 100_000)]

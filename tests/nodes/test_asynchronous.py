@@ -14,7 +14,7 @@ from hypothesis import given, strategies as st
 import zarrcore
 from zarrcore import asynchronous as zca
 from zarrcore.runtime.cancellation import CancelToken, WorkCancelled, carrying
-from zarrcore.config import run_workers
+from zarrcore.runtime.config import run_workers
 from zarrcore.storage.local import TEMP_PREFIX
 
 from _peer_arrays import unpack

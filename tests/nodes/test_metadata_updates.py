@@ -160,4 +160,4 @@ def test_two_processes_updating_group_attributes_keep_every_update(tmp_path, zar
     # Not through .zmetadata of v2, which holds the attributes of its last consolidation.
     attrs = dict(zarrcore.open_group(path, mode="r", use_consolidated=False).attrs)
     assert attrs == {f"w{w}-{i}": i for w in range(2) for i in range(count)}
-    assert not (tmp_path / "g" / zarrcore._files.LOCK_FILE).exists()
+    assert not (tmp_path / "g" / zarrcore._native.files.LOCK_FILE).exists()

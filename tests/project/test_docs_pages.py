@@ -20,7 +20,7 @@ REACHED_THROUGH_ZARRCORE = {
 # Modules whose page cannot import them where the site is built (the suite's Python 3.11, with
 # zarr-python 3.1): their page names them in a `.. module::` directive and describes them.
 NEEDS_A_NEWER_ZARR = {"zarr_pipeline"}
-# Modules kept only where names were documented before they moved (zarrcore/_moved.py): their
+# Modules kept only where names were documented before they moved (zarrcore/api/_moved.py): their
 # names warn and have pages where they are now (tests/project/test_doc_paths.py).
 MOVED = {"array", "array_chunks", "views"}
 

@@ -19,8 +19,8 @@ for needed in ("setuptools", "Cython", "numpy", "blosc"):
 # What the build reads: setup.py's and pyproject.toml's inputs (the README is the long
 # description), the package, the Cython sources and headers, csrc/.
 BUILD_INPUTS = ["setup.py", "pyproject.toml", "README.md", "LICENSE", "MANIFEST.in",
-                "zarrcore/**/*.py", "zarrcore/**/*.pyi", "zarrcore/*.pyx", "zarrcore/*.pxd",
-                "zarrcore/*.h", "zarrcore/py.typed", "csrc/*.c", "csrc/*.h"]
+                "zarrcore/**/*.py", "zarrcore/**/*.pyi", "zarrcore/**/*.pyx", "zarrcore/**/*.pxd",
+                "zarrcore/*.h", "zarrcore/py.typed", "csrc/**/*.c", "csrc/**/*.h"]
 # Headers named in quotes that come from outside the sdist: Python's, numpy's, blosc's (those
 # in angle brackets are the compiler's and the system's).
 OUTSIDE = re.compile(r"Python\.h|blosc\.h|numpy/\w+\.h")
@@ -63,9 +63,12 @@ def test_what_shipped_sources_include_or_cimport_is_shipped(sdist_files):
             if not found and not OUTSIDE.fullmatch(header):
                 missing.append(f"{name}: {header}")
         for module in re.findall(
-                r"^\s*(?:from\s+(?:zarrcore)?\.(\w+)\s+cimport|cimport\s+zarrcore\.(\w+))", text,
-                re.M):
-            pxd = f"zarrcore/{module[0] or module[1]}.pxd"
+                r"^\s*(?:from\s+(zarrcore\.[\w.]+|\.[\w.]+)\s+cimport|cimport\s+(zarrcore\.[\w.]+))",
+                text, re.M):
+            module = module[0] or module[1]
+            if module.startswith("."):  # (relative to the package `name` is in)
+                module = name.rsplit("/", 1)[0].replace("/", ".") + module
+            pxd = module.replace(".", "/") + ".pxd"
             if pxd not in shipped:
                 missing.append(f"{name}: {pxd}")
     assert missing == []
@@ -79,4 +82,4 @@ def test_setup_refuses_a_tree_without_its_cython_sources(tmp_path):
     run = subprocess.run([sys.executable, "setup.py", "-q", "egg_info"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode != 0
-    assert "zarrcore build: no zarrcore/*.pyx or csrc/*.c" in run.stderr
+    assert "zarrcore build: no zarrcore/**/*.pyx or csrc/**/*.c" in run.stderr

@@ -58,13 +58,20 @@ def _platform(name):
     return next((p for p in PLATFORMS if name.startswith(p)), None)
 
 
+def _csrc_files(suffixes):
+    """{file name: path} of the files of csrc/ (in its folders) ending in `suffixes`."""
+    return {name: os.path.join(folder, name) for folder, _, names in os.walk(CSRC)
+            for name in names if name.endswith(suffixes)}
+
+
 def csrc_call_graph():
-    """{file: {files whose functions its functions call}} over csrc/*.c."""
-    files = sorted(f for f in os.listdir(CSRC) if f.endswith(".c"))
+    """{file: {files whose functions its functions call}} over csrc/'s C files."""
+    paths = _csrc_files(".c")
+    files = sorted(paths)
     defined = defaultdict(set)  # external function name -> files defining it
     local, calls = {}, {}
     for name in files:
-        functions = _functions(_source(os.path.join(CSRC, name)))
+        functions = _functions(_source(paths[name]))
         local[name] = {f for f, _, _ in functions}
         calls[name] = {c for _, _, body in functions for c in CALL.findall(body)} - NOT_CALLS
         for f, static, _ in functions:
@@ -122,9 +129,11 @@ def _defines(pattern):
     """(file, line) of each `#define` of a name matching `pattern` in csrc/ and zarrcore/."""
     hits = []
     for folder in (CSRC, os.path.join(ROOT, "zarrcore")):
-        for name in sorted(os.listdir(folder)):
+        paths = {name: os.path.join(top, name) for top, _, names in os.walk(folder)
+                 for name in names}
+        for name in sorted(paths):
             if name.endswith((".c", ".h")):
-                for line in _source(os.path.join(folder, name)).splitlines():
+                for line in _source(paths[name]).splitlines():
                     if re.match(r"\s*#\s*define\s+" + pattern + r"\b", line):
                         hits.append((name, line.strip()))
     return hits
@@ -141,21 +150,24 @@ def test_the_dimension_limit_is_defined_once():
     # C: one number. The public header keeps its own name for it, checked equal at build.
     limits = _defines(r"ZC_\w*MAX_NDIM")
     assert [f for f, _ in limits] == ["zc_status.h", "array_api.h"], limits
-    with open(os.path.join(CSRC, "zc_array.h"), encoding="utf-8") as f:
+    with open(os.path.join(CSRC, "jobs", "zc_array.h"), encoding="utf-8") as f:
         assert "#if ZC_ARRAY_MAX_NDIM != ZC_MAX_NDIM" in f.read()
-    # Cython takes it from _status.pxd (no arrays sized by a literal), Python from _status.
+    # Cython takes it from _native/status.pxd (no arrays sized by a literal), Python from it.
     for name in _cython_files():
         assert "[32]" not in _text(name), name
-    assert not re.search(r"\b32\b", _text("config.py"))
-    from zarrcore import _status
-    from zarrcore.config import DIMENSIONS_CEILING, LIMITS
+    assert not re.search(r"\b32\b", _text("runtime/config.py"))
+    from zarrcore._native import status as _status
+    from zarrcore.runtime.config import DIMENSIONS_CEILING, LIMITS
 
     assert DIMENSIONS_CEILING == LIMITS["max_dimensions"][1] == _status.MAX_NDIM == 32
 
 
 def _cython_files():
-    names = os.listdir(os.path.join(ROOT, "zarrcore"))
-    return sorted(n for n in names if n.endswith((".pyx", ".pxd")))
+    """The Cython files of the package, by their paths below zarrcore/."""
+    package = os.path.join(ROOT, "zarrcore")
+    return sorted(os.path.relpath(os.path.join(folder, n), package)
+                  for folder, _, names in os.walk(package) for n in names
+                  if n.endswith((".pyx", ".pxd")))
 
 
 def _text(name):
@@ -166,12 +178,35 @@ def _text(name):
 @needs_csrc
 def test_cython_modules_share_one_status_mapping_and_one_buffer_helper():
     declaring = [n for n in _cython_files() if 'extern from "zc_status.h"' in _text(n)]
-    assert declaring == ["_status.pxd"]
+    assert declaring == ["_native/status.pxd"]
     for name in _cython_files():
-        if name not in ("_status.pyx", "_buffers.pxd"):
+        if name not in ("_native/status.pyx", "_native/buffers.pxd"):
             text = _text(name)
             assert "def status_error" not in text, name
             assert "PyObject_GetBuffer(obj" not in text, name
+
+
+# -- the floors ----------------------------------------------------------------------------------
+# What a build leaves beside the sources (in-place extensions, Cython's C): not the layout.
+BUILT = (".so", ".pyd", ".c", ".html")
+
+
+def _entries(folder):
+    return sorted(n for n in os.listdir(folder) if n != "__pycache__" and not n.endswith(BUILT))
+
+
+def test_the_package_top_level_shows_the_floors():
+    """`ls zarrcore`: the folders of the floors, the face's modules and the public compiled
+    modules (for `cimport`), at most 25 entries; every private binding is in `_native/`."""
+    entries = _entries(PACKAGE)
+    assert len(entries) <= 25, entries
+    assert not [n for n in entries if n.endswith((".pyx", ".pxd", ".pyi"))
+                and not n.startswith(("kernels.", "array_api."))]
+
+
+@needs_csrc
+def test_csrc_is_grouped_by_concern():
+    assert _entries(CSRC) == ["cache", "codecs", "files", "jobs", "memory", "os", "zc_status.h"]
 
 
 # -- the Python package's layers -----------------------------------------------------------------
@@ -185,11 +220,9 @@ LAYERS = {
     "zarrcore.dask": 5, "zarrcore.cli": 5, "zarrcore.zarr_pipeline": 5,
     "zarrcore.nodes": 4,
     "zarrcore.engine": 3,
-    # Selections over chunk grids: the sharding codec reads parts of a shard with them.
-    "zarrcore.indexing": 2,
-    "zarrcore.codecs": 2, "zarrcore.storage": 2, "zarrcore.metadata": 2, "zarrcore._types": 2,
-    "zarrcore.config": 1, "zarrcore.runtime": 1, "zarrcore.errors": 1,
-    "zarrcore.storage._aio": 1,
+    "zarrcore.codecs": 2, "zarrcore.storage": 2, "zarrcore.metadata": 2,
+    "zarrcore.runtime": 1, "zarrcore.errors": 1,
+    "zarrcore._native": 0,
 }
 CYTHON_LAYER = 0
 
@@ -267,11 +300,11 @@ def layer(module):
 
 def test_the_import_reader_sees_relative_package_and_local_imports():
     graph, local, _ = python_imports()
-    assert "zarrcore._memory" in graph["zarrcore.nodes.array"]  # from .. import _memory
+    assert "zarrcore._native.memory" in graph["zarrcore.nodes.array"]  # from .. import _memory
     assert "zarrcore.codecs.chain" in graph["zarrcore.engine"]  # from .codecs.chain import
     assert "zarrcore.dask" in graph["zarrcore.xarray.writer"]  # inside a function
     assert any(module == "zarrcore.xarray.writer" for module, _ in local)
-    assert "zarrcore._types" not in graph["zarrcore.nodes.node"]  # (only for type checkers)
+    assert "zarrcore.metadata.types" not in graph["zarrcore.nodes.node"]  # (only for type checkers)
     assert "zarrcore.nodes.node" in graph["zarrcore.nodes"]  # from .node import
 
 
@@ -434,10 +467,8 @@ def _modules(outside):
 
 
 def _cython_sources():
-    for name in sorted(os.listdir(PACKAGE)):
-        if name.endswith((".pyx", ".pxd")):
-            with open(os.path.join(PACKAGE, name), encoding="utf-8") as f:
-                yield name, f.read()
+    for name in _cython_files():
+        yield name, _text(name)
 
 
 def test_the_switch_finder_sees_switches():
@@ -477,7 +508,7 @@ def test_no_module_outside_the_storage_switches_on_stores_or_reads_their_insides
 
 # -- nested parallel work ---------------------------------------------------------------------
 def test_pool_threads_are_inside_parallel_work_and_thread_names_mean_nothing():
-    from zarrcore.config import config
+    from zarrcore.runtime.config import config
     from zarrcore.runtime.pool import in_parallel_work
 
     assert not in_parallel_work()

@@ -35,7 +35,7 @@ def compiled(wincheck, tmp_path_factory):
 def test_every_csrc_file_cross_compiles_for_windows_without_warnings(compiled):
     out, failures = compiled
     assert failures == []
-    sources = {p.stem for p in (WINCHECK.parent.parent / "csrc").glob("*.c")}
+    sources = {p.stem for p in (WINCHECK.parent.parent / "csrc").rglob("*.c")}
     assert {p.stem for p in out.glob("*.o")} >= sources
 
 

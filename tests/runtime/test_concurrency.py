@@ -223,7 +223,7 @@ def test_one_item_runs_in_the_caller():
 def test_request_slots_bound_every_loop_together_and_come_back_on_cancel(loop, io_config):
     """Requests on two event loops hold at most config.io_process_concurrency slots at once;
     a waiter cancelled (a failed fan-out, a timeout) leaves no slot taken."""
-    from zarrcore.storage import _aio
+    from zarrcore.runtime import _aio
 
     io_config.set(io_process_concurrency=3)
     guard = threading.Lock()
@@ -266,7 +266,7 @@ async def _take(aio, wanted):
 
 
 def test_a_wait_on_a_loop_that_never_runs_ends_with_a_store_error():
-    from zarrcore.storage import _aio
+    from zarrcore.runtime import _aio
 
     stalled = asyncio.new_event_loop()  # as a forked child inherits its parent's loop
     waiting = asyncio.sleep(0)
@@ -284,7 +284,7 @@ def test_a_wait_on_a_loop_that_never_runs_ends_with_a_store_error():
 def test_parallel_map_runs_on_at_most_its_workers_within_the_pool(workers):
     # (An array's own num_threads bounds its requests so; the pool has config.num_threads.)
     import zarrcore
-    from zarrcore.config import parallel_map
+    from zarrcore.runtime.config import parallel_map
 
     flight = _InFlight()
 

@@ -119,7 +119,7 @@ def _with_pool_blocked(call):
 def test_run_workers_finishes_without_the_pool():
     from itertools import count
 
-    from zarrcore.config import run_workers
+    from zarrcore.runtime.config import run_workers
 
     tasks, done = count(), []
 
@@ -138,7 +138,7 @@ def test_run_workers_in_the_main_thread_finishes_without_the_pool():
     import time
     from itertools import count
 
-    from zarrcore.config import run_workers
+    from zarrcore.runtime.config import run_workers
 
     zarrcore.config.set(num_threads=2)
     release = threading.Event()
@@ -165,7 +165,7 @@ def test_run_workers_in_the_main_thread_finishes_without_the_pool():
 
 
 def test_parallel_map_finishes_without_the_pool():
-    from zarrcore.config import parallel_map
+    from zarrcore.runtime.config import parallel_map
 
     out = []
     assert _with_pool_blocked(lambda: out.extend(parallel_map(lambda x: x * x, range(50))))
@@ -173,7 +173,7 @@ def test_parallel_map_finishes_without_the_pool():
 
 
 def test_parallel_map_raises_the_first_failing_items_error():
-    from zarrcore.config import parallel_map
+    from zarrcore.runtime.config import parallel_map
 
     def square(x):
         if x in (3, 7):

@@ -12,7 +12,8 @@ import pytest
 
 import zarrcore
 from _child import run_in_child
-from zarrcore.storage import FsspecStore, _aio, make_store
+from zarrcore.runtime import _aio
+from zarrcore.storage import FsspecStore, make_store
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")]
@@ -149,7 +150,7 @@ def test_child_reads_into_the_pool_its_parent_kept(tmp_path):
     them never shows in the parent's arrays, live or read later."""
     import resource  # (POSIX, as os.fork)
 
-    from zarrcore import _memory
+    from zarrcore._native import memory as _memory
 
     data = np.random.default_rng(0).standard_normal((16, 64, 256), dtype=np.float32)
     a = zarrcore.create_array(str(tmp_path / "a"), shape=data.shape, dtype="float32",
@@ -182,7 +183,7 @@ def test_child_reads_into_the_pool_its_parent_kept(tmp_path):
 def test_fork_while_a_thread_takes_and_gives_pool_blocks():
     """The pool's lock is taken across a fork: a child never starts with it held by a thread
     it does not have, and takes blocks of each kind."""
-    from zarrcore import _memory
+    from zarrcore._native import memory as _memory
 
     sizes = [_memory.BLOCK_MIN_BYTES, _memory.PIECE_MIN_BYTES, _memory.POOL_MIN_BYTES]
 

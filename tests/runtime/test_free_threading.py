@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import zarrcore
-from zarrcore import _memory
-from zarrcore.config import Claims, parallel_map
+from zarrcore._native import memory as _memory
+from zarrcore.runtime.config import Claims, parallel_map
 
 THREADS = 8
 FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))

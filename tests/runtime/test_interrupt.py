@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import zarrcore
-from zarrcore.config import run_workers
+from zarrcore.runtime.config import run_workers
 from zarrcore.storage.local import TEMP_PREFIX
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="sends SIGINT")
@@ -190,7 +190,7 @@ def test_ctrl_c_stops_a_read_of_a_server_that_never_answers(tmp_path):
 
 WHERE_CALLS_RUN = """
 import multiprocessing, threading
-from zarrcore.storage import _aio
+from zarrcore.runtime import _aio
 
 def where(_=None):
     return _aio.request(lambda: threading.current_thread().name)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import zarrcore
-from zarrcore import _files
+from zarrcore._native import files as _files
 from zarrcore.runtime import portable as _portable
 from zarrcore.errors import InvalidKeyError, StoreError
 from zarrcore.storage import LocalStore, ZipStore
@@ -261,7 +261,7 @@ for name in ("pread", "fwalk", "register_at_fork", "fork"):  # the standard libr
     delattr(os, name)
 import numpy as np
 import zarrcore
-from zarrcore import _files
+from zarrcore._native import files as _files
 from zarrcore.runtime import portable as _portable
 assert _portable.pread is _files.pread and _portable.try_lock_exclusive is _files.try_lock_whole
 want = np.arange(200, dtype="i4").reshape(10, 20)

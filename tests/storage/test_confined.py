@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import zarrcore
-from zarrcore._files import resolve_by_walking
+from zarrcore._native.files import resolve_by_walking
 from zarrcore.errors import OutsideStoreError
 
 pytestmark = pytest.mark.posix("symbolic links need a privilege on Windows, where confinement is "
@@ -70,7 +70,7 @@ def test_a_confined_store_refuses_a_linked_key_file(tmp_path):
     assert store.get("a") == b"1"
 
 
-# ---- confinement in the compiled file access (csrc/zc_fs.c) -----------------------------------
+# ---- confinement in the compiled file access (csrc/files/zc_fs.c) -----------------------------------
 
 @pytest.fixture(params=["openat2", "walk"])
 def resolver(request):

@@ -186,7 +186,7 @@ def test_fletcher32_shuffle_zlib_as_hdf5_writes_them(refs_dir):
 
 def _route(array):
     """The route a read of the whole array takes (zarrcore.engine.planning.Route)."""
-    from zarrcore.indexing import numpy_indexer
+    from zarrcore.metadata.indexing import numpy_indexer
 
     return array.chunk_engine.plan(
         numpy_indexer(np.s_[...], array.shape, array.chunk_engine.chunk_shape))

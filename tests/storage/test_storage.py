@@ -69,7 +69,7 @@ def test_large_range_reads_reuse_kept_memory(tmp_path):
     # Ranges of a MiB and more are read into the pool's kept blocks, not fresh memory.
     import numpy as np
 
-    from zarrcore import _memory
+    from zarrcore._native import memory as _memory
 
     store = LocalStore(str(tmp_path))
     data = np.random.default_rng(0).integers(0, 256, 3 << 20, dtype=np.uint8).tobytes()

@@ -19,7 +19,7 @@ import pytest
 import zarrcore
 from dict_store import DictStore
 from zarrcore.errors import LockUnavailableError
-from zarrcore._files import LOCK_FILE, TEMP_PREFIX
+from zarrcore._native.files import LOCK_FILE, TEMP_PREFIX
 
 SHAPE, SHARD, INNER = (48, 40), (24, 40), (4, 4)
 
@@ -441,7 +441,7 @@ def hold_old_lock(lock_file, key, ready, seconds):
     """Hold the lock of `key` as zarrcore before the lock files moved did: a byte of the node's
     own lock file."""
     import fcntl
-    from zarrcore import _shard_io
+    from zarrcore._native import shard_io as _shard_io
 
     at = int(_shard_io.sha256_hex(key.encode())[:8], 16)
     with open(lock_file, "r+b") as f:

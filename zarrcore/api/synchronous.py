@@ -26,7 +26,7 @@ from ..tools.copy import copy
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from .._types import StoreLike
+    from ..metadata.types import StoreLike
 
 __all__ = [
     "Array", "Group", "GroupArrays", "array", "consolidate_metadata", "copy_all", "copy_store",

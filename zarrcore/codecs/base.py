@@ -7,7 +7,7 @@ from typing import Any, TypeVar, Union
 import numpy as np
 import numpy.typing as npt
 
-from ..config import Options, config, size_with_slack
+from ..runtime.config import Options, config, size_with_slack
 from ..errors import ChunkDecodeError, MetadataError
 
 #: The data bytes->bytes codecs take and give: bytes or a buffer of them, such as a memoryview
@@ -111,7 +111,7 @@ class Codec:
     stored byte fails it rather than decoding to other values.
 
     `native_form(spec)`: the compiled core's description of the codec (the settings of
-    zarrcore._batch and _chunk_jobs for it) as it sees chunks of `spec`; None when the core does
+    zarrcore._native.batch and _chunk_jobs for it) as it sees chunks of `spec`; None when the core does
     not run it. CodecChain.native_form composes them.
     """
 

@@ -2,14 +2,14 @@
 integers `keepbits` bits from their most significant set bit, rounded to nearest (ties to
 even), so that a compressor after it finds more repetition. Decoding changes nothing.
 
-The rounding is a compiled loop (csrc/zc_bitround.c) over a copy of the chunk.
+The rounding is a compiled loop (csrc/codecs/zc_bitround.c) over a copy of the chunk.
 """
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from .. import _filters
+from .._native import filters as _filters
 from ..errors import MetadataError
 from .base import ArrayArrayCodec, ChunkSpec, CodecJSON
 from .numbers import type_name

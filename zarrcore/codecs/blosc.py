@@ -1,7 +1,7 @@
 """The `blosc` bytes->bytes codec (v3 `blosc`, v2 id `blosc`)."""
 import numpy as np
 
-from .. import _compress
+from .._native import compress as _compress
 from ..errors import MetadataError
 from .base import BytesBytesCodec, BytesLike, ChunkSpec, CodecJSON, NativeForm, decode_limit
 from .registry import register_codec

@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import kernels
-from ..config import config, size_with_slack
+from ..runtime.config import config, size_with_slack
 from ..errors import MetadataError
 from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec
 from .registry import codec_from_json
@@ -108,7 +108,7 @@ class CodecChain:
         return [*self.array_array, self.array_bytes, *self.bytes_bytes]
 
     def native_form(self) -> NativeForm | None:
-        """The settings of the compiled core's chain (zarrcore._batch, _chunk_jobs: ChunkBatch,
+        """The settings of the compiled core's chain (zarrcore._native.batch, _chunk_jobs: ChunkBatch,
         ChunkWaves, ShardJob) when it runs this chain, else None: the native forms of its
         codecs composed, when each has one and they make a chain the core runs (at most one
         array->array codec, a filter of the items' bytes as they lie in memory, whose form

@@ -2,7 +2,7 @@
 import numpy as np
 import numpy.typing as npt
 
-from .. import _compress
+from .._native import compress as _compress
 from ..errors import ChecksumError, ChunkDecodeError, MetadataError
 from .base import BytesBytesCodec, BytesLike, ChunkSpec, CodecJSON, NativeForm
 from .registry import register_codec

@@ -1,7 +1,7 @@
 """Deflate codecs: `gzip` (v3 and v2) and numcodecs' `zlib` (v2 only)."""
 from collections.abc import Callable
 
-from .. import _compress
+from .._native import compress as _compress
 from ..errors import MetadataError
 from .base import BytesBytesCodec, BytesLike, ChunkSpec, CodecJSON, NativeForm, decode_limit
 from .registry import register_codec

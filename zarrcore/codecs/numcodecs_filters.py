@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import _filters
+from .._native import filters as _filters
 from ..errors import ChunkDecodeError, MetadataError
 from .base import (ArrayArrayCodec, BytesBytesCodec, BytesLike, ChunkSpec, CodecJSON,
                    NativeForm, NumcodecsForm)

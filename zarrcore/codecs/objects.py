@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import _filters
-from ..config import config
+from .._native import filters as _filters
+from ..runtime.config import config
 from ..errors import ChunkDecodeError, MetadataError, UnsafeCodecError
 from .base import ArrayBytesCodec, BytesLike, ChunkSpec, CodecJSON, NumcodecsForm, into
 from .registry import register_codec

@@ -2,7 +2,7 @@
 (of each part of a complex value) one after another, least significant bit first, with an
 optional byte that counts the padding bits at the end.
 
-Packing and unpacking are compiled loops (csrc/zc_packbits.c).
+Packing and unpacking are compiled loops (csrc/codecs/zc_packbits.c).
 """
 import math
 from typing import Any
@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import _filters
+from .._native import filters as _filters
 from ..errors import ChunkDecodeError, MetadataError
 from .base import ArrayBytesCodec, BytesLike, ChunkSpec, CodecJSON, into
 from .numbers import type_name

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any, Union, overload
 import numpy as np
 import numpy.typing as npt
 
-from .. import _chunk_jobs, kernels
-from ..config import config
+from .. import kernels
+from .._native import chunk_jobs as _chunk_jobs
+from ..runtime.config import config
 from ..errors import (
     ChunkDecodeError, MetadataError, SelectionError, ShardIndexError, ZarrcoreError,
 )
-from ..indexing import BasicIndexer, ChunkProjection, is_basic_selection
+from ..metadata.indexing import BasicIndexer, ChunkProjection, is_basic_selection
 from ..runtime.byte_ranges import coalesce_spans
 from ..storage.base import get_at_most
 from ..runtime.pool import parallel_map, run_workers
@@ -27,7 +28,7 @@ from .chain import CodecChain
 from .registry import codec_from_json, register_codec
 
 if TYPE_CHECKING:
-    from ..config import Options
+    from ..runtime.config import Options
     from ..storage.base import RangeReader, Store
     from .base import BytesLike, CodecJSON, NativeForm
 
@@ -274,7 +275,7 @@ class ShardingCodec(ArrayBytesCodec):
         return self._index_size + self._n * self._inner.max_encoded_bytes
 
     def batch_settings(self) -> NativeForm | None:
-        """Settings of the native sharded batch over a directory store (zarrcore._shard_io)
+        """Settings of the native sharded batch over a directory store (zarrcore._native.shard_io)
         when it runs this codec: an inner chain the core runs and a little-endian index with
         or without a crc32c. None otherwise."""
         index_tail = [c.name for c in self._index.bytes_bytes]

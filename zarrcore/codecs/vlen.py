@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import _filters
+from .._native import filters as _filters
 from ..errors import MetadataError
 from .base import ArrayBytesCodec, BytesLike, ChunkSpec, CodecJSON, into
 from .registry import register_codec

@@ -1,5 +1,5 @@
 """The `zstd` bytes->bytes codec (v3 `zstd`, v2 id `zstd`)."""
-from .. import _compress
+from .._native import compress as _compress
 from ..errors import MetadataError
 from .base import BytesBytesCodec, BytesLike, ChunkSpec, CodecJSON, NativeForm, decode_limit
 from .registry import register_codec

@@ -4,7 +4,7 @@ Reads and writes of basic selections on a directory store with a plain chain (by
 optionally numcodecs' shuffle filter, at most one compressor, optional trailing crc32c) run
 as one compiled batch: native code walks every chunk with no Python per chunk. Sharded
 arrays there whose inner chain is such a chain and whose index is little-endian (with or
-without crc32c) do the same over every shard and inner chunk (zarrcore._shard_io): reads of
+without crc32c) do the same over every shard and inner chunk (zarrcore._native.shard_io): reads of
 any basic selection, writes of the shards a selection covers wholly; partly covered shards
 are read-modify-written below under their lock. Orthogonal and point (coordinate, mask)
 reads over such chains run in the compiled jobs too: the batch on a directory, ChunkWaves
@@ -24,19 +24,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from .. import _memory
-from .._batch import ChunkBatch
-from .._chunk_jobs import OneBlocks
-from .._cache import ChunkCache, check_budget
-from .._shard_io import ShardSpec
+from .._native import memory as _memory
+from .._native.batch import ChunkBatch
+from .._native.chunk_jobs import OneBlocks
+from .._native.cache import ChunkCache, check_budget
+from .._native.shard_io import ShardSpec
 from ..codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
 from ..codecs.chain import CodecChain
 from ..codecs.v2 import codecs_from_v2_metadata
-from ..config import ARRAY_OPTIONS, Options, array_options, config
+from ..runtime.config import ARRAY_OPTIONS, Options, array_options, config
 from ..errors import (
     ChunkNotFoundError, KeyChangedError, SettingValueError, ZarrcoreError,
 )
-from ..indexing import (
+from ..metadata.indexing import (
     BasicIndexer, CoordinateIndexer, check_out,
 )
 from ..metadata import ArrayMetadataV3
@@ -57,9 +57,9 @@ from .partial_writes import (
 
 if TYPE_CHECKING:
     from ..codecs.base import BytesLike, NativeForm
-    from ..indexing import Indexer
+    from ..metadata.indexing import Indexer
     from ..metadata import ArrayMetadataV2
-    from .._files import FileRoot
+    from .._native.files import FileRoot
     from ..storage.base import Fetched, ReadBytes, Request, Store
 
 
@@ -116,7 +116,7 @@ class ChunkEngine:
         # chunks are laid out (`plan` picks among them per request). A directory store
         # (native_root) is opened by the compiled batches themselves: `batch_settings` holds
         # the ChunkBatch settings of a chain the core runs; `shard_spec` a ShardSpec when the
-        # sharding codec's index and inner chain are ones it runs (zarrcore._shard_io).
+        # sharding codec's index and inner chain are ones it runs (zarrcore._native.shard_io).
         # So is a MemoryStore holding its own data (native_memory) when the array keeps a
         # decoded-chunk cache and the core runs its chain: the batches read its blobs, whose
         # versions validate the cache's entries, as native handles do.
@@ -362,7 +362,7 @@ class ChunkEngine:
         return blocks
 
     def node_dir(self) -> str:
-        """The array's directory, which locates its chunks' key locks (csrc/zc_key_lock.h)."""
+        """The array's directory, which locates its chunks' key locks (csrc/files/zc_key_lock.h)."""
         assert self._node_dir is not None  # (directory stores only)
         return self._node_dir
 

@@ -22,8 +22,8 @@ from ..codecs.sharding import Entries
 
 
 if TYPE_CHECKING:
-    from .._cache import ChunkCache
-    from .._chunk_jobs import ChunkWaves
+    from .._native.cache import ChunkCache
+    from .._native.chunk_jobs import ChunkWaves
 
 
 # Bytes of parsed shard indexes an array keeps (ShardIndexes): 16 bytes per inner chunk, so

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from .. import _memory
+from .._native import memory as _memory
 from .partial_writes import read_modify_write
 from ..errors import (
     ChunkDecodeError, DataTypeMismatchError, SelectionError, ShapeMismatchError,

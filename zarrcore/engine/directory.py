@@ -6,17 +6,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy.typing as npt
 
-from .._batch import ChunkBatch
-from .._shard_io import ShardBatch
-from ..config import config
-from ..indexing import (
+from .._native.batch import ChunkBatch
+from .._native.shard_io import ShardBatch
+from ..runtime.config import config
+from ..metadata.indexing import (
     BasicIndexer, ChunkProjection, OrthogonalIndexer,
 )
 from ..runtime.pool import run_workers
 from .planning import chunk_projections, job_groups
 
 if TYPE_CHECKING:
-    from ..indexing import Indexer
+    from ..metadata.indexing import Indexer
     from . import ChunkEngine
 
 

@@ -16,17 +16,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from .._chunk_jobs import ChunkWaves
+from .._native.chunk_jobs import ChunkWaves
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import EMPTY, Entries, coalesce
 from ..runtime.cancellation import carrying, current
 from ..runtime.concurrency import fan_out
 from ..runtime.pool import Claims, parallel_map, run_workers
-from ..config import config
+from ..runtime.config import config
 from ..errors import (
     KeyChangedError, ShardIndexError, ZarrcoreError,
 )
-from ..indexing import (
+from ..metadata.indexing import (
     BasicIndexer, ChunkProjection, CoordinateIndexer,
 )
 from ..storage.base import UNCHANGED, at_most
@@ -37,10 +37,10 @@ from .planning import (
 from .cache import KnownIndex, share_versions, shared_versions, version_digest
 
 if TYPE_CHECKING:
-    from .._indexing import AxisPlan
+    from .._native.indexing import AxisPlan
     from ..codecs.base import BytesLike
     from ..codecs.sharding import ShardingCodec
-    from ..indexing import Indexer
+    from ..metadata.indexing import Indexer
     from ..storage.base import ByteRange, Fetched, RangeReader, ReadBytes, Request, Store
     from . import ChunkEngine
 

@@ -16,7 +16,7 @@ from ..errors import (
 )
 from ..runtime.pool import parallel_map
 from ..storage.updates import CONFLICT_RETRIES, retry_conflicts, update_mode
-from ..indexing import (
+from ..metadata.indexing import (
     ChunkProjection,
 )
 from .planning import with_key
@@ -24,7 +24,7 @@ from .fetched import encoded_chunk, write_waves
 
 if TYPE_CHECKING:
     from ..codecs.base import BytesLike
-    from ..indexing import Indexer
+    from ..metadata.indexing import Indexer
     from . import ChunkEngine
 
 

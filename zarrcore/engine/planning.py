@@ -12,18 +12,18 @@ import numpy as np
 import numpy.typing as npt
 
 from ..codecs.chain import CodecChain
-from ..indexing import (
+from ..metadata.indexing import (
     BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer, Span, SpanIndexer,
 )
 from ..metadata.grid import AxisChunks, chunk_start
 from ..runtime.pool import in_turns
-from .. import _indexing
+from .._native import indexing as _indexing
 
 
 if TYPE_CHECKING:
-    from .._indexing import AxisPlan, PointGroups
+    from .._native.indexing import AxisPlan, PointGroups
     from ..codecs.base import NativeForm
-    from ..indexing import Indexer
+    from ..metadata.indexing import Indexer
     from . import ChunkEngine
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .node import METADATA_KEYS, Node, V2_ARRAY_KEY, V3_KEY, join
-from .. import _memory
+from .._native import memory as _memory
 from ..runtime import background
 from ..runtime.pool import in_turns
 from ..array_api import ArrayHandle
@@ -24,12 +24,12 @@ from .array_specs import ArraySpec, create_node, create_spec, open_spec
 from .async_nodes import AsyncArray
 from ..codecs import codec_from_v2
 from ..codecs.sharding import ShardingCodec
-from ..config import config as global_config
+from ..runtime.config import config as global_config
 from ..errors import SelectionError, SettingValueError, ShapeMismatchError
 from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..metadata.common import INT64_MAX
 from ..metadata.grid import AxisChunks, ChunkGrid
-from ..indexing import (
+from ..metadata.indexing import (
     BasicIndexer, BlockIndexer, OrthogonalIndexer, check_out, coordinate_indexer,
     SpanIndexer, expand_selection, is_int, mask_indexer, numpy_indexer, pop_fields,
     selection_spans,
@@ -42,7 +42,7 @@ from .views import LazyArray
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from .._types import NodeMetadata, Selection, ShapeLike, StoreLike
+    from ..metadata.types import NodeMetadata, Selection, ShapeLike, StoreLike
     from ..codecs.base import Codec
     from ..storage import Store
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._cache import SharedCacheRef, check_budget
-from ..config import ARRAY_OPTIONS, checked_array_options, config as global_config
+from .._native.cache import SharedCacheRef, check_budget
+from ..runtime.config import ARRAY_OPTIONS, checked_array_options, config as global_config
 from ..errors import SettingTypeError
 
 

@@ -18,7 +18,7 @@ from .node import (
     read_metadata, write_metadata,
 )
 from .array_config import config_items
-from ..config import config as global_config
+from ..runtime.config import config as global_config
 from ..codecs import ArrayArrayCodec, ArrayBytesCodec, ZstdCodec, codec_from_json
 from ..codecs.base import ChunkSpec
 from ..codecs.chain import CodecChain
@@ -34,7 +34,7 @@ from ..storage import make_store
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from .._types import ChunksLike, CodecLike, CodecsLike, NodeMetadata, ShapeLike, StoreLike
+    from ..metadata.types import ChunksLike, CodecLike, CodecsLike, NodeMetadata, ShapeLike, StoreLike
     from ..storage import Store
 
 

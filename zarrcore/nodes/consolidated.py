@@ -21,7 +21,7 @@ from ..metadata import parse_metadata_v3
 from ..metadata.v2 import parse_metadata_v2
 
 if TYPE_CHECKING:
-    from .._types import NodeMetadata
+    from ..metadata.types import NodeMetadata
     from ..storage import Store
 
 V2_KEY = ".zmetadata"

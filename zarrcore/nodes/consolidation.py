@@ -19,7 +19,7 @@ from ..metadata import GroupMetadataV3
 from ..storage import make_store
 
 if TYPE_CHECKING:
-    from .._types import StoreLike
+    from ..metadata.types import StoreLike
     from ..storage import Store
 
 

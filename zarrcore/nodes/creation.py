@@ -15,7 +15,7 @@ from .array_specs import create_spec, format_for_new, new_array_spec, open_spec
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from .._types import ChunksLike, CodecLike, CodecsLike, ShapeLike, StoreLike
+    from ..metadata.types import ChunksLike, CodecLike, CodecsLike, ShapeLike, StoreLike
 
 
 # -- creating and opening arrays (zarr-python's top-level functions) ------------------------------

@@ -30,7 +30,7 @@ from ..storage import MemoryStore, make_store
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from .._types import NodeMetadata, ShapeLike, StoreLike
+    from ..metadata.types import NodeMetadata, ShapeLike, StoreLike
     from ..storage import Store
 
 _D = TypeVar("_D")

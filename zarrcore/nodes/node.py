@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..config import config
+from ..runtime.config import config
 from ..errors import (
     ContainsArrayError, ContainsGroupError, LockUnavailableError, NodeExistsError,
     NodeNotFoundError, ReadOnlyError, WriteConflictError, ZarrcoreError,
@@ -19,7 +19,7 @@ from ..storage.base import get_at_most
 from ..storage.updates import retry_conflicts, update_mode
 
 if TYPE_CHECKING:
-    from .._types import NodeMetadata
+    from ..metadata.types import NodeMetadata
     from ..metadata import GroupMetadataV2
     from ..storage import Store
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from .node import METADATA_KEYS
 from ..runtime.concurrency import run_bounded
-from ..config import config
+from ..runtime.config import config
 from ..metadata.grid import AxisChunks
 
 if TYPE_CHECKING:

@@ -1,3 +1,3 @@
 """The runtime floor: bounded concurrency, byte-range coalescing and the portable stand-ins
-for POSIX-only calls. The settings (zarrcore/config.py) and the errors (zarrcore/errors.py)
+for POSIX-only calls. The settings (zarrcore/runtime/config.py) and the errors (zarrcore/errors.py)
 share this floor."""

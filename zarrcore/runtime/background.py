@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .cancellation import CancelToken, carrying
-from ..config import config
+from .config import config
 from .pool import run_as_caller
 
 __all__ = ["BackgroundFuture", "start"]

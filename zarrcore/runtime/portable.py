@@ -4,13 +4,13 @@ not (Windows). Each choice is made once, at import, by what `os` and `fcntl` pro
 of the package calls these names through the module (`portable.pread(...)`), so that a
 reload re-chooses them everywhere (tests/test_portable.py runs the stand-ins on Linux so).
 
-- `pread`: os.pread, else the compiled positioned read of csrc/zc_os.h (`_files.pread`),
+- `pread`: os.pread, else the compiled positioned read of csrc/os/zc_os.h (`_files.pread`),
   which on Windows moves the descriptor's file position.
 - `reading_descriptor`: a descriptor for `pread`s of a file that Python's buffered file
   objects also use. POSIX: a duplicate (preads leave the shared position alone). Otherwise
   the path opened again, with a position of its own.
 - `try_lock_exclusive`: a whole-file lock that no other open file of it may hold (flock, else
-  csrc/zc_os.h's lock: LockFileEx on one byte far past the data on Windows).
+  csrc/os/zc_os.h's lock: LockFileEx on one byte far past the data on Windows).
 - `directory_locked`: a directory held locked whole (flock) across processes, waiting for it;
   where Python cannot open a directory (Windows), nothing.
 - `walk_files` and `list_names`: directories read from a descriptor where Python can (it has
@@ -25,7 +25,7 @@ import re
 import stat
 from collections.abc import Callable, Iterator
 
-from .. import _files
+from .._native import files as _files
 
 try:
     import fcntl

@@ -28,7 +28,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
-from . import _aio
+from ..runtime import _aio
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer

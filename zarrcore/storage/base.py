@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Optional, Protocol, Union, cast
 
 from ..runtime.portable import at_fork_in_child
-from ..config import config
+from ..runtime.config import config
 from ..errors import (
     InvalidKeyError, LockUnavailableError, ReadOnlyError, StoreError, ValueTooLargeError,
 )
@@ -18,8 +18,8 @@ from ..errors import (
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
-    from .._files import FileRoot
-    from .._memstore import NativeMemoryMap
+    from .._native.files import FileRoot
+    from .._native.memstore import NativeMemoryMap
     from ..runtime.link import Link
 
 #: (start, stop) of a byte range: Python slice bounds (a negative start reads a suffix).
@@ -241,8 +241,8 @@ class Store:
       of (local files, memory);
     - `native_root`: the directory of a local store whose keys are plain files below it,
       which the compiled batches read and write directly, through the store's `files()`
-      (zarrcore._files.FileRoot, confined or not); None otherwise;
-    - `native_memory`: the zarrcore._memstore.NativeMemoryMap holding the store's data, which
+      (zarrcore._native.files.FileRoot, confined or not); None otherwise;
+    - `native_memory`: the zarrcore._native.memstore.NativeMemoryMap holding the store's data, which
       array handles read and write without the GIL; None otherwise;
     - `local_path(prefix)`: the file system path of a key or node below a directory, None
       for a store whose keys are not files.
@@ -298,7 +298,7 @@ class Store:
         return None
 
     def files(self, create: bool = False) -> FileRoot | None:
-        """The zarrcore._files.FileRoot of `native_root` (None when there is none); `create`
+        """The zarrcore._native.files.FileRoot of `native_root` (None when there is none); `create`
         makes the directory first where the store may."""
         return None
 

@@ -21,7 +21,7 @@ from ..runtime.portable import at_fork_in_child
 from ..runtime.concurrency import each, fan_out, run_bounded
 from ..runtime.link import Link, link_to
 from ..errors import StoreError
-from . import _aio
+from ..runtime import _aio
 from .base import (
     S3_LEAST_PART_BYTES, ByteRange, Fetched, Request, Store, check_length, in_flight,
     validate_key, validate_prefix,

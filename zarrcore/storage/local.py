@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._files import TEMP_PREFIX, FileRoot, is_lock_file, pread_into, unlock_file
-from .. import _memory
+from .._native.files import TEMP_PREFIX, FileRoot, is_lock_file, pread_into, unlock_file
+from .._native import memory as _memory
 from ..runtime import portable
-from ..config import config
+from ..runtime.config import config
 from ..errors import InvalidKeyError, StoreError, ZarrcoreError
 from .base import (
     ByteRange, RangeReader, ReadBytes, Store, validate_key, validate_prefix,
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 # with write permission for whoever may write their directory, so every such user can lock them.
 SELF_LOCKED_DOCUMENTS = ("zarr.json", ".zgroup")
 # Reads of this many bytes or more go into kept blocks (_FileReader.get_ranges): whole blocks
-# of zarrcore._memory's pool, not pieces of shared ones, which a kept read would hold.
+# of zarrcore._native.memory's pool, not pieces of shared ones, which a kept read would hold.
 POOLED_READ_BYTES = _memory.POOL_MIN_BYTES
 # Missing, as the store sees it: nothing there, or something that is not a file.
 _MISSING = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
@@ -42,7 +42,7 @@ class _FileReader:
 
     def get_ranges(self, ranges: Sequence[ByteRange]) -> list[ReadBytes]:
         """The bytes of each (start, stop) range, Python slice bounds (short past the end).
-        Ranges of POOLED_READ_BYTES or more are read into kept blocks (zarrcore._memory),
+        Ranges of POOLED_READ_BYTES or more are read into kept blocks (zarrcore._native.memory),
         given back when the caller drops them: fresh memory for each would cost a page fault
         and the kernel's zeroing per page, on every read."""
         out: list[ReadBytes] = []
@@ -67,9 +67,9 @@ def _store_error(key: str, error: OSError) -> OSError:
 class LocalStore(Store):
     """A store in a directory of the local (or a shared) file system.
 
-    Every file is reached through the store's FileRoot (zarrcore._files, csrc/zc_fs.h), as the
+    Every file is reached through the store's FileRoot (zarrcore._native.files, csrc/files/zc_fs.h), as the
     compiled batches reach them. Key locks live in a lock file beside the hierarchy the node a
-    key belongs to is in, out of the store (csrc/zc_key_lock.h), but for keys locked
+    key belongs to is in, out of the store (csrc/files/zc_key_lock.h), but for keys locked
     `replaced_last` (a group's metadata), which lock their own file. Temporary files of writers
     a kill left behind are removed when a writable store lists their directory
     (`remove_stale_temporary_files` does it for a whole prefix). Symlinks in the store are

@@ -6,7 +6,7 @@ from collections.abc import Hashable, Iterator
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._memstore import NativeMemoryMap
+from .._native.memstore import NativeMemoryMap
 from .base import BytesReader, RangeReader, Store, validate_key, validate_prefix
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ class KeyBytes(Protocol):
 
 
 class MemoryStore(Store):
-    """A store in memory. Its own data is kept in C (zarrcore._memstore.NativeMemoryMap), so
+    """A store in memory. Its own data is kept in C (zarrcore._native.memstore.NativeMemoryMap), so
     array handles (Array.native_handle) read and write it from threads without the GIL; pass
     your own dict to share it instead (such a store is served by a[...] only)."""
 

@@ -44,11 +44,12 @@ from typing import TYPE_CHECKING, Any, Literal, Optional, TypeVar, cast, overloa
 
 from ..runtime.concurrency import each, fan_out, run_bounded
 from ..runtime.link import Link, link_to
-from ..config import config
+from ..runtime.config import config
 from ..errors import (KeyChangedError, LockLostError, LockTimeoutError, LockUnavailableError,
                       ReadOnlyError, StoreError, StoreURLError, WriteConflictError)
 from ..runtime.portable import at_fork_in_child, before_fork
-from . import _aio, _obstore_runtime
+from ..runtime import _aio
+from . import _obstore_runtime
 from ._obstore_runtime import obstore_module as _obstore
 from .base import (
     S3_LEAST_PART_BYTES, UNCHANGED, ByteRange, Fetched, RangeReader, ReadBytes, Request, Store,

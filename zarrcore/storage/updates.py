@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from ..config import config
+from ..runtime.config import config
 from ..errors import WriteConflictError
 
 if TYPE_CHECKING:

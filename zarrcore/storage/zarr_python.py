@@ -24,7 +24,7 @@ from ..runtime.concurrency import each, fan_out, run_bounded
 from ..errors import (
     CommitConflictError, DeleteUnsupportedError, ForeignStoreError, ZarrcoreError,
 )
-from . import _aio
+from ..runtime import _aio
 from .base import (
     ByteRange, Fetched, ReadBytes, Request, Store, in_flight, validate_key, validate_prefix,
 )

@@ -39,7 +39,7 @@ from typing import IO, TYPE_CHECKING, Literal, overload
 
 from ..runtime import portable
 from ..array_api import CACHE_SETTLE_SECONDS
-from ..config import config
+from ..runtime.config import config
 from ..errors import DeleteUnsupportedError, StoreError
 from .base import (
     UNCHANGED, ByteRange, Fetched, Request, Store, Unchanged, Version, too_large, validate_key,

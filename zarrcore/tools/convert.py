@@ -35,7 +35,7 @@ from ..nodes.array import Array
 from ..nodes.creation import create_array
 from ..codecs import codec_from_json
 from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, Codec
-from ..config import config
+from ..runtime.config import config
 from ..errors import InexactConversionError, MetadataError, NodeExistsError
 from ..nodes.consolidated import V2_KEY
 from ..nodes.consolidation import consolidate_metadata
@@ -58,7 +58,7 @@ from .progress import Progress, counted, object_word, parse_bytes
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from .._types import CodecLike, NodeMetadata, StoreLike
+    from ..metadata.types import CodecLike, NodeMetadata, StoreLike
     from ..storage import Store
 
 #: What a task did: (array bytes covered, objects written, objects kept).

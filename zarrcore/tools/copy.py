@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 
 from ..nodes.node import METADATA_KEYS, join, node_exists
-from ..config import config
+from ..runtime.config import config
 from ..nodes.consolidated import V2_KEY
 from ..errors import NodeExistsError
 from .hierarchy import place, store_and_path
@@ -19,7 +19,7 @@ from ..runtime.concurrency import run_bounded
 from .progress import Progress, counted
 
 if TYPE_CHECKING:
-    from .._types import StoreLike
+    from ..metadata.types import StoreLike
     from ..nodes.array import Array
     from ..nodes.group import Group
 

@@ -8,7 +8,7 @@ from typing import Any
 from ..nodes.node import (
     METADATA_KEYS, Node, V3_KEY, join, node_exists, normalize_path, read_metadata,
 )
-from .._types import NodeMetadata, StoreLike
+from ..metadata.types import NodeMetadata, StoreLike
 from ..nodes.consolidated import V2_KEY
 from ..errors import ZarrcoreError
 from ..storage import Store, make_store

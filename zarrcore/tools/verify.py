@@ -29,7 +29,7 @@ import numpy as np
 
 from ..nodes.node import join
 from ..nodes.array import Array
-from ..config import config
+from ..runtime.config import config
 from ..nodes.consolidated import open_group_metadata
 from ..errors import ValueTooLargeError, ZarrcoreError
 from ..nodes.streaming import ChunkKeys, stored_encoding, stores_alike
@@ -40,7 +40,7 @@ from ..runtime.concurrency import run_bounded
 from .progress import Progress, counted, object_word
 
 if TYPE_CHECKING:
-    from .._types import NodeMetadata, StoreLike
+    from ..metadata.types import NodeMetadata, StoreLike
     from ..nodes.group import Group
     from ..storage import Store
 

@@ -24,7 +24,7 @@ from xarray.core import indexing
 from xarray.core.utils import FrozenDict, close_on_error
 
 from .. import api
-from .._types import StoreLike
+from ..metadata.types import StoreLike
 from ..nodes.array import Array
 from ..errors import DimensionNamesMissingError, MetadataError, NodeNotFoundError
 from ..nodes.group import Group

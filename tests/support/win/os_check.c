@@ -1,6 +1,6 @@
-/* The Windows side of csrc/zc_os.h exercised where it differs most from POSIX: built by
+/* The Windows side of csrc/os/zc_os.h exercised where it differs most from POSIX: built by
  * wheels/wincheck.py and run under Wine. Prints one line per failed check; exits 1 if any. */
-#include "zc_os_win.h" /* first: it sets the Windows version */
+#include "os/zc_os_win.h" /* first: it sets the Windows version */
 
 #include <errno.h>
 #include <stdio.h>
@@ -8,13 +8,13 @@
 #include <string.h>
 #include <windows.h> /* CreateThread: csrc/ itself starts no threads */
 
-#include "zc_fs.h"
-#include "zc_key_lock.h"
-#include "zc_memstore.h"
-#include "zc_os.h"
-#include "zc_sha256.h"
+#include "files/zc_fs.h"
+#include "files/zc_key_lock.h"
+#include "files/zc_memstore.h"
+#include "os/zc_os.h"
+#include "files/zc_sha256.h"
 #include "zc_status.h"
-#include "zc_temp.h"
+#include "files/zc_temp.h"
 
 static int failures;
 static const zc_root plain; /* paths as they are */

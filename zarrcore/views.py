@@ -1,4 +1,0 @@
-"""Moved: zarrcore.nodes.views."""
-from ._moved import moved_to
-
-__getattr__ = moved_to(__name__, "zarrcore.nodes.views")
