@@ -576,7 +576,7 @@ def test_whole_chunk_write_waits_for_the_store_lock(tmp_path, value):
     """A whole-chunk write (or the delete of a chunk left all fill) never lands inside
     another writer's read-modify-write of the same key."""
     a = make(tmp_path / "a", np.ones((16, 16), np.uint16), (8, 8), "zstd", fill_value=0)
-    assert a._engine.batch_settings is not None
+    assert a._engine.routes.chunk_batch is not None
 
     def write():
         a[0:8, 0:8] = value

@@ -105,9 +105,9 @@ def test_compiled_batch(tmp_path, case, shards):
     a = zarrcore.create_array(tmp_path / "a", shape=(20, 8), chunks=(5, 4), shards=shards,
                               **_kwargs(case, True))
     if shards is None:
-        assert a._engine.batch_settings is not None
+        assert a._engine.routes.chunk_batch is not None
     else:
-        assert a._engine.shard_spec is not None
+        assert a._engine.routes.shard_batch is not None
     a[:] = _data(a.dtype, a.shape)
     np.testing.assert_array_equal(_quiet(lambda: zarr.open_array(tmp_path / "a")[:]), a[:])
 

@@ -201,8 +201,8 @@ def test_shuffle_and_a_compressor_run_in_the_compiled_chain(tmp_path, dtype, shu
     on_disk = zarrcore.open_array(str(peer), mode="r+")
     for a, route in ((on_disk, Route.CHUNK_BATCH), (in_memory, Route.CHUNK_WAVES)):
         indexer = numpy_indexer(np.s_[1:, 2:], a.shape, a.chunk_engine.chunk_shape)
-        assert a.chunk_engine.plan(indexer) is route
-        assert a.chunk_engine.plan(indexer, writing=True) is route
+        assert a.chunk_engine.routes.plan(indexer) is route
+        assert a.chunk_engine.routes.plan(indexer, writing=True) is route
         np.testing.assert_array_equal(a[1:, 2:], data[1:, 2:])
 
 

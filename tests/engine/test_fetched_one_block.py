@@ -56,7 +56,7 @@ def test_one_chunk_of_a_memory_store_without_a_cache_takes_r0(case, data):
     one-block job, missing chunks as the fill value, and a write between reads is seen."""
     kw, ref = case
     a = zarrcore.create_array(zarrcore.MemoryStore(), fill_value=ref.flat[0], **kw)
-    assert a.chunk_engine.fetched_one_block
+    assert a.chunk_engine.routes.one_chunk is not None
     ref = ref.astype(a.dtype)
     stored = tuple(slice(0, data.draw(st.integers(0, n))) for n in ref.shape)
     a[stored] = ref[stored]
@@ -85,7 +85,7 @@ def test_one_block_on_s3_takes_r0_once_the_shard_index_is_known(moto_server, sha
     writer[...] = ref
     a = zarrcore.open_array(url, mode="r", storage_options=options,
                             **({"cache_bytes": 1 << 20} if cached else {}))
-    assert a.chunk_engine.fetched_one_block
+    assert a.chunk_engine.routes.one_chunk is not None
     np.testing.assert_array_equal(a[...], ref)  # (learns every shard's index)
     block = kw["chunks"]
     _check_reads(a, ref, block, data, planned=False)

@@ -152,7 +152,7 @@ def random_arrays():
                                             {"name": "bytes", "configuration": {"endian": "little"}}]}}
     a = zarrcore.create_array(store, name="t", shape=(300, 250), dtype="float32",
                               chunks=(96, 128), serializer=inner, compressors=None, fill_value=-1)
-    assert a._engine.ranged_shards and a._engine.wave_settings is None
+    assert a._engine.routes.shard_ranges and a._engine.routes.chunk_waves is None
     a[:200, :] = out[0][1][:200]
     out.append((a, out[0][1]))
     return out

@@ -270,8 +270,8 @@ def test_each_store_and_selection_kind_takes_its_planned_route(
     data = np.arange(16, dtype="int32")
     a[...] = data
     indexer = numpy_indexer(selection, a.shape, a.chunk_engine.chunk_shape)
-    assert a.chunk_engine.plan(indexer) is engine.Route[read]
-    assert a.chunk_engine.plan(indexer, writing=True) is engine.Route[write]
+    assert a.chunk_engine.routes.plan(indexer) is engine.Route[read]
+    assert a.chunk_engine.routes.plan(indexer, writing=True) is engine.Route[write]
     np.testing.assert_array_equal(a[selection], data[selection])
 
 

@@ -103,7 +103,7 @@ def test_orthogonal_reads_of_shards_on_a_directory_match_numpy(case, cached, thr
         for _ in range(3):
             sel = data.draw(orthogonal(shape))
             indexer = OrthogonalIndexer(sel, a.shape, a.chunk_engine.grid.axes)
-            assert a.chunk_engine.plan(indexer) is engine.Route.SHARD_BATCH
+            assert a.chunk_engine.routes.plan(indexer) is engine.Route.SHARD_BATCH
             expected = _numpy_orthogonal(ref, sel)
             np.testing.assert_array_equal(a.oindex[sel], expected)
             np.testing.assert_array_equal(a.get_orthogonal_selection(sel), expected)

@@ -129,7 +129,7 @@ def test_the_compiled_jobs_refuse_a_read_only_array_themselves(arrays, layout, r
     for indexer in (BasicIndexer((slice(0, 8), slice(None)), SHAPE, engine.grid.axes),
                     OrthogonalIndexer(([9, 1, 4], slice(None)), SHAPE, engine.grid.axes),
                     coordinate_indexer(([1, 9], [2, 3]), SHAPE, engine.grid.axes)):
-        if engine.plan(indexer) != route:
+        if engine.routes.plan(indexer) != route:
             continue
         out, raw = _read_only(indexer.drop_shape)
         with pytest.raises(ValueError, match="read-only"):

@@ -94,7 +94,7 @@ def _outside_names(tmp_path):
 @pytest.mark.parametrize("shards", [None, (2, 4)], ids=["chunks", "shards"])
 def test_a_confined_store_keeps_the_native_batches_and_handles(tmp_path, shards):
     a = _confined_array(tmp_path, shards)
-    assert (a._engine.shard_spec if shards else a._engine.batch_settings) is not None
+    assert (a._engine.routes.shard_batch if shards else a._engine.routes.chunk_batch) is not None
     values = np.arange(16, dtype="u1").reshape(4, 4)
     a[...] = values
     with a.native_handle() as h:

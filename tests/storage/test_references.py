@@ -188,7 +188,7 @@ def _route(array):
     """The route a read of the whole array takes (zarrcore.engine.planning.Route)."""
     from zarrcore.metadata.indexing import numpy_indexer
 
-    return array.chunk_engine.plan(
+    return array.chunk_engine.routes.plan(
         numpy_indexer(np.s_[...], array.shape, array.chunk_engine.chunk_shape))
 
 

@@ -37,14 +37,15 @@ from ..errors import (
     ChunkNotFoundError, KeyChangedError, SettingValueError, ZarrcoreError,
 )
 from ..metadata.indexing import (
-    BasicIndexer, CoordinateIndexer, check_out,
+    BasicIndexer, check_out,
 )
 from ..metadata import ArrayMetadataV3
 from ..metadata.grid import ChunkGrid
 from ..runtime.pool import in_turns, parallel_map
 from ..storage.base import at_most, bounded, get_at_most
 from ..storage.updates import conflict_pause, retry_conflicts
-from .planning import Route, core_form, selection_boxes, selection_kind, with_key
+from .planning import Route, core_form, selection_boxes, with_key
+from .routes import open_routes
 from .cache import SHARD_INDEX_BYTES, ChunkVersions, RecheckPolicy, ShardIndexes
 from .directory import read_chunk_batch, read_shard_batch, write_chunk_batch, write_shard_batch
 from .fetched import (
@@ -112,23 +113,6 @@ class ChunkEngine:
         root = store.native_root
         self._node_dir = None if root is None else root + ("/" + key_prefix if key_prefix else "")
         self._key_head = None if root is None else f"{self._node_dir}/{key_layout[0]}"
-        # The routes open to this array, decided once from what its store can do and how its
-        # chunks are laid out (`plan` picks among them per request). A directory store
-        # (native_root) is opened by the compiled batches themselves: `batch_settings` holds
-        # the ChunkBatch settings of a chain the core runs; `shard_spec` a ShardSpec when the
-        # sharding codec's index and inner chain are ones it runs (zarrcore._native.shard_io).
-        # So is a MemoryStore holding its own data (native_memory) when the array keeps a
-        # decoded-chunk cache and the core runs its chain: the batches read its blobs, whose
-        # versions validate the cache's entries, as native handles do.
-        # Other stores (memory, zip, fsspec, object stores) hand over bytes through
-        # Store.get_many: `wave_settings` holds the ChunkWaves settings of an unsharded chain
-        # the core runs (None for 0-d arrays); `ranged_shards` says sharded arrays there are
-        # read by planned byte ranges, `inner_waves` that their listed selections are too.
-        # (Public: the route modules run what these open; `plan` alone chooses among them.)
-        self.batch_settings: NativeForm | None = None
-        self.shard_spec: ShardSpec | None = None
-        self.wave_settings: NativeForm | None = None
-        self.ranged_shards = self.inner_waves = False
         # The compiled core's settings per chunk shape (`core_form_at_shape`): a rectilinear
         # grid's requests run one compiled job per chunk shape (planning.job_groups); the
         # routes are those its largest chunk's chain opens, and each job has its shape's form.
@@ -139,54 +123,27 @@ class ChunkEngine:
         # The length of what the compiled jobs' paths hold before a store key (their errors
         # name the key: `raise_error(head_len)`).
         self.head_len = 0 if store.native_root is None else len(store.native_root) + 1
-        settings = self.core_forms[self.chunk_shape]
         cache_bytes = self._cache_budget(cache_bytes)
-        native = store.native_root is not None or bool(
-            cache_bytes and store.native_memory is not None and settings is not None
-            and self.grid.is_regular)
-        if native:
-            if self.sharding is None:
-                self.batch_settings = settings
-            elif settings is not None:
-                self.shard_spec = self.shard_spec_for(self.chunk_shape, self.array_shape, settings)
-        if not native and self.chunk_shape and self.sharding is None:
-            self.wave_settings = self.core_forms[self.chunk_shape]
-        # Sharded arrays off a directory are read by planned byte ranges; and those whose
-        # inner chain the core runs, listed selections of them too, on any store, inner
-        # chunks decoded in compiled waves. Over grids of shards that start on inner chunks'
-        # boundaries only (regular ones, and rectilinear ones unless grown by a length the
-        # inner chunks do not divide): the inner chunks then lie on one regular grid over
-        # the array (`_read_shard_waves`).
-        aligned = self.sharding is not None and all(
-            b % c == 0 if isinstance(b, int) else not np.any(b.lengths % c)
-            for b, c in zip(self.grid.axes, self.sharding.chunk_shape))
-        self.ranged_shards = not native and aligned
-        self.inner_waves = aligned and self.sharding is not None and (
-            self.sharding.inner_native_form is not None)
+        # The routes open to this array in this store, decided once; the route modules run
+        # what they open, `routes.plan` picks among them per request.
+        self.routes = open_routes(
+            store, self.chain, self.grid, self.chunk_shape, self.core_forms[self.chunk_shape],
+            cache_bytes, lambda form: self.shard_spec_for(self.chunk_shape, self.array_shape, form))
         self.cache = self._chunk_cache(cache_bytes, shared_cache)
         # The shard indexes those reads learned (fetched.read_shard_ranges), for stores whose
         # readers keep one version (and say which: RangeReader.version); on a regular grid,
         # in the shared table too where the cache is shared between processes.
         self.shard_indexes = None
-        if self.ranged_shards and store.readers_keep_one_version:
-            assert self.sharding is not None  # (ranged_shards)
+        if self.routes.shard_ranges and store.readers_keep_one_version:
+            assert self.sharding is not None  # (shard_ranges)
             shared = self.cache if self.cache is not None and self.grid.is_regular and (
                 self.cache.shared_ref is not None) else None
             self.shard_indexes = ShardIndexes(
                 SHARD_INDEX_BYTES, shared, math.prod(
                     s // c for s, c in zip(self.chunk_shape, self.sharding.chunk_shape)))
-        # R0 (`read_selection`): the job of R1 (a template ChunkBatch, made on first need) or
-        # of R2 (`shard_spec`) reads a selection in one chunk or inner chunk of a regular grid;
-        # over stores that hand over bytes, a ChunkWaves job of one block (`one_blocks`) of
-        # R4, or of R3 where the shard's index is known (`shard_indexes`).
+        # R0's job templates (`read_selection`), made on first need.
         self._one_chunk: ChunkBatch | None = None
         self._one_blocks: OneBlocks | None = None
-        self.fetched_one_block = self.wave_settings is not None or (
-            self.shard_indexes is not None and self.inner_waves)
-        # (Public: a caller asks before making the call, which costs arrays R0 cannot read.)
-        self.one_chunk_open = bool(self.chunk_shape) and self.grid.is_regular and (
-            self.batch_settings is not None or self.shard_spec is not None
-            or self.fetched_one_block)
 
     @classmethod
     def from_metadata(cls, store: Store, path: str, metadata: ArrayMetadataV2 | ArrayMetadataV3,
@@ -223,10 +180,10 @@ class ChunkEngine:
 
     def _chunk_cache(self, cache_bytes: int, shared: Any = None) -> ChunkCache | None:
         """The decoded-chunk cache of `cache_bytes` (_cache_budget) that the compiled reads
-        of a directory store, or of a MemoryStore's own data, share (`batch_settings`,
-        `shard_spec`), and those of a store with `versioned_reads` (zip, object stores): of
-        its chunks (`wave_settings`), or of its shards' inner chunks where the core runs
-        their chain (`ranged_shards` and `inner_waves`); of a regular grid, whose chunks all
+        of a directory store, or of a MemoryStore's own data, share (`routes.chunk_batch`,
+        `routes.shard_batch`), and those of a store with `versioned_reads` (zip, object
+        stores): of its chunks (`routes.chunk_waves`), or of its shards' inner chunks where
+        the core runs their chain (`routes.shard_ranges` and `inner_waves`); of a regular grid, whose chunks all
         have one shape. None for 0, or when no such route is open. Other stores give no
         identity of their objects to validate entries by: they are never cached. With
         `shared` (the array's "shared_cache": True or a SharedCacheRef), its chunks are kept
@@ -237,17 +194,18 @@ class ChunkEngine:
         if shared and not cache_bytes:
             raise SettingValueError(f"{self._where}: shared_cache needs a cache budget "
                                     f"(cache_bytes, or zarrcore.config.cache_bytes)")
-        fetched = self.wave_settings is not None or self.ranged_shards and self.inner_waves
+        routes = self.routes
+        fetched = routes.chunk_waves is not None or routes.shard_ranges and routes.inner_waves
         if not cache_bytes or not self.grid.is_regular or (
-                self.batch_settings is None and self.shard_spec is None
+                routes.chunk_batch is None and routes.shard_batch is None
                 and (not fetched or not self.store.versioned_reads)):
             return None
-        # The versions the entries of R4's reads (`wave_settings`) were decoded from.
+        # The versions the entries of R4's reads (`routes.chunk_waves`) were decoded from.
         self.versions = ChunkVersions(max(1, cache_bytes // chunk_bytes))
         # (Shard indexes kept beside the entries: those of the batches; fetched reads keep
         # theirs in `shard_indexes`.)
         ninner = (math.prod(s // c for s, c in zip(self.chunk_shape, chunk))
-                  if self.shard_spec is not None else None)
+                  if routes.shard_batch is not None else None)
         if self.store.native_memory is not None:
             shared = None
         return ChunkCache(cache_bytes, chunk_bytes, len(chunk), ninner, shared,
@@ -263,7 +221,7 @@ class ChunkEngine:
     def shard_spec_for(self, shape: Sequence[int], extent: Sequence[int],
                        settings: dict[str, Any]) -> ShardSpec:
         """The ShardSpec of shards of `shape` on an array of `extent` (directory and memory
-        stores; `shard_spec` is that of the array's own shards); `settings` name the keyword
+        stores; `routes.shard_batch` is that of the array's own shards); `settings` name the keyword
         arguments of the compiled jobs."""
         return ShardSpec(**self.object_places(), head_len=self.head_len,
                          sep=self.key_layout[1], lead_sep=self.key_layout[2],
@@ -301,27 +259,6 @@ class ChunkEngine:
         batch_settings when sharded, else the chain's native_form; None when it cannot."""
         return core_form(self.chain)
 
-    def plan(self, indexer: Indexer, writing: bool = False) -> Route:
-        """The route (Route) a read, or with `writing` a write, of `indexer`'s selection
-        takes: the first of the compiled routes open to this array (`__init__`) that takes
-        that kind of selection, else the codec objects. Writes give the compiled routes only
-        the chunks they cover wholly; the rest is read-modify-written (`write`)."""
-        basic, listed = selection_kind(indexer, len(self.chunk_shape))
-        points = isinstance(indexer, CoordinateIndexer)
-        if writing:
-            listed = basic  # (the compiled writers take ints and slices)
-        if self.batch_settings is not None and listed:
-            return Route.CHUNK_BATCH
-        if self.shard_spec is not None and (basic or not writing and listed and not points):
-            return Route.SHARD_BATCH
-        if not writing and (self.ranged_shards and basic or self.inner_waves and listed):
-            return Route.SHARD_WAVES
-        if self.wave_settings is not None and listed:
-            return Route.CHUNK_WAVES
-        if not writing and self.sharding is None and self.store.native_root is None:
-            return Route.FETCHED_CHUNKS
-        return Route.EACH_CHUNK
-
     def read_selection(self, selection: Any, fortran: bool) -> Any:
         """`a[selection]` by R0 (Route.ONE_CHUNK), the route `plan` never sees: ints and
         slices (positive steps, Ellipsis, newaxis) that fall in one chunk, or one inner chunk
@@ -331,17 +268,18 @@ class ChunkEngine:
         hand over bytes, of one R3 or R4 reads, by one request (`read_one_block`).
         NotImplemented for any other selection: the caller makes an indexer and `read`s
         it."""
-        if not self.one_chunk_open:
+        routes = self.routes
+        if routes.one_chunk is None:
             return NotImplemented
-        if self.shard_spec is not None:
-            return self.shard_spec.read_one(selection, fortran, self.dtype, self.cache)
-        if self.batch_settings is None:
+        if routes.shard_batch is not None:
+            return routes.shard_batch.read_one(selection, fortran, self.dtype, self.cache)
+        if routes.chunk_batch is None:
             return read_one_block(self, selection, fortran)
         reader = self._one_chunk
         if reader is None:
             _, sep, lead = self.key_layout
             reader = self._one_chunk = ChunkBatch(
-                settings=self.batch_settings, **self.object_places(), sep=sep, lead_sep=lead,
+                settings=routes.chunk_batch, **self.object_places(), sep=sep, lead_sep=lead,
                 array_shape=self.array_shape, chunk_shape=self.chunk_shape, plans=None,
                 data=None, cache=self.cache, dtype=self.dtype)
         return reader.read_one(selection, fortran, self.options.num_threads, self.head_len)
@@ -352,11 +290,11 @@ class ChunkEngine:
         blocks = self._one_blocks
         if blocks is None:
             if self.sharding is None:
-                form, shape, cache = self.wave_settings, self.chunk_shape, self.cache
+                form, shape, cache = self.routes.chunk_waves, self.chunk_shape, self.cache
             else:
                 form, shape = self.sharding.inner_native_form, self.sharding.chunk_shape
                 cache = self.cache if self.store.versioned_reads else None
-            assert form is not None  # (fetched_one_block)
+            assert form is not None  # (routes.one_chunk)
             blocks = self._one_blocks = OneBlocks(form, self.array_shape, shape, self.dtype,
                                                   cache)
         return blocks
@@ -449,7 +387,7 @@ class ChunkEngine:
         return retry_conflicts(lambda: self._read_once(indexer, out), KeyChangedError, tried=1)
 
     def _read_once(self, indexer: Indexer, out: npt.NDArray[Any]) -> npt.NDArray[Any]:
-        route = self.plan(indexer)
+        route = self.routes.plan(indexer)
         if route in self._VIEW_ROUTES and indexer.permuted:
             # The codec objects decode into views of a buffer in the indexer's order.
             buffer = _memory.empty(out.shape, out.dtype)
@@ -497,7 +435,7 @@ class ChunkEngine:
         """Write `value` (broadcast to indexer.drop_shape) into the selected chunks: the
         planned route writes the chunks it covers wholly and leaves the projections of the
         others, which are merged here (`_write_projections`)."""
-        rest = self._WRITE_BY_ROUTE[self.plan(indexer, writing=True)](self, indexer, value)
+        rest = self._WRITE_BY_ROUTE[self.routes.plan(indexer, writing=True)](self, indexer, value)
         if rest:
             write_projections(self, rest, value)
 

@@ -77,12 +77,12 @@ def run_shard_batches(engine: ChunkEngine, indexer: Indexer, data: npt.NDArray[A
                        writing: bool = False) -> list[ChunkProjection]:
     """Read (or write) `data` by one ShardBatch per group (`_groups`); a write returns the
     projections of the shards it covers in part."""
-    assert engine.shard_spec is not None and isinstance(indexer, OrthogonalIndexer)  # (`plan`)
+    assert engine.routes.shard_batch is not None and isinstance(indexer, OrthogonalIndexer)
     deferred = []
     for group in job_groups(engine, indexer):
         codec = group.chain.partial_codec
         assert group.form is not None and codec is not None  # (as `plan` saw)
-        shards = (engine.shard_spec if group.extent == engine.array_shape
+        shards = (engine.routes.shard_batch if group.extent == engine.array_shape
                   and group.chain is engine.chain
                   else engine.shard_spec_for(group.chain.spec.shape, group.extent, group.form))
         if not writing:

@@ -594,7 +594,7 @@ def _fetch_inner_chunk(engine: ChunkEngine, job: ChunkWaves, index: tuple[int, .
     trusts the index's stamp): its shard's key and its C-order index there; None where
     `read_one_block` leaves the read to the planned routes."""
     indexes, codec = engine.shard_indexes, engine.sharding
-    assert indexes is not None and codec is not None  # (as one_chunk_open saw)
+    assert indexes is not None and codec is not None  # (as routes.one_chunk saw)
     per = [b // c for b, c in zip(engine.grid.axes, codec.chunk_shape)]  # type: ignore[operator]
     shard = [i // n for i, n in zip(index, per)]
     key = engine.key(shard)

@@ -432,7 +432,7 @@ class Array(ChunkMethods, Node):
         SelectionError
             A selection that does not fit the array (an IndexError), or a field it lacks.
         """
-        if self._engine.one_chunk_open and self.reads_missing_as_fill:
+        if self._engine.routes.one_chunk is not None and self.reads_missing_as_fill:
             data = self._engine.read_selection(selection, self._fortran)
             if data is not NotImplemented:
                 return data
