@@ -14,7 +14,7 @@
 #include "codecs/zc_crc32c.h"
 #include "codecs/zc_extern.h"
 #include "os/zc_os.h"
-#include "memory/zc_pool.h"
+#include "memory/zc_scratch.h"
 #include "zc_status.h"
 #include "codecs/zc_zstd.h"
 
@@ -204,17 +204,19 @@ void zc_scatter_range(const zc_scatter *s, const void *src, size_t off, size_t l
 
 void zc_stream_bufs_free(zc_stream_bufs *b)
 {
-    zc_pool_give(b->block, ZC_STREAM_BLOCK);
-    zc_pool_give(b->window, ZC_STREAM_WINDOW);
-    zc_pool_give(b->whole, ZC_STREAM_WHOLE);
+    zc_scratch_give_back(ZC_SCRATCH_STREAM_BLOCK, b->block, ZC_STREAM_BLOCK);
+    zc_scratch_give_back(ZC_SCRATCH_STREAM_WINDOW, b->window, ZC_STREAM_WINDOW);
+    zc_scratch_give_back(ZC_SCRATCH_STREAM_WHOLE, b->whole, ZC_STREAM_WHOLE);
     b->block = b->window = b->whole = NULL;
 }
 
-/* `size` is the buffer's ZC_STREAM_* size: pool blocks, kept between jobs (see zc_buf). */
-static int get_buf(unsigned char **p, size_t size)
+/* The buffer `*p` of `size` (a ZC_STREAM_* size, whole pages: it is borrowed whole, see
+ * zc_buf) from the thread's kept one of `slot`, on first use. */
+static int get_buf(unsigned char **p, size_t size, int slot)
 {
+    size_t cap;
     if (*p == NULL)
-        *p = (unsigned char *)zc_pool_take(size);
+        *p = zc_scratch_borrow(slot, size, &cap);
     return *p ? ZC_OK : ZC_ERR_NOMEM;
 }
 
@@ -237,7 +239,7 @@ static int prefer_checksum(const zc_object *o, size_t fsize, const zc_stream_for
 {
     if (!f->crc32c || fsize < 4 || (st != ZC_ERR_SIZE && st != ZC_ERR_CORRUPT))
         return st;
-    if (get_buf(&bufs->block, ZC_STREAM_BLOCK) != ZC_OK)
+    if (get_buf(&bufs->block, ZC_STREAM_BLOCK, ZC_SCRATCH_STREAM_BLOCK) != ZC_OK)
         return st;
     uint32_t crc = 0;
     for (size_t at = 0, plen = fsize - 4; at < plen;) {
@@ -295,7 +297,7 @@ static int read_plain(const zc_object *o, size_t fsize, const zc_stream_format *
         }
         return check_trailer(o, fsize, f, crc);
     }
-    if ((st = get_buf(&bufs->block, ZC_STREAM_BLOCK)) != ZC_OK)
+    if ((st = get_buf(&bufs->block, ZC_STREAM_BLOCK, ZC_SCRATCH_STREAM_BLOCK)) != ZC_OK)
         return st;
     size_t bs = item_block(ZC_STREAM_BLOCK, f->itemsize);
     /* Without a checksum only the selection's extent is read. */
@@ -323,7 +325,7 @@ static int read_zstd_whole(const zc_object *o, size_t plen, const zc_stream_form
     if (st != ZC_OK)
         return st == ZC_ERR_SIZE ? ZC_ERR_CORRUPT : st; /* the file shrank under us */
     uint32_t crc = f->crc32c ? zc_crc32c(0, bufs->block, plen) : 0;
-    if ((st = get_buf(&bufs->whole, ZC_STREAM_WHOLE)) != ZC_OK ||
+    if ((st = get_buf(&bufs->whole, ZC_STREAM_WHOLE, ZC_SCRATCH_STREAM_WHOLE)) != ZC_OK ||
         (st = zc_zstd_decompress(bufs->block, plen, bufs->whole, f->nbytes)) != ZC_OK)
         return st;
     if (f->crc32c && (st = check_trailer(o, plen + 4, f, crc)) != ZC_OK)
@@ -342,7 +344,7 @@ static int read_zstd(const zc_object *o, size_t fsize, const zc_stream_format *f
     if (plen == 0)
         return ZC_ERR_CORRUPT;
     int st;
-    if ((st = get_buf(&bufs->block, ZC_STREAM_BLOCK)) != ZC_OK)
+    if ((st = get_buf(&bufs->block, ZC_STREAM_BLOCK, ZC_SCRATCH_STREAM_BLOCK)) != ZC_OK)
         return st;
     char *dst = NULL;
     size_t lo, len;
@@ -350,7 +352,8 @@ static int read_zstd(const zc_object *o, size_t fsize, const zc_stream_format *f
     int direct = zc_scatter_run(s, &dst, &lo, &len) && lo == 0 && len == n;
     if (!direct && n <= ZC_STREAM_WHOLE && plen <= ZC_STREAM_BLOCK)
         return read_zstd_whole(o, plen, f, s, bufs);
-    if (!direct && (st = get_buf(&bufs->window, ZC_STREAM_WINDOW)) != ZC_OK)
+    if (!direct &&
+        (st = get_buf(&bufs->window, ZC_STREAM_WINDOW, ZC_SCRATCH_STREAM_WINDOW)) != ZC_OK)
         return st;
     ZSTD_DCtx *d = zc_zstd_thread_dctx();
     if (d == NULL)

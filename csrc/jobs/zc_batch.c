@@ -339,7 +339,7 @@ void zc_batch_read_ahead_worker(zc_batch *b)
 void zc_batch_read_worker(zc_batch *b)
 {
     zc_chunk_reader rd;
-    memset(&rd, 0, sizeof rd);
+    zc_chunk_reader_init(&rd);
     char path[ZC_BATCH_PATH_MAX];
     const zc_piece *p[ZC_MAX_NDIM];
     int64_t t;

@@ -1,33 +1,26 @@
 /* Stored chunks decoded into selections; see zc_chunk_io.h. */
 #include "jobs/zc_chunk_io.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "jobs/zc_copy.h"
-#include "memory/zc_pool.h"
 #include "zc_status.h"
-
-/* Buffers are pool blocks of a power of two bytes, from this many: stored chunks differ in
- * size by a few pages, and the pool hands a block out again only at its own size. */
-#define BUF_MIN ((size_t)64 << 10)
 
 int zc_buf_reserve(zc_buf *b, size_t n)
 {
     if (n <= b->cap)
         return ZC_OK;
-    size_t cap = BUF_MIN;
-    while (cap < n) {
-        if (cap > SIZE_MAX / 2)
-            return ZC_ERR_NOMEM;
-        cap *= 2;
+    unsigned char *p;
+    size_t cap = n;
+    if (b->slot == ZC_SCRATCH_NONE)
+        p = (unsigned char *)realloc(b->p, n ? n : 1);
+    else if ((p = zc_scratch_borrow(b->slot, n, &cap)) != NULL && b->p != NULL) {
+        memcpy(p, b->p, b->cap);
+        zc_scratch_give_back(b->slot, b->p, b->cap);
     }
-    unsigned char *p = (unsigned char *)zc_pool_take(cap);
     if (p == NULL)
         return ZC_ERR_NOMEM;
-    if (b->p != NULL) {
-        memcpy(p, b->p, b->cap);
-        zc_pool_give(b->p, b->cap);
-    }
     b->p = p;
     b->cap = cap;
     return ZC_OK;
@@ -35,7 +28,10 @@ int zc_buf_reserve(zc_buf *b, size_t n)
 
 void zc_buf_free(zc_buf *b)
 {
-    zc_pool_give(b->p, b->cap);
+    if (b->slot == ZC_SCRATCH_NONE)
+        free(b->p);
+    else
+        zc_scratch_give_back(b->slot, b->p, b->cap);
     b->p = NULL;
     b->cap = 0;
 }
@@ -86,6 +82,13 @@ int zc_key_format(const char *head, char sep, int lead_sep, int ndim, const int6
         buf[len] = 0;
     }
     return ZC_OK;
+}
+
+void zc_chunk_reader_init(zc_chunk_reader *r)
+{
+    memset(r, 0, sizeof *r);
+    r->file.slot = ZC_SCRATCH_READ_FILE;
+    r->scratch.slot = ZC_SCRATCH_READ_DECODED;
 }
 
 void zc_chunk_reader_free(zc_chunk_reader *r)

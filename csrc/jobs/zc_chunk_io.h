@@ -10,16 +10,20 @@
 #include "codecs/zc_chain.h"
 #include "jobs/zc_gather.h"
 #include "files/zc_object.h"
-#include "zc_status.h"
 #include "files/zc_stream.h"
+#include "memory/zc_scratch.h"
+#include "zc_status.h"
 
 /* A scratch buffer that grows; one per worker thread and purpose. */
-/* A growable buffer of a job, kept in the output pool (zc_pool.h) between jobs: per-job
- * memory from malloc was a fresh mapping, faulted in page by page, whenever glibc's thresholds
- * are fixed (dask's workers fix them with MALLOC_TRIM_THRESHOLD_). Zero-initialize. */
+/* A growable buffer of a job: malloc'd (`slot` ZC_SCRATCH_NONE: zero-initialize), or
+ * borrowed from the thread's kept buffer of a zc_scratch slot and given back when freed. A
+ * reader's buffers are borrowed: from malloc, each job's were a fresh mapping, faulted in
+ * page by page, wherever glibc's thresholds are fixed (dask's nanny fixes them for its
+ * workers with MALLOC_TRIM_THRESHOLD_). */
 typedef struct {
     unsigned char *p;
     size_t cap;
+    int slot;
 } zc_buf;
 
 /* Grow `b` to hold at least `n` bytes, keeping what it holds. */
@@ -56,6 +60,9 @@ typedef struct {
     zc_buf file, scratch;   /* whole-chunk path (blosc, gzip, zlib) */
     zc_stream_bufs stream;  /* streamed path (no compressor, zstd): bounded blocks */
 } zc_chunk_reader;
+
+/* An empty reader whose buffers are borrowed from the thread's (zc_scratch.h). */
+void zc_chunk_reader_init(zc_chunk_reader *r);
 
 void zc_chunk_reader_free(zc_chunk_reader *r);
 

@@ -872,7 +872,7 @@ void zc_shard_io_read_worker(zc_shard_io *io)
 {
     static const ptrdiff_t zero[ZC_MAX_NDIM];
     zc_chunk_reader rd;
-    memset(&rd, 0, sizeof rd);
+    zc_chunk_reader_init(&rd);
     zc_buf index = {0};
     int64_t t;
     while ((t = next_task(io)) >= 0) {

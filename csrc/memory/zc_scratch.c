@@ -56,24 +56,65 @@ static thread_scratch *mine(void)
     return t;
 }
 
+/* Fresh memory of at least `n` bytes, whole pages (whole 2 MiB ones from 2 MiB): *cap. */
+static unsigned char *fresh(size_t n, size_t *cap)
+{
+    size_t c = n < HUGE ? (n + 4095) / 4096 * 4096 : (n + HUGE - 1) / HUGE * HUGE;
+    if (c < n)
+        return NULL;
+    c = c ? c : 4096;
+    unsigned char *p = (unsigned char *)zc_mem_map(c, 4096);
+    if (p != NULL)
+        *cap = c;
+    return p;
+}
+
+/* The thread's buffer of `slot`; NULL without thread storage or for a slot out of range. */
+static scratch_buf *slot_of(int slot)
+{
+    if (slot <= ZC_SCRATCH_NONE || slot >= ZC_SCRATCH_SLOTS)
+        return NULL;
+    thread_scratch *t = mine();
+    return t != NULL ? &t->slot[slot] : NULL;
+}
+
 unsigned char *zc_scratch(int slot, size_t n)
 {
-    thread_scratch *t = mine();
-    if (t == NULL || slot < 0 || slot >= ZC_SCRATCH_SLOTS)
+    scratch_buf *b = slot_of(slot);
+    if (b == NULL)
         return NULL;
-    scratch_buf *b = &t->slot[slot];
     if (n <= b->cap && b->p != NULL)
         return b->p;
     release(b);
-    size_t cap = n < HUGE ? (n + 4095) / 4096 * 4096 : (n + HUGE - 1) / HUGE * HUGE;
-    if (cap < n)
-        return NULL;
-    void *p = zc_mem_map(cap ? cap : 4096, 4096);
-    if (p == NULL)
-        return NULL;
-    b->p = (unsigned char *)p;
-    b->cap = cap ? cap : 4096;
+    b->p = fresh(n, &b->cap);
     return b->p;
+}
+
+unsigned char *zc_scratch_borrow(int slot, size_t n, size_t *cap)
+{
+    scratch_buf *b = slot_of(slot);
+    if (b != NULL && b->p != NULL && b->cap >= n) {
+        unsigned char *p = b->p;
+        *cap = b->cap;
+        b->p = NULL;
+        b->cap = 0;
+        return p;
+    }
+    return fresh(n, cap);
+}
+
+void zc_scratch_give_back(int slot, unsigned char *p, size_t cap)
+{
+    if (p == NULL)
+        return;
+    scratch_buf *b = cap <= ZC_SCRATCH_LEND_MAX ? slot_of(slot) : NULL;
+    if (b != NULL && b->cap <= cap) {
+        release(b);
+        b->p = p;
+        b->cap = cap;
+        return;
+    }
+    zc_mem_unmap(p, cap);
 }
 
 void zc_scratch_idle(void)
