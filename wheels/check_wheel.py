@@ -8,9 +8,8 @@ directory of the machine it was built on (no ELF RPATH or RUNPATH), and export n
 PyInit_ function (the statically linked blosc, zstd, lz4 and zlib stay private, so they
 cannot clash with another copy in the process): ELF (Linux: glibc's libraries, or musl's
 libc), Mach-O (macOS: libSystem) and PE (Windows: KERNEL32, the Universal CRT's api-ms-win-crt-*,
-VCRUNTIME140 and pythonXY.dll), read here without binutils. Every zarrcore/*.pyx must have its
-extension,
-and the public .pxd files and header must be there for `cimport zarrcore.kernels`,
+VCRUNTIME140 and pythonXY.dll), read here without binutils. Every .pyx below zarrcore/ must
+have its extension, and the public .pxd files and header must be there for `cimport zarrcore.kernels`,
 `cimport zarrcore.array_api` and `#include <zarrcore/array_api.h>`; a wheel must hold
 nothing else of zarrcore's but Python modules.
 Exits 1 and names every problem when a check fails.
@@ -42,9 +41,11 @@ PUBLIC_FILES = {
     "array_api.h": "`#include <zarrcore/array_api.h>`",
     "py.typed": "type checkers, which otherwise ignore the annotations",
 }
-# One extension per Cython module of the checkout this script belongs to.
-EXTENSIONS = sorted(
-    p.stem for p in (pathlib.Path(__file__).resolve().parent.parent / "zarrcore").glob("*.pyx"))
+# One extension per Cython module of the checkout this script belongs to, by its path below
+# zarrcore/ without the suffix ("kernels", "_native/memory").
+_PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "zarrcore"
+EXTENSIONS = sorted(p.relative_to(_PACKAGE).with_suffix("").as_posix()
+                    for p in _PACKAGE.rglob("*.pyx"))
 
 SHT_DYNSYM, SHT_DYNAMIC = 11, 6
 DT_NULL, DT_NEEDED, DT_RPATH, DT_RUNPATH = 0, 1, 15, 29
@@ -317,8 +318,8 @@ def check_files(files, only_shipped=False):
         path = pathlib.PurePosixPath(name)
         if name.endswith("/") or path.parts[0] != "zarrcore":  # zip directory entries too
             continue
-        if len(path.parts) == 2 and path.suffix in (".so", ".pyd"):
-            extensions[path.name.split(".")[0]] = name
+        if path.suffix in (".so", ".pyd"):
+            extensions["/".join((*path.parts[1:-1], path.name.split(".")[0]))] = name
         elif only_shipped and path.suffix not in (".py", ".pyi") and not (
                 len(path.parts) == 2 and path.name in PUBLIC_FILES):
             problems.append(f"{name}: not meant to be shipped (a stale build directory?)")
@@ -344,7 +345,8 @@ def check_installed():
 
     root = pathlib.Path(zarrcore.__file__).resolve().parent.parent
     return check_files({p.relative_to(root).as_posix(): p.read_bytes
-                        for p in (root / "zarrcore").iterdir() if p.is_file()})
+                        for p in (root / "zarrcore").rglob("*")
+                        if p.is_file() and "__pycache__" not in p.parts})
 
 
 def main(argv=None):

@@ -109,9 +109,10 @@ def stage(root, dist, tag):
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "wheels", test / "src" / "wheels",
                     ignore=shutil.ignore_patterns("__pycache__", "*.whl"))
-    (test / "src" / "zarrcore").mkdir()
-    for pyx in (ROOT / "zarrcore").glob("*.pyx"):  # check_wheel.py's list of extensions
-        shutil.copy(pyx, test / "src" / "zarrcore")
+    for pyx in (ROOT / "zarrcore").rglob("*.pyx"):  # check_wheel.py's list of extensions
+        copy = test / "src" / pyx.relative_to(ROOT)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(pyx, copy)
     shutil.copy(ROOT / "pyproject.toml", test / "src")
     # The network and pip's configuration of this machine, its certificates included (pip's
     # configuration may name this bundle, and a proxy may need the machine's own).

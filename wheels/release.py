@@ -213,7 +213,7 @@ def rename_libc(wheel, soname):
     shutil.rmtree(unpacked, ignore_errors=True)
     run(sys.executable, "-m", "wheel", "unpack", "-d", unpacked, wheel)
     (tree,) = unpacked.iterdir()
-    for so in tree.glob("zarrcore/*.so"):
+    for so in tree.glob("zarrcore/**/*.so"):
         run(tool("patchelf"), "--replace-needed", "libc.so", soname, so)
     wheel.unlink()
     run(sys.executable, "-m", "wheel", "pack", "-d", wheel.parent, tree)

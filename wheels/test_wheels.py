@@ -70,8 +70,9 @@ def run_one(python, wheel, full, log, where):
             # leaves the GIL off (CPython turns it on, with a warning, for one that does not).
             subprocess.run(
                 [vpy, "-W", "error", "-c", "import importlib, pathlib, sys, zarrcore; "
-                 "[importlib.import_module('zarrcore.' + so.name.split('.')[0]) "
-                 "for so in pathlib.Path(zarrcore.__file__).parent.glob('*.so')]; "
+                 "root = pathlib.Path(zarrcore.__file__).parent; "
+                 "[importlib.import_module('.'.join(('zarrcore', *so.relative_to(root).parent.parts, "
+                 "so.name.split('.')[0]))) for so in root.rglob('*.so')]; "
                  "assert not sys._is_gil_enabled(), 'the GIL was enabled'"],
                 cwd=work, check=True, env={k: v for k, v in os.environ.items()
                                            if k != "PYTHON_GIL"})

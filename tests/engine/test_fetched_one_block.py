@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 import zarrcore
 from zarrcore import engine
 from zarrcore.errors import ZarrcoreError
+from zarrcore.engine.routes import OpenRoutes
 
 from one_block import in_one_chunk, same_result
 
@@ -44,7 +45,7 @@ def _check_reads(a, want, block, data, planned=True):
         sel = data.draw(in_one_chunk(want.shape, block))
         with pytest.MonkeyPatch.context() as mp:
             if not planned:
-                mp.setattr(engine.ChunkEngine, "plan", _unplanned)
+                mp.setattr(OpenRoutes, "plan", _unplanned)
             got = a[sel]
         same_result(got, want[sel], order)
 
@@ -108,7 +109,7 @@ def test_a_one_block_read_is_one_request(counted, shards):
     for t in (3, 17, -1, 30):
         before = proxy.requests
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(engine.ChunkEngine, "plan", _unplanned)
+            mp.setattr(OpenRoutes, "plan", _unplanned)
             np.testing.assert_array_equal(a[t, 1:5], data[t, 1:5])
         assert proxy.requests - before == 1
 
@@ -136,7 +137,7 @@ def test_r0_on_s3_raises_the_planned_routes_errors(s3_bucket, shards):
     with pytest.raises(ZarrcoreError) as planned:
         a.get_basic_selection((row, slice(None)))
     with pytest.raises(type(planned.value)) as fast, pytest.MonkeyPatch.context() as mp:
-        mp.setattr(engine.ChunkEngine, "plan", _unplanned)
+        mp.setattr(OpenRoutes, "plan", _unplanned)
         a[row]
     assert str(fast.value) == str(planned.value) and "c/0/0" in str(fast.value)
     if shards is not None:

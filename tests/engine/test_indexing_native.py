@@ -258,7 +258,7 @@ def test_listings_out_of_bounds_are_refused():
 ])
 def test_each_store_and_selection_kind_takes_its_planned_route(
         tmp_path, store_kind, shards, compressors, selection, read, write):
-    """ChunkEngine.plan: the route of a read and of a write, by what the store can do, how the
+    """OpenRoutes.plan: the route of a read and of a write, by what the store can do, how the
     array is laid out and the kind of selection (docs/architecture.md §4, §5)."""
     from zarrcore.metadata.indexing import numpy_indexer
 

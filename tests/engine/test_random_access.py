@@ -25,6 +25,7 @@ from zarrcore.runtime.config import config
 from zarrcore.errors import SelectionError, ShapeMismatchError
 from zarrcore.runtime import pool
 from zarrcore.metadata.indexing import OrthogonalIndexer
+from zarrcore.engine.routes import OpenRoutes
 
 from one_block import in_one_chunk, same_result
 
@@ -818,7 +819,7 @@ def test_one_chunk_reads_take_the_compiled_road_and_match_numpy(tmp_path_factory
         sel = data.draw(in_one_chunk(ref.shape, block))
         with pytest.MonkeyPatch.context() as mp:
             if core:
-                mp.setattr(engine.ChunkEngine, "plan", _unplanned)
+                mp.setattr(OpenRoutes, "plan", _unplanned)
             got = a[sel]
         same_result(got, want_all[sel], order)
         same_result(a.get_basic_selection(sel), want_all[sel], order)
@@ -829,7 +830,7 @@ def test_one_chunk_reads_take_the_compiled_road_and_match_numpy(tmp_path_factory
         want_all[sel] = new
         with pytest.MonkeyPatch.context() as mp:
             if core:
-                mp.setattr(engine.ChunkEngine, "plan", _unplanned)
+                mp.setattr(OpenRoutes, "plan", _unplanned)
             same_result(a[sel], want_all[sel], order)
 
 
@@ -846,14 +847,14 @@ def test_one_chunk_road_leaves_other_selections_to_the_planner(tmp_path, shards)
                               dtype="i4", fill_value=-1)
     a[:6] = ref[:6]
     routes = []
-    plan = engine.ChunkEngine.plan
+    plan = OpenRoutes.plan
 
     def recorded(self, indexer, writing=False):
         routes.append(plan(self, indexer, writing))
         return routes[-1]
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(engine.ChunkEngine, "plan", recorded)
+        mp.setattr(OpenRoutes, "plan", recorded)
         full = np.vstack([ref[:6], np.full((6, 6), -1, "i4")])
         for sel in [(slice(0, 3), 0), (1, slice(None, None, -1)), (slice(2, 2), 1), (7, 0),
                     (Ellipsis, 4), 3, (1, slice(1, 3))]:
@@ -889,7 +890,7 @@ def test_zero_dimensional_and_odd_ints_read_as_numpy(tmp_path, order):
                               config={"order": order})
     for sel in [np.int8(-1), (np.uint64(2), np.int32(1)), (1, Ellipsis), (np.intp(0), None)]:
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(engine.ChunkEngine, "plan", _unplanned)
+            mp.setattr(OpenRoutes, "plan", _unplanned)
             same_result(a[sel], ref[sel], order)
     for sel in [True, (1, False), (np.bool_(True), 0)]:  # (no int to numpy either)
         with pytest.raises(SelectionError, match="boolean"):
@@ -907,6 +908,6 @@ def test_one_chunk_road_raises_the_planned_roads_errors(tmp_path, shards):
     with pytest.raises(zarrcore.errors.ZarrcoreError) as planned:
         a.get_basic_selection((1, slice(None)))
     with pytest.raises(type(planned.value)) as fast, pytest.MonkeyPatch.context() as mp:
-        mp.setattr(engine.ChunkEngine, "plan", _unplanned)
+        mp.setattr(OpenRoutes, "plan", _unplanned)
         a[1]
     assert str(fast.value) == str(planned.value) and "c/0/0" in str(fast.value)

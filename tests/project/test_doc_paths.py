@@ -123,7 +123,7 @@ def test_the_reader_sees_names_in_text_directives_autosummary_and_roles():
 @needs_docs
 def test_every_documented_name_resolves_where_the_docs_say():
     names = documented_names()
-    assert {"zarrcore.nodes.info.ArrayInfo", "zarrcore.asynchronous.open_array",
+    assert {"zarrcore.nodes.info.ArrayInfo", "zarrcore.api.asynchronous.open_array",
             "zarrcore.errors.PipelineFallbackError", "zarrcore.config.set"} <= set(names)
     broken = {}
     with warnings.catch_warnings():

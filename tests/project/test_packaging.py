@@ -13,11 +13,20 @@ import pytest
 pytestmark = pytest.mark.checks_linking
 
 
-def installed_extensions():
+def package_root():
     import zarrcore
 
-    return sorted(p for p in pathlib.Path(zarrcore.__file__).parent.iterdir()
-                  if p.suffix in (".so", ".pyd"))
+    return pathlib.Path(zarrcore.__file__).parent
+
+
+def installed_extensions():
+    return sorted(p for p in package_root().rglob("*") if p.suffix in (".so", ".pyd"))
+
+
+def module_path(extension):
+    """An extension's module by its path below zarrcore/, as check_wheel names it."""
+    relative = extension.relative_to(package_root())
+    return "/".join((*relative.parts[:-1], relative.name.split(".")[0]))
 
 
 def test_installed_package_is_self_contained(check_wheel):
@@ -26,7 +35,7 @@ def test_installed_package_is_self_contained(check_wheel):
 
 def test_each_extension_needs_only_the_c_runtime_and_exports_only_its_init(check_wheel):
     extensions = installed_extensions()
-    assert {p.name.split(".")[0] for p in extensions} == set(check_wheel.EXTENSIONS)
+    assert {module_path(p) for p in extensions} == set(check_wheel.EXTENSIONS)
     for path in extensions:
         needed, exported, allowed = check_wheel.dynamic_info(path.read_bytes())
         assert needed and all(allowed(lib) for lib in needed), (path.name, needed)
@@ -51,11 +60,11 @@ def test_a_wheel_missing_a_public_file_or_extension_or_with_stray_files_is_refus
     extensions = installed_extensions()
     with zipfile.ZipFile(wheel, "w") as z:
         for path in extensions[1:]:
-            z.write(path, f"zarrcore/{path.name}")
+            z.write(path, f"zarrcore/{path.relative_to(package_root()).as_posix()}")
         z.writestr("zarrcore/kernels.so", b"not an ELF file")
         z.writestr("zarrcore/_batch.c", b"/* generated */")
     problems = check_wheel.check_wheel(wheel)
-    missing = extensions[0].name.split(".")[0]
+    missing = module_path(extensions[0])
     assert f"zarrcore/{missing}: no compiled extension" in problems
     assert "zarrcore/kernels.pxd: missing (needed by `cimport zarrcore.kernels`)" in problems
     assert "zarrcore/array_api.pxd: missing (needed by `cimport zarrcore.array_api`)" in problems

@@ -56,9 +56,8 @@ def test_spelling_is_clean():
 
 # -- stubs of the compiled modules -------------------------------------------------------------
 def _stub(module):
-    """The top-level statements of `module`'s stub (zarrcore/NAME.pyi)."""
-    with open(os.path.join(ROOT, "zarrcore", module.__name__.rsplit(".", 1)[1] + ".pyi"),
-              encoding="utf-8") as f:
+    """The top-level statements of `module`'s stub (zarrcore/NAME.pyi, zarrcore/_native/...)."""
+    with open(os.path.join(ROOT, *module.__name__.split(".")) + ".pyi", encoding="utf-8") as f:
         return ast.parse(f.read()).body
 
 
@@ -103,8 +102,9 @@ def _runtime_parameters(obj):
     return names
 
 
-_COMPILED = ["_batch", "_chunk_jobs", "_compress", "_files", "_filters", "_indexing", "_memory",
-             "_memstore", "_shard_io", "_status", "array_api", "kernels"]
+_COMPILED = [*(f"_native.{name}" for name in (
+    "batch", "chunk_jobs", "compress", "files", "filters", "indexing", "memory", "memstore",
+    "shard_io", "status")), "array_api", "kernels"]
 
 
 @pytest.mark.parametrize("name", _COMPILED)

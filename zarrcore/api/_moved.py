@@ -10,6 +10,7 @@ from typing import Any
 # Second names, for good: {old module: the module it is now}.
 ALIASES = {
     "zarrcore.asynchronous": "zarrcore.api.asynchronous",
+    "zarrcore.config": "zarrcore.runtime.config",
     "zarrcore.icechunk": "zarrcore.storage.icechunk",
 }
 # Modules to be removed: {old module: the modules its names are now in, the first that has

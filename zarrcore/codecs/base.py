@@ -111,8 +111,8 @@ class Codec:
     stored byte fails it rather than decoding to other values.
 
     `native_form(spec)`: the compiled core's description of the codec (the settings of
-    zarrcore._native.batch and _chunk_jobs for it) as it sees chunks of `spec`; None when the core does
-    not run it. CodecChain.native_form composes them.
+    zarrcore._native.batch and chunk_jobs for it) as it sees chunks of `spec`; None when the
+    core does not run it. CodecChain.native_form composes them.
     """
 
     name: str | None = None

@@ -108,13 +108,13 @@ class CodecChain:
         return [*self.array_array, self.array_bytes, *self.bytes_bytes]
 
     def native_form(self) -> NativeForm | None:
-        """The settings of the compiled core's chain (zarrcore._native.batch, _chunk_jobs: ChunkBatch,
-        ChunkWaves, ShardJob) when it runs this chain, else None: the native forms of its
-        codecs composed, when each has one and they make a chain the core runs (at most one
-        array->array codec, a filter of the items' bytes as they lie in memory, whose form
-        then stands for the array->bytes codec's; at most one compressor; a crc32c only
-        last); `max_stored` is max_encoded_bytes, beyond which the core refuses a stored
-        chunk unread."""
+        """The settings of the compiled core's chain (zarrcore._native.batch, chunk_jobs:
+        ChunkBatch, ChunkWaves, ShardJob) when it runs this chain, else None: the native forms
+        of its codecs composed, when each has one and they make a chain the core runs (at most
+        one array->array codec, a filter of the items' bytes as they lie in memory, whose form
+        then stands for the array->bytes codec's; at most one compressor; a crc32c only last);
+        `max_stored` is max_encoded_bytes, beyond which the core refuses a stored chunk
+        unread."""
         if len(self.array_array) > 1:
             return None
         if self.array_array:

@@ -179,16 +179,16 @@ class ChunkEngine:
         return cache_bytes
 
     def _chunk_cache(self, cache_bytes: int, shared: Any = None) -> ChunkCache | None:
-        """The decoded-chunk cache of `cache_bytes` (_cache_budget) that the compiled reads
-        of a directory store, or of a MemoryStore's own data, share (`routes.chunk_batch`,
-        `routes.shard_batch`), and those of a store with `versioned_reads` (zip, object
-        stores): of its chunks (`routes.chunk_waves`), or of its shards' inner chunks where
-        the core runs their chain (`routes.shard_ranges` and `inner_waves`); of a regular grid, whose chunks all
-        have one shape. None for 0, or when no such route is open. Other stores give no
-        identity of their objects to validate entries by: they are never cached. With
-        `shared` (the array's "shared_cache": True or a SharedCacheRef), its chunks are kept
-        in memory that the machine's processes share (ChunkCache), but a MemoryStore's, whose
-        data is the process's own."""
+        """The decoded-chunk cache of `cache_bytes` (_cache_budget) that the compiled reads of a
+        directory store, or of a MemoryStore's own data, share (`routes.chunk_batch`,
+        `routes.shard_batch`), and those of a store with `versioned_reads` (zip, object stores):
+        of its chunks (`routes.chunk_waves`), or of its shards' inner chunks where the core runs
+        their chain (`routes.shard_ranges` and `inner_waves`); of a regular grid, whose chunks
+        all have one shape. None for 0, or when no such route is open. Other stores give no
+        identity of their objects to validate entries by: they are never cached. With `shared`
+        (the array's "shared_cache": True or a SharedCacheRef), its chunks are kept in memory
+        that the machine's processes share (ChunkCache), but a MemoryStore's, whose data is the
+        process's own."""
         chunk = self.sharding.chunk_shape if self.sharding is not None else self.chunk_shape
         chunk_bytes = self.dtype.itemsize * math.prod(chunk)
         if shared and not cache_bytes:

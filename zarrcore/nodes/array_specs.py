@@ -34,7 +34,9 @@ from ..storage import make_store
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from ..metadata.types import ChunksLike, CodecLike, CodecsLike, NodeMetadata, ShapeLike, StoreLike
+    from ..metadata.types import (
+        ChunksLike, CodecLike, CodecsLike, NodeMetadata, ShapeLike, StoreLike,
+    )
     from ..storage import Store
 
 

@@ -67,15 +67,14 @@ def _store_error(key: str, error: OSError) -> OSError:
 class LocalStore(Store):
     """A store in a directory of the local (or a shared) file system.
 
-    Every file is reached through the store's FileRoot (zarrcore._native.files, csrc/files/zc_fs.h), as the
-    compiled batches reach them. Key locks live in a lock file beside the hierarchy the node a
-    key belongs to is in, out of the store (csrc/files/zc_key_lock.h), but for keys locked
-    `replaced_last` (a group's metadata), which lock their own file. Temporary files of writers
-    a kill left behind are removed when a writable store lists their directory
-    (`remove_stale_temporary_files` does it for a whole prefix). Symlinks in the store are
-    followed; `confined=True` (default: `zarrcore.config.confine_local_stores`) resolves every
-    path beneath the root's directory, so a key whose path leads outside `root` raises
-    OutsideStoreError instead.
+    Every file is reached through the store's FileRoot (zarrcore._native.files, csrc/files/zc_fs.h),
+    as the compiled batches reach them. Key locks live in a lock file beside the hierarchy the node
+    a key belongs to is in, out of the store (csrc/files/zc_key_lock.h), but for keys locked
+    `replaced_last` (a group's metadata), which lock their own file. Temporary files of writers a
+    kill left behind are removed when a writable store lists their directory
+    (`remove_stale_temporary_files` does it for a whole prefix). Symlinks in the store are followed;
+    `confined=True` (default: `zarrcore.config.confine_local_stores`) resolves every path beneath
+    the root's directory, so a key whose path leads outside `root` raises OutsideStoreError instead.
     """
 
     supports_locks = True
