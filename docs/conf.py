@@ -66,7 +66,7 @@ numpydoc_validation_exclude = {
     r"^zarrcore\.(nodes\.info\.ArrayInfo|nodes\.Attributes|nodes\.BrokenNode|api\.GroupArrays)$",
     r"^zarrcore\.tools\.\w+Report$",
     r"^zarrcore\.(Store|LocalStore|MemoryStore|ZipStore|ObjectStore|FsspecStore)(\.\w+)?$",
-    r"^zarrcore\._types\.",
+    r"^zarrcore\.metadata\.types\.",
     r"^zarrcore\.(kernels|array_api)\.",
 }
 

@@ -23,7 +23,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 FLAGS = ["-std=c11", "-Wall", "-Wextra", "-Werror", "-O2"]
 # What tests/support/win/os_check.c needs: the system layer and what sits right on it.
 OS_CHECK_SOURCES = ["files/zc_fs.c", "files/zc_key_lock.c", "files/zc_memstore.c",
-                    "files/zc_sha256.c", "files/zc_temp.c"]
+                    "files/zc_sha256.c", "files/zc_temp.c", "os/zc_fork.c"]
 
 
 def blosc_include():
