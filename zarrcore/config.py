@@ -180,7 +180,7 @@ class Config:
         # `coalesce_max_bytes` (None: any length): zarr-python's
         # "array.sharding_coalesce_max_gap_bytes" and "array.sharding_coalesce_max_bytes".
         # Over a store's link with a round trip, larger gaps are merged and requests cut by
-        # what the link shows (engine.fetched.range_limits).
+        # what the link shows (engine.shard_ranges.range_limits).
         self.coalesce_gap_bytes = 1 << 16
         self.coalesce_max_bytes: int | None = None
         # zarrcore's codec pipeline for zarr-python (zarr_pipeline.py) hands a request it
