@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import concurrent.futures
-import functools
 import itertools
 import math
 import re
@@ -19,29 +18,22 @@ from ..array_api import ArrayHandle
 from .array_chunks import ChunkMethods
 from .array_config import array_config, config_items
 from .array_selection import SelectionMethods
-from .array_dask import apply_foreign, foreign_types, storage_block
 from .array_specs import ArraySpec, create_node, create_spec, open_spec
-from .async_nodes import AsyncArray
 from ..codecs import codec_from_v2
 from ..codecs.sharding import ShardingCodec
 from ..config import config as global_config
 from ..errors import SelectionError, SettingValueError, ShapeMismatchError
 from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..metadata.grid import AxisChunks, ChunkGrid
-from ..indexing import expand_selection, numpy_indexer, pop_fields
+from ..indexing import numpy_indexer, pop_fields
 from ..engine import ChunkEngine
-from .info import ArrayInfo
-from .streaming import Region, copy_into
-from .views import LazyArray
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from .._types import NodeMetadata, Selection, ShapeLike, StoreLike
+    from .._types import Fields, NodeMetadata, Selection, ShapeLike, StoreLike
     from ..codecs.base import Codec
     from ..storage import Store
-
-    Fields = str | Sequence[str] | None
 
 # Up to this many storage blocks outside a kept region, a resize checks each; beyond, it lists
 # the array's stored blocks instead.
@@ -53,6 +45,21 @@ class Array(SelectionMethods, ChunkMethods, Node):
 
     kind = "array"
     _metadata: ArrayMetadataV3 | ArrayMetadataV2
+
+    # -- faces ------------------------------------------------------------------------
+    # What other objects make of an array is theirs, in the modules above this one, which
+    # import it and give Array these attributes (zarrcore.nodes imports them all): `lazy`
+    # (views.py), `async_array` (async_nodes.py), `info` and `info_complete` (info.py),
+    # numpy's `__array_ufunc__` and `__array_function__` (array_dask.py), and `_streamed`,
+    # the copy of an Array assigned to a region (streaming.py).
+    if TYPE_CHECKING:
+        lazy: Any  # views.LazyArray
+        async_array: Any  # async_nodes.AsyncArray
+        info: Any  # info.ArrayInfo
+        info_complete: Any  # () -> info.ArrayInfo
+        __array_ufunc__: Any
+        __array_function__: Any
+        _streamed: Any  # (selection, value, fields) -> bool
 
     def __init__(self, store: Store, path: str, metadata: NodeMetadata,
                  read_only: bool = False, config: Mapping[str, Any] | None = None) -> None:
@@ -298,22 +305,6 @@ class Array(SelectionMethods, ChunkMethods, Node):
         return sum(self._store.getsize(k) or 0 for k in self._stored_chunk_keys())
 
     @property
-    def info(self) -> ArrayInfo:
-        """A printable summary of the array from its metadata alone (see ArrayInfo); as in
-        zarr-python, `info_complete()` adds what needs a listing of the store."""
-        return ArrayInfo(self, complete=False)
-
-    def info_complete(self) -> ArrayInfo:
-        """The summary with what needs a listing of the store: stored bytes, storage ratio and
-        chunks initialized.
-
-        Returns
-        -------
-        ArrayInfo
-        """
-        return ArrayInfo(self, complete=True)
-
-    @property
     def config(self) -> dict[str, Any]:
         """This array's own settings: `write_empty_chunks` (None: follow zarrcore.config),
         `read_missing_chunks`, `cache_bytes` and the options of config.ARRAY_OPTIONS when
@@ -391,27 +382,6 @@ class Array(SelectionMethods, ChunkMethods, Node):
         data: np.ndarray = self[...]
         return data if dtype is None else data.astype(dtype, copy=False)
 
-    # -- numpy's protocols -------------------------------------------------------
-    # A zarrcore Array is a duck array (NEP 13 and 18): numpy's functions, ufuncs and the
-    # arithmetic operators read it whole and give numpy arrays, so libraries that keep duck
-    # arrays as they are (xarray) hold the Array unread and index it for what they need.
-    # `==` and `!=` stay the identity of the handle, as for every node.
-
-    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        if any(isinstance(o, Array) for o in kwargs.get("out", ())):
-            return NotImplemented  # an Array is no buffer to compute into
-        return apply_foreign(getattr(ufunc, method), inputs, kwargs,
-                             foreign_types(inputs + tuple(kwargs.get("out", ()))))
-
-    def __array_function__(self, func: Callable[..., Any], types: Any, args: Any,
-                           kwargs: Any) -> Any:
-        foreign = [t for t in types if not issubclass(t, (Array, np.ndarray))]
-        if not foreign:
-            metadata_only = _METADATA_FUNCTIONS.get(func)
-            if metadata_only is not None:
-                return metadata_only(*args, **kwargs)
-        return apply_foreign(func, args, kwargs, foreign)
-
     # -- selection ------------------------------------------------------------
     def __getitem__(self, selection: Selection) -> Any:
         """numpy's `x[selection]`: basic, advanced (int or bool arrays) and mixed selections;
@@ -452,31 +422,11 @@ class Array(SelectionMethods, ChunkMethods, Node):
         if not self._streamed(selection, value, fields):
             self._write(numpy_indexer(selection, self.shape, self._grid), value, fields)
 
-    def _streamed(self, selection: Selection, value: Any, fields: Fields) -> bool:
-        """Copy `value` into `selection` block by block, never read whole, when it is an Array
-        of the selection's shape and the selection a region (step-1 slices); False when not."""
-        if not isinstance(value, Array) or fields is not None:
-            return False
-        region = _region_of(selection, self.shape)
-        if region is None or tuple(r.stop - r.start for r in region) != value.shape:
-            return False
-        if value.store == self.store and value.path == self.path and value.shape != self.shape:
-            return False  # a region of the array onto itself: the blocks would overlap
-        self._check_writable()
-        copy_into(self, region, value)
-        return True
-
     @property
     def _grid(self) -> tuple[AxisChunks, ...]:
         """Per axis the stored objects the engine reads (shards when sharded): their length,
         or their boundaries on a rectilinear grid."""
         return self._engine.grid.axes
-
-    @property
-    def lazy(self) -> LazyArray:
-        """A lazy view of the whole array: indexing it gives views that read nothing until
-        `read()` or `numpy.asarray` (docs/guide/views.md)."""
-        return LazyArray(self)
 
     def _fill_buffer(self, indexer: Any, buffer: np.ndarray) -> np.ndarray:
         """Read the selection into `buffer` (shape indexer.drop_shape), in the result's order."""
@@ -550,17 +500,6 @@ class Array(SelectionMethods, ChunkMethods, Node):
                 f"selection shape {indexer.shape}") from None
         if indexer.nitems:
             self._engine.write(indexer, indexer.permute(value))
-
-    @functools.cached_property
-    def async_array(self) -> AsyncArray:
-        """This array for asyncio code (zarr-python's name): the same engine, cache and locks
-        (one AsyncArray per Array, whose concurrent reads are read together).
-
-        Returns
-        -------
-        zarrcore.AsyncArray
-        """
-        return AsyncArray(self)
 
     def read_future(self, selection: Selection = Ellipsis) -> concurrent.futures.Future[Any]:
         """Start reading `a[selection]` in the background and return at once: the read of
@@ -832,34 +771,16 @@ def make_array(spec: ArraySpec) -> Array:
     return array
 
 
-def _region_of(selection: Selection, shape: tuple[int, ...]) -> Region | None:
-    """The region `selection` selects when it is step-1 slices (and Ellipsis), else None."""
-    items = expand_selection(selection, len(shape))
-    if not all(type(s) is slice and s.step in (None, 1) for s in items):
-        return None
-    return tuple(slice(start, max(start, stop))
-                 for start, stop, _ in (s.indices(n) for s, n in zip(items, shape)))
+def storage_block(array: Array) -> tuple[int, ...]:
+    """The shape of what `array` stores whole: the shard shape when sharded, else the chunk
+    shape."""
+    return tuple(array.shards or array.chunks)
 
 
 def _axis_sizes(shape: Sequence[int], block: Sequence[int]) -> tuple[tuple[int, ...], ...]:
     """Per axis, the sizes of the blocks of shape `block` tiling `shape`, the last cut."""
     return tuple(tuple(min(b, s - start) for start in range(0, s, b))
                  for s, b in zip(shape, block))
-
-
-def _shape_of(a: Any) -> tuple[int, ...]:
-    return a.shape if isinstance(a, Array) else np.shape(a)
-
-
-# numpy functions that need an Array's metadata, never its data.
-_METADATA_FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
-    np.shape: _shape_of,
-    np.ndim: lambda a: len(_shape_of(a)),
-    np.size: lambda a, axis=None: (math.prod(_shape_of(a)) if axis is None
-                                   else _shape_of(a)[axis]),
-    np.result_type: lambda *args: np.result_type(
-        *(a.dtype if isinstance(a, Array) else a for a in args)),
-}
 
 
 def _binary_operator(ufunc: np.ufunc, name: str) -> tuple[Callable[..., Any], Callable[..., Any]]:

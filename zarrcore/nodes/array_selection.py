@@ -21,11 +21,9 @@ from ..runtime.pool import in_turns
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from .._types import Selection
+    from .._types import Fields, Selection
     from ..engine import ChunkEngine
     from ..metadata.grid import AxisChunks
-
-    Fields = str | Sequence[str] | None
 
 __all__ = ["SelectionMethods"]
 

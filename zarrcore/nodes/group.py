@@ -5,7 +5,6 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 
-from .async_nodes import AsyncGroup
 from .consolidated import ConsolidatedMetadata, open_group_metadata
 
 from .node import (
@@ -57,6 +56,10 @@ class Group(ArrayMakers, Node):
     """A Zarr group: `g["a/b"]`, `g.create_array(...)`, `g.members()`."""
 
     kind = "group"
+
+    # -- faces (see Array's): `async_group` (async_nodes.py) ------------------------------
+    if TYPE_CHECKING:
+        async_group: Any  # async_nodes.AsyncGroup
 
     def __init__(self, store: Store, path: str, metadata: NodeMetadata, read_only: bool = False,
                  consolidated: ConsolidatedMetadata | None = None) -> None:
@@ -117,16 +120,6 @@ class Group(ArrayMakers, Node):
             return Array(self._store, path, metadata, read_only=self._read_only)
         return Group(self._store, path, metadata, read_only=self._read_only,
                      consolidated=self._consolidated.subgroup(rel))
-
-    @property
-    def async_group(self) -> AsyncGroup:
-        """This group for asyncio code.
-
-        Returns
-        -------
-        zarrcore.AsyncGroup
-        """
-        return AsyncGroup(self)
 
     def __getitem__(self, name: str) -> Array | Group:
         """The member at `name`, a path relative to this group ("a/b" goes down).

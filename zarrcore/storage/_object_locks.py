@@ -9,18 +9,17 @@ import random
 import socket
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import config
 from ..errors import LockLostError, LockTimeoutError, StoreError
 from ._object_versions import ObjectVersion, put_mode, version_of
 
 if TYPE_CHECKING:
-    from obstore import ObjectMeta
+    from _typeshed import ReadableBuffer
+    from obstore import ObjectMeta, PutMode, PutResult
 
-    from .objectstore import ObjectStore
-
-__all__ = ["LOCK_PREFIX", "LOCK_LEASE", "RELEASE_TRIES", "is_lock_object", "Lease"]
+__all__ = ["LOCK_PREFIX", "LOCK_LEASE", "RELEASE_TRIES", "is_lock_object", "LeasedStore", "Lease"]
 
 # Lock objects (see ObjectStore.lock) are named with this prefix beside their key and are
 # never listed as keys.
@@ -53,13 +52,25 @@ def _parse_stamp(data: bytes) -> dict[str, Any] | None:
     return None
 
 
+class LeasedStore(Protocol):
+    """What a lease asks of its store (an ObjectStore): conditional puts, reads of an
+    object with its metadata, deletes, and the store's clock."""
+
+    def _put(self, key: str, value: ReadableBuffer,
+             mode: PutMode = "overwrite") -> PutResult | None: ...
+    def _get_with_meta(self, key: str, limit: int | None = None, why: str | None = None
+                       ) -> tuple[bytes, ObjectMeta] | tuple[None, None]: ...
+    def _delete(self, key: str) -> None: ...
+    def _store_clock(self, beside: str) -> float | None: ...
+
+
 class Lease:
     """One holding of a lock object: taken on creation (waiting for it as long as a live
     holder renews it, up to config.lock_timeout), renewed from a daemon thread, and deleted
     by release(). Its stamp carries a nonce, so that a put of it that was applied but whose
     answer was lost (the retry then conflicting with it) is still recognised as its own."""
 
-    def __init__(self, store: ObjectStore, lock_key: str) -> None:
+    def __init__(self, store: LeasedStore, lock_key: str) -> None:
         self._store, self._key = store, lock_key
         self._nonce = os.urandom(16).hex()
         try:
