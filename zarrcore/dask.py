@@ -23,7 +23,8 @@ from dask.delayed import Delayed, delayed
 from . import api
 from .metadata.types import StoreLike
 from .nodes.array import Array
-from .nodes.array_dask import as_dask, storage_block
+from .nodes.array import storage_block
+from .nodes.array_dask import as_dask
 from .nodes.array_dask import arrays_as_dask  # noqa: F401  (a public name of this module)
 from .errors import LockUnavailableError, ProcessLocalStoreError, ReadOnlyError
 

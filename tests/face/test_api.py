@@ -536,7 +536,7 @@ def test_num_threads_env_variable():
 
 @pytest.mark.slow
 def test_buffer_pool_env_variable():
-    code = ("import zarrcore, numpy as np; from zarrcore import _memory\n"
+    code = ("import zarrcore, numpy as np; from zarrcore._native import memory as _memory\n"
             "a = _memory.empty((1 << 20,), np.uint8); del a\n"
             "print(zarrcore.config.buffer_pool_bytes, _memory.kept_bytes())")
     for value, kept in (("0", 0), ("3000000", 1 << 20)):

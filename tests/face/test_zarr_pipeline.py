@@ -396,9 +396,9 @@ def run_settings(monkeypatch):
     shard reads, the threads of compiled jobs and the requests in flight of store calls and
     of reads by one version of each shard (a list of (what, value), cleared by the test)."""
     seen = []
-    coalesce, run_workers = zarrcore.engine.fetched.coalesce, zarrcore.engine.fetched.run_workers
+    coalesce, fan_out = zarrcore.engine.shard_ranges.coalesce, zarrcore.engine.shard_ranges.fan_out
+    run_workers = zarrcore.engine.fetched.run_workers
     get_many = zarrcore.storage.memory.MemoryStore.get_many
-    fan_out = zarrcore.engine.fetched.fan_out
 
     def coalesce_spy(offsets, lengths, gap, most):
         seen.append(("coalesce", (gap, most)))
@@ -416,11 +416,11 @@ def run_settings(monkeypatch):
         seen.append(("in flight", limit))
         return fan_out(call, items, limit, **kwargs)
 
-    monkeypatch.setattr(zarrcore.engine.fetched, "coalesce", coalesce_spy)
+    monkeypatch.setattr(zarrcore.engine.shard_ranges, "coalesce", coalesce_spy)
     for runners in (zarrcore.engine.directory, zarrcore.engine.fetched):
         monkeypatch.setattr(runners, "run_workers", run_workers_spy)
     monkeypatch.setattr(zarrcore.storage.memory.MemoryStore, "get_many", get_many_spy)
-    monkeypatch.setattr(zarrcore.engine.fetched, "fan_out", fan_out_spy)
+    monkeypatch.setattr(zarrcore.engine.shard_ranges, "fan_out", fan_out_spy)
     return seen
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import zarrcore
 from zarrcore.errors import LockTimeoutError, StoreError
-from zarrcore.storage import make_store, objectstore
+from zarrcore.storage import _object_locks, make_store
 
 pytest.importorskip("obstore", reason="obstore (the remote extra) is not installed")
 
@@ -41,7 +41,7 @@ def _within(seconds, call):
 
 def test_lock_put_answered_503_after_it_landed_is_held_at_once(s3_bucket, fault_proxy,
                                                                monkeypatch):
-    monkeypatch.setattr(objectstore, "LOCK_LEASE", 4.0)  # (what waiting for itself costs)
+    monkeypatch.setattr(_object_locks, "LOCK_LEASE", 4.0)  # (what waiting for itself costs)
     server, bucket = s3_bucket
     store = make_store(f"s3://{bucket}", storage_options=_proxied_options(server, fault_proxy))
     faults = fault_proxy.faults
@@ -99,7 +99,7 @@ def test_future_stamped_lock_times_out_naming_it_then_is_taken_over(s3_bucket, m
         with pytest.raises(LockTimeoutError, match=rf"1 s.*'{lock_key}'.*host 'skewed' pid 7"):
             _within(10, lambda: a.attrs.update(x=1))
         assert 0.9 < time.monotonic() - started < 5
-    monkeypatch.setattr(objectstore, "LOCK_LEASE", 1.0)
+    monkeypatch.setattr(_object_locks, "LOCK_LEASE", 1.0)
     _within(10, lambda: a.resize((6,)))  # unchanged for a lease: its holder is gone
     assert a.store.get(lock_key) is None
     assert zarrcore.open_array(url, mode="r", storage_options=options).shape == (6,)
@@ -109,7 +109,7 @@ def test_lock_left_long_ago_is_taken_over_at_once_by_the_stores_clock(s3_bucket,
                                                                       monkeypatch):
     """Its age by the store's clock (Last-Modified against a probe's) decides at once, even
     when its stamp, from a skewed clock, says it is new."""
-    monkeypatch.setattr(objectstore, "LOCK_LEASE", 2.0)
+    monkeypatch.setattr(_object_locks, "LOCK_LEASE", 2.0)
     server, bucket = s3_bucket
     store = make_store(f"s3://{bucket}", storage_options=server.storage_options())
     store.set("a/.zarrcore-lock.k", json.dumps({"host": "skewed", "pid": 7, "nonce": "s",

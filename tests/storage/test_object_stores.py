@@ -685,17 +685,17 @@ def test_s3_stale_lock_object_is_taken_over(s3_bucket):
 
 
 def test_s3_lock_held_past_its_lease_is_renewed_not_taken(s3_bucket, monkeypatch):
-    from zarrcore.storage import objectstore
+    from zarrcore.storage import _object_locks
 
-    monkeypatch.setattr(objectstore, "LOCK_LEASE", 0.8)
+    monkeypatch.setattr(_object_locks, "LOCK_LEASE", 0.8)
     server, bucket = s3_bucket
     options = server.storage_options()
     holder = make_store(f"s3://{bucket}", storage_options=options)
     # The waiter is another process: this one's threads queue on a lock of their own.
     waiter = subprocess.Popen([sys.executable, "-c", f"""
 import sys, time
-from zarrcore.storage import make_store, objectstore
-objectstore.LOCK_LEASE = 0.8
+from zarrcore.storage import _object_locks, make_store
+_object_locks.LOCK_LEASE = 0.8
 store = make_store("s3://{bucket}", storage_options={options!r})
 sys.stdin.readline()
 with store.lock("a/k", "a"):
@@ -713,9 +713,9 @@ with store.lock("a/k", "a"):
 
 
 def test_s3_lock_taken_over_while_held_fails_loudly(s3_bucket, monkeypatch):
-    from zarrcore.storage import objectstore
+    from zarrcore.storage import _object_locks
 
-    monkeypatch.setattr(objectstore, "LOCK_LEASE", 0.4)
+    monkeypatch.setattr(_object_locks, "LOCK_LEASE", 0.4)
     server, bucket = s3_bucket
     store = make_store(f"s3://{bucket}", storage_options=server.storage_options())
     with pytest.raises(zarrcore.errors.LockLostError, match="a/.zarrcore-lock.k"):

@@ -16,7 +16,7 @@ ALIASES = {
 # Modules to be removed: {old module: the modules its names are now in, the first that has
 # one}.
 MOVED = {
-    "zarrcore.array": ("zarrcore.nodes.info", "zarrcore.nodes.array", "zarrcore.nodes.creation",
+    "zarrcore.array": ("zarrcore.nodes.array", "zarrcore.nodes.info", "zarrcore.nodes.creation",
                        "zarrcore.nodes.array_dask"),
     "zarrcore.array_chunks": ("zarrcore.nodes.array_chunks",),
     "zarrcore.views": ("zarrcore.nodes.views",),

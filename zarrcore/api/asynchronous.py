@@ -50,7 +50,9 @@ def _as_coroutine(sync: Callable[..., Any], wrap: Callable[[Any], _T], returns: 
 
 
 def _opened(node: api.Array | api.Group) -> AsyncArray | AsyncGroup:
-    return node.async_array if isinstance(node, api.Array) else node.async_group
+    opened: AsyncArray | AsyncGroup = (node.async_array if isinstance(node, api.Array)
+                                       else node.async_group)
+    return opened
 
 
 def _same(value: Any) -> Any:

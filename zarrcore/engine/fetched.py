@@ -6,11 +6,11 @@ from __future__ import annotations
 import bisect
 import contextlib
 import functools
-import math
 import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,30 +18,34 @@ import numpy.typing as npt
 
 from .._native.chunk_jobs import ChunkWaves
 from ..codecs.chain import CodecChain
-from ..codecs.sharding import EMPTY, Entries, coalesce
+from ..codecs.sharding import EMPTY
 from ..runtime.cancellation import carrying, current
-from ..runtime.concurrency import fan_out
 from ..runtime.pool import Claims, parallel_map, run_workers
 from ..runtime.config import config
 from ..errors import (
     KeyChangedError, ShardIndexError, ZarrcoreError,
 )
 from ..metadata.indexing import (
-    BasicIndexer, ChunkProjection, CoordinateIndexer,
+    BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer,
 )
-from ..storage.base import UNCHANGED, at_most
+from ..storage.base import UNCHANGED
 from .planning import (
     Int64s, chunk_projections, grid_of, in_shards, inner_plans, job_groups, point_listing,
     replan, task_grid, task_values, with_key,
 )
 from .cache import KnownIndex, share_versions, shared_versions, version_digest
+from .shard_ranges import (
+    Cached, Fetch, ShardReaders, ShardRequests, ShardWaves, known_indexes, read_indexed_shards,
+    shard_bytes,
+)
 
 if TYPE_CHECKING:
+    from .._native.cache import ChunkCache
     from .._native.indexing import AxisPlan
     from ..codecs.base import BytesLike
     from ..codecs.sharding import ShardingCodec
     from ..metadata.indexing import Indexer
-    from ..storage.base import ByteRange, Fetched, RangeReader, ReadBytes, Request, Store
+    from ..storage.base import ByteRange, Fetched, ReadBytes, Request, Store
     from . import ChunkEngine
 
 
@@ -56,11 +60,6 @@ FETCHED_BYTES_MIN = 64 << 20
 
 
 _FETCH_DONE = object()
-
-
-# The gap a shard wanted whole (ShardingCodec.reads_whole) coalesces its inner chunks'
-# ranges over, where its index is known: one request, as for the whole shard.
-WHOLE_GAP = 1 << 62
 
 
 # Not fan_out: one get_many, which bounds its own requests, drained on an I/O thread.
@@ -105,21 +104,7 @@ def arrivals(store: Store, requests: Sequence[Request], concurrency: int,
     try:
         done = False
         while not done:
-            items = [arrived.get()]
-            while True:
-                try:
-                    items.append(arrived.get_nowait())
-                except queue.Empty:
-                    break
-            batch: list[tuple[int, Fetched]] = []
-            for item in items:
-                if item is _FETCH_DONE:
-                    done = True
-                elif isinstance(item, BaseException):
-                    raise item
-                else:
-                    batch.append(item)  # type: ignore[arg-type]  # (what fetch() put)
-            items.clear()
+            batch, done = _arrived(arrived)
             if batch:
                 yield batch
                 batch.clear()  # (handed on: its bytes go once the caller drops them)
@@ -129,12 +114,26 @@ def arrivals(store: Store, requests: Sequence[Request], concurrency: int,
             fetcher.result()
 
 
-def _first(parts: Fetched) -> ReadBytes | None:
-    """The bytes of the first range of a get_many or get_ranges result `parts` (None: not
-    stored)."""
-    if parts is None or isinstance(parts, (bytes, memoryview)):
-        return parts
-    return parts[0]
+def _arrived(arrived: queue.SimpleQueue[object]) -> tuple[list[tuple[int, Fetched]], bool]:
+    """The (i, result) pairs `arrivals`' fetch put in `arrived` since the last call (waiting
+    for one item at least), and whether it is done; an error it put is raised."""
+    items = [arrived.get()]
+    while True:
+        try:
+            items.append(arrived.get_nowait())
+        except queue.Empty:
+            break
+    batch: list[tuple[int, Fetched]] = []
+    done = False
+    for item in items:
+        if item is _FETCH_DONE:
+            done = True
+        elif isinstance(item, BaseException):
+            raise item
+        else:
+            batch.append(item)  # type: ignore[arg-type]  # (what fetch() put)
+    items.clear()
+    return batch, done
 
 
 def write_waves(n: int, store: Store, threads: int, tasks_each: int = 1) -> list[slice]:
@@ -436,6 +435,21 @@ def decode_arrived(engine: ChunkEngine, jobs: list[ChunkWaves], arrived: dict[in
             raise with_key(error, keys[first[j] + task])
 
 
+@dataclass
+class _ShardTasks:
+    """The tasks of a sharded read (its job's: groups of points, or pieces of inner chunks):
+    by task, its inner chunk (grid indices over the array), the shard it is in (its place in
+    `shards`) and its C-order place in it; and the grid indices of the shards touched. (Not a
+    tuple, which the garbage collector never clears: the job of a read that failed, held in
+    the cycles of its traceback, then goes before the cache its pins are in.)"""
+
+    job: ChunkWaves | _InnerChunkWaves
+    inner: Int64s
+    shard_of: Int64s
+    local: Int64s
+    shards: Sequence[Sequence[int]]
+
+
 def read_shard_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any]) -> None:
     """Read a sharded array through Store.get_many: first the index of every shard
     touched (the whole shard when most of it is wanted), then the byte ranges of the
@@ -444,77 +458,98 @@ def read_shard_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any
     array, on a rectilinear grid of shards too (`__init__`): one job takes them all."""
     codec = engine.sharding
     assert codec is not None  # (the route `plan` took is open)
-    inner_shape, blocks = codec.chunk_shape, engine.grid.axes
-    job: ChunkWaves | _InnerChunkWaves
-    inner_grid = grid_of(engine.array_shape, inner_shape)
     # Through the decoded-chunk cache where the store tells each shard's version
     # (`cached_tasks`).
     cache = engine.cache if engine.store.versioned_reads else None
     if isinstance(indexer, CoordinateIndexer):
-        # Tasks are the groups of points by inner chunk (grouped once, in C); each
-        # group's shard follows from its inner chunk.
-        native = codec.inner_native_form
-        assert native is not None  # (as `plan` saw)
-        groups = indexer.groups_by(inner_shape)
-        job = ChunkWaves(native, inner_shape, inner_grid, None, out,
-                         points=(*point_listing(groups, inner_shape)[:3], None), cache=cache)
-        inner = np.asarray(groups.coords)
-        at, local = in_shards(blocks, inner_shape, inner)
-        found, shard_of = np.unique(at, axis=0, return_inverse=True)
-        shard_of = shard_of.reshape(-1)
-        shards = found.tolist()
+        tasks = _point_tasks(engine, codec, indexer, out, cache)
     else:
-        if isinstance(indexer, BasicIndexer):
-            plans = replan(indexer.plans, engine.array_shape, blocks, inner_shape)
-        else:
-            plans = inner_plans(indexer, engine.array_shape, blocks, inner_shape)
-        native = codec.inner_native_form
-        if native is not None:
-            job = ChunkWaves(native, inner_shape, inner_grid, plans, out, cache=cache)
-        else:
-            job = _InnerChunkWaves(codec.inner, plans, out)
-            cache = None
-        shards = task_values(indexer.plans, "chunks")
-        # Per task: the shard it is in (its place in `shards`) and its C-order place in it.
-        inner = task_grid(plans)
-        of_task, local = in_shards(blocks, inner_shape, inner)
-        places = [np.searchsorted(np.asarray(p.chunks, dtype=np.int64), of_task[:, d])
-                  for d, p in enumerate(indexer.plans)]
-        shard_of = (np.ravel_multi_index(places, [len(p.chunks) for p in indexer.plans])
-                    if places else np.zeros(len(of_task), dtype=np.int64))
-    keys = [engine.key(c) for c in shards]
-    codecs = shard_codecs(engine, shards)
-    by_shard = np.argsort(shard_of, kind="stable")
-    bounds = np.searchsorted(shard_of[by_shard], np.arange(len(keys) + 1))
+        tasks = _planned_tasks(engine, codec, indexer, out, cache)
+    keys = [engine.key(c) for c in tasks.shards]
+    codecs = shard_codecs(engine, tasks.shards)
+    by_shard = np.argsort(tasks.shard_of, kind="stable")
+    bounds = np.searchsorted(tasks.shard_of[by_shard], np.arange(len(keys) + 1))
     shard_tasks = [by_shard[bounds[s]:bounds[s + 1]] for s in range(len(keys))]
     requests: list[tuple[str, list[ByteRange] | None]] = [
         (key, None if fetched_whole(engine, c, len(t)) else [c.index_range()])
         for key, c, t in zip(keys, codecs, shard_tasks)]
+    cached = None
+    if cache is not None and isinstance(tasks.job, ChunkWaves):  # (only compiled jobs')
+        cached = functools.partial(cached_tasks, tasks.job, tasks.inner.tolist())
+    waves = _ShardWaves(engine, tasks, keys, codecs, cached)
+    with contextlib.ExitStack() as held:
+        read_shard_ranges(engine, ShardRequests(keys, requests, shard_tasks, tasks.local, codecs),
+                          held, waves)
 
-    def name(task: int) -> str:
-        inner = codecs[shard_of[task]].coords(int(local[task]))
-        return f"{keys[shard_of[task]]!r}, inner chunk {inner}"
 
-    def run(tasks: Int64s) -> None:
-        failure = _run_waves(job, tasks, job.work_read, engine.options.num_threads)
+def _point_tasks(engine: ChunkEngine, codec: ShardingCodec, indexer: CoordinateIndexer,
+                 out: npt.NDArray[Any], cache: ChunkCache | None) -> _ShardTasks:
+    """Tasks are the groups of points by inner chunk (grouped once, in C); each group's
+    shard follows from its inner chunk."""
+    inner_shape = codec.chunk_shape
+    native = codec.inner_native_form
+    assert native is not None  # (as `plan` saw)
+    groups = indexer.groups_by(inner_shape)
+    job = ChunkWaves(native, inner_shape, grid_of(engine.array_shape, inner_shape), None, out,
+                     points=(*point_listing(groups, inner_shape)[:3], None), cache=cache)
+    inner = np.asarray(groups.coords)
+    at, local = in_shards(engine.grid.axes, inner_shape, inner)
+    found, shard_of = np.unique(at, axis=0, return_inverse=True)
+    return _ShardTasks(job, inner, shard_of.reshape(-1), local, found.tolist())
+
+
+def _planned_tasks(engine: ChunkEngine, codec: ShardingCodec, indexer: OrthogonalIndexer,
+                   out: npt.NDArray[Any], cache: ChunkCache | None) -> _ShardTasks:
+    """Tasks are the pieces of inner chunks of the selection's plans, per task the shard
+    it is in (by the plans' chunks) and its C-order place in it."""
+    inner_shape, blocks = codec.chunk_shape, engine.grid.axes
+    if isinstance(indexer, BasicIndexer):
+        plans = replan(indexer.plans, engine.array_shape, blocks, inner_shape)
+    else:
+        plans = inner_plans(indexer, engine.array_shape, blocks, inner_shape)
+    native = codec.inner_native_form
+    job: ChunkWaves | _InnerChunkWaves
+    if native is not None:
+        job = ChunkWaves(native, inner_shape, grid_of(engine.array_shape, inner_shape), plans,
+                         out, cache=cache)
+    else:
+        job = _InnerChunkWaves(codec.inner, plans, out)
+    inner = task_grid(plans)
+    of_task, local = in_shards(blocks, inner_shape, inner)
+    places = [np.searchsorted(np.asarray(p.chunks, dtype=np.int64), of_task[:, d])
+              for d, p in enumerate(indexer.plans)]
+    shard_of = (np.ravel_multi_index(places, [len(p.chunks) for p in indexer.plans])
+                if places else np.zeros(len(of_task), dtype=np.int64))
+    return _ShardTasks(job, inner, shard_of, local, task_values(indexer.plans, "chunks"))
+
+
+class _ShardWaves:
+    """What read_shard_ranges hands a sharded read's bytes to (ShardWaves): its job's
+    `add`, and its waves run on the array's threads, each failure naming its inner chunk."""
+
+    def __init__(self, engine: ChunkEngine, tasks: _ShardTasks, keys: Sequence[str],
+                 codecs: Sequence[ShardingCodec], cached: Cached | None) -> None:
+        self.job, self.tasks, self.keys, self.codecs = tasks.job, tasks, keys, codecs
+        self.threads = engine.options.num_threads
+        self.cached = cached
+
+    def name(self, task: int) -> str:
+        shard = self.tasks.shard_of[task]
+        inner = self.codecs[shard].coords(int(self.tasks.local[task]))
+        return f"{self.keys[shard]!r}, inner chunk {inner}"
+
+    def run(self, tasks: Int64s) -> None:
+        failure = _run_waves(self.job, tasks, self.job.work_read, self.threads)
         if failure is not None:
             error, task = failure
-            raise type(error)(f"chunk {name(task)}: {error}")
+            raise type(error)(f"chunk {self.name(task)}: {error}")
 
-    def add(data: ReadBytes, tasks: Int64s, offsets: Int64s, lengths: Int64s) -> None:
-        bad = job.add(data, tasks, offsets, lengths)
+    def add(self, data: ReadBytes, tasks: Int64s, offsets: Int64s, lengths: Int64s) -> None:
+        bad = self.job.add(data, tasks, offsets, lengths)
         if bad >= 0:
             raise ShardIndexError(
-                f"chunk {name(tasks[bad])}: shard index entry (offset {offsets[bad]}, "
+                f"chunk {self.name(tasks[bad])}: shard index entry (offset {offsets[bad]}, "
                 f"nbytes {lengths[bad]}) reaches past the end of the shard")
-
-    cached = None
-    if cache is not None:
-        assert isinstance(job, ChunkWaves)  # (a cache only for compiled jobs, above)
-        cached = functools.partial(cached_tasks, job, inner.tolist())
-    with contextlib.ExitStack() as held:
-        read_shard_ranges(engine, keys, requests, shard_tasks, local, codecs, held, add, run,
-                          cached)
 
 
 def cached_tasks(job: ChunkWaves, coords: Sequence[Sequence[int]], version: Any,
@@ -647,17 +682,6 @@ def shard_codecs(engine: ChunkEngine, shards: Sequence[Sequence[int]]) -> list[S
     return codecs
 
 
-# A sharded read's fetch: (requests, their sizes in bytes) -> batches of (i, (result, the
-# shard's version or None)) as they arrive (`read_shard_ranges`).
-Fetch = Callable[[Sequence["Request"], Sequence[int]],
-                 Iterator[list[tuple[int, tuple[Any, Any]]]]]
-
-
-def shard_bytes(engine: ChunkEngine) -> int:
-    """The bytes of one of the array's shards, decoded."""
-    return engine.dtype.itemsize * math.prod(engine.chunk_shape)
-
-
 def fetched_whole(engine: ChunkEngine, codec: ShardingCodec, ntouched: int) -> bool:
     """Is a shard of which a read touches `ntouched` inner chunks fetched by one request,
     rather than its index and then byte ranges? Where most of it is wanted
@@ -668,220 +692,57 @@ def fetched_whole(engine: ChunkEngine, codec: ShardingCodec, ntouched: int) -> b
         link is None or shard_bytes(engine) <= link.piece_bytes())
 
 
-def range_limits(engine: ChunkEngine, whole: bool, total: int) -> tuple[int, int | None]:
-    """(gap, most) by which `coalesce` groups a shard's byte ranges into requests, where all
-    of it is wanted (`whole`) or some, in a read of about `total` bytes: the array's options
-    (config.array_options), or one request for a whole shard; over a link with a round trip,
-    also every gap that moving costs less than a round trip (Link.gap_bytes), and requests
-    cut to what one connection moves fast (Link.piece_bytes), unless the options set the
-    most; both within the read's share of a connection."""
-    gap = WHOLE_GAP if whole else engine.options.coalesce_gap_bytes
-    most = None if whole else engine.options.coalesce_max_bytes
-    link = engine.store.link
-    if link is not None:
-        gap = max(gap, link.gap_bytes(total, engine.options.io_concurrency))
-        if most is None:
-            most = link.piece_bytes(total, engine.options.io_concurrency)
-    return gap, most
-
-
-def _span_bytes(request: Request) -> int:
-    """The bytes of a request of one range (`place`'s: (start, stop), or an index's)."""
-    ranges = request[1]
-    assert ranges is not None and len(ranges) == 1  # (as `place` makes them)
-    start, stop = ranges[0]
-    return -start if start is not None and start < 0 else (stop or 0) - (start or 0)
-
-
-# Which of a shard's stored tasks the decoded-chunk cache holds (`cached_tasks`, bound to its
-# read's job): (shard version, tasks, offsets, lengths) -> a mask of the hits.
-Cached = Callable[[Any, Int64s, Int64s, Int64s], npt.NDArray[np.bool_]]
-
-
-def read_shard_ranges(
-        engine: ChunkEngine, keys: list[str], requests: list[tuple[str, list[ByteRange] | None]],
-        shard_tasks: list[Int64s], local: Int64s, codecs: Sequence[ShardingCodec],
-        held: contextlib.ExitStack, add: Callable[[ReadBytes, Int64s, Int64s, Int64s], None],
-        run: Callable[[Int64s], None], cached: Cached | None = None) -> None:
-    """The fetching half of _read_shard_waves: the `requests` for the shards' indexes (or
-    whole shards), then the inner chunks' ranges, passing what arrives to `add` and
-    `run`. A store whose readers keep one version of a key (Store.readers_keep_one_version)
-    is read through them, index and inner chunks alike, so that a writer replacing a shard
-    between the two cannot tear the read; other stores through get_many (with `cached`,
+def read_shard_ranges(engine: ChunkEngine, shards: ShardRequests, held: contextlib.ExitStack,
+                      waves: ShardWaves) -> None:
+    """The fetching half of read_shard_waves: the requests for the shards' indexes (or
+    whole shards), then the inner chunks' ranges, passing what arrives to `waves`
+    (read_indexed_shards). A store whose readers keep one version of a key
+    (Store.readers_keep_one_version) is read through them (ShardReaders, held until `held`
+    closes), index and inner chunks alike, so that a writer replacing a shard between the
+    two cannot tear the read; other stores through get_many (with `waves.cached`,
     get_many_versioned: each shard's version, which its inner chunks' entries are of)."""
-    store = engine.store
-    concurrency = engine.options.io_concurrency
-    budget = max(engine.options.num_threads * shard_bytes(engine), FETCHED_BYTES_MIN)
     indexes = engine.shard_indexes
-    # The shards whose indexes `indexes` knew, with the version they were learned from: read
-    # at that version.
-    known: dict[int, KnownIndex] = {}
+    budget = max(engine.options.num_threads * shard_bytes(engine), FETCHED_BYTES_MIN)
     asked = time.time()  # (what the answers tell was so at this time, or later)
     # (Each yields batches of (i, (result, the shard's version or None)) of requests of
     # about `sizes` bytes, those held at once at most `budget` bytes.)
     fetch: Fetch
-    readers: dict[str, RangeReader | None] = {}
-    if not store.readers_keep_one_version and cached is not None:
-        def fetch(requests: Sequence[Request], sizes: Sequence[int]
-                  ) -> Iterator[list[tuple[int, tuple[Any, Any]]]]:
-            return _in_waves(lambda wave: arrivals(store, wave, concurrency, [None] * len(wave)),
-                             requests, sizes, budget)
-    elif not store.readers_keep_one_version:
-        def fetch(requests: Sequence[Request], sizes: Sequence[int]
-                  ) -> Iterator[list[tuple[int, tuple[Any, Any]]]]:
-            for batch in _in_waves(lambda wave: arrivals(store, wave, concurrency), requests,
-                                   sizes, budget):
-                yield [(i, (parts, None)) for i, parts in batch]
+    known: dict[int, KnownIndex] = {}
+    if engine.store.readers_keep_one_version:
+        known = known_indexes(engine, shards, waves.cached is not None)
+        fetch = ShardReaders(engine, held, shards.keys, known, budget)
     else:
-        for s, (key, ranges) in enumerate(requests):
-            # (A shard wanted whole too, where the array keeps a cache: then only the inner
-            # chunks the cache does not hold are fetched, in one range.)
-            hit = (None if indexes is None or ranges is None and cached is None
-                   else indexes.get(key))
-            if hit is not None:
-                readers[key] = held.enter_context(store.reader(key, version=hit.version))
-                known[s] = hit
-
-        def read(request: Request) -> tuple[Sequence[ReadBytes] | None, Any]:
-            key, ranges = request
-            reader = readers[key]
-            if reader is None or ranges is None:
-                return None, None
-            # (None: a version the reader cannot tell, or one that tells no bytes apart)
-            return reader.get_ranges(ranges), getattr(reader, "version", None)
-
-        def fetch(requests: Sequence[Request], sizes: Sequence[int]
-                  ) -> Iterator[list[tuple[int, tuple[Any, Any]]]]:
-            for key, _ in requests:
-                if key not in readers:
-                    readers[key] = held.enter_context(store.reader(key))
-            # On the shared I/O pool, not threads of its own: a read fetches twice (indexes,
-            # then inner chunks), and each would start and stop as many threads.
-            return fan_out(read, requests, concurrency, executor=config.io_executor(),
-                           weights=sizes, budget=budget)
-
+        fetch = _get_many_fetch(engine, budget, waves.cached is not None)
     try:
-        learned = read_indexed_shards(engine, keys, requests, shard_tasks, local, codecs,
-                                      known, fetch, add, run, cached)
+        learned = read_indexed_shards(engine, shards, known, fetch, waves)
     except KeyChangedError:
         if indexes is not None:  # (the read is tried again, reading the indexes anew)
-            indexes.forget(keys)
+            indexes.forget(shards.keys)
         raise
     if indexes is not None:
         for s, (version, entries) in learned.items():
             if version is not None:
-                indexes.put(keys[s], version, entries, asked)
+                indexes.put(shards.keys[s], version, entries, asked)
 
 
-def read_indexed_shards(
-        engine: ChunkEngine, keys: list[str], requests: list[tuple[str, list[ByteRange] | None]],
-        shard_tasks: list[Int64s], local: Int64s, codecs: Sequence[ShardingCodec],
-        known: dict[int, KnownIndex], fetch: Fetch,
-        add: Callable[[ReadBytes, Int64s, Int64s, Int64s], None],
-        run: Callable[[Int64s], None], cached: Cached | None
-        ) -> dict[int, tuple[Any, Entries]]:
-    """The waves of _read_shard_ranges: the indexes (or whole shards) of the shards whose
-    indexes are not `known`, then the inner chunks' ranges of them all, but of those
-    `cached` finds at their shard's version. A known shard none of whose inner chunks is
-    fetched is asked for its index at its version (but where the array's `recheck` trusts
-    the index's stamp), and the known shards' tasks that need no bytes run last, so that no
-    read goes through an index (nor entries) of a shard replaced since. The indexes it read,
-    by shard, each with its shard's version."""
-    # (key, [(start, stop)]), and the tasks whose bytes that range holds, their offsets
-    # in it and lengths.
-    ranged: list[tuple[Request, Int64s, Int64s, Int64s]] = []
-    learned: dict[int, tuple[Any, Entries]] = {}
-    # Each shard's version in this read (None: unknown, or not stored).
-    versions: dict[str, Any] = {keys[s]: k.version for s, k in known.items()}
-    none = np.zeros(0, dtype=np.int64)
+def _get_many_fetch(engine: ChunkEngine, budget: int, versioned: bool) -> Fetch:
+    """A sharded read's fetch through Store.get_many, in waves of at most `budget` bytes
+    (`_in_waves`); `versioned`: through get_many_versioned, which tells each shard's
+    version."""
+    store, concurrency = engine.store, engine.options.io_concurrency
+    if versioned:
+        def fetch(requests: Sequence[Request], sizes: Sequence[int]
+                  ) -> Iterator[list[tuple[int, tuple[Any, Any]]]]:
+            return _in_waves(lambda wave: arrivals(store, wave, concurrency, [None] * len(wave)),
+                             requests, sizes, budget)
+        return fetch
 
-    def place(s: int, entries: Entries, data: ReadBytes | None) -> Int64s:
-        """Hand the tasks of shard `s` stored in the whole shard `data` to `add`, or
-        plan the ranges of those stored (data None): the tasks to run now (those not stored,
-        and those the cache holds, with the whole shard's)."""
-        tasks = shard_tasks[s]
-        spans = entries[local[tasks]]
-        stored = spans[:, 0] != EMPTY
-        left: Int64s = tasks[~stored]
-        tasks, spans = tasks[stored], spans[stored]
-        version = versions.get(keys[s])
-        if cached is not None and version is not None and len(tasks):
-            hits = cached(version, tasks, spans[:, 0].astype(np.int64),
-                          spans[:, 1].astype(np.int64))
-            left = np.concatenate([left, tasks[hits]])
-            tasks, spans = tasks[~hits], spans[~hits]
-        if data is not None:  # (all of them run in this wave: those stored decode)
-            add(data, tasks, spans[:, 0].astype(np.int64), spans[:, 1].astype(np.int64))
-            return shard_tasks[s]
-        if not len(tasks):
-            if s in known and not engine.recheck.trusts(known[s].stamp):
-                # (its version confirmed by one request for its index)
-                ranged.append(((keys[s], [codecs[s].index_range()]), none, none, none))
-            return left
-        # (The read's bytes, were every shard's wanted bytes as many as this one's.)
-        total = int(spans[:, 1].sum()) * len(keys)
-        starts, stops, group = coalesce(spans[:, 0], spans[:, 1],
-                                        *range_limits(engine, requests[s][1] is None, total))
-        order = np.argsort(group, kind="stable")
-        cuts = np.searchsorted(group[order], np.arange(len(starts) + 1))
-        for g, (start, stop) in enumerate(zip(starts.tolist(), stops.tolist())):
-            members = order[cuts[g]:cuts[g + 1]]
-            ranged.append(((keys[s], [(start, stop)]), tasks[members],
-                           spans[members, 0].astype(np.int64) - start,
-                           spans[members, 1].astype(np.int64)))
-        return left
-
-    known_keys = {keys[s] for s in known}
-    # The tasks of known shards that need no bytes (cached, or not stored): run once every
-    # request at their shards' versions has succeeded, so that what a replaced shard's stale
-    # index or entries say never reaches the output.
-    confirmed = [place(s, k.entries, None) for s, k in known.items()]
-    unknown = [s for s in range(len(keys)) if s not in known]
-    whole = at_most(engine.chain.max_encoded_bytes)
-    shard = shard_bytes(engine)
-    for batch in fetch([(keys[s], whole if requests[s][1] is None else requests[s][1])
-                        for s in unknown],
-                       [shard if requests[s][1] is None else 0 for s in unknown]):
-        wave = []
-        for u, (parts, version) in batch:
-            s = unknown[u]
-            whole_shard = requests[s][1] is None
-            data = engine.stored_chunk(keys[s], parts) if whole_shard else _first(parts)
-            if data is None:
-                wave.append(shard_tasks[s])
-                continue  # not stored: fill
-            try:
-                if whole_shard:
-                    entries = codecs[s].parse_index(
-                        memoryview(data)[slice(*codecs[s].index_range())], len(data))
-                else:
-                    entries = codecs[s].parse_index(data)
-            except ZarrcoreError as e:
-                raise with_key(e, keys[s]) from e
-            learned[s] = (version, entries)
-            versions[keys[s]] = version
-            wave.append(place(s, entries, data if whole_shard else None))
-        run(np.concatenate(wave))
-        del data, parts, batch  # (the wave's bytes go while the next arrives)
-    for batch in fetch([r[0] for r in ranged], [_span_bytes(r[0]) for r in ranged]):
-        for r, (parts, version) in batch:
-            key, _ = ranged[r][0]
-            data = _first(parts)
-            if data is None:
-                if key in known_keys:  # (deleted since its index was read)
-                    raise KeyChangedError(f"shard {key!r} was deleted")
-                raise ShardIndexError(
-                    f"shard {key!r}: deleted while its inner chunks were read")
-            if version is not None and version != versions.get(key):
-                # (a store whose readers do not keep one version: read again, whole)
-                raise KeyChangedError(f"shard {key!r} was replaced while it was read")
-            _, tasks, offsets, lengths = ranged[r]
-            add(data, tasks, offsets, lengths)
-        run(np.concatenate([ranged[r][1] for r, _ in batch]))
-        del data, parts, batch  # (the wave's bytes go while the next arrives)
-    if confirmed:
-        run(np.concatenate(confirmed))
-    return learned
+    def fetch_unversioned(requests: Sequence[Request], sizes: Sequence[int]
+                          ) -> Iterator[list[tuple[int, tuple[Any, Any]]]]:
+        for batch in _in_waves(lambda wave: arrivals(store, wave, concurrency), requests,
+                               sizes, budget):
+            yield [(i, (parts, None)) for i, parts in batch]
+    return fetch_unversioned
 
 
 def write_chunk_waves(engine: ChunkEngine, indexer: Indexer,

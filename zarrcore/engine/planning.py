@@ -409,13 +409,7 @@ def selection_boxes(indexers: Sequence[Indexer], chunk_shape: Sequence[int]
     is too large parts into groups that share no chunk along some axis (a sweep per axis,
     which leaves scattered samples alone at once), or, when none parts it, is cut in two
     along its box's longest axis, until each fits."""
-    spans, alone = [], []
-    for i, indexer in enumerate(in_turns(indexers)):
-        s = basic_spans(indexer, chunk_shape) if chunk_shape else None
-        if s is None:
-            alone.append(i)
-        else:
-            spans.append((i, s))
+    spans, alone = _spans_of(indexers, chunk_shape)
     if len(spans) < 2:
         return [], sorted(alone + [i for i, _ in spans])
     places = np.array([i for i, _ in spans])
@@ -462,15 +456,33 @@ def selection_boxes(indexers: Sequence[Indexer], chunk_shape: Sequence[int]
             else:
                 todo += [(run, following, 1) for run in runs]
             continue
-        group = np.array(members)
         axis = int(np.argmax(np.subtract(end, box)))
-        centres = lo[group, axis] + hi[group, axis]
-        ordered = np.argsort(centres, kind="stable")
-        # Cut at the widest gap between neighbours' centres within the middle half: each
-        # side keeps a quarter at least (few rounds).
-        quarter = max(1, len(group) // 4)
-        gaps = np.diff(centres[ordered])[quarter - 1:len(group) - quarter]
-        cut = quarter + int(np.argmax(gaps))
-        todo += [(group[ordered[:cut]].tolist(), axis, 0),
-                 (group[ordered[cut:]].tolist(), axis, 0)]
+        todo += [(half, axis, 0) for half in _cut_in_two(members, lo[:, axis], hi[:, axis])]
     return boxes, sorted(alone)
+
+
+def _spans_of(indexers: Sequence[Indexer], chunk_shape: Sequence[int]
+              ) -> tuple[list[tuple[int, Sequence[Span]]], list[int]]:
+    """(the place and spans of each basic selection of `indexers`, the places of the
+    others)."""
+    spans, alone = [], []
+    for i, indexer in enumerate(in_turns(indexers)):
+        s = basic_spans(indexer, chunk_shape) if chunk_shape else None
+        if s is None:
+            alone.append(i)
+        else:
+            spans.append((i, s))
+    return spans, alone
+
+
+def _cut_in_two(members: list[int], lo: Int64s, hi: Int64s) -> list[list[int]]:
+    """`members` (of bounds [lo, hi) along one axis, by member) cut in two at the widest gap
+    between neighbours' centres within the middle half: each side keeps a quarter at least
+    (few rounds)."""
+    group = np.array(members)
+    centres = lo[group] + hi[group]
+    ordered = np.argsort(centres, kind="stable")
+    quarter = max(1, len(group) // 4)
+    gaps = np.diff(centres[ordered])[quarter - 1:len(group) - quarter]
+    cut = quarter + int(np.argmax(gaps))
+    return [group[ordered[:cut]].tolist(), group[ordered[cut:]].tolist()]

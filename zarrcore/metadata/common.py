@@ -4,7 +4,7 @@ import dataclasses
 import json
 import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 
@@ -12,12 +12,9 @@ from zarrcore.runtime.config import config
 from zarrcore.errors import MetadataError
 from zarrcore.metadata.dtypes import DataType, dtype_from_numpy
 
-if TYPE_CHECKING:
-    from zarrcore.metadata.grid import ChunkGrid
-    from zarrcore.metadata.v3 import ChunkKeyEncoding
-
 __all__ = [
     "ArrayMetadata",
+    "KeyEncoding",
     "MetadataDocument",
     "check_attributes",
     "check_zarr_format",
@@ -104,6 +101,16 @@ def check_zarr_format(doc: JSONDict, where: str, version: int) -> None:
         raise field_error(where, "zarr_format", f"expected {version}, got {doc['zarr_format']!r}")
 
 
+class KeyEncoding(Protocol):
+    """What ArrayMetadata asks of its chunk key encoding (v3.ChunkKeyEncoding)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def separator(self) -> str: ...
+    def encode(self, coords: Iterable[int]) -> str: ...
+
+
 class MetadataDocument:
     """Base of the metadata dataclasses: copies and the stored form of their `to_json()`."""
 
@@ -136,11 +143,7 @@ class ArrayMetadata(MetadataDocument):
     if TYPE_CHECKING:
         # A field of v3 metadata, a property of v2's.
         @property
-        def chunk_key_encoding(self) -> ChunkKeyEncoding: ...
-
-        # Where each chunk lies (metadata/grid.py), a property of both.
-        @property
-        def grid(self) -> ChunkGrid: ...
+        def chunk_key_encoding(self) -> KeyEncoding: ...
 
     def _check_grid(self, where: str, chunks_field: str, mismatch: str) -> None:
         """Validate `shape` and `chunk_shape` (named `chunks_field` in errors; `mismatch`

@@ -21,6 +21,8 @@ ChunksLike = Union[int, Sequence[int], Literal["auto"], None]
 CodecLike = Union[Codec, "dict[str, Any]", str]
 #: What numpy's `a[selection]` takes: ints, slices, Ellipsis, None, arrays, tuples of them.
 Selection = Any
+#: Fields of a structured dtype a selection reads or writes: one name, some, or all (None).
+Fields = Union[str, Sequence[str], None]
 #: A node's parsed metadata document(s), as `Array.metadata` and `Group.metadata` give them.
 NodeMetadata = Union[ArrayMetadataV3, ArrayMetadataV2, GroupMetadataV3, GroupMetadataV2]
 #: Codecs of one stage: one, a sequence, "auto" for the default, or None for none.

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import concurrent.futures
-import functools
 import itertools
 import math
 import re
@@ -15,49 +14,52 @@ import numpy as np
 from .node import METADATA_KEYS, Node, V2_ARRAY_KEY, V3_KEY, join
 from .._native import memory as _memory
 from ..runtime import background
-from ..runtime.pool import in_turns
 from ..array_api import ArrayHandle
 from .array_chunks import ChunkMethods
 from .array_config import array_config, config_items
-from .array_dask import apply_foreign, foreign_types, storage_block
+from .array_selection import SelectionMethods
 from .array_specs import ArraySpec, create_node, create_spec, open_spec
-from .async_nodes import AsyncArray
 from ..codecs import codec_from_v2
 from ..codecs.sharding import ShardingCodec
 from ..runtime.config import config as global_config
 from ..errors import SelectionError, SettingValueError, ShapeMismatchError
 from ..metadata import ArrayMetadataV2, ArrayMetadataV3
-from ..metadata.common import INT64_MAX
 from ..metadata.grid import AxisChunks, ChunkGrid
-from ..metadata.indexing import (
-    BasicIndexer, BlockIndexer, OrthogonalIndexer, check_out, coordinate_indexer,
-    SpanIndexer, expand_selection, is_int, mask_indexer, numpy_indexer, pop_fields,
-    selection_spans,
-)
+from ..metadata.indexing import numpy_indexer, pop_fields
 from ..engine import ChunkEngine
-from .info import ArrayInfo
-from .streaming import Region, copy_into
-from .views import LazyArray
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from ..metadata.types import NodeMetadata, Selection, ShapeLike, StoreLike
+    from ..metadata.types import Fields, NodeMetadata, Selection, ShapeLike, StoreLike
     from ..codecs.base import Codec
     from ..storage import Store
-
-    Fields = str | Sequence[str] | None
 
 # Up to this many storage blocks outside a kept region, a resize checks each; beyond, it lists
 # the array's stored blocks instead.
 _ENUMERATE_BLOCKS_MAX = 16384
 
 
-class Array(ChunkMethods, Node):
+class Array(SelectionMethods, ChunkMethods, Node):
     """A Zarr array. Index it like numpy: `a[...]`, `a[2:10, 5] = 1`."""
 
     kind = "array"
     _metadata: ArrayMetadataV3 | ArrayMetadataV2
+
+    # -- faces ------------------------------------------------------------------------
+    # What other objects make of an array is theirs, in the modules above this one, which
+    # import it and give Array these attributes (zarrcore.nodes imports them all): `lazy`
+    # (views.py), `async_array` (async_nodes.py), `info` and `info_complete` (info.py),
+    # numpy's `__array_ufunc__` and `__array_function__` (array_dask.py), and `_streamed`,
+    # the copy of an Array assigned to a region (streaming.py).
+    if TYPE_CHECKING:
+        lazy: Any  # views.LazyArray
+        async_array: Any  # async_nodes.AsyncArray
+        info: Any  # info.ArrayInfo
+        info_complete: Any  # () -> info.ArrayInfo
+        __array_ufunc__: Any
+        __array_function__: Any
+        _streamed: Any  # (selection, value, fields) -> bool
 
     def __init__(self, store: Store, path: str, metadata: NodeMetadata,
                  read_only: bool = False, config: Mapping[str, Any] | None = None) -> None:
@@ -303,22 +305,6 @@ class Array(ChunkMethods, Node):
         return sum(self._store.getsize(k) or 0 for k in self._stored_chunk_keys())
 
     @property
-    def info(self) -> ArrayInfo:
-        """A printable summary of the array from its metadata alone (see ArrayInfo); as in
-        zarr-python, `info_complete()` adds what needs a listing of the store."""
-        return ArrayInfo(self, complete=False)
-
-    def info_complete(self) -> ArrayInfo:
-        """The summary with what needs a listing of the store: stored bytes, storage ratio and
-        chunks initialized.
-
-        Returns
-        -------
-        ArrayInfo
-        """
-        return ArrayInfo(self, complete=True)
-
-    @property
     def config(self) -> dict[str, Any]:
         """This array's own settings: `write_empty_chunks` (None: follow zarrcore.config),
         `read_missing_chunks`, `cache_bytes` and the options of config.ARRAY_OPTIONS when
@@ -396,27 +382,6 @@ class Array(ChunkMethods, Node):
         data: np.ndarray = self[...]
         return data if dtype is None else data.astype(dtype, copy=False)
 
-    # -- numpy's protocols -------------------------------------------------------
-    # A zarrcore Array is a duck array (NEP 13 and 18): numpy's functions, ufuncs and the
-    # arithmetic operators read it whole and give numpy arrays, so libraries that keep duck
-    # arrays as they are (xarray) hold the Array unread and index it for what they need.
-    # `==` and `!=` stay the identity of the handle, as for every node.
-
-    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        if any(isinstance(o, Array) for o in kwargs.get("out", ())):
-            return NotImplemented  # an Array is no buffer to compute into
-        return apply_foreign(getattr(ufunc, method), inputs, kwargs,
-                             foreign_types(inputs + tuple(kwargs.get("out", ()))))
-
-    def __array_function__(self, func: Callable[..., Any], types: Any, args: Any,
-                           kwargs: Any) -> Any:
-        foreign = [t for t in types if not issubclass(t, (Array, np.ndarray))]
-        if not foreign:
-            metadata_only = _METADATA_FUNCTIONS.get(func)
-            if metadata_only is not None:
-                return metadata_only(*args, **kwargs)
-        return apply_foreign(func, args, kwargs, foreign)
-
     # -- selection ------------------------------------------------------------
     def __getitem__(self, selection: Selection) -> Any:
         """numpy's `x[selection]`: basic, advanced (int or bool arrays) and mixed selections;
@@ -457,392 +422,11 @@ class Array(ChunkMethods, Node):
         if not self._streamed(selection, value, fields):
             self._write(numpy_indexer(selection, self.shape, self._grid), value, fields)
 
-    def _streamed(self, selection: Selection, value: Any, fields: Fields) -> bool:
-        """Copy `value` into `selection` block by block, never read whole, when it is an Array
-        of the selection's shape and the selection a region (step-1 slices); False when not."""
-        if not isinstance(value, Array) or fields is not None:
-            return False
-        region = _region_of(selection, self.shape)
-        if region is None or tuple(r.stop - r.start for r in region) != value.shape:
-            return False
-        if value.store == self.store and value.path == self.path and value.shape != self.shape:
-            return False  # a region of the array onto itself: the blocks would overlap
-        self._check_writable()
-        copy_into(self, region, value)
-        return True
-
     @property
     def _grid(self) -> tuple[AxisChunks, ...]:
         """Per axis the stored objects the engine reads (shards when sharded): their length,
         or their boundaries on a rectilinear grid."""
         return self._engine.grid.axes
-
-    @property
-    def lazy(self) -> LazyArray:
-        """A lazy view of the whole array: indexing it gives views that read nothing until
-        `read()` or `numpy.asarray` (docs/guide/views.md)."""
-        return LazyArray(self)
-
-    @property
-    def oindex(self) -> _Selector:
-        """Orthogonal selection: `a.oindex[[0, 2], 1:5]` (one int, slice or array per axis)."""
-        return _Selector(self.get_orthogonal_selection, self.set_orthogonal_selection)
-
-    @property
-    def vindex(self) -> _Selector:
-        """Vectorized selection, as numpy's advanced indexing: `a.vindex[rows, cols]`, or a
-        boolean mask `a.vindex[mask]`."""
-        return _Selector(self._get_vectorized, self._set_vectorized)
-
-    @property
-    def blocks(self) -> _Selector:
-        """Selection by storage block (shard when sharded, else chunk): `a.blocks[1, :2]`."""
-        return _Selector(self.get_block_selection, self.set_block_selection)
-
-    def _get_vectorized(self, selection: Selection, out: np.ndarray | None = None,
-                        fields: Fields = None) -> Any:
-        return self._read(numpy_indexer(selection, self.shape, self._grid), out, fields)
-
-    def _set_vectorized(self, selection: Selection, value: npt.ArrayLike,
-                        fields: Fields = None) -> None:
-        self._write(numpy_indexer(selection, self.shape, self._grid), value, fields)
-
-    def get_basic_selection(self, selection: Selection = Ellipsis,
-                            out: np.ndarray | None = None, fields: Fields = None) -> Any:
-        """Read a basic selection: ints and slices.
-
-        Parameters
-        ----------
-        selection : int, slice, Ellipsis or tuple of them
-            One per axis (Ellipsis fills the rest); steps may be negative.
-        out : numpy.ndarray, optional
-            An array of the selection's shape to read into (and return).
-        fields : str or list of str, optional
-            Fields of a structured dtype to read.
-
-        Returns
-        -------
-        numpy.ndarray or scalar
-            The values (`out` when given; a scalar for a 0-d result).
-
-        Raises
-        ------
-        SelectionError
-            A selection that does not fit the array (an IndexError).
-        ShapeMismatchError
-            `out` is not of the selection's shape.
-        """
-        return self._read(BasicIndexer(selection, self.shape, self._grid), out, fields)
-
-    def set_basic_selection(self, selection: Selection, value: npt.ArrayLike,
-                            fields: Fields = None) -> None:
-        """Write a basic selection: ints and slices.
-
-        Parameters
-        ----------
-        selection : int, slice, Ellipsis or tuple of them
-            One per axis (Ellipsis fills the rest); steps may be negative.
-        value : array_like
-            Broadcast to the selection's shape and cast to the array's dtype.
-        fields : str or list of str, optional
-            Fields of a structured dtype to write; the others keep their stored values.
-
-        Raises
-        ------
-        SelectionError
-            A selection that does not fit the array (an IndexError).
-        ShapeMismatchError
-            `value` does not broadcast to the selection's shape; nothing is written.
-        ReadOnlyError
-            The array is read-only.
-        """
-        if not self._streamed(selection, value, fields):
-            self._write(BasicIndexer(selection, self.shape, self._grid), value, fields)
-
-    def get_orthogonal_selection(self, selection: Selection, out: np.ndarray | None = None,
-                                 fields: Fields = None) -> Any:
-        """Read an orthogonal selection (as `a.oindex[...]`).
-
-        Parameters
-        ----------
-        selection : int, slice, int array, bool array or tuple of them
-            One per axis; each axis is selected on its own (as `numpy.ix_`).
-        out : numpy.ndarray, optional
-            An array of the selection's shape to read into (and return).
-        fields : str or list of str, optional
-            Fields of a structured dtype to read.
-
-        Returns
-        -------
-        numpy.ndarray or scalar
-            The values (`out` when given; a scalar for a 0-d result).
-
-        Raises
-        ------
-        SelectionError
-            A selection that does not fit the array (an IndexError).
-        ShapeMismatchError
-            `out` is not of the selection's shape.
-        """
-        return self._read(OrthogonalIndexer(selection, self.shape, self._grid), out, fields)
-
-    def get_many(self, selections: Sequence[Selection],
-                 out: np.ndarray | Sequence[np.ndarray] | None = None) -> Any:
-        """Read many selections in one call: a training loader's batch of samples.
-
-        Selections that are one int along the first axis, the rest the same for all
-        (`[3, 17, 5]`, or `[(3, slice(0, 64)), (17, slice(0, 64))]`), are read as one
-        orthogonal selection: each chunk (inner chunk) decoded once, the requests to the
-        store made together (concurrent, byte ranges of a shard coalesced). Others are read
-        together too (ChunkEngine.read_many): selections of ints and slices that overlap
-        (tiles of one region, repeated samples) as boxes whose chunks are fetched and
-        decoded once, the rest concurrently on the thread pool. Each result is an array of
-        its own.
-
-        Parameters
-        ----------
-        selections : sequence of selections
-            Each as `a[selection]` takes it.
-        out : numpy.ndarray or sequence of numpy.ndarray, optional
-            One array whose first axis runs over the selections (each of the same shape), or
-            one array per selection, to read into.
-
-        Returns
-        -------
-        list or numpy.ndarray
-            The values of each selection as `a[selection]` gives them (a list), or `out`.
-
-        Raises
-        ------
-        SelectionError
-            A selection that does not fit the array.
-        ShapeMismatchError
-            `out` does not hold one array of each selection's shape.
-        """
-        selections = list(selections)
-        if out is not None and len(out) != len(selections):
-            raise ShapeMismatchError(
-                f"array {self.name!r}: out holds {len(out)} arrays for {len(selections)} "
-                f"selections")
-        stacked = _one_int_each(selections, self.ndim)
-        if stacked is not None:
-            indexer = OrthogonalIndexer(stacked, self.shape, self._grid)
-            if isinstance(out, np.ndarray):
-                return self._read(indexer, out)
-            if out is None:
-                return list(self._read(indexer))
-            for target in out:  # (all of them before anything is read)
-                self._check_out(target, indexer.shape[1:])
-            data = self._read(indexer)
-            for i, target in enumerate(out):
-                target[...] = data[i]
-            return out
-        shape, grid = self.shape, self._grid
-        indexers: list[Any] = []
-        for selection in in_turns(selections):
-            spans = selection_spans(selection, shape)
-            indexers.append(numpy_indexer(selection, shape, grid) if spans is None
-                            else SpanIndexer(spans, shape, grid))
-        if out is not None:
-            for target, indexer in zip(out, indexers):
-                self._check_out(target, indexer.shape)
-        results = self._read_many(indexers, out)
-        return results if out is None else out
-
-    def _read_many(self, indexers: Sequence[Any],
-                   out: np.ndarray | Sequence[np.ndarray] | None = None) -> list[Any]:
-        """Each selection as `_read` gives it, read together (ChunkEngine.read_many: those
-        that overlap fetch and decode their chunks once)."""
-        buffers = [_memory.empty(indexer.drop_shape, self.dtype)
-                   for indexer in in_turns(indexers)]
-        read = [k for k, buffer in enumerate(buffers) if buffer.size]
-        if not self.reads_missing_as_fill:
-            self._engine.check_stored(*(indexers[k] for k in read))
-        self._engine.read_many([indexers[k] for k in read], [buffers[k] for k in read])
-        return [self._result(indexer, buffer, None if out is None else out[k])
-                for k, (indexer, buffer) in enumerate(in_turns(zip(indexers, buffers)))]
-
-    def _check_out(self, out: np.ndarray, shape: tuple[int, ...]) -> None:
-        check_out(out, shape, f"array {self.name!r}")
-
-    def set_orthogonal_selection(self, selection: Selection, value: npt.ArrayLike,
-                                 fields: Fields = None) -> None:
-        """Write an orthogonal selection (as `a.oindex[...] = value`).
-
-        Parameters
-        ----------
-        selection : int, slice, int array, bool array or tuple of them
-            One per axis; each axis is selected on its own (as `numpy.ix_`).
-        value : array_like
-            Broadcast to the selection's shape and cast to the array's dtype.
-        fields : str or list of str, optional
-            Fields of a structured dtype to write; the others keep their stored values.
-
-        Raises
-        ------
-        SelectionError
-            A selection that does not fit the array (an IndexError).
-        ShapeMismatchError
-            `value` does not broadcast to the selection's shape; nothing is written.
-        ReadOnlyError
-            The array is read-only.
-        """
-        self._write(OrthogonalIndexer(selection, self.shape, self._grid), value, fields)
-
-    def get_coordinate_selection(self, selection: Selection, out: np.ndarray | None = None,
-                                 fields: Fields = None) -> Any:
-        """Read points given by their coordinates (as `a.vindex[...]`).
-
-        Parameters
-        ----------
-        selection : tuple of int arrays
-            One array of coordinates per axis, broadcast together: the points to read.
-        out : numpy.ndarray, optional
-            An array of the selection's shape to read into (and return).
-        fields : str or list of str, optional
-            Fields of a structured dtype to read.
-
-        Returns
-        -------
-        numpy.ndarray or scalar
-            The values (`out` when given; a scalar for a 0-d result).
-
-        Raises
-        ------
-        SelectionError
-            A selection that does not fit the array (an IndexError).
-        ShapeMismatchError
-            `out` is not of the selection's shape.
-        """
-        return self._read(coordinate_indexer(selection, self.shape, self._grid), out, fields)
-
-    def set_coordinate_selection(self, selection: Selection, value: npt.ArrayLike,
-                                 fields: Fields = None) -> None:
-        """Write points given by their coordinates (as `a.vindex[...] = value`).
-
-        Parameters
-        ----------
-        selection : tuple of int arrays
-            One array of coordinates per axis, broadcast together: the points to read.
-        value : array_like
-            Broadcast to the selection's shape and cast to the array's dtype.
-        fields : str or list of str, optional
-            Fields of a structured dtype to write; the others keep their stored values.
-
-        Raises
-        ------
-        SelectionError
-            A selection that does not fit the array (an IndexError).
-        ShapeMismatchError
-            `value` does not broadcast to the selection's shape; nothing is written.
-        ReadOnlyError
-            The array is read-only.
-        """
-        self._write(coordinate_indexer(selection, self.shape, self._grid), value, fields)
-
-    def get_mask_selection(self, mask: npt.ArrayLike, out: np.ndarray | None = None,
-                           fields: Fields = None) -> Any:
-        """Read the elements where a boolean mask is true.
-
-        Parameters
-        ----------
-        mask : bool array
-            A mask of the array's shape: its true elements, in C order.
-        out : numpy.ndarray, optional
-            An array of the selection's shape to read into (and return).
-        fields : str or list of str, optional
-            Fields of a structured dtype to read.
-
-        Returns
-        -------
-        numpy.ndarray or scalar
-            The values (`out` when given; a scalar for a 0-d result).
-
-        Raises
-        ------
-        SelectionError
-            A selection that does not fit the array (an IndexError).
-        ShapeMismatchError
-            `out` is not of the selection's shape.
-        """
-        return self._read(mask_indexer(mask, self.shape, self._grid), out, fields)
-
-    def set_mask_selection(self, mask: npt.ArrayLike, value: npt.ArrayLike,
-                           fields: Fields = None) -> None:
-        """Write the elements where a boolean mask is true.
-
-        Parameters
-        ----------
-        mask : bool array
-            A mask of the array's shape: its true elements, in C order.
-        value : array_like
-            Broadcast to the selection's shape and cast to the array's dtype.
-        fields : str or list of str, optional
-            Fields of a structured dtype to write; the others keep their stored values.
-
-        Raises
-        ------
-        SelectionError
-            A selection that does not fit the array (an IndexError).
-        ShapeMismatchError
-            `value` does not broadcast to the selection's shape; nothing is written.
-        ReadOnlyError
-            The array is read-only.
-        """
-        self._write(mask_indexer(mask, self.shape, self._grid), value, fields)
-
-    def get_block_selection(self, selection: Selection, out: np.ndarray | None = None,
-                            fields: Fields = None) -> Any:
-        """Read whole storage blocks (as `a.blocks[...]`).
-
-        Parameters
-        ----------
-        selection : int, slice or tuple of them
-            Storage blocks (shards when sharded, else chunks) per axis.
-        out : numpy.ndarray, optional
-            An array of the selection's shape to read into (and return).
-        fields : str or list of str, optional
-            Fields of a structured dtype to read.
-
-        Returns
-        -------
-        numpy.ndarray or scalar
-            The values (`out` when given; a scalar for a 0-d result).
-
-        Raises
-        ------
-        SelectionError
-            A selection that does not fit the array (an IndexError).
-        ShapeMismatchError
-            `out` is not of the selection's shape.
-        """
-        indexer = BlockIndexer(selection, self.shape, self._grid, self._grid)
-        return self._read(indexer, out, fields)
-
-    def set_block_selection(self, selection: Selection, value: npt.ArrayLike,
-                            fields: Fields = None) -> None:
-        """Write whole storage blocks (as `a.blocks[...] = value`).
-
-        Parameters
-        ----------
-        selection : int, slice or tuple of them
-            Storage blocks (shards when sharded, else chunks) per axis.
-        value : array_like
-            Broadcast to the selection's shape and cast to the array's dtype.
-        fields : str or list of str, optional
-            Fields of a structured dtype to write; the others keep their stored values.
-
-        Raises
-        ------
-        SelectionError
-            A selection that does not fit the array (an IndexError).
-        ShapeMismatchError
-            `value` does not broadcast to the selection's shape; nothing is written.
-        ReadOnlyError
-            The array is read-only.
-        """
-        indexer = BlockIndexer(selection, self.shape, self._grid, self._grid)
-        self._write(indexer, value, fields)
 
     def _fill_buffer(self, indexer: Any, buffer: np.ndarray) -> np.ndarray:
         """Read the selection into `buffer` (shape indexer.drop_shape), in the result's order."""
@@ -916,17 +500,6 @@ class Array(ChunkMethods, Node):
                 f"selection shape {indexer.shape}") from None
         if indexer.nitems:
             self._engine.write(indexer, indexer.permute(value))
-
-    @functools.cached_property
-    def async_array(self) -> AsyncArray:
-        """This array for asyncio code (zarr-python's name): the same engine, cache and locks
-        (one AsyncArray per Array, whose concurrent reads are read together).
-
-        Returns
-        -------
-        zarrcore.AsyncArray
-        """
-        return AsyncArray(self)
 
     def read_future(self, selection: Selection = Ellipsis) -> concurrent.futures.Future[Any]:
         """Start reading `a[selection]` in the background and return at once: the read of
@@ -1198,34 +771,16 @@ def make_array(spec: ArraySpec) -> Array:
     return array
 
 
-def _region_of(selection: Selection, shape: tuple[int, ...]) -> Region | None:
-    """The region `selection` selects when it is step-1 slices (and Ellipsis), else None."""
-    items = expand_selection(selection, len(shape))
-    if not all(type(s) is slice and s.step in (None, 1) for s in items):
-        return None
-    return tuple(slice(start, max(start, stop))
-                 for start, stop, _ in (s.indices(n) for s, n in zip(items, shape)))
+def storage_block(array: Array) -> tuple[int, ...]:
+    """The shape of what `array` stores whole: the shard shape when sharded, else the chunk
+    shape."""
+    return tuple(array.shards or array.chunks)
 
 
 def _axis_sizes(shape: Sequence[int], block: Sequence[int]) -> tuple[tuple[int, ...], ...]:
     """Per axis, the sizes of the blocks of shape `block` tiling `shape`, the last cut."""
     return tuple(tuple(min(b, s - start) for start in range(0, s, b))
                  for s, b in zip(shape, block))
-
-
-def _shape_of(a: Any) -> tuple[int, ...]:
-    return a.shape if isinstance(a, Array) else np.shape(a)
-
-
-# numpy functions that need an Array's metadata, never its data.
-_METADATA_FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
-    np.shape: _shape_of,
-    np.ndim: lambda a: len(_shape_of(a)),
-    np.size: lambda a, axis=None: (math.prod(_shape_of(a)) if axis is None
-                                   else _shape_of(a)[axis]),
-    np.result_type: lambda *args: np.result_type(
-        *(a.dtype if isinstance(a, Array) else a for a in args)),
-}
 
 
 def _binary_operator(ufunc: np.ufunc, name: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
@@ -1253,42 +808,3 @@ for _ufunc, _name in [(np.less, "lt"), (np.less_equal, "le"), (np.greater, "gt")
 for _ufunc, _name in [(np.negative, "neg"), (np.positive, "pos"), (np.absolute, "abs"),
                       (np.invert, "invert")]:
     setattr(Array, f"__{_name}__", lambda self, _ufunc=_ufunc: _ufunc(self))
-
-
-class _Selector:
-    """`a.oindex`, `a.vindex`, `a.blocks`: square brackets over a get/set selection method."""
-
-    def __init__(self, get: Callable[..., Any], set: Callable[..., None]) -> None:
-        self._get, self._set = get, set
-
-    def __getitem__(self, selection: Selection) -> Any:
-        """Read the selection."""
-        fields, selection = pop_fields(selection)
-        return self._get(selection, fields=fields)
-
-    def __setitem__(self, selection: Selection, value: npt.ArrayLike) -> None:
-        """Write `value` to the selection."""
-        fields, selection = pop_fields(selection)
-        self._set(selection, value, fields=fields)
-
-
-def _one_int_each(selections: list[Any], ndim: int) -> tuple[Any, ...] | None:
-    """The orthogonal selection that reads `selections` stacked along a first axis, when
-    each is one int along the first axis and the same ints and slices along the others;
-    else None."""
-    if not selections or ndim == 0:
-        return None
-    firsts, rests = [], set()
-    for sel in selections:
-        first, *rest = sel if isinstance(sel, tuple) else (sel,)
-        if not is_int(first) or not all(r is Ellipsis or type(r) is slice or is_int(r)
-                                         for r in rest):
-            return None
-        if not -INT64_MAX - 1 <= first <= INT64_MAX:
-            return None  # (out of bounds: read alone, it raises the IndexError numpy gives)
-        firsts.append(first)
-        rests.add(tuple((r.start, r.stop, r.step) if type(r) is slice else r for r in rest))
-        if len(rests) > 1:
-            return None
-    rest = selections[0][1:] if isinstance(selections[0], tuple) else ()
-    return (np.asarray(firsts, dtype=np.int64), *rest)

@@ -1,18 +1,17 @@
 """numpy's calls on zarrcore Arrays that other arrays join (`apply_foreign`, which
-`Array.__array_ufunc__` and `Array.__array_function__` call): the Arrays are read, or with dask
-arrays among the operands become dask arrays (`as_dask`, `arrays_as_dask`), so the result stays
-lazy. Below `array.py`: an Array is known by its kind."""
+`Array.__array_ufunc__` and `Array.__array_function__`, given Array here, call): the Arrays are
+read, or with dask arrays among the operands become dask arrays (`as_dask`, `arrays_as_dask`),
+so the result stays lazy."""
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import Any, TypeGuard
 
 import numpy as np
 
+from .array import Array, storage_block
 from .node import Node
-
-if TYPE_CHECKING:
-    from .array import Array
 
 
 def is_array(value: Any) -> TypeGuard[Array]:
@@ -46,12 +45,6 @@ def apply_foreign(func: Callable[..., Any], args: Any, kwargs: Any, foreign: Seq
     if all(hasattr(t, "__dask_graph__") for t in foreign):
         return func(*arrays_as_dask(args), **arrays_as_dask(kwargs))
     return NotImplemented
-
-
-def storage_block(array: Array) -> tuple[int, ...]:
-    """The shape of what `array` stores whole: the shard shape when sharded, else the chunk
-    shape."""
-    return tuple(array.shards or array.chunks)
 
 
 def as_dask(array: Array, chunks: Any = None, name: str | None = None,
@@ -92,3 +85,43 @@ def arrays_as_dask(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: arrays_as_dask(v) for k, v in value.items()}
     return value
+
+
+# -- Array's face here (see Array's "faces"): numpy's protocols ---------------------------------
+# A zarrcore Array is a duck array (NEP 13 and 18): numpy's functions, ufuncs and the
+# arithmetic operators read it whole and give numpy arrays, so libraries that keep duck
+# arrays as they are (xarray) hold the Array unread and index it for what they need.
+# `==` and `!=` stay the identity of the handle, as for every node.
+def _array_ufunc(self: Array, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    if any(isinstance(o, Array) for o in kwargs.get("out", ())):
+        return NotImplemented  # an Array is no buffer to compute into
+    return apply_foreign(getattr(ufunc, method), inputs, kwargs,
+                         foreign_types(inputs + tuple(kwargs.get("out", ()))))
+
+
+def _array_function(self: Array, func: Callable[..., Any], types: Any, args: Any,
+                    kwargs: Any) -> Any:
+    foreign = [t for t in types if not issubclass(t, (Array, np.ndarray))]
+    if not foreign:
+        metadata_only = _METADATA_FUNCTIONS.get(func)
+        if metadata_only is not None:
+            return metadata_only(*args, **kwargs)
+    return apply_foreign(func, args, kwargs, foreign)
+
+
+def _shape_of(a: Any) -> tuple[int, ...]:
+    return a.shape if isinstance(a, Array) else np.shape(a)
+
+
+# numpy functions that need an Array's metadata, never its data.
+_METADATA_FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
+    np.shape: _shape_of,
+    np.ndim: lambda a: len(_shape_of(a)),
+    np.size: lambda a, axis=None: (math.prod(_shape_of(a)) if axis is None
+                                   else _shape_of(a)[axis]),
+    np.result_type: lambda *args: np.result_type(
+        *(a.dtype if isinstance(a, Array) else a for a in args)),
+}
+
+Array.__array_ufunc__ = _array_ufunc
+Array.__array_function__ = _array_function

@@ -1,13 +1,14 @@
 """What creating or opening an array decides before an Array exists: the modes, shapes, chunk
 shapes, data types and codec lists a caller's arguments mean, and the array they describe
-(`ArraySpec`: `new_array_spec`, `create_spec`, `open_spec`), which `array.make_array` makes.
-`creation.py`'s functions and `Array.open`, `Array.create` share them."""
+(`ArraySpec`: `new_array_spec` of `NewArrayOptions`, `create_spec`, `open_spec`), which
+`array.make_array` makes. `creation.py`'s functions and `Array.open`, `Array.create` share
+them."""
 from __future__ import annotations
 
 import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -27,7 +28,7 @@ from ..codecs.v2 import create_metadata_v2, object_data_type
 from ..errors import ArrayNotFoundError, MetadataError, NodeNotFoundError, ObjectDataTypeError
 from ..metadata import ArrayMetadataV3, ChunkKeyEncoding, dtype_from_numpy
 from ..metadata.common import check_attributes
-from ..metadata.grid import grid_from_spelling, rectilinear_spelling
+from ..metadata.grid import ChunkGrid, grid_from_spelling, rectilinear_spelling
 from ..metadata.v3 import default_codecs
 from ..storage import make_store
 
@@ -240,20 +241,39 @@ class ArraySpec:
     data: Any = None
 
 
-def new_array_spec(store: StoreLike = None, *, name: str | None = None,
-               shape: ShapeLike | None = None, dtype: npt.DTypeLike | None = None,
-               data: npt.ArrayLike | None = None, chunks: ChunksLike = None,
-               shards: ShapeLike | Mapping[str, Any] | Literal["auto"] | None = None,
-               filters: CodecsLike = None,
-               serializer: CodecsLike = "auto", compressors: CodecsLike = "auto",
-               fill_value: Any = None, order: Literal["C", "F"] | None = None,
-               zarr_format: int | None = 3, attributes: Mapping[str, Any] | None = None,
-               chunk_key_encoding: Any = None,
-               dimension_names: Sequence[str | None] | None = None, overwrite: bool = False,
-               path: str | None = None, config: Mapping[str, Any] | None = None,
-               write_data: bool = True, storage_options: dict[str, Any] | None = None) -> ArraySpec:
+@dataclass
+class NewArrayOptions:
+    """The options of a new array, as `create_array` takes them (see it): what
+    `new_array_spec` makes an ArraySpec of."""
+
+    store: StoreLike = None
+    _: KW_ONLY
+    name: str | None = None
+    shape: ShapeLike | None = None
+    dtype: npt.DTypeLike | None = None
+    data: npt.ArrayLike | None = None
+    chunks: ChunksLike = None
+    shards: ShapeLike | Mapping[str, Any] | Literal["auto"] | None = None
+    filters: CodecsLike = None
+    serializer: CodecsLike = "auto"
+    compressors: CodecsLike = "auto"
+    fill_value: Any = None
+    order: Literal["C", "F"] | None = None
+    zarr_format: int | None = 3
+    attributes: Mapping[str, Any] | None = None
+    chunk_key_encoding: Any = None
+    dimension_names: Sequence[str | None] | None = None
+    overwrite: bool = False
+    path: str | None = None
+    config: Mapping[str, Any] | None = None
+    write_data: bool = True
+    storage_options: dict[str, Any] | None = None
+
+
+def new_array_spec(new: NewArrayOptions) -> ArraySpec:
     """What `create_array` makes of its arguments (see it): the new array's store, path and
     metadata."""
+    data, shape, dtype, chunks, shards = new.data, new.shape, new.dtype, new.chunks, new.shards
     if data is not None:
         if shape is not None or dtype is not None:
             raise ValueError("give either data, or shape and dtype")
@@ -262,13 +282,13 @@ def new_array_spec(store: StoreLike = None, *, name: str | None = None,
     if shape is None:
         raise TypeError("create_array needs a shape (or data)")
     dtype = "float64" if dtype is None else dtype
-    zarr_format = format_for_new(zarr_format)
-    check_attributes(attributes or {})
-    path = normalize_path(path if path is not None else name)
-    store = make_store(store, storage_options=storage_options,
-                       mode=store_mode("w" if overwrite else "a", path))
+    zarr_format = format_for_new(new.zarr_format)
+    check_attributes(new.attributes or {})
+    path = normalize_path(new.path if new.path is not None else new.name)
+    store = make_store(new.store, storage_options=new.storage_options,
+                       mode=store_mode("w" if new.overwrite else "a", path))
     shape = normalize_shape(shape)
-    data_type = data_type_for(dtype, zarr_format, filters, compressors)
+    data_type = data_type_for(dtype, zarr_format, new.filters, new.compressors)
     np_dtype = data_type.numpy_dtype
     auto_chunks = chunks is None or (isinstance(chunks, str) and chunks == "auto")
     # Edge lengths per axis (zarr-python 3.4's spelling) of chunks, or of shards.
@@ -290,61 +310,73 @@ def new_array_spec(store: StoreLike = None, *, name: str | None = None,
         if grid.is_regular:
             grid = None
     chunks = normalize_chunks(chunks, shape, np_dtype.itemsize)
-    if order not in (None, "C", "F"):
-        raise ValueError(f"order must be 'C' or 'F', not {order!r}")
+    if new.order not in (None, "C", "F"):
+        raise ValueError(f"order must be 'C' or 'F', not {new.order!r}")
     if shards is not None and zarr_format == 2:
         raise ValueError("sharding needs zarr_format=3")
-    if order is not None and zarr_format == 3:
+    if new.order is not None and zarr_format == 3:
         warnings.warn("order has no effect on a Zarr format 3 array: its chunks are C order; "
                       "the memory order of what reads return is config={'order': ...}",
                       RuntimeWarning, stacklevel=3)
+    metadata: NodeMetadata
     if zarr_format == 2:
         metadata = create_metadata_v2(
-            shape=shape, data_type=data_type, chunks=chunks, filters=filters,
-            compressors=compressors, fill_value=fill_value,
-            order=order or global_config.array_order,
-            attributes=attributes or {}, chunk_key_encoding=chunk_key_encoding,
+            shape=shape, data_type=data_type, chunks=chunks, filters=new.filters,
+            compressors=new.compressors, fill_value=new.fill_value,
+            order=new.order or global_config.array_order,
+            attributes=new.attributes or {}, chunk_key_encoding=new.chunk_key_encoding,
         )
     elif zarr_format == 3:
-        fill = fill_value_for(data_type, fill_value)
-        codecs = [
-            *codec_list(filters, [], "filters"),
-            *codec_list(serializer, default_codecs(data_type), "serializer"),
-            *codec_list(compressors, [ZstdCodec(level=0, checksum=False)], "compressors"),
-        ]
-        if shards is not None:
-            codecs, chunks = shard_codecs(codecs, chunks, shards, shape, np_dtype.itemsize,
-                                          auto_chunks)
-            inner = codecs[0].chunk_shape
-            for d, axis in enumerate(grid.axes if grid else ()):
-                if not isinstance(axis, int) and np.any(axis.lengths % inner[d]):
-                    raise ValueError(f"the shards' edge lengths {axis.to_json()} along axis "
-                                     f"{d} must be multiples of the chunk length {inner[d]}")
-        chain = CodecChain(codecs, ChunkSpec(chunks, np_dtype, fill))
-        if isinstance(chunk_key_encoding, dict) or chunk_key_encoding is None:
-            cke_json = dict(chunk_key_encoding or {"name": "default"})
-            # zarr-python's form puts the separator beside the name.
-            if "separator" in cke_json and "configuration" not in cke_json:
-                cke_json["configuration"] = {"separator": cke_json.pop("separator")}
-            cke = ChunkKeyEncoding.from_json(cke_json, "chunk_key_encoding")
-        else:
-            cke = chunk_key_encoding
-        if dimension_names is not None:
-            dimension_names = tuple(dimension_names)
-            if len(dimension_names) != len(shape):
-                raise MetadataError(
-                    f"dimension_names {list(dimension_names)!r}: expected one name (or None) per "
-                    f"dimension, {len(shape)} for shape {tuple(shape)}, not {len(dimension_names)}")
-        metadata = ArrayMetadataV3(
-            shape=shape, data_type=data_type, chunk_shape=chunks, chunk_key_encoding=cke,
-            fill_value=fill, codecs=chain.to_json(), attributes=dict(attributes or {}),
-            dimension_names=dimension_names, storage_transformers=[], extra={},
-            chunk_grid=grid,
-        )
+        metadata = _metadata_v3(new, shape, data_type, chunks, shards, grid, auto_chunks)
     else:
         raise ValueError(f"zarr_format must be 2 or 3, not {zarr_format!r}")
-    return ArraySpec(store, path, metadata, config=config, new=True, overwrite=overwrite,
-                     data=data if write_data else None)
+    return ArraySpec(store, path, metadata, config=new.config, new=True,
+                     overwrite=new.overwrite, data=data if new.write_data else None)
+
+
+def _metadata_v3(new: NewArrayOptions, shape: tuple[int, ...], data_type: Any,
+                 chunks: tuple[int, ...], shards: Any, grid: ChunkGrid | None,
+                 auto_chunks: bool) -> ArrayMetadataV3:
+    """The metadata of a new format 3 array of `new`'s codecs, chunk key encoding and
+    dimension names (`new_array_spec` has checked the rest, into the other arguments)."""
+    np_dtype = data_type.numpy_dtype
+    fill = fill_value_for(data_type, new.fill_value)
+    codecs = [
+        *codec_list(new.filters, [], "filters"),
+        *codec_list(new.serializer, default_codecs(data_type), "serializer"),
+        *codec_list(new.compressors, [ZstdCodec(level=0, checksum=False)], "compressors"),
+    ]
+    if shards is not None:
+        codecs, chunks = shard_codecs(codecs, chunks, shards, shape, np_dtype.itemsize,
+                                      auto_chunks)
+        inner = codecs[0].chunk_shape
+        for d, axis in enumerate(grid.axes if grid else ()):
+            if not isinstance(axis, int) and np.any(axis.lengths % inner[d]):
+                raise ValueError(f"the shards' edge lengths {axis.to_json()} along axis "
+                                 f"{d} must be multiples of the chunk length {inner[d]}")
+    chain = CodecChain(codecs, ChunkSpec(chunks, np_dtype, fill))
+    chunk_key_encoding = new.chunk_key_encoding
+    if isinstance(chunk_key_encoding, dict) or chunk_key_encoding is None:
+        cke_json = dict(chunk_key_encoding or {"name": "default"})
+        # zarr-python's form puts the separator beside the name.
+        if "separator" in cke_json and "configuration" not in cke_json:
+            cke_json["configuration"] = {"separator": cke_json.pop("separator")}
+        cke = ChunkKeyEncoding.from_json(cke_json, "chunk_key_encoding")
+    else:
+        cke = chunk_key_encoding
+    dimension_names = new.dimension_names
+    if dimension_names is not None:
+        dimension_names = tuple(dimension_names)
+        if len(dimension_names) != len(shape):
+            raise MetadataError(
+                f"dimension_names {list(dimension_names)!r}: expected one name (or None) per "
+                f"dimension, {len(shape)} for shape {tuple(shape)}, not {len(dimension_names)}")
+    return ArrayMetadataV3(
+        shape=shape, data_type=data_type, chunk_shape=chunks, chunk_key_encoding=cke,
+        fill_value=fill, codecs=chain.to_json(), attributes=dict(new.attributes or {}),
+        dimension_names=dimension_names, storage_transformers=[], extra={},
+        chunk_grid=grid,
+    )
 
 
 def create_spec(shape: ShapeLike, *, chunks: ChunksLike | bool = None,
@@ -390,8 +422,9 @@ def create_spec(shape: ShapeLike, *, chunks: ChunksLike | bool = None,
         filters = list(filters or [])
         if object_codec is not None:
             filters.insert(0, object_codec)
-        spec = new_array_spec(**common, filters=filters or None, compressors=compressor,
-                              order=order, chunk_key_encoding=dimension_separator)
+        spec = new_array_spec(NewArrayOptions(
+            **common, filters=filters or None, compressors=compressor, order=order,
+            chunk_key_encoding=dimension_separator))
     else:
         for name, value in (("compressor", None if compressor == "auto" else compressor),
                             ("filters", filters), ("object_codec", object_codec),
@@ -402,8 +435,9 @@ def create_spec(shape: ShapeLike, *, chunks: ChunksLike | bool = None,
         if isinstance(chunk_key_encoding, tuple):
             chunk_key_encoding = {"name": chunk_key_encoding[0], "separator": chunk_key_encoding[1]}
         stages = {} if codecs is None else split_codecs(codecs)
-        spec = new_array_spec(**common, chunk_key_encoding=chunk_key_encoding,
-                              dimension_names=dimension_names, **stages)
+        spec = new_array_spec(NewArrayOptions(
+            **common, chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
+            **stages))
     spec.read_only = bool(read_only)
     return spec
 
@@ -426,14 +460,14 @@ def open_spec(store: StoreLike = None, *, mode: str = "a", path: str | None = No
     store = make_store(store, read_only=(mode == "r"), storage_options=storage_options,
                        mode=store_mode(mode, path))
     if mode in ("w", "w-"):
-        return new_array_spec(store, name=path, overwrite=(mode == "w"),
-                              zarr_format=format_for_new(zarr_format), **kwargs)
+        return new_array_spec(NewArrayOptions(store, name=path, overwrite=(mode == "w"),
+                                              zarr_format=format_for_new(zarr_format), **kwargs))
     try:
         metadata = read_metadata(store, path, zarr_format)
     except NodeNotFoundError:
         if mode == "a" and "shape" in kwargs:
-            return new_array_spec(store, name=path, zarr_format=format_for_new(zarr_format),
-                                  **kwargs)
+            return new_array_spec(NewArrayOptions(
+                store, name=path, zarr_format=format_for_new(zarr_format), **kwargs))
         raise
     if metadata.node_type != "array":
         raise ArrayNotFoundError(f"the node at path {path!r} is a group, not an array")

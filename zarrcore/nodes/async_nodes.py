@@ -8,11 +8,14 @@ work in progress to end before the task sees CancelledError.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..runtime import background
 from ..runtime.cancellation import WorkCancelled
+from .array import Array
+from .group import Group
 from .node import BrokenNode
 
 if TYPE_CHECKING:
@@ -20,10 +23,8 @@ if TYPE_CHECKING:
 
     import numpy.typing as npt
 
-    from .array import Array
     from .info import ArrayInfo
     from .views import LazyArray
-    from .group import Group
 
 _R = TypeVar("_R")
 
@@ -690,3 +691,30 @@ class AsyncGroup(_AsyncNode):
 
     async def info_complete(self) -> str:
         return await run(self._node.info_complete)
+
+
+# -- Array's and Group's faces here (see Array's "faces") --------------------------------------
+def _async_array(self: Array) -> AsyncArray:
+    """This array for asyncio code (zarr-python's name): the same engine, cache and locks
+    (one AsyncArray per Array, whose concurrent reads are read together).
+
+    Returns
+    -------
+    zarrcore.AsyncArray
+    """
+    return AsyncArray(self)
+
+
+def _async_group(self: Group) -> AsyncGroup:
+    """This group for asyncio code.
+
+    Returns
+    -------
+    zarrcore.AsyncGroup
+    """
+    return AsyncGroup(self)
+
+
+Array.async_array = functools.cached_property(_async_array)
+Array.async_array.__set_name__(Array, "async_array")
+Group.async_group = property(_async_group)

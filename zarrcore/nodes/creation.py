@@ -10,7 +10,9 @@ import numpy as np
 
 
 from .array import Array, make_array
-from .array_specs import create_spec, format_for_new, new_array_spec, open_spec
+from .array_specs import (
+    NewArrayOptions, create_spec, format_for_new, new_array_spec, open_spec,
+)
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -105,14 +107,13 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
     ReadOnlyError
         The store is read-only.
     """
-    return make_array(new_array_spec(store, name=name, shape=shape, dtype=dtype, data=data,
-                                     chunks=chunks, shards=shards, filters=filters,
-                                     serializer=serializer, compressors=compressors,
-                                     fill_value=fill_value, order=order, zarr_format=zarr_format,
-                                     attributes=attributes, chunk_key_encoding=chunk_key_encoding,
-                                     dimension_names=dimension_names, overwrite=overwrite,
-                                     path=path, config=config, write_data=write_data,
-                                     storage_options=storage_options))
+    return make_array(new_array_spec(NewArrayOptions(
+        store, name=name, shape=shape, dtype=dtype, data=data, chunks=chunks, shards=shards,
+        filters=filters, serializer=serializer, compressors=compressors, fill_value=fill_value,
+        order=order, zarr_format=zarr_format, attributes=attributes,
+        chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
+        overwrite=overwrite, path=path, config=config, write_data=write_data,
+        storage_options=storage_options)))
 
 
 def create(shape: ShapeLike, *, chunks: ChunksLike | bool = None,

@@ -1,13 +1,10 @@
 """The Group: a node holding arrays and groups by name."""
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import numpy as np
 
-from .async_nodes import AsyncGroup
 from .consolidated import ConsolidatedMetadata, open_group_metadata
 
 from .node import (
@@ -16,7 +13,7 @@ from .node import (
 )
 from .array import Array
 from .array_specs import check_mode, create_node, format_for_new, store_mode
-from .creation import create_array, like_kwargs
+from .group_arrays import ArrayMakers
 from ..errors import (
     ArrayNotFoundError, GroupNotFoundError, IncompatibleArrayError, IncompatibleGroupError,
     InvalidKeyError, MemberNotFoundError, NodeExistsError, NodeNotFoundError,
@@ -30,7 +27,7 @@ from ..storage import MemoryStore, make_store
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from ..metadata.types import NodeMetadata, ShapeLike, StoreLike
+    from ..metadata.types import NodeMetadata, StoreLike
     from ..storage import Store
 
 _D = TypeVar("_D")
@@ -55,10 +52,14 @@ def open_node(store: Store, path: str, zarr_format: int | None = None, read_only
     return Group(store, path, metadata, read_only=read_only, consolidated=consolidated)
 
 
-class Group(Node):
+class Group(ArrayMakers, Node):
     """A Zarr group: `g["a/b"]`, `g.create_array(...)`, `g.members()`."""
 
     kind = "group"
+
+    # -- faces (see Array's): `async_group` (async_nodes.py) ------------------------------
+    if TYPE_CHECKING:
+        async_group: Any  # async_nodes.AsyncGroup
 
     def __init__(self, store: Store, path: str, metadata: NodeMetadata, read_only: bool = False,
                  consolidated: ConsolidatedMetadata | None = None) -> None:
@@ -119,16 +120,6 @@ class Group(Node):
             return Array(self._store, path, metadata, read_only=self._read_only)
         return Group(self._store, path, metadata, read_only=self._read_only,
                      consolidated=self._consolidated.subgroup(rel))
-
-    @property
-    def async_group(self) -> AsyncGroup:
-        """This group for asyncio code.
-
-        Returns
-        -------
-        zarrcore.AsyncGroup
-        """
-        return AsyncGroup(self)
 
     def __getitem__(self, name: str) -> Array | Group:
         """The member at `name`, a path relative to this group ("a/b" goes down).
@@ -424,71 +415,6 @@ class Group(Node):
         node = self._existing(name, Group)
         return node if node is not None else self.create_group(name, **kwargs)
 
-    def create_array(self, name: str, **kwargs: Any) -> Array:
-        """Create an array at `name` (below this group), in this group's format by default.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        **kwargs
-            As `zarrcore.create_array` takes them (`shape`, `dtype`, `chunks`, ...).
-
-        Returns
-        -------
-        Array
-
-        Raises
-        ------
-        NodeExistsError
-            A node exists there and `overwrite` is not True.
-        ReadOnlyError
-            This group is read-only.
-        """
-        self._check_writable()
-        self._consolidated = None  # the hierarchy changes: read members from the store
-        kwargs.setdefault("zarr_format", self.zarr_format)
-        return create_array(self._store, name=self._child_path(name), **kwargs)
-
-    def require_array(self, name: str, *, shape: ShapeLike, dtype: npt.DTypeLike | None = None,
-                      exact: bool = False, **kwargs: Any) -> Array:
-        """The array `name` (a path relative to this group), created with `shape`, `dtype` and
-        `kwargs` (as `create_array` takes them) when missing. An existing one must have `shape`
-        and a dtype that casts safely to `dtype` (equals it when `exact`), else TypeError; a
-        group there raises IncompatibleGroupError (a ContainsGroupError and a TypeError).
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        shape : int or tuple of int
-            The array's shape.
-        dtype : data-type, optional
-            The array's data type.
-        exact : bool, default False
-            Whether an existing array's dtype must equal `dtype`.
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
-        node = self._existing(name, Array)
-        if node is None:
-            if dtype is not None:
-                kwargs["dtype"] = dtype
-            return self.create_array(name, shape=shape, **kwargs)
-        shape = (shape,) if isinstance(shape, int) else tuple(shape)
-        if shape != node.shape:
-            raise TypeError(f"array {node.name!r} exists with shape {node.shape}, not {shape}")
-        if dtype is not None:
-            dtype = np.dtype(dtype)
-            if (node.dtype != dtype) if exact else not np.can_cast(node.dtype, dtype):
-                raise TypeError(f"array {node.name!r} exists with dtype {node.dtype}, which "
-                                f"{'is not' if exact else 'does not cast safely to'} {dtype}")
-        return node
-
     def require_groups(self, *names: str) -> tuple[Group, ...]:
         """require_group of each name, as a tuple.
 
@@ -564,61 +490,6 @@ class Group(Node):
         return create_group(store, attributes=attributes, zarr_format=zarr_format,
                             overwrite=overwrite)
 
-    def create(self, name: str, **kwargs: Any) -> Array:
-        """zarr-python's `Group.create`: the same as `create_array`.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
-        return self.create_array(name, **kwargs)
-
-    def create_dataset(self, name: str, **kwargs: Any) -> Array:
-        """h5py's name for `create_array`, deprecated in zarr-python 3; `data` gives the shape
-        and dtype and is written.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
-        warnings.warn("Group.create_dataset is deprecated in zarr-python 3; use create_array",
-                      DeprecationWarning, stacklevel=2)
-        return self.create_array(name, **kwargs)
-
-    def require_dataset(self, name: str, *, shape: ShapeLike, **kwargs: Any) -> Array:
-        """h5py's name for `require_array`, deprecated in zarr-python 3.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        shape : int or tuple of int
-            The shape it must have, or is created with.
-        **kwargs
-            As `require_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
-        warnings.warn("Group.require_dataset is deprecated in zarr-python 3; use require_array",
-                      DeprecationWarning, stacklevel=2)
-        return self.require_array(name, shape=shape, **kwargs)
-
     def create_hierarchy(self, nodes: Mapping[str, Any], *, overwrite: bool = False
                          ) -> Iterator[tuple[str, Array | Group]]:
         """`zarrcore.create_hierarchy` below this group: paths are relative to it, and so are
@@ -642,87 +513,6 @@ class Group(Node):
                 store=self._store, nodes={self._child_path(p): m for p, m in nodes.items()},
                 overwrite=overwrite):
             yield path[len(prefix):], node
-
-    def _like(self, name: str, data: Any, kwargs: dict[str, Any], **fill: Any) -> Array:
-        """The array `name` like `data` (`like_kwargs`; this group's format unless `kwargs`
-        names one), `fill` (its fill_value) overriding `kwargs`."""
-        kwargs.setdefault("zarr_format", self.zarr_format)
-        return self.create_array(name, shape=np.shape(data),
-                                 **{**like_kwargs(data, kwargs), **fill})
-
-    def zeros_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
-        """`zarrcore.zeros_like` of `data`, at `name` below this group.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        data : Array or array_like
-            The model: its shape and dtype, and its chunks and format when an Array.
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
-        return self._like(name, data, kwargs, fill_value=0)
-
-    def ones_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
-        """`zarrcore.ones_like` of `data`, at `name` below this group.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        data : Array or array_like
-            The model: its shape and dtype, and its chunks and format when an Array.
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
-        return self._like(name, data, kwargs, fill_value=1)
-
-    def empty_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
-        """`zarrcore.empty_like` of `data`, at `name` below this group.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        data : Array or array_like
-            The model: its shape and dtype, and its chunks and format when an Array.
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
-        return self._like(name, data, kwargs)
-
-    def full_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
-        """`zarrcore.full_like` of `data`, at `name` below this group; `fill_value` among the
-        keywords (default: `data`'s when it is an Array).
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        data : Array or array_like
-            The model: its shape and dtype, and its chunks and format when an Array.
-        **kwargs
-            As `zarrcore.create_array` takes them, and `fill_value`.
-
-        Returns
-        -------
-        Array
-        """
-        fill_value = kwargs.pop("fill_value", getattr(data, "fill_value", None))
-        return self._like(name, data, kwargs, fill_value=fill_value)
 
     def info_complete(self) -> str:
         """`info` with the numbers of members, arrays and groups at every depth below this
@@ -800,102 +590,6 @@ class Group(Node):
         ensure_parent_groups(self._store, dst, self.zarr_format)
         self._store.rename_prefix(src, dst)
         self._consolidated = None
-
-    def full(self, *, name: str, shape: ShapeLike, fill_value: Any, **kwargs: Any) -> Array:
-        """The array `name` (a path relative to this group) of `shape` filled with
-        `fill_value`; `kwargs` as `create_array` takes them. Nothing is stored until written.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        shape : int or tuple of int
-            The array's shape.
-        fill_value : scalar
-            The value of every element not written.
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
-        return self.create_array(name, shape=shape, fill_value=fill_value, **kwargs)
-
-    def zeros(self, *, name: str, shape: ShapeLike, **kwargs: Any) -> Array:
-        """`full` with 0.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        shape : int or tuple of int
-            The array's shape.
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
-        return self.full(name=name, shape=shape, fill_value=0, **kwargs)
-
-    def ones(self, *, name: str, shape: ShapeLike, **kwargs: Any) -> Array:
-        """`full` with 1.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        shape : int or tuple of int
-            The array's shape.
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
-        return self.full(name=name, shape=shape, fill_value=1, **kwargs)
-
-    def empty(self, *, name: str, shape: ShapeLike, **kwargs: Any) -> Array:
-        """`full` with the data type's default fill value.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        shape : int or tuple of int
-            The array's shape.
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
-        return self.create_array(name, shape=shape, **kwargs)
-
-    def array(self, name: str, *, data: npt.ArrayLike, **kwargs: Any) -> Array:
-        """Create the array `name` holding `data`.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        data : array_like
-            The values; they give the shape and dtype.
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
-        data = np.asanyarray(data)
-        created = self.create_array(name, shape=data.shape, **{"dtype": data.dtype, **kwargs})
-        created[...] = data
-        return created
 
 
 # -- creating and opening groups (zarr-python's top-level functions) ----------------------------

@@ -1,10 +1,9 @@
 """ArrayInfo: the printable summary of an array (`Array.info`, `Array.info_complete`)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .array import Array
+from .array import Array
 
 
 def format_bytes(n: float) -> str:  # type: ignore[return]  # the last unit returns
@@ -79,3 +78,25 @@ class ArrayInfo:
         return "\n".join(f"{k:<{width}} : {v}" for k, v in rows)
 
     __str__ = __repr__
+
+
+# -- Array's face here (see Array's "faces") ---------------------------------------------------
+def _info(self: Array) -> ArrayInfo:
+    """A printable summary of the array from its metadata alone (see ArrayInfo); as in
+    zarr-python, `info_complete()` adds what needs a listing of the store."""
+    return ArrayInfo(self, complete=False)
+
+
+def info_complete(self: Array) -> ArrayInfo:
+    """The summary with what needs a listing of the store: stored bytes, storage ratio and
+    chunks initialized.
+
+    Returns
+    -------
+    ArrayInfo
+    """
+    return ArrayInfo(self, complete=True)
+
+
+Array.info = property(_info)
+Array.info_complete = info_complete

@@ -16,15 +16,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 
+from .array import Array
 from .node import METADATA_KEYS
 from ..runtime.concurrency import run_bounded
 from ..runtime.config import config
+from ..metadata.indexing import expand_selection
 from ..metadata.grid import AxisChunks
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from .array import Array
+    from ..metadata.types import Fields, Selection
 
 #: The default bound on the data a copy holds at once.
 DEFAULT_MEMORY = 1 << 30
@@ -252,3 +254,30 @@ class ChunkKeys:
         """The array region (tuple of slices) the object at `coords` holds."""
         return self.array.chunk_grid.region(coords)
 
+
+# -- Array's face here (see Array's "faces") ---------------------------------------------------
+def _streamed(self: Array, selection: Selection, value: Any, fields: Fields) -> bool:
+    """Copy `value` into `selection` block by block, never read whole, when it is an Array
+    of the selection's shape and the selection a region (step-1 slices); False when not."""
+    if not isinstance(value, Array) or fields is not None:
+        return False
+    region = _region_of(selection, self.shape)
+    if region is None or tuple(r.stop - r.start for r in region) != value.shape:
+        return False
+    if value.store == self.store and value.path == self.path and value.shape != self.shape:
+        return False  # a region of the array onto itself: the blocks would overlap
+    self._check_writable()
+    copy_into(self, region, value)
+    return True
+
+
+def _region_of(selection: Selection, shape: tuple[int, ...]) -> Region | None:
+    """The region `selection` selects when it is step-1 slices (and Ellipsis), else None."""
+    items = expand_selection(selection, len(shape))
+    if not all(type(s) is slice and s.step in (None, 1) for s in items):
+        return None
+    return tuple(slice(start, max(start, stop))
+                 for start, stop, _ in (s.indices(n) for s, n in zip(items, shape)))
+
+
+Array._streamed = _streamed

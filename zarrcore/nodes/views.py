@@ -12,15 +12,13 @@ from __future__ import annotations
 import hashlib
 import operator
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Union
+from typing import Any, NamedTuple, Union
 
 import numpy as np
 import numpy.typing as npt
 
 from ..errors import SelectionError, ShapeMismatchError, ViewOutsideArrayError
-
-if TYPE_CHECKING:
-    from .array import Array
+from .array import Array
 
 __all__ = ["IndexTransform", "LazyArray"]
 
@@ -693,3 +691,13 @@ class _ViewSelector:
 
     def __setitem__(self, selection: Any, value: npt.ArrayLike) -> None:
         self[selection].write(value)
+
+
+# -- Array's face here (see Array's "faces") ---------------------------------------------------
+def _lazy(self: Array) -> LazyArray:
+    """A lazy view of the whole array: indexing it gives views that read nothing until
+    `read()` or `numpy.asarray` (docs/guide/views.md)."""
+    return LazyArray(self)
+
+
+Array.lazy = property(_lazy)

@@ -162,7 +162,7 @@ class Config:
         self.io_timeout = float(os.environ.get("ZARRCORE_IO_TIMEOUT") or 30.0)
         self.io_retries = _env_int("ZARRCORE_IO_RETRIES", 3, 0)
         # Seconds an object store's lock is waited for before LockTimeoutError: longer than
-        # two leases (storage/objectstore.py LOCK_LEASE), so that a lock its dead holder left
+        # two leases (storage/_object_locks.py LOCK_LEASE), so that a lock its dead holder left
         # is always taken over first, and a queue of live holders has time to pass.
         self.lock_timeout = float(os.environ.get("ZARRCORE_LOCK_TIMEOUT") or 300.0)
         # An object larger than this many bytes goes to a store that writes in parts (S3's
@@ -180,7 +180,7 @@ class Config:
         # `coalesce_max_bytes` (None: any length): zarr-python's
         # "array.sharding_coalesce_max_gap_bytes" and "array.sharding_coalesce_max_bytes".
         # Over a store's link with a round trip, larger gaps are merged and requests cut by
-        # what the link shows (engine.fetched.range_limits).
+        # what the link shows (engine.shard_ranges.range_limits).
         self.coalesce_gap_bytes = 1 << 16
         self.coalesce_max_bytes: int | None = None
         # zarrcore's codec pipeline for zarr-python (zarr_pipeline.py) hands a request it

@@ -30,26 +30,22 @@ import collections
 import contextlib
 import datetime
 import errno
-import json
-import math
 import os
-import random
 import re
-import socket
-import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Optional, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 from ..runtime.concurrency import each, fan_out, run_bounded
 from ..runtime.link import Link, link_to
 from ..runtime.config import config
-from ..errors import (KeyChangedError, LockLostError, LockTimeoutError, LockUnavailableError,
-                      ReadOnlyError, StoreError, StoreURLError, WriteConflictError)
-from ..runtime.portable import at_fork_in_child, before_fork
+from ..errors import (KeyChangedError, LockUnavailableError, ReadOnlyError, StoreError,
+                      StoreURLError, WriteConflictError)
 from ..runtime import _aio
-from . import _obstore_runtime
+from ._object_clients import SERVER_BACKENDS, client_root, shared_client, split_client
+from ._object_locks import LOCK_PREFIX, Lease, is_lock_object
+from ._object_versions import ObjectVersion, put_mode, version_of
 from ._obstore_runtime import obstore_module as _obstore
 from .base import (
     S3_LEAST_PART_BYTES, UNCHANGED, ByteRange, Fetched, RangeReader, ReadBytes, Request, Store,
@@ -61,15 +57,11 @@ if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
     from obstore import (
         GetOptions, GetResult, ObjectMeta, OffsetRange, PutMode, PutResult, SuffixRange,
-        UpdateVersion,
     )
     from obstore.store import ClientConfig, ObjectStore as ObstoreStore, RetryConfig
 
 
 _T = TypeVar("_T")
-
-#: An object's version as this store reads and conditions writes on it: (ETag, version).
-ObjectVersion = tuple[Optional[str], Optional[str]]
 
 # s3fs spellings of storage_options (what zarr-python passes to fsspec) -> obstore's keys.
 _S3FS_NAMES = {"key": "access_key_id", "secret": "secret_access_key", "token": "session_token",
@@ -79,23 +71,10 @@ _OWN_OPTIONS = ("timeout", "retries", "conditional_writes", "single_writer", "cl
                 "retry_config")
 # Backends whose PUT takes If-Match / If-None-Match (S3 since 2024, GCS generations, Azure).
 _CONDITIONAL_BACKENDS = ("S3Store", "GCSStore", "AzureStore", "MemoryStore")
-# The backends of a server, not of local files or memory: their clients are shared
-# (_split_client), their ETags are the server's, the same in every process
-# (shares_versions), where a memory store's are counters of its process, and they write
-# objects in parts (least_part_bytes).
-_SERVER_BACKENDS = ("S3Store", "GCSStore", "AzureStore")
 # Where obstore takes an S3 endpoint: its option names and, without one, the environment.
 _ENDPOINT_OPTIONS = ("endpoint", "aws_endpoint", "aws_endpoint_url", "endpoint_url",
                      "aws_endpoint_url_s3")
 _ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT")
-# Lock objects (see ObjectStore.lock) are named with this prefix beside their key and are
-# never listed as keys.
-LOCK_PREFIX = ".zarrcore-lock."
-# A lock object not renewed for this many seconds was left by a dead holder and may be taken
-# over. Its holder renews it every LOCK_LEASE / 4 seconds for as long as it holds the lock.
-LOCK_LEASE = 120.0
-# Deletes of a lock object tried on release before it is left for others to take over.
-RELEASE_TRIES = 3
 # Whole-object PUTs that keep finding the object replaced by another writer give up after
 # this many tries.
 WRITE_TRIES = 8
@@ -114,112 +93,10 @@ _NOT_PARTIAL = re.compile(r"\bNotPartial\b")
 # OBJECT_STORE_COALESCE_PARALLEL; measured with obstore 0.12): the slots of the process's
 # bound such a call holds.
 _RANGES_IN_FLIGHT = 10
-# The clients (of those kept for sharing) that a child forked after obstore ran has its
-# helper make at once (_obstore_runtime.after_fork_in_child): the most recently opened.
-WARMED_CLIENTS = 4
-# Clients kept for sharing (see _shared_client); the least recently opened are forgotten past
-# it, which only stops later stores from sharing theirs.
-KNOWN_CLIENTS = 64
-
-
-def _is_lock_object(name: str) -> bool:
-    return name.startswith(LOCK_PREFIX)
 
 
 def _visible(path: str) -> bool:
-    return not _is_lock_object(path.rpartition("/")[2])
-
-
-# The clients of this process's ObjectStores from from_url, by _client_key: one per endpoint,
-# bucket, credentials and client settings, in the order last opened.
-_clients: collections.OrderedDict[Hashable, ObstoreStore] = collections.OrderedDict()
-_clients_guard = threading.Lock()
-
-
-def _forget_clients_in_child() -> None:
-    # The parent's clients are not this process's (its helper makes those the parent used
-    # last: _obstore_runtime), nor are locks its other threads may have held.
-    global _clients_guard
-    recent = _recent_clients()
-    _clients.clear()
-    _clients_guard = threading.Lock()
-    _obstore_runtime.after_fork_in_child(recent)
-
-
-def _recent_clients() -> list[ObstoreStore]:
-    """The clients a child's helper is warmed with, which the template builds ahead."""
-    return list(_clients.values())[-WARMED_CLIENTS:]
-
-
-def _prepare_helpers_before_fork() -> None:
-    _obstore_runtime.prepare_helpers(_recent_clients())
-
-
-at_fork_in_child(_forget_clients_in_child)
-before_fork(_prepare_helpers_before_fork)
-
-
-def _frozen(value: Any) -> Hashable:
-    """`value` (options: dicts, lists, scalars) as a hashable value that compares alike."""
-    if isinstance(value, dict):
-        return tuple(sorted((str(k), _frozen(v)) for k, v in value.items()))
-    if isinstance(value, (list, tuple)):
-        return tuple(_frozen(v) for v in value)
-    scalar: Hashable = value
-    return scalar
-
-
-def _split_client(made: ObstoreStore, client: ClientConfig, retry: RetryConfig
-                  ) -> tuple[Hashable, str] | None:
-    """(the key of the client `made` (obstore's store of a URL) may share, its path below
-    that client's root), or None when it shares none: an HTTP URL with a query, a fragment,
-    user information or escapes in its path (the key space is then only that URL's), a
-    store of no remote backend."""
-    store: Any = made  # (obstore's stores differ in what they tell: url, or config, prefix)
-    kind = type(store).__name__
-    if kind == "HTTPStore":
-        parts = urllib.parse.urlsplit(store.url)
-        if parts.query or parts.fragment or "@" in parts.netloc or "%" in parts.path:
-            return None
-        where: Hashable = f"{parts.scheme}://{parts.netloc}"
-        path = parts.path
-    elif kind in _SERVER_BACKENDS:
-        where, path = _frozen(store.config), store.prefix or ""
-    else:  # (a local or memory store: no client to share)
-        return None
-    return (kind, where, _frozen(client), _frozen(retry)), path.strip("/")
-
-
-def _client_root(made: ObstoreStore, client: ClientConfig, retry: RetryConfig) -> ObstoreStore:
-    """obstore's store of `made`'s endpoint, bucket and credentials at their root (`made`
-    itself when it is there)."""
-    store: Any = made
-    if type(store).__name__ == "HTTPStore":
-        parts = urllib.parse.urlsplit(store.url)
-        if not parts.path.strip("/"):
-            return made
-        root: ObstoreStore = type(store).from_url(f"{parts.scheme}://{parts.netloc}",
-                                                  client_options=client, retry_config=retry)
-        return root
-    if not store.prefix:
-        return made
-    # (S3Store, GCSStore, AzureStore: each takes its own config)
-    root = type(store)(config=store.config, client_options=client, retry_config=retry)
-    return root
-
-
-def _shared_client(key: Hashable, make: Callable[[], ObstoreStore]) -> ObstoreStore:
-    """The client this process keeps for `key`, made by `make()` the first time."""
-    with _clients_guard:
-        known = _clients.get(key)
-        if known is not None:
-            _clients.move_to_end(key)
-            return known
-        client = _clients[key] = make()
-        if len(_clients) > KNOWN_CLIENTS:
-            _clients.popitem(last=False)
-    _obstore_runtime.client_made(client)
-    return client
+    return not is_lock_object(path.rpartition("/")[2])
 
 
 def _unsigned_payload(url: str, options: StorageOptions) -> bool:
@@ -297,26 +174,6 @@ def _is_missing(error: BaseException) -> bool:
     return isinstance(error, (FileNotFoundError, obs.exceptions.NotFoundError))
 
 
-def _mode(version: ObjectVersion | None) -> PutMode:
-    """obstore's put mode that writes only over `version` ((ETag, version) of the object;
-    None: only where there is no object)."""
-    if version is None:
-        return "create"
-    e_tag, generation = version
-    mode: UpdateVersion = {}
-    if e_tag is not None:
-        mode["e_tag"] = e_tag
-    if generation is not None:
-        mode["version"] = generation
-    return mode
-
-
-def _version(meta: ObjectMeta | PutResult) -> ObjectVersion | None:
-    """(ETag, version) of an object from obstore's metadata or put result; None without."""
-    version = (meta.get("e_tag"), meta.get("version"))
-    return None if version == (None, None) else version
-
-
 def _cut(result: GetResult, start: int | None, stop: int | None) -> bytes:
     """[start:stop] of the body of the obstore GetResult `result` (a server that turns byte
     ranges down sends all of it): read as it streams in, no further than `stop`."""
@@ -360,9 +217,9 @@ class ObjectStore(Store):
         self.supports_listing = not http
         self.supports_writes = self.streams_writes = not http
         self.versioned_reads = not http
-        self.shares_versions = kind in _SERVER_BACKENDS
+        self.shares_versions = kind in SERVER_BACKENDS
         # (S3's least part is GCS's too; Azure's blocks have none.)
-        self.least_part_bytes = S3_LEAST_PART_BYTES if kind in _SERVER_BACKENDS else None
+        self.least_part_bytes = S3_LEAST_PART_BYTES if kind in SERVER_BACKENDS else None
         self.supports_conditional_writes = (
             kind in _CONDITIONAL_BACKENDS if conditional_writes is None
             else bool(conditional_writes))
@@ -386,7 +243,7 @@ class ObjectStore(Store):
     # conditional on (see the module's docstring). A key whose PUT is in flight, failed or
     # timed out has none. Not pickled: a copy elsewhere would only cost refused PUTs.
     def _saw(self, key: str, meta: ObjectMeta | PutResult) -> None:
-        version = _version(meta)
+        version = version_of(meta)
         if version is None or not self.supports_conditional_writes:
             return
         self._versions[key] = version
@@ -403,7 +260,7 @@ class ObjectStore(Store):
         self.link = _link_of(self.url)
         if self._client_key is not None:
             unpickled = self._store
-            self._store = _shared_client(self._client_key, lambda: unpickled)
+            self._store = shared_client(self._client_key, lambda: unpickled)
 
     def _path(self, key: str) -> str:
         """The path of the object of `key` in the obstore store."""
@@ -462,11 +319,11 @@ class ObjectStore(Store):
         try:
             parsed = obs.store.from_url(url, client_options=client, retry_config=retry,
                                         **options)
-            split = _split_client(parsed, client, retry)
+            split = split_client(parsed, client, retry)
             store, prefix = parsed, ""
             if split is not None:
                 key, prefix = split
-                store = _shared_client(key, lambda: _client_root(parsed, client, retry))
+                store = shared_client(key, lambda: client_root(parsed, client, retry))
         except (obs.exceptions.BaseError, ValueError, TypeError) as e:
             raise StoreURLError(f"cannot open {url!r}: {_first_line(e)}") from e
         made = cls(store, read_only, url=url, conditional_writes=own.get("conditional_writes"),
@@ -834,7 +691,7 @@ class ObjectStore(Store):
         for _ in range(WRITE_TRIES):
             # Forgotten until this PUT is answered: one that fails or times out may still
             # land, so the next write of the key learns the version anew.
-            put = self._put(key, value, _mode(self._versions.pop(key, None)))
+            put = self._put(key, value, put_mode(self._versions.pop(key, None)))
             if put is not None:
                 self._saw(key, put)
                 return put
@@ -869,7 +726,7 @@ class ObjectStore(Store):
             return super().set_if(key, value, version)
         key = validate_key(key)
         self._versions.pop(key, None)
-        done = self._put(key, value, _mode(version))
+        done = self._put(key, value, put_mode(version))
         if done is not None:
             self._saw(key, done)
         return done is not None
@@ -900,7 +757,7 @@ class ObjectStore(Store):
 
     # -- listing ------------------------------------------------------------
     def own_file(self, name: str) -> bool:
-        return _is_lock_object(name)
+        return is_lock_object(name)
 
     def list_prefix(self, prefix: str) -> list[str]:
         prefix = validate_prefix(prefix)
@@ -955,7 +812,7 @@ class ObjectStore(Store):
         head, _, name = key.rpartition("/")
         lock_key = f"{head}/{LOCK_PREFIX}{name}" if head else LOCK_PREFIX + name
         with self.thread_lock(key):  # threads of this process queue here, not on the server
-            lease = _Lease(self, lock_key)
+            lease = Lease(self, lock_key)
             try:
                 yield
             finally:
@@ -976,152 +833,6 @@ class ObjectStore(Store):
                 return None
             self._clock_offset = put - meta["last_modified"].timestamp()
         return time.time() - self._clock_offset
-
-
-# Nonces of the leases of this process whose lock objects could not be deleted on release:
-# their holder is done, so this process takes them over at once.
-_abandoned: set[str] = set()
-
-
-def _parse_stamp(data: bytes) -> dict[str, Any] | None:
-    """The stamp (a dict with a finite, positive "time") of a lock object's bytes; None when
-    they are none a zarrcore holder writes."""
-    try:
-        stamp: dict[str, Any] = json.loads(data)
-        if math.isfinite(stamp["time"]) and stamp["time"] > 0:
-            return stamp
-    except (ValueError, KeyError, TypeError):
-        pass
-    return None
-
-
-class _Lease:
-    """One holding of a lock object: taken on creation (waiting for it as long as a live
-    holder renews it, up to config.lock_timeout), renewed from a daemon thread, and deleted
-    by release(). Its stamp carries a nonce, so that a put of it that was applied but whose
-    answer was lost (the retry then conflicting with it) is still recognised as its own."""
-
-    def __init__(self, store: ObjectStore, lock_key: str) -> None:
-        self._store, self._key = store, lock_key
-        self._nonce = os.urandom(16).hex()
-        try:
-            self._version = self._acquire()
-        except StoreError:
-            _abandoned.add(self._nonce)  # its put may have landed: this process may take it
-            raise
-        self._lost = False
-        self._done = threading.Event()
-        self._renewer = threading.Thread(target=self._renew, name="zarrcore-lease", daemon=True)
-        self._renewer.start()
-
-    def _claim(self, version: ObjectVersion | None) -> tuple[
-            ObjectVersion | None, dict[str, Any] | None, ObjectVersion | None, ObjectMeta | None]:
-        """Put this holder's stamp if the lock object's version is still `version` (None: if
-        there is none): (its new version, None, None, None), or else (None, stamp, version,
-        obstore's metadata) of the lock object there (stamp None: no holder's; metadata
-        None: no object)."""
-        stamp = json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
-                            "time": time.time(), "nonce": self._nonce}).encode()
-        failure = None
-        try:
-            put = self._store._put(self._key, stamp, _mode(version))
-            if put is not None:
-                return _version(put), None, None, None
-        except StoreError as e:
-            failure = e  # perhaps applied all the same: the lock object tells
-        data, meta = self._store._get_with_meta(self._key)
-        held = None if data is None else _parse_stamp(data)  # (data is None when meta is)
-        if meta is not None and held is not None and held.get("nonce") == self._nonce:
-            return _version(meta), None, None, None
-        if failure is not None:
-            raise failure
-        return None, held, None if meta is None else _version(meta), meta
-
-    def _acquire(self) -> ObjectVersion:
-        wait, version = 0.005, None
-        started = time.monotonic()
-        # (version of the lock object, when it was first seen)
-        watched: tuple[ObjectVersion | None, float] | None = None
-        while True:
-            taken, stamp, held, meta = self._claim(version)
-            if taken is not None:
-                return taken
-            if time.monotonic() - started >= config.lock_timeout:
-                raise self._timed_out(stamp, meta, config.lock_timeout)
-            version = None
-            if meta is not None:
-                if watched is None or watched[0] != held:
-                    watched = (held, time.monotonic())
-                if self._stale(stamp, meta, watched[1]):
-                    version = held
-                    continue  # take it over
-            time.sleep(wait * (1 + random.random()))
-            wait = min(wait * 2, 0.5)
-
-    def _stale(self, stamp: dict[str, Any] | None, meta: ObjectMeta, since: float) -> bool:
-        """Was the lock object (`stamp`, obstore's `meta`), unchanged since `since`
-        (time.monotonic()), left by a holder that is gone? Judged by clocks that a holder's
-        skew cannot move: how long this process saw it unchanged, and its age by the store's
-        clock; a stamp no holder writes (garbage, a NaN time) counts as left."""
-        if stamp is None or stamp.get("nonce") in _abandoned:
-            return True
-        if time.monotonic() - since > LOCK_LEASE:
-            return True
-        modified = meta["last_modified"].timestamp()
-        if time.time() - modified <= LOCK_LEASE:  # this host's clock: no probe needed yet
-            return False
-        now = self._store._store_clock(self._key)
-        return now is not None and now - modified > LOCK_LEASE + 1
-
-    def _timed_out(self, stamp: dict[str, Any] | None, meta: ObjectMeta | None,
-                   timeout: float) -> LockTimeoutError:
-        if meta is None:
-            holder = "other holders in turn"
-        elif stamp is None:
-            holder = "an object that is no lock stamp"
-        else:
-            holder = f"host {stamp.get('host')!r} pid {stamp.get('pid')}"
-        since = ("" if meta is None else
-                 f", last written {meta['last_modified']:%Y-%m-%d %H:%M:%S} UTC")
-        return LockTimeoutError(
-            f"gave up after {timeout:g} s (config.lock_timeout) waiting for the lock object "
-            f"{self._key!r} of {self._store!r}: held by {holder}{since}")
-
-    def _renew(self) -> None:
-        while not self._done.wait(LOCK_LEASE / 4):
-            try:
-                version = self._claim(self._version)[0]
-            except StoreError:
-                continue  # a failed request: try again before the lease runs out
-            if version is None:
-                self._lost = True  # taken over: this holder was presumed dead
-                return
-            self._version = version
-
-    def release(self) -> None:
-        """Delete the lock object. When that keeps failing, leave it (the work it protected is
-        done: raising would report a finished update as failed): this process takes it over
-        at once, others once it is stale."""
-        self._done.set()
-        self._renewer.join()
-        if self._lost:
-            raise LockLostError(
-                f"the lock object {self._key!r} of {self._store!r} was taken over while held "
-                f"(not renewed for {LOCK_LEASE:g} s): a concurrent update may have been lost")
-        store = self._store
-        for attempt in range(RELEASE_TRIES):
-            try:
-                if attempt:
-                    # The failed delete may have been applied and the lock taken since.
-                    data, _ = store._get_with_meta(self._key)
-                    stamp = None if data is None else _parse_stamp(data)
-                    if stamp is None or stamp.get("nonce") != self._nonce:
-                        return
-                store._delete(self._key)
-                return
-            except StoreError:
-                time.sleep(0.05 * 2 ** attempt)
-        _abandoned.add(self._nonce)
 
 
 class _ObjectReader:

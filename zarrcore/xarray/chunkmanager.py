@@ -13,7 +13,8 @@ import numpy as np
 from xarray.namedarray.parallelcompat import ChunkManagerEntrypoint
 
 from ..nodes.array import Array
-from ..nodes.array_dask import arrays_as_dask, storage_block
+from ..nodes.array import storage_block
+from ..nodes.array_dask import arrays_as_dask
 
 
 def _block_sizes(array: Array) -> tuple[tuple[int, ...], ...]:

@@ -24,7 +24,7 @@ from xarray.backends.zarr import (
 
 from .. import api
 from ..nodes.array import Array
-from ..nodes.array_dask import storage_block
+from ..nodes.array import storage_block
 from ..errors import AttributeTypeError, MetadataError
 from ..nodes.group import Group
 from ..nodes.node import metadata_update

@@ -1,0 +1,307 @@
+"""Shard byte-range reads: the indexes (or whole shards) of the shards a sharded read touches,
+then the byte ranges of the inner chunks it wants, neighbours coalesced, each handed to the
+read's waves as it arrives. fetched.read_shard_waves plans the read and its tasks, and
+fetched.read_shard_ranges chooses how the store is fetched."""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from ..codecs.sharding import EMPTY, Entries, coalesce
+from ..runtime.config import config
+from ..errors import KeyChangedError, ShardIndexError, ZarrcoreError
+from ..runtime.concurrency import fan_out
+from ..storage.base import at_most
+from .cache import KnownIndex
+from .planning import Int64s, with_key
+
+if TYPE_CHECKING:
+    import contextlib
+
+    from ..codecs.sharding import ShardingCodec
+    from ..storage.base import ByteRange, Fetched, RangeReader, ReadBytes, Request
+    from . import ChunkEngine
+
+__all__ = ["WHOLE_GAP", "Fetch", "Cached", "ShardRequests", "ShardWaves", "shard_bytes",
+           "range_limits", "known_indexes", "ShardReaders", "read_indexed_shards"]
+
+
+# The gap a shard wanted whole (ShardingCodec.reads_whole) coalesces its inner chunks'
+# ranges over, where its index is known: one request, as for the whole shard.
+WHOLE_GAP = 1 << 62
+
+# A sharded read's fetch: (requests, their sizes in bytes) -> batches of (i, (result, the
+# shard's version or None)) as they arrive (`read_shard_ranges`).
+Fetch = Callable[[Sequence["Request"], Sequence[int]],
+                 Iterator[list[tuple[int, tuple[Any, Any]]]]]
+
+# Which of a shard's stored tasks the decoded-chunk cache holds (`cached_tasks`, bound to its
+# read's job): (shard version, tasks, offsets, lengths) -> a mask of the hits.
+Cached = Callable[[Any, Int64s, Int64s, Int64s], npt.NDArray[np.bool_]]
+
+
+@dataclass(frozen=True)
+class ShardRequests:
+    """The shards a sharded read touches: their keys; the first request of each, for its
+    index's range (or, ranges None, for the whole shard); the read's tasks in each shard
+    (its job's inner chunks); each task's C-order place in its shard (`local`, by task);
+    and each shard's sharding codec."""
+
+    keys: list[str]
+    requests: list[tuple[str, list[ByteRange] | None]]
+    tasks: list[Int64s]
+    local: Int64s
+    codecs: Sequence[ShardingCodec]
+
+
+class ShardWaves(Protocol):
+    """What a sharded read hands the bytes it fetched to: `add` gives tasks their bytes (at
+    offsets and lengths in `data`), `run` decodes a wave of tasks, and `cached` (None where
+    the read keeps no decoded chunks) tells which stored tasks the cache holds."""
+
+    cached: Cached | None
+
+    def add(self, data: ReadBytes, tasks: Int64s, offsets: Int64s, lengths: Int64s) -> None:
+        ...
+
+    def run(self, tasks: Int64s) -> None:
+        ...
+
+
+def shard_bytes(engine: ChunkEngine) -> int:
+    """The bytes of one of the array's shards, decoded."""
+    return engine.dtype.itemsize * math.prod(engine.chunk_shape)
+
+
+def range_limits(engine: ChunkEngine, whole: bool, total: int) -> tuple[int, int | None]:
+    """(gap, most) by which `coalesce` groups a shard's byte ranges into requests, where all
+    of it is wanted (`whole`) or some, in a read of about `total` bytes: the array's options
+    (config.array_options), or one request for a whole shard; over a link with a round trip,
+    also every gap that moving costs less than a round trip (Link.gap_bytes), and requests
+    cut to what one connection moves fast (Link.piece_bytes), unless the options set the
+    most; both within the read's share of a connection."""
+    gap = WHOLE_GAP if whole else engine.options.coalesce_gap_bytes
+    most = None if whole else engine.options.coalesce_max_bytes
+    link = engine.store.link
+    if link is not None:
+        gap = max(gap, link.gap_bytes(total, engine.options.io_concurrency))
+        if most is None:
+            most = link.piece_bytes(total, engine.options.io_concurrency)
+    return gap, most
+
+
+def _span_bytes(request: Request) -> int:
+    """The bytes of a request of one range (`place`'s: (start, stop), or an index's)."""
+    ranges = request[1]
+    assert ranges is not None and len(ranges) == 1  # (as `place` makes them)
+    start, stop = ranges[0]
+    return -start if start is not None and start < 0 else (stop or 0) - (start or 0)
+
+
+def _first(parts: Fetched) -> ReadBytes | None:
+    """The bytes of the first range of a get_many or get_ranges result `parts` (None: not
+    stored)."""
+    if parts is None or isinstance(parts, (bytes, memoryview)):
+        return parts
+    return parts[0]
+
+
+def known_indexes(engine: ChunkEngine, shards: ShardRequests, cached: bool
+                  ) -> dict[int, KnownIndex]:
+    """The shards whose indexes the array knows (`shard_indexes`), by their place in
+    `shards`, with the version they were learned from: a store whose readers keep one
+    version reads them at that version. A shard wanted whole is known too where the read
+    keeps decoded chunks (`cached`): then only the inner chunks the cache does not hold are
+    fetched, in one range."""
+    indexes = engine.shard_indexes
+    known: dict[int, KnownIndex] = {}
+    if indexes is None:
+        return known
+    for s, (key, ranges) in enumerate(shards.requests):
+        hit = None if ranges is None and not cached else indexes.get(key)
+        if hit is not None:
+            known[s] = hit
+    return known
+
+
+class ShardReaders:
+    """A sharded read's fetch (`Fetch`) through readers that keep one version of each shard
+    (Store.readers_keep_one_version), index and inner chunks alike, so that a writer
+    replacing a shard between the two cannot tear the read: the known shards' readers at
+    the version their index was learned from, the others' opened as they are first asked
+    for; each held until `held` closes."""
+
+    def __init__(self, engine: ChunkEngine, held: contextlib.ExitStack, keys: Sequence[str],
+                 known: dict[int, KnownIndex], budget: int) -> None:
+        self.store, self.held, self.budget = engine.store, held, budget
+        self.concurrency = engine.options.io_concurrency
+        self.readers: dict[str, RangeReader | None] = {
+            keys[s]: held.enter_context(self.store.reader(keys[s], version=hit.version))
+            for s, hit in known.items()}
+
+    def read(self, request: Request) -> tuple[Sequence[ReadBytes] | None, Any]:
+        key, ranges = request
+        reader = self.readers[key]
+        if reader is None or ranges is None:
+            return None, None
+        # (None: a version the reader cannot tell, or one that tells no bytes apart)
+        return reader.get_ranges(ranges), getattr(reader, "version", None)
+
+    def __call__(self, requests: Sequence[Request], sizes: Sequence[int]
+                 ) -> Iterator[list[tuple[int, tuple[Any, Any]]]]:
+        for key, _ in requests:
+            if key not in self.readers:
+                self.readers[key] = self.held.enter_context(self.store.reader(key))
+        # On the shared I/O pool, not threads of its own: a read fetches twice (indexes,
+        # then inner chunks), and each would start and stop as many threads.
+        return fan_out(self.read, requests, self.concurrency, executor=config.io_executor(),
+                       weights=sizes, budget=self.budget)
+
+
+def read_indexed_shards(engine: ChunkEngine, shards: ShardRequests,
+                        known: dict[int, KnownIndex], fetch: Fetch, waves: ShardWaves
+                        ) -> dict[int, tuple[Any, Entries]]:
+    """The waves of read_shard_ranges: the indexes (or whole shards) of the shards whose
+    indexes are not `known`, then the inner chunks' ranges of them all, but of those
+    `waves.cached` finds at their shard's version. A known shard none of whose inner chunks
+    is fetched is asked for its index at its version (but where the array's `recheck`
+    trusts the index's stamp), and the known shards' tasks that need no bytes run last, so
+    that no read goes through an index (nor entries) of a shard replaced since. The indexes
+    it read, by shard, each with its shard's version."""
+    read = _IndexedShards(engine, shards, known, waves)
+    # The tasks of known shards that need no bytes (cached, or not stored): run once every
+    # request at their shards' versions has succeeded, so that what a replaced shard's stale
+    # index or entries say never reaches the output.
+    confirmed = [read.place(s, k.entries, None) for s, k in known.items()]
+    read.read_indexes(fetch)
+    read.read_ranges(fetch)
+    if confirmed:
+        waves.run(np.concatenate(confirmed))
+    return read.learned
+
+
+class _IndexedShards:
+    """The state of one read_indexed_shards: the ranges planned of the shards whose indexes
+    it has (`ranged`), the indexes it read (`learned`) and each shard's version in it."""
+
+    def __init__(self, engine: ChunkEngine, shards: ShardRequests, known: dict[int, KnownIndex],
+                 waves: ShardWaves) -> None:
+        self.engine, self.shards, self.known, self.waves = engine, shards, known, waves
+        # (key, [(start, stop)]), and the tasks whose bytes that range holds, their offsets
+        # in it and lengths.
+        self.ranged: list[tuple[Request, Int64s, Int64s, Int64s]] = []
+        self.learned: dict[int, tuple[Any, Entries]] = {}
+        # Each shard's version in this read (None: unknown, or not stored).
+        self.versions: dict[str, Any] = {shards.keys[s]: k.version for s, k in known.items()}
+
+    def place(self, s: int, entries: Entries, data: ReadBytes | None) -> Int64s:
+        """Hand the tasks of shard `s` stored in the whole shard `data` to `add`, or
+        plan the ranges of those stored (data None): the tasks to run now (those not stored,
+        and those the cache holds, with the whole shard's)."""
+        keys, cached = self.shards.keys, self.waves.cached
+        tasks = self.shards.tasks[s]
+        spans = entries[self.shards.local[tasks]]
+        stored = spans[:, 0] != EMPTY
+        left: Int64s = tasks[~stored]
+        tasks, spans = tasks[stored], spans[stored]
+        version = self.versions.get(keys[s])
+        if cached is not None and version is not None and len(tasks):
+            hits = cached(version, tasks, spans[:, 0].astype(np.int64),
+                          spans[:, 1].astype(np.int64))
+            left = np.concatenate([left, tasks[hits]])
+            tasks, spans = tasks[~hits], spans[~hits]
+        if data is not None:  # (all of them run in this wave: those stored decode)
+            self.waves.add(data, tasks, spans[:, 0].astype(np.int64),
+                           spans[:, 1].astype(np.int64))
+            return self.shards.tasks[s]
+        if not len(tasks):
+            if s in self.known and not self.engine.recheck.trusts(self.known[s].stamp):
+                # (its version confirmed by one request for its index)
+                none = np.zeros(0, dtype=np.int64)
+                self.ranged.append(((keys[s], [self.shards.codecs[s].index_range()]),
+                                    none, none, none))
+            return left
+        self.plan_ranges(s, tasks, spans)
+        return left
+
+    def plan_ranges(self, s: int, tasks: Int64s, spans: Entries) -> None:
+        """Plan the requests for the stored `tasks` of shard `s` (at `spans`, their entries):
+        neighbours coalesced by the array's limits (`range_limits`)."""
+        keys = self.shards.keys
+        # (The read's bytes, were every shard's wanted bytes as many as this one's.)
+        total = int(spans[:, 1].sum()) * len(keys)
+        whole = self.shards.requests[s][1] is None
+        starts, stops, group = coalesce(spans[:, 0], spans[:, 1],
+                                        *range_limits(self.engine, whole, total))
+        order = np.argsort(group, kind="stable")
+        cuts = np.searchsorted(group[order], np.arange(len(starts) + 1))
+        for g, (start, stop) in enumerate(zip(starts.tolist(), stops.tolist())):
+            members = order[cuts[g]:cuts[g + 1]]
+            self.ranged.append(((keys[s], [(start, stop)]), tasks[members],
+                                spans[members, 0].astype(np.int64) - start,
+                                spans[members, 1].astype(np.int64)))
+
+    def read_indexes(self, fetch: Fetch) -> None:
+        """Fetch the indexes (or the whole shards) of the shards whose indexes are not known;
+        each wave runs the tasks of the shards that arrived: those not stored, and those of
+        whole shards."""
+        requests, keys = self.shards.requests, self.shards.keys
+        unknown = [s for s in range(len(keys)) if s not in self.known]
+        whole = at_most(self.engine.chain.max_encoded_bytes)
+        shard = shard_bytes(self.engine)
+        for batch in fetch([(keys[s], whole if requests[s][1] is None else requests[s][1])
+                            for s in unknown],
+                           [shard if requests[s][1] is None else 0 for s in unknown]):
+            wave = []
+            for u, (parts, version) in batch:
+                s = unknown[u]
+                whole_shard = requests[s][1] is None
+                data = (self.engine.stored_chunk(keys[s], parts) if whole_shard
+                        else _first(parts))
+                if data is None:
+                    wave.append(self.shards.tasks[s])
+                    continue  # not stored: fill
+                entries = self.parse_index(s, data, whole_shard)
+                self.learned[s] = (version, entries)
+                self.versions[keys[s]] = version
+                wave.append(self.place(s, entries, data if whole_shard else None))
+            self.waves.run(np.concatenate(wave))
+            del data, parts, batch  # (the wave's bytes go while the next arrives)
+
+    def parse_index(self, s: int, data: ReadBytes, whole_shard: bool) -> Entries:
+        """The index entries of shard `s` from `data`: its index, or the whole shard."""
+        codec = self.shards.codecs[s]
+        try:
+            if whole_shard:
+                return codec.parse_index(memoryview(data)[slice(*codec.index_range())],
+                                         len(data))
+            return codec.parse_index(data)
+        except ZarrcoreError as e:
+            raise with_key(e, self.shards.keys[s]) from e
+
+    def read_ranges(self, fetch: Fetch) -> None:
+        """Fetch the planned ranges, each at its shard's version in this read; each wave
+        runs the tasks whose bytes arrived."""
+        ranged = self.ranged
+        known_keys = {self.shards.keys[s] for s in self.known}
+        for batch in fetch([r[0] for r in ranged], [_span_bytes(r[0]) for r in ranged]):
+            for r, (parts, version) in batch:
+                key, _ = ranged[r][0]
+                data = _first(parts)
+                if data is None:
+                    if key in known_keys:  # (deleted since its index was read)
+                        raise KeyChangedError(f"shard {key!r} was deleted")
+                    raise ShardIndexError(
+                        f"shard {key!r}: deleted while its inner chunks were read")
+                if version is not None and version != self.versions.get(key):
+                    # (a store whose readers do not keep one version: read again, whole)
+                    raise KeyChangedError(f"shard {key!r} was replaced while it was read")
+                _, tasks, offsets, lengths = ranged[r]
+                self.waves.add(data, tasks, offsets, lengths)
+            self.waves.run(np.concatenate([ranged[r][1] for r, _ in batch]))
+            del data, parts, batch  # (the wave's bytes go while the next arrives)
