@@ -70,7 +70,7 @@ def make_arrays(where, options, data):
     a[...] = data
     group = zarrcore.open_group(f"{where}/v2", mode="w", zarr_format=2, storage_options=options)
     b = group.create_array("x", shape=data.shape, dtype=data.dtype, chunks=chunks,
-                           compressors={"name": "zstd"})
+                           compressors={"id": "zstd", "level": 0})
     b[...] = data
     zarrcore.consolidate_metadata(f"{where}/v2", storage_options=options)
 
