@@ -75,6 +75,13 @@ def make_arrays(where, options, data):
     zarrcore.consolidate_metadata(f"{where}/v2", storage_options=options)
 
 
+def s3fs_options(options):
+    """s3fs's options for the server zarrcore's `options` (obstore's) name."""
+    return {"key": options["access_key_id"], "secret": options["secret_access_key"],
+            "endpoint_url": options["endpoint"],
+            "client_kwargs": {"region_name": options["region"]}}
+
+
 # -- Ray, one process per contender ------------------------------------------------------------
 def ray_worker(args):
     """Time the contender's reads into a materialized Dataset (or, for "write", count the rows
@@ -97,9 +104,7 @@ def ray_worker(args):
         if options:
             import s3fs
 
-            filesystem = s3fs.S3FileSystem(
-                key=options["key"], secret=options["secret"],
-                endpoint_url=options["endpoint_url"], use_listings_cache=False)
+            filesystem = s3fs.S3FileSystem(**s3fs_options(options), use_listings_cache=False)
         chunk_shapes = [args.rows] if args.contender == "ray-slabs" else None
 
         def read():
@@ -136,8 +141,7 @@ def zarr_store(url, options):
     if options is None:
         return zarr.storage.LocalStore(url)
     return zarr.storage.FsspecStore.from_url(url, storage_options={
-        "key": options["key"], "secret": options["secret"],
-        "endpoint_url": options["endpoint_url"], "asynchronous": True})
+        **s3fs_options(options), "asynchronous": True})
 
 
 def cubed_run(url, options, path, work, n):
