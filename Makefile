@@ -5,8 +5,8 @@ PY := $(VENV)/bin/python
 DEMO_DIR ?= build/demo.zarr
 
 .PHONY: demo test lint model-check newest-test zarr-suite ft-test tsan-test peer-venv docs sanitize fuzz \
-	bench bench-venv wheel wincheck install-test release release-test release-test-aarch64 \
-	release-test-bullseye release-test-musl clean
+	bench bench-venv bench-zarr2-venv wheel wincheck install-test release release-test \
+	release-test-aarch64 release-test-bullseye release-test-musl clean
 
 # What the installed package is built from: a change to any of these reinstalls it.
 SOURCES := setup.py pyproject.toml README.md $(shell find zarrcore csrc -type f \( -name '*.py' \
@@ -95,12 +95,13 @@ model-check: $(VENV)/.installed-test
 	cd tests && ZARRCORE_MODEL_SCALE=$(MODEL_SCALE) ../$(VENV)/bin/python -m pytest -q \
 		-p no:cacheprovider face/test_api_model.py
 
-# The tests that need zarr-python's newest stores in zarrcore's own process: Icechunk 2 and
-# VirtualiZarr install on Python >= 3.12 only, so they skip in $(VENV). They run on a zarrcore
-# built for the peers' interpreter, in a virtualenv of its own ($(NEWEST_VENV)); the peers'
-# stays free of zarrcore. Without such a Python they skip, saying so.
+# The tests that need zarr-python's newest stores in zarrcore's own process: Icechunk 2,
+# VirtualiZarr and Cubed 0.28 install on Python >= 3.12 only, so they skip in $(VENV). They run
+# on a zarrcore built for the peers' interpreter, in a virtualenv of its own ($(NEWEST_VENV));
+# the peers' stays free of zarrcore. Without such a Python they skip, saying so.
 NEWEST_VENV ?= .newest-venv
-NEWEST_TESTS := face/test_icechunk.py storage/test_zarr_python_stores.py face/test_zarr_pipeline.py
+NEWEST_TESTS := face/test_icechunk.py storage/test_zarr_python_stores.py face/test_zarr_pipeline.py \
+	face/test_cubed.py
 
 ifneq ($(PEER_PYTHON),)
 newest-test: $(NEWEST_VENV)/.installed
@@ -131,7 +132,7 @@ endif
 # before zarrcore is built (`make test` installs them, and builds zarrcore there, while $(VENV)
 # builds its own).
 NEWEST_REQUIRES := "virtualizarr>=2.1" "h5py>=3.10" "tensorstore>=0.1.86" "s3fs>=2024.3" \
-	"moto[server]>=5.1" "pytest>=7" "pytest-xdist>=3.5" "hypothesis>=6"
+	"moto[server]>=5.1" "pytest>=7" "pytest-xdist>=3.5" "hypothesis>=6" "dill>=0.3"
 
 $(NEWEST_VENV)/.build-requires:
 	rm -rf $(NEWEST_VENV)
@@ -147,7 +148,7 @@ $(NEWEST_VENV)/.installed: $(NEWEST_VENV)/.build-requires $(SOURCES)
 	mkdir -p $(NEWEST_SRC)
 	cp -p --parents LICENSE $(SOURCES) $(NEWEST_SRC)
 	cd $(NEWEST_SRC) && $(PRUNE_BUILD) && $(abspath $(NEWEST_VENV))/bin/python -m pip install \
-		-q $(PIP_INSTALL) ".[icechunk,xarray,remote]" $(NEWEST_REQUIRES)
+		-q $(PIP_INSTALL) ".[icechunk,xarray,remote,cubed]" $(NEWEST_REQUIRES)
 	touch $@
 
 # The suite on a free-threaded CPython 3.13 (python3.13t) with the GIL off: the interpreter is
@@ -244,11 +245,24 @@ $(BENCH_VENV)/.installed: $(SOURCES) | $(BPY)
 
 bench-venv: $(BENCH_VENV)/.installed
 
-bench: bench-venv
+# Ray Data's read_zarr reads through zarr-python 2, which the bench extra's zarr-python 3 rules
+# out: benchmarks/engines.py runs it from a virtualenv of its own, without zarrcore.
+BENCH_ZARR2_VENV ?= .bench-zarr2-venv
+
+$(BENCH_ZARR2_VENV)/.installed: benchmarks/zarr2-requirements.txt
+	rm -rf $(BENCH_ZARR2_VENV)
+	$(BENCH_PYTHON) -m venv $(BENCH_ZARR2_VENV)
+	$(BENCH_ZARR2_VENV)/bin/python -m pip install -q -r $<
+	touch $@
+
+bench-zarr2-venv: $(BENCH_ZARR2_VENV)/.installed
+
+bench: bench-venv bench-zarr2-venv
 	$(BPY) benchmarks/run.py  # the `remote` group included (benchmarks/remote.py)
 	$(BPY) benchmarks/convert.py
 	$(BPY) benchmarks/references.py
 	$(BPY) benchmarks/fresh_sample.py
+	$(BPY) benchmarks/engines.py
 
 wheel: $(PY)
 	rm -rf build/lib.* build/temp.* build/bdist.*  # an in-tree build would ship stale files
@@ -329,4 +343,4 @@ wincheck: $(PY)
 	$(PY) wheels/wincheck.py --run
 
 clean:
-	rm -rf $(RELEASE_VENV) $(RELEASE_DIR) $(PEER_VENV) $(NEWEST_VENV) $(ZARR_SUITE) $(BENCH_VENV) $(FT_VENV) $(FT_TSAN_VENV) build *.egg-info zarrcore/*.c zarrcore/*.so zarrcore/_native/*.c zarrcore/_native/*.so wheels/*.whl docs/api/generated
+	rm -rf $(RELEASE_VENV) $(RELEASE_DIR) $(PEER_VENV) $(NEWEST_VENV) $(ZARR_SUITE) $(BENCH_VENV) $(BENCH_ZARR2_VENV) $(FT_VENV) $(FT_TSAN_VENV) build *.egg-info zarrcore/*.c zarrcore/*.so zarrcore/_native/*.c zarrcore/_native/*.so wheels/*.whl docs/api/generated

@@ -24,9 +24,9 @@ PAGES = sorted(glob.glob(os.path.join(ROOT, "docs", "guide", "*.md"))) + [
     os.path.join(ROOT, "README.md")]
 FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```$", re.S | re.M)
 NOT_RUN = re.compile(r"^(?:% not run|<!-- not run)[^:\n]*: (.+?)(?: -->)?$")
-# What pages import from the extras (xarray, dask, zarr-python) or PyTorch: without it they
-# skip.
-OPTIONAL = {"xarray", "dask", "zarr", "torch"}
+# What pages import from the extras (xarray, dask, zarr-python, Ray, Cubed) or PyTorch: without
+# it they skip.
+OPTIONAL = {"xarray", "dask", "zarr", "torch", "ray", "cubed"}
 FILE_BLOCK = re.compile(r"^(?:#|/\*) (\w+\.\w+)")
 # What in a block starts worker processes: such a block also runs as a saved script.
 STARTS_PROCESSES = re.compile(

@@ -217,7 +217,7 @@ PACKAGE = os.path.join(ROOT, "zarrcore")
 # codecs/storage/metadata -> runtime/errors -> Cython -> csrc).
 LAYERS = {
     "zarrcore": 5, "zarrcore.api": 5, "zarrcore.tools": 5, "zarrcore.xarray": 5,
-    "zarrcore.dask": 5, "zarrcore.cli": 5, "zarrcore.zarr_pipeline": 5,
+    "zarrcore.dask": 5, "zarrcore.ray": 5, "zarrcore.cli": 5, "zarrcore.zarr_pipeline": 5,
     "zarrcore.nodes": 4,
     "zarrcore.engine": 3,
     "zarrcore.codecs": 2, "zarrcore.storage": 2, "zarrcore.metadata": 2,
