@@ -28,7 +28,7 @@ from ray.data.block import Block, BlockAccessor, BlockMetadata
 from ray.data.datasource import Datasink, Datasource, ReadTask
 
 from . import api
-from ._types import StoreLike
+from .metadata.types import StoreLike
 from .errors import ProcessLocalStoreError, ReadOnlyError, SelectionError, SettingValueError
 from .nodes.array import Array
 
