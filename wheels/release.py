@@ -5,8 +5,9 @@ checked.
 
     python wheels/release.py --out DIST [--target T]... PYTHON...
 
-Targets: x86_64-linux-gnu and aarch64-linux-gnu (glibc 2.17 symbols: manylinux2014 /
-manylinux_2_17, also tagged manylinux_2_28), x86_64-linux-musl (musllinux_1_2). Foreign
+Targets (without --target, this machine's: its architecture and C library): x86_64-linux-gnu
+and aarch64-linux-gnu (glibc 2.17 symbols: manylinux2014 / manylinux_2_17, also tagged
+manylinux_2_28), x86_64-linux-musl (musllinux_1_2). Foreign
 targets are cross-compiled: the target's python-blosc wheel (its static libblosc.a and
 blosc.h) is unpacked ahead of the build interpreter's, and the interpreter's build settings
 are copied under the target's name (extension suffix, platform tag); the headers of CPython
@@ -21,6 +22,7 @@ import dataclasses
 import importlib.util
 import os
 import pathlib
+import platform
 import re
 import shutil
 import subprocess
@@ -64,6 +66,16 @@ TARGETS = {
 # Where a free-threaded interpreter's wheel is built: python-blosc has no free-threaded wheel,
 # so its sdist is built, and only for this machine's architecture and C library.
 FREE_THREADED_TARGETS = ("x86_64-linux-gnu",)
+
+
+def native_target():
+    """The target of the machine this runs on: its architecture and C library."""
+    libc = "gnu" if platform.libc_ver()[0] == "glibc" else "musl"
+    name = f"{platform.machine()}-linux-{libc}"
+    if sys.platform != "linux" or name not in TARGETS:
+        sys.exit(f"release.py builds for {', '.join(TARGETS)}; this machine is "
+                 f"{sys.platform} {platform.machine()}: name a --target")
+    return name
 
 
 def run(*args, **kwargs):
@@ -264,7 +276,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=pathlib.Path, required=True)
     parser.add_argument("--target", action="append", choices=sorted(TARGETS),
-                        help="(repeatable; all by default)")
+                        help="(repeatable; this machine's by default)")
     parser.add_argument("pythons", nargs="+", help="CPython interpreters to build for")
     args = parser.parse_args(argv)
     # auditwheel runs patchelf, which it finds on the PATH.
@@ -273,7 +285,7 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     sdist = build_sdist(out)
     run(tool("twine"), "check", "--strict", sdist)
-    for target_name in args.target or list(TARGETS):
+    for target_name in args.target or [native_target()]:
         tree = unpack(sdist, target_name)
         raw = WORK / "raw" / target_name
         raw.mkdir(parents=True, exist_ok=True)
