@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEMO_DIR ?= build/demo.zarr
 
-.PHONY: demo test lint model-check newest-test zarr-suite ft-test tsan-test peer-venv docs sanitize fuzz \
+.PHONY: demo test lint model-check newest-test oldest-test zarr-suite ft-test tsan-test peer-venv docs sanitize fuzz \
 	bench bench-venv wheel wincheck install-test release release-test release-test-aarch64 \
 	release-test-bullseye release-test-musl clean
 
@@ -47,14 +47,16 @@ demo: $(VENV)/.installed
 
 install-test: $(VENV)/.installed-test
 
-# The fast loop (seconds with mypy's cache warm): ruff, mypy --strict over the package, and a
-# spell check of code and docs (pyproject.toml's [tool.codespell]). .pre-commit-config.yaml runs
+# The fast loop (seconds with mypy's cache warm): ruff, mypy --strict over the package, a
+# spell check of code and docs (pyproject.toml's [tool.codespell]), and zizmor's scan of the
+# GitHub Actions workflows (offline: the audits that need GitHub's API are left out). .pre-commit-config.yaml runs
 # it before each commit once `$(VENV)/bin/pre-commit install` has been run.
 LINT_PATHS := zarrcore csrc tests docs benchmarks wheels README.md setup.py
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check zarrcore
 	$(VENV)/bin/mypy zarrcore
 	$(VENV)/bin/codespell $(LINT_PATHS)
+	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
 
 # The peers the interoperability tests run in a subprocess (tests/support/peers.py): zarr-python
 # 3.4 and tensorstore, which need a newer Python than $(VENV)'s, in their own virtualenv made from
@@ -142,13 +144,37 @@ $(NEWEST_VENV)/.build-requires:
 # Its zarrcore is built from a copy of the sources with a build/ of its own (NEWEST_SRC), so
 # that it builds while $(VENV)'s does: two builds in one tree share setuptools' directories.
 NEWEST_SRC := build/newest-src
+define copy_sources
+rm -rf $(1)/zarrcore $(1)/csrc
+mkdir -p $(1)
+cp -p --parents LICENSE $(SOURCES) $(1)
+endef
+
 $(NEWEST_VENV)/.installed: $(NEWEST_VENV)/.build-requires $(SOURCES)
-	rm -rf $(NEWEST_SRC)/zarrcore $(NEWEST_SRC)/csrc
-	mkdir -p $(NEWEST_SRC)
-	cp -p --parents LICENSE $(SOURCES) $(NEWEST_SRC)
+	$(call copy_sources,$(NEWEST_SRC))
 	cd $(NEWEST_SRC) && $(PRUNE_BUILD) && $(abspath $(NEWEST_VENV))/bin/python -m pip install \
 		-q $(PIP_INSTALL) ".[icechunk,xarray,remote]" $(NEWEST_REQUIRES)
 	touch $@
+
+# The oldest numpy and Cython pyproject.toml claims (wheels/oldest.py): zarrcore built with
+# Cython and numpy at the minimums of its build requirements, then run on numpy at the minimum
+# of its dependencies, in OLDEST_VENV made from OLDEST_PYTHON (the workflow's `oldest` job
+# runs it): the whole suite, with what every platform's wheels are tested with (the tests that
+# need the rest skip). Built from a copy of the sources (OLDEST_SRC), as the newest tests are.
+OLDEST_VENV ?= .oldest-venv
+OLDEST_PYTHON ?= $(PYTHON)
+OLDEST_SRC := build/oldest-src
+oldest-test:
+	rm -rf $(OLDEST_VENV)
+	$(OLDEST_PYTHON) -m venv $(OLDEST_VENV)
+	$(OLDEST_VENV)/bin/python -m pip install -q $$($(OLDEST_PYTHON) wheels/oldest.py build)
+	$(call copy_sources,$(OLDEST_SRC))
+	cd $(OLDEST_SRC) && $(PRUNE_BUILD) && $(abspath $(OLDEST_VENV))/bin/python -m pip install \
+		-q --no-build-isolation --no-deps .
+	$(OLDEST_VENV)/bin/python -m pip install -q $$($(OLDEST_PYTHON) wheels/oldest.py run)
+	$(OLDEST_VENV)/bin/python -c 'import numpy, zarrcore; print("numpy", numpy.__version__, \
+		"zarrcore", zarrcore.__version__, zarrcore.__file__)'
+	cd tests && ../$(OLDEST_VENV)/bin/python -m pytest -q -p no:cacheprovider $(OLDEST_PYTEST_ARGS)
 
 # The suite on a free-threaded CPython 3.13 (python3.13t) with the GIL off: the interpreter is
 # built once from Debian's python3.13 source package into FT_CACHE (.ci/ft-python; a stamp
@@ -339,4 +365,4 @@ wincheck: $(PY)
 	$(PY) wheels/wincheck.py --run
 
 clean:
-	rm -rf $(RELEASE_VENV) $(RELEASE_DIR) $(PEER_VENV) $(NEWEST_VENV) $(ZARR_SUITE) $(BENCH_VENV) $(FT_VENV) $(FT_TSAN_VENV) build *.egg-info zarrcore/*.c zarrcore/*.so wheels/*.whl docs/api/generated
+	rm -rf $(OLDEST_VENV) $(RELEASE_VENV) $(RELEASE_DIR) $(PEER_VENV) $(NEWEST_VENV) $(ZARR_SUITE) $(BENCH_VENV) $(FT_VENV) $(FT_TSAN_VENV) build *.egg-info zarrcore/*.c zarrcore/*.so wheels/*.whl docs/api/generated
