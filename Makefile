@@ -9,7 +9,8 @@ DEMO_DIR ?= build/demo.zarr
 	release-test-bullseye release-test-musl clean
 
 # What the installed package is built from: a change to any of these reinstalls it.
-SOURCES := setup.py pyproject.toml README.md $(shell find zarrcore csrc -type f \( -name '*.py' \
+SOURCES := setup.py pyproject.toml README.md wheels/sbom.py $(wildcard licenses/*.txt) \
+	$(shell find zarrcore csrc -type f \( -name '*.py' \
 	-o -name '*.pyx' -o -name '*.pxd' -o -name '*.pyi' -o -name '*.h' -o -name 'py.typed' \
 	-o -path 'csrc/*.c' \) -not -path '*/__pycache__/*')
 # The build requirements of pyproject.toml, installed once into the virtualenv: the build then

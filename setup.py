@@ -8,6 +8,7 @@ import sys
 import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_ext import build_ext
 
 
@@ -140,10 +141,32 @@ class BuildExt(build_ext):
         super().build_extensions()
 
 
+class BdistWheel(bdist_wheel):
+    """bdist_wheel that writes the wheel's SBOM (PEP 770) into its dist-info directory:
+    wheels/sbom.py's CycloneDX document of the libraries statically linked, generated from the
+    blosc.h compiled against and the archive linked (the licences it names are the license
+    files of pyproject.toml, in dist-info/licenses/)."""
+
+    def write_wheelfile(self, distinfo_path, *args, **kwargs):
+        # (Called on the dist-info directory whether made here or by the build backend's
+        # metadata step, which pip runs first.)
+        super().write_wheelfile(distinfo_path, *args, **kwargs)
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "wheels"))
+        try:
+            import sbom
+        finally:
+            del sys.path[0]
+        os.makedirs(os.path.join(distinfo_path, "sboms"), exist_ok=True)
+        text = sbom.build_sbom(os.path.join(BLOSC_INCLUDE, "blosc.h"), BLOSC_ARCHIVE,
+                               self.distribution.get_version())
+        with open(os.path.join(distinfo_path, "sboms", sbom.SBOM_NAME), "w") as f:
+            f.write(text)
+
+
 setup(
     ext_modules=[extension(m) for m in MODULES],
     libraries=[CORE_LIBRARY],
-    cmdclass={"build_ext": BuildExt},
+    cmdclass={"build_ext": BuildExt, "bdist_wheel": BdistWheel},
     package_data={"zarrcore": ["kernels.pxd", "array_api.pxd", "array_api.h", "py.typed",
                                "*.pyi"]},
     options={"build_ext": {"parallel": os.cpu_count() or 1}},
