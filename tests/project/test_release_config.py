@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 
 import pytest
 
@@ -103,3 +104,19 @@ def test_the_workflow_publishes_only_tags_with_both_attestations():
 def test_a_job_builds_and_tests_with_the_oldest_numpy_and_cython():
     text = WORKFLOW.read_text()
     assert "\n  oldest:" in text and "make oldest-test" in text
+
+
+def test_the_oldest_job_pins_numpy_and_cython_at_the_minimums_claimed():
+    run = subprocess.run([sys.executable, str(ROOT / "wheels" / "oldest.py"), "build"],
+                         capture_output=True, text=True, timeout=60)
+    build = run.stdout.split()
+    run = subprocess.run([sys.executable, str(ROOT / "wheels" / "oldest.py"), "run"],
+                         capture_output=True, text=True, timeout=60)
+    tests = run.stdout.split()
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    claims = {r.split(">=")[0].lower(): r.split(">=")[1] for r in
+              config["build-system"]["requires"] if r.lower().startswith(("numpy", "cython"))}
+    assert sorted(r for r in build if "==" in r) == sorted(
+        f"{name}=={version}" for name, version in claims.items())
+    (runtime,) = [r for r in config["project"]["dependencies"] if r.startswith("numpy")]
+    assert f"numpy=={runtime.split('>=')[1]}" in tests and "pytest>=7" in tests
