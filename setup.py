@@ -12,10 +12,14 @@ from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_ext import build_ext
 
 
+# The system the extensions are built for: this one's, or another's when wheels/cross.py
+# cross-compiles (zig's C compiler, the target's headers and libraries named by the
+# environment it sets).
+TARGET = os.environ.get("ZARRCORE_TARGET_PLATFORM", sys.platform)
 # python-blosc's wheels ship the static library as lib/libblosc.a (Linux, macOS) or
 # lib/libblosc.lib (Windows, built with /MD as Python's extensions are; lib/blosc.lib beside it
 # is only the import library of its blosc.dll, which a wheel of ours must not need).
-STATIC_BLOSC = "libblosc.lib" if sys.platform == "win32" else "libblosc.a"
+STATIC_BLOSC = "libblosc.lib" if TARGET == "win32" else "libblosc.a"
 
 
 def _blosc_paths():
@@ -45,7 +49,8 @@ if not MODULES or not C_SOURCES:
 # The public header of the array API (zarrcore/array_api.h) is compiled into the core too.
 C_HEADERS = sorted(glob.glob("csrc/*.h")) + ["zarrcore/array_api.h"]
 if sys.platform == "win32":
-    # MSVC; csrc/zc_os.h holds what differs from POSIX systems and GCC-like compilers.
+    # MSVC (on Windows; a cross-build for it uses clang, zig's); csrc/zc_os.h holds what
+    # differs from POSIX systems and GCC-like compilers.
     COMPILE_ARGS = ["/O2", "/std:c11"]
 else:
     COMPILE_ARGS = ["-O3", "-std=c99", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"]
@@ -68,7 +73,7 @@ CORE_LIBRARY = ("zarrcore_csrc", {
 # by -exported_symbol (two-level namespaces already bind each bundle to its own copy); a
 # Windows DLL exports only what it names, PyInit_ (link.exe takes the .lib's path as an
 # input like any other).
-if sys.platform.startswith("linux"):
+if TARGET.startswith("linux"):
     LINK_ARGS = [BLOSC_ARCHIVE, "-pthread"]
 else:
     LINK_ARGS = [BLOSC_ARCHIVE]
@@ -88,9 +93,9 @@ def version_script(init):
 
 def link_args(name):
     init = "PyInit_" + name.rsplit(".", 1)[-1]
-    if sys.platform == "darwin":
+    if TARGET == "darwin":
         return LINK_ARGS + [f"-Wl,-exported_symbol,_{init}"]
-    if sys.platform.startswith("linux"):
+    if TARGET.startswith("linux"):
         return LINK_ARGS + [f"-Wl,--version-script={version_script(init)}"]
     return LINK_ARGS
 
