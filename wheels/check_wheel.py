@@ -11,7 +11,10 @@ libc), Mach-O (macOS: libSystem) and PE (Windows: KERNEL32, the Universal CRT's 
 VCRUNTIME140 and pythonXY.dll), read here without binutils. Every .pyx below zarrcore/ must
 have its extension, and the public .pxd files and header must be there for `cimport zarrcore.kernels`,
 `cimport zarrcore.array_api` and `#include <zarrcore/array_api.h>`; a wheel must hold
-nothing else of zarrcore's but Python modules.
+nothing else of zarrcore's but Python modules. Its SBOM (`<dist-info>/sboms/`, PEP 770,
+written by wheels/sbom.py) must name every library the extensions link statically (c-blosc,
+zstd, lz4, zlib) at a version compiled into the extensions, and each licence file it names
+must be in `<dist-info>/licenses/`.
 Exits 1 and names every problem when a check fails.
 """
 import pathlib
@@ -19,6 +22,9 @@ import re
 import struct
 import sys
 import zipfile
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import sbom  # noqa: E402  (wheels/sbom.py)
 
 # glibc's libraries, present on every manylinux system, and musl's libc (one library, named
 # after its dynamic loader), present on every musllinux system.
@@ -309,9 +315,41 @@ def check_extension(label, data):
     return problems
 
 
+def check_sbom(files, extensions):
+    """Problems with the SBOM of a package given as in check_files, whose extensions are
+    `extensions` (paths): it must name each library of wheels/sbom.py at a version compiled
+    into the extensions, with its licence file shipped."""
+    found = [n for n in files if re.fullmatch(
+        r"[^/]+\.dist-info/sboms/" + re.escape(sbom.SBOM_NAME), n)]
+    if len(found) != 1:
+        return [f"<dist-info>/sboms/{sbom.SBOM_NAME}: {len(found)} found, 1 expected"]
+    distinfo = found[0].split("/")[0]
+    try:
+        components = sbom.read_components(files[found[0]]().decode("utf-8"))
+    except (sbom.SbomError, UnicodeDecodeError) as e:
+        return [f"{found[0]}: {e}"]
+    binaries = b"".join(files[name]() for name in extensions)
+    problems = [f"{found[0]}: names {name}, which is not among the libraries linked"
+                for name in sorted(set(components) - {lib.name for lib in sbom.LIBRARIES})]
+    for library in sbom.LIBRARIES:
+        if library.name not in components:
+            problems.append(f"{found[0]}: does not name {library.name}, which the extensions "
+                            f"link")
+            continue
+        version, _, licence_file = components[library.name]
+        if not sbom.versions_in(library, binaries, version):
+            problems.append(f"{found[0]}: {library.name} {version} is not what the extensions "
+                            f"link (no such version compiled in)")
+        if f"{distinfo}/licenses/{licence_file}" not in files:
+            problems.append(f"{found[0]}: {library.name}'s licence file {licence_file} is not "
+                            f"in {distinfo}/licenses")
+    return problems
+
+
 def check_files(files, only_shipped=False):
-    """Problems with a package given as {path relative to site-packages: bytes loader}; with
-    `only_shipped`, any file but Python modules, extensions and public build inputs is one."""
+    """Problems with a package given as {path relative to site-packages: bytes loader}, its
+    dist-info directory included; with `only_shipped`, any file but Python modules, extensions
+    and public build inputs is one."""
     problems = []
     extensions = {}
     for name in files:
@@ -331,7 +369,7 @@ def check_files(files, only_shipped=False):
     for name, needed_by in PUBLIC_FILES.items():
         if f"zarrcore/{name}" not in files:
             problems.append(f"zarrcore/{name}: missing (needed by {needed_by})")
-    return problems
+    return problems + check_sbom(files, sorted(extensions.values()))
 
 
 def check_wheel(path):
@@ -341,12 +379,19 @@ def check_wheel(path):
 
 
 def check_installed():
+    import importlib.metadata
+
     import zarrcore
 
     root = pathlib.Path(zarrcore.__file__).resolve().parent.parent
-    return check_files({p.relative_to(root).as_posix(): p.read_bytes
-                        for p in (root / "zarrcore").rglob("*")
-                        if p.is_file() and "__pycache__" not in p.parts})
+    files = {p.relative_to(root).as_posix(): p.read_bytes
+             for p in (root / "zarrcore").rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts}
+    # The dist-info directory: the SBOM and the licences, as installed from the wheel.
+    for f in importlib.metadata.distribution("zarrcore").files or ():
+        if f.parts[0].endswith(".dist-info"):
+            files[f.as_posix()] = f.locate().read_bytes
+    return check_files(files)
 
 
 def main(argv=None):

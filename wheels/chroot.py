@@ -167,11 +167,10 @@ def main(argv=None):
 
 def wheelhouse(dest, platform_tag, tag):
     """The wheels for PLATFORM_TAG and TAG (cp313) of what the subset needs, downloaded here."""
-    requires, _ = test_wheels.subset()
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     run(sys.executable, "-m", "pip", "download", "-q", "--only-binary", ":all:", "-d", dest,
         "--platform", platform_tag, "--implementation", "cp", "--python-version",
-        f"{tag[2]}.{tag[3:]}", *requires, *project["dependencies"])
+        f"{tag[2]}.{tag[3:]}", *test_wheels.SUBSET_REQUIRES, *project["dependencies"])
 
 
 def test_in_chroot(root, args, python):

@@ -5,8 +5,9 @@ checked.
 
     python wheels/release.py --out DIST [--target T]... PYTHON...
 
-Targets: x86_64-linux-gnu and aarch64-linux-gnu (glibc 2.17 symbols: manylinux2014 /
-manylinux_2_17, also tagged manylinux_2_28), x86_64-linux-musl (musllinux_1_2). Foreign
+Targets (without --target, this machine's: its architecture and C library): x86_64-linux-gnu
+and aarch64-linux-gnu (glibc 2.17 symbols: manylinux2014 / manylinux_2_17, also tagged
+manylinux_2_28), x86_64-linux-musl (musllinux_1_2). Foreign
 targets are cross-compiled: the target's python-blosc wheel (its static libblosc.a and
 blosc.h) is unpacked ahead of the build interpreter's, and the interpreter's build settings
 are copied under the target's name (extension suffix, platform tag); the headers of CPython
@@ -21,6 +22,7 @@ import dataclasses
 import importlib.util
 import os
 import pathlib
+import platform
 import re
 import shutil
 import subprocess
@@ -66,6 +68,16 @@ TARGETS = {
 FREE_THREADED_TARGETS = ("x86_64-linux-gnu",)
 
 
+def native_target():
+    """The target of the machine this runs on: its architecture and C library."""
+    libc = "gnu" if platform.libc_ver()[0] == "glibc" else "musl"
+    name = f"{platform.machine()}-linux-{libc}"
+    if sys.platform != "linux" or name not in TARGETS:
+        sys.exit(f"release.py builds for {', '.join(TARGETS)}; this machine is "
+                 f"{sys.platform} {platform.machine()}: name a --target")
+    return name
+
+
 def run(*args, **kwargs):
     print("+", " ".join(str(a) for a in args), flush=True)
     return subprocess.run([str(a) for a in args], check=True, **kwargs)
@@ -86,11 +98,12 @@ def zig():
     return pathlib.Path(importlib.util.find_spec("ziglang").origin).parent / "zig"
 
 
-def zig_cc(target):
-    """A script that runs zig's C compiler for the target: one executable, as CMake wants its
-    C and assembler compilers (it drops the arguments of CC for the assembler)."""
+def zig_cc(target, *flags):
+    """A script that runs zig's C compiler for the target (with these flags first): one
+    executable, as CMake wants its C and assembler compilers (it drops the arguments of CC for
+    the assembler) and setuptools splits CC on spaces."""
     script = WORK / "bin" / f"cc-{target.zig}"
-    text = f'#!/bin/sh\nexec "{zig()}" cc -target {target.zig} "$@"\n'
+    text = f'#!/bin/sh\nexec "{zig()}" cc -target {target.zig} {" ".join(flags)} "$@"\n'
     if not script.exists() or script.read_text() != text:
         script.parent.mkdir(parents=True, exist_ok=True)
         script.write_text(text)
@@ -141,24 +154,44 @@ def target_blosc(python, tag, target):
     RECORD names the data files (include/blosc.h, the static library) where they lie, and
     setup.py finds the first `blosc` distribution on the path."""
     dest = WORK / "blosc" / f"{tag}-{target.blosc_platform}"
+    if (dest / ".done").exists():
+        return dest
+    version = installed_version(python, "blosc")
+    if not tag.endswith("t"):
+        return target_wheel("blosc", version, target.blosc_platform, tag, dest)
+    # No free-threaded wheel: built from the sdist (c-blosc's CMake, its static library
+    # installed with it) by zig, for the target's old C library symbols as zarrcore is.
+    # (c-blosc is C and assembler only; the C++ compiler CMake also probes stays the
+    # system's: zig's would first build libc++.)
+    shutil.rmtree(dest, ignore_errors=True)
+    download = WORK / "blosc" / "download"
+    shutil.rmtree(download, ignore_errors=True)
+    run(python, "-m", "pip", "wheel", "-q", "--no-deps", "--no-binary", "blosc", "-w",
+        download, f"blosc=={version}", env=dict(os.environ, CC=str(zig_cc(target))))
+    (wheel,) = download.glob("blosc-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(dest)
+    (dest / ".done").touch()
+    return dest
+
+
+def installed_version(python, name):
+    """The version of the distribution `name` installed for `python`."""
+    return output(python, "-c", "import importlib.metadata as m, sys; "
+                  "print(m.version(sys.argv[1]))", name).strip()
+
+
+def target_wheel(name, version, platform, tag, dest):
+    """The wheel of name==version for `platform` and CPython `tag` (cp313), downloaded and
+    unzipped as it is into `dest` (once)."""
     if not (dest / ".done").exists():
         shutil.rmtree(dest, ignore_errors=True)
-        version = output(python, "-c", "import importlib.metadata as m; print(m.version('blosc'))")
-        download = WORK / "blosc" / "download"
+        download = dest.parent / f"{dest.name}-download"
         shutil.rmtree(download, ignore_errors=True)
-        if tag.endswith("t"):
-            # No free-threaded wheel: built from the sdist (c-blosc's CMake, its static library
-            # installed with it) by zig, for the target's old C library symbols as zarrcore is.
-            # (c-blosc is C and assembler only; the C++ compiler CMake also probes stays the
-            # system's: zig's would first build libc++.)
-            run(python, "-m", "pip", "wheel", "-q", "--no-deps", "--no-binary", "blosc", "-w",
-                download, f"blosc=={version.strip()}", env=dict(os.environ, CC=str(zig_cc(target))))
-        else:
-            run(sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary",
-                ":all:", "-d", download, "--platform", target.blosc_platform,
-                "--implementation", "cp", "--python-version", tag[2] + "." + tag[3:],
-                f"blosc=={version.strip()}")
-        (wheel,) = download.glob("blosc-*.whl")
+        run(sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
+            "-d", download, "--platform", platform, "--implementation", "cp",
+            "--python-version", tag[2] + "." + tag[3:], f"{name}=={version}")
+        (wheel,) = download.glob("*.whl")
         with zipfile.ZipFile(wheel) as z:
             z.extractall(dest)
         (dest / ".done").touch()
@@ -264,7 +297,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=pathlib.Path, required=True)
     parser.add_argument("--target", action="append", choices=sorted(TARGETS),
-                        help="(repeatable; all by default)")
+                        help="(repeatable; this machine's by default)")
     parser.add_argument("pythons", nargs="+", help="CPython interpreters to build for")
     args = parser.parse_args(argv)
     # auditwheel runs patchelf, which it finds on the PATH.
@@ -273,7 +306,7 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     sdist = build_sdist(out)
     run(tool("twine"), "check", "--strict", sdist)
-    for target_name in args.target or list(TARGETS):
+    for target_name in args.target or [native_target()]:
         tree = unpack(sdist, target_name)
         raw = WORK / "raw" / target_name
         raw.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,7 @@
 """wheels/check_wheel.py on macOS (Mach-O) and Windows (PE) extensions: what they link and
 export. PE images are real DLLs cross-built with MinGW-w64 (when it is installed); Mach-O
 images are built here byte by byte, since no Mach-O linker runs on this system."""
+import json
 import shutil
 import struct
 import subprocess
@@ -83,17 +84,31 @@ def test_a_truncated_macho_extension_is_reported_not_crashed_on(check_wheel):
         assert len(problems) == 1 and problems[0].startswith("zarrcore/kernels.so: "), cut
 
 
-def public_files(z):
+# The libraries' versions as the extensions carry them (appended to each image below, past
+# what the format's headers reach), and the dist-info that names them: the SBOM and licences.
+VERSIONS = {"c-blosc": "1.21.7", "zstd": "1.5.6", "lz4": "1.10.0", "zlib": "1.3.1"}
+COMPILED_IN = b"\x001.21.7\x00\x001.5.6\x00\x001.10.0\x00 deflate 1.3.1 Copyright\x00"
+
+
+def public_files(z, check_wheel):
     for name in ("kernels.pxd", "array_api.pxd", "array_api.h", "py.typed"):
         z.writestr(f"zarrcore/{name}", b"")
+    sbom = check_wheel.sbom
+    libraries = [(library, VERSIONS[library.name]) for library in sbom.LIBRARIES]
+    z.writestr(f"zarrcore-0.1.0.dist-info/sboms/{sbom.SBOM_NAME}",
+               json.dumps(sbom.document(libraries, "0.1.0", "libblosc.a", "0" * 64)))
+    for library in sbom.LIBRARIES:
+        z.writestr(f"zarrcore-0.1.0.dist-info/licenses/{sbom.LICENSE_DIR}/"
+                   f"{library.licence_file}", b"")
 
 
 def test_a_macos_wheel_of_good_extensions_passes_and_a_bad_one_fails(check_wheel, tmp_path):
     wheel = tmp_path / "zarrcore-0.1.0-cp311-cp311-macosx_11_0_arm64.whl"
     with zipfile.ZipFile(wheel, "w") as z:
-        public_files(z)
+        public_files(z, check_wheel)
         for m in check_wheel.EXTENSIONS:
-            z.writestr(f"zarrcore/{m}.cpython-311-darwin.so", good_macho(m.rsplit("/", 1)[-1]))
+            z.writestr(f"zarrcore/{m}.cpython-311-darwin.so",
+                       good_macho(m.rsplit("/", 1)[-1]) + COMPILED_IN)
     assert check_wheel.check_wheel(wheel) == []
     with zipfile.ZipFile(wheel, "a") as z:
         z.writestr("zarrcore/kernels.cpython-312-darwin.so",
@@ -170,8 +185,8 @@ def test_a_windows_wheel_s_pyd_extensions_are_found_and_checked(check_wheel, ker
     missing, `kernels` is not, and its own check passes."""
     wheel = tmp_path / "zarrcore-0.1.0-cp311-cp311-win_amd64.whl"
     with zipfile.ZipFile(wheel, "w") as z:
-        public_files(z)
-        z.writestr("zarrcore/kernels.cp311-win_amd64.pyd", kernels_dll)
+        public_files(z, check_wheel)
+        z.writestr("zarrcore/kernels.cp311-win_amd64.pyd", kernels_dll + COMPILED_IN)
     assert check_wheel.check_wheel(wheel) == [
         f"zarrcore/{m}: no compiled extension" for m in check_wheel.EXTENSIONS if m != "kernels"]
 

@@ -8,7 +8,6 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 
 import pytest
 
@@ -17,6 +16,8 @@ DOCS = os.path.join(ROOT, "docs")
 
 
 def extras():
+    tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Python 3.11's "
+                                                    "tomllib")
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         return tomllib.load(f)["project"]["optional-dependencies"]
 

@@ -1,6 +1,6 @@
 """The installed package is self-contained (wheels/check_wheel.py): extensions need only the
-system's C runtime (glibc's libraries on Linux), export only their PyInit_ function, and the
-public .pxd is installed."""
+system's C runtime (glibc's libraries on Linux), export only their PyInit_ function, the
+public .pxd is installed, and so is the SBOM of the libraries linked, with their licences."""
 import importlib.metadata
 import pathlib
 import shutil
@@ -74,7 +74,8 @@ def test_a_wheel_missing_a_public_file_or_extension_or_with_stray_files_is_refus
     assert "zarrcore/_batch.c: not meant to be shipped (a stale build directory?)" in problems
     assert ("zarrcore/py.typed: missing (needed by type checkers, which otherwise ignore the "
             "annotations)" in problems)
-    assert len(problems) == 7
+    assert "<dist-info>/sboms/zarrcore.cdx.json: 0 found, 1 expected" in problems
+    assert len(problems) == 8
 
 
 def test_a_wheel_with_zip_directory_entries_passes(check_wheel, tmp_path):
@@ -94,6 +95,10 @@ def test_a_wheel_with_zip_directory_entries_passes(check_wheel, tmp_path):
                 z.writestr(name + "/", b"")
             else:
                 z.write(path, name)
+        # The installed dist-info's SBOM and licences, as the wheel had them.
+        for f in importlib.metadata.distribution("zarrcore").files or ():
+            if f.parts[0].endswith(".dist-info"):
+                z.write(f.locate(), f.as_posix())
     assert check_wheel.check_wheel(wheel) == []
 
 

@@ -17,8 +17,10 @@ for needed in ("setuptools", "Cython", "numpy", "blosc"):
     pytest.importorskip(needed, reason=f"setup.py imports {needed} (the build requirements)")
 
 # What the build reads: setup.py's and pyproject.toml's inputs (the README is the long
-# description), the package, the Cython sources and headers, csrc/.
+# description; the licence files; the SBOM's generator), the package, the Cython sources and
+# headers, csrc/.
 BUILD_INPUTS = ["setup.py", "pyproject.toml", "README.md", "LICENSE", "MANIFEST.in",
+                "licenses/*.txt", "wheels/sbom.py",
                 "zarrcore/**/*.py", "zarrcore/**/*.pyi", "zarrcore/**/*.pyx", "zarrcore/**/*.pxd",
                 "zarrcore/*.h", "zarrcore/py.typed", "csrc/**/*.c", "csrc/**/*.h"]
 # Headers named in quotes that come from outside the sdist: Python's, numpy's, blosc's (those

