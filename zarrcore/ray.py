@@ -92,7 +92,21 @@ class _ReadRows:
 
 class ZarrcoreDatasource(Datasource):
     """A zarrcore Array as Ray Data's source: rows along `axis`, read tasks that each read
-    consecutive blocks (see `read_zarr`)."""
+    consecutive blocks (see `read_zarr`).
+
+    Parameters
+    ----------
+    array : Array
+        The array read.
+    axis : int
+        The axis whose indices are the rows.
+    blocks : {"shards", "chunks"}
+        The storage blocks along `axis` that a read task reads whole.
+    column : str
+        The column of the rows' values.
+    index : str
+        The column of the rows' indices along `axis`.
+    """
 
     def __init__(self, array: Array, axis: int = 0, blocks: str = "shards",
                  column: str = "data", index: str = "index") -> None:
@@ -117,6 +131,22 @@ class ZarrcoreDatasource(Datasource):
 
     def get_read_tasks(self, parallelism: int, per_task_row_limit: int | None = None,
                        data_context: Any = None) -> list[ReadTask]:
+        """The read tasks of at most `parallelism` runs of consecutive blocks.
+
+        Parameters
+        ----------
+        parallelism : int
+            The most tasks.
+        per_task_row_limit : int or None
+            The most rows one task reads.
+        data_context : Any
+            Ray's data context (not needed here).
+
+        Returns
+        -------
+        list of ReadTask
+            One task per run of blocks.
+        """
         nblocks = len(self.edges) - 1
         ntasks = max(1, min(parallelism, nblocks)) if nblocks else 0
         tasks = []
@@ -193,7 +223,19 @@ def read_zarr(url_or_array: Array | StoreLike, *, path: str | None = None, axis:
 
 class ZarrcoreDatasink(Datasink[Any]):
     """Ray Data's sink into a zarrcore Array: each row's values at its index along `axis`
-    (see `write_zarr`)."""
+    (see `write_zarr`).
+
+    Parameters
+    ----------
+    array : Array
+        The array written (writable, in a store the workers share).
+    axis : int
+        The axis whose indices the rows' index column gives.
+    column : str
+        The column of the rows' values.
+    index : str
+        The column of the rows' indices along `axis`.
+    """
 
     def __init__(self, array: Array, axis: int = 0, column: str = "data",
                  index: str = "index") -> None:
@@ -212,8 +254,21 @@ class ZarrcoreDatasink(Datasink[Any]):
         return f"Zarrcore({self.array.name})"
 
     def write(self, blocks: Iterable[Block], ctx: Any) -> Any:
-        """Write the rows of `blocks`; the changes of this task's copy of the store when it
-        merges the writes of tasks (an Icechunk fork session), else None."""
+        """Write the rows of `blocks`.
+
+        Parameters
+        ----------
+        blocks : Iterable of Block
+            The task's blocks of rows.
+        ctx : Any
+            Ray's task context (not needed here).
+
+        Returns
+        -------
+        Any
+            The changes of this task's copy of the store when it merges the writes of tasks
+            (an Icechunk fork session), else None.
+        """
         for block in blocks:
             found = BlockAccessor.for_block(block)
             if not found.num_rows():
