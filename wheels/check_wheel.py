@@ -364,6 +364,9 @@ def check_files(files, only_shipped=False):
     for module in EXTENSIONS:
         if module not in extensions:
             problems.append(f"zarrcore/{module}: no compiled extension")
+    if EXTENSIONS:  # (known where the checkout's .pyx files are)
+        problems += [f"{name}: no .pyx builds it (a stale build directory?)"
+                     for module, name in sorted(extensions.items()) if module not in EXTENSIONS]
     for name in sorted(extensions.values()):
         problems += check_extension(name, files[name]())
     for name, needed_by in PUBLIC_FILES.items():

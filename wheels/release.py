@@ -121,7 +121,8 @@ def build_sdist(out):
 
 def unpack(sdist, target):
     """A fresh source tree from the sdist for one target (its build/ is kept per target, so
-    Cython's output and the objects are reused across interpreters and runs)."""
+    Cython's output and the objects are reused across interpreters and runs; not the
+    package trees a wheel is packed from, which would still hold modules since removed)."""
     dest = WORK / "src" / target
     name = sdist.name[:-len(".tar.gz")]
     tree = dest / name
@@ -129,6 +130,8 @@ def unpack(sdist, target):
         for path in tree.iterdir():
             if path.name != "build":
                 shutil.rmtree(path) if path.is_dir() else path.unlink()
+        for staged in [*tree.glob("build/lib.*"), *tree.glob("build/bdist.*")]:
+            shutil.rmtree(staged)
     with tarfile.open(sdist) as tar:
         tar.extractall(dest, filter="data")
     return tree
