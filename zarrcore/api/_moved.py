@@ -44,8 +44,15 @@ def moved_to(old: str, *new: str) -> Callable[[str], Any]:
 def _forwarding(old: str, new: str) -> types.ModuleType:
     """A module `old` whose names are those of `new`, imported on first use (the icechunk
     module needs zarr-python, which `import zarrcore` does not import)."""
+    def __getattr__(name: str) -> Any:
+        # (Not the special names tools look up on any module, as they walk sys.modules: one
+        # would import `new` meanwhile. `__all__` is the star import's.)
+        if name.startswith("__") and name != "__all__":
+            raise AttributeError(f"module {old!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(new), name)
+
     module = types.ModuleType(old, f"{new} under its earlier name.")
-    module.__getattr__ = lambda name: getattr(importlib.import_module(new), name)  # type: ignore[method-assign]
+    module.__getattr__ = __getattr__  # type: ignore[method-assign]
     return module
 
 
