@@ -81,6 +81,19 @@ def test_create_spelling_and_rules():
         zarrcore.create_array({}, shape=(30,), chunks=(5,), shards=[[20, 3, 7]], dtype="i4")
 
 
+def test_chunk_sizes_follow_the_edges():
+    a = zarrcore.create_array({}, shape=(30, 20), chunks=[[10, 5, 15], [7, 13]], dtype="i4")
+    assert a.read_chunk_sizes == a.write_chunk_sizes == ((10, 5, 15), (7, 13))
+    s = zarrcore.create_array({}, shape=(30, 20), chunks=(5, 4), shards=[[10, 5, 15], [8, 12]],
+                              dtype="i4")
+    assert s.write_chunk_sizes == ((10, 5, 15), (8, 12))
+    assert s.read_chunk_sizes == ((5,) * 6, (4,) * 5)
+    # After a shrink, the cuts end at the shape.
+    s.resize((28, 18))
+    assert s.write_chunk_sizes == ((10, 5, 13), (8, 10))
+    assert s.read_chunk_sizes == ((5, 5, 5, 5, 5, 3), (4, 4, 4, 4, 2))
+
+
 def _stores(tmp_path):
     return [{}, str(tmp_path / "dir")]
 

@@ -136,14 +136,21 @@ class Array(SelectionMethods, ChunkMethods, Node):
     @property
     def read_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
         """The sizes along each axis of the chunks reads decode (inner chunks when sharded),
-        the last cut to the shape: dask's form of chunks (zarr-python 3.4's)."""
-        return _axis_sizes(self.shape, self.chunks)
+        the last cut to the shape: dask's form of chunks (zarr-python 3.4's). Sharded, each
+        shard is tiled on its own, so a rectilinear grid of shards gives its true cuts."""
+        sharding, stored = self._sharding, self.write_chunk_sizes
+        if not sharding:
+            return stored
+        return tuple(tuple(min(inner, edge - start) for edge in edges
+                           for start in range(0, edge, inner))
+                     for edges, inner in zip(stored, sharding.chunk_shape))
 
     @property
     def write_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
         """The sizes along each axis of the stored chunks (shards when sharded), the last
-        cut to the shape (zarr-python 3.4's)."""
-        return _axis_sizes(self.shape, storage_block(self))
+        cut to the shape (zarr-python 3.4's); on a rectilinear grid, its edge lengths."""
+        grid = self._engine.grid
+        return tuple(grid.edge_lengths(d) for d in range(self.ndim))
 
     @property
     def ndim(self) -> int:
@@ -775,12 +782,6 @@ def storage_block(array: Array) -> tuple[int, ...]:
     """The shape of what `array` stores whole: the shard shape when sharded, else the chunk
     shape."""
     return tuple(array.shards or array.chunks)
-
-
-def _axis_sizes(shape: Sequence[int], block: Sequence[int]) -> tuple[tuple[int, ...], ...]:
-    """Per axis, the sizes of the blocks of shape `block` tiling `shape`, the last cut."""
-    return tuple(tuple(min(b, s - start) for start in range(0, s, b))
-                 for s, b in zip(shape, block))
 
 
 def _binary_operator(ufunc: np.ufunc, name: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
