@@ -4,9 +4,11 @@ A hypothesis state machine keeps a numpy array (with the array's attributes) as 
 one stored array, and drives random interleavings of every way to read and write it: `Array`
 selections of each kind, `resize` and `append`, `AsyncArray` tasks and read and write futures
 cancelled at random points, lazy views made before and used after resizes, chunk-level
-reads and writes, handles with an in-process and a shared cache, and other processes
-writing (one killed at a random moment); over a memory store, a directory, a zip file and the loopback S3 server. After
-every step every handle reads the model.
+reads and writes, handles with an in-process and a shared cache, other processes writing (one
+killed at a random moment), and Ray Data datasets read and written by tasks on a local Ray
+cluster (`zarrcore.ray`; a write task's worker killed at a random moment, Ray retrying it);
+over a memory store, a directory, a zip file and the loopback S3 server. After every step
+every handle reads the model.
 
 What it checks are the sentences (G1)-(G8) of docs/guide/guarantees.md, each cited where it
 is checked (a test below keeps the two lists equal). Its budget in `make test` is small;
@@ -22,6 +24,8 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 
 import numpy as np
@@ -46,6 +50,8 @@ BUDGET = {"memory": (25, 30), "directory": (15, 30), "zip": (10, 25), "s3": (3, 
 # How long a cancelled call runs before it is cancelled: not started, starting, and on.
 CANCEL_AFTER = (0.0, 0.0001, 0.0005, 0.002, 0.006)
 SHARED_CACHE = sys.platform.startswith("linux")
+# Ray steps an example (a Ray Data job costs about a second here; a killed worker more).
+RAY_STEPS = 1
 SUPPORT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support")
 
 
@@ -121,6 +127,7 @@ class ArrayModel(RuleBasedStateMachine):
 
     place: Place
     pool: concurrent.futures.Executor | None
+    ray: object | None  # (the ray module, its local cluster started; None: no Ray steps)
 
     # -- the array, its model and its handles -------------------------------------------
     @initialize(data=st.data())
@@ -144,6 +151,7 @@ class ArrayModel(RuleBasedStateMachine):
         self.attrs = {}
         self.views = []
         self.killed = False  # (one killed writer an example: a process costs a moment)
+        self.ray_steps = 0
         self._open_handles()
 
     def _open(self, opener=zarrcore.open_array, **kwargs):
@@ -495,6 +503,73 @@ class ArrayModel(RuleBasedStateMachine):
         key = tuple(slice(lo, hi) for lo, hi in bounds)
         self._settle(key, region_value(seed, self.model[key].shape))
 
+    # -- Ray Data: tasks in other processes read and write rows -------------------------------
+    def _ray_ready(self):
+        return (self.ray is not None and self.address is not None and self.nonempty()
+                and self.ray_steps < RAY_STEPS)
+
+    def _ray_rows(self, data):
+        """An axis, the rows along it a Ray write covers (any order, any gaps) and their
+        values."""
+        axis = data.draw(st.integers(0, 1))
+        n = self.model.shape[axis]
+        rows = data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=n, unique=True))
+        seed = data.draw(st.integers(0, 2**32 - 1))
+        other = self.model.shape[1 - axis]
+        values = np.random.default_rng(seed).integers(-1000, 1000, (len(rows), other), "i4")
+        return axis, rows, values
+
+    def _ray_dataset(self, rows, values, data):
+        """The rows as a dataset of several blocks, so that tasks share shards."""
+        items = [{"data": v, "index": r} for r, v in zip(rows, values)]
+        blocks = data.draw(st.integers(1, min(3, len(items))))
+        return self.ray.data.from_items(items, override_num_blocks=blocks)
+
+    @rule(data=st.data())
+    @precondition(_ray_ready)
+    def ray_read(self, data):
+        import zarrcore.ray as zr
+        self.ray_steps += 1
+        axis = data.draw(st.integers(0, 1))
+        url, options = self.address
+        dataset = zr.read_zarr(url, storage_options=options, axis=axis,
+                               blocks=data.draw(st.sampled_from(["shards", "chunks"])))
+        batches = list(dataset.iter_batches(batch_size=None, batch_format="numpy"))
+        index = np.concatenate([b["index"] for b in batches])
+        values = np.concatenate([b["data"] for b in batches])
+        assert sorted(index.tolist()) == list(range(self.model.shape[axis]))
+        np.testing.assert_array_equal(values, np.moveaxis(self.model, axis, 0)[index])  # (G4)
+
+    @rule(data=st.data())
+    @precondition(_ray_ready)
+    def ray_write(self, data):
+        import zarrcore.ray as zr
+        self.ray_steps += 1
+        axis, rows, values = self._ray_rows(data)
+        zr.write_zarr(self._ray_dataset(rows, values, data), self._handle(data), axis=axis)
+        np.moveaxis(self.model, axis, 0)[rows] = values  # (G4)
+
+    @rule(data=st.data())
+    @precondition(lambda self: self._ray_ready() and not self.killed)
+    def killed_ray_writer(self, data):
+        """A Ray write task's worker killed (os._exit) at a random moment, then retried by
+        Ray: when the write returns, every row is written (G1, G4)."""
+        import zarrcore.ray as zr
+        self.ray_steps += 1
+        axis, rows, values = self._ray_rows(data)
+        after = data.draw(st.sampled_from(CANCEL_AFTER))
+        marker = os.path.join(tempfile.gettempdir(),
+                              f"zarrcore-model-ray-{os.getpid()}-{next(_RAY_KILLS)}")
+        sink = _sink_killed_once(zr.ZarrcoreDatasink, marker, after)(self.array, axis)
+        try:
+            self._ray_dataset(rows, values, data).write_datasink(
+                sink, ray_remote_args={"max_retries": 3})
+        finally:
+            if os.path.exists(marker):
+                os.unlink(marker)
+        self.killed = True
+        np.moveaxis(self.model, axis, 0)[rows] = values
+
     # -- after every step ------------------------------------------------------------------
     @invariant()
     def every_handle_reads_the_model(self):
@@ -519,10 +594,47 @@ def second_process():
         yield pool
 
 
-def _run(place, pool):
+_RAY_KILLS = itertools.count()
+
+
+def _sink_killed_once(base, marker, after):
+    """A subclass of the datasink `base` whose first write task (the one that creates
+    `marker`) has its worker process killed `after` seconds in; made here so that Ray pickles
+    it by value."""
+    class KilledOnce(base):
+        def write(self, blocks, ctx):
+            try:
+                os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+            except FileExistsError:
+                pass
+            else:
+                threading.Timer(after, os._exit, (1,)).start()
+            return super().write(blocks, ctx)
+    return KilledOnce
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """The ray module with a local cluster of two worker processes, or None without Ray
+    (the test extra installs it)."""
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError:
+        yield None
+        return
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             configure_logging=False)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def _run(place, pool, ray=None):
     examples, steps = BUDGET[place.kind]
     machine = type(f"ArrayModelOn{place.kind.title()}", (ArrayModel,),
-                   {"place": place, "pool": pool})
+                   {"place": place, "pool": pool, "ray": ray})
     run_state_machine_as_test(machine, settings=settings(
         max_examples=examples * SCALE, stateful_step_count=steps * SCALE, deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
@@ -530,13 +642,17 @@ def _run(place, pool):
 
 
 @pytest.mark.parametrize("kind", ["memory", "directory", "zip"])
-def test_every_face_keeps_the_array_equal_to_its_model(kind, tmp_path, second_process):
-    _run(Place(kind, str(tmp_path)), second_process if kind == "directory" else None)
+def test_every_face_keeps_the_array_equal_to_its_model(kind, tmp_path, second_process,
+                                                       ray_cluster):
+    directory = kind == "directory"
+    _run(Place(kind, str(tmp_path)), second_process if directory else None,
+         ray_cluster if directory else None)
 
 
-def test_every_face_keeps_an_s3_array_equal_to_its_model(s3_bucket, second_process):
+def test_every_face_keeps_an_s3_array_equal_to_its_model(s3_bucket, second_process,
+                                                         ray_cluster):
     pytest.importorskip("obstore", reason="obstore (the remote extra) is not installed")
-    _run(Place("s3", None, s3_bucket), second_process)
+    _run(Place("s3", None, s3_bucket), second_process, ray_cluster)
 
 
 def test_the_checker_checks_exactly_the_guarantees_page():
