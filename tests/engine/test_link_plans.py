@@ -1,7 +1,7 @@
 """Reads planned by the link to a store's server (zarrcore.runtime.link): gaps merged while
 moving them costs less than a round trip, ranges cut to what one connection moves fast and
-fetched together, large shards read by index and ranges rather than one request, and the
-bytes a read holds bounded."""
+fetched together, large shards read by index and ranges rather than one request, fewer
+large requests kept in flight than small ones, and the bytes a read holds bounded."""
 import threading
 import time
 
@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 import zarrcore
 from zarrcore.runtime.concurrency import fan_out
 from zarrcore.runtime.link import (
-    ASSUMED_RATE, ASSUMED_ROUND_TRIP, PIECE_ROUND_TRIPS, SMALLEST_PIECE, Link, link_to,
+    ASSUMED_RATE, ASSUMED_ROUND_TRIP, BYTES_IN_FLIGHT, FEWEST_IN_FLIGHT, PIECE_ROUND_TRIPS,
+    SMALLEST_PIECE, Link, link_to,
 )
 from _remote_stores import DelayedStore, KeepingStore
 
@@ -158,3 +159,37 @@ def test_reads_over_any_link_equal_numpy(kind, rate, start, size, step):
     a, data = sharded(store, shape=(1000, 500))
     sel = (slice(start[0], start[0] + size[0], step), slice(start[1], start[1] + size[1]))
     np.testing.assert_array_equal(a[sel], data[sel])
+
+
+class AskedStore(DelayedStore):
+    """A DelayedStore that notes the requests in flight each get_many is asked for."""
+
+    def get_many(self, requests, concurrency=None):
+        self.asked.append(concurrency)
+        return super().get_many(requests, concurrency)
+
+
+@pytest.mark.parametrize("linked", [False, True])
+def test_large_requests_over_a_link_keep_fewer_in_flight(linked):
+    store = AskedStore(concurrency=64)
+    if linked:
+        store.link = link_of(0.04, 50 * MIB)
+    kw = dict(dtype="f4", compressors=None, fill_value=0)
+    big = zarrcore.create_array(store, name="big", shape=(4, 512, 512), chunks=(1, 512, 512),
+                                **kw)  # (chunks of 1 MiB)
+    small = zarrcore.create_array(store, name="small", shape=(4, 512, 512),
+                                  chunks=(1, 64, 64), **kw)  # (of 16 KiB)
+    big[...], small[...] = 1, 2
+    for a, value in ((big, 1), (small, 2)):
+        store.asked = []
+        assert (a[...] == value).all()
+        assert store.asked and all(n == store.asked[0] for n in store.asked)
+        large_over_a_link = linked and a is big
+        assert store.asked[0] == (BYTES_IN_FLIGHT // MIB if large_over_a_link else 64)
+    # A sharded read's ranges of 1 MiB alike, with never fewer than FEWEST_IN_FLIGHT.
+    sharded_big = zarrcore.create_array(store, name="s", shape=(8, 512, 512),
+                                        chunks=(1, 512, 512), shards=(8, 512, 512), **kw)
+    sharded_big[...] = 3
+    store.asked = []
+    assert (sharded_big[...] == 3).all()
+    assert min(store.asked) == (FEWEST_IN_FLIGHT if linked else 64)

@@ -31,12 +31,12 @@ from ..metadata.indexing import (
 from ..storage.base import UNCHANGED
 from .planning import (
     Int64s, chunk_projections, grid_of, in_shards, inner_plans, job_groups, point_listing,
-    replan, task_grid, task_values, with_key,
+    replan, requests_in_flight, task_grid, task_values, with_key,
 )
 from .cache import KnownIndex, share_versions, shared_versions, version_digest
 from .shard_ranges import (
-    Cached, Fetch, ShardReaders, ShardRequests, ShardWaves, known_indexes, read_indexed_shards,
-    shard_bytes,
+    Cached, Fetch, ShardReaders, ShardRequests, ShardWaves, known_indexes, ranges_in_flight,
+    read_indexed_shards, shard_bytes,
 )
 
 if TYPE_CHECKING:
@@ -270,6 +270,12 @@ def trimmed(chain: CodecChain, data: BytesLike | None, bound: Sequence[int],
     return data if chunk is None else encoded_chunk(chain, chunk, keep_empty)
 
 
+def whole_in_flight(engine: ChunkEngine) -> int:
+    """The requests a read of whole chunks keeps in flight (each at most a valid chunk's
+    size)."""
+    return requests_in_flight(engine, engine.chain.max_encoded_bytes)
+
+
 def read_fetched_chunks(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any]) -> None:
     """Every chunk fetched together, each decoded by the codec objects as it arrives."""
     projections = list(indexer.projections())
@@ -279,7 +285,7 @@ def read_fetched_chunks(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[
         i, parts = item
         read_into(engine, keys[i], engine.stored_chunk(keys[i], parts), projections[i], out)
 
-    for batch in arrivals(engine.store, engine.whole_requests(keys), engine.options.io_concurrency):
+    for batch in arrivals(engine.store, engine.whole_requests(keys), whole_in_flight(engine)):
         parallel_map(decode, batch, engine.options.num_threads)
 
 
@@ -338,7 +344,7 @@ def read_chunk_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any
         read_cached_waves(engine, jobs, keys, first, every)
         return
     # Per batch in Python ints, no numpy call: a small read's batch is one chunk.
-    for batch in arrivals(engine.store, engine.whole_requests(keys), engine.options.io_concurrency):
+    for batch in arrivals(engine.store, engine.whole_requests(keys), whole_in_flight(engine)):
         arrived: dict[int, list[int]] = {}  # the tasks that arrived, by job
         for i, parts in batch:
             j = bisect.bisect_right(first, i) - 1
@@ -373,7 +379,7 @@ def read_cached_waves(engine: ChunkEngine,
         again: list[int] = []
         requests = engine.whole_requests(keys[i] for i in wanted)
         asked = time.time()  # (what the answers tell was so at this time, or later)
-        for batch in arrivals(engine.store, requests, engine.options.io_concurrency,
+        for batch in arrivals(engine.store, requests, whole_in_flight(engine),
                               [None if (k := known[i]) is None else k[0] for i in wanted]):
             arrived: dict[int, list[int]] = {}  # the tasks that arrived, by job
             read: list[tuple[int, Any]] = []  # (place, version) of those fetched, to share
@@ -729,16 +735,18 @@ def _get_many_fetch(engine: ChunkEngine, budget: int, versioned: bool) -> Fetch:
     """A sharded read's fetch through Store.get_many, in waves of at most `budget` bytes
     (`_in_waves`); `versioned`: through get_many_versioned, which tells each shard's
     version."""
-    store, concurrency = engine.store, engine.options.io_concurrency
+    store = engine.store
     if versioned:
         def fetch(requests: Sequence[Request], sizes: Sequence[int]
                   ) -> Iterator[list[tuple[int, tuple[Any, Any]]]]:
+            concurrency = ranges_in_flight(engine, sizes)
             return _in_waves(lambda wave: arrivals(store, wave, concurrency, [None] * len(wave)),
                              requests, sizes, budget)
         return fetch
 
     def fetch_unversioned(requests: Sequence[Request], sizes: Sequence[int]
                           ) -> Iterator[list[tuple[int, tuple[Any, Any]]]]:
+        concurrency = ranges_in_flight(engine, sizes)
         for batch in _in_waves(lambda wave: arrivals(store, wave, concurrency), requests,
                                sizes, budget):
             yield [(i, (parts, None)) for i, parts in batch]

@@ -40,6 +40,13 @@ def with_key(error: _E, key: str) -> _E:
     return type(error)(f"chunk {key!r}: {error}")
 
 
+def requests_in_flight(engine: ChunkEngine, request_bytes: int) -> int:
+    """How many requests of about `request_bytes` each a read keeps in flight: the array's
+    io_concurrency, or over a link (Store.link) fewer where they are large (Link.in_flight)."""
+    most, link = engine.options.io_concurrency, engine.store.link
+    return most if link is None else link.in_flight(request_bytes, most)
+
+
 def task_grid(plans: Sequence[AxisPlan]) -> Int64s:
     """Per task of a compiled job over `plans` (the C-order product of every axis' pieces), the
     chunk of each axis' piece: an (ntasks, ndim) array."""

@@ -16,9 +16,10 @@ from ..codecs.sharding import EMPTY, Entries, coalesce
 from ..runtime.config import config
 from ..errors import KeyChangedError, ShardIndexError, ZarrcoreError
 from ..runtime.concurrency import fan_out
+from ..runtime.link import SMALLEST_PIECE
 from ..storage.base import at_most
 from .cache import KnownIndex
-from .planning import Int64s, with_key
+from .planning import Int64s, requests_in_flight, with_key
 
 if TYPE_CHECKING:
     import contextlib
@@ -89,10 +90,16 @@ def range_limits(engine: ChunkEngine, whole: bool, total: int) -> tuple[int, int
     most = None if whole else engine.options.coalesce_max_bytes
     link = engine.store.link
     if link is not None:
-        gap = max(gap, link.gap_bytes(total, engine.options.io_concurrency))
+        connections = requests_in_flight(engine, SMALLEST_PIECE)
+        gap = max(gap, link.gap_bytes(total, connections))
         if most is None:
-            most = link.piece_bytes(total, engine.options.io_concurrency)
+            most = link.piece_bytes(total, connections)
     return gap, most
+
+
+def ranges_in_flight(engine: ChunkEngine, sizes: Sequence[int]) -> int:
+    """The requests a fetch of byte ranges of `sizes` bytes keeps in flight."""
+    return requests_in_flight(engine, sum(sizes) // max(len(sizes), 1))
 
 
 def _span_bytes(request: Request) -> int:
@@ -138,8 +145,7 @@ class ShardReaders:
 
     def __init__(self, engine: ChunkEngine, held: contextlib.ExitStack, keys: Sequence[str],
                  known: dict[int, KnownIndex], budget: int) -> None:
-        self.store, self.held, self.budget = engine.store, held, budget
-        self.concurrency = engine.options.io_concurrency
+        self.engine, self.store, self.held, self.budget = engine, engine.store, held, budget
         self.readers: dict[str, RangeReader | None] = {
             keys[s]: held.enter_context(self.store.reader(keys[s], version=hit.version))
             for s, hit in known.items()}
@@ -159,8 +165,8 @@ class ShardReaders:
                 self.readers[key] = self.held.enter_context(self.store.reader(key))
         # On the shared I/O pool, not threads of its own: a read fetches twice (indexes,
         # then inner chunks), and each would start and stop as many threads.
-        return fan_out(self.read, requests, self.concurrency, executor=config.io_executor(),
-                       weights=sizes, budget=self.budget)
+        return fan_out(self.read, requests, ranges_in_flight(self.engine, sizes),
+                       executor=config.io_executor(), weights=sizes, budget=self.budget)
 
 
 def read_indexed_shards(engine: ChunkEngine, shards: ShardRequests,
