@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 
 import numpy as np
 import pytest
@@ -404,6 +405,34 @@ def test_http_arrays_of_one_host_share_one_client_and_its_connections(http_serve
     assert all((g == data).all() for g in got)
     assert http_server.max_in_flight <= 4 and proxy.peak_requests <= 4
     assert proxy.connections <= 2 * 4, proxy.connections  # (one pool per array: 24 and more)
+
+
+def test_a_url_opened_again_takes_its_client_without_building_one(s3_bucket, monkeypatch):
+    """obstore builds a client (its TLS roots loaded) for every URL it parses: a URL opened
+    before, with the same options and credentials in the environment, takes the shared
+    client at once; other options, or changed credentials, are parsed again."""
+    import obstore.store
+
+    server, bucket = s3_bucket
+    built = []
+    parse = obstore.store.from_url
+
+    def counting(url, **kwargs):
+        built.append(url)
+        return parse(url, **kwargs)
+
+    monkeypatch.setattr(obstore.store, "from_url", counting)
+    url = f"s3://{bucket}/again-{uuid.uuid4().hex}"
+    first = make_store(url, storage_options=server.storage_options())
+    first.set("k", b"v")
+    again = [make_store(url, storage_options=server.storage_options()) for _ in range(3)]
+    assert len(built) == 1
+    assert all(s.get("k") == b"v" and s._store is first._store for s in again)
+    make_store(url, storage_options={**server.storage_options(), "timeout": 7})
+    assert len(built) == 2
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "another")
+    make_store(url, storage_options=server.storage_options())
+    assert len(built) == 3
 
 
 # -- faults through a proxy in front of moto ---------------------------------

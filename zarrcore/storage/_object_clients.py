@@ -5,6 +5,7 @@ has its helper (_obstore_runtime) make those the parent used last."""
 from __future__ import annotations
 
 import collections
+import os
 import threading
 import urllib.parse
 from collections.abc import Callable, Hashable
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from obstore.store import ClientConfig, ObjectStore as ObstoreStore, RetryConfig
 
 __all__ = ["SERVER_BACKENDS", "WARMED_CLIENTS", "KNOWN_CLIENTS", "split_client", "client_root",
-           "shared_client"]
+           "shared_client", "opening", "opened_before", "note_opened"]
 
 # The backends of a server, not of local files or memory: their clients are shared
 # (split_client), their ETags are the server's, the same in every process
@@ -35,6 +36,13 @@ KNOWN_CLIENTS = 64
 # bucket, credentials and client settings, in the order last opened.
 _clients: collections.OrderedDict[Hashable, ObstoreStore] = collections.OrderedDict()
 _clients_guard = threading.Lock()
+
+# split_client's answers for the URLs opened before, by URL, settings and the environment
+# obstore reads credentials from (opened_before): opening one again takes its shared client
+# without building obstore's store of the URL, a client each (10-70 ms of CPU: its TLS roots
+# are loaded). As many as clients are kept.
+_opened: collections.OrderedDict[Hashable, tuple[Hashable, str]] = collections.OrderedDict()
+_CREDENTIAL_ENVIRONMENT = ("AWS_", "GOOGLE_", "AZURE_")
 
 
 def _forget_clients_in_child() -> None:
@@ -107,6 +115,36 @@ def client_root(made: ObstoreStore, client: ClientConfig, retry: RetryConfig) ->
     # (S3Store, GCSStore, AzureStore: each takes its own config)
     root = type(store)(config=store.config, client_options=client, retry_config=retry)
     return root
+
+
+def opening(url: str, settings: Any) -> Hashable:
+    """What opening `url` with `settings` (its options, client and retry settings) depends
+    on: those, and the environment's credential variables."""
+    environment = tuple(sorted((k, v) for k, v in os.environ.items()
+                               if k.startswith(_CREDENTIAL_ENVIRONMENT)))
+    return url, _frozen(settings), environment
+
+
+def opened_before(opened: Hashable) -> tuple[ObstoreStore, Hashable, str] | None:
+    """(the shared client, its key, the path below its root) of an `opening` seen before
+    whose client is still kept, else None."""
+    with _clients_guard:
+        split = _opened.get(opened)
+        client = None if split is None else _clients.get(split[0])
+        if client is None:
+            return None
+        _opened.move_to_end(opened)
+        _clients.move_to_end(split[0])
+        return client, split[0], split[1]
+
+
+def note_opened(opened: Hashable, split: tuple[Hashable, str]) -> None:
+    """Keep split_client's answer for `opened` (see opened_before)."""
+    with _clients_guard:
+        _opened[opened] = split
+        _opened.move_to_end(opened)
+        if len(_opened) > KNOWN_CLIENTS:
+            _opened.popitem(last=False)
 
 
 def shared_client(key: Hashable, make: Callable[[], ObstoreStore]) -> ObstoreStore:

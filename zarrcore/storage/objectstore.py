@@ -43,7 +43,9 @@ from ..runtime.config import config
 from ..errors import (KeyChangedError, LockUnavailableError, ReadOnlyError, StoreError,
                       StoreURLError, WriteConflictError)
 from ..runtime import _aio
-from ._object_clients import SERVER_BACKENDS, client_root, shared_client, split_client
+from ._object_clients import (
+    SERVER_BACKENDS, client_root, note_opened, opened_before, opening, shared_client, split_client,
+)
 from ._object_locks import LOCK_PREFIX, Lease, is_lock_object
 from ._object_versions import ObjectVersion, put_mode, version_of
 from ._obstore_runtime import obstore_module as _obstore
@@ -316,21 +318,34 @@ class ObjectStore(Store):
                         "max_backoff": datetime.timedelta(seconds=2), "base": 2}}
         retry_config: RetryConfig | None = own.get("retry_config")
         retry.update(retry_config or {})
+        store, client_key, prefix = cls._client_of(url, options, client, retry)
+        made = cls(store, read_only, url=url, conditional_writes=own.get("conditional_writes"),
+                   single_writer=own.get("single_writer", False), prefix=prefix)
+        made._client_key = client_key
+        made.io_timeout, made.io_retries = timeout, retries
+        return made
+
+    @staticmethod
+    def _client_of(url: str, options: dict[str, Any], client: ClientConfig,
+                   retry: RetryConfig) -> tuple[ObstoreStore, Hashable | None, str]:
+        """(obstore's store for `url`, the key of the client it shares or None, the path of
+        `url` below that client's root); a URL opened before takes its client at once."""
+        opened = opening(url, (options, client, retry))
+        known = opened_before(opened)
+        if known is not None:
+            return known
+        obs = _obstore()
         try:
             parsed = obs.store.from_url(url, client_options=client, retry_config=retry,
                                         **options)
             split = split_client(parsed, client, retry)
-            store, prefix = parsed, ""
-            if split is not None:
-                key, prefix = split
-                store = shared_client(key, lambda: client_root(parsed, client, retry))
+            if split is None:
+                return parsed, None, ""
+            store = shared_client(split[0], lambda: client_root(parsed, client, retry))
         except (obs.exceptions.BaseError, ValueError, TypeError) as e:
             raise StoreURLError(f"cannot open {url!r}: {_first_line(e)}") from e
-        made = cls(store, read_only, url=url, conditional_writes=own.get("conditional_writes"),
-                   single_writer=own.get("single_writer", False), prefix=prefix)
-        made._client_key = None if split is None else split[0]
-        made.io_timeout, made.io_retries = timeout, retries
-        return made
+        note_opened(opened, split)
+        return store, split[0], split[1]
 
     def _identity(self) -> Hashable:
         return self.url or id(self._store)
