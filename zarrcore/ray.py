@@ -2,7 +2,8 @@
 
 `read_zarr` gives a `ray.data.Dataset` of one row per index along a chosen axis: the values
 at that index (a tensor column; scalars for a 1-d array) and the index itself (the row's
-coordinate). Its blocks are cut at the array's shard (or chunk) boundaries along that axis.
+coordinate). Its blocks hold whole shards (or chunks) along that axis, as many consecutive
+ones as fit in Ray's target block size.
 The driver opens the array once and puts it in Ray's object store: a read task carries a
 reference to it and the rows it reads, never the metadata, so tasks pickle small whatever the
 array, and each worker reads the store itself through zarrcore's engine (through the shared
@@ -24,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 import ray
 import ray.data
+from ray.data import DataContext
 from ray.data.block import Block, BlockAccessor, BlockMetadata
 from ray.data.datasource import Datasink, Datasource, ReadTask
 
@@ -35,6 +37,11 @@ from .nodes.array import Array
 #: What a row's values are cut by: the stored objects (shards when sharded, else chunks), or
 #: the chunks reads decode (inner chunks when sharded).
 BLOCKS = ("shards", "chunks")
+#: The most bytes of a Ray block of several storage blocks where Ray's context sets none.
+DEFAULT_BLOCK_BYTES = 128 << 20
+#: The fewest bytes a read task reads, the array's size permitting: Ray takes tens of
+#: milliseconds to run a task (35 ms here), in which zarrcore reads tens of megabytes.
+TASK_BYTES = 32 << 20
 
 
 def _open(url_or_array: Array | StoreLike, path: str | None,
@@ -67,23 +74,38 @@ def _along(axis: int, where: slice | npt.NDArray[np.intp]) -> tuple[Any, ...]:
     return (slice(None),) * axis + (where,)
 
 
-class _ReadRows:
-    """One read task's rows `start:stop` along `axis` of the array `ref` refers to, one block
-    per storage block (of `blocks`) they cross."""
+def _grouped(edges: list[int], row_bytes: int, most_bytes: int) -> list[int]:
+    """The edges of `edges` that cut runs of consecutive blocks into groups of at most
+    `most_bytes` (a block larger alone), the first and last kept."""
+    kept = edges[:1]
+    for lo, hi in zip(edges[1:], edges[2:]):
+        if (hi - kept[-1]) * row_bytes > most_bytes:
+            kept.append(lo)
+    return kept + edges[-1:] if len(edges) > 1 else kept
 
-    __slots__ = ("ref", "axis", "start", "stop", "blocks", "column", "index")
+
+class _ReadRows:
+    """One read task's rows `start:stop` along `axis` of the array `ref` refers to, in Ray
+    blocks of whole storage blocks (of `blocks`), as many consecutive ones as fit in
+    `block_bytes`."""
+
+    __slots__ = ("ref", "axis", "start", "stop", "blocks", "block_bytes", "column", "index")
 
     def __init__(self, ref: ray.ObjectRef[Array], axis: int, start: int, stop: int,
-                 blocks: str, column: str, index: str) -> None:
+                 blocks: str, block_bytes: int, column: str, index: str) -> None:
         self.ref, self.axis, self.start, self.stop = ref, axis, start, stop
-        self.blocks, self.column, self.index = blocks, column, index
+        self.blocks, self.block_bytes = blocks, block_bytes
+        self.column, self.index = column, index
 
     def __reduce__(self) -> tuple[Any, ...]:
         return type(self), tuple(getattr(self, name) for name in self.__slots__)
 
     def __call__(self) -> Iterator[Block]:
         array = ray.get(self.ref)
-        cuts = [e for e in _edges(array, self.axis, self.blocks) if self.start < e < self.stop]
+        edges = [self.start, *(e for e in _edges(array, self.axis, self.blocks)
+                               if self.start < e < self.stop), self.stop]
+        row_bytes = array.nbytes // max(array.shape[self.axis], 1)
+        cuts = _grouped(edges, row_bytes, self.block_bytes)[1:-1]
         for lo, hi in zip([self.start, *cuts], [*cuts, self.stop]):
             values = np.moveaxis(array[_along(self.axis, slice(lo, hi))], self.axis, 0)
             yield BlockAccessor.batch_to_block(
@@ -106,10 +128,17 @@ class ZarrcoreDatasource(Datasource):
         The column of the rows' values.
     index : str
         The column of the rows' indices along `axis`.
+    block_bytes : int, optional
+        The most bytes of a Ray block of several storage blocks (one larger is a block of
+        its own); default: Ray's target block size (`DataContext.target_max_block_size`).
+    task_bytes : int, default TASK_BYTES
+        The fewest bytes a read task reads: a smaller array is read by fewer tasks than
+        Ray's parallelism asks for.
     """
 
     def __init__(self, array: Array, axis: int = 0, blocks: str = "shards",
-                 column: str = "data", index: str = "index") -> None:
+                 column: str = "data", index: str = "index",
+                 block_bytes: int | None = None, task_bytes: int = TASK_BYTES) -> None:
         super().__init__()  # type: ignore[no-untyped-call]  # (Ray leaves it unannotated)
         self.axis = _axis(array, axis)
         if blocks not in BLOCKS:
@@ -117,6 +146,9 @@ class ZarrcoreDatasource(Datasource):
         if column == index:
             raise SettingValueError(f"column and index: both name the column {column!r}")
         self.blocks, self.column, self.index = blocks, column, index
+        if block_bytes is None:
+            block_bytes = DataContext.get_current().target_max_block_size or DEFAULT_BLOCK_BYTES
+        self.block_bytes, self.task_bytes = int(block_bytes), max(int(task_bytes), 1)
         self.name = array.name
         self.edges = _edges(array, self.axis, blocks)
         self.row_bytes = array.nbytes // max(array.shape[self.axis], 1)
@@ -131,7 +163,8 @@ class ZarrcoreDatasource(Datasource):
 
     def get_read_tasks(self, parallelism: int, per_task_row_limit: int | None = None,
                        data_context: Any = None) -> list[ReadTask]:
-        """The read tasks of at most `parallelism` runs of consecutive blocks.
+        """The read tasks of at most `parallelism` runs of consecutive blocks, each of at
+        least `task_bytes` where the array has them.
 
         Parameters
         ----------
@@ -148,7 +181,8 @@ class ZarrcoreDatasource(Datasource):
             One task per run of blocks.
         """
         nblocks = len(self.edges) - 1
-        ntasks = max(1, min(parallelism, nblocks)) if nblocks else 0
+        worth = -(-self.estimate_inmemory_data_size() // self.task_bytes)
+        ntasks = max(1, min(parallelism, nblocks, worth)) if nblocks else 0
         tasks = []
         for t in range(ntasks):
             start = self.edges[t * nblocks // ntasks]
@@ -157,8 +191,8 @@ class ZarrcoreDatasource(Datasource):
                 stop = min(stop, start + per_task_row_limit)
             rows = stop - start
             tasks.append(ReadTask(
-                _ReadRows(self.ref, self.axis, start, stop, self.blocks, self.column,
-                          self.index),
+                _ReadRows(self.ref, self.axis, start, stop, self.blocks, self.block_bytes,
+                          self.column, self.index),
                 BlockMetadata(num_rows=rows, size_bytes=rows * self.row_bytes,
                               input_files=None, exec_stats=None),
                 per_task_row_limit=per_task_row_limit))
@@ -166,8 +200,8 @@ class ZarrcoreDatasource(Datasource):
 
 
 def read_zarr(url_or_array: Array | StoreLike, *, path: str | None = None, axis: int = 0,
-              blocks: str = "shards", column: str = "data", index: str = "index",
-              storage_options: dict[str, Any] | None = None, cache_bytes: int | None = None,
+              blocks: str = "shards", block_bytes: int | None = None, column: str = "data",
+              index: str = "index", storage_options: dict[str, Any] | None = None, cache_bytes: int | None = None,
               shared_cache: bool = False, **read_args: Any) -> ray.data.Dataset:
     """A Ray Data dataset of a zarrcore array's rows along `axis`.
 
@@ -188,6 +222,9 @@ def read_zarr(url_or_array: Array | StoreLike, *, path: str | None = None, axis:
     blocks : {"shards", "chunks"}, default "shards"
         Where Ray's blocks are cut along `axis`: at the stored objects' boundaries (shards
         when sharded, else chunks), or at the chunks' (inner chunks when sharded).
+    block_bytes : int, optional
+        The most bytes of a Ray block of several of those (one larger is a block of its
+        own); default: Ray's target block size (`DataContext.target_max_block_size`).
     column, index : str, default "data", "index"
         The names of the values' and the indices' columns.
     storage_options : dict, optional
@@ -216,7 +253,7 @@ def read_zarr(url_or_array: Array | StoreLike, *, path: str | None = None, axis:
     if shared_cache:
         options["shared_cache"] = shared_cache
     array = _open(url_or_array, path, storage_options, "r", **options)
-    source = ZarrcoreDatasource(array, axis, blocks, column, index)
+    source = ZarrcoreDatasource(array, axis, blocks, column, index, block_bytes)
     dataset: ray.data.Dataset = ray.data.read_datasource(source, **read_args)
     return dataset
 

@@ -63,13 +63,29 @@ def test_reads_match_numpy_in_blocks_of_storage_blocks(tmp_path, layout):
     values, indices = _rows(zr.read_zarr(str(tmp_path / "a")))
     np.testing.assert_array_equal(values, DATA)
     np.testing.assert_array_equal(indices, np.arange(SHAPE[0]))
-    # Every block is one stored object's rows (shards when sharded), tasks take consecutive
-    # ones.
-    source = zr.ZarrcoreDatasource(a)
+    # With blocks of one row's bytes, every block is one stored object's rows (shards when
+    # sharded); tasks take consecutive ones.
+    row_bytes = DATA[0].nbytes
+    source = zr.ZarrcoreDatasource(a, block_bytes=row_bytes, task_bytes=1)
     expected = list(a.chunk_grid.edge_lengths(0))
     got = _block_rows(source)
     assert sum(got, []) == expected
     assert len(got) == min(4, len(expected))
+    # Larger blocks group consecutive stored objects of a task up to their bytes (one larger
+    # alone); by default, Ray's target block size holds each task's in one.
+    for most in (12, 20):
+        source = zr.ZarrcoreDatasource(a, block_bytes=most * row_bytes, task_bytes=1)
+        for task, rows in zip(_block_rows(source), got):
+            assert sum(task) == sum(rows)
+            assert all(n <= most or n in rows for n in task)
+            edges = set(np.cumsum(rows).tolist())
+            assert set(np.cumsum(task).tolist()) <= edges  # (cut where stored objects end)
+            merged = [a + b for a, b in zip(task, task[1:])]
+            assert all(n > most for n in merged)  # (no two neighbours would fit in one)
+    assert [len(t) for t in _block_rows(zr.ZarrcoreDatasource(a, task_bytes=1))] == [1] * len(got)
+    # A task reads at least task_bytes where the array has them: this small one, in one.
+    assert _block_rows(zr.ZarrcoreDatasource(a)) == [[SHAPE[0]]]
+    assert len(_block_rows(zr.ZarrcoreDatasource(a, task_bytes=DATA.nbytes // 2 + 1))) == 2
 
 
 def test_other_axes_and_inner_chunks(tmp_path):
@@ -79,8 +95,10 @@ def test_other_axes_and_inner_chunks(tmp_path):
     values, indices = _rows(zr.read_zarr(a, axis=1, column="v", index="y"), "v", "y")
     np.testing.assert_array_equal(values, np.moveaxis(DATA, 1, 0))
     np.testing.assert_array_equal(indices, np.arange(6))
-    assert sum(_block_rows(zr.ZarrcoreDatasource(a, axis=-2)), []) == [4, 2]
-    assert sum(_block_rows(zr.ZarrcoreDatasource(a, axis=1, blocks="chunks")), []) == [2, 2, 2]
+    one_each = dict(block_bytes=1, task_bytes=1)  # (a block per stored object, a task each)
+    assert sum(_block_rows(zr.ZarrcoreDatasource(a, axis=-2, **one_each)), []) == [4, 2]
+    assert sum(_block_rows(zr.ZarrcoreDatasource(a, axis=1, blocks="chunks", **one_each)),
+               []) == [2, 2, 2]
     one = zarrcore.create_array(str(tmp_path / "one"), shape=(30,), dtype="float64", chunks=(7,))
     one[...] = np.linspace(0, 1, 30)
     values, _ = _rows(zr.read_zarr(one))
@@ -115,7 +133,7 @@ def test_read_tasks_pickle_small_and_carry_no_metadata(tmp_path, s3_bucket):
         a = zarrcore.create_array(where, shape=(sum(edges), 3), dtype="uint8",
                                   chunks=[edges, [3]], attributes={"notes": "x" * 20_000},
                                   storage_options=options)
-        source = zr.ZarrcoreDatasource(a)
+        source = zr.ZarrcoreDatasource(a, task_bytes=1)
         assert len(a.metadata.to_json()["attributes"]["notes"]) == 20_000
         tasks = source.get_read_tasks(200)
         assert len(tasks) == 200
