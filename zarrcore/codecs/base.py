@@ -222,6 +222,12 @@ class ArrayBytesCodec(Codec):
         """Is an encoded chunk of `spec` its items as they lie in memory (C order)?"""
         return False
 
+    def stored_bound(self) -> int | None:
+        """The most bytes a valid stored object of this (resolved) codec takes, where the
+        codec bounds them itself because it reads and rewrites parts of them (a shard: its
+        index and every inner chunk at their most); None for the others."""
+        return None
+
     def v2_form(self, dtype: npt.DTypeLike) -> tuple[CodecJSON | None, np.dtype[Any]] | None:
         """How v2 metadata stores this encoding of items of `dtype`: (the v2 JSON of the
         object codec that leads the filters, or None; the stored dtype). None when v2 has no

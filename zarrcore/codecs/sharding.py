@@ -274,6 +274,9 @@ class ShardingCodec(ArrayBytesCodec):
         """The most bytes a valid shard takes: its index and every inner chunk at its most."""
         return self._index_size + self._n * self._inner.max_encoded_bytes
 
+    def stored_bound(self) -> int:
+        return self.max_encoded_bytes
+
     def batch_settings(self) -> NativeForm | None:
         """Settings of the native sharded batch over a directory store (zarrcore._native.shard_io)
         when it runs this codec: an inner chain the core runs and a little-endian index with
@@ -684,3 +687,13 @@ class ShardingCodec(ArrayBytesCodec):
 
 
 register_codec(ShardingCodec)
+
+
+def partial_codec(chain: CodecChain) -> ShardingCodec | None:
+    """The array->bytes codec of `chain` when it reads and rewrites parts of a stored chunk
+    itself (`read_partial`, `merge`, `trim`: sharding); only possible when no other codec
+    transforms the chunk as a whole."""
+    if chain.array_array or chain.bytes_bytes:
+        return None
+    codec = chain.array_bytes
+    return codec if isinstance(codec, ShardingCodec) else None

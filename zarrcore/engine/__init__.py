@@ -31,6 +31,7 @@ from .._native.cache import ChunkCache, check_budget
 from .._native.shard_io import ShardSpec
 from ..codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
 from ..codecs.chain import CodecChain
+from ..codecs.sharding import partial_codec
 from ..codecs.v2 import codecs_from_v2_metadata
 from ..runtime.config import ARRAY_OPTIONS, Options, array_options, config
 from ..errors import (
@@ -104,7 +105,7 @@ class ChunkEngine:
         self._chains: dict[tuple[int, ...], CodecChain] = {self.chunk_shape: self.chain}
         # The sharding codec (None unsharded): it fetches and rewrites only the byte ranges a
         # selection needs.
-        self.sharding = self.chain.partial_codec
+        self.sharding = partial_codec(self.chain)
         if self.sharding is None:  # (sharding checks its inner chunks itself)
             check_chunk_bytes(self.chunk_shape, dtype, f"{where}: chunks")
         self.key_layout = key_layout

@@ -8,6 +8,7 @@ import numpy.typing as npt
 
 from .._native.batch import ChunkBatch
 from .._native.shard_io import ShardBatch
+from ..codecs.sharding import partial_codec
 from ..runtime.config import config
 from ..metadata.indexing import (
     BasicIndexer, ChunkProjection, OrthogonalIndexer,
@@ -80,7 +81,7 @@ def run_shard_batches(engine: ChunkEngine, indexer: Indexer, data: npt.NDArray[A
     assert engine.routes.shard_batch is not None and isinstance(indexer, OrthogonalIndexer)
     deferred = []
     for group in job_groups(engine, indexer):
-        codec = group.chain.partial_codec
+        codec = partial_codec(group.chain)
         assert group.form is not None and codec is not None  # (as `plan` saw)
         shards = (engine.routes.shard_batch if group.extent == engine.array_shape
                   and group.chain is engine.chain

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from .._native.chunk_jobs import ChunkWaves
 from ..codecs.chain import CodecChain
-from ..codecs.sharding import EMPTY
+from ..codecs.sharding import EMPTY, partial_codec
 from ..runtime.cancellation import carrying, current
 from ..runtime.pool import Claims, parallel_map, run_workers
 from ..runtime.config import config
@@ -264,8 +264,9 @@ def trimmed(chain: CodecChain, data: BytesLike | None, bound: Sequence[int],
     whole."""
     if data is None:
         return None
-    if chain.partial_codec is not None:
-        return chain.partial_codec.trim(data, bound, keep_empty)
+    sharding = partial_codec(chain)
+    if sharding is not None:
+        return sharding.trim(data, bound, keep_empty)
     chunk = chain.reset_beyond(data, bound)
     return data if chunk is None else encoded_chunk(chain, chunk, keep_empty)
 
@@ -290,7 +291,7 @@ def read_each_chunk(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any]
         key = engine.key(p.coords)
         try:
             if engine.sharding is not None:
-                partial = engine.chain_at(p.coords).partial_codec
+                partial = partial_codec(engine.chain_at(p.coords))
                 assert partial is not None  # (every shard's chain is sharded)
                 partial.read_partial(engine.store, key, p.chunk_selection,
                                      out[p.out_selection + (Ellipsis,)])
@@ -676,7 +677,7 @@ def shard_codecs(engine: ChunkEngine, shards: Sequence[Sequence[int]]) -> list[S
         return [engine.sharding] * len(shards)
     codecs = []
     for coords in shards:
-        codec = engine.chain_at(coords).partial_codec
+        codec = partial_codec(engine.chain_at(coords))
         assert codec is not None  # (every shard's chain is sharded)
         codecs.append(codec)
     return codecs

@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..codecs.chain import CodecChain
+from ..codecs.sharding import partial_codec
 from ..metadata.indexing import (
     BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer, Span, SpanIndexer,
 )
@@ -140,8 +141,9 @@ def core_form(chain: CodecChain) -> NativeForm | None:
     """The settings with which the compiled core reads and writes the stored objects of
     `chain` by itself: the sharding codec's batch_settings when sharded, else the chain's
     native_form; None when it cannot."""
-    if chain.partial_codec is not None:
-        return chain.partial_codec.batch_settings()
+    sharding = partial_codec(chain)
+    if sharding is not None:
+        return sharding.batch_settings()
     return chain.native_form()
 
 
