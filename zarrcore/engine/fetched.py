@@ -33,7 +33,9 @@ from .planning import (
     Int64s, chunk_projections, grid_of, in_shards, inner_plans, job_groups, point_listing,
     replan, task_grid, task_values, with_key,
 )
-from .cache import KnownIndex, share_versions, shared_versions, version_digest
+from .cache import (
+    KnownIndex, inner_chunk_digest, share_versions, shared_versions, version_digest,
+)
 from .shard_ranges import (
     Cached, Fetch, ShardReaders, ShardRequests, ShardWaves, known_indexes, read_indexed_shards,
     shard_bytes,
@@ -571,7 +573,7 @@ def cached_task(job: ChunkWaves, task: int, coords: Sequence[int], version: Any,
     entry; else it decodes the bytes it is given into a new entry. An entry's version is the
     shard's and the inner chunk's span in it: one is served only for the very bytes it was
     decoded from."""
-    digest = version_digest((version, offset, nbytes))
+    digest = inner_chunk_digest(version, offset, nbytes)
     if job.lookup(task, coords, digest):
         return True
     job.keep(task, coords, digest)

@@ -17,7 +17,7 @@ from ..runtime.config import config
 from ..errors import KeyChangedError, ShardIndexError, ZarrcoreError
 from ..runtime.concurrency import fan_out
 from ..storage.base import at_most
-from .cache import KnownIndex
+from .cache import KnownIndex, same_version
 from .planning import Int64s, with_key
 
 if TYPE_CHECKING:
@@ -298,7 +298,7 @@ class _IndexedShards:
                         raise KeyChangedError(f"shard {key!r} was deleted")
                     raise ShardIndexError(
                         f"shard {key!r}: deleted while its inner chunks were read")
-                if version is not None and version != self.versions.get(key):
+                if not same_version(version, self.versions.get(key)):
                     # (a store whose readers do not keep one version: read again, whole)
                     raise KeyChangedError(f"shard {key!r} was replaced while it was read")
                 _, tasks, offsets, lengths = ranged[r]
