@@ -24,6 +24,8 @@ from .errors import (
     SelectionError, ShardIndexError, StoreError, ZarrcoreError,
 )
 
+__all__ = ["ArrayHandle", "CACHE_SETTLE_SECONDS", "dtype_code", "raise_status"]
+
 cnp.import_array()
 
 cdef extern from "jobs/zc_array.h":

@@ -32,6 +32,8 @@ from .metadata.types import StoreLike
 from .errors import ProcessLocalStoreError, ReadOnlyError, SelectionError, SettingValueError
 from .nodes.array import Array
 
+__all__ = ["BLOCKS", "ZarrcoreDatasink", "ZarrcoreDatasource", "read_zarr", "write_zarr"]
+
 #: What a row's values are cut by: the stored objects (shards when sharded, else chunks), or
 #: the chunks reads decode (inner chunks when sharded).
 BLOCKS = ("shards", "chunks")

@@ -10,6 +10,12 @@ import numpy.typing as npt
 from ..runtime.config import Options, config, size_with_slack
 from ..errors import ChunkDecodeError, MetadataError
 
+__all__ = [
+    "ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec", "BytesLike", "ChunkSpec", "Codec",
+    "CodecJSON", "ENCODED_BOUND", "NativeForm", "NumcodecsForm", "byte_view", "check_chunk_bytes",
+    "decode_limit", "into", "stored_numbers",
+]
+
 #: The data bytes->bytes codecs take and give: bytes or a buffer of them, such as a memoryview
 #: or a flat uint8 numpy array.
 BytesLike = Union[bytes, bytearray, memoryview, "npt.NDArray[Any]"]

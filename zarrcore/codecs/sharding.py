@@ -32,6 +32,11 @@ if TYPE_CHECKING:
     from ..storage.base import RangeReader, Store
     from .base import BytesLike, CodecJSON, NativeForm
 
+__all__ = [
+    "Blobs", "EMPTY", "Entries", "Int64s", "LITTLE_BYTES", "MAX_NESTING", "ShardingCodec",
+    "WHOLE_READ_SHARE", "coalesce", "morton_order", "partial_codec",
+]
+
 #: Per inner chunk (C order) its encoded bytes, None when it is not stored.
 Blobs = list[Union["BytesLike", None]]
 #: Index entries: an (n, 2) uint64 array of (offset, nbytes) per inner chunk.

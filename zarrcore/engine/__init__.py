@@ -62,6 +62,8 @@ if TYPE_CHECKING:
     from .._native.files import FileRoot
     from ..storage.base import Fetched, ReadBytes, Request, Store
 
+__all__ = ["ChunkEngine"]
+
 
 class ChunkEngine:
     """Reads and writes the chunks of one array in `store`: where its chunks lie, their codec

@@ -31,6 +31,11 @@ if TYPE_CHECKING:
     from .._native.cache import ChunkCache
     from .._native.chunk_jobs import ChunkWaves
 
+__all__ = [
+    "ChunkVersions", "KnownIndex", "RecheckPolicy", "SHARD_INDEX_BYTES", "ShardIndexes",
+    "inner_chunk_digest", "same_version", "share_versions", "shared_versions", "version_digest",
+]
+
 
 # Bytes of parsed shard indexes an array keeps (ShardIndexes): 16 bytes per inner chunk, so
 # the indexes of 16,384 shards of 64 inner chunks each.

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from ..codecs.sharding import ShardingCodec
     from . import ChunkEngine
 
+__all__ = ["ChunkAccess", "ChunkTarget"]
+
 
 class ChunkTarget(NamedTuple):
     """One addressed chunk: an unsharded array's chunk, a shard, or an inner chunk."""

@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from ..metadata.indexing import Indexer
     from . import ChunkEngine
 
+__all__ = [
+    "READ_AHEAD_HELPERS", "read_chunk_batch", "read_shard_batch", "run_batches",
+    "run_shard_batches", "write_chunk_batch", "write_shard_batch",
+]
+
 
 # A batch of large chunk files or of inner chunks of many shards (`reads_ahead`) is also
 # asked for by this many helpers on the I/O pool: from a cold page cache the device then

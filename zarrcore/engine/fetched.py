@@ -50,6 +50,14 @@ if TYPE_CHECKING:
     from ..storage.base import ByteRange, Fetched, ReadBytes, Request, Store
     from . import ChunkEngine
 
+__all__ = [
+    "FETCHED_BYTES_MIN", "WRITE_WAVES", "arrivals", "cached_task", "cached_tasks", "decode_arrived",
+    "encoded_chunk", "encoded_waves", "fetched_whole", "read_cached_waves", "read_chunk_waves",
+    "read_each_chunk", "read_fetched_chunks", "read_into", "read_one_block", "read_shard_ranges",
+    "read_shard_waves", "shard_codecs", "trimmed", "write_chunk_waves", "write_part_bytes",
+    "write_waves",
+]
+
 
 # A write to a store that streams writes encodes its chunks in at most this many waves (each
 # a round of the thread pool), so the first uploads start after a small part of the encoding.

@@ -28,6 +28,11 @@ if TYPE_CHECKING:
     from ..metadata.indexing import Indexer
     from . import ChunkEngine
 
+__all__ = [
+    "Merge", "merged_chunk", "put_locked", "read_modify_write", "whole_writes_locked",
+    "write_no_whole_chunks", "write_projections",
+]
+
 
 #: A read's (or write's) merge of a stored object: (stored bytes or None, keep_empty) to the
 #: new bytes, None to delete it, or the stored bytes themselves to leave it.

@@ -27,6 +27,12 @@ if TYPE_CHECKING:
     from ..metadata.indexing import Indexer
     from . import ChunkEngine
 
+__all__ = [
+    "Box", "Int64s", "Route", "basic_spans", "chunk_projections", "core_form", "grid_of",
+    "in_shards", "inner_plans", "job_group", "job_groups", "point_job_groups", "point_listing",
+    "replan", "selection_boxes", "selection_kind", "task_grid", "task_values", "with_key",
+]
+
 
 _E = TypeVar("_E", bound=Exception)
 

@@ -49,6 +49,8 @@ from .base import (
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
+__all__ = ["ZipStore"]
+
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature ... name length, extra length
 _LOCAL_HEADER_SIZE = 30
 # Compressed bytes read from the file, and most bytes inflated, at a time while inflating a
