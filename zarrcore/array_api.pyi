@@ -9,6 +9,8 @@ import numpy.typing as npt
 
 from .nodes.array import Array
 
+__all__ = ["ArrayHandle", "CACHE_SETTLE_SECONDS", "dtype_code", "raise_status"]
+
 _Array = TypeVar("_Array", bound=npt.NDArray[Any])
 
 CACHE_SETTLE_SECONDS: float

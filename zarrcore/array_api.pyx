@@ -24,6 +24,8 @@ from .errors import (
     SelectionError, ShardIndexError, StoreError, ZarrcoreError,
 )
 
+__all__ = ["ArrayHandle", "CACHE_SETTLE_SECONDS", "dtype_code", "raise_status"]
+
 cnp.import_array()
 
 cdef extern from "jobs/zc_array.h":
@@ -43,10 +45,10 @@ cdef extern from "jobs/zc_array.h":
 cdef extern from "zarrcore/array_api.h":
     const zc_array_api *ZarrcoreArrayAPI
 
-cdef extern from "cache/zc_chunk_cache.h":
+cdef extern from "cache/zc_chunk_version.h":
     long long ZC_CHUNK_CACHE_SETTLE_NS
 
-# A file changed less than this many seconds ago is read but not cached (zc_chunk_cache.h).
+# A file changed less than this many seconds ago is read but not cached (zc_chunk_version.h).
 CACHE_SETTLE_SECONDS = ZC_CHUNK_CACHE_SETTLE_NS / 1e9
 
 # The function table for C extensions (zc_import_array_api in zarrcore/array_api.h).

@@ -26,6 +26,11 @@ from .tools.convert import ConvertReport, convert
 from .tools.copy import CopyReport, copy
 from .tools.verify import VerifyReport, compare, verify
 
+__all__ = [
+    "cmd_convert", "cmd_copy", "cmd_demo", "cmd_info", "cmd_tree", "cmd_verify", "demo_data",
+    "main",
+]
+
 
 def _is_url(text: str) -> bool:
     return "://" in text or "::" in text

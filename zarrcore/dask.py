@@ -28,6 +28,10 @@ from .nodes.array_dask import as_dask
 from .nodes.array_dask import arrays_as_dask  # noqa: F401  (a public name of this module)
 from .errors import LockUnavailableError, ProcessLocalStoreError, ReadOnlyError
 
+__all__ = [
+    "Region", "check_tasks_reach", "check_writable_from_tasks", "from_zarr", "store", "to_zarr",
+]
+
 #: Where a dask array is written: slices of each axis (the leading ones; the rest whole).
 Region = Sequence[slice]
 

@@ -1,5 +1,22 @@
 """Exception hierarchy. Every problem with stored data or metadata is a ZarrcoreError."""
 
+__all__ = [
+    "ArrayNotFoundError", "AttributeTypeError", "ChecksumError", "ChunkDecodeError",
+    "ChunkEncodeError", "ChunkNotFoundError", "CommitConflictError", "ContainsArrayError",
+    "ContainsGroupError", "CredentialsError", "DataTypeDependencyError", "DataTypeMismatchError",
+    "DeleteUnsupportedError", "DimensionNamesMissingError", "ForeignStoreError",
+    "GroupNotFoundError", "IncompatibleArrayError", "IncompatibleGroupError",
+    "InexactConversionError", "InvalidKeyError", "KeyChangedError", "LockLostError",
+    "LockTimeoutError", "LockUnavailableError", "MemberNotFoundError", "MetadataError",
+    "NodeExistsError", "NodeNotFoundError", "ObjectDataTypeError", "OutsideStoreError",
+    "PipelineFallbackError", "ProcessLocalStoreError", "ReadOnlyError", "ReferenceFormatError",
+    "ReferenceOutsideError", "ReferenceTargetError", "SelectionError", "SettingTypeError",
+    "SettingValueError", "ShapeMismatchError", "ShardIndexError", "StoreError", "StoreURLError",
+    "UnknownCodecError", "UnknownCodecObjectError", "UnknownDataTypeError", "UnsafeCodecError",
+    "UnsupportedStoreError", "ValueTooLargeError", "ViewOutsideArrayError", "WriteConflictError",
+    "ZarrcoreError",
+]
+
 
 class ZarrcoreError(Exception):
     """Base class of every error about stored data, metadata or keys."""

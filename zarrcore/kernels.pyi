@@ -8,6 +8,11 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import Buffer
 
+__all__ = [
+    "Status", "byteswap", "copy_region", "crc32c", "fill_equal", "is_fill", "shard_index_pack",
+    "shard_index_unpack", "shard_index_validate", "transpose",
+]
+
 _Array = TypeVar("_Array", bound=npt.NDArray[Any])
 _Entries = npt.NDArray[np.uint64]
 

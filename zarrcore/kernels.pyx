@@ -22,6 +22,11 @@ from zarrcore._native.status cimport (
 from zarrcore._native.status import status_error
 from zarrcore.errors import ShardIndexError
 
+__all__ = [
+    "Status", "byteswap", "copy_region", "crc32c", "fill_equal", "is_fill", "shard_index_pack",
+    "shard_index_unpack", "shard_index_validate", "transpose",
+]
+
 cnp.import_array()
 
 cdef extern from "codecs/zc_byteswap.h" nogil:

@@ -34,6 +34,9 @@ from .metadata.types import StoreLike
 from .errors import ProcessLocalStoreError, ReadOnlyError, SelectionError, SettingValueError
 from .nodes.array import Array
 
+__all__ = ["BLOCKS", "DEFAULT_BLOCK_BYTES", "TASK_BYTES", "ZarrcoreDatasink", "ZarrcoreDatasource",
+           "read_zarr", "write_zarr"]
+
 #: What a row's values are cut by: the stored objects (shards when sharded, else chunks), or
 #: the chunks reads decode (inner chunks when sharded).
 BLOCKS = ("shards", "chunks")
@@ -201,8 +204,8 @@ class ZarrcoreDatasource(Datasource):
 
 def read_zarr(url_or_array: Array | StoreLike, *, path: str | None = None, axis: int = 0,
               blocks: str = "shards", block_bytes: int | None = None, column: str = "data",
-              index: str = "index", storage_options: dict[str, Any] | None = None, cache_bytes: int | None = None,
-              shared_cache: bool = False, **read_args: Any) -> ray.data.Dataset:
+              index: str = "index", storage_options: dict[str, Any] | None = None,
+              cache_bytes: int | None = None, shared_cache: bool = False, **read_args: Any) -> ray.data.Dataset:
     """A Ray Data dataset of a zarrcore array's rows along `axis`.
 
     Each row holds the array's values at one index along `axis` (column `column`: a tensor

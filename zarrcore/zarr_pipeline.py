@@ -46,6 +46,8 @@ from zarr.abc.codec import CodecPipeline
 from zarr.core.array import Array as ZarrArray, AsyncArray as ZarrAsyncArray
 from zarr.core.array import create_codec_pipeline
 
+__all__ = ["FALLBACKS", "PipelineStatus", "ZarrcorePipeline", "pipeline_status"]
+
 try:
     from zarr.abc.codec import GetResult
     from zarr.core._json import json_to_buffer

@@ -3,16 +3,11 @@
  *
  * Keys are the stored object's grid coordinates plus the inner chunk's index in it (0 for an
  * unsharded chunk). Each entry remembers the version of the stored bytes it was decoded from
- * (zc_chunk_version) and is served only to a reader that found that same version, so it never
- * hands out data the store no longer holds. For a file the version is its device, inode,
- * size, mtime and ctime (nanoseconds), the chunk's byte range in it, and a hash of the bytes
- * in that range keyed with a secret of the cache (zc_chunk_cache_content: no one without the
- * key can make other bytes hash alike), which a hit reads and hashes: a file's times do not
- * change for every write (stores through a shared memory map to a page already dirty, on
- * tmpfs to any page; whole-second stamps), its bytes do. So a hit saves the decode, not the
- * read. A memory blob's version names its bytes for good (every write stores a new blob);
- * versions a store gives (zc_shard_batch.h's) are the store's word. A file whose ctime is
- * recent (zc_chunk_version_settled) is read but not cached.
+ * (zc_chunk_version.h, which decides when an entry is valid) and is served only to a reader
+ * that found that same version (zc_chunk_version_same), so it never hands out data the store
+ * no longer holds. A file's version holds a hash of its bytes, which a hit reads and hashes:
+ * a hit saves the decode, not the read. A file whose ctime is recent
+ * (zc_chunk_version_settled) is read but not cached.
  *
  * The table is split into independently locked parts by key hash, each with its own least
  * recently used list; the byte budget is the whole cache's, and an insert evicts the least
@@ -29,23 +24,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cache/zc_chunk_version.h"
 #include "codecs/zc_chain.h"
 #include "jobs/zc_chunk_io.h"
 
-/* A file's ctime must be at least this old before chunks decoded from it are cached. The
- * content hash alone keeps entries right (a file's times are no proof: see above); this keeps
- * files still being written from churning the cache. */
-#define ZC_CHUNK_CACHE_SETTLE_NS 1000000000LL
-
 typedef struct zc_chunk_cache zc_chunk_cache;
-
-/* The version of stored bytes: equal versions mean equal bytes. */
-typedef struct {
-    uint64_t dev, ino, size;
-    int64_t mtime_ns, ctime_ns;
-    uint64_t offset, nbytes;  /* the chunk's bytes in the object */
-    uint64_t content;         /* a file's: zc_chunk_cache_content of those bytes (else 0) */
-} zc_chunk_version;
 
 typedef struct {
     uint64_t hits, misses, inserts, evictions, stale;
@@ -73,27 +56,6 @@ void zc_chunk_cache_share(zc_chunk_cache *c, struct zc_shm_cache *shared);
  * keyed hash (SipHash-1-3 lanes of a tree, zc_siphash_tree) under the secret key of `c`, or of
  * its shared table, which every process using the table holds. */
 uint64_t zc_chunk_cache_content(const zc_chunk_cache *c, const void *data, size_t len);
-
-/* The identity of the open object `o` into `v` (offset and nbytes left as they are, content
- * 0): a file's zc_os_fstat, or a memory blob's version (settled at once: it never changes).
- * ZC_OK or ZC_ERR_IO. */
-int zc_chunk_version_of(const zc_object *o, zc_chunk_version *v);
-
-/* The version of the blob stored at `path` in `mem` into `v` without opening it: 1 with `v`
- * set, 0 when nothing is stored there. (A file's version needs its bytes: it is opened.) */
-int zc_chunk_version_in(zc_memstore *mem, const char *path, zc_chunk_version *v);
-
-/* Are `a` and `b` the same version (equal stored bytes)? (Inline: the shared table,
- * zc_shm_cache.c, compares versions too.) */
-static inline int zc_chunk_version_same(const zc_chunk_version *a, const zc_chunk_version *b)
-{
-    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-           a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns && a->offset == b->offset &&
-           a->nbytes == b->nbytes && a->content == b->content;
-}
-
-/* May chunks of version `v` be cached: is its ctime settled (ZC_CHUNK_CACHE_SETTLE_NS)? */
-int zc_chunk_version_settled(const zc_chunk_version *v);
 
 /* Do reads of files gain from a cache of chunks of `chain`? Not where the stored bytes are
  * the decoded items (zc_chain_stores_items): a hit reads and hashes them, more work than a

@@ -8,6 +8,8 @@ from typing_extensions import Buffer
 INDEX_SHARE: int
 CACHE_BYTES_MAX: int
 
+def version_settled(ctime_ns: int) -> bool: ...
+
 def check_budget(budget: object, setting: str, chunk_bytes: int | None = None,
                  chunk: str = "chunk") -> int: ...
 

@@ -1,6 +1,7 @@
 # cython: language_level=3
 """Bindings for csrc/cache/zc_chunk_cache.c: the decoded-chunk cache that an Array's compiled reads
-(ChunkBatch, ShardBatch) share, the same cache a native handle keeps (zc_array.c)."""
+(ChunkBatch, ShardBatch) share, the same cache a native handle keeps (zc_array.c); and for
+csrc/cache/zc_chunk_version.c, which decides when bytes may be cached (`version_settled`)."""
 import operator
 import os
 import sys
@@ -8,6 +9,7 @@ from typing import NamedTuple
 
 from libc.errno cimport ENOSYS, errno
 from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memset
 
 from zarrcore._native.jobs cimport zc_chunk_cache, zc_chunk_version
 from zarrcore._native.status cimport ZC_MAX_NDIM
@@ -24,6 +26,9 @@ cdef extern from "cache/zc_chunk_cache.h":
     void zc_chunk_cache_get_stats(zc_chunk_cache *c, zc_chunk_cache_stats *out)
     void zc_chunk_cache_share(zc_chunk_cache *c, zc_shm_cache *shared)
     uint64_t zc_chunk_cache_content(const zc_chunk_cache *c, const void *data, size_t len)
+
+cdef extern from "cache/zc_chunk_version.h":
+    int zc_chunk_version_settled(const zc_chunk_version *v)
 
 cdef extern from "cache/zc_shm_cache.h":
     zc_shm_cache *zc_shm_cache_create(size_t capacity, size_t chunk_bytes, int key_len,
@@ -45,6 +50,16 @@ cdef extern from "cache/zc_siphash.h":
 INDEX_SHARE = 8
 # The largest budget: the cache counts its bytes in an int64 (zc_chunk_cache.c).
 CACHE_BYTES_MAX = 2**63 - 1
+
+
+def version_settled(int64_t ctime_ns):
+    """Whether stored bytes last changed at `ctime_ns` (nanoseconds since the epoch) are
+    settled, so that a version naming them by their file's identity may be cached: the one
+    rule of every cache (zc_chunk_version_settled)."""
+    cdef zc_chunk_version v
+    memset(&v, 0, sizeof(v))
+    v.ctime_ns = ctime_ns
+    return bool(zc_chunk_version_settled(&v))
 
 
 def check_budget(budget, str setting, chunk_bytes=None, str chunk="chunk"):

@@ -46,15 +46,17 @@ cdef extern from "files/zc_memstore.h":
     ctypedef struct zc_memstore:
         pass
 
+cdef extern from "cache/zc_chunk_version.h":
+    ctypedef struct zc_chunk_version:
+        uint64_t dev, ino, size
+        int64_t mtime_ns, ctime_ns
+        uint64_t offset, nbytes, content
+
 cdef extern from "cache/zc_chunk_cache.h":
     ctypedef struct zc_chunk_cache:
         pass
     ctypedef struct zc_chunk_cache_entry:
         pass
-    ctypedef struct zc_chunk_version:
-        uint64_t dev, ino, size
-        int64_t mtime_ns, ctime_ns
-        uint64_t offset, nbytes, content
     zc_chunk_cache_entry *zc_chunk_cache_find(zc_chunk_cache *c, const int64_t *key,
                                               const zc_chunk_version *v)
     void zc_chunk_cache_unpin(zc_chunk_cache_entry *e)

@@ -4,3 +4,5 @@ of zarrcore.asynchronous)."""
 from . import synchronous as synchronous
 from .synchronous import *  # noqa: F403
 from . import asynchronous as asynchronous
+
+__all__ = ["asynchronous", "synchronous", *synchronous.__all__]

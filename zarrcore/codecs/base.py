@@ -10,6 +10,12 @@ import numpy.typing as npt
 from ..runtime.config import Options, config, size_with_slack
 from ..errors import ChunkDecodeError, MetadataError
 
+__all__ = [
+    "ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec", "BytesLike", "ChunkSpec", "Codec",
+    "CodecJSON", "ENCODED_BOUND", "NativeForm", "NumcodecsForm", "byte_view", "check_chunk_bytes",
+    "decode_limit", "into", "stored_numbers",
+]
+
 #: The data bytes->bytes codecs take and give: bytes or a buffer of them, such as a memoryview
 #: or a flat uint8 numpy array.
 BytesLike = Union[bytes, bytearray, memoryview, "npt.NDArray[Any]"]
@@ -221,6 +227,12 @@ class ArrayBytesCodec(Codec):
     def encodes_memory_layout(self, spec: ChunkSpec) -> bool:
         """Is an encoded chunk of `spec` its items as they lie in memory (C order)?"""
         return False
+
+    def stored_bound(self) -> int | None:
+        """The most bytes a valid stored object of this (resolved) codec takes, where the
+        codec bounds them itself because it reads and rewrites parts of them (a shard: its
+        index and every inner chunk at their most); None for the others."""
+        return None
 
     def v2_form(self, dtype: npt.DTypeLike) -> tuple[CodecJSON | None, np.dtype[Any]] | None:
         """How v2 metadata stores this encoding of items of `dtype`: (the v2 JSON of the

@@ -15,6 +15,8 @@ from .base import ArrayArrayCodec, ChunkSpec, CodecJSON
 from .numbers import type_name
 from .registry import register_codec
 
+__all__ = ["BitroundCodec", "SUPPORTED"]
+
 # Float type (numpy or ml_dtypes name) -> bits of its mantissa; complex types round each part.
 _MANTISSA_BITS = {"float16": 10, "bfloat16": 7, "float32": 23, "float64": 52}
 _COMPLEX_PARTS = {"complex64": "float32", "complex128": "float64", "complex32": "float16",

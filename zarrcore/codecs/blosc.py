@@ -6,6 +6,8 @@ from ..errors import MetadataError
 from .base import BytesBytesCodec, BytesLike, ChunkSpec, CodecJSON, NativeForm, decode_limit
 from .registry import register_codec
 
+__all__ = ["BloscCodec", "CNAMES", "SHUFFLES"]
+
 # snappy is valid metadata but absent from this build's c-blosc; encoding it fails.
 CNAMES = ("blosclz", "lz4", "lz4hc", "zlib", "zstd", "snappy")
 _AVAILABLE = frozenset(CNAMES) - {"snappy"}

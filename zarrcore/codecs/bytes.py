@@ -11,6 +11,8 @@ from ..metadata.dtypes.numeric import ieee_float_size, swap_unit
 from .base import ArrayBytesCodec, BytesLike, ChunkSpec, CodecJSON, NativeForm
 from .registry import register_codec
 
+__all__ = ["BytesCodec", "byte_order"]
+
 _NATIVE = sys.byteorder
 
 

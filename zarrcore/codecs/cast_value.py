@@ -23,6 +23,8 @@ from .numbers import (FLOAT_NAMES, INTEGER_NAMES, dtype_from_config, float_trait
                       int_range, number_kind, scalars_from_json, type_name)
 from .registry import register_codec
 
+__all__ = ["CastValueCodec", "Error", "OUT_OF_RANGE", "ROUNDINGS", "ScalarMap"]
+
 ROUNDINGS = ("nearest-even", "towards-zero", "towards-positive", "towards-negative",
              "nearest-away")
 OUT_OF_RANGE = ("clamp", "wrap")

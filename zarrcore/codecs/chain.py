@@ -2,7 +2,6 @@
 spec: how one chunk is encoded and decoded, and whether the compiled batch runs it."""
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -17,15 +16,9 @@ from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec
 from .registry import codec_from_json
 
 if TYPE_CHECKING:
-    from typing import TypeGuard
-
     from .base import BytesLike, NativeForm
-    from .sharding import ShardingCodec
 
-
-def _reads_parts(codec: ArrayBytesCodec) -> TypeGuard[ShardingCodec]:
-    """Does `codec` read and rewrite parts of a stored chunk itself (as sharding does)?"""
-    return hasattr(codec, "read_partial")
+__all__ = ["CodecChain"]
 
 
 def _naming(where: str, error: MetadataError) -> MetadataError:
@@ -152,9 +145,11 @@ class CodecChain:
         bytes->bytes decoders when the bytes codec's output is of fixed size (what the
         bytes->bytes encoders make of it at most, `BytesBytesCodec.encoded_bound`); else
         config.max_stored_bytes."""
-        partial = self.partial_codec
-        if partial is not None:
-            return partial.max_encoded_bytes
+        # (A codec that bounds its stored objects itself reads and rewrites parts of them:
+        # only when no other codec transforms the chunk as a whole.)
+        bound = None if self.array_array or self.bytes_bytes else self.array_bytes.stored_bound()
+        if bound is not None:
+            return bound
         return self._unwrap_spec.max_bytes or config.max_stored_bytes
 
     def to_json(self) -> list[dict[str, Any]]:
@@ -194,15 +189,6 @@ class CodecChain:
         for codec in self.bytes_bytes:
             data = codec.encode(data, self.bytes_spec)
         return data
-
-    @functools.cached_property
-    def partial_codec(self) -> ShardingCodec | None:
-        """The array->bytes codec when it reads and rewrites parts of a stored chunk itself
-        (`read_partial`/`merge`, as sharding does); only possible when no other codec
-        transforms the chunk as a whole."""
-        if self.array_array or self.bytes_bytes:
-            return None
-        return self.array_bytes if _reads_parts(self.array_bytes) else None
 
     def read_into(self, data: BytesLike | None, selection: tuple[Any, ...],
                   target: npt.NDArray[Any], complete: bool) -> None:

@@ -7,6 +7,8 @@ from ..errors import ChecksumError, ChunkDecodeError, MetadataError
 from .base import BytesBytesCodec, BytesLike, ChunkSpec, CodecJSON, NativeForm
 from .registry import register_codec
 
+__all__ = ["Crc32cAtStartCodec", "Crc32cCodec"]
+
 
 def _u8(buf: BytesLike) -> npt.NDArray[np.uint8]:
     """A flat uint8 view of any C-contiguous buffer (numpy datetime arrays export none)."""

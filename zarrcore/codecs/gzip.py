@@ -6,6 +6,8 @@ from ..errors import MetadataError
 from .base import BytesBytesCodec, BytesLike, ChunkSpec, CodecJSON, NativeForm, decode_limit
 from .registry import register_codec
 
+__all__ = ["GzipCodec", "ZlibCodec"]
+
 
 class _DeflateCodec(BytesBytesCodec):
     """A deflate stream at `level` 0-9 in the container of `v2_id` ("gzip" or "zlib"), which

@@ -4,6 +4,8 @@ from ..errors import MetadataError
 from .base import BytesBytesCodec, BytesLike, ChunkSpec, CodecJSON, decode_limit
 from .registry import register_codec
 
+__all__ = ["LZ4Codec"]
+
 
 class LZ4Codec(BytesBytesCodec):
     """LZ4 block with a 4-byte little-endian decoded-size prefix; there is no v3 name."""

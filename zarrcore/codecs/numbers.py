@@ -11,6 +11,11 @@ from ..errors import MetadataError
 from ..metadata.dtypes import DataType, dtype_from_numpy, dtype_from_v3_json
 from ..metadata.dtypes.numeric import FloatType, IntegerType, MLFloatType
 
+__all__ = [
+    "FLOAT_NAMES", "INTEGER_NAMES", "data_type", "dtype_from_config", "float_traits", "int_bits",
+    "int_range", "number_kind", "scalar_from_json", "scalars_from_json", "type_name",
+]
+
 #: The registry's integer and float types these codecs take, as the errors list them.
 INTEGER_NAMES = ("int2", "int4", "int8", "int16", "int32", "int64",
                  "uint2", "uint4", "uint8", "uint16", "uint32", "uint64")

@@ -12,6 +12,8 @@ from .base import (BytesBytesCodec, BytesLike, ChunkSpec, CodecJSON, NumcodecsFo
                    decode_limit)
 from .registry import register_codec
 
+__all__ = ["BZ2Codec", "Base64Codec", "LZMACodec"]
+
 
 class _Decompressor(Protocol):
     """What bz2.BZ2Decompressor and lzma.LZMADecompressor share."""

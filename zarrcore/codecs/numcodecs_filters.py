@@ -18,6 +18,12 @@ from .base import (ArrayArrayCodec, BytesBytesCodec, BytesLike, ChunkSpec, Codec
 from .bytes import BytesCodec, byte_order
 from .registry import register_codec
 
+__all__ = [
+    "Adler32Filter", "AsTypeFilter", "BitRoundFilter", "CategorizeFilter", "Crc32Filter",
+    "DeltaFilter", "FilterAsBytes", "FixedScaleOffsetFilter", "Fletcher32Filter",
+    "JenkinsLookup3Filter", "PackBitsFilter", "QuantizeFilter", "ShuffleFilter", "V2Filter",
+]
+
 _U1 = np.dtype(np.uint8)
 
 

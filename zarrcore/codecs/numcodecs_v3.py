@@ -26,6 +26,11 @@ from .base import (ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, BytesLike,
 from .numcodecs_filters import QuantizeFilter, V2Filter
 from .registry import codec_from_v2, register_codec
 
+__all__ = [
+    "ARRAY_TO_ARRAY", "ARRAY_TO_BYTES", "BYTES_TO_BYTES", "NumcodecsBytesCodec", "NumcodecsFilter",
+    "NumcodecsSerializer", "PREFIX",
+]
+
 PREFIX = "numcodecs."
 ARRAY_TO_ARRAY = ("delta", "bitround", "fixedscaleoffset", "quantize", "packbits", "astype")
 ARRAY_TO_BYTES = ("pcodec", "zfpy")

@@ -21,6 +21,8 @@ from ..errors import ChunkDecodeError, MetadataError, UnsafeCodecError
 from .base import ArrayBytesCodec, BytesLike, ChunkSpec, CodecJSON, NumcodecsForm, into
 from .registry import register_codec
 
+__all__ = ["JSONCodec", "MsgPackCodec", "PickleCodec", "VLenArrayCodec"]
+
 
 def _chunk_items(items: list[Any], shape: tuple[int, ...], what: str | None
                  ) -> npt.NDArray[Any]:

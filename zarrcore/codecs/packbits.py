@@ -16,6 +16,8 @@ from .base import ArrayBytesCodec, BytesLike, ChunkSpec, CodecJSON, into
 from .numbers import type_name
 from .registry import register_codec
 
+__all__ = ["PADDINGS", "PackBitsCodec", "SUPPORTED"]
+
 PADDINGS = ("none", "first_byte", "last_byte")
 # ml_dtypes' types of fewer bits than their byte holds -> (bits, signed)
 _NARROW = {"int2": (2, True), "uint2": (2, False), "int4": (4, True), "uint4": (4, False),

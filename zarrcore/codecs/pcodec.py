@@ -11,6 +11,8 @@ from .base import (ArrayBytesCodec, BytesLike, ChunkSpec, CodecJSON, NumcodecsFo
                    stored_numbers)
 from .registry import register_codec
 
+__all__ = ["PcodecCodec"]
+
 # The types numcodecs' PCodec writes (Pco refuses 8-bit types unless asked to take them).
 _DTYPES = frozenset(np.dtype(t) for t in ("u2", "i2", "u4", "i4", "u8", "i8", "f2", "f4", "f8"))
 _MODES = ("auto", "classic")

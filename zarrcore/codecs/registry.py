@@ -7,6 +7,11 @@ from typing import Any, Protocol, TypeVar, cast, overload
 from ..errors import MetadataError, UnknownCodecError, UnknownCodecObjectError
 from .base import Codec, CodecJSON
 
+__all__ = [
+    "ACCEPTED", "CodecFactory", "V2CodecFactory", "codec_from_json", "codec_from_v2",
+    "foreign_codec_json", "register_codec", "registered_names",
+]
+
 
 class CodecFactory(Protocol):
     """What a v3 name is registered for: a Codec class, or an object that builds codecs."""

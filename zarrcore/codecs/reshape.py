@@ -10,6 +10,8 @@ from ..errors import MetadataError
 from .base import ArrayArrayCodec, ChunkSpec, CodecJSON
 from .registry import register_codec
 
+__all__ = ["Entry", "ReshapeCodec"]
+
 Entry = int | list[int]
 
 

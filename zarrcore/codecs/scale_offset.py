@@ -18,6 +18,8 @@ from .numbers import (FLOAT_NAMES, INTEGER_NAMES, int_range, number_kind, scalar
                       type_name)
 from .registry import register_codec
 
+__all__ = ["ScaleOffsetCodec"]
+
 def _check_number(value: object, field: str) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise MetadataError(f"scale_offset codec: {field} must be a number (or a fill value "

@@ -32,6 +32,11 @@ if TYPE_CHECKING:
     from ..storage.base import RangeReader, Store
     from .base import BytesLike, CodecJSON, NativeForm
 
+__all__ = [
+    "Blobs", "EMPTY", "Entries", "Int64s", "LITTLE_BYTES", "MAX_NESTING", "ShardingCodec",
+    "WHOLE_READ_SHARE", "coalesce", "morton_order", "partial_codec",
+]
+
 #: Per inner chunk (C order) its encoded bytes, None when it is not stored.
 Blobs = list[Union["BytesLike", None]]
 #: Index entries: an (n, 2) uint64 array of (offset, nbytes) per inner chunk.
@@ -273,6 +278,9 @@ class ShardingCodec(ArrayBytesCodec):
     def max_encoded_bytes(self) -> int:
         """The most bytes a valid shard takes: its index and every inner chunk at its most."""
         return self._index_size + self._n * self._inner.max_encoded_bytes
+
+    def stored_bound(self) -> int:
+        return self.max_encoded_bytes
 
     def batch_settings(self) -> NativeForm | None:
         """Settings of the native sharded batch over a directory store (zarrcore._native.shard_io)
@@ -684,3 +692,13 @@ class ShardingCodec(ArrayBytesCodec):
 
 
 register_codec(ShardingCodec)
+
+
+def partial_codec(chain: CodecChain) -> ShardingCodec | None:
+    """The array->bytes codec of `chain` when it reads and rewrites parts of a stored chunk
+    itself (`read_partial`, `merge`, `trim`: sharding); only possible when no other codec
+    transforms the chunk as a whole."""
+    if chain.array_array or chain.bytes_bytes:
+        return None
+    codec = chain.array_bytes
+    return codec if isinstance(codec, ShardingCodec) else None

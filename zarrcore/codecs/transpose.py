@@ -8,6 +8,8 @@ from ..errors import MetadataError
 from .base import ArrayArrayCodec, ChunkSpec, CodecJSON
 from .registry import register_codec
 
+__all__ = ["TransposeCodec"]
+
 
 class TransposeCodec(ArrayArrayCodec):
     """Store chunks with their axes permuted by `order`."""

@@ -26,6 +26,11 @@ from .registry import codec_from_json, codec_from_v2, foreign_codec_json
 from .transpose import TransposeCodec
 from .zstd import ZstdCodec
 
+__all__ = [
+    "V2BytesCodec", "codecs_from_v2", "codecs_from_v2_metadata", "create_metadata_v2",
+    "object_data_type",
+]
+
 _U1 = np.dtype(np.uint8)
 
 

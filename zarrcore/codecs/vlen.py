@@ -11,6 +11,8 @@ from ..errors import MetadataError
 from .base import ArrayBytesCodec, BytesLike, ChunkSpec, CodecJSON, into
 from .registry import register_codec
 
+__all__ = ["VLenBytesCodec", "VLenUTF8Codec"]
+
 
 class _VLenCodec(ArrayBytesCodec):
     text: bool  # set by each subclass

@@ -21,6 +21,8 @@ from .numbers import type_name
 from .registry import register_codec
 from .zfpy import zfpy_module, stream_padding
 
+__all__ = ["SUPPORTED", "ZfpCodec"]
+
 # registry mode -> (zfpy keyword, the configuration field that gives it)
 _MODES = {"fixed_accuracy": ("tolerance", "tolerance"), "fixed_rate": ("rate", "rate"),
           "fixed_precision": ("precision", "precision")}

@@ -17,6 +17,8 @@ from .base import (ArrayBytesCodec, BytesLike, ChunkSpec, CodecJSON, NumcodecsFo
                    stored_numbers)
 from .registry import register_codec
 
+__all__ = ["ZfpyCodec", "stream_padding", "zfpy_module"]
+
 _DTYPES = frozenset(np.dtype(t) for t in ("f4", "f8", "i4", "i8"))
 # numcodecs' modes and the zfpy keyword each takes (zfpy.mode_fixed_rate, ...).
 _MODE_KWARG = {2: "rate", 3: "precision", 4: "tolerance"}

@@ -4,6 +4,8 @@ from ..errors import MetadataError
 from .base import BytesBytesCodec, BytesLike, ChunkSpec, CodecJSON, NativeForm, decode_limit
 from .registry import register_codec
 
+__all__ = ["MAX_LEVEL", "MIN_LEVEL", "ZstdCodec"]
+
 MIN_LEVEL, MAX_LEVEL = -131072, 22  # zstd 1.5's ZSTD_minCLevel / ZSTD_maxCLevel
 
 

@@ -18,7 +18,7 @@ import contextlib
 import functools
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,22 +31,21 @@ from .._native.cache import ChunkCache, check_budget
 from .._native.shard_io import ShardSpec
 from ..codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
 from ..codecs.chain import CodecChain
-from ..codecs.v2 import codecs_from_v2_metadata
-from ..runtime.config import ARRAY_OPTIONS, Options, array_options, config
+from ..codecs.sharding import partial_codec
+from ..runtime.config import config
 from ..errors import (
     ChunkNotFoundError, KeyChangedError, SettingValueError, ZarrcoreError,
 )
 from ..metadata.indexing import (
     BasicIndexer, check_out,
 )
-from ..metadata import ArrayMetadataV3
-from ..metadata.grid import ChunkGrid
 from ..runtime.pool import in_turns, parallel_map
 from ..storage.base import at_most, bounded, get_at_most
 from ..storage.updates import conflict_pause, retry_conflicts
 from .planning import Route, core_form, selection_boxes, with_key
 from .routes import open_routes
 from .cache import SHARD_INDEX_BYTES, ChunkVersions, RecheckPolicy, ShardIndexes
+from .layout import ArrayLayout, EngineSettings
 from .directory import read_chunk_batch, read_shard_batch, write_chunk_batch, write_shard_batch
 from .fetched import (
     read_chunk_waves, read_each_chunk, read_fetched_chunks, read_one_block, read_shard_waves,
@@ -59,88 +58,63 @@ from .partial_writes import (
 if TYPE_CHECKING:
     from ..codecs.base import BytesLike, NativeForm
     from ..metadata.indexing import Indexer
-    from ..metadata import ArrayMetadataV2
+    from ..metadata import ArrayMetadataV2, ArrayMetadataV3
     from .._native.files import FileRoot
     from ..storage.base import Fetched, ReadBytes, Request, Store
 
+__all__ = ["ChunkEngine"]
+
 
 class ChunkEngine:
-    """Reads and writes the chunks of one array: keys, codec chain, fill value.
+    """Reads and writes the chunks of one array in `store`: where its chunks lie, their codec
+    chain and fill value (`layout`, an ArrayLayout), by the array's own `settings` (an
+    EngineSettings).
 
-    `key_layout` is (head, separator, leading separator) of the chunk key encoding, e.g.
-    ("c", "/", True) for v3 default keys "c/1/2", ("", ".", False) for v2 keys "1.2".
-    `grid` places the chunks (regular when None); on a rectilinear grid `chunk_shape` is its
-    largest chunk, whose chain (`chain`) bounds every stored chunk, and each chunk is coded
-    by the chain of its own shape (`chain_at`).
+    `grid` places the chunks; on a rectilinear grid `chunk_shape` is its largest chunk, whose
+    chain (`chain`) bounds every stored chunk, and each chunk is coded by the chain of its own
+    shape (`chain_at`).
     """
 
-    def __init__(self, store: Store, key_prefix: str,
-                 chunk_key: Callable[[Sequence[int]], str], chunk_shape: Sequence[int],
-                 dtype: np.dtype[Any], fill_value: Any, codecs: Iterable[object], where: str,
-                 key_layout: tuple[str, str, bool], array_shape: Sequence[int],
-                 write_empty_chunks: bool | None = None, grid: ChunkGrid | None = None,
-                 cache_bytes: int | None = None, options: Options = config,
-                 shared_cache: Any = None, recheck_cached_data: Any = True) -> None:
-        self.store = store
+    def __init__(self, store: Store, layout: ArrayLayout,
+                 settings: EngineSettings = EngineSettings()) -> None:
+        self.store, self.layout = store, layout
         # Which versions of cached chunks and shard indexes reads take without asking the
         # store (the array's "recheck_cached_data"; "open" is now).
-        self.recheck = RecheckPolicy(recheck_cached_data, time.time())
-        self.key_prefix = key_prefix
-        self._chunk_key = chunk_key
-        self.chunk_shape = tuple(chunk_shape)
-        self.array_shape = tuple(array_shape)
-        self.grid = grid or ChunkGrid.regular(self.chunk_shape, self.array_shape)
-        self.dtype = dtype
-        self.fill_value = fill_value
+        self.recheck = RecheckPolicy(settings.recheck_cached_data, time.time())
+        self.key_prefix, self._chunk_key = layout.key_prefix, layout.chunk_key
+        self.chunk_shape, self.array_shape = layout.chunk_shape, layout.array_shape
+        self.grid, self.key_layout = layout.grid, layout.key_layout
+        self.dtype, self.fill_value = layout.dtype, layout.fill_value
         # How requests run (threads, requests in flight, coalescing, shards' write order):
         # the array's own options, else zarrcore.config's. The engine hands them to every
         # route, store call and codec (through `spec`).
-        self.options = options
-        self.spec = ChunkSpec(self.chunk_shape, dtype, fill_value,
-                              write_empty_chunks=write_empty_chunks, options=self.options)
-        self._codecs, self._where = list(codecs), where
-        self.chain = CodecChain(self._codecs, self.spec, where)
+        self.options = settings.options
+        self.spec = ChunkSpec(self.chunk_shape, self.dtype, self.fill_value,
+                              write_empty_chunks=settings.write_empty_chunks,
+                              options=self.options)
+        self._codecs, self._where = list(layout.codecs), layout.where
+        self.chain = CodecChain(self._codecs, self.spec, self._where)
         # The chains of a rectilinear grid's chunk shapes, made when first needed.
         self._chains: dict[tuple[int, ...], CodecChain] = {self.chunk_shape: self.chain}
         # The sharding codec (None unsharded): it fetches and rewrites only the byte ranges a
         # selection needs.
-        self.sharding = self.chain.partial_codec
+        self.sharding = partial_codec(self.chain)
         if self.sharding is None:  # (sharding checks its inner chunks itself)
-            check_chunk_bytes(self.chunk_shape, dtype, f"{where}: chunks")
-        self.key_layout = key_layout
-        # The array's directory and its chunk files' path head on a directory store: fixed,
-        # and asked for by every compiled request (`node_dir`, `key_head`).
-        root = store.native_root
-        self._node_dir = None if root is None else root + ("/" + key_prefix if key_prefix else "")
-        self._key_head = None if root is None else f"{self._node_dir}/{key_layout[0]}"
+            check_chunk_bytes(self.chunk_shape, self.dtype, f"{self._where}: chunks")
+        self._place_objects()
         # The compiled core's settings per chunk shape (`core_form_at_shape`): a rectilinear
         # grid's requests run one compiled job per chunk shape (planning.job_groups); the
         # routes are those its largest chunk's chain opens, and each job has its shape's form.
         self.core_forms: dict[tuple[int, ...], NativeForm | None] = {
             self.chunk_shape: self.core_settings}
-        # (ChunkBatch's and ShardSpec's places of the stored objects: `object_places`)
-        self._placed: dict[str, Any] | None = None
-        # The length of what the compiled jobs' paths hold before a store key (their errors
-        # name the key: `raise_error(head_len)`).
-        self.head_len = 0 if store.native_root is None else len(store.native_root) + 1
-        cache_bytes = self._cache_budget(cache_bytes)
+        cache_bytes = self._cache_budget(settings.cache_bytes)
         # The routes open to this array in this store, decided once; the route modules run
         # what they open, `routes.plan` picks among them per request.
         self.routes = open_routes(
             store, self.chain, self.grid, self.chunk_shape, self.core_forms[self.chunk_shape],
             cache_bytes, lambda form: self.shard_spec_for(self.chunk_shape, self.array_shape, form))
-        self.cache = self._chunk_cache(cache_bytes, shared_cache)
-        # The shard indexes those reads learned (fetched.read_shard_ranges), for stores whose
-        # readers keep one version (and say which: RangeReader.version); on a regular grid,
-        # in the shared table too where the cache is shared between processes.
-        self.shard_indexes = None
-        if self.routes.shard_ranges and store.readers_keep_one_version:
-            assert self.sharding is not None  # (shard_ranges)
-            shared = self.cache if self.cache is not None and self.grid.is_regular and (
-                self.cache.shared_ref is not None) else None
-            self.shard_indexes = ShardIndexes(
-                SHARD_INDEX_BYTES, shared, math.prod(
-                    s // c for s, c in zip(self.chunk_shape, self.sharding.chunk_shape)))
+        self.cache = self._chunk_cache(cache_bytes, settings.shared_cache)
+        self.shard_indexes = self._shard_indexes()
         # R0's job templates (`read_selection`), made on first need.
         self._one_chunk: ChunkBatch | None = None
         self._one_blocks: OneBlocks | None = None
@@ -150,21 +124,35 @@ class ChunkEngine:
                       where: str, settings: Mapping[str, Any]) -> ChunkEngine:
         """The engine of the array at `path` in `store` described by `metadata` (whose
         document is `where`), with the array's own `settings` (its config)."""
-        codecs: Iterable[object]
-        if isinstance(metadata, ArrayMetadataV3):
-            assert metadata.codecs is not None  # (set by __post_init__)
-            codecs = metadata.codecs
-        else:
-            codecs = codecs_from_v2_metadata(metadata, where)
-        return cls(
-            store, path, metadata.chunk_key, metadata.chunk_shape, metadata.dtype,
-            metadata.read_fill_value, codecs, where, key_layout=metadata.key_layout,
-            array_shape=metadata.shape, write_empty_chunks=settings["write_empty_chunks"],
-            grid=metadata.grid, cache_bytes=settings.get("cache_bytes"),
-            shared_cache=settings.get("shared_cache"),
-            recheck_cached_data=settings.get("recheck_cached_data", True),
-            options=array_options({k: v for k, v in settings.items() if k in ARRAY_OPTIONS}),
-        )
+        return cls(store, ArrayLayout.of_metadata(path, metadata, where),
+                   EngineSettings.of_config(settings))
+
+    def _place_objects(self) -> None:
+        """Where the array's stored objects lie on a directory store: its directory and its
+        chunk files' path head, fixed and asked for by every compiled request (`node_dir`,
+        `key_head`), and the length of what the compiled jobs' paths hold before a store key
+        (their errors name the key: `raise_error(head_len)`)."""
+        root = self.store.native_root
+        prefix = self.key_prefix
+        self._node_dir = None if root is None else root + ("/" + prefix if prefix else "")
+        self._key_head = None if root is None else f"{self._node_dir}/{self.key_layout[0]}"
+        # (ChunkBatch's and ShardSpec's places of the stored objects: `object_places`)
+        self._placed: dict[str, Any] | None = None
+        self.head_len = 0 if root is None else len(root) + 1
+
+    def _shard_indexes(self) -> ShardIndexes | None:
+        """The shard indexes reads by byte ranges learn (fetched.read_shard_ranges), for
+        stores whose readers keep one version (and say which: RangeReader.version); on a
+        regular grid, in the shared table too where the cache is shared between processes.
+        None where no such read runs."""
+        if not (self.routes.shard_ranges and self.store.readers_keep_one_version):
+            return None
+        assert self.sharding is not None  # (shard_ranges)
+        shared = self.cache if self.cache is not None and self.grid.is_regular and (
+            self.cache.shared_ref is not None) else None
+        return ShardIndexes(
+            SHARD_INDEX_BYTES, shared, math.prod(
+                s // c for s, c in zip(self.chunk_shape, self.sharding.chunk_shape)))
 
     def _cache_budget(self, cache_bytes: int | None) -> int:
         """The bytes of decoded chunks this array may cache: its own budget, which must hold

@@ -2,7 +2,13 @@
 and the versions of the chunks that reads through Store.get_many decoded into the cache (kept
 with the entries too, where the cache is shared between processes); each with its stamp, the
 time (time.time()) at which a request found it, which the array's `recheck_cached_data`
-compares (`RecheckPolicy`)."""
+compares (`RecheckPolicy`).
+
+The one Python module that decides whether what is cached is valid: which version an entry is
+kept at (`version_digest`, `inner_chunk_digest`; the compiled cache then serves it only at
+that version, csrc/cache/zc_chunk_version.c), whether a kept piece of an object still holds
+for what a request found (`same_version`) and whether a kept version is used without asking
+the store (`RecheckPolicy`). The route modules ask these."""
 from __future__ import annotations
 
 import bisect
@@ -24,6 +30,11 @@ from ..codecs.sharding import Entries
 if TYPE_CHECKING:
     from .._native.cache import ChunkCache
     from .._native.chunk_jobs import ChunkWaves
+
+__all__ = [
+    "ChunkVersions", "KnownIndex", "RecheckPolicy", "SHARD_INDEX_BYTES", "ShardIndexes",
+    "inner_chunk_digest", "same_version", "share_versions", "shared_versions", "version_digest",
+]
 
 
 # Bytes of parsed shard indexes an array keeps (ShardIndexes): 16 bytes per inner chunk, so
@@ -214,6 +225,20 @@ def _tag_version(tag: bytes) -> tuple[Any, float] | None:
 def version_digest(version: Any) -> bytes:
     """The 32 bytes a stored object's version (Store.get_many_versioned) is cached under."""
     return hashlib.sha256(repr(version).encode()).digest()
+
+
+def inner_chunk_digest(version: Any, offset: int, nbytes: int) -> bytes:
+    """The version an inner chunk's entry is kept at: its shard's `version` and its span
+    (`offset`, `nbytes`) in it, so that one is served only for the very bytes it was decoded
+    from."""
+    return version_digest((version, offset, nbytes))
+
+
+def same_version(found: Any, kept: Any) -> bool:
+    """Whether bytes a request found at version `found` go with what was kept of their object
+    at version `kept` (a shard's index): False when the object was replaced meanwhile. (None:
+    the store tells no version of them, nothing to compare.)"""
+    return found is None or found == kept
 
 
 class ChunkVersions:

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._native import memory as _memory
+from ..codecs.sharding import partial_codec
 from .partial_writes import read_modify_write
 from ..errors import (
     ChunkDecodeError, DataTypeMismatchError, SelectionError, ShapeMismatchError,
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     from ..codecs.chain import CodecChain
     from ..codecs.sharding import ShardingCodec
     from . import ChunkEngine
+
+__all__ = ["ChunkAccess", "ChunkTarget"]
 
 
 class ChunkTarget(NamedTuple):
@@ -98,7 +101,7 @@ class ChunkAccess:
         assert inner is not None
         origin = [c * n for c, n in zip(at, inner)]
         shard_at = tuple(grid.chunks_within(d, o) for d, o in enumerate(origin))
-        codec = engine.chain_at(shard_at).partial_codec
+        codec = partial_codec(engine.chain_at(shard_at))
         assert codec is not None  # (a sharded array's chains all shard)
         local = [(o - s) // n for o, s, n in zip(origin, grid.origin(shard_at), inner)]
         index = int(np.ravel_multi_index(local, codec.grid)) if local else 0
@@ -190,7 +193,7 @@ class ChunkAccess:
     def check(self, t: ChunkTarget, data: BytesLike) -> None:
         """Decode `data` as the chunk `t` would be, raising as `decode` does when it fails; a
         shard is checked whole (index, then every inner chunk), slab by slab."""
-        codec = t.chain.partial_codec
+        codec = partial_codec(t.chain)
         if codec is None:
             self.decode(t, data, t.chain)
             return

@@ -8,6 +8,7 @@ import numpy.typing as npt
 
 from .._native.batch import ChunkBatch
 from .._native.shard_io import ShardBatch
+from ..codecs.sharding import partial_codec
 from ..runtime.config import config
 from ..metadata.indexing import (
     BasicIndexer, ChunkProjection, OrthogonalIndexer,
@@ -18,6 +19,11 @@ from .planning import chunk_projections, job_groups
 if TYPE_CHECKING:
     from ..metadata.indexing import Indexer
     from . import ChunkEngine
+
+__all__ = [
+    "READ_AHEAD_HELPERS", "read_chunk_batch", "read_shard_batch", "run_batches",
+    "run_shard_batches", "write_chunk_batch", "write_shard_batch",
+]
 
 
 # A batch of large chunk files or of inner chunks of many shards (`reads_ahead`) is also
@@ -80,7 +86,7 @@ def run_shard_batches(engine: ChunkEngine, indexer: Indexer, data: npt.NDArray[A
     assert engine.routes.shard_batch is not None and isinstance(indexer, OrthogonalIndexer)
     deferred = []
     for group in job_groups(engine, indexer):
-        codec = group.chain.partial_codec
+        codec = partial_codec(group.chain)
         assert group.form is not None and codec is not None  # (as `plan` saw)
         shards = (engine.routes.shard_batch if group.extent == engine.array_shape
                   and group.chain is engine.chain

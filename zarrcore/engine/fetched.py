@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from .._native.chunk_jobs import ChunkWaves
 from ..codecs.chain import CodecChain
-from ..codecs.sharding import EMPTY
+from ..codecs.sharding import EMPTY, partial_codec
 from ..runtime.cancellation import carrying, current
 from ..runtime.pool import Claims, parallel_map, run_workers
 from ..runtime.config import config
@@ -33,7 +33,9 @@ from .planning import (
     Int64s, chunk_projections, grid_of, in_shards, inner_plans, job_groups, point_listing,
     replan, requests_in_flight, task_grid, task_values, with_key,
 )
-from .cache import KnownIndex, share_versions, shared_versions, version_digest
+from .cache import (
+    KnownIndex, inner_chunk_digest, share_versions, shared_versions, version_digest,
+)
 from .shard_ranges import (
     Cached, Fetch, ShardReaders, ShardRequests, ShardWaves, known_indexes, ranges_in_flight,
     read_indexed_shards, shard_bytes,
@@ -47,6 +49,14 @@ if TYPE_CHECKING:
     from ..metadata.indexing import Indexer
     from ..storage.base import ByteRange, Fetched, ReadBytes, Request, Store
     from . import ChunkEngine
+
+__all__ = [
+    "FETCHED_BYTES_MIN", "WRITE_WAVES", "arrivals", "cached_task", "cached_tasks", "decode_arrived",
+    "encoded_chunk", "encoded_waves", "fetched_whole", "read_cached_waves", "read_chunk_waves",
+    "read_each_chunk", "read_fetched_chunks", "read_into", "read_one_block", "read_shard_ranges",
+    "read_shard_waves", "shard_codecs", "trimmed", "whole_in_flight", "write_chunk_waves",
+    "write_part_bytes", "write_waves",
+]
 
 
 # A write to a store that streams writes encodes its chunks in at most this many waves (each
@@ -264,8 +274,9 @@ def trimmed(chain: CodecChain, data: BytesLike | None, bound: Sequence[int],
     whole."""
     if data is None:
         return None
-    if chain.partial_codec is not None:
-        return chain.partial_codec.trim(data, bound, keep_empty)
+    sharding = partial_codec(chain)
+    if sharding is not None:
+        return sharding.trim(data, bound, keep_empty)
     chunk = chain.reset_beyond(data, bound)
     return data if chunk is None else encoded_chunk(chain, chunk, keep_empty)
 
@@ -296,7 +307,7 @@ def read_each_chunk(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any]
         key = engine.key(p.coords)
         try:
             if engine.sharding is not None:
-                partial = engine.chain_at(p.coords).partial_codec
+                partial = partial_codec(engine.chain_at(p.coords))
                 assert partial is not None  # (every shard's chain is sharded)
                 partial.read_partial(engine.store, key, p.chunk_selection,
                                      out[p.out_selection + (Ellipsis,)])
@@ -576,7 +587,7 @@ def cached_task(job: ChunkWaves, task: int, coords: Sequence[int], version: Any,
     entry; else it decodes the bytes it is given into a new entry. An entry's version is the
     shard's and the inner chunk's span in it: one is served only for the very bytes it was
     decoded from."""
-    digest = version_digest((version, offset, nbytes))
+    digest = inner_chunk_digest(version, offset, nbytes)
     if job.lookup(task, coords, digest):
         return True
     job.keep(task, coords, digest)
@@ -682,7 +693,7 @@ def shard_codecs(engine: ChunkEngine, shards: Sequence[Sequence[int]]) -> list[S
         return [engine.sharding] * len(shards)
     codecs = []
     for coords in shards:
-        codec = engine.chain_at(coords).partial_codec
+        codec = partial_codec(engine.chain_at(coords))
         assert codec is not None  # (every shard's chain is sharded)
         codecs.append(codec)
     return codecs

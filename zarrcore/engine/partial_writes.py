@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..codecs.base import ENCODED_BOUND
+from ..codecs.sharding import partial_codec
 from ..errors import (
     LockUnavailableError, WriteConflictError,
     ZarrcoreError,
@@ -26,6 +27,11 @@ if TYPE_CHECKING:
     from ..codecs.base import BytesLike
     from ..metadata.indexing import Indexer
     from . import ChunkEngine
+
+__all__ = [
+    "Merge", "merged_chunk", "put_locked", "read_modify_write", "whole_writes_locked",
+    "write_no_whole_chunks", "write_projections",
+]
 
 
 #: A read's (or write's) merge of a stored object: (stored bytes or None, keep_empty) to the
@@ -110,8 +116,9 @@ def merged_chunk(engine: ChunkEngine,
     `part`, encoded; None when it is all fill and not `keep_empty` (nor the array's
     write_empty_chunks)."""
     chain = engine.chain_at(p.coords)
-    if chain.partial_codec is not None:
-        return chain.partial_codec.merge(data, p.chunk_selection, part, keep_empty)
+    sharding = partial_codec(chain)
+    if sharding is not None:
+        return sharding.merge(data, p.chunk_selection, part, keep_empty)
     return encoded_chunk(chain, chain.merge(data, p.chunk_selection, part), keep_empty)
 
 

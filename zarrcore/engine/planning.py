@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..codecs.chain import CodecChain
+from ..codecs.sharding import partial_codec
 from ..metadata.indexing import (
     BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer, Span, SpanIndexer,
 )
@@ -25,6 +26,13 @@ if TYPE_CHECKING:
     from ..codecs.base import NativeForm
     from ..metadata.indexing import Indexer
     from . import ChunkEngine
+
+__all__ = [
+    "Box", "Int64s", "Route", "basic_spans", "chunk_projections", "core_form", "grid_of",
+    "in_shards", "inner_plans", "job_group", "job_groups", "point_job_groups", "point_listing",
+    "replan", "requests_in_flight", "selection_boxes", "selection_kind", "task_grid",
+    "task_values", "with_key",
+]
 
 
 _E = TypeVar("_E", bound=Exception)
@@ -147,8 +155,9 @@ def core_form(chain: CodecChain) -> NativeForm | None:
     """The settings with which the compiled core reads and writes the stored objects of
     `chain` by itself: the sharding codec's batch_settings when sharded, else the chain's
     native_form; None when it cannot."""
-    if chain.partial_codec is not None:
-        return chain.partial_codec.batch_settings()
+    sharding = partial_codec(chain)
+    if sharding is not None:
+        return sharding.batch_settings()
     return chain.native_form()
 
 

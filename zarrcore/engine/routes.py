@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..codecs.sharding import partial_codec
 from ..metadata.indexing import CoordinateIndexer
 from .planning import Route, selection_kind
 
@@ -78,7 +79,7 @@ def open_routes(store: Store, chain: CodecChain, grid: ChunkGrid, chunk_shape: S
     """The routes open to an array of `chain` (whose compiled form is `core_form`) over
     `grid` of chunks of `chunk_shape` in `store`, keeping a decoded-chunk cache of
     `cache_bytes`; `shard_spec(core_form)` makes the ShardSpec of its shards."""
-    sharding = chain.partial_codec
+    sharding = partial_codec(chain)
     # The compiled batches open the stored objects themselves on a directory store; on a
     # MemoryStore holding its own data too, when a cache is kept (the blobs' versions
     # validate its entries, as native handles do) over a regular grid.

@@ -18,7 +18,7 @@ from ..errors import KeyChangedError, ShardIndexError, ZarrcoreError
 from ..runtime.concurrency import fan_out
 from ..runtime.link import SMALLEST_PIECE
 from ..storage.base import at_most
-from .cache import KnownIndex
+from .cache import KnownIndex, same_version
 from .planning import Int64s, requests_in_flight, with_key
 
 if TYPE_CHECKING:
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from . import ChunkEngine
 
 __all__ = ["WHOLE_GAP", "Fetch", "Cached", "ShardRequests", "ShardWaves", "shard_bytes",
-           "range_limits", "known_indexes", "ShardReaders", "read_indexed_shards"]
+           "range_limits", "ranges_in_flight", "known_indexes", "ShardReaders",
+           "read_indexed_shards"]
 
 
 # The gap a shard wanted whole (ShardingCodec.reads_whole) coalesces its inner chunks'
@@ -304,7 +305,7 @@ class _IndexedShards:
                         raise KeyChangedError(f"shard {key!r} was deleted")
                     raise ShardIndexError(
                         f"shard {key!r}: deleted while its inner chunks were read")
-                if version is not None and version != self.versions.get(key):
+                if not same_version(version, self.versions.get(key)):
                     # (a store whose readers do not keep one version: read again, whole)
                     raise KeyChangedError(f"shard {key!r} was replaced while it was read")
                 _, tasks, offsets, lengths = ranged[r]

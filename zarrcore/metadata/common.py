@@ -13,7 +13,9 @@ from zarrcore.errors import MetadataError
 from zarrcore.metadata.dtypes import DataType, dtype_from_numpy
 
 __all__ = [
+    "INT64_MAX",
     "ArrayMetadata",
+    "JSONDict",
     "KeyEncoding",
     "MetadataDocument",
     "check_attributes",

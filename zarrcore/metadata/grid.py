@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from zarrcore.metadata.common import INT64_MAX, JSONDict, field_error, is_int
 
-__all__ = ["AxisChunks", "AxisRuns", "ChunkGrid", "chunk_start", "chunks_holding",
+__all__ = ["AxisChunks", "AxisRuns", "ChunkGrid", "Int64s", "chunk_start", "chunks_holding",
            "grid_from_spelling", "rectilinear_spelling"]
 
 Int64s = npt.NDArray[np.int64]

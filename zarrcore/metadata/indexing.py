@@ -36,6 +36,13 @@ from ..errors import SelectionError, ShapeMismatchError
 from .common import INT64_MAX
 from .grid import AxisChunks, AxisRuns, chunk_start, chunks_holding
 
+__all__ = [
+    "BasicIndexer", "BlockIndexer", "ChunkProjection", "CoordinateIndexer", "Indexer",
+    "OrthogonalIndexer", "Span", "SpanIndexer", "check_out", "coordinate_indexer",
+    "expand_selection", "is_basic_selection", "is_int", "mask_indexer", "numpy_indexer",
+    "pop_fields", "selection_spans",
+]
+
 
 @dataclass(frozen=True)
 class ChunkProjection:

@@ -10,6 +10,11 @@ from ..storage import Store
 from .v2 import ArrayMetadataV2, GroupMetadataV2
 from .v3 import ArrayMetadataV3, GroupMetadataV3
 
+__all__ = [
+    "ChunksLike", "CodecLike", "CodecsLike", "Fields", "NodeMetadata", "Selection", "ShapeLike",
+    "StoreLike",
+]
+
 #: Where a node lives: a directory path, a `dict` (kept in memory), a Store, or None for a new
 #: in-memory store.
 StoreLike = Union[str, "os.PathLike[str]", "dict[str, bytes]", Store, None]

@@ -22,6 +22,7 @@ __all__ = [
     "ChunkKeyEncoding",
     "ArrayMetadataV3",
     "GroupMetadataV3",
+    "default_codecs",
     "parse_metadata_v3",
 ]
 

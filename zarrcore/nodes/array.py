@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from ..codecs.base import Codec
     from ..storage import Store
 
+__all__ = ["Array", "make_array", "storage_block"]
+
 # Up to this many storage blocks outside a kept region, a resize checks each; beyond, it lists
 # the array's stored blocks instead.
 _ENUMERATE_BLOCKS_MAX = 16384

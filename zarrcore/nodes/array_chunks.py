@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from ..codecs.base import BytesLike
     from ..engine import ChunkEngine
 
+__all__ = ["ChunkMethods"]
+
 
 class ChunkMethods:
     """Array's chunk-level calls. Coordinates index the grid of `Array.chunks`: chunks, or

@@ -8,6 +8,8 @@ from .._native.cache import SharedCacheRef, check_budget
 from ..runtime.config import ARRAY_OPTIONS, checked_array_options, config as global_config
 from ..errors import SettingTypeError
 
+__all__ = ["array_config", "config_items"]
+
 
 def config_items(config: Any) -> dict[str, Any]:
     """The settings given in zarr-python's ArrayConfig form: a dict, or an object with such

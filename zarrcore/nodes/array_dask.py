@@ -13,6 +13,8 @@ import numpy as np
 from .array import Array, storage_block
 from .node import Node
 
+__all__ = ["apply_foreign", "arrays_as_dask", "as_dask", "foreign_types", "is_array"]
+
 
 def is_array(value: Any) -> TypeGuard[Array]:
     """Whether `value` is a zarrcore Array (the one kind of node that is "array")."""

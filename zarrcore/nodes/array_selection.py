@@ -5,7 +5,7 @@ or writes it through the array's own `_read` and `_write`."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -17,6 +17,7 @@ from ..metadata.indexing import (
 )
 from ..metadata.common import INT64_MAX
 from ..runtime.pool import in_turns
+from ._docstrings import shared_doc
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -26,6 +27,74 @@ if TYPE_CHECKING:
     from ..metadata.grid import AxisChunks
 
 __all__ = ["SelectionMethods"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+# The numpydoc of the get_*_selection and set_*_selection methods, written once: each method
+# gives its summary and its kind of selection, whose parameter is described here.
+_SELECTION_PARAMETERS = {
+    "basic": "selection : int, slice, Ellipsis or tuple of them\n"
+             "    One per axis (Ellipsis fills the rest); steps may be negative.",
+    "orthogonal": "selection : int, slice, int array, bool array or tuple of them\n"
+                  "    One per axis; each axis is selected on its own (as `numpy.ix_`).",
+    "coordinate": "selection : tuple of int arrays\n"
+                  "    One array of coordinates per axis, broadcast together: the points to read.",
+    "mask": "mask : bool array\n"
+            "    A mask of the array's shape: its true elements, in C order.",
+    "block": "selection : int, slice or tuple of them\n"
+             "    Storage blocks (shards when sharded, else chunks) per axis.",
+}
+_READ_DOC = """{summary}
+
+Parameters
+----------
+{selection}
+out : numpy.ndarray, optional
+    An array of the selection's shape to read into (and return).
+fields : str or list of str, optional
+    Fields of a structured dtype to read.
+
+Returns
+-------
+numpy.ndarray or scalar
+    The values (`out` when given; a scalar for a 0-d result).
+
+Raises
+------
+SelectionError
+    A selection that does not fit the array (an IndexError).
+ShapeMismatchError
+    `out` is not of the selection's shape.
+"""
+_WRITE_DOC = """{summary}
+
+Parameters
+----------
+{selection}
+value : array_like
+    Broadcast to the selection's shape and cast to the array's dtype.
+fields : str or list of str, optional
+    Fields of a structured dtype to write; the others keep their stored values.
+
+Raises
+------
+SelectionError
+    A selection that does not fit the array (an IndexError).
+ShapeMismatchError
+    `value` does not broadcast to the selection's shape; nothing is written.
+ReadOnlyError
+    The array is read-only.
+"""
+
+
+def _reads(summary: str, kind: str) -> Callable[[_F], _F]:
+    """The docstring of the method reading a `kind` of selection (_SELECTION_PARAMETERS)."""
+    return shared_doc(_READ_DOC, summary=summary, selection=_SELECTION_PARAMETERS[kind])
+
+
+def _writes(summary: str, kind: str) -> Callable[[_F], _F]:
+    """The docstring of the method writing a `kind` of selection (_SELECTION_PARAMETERS)."""
+    return shared_doc(_WRITE_DOC, summary=summary, selection=_SELECTION_PARAMETERS[kind])
 
 
 class SelectionMethods:
@@ -78,83 +147,20 @@ class SelectionMethods:
                         fields: Fields = None) -> None:
         self._write(numpy_indexer(selection, self.shape, self._grid), value, fields)
 
+    @_reads("Read a basic selection: ints and slices.", "basic")
     def get_basic_selection(self, selection: Selection = Ellipsis,
                             out: np.ndarray | None = None, fields: Fields = None) -> Any:
-        """Read a basic selection: ints and slices.
-
-        Parameters
-        ----------
-        selection : int, slice, Ellipsis or tuple of them
-            One per axis (Ellipsis fills the rest); steps may be negative.
-        out : numpy.ndarray, optional
-            An array of the selection's shape to read into (and return).
-        fields : str or list of str, optional
-            Fields of a structured dtype to read.
-
-        Returns
-        -------
-        numpy.ndarray or scalar
-            The values (`out` when given; a scalar for a 0-d result).
-
-        Raises
-        ------
-        SelectionError
-            A selection that does not fit the array (an IndexError).
-        ShapeMismatchError
-            `out` is not of the selection's shape.
-        """
         return self._read(BasicIndexer(selection, self.shape, self._grid), out, fields)
 
+    @_writes("Write a basic selection: ints and slices.", "basic")
     def set_basic_selection(self, selection: Selection, value: npt.ArrayLike,
                             fields: Fields = None) -> None:
-        """Write a basic selection: ints and slices.
-
-        Parameters
-        ----------
-        selection : int, slice, Ellipsis or tuple of them
-            One per axis (Ellipsis fills the rest); steps may be negative.
-        value : array_like
-            Broadcast to the selection's shape and cast to the array's dtype.
-        fields : str or list of str, optional
-            Fields of a structured dtype to write; the others keep their stored values.
-
-        Raises
-        ------
-        SelectionError
-            A selection that does not fit the array (an IndexError).
-        ShapeMismatchError
-            `value` does not broadcast to the selection's shape; nothing is written.
-        ReadOnlyError
-            The array is read-only.
-        """
         if not self._streamed(selection, value, fields):
             self._write(BasicIndexer(selection, self.shape, self._grid), value, fields)
 
+    @_reads("Read an orthogonal selection (as `a.oindex[...]`).", "orthogonal")
     def get_orthogonal_selection(self, selection: Selection, out: np.ndarray | None = None,
                                  fields: Fields = None) -> Any:
-        """Read an orthogonal selection (as `a.oindex[...]`).
-
-        Parameters
-        ----------
-        selection : int, slice, int array, bool array or tuple of them
-            One per axis; each axis is selected on its own (as `numpy.ix_`).
-        out : numpy.ndarray, optional
-            An array of the selection's shape to read into (and return).
-        fields : str or list of str, optional
-            Fields of a structured dtype to read.
-
-        Returns
-        -------
-        numpy.ndarray or scalar
-            The values (`out` when given; a scalar for a 0-d result).
-
-        Raises
-        ------
-        SelectionError
-            A selection that does not fit the array (an IndexError).
-        ShapeMismatchError
-            `out` is not of the selection's shape.
-        """
         return self._read(OrthogonalIndexer(selection, self.shape, self._grid), out, fields)
 
     def get_many(self, selections: Sequence[Selection],
@@ -236,182 +242,40 @@ class SelectionMethods:
     def _check_out(self, out: np.ndarray, shape: tuple[int, ...]) -> None:
         check_out(out, shape, f"array {self.name!r}")
 
+    @_writes("Write an orthogonal selection (as `a.oindex[...] = value`).", "orthogonal")
     def set_orthogonal_selection(self, selection: Selection, value: npt.ArrayLike,
                                  fields: Fields = None) -> None:
-        """Write an orthogonal selection (as `a.oindex[...] = value`).
-
-        Parameters
-        ----------
-        selection : int, slice, int array, bool array or tuple of them
-            One per axis; each axis is selected on its own (as `numpy.ix_`).
-        value : array_like
-            Broadcast to the selection's shape and cast to the array's dtype.
-        fields : str or list of str, optional
-            Fields of a structured dtype to write; the others keep their stored values.
-
-        Raises
-        ------
-        SelectionError
-            A selection that does not fit the array (an IndexError).
-        ShapeMismatchError
-            `value` does not broadcast to the selection's shape; nothing is written.
-        ReadOnlyError
-            The array is read-only.
-        """
         self._write(OrthogonalIndexer(selection, self.shape, self._grid), value, fields)
 
+    @_reads("Read points given by their coordinates (as `a.vindex[...]`).", "coordinate")
     def get_coordinate_selection(self, selection: Selection, out: np.ndarray | None = None,
                                  fields: Fields = None) -> Any:
-        """Read points given by their coordinates (as `a.vindex[...]`).
-
-        Parameters
-        ----------
-        selection : tuple of int arrays
-            One array of coordinates per axis, broadcast together: the points to read.
-        out : numpy.ndarray, optional
-            An array of the selection's shape to read into (and return).
-        fields : str or list of str, optional
-            Fields of a structured dtype to read.
-
-        Returns
-        -------
-        numpy.ndarray or scalar
-            The values (`out` when given; a scalar for a 0-d result).
-
-        Raises
-        ------
-        SelectionError
-            A selection that does not fit the array (an IndexError).
-        ShapeMismatchError
-            `out` is not of the selection's shape.
-        """
         return self._read(coordinate_indexer(selection, self.shape, self._grid), out, fields)
 
+    @_writes("Write points given by their coordinates (as `a.vindex[...] = value`).", "coordinate")
     def set_coordinate_selection(self, selection: Selection, value: npt.ArrayLike,
                                  fields: Fields = None) -> None:
-        """Write points given by their coordinates (as `a.vindex[...] = value`).
-
-        Parameters
-        ----------
-        selection : tuple of int arrays
-            One array of coordinates per axis, broadcast together: the points to read.
-        value : array_like
-            Broadcast to the selection's shape and cast to the array's dtype.
-        fields : str or list of str, optional
-            Fields of a structured dtype to write; the others keep their stored values.
-
-        Raises
-        ------
-        SelectionError
-            A selection that does not fit the array (an IndexError).
-        ShapeMismatchError
-            `value` does not broadcast to the selection's shape; nothing is written.
-        ReadOnlyError
-            The array is read-only.
-        """
         self._write(coordinate_indexer(selection, self.shape, self._grid), value, fields)
 
+    @_reads("Read the elements where a boolean mask is true.", "mask")
     def get_mask_selection(self, mask: npt.ArrayLike, out: np.ndarray | None = None,
                            fields: Fields = None) -> Any:
-        """Read the elements where a boolean mask is true.
-
-        Parameters
-        ----------
-        mask : bool array
-            A mask of the array's shape: its true elements, in C order.
-        out : numpy.ndarray, optional
-            An array of the selection's shape to read into (and return).
-        fields : str or list of str, optional
-            Fields of a structured dtype to read.
-
-        Returns
-        -------
-        numpy.ndarray or scalar
-            The values (`out` when given; a scalar for a 0-d result).
-
-        Raises
-        ------
-        SelectionError
-            A selection that does not fit the array (an IndexError).
-        ShapeMismatchError
-            `out` is not of the selection's shape.
-        """
         return self._read(mask_indexer(mask, self.shape, self._grid), out, fields)
 
+    @_writes("Write the elements where a boolean mask is true.", "mask")
     def set_mask_selection(self, mask: npt.ArrayLike, value: npt.ArrayLike,
                            fields: Fields = None) -> None:
-        """Write the elements where a boolean mask is true.
-
-        Parameters
-        ----------
-        mask : bool array
-            A mask of the array's shape: its true elements, in C order.
-        value : array_like
-            Broadcast to the selection's shape and cast to the array's dtype.
-        fields : str or list of str, optional
-            Fields of a structured dtype to write; the others keep their stored values.
-
-        Raises
-        ------
-        SelectionError
-            A selection that does not fit the array (an IndexError).
-        ShapeMismatchError
-            `value` does not broadcast to the selection's shape; nothing is written.
-        ReadOnlyError
-            The array is read-only.
-        """
         self._write(mask_indexer(mask, self.shape, self._grid), value, fields)
 
+    @_reads("Read whole storage blocks (as `a.blocks[...]`).", "block")
     def get_block_selection(self, selection: Selection, out: np.ndarray | None = None,
                             fields: Fields = None) -> Any:
-        """Read whole storage blocks (as `a.blocks[...]`).
-
-        Parameters
-        ----------
-        selection : int, slice or tuple of them
-            Storage blocks (shards when sharded, else chunks) per axis.
-        out : numpy.ndarray, optional
-            An array of the selection's shape to read into (and return).
-        fields : str or list of str, optional
-            Fields of a structured dtype to read.
-
-        Returns
-        -------
-        numpy.ndarray or scalar
-            The values (`out` when given; a scalar for a 0-d result).
-
-        Raises
-        ------
-        SelectionError
-            A selection that does not fit the array (an IndexError).
-        ShapeMismatchError
-            `out` is not of the selection's shape.
-        """
         indexer = BlockIndexer(selection, self.shape, self._grid, self._grid)
         return self._read(indexer, out, fields)
 
+    @_writes("Write whole storage blocks (as `a.blocks[...] = value`).", "block")
     def set_block_selection(self, selection: Selection, value: npt.ArrayLike,
                             fields: Fields = None) -> None:
-        """Write whole storage blocks (as `a.blocks[...] = value`).
-
-        Parameters
-        ----------
-        selection : int, slice or tuple of them
-            Storage blocks (shards when sharded, else chunks) per axis.
-        value : array_like
-            Broadcast to the selection's shape and cast to the array's dtype.
-        fields : str or list of str, optional
-            Fields of a structured dtype to write; the others keep their stored values.
-
-        Raises
-        ------
-        SelectionError
-            A selection that does not fit the array (an IndexError).
-        ShapeMismatchError
-            `value` does not broadcast to the selection's shape; nothing is written.
-        ReadOnlyError
-            The array is read-only.
-        """
         indexer = BlockIndexer(selection, self.shape, self._grid, self._grid)
         self._write(indexer, value, fields)
 

@@ -40,6 +40,14 @@ if TYPE_CHECKING:
     )
     from ..storage import Store
 
+__all__ = [
+    "ArraySpec", "GUESS_MAX_BYTES", "GUESS_MIN_BYTES", "GUESS_STEP_BYTES", "MODES",
+    "NewArrayOptions", "auto_shard_shape", "check_mode", "codec_list", "create_node", "create_spec",
+    "data_type_for", "fill_value_for", "format_for_new", "guess_chunks", "new_array_spec",
+    "normalize_chunks", "normalize_shape", "open_spec", "shard_codecs", "split_codecs",
+    "store_mode",
+]
+
 
 MODES = ("r", "r+", "a", "w", "w-")
 

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from .info import ArrayInfo
     from .views import LazyArray
 
+__all__ = ["AsyncArray", "AsyncGroup", "AsyncLazyArray", "RESULTS_PER_STEP", "as_async", "run"]
+
 _R = TypeVar("_R")
 
 

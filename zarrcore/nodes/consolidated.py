@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from ..metadata.types import NodeMetadata
     from ..storage import Store
 
+__all__ = ["ConsolidatedMetadata", "V2_DOC_KEYS", "V2_KEY", "empty_inline", "open_group_metadata"]
+
 V2_KEY = ".zmetadata"
 V2_DOC_KEYS = (V2_ARRAY_KEY, V2_GROUP_KEY, V2_ATTRS_KEY)
 

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from ..metadata.types import StoreLike
     from ..storage import Store
 
+__all__ = ["consolidate_metadata", "open_consolidated"]
+
 
 # -- consolidating a group's metadata, and opening it through them (zarr-python's functions) ---
 

@@ -19,6 +19,11 @@ if TYPE_CHECKING:
 
     from ..metadata.types import ChunksLike, CodecLike, CodecsLike, ShapeLike, StoreLike
 
+__all__ = [
+    "array", "create", "create_array", "empty", "empty_like", "from_array", "full", "full_like",
+    "like_kwargs", "ones", "ones_like", "open_array", "zeros", "zeros_like",
+]
+
 
 # -- creating and opening arrays (zarr-python's top-level functions) ------------------------------
 

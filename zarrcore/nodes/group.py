@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from ..metadata.types import NodeMetadata, StoreLike
     from ..storage import Store
 
+__all__ = ["Group", "create_group", "create_hierarchy", "group", "open_group", "open_node", "tree"]
+
 _D = TypeVar("_D")
 _N = TypeVar("_N", Array, "Group")
 

@@ -5,11 +5,13 @@ arrays. Each makes its array through zarrcore.nodes.creation."""
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from .array import Array
+from ._docstrings import shared_doc
 from .creation import create_array, like_kwargs
 
 if TYPE_CHECKING:
@@ -20,6 +22,45 @@ if TYPE_CHECKING:
     from .consolidated import ConsolidatedMetadata
 
 __all__ = ["ArrayMakers"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+# The numpydoc of the methods that make arrays, written once: each gives its summary and the
+# parameters it takes besides `name` and **kwargs (`_makes`).
+_MAKES_DOC = """{summary}
+
+Parameters
+----------
+name : str
+    A path relative to this group.
+{parameters}**kwargs
+    {kwargs}.
+
+Returns
+-------
+Array
+{raises}"""
+_SHAPE = "shape : int or tuple of int\n    The array's shape."
+_LIKE = ("data : Array or array_like\n"
+         "    The model: its shape and dtype, and its chunks and format when an Array.")
+_CREATE_RAISES = """
+Raises
+------
+NodeExistsError
+    A node exists there and `overwrite` is not True.
+ReadOnlyError
+    This group is read-only.
+"""
+
+
+def _makes(summary: str, *parameters: str, kwargs: str = "As `zarrcore.create_array` takes them",
+           raises: str = "") -> Callable[[_F], _F]:
+    """The docstring of a method making the array `name`: `summary`, the `parameters` it
+    takes besides (each its numpydoc lines), `kwargs` (what **kwargs are) and `raises` (a
+    Raises section) where given."""
+    return shared_doc(_MAKES_DOC, summary=summary,
+                      parameters="".join(p + "\n" for p in parameters), kwargs=kwargs,
+                      raises=raises)
 
 
 class ArrayMakers:
@@ -35,56 +76,25 @@ class ArrayMakers:
         def _child_path(self, name: str) -> str: ...
         def _existing(self, name: str, cls: type[Array]) -> Array | None: ...
 
+    @_makes("Create an array at `name` (below this group), in this group's format by default.",
+            kwargs="As `zarrcore.create_array` takes them (`shape`, `dtype`, `chunks`, ...)",
+            raises=_CREATE_RAISES)
     def create_array(self, name: str, **kwargs: Any) -> Array:
-        """Create an array at `name` (below this group), in this group's format by default.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        **kwargs
-            As `zarrcore.create_array` takes them (`shape`, `dtype`, `chunks`, ...).
-
-        Returns
-        -------
-        Array
-
-        Raises
-        ------
-        NodeExistsError
-            A node exists there and `overwrite` is not True.
-        ReadOnlyError
-            This group is read-only.
-        """
         self._check_writable()
         self._consolidated = None  # the hierarchy changes: read members from the store
         kwargs.setdefault("zarr_format", self.zarr_format)
         return create_array(self._store, name=self._child_path(name), **kwargs)
 
+    @_makes("The array `name` (a path relative to this group), created with `shape`, `dtype` "
+            "and\n`kwargs` (as `create_array` takes them) when missing. An existing one must "
+            "have `shape`\nand a dtype that casts safely to `dtype` (equals it when `exact`), "
+            "else TypeError; a\ngroup there raises IncompatibleGroupError (a ContainsGroupError "
+            "and a TypeError).",
+            _SHAPE, "dtype : data-type, optional\n    The array's data type.",
+            "exact : bool, default False\n    Whether an existing array's dtype must equal "
+            "`dtype`.")
     def require_array(self, name: str, *, shape: ShapeLike, dtype: npt.DTypeLike | None = None,
                       exact: bool = False, **kwargs: Any) -> Array:
-        """The array `name` (a path relative to this group), created with `shape`, `dtype` and
-        `kwargs` (as `create_array` takes them) when missing. An existing one must have `shape`
-        and a dtype that casts safely to `dtype` (equals it when `exact`), else TypeError; a
-        group there raises IncompatibleGroupError (a ContainsGroupError and a TypeError).
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        shape : int or tuple of int
-            The array's shape.
-        dtype : data-type, optional
-            The array's data type.
-        exact : bool, default False
-            Whether an existing array's dtype must equal `dtype`.
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
         node = self._existing(name, Array)
         if node is None:
             if dtype is not None:
@@ -100,57 +110,21 @@ class ArrayMakers:
                                 f"{'is not' if exact else 'does not cast safely to'} {dtype}")
         return node
 
+    @_makes("zarr-python's `Group.create`: the same as `create_array`.")
     def create(self, name: str, **kwargs: Any) -> Array:
-        """zarr-python's `Group.create`: the same as `create_array`.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
         return self.create_array(name, **kwargs)
 
+    @_makes("h5py's name for `create_array`, deprecated in zarr-python 3; `data` gives the "
+            "shape\nand dtype and is written.")
     def create_dataset(self, name: str, **kwargs: Any) -> Array:
-        """h5py's name for `create_array`, deprecated in zarr-python 3; `data` gives the shape
-        and dtype and is written.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
         warnings.warn("Group.create_dataset is deprecated in zarr-python 3; use create_array",
                       DeprecationWarning, stacklevel=2)
         return self.create_array(name, **kwargs)
 
+    @_makes("h5py's name for `require_array`, deprecated in zarr-python 3.",
+            "shape : int or tuple of int\n    The shape it must have, or is created with.",
+            kwargs="As `require_array` takes them")
     def require_dataset(self, name: str, *, shape: ShapeLike, **kwargs: Any) -> Array:
-        """h5py's name for `require_array`, deprecated in zarr-python 3.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        shape : int or tuple of int
-            The shape it must have, or is created with.
-        **kwargs
-            As `require_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
         warnings.warn("Group.require_dataset is deprecated in zarr-python 3; use require_array",
                       DeprecationWarning, stacklevel=2)
         return self.require_array(name, shape=shape, **kwargs)
@@ -162,171 +136,47 @@ class ArrayMakers:
         return self.create_array(name, shape=np.shape(data),
                                  **{**like_kwargs(data, kwargs), **fill})
 
+    @_makes("`zarrcore.zeros_like` of `data`, at `name` below this group.", _LIKE)
     def zeros_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
-        """`zarrcore.zeros_like` of `data`, at `name` below this group.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        data : Array or array_like
-            The model: its shape and dtype, and its chunks and format when an Array.
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
         return self._like(name, data, kwargs, fill_value=0)
 
+    @_makes("`zarrcore.ones_like` of `data`, at `name` below this group.", _LIKE)
     def ones_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
-        """`zarrcore.ones_like` of `data`, at `name` below this group.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        data : Array or array_like
-            The model: its shape and dtype, and its chunks and format when an Array.
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
         return self._like(name, data, kwargs, fill_value=1)
 
+    @_makes("`zarrcore.empty_like` of `data`, at `name` below this group.", _LIKE)
     def empty_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
-        """`zarrcore.empty_like` of `data`, at `name` below this group.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        data : Array or array_like
-            The model: its shape and dtype, and its chunks and format when an Array.
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
         return self._like(name, data, kwargs)
 
+    @_makes("`zarrcore.full_like` of `data`, at `name` below this group; `fill_value` among "
+            "the\nkeywords (default: `data`'s when it is an Array).", _LIKE,
+            kwargs="As `zarrcore.create_array` takes them, and `fill_value`")
     def full_like(self, *, name: str, data: npt.ArrayLike, **kwargs: Any) -> Array:
-        """`zarrcore.full_like` of `data`, at `name` below this group; `fill_value` among the
-        keywords (default: `data`'s when it is an Array).
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        data : Array or array_like
-            The model: its shape and dtype, and its chunks and format when an Array.
-        **kwargs
-            As `zarrcore.create_array` takes them, and `fill_value`.
-
-        Returns
-        -------
-        Array
-        """
         fill_value = kwargs.pop("fill_value", getattr(data, "fill_value", None))
         return self._like(name, data, kwargs, fill_value=fill_value)
 
+    @_makes("The array `name` (a path relative to this group) of `shape` filled with\n"
+            "`fill_value`; `kwargs` as `create_array` takes them. Nothing is stored until "
+            "written.",
+            _SHAPE, "fill_value : scalar\n    The value of every element not written.")
     def full(self, *, name: str, shape: ShapeLike, fill_value: Any, **kwargs: Any) -> Array:
-        """The array `name` (a path relative to this group) of `shape` filled with
-        `fill_value`; `kwargs` as `create_array` takes them. Nothing is stored until written.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        shape : int or tuple of int
-            The array's shape.
-        fill_value : scalar
-            The value of every element not written.
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
         return self.create_array(name, shape=shape, fill_value=fill_value, **kwargs)
 
+    @_makes("`full` with 0.", _SHAPE)
     def zeros(self, *, name: str, shape: ShapeLike, **kwargs: Any) -> Array:
-        """`full` with 0.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        shape : int or tuple of int
-            The array's shape.
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
         return self.full(name=name, shape=shape, fill_value=0, **kwargs)
 
+    @_makes("`full` with 1.", _SHAPE)
     def ones(self, *, name: str, shape: ShapeLike, **kwargs: Any) -> Array:
-        """`full` with 1.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        shape : int or tuple of int
-            The array's shape.
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
         return self.full(name=name, shape=shape, fill_value=1, **kwargs)
 
+    @_makes("`full` with the data type's default fill value.", _SHAPE)
     def empty(self, *, name: str, shape: ShapeLike, **kwargs: Any) -> Array:
-        """`full` with the data type's default fill value.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        shape : int or tuple of int
-            The array's shape.
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
         return self.create_array(name, shape=shape, **kwargs)
 
+    @_makes("Create the array `name` holding `data`.",
+            "data : array_like\n    The values; they give the shape and dtype.")
     def array(self, name: str, *, data: npt.ArrayLike, **kwargs: Any) -> Array:
-        """Create the array `name` holding `data`.
-
-        Parameters
-        ----------
-        name : str
-            A path relative to this group.
-        data : array_like
-            The values; they give the shape and dtype.
-        **kwargs
-            As `zarrcore.create_array` takes them.
-
-        Returns
-        -------
-        Array
-        """
         data = np.asanyarray(data)
         created = self.create_array(name, shape=data.shape, **{"dtype": data.dtype, **kwargs})
         created[...] = data

@@ -5,6 +5,8 @@ from typing import Any
 
 from .array import Array
 
+__all__ = ["ArrayInfo", "format_bytes", "info_complete"]
+
 
 def format_bytes(n: float) -> str:  # type: ignore[return]  # the last unit returns
     """`n` bytes as 512 B, 1.5 KiB, 32.0 MiB..."""

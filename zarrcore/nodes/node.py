@@ -23,6 +23,14 @@ if TYPE_CHECKING:
     from ..metadata import GroupMetadataV2
     from ..storage import Store
 
+__all__ = [
+    "Attributes", "BrokenNode", "CONTAINS", "METADATA_KEYS", "Node", "V2_ARRAY_KEY", "V2_ATTRS_KEY",
+    "V2_GROUP_KEY", "V3_KEY", "creation_lock", "dump_json", "ensure_parent_groups",
+    "existing_node_error", "find_metadata", "join", "load_json", "metadata_lock_key",
+    "metadata_update", "node_exists", "normalize_path", "parent_paths", "read_metadata",
+    "write_metadata",
+]
+
 V3_KEY = "zarr.json"
 V2_ARRAY_KEY = ".zarray"
 V2_GROUP_KEY = ".zgroup"

@@ -28,6 +28,12 @@ if TYPE_CHECKING:
 
     from ..metadata.types import Fields, Selection
 
+__all__ = [
+    "BlockBuffers", "ChunkKeys", "DEFAULT_MEMORY", "MIN_BLOCK_BYTES", "Region", "block_cost",
+    "block_edges", "blocks", "copy_into", "plan_block", "same_bits", "stored_encoding",
+    "stores_alike",
+]
+
 #: The default bound on the data a copy holds at once.
 DEFAULT_MEMORY = 1 << 30
 #: Blocks are grown to at least this many bytes (when the budget allows): a block costs a

@@ -20,7 +20,7 @@ import numpy.typing as npt
 from ..errors import SelectionError, ShapeMismatchError, ViewOutsideArrayError
 from .array import Array
 
-__all__ = ["IndexTransform", "LazyArray"]
+__all__ = ["Affine", "IndexTransform", "Labels", "LazyArray", "OutputMap", "Plan"]
 
 
 class Affine(NamedTuple):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+__all__ = ["Int64s", "coalesce_spans"]
+
 Int64s = npt.NDArray[np.int64]
 
 

@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator
 
 from ..errors import ZarrcoreError
 
+__all__ = ["CancelToken", "WorkCancelled", "carried", "carrying", "current"]
+
 
 class WorkCancelled(ZarrcoreError, concurrent.futures.CancelledError):
     """The work was cancelled: raised in the thread running it, between chunk jobs."""

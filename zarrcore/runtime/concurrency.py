@@ -22,8 +22,10 @@ from . import cancellation
 if TYPE_CHECKING:  # (asyncio, 30-40 ms to import, only where a loop runs the calls)
     import asyncio
 
-T = TypeVar("T")
-R = TypeVar("R")
+__all__ = ["each", "fan_out", "run_bounded"]
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 # How long the calling thread waits at a time, so that Ctrl-C reaches it between waits.
 _WAIT_SLICE = 0.25
@@ -45,12 +47,12 @@ class _LoopCalls:
         self._cancelled = False
         self._running: set[asyncio.Task[Any]] = set()  # (both touched on the loop only)
 
-    def submit(self, coro: Coroutine[Any, Any, R]) -> concurrent.futures.Future[R]:
+    def submit(self, coro: Coroutine[Any, Any, _R]) -> concurrent.futures.Future[_R]:
         import asyncio
 
         return asyncio.run_coroutine_threadsafe(self._run(coro), self.loop)
 
-    async def _run(self, coro: Coroutine[Any, Any, R]) -> R:
+    async def _run(self, coro: Coroutine[Any, Any, _R]) -> _R:
         import asyncio
 
         if self._cancelled:  # (its task started after `cancel`: it never runs)
@@ -79,13 +81,13 @@ class _LoopCalls:
 
 
 # Not pool.run_workers: calls that wait (I/O) are bounded in flight; the caller only collects.
-def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterable[T],
+def fan_out(call: Callable[[_T], _R] | Callable[[_T], Awaitable[_R]], items: Iterable[_T],
             limit: int, *, loop: asyncio.AbstractEventLoop | None = None,
             deadline: float | None = None, doing: str = "waiting for",
             keep: bool = True, thread_name: str = "zarrcore-bounded",
             executor: concurrent.futures.Executor | None = None,
             weights: Sequence[int] | None = None, budget: int = 0,
-            ) -> Iterator[list[tuple[int, R]]]:
+            ) -> Iterator[list[tuple[int, _R]]]:
     """Call `call(item)` for every item, at most `limit` at once, and yield lists of
     (index, result) as calls finish (each list: all that finished since the last one).
 
@@ -113,16 +115,16 @@ def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterabl
     are waited for at the end (on a loop that stopped, none ends).
     """
     limit = max(1, int(limit))
-    # (`call` returns R on threads, a coroutine of R on a loop: typed once, not per item)
-    run: Callable[[T], Any] = call
+    # (`call` returns _R on threads, a coroutine of _R on a loop: typed once, not per item)
+    run: Callable[[_T], Any] = call
     if loop is None and isinstance(items, Sequence) and len(items) <= 1:
         # One call: in the caller, without starting a thread.
         inline = [(i, run(item)) for i, item in enumerate(items)]
         if keep and inline:
             yield inline
         return
-    finished: queue.SimpleQueue[concurrent.futures.Future[R]] = queue.SimpleQueue()
-    running: dict[concurrent.futures.Future[R], tuple[int, T]] = {}
+    finished: queue.SimpleQueue[concurrent.futures.Future[_R]] = queue.SimpleQueue()
+    running: dict[concurrent.futures.Future[_R], tuple[int, _T]] = {}
     threads: concurrent.futures.Executor | None = None
     coroutines = None if loop is None else _LoopCalls(loop)
     own = loop is None and executor is None
@@ -156,7 +158,7 @@ def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterabl
                 taken += 1
                 if weights is not None:
                     held += weights[i]
-                future: concurrent.futures.Future[R]
+                future: concurrent.futures.Future[_R]
                 if coroutines is not None:
                     future = coroutines.submit(run(item))
                 else:
@@ -201,9 +203,9 @@ def fan_out(call: Callable[[T], R] | Callable[[T], Awaitable[R]], items: Iterabl
                 concurrent.futures.wait(running)
 
 
-def _next_finished(finished: queue.SimpleQueue[concurrent.futures.Future[R]],
-                   running: dict[concurrent.futures.Future[R], tuple[int, Any]],
-                   deadline: float | None, doing: str) -> concurrent.futures.Future[R]:
+def _next_finished(finished: queue.SimpleQueue[concurrent.futures.Future[_R]],
+                   running: dict[concurrent.futures.Future[_R], tuple[int, Any]],
+                   deadline: float | None, doing: str) -> concurrent.futures.Future[_R]:
     """The next call to finish, waited for in short slices (Ctrl-C); StoreError after
     `deadline` seconds with none."""
     start = time.monotonic()
@@ -223,14 +225,14 @@ def _next_finished(finished: queue.SimpleQueue[concurrent.futures.Future[R]],
             continue
 
 
-def each(batches: Iterable[list[tuple[int, R]]]) -> Iterator[tuple[int, R]]:
+def each(batches: Iterable[list[tuple[int, _R]]]) -> Iterator[tuple[int, _R]]:
     """`fan_out`'s (index, result) pairs one at a time, as Store.get_many yields them."""
     for batch in batches:
         yield from batch
 
 
-def run_bounded(call: Callable[[T], Any], items: Iterable[T], limit: int,
-                on_done: Callable[[T, Any], object] | None = None, **options: Any) -> None:
+def run_bounded(call: Callable[[_T], Any], items: Iterable[_T], limit: int,
+                on_done: Callable[[_T, Any], object] | None = None, **options: Any) -> None:
     """`fan_out` for work whose results are handed to `on_done(item, result)` in the calling
     thread (calls on threads only), or dropped (writes); return when all are done."""
     if on_done is None:
@@ -238,7 +240,7 @@ def run_bounded(call: Callable[[T], Any], items: Iterable[T], limit: int,
             pass
         return
 
-    def paired(item: T) -> tuple[T, Any]:
+    def paired(item: _T) -> tuple[_T, Any]:
         return item, call(item)
 
     for batch in fan_out(paired, items, limit, **options):

@@ -35,6 +35,11 @@ from .pool import run_workers as run_workers
 from .portable import at_fork_in_child
 from .._native.status import MAX_NDIM
 
+__all__ = [
+    "ARRAY_OPTIONS", "ArrayOptions", "Config", "DIMENSIONS_CEILING", "LIMITS", "Options",
+    "array_options", "checked_array_options", "config", "size_with_slack",
+]
+
 _T = TypeVar("_T")
 _R = TypeVar("_R")
 

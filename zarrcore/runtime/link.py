@@ -8,6 +8,11 @@ import threading
 
 from .portable import at_fork_in_child
 
+__all__ = [
+    "ASSUMED_RATE", "ASSUMED_ROUND_TRIP", "BYTES_IN_FLIGHT", "FEWEST_IN_FLIGHT", "KEPT",
+    "LARGE_BYTES", "Link", "PIECE_ROUND_TRIPS", "SMALLEST_PIECE", "SMALL_BYTES", "link_to",
+]
+
 # Until requests tell otherwise: a round trip to a cloud region's object store, and what one
 # connection carries there (window-limited, not the host's link).
 ASSUMED_ROUND_TRIP = 0.02

@@ -11,6 +11,11 @@ from typing import Any, Protocol, TypeVar
 
 from . import cancellation
 
+__all__ = [
+    "Claims", "PoolSettings", "TURN_ITEMS", "WAIT_SLICE", "WAIT_STARTED", "in_parallel_work",
+    "in_turns", "mark_pool_thread", "parallel_map", "run_as_caller", "run_workers", "serve",
+]
+
 _T = TypeVar("_T")
 _R = TypeVar("_R")
 

@@ -32,6 +32,11 @@ try:
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
+__all__ = [
+    "at_fork_in_child", "before_fork", "directory_locked", "file_name_problem", "list_names",
+    "pread", "reading_descriptor", "try_lock_exclusive", "walk_files", "windows_file_name_problem",
+]
+
 
 if hasattr(os, "pread"):
     pread = os.pread

@@ -22,6 +22,13 @@ if TYPE_CHECKING:
     from .._native.memstore import NativeMemoryMap
     from ..runtime.link import Link
 
+__all__ = [
+    "ByteRange", "BytesReader", "Fetched", "RangeReader", "ReadBytes", "Request",
+    "S3_LEAST_PART_BYTES", "Store", "UNCHANGED", "Unchanged", "Version", "at_most", "bounded",
+    "check_length", "get_at_most", "in_flight", "too_large", "validate_key", "validate_keys",
+    "validate_prefix",
+]
+
 #: (start, stop) of a byte range: Python slice bounds (a negative start reads a suffix).
 ByteRange = tuple[Optional[int], Optional[int]]
 #: Bytes read from a store: bytes, or a read-only view of a client's buffer (no copy).

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
     from fsspec import AbstractFileSystem
 
+__all__ = ["FsspecStore"]
+
 _T = TypeVar("_T")
 
 # Filesystems whose writes go straight into the target file (no atomic replace).

@@ -22,6 +22,8 @@ from .base import (
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
+__all__ = ["LocalStore", "POOLED_READ_BYTES", "SELF_LOCKED_DOCUMENTS"]
+
 
 # The documents a group's metadata lock locks in place (lock(replaced_last=True)): written
 # with write permission for whoever may write their directory, so every such user can lock them.

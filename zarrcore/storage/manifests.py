@@ -17,6 +17,8 @@ from .objectstore import ObjectStore
 from .references import ReferenceStore
 from .urls import ZARR_STORE_OPENERS
 
+__all__ = ["manifest_store_references"]
+
 
 def _registered(registry: Any) -> Iterator[tuple[str, Any]]:
     """(URL, store) of every store of an obspec_utils ObjectStoreRegistry."""

@@ -12,6 +12,8 @@ from .base import BytesReader, RangeReader, Store, validate_key, validate_prefix
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
+__all__ = ["KeyBytes", "MemoryStore", "named_memory_store"]
+
 
 class KeyBytes(Protocol):
     """The mapping of keys to bytes a MemoryStore passed a dict keeps its data in: that

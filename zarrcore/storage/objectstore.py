@@ -62,6 +62,8 @@ if TYPE_CHECKING:
     )
     from obstore.store import ClientConfig, ObjectStore as ObstoreStore, RetryConfig
 
+__all__ = ["KNOWN_VERSIONS", "ObjectStore", "WRITE_TRIES"]
+
 
 _T = TypeVar("_T")
 

@@ -16,6 +16,11 @@ from typing import Any, NoReturn
 
 from ..errors import CredentialsError, StoreURLError
 
+__all__ = [
+    "ALLOW_CREDENTIAL_FILES", "StorageOptions", "checked_backend_options", "checked_fsspec_options",
+    "credentials_error",
+]
+
 #: storage_options: option names to values of whatever type the client takes for each.
 StorageOptions = dict[str, Any]
 

@@ -33,6 +33,11 @@ from .urls import URL_SCHEME, LOCATION_OPENERS, make_store
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
+__all__ = [
+    "COALESCE_GAP", "COALESCE_MAX", "REFERENCE_OPTIONS", "ReferenceBounds", "ReferenceStore",
+    "open_references",
+]
+
 # Schemes that name one file system's objects under another spelling.
 _SCHEME_ALIASES = {"gcs": "gs", "s3a": "s3", "local": "file"}
 # Spans of one target file less than this apart are read by one request...

@@ -14,6 +14,11 @@ from ..errors import WriteConflictError
 if TYPE_CHECKING:
     from .base import Store
 
+__all__ = [
+    "CONFLICT_PAUSE", "CONFLICT_PAUSE_MAX", "CONFLICT_RETRIES", "UpdateMode", "conflict_pause",
+    "retry_conflicts", "update_mode",
+]
+
 _T = TypeVar("_T")
 
 # Conditional writes (Store.set_if) that lose to another writer are tried again this many

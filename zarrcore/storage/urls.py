@@ -23,6 +23,11 @@ from .zip import ZipStore
 if TYPE_CHECKING:
     from zarr.core.buffer import Buffer
 
+__all__ = [
+    "LOCATION_OPENERS", "URL_SCHEME", "ZARR_STORE_OPENERS", "keeps_consolidated_metadata",
+    "make_store",
+]
+
 URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # Schemes obstore opens (gcs:// is fsspec's spelling of gs://).
 _OBJECT_SCHEMES = {"s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "adl", "http",

@@ -36,6 +36,11 @@ if TYPE_CHECKING:
     from zarr.abc.store import ByteRequest
     from zarr.core.buffer import Buffer, BufferPrototype
 
+__all__ = [
+    "StoredNode", "ZarrPythonStore", "ZarrcoreStore", "as_zarr_store", "innermost", "is_icechunk",
+    "of_store_class", "place", "zarr_loop", "zarr_store_error",
+]
+
 _T = TypeVar("_T")
 
 

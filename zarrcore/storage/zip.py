@@ -38,7 +38,7 @@ from contextlib import AbstractContextManager
 from typing import IO, TYPE_CHECKING, Literal, overload
 
 from ..runtime import portable
-from ..array_api import CACHE_SETTLE_SECONDS
+from .._native.cache import version_settled
 from ..runtime.config import config
 from ..errors import DeleteUnsupportedError, StoreError
 from .base import (
@@ -48,6 +48,8 @@ from .base import (
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
+
+__all__ = ["ZipStore"]
 
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature ... name length, extra length
 _LOCAL_HEADER_SIZE = 30
@@ -75,7 +77,7 @@ def _opening_name(fd: int) -> _Opening:
     16 random bytes, which name this opening alone. Members are only appended while the zip
     is open, so a member's place keeps its bytes throughout an opening."""
     st = os.fstat(fd)
-    if time.time_ns() - st.st_ctime_ns >= CACHE_SETTLE_SECONDS * 1e9:
+    if version_settled(st.st_ctime_ns):
         return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
     return (os.urandom(16),)
 

@@ -23,6 +23,11 @@ from ..codecs.numcodecs_v3 import ARRAY_TO_ARRAY, BYTES_TO_BYTES, PREFIX
 from ..codecs.v2 import codecs_from_v2
 from ..errors import MetadataError
 
+__all__ = [
+    "CodecJSON", "bytes_codec_v3", "parse_codecs", "parse_compressor", "v2_form", "v3_codecs",
+    "v3_of_v2_encoding", "with_compressor",
+]
+
 #: A codec's JSON: v3 (`{"name": ..., "configuration": ...}`) or numcodecs (`{"id": ...}`).
 CodecJSON = dict[str, Any]
 

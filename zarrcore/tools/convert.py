@@ -61,6 +61,8 @@ if TYPE_CHECKING:
     from ..metadata.types import CodecLike, NodeMetadata, StoreLike
     from ..storage import Store
 
+__all__ = ["ConvertReport", "convert"]
+
 #: What a task did: (array bytes covered, objects written, objects kept).
 _Done = tuple[int, int, int]
 #: A destination object of a block: (its grid coords, its region).

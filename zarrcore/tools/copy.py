@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from ..nodes.array import Array
     from ..nodes.group import Group
 
+__all__ = ["CopyReport", "copy"]
+
 _METADATA = frozenset(METADATA_KEYS) | {V2_KEY}
 
 

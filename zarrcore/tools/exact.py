@@ -29,6 +29,8 @@ import numpy as np
 if TYPE_CHECKING:
     import numpy.typing as npt
 
+__all__ = ["PIECE", "comparable", "converted_exactly", "first_difference", "lossless", "same_json"]
+
 #: Elements compared at a time: the temporaries of a comparison hold a few of these.
 PIECE = 1 << 16
 

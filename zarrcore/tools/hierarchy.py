@@ -13,6 +13,11 @@ from ..nodes.consolidated import V2_KEY
 from ..errors import ZarrcoreError
 from ..storage import Store, make_store
 
+__all__ = [
+    "CONVERT_STATE_KEY", "ProblemHandler", "array_dimensions", "named_axes", "place",
+    "store_and_path", "walk",
+]
+
 # Written into a destination while a conversion runs; see tools/convert.py.
 CONVERT_STATE_KEY = ".zarrcore-convert.json"
 _NOT_MEMBERS = frozenset(METADATA_KEYS) | {V2_KEY, CONVERT_STATE_KEY}

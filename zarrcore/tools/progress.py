@@ -16,6 +16,8 @@ from types import TracebackType
 
 from ..nodes.info import format_bytes
 
+__all__ = ["Progress", "counted", "object_word", "parse_bytes"]
+
 # Seconds between redraws: often enough to look live, rarely enough to cost nothing.
 _REDRAW_SECONDS = 0.2
 

@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     from ..nodes.group import Group
     from ..storage import Store
 
+__all__ = ["Problem", "SLAB_BYTES", "VerifyReport", "compare", "verify"]
+
 # Each shard is decoded in slabs of inner chunks of about this many bytes, and the chunks of
 # arrays that are not sharded in boxes of about as many.
 SLAB_BYTES = 64 << 20

@@ -36,6 +36,12 @@ from .encoding import codec_encoding
 if TYPE_CHECKING:
     from xarray.backends.common import T_PathFileOrDataStore
 
+__all__ = [
+    "DIMENSION_KEY", "GroupSource", "NOT_CONSOLIDATED_WARNING", "ZarrcoreBackendArray",
+    "ZarrcoreBackendEntrypoint", "ZarrcoreDataStore", "default_zarr_format", "open_root_group",
+    "variable_dimensions",
+]
+
 #: What the engine opens: a path, URL, dict, zarrcore Store or Group (or xarray's forms).
 GroupSource = Union[StoreLike, Group]
 _DataStore = TypeVar("_DataStore", bound="ZarrcoreDataStore")

@@ -16,6 +16,8 @@ from ..nodes.array import Array
 from ..nodes.array import storage_block
 from ..nodes.array_dask import arrays_as_dask
 
+__all__ = ["ZarrcoreChunkManager"]
+
 
 def _block_sizes(array: Array) -> tuple[tuple[int, ...], ...]:
     """Dask-style chunks of `array`: per axis, the sizes of its shards (or chunks)."""

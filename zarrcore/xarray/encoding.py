@@ -18,6 +18,8 @@ from ..errors import MetadataError
 from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..tools.codec_forms import v3_of_v2_encoding
 
+__all__ = ["codec_encoding", "codec_json", "codecs_json", "v3_encoding"]
+
 
 def _zarr_v3_codec(json: dict[str, Any], itemsize: int) -> Any:
     """The zarr-python codec object of a v3 codec's JSON, as a zarr-python array of items of

@@ -37,6 +37,8 @@ from .encoding import codec_json, codecs_json, v3_encoding
 if TYPE_CHECKING:
     from dask.delayed import Delayed
 
+__all__ = ["Region", "V2_DEFAULT_COMPRESSOR", "Write", "ZarrcoreWritableDataStore", "to_zarr"]
+
 _MODES = ("w", "w-", "a", "a-", "r+")
 # What xarray writes for format 2 through zarr-python 3 when no compressor is given.
 V2_DEFAULT_COMPRESSOR = {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1,

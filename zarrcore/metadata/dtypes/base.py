@@ -18,6 +18,12 @@ from zarrcore.errors import (
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+__all__ = [
+    "DataType", "JSON", "MAX_ITEMSIZE", "VoidBase", "b64_text", "bytes_from_json", "check_itemsize",
+    "is_number", "json_int", "name_and_config", "native_order", "parse_typestr",
+    "parsed_length_bytes", "register_data_type", "registered_data_types",
+]
+
 
 #: A decoded JSON value.
 JSON = Any

@@ -11,6 +11,8 @@ from .base import JSON, VoidBase, check_itemsize, parsed_length_bytes, name_and_
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+__all__ = ["RawBitsType", "RawBytesType"]
+
 
 _RAW_BITS_RE = re.compile(r"r([1-9][0-9]{0,11})\Z")  # more digits: too large anyway
 

@@ -17,6 +17,11 @@ from .base import DataType, JSON, json_int, name_and_config, native_order
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+__all__ = [
+    "BoolType", "ComplexType", "FloatType", "IntegerType", "MLComplexType", "MLFloatType",
+    "MLIntegerType", "ieee_float_size", "swap_unit",
+]
+
 
 class BoolType(DataType):
     """``bool``."""

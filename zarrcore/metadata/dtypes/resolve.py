@@ -16,6 +16,8 @@ from .base import registered_data_types
 if TYPE_CHECKING:
     pass
 
+__all__ = ["dtype_from_numpy", "dtype_from_v2_json", "dtype_from_v3_json", "v2_type_for_fill"]
+
 
 def _resolve(
     from_json: Callable[..., DataType | None], where: str, field: str, *args: Any

@@ -16,6 +16,11 @@ from .base import (
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+__all__ = [
+    "FixedLengthUTF32Type", "NullTerminatedBytesType", "PythonObjectType", "StringType",
+    "VariableLengthBytesType",
+]
+
 
 def _is_object_typestr(obj: JSON) -> bool:
     parsed = parse_typestr(obj) if isinstance(obj, str) else None

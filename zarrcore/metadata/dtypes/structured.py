@@ -14,6 +14,8 @@ from .resolve import dtype_from_numpy, dtype_from_v2_json, dtype_from_v3_json
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+__all__ = ["StructuredType"]
+
 
 def _struct_field_error(where: str, field: str, msg: str) -> MetadataError:
     return MetadataError(f"{where}: field {field!r}: structured data type: {msg}")

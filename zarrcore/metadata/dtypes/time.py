@@ -12,6 +12,8 @@ from .base import DataType, JSON, json_int, name_and_config, native_order
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+__all__ = ["DateTime64Type", "TimeDelta64Type"]
+
 
 _TIME_UNITS = frozenset(
     {"Y", "M", "W", "D", "h", "m", "s", "ms", "us", "μs", "ns", "ps", "fs", "as", "generic"}
