@@ -205,7 +205,8 @@ class ZarrcoreDatasource(Datasource):
 def read_zarr(url_or_array: Array | StoreLike, *, path: str | None = None, axis: int = 0,
               blocks: str = "shards", block_bytes: int | None = None, column: str = "data",
               index: str = "index", storage_options: dict[str, Any] | None = None,
-              cache_bytes: int | None = None, shared_cache: bool = False, **read_args: Any) -> ray.data.Dataset:
+              cache_bytes: int | None = None, shared_cache: bool = False,
+              **read_args: Any) -> ray.data.Dataset:
     """A Ray Data dataset of a zarrcore array's rows along `axis`.
 
     Each row holds the array's values at one index along `axis` (column `column`: a tensor
