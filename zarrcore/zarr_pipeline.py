@@ -786,10 +786,12 @@ def _subchunk_write_order(metadata: ArrayMetadata) -> str | None:
 
 def _selection_shape(batch: list[Entry], value: NDBuffer) -> tuple[int, ...]:
     """The shape of the selection a write's `batch` covers, as zarr-python's indexer has it:
-    that of `value`, unless it is a scalar; then the batch's output selections' reach per
-    axis (they cover the selection)."""
-    if value.shape != ():
-        return tuple(value.shape)
+    that of `value`, unless it is a scalar or has axes of length 1 (zarr-python broadcasts
+    such a value, as numpy does); then the batch's output selections' reach per axis (they
+    cover the selection) where `value` broadcasts to it."""
+    given = tuple(value.shape)
+    if given and 1 not in given:
+        return given
     shape: list[int] = []
     for entry in batch:
         sels = entry[3] if isinstance(entry[3], tuple) else (entry[3],)
@@ -801,7 +803,11 @@ def _selection_shape(batch: list[Entry], value: NDBuffer) -> tuple[int, ...]:
             else:
                 reach = int(np.max(sel)) + 1 if np.size(sel) else 0
             shape[k] = max(shape[k], reach)
-    return tuple(shape)
+    try:
+        fits = np.broadcast_shapes(given, tuple(shape)) == tuple(shape)
+    except ValueError:
+        fits = False
+    return tuple(shape) if fits else given  # (else zarr-python's pipeline says what is wrong)
 
 
 def _read(request: _Request, out: np.ndarray, report_missing: bool) -> tuple[GetResult, ...]:

@@ -355,6 +355,26 @@ def test_missing_chunks_are_reported_as_zarr_python_does(native):
     np.testing.assert_array_equal(zarr.open_array(store)[4:, :], 7)  # (filled)
 
 
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_values_broadcast_over_several_chunks_as_numpy_does(native, zarr_format):
+    """A value with axes of length 1 (or a scalar) is broadcast over the selection, as numpy
+    does, across chunks too (zarr-python's own pipeline fails once it spans two chunks), by
+    zarrcore's pipeline itself; one that does not broadcast it leaves to zarr-python's."""
+    a = zarr.create_array(MemoryStore(), shape=(5, 6), chunks=(2, 2), dtype="i4",
+                          fill_value=-1, zarr_format=zarr_format)
+    expected = np.full((5, 6), -1, dtype="i4")
+    for key, value in [((slice(0, 5), slice(1, 2)), np.array([[3]], dtype="i4")),
+                       ((slice(1, 4), slice(0, 6)), np.arange(6, dtype="i4")[None, :]),
+                       ((slice(0, 5), 4), np.array([9], dtype="i4")),
+                       ((slice(3, 5), slice(2, 6)), np.int32(8))]:
+        a[key] = value
+        expected[key] = value
+        np.testing.assert_array_equal(a[...], expected)
+    with pytest.raises(PipelineFallbackError, match="not one orthogonal"):
+        a[0:2, 0:3] = np.zeros((2, 6), dtype="i4")
+    np.testing.assert_array_equal(a[...], expected)
+
+
 def test_the_pipeline_reports_each_chunks_status(native):
     store = MemoryStore()
     a = zarr.create_array(store, shape=(8,), chunks=(4,), dtype="i4")
