@@ -104,7 +104,7 @@ model-check: $(VENV)/.installed-test
 # the peers' stays free of zarrcore. Without such a Python they skip, saying so.
 NEWEST_VENV ?= .newest-venv
 NEWEST_TESTS := face/test_icechunk.py storage/test_zarr_python_stores.py face/test_zarr_pipeline.py \
-	face/test_cubed.py
+	face/test_cubed.py face/test_api_model.py::test_every_face_keeps_the_array_equal_to_its_model_under_cubed
 
 ifneq ($(PEER_PYTHON),)
 newest-test: $(NEWEST_VENV)/.installed

@@ -6,8 +6,10 @@ selections of each kind, `resize` and `append`, `AsyncArray` tasks and read and 
 cancelled at random points, lazy views made before and used after resizes, chunk-level
 reads and writes, handles with an in-process and a shared cache, other processes writing (one
 killed at a random moment), and Ray Data datasets read and written by tasks on a local Ray
-cluster (`zarrcore.ray`; a write task's worker killed at a random moment, Ray retrying it);
-over a memory store, a directory, a zip file and the loopback S3 server. After every step
+cluster (`zarrcore.ray`; a write task's worker killed at a random moment, Ray retrying it),
+and Cubed computations reading and writing it through zarr-python with zarrcore's codec
+pipeline (where Cubed installs: Python 3.12 and later); over a memory store, a directory, a
+zip file and the loopback S3 server. After every step
 every handle reads the model.
 
 What it checks are the sentences (G1)-(G8) of docs/guide/guarantees.md, each cited where it
@@ -17,6 +19,7 @@ steps). Every new face of the API joins it as a rule.
 """
 import asyncio
 import concurrent.futures
+import contextlib
 import itertools
 import multiprocessing
 import os
@@ -46,12 +49,16 @@ SCALE = int(os.environ.get("ZARRCORE_MODEL_SCALE", "1"))
 FILL = -1
 MAX_SIDE = 24
 # (examples, steps) per store in `make test`: the S3 server answers a request in milliseconds.
-BUDGET = {"memory": (25, 30), "directory": (15, 30), "zip": (10, 25), "s3": (3, 15)}
+BUDGET = {"memory": (25, 30), "directory": (15, 30), "zip": (10, 25), "s3": (3, 15),
+          "cubed": (4, 15)}
 # How long a cancelled call runs before it is cancelled: not started, starting, and on.
 CANCEL_AFTER = (0.0, 0.0001, 0.0005, 0.002, 0.006)
 SHARED_CACHE = sys.platform.startswith("linux")
 # Ray steps an example (a Ray Data job costs about a second here; a killed worker more).
 RAY_STEPS = 1
+# Cubed steps an example, and the pipeline Cubed's zarr-python runs.
+CUBED_STEPS = 3
+PIPELINE = "zarrcore.zarr_pipeline.ZarrcorePipeline"
 SUPPORT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "support")
 
 
@@ -128,6 +135,7 @@ class ArrayModel(RuleBasedStateMachine):
     place: Place
     pool: concurrent.futures.Executor | None
     ray: object | None  # (the ray module, its local cluster started; None: no Ray steps)
+    cubed: object | None  # (a CubedRun; None: no Cubed steps)
 
     # -- the array, its model and its handles -------------------------------------------
     @initialize(data=st.data())
@@ -151,7 +159,7 @@ class ArrayModel(RuleBasedStateMachine):
         self.attrs = {}
         self.views = []
         self.killed = False  # (one killed writer an example: a process costs a moment)
-        self.ray_steps = 0
+        self.ray_steps = self.cubed_steps = 0
         self._open_handles()
 
     def _open(self, opener=zarrcore.open_array, **kwargs):
@@ -570,6 +578,41 @@ class ArrayModel(RuleBasedStateMachine):
         self.killed = True
         np.moveaxis(self.model, axis, 0)[rows] = values
 
+    # -- Cubed: computations through zarr-python with zarrcore's pipeline -----------------
+    def _cubed_ready(self):
+        return (self.cubed is not None and self.address is not None and self.nonempty()
+                and self.cubed_steps < CUBED_STEPS)
+
+    def _cubed_chunks(self, data):
+        return tuple(data.draw(st.integers(1, n)) for n in self.model.shape)
+
+    @rule(data=st.data())
+    @precondition(_cubed_ready)
+    def cubed_read(self, data):
+        self.cubed_steps += 1
+        chunks = self._cubed_chunks(data)
+        with self.cubed.on_zarrcore() as (cubed, zarr):
+            x = cubed.from_zarr(self.address[0], spec=self.cubed.spec)
+            got = x.rechunk(chunks).compute(executor=self.cubed.executor)
+        np.testing.assert_array_equal(got, self.model)  # (G4)
+
+    @rule(data=st.data())
+    @precondition(_cubed_ready)
+    def cubed_write(self, data):
+        """Cubed's tasks (threads) each store one block of a source chunked as the array (as
+        Cubed's `to_zarr` makes it; a sharded target's source Cubed rechunks to its shards):
+        the array holds the source after (G4). (Not into a region, nor from other chunks:
+        Cubed writes each source block over a target chunk's region whatever their shapes,
+        or fails in its own planning.)"""
+        self.cubed_steps += 1
+        value = self._value(data, self.model.shape)
+        value = np.broadcast_to(value, self.model.shape).copy()
+        with self.cubed.on_zarrcore() as (cubed, zarr):
+            target = zarr.open_array(self.address[0], mode="r+")
+            source = cubed.from_array(value, chunks=target.chunks, spec=self.cubed.spec)
+            cubed.store(source, target, executor=self.cubed.executor)
+        self.model[...] = value
+
     # -- after every step ------------------------------------------------------------------
     @invariant()
     def every_handle_reads_the_model(self):
@@ -631,10 +674,32 @@ def ray_cluster():
         ray.shutdown()
 
 
-def _run(place, pool, ray=None):
-    examples, steps = BUDGET[place.kind]
+class CubedRun:
+    """Cubed's spec (its intermediates under `work`) and threads executor, and the context in
+    which its zarr-python runs zarrcore's pipeline for every request (a fallback raises)."""
+
+    def __init__(self, work):
+        import cubed
+        from cubed.runtime.create import create_executor
+
+        self.spec = cubed.Spec(work_dir=str(work), allowed_mem="100MB")
+        self.executor = create_executor("threads", {"max_workers": 2})
+
+    @staticmethod
+    @contextlib.contextmanager
+    def on_zarrcore():
+        import cubed
+        import zarr
+
+        with zarr.config.set({"codec_pipeline.path": PIPELINE}), \
+                zarrcore.config.set(pipeline_fallback=False):
+            yield cubed, zarr
+
+
+def _run(place, pool, ray=None, cubed=None, budget=None):
+    examples, steps = BUDGET[budget or place.kind]
     machine = type(f"ArrayModelOn{place.kind.title()}", (ArrayModel,),
-                   {"place": place, "pool": pool, "ray": ray})
+                   {"place": place, "pool": pool, "ray": ray, "cubed": cubed})
     run_state_machine_as_test(machine, settings=settings(
         max_examples=examples * SCALE, stateful_step_count=steps * SCALE, deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
@@ -653,6 +718,17 @@ def test_every_face_keeps_an_s3_array_equal_to_its_model(s3_bucket, second_proce
                                                          ray_cluster):
     pytest.importorskip("obstore", reason="obstore (the remote extra) is not installed")
     _run(Place("s3", None, s3_bucket), second_process, ray_cluster)
+
+
+def test_every_face_keeps_the_array_equal_to_its_model_under_cubed(tmp_path):
+    """The directory's run with Cubed's rules (in the virtualenv of the newest peers, where
+    Cubed installs), the other processes' and Ray's left to the run above."""
+    pytest.importorskip("zarr", minversion="3.4",
+                        reason="the pipeline implements zarr-python 3.4's CodecPipeline")
+    pytest.importorskip("cubed", minversion="0.28",
+                        reason="the cubed extra is not installed (it needs Python >= 3.12)")
+    _run(Place("directory", str(tmp_path)), None, cubed=CubedRun(tmp_path / "work"),
+         budget="cubed")
 
 
 def test_the_checker_checks_exactly_the_guarantees_page():
