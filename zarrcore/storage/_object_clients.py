@@ -130,7 +130,9 @@ def opened_before(opened: Hashable) -> tuple[ObstoreStore, Hashable, str] | None
     whose client is still kept, else None."""
     with _clients_guard:
         split = _opened.get(opened)
-        client = None if split is None else _clients.get(split[0])
+        if split is None:
+            return None
+        client = _clients.get(split[0])
         if client is None:
             return None
         _opened.move_to_end(opened)
