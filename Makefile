@@ -55,6 +55,7 @@ install-test: $(VENV)/.installed-test
 LINT_PATHS := zarrcore csrc tests docs benchmarks wheels README.md setup.py
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check zarrcore
+	$(VENV)/bin/ruff format --check zarrcore
 	$(VENV)/bin/mypy zarrcore
 	$(VENV)/bin/codespell $(LINT_PATHS)
 	$(VENV)/bin/zizmor --offline --no-progress .github/workflows

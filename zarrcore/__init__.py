@@ -1,4 +1,5 @@
 """zarrcore: Zarr v2 and v3 arrays with a compiled, GIL-free core."""
+
 import importlib.util as _importlib_util
 import sys
 
@@ -7,25 +8,57 @@ import sys
 if _importlib_util.find_spec(f"{__name__}._native.memory") is None:
     raise ImportError(
         f"zarrcore's compiled extensions are not built in {__path__[0]}: install it "
-        f"(pip install .) or build them in place (python setup.py build_ext --inplace)")
+        f"(pip install .) or build them in place (python setup.py build_ext --inplace)"
+    )
 
 from . import errors  # noqa: E402
 from .api import (
-    array, copy_all, copy_store, create, create_array, create_group, create_hierarchy, empty,
-    empty_like, from_array, full, full_like, group, load, ones, ones_like, open, open_array,
-    open_group, open_like, print_debug_info, save, save_array, save_group, tree, zeros, zeros_like,
+    array,
+    asynchronous,
+    consolidate_metadata,
+    copy_all,
+    copy_store,
+    create,
+    create_array,
+    create_group,
+    create_hierarchy,
+    empty,
+    empty_like,
+    from_array,
+    full,
+    full_like,
+    group,
+    load,
+    ones,
+    ones_like,
+    open,
+    open_array,
+    open_consolidated,
+    open_group,
+    open_like,
+    print_debug_info,
+    save,
+    save_array,
+    save_group,
+    tree,
+    zeros,
+    zeros_like,
 )
+from .api._moved import keep_earlier_paths
 from .nodes.array import Array
 from .nodes.async_nodes import AsyncArray, AsyncGroup
-from .api import asynchronous
-from .runtime.config import config
-from .api import consolidate_metadata, open_consolidated
 from .nodes.group import Group
+from .runtime.config import config
 from .storage import (
-    FsspecStore, LocalStore, MemoryStore, ObjectStore, ReferenceStore, Store, ZipStore,
+    FsspecStore,
+    LocalStore,
+    MemoryStore,
+    ObjectStore,
+    ReferenceStore,
+    Store,
+    ZipStore,
 )
 from .tools import convert, copy, verify
-from .api._moved import keep_earlier_paths
 
 keep_earlier_paths(sys.modules[__name__])
 
@@ -34,13 +67,53 @@ keep_earlier_paths(sys.modules[__name__])
 __version__ = "0.1.0"
 
 __all__ = [
-    "Array", "AsyncArray", "AsyncGroup", "Group", "Store", "LocalStore", "MemoryStore",
-    "ZipStore", "ObjectStore", "FsspecStore", "ReferenceStore", "array", "asynchronous", "config",
-    "consolidate_metadata", "convert", "copy", "copy_all", "copy_store", "create", "create_array",
-    "create_group", "create_hierarchy", "empty", "empty_like", "errors", "from_array", "full",
-    "full_like", "get_include", "group", "load", "ones", "ones_like", "open", "open_array",
-    "open_consolidated", "open_group", "open_like", "print_debug_info", "save", "save_array",
-    "save_group", "tree", "verify", "zeros", "zeros_like",
+    "Array",
+    "AsyncArray",
+    "AsyncGroup",
+    "Group",
+    "Store",
+    "LocalStore",
+    "MemoryStore",
+    "ZipStore",
+    "ObjectStore",
+    "FsspecStore",
+    "ReferenceStore",
+    "array",
+    "asynchronous",
+    "config",
+    "consolidate_metadata",
+    "convert",
+    "copy",
+    "copy_all",
+    "copy_store",
+    "create",
+    "create_array",
+    "create_group",
+    "create_hierarchy",
+    "empty",
+    "empty_like",
+    "errors",
+    "from_array",
+    "full",
+    "full_like",
+    "get_include",
+    "group",
+    "load",
+    "ones",
+    "ones_like",
+    "open",
+    "open_array",
+    "open_consolidated",
+    "open_group",
+    "open_like",
+    "print_debug_info",
+    "save",
+    "save_array",
+    "save_group",
+    "tree",
+    "verify",
+    "zeros",
+    "zeros_like",
 ]
 
 

@@ -4,6 +4,7 @@ Tasks carry the array's description (store, path and metadata; see Array.__reduc
 its data, so graphs pickle small and any worker, thread or process, reads and writes the
 store itself.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -21,31 +22,47 @@ from dask.base import get_scheduler
 from dask.delayed import Delayed, delayed
 
 from . import api
-from .metadata.types import StoreLike
-from .nodes.array import Array
-from .nodes.array import storage_block
-from .nodes.array_dask import as_dask
-from .nodes.array_dask import arrays_as_dask  # noqa: F401  (a public name of this module)
 from .errors import LockUnavailableError, ProcessLocalStoreError, ReadOnlyError
+from .metadata.types import StoreLike
+from .nodes.array import Array, storage_block
+from .nodes.array_dask import (
+    arrays_as_dask,  # noqa: F401  (a public name of this module)
+    as_dask,
+)
 
 __all__ = [
-    "Region", "check_tasks_reach", "check_writable_from_tasks", "from_zarr", "store", "to_zarr",
+    "Region",
+    "check_tasks_reach",
+    "check_writable_from_tasks",
+    "from_zarr",
+    "store",
+    "to_zarr",
 ]
 
 #: Where a dask array is written: slices of each axis (the leading ones; the rest whole).
 Region = Sequence[slice]
 
 
-def _open(array_or_url: Array | StoreLike, path: str | None,
-          storage_options: dict[str, Any] | None, mode: str) -> Array:
+def _open(
+    array_or_url: Array | StoreLike,
+    path: str | None,
+    storage_options: dict[str, Any] | None,
+    mode: str,
+) -> Array:
     if isinstance(array_or_url, Array):
         return array_or_url
     return api.open_array(array_or_url, mode=mode, path=path, storage_options=storage_options)
 
 
-def from_zarr(array_or_url: Array | StoreLike, chunks: Any = None, *, path: str | None = None,
-              storage_options: dict[str, Any] | None = None, name: str | None = None,
-              inline_array: bool = False) -> da.Array:
+def from_zarr(
+    array_or_url: Array | StoreLike,
+    chunks: Any = None,
+    *,
+    path: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+    name: str | None = None,
+    inline_array: bool = False,
+) -> da.Array:
     """A dask array reading a zarrcore array.
 
     The task names follow from the store, the path and the metadata, so the same array gives
@@ -73,13 +90,15 @@ def from_zarr(array_or_url: Array | StoreLike, chunks: Any = None, *, path: str 
     dask.array.Array
         Reads the array's shards (or chunks) when computed.
     """
-    darr: da.Array = as_dask(_open(array_or_url, path, storage_options, "r"), chunks, name,
-                             inline_array)
+    darr: da.Array = as_dask(
+        _open(array_or_url, path, storage_options, "r"), chunks, name, inline_array
+    )
     return darr
 
 
-def _misaligned_axes(chunks: tuple[tuple[int, ...], ...], region: tuple[slice, ...],
-                     array: Array) -> list[int]:
+def _misaligned_axes(
+    chunks: tuple[tuple[int, ...], ...], region: tuple[slice, ...], array: Array
+) -> list[int]:
     """Axes on which dask `chunks` written at `region` (slices) of `array` split a storage
     block (shard or chunk) between tasks."""
     block = storage_block(array)
@@ -97,12 +116,14 @@ def _misaligned_axes(chunks: tuple[tuple[int, ...], ...], region: tuple[slice, .
 def _region(region: Region | None, array: Array, shape: tuple[int, ...]) -> tuple[slice, ...]:
     if region is None:
         region = tuple(slice(0, s) for s in array.shape)
-    region = tuple(region) + tuple(slice(0, s) for s in array.shape[len(region):])
+    region = tuple(region) + tuple(slice(0, s) for s in array.shape[len(region) :])
     region = tuple(slice(*r.indices(s)[:2]) for r, s in zip(region, array.shape))
     got = tuple(r.stop - r.start for r in region)
     if got != tuple(shape):
-        raise ValueError(f"a dask array of shape {tuple(shape)} does not fit region {region} "
-                         f"of {array.name!r} (shape {got})")
+        raise ValueError(
+            f"a dask array of shape {tuple(shape)} does not fit region {region} "
+            f"of {array.name!r} (shape {got})"
+        )
     return region
 
 
@@ -118,7 +139,8 @@ def check_writable_from_tasks(darr: da.Array, array: Array, region: tuple[slice,
         f"the dask chunks {darr.chunks} split the {'shards' if array.shards else 'chunks'} "
         f"{block} of {array.name!r} on axes {axes}, and {store!r} has neither locks nor "
         f"conditional writes to share them safely; rechunk so that every chunk edge falls on "
-        f"a multiple of {block} from the array's origin, e.g. darr.rechunk({block})")
+        f"a multiple of {block} from the array's origin, e.g. darr.rechunk({block})"
+    )
 
 
 def _runs_tasks_here(get: Callable[..., Any]) -> bool:
@@ -136,12 +158,14 @@ def _scheduler(sources: Sequence[Any], scheduler: Any) -> Callable[..., Any]:
     takes it, None: the one dask picks now)."""
     # (dask leaves get_scheduler unannotated.)
     get: Callable[..., Any] = get_scheduler(  # type: ignore[no-untyped-call]
-        scheduler=scheduler, collections=list(sources))
+        scheduler=scheduler, collections=list(sources)
+    )
     return get
 
 
-def check_tasks_reach(targets: Sequence[Any], sources: Sequence[Any],
-                      scheduler: Any = None) -> None:
+def check_tasks_reach(
+    targets: Sequence[Any], sources: Sequence[Any], scheduler: Any = None
+) -> None:
     """Refuse to write `targets` from tasks that the scheduler (`scheduler` as compute takes
     it, None: the one dask picks now for `sources`) runs in other processes, when a target's
     store keeps its data in this process only: the workers would write copies, and the
@@ -158,12 +182,18 @@ def check_tasks_reach(targets: Sequence[Any], sources: Sequence[Any],
         f"{local[0].store!r} (of {local[0].name!r}) keeps its data in this process only, but "
         f"the dask scheduler {name} runs the tasks in other processes, on copies of it, "
         f"whose writes would be lost; write to a store the workers share (a directory, an "
-        f"object store), or compute with scheduler='threads'")
+        f"object store), or compute with scheduler='threads'"
+    )
 
 
-def store(sources: Sequence[da.Array], targets: Sequence[Array],
-          regions: Sequence[Region | None] | None = None, *, compute: bool = True,
-          **compute_kwargs: Any) -> Delayed | None:
+def store(
+    sources: Sequence[da.Array],
+    targets: Sequence[Array],
+    regions: Sequence[Region | None] | None = None,
+    *,
+    compute: bool = True,
+    **compute_kwargs: Any,
+) -> Delayed | None:
     """Write dask arrays into zarrcore Arrays, every block from the task that holds it.
 
     A target in a store that lives in this process only (a memory store) is refused, before
@@ -196,17 +226,23 @@ def store(sources: Sequence[da.Array], targets: Sequence[Array],
             raise ReadOnlyError(f"array {target.name!r} is read-only")
         check_writable_from_tasks(source, target, region)
     check_tasks_reach(targets, sources, compute_kwargs.get("scheduler"))
-    if (sources and any(t.store.merges_task_writes for t in targets)
-            and not _runs_tasks_here(_scheduler(sources, compute_kwargs.get("scheduler")))):
+    if (
+        sources
+        and any(t.store.merges_task_writes for t in targets)
+        and not _runs_tasks_here(_scheduler(sources, compute_kwargs.get("scheduler")))
+    ):
         if not compute:
-            raise ValueError(f"{targets[0].store!r} takes the writes of tasks run in other "
-                             f"processes by merging them here once they are done: write with "
-                             f"compute=True")
+            raise ValueError(
+                f"{targets[0].store!r} takes the writes of tasks run in other "
+                f"processes by merging them here once they are done: write with "
+                f"compute=True"
+            )
         _store_merged(sources, targets, slices, compute_kwargs)
         return None
     # No dask lock: zarrcore locks a shared storage block itself (see docs/guide/guarantees.md).
-    writes = da.store(list(sources), list(targets), regions=slices, lock=False,
-                      compute=compute, **compute_kwargs)
+    writes = da.store(
+        list(sources), list(targets), regions=slices, lock=False, compute=compute, **compute_kwargs
+    )
     return None if compute else delayed(_written)(writes)
 
 
@@ -214,8 +250,12 @@ def _written(writes: Any) -> None:
     """Nothing: what the one Delayed of store(compute=False) computes to."""
 
 
-def _store_merged(sources: Sequence[da.Array], targets: Sequence[Array],
-                  slices: Sequence[tuple[slice, ...]], compute_kwargs: dict[str, Any]) -> None:
+def _store_merged(
+    sources: Sequence[da.Array],
+    targets: Sequence[Array],
+    slices: Sequence[tuple[slice, ...]],
+    compute_kwargs: dict[str, Any],
+) -> None:
     """Write as `store` does, into targets some of whose stores merge the writes of tasks
     run elsewhere (Store.merges_task_writes): each of their tasks writes its block into its
     copy of the target and gives back that copy's changes, merged here into the target's
@@ -224,36 +264,60 @@ def _store_merged(sources: Sequence[da.Array], targets: Sequence[Array],
     plain = [i for i in range(len(targets)) if i not in merging]
     writes = None
     if plain:
-        writes = da.store([sources[i] for i in plain], [targets[i] for i in plain],
-                          regions=[slices[i] for i in plain], lock=False, compute=False)
+        writes = da.store(
+            [sources[i] for i in plain],
+            [targets[i] for i in plain],
+            regions=[slices[i] for i in plain],
+            lock=False,
+            compute=False,
+        )
     # (dask leaves map_blocks and compute unannotated.)
     # (`meta` given, so that dask does not call _write_block to find it.)
-    changes = [da.map_blocks(  # type: ignore[no-untyped-call]
-        _write_block, sources[i], target=targets[i], region=slices[i],
-        chunks=(1,) * sources[i].ndim, dtype=object,
-        meta=np.empty((0,) * sources[i].ndim, dtype=object)) for i in merging]
+    changes = [
+        da.map_blocks(  # type: ignore[no-untyped-call]
+            _write_block,
+            sources[i],
+            target=targets[i],
+            region=slices[i],
+            chunks=(1,) * sources[i].ndim,
+            dtype=object,
+            meta=np.empty((0,) * sources[i].ndim, dtype=object),
+        )
+        for i in merging
+    ]
     computed, _ = dask.base.compute(  # type: ignore[no-untyped-call]
-        changes, writes, **compute_kwargs)
+        changes, writes, **compute_kwargs
+    )
     for i, found in zip(merging, computed):
         targets[i].store.merge_task_changes(np.asarray(found).ravel().tolist())
 
 
-def _write_block(block: npt.NDArray[Any], target: Array, region: tuple[slice, ...],
-                 block_info: dict[Any, Any]) -> npt.NDArray[Any]:
+def _write_block(
+    block: npt.NDArray[Any], target: Array, region: tuple[slice, ...], block_info: dict[Any, Any]
+) -> npt.NDArray[Any]:
     """Write `block` (of a source written at `region` of `target`) into this task's copy of
     `target`; its changes (Store.task_changes), one per block."""
-    where = tuple(slice(r.start + lo, r.start + hi)
-                  for r, (lo, hi) in zip(region, block_info[0]["array-location"]))
+    where = tuple(
+        slice(r.start + lo, r.start + hi)
+        for r, (lo, hi) in zip(region, block_info[0]["array-location"])
+    )
     target[where] = block
     changes = np.empty((1,) * block.ndim, dtype=object)
     changes[...] = target.store.task_changes()
     return changes
 
 
-def to_zarr(darr: da.Array | npt.ArrayLike, url_or_array: Array | StoreLike, *,
-            path: str | None = None, region: Region | None = None, overwrite: bool = False,
-            compute: bool = True, storage_options: dict[str, Any] | None = None,
-            **create_kwargs: Any) -> Array | Delayed | None:
+def to_zarr(
+    darr: da.Array | npt.ArrayLike,
+    url_or_array: Array | StoreLike,
+    *,
+    path: str | None = None,
+    region: Region | None = None,
+    overwrite: bool = False,
+    compute: bool = True,
+    storage_options: dict[str, Any] | None = None,
+    **create_kwargs: Any,
+) -> Array | Delayed | None:
     """Write a dask array to a zarrcore Array, existing or new.
 
     Writes whose dask chunks line up with the array's shards (or chunks) share no storage
@@ -293,8 +357,13 @@ def to_zarr(darr: da.Array | npt.ArrayLike, url_or_array: Array | StoreLike, *,
         create_kwargs.setdefault("chunks", tuple(c[0] if c else 1 for c in darr.chunks))
         if storage_options is not None:
             create_kwargs["storage_options"] = storage_options
-        array = api.create_array(url_or_array, name=path, shape=darr.shape, dtype=darr.dtype,
-                                 overwrite=overwrite, **create_kwargs)
+        array = api.create_array(
+            url_or_array,
+            name=path,
+            shape=darr.shape,
+            dtype=darr.dtype,
+            overwrite=overwrite,
+            **create_kwargs,
+        )
     delayed = store([darr], [array], [region], compute=compute)
     return array if compute else delayed
-

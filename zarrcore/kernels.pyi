@@ -9,8 +9,16 @@ import numpy.typing as npt
 from typing_extensions import Buffer
 
 __all__ = [
-    "Status", "byteswap", "copy_region", "crc32c", "fill_equal", "is_fill", "shard_index_pack",
-    "shard_index_unpack", "shard_index_validate", "transpose",
+    "Status",
+    "byteswap",
+    "copy_region",
+    "crc32c",
+    "fill_equal",
+    "is_fill",
+    "shard_index_pack",
+    "shard_index_unpack",
+    "shard_index_validate",
+    "transpose",
 ]
 
 _Array = TypeVar("_Array", bound=npt.NDArray[Any])
@@ -39,13 +47,15 @@ def transpose(src: npt.ArrayLike, axes: Sequence[int], out: None = None) -> npt.
 def transpose(src: npt.ArrayLike, axes: Sequence[int], out: _Array) -> _Array: ...
 def is_fill(arr: npt.ArrayLike, fill_value: Any) -> bool: ...
 @overload
-def crc32c(data: npt.ArrayLike | Buffer, value: npt.ArrayLike = 0,
-           out: None = None) -> npt.NDArray[np.uint32] | np.uint32: ...
+def crc32c(
+    data: npt.ArrayLike | Buffer, value: npt.ArrayLike = 0, out: None = None
+) -> npt.NDArray[np.uint32] | np.uint32: ...
 @overload
 def crc32c(data: npt.ArrayLike | Buffer, value: npt.ArrayLike, out: _Array) -> _Array: ...
 def shard_index_validate(entries: npt.ArrayLike, shard_data_size: int) -> None: ...
-def shard_index_unpack(buf: Buffer, n_chunks: int, shard_data_size: int,
-                       out: _Entries | None = None) -> _Entries: ...
+def shard_index_unpack(
+    buf: Buffer, n_chunks: int, shard_data_size: int, out: _Entries | None = None
+) -> _Entries: ...
 @overload
 def shard_index_pack(entries: npt.ArrayLike, out: None = None) -> bytes: ...
 @overload

@@ -16,6 +16,7 @@ such a write (LockUnavailableError) rather than lose another task's rows. Writes
 Icechunk fork session come back to the driver's session (`Store.merges_task_writes`), as
 `zarrcore.dask`'s do.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
@@ -30,12 +31,19 @@ from ray.data.block import Block, BlockAccessor, BlockMetadata
 from ray.data.datasource import Datasink, Datasource, ReadTask
 
 from . import api
-from .metadata.types import StoreLike
 from .errors import ProcessLocalStoreError, ReadOnlyError, SelectionError, SettingValueError
+from .metadata.types import StoreLike
 from .nodes.array import Array
 
-__all__ = ["BLOCKS", "DEFAULT_BLOCK_BYTES", "TASK_BYTES", "ZarrcoreDatasink", "ZarrcoreDatasource",
-           "read_zarr", "write_zarr"]
+__all__ = [
+    "BLOCKS",
+    "DEFAULT_BLOCK_BYTES",
+    "TASK_BYTES",
+    "ZarrcoreDatasink",
+    "ZarrcoreDatasource",
+    "read_zarr",
+    "write_zarr",
+]
 
 #: What a row's values are cut by: the stored objects (shards when sharded, else chunks), or
 #: the chunks reads decode (inner chunks when sharded).
@@ -47,18 +55,25 @@ DEFAULT_BLOCK_BYTES = 128 << 20
 TASK_BYTES = 32 << 20
 
 
-def _open(url_or_array: Array | StoreLike, path: str | None,
-          storage_options: dict[str, Any] | None, mode: str, **kwargs: Any) -> Array:
+def _open(
+    url_or_array: Array | StoreLike,
+    path: str | None,
+    storage_options: dict[str, Any] | None,
+    mode: str,
+    **kwargs: Any,
+) -> Array:
     if isinstance(url_or_array, Array):
         return url_or_array
-    return api.open_array(url_or_array, mode=mode, path=path, storage_options=storage_options,
-                          **kwargs)
+    return api.open_array(
+        url_or_array, mode=mode, path=path, storage_options=storage_options, **kwargs
+    )
 
 
 def _axis(array: Array, axis: int) -> int:
     if not isinstance(axis, (int, np.integer)) or not -array.ndim <= axis < array.ndim:
-        raise SettingValueError(f"axis: {axis!r} is no axis of {array.name!r} "
-                                f"({array.ndim} dimensions)")
+        raise SettingValueError(
+            f"axis: {axis!r} is no axis of {array.name!r} ({array.ndim} dimensions)"
+        )
     return int(axis) % array.ndim
 
 
@@ -94,8 +109,17 @@ class _ReadRows:
 
     __slots__ = ("ref", "axis", "start", "stop", "blocks", "block_bytes", "column", "index")
 
-    def __init__(self, ref: ray.ObjectRef[Array], axis: int, start: int, stop: int,
-                 blocks: str, block_bytes: int, column: str, index: str) -> None:
+    def __init__(
+        self,
+        ref: ray.ObjectRef[Array],
+        axis: int,
+        start: int,
+        stop: int,
+        blocks: str,
+        block_bytes: int,
+        column: str,
+        index: str,
+    ) -> None:
         self.ref, self.axis, self.start, self.stop = ref, axis, start, stop
         self.blocks, self.block_bytes = blocks, block_bytes
         self.column, self.index = column, index
@@ -105,14 +129,18 @@ class _ReadRows:
 
     def __call__(self) -> Iterator[Block]:
         array = ray.get(self.ref)
-        edges = [self.start, *(e for e in _edges(array, self.axis, self.blocks)
-                               if self.start < e < self.stop), self.stop]
+        edges = [
+            self.start,
+            *(e for e in _edges(array, self.axis, self.blocks) if self.start < e < self.stop),
+            self.stop,
+        ]
         row_bytes = array.nbytes // max(array.shape[self.axis], 1)
         cuts = _grouped(edges, row_bytes, self.block_bytes)[1:-1]
         for lo, hi in zip([self.start, *cuts], [*cuts, self.stop]):
             values = np.moveaxis(array[_along(self.axis, slice(lo, hi))], self.axis, 0)
             yield BlockAccessor.batch_to_block(
-                {self.column: values, self.index: np.arange(lo, hi, dtype=np.int64)})
+                {self.column: values, self.index: np.arange(lo, hi, dtype=np.int64)}
+            )
 
 
 class ZarrcoreDatasource(Datasource):
@@ -139,9 +167,16 @@ class ZarrcoreDatasource(Datasource):
         Ray's parallelism asks for.
     """
 
-    def __init__(self, array: Array, axis: int = 0, blocks: str = "shards",
-                 column: str = "data", index: str = "index",
-                 block_bytes: int | None = None, task_bytes: int = TASK_BYTES) -> None:
+    def __init__(
+        self,
+        array: Array,
+        axis: int = 0,
+        blocks: str = "shards",
+        column: str = "data",
+        index: str = "index",
+        block_bytes: int | None = None,
+        task_bytes: int = TASK_BYTES,
+    ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]  # (Ray leaves it unannotated)
         self.axis = _axis(array, axis)
         if blocks not in BLOCKS:
@@ -164,8 +199,9 @@ class ZarrcoreDatasource(Datasource):
     def estimate_inmemory_data_size(self) -> int:
         return self.row_bytes * self.edges[-1]
 
-    def get_read_tasks(self, parallelism: int, per_task_row_limit: int | None = None,
-                       data_context: Any = None) -> list[ReadTask]:
+    def get_read_tasks(
+        self, parallelism: int, per_task_row_limit: int | None = None, data_context: Any = None
+    ) -> list[ReadTask]:
         """The read tasks of at most `parallelism` runs of consecutive blocks, each of at
         least `task_bytes` where the array has them.
 
@@ -193,20 +229,44 @@ class ZarrcoreDatasource(Datasource):
             if per_task_row_limit is not None:
                 stop = min(stop, start + per_task_row_limit)
             rows = stop - start
-            tasks.append(ReadTask(
-                _ReadRows(self.ref, self.axis, start, stop, self.blocks, self.block_bytes,
-                          self.column, self.index),
-                BlockMetadata(num_rows=rows, size_bytes=rows * self.row_bytes,
-                              input_files=None, exec_stats=None),
-                per_task_row_limit=per_task_row_limit))
+            tasks.append(
+                ReadTask(
+                    _ReadRows(
+                        self.ref,
+                        self.axis,
+                        start,
+                        stop,
+                        self.blocks,
+                        self.block_bytes,
+                        self.column,
+                        self.index,
+                    ),
+                    BlockMetadata(
+                        num_rows=rows,
+                        size_bytes=rows * self.row_bytes,
+                        input_files=None,
+                        exec_stats=None,
+                    ),
+                    per_task_row_limit=per_task_row_limit,
+                )
+            )
         return tasks
 
 
-def read_zarr(url_or_array: Array | StoreLike, *, path: str | None = None, axis: int = 0,
-              blocks: str = "shards", block_bytes: int | None = None, column: str = "data",
-              index: str = "index", storage_options: dict[str, Any] | None = None,
-              cache_bytes: int | None = None, shared_cache: bool = False,
-              **read_args: Any) -> ray.data.Dataset:
+def read_zarr(
+    url_or_array: Array | StoreLike,
+    *,
+    path: str | None = None,
+    axis: int = 0,
+    blocks: str = "shards",
+    block_bytes: int | None = None,
+    column: str = "data",
+    index: str = "index",
+    storage_options: dict[str, Any] | None = None,
+    cache_bytes: int | None = None,
+    shared_cache: bool = False,
+    **read_args: Any,
+) -> ray.data.Dataset:
     """A Ray Data dataset of a zarrcore array's rows along `axis`.
 
     Each row holds the array's values at one index along `axis` (column `column`: a tensor
@@ -278,8 +338,9 @@ class ZarrcoreDatasink(Datasink[Any]):
         The column of the rows' indices along `axis`.
     """
 
-    def __init__(self, array: Array, axis: int = 0, column: str = "data",
-                 index: str = "index") -> None:
+    def __init__(
+        self, array: Array, axis: int = 0, column: str = "data", index: str = "index"
+    ) -> None:
         if array.read_only:
             raise ReadOnlyError(f"array {array.name!r} is read-only")
         store = array.store
@@ -287,7 +348,8 @@ class ZarrcoreDatasink(Datasink[Any]):
             raise ProcessLocalStoreError(
                 f"{store!r} (of {array.name!r}) keeps its data in this process only, but Ray "
                 f"writes from tasks in other processes, on copies of it, whose writes would be "
-                f"lost; write to a store the workers share (a directory, an object store)")
+                f"lost; write to a store the workers share (a directory, an object store)"
+            )
         self.array, self.axis = array, _axis(array, axis)
         self.column, self.index = column, index
 
@@ -317,8 +379,9 @@ class ZarrcoreDatasink(Datasink[Any]):
             names = found.to_arrow().column_names
             for name, what in ((self.column, "column"), (self.index, "index")):
                 if name not in names:
-                    raise SettingValueError(f"{what}: the dataset has no column {name!r} "
-                                            f"(it has {names})")
+                    raise SettingValueError(
+                        f"{what}: the dataset has no column {name!r} (it has {names})"
+                    )
             batch = found.to_numpy([self.column, self.index])
             self._write_rows(np.asarray(batch[self.index]), np.asarray(batch[self.column]))
         store = self.array.store
@@ -328,12 +391,15 @@ class ZarrcoreDatasink(Datasink[Any]):
         """Write `values` (one per row) at indices `rows` along the axis, each run of
         consecutive indices as one slice."""
         if rows.dtype.kind not in "iu":
-            raise SettingValueError(f"index: column {self.index!r} holds {rows.dtype}, not "
-                                    f"integers")
+            raise SettingValueError(
+                f"index: column {self.index!r} holds {rows.dtype}, not integers"
+            )
         size = self.array.shape[self.axis]
         if rows.min() < 0 or rows.max() >= size:
-            raise SelectionError(f"index: column {self.index!r} holds indices outside "
-                                 f"0..{size - 1} of axis {self.axis} of {self.array.name!r}")
+            raise SelectionError(
+                f"index: column {self.index!r} holds indices outside "
+                f"0..{size - 1} of axis {self.axis} of {self.array.name!r}"
+            )
         order = np.argsort(rows, kind="stable")
         rows, values = rows[order], values[order]
         breaks = np.flatnonzero(np.diff(rows) != 1) + 1
@@ -347,11 +413,19 @@ class ZarrcoreDatasink(Datasink[Any]):
             store.merge_task_changes([c for c in write_result.write_returns if c is not None])
 
 
-def write_zarr(dataset: ray.data.Dataset, url_or_array: Array | StoreLike, *,
-               path: str | None = None, axis: int = 0, column: str = "data",
-               index: str = "index", overwrite: bool = False,
-               storage_options: dict[str, Any] | None = None, ray_remote_args: Any = None,
-               **create_kwargs: Any) -> Array:
+def write_zarr(
+    dataset: ray.data.Dataset,
+    url_or_array: Array | StoreLike,
+    *,
+    path: str | None = None,
+    axis: int = 0,
+    column: str = "data",
+    index: str = "index",
+    overwrite: bool = False,
+    storage_options: dict[str, Any] | None = None,
+    ray_remote_args: Any = None,
+    **create_kwargs: Any,
+) -> Array:
     """Write a Ray Data dataset's rows into a zarrcore Array, existing or new.
 
     Each row's values (column `column`) go to its index (column `index`) along `axis`, as
@@ -401,11 +475,13 @@ def write_zarr(dataset: ray.data.Dataset, url_or_array: Array | StoreLike, *,
         if "shape" not in create_kwargs or "dtype" not in create_kwargs:
             row = dataset.take(1)
             if not row:
-                raise SettingValueError("shape: an empty dataset gives no shape; pass shape= "
-                                        "and dtype=")
+                raise SettingValueError(
+                    "shape: an empty dataset gives no shape; pass shape= and dtype="
+                )
             if column not in row[0]:
-                raise SettingValueError(f"column: the dataset has no column {column!r} (it "
-                                        f"has {sorted(row[0])})")
+                raise SettingValueError(
+                    f"column: the dataset has no column {column!r} (it has {sorted(row[0])})"
+                )
             value = np.asarray(row[0][column])
             shape = list(value.shape)
             shape.insert(axis % (value.ndim + 1), dataset.count())
@@ -414,6 +490,7 @@ def write_zarr(dataset: ray.data.Dataset, url_or_array: Array | StoreLike, *,
         if storage_options is not None:
             create_kwargs["storage_options"] = storage_options
         array = api.create_array(url_or_array, name=path, overwrite=overwrite, **create_kwargs)
-    dataset.write_datasink(ZarrcoreDatasink(array, axis, column, index),
-                           ray_remote_args=ray_remote_args)
+    dataset.write_datasink(
+        ZarrcoreDatasink(array, axis, column, index), ray_remote_args=ray_remote_args
+    )
     return array

@@ -30,6 +30,7 @@ zarrcore.config.num_threads, the size of zarrcore's pool), the array's sharding 
 limits (coalesce_gap_bytes, coalesce_max_bytes) and its sharding codec's subchunk_write_order
 (shard_write_order).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -43,7 +44,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 from zarr.abc.codec import CodecPipeline
-from zarr.core.array import Array as ZarrArray, AsyncArray as ZarrAsyncArray
+from zarr.core.array import Array as ZarrArray
+from zarr.core.array import AsyncArray as ZarrAsyncArray
 from zarr.core.array import create_codec_pipeline
 
 __all__ = ["FALLBACKS", "PipelineStatus", "ZarrcorePipeline", "pipeline_status"]
@@ -51,6 +53,7 @@ __all__ = ["FALLBACKS", "PipelineStatus", "ZarrcorePipeline", "pipeline_status"]
 try:
     from zarr.abc.codec import GetResult
     from zarr.core._json import json_to_buffer
+
     _ZARR_HAS_3_4 = True
 except ImportError:
     # zarr-python before 3.4 loads every registered pipeline as well (its entry points), so
@@ -62,12 +65,12 @@ from zarr.core.config import config as zarr_config
 from zarr.registry import register_pipeline
 from zarr.storage import StorePath
 
-from .nodes.array import Array
-from .runtime.config import config
 from .errors import ForeignStoreError, PipelineFallbackError, StoreURLError, ZarrcoreError
 from .metadata import ArrayMetadataV2
 from .metadata.v3 import parse_metadata_v3
+from .nodes.array import Array
 from .nodes.node import read_metadata
+from .runtime.config import config
 from .storage import make_store
 from .storage.zarr_python import ZarrPythonStore, of_store_class, place
 
@@ -75,7 +78,8 @@ if TYPE_CHECKING:
     from typing import Self
 
     from zarr.abc.codec import Codec
-    from zarr.abc.store import ByteGetter, ByteSetter, Store as ZarrStore
+    from zarr.abc.store import ByteGetter, ByteSetter
+    from zarr.abc.store import Store as ZarrStore
     from zarr.core.array_spec import ArraySpec
     from zarr.core.buffer import Buffer, NDBuffer
     from zarr.core.dtype.wrapper import TBaseDType, TBaseScalar, ZDType
@@ -93,19 +97,27 @@ _T = TypeVar("_T")
 
 #: The cases `read` and `write` hand to zarr-python's pipeline, by the reason they give.
 FALLBACKS = {
-    "buffer": ("a buffer prototype other than zarr-python's CPU buffers (GPU or custom buffer "
-               "classes), or an output or value that is no numpy array"),
+    "buffer": (
+        "a buffer prototype other than zarr-python's CPU buffers (GPU or custom buffer "
+        "classes), or an output or value that is no numpy array"
+    ),
     "metadata": "metadata zarrcore cannot run: a codec or data type it does not know",
-    "codec": ("a codec of a class other than zarr-python's or numcodecs' own (one "
-              "registered in zarr-python's config, under a name zarrcore knows or not)"),
-    "store": ("byte getters other than StorePaths of the array's own store, or a store of no "
-              "zarr.abc.store.Store class (a mock)"),
+    "codec": (
+        "a codec of a class other than zarr-python's or numcodecs' own (one "
+        "registered in zarr-python's config, under a name zarrcore knows or not)"
+    ),
+    "store": (
+        "byte getters other than StorePaths of the array's own store, or a store of no "
+        "zarr.abc.store.Store class (a mock)"
+    ),
     "selection": "a batch that is not one orthogonal or point selection's chunks",
     "fields": "a structured array read or written by fields",
     "write_order": "a write of shards whose subchunk_write_order is colexicographic",
-    "unprotected": ("a write of part of a chunk or shard to a store with neither locks nor "
-                    "conditional writes (zarrcore refuses it; zarr-python writes it unprotected, "
-                    "with a RuntimeWarning)"),
+    "unprotected": (
+        "a write of part of a chunk or shard to a store with neither locks nor "
+        "conditional writes (zarrcore refuses it; zarr-python writes it unprotected, "
+        "with a RuntimeWarning)"
+    ),
 }
 
 
@@ -155,9 +167,15 @@ class _Selection(NamedTuple):
     stale: bool  # that shape does not fit it: outside, or chunks covered otherwise
 
 
-def _orthogonal(origins: Sequence[tuple[int, ...]], coords: Sequence[tuple[int, ...]],
-                batch: Sequence[Entry], out_shape: tuple[int, ...],
-                drop_axes: tuple[int, ...], grid: ChunkGrid, writing: bool) -> _Selection | None:
+def _orthogonal(
+    origins: Sequence[tuple[int, ...]],
+    coords: Sequence[tuple[int, ...]],
+    batch: Sequence[Entry],
+    out_shape: tuple[int, ...],
+    drop_axes: tuple[int, ...],
+    grid: ChunkGrid,
+    writing: bool,
+) -> _Selection | None:
     """The basic or orthogonal selection whose chunks' projections `batch` holds (the outer
     product of pieces per axis, as zarr-python's BasicIndexer, BlockIndexer and
     OrthogonalIndexer make them), or None when it is not one. `_Selection.outside` when a
@@ -213,13 +231,20 @@ def _orthogonal(origins: Sequence[tuple[int, ...]], coords: Sequence[tuple[int, 
         else:
             selection.append(_axis(axes[d]))
     basic = all(isinstance(s, (int, slice)) for s in selection)
-    return _Selection("basic" if basic else "orthogonal", tuple(selection), outside,
-                      outside or differs)
+    return _Selection(
+        "basic" if basic else "orthogonal", tuple(selection), outside, outside or differs
+    )
 
 
-def _unit_slices(origins: Sequence[tuple[int, ...]], coords: Sequence[tuple[int, ...]],
-                 batch: Sequence[Entry], out_shape: tuple[int, ...], dropped: list[bool],
-                 grid: ChunkGrid, writing: bool) -> _Selection | None:
+def _unit_slices(
+    origins: Sequence[tuple[int, ...]],
+    coords: Sequence[tuple[int, ...]],
+    batch: Sequence[Entry],
+    out_shape: tuple[int, ...],
+    dropped: list[bool],
+    grid: ChunkGrid,
+    writing: bool,
+) -> _Selection | None:
     """`_orthogonal`'s answer, from the ends of the pieces alone, when every chunk's
     projection is ints and unit-step slices (zarr-python's BasicIndexer and BlockIndexer
     without steps: the common read and write of a region); None when one is of another
@@ -243,13 +268,19 @@ def _unit_slices(origins: Sequence[tuple[int, ...]], coords: Sequence[tuple[int,
             else:
                 to = out_sel[k]
                 k += 1
-                if (type(sel) is not slice or type(to) is not slice
-                        or sel.step not in (None, 1) or to.step not in (None, 1)
-                        or type(sel.start) is not int or type(sel.stop) is not int
-                        or type(to.start) is not int or type(to.stop) is not int
-                        or not 0 <= sel.start < sel.stop
-                        or not 0 <= to.start < to.stop <= out_shape[k - 1]
-                        or to.stop - to.start != sel.stop - sel.start):
+                if (
+                    type(sel) is not slice
+                    or type(to) is not slice
+                    or sel.step not in (None, 1)
+                    or to.step not in (None, 1)
+                    or type(sel.start) is not int
+                    or type(sel.stop) is not int
+                    or type(to.start) is not int
+                    or type(to.stop) is not int
+                    or not 0 <= sel.start < sel.stop
+                    or not 0 <= to.start < to.stop <= out_shape[k - 1]
+                    or to.stop - to.start != sel.stop - sel.start
+                ):
                     return None
                 start, stop, out_start = sel.start, sel.stop, to.start
             piece = pieces[d].get(at[d])
@@ -283,8 +314,9 @@ def _unit_slices(origins: Sequence[tuple[int, ...]], coords: Sequence[tuple[int,
     return _Selection("basic", tuple(selection), outside, outside or differs)
 
 
-def _points(origins: Sequence[tuple[int, ...]], batch: Sequence[Entry],
-            npoints: int, shape: Sequence[int]) -> _Selection | None:
+def _points(
+    origins: Sequence[tuple[int, ...]], batch: Sequence[Entry], npoints: int, shape: Sequence[int]
+) -> _Selection | None:
     """The coordinate selection whose chunks' projections `batch` holds (zarr-python's
     CoordinateIndexer and MaskIndexer: per chunk its points, and where they go in the flat
     output), or None when it is not one."""
@@ -308,8 +340,11 @@ def _is_points(batch: Sequence[Entry], out_ndim: int) -> bool:
     flat int array per axis (an orthogonal one puts arrays of two or more axes in np.ix_
     form); on 1-d arrays both are the same, read as orthogonal."""
     chunk_sel = batch[0][2]
-    return (out_ndim == 1 and len(chunk_sel) > 1
-            and all(isinstance(s, np.ndarray) and s.ndim == 1 for s in chunk_sel))
+    return (
+        out_ndim == 1
+        and len(chunk_sel) > 1
+        and all(isinstance(s, np.ndarray) and s.ndim == 1 for s in chunk_sel)
+    )
 
 
 class _ArrayTarget:
@@ -370,9 +405,11 @@ class _ArrayTarget:
         is. Empty when zarrcore may run them all."""
         if self._foreign_codecs is None:
             codecs: list[Any] = []
-            pending = [*getattr(self.metadata, "codecs", ()),
-                       *(getattr(self.metadata, "filters", None) or ()),
-                       getattr(self.metadata, "compressor", None)]
+            pending = [
+                *getattr(self.metadata, "codecs", ()),
+                *(getattr(self.metadata, "filters", None) or ()),
+                getattr(self.metadata, "compressor", None),
+            ]
             while pending:
                 codec = pending.pop()
                 if codec is None:
@@ -381,8 +418,10 @@ class _ArrayTarget:
                 # (the sharding codec's inner and index chains)
                 pending += [*getattr(codec, "codecs", ()), *getattr(codec, "index_codecs", ())]
             self._foreign_codecs = [
-                f"{type(c).__module__}.{type(c).__qualname__}" for c in codecs
-                if type(c).__module__.partition(".")[0] not in ("zarr", "numcodecs")]
+                f"{type(c).__module__}.{type(c).__qualname__}"
+                for c in codecs
+                if type(c).__module__.partition(".")[0] not in ("zarr", "numcodecs")
+            ]
         return self._foreign_codecs
 
     def unrunnable(self, where: str) -> _Fallback | None:
@@ -405,8 +444,11 @@ class _ArrayTarget:
         if self._zarr_metadata is None:
             # (Not to_buffer_dict: it refuses documents zarr-python's config would not store
             # now, which the array was opened or created with.)
-            doc = json.loads(json_to_buffer(self.metadata.to_dict(),
-                                            prototype=default_buffer_prototype()).to_bytes())
+            doc = json.loads(
+                json_to_buffer(
+                    self.metadata.to_dict(), prototype=default_buffer_prototype()
+                ).to_bytes()
+            )
             if self.metadata.zarr_format == 3:
                 self._zarr_metadata = parse_metadata_v3(doc)
             else:
@@ -436,8 +478,13 @@ class _ArrayTarget:
                 # stays. Seen as reaching to the end of its last shards, the array has no
                 # shard zarrcore would write whole without merging what is stored.
                 ends = tuple(-(-n // c) * c for n, c in zip(metadata.shape, engine.chunk_shape))
-                found = Array(self.store(), path, metadata.evolve(shape=ends),
-                              self.zarr_store.read_only, settings)
+                found = Array(
+                    self.store(),
+                    path,
+                    metadata.evolve(shape=ends),
+                    self.zarr_store.read_only,
+                    settings,
+                )
             self._arrays[key] = found
         return found
 
@@ -466,13 +513,15 @@ class _Request(NamedTuple):
     keys: list[str]  # the store keys of the batch's chunks, in its order
 
 
-def _split_key(array_path: str | None, key: str, layout: tuple[str, str, bool],
-               ndim: int) -> tuple[str, tuple[int, ...]] | None:
+def _split_key(
+    array_path: str | None, key: str, layout: tuple[str, str, bool], ndim: int
+) -> tuple[str, tuple[int, ...]] | None:
     """(array path, chunk coordinates) of the store key of a chunk; None when `key` is no
     chunk key of that layout (or not below `array_path`, when given)."""
     head, sep, lead = layout
-    parts = (1 if sep != "/" else max(ndim, 1)) + (1 if head and lead and sep == "/" and ndim
-                                                      else 0)
+    parts = (1 if sep != "/" else max(ndim, 1)) + (
+        1 if head and lead and sep == "/" and ndim else 0
+    )
     pieces = key.split("/")
     if len(pieces) < parts:
         return None
@@ -482,13 +531,13 @@ def _split_key(array_path: str | None, key: str, layout: tuple[str, str, bool],
     if head:
         if not name.startswith(head):
             return None
-        name = name[len(head):]
+        name = name[len(head) :]
         if ndim == 0:
             return (path, ()) if not name else None
         if lead:
             if not name.startswith(sep):
                 return None
-            name = name[len(sep):]
+            name = name[len(sep) :]
     elif ndim == 0:
         return (path, ()) if name == "0" else None
     try:
@@ -503,8 +552,10 @@ class ZarrcorePipeline(CodecPipeline):
 
     def __init__(self, zarr_pipeline: CodecPipeline, target: _ArrayTarget | None = None) -> None:
         if not _ZARR_HAS_3_4:
-            raise ZarrcoreError(f"zarrcore's codec pipeline needs zarr-python 3.4 or later, "
-                                f"not {importlib.metadata.version('zarr')}")
+            raise ZarrcoreError(
+                f"zarrcore's codec pipeline needs zarr-python 3.4 or later, "
+                f"not {importlib.metadata.version('zarr')}"
+            )
         #: zarr-python's own pipeline of the same codecs, which does what zarrcore does not.
         self.zarr_pipeline = zarr_pipeline
         self._target = target
@@ -527,8 +578,7 @@ class ZarrcorePipeline(CodecPipeline):
         return cls(BatchedCodecPipeline.from_codecs(codecs, batch_size=batch_size))
 
     @classmethod
-    def from_array_metadata_and_store(cls, array_metadata: ArrayMetadata,
-                                      store: ZarrStore) -> Self:
+    def from_array_metadata_and_store(cls, array_metadata: ArrayMetadata, store: ZarrStore) -> Self:
         # zarr-python's pipeline as it builds one without a store (from_codecs, evolved).
         built = create_codec_pipeline(array_metadata)
         base = built.zarr_pipeline if isinstance(built, ZarrcorePipeline) else built
@@ -545,25 +595,35 @@ class ZarrcorePipeline(CodecPipeline):
     def supports_partial_encode(self) -> bool:
         return self.zarr_pipeline.supports_partial_encode
 
-    def validate(self, *, shape: tuple[int, ...], dtype: ZDType[TBaseDType, TBaseScalar],
-                 chunk_grid: ChunkGridMetadata) -> None:
+    def validate(
+        self,
+        *,
+        shape: tuple[int, ...],
+        dtype: ZDType[TBaseDType, TBaseScalar],
+        chunk_grid: ChunkGridMetadata,
+    ) -> None:
         self.zarr_pipeline.validate(shape=shape, dtype=dtype, chunk_grid=chunk_grid)
 
     def compute_encoded_size(self, byte_length: int, array_spec: ArraySpec) -> int:
         return self.zarr_pipeline.compute_encoded_size(byte_length, array_spec)
 
-    async def decode(self, chunk_bytes_and_specs: Iterable[tuple[Buffer | None, ArraySpec]]
-                     ) -> Iterable[NDBuffer | None]:
+    async def decode(
+        self, chunk_bytes_and_specs: Iterable[tuple[Buffer | None, ArraySpec]]
+    ) -> Iterable[NDBuffer | None]:
         return await self.zarr_pipeline.decode(chunk_bytes_and_specs)
 
-    async def encode(self, chunk_arrays_and_specs: Iterable[tuple[NDBuffer | None, ArraySpec]]
-                     ) -> Iterable[Buffer | None]:
+    async def encode(
+        self, chunk_arrays_and_specs: Iterable[tuple[NDBuffer | None, ArraySpec]]
+    ) -> Iterable[Buffer | None]:
         return await self.zarr_pipeline.encode(chunk_arrays_and_specs)
 
     # -- reads and writes by zarrcore ---------------------------------------------------------
-    async def read(self, batch_info: Iterable[tuple[ByteGetter, ArraySpec, SelectorTuple,
-                                                    SelectorTuple, bool]],
-                   out: NDBuffer, drop_axes: tuple[int, ...] = ()) -> tuple[GetResult, ...]:
+    async def read(
+        self,
+        batch_info: Iterable[tuple[ByteGetter, ArraySpec, SelectorTuple, SelectorTuple, bool]],
+        out: NDBuffer,
+        drop_axes: tuple[int, ...] = (),
+    ) -> tuple[GetResult, ...]:
         batch = list(batch_info)
         if not batch:
             return ()
@@ -586,23 +646,24 @@ class ZarrcorePipeline(CodecPipeline):
             return await self._fall_back(done, self.zarr_pipeline.read(batch, out, drop_axes))
         return done
 
-    async def write(self, batch_info: Iterable[tuple[ByteSetter, ArraySpec, SelectorTuple,
-                                                     SelectorTuple, bool]],
-                    value: NDBuffer, drop_axes: tuple[int, ...] = ()) -> None:
+    async def write(
+        self,
+        batch_info: Iterable[tuple[ByteSetter, ArraySpec, SelectorTuple, SelectorTuple, bool]],
+        value: NDBuffer,
+        drop_axes: tuple[int, ...] = (),
+    ) -> None:
         batch = list(batch_info)
         if not batch:
             return
         first = batch[0][0]
-        if (self._target is None
-                or isinstance(first, StorePath) and first.store.read_only):
+        if self._target is None or isinstance(first, StorePath) and first.store.read_only:
             # (zarr-python's sharding pipelines; a read-only store raises zarr-python's error)
             await self.zarr_pipeline.write(batch, value, drop_axes)
             return
         data = _cpu(value)
 
         def run() -> _Fallback | None:
-            request = self._request(batch, _selection_shape(batch, value), drop_axes, data,
-                                    None)
+            request = self._request(batch, _selection_shape(batch, value), drop_axes, data, None)
             if isinstance(request, _Fallback):
                 return request
             assert data is not None  # (as `_request` saw)
@@ -621,7 +682,8 @@ class ZarrcorePipeline(CodecPipeline):
             raise PipelineFallbackError(
                 f"{fallback.message()}, and zarrcore.config.pipeline_fallback is False: "
                 f"zarrcore.config.set(pipeline_fallback=True) lets zarr-python's own pipeline "
-                f"run it")
+                f"run it"
+            )
         assert self._target is not None  # (only requests of an array fall back)
         self._target.fallbacks[fallback.reason] += 1
         self._target.last_fallback = fallback.message()
@@ -631,13 +693,20 @@ class ZarrcorePipeline(CodecPipeline):
                 f"{self._target.zarr_store!r} unprotected: the store has neither locks nor "
                 f"conditional writes, so a concurrent writer's update to the same chunk could "
                 f"be lost; zarrcore.config.set(pipeline_fallback=False) raises instead, "
-                f"unsafe_partial_writes=True writes it by zarrcore", RuntimeWarning,
-                stacklevel=2)
+                f"unsafe_partial_writes=True writes it by zarrcore",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         return await call
 
-    def _request(self, batch: list[Entry], out_shape: tuple[int, ...] | None,
-                 drop_axes: tuple[int, ...], data: np.ndarray | None,
-                 out: np.ndarray | None) -> _Request | _Fallback:
+    def _request(
+        self,
+        batch: list[Entry],
+        out_shape: tuple[int, ...] | None,
+        drop_axes: tuple[int, ...],
+        data: np.ndarray | None,
+        out: np.ndarray | None,
+    ) -> _Request | _Fallback:
         """zarrcore's request of `batch`, or why it has none."""
         assert self._target is not None
         store = self._target.zarr_store
@@ -647,14 +716,16 @@ class ZarrcorePipeline(CodecPipeline):
         if data is None:
             return _Fallback("buffer", "the data is no numpy array", where)
         if prototype.buffer is not cpu.Buffer or prototype.nd_buffer is not cpu.NDBuffer:
-            return _Fallback("buffer", f"{_class_name(prototype.buffer)} and "
-                             f"{_class_name(prototype.nd_buffer)}", where)
+            return _Fallback(
+                "buffer",
+                f"{_class_name(prototype.buffer)} and {_class_name(prototype.nd_buffer)}",
+                where,
+            )
         unrunnable = self._target.unrunnable(where)
         if unrunnable is not None:
             return unrunnable
         if not all(isinstance(e[0], StorePath) and e[0].store is store for e in batch):
-            return _Fallback("store", "a chunk's byte getter is no StorePath of that store",
-                             where)
+            return _Fallback("store", "a chunk's byte getter is no StorePath of that store", where)
         order = _SHARD_WRITE_ORDERS.get(_subchunk_write_order(self._target.metadata), "C")
         if out is None and order is None:
             return _Fallback("write_order", "", where)
@@ -681,9 +752,11 @@ class ZarrcorePipeline(CodecPipeline):
                 return _Fallback("metadata", str(error), where)
             grid = array.chunk_engine.grid
             origins = [grid.origin(c) for c in coords]
-            selection = (_points(origins, batch, out_shape[0], grid.shape) if points else
-                         _orthogonal(origins, coords, batch, out_shape, drop_axes, grid,
-                                     out is None))
+            selection = (
+                _points(origins, batch, out_shape[0], grid.shape)
+                if points
+                else _orthogonal(origins, coords, batch, out_shape, drop_axes, grid, out is None)
+            )
             if selection is None or not selection.stale:
                 break
         # (Covered chunks: zarrcore decides them itself by the shape stored now.)
@@ -691,11 +764,17 @@ class ZarrcorePipeline(CodecPipeline):
             return _Fallback("selection", "", where)
         if array.dtype.names is not None and data.dtype.names != array.dtype.names:
             # (fields of another byte order are cast)
-            return _Fallback("fields", f"data of dtype {data.dtype}, the array's fields "
-                             f"{array.dtype.names}", where)
+            return _Fallback(
+                "fields",
+                f"data of dtype {data.dtype}, the array's fields {array.dtype.names}",
+                where,
+            )
         zc_store = array.store
-        if out is None and not (zc_store.supports_locks or zc_store.supports_conditional_writes
-                                or config.unsafe_partial_writes):
+        if out is None and not (
+            zc_store.supports_locks
+            or zc_store.supports_conditional_writes
+            or config.unsafe_partial_writes
+        ):
             # (A shard reaching past the array's end is written in part, see `array`.)
             shape = self._target.parsed().shape
             ends = (np.asarray(origins) + array.chunk_engine.chunk_shape > shape).any(axis=1)
@@ -739,21 +818,32 @@ def pipeline_status(array: ZarrArray[Any] | ZarrAsyncArray[Any]) -> PipelineStat
         `array` is not a zarr-python array (a zarrcore Array needs no pipeline).
     """
     if not isinstance(array, (ZarrArray, ZarrAsyncArray)):
-        raise TypeError(f"pipeline_status takes a zarr-python Array or AsyncArray, not "
-                        f"{_class_name(type(array))}")
+        raise TypeError(
+            f"pipeline_status takes a zarr-python Array or AsyncArray, not "
+            f"{_class_name(type(array))}"
+        )
     async_array = array.async_array if isinstance(array, ZarrArray) else array
     pipeline = async_array.codec_pipeline
     name = _class_name(type(pipeline))
     if not isinstance(pipeline, ZarrcorePipeline):
-        return PipelineStatus(False, name, f"zarr-python's config selects {name} "
-                              f"(codec_pipeline.path), not {_class_name(ZarrcorePipeline)}",
-                              {}, None)
+        return PipelineStatus(
+            False,
+            name,
+            f"zarr-python's config selects {name} "
+            f"(codec_pipeline.path), not {_class_name(ZarrcorePipeline)}",
+            {},
+            None,
+        )
     target = pipeline._target
     assert target is not None  # (an array's pipeline is made with its store)
     unrunnable = target.unrunnable(f"array {async_array.path!r} in {async_array.store!r}")
-    return PipelineStatus(unrunnable is None, name,
-                          None if unrunnable is None else unrunnable.why(),
-                          dict(target.fallbacks), target.last_fallback)
+    return PipelineStatus(
+        unrunnable is None,
+        name,
+        None if unrunnable is None else unrunnable.why(),
+        dict(target.fallbacks),
+        target.last_fallback,
+    )
 
 
 def _settings(spec: ArraySpec, shard_write_order: str) -> dict[str, Any]:
@@ -774,7 +864,11 @@ def _settings(spec: ArraySpec, shard_write_order: str) -> dict[str, Any]:
 
 # zarr-python's subchunk_write_order: zarrcore's config.shard_write_order, None where it has none.
 _SHARD_WRITE_ORDERS: dict[str | None, str | None] = {
-    "morton": "morton", "lexicographic": "C", "unordered": "C", "colexicographic": None}
+    "morton": "morton",
+    "lexicographic": "C",
+    "unordered": "C",
+    "colexicographic": None,
+}
 
 
 def _subchunk_write_order(metadata: ArrayMetadata) -> str | None:
@@ -799,7 +893,8 @@ def _selection_shape(batch: list[Entry], value: NDBuffer) -> tuple[int, ...]:
         for k, sel in enumerate(sels):
             if isinstance(sel, slice):
                 reach = len(range(sel.start or 0, sel.stop, sel.step or 1)) and (
-                    range(sel.start or 0, sel.stop, sel.step or 1)[-1] + 1)
+                    range(sel.start or 0, sel.stop, sel.step or 1)[-1] + 1
+                )
             else:
                 reach = int(np.max(sel)) + 1 if np.size(sel) else 0
             shape[k] = max(shape[k], reach)
@@ -814,10 +909,12 @@ def _read(request: _Request, out: np.ndarray, report_missing: bool) -> tuple[Get
     """Read `request` into `out`; each chunk's GetResult ("missing" ones only when
     `report_missing`: zarr-python looks at them only then)."""
     array, (kind, selection, *_), keys = request
-    present = (array.chunk_engine.stored(keys) if report_missing
-               else [True] * len(keys))
-    read = {"basic": array.get_basic_selection, "orthogonal": array.get_orthogonal_selection,
-            "coordinate": array.get_coordinate_selection}[kind]
+    present = array.chunk_engine.stored(keys) if report_missing else [True] * len(keys)
+    read = {
+        "basic": array.get_basic_selection,
+        "orthogonal": array.get_orthogonal_selection,
+        "coordinate": array.get_coordinate_selection,
+    }[kind]
     if out.dtype == array.dtype:
         read(selection, out=out)
     else:  # (strings: numpy's StringDType in zarr-python, objects here)
@@ -829,8 +926,11 @@ def _write(request: _Request, value: np.ndarray) -> None:
     array, (kind, selection, *_), _ = request
     if kind == "coordinate" and value.ndim > 1:
         value = value.reshape(-1)
-    {"basic": array.set_basic_selection, "orthogonal": array.set_orthogonal_selection,
-     "coordinate": array.set_coordinate_selection}[kind](selection, value)
+    {
+        "basic": array.set_basic_selection,
+        "orthogonal": array.set_orthogonal_selection,
+        "coordinate": array.set_coordinate_selection,
+    }[kind](selection, value)
 
 
 # (Also registered by the `zarr.codec_pipeline` entry point, for processes that do not import

@@ -11,13 +11,25 @@ from .files import FileRoot
 from .memstore import NativeMemoryMap
 
 class ChunkBatch:
-    def __init__(self, *, settings: dict[str, Any], root: FileRoot | None = None,
-                 key_head: str, sep: str, lead_sep: bool, array_shape: Sequence[int],
-                 chunk_shape: Sequence[int], plans: Any, data: npt.NDArray[Any] | None,
-                 write_empty_chunks: bool = False, lock_dir: str = "", points: Any = None,
-                 cache: ChunkCache | None = None,
-                 memory: NativeMemoryMap | None = None,
-                 dtype: np.dtype[Any] | None = None) -> None: ...
+    def __init__(
+        self,
+        *,
+        settings: dict[str, Any],
+        root: FileRoot | None = None,
+        key_head: str,
+        sep: str,
+        lead_sep: bool,
+        array_shape: Sequence[int],
+        chunk_shape: Sequence[int],
+        plans: Any,
+        data: npt.NDArray[Any] | None,
+        write_empty_chunks: bool = False,
+        lock_dir: str = "",
+        points: Any = None,
+        cache: ChunkCache | None = None,
+        memory: NativeMemoryMap | None = None,
+        dtype: np.dtype[Any] | None = None,
+    ) -> None: ...
     @property
     def ntasks(self) -> int: ...
     def split_writes(self, nthreads: int) -> int: ...

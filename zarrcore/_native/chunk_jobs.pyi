@@ -14,10 +14,16 @@ class EncodedChunk:
     def __buffer__(self, flags: int, /) -> memoryview: ...
 
 class ShardJob:
-    def __init__(self, settings: Mapping[str, Any], chunk_shape: Sequence[int],
-                 grid: Sequence[int], src: Sequence[Buffer | None],
-                 plans: Sequence[AxisPlan], data: npt.NDArray[Any],
-                 write_empty_chunks: bool = False) -> None: ...
+    def __init__(
+        self,
+        settings: Mapping[str, Any],
+        chunk_shape: Sequence[int],
+        grid: Sequence[int],
+        src: Sequence[Buffer | None],
+        plans: Sequence[AxisPlan],
+        data: npt.NDArray[Any],
+        write_empty_chunks: bool = False,
+    ) -> None: ...
     @property
     def ntasks(self) -> int: ...
     def work_read(self) -> None: ...
@@ -27,19 +33,30 @@ class ShardJob:
     def error(self) -> tuple[Exception, int] | None: ...
 
 class ChunkWaves:
-    def __init__(self, settings: Mapping[str, Any], chunk_shape: Sequence[int],
-                 grid: Sequence[int], plans: Sequence[AxisPlan] | None,
-                 data: npt.NDArray[Any], write_empty_chunks: bool = False,
-                 points: tuple[Any, ...] | None = None,
-                 cache: ChunkCache | None = None) -> None: ...
+    def __init__(
+        self,
+        settings: Mapping[str, Any],
+        chunk_shape: Sequence[int],
+        grid: Sequence[int],
+        plans: Sequence[AxisPlan] | None,
+        data: npt.NDArray[Any],
+        write_empty_chunks: bool = False,
+        points: tuple[Any, ...] | None = None,
+        cache: ChunkCache | None = None,
+    ) -> None: ...
     @property
     def ntasks(self) -> int: ...
     def lookup(self, task: int, coords: Sequence[int], version: bytes) -> bool: ...
     def keep(self, task: int, coords: Sequence[int], version: bytes) -> None: ...
     def share_version(self, coords: Sequence[int], version: bytes, tag: bytes) -> bool: ...
     def shared_version(self, coords: Sequence[int]) -> bytes | None: ...
-    def add(self, buffer: Buffer, tasks: npt.NDArray[np.int64],
-            offsets: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> int: ...
+    def add(
+        self,
+        buffer: Buffer,
+        tasks: npt.NDArray[np.int64],
+        offsets: npt.NDArray[np.int64],
+        lengths: npt.NDArray[np.int64],
+    ) -> int: ...
     def add_whole(self, task: int, buffer: Buffer) -> None: ...
     def run(self, tasks: npt.ArrayLike) -> int: ...
     def release(self) -> None: ...
@@ -51,8 +68,14 @@ class ChunkWaves:
     def error(self) -> tuple[Exception, int] | None: ...
 
 class OneBlocks:
-    def __init__(self, settings: Mapping[str, Any], array_shape: Sequence[int],
-                 chunk_shape: Sequence[int], dtype: np.dtype[Any],
-                 cache: ChunkCache | None = None) -> None: ...
-    def job(self, selection: Any, fortran: bool
-            ) -> tuple[ChunkWaves, npt.NDArray[Any], tuple[int, ...], bool] | None: ...
+    def __init__(
+        self,
+        settings: Mapping[str, Any],
+        array_shape: Sequence[int],
+        chunk_shape: Sequence[int],
+        dtype: np.dtype[Any],
+        cache: ChunkCache | None = None,
+    ) -> None: ...
+    def job(
+        self, selection: Any, fortran: bool
+    ) -> tuple[ChunkWaves, npt.NDArray[Any], tuple[int, ...], bool] | None: ...

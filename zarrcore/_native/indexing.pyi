@@ -17,8 +17,9 @@ class AxisPlan:
     full: npt.NDArray[np.bool_] | None
     def __init__(self, kept: bool) -> None: ...
     @staticmethod
-    def from_rows(rows: _Int64s, listed: tuple[_Int64s, _Int64s],
-                  full: npt.NDArray[np.bool_]) -> AxisPlan: ...
+    def from_rows(
+        rows: _Int64s, listed: tuple[_Int64s, _Int64s], full: npt.NDArray[np.bool_]
+    ) -> AxisPlan: ...
     @property
     def npieces(self) -> int: ...
     @property
@@ -35,12 +36,21 @@ class AxisPlan:
 
 def int_plan(i: int, chunk_len: int, dim_len: int) -> AxisPlan: ...
 def slice_plan(start: int, stop: int, step: int, chunk_len: int, dim_len: int) -> AxisPlan: ...
-def bounded_int_plan(i: int, lengths: _Int64s, starts: _Int64s, firsts: _Int64s,
-                     dim_len: int) -> AxisPlan: ...
-def bounded_slice_plan(start: int, stop: int, step: int, lengths: _Int64s, starts: _Int64s,
-                       firsts: _Int64s, dim_len: int) -> AxisPlan: ...
-def slices_plans(items: tuple[slice, ...], shape: Sequence[int],
-                 chunk_shape: Sequence[int]) -> tuple[list[AxisPlan], tuple[int, ...]]: ...
+def bounded_int_plan(
+    i: int, lengths: _Int64s, starts: _Int64s, firsts: _Int64s, dim_len: int
+) -> AxisPlan: ...
+def bounded_slice_plan(
+    start: int,
+    stop: int,
+    step: int,
+    lengths: _Int64s,
+    starts: _Int64s,
+    firsts: _Int64s,
+    dim_len: int,
+) -> AxisPlan: ...
+def slices_plans(
+    items: tuple[slice, ...], shape: Sequence[int], chunk_shape: Sequence[int]
+) -> tuple[list[AxisPlan], tuple[int, ...]]: ...
 
 class PointGroups:
     order: _Int64s | None
@@ -51,9 +61,13 @@ class PointGroups:
     step: _Int64s
     ngroups: int
 
-def group_points(arrays: list[_Int64s], shape: Sequence[int], chunk_shape: Sequence[int],
-                 progressions: bool = False,
-                 axes: Sequence[int] | None = None) -> PointGroups: ...
+def group_points(
+    arrays: list[_Int64s],
+    shape: Sequence[int],
+    chunk_shape: Sequence[int],
+    progressions: bool = False,
+    axes: Sequence[int] | None = None,
+) -> PointGroups: ...
 def array_plan(idx: _Int64s, chunk_len: int, dim_len: int, axis: int) -> AxisPlan: ...
 def in_result_order(plan: AxisPlan) -> AxisPlan: ...
 def orthogonal_projections(

@@ -5,5 +5,9 @@ from typing import Any
 MAX_NDIM: int
 CALL_ERRNO: int
 
-def status_error(status: int, where: str = "", meanings: dict[Any, tuple[Any, ...]] | None = None,
-                 sys_errno: int = 0) -> Exception: ...
+def status_error(
+    status: int,
+    where: str = "",
+    meanings: dict[Any, tuple[Any, ...]] | None = None,
+    sys_errno: int = 0,
+) -> Exception: ...

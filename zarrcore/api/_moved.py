@@ -1,5 +1,6 @@
 """Modules of earlier paths, kept importable without a file each: second names of modules
 that moved, and modules whose names now live elsewhere, each read warning where it is."""
+
 import importlib
 import sys
 import types
@@ -16,8 +17,12 @@ ALIASES = {
 # Modules to be removed: {old module: the modules its names are now in, the first that has
 # one}.
 MOVED = {
-    "zarrcore.array": ("zarrcore.nodes.array", "zarrcore.nodes.info", "zarrcore.nodes.creation",
-                       "zarrcore.nodes.array_dask"),
+    "zarrcore.array": (
+        "zarrcore.nodes.array",
+        "zarrcore.nodes.info",
+        "zarrcore.nodes.creation",
+        "zarrcore.nodes.array_dask",
+    ),
     "zarrcore.array_chunks": ("zarrcore.nodes.array_chunks",),
     "zarrcore.views": ("zarrcore.nodes.views",),
     "zarrcore.indexing": ("zarrcore.metadata.indexing",),
@@ -28,14 +33,18 @@ MOVED = {
 def moved_to(old: str, *new: str) -> Callable[[str], Any]:
     """The module `__getattr__` of the module `old`, whose names are now those of the modules
     `new` (the first that has one): each name read from `old` warns, naming where it is."""
+
     def __getattr__(name: str) -> Any:
         modules = [importlib.import_module(module) for module in new]
         holder = next((module for module in modules if hasattr(module, name)), None)
         # (Not the special names tools look up on any module: __all__, __path__...)
         if holder is None or name.startswith("__"):
             raise AttributeError(f"module {old!r} has no attribute {name!r}")
-        warnings.warn(f"{old}.{name} is now {holder.__name__}.{name}: {old} will be removed",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            f"{old}.{name} is now {holder.__name__}.{name}: {old} will be removed",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return getattr(holder, name)
 
     return __getattr__
@@ -44,6 +53,7 @@ def moved_to(old: str, *new: str) -> Callable[[str], Any]:
 def _forwarding(old: str, new: str) -> types.ModuleType:
     """A module `old` whose names are those of `new`, imported on first use (the icechunk
     module needs zarr-python, which `import zarrcore` does not import)."""
+
     def __getattr__(name: str) -> Any:
         # (Not the special names tools look up on any module, as they walk sys.modules: one
         # would import `new` meanwhile. `__all__` is the star import's.)

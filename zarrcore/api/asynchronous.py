@@ -4,19 +4,43 @@ that return AsyncArray and AsyncGroup.
 Each takes the arguments of the synchronous function of the same name (zarrcore.open_array
 and so on) and runs it off the event loop, on the shared pool.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from . import synchronous as api
 from ..nodes.async_nodes import AsyncArray, AsyncGroup, run
+from . import synchronous as api
 
 __all__ = [
-    "AsyncArray", "AsyncGroup", "array", "consolidate_metadata", "create", "create_array",
-    "create_group", "empty", "empty_like", "from_array", "full", "full_like", "group", "load",
-    "ones", "ones_like", "open", "open_array", "open_consolidated", "open_group", "open_like",
-    "save", "save_array", "save_group", "tree", "zeros", "zeros_like",
+    "AsyncArray",
+    "AsyncGroup",
+    "array",
+    "consolidate_metadata",
+    "create",
+    "create_array",
+    "create_group",
+    "empty",
+    "empty_like",
+    "from_array",
+    "full",
+    "full_like",
+    "group",
+    "load",
+    "ones",
+    "ones_like",
+    "open",
+    "open_array",
+    "open_consolidated",
+    "open_group",
+    "open_like",
+    "save",
+    "save_array",
+    "save_group",
+    "tree",
+    "zeros",
+    "zeros_like",
 ]
 
 
@@ -37,10 +61,12 @@ Returns
 """
 
 
-def _as_coroutine(sync: Callable[..., Any], wrap: Callable[[Any], _T], returns: str
-                  ) -> Callable[..., Coroutine[Any, Any, _T]]:
+def _as_coroutine(
+    sync: Callable[..., Any], wrap: Callable[[Any], _T], returns: str
+) -> Callable[..., Coroutine[Any, Any, _T]]:
     """The coroutine function of zarrcore.asynchronous that runs `sync` and gives `wrap` its
     result."""
+
     async def coroutine(*args: Any, **kwargs: Any) -> _T:
         return wrap(await run(sync, *args, **kwargs))
 
@@ -50,8 +76,9 @@ def _as_coroutine(sync: Callable[..., Any], wrap: Callable[[Any], _T], returns: 
 
 
 def _opened(node: api.Array | api.Group) -> AsyncArray | AsyncGroup:
-    opened: AsyncArray | AsyncGroup = (node.async_array if isinstance(node, api.Array)
-                                       else node.async_group)
+    opened: AsyncArray | AsyncGroup = (
+        node.async_array if isinstance(node, api.Array) else node.async_group
+    )
     return opened
 
 

@@ -1,6 +1,7 @@
 """Top-level functions, named and behaving as in zarr-python 3 (zarr.api.synchronous): those
 of the arrays and the groups (the ones the nodes do not call themselves are defined here:
 opening any node, saving and loading), and the copies between stores."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -9,17 +10,27 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import NodeNotFoundError
-from ..nodes.node import join, normalize_path
 from ..nodes.array import Array
 from ..nodes.array_specs import check_mode, guess_chunks, store_mode
-from ..nodes.creation import (
-    array, create, create_array, empty, empty_like, from_array, full, full_like, like_kwargs,
-    ones, ones_like, open_array, zeros, zeros_like,
-)
 from ..nodes.consolidation import consolidate_metadata, open_consolidated
-from ..nodes.group import (
-    Group, create_group, create_hierarchy, group, open_group, open_node, tree,
+from ..nodes.creation import (
+    array,
+    create,
+    create_array,
+    empty,
+    empty_like,
+    from_array,
+    full,
+    full_like,
+    like_kwargs,
+    ones,
+    ones_like,
+    open_array,
+    zeros,
+    zeros_like,
 )
+from ..nodes.group import Group, create_group, create_hierarchy, group, open_group, open_node, tree
+from ..nodes.node import join, normalize_path
 from ..storage import make_store
 from ..tools.copy import copy
 
@@ -29,11 +40,39 @@ if TYPE_CHECKING:
     from ..metadata.types import StoreLike
 
 __all__ = [
-    "Array", "Group", "GroupArrays", "array", "consolidate_metadata", "copy_all", "copy_store",
-    "create", "create_array", "create_group", "create_hierarchy", "empty", "empty_like",
-    "from_array", "full", "full_like", "group", "guess_chunks", "load", "ones", "ones_like",
-    "open", "open_array", "open_consolidated", "open_group", "open_like", "print_debug_info",
-    "save", "save_array", "save_group", "tree", "zeros", "zeros_like",
+    "Array",
+    "Group",
+    "GroupArrays",
+    "array",
+    "consolidate_metadata",
+    "copy_all",
+    "copy_store",
+    "create",
+    "create_array",
+    "create_group",
+    "create_hierarchy",
+    "empty",
+    "empty_like",
+    "from_array",
+    "full",
+    "full_like",
+    "group",
+    "guess_chunks",
+    "load",
+    "ones",
+    "ones_like",
+    "open",
+    "open_array",
+    "open_consolidated",
+    "open_group",
+    "open_like",
+    "print_debug_info",
+    "save",
+    "save_array",
+    "save_group",
+    "tree",
+    "zeros",
+    "zeros_like",
 ]
 
 
@@ -45,18 +84,37 @@ def print_debug_info() -> None:
 
     print(f"platform: {platform.platform()}")
     print(f"python: {platform.python_version()}")
-    for package in ("zarrcore", "numpy", "blosc", "numcodecs", "msgpack", "pcodec", "zfpy",
-                    "obstore", "fsspec", "xarray", "dask", "zarr"):
+    for package in (
+        "zarrcore",
+        "numpy",
+        "blosc",
+        "numcodecs",
+        "msgpack",
+        "pcodec",
+        "zfpy",
+        "obstore",
+        "fsspec",
+        "xarray",
+        "dask",
+        "zarr",
+    ):
         try:
             version = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
             version = "not installed"
         print(f"{package}: {version}")
 
+
 # -- zarr-python's convenience functions ------------------------------------------------------
 
-def copy_store(source: StoreLike | Array | Group, dest: StoreLike, source_path: str = "",
-               dest_path: str = "", if_exists: str = "raise") -> tuple[int, int, int]:
+
+def copy_store(
+    source: StoreLike | Array | Group,
+    dest: StoreLike,
+    source_path: str = "",
+    dest_path: str = "",
+    if_exists: str = "raise",
+) -> tuple[int, int, int]:
     """Copy the stored keys below `source_path` to `dest_path`, byte for byte (zarr 2's
     copy_store); `if_exists="replace"` replaces a node at the destination. Returns
     (keys copied, keys skipped, bytes copied).
@@ -84,9 +142,16 @@ def copy_store(source: StoreLike | Array | Group, dest: StoreLike, source_path: 
     """
     if if_exists not in ("raise", "replace"):
         raise ValueError(f"if_exists must be 'raise' or 'replace', not {if_exists!r}")
-    report = copy(source, dest, source_path=source_path, dest_path=dest_path,
-                  overwrite=if_exists == "replace", progress=False)
+    report = copy(
+        source,
+        dest,
+        source_path=source_path,
+        dest_path=dest_path,
+        overwrite=if_exists == "replace",
+        progress=False,
+    )
     return report.keys, 0, report.nbytes
+
 
 def copy_all(source: Group, dest: Group, if_exists: str = "raise") -> tuple[int, ...]:
     """Copy every member of the group `source` into the group `dest`, byte for byte. Returns
@@ -114,14 +179,21 @@ def copy_all(source: Group, dest: Group, if_exists: str = "raise") -> tuple[int,
         raise TypeError("copy_all copies from a Group into a Group")
     totals = [0, 0, 0]
     for name in source.keys():
-        counts = copy_store(source.store, dest.store, join(source.path, name),
-                            join(dest.path, name), if_exists)
+        counts = copy_store(
+            source.store, dest.store, join(source.path, name), join(dest.path, name), if_exists
+        )
         totals = [t + c for t, c in zip(totals, counts)]
     return tuple(totals)
 
 
-def save_array(store: StoreLike, arr: npt.ArrayLike, *, zarr_format: int | None = None,
-               path: str | None = None, **kwargs: Any) -> None:
+def save_array(
+    store: StoreLike,
+    arr: npt.ArrayLike,
+    *,
+    zarr_format: int | None = None,
+    path: str | None = None,
+    **kwargs: Any,
+) -> None:
     """Store the array-like `arr` as an array at `path`, replacing what is there.
 
     Parameters
@@ -166,9 +238,15 @@ def open_like(a: Array | npt.ArrayLike, path: StoreLike, **kwargs: Any) -> Array
     return open_array(path, shape=np.shape(a), **like)
 
 
-def open(store: StoreLike = None, *, mode: str = "a", path: str | None = None,
-         zarr_format: int | None = None, storage_options: dict[str, Any] | None = None,
-         **kwargs: Any) -> Array | Group:
+def open(
+    store: StoreLike = None,
+    *,
+    mode: str = "a",
+    path: str | None = None,
+    zarr_format: int | None = None,
+    storage_options: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> Array | Group:
     """Open the array or group at `path`; with mode 'w'/'w-'/'a' and a `shape`, create an array.
 
     Parameters
@@ -203,8 +281,12 @@ def open(store: StoreLike = None, *, mode: str = "a", path: str | None = None,
     """
     check_mode(mode)
     npath = normalize_path(path)
-    store_ = make_store(store, read_only=(mode == "r"), storage_options=storage_options,
-                        mode=store_mode(mode, npath))
+    store_ = make_store(
+        store,
+        read_only=(mode == "r"),
+        storage_options=storage_options,
+        mode=store_mode(mode, npath),
+    )
     if "shape" in kwargs:
         return open_array(store_, mode=mode, path=npath, zarr_format=zarr_format, **kwargs)
     if mode in ("w", "w-"):
@@ -217,9 +299,14 @@ def open(store: StoreLike = None, *, mode: str = "a", path: str | None = None,
         raise
 
 
-def save_group(store: StoreLike, *args: npt.ArrayLike, zarr_format: int | None = None,
-               path: str | None = None, storage_options: dict[str, Any] | None = None,
-               **arrays: npt.ArrayLike) -> None:
+def save_group(
+    store: StoreLike,
+    *args: npt.ArrayLike,
+    zarr_format: int | None = None,
+    path: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+    **arrays: npt.ArrayLike,
+) -> None:
     """Store each positional array as `arr_0`, `arr_1`... and each keyword array under its
     name, in a group at `path`.
 
@@ -247,15 +334,21 @@ def save_group(store: StoreLike, *args: npt.ArrayLike, zarr_format: int | None =
     if not args and not arrays:
         raise ValueError("save_group needs at least one array")
     named = {f"arr_{i}": a for i, a in enumerate(args)} | arrays
-    grp = open_group(store, mode="w", path=path, zarr_format=zarr_format,
-                     storage_options=storage_options)
+    grp = open_group(
+        store, mode="w", path=path, zarr_format=zarr_format, storage_options=storage_options
+    )
     for name, value in named.items():
         grp[name] = np.asanyarray(value)
 
 
-def save(store: StoreLike, *args: npt.ArrayLike, zarr_format: int | None = None,
-         path: str | None = None, storage_options: dict[str, Any] | None = None,
-         **arrays: npt.ArrayLike) -> None:
+def save(
+    store: StoreLike,
+    *args: npt.ArrayLike,
+    zarr_format: int | None = None,
+    path: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+    **arrays: npt.ArrayLike,
+) -> None:
     """save_array for one positional array, else save_group.
 
     Parameters
@@ -275,11 +368,18 @@ def save(store: StoreLike, *args: npt.ArrayLike, zarr_format: int | None = None,
         Arrays for a group, by name.
     """
     if len(args) == 1 and not arrays:
-        save_array(store, args[0], zarr_format=zarr_format, path=path,
-                   storage_options=storage_options)
+        save_array(
+            store, args[0], zarr_format=zarr_format, path=path, storage_options=storage_options
+        )
     else:
-        save_group(store, *args, zarr_format=zarr_format, path=path,
-                   storage_options=storage_options, **arrays)
+        save_group(
+            store,
+            *args,
+            zarr_format=zarr_format,
+            path=path,
+            storage_options=storage_options,
+            **arrays,
+        )
 
 
 class GroupArrays:
@@ -338,9 +438,12 @@ class GroupArrays:
         return f"<zarrcore.GroupArrays {self._names}>"
 
 
-def load(store: StoreLike, path: str | None = None,
-         zarr_format: int | None = None,
-         storage_options: dict[str, Any] | None = None) -> np.ndarray | GroupArrays:
+def load(
+    store: StoreLike,
+    path: str | None = None,
+    zarr_format: int | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> np.ndarray | GroupArrays:
     """The array at `path` as a numpy array; for a group, a GroupArrays mapping that reads
     each of its arrays when asked for it.
 
@@ -365,6 +468,7 @@ def load(store: StoreLike, path: str | None = None,
     NodeNotFoundError
         Nothing at `path`.
     """
-    node = open(store, mode="r", path=path, zarr_format=zarr_format,
-                storage_options=storage_options)
+    node = open(
+        store, mode="r", path=path, zarr_format=zarr_format, storage_options=storage_options
+    )
     return node[...] if isinstance(node, Array) else GroupArrays(node)

@@ -1,4 +1,5 @@
 """The codec interface, grouped as array->array, array->bytes and bytes->bytes."""
+
 import copy
 import math
 from dataclasses import dataclass, replace
@@ -7,13 +8,25 @@ from typing import Any, TypeVar, Union
 import numpy as np
 import numpy.typing as npt
 
-from ..runtime.config import Options, config, size_with_slack
 from ..errors import ChunkDecodeError, MetadataError
+from ..runtime.config import Options, config, size_with_slack
 
 __all__ = [
-    "ArrayArrayCodec", "ArrayBytesCodec", "BytesBytesCodec", "BytesLike", "ChunkSpec", "Codec",
-    "CodecJSON", "ENCODED_BOUND", "NativeForm", "NumcodecsForm", "byte_view", "check_chunk_bytes",
-    "decode_limit", "into", "stored_numbers",
+    "ArrayArrayCodec",
+    "ArrayBytesCodec",
+    "BytesBytesCodec",
+    "BytesLike",
+    "ChunkSpec",
+    "Codec",
+    "CodecJSON",
+    "ENCODED_BOUND",
+    "NativeForm",
+    "NumcodecsForm",
+    "byte_view",
+    "check_chunk_bytes",
+    "decode_limit",
+    "into",
+    "stored_numbers",
 ]
 
 #: The data bytes->bytes codecs take and give: bytes or a buffer of them, such as a memoryview
@@ -94,8 +107,10 @@ def check_chunk_bytes(shape: tuple[int, ...], dtype: npt.DTypeLike, what: str) -
 
 
 # What bounds the size of a stored chunk (CodecChain.max_encoded_bytes), for errors.
-ENCODED_BOUND = ("a valid chunk of the array's codecs takes (config.max_chunk_bytes bounds "
-                 "codecs whose output has no fixed size)")
+ENCODED_BOUND = (
+    "a valid chunk of the array's codecs takes (config.max_chunk_bytes bounds "
+    "codecs whose output has no fixed size)"
+)
 
 
 def decode_limit(spec: ChunkSpec) -> int:
@@ -159,8 +174,11 @@ class Codec:
         return self
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, Codec) and type(self) is type(other)
-                and self.to_json() == other.to_json())
+        return (
+            isinstance(other, Codec)
+            and type(self) is type(other)
+            and self.to_json() == other.to_json()
+        )
 
     def __hash__(self) -> int:
         return hash(repr(self.to_json()))
@@ -244,8 +262,9 @@ class ArrayBytesCodec(Codec):
         """Serialize `array` (shape and dtype of `spec`) to a bytes-like object."""
         raise NotImplementedError
 
-    def decode(self, data: BytesLike, spec: ChunkSpec,
-               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
+    def decode(
+        self, data: BytesLike, spec: ChunkSpec, out: npt.NDArray[Any] | None = None
+    ) -> npt.NDArray[Any]:
         """Deserialize to an array of `spec`; when `out` is given (C-contiguous, spec's shape
         and dtype) fill it and return it."""
         raise NotImplementedError

@@ -4,6 +4,7 @@ even), so that a compressor after it finds more repetition. Decoding changes not
 
 The rounding is a compiled loop (csrc/codecs/zc_bitround.c) over a copy of the chunk.
 """
+
 from typing import Any
 
 import numpy as np
@@ -19,10 +20,16 @@ __all__ = ["BitroundCodec", "SUPPORTED"]
 
 # Float type (numpy or ml_dtypes name) -> bits of its mantissa; complex types round each part.
 _MANTISSA_BITS = {"float16": 10, "bfloat16": 7, "float32": 23, "float64": 52}
-_COMPLEX_PARTS = {"complex64": "float32", "complex128": "float64", "complex32": "float16",
-                  "bcomplex32": "bfloat16"}
-SUPPORTED = ("float16, bfloat16, float32, float64, their complex types, int8 ... int64, "
-             "uint8 ... uint64, datetime64 and timedelta64")
+_COMPLEX_PARTS = {
+    "complex64": "float32",
+    "complex128": "float64",
+    "complex32": "float16",
+    "bcomplex32": "bfloat16",
+}
+SUPPORTED = (
+    "float16, bfloat16, float32, float64, their complex types, int8 ... int64, "
+    "uint8 ... uint64, datetime64 and timedelta64"
+)
 
 
 def _layout(dtype: np.dtype[Any]) -> tuple[int, int] | None:
@@ -45,8 +52,9 @@ class BitroundCodec(ArrayArrayCodec):
 
     def __init__(self, keepbits: object) -> None:
         if isinstance(keepbits, bool) or not isinstance(keepbits, int) or keepbits < 1:
-            raise MetadataError(f"bitround codec: keepbits must be an integer >= 1, got "
-                                f"{keepbits!r}")
+            raise MetadataError(
+                f"bitround codec: keepbits must be an integer >= 1, got {keepbits!r}"
+            )
         self.keepbits = keepbits
 
     def configuration(self) -> CodecJSON:
@@ -54,16 +62,19 @@ class BitroundCodec(ArrayArrayCodec):
 
     def resolve(self, spec: ChunkSpec) -> "BitroundCodec":
         if _layout(np.dtype(spec.dtype)) is None:
-            raise MetadataError(f"bitround codec: data type {type_name(np.dtype(spec.dtype))} "
-                                f"is not one it takes: {SUPPORTED}")
+            raise MetadataError(
+                f"bitround codec: data type {type_name(np.dtype(spec.dtype))} "
+                f"is not one it takes: {SUPPORTED}"
+            )
         return self
 
     def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> npt.NDArray[Any]:
         dtype = np.dtype(spec.dtype)
         layout = _layout(dtype)
         if layout is None:
-            raise MetadataError(f"bitround codec: data type {type_name(dtype)} is not one it "
-                                f"takes: {SUPPORTED}")
+            raise MetadataError(
+                f"bitround codec: data type {type_name(dtype)} is not one it takes: {SUPPORTED}"
+            )
         unit, mantissa_bits = layout
         out = np.array(array, dtype=dtype.newbyteorder("="), order="C", copy=True)
         # Keeping at least as many bits as a unit has changes nothing; the kernel takes an

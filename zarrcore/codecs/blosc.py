@@ -1,4 +1,5 @@
 """The `blosc` bytes->bytes codec (v3 `blosc`, v2 id `blosc`)."""
+
 import numpy as np
 
 from .._native import compress as _compress
@@ -25,8 +26,14 @@ class BloscCodec(BytesBytesCodec):
 
     name = "blosc"
 
-    def __init__(self, cname: str = "zstd", clevel: int = 5, shuffle: str | None = None,
-                 typesize: int | None = None, blocksize: int = 0) -> None:
+    def __init__(
+        self,
+        cname: str = "zstd",
+        clevel: int = 5,
+        shuffle: str | None = None,
+        typesize: int | None = None,
+        blocksize: int = 0,
+    ) -> None:
         if cname not in CNAMES:
             raise MetadataError(f"blosc codec: cname must be one of {CNAMES}, got {cname!r}")
         if not _is_int(clevel) or not 0 <= clevel <= 9:
@@ -35,10 +42,12 @@ class BloscCodec(BytesBytesCodec):
             raise MetadataError(f"blosc codec: shuffle must be one of {SHUFFLES}, got {shuffle!r}")
         if typesize is not None and (not _is_int(typesize) or typesize < 1):
             raise MetadataError(
-                f"blosc codec: typesize must be a positive integer, got {typesize!r}")
+                f"blosc codec: typesize must be a positive integer, got {typesize!r}"
+            )
         if not _is_int(blocksize) or blocksize < 0:
             raise MetadataError(
-                f"blosc codec: blocksize must be a non-negative integer, got {blocksize!r}")
+                f"blosc codec: blocksize must be a non-negative integer, got {blocksize!r}"
+            )
         self.cname = cname
         self.clevel = int(clevel)
         self.shuffle = shuffle
@@ -52,24 +61,42 @@ class BloscCodec(BytesBytesCodec):
         shuffle = config.pop("shuffle", 1)
         if not _is_int(shuffle) or shuffle not in (-1, 0, 1, 2):
             raise MetadataError(f"blosc: shuffle must be -1, 0, 1 or 2, got {shuffle!r}")
-        return cls(cname=config.pop("cname", "lz4"),
-                   shuffle=None if shuffle == -1 else SHUFFLES[shuffle], **config)
+        return cls(
+            cname=config.pop("cname", "lz4"),
+            shuffle=None if shuffle == -1 else SHUFFLES[shuffle],
+            **config,
+        )
 
     def configuration(self) -> CodecJSON:
-        config = {"typesize": self.typesize, "cname": self.cname, "clevel": self.clevel,
-                  "shuffle": self.shuffle, "blocksize": self.blocksize}
+        config = {
+            "typesize": self.typesize,
+            "cname": self.cname,
+            "clevel": self.clevel,
+            "shuffle": self.shuffle,
+            "blocksize": self.blocksize,
+        }
         return {k: v for k, v in config.items() if v is not None}
 
     def to_v2_json(self) -> CodecJSON:
         shuffle = -1 if self.shuffle is None else SHUFFLES.index(self.shuffle)
-        return {"id": "blosc", "cname": self.cname, "clevel": self.clevel, "shuffle": shuffle,
-                "blocksize": self.blocksize}
+        return {
+            "id": "blosc",
+            "cname": self.cname,
+            "clevel": self.clevel,
+            "shuffle": shuffle,
+            "blocksize": self.blocksize,
+        }
 
     def native_form(self, spec: ChunkSpec) -> NativeForm:
         codec = self.resolve(spec)
-        return {"compressor": "blosc", "clevel": codec.clevel, "cname": codec.cname,
-                "shuffle": SHUFFLES.index(codec.shuffle), "typesize": codec.typesize,
-                "blocksize": codec.blocksize}
+        return {
+            "compressor": "blosc",
+            "clevel": codec.clevel,
+            "cname": codec.cname,
+            "shuffle": SHUFFLES.index(codec.shuffle),
+            "typesize": codec.typesize,
+            "blocksize": codec.blocksize,
+        }
 
     def resolve(self, spec: ChunkSpec) -> "BloscCodec":
         dtype = np.dtype(spec.dtype)
@@ -82,13 +109,17 @@ class BloscCodec(BytesBytesCodec):
 
     def encode(self, data: BytesLike, spec: ChunkSpec) -> BytesLike:
         if self.cname not in _AVAILABLE:
-            raise MetadataError(
-                f"blosc codec: cname {self.cname!r} is not available in this build")
+            raise MetadataError(f"blosc codec: cname {self.cname!r} is not available in this build")
         codec = self.resolve(spec)
         assert codec.typesize is not None  # (resolve sets it)
         compressed: bytes = _compress.blosc_compress(
-            data, codec.typesize, codec.clevel, SHUFFLES.index(codec.shuffle), codec.cname,
-            codec.blocksize)
+            data,
+            codec.typesize,
+            codec.clevel,
+            SHUFFLES.index(codec.shuffle),
+            codec.cname,
+            codec.blocksize,
+        )
         return compressed
 
     def decode(self, data: BytesLike, spec: ChunkSpec) -> BytesLike:

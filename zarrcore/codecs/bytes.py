@@ -1,4 +1,5 @@
 """The `bytes` array->bytes codec: raw items in a chosen byte order."""
+
 import sys
 from typing import Any
 
@@ -80,8 +81,7 @@ class BytesCodec(ArrayBytesCodec):
 
     def encodes_memory_layout(self, spec: ChunkSpec) -> bool:
         dtype = np.dtype(spec.dtype)
-        return (not dtype.hasobject and not self._swap(dtype)
-                and self._stored_struct(dtype) is None)
+        return not dtype.hasobject and not self._swap(dtype) and self._stored_struct(dtype) is None
 
     def native_form(self, spec: ChunkSpec) -> NativeForm | None:
         """Items of a fixed size, numbers or text, swapped in units where the stored byte order
@@ -118,13 +118,16 @@ class BytesCodec(ArrayBytesCodec):
             array = kernels.byteswap(_swappable(array))
         return array.reshape(-1).view(np.uint8)
 
-    def decode(self, data: BytesLike, spec: ChunkSpec,
-               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
+    def decode(
+        self, data: BytesLike, spec: ChunkSpec, out: npt.NDArray[Any] | None = None
+    ) -> npt.NDArray[Any]:
         dtype = np.dtype(spec.dtype)
         raw = np.frombuffer(data, dtype=np.uint8)
         if raw.nbytes != spec.nbytes:
-            raise ChunkDecodeError(f"bytes codec: chunk has {raw.nbytes} bytes, expected "
-                                   f"{spec.nbytes} for shape {spec.shape} {dtype}")
+            raise ChunkDecodeError(
+                f"bytes codec: chunk has {raw.nbytes} bytes, expected "
+                f"{spec.nbytes} for shape {spec.shape} {dtype}"
+            )
 
         stored = self._stored_struct(dtype)
         if stored is not None:

@@ -11,6 +11,7 @@ ranges are checked in integers, so they never wrap unless `out_of_range` is "wra
 out of range when its rounded value is (as if the type's exponent had no top), as zarr-python
 3.4's cast_value (cast-value-rs) decides.
 """
+
 from fractions import Fraction
 from typing import Any, NamedTuple
 
@@ -19,16 +20,24 @@ import numpy.typing as npt
 
 from ..errors import ChunkDecodeError, ChunkEncodeError, MetadataError
 from .base import ArrayArrayCodec, ChunkSpec, CodecJSON
-from .numbers import (FLOAT_NAMES, INTEGER_NAMES, dtype_from_config, float_traits, int_bits,
-                      int_range, number_kind, scalars_from_json, type_name)
+from .numbers import (
+    FLOAT_NAMES,
+    INTEGER_NAMES,
+    dtype_from_config,
+    float_traits,
+    int_bits,
+    int_range,
+    number_kind,
+    scalars_from_json,
+    type_name,
+)
 from .registry import register_codec
 
 __all__ = ["CastValueCodec", "Error", "OUT_OF_RANGE", "ROUNDINGS", "ScalarMap"]
 
-ROUNDINGS = ("nearest-even", "towards-zero", "towards-positive", "towards-negative",
-             "nearest-away")
+ROUNDINGS = ("nearest-even", "towards-zero", "towards-positive", "towards-negative", "nearest-away")
 OUT_OF_RANGE = ("clamp", "wrap")
-_EXACT_INT = 2 ** 53  # integers float64 holds exactly up to this magnitude
+_EXACT_INT = 2**53  # integers float64 holds exactly up to this magnitude
 
 Error = type[ChunkEncodeError] | type[ChunkDecodeError]
 
@@ -46,16 +55,21 @@ class ScalarMap(NamedTuple):
 def _supported(dtype: np.dtype[Any], role: str) -> str:
     kind = number_kind(dtype)
     if kind is None:
-        raise MetadataError(f"cast_value codec: {role} data type {type_name(dtype)} is not one "
-                            f"it takes: {', '.join(INTEGER_NAMES + FLOAT_NAMES)}")
+        raise MetadataError(
+            f"cast_value codec: {role} data type {type_name(dtype)} is not one "
+            f"it takes: {', '.join(INTEGER_NAMES + FLOAT_NAMES)}"
+        )
     return kind
 
 
 def _pairs(entries: object, direction: str) -> list[tuple[object, object]]:
     if not isinstance(entries, list) or not all(
-            isinstance(e, (list, tuple)) and len(e) == 2 for e in entries):
-        raise MetadataError(f"cast_value codec: scalar_map {direction!r} must be a list of "
-                            f"[input, output] pairs, got {entries!r}")
+        isinstance(e, (list, tuple)) and len(e) == 2 for e in entries
+    ):
+        raise MetadataError(
+            f"cast_value codec: scalar_map {direction!r} must be a list of "
+            f"[input, output] pairs, got {entries!r}"
+        )
     return [(e[0], e[1]) for e in entries]
 
 
@@ -65,24 +79,36 @@ class CastValueCodec(ArrayArrayCodec):
 
     name = "cast_value"
 
-    def __init__(self, data_type: object, rounding: str | None = None,
-                 out_of_range: str | None = None, scalar_map: object = None) -> None:
+    def __init__(
+        self,
+        data_type: object,
+        rounding: str | None = None,
+        out_of_range: str | None = None,
+        scalar_map: object = None,
+    ) -> None:
         self.data_type = data_type
         self.target = dtype_from_config(data_type, "cast_value codec: data_type")
         target_kind = _supported(self.target, "target")
         if rounding is not None and rounding not in ROUNDINGS:
-            raise MetadataError(f"cast_value codec: rounding {rounding!r} is not one of "
-                                f"{list(ROUNDINGS)}")
+            raise MetadataError(
+                f"cast_value codec: rounding {rounding!r} is not one of {list(ROUNDINGS)}"
+            )
         if out_of_range is not None and out_of_range not in OUT_OF_RANGE:
-            raise MetadataError(f"cast_value codec: out_of_range {out_of_range!r} is not one of "
-                                f"{list(OUT_OF_RANGE)} (or absent: out-of-range values fail)")
+            raise MetadataError(
+                f"cast_value codec: out_of_range {out_of_range!r} is not one of "
+                f"{list(OUT_OF_RANGE)} (or absent: out-of-range values fail)"
+            )
         if out_of_range == "wrap" and target_kind != "int":
-            raise MetadataError(f"cast_value codec: out_of_range 'wrap' needs an integer "
-                                f"data_type, got {type_name(self.target)}")
+            raise MetadataError(
+                f"cast_value codec: out_of_range 'wrap' needs an integer "
+                f"data_type, got {type_name(self.target)}"
+            )
         if scalar_map is not None:
             if not isinstance(scalar_map, dict) or set(scalar_map) - {"encode", "decode"}:
-                raise MetadataError(f"cast_value codec: scalar_map must be an object with "
-                                    f"'encode' and 'decode' lists, got {scalar_map!r}")
+                raise MetadataError(
+                    f"cast_value codec: scalar_map must be an object with "
+                    f"'encode' and 'decode' lists, got {scalar_map!r}"
+                )
             for direction, entries in scalar_map.items():
                 _pairs(entries, direction)
         self.rounding, self.out_of_range, self.scalar_map = rounding, out_of_range, scalar_map
@@ -134,15 +160,16 @@ class CastValueCodec(ArrayArrayCodec):
             raise MetadataError(f"cast_value codec: fill value {fill[0]!r}: {e}") from None
         return spec.evolve(dtype=self.target, fill_value=encoded[0])
 
-    def _cast(self, array: npt.NDArray[Any], target: np.dtype[Any], mapping: ScalarMap,
-              error: Error) -> npt.NDArray[Any]:
+    def _cast(
+        self, array: npt.NDArray[Any], target: np.dtype[Any], mapping: ScalarMap, error: Error
+    ) -> npt.NDArray[Any]:
         values = _numbers(np.asarray(array).reshape(-1))
         # Each value's place among the sorted inputs: a hit where the input there is it.
         at = np.minimum(np.searchsorted(mapping.keys, values), max(len(mapping.keys) - 1, 0))
-        hit = (mapping.keys[at] == values if len(mapping.keys)
-               else np.zeros(values.shape, dtype=bool))
-        nan = (np.isnan(values) if mapping.nan is not None and values.dtype.kind == "f"
-               else None)
+        hit = (
+            mapping.keys[at] == values if len(mapping.keys) else np.zeros(values.shape, dtype=bool)
+        )
+        nan = np.isnan(values) if mapping.nan is not None and values.dtype.kind == "f" else None
         if not hit.any() and (nan is None or not nan.any()):
             return _convert(values, target, self, error).reshape(np.shape(array))
         out = np.empty(values.shape, dtype=target)
@@ -172,8 +199,9 @@ def _numbers(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return values if values.dtype == np.uint64 else values.astype(np.int64)
 
 
-def _convert(values: npt.NDArray[Any], target: np.dtype[Any], codec: CastValueCodec,
-             error: Error) -> npt.NDArray[Any]:
+def _convert(
+    values: npt.NDArray[Any], target: np.dtype[Any], codec: CastValueCodec, error: Error
+) -> npt.NDArray[Any]:
     """`values` (as _numbers gives them) cast to `target` as `codec` says."""
     rounding = codec.rounding or "nearest-even"
     if number_kind(target) == "int":
@@ -181,14 +209,18 @@ def _convert(values: npt.NDArray[Any], target: np.dtype[Any], codec: CastValueCo
     return _to_float(values, target, rounding, codec.out_of_range, error)
 
 
-def _out_of_range(value: Any, target: np.dtype[Any], low: object, high: object,
-                  error: Error) -> ChunkEncodeError | ChunkDecodeError:
+def _out_of_range(
+    value: Any, target: np.dtype[Any], low: object, high: object, error: Error
+) -> ChunkEncodeError | ChunkDecodeError:
     modes = "'clamp' or 'wrap'" if number_kind(target) == "int" else "'clamp'"
-    return error(f"cast_value codec: {value} is out of the range of {type_name(target)} "
-                 f"[{low}, {high}] (out_of_range {modes} handles it)")
+    return error(
+        f"cast_value codec: {value} is out of the range of {type_name(target)} "
+        f"[{low}, {high}] (out_of_range {modes} handles it)"
+    )
 
 
 # -- to integers ---------------------------------------------------------------------------
+
 
 def _round_integral(values: npt.NDArray[np.float64], rounding: str) -> npt.NDArray[np.float64]:
     """Finite floats rounded to integers (still float64, exactly)."""
@@ -212,8 +244,8 @@ def _wrap(values: npt.NDArray[Any], target: np.dtype[Any]) -> npt.NDArray[Any]:
     if bits == 64:
         if values.dtype.kind == "f":
             values = values.copy()
-            values[values >= 2.0 ** 63] -= 2.0 ** 64  # exact: both are multiples of 2**11
-            values[values < -2.0 ** 63] += 2.0 ** 64
+            values[values >= 2.0**63] -= 2.0**64  # exact: both are multiples of 2**11
+            values[values < -(2.0**63)] += 2.0**64
             values = values.astype(np.int64)
         return values.view(np.uint64 if target == np.uint64 else np.int64)
     low = int_range(target)[0]
@@ -223,14 +255,21 @@ def _wrap(values: npt.NDArray[Any], target: np.dtype[Any]) -> npt.NDArray[Any]:
     return wrapped.astype(target)
 
 
-def _to_int(values: npt.NDArray[Any], target: np.dtype[Any], rounding: str,
-            out_of_range: str | None, error: Error) -> npt.NDArray[Any]:
+def _to_int(
+    values: npt.NDArray[Any],
+    target: np.dtype[Any],
+    rounding: str,
+    out_of_range: str | None,
+    error: Error,
+) -> npt.NDArray[Any]:
     low, high = int_range(target)
     if values.dtype.kind == "f":
         bad = ~np.isfinite(values)
         if bad.any():
-            raise error(f"cast_value codec: {values[bad][0]} has no value in "
-                        f"{type_name(target)}; a scalar_map entry can give it one")
+            raise error(
+                f"cast_value codec: {values[bad][0]} has no value in "
+                f"{type_name(target)}; a scalar_map entry can give it one"
+            )
         values = _round_integral(values, rounding)
         if out_of_range == "wrap":
             values = np.fmod(values, 2.0 ** int_bits(target))  # exact
@@ -257,11 +296,20 @@ def _to_int(values: npt.NDArray[Any], target: np.dtype[Any], rounding: str,
 
 # -- to floats -------------------------------------------------------------------------------
 
-def _to_float(values: npt.NDArray[Any], target: np.dtype[Any], rounding: str,
-              out_of_range: str | None, error: Error) -> npt.NDArray[Any]:
+
+def _to_float(
+    values: npt.NDArray[Any],
+    target: np.dtype[Any],
+    rounding: str,
+    out_of_range: str | None,
+    error: Error,
+) -> npt.NDArray[Any]:
     largest, _, has_inf, has_nan = float_traits(target)
-    if values.size and (np.abs(values).max() <= largest if values.dtype.kind == "f"
-                        else -largest <= values.min() and values.max() <= largest):
+    if values.size and (
+        np.abs(values).max() <= largest
+        if values.dtype.kind == "f"
+        else -largest <= values.min() and values.max() <= largest
+    ):
         return _round_float(values, target, rounding)  # all finite and in range (no NaN)
     out = np.empty(values.shape, dtype=target)
     finite = np.ones(values.shape, dtype=bool)
@@ -269,13 +317,17 @@ def _to_float(values: npt.NDArray[Any], target: np.dtype[Any], rounding: str,
         nan, inf = np.isnan(values), np.isinf(values)
         if nan.any():
             if not has_nan:
-                raise error(f"cast_value codec: {type_name(target)} has no NaN; a scalar_map "
-                            f"entry can give NaN a value")
+                raise error(
+                    f"cast_value codec: {type_name(target)} has no NaN; a scalar_map "
+                    f"entry can give NaN a value"
+                )
             out[nan] = np.nan
         if inf.any():
             if not has_inf and out_of_range != "clamp":
-                raise error(f"cast_value codec: {type_name(target)} has no infinity; a "
-                            f"scalar_map entry or out_of_range 'clamp' can give it a value")
+                raise error(
+                    f"cast_value codec: {type_name(target)} has no infinity; a "
+                    f"scalar_map entry or out_of_range 'clamp' can give it a value"
+                )
             out[inf] = np.copysign(np.inf if has_inf else largest, values[inf])
         finite = ~(nan | inf)
     above, below = finite & (values > largest), finite & (values < -largest)
@@ -295,16 +347,23 @@ def _to_float(values: npt.NDArray[Any], target: np.dtype[Any], rounding: str,
     return out
 
 
-def _rounds_to_largest(values: npt.NDArray[Any], above: npt.NDArray[np.bool_],
-                       below: npt.NDArray[np.bool_], target: np.dtype[Any],
-                       rounding: str) -> npt.NDArray[np.bool_]:
+def _rounds_to_largest(
+    values: npt.NDArray[Any],
+    above: npt.NDArray[np.bool_],
+    below: npt.NDArray[np.bool_],
+    target: np.dtype[Any],
+    rounding: str,
+) -> npt.NDArray[np.bool_]:
     """Where values beyond `target`'s largest magnitude (`above` it, `below` its negative)
     round to it: within a step of it when rounding goes towards zero, within half a step when
     to nearest (a tie: when the largest value is even), where the step is the one below it."""
     largest = np.array([float_traits(target)[0]]).astype(target)
     step = float(largest[0]) - float(_step(largest, np.array([False]), target)[0])
-    towards_zero = {"towards-zero": (True, True), "towards-negative": (True, False),
-                    "towards-positive": (False, True)}
+    towards_zero = {
+        "towards-zero": (True, True),
+        "towards-negative": (True, False),
+        "towards-positive": (False, True),
+    }
     positive, negative = towards_zero.get(rounding, (False, False))
     beyond = np.abs(values.astype(np.float64)) - float(largest[0])  # exact: both are close
     result = (above & positive) | (below & negative)
@@ -318,11 +377,11 @@ def _rounds_to_largest(values: npt.NDArray[Any], above: npt.NDArray[np.bool_],
     return result
 
 
-def _round_float(values: npt.NDArray[Any], target: np.dtype[Any],
-                 rounding: str) -> npt.NDArray[Any]:
+def _round_float(
+    values: npt.NDArray[Any], target: np.dtype[Any], rounding: str
+) -> npt.NDArray[Any]:
     """In-range finite numbers rounded into the float type `target`."""
-    large = ((values > _EXACT_INT) | (values < -_EXACT_INT)) if values.dtype.kind in "iu" \
-        else None
+    large = ((values > _EXACT_INT) | (values < -_EXACT_INT)) if values.dtype.kind in "iu" else None
     if large is not None and large.any():
         out = np.empty(values.shape, dtype=target)
         out[large] = [_round_exact(int(v), target, rounding) for v in values[large]]
@@ -350,8 +409,9 @@ def _round_float(values: npt.NDArray[Any], target: np.dtype[Any],
     return out
 
 
-def _step(values: npt.NDArray[Any], up: npt.NDArray[np.bool_],
-          target: np.dtype[Any]) -> npt.NDArray[Any]:
+def _step(
+    values: npt.NDArray[Any], up: npt.NDArray[np.bool_], target: np.dtype[Any]
+) -> npt.NDArray[Any]:
     """The neighbours of float `values` of `target` above (where `up`) or below them, by their
     bit patterns: sign and magnitude, the magnitude counting up from zero."""
     bits = float_traits(target)[1]

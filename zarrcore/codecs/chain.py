@@ -1,5 +1,6 @@
 """A chunk's codecs in order (array->array*, array->bytes, bytes->bytes*), resolved for its
 spec: how one chunk is encoded and decoded, and whether the compiled batch runs it."""
+
 from __future__ import annotations
 
 import math
@@ -10,8 +11,8 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import kernels
-from ..runtime.config import config, size_with_slack
 from ..errors import MetadataError
+from ..runtime.config import config, size_with_slack
 from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, ChunkSpec
 from .registry import codec_from_json
 
@@ -35,7 +36,8 @@ class CodecChain:
             raise MetadataError(
                 f"{where}: field 'codecs': {len(codecs)} codecs exceed config.max_codecs "
                 f"({config.max_codecs}); raise it with zarrcore.config.set(max_codecs=...) or "
-                "ZARRCORE_MAX_CODECS")
+                "ZARRCORE_MAX_CODECS"
+            )
         try:
             resolved = [codec_from_json(c, where) for c in codecs]
         except MetadataError as e:
@@ -47,7 +49,8 @@ class CodecChain:
             if isinstance(codec, ArrayArrayCodec):
                 if array_bytes is not None:
                     raise MetadataError(
-                        f"{where}: array->array codec {codec.name!r} after array->bytes")
+                        f"{where}: array->array codec {codec.name!r} after array->bytes"
+                    )
                 self.array_array.append(codec)
             elif isinstance(codec, ArrayBytesCodec):
                 if array_bytes is not None:
@@ -56,7 +59,8 @@ class CodecChain:
             elif isinstance(codec, BytesBytesCodec):
                 if array_bytes is None:
                     raise MetadataError(
-                        f"{where}: bytes->bytes codec {codec.name!r} before array->bytes")
+                        f"{where}: bytes->bytes codec {codec.name!r} before array->bytes"
+                    )
                 self.bytes_bytes.append(codec)
             else:
                 raise MetadataError(f"{where}: {codec!r} is not a codec")
@@ -119,8 +123,13 @@ class CodecChain:
         forms = [c.native_form(self.bytes_spec) for c in self.bytes_bytes]
         # A byte shuffle first of them (numcodecs.shuffle on the serialized items, as HDF5's
         # shuffle filter reaches v3) is the items' shuffle of v2's filter: it joins their form.
-        if (form is not None and forms and forms[0] is not None and "byte_shuffle" in forms[0]
-                and "byte_shuffle" not in form):
+        if (
+            form is not None
+            and forms
+            and forms[0] is not None
+            and "byte_shuffle" in forms[0]
+            and "byte_shuffle" not in form
+        ):
             form, forms = {**form, **forms[0]}, forms[1:]
         stages = [stage for stage in forms if stage is not None]
         if form is None or len(stages) < len(forms) or any("byte_shuffle" in s for s in stages):
@@ -129,8 +138,13 @@ class CodecChain:
         compressors = stages[:-1] if crc32c else stages
         if len(compressors) > 1 or any("crc32c" in s for s in compressors):
             return None
-        return {"crc32c": crc32c, "compressor": None, "max_stored": self.max_encoded_bytes,
-                **form, **(compressors[0] if compressors else {})}
+        return {
+            "crc32c": crc32c,
+            "compressor": None,
+            "max_stored": self.max_encoded_bytes,
+            **form,
+            **(compressors[0] if compressors else {}),
+        }
 
     @property
     def verifies_integrity(self) -> bool:
@@ -160,16 +174,16 @@ class CodecChain:
         """True when decode(out=) writes the chunk straight into `out`."""
         return not self.array_array
 
-    def decode(self, data: BytesLike,
-               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
+    def decode(self, data: BytesLike, out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
         """Bytes to a C-ordered chunk of `spec` (written into `out` when given)."""
         for codec in reversed(self.bytes_bytes[1:]):
             data = codec.decode(data, self._unwrap_spec)
         if self.bytes_bytes:
             if out is not None and self._raw_items and out.flags.c_contiguous:
                 # The stored bytes are the items as they lie in memory: decompress into `out`.
-                self.bytes_bytes[0].decode_into(data, out.reshape(-1).view(np.uint8),
-                                                self._unwrap_spec)
+                self.bytes_bytes[0].decode_into(
+                    data, out.reshape(-1).view(np.uint8), self._unwrap_spec
+                )
                 return out
             data = self.bytes_bytes[0].decode(data, self._unwrap_spec)
         if self.array_array:
@@ -190,20 +204,30 @@ class CodecChain:
             data = codec.encode(data, self.bytes_spec)
         return data
 
-    def read_into(self, data: BytesLike | None, selection: tuple[Any, ...],
-                  target: npt.NDArray[Any], complete: bool) -> None:
+    def read_into(
+        self,
+        data: BytesLike | None,
+        selection: tuple[Any, ...],
+        target: npt.NDArray[Any],
+        complete: bool,
+    ) -> None:
         """Put `selection` of the chunk encoded in `data` (None: not stored, so fill) in
         `target`."""
         if data is None:
             target[...] = self.spec.fill_value
-        elif (complete and self.decodes_in_place and target.size == math.prod(self.spec.shape)
-              and target.flags.c_contiguous):
+        elif (
+            complete
+            and self.decodes_in_place
+            and target.size == math.prod(self.spec.shape)
+            and target.flags.c_contiguous
+        ):
             self.decode(data, out=target.reshape(self.spec.shape))
         else:
             kernels.copy_region(self.decode(data)[selection + (Ellipsis,)], target)
 
-    def merge(self, data: BytesLike | None, selection: tuple[Any, ...],
-              part: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    def merge(
+        self, data: BytesLike | None, selection: tuple[Any, ...], part: npt.NDArray[Any]
+    ) -> npt.NDArray[Any]:
         """The chunk encoded in `data` (fill when None) with `selection` set to `part`."""
         if data is None:
             # Not np.full: it turns a bytes fill into an S array first, dropping trailing NULs.
@@ -218,14 +242,16 @@ class CodecChain:
         chunk[selection + (Ellipsis,)] = part
         return chunk
 
-    def reset_beyond(self, data: BytesLike,
-                     bound: Iterable[int]) -> npt.NDArray[Any] | None:
+    def reset_beyond(self, data: BytesLike, bound: Iterable[int]) -> npt.NDArray[Any] | None:
         """The chunk encoded in `data` with what lies at or beyond `bound` (an extent per axis
         from its origin) set to fill; None when all that is fill already."""
         chunk = self.decode(data)
         fill = self.spec.fill_value
-        beyond = [(slice(None),) * axis + (slice(b, None),)
-                  for axis, (b, n) in enumerate(zip(bound, self.spec.shape)) if b < n]
+        beyond = [
+            (slice(None),) * axis + (slice(b, None),)
+            for axis, (b, n) in enumerate(zip(bound, self.spec.shape))
+            if b < n
+        ]
         if all(kernels.is_fill(chunk[region], fill) for region in beyond):
             return None
         chunk = np.array(chunk, copy=True)

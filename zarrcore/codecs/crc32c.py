@@ -1,4 +1,5 @@
 """The `crc32c` bytes->bytes codec: a 4-byte little-endian CRC-32C after the data."""
+
 import numpy as np
 import numpy.typing as npt
 
@@ -29,8 +30,9 @@ def _split(data: BytesLike, at_start: bool = False) -> npt.NDArray[np.uint8]:
     stored = int.from_bytes(checksum.tobytes(), "little")
     actual = _compress.crc32c(payload)
     if actual != stored:
-        raise ChecksumError(f"crc32c codec: checksum mismatch (stored {stored:#010x}, "
-                            f"computed {actual:#010x})")
+        raise ChecksumError(
+            f"crc32c codec: checksum mismatch (stored {stored:#010x}, computed {actual:#010x})"
+        )
     return payload
 
 
@@ -50,7 +52,8 @@ class Crc32cCodec(BytesBytesCodec):
             raise MetadataError(f"crc32c codec: unknown parameters {sorted(config)}")
         if location not in (None, "start", "end"):
             raise MetadataError(
-                f"crc32c codec: location must be 'start' or 'end', got {location!r}")
+                f"crc32c codec: location must be 'start' or 'end', got {location!r}"
+            )
         return Crc32cAtStartCodec() if location == "start" else cls()
 
     def to_v2_json(self) -> CodecJSON:
@@ -78,8 +81,9 @@ class Crc32cCodec(BytesBytesCodec):
         payload = _split(data, self.at_start)
         target = _u8(out)
         if payload.nbytes != target.nbytes:
-            raise ChunkDecodeError(f"crc32c codec: payload has {payload.nbytes} bytes, expected "
-                                   f"{target.nbytes}")
+            raise ChunkDecodeError(
+                f"crc32c codec: payload has {payload.nbytes} bytes, expected {target.nbytes}"
+            )
 
         target[...] = payload
         return payload.nbytes

@@ -1,4 +1,5 @@
 """Deflate codecs: `gzip` (v3 and v2) and numcodecs' `zlib` (v2 only)."""
+
 from collections.abc import Callable
 
 from .._native import compress as _compress

@@ -1,4 +1,5 @@
 """numcodecs' `lz4` codec (v2 only): size prefix + LZ4 block."""
+
 from .._native import compress as _compress
 from ..errors import MetadataError
 from .base import BytesBytesCodec, BytesLike, ChunkSpec, CodecJSON, decode_limit

@@ -1,5 +1,6 @@
 """numcodecs' `bz2`, `lzma` and `base64` compressors (v2 only), over the Python standard
 library, which releases the GIL while it works (bz2, lzma)."""
+
 import base64
 import binascii
 import bz2
@@ -8,8 +9,15 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..errors import ChunkDecodeError, MetadataError
-from .base import (BytesBytesCodec, BytesLike, ChunkSpec, CodecJSON, NumcodecsForm, byte_view,
-                   decode_limit)
+from .base import (
+    BytesBytesCodec,
+    BytesLike,
+    ChunkSpec,
+    CodecJSON,
+    NumcodecsForm,
+    byte_view,
+    decode_limit,
+)
 from .registry import register_codec
 
 __all__ = ["BZ2Codec", "Base64Codec", "LZMACodec"]
@@ -27,8 +35,9 @@ class _Decompressor(Protocol):
     def decompress(self, data: memoryview | bytes, max_length: int = -1) -> bytes: ...
 
 
-def _decompress_bounded(make_decompressor: Callable[[], _Decompressor], data: BytesLike,
-                        limit: int, name: str) -> bytes:
+def _decompress_bounded(
+    make_decompressor: Callable[[], _Decompressor], data: BytesLike, limit: int, name: str
+) -> bytes:
     """All streams in `data` through decompressors from `make_decompressor` (bz2, lzma), as
     bz2.decompress / lzma.decompress take them, failing as soon as the output passes `limit`
     bytes: a stream that inflates to gigabytes is never decoded first."""
@@ -40,11 +49,13 @@ def _decompress_bounded(make_decompressor: Callable[[], _Decompressor], data: By
         part = decompressor.decompress(rest, max_length=limit - size + 1)
         size += len(part)
         if size > limit:
-            raise ChunkDecodeError(f"{name} codec: the data decodes to more than the {limit} "
-                                   f"bytes this chunk may hold")
+            raise ChunkDecodeError(
+                f"{name} codec: the data decodes to more than the {limit} bytes this chunk may hold"
+            )
         if not decompressor.eof:
             raise ChunkDecodeError(
-                f"{name} codec: corrupt or truncated data: the stream does not end")
+                f"{name} codec: corrupt or truncated data: the stream does not end"
+            )
         parts.append(part)
         rest = decompressor.unused_data
         if not rest:
@@ -84,18 +95,24 @@ class LZMACodec(NumcodecsForm, BytesBytesCodec):
     name = None
     v2_id = "lzma"
 
-    def __init__(self, format: int = 1, check: int = -1, preset: int | None = None,
-                 filters: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        format: int = 1,
+        check: int = -1,
+        preset: int | None = None,
+        filters: list[dict[str, Any]] | None = None,
+    ) -> None:
         for field, value in (("format", format), ("check", check)):
             if isinstance(value, bool) or not isinstance(value, int):
                 raise MetadataError(f"lzma codec: {field} must be an integer, got {value!r}")
         if preset is not None and (isinstance(preset, bool) or not isinstance(preset, int)):
-            raise MetadataError(
-                f"lzma codec: preset must be null or an integer, got {preset!r}")
+            raise MetadataError(f"lzma codec: preset must be null or an integer, got {preset!r}")
         if filters is not None and not (
-                isinstance(filters, list) and all(isinstance(f, dict) for f in filters)):
+            isinstance(filters, list) and all(isinstance(f, dict) for f in filters)
+        ):
             raise MetadataError(
-                f"lzma codec: filters must be null or a list of objects, got {filters!r}")
+                f"lzma codec: filters must be null or a list of objects, got {filters!r}"
+            )
         self.format = format
         self.check = check
         self.preset = preset
@@ -108,19 +125,30 @@ class LZMACodec(NumcodecsForm, BytesBytesCodec):
         return self.format == lzma.FORMAT_XZ and self.check != lzma.CHECK_NONE
 
     def configuration(self) -> CodecJSON:
-        return {"format": self.format, "check": self.check, "preset": self.preset,
-                "filters": self.filters}
+        return {
+            "format": self.format,
+            "check": self.check,
+            "preset": self.preset,
+            "filters": self.filters,
+        }
 
     def encode(self, data: BytesLike, spec: ChunkSpec) -> BytesLike:
         try:
-            return lzma.compress(byte_view(data), format=self.format, check=self.check,
-                                 preset=self.preset, filters=self.filters)
+            return lzma.compress(
+                byte_view(data),
+                format=self.format,
+                check=self.check,
+                preset=self.preset,
+                filters=self.filters,
+            )
         except (lzma.LZMAError, ValueError, TypeError) as e:
             raise MetadataError(
-                f"lzma codec: invalid parameters {self.configuration()}: {e}") from None
+                f"lzma codec: invalid parameters {self.configuration()}: {e}"
+            ) from None
 
     def decode(self, data: BytesLike, spec: ChunkSpec) -> BytesLike:
         try:
+
             def decompressor() -> lzma.LZMADecompressor:
                 return lzma.LZMADecompressor(format=self.format, filters=self.filters)
 

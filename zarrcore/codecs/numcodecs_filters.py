@@ -5,6 +5,7 @@ dtype. Here each is an array->array codec on 1-d arrays that states the encoded 
 dtype up front, so a chain knows every intermediate spec (and blosc its typesize).
 `as_bytes_codec()` adapts one to follow a bytes->bytes codec in a filter list.
 """
+
 import math
 from typing import Any
 
@@ -13,15 +14,33 @@ import numpy.typing as npt
 
 from .._native import filters as _filters
 from ..errors import ChunkDecodeError, MetadataError
-from .base import (ArrayArrayCodec, BytesBytesCodec, BytesLike, ChunkSpec, CodecJSON,
-                   NativeForm, NumcodecsForm)
+from .base import (
+    ArrayArrayCodec,
+    BytesBytesCodec,
+    BytesLike,
+    ChunkSpec,
+    CodecJSON,
+    NativeForm,
+    NumcodecsForm,
+)
 from .bytes import BytesCodec, byte_order
 from .registry import register_codec
 
 __all__ = [
-    "Adler32Filter", "AsTypeFilter", "BitRoundFilter", "CategorizeFilter", "Crc32Filter",
-    "DeltaFilter", "FilterAsBytes", "FixedScaleOffsetFilter", "Fletcher32Filter",
-    "JenkinsLookup3Filter", "PackBitsFilter", "QuantizeFilter", "ShuffleFilter", "V2Filter",
+    "Adler32Filter",
+    "AsTypeFilter",
+    "BitRoundFilter",
+    "CategorizeFilter",
+    "Crc32Filter",
+    "DeltaFilter",
+    "FilterAsBytes",
+    "FixedScaleOffsetFilter",
+    "Fletcher32Filter",
+    "JenkinsLookup3Filter",
+    "PackBitsFilter",
+    "QuantizeFilter",
+    "ShuffleFilter",
+    "V2Filter",
 ]
 
 _U1 = np.dtype(np.uint8)
@@ -46,7 +65,8 @@ def _number(value: float, codec: str | None, field: str) -> float:
 def _int(value: int, codec: str | None, field: str, minimum: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise MetadataError(
-            f"{codec} filter: {field} must be an integer >= {minimum}, got {value!r}")
+            f"{codec} filter: {field} must be an integer >= {minimum}, got {value!r}"
+        )
     return value
 
 
@@ -87,8 +107,10 @@ class V2Filter(NumcodecsForm, ArrayArrayCodec):
         views)."""
         nbytes = count * dtype.itemsize
         if nbytes % as_dtype.itemsize:
-            raise MetadataError(f"{self.v2_id} filter: {nbytes}-byte chunks are not a whole "
-                                f"number of {as_dtype} items")
+            raise MetadataError(
+                f"{self.v2_id} filter: {nbytes}-byte chunks are not a whole "
+                f"number of {as_dtype} items"
+            )
         return nbytes // as_dtype.itemsize
 
     def encoded_spec(self, spec: ChunkSpec) -> ChunkSpec:
@@ -185,8 +207,11 @@ class DeltaFilter(_TypedFilter):
     def __init__(self, dtype: npt.DTypeLike, astype: npt.DTypeLike | None = None) -> None:
         super().__init__(dtype, astype)
         # Timedeltas too, as numcodecs takes them (zarr 2 wrote them; datetimes fail there).
-        if not ((self.dtype.kind in "iufc" and self.astype.kind in "iufc")
-                or self.dtype.kind == self.astype.kind and self.dtype.kind in "bm"):
+        if not (
+            (self.dtype.kind in "iufc" and self.astype.kind in "iufc")
+            or self.dtype.kind == self.astype.kind
+            and self.dtype.kind in "bm"
+        ):
             raise MetadataError(f"delta filter: unsupported dtypes {self.dtype} -> {self.astype}")
 
     @staticmethod
@@ -198,7 +223,8 @@ class DeltaFilter(_TypedFilter):
             raise MetadataError(
                 "delta filter on bool: numcodecs decodes it as a running OR of the stored "
                 "differences, not the data written, so zarrcore reads such arrays as numcodecs "
-                "does but does not write them")
+                "does but does not write them"
+            )
         arr = array.view(self.dtype)
         if self._compiled(self.dtype):
             diff = _filters.delta_encode(arr.astype(_native(self.dtype)))
@@ -227,8 +253,9 @@ class FixedScaleOffsetFilter(_TypedFilter):
 
     v2_id = "fixedscaleoffset"
 
-    def __init__(self, offset: float, scale: float, dtype: npt.DTypeLike,
-                 astype: npt.DTypeLike | None = None) -> None:
+    def __init__(
+        self, offset: float, scale: float, dtype: npt.DTypeLike, astype: npt.DTypeLike | None = None
+    ) -> None:
         super().__init__(dtype, astype)
         self.offset = _number(offset, self.v2_id, "offset")
         self.scale = _number(scale, self.v2_id, "scale")
@@ -250,17 +277,18 @@ class QuantizeFilter(_TypedFilter):
 
     v2_id = "quantize"
 
-    def __init__(self, digits: int, dtype: npt.DTypeLike,
-                 astype: npt.DTypeLike | None = None) -> None:
+    def __init__(
+        self, digits: int, dtype: npt.DTypeLike, astype: npt.DTypeLike | None = None
+    ) -> None:
         super().__init__(dtype, astype)
         self.digits = _int(digits, self.v2_id, "digits", minimum=-(2**31))
         if self.dtype.kind != "f" or self.astype.kind != "f":
             raise MetadataError("quantize filter: only floating point dtypes are supported")
         # numcodecs' exact steps, so the rounding matches bit for bit.
         try:
-            exp = math.log10(10.0 ** -self.digits)
+            exp = math.log10(10.0**-self.digits)
             exp = math.floor(exp) if exp < 0 else math.ceil(exp)
-            self._scale = 2.0 ** math.ceil(math.log2(10.0 ** -exp))
+            self._scale = 2.0 ** math.ceil(math.log2(10.0**-exp))
         except (OverflowError, ValueError):  # 10**-digits beyond what a double holds
             raise MetadataError(f"quantize filter: digits {digits} out of range") from None
 
@@ -292,11 +320,13 @@ class BitRoundFilter(V2Filter):
     def encoded_layout(self, count: int, dtype: np.dtype[Any]) -> tuple[int, np.dtype[Any]]:
         if dtype.kind != "f" or dtype.itemsize not in _MANTISSA_BITS:
             raise MetadataError(
-                f"bitround filter: only float16/32/64 data can be bit-rounded, not {dtype}")
+                f"bitround filter: only float16/32/64 data can be bit-rounded, not {dtype}"
+            )
         bits = _MANTISSA_BITS[dtype.itemsize]
         if self.keepbits > bits:
             raise MetadataError(
-                f"bitround filter: keepbits {self.keepbits} exceeds the {bits} bits of {dtype}")
+                f"bitround filter: keepbits {self.keepbits} exceeds the {bits} bits of {dtype}"
+            )
         # Keeping every bit passes the floats through unchanged, as numcodecs does.
         return count, dtype if self.keepbits == bits else np.dtype(dtype.str.replace("f", "i"))
 
@@ -367,15 +397,18 @@ class CategorizeFilter(V2Filter):
 
     v2_id = "categorize"
 
-    def __init__(self, labels: list[str], dtype: npt.DTypeLike, astype: npt.DTypeLike = "u1"
-                 ) -> None:
+    def __init__(
+        self, labels: list[str], dtype: npt.DTypeLike, astype: npt.DTypeLike = "u1"
+    ) -> None:
         self.dtype = np.dtype(dtype)
         if self.dtype.kind not in "UO":
             raise MetadataError(
-                f"categorize filter: dtype must be unicode or object, got {self.dtype}")
+                f"categorize filter: dtype must be unicode or object, got {self.dtype}"
+            )
         if not isinstance(labels, (list, tuple)) or not all(isinstance(x, str) for x in labels):
             raise MetadataError(
-                f"categorize filter: labels must be a list of strings, got {labels!r}")
+                f"categorize filter: labels must be a list of strings, got {labels!r}"
+            )
         self.labels = list(labels)
         self.astype = _dtype(astype, self.v2_id, "astype")
 
@@ -386,8 +419,9 @@ class CategorizeFilter(V2Filter):
         return count, self.astype
 
     def encode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
-        values = (array if self.dtype.hasobject or array.dtype.kind in "OT"
-                  else array.view(self.dtype))
+        values = (
+            array if self.dtype.hasobject or array.dtype.kind in "OT" else array.view(self.dtype)
+        )
         enc = np.zeros(values.shape, dtype=self.astype)
         for i, label in enumerate(self.labels):
             enc[values == label] = i + 1
@@ -415,8 +449,10 @@ class ShuffleFilter(V2Filter):
     def encoded_layout(self, count: int, dtype: np.dtype[Any]) -> tuple[int, np.dtype[Any]]:
         nbytes = count * dtype.itemsize
         if self.elementsize > 1 and nbytes % self.elementsize:
-            raise MetadataError(f"shuffle filter: {nbytes}-byte chunks are not a multiple of "
-                                f"elementsize {self.elementsize}")
+            raise MetadataError(
+                f"shuffle filter: {nbytes}-byte chunks are not a multiple of "
+                f"elementsize {self.elementsize}"
+            )
         return nbytes, _U1
 
     def encode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
@@ -434,8 +470,9 @@ class ShuffleFilter(V2Filter):
     def decode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         data = _raw(array)
         if self.elementsize > 1 and data.size % self.elementsize:
-            raise ChunkDecodeError(f"shuffle filter: {data.size} bytes is not a multiple of "
-                                   f"{self.elementsize}")
+            raise ChunkDecodeError(
+                f"shuffle filter: {data.size} bytes is not a multiple of {self.elementsize}"
+            )
         unshuffled: npt.NDArray[Any] = _filters.unshuffle(data, max(self.elementsize, 1))
         return unshuffled
 
@@ -450,7 +487,8 @@ class _ChecksumFilter(V2Filter):
     def __init__(self, location: str | None = None) -> None:
         if location not in (None, "start", "end"):
             raise MetadataError(
-                f"{self.v2_id} filter: location must be 'start' or 'end', got {location!r}")
+                f"{self.v2_id} filter: location must be 'start' or 'end', got {location!r}"
+            )
         # numcodecs writes `location` only when it was given.
         self._location = location
 
@@ -470,14 +508,15 @@ class _ChecksumFilter(V2Filter):
     def encode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         seed, prefix = self._seed()
         framed: npt.NDArray[Any] = _filters.checksum_frame(
-            self.v2_id, _raw(array), self.at_end, seed, prefix)
+            self.v2_id, _raw(array), self.at_end, seed, prefix
+        )
         return framed
 
     def decode_flat(self, array: npt.NDArray[Any]) -> npt.NDArray[Any]:
         data = _raw(array)
         seed, prefix = self._seed()
         start: int = _filters.checksum_verify(self.v2_id, data, self.at_end, seed, prefix)
-        return data[start:start + data.size - 4]
+        return data[start : start + data.size - 4]
 
 
 class Crc32Filter(_ChecksumFilter):
@@ -511,7 +550,8 @@ class JenkinsLookup3Filter(_ChecksumFilter):
             isinstance(prefix, list) and all(isinstance(b, int) and 0 <= b < 256 for b in prefix)
         ):
             raise MetadataError(
-                f"jenkins_lookup3 filter: prefix must be null or a list of bytes, got {prefix!r}")
+                f"jenkins_lookup3 filter: prefix must be null or a list of bytes, got {prefix!r}"
+            )
         self.prefix = prefix
 
     def configuration(self) -> CodecJSON:
@@ -522,9 +562,18 @@ class JenkinsLookup3Filter(_ChecksumFilter):
 
 
 for _cls in (
-    DeltaFilter, FixedScaleOffsetFilter, QuantizeFilter, BitRoundFilter, AsTypeFilter,
-    PackBitsFilter, CategorizeFilter, ShuffleFilter, Crc32Filter, Adler32Filter,
-    Fletcher32Filter, JenkinsLookup3Filter,
+    DeltaFilter,
+    FixedScaleOffsetFilter,
+    QuantizeFilter,
+    BitRoundFilter,
+    AsTypeFilter,
+    PackBitsFilter,
+    CategorizeFilter,
+    ShuffleFilter,
+    Crc32Filter,
+    Adler32Filter,
+    Fletcher32Filter,
+    JenkinsLookup3Filter,
 ):
     register_codec(_cls, v2_id=_cls.v2_id)
 del _cls

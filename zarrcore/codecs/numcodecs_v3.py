@@ -12,6 +12,7 @@ decoded dtype of fixedscaleoffset, quantize and astype) are filled in the same w
 array's data type, and stored. pcodec and zfpy are array->bytes codecs: the serializer,
 given the chunk with its shape.
 """
+
 import math
 from collections.abc import Callable
 from typing import Any, TypeVar, Union
@@ -21,21 +22,46 @@ import numpy.typing as npt
 
 from ..errors import MetadataError
 from . import pcodec, zfpy  # noqa: F401  (registers the v2 ids)
-from .base import (ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, BytesLike, ChunkSpec, Codec,
-                   CodecJSON)
+from .base import (
+    ArrayArrayCodec,
+    ArrayBytesCodec,
+    BytesBytesCodec,
+    BytesLike,
+    ChunkSpec,
+    Codec,
+    CodecJSON,
+)
 from .numcodecs_filters import QuantizeFilter, V2Filter
 from .registry import codec_from_v2, register_codec
 
 __all__ = [
-    "ARRAY_TO_ARRAY", "ARRAY_TO_BYTES", "BYTES_TO_BYTES", "NumcodecsBytesCodec", "NumcodecsFilter",
-    "NumcodecsSerializer", "PREFIX",
+    "ARRAY_TO_ARRAY",
+    "ARRAY_TO_BYTES",
+    "BYTES_TO_BYTES",
+    "NumcodecsBytesCodec",
+    "NumcodecsFilter",
+    "NumcodecsSerializer",
+    "PREFIX",
 ]
 
 PREFIX = "numcodecs."
 ARRAY_TO_ARRAY = ("delta", "bitround", "fixedscaleoffset", "quantize", "packbits", "astype")
 ARRAY_TO_BYTES = ("pcodec", "zfpy")
-BYTES_TO_BYTES = ("blosc", "zstd", "zlib", "gzip", "lz4", "bz2", "lzma", "shuffle", "crc32",
-                  "crc32c", "adler32", "fletcher32", "jenkins_lookup3")
+BYTES_TO_BYTES = (
+    "blosc",
+    "zstd",
+    "zlib",
+    "gzip",
+    "lz4",
+    "bz2",
+    "lzma",
+    "shuffle",
+    "crc32",
+    "crc32c",
+    "adler32",
+    "fletcher32",
+    "jenkins_lookup3",
+)
 # Parameters zarr-python fills in from the data type when missing, and how.
 _FROM_DTYPE: dict[str, tuple[str, Callable[[np.dtype[Any]], object]]] = {
     "fixedscaleoffset": ("dtype", str),
@@ -102,7 +128,8 @@ class NumcodecsFilter(_NumcodecsV3, ArrayArrayCodec):  # type: ignore[misc]
             # zarr-python keeps the decoded dtype for quantize's output, so it can neither
             # write nor read a different astype.
             raise MetadataError(
-                f"{self.name}: astype {quantize.astype} differs from dtype {quantize.dtype}")
+                f"{self.name}: astype {quantize.astype} differs from dtype {quantize.dtype}"
+            )
         return codec
 
     @property
@@ -165,13 +192,13 @@ class NumcodecsSerializer(_NumcodecsV3, ArrayBytesCodec):  # type: ignore[misc] 
     def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> BytesLike:
         return self.resolve(spec).encode(array, spec)
 
-    def decode(self, data: BytesLike, spec: ChunkSpec,
-               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
+    def decode(
+        self, data: BytesLike, spec: ChunkSpec, out: npt.NDArray[Any] | None = None
+    ) -> npt.NDArray[Any]:
         return self.resolve(spec).decode(data, spec, out)
 
 
-_NumcodecsClass = Union[
-    type[NumcodecsFilter], type[NumcodecsBytesCodec], type[NumcodecsSerializer]]
+_NumcodecsClass = Union[type[NumcodecsFilter], type[NumcodecsBytesCodec], type[NumcodecsSerializer]]
 
 
 class _Factory:

@@ -6,6 +6,7 @@ dimension), then the dtype string and the shape. vlen-array frames each item's r
 vlen-bytes does. Decoding a pickle runs code from the store, so it is refused unless
 `zarrcore.config.allow_pickle` is set.
 """
+
 import json
 import math
 import pickle
@@ -16,16 +17,15 @@ import numpy as np
 import numpy.typing as npt
 
 from .._native import filters as _filters
-from ..runtime.config import config
 from ..errors import ChunkDecodeError, MetadataError, UnsafeCodecError
+from ..runtime.config import config
 from .base import ArrayBytesCodec, BytesLike, ChunkSpec, CodecJSON, NumcodecsForm, into
 from .registry import register_codec
 
 __all__ = ["JSONCodec", "MsgPackCodec", "PickleCodec", "VLenArrayCodec"]
 
 
-def _chunk_items(items: list[Any], shape: tuple[int, ...], what: str | None
-                 ) -> npt.NDArray[Any]:
+def _chunk_items(items: list[Any], shape: tuple[int, ...], what: str | None) -> npt.NDArray[Any]:
     """The object array of `shape` made from `items`, nested as numpy's tolist() nests them."""
     out = np.empty(shape, dtype=object)
     if not shape:
@@ -34,8 +34,9 @@ def _chunk_items(items: list[Any], shape: tuple[int, ...], what: str | None
     level = [items]
     for axis, n in enumerate(shape):
         if not all(isinstance(x, list) and len(x) == n for x in level):
-            raise ChunkDecodeError(f"{what}: items do not have the chunk's shape {tuple(shape)} "
-                                   f"(axis {axis})")
+            raise ChunkDecodeError(
+                f"{what}: items do not have the chunk's shape {tuple(shape)} (axis {axis})"
+            )
         level = [item for x in level for item in x]
     # fromiter keeps list and dict items whole, where assigning the list would unpack them.
     out.reshape(-1)[:] = np.fromiter(level, dtype=object, count=len(level))
@@ -49,8 +50,7 @@ class _ObjectCodec(NumcodecsForm, ArrayBytesCodec):
 
     def resolve(self, spec: ChunkSpec) -> "_ObjectCodec":
         if np.dtype(spec.dtype).kind != "O":
-            raise MetadataError(
-                f"{self.v2_id} codec: needs an object data type, not {spec.dtype}")
+            raise MetadataError(f"{self.v2_id} codec: needs an object data type, not {spec.dtype}")
         return self
 
 
@@ -66,9 +66,10 @@ def _typed_items(items: list[Any], spec: ChunkSpec, what: str | None) -> npt.NDA
         decoded[...] = items[:-2] if items[-1] else items[0]
         return decoded.reshape(-1).view(spec.dtype).reshape(spec.shape)
     except (TypeError, ValueError, IndexError, OverflowError) as e:
-        raise ChunkDecodeError(f"{what}: the chunk's items do not make a chunk of "
-                               f"{np.dtype(spec.dtype)} and shape {tuple(spec.shape)}: {e}"
-                               ) from None
+        raise ChunkDecodeError(
+            f"{what}: the chunk's items do not make a chunk of "
+            f"{np.dtype(spec.dtype)} and shape {tuple(spec.shape)}: {e}"
+        ) from None
 
 
 class _ListCodec(_ObjectCodec):
@@ -86,17 +87,24 @@ class _ListCodec(_ObjectCodec):
         items: list[Any] = np.atleast_1d(array).tolist()
         return self._dumps(items + [array.dtype.str, list(array.shape)])
 
-    def decode(self, data: BytesLike, spec: ChunkSpec,
-               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
+    def decode(
+        self, data: BytesLike, spec: ChunkSpec, out: npt.NDArray[Any] | None = None
+    ) -> npt.NDArray[Any]:
         try:
             items = self._loads(bytes(data))
         except Exception as e:  # each library has its own errors for garbage
             raise ChunkDecodeError(f"{self.v2_id}: cannot decode the chunk: {e}") from None
         objects = np.dtype(spec.dtype).kind == "O"
-        if (not isinstance(items, list) or len(items) < 2 or not isinstance(items[-1], list)
-                or objects and list(items[-1]) != list(spec.shape)):
-            raise ChunkDecodeError(f"{self.v2_id}: the chunk does not end with the chunk's shape "
-                                   f"{list(spec.shape)}")
+        if (
+            not isinstance(items, list)
+            or len(items) < 2
+            or not isinstance(items[-1], list)
+            or objects
+            and list(items[-1]) != list(spec.shape)
+        ):
+            raise ChunkDecodeError(
+                f"{self.v2_id}: the chunk does not end with the chunk's shape {list(spec.shape)}"
+            )
         if not objects:
             return into(_typed_items(items, spec, self.v2_id), out)
         array = _chunk_items(items[:-2], tuple(spec.shape), self.v2_id)
@@ -108,16 +116,28 @@ class JSONCodec(_ListCodec):
 
     v2_id = "json2"
 
-    def __init__(self, encoding: str = "utf-8", skipkeys: bool = False,
-                 ensure_ascii: bool = True, check_circular: bool = True, allow_nan: bool = True,
-                 indent: int | str | None = None,
-                 separators: Sequence[str] | None = (",", ":"), sort_keys: bool = True,
-                 strict: bool = True) -> None:
+    def __init__(
+        self,
+        encoding: str = "utf-8",
+        skipkeys: bool = False,
+        ensure_ascii: bool = True,
+        check_circular: bool = True,
+        allow_nan: bool = True,
+        indent: int | str | None = None,
+        separators: Sequence[str] | None = (",", ":"),
+        sort_keys: bool = True,
+        strict: bool = True,
+    ) -> None:
         self.encoding = encoding
         self.encoder_options: dict[str, Any] = dict(
-            skipkeys=skipkeys, ensure_ascii=ensure_ascii, check_circular=check_circular,
-            allow_nan=allow_nan, indent=indent, sort_keys=sort_keys,
-            separators=None if separators is None else tuple(separators))
+            skipkeys=skipkeys,
+            ensure_ascii=ensure_ascii,
+            check_circular=check_circular,
+            allow_nan=allow_nan,
+            indent=indent,
+            sort_keys=sort_keys,
+            separators=None if separators is None else tuple(separators),
+        )
         self.strict = strict
         self._encoder = json.JSONEncoder(**self.encoder_options)
         self._decoder = json.JSONDecoder(strict=strict)
@@ -140,21 +160,26 @@ class MsgPackCodec(_ListCodec):
 
     v2_id = "msgpack2"
 
-    def __init__(self, use_single_float: bool = False, use_bin_type: bool = True,
-                 raw: bool = False) -> None:
+    def __init__(
+        self, use_single_float: bool = False, use_bin_type: bool = True, raw: bool = False
+    ) -> None:
         self.use_single_float, self.use_bin_type, self.raw = use_single_float, use_bin_type, raw
 
     def configuration(self) -> CodecJSON:
-        return {"raw": self.raw, "use_single_float": self.use_single_float,
-                "use_bin_type": self.use_bin_type}
+        return {
+            "raw": self.raw,
+            "use_single_float": self.use_single_float,
+            "use_bin_type": self.use_bin_type,
+        }
 
     @staticmethod
     def _msgpack() -> Any:  # the msgpack module, which has no type hints
         try:
             import msgpack
         except ImportError:
-            raise MetadataError('the msgpack2 codec needs msgpack: pip install "zarrcore[msgpack]"'
-                                ) from None
+            raise MetadataError(
+                'the msgpack2 codec needs msgpack: pip install "zarrcore[msgpack]"'
+            ) from None
         return msgpack
 
     def resolve(self, spec: ChunkSpec) -> "_ObjectCodec":
@@ -162,8 +187,9 @@ class MsgPackCodec(_ListCodec):
         return super().resolve(spec)
 
     def _dumps(self, items: list[Any]) -> bytes:
-        packed: bytes = self._msgpack().packb(items, use_bin_type=self.use_bin_type,
-                                              use_single_float=self.use_single_float)
+        packed: bytes = self._msgpack().packb(
+            items, use_bin_type=self.use_bin_type, use_single_float=self.use_single_float
+        )
         return packed
 
     def _loads(self, data: bytes) -> Any:
@@ -187,20 +213,26 @@ class VLenArrayCodec(_ObjectCodec):
         return {"dtype": self.dtype.str}
 
     def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> BytesLike:
-        items = [None if item is None else
-                 np.ascontiguousarray(item, dtype=self.dtype).reshape(-1).tobytes()
-                 for item in np.asarray(array).reshape(-1).tolist()]
+        items = [
+            None
+            if item is None
+            else np.ascontiguousarray(item, dtype=self.dtype).reshape(-1).tobytes()
+            for item in np.asarray(array).reshape(-1).tolist()
+        ]
         return _filters.vlen_encode(items, False)
 
-    def decode(self, data: BytesLike, spec: ChunkSpec,
-               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
+    def decode(
+        self, data: BytesLike, spec: ChunkSpec, out: npt.NDArray[Any] | None = None
+    ) -> npt.NDArray[Any]:
         raw: list[bytes] = _filters.vlen_decode(data, math.prod(spec.shape), False)
         size = self.dtype.itemsize
         array = np.empty(len(raw), dtype=object)
         for i, item in enumerate(raw):
             if len(item) % size:
-                raise ChunkDecodeError(f"vlen-array: item {i} has {len(item)} bytes, not a "
-                                       f"whole number of {self.dtype} values")
+                raise ChunkDecodeError(
+                    f"vlen-array: item {i} has {len(item)} bytes, not a "
+                    f"whole number of {self.dtype} values"
+                )
             array[i] = np.frombuffer(item, dtype=self.dtype)
         array = array.reshape(spec.shape)
         return into(array, out)
@@ -220,20 +252,23 @@ class PickleCodec(_ObjectCodec):
     def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> BytesLike:
         return pickle.dumps(np.asarray(array), protocol=self.protocol)
 
-    def decode(self, data: BytesLike, spec: ChunkSpec,
-               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
+    def decode(
+        self, data: BytesLike, spec: ChunkSpec, out: npt.NDArray[Any] | None = None
+    ) -> npt.NDArray[Any]:
         if not config.allow_pickle:
             raise UnsafeCodecError(
                 "the pickle codec is refused: unpickling runs code named by the stored data, so "
                 "whoever can write the store could run code here. If you trust the store, "
-                "zarrcore.config.set(allow_pickle=True) or ZARRCORE_ALLOW_PICKLE=1 reads it")
+                "zarrcore.config.set(allow_pickle=True) or ZARRCORE_ALLOW_PICKLE=1 reads it"
+            )
         try:
             value = pickle.loads(bytes(data))
         except Exception as e:  # unpickling raises anything at all on garbage
             raise ChunkDecodeError(f"pickle: cannot decode the chunk: {e}") from None
         if not isinstance(value, np.ndarray) or value.size != math.prod(spec.shape):
-            raise ChunkDecodeError(f"pickle: the chunk is not an array of {math.prod(spec.shape)} "
-                                   f"items")
+            raise ChunkDecodeError(
+                f"pickle: the chunk is not an array of {math.prod(spec.shape)} items"
+            )
         array = np.empty(spec.shape, dtype=object)
         array.reshape(-1)[:] = value.reshape(-1)
         return into(array, out)

@@ -4,6 +4,7 @@ optional byte that counts the padding bits at the end.
 
 Packing and unpacking are compiled loops (csrc/codecs/zc_packbits.c).
 """
+
 import math
 from typing import Any
 
@@ -20,12 +21,20 @@ __all__ = ["PADDINGS", "PackBitsCodec", "SUPPORTED"]
 
 PADDINGS = ("none", "first_byte", "last_byte")
 # ml_dtypes' types of fewer bits than their byte holds -> (bits, signed)
-_NARROW = {"int2": (2, True), "uint2": (2, False), "int4": (4, True), "uint4": (4, False),
-           "float4_e2m1fn": (4, False), "float6_e2m3fn": (6, False),
-           "float6_e3m2fn": (6, False)}
+_NARROW = {
+    "int2": (2, True),
+    "uint2": (2, False),
+    "int4": (4, True),
+    "uint4": (4, False),
+    "float4_e2m1fn": (4, False),
+    "float6_e2m3fn": (6, False),
+    "float6_e3m2fn": (6, False),
+}
 _COMPLEX_PARTS = {"complex32": 2, "bcomplex32": 2}
-SUPPORTED = ("bool, int2, uint2, int4, uint4, float4_e2m1fn, float6_*, and integer, float "
-             "and complex types of 8 to 64 bits")
+SUPPORTED = (
+    "bool, int2, uint2, int4, uint4, float4_e2m1fn, float6_*, and integer, float "
+    "and complex types of 8 to 64 bits"
+)
 
 
 def _components(dtype: np.dtype[Any]) -> tuple[int, int, int, bool] | None:
@@ -46,10 +55,10 @@ def _components(dtype: np.dtype[Any]) -> tuple[int, int, int, bool] | None:
 
 
 def _bit(value: object, field: str) -> int | None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                              or value < 0):
-        raise MetadataError(f"packbits codec: {field} must be an integer >= 0 or null, got "
-                            f"{value!r}")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise MetadataError(
+            f"packbits codec: {field} must be an integer >= 0 or null, got {value!r}"
+        )
     return value
 
 
@@ -59,35 +68,48 @@ class PackBitsCodec(ArrayBytesCodec):
 
     name = "packbits"
 
-    def __init__(self, padding_encoding: str | None = None, first_bit: object = None,
-                 last_bit: object = None) -> None:
+    def __init__(
+        self, padding_encoding: str | None = None, first_bit: object = None, last_bit: object = None
+    ) -> None:
         if padding_encoding is not None and padding_encoding not in PADDINGS:
-            raise MetadataError(f"packbits codec: padding_encoding {padding_encoding!r} is not "
-                                f"one of {list(PADDINGS)}")
+            raise MetadataError(
+                f"packbits codec: padding_encoding {padding_encoding!r} is not "
+                f"one of {list(PADDINGS)}"
+            )
         self.padding_encoding = padding_encoding
         self.first_bit, self.last_bit = _bit(first_bit, "first_bit"), _bit(last_bit, "last_bit")
-        if self.first_bit is not None and self.last_bit is not None \
-                and self.last_bit < self.first_bit:
-            raise MetadataError(f"packbits codec: last_bit {self.last_bit} is less than "
-                                f"first_bit {self.first_bit}")
+        if (
+            self.first_bit is not None
+            and self.last_bit is not None
+            and self.last_bit < self.first_bit
+        ):
+            raise MetadataError(
+                f"packbits codec: last_bit {self.last_bit} is less than first_bit {self.first_bit}"
+            )
 
     def configuration(self) -> CodecJSON:
-        return {field: getattr(self, field) for field in
-                ("padding_encoding", "first_bit", "last_bit") if getattr(self, field) is not None}
+        return {
+            field: getattr(self, field)
+            for field in ("padding_encoding", "first_bit", "last_bit")
+            if getattr(self, field) is not None
+        }
 
     def _layout(self, dtype: np.dtype[Any]) -> tuple[int, int, int, int, int]:
         """(first bit, bits kept, bytes per component, components per value, bits to
         sign-extend to or 0)."""
         components = _components(dtype)
         if components is None:
-            raise MetadataError(f"packbits codec: data type {type_name(dtype)} is not one it "
-                                f"takes: {SUPPORTED}")
+            raise MetadataError(
+                f"packbits codec: data type {type_name(dtype)} is not one it takes: {SUPPORTED}"
+            )
         bits, unit, parts, signed = components
         first = self.first_bit or 0
         last = bits - 1 if self.last_bit is None else self.last_bit
         if last >= bits or first > last:
-            raise MetadataError(f"packbits codec: bits {first} ... {last} are not within the "
-                                f"{bits} bits of {type_name(dtype)}")
+            raise MetadataError(
+                f"packbits codec: bits {first} ... {last} are not within the "
+                f"{bits} bits of {type_name(dtype)}"
+            )
         return first, last - first + 1, unit, parts, bits if signed else 0
 
     @property
@@ -117,20 +139,25 @@ class PackBitsCodec(ArrayBytesCodec):
             return np.concatenate([packed, pad])
         return packed
 
-    def decode(self, data: BytesLike, spec: ChunkSpec,
-               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
+    def decode(
+        self, data: BytesLike, spec: ChunkSpec, out: npt.NDArray[Any] | None = None
+    ) -> npt.NDArray[Any]:
         dtype = np.dtype(spec.dtype)
         first, kept, unit, parts, sign_bits = self._layout(dtype)
         raw = np.frombuffer(data, dtype=np.uint8)
         expected = self.encoded_nbytes(spec)
         if raw.size != expected:
-            raise ChunkDecodeError(f"packbits codec: chunk has {raw.size} bytes, expected "
-                                   f"{expected} for shape {spec.shape} {type_name(dtype)}")
+            raise ChunkDecodeError(
+                f"packbits codec: chunk has {raw.size} bytes, expected "
+                f"{expected} for shape {spec.shape} {type_name(dtype)}"
+            )
         if self._header:
             at = 0 if self.padding_encoding == "first_byte" else raw.size - 1
             if raw[at] != self._padding(spec):
-                raise ChunkDecodeError(f"packbits codec: the padding byte says {raw[at]} bits, "
-                                       f"expected {self._padding(spec)}")
+                raise ChunkDecodeError(
+                    f"packbits codec: the padding byte says {raw[at]} bits, "
+                    f"expected {self._padding(spec)}"
+                )
             raw = raw[1:] if at == 0 else raw[:-1]
         count = math.prod(spec.shape) * parts
         values = _filters.packbits_decode(raw, unit, count, first, kept, sign_bits)

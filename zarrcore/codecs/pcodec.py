@@ -1,5 +1,6 @@
 """numcodecs' `pcodec` codec (Pco, through the optional `pcodec` package): a chunk's numbers,
 flattened in memory order, as one standalone Pco file."""
+
 import math
 from typing import Any
 
@@ -7,8 +8,15 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ChunkDecodeError, MetadataError
-from .base import (ArrayBytesCodec, BytesLike, ChunkSpec, CodecJSON, NumcodecsForm, into,
-                   stored_numbers)
+from .base import (
+    ArrayBytesCodec,
+    BytesLike,
+    ChunkSpec,
+    CodecJSON,
+    NumcodecsForm,
+    into,
+    stored_numbers,
+)
 from .registry import register_codec
 
 __all__ = ["PcodecCodec"]
@@ -24,7 +32,8 @@ def _pcodec() -> Any:  # the pcodec module, which has no type hints
         import pcodec
     except ImportError:
         raise MetadataError(
-            'the pcodec codec needs pcodec: pip install "zarrcore[pcodec]"') from None
+            'the pcodec codec needs pcodec: pip install "zarrcore[pcodec]"'
+        ) from None
     return pcodec
 
 
@@ -35,9 +44,15 @@ class PcodecCodec(NumcodecsForm, ArrayBytesCodec):
     name = None
     v2_id = "pcodec"
 
-    def __init__(self, level: int = 8, mode_spec: str = "auto", delta_spec: str = "auto",
-                 paging_spec: str = "equal_pages_up_to", delta_encoding_order: int | None = None,
-                 equal_pages_up_to: int = 262144) -> None:
+    def __init__(
+        self,
+        level: int = 8,
+        mode_spec: str = "auto",
+        delta_spec: str = "auto",
+        paging_spec: str = "equal_pages_up_to",
+        delta_encoding_order: int | None = None,
+        equal_pages_up_to: int = 262144,
+    ) -> None:
         self.level = level
         self.mode_spec = mode_spec
         self.delta_spec = delta_spec
@@ -46,15 +61,22 @@ class PcodecCodec(NumcodecsForm, ArrayBytesCodec):
         self.equal_pages_up_to = equal_pages_up_to
 
     def configuration(self) -> CodecJSON:
-        return {"level": self.level, "mode_spec": self.mode_spec, "delta_spec": self.delta_spec,
-                "paging_spec": self.paging_spec, "delta_encoding_order": self.delta_encoding_order,
-                "equal_pages_up_to": self.equal_pages_up_to}
+        return {
+            "level": self.level,
+            "mode_spec": self.mode_spec,
+            "delta_spec": self.delta_spec,
+            "paging_spec": self.paging_spec,
+            "delta_encoding_order": self.delta_encoding_order,
+            "equal_pages_up_to": self.equal_pages_up_to,
+        }
 
     def resolve(self, spec: ChunkSpec) -> "PcodecCodec":
         dtype = stored_numbers(spec.dtype)
         if dtype not in _DTYPES:
-            raise MetadataError(f"pcodec codec: data type {dtype} is not one Pco stores "
-                                f"(native 16-, 32- and 64-bit integers and floats)")
+            raise MetadataError(
+                f"pcodec codec: data type {dtype} is not one Pco stores "
+                f"(native 16-, 32- and 64-bit integers and floats)"
+            )
         _pcodec()
         return self
 
@@ -63,17 +85,21 @@ class PcodecCodec(NumcodecsForm, ArrayBytesCodec):
         hints)."""
         if self.mode_spec not in _MODES:
             raise MetadataError(
-                f"pcodec codec: mode_spec {self.mode_spec!r} is not one of {_MODES}")
+                f"pcodec codec: mode_spec {self.mode_spec!r} is not one of {_MODES}"
+            )
         if self.delta_spec not in _DELTAS:
             raise MetadataError(
-                f"pcodec codec: delta_spec {self.delta_spec!r} is not one of {_DELTAS}")
+                f"pcodec codec: delta_spec {self.delta_spec!r} is not one of {_DELTAS}"
+            )
         if self.paging_spec != "equal_pages_up_to":
             raise MetadataError(
-                f"pcodec codec: paging_spec {self.paging_spec!r} is not 'equal_pages_up_to'")
+                f"pcodec codec: paging_spec {self.paging_spec!r} is not 'equal_pages_up_to'"
+            )
         order = self.delta_encoding_order
         if order is not None and self.delta_spec not in ("auto", "try_consecutive"):
             raise MetadataError(
-                "pcodec codec: delta_encoding_order needs delta_spec 'try_consecutive'")
+                "pcodec codec: delta_encoding_order needs delta_spec 'try_consecutive'"
+            )
         if order is not None or self.delta_spec == "try_consecutive":
             # "auto" with an order: numcodecs' old form
             delta = pcodec.DeltaSpec.try_consecutive(order)
@@ -81,12 +107,15 @@ class PcodecCodec(NumcodecsForm, ArrayBytesCodec):
             delta = getattr(pcodec.DeltaSpec, self.delta_spec)()
         try:
             return pcodec.ChunkConfig(
-                compression_level=self.level, delta_spec=delta,
+                compression_level=self.level,
+                delta_spec=delta,
                 mode_spec=getattr(pcodec.ModeSpec, self.mode_spec)(),
-                paging_spec=pcodec.PagingSpec.equal_pages_up_to(self.equal_pages_up_to))
+                paging_spec=pcodec.PagingSpec.equal_pages_up_to(self.equal_pages_up_to),
+            )
         except (TypeError, ValueError, RuntimeError, OverflowError) as e:
             raise MetadataError(
-                f"pcodec codec: invalid parameters {self.configuration()}: {e}") from None
+                f"pcodec codec: invalid parameters {self.configuration()}: {e}"
+            ) from None
 
     def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> BytesLike:
         pcodec = _pcodec()
@@ -98,17 +127,21 @@ class PcodecCodec(NumcodecsForm, ArrayBytesCodec):
             return compressed
         except (RuntimeError, TypeError) as e:  # Pco checks the level only here
             raise MetadataError(
-                f"pcodec codec: cannot encode with {self.configuration()}: {e}") from None
+                f"pcodec codec: cannot encode with {self.configuration()}: {e}"
+            ) from None
 
-    def decode(self, data: BytesLike, spec: ChunkSpec,
-               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
+    def decode(
+        self, data: BytesLike, spec: ChunkSpec, out: npt.NDArray[Any] | None = None
+    ) -> npt.NDArray[Any]:
         count = math.prod(spec.shape)
         # Into an array of the chunk's own size: Pco stops there, whatever the data declares.
-        target = (out if out is not None and out.flags.c_contiguous
-                  else np.empty(spec.shape, spec.dtype))
+        target = (
+            out if out is not None and out.flags.c_contiguous else np.empty(spec.shape, spec.dtype)
+        )
         try:
             progress = _pcodec().standalone.simple_decompress_into(
-                bytes(data), target.reshape(-1).view(stored_numbers(target.dtype)))
+                bytes(data), target.reshape(-1).view(stored_numbers(target.dtype))
+            )
         except (RuntimeError, TypeError, ValueError) as e:
             raise ChunkDecodeError(f"pcodec codec: cannot decode the chunk: {e}") from None
         if progress.n_processed != count or not progress.finished:

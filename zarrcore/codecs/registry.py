@@ -1,5 +1,6 @@
 """Codec registry: v3 names and v2 (numcodecs) ids to codec classes, and the JSON form of
 other libraries' codec objects."""
+
 import json
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar, cast, overload
@@ -8,8 +9,14 @@ from ..errors import MetadataError, UnknownCodecError, UnknownCodecObjectError
 from .base import Codec, CodecJSON
 
 __all__ = [
-    "ACCEPTED", "CodecFactory", "V2CodecFactory", "codec_from_json", "codec_from_v2",
-    "foreign_codec_json", "register_codec", "registered_names",
+    "ACCEPTED",
+    "CodecFactory",
+    "V2CodecFactory",
+    "codec_from_json",
+    "codec_from_v2",
+    "foreign_codec_json",
+    "register_codec",
+    "registered_names",
 ]
 
 
@@ -36,8 +43,9 @@ _V2: dict[str, V2CodecFactory] = {}
 def register_codec(cls: _V2F, name: str | None = None, *, v2_id: str) -> _V2F: ...
 @overload
 def register_codec(cls: _F, name: str | None = None, v2_id: None = None) -> _F: ...
-def register_codec(cls: CodecFactory, name: str | None = None,
-                   v2_id: str | None = None) -> CodecFactory:
+def register_codec(
+    cls: CodecFactory, name: str | None = None, v2_id: str | None = None
+) -> CodecFactory:
     """Register `cls` under its v3 `name` (default cls.name) and optionally a v2 id."""
     # `name` is a class attribute of Codec classes, which a protocol cannot state.
     name = name or getattr(cls, "name")
@@ -51,19 +59,23 @@ def register_codec(cls: CodecFactory, name: str | None = None,
 
 
 # What a codec may be given as, for the error that names them.
-ACCEPTED = ("a zarrcore codec (zarrcore.codecs.*), a zarr-python codec (zarr.codecs.*, "
-            "zarr.codecs.numcodecs.*), a numcodecs codec, or its JSON form: "
-            "{'name': ..., 'configuration': {...}} (format 2 also numcodecs' {'id': ...})")
+ACCEPTED = (
+    "a zarrcore codec (zarrcore.codecs.*), a zarr-python codec (zarr.codecs.*, "
+    "zarr.codecs.numcodecs.*), a numcodecs codec, or its JSON form: "
+    "{'name': ..., 'configuration': {...}} (format 2 also numcodecs' {'id': ...})"
+)
 
 
 def _plain_json(value: object) -> Any:
     """`value` as plain JSON values (tuples as lists, str enums as str, numpy scalars as
     Python numbers)."""
+
     def scalar(x: object) -> Any:
         item = getattr(x, "item", None)
         if callable(item):
             return item()
         raise TypeError(f"{x!r} is not JSON")
+
     return json.loads(json.dumps(value, default=scalar))
 
 
@@ -88,13 +100,16 @@ def foreign_codec_json(obj: object, where: str = "codecs") -> CodecJSON:
         if callable(get_config) and isinstance(getattr(obj, "codec_id", None), str):
             config = dict(get_config())
             codec_id = config.pop("id", obj.codec_id)  # type: ignore[attr-defined]
-            return cast(CodecJSON, _plain_json(
-                {"name": f"numcodecs.{codec_id}", "configuration": config}))
+            return cast(
+                CodecJSON, _plain_json({"name": f"numcodecs.{codec_id}", "configuration": config})
+            )
     except (TypeError, ValueError, AttributeError) as e:
         raise UnknownCodecObjectError(
-            f"{where}: cannot take the JSON form of codec {obj!r}: {e}") from None
+            f"{where}: cannot take the JSON form of codec {obj!r}: {e}"
+        ) from None
     raise UnknownCodecObjectError(
-        f"{where}: {obj!r} is not a codec zarrcore knows: pass {ACCEPTED}")
+        f"{where}: {obj!r} is not a codec zarrcore knows: pass {ACCEPTED}"
+    )
 
 
 def codec_from_json(spec: object, where: str = "codecs") -> Codec:
@@ -115,8 +130,9 @@ def codec_from_json(spec: object, where: str = "codecs") -> Codec:
     config = spec.get("configuration", {})
     if not isinstance(config, dict):
         raise MetadataError(f"{where}: configuration of codec {name!r} must be an object")
-    return _build(cls.from_config, config,
-                  f"{where}: invalid configuration for codec {name!r}", cls)
+    return _build(
+        cls.from_config, config, f"{where}: invalid configuration for codec {name!r}", cls
+    )
 
 
 def codec_from_v2(config: object, where: str = "compressor") -> Codec:
@@ -130,8 +146,9 @@ def codec_from_v2(config: object, where: str = "compressor") -> Codec:
         raise UnknownCodecError(f"{where}: unknown codec id {config['id']!r}")
     options = {k: v for k, v in config.items() if k != "id"}
     try:
-        return _build(cls.from_v2_config, options,
-                      f"{where}: invalid configuration for {config['id']!r}")
+        return _build(
+            cls.from_v2_config, options, f"{where}: invalid configuration for {config['id']!r}"
+        )
     except MetadataError as e:  # the codec's own message: put `where` in front
         if str(e).startswith(where):
             raise
@@ -152,8 +169,12 @@ def _fields(factory: CodecFactory) -> list[str] | None:
     return [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
 
 
-def _build(make: Callable[[CodecJSON], Codec], config: CodecJSON, what: str,
-           factory: CodecFactory | None = None) -> Codec:
+def _build(
+    make: Callable[[CodecJSON], Codec],
+    config: CodecJSON,
+    what: str,
+    factory: CodecFactory | None = None,
+) -> Codec:
     """make(config); its TypeError or ValueError as a MetadataError that starts with `what`
     (and lists the configuration fields `factory` takes, when given: only then, as reading
     a signature costs more than building most codecs)."""

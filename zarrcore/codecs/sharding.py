@@ -4,6 +4,7 @@ A shard is the encoded inner chunks, in any order, plus an index before or after
 inner chunk (C order) a uint64 pair (offset, nbytes), both 2**64-1 for an empty chunk,
 encoded with the index codecs (normally little-endian bytes and a crc32c).
 """
+
 from __future__ import annotations
 
 import math
@@ -15,14 +16,12 @@ import numpy.typing as npt
 
 from .. import kernels
 from .._native import chunk_jobs as _chunk_jobs
-from ..runtime.config import config
-from ..errors import (
-    ChunkDecodeError, MetadataError, SelectionError, ShardIndexError, ZarrcoreError,
-)
+from ..errors import ChunkDecodeError, MetadataError, SelectionError, ShardIndexError, ZarrcoreError
 from ..metadata.indexing import BasicIndexer, ChunkProjection, is_basic_selection
 from ..runtime.byte_ranges import coalesce_spans
-from ..storage.base import get_at_most
+from ..runtime.config import config
 from ..runtime.pool import parallel_map, run_workers
+from ..storage.base import get_at_most
 from .base import ENCODED_BOUND, ArrayBytesCodec, ChunkSpec, check_chunk_bytes
 from .chain import CodecChain
 from .registry import codec_from_json, register_codec
@@ -33,8 +32,17 @@ if TYPE_CHECKING:
     from .base import BytesLike, CodecJSON, NativeForm
 
 __all__ = [
-    "Blobs", "EMPTY", "Entries", "Int64s", "LITTLE_BYTES", "MAX_NESTING", "ShardingCodec",
-    "WHOLE_READ_SHARE", "coalesce", "morton_order", "partial_codec",
+    "Blobs",
+    "EMPTY",
+    "Entries",
+    "Int64s",
+    "LITTLE_BYTES",
+    "MAX_NESTING",
+    "ShardingCodec",
+    "WHOLE_READ_SHARE",
+    "coalesce",
+    "morton_order",
+    "partial_codec",
 ]
 
 #: Per inner chunk (C order) its encoded bytes, None when it is not stored.
@@ -75,8 +83,11 @@ def _nesting(codecs: Iterable[object]) -> int:
         for codec in level:
             if isinstance(codec, ShardingCodec):
                 inner += [*codec.codecs, *codec.index_codecs]
-            elif (isinstance(codec, dict) and codec.get("name") == ShardingCodec.name
-                  and isinstance(codec.get("configuration"), dict)):
+            elif (
+                isinstance(codec, dict)
+                and codec.get("name") == ShardingCodec.name
+                and isinstance(codec.get("configuration"), dict)
+            ):
                 for key in ("codecs", "index_codecs"):
                     value = codec["configuration"].get(key)
                     inner += value if isinstance(value, (list, tuple)) else []
@@ -107,7 +118,7 @@ class _Whole:
         return self.view[start:stop]
 
     def fetch(self, spans: Sequence[Sequence[int]]) -> list[memoryview]:
-        return [self.view[o:o + n] for o, n in spans]
+        return [self.view[o : o + n] for o, n in spans]
 
 
 class _Ranged:
@@ -127,22 +138,25 @@ class _Ranged:
         if not spans:
             return []
         offsets, lengths = np.asarray(spans, dtype=np.uint64).T
-        starts, stops, group = coalesce(offsets, lengths, self.options.coalesce_gap_bytes,
-                                        self.options.coalesce_max_bytes)
+        starts, stops, group = coalesce(
+            offsets, lengths, self.options.coalesce_gap_bytes, self.options.coalesce_max_bytes
+        )
         datas = self.reader.get_ranges(list(zip(starts.tolist(), stops.tolist())))
         if datas is None:
             raise ShardIndexError("shard was deleted while being read")
         views = [memoryview(data).cast("B") for data in datas]
-        return [views[g][o - starts[g]:o - starts[g] + n]
-                for g, (o, n) in zip(group.tolist(), spans)]
+        return [
+            views[g][o - starts[g] : o - starts[g] + n] for g, (o, n) in zip(group.tolist(), spans)
+        ]
 
 
 #: A shard being read: held whole, or read by byte ranges.
 _Shard = Union[_Whole, _Ranged]
 
 
-def coalesce(offsets: npt.ArrayLike, lengths: npt.ArrayLike, gap: int,
-             most: int | None) -> tuple[Int64s, Int64s, Int64s]:
+def coalesce(
+    offsets: npt.ArrayLike, lengths: npt.ArrayLike, gap: int, most: int | None
+) -> tuple[Int64s, Int64s, Int64s]:
     """Group a shard's byte spans (uint64 `offsets` and `lengths`, from its index) into
     requests by `coalesce_spans` with an array's limits (config.array_options): (starts,
     stops, group). ShardIndexError for a span that no store could hold."""
@@ -163,24 +177,35 @@ class ShardingCodec(ArrayBytesCodec):
 
     name = "sharding_indexed"
 
-    def __init__(self, chunk_shape: Sequence[int], codecs: Sequence[object] = (LITTLE_BYTES,),
-                 index_codecs: Sequence[object] = (LITTLE_BYTES, {"name": "crc32c"}),
-                 index_location: str = "end") -> None:
-        if isinstance(chunk_shape, (str, bytes)) or not all(
-            isinstance(c, (int, np.integer)) and not isinstance(c, bool) and c >= 1
-            for c in chunk_shape
-        ) or not len(chunk_shape):
+    def __init__(
+        self,
+        chunk_shape: Sequence[int],
+        codecs: Sequence[object] = (LITTLE_BYTES,),
+        index_codecs: Sequence[object] = (LITTLE_BYTES, {"name": "crc32c"}),
+        index_location: str = "end",
+    ) -> None:
+        if (
+            isinstance(chunk_shape, (str, bytes))
+            or not all(
+                isinstance(c, (int, np.integer)) and not isinstance(c, bool) and c >= 1
+                for c in chunk_shape
+            )
+            or not len(chunk_shape)
+        ):
             raise MetadataError(
-                f"sharding_indexed: chunk_shape {chunk_shape!r} must be positive integers")
+                f"sharding_indexed: chunk_shape {chunk_shape!r} must be positive integers"
+            )
         if index_location not in ("start", "end"):
-            raise MetadataError(f"sharding_indexed: index_location must be 'start' or 'end', "
-                                f"not {index_location!r}")
+            raise MetadataError(
+                f"sharding_indexed: index_location must be 'start' or 'end', not {index_location!r}"
+            )
         if _nesting([*codecs, *index_codecs]) >= MAX_NESTING:
             raise MetadataError(f"sharding_indexed: nested more than {MAX_NESTING} levels deep")
         self.chunk_shape = tuple(int(c) for c in chunk_shape)
         self.codecs = tuple(codec_from_json(c, "sharding_indexed codecs") for c in codecs)
-        self.index_codecs = tuple(codec_from_json(c, "sharding_indexed index_codecs")
-                                  for c in index_codecs)
+        self.index_codecs = tuple(
+            codec_from_json(c, "sharding_indexed index_codecs") for c in index_codecs
+        )
         self.index_location = index_location
 
     @property
@@ -218,23 +243,27 @@ class ShardingCodec(ArrayBytesCodec):
                 f"zarrcore.config.set(max_shard_index_entries=...) or "
                 f"ZARRCORE_MAX_SHARD_INDEX_ENTRIES"
             )
-        inner = CodecChain(self.codecs, spec.evolve(shape=self.chunk_shape),
-                           "sharding_indexed codecs")
+        inner = CodecChain(
+            self.codecs, spec.evolve(shape=self.chunk_shape), "sharding_indexed codecs"
+        )
         index_spec = ChunkSpec(grid + (2,), np.dtype("uint64"), EMPTY)
         index = CodecChain(self.index_codecs, index_spec, "sharding_indexed index_codecs")
         if index.array_bytes.name != "bytes" or any(c.name != "crc32c" for c in index.bytes_bytes):
-            raise MetadataError("sharding_indexed: index_codecs must have a fixed encoded size "
-                                "(the bytes codec, and bytes->bytes codecs other than crc32c "
-                                "are not allowed)")
+            raise MetadataError(
+                "sharding_indexed: index_codecs must have a fixed encoded size "
+                "(the bytes codec, and bytes->bytes codecs other than crc32c "
+                "are not allowed)"
+            )
         codec = ShardingCodec(self.chunk_shape, inner.codecs, index.codecs, self.index_location)
         codec._bind(spec, inner, index, grid)
         return codec
 
-    def _bind(self, spec: ChunkSpec, inner: CodecChain, index: CodecChain,
-              grid: tuple[int, ...]) -> None:
+    def _bind(
+        self, spec: ChunkSpec, inner: CodecChain, index: CodecChain, grid: tuple[int, ...]
+    ) -> None:
         self._spec, self._inner, self._index, self._grid = spec, inner, index, grid
         self._n = math.prod(grid)
-        self._strides = tuple(math.prod(grid[d + 1:]) for d in range(len(grid)))
+        self._strides = tuple(math.prod(grid[d + 1 :]) for d in range(len(grid)))
         # The recommended little-endian layout goes through the compiled pack/unpack kernels.
         endian = index.array_bytes.configuration().get("endian", "little")
         self._packed_index = not index.array_array and endian == "little"
@@ -289,8 +318,12 @@ class ShardingCodec(ArrayBytesCodec):
         index_tail = [c.name for c in self._index.bytes_bytes]
         if self._native is None or not self._packed_index or index_tail not in ([], ["crc32c"]):
             return None
-        return dict(self._native, chunk_shape=self.chunk_shape,
-                    index_at_start=self.index_location == "start", index_crc32c=bool(index_tail))
+        return dict(
+            self._native,
+            chunk_shape=self.chunk_shape,
+            index_at_start=self.index_location == "start",
+            index_crc32c=bool(index_tail),
+        )
 
     def write_order(self) -> Int64s | None:
         """C-order indices of the inner chunks in the order written shards lay them out
@@ -358,14 +391,14 @@ class ShardingCodec(ArrayBytesCodec):
             if self._packed_index:
                 for codec in reversed(self._index.bytes_bytes):
                     data = codec.decode(data, self._index.bytes_spec)
-                entries = kernels.shard_index_unpack(
-                    data, self._n, data_size)
+                entries = kernels.shard_index_unpack(data, self._n, data_size)
             else:
                 entries = self._index.decode(data).reshape(self._n, 2)
                 kernels.shard_index_validate(entries, data_size)
         except ShardIndexError as e:
             raise ShardIndexError(
-                f"{e} (inner chunks in C order over the {self._grid} grid)") from e
+                f"{e} (inner chunks in C order over the {self._grid} grid)"
+            ) from e
         except ChunkDecodeError as e:  # a bad checksum, chiefly
             raise type(e)(f"shard index: {e}") from e
         if at_start:
@@ -383,7 +416,8 @@ class ShardingCodec(ArrayBytesCodec):
             i = int(np.flatnonzero(oversized)[0])
             raise ShardIndexError(
                 f"shard index entry of inner chunk {self.coords(i)} (offset {entries[i, 0]}, "
-                f"nbytes {entries[i, 1]}): more than the {limit} bytes {ENCODED_BOUND}")
+                f"nbytes {entries[i, 1]}): more than the {limit} bytes {ENCODED_BOUND}"
+            )
         return entries
 
     def coords(self, i: int) -> tuple[int, ...]:
@@ -450,12 +484,14 @@ class ShardingCodec(ArrayBytesCodec):
         touched: list[int] = index.ravel().tolist()
         return touched
 
-    def _native_job(self, native: NativeForm, indexer: BasicIndexer, src: Blobs,
-                    data: npt.NDArray[Any]) -> _chunk_jobs.ShardJob:
+    def _native_job(
+        self, native: NativeForm, indexer: BasicIndexer, src: Blobs, data: npt.NDArray[Any]
+    ) -> _chunk_jobs.ShardJob:
         """A compiled job of the inner chain's `native` form over the inner chunks `indexer`
         touches, `data` the caller's array."""
-        return _chunk_jobs.ShardJob(native, self.chunk_shape, self._grid, src,
-                                    indexer.plans, data, self._spec.writes_empty)
+        return _chunk_jobs.ShardJob(
+            native, self.chunk_shape, self._grid, src, indexer.plans, data, self._spec.writes_empty
+        )
 
     def _run(self, job: _chunk_jobs.ShardJob, work: Callable[[], None]) -> None:
         run_workers(work, job.ntasks, job.stop, self._spec.options.num_threads)
@@ -465,22 +501,23 @@ class ShardingCodec(ArrayBytesCodec):
             raise _inner_error(error, self.coords(i)) from None
 
     # -- reads -------------------------------------------------------------------------------
-    def decode(self, data: BytesLike, spec: ChunkSpec,
-               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
+    def decode(
+        self, data: BytesLike, spec: ChunkSpec, out: npt.NDArray[Any] | None = None
+    ) -> npt.NDArray[Any]:
         if out is None:
             out = np.empty(self._spec.shape, dtype=self._spec.dtype)
         self._read(_Whole(data), self._indexer(Ellipsis), out)
         return out
 
-    def read_partial(self, store: Store, key: str, selection: Any,
-                     out: npt.NDArray[Any]) -> None:
+    def read_partial(self, store: Store, key: str, selection: Any, out: npt.NDArray[Any]) -> None:
         """Fill `out` with `selection` of the shard stored at `key`, fetching only the index and
         the inner chunks needed (or the whole object once when most of it is needed)."""
         if not is_basic_selection(selection):
             # Array selections: read the box they span (only its inner chunks), let numpy pick.
             box, inner = self._box(selection)
-            region = np.empty(BasicIndexer(box, self._spec.shape, self.chunk_shape).shape,
-                              dtype=self._spec.dtype)
+            region = np.empty(
+                BasicIndexer(box, self._spec.shape, self.chunk_shape).shape, dtype=self._spec.dtype
+            )
             self.read_partial(store, key, box, region)
             out[...] = region[inner]
             return
@@ -493,16 +530,17 @@ class ShardingCodec(ArrayBytesCodec):
         # One version of the shard throughout: a writer may replace it between the reads of
         # its index and of its inner chunks.
         with store.reader(key) as reader:
-            self._read(None if reader is None
-                       else _Ranged(reader, self._spec.options), indexer, out)
+            self._read(
+                None if reader is None else _Ranged(reader, self._spec.options), indexer, out
+            )
 
-    def _read(self, shard: _Shard | None, indexer: BasicIndexer,
-              out: npt.NDArray[Any]) -> None:
+    def _read(self, shard: _Shard | None, indexer: BasicIndexer, out: npt.NDArray[Any]) -> None:
         touched = self._touched(indexer)
         self._read_blobs(indexer, touched, self._blobs(shard, touched), out)
 
-    def _read_blobs(self, indexer: BasicIndexer, touched: Sequence[int], blobs: Blobs,
-                    out: npt.NDArray[Any]) -> None:
+    def _read_blobs(
+        self, indexer: BasicIndexer, touched: Sequence[int], blobs: Blobs, out: npt.NDArray[Any]
+    ) -> None:
         """Fill `out` with `indexer`'s selection from `blobs`, the encoded inner chunks
         `touched` (None for empty ones)."""
         if all(blob is None for blob in blobs):
@@ -520,8 +558,9 @@ class ShardingCodec(ArrayBytesCodec):
         def work(item: tuple[ChunkProjection, BytesLike | None]) -> None:
             p, blob = item
             try:
-                self._inner.read_into(blob, p.chunk_selection, out[p.out_selection + (Ellipsis,)],
-                                      p.complete)
+                self._inner.read_into(
+                    blob, p.chunk_selection, out[p.out_selection + (Ellipsis,)], p.complete
+                )
             except ZarrcoreError as e:
                 raise _inner_error(e, p.coords) from e
 
@@ -540,13 +579,15 @@ class ShardingCodec(ArrayBytesCodec):
     def with_inner(self, data: BytesLike | None, i: int, blob: BytesLike) -> bytes:
         """The shard `data` (None: not stored) with inner chunk `i` (C order) stored as the
         encoded bytes `blob`; the other inner chunks keep their bytes."""
-        blobs: Blobs = ([None] * self._n if data is None
-                        else self._blobs(_Whole(data), range(self._n)))
+        blobs: Blobs = (
+            [None] * self._n if data is None else self._blobs(_Whole(data), range(self._n))
+        )
         blobs[i] = blob
         return self._assemble(_stored(blobs))
 
-    def check(self, data: BytesLike, max_bytes: int = 64 << 20
-              ) -> tuple[list[tuple[tuple[int, ...] | None, str]], list[tuple[int, ...]]]:
+    def check(
+        self, data: BytesLike, max_bytes: int = 64 << 20
+    ) -> tuple[list[tuple[tuple[int, ...] | None, str]], list[tuple[int, ...]]]:
         """Check the shard `data` whole: its index (bounds, overlaps, checksum: a bad one raises
         ShardIndexError or ChecksumError), then every inner chunk decoded, slabs of inner
         chunks of about `max_bytes` at a time. Returns (damaged, empty): (coords, error) of
@@ -562,8 +603,9 @@ class ShardingCodec(ArrayBytesCodec):
         damaged: list[tuple[tuple[int, ...] | None, str]] = []
         for start in range(0, rows, step):
             stop = min(rows, start + step)
-            selection = ((slice(start * inner[0], stop * inner[0]),)
-                         + (slice(None),) * (len(inner) - 1))
+            selection = (slice(start * inner[0], stop * inner[0]),) + (slice(None),) * (
+                len(inner) - 1
+            )
             indexer = self._indexer(selection)
             try:
                 self._read(shard, indexer, np.empty(indexer.shape, dtype=self._spec.dtype))
@@ -588,13 +630,19 @@ class ShardingCodec(ArrayBytesCodec):
         self._update(blobs, Ellipsis, array)
         return self._assemble(_stored(blobs))
 
-    def merge(self, data: BytesLike | None, selection: Any, value: npt.NDArray[Any],
-              keep_empty: bool = False) -> bytes | None:
+    def merge(
+        self,
+        data: BytesLike | None,
+        selection: Any,
+        value: npt.NDArray[Any],
+        keep_empty: bool = False,
+    ) -> bytes | None:
         """The shard `data` (None: not stored) with `selection` set to `value`: only the inner
         chunks it touches are re-encoded, the others keep their bytes. None when no inner
         chunk is left, unless `keep_empty` (then a shard of only its index)."""
-        blobs: Blobs = ([None] * self._n if data is None
-                        else self._blobs(_Whole(data), range(self._n)))
+        blobs: Blobs = (
+            [None] * self._n if data is None else self._blobs(_Whole(data), range(self._n))
+        )
         if is_basic_selection(selection):
             self._update(blobs, selection, value)
         else:
@@ -610,8 +658,9 @@ class ShardingCodec(ArrayBytesCodec):
             return None
         return self._assemble(_stored(blobs))
 
-    def trim(self, data: BytesLike, bound: Sequence[int],
-             keep_empty: bool = False) -> BytesLike | None:
+    def trim(
+        self, data: BytesLike, bound: Sequence[int], keep_empty: bool = False
+    ) -> BytesLike | None:
         """The shard `data` with everything at or beyond `bound` (an extent per axis from the
         shard's origin) reset to fill, as a shrinking resize leaves it: inner chunks wholly
         beyond it leave the index, those across it are decoded, cut and encoded again, and the
@@ -630,7 +679,7 @@ class ShardingCodec(ArrayBytesCodec):
         view = memoryview(data)
         blobs: dict[int, BytesLike] = {}
         for i, (offset, nbytes) in zip(stored.tolist(), entries[stored].tolist()):
-            blobs[i] = view[offset:offset + nbytes]
+            blobs[i] = view[offset : offset + nbytes]
         for i in stored[beyond].tolist():
             del blobs[i]
         for i, inner_bound in zip(stored[across].tolist(), (limit - starts[across]).tolist()):
@@ -670,8 +719,9 @@ class ShardingCodec(ArrayBytesCodec):
             except ZarrcoreError as e:
                 raise _inner_error(e, p.coords) from e
 
-        parallel_map(work, zip(indexer.projections(), self._touched(indexer)),
-                     self._spec.options.num_threads)
+        parallel_map(
+            work, zip(indexer.projections(), self._touched(indexer)), self._spec.options.num_threads
+        )
 
     def _assemble(self, blobs: dict[int, BytesLike]) -> bytes:
         """The shard bytes of the inner chunks `blobs` ({C-order index: encoded bytes}): laid

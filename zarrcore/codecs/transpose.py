@@ -1,4 +1,5 @@
 """The `transpose` array->array codec."""
+
 from typing import Any
 
 import numpy.typing as npt
@@ -23,8 +24,9 @@ class TransposeCodec(ArrayArrayCodec):
         if not all(isinstance(i, int) and not isinstance(i, bool) for i in order):
             raise MetadataError(f"transpose codec: order must hold integers, got {list(order)!r}")
         if sorted(order) != list(range(len(order))):
-            raise MetadataError(f"transpose codec: order {list(order)} is not a permutation of "
-                                f"0..{len(order) - 1}")
+            raise MetadataError(
+                f"transpose codec: order {list(order)} is not a permutation of 0..{len(order) - 1}"
+            )
         self.order: tuple[int, ...] = order
         self._inverse = tuple(sorted(range(len(order)), key=order.__getitem__))
 
@@ -33,8 +35,10 @@ class TransposeCodec(ArrayArrayCodec):
 
     def _check(self, spec: ChunkSpec) -> None:
         if len(self.order) != len(spec.shape):
-            raise MetadataError(f"transpose codec: order {list(self.order)} does not match "
-                                f"{len(spec.shape)}-d chunks")
+            raise MetadataError(
+                f"transpose codec: order {list(self.order)} does not match "
+                f"{len(spec.shape)}-d chunks"
+            )
 
     def resolve(self, spec: ChunkSpec) -> "TransposeCodec":
         self._check(spec)

@@ -7,6 +7,7 @@ and the compressor. An object codec (vlen-utf8, vlen-bytes) among the filters, o
 compressor, is the array->bytes step itself; codecs after it, or after the first
 bytes->bytes codec in the filters (crc32c), work on bytes.
 """
+
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,7 +28,10 @@ from .transpose import TransposeCodec
 from .zstd import ZstdCodec
 
 __all__ = [
-    "V2BytesCodec", "codecs_from_v2", "codecs_from_v2_metadata", "create_metadata_v2",
+    "V2BytesCodec",
+    "codecs_from_v2",
+    "codecs_from_v2_metadata",
+    "create_metadata_v2",
     "object_data_type",
 ]
 
@@ -47,20 +51,27 @@ class V2BytesCodec(BytesCodec):
 def codecs_from_v2_metadata(meta: ArrayMetadataV2, where: str = ".zarray") -> list[Codec]:
     """The codec list that reads and writes the chunks of v2 array metadata `meta`."""
     stored = meta.data_type.numpy_dtype
-    return codecs_from_v2(meta.filters, meta.compressor,
-                          len(meta.shape) if meta.order == "F" else 0, where,
-                          None if stored == meta.dtype else byte_order(stored))
+    return codecs_from_v2(
+        meta.filters,
+        meta.compressor,
+        len(meta.shape) if meta.order == "F" else 0,
+        where,
+        None if stored == meta.dtype else byte_order(stored),
+    )
 
 
-def codecs_from_v2(filters: Sequence[object] | None, compressor: object,
-                   f_order_ndim: int = 0, where: str = ".zarray",
-                   endian: str | None = None) -> list[Codec]:
+def codecs_from_v2(
+    filters: Sequence[object] | None,
+    compressor: object,
+    f_order_ndim: int = 0,
+    where: str = ".zarray",
+    endian: str | None = None,
+) -> list[Codec]:
     """The codec list of chunks encoded by v2 `filters` and `compressor` (numcodecs
     configurations or codec objects), in F order for chunks of `f_order_ndim` > 1
     dimensions; raw items are stored in byte order `endian` ('little', 'big'), or, when None,
     in the order of the items in memory."""
-    stages = [codec_from_v2(f, f"{where}: filters[{i}]")
-              for i, f in enumerate(filters or ())]
+    stages = [codec_from_v2(f, f"{where}: filters[{i}]") for i, f in enumerate(filters or ())]
     if compressor is not None:
         stages.append(codec_from_v2(compressor, f"{where}: compressor"))
     serializers = [i for i, c in enumerate(stages) if isinstance(c, ArrayBytesCodec)]
@@ -71,8 +82,7 @@ def codecs_from_v2(filters: Sequence[object] | None, compressor: object,
         split = serializers[0]
         serializer = stages.pop(split)
     else:
-        split = next((i for i, c in enumerate(stages) if not isinstance(c, V2Filter)),
-                     len(stages))
+        split = next((i for i, c in enumerate(stages) if not isinstance(c, V2Filter)), len(stages))
         serializer = V2BytesCodec() if endian is None else BytesCodec(endian)
     codecs: list[Codec] = []
     if f_order_ndim > 1:
@@ -104,7 +114,7 @@ def _v2_json(codec: object, where: str) -> CodecJSON:
             spec = foreign_codec_json(codec, where)
             name: str = spec["name"]
             if name.startswith(NUMCODECS_PREFIX):
-                spec = {"id": name[len(NUMCODECS_PREFIX):], **spec.get("configuration", {})}
+                spec = {"id": name[len(NUMCODECS_PREFIX) :], **spec.get("configuration", {})}
                 return _v2_json(spec, where)
             codec = codec_from_json(spec, where)
         if not hasattr(codec, "to_v2_json"):
@@ -163,29 +173,46 @@ def object_data_type(filters: object, compressors: object) -> DataType | None:
     return None
 
 
-def create_metadata_v2(*, shape: tuple[int, ...], data_type: DataType, chunks: tuple[int, ...],
-                       filters: object = None, compressors: object = "auto",
-                       fill_value: object = None, order: str = "C",
-                       attributes: Mapping[str, Any] | None = None,
-                       chunk_key_encoding: str | CodecJSON | ChunkKeyEncoding | None = None
-                       ) -> ArrayMetadataV2:
+def create_metadata_v2(
+    *,
+    shape: tuple[int, ...],
+    data_type: DataType,
+    chunks: tuple[int, ...],
+    filters: object = None,
+    compressors: object = "auto",
+    fill_value: object = None,
+    order: str = "C",
+    attributes: Mapping[str, Any] | None = None,
+    chunk_key_encoding: str | CodecJSON | ChunkKeyEncoding | None = None,
+) -> ArrayMetadataV2:
     """Array metadata for a new v2 array, checked by building its codec chain.
 
     Object types get their object codec (vlen-utf8/vlen-bytes) as a filter when none is given.
     """
-    filters = None if filters is None or (isinstance(filters, str) and filters == "auto") else [
-        _v2_json(f, f"filters[{i}]") for i, f in enumerate(_filter_list(filters))]
+    filters = (
+        None
+        if filters is None or (isinstance(filters, str) and filters == "auto")
+        else [_v2_json(f, f"filters[{i}]") for i, f in enumerate(_filter_list(filters))]
+    )
     compressor = _compressor_json(compressors)
     object_codec = data_type.v2_object_codec_id
     if object_codec and not any(
-            c["id"] == object_codec for c in [*(filters or ()), compressor] if c):
+        c["id"] == object_codec for c in [*(filters or ()), compressor] if c
+    ):
         filters = [{"id": object_codec}, *(filters or ())]
     fill = data_type.default_fill_value() if fill_value is None else fill_value
     meta = ArrayMetadataV2(
-        shape=shape, data_type=data_type, chunk_shape=chunks, compressor=compressor,
-        fill_value=fill, order=order, filters=filters,
-        dimension_separator=_separator(chunk_key_encoding), attributes=dict(attributes or {}),
+        shape=shape,
+        data_type=data_type,
+        chunk_shape=chunks,
+        compressor=compressor,
+        fill_value=fill,
+        order=order,
+        filters=filters,
+        dimension_separator=_separator(chunk_key_encoding),
+        attributes=dict(attributes or {}),
     )
-    CodecChain(codecs_from_v2_metadata(meta),
-               ChunkSpec(meta.chunk_shape, meta.dtype, meta.fill_value))
+    CodecChain(
+        codecs_from_v2_metadata(meta), ChunkSpec(meta.chunk_shape, meta.dtype, meta.fill_value)
+    )
     return meta

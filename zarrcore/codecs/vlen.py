@@ -1,5 +1,6 @@
 """`vlen-utf8` and `vlen-bytes` array->bytes codecs (v3 names and v2 object-codec ids alike):
 variable-length items framed by the compiled kernel."""
+
 import math
 from typing import Any
 
@@ -34,14 +35,16 @@ class _VLenCodec(ArrayBytesCodec):
     def resolve(self, spec: ChunkSpec) -> "_VLenCodec":
         if np.dtype(spec.dtype).kind not in "OT":
             raise MetadataError(
-                f"{self.name} codec: needs a variable-length data type, not {spec.dtype}")
+                f"{self.name} codec: needs a variable-length data type, not {spec.dtype}"
+            )
         return self
 
     def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> BytesLike:
         return _filters.vlen_encode(np.ascontiguousarray(array).reshape(-1).tolist(), self.text)
 
-    def decode(self, data: BytesLike, spec: ChunkSpec,
-               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
+    def decode(
+        self, data: BytesLike, spec: ChunkSpec, out: npt.NDArray[Any] | None = None
+    ) -> npt.NDArray[Any]:
 
         items = _filters.vlen_decode(data, math.prod(spec.shape), self.text)
         array = np.empty(len(items), dtype=object)

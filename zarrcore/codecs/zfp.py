@@ -9,6 +9,7 @@ int32 and int64, clamped to them (as zarrs stores them), and datetimes as int64.
 is padded before it is decoded, as for `zfpy` (zfpy.stream_padding), so a truncated one
 cannot read past its end.
 """
+
 from functools import lru_cache
 from typing import Any
 
@@ -19,23 +20,30 @@ from ..errors import ChunkDecodeError, MetadataError, UnknownCodecError
 from .base import ArrayBytesCodec, BytesLike, ChunkSpec, CodecJSON, into
 from .numbers import type_name
 from .registry import register_codec
-from .zfpy import zfpy_module, stream_padding
+from .zfpy import stream_padding, zfpy_module
 
 __all__ = ["SUPPORTED", "ZfpCodec"]
 
 # registry mode -> (zfpy keyword, the configuration field that gives it)
-_MODES = {"fixed_accuracy": ("tolerance", "tolerance"), "fixed_rate": ("rate", "rate"),
-          "fixed_precision": ("precision", "precision")}
+_MODES = {
+    "fixed_accuracy": ("tolerance", "tolerance"),
+    "fixed_rate": ("rate", "rate"),
+    "fixed_precision": ("precision", "precision"),
+}
 _REFUSED = ("reversible", "expert")
 # The values zfp's modes take: bits per value, bit planes, an absolute error bound.
 _RANGES = {"rate": (0, 64), "precision": (0, 64), "tolerance": (0, float("inf"))}
 _NATIVE = frozenset(np.dtype(t) for t in ("i4", "i8", "f4", "f8"))
 _PROMOTED_INTS = frozenset(np.dtype(t) for t in ("i1", "i2", "u1", "u2"))
 # Unsigned integers as the signed ones of their size, clamped to those (as zarrs stores them).
-_CLAMPED_INTS: dict[np.dtype[Any], np.dtype[Any]] = {np.dtype("u4"): np.dtype("i4"),
-                                                     np.dtype("u8"): np.dtype("i8")}
-SUPPORTED = ("int32, int64, uint32, uint64, float32, float64, int8, int16, uint8, uint16, "
-             "float16, bfloat16, datetime64, timedelta64")
+_CLAMPED_INTS: dict[np.dtype[Any], np.dtype[Any]] = {
+    np.dtype("u4"): np.dtype("i4"),
+    np.dtype("u8"): np.dtype("i8"),
+}
+SUPPORTED = (
+    "int32, int64, uint32, uint64, float32, float64, int8, int16, uint8, uint16, "
+    "float16, bfloat16, datetime64, timedelta64"
+)
 
 
 def _stored(dtype: np.dtype[Any]) -> np.dtype[Any] | None:
@@ -49,8 +57,9 @@ def _stored(dtype: np.dtype[Any]) -> np.dtype[Any] | None:
         return _CLAMPED_INTS[dtype]
     if dtype in _PROMOTED_INTS:
         return np.dtype(np.int32)
-    if dtype == np.float16 or (dtype.type.__module__ == "ml_dtypes"
-                               and dtype.type.__name__ == "bfloat16"):
+    if dtype == np.float16 or (
+        dtype.type.__module__ == "ml_dtypes" and dtype.type.__name__ == "bfloat16"
+    ):
         return np.dtype(np.float32)
     return None
 
@@ -61,20 +70,21 @@ def _field(shape: tuple[int, ...]) -> list[int]:
     if len(field) > 4:
         field = [n for n in field if n != 1] or [1]
     if len(field) > 4:
-        raise MetadataError(f"zfp codec: chunks of shape {list(shape)} have more than 4 axes "
-                            f"that are not of size 1")
+        raise MetadataError(
+            f"zfp codec: chunks of shape {list(shape)} have more than 4 axes that are not of size 1"
+        )
     return field
 
 
 @lru_cache(maxsize=64)
-def _block_bits(stored: np.dtype[Any], ndim: int, keyword: str,
-                value: float) -> tuple[int, int]:
+def _block_bits(stored: np.dtype[Any], ndim: int, keyword: str, value: float) -> tuple[int, int]:
     """(minbits, maxbits) of zfp's blocks in this mode, from the header zfpy writes for one
     block."""
     block = np.zeros((4,) * ndim, dtype=stored)
     zfpy = zfpy_module()
-    header = zfpy.header(zfpy.compress_numpy(block, write_header=True, **{keyword: value})
-                         + bytes(64))
+    header = zfpy.header(
+        zfpy.compress_numpy(block, write_header=True, **{keyword: value}) + bytes(64)
+    )
     expert = header["config"]["expert"]
     return int(expert["minbits"]), int(expert["maxbits"])
 
@@ -84,16 +94,25 @@ class ZfpCodec(ArrayBytesCodec):
 
     name = "zfp"
 
-    def __init__(self, mode: object, tolerance: object = None, rate: object = None,
-                 precision: object = None, **others: object) -> None:
+    def __init__(
+        self,
+        mode: object,
+        tolerance: object = None,
+        rate: object = None,
+        precision: object = None,
+        **others: object,
+    ) -> None:
         if mode in _REFUSED:
             # (No writer reachable here makes them either: zfpy and numcodecs' zfpy encode
             # neither, and the zarrs-python wheel is built without zarrs' zfp codec.)
-            raise UnknownCodecError(f"zfp codec: mode {mode!r} is not supported (zfpy does not "
-                                    f"run it); supported: {sorted(_MODES)}")
+            raise UnknownCodecError(
+                f"zfp codec: mode {mode!r} is not supported (zfpy does not "
+                f"run it); supported: {sorted(_MODES)}"
+            )
         if mode not in _MODES:
-            raise MetadataError(f"zfp codec: mode {mode!r} is not one of "
-                                f"{sorted(_MODES) + list(_REFUSED)}")
+            raise MetadataError(
+                f"zfp codec: mode {mode!r} is not one of {sorted(_MODES) + list(_REFUSED)}"
+            )
         keyword, field = _MODES[mode]
         given = {"tolerance": tolerance, "rate": rate, "precision": precision}
         value = given.pop(field)
@@ -102,10 +121,10 @@ class ZfpCodec(ArrayBytesCodec):
             raise MetadataError(f"zfp codec: mode {mode!r} takes {field!r} only, got {extra}")
         number = (int,) if field == "precision" else (int, float)
         low, high = _RANGES[field]
-        if isinstance(value, bool) or not isinstance(value, number) \
-                or not low < value <= high:
-            raise MetadataError(f"zfp codec: mode {mode!r} needs a {field} in ({low}, {high}], "
-                                f"got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, number) or not low < value <= high:
+            raise MetadataError(
+                f"zfp codec: mode {mode!r} needs a {field} in ({low}, {high}], got {value!r}"
+            )
         self.mode, self.field, self.keyword, self.value = mode, field, keyword, value
 
     @classmethod
@@ -120,8 +139,10 @@ class ZfpCodec(ArrayBytesCodec):
 
     def resolve(self, spec: ChunkSpec) -> "ZfpCodec":
         if _stored(np.dtype(spec.dtype)) is None:
-            raise MetadataError(f"zfp codec: data type {type_name(np.dtype(spec.dtype))} is "
-                                f"not one it takes: {SUPPORTED}")
+            raise MetadataError(
+                f"zfp codec: data type {type_name(np.dtype(spec.dtype))} is "
+                f"not one it takes: {SUPPORTED}"
+            )
         _field(spec.shape)
         zfpy_module()
         return self
@@ -130,8 +151,9 @@ class ZfpCodec(ArrayBytesCodec):
         dtype = np.dtype(spec.dtype)
         stored = _stored(dtype)
         if stored is None:
-            raise MetadataError(f"zfp codec: data type {type_name(dtype)} is not one it takes: "
-                                f"{SUPPORTED}")
+            raise MetadataError(
+                f"zfp codec: data type {type_name(dtype)} is not one it takes: {SUPPORTED}"
+            )
         values = np.ascontiguousarray(array).reshape(_field(spec.shape))
         if dtype.newbyteorder("=") in _PROMOTED_INTS:
             values = _promote(values, dtype)
@@ -141,26 +163,30 @@ class ZfpCodec(ArrayBytesCodec):
             values = values.view(np.int64)
         try:
             compressed: bytes = zfpy_module().compress_numpy(
-                values.astype(stored, copy=False), write_header=False,
-                **{self.keyword: self.value})
+                values.astype(stored, copy=False), write_header=False, **{self.keyword: self.value}
+            )
         except (TypeError, ValueError, RuntimeError) as e:
             raise MetadataError(
-                f"zfp codec: cannot encode with {self.configuration()}: {e}") from None
+                f"zfp codec: cannot encode with {self.configuration()}: {e}"
+            ) from None
         return compressed
 
-    def decode(self, data: BytesLike, spec: ChunkSpec,
-               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
+    def decode(
+        self, data: BytesLike, spec: ChunkSpec, out: npt.NDArray[Any] | None = None
+    ) -> npt.NDArray[Any]:
         dtype = np.dtype(spec.dtype)
         stored = _stored(dtype)
         if stored is None:
-            raise MetadataError(f"zfp codec: data type {type_name(dtype)} is not one it takes: "
-                                f"{SUPPORTED}")
+            raise MetadataError(
+                f"zfp codec: data type {type_name(dtype)} is not one it takes: {SUPPORTED}"
+            )
         zfpy, field, data = zfpy_module(), _field(spec.shape), bytes(data)
         minbits, maxbits = _block_bits(stored, len(field), self.keyword, self.value)
         padded = data + bytes(stream_padding(len(data), field, minbits, maxbits, "zfp"))
         try:
-            values = zfpy._decompress(padded, zfpy.dtype_to_ztype(stored), field,
-                                      **{self.keyword: self.value})
+            values = zfpy._decompress(
+                padded, zfpy.dtype_to_ztype(stored), field, **{self.keyword: self.value}
+            )
         except (ValueError, RuntimeError, TypeError) as e:
             raise ChunkDecodeError(f"zfp codec: cannot decode the chunk: {e}") from None
         values = np.asarray(values).reshape(spec.shape)

@@ -6,6 +6,7 @@ padded before it is decoded: its header must name the chunk's type and number of
 zero bytes follow the data, enough for every block the header implies. A truncated stream then
 decodes into the padding rather than past the end of the buffer.
 """
+
 import math
 from typing import Any
 
@@ -13,8 +14,15 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ChunkDecodeError, MetadataError
-from .base import (ArrayBytesCodec, BytesLike, ChunkSpec, CodecJSON, NumcodecsForm, into,
-                   stored_numbers)
+from .base import (
+    ArrayBytesCodec,
+    BytesLike,
+    ChunkSpec,
+    CodecJSON,
+    NumcodecsForm,
+    into,
+    stored_numbers,
+)
 from .registry import register_codec
 
 __all__ = ["ZfpyCodec", "stream_padding", "zfpy_module"]
@@ -35,15 +43,16 @@ def zfpy_module() -> Any:  # the zfpy module, which has no type hints
     return zfpy
 
 
-def stream_padding(nbytes: int, shape: list[int], minbits: int, maxbits: int,
-                   codec: str) -> int:
+def stream_padding(nbytes: int, shape: list[int], minbits: int, maxbits: int, codec: str) -> int:
     """The zero bytes to put after a zfp stream of `nbytes` bytes that holds a field of
     `shape` in blocks of `minbits` to `maxbits` bits, so that decoding it stays in the buffer;
     ChunkDecodeError when the stream is shorter than its blocks' least size."""
     blocks = math.prod(-(-n // 4) for n in shape)
     if blocks * minbits > 8 * nbytes:
-        raise ChunkDecodeError(f"{codec} codec: the stream ({nbytes} bytes) is shorter than its "
-                               f"{blocks} blocks of at least {minbits} bits")
+        raise ChunkDecodeError(
+            f"{codec} codec: the stream ({nbytes} bytes) is shorter than its "
+            f"{blocks} blocks of at least {minbits} bits"
+        )
     # One block cut short reads at most maxbits; each block after it, in the zeros, reads
     # its minbits or a bit per bit plane. Bounded by the data's own length (checked above).
     straddle = max(_MAX_BLOCK_BITS, maxbits)
@@ -57,8 +66,14 @@ class ZfpyCodec(NumcodecsForm, ArrayBytesCodec):
     name = None
     v2_id = "zfpy"
 
-    def __init__(self, mode: int = 4, tolerance: float = -1, rate: float = -1,
-                 precision: int = -1, compression_kwargs: CodecJSON | None = None) -> None:
+    def __init__(
+        self,
+        mode: int = 4,
+        tolerance: float = -1,
+        rate: float = -1,
+        precision: int = -1,
+        compression_kwargs: CodecJSON | None = None,
+    ) -> None:
         # compression_kwargs is derived from the others; numcodecs stores it and ignores it.
         for field, value in (("mode", mode), ("precision", precision)):
             if isinstance(value, bool) or not isinstance(value, int):
@@ -77,33 +92,44 @@ class ZfpyCodec(NumcodecsForm, ArrayBytesCodec):
         config: CodecJSON = {"mode": self.mode}
         if kwargs is not None:
             config["compression_kwargs"] = kwargs
-        return {**config, "tolerance": self.tolerance, "rate": self.rate,
-                "precision": self.precision}
+        return {
+            **config,
+            "tolerance": self.tolerance,
+            "rate": self.rate,
+            "precision": self.precision,
+        }
 
     def resolve(self, spec: ChunkSpec) -> "ZfpyCodec":
         dtype = stored_numbers(spec.dtype)
         if dtype not in _DTYPES:
-            raise MetadataError(f"zfpy codec: data type {dtype} is not one zfp stores "
-                                f"(native float32, float64, int32, int64)")
+            raise MetadataError(
+                f"zfpy codec: data type {dtype} is not one zfp stores "
+                f"(native float32, float64, int32, int64)"
+            )
         zfpy_module()
         return self
 
     def encode(self, array: npt.NDArray[Any], spec: ChunkSpec) -> BytesLike:
         kwargs = self._compression_kwargs()
         if kwargs is None:
-            raise MetadataError(f"zfpy codec: mode {self.mode} cannot encode; numcodecs writes "
-                                f"modes {sorted(_MODE_KWARG)}")
+            raise MetadataError(
+                f"zfpy codec: mode {self.mode} cannot encode; numcodecs writes "
+                f"modes {sorted(_MODE_KWARG)}"
+            )
         try:
             array = np.ascontiguousarray(array)
             compressed: bytes = zfpy_module().compress_numpy(
-                array.view(stored_numbers(array.dtype)), write_header=True, **kwargs)
+                array.view(stored_numbers(array.dtype)), write_header=True, **kwargs
+            )
             return compressed
         except (TypeError, ValueError, RuntimeError) as e:
             raise MetadataError(
-                f"zfpy codec: cannot encode with {self.configuration()}: {e}") from None
+                f"zfpy codec: cannot encode with {self.configuration()}: {e}"
+            ) from None
 
-    def decode(self, data: BytesLike, spec: ChunkSpec,
-               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]:
+    def decode(
+        self, data: BytesLike, spec: ChunkSpec, out: npt.NDArray[Any] | None = None
+    ) -> npt.NDArray[Any]:
         zfpy = zfpy_module()
         data = bytes(data)
         try:
@@ -113,12 +139,15 @@ class ZfpyCodec(NumcodecsForm, ArrayBytesCodec):
         shape = [header[axis] for axis in ("nw", "nz", "ny", "nx") if header[axis]]
         count, numbers = math.prod(spec.shape), stored_numbers(spec.dtype)
         if np.dtype(header["type"]) != numbers or math.prod(shape) != count:
-            raise ChunkDecodeError(f"zfpy codec: the stream holds {tuple(shape)} "
-                                   f"{np.dtype(header['type'])}, expected {count} values of "
-                                   f"{numbers}")
+            raise ChunkDecodeError(
+                f"zfpy codec: the stream holds {tuple(shape)} "
+                f"{np.dtype(header['type'])}, expected {count} values of "
+                f"{numbers}"
+            )
         expert = header["config"]["expert"]
-        padding = _HEADER_PAD + stream_padding(len(data), shape, expert["minbits"],
-                                               expert["maxbits"], "zfpy")
+        padding = _HEADER_PAD + stream_padding(
+            len(data), shape, expert["minbits"], expert["maxbits"], "zfpy"
+        )
         try:
             array = zfpy.decompress_numpy(data + bytes(padding))
         except (ValueError, RuntimeError, TypeError) as e:

@@ -1,4 +1,5 @@
 """The `zstd` bytes->bytes codec (v3 `zstd`, v2 id `zstd`)."""
+
 from .._native import compress as _compress
 from ..errors import MetadataError
 from .base import BytesBytesCodec, BytesLike, ChunkSpec, CodecJSON, NativeForm, decode_limit
@@ -15,10 +16,14 @@ class ZstdCodec(BytesBytesCodec):
     name = "zstd"
 
     def __init__(self, level: int = 0, checksum: bool = False) -> None:
-        if (not isinstance(level, int) or isinstance(level, bool)
-                or not MIN_LEVEL <= level <= MAX_LEVEL):
-            raise MetadataError(f"zstd codec: level must be an integer {MIN_LEVEL}..{MAX_LEVEL}, "
-                                f"got {level!r}")
+        if (
+            not isinstance(level, int)
+            or isinstance(level, bool)
+            or not MIN_LEVEL <= level <= MAX_LEVEL
+        ):
+            raise MetadataError(
+                f"zstd codec: level must be an integer {MIN_LEVEL}..{MAX_LEVEL}, got {level!r}"
+            )
         if not isinstance(checksum, bool):
             raise MetadataError(f"zstd codec: checksum must be a boolean, got {checksum!r}")
         self.level = level
@@ -32,8 +37,9 @@ class ZstdCodec(BytesBytesCodec):
         writing, so data written with one must read."""
         level = config.get("level", 0)
         if isinstance(level, int) and not isinstance(level, bool):
-            codec = cls(level=min(max(level, MIN_LEVEL), MAX_LEVEL),
-                        checksum=config.get("checksum", False))
+            codec = cls(
+                level=min(max(level, MIN_LEVEL), MAX_LEVEL), checksum=config.get("checksum", False)
+            )
             codec.configured_level = level
             return codec
         return cls(level=level, checksum=config.get("checksum", False))

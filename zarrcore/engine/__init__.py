@@ -12,6 +12,7 @@ elsewhere and over the inner chunks of shards, with int-array axes as listed pie
 points grouped by chunk, gathered in C. Everything else goes chunk by chunk through the
 codec objects, whose heavy work is compiled and GIL-free as well.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,40 +27,46 @@ import numpy.typing as npt
 
 from .._native import memory as _memory
 from .._native.batch import ChunkBatch
-from .._native.chunk_jobs import OneBlocks
 from .._native.cache import ChunkCache, check_budget
+from .._native.chunk_jobs import OneBlocks
 from .._native.shard_io import ShardSpec
 from ..codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import partial_codec
+from ..errors import ChunkNotFoundError, KeyChangedError, SettingValueError, ZarrcoreError
+from ..metadata.indexing import BasicIndexer, check_out
 from ..runtime.config import config
-from ..errors import (
-    ChunkNotFoundError, KeyChangedError, SettingValueError, ZarrcoreError,
-)
-from ..metadata.indexing import (
-    BasicIndexer, check_out,
-)
 from ..runtime.pool import in_turns, parallel_map
 from ..storage.base import at_most, bounded, get_at_most
 from ..storage.updates import conflict_pause, retry_conflicts
-from .planning import Route, core_form, selection_boxes, with_key
-from .routes import open_routes
 from .cache import SHARD_INDEX_BYTES, ChunkVersions, RecheckPolicy, ShardIndexes
-from .layout import ArrayLayout, EngineSettings
 from .directory import read_chunk_batch, read_shard_batch, write_chunk_batch, write_shard_batch
 from .fetched import (
-    read_chunk_waves, read_each_chunk, read_fetched_chunks, read_one_block, read_shard_waves,
-    trimmed, write_chunk_waves, write_part_bytes,
+    read_chunk_waves,
+    read_each_chunk,
+    read_fetched_chunks,
+    read_one_block,
+    read_shard_waves,
+    trimmed,
+    write_chunk_waves,
+    write_part_bytes,
 )
+from .layout import ArrayLayout, EngineSettings
 from .partial_writes import (
-    put_locked, read_modify_write, whole_writes_locked, write_no_whole_chunks, write_projections,
+    put_locked,
+    read_modify_write,
+    whole_writes_locked,
+    write_no_whole_chunks,
+    write_projections,
 )
+from .planning import Route, core_form, selection_boxes, with_key
+from .routes import open_routes
 
 if TYPE_CHECKING:
-    from ..codecs.base import BytesLike, NativeForm
-    from ..metadata.indexing import Indexer
-    from ..metadata import ArrayMetadataV2, ArrayMetadataV3
     from .._native.files import FileRoot
+    from ..codecs.base import BytesLike, NativeForm
+    from ..metadata import ArrayMetadataV2, ArrayMetadataV3
+    from ..metadata.indexing import Indexer
     from ..storage.base import Fetched, ReadBytes, Request, Store
 
 __all__ = ["ChunkEngine"]
@@ -75,8 +82,9 @@ class ChunkEngine:
     shape (`chain_at`).
     """
 
-    def __init__(self, store: Store, layout: ArrayLayout,
-                 settings: EngineSettings = EngineSettings()) -> None:
+    def __init__(
+        self, store: Store, layout: ArrayLayout, settings: EngineSettings = EngineSettings()
+    ) -> None:
         self.store, self.layout = store, layout
         # Which versions of cached chunks and shard indexes reads take without asking the
         # store (the array's "recheck_cached_data"; "open" is now).
@@ -89,9 +97,13 @@ class ChunkEngine:
         # the array's own options, else zarrcore.config's. The engine hands them to every
         # route, store call and codec (through `spec`).
         self.options = settings.options
-        self.spec = ChunkSpec(self.chunk_shape, self.dtype, self.fill_value,
-                              write_empty_chunks=settings.write_empty_chunks,
-                              options=self.options)
+        self.spec = ChunkSpec(
+            self.chunk_shape,
+            self.dtype,
+            self.fill_value,
+            write_empty_chunks=settings.write_empty_chunks,
+            options=self.options,
+        )
         self._codecs, self._where = list(layout.codecs), layout.where
         self.chain = CodecChain(self._codecs, self.spec, self._where)
         # The chains of a rectilinear grid's chunk shapes, made when first needed.
@@ -106,13 +118,20 @@ class ChunkEngine:
         # grid's requests run one compiled job per chunk shape (planning.job_groups); the
         # routes are those its largest chunk's chain opens, and each job has its shape's form.
         self.core_forms: dict[tuple[int, ...], NativeForm | None] = {
-            self.chunk_shape: self.core_settings}
+            self.chunk_shape: self.core_settings
+        }
         cache_bytes = self._cache_budget(settings.cache_bytes)
         # The routes open to this array in this store, decided once; the route modules run
         # what they open, `routes.plan` picks among them per request.
         self.routes = open_routes(
-            store, self.chain, self.grid, self.chunk_shape, self.core_forms[self.chunk_shape],
-            cache_bytes, lambda form: self.shard_spec_for(self.chunk_shape, self.array_shape, form))
+            store,
+            self.chain,
+            self.grid,
+            self.chunk_shape,
+            self.core_forms[self.chunk_shape],
+            cache_bytes,
+            lambda form: self.shard_spec_for(self.chunk_shape, self.array_shape, form),
+        )
         self.cache = self._chunk_cache(cache_bytes, settings.shared_cache)
         self.shard_indexes = self._shard_indexes()
         # R0's job templates (`read_selection`), made on first need.
@@ -120,12 +139,21 @@ class ChunkEngine:
         self._one_blocks: OneBlocks | None = None
 
     @classmethod
-    def from_metadata(cls, store: Store, path: str, metadata: ArrayMetadataV2 | ArrayMetadataV3,
-                      where: str, settings: Mapping[str, Any]) -> ChunkEngine:
+    def from_metadata(
+        cls,
+        store: Store,
+        path: str,
+        metadata: ArrayMetadataV2 | ArrayMetadataV3,
+        where: str,
+        settings: Mapping[str, Any],
+    ) -> ChunkEngine:
         """The engine of the array at `path` in `store` described by `metadata` (whose
         document is `where`), with the array's own `settings` (its config)."""
-        return cls(store, ArrayLayout.of_metadata(path, metadata, where),
-                   EngineSettings.of_config(settings))
+        return cls(
+            store,
+            ArrayLayout.of_metadata(path, metadata, where),
+            EngineSettings.of_config(settings),
+        )
 
     def _place_objects(self) -> None:
         """Where the array's stored objects lie on a directory store: its directory and its
@@ -148,11 +176,18 @@ class ChunkEngine:
         if not (self.routes.shard_ranges and self.store.readers_keep_one_version):
             return None
         assert self.sharding is not None  # (shard_ranges)
-        shared = self.cache if self.cache is not None and self.grid.is_regular and (
-            self.cache.shared_ref is not None) else None
+        shared = (
+            self.cache
+            if self.cache is not None
+            and self.grid.is_regular
+            and (self.cache.shared_ref is not None)
+            else None
+        )
         return ShardIndexes(
-            SHARD_INDEX_BYTES, shared, math.prod(
-                s // c for s, c in zip(self.chunk_shape, self.sharding.chunk_shape)))
+            SHARD_INDEX_BYTES,
+            shared,
+            math.prod(s // c for s, c in zip(self.chunk_shape, self.sharding.chunk_shape)),
+        )
 
     def _cache_budget(self, cache_bytes: int | None) -> int:
         """The bytes of decoded chunks this array may cache: its own budget, which must hold
@@ -162,8 +197,12 @@ class ChunkEngine:
         chunk_bytes = self.dtype.itemsize * math.prod(chunk)
         if cache_bytes is None:
             return config.cache_bytes if config.cache_bytes >= chunk_bytes else 0
-        check_budget(cache_bytes, f"{self._where}: cache_bytes", chunk_bytes,
-                     "chunk" if self.sharding is None else "inner chunk")
+        check_budget(
+            cache_bytes,
+            f"{self._where}: cache_bytes",
+            chunk_bytes,
+            "chunk" if self.sharding is None else "inner chunk",
+        )
         return cache_bytes
 
     def _chunk_cache(self, cache_bytes: int, shared: Any = None) -> ChunkCache | None:
@@ -180,40 +219,61 @@ class ChunkEngine:
         chunk = self.sharding.chunk_shape if self.sharding is not None else self.chunk_shape
         chunk_bytes = self.dtype.itemsize * math.prod(chunk)
         if shared and not cache_bytes:
-            raise SettingValueError(f"{self._where}: shared_cache needs a cache budget "
-                                    f"(cache_bytes, or zarrcore.config.cache_bytes)")
+            raise SettingValueError(
+                f"{self._where}: shared_cache needs a cache budget "
+                f"(cache_bytes, or zarrcore.config.cache_bytes)"
+            )
         routes = self.routes
         fetched = routes.chunk_waves is not None or routes.shard_ranges and routes.inner_waves
-        if not cache_bytes or not self.grid.is_regular or (
-                routes.chunk_batch is None and routes.shard_batch is None
-                and (not fetched or not self.store.versioned_reads)):
+        if (
+            not cache_bytes
+            or not self.grid.is_regular
+            or (
+                routes.chunk_batch is None
+                and routes.shard_batch is None
+                and (not fetched or not self.store.versioned_reads)
+            )
+        ):
             return None
         # The versions the entries of R4's reads (`routes.chunk_waves`) were decoded from.
         self.versions = ChunkVersions(max(1, cache_bytes // chunk_bytes))
         # (Shard indexes kept beside the entries: those of the batches; fetched reads keep
         # theirs in `shard_indexes`.)
-        ninner = (math.prod(s // c for s, c in zip(self.chunk_shape, chunk))
-                  if routes.shard_batch is not None else None)
+        ninner = (
+            math.prod(s // c for s, c in zip(self.chunk_shape, chunk))
+            if routes.shard_batch is not None
+            else None
+        )
         if self.store.native_memory is not None:
             shared = None
-        return ChunkCache(cache_bytes, chunk_bytes, len(chunk), ninner, shared,
-                          f"{self._where}: shared_cache")
+        return ChunkCache(
+            cache_bytes, chunk_bytes, len(chunk), ninner, shared, f"{self._where}: shared_cache"
+        )
 
     def cache_info(self) -> dict[str, int]:
         """The decoded-chunk cache's counters (ChunkCache.info); all 0 without a cache."""
         if self.cache is None:
-            return dict.fromkeys(("hits", "misses", "inserts", "evictions", "stale", "entries",
-                                  "used", "capacity"), 0)
+            return dict.fromkeys(
+                ("hits", "misses", "inserts", "evictions", "stale", "entries", "used", "capacity"),
+                0,
+            )
         return self.cache.info()
 
-    def shard_spec_for(self, shape: Sequence[int], extent: Sequence[int],
-                       settings: dict[str, Any]) -> ShardSpec:
+    def shard_spec_for(
+        self, shape: Sequence[int], extent: Sequence[int], settings: dict[str, Any]
+    ) -> ShardSpec:
         """The ShardSpec of shards of `shape` on an array of `extent` (directory and memory
         stores; `routes.shard_batch` is that of the array's own shards); `settings` name the keyword
         arguments of the compiled jobs."""
-        return ShardSpec(**self.object_places(), head_len=self.head_len,
-                         sep=self.key_layout[1], lead_sep=self.key_layout[2],
-                         array_shape=tuple(extent), shard_shape=tuple(shape), **settings)
+        return ShardSpec(
+            **self.object_places(),
+            head_len=self.head_len,
+            sep=self.key_layout[1],
+            lead_sep=self.key_layout[2],
+            array_shape=tuple(extent),
+            shard_shape=tuple(shape),
+            **settings,
+        )
 
     def chain_at(self, coords: Sequence[int]) -> CodecChain:
         """The codec chain of the chunk (or shard) at grid index `coords`: `chain`, but on a
@@ -234,9 +294,13 @@ class ChunkEngine:
         """The codec chain of chunks (shards) of `shape`."""
         chain = self._chains.get(shape)
         if chain is None:
-            spec = ChunkSpec(shape, self.dtype, self.fill_value,
-                             write_empty_chunks=self.spec.write_empty_chunks,
-                             options=self.options)
+            spec = ChunkSpec(
+                shape,
+                self.dtype,
+                self.fill_value,
+                write_empty_chunks=self.spec.write_empty_chunks,
+                options=self.options,
+            )
             chain = self._chains[shape] = CodecChain(self._codecs, spec, self._where)
         return chain
 
@@ -267,9 +331,17 @@ class ChunkEngine:
         if reader is None:
             _, sep, lead = self.key_layout
             reader = self._one_chunk = ChunkBatch(
-                settings=routes.chunk_batch, **self.object_places(), sep=sep, lead_sep=lead,
-                array_shape=self.array_shape, chunk_shape=self.chunk_shape, plans=None,
-                data=None, cache=self.cache, dtype=self.dtype)
+                settings=routes.chunk_batch,
+                **self.object_places(),
+                sep=sep,
+                lead_sep=lead,
+                array_shape=self.array_shape,
+                chunk_shape=self.chunk_shape,
+                plans=None,
+                data=None,
+                cache=self.cache,
+                dtype=self.dtype,
+            )
         return reader.read_one(selection, fortran, self.options.num_threads, self.head_len)
 
     def one_blocks(self) -> OneBlocks:
@@ -283,8 +355,7 @@ class ChunkEngine:
                 form, shape = self.sharding.inner_native_form, self.sharding.chunk_shape
                 cache = self.cache if self.store.versioned_reads else None
             assert form is not None  # (routes.one_chunk)
-            blocks = self._one_blocks = OneBlocks(form, self.array_shape, shape, self.dtype,
-                                                  cache)
+            blocks = self._one_blocks = OneBlocks(form, self.array_shape, shape, self.dtype, cache)
         return blocks
 
     def node_dir(self) -> str:
@@ -301,8 +372,7 @@ class ChunkEngine:
         """The path of its chunk files up to their coordinates (ChunkBatch, ShardSpec); on a
         MemoryStore, the start of their keys."""
         if self._key_head is None:  # (a MemoryStore's: directories' is set when made)
-            self._key_head = (self.key_prefix + "/" if self.key_prefix else "") + \
-                self.key_layout[0]
+            self._key_head = (self.key_prefix + "/" if self.key_prefix else "") + self.key_layout[0]
         return self._key_head
 
     def object_places(self) -> dict[str, Any]:
@@ -312,11 +382,17 @@ class ChunkEngine:
         objects = self._placed
         if objects is None:
             if self.store.native_root is None:
-                objects = {"memory": self.store.native_memory, "key_head": self.key_head(),
-                           "lock_dir": ""}
+                objects = {
+                    "memory": self.store.native_memory,
+                    "key_head": self.key_head(),
+                    "lock_dir": "",
+                }
             else:
-                objects = {"root": self._file_root(), "key_head": self.key_head(),
-                           "lock_dir": self.node_dir()}
+                objects = {
+                    "root": self._file_root(),
+                    "key_head": self.key_head(),
+                    "lock_dir": self.node_dir(),
+                }
             self._placed = objects
         return objects
 
@@ -350,15 +426,17 @@ class ChunkEngine:
         """ChunkNotFoundError naming the chunks (shards when sharded) of the `indexers`'
         selections that are not stored, each asked of the store once: a read with
         `read_missing_chunks` False checks them first."""
-        keys = list(dict.fromkeys(self.key(p.coords) for indexer in indexers
-                                  for p in indexer.projections()))
+        keys = list(
+            dict.fromkeys(self.key(p.coords) for indexer in indexers for p in indexer.projections())
+        )
         missing = [k for k, stored in zip(keys, self.stored(keys)) if not stored]
         if missing:
             named = ", ".join(repr(k) for k in missing[:8]) + (", ..." if missing[8:] else "")
             raise ChunkNotFoundError(
                 f"{len(missing)} chunk(s) not stored in {self.store!r}: {named}; "
                 f"read_missing_chunks=True (the array's config or zarrcore.config) reads them "
-                f"as the fill value")
+                f"as the fill value"
+            )
 
     # -- reads ---------------------------------------------------------------
     def read(self, indexer: Indexer, out: npt.NDArray[Any]) -> npt.NDArray[Any]:
@@ -405,18 +483,25 @@ class ChunkEngine:
             read[job] = self.read(region, _memory.empty(region.drop_shape, self.dtype))
 
         # (One box alone reads its chunks over every thread.)
-        parallel_map(read_one, [*range(len(boxes)), *(-1 - i for i in alone)],
-                     self.options.num_threads)
-        copies = [(data, view, outs[i]) for box, data in zip(boxes, read)
-                  for i, view in zip(box.members, box.views)]
+        parallel_map(
+            read_one, [*range(len(boxes)), *(-1 - i for i in alone)], self.options.num_threads
+        )
+        copies = [
+            (data, view, outs[i])
+            for box, data in zip(boxes, read)
+            for i, view in zip(box.members, box.views)
+        ]
 
         def copy_out(part: Sequence[tuple[npt.NDArray[Any], Any, npt.NDArray[Any]]]) -> None:
             for data, view, out in in_turns(part):
                 out[...] = data[view]
 
         step = max(1, -(-len(copies) // (4 * self.options.num_threads)))
-        parallel_map(copy_out, [copies[k:k + step] for k in range(0, len(copies), step)],
-                     self.options.num_threads)
+        parallel_map(
+            copy_out,
+            [copies[k : k + step] for k in range(0, len(copies), step)],
+            self.options.num_threads,
+        )
 
     # -- writes --------------------------------------------------------------
     def write(self, indexer: Indexer, value: npt.NDArray[Any]) -> None:
@@ -445,16 +530,20 @@ class ChunkEngine:
                 else:
                     yield key, data
 
-        store.set_many(stored(), concurrency=self.options.io_concurrency,
-                       part_bytes=write_part_bytes(store))
+        store.set_many(
+            stored(), concurrency=self.options.io_concurrency, part_bytes=write_part_bytes(store)
+        )
         for key in deleted:
             store.delete(key)
 
     def put_copy(self, key: str, source: Store, source_key: str) -> None:
         """Store at `key` a copy of `source`'s stored object `source_key`, as put_many stores
         bytes, copied by the store itself where it can (Store.set_copy)."""
-        with (self.store.lock(key, self.key_prefix) if whole_writes_locked(self)
-              else contextlib.nullcontext()):
+        with (
+            self.store.lock(key, self.key_prefix)
+            if whole_writes_locked(self)
+            else contextlib.nullcontext()
+        ):
             if not self.store.set_copy(key, source, source_key):
                 self.put(key, source.get(source_key))  # (None: deleted since it was listed)
 
@@ -470,8 +559,9 @@ class ChunkEngine:
             return
         chain = self.chain_at(coords)
         try:
-            read_modify_write(self,
-                key, lambda data, keep_empty: trimmed(chain, data, bound, keep_empty))
+            read_modify_write(
+                self, key, lambda data, keep_empty: trimmed(chain, data, bound, keep_empty)
+            )
         except ZarrcoreError as e:
             raise with_key(e, key) from e
 

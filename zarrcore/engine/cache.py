@@ -9,6 +9,7 @@ kept at (`version_digest`, `inner_chunk_digest`; the compiled cache then serves 
 that version, csrc/cache/zc_chunk_version.c), whether a kept piece of an object still holds
 for what a request found (`same_version`) and whether a kept version is used without asking
 the store (`RecheckPolicy`). The route modules ask these."""
+
 from __future__ import annotations
 
 import bisect
@@ -23,17 +24,24 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from ..runtime.portable import at_fork_in_child
 from ..codecs.sharding import Entries
-
+from ..runtime.portable import at_fork_in_child
 
 if TYPE_CHECKING:
     from .._native.cache import ChunkCache
     from .._native.chunk_jobs import ChunkWaves
 
 __all__ = [
-    "ChunkVersions", "KnownIndex", "RecheckPolicy", "SHARD_INDEX_BYTES", "ShardIndexes",
-    "inner_chunk_digest", "same_version", "share_versions", "shared_versions", "version_digest",
+    "ChunkVersions",
+    "KnownIndex",
+    "RecheckPolicy",
+    "SHARD_INDEX_BYTES",
+    "ShardIndexes",
+    "inner_chunk_digest",
+    "same_version",
+    "share_versions",
+    "shared_versions",
+    "version_digest",
 ]
 
 
@@ -49,8 +57,15 @@ class RecheckPolicy:
     (found since the array was opened here, `opened`), or a time."""
 
     def __init__(self, setting: Any, opened: float) -> None:
-        self.since = (math.inf if setting is True else -math.inf if setting is False
-                      else opened if setting == "open" else float(setting))
+        self.since = (
+            math.inf
+            if setting is True
+            else -math.inf
+            if setting is False
+            else opened
+            if setting == "open"
+            else float(setting)
+        )
 
     @property
     def trusts_any(self) -> bool:
@@ -65,6 +80,7 @@ class RecheckPolicy:
 class KnownIndex(NamedTuple):
     """A shard's parsed index (ShardIndexes), the version of the shard it was read from, and
     when a request last found the shard at that version (its stamp)."""
+
     version: Any
     entries: Entries
     stamp: float
@@ -112,9 +128,12 @@ class ShardIndexes:
             self._refused.pop(key, None)
         tag = None if self._shared is None else _version_tag(version, stamp)
         if self._shared is not None and tag is not None:
-            self._shared.put_shared(self._shared_key(key), _index_digest(key, version),
-                                    np.ascontiguousarray(entries, dtype="<u8").view(np.uint8)
-                                    .reshape(-1), tag)
+            self._shared.put_shared(
+                self._shared_key(key),
+                _index_digest(key, version),
+                np.ascontiguousarray(entries, dtype="<u8").view(np.uint8).reshape(-1),
+                tag,
+            )
 
     def confirm(self, key: str, version: Any, stamp: float) -> None:
         """Note that a request made at `stamp` found the shard at `key` still at `version`."""
@@ -135,8 +154,7 @@ class ShardIndexes:
             if found is None or self._refused.get(key) == found[0]:
                 return None
         version, stamp = found
-        data = self._shared.get_shared(shared_key, _index_digest(key, version),
-                                       16 * self._ninner)
+        data = self._shared.get_shared(shared_key, _index_digest(key, version), 16 * self._ninner)
         if data is None:
             return None
         return KnownIndex(version, np.frombuffer(data, dtype="<u8").reshape(-1, 2), stamp)
@@ -144,8 +162,9 @@ class ShardIndexes:
     def _shared_key(self, key: str) -> tuple[int, ...]:
         """The shared table's key of the index of the shard at `key`: a hash of `key`, then
         -1s (chunks' keys hold no negative value)."""
-        h = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little",
-                           signed=True)
+        h = int.from_bytes(
+            hashlib.blake2b(key.encode(), digest_size=8).digest(), "little", signed=True
+        )
         assert self._shared is not None  # (a shared cache)
         return (h, *[-1] * (self._shared.key_len - 1))
 
@@ -249,8 +268,7 @@ class ChunkVersions:
 
     def __init__(self, held: int) -> None:
         self._held = held
-        self._versions: collections.OrderedDict[str, tuple[Any, float]] = (
-            collections.OrderedDict())
+        self._versions: collections.OrderedDict[str, tuple[Any, float]] = collections.OrderedDict()
         self._lock = threading.Lock()
 
     def known(self, keys: Iterable[str]) -> list[tuple[Any, float] | None]:
@@ -272,8 +290,12 @@ class ChunkVersions:
                 self._versions.popitem(last=False)
 
 
-def shared_versions(jobs: list[ChunkWaves], first: list[int], coords: list[Any],
-                    known: list[tuple[Any, float] | None]) -> None:
+def shared_versions(
+    jobs: list[ChunkWaves],
+    first: list[int],
+    coords: list[Any],
+    known: list[tuple[Any, float] | None],
+) -> None:
     """Set in `known` (each chunk's version and stamp, by its place in the jobs' tasks;
     `first`: each job's first place) those kept with the chunk's entry in the shared cache,
     where there are: the chunk is asked about at that version, which another process may
@@ -288,8 +310,13 @@ def shared_versions(jobs: list[ChunkWaves], first: list[int], coords: list[Any],
                 known[i] = found
 
 
-def share_versions(jobs: list[ChunkWaves], first: list[int], coords: list[Any],
-                   read: list[tuple[int, Any]], stamp: float) -> None:
+def share_versions(
+    jobs: list[ChunkWaves],
+    first: list[int],
+    coords: list[Any],
+    read: list[tuple[int, Any]],
+    stamp: float,
+) -> None:
     """Keep each version of `read` ((place, version) of the chunks read whole, whose wave
     has run, by requests made at `stamp`) with its chunk's entry in the shared cache, for
     other processes' shared_versions. (A version too long for the table is not kept: those

@@ -3,6 +3,7 @@ stored object) named by its grid coordinates, its stored bytes, its encoding and
 the array's codec chains without the store, and stored writes of encoded bytes, checked by
 decoding them first and stored through the engine's whole-object and read-modify-write
 paths (their key locks and conditional writes)."""
+
 from __future__ import annotations
 
 import operator
@@ -14,11 +15,15 @@ import numpy.typing as npt
 
 from .._native import memory as _memory
 from ..codecs.sharding import partial_codec
-from .partial_writes import read_modify_write
 from ..errors import (
-    ChunkDecodeError, DataTypeMismatchError, SelectionError, ShapeMismatchError,
-    ValueTooLargeError, ZarrcoreError,
+    ChunkDecodeError,
+    DataTypeMismatchError,
+    SelectionError,
+    ShapeMismatchError,
+    ValueTooLargeError,
+    ZarrcoreError,
 )
+from .partial_writes import read_modify_write
 
 if TYPE_CHECKING:
     from ..codecs.base import BytesLike
@@ -64,8 +69,11 @@ class ChunkAccess:
         # The grid's extent, in chunks: of the stored objects, and of the chunks `target`
         # addresses without `shard` (inner chunks when sharded).
         self.stored_counts = engine.grid.grid_shape
-        self.counts = self.stored_counts if sharding is None else tuple(
-            -(-n // c) for n, c in zip(engine.array_shape, sharding.chunk_shape))
+        self.counts = (
+            self.stored_counts
+            if sharding is None
+            else tuple(-(-n // c) for n, c in zip(engine.array_shape, sharding.chunk_shape))
+        )
         # The chains of chunks of the full shape, for `encode_chunk` and `decode_chunk` without
         # coordinates: the first chunk's (its inner chunks' when sharded), or its shard's.
         first = engine.chain_at((0,) * ndim)
@@ -78,13 +86,13 @@ class ChunkAccess:
         engine = self.engine
         ndim = len(engine.array_shape)
         try:
-            at = tuple([operator.index(c) for c in coords
-                        if not isinstance(c, (bool, np.bool_))])
+            at = tuple([operator.index(c) for c in coords if not isinstance(c, (bool, np.bool_))])
         except TypeError:
             at = ()
         if len(at) != ndim or len(at) != len(coords):
             raise SelectionError(
-                f"chunk coordinates {tuple(coords)!r}: expected {ndim} integers, one per axis")
+                f"chunk coordinates {tuple(coords)!r}: expected {ndim} integers, one per axis"
+            )
         inner = self.inner_shape
         stored = shard or inner is None
         counts = self.stored_counts if stored else self.counts
@@ -92,12 +100,14 @@ class ChunkAccess:
             if not 0 <= c < n:
                 kind = "shard" if stored and inner is not None else "chunk"
                 raise SelectionError(
-                    f"{kind} coordinates {at!r} are outside the grid of {counts!r} {kind}s")
+                    f"{kind} coordinates {at!r} are outside the grid of {counts!r} {kind}s"
+                )
         grid = engine.grid
         if stored:
             kind = "shard" if inner is not None else "chunk"
-            return ChunkTarget(kind, at, engine.key(at), engine.chain_at(at), grid.region(at),
-                               None, 0)
+            return ChunkTarget(
+                kind, at, engine.key(at), engine.chain_at(at), grid.region(at), None, 0
+            )
         assert inner is not None
         origin = [c * n for c, n in zip(at, inner)]
         shard_at = tuple(grid.chunks_within(d, o) for d, o in enumerate(origin))
@@ -105,10 +115,12 @@ class ChunkAccess:
         assert codec is not None  # (a sharded array's chains all shard)
         local = [(o - s) // n for o, s, n in zip(origin, grid.origin(shard_at), inner)]
         index = int(np.ravel_multi_index(local, codec.grid)) if local else 0
-        region = tuple(slice(o, min(o + n, extent))
-                       for o, n, extent in zip(origin, inner, engine.array_shape))
-        return ChunkTarget("inner chunk", at, engine.key(shard_at), codec.inner, region, codec,
-                           index)
+        region = tuple(
+            slice(o, min(o + n, extent)) for o, n, extent in zip(origin, inner, engine.array_shape)
+        )
+        return ChunkTarget(
+            "inner chunk", at, engine.key(shard_at), codec.inner, region, codec, index
+        )
 
     # -- reads ---------------------------------------------------------------------------
     def stored_bytes(self, t: ChunkTarget) -> bytes | None:
@@ -122,8 +134,9 @@ class ChunkAccess:
             raise _named(e, t.name) from e
         return data if data is None or type(data) is bytes else bytes(data)
 
-    def decode(self, t: ChunkTarget | None, data: BytesLike, chain: CodecChain,
-               cut: bool = False) -> npt.NDArray[Any]:
+    def decode(
+        self, t: ChunkTarget | None, data: BytesLike, chain: CodecChain, cut: bool = False
+    ) -> npt.NDArray[Any]:
         """The chunk `t` (None: any chunk of `chain`'s full shape) encoded in `data`, of its
         full shape, or with `cut` the part inside the array; ChunkDecodeError (or a
         subclass) naming it when `data` does not decode."""
@@ -131,12 +144,12 @@ class ChunkAccess:
         try:
             nbytes = memoryview(data).nbytes
         except TypeError:
-            raise TypeError(f"{name}: data must be bytes-like, not "
-                            f"{type(data).__name__}") from None
+            raise TypeError(f"{name}: data must be bytes-like, not {type(data).__name__}") from None
         if nbytes > chain.max_encoded_bytes:
             raise ValueTooLargeError(
                 f"{name}: {nbytes} bytes, more than the {chain.max_encoded_bytes} any valid "
-                f"encoding of it takes")
+                f"encoding of it takes"
+            )
         out = _memory.empty(chain.spec.shape, chain.spec.dtype)
         try:
             chunk = chain.decode(data, out=out)
@@ -155,8 +168,9 @@ class ChunkAccess:
         return tuple(slice(0, s.stop - s.start) for s in t.region)
 
     # -- encodings -----------------------------------------------------------------------
-    def fitted(self, t: ChunkTarget | None, value: npt.ArrayLike,
-               chain: CodecChain) -> npt.NDArray[Any]:
+    def fitted(
+        self, t: ChunkTarget | None, value: npt.ArrayLike, chain: CodecChain
+    ) -> npt.NDArray[Any]:
         """`value` as a C-contiguous chunk of `chain`'s full shape and the array's dtype: of
         that shape, or of the part of `t` inside the array (the rest then fill).
         DataTypeMismatchError for a dtype that does not cast safely, ShapeMismatchError for
@@ -167,7 +181,8 @@ class ChunkAccess:
         if array.dtype != spec.dtype and not np.can_cast(array.dtype, spec.dtype, "safe"):
             raise DataTypeMismatchError(
                 f"{name}: value of dtype {array.dtype} does not cast safely to the array's "
-                f"{spec.dtype}")
+                f"{spec.dtype}"
+            )
         if array.shape == spec.shape:
             return np.ascontiguousarray(array, dtype=spec.dtype)
         if t is not None and array.shape == self.region_shape(t):
@@ -176,8 +191,11 @@ class ChunkAccess:
             chunk[...] = spec.fill_value
             chunk[self.inside(t)] = array
             return chunk
-        shapes = f"{spec.shape}" if t is None else \
-            f"{spec.shape} or, inside the array, {self.region_shape(t)}"
+        shapes = (
+            f"{spec.shape}"
+            if t is None
+            else f"{spec.shape} or, inside the array, {self.region_shape(t)}"
+        )
         raise ShapeMismatchError(f"{name}: value of shape {array.shape}, expected {shapes}")
 
     def encode(self, t: ChunkTarget | None, value: npt.ArrayLike, chain: CodecChain) -> bytes:
@@ -205,8 +223,9 @@ class ChunkAccess:
             raise _named(e, t.name) from e
         if damaged:
             where, why = damaged[0]
-            raise ChunkDecodeError(f"{t.name}: inner chunk {where}: {why}"
-                                   if where is not None else f"{t.name}: {why}")
+            raise ChunkDecodeError(
+                f"{t.name}: inner chunk {where}: {why}" if where is not None else f"{t.name}: {why}"
+            )
 
     def store_bytes(self, t: ChunkTarget, data: BytesLike) -> None:
         """Store the encoded bytes `data` as the chunk `t`, once they decode (`check`): a
@@ -222,6 +241,7 @@ class ChunkAccess:
         shard, i = t.shard, t.inner
         try:
             read_modify_write(
-                engine, t.key, lambda stored, keep_empty: shard.with_inner(stored, i, data))
+                engine, t.key, lambda stored, keep_empty: shard.with_inner(stored, i, data)
+            )
         except ZarrcoreError as e:
             raise _named(e, t.name) from e

@@ -1,6 +1,7 @@
 """The routes over stores that hand over bytes (Store.get_many): CHUNK_WAVES and SHARD_WAVES,
 decoded in compiled waves as requests arrive; FETCHED_CHUNKS and EACH_CHUNK, through the
 codec objects; and the fetch plumbing they share (`arrivals`)."""
+
 from __future__ import annotations
 
 import bisect
@@ -19,26 +20,37 @@ import numpy.typing as npt
 from .._native.chunk_jobs import ChunkWaves
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import EMPTY, partial_codec
+from ..errors import KeyChangedError, ShardIndexError, ZarrcoreError
+from ..metadata.indexing import BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer
 from ..runtime.cancellation import carrying, current
-from ..runtime.pool import Claims, parallel_map, run_workers
 from ..runtime.config import config
-from ..errors import (
-    KeyChangedError, ShardIndexError, ZarrcoreError,
-)
-from ..metadata.indexing import (
-    BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer,
-)
+from ..runtime.pool import Claims, parallel_map, run_workers
 from ..storage.base import UNCHANGED
+from .cache import KnownIndex, inner_chunk_digest, share_versions, shared_versions, version_digest
 from .planning import (
-    Int64s, chunk_projections, grid_of, in_shards, inner_plans, job_groups, point_listing,
-    replan, requests_in_flight, task_grid, task_values, with_key,
-)
-from .cache import (
-    KnownIndex, inner_chunk_digest, share_versions, shared_versions, version_digest,
+    Int64s,
+    chunk_projections,
+    grid_of,
+    in_shards,
+    inner_plans,
+    job_groups,
+    point_listing,
+    replan,
+    requests_in_flight,
+    task_grid,
+    task_values,
+    with_key,
 )
 from .shard_ranges import (
-    Cached, Fetch, ShardReaders, ShardRequests, ShardWaves, known_indexes, ranges_in_flight,
-    read_indexed_shards, shard_bytes,
+    Cached,
+    Fetch,
+    ShardReaders,
+    ShardRequests,
+    ShardWaves,
+    known_indexes,
+    ranges_in_flight,
+    read_indexed_shards,
+    shard_bytes,
 )
 
 if TYPE_CHECKING:
@@ -51,11 +63,29 @@ if TYPE_CHECKING:
     from . import ChunkEngine
 
 __all__ = [
-    "FETCHED_BYTES_MIN", "WRITE_WAVES", "arrivals", "cached_task", "cached_tasks", "decode_arrived",
-    "encoded_chunk", "encoded_waves", "fetched_whole", "read_cached_waves", "read_chunk_waves",
-    "read_each_chunk", "read_fetched_chunks", "read_into", "read_one_block", "read_shard_ranges",
-    "read_shard_waves", "shard_codecs", "trimmed", "whole_in_flight", "write_chunk_waves",
-    "write_part_bytes", "write_waves",
+    "FETCHED_BYTES_MIN",
+    "WRITE_WAVES",
+    "arrivals",
+    "cached_task",
+    "cached_tasks",
+    "decode_arrived",
+    "encoded_chunk",
+    "encoded_waves",
+    "fetched_whole",
+    "read_cached_waves",
+    "read_chunk_waves",
+    "read_each_chunk",
+    "read_fetched_chunks",
+    "read_into",
+    "read_one_block",
+    "read_shard_ranges",
+    "read_shard_waves",
+    "shard_codecs",
+    "trimmed",
+    "whole_in_flight",
+    "write_chunk_waves",
+    "write_part_bytes",
+    "write_waves",
 ]
 
 
@@ -73,18 +103,24 @@ _FETCH_DONE = object()
 
 
 # Not fan_out: one get_many, which bounds its own requests, drained on an I/O thread.
-def arrivals(store: Store, requests: Sequence[Request], concurrency: int,
-             known: Sequence[Any] | None = None) -> Iterator[list[tuple[int, Any]]]:
+def arrivals(
+    store: Store, requests: Sequence[Request], concurrency: int, known: Sequence[Any] | None = None
+) -> Iterator[list[tuple[int, Any]]]:
     """Read `requests` with store.get_many (`concurrency` in flight) on a thread of the
     shared I/O pool (config.io_executor), yielding lists of the (i, result) pairs that
     arrived since the previous list: the caller decodes one list while the next arrives, and
     a list holds all that arrived meanwhile. With `known` (versions),
     store.get_many_versioned reads them, each result a pair (result, version)."""
+
     def results_of(requests: Sequence[Request]) -> Iterator[tuple[int, Any]]:
         if known is None:
             return store.get_many(requests, concurrency=concurrency)
-        return ((i, (result, version)) for i, result, version
-                in store.get_many_versioned(requests, known, concurrency=concurrency))
+        return (
+            (i, (result, version))
+            for i, result, version in store.get_many_versioned(
+                requests, known, concurrency=concurrency
+            )
+        )
 
     if len(requests) <= 1:
         yield list(results_of(requests))
@@ -170,8 +206,9 @@ def write_part_bytes(store: Store) -> int | None:
     return max(2 * least, config.write_part_bytes)
 
 
-def _run_waves(job: ChunkWaves | _InnerChunkWaves, tasks: npt.ArrayLike,
-               work: Callable[[], None], threads: int) -> tuple[Exception, int] | None:
+def _run_waves(
+    job: ChunkWaves | _InnerChunkWaves, tasks: npt.ArrayLike, work: Callable[[], None], threads: int
+) -> tuple[Exception, int] | None:
     """Run the tasks `tasks` of ChunkWaves `job` by its `work` (work_read, work_write) on
     `threads` threads of the pool; None, or (error, task)."""
     ntasks = job.run(tasks)
@@ -181,9 +218,12 @@ def _run_waves(job: ChunkWaves | _InnerChunkWaves, tasks: npt.ArrayLike,
     return job.error()
 
 
-def _in_waves(fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, Any]]]],
-              requests: Sequence[Request], sizes: Sequence[int], budget: int
-              ) -> Iterator[list[tuple[int, Any]]]:
+def _in_waves(
+    fetch: Callable[[Sequence[Request]], Iterator[list[tuple[int, Any]]]],
+    requests: Sequence[Request],
+    sizes: Sequence[int],
+    budget: int,
+) -> Iterator[list[tuple[int, Any]]]:
     """`fetch(requests)`'s batches of (i, result), the requests (of about `sizes` bytes)
     taken in waves of at most `budget` bytes, each fetched once the batches before are
     handed on: for stores read by get_many, which takes its requests all at once."""
@@ -209,8 +249,7 @@ class _InnerChunkWaves:
     themselves), chunk by chunk on the thread pool. Its plans are of ints and slices (`plan`
     sends it basic selections only): each piece's output is a view."""
 
-    def __init__(self, chain: CodecChain, plans: Sequence[AxisPlan],
-                 out: npt.NDArray[Any]) -> None:
+    def __init__(self, chain: CodecChain, plans: Sequence[AxisPlan], out: npt.NDArray[Any]) -> None:
         self.chain, self.out = chain, out
         self.pieces = [list(zip(p.chunk_sel, p.out_sel, p.complete)) for p in plans]
         self.blobs: dict[int, memoryview] = {}
@@ -226,7 +265,7 @@ class _InnerChunkWaves:
             if offset + nbytes > view.nbytes:
                 return k
         for task, offset, nbytes in spans:
-            self.blobs[task] = view[offset:offset + nbytes]
+            self.blobs[task] = view[offset : offset + nbytes]
         return -1
 
     def run(self, tasks: npt.ArrayLike) -> int:
@@ -244,8 +283,12 @@ class _InnerChunkWaves:
             chunk_sel = tuple(c[0] for c in combo)
             out_sel = tuple(c[1] for c in combo if c[1] is not None)
             try:
-                self.chain.read_into(self.blobs.pop(task, None), chunk_sel,
-                                     self.out[out_sel + (Ellipsis,)], all(c[2] for c in combo))
+                self.chain.read_into(
+                    self.blobs.pop(task, None),
+                    chunk_sel,
+                    self.out[out_sel + (Ellipsis,)],
+                    all(c[2] for c in combo),
+                )
             except ZarrcoreError as e:
                 self.failure = (e, task)
 
@@ -266,8 +309,9 @@ def encoded_chunk(chain: CodecChain, chunk: npt.NDArray[Any], keep_empty: bool) 
     return chain.encode(chunk) if keep_empty else chain.encode_unless_fill(chunk)
 
 
-def trimmed(chain: CodecChain, data: BytesLike | None, bound: Sequence[int],
-             keep_empty: bool) -> BytesLike | None:
+def trimmed(
+    chain: CodecChain, data: BytesLike | None, bound: Sequence[int], keep_empty: bool
+) -> BytesLike | None:
     """The stored object `data` (None: not stored) of `chain` with what lies at or beyond
     `bound` reset to fill, encoded (None as in `encoded_chunk`); `data` itself when nothing
     changes. A shard is trimmed through its index (ShardingCodec.trim), never decoded
@@ -303,14 +347,16 @@ def read_fetched_chunks(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[
 def read_each_chunk(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any]) -> None:
     """Chunk by chunk on the pool: a shard through ShardingCodec.read_partial, a chunk
     read whole and decoded by the codec objects."""
+
     def work(p: ChunkProjection) -> None:
         key = engine.key(p.coords)
         try:
             if engine.sharding is not None:
                 partial = partial_codec(engine.chain_at(p.coords))
                 assert partial is not None  # (every shard's chain is sharded)
-                partial.read_partial(engine.store, key, p.chunk_selection,
-                                     out[p.out_selection + (Ellipsis,)])
+                partial.read_partial(
+                    engine.store, key, p.chunk_selection, out[p.out_selection + (Ellipsis,)]
+                )
                 return
         except ZarrcoreError as e:
             raise with_key(e, key) from e
@@ -319,12 +365,14 @@ def read_each_chunk(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any]
     parallel_map(work, list(indexer.projections()), engine.options.num_threads)
 
 
-def read_into(engine: ChunkEngine, key: str, data: BytesLike | None, p: ChunkProjection,
-               out: npt.NDArray[Any]) -> None:
+def read_into(
+    engine: ChunkEngine, key: str, data: BytesLike | None, p: ChunkProjection, out: npt.NDArray[Any]
+) -> None:
     """Decode the chunk `data` of projection `p` (None: not stored) into `out`."""
     try:
-        engine.chain_at(p.coords).read_into(data, p.chunk_selection,
-                                          out[p.out_selection + (Ellipsis,)], p.complete)
+        engine.chain_at(p.coords).read_into(
+            data, p.chunk_selection, out[p.out_selection + (Ellipsis,)], p.complete
+        )
     except ZarrcoreError as e:
         raise with_key(e, key) from e
 
@@ -341,8 +389,15 @@ def read_chunk_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any
         grid = grid_of(group.extent, shape)
         coords: list[Any]
         if group.points is not None:
-            job = ChunkWaves(group.form, shape, grid, None, out,
-                             points=(*group.points[:3], None), cache=engine.cache)
+            job = ChunkWaves(
+                group.form,
+                shape,
+                grid,
+                None,
+                out,
+                points=(*group.points[:3], None),
+                cache=engine.cache,
+            )
             coords = group.points[3].tolist()
         else:
             job = ChunkWaves(group.form, shape, grid, group.plans, out, cache=engine.cache)
@@ -366,9 +421,13 @@ def read_chunk_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any
         decode_arrived(engine, jobs, arrived, keys, first)
 
 
-def read_cached_waves(engine: ChunkEngine,
-                      jobs: list[ChunkWaves], keys: list[str], first: list[int],
-                       coords: list[Any]) -> None:
+def read_cached_waves(
+    engine: ChunkEngine,
+    jobs: list[ChunkWaves],
+    keys: list[str],
+    first: list[int],
+    coords: list[Any],
+) -> None:
     """`_read_chunk_waves` through the cache: each chunk whose version is known is asked
     for unless it still has it (Store.get_many_versioned; an object store's HEAD
     finding the ETag unchanged), and an unchanged one is copied out of its entry, not
@@ -389,9 +448,9 @@ def read_cached_waves(engine: ChunkEngine,
     while wanted:
         again: list[int] = []
         requests = engine.whole_requests(keys[i] for i in wanted)
+        versions = [None if (k := known[i]) is None else k[0] for i in wanted]
         asked = time.time()  # (what the answers tell was so at this time, or later)
-        for batch in arrivals(engine.store, requests, whole_in_flight(engine),
-                              [None if (k := known[i]) is None else k[0] for i in wanted]):
+        for batch in arrivals(engine.store, requests, whole_in_flight(engine), versions):
             arrived: dict[int, list[int]] = {}  # the tasks that arrived, by job
             read: list[tuple[int, Any]] = []  # (place, version) of those fetched, to share
             for w, (parts, version) in batch:
@@ -408,8 +467,9 @@ def read_cached_waves(engine: ChunkEngine,
                 else:
                     engine.versions.note(keys[i], version, asked)
                     data = engine.stored_chunk(keys[i], parts)
-                    if data is not None and (version is None or not job.lookup(
-                            task, coords[i], version_digest(version))):
+                    if data is not None and (
+                        version is None or not job.lookup(task, coords[i], version_digest(version))
+                    ):
                         job.add_whole(task, data)
                         if version is not None:
                             job.keep(task, coords[i], version_digest(version))
@@ -421,9 +481,14 @@ def read_cached_waves(engine: ChunkEngine,
         wanted = again
 
 
-def _trusted_hits(engine: ChunkEngine, jobs: list[ChunkWaves], keys: list[str],
-                  first: list[int], coords: list[Any], known: list[tuple[Any, float] | None]
-                  ) -> list[int]:
+def _trusted_hits(
+    engine: ChunkEngine,
+    jobs: list[ChunkWaves],
+    keys: list[str],
+    first: list[int],
+    coords: list[Any],
+    known: list[tuple[Any, float] | None],
+) -> list[int]:
     """Copy out of their entries the chunks (places in the jobs' tasks) whose known version
     the array's `recheck` trusts and the cache holds at that version, asking the store
     nothing; the places of the others."""
@@ -432,8 +497,11 @@ def _trusted_hits(engine: ChunkEngine, jobs: list[ChunkWaves], keys: list[str],
     for j, job in enumerate(jobs):
         for i in range(first[j], first[j + 1]):
             found = known[i]
-            if found is not None and engine.recheck.trusts(found[1]) and job.lookup(
-                    i - first[j], coords[i], version_digest(found[0])):
+            if (
+                found is not None
+                and engine.recheck.trusts(found[1])
+                and job.lookup(i - first[j], coords[i], version_digest(found[0]))
+            ):
                 arrived.setdefault(j, []).append(i - first[j])
             else:
                 wanted.append(i)
@@ -441,12 +509,16 @@ def _trusted_hits(engine: ChunkEngine, jobs: list[ChunkWaves], keys: list[str],
     return wanted
 
 
-def decode_arrived(engine: ChunkEngine, jobs: list[ChunkWaves], arrived: dict[int, list[int]],
-                    keys: list[str], first: list[int]) -> None:
+def decode_arrived(
+    engine: ChunkEngine,
+    jobs: list[ChunkWaves],
+    arrived: dict[int, list[int]],
+    keys: list[str],
+    first: list[int],
+) -> None:
     """Run the wave of the tasks that arrived (by job); a failure names its chunk's key."""
     for j in sorted(arrived):
-        failure = _run_waves(jobs[j], arrived[j], jobs[j].work_read,
-                             engine.options.num_threads)
+        failure = _run_waves(jobs[j], arrived[j], jobs[j].work_read, engine.options.num_threads)
         if failure is not None:
             error, task = failure
             raise with_key(error, keys[first[j] + task])
@@ -486,37 +558,56 @@ def read_shard_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any
     codecs = shard_codecs(engine, tasks.shards)
     by_shard = np.argsort(tasks.shard_of, kind="stable")
     bounds = np.searchsorted(tasks.shard_of[by_shard], np.arange(len(keys) + 1))
-    shard_tasks = [by_shard[bounds[s]:bounds[s + 1]] for s in range(len(keys))]
+    shard_tasks = [by_shard[bounds[s] : bounds[s + 1]] for s in range(len(keys))]
     requests: list[tuple[str, list[ByteRange] | None]] = [
         (key, None if fetched_whole(engine, c, len(t)) else [c.index_range()])
-        for key, c, t in zip(keys, codecs, shard_tasks)]
+        for key, c, t in zip(keys, codecs, shard_tasks)
+    ]
     cached = None
     if cache is not None and isinstance(tasks.job, ChunkWaves):  # (only compiled jobs')
         cached = functools.partial(cached_tasks, tasks.job, tasks.inner.tolist())
     waves = _ShardWaves(engine, tasks, keys, codecs, cached)
     with contextlib.ExitStack() as held:
-        read_shard_ranges(engine, ShardRequests(keys, requests, shard_tasks, tasks.local, codecs),
-                          held, waves)
+        read_shard_ranges(
+            engine, ShardRequests(keys, requests, shard_tasks, tasks.local, codecs), held, waves
+        )
 
 
-def _point_tasks(engine: ChunkEngine, codec: ShardingCodec, indexer: CoordinateIndexer,
-                 out: npt.NDArray[Any], cache: ChunkCache | None) -> _ShardTasks:
+def _point_tasks(
+    engine: ChunkEngine,
+    codec: ShardingCodec,
+    indexer: CoordinateIndexer,
+    out: npt.NDArray[Any],
+    cache: ChunkCache | None,
+) -> _ShardTasks:
     """Tasks are the groups of points by inner chunk (grouped once, in C); each group's
     shard follows from its inner chunk."""
     inner_shape = codec.chunk_shape
     native = codec.inner_native_form
     assert native is not None  # (as `plan` saw)
     groups = indexer.groups_by(inner_shape)
-    job = ChunkWaves(native, inner_shape, grid_of(engine.array_shape, inner_shape), None, out,
-                     points=(*point_listing(groups, inner_shape)[:3], None), cache=cache)
+    job = ChunkWaves(
+        native,
+        inner_shape,
+        grid_of(engine.array_shape, inner_shape),
+        None,
+        out,
+        points=(*point_listing(groups, inner_shape)[:3], None),
+        cache=cache,
+    )
     inner = np.asarray(groups.coords)
     at, local = in_shards(engine.grid.axes, inner_shape, inner)
     found, shard_of = np.unique(at, axis=0, return_inverse=True)
     return _ShardTasks(job, inner, shard_of.reshape(-1), local, found.tolist())
 
 
-def _planned_tasks(engine: ChunkEngine, codec: ShardingCodec, indexer: OrthogonalIndexer,
-                   out: npt.NDArray[Any], cache: ChunkCache | None) -> _ShardTasks:
+def _planned_tasks(
+    engine: ChunkEngine,
+    codec: ShardingCodec,
+    indexer: OrthogonalIndexer,
+    out: npt.NDArray[Any],
+    cache: ChunkCache | None,
+) -> _ShardTasks:
     """Tasks are the pieces of inner chunks of the selection's plans, per task the shard
     it is in (by the plans' chunks) and its C-order place in it."""
     inner_shape, blocks = codec.chunk_shape, engine.grid.axes
@@ -527,16 +618,22 @@ def _planned_tasks(engine: ChunkEngine, codec: ShardingCodec, indexer: Orthogona
     native = codec.inner_native_form
     job: ChunkWaves | _InnerChunkWaves
     if native is not None:
-        job = ChunkWaves(native, inner_shape, grid_of(engine.array_shape, inner_shape), plans,
-                         out, cache=cache)
+        job = ChunkWaves(
+            native, inner_shape, grid_of(engine.array_shape, inner_shape), plans, out, cache=cache
+        )
     else:
         job = _InnerChunkWaves(codec.inner, plans, out)
     inner = task_grid(plans)
     of_task, local = in_shards(blocks, inner_shape, inner)
-    places = [np.searchsorted(np.asarray(p.chunks, dtype=np.int64), of_task[:, d])
-              for d, p in enumerate(indexer.plans)]
-    shard_of = (np.ravel_multi_index(places, [len(p.chunks) for p in indexer.plans])
-                if places else np.zeros(len(of_task), dtype=np.int64))
+    places = [
+        np.searchsorted(np.asarray(p.chunks, dtype=np.int64), of_task[:, d])
+        for d, p in enumerate(indexer.plans)
+    ]
+    shard_of = (
+        np.ravel_multi_index(places, [len(p.chunks) for p in indexer.plans])
+        if places
+        else np.zeros(len(of_task), dtype=np.int64)
+    )
     return _ShardTasks(job, inner, shard_of, local, task_values(indexer.plans, "chunks"))
 
 
@@ -544,8 +641,14 @@ class _ShardWaves:
     """What read_shard_ranges hands a sharded read's bytes to (ShardWaves): its job's
     `add`, and its waves run on the array's threads, each failure naming its inner chunk."""
 
-    def __init__(self, engine: ChunkEngine, tasks: _ShardTasks, keys: Sequence[str],
-                 codecs: Sequence[ShardingCodec], cached: Cached | None) -> None:
+    def __init__(
+        self,
+        engine: ChunkEngine,
+        tasks: _ShardTasks,
+        keys: Sequence[str],
+        codecs: Sequence[ShardingCodec],
+        cached: Cached | None,
+    ) -> None:
         self.job, self.tasks, self.keys, self.codecs = tasks.job, tasks, keys, codecs
         self.threads = engine.options.num_threads
         self.cached = cached
@@ -566,22 +669,31 @@ class _ShardWaves:
         if bad >= 0:
             raise ShardIndexError(
                 f"chunk {self.name(tasks[bad])}: shard index entry (offset {offsets[bad]}, "
-                f"nbytes {lengths[bad]}) reaches past the end of the shard")
+                f"nbytes {lengths[bad]}) reaches past the end of the shard"
+            )
 
 
-def cached_tasks(job: ChunkWaves, coords: Sequence[Sequence[int]], version: Any,
-                 tasks: Int64s, offsets: Int64s, lengths: Int64s) -> npt.NDArray[np.bool_]:
+def cached_tasks(
+    job: ChunkWaves,
+    coords: Sequence[Sequence[int]],
+    version: Any,
+    tasks: Int64s,
+    offsets: Int64s,
+    lengths: Int64s,
+) -> npt.NDArray[np.bool_]:
     """Which of `tasks` (inner chunks at grid indices coords[task], stored at `offsets`
     and `lengths` in their shard at `version`) the cache holds (`cached_task`)."""
     hits = np.zeros(len(tasks), dtype=bool)
-    for k, (task, offset, nbytes) in enumerate(zip(tasks.tolist(), offsets.tolist(),
-                                                   lengths.tolist())):
+    for k, (task, offset, nbytes) in enumerate(
+        zip(tasks.tolist(), offsets.tolist(), lengths.tolist())
+    ):
         hits[k] = cached_task(job, task, coords[task], version, offset, nbytes)
     return hits
 
 
-def cached_task(job: ChunkWaves, task: int, coords: Sequence[int], version: Any, offset: int,
-                nbytes: int) -> bool:
+def cached_task(
+    job: ChunkWaves, task: int, coords: Sequence[int], version: Any, offset: int, nbytes: int
+) -> bool:
     """Whether the cache holds task `task` (the inner chunk at grid index `coords`, stored at
     `offset` and `nbytes` in its shard at `version`): then it is pinned and copied out of its
     entry; else it decodes the bytes it is given into a new entry. An entry's version is the
@@ -638,8 +750,9 @@ def _block_name(engine: ChunkEngine, key: str, local: int | None) -> str:
     return f"{key!r}, inner chunk {engine.sharding.coords(local)}"
 
 
-def _fetch_inner_chunk(engine: ChunkEngine, job: ChunkWaves, index: tuple[int, ...]
-                       ) -> tuple[str, int] | None:
+def _fetch_inner_chunk(
+    engine: ChunkEngine, job: ChunkWaves, index: tuple[int, ...]
+) -> tuple[str, int] | None:
     """Give `job`'s one task the bytes of the inner chunk at grid index `index`, read at the
     version of its shard's known index (or, when the cache holds it at that version, the
     index's bytes only, which confirm the version; nothing where the array's `recheck`
@@ -678,7 +791,8 @@ def _fetch_inner_chunk(engine: ChunkEngine, job: ChunkWaves, index: tuple[int, .
         if memoryview(parts[0]).nbytes != nbytes:  # (a range GET answers what there is)
             raise ShardIndexError(
                 f"chunk {_block_name(engine, key, local)}: shard index entry (offset "
-                f"{offset}, nbytes {nbytes}) reaches past the end of the shard")
+                f"{offset}, nbytes {nbytes}) reaches past the end of the shard"
+            )
         job.add_whole(0, parts[0])
     if engine.recheck.trusts_any:
         indexes.confirm(key, version, asked)
@@ -706,11 +820,13 @@ def fetched_whole(engine: ChunkEngine, codec: ShardingCodec, ntouched: int) -> b
     one connection moves it fast (Link.piece_bytes): a larger one's ranges go over many."""
     link = engine.store.link
     return codec.reads_whole(ntouched) and (
-        link is None or shard_bytes(engine) <= link.piece_bytes())
+        link is None or shard_bytes(engine) <= link.piece_bytes()
+    )
 
 
-def read_shard_ranges(engine: ChunkEngine, shards: ShardRequests, held: contextlib.ExitStack,
-                      waves: ShardWaves) -> None:
+def read_shard_ranges(
+    engine: ChunkEngine, shards: ShardRequests, held: contextlib.ExitStack, waves: ShardWaves
+) -> None:
     """The fetching half of read_shard_waves: the requests for the shards' indexes (or
     whole shards), then the inner chunks' ranges, passing what arrives to `waves`
     (read_indexed_shards). A store whose readers keep one version of a key
@@ -748,24 +864,35 @@ def _get_many_fetch(engine: ChunkEngine, budget: int, versioned: bool) -> Fetch:
     version."""
     store = engine.store
     if versioned:
-        def fetch(requests: Sequence[Request], sizes: Sequence[int]
-                  ) -> Iterator[list[tuple[int, tuple[Any, Any]]]]:
+
+        def fetch(
+            requests: Sequence[Request], sizes: Sequence[int]
+        ) -> Iterator[list[tuple[int, tuple[Any, Any]]]]:
             concurrency = ranges_in_flight(engine, sizes)
-            return _in_waves(lambda wave: arrivals(store, wave, concurrency, [None] * len(wave)),
-                             requests, sizes, budget)
+            return _in_waves(
+                lambda wave: arrivals(store, wave, concurrency, [None] * len(wave)),
+                requests,
+                sizes,
+                budget,
+            )
+
         return fetch
 
-    def fetch_unversioned(requests: Sequence[Request], sizes: Sequence[int]
-                          ) -> Iterator[list[tuple[int, tuple[Any, Any]]]]:
+    def fetch_unversioned(
+        requests: Sequence[Request], sizes: Sequence[int]
+    ) -> Iterator[list[tuple[int, tuple[Any, Any]]]]:
         concurrency = ranges_in_flight(engine, sizes)
-        for batch in _in_waves(lambda wave: arrivals(store, wave, concurrency), requests,
-                               sizes, budget):
+        for batch in _in_waves(
+            lambda wave: arrivals(store, wave, concurrency), requests, sizes, budget
+        ):
             yield [(i, (parts, None)) for i, parts in batch]
+
     return fetch_unversioned
 
 
-def write_chunk_waves(engine: ChunkEngine, indexer: Indexer,
-                       value: npt.NDArray[Any]) -> list[ChunkProjection]:
+def write_chunk_waves(
+    engine: ChunkEngine, indexer: Indexer, value: npt.NDArray[Any]
+) -> list[ChunkProjection]:
     """Encode every whole chunk of the selection in compiled waves (write_waves) and
     store them together (Store.set_many); the projections of the partly covered chunks,
     left for read-modify-write."""
@@ -779,15 +906,22 @@ def write_chunk_waves(engine: ChunkEngine, indexer: Indexer,
         if not tasks:
             continue
         shape = group.chain.spec.shape
-        job = ChunkWaves(group.form, shape, grid_of(group.extent, shape), group.plans,
-                         value, engine.spec.writes_empty)
+        job = ChunkWaves(
+            group.form,
+            shape,
+            grid_of(group.extent, shape),
+            group.plans,
+            value,
+            engine.spec.writes_empty,
+        )
         coords = task_values(group.plans, "chunks")
         engine.put_many(encoded_waves(engine, job, tasks, [engine.key(coords[t]) for t in tasks]))
     return rest
 
 
-def encoded_waves(engine: ChunkEngine, job: ChunkWaves, tasks: list[int], keys: list[str]
-                   ) -> Iterator[tuple[str, BytesLike | None]]:
+def encoded_waves(
+    engine: ChunkEngine, job: ChunkWaves, tasks: list[int], keys: list[str]
+) -> Iterator[tuple[str, BytesLike | None]]:
     """(key, encoding) of the tasks `tasks` of the write `job`, at the keys `keys`,
     encoded in waves (write_waves) as they are taken."""
     threads = engine.options.num_threads

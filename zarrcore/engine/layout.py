@@ -1,6 +1,7 @@
 """What an array's engine is made from besides its store, each gathered in one place: the
 array's chunks as its metadata lays them out (`ArrayLayout.of_metadata`) and the settings of
 its config it runs by (`EngineSettings.of_config`). ChunkEngine.from_metadata makes both."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
@@ -44,8 +45,9 @@ class ArrayLayout:
     where: str
 
     @classmethod
-    def of_metadata(cls, path: str, metadata: ArrayMetadataV2 | ArrayMetadataV3,
-                    where: str) -> ArrayLayout:
+    def of_metadata(
+        cls, path: str, metadata: ArrayMetadataV2 | ArrayMetadataV3, where: str
+    ) -> ArrayLayout:
         """The layout of the array at `path` described by `metadata` (whose document is
         `where`): v3's codecs, or those v2's compressor and filters stand for."""
         if isinstance(metadata, ArrayMetadataV3):
@@ -54,10 +56,17 @@ class ArrayLayout:
         else:
             codecs = tuple(codecs_from_v2_metadata(metadata, where))
         return cls(
-            key_prefix=path, chunk_key=metadata.chunk_key, key_layout=metadata.key_layout,
-            chunk_shape=tuple(metadata.chunk_shape), array_shape=tuple(metadata.shape),
-            grid=metadata.grid, dtype=metadata.dtype, fill_value=metadata.read_fill_value,
-            codecs=codecs, where=where)
+            key_prefix=path,
+            chunk_key=metadata.chunk_key,
+            key_layout=metadata.key_layout,
+            chunk_shape=tuple(metadata.chunk_shape),
+            array_shape=tuple(metadata.shape),
+            grid=metadata.grid,
+            dtype=metadata.dtype,
+            fill_value=metadata.read_fill_value,
+            codecs=codecs,
+            where=where,
+        )
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """The one read-modify-write: chunks and shards a write covers in part are merged into what
 is stored, under the store's lock or by a conditional write that retries on a conflict."""
+
 from __future__ import annotations
 
 import math
@@ -11,17 +12,12 @@ import numpy.typing as npt
 
 from ..codecs.base import ENCODED_BOUND
 from ..codecs.sharding import partial_codec
-from ..errors import (
-    LockUnavailableError, WriteConflictError,
-    ZarrcoreError,
-)
+from ..errors import LockUnavailableError, WriteConflictError, ZarrcoreError
+from ..metadata.indexing import ChunkProjection
 from ..runtime.pool import parallel_map
 from ..storage.updates import CONFLICT_RETRIES, retry_conflicts, update_mode
-from ..metadata.indexing import (
-    ChunkProjection,
-)
-from .planning import with_key
 from .fetched import encoded_chunk, write_waves
+from .planning import with_key
 
 if TYPE_CHECKING:
     from ..codecs.base import BytesLike
@@ -29,8 +25,13 @@ if TYPE_CHECKING:
     from . import ChunkEngine
 
 __all__ = [
-    "Merge", "merged_chunk", "put_locked", "read_modify_write", "whole_writes_locked",
-    "write_no_whole_chunks", "write_projections",
+    "Merge",
+    "merged_chunk",
+    "put_locked",
+    "read_modify_write",
+    "whole_writes_locked",
+    "write_no_whole_chunks",
+    "write_projections",
 ]
 
 
@@ -39,14 +40,16 @@ __all__ = [
 Merge = Callable[[Union["BytesLike", None], bool], Union["BytesLike", None]]
 
 
-def write_no_whole_chunks(engine: ChunkEngine, indexer: Indexer,
-                           value: npt.NDArray[Any]) -> list[ChunkProjection]:
+def write_no_whole_chunks(
+    engine: ChunkEngine, indexer: Indexer, value: npt.NDArray[Any]
+) -> list[ChunkProjection]:
     """EACH_CHUNK: no compiled writer; every projection is left to `_write_projections`."""
     return list(indexer.projections())
 
 
-def write_projections(engine: ChunkEngine, projections: Iterable[ChunkProjection],
-                       value: npt.NDArray[Any]) -> None:
+def write_projections(
+    engine: ChunkEngine, projections: Iterable[ChunkProjection], value: npt.NDArray[Any]
+) -> None:
     """Write `value`'s part of each projection in `projections` (chunks or shards): a
     part covered in part by read-modify-write (`read_modify_write`), a whole one
     encoded and stored (`put_many`); in waves (`write_waves`) on the pool."""
@@ -58,8 +61,11 @@ def write_projections(engine: ChunkEngine, projections: Iterable[ChunkProjection
         chain = engine.chain_at(p.coords)
         try:
             if not p.complete:
-                read_modify_write(engine,
-                    key, lambda data, keep_empty: merged_chunk(engine, data, p, part, keep_empty))
+                read_modify_write(
+                    engine,
+                    key,
+                    lambda data, keep_empty: merged_chunk(engine, data, p, part, keep_empty),
+                )
                 return None
             if part.size != math.prod(chain.spec.shape):
                 # a chunk at the array's edge: what lies outside is fill
@@ -68,7 +74,8 @@ def write_projections(engine: ChunkEngine, projections: Iterable[ChunkProjection
                 data = merged_chunk(engine, None, p, part, engine.spec.writes_empty)
             else:
                 data = chain.encode_unless_fill(
-                    np.ascontiguousarray(part).reshape(chain.spec.shape))
+                    np.ascontiguousarray(part).reshape(chain.spec.shape)
+                )
             if not locked:
                 return key, data
             # Locked too, so it lands wholly before or after another writer's
@@ -85,13 +92,19 @@ def write_projections(engine: ChunkEngine, projections: Iterable[ChunkProjection
         # The whole objects first: they upload while those covered in part are merged. A
         # whole shard encodes its inner chunks in parallel (when alone in its wave).
         codec = engine.sharding
-        inner = 1 if codec is None else math.prod(
-            s // c for s, c in zip(engine.chunk_shape, codec.chunk_shape))
-        for group, tasks_each in (([p for p in listed if p.complete], inner),
-                                  ([p for p in listed if not p.complete], 1)):
+        inner = (
+            1
+            if codec is None
+            else math.prod(s // c for s, c in zip(engine.chunk_shape, codec.chunk_shape))
+        )
+        for group, tasks_each in (
+            ([p for p in listed if p.complete], inner),
+            ([p for p in listed if not p.complete], 1),
+        ):
             for wave in write_waves(len(group), engine.store, threads, tasks_each):
-                yield from (item for item in parallel_map(work, group[wave], threads)
-                            if item is not None)
+                yield from (
+                    item for item in parallel_map(work, group[wave], threads) if item is not None
+                )
 
     engine.put_many(encoded())
 
@@ -109,9 +122,13 @@ def whole_writes_locked(engine: ChunkEngine) -> bool:
     return update_mode(engine.store, locks_first=False) == "lock"
 
 
-def merged_chunk(engine: ChunkEngine,
-                 data: BytesLike | None, p: ChunkProjection, part: npt.NDArray[Any],
-            keep_empty: bool) -> BytesLike | None:
+def merged_chunk(
+    engine: ChunkEngine,
+    data: BytesLike | None,
+    p: ChunkProjection,
+    part: npt.NDArray[Any],
+    keep_empty: bool,
+) -> BytesLike | None:
     """The chunk `data` (None: not stored) of projection `p` with its selection set to
     `part`, encoded; None when it is all fill and not `keep_empty` (nor the array's
     write_empty_chunks)."""
@@ -133,9 +150,9 @@ def read_modify_write(engine: ChunkEngine, key: str, merge: Merge) -> None:
     store = engine.store
     mode = update_mode(store, locks_first=False)
     if mode == "conditional":
+
         def attempt() -> None:
-            data, version = store.get_versioned(key, engine.chain.max_encoded_bytes,
-                                                 ENCODED_BOUND)
+            data, version = store.get_versioned(key, engine.chain.max_encoded_bytes, ENCODED_BOUND)
             # A chunk left all fill stays stored as such: a delete cannot be conditional.
             new = merge(data, data is not None)
             if new is None or new is data or store.set_if(key, new, version):
@@ -143,7 +160,8 @@ def read_modify_write(engine: ChunkEngine, key: str, merge: Merge) -> None:
             # (Callers put the key in front of these messages.)
             raise WriteConflictError(
                 f"other writers replaced it {CONFLICT_RETRIES} times while it was being "
-                f"updated; gave up rather than overwrite their updates")
+                f"updated; gave up rather than overwrite their updates"
+            )
 
         retry_conflicts(attempt)
         return
@@ -162,5 +180,6 @@ def read_modify_write(engine: ChunkEngine, key: str, merge: Merge) -> None:
         raise LockUnavailableError(
             f"cannot write part of it: {store!r} has neither locks nor conditional "
             f"writes, so a concurrent writer's update could be lost; write whole chunks, "
-            f"or accept that with zarrcore.config.set(unsafe_partial_writes=True)")
+            f"or accept that with zarrcore.config.set(unsafe_partial_writes=True)"
+        )
     replace()

@@ -2,6 +2,7 @@
 §4, §5), decided once from the array's codec chain and chunk grid and the store's
 capabilities (`open_routes`). `OpenRoutes.plan` picks one per request; `OpenRoutes.one_chunk`
 says which job reads a selection inside one chunk (R0)."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -73,9 +74,15 @@ class OpenRoutes:
         return Route.EACH_CHUNK
 
 
-def open_routes(store: Store, chain: CodecChain, grid: ChunkGrid, chunk_shape: Sequence[int],
-                core_form: NativeForm | None, cache_bytes: int,
-                shard_spec: Callable[[NativeForm], ShardSpec]) -> OpenRoutes:
+def open_routes(
+    store: Store,
+    chain: CodecChain,
+    grid: ChunkGrid,
+    chunk_shape: Sequence[int],
+    core_form: NativeForm | None,
+    cache_bytes: int,
+    shard_spec: Callable[[NativeForm], ShardSpec],
+) -> OpenRoutes:
     """The routes open to an array of `chain` (whose compiled form is `core_form`) over
     `grid` of chunks of `chunk_shape` in `store`, keeping a decoded-chunk cache of
     `cache_bytes`; `shard_spec(core_form)` makes the ShardSpec of its shards."""
@@ -84,11 +91,15 @@ def open_routes(store: Store, chain: CodecChain, grid: ChunkGrid, chunk_shape: S
     # MemoryStore holding its own data too, when a cache is kept (the blobs' versions
     # validate its entries, as native handles do) over a regular grid.
     native = store.native_root is not None or bool(
-        cache_bytes and store.native_memory is not None and core_form is not None
-        and grid.is_regular)
+        cache_bytes
+        and store.native_memory is not None
+        and core_form is not None
+        and grid.is_regular
+    )
     chunk_batch = core_form if native and sharding is None else None
-    shards = (shard_spec(core_form) if native and sharding is not None and core_form is not None
-              else None)
+    shards = (
+        shard_spec(core_form) if native and sharding is not None and core_form is not None else None
+    )
     chunk_waves = core_form if not native and chunk_shape and sharding is None else None
     # Sharded arrays off a directory are read by planned byte ranges; and those whose inner
     # chain the core runs, listed selections of them too, on any store. Over grids of shards
@@ -97,20 +108,33 @@ def open_routes(store: Store, chain: CodecChain, grid: ChunkGrid, chunk_shape: S
     # regular grid over the array (`read_shard_waves`).
     aligned = sharding is not None and all(
         b % c == 0 if isinstance(b, int) else not np.any(b.lengths % c)
-        for b, c in zip(grid.axes, sharding.chunk_shape))
+        for b, c in zip(grid.axes, sharding.chunk_shape)
+    )
     shard_ranges = not native and aligned
     inner_waves = aligned and sharding is not None and sharding.inner_native_form is not None
     return OpenRoutes(
-        ndim=len(chunk_shape), chunk_batch=chunk_batch, shard_batch=shards,
-        chunk_waves=chunk_waves, shard_ranges=shard_ranges, inner_waves=inner_waves,
+        ndim=len(chunk_shape),
+        chunk_batch=chunk_batch,
+        shard_batch=shards,
+        chunk_waves=chunk_waves,
+        shard_ranges=shard_ranges,
+        inner_waves=inner_waves,
         fetched_chunks=sharding is None and store.native_root is None,
-        one_chunk=_one_chunk_route(store, grid, chunk_shape, chunk_batch, shards, chunk_waves,
-                                   shard_ranges and inner_waves))
+        one_chunk=_one_chunk_route(
+            store, grid, chunk_shape, chunk_batch, shards, chunk_waves, shard_ranges and inner_waves
+        ),
+    )
 
 
-def _one_chunk_route(store: Store, grid: ChunkGrid, chunk_shape: Sequence[int],
-                     chunk_batch: Any, shards: Any, chunk_waves: Any,
-                     inner_blocks: bool) -> Route | None:
+def _one_chunk_route(
+    store: Store,
+    grid: ChunkGrid,
+    chunk_shape: Sequence[int],
+    chunk_batch: Any,
+    shards: Any,
+    chunk_waves: Any,
+    inner_blocks: bool,
+) -> Route | None:
     """R0's job: the compiled batches' template on a regular grid of chunks; over stores that
     hand over bytes, one block by one request, of a chunk, or of an inner chunk where the
     shard's index is kept (readers that keep one version)."""

@@ -2,6 +2,7 @@
 then the byte ranges of the inner chunks it wants, neighbours coalesced, each handed to the
 read's waves as it arrives. fetched.read_shard_waves plans the read and its tasks, and
 fetched.read_shard_ranges chooses how the store is fetched."""
+
 from __future__ import annotations
 
 import math
@@ -13,9 +14,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ..codecs.sharding import EMPTY, Entries, coalesce
-from ..runtime.config import config
 from ..errors import KeyChangedError, ShardIndexError, ZarrcoreError
 from ..runtime.concurrency import fan_out
+from ..runtime.config import config
 from ..runtime.link import SMALLEST_PIECE
 from ..storage.base import at_most
 from .cache import KnownIndex, same_version
@@ -28,9 +29,19 @@ if TYPE_CHECKING:
     from ..storage.base import ByteRange, Fetched, RangeReader, ReadBytes, Request
     from . import ChunkEngine
 
-__all__ = ["WHOLE_GAP", "Fetch", "Cached", "ShardRequests", "ShardWaves", "shard_bytes",
-           "range_limits", "ranges_in_flight", "known_indexes", "ShardReaders",
-           "read_indexed_shards"]
+__all__ = [
+    "WHOLE_GAP",
+    "Fetch",
+    "Cached",
+    "ShardRequests",
+    "ShardWaves",
+    "shard_bytes",
+    "range_limits",
+    "ranges_in_flight",
+    "known_indexes",
+    "ShardReaders",
+    "read_indexed_shards",
+]
 
 
 # The gap a shard wanted whole (ShardingCodec.reads_whole) coalesces its inner chunks'
@@ -39,8 +50,7 @@ WHOLE_GAP = 1 << 62
 
 # A sharded read's fetch: (requests, their sizes in bytes) -> batches of (i, (result, the
 # shard's version or None)) as they arrive (`read_shard_ranges`).
-Fetch = Callable[[Sequence["Request"], Sequence[int]],
-                 Iterator[list[tuple[int, tuple[Any, Any]]]]]
+Fetch = Callable[[Sequence["Request"], Sequence[int]], Iterator[list[tuple[int, tuple[Any, Any]]]]]
 
 # Which of a shard's stored tasks the decoded-chunk cache holds (`cached_tasks`, bound to its
 # read's job): (shard version, tasks, offsets, lengths) -> a mask of the hits.
@@ -68,11 +78,9 @@ class ShardWaves(Protocol):
 
     cached: Cached | None
 
-    def add(self, data: ReadBytes, tasks: Int64s, offsets: Int64s, lengths: Int64s) -> None:
-        ...
+    def add(self, data: ReadBytes, tasks: Int64s, offsets: Int64s, lengths: Int64s) -> None: ...
 
-    def run(self, tasks: Int64s) -> None:
-        ...
+    def run(self, tasks: Int64s) -> None: ...
 
 
 def shard_bytes(engine: ChunkEngine) -> int:
@@ -119,8 +127,9 @@ def _first(parts: Fetched) -> ReadBytes | None:
     return parts[0]
 
 
-def known_indexes(engine: ChunkEngine, shards: ShardRequests, cached: bool
-                  ) -> dict[int, KnownIndex]:
+def known_indexes(
+    engine: ChunkEngine, shards: ShardRequests, cached: bool
+) -> dict[int, KnownIndex]:
     """The shards whose indexes the array knows (`shard_indexes`), by their place in
     `shards`, with the version they were learned from: a store whose readers keep one
     version reads them at that version. A shard wanted whole is known too where the read
@@ -144,12 +153,19 @@ class ShardReaders:
     the version their index was learned from, the others' opened as they are first asked
     for; each held until `held` closes."""
 
-    def __init__(self, engine: ChunkEngine, held: contextlib.ExitStack, keys: Sequence[str],
-                 known: dict[int, KnownIndex], budget: int) -> None:
+    def __init__(
+        self,
+        engine: ChunkEngine,
+        held: contextlib.ExitStack,
+        keys: Sequence[str],
+        known: dict[int, KnownIndex],
+        budget: int,
+    ) -> None:
         self.engine, self.store, self.held, self.budget = engine, engine.store, held, budget
         self.readers: dict[str, RangeReader | None] = {
             keys[s]: held.enter_context(self.store.reader(keys[s], version=hit.version))
-            for s, hit in known.items()}
+            for s, hit in known.items()
+        }
 
     def read(self, request: Request) -> tuple[Sequence[ReadBytes] | None, Any]:
         key, ranges = request
@@ -159,20 +175,31 @@ class ShardReaders:
         # (None: a version the reader cannot tell, or one that tells no bytes apart)
         return reader.get_ranges(ranges), getattr(reader, "version", None)
 
-    def __call__(self, requests: Sequence[Request], sizes: Sequence[int]
-                 ) -> Iterator[list[tuple[int, tuple[Any, Any]]]]:
+    def __call__(
+        self, requests: Sequence[Request], sizes: Sequence[int]
+    ) -> Iterator[list[tuple[int, tuple[Any, Any]]]]:
         for key, _ in requests:
             if key not in self.readers:
                 self.readers[key] = self.held.enter_context(self.store.reader(key))
         # On the shared I/O pool, not threads of its own: a read fetches twice (indexes,
         # then inner chunks), and each would start and stop as many threads.
-        return fan_out(self.read, requests, ranges_in_flight(self.engine, sizes),
-                       executor=config.io_executor(), weights=sizes, budget=self.budget)
+        return fan_out(
+            self.read,
+            requests,
+            ranges_in_flight(self.engine, sizes),
+            executor=config.io_executor(),
+            weights=sizes,
+            budget=self.budget,
+        )
 
 
-def read_indexed_shards(engine: ChunkEngine, shards: ShardRequests,
-                        known: dict[int, KnownIndex], fetch: Fetch, waves: ShardWaves
-                        ) -> dict[int, tuple[Any, Entries]]:
+def read_indexed_shards(
+    engine: ChunkEngine,
+    shards: ShardRequests,
+    known: dict[int, KnownIndex],
+    fetch: Fetch,
+    waves: ShardWaves,
+) -> dict[int, tuple[Any, Entries]]:
     """The waves of read_shard_ranges: the indexes (or whole shards) of the shards whose
     indexes are not `known`, then the inner chunks' ranges of them all, but of those
     `waves.cached` finds at their shard's version. A known shard none of whose inner chunks
@@ -196,8 +223,13 @@ class _IndexedShards:
     """The state of one read_indexed_shards: the ranges planned of the shards whose indexes
     it has (`ranged`), the indexes it read (`learned`) and each shard's version in it."""
 
-    def __init__(self, engine: ChunkEngine, shards: ShardRequests, known: dict[int, KnownIndex],
-                 waves: ShardWaves) -> None:
+    def __init__(
+        self,
+        engine: ChunkEngine,
+        shards: ShardRequests,
+        known: dict[int, KnownIndex],
+        waves: ShardWaves,
+    ) -> None:
         self.engine, self.shards, self.known, self.waves = engine, shards, known, waves
         # (key, [(start, stop)]), and the tasks whose bytes that range holds, their offsets
         # in it and lengths.
@@ -218,20 +250,21 @@ class _IndexedShards:
         tasks, spans = tasks[stored], spans[stored]
         version = self.versions.get(keys[s])
         if cached is not None and version is not None and len(tasks):
-            hits = cached(version, tasks, spans[:, 0].astype(np.int64),
-                          spans[:, 1].astype(np.int64))
+            hits = cached(
+                version, tasks, spans[:, 0].astype(np.int64), spans[:, 1].astype(np.int64)
+            )
             left = np.concatenate([left, tasks[hits]])
             tasks, spans = tasks[~hits], spans[~hits]
         if data is not None:  # (all of them run in this wave: those stored decode)
-            self.waves.add(data, tasks, spans[:, 0].astype(np.int64),
-                           spans[:, 1].astype(np.int64))
+            self.waves.add(data, tasks, spans[:, 0].astype(np.int64), spans[:, 1].astype(np.int64))
             return self.shards.tasks[s]
         if not len(tasks):
             if s in self.known and not self.engine.recheck.trusts(self.known[s].stamp):
                 # (its version confirmed by one request for its index)
                 none = np.zeros(0, dtype=np.int64)
-                self.ranged.append(((keys[s], [self.shards.codecs[s].index_range()]),
-                                    none, none, none))
+                self.ranged.append(
+                    ((keys[s], [self.shards.codecs[s].index_range()]), none, none, none)
+                )
             return left
         self.plan_ranges(s, tasks, spans)
         return left
@@ -243,15 +276,21 @@ class _IndexedShards:
         # (The read's bytes, were every shard's wanted bytes as many as this one's.)
         total = int(spans[:, 1].sum()) * len(keys)
         whole = self.shards.requests[s][1] is None
-        starts, stops, group = coalesce(spans[:, 0], spans[:, 1],
-                                        *range_limits(self.engine, whole, total))
+        starts, stops, group = coalesce(
+            spans[:, 0], spans[:, 1], *range_limits(self.engine, whole, total)
+        )
         order = np.argsort(group, kind="stable")
         cuts = np.searchsorted(group[order], np.arange(len(starts) + 1))
         for g, (start, stop) in enumerate(zip(starts.tolist(), stops.tolist())):
-            members = order[cuts[g]:cuts[g + 1]]
-            self.ranged.append(((keys[s], [(start, stop)]), tasks[members],
-                                spans[members, 0].astype(np.int64) - start,
-                                spans[members, 1].astype(np.int64)))
+            members = order[cuts[g] : cuts[g + 1]]
+            self.ranged.append(
+                (
+                    (keys[s], [(start, stop)]),
+                    tasks[members],
+                    spans[members, 0].astype(np.int64) - start,
+                    spans[members, 1].astype(np.int64),
+                )
+            )
 
     def read_indexes(self, fetch: Fetch) -> None:
         """Fetch the indexes (or the whole shards) of the shards whose indexes are not known;
@@ -261,15 +300,15 @@ class _IndexedShards:
         unknown = [s for s in range(len(keys)) if s not in self.known]
         whole = at_most(self.engine.chain.max_encoded_bytes)
         shard = shard_bytes(self.engine)
-        for batch in fetch([(keys[s], whole if requests[s][1] is None else requests[s][1])
-                            for s in unknown],
-                           [shard if requests[s][1] is None else 0 for s in unknown]):
+        for batch in fetch(
+            [(keys[s], whole if requests[s][1] is None else requests[s][1]) for s in unknown],
+            [shard if requests[s][1] is None else 0 for s in unknown],
+        ):
             wave = []
             for u, (parts, version) in batch:
                 s = unknown[u]
                 whole_shard = requests[s][1] is None
-                data = (self.engine.stored_chunk(keys[s], parts) if whole_shard
-                        else _first(parts))
+                data = self.engine.stored_chunk(keys[s], parts) if whole_shard else _first(parts)
                 if data is None:
                     wave.append(self.shards.tasks[s])
                     continue  # not stored: fill
@@ -285,8 +324,7 @@ class _IndexedShards:
         codec = self.shards.codecs[s]
         try:
             if whole_shard:
-                return codec.parse_index(memoryview(data)[slice(*codec.index_range())],
-                                         len(data))
+                return codec.parse_index(memoryview(data)[slice(*codec.index_range())], len(data))
             return codec.parse_index(data)
         except ZarrcoreError as e:
             raise with_key(e, self.shards.keys[s]) from e
@@ -304,7 +342,8 @@ class _IndexedShards:
                     if key in known_keys:  # (deleted since its index was read)
                         raise KeyChangedError(f"shard {key!r} was deleted")
                     raise ShardIndexError(
-                        f"shard {key!r}: deleted while its inner chunks were read")
+                        f"shard {key!r}: deleted while its inner chunks were read"
+                    )
                 if not same_version(version, self.versions.get(key)):
                     # (a store whose readers do not keep one version: read again, whole)
                     raise KeyChangedError(f"shard {key!r} was replaced while it was read")

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 
-from zarrcore.runtime.config import config
 from zarrcore.errors import MetadataError
 from zarrcore.metadata.dtypes import DataType, dtype_from_numpy
+from zarrcore.runtime.config import config
 
 __all__ = [
     "INT64_MAX",
@@ -152,13 +152,20 @@ class ArrayMetadata(MetadataDocument):
         formats `chunks` and `ndim` when their lengths differ) and make `data_type` a
         DataType."""
         if isinstance(self.shape, (list, tuple)) and len(self.shape) > config.max_dimensions:
-            raise field_error(where, "shape", f"{len(self.shape)} dimensions exceed "
-                              f"config.max_dimensions ({config.max_dimensions})")
+            raise field_error(
+                where,
+                "shape",
+                f"{len(self.shape)} dimensions exceed "
+                f"config.max_dimensions ({config.max_dimensions})",
+            )
         self.shape = int_tuple(self.shape, where, "shape", 0)
         self.chunk_shape = int_tuple(self.chunk_shape, where, chunks_field, 1)
         if len(self.chunk_shape) != len(self.shape):
-            raise field_error(where, chunks_field, mismatch.format(
-                chunks=list(self.chunk_shape), ndim=len(self.shape)))
+            raise field_error(
+                where,
+                chunks_field,
+                mismatch.format(chunks=list(self.chunk_shape), ndim=len(self.shape)),
+            )
         if not isinstance(self.data_type, DataType):
             self.data_type = dtype_from_numpy(self.data_type)
         # Bound what the core derives from the grid, so no size it computes can overflow.

@@ -13,8 +13,16 @@ import numpy.typing as npt
 
 from zarrcore.metadata.common import INT64_MAX, JSONDict, field_error, is_int
 
-__all__ = ["AxisChunks", "AxisRuns", "ChunkGrid", "Int64s", "chunk_start", "chunks_holding",
-           "grid_from_spelling", "rectilinear_spelling"]
+__all__ = [
+    "AxisChunks",
+    "AxisRuns",
+    "ChunkGrid",
+    "Int64s",
+    "chunk_start",
+    "chunks_holding",
+    "grid_from_spelling",
+    "rectilinear_spelling",
+]
 
 Int64s = npt.NDArray[np.int64]
 
@@ -40,8 +48,9 @@ class AxisRuns:
         self.lengths: Int64s = np.array([m[0] for m in merged], dtype=np.int64)
         count_of = np.array([m[1] for m in merged], dtype=np.int64)
         self.firsts: Int64s = np.concatenate(([0], np.cumsum(count_of))).astype(np.int64)
-        self.starts: Int64s = np.concatenate(
-            ([0], np.cumsum(self.lengths * count_of))).astype(np.int64)
+        self.starts: Int64s = np.concatenate(([0], np.cumsum(self.lengths * count_of))).astype(
+            np.int64
+        )
 
     @classmethod
     def of_edges(cls, edges: Sequence[int]) -> AxisRuns:
@@ -67,12 +76,13 @@ class AxisRuns:
 
     def longest_of(self, count: int) -> int:
         """The longest edge among the first `count` (>= 1) chunks."""
-        return int(self.lengths[:int(self._run_of_chunk(count - 1)) + 1].max())
+        return int(self.lengths[: int(self._run_of_chunk(count - 1)) + 1].max())
 
     def _run_of_chunk(self, chunks: Any) -> Any:
         # A chunk index at the end (nchunks) falls in the last run, whose end it then names.
-        return np.minimum(np.searchsorted(self.firsts, chunks, side="right") - 1,
-                          len(self.lengths) - 1)
+        return np.minimum(
+            np.searchsorted(self.firsts, chunks, side="right") - 1, len(self.lengths) - 1
+        )
 
     @overload
     def start(self, chunks: int) -> int: ...
@@ -103,18 +113,21 @@ class AxisRuns:
     def chunk_of(self, positions: Any) -> Any:
         """The chunk holding each position (>= 0); nchunks for positions at or past the
         total."""
-        r = np.clip(np.searchsorted(self.starts, positions, side="right") - 1, 0,
-                    len(self.lengths) - 1)
-        c = np.minimum(self.firsts[r] + (positions - self.starts[r]) // self.lengths[r],
-                       self.nchunks)
+        r = np.clip(
+            np.searchsorted(self.starts, positions, side="right") - 1, 0, len(self.lengths) - 1
+        )
+        c = np.minimum(
+            self.firsts[r] + (positions - self.starts[r]) // self.lengths[r], self.nchunks
+        )
         return int(c) if isinstance(positions, (int, np.integer)) else c
 
     def within(self, start: int, stop: int) -> Int64s:
         """The chunk boundaries strictly between positions `start` and `stop`."""
         if stop <= start:
             return np.zeros(0, dtype=np.int64)
-        return self.start(np.arange(self.chunk_of(start) + 1, self.chunk_of(stop - 1) + 1,
-                                    dtype=np.int64))
+        return self.start(
+            np.arange(self.chunk_of(start) + 1, self.chunk_of(stop - 1) + 1, dtype=np.int64)
+        )
 
     def holding(self, extent: int) -> tuple[Int64s, Int64s]:
         """The runs (lengths, counts) of the chunks holding part of an extent of `extent`,
@@ -123,7 +136,7 @@ class AxisRuns:
         if n == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         r = int(self._run_of_chunk(n - 1))
-        lengths, counts = self.lengths[:r + 1].copy(), self.counts[:r + 1].copy()
+        lengths, counts = self.lengths[: r + 1].copy(), self.counts[: r + 1].copy()
         counts[r] = n - 1 - int(self.firsts[r])
         last = extent - self.start(n - 1)
         return np.append(lengths, last), np.append(counts, 1)
@@ -131,8 +144,9 @@ class AxisRuns:
     def regular_length(self) -> int | None:
         """The length when the axis is one length repeated, its last chunk perhaps shorter."""
         counts = self.counts
-        if len(self.lengths) == 1 or (len(self.lengths) == 2 and counts[1] == 1
-                                      and self.lengths[1] <= self.lengths[0]):
+        if len(self.lengths) == 1 or (
+            len(self.lengths) == 2 and counts[1] == 1 and self.lengths[1] <= self.lengths[0]
+        ):
             return int(self.lengths[0])
         return None
 
@@ -149,8 +163,9 @@ class AxisRuns:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, AxisRuns):
             return NotImplemented
-        return (np.array_equal(self.lengths, other.lengths)
-                and np.array_equal(self.firsts, other.firsts))
+        return np.array_equal(self.lengths, other.lengths) and np.array_equal(
+            self.firsts, other.firsts
+        )
 
     def __hash__(self) -> int:
         return hash((self.lengths.tobytes(), self.firsts.tobytes()))
@@ -172,8 +187,11 @@ def _parse_axis(value: object, where: str, axis: int) -> AxisChunks:
             raise field_error(where, field, f"axis {axis}: edge length {value} is not positive")
         return int(value)
     if not isinstance(value, list) or not value:
-        raise field_error(where, field, f"axis {axis}: expected an integer or a non-empty list "
-                          f"of edge lengths, got {value!r}")
+        raise field_error(
+            where,
+            field,
+            f"axis {axis}: expected an integer or a non-empty list of edge lengths, got {value!r}",
+        )
     lengths: list[int] = []
     counts: list[int] = []
     total = 0
@@ -183,15 +201,20 @@ def _parse_axis(value: object, where: str, axis: int) -> AxisChunks:
         elif isinstance(item, list) and len(item) == 2 and all(is_int(v) for v in item):
             length, count = item
         else:
-            raise field_error(where, field, f"axis {axis}: {item!r} is neither an edge length "
-                              "nor a [length, count] run")
+            raise field_error(
+                where,
+                field,
+                f"axis {axis}: {item!r} is neither an edge length nor a [length, count] run",
+            )
         if length < 1 or count < 1 or length > INT64_MAX:
-            raise field_error(where, field, f"axis {axis}: {item!r} has a length or count "
-                              "below 1 or of 2**63 or more")
+            raise field_error(
+                where,
+                field,
+                f"axis {axis}: {item!r} has a length or count below 1 or of 2**63 or more",
+            )
         total += length * count
         if total > INT64_MAX:
-            raise field_error(where, field, f"axis {axis}: the edge lengths sum to 2**63 or "
-                              "more")
+            raise field_error(where, field, f"axis {axis}: the edge lengths sum to 2**63 or more")
         lengths.append(length)
         counts.append(count)
     return AxisRuns(lengths, counts)
@@ -210,8 +233,12 @@ def grid_from_spelling(chunks: Any, shape: Sequence[int], name: str) -> ChunkGri
     repeated, its last chunk perhaps shorter; else rectilinear. MetadataError naming `name`
     for anything else."""
     if len(chunks) != len(shape):
-        raise field_error(name, name, f"{list(chunks)!r} does not give one entry per axis of "
-                          f"the {len(shape)} of shape {tuple(shape)}")
+        raise field_error(
+            name,
+            name,
+            f"{list(chunks)!r} does not give one entry per axis of "
+            f"the {len(shape)} of shape {tuple(shape)}",
+        )
     axes: list[AxisRuns] = []
     for d, (spec, extent) in enumerate(zip(chunks, shape)):
         if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
@@ -223,11 +250,16 @@ def grid_from_spelling(chunks: Any, shape: Sequence[int], name: str) -> ChunkGri
             continue
         edges = list(spec) if isinstance(spec, Sequence) else None
         if not edges or not all(is_int(e) or isinstance(e, np.integer) for e in edges):
-            raise field_error(name, name, f"axis {d}: expected an integer or a list of edge "
-                              f"lengths, got {spec!r}")
+            raise field_error(
+                name, name, f"axis {d}: expected an integer or a list of edge lengths, got {spec!r}"
+            )
         if any(e < 1 for e in edges) or sum(edges) != extent:
-            raise field_error(name, name, f"axis {d}: edge lengths {edges} must be positive "
-                              f"and sum to the axis' extent {extent}")
+            raise field_error(
+                name,
+                name,
+                f"axis {d}: edge lengths {edges} must be positive "
+                f"and sum to the axis' extent {extent}",
+            )
         axes.append(AxisRuns.of_edges([int(e) for e in edges]))
     regular = [a.regular_length() for a in axes]
     if all(length is not None for length in regular):
@@ -254,19 +286,29 @@ class ChunkGrid:
         return cls("regular", tuple(chunk_shape), shape)
 
     @classmethod
-    def from_json(cls, name: str, config: JSONDict, shape: Sequence[int],
-                  where: str) -> ChunkGrid:
+    def from_json(cls, name: str, config: JSONDict, shape: Sequence[int], where: str) -> ChunkGrid:
         """The `rectilinear` grid of a configuration (`regular` ones parse where they did)."""
         if set(config) != {"kind", "chunk_shapes"}:
-            raise field_error(where, "chunk_grid", "expected configuration {\"kind\": "
-                              f"\"inline\", \"chunk_shapes\": [...]}}, got {config!r}")
+            raise field_error(
+                where,
+                "chunk_grid",
+                'expected configuration {"kind": '
+                f'"inline", "chunk_shapes": [...]}}, got {config!r}',
+            )
         if config["kind"] != "inline":
-            raise field_error(where, "chunk_grid", f"unsupported rectilinear kind "
-                              f"{config['kind']!r} (only \"inline\")")
+            raise field_error(
+                where,
+                "chunk_grid",
+                f'unsupported rectilinear kind {config["kind"]!r} (only "inline")',
+            )
         shapes = config["chunk_shapes"]
         if not isinstance(shapes, list) or len(shapes) != len(shape):
-            raise field_error(where, "chunk_grid", f"chunk_shapes {shapes!r} does not give one "
-                              f"entry per axis of the {len(shape)} of shape")
+            raise field_error(
+                where,
+                "chunk_grid",
+                f"chunk_shapes {shapes!r} does not give one "
+                f"entry per axis of the {len(shape)} of shape",
+            )
         grid = cls(name, [_parse_axis(v, where, d) for d, v in enumerate(shapes)], shape)
         grid.check(where)
         return grid
@@ -275,15 +317,18 @@ class ChunkGrid:
         """MetadataError unless every axis of edge lengths covers its extent."""
         for d, (axis, extent) in enumerate(zip(self.axes, self.shape)):
             if isinstance(axis, AxisRuns) and axis.total < extent:
-                raise field_error(where, "chunk_grid", f"axis {d}: the edge lengths sum to "
-                                  f"{axis.total}, less than the shape's {extent}")
+                raise field_error(
+                    where,
+                    "chunk_grid",
+                    f"axis {d}: the edge lengths sum to "
+                    f"{axis.total}, less than the shape's {extent}",
+                )
 
     def to_json(self) -> JSONDict:
         if self.name == "regular":
             return {"name": "regular", "configuration": {"chunk_shape": list(self.axes)}}
         shapes = [a if isinstance(a, int) else a.to_json() for a in self.axes]
-        return {"name": "rectilinear",
-                "configuration": {"kind": "inline", "chunk_shapes": shapes}}
+        return {"name": "rectilinear", "configuration": {"kind": "inline", "chunk_shapes": shapes}}
 
     @property
     def max_chunk_shape(self) -> tuple[int, ...]:
@@ -314,8 +359,10 @@ class ChunkGrid:
 
     def region(self, coords: Sequence[int]) -> tuple[slice, ...]:
         """The region of the array the chunk at `coords` holds (cut at the array's end)."""
-        return tuple(slice(o, min(o + e, n)) for o, e, n in
-                     zip(self.origin(coords), self.chunk_shape_at(coords), self.shape))
+        return tuple(
+            slice(o, min(o + e, n))
+            for o, e, n in zip(self.origin(coords), self.chunk_shape_at(coords), self.shape)
+        )
 
     def chunks(self) -> Iterator[tuple[int, ...]]:
         """The grid index of every chunk holding part of the array, in C order (one at a
@@ -357,15 +404,16 @@ class ChunkGrid:
 
     def chunk_shape_at(self, coords: Sequence[int]) -> tuple[int, ...]:
         """The stored shape of the chunk at `coords` (past the array's end included)."""
-        return tuple(a if isinstance(a, int) else a.length(c)
-                     for c, a in zip(coords, self.axes))
+        return tuple(a if isinstance(a, int) else a.length(c) for c, a in zip(coords, self.axes))
 
     def resized(self, shape: Sequence[int]) -> ChunkGrid:
         """This grid for an array grown or shrunk to `shape`, as zarr-python 3.4 resizes it:
         an axis of edge lengths that no longer covers its extent gains one chunk reaching
         just to it; edge lengths are never dropped."""
-        axes = [a if isinstance(a, int) or extent <= a.total else a.extended(extent - a.total)
-                for a, extent in zip(self.axes, shape)]
+        axes = [
+            a if isinstance(a, int) or extent <= a.total else a.extended(extent - a.total)
+            for a, extent in zip(self.axes, shape)
+        ]
         return ChunkGrid(self.name, axes, shape)
 
 

@@ -17,6 +17,7 @@ output positions, so they take them in the result's order (`result_plans`; for p
 PointGroups.order). The per-chunk arithmetic and the grouping of points by chunk run in
 _indexing.pyx.
 """
+
 from __future__ import annotations
 
 import functools
@@ -31,16 +32,29 @@ import numpy.typing as npt
 
 from .._native import indexing as _indexing
 from .._native import memory as _memory
-from .types import Selection
 from ..errors import SelectionError, ShapeMismatchError
 from .common import INT64_MAX
 from .grid import AxisChunks, AxisRuns, chunk_start, chunks_holding
+from .types import Selection
 
 __all__ = [
-    "BasicIndexer", "BlockIndexer", "ChunkProjection", "CoordinateIndexer", "Indexer",
-    "OrthogonalIndexer", "Span", "SpanIndexer", "check_out", "coordinate_indexer",
-    "expand_selection", "is_basic_selection", "is_int", "mask_indexer", "numpy_indexer",
-    "pop_fields", "selection_spans",
+    "BasicIndexer",
+    "BlockIndexer",
+    "ChunkProjection",
+    "CoordinateIndexer",
+    "Indexer",
+    "OrthogonalIndexer",
+    "Span",
+    "SpanIndexer",
+    "check_out",
+    "coordinate_indexer",
+    "expand_selection",
+    "is_basic_selection",
+    "is_int",
+    "mask_indexer",
+    "numpy_indexer",
+    "pop_fields",
+    "selection_spans",
 ]
 
 
@@ -68,8 +82,10 @@ def check_out(out: npt.NDArray[Any], shape: tuple[int, ...], what: str) -> None:
     if out.shape != shape:
         raise ShapeMismatchError(f"{what}: out has shape {out.shape}, selection has shape {shape}")
     if not out.flags.writeable:
-        raise ValueError(f"{what}: out is read-only (its flags.writeable is False); a read "
-                         f"writes into it, so pass a writable array")
+        raise ValueError(
+            f"{what}: out is read-only (its flags.writeable is False); a read "
+            f"writes into it, so pass a writable array"
+        )
 
 
 def is_int(x: object) -> bool:
@@ -97,8 +113,10 @@ def _index_array(item: npt.ArrayLike) -> npt.NDArray[Any]:
         raise SelectionError("arrays used as indices must be of integer (or boolean) type")
     if a.dtype.kind == "u" and a.size and a.max() > INT64_MAX:
         # (Not wrapped around to a negative index as a cast to int64 would.)
-        raise SelectionError(f"index {int(a.max())} is out of bounds for any axis (the "
-                             f"longest holds 2**63 - 1 items)")
+        raise SelectionError(
+            f"index {int(a.max())} is out of bounds for any axis (the "
+            f"longest holds 2**63 - 1 items)"
+        )
     return a
 
 
@@ -178,7 +196,8 @@ def pop_fields(selection: Selection) -> tuple[str | list[str] | None, Selection]
     if not isinstance(selection, tuple):
         return None, selection
     fields = [
-        f for f in selection
+        f
+        for f in selection
         if isinstance(f, str) or (isinstance(f, list) and f and all(isinstance(x, str) for x in f))
     ]
     if not fields:
@@ -195,8 +214,9 @@ class OrthogonalIndexer:
 
     arrays_allowed = True
 
-    def __init__(self, selection: Selection, shape: Sequence[int],
-                 chunk_shape: Sequence[AxisChunks]) -> None:
+    def __init__(
+        self, selection: Selection, shape: Sequence[int], chunk_shape: Sequence[AxisChunks]
+    ) -> None:
         # The items of axes indexed by arrays (see buffer_positions).
         self._array_items: dict[int, tuple[Any, int]] = {}
         self.plans: list[_indexing.AxisPlan]
@@ -204,8 +224,12 @@ class OrthogonalIndexer:
         self.drop_shape: tuple[int, ...]
         if type(selection) is slice:  # `a[i:j]`: one slice, of the first axis
             selection = (selection,)
-        if (type(selection) is tuple and len(selection) <= len(shape) and _all_slices(selection)
-                and _regular(chunk_shape)):
+        if (
+            type(selection) is tuple
+            and len(selection) <= len(shape)
+            and _all_slices(selection)
+            and _regular(chunk_shape)
+        ):
             self.scalar = False
             items = selection + (slice(None),) * (len(shape) - len(selection))
             self.plans, self.shape = _indexing.slices_plans(items, shape, chunk_shape)
@@ -218,17 +242,24 @@ class OrthogonalIndexer:
             rest = selection[1:] if type(selection) is tuple else ()
             rest += (slice(None),) * (len(shape) - 1 - len(rest))
             plans, self.shape = _indexing.slices_plans(rest, shape[1:], chunk_shape[1:])
-            self.plans = [_indexing.int_plan(_dim_int(first, shape[0], 0), chunk_shape[0],
-                                             shape[0]), *plans]
+            self.plans = [
+                _indexing.int_plan(_dim_int(first, shape[0], 0), chunk_shape[0], shape[0]),
+                *plans,
+            ]
             self.drop_shape = self.shape
             self.result_plans = self.plans
             self.scalar = len(shape) == 1
             return
         items = expand_selection(selection, len(shape))
         # As numpy: ints on every axis read a scalar, unless an Ellipsis asks for an array.
-        self.scalar = not _all_slices(items) and all(is_int(item) for item in items) and not (
-            isinstance(selection, tuple) and any(s is Ellipsis for s in selection)
-            or selection is Ellipsis
+        self.scalar = (
+            not _all_slices(items)
+            and all(is_int(item) for item in items)
+            and not (
+                isinstance(selection, tuple)
+                and any(s is Ellipsis for s in selection)
+                or selection is Ellipsis
+            )
         )
         self.plans = []
         result_shape: list[int] = []
@@ -250,26 +281,30 @@ class OrthogonalIndexer:
         self.shape = tuple(result_shape)
         self.drop_shape = tuple(drop_shape)
 
-    def _axis_plan(self, item: Any, dim_len: int, chunk_len: AxisChunks,
-                   axis: int) -> _indexing.AxisPlan:
+    def _axis_plan(
+        self, item: Any, dim_len: int, chunk_len: AxisChunks, axis: int
+    ) -> _indexing.AxisPlan:
         """The plan of one axis; `chunk_len` is its chunk length, or its runs."""
         if isinstance(item, slice):
             if isinstance(chunk_len, AxisRuns):
-                return _indexing.bounded_slice_plan(*item.indices(dim_len), chunk_len.lengths,
-                                                    chunk_len.starts, chunk_len.firsts, dim_len)
+                return _indexing.bounded_slice_plan(
+                    *item.indices(dim_len),
+                    chunk_len.lengths,
+                    chunk_len.starts,
+                    chunk_len.firsts,
+                    dim_len,
+                )
             return _indexing.slice_plan(*item.indices(dim_len), chunk_len, dim_len)
         if is_int(item):
             return _int_plan(_dim_int(item, dim_len, axis), chunk_len, dim_len)
         if not self.arrays_allowed:
             raise SelectionError(
-                f"unsupported index {item!r} for basic selection; use .oindex or .vindex for "
-                f"arrays"
+                f"unsupported index {item!r} for basic selection; use .oindex or .vindex for arrays"
             )
         a = _index_array(item)
         if a.dtype == bool:
             if a.ndim != 1:
-                raise SelectionError(
-                    "orthogonal selection takes 1-D boolean arrays, one per axis")
+                raise SelectionError("orthogonal selection takes 1-D boolean arrays, one per axis")
             _check_bool_axes(a, (dim_len,), axis)
             a = np.flatnonzero(a)
         elif a.ndim == 0:
@@ -279,8 +314,9 @@ class OrthogonalIndexer:
         if isinstance(chunk_len, AxisRuns):
             stretched, length, total = _stretched(a, chunk_len, dim_len, axis)
             return _indexing.array_plan(stretched, length, total, axis)
-        return _indexing.array_plan(np.ascontiguousarray(a, dtype=np.int64), chunk_len, dim_len,
-                                    axis)
+        return _indexing.array_plan(
+            np.ascontiguousarray(a, dtype=np.int64), chunk_len, dim_len, axis
+        )
 
     @property
     def nitems(self) -> int:
@@ -380,8 +416,11 @@ def selection_spans(selection: Selection, shape: Sequence[int]) -> tuple[Span, .
             spans.append(Span(i, 1, 1, False, False))
         else:
             return None
-    return (*spans, *(Span(0, 1, n, False, True) for n in shape[len(items):] if n)) \
-        if all(shape[len(items):]) else None
+    return (
+        (*spans, *(Span(0, 1, n, False, True) for n in shape[len(items) :] if n))
+        if all(shape[len(items) :])
+        else None
+    )
 
 
 class SpanIndexer(BasicIndexer):
@@ -389,8 +428,9 @@ class SpanIndexer(BasicIndexer):
     many selections (ChunkEngine.read_many) groups by region; planned over the chunks only
     when it is read on its own."""
 
-    def __init__(self, spans: tuple[Span, ...], shape: Sequence[int],
-                 chunk_shape: Sequence[AxisChunks]) -> None:
+    def __init__(
+        self, spans: tuple[Span, ...], shape: Sequence[int], chunk_shape: Sequence[AxisChunks]
+    ) -> None:
         self.spans = spans
         self._array_items = {}
         self._array_shape, self._chunk_shape = tuple(shape), tuple(chunk_shape)
@@ -399,10 +439,18 @@ class SpanIndexer(BasicIndexer):
 
     @functools.cached_property
     def plans(self) -> list[_indexing.AxisPlan]:  # type: ignore[override]
-        items = tuple(slice(s.first + (s.length - 1) * s.step, None if s.first - s.step < 0
-                            else s.first - s.step, -s.step) if s.descending
-                      else slice(s.first, s.first + (s.length - 1) * s.step + 1, s.step)
-                      if s.kept else s.first for s in self.spans)
+        items = tuple(
+            slice(
+                s.first + (s.length - 1) * s.step,
+                None if s.first - s.step < 0 else s.first - s.step,
+                -s.step,
+            )
+            if s.descending
+            else slice(s.first, s.first + (s.length - 1) * s.step + 1, s.step)
+            if s.kept
+            else s.first
+            for s in self.spans
+        )
         return BasicIndexer(items, self._array_shape, self._chunk_shape).plans
 
 
@@ -410,8 +458,13 @@ class BlockIndexer(BasicIndexer):
     """Selection of whole storage blocks (ints and step-1 slices over the block grid), read as
     the basic selection of the elements those blocks cover."""
 
-    def __init__(self, selection: Selection, shape: Sequence[int],
-                 block_shape: Sequence[AxisChunks], chunk_shape: Sequence[AxisChunks]) -> None:
+    def __init__(
+        self,
+        selection: Selection,
+        shape: Sequence[int],
+        block_shape: Sequence[AxisChunks],
+        chunk_shape: Sequence[AxisChunks],
+    ) -> None:
         items = expand_selection(selection, len(shape))
         if any(item is None for item in items):
             raise SelectionError("block selections do not take newaxis")
@@ -436,8 +489,12 @@ class CoordinateIndexer:
     """Vectorized selection: points given by int arrays (one per axis) broadcast together, as in
     numpy's `x[i0, i1, ...]`. The engine's buffer holds the points flattened."""
 
-    def __init__(self, arrays: Sequence[npt.NDArray[Any]], shape: Sequence[int],
-                 chunk_shape: Sequence[AxisChunks]) -> None:
+    def __init__(
+        self,
+        arrays: Sequence[npt.NDArray[Any]],
+        shape: Sequence[int],
+        chunk_shape: Sequence[AxisChunks],
+    ) -> None:
         if len(arrays) != len(shape):
             raise SelectionError(
                 f"coordinate selection needs {len(shape)} index arrays, got {len(arrays)}"
@@ -459,8 +516,9 @@ class CoordinateIndexer:
         for axis, (p, dim_len) in enumerate(zip(self._points, shape)):
             if n and (p.min() < -dim_len or p.max() >= dim_len):
                 bad = p[(p < -dim_len) | (p >= dim_len)][0]
-                raise SelectionError(f"index {bad} is out of bounds for axis {axis} with size "
-                                     f"{dim_len}")
+                raise SelectionError(
+                    f"index {bad} is out of bounds for axis {axis} with size {dim_len}"
+                )
         self._chunk_shape = list(chunk_shape)
 
     @property
@@ -479,7 +537,8 @@ class CoordinateIndexer:
             for axis, runs in enumerate(chunk_shape):
                 if isinstance(runs, AxisRuns):
                     flat[axis], chunk_shape[axis], shape[axis] = _stretched(
-                        flat[axis], runs, shape[axis], axis)
+                        flat[axis], runs, shape[axis], axis
+                    )
         return _indexing.group_points(flat, shape, cast(Sequence[int], chunk_shape))
 
     def groups_by(self, chunk_shape: Sequence[int]) -> _indexing.PointGroups:
@@ -515,10 +574,10 @@ class CoordinateIndexer:
 def _int_plan(i: int, chunk_len: AxisChunks, dim_len: int) -> _indexing.AxisPlan:
     """The plan of an in-bounds int on an axis of `chunk_len` (a length, or runs)."""
     if isinstance(chunk_len, AxisRuns):
-        return _indexing.bounded_int_plan(i, chunk_len.lengths, chunk_len.starts,
-                                          chunk_len.firsts, dim_len)
+        return _indexing.bounded_int_plan(
+            i, chunk_len.lengths, chunk_len.starts, chunk_len.firsts, dim_len
+        )
     return _indexing.int_plan(i, chunk_len, dim_len)
-
 
 
 def _regular(chunks: Sequence[AxisChunks]) -> TypeGuard[Sequence[int]]:
@@ -529,30 +588,35 @@ def _regular(chunks: Sequence[AxisChunks]) -> TypeGuard[Sequence[int]]:
     return True
 
 
-def _stretched(positions: npt.NDArray[Any], runs: AxisRuns, dim_len: int,
-               axis: int) -> tuple[npt.NDArray[np.int64], int, int]:
+def _stretched(
+    positions: npt.NDArray[Any], runs: AxisRuns, dim_len: int, axis: int
+) -> tuple[npt.NDArray[np.int64], int, int]:
     """Positions along an axis of chunk `runs` (negative ones from the end; SelectionError
     naming `axis` outside `dim_len`) as positions on a regular axis of its longest chunk
     `length`, each chunk at the start of its own stretch: (positions, length, its extent)."""
     p = np.asarray(positions, dtype=np.int64).reshape(-1)
     bad = (p < -dim_len) | (p >= dim_len)
     if bad.any():
-        raise SelectionError(f"index {p[bad][0]} is out of bounds for axis {axis} with size "
-                             f"{dim_len}")
+        raise SelectionError(
+            f"index {p[bad][0]} is out of bounds for axis {axis} with size {dim_len}"
+        )
     p = np.where(p < 0, p + dim_len, p)
     # Only the chunks holding part of the array count, not those a shrinking resize left
     # beyond its end: the grid the points are grouped over has as many chunks as there are.
     count = chunks_holding(runs, dim_len)
     length = runs.longest_of(count) if count else 1
     if count * length > INT64_MAX:
-        raise SelectionError(f"int arrays and points on axis {axis}: its {count} chunks of up "
-                             f"to {length} elements are too many for such selections")
+        raise SelectionError(
+            f"int arrays and points on axis {axis}: its {count} chunks of up "
+            f"to {length} elements are too many for such selections"
+        )
     chunk = runs.chunk_of(p)
     return np.ascontiguousarray(chunk * length + (p - runs.start(chunk))), length, count * length
 
 
-def coordinate_indexer(selection: Selection, shape: Sequence[int],
-                       chunk_shape: Sequence[AxisChunks]) -> CoordinateIndexer:
+def coordinate_indexer(
+    selection: Selection, shape: Sequence[int], chunk_shape: Sequence[AxisChunks]
+) -> CoordinateIndexer:
     """Indexer of a coordinate selection: one int or int array (or list) per axis."""
     items = selection if isinstance(selection, tuple) else (selection,)
     arrays = [_index_array(s) for s in items]
@@ -561,8 +625,11 @@ def coordinate_indexer(selection: Selection, shape: Sequence[int],
     return CoordinateIndexer(arrays, shape, chunk_shape)
 
 
-def mask_indexer(mask: npt.ArrayLike | tuple[npt.ArrayLike], shape: Sequence[int],
-                 chunk_shape: Sequence[AxisChunks]) -> CoordinateIndexer:
+def mask_indexer(
+    mask: npt.ArrayLike | tuple[npt.ArrayLike],
+    shape: Sequence[int],
+    chunk_shape: Sequence[AxisChunks],
+) -> CoordinateIndexer:
     """Indexer of a boolean mask of the array's shape: the true elements in C order."""
     if isinstance(mask, tuple) and len(mask) == 1:
         mask = mask[0]
@@ -574,8 +641,9 @@ def mask_indexer(mask: npt.ArrayLike | tuple[npt.ArrayLike], shape: Sequence[int
     return CoordinateIndexer(list(np.nonzero(mask)), shape, chunk_shape)
 
 
-def numpy_indexer(selection: Selection, shape: Sequence[int],
-                  chunk_shape: Sequence[AxisChunks]) -> Indexer:
+def numpy_indexer(
+    selection: Selection, shape: Sequence[int], chunk_shape: Sequence[AxisChunks]
+) -> Indexer:
     """The indexer whose result is numpy's `x[selection]`, for any selection numpy accepts
     (basic, advanced int/bool arrays, mixed with slices, ints, Ellipsis and newaxis)."""
     if is_basic_selection(selection):
@@ -590,7 +658,8 @@ def numpy_indexer(selection: Selection, shape: Sequence[int],
             items[i] = int(a) if a.ndim == 0 else a
     consumed = sum(
         item.ndim if isinstance(item, np.ndarray) and item.dtype == bool else 1
-        for item in items if item is not None and item is not Ellipsis
+        for item in items
+        if item is not None and item is not Ellipsis
     )
     if consumed > len(shape):
         raise SelectionError(
@@ -608,7 +677,7 @@ def numpy_indexer(selection: Selection, shape: Sequence[int],
             expanded.extend([slice(None)] * n)
             axis += n
         elif isinstance(item, np.ndarray) and item.dtype == bool:
-            _check_bool_axes(item, shape[axis:axis + item.ndim], axis)
+            _check_bool_axes(item, shape[axis : axis + item.ndim], axis)
             expanded.extend(np.nonzero(item))
             axis += item.ndim
         else:
@@ -619,8 +688,9 @@ def numpy_indexer(selection: Selection, shape: Sequence[int],
     arrays = [i for i, item in enumerate(expanded) if isinstance(item, np.ndarray)]
     if not arrays:
         return BasicIndexer(tuple(expanded), shape, chunk_shape)
-    advanced = [i for i, item in enumerate(expanded)
-                if isinstance(item, np.ndarray) or is_int(item)]
+    advanced = [
+        i for i, item in enumerate(expanded) if isinstance(item, np.ndarray) or is_int(item)
+    ]
     # numpy judges adjacency on the selection as written: an Ellipsis separates even when it
     # stands for no axis, and a k-d bool array is one item.
     written = [i for i, item in enumerate(items) if isinstance(item, np.ndarray) or is_int(item)]
@@ -628,10 +698,18 @@ def numpy_indexer(selection: Selection, shape: Sequence[int],
     broadcast = _broadcast_shape([np.shape(expanded[i]) for i in advanced])
     basic = [
         1 if item is None else len(range(*item.indices(shape[_axis_of(expanded, i)])))
-        for i, item in enumerate(expanded) if item is None or isinstance(item, slice)
+        for i, item in enumerate(expanded)
+        if item is None or isinstance(item, slice)
     ]
-    lead = sum(1 for i, item in enumerate(expanded[:advanced[0]])
-               if item is None or isinstance(item, slice)) if adjacent else 0
+    lead = (
+        sum(
+            1
+            for i, item in enumerate(expanded[: advanced[0]])
+            if item is None or isinstance(item, slice)
+        )
+        if adjacent
+        else 0
+    )
     result_shape = tuple(basic[:lead]) + broadcast + tuple(basic[lead:])
 
     if len(arrays) == 1 and adjacent:

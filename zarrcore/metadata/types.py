@@ -1,4 +1,5 @@
 """Type aliases of the public API's annotations."""
+
 from __future__ import annotations
 
 import os
@@ -11,7 +12,13 @@ from .v2 import ArrayMetadataV2, GroupMetadataV2
 from .v3 import ArrayMetadataV3, GroupMetadataV3
 
 __all__ = [
-    "ChunksLike", "CodecLike", "CodecsLike", "Fields", "NodeMetadata", "Selection", "ShapeLike",
+    "ChunksLike",
+    "CodecLike",
+    "CodecsLike",
+    "Fields",
+    "NodeMetadata",
+    "Selection",
+    "ShapeLike",
     "StoreLike",
 ]
 

@@ -39,7 +39,8 @@ def _codec_config(value: object, where: str, name: str) -> JSONDict:
     if isinstance(value, dict) and isinstance(value.get("id"), str):
         return value
     raise field_error(
-        where, name, f"expected a codec configuration with a string \"id\", got {value!r}")
+        where, name, f'expected a codec configuration with a string "id", got {value!r}'
+    )
 
 
 def _object_codec_id(filters: list[JSONDict] | None, compressor: JSONDict | None) -> str | None:
@@ -78,22 +79,27 @@ class ArrayMetadataV2(ArrayMetadata):
     node_type = "array"
 
     def __post_init__(self, where: str) -> None:
-        self._check_grid(where, "chunks",
-                         "chunks {chunks} do not match the {ndim} dimensions of shape")
+        self._check_grid(
+            where, "chunks", "chunks {chunks} do not match the {ndim} dimensions of shape"
+        )
         if self.compressor is not None:
             _codec_config(self.compressor, where, "compressor")
         if self.filters is not None:
             if not isinstance(self.filters, (list, tuple)):
                 raise field_error(
-                    where, "filters", f"expected a list or null, got {self.filters!r}")
+                    where, "filters", f"expected a list or null, got {self.filters!r}"
+                )
             self.filters = [_codec_config(f, where, "filters") for f in self.filters]
         if self.fill_value is not None:
             self.fill_value = self.data_type.cast_fill_value(self.fill_value)
         if self.order not in ("C", "F"):
             raise field_error(where, "order", f"expected 'C' or 'F', got {self.order!r}")
         if self.dimension_separator not in (".", "/"):
-            raise field_error(where, "dimension_separator",
-                              f"expected '.' or '/', got {self.dimension_separator!r}")
+            raise field_error(
+                where,
+                "dimension_separator",
+                f"expected '.' or '/', got {self.dimension_separator!r}",
+            )
         if not isinstance(self.attributes, dict):
             raise MetadataError(f"{_zattrs_where(where, '.zarray')}: expected an object")
 
@@ -108,8 +114,9 @@ class ArrayMetadataV2(ArrayMetadata):
         return ChunkKeyEncoding("v2", self.dimension_separator)
 
     @classmethod
-    def from_json(cls, zarray_doc: object, zattrs_doc: object = None,
-                  where: str = ".zarray") -> "ArrayMetadataV2":
+    def from_json(
+        cls, zarray_doc: object, zattrs_doc: object = None, where: str = ".zarray"
+    ) -> "ArrayMetadataV2":
         """Parse ``.zarray`` (and optionally ``.zattrs``); unknown ``.zarray`` keys are
         ignored."""
         doc = load_json_document(zarray_doc, where)
@@ -128,7 +135,8 @@ class ArrayMetadataV2(ArrayMetadata):
             _codec_config(compressor, where, "compressor")
         data_type = v2_type_for_fill(
             dtype_from_v2_json(doc["dtype"], _object_codec_id(filters, compressor), where),
-            doc["fill_value"])
+            doc["fill_value"],
+        )
         return cls(
             shape=doc["shape"],
             data_type=data_type,
@@ -184,12 +192,14 @@ class GroupMetadataV2(MetadataDocument):
             raise MetadataError(f"{_zattrs_where(where, '.zgroup')}: expected an object")
 
     @classmethod
-    def from_json(cls, zgroup_doc: object, zattrs_doc: object = None,
-                  where: str = ".zgroup") -> "GroupMetadataV2":
+    def from_json(
+        cls, zgroup_doc: object, zattrs_doc: object = None, where: str = ".zgroup"
+    ) -> "GroupMetadataV2":
         """Parse ``.zgroup`` (and optionally ``.zattrs``)."""
         check_zarr_format(load_json_document(zgroup_doc, where), where, 2)
-        return cls(attributes=_load_attributes(zattrs_doc, _zattrs_where(where, ".zgroup")),
-                   where=where)
+        return cls(
+            attributes=_load_attributes(zattrs_doc, _zattrs_where(where, ".zgroup")), where=where
+        )
 
     def to_json(self) -> JSONDict:
         return {"zarr_format": 2}
@@ -199,9 +209,12 @@ class GroupMetadataV2(MetadataDocument):
         return dump_json(self.attributes)
 
 
-def parse_metadata_v2(zarray_doc: object = None, zgroup_doc: object = None,
-                      zattrs_doc: object = None, prefix: str = ""
-                      ) -> ArrayMetadataV2 | GroupMetadataV2:
+def parse_metadata_v2(
+    zarray_doc: object = None,
+    zgroup_doc: object = None,
+    zattrs_doc: object = None,
+    prefix: str = "",
+) -> ArrayMetadataV2 | GroupMetadataV2:
     """Array or group metadata from whichever of ``.zarray`` / ``.zgroup`` exists under
     ``prefix``.
 

@@ -46,7 +46,8 @@ def _split_extra(doc: JSONDict, known: frozenset[str], where: str) -> JSONDict:
             extra[key] = value
         else:
             raise field_error(
-                where, key, "unknown field that is not marked \"must_understand\": false")
+                where, key, 'unknown field that is not marked "must_understand": false'
+            )
     return extra
 
 
@@ -55,15 +56,17 @@ def _check_extra(extra: object, known: frozenset[str], where: str) -> JSONDict:
         raise field_error(where, "extra", "expected a dict")
     for key, value in extra.items():
         if key in known or not (isinstance(value, dict) and value.get("must_understand") is False):
-            raise field_error(where, key, "extra fields must be unknown objects with "
-                              "\"must_understand\": false")
+            raise field_error(
+                where, key, 'extra fields must be unknown objects with "must_understand": false'
+            )
     return dict(extra)
 
 
 def _check_attributes(attributes: object, where: str) -> JSONDict:
     if not isinstance(attributes, dict):
         raise field_error(
-            where, "attributes", f"expected an object, got {type(attributes).__name__}")
+            where, "attributes", f"expected an object, got {type(attributes).__name__}"
+        )
     return attributes
 
 
@@ -72,8 +75,9 @@ def _extension(value: object, where: str, name: str) -> tuple[str, JSONDict]:
     parsed = name_and_config(value)
     if parsed[0] is not None:
         return parsed
-    raise field_error(where, name, "expected a name or a {\"name\", \"configuration\"} "
-                      f"object, got {value!r}")
+    raise field_error(
+        where, name, f'expected a name or a {{"name", "configuration"}} object, got {value!r}'
+    )
 
 
 @dataclass(frozen=True, init=False)
@@ -181,8 +185,11 @@ class ArrayMetadataV3(ArrayMetadata):
             if tuple(self.chunk_grid.shape) != tuple(self.shape):
                 self.chunk_grid = self.chunk_grid.resized(self.shape)
             self.chunk_shape = self.chunk_grid.max_chunk_shape
-        self._check_grid(where, "chunk_grid",
-                         "chunk shape {chunks} does not match the {ndim} dimensions of shape")
+        self._check_grid(
+            where,
+            "chunk_grid",
+            "chunk shape {chunks} does not match the {ndim} dimensions of shape",
+        )
         self.data_type = _native(self.data_type)
         if not isinstance(self.chunk_key_encoding, ChunkKeyEncoding):
             self.chunk_key_encoding = ChunkKeyEncoding.from_json(self.chunk_key_encoding, where)
@@ -217,8 +224,9 @@ class ArrayMetadataV3(ArrayMetadata):
             # None are supported; only ones that may be ignored are allowed.
             if not (isinstance(transformer, dict) and transformer.get("must_understand") is False):
                 name, _ = _extension(transformer, where, "storage_transformers")
-                raise field_error(where, "storage_transformers",
-                                  f"unsupported storage transformer {name!r}")
+                raise field_error(
+                    where, "storage_transformers", f"unsupported storage transformer {name!r}"
+                )
         self.storage_transformers = list(self.storage_transformers)
         self.extra = _check_extra(self.extra, _ARRAY_KEYS, where)
 
@@ -227,8 +235,14 @@ class ArrayMetadataV3(ArrayMetadata):
         """Parse and validate an array ``zarr.json`` (bytes, str or dict)."""
         doc = load_json_document(doc, where)
         _check_format(doc, where, "array")
-        for key in ("shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value",
-                    "codecs"):
+        for key in (
+            "shape",
+            "data_type",
+            "chunk_grid",
+            "chunk_key_encoding",
+            "fill_value",
+            "codecs",
+        ):
             if key not in doc:
                 raise field_error(where, key, "missing")
         data_type = dtype_from_v3_json(doc["data_type"], where)
@@ -237,14 +251,18 @@ class ArrayMetadataV3(ArrayMetadata):
         if grid_name == "rectilinear":
             shape = doc["shape"]
             if not (isinstance(shape, list) and all(is_int(s) and s >= 0 for s in shape)):
-                raise field_error(where, "shape", f"expected a list of non-negative integers, "
-                                  f"got {shape!r}")
+                raise field_error(
+                    where, "shape", f"expected a list of non-negative integers, got {shape!r}"
+                )
             grid = ChunkGrid.from_json(grid_name, grid_config, shape, where)
         elif grid_name != "regular":
             raise field_error(where, "chunk_grid", f"unsupported chunk grid {grid_name!r}")
         elif set(grid_config) != {"chunk_shape"}:
-            raise field_error(where, "chunk_grid", "expected configuration "
-                              f"{{\"chunk_shape\": [...]}}, got {grid_config!r}")
+            raise field_error(
+                where,
+                "chunk_grid",
+                f'expected configuration {{"chunk_shape": [...]}}, got {grid_config!r}',
+            )
         return cls(
             shape=doc["shape"],
             data_type=data_type,
@@ -275,8 +293,13 @@ class ArrayMetadataV3(ArrayMetadata):
         }
         if self.dimension_names is not None:
             doc["dimension_names"] = list(self.dimension_names)
-        doc.update({"zarr_format": 3, "node_type": "array",
-                    "storage_transformers": list(self.storage_transformers)})
+        doc.update(
+            {
+                "zarr_format": 3,
+                "node_type": "array",
+                "storage_transformers": list(self.storage_transformers),
+            }
+        )
         doc.update(self.extra)
         return doc
 
@@ -311,8 +334,9 @@ class GroupMetadataV3(MetadataDocument):
 
     def __post_init__(self, where: str) -> None:
         self.attributes = _check_attributes(self.attributes, where)
-        if (self.consolidated_metadata is not None
-                and not isinstance(self.consolidated_metadata, dict)):
+        if self.consolidated_metadata is not None and not isinstance(
+            self.consolidated_metadata, dict
+        ):
             raise field_error(where, "consolidated_metadata", "expected an object or null")
         self.extra = _check_extra(self.extra, _GROUP_KEYS, where)
 
@@ -338,8 +362,7 @@ class GroupMetadataV3(MetadataDocument):
         return doc
 
 
-def parse_metadata_v3(doc: object, where: str = "zarr.json"
-                      ) -> ArrayMetadataV3 | GroupMetadataV3:
+def parse_metadata_v3(doc: object, where: str = "zarr.json") -> ArrayMetadataV3 | GroupMetadataV3:
     """Parse a ``zarr.json`` into ArrayMetadataV3 or GroupMetadataV3 according to
     ``node_type``."""
     doc = load_json_document(doc, where)

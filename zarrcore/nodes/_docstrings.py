@@ -1,5 +1,6 @@
 """Docstrings that several methods of the nodes share, each written once: `shared_doc` fills a
 numpydoc template and gives the text to the decorated function, as if written in its body."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -1,4 +1,5 @@
 """The Array: a chunked N-d array in a store, read and written with numpy semantics."""
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -11,28 +12,28 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .node import METADATA_KEYS, Node, V2_ARRAY_KEY, V3_KEY, join
 from .._native import memory as _memory
-from ..runtime import background
 from ..array_api import ArrayHandle
-from .array_chunks import ChunkMethods
-from .array_config import array_config, config_items
-from .array_selection import SelectionMethods
-from .array_specs import ArraySpec, create_node, create_spec, open_spec
 from ..codecs import codec_from_v2
 from ..codecs.sharding import ShardingCodec
-from ..runtime.config import config as global_config
+from ..engine import ChunkEngine
 from ..errors import SelectionError, SettingValueError, ShapeMismatchError
 from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..metadata.grid import AxisChunks, ChunkGrid
 from ..metadata.indexing import numpy_indexer, pop_fields
-from ..engine import ChunkEngine
+from ..runtime import background
+from ..runtime.config import config as global_config
+from .array_chunks import ChunkMethods
+from .array_config import array_config, config_items
+from .array_selection import SelectionMethods
+from .array_specs import ArraySpec, create_node, create_spec, open_spec
+from .node import METADATA_KEYS, V2_ARRAY_KEY, V3_KEY, Node, join
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from ..metadata.types import Fields, NodeMetadata, Selection, ShapeLike, StoreLike
     from ..codecs.base import Codec
+    from ..metadata.types import Fields, NodeMetadata, Selection, ShapeLike, StoreLike
     from ..storage import Store
 
 __all__ = ["Array", "make_array", "storage_block"]
@@ -63,14 +64,22 @@ class Array(SelectionMethods, ChunkMethods, Node):
         __array_function__: Any
         _streamed: Any  # (selection, value, fields) -> bool
 
-    def __init__(self, store: Store, path: str, metadata: NodeMetadata,
-                 read_only: bool = False, config: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        path: str,
+        metadata: NodeMetadata,
+        read_only: bool = False,
+        config: Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__(store, path, metadata, read_only)
         self._config = array_config(config)
         if "recheck_cached_data" in self._config and not self._read_only:
             # (Its own writes would not be seen by its reads of chunks cached before them.)
-            raise SettingValueError(f"array {path!r}: recheck_cached_data other than True "
-                                    f"needs an array opened read-only (mode='r')")
+            raise SettingValueError(
+                f"array {path!r}: recheck_cached_data other than True "
+                f"needs an array opened read-only (mode='r')"
+            )
         # (Read by every read; dict.get would lock the dict shared by all reading threads on a
         # free-threaded Python.)
         self._read_missing: bool | None = self._config.get("read_missing_chunks")
@@ -79,8 +88,9 @@ class Array(SelectionMethods, ChunkMethods, Node):
     def _apply_metadata(self, metadata: NodeMetadata) -> None:
         super()._apply_metadata(metadata)
         where = join(self._path, V3_KEY if metadata.zarr_format == 3 else V2_ARRAY_KEY)
-        self._engine = ChunkEngine.from_metadata(self._store, self._path, self._metadata, where,
-                                                 self._config)
+        self._engine = ChunkEngine.from_metadata(
+            self._store, self._path, self._metadata, where, self._config
+        )
         self._fortran = self.order == "F"
 
     # -- properties -----------------------------------------------------------
@@ -143,9 +153,10 @@ class Array(SelectionMethods, ChunkMethods, Node):
         sharding, stored = self._sharding, self.write_chunk_sizes
         if not sharding:
             return stored
-        return tuple(tuple(min(inner, edge - start) for edge in edges
-                           for start in range(0, edge, inner))
-                     for edges, inner in zip(stored, sharding.chunk_shape))
+        return tuple(
+            tuple(min(inner, edge - start) for edge in edges for start in range(0, edge, inner))
+            for edges, inner in zip(stored, sharding.chunk_shape)
+        )
 
     @property
     def write_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
@@ -225,8 +236,9 @@ class Array(SelectionMethods, ChunkMethods, Node):
             A v3 array, which has `compressors` instead.
         """
         if self.zarr_format != 2:
-            raise TypeError("`compressor` is not available for Zarr format 3 arrays; "
-                            "use `compressors`")
+            raise TypeError(
+                "`compressor` is not available for Zarr format 3 arrays; use `compressors`"
+            )
         compressors = self.compressors
         return compressors[0] if compressors else None
 
@@ -251,8 +263,9 @@ class Array(SelectionMethods, ChunkMethods, Node):
         return make_array(open_spec(store, mode="r+"))
 
     @classmethod
-    def create(cls, store: StoreLike, *, shape: ShapeLike, dtype: npt.DTypeLike,
-               **kwargs: Any) -> Array:
+    def create(
+        cls, store: StoreLike, *, shape: ShapeLike, dtype: npt.DTypeLike, **kwargs: Any
+    ) -> Array:
         """zarr-python's deprecated `Array.create`: `zarrcore.create` with `store`.
 
         Parameters
@@ -268,8 +281,11 @@ class Array(SelectionMethods, ChunkMethods, Node):
         -------
         Array
         """
-        warnings.warn("Array.create is deprecated in zarr-python 3; use zarrcore.create_array",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "Array.create is deprecated in zarr-python 3; use zarrcore.create_array",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return make_array(create_spec(shape, dtype=dtype, store=store, **kwargs))
 
     @property
@@ -290,7 +306,7 @@ class Array(SelectionMethods, ChunkMethods, Node):
     def _stored_chunk_keys(self) -> list[str]:
         meta = set(METADATA_KEYS)
         head = self._path + "/" if self._path else ""
-        return [k for k in self._store.list_prefix(self._path) if k[len(head):] not in meta]
+        return [k for k in self._store.list_prefix(self._path) if k[len(head) :] not in meta]
 
     @property
     def nchunks_initialized(self) -> int:
@@ -299,9 +315,10 @@ class Array(SelectionMethods, ChunkMethods, Node):
         if sharding is None:
             return len(self._stored_chunk_keys())
         grid = self._engine.grid
-        return sum(math.prod(s // c for s, c in zip(grid.chunk_shape_at(coords),
-                                                     sharding.chunk_shape))
-                   for coords in self._stored_block_coords())
+        return sum(
+            math.prod(s // c for s, c in zip(grid.chunk_shape_at(coords), sharding.chunk_shape))
+            for coords in self._stored_block_coords()
+        )
 
     def nbytes_stored(self) -> int:
         """The bytes of the array's stored chunks or shards (its metadata not counted).
@@ -350,8 +367,13 @@ class Array(SelectionMethods, ChunkMethods, Node):
         TypeError
             An unknown setting.
         """
-        return type(self)(self._store, self._path, self._metadata, self._read_only,
-                          {**self._config, **config_items(config)})
+        return type(self)(
+            self._store,
+            self._path,
+            self._metadata,
+            self._read_only,
+            {**self._config, **config_items(config)},
+        )
 
     def __len__(self) -> int:
         """The length of the first axis; TypeError for a 0-d array."""
@@ -376,18 +398,24 @@ class Array(SelectionMethods, ChunkMethods, Node):
 
     def __dask_tokenize__(self) -> tuple[Any, ...]:
         # The same array (store, path, metadata) tokenizes alike in every process.
-        return (type(self).__name__, type(self._store).__name__, self._store.identity,
-                self._path, self._metadata.to_json())
+        return (
+            type(self).__name__,
+            type(self._store).__name__,
+            self._store.identity,
+            self._path,
+            self._metadata.to_json(),
+        )
 
     def __repr__(self) -> str:
         return f"<zarrcore.Array {self._store!r}{self.name} shape={self.shape} dtype={self.dtype}>"
 
-    def __array__(self, dtype: npt.DTypeLike | None = None,
-                  copy: bool | None = None) -> np.ndarray:
+    def __array__(self, dtype: npt.DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
         """The whole array read into numpy (`numpy.asarray(a)`); ValueError when `copy` is False."""
         if copy is False:
-            raise ValueError("a zarrcore Array is read into a new numpy array: it cannot be "
-                             "viewed without a copy (copy=False)")
+            raise ValueError(
+                "a zarrcore Array is read into a new numpy array: it cannot be "
+                "viewed without a copy (copy=False)"
+            )
         data: np.ndarray = self[...]
         return data if dtype is None else data.astype(dtype, copy=False)
 
@@ -457,7 +485,8 @@ class Array(SelectionMethods, ChunkMethods, Node):
             if field not in names:
                 raise SelectionError(
                     f"array {self.name!r} of dtype {self.dtype} has no field {field!r}"
-                    + ("" if names else " (it is not a structured array)"))
+                    + ("" if names else " (it is not a structured array)")
+                )
 
     def _read(self, indexer: Any, out: np.ndarray | None = None, fields: Fields = None) -> Any:
         """The selection as a new array (a scalar when 0-d), or written into `out`."""
@@ -474,8 +503,9 @@ class Array(SelectionMethods, ChunkMethods, Node):
         buffer = self._fill_buffer(indexer, _memory.empty(indexer.drop_shape, self.dtype))
         return self._result(indexer, buffer, out, fields)
 
-    def _result(self, indexer: Any, buffer: np.ndarray, out: np.ndarray | None = None,
-                fields: Fields = None) -> Any:
+    def _result(
+        self, indexer: Any, buffer: np.ndarray, out: np.ndarray | None = None, fields: Fields = None
+    ) -> Any:
         """What `_read` returns of the selection read into `buffer` (indexer.drop_shape)."""
         data: Any = buffer.reshape(indexer.shape)  # (numpy's stubs refuse a list of fields)
         if fields is not None:
@@ -506,7 +536,8 @@ class Array(SelectionMethods, ChunkMethods, Node):
         except ValueError:
             raise ShapeMismatchError(
                 f"array {self.name!r}: could not broadcast value of shape {value.shape} to "
-                f"selection shape {indexer.shape}") from None
+                f"selection shape {indexer.shape}"
+            ) from None
         if indexer.nitems:
             self._engine.write(indexer, indexer.permute(value))
 
@@ -531,8 +562,9 @@ class Array(SelectionMethods, ChunkMethods, Node):
         """
         return background.start(self.__getitem__, selection)
 
-    def write_future(self, selection: Selection,
-                     value: npt.ArrayLike) -> concurrent.futures.Future[None]:
+    def write_future(
+        self, selection: Selection, value: npt.ArrayLike
+    ) -> concurrent.futures.Future[None]:
         """Start `a[selection] = value` in the background and return at once.
 
         `value` is read while the write runs: do not change it before the future is done.
@@ -669,8 +701,9 @@ class Array(SelectionMethods, ChunkMethods, Node):
         if any(n < o for n, o in zip(new_shape, old_shape)):
             self._clear_outside(new_shape, old_shape, resized.grid)
 
-    def _clear_outside(self, kept: tuple[int, ...], extent: tuple[int, ...],
-                       grid: ChunkGrid) -> None:
+    def _clear_outside(
+        self, kept: tuple[int, ...], extent: tuple[int, ...], grid: ChunkGrid
+    ) -> None:
         """Leave no stored data outside the box `kept` (from the origin): the storage blocks
         (shards or chunks of `grid`) wholly outside it are deleted, the rest of those partly
         outside reset to fill (ChunkEngine.reset_outside). Looks at the blocks over `extent`
@@ -678,16 +711,20 @@ class Array(SelectionMethods, ChunkMethods, Node):
         for coords in self._blocks_outside(kept, extent, grid):
             self._engine.reset_outside(coords, kept)
 
-    def _blocks_outside(self, kept: tuple[int, ...], extent: tuple[int, ...],
-                        grid: ChunkGrid) -> Iterator[tuple[int, ...]]:
+    def _blocks_outside(
+        self, kept: tuple[int, ...], extent: tuple[int, ...], grid: ChunkGrid
+    ) -> Iterator[tuple[int, ...]]:
         """Coordinates of stored blocks of `grid` that may hold data outside the box `kept`."""
         counts = list(grid.resized(extent).grid_shape)
         inside = [min(grid.chunks_within(d, k), n) for d, (k, n) in enumerate(zip(kept, counts))]
         if math.prod(counts) - math.prod(inside) <= _ENUMERATE_BLOCKS_MAX:
             for axis in range(self.ndim):
                 # Inside on the axes before `axis`, outside on it, anywhere after it.
-                ranges = ([range(n) for n in inside[:axis]] + [range(inside[axis], counts[axis])]
-                          + [range(n) for n in counts[axis + 1:]])
+                ranges = (
+                    [range(n) for n in inside[:axis]]
+                    + [range(inside[axis], counts[axis])]
+                    + [range(n) for n in counts[axis + 1 :]]
+                )
                 if not all(ranges):
                     continue  # (product() would list the others first: 10**9 chunks, say)
                 for coords in itertools.product(*ranges):
@@ -748,7 +785,7 @@ class Array(SelectionMethods, ChunkMethods, Node):
                     f"off axis {axis}"
                 )
             old = shape[axis]
-            new_shape = shape[:axis] + (old + data.shape[axis],) + shape[axis + 1:]
+            new_shape = shape[:axis] + (old + data.shape[axis],) + shape[axis + 1 :]
             self._resize_locked(current, new_shape)
             self[(slice(None),) * axis + (slice(old, None),)] = data
         return new_shape
@@ -771,8 +808,9 @@ def make_array(spec: ArraySpec) -> Array:
     """The Array `spec` describes; a new one's metadata stored (`create_node`), then its data
     written."""
     # (Made first: it checks codecs and limits before anything is written.)
-    array = Array(spec.store, spec.path, spec.metadata, read_only=spec.read_only,
-                  config=spec.config)
+    array = Array(
+        spec.store, spec.path, spec.metadata, read_only=spec.read_only, config=spec.config
+    )
     if spec.new:
         create_node(spec.store, spec.path, spec.metadata, spec.overwrite)
         if spec.data is not None:
@@ -797,17 +835,35 @@ def _binary_operator(ufunc: np.ufunc, name: str) -> tuple[Callable[..., Any], Ca
     return forward, reflected
 
 
-for _ufunc, _name in [(np.add, "add"), (np.subtract, "sub"), (np.multiply, "mul"),
-                      (np.true_divide, "truediv"), (np.floor_divide, "floordiv"),
-                      (np.remainder, "mod"), (np.power, "pow"), (np.matmul, "matmul"),
-                      (np.bitwise_and, "and"), (np.bitwise_or, "or"), (np.bitwise_xor, "xor"),
-                      (np.left_shift, "lshift"), (np.right_shift, "rshift")]:
+for _ufunc, _name in [
+    (np.add, "add"),
+    (np.subtract, "sub"),
+    (np.multiply, "mul"),
+    (np.true_divide, "truediv"),
+    (np.floor_divide, "floordiv"),
+    (np.remainder, "mod"),
+    (np.power, "pow"),
+    (np.matmul, "matmul"),
+    (np.bitwise_and, "and"),
+    (np.bitwise_or, "or"),
+    (np.bitwise_xor, "xor"),
+    (np.left_shift, "lshift"),
+    (np.right_shift, "rshift"),
+]:
     _forward, _reflected = _binary_operator(_ufunc, _name)
     setattr(Array, _forward.__name__, _forward)
     setattr(Array, _reflected.__name__, _reflected)
-for _ufunc, _name in [(np.less, "lt"), (np.less_equal, "le"), (np.greater, "gt"),
-                      (np.greater_equal, "ge")]:
+for _ufunc, _name in [
+    (np.less, "lt"),
+    (np.less_equal, "le"),
+    (np.greater, "gt"),
+    (np.greater_equal, "ge"),
+]:
     setattr(Array, f"__{_name}__", _binary_operator(_ufunc, _name)[0])
-for _ufunc, _name in [(np.negative, "neg"), (np.positive, "pos"), (np.absolute, "abs"),
-                      (np.invert, "invert")]:
+for _ufunc, _name in [
+    (np.negative, "neg"),
+    (np.positive, "pos"),
+    (np.absolute, "abs"),
+    (np.invert, "invert"),
+]:
     setattr(Array, f"__{_name}__", lambda self, _ufunc=_ufunc: _ufunc(self))

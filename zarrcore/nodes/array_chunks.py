@@ -1,6 +1,7 @@
 """The chunk-level methods of Array (docs/guide/chunks.md): one chunk's stored bytes or values
 by its grid coordinates, and its encoding and decoding without the store. The work is done
 by zarrcore.engine.chunk_access over the array's ChunkEngine."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ class ChunkMethods:
     _chunk_access: ChunkAccess | None = None
 
     if TYPE_CHECKING:  # (what Array gives the methods)
+
         @property
         def chunk_engine(self) -> ChunkEngine: ...
         def _check_writable(self) -> None: ...
@@ -42,8 +44,7 @@ class ChunkMethods:
     def _target(self, coords: Sequence[int], shard: bool) -> ChunkTarget:
         return self._access().target(coords, shard)
 
-    def get_chunk(self, coords: Sequence[int], *, shard: bool = False
-                  ) -> npt.NDArray[Any]:
+    def get_chunk(self, coords: Sequence[int], *, shard: bool = False) -> npt.NDArray[Any]:
         """The values of the chunk at grid coordinates `coords`: the fill value where it is
         not stored. An edge chunk is cut at the array's end, as `a[region]` is.
 
@@ -70,8 +71,7 @@ class ChunkMethods:
         value = self[region if region else Ellipsis]
         return value if isinstance(value, np.ndarray) else np.asarray(value)
 
-    def get_chunk_bytes(self, coords: Sequence[int], *, shard: bool = False
-                        ) -> bytes | None:
+    def get_chunk_bytes(self, coords: Sequence[int], *, shard: bool = False) -> bytes | None:
         """The stored bytes of the chunk at `coords`, exactly as stored; None when it is not
         stored. An inner chunk's come from its shard's index and its byte range only.
 
@@ -97,8 +97,9 @@ class ChunkMethods:
         access = self._access()
         return access.stored_bytes(access.target(coords, shard))
 
-    def encode_chunk(self, value: npt.ArrayLike, coords: Sequence[int] | None = None,
-                     *, shard: bool = False) -> bytes:
+    def encode_chunk(
+        self, value: npt.ArrayLike, coords: Sequence[int] | None = None, *, shard: bool = False
+    ) -> bytes:
         """The bytes the array's codecs encode `value` into as the chunk at `coords`, without
         touching the store (an all-fill chunk is encoded too).
 
@@ -134,8 +135,9 @@ class ChunkMethods:
         t = access.target(coords, shard)
         return access.encode(t, value, t.chain)
 
-    def decode_chunk(self, data: BytesLike, coords: Sequence[int] | None = None,
-                     *, shard: bool = False) -> npt.NDArray[Any]:
+    def decode_chunk(
+        self, data: BytesLike, coords: Sequence[int] | None = None, *, shard: bool = False
+    ) -> npt.NDArray[Any]:
         """The values the array's codecs decode `data` into, without touching the store.
 
         Parameters
@@ -165,8 +167,9 @@ class ChunkMethods:
         t = access.target(coords, shard)
         return access.decode(t, data, t.chain, cut=True)
 
-    def set_chunk(self, coords: Sequence[int], value: npt.ArrayLike, *,
-                  shard: bool = False) -> None:
+    def set_chunk(
+        self, coords: Sequence[int], value: npt.ArrayLike, *, shard: bool = False
+    ) -> None:
         """Write `value` as the whole chunk at `coords`, as `a[region] = value` writes it
         (the same roads, locks and conditional writes; an all-fill chunk is deleted unless
         `write_empty_chunks`). An inner chunk is written by a read-modify-write of its shard.
@@ -198,8 +201,9 @@ class ChunkMethods:
         chunk = access.fitted(t, value, t.chain)
         self[t.region if t.region else Ellipsis] = chunk[access.inside(t)]
 
-    def set_chunk_bytes(self, coords: Sequence[int], data: BytesLike, *,
-                        shard: bool = False) -> None:
+    def set_chunk_bytes(
+        self, coords: Sequence[int], data: BytesLike, *, shard: bool = False
+    ) -> None:
         """Store the encoded bytes `data` as the chunk at `coords`, as they are, once they
         decode as that chunk (shape, dtype, sizes and checksums checked by its codecs; a
         shard's index and every inner chunk). A chunk or shard replaces the stored object

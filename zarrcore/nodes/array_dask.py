@@ -2,6 +2,7 @@
 `Array.__array_ufunc__` and `Array.__array_function__`, given Array here, call): the Arrays are
 read, or with dask arrays among the operands become dask arrays (`as_dask`, `arrays_as_dask`),
 so the result stays lazy."""
+
 from __future__ import annotations
 
 import math
@@ -34,8 +35,12 @@ def _read_arrays(value: Any) -> Any:
 
 def foreign_types(values: Sequence[Any]) -> list[type]:
     """The types of `values` other than Array and numpy's that override ufuncs themselves."""
-    return [type(v) for v in values if not (is_array(v) or isinstance(v, (np.ndarray, np.generic)))
-            and hasattr(type(v), "__array_ufunc__")]
+    return [
+        type(v)
+        for v in values
+        if not (is_array(v) or isinstance(v, (np.ndarray, np.generic)))
+        and hasattr(type(v), "__array_ufunc__")
+    ]
 
 
 def apply_foreign(func: Callable[..., Any], args: Any, kwargs: Any, foreign: Sequence[type]) -> Any:
@@ -49,8 +54,9 @@ def apply_foreign(func: Callable[..., Any], args: Any, kwargs: Any, foreign: Seq
     return NotImplemented
 
 
-def as_dask(array: Array, chunks: Any = None, name: str | None = None,
-            inline_array: bool = False) -> Any:
+def as_dask(
+    array: Array, chunks: Any = None, name: str | None = None, inline_array: bool = False
+) -> Any:
     """A dask array reading `array` (zarrcore.dask.from_zarr's); needs dask."""
     import dask.array as da
     from dask.base import tokenize
@@ -61,9 +67,15 @@ def as_dask(array: Array, chunks: Any = None, name: str | None = None,
         name = "from-zarrcore-" + tokenize(array, chunks)
     # dask's from_array carries no annotations (an unused ignore until strict is on).
     return da.from_array(  # type: ignore[no-untyped-call, unused-ignore]
-        array, chunks=chunks, name=name, lock=False, fancy=False,
-        asarray=False, inline_array=inline_array,
-        meta=np.empty((0,) * array.ndim, dtype=array.dtype))
+        array,
+        chunks=chunks,
+        name=name,
+        lock=False,
+        fancy=False,
+        asarray=False,
+        inline_array=inline_array,
+        meta=np.empty((0,) * array.ndim, dtype=array.dtype),
+    )
 
 
 def arrays_as_dask(value: Any) -> Any:
@@ -97,12 +109,14 @@ def arrays_as_dask(value: Any) -> Any:
 def _array_ufunc(self: Array, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
     if any(isinstance(o, Array) for o in kwargs.get("out", ())):
         return NotImplemented  # an Array is no buffer to compute into
-    return apply_foreign(getattr(ufunc, method), inputs, kwargs,
-                         foreign_types(inputs + tuple(kwargs.get("out", ()))))
+    return apply_foreign(
+        getattr(ufunc, method), inputs, kwargs, foreign_types(inputs + tuple(kwargs.get("out", ())))
+    )
 
 
-def _array_function(self: Array, func: Callable[..., Any], types: Any, args: Any,
-                    kwargs: Any) -> Any:
+def _array_function(
+    self: Array, func: Callable[..., Any], types: Any, args: Any, kwargs: Any
+) -> Any:
     foreign = [t for t in types if not issubclass(t, (Array, np.ndarray))]
     if not foreign:
         metadata_only = _METADATA_FUNCTIONS.get(func)
@@ -119,10 +133,10 @@ def _shape_of(a: Any) -> tuple[int, ...]:
 _METADATA_FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     np.shape: _shape_of,
     np.ndim: lambda a: len(_shape_of(a)),
-    np.size: lambda a, axis=None: (math.prod(_shape_of(a)) if axis is None
-                                   else _shape_of(a)[axis]),
+    np.size: lambda a, axis=None: math.prod(_shape_of(a)) if axis is None else _shape_of(a)[axis],
     np.result_type: lambda *args: np.result_type(
-        *(a.dtype if isinstance(a, Array) else a for a in args)),
+        *(a.dtype if isinstance(a, Array) else a for a in args)
+    ),
 }
 
 Array.__array_ufunc__ = _array_ufunc

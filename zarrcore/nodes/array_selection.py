@@ -2,6 +2,7 @@
 mask and block selections, their `oindex`, `vindex` and `blocks` brackets, and many
 selections read in one call (`get_many`). Each makes the indexer of its selection and reads
 or writes it through the array's own `_read` and `_write`."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -11,20 +12,29 @@ import numpy as np
 
 from .._native import memory as _memory
 from ..errors import ShapeMismatchError
-from ..metadata.indexing import (
-    BasicIndexer, BlockIndexer, OrthogonalIndexer, SpanIndexer, check_out, coordinate_indexer,
-    is_int, mask_indexer, numpy_indexer, pop_fields, selection_spans,
-)
 from ..metadata.common import INT64_MAX
+from ..metadata.indexing import (
+    BasicIndexer,
+    BlockIndexer,
+    OrthogonalIndexer,
+    SpanIndexer,
+    check_out,
+    coordinate_indexer,
+    is_int,
+    mask_indexer,
+    numpy_indexer,
+    pop_fields,
+    selection_spans,
+)
 from ..runtime.pool import in_turns
 from ._docstrings import shared_doc
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from ..metadata.types import Fields, Selection
     from ..engine import ChunkEngine
     from ..metadata.grid import AxisChunks
+    from ..metadata.types import Fields, Selection
 
 __all__ = ["SelectionMethods"]
 
@@ -34,15 +44,14 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 # gives its summary and its kind of selection, whose parameter is described here.
 _SELECTION_PARAMETERS = {
     "basic": "selection : int, slice, Ellipsis or tuple of them\n"
-             "    One per axis (Ellipsis fills the rest); steps may be negative.",
+    "    One per axis (Ellipsis fills the rest); steps may be negative.",
     "orthogonal": "selection : int, slice, int array, bool array or tuple of them\n"
-                  "    One per axis; each axis is selected on its own (as `numpy.ix_`).",
+    "    One per axis; each axis is selected on its own (as `numpy.ix_`).",
     "coordinate": "selection : tuple of int arrays\n"
-                  "    One array of coordinates per axis, broadcast together: the points to read.",
-    "mask": "mask : bool array\n"
-            "    A mask of the array's shape: its true elements, in C order.",
+    "    One array of coordinates per axis, broadcast together: the points to read.",
+    "mask": "mask : bool array\n    A mask of the array's shape: its true elements, in C order.",
     "block": "selection : int, slice or tuple of them\n"
-             "    Storage blocks (shards when sharded, else chunks) per axis.",
+    "    Storage blocks (shards when sharded, else chunks) per axis.",
 }
 _READ_DOC = """{summary}
 
@@ -116,10 +125,16 @@ class SelectionMethods:
         def _grid(self) -> tuple[AxisChunks, ...]: ...
         @property
         def reads_missing_as_fill(self) -> bool: ...
-        def _read(self, indexer: Any, out: np.ndarray | None = None,
-                  fields: Fields = None) -> Any: ...
-        def _result(self, indexer: Any, buffer: np.ndarray, out: np.ndarray | None = None,
-                    fields: Fields = None) -> Any: ...
+        def _read(
+            self, indexer: Any, out: np.ndarray | None = None, fields: Fields = None
+        ) -> Any: ...
+        def _result(
+            self,
+            indexer: Any,
+            buffer: np.ndarray,
+            out: np.ndarray | None = None,
+            fields: Fields = None,
+        ) -> Any: ...
         def _write(self, indexer: Any, value: Any, fields: Fields = None) -> None: ...
         def _streamed(self, selection: Selection, value: Any, fields: Fields) -> bool: ...
 
@@ -139,32 +154,38 @@ class SelectionMethods:
         """Selection by storage block (shard when sharded, else chunk): `a.blocks[1, :2]`."""
         return _Selector(self.get_block_selection, self.set_block_selection)
 
-    def _get_vectorized(self, selection: Selection, out: np.ndarray | None = None,
-                        fields: Fields = None) -> Any:
+    def _get_vectorized(
+        self, selection: Selection, out: np.ndarray | None = None, fields: Fields = None
+    ) -> Any:
         return self._read(numpy_indexer(selection, self.shape, self._grid), out, fields)
 
-    def _set_vectorized(self, selection: Selection, value: npt.ArrayLike,
-                        fields: Fields = None) -> None:
+    def _set_vectorized(
+        self, selection: Selection, value: npt.ArrayLike, fields: Fields = None
+    ) -> None:
         self._write(numpy_indexer(selection, self.shape, self._grid), value, fields)
 
     @_reads("Read a basic selection: ints and slices.", "basic")
-    def get_basic_selection(self, selection: Selection = Ellipsis,
-                            out: np.ndarray | None = None, fields: Fields = None) -> Any:
+    def get_basic_selection(
+        self, selection: Selection = Ellipsis, out: np.ndarray | None = None, fields: Fields = None
+    ) -> Any:
         return self._read(BasicIndexer(selection, self.shape, self._grid), out, fields)
 
     @_writes("Write a basic selection: ints and slices.", "basic")
-    def set_basic_selection(self, selection: Selection, value: npt.ArrayLike,
-                            fields: Fields = None) -> None:
+    def set_basic_selection(
+        self, selection: Selection, value: npt.ArrayLike, fields: Fields = None
+    ) -> None:
         if not self._streamed(selection, value, fields):
             self._write(BasicIndexer(selection, self.shape, self._grid), value, fields)
 
     @_reads("Read an orthogonal selection (as `a.oindex[...]`).", "orthogonal")
-    def get_orthogonal_selection(self, selection: Selection, out: np.ndarray | None = None,
-                                 fields: Fields = None) -> Any:
+    def get_orthogonal_selection(
+        self, selection: Selection, out: np.ndarray | None = None, fields: Fields = None
+    ) -> Any:
         return self._read(OrthogonalIndexer(selection, self.shape, self._grid), out, fields)
 
-    def get_many(self, selections: Sequence[Selection],
-                 out: np.ndarray | Sequence[np.ndarray] | None = None) -> Any:
+    def get_many(
+        self, selections: Sequence[Selection], out: np.ndarray | Sequence[np.ndarray] | None = None
+    ) -> Any:
         """Read many selections in one call: a training loader's batch of samples.
 
         Selections that are one int along the first axis, the rest the same for all
@@ -199,8 +220,8 @@ class SelectionMethods:
         selections = list(selections)
         if out is not None and len(out) != len(selections):
             raise ShapeMismatchError(
-                f"array {self.name!r}: out holds {len(out)} arrays for {len(selections)} "
-                f"selections")
+                f"array {self.name!r}: out holds {len(out)} arrays for {len(selections)} selections"
+            )
         stacked = _one_int_each(selections, self.ndim)
         if stacked is not None:
             indexer = OrthogonalIndexer(stacked, self.shape, self._grid)
@@ -218,64 +239,76 @@ class SelectionMethods:
         indexers: list[Any] = []
         for selection in in_turns(selections):
             spans = selection_spans(selection, shape)
-            indexers.append(numpy_indexer(selection, shape, grid) if spans is None
-                            else SpanIndexer(spans, shape, grid))
+            indexers.append(
+                numpy_indexer(selection, shape, grid)
+                if spans is None
+                else SpanIndexer(spans, shape, grid)
+            )
         if out is not None:
             for target, indexer in zip(out, indexers):
                 self._check_out(target, indexer.shape)
         results = self._read_many(indexers, out)
         return results if out is None else out
 
-    def _read_many(self, indexers: Sequence[Any],
-                   out: np.ndarray | Sequence[np.ndarray] | None = None) -> list[Any]:
+    def _read_many(
+        self, indexers: Sequence[Any], out: np.ndarray | Sequence[np.ndarray] | None = None
+    ) -> list[Any]:
         """Each selection as `_read` gives it, read together (ChunkEngine.read_many: those
         that overlap fetch and decode their chunks once)."""
-        buffers = [_memory.empty(indexer.drop_shape, self.dtype)
-                   for indexer in in_turns(indexers)]
+        buffers = [_memory.empty(indexer.drop_shape, self.dtype) for indexer in in_turns(indexers)]
         read = [k for k, buffer in enumerate(buffers) if buffer.size]
         if not self.reads_missing_as_fill:
             self._engine.check_stored(*(indexers[k] for k in read))
         self._engine.read_many([indexers[k] for k in read], [buffers[k] for k in read])
-        return [self._result(indexer, buffer, None if out is None else out[k])
-                for k, (indexer, buffer) in enumerate(in_turns(zip(indexers, buffers)))]
+        return [
+            self._result(indexer, buffer, None if out is None else out[k])
+            for k, (indexer, buffer) in enumerate(in_turns(zip(indexers, buffers)))
+        ]
 
     def _check_out(self, out: np.ndarray, shape: tuple[int, ...]) -> None:
         check_out(out, shape, f"array {self.name!r}")
 
     @_writes("Write an orthogonal selection (as `a.oindex[...] = value`).", "orthogonal")
-    def set_orthogonal_selection(self, selection: Selection, value: npt.ArrayLike,
-                                 fields: Fields = None) -> None:
+    def set_orthogonal_selection(
+        self, selection: Selection, value: npt.ArrayLike, fields: Fields = None
+    ) -> None:
         self._write(OrthogonalIndexer(selection, self.shape, self._grid), value, fields)
 
     @_reads("Read points given by their coordinates (as `a.vindex[...]`).", "coordinate")
-    def get_coordinate_selection(self, selection: Selection, out: np.ndarray | None = None,
-                                 fields: Fields = None) -> Any:
+    def get_coordinate_selection(
+        self, selection: Selection, out: np.ndarray | None = None, fields: Fields = None
+    ) -> Any:
         return self._read(coordinate_indexer(selection, self.shape, self._grid), out, fields)
 
     @_writes("Write points given by their coordinates (as `a.vindex[...] = value`).", "coordinate")
-    def set_coordinate_selection(self, selection: Selection, value: npt.ArrayLike,
-                                 fields: Fields = None) -> None:
+    def set_coordinate_selection(
+        self, selection: Selection, value: npt.ArrayLike, fields: Fields = None
+    ) -> None:
         self._write(coordinate_indexer(selection, self.shape, self._grid), value, fields)
 
     @_reads("Read the elements where a boolean mask is true.", "mask")
-    def get_mask_selection(self, mask: npt.ArrayLike, out: np.ndarray | None = None,
-                           fields: Fields = None) -> Any:
+    def get_mask_selection(
+        self, mask: npt.ArrayLike, out: np.ndarray | None = None, fields: Fields = None
+    ) -> Any:
         return self._read(mask_indexer(mask, self.shape, self._grid), out, fields)
 
     @_writes("Write the elements where a boolean mask is true.", "mask")
-    def set_mask_selection(self, mask: npt.ArrayLike, value: npt.ArrayLike,
-                           fields: Fields = None) -> None:
+    def set_mask_selection(
+        self, mask: npt.ArrayLike, value: npt.ArrayLike, fields: Fields = None
+    ) -> None:
         self._write(mask_indexer(mask, self.shape, self._grid), value, fields)
 
     @_reads("Read whole storage blocks (as `a.blocks[...]`).", "block")
-    def get_block_selection(self, selection: Selection, out: np.ndarray | None = None,
-                            fields: Fields = None) -> Any:
+    def get_block_selection(
+        self, selection: Selection, out: np.ndarray | None = None, fields: Fields = None
+    ) -> Any:
         indexer = BlockIndexer(selection, self.shape, self._grid, self._grid)
         return self._read(indexer, out, fields)
 
     @_writes("Write whole storage blocks (as `a.blocks[...] = value`).", "block")
-    def set_block_selection(self, selection: Selection, value: npt.ArrayLike,
-                            fields: Fields = None) -> None:
+    def set_block_selection(
+        self, selection: Selection, value: npt.ArrayLike, fields: Fields = None
+    ) -> None:
         indexer = BlockIndexer(selection, self.shape, self._grid, self._grid)
         self._write(indexer, value, fields)
 
@@ -306,8 +339,9 @@ def _one_int_each(selections: list[Any], ndim: int) -> tuple[Any, ...] | None:
     firsts, rests = [], set()
     for sel in selections:
         first, *rest = sel if isinstance(sel, tuple) else (sel,)
-        if not is_int(first) or not all(r is Ellipsis or type(r) is slice or is_int(r)
-                                         for r in rest):
+        if not is_int(first) or not all(
+            r is Ellipsis or type(r) is slice or is_int(r) for r in rest
+        ):
             return None
         if not -INT64_MAX - 1 <= first <= INT64_MAX:
             return None  # (out of bounds: read alone, it raises the IndexError numpy gives)

@@ -3,6 +3,7 @@ shapes, data types and codec lists a caller's arguments mean, and the array they
 (`ArraySpec`: `new_array_spec` of `NewArrayOptions`, `create_spec`, `open_spec`), which
 `array.make_array` makes. `creation.py`'s functions and `Array.open`, `Array.create` share
 them."""
+
 from __future__ import annotations
 
 import math
@@ -13,13 +14,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-
-from .node import (
-    creation_lock, ensure_parent_groups, existing_node_error, node_exists, normalize_path,
-    read_metadata, write_metadata,
-)
-from .array_config import config_items
-from ..runtime.config import config as global_config
 from ..codecs import ArrayArrayCodec, ArrayBytesCodec, ZstdCodec, codec_from_json
 from ..codecs.base import ChunkSpec
 from ..codecs.chain import CodecChain
@@ -30,21 +24,54 @@ from ..metadata import ArrayMetadataV3, ChunkKeyEncoding, dtype_from_numpy
 from ..metadata.common import check_attributes
 from ..metadata.grid import ChunkGrid, grid_from_spelling, rectilinear_spelling
 from ..metadata.v3 import default_codecs
+from ..runtime.config import config as global_config
 from ..storage import make_store
+from .array_config import config_items
+from .node import (
+    creation_lock,
+    ensure_parent_groups,
+    existing_node_error,
+    node_exists,
+    normalize_path,
+    read_metadata,
+    write_metadata,
+)
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
     from ..metadata.types import (
-        ChunksLike, CodecLike, CodecsLike, NodeMetadata, ShapeLike, StoreLike,
+        ChunksLike,
+        CodecLike,
+        CodecsLike,
+        NodeMetadata,
+        ShapeLike,
+        StoreLike,
     )
     from ..storage import Store
 
 __all__ = [
-    "ArraySpec", "GUESS_MAX_BYTES", "GUESS_MIN_BYTES", "GUESS_STEP_BYTES", "MODES",
-    "NewArrayOptions", "auto_shard_shape", "check_mode", "codec_list", "create_node", "create_spec",
-    "data_type_for", "fill_value_for", "format_for_new", "guess_chunks", "new_array_spec",
-    "normalize_chunks", "normalize_shape", "open_spec", "shard_codecs", "split_codecs",
+    "ArraySpec",
+    "GUESS_MAX_BYTES",
+    "GUESS_MIN_BYTES",
+    "GUESS_STEP_BYTES",
+    "MODES",
+    "NewArrayOptions",
+    "auto_shard_shape",
+    "check_mode",
+    "codec_list",
+    "create_node",
+    "create_spec",
+    "data_type_for",
+    "fill_value_for",
+    "format_for_new",
+    "guess_chunks",
+    "new_array_spec",
+    "normalize_chunks",
+    "normalize_shape",
+    "open_spec",
+    "shard_codecs",
+    "split_codecs",
     "store_mode",
 ]
 
@@ -59,8 +86,9 @@ GUESS_MIN_BYTES = 128 << 10
 GUESS_MAX_BYTES = 64 << 20
 
 
-def guess_chunks(shape: Sequence[int], itemsize: int,
-                 max_bytes: int = GUESS_MAX_BYTES) -> tuple[int, ...]:
+def guess_chunks(
+    shape: Sequence[int], itemsize: int, max_bytes: int = GUESS_MAX_BYTES
+) -> tuple[int, ...]:
     """The chunks zarr-python 3 guesses: a target size of 256 KiB times 2**log10(the array's
     MiB), kept within 128 KiB and `max_bytes`, reached by halving the axes in turn (the first
     first) until the chunk is below the target or within half of it, and below `max_bytes`."""
@@ -68,8 +96,9 @@ def guess_chunks(shape: Sequence[int], itemsize: int,
     if itemsize <= 0 or not chunks:
         return tuple(chunks)
     total = math.prod(chunks) * itemsize
-    target = min(max(GUESS_STEP_BYTES * 2 ** math.log10(total / (1 << 20)), GUESS_MIN_BYTES),
-                 max_bytes)
+    target = min(
+        max(GUESS_STEP_BYTES * 2 ** math.log10(total / (1 << 20)), GUESS_MIN_BYTES), max_bytes
+    )
     step = 0
     while True:
         size = math.prod(chunks) * itemsize
@@ -100,7 +129,8 @@ def normalize_chunks(chunks: ChunksLike, shape: tuple[int, ...], itemsize: int) 
     chunks = tuple(int(c) for c in chunks)
     if len(chunks) != len(shape):
         raise ValueError(
-            f"chunks {chunks} do not match the {len(shape)} dimensions of shape {shape}")
+            f"chunks {chunks} do not match the {len(shape)} dimensions of shape {shape}"
+        )
     # -1 means the whole axis, as in zarr-python.
     chunks = tuple(max(1, s) if c == -1 else c for c, s in zip(chunks, shape))
     if any(c < 1 for c in chunks):
@@ -108,8 +138,14 @@ def normalize_chunks(chunks: ChunksLike, shape: tuple[int, ...], itemsize: int) 
     return chunks
 
 
-def shard_codecs(codecs: list[Any], chunks: tuple[int, ...], shards: Any, shape: tuple[int, ...],
-           itemsize: int, auto_chunks: bool) -> tuple[list[Any], tuple[int, ...]]:
+def shard_codecs(
+    codecs: list[Any],
+    chunks: tuple[int, ...],
+    shards: Any,
+    shape: tuple[int, ...],
+    itemsize: int,
+    auto_chunks: bool,
+) -> tuple[list[Any], tuple[int, ...]]:
     """(codecs, chunk grid shape) of an array sharded as zarr-python 3 writes it: one
     sharding_indexed codec holding `codecs`, and the shards as the grid's chunks.
 
@@ -120,23 +156,28 @@ def shard_codecs(codecs: list[Any], chunks: tuple[int, ...], shards: Any, shape:
         index_location = shards.get("index_location", "end")
         shards = shards["shape"]
     if isinstance(shards, str) and shards == "auto":
-        return ([ShardingCodec(chunks, codecs, index_location=index_location)],
-                auto_shard_shape(chunks, shape, itemsize))
+        return (
+            [ShardingCodec(chunks, codecs, index_location=index_location)],
+            auto_shard_shape(chunks, shape, itemsize),
+        )
     shard_shape = normalize_chunks(shards, shape, itemsize)
     if auto_chunks:
         # The largest divisor of each shard side not above the guessed chunk side; chunks
         # of about 1 MiB, as zarr-python aims at inside shards.
         guess = guess_chunks(shard_shape, itemsize, max_bytes=1 << 20)
-        chunks = tuple(max(d for d in range(1, c + 1) if s % d == 0)
-                       for c, s in zip(guess, shard_shape))
+        chunks = tuple(
+            max(d for d in range(1, c + 1) if s % d == 0) for c, s in zip(guess, shard_shape)
+        )
     if any(s % c for s, c in zip(shard_shape, chunks)):
         raise ValueError(
-            f"the shard shape {shard_shape} must be a multiple of the chunk shape {chunks}")
+            f"the shard shape {shard_shape} must be a multiple of the chunk shape {chunks}"
+        )
     return [ShardingCodec(chunks, codecs, index_location=index_location)], shard_shape
 
 
-def auto_shard_shape(chunks: tuple[int, ...], shape: tuple[int, ...],
-                     itemsize: int) -> tuple[int, ...]:
+def auto_shard_shape(
+    chunks: tuple[int, ...], shape: tuple[int, ...], itemsize: int
+) -> tuple[int, ...]:
     """The shards of shards="auto", as zarr-python 3.4 sizes them. Without
     `config.target_shard_size_bytes`: two chunks along each axis the array spans more than 8
     chunks of, one along the others. With it: the same number of chunks along every axis,
@@ -212,12 +253,18 @@ def split_codecs(codecs: Iterable[Any]) -> dict[str, Any]:
     stages: dict[str, list[Any]] = {"filters": [], "serializer": [], "compressors": []}
     for codec in codecs:
         built = codec_from_json(codec)
-        stage = ("filters" if isinstance(built, ArrayArrayCodec) else
-                 "serializer" if isinstance(built, ArrayBytesCodec) else "compressors")
+        stage = (
+            "filters"
+            if isinstance(built, ArrayArrayCodec)
+            else "serializer"
+            if isinstance(built, ArrayBytesCodec)
+            else "compressors"
+        )
         stages[stage].append(built)
     if len(stages["serializer"]) != 1:
         raise ValueError(
-            f"codecs must hold one array->bytes codec, got {len(stages['serializer'])}")
+            f"codecs must hold one array->bytes codec, got {len(stages['serializer'])}"
+        )
     return {**stages, "serializer": stages["serializer"][0]}
 
 
@@ -230,6 +277,7 @@ def store_mode(mode: str, path: str) -> str | None:
 def check_mode(mode: str) -> None:
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+
 
 # -- the arrays zarr-python's functions describe ------------------------------------------------
 
@@ -293,8 +341,11 @@ def new_array_spec(new: NewArrayOptions) -> ArraySpec:
     zarr_format = format_for_new(new.zarr_format)
     check_attributes(new.attributes or {})
     path = normalize_path(new.path if new.path is not None else new.name)
-    store = make_store(new.store, storage_options=new.storage_options,
-                       mode=store_mode("w" if new.overwrite else "a", path))
+    store = make_store(
+        new.store,
+        storage_options=new.storage_options,
+        mode=store_mode("w" if new.overwrite else "a", path),
+    )
     shape = normalize_shape(shape)
     data_type = data_type_for(dtype, zarr_format, new.filters, new.compressors)
     np_dtype = data_type.numpy_dtype
@@ -323,28 +374,49 @@ def new_array_spec(new: NewArrayOptions) -> ArraySpec:
     if shards is not None and zarr_format == 2:
         raise ValueError("sharding needs zarr_format=3")
     if new.order is not None and zarr_format == 3:
-        warnings.warn("order has no effect on a Zarr format 3 array: its chunks are C order; "
-                      "the memory order of what reads return is config={'order': ...}",
-                      RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            "order has no effect on a Zarr format 3 array: its chunks are C order; "
+            "the memory order of what reads return is config={'order': ...}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
     metadata: NodeMetadata
     if zarr_format == 2:
         metadata = create_metadata_v2(
-            shape=shape, data_type=data_type, chunks=chunks, filters=new.filters,
-            compressors=new.compressors, fill_value=new.fill_value,
+            shape=shape,
+            data_type=data_type,
+            chunks=chunks,
+            filters=new.filters,
+            compressors=new.compressors,
+            fill_value=new.fill_value,
             order=new.order or global_config.array_order,
-            attributes=new.attributes or {}, chunk_key_encoding=new.chunk_key_encoding,
+            attributes=new.attributes or {},
+            chunk_key_encoding=new.chunk_key_encoding,
         )
     elif zarr_format == 3:
         metadata = _metadata_v3(new, shape, data_type, chunks, shards, grid, auto_chunks)
     else:
         raise ValueError(f"zarr_format must be 2 or 3, not {zarr_format!r}")
-    return ArraySpec(store, path, metadata, config=new.config, new=True,
-                     overwrite=new.overwrite, data=data if new.write_data else None)
+    return ArraySpec(
+        store,
+        path,
+        metadata,
+        config=new.config,
+        new=True,
+        overwrite=new.overwrite,
+        data=data if new.write_data else None,
+    )
 
 
-def _metadata_v3(new: NewArrayOptions, shape: tuple[int, ...], data_type: Any,
-                 chunks: tuple[int, ...], shards: Any, grid: ChunkGrid | None,
-                 auto_chunks: bool) -> ArrayMetadataV3:
+def _metadata_v3(
+    new: NewArrayOptions,
+    shape: tuple[int, ...],
+    data_type: Any,
+    chunks: tuple[int, ...],
+    shards: Any,
+    grid: ChunkGrid | None,
+    auto_chunks: bool,
+) -> ArrayMetadataV3:
     """The metadata of a new format 3 array of `new`'s codecs, chunk key encoding and
     dimension names (`new_array_spec` has checked the rest, into the other arguments)."""
     np_dtype = data_type.numpy_dtype
@@ -355,13 +427,14 @@ def _metadata_v3(new: NewArrayOptions, shape: tuple[int, ...], data_type: Any,
         *codec_list(new.compressors, [ZstdCodec(level=0, checksum=False)], "compressors"),
     ]
     if shards is not None:
-        codecs, chunks = shard_codecs(codecs, chunks, shards, shape, np_dtype.itemsize,
-                                      auto_chunks)
+        codecs, chunks = shard_codecs(codecs, chunks, shards, shape, np_dtype.itemsize, auto_chunks)
         inner = codecs[0].chunk_shape
         for d, axis in enumerate(grid.axes if grid else ()):
             if not isinstance(axis, int) and np.any(axis.lengths % inner[d]):
-                raise ValueError(f"the shards' edge lengths {axis.to_json()} along axis "
-                                 f"{d} must be multiples of the chunk length {inner[d]}")
+                raise ValueError(
+                    f"the shards' edge lengths {axis.to_json()} along axis "
+                    f"{d} must be multiples of the chunk length {inner[d]}"
+                )
     chain = CodecChain(codecs, ChunkSpec(chunks, np_dtype, fill))
     chunk_key_encoding = new.chunk_key_encoding
     if isinstance(chunk_key_encoding, dict) or chunk_key_encoding is None:
@@ -378,31 +451,55 @@ def _metadata_v3(new: NewArrayOptions, shape: tuple[int, ...], data_type: Any,
         if len(dimension_names) != len(shape):
             raise MetadataError(
                 f"dimension_names {list(dimension_names)!r}: expected one name (or None) per "
-                f"dimension, {len(shape)} for shape {tuple(shape)}, not {len(dimension_names)}")
+                f"dimension, {len(shape)} for shape {tuple(shape)}, not {len(dimension_names)}"
+            )
     return ArrayMetadataV3(
-        shape=shape, data_type=data_type, chunk_shape=chunks, chunk_key_encoding=cke,
-        fill_value=fill, codecs=chain.to_json(), attributes=dict(new.attributes or {}),
-        dimension_names=dimension_names, storage_transformers=[], extra={},
+        shape=shape,
+        data_type=data_type,
+        chunk_shape=chunks,
+        chunk_key_encoding=cke,
+        fill_value=fill,
+        codecs=chain.to_json(),
+        attributes=dict(new.attributes or {}),
+        dimension_names=dimension_names,
+        storage_transformers=[],
+        extra={},
         chunk_grid=grid,
     )
 
 
-def create_spec(shape: ShapeLike, *, chunks: ChunksLike | bool = None,
-      dtype: npt.DTypeLike | None = None,
-      compressor: CodecLike | Literal["auto"] = "auto", fill_value: Any = None,
-      order: Literal["C", "F"] | None = None, store: StoreLike = None,
-      synchronizer: Any = None, overwrite: bool = False, path: str | None = None,
-      chunk_store: StoreLike = None, filters: Iterable[Any] | None = None,
-      cache_metadata: bool | None = None, cache_attrs: bool | None = None,
-      read_only: bool | None = None, object_codec: CodecLike | None = None,
-      dimension_separator: Literal[".", "/"] | None = None,
-      write_empty_chunks: bool | None = None, zarr_version: int | None = None,
-      zarr_format: int | None = None, meta_array: Any = None,
-      attributes: Mapping[str, Any] | None = None, chunk_shape: ShapeLike | None = None,
-      chunk_key_encoding: Any = None, codecs: Iterable[Any] | None = None,
-      dimension_names: Sequence[str | None] | None = None,
-      storage_options: dict[str, Any] | None = None,
-      config: Mapping[str, Any] | None = None, **kwargs: Any) -> ArraySpec:
+def create_spec(
+    shape: ShapeLike,
+    *,
+    chunks: ChunksLike | bool = None,
+    dtype: npt.DTypeLike | None = None,
+    compressor: CodecLike | Literal["auto"] = "auto",
+    fill_value: Any = None,
+    order: Literal["C", "F"] | None = None,
+    store: StoreLike = None,
+    synchronizer: Any = None,
+    overwrite: bool = False,
+    path: str | None = None,
+    chunk_store: StoreLike = None,
+    filters: Iterable[Any] | None = None,
+    cache_metadata: bool | None = None,
+    cache_attrs: bool | None = None,
+    read_only: bool | None = None,
+    object_codec: CodecLike | None = None,
+    dimension_separator: Literal[".", "/"] | None = None,
+    write_empty_chunks: bool | None = None,
+    zarr_version: int | None = None,
+    zarr_format: int | None = None,
+    meta_array: Any = None,
+    attributes: Mapping[str, Any] | None = None,
+    chunk_shape: ShapeLike | None = None,
+    chunk_key_encoding: Any = None,
+    codecs: Iterable[Any] | None = None,
+    dimension_names: Sequence[str | None] | None = None,
+    storage_options: dict[str, Any] | None = None,
+    config: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> ArraySpec:
     """What `create` makes of its arguments (see it): a new array, read-only when
     `read_only`."""
     if kwargs:
@@ -417,44 +514,83 @@ def create_spec(shape: ShapeLike, *, chunks: ChunksLike | bool = None,
         chunks = None
     elif chunks is False:
         chunks = normalize_shape(shape)
-    array_config = {**(config or {}), **({} if write_empty_chunks is None else
-                                         {"write_empty_chunks": write_empty_chunks})}
-    common = dict(shape=shape, chunks=chunks, dtype=dtype, fill_value=fill_value, store=store,
-                  path=path, overwrite=overwrite, attributes=attributes, config=array_config,
-                  storage_options=storage_options, zarr_format=zarr_format)
+    array_config = {
+        **(config or {}),
+        **({} if write_empty_chunks is None else {"write_empty_chunks": write_empty_chunks}),
+    }
+    common = dict(
+        shape=shape,
+        chunks=chunks,
+        dtype=dtype,
+        fill_value=fill_value,
+        store=store,
+        path=path,
+        overwrite=overwrite,
+        attributes=attributes,
+        config=array_config,
+        storage_options=storage_options,
+        zarr_format=zarr_format,
+    )
     if zarr_format == 2:
         if codecs is not None or chunk_key_encoding is not None or dimension_names is not None:
-            raise ValueError("codecs, chunk_key_encoding and dimension_names are for "
-                             "zarr_format 3; format 2 takes compressor, filters and "
-                             "dimension_separator")
+            raise ValueError(
+                "codecs, chunk_key_encoding and dimension_names are for "
+                "zarr_format 3; format 2 takes compressor, filters and "
+                "dimension_separator"
+            )
         filters = list(filters or [])
         if object_codec is not None:
             filters.insert(0, object_codec)
-        spec = new_array_spec(NewArrayOptions(
-            **common, filters=filters or None, compressors=compressor, order=order,
-            chunk_key_encoding=dimension_separator))
+        spec = new_array_spec(
+            NewArrayOptions(
+                **common,
+                filters=filters or None,
+                compressors=compressor,
+                order=order,
+                chunk_key_encoding=dimension_separator,
+            )
+        )
     else:
-        for name, value in (("compressor", None if compressor == "auto" else compressor),
-                            ("filters", filters), ("object_codec", object_codec),
-                            ("dimension_separator", dimension_separator), ("order", order)):
+        for name, value in (
+            ("compressor", None if compressor == "auto" else compressor),
+            ("filters", filters),
+            ("object_codec", object_codec),
+            ("dimension_separator", dimension_separator),
+            ("order", order),
+        ):
             if value is not None:
-                raise ValueError(f"{name} is for zarr_format 2; format 3 takes codecs (and "
-                                 f"chunk_key_encoding, config={{'order': ...}})")
+                raise ValueError(
+                    f"{name} is for zarr_format 2; format 3 takes codecs (and "
+                    f"chunk_key_encoding, config={{'order': ...}})"
+                )
         if isinstance(chunk_key_encoding, tuple):
             chunk_key_encoding = {"name": chunk_key_encoding[0], "separator": chunk_key_encoding[1]}
         stages = {} if codecs is None else split_codecs(codecs)
-        spec = new_array_spec(NewArrayOptions(
-            **common, chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
-            **stages))
+        spec = new_array_spec(
+            NewArrayOptions(
+                **common,
+                chunk_key_encoding=chunk_key_encoding,
+                dimension_names=dimension_names,
+                **stages,
+            )
+        )
     spec.read_only = bool(read_only)
     return spec
 
 
-def open_spec(store: StoreLike = None, *, mode: str = "a", path: str | None = None,
-              zarr_format: int | None = None, name: str | None = None,
-              storage_options: dict[str, Any] | None = None, cache_bytes: int | None = None,
-              shared_cache: bool = False, recheck_cached_data: Any = True,
-              **kwargs: Any) -> ArraySpec:
+def open_spec(
+    store: StoreLike = None,
+    *,
+    mode: str = "a",
+    path: str | None = None,
+    zarr_format: int | None = None,
+    name: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+    cache_bytes: int | None = None,
+    shared_cache: bool = False,
+    recheck_cached_data: Any = True,
+    **kwargs: Any,
+) -> ArraySpec:
     """What `open_array` makes of its arguments (see it): an existing array, or a new one."""
     check_mode(mode)
     if cache_bytes is not None:
@@ -462,20 +598,31 @@ def open_spec(store: StoreLike = None, *, mode: str = "a", path: str | None = No
     if shared_cache is not False:
         kwargs["config"] = {**config_items(kwargs.get("config")), "shared_cache": shared_cache}
     if recheck_cached_data is not True:
-        kwargs["config"] = {**config_items(kwargs.get("config")),
-                            "recheck_cached_data": recheck_cached_data}
+        kwargs["config"] = {
+            **config_items(kwargs.get("config")),
+            "recheck_cached_data": recheck_cached_data,
+        }
     path = normalize_path(path if path is not None else name)
-    store = make_store(store, read_only=(mode == "r"), storage_options=storage_options,
-                       mode=store_mode(mode, path))
+    store = make_store(
+        store, read_only=(mode == "r"), storage_options=storage_options, mode=store_mode(mode, path)
+    )
     if mode in ("w", "w-"):
-        return new_array_spec(NewArrayOptions(store, name=path, overwrite=(mode == "w"),
-                                              zarr_format=format_for_new(zarr_format), **kwargs))
+        return new_array_spec(
+            NewArrayOptions(
+                store,
+                name=path,
+                overwrite=(mode == "w"),
+                zarr_format=format_for_new(zarr_format),
+                **kwargs,
+            )
+        )
     try:
         metadata = read_metadata(store, path, zarr_format)
     except NodeNotFoundError:
         if mode == "a" and "shape" in kwargs:
-            return new_array_spec(NewArrayOptions(
-                store, name=path, zarr_format=format_for_new(zarr_format), **kwargs))
+            return new_array_spec(
+                NewArrayOptions(store, name=path, zarr_format=format_for_new(zarr_format), **kwargs)
+            )
         raise
     if metadata.node_type != "array":
         raise ArrayNotFoundError(f"the node at path {path!r} is a group, not an array")

@@ -6,6 +6,7 @@ only starts work and receives results: no I/O, decoding or lock wait runs on it.
 awaiting task stops the call between chunks (those in progress end whole) and waits for the
 work in progress to end before the task sees CancelledError.
 """
+
 from __future__ import annotations
 
 import functools
@@ -151,8 +152,13 @@ class _ReadQueue:
 
         waited.add_done_callback(delivered)
 
-    def _deliver(self, loop: asyncio.AbstractEventLoop, futures: list[asyncio.Future[Any]],
-                 outcomes: list[tuple[bool, Any]], first: int) -> None:
+    def _deliver(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        futures: list[asyncio.Future[Any]],
+        outcomes: list[tuple[bool, Any]],
+        first: int,
+    ) -> None:
         end = first + RESULTS_PER_STEP
         for future, (ok, value) in zip(futures[first:end], outcomes[first:end]):
             if not future.done():
@@ -310,44 +316,54 @@ class AsyncArray(_AsyncNode):
         """
         await run(self._node.__setitem__, selection, value)
 
-    async def get_basic_selection(self, selection: Any = Ellipsis, *, out: Any = None,
-                                  fields: Any = None) -> Any:
+    async def get_basic_selection(
+        self, selection: Any = Ellipsis, *, out: Any = None, fields: Any = None
+    ) -> Any:
         return await run(self._node.get_basic_selection, selection, out=out, fields=fields)
 
-    async def set_basic_selection(self, selection: Any, value: npt.ArrayLike, *,
-                                  fields: Any = None) -> None:
+    async def set_basic_selection(
+        self, selection: Any, value: npt.ArrayLike, *, fields: Any = None
+    ) -> None:
         await run(self._node.set_basic_selection, selection, value, fields=fields)
 
-    async def get_orthogonal_selection(self, selection: Any, *, out: Any = None,
-                                       fields: Any = None) -> Any:
+    async def get_orthogonal_selection(
+        self, selection: Any, *, out: Any = None, fields: Any = None
+    ) -> Any:
         return await run(self._node.get_orthogonal_selection, selection, out=out, fields=fields)
 
-    async def set_orthogonal_selection(self, selection: Any, value: npt.ArrayLike, *,
-                                       fields: Any = None) -> None:
+    async def set_orthogonal_selection(
+        self, selection: Any, value: npt.ArrayLike, *, fields: Any = None
+    ) -> None:
         await run(self._node.set_orthogonal_selection, selection, value, fields=fields)
 
-    async def get_coordinate_selection(self, selection: Any, *, out: Any = None,
-                                       fields: Any = None) -> Any:
+    async def get_coordinate_selection(
+        self, selection: Any, *, out: Any = None, fields: Any = None
+    ) -> Any:
         return await run(self._node.get_coordinate_selection, selection, out=out, fields=fields)
 
-    async def set_coordinate_selection(self, selection: Any, value: npt.ArrayLike, *,
-                                       fields: Any = None) -> None:
+    async def set_coordinate_selection(
+        self, selection: Any, value: npt.ArrayLike, *, fields: Any = None
+    ) -> None:
         await run(self._node.set_coordinate_selection, selection, value, fields=fields)
 
-    async def get_mask_selection(self, mask: npt.ArrayLike, *, out: Any = None,
-                                 fields: Any = None) -> Any:
+    async def get_mask_selection(
+        self, mask: npt.ArrayLike, *, out: Any = None, fields: Any = None
+    ) -> Any:
         return await run(self._node.get_mask_selection, mask, out=out, fields=fields)
 
-    async def set_mask_selection(self, mask: npt.ArrayLike, value: npt.ArrayLike, *,
-                                 fields: Any = None) -> None:
+    async def set_mask_selection(
+        self, mask: npt.ArrayLike, value: npt.ArrayLike, *, fields: Any = None
+    ) -> None:
         await run(self._node.set_mask_selection, mask, value, fields=fields)
 
-    async def get_block_selection(self, selection: Any, *, out: Any = None,
-                                  fields: Any = None) -> Any:
+    async def get_block_selection(
+        self, selection: Any, *, out: Any = None, fields: Any = None
+    ) -> Any:
         return await run(self._node.get_block_selection, selection, out=out, fields=fields)
 
-    async def set_block_selection(self, selection: Any, value: npt.ArrayLike, *,
-                                  fields: Any = None) -> None:
+    async def set_block_selection(
+        self, selection: Any, value: npt.ArrayLike, *, fields: Any = None
+    ) -> None:
         await run(self._node.set_block_selection, selection, value, fields=fields)
 
     async def get_many(self, selections: Sequence[Any], *, out: Any = None) -> Any:
@@ -368,8 +384,9 @@ class AsyncArray(_AsyncNode):
 
     @property
     def oindex(self) -> _AsyncSelector:
-        return _AsyncSelector(self._node.get_orthogonal_selection,
-                              self._node.set_orthogonal_selection)
+        return _AsyncSelector(
+            self._node.get_orthogonal_selection, self._node.set_orthogonal_selection
+        )
 
     @property
     def vindex(self) -> _AsyncSelector:
@@ -644,8 +661,9 @@ class AsyncGroup(_AsyncNode):
     async def nmembers(self, max_depth: int | None = 0) -> int:
         return await run(self._node.nmembers, max_depth)
 
-    async def members(self, max_depth: int | None = 0
-                      ) -> AsyncIterator[tuple[str, AsyncArray | AsyncGroup | BrokenNode]]:
+    async def members(
+        self, max_depth: int | None = 0
+    ) -> AsyncIterator[tuple[str, AsyncArray | AsyncGroup | BrokenNode]]:
         """(relative path, node) pairs, as Group.members (listed off the loop, then yielded).
 
         Parameters

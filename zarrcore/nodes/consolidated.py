@@ -8,17 +8,25 @@ v2: `.zmetadata` = {"metadata": {"a/.zarray": doc, "a/.zattrs": doc, ...},
 v3: the group's `zarr.json` carries "consolidated_metadata": {"kind": "inline",
 "must_understand": false, "metadata": {"a": zarr.json doc, "a/b": ...}}.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .node import (
-    V2_ARRAY_KEY, V2_ATTRS_KEY, V2_GROUP_KEY, V3_KEY, find_metadata, join, load_json,
-    normalize_path, read_metadata,
-)
 from ..errors import MetadataError
 from ..metadata import parse_metadata_v3
 from ..metadata.v2 import parse_metadata_v2
+from .node import (
+    V2_ARRAY_KEY,
+    V2_ATTRS_KEY,
+    V2_GROUP_KEY,
+    V3_KEY,
+    find_metadata,
+    join,
+    load_json,
+    normalize_path,
+    read_metadata,
+)
 
 if TYPE_CHECKING:
     from ..metadata.types import NodeMetadata
@@ -49,8 +57,14 @@ class ConsolidatedMetadata:
     _children: dict[str, list[str]]
     _cache: dict[str, NodeMetadata]
 
-    def __init__(self, zarr_format: int, docs: Any, where: str, prefix: str = "",
-                 _shared: _Shared | None = None) -> None:
+    def __init__(
+        self,
+        zarr_format: int,
+        docs: Any,
+        where: str,
+        prefix: str = "",
+        _shared: _Shared | None = None,
+    ) -> None:
         self.zarr_format = zarr_format
         self._where = where
         self._prefix = prefix
@@ -69,8 +83,9 @@ class ConsolidatedMetadata:
             return None
         metadata = field.get("metadata") if isinstance(field, dict) else None
         if not isinstance(metadata, dict) or field.get("kind") != "inline":
-            raise MetadataError(f"{where}: field 'consolidated_metadata': expected an inline "
-                                f"metadata object")
+            raise MetadataError(
+                f"{where}: field 'consolidated_metadata': expected an inline metadata object"
+            )
         for rel, doc in metadata.items():
             _check_entry(rel, doc, where)
         return cls(3, dict(metadata), where)
@@ -111,8 +126,12 @@ class ConsolidatedMetadata:
         if self.zarr_format == 3:
             meta = parse_metadata_v3(doc, where)
         else:
-            meta = parse_metadata_v2(doc.get(V2_ARRAY_KEY), doc.get(V2_GROUP_KEY),
-                                     doc.get(V2_ATTRS_KEY), prefix=f"{where}: ")
+            meta = parse_metadata_v2(
+                doc.get(V2_ARRAY_KEY),
+                doc.get(V2_GROUP_KEY),
+                doc.get(V2_ATTRS_KEY),
+                prefix=f"{where}: ",
+            )
         # Threads that parse one node at once all get the first one's metadata.
         return self._cache.setdefault(key, meta)
 
@@ -124,7 +143,7 @@ class ConsolidatedMetadata:
     def paths(self) -> list[str]:
         """The relative path of every node listed below this view."""
         head = self._prefix + "/" if self._prefix else ""
-        return sorted(k[len(head):] for k in self._docs if k and k.startswith(head))
+        return sorted(k[len(head) :] for k in self._docs if k and k.startswith(head))
 
     def children(self, rel: str = "") -> list[str]:
         """Names of the direct children of `rel`."""
@@ -132,8 +151,13 @@ class ConsolidatedMetadata:
 
     def subgroup(self, rel: str) -> ConsolidatedMetadata:
         """The view rooted at the group `rel` below this one."""
-        return ConsolidatedMetadata(self.zarr_format, None, self._where, self._key(rel),
-                                    (self._docs, self._children, self._cache))
+        return ConsolidatedMetadata(
+            self.zarr_format,
+            None,
+            self._where,
+            self._key(rel),
+            (self._docs, self._children, self._cache),
+        )
 
 
 def _check_entry(rel: str, doc: Any, where: str, key: str | None = None) -> None:
@@ -147,8 +171,9 @@ def _check_entry(rel: str, doc: Any, where: str, key: str | None = None) -> None
         raise MetadataError(f"{where}: metadata key {key or rel!r} is not a normalized path")
 
 
-def open_group_metadata(store: Store, path: str, zarr_format: int | None,
-                        use_consolidated: bool | None) -> tuple[Any, ConsolidatedMetadata | None]:
+def open_group_metadata(
+    store: Store, path: str, zarr_format: int | None, use_consolidated: bool | None
+) -> tuple[Any, ConsolidatedMetadata | None]:
     """(metadata, consolidated metadata or None) of the node at `path`.
 
     A v2 `.zmetadata` also holds the group's own documents, so when it exists nothing else
@@ -178,8 +203,7 @@ def open_group_metadata(store: Store, path: str, zarr_format: int | None,
         meta = read_metadata(store, path, 2)
     consolidated = None
     if meta.node_type == "group" and meta.zarr_format == 3 and use_consolidated is not False:
-        consolidated = ConsolidatedMetadata.from_v3(meta.consolidated_metadata,
-                                                    join(path, V3_KEY))
+        consolidated = ConsolidatedMetadata.from_v3(meta.consolidated_metadata, join(path, V3_KEY))
     if use_consolidated and consolidated is None:
         raise MetadataError(f"no consolidated metadata for a group at path {path!r} in {store!r}")
     return meta, consolidated

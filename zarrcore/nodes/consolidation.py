@@ -2,21 +2,29 @@
 (`open_consolidated`), as zarr-python does; reading it is `consolidated.py`'s
 (`ConsolidatedMetadata`, `open_group_metadata`).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-
-from .consolidated import V2_DOC_KEYS, V2_KEY, ConsolidatedMetadata, empty_inline
-from .node import (
-    METADATA_KEYS, V2_ATTRS_KEY, V2_GROUP_KEY, V3_KEY, dump_json, join, load_json,
-    metadata_update, normalize_path, read_metadata,
-)
-from .group import Group, open_group
 from ..errors import GroupNotFoundError, MetadataError
 from ..metadata import GroupMetadataV3
 from ..storage import make_store
+from .consolidated import V2_DOC_KEYS, V2_KEY, ConsolidatedMetadata, empty_inline
+from .group import Group, open_group
+from .node import (
+    METADATA_KEYS,
+    V2_ATTRS_KEY,
+    V2_GROUP_KEY,
+    V3_KEY,
+    dump_json,
+    join,
+    load_json,
+    metadata_update,
+    normalize_path,
+    read_metadata,
+)
 
 if TYPE_CHECKING:
     from ..metadata.types import StoreLike
@@ -38,8 +46,9 @@ def _node_docs(store: Store, path: str, keys: Iterable[str]) -> dict[str, Any]:
     return docs
 
 
-def _walk(store: Store, path: str, keys: Iterable[str],
-          rel: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+def _walk(
+    store: Store, path: str, keys: Iterable[str], rel: str = ""
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """(relative path, documents) of every node below `path`, parents first."""
     group = join(path, rel) if rel else path
     for name in sorted(store.list_dir(group)):
@@ -51,15 +60,21 @@ def _walk(store: Store, path: str, keys: Iterable[str],
             continue  # not a node (a v2 bare .zattrs, a stray file or a v3 node in v2)
         for key, doc in docs.items():
             if not isinstance(doc, dict):
-                raise MetadataError(f"{join(path, child_rel)}/{key}: expected a JSON object, "
-                                    f"got {type(doc).__name__}")
+                raise MetadataError(
+                    f"{join(path, child_rel)}/{key}: expected a JSON object, "
+                    f"got {type(doc).__name__}"
+                )
         yield child_rel, docs
         if V2_GROUP_KEY in docs or docs.get(V3_KEY, {}).get("node_type") == "group":
             yield from _walk(store, path, keys, child_rel)
 
 
-def consolidate_metadata(store: StoreLike, path: str = "", zarr_format: int | None = None,
-                         storage_options: dict[str, Any] | None = None) -> Group:
+def consolidate_metadata(
+    store: StoreLike,
+    path: str = "",
+    zarr_format: int | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> Group:
     """Gather the metadata of every node below the group at `path` into it; return the group.
 
     v3 groups get the inline `consolidated_metadata` field of their `zarr.json`, v2 groups a
@@ -108,11 +123,17 @@ def consolidate_metadata(store: StoreLike, path: str = "", zarr_format: int | No
                 if doc.get("node_type") == "group":
                     doc = {**doc, "consolidated_metadata": empty_inline()}  # as zarr-python writes
                 gathered[rel] = doc
-            updated = meta.evolve(consolidated_metadata={
-                "kind": "inline", "must_understand": False, "metadata": gathered})
+            updated = meta.evolve(
+                consolidated_metadata={
+                    "kind": "inline",
+                    "must_understand": False,
+                    "metadata": gathered,
+                }
+            )
             store_metadata(updated)
-            consolidated = ConsolidatedMetadata.from_v3(updated.consolidated_metadata,
-                                                        join(path, V3_KEY))
+            consolidated = ConsolidatedMetadata.from_v3(
+                updated.consolidated_metadata, join(path, V3_KEY)
+            )
         else:
             gathered = _node_docs(store, path, (V2_GROUP_KEY, V2_ATTRS_KEY))
             for rel, docs in _walk(store, path, V2_DOC_KEYS):
@@ -124,9 +145,14 @@ def consolidate_metadata(store: StoreLike, path: str = "", zarr_format: int | No
     return Group(store, path, group.metadata, consolidated=consolidated)
 
 
-def open_consolidated(store: StoreLike = None, *, path: str | None = None, mode: str = "r",
-                      zarr_format: int | None = None,
-                      storage_options: dict[str, Any] | None = None) -> Group:
+def open_consolidated(
+    store: StoreLike = None,
+    *,
+    path: str | None = None,
+    mode: str = "r",
+    zarr_format: int | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> Group:
     """Open the group at `path` through its consolidated metadata (which must exist).
 
     Parameters
@@ -154,6 +180,11 @@ def open_consolidated(store: StoreLike = None, *, path: str | None = None, mode:
     NodeNotFoundError
         No group at `path`.
     """
-    return open_group(store, mode=mode, path=path, zarr_format=zarr_format, use_consolidated=True,
-                      storage_options=storage_options)
-
+    return open_group(
+        store,
+        mode=mode,
+        path=path,
+        zarr_format=zarr_format,
+        use_consolidated=True,
+        storage_options=storage_options,
+    )

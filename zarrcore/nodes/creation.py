@@ -1,6 +1,7 @@
 """Creating and opening arrays: zarr-python's top-level functions for them (`create_array`,
 `open_array`, `create`, `from_array`, `zeros` and the others, and their `*_like` forms). What
 their arguments mean is `array_specs.py`'s."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -8,11 +9,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-
 from .array import Array, make_array
-from .array_specs import (
-    NewArrayOptions, create_spec, format_for_new, new_array_spec, open_spec,
-)
+from .array_specs import NewArrayOptions, create_spec, format_for_new, new_array_spec, open_spec
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -20,26 +18,50 @@ if TYPE_CHECKING:
     from ..metadata.types import ChunksLike, CodecLike, CodecsLike, ShapeLike, StoreLike
 
 __all__ = [
-    "array", "create", "create_array", "empty", "empty_like", "from_array", "full", "full_like",
-    "like_kwargs", "ones", "ones_like", "open_array", "zeros", "zeros_like",
+    "array",
+    "create",
+    "create_array",
+    "empty",
+    "empty_like",
+    "from_array",
+    "full",
+    "full_like",
+    "like_kwargs",
+    "ones",
+    "ones_like",
+    "open_array",
+    "zeros",
+    "zeros_like",
 ]
 
 
 # -- creating and opening arrays (zarr-python's top-level functions) ------------------------------
 
 
-def create_array(store: StoreLike = None, *, name: str | None = None,
-                 shape: ShapeLike | None = None, dtype: npt.DTypeLike | None = None,
-                 data: npt.ArrayLike | None = None, chunks: ChunksLike = None,
-                 shards: ShapeLike | Mapping[str, Any] | Literal["auto"] | None = None,
-                 filters: CodecsLike = None,
-                 serializer: CodecsLike = "auto", compressors: CodecsLike = "auto",
-                 fill_value: Any = None, order: Literal["C", "F"] | None = None,
-                 zarr_format: int | None = 3, attributes: Mapping[str, Any] | None = None,
-                 chunk_key_encoding: Any = None,
-                 dimension_names: Sequence[str | None] | None = None, overwrite: bool = False,
-                 path: str | None = None, config: Mapping[str, Any] | None = None,
-                 write_data: bool = True, storage_options: dict[str, Any] | None = None) -> Array:
+def create_array(
+    store: StoreLike = None,
+    *,
+    name: str | None = None,
+    shape: ShapeLike | None = None,
+    dtype: npt.DTypeLike | None = None,
+    data: npt.ArrayLike | None = None,
+    chunks: ChunksLike = None,
+    shards: ShapeLike | Mapping[str, Any] | Literal["auto"] | None = None,
+    filters: CodecsLike = None,
+    serializer: CodecsLike = "auto",
+    compressors: CodecsLike = "auto",
+    fill_value: Any = None,
+    order: Literal["C", "F"] | None = None,
+    zarr_format: int | None = 3,
+    attributes: Mapping[str, Any] | None = None,
+    chunk_key_encoding: Any = None,
+    dimension_names: Sequence[str | None] | None = None,
+    overwrite: bool = False,
+    path: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    write_data: bool = True,
+    storage_options: dict[str, Any] | None = None,
+) -> Array:
     """Create an array; `store` is anything make_store takes (a path, a URL, a dict, a Store,
     another library's store), configured by `storage_options` when it is a URL. With `data`,
     the shape and dtype come from it, and its values are written unless `write_data` is
@@ -112,31 +134,67 @@ def create_array(store: StoreLike = None, *, name: str | None = None,
     ReadOnlyError
         The store is read-only.
     """
-    return make_array(new_array_spec(NewArrayOptions(
-        store, name=name, shape=shape, dtype=dtype, data=data, chunks=chunks, shards=shards,
-        filters=filters, serializer=serializer, compressors=compressors, fill_value=fill_value,
-        order=order, zarr_format=zarr_format, attributes=attributes,
-        chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names,
-        overwrite=overwrite, path=path, config=config, write_data=write_data,
-        storage_options=storage_options)))
+    return make_array(
+        new_array_spec(
+            NewArrayOptions(
+                store,
+                name=name,
+                shape=shape,
+                dtype=dtype,
+                data=data,
+                chunks=chunks,
+                shards=shards,
+                filters=filters,
+                serializer=serializer,
+                compressors=compressors,
+                fill_value=fill_value,
+                order=order,
+                zarr_format=zarr_format,
+                attributes=attributes,
+                chunk_key_encoding=chunk_key_encoding,
+                dimension_names=dimension_names,
+                overwrite=overwrite,
+                path=path,
+                config=config,
+                write_data=write_data,
+                storage_options=storage_options,
+            )
+        )
+    )
 
 
-def create(shape: ShapeLike, *, chunks: ChunksLike | bool = None,
-           dtype: npt.DTypeLike | None = None,
-           compressor: CodecLike | Literal["auto"] = "auto", fill_value: Any = None,
-           order: Literal["C", "F"] | None = None, store: StoreLike = None,
-           synchronizer: Any = None, overwrite: bool = False, path: str | None = None,
-           chunk_store: StoreLike = None, filters: Iterable[Any] | None = None,
-           cache_metadata: bool | None = None, cache_attrs: bool | None = None,
-           read_only: bool | None = None, object_codec: CodecLike | None = None,
-           dimension_separator: Literal[".", "/"] | None = None,
-           write_empty_chunks: bool | None = None, zarr_version: int | None = None,
-           zarr_format: int | None = None, meta_array: Any = None,
-           attributes: Mapping[str, Any] | None = None, chunk_shape: ShapeLike | None = None,
-           chunk_key_encoding: Any = None, codecs: Iterable[Any] | None = None,
-           dimension_names: Sequence[str | None] | None = None,
-           storage_options: dict[str, Any] | None = None,
-           config: Mapping[str, Any] | None = None, **kwargs: Any) -> Array:
+def create(
+    shape: ShapeLike,
+    *,
+    chunks: ChunksLike | bool = None,
+    dtype: npt.DTypeLike | None = None,
+    compressor: CodecLike | Literal["auto"] = "auto",
+    fill_value: Any = None,
+    order: Literal["C", "F"] | None = None,
+    store: StoreLike = None,
+    synchronizer: Any = None,
+    overwrite: bool = False,
+    path: str | None = None,
+    chunk_store: StoreLike = None,
+    filters: Iterable[Any] | None = None,
+    cache_metadata: bool | None = None,
+    cache_attrs: bool | None = None,
+    read_only: bool | None = None,
+    object_codec: CodecLike | None = None,
+    dimension_separator: Literal[".", "/"] | None = None,
+    write_empty_chunks: bool | None = None,
+    zarr_version: int | None = None,
+    zarr_format: int | None = None,
+    meta_array: Any = None,
+    attributes: Mapping[str, Any] | None = None,
+    chunk_shape: ShapeLike | None = None,
+    chunk_key_encoding: Any = None,
+    codecs: Iterable[Any] | None = None,
+    dimension_names: Sequence[str | None] | None = None,
+    storage_options: dict[str, Any] | None = None,
+    config: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> Array:
     """zarr-python's `create` (the zarr 2 style of creating an array): format 2 arrays take
     one `compressor`, `filters`, `object_codec`, `order` and `dimension_separator`; format 3
     arrays a whole `codecs` list and `chunk_key_encoding`.
@@ -205,26 +263,54 @@ def create(shape: ShapeLike, *, chunks: ChunksLike | bool = None,
     NotImplementedError
         A separate `chunk_store`.
     """
-    return make_array(create_spec(shape, chunks=chunks, dtype=dtype, compressor=compressor,
-                                  fill_value=fill_value, order=order, store=store,
-                                  synchronizer=synchronizer, overwrite=overwrite, path=path,
-                                  chunk_store=chunk_store, filters=filters,
-                                  cache_metadata=cache_metadata, cache_attrs=cache_attrs,
-                                  read_only=read_only, object_codec=object_codec,
-                                  dimension_separator=dimension_separator,
-                                  write_empty_chunks=write_empty_chunks, zarr_version=zarr_version,
-                                  zarr_format=zarr_format, meta_array=meta_array,
-                                  attributes=attributes, chunk_shape=chunk_shape,
-                                  chunk_key_encoding=chunk_key_encoding, codecs=codecs,
-                                  dimension_names=dimension_names, storage_options=storage_options,
-                                  config=config, **kwargs))
+    return make_array(
+        create_spec(
+            shape,
+            chunks=chunks,
+            dtype=dtype,
+            compressor=compressor,
+            fill_value=fill_value,
+            order=order,
+            store=store,
+            synchronizer=synchronizer,
+            overwrite=overwrite,
+            path=path,
+            chunk_store=chunk_store,
+            filters=filters,
+            cache_metadata=cache_metadata,
+            cache_attrs=cache_attrs,
+            read_only=read_only,
+            object_codec=object_codec,
+            dimension_separator=dimension_separator,
+            write_empty_chunks=write_empty_chunks,
+            zarr_version=zarr_version,
+            zarr_format=zarr_format,
+            meta_array=meta_array,
+            attributes=attributes,
+            chunk_shape=chunk_shape,
+            chunk_key_encoding=chunk_key_encoding,
+            codecs=codecs,
+            dimension_names=dimension_names,
+            storage_options=storage_options,
+            config=config,
+            **kwargs,
+        )
+    )
 
 
-def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = None,
-               zarr_format: int | None = None, name: str | None = None,
-               storage_options: dict[str, Any] | None = None, cache_bytes: int | None = None,
-               shared_cache: bool = False, recheck_cached_data: bool | str | float = True,
-               **kwargs: Any) -> Array:
+def open_array(
+    store: StoreLike = None,
+    *,
+    mode: str = "a",
+    path: str | None = None,
+    zarr_format: int | None = None,
+    name: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+    cache_bytes: int | None = None,
+    shared_cache: bool = False,
+    recheck_cached_data: bool | str | float = True,
+    **kwargs: Any,
+) -> Array:
     """Open an existing array, or create one (modes 'w', 'w-', 'a') when `shape` is given.
 
     Parameters
@@ -271,10 +357,20 @@ def open_array(store: StoreLike = None, *, mode: str = "a", path: str | None = N
     NodeExistsError
         Something at the path in mode w- (ContainsArrayError, ContainsGroupError).
     """
-    return make_array(open_spec(store, mode=mode, path=path, zarr_format=zarr_format, name=name,
-                                storage_options=storage_options, cache_bytes=cache_bytes,
-                                shared_cache=shared_cache,
-                                recheck_cached_data=recheck_cached_data, **kwargs))
+    return make_array(
+        open_spec(
+            store,
+            mode=mode,
+            path=path,
+            zarr_format=zarr_format,
+            name=name,
+            storage_options=storage_options,
+            cache_bytes=cache_bytes,
+            shared_cache=shared_cache,
+            recheck_cached_data=recheck_cached_data,
+            **kwargs,
+        )
+    )
 
 
 def _create(store: StoreLike, shape: ShapeLike, kwargs: dict[str, Any]) -> Array:
@@ -453,8 +549,9 @@ def empty_like(a: Array | npt.ArrayLike, store: StoreLike = None, **kwargs: Any)
     return _create(store, np.shape(a), like_kwargs(a, kwargs))
 
 
-def full_like(a: Array | npt.ArrayLike, fill_value: Any, store: StoreLike = None,
-              **kwargs: Any) -> Array:
+def full_like(
+    a: Array | npt.ArrayLike, fill_value: Any, store: StoreLike = None, **kwargs: Any
+) -> Array:
     """`full` of the shape and dtype of `a`, and its chunks and format when an Array.
 
     Parameters
@@ -479,14 +576,27 @@ def full_like(a: Array | npt.ArrayLike, fill_value: Any, store: StoreLike = None
 _KEPT = ("chunks", "shards", "filters", "compressors", "serializer")
 
 
-def from_array(store: StoreLike = None, *, data: Array | npt.ArrayLike, write_data: bool = True,
-               name: str | None = None, chunks: Any = "keep", shards: Any = "keep",
-               filters: Any = "keep", compressors: Any = "keep", serializer: Any = "keep",
-               fill_value: Any = None, order: Literal["C", "F"] | None = None,
-               zarr_format: int | None = None, attributes: Mapping[str, Any] | None = None,
-               chunk_key_encoding: Any = None, dimension_names: Sequence[str | None] | None = None,
-               overwrite: bool = False, config: Mapping[str, Any] | None = None,
-               storage_options: dict[str, Any] | None = None) -> Array:
+def from_array(
+    store: StoreLike = None,
+    *,
+    data: Array | npt.ArrayLike,
+    write_data: bool = True,
+    name: str | None = None,
+    chunks: Any = "keep",
+    shards: Any = "keep",
+    filters: Any = "keep",
+    compressors: Any = "keep",
+    serializer: Any = "keep",
+    fill_value: Any = None,
+    order: Literal["C", "F"] | None = None,
+    zarr_format: int | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    chunk_key_encoding: Any = None,
+    dimension_names: Sequence[str | None] | None = None,
+    overwrite: bool = False,
+    config: Mapping[str, Any] | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> Array:
     """A new array like `data` (an Array, or anything numpy takes), holding its values unless
     `write_data` is False. "keep" takes a setting from a source Array (else the default);
     an Array source also gives the fill value, format, attributes and dimension names.
@@ -524,16 +634,22 @@ def from_array(store: StoreLike = None, *, data: Array | npt.ArrayLike, write_da
     ValueError, MetadataError
         As `create_array` raises them.
     """
-    settings = dict(chunks=chunks, shards=shards, filters=filters, compressors=compressors,
-                    serializer=serializer)
+    settings = dict(
+        chunks=chunks,
+        shards=shards,
+        filters=filters,
+        compressors=compressors,
+        serializer=serializer,
+    )
     if isinstance(data, Array):
         source = data
         zarr_format = zarr_format or source.zarr_format
         same_format = zarr_format == source.zarr_format
         for key in _KEPT:
             if isinstance(settings[key], str) and settings[key] == "keep":
-                settings[key] = (getattr(source, key) if same_format or key in ("chunks", "shards")
-                                 else "auto")
+                settings[key] = (
+                    getattr(source, key) if same_format or key in ("chunks", "shards") else "auto"
+                )
         if zarr_format == 2:
             settings.pop("serializer")
             settings["shards"] = None
@@ -548,19 +664,33 @@ def from_array(store: StoreLike = None, *, data: Array | npt.ArrayLike, write_da
     else:
         source = np.asanyarray(data)
         zarr_format = format_for_new(zarr_format)
-        settings = {k: (None if k in ("chunks", "shards") else "auto")
-                    if isinstance(v, str) and v == "keep" else v for k, v in settings.items()}
+        settings = {
+            k: (None if k in ("chunks", "shards") else "auto")
+            if isinstance(v, str) and v == "keep"
+            else v
+            for k, v in settings.items()
+        }
         if zarr_format == 2:
             settings.pop("serializer")
         dtype = source.dtype
     if settings.get("filters") == "auto":
         settings["filters"] = None
-    array = create_array(store, name=name, shape=source.shape, dtype=dtype,
-                         fill_value=fill_value, order=order, zarr_format=zarr_format,
-                         attributes=attributes, chunk_key_encoding=chunk_key_encoding,
-                         dimension_names=dimension_names, overwrite=overwrite, config=config,
-                         storage_options=storage_options, **settings)
+    array = create_array(
+        store,
+        name=name,
+        shape=source.shape,
+        dtype=dtype,
+        fill_value=fill_value,
+        order=order,
+        zarr_format=zarr_format,
+        attributes=attributes,
+        chunk_key_encoding=chunk_key_encoding,
+        dimension_names=dimension_names,
+        overwrite=overwrite,
+        config=config,
+        storage_options=storage_options,
+        **settings,
+    )
     if write_data:
         array[...] = source  # an Array source streams, block by block
     return array
-

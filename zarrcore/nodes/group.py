@@ -1,28 +1,40 @@
 """The Group: a node holding arrays and groups by name."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-
-from .consolidated import ConsolidatedMetadata, open_group_metadata
-
-from .node import (
-    BrokenNode, CONTAINS, METADATA_KEYS, Node, ensure_parent_groups, join, node_exists,
-    normalize_path, read_metadata,
-)
-from .array import Array
-from .array_specs import check_mode, create_node, format_for_new, store_mode
-from .group_arrays import ArrayMakers
 from ..errors import (
-    ArrayNotFoundError, GroupNotFoundError, IncompatibleArrayError, IncompatibleGroupError,
-    InvalidKeyError, MemberNotFoundError, NodeExistsError, NodeNotFoundError,
+    ArrayNotFoundError,
+    GroupNotFoundError,
+    IncompatibleArrayError,
+    IncompatibleGroupError,
+    InvalidKeyError,
+    MemberNotFoundError,
+    NodeExistsError,
+    NodeNotFoundError,
     ZarrcoreError,
 )
 from ..metadata import GroupMetadataV3
 from ..metadata.common import MetadataDocument, check_attributes
 from ..metadata.v2 import GroupMetadataV2
 from ..storage import MemoryStore, make_store
+from .array import Array
+from .array_specs import check_mode, create_node, format_for_new, store_mode
+from .consolidated import ConsolidatedMetadata, open_group_metadata
+from .group_arrays import ArrayMakers
+from .node import (
+    CONTAINS,
+    METADATA_KEYS,
+    BrokenNode,
+    Node,
+    ensure_parent_groups,
+    join,
+    node_exists,
+    normalize_path,
+    read_metadata,
+)
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -38,11 +50,18 @@ _N = TypeVar("_N", Array, "Group")
 _A = {"array": "an array", "group": "a group"}
 # What require_group and require_array raise for a node of the other kind, by its kind.
 _INCOMPATIBLE: dict[str, type[NodeExistsError]] = {
-    "array": IncompatibleArrayError, "group": IncompatibleGroupError}
+    "array": IncompatibleArrayError,
+    "group": IncompatibleGroupError,
+}
 
 
-def open_node(store: Store, path: str, zarr_format: int | None = None, read_only: bool = False,
-              use_consolidated: bool | None = False) -> Array | Group:
+def open_node(
+    store: Store,
+    path: str,
+    zarr_format: int | None = None,
+    read_only: bool = False,
+    use_consolidated: bool | None = False,
+) -> Array | Group:
     """The Array or Group at `path`; a group's consolidated metadata is used unless
     `use_consolidated` is False, and required when it is True."""
     if use_consolidated is False:
@@ -63,8 +82,14 @@ class Group(ArrayMakers, Node):
     if TYPE_CHECKING:
         async_group: Any  # async_nodes.AsyncGroup
 
-    def __init__(self, store: Store, path: str, metadata: NodeMetadata, read_only: bool = False,
-                 consolidated: ConsolidatedMetadata | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        path: str,
+        metadata: NodeMetadata,
+        read_only: bool = False,
+        consolidated: ConsolidatedMetadata | None = None,
+    ) -> None:
         super().__init__(store, path, metadata, read_only)
         # Members' metadata, when opened through consolidated metadata: no store reads.
         self._consolidated = consolidated
@@ -80,8 +105,9 @@ class Group(ArrayMakers, Node):
         return self._summary(f"Members : {len(self)}")
 
     def _summary(self, *rows: str) -> str:
-        return "\n".join([f"Name : {self.name}", "Type : Group",
-                          f"Zarr format : {self.zarr_format}", *rows])
+        return "\n".join(
+            [f"Name : {self.name}", "Type : Group", f"Zarr format : {self.zarr_format}", *rows]
+        )
 
     def __repr__(self) -> str:
         return f"<zarrcore.Group {self._store!r}{self.name}>"
@@ -98,8 +124,10 @@ class Group(ArrayMakers, Node):
         """
         path = self._store.local_path(self._path)
         if path is None:
-            raise TypeError(f"{self!r} is not in a local directory, so it has no file system "
-                            f"path; pass zarrcore.storage.as_zarr_store(group) instead")
+            raise TypeError(
+                f"{self!r} is not in a local directory, so it has no file system "
+                f"path; pass zarrcore.storage.as_zarr_store(group) instead"
+            )
         return path
 
     def _child_path(self, name: str) -> str:
@@ -117,11 +145,17 @@ class Group(ArrayMakers, Node):
         metadata = self._consolidated.metadata(rel)
         if metadata is None:
             raise NodeNotFoundError(
-                f"no member {rel!r} in the consolidated metadata of {self.name!r}")
+                f"no member {rel!r} in the consolidated metadata of {self.name!r}"
+            )
         if metadata.node_type == "array":
             return Array(self._store, path, metadata, read_only=self._read_only)
-        return Group(self._store, path, metadata, read_only=self._read_only,
-                     consolidated=self._consolidated.subgroup(rel))
+        return Group(
+            self._store,
+            path,
+            metadata,
+            read_only=self._read_only,
+            consolidated=self._consolidated.subgroup(rel),
+        )
 
     def __getitem__(self, name: str) -> Array | Group:
         """The member at `name`, a path relative to this group ("a/b" goes down).
@@ -197,8 +231,12 @@ class Group(ArrayMakers, Node):
         return self._of_kind(node, cls, path)
 
     @staticmethod
-    def _of_kind(node: Array | Group, cls: type[_N], path: str,
-                 errors: Mapping[str, type[NodeExistsError]] = CONTAINS) -> _N:
+    def _of_kind(
+        node: Array | Group,
+        cls: type[_N],
+        path: str,
+        errors: Mapping[str, type[NodeExistsError]] = CONTAINS,
+    ) -> _N:
         """`node` (at `path`) when it is a `cls`; the error in `errors` of its kind when
         not."""
         if isinstance(node, cls):
@@ -255,8 +293,9 @@ class Group(ArrayMakers, Node):
             except ZarrcoreError as e:  # one unreadable member does not hide the others
                 yield name, BrokenNode(self._store, path, e)
 
-    def members(self, max_depth: int | None = 0
-                ) -> Iterator[tuple[str, Array | Group | BrokenNode]]:
+    def members(
+        self, max_depth: int | None = 0
+    ) -> Iterator[tuple[str, Array | Group | BrokenNode]]:
         """Yield (relative path, node) pairs; max_depth=None walks the whole subtree. A member
         whose metadata cannot be read comes as a BrokenNode naming its error.
 
@@ -359,8 +398,9 @@ class Group(ArrayMakers, Node):
         return "\n".join(lines)
 
     # -- creation -------------------------------------------------------------
-    def create_group(self, name: str, *, attributes: Mapping[str, Any] | None = None,
-                     overwrite: bool = False) -> Group:
+    def create_group(
+        self, name: str, *, attributes: Mapping[str, Any] | None = None, overwrite: bool = False
+    ) -> Group:
         """Create a group at `name` (below this group), in this group's format.
 
         Parameters
@@ -385,8 +425,9 @@ class Group(ArrayMakers, Node):
         """
         self._check_writable()
         self._consolidated = None  # the hierarchy changes: read members from the store
-        return _create_group(self._store, self._child_path(name), self.zarr_format,
-                             attributes, overwrite)
+        return _create_group(
+            self._store, self._child_path(name), self.zarr_format, attributes, overwrite
+        )
 
     def _existing(self, name: str, cls: type[_N]) -> _N | None:
         """The member `name`, None when there is none; IncompatibleArrayError or
@@ -465,8 +506,14 @@ class Group(ArrayMakers, Node):
         return open_group(store, mode="r+", zarr_format=zarr_format)
 
     @classmethod
-    def from_store(cls, store: StoreLike, *, attributes: Mapping[str, Any] | None = None,
-                   zarr_format: int = 3, overwrite: bool = False) -> Group:
+    def from_store(
+        cls,
+        store: StoreLike,
+        *,
+        attributes: Mapping[str, Any] | None = None,
+        zarr_format: int = 3,
+        overwrite: bool = False,
+    ) -> Group:
         """Create a group at the root of `store` (zarr-python's `Group.from_store`).
 
         Parameters
@@ -489,11 +536,13 @@ class Group(ArrayMakers, Node):
         NodeExistsError
             A node is there and `overwrite` is False.
         """
-        return create_group(store, attributes=attributes, zarr_format=zarr_format,
-                            overwrite=overwrite)
+        return create_group(
+            store, attributes=attributes, zarr_format=zarr_format, overwrite=overwrite
+        )
 
-    def create_hierarchy(self, nodes: Mapping[str, Any], *, overwrite: bool = False
-                         ) -> Iterator[tuple[str, Array | Group]]:
+    def create_hierarchy(
+        self, nodes: Mapping[str, Any], *, overwrite: bool = False
+    ) -> Iterator[tuple[str, Array | Group]]:
         """`zarrcore.create_hierarchy` below this group: paths are relative to it, and so are
         the paths yielded.
 
@@ -512,9 +561,11 @@ class Group(ArrayMakers, Node):
         self._consolidated = None
         prefix = f"{self.path}/" if self.path else ""
         for path, node in create_hierarchy(
-                store=self._store, nodes={self._child_path(p): m for p, m in nodes.items()},
-                overwrite=overwrite):
-            yield path[len(prefix):], node
+            store=self._store,
+            nodes={self._child_path(p): m for p, m in nodes.items()},
+            overwrite=overwrite,
+        ):
+            yield path[len(prefix) :], node
 
     def info_complete(self) -> str:
         """`info` with the numbers of members, arrays and groups at every depth below this
@@ -525,9 +576,11 @@ class Group(ArrayMakers, Node):
         str
         """
         kinds = [node.kind for _, node in self.members(max_depth=None)]
-        return self._summary(f"Members (all depths) : {len(kinds)}",
-                             f"Arrays : {kinds.count('array')}",
-                             f"Groups : {kinds.count('group')}")
+        return self._summary(
+            f"Members (all depths) : {len(kinds)}",
+            f"Arrays : {kinds.count('array')}",
+            f"Groups : {kinds.count('group')}",
+        )
 
     def nmembers(self, max_depth: int | None = 0) -> int:
         """The number of members.
@@ -597,8 +650,9 @@ class Group(ArrayMakers, Node):
 # -- creating and opening groups (zarr-python's top-level functions) ----------------------------
 
 
-def _create_group(store: Store, path: str, zarr_format: int,
-                  attributes: Mapping[str, Any] | None, overwrite: bool) -> Group:
+def _create_group(
+    store: Store, path: str, zarr_format: int, attributes: Mapping[str, Any] | None, overwrite: bool
+) -> Group:
     check_attributes(attributes or {})
     if zarr_format == 3:
         metadata = GroupMetadataV3(attributes=dict(attributes or {}))
@@ -610,12 +664,16 @@ def _create_group(store: Store, path: str, zarr_format: int,
     return Group(store, path, metadata)
 
 
-
-
-def open_group(store: StoreLike = None, *, mode: str = "a", path: str | None = None,
-               zarr_format: int | None = None, attributes: Mapping[str, Any] | None = None,
-               use_consolidated: bool | None = None,
-               storage_options: dict[str, Any] | None = None) -> Group:
+def open_group(
+    store: StoreLike = None,
+    *,
+    mode: str = "a",
+    path: str | None = None,
+    zarr_format: int | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    use_consolidated: bool | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> Group:
     """Open a group, creating it in modes 'a', 'w' and 'w-'.
 
     With consolidated metadata (used when present if `use_consolidated` is None, required
@@ -656,13 +714,15 @@ def open_group(store: StoreLike = None, *, mode: str = "a", path: str | None = N
     """
     check_mode(mode)
     path = normalize_path(path)
-    store = make_store(store, read_only=(mode == "r"), storage_options=storage_options,
-                       mode=store_mode(mode, path))
+    store = make_store(
+        store, read_only=(mode == "r"), storage_options=storage_options, mode=store_mode(mode, path)
+    )
     if mode in ("w", "w-"):
         return _create_group(store, path, format_for_new(zarr_format), attributes, mode == "w")
     try:
-        node = open_node(store, path, zarr_format, read_only=(mode == "r"),
-                         use_consolidated=use_consolidated)
+        node = open_node(
+            store, path, zarr_format, read_only=(mode == "r"), use_consolidated=use_consolidated
+        )
     except NodeNotFoundError:
         if mode != "a":
             raise
@@ -675,9 +735,15 @@ def open_group(store: StoreLike = None, *, mode: str = "a", path: str | None = N
     return node
 
 
-def group(store: StoreLike = None, *, overwrite: bool = False, path: str | None = None,
-          zarr_format: int | None = None, attributes: Mapping[str, Any] | None = None,
-          storage_options: dict[str, Any] | None = None) -> Group:
+def group(
+    store: StoreLike = None,
+    *,
+    overwrite: bool = False,
+    path: str | None = None,
+    zarr_format: int | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> Group:
     """Create a group (or open the existing one when not overwriting).
 
     Parameters
@@ -706,14 +772,25 @@ def group(store: StoreLike = None, *, overwrite: bool = False, path: str | None 
         An array is at `path` and `overwrite` is False.
     """
     mode = "w" if overwrite else "a"
-    return open_group(store, mode=mode, path=path, zarr_format=zarr_format, attributes=attributes,
-                      storage_options=storage_options)
+    return open_group(
+        store,
+        mode=mode,
+        path=path,
+        zarr_format=zarr_format,
+        attributes=attributes,
+        storage_options=storage_options,
+    )
 
 
-def create_group(store: StoreLike = None, *, path: str | None = None,
-                 zarr_format: int | None = None,
-                 attributes: Mapping[str, Any] | None = None, overwrite: bool = False,
-                 storage_options: dict[str, Any] | None = None) -> Group:
+def create_group(
+    store: StoreLike = None,
+    *,
+    path: str | None = None,
+    zarr_format: int | None = None,
+    attributes: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    storage_options: dict[str, Any] | None = None,
+) -> Group:
     """Create a group.
 
     Parameters
@@ -744,17 +821,10 @@ def create_group(store: StoreLike = None, *, path: str | None = None,
         A format other than 2 or 3.
     """
     path = normalize_path(path)
-    store = make_store(store, storage_options=storage_options,
-                       mode=store_mode("w" if overwrite else "a", path))
+    store = make_store(
+        store, storage_options=storage_options, mode=store_mode("w" if overwrite else "a", path)
+    )
     return _create_group(store, path, format_for_new(zarr_format), attributes, overwrite)
-
-
-
-
-
-
-
-
 
 
 def tree(grp: Group, expand: bool | None = None, level: int | None = None) -> str:
@@ -773,8 +843,9 @@ def tree(grp: Group, expand: bool | None = None, level: int | None = None) -> st
     return grp.tree()
 
 
-def create_hierarchy(*, store: StoreLike, nodes: Mapping[str, Any],
-                     overwrite: bool = False) -> Iterator[tuple[str, Array | Group]]:
+def create_hierarchy(
+    *, store: StoreLike, nodes: Mapping[str, Any], overwrite: bool = False
+) -> Iterator[tuple[str, Array | Group]]:
     """Create a node for each {path: metadata} of `nodes` (zarrcore's or zarr-python's metadata
     objects), with the groups above them; yields (path, Array or Group) as each is made.
 

@@ -1,4 +1,5 @@
 """ArrayInfo: the printable summary of an array (`Array.info`, `Array.info_complete`)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -41,22 +42,35 @@ class ArrayInfo:
         else:
             codecs = {"codecs": [c.to_json() for c in a.codecs]}
         out = {
-            "name": a.name, "type": "Array", "zarr_format": a.zarr_format,
-            "data_type": str(a.dtype), "shape": list(a.shape), "chunk_shape": list(a.chunks),
-            "shard_shape": None if a.shards is None else list(a.shards), "order": a.order,
+            "name": a.name,
+            "type": "Array",
+            "zarr_format": a.zarr_format,
+            "data_type": str(a.dtype),
+            "shape": list(a.shape),
+            "chunk_shape": list(a.chunks),
+            "shard_shape": None if a.shards is None else list(a.shards),
+            "order": a.order,
             "fill_value": meta.data_type.fill_value_to_json(meta.fill_value, a.zarr_format),
-            **codecs, "nbytes": a.nbytes, "nchunks": a.nchunks,
+            **codecs,
+            "nbytes": a.nbytes,
+            "nchunks": a.nchunks,
         }
         if self._complete:
             stored = a.nbytes_stored()
-            out.update(nbytes_stored=stored, storage_ratio=a.nbytes / stored if stored else None,
-                       nchunks_initialized=a.nchunks_initialized)
+            out.update(
+                nbytes_stored=stored,
+                storage_ratio=a.nbytes / stored if stored else None,
+                nchunks_initialized=a.nchunks_initialized,
+            )
         return out
 
     def __repr__(self) -> str:
         d = self.to_dict()
-        codecs = ([("Filters", d["filters"]), ("Compressor", d["compressor"])] if "filters" in d
-                  else [("Codecs", d["codecs"])])
+        codecs = (
+            [("Filters", d["filters"]), ("Compressor", d["compressor"])]
+            if "filters" in d
+            else [("Codecs", d["codecs"])]
+        )
         rows = [
             ("Type", "Array"),
             ("Zarr format", d["zarr_format"]),

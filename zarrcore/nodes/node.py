@@ -1,4 +1,5 @@
 """Where node metadata lives in a store, and reading it for either Zarr format."""
+
 from __future__ import annotations
 
 import contextlib
@@ -6,28 +7,52 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..runtime.config import config
 from ..errors import (
-    ContainsArrayError, ContainsGroupError, LockUnavailableError, NodeExistsError,
-    NodeNotFoundError, ReadOnlyError, WriteConflictError, ZarrcoreError,
+    ContainsArrayError,
+    ContainsGroupError,
+    LockUnavailableError,
+    NodeExistsError,
+    NodeNotFoundError,
+    ReadOnlyError,
+    WriteConflictError,
+    ZarrcoreError,
 )
 from ..metadata import GroupMetadataV3, parse_metadata_v3
 from ..metadata import v2 as metadata_v2
 from ..metadata.common import parse_json
+from ..runtime.config import config
 from ..storage import validate_key
 from ..storage.base import get_at_most
 from ..storage.updates import retry_conflicts, update_mode
 
 if TYPE_CHECKING:
-    from ..metadata.types import NodeMetadata
     from ..metadata import GroupMetadataV2
+    from ..metadata.types import NodeMetadata
     from ..storage import Store
 
 __all__ = [
-    "Attributes", "BrokenNode", "CONTAINS", "METADATA_KEYS", "Node", "V2_ARRAY_KEY", "V2_ATTRS_KEY",
-    "V2_GROUP_KEY", "V3_KEY", "creation_lock", "dump_json", "ensure_parent_groups",
-    "existing_node_error", "find_metadata", "join", "load_json", "metadata_lock_key",
-    "metadata_update", "node_exists", "normalize_path", "parent_paths", "read_metadata",
+    "Attributes",
+    "BrokenNode",
+    "CONTAINS",
+    "METADATA_KEYS",
+    "Node",
+    "V2_ARRAY_KEY",
+    "V2_ATTRS_KEY",
+    "V2_GROUP_KEY",
+    "V3_KEY",
+    "creation_lock",
+    "dump_json",
+    "ensure_parent_groups",
+    "existing_node_error",
+    "find_metadata",
+    "join",
+    "load_json",
+    "metadata_lock_key",
+    "metadata_update",
+    "node_exists",
+    "normalize_path",
+    "parent_paths",
+    "read_metadata",
     "write_metadata",
 ]
 
@@ -36,6 +61,8 @@ V2_ARRAY_KEY = ".zarray"
 V2_GROUP_KEY = ".zgroup"
 V2_ATTRS_KEY = ".zattrs"
 METADATA_KEYS = (V3_KEY, V2_ARRAY_KEY, V2_GROUP_KEY, V2_ATTRS_KEY)
+
+
 def normalize_path(path: str | None) -> str:
     """'' for the root, else a validated 'a/b' path."""
     if path is None:
@@ -57,8 +84,12 @@ def parent_paths(path: str) -> list[str]:
 def _read_document(store: Store, key: str) -> bytes | None:
     """The bytes of the metadata document at `key` (None: missing); one larger than
     config.max_stored_bytes is refused (ValueTooLargeError) without being read whole."""
-    data = get_at_most(store, key, config.max_stored_bytes,
-                       "a metadata document may take (config.max_chunk_bytes with slack)")
+    data = get_at_most(
+        store,
+        key,
+        config.max_stored_bytes,
+        "a metadata document may take (config.max_chunk_bytes with slack)",
+    )
     return None if data is None else bytes(data)
 
 
@@ -70,8 +101,7 @@ def load_json(store: Store, key: str) -> Any:
 
 
 def dump_json(doc: Any) -> bytes:
-    return json.dumps(doc, indent=config.json_indent, sort_keys=False,
-                      allow_nan=False).encode()
+    return json.dumps(doc, indent=config.json_indent, sort_keys=False, allow_nan=False).encode()
 
 
 def find_metadata(store: Store, path: str, zarr_format: int | None = None) -> NodeMetadata | None:
@@ -113,10 +143,12 @@ def read_metadata(store: Store, path: str, zarr_format: int | None = None) -> No
             raise NodeNotFoundError(
                 f"no Zarr format {zarr_format} node at path {path!r} in {store!r}: a format "
                 f"{other.zarr_format} {other.node_type} is there (open it with "
-                f"zarr_format={other.zarr_format}, or None for either)")
+                f"zarr_format={other.zarr_format}, or None for either)"
+            )
     detail = store.missing_detail(path)
-    raise NodeNotFoundError(f"no array or group at path {path!r} in {store!r}"
-                            + (f": {detail}" if detail else ""))
+    raise NodeNotFoundError(
+        f"no array or group at path {path!r} in {store!r}" + (f": {detail}" if detail else "")
+    )
 
 
 def node_exists(store: Store, path: str) -> bool:
@@ -125,7 +157,9 @@ def node_exists(store: Store, path: str) -> bool:
 
 # The error for a node of each kind standing where it should not, as zarr-python raises them.
 CONTAINS: dict[str, type[NodeExistsError]] = {
-    "array": ContainsArrayError, "group": ContainsGroupError}
+    "array": ContainsArrayError,
+    "group": ContainsGroupError,
+}
 
 
 def existing_node_error(store: Store, path: str) -> NodeExistsError:
@@ -193,8 +227,9 @@ class Node:
 
     kind = "node"
 
-    def __init__(self, store: Store, path: str, metadata: NodeMetadata,
-                 read_only: bool = False) -> None:
+    def __init__(
+        self, store: Store, path: str, metadata: NodeMetadata, read_only: bool = False
+    ) -> None:
         self._store = store
         self._path = path
         self._read_only = read_only or store.read_only
@@ -292,10 +327,12 @@ class Node:
                 # its lock can be that file's own: no lock file beside the group's members.
                 try:
                     held.enter_context(
-                        store.lock(key, self._path, replaced_last=node_type == "group"))
+                        store.lock(key, self._path, replaced_last=node_type == "group")
+                    )
                 except FileNotFoundError:
                     raise NodeNotFoundError(
-                        f"{self.kind} {self.name!r} is gone: no {key!r}") from None
+                        f"{self.kind} {self.name!r} is gone: no {key!r}"
+                    ) from None
             elif mode == "conditional":
                 # The document an update of attributes replaces: v2 keeps them apart.
                 versioned = key if self.zarr_format == 3 else join(self._path, V2_ATTRS_KEY)
@@ -304,11 +341,13 @@ class Node:
                 raise LockUnavailableError(
                     f"{key!r}: {store!r} cannot lock it, so updating {self.kind} {self.name!r} "
                     f"could lose a concurrent update; accept that with "
-                    f"zarrcore.config.set(unsafe_partial_writes=True)")
+                    f"zarrcore.config.set(unsafe_partial_writes=True)"
+                )
             current = read_metadata(store, self._path, self.zarr_format)
             if current.node_type != self._metadata.node_type:
                 raise NodeNotFoundError(
-                    f"{self.kind} {self.name!r} is gone: a {current.node_type} is there now")
+                    f"{self.kind} {self.name!r} is gone: a {current.node_type} is there now"
+                )
             self._apply_metadata(current)
             yield current, expected
 
@@ -333,8 +372,9 @@ class Node:
 
 
 @contextlib.contextmanager
-def metadata_update(node: Node, optimistic: bool = True
-                    ) -> Iterator[tuple[Any, Callable[[NodeMetadata], None]]]:
+def metadata_update(
+    node: Node, optimistic: bool = True
+) -> Iterator[tuple[Any, Callable[[NodeMetadata], None]]]:
     """An update of `node`'s metadata from outside its class: `Node._versioned_metadata_update`
     (`Node._metadata_update` unless `optimistic`), yielding (stored metadata, store), where
     `store(new)` stores `new` as `Node._store_metadata` does with the update's `expected`."""
@@ -470,4 +510,3 @@ class BrokenNode:
 
     def __repr__(self) -> str:
         return f"<zarrcore.BrokenNode {self.name}: {self.error}>"
-

@@ -4,6 +4,7 @@ one block per thread whatever the arrays' sizes; between arrays that store alike
 objects byte for byte. `Array.__setitem__` with an Array value and `from_array` copy here;
 `convert` plans and buffers its blocks, and tells raw copies apart, here too.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -15,13 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-
-from .array import Array
-from .node import METADATA_KEYS
+from ..metadata.grid import AxisChunks
+from ..metadata.indexing import expand_selection
 from ..runtime.concurrency import run_bounded
 from ..runtime.config import config
-from ..metadata.indexing import expand_selection
-from ..metadata.grid import AxisChunks
+from .array import Array
+from .node import METADATA_KEYS
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -29,8 +29,18 @@ if TYPE_CHECKING:
     from ..metadata.types import Fields, Selection
 
 __all__ = [
-    "BlockBuffers", "ChunkKeys", "DEFAULT_MEMORY", "MIN_BLOCK_BYTES", "Region", "block_cost",
-    "block_edges", "blocks", "copy_into", "plan_block", "same_bits", "stored_encoding",
+    "BlockBuffers",
+    "ChunkKeys",
+    "DEFAULT_MEMORY",
+    "MIN_BLOCK_BYTES",
+    "Region",
+    "block_cost",
+    "block_edges",
+    "blocks",
+    "copy_into",
+    "plan_block",
+    "same_bits",
+    "stored_encoding",
     "stores_alike",
 ]
 
@@ -44,9 +54,14 @@ MIN_BLOCK_BYTES = 16 << 20
 Region = tuple[slice, ...]
 
 
-def plan_block(unit: Sequence[int], source_chunks: Sequence[int], extent: Sequence[int],
-               itemsize: int, cost: Callable[[Sequence[int]], int],
-               budget: int) -> tuple[int, ...]:
+def plan_block(
+    unit: Sequence[int],
+    source_chunks: Sequence[int],
+    extent: Sequence[int],
+    itemsize: int,
+    cost: Callable[[Sequence[int]], int],
+    budget: int,
+) -> tuple[int, ...]:
     """The block shape of a copy: a whole number of destination objects (`unit`) per axis,
     lined up with the source chunks (their least common multiple) and grown to at least
     MIN_BLOCK_BYTES, as far as `cost(block)` (the bytes a task over it holds) fits in
@@ -56,7 +71,7 @@ def plan_block(unit: Sequence[int], source_chunks: Sequence[int], extent: Sequen
     # Grown from the last axis, doubling (lined-up blocks stay lined up).
     for axis in reversed(range(len(block))):
         while block[axis] < top[axis] and math.prod(block) * itemsize < MIN_BLOCK_BYTES:
-            grown = block[:axis] + [min(2 * block[axis], top[axis])] + block[axis + 1:]
+            grown = block[:axis] + [min(2 * block[axis], top[axis])] + block[axis + 1 :]
             if cost(grown) > budget:
                 break
             block = grown
@@ -107,8 +122,9 @@ class BlockBuffers:
         self._kept: list[npt.NDArray[np.uint8]] = []
         self._guard, self._in_flight = threading.Lock(), in_flight
 
-    def take(self, shape: tuple[int, ...],
-             dtype: np.dtype[Any]) -> tuple[npt.NDArray[Any], npt.NDArray[np.uint8]]:
+    def take(
+        self, shape: tuple[int, ...], dtype: np.dtype[Any]
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[np.uint8]]:
         """An uninitialised array of `shape` and `dtype`, and the buffer to give back."""
         nbytes = math.prod(shape) * np.dtype(dtype).itemsize
         with self._guard:
@@ -124,7 +140,7 @@ class BlockBuffers:
             self._kept.append(buffer)
             # Past one per task in flight, the smallest go (a later array's blocks may differ).
             self._kept.sort(key=lambda b: b.nbytes)
-            del self._kept[:max(0, len(self._kept) - self._in_flight)]
+            del self._kept[: max(0, len(self._kept) - self._in_flight)]
 
 
 def copy_into(dest: Array, region: Region, source: Array) -> None:
@@ -144,8 +160,10 @@ def copy_into(dest: Array, region: Region, source: Array) -> None:
     # Lined up with the source's chunks where its origin is on the destination's grid (an
     # axis of edge lengths lines up with nothing).
     offsets = [r.start for r in region]
-    lined_up = [c if isinstance(c, int) and o % c == 0 else u
-                for c, u, o in zip(source.chunks, unit, offsets)]
+    lined_up = [
+        c if isinstance(c, int) and o % c == 0 else u
+        for c, u, o in zip(source.chunks, unit, offsets)
+    ]
     extent = [r.stop - r.start for r in region]
     budget = DEFAULT_MEMORY * 3 // 4  # a quarter is headroom, as convert keeps
     # Over a rectilinear destination, the block's side (of its largest objects) bounds its
@@ -158,13 +176,18 @@ def copy_into(dest: Array, region: Region, source: Array) -> None:
         data, buffer = buffers.take(tuple(p.stop - p.start for p in part), source.dtype)
         try:
             source.get_basic_selection(
-                tuple(slice(p.start - o, p.stop - o) for p, o in zip(part, offsets)), out=data)
+                tuple(slice(p.start - o, p.stop - o) for p, o in zip(part, offsets)), out=data
+            )
             dest.set_basic_selection(part, data)
         finally:
             buffers.give_back(buffer)
 
-    parts = blocks([block_edges(axis, r.start, r.stop, side)
-                    for axis, r, side in zip(dest.chunk_grid.axes, region, block)])
+    parts = blocks(
+        [
+            block_edges(axis, r.start, r.stop, side)
+            for axis, r, side in zip(dest.chunk_grid.axes, region, block)
+        ]
+    )
     ahead = list(itertools.islice(parts, 2))
     if len(ahead) < 2:  # one block or none: in the calling thread
         for part in ahead:
@@ -189,8 +212,9 @@ def _copy_stored(source: Array, dest: Array) -> bool:
         engine.put_copy(engine.key(item[0]), source.store, item[1])
 
     run_bounded(copy_object, stored.items(), config.num_threads)
-    engine.put_many((key, None) for coords, key in dst_keys.stored()[0].items()
-                    if coords not in stored)
+    engine.put_many(
+        (key, None) for coords, key in dst_keys.stored()[0].items() if coords not in stored
+    )
     return True
 
 
@@ -206,18 +230,24 @@ def stores_alike(src: ChunkKeys, dst: ChunkKeys, encoding: Callable[[Array], obj
     """Do two arrays of one shape store alike: the same grid, data type and fill value, and
     the same `encoding` (of each Array)? Then every stored object means the same in both."""
     s, d = src.chunks, dst.chunks
-    return (s.grid.axes == d.grid.axes and s.dtype == d.dtype
-            and same_bits(np.asarray(s.fill_value, dtype=s.dtype),
-                          np.asarray(d.fill_value, dtype=d.dtype))
-            and encoding(src.array) == encoding(dst.array))
+    return (
+        s.grid.axes == d.grid.axes
+        and s.dtype == d.dtype
+        and same_bits(
+            np.asarray(s.fill_value, dtype=s.dtype), np.asarray(d.fill_value, dtype=d.dtype)
+        )
+        and encoding(src.array) == encoding(dst.array)
+    )
 
 
 def same_bits(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> bool:
     """Do two arrays hold the same values, bit for bit (NaNs, signed zeros)?"""
     if a.dtype.hasobject or b.dtype.hasobject:
         return np.array_equal(a, b)
-    return (a.shape == b.shape
-            and np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes())
+    return (
+        a.shape == b.shape
+        and np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+    )
 
 
 class ChunkKeys:
@@ -235,7 +265,7 @@ class ChunkKeys:
         found: dict[tuple[int, ...], str] = {}
         outside: list[str] = []
         for key in self.array.store.list_prefix(self.array.path):
-            rel = key[self._head:]
+            rel = key[self._head :]
             if rel in meta:
                 continue
             coords = self.coords(key)
@@ -248,7 +278,7 @@ class ChunkKeys:
     def coords(self, key: str) -> tuple[int, ...] | None:
         """The grid position whose key is `key`, or None when there is none."""
         # A 0-d array's one chunk has a key of its own ("0" in v2, "c" in v3).
-        coords = tuple(int(c) for c in re.findall(r"\d+", key[self._head:])) if self.grid else ()
+        coords = tuple(int(c) for c in re.findall(r"\d+", key[self._head :])) if self.grid else ()
         if len(coords) != len(self.grid) or any(c >= n for c, n in zip(coords, self.grid)):
             return None
         return coords if self.chunks.key(coords) == key else None
@@ -282,8 +312,10 @@ def _region_of(selection: Selection, shape: tuple[int, ...]) -> Region | None:
     items = expand_selection(selection, len(shape))
     if not all(type(s) is slice and s.step in (None, 1) for s in items):
         return None
-    return tuple(slice(start, max(start, stop))
-                 for start, stop, _ in (s.indices(n) for s, n in zip(items, shape)))
+    return tuple(
+        slice(start, max(start, stop))
+        for start, stop, _ in (s.indices(n) for s, n in zip(items, shape))
+    )
 
 
 Array._streamed = _streamed

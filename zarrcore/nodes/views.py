@@ -7,6 +7,7 @@ affine map `offset + stride * i[dim]` of one view axis, or an integer array of t
 whose length-1 axes broadcast (the index arrays stay the size of their own axes, never of the
 whole view, until a vectorized read needs the points).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,6 +26,7 @@ __all__ = ["Affine", "IndexTransform", "Labels", "LazyArray", "OutputMap", "Plan
 
 class Affine(NamedTuple):
     """Array coordinate `offset + stride * i` of view axis `dim`."""
+
     dim: int
     offset: int
     stride: int
@@ -53,15 +55,15 @@ class IndexTransform:
 
     __slots__ = ("shape", "labels", "maps")
 
-    def __init__(self, shape: tuple[int, ...], labels: Labels,
-                 maps: tuple[OutputMap, ...]) -> None:
+    def __init__(self, shape: tuple[int, ...], labels: Labels, maps: tuple[OutputMap, ...]) -> None:
         self.shape = shape
         self.labels = labels
         self.maps = maps
 
     @classmethod
-    def identity(cls, shape: Sequence[int], labels: Sequence[str | None] | None = None
-                 ) -> IndexTransform:
+    def identity(
+        cls, shape: Sequence[int], labels: Sequence[str | None] | None = None
+    ) -> IndexTransform:
         shape = tuple(shape)
         names: Labels = tuple(labels) if labels is not None else (None,) * len(shape)
         return cls(shape, names, tuple(Affine(d, 0, 1) for d in range(len(shape))))
@@ -131,10 +133,13 @@ class IndexTransform:
             From `step`'s inputs to this transform's outputs.
         """
         if len(step.maps) != self.ndim:
-            raise ValueError(f"cannot compose a transform of {len(step.maps)} outputs with one "
-                             f"of {self.ndim} inputs")
-        return IndexTransform(step.shape, step.labels,
-                              tuple(_compose_map(m, step) for m in self.maps))
+            raise ValueError(
+                f"cannot compose a transform of {len(step.maps)} outputs with one "
+                f"of {self.ndim} inputs"
+            )
+        return IndexTransform(
+            step.shape, step.labels, tuple(_compose_map(m, step) for m in self.maps)
+        )
 
     def transpose(self, axes: Sequence[int]) -> IndexTransform:
         """The view's axes reordered.
@@ -161,8 +166,9 @@ class IndexTransform:
                 maps.append(m.transpose(axes))
             else:
                 maps.append(m)
-        return IndexTransform(tuple(self.shape[a] for a in axes),
-                              tuple(self.labels[a] for a in axes), tuple(maps))
+        return IndexTransform(
+            tuple(self.shape[a] for a in axes), tuple(self.labels[a] for a in axes), tuple(maps)
+        )
 
     def axis(self, name: str | int) -> int:
         """An input axis by name or number.
@@ -179,8 +185,9 @@ class IndexTransform:
         """
         if isinstance(name, str):
             if name not in self.labels:
-                raise KeyError(f"no dimension named {name!r}; the view's dimensions are "
-                               f"{self.labels}")
+                raise KeyError(
+                    f"no dimension named {name!r}; the view's dimensions are {self.labels}"
+                )
             return self.labels.index(name)
         axis = operator.index(name)
         if not -self.ndim <= axis < self.ndim:
@@ -188,8 +195,9 @@ class IndexTransform:
         return axis % self.ndim
 
     def __repr__(self) -> str:
-        maps = ", ".join(f"array{m.shape}" if isinstance(m, np.ndarray) else repr(m)
-                         for m in self.maps)
+        maps = ", ".join(
+            f"array{m.shape}" if isinstance(m, np.ndarray) else repr(m) for m in self.maps
+        )
         return f"IndexTransform(shape={self.shape}, labels={self.labels}, maps=({maps}))"
 
     # -- the selection of the array ---------------------------------------------
@@ -234,8 +242,7 @@ class IndexTransform:
         else:
             if len(set(axes)) == len(axes):
                 return self._region_plan("orthogonal" if arrays else "basic")
-        points = tuple(np.broadcast_to(_index_array(m, self.shape), self.shape)
-                       for m in self.maps)
+        points = tuple(np.broadcast_to(_index_array(m, self.shape), self.shape) for m in self.maps)
         return Plan("coordinate", points, (), tuple(range(self.ndim)), self.shape)
 
     def _region_plan(self, kind: str) -> Plan:
@@ -248,8 +255,13 @@ class IndexTransform:
                 if n == 0:
                     selection.append(slice(0, 0, 1))
                 else:
-                    selection.append(slice(m.offset, None if stop < 0 else stop,  # type: ignore[operator]
-                                           m.stride))
+                    selection.append(
+                        slice(
+                            m.offset,
+                            None if stop < 0 else stop,  # type: ignore[operator]
+                            m.stride,
+                        )
+                    )
                 dims.append(m.dim)
             elif isinstance(m, np.ndarray):
                 dim = next(d for d, n in enumerate(m.shape) if n != 1)
@@ -266,6 +278,7 @@ class Plan(NamedTuple):
     """One selection of the array (`kind`: basic, orthogonal or coordinate) and how its result
     becomes the view's: transposed by `order`, then axes inserted at `inserted` (where the
     view has no array axis: length 1, or one position repeated)."""
+
     kind: str
     selection: tuple[Any, ...]
     inserted: tuple[int, ...]
@@ -287,8 +300,9 @@ class Plan(NamedTuple):
         """A value of the view's shape as the array selection's."""
         if self.inserted:
             # the last of the values of a position selected more than once, as numpy writes
-            value = value[tuple(-1 if d in self.inserted else slice(None)
-                                for d in range(len(self.shape)))]
+            value = value[
+                tuple(-1 if d in self.inserted else slice(None) for d in range(len(self.shape)))
+            ]
         return value.transpose(np.argsort(self.order)) if self.order else value
 
 
@@ -306,14 +320,14 @@ def _compose_map(m: OutputMap, step: IndexTransform) -> OutputMap:
     if isinstance(m, Affine):
         inner = step.maps[m.dim]
         if isinstance(inner, Affine):
-            return Affine(inner.dim, m.offset + m.stride * inner.offset,
-                          m.stride * inner.stride)
+            return Affine(inner.dim, m.offset + m.stride * inner.offset, m.stride * inner.stride)
         if isinstance(inner, np.ndarray):
             return _compact(m.offset + m.stride * inner)
         return m.offset + m.stride * inner
     if isinstance(m, np.ndarray):
-        where = tuple(0 if n == 1 else _index_array(step.maps[d], step.shape)
-                      for d, n in enumerate(m.shape))
+        where = tuple(
+            0 if n == 1 else _index_array(step.maps[d], step.shape) for d, n in enumerate(m.shape)
+        )
         if all(isinstance(w, int) for w in where):
             return int(m[where])
         # The arrays among the indices have the step's rank: so has their broadcast.
@@ -326,8 +340,9 @@ def _compact(a: np.ndarray) -> OutputMap:
 
 
 # -- a selection as a transform -------------------------------------------------------
-def _selection_transform(key: Any, shape: tuple[int, ...], labels: Labels,
-                         mode: str) -> IndexTransform:
+def _selection_transform(
+    key: Any, shape: tuple[int, ...], labels: Labels, mode: str
+) -> IndexTransform:
     """The transform from `view[key]`'s coordinates to the view's (`shape`)."""
     entries = _expand(key, shape, mode)
     arrays = [i for i, (kind, _, _) in enumerate(entries) if kind == "array"]
@@ -340,10 +355,10 @@ def _selection_transform(key: Any, shape: tuple[int, ...], labels: Labels,
         try:
             block = np.broadcast_shapes(*(np.shape(entries[i][1]) for i in arrays))
         except ValueError:
-            raise SelectionError("shape mismatch: indexing arrays could not be broadcast "
-                                 "together with shapes "
-                                 + " ".join(str(np.shape(entries[i][1])) for i in arrays)
-                                 ) from None
+            raise SelectionError(
+                "shape mismatch: indexing arrays could not be broadcast "
+                "together with shapes " + " ".join(str(np.shape(entries[i][1])) for i in arrays)
+            ) from None
         positions = sorted(advanced)
         adjacent = positions == list(range(positions[0], positions[-1] + 1))
         first = positions[0] if mode == "numpy" and adjacent else 0
@@ -361,8 +376,13 @@ def _selection_transform(key: Any, shape: tuple[int, ...], labels: Labels,
             new_labels.extend([labels[dim] if single and dim is not None else None] * len(block))
         slots.append(len(new_shape))
         if kind in ("slice", "newaxis") or (kind == "array" and mode == "orthogonal"):
-            size = (len(entries[i][1]) if kind == "array" else
-                    1 if kind == "newaxis" else len(range(*entries[i][1])))
+            size = (
+                len(entries[i][1])
+                if kind == "array"
+                else 1
+                if kind == "newaxis"
+                else len(range(*entries[i][1]))
+            )
             new_shape.append(size)
             new_labels.append(None if kind == "newaxis" else labels[dim])  # type: ignore[index]
     ndim = len(new_shape)
@@ -378,13 +398,13 @@ def _selection_transform(key: Any, shape: tuple[int, ...], labels: Labels,
         elif mode == "orthogonal":
             place = [1] * ndim
             place[slots[i]] = len(value)
-            maps.append(_compact(value.reshape(place)) if len(value) == 1
-                        else value.reshape(place))
+            maps.append(_compact(value.reshape(place)) if len(value) == 1 else value.reshape(place))
         else:
             padded = np.reshape(value, (1,) * (len(block) - value.ndim) + value.shape)
             place = (1,) * block_at + padded.shape + (1,) * (ndim - block_at - len(block))
-            maps.append(_compact(padded.reshape(place)) if value.size == 1
-                        else padded.reshape(place))
+            maps.append(
+                _compact(padded.reshape(place)) if value.size == 1 else padded.reshape(place)
+            )
     return IndexTransform(tuple(new_shape), tuple(new_labels), tuple(maps))
 
 
@@ -405,11 +425,12 @@ def _expand(key: Any, shape: tuple[int, ...], mode: str) -> list[tuple[str, Any,
         arr = _as_index(item)
         consumed += arr.ndim if isinstance(arr, np.ndarray) and arr.dtype == bool else 1
     if consumed > ndim:
-        raise SelectionError(f"too many indices for a view of {ndim} dimensions: {consumed} "
-                             "were indexed")
+        raise SelectionError(
+            f"too many indices for a view of {ndim} dimensions: {consumed} were indexed"
+        )
     if any(item is Ellipsis for item in items):
         at = next(k for k, i in enumerate(items) if i is Ellipsis)
-        items[at:at + 1] = [slice(None)] * (ndim - consumed)
+        items[at : at + 1] = [slice(None)] * (ndim - consumed)
     else:
         items.extend([slice(None)] * (ndim - consumed))
     entries: list[tuple[str, Any, int | None]] = []
@@ -426,10 +447,12 @@ def _expand(key: Any, shape: tuple[int, ...], mode: str) -> list[tuple[str, Any,
             if item.dtype == bool:
                 if mode == "orthogonal" and item.ndim != 1:
                     raise SelectionError("an orthogonal selection takes 1-D boolean arrays")
-                extent = shape[dim:dim + item.ndim]
+                extent = shape[dim : dim + item.ndim]
                 if item.shape != extent:
-                    raise SelectionError(f"boolean index of shape {item.shape} does not match "
-                                         f"the indexed axes of shape {extent}")
+                    raise SelectionError(
+                        f"boolean index of shape {item.shape} does not match "
+                        f"the indexed axes of shape {extent}"
+                    )
                 for axis, positions in enumerate(np.nonzero(item)):
                     entries.append(("array", positions.astype(np.intp), dim + axis))
                 dim += item.ndim
@@ -458,8 +481,10 @@ def _as_index(item: Any) -> Any:
     if arr.dtype == bool:
         return arr
     if arr.dtype.kind not in "iu" and not (arr.size == 0 and arr.dtype.kind == "f"):
-        raise SelectionError(f"only integers, slices, ellipsis, newaxis and integer or "
-                             f"boolean arrays select a view, not {item!r}")
+        raise SelectionError(
+            f"only integers, slices, ellipsis, newaxis and integer or "
+            f"boolean arrays select a view, not {item!r}"
+        )
     if arr.ndim == 0:
         return int(arr)
     return arr.astype(np.intp)
@@ -496,8 +521,10 @@ class LazyArray:
             names = getattr(array.metadata, "dimension_names", None)
             transform = IndexTransform.identity(array.shape, names)
         elif len(transform.maps) != array.ndim:
-            raise ValueError(f"a transform of {len(transform.maps)} outputs cannot view an "
-                             f"array of {array.ndim} dimensions")
+            raise ValueError(
+                f"a transform of {len(transform.maps)} outputs cannot view an "
+                f"array of {array.ndim} dimensions"
+            )
         self.transform = transform
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -533,8 +560,7 @@ class LazyArray:
         return self.shape[0]
 
     def __repr__(self) -> str:
-        return (f"<zarrcore.LazyArray shape={self.shape} dtype={self.dtype} "
-                f"of {self.array!r}>")
+        return f"<zarrcore.LazyArray shape={self.shape} dtype={self.dtype} of {self.array!r}>"
 
     # -- views -------------------------------------------------------------------
     def _view(self, transform: IndexTransform) -> LazyArray:
@@ -649,8 +675,9 @@ class LazyArray:
         try:
             data = np.broadcast_to(data, self.shape)
         except ValueError:
-            raise ShapeMismatchError(f"a value of shape {data.shape} does not broadcast to the "
-                                     f"view's shape {self.shape}") from None
+            raise ShapeMismatchError(
+                f"a value of shape {data.shape} does not broadcast to the view's shape {self.shape}"
+            ) from None
         if self.size:
             self._check_inside()
             plan = self.transform.plan()
@@ -666,13 +693,15 @@ class LazyArray:
                 raise ViewOutsideArrayError(
                     f"the view of array {self.array.name!r} selects [{region}], outside the "
                     f"array's shape {shape} on axis {axis} (it was resized since the view was "
-                    f"made); make the view anew")
+                    f"made); make the view anew"
+                )
 
-    def __array__(self, dtype: npt.DTypeLike | None = None,
-                  copy: bool | None = None) -> np.ndarray:
+    def __array__(self, dtype: npt.DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
         if copy is False:
-            raise ValueError("a view is read into a new numpy array: it cannot be viewed "
-                             "without a copy (copy=False)")
+            raise ValueError(
+                "a view is read into a new numpy array: it cannot be viewed "
+                "without a copy (copy=False)"
+            )
         data = np.asarray(self.read())
         return data if dtype is None else data.astype(dtype, copy=False)
 

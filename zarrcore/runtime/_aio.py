@@ -3,6 +3,7 @@
 zarrcore.runtime.concurrency.fan_out runs them; and the process's bound on the remote
 requests in flight (`request_slots`), which every object-store and async fsspec request
 holds while it is sent and answered, whatever loop or thread it runs on."""
+
 from __future__ import annotations
 
 import collections
@@ -15,9 +16,9 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .portable import at_fork_in_child
-from .config import config
 from ..errors import StoreError
+from .config import config
+from .portable import at_fork_in_child
 
 if TYPE_CHECKING:  # (imported where a loop is made or runs: not by `import zarrcore`)
     import asyncio
@@ -33,8 +34,10 @@ _worker: bool | None = None
 _T = TypeVar("_T")
 
 # What a process that cannot do its remote I/O because it was forked is told to do instead.
-SPAWN_ADVICE = ("start worker processes with multiprocessing's 'spawn' or 'forkserver' method "
-                "(with torch: DataLoader(multiprocessing_context=\"spawn\"))")
+SPAWN_ADVICE = (
+    "start worker processes with multiprocessing's 'spawn' or 'forkserver' method "
+    '(with torch: DataLoader(multiprocessing_context="spawn"))'
+)
 
 # Seconds `run` waits at a time before it looks whether the loop still has its thread.
 _WAIT_SLICE = 0.25
@@ -81,8 +84,9 @@ class RequestSlots:
         finally:
             self._release(wanted)
 
-    def _granted_at_once(self, wanted: int,
-                         granted: asyncio.Future[None] | concurrent.futures.Future[None]) -> bool:
+    def _granted_at_once(
+        self, wanted: int, granted: asyncio.Future[None] | concurrent.futures.Future[None]
+    ) -> bool:
         """Take the slots if they are free and nobody waits; else queue `granted`."""
         with self._lock:
             if not self._waiting and self.held + wanted <= config.io_process_concurrency:
@@ -91,8 +95,9 @@ class RequestSlots:
             self._waiting.append((wanted, granted))
             return False
 
-    def _give_up(self, wanted: int,
-                 granted: asyncio.Future[None] | concurrent.futures.Future[None]) -> None:
+    def _give_up(
+        self, wanted: int, granted: asyncio.Future[None] | concurrent.futures.Future[None]
+    ) -> None:
         """A waiter stopped waiting (cancelled, interrupted): out of the queue, or, granted
         already, its slots back."""
         with self._lock:
@@ -180,23 +185,27 @@ class DaemonThreads(concurrent.futures.Executor):
 
     def __init__(self, limit: int, name: str) -> None:
         self._limit, self._name = limit, name
-        self._calls: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], Callable[..., Any],
-                                             tuple[Any, ...], dict[str, Any]]] = (
-            queue.SimpleQueue())
+        self._calls: queue.SimpleQueue[
+            tuple[
+                concurrent.futures.Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]
+            ]
+        ] = queue.SimpleQueue()
         self._idle = threading.Semaphore(0)
         self._started = 0
         self._lock = threading.Lock()
 
-    def submit(self, fn: Callable[..., _T], /, *args: Any,
-               **kwargs: Any) -> concurrent.futures.Future[_T]:
+    def submit(
+        self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any
+    ) -> concurrent.futures.Future[_T]:
         future: concurrent.futures.Future[_T] = concurrent.futures.Future()
         self._calls.put((future, fn, args, kwargs))
         if not self._idle.acquire(blocking=False):
             with self._lock:
                 if self._started < self._limit:
                     self._started += 1
-                    threading.Thread(target=self._work, name=f"{self._name}_{self._started}",
-                                     daemon=True).start()
+                    threading.Thread(
+                        target=self._work, name=f"{self._name}_{self._started}", daemon=True
+                    ).start()
         return future
 
     def _work(self) -> None:
@@ -244,6 +253,7 @@ def request(call: Callable[..., _T], *args: Any, slots: int = 1, **kwargs: Any) 
     there would hold it up to the client's timeout and retries. (Not in a multiprocessing
     worker, where that hop would cost each request 0.1-0.15 ms of CPU.) The slots are taken
     where the call runs: a caller waiting for an I/O thread holds none."""
+
     def held() -> _T:
         with request_slots.hold(slots):
             return call(*args, **kwargs)
@@ -263,8 +273,11 @@ def _thread_gone(loop: asyncio.AbstractEventLoop) -> bool:
 
 
 # Not fan_out: one coroutine awaited from any thread, and a loop whose thread may be gone.
-def run(coro: Coroutine[Any, Any, _T], loop: asyncio.AbstractEventLoop | None = None,
-        deadline: float | None = None) -> _T:
+def run(
+    coro: Coroutine[Any, Any, _T],
+    loop: asyncio.AbstractEventLoop | None = None,
+    deadline: float | None = None,
+) -> _T:
     """Run `coro` on the I/O loop (or `loop`) and return its result, from any other thread.
     A StoreError (ETIMEDOUT) after `deadline` seconds (default `answer_deadline()`) without
     its result, or at once when no thread of this process runs the loop: the requests in it
@@ -283,13 +296,19 @@ def run(coro: Coroutine[Any, Any, _T], loop: asyncio.AbstractEventLoop | None = 
                 if future.done():  # the coroutine's own TimeoutError
                     raise
                 if time.monotonic() >= ends:
-                    raise StoreError(errno.ETIMEDOUT, f"no answer for {wait:.0f} s from "
-                                     f"{getattr(coro, '__qualname__', coro)}") from None
+                    raise StoreError(
+                        errno.ETIMEDOUT,
+                        f"no answer for {wait:.0f} s from {getattr(coro, '__qualname__', coro)}",
+                    ) from None
                 if _thread_gone(loop):
-                    raise StoreError(errno.EPERM, (
-                        f"{getattr(coro, '__qualname__', coro)}: no thread of this process "
-                        f"runs its event loop (this process was forked after it started): "
-                        f"{SPAWN_ADVICE}")) from None
+                    raise StoreError(
+                        errno.EPERM,
+                        (
+                            f"{getattr(coro, '__qualname__', coro)}: no thread of this process "
+                            f"runs its event loop (this process was forked after it started): "
+                            f"{SPAWN_ADVICE}"
+                        ),
+                    ) from None
     except BaseException:
         future.cancel()
         raise

@@ -3,6 +3,7 @@ cancellation token, its outcome given to a future. The futures API (Array.read_f
 Array.write_future) and the asyncio API (zarrcore.AsyncArray) both start their work here, so
 they share the pool, its size and the process's I/O bounds with the synchronous calls: no
 thread is started per call."""
+
 from __future__ import annotations
 
 import concurrent.futures

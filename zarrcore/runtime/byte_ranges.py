@@ -10,8 +10,9 @@ __all__ = ["Int64s", "coalesce_spans"]
 Int64s = npt.NDArray[np.int64]
 
 
-def coalesce_spans(starts: npt.ArrayLike, stops: npt.ArrayLike, gap: int,
-                   most: int | None) -> tuple[Int64s, Int64s, Int64s]:
+def coalesce_spans(
+    starts: npt.ArrayLike, stops: npt.ArrayLike, gap: int, most: int | None
+) -> tuple[Int64s, Int64s, Int64s]:
     """Group byte spans [starts[i], stops[i]) (int64, in any order, overlaps allowed) into
     requests: a span at most `gap` bytes past the reach of the spans before it (by start)
     shares their request while it then spans at most `most` bytes (None: any length; a

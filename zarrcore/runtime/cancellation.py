@@ -2,6 +2,7 @@
 the thread running the work carries, and that pool.run_workers, through which every parallel
 chunk job runs, checks before and after each job and stops the job with when it fires; and
 that concurrency.fan_out, through which requests go out, checks before each request."""
+
 from __future__ import annotations
 
 import concurrent.futures

@@ -6,6 +6,7 @@ finishes (so the items held stay bounded), results handed back in the calling th
 arrive (or dropped, for writes), a deadline on silence, and a clean stop on the first error or
 Ctrl-C.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -68,6 +69,7 @@ class _LoopCalls:
     def cancel(self) -> None:
         """Cancel the coroutines running, and those submitted that have not started, on the
         loop: their futures are done once each has ended."""
+
         def cancel_all() -> None:
             if not self._cancelled:
                 self._cancelled = True
@@ -81,13 +83,20 @@ class _LoopCalls:
 
 
 # Not pool.run_workers: calls that wait (I/O) are bounded in flight; the caller only collects.
-def fan_out(call: Callable[[_T], _R] | Callable[[_T], Awaitable[_R]], items: Iterable[_T],
-            limit: int, *, loop: asyncio.AbstractEventLoop | None = None,
-            deadline: float | None = None, doing: str = "waiting for",
-            keep: bool = True, thread_name: str = "zarrcore-bounded",
-            executor: concurrent.futures.Executor | None = None,
-            weights: Sequence[int] | None = None, budget: int = 0,
-            ) -> Iterator[list[tuple[int, _R]]]:
+def fan_out(
+    call: Callable[[_T], _R] | Callable[[_T], Awaitable[_R]],
+    items: Iterable[_T],
+    limit: int,
+    *,
+    loop: asyncio.AbstractEventLoop | None = None,
+    deadline: float | None = None,
+    doing: str = "waiting for",
+    keep: bool = True,
+    thread_name: str = "zarrcore-bounded",
+    executor: concurrent.futures.Executor | None = None,
+    weights: Sequence[int] | None = None,
+    budget: int = 0,
+) -> Iterator[list[tuple[int, _R]]]:
     """Call `call(item)` for every item, at most `limit` at once, and yield lists of
     (index, result) as calls finish (each list: all that finished since the last one).
 
@@ -147,8 +156,12 @@ def fan_out(call: Callable[[_T], _R] | Callable[[_T], Awaitable[_R]], items: Ite
             while not exhausted and len(running) < limit:
                 if token is not None:
                     token.check()
-                if (weights is not None and running and taken < len(weights)
-                        and held + weights[taken] > budget):
+                if (
+                    weights is not None
+                    and running
+                    and taken < len(weights)
+                    and held + weights[taken] > budget
+                ):
                     break
                 try:
                     i, item = next(pending)
@@ -203,9 +216,12 @@ def fan_out(call: Callable[[_T], _R] | Callable[[_T], Awaitable[_R]], items: Ite
                 concurrent.futures.wait(running)
 
 
-def _next_finished(finished: queue.SimpleQueue[concurrent.futures.Future[_R]],
-                   running: dict[concurrent.futures.Future[_R], tuple[int, Any]],
-                   deadline: float | None, doing: str) -> concurrent.futures.Future[_R]:
+def _next_finished(
+    finished: queue.SimpleQueue[concurrent.futures.Future[_R]],
+    running: dict[concurrent.futures.Future[_R], tuple[int, Any]],
+    deadline: float | None,
+    doing: str,
+) -> concurrent.futures.Future[_R]:
     """The next call to finish, waited for in short slices (Ctrl-C); StoreError after
     `deadline` seconds with none."""
     start = time.monotonic()
@@ -214,10 +230,12 @@ def _next_finished(finished: queue.SimpleQueue[concurrent.futures.Future[_R]],
         if deadline is not None:
             left = deadline - (time.monotonic() - start)
             if left <= 0:
-                keys = [_first(item) for _, item in sorted(running.values(),
-                                                           key=lambda r: r[0])][:5]
-                raise StoreError(errno.ETIMEDOUT,
-                                 f"no answer for {deadline:.0f} s {doing} keys {keys}")
+                keys = [_first(item) for _, item in sorted(running.values(), key=lambda r: r[0])][
+                    :5
+                ]
+                raise StoreError(
+                    errno.ETIMEDOUT, f"no answer for {deadline:.0f} s {doing} keys {keys}"
+                )
             wait = min(wait, left)
         try:
             return finished.get(timeout=wait)
@@ -231,8 +249,13 @@ def each(batches: Iterable[list[tuple[int, _R]]]) -> Iterator[tuple[int, _R]]:
         yield from batch
 
 
-def run_bounded(call: Callable[[_T], Any], items: Iterable[_T], limit: int,
-                on_done: Callable[[_T, Any], object] | None = None, **options: Any) -> None:
+def run_bounded(
+    call: Callable[[_T], Any],
+    items: Iterable[_T],
+    limit: int,
+    on_done: Callable[[_T, Any], object] | None = None,
+    **options: Any,
+) -> None:
     """`fan_out` for work whose results are handed to `on_done(item, result)` in the calling
     thread (calls on threads only), or dropped (writes); return when all are done."""
     if on_done is None:

@@ -18,6 +18,7 @@ The resource limits on what stored metadata may declare (`max_dimensions`, `max_
 An integer variable below its least value (or `ZARRCORE_CACHE_BYTES` above 2**63 - 1) is
 refused, as config.set refuses it: a ValueError naming the variable, at import.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -28,16 +29,26 @@ from typing import Any, Protocol, TypeVar
 
 from .._native import memory as _memory
 from .._native.cache import check_budget
-from .pool import mark_pool_thread, serve
-# (Their path before runtime/pool.py, which users and tests import them by.)
-from .pool import Claims as Claims, parallel_map as parallel_map
-from .pool import run_workers as run_workers
-from .portable import at_fork_in_child
 from .._native.status import MAX_NDIM
 
+# (Their path before runtime/pool.py, which users and tests import them by.)
+from .pool import Claims as Claims
+from .pool import mark_pool_thread, serve
+from .pool import parallel_map as parallel_map
+from .pool import run_workers as run_workers
+from .portable import at_fork_in_child
+
 __all__ = [
-    "ARRAY_OPTIONS", "ArrayOptions", "Config", "DIMENSIONS_CEILING", "LIMITS", "Options",
-    "array_options", "checked_array_options", "config", "size_with_slack",
+    "ARRAY_OPTIONS",
+    "ArrayOptions",
+    "Config",
+    "DIMENSIONS_CEILING",
+    "LIMITS",
+    "Options",
+    "array_options",
+    "checked_array_options",
+    "config",
+    "size_with_slack",
 ]
 
 _T = TypeVar("_T")
@@ -149,8 +160,9 @@ class Config:
         _memory.set_limit(self.buffer_pool_bytes)
         # The decoded-chunk cache of each array opened or created from now on, in bytes, of
         # which its reads' threads share (0: none); an array's `cache_bytes` overrides it.
-        self.cache_bytes = check_budget(_env_int("ZARRCORE_CACHE_BYTES", 0, 0),
-                                        "ZARRCORE_CACHE_BYTES")
+        self.cache_bytes = check_budget(
+            _env_int("ZARRCORE_CACHE_BYTES", 0, 0), "ZARRCORE_CACHE_BYTES"
+        )
         # Requests one call of a remote store keeps in flight at once (one get_many or
         # set_many, so one array read or write): object stores answer each in tens of
         # milliseconds, so throughput needs many in flight. Calls from several threads each
@@ -273,16 +285,32 @@ class Config:
             raise TypeError(f"unknown config option {name!r}")
         if name == "cache_bytes":
             value = check_budget(value, name)
-        elif name in ("num_threads", "io_concurrency", "io_process_concurrency", "io_retries",
-                      "buffer_pool_bytes", "coalesce_gap_bytes", "write_part_bytes"):
+        elif name in (
+            "num_threads",
+            "io_concurrency",
+            "io_process_concurrency",
+            "io_retries",
+            "buffer_pool_bytes",
+            "coalesce_gap_bytes",
+            "write_part_bytes",
+        ):
             value = int(value)
-            least = (0 if name in ("io_retries", "buffer_pool_bytes", "coalesce_gap_bytes",
-                                   "write_part_bytes")
-                     else 1)
+            least = (
+                0
+                if name
+                in ("io_retries", "buffer_pool_bytes", "coalesce_gap_bytes", "write_part_bytes")
+                else 1
+            )
             if value < least:
                 raise ValueError(f"{name} must be >= {least}")
-        elif name in ("write_empty_chunks", "read_missing_chunks", "confine_local_stores",
-                      "allow_pickle", "unsafe_partial_writes", "pipeline_fallback"):
+        elif name in (
+            "write_empty_chunks",
+            "read_missing_chunks",
+            "confine_local_stores",
+            "allow_pickle",
+            "unsafe_partial_writes",
+            "pipeline_fallback",
+        ):
             value = bool(value)
         elif name == "array_order":
             if value not in ("C", "F"):
@@ -324,8 +352,7 @@ class Config:
                 # The old pool is dropped, not shut down: a call in another thread may hold it
                 # still and submit to it. Its idle threads exit once it is collected.
                 self._executor = concurrent.futures.ThreadPoolExecutor(
-                    self.num_threads, thread_name_prefix="zarrcore",
-                    initializer=mark_pool_thread,
+                    self.num_threads, thread_name_prefix="zarrcore", initializer=mark_pool_thread
                 )
                 self._executor_threads = self.num_threads
             return self._executor
@@ -346,7 +373,8 @@ class Config:
             if self._io_executor is None or self._io_threads != self.io_concurrency:
                 # (Dropped, not shut down, as `executor`'s.)
                 self._io_executor = concurrent.futures.ThreadPoolExecutor(
-                    self.io_concurrency, thread_name_prefix="zarrcore-io")
+                    self.io_concurrency, thread_name_prefix="zarrcore-io"
+                )
                 self._io_threads = self.io_concurrency
             return self._io_executor
 
@@ -361,14 +389,33 @@ class Config:
         self._io_threads = 0
 
 
-_OPTIONS = frozenset([
-    "num_threads", "write_empty_chunks", "read_missing_chunks", "array_order",
-    "default_zarr_format", "target_shard_size_bytes", "json_indent", "shard_write_order",
-    "confine_local_stores", "allow_pickle", "unsafe_partial_writes", "buffer_pool_bytes",
-    "cache_bytes", "io_concurrency", "io_process_concurrency", "io_timeout", "io_retries",
-    "lock_timeout", "write_part_bytes", "coalesce_gap_bytes", "coalesce_max_bytes",
-    "pipeline_fallback", *LIMITS,
-])
+_OPTIONS = frozenset(
+    [
+        "num_threads",
+        "write_empty_chunks",
+        "read_missing_chunks",
+        "array_order",
+        "default_zarr_format",
+        "target_shard_size_bytes",
+        "json_indent",
+        "shard_write_order",
+        "confine_local_stores",
+        "allow_pickle",
+        "unsafe_partial_writes",
+        "buffer_pool_bytes",
+        "cache_bytes",
+        "io_concurrency",
+        "io_process_concurrency",
+        "io_timeout",
+        "io_retries",
+        "lock_timeout",
+        "write_part_bytes",
+        "coalesce_gap_bytes",
+        "coalesce_max_bytes",
+        "pipeline_fallback",
+        *LIMITS,
+    ]
+)
 # zarr-python's names of the options that mean the same here.
 _ALIASES = {
     "array.write_empty_chunks": "write_empty_chunks",
@@ -385,8 +432,13 @@ _ALIASES = {
 
 
 #: The options of zarrcore.config an array may set for itself (`array_options`).
-ARRAY_OPTIONS = ("io_concurrency", "num_threads", "coalesce_gap_bytes", "coalesce_max_bytes",
-                 "shard_write_order")
+ARRAY_OPTIONS = (
+    "io_concurrency",
+    "num_threads",
+    "coalesce_gap_bytes",
+    "coalesce_max_bytes",
+    "shard_write_order",
+)
 
 
 class Options(Protocol):
@@ -440,8 +492,9 @@ def checked_array_options(own: Mapping[str, Any]) -> dict[str, Any]:
     given = {name: value for name, value in own.items() if value is not None}
     unknown = sorted(set(given) - set(ARRAY_OPTIONS))
     if unknown:
-        raise TypeError(f"unknown array options {unknown}: an array sets only "
-                        f"{', '.join(ARRAY_OPTIONS)}")
+        raise TypeError(
+            f"unknown array options {unknown}: an array sets only {', '.join(ARRAY_OPTIONS)}"
+        )
     return {name: Config._checked(name, value) for name, value in given.items()}
 
 

@@ -1,6 +1,7 @@
 """What a remote store's requests show of the link to its server: the round trip and what one
 connection carries. The engine plans its byte ranges and the requests it keeps in flight by
 them (`gap_bytes`, `piece_bytes`, `in_flight`)."""
+
 from __future__ import annotations
 
 import itertools
@@ -9,8 +10,17 @@ import threading
 from .portable import at_fork_in_child
 
 __all__ = [
-    "ASSUMED_RATE", "ASSUMED_ROUND_TRIP", "BYTES_IN_FLIGHT", "FEWEST_IN_FLIGHT", "KEPT",
-    "LARGE_BYTES", "Link", "PIECE_ROUND_TRIPS", "SMALLEST_PIECE", "SMALL_BYTES", "link_to",
+    "ASSUMED_RATE",
+    "ASSUMED_ROUND_TRIP",
+    "BYTES_IN_FLIGHT",
+    "FEWEST_IN_FLIGHT",
+    "KEPT",
+    "LARGE_BYTES",
+    "Link",
+    "PIECE_ROUND_TRIPS",
+    "SMALLEST_PIECE",
+    "SMALL_BYTES",
+    "link_to",
 ]
 
 # Until requests tell otherwise: a round trip to a cloud region's object store, and what one

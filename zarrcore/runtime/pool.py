@@ -1,6 +1,7 @@
 """The thread pool's helpers: parallel work shared by the caller and the pool's threads
 (`run_workers`, `parallel_map`, `Claims`), and who runs inside it. The pool itself and its
 size are settings (zarrcore.config, which hands its settings to `serve`)."""
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -12,8 +13,18 @@ from typing import Any, Protocol, TypeVar
 from . import cancellation
 
 __all__ = [
-    "Claims", "PoolSettings", "TURN_ITEMS", "WAIT_SLICE", "WAIT_STARTED", "in_parallel_work",
-    "in_turns", "mark_pool_thread", "parallel_map", "run_as_caller", "run_workers", "serve",
+    "Claims",
+    "PoolSettings",
+    "TURN_ITEMS",
+    "WAIT_SLICE",
+    "WAIT_STARTED",
+    "in_parallel_work",
+    "in_turns",
+    "mark_pool_thread",
+    "parallel_map",
+    "run_as_caller",
+    "run_workers",
+    "serve",
 ]
 
 _T = TypeVar("_T")
@@ -65,8 +76,14 @@ WAIT_STARTED = 1.0
 
 
 # Not concurrency.fan_out: compute on the shared pool, the caller working too, nested inline.
-def run_workers(work: Callable[[], None], ntasks: int, stop: Callable[[], None],
-                workers: int | None = None, *, _token_checked: bool = False) -> None:
+def run_workers(
+    work: Callable[[], None],
+    ntasks: int,
+    stop: Callable[[], None],
+    workers: int | None = None,
+    *,
+    _token_checked: bool = False,
+) -> None:
     """Call `work` from the calling thread and from pool threads, as many in all as there are
     threads (config.num_threads, the pool's, or fewer: `workers`) and tasks (`ntasks`).
 
@@ -150,8 +167,7 @@ def _work_as_future(work: Callable[[], None], future: concurrent.futures.Future[
         future.set_result(None)
 
 
-def _run_interruptibly(work: Callable[[], None], nworkers: int,
-                       stop: Callable[[], None]) -> None:
+def _run_interruptibly(work: Callable[[], None], nworkers: int, stop: Callable[[], None]) -> None:
     """run_workers in the main thread: `nworkers` pool threads work, the caller waits."""
     helpers: list[concurrent.futures.Future[None]] = []
     interrupt: KeyboardInterrupt | None = None
@@ -172,8 +188,10 @@ def _run_interruptibly(work: Callable[[], None], nworkers: int,
                 if not pending:
                     break
             done, pending = concurrent.futures.wait(
-                pending, WAIT_STARTED if started or drained else WAIT_SLICE,
-                concurrent.futures.FIRST_COMPLETED)
+                pending,
+                WAIT_STARTED if started or drained else WAIT_SLICE,
+                concurrent.futures.FIRST_COMPLETED,
+            )
             if done:  # a call of `work` returns when no task is left
                 drained = True
             elif not drained and not started:
@@ -185,8 +203,11 @@ def _run_interruptibly(work: Callable[[], None], nworkers: int,
                     helpers.append(concurrent.futures.Future())
                     pending.add(helpers[-1])
                     started = True
-                    threading.Thread(target=_work_as_future, args=(work, helpers[-1]),
-                                     name="zarrcore-run-workers").start()
+                    threading.Thread(
+                        target=_work_as_future,
+                        args=(work, helpers[-1]),
+                        name="zarrcore-run-workers",
+                    ).start()
         except KeyboardInterrupt as e:
             if interrupt is None:
                 stop()
@@ -219,8 +240,9 @@ class Claims:
             yield i
 
 
-def parallel_map(func: Callable[[_T], _R], items: Iterable[_T],
-                 workers: int | None = None) -> list[_R]:
+def parallel_map(
+    func: Callable[[_T], _R], items: Iterable[_T], workers: int | None = None
+) -> list[_R]:
     """Apply `func` to every item, with pool threads helping the caller (run_workers, on at
     most `workers` threads); results in order, the exception of the first failing item
     re-raised (later items are skipped)."""

@@ -19,6 +19,7 @@ reload re-chooses them everywhere (tests/test_portable.py runs the stand-ins on 
 - `file_name_problem`: why a key cannot name a file here: on Windows a ':' opens an alternate
   stream of another file and CON or NUL a device, so such keys would put data elsewhere.
 """
+
 import contextlib
 import os
 import re
@@ -33,8 +34,16 @@ except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
 __all__ = [
-    "at_fork_in_child", "before_fork", "directory_locked", "file_name_problem", "list_names",
-    "pread", "reading_descriptor", "try_lock_exclusive", "walk_files", "windows_file_name_problem",
+    "at_fork_in_child",
+    "before_fork",
+    "directory_locked",
+    "file_name_problem",
+    "list_names",
+    "pread",
+    "reading_descriptor",
+    "try_lock_exclusive",
+    "walk_files",
+    "windows_file_name_problem",
 ]
 
 
@@ -54,6 +63,7 @@ else:
 
 
 if fcntl is not None:
+
     def try_lock_exclusive(fd: int) -> bool:
         """Lock the open file `fd` as a whole unless another open file of it holds the lock:
         True when taken; closing the file drops it."""
@@ -67,6 +77,7 @@ else:
 
 
 if fcntl is not None:
+
     @contextlib.contextmanager
     def directory_locked(path: str) -> Iterator[None]:
         """Hold the directory `path` locked whole (flock), waiting for it: against every other
@@ -78,6 +89,7 @@ if fcntl is not None:
         finally:
             os.close(fd)
 else:
+
     @contextlib.contextmanager
     def directory_locked(path: str) -> Iterator[None]:
         """Nothing: Python opens no directory on Windows."""
@@ -85,6 +97,7 @@ else:
 
 
 if hasattr(os, "fwalk"):
+
     def walk_files(fd: int, top: str) -> Iterator[tuple[str, list[str]]]:
         """(directory path, names of its files) of `top` (open as the directory `fd`) and
         every directory below it, parents first; links to directories are not descended
@@ -96,6 +109,7 @@ if hasattr(os, "fwalk"):
         """The names in the directory `path`, open as `fd`."""
         return os.listdir(fd)
 else:
+
     def walk_files(fd: int, top: str) -> Iterator[tuple[str, list[str]]]:
         """(directory path, names of its files) of `top` (open as the directory `fd`) and
         every directory below it, parents first; links and junctions to directories are not
@@ -142,6 +156,7 @@ def _is_plain_dir(entry: os.DirEntry[str]) -> bool:
 
 
 if hasattr(os, "register_at_fork"):
+
     def at_fork_in_child(function: Callable[[], object]) -> None:
         """Call `function` in every child process forked from now on."""
         os.register_at_fork(after_in_child=function)
@@ -150,6 +165,7 @@ if hasattr(os, "register_at_fork"):
         """Call `function` in this process before each fork from now on."""
         os.register_at_fork(before=function)
 else:
+
     def at_fork_in_child(function: Callable[[], object]) -> None:
         """Nothing: this system does not fork."""
 
@@ -160,8 +176,8 @@ else:
 # Characters Windows refuses in file names, and its device names (with any extension).
 _WINDOWS_BAD_CHARS = re.compile(r'[<>:"|?*\x00-\x1f]')
 _WINDOWS_DEVICES = re.compile(
-    r"(CON|PRN|AUX|NUL|COM[0-9\u00b9\u00b2\u00b3]|LPT[0-9\u00b9\u00b2\u00b3])(\..*)?",
-    re.IGNORECASE)
+    r"(CON|PRN|AUX|NUL|COM[0-9\u00b9\u00b2\u00b3]|LPT[0-9\u00b9\u00b2\u00b3])(\..*)?", re.IGNORECASE
+)
 
 
 def windows_file_name_problem(key: str) -> str | None:
@@ -179,6 +195,7 @@ def windows_file_name_problem(key: str) -> str | None:
 if os.name == "nt":
     file_name_problem = windows_file_name_problem
 else:
+
     def file_name_problem(key: str) -> str | None:
         """None: every key validate_key allows names a file here."""
         return None

@@ -1,13 +1,14 @@
 """Stores: where keys and their bytes live. ObjectStore needs obstore and FsspecStore fsspec
 (the extra `zarrcore[remote]`), imported only when such a store is made."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import manifests  # noqa: F401  (registers its opener of ManifestStores)
 from .base import Store, validate_key
 from .fsspec import FsspecStore
 from .local import LocalStore
-from . import manifests  # noqa: F401  (registers its opener of ManifestStores)
 from .memory import MemoryStore
 from .objectstore import ObjectStore
 from .references import ReferenceStore
@@ -19,8 +20,18 @@ if TYPE_CHECKING:
 
     from .zarr_python import StoredNode
 
-__all__ = ["Store", "LocalStore", "MemoryStore", "ZipStore", "ObjectStore", "FsspecStore",
-           "ReferenceStore", "validate_key", "make_store", "as_zarr_store"]
+__all__ = [
+    "Store",
+    "LocalStore",
+    "MemoryStore",
+    "ZipStore",
+    "ObjectStore",
+    "FsspecStore",
+    "ReferenceStore",
+    "validate_key",
+    "make_store",
+    "as_zarr_store",
+]
 
 
 def as_zarr_store(store_or_node: Store | StoredNode, *, read_only: bool | None = None) -> ZarrStore:

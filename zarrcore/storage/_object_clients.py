@@ -2,6 +2,7 @@
 one endpoint, bucket and credentials (and client settings) share one client, so one pool of
 connections, whatever their paths. A child forked after obstore ran forgets its parent's and
 has its helper (_obstore_runtime) make those the parent used last."""
+
 from __future__ import annotations
 
 import collections
@@ -15,10 +16,20 @@ from ..runtime.portable import at_fork_in_child, before_fork
 from . import _obstore_runtime
 
 if TYPE_CHECKING:
-    from obstore.store import ClientConfig, ObjectStore as ObstoreStore, RetryConfig
+    from obstore.store import ClientConfig, RetryConfig
+    from obstore.store import ObjectStore as ObstoreStore
 
-__all__ = ["SERVER_BACKENDS", "WARMED_CLIENTS", "KNOWN_CLIENTS", "split_client", "client_root",
-           "shared_client", "opening", "opened_before", "note_opened"]
+__all__ = [
+    "SERVER_BACKENDS",
+    "WARMED_CLIENTS",
+    "KNOWN_CLIENTS",
+    "split_client",
+    "client_root",
+    "shared_client",
+    "opening",
+    "opened_before",
+    "note_opened",
+]
 
 # The backends of a server, not of local files or memory: their clients are shared
 # (split_client), their ETags are the server's, the same in every process
@@ -78,8 +89,9 @@ def _frozen(value: Any) -> Hashable:
     return scalar
 
 
-def split_client(made: ObstoreStore, client: ClientConfig, retry: RetryConfig
-                  ) -> tuple[Hashable, str] | None:
+def split_client(
+    made: ObstoreStore, client: ClientConfig, retry: RetryConfig
+) -> tuple[Hashable, str] | None:
     """(the key of the client `made` (obstore's store of a URL) may share, its path below
     that client's root), or None when it shares none: an HTTP URL with a query, a fragment,
     user information or escapes in its path (the key space is then only that URL's), a
@@ -107,8 +119,9 @@ def client_root(made: ObstoreStore, client: ClientConfig, retry: RetryConfig) ->
         parts = urllib.parse.urlsplit(store.url)
         if not parts.path.strip("/"):
             return made
-        root: ObstoreStore = type(store).from_url(f"{parts.scheme}://{parts.netloc}",
-                                                  client_options=client, retry_config=retry)
+        root: ObstoreStore = type(store).from_url(
+            f"{parts.scheme}://{parts.netloc}", client_options=client, retry_config=retry
+        )
         return root
     if not store.prefix:
         return made
@@ -120,8 +133,9 @@ def client_root(made: ObstoreStore, client: ClientConfig, retry: RetryConfig) ->
 def opening(url: str, settings: Any) -> Hashable:
     """What opening `url` with `settings` (its options, client and retry settings) depends
     on: those, and the environment's credential variables."""
-    environment = tuple(sorted((k, v) for k, v in os.environ.items()
-                               if k.startswith(_CREDENTIAL_ENVIRONMENT)))
+    environment = tuple(
+        sorted((k, v) for k, v in os.environ.items() if k.startswith(_CREDENTIAL_ENVIRONMENT))
+    )
     return url, _frozen(settings), environment
 
 

@@ -1,5 +1,6 @@
 """The lease locks of ObjectStore.lock: a lock object beside the key, created by a create-only
 put, renewed by its holder and taken over once stale (see ObjectStore.lock)."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..runtime.config import config
 from ..errors import LockLostError, LockTimeoutError, StoreError
+from ..runtime.config import config
 from ._object_versions import ObjectVersion, put_mode, version_of
 
 if TYPE_CHECKING:
@@ -56,10 +57,12 @@ class LeasedStore(Protocol):
     """What a lease asks of its store (an ObjectStore): conditional puts, reads of an
     object with its metadata, deletes, and the store's clock."""
 
-    def _put(self, key: str, value: ReadableBuffer,
-             mode: PutMode = "overwrite") -> PutResult | None: ...
-    def _get_with_meta(self, key: str, limit: int | None = None, why: str | None = None
-                       ) -> tuple[bytes, ObjectMeta] | tuple[None, None]: ...
+    def _put(
+        self, key: str, value: ReadableBuffer, mode: PutMode = "overwrite"
+    ) -> PutResult | None: ...
+    def _get_with_meta(
+        self, key: str, limit: int | None = None, why: str | None = None
+    ) -> tuple[bytes, ObjectMeta] | tuple[None, None]: ...
     def _delete(self, key: str) -> None: ...
     def _store_clock(self, beside: str) -> float | None: ...
 
@@ -83,14 +86,23 @@ class Lease:
         self._renewer = threading.Thread(target=self._renew, name="zarrcore-lease", daemon=True)
         self._renewer.start()
 
-    def _claim(self, version: ObjectVersion | None) -> tuple[
-            ObjectVersion | None, dict[str, Any] | None, ObjectVersion | None, ObjectMeta | None]:
+    def _claim(
+        self, version: ObjectVersion | None
+    ) -> tuple[
+        ObjectVersion | None, dict[str, Any] | None, ObjectVersion | None, ObjectMeta | None
+    ]:
         """Put this holder's stamp if the lock object's version is still `version` (None: if
         there is none): (its new version, None, None, None), or else (None, stamp, version,
         obstore's metadata) of the lock object there (stamp None: no holder's; metadata
         None: no object)."""
-        stamp = json.dumps({"host": socket.gethostname(), "pid": os.getpid(),
-                            "time": time.time(), "nonce": self._nonce}).encode()
+        stamp = json.dumps(
+            {
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "time": time.time(),
+                "nonce": self._nonce,
+            }
+        ).encode()
         failure = None
         try:
             put = self._store._put(self._key, stamp, put_mode(version))
@@ -142,19 +154,22 @@ class Lease:
         now = self._store._store_clock(self._key)
         return now is not None and now - modified > LOCK_LEASE + 1
 
-    def _timed_out(self, stamp: dict[str, Any] | None, meta: ObjectMeta | None,
-                   timeout: float) -> LockTimeoutError:
+    def _timed_out(
+        self, stamp: dict[str, Any] | None, meta: ObjectMeta | None, timeout: float
+    ) -> LockTimeoutError:
         if meta is None:
             holder = "other holders in turn"
         elif stamp is None:
             holder = "an object that is no lock stamp"
         else:
             holder = f"host {stamp.get('host')!r} pid {stamp.get('pid')}"
-        since = ("" if meta is None else
-                 f", last written {meta['last_modified']:%Y-%m-%d %H:%M:%S} UTC")
+        since = (
+            "" if meta is None else f", last written {meta['last_modified']:%Y-%m-%d %H:%M:%S} UTC"
+        )
         return LockTimeoutError(
             f"gave up after {timeout:g} s (config.lock_timeout) waiting for the lock object "
-            f"{self._key!r} of {self._store!r}: held by {holder}{since}")
+            f"{self._key!r} of {self._store!r}: held by {holder}{since}"
+        )
 
     def _renew(self) -> None:
         while not self._done.wait(LOCK_LEASE / 4):
@@ -176,7 +191,8 @@ class Lease:
         if self._lost:
             raise LockLostError(
                 f"the lock object {self._key!r} of {self._store!r} was taken over while held "
-                f"(not renewed for {LOCK_LEASE:g} s): a concurrent update may have been lost")
+                f"(not renewed for {LOCK_LEASE:g} s): a concurrent update may have been lost"
+            )
         store = self._store
         for attempt in range(RELEASE_TRIES):
             try:
@@ -189,5 +205,5 @@ class Lease:
                 store._delete(self._key)
                 return
             except StoreError:
-                time.sleep(0.05 * 2 ** attempt)
+                time.sleep(0.05 * 2**attempt)
         _abandoned.add(self._nonce)

@@ -1,5 +1,6 @@
 """An object's version, as an ObjectStore reads it and conditions its writes on it, and the
 put mode of obstore that writes only over one."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional

@@ -31,6 +31,7 @@ Frames both ways: 8 bytes of length (little-endian), then a pickle. A call is
 (module, class name, text)) of the exception it raised. To the template, one message each:
 b"h" with a socket to fork a helper for, or b"s" and a store's pickle to build.
 """
+
 import collections
 import os
 import pickle
@@ -140,8 +141,9 @@ def _serve(sock: socket.socket, calls: _Calls | None = None) -> None:
             _keep(stores, blob, store)
         return store
 
-    def call(ident: int, op: str, blob: bytes, args: tuple[Any, ...],
-             kwargs: dict[str, Any]) -> None:
+    def call(
+        ident: int, op: str, blob: bytes, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
         try:
             answer = (ident, True, _answer(op, store_of(blob), args, kwargs))
         except BaseException as e:  # (obstore's panics are BaseExceptions)
@@ -155,7 +157,7 @@ def _serve(sock: socket.socket, calls: _Calls | None = None) -> None:
 
     while True:
         try:
-            size, = HEADER.unpack(receive_exactly(sock, HEADER.size))
+            (size,) = HEADER.unpack(receive_exactly(sock, HEADER.size))
             message = pickle.loads(receive_exactly(sock, size))
         except (EOFError, OSError):
             return  # the calling process is gone
@@ -248,8 +250,11 @@ def _template(control: socket.socket) -> None:
             if not handed:
                 _fork([control, spare], lambda fd=fd: _serve(socket.socket(fileno=fd)))
             os.close(fd)
-        if built and (spare is None or spared != built) and not select.select(
-                [control], [], [], _SPARE_AFTER)[0]:
+        if (
+            built
+            and (spare is None or spared != built)
+            and not select.select([control], [], [], _SPARE_AFTER)[0]
+        ):
             if spare is not None:
                 spare.close()  # (it ends; the new one has the newer stores too)
             spare, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)

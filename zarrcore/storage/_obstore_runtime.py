@@ -10,6 +10,7 @@ so forking it is safe and a helper is ready in a millisecond): when obstore firs
 if that process forks its workers by default, else before it first forks; where there is no
 template, a child starts a helper interpreter itself.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -62,9 +63,16 @@ def _helper_command(*args: str) -> list[str]:
     import obstore
 
     found = os.path.dirname(os.path.dirname(os.path.abspath(obstore.__file__)))
-    return [sys.executable, "-S", "-c", "import sys; sys.path[0] = sys.argv.pop(1); "
-            "sys.path.append(sys.argv.pop(1)); import _obstore_helper; _obstore_helper.main()",
-            found, _HELPER_FOLDER, *args]
+    return [
+        sys.executable,
+        "-S",
+        "-c",
+        "import sys; sys.path[0] = sys.argv.pop(1); "
+        "sys.path.append(sys.argv.pop(1)); import _obstore_helper; _obstore_helper.main()",
+        found,
+        _HELPER_FOLDER,
+        *args,
+    ]
 
 
 def _start_template() -> None:
@@ -90,8 +98,9 @@ def _start_template() -> None:
             os.set_inheritable(theirs.fileno(), True)
             # (Not a Popen: the template outlives this process, which never waits for it,
             # but reaps it once it has ended: _template_ended.)
-            pid = os.posix_spawn(sys.executable,
-                                 _helper_command("template", str(theirs.fileno())), os.environ)
+            pid = os.posix_spawn(
+                sys.executable, _helper_command("template", str(theirs.fileno())), os.environ
+            )
         except (AttributeError, OSError):
             ours.close()
             return
@@ -225,8 +234,10 @@ class _ForkedObstore(ModuleType):
         # is imported here already).
         from . import _obstore_helper
 
-        self._frame_head, self._receive_exactly = (_obstore_helper.HEADER,
-                                                   _obstore_helper.receive_exactly)
+        self._frame_head, self._receive_exactly = (
+            _obstore_helper.HEADER,
+            _obstore_helper.receive_exactly,
+        )
 
     def connected(self) -> socket.socket:
         """The socket to the helper, which is started if there is none (or it ended): forked
@@ -258,12 +269,18 @@ class _ForkedObstore(ModuleType):
     @staticmethod
     def _start(theirs: socket.socket) -> subprocess.Popen[bytes]:
         try:
-            return subprocess.Popen(_helper_command(str(theirs.fileno())),
-                                    pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
+            return subprocess.Popen(
+                _helper_command(str(theirs.fileno())),
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+            )
         except OSError as e:
-            raise StoreError(errno.EPERM, f"obstore cannot run in this process, forked after it "
-                             f"ran, and its helper process did not start ({e}): "
-                             f"{_aio.SPAWN_ADVICE}") from e
+            raise StoreError(
+                errno.EPERM,
+                f"obstore cannot run in this process, forked after it "
+                f"ran, and its helper process did not start ({e}): "
+                f"{_aio.SPAWN_ADVICE}",
+            ) from e
 
     def close(self) -> None:
         """Close this process's copy of the socket (in a child forked from its process)."""
@@ -277,7 +294,8 @@ class _ForkedObstore(ModuleType):
             while True:
                 head = self._receive_exactly(sock, self._frame_head.size)
                 ident, ok, value = pickle.loads(
-                    self._receive_exactly(sock, *self._frame_head.unpack(head)))
+                    self._receive_exactly(sock, *self._frame_head.unpack(head))
+                )
                 future = self._waiting.pop(ident, None)
                 if future is not None:
                     _settle(future, value if ok else None, None if ok else self._exception(*value))
@@ -290,10 +308,16 @@ class _ForkedObstore(ModuleType):
         sock.close()
         status = "" if process is None else f" with status {process.wait()}"
         for future in left.values():
-            _settle(future, None, StoreError(
-                errno.EIO, f"the helper process that runs obstore's requests in this "
-                           f"process (forked after obstore ran) ended{status}: "
-                           f"{_aio.SPAWN_ADVICE}"))
+            _settle(
+                future,
+                None,
+                StoreError(
+                    errno.EIO,
+                    f"the helper process that runs obstore's requests in this "
+                    f"process (forked after obstore ran) ended{status}: "
+                    f"{_aio.SPAWN_ADVICE}",
+                ),
+            )
 
     def _exception(self, module: str, name: str, text: str) -> BaseException:
         """The helper's exception, as one of obstore's or a built-in one where it was."""
@@ -307,8 +331,9 @@ class _ForkedObstore(ModuleType):
                 return made
         return StoreError(errno.EIO, f"{name}: {text}")
 
-    def _call(self, op: str, store: ObstoreStore, *args: Any, waits: bool = True,
-              **kwargs: Any) -> concurrent.futures.Future[Any]:
+    def _call(
+        self, op: str, store: ObstoreStore, *args: Any, waits: bool = True, **kwargs: Any
+    ) -> concurrent.futures.Future[Any]:
         """Send the call `op`; its answer comes to the future returned (`waits`: the
         caller will wait for it, so answers must be read from now on)."""
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
@@ -317,10 +342,14 @@ class _ForkedObstore(ModuleType):
         try:
             blob = pickle.dumps(store)
         except Exception as e:  # (an obstore MemoryStore: its data is in this process only)
-            raise StoreError(errno.EPERM, (
-                f"obstore cannot run in this process, forked after it ran, and {store!r} "
-                f"cannot go to the helper process that runs its requests here ({e}): "
-                f"{_aio.SPAWN_ADVICE}")) from e
+            raise StoreError(
+                errno.EPERM,
+                (
+                    f"obstore cannot run in this process, forked after it ran, and {store!r} "
+                    f"cannot go to the helper process that runs its requests here ({e}): "
+                    f"{_aio.SPAWN_ADVICE}"
+                ),
+            ) from e
         frame = pickle.dumps((ident, op, blob, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
         with self._send_guard:
             sock = self.connected()
@@ -329,11 +358,18 @@ class _ForkedObstore(ModuleType):
                 sock.sendall(self._frame_head.pack(len(frame)) + frame)
             except OSError as e:
                 self._waiting.pop(ident, None)
-                raise StoreError(errno.EIO, f"cannot reach the helper process that runs "
-                                            f"obstore's requests in this process: {e}") from e
+                raise StoreError(
+                    errno.EIO,
+                    f"cannot reach the helper process that runs "
+                    f"obstore's requests in this process: {e}",
+                ) from e
             if waits and self._unread is not None:
-                threading.Thread(target=self._receive, args=self._unread, daemon=True,
-                                 name="zarrcore-obstore-helper").start()
+                threading.Thread(
+                    target=self._receive,
+                    args=self._unread,
+                    daemon=True,
+                    name="zarrcore-obstore-helper",
+                ).start()
                 self._unread = None
         return future
 
@@ -355,28 +391,31 @@ class _ForkedObstore(ModuleType):
         meta: ObjectMeta = self._call("head", store, path).result()
         return meta
 
-    def put(self, store: ObstoreStore, path: str, value: ReadableBuffer,
-            **kwargs: Any) -> PutResult:
+    def put(
+        self, store: ObstoreStore, path: str, value: ReadableBuffer, **kwargs: Any
+    ) -> PutResult:
         done: PutResult = self._call("put", store, path, bytes(value), **kwargs).result()
         return done
 
     def delete(self, store: ObstoreStore, paths: str | builtins.list[str]) -> None:
         self._call("delete", store, paths).result()
 
-    def list(self, store: ObstoreStore, prefix: str | None = None
-             ) -> builtins.list[builtins.list[ObjectMeta]]:
+    def list(
+        self, store: ObstoreStore, prefix: str | None = None
+    ) -> builtins.list[builtins.list[ObjectMeta]]:
         batches: builtins.list[builtins.list[ObjectMeta]] = self._call(
-            "list", store, prefix=prefix).result()
+            "list", store, prefix=prefix
+        ).result()
         return batches
 
-    def list_with_delimiter(self, store: ObstoreStore, prefix: str | None = None
-                            ) -> dict[str, Any]:
+    def list_with_delimiter(self, store: ObstoreStore, prefix: str | None = None) -> dict[str, Any]:
         listing: dict[str, Any] = self._call("list_with_delimiter", store, prefix).result()
         return listing
 
 
-def _settle(future: concurrent.futures.Future[Any], value: Any,
-            error: BaseException | None) -> None:
+def _settle(
+    future: concurrent.futures.Future[Any], value: Any, error: BaseException | None
+) -> None:
     """Give `future` its result or `error`, unless its caller stopped waiting (cancelled)."""
     with contextlib.suppress(concurrent.futures.InvalidStateError):
         if error is None:

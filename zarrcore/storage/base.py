@@ -1,4 +1,5 @@
 """The Store interface: a flat key/value space with byte-range reads."""
+
 from __future__ import annotations
 
 import contextlib
@@ -9,11 +10,15 @@ from collections.abc import Collection, Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Optional, Protocol, Union, cast
 
-from ..runtime.portable import at_fork_in_child
-from ..runtime.config import config
 from ..errors import (
-    InvalidKeyError, LockUnavailableError, ReadOnlyError, StoreError, ValueTooLargeError,
+    InvalidKeyError,
+    LockUnavailableError,
+    ReadOnlyError,
+    StoreError,
+    ValueTooLargeError,
 )
+from ..runtime.config import config
+from ..runtime.portable import at_fork_in_child
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
@@ -23,9 +28,25 @@ if TYPE_CHECKING:
     from ..runtime.link import Link
 
 __all__ = [
-    "ByteRange", "BytesReader", "Fetched", "RangeReader", "ReadBytes", "Request",
-    "S3_LEAST_PART_BYTES", "Store", "UNCHANGED", "Unchanged", "Version", "at_most", "bounded",
-    "check_length", "get_at_most", "in_flight", "too_large", "validate_key", "validate_keys",
+    "ByteRange",
+    "BytesReader",
+    "Fetched",
+    "RangeReader",
+    "ReadBytes",
+    "Request",
+    "S3_LEAST_PART_BYTES",
+    "Store",
+    "UNCHANGED",
+    "Unchanged",
+    "Version",
+    "at_most",
+    "bounded",
+    "check_length",
+    "get_at_most",
+    "in_flight",
+    "too_large",
+    "validate_key",
+    "validate_keys",
     "validate_prefix",
 ]
 
@@ -103,24 +124,29 @@ def validate_prefix(prefix: str) -> str:
     return stripped
 
 
-def too_large(store: Store, key: str, limit: int,
-              why: str | None) -> ValueTooLargeError:
+def too_large(store: Store, key: str, limit: int, why: str | None) -> ValueTooLargeError:
     """ValueTooLargeError: the value at `key` of `store` takes more than `limit` bytes, the
     most `why` allows."""
-    return ValueTooLargeError(errno.EFBIG, f"key {key!r} of {store!r}: more than {limit} "
-                                           f"bytes, the most {why}; refused unread")
+    return ValueTooLargeError(
+        errno.EFBIG,
+        f"key {key!r} of {store!r}: more than {limit} bytes, the most {why}; refused unread",
+    )
 
 
-def check_length(store: Store, key: str, got: int, start: int | None, stop: int | None,
-                 size: int) -> None:
+def check_length(
+    store: Store, key: str, got: int, start: int | None, stop: int | None, size: int
+) -> None:
     """StoreError (EIO) naming `key` of `store` unless `got` bytes are all of [start:stop]
     (Python slice bounds) of a value of `size` bytes: a body that ended early is an I/O
     error, never bytes to decode."""
     lo, hi, _ = slice(start, stop).indices(size)
     wanted = max(hi - lo, 0)
     if got != wanted:
-        raise StoreError(errno.EIO, f"key {key!r} of {store!r}: the answer held {got} bytes "
-                                    f"of the {wanted} of [{start}:{stop}] of its {size}")
+        raise StoreError(
+            errno.EIO,
+            f"key {key!r} of {store!r}: the answer held {got} bytes "
+            f"of the {wanted} of [{start}:{stop}] of its {size}",
+        )
 
 
 def at_most(limit: int) -> list[ByteRange]:
@@ -129,8 +155,9 @@ def at_most(limit: int) -> list[ByteRange]:
     return [(0, limit + 1)]
 
 
-def bounded(store: Store, key: str, parts: Sequence[ReadBytes | None] | None, limit: int,
-            why: str | None) -> ReadBytes | None:
+def bounded(
+    store: Store, key: str, parts: Sequence[ReadBytes | None] | None, limit: int, why: str | None
+) -> ReadBytes | None:
     """The value that an `at_most(limit)` read of `key` returned as `parts` (None: missing);
     `too_large` when it is larger than `limit`."""
     if parts is None or parts[0] is None:
@@ -195,11 +222,11 @@ class BytesReader:
         return [self._view[slice(start, stop)] for start, stop in ranges]
 
 
-
 def in_flight(concurrency: int | None) -> int:
     """The requests a call of Store.get_many or set_many keeps in flight: `concurrency`, the
     caller's (an array's ArrayOptions.io_concurrency), else config.io_concurrency."""
     return config.io_concurrency if concurrency is None else concurrency
+
 
 class Store:
     """Base class of stores. Keys are '/'-separated relative paths.
@@ -335,8 +362,9 @@ class Store:
         has another); stores whose readers tell none are never given one."""
         yield _KeyReader(self, key)
 
-    def get_many(self, requests: Sequence[Request], concurrency: int | None = None
-                 ) -> Iterator[tuple[int, Fetched]]:
+    def get_many(
+        self, requests: Sequence[Request], concurrency: int | None = None
+    ) -> Iterator[tuple[int, Fetched]]:
         """Read many keys at once: `requests` is a sequence of (key, ranges), ranges None for
         the whole value or a list of (start, stop) as in get_ranges. Yields (i, result) for
         every request i, in the order results arrive (remote stores fetch concurrently, up to
@@ -345,16 +373,23 @@ class Store:
         for i, (key, ranges) in enumerate(requests):
             yield i, self.get(key) if ranges is None else self.get_ranges(key, ranges)
 
-    def get_many_versioned(self, requests: Sequence[Request],
-                           known: Sequence[Version | None], concurrency: int | None = None
-                           ) -> Iterator[tuple[int, Fetched | Unchanged, Version | None]]:
+    def get_many_versioned(
+        self,
+        requests: Sequence[Request],
+        known: Sequence[Version | None],
+        concurrency: int | None = None,
+    ) -> Iterator[tuple[int, Fetched | Unchanged, Version | None]]:
         """As get_many, with each result's version (None when the value is missing or its
         version unknown); a request whose stored value is still at the version `known[i]`
         gives UNCHANGED instead of its bytes. Stores with `versioned_reads` only."""
         raise NotImplementedError
 
-    def set_many(self, items: Iterable[tuple[str, ReadableBuffer]],
-                 concurrency: int | None = None, part_bytes: int | None = None) -> None:
+    def set_many(
+        self,
+        items: Iterable[tuple[str, ReadableBuffer]],
+        concurrency: int | None = None,
+        part_bytes: int | None = None,
+    ) -> None:
         """Write every (key, value) of the iterable `items`; remote stores upload
         concurrently, up to `in_flight(concurrency)` at once. A store with
         `least_part_bytes` writes each value larger than `part_bytes` (at least twice
@@ -368,8 +403,9 @@ class Store:
         False, writing nothing, when it has not and the caller copies the bytes."""
         return False
 
-    def get_versioned(self, key: str, limit: int | None = None,
-                      why: str | None = None) -> tuple[bytes | None, Version]:
+    def get_versioned(
+        self, key: str, limit: int | None = None, why: str | None = None
+    ) -> tuple[bytes | None, Version]:
         """(value, version) of `key`, or (None, None) when it is missing. `version` (an ETag,
         a generation) is what set_if compares with. With `limit`, a value larger than that
         raises `too_large(self, key, limit, why)` without being read whole."""
@@ -412,12 +448,14 @@ class Store:
         validate_prefix(dest)
         self.check_writable(dest)
         if not self.supports_deletes:  # refused before any copy is made
-            raise StoreError(errno.EOPNOTSUPP, f"cannot move the keys below {source!r}: "
-                                               f"{self!r} cannot delete keys")
+            raise StoreError(
+                errno.EOPNOTSUPP,
+                f"cannot move the keys below {source!r}: {self!r} cannot delete keys",
+            )
         for key in list(self.list_prefix(source)):
             value = self.get(key)
             if value is not None:  # (None: deleted meanwhile, so nothing to move)
-                self.set(dest + key[len(source):], value)
+                self.set(dest + key[len(source) :], value)
         self.delete_prefix(source)
 
     def check_writable(self, key: str) -> None:
@@ -426,16 +464,23 @@ class Store:
 
     def check_listing(self, prefix: str) -> None:
         if not self.supports_listing:
-            raise StoreError(errno.EOPNOTSUPP, f"{self!r} cannot list keys (below {prefix!r}): "
-                                               f"open it through consolidated metadata")
+            raise StoreError(
+                errno.EOPNOTSUPP,
+                f"{self!r} cannot list keys (below {prefix!r}): "
+                f"open it through consolidated metadata",
+            )
 
     def check_consolidated_metadata(self, path: str) -> None:
         if not self.supports_consolidated_metadata:
-            raise StoreError(errno.EOPNOTSUPP, f"{self!r} keeps no consolidated metadata (of "
-                                               f"the group at {path!r}): open it without")
+            raise StoreError(
+                errno.EOPNOTSUPP,
+                f"{self!r} keeps no consolidated metadata (of "
+                f"the group at {path!r}): open it without",
+            )
 
-    def lock(self, key: str, node: str = "", *,
-             replaced_last: bool = False) -> AbstractContextManager[None]:
+    def lock(
+        self, key: str, node: str = "", *, replaced_last: bool = False
+    ) -> AbstractContextManager[None]:
         """Exclusive lock on `key` for read-modify-write, across every thread and process that
         writes the store (a context manager). `node` is the path of the node (array or group)
         `key` belongs to: stores that keep locks with the data keep them with that node, so
@@ -447,7 +492,8 @@ class Store:
         `thread_lock` as its lock."""
         raise LockUnavailableError(
             f"{self!r} cannot lock keys across processes (no lock() of its own), so it cannot "
-            f"update {key!r} without risking to lose a concurrent update")
+            f"update {key!r} without risking to lose a concurrent update"
+        )
 
     def creation_lock(self) -> AbstractContextManager[None]:
         """The lock creators of nodes hold across processes, from finding no node at a path to
@@ -480,8 +526,11 @@ class Store:
         return self._identity()
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, Store) and type(self) is type(other)
-                and self._identity() == other._identity())
+        return (
+            isinstance(other, Store)
+            and type(self) is type(other)
+            and self._identity() == other._identity()
+        )
 
     def __hash__(self) -> int:
         return hash((type(self), self._identity()))

@@ -6,6 +6,7 @@ the caller's concurrency (an array's io_concurrency, `in_flight`) at once per ca
 A process forked from one that used the store (multiprocessing's 'fork', PyTorch's
 DataLoader workers) opens the filesystem anew from its options on first use: the parent's
 loop, sessions and connections are not the child's to use."""
+
 from __future__ import annotations
 
 import errno
@@ -17,14 +18,21 @@ from collections.abc import Coroutine, Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from ..runtime.portable import at_fork_in_child
-from ..runtime.concurrency import each, fan_out, run_bounded
-from ..runtime.link import Link, link_to
 from ..errors import StoreError
 from ..runtime import _aio
+from ..runtime.concurrency import each, fan_out, run_bounded
+from ..runtime.link import Link, link_to
+from ..runtime.portable import at_fork_in_child
 from .base import (
-    S3_LEAST_PART_BYTES, ByteRange, Fetched, Request, Store, check_length, in_flight,
-    validate_key, validate_prefix,
+    S3_LEAST_PART_BYTES,
+    ByteRange,
+    Fetched,
+    Request,
+    Store,
+    check_length,
+    in_flight,
+    validate_key,
+    validate_prefix,
 )
 from .options import credentials_error
 
@@ -81,9 +89,11 @@ def _reopen(fs: AbstractFileSystem) -> AbstractFileSystem:
         known = _reopened.get(id(fs))
         if known is not None and known[0] is fs:
             return known[1]
-        options = {name: _reopen(value) if isinstance(value, AbstractFileSystem) else value
-                   for name, value in fs.storage_options.items()
-                   if name not in ("asynchronous", "loop")}
+        options = {
+            name: _reopen(value) if isinstance(value, AbstractFileSystem) else value
+            for name, value in fs.storage_options.items()
+            if name not in ("asynchronous", "loop")
+        }
         fresh = type(fs)(*fs.storage_args, skip_instance_cache=True, **options)
         _reopened[id(fs)] = (fs, fresh)
         return fresh
@@ -99,9 +109,14 @@ class FsspecStore(Store):
     writes the store: locks then exclude its threads) or the filesystem is fsspec's
     in-memory one."""
 
-    def __init__(self, fs: AbstractFileSystem, path: str = "", read_only: bool = False,
-                 loop: asyncio.AbstractEventLoop | None = None,
-                 single_writer: bool = False) -> None:
+    def __init__(
+        self,
+        fs: AbstractFileSystem,
+        path: str = "",
+        read_only: bool = False,
+        loop: asyncio.AbstractEventLoop | None = None,
+        single_writer: bool = False,
+    ) -> None:
         protocols = _protocols(fs)
         http = any(p in _HTTP_PROTOCOLS for p in protocols)
         super().__init__(read_only or http)
@@ -120,8 +135,11 @@ class FsspecStore(Store):
         self.supports_locks = self.single_writer and self.supports_writes
         # Writes stream on an async filesystem's loop (set_many).
         self.streams_writes = self._async
-        parts = self._async and any(p in _PART_PROTOCOLS for p in protocols) and (
-            "max_concurrency" in inspect.signature(fs._pipe_file).parameters)
+        parts = (
+            self._async
+            and any(p in _PART_PROTOCOLS for p in protocols)
+            and ("max_concurrency" in inspect.signature(fs._pipe_file).parameters)
+        )
         self.least_part_bytes = S3_LEAST_PART_BYTES if parts else None
         self.link = self._link()
 
@@ -161,9 +179,13 @@ class FsspecStore(Store):
         try:
             fs = _reopen(self.fs)
         except Exception as e:
-            raise StoreError(errno.EPERM, (
-                f"{self!r} cannot open its filesystem anew in this process, forked from the "
-                f"one that made it ({type(e).__name__}: {e}): {_aio.SPAWN_ADVICE}")) from e
+            raise StoreError(
+                errno.EPERM,
+                (
+                    f"{self!r} cannot open its filesystem anew in this process, forked from the "
+                    f"one that made it ({type(e).__name__}: {e}): {_aio.SPAWN_ADVICE}"
+                ),
+            ) from e
         self.fs = fs
         self._loop = fs.loop if self._async else None
         self._pid = os.getpid()
@@ -198,12 +220,16 @@ class FsspecStore(Store):
         return f"{self.path}/{key}" if self.path else key
 
     def _error(self, key: str, error: Exception) -> StoreError:
-        no_credentials = credentials_error(error, f"key {key!r} of {self!r}",
-                                           _protocols(self.fs)[0])
+        no_credentials = credentials_error(
+            error, f"key {key!r} of {self!r}", _protocols(self.fs)[0]
+        )
         if no_credentials is not None:
             return no_credentials
-        code = errno.EACCES if isinstance(error, PermissionError) else (
-            getattr(error, "errno", None) or errno.EIO)
+        code = (
+            errno.EACCES
+            if isinstance(error, PermissionError)
+            else (getattr(error, "errno", None) or errno.EIO)
+        )
         return StoreError(code, f"key {key!r} of {self!r}: {error}")
 
     # -- reads --------------------------------------------------------------
@@ -223,15 +249,18 @@ class FsspecStore(Store):
         start = start or 0
         if (start < 0 and stop is None) or (start >= 0 and (stop is None or stop > start)):
             try:
-                data: bytes = await self._timed(self._acall("cat_file", path, start=start,
-                                                            end=stop))
-                if (len(data) < -start if start < 0 else
-                        start > 0 and stop is not None and len(data) != stop - start):
+                data: bytes = await self._timed(
+                    self._acall("cat_file", path, start=start, end=stop)
+                )
+                if (
+                    len(data) < -start
+                    if start < 0
+                    else start > 0 and stop is not None and len(data) != stop - start
+                ):
                     # Fewer bytes are right only where the file ends: its size tells. (Not
                     # asked of reads from 0, which read whole values of at most so many
                     # bytes, short as a rule: a request more each.)
-                    check_length(self, key, len(data), start, stop,
-                                 await self._acall("size", path))
+                    check_length(self, key, len(data), start, stop, await self._acall("size", path))
                 return data
             except (FileNotFoundError, StoreError):
                 raise
@@ -276,14 +305,22 @@ class FsspecStore(Store):
         except Exception as e:
             raise self._error(key, e) from e
 
-    def get_many(self, requests: Sequence[Request], concurrency: int | None = None
-                 ) -> Iterator[tuple[int, Fetched]]:
+    def get_many(
+        self, requests: Sequence[Request], concurrency: int | None = None
+    ) -> Iterator[tuple[int, Fetched]]:
         self._in_this_process()
         if not self._async:
             return super().get_many(requests)
-        return each(fan_out(lambda r: self._fetch(*r), requests, in_flight(concurrency),
-                            loop=self._loop or _aio.io_loop(), deadline=_aio.answer_deadline(),
-                            doing="reading"))
+        return each(
+            fan_out(
+                lambda r: self._fetch(*r),
+                requests,
+                in_flight(concurrency),
+                loop=self._loop or _aio.io_loop(),
+                deadline=_aio.answer_deadline(),
+                doing="reading",
+            )
+        )
 
     def exists(self, key: str) -> bool:
         path = self._full(validate_key(key))
@@ -314,17 +351,21 @@ class FsspecStore(Store):
         leaves the remainder of the division, a few bytes, to a part of its own)."""
         data = bytes(value)
         parts = 1 if part_bytes is None else -(-len(data) // part_bytes)
-        cut = {} if parts == 1 else {"chunksize": len(data) // parts,
-                                     "max_concurrency": parts + 1}
+        cut = {} if parts == 1 else {"chunksize": len(data) // parts, "max_concurrency": parts + 1}
         try:
             await self._acall("pipe_file", self._full(key), data, slots=parts, **cut)
         except Exception as e:
             raise self._error(key, e) from e
 
-    def set_many(self, items: Iterable[tuple[str, ReadableBuffer]],
-                 concurrency: int | None = None, part_bytes: int | None = None) -> None:
+    def set_many(
+        self,
+        items: Iterable[tuple[str, ReadableBuffer]],
+        concurrency: int | None = None,
+        part_bytes: int | None = None,
+    ) -> None:
         """As Store.set_many: on an async filesystem each write starts as soon as `items`
         (which may be a generator) yields it, as many at once as get_many's."""
+
         def checked() -> Iterator[tuple[str, ReadableBuffer]]:
             for key, value in items:
                 self.check_writable(validate_key(key))
@@ -333,9 +374,14 @@ class FsspecStore(Store):
         self._in_this_process()
         if self._async:
             parts = None if self.least_part_bytes is None else part_bytes
-            run_bounded(lambda item: self._put(*item, parts), checked(),
-                        in_flight(concurrency), loop=self._loop or _aio.io_loop(),
-                        deadline=_aio.answer_deadline(), doing="writing")
+            run_bounded(
+                lambda item: self._put(*item, parts),
+                checked(),
+                in_flight(concurrency),
+                loop=self._loop or _aio.io_loop(),
+                deadline=_aio.answer_deadline(),
+                doing="writing",
+            )
             return
         items = list(checked())
         if not items:
@@ -355,8 +401,9 @@ class FsspecStore(Store):
         except Exception as e:
             raise self._error(key, e) from e
 
-    def lock(self, key: str, node: str = "", *,
-             replaced_last: bool = False) -> AbstractContextManager[None]:
+    def lock(
+        self, key: str, node: str = "", *, replaced_last: bool = False
+    ) -> AbstractContextManager[None]:
         if not self.single_writer:
             return super().lock(key, node, replaced_last=replaced_last)
         return self.thread_lock(validate_key(key))
@@ -385,5 +432,6 @@ class FsspecStore(Store):
             return []
         except Exception as e:
             raise self._error(prefix, e) from e
-        return sorted({p.rstrip("/").rpartition("/")[2] for p in entries
-                       if p.rstrip("/") != base.rstrip("/")})
+        return sorted(
+            {p.rstrip("/").rpartition("/")[2] for p in entries if p.rstrip("/") != base.rstrip("/")}
+        )

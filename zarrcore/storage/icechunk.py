@@ -1,6 +1,7 @@
 """Icechunk repositories (the `icechunk` extra): their sessions' stores are taken wherever a
 store is (zarrcore.storage.zarr_python.ZarrPythonStore); the commit of what a writable session
 wrote is the caller's, made here with zarrcore's errors."""
+
 from typing import Any
 
 from .zarr_python import is_icechunk, zarr_store_error

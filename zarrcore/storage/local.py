@@ -1,4 +1,5 @@
 """Local directory store: one file per key, atomic writes, advisory file locks."""
+
 from __future__ import annotations
 
 import contextlib
@@ -10,14 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._native.files import TEMP_PREFIX, FileRoot, is_lock_file, pread_into, unlock_file
 from .._native import memory as _memory
+from .._native.files import TEMP_PREFIX, FileRoot, is_lock_file, pread_into, unlock_file
+from ..errors import InvalidKeyError, StoreError, ZarrcoreError
 from ..runtime import portable
 from ..runtime.config import config
-from ..errors import InvalidKeyError, StoreError, ZarrcoreError
-from .base import (
-    ByteRange, RangeReader, ReadBytes, Store, validate_key, validate_prefix,
-)
+from .base import ByteRange, RangeReader, ReadBytes, Store, validate_key, validate_prefix
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
@@ -81,8 +80,9 @@ class LocalStore(Store):
 
     supports_locks = True
 
-    def __init__(self, root: str | os.PathLike[str], read_only: bool = False,
-                 confined: bool | None = None) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str], read_only: bool = False, confined: bool | None = None
+    ) -> None:
         super().__init__(read_only)
         self.root = os.path.abspath(os.fspath(root))
         self.confined = config.confine_local_stores if confined is None else bool(confined)
@@ -128,8 +128,7 @@ class LocalStore(Store):
     def _path(self, key: str) -> str:
         problem = portable.file_name_problem(validate_key(key))
         if problem:
-            raise InvalidKeyError(
-                f"store key {key!r} cannot be a file in {self.root!r}: {problem}")
+            raise InvalidKeyError(f"store key {key!r} cannot be a file in {self.root!r}: {problem}")
         return os.path.join(self.root, *key.split("/"))
 
     def _dir(self, prefix: str) -> str:
@@ -201,7 +200,8 @@ class LocalStore(Store):
         # Written beside the target and renamed, so a reader never sees a torn file.
         try:
             self.files(create=True).replace(
-                self._path(key), value, shared=key.rpartition("/")[2] in SELF_LOCKED_DOCUMENTS)
+                self._path(key), value, shared=key.rpartition("/")[2] in SELF_LOCKED_DOCUMENTS
+            )
         except OSError as e:  # a directory where the key should be, a full disk...
             raise _store_error(key, e) from e
 
@@ -343,7 +343,7 @@ class LocalStore(Store):
                 finally:
                     unlock_file(fd)
                 return
-            rel = key[len(node) + 1:] if node else key
+            rel = key[len(node) + 1 :] if node else key
             node_dir = self._dir(node)
             held = files.lock_key(node_dir, rel)
             try:

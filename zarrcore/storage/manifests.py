@@ -5,6 +5,7 @@ ranges and decoded in native batches, as kerchunk's references are (storage/refe
 Targets reach only what the registry names: below a local store's directory, or below a
 remote store's URL. A registry holding a store zarrcore cannot read itself (not one of
 obstore's) leaves the ManifestStore to its own API (a ZarrPythonStore)."""
+
 from __future__ import annotations
 
 import base64
@@ -22,6 +23,7 @@ __all__ = ["manifest_store_references"]
 
 def _registered(registry: Any) -> Iterator[tuple[str, Any]]:
     """(URL, store) of every store of an obspec_utils ObjectStoreRegistry."""
+
     def walk(url: str, entry: Any) -> Iterator[tuple[str, Any]]:
         if entry.store is not None:
             yield url, entry.store
@@ -52,8 +54,9 @@ def _references(node: Any, path: str, refs: dict[str, Any]) -> None:
     prototype = default_buffer_prototype()
 
     def metadata(at: str, of: Any) -> None:
-        refs[f"{at}zarr.json"] = of.metadata.to_buffer_dict(prototype)["zarr.json"].to_bytes() \
-            .decode()
+        refs[f"{at}zarr.json"] = (
+            of.metadata.to_buffer_dict(prototype)["zarr.json"].to_bytes().decode()
+        )
 
     metadata(path, node)
     for name, array in node.arrays.items():
@@ -61,11 +64,15 @@ def _references(node: Any, path: str, refs: dict[str, Any]) -> None:
         metadata(at, array)
         manifest, meta = array.manifest, array.metadata
         for index, entry in manifest.iter_refs():
-            refs[at + meta.encode_chunk_key(index)] = [entry["path"], entry["offset"],
-                                                     entry["length"]]
+            refs[at + meta.encode_chunk_key(index)] = [
+                entry["path"],
+                entry["offset"],
+                entry["length"],
+            ]
         for index, data in getattr(manifest, "_inlined", {}).items():
-            refs[at + meta.encode_chunk_key(index)] = "base64:" + base64.b64encode(
-                bytes(data)).decode()
+            refs[at + meta.encode_chunk_key(index)] = (
+                "base64:" + base64.b64encode(bytes(data)).decode()
+            )
     for name, group in node.groups.items():
         _references(group, f"{path}{name}/", refs)
 
@@ -75,7 +82,9 @@ def manifest_store_references(manifest_store: Any) -> ReferenceStore | None:
     (urls.ZARR_STORE_OPENERS), or None when `manifest_store` is not one or its registry holds a
     store zarrcore cannot read."""
     if (type(manifest_store).__module__, type(manifest_store).__name__) != (
-            "virtualizarr.manifests.store", "ManifestStore"):
+        "virtualizarr.manifests.store",
+        "ManifestStore",
+    ):
         return None
     roots: list[str] = []
     stores: dict[str, Store] = {}

@@ -1,4 +1,5 @@
 """In-memory store: a mapping of keys to bytes, its own in C or a dict passed in."""
+
 from __future__ import annotations
 
 import contextlib
@@ -42,19 +43,22 @@ class MemoryStore(Store):
     process_local = True
     readers_keep_one_version = True  # (reader keeps the value it found)
 
-    def __init__(self, store_dict: NativeMemoryMap | KeyBytes | None = None,
-                 read_only: bool = False) -> None:
+    def __init__(
+        self, store_dict: NativeMemoryMap | KeyBytes | None = None, read_only: bool = False
+    ) -> None:
         super().__init__(read_only)
-        self._data: NativeMemoryMap | KeyBytes = (NativeMemoryMap() if store_dict is None
-                                                  else store_dict)
+        self._data: NativeMemoryMap | KeyBytes = (
+            NativeMemoryMap() if store_dict is None else store_dict
+        )
 
     @property
     def native_memory(self) -> NativeMemoryMap | None:
         """The NativeMemoryMap holding the data, or None for a dict passed in."""
         return self._data if isinstance(self._data, NativeMemoryMap) else None
 
-    def lock(self, key: str, node: str = "", *,
-             replaced_last: bool = False) -> AbstractContextManager[None]:
+    def lock(
+        self, key: str, node: str = "", *, replaced_last: bool = False
+    ) -> AbstractContextManager[None]:
         """Exclusive across threads: the data lives in this process, so no other can write it.
         Over its own data, the lock array handles take for the key from native threads."""
         key = validate_key(key)
@@ -108,7 +112,7 @@ class MemoryStore(Store):
         names: set[str] = set()
         for k in list(self._data):
             if k.startswith(head):
-                names.add(k[len(head):].split("/", 1)[0])
+                names.add(k[len(head) :].split("/", 1)[0])
         return sorted(names)
 
 

@@ -24,61 +24,83 @@ last writer wins. What this cannot fence: a late create-only PUT of a key delete
 conditioned on (S3's ETag is the MD5 of the body, so such a rewrite keeps it), and a late
 completion of a multipart upload (obstore's take no condition).
 """
+
 from __future__ import annotations
 
 import collections
 import contextlib
-import datetime
 import errno
-import os
 import re
 import time
 import urllib.parse
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
+from ..errors import (
+    KeyChangedError,
+    LockUnavailableError,
+    ReadOnlyError,
+    StoreError,
+    StoreURLError,
+    WriteConflictError,
+)
+from ..runtime import _aio
 from ..runtime.concurrency import each, fan_out, run_bounded
 from ..runtime.link import Link, link_to
-from ..runtime.config import config
-from ..errors import (KeyChangedError, LockUnavailableError, ReadOnlyError, StoreError,
-                      StoreURLError, WriteConflictError)
-from ..runtime import _aio
 from ._object_clients import (
-    SERVER_BACKENDS, client_root, note_opened, opened_before, opening, shared_client, split_client,
+    SERVER_BACKENDS,
+    client_root,
+    note_opened,
+    opened_before,
+    opening,
+    shared_client,
+    split_client,
 )
+from ._object_errors import REFUSED_CREDENTIALS, first_line, server_answer
 from ._object_locks import LOCK_PREFIX, Lease, is_lock_object
+from ._object_options import url_settings
 from ._object_versions import ObjectVersion, put_mode, version_of
 from ._obstore_runtime import obstore_module as _obstore
 from .base import (
-    S3_LEAST_PART_BYTES, UNCHANGED, ByteRange, Fetched, RangeReader, ReadBytes, Request, Store,
-    Unchanged, at_most, bounded, check_length, in_flight, validate_key, validate_prefix,
+    S3_LEAST_PART_BYTES,
+    UNCHANGED,
+    ByteRange,
+    Fetched,
+    RangeReader,
+    ReadBytes,
+    Request,
+    Store,
+    Unchanged,
+    at_most,
+    bounded,
+    check_length,
+    in_flight,
+    validate_key,
+    validate_prefix,
 )
-from .options import StorageOptions, checked_backend_options, credentials_error
+from .options import StorageOptions, credentials_error
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
     from obstore import (
-        GetOptions, GetResult, ObjectMeta, OffsetRange, PutMode, PutResult, SuffixRange,
+        GetOptions,
+        GetResult,
+        ObjectMeta,
+        OffsetRange,
+        PutMode,
+        PutResult,
+        SuffixRange,
     )
-    from obstore.store import ClientConfig, ObjectStore as ObstoreStore, RetryConfig
+    from obstore.store import ClientConfig, RetryConfig
+    from obstore.store import ObjectStore as ObstoreStore
 
 __all__ = ["KNOWN_VERSIONS", "ObjectStore", "WRITE_TRIES"]
 
 
 _T = TypeVar("_T")
 
-# s3fs spellings of storage_options (what zarr-python passes to fsspec) -> obstore's keys.
-_S3FS_NAMES = {"key": "access_key_id", "secret": "secret_access_key", "token": "session_token",
-               "endpoint_url": "endpoint", "region_name": "region"}
-# Options of ours, not of obstore.
-_OWN_OPTIONS = ("timeout", "retries", "conditional_writes", "single_writer", "client_options",
-                "retry_config")
 # Backends whose PUT takes If-Match / If-None-Match (S3 since 2024, GCS generations, Azure).
 _CONDITIONAL_BACKENDS = ("S3Store", "GCSStore", "AzureStore", "MemoryStore")
-# Where obstore takes an S3 endpoint: its option names and, without one, the environment.
-_ENDPOINT_OPTIONS = ("endpoint", "aws_endpoint", "aws_endpoint_url", "endpoint_url",
-                     "aws_endpoint_url_s3")
-_ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT")
 # Whole-object PUTs that keep finding the object replaced by another writer give up after
 # this many tries.
 WRITE_TRIES = 8
@@ -103,44 +125,6 @@ def _visible(path: str) -> bool:
     return not is_lock_object(path.rpartition("/")[2])
 
 
-def _unsigned_payload(url: str, options: StorageOptions) -> bool:
-    """True when an S3 store's requests may sign UNSIGNED-PAYLOAD rather than the SHA-256 of
-    each body (which costs the client a pass over every byte it uploads): only for s3:// URLs
-    whose endpoint is https (AWS's own when none is set), where TLS already protects the body
-    in transit, as botocore decides by default. Over plain http the hash stays signed, and
-    an `unsigned_payload` of the caller's (option or AWS_UNSIGNED_PAYLOAD) is left as it is."""
-    options = {name.lower(): value for name, value in options.items()}
-    if (not url.startswith(("s3://", "s3a://")) or "AWS_UNSIGNED_PAYLOAD" in os.environ
-            or {"unsigned_payload", "aws_unsigned_payload"} & set(options)):
-        return False
-    endpoints = ([options[name] for name in _ENDPOINT_OPTIONS if name in options]
-                 + [os.environ[name] for name in _ENDPOINT_VARIABLES if name in os.environ])
-    return all(str(e).lower().startswith("https://") for e in endpoints)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
-
-
-# The fields of an S3 error document (<Error><Code>...</Code><Message>...</Message>...), which
-# obstore's messages carry whole.
-_ERROR_FIELD = re.compile(r"<(Code|Message|BucketName)>([^<]*)</\1>")
-# S3's codes for credentials it does not accept: an unknown key, a wrong secret, a bad token.
-_REFUSED_CREDENTIALS = frozenset({"InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken",
-                                  "ExpiredToken", "TokenRefreshRequired", "InvalidSecurity"})
-
-
-def _server_answer(error: BaseException) -> tuple[dict[str, str], str]:
-    """What the server answered, as far as `error` tells: the fields of its error document
-    (Code, Message, BucketName), and the error's first line (with the HTTP status) where that
-    raw document is replaced by its code and message."""
-    fields = dict(_ERROR_FIELD.findall(str(error)))
-    line = _first_line(error).split("<?xml")[0].split("<Error>")[0].rstrip(": ")
-    said = [fields[name] for name in ("Code", "Message") if name in fields]
-    return fields, f"{line} ({': '.join(said)})" if said else line
-
-
 def _request(call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
     """_aio.request of one of obstore's calls, whose panics (BaseExceptions, as its
     synchronous calls raise them) come back as exceptions, so that every caller handles
@@ -155,8 +139,12 @@ def _request(call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         raise RuntimeError(f"obstore panicked: {e}") from e
 
 
-def _body(store: ObstoreStore, path: str, options: GetOptions,
-          cut: tuple[int | None, int | None] | None = None) -> tuple[GetResult, memoryview]:
+def _body(
+    store: ObstoreStore,
+    path: str,
+    options: GetOptions,
+    cut: tuple[int | None, int | None] | None = None,
+) -> tuple[GetResult, memoryview]:
     """obstore's GET of `path` and its body: all of it, or the slice `cut` of it as it
     streams in (a server that turned a range down sends the whole object)."""
     result = _obstore().get(store, path, options=options)
@@ -186,7 +174,7 @@ def _cut(result: GetResult, start: int | None, stop: int | None) -> bytes:
     at = 0
     if hi > lo:
         for part in result.stream(min_chunk_size=min(hi, 1 << 20)):
-            parts.append(memoryview(part)[max(lo - at, 0):max(hi - at, 0)])
+            parts.append(memoryview(part)[max(lo - at, 0) : max(hi - at, 0)])
             at += len(part)
             if at >= hi:
                 break
@@ -201,9 +189,16 @@ class ObjectStore(Store):
     versioned_reads = True  # (strong ETags, but an HTTP server's; a HEAD tells a known one)
     link: Link
 
-    def __init__(self, store: ObstoreStore, read_only: bool = False, *, url: str | None = None,
-                 conditional_writes: bool | None = None, single_writer: bool = False,
-                 prefix: str = "") -> None:
+    def __init__(
+        self,
+        store: ObstoreStore,
+        read_only: bool = False,
+        *,
+        url: str | None = None,
+        conditional_writes: bool | None = None,
+        single_writer: bool = False,
+        prefix: str = "",
+    ) -> None:
         kind = type(store).__name__
         http = kind == "HTTPStore"
         super().__init__(read_only or http)
@@ -225,8 +220,10 @@ class ObjectStore(Store):
         # (S3's least part is GCS's too; Azure's blocks have none.)
         self.least_part_bytes = S3_LEAST_PART_BYTES if kind in SERVER_BACKENDS else None
         self.supports_conditional_writes = (
-            kind in _CONDITIONAL_BACKENDS if conditional_writes is None
-            else bool(conditional_writes))
+            kind in _CONDITIONAL_BACKENDS
+            if conditional_writes is None
+            else bool(conditional_writes)
+        )
         # Locks are lock objects made by create-only puts (see lock); without conditional
         # writes, `single_writer` (the caller's word that only this process writes the
         # store) makes them locks across this process's threads.
@@ -234,8 +231,9 @@ class ObjectStore(Store):
         # Seconds per request and retries its client was made with (None: config's).
         self.io_timeout: float | None = None
         self.io_retries: int | None = None
-        self.supports_locks = self.supports_writes and (self.supports_conditional_writes
-                                                        or self.single_writer)
+        self.supports_locks = self.supports_writes and (
+            self.supports_conditional_writes or self.single_writer
+        )
         self._versions: collections.OrderedDict[str, ObjectVersion] = collections.OrderedDict()
         # this host's clock minus the store's (seconds), once known
         self._clock_offset: float | None = None
@@ -256,8 +254,12 @@ class ObjectStore(Store):
 
     def __getstate__(self) -> dict[str, Any]:
         # (The link is this process's: a copy elsewhere shares that process's.)
-        return {**self.__dict__, "_versions": collections.OrderedDict(), "_clock_offset": None,
-                "link": None}
+        return {
+            **self.__dict__,
+            "_versions": collections.OrderedDict(),
+            "_clock_offset": None,
+            "link": None,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -271,14 +273,15 @@ class ObjectStore(Store):
         return f"{self._prefix}/{key}" if self._prefix else key
 
     def _key_of(self, path: str) -> str:
-        return path[len(self._prefix) + 1:] if self._prefix else path
+        return path[len(self._prefix) + 1 :] if self._prefix else path
 
     @classmethod
-    def from_url(cls, url: str, read_only: bool = False,
-                 storage_options: StorageOptions | None = None) -> ObjectStore:
+    def from_url(
+        cls, url: str, read_only: bool = False, storage_options: StorageOptions | None = None
+    ) -> ObjectStore:
         """The store at `url` (s3://, gs://, az://, abfs://, http(s)://...). storage_options are
         obstore's configuration keys (s3fs' `key`, `secret`, `endpoint_url`, `anon`, ... are
-        taken too; S3 over https defaults to `unsigned_payload`, see _unsigned_payload), plus
+        taken too; S3 over https defaults to `unsigned_payload`: see _object_options), plus
         `timeout` (seconds), `retries`, `client_options`, `retry_config` and
         `conditional_writes` (False for an S3-compatible server without If-Match) and
         `single_writer` (True: only this process writes the store, so locks need only exclude
@@ -288,48 +291,26 @@ class ObjectStore(Store):
         try:
             backend = obs.parse_scheme(url)
         except (obs.exceptions.BaseError, ValueError) as e:
-            raise StoreURLError(f"cannot open {url!r}: {_first_line(e)}") from e
-        options = dict(storage_options or {})
-        own = {name: options.pop(name) for name in _OWN_OPTIONS if name in options}
-        for name, ours in (("client_kwargs", None), *_S3FS_NAMES.items()):
-            if name not in options:
-                continue
-            value = options.pop(name)
-            if ours is None:  # s3fs' client_kwargs: endpoint_url, region_name
-                options.update({_S3FS_NAMES.get(k, k): v for k, v in value.items()})
-            else:
-                options[ours] = value
-        if options.pop("anon", False):
-            options["skip_signature"] = True
-        s3fs = ("client_kwargs", "anon", *_S3FS_NAMES) if backend == "s3" else ()
-        options = checked_backend_options(url, backend, options, extra=(*_OWN_OPTIONS, *s3fs))
-        if _unsigned_payload(url, options):
-            options["unsigned_payload"] = True
-        timeout = float(own.get("timeout", config.io_timeout))
-        retries = int(own.get("retries", config.io_retries))
-        client: ClientConfig = {"timeout": datetime.timedelta(seconds=timeout),
-                                "connect_timeout": datetime.timedelta(seconds=timeout)}
-        if url.startswith("http://") or str(options.get("endpoint", "")).startswith("http://"):
-            client["allow_http"] = True
-        client_options: ClientConfig | None = own.get("client_options")
-        client.update(client_options or {})
-        retry: RetryConfig = {
-            "max_retries": retries,
-            "retry_timeout": datetime.timedelta(seconds=timeout * (retries + 1)),
-            "backoff": {"init_backoff": datetime.timedelta(milliseconds=50),
-                        "max_backoff": datetime.timedelta(seconds=2), "base": 2}}
-        retry_config: RetryConfig | None = own.get("retry_config")
-        retry.update(retry_config or {})
+            raise StoreURLError(f"cannot open {url!r}: {first_line(e)}") from e
+        settings = url_settings(url, backend, storage_options)
+        options, own, client, retry = settings[:4]
         store, client_key, prefix = cls._client_of(url, options, client, retry)
-        made = cls(store, read_only, url=url, conditional_writes=own.get("conditional_writes"),
-                   single_writer=own.get("single_writer", False), prefix=prefix)
+        made = cls(
+            store,
+            read_only,
+            url=url,
+            conditional_writes=own.get("conditional_writes"),
+            single_writer=own.get("single_writer", False),
+            prefix=prefix,
+        )
         made._client_key = client_key
-        made.io_timeout, made.io_retries = timeout, retries
+        made.io_timeout, made.io_retries = settings.timeout, settings.retries
         return made
 
     @staticmethod
-    def _client_of(url: str, options: dict[str, Any], client: ClientConfig,
-                   retry: RetryConfig) -> tuple[ObstoreStore, Hashable | None, str]:
+    def _client_of(
+        url: str, options: dict[str, Any], client: ClientConfig, retry: RetryConfig
+    ) -> tuple[ObstoreStore, Hashable | None, str]:
         """(obstore's store for `url`, the key of the client it shares or None, the path of
         `url` below that client's root); a URL opened before takes its client at once."""
         opened = opening(url, (options, client, retry))
@@ -338,14 +319,13 @@ class ObjectStore(Store):
             return known
         obs = _obstore()
         try:
-            parsed = obs.store.from_url(url, client_options=client, retry_config=retry,
-                                        **options)
+            parsed = obs.store.from_url(url, client_options=client, retry_config=retry, **options)
             split = split_client(parsed, client, retry)
             if split is None:
                 return parsed, None, ""
             store = shared_client(split[0], lambda: client_root(parsed, client, retry))
         except (obs.exceptions.BaseError, ValueError, TypeError) as e:
-            raise StoreURLError(f"cannot open {url!r}: {_first_line(e)}") from e
+            raise StoreURLError(f"cannot open {url!r}: {first_line(e)}") from e
         note_opened(opened, split)
         return store, split[0], split[1]
 
@@ -358,26 +338,47 @@ class ObjectStore(Store):
     # -- errors -------------------------------------------------------------
     def _error(self, key: str, error: BaseException) -> StoreError:
         """`error` met on `key` as a StoreError naming the key and this store."""
-        no_credentials = credentials_error(error, f"key {key!r} of {self!r}",
-                                           (self.url or "").partition("://")[0])
+        no_credentials = credentials_error(
+            error, f"key {key!r} of {self!r}", (self.url or "").partition("://")[0]
+        )
         if no_credentials is not None:
             return no_credentials
         obs = _obstore()
-        fields, text = _server_answer(error)
-        if fields.get("Code") in _REFUSED_CREDENTIALS:
-            code, what = errno.EACCES, (
-                "access denied: the server does not accept these credentials; check the key "
-                "and secret (storage_options, or the environment's AWS_ACCESS_KEY_ID and "
-                "AWS_SECRET_ACCESS_KEY) and the endpoint they belong to")
-        elif isinstance(error, (PermissionError, obs.exceptions.PermissionDeniedError,
-                                obs.exceptions.UnauthenticatedError)):
-            code, what = errno.EACCES, (
-                "access denied: check the key and secret, and that they may use this bucket "
-                "and key")
+        fields, text = server_answer(error)
+        if fields.get("Code") in REFUSED_CREDENTIALS:
+            code, what = (
+                errno.EACCES,
+                (
+                    "access denied: the server does not accept these credentials; check the key "
+                    "and secret (storage_options, or the environment's AWS_ACCESS_KEY_ID and "
+                    "AWS_SECRET_ACCESS_KEY) and the endpoint they belong to"
+                ),
+            )
+        elif isinstance(
+            error,
+            (
+                PermissionError,
+                obs.exceptions.PermissionDeniedError,
+                obs.exceptions.UnauthenticatedError,
+            ),
+        ):
+            code, what = (
+                errno.EACCES,
+                (
+                    "access denied: check the key and secret, and that they may use this bucket "
+                    "and key"
+                ),
+            )
         elif "NoSuchBucket" in str(error):
             bucket = fields.get("BucketName") or urllib.parse.urlsplit(self.url or "").netloc
-            code, what = errno.ENOENT, (
-                f"the bucket {bucket!r} does not exist" if bucket else "the bucket does not exist")
+            code, what = (
+                errno.ENOENT,
+                (
+                    f"the bucket {bucket!r} does not exist"
+                    if bucket
+                    else "the bucket does not exist"
+                ),
+            )
         elif isinstance(error, TimeoutError) or _TIMED_OUT.search(str(error)):
             code, what = errno.ETIMEDOUT, "timed out"
         else:
@@ -405,20 +406,39 @@ class ObjectStore(Store):
         return meta["size"]
 
     @overload
-    def _get(self, key: str, start: int | None = None, stop: int | None = None,
-             pin: _ObjectReader | None = None,
-             copy: Literal[True] = True) -> bytes | None: ...
+    def _get(
+        self,
+        key: str,
+        start: int | None = None,
+        stop: int | None = None,
+        pin: _ObjectReader | None = None,
+        copy: Literal[True] = True,
+    ) -> bytes | None: ...
 
     @overload
-    def _get(self, key: str, start: int | None, stop: int | None,
-             pin: _ObjectReader | None, copy: bool) -> ReadBytes | None: ...
+    def _get(
+        self, key: str, start: int | None, stop: int | None, pin: _ObjectReader | None, copy: bool
+    ) -> ReadBytes | None: ...
 
     @overload
-    def _get(self, key: str, start: int | None = None, stop: int | None = None,
-             pin: _ObjectReader | None = None, *, copy: bool) -> ReadBytes | None: ...
+    def _get(
+        self,
+        key: str,
+        start: int | None = None,
+        stop: int | None = None,
+        pin: _ObjectReader | None = None,
+        *,
+        copy: bool,
+    ) -> ReadBytes | None: ...
 
-    def _get(self, key: str, start: int | None = None, stop: int | None = None,
-             pin: _ObjectReader | None = None, copy: bool = True) -> ReadBytes | None:
+    def _get(
+        self,
+        key: str,
+        start: int | None = None,
+        stop: int | None = None,
+        pin: _ObjectReader | None = None,
+        copy: bool = True,
+    ) -> ReadBytes | None:
         """The bytes of key[start:stop], None when it is missing. With `pin` (an
         _ObjectReader), only from the version of the object `pin` saw first. `copy` False:
         a read-only view of obstore's buffer instead of a copy as bytes."""
@@ -438,28 +458,28 @@ class ObjectStore(Store):
                         return b""
                     spec = (start, stop)
                 else:  # bounds relative to the end need the size
-                    size = pin.size if pin is not None and pin.size is not None else \
-                        self._size(key)
+                    size = pin.size if pin is not None and pin.size is not None else self._size(key)
                     lo, hi, _ = slice(start, stop).indices(size)
                     return self._get(key, lo, max(lo, hi), pin)
                 options["range"] = spec
             cut = spec is None and (start, stop) != (None, None)
             try:
                 began = time.monotonic()
-                result, data = _request(_body, self._store, self._path(key), options,
-                                        (start, stop) if cut else None)
+                result, data = _request(
+                    _body, self._store, self._path(key), options, (start, stop) if cut else None
+                )
                 self.link.observe(time.monotonic() - began, len(data))
             except obs.exceptions.PreconditionError as e:
-                raise KeyChangedError(f"key {key!r} of {self!r} was replaced while it was "
-                                      f"being read; read it again") from e
+                raise KeyChangedError(
+                    f"key {key!r} of {self!r} was replaced while it was being read; read it again"
+                ) from e
             except obs.exceptions.NotSupportedError:
                 if spec is None:
                     raise
                 self._no_ranges = True
                 return self._get(key, start, stop, pin, copy)
             except obs.exceptions.BaseError as e:
-                if (spec is not None and _NOT_PARTIAL.search(str(e))
-                        and not self._size(key)):
+                if spec is not None and _NOT_PARTIAL.search(str(e)) and not self._size(key):
                     return b""  # a suffix of an empty object, which servers answer whole
                 if spec is None or not _NOT_SATISFIABLE.search(str(e)):
                     raise
@@ -481,29 +501,49 @@ class ObjectStore(Store):
             if self._missing(key, e):
                 return None
 
-    def _each_range(self, key: str, ranges: Sequence[ByteRange], copy: bool = True,
-                    pin: _ObjectReader | None = None) -> list[ReadBytes] | None:
+    def _each_range(
+        self,
+        key: str,
+        ranges: Sequence[ByteRange],
+        copy: bool = True,
+        pin: _ObjectReader | None = None,
+    ) -> list[ReadBytes] | None:
         """Each range of `key` as a GET of its own, at once (None when it is missing)."""
         parts: list[ReadBytes | None] = [None] * len(ranges)
-        for i, part in each(fan_out(lambda r: self._get(key, r[0], r[1], pin, copy), ranges,
-                                    len(ranges), executor=_aio.io_threads(),
-                                    deadline=self._deadline(), doing="reading")):
+        for i, part in each(
+            fan_out(
+                lambda r: self._get(key, r[0], r[1], pin, copy),
+                ranges,
+                len(ranges),
+                executor=_aio.io_threads(),
+                deadline=self._deadline(),
+                doing="reading",
+            )
+        ):
             parts[i] = part
         found = [p for p in parts if p is not None]
         return None if len(found) < len(parts) else found
 
-    def _get_ranges(self, key: str, ranges: Sequence[ByteRange],
-                    copy: bool = True) -> list[ReadBytes] | None:
-        simple = all(start is not None and start >= 0 and stop is not None and stop > start
-                     for start, stop in ranges)
+    def _get_ranges(
+        self, key: str, ranges: Sequence[ByteRange], copy: bool = True
+    ) -> list[ReadBytes] | None:
+        simple = all(
+            start is not None and start >= 0 and stop is not None and stop > start
+            for start, stop in ranges
+        )
         # (One range is one GET, whose answer tells the object's version too: see _saw.)
         if not simple or self._no_ranges or len(ranges) == 1:
             return self._each_range(key, ranges, copy)
         obs = _obstore()
         try:
-            parts = _request(obs.get_ranges, self._store, self._path(key),
-                             starts=[r[0] for r in ranges], ends=[r[1] for r in ranges],
-                             slots=min(len(ranges), _RANGES_IN_FLIGHT))
+            parts = _request(
+                obs.get_ranges,
+                self._store,
+                self._path(key),
+                starts=[r[0] for r in ranges],
+                ends=[r[1] for r in ranges],
+                slots=min(len(ranges), _RANGES_IN_FLIGHT),
+            )
         except Exception as e:
             if _is_missing(e) and "NoSuchBucket" not in str(e):
                 return None
@@ -534,8 +574,11 @@ class ObjectStore(Store):
     def _fetch(self, key: str, ranges: Sequence[ByteRange] | None) -> Fetched:
         validate_key(key)
         # (The engine decodes from any buffer: no copy of each object as bytes.)
-        return (self._get(key, copy=False) if ranges is None
-                else self._get_ranges(key, ranges, copy=False))
+        return (
+            self._get(key, copy=False)
+            if ranges is None
+            else self._get_ranges(key, ranges, copy=False)
+        )
 
     def _deadline(self) -> float:
         """Seconds a fan-out of requests waits for any answer before it gives up: longer than
@@ -559,14 +602,23 @@ class ObjectStore(Store):
             reader.e_tag, reader.size = version
         yield reader
 
-    def get_many(self, requests: Sequence[Request], concurrency: int | None = None
-                 ) -> Iterator[tuple[int, Fetched]]:
-        return each(fan_out(lambda r: self._fetch(*r), requests, in_flight(concurrency),
-                            executor=_aio.io_threads(), deadline=self._deadline(),
-                            doing="reading"))
+    def get_many(
+        self, requests: Sequence[Request], concurrency: int | None = None
+    ) -> Iterator[tuple[int, Fetched]]:
+        return each(
+            fan_out(
+                lambda r: self._fetch(*r),
+                requests,
+                in_flight(concurrency),
+                executor=_aio.io_threads(),
+                deadline=self._deadline(),
+                doing="reading",
+            )
+        )
 
-    def _fetch_unless(self, key: str, ranges: Sequence[ByteRange] | None,
-                      known: str | None) -> tuple[Fetched | Unchanged, str | None]:
+    def _fetch_unless(
+        self, key: str, ranges: Sequence[ByteRange] | None, known: str | None
+    ) -> tuple[Fetched | Unchanged, str | None]:
         """`_fetch` of one version of the object, with its strong ETag (None: a weak one or
         none, which tells no bytes apart); UNCHANGED when a HEAD finds its ETag still
         `known`: one request without a body. (Not a GET If-None-Match: the client shows no
@@ -591,9 +643,9 @@ class ObjectStore(Store):
         tag = pin.e_tag
         return result, tag if tag and not tag.startswith("W/") else None
 
-    def get_many_versioned(self, requests: Sequence[Request], known: Sequence[Any],
-                           concurrency: int | None = None
-                           ) -> Iterator[tuple[int, Fetched | Unchanged, Any]]:
+    def get_many_versioned(
+        self, requests: Sequence[Request], known: Sequence[Any], concurrency: int | None = None
+    ) -> Iterator[tuple[int, Fetched | Unchanged, Any]]:
         """As Store.get_many_versioned: each object's strong ETag is its version, and a
         known one is checked by a HEAD (one request, no body, when unchanged)."""
         items: list[tuple[Request, Any]] = list(zip(requests, known))
@@ -601,14 +653,22 @@ class ObjectStore(Store):
         def fetch(item: tuple[Request, Any]) -> tuple[Fetched | Unchanged, str | None]:
             return self._fetch_unless(item[0][0], item[0][1], item[1])
 
-        results: Iterator[tuple[int, tuple[Fetched | Unchanged, str | None]]] = each(fan_out(
-            fetch, items, in_flight(concurrency), executor=_aio.io_threads(),
-            deadline=self._deadline(), doing="reading"))
+        results: Iterator[tuple[int, tuple[Fetched | Unchanged, str | None]]] = each(
+            fan_out(
+                fetch,
+                items,
+                in_flight(concurrency),
+                executor=_aio.io_threads(),
+                deadline=self._deadline(),
+                doing="reading",
+            )
+        )
         for i, (result, version) in results:
             yield i, result, version
 
-    def _get_with_meta(self, key: str, limit: int | None = None, why: str | None = None
-                       ) -> tuple[bytes, ObjectMeta] | tuple[None, None]:
+    def _get_with_meta(
+        self, key: str, limit: int | None = None, why: str | None = None
+    ) -> tuple[bytes, ObjectMeta] | tuple[None, None]:
         """(bytes, obstore's metadata) of the object at `key`; (None, None) when missing.
         With `limit`, one ranged GET of a byte more, and `too_large` when the object is
         larger (as Store.get_versioned)."""
@@ -633,8 +693,9 @@ class ObjectStore(Store):
         self._saw(key, meta)
         return data, meta
 
-    def get_versioned(self, key: str, limit: int | None = None,
-                      why: str | None = None) -> tuple[bytes | None, ObjectVersion | None]:
+    def get_versioned(
+        self, key: str, limit: int | None = None, why: str | None = None
+    ) -> tuple[bytes | None, ObjectVersion | None]:
         data, meta = self._get_with_meta(validate_key(key), limit, why)
         return data, None if meta is None else (meta["e_tag"], meta["version"])
 
@@ -661,20 +722,22 @@ class ObjectStore(Store):
             raise ReadOnlyError(f"cannot write {key!r}: {self!r} is read-only")
         super().check_writable(key)
 
-    def _put(self, key: str, value: ReadableBuffer,
-             mode: PutMode = "overwrite") -> PutResult | None:
+    def _put(
+        self, key: str, value: ReadableBuffer, mode: PutMode = "overwrite"
+    ) -> PutResult | None:
         obs = _obstore()
         if not isinstance(value, bytes):
             value = memoryview(value).cast("B")
         try:
-            put: PutResult = _request(obs.put, self._store, self._path(key), value,
-                                      mode=mode, use_multipart=False)
+            put: PutResult = _request(
+                obs.put, self._store, self._path(key), value, mode=mode, use_multipart=False
+            )
             return put
         except Exception as e:
             if mode != "overwrite" and (
-                    isinstance(e, (obs.exceptions.AlreadyExistsError,
-                                   obs.exceptions.PreconditionError))
-                    or (mode != "create" and self._missing(key, e))):
+                isinstance(e, (obs.exceptions.AlreadyExistsError, obs.exceptions.PreconditionError))
+                or (mode != "create" and self._missing(key, e))
+            ):
                 return None  # another writer came first (or deleted it)
             raise self._error(key, e) from e
 
@@ -685,15 +748,23 @@ class ObjectStore(Store):
         fails."""
         view = memoryview(value).cast("B")
         try:
-            put: PutResult = _request(_obstore().put, self._store, self._path(key), view,
-                                      use_multipart=True, chunk_size=-(-view.nbytes // parts),
-                                      max_concurrency=parts, slots=parts)
+            put: PutResult = _request(
+                _obstore().put,
+                self._store,
+                self._path(key),
+                view,
+                use_multipart=True,
+                chunk_size=-(-view.nbytes // parts),
+                max_concurrency=parts,
+                slots=parts,
+            )
             return put
         except Exception as e:
             raise self._error(key, e) from e
 
-    def _write(self, key: str, value: ReadableBuffer,
-               part_bytes: int | None = None) -> PutResult | None:
+    def _write(
+        self, key: str, value: ReadableBuffer, part_bytes: int | None = None
+    ) -> PutResult | None:
         """Put `value` at `key`, conditional on the version this store knows of it (see the
         module's docstring); on a conflict, learn the current version and put again. A value
         larger than `part_bytes` goes in parts of at most that many bytes (`_put_parts`)."""
@@ -717,25 +788,38 @@ class ObjectStore(Store):
                 self._saw(key, meta)
             except Exception as e:
                 self._missing(key, e)  # gone meanwhile: create it
-        raise WriteConflictError(f"key {key!r} of {self!r}: other writers replaced it "
-                                 f"{WRITE_TRIES} times while it was being written")
+        raise WriteConflictError(
+            f"key {key!r} of {self!r}: other writers replaced it "
+            f"{WRITE_TRIES} times while it was being written"
+        )
 
     def set(self, key: str, value: ReadableBuffer) -> None:
         self.check_writable(key)
         self._write(validate_key(key), value)
 
-    def set_many(self, items: Iterable[tuple[str, ReadableBuffer]],
-                 concurrency: int | None = None, part_bytes: int | None = None) -> None:
+    def set_many(
+        self,
+        items: Iterable[tuple[str, ReadableBuffer]],
+        concurrency: int | None = None,
+        part_bytes: int | None = None,
+    ) -> None:
         """As Store.set_many, each PUT (or multipart upload) started as soon as `items`
         (which may be a generator) yields it."""
+
         def checked() -> Iterator[tuple[str, ReadableBuffer]]:
             for key, value in items:
                 self.check_writable(key)
                 yield validate_key(key), value
 
         parts = None if self.least_part_bytes is None else part_bytes
-        run_bounded(lambda item: self._write(*item, parts), checked(), in_flight(concurrency),
-                    executor=_aio.io_threads(), deadline=self._deadline(), doing="writing")
+        run_bounded(
+            lambda item: self._write(*item, parts),
+            checked(),
+            in_flight(concurrency),
+            executor=_aio.io_threads(),
+            deadline=self._deadline(),
+            doing="writing",
+        )
 
     def set_if(self, key: str, value: ReadableBuffer, version: ObjectVersion | None) -> bool:
         self.check_writable(key)
@@ -767,7 +851,7 @@ class ObjectStore(Store):
         obs = _obstore()
         for i in range(0, len(keys), 1000):  # S3's DeleteObjects takes 1000 keys
             try:
-                _request(obs.delete, self._store, [self._path(key) for key in keys[i:i + 1000]])
+                _request(obs.delete, self._store, [self._path(key) for key in keys[i : i + 1000]])
             except Exception as e:
                 if not _is_missing(e):
                     raise self._error(keys[i], e) from e
@@ -783,12 +867,12 @@ class ObjectStore(Store):
         under = self._path(prefix) if prefix else self._prefix
 
         def every() -> list[ObjectMeta]:
-            return [meta for batch in obs.list(self._store, prefix=under or None)
-                    for meta in batch]
+            return [meta for batch in obs.list(self._store, prefix=under or None) for meta in batch]
 
         try:
-            return [self._key_of(meta["path"]) for meta in _request(every)
-                    if _visible(meta["path"])]
+            return [
+                self._key_of(meta["path"]) for meta in _request(every) if _visible(meta["path"])
+            ]
         except Exception as e:
             raise self._error(prefix, e) from e
 
@@ -802,8 +886,9 @@ class ObjectStore(Store):
         except Exception as e:
             raise self._error(prefix, e) from e
         names = {p.rstrip("/").rpartition("/")[2] for p in listing["common_prefixes"]}
-        names.update(meta["path"].rpartition("/")[2] for meta in listing["objects"]
-                     if _visible(meta["path"]))
+        names.update(
+            meta["path"].rpartition("/")[2] for meta in listing["objects"] if _visible(meta["path"])
+        )
         return sorted(names)
 
     # -- locks --------------------------------------------------------------
@@ -825,7 +910,8 @@ class ObjectStore(Store):
         if not self.supports_locks:
             raise LockUnavailableError(
                 f"{self!r} has no conditional writes, so it cannot lock {key!r} across "
-                f"processes: updating it could lose a concurrent update")
+                f"processes: updating it could lose a concurrent update"
+            )
         head, _, name = key.rpartition("/")
         lock_key = f"{head}/{LOCK_PREFIX}{name}" if head else LOCK_PREFIX + name
         with self.thread_lock(key):  # threads of this process queue here, not on the server
@@ -841,7 +927,7 @@ class ObjectStore(Store):
         `beside` (None when another's probe deleted it first). Last-Modified counts whole
         seconds: the offset errs towards the store's clock seeming up to a second early."""
         if self._clock_offset is None:
-            probe = beside[:beside.rindex(LOCK_PREFIX) + len(LOCK_PREFIX)]  # never a lock's
+            probe = beside[: beside.rindex(LOCK_PREFIX) + len(LOCK_PREFIX)]  # never a lock's
             self._put(probe, b"")
             put = time.time()
             _, meta = self._get_with_meta(probe)
@@ -866,8 +952,10 @@ class _ObjectReader:
         if self.e_tag is None:
             self.e_tag, self.size = meta["e_tag"], meta["size"]
         elif meta["e_tag"] is not None and meta["e_tag"] != self.e_tag:
-            raise KeyChangedError(f"key {self._key!r} of {self._store!r} answered another "
-                                  f"version than the one asked for; read it again")
+            raise KeyChangedError(
+                f"key {self._key!r} of {self._store!r} answered another "
+                f"version than the one asked for; read it again"
+            )
 
     @property
     def version(self) -> tuple[str, int | None] | None:

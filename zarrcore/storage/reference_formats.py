@@ -2,6 +2,7 @@
 and 1 (inline bytes, byte ranges of other files, `{{ }}` templates and `gen` entries that
 generate references), and the parquet layout (a directory of records). Each answers a key
 with its Reference, without reading any target."""
+
 from __future__ import annotations
 
 import ast
@@ -27,8 +28,18 @@ from .base import validate_key, validate_keys
 if TYPE_CHECKING:
     from .base import Store
 
-__all__ = ["MAX_GENERATED", "MAX_RENDERED", "OFFSET_MAX", "PARQUET_RECORDS_HELD", "Target",
-           "Reference", "render", "JsonReferences", "parse_references", "ParquetReferences"]
+__all__ = [
+    "MAX_GENERATED",
+    "MAX_RENDERED",
+    "OFFSET_MAX",
+    "PARQUET_RECORDS_HELD",
+    "Target",
+    "Reference",
+    "render",
+    "JsonReferences",
+    "parse_references",
+    "ParquetReferences",
+]
 
 # The longest text a template expression may make (URLs and keys are far shorter).
 _MAX_TEXT = 1 << 16
@@ -55,20 +66,28 @@ Reference = Union[bytes, Target]
 # -- templates and gen: {{ expression }} of names, numbers and arithmetic --------------------
 _TEMPLATE = re.compile(r"\{\{(.*?)\}\}", re.S)
 _OPERATORS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-    ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
 }
 
 
 def _evaluate(expression: str, names: Mapping[str, Any], where: str) -> Any:
     """The value of a template `expression` (jinja's syntax, of which names, numbers,
     strings, parentheses and + - * / // % are taken: what kerchunk's references use)."""
+
     def refuse(why: str) -> ReferenceFormatError:
         return ReferenceFormatError(f"{where}: cannot evaluate {{{{{expression}}}}}: {why}")
 
     def value(node: ast.AST) -> Any:
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str)) \
-                and not isinstance(node.value, bool):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, (int, float, str))
+            and not isinstance(node.value, bool)
+        ):
             return node.value
         if isinstance(node, ast.Name):
             if node.id not in names:
@@ -82,8 +101,9 @@ def _evaluate(expression: str, names: Mapping[str, Any], where: str) -> Any:
         if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
             left, right = value(node.left), value(node.right)
             numbers = all(isinstance(v, (int, float)) for v in (left, right))
-            strings = isinstance(node.op, ast.Add) and all(isinstance(v, str)
-                                                           for v in (left, right))
+            strings = isinstance(node.op, ast.Add) and all(
+                isinstance(v, str) for v in (left, right)
+            )
             if not (numbers or strings):
                 raise refuse("arithmetic on strings")
             try:
@@ -123,13 +143,17 @@ def render(text: str, names: Mapping[str, Any], where: str) -> str:
 
 def _templates(value: object) -> dict[str, str]:
     if not isinstance(value, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        raise ReferenceFormatError(f"references: 'templates' must map names to strings, "
-                                   f"not {value!r}")
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ReferenceFormatError(
+            f"references: 'templates' must map names to strings, not {value!r}"
+        )
     for name, template in value.items():
         if "{{" in template:
-            raise ReferenceFormatError(f"references: template {name!r} takes arguments "
-                                       f"({template!r}), which zarrcore does not support")
+            raise ReferenceFormatError(
+                f"references: template {name!r} takes arguments "
+                f"({template!r}), which zarrcore does not support"
+            )
     return value
 
 
@@ -162,10 +186,12 @@ def _reference(key: str, value: object, templates: Mapping[str, str]) -> Referen
         url = render(value[0], templates, where)
         if len(value) == 1:
             return Target(url, 0, None)
-        return Target(url, _integer(value[1], f"{where}: offset"),
-                      _integer(value[2], f"{where}: length"))
-    raise ReferenceFormatError(f"{where}: expected text, base64 text, [url] or "
-                               f"[url, offset, length], not {value!r}")
+        return Target(
+            url, _integer(value[1], f"{where}: offset"), _integer(value[2], f"{where}: length")
+        )
+    raise ReferenceFormatError(
+        f"{where}: expected text, base64 text, [url] or [url, offset, length], not {value!r}"
+    )
 
 
 #: Generated references made one by one, when `gen` keys are expressions rather than names
@@ -183,8 +209,11 @@ class _Generator:
     once (at most MAX_RENDERED)."""
 
     def __init__(self, entry: object, templates: Mapping[str, str], where: str) -> None:
-        if not isinstance(entry, dict) or not isinstance(entry.get("dimensions"), dict) \
-                or not all(isinstance(entry.get(f), str) for f in ("key", "url")):
+        if (
+            not isinstance(entry, dict)
+            or not isinstance(entry.get("dimensions"), dict)
+            or not all(isinstance(entry.get(f), str) for f in ("key", "url"))
+        ):
             raise ReferenceFormatError(f"{where}: needs 'key', 'url' and 'dimensions'")
         self.where, self.templates = where, templates
         self.key_template, self.url = entry["key"], entry["url"]
@@ -195,14 +224,17 @@ class _Generator:
             if isinstance(spec, list):
                 self.axes[name] = spec
             elif isinstance(spec, dict) and "stop" in spec:
-                bounds = [_integer(spec.get(f, d), f"{where}: dimension {name!r} {f}")
-                          for f, d in (("start", 0), ("stop", 0), ("step", 1))]
+                bounds = [
+                    _integer(spec.get(f, d), f"{where}: dimension {name!r} {f}")
+                    for f, d in (("start", 0), ("stop", 0), ("step", 1))
+                ]
                 if not bounds[2]:
                     raise ReferenceFormatError(f"{where}: dimension {name!r} has step 0")
                 self.axes[name] = range(*bounds)
             else:
                 raise ReferenceFormatError(
-                    f"{where}: dimension {name!r} must be a list or {{start, stop, step}}")
+                    f"{where}: dimension {name!r} must be a list or {{start, stop, step}}"
+                )
         try:
             self.count = math.prod(len(axis) for axis in self.axes.values())
         except OverflowError:  # (a range too long to measure)
@@ -211,8 +243,11 @@ class _Generator:
         self.pattern = None if self.parts is None else re.compile(self._regex(self.parts))
         # A list dimension's values by their text (the last of one text, as rendering all
         # would keep the last reference of a key).
-        self._texts = {name: {str(v): v for v in axis} for name, axis in self.axes.items()
-                       if not isinstance(axis, range)}
+        self._texts = {
+            name: {str(v): v for v in axis}
+            for name, axis in self.axes.items()
+            if not isinstance(axis, range)
+        }
         self._made: dict[str, tuple[Any, ...]] | None = None
 
     def _parts(self) -> list[tuple[str, bool]] | None:
@@ -243,8 +278,11 @@ class _Generator:
                 out.append(f"(?P={text})")
             else:
                 seen.add(text)
-                out.append(f"(?P<{text}>-?[0-9]+)" if isinstance(self.axes[text], range)
-                           else f"(?P<{text}>.*?)")
+                out.append(
+                    f"(?P<{text}>-?[0-9]+)"
+                    if isinstance(self.axes[text], range)
+                    else f"(?P<{text}>.*?)"
+                )
         return "".join(out)
 
     def _names(self, values: Sequence[Any]) -> dict[str, Any]:
@@ -268,7 +306,8 @@ class _Generator:
                 raise ReferenceFormatError(
                     f"{self.where}: a key of expressions ({self.key_template!r}) makes more "
                     f"than {MAX_RENDERED} references; keys of dimension names make up to "
-                    f"{MAX_GENERATED}")
+                    f"{MAX_GENERATED}"
+                )
             self._made = {self.key(v): v for v in itertools.product(*self.axes.values())}
         if self.count:
             self._target(next(itertools.product(*self.axes.values())))
@@ -304,8 +343,10 @@ class _Generator:
         url = render(self.url, names, self.where)
         if not self.ranged:
             return Target(url, 0, None)
-        offset, length = (_integer(render(text, names, self.where), f"{self.where}: {f}")
-                          for f, text in (("offset", self.offset), ("length", self.length)))
+        offset, length = (
+            _integer(render(text, names, self.where), f"{self.where}: {f}")
+            for f, text in (("offset", self.offset), ("length", self.length))
+        )
         return Target(url, offset, length)
 
 
@@ -318,7 +359,8 @@ class JsonReferences:
     def __init__(self, refs: object) -> None:
         if not isinstance(refs, dict):
             raise ReferenceFormatError(
-                f"references must be a JSON object, not {type(refs).__name__}")
+                f"references must be a JSON object, not {type(refs).__name__}"
+            )
         version = refs.get("version")
         if version is None:
             templates: dict[str, str] = {}
@@ -330,7 +372,8 @@ class JsonReferences:
                 raise ReferenceFormatError("references: 'refs' must be a JSON object")
         else:
             raise ReferenceFormatError(
-                f"references: unknown version {version!r} (0 and 1 are read)")
+                f"references: unknown version {version!r} (0 and 1 are read)"
+            )
         try:
             validate_keys(entries)
         except ValueError as e:
@@ -345,8 +388,7 @@ class JsonReferences:
                 continue
             length = -1 if ref.length is None else ref.length
             if max(ref.offset, length) >= OFFSET_MAX:
-                raise ReferenceFormatError(f"reference {key!r}: offset or length of 2**63 or "
-                                           "more")
+                raise ReferenceFormatError(f"reference {key!r}: offset or length of 2**63 or more")
             keys.append(key)
             urls.append(ref.url)
             offsets.append(ref.offset)
@@ -363,14 +405,14 @@ class JsonReferences:
         gen = refs.get("gen", []) if version == 1 else []
         if not isinstance(gen, list):
             raise ReferenceFormatError(f"references: 'gen' must be a list, not {gen!r}")
-        self.generators = [_Generator(entry, templates, f"references: gen[{n}]")
-                           for n, entry in enumerate(gen)]
+        self.generators = [
+            _Generator(entry, templates, f"references: gen[{n}]") for n, entry in enumerate(gen)
+        ]
         made = 0
         for g in self.generators:
             made += g.count
             if made > MAX_GENERATED:
-                raise ReferenceFormatError(f"{g.where}: makes more than {MAX_GENERATED} "
-                                           "references")
+                raise ReferenceFormatError(f"{g.where}: makes more than {MAX_GENERATED} references")
             g.check()
         self.generators.reverse()
 
@@ -380,10 +422,18 @@ class JsonReferences:
         no template and whose numbers are plain: the bulk of a large file, taken in passes
         over all of them rather than entry by entry."""
         top = OFFSET_MAX
-        keys = [k for k, v in entries.items()
-                if type(v) is list and len(v) == 3 and type(v[0]) is str and "{{" not in v[0]
-                and type(v[1]) is int and type(v[2]) is int and 0 <= v[1] < top
-                and 0 <= v[2] < top]
+        keys = [
+            k
+            for k, v in entries.items()
+            if type(v) is list
+            and len(v) == 3
+            and type(v[0]) is str
+            and "{{" not in v[0]
+            and type(v[1]) is int
+            and type(v[2]) is int
+            and 0 <= v[1] < top
+            and 0 <= v[2] < top
+        ]
         if not keys:
             return [], [], [], []
         urls, offsets, lengths = map(list, zip(*map(entries.__getitem__, keys)))
@@ -397,8 +447,9 @@ class JsonReferences:
         row = bisect.bisect_left(self.keys, key)
         if row < len(self.keys) and self.keys[row] == key:
             length = self.lengths[row]
-            return Target(self.urls[self.url_of[row]], self.offsets[row],
-                          None if length < 0 else length)
+            return Target(
+                self.urls[self.url_of[row]], self.offsets[row], None if length < 0 else length
+            )
         return self.inline.get(key)
 
     def all_keys(self) -> Iterator[str]:
@@ -407,8 +458,9 @@ class JsonReferences:
             yield from self.inline
             yield from self.keys
             return
-        yield from dict.fromkeys(itertools.chain(
-            self.inline, self.keys, *(g.keys() for g in reversed(self.generators))))
+        yield from dict.fromkeys(
+            itertools.chain(self.inline, self.keys, *(g.keys() for g in reversed(self.generators)))
+        )
 
 
 def parse_references(refs: object) -> JsonReferences:
@@ -444,12 +496,15 @@ def _read_parquet(data: bytes, where: str) -> dict[str, list[Any]]:
 
         frame = pd.read_parquet(io.BytesIO(data))
     except ImportError:
-        raise StoreURLError(f"{where}: parquet references need pyarrow or fastparquet: "
-                            f"{_REFERENCES_EXTRA}") from None
+        raise StoreURLError(
+            f"{where}: parquet references need pyarrow or fastparquet: {_REFERENCES_EXTRA}"
+        ) from None
     except (ValueError, OSError) as e:
         raise ReferenceFormatError(f"{where}: not a readable parquet file: {e}") from None
-    return {str(name): [None if v is None or v != v else v for v in frame[name].tolist()]
-            for name in frame.columns}
+    return {
+        str(name): [None if v is None or v != v else v for v in frame[name].tolist()]
+        for name in frame.columns
+    }
 
 
 class ParquetReferences:
@@ -469,11 +524,17 @@ class ParquetReferences:
             metadata, self.record_size = meta["metadata"], meta["record_size"]
         except (ValueError, KeyError, TypeError) as e:
             raise ReferenceFormatError(f"{where}/.zmetadata: not kerchunk's ({e})") from None
-        if not isinstance(metadata, dict) or isinstance(self.record_size, bool) \
-                or not isinstance(self.record_size, int) or self.record_size < 1:
+        if (
+            not isinstance(metadata, dict)
+            or isinstance(self.record_size, bool)
+            or not isinstance(self.record_size, int)
+            or self.record_size < 1
+        ):
             raise ReferenceFormatError(f"{where}/.zmetadata: invalid metadata or record_size")
-        self.metadata = {_key(k): (v if isinstance(v, str) else json.dumps(v)).encode()
-                         for k, v in metadata.items()}
+        self.metadata = {
+            _key(k): (v if isinstance(v, str) else json.dumps(v)).encode()
+            for k, v in metadata.items()
+        }
         self._grids: dict[str, tuple[tuple[int, ...], str]] = {}
         self._records: OrderedDict[tuple[str, int], dict[str, list[Any]] | None] = OrderedDict()
         self._guard = threading.Lock()
@@ -530,8 +591,9 @@ class ParquetReferences:
             return None
         if len(coords) != len(grid) or not all(0 <= c < n for c, n in zip(coords, grid)):
             return None
-        number, row = divmod(int(sum(c * math.prod(grid[d + 1:])
-                                     for d, c in enumerate(coords))), self.record_size)
+        number, row = divmod(
+            int(sum(c * math.prod(grid[d + 1 :]) for d, c in enumerate(coords))), self.record_size
+        )
         record = self._record(field, number)
         if record is None:
             return None
@@ -549,8 +611,9 @@ class ParquetReferences:
             return None
         offset = _integer(cell("offset") or 0, f"reference {key!r}: offset")
         size = _integer(cell("size") or 0, f"reference {key!r}: size")
-        return Target(str(path), 0, None) if offset == size == 0 else \
-            Target(str(path), offset, size)
+        return (
+            Target(str(path), 0, None) if offset == size == 0 else Target(str(path), offset, size)
+        )
 
     def keys(self) -> Iterator[str]:
         """Every key: the metadata's, and each array's stored chunks' (reading its records)."""

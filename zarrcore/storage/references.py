@@ -9,6 +9,7 @@ References may reach only what the caller allows (`ReferenceBounds`): by default
 below the references file's own directory and remote URLs (of `remote_protocol` only, when it
 is named); anything else raises ReferenceOutsideError naming the key and the target.
 """
+
 from __future__ import annotations
 
 import errno
@@ -19,22 +20,34 @@ from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import (
-    ReferenceFormatError, ReferenceOutsideError, ReferenceTargetError, StoreURLError,
+    ReferenceFormatError,
+    ReferenceOutsideError,
+    ReferenceTargetError,
+    StoreURLError,
 )
 from ..runtime.byte_ranges import coalesce_spans
 from .base import ByteRange, Fetched, ReadBytes, Request, Store, validate_key, validate_prefix
 from .local import LocalStore
 from .options import StorageOptions
 from .reference_formats import (
-    OFFSET_MAX, JsonReferences, ParquetReferences, Reference, Target, parse_references,
+    OFFSET_MAX,
+    JsonReferences,
+    ParquetReferences,
+    Reference,
+    Target,
+    parse_references,
 )
-from .urls import URL_SCHEME, LOCATION_OPENERS, make_store
+from .urls import LOCATION_OPENERS, URL_SCHEME, make_store
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
 __all__ = [
-    "COALESCE_GAP", "COALESCE_MAX", "REFERENCE_OPTIONS", "ReferenceBounds", "ReferenceStore",
+    "COALESCE_GAP",
+    "COALESCE_MAX",
+    "REFERENCE_OPTIONS",
+    "ReferenceBounds",
+    "ReferenceStore",
     "open_references",
 ]
 
@@ -45,8 +58,15 @@ COALESCE_GAP = 1 << 16
 # ...of at most this many bytes, so that large reads still go out as concurrent requests.
 COALESCE_MAX = 8 << 20
 #: The options of `reference://` (fsspec's ReferenceFileSystem's names, and the bounds').
-REFERENCE_OPTIONS = ("fo", "target_protocol", "target_options", "remote_protocol",
-                     "remote_options", "allowed_roots", "allow_local")
+REFERENCE_OPTIONS = (
+    "fo",
+    "target_protocol",
+    "target_options",
+    "remote_protocol",
+    "remote_options",
+    "allowed_roots",
+    "allow_local",
+)
 
 
 def _scheme(url: str) -> str:
@@ -79,8 +99,14 @@ class ReferenceBounds:
     with `allow_local`, and, when `roots` is not the caller's, any remote URL of `protocol`
     (of any remote protocol when None)."""
 
-    def __init__(self, roots: Sequence[str], *, allow_local: bool = False,
-                 any_remote: bool = True, protocol: str | None = None) -> None:
+    def __init__(
+        self,
+        roots: Sequence[str],
+        *,
+        allow_local: bool = False,
+        any_remote: bool = True,
+        protocol: str | None = None,
+    ) -> None:
         self.roots = [self._normal(root) for root in roots]
         self.allow_local = allow_local
         self.any_remote = any_remote
@@ -100,18 +126,25 @@ class ReferenceBounds:
         if scheme == "file":
             if self.allow_local:
                 return True
-        elif self.any_remote and (self.protocol in (None, scheme)
-                                  or {self.protocol, scheme} == {"http", "https"}):
+        elif self.any_remote and (
+            self.protocol in (None, scheme) or {self.protocol, scheme} == {"http", "https"}
+        ):
             return True
         sep = os.sep if scheme == "file" else "/"
-        return any(scheme == s and host == h and (
-            path == p or not p or path.startswith(p.rstrip(sep) + sep))
-            for s, h, p in self.roots)
+        return any(
+            scheme == s
+            and host == h
+            and (path == p or not p or path.startswith(p.rstrip(sep) + sep))
+            for s, h, p in self.roots
+        )
 
     def __repr__(self) -> str:
         roots = [f"{s}://{h}/{p}" if s != "file" else p for s, h, p in self.roots]
-        remote = (f", remote URLs{f' of {self.protocol}://' if self.protocol else ''}"
-                  if self.any_remote else "")
+        remote = (
+            f", remote URLs{f' of {self.protocol}://' if self.protocol else ''}"
+            if self.any_remote
+            else ""
+        )
         return f"files below {roots}{remote}{', any local file' if self.allow_local else ''}"
 
 
@@ -160,13 +193,18 @@ class ReferenceStore(Store):
     supports_writes = False
     supports_deletes = False
 
-    def __init__(self, references: Mapping[str, Any] | str | os.PathLike[str], *,
-                 remote_protocol: str | None = None,
-                 remote_options: StorageOptions | None = None,
-                 target_protocol: str | None = None,
-                 target_options: StorageOptions | None = None,
-                 allowed_roots: Sequence[str] | None = None, allow_local: bool = False,
-                 target_stores: Mapping[str, Store] | None = None) -> None:
+    def __init__(
+        self,
+        references: Mapping[str, Any] | str | os.PathLike[str],
+        *,
+        remote_protocol: str | None = None,
+        remote_options: StorageOptions | None = None,
+        target_protocol: str | None = None,
+        target_options: StorageOptions | None = None,
+        allowed_roots: Sequence[str] | None = None,
+        allow_local: bool = False,
+        target_stores: Mapping[str, Store] | None = None,
+    ) -> None:
         super().__init__(read_only=True)
         self._remote_protocol = remote_protocol
         self._remote_options = dict(remote_options or {})
@@ -185,14 +223,20 @@ class ReferenceStore(Store):
         if isinstance(allowed_roots, str):
             raise StoreURLError("allowed_roots must be a list of paths or URLs, not a string")
         self.bounds = ReferenceBounds(
-            [self._base] if allowed_roots is None and self._base is not None
-            else list(allowed_roots or ()), allow_local=allow_local,
-            any_remote=allowed_roots is None, protocol=remote_protocol)
+            [self._base]
+            if allowed_roots is None and self._base is not None
+            else list(allowed_roots or ()),
+            allow_local=allow_local,
+            any_remote=allowed_roots is None,
+            protocol=remote_protocol,
+        )
         self._targets: dict[str, tuple[Store, str]] = {}
         self._stores: dict[tuple[str, str], Store] = {}
         # (Longest first: the first that holds a target is the deepest.)
-        self._given = sorted(((url.rstrip("/") + "/", store) for url, store in
-                              (target_stores or {}).items()), key=lambda u: -len(u[0]))
+        self._given = sorted(
+            ((url.rstrip("/") + "/", store) for url, store in (target_stores or {}).items()),
+            key=lambda u: -len(u[0]),
+        )
         self._guard = threading.Lock()
 
     @classmethod
@@ -202,8 +246,10 @@ class ReferenceStore(Store):
         options = dict(storage_options or {})
         unknown = sorted(set(options) - set(REFERENCE_OPTIONS))
         if unknown:
-            raise StoreURLError(f"storage_options of {url!r}: unknown options {unknown}; "
-                                f"accepted: {', '.join(REFERENCE_OPTIONS)}")
+            raise StoreURLError(
+                f"storage_options of {url!r}: unknown options {unknown}; "
+                f"accepted: {', '.join(REFERENCE_OPTIONS)}"
+            )
         if "fo" not in options:
             raise StoreURLError(f"{url!r} needs storage_options={{'fo': references}}")
         return cls(options.pop("fo"), **options)
@@ -224,8 +270,11 @@ class ReferenceStore(Store):
         if not name:
             raise StoreURLError(f"{location!r} names no references file")
         local = scheme in ("", "file")
-        store = LocalStore(parent, read_only=True) if local else make_store(
-            parent, read_only=True, storage_options=options)
+        store = (
+            LocalStore(parent, read_only=True)
+            if local
+            else make_store(parent, read_only=True, storage_options=options)
+        )
         data = store.get(name)  # (None for a directory too)
         if data is not None:
             try:
@@ -237,11 +286,16 @@ class ReferenceStore(Store):
                 raise ReferenceFormatError(f"{location}: not JSON references: {why}") from None
             return
         where = f"{parent.rstrip('/')}/{name}"
-        inner = LocalStore(where, read_only=True) if local else make_store(
-            where, read_only=True, storage_options=options)
+        inner = (
+            LocalStore(where, read_only=True)
+            if local
+            else make_store(where, read_only=True, storage_options=options)
+        )
         if not inner.exists(".zmetadata"):
-            raise StoreURLError(f"{location!r}: no references there (neither a JSON file nor "
-                                f"a parquet directory with .zmetadata)")
+            raise StoreURLError(
+                f"{location!r}: no references there (neither a JSON file nor "
+                f"a parquet directory with .zmetadata)"
+            )
         self._parquet = ParquetReferences(inner, location)
 
     def _identity(self) -> Hashable:
@@ -272,8 +326,10 @@ class ReferenceStore(Store):
             return url.split("://", 1)[1]
         if scheme:
             return url
-        if self._remote_protocol and _SCHEME_ALIASES.get(
-                self._remote_protocol, self._remote_protocol) != "file":
+        if (
+            self._remote_protocol
+            and _SCHEME_ALIASES.get(self._remote_protocol, self._remote_protocol) != "file"
+        ):
             return f"{self._remote_protocol}://{url}"
         if os.path.isabs(url):
             return url
@@ -288,16 +344,22 @@ class ReferenceStore(Store):
         if found is not None:
             return found
         if "\0" in url:
-            raise ReferenceFormatError(f"reference {key!r}: the URL {url!r} holds a NUL "
-                                       f"character")
+            raise ReferenceFormatError(f"reference {key!r}: the URL {url!r} holds a NUL character")
         location = self._location(url)
         if not self.bounds.allows(location):
             raise ReferenceOutsideError(
                 f"reference {key!r} of {self!r} points at {url!r}, outside what its "
                 f"references may read ({self.bounds!r}); pass allowed_roots=[...] or "
-                f"allow_local=True to allow it")
-        given = next(((store, location[len(root):]) for root, store in self._given
-                      if location.startswith(root)), None)
+                f"allow_local=True to allow it"
+            )
+        given = next(
+            (
+                (store, location[len(root) :])
+                for root, store in self._given
+                if location.startswith(root)
+            ),
+            None,
+        )
         if given is None:
             root, name = _root_and_name(location)
             name = self._target_key(key, url, name)
@@ -312,8 +374,11 @@ class ReferenceStore(Store):
         with self._guard:
             store = self._stores.get(root)
         if store is None:
-            store = LocalStore(root[1], read_only=True) if root[0] == "file" else make_store(
-                root[1], read_only=True, storage_options=self._remote_options)
+            store = (
+                LocalStore(root[1], read_only=True)
+                if root[0] == "file"
+                else make_store(root[1], read_only=True, storage_options=self._remote_options)
+            )
         with self._guard:
             return self._stores.setdefault(root, store)
 
@@ -322,8 +387,9 @@ class ReferenceStore(Store):
         try:
             return validate_key(name)
         except ValueError as e:
-            raise ReferenceOutsideError(f"reference {key!r} of {self!r}: target {url!r}: "
-                                        f"{e}") from None
+            raise ReferenceOutsideError(
+                f"reference {key!r} of {self!r}: target {url!r}: {e}"
+            ) from None
 
     # -- reads ----------------------------------------------------------------
     def get(self, key: str, start: int | None = None, stop: int | None = None) -> bytes | None:
@@ -336,8 +402,9 @@ class ReferenceStore(Store):
             return parts
         return None
 
-    def get_many(self, requests: Sequence[Request], concurrency: int | None = None
-                 ) -> Iterator[tuple[int, Fetched]]:
+    def get_many(
+        self, requests: Sequence[Request], concurrency: int | None = None
+    ) -> Iterator[tuple[int, Fetched]]:
         """As Store.get_many: inline values at once; the byte ranges of target files grouped
         by target store (all its files' in one get_many of it, `concurrency` in flight),
         neighbours coalesced."""
@@ -348,8 +415,12 @@ class ReferenceStore(Store):
         for i, (key, ranges) in enumerate(requests):
             ref = self.lookup(key)
             if ref is None or isinstance(ref, bytes):
-                yield i, ref if ref is None or ranges is None else [
-                    memoryview(ref)[start:stop] for start, stop in ranges]
+                yield (
+                    i,
+                    ref
+                    if ref is None or ranges is None
+                    else [memoryview(ref)[start:stop] for start, stop in ranges],
+                )
                 continue
             store, name = self.target(key, ref.url)
             if ref.length is None:
@@ -361,11 +432,12 @@ class ReferenceStore(Store):
                 yield i, self._done(ranges, pending.pop(i))
                 continue
             pieces.setdefault(store, {}).setdefault(name, []).extend(
-                _Piece(i, n, start, stop) for n, (start, stop) in enumerate(spans)
-                if start != stop)
+                _Piece(i, n, start, stop) for n, (start, stop) in enumerate(spans) if start != stop
+            )
         for store in {**pieces, **passed}:
-            yield from self._read(requests, store, pieces.get(store, {}),
-                                  passed.get(store, []), pending, concurrency)
+            yield from self._read(
+                requests, store, pieces.get(store, {}), passed.get(store, []), pending, concurrency
+            )
 
     @staticmethod
     def _spans(ref: Target, ranges: Sequence[ByteRange] | None) -> list[tuple[int, int]]:
@@ -383,10 +455,15 @@ class ReferenceStore(Store):
         done = [part for part in parts if part is not None]
         return done[0] if ranges is None else done
 
-    def _read(self, requests: Sequence[Request], store: Store,
-              pieces: dict[str, list[_Piece]], passed: list[tuple[str, int]],
-              pending: dict[int, list[ReadBytes | None]], concurrency: int | None
-              ) -> Iterator[tuple[int, Fetched]]:
+    def _read(
+        self,
+        requests: Sequence[Request],
+        store: Store,
+        pieces: dict[str, list[_Piece]],
+        passed: list[tuple[str, int]],
+        pending: dict[int, list[ReadBytes | None]],
+        concurrency: int | None,
+    ) -> Iterator[tuple[int, Fetched]]:
         """Read the `pieces` of each target file of `store` and its `passed` requests,
         yielding each request once all its pieces have arrived."""
         # One fetch per merged span: they go out concurrently (remote stores), and each is
@@ -397,22 +474,26 @@ class ReferenceStore(Store):
             # (COALESCE_GAP - 1: spans at most that far apart share a request. Spans past
             # 2**63 - 1, which no file reaches, are read up to there and found short.)
             top = OFFSET_MAX - 1
-            starts, stops, group = coalesce_spans([min(p.start, top) for p in its],
-                                                  [min(p.stop, top) for p in its],
-                                                  COALESCE_GAP - 1, COALESCE_MAX)
+            starts, stops, group = coalesce_spans(
+                [min(p.start, top) for p in its],
+                [min(p.stop, top) for p in its],
+                COALESCE_GAP - 1,
+                COALESCE_MAX,
+            )
             by_span: list[list[_Piece]] = [[] for _ in range(starts.size)]
             for p, g in zip(its, group.tolist()):
                 by_span[g].append(p)
             merged = list(zip(starts.tolist(), stops.tolist()))
             fetches += [(name, [span]) for span in merged]
-            fetched += [(name, start, pieces_of)
-                        for (start, _), pieces_of in zip(merged, by_span)]
+            fetched += [(name, start, pieces_of) for (start, _), pieces_of in zip(merged, by_span)]
         fetches += [(name, requests[i][1]) for name, i in passed]
 
         def missing(i: int, name: str) -> ReferenceTargetError:
             return ReferenceTargetError(
-                errno.ENOENT, f"reference {requests[i][0]!r} of {self!r}: its target {name!r} "
-                              f"of {store!r} is missing or shorter than the reference says")
+                errno.ENOENT,
+                f"reference {requests[i][0]!r} of {self!r}: its target {name!r} "
+                f"of {store!r} is missing or shorter than the reference says",
+            )
 
         for f, parts in store.get_many(fetches, concurrency):
             if f >= len(fetched):
@@ -428,10 +509,9 @@ class ReferenceStore(Store):
                 if data is None or len(data) < p.stop - first:
                     raise missing(p.request, name)
                 parts_of = pending[p.request]
-                parts_of[p.part] = memoryview(data)[p.start - first:p.stop - first]
+                parts_of[p.part] = memoryview(data)[p.start - first : p.stop - first]
                 if all(part is not None for part in parts_of):
-                    yield p.request, self._done(requests[p.request][1],
-                                                pending.pop(p.request))
+                    yield p.request, self._done(requests[p.request][1], pending.pop(p.request))
 
     def exists(self, key: str) -> bool:
         return self.lookup(key) is not None
@@ -466,8 +546,9 @@ class ReferenceStore(Store):
     def list_dir(self, prefix: str) -> list[str]:
         head = validate_prefix(prefix)
         head = head + "/" if head else ""
-        return sorted({key[len(head):].split("/", 1)[0] for key in self._keys()
-                       if key.startswith(head)})
+        return sorted(
+            {key[len(head) :].split("/", 1)[0] for key in self._keys() if key.startswith(head)}
+        )
 
 
 def _names_references(path: str) -> bool:
@@ -475,15 +556,20 @@ def _names_references(path: str) -> bool:
     parquet layout (`.zmetadata`, no Zarr metadata of its own beside it, records below)?"""
     if os.path.isfile(path):
         return path.lower().endswith(".json")
-    return (os.path.isfile(os.path.join(path, ".zmetadata"))
-            and not any(os.path.exists(os.path.join(path, name))
-                        for name in (".zgroup", ".zarray", "zarr.json"))
-            and any(os.path.isfile(os.path.join(path, entry.name, "refs.0.parq"))
-                    for entry in os.scandir(path) if entry.is_dir()))
+    return (
+        os.path.isfile(os.path.join(path, ".zmetadata"))
+        and not any(
+            os.path.exists(os.path.join(path, name)) for name in (".zgroup", ".zarray", "zarr.json")
+        )
+        and any(
+            os.path.isfile(os.path.join(path, entry.name, "refs.0.parq"))
+            for entry in os.scandir(path)
+            if entry.is_dir()
+        )
+    )
 
 
-def open_references(location: str, storage_options: StorageOptions | None
-                    ) -> ReferenceStore | None:
+def open_references(location: str, storage_options: StorageOptions | None) -> ReferenceStore | None:
     """make_store's ReferenceStore (urls.LOCATION_OPENERS): of a `reference://` URL (its
     storage_options fsspec's ReferenceFileSystem's, see ReferenceStore.from_options) or of
     a local path naming references; None for any other location."""

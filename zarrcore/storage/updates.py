@@ -1,6 +1,7 @@
 """The one update of a stored object that loses no concurrent writer's: how it is made on a
 store (`update_mode`) and how a conditional one is tried again (`retry_conflicts`). Chunks
 (engine/partial_writes.py) and node metadata (nodes/node.py) are updated through here."""
+
 from __future__ import annotations
 
 import random
@@ -8,15 +9,20 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from ..runtime.config import config
 from ..errors import WriteConflictError
+from ..runtime.config import config
 
 if TYPE_CHECKING:
     from .base import Store
 
 __all__ = [
-    "CONFLICT_PAUSE", "CONFLICT_PAUSE_MAX", "CONFLICT_RETRIES", "UpdateMode", "conflict_pause",
-    "retry_conflicts", "update_mode",
+    "CONFLICT_PAUSE",
+    "CONFLICT_PAUSE_MAX",
+    "CONFLICT_RETRIES",
+    "UpdateMode",
+    "conflict_pause",
+    "retry_conflicts",
+    "update_mode",
 ]
 
 _T = TypeVar("_T")
@@ -57,8 +63,9 @@ def update_mode(store: Store, locks_first: bool, conditional: bool = True) -> Up
     return "unsafe" if config.unsafe_partial_writes else None
 
 
-def retry_conflicts(attempt: Callable[[], _T],
-                    conflict: type[Exception] = WriteConflictError, tried: int = 0) -> _T:
+def retry_conflicts(
+    attempt: Callable[[], _T], conflict: type[Exception] = WriteConflictError, tried: int = 0
+) -> _T:
     """`attempt()`'s result: it is called again, after `conflict_pause`, while it raises
     `conflict` (another writer came first), CONFLICT_RETRIES times in all, of which the
     caller made `tried` (each followed by its pause) already; the last conflict is raised."""

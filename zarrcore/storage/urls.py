@@ -3,6 +3,7 @@ zarr-python store, an fsspec filesystem or mapper, an obstore store).
 
 A URL never falls back to a local path: an unknown scheme, or a scheme whose optional
 dependency is missing, raises StoreURLError naming the URL and what to install."""
+
 from __future__ import annotations
 
 import os
@@ -24,14 +25,16 @@ if TYPE_CHECKING:
     from zarr.core.buffer import Buffer
 
 __all__ = [
-    "LOCATION_OPENERS", "URL_SCHEME", "ZARR_STORE_OPENERS", "keeps_consolidated_metadata",
+    "LOCATION_OPENERS",
+    "URL_SCHEME",
+    "ZARR_STORE_OPENERS",
+    "keeps_consolidated_metadata",
     "make_store",
 ]
 
 URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # Schemes obstore opens (gcs:// is fsspec's spelling of gs://).
-_OBJECT_SCHEMES = {"s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "adl", "http",
-                   "https"}
+_OBJECT_SCHEMES = {"s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "adl", "http", "https"}
 _REMOTE_EXTRA = 'pip install "zarrcore[remote]"'
 
 
@@ -56,8 +59,12 @@ def keeps_consolidated_metadata(store: object) -> bool:
     return bool(getattr(store, "supports_consolidated_metadata", True))
 
 
-def make_store(store: object, read_only: bool = False,
-               storage_options: StorageOptions | None = None, mode: str | None = None) -> Store:
+def make_store(
+    store: object,
+    read_only: bool = False,
+    storage_options: StorageOptions | None = None,
+    mode: str | None = None,
+) -> Store:
     """Turn `store` into a Store.
 
     - None or a dict: a MemoryStore (over the dict); a Store: itself.
@@ -104,7 +111,8 @@ def make_store(store: object, read_only: bool = False,
     if converted is None:
         raise UnsupportedStoreError(
             f"unsupported store type {type(store).__name__}: give a path, a URL, a dict, a "
-            f"zarrcore Store or one of the stores the guide's 'Storage and URLs' page lists")
+            f"zarrcore Store or one of the stores the guide's 'Storage and URLs' page lists"
+        )
     return converted
 
 
@@ -113,11 +121,12 @@ def _zip_store(path: str, read_only: bool, mode: str | None) -> ZipStore:
     return ZipStore(path, read_only=read_only, mode=zip_mode)
 
 
-def _from_url(url: str, read_only: bool, storage_options: StorageOptions | None,
-              mode: str | None) -> Store:
+def _from_url(
+    url: str, read_only: bool, storage_options: StorageOptions | None, mode: str | None
+) -> Store:
     match = URL_SCHEME.match(url)
     scheme = match.group(1).lower() if match else ""
-    rest = url[match.end():] if match else url
+    rest = url[match.end() :] if match else url
     if scheme == "file" and "::" not in url:
         if storage_options:
             raise StoreURLError(f"storage_options are for remote URLs, not {url!r}")
@@ -141,20 +150,25 @@ def _from_url(url: str, read_only: bool, storage_options: StorageOptions | None,
     return _fsspec_url(url, scheme, read_only, storage_options)
 
 
-def _fsspec_url(url: str, scheme: str, read_only: bool,
-                storage_options: StorageOptions | None) -> FsspecStore:
+def _fsspec_url(
+    url: str, scheme: str, read_only: bool, storage_options: StorageOptions | None
+) -> FsspecStore:
     """Other protocols, and fsspec's chained URLs (`simplecache::s3://...`), through fsspec."""
     try:
         import fsspec.core
         from fsspec.registry import known_implementations, registry
     except ImportError:
-        raise StoreURLError(f"{url!r}: the scheme {scheme!r} is not one zarrcore opens "
-                            f"itself; fsspec would open it: {_REMOTE_EXTRA}") from None
+        raise StoreURLError(
+            f"{url!r}: the scheme {scheme!r} is not one zarrcore opens "
+            f"itself; fsspec would open it: {_REMOTE_EXTRA}"
+        ) from None
     protocol = url.split("::", 1)[0].split("://", 1)[0] if "::" in url else scheme
     if protocol not in known_implementations and protocol not in registry:
-        raise StoreURLError(f"{url!r}: unknown scheme {protocol!r} (zarrcore opens s3://, gs://, "
-                            f"az://, abfs://, http(s)://, file://, memory://, zip:// and "
-                            f"fsspec's protocols)")
+        raise StoreURLError(
+            f"{url!r}: unknown scheme {protocol!r} (zarrcore opens s3://, gs://, "
+            f"az://, abfs://, http(s)://, file://, memory://, zip:// and "
+            f"fsspec's protocols)"
+        )
     options = checked_fsspec_options(url, dict(storage_options or {}))
     single_writer = options.pop("single_writer", False)
     try:
@@ -217,8 +231,9 @@ def _zarr_native(store: Any, read_only: bool, mode: str | None) -> Store | None:
         if store.path is None:
             return None  # (a zip in a file object: read through zarr-python's store)
         if getattr(store, "_is_open", False) and not store.read_only:
-            raise StoreURLError(f"{store!r} is open for writing in zarr-python: close it "
-                                f"first (one writer per zip)")
+            raise StoreURLError(
+                f"{store!r} is open for writing in zarr-python: close it first (one writer per zip)"
+            )
         return _zip_store(store.path, read_only, mode)
     return None
 
@@ -232,8 +247,10 @@ def _from_object(store: Any, read_only: bool, mode: str | None) -> Store | None:
         read_only = read_only or store.read_only
         native = _zarr_native(store, read_only, mode)
         if native is None:
-            native = next((found for opener in ZARR_STORE_OPENERS
-                           if (found := opener(store)) is not None), None)
+            native = next(
+                (found for opener in ZARR_STORE_OPENERS if (found := opener(store)) is not None),
+                None,
+            )
         if native is not None:
             return native
         # Any other zarr-python store (a wrapper, Icechunk's, VirtualiZarr's) through its own

@@ -5,6 +5,7 @@ Icechunk's IcechunkStore, VirtualiZarr's ManifestStore) as a zarrcore Store, so 
 engine reads and writes it in its native batches. ZarrcoreStore: a zarrcore Store as a
 zarr-python store, so that zarr-python and xarray's zarr engine (`xr.open_zarr`) read and write
 through zarrcore's stores. Needs zarr-python."""
+
 from __future__ import annotations
 
 import asyncio
@@ -13,20 +14,26 @@ import errno
 from collections.abc import AsyncIterator, Awaitable, Hashable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
-from zarr.abc.store import (
-    OffsetByteRequest, RangeByteRequest, Store as ZarrStore, SuffixByteRequest,
-)
+from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+from zarr.abc.store import Store as ZarrStore
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import _get_loop
-from zarr.storage import MemoryStore as ZarrMemoryStore, WrapperStore, ZipStore as ZarrZipStore
+from zarr.storage import MemoryStore as ZarrMemoryStore
+from zarr.storage import WrapperStore
+from zarr.storage import ZipStore as ZarrZipStore
 
-from ..runtime.concurrency import each, fan_out, run_bounded
-from ..errors import (
-    CommitConflictError, DeleteUnsupportedError, ForeignStoreError, ZarrcoreError,
-)
+from ..errors import CommitConflictError, DeleteUnsupportedError, ForeignStoreError, ZarrcoreError
 from ..runtime import _aio
+from ..runtime.concurrency import each, fan_out, run_bounded
 from .base import (
-    ByteRange, Fetched, ReadBytes, Request, Store, in_flight, validate_key, validate_prefix,
+    ByteRange,
+    Fetched,
+    ReadBytes,
+    Request,
+    Store,
+    in_flight,
+    validate_key,
+    validate_prefix,
 )
 
 if TYPE_CHECKING:
@@ -37,8 +44,16 @@ if TYPE_CHECKING:
     from zarr.core.buffer import Buffer, BufferPrototype
 
 __all__ = [
-    "StoredNode", "ZarrPythonStore", "ZarrcoreStore", "as_zarr_store", "innermost", "is_icechunk",
-    "of_store_class", "place", "zarr_loop", "zarr_store_error",
+    "StoredNode",
+    "ZarrPythonStore",
+    "ZarrcoreStore",
+    "as_zarr_store",
+    "innermost",
+    "is_icechunk",
+    "of_store_class",
+    "place",
+    "zarr_loop",
+    "zarr_store_error",
 ]
 
 _T = TypeVar("_T")
@@ -96,8 +111,7 @@ class ZarrcoreStore(ZarrStore):
         return f"{self.root}/{key}" if self.root else key
 
     def __eq__(self, other: object) -> bool:
-        return (type(other) is type(self) and other.store == self.store
-                and other.root == self.root)
+        return type(other) is type(self) and other.store == self.store and other.root == self.root
 
     def __repr__(self) -> str:
         return f"ZarrcoreStore({self.store!r}, root={self.root!r})"
@@ -105,15 +119,16 @@ class ZarrcoreStore(ZarrStore):
     def with_read_only(self, read_only: bool = False) -> ZarrcoreStore:
         return type(self)(self.store, self.root, read_only=read_only)
 
-    async def get(self, key: str, prototype: BufferPrototype,
-                  byte_range: ByteRequest | None = None) -> Buffer | None:
+    async def get(
+        self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
+    ) -> Buffer | None:
         start, stop = _bounds(byte_range)
         data = await asyncio.to_thread(self.store.get, self._key(key), start, stop)
         return None if data is None else prototype.buffer.from_bytes(data)
 
     async def get_partial_values(
-            self, prototype: BufferPrototype,
-            key_ranges: Iterable[tuple[str, ByteRequest | None]]) -> list[Buffer | None]:
+        self, prototype: BufferPrototype, key_ranges: Iterable[tuple[str, ByteRequest | None]]
+    ) -> list[Buffer | None]:
         return await asyncio.gather(*(self.get(k, prototype, r) for k, r in key_ranges))
 
     async def exists(self, key: str) -> bool:
@@ -229,10 +244,11 @@ _ICECHUNK_CONFLICTS = ("ConflictError", "RebaseFailedError")
 def _conflicts(error: Exception) -> str:
     """What an Icechunk rebase found in conflict (RebaseFailedError.conflicts): each node's
     path, conflicted chunks and kind of conflict."""
-    found = [f"{c.path} {c.conflict_type}"
-             + (f" in chunks {[list(i) for i in c.conflicted_chunks]}"
-                if c.conflicted_chunks else "")
-             for c in getattr(error, "conflicts", None) or ()]
+    found = [
+        f"{c.path} {c.conflict_type}"
+        + (f" in chunks {[list(i) for i in c.conflicted_chunks]}" if c.conflicted_chunks else "")
+        for c in getattr(error, "conflicts", None) or ()
+    ]
     return f"; in conflict: {', '.join(found)}" if found else ""
 
 
@@ -247,9 +263,11 @@ def zarr_store_error(error: Exception, what: str, session: Any = None) -> Zarrco
         what += f" on branch {branch!r}"
     if is_icechunk(error) and name in _ICECHUNK_CONFLICTS:
         return CommitConflictError(
-            f"{what}: another session committed first ({name}: {error}){_conflicts(error)}")
+            f"{what}: another session committed first ({name}: {error}){_conflicts(error)}"
+        )
     code = getattr(error, "errno", None) or (
-        errno.EACCES if isinstance(error, PermissionError) else errno.EIO)
+        errno.EACCES if isinstance(error, PermissionError) else errno.EIO
+    )
     return ForeignStoreError(code, f"{what}: {name}: {error}")
 
 
@@ -273,8 +291,9 @@ class ZarrPythonStore(Store):
     other sessions and conflict at commit), locks out this process's threads; otherwise it
     raises LockUnavailableError."""
 
-    def __init__(self, store: ZarrStore, read_only: bool = False,
-                 below: Store | None = None) -> None:
+    def __init__(
+        self, store: ZarrStore, read_only: bool = False, below: Store | None = None
+    ) -> None:
         if not isinstance(store, ZarrStore):
             raise TypeError(f"expected a zarr-python store, not {type(store).__name__}")
         super().__init__(read_only or store.read_only or not store.supports_writes)
@@ -318,8 +337,9 @@ class ZarrPythonStore(Store):
 
     def _error(self, key: str, error: Exception, doing: str = "") -> ZarrcoreError:
         """The ZarrcoreError of `error`, raised by the store about `key` (or while `doing`)."""
-        return zarr_store_error(error, f"{doing or f'key {key!r}'} of {self!r}",
-                                _session(innermost(self.zarr_store)))
+        return zarr_store_error(
+            error, f"{doing or f'key {key!r}'} of {self!r}", _session(innermost(self.zarr_store))
+        )
 
     async def _guarded(self, key: str, call: Awaitable[_T]) -> _T:
         """`call`'s result, its failure a StoreError naming `key`."""
@@ -343,14 +363,23 @@ class ZarrPythonStore(Store):
         got = self._run(key, self._fetch(validate_key(key), list(ranges)))
         return None if got is None else list(cast("Sequence[ReadBytes]", got))
 
-    def get_many(self, requests: Sequence[Request], concurrency: int | None = None
-                 ) -> Iterator[tuple[int, Fetched]]:
-        return each(fan_out(lambda r: self._guarded(r[0], self._fetch(validate_key(r[0]), r[1])),
-                            requests, in_flight(concurrency), loop=zarr_loop(),
-                            deadline=_aio.answer_deadline(), doing="reading"))
+    def get_many(
+        self, requests: Sequence[Request], concurrency: int | None = None
+    ) -> Iterator[tuple[int, Fetched]]:
+        return each(
+            fan_out(
+                lambda r: self._guarded(r[0], self._fetch(validate_key(r[0]), r[1])),
+                requests,
+                in_flight(concurrency),
+                loop=zarr_loop(),
+                deadline=_aio.answer_deadline(),
+                doing="reading",
+            )
+        )
 
-    async def _fetch(self, key: str, ranges: Sequence[ByteRange] | None,
-                     copy: bool = False) -> Fetched:
+    async def _fetch(
+        self, key: str, ranges: Sequence[ByteRange] | None, copy: bool = False
+    ) -> Fetched:
         """The value at `key` (ranges None) or the bytes of its ranges; None when missing."""
         if ranges is None:
             value = await self.zarr_store.get(key, self._prototype)
@@ -370,15 +399,17 @@ class ZarrPythonStore(Store):
                 return None
             # (Cut from a view, each range copied once where `copy`.)
             whole = _contents(value, False)
-            return [bytes(whole[start:stop]) if copy else whole[start:stop]
-                    for start, stop in ranges]
+            return [
+                bytes(whole[start:stop]) if copy else whole[start:stop] for start, stop in ranges
+            ]
         try:
             size = await self.zarr_store.getsize(key)
         except _MISSING:
             return None
         resolved = [slice(start, stop).indices(size)[:2] for start, stop in ranges]
         return await self._read_parts(
-            key, [RangeByteRequest(lo, hi) if hi > lo else _EMPTY for lo, hi in resolved], copy)
+            key, [RangeByteRequest(lo, hi) if hi > lo else _EMPTY for lo, hi in resolved], copy
+        )
 
     async def _read_parts(self, key: str, requests: list[Any], copy: bool) -> Fetched:
         """The bytes of each request (b"" for _EMPTY) of `key`, or None when it is missing;
@@ -402,16 +433,21 @@ class ZarrPythonStore(Store):
             parts[i] = _contents(part, copy)
         return parts
 
-    async def _get_partial_values(self, key: str,
-                                  requests: list[ByteRequest]) -> list[Buffer | None]:
+    async def _get_partial_values(
+        self, key: str, requests: list[ByteRequest]
+    ) -> list[Buffer | None]:
         """The store's batched read of `requests` of `key`; one get each where it has none
         (VirtualiZarr's ManifestStore)."""
         try:
             return await self.zarr_store.get_partial_values(
-                self._prototype, [(key, r) for r in requests])
+                self._prototype, [(key, r) for r in requests]
+            )
         except NotImplementedError:
-            return list(await asyncio.gather(
-                *(self.zarr_store.get(key, self._prototype, r) for r in requests)))
+            return list(
+                await asyncio.gather(
+                    *(self.zarr_store.get(key, self._prototype, r) for r in requests)
+                )
+            )
 
     def exists(self, key: str) -> bool:
         async def found() -> bool:
@@ -444,28 +480,41 @@ class ZarrPythonStore(Store):
         self.check_writable(key)
         _aio.run(self._put(validate_key(key), value), zarr_loop())
 
-    def set_many(self, items: Iterable[tuple[str, ReadableBuffer]],
-                 concurrency: int | None = None, part_bytes: int | None = None) -> None:
+    def set_many(
+        self,
+        items: Iterable[tuple[str, ReadableBuffer]],
+        concurrency: int | None = None,
+        part_bytes: int | None = None,
+    ) -> None:
         """As Store.set_many, up to `in_flight(concurrency)` writes at once (each whole)."""
+
         def checked() -> Iterator[tuple[str, ReadableBuffer]]:
             for key, value in items:
                 self.check_writable(key)
                 yield validate_key(key), value
 
-        run_bounded(lambda item: self._put(*item), checked(), in_flight(concurrency),
-                    loop=zarr_loop(), deadline=_aio.answer_deadline(), doing="writing")
+        run_bounded(
+            lambda item: self._put(*item),
+            checked(),
+            in_flight(concurrency),
+            loop=zarr_loop(),
+            deadline=_aio.answer_deadline(),
+            doing="writing",
+        )
 
     def delete(self, key: str) -> None:
         self.check_writable(key)
         if not self.supports_deletes:
             if self.exists(key):  # (a missing key is no error: nothing is left there)
-                raise DeleteUnsupportedError(errno.EOPNOTSUPP,
-                                             f"cannot delete {key!r}: {self!r} cannot delete")
+                raise DeleteUnsupportedError(
+                    errno.EOPNOTSUPP, f"cannot delete {key!r}: {self!r} cannot delete"
+                )
             return
         self._run(key, self.zarr_store.delete(validate_key(key)))
 
-    def lock(self, key: str, node: str = "", *,
-             replaced_last: bool = False) -> AbstractContextManager[None]:
+    def lock(
+        self, key: str, node: str = "", *, replaced_last: bool = False
+    ) -> AbstractContextManager[None]:
         if self.below is not None:
             # (Not `replaced_last`: the last write goes through the zarr-python store, not
             # through the protocol by which `below` hands a key's own lock on.)
@@ -495,8 +544,11 @@ class ZarrPythonStore(Store):
         self.check_listing(prefix)
         below = prefix + "/" if prefix else ""
         keys = self._run(prefix, self._keys(self.zarr_store.list_prefix(below)))
-        return [key for key in keys if key.startswith(below) and key != below
-                and not self._own_file(key.rpartition("/")[2])]
+        return [
+            key
+            for key in keys
+            if key.startswith(below) and key != below and not self._own_file(key.rpartition("/")[2])
+        ]
 
     def list_dir(self, prefix: str) -> list[str]:
         prefix = validate_prefix(prefix)
@@ -509,8 +561,9 @@ class ZarrPythonStore(Store):
         return self.below is not None and self.below.own_file(name)
 
 
-def as_zarr_store(store_or_node: Store | StoredNode, *,
-                  read_only: bool | None = None) -> ZarrcoreStore:
+def as_zarr_store(
+    store_or_node: Store | StoredNode, *, read_only: bool | None = None
+) -> ZarrcoreStore:
     """zarr-python's store over a zarrcore Store, or over the keys of a zarrcore Group or
     Array (rooted at its path): `xr.open_zarr(as_zarr_store(group))`,
     `zarr.open_group(as_zarr_store(store))`."""
@@ -518,6 +571,7 @@ def as_zarr_store(store_or_node: Store | StoredNode, *,
         return ZarrcoreStore(store_or_node, read_only=read_only)
     store = getattr(store_or_node, "store", None)
     if not isinstance(store, Store):
-        raise TypeError(f"expected a zarrcore Store, Group or Array, not "
-                        f"{type(store_or_node).__name__}")
+        raise TypeError(
+            f"expected a zarrcore Store, Group or Array, not {type(store_or_node).__name__}"
+        )
     return ZarrcoreStore(store, store_or_node.path, read_only=read_only)

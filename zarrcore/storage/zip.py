@@ -20,6 +20,7 @@ asks for: a member read whole may inflate to at most `config.max_stored_bytes` (
 zarrcore.config) and to no more than the size its directory entry declares; more is refused
 (ValueTooLargeError), whatever the entry says.
 """
+
 from __future__ import annotations
 
 import bz2
@@ -37,12 +38,20 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import IO, TYPE_CHECKING, Literal, overload
 
-from ..runtime import portable
 from .._native.cache import version_settled
-from ..runtime.config import config
 from ..errors import DeleteUnsupportedError, StoreError
+from ..runtime import portable
+from ..runtime.config import config
 from .base import (
-    UNCHANGED, ByteRange, Fetched, Request, Store, Unchanged, Version, too_large, validate_key,
+    UNCHANGED,
+    ByteRange,
+    Fetched,
+    Request,
+    Store,
+    Unchanged,
+    Version,
+    too_large,
+    validate_key,
     validate_prefix,
 )
 
@@ -57,8 +66,10 @@ _LOCAL_HEADER_SIZE = 30
 # member (a part before the range read is dropped at once).
 _INFLATE_STEP = 1 << 16
 _INFLATE_OUT = 1 << 22
-_WHOLE_READ = ("a zip member read whole may inflate to (config.max_chunk_bytes with slack; "
-               "raise it with zarrcore.config.set(max_chunk_bytes=...))")
+_WHOLE_READ = (
+    "a zip member read whole may inflate to (config.max_chunk_bytes with slack; "
+    "raise it with zarrcore.config.set(max_chunk_bytes=...))"
+)
 #: Where a member's data lies, as its directory entry declares it: (start in the file,
 #: compressed size, size, compression method, CRC).
 _Member = tuple[int, int, int, int, int]
@@ -91,7 +102,8 @@ class _Inflater:
         # the properties that start the data).
         self._zlib = zlib.decompressobj(-15) if method == zipfile.ZIP_DEFLATED else None
         self._d: bz2.BZ2Decompressor | lzma.LZMADecompressor | None = (
-            bz2.BZ2Decompressor() if method == zipfile.ZIP_BZIP2 else None)
+            bz2.BZ2Decompressor() if method == zipfile.ZIP_BZIP2 else None
+        )
         self._head = b""
 
     @property
@@ -116,14 +128,23 @@ class _Inflater:
             data = self._head = self._head + data
             if len(data) < 4 or len(data) < 4 + int.from_bytes(data[2:4], "little"):
                 return b""
-            props = data[4:4 + int.from_bytes(data[2:4], "little")]
+            props = data[4 : 4 + int.from_bytes(data[2:4], "little")]
             if len(props) != 5:
                 raise lzma.LZMAError("bad lzma properties")
             lclppb, dict_size = props[0], int.from_bytes(props[1:5], "little")
-            self._d = lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[{
-                "id": lzma.FILTER_LZMA1, "dict_size": dict_size, "lc": lclppb % 9,
-                "lp": lclppb // 9 % 5, "pb": lclppb // 45}])
-            data = data[4 + len(props):]
+            self._d = lzma.LZMADecompressor(
+                lzma.FORMAT_RAW,
+                filters=[
+                    {
+                        "id": lzma.FILTER_LZMA1,
+                        "dict_size": dict_size,
+                        "lc": lclppb % 9,
+                        "lp": lclppb // 9 % 5,
+                        "pb": lclppb // 45,
+                    }
+                ],
+            )
+            data = data[4 + len(props) :]
         return self._d.decompress(data, n)
 
 
@@ -189,9 +210,13 @@ class ZipStore(Store):
     # and CRC.
     versioned_reads = True
 
-    def __init__(self, path: str | os.PathLike[str], read_only: bool = False,
-                 mode: Literal["r", "a", "w"] | None = None,
-                 compression: int = zipfile.ZIP_STORED) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        read_only: bool = False,
+        mode: Literal["r", "a", "w"] | None = None,
+        compression: int = zipfile.ZIP_STORED,
+    ) -> None:
         mode = mode or ("r" if read_only else "a")
         if mode not in ("r", "a", "w"):
             raise ValueError(f"ZipStore mode must be 'r', 'a' or 'w', not {mode!r}")
@@ -214,8 +239,10 @@ class ZipStore(Store):
 
     def __reduce__(self) -> tuple[type[ZipStore], tuple[str, bool]]:
         if not self.read_only:
-            raise TypeError(f"{self!r} is open for writing; only a read-only ZipStore pickles "
-                            f"(one process writes a zip at a time)")
+            raise TypeError(
+                f"{self!r} is open for writing; only a read-only ZipStore pickles "
+                f"(one process writes a zip at a time)"
+            )
         return (ZipStore, (self.path, True))
 
     def __enter__(self) -> ZipStore:
@@ -258,8 +285,11 @@ class ZipStore(Store):
                 fp = open(os.open(self.path, flags, 0o666), "r+b")
             try:
                 if mode != "r" and not portable.try_lock_exclusive(fp.fileno()):
-                    raise StoreError(errno.EBUSY, f"{self!r}: another process is writing this "
-                                                  f"zip (or another ZipStore of it, not closed)")
+                    raise StoreError(
+                        errno.EBUSY,
+                        f"{self!r}: another process is writing this "
+                        f"zip (or another ZipStore of it, not closed)",
+                    )
                 if mode == "w":
                     fp.truncate(0)
                 zf = zipfile.ZipFile(fp, mode, compression=self.compression, allowZip64=True)
@@ -311,10 +341,16 @@ class ZipStore(Store):
             except KeyError:
                 return None
             if info.flag_bits & 1 or info.compress_type not in (
-                    zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2,
-                    zipfile.ZIP_LZMA):
-                raise StoreError(errno.EOPNOTSUPP, f"key {key!r} of {self!r}: encrypted, or "
-                                                   f"compressed by method {info.compress_type}")
+                zipfile.ZIP_STORED,
+                zipfile.ZIP_DEFLATED,
+                zipfile.ZIP_BZIP2,
+                zipfile.ZIP_LZMA,
+            ):
+                raise StoreError(
+                    errno.EOPNOTSUPP,
+                    f"key {key!r} of {self!r}: encrypted, or "
+                    f"compressed by method {info.compress_type}",
+                )
             if zf.mode != "r" and zf.fp is not None:  # (an open ZipFile has its fp)
                 zf.fp.flush()
             header = self._pread(_LOCAL_HEADER_SIZE, info.header_offset)
@@ -323,8 +359,13 @@ class ZipStore(Store):
             signature, name_len, extra_len = _LOCAL_HEADER.unpack(header)
             if signature != b"PK\x03\x04":
                 raise StoreError(errno.EIO, f"key {key!r} of {self!r}: bad zip member header")
-            location = (info.header_offset + _LOCAL_HEADER_SIZE + name_len + extra_len,
-                        info.compress_size, info.file_size, info.compress_type, info.CRC)
+            location = (
+                info.header_offset + _LOCAL_HEADER_SIZE + name_len + extra_len,
+                info.compress_size,
+                info.file_size,
+                info.compress_type,
+                info.CRC,
+            )
             self._members[key] = location
             return location
 
@@ -338,9 +379,12 @@ class ZipStore(Store):
         member = self._member(key)
         return None if member is None else self._read(key, member, ranges)
 
-    def get_many_versioned(self, requests: Sequence[Request],
-                           known: Sequence[Version | None], concurrency: int | None = None
-                           ) -> Iterator[tuple[int, Fetched | Unchanged, Version | None]]:
+    def get_many_versioned(
+        self,
+        requests: Sequence[Request],
+        known: Sequence[Version | None],
+        concurrency: int | None = None,
+    ) -> Iterator[tuple[int, Fetched | Unchanged, Version | None]]:
         for i, (key, ranges) in enumerate(requests):
             key = validate_key(key)
             while True:  # (a member and the opening it was found in)
@@ -398,18 +442,20 @@ class ZipStore(Store):
                     position += len(data)
                 part = inflater.inflate(data, min(goal - made, _INFLATE_OUT))
                 if made + len(part) > lo:
-                    kept += memoryview(part)[max(lo - made, 0):]
+                    kept += memoryview(part)[max(lo - made, 0) :]
                 made += len(part)
             if whole and made > size:
                 raise too_large(self, key, size, "its zip directory entry declares")
             if whole and made == size and zlib.crc32(kept) != crc:
-                raise StoreError(errno.EIO, f"key {key!r} of {self!r}: zip member fails its "
-                                            f"CRC check")
+                raise StoreError(
+                    errno.EIO, f"key {key!r} of {self!r}: zip member fails its CRC check"
+                )
         except (zlib.error, OSError, EOFError, lzma.LZMAError) as e:
             if isinstance(e, StoreError):
                 raise
-            raise StoreError(errno.EIO, f"key {key!r} of {self!r}: bad compressed zip member: "
-                                        f"{e}") from e
+            raise StoreError(
+                errno.EIO, f"key {key!r} of {self!r}: bad compressed zip member: {e}"
+            ) from e
         return bytes(kept)
 
     def exists(self, key: str) -> bool:
@@ -438,8 +484,9 @@ class ZipStore(Store):
     def list_dir(self, prefix: str) -> list[str]:
         prefix = validate_prefix(prefix)
         head = prefix + "/" if prefix else ""
-        return sorted({name[len(head):].split("/", 1)[0] for name in self._names()
-                       if name.startswith(head)})
+        return sorted(
+            {name[len(head) :].split("/", 1)[0] for name in self._names() if name.startswith(head)}
+        )
 
     # -- writes -------------------------------------------------------------
     def set(self, key: str, value: ReadableBuffer) -> None:
@@ -453,20 +500,23 @@ class ZipStore(Store):
             with warnings.catch_warnings():  # a rewritten key appends a member (see above)
                 warnings.simplefilter("ignore", UserWarning)
                 try:
-                    zf.writestr(info, value if isinstance(value, bytes)
-                                else memoryview(value).cast("B"))
+                    zf.writestr(
+                        info, value if isinstance(value, bytes) else memoryview(value).cast("B")
+                    )
                 except OSError as e:
-                    raise StoreError(e.errno,
-                                     f"key {key!r} of {self!r}: {e.strerror or e}") from e
+                    raise StoreError(e.errno, f"key {key!r} of {self!r}: {e.strerror or e}") from e
             self._members.pop(key, None)
 
     def delete(self, key: str) -> None:
         self.check_writable(key)
         if self.exists(key):
-            raise DeleteUnsupportedError(errno.EOPNOTSUPP, f"cannot delete {key!r}: members of "
-                                                     f"a zip ({self!r}) cannot be removed")
+            raise DeleteUnsupportedError(
+                errno.EOPNOTSUPP,
+                f"cannot delete {key!r}: members of a zip ({self!r}) cannot be removed",
+            )
 
-    def lock(self, key: str, node: str = "", *,
-             replaced_last: bool = False) -> AbstractContextManager[None]:
+    def lock(
+        self, key: str, node: str = "", *, replaced_last: bool = False
+    ) -> AbstractContextManager[None]:
         """Exclusive across threads: only this process writes the zip."""
         return self.thread_lock(validate_key(key))

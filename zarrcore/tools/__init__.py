@@ -1,5 +1,6 @@
 """Tools for whole arrays and hierarchies: convert, copy, verify and compare (also `zarrcore`
 commands)."""
+
 from .convert import ConvertReport, convert
 from .copy import CopyReport, copy
 from .verify import VerifyReport, compare, verify

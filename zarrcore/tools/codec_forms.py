@@ -5,6 +5,7 @@ those names, every other numcodecs codec `numcodecs.<id>` (filters that change t
 values as array->array codecs, byte filters and compressors after the serializer), F order a
 transpose, the stored byte order the bytes codec's endian. v3 -> v2 is the reverse.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,18 +15,24 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ..metadata.types import CodecLike
-from ..nodes.array import Array
 from ..codecs import BloscCodec, GzipCodec, ZlibCodec, ZstdCodec, codec_from_json, codec_from_v2
 from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, ChunkSpec, Codec
 from ..codecs.chain import CodecChain
 from ..codecs.numcodecs_v3 import ARRAY_TO_ARRAY, BYTES_TO_BYTES, PREFIX
 from ..codecs.v2 import codecs_from_v2
 from ..errors import MetadataError
+from ..metadata.types import CodecLike
+from ..nodes.array import Array
 
 __all__ = [
-    "CodecJSON", "bytes_codec_v3", "parse_codecs", "parse_compressor", "v2_form", "v3_codecs",
-    "v3_of_v2_encoding", "with_compressor",
+    "CodecJSON",
+    "bytes_codec_v3",
+    "parse_codecs",
+    "parse_compressor",
+    "v2_form",
+    "v3_codecs",
+    "v3_of_v2_encoding",
+    "with_compressor",
 ]
 
 #: A codec's JSON: v3 (`{"name": ..., "configuration": ...}`) or numcodecs (`{"id": ...}`).
@@ -35,8 +42,10 @@ CodecJSON = dict[str, Any]
 def _numcodecs_v3(v2_json: CodecJSON, kinds: Collection[str], where: str) -> CodecJSON:
     codec_id = v2_json["id"]
     if codec_id not in kinds:
-        raise MetadataError(f"{where}: numcodecs codec {codec_id!r} has no Zarr v3 form here; "
-                            f"give the codecs to use")
+        raise MetadataError(
+            f"{where}: numcodecs codec {codec_id!r} has no Zarr v3 form here; "
+            f"give the codecs to use"
+        )
     configuration = {k: v for k, v in v2_json.items() if k != "id"}
     return {"name": PREFIX + codec_id, "configuration": configuration}
 
@@ -65,9 +74,13 @@ def v3_codecs(array: Array) -> tuple[list[CodecJSON], tuple[int, ...]]:
     return [*filters, serializer, *compressors], array.chunks
 
 
-def v3_of_v2_encoding(filters: Sequence[Any], compressors: Sequence[Any],
-                      chunks: Sequence[int], dtype: npt.DTypeLike, where: str,
-                      ) -> tuple[list[CodecJSON], CodecJSON, list[CodecJSON]]:
+def v3_of_v2_encoding(
+    filters: Sequence[Any],
+    compressors: Sequence[Any],
+    chunks: Sequence[int],
+    dtype: npt.DTypeLike,
+    where: str,
+) -> tuple[list[CodecJSON], CodecJSON, list[CodecJSON]]:
     """(filters, serializer, compressors) as v3 JSON of chunks of shape `chunks` and `dtype`
     that format 2 `filters` and `compressors` (numcodecs configurations or codec objects; at
     most one compressor) encode: the codecs v3_codecs gives an array of that encoding, as
@@ -75,12 +88,12 @@ def v3_of_v2_encoding(filters: Sequence[Any], compressors: Sequence[Any],
     if len(compressors) > 1:
         raise MetadataError(f"{where}: format 2 takes one compressor, not {len(compressors)}")
     codecs = codecs_from_v2(filters, compressors[0] if compressors else None, where=where)
-    return _v3_stages(CodecChain(codecs, ChunkSpec(tuple(chunks), np.dtype(dtype), None), where),
-                      where)
+    return _v3_stages(
+        CodecChain(codecs, ChunkSpec(tuple(chunks), np.dtype(dtype), None), where), where
+    )
 
 
-def _v3_stages(chain: CodecChain, where: str,
-               ) -> tuple[list[CodecJSON], CodecJSON, list[CodecJSON]]:
+def _v3_stages(chain: CodecChain, where: str) -> tuple[list[CodecJSON], CodecJSON, list[CodecJSON]]:
     """(array->array codecs, serializer, bytes->bytes codecs) as v3 JSON of the chain of a
     format 2 encoding: numcodecs byte filters move after the serializer."""
     out: list[CodecJSON] = []
@@ -95,25 +108,28 @@ def _v3_stages(chain: CodecChain, where: str,
                 moved.append(_numcodecs_v3(v2_json, BYTES_TO_BYTES, where))
             elif moved:
                 raise MetadataError(
-                    f"{where}: filter {codec_id!r} after a byte filter has no v3 form")
+                    f"{where}: filter {codec_id!r} after a byte filter has no v3 form"
+                )
             else:
                 out.append(_numcodecs_v3(v2_json, ARRAY_TO_ARRAY, where))
         else:
             raise MetadataError(f"{where}: filter {codec!r} has no Zarr v3 form")
-    return (out, chain.array_bytes.to_json(),
-            moved + [bytes_codec_v3(c, where) for c in chain.bytes_bytes])
+    return (
+        out,
+        chain.array_bytes.to_json(),
+        moved + [bytes_codec_v3(c, where) for c in chain.bytes_bytes],
+    )
 
 
-def v2_form(codecs: Sequence[CodecLike], shape: Sequence[int], dtype: npt.DTypeLike,
-            where: str = "codecs",
-            ) -> tuple[list[CodecJSON], CodecJSON | None, Literal["C", "F"], np.dtype[Any]]:
+def v2_form(
+    codecs: Sequence[CodecLike], shape: Sequence[int], dtype: npt.DTypeLike, where: str = "codecs"
+) -> tuple[list[CodecJSON], CodecJSON | None, Literal["C", "F"], np.dtype[Any]]:
     """(filters, compressor, order, stored dtype) of a v2 array whose chunks are encoded as the
     v3 JSON `codecs` (for chunks of `shape` and `dtype`). MetadataError when v2 has no form."""
     chain = CodecChain(codecs, ChunkSpec(tuple(shape), np.dtype(dtype), None), where)
     order: Literal["C", "F"] = "C"
     filters: list[CodecJSON] = []
-    f_order = {"name": "transpose",
-               "configuration": {"order": list(reversed(range(len(shape))))}}
+    f_order = {"name": "transpose", "configuration": {"order": list(reversed(range(len(shape))))}}
     for i, codec in enumerate(chain.array_array):
         if i == 0 and codec.to_json() == f_order:
             order = "F"
@@ -141,11 +157,14 @@ _SHORT: dict[str, Callable[[list[str]], Codec]] = {
     "zstd": lambda args: ZstdCodec(level=int(args[0]) if args else 0),
     "gzip": lambda args: GzipCodec(level=int(args[0]) if args else 6),
     "zlib": lambda args: ZlibCodec(level=int(args[0]) if args else 1),
-    "blosc": lambda args: BloscCodec(cname=args[0] if args else "zstd",
-                                     clevel=int(args[1]) if len(args) > 1 else 5,
-                                     shuffle=args[2] if len(args) > 2 else None),
+    "blosc": lambda args: BloscCodec(
+        cname=args[0] if args else "zstd",
+        clevel=int(args[1]) if len(args) > 1 else 5,
+        shuffle=args[2] if len(args) > 2 else None,
+    ),
     "lz4": lambda args: codec_from_v2(
-        {"id": "lz4", **({"acceleration": int(args[0])} if args else {})}),
+        {"id": "lz4", **({"acceleration": int(args[0])} if args else {})}
+    ),
 }
 
 
@@ -162,8 +181,10 @@ def parse_compressor(text: str | CodecJSON | Codec | None) -> Codec | None:
     if name == "none":
         return None
     if name not in _SHORT:
-        raise ValueError(f"unknown compressor {text!r}: say zstd:LEVEL, "
-                         f"blosc:CNAME:LEVEL[:SHUFFLE], gzip:LEVEL, zlib:LEVEL, lz4, none or JSON")
+        raise ValueError(
+            f"unknown compressor {text!r}: say zstd:LEVEL, "
+            f"blosc:CNAME:LEVEL[:SHUFFLE], gzip:LEVEL, zlib:LEVEL, lz4, none or JSON"
+        )
     try:
         return _SHORT[name](args)
     except (ValueError, IndexError) as e:
@@ -178,9 +199,11 @@ def _codec_object(spec: CodecJSON | Codec | None) -> Codec | None:
     return codec_from_json(spec, "compressor")
 
 
-_CODECS_FORM = ('a JSON list of v3 codecs, e.g. \'[{"name": "bytes"}, {"name": "zstd", '
-               '"configuration": {"level": 3}}]\'; to change only the compressor, give '
-               'compressor= a short form such as zstd:3')
+_CODECS_FORM = (
+    'a JSON list of v3 codecs, e.g. \'[{"name": "bytes"}, {"name": "zstd", '
+    '"configuration": {"level": 3}}]\'; to change only the compressor, give '
+    "compressor= a short form such as zstd:3"
+)
 
 
 def _json(text: str, what: str) -> Any:
@@ -201,12 +224,16 @@ def parse_codecs(value: str | Sequence[CodecLike]) -> list[CodecLike]:
     return value
 
 
-def with_compressor(codecs: Sequence[CodecLike], compressor: Codec | None,
-                    where: str = "codecs") -> list[CodecLike]:
+def with_compressor(
+    codecs: Sequence[CodecLike], compressor: Codec | None, where: str = "codecs"
+) -> list[CodecLike]:
     """The v3 JSON list `codecs` with its bytes->bytes codecs replaced by `compressor` (a codec
     object or None)."""
-    kept = [c for c in codecs
-            if isinstance(codec_from_json(c, where), (ArrayArrayCodec, ArrayBytesCodec))]
+    kept = [
+        c
+        for c in codecs
+        if isinstance(codec_from_json(c, where), (ArrayArrayCodec, ArrayBytesCodec))
+    ]
     if compressor is None:
         return kept
     if compressor.name is not None and compressor.stored_json is None:

@@ -18,6 +18,7 @@ source: a destination object that decodes to the source's values is complete.
 When an array keeps its chunk grid, data type, fill value and encoding (format 2 to 3 keeps it
 when the codecs map one to one), its stored objects are copied byte for byte, without decoding.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,30 +30,42 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ..nodes.node import METADATA_KEYS, dump_json, join, load_json, node_exists, parent_paths
 from .. import kernels
-from ..nodes.array import Array
-from ..nodes.creation import create_array
 from ..codecs import codec_from_json
 from ..codecs.base import ArrayArrayCodec, ArrayBytesCodec, Codec
-from ..runtime.config import config
 from ..errors import InexactConversionError, MetadataError, NodeExistsError
-from ..nodes.consolidated import V2_KEY
-from ..nodes.consolidation import consolidate_metadata
-from ..nodes.group import Group, create_group
 from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..metadata.grid import rectilinear_spelling
-from ..storage import MemoryStore
+from ..nodes.array import Array
+from ..nodes.consolidated import V2_KEY
+from ..nodes.consolidation import consolidate_metadata
+from ..nodes.creation import create_array
+from ..nodes.group import Group, create_group
+from ..nodes.node import METADATA_KEYS, dump_json, join, load_json, node_exists, parent_paths
 from ..nodes.streaming import (
-    DEFAULT_MEMORY, BlockBuffers, ChunkKeys, Region, block_cost, block_edges, plan_block, same_bits,
+    DEFAULT_MEMORY,
+    BlockBuffers,
+    ChunkKeys,
+    Region,
+    block_cost,
+    block_edges,
+    plan_block,
+    same_bits,
     stores_alike,
 )
+from ..runtime.concurrency import run_bounded
+from ..runtime.config import config
+from ..storage import MemoryStore
 from .codec_forms import (
-    CodecJSON, parse_codecs, parse_compressor, v2_form, v3_codecs, with_compressor,
+    CodecJSON,
+    parse_codecs,
+    parse_compressor,
+    v2_form,
+    v3_codecs,
+    with_compressor,
 )
 from .exact import comparable, converted_exactly
 from .hierarchy import CONVERT_STATE_KEY, array_dimensions, place, store_and_path, walk
-from ..runtime.concurrency import run_bounded
 from .progress import Progress, counted, object_word, parse_bytes
 
 if TYPE_CHECKING:
@@ -90,23 +103,33 @@ class ConvertReport:
         return dataclasses.asdict(self)
 
     def __str__(self) -> str:
-        return (f"converted {counted(self.arrays, 'array')} ({self.raw_arrays} copied raw) and "
-                f"{counted(self.groups, 'group')}, {counted(self.nbytes, 'byte')}: "
-                f"{counted(self.objects_written, 'object')} written, {self.objects_kept} kept")
+        return (
+            f"converted {counted(self.arrays, 'array')} ({self.raw_arrays} copied raw) and "
+            f"{counted(self.groups, 'group')}, {counted(self.nbytes, 'byte')}: "
+            f"{counted(self.objects_written, 'object')} written, {self.objects_kept} kept"
+        )
 
 
-def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: str = "",
-            dest_path: str = "", zarr_format: int | None = None,
-            chunks: Sequence[int] | Mapping[str, Sequence[int]] | None = None,
-            shards: Sequence[int] | Mapping[str, Any] | bool | None = None,
-            codecs: Sequence[CodecLike] | str | None = None,
-            compressor: CodecLike | None = None,
-            dtype: npt.DTypeLike | None = None,
-            dimension_names: Sequence[str | None] | Mapping[str, Any] | None = None,
-            memory: int | str = DEFAULT_MEMORY, resume: bool = False, overwrite: bool = False,
-            progress: bool | None = None,
-            source_storage_options: dict[str, Any] | None = None,
-            dest_storage_options: dict[str, Any] | None = None) -> ConvertReport:
+def convert(
+    source: StoreLike | Array | Group,
+    dest: StoreLike,
+    *,
+    source_path: str = "",
+    dest_path: str = "",
+    zarr_format: int | None = None,
+    chunks: Sequence[int] | Mapping[str, Sequence[int]] | None = None,
+    shards: Sequence[int] | Mapping[str, Any] | bool | None = None,
+    codecs: Sequence[CodecLike] | str | None = None,
+    compressor: CodecLike | None = None,
+    dtype: npt.DTypeLike | None = None,
+    dimension_names: Sequence[str | None] | Mapping[str, Any] | None = None,
+    memory: int | str = DEFAULT_MEMORY,
+    resume: bool = False,
+    overwrite: bool = False,
+    progress: bool | None = None,
+    source_storage_options: dict[str, Any] | None = None,
+    dest_storage_options: dict[str, Any] | None = None,
+) -> ConvertReport:
     """Convert the array or hierarchy at `source_path` of `source` (a directory, dict, Store,
     Array or Group) into `dest` at `dest_path`.
 
@@ -163,16 +186,26 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
     MetadataError
         Codecs or metadata that cannot be written in the target format.
     """
-    src_store, src_path = store_and_path(source, source_path, read_only=True,
-                                         storage_options=source_storage_options)
+    src_store, src_path = store_and_path(
+        source, source_path, read_only=True, storage_options=source_storage_options
+    )
     # Overwriting a whole zip makes it anew: its members cannot be deleted.
-    dst_store, dst_path = store_and_path(dest, dest_path, storage_options=dest_storage_options,
-                                         mode="w" if overwrite and not dest_path else None)
+    dst_store, dst_path = store_and_path(
+        dest,
+        dest_path,
+        storage_options=dest_storage_options,
+        mode="w" if overwrite and not dest_path else None,
+    )
     if src_store == dst_store and _overlap(src_path, dst_path):
-        raise ValueError(f"source and destination overlap: {place(src_store, src_path)} and "
-                         f"{place(dst_store, dst_path)}")
+        raise ValueError(
+            f"source and destination overlap: {place(src_store, src_path)} and "
+            f"{place(dst_store, dst_path)}"
+        )
     options = {
-        "zarr_format": zarr_format, "chunks": chunks, "shards": shards, "codecs": codecs,
+        "zarr_format": zarr_format,
+        "chunks": chunks,
+        "shards": shards,
+        "codecs": codecs,
         "compressor": compressor,
         "dtype": None if dtype is None else str(np.dtype(dtype)),
         "dimension_names": dimension_names,
@@ -187,30 +220,46 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
         # The options left out are the unfinished conversion's; those given must be its own.
         resumed = _resumed_options(options, existing.get("options"), state_key)
         zarr_format, chunks, shards, codecs, compressor, dtype, dimension_names = (
-            resumed[name] for name in _OPTION_NAMES)
+            resumed[name] for name in _OPTION_NAMES
+        )
         options = resumed
     # A quarter is headroom: the interpreter, the libraries and buffers in flight.
     budget = parse_bytes(memory) * 3 // 4
-    plan = _Plan(src_store, src_path, dst_path, zarr_format, chunks, shards, codecs, compressor,
-                 dtype, dimension_names)
+    plan = _Plan(
+        src_store,
+        src_path,
+        dst_path,
+        zarr_format,
+        chunks,
+        shards,
+        codecs,
+        compressor,
+        dtype,
+        dimension_names,
+    )
     state = {"source": f"{src_store!r}/{src_path}", "options": options}
-    if resume and (existing is not None
-                   or not keeps_state and node_exists(dst_store, dst_path)):
+    if resume and (existing is not None or not keeps_state and node_exists(dst_store, dst_path)):
         plan.check_written(dst_store)
     else:
         if existing is not None or node_exists(dst_store, dst_path):
             if not overwrite:
-                what = ("an unfinished conversion: finish it with resume=True"
-                        if existing is not None else "a node")
-                raise NodeExistsError(f"{place(dst_store, dst_path)} holds {what}; replace it "
-                                      f"with overwrite=True")
+                what = (
+                    "an unfinished conversion: finish it with resume=True"
+                    if existing is not None
+                    else "a node"
+                )
+                raise NodeExistsError(
+                    f"{place(dst_store, dst_path)} holds {what}; replace it with overwrite=True"
+                )
             dst_store.delete_prefix(dst_path) if dst_path else _clear(dst_store)
         if keeps_state:
             dst_store.set(state_key, dump_json(state))
         plan.write(dst_store)
     report = ConvertReport(groups=len(plan.groups), arrays=len(plan.arrays))
-    jobs = [_ArrayJob(src, Array(dst_store, path, meta), budget, resume)
-            for src, (path, meta) in plan.arrays]
+    jobs = [
+        _ArrayJob(src, Array(dst_store, path, meta), budget, resume)
+        for src, (path, meta) in plan.arrays
+    ]
     report.raw_arrays = sum(job.raw for job in jobs)
     largest = max([j.task_bytes for j in jobs] + [1])
     in_flight = max(1, min(config.num_threads, budget // largest))
@@ -244,26 +293,37 @@ def convert(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: 
 
 
 #: The options a conversion's state document records, in convert's order.
-_OPTION_NAMES = ("zarr_format", "chunks", "shards", "codecs", "compressor", "dtype",
-                 "dimension_names")
+_OPTION_NAMES = (
+    "zarr_format",
+    "chunks",
+    "shards",
+    "codecs",
+    "compressor",
+    "dtype",
+    "dimension_names",
+)
 
 
 def _resumed_options(given: dict[str, Any], recorded: Any, state_key: str) -> dict[str, Any]:
     """The options to resume with: `given` (JSON forms) where not None, else those `recorded`
     in the state document; ValueError when one given differs from the recorded one."""
     if not isinstance(recorded, dict):
-        raise ValueError(f"{state_key}: the state of the unfinished conversion there names no "
-                         f"options ({recorded!r}); replace it with overwrite=True")
+        raise ValueError(
+            f"{state_key}: the state of the unfinished conversion there names no "
+            f"options ({recorded!r}); replace it with overwrite=True"
+        )
     recorded = {name: recorded.get(name) for name in _OPTION_NAMES}
-    differ = [name for name in _OPTION_NAMES
-              if given[name] is not None and given[name] != recorded[name]]
+    differ = [
+        name for name in _OPTION_NAMES if given[name] is not None and given[name] != recorded[name]
+    ]
     if differ:
         were = " and ".join(f"{name}={recorded[name]!r}" for name in differ)
-        raise ValueError(f"{state_key}: the unfinished conversion there used other options: "
-                         f"{were}; resume with those (or leave them out), or replace it with "
-                         f"overwrite=True")
-    return {name: recorded[name] if given[name] is None else given[name]
-            for name in _OPTION_NAMES}
+        raise ValueError(
+            f"{state_key}: the unfinished conversion there used other options: "
+            f"{were}; resume with those (or leave them out), or replace it with "
+            f"overwrite=True"
+        )
+    return {name: recorded[name] if given[name] is None else given[name] for name in _OPTION_NAMES}
 
 
 def _jsonable(value: object) -> list[Any] | int | str | dict[str, Any]:
@@ -293,8 +353,7 @@ def _for(option: Any, path: str) -> Any:
     return option.get(path) if isinstance(option, dict) else option
 
 
-def _shape(option: Any, path: str, ndim: int,
-           what: str) -> tuple[Any, ...] | Literal[False] | None:
+def _shape(option: Any, path: str, ndim: int, what: str) -> tuple[Any, ...] | Literal[False] | None:
     """The shape `option` gives the `ndim`-d array at `path`: a shape given for the whole
     hierarchy applies to the arrays with as many dimensions, and leaves the others as they
     are. Per axis a side, or (a rectilinear grid, e.g. "[[10, 5, 15], 8]" or
@@ -306,12 +365,17 @@ def _shape(option: Any, path: str, ndim: int,
         if value.lower() == "none":
             return False
         try:
-            value = (json.loads(value) if value.lstrip().startswith("[")
-                     else [int(v) for v in value.split(",")])
+            value = (
+                json.loads(value)
+                if value.lstrip().startswith("[")
+                else [int(v) for v in value.split(",")]
+            )
         except ValueError:
-            raise ValueError(f"{what}={value!r}: give sides such as 64,64,64"
-                             f"{' or none' if what == 'shards' else ''}, or edge lengths "
-                             f"such as [[10,5,15],[8,12]]") from None
+            raise ValueError(
+                f"{what}={value!r}: give sides such as 64,64,64"
+                f"{' or none' if what == 'shards' else ''}, or edge lengths "
+                f"such as [[10,5,15],[8,12]]"
+            ) from None
     if rectilinear_spelling(value):
         if len(value) != ndim and not isinstance(option, dict):
             return None
@@ -319,8 +383,11 @@ def _shape(option: Any, path: str, ndim: int,
             raise ValueError(f"{what} {value} do not fit the {ndim}-d array {path or '/'!r}")
         # (create_array checks the edge lengths against the shape)
         return tuple(v if isinstance(v, int) else tuple(v) for v in value)
-    value = ((int(value),) * ndim if isinstance(value, (int, np.integer))
-             else tuple(int(v) for v in value))
+    value = (
+        (int(value),) * ndim
+        if isinstance(value, (int, np.integer))
+        else tuple(int(v) for v in value)
+    )
     if len(value) != ndim and not isinstance(option, dict):
         return None
     if len(value) != ndim or any(v < 1 for v in value):
@@ -332,9 +399,19 @@ class _Plan:
     """The destination's metadata, built in a memory store (every option checked) before
     anything is written."""
 
-    def __init__(self, src_store: Store, src_path: str, dst_path: str, zarr_format: int | None,
-                 chunks: Any, shards: Any, codecs: Sequence[CodecLike] | str | None,
-                 compressor: CodecLike | None, dtype: Any, dimension_names: Any) -> None:
+    def __init__(
+        self,
+        src_store: Store,
+        src_path: str,
+        dst_path: str,
+        zarr_format: int | None,
+        chunks: Any,
+        shards: Any,
+        codecs: Sequence[CodecLike] | str | None,
+        compressor: CodecLike | None,
+        dtype: Any,
+        dimension_names: Any,
+    ) -> None:
         def on_problem(kind: str, key: str, detail: str) -> None:
             if kind == "metadata":
                 raise MetadataError(f"{key}: {detail}")
@@ -345,7 +422,8 @@ class _Plan:
         # (source Array, (dst path, dst metadata))
         self.arrays: list[tuple[Array, tuple[str, NodeMetadata]]] = []
         self.compressor: Codec | Literal[False] | None = (
-            parse_compressor(compressor) if compressor is not None else False)
+            parse_compressor(compressor) if compressor is not None else False
+        )
         self.codecs = None if codecs is None else parse_codecs(codecs)
         self.consolidated = False
         head = len(src_path) + 1 if src_path else 0
@@ -357,31 +435,54 @@ class _Plan:
             fmt = zarr_format or meta.zarr_format
             if meta.node_type == "group":
                 if not rel:
-                    self.consolidated = (getattr(meta, "consolidated_metadata", None) is not None
-                                         or src_store.exists(join(path, V2_KEY)))
-                create_group(self.store, path=out, zarr_format=fmt,
-                             attributes=_attrs(meta.attributes, None, fmt))
+                    self.consolidated = getattr(
+                        meta, "consolidated_metadata", None
+                    ) is not None or src_store.exists(join(path, V2_KEY))
+                create_group(
+                    self.store,
+                    path=out,
+                    zarr_format=fmt,
+                    attributes=_attrs(meta.attributes, None, fmt),
+                )
                 self.groups.append(out)
                 continue
             src = Array(src_store, path, meta, read_only=True)
-            shapes = {what: _shape(option, rel, src.ndim, what)
-                      for what, option in (("chunks", chunks), ("shards", shards))}
+            shapes = {
+                what: _shape(option, rel, src.ndim, what)
+                for what, option in (("chunks", chunks), ("shards", shards))
+            }
             taken.update(what for what, shape in shapes.items() if shape is not None)
             ndims.add(src.ndim)
-            dst = self._array(src, rel, out, fmt, shapes["chunks"], shapes["shards"],
-                              _for(dtype, rel), _for(dimension_names, rel))
+            dst = self._array(
+                src,
+                rel,
+                out,
+                fmt,
+                shapes["chunks"],
+                shapes["shards"],
+                _for(dtype, rel),
+                _for(dimension_names, rel),
+            )
             self.arrays.append((src, (out, dst.metadata)))
         for what, option in (("chunks", chunks), ("shards", shards)):
             whole = option is not None and not isinstance(option, dict)
             if whole and ndims and what not in taken:
-                raise ValueError(f"{what}={option!r} fits no array here: they have "
-                                 f"{' or '.join(map(str, sorted(ndims)))} dimensions")
+                raise ValueError(
+                    f"{what}={option!r} fits no array here: they have "
+                    f"{' or '.join(map(str, sorted(ndims)))} dimensions"
+                )
 
-    def _array(self, src: Array, rel: str, out: str, fmt: int,
-               chunks: tuple[Any, ...] | Literal[False] | None,
-               shards: tuple[Any, ...] | dict[str, Any] | Literal[False] | None,
-               dtype: npt.DTypeLike | None,
-               dimension_names: Sequence[str | None] | None) -> Array:
+    def _array(
+        self,
+        src: Array,
+        rel: str,
+        out: str,
+        fmt: int,
+        chunks: tuple[Any, ...] | Literal[False] | None,
+        shards: tuple[Any, ...] | dict[str, Any] | Literal[False] | None,
+        dtype: npt.DTypeLike | None,
+        dimension_names: Sequence[str | None] | None,
+    ) -> Array:
         ndim = src.ndim
         new_dtype = src.dtype if dtype is None else np.dtype(dtype)
         _check_convertible(src, new_dtype)
@@ -400,33 +501,57 @@ class _Plan:
         meta = src.metadata
         names = dimension_names
         if names is None:
-            names = (meta.dimension_names if isinstance(meta, ArrayMetadataV3)
-                     else array_dimensions(meta.attributes, ndim))
+            names = (
+                meta.dimension_names
+                if isinstance(meta, ArrayMetadataV3)
+                else array_dimensions(meta.attributes, ndim)
+            )
         fill = _fill(src, new_dtype)
         attributes = _attrs(meta.attributes, names, fmt)
         if fmt == 3:
             kinds = [codec_from_json(c, f"{src.name} codecs") for c in base]
             key_encoding = None
             if isinstance(meta, ArrayMetadataV3):
-                key_encoding = {"name": meta.chunk_key_encoding.name,
-                                "separator": meta.chunk_key_encoding.separator}
+                key_encoding = {
+                    "name": meta.chunk_key_encoding.name,
+                    "separator": meta.chunk_key_encoding.separator,
+                }
             return create_array(
-                self.store, name=out, shape=src.shape, dtype=new_dtype, chunks=chunks,
+                self.store,
+                name=out,
+                shape=src.shape,
+                dtype=new_dtype,
+                chunks=chunks,
                 shards=shards,
                 filters=[c for c, k in zip(base, kinds) if isinstance(k, ArrayArrayCodec)],
                 serializer=[c for c, k in zip(base, kinds) if isinstance(k, ArrayBytesCodec)],
-                compressors=[c for c, k in zip(base, kinds)
-                             if not isinstance(k, (ArrayArrayCodec, ArrayBytesCodec))],
-                fill_value=fill, attributes=attributes,
+                compressors=[
+                    c
+                    for c, k in zip(base, kinds)
+                    if not isinstance(k, (ArrayArrayCodec, ArrayBytesCodec))
+                ],
+                fill_value=fill,
+                attributes=attributes,
                 dimension_names=None if names is None else tuple(names),
-                chunk_key_encoding=key_encoding, zarr_format=3)
-        filters, compressor, order, stored = v2_form(base, chunks, new_dtype,
-                                                     f"{src.name} codecs")
+                chunk_key_encoding=key_encoding,
+                zarr_format=3,
+            )
+        filters, compressor, order, stored = v2_form(base, chunks, new_dtype, f"{src.name} codecs")
         separator = meta.dimension_separator if isinstance(meta, ArrayMetadataV2) else "."
         return create_array(
-            self.store, name=out, shape=src.shape, dtype=stored, chunks=chunks,
-            filters=filters or None, compressors=compressor, fill_value=fill, order=order,
-            attributes=attributes, chunk_key_encoding=separator, zarr_format=2)
+            self.store,
+            name=out,
+            shape=src.shape,
+            dtype=stored,
+            chunks=chunks,
+            filters=filters or None,
+            compressors=compressor,
+            fill_value=fill,
+            order=order,
+            attributes=attributes,
+            chunk_key_encoding=separator,
+            zarr_format=2,
+        )
 
     def _documents(self, paths: Iterable[str]) -> Iterator[tuple[str, bytes]]:
         """(key, document) of the planned metadata of the nodes at `paths`."""
@@ -454,9 +579,11 @@ class _Plan:
         """On resume: the destination's metadata must be the planned metadata."""
         for key, data in self._planned():
             if _without_consolidated(store.get(key)) != _without_consolidated(data):
-                raise ValueError(f"{key}: the destination's metadata differs from what these "
-                                 f"options make; convert again with the first options, or "
-                                 f"replace it with overwrite=True")
+                raise ValueError(
+                    f"{key}: the destination's metadata differs from what these "
+                    f"options make; convert again with the first options, or "
+                    f"replace it with overwrite=True"
+                )
 
 
 def _without_consolidated(data: bytes | None) -> Any:
@@ -468,8 +595,9 @@ def _without_consolidated(data: bytes | None) -> Any:
     return doc
 
 
-def _attrs(attributes: Mapping[str, Any], names: Sequence[str | None] | None,
-           fmt: int) -> dict[str, Any]:
+def _attrs(
+    attributes: Mapping[str, Any], names: Sequence[str | None] | None, fmt: int
+) -> dict[str, Any]:
     """Attributes for the destination: v2's `_ARRAY_DIMENSIONS` become v3 dimension names, and
     dimension names become `_ARRAY_DIMENSIONS` in v2."""
     attributes = dict(attributes)
@@ -488,7 +616,8 @@ def _check_convertible(src: Array, new_dtype: np.dtype[Any]) -> None:
         raise InexactConversionError(
             f"{src.name}: converting {src.dtype} to {new_dtype} could change values, and "
             f"convert cannot check that it does not; dtype= converts only where every value "
-            f"converts exactly")
+            f"converts exactly"
+        )
 
 
 def _retyped(codecs: Sequence[CodecLike], name: str) -> list[CodecLike]:
@@ -498,11 +627,14 @@ def _retyped(codecs: Sequence[CodecLike], name: str) -> list[CodecLike]:
     for spec in codecs:
         codec = codec_from_json(spec, f"{name} codecs")
         if isinstance(codec, ArrayArrayCodec) and codec.name != "transpose":
-            raise ValueError(f"{name}: filter {codec.name!r} was set up for the old data type; "
-                             f"give the codecs for the new one")
+            raise ValueError(
+                f"{name}: filter {codec.name!r} was set up for the old data type; "
+                f"give the codecs for the new one"
+            )
         if isinstance(spec, dict) and spec.get("name") == "blosc":
-            configuration = {k: v for k, v in spec.get("configuration", {}).items()
-                             if k != "typesize"}
+            configuration = {
+                k: v for k, v in spec.get("configuration", {}).items() if k != "typesize"
+            }
             spec = {**spec, "configuration": configuration}
         out.append(spec)
     return out
@@ -517,7 +649,8 @@ def _fill(src: Array, new_dtype: np.dtype[Any]) -> Any:
         raise InexactConversionError(
             f"{src.name}: converting {src.dtype} to {new_dtype} would change the fill value "
             f"{_spelled(fill)} to {_spelled(cast)}; dtype= converts only where every value "
-            f"converts exactly")
+            f"converts exactly"
+        )
     return cast[()]
 
 
@@ -542,14 +675,22 @@ class _ArrayJob:
         unit = self.dst_keys.chunks.chunk_shape
         # Per axis the block edges: whole destination objects (the largest when rectilinear)
         # of about the block's side each.
-        block = plan_block(unit, self.src_keys.chunks.chunk_shape, src.shape,
-                           src.dtype.itemsize, self._cost, budget)
+        block = plan_block(
+            unit,
+            self.src_keys.chunks.chunk_shape,
+            src.shape,
+            src.dtype.itemsize,
+            self._cost,
+            budget,
+        )
         if self._cost(block) > budget:
             raise ValueError(
                 f"{src.name}: converting one destination object of shape {tuple(unit)} needs "
-                f"about {self._cost(block) * 4 // 3 >> 20} MiB; raise the memory limit")
-        self.edges = [block_edges(axis, 0, n, b)
-                      for axis, n, b in zip(dst.chunk_grid.axes, src.shape, block)]
+                f"about {self._cost(block) * 4 // 3 >> 20} MiB; raise the memory limit"
+            )
+        self.edges = [
+            block_edges(axis, 0, n, b) for axis, n, b in zip(dst.chunk_grid.axes, src.shape, block)
+        ]
         self.block = tuple(int(max(np.diff(e), default=1)) for e in self.edges)
         self.count = math.prod(self.dst_keys.grid)
         self.task_bytes = self._cost(self.block)
@@ -563,8 +704,9 @@ class _ArrayJob:
         if self.stored:
             coords, key = self.stored[0]
             data = self.src.store.get(key)
-            if data is not None and not same_bits(s.chain_at(coords).decode(data),
-                                                  d.chain_at(coords).decode(data)):
+            if data is not None and not same_bits(
+                s.chain_at(coords).decode(data), d.chain_at(coords).decode(data)
+            ):
                 return False
         return True
 
@@ -590,8 +732,7 @@ class _ArrayJob:
         copies = 2 + (self.dst.dtype != self.src.dtype)
         itemsize = max(self.src.dtype.itemsize, self.dst.dtype.itemsize)
         dst_unit = math.prod(self.dst_keys.chunks.chunk_shape) * itemsize
-        return (block_cost(block, self.src, self.dst, copies)
-                + (dst_unit if self.resume else 0))
+        return block_cost(block, self.src, self.dst, copies) + (dst_unit if self.resume else 0)
 
     def tasks(self) -> Iterator[tuple[tuple[int, ...], str] | Region]:
         if self.raw:
@@ -633,18 +774,20 @@ class _ArrayJob:
             return out
         index = tuple(r.start + i for r, i in zip(region, at))
         grid = self.src.chunk_grid
-        key = self.src_keys.chunks.key(tuple(grid.chunks_within(d, i)
-                                             for d, i in enumerate(index)))
+        key = self.src_keys.chunks.key(tuple(grid.chunks_within(d, i) for d, i in enumerate(index)))
         raise InexactConversionError(
             f"{self.src.name}: the value {_spelled(data[at])} at {index} (stored in {key!r}) "
             f"does not convert to {self.dst.dtype} exactly (it would be {_spelled(out[at])}); "
-            f"dtype= converts {self.src.dtype} to {self.dst.dtype} only where every value does")
+            f"dtype= converts {self.src.dtype} to {self.dst.dtype} only where every value does"
+        )
 
     def _units(self, region: Region) -> list[_Unit]:
         """(coords, region) of the destination objects in the block `region`."""
         grid = self.dst.chunk_grid
-        ranges = [range(grid.chunks_within(d, r.start), grid.chunks_within(d, r.stop - 1) + 1)
-                  for d, r in enumerate(region)]
+        ranges = [
+            range(grid.chunks_within(d, r.start), grid.chunks_within(d, r.stop - 1) + 1)
+            for d, r in enumerate(region)
+        ]
         return [(c, self.dst_keys.region(c)) for c in itertools.product(*ranges)]
 
     def _complete(self, unit: _Unit, region: Region, data: npt.NDArray[Any]) -> bool:

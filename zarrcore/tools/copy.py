@@ -4,18 +4,18 @@ Chunks go first and metadata last, so a copy cut short holds no node whose data 
 missing behind complete-looking metadata; each key is written whole (atomically on a
 directory). Any Store objects work, so copies run between directories, dicts and other stores.
 """
+
 from __future__ import annotations
 
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-
-from ..nodes.node import METADATA_KEYS, join, node_exists
-from ..runtime.config import config
-from ..nodes.consolidated import V2_KEY
 from ..errors import NodeExistsError
-from .hierarchy import place, store_and_path
+from ..nodes.consolidated import V2_KEY
+from ..nodes.node import METADATA_KEYS, join, node_exists
 from ..runtime.concurrency import run_bounded
+from ..runtime.config import config
+from .hierarchy import place, store_and_path
 from .progress import Progress, counted
 
 if TYPE_CHECKING:
@@ -50,10 +50,18 @@ class CopyReport:
         return f"copied {counted(self.keys, 'key')}, {counted(self.nbytes, 'byte')}{kept}"
 
 
-def copy(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: str = "",
-         dest_path: str = "", overwrite: bool = False, resume: bool = False,
-         progress: bool | None = None, source_storage_options: dict[str, Any] | None = None,
-         dest_storage_options: dict[str, Any] | None = None) -> CopyReport:
+def copy(
+    source: StoreLike | Array | Group,
+    dest: StoreLike,
+    *,
+    source_path: str = "",
+    dest_path: str = "",
+    overwrite: bool = False,
+    resume: bool = False,
+    progress: bool | None = None,
+    source_storage_options: dict[str, Any] | None = None,
+    dest_storage_options: dict[str, Any] | None = None,
+) -> CopyReport:
     """Copy the keys below `source_path` of `source` to `dest_path` of `dest` (directories,
     URLs, dicts, Stores, an Array or Group as source). `resume` goes on with a copy that was
     cut short: chunks already at the destination with the source's size are kept (each was
@@ -87,20 +95,28 @@ def copy(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: str
     NodeExistsError
         A node exists at the destination and neither `overwrite` nor `resume` is given.
     """
-    src_store, src_path = store_and_path(source, source_path, read_only=True,
-                                         storage_options=source_storage_options)
+    src_store, src_path = store_and_path(
+        source, source_path, read_only=True, storage_options=source_storage_options
+    )
     # Overwriting a whole zip makes it anew: its members cannot be deleted.
-    dst_store, dst_path = store_and_path(dest, dest_path, storage_options=dest_storage_options,
-                                         mode="w" if overwrite and not dest_path else None)
+    dst_store, dst_path = store_and_path(
+        dest,
+        dest_path,
+        storage_options=dest_storage_options,
+        mode="w" if overwrite and not dest_path else None,
+    )
     if src_store == dst_store and src_path == dst_path:
         raise ValueError("source and destination are the same")
     if resume and overwrite:
-        raise ValueError("resume=True keeps what the destination holds; overwrite=True "
-                         "replaces it: give one")
+        raise ValueError(
+            "resume=True keeps what the destination holds; overwrite=True replaces it: give one"
+        )
     if node_exists(dst_store, dst_path) and not resume:
         if not overwrite:
-            raise NodeExistsError(f"{place(dst_store, dst_path)} holds a node; replace it "
-                                  f"with overwrite=True, or finish a copy with resume=True")
+            raise NodeExistsError(
+                f"{place(dst_store, dst_path)} holds a node; replace it "
+                f"with overwrite=True, or finish a copy with resume=True"
+            )
         if dst_path:
             dst_store.delete_prefix(dst_path)
         else:
@@ -108,8 +124,10 @@ def copy(source: StoreLike | Array | Group, dest: StoreLike, *, source_path: str
                 dst_store.delete(key)
     head = len(src_path) + 1 if src_path else 0
     # Chunks first; then metadata, the deepest first, the root last.
-    keys = sorted(src_store.list_prefix(src_path),
-                  key=lambda k: (k.rsplit("/", 1)[-1] in _METADATA) * (1000 - k.count("/")))
+    keys = sorted(
+        src_store.list_prefix(src_path),
+        key=lambda k: (k.rsplit("/", 1)[-1] in _METADATA) * (1000 - k.count("/")),
+    )
     total = sum(src_store.getsize(k) or 0 for k in keys) if progress is not False else 0
     report = CopyReport()
 

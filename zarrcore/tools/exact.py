@@ -17,6 +17,7 @@ as text (or bytes), Python objects item by item. Values of kinds that mean diffe
 Arrays are compared in pieces of PIECE elements, so what a comparison allocates stays small
 whatever the arrays' sizes; numpy's loops release the GIL.
 """
+
 from __future__ import annotations
 
 import math
@@ -91,8 +92,11 @@ def lossless(source: np.dtype[Any], target: np.dtype[Any]) -> bool:
         return bool(max(hi, -lo) <= 2 ** (np.finfo(target).nmant + 1))
     if s in "fc" and t in "fc" and not (s == "c" and t == "f"):
         theirs, ours = np.finfo(source), np.finfo(target)  # (of a complex type's parts)
-        return (ours.nmant >= theirs.nmant and ours.maxexp >= theirs.maxexp
-                and ours.minexp - ours.nmant <= theirs.minexp - theirs.nmant)
+        return (
+            ours.nmant >= theirs.nmant
+            and ours.maxexp >= theirs.maxexp
+            and ours.minexp - ours.nmant <= theirs.minexp - theirs.nmant
+        )
     return False
 
 
@@ -111,7 +115,7 @@ def first_difference(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> tuple[int, ...
         raise ValueError(f"shapes {a.shape} and {b.shape} differ")
     flat_a, flat_b = a.reshape(-1), b.reshape(-1)
     for start in range(0, flat_a.size, PIECE):
-        differ = _differ(flat_a[start:start + PIECE], flat_b[start:start + PIECE])
+        differ = _differ(flat_a[start : start + PIECE], flat_b[start : start + PIECE])
         if differ.any():
             at = start + int(np.argmax(differ))
             return tuple(int(i) for i in np.unravel_index(at, a.shape))
@@ -170,16 +174,18 @@ def _same_reals(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> npt.NDArray[np.bool
     if a.dtype.kind == "f" and b.dtype.kind == "f":
         wide = np.promote_types(a.dtype, b.dtype)  # holds both exactly
         x, y = a.astype(wide), b.astype(wide)
-        return np.asarray(((x == y) & (np.signbit(x) == np.signbit(y)))
-                          | (np.isnan(x) & np.isnan(y)))
+        return np.asarray(
+            ((x == y) & (np.signbit(x) == np.signbit(y))) | (np.isnan(x) & np.isnan(y))
+        )
     if a.dtype.kind == "f" or b.dtype.kind == "f":
         floats, ints = (a, b) if a.dtype.kind == "f" else (b, a)
         return _float_is_int(floats, ints)
     if a.dtype != np.uint64 and b.dtype != np.uint64:
         return np.asarray(a.astype(np.int64) == b.astype(np.int64))
     # Beside a uint64 (which int64 cannot hold), a negative integer differs.
-    return np.asarray(_nonnegative(a) & _nonnegative(b)
-                      & (a.astype(np.uint64) == b.astype(np.uint64)))
+    return np.asarray(
+        _nonnegative(a) & _nonnegative(b) & (a.astype(np.uint64) == b.astype(np.uint64))
+    )
 
 
 def _nonnegative(x: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:
@@ -205,13 +211,13 @@ def _other_times(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> npt.NDArray[np.boo
     common = np.promote_types(a.dtype, b.dtype)
     nat_a, nat_b = a.view(np.int64) == _NAT, b.view(np.int64) == _NAT
     in_a, in_b = _in_unit(a, common), _in_unit(b, common)
-    same = (nat_a & nat_b) | (~nat_a & ~nat_b & (in_a[1] & in_b[1])
-                              & (in_a[0] == in_b[0]))
+    same = (nat_a & nat_b) | (~nat_a & ~nat_b & (in_a[1] & in_b[1]) & (in_a[0] == in_b[0]))
     return np.asarray(~same)
 
 
-def _in_unit(x: npt.NDArray[Any], unit: np.dtype[Any],
-             ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+def _in_unit(
+    x: npt.NDArray[Any], unit: np.dtype[Any]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
     """(`x`'s counts in `unit`, where they are exact)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -220,8 +226,9 @@ def _in_unit(x: npt.NDArray[Any], unit: np.dtype[Any],
     return there.view(np.int64), np.asarray(back.view(np.int64) == x.view(np.int64))
 
 
-def converted_exactly(values: npt.NDArray[Any], dtype: np.dtype[Any],
-                      ) -> tuple[npt.NDArray[Any], tuple[int, ...] | None]:
+def converted_exactly(
+    values: npt.NDArray[Any], dtype: np.dtype[Any]
+) -> tuple[npt.NDArray[Any], tuple[int, ...] | None]:
     """(`values` in `dtype`, the index of the first value that does not convert exactly or
     None). Only pairs `comparable` converts; others are all refused (index of the first)."""
     with warnings.catch_warnings(), np.errstate(all="ignore"):

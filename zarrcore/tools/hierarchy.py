@@ -1,21 +1,32 @@
 """Walking a hierarchy as stored, and telling the stored keys of an array apart."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-
-from ..nodes.node import (
-    METADATA_KEYS, Node, V3_KEY, join, node_exists, normalize_path, read_metadata,
-)
+from ..errors import ZarrcoreError
 from ..metadata.types import NodeMetadata, StoreLike
 from ..nodes.consolidated import V2_KEY
-from ..errors import ZarrcoreError
+from ..nodes.node import (
+    METADATA_KEYS,
+    V3_KEY,
+    Node,
+    join,
+    node_exists,
+    normalize_path,
+    read_metadata,
+)
 from ..storage import Store, make_store
 
 __all__ = [
-    "CONVERT_STATE_KEY", "ProblemHandler", "array_dimensions", "named_axes", "place",
-    "store_and_path", "walk",
+    "CONVERT_STATE_KEY",
+    "ProblemHandler",
+    "array_dimensions",
+    "named_axes",
+    "place",
+    "store_and_path",
+    "walk",
 ]
 
 # Written into a destination while a conversion runs; see tools/convert.py.
@@ -23,9 +34,13 @@ CONVERT_STATE_KEY = ".zarrcore-convert.json"
 _NOT_MEMBERS = frozenset(METADATA_KEYS) | {V2_KEY, CONVERT_STATE_KEY}
 
 
-def store_and_path(source: StoreLike | Node, path: str = "", read_only: bool = False,
-                   storage_options: dict[str, Any] | None = None,
-                   mode: str | None = None) -> tuple[Store, str]:
+def store_and_path(
+    source: StoreLike | Node,
+    path: str = "",
+    read_only: bool = False,
+    storage_options: dict[str, Any] | None = None,
+    mode: str | None = None,
+) -> tuple[Store, str]:
     """(Store, normalized path) of a path, URL, dict, Store, Array or Group plus a path below
     it; `storage_options` configure a URL; `mode` "w": the whole store is being replaced."""
     if isinstance(source, Node):
@@ -44,8 +59,7 @@ def place(store: Store, path: str) -> str:
 ProblemHandler = Callable[[str, str, str], object]
 
 
-def walk(store: Store, path: str,
-         on_problem: ProblemHandler) -> Iterator[tuple[str, NodeMetadata]]:
+def walk(store: Store, path: str, on_problem: ProblemHandler) -> Iterator[tuple[str, NodeMetadata]]:
     """Yield (path, metadata) of the node at `path` and of every node below it, parents first,
     reading each node's own metadata (not consolidated copies).
 

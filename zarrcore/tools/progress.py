@@ -5,6 +5,7 @@ chunks done of the total, redrawn in place on stderr. It is drawn only on a term
 `progress=None` means "when stderr is a terminal", True forces it and False turns it off
 (the command line's -q/--quiet).
 """
+
 from __future__ import annotations
 
 import math
@@ -63,8 +64,14 @@ def _clock(seconds: float) -> str:
 class Progress:
     """Bytes and chunks done of a job, drawn as one line on stderr; a no-op unless enabled."""
 
-    def __init__(self, total_bytes: int, total_chunks: int, desc: str, enabled: bool | None = None,
-                 chunk_word: str = "chunks") -> None:
+    def __init__(
+        self,
+        total_bytes: int,
+        total_chunks: int,
+        desc: str,
+        enabled: bool | None = None,
+        chunk_word: str = "chunks",
+    ) -> None:
         self._out = sys.stderr
         self.enabled = self._out.isatty() if enabled is None else bool(enabled)
         self._total, self._chunks_total = total_bytes, total_chunks
@@ -83,9 +90,11 @@ class Progress:
         rate = self._bytes / elapsed
         done = self._bytes / self._total if self._total else 1.0
         eta = (self._total - self._bytes) / rate if rate else math.inf
-        return (f"{self._desc}: {100 * done:3.0f}% {format_bytes(self._bytes)}/"
-                f"{format_bytes(self._total)} [{_clock(elapsed)}<{_clock(eta)}, "
-                f"{format_bytes(int(rate))}/s] {self._chunks}/{self._chunks_total} {self._word}")
+        return (
+            f"{self._desc}: {100 * done:3.0f}% {format_bytes(self._bytes)}/"
+            f"{format_bytes(self._total)} [{_clock(elapsed)}<{_clock(eta)}, "
+            f"{format_bytes(int(rate))}/s] {self._chunks}/{self._chunks_total} {self._word}"
+        )
 
     def _draw(self, now: float, end: str = "") -> None:
         text = self.line(now)
@@ -110,6 +119,10 @@ class Progress:
     def __enter__(self) -> Progress:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 traceback: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         self.close()

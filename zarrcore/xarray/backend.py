@@ -4,6 +4,7 @@ Variables are lazy: xarray's basic, outer and vectorized indexing go to zarrcore
 orthogonal and vectorized selections, which read only the chunks (inner chunks, when
 sharded) a selection touches. CF decoding is xarray's own (StoreBackendEntrypoint).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -16,7 +17,10 @@ import numpy as np
 import numpy.typing as npt
 from xarray import Dataset, DataTree, Variable, coding
 from xarray.backends.common import (
-    AbstractDataStore, BackendArray, BackendEntrypoint, datatree_from_dict_with_io_cleanup,
+    AbstractDataStore,
+    BackendArray,
+    BackendEntrypoint,
+    datatree_from_dict_with_io_cleanup,
 )
 from xarray.backends.store import StoreBackendEntrypoint
 from xarray.backends.zarr import FillValueCoder
@@ -24,21 +28,27 @@ from xarray.core import indexing
 from xarray.core.utils import FrozenDict, close_on_error
 
 from .. import api
+from ..errors import DimensionNamesMissingError, MetadataError, NodeNotFoundError
+from ..metadata import ArrayMetadataV2, ArrayMetadataV3
 from ..metadata.types import StoreLike
 from ..nodes.array import Array
-from ..errors import DimensionNamesMissingError, MetadataError, NodeNotFoundError
 from ..nodes.group import Group
-from ..metadata import ArrayMetadataV2, ArrayMetadataV3
-from ..storage.urls import keeps_consolidated_metadata
 from ..storage import Store
+from ..storage.urls import keeps_consolidated_metadata
 from .encoding import codec_encoding
 
 if TYPE_CHECKING:
     from xarray.backends.common import T_PathFileOrDataStore
 
 __all__ = [
-    "DIMENSION_KEY", "GroupSource", "NOT_CONSOLIDATED_WARNING", "ZarrcoreBackendArray",
-    "ZarrcoreBackendEntrypoint", "ZarrcoreDataStore", "default_zarr_format", "open_root_group",
+    "DIMENSION_KEY",
+    "GroupSource",
+    "NOT_CONSOLIDATED_WARNING",
+    "ZarrcoreBackendArray",
+    "ZarrcoreBackendEntrypoint",
+    "ZarrcoreDataStore",
+    "default_zarr_format",
+    "open_root_group",
     "variable_dimensions",
 ]
 
@@ -52,7 +62,8 @@ NOT_CONSOLIDATED_WARNING = (
     "Failed to open Zarr store with consolidated metadata, but successfully read with "
     "non-consolidated metadata. This is typically much slower for opening a dataset. To "
     "silence this warning, consolidate the store's metadata (zarrcore.consolidate_metadata), "
-    "or pass consolidated=False to not look for it, or consolidated=True to require it.")
+    "or pass consolidated=False to not look for it, or consolidated=True to require it."
+)
 # The attribute holding a format 2 array's dimension names (xarray's convention).
 DIMENSION_KEY = "_ARRAY_DIMENSIONS"
 
@@ -68,9 +79,15 @@ def default_zarr_format() -> int:
     return int(zarr.config.get("default_zarr_format"))
 
 
-def open_root_group(store: GroupSource, *, group: str | None = None, mode: str = "r",
-                    consolidated: bool | None = None, zarr_format: int | None = None,
-                    storage_options: dict[str, Any] | None = None) -> Group:
+def open_root_group(
+    store: GroupSource,
+    *,
+    group: str | None = None,
+    mode: str = "r",
+    consolidated: bool | None = None,
+    zarr_format: int | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> Group:
     """The zarrcore Group at `group` of `store` (a path, URL, dict, Store or Group).
 
     Consolidated metadata is looked for at the store's root, as xarray does: used when present
@@ -85,12 +102,22 @@ def open_root_group(store: GroupSource, *, group: str | None = None, mode: str =
         zarr_format = default_zarr_format()
     elif zarr_format is None and mode == "a":
         try:
-            return open_root_group(store, group=group, mode="r+", consolidated=consolidated,
-                                   storage_options=storage_options)
+            return open_root_group(
+                store,
+                group=group,
+                mode="r+",
+                consolidated=consolidated,
+                storage_options=storage_options,
+            )
         except NodeNotFoundError:
-            return open_root_group(store, group=group, mode="a", consolidated=consolidated,
-                                   zarr_format=default_zarr_format(),
-                                   storage_options=storage_options)
+            return open_root_group(
+                store,
+                group=group,
+                mode="a",
+                consolidated=consolidated,
+                zarr_format=default_zarr_format(),
+                storage_options=storage_options,
+            )
     path = (group or "").strip("/")
     if isinstance(store, Group):
         node = store[path] if path else store
@@ -101,8 +128,14 @@ def open_root_group(store: GroupSource, *, group: str | None = None, mode: str =
         store = os.fspath(store)
 
     def open_group(at: str) -> Group:
-        return api.open_group(store, path=at, mode=mode, zarr_format=zarr_format,
-                              use_consolidated=consolidated, storage_options=storage_options)
+        return api.open_group(
+            store,
+            path=at,
+            mode=mode,
+            zarr_format=zarr_format,
+            use_consolidated=consolidated,
+            storage_options=storage_options,
+        )
 
     if mode in ("w", "w-"):
         return open_group(path)
@@ -135,19 +168,25 @@ def variable_dimensions(array: Array) -> tuple[str, ...]:
         where = f"{array.name}: attribute {DIMENSION_KEY}"
         if dims is None:
             raise DimensionNamesMissingError(
-                f"{where} is missing; xarray needs it for the dimension names")
-    if (isinstance(dims, str) or len(dims) != array.ndim
-            or not all(isinstance(d, str) for d in dims)):
-        raise MetadataError(
-            f"{where} {dims!r} does not name each of the {array.ndim} dimensions")
+                f"{where} is missing; xarray needs it for the dimension names"
+            )
+    if (
+        isinstance(dims, str)
+        or len(dims) != array.ndim
+        or not all(isinstance(d, str) for d in dims)
+    ):
+        raise MetadataError(f"{where} {dims!r} does not name each of the {array.ndim} dimensions")
     return tuple(dims)
 
 
 def _variable_attributes(array: Array) -> dict[str, Any]:
     if array.zarr_format == 3:
         return dict(array.attrs)
-    return {k: v for k, v in array.attrs.items()
-            if k != DIMENSION_KEY and not k.lower().startswith("_nc")}
+    return {
+        k: v
+        for k, v in array.attrs.items()
+        if k != DIMENSION_KEY and not k.lower().startswith("_nc")
+    }
 
 
 def _is_vlen_utf8(array: Array) -> bool:
@@ -197,7 +236,8 @@ class ZarrcoreBackendArray(BackendArray):
         else:
             method = self._outer
         value = indexing.explicit_indexing_adapter(
-            key, self.shape, indexing.IndexingSupport.VECTORIZED, method)
+            key, self.shape, indexing.IndexingSupport.VECTORIZED, method
+        )
         if self.dtype.kind == "T" and isinstance(value, str):
             return np.asarray(value, dtype=self.dtype)
         return value
@@ -242,12 +282,25 @@ class ZarrcoreDataStore(AbstractDataStore):
         self._fill_value_as_mask = use_zarr_fill_value_as_mask
 
     @classmethod
-    def open(cls: type[_DataStore], store: GroupSource, *, group: str | None = None,
-             mode: str = "r", consolidated: bool | None = None, zarr_format: int | None = None,
-             storage_options: dict[str, Any] | None = None,
-             use_zarr_fill_value_as_mask: bool | None = None) -> _DataStore:
-        root = open_root_group(store, group=group, mode=mode, consolidated=consolidated,
-                               zarr_format=zarr_format, storage_options=storage_options)
+    def open(
+        cls: type[_DataStore],
+        store: GroupSource,
+        *,
+        group: str | None = None,
+        mode: str = "r",
+        consolidated: bool | None = None,
+        zarr_format: int | None = None,
+        storage_options: dict[str, Any] | None = None,
+        use_zarr_fill_value_as_mask: bool | None = None,
+    ) -> _DataStore:
+        root = open_root_group(
+            store,
+            group=group,
+            mode=mode,
+            consolidated=consolidated,
+            zarr_format=zarr_format,
+            storage_options=storage_options,
+        )
         if root.zarr_format == 2:
             # As engine="zarr", whose open_dataset passes None on (pydata/xarray#10269): a
             # format 2 fill value is the mask value whatever use_zarr_fill_value_as_mask says.
@@ -278,8 +331,10 @@ class ZarrcoreDataStore(AbstractDataStore):
         chunks = tuple(array.chunks)
         shards = array.shards
         # Dask chunks lined up with what is stored whole: shards when sharded.
-        encoding: dict[str, Any] = {"chunks": chunks,
-                                    "preferred_chunks": dict(zip(dims, shards or chunks))}
+        encoding: dict[str, Any] = {
+            "chunks": chunks,
+            "preferred_chunks": dict(zip(dims, shards or chunks)),
+        }
         if backend_array.dtype.kind == "T":
             encoding["dtype"] = backend_array.dtype
         encoding.update(codec_encoding(array))
@@ -294,7 +349,8 @@ class ZarrcoreDataStore(AbstractDataStore):
                 encoding["fill_value"] = array.fill_value
             if "_FillValue" in attributes:
                 attributes["_FillValue"] = FillValueCoder.decode(
-                    attributes["_FillValue"], array.dtype)
+                    attributes["_FillValue"], array.dtype
+                )
         return Variable(dims, data, attributes, encoding)
 
     def get_variables(self) -> Mapping[str, Variable]:
@@ -310,7 +366,8 @@ class ZarrcoreDataStore(AbstractDataStore):
                 if sizes.setdefault(dim, size) != size:
                     raise MetadataError(
                         f"{array.name}: dimension {dim!r} has length {size}, another array "
-                        f"gives it {sizes[dim]}")
+                        f"gives it {sizes[dim]}"
+                    )
         return FrozenDict(sizes)
 
     def close(self) -> None:
@@ -325,8 +382,11 @@ def _store_like(filename_or_obj: Any) -> Any:
         return filename_or_obj
     if isinstance(filename_or_obj, os.PathLike):
         filename_or_obj = os.fspath(filename_or_obj)
-    if isinstance(filename_or_obj, str) and "://" not in filename_or_obj \
-            and "::" not in filename_or_obj:
+    if (
+        isinstance(filename_or_obj, str)
+        and "://" not in filename_or_obj
+        and "::" not in filename_or_obj
+    ):
         return os.path.abspath(os.path.expanduser(filename_or_obj))
     return filename_or_obj
 
@@ -359,9 +419,20 @@ class ZarrcoreBackendEntrypoint(BackendEntrypoint):
     url = "https://github.com/zarrcore/zarrcore"
     supports_groups = True
     open_dataset_parameters = (
-        "filename_or_obj", "mask_and_scale", "decode_times", "concat_characters",
-        "decode_coords", "drop_variables", "use_cftime", "decode_timedelta", "group", "mode",
-        "consolidated", "storage_options", "zarr_format", "use_zarr_fill_value_as_mask",
+        "filename_or_obj",
+        "mask_and_scale",
+        "decode_times",
+        "concat_characters",
+        "decode_coords",
+        "drop_variables",
+        "use_cftime",
+        "decode_timedelta",
+        "group",
+        "mode",
+        "consolidated",
+        "storage_options",
+        "zarr_format",
+        "use_zarr_fill_value_as_mask",
     )
 
     def guess_can_open(self, filename_or_obj: T_PathFileOrDataStore | GroupSource) -> bool:
@@ -385,14 +456,23 @@ class ZarrcoreBackendEntrypoint(BackendEntrypoint):
         return False
 
     def open_dataset(
-            self, filename_or_obj: T_PathFileOrDataStore | GroupSource, *,
-            mask_and_scale: Any = True, decode_times: Any = True,
-            concat_characters: Any = True, decode_coords: Any = True,
-            drop_variables: str | Iterable[str] | None = None, use_cftime: Any = None,
-            decode_timedelta: Any = None, group: str | None = None, mode: str = "r",
-            consolidated: bool | None = None, storage_options: dict[str, Any] | None = None,
-            zarr_format: int | None = None,
-            use_zarr_fill_value_as_mask: bool | None = None) -> Dataset:
+        self,
+        filename_or_obj: T_PathFileOrDataStore | GroupSource,
+        *,
+        mask_and_scale: Any = True,
+        decode_times: Any = True,
+        concat_characters: Any = True,
+        decode_coords: Any = True,
+        drop_variables: str | Iterable[str] | None = None,
+        use_cftime: Any = None,
+        decode_timedelta: Any = None,
+        group: str | None = None,
+        mode: str = "r",
+        consolidated: bool | None = None,
+        storage_options: dict[str, Any] | None = None,
+        zarr_format: int | None = None,
+        use_zarr_fill_value_as_mask: bool | None = None,
+    ) -> Dataset:
         """One group as a Dataset: `xr.open_dataset(filename_or_obj, engine="zarrcore")`.
 
         Variables stay lazy: indexing them reads only the chunks (inner chunks, when sharded)
@@ -430,23 +510,41 @@ class ZarrcoreBackendEntrypoint(BackendEntrypoint):
             The group's arrays as variables, CF-decoded by xarray.
         """
         store = ZarrcoreDataStore.open(
-            _store_like(filename_or_obj), group=group, mode=mode, consolidated=consolidated,
-            zarr_format=zarr_format, storage_options=storage_options,
-            use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask)
-        ds = _decode(store, dict(
-            mask_and_scale=mask_and_scale, decode_times=decode_times,
-            concat_characters=concat_characters, decode_coords=decode_coords,
-            drop_variables=drop_variables, use_cftime=use_cftime,
-            decode_timedelta=decode_timedelta))
+            _store_like(filename_or_obj),
+            group=group,
+            mode=mode,
+            consolidated=consolidated,
+            zarr_format=zarr_format,
+            storage_options=storage_options,
+            use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask,
+        )
+        ds = _decode(
+            store,
+            dict(
+                mask_and_scale=mask_and_scale,
+                decode_times=decode_times,
+                concat_characters=concat_characters,
+                decode_coords=decode_coords,
+                drop_variables=drop_variables,
+                use_cftime=use_cftime,
+                decode_timedelta=decode_timedelta,
+            ),
+        )
         if isinstance(filename_or_obj, Group):
             ds.encoding["source"] = _source(filename_or_obj)
         return ds
 
     def open_groups_as_dict(
-            self, filename_or_obj: T_PathFileOrDataStore | GroupSource, *,
-            group: str | None = None, mode: str = "r", consolidated: bool | None = None,
-            storage_options: dict[str, Any] | None = None, zarr_format: int | None = None,
-            **decoders: Any) -> dict[str, Dataset]:
+        self,
+        filename_or_obj: T_PathFileOrDataStore | GroupSource,
+        *,
+        group: str | None = None,
+        mode: str = "r",
+        consolidated: bool | None = None,
+        storage_options: dict[str, Any] | None = None,
+        zarr_format: int | None = None,
+        **decoders: Any,
+    ) -> dict[str, Dataset]:
         """The group at `group` and every group below it, each as a Dataset.
 
         Parameters
@@ -465,9 +563,14 @@ class ZarrcoreBackendEntrypoint(BackendEntrypoint):
         dict of str to xarray.Dataset
             {path: Dataset}, paths as xarray's data trees name them ("/", "/a", "/a/b").
         """
-        root = open_root_group(_store_like(filename_or_obj), group=group, mode=mode,
-                               consolidated=consolidated, zarr_format=zarr_format,
-                               storage_options=storage_options)
+        root = open_root_group(
+            _store_like(filename_or_obj),
+            group=group,
+            mode=mode,
+            consolidated=consolidated,
+            zarr_format=zarr_format,
+            storage_options=storage_options,
+        )
         groups = {}
         for path in _group_paths(root):
             node = root if path == "/" else root[path.lstrip("/")]
@@ -476,8 +579,8 @@ class ZarrcoreBackendEntrypoint(BackendEntrypoint):
         return groups
 
     def open_datatree(
-            self, filename_or_obj: T_PathFileOrDataStore | GroupSource,
-            **kwargs: Any) -> DataTree:
+        self, filename_or_obj: T_PathFileOrDataStore | GroupSource, **kwargs: Any
+    ) -> DataTree:
         """The group at `group` and every group below it as a DataTree
         (`xr.open_datatree(filename_or_obj, engine="zarrcore")`).
 
@@ -494,4 +597,5 @@ class ZarrcoreBackendEntrypoint(BackendEntrypoint):
             A node for each group.
         """
         return datatree_from_dict_with_io_cleanup(
-            self.open_groups_as_dict(filename_or_obj, **kwargs))
+            self.open_groups_as_dict(filename_or_obj, **kwargs)
+        )

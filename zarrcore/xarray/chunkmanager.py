@@ -4,6 +4,7 @@ manager to compute it (`.load()`, `.compute()`, `.values` of a dataset). Computi
 Arrays and needs nothing else; everything else (chunking, apply_ufunc with
 dask="parallelized", map_blocks) works on a dask array over each Array, one task per shard or
 chunk (zarrcore.dask.from_zarr), and needs dask."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -12,8 +13,7 @@ from typing import Any
 import numpy as np
 from xarray.namedarray.parallelcompat import ChunkManagerEntrypoint
 
-from ..nodes.array import Array
-from ..nodes.array import storage_block
+from ..nodes.array import Array, storage_block
 from ..nodes.array_dask import arrays_as_dask
 
 __all__ = ["ZarrcoreChunkManager"]
@@ -22,8 +22,10 @@ __all__ = ["ZarrcoreChunkManager"]
 def _block_sizes(array: Array) -> tuple[tuple[int, ...], ...]:
     """Dask-style chunks of `array`: per axis, the sizes of its shards (or chunks)."""
     block = storage_block(array)
-    return tuple(tuple([b] * (n // b) + ([n % b] if n % b else [])) or (0,)
-                 for n, b in zip(array.shape, block))
+    return tuple(
+        tuple([b] * (n // b) + ([n % b] if n % b else [])) or (0,)
+        for n, b in zip(array.shape, block)
+    )
 
 
 def _dask_manager() -> Any:
@@ -32,13 +34,16 @@ def _dask_manager() -> Any:
 
         return DaskManager()
     except ImportError as e:
-        raise ImportError("this operation on a zarrcore-backed xarray object needs dask "
-                          "(pip install 'zarrcore[xarray]')") from e
+        raise ImportError(
+            "this operation on a zarrcore-backed xarray object needs dask "
+            "(pip install 'zarrcore[xarray]')"
+        ) from e
 
 
 def _on_dask(name: str, as_dask: bool = True) -> Callable[..., Any]:
     """The DaskManager method `name`, with every zarrcore Array among its arguments taken
     as a dask array (unless not `as_dask`)."""
+
     def method(self: ZarrcoreChunkManager, *args: Any, **kwargs: Any) -> Any:
         if as_dask:
             args = arrays_as_dask(args)

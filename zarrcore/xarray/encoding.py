@@ -5,17 +5,17 @@ encoding; these functions make the same objects from zarrcore's metadata when za
 is installed (plain JSON otherwise), and turn either form back into codec JSON for writing:
 format 2 encodings written as format 3 as `convert` writes them (v3_encoding).
 """
+
 from __future__ import annotations
 
-from typing import Any
-
 from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy.typing as npt
 
-from ..nodes.array import Array
 from ..errors import MetadataError
 from ..metadata import ArrayMetadataV2, ArrayMetadataV3
+from ..nodes.array import Array
 from ..tools.codec_forms import v3_of_v2_encoding
 
 __all__ = ["codec_encoding", "codec_json", "codecs_json", "v3_encoding"]
@@ -70,8 +70,9 @@ def codec_encoding(array: Array) -> dict[str, Any]:
     n_filters = len(array.filters)
     serializer = stored[n_filters] if array.serializer is not None else None
     return {
-        "compressors": tuple(_zarr_v3_codec(c, itemsize)
-                             for c in stored[n_filters + (serializer is not None):]),
+        "compressors": tuple(
+            _zarr_v3_codec(c, itemsize) for c in stored[n_filters + (serializer is not None) :]
+        ),
         "filters": tuple(_zarr_v3_codec(c, itemsize) for c in stored[:n_filters]),
         "serializer": None if serializer is None else _zarr_v3_codec(serializer, itemsize),
     }
@@ -107,33 +108,47 @@ def _is_v2_form(codec: Any) -> bool:
     """A numcodecs codec, or its configuration: the encoding of a format 2 source."""
     if isinstance(codec, dict):
         return "id" in codec
-    return hasattr(codec, "get_config") and not hasattr(codec, "to_dict") \
+    return (
+        hasattr(codec, "get_config")
+        and not hasattr(codec, "to_dict")
         and not hasattr(codec, "to_json")
+    )
 
 
-def v3_encoding(name: Hashable, filters: Any, compressors: Any, chunks: Sequence[int],
-                dtype: npt.DTypeLike) -> tuple[Any, Any, dict[str, Any] | None]:
+def v3_encoding(
+    name: Hashable, filters: Any, compressors: Any, chunks: Sequence[int], dtype: npt.DTypeLike
+) -> tuple[Any, Any, dict[str, Any] | None]:
     """(filters, compressors, serializer or None) to write variable `name` as format 3 with
     its encoding's `filters` and `compressors`: format 2 ones (a dataset read from format 2
     keeps its numcodecs codecs) as the v3 codecs `convert` gives them (blosc as the spec's
     blosc, numcodecs.<id> where the spec has none), others as they are."""
-    given = [list(v) if isinstance(v, (list, tuple)) else [v]
-             for v in (filters, compressors) if v is not None and not isinstance(v, str)]
+    given = [
+        list(v) if isinstance(v, (list, tuple)) else [v]
+        for v in (filters, compressors)
+        if v is not None and not isinstance(v, str)
+    ]
     if not any(_is_v2_form(c) for group in given for c in group):
         return filters, compressors, None
-    v2 = [[] if v is None or isinstance(v, str) else list(v) if isinstance(v, (list, tuple))
-          else [v] for v in (filters, compressors)]
+    v2 = [
+        [] if v is None or isinstance(v, str) else list(v) if isinstance(v, (list, tuple)) else [v]
+        for v in (filters, compressors)
+    ]
     try:
         if not all(_is_v2_form(c) for group in v2 for c in group):
             raise MetadataError("its encoding mixes format 2 (numcodecs) and format 3 codecs")
         new_filters, serializer, new_compressors = v3_of_v2_encoding(
-            [codec_json(c, 2) for c in v2[0]], [codec_json(c, 2) for c in v2[1]], chunks, dtype,
-            "encoding")
+            [codec_json(c, 2) for c in v2[0]],
+            [codec_json(c, 2) for c in v2[1]],
+            chunks,
+            dtype,
+            "encoding",
+        )
     except MetadataError as e:
         raise MetadataError(
             f"variable {name!r}: {e}; its format 2 encoding has no format 3 form: drop it with "
             f"ds.drop_encoding() (or give encoding={{{str(name)!r}: {{...}}}}) to write format "
-            f"3 with the default codecs") from None
+            f"3 with the default codecs"
+        ) from None
     if not new_compressors and isinstance(compressors, str):
         new_compressors = compressors  # "auto": the format's default
     return new_filters, new_compressors, None if serializer["name"] == "bytes" else serializer

@@ -6,31 +6,40 @@ then encode_cf_variable with zarr's string and fill value rules); dimension name
 fill_value, v3 as a `_FillValue` attribute. Dask-backed variables are written by their tasks
 (zarrcore.dask.store), numpy ones at once.
 """
+
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Union
 
 import numpy as np
-from xarray import DataArray, Dataset, Variable, conventions, coding
+from xarray import DataArray, Dataset, Variable, coding, conventions
 from xarray.backends.api import DATAARRAY_NAME, DATAARRAY_VARIABLE
 from xarray.backends.chunks import grid_rechunk, validate_grid_chunks_alignment
 from xarray.backends.common import NONE_VAR_NAME
+
 # (The two private checks give xarray's own errors for appends; xarray has no public form.)
 from xarray.backends.zarr import (
-    FillValueCoder, _validate_and_transpose_existing_dims, _validate_datatypes_for_zarr_append,
-    encode_zarr_attr_value, encode_zarr_variable, extract_zarr_variable_encoding,
+    FillValueCoder,
+    _validate_and_transpose_existing_dims,
+    _validate_datatypes_for_zarr_append,
+    encode_zarr_attr_value,
+    encode_zarr_variable,
+    extract_zarr_variable_encoding,
 )
 
 from .. import api
-from ..nodes.array import Array
-from ..nodes.array import storage_block
 from ..errors import AttributeTypeError, MetadataError
+from ..metadata.common import check_attributes
+from ..nodes.array import Array, storage_block
 from ..nodes.group import Group
 from ..nodes.node import metadata_update
-from ..metadata.common import check_attributes
 from .backend import (
-    DIMENSION_KEY, GroupSource, ZarrcoreDataStore, open_root_group, variable_dimensions,
+    DIMENSION_KEY,
+    GroupSource,
+    ZarrcoreDataStore,
+    open_root_group,
+    variable_dimensions,
 )
 from .encoding import codec_json, codecs_json, v3_encoding
 
@@ -41,8 +50,7 @@ __all__ = ["Region", "V2_DEFAULT_COMPRESSOR", "Write", "ZarrcoreWritableDataStor
 
 _MODES = ("w", "w-", "a", "a-", "r+")
 # What xarray writes for format 2 through zarr-python 3 when no compressor is given.
-V2_DEFAULT_COMPRESSOR = {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1,
-                         "blocksize": 0}
+V2_DEFAULT_COMPRESSOR = {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0}
 #: A region to write: {dimension: slice or "auto"}, or "auto" for every dimension.
 Region = Union[Mapping[Hashable, Union[slice, Literal["auto"]]], Literal["auto"], None]
 #: (data, array, region) of one write still to do: numpy or dask data.
@@ -69,9 +77,16 @@ def _auto_chunks(shape: tuple[int, ...], dtype: np.dtype[Any]) -> tuple[int, ...
 class _DatasetWriter:
     """Writes one dataset into one zarrcore Group, as xarray's ZarrStore.store does."""
 
-    def __init__(self, group: Group, mode: str, append_dim: Hashable | None, region: Region,
-                 write_empty_chunks: bool | None = None, safe_chunks: bool = True,
-                 align_chunks: bool = False) -> None:
+    def __init__(
+        self,
+        group: Group,
+        mode: str,
+        append_dim: Hashable | None,
+        region: Region,
+        write_empty_chunks: bool | None = None,
+        safe_chunks: bool = True,
+        align_chunks: bool = False,
+    ) -> None:
         self.group = group
         self.mode = mode
         self.append_dim = append_dim
@@ -103,25 +118,33 @@ class _DatasetWriter:
         region = dict(region)
         for dim, where in region.items():
             if dim not in ds.dims:
-                raise ValueError(f"all keys in ``region`` are not in Dataset dimensions, got "
-                                 f"{list(region)} and {list(ds.dims)}")
+                raise ValueError(
+                    f"all keys in ``region`` are not in Dataset dimensions, got "
+                    f"{list(region)} and {list(ds.dims)}"
+                )
             if isinstance(where, str) and where == "auto":
                 region[dim] = self._find_region(ds, dim)
             elif not isinstance(where, slice):
-                raise TypeError(f"all values in ``region`` must be slice objects or 'auto', "
-                                f"got region={region}")
+                raise TypeError(
+                    f"all values in ``region`` must be slice objects or 'auto', got region={region}"
+                )
             elif where.step not in (1, None):
-                raise ValueError(f"step on all slices in ``region`` must be 1 or None, got "
-                                 f"region={region}")
+                raise ValueError(
+                    f"step on all slices in ``region`` must be 1 or None, got region={region}"
+                )
         unrelated = [k for k, v in ds.variables.items() if not set(region) & set(v.dims)]
         if region and unrelated:
-            raise ValueError(f"all variables in the dataset to write must have at least one "
-                             f"dimension in common with the region's dimensions "
-                             f"{list(region)}; drop the others with "
-                             f"ds.drop_vars({unrelated!r})")
+            raise ValueError(
+                f"all variables in the dataset to write must have at least one "
+                f"dimension in common with the region's dimensions "
+                f"{list(region)}; drop the others with "
+                f"ds.drop_vars({unrelated!r})"
+            )
         if self.append_dim is not None and self.append_dim in region:
-            raise ValueError(f"cannot list the same dimension in both ``append_dim`` and "
-                             f"``region``, got {self.append_dim!r} in both")
+            raise ValueError(
+                f"cannot list the same dimension in both ``append_dim`` and "
+                f"``region``, got {self.append_dim!r} in both"
+            )
         self.region_slices = region
         without_indexes: Dataset = ds.drop_vars(ds.indexes)
         return without_indexes
@@ -134,54 +157,73 @@ class _DatasetWriter:
         stored = conventions.decode_cf_variable(dim, self._stored_variable(dim).compute())
         positions = pd.Index(stored.data).get_indexer(ds[dim].data)
         if (positions == -1).any():
-            raise KeyError(f"not every value of coordinate {dim!r} is in the stored one: a "
-                           f"region write cannot change coordinates")
+            raise KeyError(
+                f"not every value of coordinate {dim!r} is in the stored one: a "
+                f"region write cannot change coordinates"
+            )
         if (np.diff(positions) != 1).any():
-            raise ValueError(f"the values of coordinate {dim!r} are not one contiguous run of "
-                             f"the stored ones")
+            raise ValueError(
+                f"the values of coordinate {dim!r} are not one contiguous run of the stored ones"
+            )
         return slice(int(positions[0]), int(positions[-1]) + 1)
 
     def _stored_variable(self, name: Hashable) -> Variable:
-        return ZarrcoreDataStore(self.group, self.fill_value_as_mask).open_store_variable(
-            str(name))
+        return ZarrcoreDataStore(self.group, self.fill_value_as_mask).open_store_variable(str(name))
 
     # -- variables ------------------------------------------------------------
     def _encode(self, variables: Mapping[Hashable, Variable]) -> dict[Hashable, Variable]:
-        return {name: encode_zarr_variable(v, name=name, zarr_format=self.zarr_format)
-                for name, v in variables.items()}
+        return {
+            name: encode_zarr_variable(v, name=name, zarr_format=self.zarr_format)
+            for name, v in variables.items()
+        }
 
-    def store(self, variables: Mapping[Hashable, Variable], attributes: Mapping[Any, Any],
-              check_encoding: set[Hashable]) -> None:
+    def store(
+        self,
+        variables: Mapping[Hashable, Variable],
+        attributes: Mapping[Any, Any],
+        check_encoding: set[Hashable],
+    ) -> None:
         if self.mode == "r+":
             new = [k for k in variables if k not in self.existing]
             if new:
-                raise ValueError(f"dataset contains non-pre-existing variables {new!r}, which "
-                                 f"mode='r+' does not write; mode='a' adds new variables")
+                raise ValueError(
+                    f"dataset contains non-pre-existing variables {new!r}, which "
+                    f"mode='r+' does not write; mode='a' adds new variables"
+                )
         if self.append_dim is not None and self.append_dim not in self.existing:
             dims = {d for a in self.existing.values() for d in variable_dimensions(a)}
             if self.append_dim not in dims:
-                raise ValueError(f"append_dim={self.append_dim!r} does not match any existing "
-                                 f"dataset dimensions {sorted(dims)}")
+                raise ValueError(
+                    f"append_dim={self.append_dim!r} does not match any existing "
+                    f"dataset dimensions {sorted(dims)}"
+                )
         existing_names = {k for k in variables if k in self.existing}
         encoded = self._encode({k: v for k, v in variables.items() if k not in existing_names})
         if existing_names:
             # Written exactly as the stored ones are encoded.
             stored, _, _ = conventions.decode_cf_variables(
-                {k: self._stored_variable(k) for k in existing_names}, {})
+                {k: self._stored_variable(k) for k in existing_names}, {}
+            )
             same_encoding: dict[Hashable, Variable] = {}
             for k in existing_names:
                 _validate_datatypes_for_zarr_append(  # type: ignore[no-untyped-call]
-                    k, stored[k], variables[k])  # (xarray leaves it unannotated)
+                    k, stored[k], variables[k]
+                )  # (xarray leaves it unannotated)
                 same_encoding[k] = variables[k].copy(deep=False)
                 same_encoding[k].encoding = stored[k].encoding
             for k, v in self._encode(same_encoding).items():
                 encoded[k] = _validate_and_transpose_existing_dims(  # type: ignore[no-untyped-call]
-                    k, v, stored[k], self.region_slices, self.append_dim)  # (as above)
+                    k, v, stored[k], self.region_slices, self.append_dim
+                )  # (as above)
         if self.mode not in ("r", "r+"):
             self.group.attrs.put(_json_attributes(attributes, "Dataset.attrs"))
         for name, variable in encoded.items():
-            if (self.mode == "a-" and self.append_dim is not None and name in existing_names
-                    and self.append_dim not in variable.dims):
+            if (
+                self.mode == "a-"
+                and self.append_dim is not None
+                and name in existing_names
+                and self.append_dim not in variable.dims
+            ):
                 continue  # appending leaves variables without the append dimension alone
             self._set_variable(name, variable, name in check_encoding)
 
@@ -204,7 +246,8 @@ class _DatasetWriter:
             raise ValueError(f"variable {name!r}: Zarr takes no _FillValue in encoding")
         variable.encoding.pop("_FillValue", None)
         encoding = extract_zarr_variable_encoding(
-            variable, raise_on_invalid=check_encoding, name=name, zarr_format=self.zarr_format)
+            variable, raise_on_invalid=check_encoding, name=name, zarr_format=self.zarr_format
+        )
         write_empty = self._write_empty_chunks(encoding.pop("write_empty_chunks", None))
         dims = variable.dims
         region = {d: self.region_slices.get(d, slice(None)) for d in dims}
@@ -218,8 +261,7 @@ class _DatasetWriter:
                 shape = list(array.shape)
                 shape[axis] += variable.shape[axis]
                 array.resize(tuple(shape))
-            variable = self._line_up(name, variable, storage_block(array), array.shape,
-                                     region)
+            variable = self._line_up(name, variable, storage_block(array), array.shape, region)
         else:
             # Checked before the array exists, so a refusal leaves nothing behind.
             block = encoding.get("shards") or encoding.get("chunks")
@@ -233,12 +275,20 @@ class _DatasetWriter:
         if self.write_empty_chunks is None:
             return from_encoding
         if from_encoding is not None and from_encoding != self.write_empty_chunks:
-            raise ValueError(f"write_empty_chunks={self.write_empty_chunks} differs from the "
-                             f"encoding's write_empty_chunks={from_encoding}")
+            raise ValueError(
+                f"write_empty_chunks={self.write_empty_chunks} differs from the "
+                f"encoding's write_empty_chunks={from_encoding}"
+            )
         return self.write_empty_chunks
 
-    def _line_up(self, name: Hashable, variable: Variable, block: Sequence[int],
-                 shape: Sequence[int], region: Mapping[Hashable, slice]) -> Variable:
+    def _line_up(
+        self,
+        name: Hashable,
+        variable: Variable,
+        block: Sequence[int],
+        shape: Sequence[int],
+        region: Mapping[Hashable, slice],
+    ) -> Variable:
         """`variable` with its dask chunks lined up with the storage blocks (shards, else
         chunks) `block` when aligning; refused, as xarray does, when safe_chunks is on and two
         dask chunks would write parts of one block."""
@@ -248,12 +298,24 @@ class _DatasetWriter:
             return aligned
         if self.safe_chunks:
             validate_grid_chunks_alignment(
-                variable.chunks, tuple(block), tuple(shape), where,
-                allow_partial_chunks=self.mode != "r+", name=str(name))
+                variable.chunks,
+                tuple(block),
+                tuple(shape),
+                where,
+                allow_partial_chunks=self.mode != "r+",
+                name=str(name),
+            )
         return variable
 
-    def _create(self, name: Hashable, variable: Variable, encoding: dict[str, Any],
-                attrs: dict[Any, Any], fill_value: Any, write_empty: bool | None) -> Array:
+    def _create(
+        self,
+        name: Hashable,
+        variable: Variable,
+        encoding: dict[str, Any],
+        attrs: dict[Any, Any],
+        fill_value: Any,
+        write_empty: bool | None,
+    ) -> Array:
         attributes = _json_attributes(attrs, f"the attrs of variable {name!r}")
         dtype: np.dtype[Any] = variable.dtype
         # (xarray leaves check_vlen_dtype unannotated.)
@@ -276,19 +338,28 @@ class _DatasetWriter:
             compressors = V2_DEFAULT_COMPRESSOR
         filters = encoding.get("filters", None)
         if self.zarr_format == 3:
-            filters, compressors, serializer = v3_encoding(name, filters, compressors, chunks,
-                                                           dtype)
+            filters, compressors, serializer = v3_encoding(
+                name, filters, compressors, chunks, dtype
+            )
             if serializer is not None and "serializer" not in options:
                 options["serializer"] = serializer
         if write_empty is not None:
             options["config"] = {"write_empty_chunks": write_empty}
         array = api.create_array(
-            self.group.store, name=_join(self.group.path, name), shape=variable.shape,
-            dtype=dtype, chunks=chunks, shards=encoding.get("shards"),
+            self.group.store,
+            name=_join(self.group.path, name),
+            shape=variable.shape,
+            dtype=dtype,
+            chunks=chunks,
+            shards=encoding.get("shards"),
             compressors=codecs_json(compressors, self.zarr_format),
             filters=codecs_json(filters, self.zarr_format) or None,
-            fill_value=fill_value, attributes=attributes, overwrite=self.mode == "w",
-            chunk_key_encoding=encoding.get("chunk_key_encoding"), **options)
+            fill_value=fill_value,
+            attributes=attributes,
+            overwrite=self.mode == "w",
+            chunk_key_encoding=encoding.get("chunk_key_encoding"),
+            **options,
+        )
         if self.zarr_format == 2 and fill_value is None and array.fill_value is not None:
             # v2 stores "no mask value" as null, as zarr-python writes it for xarray.
             with metadata_update(array, optimistic=False) as (current, store_metadata):
@@ -300,8 +371,10 @@ def _json_attributes(attrs: Mapping[Any, Any], where: str) -> dict[str, Any]:
     """`attrs` as xarray stores them (arrays as lists...); those JSON cannot hold refused with
     the TypeError xarray's to_zarr raises, before they are written."""
     # (xarray leaves encode_zarr_attr_value unannotated.)
-    encoded = {k: encode_zarr_attr_value(v)  # type: ignore[no-untyped-call]
-               for k, v in attrs.items()}
+    encoded = {
+        k: encode_zarr_attr_value(v)  # type: ignore[no-untyped-call]
+        for k, v in attrs.items()
+    }
     try:
         check_attributes(encoded, where)
     except MetadataError as e:
@@ -334,11 +407,15 @@ def _check_names(dataset: Dataset) -> None:
     (a store holds only strings: 0 and "0" would be one variable)."""
     for name in dataset.variables:
         if isinstance(name, str) and not name:
-            raise ValueError(f"Invalid name {name!r} for DataArray or Dataset key: string must "
-                             f"be length 1 or greater for serialization to zarr files")
+            raise ValueError(
+                f"Invalid name {name!r} for DataArray or Dataset key: string must "
+                f"be length 1 or greater for serialization to zarr files"
+            )
         if not isinstance(name, str) and name is not None:
-            raise TypeError(f"Invalid name {name!r} for DataArray or Dataset key: must be "
-                            f"either a string or None for serialization to zarr files")
+            raise TypeError(
+                f"Invalid name {name!r} for DataArray or Dataset key: must be "
+                f"either a string or None for serialization to zarr files"
+            )
 
 
 def _stored_names(variables: Mapping[Hashable, Variable]) -> dict[Hashable, Variable]:
@@ -347,14 +424,24 @@ def _stored_names(variables: Mapping[Hashable, Variable]) -> dict[Hashable, Vari
     return {NONE_VAR_NAME if k is None else k: v for k, v in variables.items()}
 
 
-def to_zarr(dataset: Dataset | DataArray, store: GroupSource = None, mode: str | None = None,
-            group: str | None = None, encoding: Mapping[Any, Any] | None = None, *,
-            compute: bool = True, consolidated: bool | None = None,
-            append_dim: Hashable | None = None, region: Region = None,
-            safe_chunks: bool = True, align_chunks: bool = False,
-            storage_options: dict[str, Any] | None = None, zarr_format: int | None = None,
-            write_empty_chunks: bool | None = None,
-            chunkmanager_store_kwargs: dict[str, Any] | None = None) -> Group | Delayed | None:
+def to_zarr(
+    dataset: Dataset | DataArray,
+    store: GroupSource = None,
+    mode: str | None = None,
+    group: str | None = None,
+    encoding: Mapping[Any, Any] | None = None,
+    *,
+    compute: bool = True,
+    consolidated: bool | None = None,
+    append_dim: Hashable | None = None,
+    region: Region = None,
+    safe_chunks: bool = True,
+    align_chunks: bool = False,
+    storage_options: dict[str, Any] | None = None,
+    zarr_format: int | None = None,
+    write_empty_chunks: bool | None = None,
+    chunkmanager_store_kwargs: dict[str, Any] | None = None,
+) -> Group | Delayed | None:
     """Write a Dataset (or a DataArray) as xarray's `Dataset.to_zarr` does, with its arguments.
 
     The metadata is what xarray writes through zarr-python; dask-backed variables are written
@@ -412,20 +499,29 @@ def to_zarr(dataset: Dataset | DataArray, store: GroupSource = None, mode: str |
     for v in dataset.variables.values():
         if v.size == 0:
             v.load()
-    root = open_root_group(store, group=group, mode="a" if mode == "a-" else mode,
-                           consolidated=False, zarr_format=zarr_format,
-                           storage_options=storage_options)
+    root = open_root_group(
+        store,
+        group=group,
+        mode="a" if mode == "a-" else mode,
+        consolidated=False,
+        zarr_format=zarr_format,
+        storage_options=storage_options,
+    )
     # Refused before any array is made, as dask_store would refuse the writes below.
-    check_tasks_reach([root], [v.data for v in dataset.variables.values()
-                               if hasattr(v.data, "dask")])
-    writer = _DatasetWriter(root, mode, append_dim, region, write_empty_chunks, safe_chunks,
-                            align_chunks)
+    check_tasks_reach(
+        [root], [v.data for v in dataset.variables.values() if hasattr(v.data, "dask")]
+    )
+    writer = _DatasetWriter(
+        root, mode, append_dim, region, write_empty_chunks, safe_chunks, align_chunks
+    )
     dataset = writer.validate_region(dataset)
     if encoding and mode in ("a", "a-", "r+"):
         clash = [k for k in encoding if k in writer.existing]
         if clash:
-            raise ValueError(f"variables {clash} exist already, but encoding was provided "
-                             f"(encoding applies only to new variables)")
+            raise ValueError(
+                f"variables {clash} exist already, but encoding was provided "
+                f"(encoding applies only to new variables)"
+            )
     variables, attributes = conventions.encode_dataset_coordinates(dataset)
     for name, enc in encoding.items():
         variables[name].encoding = enc
@@ -438,8 +534,9 @@ def to_zarr(dataset: Dataset | DataArray, store: GroupSource = None, mode: str |
     return root if compute else delayed
 
 
-def _write_data(writes: Iterable[Write], compute: bool,
-                compute_kwargs: dict[str, Any]) -> Delayed | None:
+def _write_data(
+    writes: Iterable[Write], compute: bool, compute_kwargs: dict[str, Any]
+) -> Delayed | None:
     """Do the (data, array, region) `writes`: numpy data now, dask data by its tasks (with
     `compute` False, a Delayed of them; one even when every write is done, as xarray's)."""
     from ..dask import store as dask_store
@@ -470,9 +567,14 @@ class ZarrcoreWritableDataStore(ZarrcoreDataStore):
         """The zarrcore Group (ZarrStore.ds is the zarr-python one)."""
         return self.zarr_group
 
-    def store(self, variables: Mapping[Hashable, Variable], attributes: Mapping[Any, Any],
-              check_encoding_set: Iterable[Hashable] = frozenset(), writer: Any = None,
-              unlimited_dims: Any = None) -> None:
+    def store(
+        self,
+        variables: Mapping[Hashable, Variable],
+        attributes: Mapping[Any, Any],
+        check_encoding_set: Iterable[Hashable] = frozenset(),
+        writer: Any = None,
+        unlimited_dims: Any = None,
+    ) -> None:
         """Write variables and attributes, as `to_zarr(mode="a")` does without consolidating.
 
         Parameters

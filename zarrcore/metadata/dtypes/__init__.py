@@ -10,17 +10,25 @@ puts endianness in the ``bytes`` codec).  Types read from v2 JSON keep the
 stored byte order, so ``numpy_dtype`` may be big-endian; chunks decode to that
 dtype.
 """
+
 from ...errors import ObjectDataTypeError
-from .base import (
-    DataType, register_data_type, registered_data_types,
-)
+from .base import DataType, register_data_type, registered_data_types
 from .bytes import RawBitsType, RawBytesType
 from .numeric import (
-    BoolType, ComplexType, FloatType, IntegerType, MLComplexType, MLFloatType, MLIntegerType,
+    BoolType,
+    ComplexType,
+    FloatType,
+    IntegerType,
+    MLComplexType,
+    MLFloatType,
+    MLIntegerType,
 )
 from .resolve import dtype_from_numpy, dtype_from_v2_json, dtype_from_v3_json, v2_type_for_fill
 from .strings import (
-    FixedLengthUTF32Type, NullTerminatedBytesType, PythonObjectType, StringType,
+    FixedLengthUTF32Type,
+    NullTerminatedBytesType,
+    PythonObjectType,
+    StringType,
     VariableLengthBytesType,
 )
 from .structured import StructuredType

@@ -1,5 +1,7 @@
 """The base of every data type (DataType), its registry, and the JSON helpers the kinds share."""
+
 from __future__ import annotations
+
 import base64
 import binascii
 import functools
@@ -7,21 +9,31 @@ import threading
 import warnings
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
+
 import numpy as np
 import numpy.typing as npt
 
-from zarrcore.errors import (
-    MetadataError,
-)
-
+from zarrcore.errors import MetadataError
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = [
-    "DataType", "JSON", "MAX_ITEMSIZE", "VoidBase", "b64_text", "bytes_from_json", "check_itemsize",
-    "is_number", "json_int", "name_and_config", "native_order", "parse_typestr",
-    "parsed_length_bytes", "register_data_type", "registered_data_types",
+    "DataType",
+    "JSON",
+    "MAX_ITEMSIZE",
+    "VoidBase",
+    "b64_text",
+    "bytes_from_json",
+    "check_itemsize",
+    "is_number",
+    "json_int",
+    "name_and_config",
+    "native_order",
+    "parse_typestr",
+    "parsed_length_bytes",
+    "register_data_type",
+    "registered_data_types",
 ]
 
 
@@ -154,8 +166,9 @@ class DataType:
                 f"{where}: field 'fill_value': invalid value {value!r} for data type {self}: {e}"
             ) from None
 
-    def scalars_from_json(self, values: list[JSON], where: Callable[[int], str]
-                          ) -> npt.NDArray[Any]:
+    def scalars_from_json(
+        self, values: list[JSON], where: Callable[[int], str]
+    ) -> npt.NDArray[Any]:
         """The v3 fill value JSON forms `values` decoded, as an array (MetadataError naming
         `where(i)` for value i): what `fill_value_from_json` gives each, the plain numbers
         (`_plain`) converted together."""
@@ -163,8 +176,9 @@ class DataType:
         plain = np.fromiter(self._plain(values), dtype=bool, count=len(values))
         if plain.any():
             with np.errstate(over="ignore"):
-                out[plain] = np.array([v for v, p in zip(values, plain) if p],
-                                      dtype=self._plain_type)
+                out[plain] = np.array(
+                    [v for v, p in zip(values, plain) if p], dtype=self._plain_type
+                )
         for i in np.flatnonzero(~plain).tolist():
             out[i] = self.fill_value_from_json(values[i], 3, where(i))
         return out
@@ -192,8 +206,11 @@ class DataType:
     # -- identity -----------------------------------------------------------
 
     def __eq__(self, other: object) -> bool:
-        return (type(self) is type(other) and isinstance(other, DataType)
-                and self.numpy_dtype == other.numpy_dtype)
+        return (
+            type(self) is type(other)
+            and isinstance(other, DataType)
+            and self.numpy_dtype == other.numpy_dtype
+        )
 
     def __hash__(self) -> int:
         return hash((type(self), self.numpy_dtype))
@@ -305,6 +322,6 @@ def parsed_length_bytes(config: dict[str, JSON], where: str, name: str) -> int:
     if isinstance(length, bool) or not isinstance(length, int) or length < 1:
         raise MetadataError(
             f"{where}: field 'data_type': {name!r} needs configuration "
-            f"{{\"length_bytes\": <positive int>}}"
+            f'{{"length_bytes": <positive int>}}'
         )
     return check_itemsize(length, where, name)

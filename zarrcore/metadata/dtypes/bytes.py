@@ -1,12 +1,15 @@
 """Raw bytes: r* (raw bits) and fixed-length bytes."""
+
 from __future__ import annotations
+
 import re
 from typing import TYPE_CHECKING, Any
+
 import numpy as np
-from zarrcore.errors import (
-    MetadataError,
-)
-from .base import JSON, VoidBase, check_itemsize, parsed_length_bytes, name_and_config
+
+from zarrcore.errors import MetadataError
+
+from .base import JSON, VoidBase, check_itemsize, name_and_config, parsed_length_bytes
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -60,8 +63,12 @@ class RawBytesType(VoidBase):
     @classmethod
     def from_numpy(cls, dtype: np.dtype[Any]) -> Self | None:
         # np.void only: ml_dtypes' types are "V" dtypes too.
-        if dtype.type is np.void and dtype.fields is None and dtype.subdtype is None \
-                and dtype.itemsize > 0:
+        if (
+            dtype.type is np.void
+            and dtype.fields is None
+            and dtype.subdtype is None
+            and dtype.itemsize > 0
+        ):
             return cls(dtype)
         return None
 

@@ -1,25 +1,34 @@
 """Numeric data types: bool, integers, floats, complex, and ml_dtypes' small floats and ints."""
+
 from __future__ import annotations
+
 import functools
 import math
 import re
 from collections.abc import Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import numpy.typing as npt
 
-from zarrcore.errors import (
-    DataTypeDependencyError,
-)
-from .base import DataType, JSON, json_int, name_and_config, native_order
+from zarrcore.errors import DataTypeDependencyError
+
+from .base import JSON, DataType, json_int, name_and_config, native_order
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = [
-    "BoolType", "ComplexType", "FloatType", "IntegerType", "MLComplexType", "MLFloatType",
-    "MLIntegerType", "ieee_float_size", "swap_unit",
+    "BoolType",
+    "ComplexType",
+    "FloatType",
+    "IntegerType",
+    "MLComplexType",
+    "MLFloatType",
+    "MLIntegerType",
+    "ieee_float_size",
+    "swap_unit",
 ]
 
 
@@ -140,7 +149,9 @@ def _float_to_json(value: Any, dtype: np.dtype[Any], zarr_format: int) -> JSON:
 
 
 _FLOAT_NAMES: dict[str, np.dtype[Any]] = {
-    "float16": np.dtype("f2"), "float32": np.dtype("f4"), "float64": np.dtype("f8"),
+    "float16": np.dtype("f2"),
+    "float32": np.dtype("f4"),
+    "float64": np.dtype("f8"),
 }
 
 
@@ -164,8 +175,7 @@ class FloatType(DataType):
 
     def _plain(self, values: list[JSON]) -> Iterator[bool]:
         plain, top = self.numpy_dtype.kind == "f", 2**1023  # (ints float() takes)
-        return (plain and (type(v) is float or type(v) is int and abs(v) < top)
-                for v in values)
+        return (plain and (type(v) is float or type(v) is int and abs(v) < top) for v in values)
 
     def _decode_fill(self, value: JSON, zarr_format: int) -> Any:
         return _float_from_json(value, self.numpy_dtype)
@@ -231,11 +241,23 @@ class ComplexType(DataType):
 
 # v3 (and tensorstore's v2) name -> ml_dtypes attribute. float8_e4m3fn is tensorstore's (OCP's
 # E4M3: no infinity); the registry's float8_e4m3 is IEEE-like, a different type.
-_ML_FLOATS = {name: name for name in (
-    "bfloat16", "float8_e3m4", "float8_e4m3", "float8_e4m3fn", "float8_e4m3fnuz",
-    "float8_e4m3b11fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn",
-    "float6_e2m3fn", "float6_e3m2fn",
-)}
+_ML_FLOATS = {
+    name: name
+    for name in (
+        "bfloat16",
+        "float8_e3m4",
+        "float8_e4m3",
+        "float8_e4m3fn",
+        "float8_e4m3fnuz",
+        "float8_e4m3b11fnuz",
+        "float8_e5m2",
+        "float8_e5m2fnuz",
+        "float8_e8m0fnu",
+        "float4_e2m1fn",
+        "float6_e2m3fn",
+        "float6_e3m2fn",
+    )
+}
 _ML_INTEGERS = {name: name for name in ("int2", "int4", "uint2", "uint4")}
 _ML_COMPLEX = {"complex_float16": "complex32", "complex_bfloat16": "bcomplex32"}
 # The numpy name of the parts of each complex type.
@@ -247,7 +269,7 @@ def _ml_dtypes(name: str, where: str) -> ModuleType:
         import ml_dtypes
     except ImportError:
         raise DataTypeDependencyError(
-            f"{where}: data type {name!r} needs ml_dtypes: pip install \"zarrcore[ml]\""
+            f'{where}: data type {name!r} needs ml_dtypes: pip install "zarrcore[ml]"'
         ) from None
     return ml_dtypes
 
@@ -271,7 +293,7 @@ class _MLType(DataType):
         ml_type = getattr(_ml_dtypes(name, where), cls.ml_names[name], None)
         if ml_type is None:  # an older ml_dtypes
             raise DataTypeDependencyError(
-                f"{where}: data type {name!r} needs ml_dtypes >= 0.6: pip install \"zarrcore[ml]\""
+                f'{where}: data type {name!r} needs ml_dtypes >= 0.6: pip install "zarrcore[ml]"'
             )
         return cls(ml_type)
 

@@ -1,17 +1,21 @@
 """From JSON or numpy to a DataType: each registered class offered the input in turn."""
+
 from __future__ import annotations
+
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
 import numpy as np
+
 from zarrcore.errors import (
     DataTypeDependencyError,
     MetadataError,
     ObjectDataTypeError,
     UnknownDataTypeError,
 )
-from .base import DataType, JSON, name_and_config
+
+from .base import JSON, DataType, name_and_config, registered_data_types
 from .strings import PythonObjectType, StringType, VariableLengthBytesType
-from .base import registered_data_types
 
 if TYPE_CHECKING:
     pass
@@ -44,7 +48,7 @@ def dtype_from_v3_json(obj: JSON, where: str = "zarr.json") -> DataType:
     if name is None:
         raise MetadataError(
             f"{where}: field 'data_type': expected a name or a "
-            f"{{\"name\", \"configuration\"}} object, got {obj!r}"
+            f'{{"name", "configuration"}} object, got {obj!r}'
         )
     raise UnknownDataTypeError(f"{where}: field 'data_type': unknown or invalid data type {obj!r}")
 
@@ -76,7 +80,8 @@ def v2_type_for_fill(data_type: DataType, fill_value: JSON) -> DataType:
     the metadata tells those from zarr 2.x's (which read None). zarrcore writes text.
     """
     if isinstance(data_type, (StringType, VariableLengthBytesType)) and isinstance(
-            fill_value, (int, float)):
+        fill_value, (int, float)
+    ):
         return PythonObjectType()
     return data_type
 
@@ -89,8 +94,9 @@ def _zarr_data_type(x: Any) -> DataType | None:
     """The DataType of a zarr-python data type object (``zarr.dtype.*``): by its numpy dtype
     (which keeps the byte order), or by its v3 JSON where that is numpy's object dtype; None
     for anything else."""
-    if (not type(x).__module__.startswith("zarr.")
-            or not callable(getattr(x, "to_native_dtype", None))):
+    if not type(x).__module__.startswith("zarr.") or not callable(
+        getattr(x, "to_native_dtype", None)
+    ):
         return None
     native = x.to_native_dtype()
     if native.kind != "O":

@@ -1,23 +1,34 @@
 """Strings and objects: variable-length strings and bytes, Python objects, fixed-length
 UTF-32 and null-terminated bytes."""
+
 from __future__ import annotations
+
 from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import numpy.typing as npt
 
-from zarrcore.errors import (
-    MetadataError,
-)
+from zarrcore.errors import MetadataError
+
 from .base import (
-    DataType, JSON, b64_text, bytes_from_json, is_number, parsed_length_bytes, name_and_config,
+    JSON,
+    DataType,
+    b64_text,
+    bytes_from_json,
+    is_number,
+    name_and_config,
     parse_typestr,
+    parsed_length_bytes,
 )
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = [
-    "FixedLengthUTF32Type", "NullTerminatedBytesType", "PythonObjectType", "StringType",
+    "FixedLengthUTF32Type",
+    "NullTerminatedBytesType",
+    "PythonObjectType",
+    "StringType",
     "VariableLengthBytesType",
 ]
 
@@ -172,8 +183,10 @@ class PythonObjectType(_VariableLengthBase):
         return None
 
     def to_json_v3(self) -> JSON:
-        raise TypeError("Zarr v3 has no data type for Python objects (json2, msgpack2, pickle, "
-                        "vlen-array); they exist in Zarr v2 only")
+        raise TypeError(
+            "Zarr v3 has no data type for Python objects (json2, msgpack2, pickle, "
+            "vlen-array); they exist in Zarr v2 only"
+        )
 
     def default_fill_value(self) -> Any:
         return 0
@@ -274,7 +287,7 @@ class NullTerminatedBytesType(DataType):
                 if not (isinstance(value, str) or is_number(value)):
                     raise
                 data = str(value).encode("ascii")
-            return self.cast_fill_value(data[:self.numpy_dtype.itemsize])
+            return self.cast_fill_value(data[: self.numpy_dtype.itemsize])
         return self.cast_fill_value(bytes_from_json(value))
 
     def _encode_fill(self, value: Any, zarr_format: int) -> JSON:

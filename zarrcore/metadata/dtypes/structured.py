@@ -1,14 +1,16 @@
 """Structured (record) data types, whose fields are data types of their own."""
+
 from __future__ import annotations
+
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import numpy.typing as npt
 
-from zarrcore.errors import (
-    MetadataError,
-)
-from .base import DataType, JSON, VoidBase, name_and_config
+from zarrcore.errors import MetadataError
+
+from .base import JSON, DataType, VoidBase, name_and_config
 from .resolve import dtype_from_numpy, dtype_from_v2_json, dtype_from_v3_json
 
 if TYPE_CHECKING:
@@ -26,8 +28,11 @@ def _struct_entry(entry: JSON) -> tuple[str, JSON] | None:
     ``{"name": name, "data_type": dt}``."""
     if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str):
         return entry[0], entry[1]
-    if (isinstance(entry, dict) and set(entry) == {"name", "data_type"}
-            and isinstance(entry["name"], str)):
+    if (
+        isinstance(entry, dict)
+        and set(entry) == {"name", "data_type"}
+        and isinstance(entry["name"], str)
+    ):
         return entry["name"], entry["data_type"]
     return None
 
@@ -63,8 +68,9 @@ class StructuredType(VoidBase):
             parsed = _struct_entry(entry)
             if parsed is None:
                 raise _struct_field_error(
-                    where, "data_type",
-                    f"expected [name, data_type] or {{\"name\", \"data_type\"}}, got {entry!r}",
+                    where,
+                    "data_type",
+                    f'expected [name, data_type] or {{"name", "data_type"}}, got {entry!r}',
                 )
             fields.append((parsed[0], dtype_from_v3_json(parsed[1], where).numpy_dtype))
         dt = cls._build(fields, where, "data_type")
@@ -81,14 +87,17 @@ class StructuredType(VoidBase):
         for entry in obj:
             if not (isinstance(entry, list) and len(entry) in (2, 3) and isinstance(entry[0], str)):
                 raise _struct_field_error(
-                    where, "dtype",
-                    f"expected [name, dtype] or [name, dtype, shape], got {entry!r}",
+                    where, "dtype", f"expected [name, dtype] or [name, dtype, shape], got {entry!r}"
                 )
             field_dtype = dtype_from_v2_json(entry[1], None, where).numpy_dtype
             if len(entry) == 3:
                 shape = entry[2]
-                if not (isinstance(shape, list) and all(
-                        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)):
+                if not (
+                    isinstance(shape, list)
+                    and all(
+                        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape
+                    )
+                ):
                     raise _struct_field_error(where, "dtype", f"invalid field shape {shape!r}")
                 fields.append((entry[0], field_dtype, tuple(shape)))
             else:

@@ -1,13 +1,15 @@
 """Dates and durations: datetime64 and timedelta64."""
+
 from __future__ import annotations
+
 from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import numpy.typing as npt
 
-from zarrcore.errors import (
-    MetadataError,
-)
-from .base import DataType, JSON, json_int, name_and_config, native_order
+from zarrcore.errors import MetadataError
+
+from .base import JSON, DataType, json_int, name_and_config, native_order
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -41,7 +43,7 @@ class _TimeBase(DataType):
         ):
             raise MetadataError(
                 f"{where}: field 'data_type': {name!r} needs configuration "
-                f"{{\"unit\": <numpy unit>, \"scale_factor\": <positive int>}}, got {config!r}"
+                f'{{"unit": <numpy unit>, "scale_factor": <positive int>}}, got {config!r}'
             )
         suffix = "" if unit == "generic" else f"[{scale}{unit}]"
         return cls(np.dtype(f"{cls.kind}8{suffix}"))
@@ -68,9 +70,12 @@ class _TimeBase(DataType):
         return self.numpy_dtype
 
     def cast_array(self, value: Any) -> npt.NDArray[Any]:
-        if (isinstance(value, np.ndarray) and value.dtype.kind in "mM"
-                and not value.dtype.isnative
-                and np.datetime_data(value.dtype)[0] == "generic"):
+        if (
+            isinstance(value, np.ndarray)
+            and value.dtype.kind in "mM"
+            and not value.dtype.isnative
+            and np.datetime_data(value.dtype)[0] == "generic"
+        ):
             # numpy's astype from a generic-unit type copies the bytes unswapped (types with
             # a unit it swaps itself); swap the counts, then convert from native order.
             native = value.dtype.newbyteorder("=")
