@@ -72,7 +72,11 @@ CORE_LIBRARY = ("zarrcore_csrc", {
 # LLVM linker of `zig cc`, which the release wheels are built with, both take one), on macOS
 # by -exported_symbol (two-level namespaces already bind each bundle to its own copy); a
 # Windows DLL exports only what it names, PyInit_ (link.exe takes the .lib's path as an
-# input like any other).
+# input like any other). zig's Mach-O linker takes no export list: wheels/cross.py hides the
+# archive's symbols before the link (wheels/hide_symbols.py) and says so by
+# ZARRCORE_HIDDEN_ARCHIVE=1, and the extensions then export what their own C leaves visible,
+# PyInit_ alone (-fvisibility=hidden).
+HIDDEN_ARCHIVE = os.environ.get("ZARRCORE_HIDDEN_ARCHIVE") == "1"
 if TARGET.startswith("linux"):
     LINK_ARGS = [BLOSC_ARCHIVE, "-pthread"]
 else:
@@ -93,7 +97,7 @@ def version_script(init):
 
 def link_args(name):
     init = "PyInit_" + name.rsplit(".", 1)[-1]
-    if TARGET == "darwin":
+    if TARGET == "darwin" and not HIDDEN_ARCHIVE:
         return LINK_ARGS + [f"-Wl,-exported_symbol,_{init}"]
     if TARGET.startswith("linux"):
         return LINK_ARGS + [f"-Wl,--version-script={version_script(init)}"]

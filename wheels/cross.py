@@ -16,7 +16,12 @@ macOS extensions leave Python's symbols to be bound at load time (`-undefined
 dynamic_lookup`, as CPython's own build does there), so they link against no Python; no
 package carries CPython's configured `pyconfig.h` for macOS, so they are compiled against the
 build interpreter's (Linux, same CPython version: the same type sizes on these 64-bit
-targets) with `_DARWIN_C_SOURCE`, as macOS's defines it. The setup.py of the checkout runs
+targets) with `_DARWIN_C_SOURCE`, as macOS's defines it. zig's Mach-O linker takes no export
+list, so python-blosc's macOS archive has its global symbols made private extern first
+(wheels/hide_symbols.py) and the extensions export only what their C leaves visible,
+PyInit_. python-blosc's Windows archive was built by MSVC and names MSVC's default libraries,
+which a MinGW link lacks: they are made (wheels/msvcrt_static.c for what it takes from MSVC's
+static C runtime; the rest comes from zig's UCRT import libraries). The setup.py of the checkout runs
 as for a native build, told the target's system by ZARRCORE_TARGET_PLATFORM, the wheel's
 platform by _PYTHON_HOST_PLATFORM and its extensions' suffix by build settings copied under
 another name (_PYTHON_SYSCONFIGDATA_NAME).
@@ -37,6 +42,7 @@ import sys
 import zipfile
 
 import check_wheel
+import hide_symbols
 import test_wheels
 import wincheck
 from release import (ROOT, WORK, build_sdist, build_venv, installed_version, output, run,
@@ -99,6 +105,24 @@ def windows_python(minor, tag):
     return [pc, tree / "Include"], pc
 
 
+def msvc_default_libraries(target):
+    """A directory of the libraries python-blosc's MSVC-built libblosc.lib names as defaults
+    (/DEFAULTLIB: MSVCRT, OLDNAMES, uuid), as zig's MinGW link looks for them (lib*.a):
+    libMSVCRT.a holds what the archive takes from MSVC's static C runtime
+    (wheels/msvcrt_static.c); OLDNAMES' POSIX names are in zig's UCRT import libraries, and
+    the archive uses no GUID of uuid's, so those two are empty."""
+    dest = CROSS / "msvc-libs" / target.zig
+    dest.mkdir(parents=True, exist_ok=True)
+    obj = dest / "msvcrt_static.o"
+    run(zig_cc(target), "-O2", "-Wall", "-Wextra", "-Werror", "-c",
+        ROOT / "wheels" / "msvcrt_static.c", "-o", obj)
+    (dest / "libMSVCRT.a").unlink(missing_ok=True)
+    run(zig(), "ar", "rcs", dest / "libMSVCRT.a", obj)
+    for name in ("OLDNAMES", "uuid"):
+        (dest / f"lib{name}.a").write_bytes(b"!<arch>\n")
+    return dest
+
+
 def target_sysconfig(python, tag, target):
     """A module of the interpreter's build settings as the target's (extension suffix,
     machine), in a directory of its own: (directory, module name)."""
@@ -129,10 +153,15 @@ def build_wheel(python, target_name, tree, out):
     if target.system == "win32":
         python_includes, libdir = windows_python(minor, tag)
         flags = [f"-I{d}" for d in python_includes]
-        link = [f"-L{libdir}", f"-lpython{tag[2:]}"]
+        link = [f"-L{libdir}", f"-lpython{tag[2:]}", f"-L{msvc_default_libraries(target)}"]
     else:
         flags = ["-D_DARWIN_C_SOURCE"]
         link = ["-Wl,-undefined,dynamic_lookup"]
+        # zig's Mach-O linker takes no export list: the archive's globals are made private
+        # extern (idempotent: those already are stay as they are), and setup.py told so.
+        (archive,) = blosc.glob("*.data/data/lib/libblosc.a")
+        print(f"{archive}: {len(hide_symbols.hide_archive(archive))} global symbols hidden",
+              flush=True)
     cc = zig_cc(target, *flags, f"-I{numpy_include}")
     sysconfig_dir, sysconfig_name = target_sysconfig(venv_python, tag, target)
     env = dict(
@@ -144,6 +173,7 @@ def build_wheel(python, target_name, tree, out):
         _PYTHON_SYSCONFIGDATA_NAME=sysconfig_name,
         _PYTHON_HOST_PLATFORM=target.platform,
         ZARRCORE_TARGET_PLATFORM=target.system,
+        ZARRCORE_HIDDEN_ARCHIVE="1" if target.system == "darwin" else "0",
     )
     raw = CROSS / "raw" / target_name
     shutil.rmtree(raw, ignore_errors=True)
