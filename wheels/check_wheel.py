@@ -261,6 +261,36 @@ def macho_dynamic_info(data):
     return needed, [name[1:] if name.startswith("_") else name for name in names]
 
 
+def macho_undefined(data):
+    """The external symbols a Mach-O image (every slice of a universal one) leaves undefined,
+    with their leading '_': what it binds at load time."""
+    magic, = struct.unpack_from(">I", data, 0)
+    if magic in (FAT_MAGIC, FAT_MAGIC_64):
+        count, = struct.unpack_from(">I", data, 4)
+        entry = ">iiQQI" if magic == FAT_MAGIC_64 else ">iiIII"
+        step = struct.calcsize(entry) + (4 if magic == FAT_MAGIC_64 else 0)
+        names = set()
+        for k in range(count):
+            _, _, offset, size, _ = struct.unpack_from(entry, data, 8 + k * step)
+            names |= macho_undefined(data[offset:offset + size])
+        return names
+    wide = struct.unpack_from("<I", data, 0)[0] == MH_MAGIC_64
+    ncmds, = struct.unpack_from("<I", data, 16)
+    names, at = set(), 32 if wide else 28
+    for _ in range(ncmds):
+        cmd, size = struct.unpack_from("<II", data, at)
+        if cmd == LC_SYMTAB:
+            symoff, nsyms, stroff, _ = struct.unpack_from("<IIII", data, at + 8)
+            entry = "<IBBHQ" if wide else "<IBBHI"
+            step = struct.calcsize(entry)
+            for k in range(nsyms):
+                strx, ntype, _, _, _ = struct.unpack_from(entry, data, symoff + k * step)
+                if not ntype & N_STAB and ntype & N_EXT and ntype & N_TYPE == 0:
+                    names.add(_string(data[stroff:], strx))
+        at += size
+    return names
+
+
 def _pe_sections(data):
     """(optional header offset, PE32+?, section table) of a PE image."""
     if data[:2] != b"MZ" or len(data) < 0x40:

