@@ -7,8 +7,9 @@ Each compiled extension must need no shared library beyond the system's C runtim
 directory of the machine it was built on (no ELF RPATH or RUNPATH), and export nothing but its
 PyInit_ function (the statically linked blosc, zstd, lz4 and zlib stay private, so they
 cannot clash with another copy in the process): ELF (Linux: glibc's libraries, or musl's
-libc), Mach-O (macOS: libSystem) and PE (Windows: KERNEL32, the Universal CRT's api-ms-win-crt-*,
-VCRUNTIME140 and pythonXY.dll), read here without binutils. Every .pyx below zarrcore/ must
+libc), Mach-O (macOS: libSystem; the exports of its export trie, which may also name the two
+header symbols zig's linker defines) and PE (Windows: KERNEL32, the Universal CRT's
+api-ms-win-crt-*, VCRUNTIME140 and pythonXY.dll), read here without binutils. Every .pyx below zarrcore/ must
 have its extension, and the public .pxd files and header must be there for `cimport zarrcore.kernels`,
 `cimport zarrcore.array_api` and `#include <zarrcore/array_api.h>`; a wheel must hold
 nothing else of zarrcore's but Python modules. Its SBOM (`<dist-info>/sboms/`, PEP 770,
