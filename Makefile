@@ -170,12 +170,14 @@ OLDEST_SRC := build/oldest-src
 oldest-test:
 	rm -rf $(OLDEST_VENV)
 	$(OLDEST_PYTHON) -m venv $(OLDEST_VENV)
-	$(OLDEST_VENV)/bin/python -m pip install -q $$($(OLDEST_PYTHON) wheels/oldest.py build)
+	$(OLDEST_PYTHON) wheels/oldest.py build > $(OLDEST_VENV)/requirements-build.txt
+	$(OLDEST_VENV)/bin/python -m pip install -q -r $(OLDEST_VENV)/requirements-build.txt
 	$(call copy_sources,$(OLDEST_SRC))
 	cd $(OLDEST_SRC) && $(PRUNE_BUILD) && $(abspath $(OLDEST_VENV))/bin/python -m pip install \
 		-q --no-build-isolation --no-deps .
-	$(OLDEST_VENV)/bin/python -m pip install -q $$($(OLDEST_PYTHON) wheels/oldest.py run)
-	$(OLDEST_VENV)/bin/python -c 'import numpy, zarrcore; print("numpy", numpy.__version__, \
+	$(OLDEST_PYTHON) wheels/oldest.py run > $(OLDEST_VENV)/requirements-run.txt
+	$(OLDEST_VENV)/bin/python -m pip install -q -r $(OLDEST_VENV)/requirements-run.txt
+	$(OLDEST_VENV)/bin/python -I -c 'import numpy, zarrcore; print("numpy", numpy.__version__, \
 		"zarrcore", zarrcore.__version__, zarrcore.__file__)'
 	cd tests && ../$(OLDEST_VENV)/bin/python -m pytest -q -p no:cacheprovider $(OLDEST_PYTEST_ARGS)
 

@@ -39,6 +39,13 @@ def _blosc_paths():
 
 
 BLOSC_INCLUDE, BLOSC_ARCHIVE = _blosc_paths()
+# ZARRCORE_LIMITED_API=1 builds the bindings for CPython's stable ABI (Py_LIMITED_API 3.11,
+# Cython's limited-API mode; an abi3 wheel for CPython 3.11 and later). MEASURE-PENDING
+LIMITED_API = os.environ.get("ZARRCORE_LIMITED_API") == "1"
+LIMITED_API_VERSION = 0x030B0000
+if LIMITED_API and (sys.version_info < (3, 11) or hasattr(sys, "_is_gil_enabled")
+                    and not sys._is_gil_enabled()):
+    sys.exit("zarrcore build: ZARRCORE_LIMITED_API needs a CPython >= 3.11 with the GIL")
 MODULES = sorted(p[:-4].replace(os.sep, ".") for p in glob.glob("zarrcore/**/*.pyx", recursive=True))
 C_SOURCES = sorted(glob.glob("csrc/**/*.c", recursive=True))
 if not MODULES or not C_SOURCES:
@@ -72,12 +79,17 @@ CORE_LIBRARY = ("zarrcore_csrc", {
 # LLVM linker of `zig cc`, which the release wheels are built with, both take one), on macOS
 # by -exported_symbol (two-level namespaces already bind each bundle to its own copy); a
 # Windows DLL exports only what it names, PyInit_ (link.exe takes the .lib's path as an
-# input like any other).
+# input like any other). zig's Mach-O linker takes no export list: wheels/cross.py hides the
+# archive's symbols before the link (wheels/hide_symbols.py) and says so by
+# ZARRCORE_HIDDEN_ARCHIVE=1, and the extensions then export what their own C leaves visible,
+# PyInit_ alone (-fvisibility=hidden).
+HIDDEN_ARCHIVE = os.environ.get("ZARRCORE_HIDDEN_ARCHIVE") == "1"
 if TARGET.startswith("linux"):
     LINK_ARGS = [BLOSC_ARCHIVE, "-pthread"]
 else:
     LINK_ARGS = [BLOSC_ARCHIVE]
 VERSION_SCRIPTS = os.path.join("build", "exports")
+IMPORT_LIBRARIES = os.path.join("build", "import-libraries")
 
 
 def version_script(init):
@@ -93,14 +105,22 @@ def version_script(init):
 
 def link_args(name):
     init = "PyInit_" + name.rsplit(".", 1)[-1]
-    if TARGET == "darwin":
+    if TARGET == "darwin" and not HIDDEN_ARCHIVE:
         return LINK_ARGS + [f"-Wl,-exported_symbol,_{init}"]
     if TARGET.startswith("linux"):
         return LINK_ARGS + [f"-Wl,--version-script={version_script(init)}"]
+    if TARGET == "win32" and sys.platform != "win32":
+        # A MinGW-style link (zig's, in wheels/cross.py) writes the DLL's import library beside
+        # it, where the wheel would pick it up: it goes under build/ instead.
+        os.makedirs(IMPORT_LIBRARIES, exist_ok=True)
+        return LINK_ARGS + [f"-Wl,--out-implib,{os.path.join(IMPORT_LIBRARIES, name + '.lib')}"]
     return LINK_ARGS
 
 
 def extension(name):
+    macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
+    if LIMITED_API:
+        macros += [("Py_LIMITED_API", hex(LIMITED_API_VERSION)), ("CYTHON_LIMITED_API", "1")]
     return Extension(
         name,
         sources=[name.replace(".", "/") + ".pyx"],
@@ -109,7 +129,8 @@ def extension(name):
         include_dirs=["csrc", ".", BLOSC_INCLUDE, numpy.get_include()],
         extra_compile_args=COMPILE_ARGS,
         extra_link_args=link_args(name),
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        define_macros=macros,
+        py_limited_api=LIMITED_API,
     )
 
 
@@ -123,7 +144,8 @@ class BuildExt(build_ext):
             self.extensions,
             # The C Cython writes depends on the numpy it compiles against: one directory per
             # interpreter and numpy, so that virtualenvs built from one tree never share it.
-            build_dir=f"build/cython-{sys.implementation.cache_tag}-numpy{numpy.__version__}",
+            build_dir=f"build/cython-{sys.implementation.cache_tag}-numpy{numpy.__version__}"
+                      + ("-abi3" if LIMITED_API else ""),
             language_level=3,
             # freethreading_compatible: every module declares Py_MOD_GIL_NOT_USED, so importing
             # zarrcore on a free-threaded CPython leaves the GIL off (the compiled core keeps
@@ -175,5 +197,6 @@ setup(
     package_data={"zarrcore": ["kernels.pxd", "array_api.pxd", "array_api.h", "py.typed",
                                "*.pyi"],
                   "zarrcore._native": ["*.pyi"]},
-    options={"build_ext": {"parallel": os.cpu_count() or 1}},
+    options={"build_ext": {"parallel": os.cpu_count() or 1},
+             **({"bdist_wheel": {"py_limited_api": "cp311"}} if LIMITED_API else {})},
 )

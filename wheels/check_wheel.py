@@ -7,8 +7,9 @@ Each compiled extension must need no shared library beyond the system's C runtim
 directory of the machine it was built on (no ELF RPATH or RUNPATH), and export nothing but its
 PyInit_ function (the statically linked blosc, zstd, lz4 and zlib stay private, so they
 cannot clash with another copy in the process): ELF (Linux: glibc's libraries, or musl's
-libc), Mach-O (macOS: libSystem) and PE (Windows: KERNEL32, the Universal CRT's api-ms-win-crt-*,
-VCRUNTIME140 and pythonXY.dll), read here without binutils. Every .pyx below zarrcore/ must
+libc), Mach-O (macOS: libSystem; the exports of its export trie, which may also name the two
+header symbols zig's linker defines) and PE (Windows: KERNEL32, the Universal CRT's
+api-ms-win-crt-*, VCRUNTIME140 and pythonXY.dll), read here without binutils. Every .pyx below zarrcore/ must
 have its extension, and the public .pxd files and header must be there for `cimport zarrcore.kernels`,
 `cimport zarrcore.array_api` and `#include <zarrcore/array_api.h>`; a wheel must hold
 nothing else of zarrcore's but Python modules. Its SBOM (`<dist-info>/sboms/`, PEP 770,
@@ -143,15 +144,61 @@ def _elf_dynamic(data):
 
 MH_MAGIC_64, MH_MAGIC, FAT_MAGIC, FAT_MAGIC_64 = 0xFEEDFACF, 0xFEEDFACE, 0xCAFEBABE, 0xCAFEBABF
 LC_SYMTAB = 0x2
+# Where dyld finds what an image exports: the export trie of LC_DYLD_INFO(_ONLY) or
+# LC_DYLD_EXPORTS_TRIE. An image with one exports what it names, whatever its symbol table says.
+LC_DYLD_INFO, LC_DYLD_INFO_ONLY, LC_DYLD_EXPORTS_TRIE = 0x22, 0x80000022, 0x80000033
+# Symbols the linker defines in every image, at its own Mach-O header: zig's linker exports
+# them, Apple's keeps them private. They are no library code, and a reference to them binds
+# within its own image at link time, so they cannot clash with another image's.
+MACHO_LINKER_SYMBOLS = {"_mh_dylib_header", "_mh_bundle_header", "__dso_handle"}
 # Load commands naming a dylib the image needs: LC_LOAD_DYLIB, LC_LOAD_WEAK_DYLIB,
 # LC_REEXPORT_DYLIB, LC_LAZY_LOAD_DYLIB, LC_LOAD_UPWARD_DYLIB.
 LC_DYLIBS = {0xC, 0x80000018, 0x8000001F, 0x20, 0x80000023}
 N_STAB, N_PEXT, N_TYPE, N_EXT, N_SECT = 0xE0, 0x10, 0x0E, 0x01, 0x0E
 
 
+def _uleb128(data, at):
+    """(value, offset past it) of the unsigned LEB128 number at data[at]."""
+    value = shift = 0
+    while True:
+        if at >= len(data):
+            raise MachOError("export trie runs past its end")
+        byte = data[at]
+        value |= (byte & 0x7F) << shift
+        at, shift = at + 1, shift + 7
+        if byte < 0x80:
+            return value, at
+
+
+def macho_export_trie(trie):
+    """The names (with their leading '_') an export trie, given as bytes, exports."""
+    names, pending, seen = [], [(0, b"")], set()
+    while pending:
+        node, prefix = pending.pop()
+        if node in seen or node >= len(trie):
+            raise MachOError(f"export trie node at {node} out of place")
+        seen.add(node)
+        terminal, at = _uleb128(trie, node)
+        if terminal:
+            names.append(prefix.decode("utf-8", "replace"))
+        at += terminal
+        if at >= len(trie):
+            raise MachOError("export trie runs past its end")
+        children, at = trie[at], at + 1
+        for _ in range(children):
+            end = trie.find(b"\0", at)
+            if end < 0:
+                raise MachOError("export trie edge runs past its end")
+            edge, at = trie[at:end], end + 1
+            child, at = _uleb128(trie, at)
+            pending.append((child, prefix + edge))
+    return sorted(names)
+
+
 def macho_dynamic_info(data):
     """(needed dylibs, exported symbols without their leading '_') of a Mach-O image given as
-    bytes; of every architecture of a universal one."""
+    bytes; of every architecture of a universal one. The exports are those of its export trie
+    where it has one (what dyld reads), else the external definitions of its symbol table."""
     if len(data) < 8:
         raise MachOError("not a Mach-O file")
     magic, = struct.unpack_from(">I", data, 0)
@@ -178,7 +225,7 @@ def macho_dynamic_info(data):
     ncmds, sizeofcmds = struct.unpack_from("<II", data, 16)
     if header + sizeofcmds > len(data):
         raise MachOError("load commands past the end of the file")
-    needed, exported, at = [], [], header
+    needed, exported, trie, at = [], [], None, header
     for _ in range(ncmds):
         if at + 8 > header + sizeofcmds:
             raise MachOError("load commands past their declared size")
@@ -202,10 +249,47 @@ def macho_dynamic_info(data):
                 strx, ntype, _, _, _ = struct.unpack_from(entry, data, symoff + k * step)
                 if (not ntype & N_STAB and ntype & N_EXT and not ntype & N_PEXT
                         and ntype & N_TYPE == N_SECT):
-                    name = _string(strings, strx)
-                    exported.append(name[1:] if name.startswith("_") else name)
+                    exported.append(_string(strings, strx))
+        elif cmd in (LC_DYLD_INFO, LC_DYLD_INFO_ONLY, LC_DYLD_EXPORTS_TRIE):
+            trie_off, trie_size = struct.unpack_from(
+                "<II", body, 8 if cmd == LC_DYLD_EXPORTS_TRIE else 40)
+            if trie_off + trie_size > len(data):
+                raise MachOError("export trie past the end of the file")
+            if trie_size:
+                trie = (trie or []) + macho_export_trie(data[trie_off:trie_off + trie_size])
         at += size
-    return needed, exported
+    names = exported if trie is None else trie
+    return needed, [name[1:] if name.startswith("_") else name for name in names]
+
+
+def macho_undefined(data):
+    """The external symbols a Mach-O image (every slice of a universal one) leaves undefined,
+    with their leading '_': what it binds at load time."""
+    magic, = struct.unpack_from(">I", data, 0)
+    if magic in (FAT_MAGIC, FAT_MAGIC_64):
+        count, = struct.unpack_from(">I", data, 4)
+        entry = ">iiQQI" if magic == FAT_MAGIC_64 else ">iiIII"
+        step = struct.calcsize(entry) + (4 if magic == FAT_MAGIC_64 else 0)
+        names = set()
+        for k in range(count):
+            _, _, offset, size, _ = struct.unpack_from(entry, data, 8 + k * step)
+            names |= macho_undefined(data[offset:offset + size])
+        return names
+    wide = struct.unpack_from("<I", data, 0)[0] == MH_MAGIC_64
+    ncmds, = struct.unpack_from("<I", data, 16)
+    names, at = set(), 32 if wide else 28
+    for _ in range(ncmds):
+        cmd, size = struct.unpack_from("<II", data, at)
+        if cmd == LC_SYMTAB:
+            symoff, nsyms, stroff, _ = struct.unpack_from("<IIII", data, at + 8)
+            entry = "<IBBHQ" if wide else "<IBBHI"
+            step = struct.calcsize(entry)
+            for k in range(nsyms):
+                strx, ntype, _, _, _ = struct.unpack_from(entry, data, symoff + k * step)
+                if not ntype & N_STAB and ntype & N_EXT and ntype & N_TYPE == 0:
+                    names.add(_string(data[stroff:], strx))
+        at += size
+    return names
 
 
 def _pe_sections(data):
@@ -285,15 +369,16 @@ def pe_dynamic_info(data):
 
 
 def dynamic_info(data):
-    """(needed libraries, exported symbols, whether a library is allowed) of an extension in
-    whichever binary format it is."""
+    """(needed libraries, exported symbols, whether a library is allowed, the exports allowed
+    besides the module's PyInit_) of an extension in whichever binary format it is."""
     if data[:4] == b"\x7fELF":
-        return (*elf_dynamic_info(data), ALLOWED_NEEDED.__contains__)
+        return (*elf_dynamic_info(data), ALLOWED_NEEDED.__contains__, set())
     if data[:2] == b"MZ":
-        return (*pe_dynamic_info(data), lambda lib: PE_ALLOWED.fullmatch(lib) is not None)
+        return (*pe_dynamic_info(data), lambda lib: PE_ALLOWED.fullmatch(lib) is not None,
+                set())
     if len(data) >= 4 and (struct.unpack_from("<I", data, 0)[0] in (MH_MAGIC_64, MH_MAGIC) or
                            struct.unpack_from(">I", data, 0)[0] in (FAT_MAGIC, FAT_MAGIC_64)):
-        return (*macho_dynamic_info(data), MACHO_ALLOWED.__contains__)
+        return (*macho_dynamic_info(data), MACHO_ALLOWED.__contains__, MACHO_LINKER_SYMBOLS)
     raise BinaryError("not an ELF, Mach-O or PE file")
 
 
@@ -301,14 +386,14 @@ def check_extension(label, data):
     """Problems with one compiled extension module (its file name in `label`)."""
     module = pathlib.PurePosixPath(label).name.split(".")[0]
     try:
-        needed, exported, allowed = dynamic_info(data)
+        needed, exported, allowed, tolerated = dynamic_info(data)
     except (BinaryError, struct.error) as e:
         return [f"{label}: {e}"]
     problems = [f"{label}: needs {lib}" for lib in needed if not allowed(lib)]
     if data[:4] == b"\x7fELF":
         problems += [f"{label}: searches {path} for libraries (RPATH or RUNPATH)"
                      for path in elf_search_paths(data)]
-    extra = sorted(set(exported) - {f"PyInit_{module}"})
+    extra = sorted(set(exported) - {f"PyInit_{module}"} - tolerated)
     if extra:
         shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
         problems.append(f"{label}: exports {shown}")

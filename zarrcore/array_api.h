@@ -208,6 +208,46 @@ static inline int zc_import_array_api(void)
     return 0;
 }
 
+/* Raise the TypeError of zc_array_from_capsule for `obj`, which is no array capsule, naming
+ * what it is: its type, by the type's attributes (the stable ABI has no PyTypeObject fields),
+ * and a capsule's name. */
+static inline void zc__array_not_a_capsule(PyObject *obj)
+{
+    static const char pass[] = ": pass handle.capsule() (the capsule it returns), where handle = "
+                               "array.native_handle()";
+    if (obj == NULL) {
+        PyErr_Format(PyExc_TypeError, "expected the capsule of a zarrcore array handle, not "
+                     "NULL%s", pass);
+        return;
+    }
+    const char *name = PyCapsule_CheckExact(obj) ? PyCapsule_GetName(obj) : NULL;
+    PyErr_Clear(); /* (from PyCapsule_GetName) */
+    PyObject *type = PyObject_Type(obj);
+    PyObject *module = PyObject_GetAttrString(type, "__module__");
+    PyObject *qualname = module != NULL ? PyObject_GetAttrString(type, "__qualname__") : NULL;
+    Py_DECREF(type);
+    if (qualname == NULL) {
+        Py_XDECREF(module);
+        return;
+    }
+    /* As the type's tp_name reads: "module.qualname", builtins' without their module. */
+    if (PyUnicode_Check(module) && PyUnicode_CompareWithASCIIString(module, "builtins") == 0)
+        PyErr_Format(PyExc_TypeError, "expected the capsule of a zarrcore array handle, not "
+                     "a %S%s%s%s", qualname, name != NULL ? " named " : "",
+                     name != NULL ? name : "", pass);
+    else if (PyUnicode_Check(module) &&
+             PyUnicode_CompareWithASCIIString(module, "zarrcore.array_api") == 0 &&
+             PyUnicode_Check(qualname) &&
+             PyUnicode_CompareWithASCIIString(qualname, "ArrayHandle") == 0)
+        PyErr_Format(PyExc_TypeError, "expected the capsule of a zarrcore array handle, not "
+                     "the ArrayHandle itself%s", pass);
+    else
+        PyErr_Format(PyExc_TypeError, "expected the capsule of a zarrcore array handle, not "
+                     "a %S.%S%s", module, qualname, pass);
+    Py_DECREF(module);
+    Py_DECREF(qualname);
+}
+
 /* The handle in a capsule from ArrayHandle.capsule(), with a new reference the caller drops
  * with zc_array_release; NULL with a Python exception set (TypeError for anything but such a
  * capsule, saying what to pass). Call with the GIL. */
@@ -218,18 +258,7 @@ static inline zc_array *zc_array_from_capsule(PyObject *capsule)
         return NULL;
     }
     if (capsule == NULL || !PyCapsule_IsValid(capsule, "zarrcore.array")) {
-        const char *type = capsule == NULL ? "NULL" : Py_TYPE(capsule)->tp_name;
-        const char *name = capsule != NULL && PyCapsule_CheckExact(capsule)
-                               ? PyCapsule_GetName(capsule) : NULL;
-        PyErr_Clear(); /* (from PyCapsule_GetName) */
-        PyErr_Format(PyExc_TypeError,
-                     "expected the capsule of a zarrcore array handle, not %s%s%s%s: pass "
-                     "handle.capsule() (the capsule it returns), where handle = "
-                     "array.native_handle()",
-                     strcmp(type, "zarrcore.array_api.ArrayHandle") == 0
-                         ? "the ArrayHandle itself" : "a ",
-                     strcmp(type, "zarrcore.array_api.ArrayHandle") == 0 ? "" : type,
-                     name != NULL ? " named " : "", name != NULL ? name : "");
+        zc__array_not_a_capsule(capsule);
         return NULL;
     }
     zc_array *a = (zc_array *)PyCapsule_GetPointer(capsule, "zarrcore.array");

@@ -10,10 +10,11 @@ import numpy as np
 
 cimport numpy as cnp
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport uint64_t
 
 from zarrcore._native.buffers cimport get_buffer
+from zarrcore._native.pybytes cimport bytes_data
 from zarrcore._native.status cimport (
     ZC_ERR_CHECKSUM, ZC_ERR_CORRUPT, ZC_ERR_NOMEM, ZC_ERR_OVERLAP, ZC_ERR_PARAM, ZC_ERR_SIZE,
     ZC_ERR_UNSUPPORTED, ZC_OK,
@@ -437,7 +438,7 @@ def shard_index_pack(entries, out=None):
     cdef char *p
     if out is None:
         out = PyBytes_FromStringAndSize(NULL, 16 * n)
-        p = PyBytes_AS_STRING(out)
+        p = bytes_data(out)
     else:
         _check_out(out, (16 * n,), np.dtype(np.uint8))
         p = <char *>cnp.PyArray_DATA(out)

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "codecs/zc_extern.h"
 #include "zc_status.h"
 
 size_t zc_blosc_bound(size_t nbytes)
@@ -94,4 +95,13 @@ int zc_blosc_decompress(const void *src, size_t srclen, void *dst, size_t dstlen
     if (got < 0)
         return ZC_ERR_CORRUPT;
     return (size_t)got == n ? ZC_OK : ZC_ERR_CORRUPT;
+}
+
+void zc_blosc_library_versions(const char **blosc, const char **zstd, const char **lz4,
+                               const char **zlib)
+{
+    *blosc = blosc_get_version_string();
+    *zstd = ZSTD_versionString();
+    *lz4 = LZ4_versionString();
+    *zlib = zlibVersion();
 }

@@ -19,6 +19,7 @@ typedef struct { void *dst; size_t size; size_t pos; } ZSTD_outBuffer;
 #define ZSTD_reset_session_only 1
 #define ZSTD_reset_session_and_parameters 3
 
+const char *ZSTD_versionString(void);
 ZSTD_CCtx *ZSTD_createCCtx(void);
 size_t ZSTD_freeCCtx(ZSTD_CCtx *cctx);
 size_t ZSTD_CCtx_reset(ZSTD_CCtx *cctx, int reset);
@@ -64,6 +65,7 @@ size_t ZSTD_sizeof_DCtx(const ZSTD_DCtx *dctx);
 
 /* ---- lz4 ---- */
 #define LZ4_MAX_INPUT_SIZE 0x7E000000
+const char *LZ4_versionString(void);
 int LZ4_compressBound(int inputSize);
 int LZ4_compress_fast(const char *src, char *dst, int srcSize, int dstCapacity, int acceleration);
 int LZ4_decompress_safe(const char *src, char *dst, int compressedSize, int dstCapacity);
@@ -99,6 +101,7 @@ typedef struct z_stream_s {
 #define Z_DEFAULT_STRATEGY 0
 #define ZC_ZLIB_MEMLEVEL 8
 
+const char *zlibVersion(void);
 int deflateInit2_(z_stream *strm, int level, int method, int windowBits, int memLevel,
                   int strategy, const char *version, int stream_size);
 int deflate(z_stream *strm, int flush);

@@ -69,13 +69,18 @@ setup(
 def c_compiler():
     """The C compiler setuptools would build the extension with, or None where there is none
     (a machine with a wheel installed need not have one)."""
-    from setuptools._distutils import ccompiler, errors, sysconfig
+    from setuptools._distutils import ccompiler, sysconfig
 
     compiler = ccompiler.new_compiler()
     if compiler.compiler_type == "msvc":  # looks for Visual Studio
         try:
             compiler.initialize()
-        except errors.DistutilsPlatformError:
+        except Exception as e:
+            # No Visual Studio: DistutilsPlatformError, or in newer setuptools (84) the
+            # PlatformError of its compilers package, which it may load under `distutils.` as
+            # well (so matched by name: a class imported here could be another copy).
+            if type(e).__name__ not in ("DistutilsPlatformError", "PlatformError"):
+                raise
             return None
         return compiler.cc
     sysconfig.customize_compiler(compiler)

@@ -16,7 +16,9 @@ from zarrcore.errors import ChunkDecodeError, MetadataError
 
 numcodecs = pytest.importorskip("numcodecs")
 
-STRING = np.dtypes.StringDType()
+# The dtype of zarrcore's string arrays: numpy 2's StringDType, object arrays of str before.
+STRING = (np.dtypes.StringDType() if hasattr(np, "dtypes") and hasattr(np.dtypes, "StringDType")
+          else np.dtype(object))
 
 
 def frame(*items, count=None):

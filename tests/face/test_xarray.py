@@ -9,10 +9,10 @@ import os
 import warnings
 
 import numpy as np
-import pandas as pd
 import pytest
 
 xr = pytest.importorskip("xarray", reason="the xarray extra is not installed")
+import pandas as pd  # noqa: E402 (xarray's dependency)
 pytest.importorskip("zarr", reason="the comparisons need zarr-python (engine='zarr')")
 dask_array = pytest.importorskip("dask.array", reason="chunked datasets need dask")
 

@@ -15,6 +15,7 @@ MINGW = "x86_64-w64-mingw32-gcc"
 LIBSYSTEM = "/usr/lib/libSystem.B.dylib"
 EXPORTED, PRIVATE_EXTERN, UNDEFINED = 0x0F, 0x1F, 0x01  # n_type: N_SECT|N_EXT, +N_PEXT, N_EXT
 LC_LOAD_DYLIB, LC_LOAD_WEAK_DYLIB, LC_SYMTAB = 0xC, 0x80000018, 0x2
+LC_DYLD_INFO_ONLY = 0x80000022
 
 
 def macho(dylibs, symbols, weak=()):
@@ -40,6 +41,46 @@ def macho(dylibs, symbols, weak=()):
     return header + commands + entries + strings
 
 
+def export_trie(names):
+    """An export trie naming these symbols (each with its leading '_'): a root whose edges are
+    the whole names, each to a terminal node (flags 0, an address below 128)."""
+    nodes, edges = [], b""
+    for name in names:
+        nodes.append(b"\x02\x00\x10\x00")  # terminal size 2: flags, address; no children
+        edges += name.encode() + b"\0" + b"\xff"  # the child's offset, patched below
+    root_size = 2 + len(edges)
+    trie, at = bytearray(b"\x00" + bytes([len(names)])), root_size
+    for name, node in zip(names, nodes):
+        assert at < 128
+        trie += name.encode() + b"\0" + bytes([at])
+        at += len(node)
+    return bytes(trie) + b"".join(nodes)
+
+
+def with_export_trie(image, names):
+    """A Mach-O image of macho() with an LC_DYLD_INFO_ONLY command whose export trie names
+    these symbols: the command added after the others, the trie at the end of the file."""
+    ncmds, sizeofcmds = struct.unpack_from("<II", image, 16)
+    trie = export_trie(names)
+    end = 32 + sizeofcmds
+    # The symbol table and strings move 48 bytes down, past the new command.
+    body = bytearray(image[end:])
+    commands = bytearray(image[32:end])
+    at = 0
+    while at < len(commands):
+        cmd, size = struct.unpack_from("<II", commands, at)
+        if cmd == LC_SYMTAB:
+            symoff, nsyms, stroff, strsize = struct.unpack_from("<IIII", commands, at + 8)
+            struct.pack_into("<IIII", commands, at + 8, symoff + 48, nsyms, stroff + 48, strsize)
+        at += size
+    trie_at = len(image) + 48
+    commands += struct.pack("<12I", LC_DYLD_INFO_ONLY, 48, 0, 0, 0, 0, 0, 0, 0, 0, trie_at,
+                            len(trie))
+    header = bytearray(image[:32])
+    struct.pack_into("<II", header, 16, ncmds + 1, sizeofcmds + 48)
+    return bytes(header + commands + body) + trie
+
+
 def universal(*slices):
     """A universal (fat) Mach-O file of these slices."""
     out = struct.pack(">II", 0xCAFEBABE, len(slices))
@@ -61,6 +102,7 @@ def test_a_macho_extension_linking_libsystem_and_exporting_its_init_passes(check
     data = good_macho("kernels")
     assert check_wheel.macho_dynamic_info(data) == ([LIBSYSTEM], ["PyInit_kernels"])
     assert check_wheel.check_extension("zarrcore/kernels.cpython-311-darwin.so", data) == []
+    assert check_wheel.macho_undefined(universal(data, data)) == {"_PyLong_FromLong"}
     assert check_wheel.check_extension("zarrcore/kernels.so", universal(data, data)) == []
 
 
@@ -75,6 +117,26 @@ def test_a_macho_extension_linking_or_exporting_more_fails(check_wheel):
     ]
     # In one slice of a universal file only: still found.
     assert check_wheel.check_extension("zarrcore/kernels.so", universal(good_macho("kernels"), data))
+
+
+def test_a_macho_extension_s_exports_are_those_of_its_export_trie(check_wheel):
+    # zig's linker: the trie names the header symbols it defines besides PyInit_; a symbol
+    # table entry that is external but not in the trie is not exported.
+    data = with_export_trie(
+        macho([LIBSYSTEM], [("PyInit_kernels", EXPORTED), ("helper", EXPORTED)]),
+        ["_PyInit_kernels", "__mh_dylib_header", "___dso_handle"])
+    assert check_wheel.macho_dynamic_info(data) == (
+        [LIBSYSTEM], ["PyInit_kernels", "__dso_handle", "_mh_dylib_header"])
+    assert check_wheel.check_extension("zarrcore/kernels.so", data) == []
+    bad = with_export_trie(good_macho("kernels"), ["_PyInit_kernels", "_ZSTD_compress"])
+    assert check_wheel.check_extension("zarrcore/kernels.so", bad) == [
+        "zarrcore/kernels.so: exports ZSTD_compress"]
+    # A trie cut short, or with an edge to a node outside it, is reported, not crashed on.
+    size = len(export_trie(["_PyInit_kernels", "_ZSTD_compress"]))
+    outside = b"\x00\x01_A\x00\x7f"
+    for broken in (bad[:-3], bad[:-size] + outside + b"\x00" * (size - len(outside))):
+        problems = check_wheel.check_extension("zarrcore/kernels.so", broken)
+        assert len(problems) == 1 and problems[0].startswith("zarrcore/kernels.so: "), problems
 
 
 def test_a_truncated_macho_extension_is_reported_not_crashed_on(check_wheel):

@@ -156,6 +156,16 @@ def test_the_installed_python_blosc_s_inputs_name_all_four_libraries():
     assert all(version[0].isdigit() for _, version in found)
 
 
+def test_the_installed_package_s_sbom_names_the_versions_its_libraries_report():
+    from zarrcore._native.compress import library_versions
+
+    text = importlib.metadata.distribution("zarrcore").read_text(f"sboms/{sbom.SBOM_NAME}")
+    if text is None:
+        pytest.skip("the installed zarrcore has no SBOM (an in-place build)")
+    named = {name: version for name, (version, _, _) in sbom.read_components(text).items()}
+    assert library_versions() == named
+
+
 # check_wheel.check_sbom on packages given as {path: bytes loader}.
 DISTINFO = "zarrcore-0.1.0.dist-info"
 

@@ -12,6 +12,7 @@ from libc.stdlib cimport free
 from libc.string cimport memset
 
 from zarrcore._native.buffers cimport get_buffer
+from zarrcore._native.pybytes cimport bytes_data_raw, bytes_shrink
 from zarrcore._native.status cimport ZC_ERR_NOMEM, ZC_ERR_SIZE, ZC_ERR_UNSUPPORTED, ZC_OK
 
 from zarrcore._native.status import status_error
@@ -19,8 +20,6 @@ from zarrcore.errors import ChunkDecodeError
 
 cdef extern from "Python.h":
     PyObject* _new_bytes "PyBytes_FromStringAndSize"(const char *v, Py_ssize_t n) except NULL
-    char* _bytes_data "PyBytes_AS_STRING"(PyObject *o) nogil  # a plain field access
-    int _PyBytes_Resize(PyObject **o, Py_ssize_t n) except -1
     void _decref "Py_DECREF"(PyObject *o)
     const Py_ssize_t PY_SSIZE_T_MAX
 
@@ -33,6 +32,8 @@ cdef extern from "codecs/zc_blosc.h" nogil:
                           size_t typesize, const char *cname, size_t blocksize, size_t *outlen)
     int zc_blosc_decoded_size(const void *src, size_t n, size_t *nbytes)
     int zc_blosc_decompress(const void *src, size_t n, void *dst, size_t dstlen, int threads)
+    void zc_blosc_library_versions(const char **blosc, const char **zstd, const char **lz4,
+                                   const char **zlib)
 
 cdef extern from "codecs/zc_zstd.h" nogil:
     size_t zc_zstd_bound(size_t n)
@@ -80,7 +81,7 @@ def buffer_nbytes(obj):
 
 cdef object _adopt(PyObject *raw, Py_ssize_t n):
     """Shrink the fresh bytes `raw` to n and take over its reference (freed on failure)."""
-    _PyBytes_Resize(&raw, n)
+    bytes_shrink(&raw, n)
     result = <object>raw
     _decref(raw)
     return result
@@ -119,6 +120,15 @@ cdef int _decode_failed(str codec, int status, Py_ssize_t srclen, Py_ssize_t exp
         ZC_ERR_UNSUPPORTED: (ChunkDecodeError, "data uses a feature not available in this build"),
         None: (ChunkDecodeError, f"corrupt or truncated data ({srclen} bytes)"),
     })
+
+
+def library_versions():
+    """{library: version} of c-blosc and the zstd, lz4 and zlib it bundles, as the linked
+    libraries report them: what the wheels' SBOM names."""
+    cdef const char *versions[4]
+    zc_blosc_library_versions(&versions[0], &versions[1], &versions[2], &versions[3])
+    return {name: versions[i].decode("ascii")
+            for i, name in enumerate(("c-blosc", "zstd", "lz4", "zlib"))}
 
 
 # ---- crc32c -----------------------------------------------------------------------------
@@ -220,14 +230,15 @@ cdef object _to_new_bytes(str codec, const Py_buffer *view, const _Params *p, si
     """`view` encoded (into at most `cap` bytes) or decoded (into exactly `cap`) as new bytes."""
     cdef PyObject *raw = _new_bytes(NULL, cap)
     cdef PyObject *done
+    cdef char *dst = bytes_data_raw(raw)
     cdef size_t n = cap
     cdef int status
     try:
         with nogil:
             if encode:
-                status = _encode(p, view.buf, view.len, _bytes_data(raw), cap, &n)
+                status = _encode(p, view.buf, view.len, dst, cap, &n)
             else:
-                status = _decode(p, view.buf, view.len, _bytes_data(raw), cap)
+                status = _decode(p, view.buf, view.len, dst, cap)
         if status != ZC_OK:
             if encode:
                 _encode_failed(codec, status)

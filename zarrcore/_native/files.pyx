@@ -6,11 +6,12 @@ through the same checks."""
 import errno as errno_
 import os
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.errno cimport EINTR, errno
 from libc.stddef cimport ptrdiff_t
 from libc.stdint cimport uint64_t
 
+from .pybytes cimport bytes_data
 from .status cimport ZC_ERR_IO, ZC_ERR_LOCK, ZC_ERR_NOMEM, ZC_ERR_OUTSIDE, ZC_ERR_SIZE, ZC_OK
 
 from .status import CALL_ERRNO, status_error
@@ -108,7 +109,7 @@ def pread(int fd, Py_ssize_t size, unsigned long long offset):
     if size < 0:
         raise ValueError("negative size")
     data = PyBytes_FromStringAndSize(NULL, size)
-    cdef Py_ssize_t got = _read_at(fd, PyBytes_AS_STRING(data), size, offset)
+    cdef Py_ssize_t got = _read_at(fd, bytes_data(data), size, offset)
     return data if got == size else data[:got]
 
 

@@ -6,12 +6,13 @@ Inputs are any C-contiguous buffers; outputs are new uint8 numpy arrays. Bad inp
 ChunkDecodeError (ChecksumError for a mismatch); callers add the key.
 """
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport uint32_t
 from libc.stdlib cimport free, malloc
 
 from zarrcore._native.buffers cimport get_buffer
+from zarrcore._native.pybytes cimport bytes_data, bytes_size
 from zarrcore._native.status cimport ZC_ERR_CHECKSUM, ZC_ERR_CORRUPT, ZC_ERR_OVERLAP, ZC_ERR_SIZE, ZC_OK
 
 import numpy as np
@@ -302,8 +303,8 @@ def vlen_encode(list items, bint text):
                 item = bytes(item)
                 keep.append(item)
             if not text and isinstance(item, bytes):
-                ptrs[i] = PyBytes_AS_STRING(item)
-                lens[i] = PyBytes_GET_SIZE(item)
+                ptrs[i] = bytes_data(item)
+                lens[i] = bytes_size(item)
             elif _numcodecs_missing(item):
                 ptrs[i], lens[i] = b"", 0
             else:

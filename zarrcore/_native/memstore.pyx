@@ -2,7 +2,7 @@
 """The data of a MemoryStore in C (csrc/files/zc_memstore.h): a mapping of keys to bytes that threads
 without the GIL (array handles) read, write and lock as well as Python code."""
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy
