@@ -95,9 +95,11 @@ class _VariableLengthBase(DataType):
 
 # numpy >= 2 has a native variable-length string dtype; before that, object arrays of str
 # (numpy.dtypes itself is numpy >= 1.25's).
-_STRING_NUMPY = (np.dtypes.StringDType()
-                 if hasattr(np, "dtypes") and hasattr(np.dtypes, "StringDType")
-                 else np.dtype(object))
+_STRING_NUMPY = (
+    np.dtypes.StringDType()
+    if hasattr(np, "dtypes") and hasattr(np.dtypes, "StringDType")
+    else np.dtype(object)
+)
 
 
 class StringType(_VariableLengthBase):
