@@ -312,9 +312,9 @@ def _pe_sections(data):
     return opt, magic == 0x20B, sections  # (virtual size, address, raw size, raw offset)
 
 
-def pe_dynamic_info(data):
-    """(imported DLLs, exported names) of a PE image (a .pyd) given as bytes; exports by
-    ordinal only appear as "#ordinal"."""
+def _pe_layout(data):
+    """(PE32+?, file offset of an address, (address, size) of a data directory) of a PE
+    image."""
     opt, plus, sections = _pe_sections(data)
 
     def offset(rva):
@@ -333,22 +333,53 @@ def pe_dynamic_info(data):
             return 0, 0
         return struct.unpack_from("<II", data, directories + 8 * index)
 
-    needed = []
-    # The import table (descriptors of 20 bytes, name at 12) and the delay-load table
-    # (descriptors of 32 bytes, name at 4), each ending with a zeroed descriptor.
-    for index, step, name_at in ((1, 20, 12), (13, 32, 4)):
-        rva, size = directory(index)
-        if rva == 0:
-            continue
-        at = offset(rva)
+    return plus, offset, directory
+
+
+def _pe_descriptors(data, offset, directory, index, step):
+    """File offsets of the descriptors of the import (index 1, 20 bytes each) or delay-load
+    (13, 32 bytes) table, which a zeroed descriptor ends."""
+    rva, _ = directory(index)
+    if rva == 0:
+        return
+    at = offset(rva)
+    while True:
+        if at + step > len(data):
+            raise PeError("import table past the end of the file")
+        if data[at:at + step] == bytes(step):
+            return
+        yield at
+        at += step
+
+
+def pe_imports(data):
+    """[(DLL, file offset of its name, [names imported from it])] of a PE image's import
+    table; imports by ordinal appear as "#ordinal"."""
+    plus, offset, directory = _pe_layout(data)
+    entry, by_ordinal = ("<Q", 1 << 63) if plus else ("<I", 1 << 31)
+    imports = []
+    for at in _pe_descriptors(data, offset, directory, 1, 20):
+        lookup, _, _, name_rva, thunks = struct.unpack_from("<IIIII", data, at)
+        names, table = [], offset(lookup or thunks)
         while True:
-            if at + step > len(data):
-                raise PeError("import table past the end of the file")
-            if data[at:at + step] == bytes(step):
+            value, = struct.unpack_from(entry, data, table)
+            if value == 0:
                 break
-            name_rva, = struct.unpack_from("<I", data, at + name_at)
-            needed.append(_string(data, offset(name_rva)))
-            at += step
+            names.append(f"#{value & 0xFFFF}" if value & by_ordinal
+                         else _string(data, offset(value & 0x7FFFFFFF) + 2))
+            table += struct.calcsize(entry)
+        imports.append((_string(data, offset(name_rva)), offset(name_rva), names))
+    return imports
+
+
+def pe_dynamic_info(data):
+    """(imported DLLs, exported names) of a PE image (a .pyd) given as bytes; exports by
+    ordinal only appear as "#ordinal"."""
+    plus, offset, directory = _pe_layout(data)
+    # The import table (name at 12 of each descriptor) and the delay-load table (at 4).
+    needed = [_string(data, offset(struct.unpack_from("<I", data, at + name_at)[0]))
+              for index, step, name_at in ((1, 20, 12), (13, 32, 4))
+              for at in _pe_descriptors(data, offset, directory, index, step)]
     exported = []
     rva, size = directory(0)
     if rva:

@@ -251,6 +251,7 @@ def test_chunks_that_fill_huge_pages_badly_or_exceed_them(tmp_path, edge):
     assert info["hits"] > 0 and info["evictions"] > 0 and info["entries"] <= 2
 
 
+@pytest.mark.posix("symbolic links need a privilege on Windows, and /dev/shm is Linux's")
 @pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs a second file system, /dev/shm")
 def test_shards_on_another_file_system_are_opened_and_still_cached(tmp_path):
     """Shards in a directory linked to another file system than the array's have their

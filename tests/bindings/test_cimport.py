@@ -2,7 +2,6 @@
 calls its kernels without the GIL."""
 import importlib
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -10,6 +9,7 @@ import textwrap
 import crc32c as crc32c_ref
 import numpy as np
 import pytest
+from compilers import c_compiler
 
 import zarrcore
 
@@ -64,27 +64,6 @@ setup(
     ),
 )
 """
-
-
-def c_compiler():
-    """The C compiler setuptools would build the extension with, or None where there is none
-    (a machine with a wheel installed need not have one)."""
-    from setuptools._distutils import ccompiler, sysconfig
-
-    compiler = ccompiler.new_compiler()
-    if compiler.compiler_type == "msvc":  # looks for Visual Studio
-        try:
-            compiler.initialize()
-        except Exception as e:
-            # No Visual Studio: DistutilsPlatformError, or in newer setuptools (84) the
-            # PlatformError of its compilers package, which it may load under `distutils.` as
-            # well (so matched by name: a class imported here could be another copy).
-            if type(e).__name__ not in ("DistutilsPlatformError", "PlatformError"):
-                raise
-            return None
-        return compiler.cc
-    sysconfig.customize_compiler(compiler)
-    return shutil.which(compiler.compiler_so[0])
 
 
 def test_pxd_files_ship_in_the_include_dir():

@@ -41,6 +41,9 @@ __all__ = ["Array", "make_array", "storage_block"]
 # Up to this many storage blocks outside a kept region, a resize checks each; beyond, it lists
 # the array's stored blocks instead.
 _ENUMERATE_BLOCKS_MAX = 16384
+# numpy.exceptions is numpy >= 1.25's; numpy 2 has AxisError only there, numpy 1.24 only at the
+# top level.
+_AXIS_ERROR: type[Exception] = getattr(getattr(np, "exceptions", np), "AxisError")
 
 
 class Array(SelectionMethods, ChunkMethods, Node):
@@ -775,7 +778,7 @@ class Array(SelectionMethods, ChunkMethods, Node):
             raise ValueError(f"data has {data.ndim} dimensions, the array {self.ndim}")
         axis = axis + self.ndim if axis < 0 else axis
         if not 0 <= axis < self.ndim:
-            raise np.exceptions.AxisError(axis, self.ndim)
+            raise _AXIS_ERROR(axis, self.ndim)
         with self._metadata_update() as current:
             shape = tuple(current.shape)
             others = [s for i, s in enumerate(shape) if i != axis]
