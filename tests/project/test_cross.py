@@ -1,24 +1,17 @@
 """wheels/cross.py's targets (`make cross`): the macOS ones at the deployment targets the
 cibuildwheel settings give, and the build settings it hands setup.py for each."""
-import importlib
-import pathlib
 import sys
 import tomllib
 
 import pytest
+from wheel_scripts import WHEELS, wheel_script
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-if not (ROOT / "wheels" / "cross.py").is_file():
-    pytest.skip("needs the source checkout (wheels/) beside the tests", allow_module_level=True)
+ROOT = WHEELS.parent
 
 
 @pytest.fixture(scope="module")
 def cross():
-    sys.path.insert(0, str(ROOT / "wheels"))
-    try:
-        return importlib.import_module("cross")
-    finally:
-        sys.path.remove(str(ROOT / "wheels"))
+    return wheel_script("cross")
 
 
 def test_the_targets_are_macos_arm64_and_x86_64_and_windows_amd64(cross):

@@ -1,27 +1,17 @@
 """wheels/hide_symbols.py: the global definitions of a static archive of Mach-O objects made
 private extern in place (what `make cross` does to python-blosc's macOS libblosc.a before zig
 links it), on archives built here byte by byte."""
-import importlib
-import pathlib
 import struct
-import sys
 
 import pytest
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-if not (ROOT / "wheels" / "hide_symbols.py").is_file():
-    pytest.skip("needs the source checkout (wheels/) beside the tests", allow_module_level=True)
+from wheel_scripts import wheel_script
 
 N_UNDF_EXT, N_SECT_EXT, N_SECT_PEXT, N_SECT_LOCAL, N_STAB_FUN = 0x01, 0x0F, 0x1F, 0x0E, 0x24
 
 
 @pytest.fixture(scope="module")
 def hide():
-    sys.path.insert(0, str(ROOT / "wheels"))
-    try:
-        return importlib.import_module("hide_symbols")
-    finally:
-        sys.path.remove(str(ROOT / "wheels"))
+    return wheel_script("hide_symbols")
 
 
 def macho_object(symbols):
