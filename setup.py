@@ -40,7 +40,10 @@ def _blosc_paths():
 
 BLOSC_INCLUDE, BLOSC_ARCHIVE = _blosc_paths()
 # ZARRCORE_LIMITED_API=1 builds the bindings for CPython's stable ABI (Py_LIMITED_API 3.11,
-# Cython's limited-API mode; an abi3 wheel for CPython 3.11 and later). MEASURE-PENDING
+# Cython's limited-API mode; an abi3 wheel for CPython 3.11 and later). The wheels are built
+# per CPython version instead: through the stable ABI the bindings' per-call work costs more,
+# up to 9.5% more instructions (7% more time) for a read of one small chunk, past the 2% an
+# abi3 wheel was allowed (benchmarks/RESULTS.md, docs/guide/install.md). Kept to measure again.
 LIMITED_API = os.environ.get("ZARRCORE_LIMITED_API") == "1"
 LIMITED_API_VERSION = 0x030B0000
 if LIMITED_API and (sys.version_info < (3, 11) or hasattr(sys, "_is_gil_enabled")

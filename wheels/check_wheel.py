@@ -9,9 +9,10 @@ PyInit_ function (the statically linked blosc, zstd, lz4 and zlib stay private, 
 cannot clash with another copy in the process): ELF (Linux: glibc's libraries, or musl's
 libc), Mach-O (macOS: libSystem; the exports of its export trie, which may also name the two
 header symbols zig's linker defines) and PE (Windows: KERNEL32, the Universal CRT's
-api-ms-win-crt-*, VCRUNTIME140 and pythonXY.dll), read here without binutils. Every .pyx below zarrcore/ must
-have its extension, and the public .pxd files and header must be there for `cimport zarrcore.kernels`,
-`cimport zarrcore.array_api` and `#include <zarrcore/array_api.h>`; a wheel must hold
+api-ms-win-crt-*, VCRUNTIME140 and pythonXY.dll), read here without binutils. Every .pyx
+below zarrcore/ must have its extension, and the public .pxd files and header must be there
+for `cimport zarrcore.kernels`, `cimport zarrcore.array_api` and
+`#include <zarrcore/array_api.h>`; a wheel must hold
 nothing else of zarrcore's but Python modules. Its SBOM (`<dist-info>/sboms/`, PEP 770,
 written by wheels/sbom.py) must name every library the extensions link statically (c-blosc,
 zstd, lz4, zlib) at a version compiled into the extensions, and each licence file it names
@@ -281,13 +282,14 @@ def macho_undefined(data):
     for _ in range(ncmds):
         cmd, size = struct.unpack_from("<II", data, at)
         if cmd == LC_SYMTAB:
-            symoff, nsyms, stroff, _ = struct.unpack_from("<IIII", data, at + 8)
+            symoff, nsyms, stroff, strsize = struct.unpack_from("<IIII", data, at + 8)
+            strings = data[stroff:stroff + strsize]
             entry = "<IBBHQ" if wide else "<IBBHI"
             step = struct.calcsize(entry)
             for k in range(nsyms):
                 strx, ntype, _, _, _ = struct.unpack_from(entry, data, symoff + k * step)
                 if not ntype & N_STAB and ntype & N_EXT and ntype & N_TYPE == 0:
-                    names.add(_string(data[stroff:], strx))
+                    names.add(_string(strings, strx))
         at += size
     return names
 

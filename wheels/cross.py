@@ -50,7 +50,6 @@ import test_wheels
 import wincheck
 from release import (ROOT, WORK, build_sdist, build_venv, installed_version, output, run,
                      target_blosc, target_wheel, unpack, zig, zig_cc)
-from test_wheels import python_tag
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,7 +212,9 @@ def build_wheel(python, target_name, tree, out):
     if target.system == "darwin":
         unbound = unbound_macos_symbols(wheel)
         if unbound:
-            raise subprocess.CalledProcessError(1, "unbound symbols", "\n".join(unbound))
+            print(f"{wheel.name}: left unbound, neither libSystem's nor Python's:\n  " +
+                  "\n  ".join(unbound), flush=True)
+            raise subprocess.CalledProcessError(1, "unbound_macos_symbols")
     return wheel
 
 
@@ -285,8 +286,9 @@ if hasattr(_winapi, "CopyFile2"):
 '''
 
 
-# numpy 2.2 and later call the C runtime's crealf, which Debian 12's Wine (8.0) lacks: they
-# abort at import there. The wheels run on numpy >= 1.24 (`make oldest-test`).
+# numpy 2.2 and later called the C runtime's crealf at import, which Debian 12's Wine (8.0)
+# lacks, and aborted (before wine_complex_math, which may now cover it: not tried). The wheels
+# run on numpy >= 1.24 (`make oldest-test`).
 WINE_NUMPY = "numpy<2.2"
 # Besides the subset's requirements: the references that tests/bindings and tests/codecs
 # compare with (Windows wheels; the tests that need others skip).
@@ -372,7 +374,7 @@ def main(argv=None):
             if args.wine_only:
                 if not windows:
                     continue
-                (wheel,) = out.glob(f"zarrcore-*-{python_tag(args.python)}-"
+                (wheel,) = out.glob(f"zarrcore-*-{test_wheels.python_tag(args.python)}-"
                                     f"{TARGETS[target_name].blosc_platform}.whl")
             else:
                 tree = unpack(sdist, target_name)

@@ -23,7 +23,7 @@ int zc_blosc_decompress(const void *src, size_t srclen, void *dst, size_t dstlen
 /* The versions of c-blosc and of the zstd, lz4 and zlib it bundles, as the linked library
  * reports them (static strings). The extension that calls this carries each library's version
  * string: what the wheels' SBOM names and wheels/check_wheel.py looks for, which a linker that
- * drops unreferenced data (Windows' linkers do) would otherwise leave out. */
+ * drops unreferenced data (the COFF link of `make cross` does) would otherwise leave out. */
 void zc_blosc_library_versions(const char **blosc, const char **zstd, const char **lz4,
                                const char **zlib);
 
