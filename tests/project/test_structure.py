@@ -398,8 +398,9 @@ def test_engine_runners_read_no_private_name_of_the_engine():
 
 # -- sizes ------------------------------------------------------------------------------------
 MOST_MODULE_LINES = 1_000
-# (The engine's constructor takes the array's layout, ArrayLayout, and its settings,
-# EngineSettings, each one object: engine/layout.py.)
+# (The engine's constructor takes the array's layout, ArrayLayout, its settings,
+# EngineSettings, its codec chain, the routes open to it, OpenRoutes, and where its stored
+# objects lie, ObjectPlaces, each one object: ChunkEngine.from_layout makes them.)
 MOST_FUNCTION_LINES, MOST_PARAMETERS = 60, 8
 
 

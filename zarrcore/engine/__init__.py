@@ -20,6 +20,7 @@ import functools
 import math
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,15 +28,14 @@ import numpy.typing as npt
 
 from .._native import memory as _memory
 from .._native.batch import ChunkBatch
-from .._native.cache import ChunkCache, check_budget
+from .._native.cache import ChunkCache
 from .._native.chunk_jobs import OneBlocks
 from .._native.shard_io import ShardSpec
-from ..codecs.base import ENCODED_BOUND, ChunkSpec, check_chunk_bytes
+from ..codecs.base import ENCODED_BOUND, check_chunk_bytes
 from ..codecs.chain import CodecChain
 from ..codecs.sharding import partial_codec
 from ..errors import ChunkNotFoundError, KeyChangedError, SettingValueError, ZarrcoreError
 from ..metadata.indexing import BasicIndexer, check_out
-from ..runtime.config import config
 from ..runtime.pool import in_turns, parallel_map
 from ..storage.base import at_most, bounded, get_at_most
 from ..storage.updates import conflict_pause, retry_conflicts
@@ -51,7 +51,7 @@ from .fetched import (
     write_chunk_waves,
     write_part_bytes,
 )
-from .layout import ArrayLayout, EngineSettings
+from .layout import ArrayLayout, EngineSettings, ObjectPlaces
 from .partial_writes import (
     put_locked,
     read_modify_write,
@@ -60,10 +60,9 @@ from .partial_writes import (
     write_projections,
 )
 from .planning import Route, core_form, selection_boxes, with_key
-from .routes import open_routes
+from .routes import OpenRoutes, open_routes
 
 if TYPE_CHECKING:
-    from .._native.files import FileRoot
     from ..codecs.base import BytesLike, NativeForm
     from ..metadata import ArrayMetadataV2, ArrayMetadataV3
     from ..metadata.indexing import Indexer
@@ -75,7 +74,10 @@ __all__ = ["ChunkEngine"]
 class ChunkEngine:
     """Reads and writes the chunks of one array in `store`: where its chunks lie, their codec
     chain and fill value (`layout`, an ArrayLayout), by the array's own `settings` (an
-    EngineSettings).
+    EngineSettings, its cache budget settled), coded by `chain` (that of its largest chunk),
+    over the routes open to it there (`routes`, an OpenRoutes) and with its stored objects
+    placed for the compiled jobs by `places` (an ObjectPlaces). `from_layout` makes the last
+    four, once; `from_metadata` makes an engine from the array's metadata and config.
 
     `grid` places the chunks; on a rectilinear grid `chunk_shape` is its largest chunk, whose
     chain (`chain`) bounds every stored chunk, and each chunk is coded by the chain of its own
@@ -83,9 +85,15 @@ class ChunkEngine:
     """
 
     def __init__(
-        self, store: Store, layout: ArrayLayout, settings: EngineSettings = EngineSettings()
+        self,
+        store: Store,
+        layout: ArrayLayout,
+        settings: EngineSettings,
+        chain: CodecChain,
+        routes: OpenRoutes,
+        places: ObjectPlaces,
     ) -> None:
-        self.store, self.layout = store, layout
+        self.store, self.layout, self.settings = store, layout, settings
         # Which versions of cached chunks and shard indexes reads take without asking the
         # store (the array's "recheck_cached_data"; "open" is now).
         self.recheck = RecheckPolicy(settings.recheck_cached_data, time.time())
@@ -97,46 +105,43 @@ class ChunkEngine:
         # the array's own options, else zarrcore.config's. The engine hands them to every
         # route, store call and codec (through `spec`).
         self.options = settings.options
-        self.spec = ChunkSpec(
-            self.chunk_shape,
-            self.dtype,
-            self.fill_value,
-            write_empty_chunks=settings.write_empty_chunks,
-            options=self.options,
-        )
-        self._codecs, self._where = list(layout.codecs), layout.where
-        self.chain = CodecChain(self._codecs, self.spec, self._where)
+        self.chain, self.spec, self._where = chain, chain.spec, layout.where
         # The chains of a rectilinear grid's chunk shapes, made when first needed.
-        self._chains: dict[tuple[int, ...], CodecChain] = {self.chunk_shape: self.chain}
+        self._chains: dict[tuple[int, ...], CodecChain] = {self.chunk_shape: chain}
         # The sharding codec (None unsharded): it fetches and rewrites only the byte ranges a
         # selection needs.
-        self.sharding = partial_codec(self.chain)
-        if self.sharding is None:  # (sharding checks its inner chunks itself)
-            check_chunk_bytes(self.chunk_shape, self.dtype, f"{self._where}: chunks")
-        self._place_objects()
+        self.sharding = partial_codec(chain)
+        self.places, self.head_len = places, places.head_len
         # The compiled core's settings per chunk shape (`core_form_at_shape`): a rectilinear
         # grid's requests run one compiled job per chunk shape (planning.job_groups); the
         # routes are those its largest chunk's chain opens, and each job has its shape's form.
         self.core_forms: dict[tuple[int, ...], NativeForm | None] = {
             self.chunk_shape: self.core_settings
         }
-        cache_bytes = self._cache_budget(settings.cache_bytes)
-        # The routes open to this array in this store, decided once; the route modules run
-        # what they open, `routes.plan` picks among them per request.
-        self.routes = open_routes(
-            store,
-            self.chain,
-            self.grid,
-            self.chunk_shape,
-            self.core_forms[self.chunk_shape],
-            cache_bytes,
-            lambda form: self.shard_spec_for(self.chunk_shape, self.array_shape, form),
-        )
-        self.cache = self._chunk_cache(cache_bytes, settings.shared_cache)
+        # The routes open to this array in this store, decided once (open_routes); the route
+        # modules run what they open, `routes.plan` picks among them per request.
+        self.routes = routes
+        assert settings.cache_bytes is not None  # (settled: from_layout)
+        self.cache = self._chunk_cache(settings.cache_bytes, settings.shared_cache)
         self.shard_indexes = self._shard_indexes()
         # R0's job templates (`read_selection`), made on first need.
         self._one_chunk: ChunkBatch | None = None
         self._one_blocks: OneBlocks | None = None
+
+    @classmethod
+    def from_layout(
+        cls, store: Store, layout: ArrayLayout, settings: EngineSettings = EngineSettings()
+    ) -> ChunkEngine:
+        """The engine of the array of `layout` in `store`, run by `settings`: its codec chain,
+        cache budget, places of stored objects and open routes made here, once, then handed
+        to the engine."""
+        chain = layout.chain_of(layout.chunk_shape, settings)
+        if partial_codec(chain) is None:  # (sharding checks its inner chunks itself)
+            check_chunk_bytes(layout.chunk_shape, layout.dtype, f"{layout.where}: chunks")
+        places = ObjectPlaces(store, layout)
+        budget = settings.cache_budget(layout, chain)
+        routes = open_routes(store, layout, chain, budget, places)
+        return cls(store, layout, replace(settings, cache_bytes=budget), chain, routes, places)
 
     @classmethod
     def from_metadata(
@@ -149,24 +154,11 @@ class ChunkEngine:
     ) -> ChunkEngine:
         """The engine of the array at `path` in `store` described by `metadata` (whose
         document is `where`), with the array's own `settings` (its config)."""
-        return cls(
+        return cls.from_layout(
             store,
             ArrayLayout.of_metadata(path, metadata, where),
             EngineSettings.of_config(settings),
         )
-
-    def _place_objects(self) -> None:
-        """Where the array's stored objects lie on a directory store: its directory and its
-        chunk files' path head, fixed and asked for by every compiled request (`node_dir`,
-        `key_head`), and the length of what the compiled jobs' paths hold before a store key
-        (their errors name the key: `raise_error(head_len)`)."""
-        root = self.store.native_root
-        prefix = self.key_prefix
-        self._node_dir = None if root is None else root + ("/" + prefix if prefix else "")
-        self._key_head = None if root is None else f"{self._node_dir}/{self.key_layout[0]}"
-        # (ChunkBatch's and ShardSpec's places of the stored objects: `object_places`)
-        self._placed: dict[str, Any] | None = None
-        self.head_len = 0 if root is None else len(root) + 1
 
     def _shard_indexes(self) -> ShardIndexes | None:
         """The shard indexes reads by byte ranges learn (fetched.read_shard_ranges), for
@@ -189,33 +181,17 @@ class ChunkEngine:
             math.prod(s // c for s, c in zip(self.chunk_shape, self.sharding.chunk_shape)),
         )
 
-    def _cache_budget(self, cache_bytes: int | None) -> int:
-        """The bytes of decoded chunks this array may cache: its own budget, which must hold
-        an (inner) chunk (check_budget); None takes zarrcore.config's, which every array
-        shares: 0 where it holds no chunk."""
-        chunk = self.sharding.chunk_shape if self.sharding is not None else self.chunk_shape
-        chunk_bytes = self.dtype.itemsize * math.prod(chunk)
-        if cache_bytes is None:
-            return config.cache_bytes if config.cache_bytes >= chunk_bytes else 0
-        check_budget(
-            cache_bytes,
-            f"{self._where}: cache_bytes",
-            chunk_bytes,
-            "chunk" if self.sharding is None else "inner chunk",
-        )
-        return cache_bytes
-
     def _chunk_cache(self, cache_bytes: int, shared: Any = None) -> ChunkCache | None:
-        """The decoded-chunk cache of `cache_bytes` (_cache_budget) that the compiled reads of a
-        directory store, or of a MemoryStore's own data, share (`routes.chunk_batch`,
-        `routes.shard_batch`), and those of a store with `versioned_reads` (zip, object stores):
-        of its chunks (`routes.chunk_waves`), or of its shards' inner chunks where the core runs
-        their chain (`routes.shard_ranges` and `inner_waves`); of a regular grid, whose chunks
-        all have one shape. None for 0, or when no such route is open. Other stores give no
-        identity of their objects to validate entries by: they are never cached. With `shared`
-        (the array's "shared_cache": True or a SharedCacheRef), its chunks are kept in memory
-        that the machine's processes share (ChunkCache), but a MemoryStore's, whose data is the
-        process's own."""
+        """The decoded-chunk cache of `cache_bytes` (EngineSettings.cache_budget) that the
+        compiled reads of a directory store, or of a MemoryStore's own data, share
+        (`routes.chunk_batch`, `routes.shard_batch`), and those of a store with
+        `versioned_reads` (zip, object stores): of its chunks (`routes.chunk_waves`), or of its
+        shards' inner chunks where the core runs their chain (`routes.shard_ranges` and
+        `inner_waves`); of a regular grid, whose chunks all have one shape. None for 0, or when
+        no such route is open. Other stores give no identity of their objects to validate
+        entries by: they are never cached. With `shared` (the array's "shared_cache": True or
+        a SharedCacheRef), its chunks are kept in memory that the machine's processes share
+        (ChunkCache), but a MemoryStore's, whose data is the process's own."""
         chunk = self.sharding.chunk_shape if self.sharding is not None else self.chunk_shape
         chunk_bytes = self.dtype.itemsize * math.prod(chunk)
         if shared and not cache_bytes:
@@ -262,18 +238,9 @@ class ChunkEngine:
     def shard_spec_for(
         self, shape: Sequence[int], extent: Sequence[int], settings: dict[str, Any]
     ) -> ShardSpec:
-        """The ShardSpec of shards of `shape` on an array of `extent` (directory and memory
-        stores; `routes.shard_batch` is that of the array's own shards); `settings` name the keyword
-        arguments of the compiled jobs."""
-        return ShardSpec(
-            **self.object_places(),
-            head_len=self.head_len,
-            sep=self.key_layout[1],
-            lead_sep=self.key_layout[2],
-            array_shape=tuple(extent),
-            shard_shape=tuple(shape),
-            **settings,
-        )
+        """The ShardSpec of shards of `shape` on an array of `extent` (ObjectPlaces.shard_spec;
+        `routes.shard_batch` is that of the array's own shards)."""
+        return self.places.shard_spec(shape, extent, settings)
 
     def chain_at(self, coords: Sequence[int]) -> CodecChain:
         """The codec chain of the chunk (or shard) at grid index `coords`: `chain`, but on a
@@ -294,14 +261,7 @@ class ChunkEngine:
         """The codec chain of chunks (shards) of `shape`."""
         chain = self._chains.get(shape)
         if chain is None:
-            spec = ChunkSpec(
-                shape,
-                self.dtype,
-                self.fill_value,
-                write_empty_chunks=self.spec.write_empty_chunks,
-                options=self.options,
-            )
-            chain = self._chains[shape] = CodecChain(self._codecs, spec, self._where)
+            chain = self._chains[shape] = self.layout.chain_of(shape, self.settings)
         return chain
 
     @property
@@ -360,41 +320,16 @@ class ChunkEngine:
 
     def node_dir(self) -> str:
         """The array's directory, which locates its chunks' key locks (csrc/files/zc_key_lock.h)."""
-        assert self._node_dir is not None  # (directory stores only)
-        return self._node_dir
-
-    def _file_root(self) -> FileRoot:
-        files = self.store.files()
-        assert files is not None  # (directory stores only)
-        return files
+        return self.places.node_dir()
 
     def key_head(self) -> str:
         """The path of its chunk files up to their coordinates (ChunkBatch, ShardSpec); on a
         MemoryStore, the start of their keys."""
-        if self._key_head is None:  # (a MemoryStore's: directories' is set when made)
-            self._key_head = (self.key_prefix + "/" if self.key_prefix else "") + self.key_layout[0]
-        return self._key_head
+        return self.places.key_head()
 
     def object_places(self) -> dict[str, Any]:
-        """What places the stored objects for ChunkBatch and ShardSpec: the files below the
-        store's root and their key locks' directory, or the blobs of its memory map (locked
-        by the map's own key locks). Made on first need (a directory may not exist before)."""
-        objects = self._placed
-        if objects is None:
-            if self.store.native_root is None:
-                objects = {
-                    "memory": self.store.native_memory,
-                    "key_head": self.key_head(),
-                    "lock_dir": "",
-                }
-            else:
-                objects = {
-                    "root": self._file_root(),
-                    "key_head": self.key_head(),
-                    "lock_dir": self.node_dir(),
-                }
-            self._placed = objects
-        return objects
+        """What places the stored objects for ChunkBatch and ShardSpec (ObjectPlaces.places)."""
+        return self.places.places()
 
     def key(self, coords: Sequence[int]) -> str:
         rel = self._chunk_key(coords)

@@ -1,11 +1,12 @@
 """Which routes the reads and writes of one array in one store may take (docs/architecture.md
 §4, §5), decided once from the array's codec chain and chunk grid and the store's
-capabilities (`open_routes`). `OpenRoutes.plan` picks one per request; `OpenRoutes.one_chunk`
+capabilities (`open_routes`, which ChunkEngine.from_layout calls before the engine is made:
+the engine takes the answer). `OpenRoutes.plan` picks one per request; `OpenRoutes.one_chunk`
 says which job reads a selection inside one chunk (R0)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from ..codecs.sharding import partial_codec
 from ..metadata.indexing import CoordinateIndexer
-from .planning import Route, selection_kind
+from .planning import Route, core_form, selection_kind
 
 if TYPE_CHECKING:
     from .._native.shard_io import ShardSpec
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from ..metadata.grid import ChunkGrid
     from ..metadata.indexing import Indexer
     from ..storage.base import Store
+    from .layout import ArrayLayout, ObjectPlaces
 
 __all__ = ["OpenRoutes", "open_routes"]
 
@@ -75,32 +77,26 @@ class OpenRoutes:
 
 
 def open_routes(
-    store: Store,
-    chain: CodecChain,
-    grid: ChunkGrid,
-    chunk_shape: Sequence[int],
-    core_form: NativeForm | None,
-    cache_bytes: int,
-    shard_spec: Callable[[NativeForm], ShardSpec],
+    store: Store, layout: ArrayLayout, chain: CodecChain, cache_bytes: int, places: ObjectPlaces
 ) -> OpenRoutes:
-    """The routes open to an array of `chain` (whose compiled form is `core_form`) over
-    `grid` of chunks of `chunk_shape` in `store`, keeping a decoded-chunk cache of
-    `cache_bytes`; `shard_spec(core_form)` makes the ShardSpec of its shards."""
+    """The routes open to the array of `layout` and codec chain `chain` (its largest chunk's)
+    in `store`, keeping a decoded-chunk cache of `cache_bytes`; `places` makes the ShardSpec of
+    its shards. Made once, by ChunkEngine.from_layout, which hands them to the engine."""
+    grid, chunk_shape, form = layout.grid, layout.chunk_shape, core_form(chain)
     sharding = partial_codec(chain)
     # The compiled batches open the stored objects themselves on a directory store; on a
     # MemoryStore holding its own data too, when a cache is kept (the blobs' versions
     # validate its entries, as native handles do) over a regular grid.
     native = store.native_root is not None or bool(
-        cache_bytes
-        and store.native_memory is not None
-        and core_form is not None
-        and grid.is_regular
+        cache_bytes and store.native_memory is not None and form is not None and grid.is_regular
     )
-    chunk_batch = core_form if native and sharding is None else None
+    chunk_batch = form if native and sharding is None else None
     shards = (
-        shard_spec(core_form) if native and sharding is not None and core_form is not None else None
+        places.shard_spec(chunk_shape, layout.array_shape, form)
+        if native and sharding is not None and form is not None
+        else None
     )
-    chunk_waves = core_form if not native and chunk_shape and sharding is None else None
+    chunk_waves = form if not native and chunk_shape and sharding is None else None
     # Sharded arrays off a directory are read by planned byte ranges; and those whose inner
     # chain the core runs, listed selections of them too, on any store. Over grids of shards
     # that start on inner chunks' boundaries only (regular ones, and rectilinear ones unless
