@@ -262,6 +262,12 @@ cdef object _fill_pattern(object dtype, object fill_value):
     return fill.tobytes()
 
 
+# numpy >= 1.25 raises the error of an item's comparison (an array item's ValueError) from
+# `==` on an object array; before, it gives one False for the whole array, with a
+# DeprecationWarning, so array items are looked for first there.
+_COMPARISON_RAISES = np.lib.NumpyVersion(np.__version__) >= "1.25.0"
+
+
 def _same_item(item, fill_value):
     if type(item) is not type(fill_value):
         return False
@@ -283,6 +289,10 @@ def is_fill(arr, fill_value):
         # Variable-length items (vlen-utf8/vlen-bytes) have no fixed bytes; compare values,
         # the fill as a 0-d array of the same dtype: a bare bytes fill would become an S
         # array first and lose its trailing NULs.
+        if not _COMPARISON_RAISES and dtype.kind == "O" and any(
+            isinstance(x, np.ndarray) for x in a.flat
+        ):
+            return all(_same_item(x, fill_value) for x in a.flat)
         try:
             return bool((a == np.asarray(fill_value, dtype=dtype)).all())
         except ValueError:

@@ -6,6 +6,7 @@ categorize, and vlen-utf8 or vlen-bytes filled with a number or null).
 The fixtures in data/zarr218_legacy were written by zarr 2.18 (data/zarr218_legacy/make.py),
 each with `expected.npy` or, for object arrays, `expected.json`: the values zarr 2.18 reads.
 """
+import importlib.util
 import json
 import os
 import shutil
@@ -14,12 +15,16 @@ import numpy as np
 import pytest
 
 import zarrcore
+from zarrcore.metadata.dtypes import StringType
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         "support", "data", "zarr218_legacy")
 CASES = sorted(d for d in os.listdir(FIXTURES) if os.path.isdir(os.path.join(FIXTURES, d)))
 OBJECT_CASES = [c for c in CASES if os.path.exists(os.path.join(FIXTURES, c, "expected.json"))]
 ARRAY_CASES = [c for c in CASES if c not in OBJECT_CASES]
+# The dtype of zarrcore's string arrays: numpy 2's StringDType, object arrays of str before.
+STRING = (np.dtypes.StringDType() if hasattr(np, "dtypes") and hasattr(np.dtypes, "StringDType")
+          else np.dtype(object))
 
 
 def test_every_fixture_is_here():
@@ -50,6 +55,9 @@ def _assert_items_equal(got, expected):
 
 @pytest.mark.parametrize("case", OBJECT_CASES)
 def test_object_arrays_read_as_zarr_2_18(case, pickles_allowed):
+    if case == "pickle" and importlib.util.find_spec("numpy._core") is None:
+        pytest.skip("the fixture's chunks were pickled by numpy 2 and name numpy._core, "
+                    "which numpy < 2 has no module of")
     path = os.path.join(FIXTURES, case)
     with open(os.path.join(path, "expected.json")) as f:
         expected = json.load(f)
@@ -237,7 +245,8 @@ def test_vlen_fill_0_writes_as_zarr_2_18(tmp_path, codec, item):
 def test_string_fills_zarr_python_3_writes_stay_text(tmp_path):
     """zarr-python 3 and zarrcore write a text fill value: those arrays stay text."""
     a = _object_array(str(tmp_path / "a"), {"id": "vlen-utf8"}, "0")
-    assert a.dtype.kind == "T" and a.fill_value == "0" and a[:].tolist() == ["0"] * 4
+    assert a.dtype == STRING and isinstance(a.metadata.data_type, StringType)
+    assert a.fill_value == "0" and a[:].tolist() == ["0"] * 4
     b = _object_array(str(tmp_path / "b"), {"id": "vlen-bytes"}, "")
     assert b.fill_value == b"" and b[:].tolist() == [b""] * 4
 
@@ -246,6 +255,7 @@ def test_null_fill_of_text_reads_as_zarr_python_3(tmp_path):
     """zarr-python 3 and xarray write null as the fill value of their v2 string arrays: those
     stay text (bytes), read empty where no chunk is stored, as zarr-python 3 reads them."""
     a = _object_array(str(tmp_path / "a"), {"id": "vlen-utf8"}, None)
-    assert a.dtype.kind == "T" and a.fill_value is None and a[:].tolist() == [""] * 4
+    assert a.dtype == STRING and isinstance(a.metadata.data_type, StringType)
+    assert a.fill_value is None and a[:].tolist() == [""] * 4
     b = _object_array(str(tmp_path / "b"), {"id": "vlen-bytes"}, None)
     assert b.fill_value is None and b[:].tolist() == [b""] * 4

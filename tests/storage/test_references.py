@@ -334,6 +334,7 @@ def test_bounds_of_a_dict_and_of_given_roots(tmp_path):
 
 
 def test_remote_references_may_not_reach_local_files(http_server, tmp_path):
+    pytest.importorskip("obstore", reason="obstore (the remote extra) is not installed")
     (tmp_path / "data.bin").write_bytes(b"data")
     with open(os.path.join(http_server.root, "remote.json"), "w") as f:
         json.dump(_refs_to(str(tmp_path / "data.bin")), f)
@@ -504,6 +505,7 @@ def _with_targets(refs, url):
 
 
 def test_http_targets_coalesced(http_server, refs_dir):
+    pytest.importorskip("obstore", reason="obstore (the remote extra) is not installed")
     shutil.copy(refs_dir / "sample.h5", os.path.join(http_server.root, "sample.h5"))
     refs = _with_targets(_sample_refs(refs_dir), f"{http_server.url}/sample.h5")
     group = zarrcore.open_group("reference://", mode="r", storage_options={"fo": refs})
@@ -517,6 +519,7 @@ def test_http_targets_coalesced(http_server, refs_dir):
 def test_many_target_files_fetched_concurrently(http_server, io_config):
     """A virtual dataset over many files (one chunk each, as a concatenation of NetCDF files
     makes): their requests go out together, not one file after another."""
+    pytest.importorskip("obstore", reason="obstore (the remote extra) is not installed")
     io_config.set(io_concurrency=8)
     refs = {".zgroup": '{"zarr_format": 2}',
             "a/.zarray": json.dumps({"shape": [32], "chunks": [4], "dtype": "<i4",

@@ -111,8 +111,9 @@ def _index_array(item: npt.ArrayLike) -> npt.NDArray[Any]:
         return a.astype(np.int64)
     if a.dtype.kind not in "iu":
         raise SelectionError("arrays used as indices must be of integer (or boolean) type")
-    if a.dtype.kind == "u" and a.size and a.max() > INT64_MAX:
-        # (Not wrapped around to a negative index as a cast to int64 would.)
+    if a.dtype.kind == "u" and a.size and int(a.max()) > INT64_MAX:
+        # (Not wrapped around to a negative index as a cast to int64 would. Compared as a
+        # Python int: numpy < 2 compares a uint64 with an int as float64, 2**63 == 2**63 - 1.)
         raise SelectionError(
             f"index {int(a.max())} is out of bounds for any axis (the "
             f"longest holds 2**63 - 1 items)"

@@ -5,6 +5,7 @@ or writes it through the array's own `_read` and `_write`."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -343,6 +344,9 @@ def _one_int_each(selections: list[Any], ndim: int) -> tuple[Any, ...] | None:
             r is Ellipsis or type(r) is slice or is_int(r) for r in rest
         ):
             return None
+        # (As a Python int: numpy < 2 compares a uint64 with an int as float64, in which
+        # 2**63 - 1 is 2**63.)
+        first = operator.index(first)
         if not -INT64_MAX - 1 <= first <= INT64_MAX:
             return None  # (out of bounds: read alone, it raises the IndexError numpy gives)
         firsts.append(first)
