@@ -31,6 +31,7 @@ from xarray.backends.zarr import (
 from .. import api
 from ..errors import AttributeTypeError, MetadataError
 from ..metadata.common import check_attributes
+from ..metadata.dtypes.strings import StringType
 from ..nodes.array import Array, storage_block
 from ..nodes.group import Group
 from ..nodes.node import metadata_update
@@ -320,8 +321,13 @@ class _DatasetWriter:
         dtype: np.dtype[Any] = variable.dtype
         # (xarray leaves check_vlen_dtype unannotated.)
         vlen = coding.strings.check_vlen_dtype(dtype)  # type: ignore[no-untyped-call]
+        # Text is written as the `string` data type: zarrcore's StringType, whose arrays are
+        # numpy's StringDType (object arrays of str before numpy 2, where object alone would
+        # not say which type it holds).
+        data_type: Any = dtype
         if vlen is str or dtype.kind == "T":
-            dtype = np.dtypes.StringDType()
+            data_type = StringType()
+            dtype = data_type.numpy_dtype
         options: dict[str, Any] = {"zarr_format": self.zarr_format}
         if self.zarr_format == 3:
             if variable.dims:  # zarr-python writes none for a 0-d array
@@ -349,7 +355,7 @@ class _DatasetWriter:
             self.group.store,
             name=_join(self.group.path, name),
             shape=variable.shape,
-            dtype=dtype,
+            dtype=data_type,
             chunks=chunks,
             shards=encoding.get("shards"),
             compressors=codecs_json(compressors, self.zarr_format),
