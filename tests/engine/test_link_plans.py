@@ -169,6 +169,15 @@ class AskedStore(DelayedStore):
         return super().get_many(requests, concurrency)
 
 
+def test_requests_in_flight_fill_the_bytes_budget_within_their_bounds():
+    """Large requests fill BYTES_IN_FLIGHT, never fewer than FEWEST_IN_FLIGHT nor more than
+    the most asked for; small ones all go at once."""
+    assert Link.in_flight(MIB, 1000) == BYTES_IN_FLIGHT // MIB
+    assert Link.in_flight(BYTES_IN_FLIGHT, 64) == FEWEST_IN_FLIGHT
+    assert Link.in_flight(BYTES_IN_FLIGHT, 4) == 4
+    assert Link.in_flight(16 * 1024, 64) == 64
+
+
 @pytest.mark.parametrize("linked", [False, True])
 def test_large_requests_over_a_link_keep_fewer_in_flight(linked):
     store = AskedStore(concurrency=64)
@@ -184,12 +193,18 @@ def test_large_requests_over_a_link_keep_fewer_in_flight(linked):
         store.asked = []
         assert (a[...] == value).all()
         assert store.asked and all(n == store.asked[0] for n in store.asked)
-        large_over_a_link = linked and a is big
-        assert store.asked[0] == (BYTES_IN_FLIGHT // MIB if large_over_a_link else 64)
+        if linked and a is big:
+            # About BYTES_IN_FLIGHT of requests of 1 MiB each and a little more (the chunks'
+            # encoded bound), never fewer than FEWEST_IN_FLIGHT.
+            fitting = BYTES_IN_FLIGHT // MIB
+            assert max(FEWEST_IN_FLIGHT, 0.9 * fitting) <= store.asked[0] <= fitting
+        else:
+            assert store.asked[0] == 64
     # A sharded read's ranges of 1 MiB alike, with never fewer than FEWEST_IN_FLIGHT.
     sharded_big = zarrcore.create_array(store, name="s", shape=(8, 512, 512),
                                         chunks=(1, 512, 512), shards=(8, 512, 512), **kw)
     sharded_big[...] = 3
     store.asked = []
     assert (sharded_big[...] == 3).all()
-    assert min(store.asked) == (FEWEST_IN_FLIGHT if linked else 64)
+    fitting = max(FEWEST_IN_FLIGHT, BYTES_IN_FLIGHT // MIB)
+    assert min(store.asked) == (fitting if linked else 64)

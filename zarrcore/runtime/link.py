@@ -46,8 +46,9 @@ SMALLEST_PIECE = 1 << 20
 # Requests of many bytes each are kept in flight up to about BYTES_IN_FLIGHT in all, but
 # never fewer than FEWEST_IN_FLIGHT: once the link is full, more connections only split its
 # bandwidth finer, and each then wakes its reader for fewer bytes (over a 40 ms link, 64
-# requests of 1 MiB in flight took 3-4x the CPU and twice the time of 16).
-BYTES_IN_FLIGHT = 16 << 20
+# requests of 1 MiB in flight took 3-4x the CPU and twice the time of 16; 32 took 0.65-0.85x
+# the time of 16, and 48 no less than 32: benchmarks/RESULTS.md, "cloud-after").
+BYTES_IN_FLIGHT = 32 << 20
 FEWEST_IN_FLIGHT = 16
 
 
