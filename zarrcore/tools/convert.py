@@ -65,7 +65,7 @@ from .codec_forms import (
     with_compressor,
 )
 from .exact import comparable, converted_exactly
-from .hierarchy import CONVERT_STATE_KEY, array_dimensions, place, store_and_path, walk
+from .hierarchy import CONVERT_STATE_KEY, array_dimensions, place, source_and_dest, walk
 from .progress import Progress, counted, object_word, parse_bytes
 
 if TYPE_CHECKING:
@@ -186,15 +186,14 @@ def convert(
     MetadataError
         Codecs or metadata that cannot be written in the target format.
     """
-    src_store, src_path = store_and_path(
-        source, source_path, read_only=True, storage_options=source_storage_options
-    )
-    # Overwriting a whole zip makes it anew: its members cannot be deleted.
-    dst_store, dst_path = store_and_path(
+    src_store, src_path, dst_store, dst_path = source_and_dest(
+        source,
+        source_path,
+        source_storage_options,
         dest,
         dest_path,
-        storage_options=dest_storage_options,
-        mode="w" if overwrite and not dest_path else None,
+        dest_storage_options,
+        overwrite,
     )
     if src_store == dst_store and _overlap(src_path, dst_path):
         raise ValueError(

@@ -15,7 +15,7 @@ from ..nodes.consolidated import V2_KEY
 from ..nodes.node import METADATA_KEYS, join, node_exists
 from ..runtime.concurrency import run_bounded
 from ..runtime.config import config
-from .hierarchy import place, store_and_path
+from .hierarchy import place, source_and_dest
 from .progress import Progress, counted
 
 if TYPE_CHECKING:
@@ -95,15 +95,14 @@ def copy(
     NodeExistsError
         A node exists at the destination and neither `overwrite` nor `resume` is given.
     """
-    src_store, src_path = store_and_path(
-        source, source_path, read_only=True, storage_options=source_storage_options
-    )
-    # Overwriting a whole zip makes it anew: its members cannot be deleted.
-    dst_store, dst_path = store_and_path(
+    src_store, src_path, dst_store, dst_path = source_and_dest(
+        source,
+        source_path,
+        source_storage_options,
         dest,
         dest_path,
-        storage_options=dest_storage_options,
-        mode="w" if overwrite and not dest_path else None,
+        dest_storage_options,
+        overwrite,
     )
     if src_store == dst_store and src_path == dst_path:
         raise ValueError("source and destination are the same")

@@ -25,6 +25,7 @@ __all__ = [
     "array_dimensions",
     "named_axes",
     "place",
+    "source_and_dest",
     "store_and_path",
     "walk",
 ]
@@ -48,6 +49,30 @@ def store_and_path(
         return source.store, normalize_path(inside)
     store = make_store(source, read_only=read_only, storage_options=storage_options, mode=mode)
     return store, normalize_path(path)
+
+
+def source_and_dest(
+    source: StoreLike | Node,
+    source_path: str,
+    source_storage_options: dict[str, Any] | None,
+    dest: StoreLike | Node,
+    dest_path: str,
+    dest_storage_options: dict[str, Any] | None,
+    overwrite: bool,
+) -> tuple[Store, str, Store, str]:
+    """(source store, path, destination store, path) of a copy or conversion: the source read
+    only; the destination made anew where `overwrite` replaces it whole (a zip's members
+    cannot be deleted)."""
+    src_store, src_path = store_and_path(
+        source, source_path, read_only=True, storage_options=source_storage_options
+    )
+    dst_store, dst_path = store_and_path(
+        dest,
+        dest_path,
+        storage_options=dest_storage_options,
+        mode="w" if overwrite and not dest_path else None,
+    )
+    return src_store, src_path, dst_store, dst_path
 
 
 def place(store: Store, path: str) -> str:
