@@ -14,7 +14,7 @@ import zarrcore
 from zarrcore.runtime.concurrency import fan_out
 from zarrcore.runtime.link import (
     ASSUMED_RATE, ASSUMED_ROUND_TRIP, BYTES_IN_FLIGHT, FEWEST_IN_FLIGHT, PIECE_ROUND_TRIPS,
-    SMALLEST_PIECE, Link, link_to,
+    SMALLEST_PIECE, TAIL_IN_FLIGHT, Link, link_to,
 )
 from _remote_stores import DelayedStore, KeepingStore
 
@@ -178,14 +178,50 @@ def test_requests_in_flight_fill_the_bytes_budget_within_their_bounds():
     assert Link.in_flight(16 * 1024, 64) == 64
 
 
+def test_a_read_a_little_over_the_budget_sends_all_its_requests_at_once():
+    """Requests that share a link end together, so a read of a few more than fit sends them
+    all rather than leave the last a round trip behind; more than that keeps to the budget."""
+    fitting = BYTES_IN_FLIGHT // MIB
+    tail = int(TAIL_IN_FLIGHT * fitting)
+    assert Link.in_flight(MIB, 1000, fitting + 1) == fitting + 1
+    assert Link.in_flight(MIB, 1000, tail) == tail
+    assert Link.in_flight(MIB, 1000, tail + 1) == fitting
+    assert Link.in_flight(MIB, 20, tail) == 20
+    assert Link.in_flight(MIB, 1000, 3) == fitting  # (all 3 go at once)
+
+
+def test_an_array_opened_again_plans_its_first_read_by_the_chunks_it_read():
+    """The first read of an array knows only the most a chunk may take; one of the same
+    array opened again knows the size its chunks had, and keeps more of them in flight."""
+    store = AskedStore(concurrency=1000)
+    store.link = link_of(0.04, 50 * MIB)
+    count = 3 * BYTES_IN_FLIGHT // MIB // 2  # (chunks of 1 MiB decoded, about 1/5 stored)
+    rng = np.random.default_rng(5)
+    data = rng.integers(0, 16, size=(count, 512, 512)).astype("f4")
+    a = zarrcore.create_array(store, name="a", shape=data.shape, chunks=(1, 512, 512),
+                              dtype="f4", compressors=zarrcore.codecs.ZstdCodec(level=1))
+    a[...] = data
+    stored = len(store.get("a/c/0/0/0"))
+    assert stored < MIB // 2
+    asked = []
+    for _ in range(2):
+        store.asked = []
+        assert (zarrcore.open_array(store, path="a")[...] == data).all()
+        asked.append(store.asked[0])
+    assert asked[0] == pytest.approx(BYTES_IN_FLIGHT / MIB, rel=0.1)
+    assert asked[1] == min(zarrcore.config.io_concurrency, round(BYTES_IN_FLIGHT / stored))
+
+
 @pytest.mark.parametrize("linked", [False, True])
 def test_large_requests_over_a_link_keep_fewer_in_flight(linked):
     store = AskedStore(concurrency=64)
     if linked:
         store.link = link_of(0.04, 50 * MIB)
     kw = dict(dtype="f4", compressors=None, fill_value=0)
-    big = zarrcore.create_array(store, name="big", shape=(4, 512, 512), chunks=(1, 512, 512),
-                                **kw)  # (chunks of 1 MiB)
+    # (Chunks of 1 MiB, more than a read sends at once: see the test above.)
+    nbig = 3 * BYTES_IN_FLIGHT // MIB // 2
+    big = zarrcore.create_array(store, name="big", shape=(nbig, 512, 512),
+                                chunks=(1, 512, 512), **kw)
     small = zarrcore.create_array(store, name="small", shape=(4, 512, 512),
                                   chunks=(1, 64, 64), **kw)  # (of 16 KiB)
     big[...], small[...] = 1, 2
@@ -201,8 +237,8 @@ def test_large_requests_over_a_link_keep_fewer_in_flight(linked):
         else:
             assert store.asked[0] == 64
     # A sharded read's ranges of 1 MiB alike, with never fewer than FEWEST_IN_FLIGHT.
-    sharded_big = zarrcore.create_array(store, name="s", shape=(8, 512, 512),
-                                        chunks=(1, 512, 512), shards=(8, 512, 512), **kw)
+    sharded_big = zarrcore.create_array(store, name="s", shape=(nbig, 512, 512),
+                                        chunks=(1, 512, 512), shards=(nbig, 512, 512), **kw)
     sharded_big[...] = 3
     store.asked = []
     assert (sharded_big[...] == 3).all()

@@ -59,7 +59,7 @@ from .partial_writes import (
     write_no_whole_chunks,
     write_projections,
 )
-from .planning import Route, core_form, selection_boxes, with_key
+from .planning import Route, core_form, selection_boxes, stored_bytes_of, with_key
 from .routes import OpenRoutes, open_routes
 
 if TYPE_CHECKING:
@@ -124,6 +124,10 @@ class ChunkEngine:
         assert settings.cache_bytes is not None  # (settled: from_layout)
         self.cache = self._chunk_cache(settings.cache_bytes, settings.shared_cache)
         self.shard_indexes = self._shard_indexes()
+        # About the bytes of a stored chunk: the last one this or an earlier opening of the
+        # array read (until then, the most a valid one takes), by which reads of whole chunks
+        # plan their requests (whole_in_flight).
+        self.stored_bytes = stored_bytes_of(store, self.key_prefix, chain.max_encoded_bytes)
         # R0's job templates (`read_selection`), made on first need.
         self._one_chunk: ChunkBatch | None = None
         self._one_blocks: OneBlocks | None = None
@@ -346,7 +350,10 @@ class ChunkEngine:
         (None: not stored); ValueTooLargeError when it is larger than a valid chunk."""
         if isinstance(parts, (bytes, memoryview)):  # (a request without ranges: none here)
             parts = [parts]
-        return bounded(self.store, key, parts, self.chain.max_encoded_bytes, ENCODED_BOUND)
+        data = bounded(self.store, key, parts, self.chain.max_encoded_bytes, ENCODED_BOUND)
+        if data is not None:
+            self.stored_bytes.nbytes = len(data)
+        return data
 
     def get_stored(self, key: str) -> ReadBytes | None:
         """The stored chunk (or shard) at `key`, None when it is not stored; a value larger

@@ -325,10 +325,10 @@ def trimmed(
     return data if chunk is None else encoded_chunk(chain, chunk, keep_empty)
 
 
-def whole_in_flight(engine: ChunkEngine) -> int:
-    """The requests a read of whole chunks keeps in flight (each at most a valid chunk's
-    size)."""
-    return requests_in_flight(engine, engine.chain.max_encoded_bytes)
+def whole_in_flight(engine: ChunkEngine, count: int) -> int:
+    """The requests a read of `count` whole chunks keeps in flight (each of about the size
+    of the last one read: ChunkEngine.stored_bytes)."""
+    return requests_in_flight(engine, engine.stored_bytes.nbytes, count)
 
 
 def read_fetched_chunks(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any]) -> None:
@@ -340,7 +340,8 @@ def read_fetched_chunks(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[
         i, parts = item
         read_into(engine, keys[i], engine.stored_chunk(keys[i], parts), projections[i], out)
 
-    for batch in arrivals(engine.store, engine.whole_requests(keys), whole_in_flight(engine)):
+    requests = engine.whole_requests(keys)
+    for batch in arrivals(engine.store, requests, whole_in_flight(engine, len(requests))):
         parallel_map(decode, batch, engine.options.num_threads)
 
 
@@ -410,7 +411,8 @@ def read_chunk_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any
         read_cached_waves(engine, jobs, keys, first, every)
         return
     # Per batch in Python ints, no numpy call: a small read's batch is one chunk.
-    for batch in arrivals(engine.store, engine.whole_requests(keys), whole_in_flight(engine)):
+    requests = engine.whole_requests(keys)
+    for batch in arrivals(engine.store, requests, whole_in_flight(engine, len(requests))):
         arrived: dict[int, list[int]] = {}  # the tasks that arrived, by job
         for i, parts in batch:
             j = bisect.bisect_right(first, i) - 1
@@ -450,7 +452,9 @@ def read_cached_waves(
         requests = engine.whole_requests(keys[i] for i in wanted)
         versions = [None if (k := known[i]) is None else k[0] for i in wanted]
         asked = time.time()  # (what the answers tell was so at this time, or later)
-        for batch in arrivals(engine.store, requests, whole_in_flight(engine), versions):
+        for batch in arrivals(
+            engine.store, requests, whole_in_flight(engine, len(requests)), versions
+        ):
             arrived: dict[int, list[int]] = {}  # the tasks that arrived, by job
             read: list[tuple[int, Any]] = []  # (place, version) of those fetched, to share
             for w, (parts, version) in batch:

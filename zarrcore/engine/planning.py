@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .._native.indexing import AxisPlan, PointGroups
     from ..codecs.base import NativeForm
     from ..metadata.indexing import Indexer
+    from ..storage.base import Store
     from . import ChunkEngine
 
 __all__ = [
@@ -47,9 +48,11 @@ __all__ = [
     "point_job_groups",
     "point_listing",
     "replan",
+    "StoredBytes",
     "requests_in_flight",
     "selection_boxes",
     "selection_kind",
+    "stored_bytes_of",
     "task_grid",
     "task_values",
     "with_key",
@@ -69,11 +72,40 @@ def with_key(error: _E, key: str) -> _E:
     return type(error)(f"chunk {key!r}: {error}")
 
 
-def requests_in_flight(engine: ChunkEngine, request_bytes: int) -> int:
-    """How many requests of about `request_bytes` each a read keeps in flight: the array's
-    io_concurrency, or over a link (Store.link) fewer where they are large (Link.in_flight)."""
+class StoredBytes:
+    """About the bytes of a stored chunk of one array: the last one read (`nbytes`), shared
+    by the engines of every opening of the array in this process (`stored_bytes_of`)."""
+
+    __slots__ = ("nbytes",)
+
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = nbytes
+
+
+# The StoredBytes of each array, by (store type, store identity, key prefix); forgotten all
+# at once past STORED_BYTES_KEPT arrays (estimates only).
+STORED_BYTES_KEPT = 1024
+_stored_bytes: dict[tuple[type, Hashable, str], StoredBytes] = {}
+
+
+def stored_bytes_of(store: Store, key_prefix: str, default: int) -> StoredBytes:
+    """The StoredBytes of the array at `key_prefix` of `store`: `default` until a read of
+    it saw a stored chunk."""
+    key = (type(store), store.identity, key_prefix)
+    found = _stored_bytes.get(key)
+    if found is None:
+        if len(_stored_bytes) >= STORED_BYTES_KEPT:
+            _stored_bytes.clear()
+        found = _stored_bytes[key] = StoredBytes(default)
+    return found
+
+
+def requests_in_flight(engine: ChunkEngine, request_bytes: int, count: int | None = None) -> int:
+    """How many requests of about `request_bytes` each a read (of `count`) keeps in flight:
+    the array's io_concurrency, or over a link (Store.link) fewer where they are large
+    (Link.in_flight)."""
     most, link = engine.options.io_concurrency, engine.store.link
-    return most if link is None else link.in_flight(request_bytes, most)
+    return most if link is None else link.in_flight(request_bytes, most, count)
 
 
 def task_grid(plans: Sequence[AxisPlan]) -> Int64s:

@@ -108,7 +108,7 @@ def range_limits(engine: ChunkEngine, whole: bool, total: int) -> tuple[int, int
 
 def ranges_in_flight(engine: ChunkEngine, sizes: Sequence[int]) -> int:
     """The requests a fetch of byte ranges of `sizes` bytes keeps in flight."""
-    return requests_in_flight(engine, sum(sizes) // max(len(sizes), 1))
+    return requests_in_flight(engine, sum(sizes) // max(len(sizes), 1), len(sizes))
 
 
 def _span_bytes(request: Request) -> int:

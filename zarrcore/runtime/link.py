@@ -20,6 +20,7 @@ __all__ = [
     "PIECE_ROUND_TRIPS",
     "SMALLEST_PIECE",
     "SMALL_BYTES",
+    "TAIL_IN_FLIGHT",
     "link_to",
 ]
 
@@ -50,6 +51,12 @@ SMALLEST_PIECE = 1 << 20
 # the time of 16, and 48 no less than 32: benchmarks/RESULTS.md, "cloud-after").
 BYTES_IN_FLIGHT = 32 << 20
 FEWEST_IN_FLIGHT = 16
+
+# Requests that share a link finish at about the same time, so one that waits for a place
+# in flight starts a round trip late: a read of at most TAIL_IN_FLIGHT times the requests
+# that fit sends them all at once (62 ranges of 0.53 MB, 61 fitting, took 0.38 s where
+# tensorstore's took 0.25-0.29).
+TAIL_IN_FLIGHT = 1.25
 
 
 class Link:
@@ -99,10 +106,13 @@ class Link:
         return max(SMALLEST_PIECE, int(most))
 
     @staticmethod
-    def in_flight(request_bytes: int, most: int) -> int:
+    def in_flight(request_bytes: int, most: int, count: int | None = None) -> int:
         """How many requests of about `request_bytes` each to keep in flight, at most
-        `most`: all of them while small, fewer once they fill the link."""
+        `most`: all of them while small, fewer once they fill the link; all `count` of a read
+        where they are at most TAIL_IN_FLIGHT times those that fit."""
         fitting = round(BYTES_IN_FLIGHT / max(request_bytes, 1))
+        if count is not None and count <= TAIL_IN_FLIGHT * fitting:
+            fitting = max(fitting, count)
         return max(min(most, FEWEST_IN_FLIGHT), min(most, fitting))
 
     @staticmethod
