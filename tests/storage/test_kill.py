@@ -25,6 +25,7 @@ pytestmark = [pytest.mark.slow,
 
 KILLS = 32
 FILL = -1
+MIN_DELAY = 0.04  # seconds a writer may run before it is killed, at least
 
 
 class Killer:
@@ -34,7 +35,9 @@ class Killer:
         self.op = op
         self.rng = random.Random(seed)
         self.done = mmap.mmap(-1, 8)  # shared with the children: the last finished operation
-        self.max_delay = 0.04  # lengthened while no child finishes an operation (a busy machine)
+        # Lengthened while no child finishes an operation (a busy machine), shortened again
+        # while children finish several, so that a moment of load leaves no lasting wait.
+        self.max_delay = MIN_DELAY
 
     @property
     def finished(self):
@@ -58,6 +61,8 @@ class Killer:
         assert os.WIFSIGNALED(status), "the writer died before it was killed"
         if self.finished < first:
             self.max_delay *= 1.5
+        elif self.finished > first:
+            self.max_delay = max(MIN_DELAY, self.max_delay / 1.5)
         return self.finished
 
 
