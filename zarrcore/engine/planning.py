@@ -37,6 +37,7 @@ __all__ = [
     "Box",
     "Int64s",
     "Route",
+    "STORED_BYTES_KEPT",
     "basic_spans",
     "chunk_projections",
     "core_form",
@@ -82,16 +83,16 @@ class StoredBytes:
         self.nbytes = nbytes
 
 
-# The StoredBytes of each array, by (store type, store identity, key prefix); forgotten all
-# at once past STORED_BYTES_KEPT arrays (estimates only).
+# The StoredBytes of each array, by (store identity, key prefix); forgotten all at once past
+# STORED_BYTES_KEPT arrays (estimates only).
 STORED_BYTES_KEPT = 1024
-_stored_bytes: dict[tuple[type, Hashable, str], StoredBytes] = {}
+_stored_bytes: dict[tuple[Hashable, str], StoredBytes] = {}
 
 
 def stored_bytes_of(store: Store, key_prefix: str, default: int) -> StoredBytes:
     """The StoredBytes of the array at `key_prefix` of `store`: `default` until a read of
     it saw a stored chunk."""
-    key = (type(store), store.identity, key_prefix)
+    key = (store.identity, key_prefix)
     found = _stored_bytes.get(key)
     if found is None:
         if len(_stored_bytes) >= STORED_BYTES_KEPT:
