@@ -347,7 +347,8 @@ class ChunkEngine:
 
     def stored_chunk(self, key: str, parts: Fetched) -> ReadBytes | None:
         """The stored chunk `key` from the result `parts` of its `whole_requests` request
-        (None: not stored); ValueTooLargeError when it is larger than a valid chunk."""
+        (None: not stored), its size noted (`stored_bytes`); ValueTooLargeError when it is
+        larger than a valid chunk."""
         if isinstance(parts, (bytes, memoryview)):  # (a request without ranges: none here)
             parts = [parts]
         data = bounded(self.store, key, parts, self.chain.max_encoded_bytes, ENCODED_BOUND)
