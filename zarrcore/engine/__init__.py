@@ -115,9 +115,7 @@ class ChunkEngine:
         # The compiled core's settings per chunk shape (`core_form_at_shape`): a rectilinear
         # grid's requests run one compiled job per chunk shape (planning.job_groups); the
         # routes are those its largest chunk's chain opens, and each job has its shape's form.
-        self.core_forms: dict[tuple[int, ...], NativeForm | None] = {
-            self.chunk_shape: self.core_settings
-        }
+        self.core_forms: dict[tuple[int, ...], NativeForm | None] = {self.chunk_shape: routes.form}
         # The routes open to this array in this store, decided once (open_routes); the route
         # modules run what they open, `routes.plan` picks among them per request.
         self.routes = routes
@@ -273,7 +271,7 @@ class ChunkEngine:
         """The settings with which the compiled core reads and writes this array's stored
         objects by itself (the batches here, native handles): the sharding codec's
         batch_settings when sharded, else the chain's native_form; None when it cannot."""
-        return core_form(self.chain)
+        return self.core_forms[self.chunk_shape]
 
     def read_selection(self, selection: Any, fortran: bool) -> Any:
         """`a[selection]` by R0 (Route.ONE_CHUNK), the route `plan` never sees: ints and

@@ -42,10 +42,12 @@ class OpenRoutes:
     `fetched_chunks` (R5): reads of chunks fetched together, decoded by the codec objects.
     `one_chunk`: the route whose job reads a selection inside one chunk or inner chunk on
     the calling thread (R0: CHUNK_BATCH, SHARD_BATCH, or CHUNK_WAVES and SHARD_WAVES by one
-    request), None where R0 is closed.
+    request), None where R0 is closed. `form`: what the core runs the largest chunk's chain
+    with (planning.core_form; None where it cannot).
     """
 
     ndim: int
+    form: NativeForm | None = None
     chunk_batch: NativeForm | None = None
     shard_batch: ShardSpec | None = None
     chunk_waves: NativeForm | None = None
@@ -110,6 +112,7 @@ def open_routes(
     inner_waves = aligned and sharding is not None and sharding.inner_native_form is not None
     return OpenRoutes(
         ndim=len(chunk_shape),
+        form=form,
         chunk_batch=chunk_batch,
         shard_batch=shards,
         chunk_waves=chunk_waves,
