@@ -147,7 +147,7 @@ def dask_scheduler(request):
 @pytest.fixture(scope="session")
 def moto_server():
     """moto's S3 server on 127.0.0.1, one per session; `new_bucket()` gives each test its own."""
-    pytest.importorskip("moto.server", reason="moto[server] (the test extra) is not installed")
+    pytest.importorskip("moto.server", reason="moto's server (the test extra) is not installed")
     from servers import MotoServer
 
     server = MotoServer()

@@ -240,6 +240,18 @@ def _python_modules():
     return found
 
 
+@cache
+def _read(path):
+    """(text, parsed tree) of the module at `path`, read once: the tests only walk the trees."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    return text, ast.parse(text)
+
+
+def _tree(path):
+    return _read(path)[1]
+
+
 def _is_module(dotted, modules):
     return dotted in modules or os.path.exists(os.path.join(ROOT, *dotted.split(".")) + ".pyx")
 
@@ -263,14 +275,15 @@ def _type_checking_only(node):
     return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
 
 
+@cache
 def python_imports(typing=False):
     """({module: modules it imports}, [(module, line) of imports inside functions], lines)
-    over the package; imports only for type checkers count with `typing`."""
+    over the package; imports only for type checkers count with `typing`. Made once: callers
+    only read it."""
     modules = _python_modules()
     graph, local, lines = {}, [], 0
     for module, path in modules.items():
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text, tree = _read(path)
         lines += text.count("\n")
         graph[module] = set()
 
@@ -286,7 +299,7 @@ def python_imports(typing=False):
                 walk(child, in_function or isinstance(
                     child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
 
-        walk(ast.parse(text), False)
+        walk(tree, False)
     return graph, local, lines
 
 
@@ -371,9 +384,7 @@ def test_no_module_imports_a_private_name_of_another():
     modules = _python_modules()
     found = []
     for module, path in modules.items():
-        with open(path, encoding="utf-8") as f:
-            tree = ast.parse(f.read())
-        for node in ast.walk(tree):
+        for node in ast.walk(_tree(path)):
             if not isinstance(node, ast.ImportFrom):
                 continue
             sources = _imported(module, node, path.endswith("__init__.py"), modules)
@@ -450,10 +461,9 @@ def test_no_engine_function_is_over_sixty_lines_or_eight_parameters():
     found = []
     for module, path in _python_modules().items():
         if module == "zarrcore.engine" or module.startswith("zarrcore.engine."):
-            with open(path, encoding="utf-8") as f:
-                found += [(name, lines, parameters)
-                          for name, lines, parameters in _functions_of(ast.parse(f.read()), module)
-                          if lines > MOST_FUNCTION_LINES or parameters > MOST_PARAMETERS]
+            found += [(name, lines, parameters)
+                      for name, lines, parameters in _functions_of(_tree(path), module)
+                      if lines > MOST_FUNCTION_LINES or parameters > MOST_PARAMETERS]
     assert not found, found
 
 
@@ -560,8 +570,7 @@ def _modules(outside):
         for name in sorted(files):
             if name.endswith(".py"):
                 path = os.path.join(folder, name)
-                with open(path, encoding="utf-8") as f:
-                    yield os.path.relpath(path, ROOT), ast.parse(f.read())
+                yield os.path.relpath(path, ROOT), _tree(path)
 
 
 def _cython_sources():

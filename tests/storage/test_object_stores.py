@@ -243,7 +243,7 @@ def test_s3_missing_bucket_and_object(moto_server):
 @pytest.fixture(scope="module")
 def checking_moto_server():
     """A moto server that refuses keys it does not know."""
-    pytest.importorskip("moto.server", reason="moto[server] (the test extra) is not installed")
+    pytest.importorskip("moto.server", reason="moto's server (the test extra) is not installed")
     from servers import MotoServer
 
     server = MotoServer(checks_credentials=True)
