@@ -71,6 +71,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(name in SLOW_FIXTURES for name in getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    # Files with slow tests first (pytest-xdist hands files to its processes in this order),
+    # so that the suite ends on short files rather than waiting for a long one that began late.
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)
     if sys.platform == "win32":
         for item in items:
             marker = item.get_closest_marker("posix")
