@@ -155,7 +155,6 @@ class BuildExt(build_ext):
             build_dir=f"build/cython-{sys.implementation.cache_tag}-numpy{numpy.__version__}"
                       + ("-abi3" if LIMITED_API else ""),
             language_level=3,
-            nthreads=os.cpu_count() or 1,
             # freethreading_compatible: every module declares Py_MOD_GIL_NOT_USED, so importing
             # zarrcore on a free-threaded CPython leaves the GIL off (the compiled core keeps
             # its shared state under its own locks and atomics).

@@ -61,6 +61,20 @@ def find_wine():
     return None
 
 
+def _run_under_wine(wine, exe, work, env):
+    """The completed run of `exe` under Wine. A run that printed nothing never reached the
+    program's own verdict (on a loaded machine Wine once exited 1 silently while its prefix
+    was in use by the run before): that one is run again, once."""
+    run = [wine, str(exe), str(work)]
+    r = subprocess.run(run, capture_output=True, text=True, env=env, timeout=300)
+    if r.returncode != 0 and not (r.stdout + r.stderr).strip():
+        server = pathlib.Path(wine).with_name("wineserver")
+        if server.exists():
+            subprocess.run([str(server), "-w"], env=env, capture_output=True, timeout=300)
+        r = subprocess.run(run, capture_output=True, text=True, env=env, timeout=300)
+    return r
+
+
 def run_os_check(cc, wine, out):
     """Build tests/support/win/os_check.c with the core's system layer, once as GCC-like compilers see
     it and once through its MSVC branches (ZC_MSVC: intrinsics that MinGW's headers have too),
@@ -78,8 +92,7 @@ def run_os_check(cc, wine, out):
             if r.returncode != 0:
                 failures.append(f"building {exe.name}:\n{r.stderr.strip()}")
                 continue
-            r = subprocess.run([wine, str(exe), str(pathlib.Path(work) / variant)],
-                               capture_output=True, text=True, env=env, timeout=300)
+            r = _run_under_wine(wine, exe, pathlib.Path(work) / variant, env)
             if r.returncode != 0 or r.stdout.strip().splitlines()[-1:] != ["OK"]:
                 failures.append(f"{exe.name} under {wine} (exit {r.returncode}):\n"
                                 f"{r.stdout}{r.stderr}")
