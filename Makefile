@@ -83,7 +83,7 @@ $(PEER_VENV)/.installed: tests/support/peer-requirements.txt
 # once $(VENV) and the peers' are ready, and the newest tests run beside it (what they print is
 # kept in NEWEST_LOG and shown when they end). The suite runs in TEST_WORKERS processes
 # (pytest-xdist), each test file in one of them, so that a file's module-scoped fixtures (a
-# dask cluster, the peers) start once. Three on two cores: the suite spends about a third of
+# dask cluster, the peers) start once, handed out in the order tests/conftest.py gives. Three on two cores: the suite spends about a third of
 # its time waiting (on processes it starts, servers, timeouts), and a third process fills it
 # (8 min 50 s with two, 7 min 31 s with three, here). The newest tests, three files of imports
 # more than waits, take two.
@@ -94,7 +94,7 @@ test:
 
 suite: install-test peer-venv
 	cd tests && ../$(VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) \
-		--dist loadfile
+		--dist loadfile --no-loadscope-reorder
 
 newest-test-beside:
 	@mkdir -p $(dir $(NEWEST_LOG))
@@ -145,7 +145,7 @@ endif
 # before zarrcore is built (`make test` installs them, and builds zarrcore there, while $(VENV)
 # builds its own).
 NEWEST_REQUIRES := "virtualizarr>=2.1" "h5py>=3.10" "tensorstore>=0.1.86" "s3fs>=2024.3" \
-	"moto[s3]>=5.1" "flask!=2.2.0,!=2.2.1" flask-cors "pytest>=7" "pytest-xdist>=3.5" "hypothesis>=6" \
+	"moto[s3]>=5.1" "flask!=2.2.0,!=2.2.1" flask-cors "pytest>=7" "pytest-xdist>=3.8" "hypothesis>=6" \
 	"dill>=0.3"
 
 $(NEWEST_VENV)/.build-requires:

@@ -71,8 +71,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(name in SLOW_FIXTURES for name in getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-    # Files with slow tests first (pytest-xdist hands files to its processes in this order),
-    # so that the suite ends on short files rather than waiting for a long one that began late.
+    # Files with slow tests first, so that the suite ends on short files rather than waiting
+    # for a long one that began late. pytest-xdist hands files out in this order under
+    # `make test`'s --no-loadscope-reorder; by default it sorts them by their number of tests,
+    # which left the long few (the model checker, the docs build, Wine) to the end.
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow_files)
     if sys.platform == "win32":
