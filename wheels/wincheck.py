@@ -63,8 +63,8 @@ def find_wine():
 
 def _run_under_wine(wine, exe, work, env):
     """The completed run of `exe` under Wine. A run that printed nothing never reached the
-    program's own verdict (on a loaded machine Wine once exited 1 silently while its prefix
-    was in use by the run before): that one is run again, once."""
+    program's own verdict (on a loaded machine Wine once exited 1 without a word, the cause
+    not found): that one is run again, once, after the prefix's server has ended."""
     run = [wine, str(exe), str(work)]
     r = subprocess.run(run, capture_output=True, text=True, env=env, timeout=300)
     if r.returncode != 0 and not (r.stdout + r.stderr).strip():
