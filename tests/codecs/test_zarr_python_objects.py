@@ -4,7 +4,6 @@ arrays, stored as zarr-python stores them."""
 import json
 import warnings
 
-import numcodecs
 import numpy as np
 import pytest
 
@@ -15,6 +14,8 @@ from zarrcore import errors
 from zarrcore.errors import UnknownCodecError, UnknownCodecObjectError
 
 zarr = pytest.importorskip("zarr", reason="zarr-python's codec objects come from zarr")
+numcodecs = pytest.importorskip(
+    "numcodecs", reason="numcodecs' codec objects come with zarr-python (the test extra)")
 import zarr.codecs as zc  # noqa: E402
 import zarr.codecs.numcodecs as zn  # noqa: E402
 

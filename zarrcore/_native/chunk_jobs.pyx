@@ -1,6 +1,7 @@
 # cython: language_level=3
 """Bindings for csrc/jobs/zc_shard_batch.c: a shard's inner chunks decoded or encoded as one
 GIL-free job that several threads work through together."""
+cimport cython
 cimport numpy as cnp
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdlib cimport calloc, free, realloc
@@ -171,6 +172,9 @@ cdef class ShardJob(_CompiledJob):
         return exc, zc_shard_task_chunk(&self.j, self.j.failed_task)
 
 
+# (No tp_clear: clearing a garbage cycle could drop `_cache` before the deallocation unpins
+# the entries in it.)
+@cython.no_gc_clear
 cdef class ChunkWaves(_CompiledJob):
     """The chunks a selection touches, whose encoded bytes arrive piece by piece (from
     Store.get_many), decoded (`work_read`) or encoded (`work_write`) by compiled workers in

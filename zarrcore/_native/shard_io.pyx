@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 
+cimport cython
 cimport numpy as cnp
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int64_t, uint64_t
@@ -153,6 +154,9 @@ cdef class ShardSpec:
         return out[()] if result_axis[ndim] == -2 else out
 
 
+# (No tp_clear: clearing a garbage cycle could drop the cache in `_keep` before the
+# deallocation unpins the entries and shard indexes in it.)
+@cython.no_gc_clear
 cdef class ShardBatch:
     """One sharded read or write; call `work_read()` / `work_write()` from several threads."""
 

@@ -212,9 +212,13 @@ def _run_waves(
     """Run the tasks `tasks` of ChunkWaves `job` by its `work` (work_read, work_write) on
     `threads` threads of the pool; None, or (error, task)."""
     ntasks = job.run(tasks)
-    if ntasks:
-        run_workers(work, ntasks, job.stop, threads)
-    job.release()
+    try:
+        if ntasks:
+            run_workers(work, ntasks, job.stop, threads)
+    finally:
+        # (also when cancelled: run_workers raises once no worker is left on the wave, and
+        # the wave's bytes and cache entries would otherwise wait for the job's collection)
+        job.release()
     return job.error()
 
 
@@ -532,9 +536,7 @@ def decode_arrived(
 class _ShardTasks:
     """The tasks of a sharded read (its job's: groups of points, or pieces of inner chunks):
     by task, its inner chunk (grid indices over the array), the shard it is in (its place in
-    `shards`) and its C-order place in it; and the grid indices of the shards touched. (Not a
-    tuple, which the garbage collector never clears: the job of a read that failed, held in
-    the cycles of its traceback, then goes before the cache its pins are in.)"""
+    `shards`) and its C-order place in it; and the grid indices of the shards touched."""
 
     job: ChunkWaves | _InnerChunkWaves
     inner: Int64s
