@@ -224,8 +224,10 @@ def test_consolidated_metadata_parsed_once_per_node(tmp_path):
 
 def test_native_handle_cache_from_many_threads(tmp_path):
     """One cached native handle read and written by many threads: reads see whole chunks."""
+    # (every chunk stored before the threads start, so that every read goes through the cache
+    # however the threads are scheduled: a chunk never stored is fill, read without it)
     a = zarrcore.create_array(tmp_path / "h", shape=(64, 64), chunks=(8, 8), dtype="i8",
-                              fill_value=0)
+                              fill_value=-1)
     a[...] = 0
     handle = a.native_handle(cache_bytes=16 * 8 * 8 * 8)
 
