@@ -212,13 +212,9 @@ def _run_waves(
     """Run the tasks `tasks` of ChunkWaves `job` by its `work` (work_read, work_write) on
     `threads` threads of the pool; None, or (error, task)."""
     ntasks = job.run(tasks)
-    try:
-        if ntasks:
-            run_workers(work, ntasks, job.stop, threads)
-    finally:
-        # (also when cancelled: run_workers raises once no worker is left on the wave, and
-        # the wave's bytes and cache entries would otherwise wait for the job's collection)
-        job.release()
+    if ntasks:
+        run_workers(work, ntasks, job.stop, threads)
+    job.release()
     return job.error()
 
 
