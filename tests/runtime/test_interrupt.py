@@ -129,6 +129,44 @@ def test_ctrl_c_while_pool_threads_start_stops_those_started(monkeypatch):
     assert submitted[0].done()
 
 
+@pytest.mark.parametrize("caller", ["main thread", "other thread"])
+def test_a_pool_refusing_a_start_stops_the_helpers_started(monkeypatch, caller):
+    """A pool that refuses a second helper (at interpreter exit: RuntimeError) fails the
+    call, from the main thread or another, only once the work is stopped and the helper
+    already started has returned: nothing works on the call's buffers after it raised."""
+    zarrcore.config.set(num_threads=4)
+    pool = zarrcore.config.executor()
+    submitted = []
+
+    class RefusingSecondStart:
+        def submit(self, fn):
+            if submitted:
+                raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+            submitted.append(pool.submit(fn))
+            return submitted[-1]
+
+    monkeypatch.setattr(zarrcore.config, "executor", RefusingSecondStart)
+    stopped = threading.Event()
+
+    def work():
+        for _ in range(2000):  # bounded: a helper never stopped ends by itself
+            if stopped.is_set():
+                return
+            time.sleep(0.001)
+
+    def call():
+        with pytest.raises(RuntimeError, match="interpreter shutdown"):
+            run_workers(work, 100, stopped.set)
+        return submitted[0].done()
+
+    if caller == "main thread":
+        assert call()
+    else:
+        with concurrent.futures.ThreadPoolExecutor(1) as other:
+            assert other.submit(call).result(timeout=60)
+    assert stopped.is_set()
+
+
 def test_ctrl_c_with_the_pool_busy_is_handled_while_the_work_goes_on(monkeypatch):
     """No pool thread takes the work (busy elsewhere): it runs on a thread of its own, never on
     the main thread, where a compiled call of it would hold off Ctrl-C until all the work is

@@ -124,8 +124,14 @@ def run_workers(
         work()  # no pool round trip (small reads pay for every microsecond)
         return
     executor = _settings.executor()
-    helpers = [executor.submit(work) for _ in range(nworkers - 1)]
+    helpers: list[concurrent.futures.Future[None]] = []
     try:
+        try:
+            for _ in range(nworkers - 1):
+                helpers.append(executor.submit(work))
+        except BaseException:
+            stop()  # (a pool that refuses a helper: the call fails, the helpers started stop)
+            raise
         _work_here(work)
     finally:
         for f in helpers:
@@ -170,11 +176,13 @@ def _work_as_future(work: Callable[[], None], future: concurrent.futures.Future[
 def _run_interruptibly(work: Callable[[], None], nworkers: int, stop: Callable[[], None]) -> None:
     """run_workers in the main thread: `nworkers` pool threads work, the caller waits."""
     helpers: list[concurrent.futures.Future[None]] = []
-    interrupt: KeyboardInterrupt | None = None
+    # Ctrl-C while starting the helpers (a start waits for its thread), or a pool that
+    # refuses one (at interpreter exit): the helpers started stop, and are waited for.
+    interrupt: BaseException | None = None
     try:
         for _ in range(nworkers):
             helpers.append(_settings.executor().submit(work))
-    except KeyboardInterrupt as e:  # (starting a pool thread waits for it) the submitted stop
+    except BaseException as e:
         stop()
         interrupt = e
     pending = set(helpers)
