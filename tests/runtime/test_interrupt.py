@@ -167,6 +167,39 @@ def test_a_pool_refusing_a_start_stops_the_helpers_started(monkeypatch, caller):
     assert stopped.is_set()
 
 
+def test_a_helper_failing_is_raised_once_every_helper_has_returned(monkeypatch):
+    """The first helper fails at once while the second still works: the call raises the
+    failure only once the second has returned."""
+    zarrcore.config.set(num_threads=3)
+    calls = []
+
+    class FirstFailsSecondWorks:
+        def submit(self, fn):
+            future = concurrent.futures.Future()
+            failing = not calls
+            calls.append(future)
+
+            def run():
+                future.set_running_or_notify_cancel()
+                if failing:
+                    future.set_exception(ValueError("the first helper"))
+                else:
+                    time.sleep(0.3)
+                    future.set_result(None)
+            threading.Thread(target=run).start()
+            return future
+
+    monkeypatch.setattr(zarrcore.config, "executor", FirstFailsSecondWorks)
+
+    def call():
+        with pytest.raises(ValueError, match="the first helper"):
+            run_workers(lambda: None, 100, lambda: None)
+        return calls[1].done()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as other:  # (not the main thread's route)
+        assert other.submit(call).result(timeout=60)
+
+
 def test_ctrl_c_with_the_pool_busy_is_handled_while_the_work_goes_on(monkeypatch):
     """No pool thread takes the work (busy elsewhere): it runs on a thread of its own, never on
     the main thread, where a compiled call of it would hold off Ctrl-C until all the work is

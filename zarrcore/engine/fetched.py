@@ -212,9 +212,13 @@ def _run_waves(
     """Run the tasks `tasks` of ChunkWaves `job` by its `work` (work_read, work_write) on
     `threads` threads of the pool; None, or (error, task)."""
     ntasks = job.run(tasks)
-    if ntasks:
-        run_workers(work, ntasks, job.stop, threads)
-    job.release()
+    try:
+        if ntasks:
+            run_workers(work, ntasks, job.stop, threads)
+    finally:
+        # (a cancelled wave too: run_workers raises only once no helper works on it, and its
+        # bytes and cache entries would otherwise wait for the job's collection)
+        job.release()
     return job.error()
 
 

@@ -134,9 +134,21 @@ def run_workers(
             raise
         _work_here(work)
     finally:
-        for f in helpers:
-            if not f.cancel():
+        _wait_for(helpers)
+
+
+def _wait_for(helpers: list[concurrent.futures.Future[None]]) -> None:
+    """Cancel the helpers not started and wait for every other one, then raise the first
+    one's error: none works on after the call has returned or raised."""
+    failure: BaseException | None = None
+    for f in helpers:
+        if not f.cancel():
+            try:
                 f.result()
+            except BaseException as e:
+                failure = failure or e
+    if failure is not None:
+        raise failure
 
 
 def _work_here(work: Callable[[], None]) -> None:
