@@ -152,11 +152,11 @@ def test_a_helper_failing_is_raised_once_every_helper_has_returned(monkeypatch):
     class FirstFailsSecondWorks:
         def submit(self, fn):
             future = concurrent.futures.Future()
+            future.set_running_or_notify_cancel()  # (started: never cancelled)
             failing = not calls
             calls.append(future)
 
             def run():
-                future.set_running_or_notify_cancel()
                 if failing:
                     future.set_exception(ValueError("the first helper"))
                 else:
