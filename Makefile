@@ -83,10 +83,10 @@ $(PEER_VENV)/.installed: tests/support/peer-requirements.txt
 # once $(VENV) and the peers' are ready, and the newest tests run beside it (what they print is
 # kept in NEWEST_LOG and shown when they end). The suite runs in TEST_WORKERS processes
 # (pytest-xdist), each test file in one of them, so that a file's module-scoped fixtures (a
-# dask cluster, the peers) start once, handed out in the order tests/conftest.py gives. Three on two cores: the suite spends about a third of
-# its time waiting (on processes it starts, servers, timeouts), and a third process fills it
-# (8 min 50 s with two, 7 min 31 s with three, here). The newest tests, three files of imports
-# more than waits, take two.
+# dask cluster, the peers) start once; files are handed out in the order tests/conftest.py
+# gives. Three on two cores: the suite spends about a third of its time waiting (on processes
+# it starts, servers, timeouts), and a third process fills it (8 min 50 s with two, 7 min 31 s
+# with three, here). The newest tests, three files of imports more than waits, take two.
 TEST_WORKERS ?= 3
 NEWEST_LOG ?= build/newest-test.log
 test:

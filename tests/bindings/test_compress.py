@@ -3,7 +3,6 @@ import gzip
 import os
 import zlib
 
-import blosc
 import crc32c as crc32c_ref
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ from hypothesis import strategies as st
 from zarrcore._native import compress as c
 from zarrcore.errors import ChunkDecodeError
 
+blosc = pytest.importorskip("blosc", reason="python-blosc, the reference, is in the test extra")
 numcodecs = pytest.importorskip("numcodecs")
 zstandard = pytest.importorskip("zstandard")
 

@@ -234,9 +234,7 @@ def _run_interruptibly(work: Callable[[], None], nworkers: int, stop: Callable[[
             interrupt, drained = e, True
     if interrupt is not None:
         raise interrupt
-    for f in helpers:
-        if not f.cancelled():
-            f.result()
+    _wait_for(helpers)
 
 
 class Claims:
