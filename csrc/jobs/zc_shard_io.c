@@ -34,6 +34,13 @@ struct zc_shard_slot {
     uint64_t asked_through;    /* reads: io->prefetch_total once prefetch_ahead passed it */
 };
 
+/* A thread that needs a slot another thread is loading sleeps on `loaded` until the load
+ * ends: reading an index from a network file system can take milliseconds. */
+struct zc_slot_waits {
+    zc_mutex lock;
+    zc_cond loaded;
+};
+
 /* ---- setup -------------------------------------------------------------------------------- */
 
 /* The axes' shard piece numbers of slot `s` (C order over the piece counts). */
@@ -184,6 +191,7 @@ static void forget_buffers(zc_shard_io *io)
     io->run = NULL;
     io->task_start = NULL;
     io->slots = NULL;
+    io->waits = NULL;
     io->deferred = NULL;
     io->pins = NULL;
     io->out = NULL;
@@ -297,6 +305,12 @@ int zc_shard_io_prepare(zc_shard_io *io)
     io->deferred = (unsigned char *)calloc((size_t)(nslots ? nslots : 1), 1);
     if (io->slots == NULL || io->task_start == NULL || io->deferred == NULL)
         return ZC_ERR_NOMEM;
+    if (!io->writing) {
+        if ((io->waits = (zc_slot_waits *)malloc(sizeof *io->waits)) == NULL)
+            return ZC_ERR_NOMEM;
+        zc_mutex_init(&io->waits->lock);
+        zc_cond_init(&io->waits->loaded);
+    }
     int64_t tasks = 0, r[ZC_MAX_NDIM];
     for (int64_t s = 0; s < nslots; s++) {
         slot_runs(io, s, r);
@@ -375,6 +389,11 @@ void zc_shard_io_free(zc_shard_io *io)
     free(io->run);
     free(io->task_start);
     free(io->slots);
+    if (io->waits != NULL) {
+        zc_cond_destroy(&io->waits->loaded);
+        zc_mutex_destroy(&io->waits->lock);
+        free(io->waits);
+    }
     free(io->deferred);
     free(io->pins);
     forget_buffers(io);
@@ -801,6 +820,15 @@ static void prefetch_ahead(zc_shard_io *io, int64_t s)
     zc_atomic_store_int(&io->prefetching, 0, ZC_RELEASE);
 }
 
+/* Wake the threads waiting in slot_ready: the load ended, ready or failed (io->failed). */
+static void end_load(zc_shard_io *io)
+{
+    /* (taking the lock orders this after a waiter's check of the state, made under it) */
+    zc_mutex_lock(&io->waits->lock);
+    zc_mutex_unlock(&io->waits->lock);
+    zc_cond_broadcast(&io->waits->loaded);
+}
+
 /* Load slot `s`, which the caller moved from SLOT_IDLE to SLOT_LOADING, and make it ready. */
 static int load_slot(zc_shard_io *io, int64_t s, zc_buf *buf)
 {
@@ -808,8 +836,10 @@ static int load_slot(zc_shard_io *io, int64_t s, zc_buf *buf)
     if (st == ZC_OK) {
         prefetch_chunks(io, s); /* (before the others start on the slot's pins) */
         zc_atomic_store_int(&io->slots[s].state, SLOT_READY, ZC_RELEASE);
-        prefetch_ahead(io, s);
     }
+    end_load(io);
+    if (st == ZC_OK)
+        prefetch_ahead(io, s);
     return st;
 }
 
@@ -823,13 +853,14 @@ static int slot_ready(zc_shard_io *io, int64_t s, zc_buf *buf)
     int expected = SLOT_IDLE;
     if (state == SLOT_IDLE && zc_atomic_cas_int(&slot->state, &expected, SLOT_LOADING))
         return load_slot(io, s, buf);
-    /* Another thread reads the index: a few system calls, or it fails and says so. */
-    while (zc_atomic_load_int(&slot->state, ZC_ACQUIRE) != SLOT_READY) {
-        if (zc_atomic_load_int(&io->failed, ZC_ACQUIRE))
-            return ZC_ERR_PARAM;
-        zc_thread_yield();
-    }
-    return ZC_OK;
+    /* Another thread reads the index: wait until it is ready or the read failed. */
+    int ready;
+    zc_mutex_lock(&io->waits->lock);
+    while (!(ready = zc_atomic_load_int(&slot->state, ZC_ACQUIRE) == SLOT_READY) &&
+           !zc_atomic_load_int(&io->failed, ZC_ACQUIRE))
+        zc_cond_wait(&io->waits->loaded, &io->waits->lock);
+    zc_mutex_unlock(&io->waits->lock);
+    return ready ? ZC_OK : ZC_ERR_PARAM;
 }
 
 /* The gather axes of a task with listed pieces into `axes` (their positions in the inner

@@ -70,6 +70,7 @@
 #define ZC_SHARD_INDEX_IN_INDEX 4   /* entry failed_inner lies inside an index at the start */
 
 typedef struct zc_shard_slot zc_shard_slot;
+typedef struct zc_slot_waits zc_slot_waits;
 
 typedef struct {
     /* Geometry and codecs. */
@@ -125,6 +126,7 @@ typedef struct {
     int64_t nslots;
     int64_t *task_start;                 /* nslots + 1: slot s has tasks [task_start[s], ..[s+1]) */
     zc_shard_slot *slots;
+    zc_slot_waits *waits;                /* reads: where threads wait for a slot's load */
     unsigned char *deferred;             /* writes: per slot, left for the caller */
     zc_chunk_cache_entry **pins;         /* reads with a cache: per task, its pinned chunk */
     unsigned char **out;                 /* writes: per task, the encoded inner chunk */
