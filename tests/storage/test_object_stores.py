@@ -949,3 +949,50 @@ def test_http_sharded_reads_keep_each_shard_index_at_its_etag(http_server):
     time.sleep(0.01)  # (another ETag, of the modification time)
     zarrcore.open_array(local, name="k", mode="r+")[0:32, 0:32] = -data[0:32, 0:32]
     np.testing.assert_array_equal(a[1, :32], -data[1, :32])
+
+
+def _served(server, name, chunk):
+    """An uncompressed (4, 65536) float32 array at `name` below the HTTP server's root, in
+    chunks (1, `chunk`): its values."""
+    data = np.arange(4 * 65536, dtype="f4").reshape(4, 65536)
+    zarrcore.create_array(zarrcore.LocalStore(server.root), name=name, data=data,
+                          chunks=(1, chunk), compressors=None)
+    return data
+
+
+def test_large_bodies_are_collected_by_the_clients_runtime(http_server, monkeypatch):
+    """A body of objectstore._COLLECTED_BY_RUNTIME bytes or more is awaited on the I/O loop
+    (obstore's asynchronous call), a smaller one read in the thread that asked; both read
+    what was written."""
+    from zarrcore.storage import objectstore
+
+    collected = []
+    collect = objectstore._collect
+
+    async def counting(result):
+        collected.append(result.range)
+        return await collect(result)
+
+    monkeypatch.setattr(objectstore, "_collect", counting)
+    big = 65536 * 4  # (bytes of a chunk: one row)
+    assert big >= objectstore._COLLECTED_BY_RUNTIME
+    data = _served(http_server, "big", 65536)
+    got = zarrcore.open_array(f"{http_server.url}/big", mode="r")[...]
+    np.testing.assert_array_equal(got, data)
+    assert sorted(collected) == [(0, big)] * 4
+    collected.clear()
+    data = _served(http_server, "small", 1024)
+    got = zarrcore.open_array(f"{http_server.url}/small", mode="r")[...]
+    np.testing.assert_array_equal(got, data)
+    assert collected == []
+
+
+def test_a_large_body_cut_short_fails_naming_its_key(http_server, io_config):
+    """A server that announces a large body and closes halfway: the read fails with a
+    StoreError naming the chunk, as a small body's would."""
+    io_config.set(io_retries=0)
+    _served(http_server, "cut", 65536)
+    a = zarrcore.open_array(f"{http_server.url}/cut", mode="r")
+    http_server.faults.match, http_server.faults.truncate = "cut/c/2/0", True
+    with pytest.raises(StoreError, match="key .c/2/0. of .*cut"):
+        a[...]

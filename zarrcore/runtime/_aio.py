@@ -178,6 +178,12 @@ def io_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
+def on_io_loop() -> bool:
+    """Is this the I/O loop's thread (where waiting for the loop would wait forever)?"""
+    loop = _loop
+    return loop is not None and getattr(loop, "_thread_id", None) == threading.get_ident()
+
+
 class DaemonThreads(concurrent.futures.Executor):
     """Up to `limit` threads, started as calls need them, that run the calls submitted, in
     order. Daemons, unlike ThreadPoolExecutor's: an exit, Ctrl-C's included, never waits

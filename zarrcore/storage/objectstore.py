@@ -83,6 +83,7 @@ from .options import StorageOptions, credentials_error
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
     from obstore import (
+        Bytes,
         GetOptions,
         GetResult,
         ObjectMeta,
@@ -139,16 +140,40 @@ def _request(call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         raise RuntimeError(f"obstore panicked: {e}") from e
 
 
+# Bodies of at least this many bytes are collected by obstore's own runtime (its
+# asynchronous call, awaited on the I/O loop), not in the thread that asked. The synchronous
+# call wakes that thread for every piece the connection delivers: over a 40 ms link, 0.5 MB
+# bodies cost 2-3 times the CPU that way, and twice that again beside a busy process. Below
+# about 64 KiB the loop's hop costs more than it saves.
+_COLLECTED_BY_RUNTIME = 128 << 10
+
+
+async def _collect(result: GetResult) -> Bytes:
+    return await result.bytes_async()
+
+
 def _body(
     store: ObstoreStore,
     path: str,
     options: GetOptions,
     cut: tuple[int | None, int | None] | None = None,
+    deadline: float | None = None,
 ) -> tuple[GetResult, memoryview]:
     """obstore's GET of `path` and its body: all of it, or the slice `cut` of it as it
-    streams in (a server that turned a range down sends the whole object)."""
+    streams in (a server that turned a range down sends the whole object). `deadline`:
+    seconds to wait for a large body (_aio.run's)."""
     result = _obstore().get(store, path, options=options)
-    data = result.bytes() if cut is None else _cut(result, *cut)
+    lo, hi = result.range
+    if cut is not None:
+        data = _cut(result, *cut)
+    elif (
+        hi - lo >= _COLLECTED_BY_RUNTIME
+        and hasattr(result, "bytes_async")  # (a forked child's helper sent the body already)
+        and not _aio.on_io_loop()
+    ):
+        data = _aio.run(_collect(result), deadline=deadline)
+    else:
+        data = result.bytes()
     return result, memoryview(data)
 
 
@@ -466,7 +491,12 @@ class ObjectStore(Store):
             try:
                 began = time.monotonic()
                 result, data = _request(
-                    _body, self._store, self._path(key), options, (start, stop) if cut else None
+                    _body,
+                    self._store,
+                    self._path(key),
+                    options,
+                    (start, stop) if cut else None,
+                    self._deadline(),
                 )
                 self.link.observe(time.monotonic() - began, len(data))
             except obs.exceptions.PreconditionError as e:
@@ -677,11 +707,12 @@ class ObjectStore(Store):
         path = self._path(key)
         try:
             try:
-                result, body = _request(_body, self._store, path, options)
+                result, body = _request(_body, self._store, path, options, None, self._deadline())
             except obs.exceptions.BaseError as e:
                 if not options or not _NOT_SATISFIABLE.search(str(e)):
                     raise
-                result, body = _request(_body, self._store, path, {})  # empty: no range fits
+                # (empty: no range fits)
+                result, body = _request(_body, self._store, path, {}, None, self._deadline())
         except Exception as e:
             if self._missing(key, e):
                 return None, None
