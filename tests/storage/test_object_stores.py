@@ -961,21 +961,21 @@ def _served(server, name, chunk):
 
 
 def test_large_bodies_are_collected_by_the_clients_runtime(http_server, monkeypatch):
-    """A body of objectstore._COLLECTED_BY_RUNTIME bytes or more is awaited on the I/O loop
+    """A body of COLLECTED_BY_RUNTIME bytes or more is awaited on the I/O loop
     (obstore's asynchronous call), a smaller one read in the thread that asked; both read
     what was written."""
-    from zarrcore.storage import objectstore
+    from zarrcore.storage import _object_bodies
 
     collected = []
-    collect = objectstore._collect
+    collect = _object_bodies._collect
 
     async def counting(result):
         collected.append(result.range)
         return await collect(result)
 
-    monkeypatch.setattr(objectstore, "_collect", counting)
+    monkeypatch.setattr(_object_bodies, "_collect", counting)
     big = 65536 * 4  # (bytes of a chunk: one row)
-    assert big >= objectstore._COLLECTED_BY_RUNTIME
+    assert big >= _object_bodies.COLLECTED_BY_RUNTIME
     data = _served(http_server, "big", 65536)
     got = zarrcore.open_array(f"{http_server.url}/big", mode="r")[...]
     np.testing.assert_array_equal(got, data)

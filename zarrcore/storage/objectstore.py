@@ -47,6 +47,7 @@ from ..errors import (
 from ..runtime import _aio
 from ..runtime.concurrency import each, fan_out, run_bounded
 from ..runtime.link import Link, link_to
+from ._object_bodies import get_body
 from ._object_clients import (
     SERVER_BACKENDS,
     client_root,
@@ -82,16 +83,7 @@ from .options import StorageOptions, credentials_error
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
-    from obstore import (
-        Bytes,
-        GetOptions,
-        GetResult,
-        ObjectMeta,
-        OffsetRange,
-        PutMode,
-        PutResult,
-        SuffixRange,
-    )
+    from obstore import GetOptions, ObjectMeta, OffsetRange, PutMode, PutResult, SuffixRange
     from obstore.store import ClientConfig, RetryConfig
     from obstore.store import ObjectStore as ObstoreStore
 
@@ -140,43 +132,6 @@ def _request(call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         raise RuntimeError(f"obstore panicked: {e}") from e
 
 
-# Bodies of at least this many bytes are collected by obstore's own runtime (its
-# asynchronous call, awaited on the I/O loop), not in the thread that asked. The synchronous
-# call wakes that thread for every piece the connection delivers: over a 40 ms link, 0.5 MB
-# bodies cost 2-3 times the CPU that way, and twice that again beside a busy process. Below
-# about 64 KiB the loop's hop costs more than it saves.
-_COLLECTED_BY_RUNTIME = 128 << 10
-
-
-async def _collect(result: GetResult) -> Bytes:
-    return await result.bytes_async()
-
-
-def _body(
-    store: ObstoreStore,
-    path: str,
-    options: GetOptions,
-    cut: tuple[int | None, int | None] | None = None,
-    deadline: float | None = None,
-) -> tuple[GetResult, memoryview]:
-    """obstore's GET of `path` and its body: all of it, or the slice `cut` of it as it
-    streams in (a server that turned a range down sends the whole object). `deadline`:
-    seconds to wait for a large body (_aio.run's)."""
-    result = _obstore().get(store, path, options=options)
-    lo, hi = result.range
-    if cut is not None:
-        data = _cut(result, *cut)
-    elif (
-        hi - lo >= _COLLECTED_BY_RUNTIME
-        and hasattr(result, "bytes_async")  # (a forked child's helper sent the body already)
-        and not _aio.on_io_loop()
-    ):
-        data = _aio.run(_collect(result), deadline=deadline)
-    else:
-        data = result.bytes()
-    return result, memoryview(data)
-
-
 def _link_of(url: str | None) -> Link:
     """The Link to the server of `url` (its scheme and host; a store made of an obstore
     store without one: a Link of its own)."""
@@ -189,21 +144,6 @@ def _link_of(url: str | None) -> Link:
 def _is_missing(error: BaseException) -> bool:
     obs = _obstore()
     return isinstance(error, (FileNotFoundError, obs.exceptions.NotFoundError))
-
-
-def _cut(result: GetResult, start: int | None, stop: int | None) -> bytes:
-    """[start:stop] of the body of the obstore GetResult `result` (a server that turns byte
-    ranges down sends all of it): read as it streams in, no further than `stop`."""
-    lo, hi, _ = slice(start, stop).indices(result.meta["size"])
-    parts: list[memoryview] = []
-    at = 0
-    if hi > lo:
-        for part in result.stream(min_chunk_size=min(hi, 1 << 20)):
-            parts.append(memoryview(part)[max(lo - at, 0) : max(hi - at, 0)])
-            at += len(part)
-            if at >= hi:
-                break
-    return b"".join(parts)
 
 
 class ObjectStore(Store):
@@ -491,7 +431,7 @@ class ObjectStore(Store):
             try:
                 began = time.monotonic()
                 result, data = _request(
-                    _body,
+                    get_body,
                     self._store,
                     self._path(key),
                     options,
@@ -707,12 +647,14 @@ class ObjectStore(Store):
         path = self._path(key)
         try:
             try:
-                result, body = _request(_body, self._store, path, options, None, self._deadline())
+                result, body = _request(
+                    get_body, self._store, path, options, None, self._deadline()
+                )
             except obs.exceptions.BaseError as e:
                 if not options or not _NOT_SATISFIABLE.search(str(e)):
                     raise
                 # (empty: no range fits)
-                result, body = _request(_body, self._store, path, {}, None, self._deadline())
+                result, body = _request(get_body, self._store, path, {}, None, self._deadline())
         except Exception as e:
             if self._missing(key, e):
                 return None, None

@@ -1,0 +1,67 @@
+"""How ObjectStore reads the body of one of obstore's GETs: in the thread that asked, by
+obstore's own runtime when it is large, or cut from a whole object a server sent for a range."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..runtime import _aio
+from ._obstore_runtime import obstore_module as _obstore
+
+if TYPE_CHECKING:
+    from obstore import Bytes, GetOptions, GetResult
+    from obstore.store import ObjectStore as ObstoreStore
+
+__all__ = ["COLLECTED_BY_RUNTIME", "get_body"]
+
+
+# Bodies of at least this many bytes are collected by obstore's own runtime (its
+# asynchronous call, awaited on the I/O loop), not in the thread that asked. The synchronous
+# call wakes that thread for every piece the connection delivers: over a 40 ms link, 0.5 MB
+# bodies cost 2-3 times the CPU that way, and twice that again beside a busy process. Below
+# about 64 KiB the loop's hop costs more than it saves.
+COLLECTED_BY_RUNTIME = 128 << 10
+
+
+async def _collect(result: GetResult) -> Bytes:
+    return await result.bytes_async()
+
+
+def get_body(
+    store: ObstoreStore,
+    path: str,
+    options: GetOptions,
+    cut: tuple[int | None, int | None] | None = None,
+    deadline: float | None = None,
+) -> tuple[GetResult, memoryview]:
+    """obstore's GET of `path` and its body: all of it, or the slice `cut` of it as it
+    streams in (a server that turned a range down sends the whole object). `deadline`:
+    seconds to wait for a large body (_aio.run's)."""
+    result = _obstore().get(store, path, options=options)
+    lo, hi = result.range
+    if cut is not None:
+        data = _cut(result, *cut)
+    elif (
+        hi - lo >= COLLECTED_BY_RUNTIME
+        and hasattr(result, "bytes_async")  # (a forked child's helper sent the body already)
+        and not _aio.on_io_loop()
+    ):
+        data = _aio.run(_collect(result), deadline=deadline)
+    else:
+        data = result.bytes()
+    return result, memoryview(data)
+
+
+def _cut(result: GetResult, start: int | None, stop: int | None) -> bytes:
+    """[start:stop] of the body of the obstore GetResult `result` (a server that turns byte
+    ranges down sends all of it): read as it streams in, no further than `stop`."""
+    lo, hi, _ = slice(start, stop).indices(result.meta["size"])
+    parts: list[memoryview] = []
+    at = 0
+    if hi > lo:
+        for part in result.stream(min_chunk_size=min(hi, 1 << 20)):
+            parts.append(memoryview(part)[max(lo - at, 0) : max(hi - at, 0)])
+            at += len(part)
+            if at >= hi:
+                break
+    return b"".join(parts)
