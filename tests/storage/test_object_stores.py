@@ -996,3 +996,21 @@ def test_a_large_body_cut_short_fails_naming_its_key(http_server, io_config):
     http_server.faults.match, http_server.faults.truncate = "cut/c/2/0", True
     with pytest.raises(StoreError, match="key .c/2/0. of .*cut"):
         a[...]
+
+
+def test_a_large_body_the_loop_never_answers_fails_naming_its_key(http_server, monkeypatch):
+    """The I/O loop gives no answer within the deadline (a loop that stopped): the read fails
+    with a StoreError naming the chunk, not only the coroutine it waited for."""
+    from zarrcore.runtime import _aio
+
+    _served(http_server, "silent", 65536)
+    a = zarrcore.open_array(f"{http_server.url}/silent", mode="r")
+
+    def no_answer(coro, loop=None, deadline=None):
+        coro.close()
+        raise StoreError(110, "no answer for 6 s from _collect")
+
+    monkeypatch.setattr(_aio, "run", no_answer)
+    with pytest.raises(StoreError, match=r"'silent/c/\d/0': no answer for 6 s") as e:
+        a[...]
+    assert e.value.errno == 110

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..errors import StoreError
 from ..runtime import _aio
 from ._obstore_runtime import obstore_module as _obstore
 
@@ -46,7 +47,10 @@ def get_body(
         and hasattr(result, "bytes_async")  # (a forked child's helper sent the body already)
         and not _aio.on_io_loop()
     ):
-        data = _aio.run(_collect(result), deadline=deadline)
+        try:
+            data = _aio.run(_collect(result), deadline=deadline)
+        except StoreError as e:  # (no answer from the loop: the client's own errors name the key)
+            raise StoreError(e.errno, f"{path!r}: {e.strerror}") from e
     else:
         data = result.bytes()
     return result, memoryview(data)
