@@ -1014,3 +1014,30 @@ def test_a_large_body_the_loop_never_answers_fails_naming_its_key(http_server, m
     with pytest.raises(StoreError, match=r"'silent/c/\d/0': no answer for 6 s") as e:
         a[...]
     assert e.value.errno == 110
+
+
+def test_large_sets_of_ranges_are_collected_by_the_clients_runtime(http_server, monkeypatch):
+    """get_ranges of one object whose ranges add up to COLLECTED_BY_RUNTIME bytes or more
+    runs as obstore's asynchronous call on the I/O loop, fewer bytes synchronously; both
+    read what was written, and a range past the end reads empty either way."""
+    from zarrcore.storage import _object_bodies
+
+    awaited = []
+    ranges = _object_bodies._ranges
+
+    async def counting(obs, store, path, starts, ends):
+        awaited.append(path)
+        return await ranges(obs, store, path, starts, ends)
+
+    monkeypatch.setattr(_object_bodies, "_ranges", counting)
+    _served(http_server, "parts", 65536)
+    blob = np.arange(65536, 2 * 65536, dtype="f4").tobytes()  # (row 1: chunk c/1/0)
+    store = make_store(f"{http_server.url}/parts")
+    assert store.get_ranges("c/1/0", [(0, 100_000), (150_000, 262_144)]) == [
+        blob[:100_000], blob[150_000:]]
+    assert awaited == ["parts/c/1/0"]
+    assert store.get_ranges("c/1/0", [(0, 1000), (5000, 7000)]) == [blob[:1000],
+                                                                    blob[5000:7000]]
+    assert awaited == ["parts/c/1/0"]
+    assert store.get_ranges("c/1/0", [(0, 200_000), (300_000, 400_000)]) == [
+        blob[:200_000], b""]

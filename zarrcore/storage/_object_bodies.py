@@ -1,9 +1,11 @@
-"""How ObjectStore reads the body of one of obstore's GETs: in the thread that asked, by
-obstore's own runtime when it is large, or cut from a whole object a server sent for a range."""
+"""How ObjectStore reads the bodies of obstore's GETs: in the thread that asked, by obstore's
+own runtime when they are large, or cut from a whole object a server sent for a range."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import StoreError
 from ..runtime import _aio
@@ -13,7 +15,9 @@ if TYPE_CHECKING:
     from obstore import Bytes, GetOptions, GetResult
     from obstore.store import ObjectStore as ObstoreStore
 
-__all__ = ["COLLECTED_BY_RUNTIME", "get_body"]
+__all__ = ["COLLECTED_BY_RUNTIME", "get_body", "get_parts"]
+
+_T = TypeVar("_T")
 
 
 # Bodies of at least this many bytes are collected by obstore's own runtime (its
@@ -26,6 +30,22 @@ COLLECTED_BY_RUNTIME = 128 << 10
 
 async def _collect(result: GetResult) -> Bytes:
     return await result.bytes_async()
+
+
+async def _ranges(
+    obs: ModuleType, store: ObstoreStore, path: str, starts: list[int], ends: list[int]
+) -> list[Bytes]:
+    parts: list[Bytes] = await obs.get_ranges_async(store, path, starts=starts, ends=ends)
+    return parts
+
+
+def _awaited(coro: Coroutine[Any, Any, _T], path: str, deadline: float | None) -> _T:
+    """`coro`'s result, run on the I/O loop; a StoreError for no answer names `path` (the
+    client's own errors name it already)."""
+    try:
+        return _aio.run(coro, deadline=deadline)
+    except StoreError as e:
+        raise StoreError(e.errno, f"{path!r}: {e.strerror}") from e
 
 
 def get_body(
@@ -47,13 +67,29 @@ def get_body(
         and hasattr(result, "bytes_async")  # (a forked child's helper sent the body already)
         and not _aio.on_io_loop()
     ):
-        try:
-            data = _aio.run(_collect(result), deadline=deadline)
-        except StoreError as e:  # (no answer from the loop: the client's own errors name the key)
-            raise StoreError(e.errno, f"{path!r}: {e.strerror}") from e
+        data = _awaited(_collect(result), path, deadline)
     else:
         data = result.bytes()
     return result, memoryview(data)
+
+
+def get_parts(
+    store: ObstoreStore,
+    path: str,
+    starts: list[int],
+    ends: list[int],
+    deadline: float | None = None,
+) -> list[Bytes]:
+    """obstore's get_ranges of `path` (the ranges [starts[i], ends[i])), by its runtime when
+    they add up to COLLECTED_BY_RUNTIME bytes or more, as get_body's bodies."""
+    obs = _obstore()
+    if (
+        sum(ends) - sum(starts) >= COLLECTED_BY_RUNTIME
+        and hasattr(obs, "get_ranges_async")  # (a forked child's helper: synchronous calls)
+        and not _aio.on_io_loop()
+    ):
+        return list(_awaited(_ranges(obs, store, path, starts, ends), path, deadline))
+    return list(obs.get_ranges(store, path, starts=starts, ends=ends))
 
 
 def _cut(result: GetResult, start: int | None, stop: int | None) -> bytes:

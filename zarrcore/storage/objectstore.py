@@ -47,7 +47,7 @@ from ..errors import (
 from ..runtime import _aio
 from ..runtime.concurrency import each, fan_out, run_bounded
 from ..runtime.link import Link, link_to
-from ._object_bodies import get_body
+from ._object_bodies import get_body, get_parts
 from ._object_clients import (
     SERVER_BACKENDS,
     client_root,
@@ -504,14 +504,14 @@ class ObjectStore(Store):
         # (One range is one GET, whose answer tells the object's version too: see _saw.)
         if not simple or self._no_ranges or len(ranges) == 1:
             return self._each_range(key, ranges, copy)
-        obs = _obstore()
         try:
             parts = _request(
-                obs.get_ranges,
+                get_parts,
                 self._store,
                 self._path(key),
-                starts=[r[0] for r in ranges],
-                ends=[r[1] for r in ranges],
+                [r[0] for r in ranges],
+                [r[1] for r in ranges],
+                self._deadline(),
                 slots=min(len(ranges), _RANGES_IN_FLIGHT),
             )
         except Exception as e:
