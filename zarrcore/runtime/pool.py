@@ -123,18 +123,31 @@ def run_workers(
     if nworkers <= 1:
         work()  # no pool round trip (small reads pay for every microsecond)
         return
-    executor = _settings.executor()
-    helpers: list[concurrent.futures.Future[None]] = []
+    helpers, refused = _start_helpers(work, nworkers - 1, stop)
     try:
-        try:
-            for _ in range(nworkers - 1):
-                helpers.append(executor.submit(work))
-        except BaseException:
-            stop()  # (a pool that refuses a helper: the call fails, the helpers started stop)
-            raise
+        if refused is not None:
+            raise refused
         _work_here(work)
     finally:
         _wait_for(helpers)
+
+
+def _start_helpers(
+    work: Callable[[], None], count: int, stop: Callable[[], None]
+) -> tuple[list[concurrent.futures.Future[None]], BaseException | None]:
+    """(helpers, None): `count` calls of `work` submitted to the pool. A start that fails
+    (Ctrl-C while it waits for its thread, a pool that refuses one at interpreter exit)
+    calls `stop()`, so that the helpers started take no further task, and is returned as
+    the error beside them."""
+    helpers: list[concurrent.futures.Future[None]] = []
+    try:
+        executor = _settings.executor()
+        for _ in range(count):
+            helpers.append(executor.submit(work))
+    except BaseException as e:
+        stop()
+        return helpers, e
+    return helpers, None
 
 
 def _wait_for(helpers: list[concurrent.futures.Future[None]]) -> None:
@@ -187,16 +200,8 @@ def _work_as_future(work: Callable[[], None], future: concurrent.futures.Future[
 
 def _run_interruptibly(work: Callable[[], None], nworkers: int, stop: Callable[[], None]) -> None:
     """run_workers in the main thread: `nworkers` pool threads work, the caller waits."""
-    helpers: list[concurrent.futures.Future[None]] = []
-    # Ctrl-C while starting the helpers (a start waits for its thread), or a pool that
-    # refuses one (at interpreter exit): the helpers started stop, and are waited for.
-    interrupt: BaseException | None = None
-    try:
-        for _ in range(nworkers):
-            helpers.append(_settings.executor().submit(work))
-    except BaseException as e:
-        stop()
-        interrupt = e
+    # (a start that failed: the helpers started stop, and are waited for below)
+    helpers, interrupt = _start_helpers(work, nworkers, stop)
     pending = set(helpers)
     # No task is left to take: helpers not started yet have nothing to do.
     drained = interrupt is not None

@@ -39,6 +39,12 @@ async def _ranges(
     return parts
 
 
+def _by_runtime(nbytes: int, caller: object, call: str) -> bool:
+    """Are `nbytes` collected by obstore's runtime (`caller.call`, its asynchronous call)? Not
+    where `caller` has none (a forked child's helper) nor on the I/O loop's own thread."""
+    return nbytes >= COLLECTED_BY_RUNTIME and hasattr(caller, call) and not _aio.on_io_loop()
+
+
 def _awaited(coro: Coroutine[Any, Any, _T], path: str, deadline: float | None) -> _T:
     """`coro`'s result, run on the I/O loop; a StoreError for no answer names `path` (the
     client's own errors name it already)."""
@@ -62,11 +68,7 @@ def get_body(
     lo, hi = result.range
     if cut is not None:
         data = _cut(result, *cut)
-    elif (
-        hi - lo >= COLLECTED_BY_RUNTIME
-        and hasattr(result, "bytes_async")  # (a forked child's helper sent the body already)
-        and not _aio.on_io_loop()
-    ):
+    elif _by_runtime(hi - lo, result, "bytes_async"):
         data = _awaited(_collect(result), path, deadline)
     else:
         data = result.bytes()
@@ -83,13 +85,10 @@ def get_parts(
     """obstore's get_ranges of `path` (the ranges [starts[i], ends[i])), by its runtime when
     they add up to COLLECTED_BY_RUNTIME bytes or more, as get_body's bodies."""
     obs = _obstore()
-    if (
-        sum(ends) - sum(starts) >= COLLECTED_BY_RUNTIME
-        and hasattr(obs, "get_ranges_async")  # (a forked child's helper: synchronous calls)
-        and not _aio.on_io_loop()
-    ):
-        return list(_awaited(_ranges(obs, store, path, starts, ends), path, deadline))
-    return list(obs.get_ranges(store, path, starts=starts, ends=ends))
+    if _by_runtime(sum(ends) - sum(starts), obs, "get_ranges_async"):
+        return _awaited(_ranges(obs, store, path, starts, ends), path, deadline)
+    parts: list[Bytes] = obs.get_ranges(store, path, starts=starts, ends=ends)
+    return parts
 
 
 def _cut(result: GetResult, start: int | None, stop: int | None) -> bytes:
