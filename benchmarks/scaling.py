@@ -7,6 +7,7 @@ limits. One script, made to be run as it is on a many-core machine:
     python benchmarks/scaling.py                          # N=512, best of 3
     python benchmarks/scaling.py --n 128 --repeats 1      # a smoke run
     python benchmarks/scaling.py --where local --counts 1,2,4
+    python benchmarks/scaling.py --report-only local.json link.json   # runs made apart, as one
 
 Data: cloud.py's N^3 float32 array (written once by zarr-python into
 benchmarks/data/cloud/n<N>/), `sharded` (256^3 shards of 64^3 inner chunks) and `zstd`
@@ -323,6 +324,16 @@ def run(args):
                      "zstd": zstd_limit(k, args.repeats, root)}
         log(f"x{k}: memcpy {limits[k]['memcpy']:.1f} GB/s, zstd decode "
             f"{limits[k]['zstd']:.2f} GB/s")
+
+    def results():
+        return {"n": args.n, "repeats": args.repeats, "counts": counts, "libs": args.libs,
+                "rows": rows, "limits": {str(k): v for k, v in limits.items()},
+                "versions": versions, "link": link_info,
+                "machine": {"cpus": ncpu, "platform": platform.platform(),
+                            "loadavg_start": load0, "loadavg_end": os.getloadavg()},
+                "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc)
+                .strftime("%Y-%m-%d %H:%M UTC"), "seconds": round(time.time() - started)}
+
     base = [sys.executable, os.path.abspath(__file__), "--n", str(args.n), "--data-dir",
             args.data_dir, "--zarrcore", args.zarrcore]
     link_info = None
@@ -341,32 +352,51 @@ def run(args):
                 for mode in args.modes:
                     (measure_threads if mode == "threads" else measure_processes)(
                         args, argv, where, layout, counts, rows, versions)
-    return {"n": args.n, "repeats": args.repeats, "counts": counts, "libs": args.libs,
-            "rows": rows, "limits": {str(k): v for k, v in limits.items()},
-            "versions": versions, "link": link_info,
-            "machine": {"cpus": ncpu, "platform": platform.platform(),
-                        "loadavg_start": load0, "loadavg_end": os.getloadavg()},
-            "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc)
-            .strftime("%Y-%m-%d %H:%M UTC"), "seconds": round(time.time() - started)}
+                    # Saved after each part, so that a run stopped early keeps what it measured.
+                    cloud.save_run(args, results(), f"scaling-n{args.n}")
+    return results()
+
+
+def merged(runs):
+    """One result of several runs of this script on one machine (local and link made apart,
+    say): rows, counts, libraries and versions joined; the first run's limits win."""
+    out = dict(runs[0])
+    out["rows"] = [{"n": run["n"], **r} for run in runs for r in run["rows"]]
+    out["counts"] = sorted({k for run in runs for k in run["counts"]})
+    out["libs"] = list(dict.fromkeys(lib for run in runs for lib in run["libs"]))
+    out["versions"] = {k: v for run in reversed(runs) for k, v in run["versions"].items()}
+    out["limits"] = {k: v for run in reversed(runs) for k, v in run["limits"].items()}
+    out["link"] = next((run["link"] for run in runs if run.get("link")), None)
+    out["seconds"] = sum(run["seconds"] for run in runs)
+    out["machine"] = {**runs[0]["machine"], "loadavg_end": runs[-1]["machine"]["loadavg_end"]}
+    return out
+
+
+def per_place(values):
+    """'3', or 'local 3, link 1' where the places differ; `values` maps place to text."""
+    if len(set(values.values())) <= 1:
+        return next(iter(values.values()), "")
+    return ", ".join(f"{k} {v}" for k, v in values.items())
 
 
 def markdown(results):
-    n = results["n"]
-    gb = n ** 3 * 4 / 1e9
     m = results["machine"]
     libs = results["libs"]
-    best = {}
+    best, sizes, repeats = {}, {}, {}  # best: decoded GB/s
     for r in results["rows"]:
+        n = r.get("n", results["n"])
+        sizes[r["where"]] = f"{n}³ ({n ** 3 * 4 / 2 ** 20:g} MiB)"
+        repeats[r["where"]] = str(max(int(repeats.get(r["where"], 0)), r.get("round", 0) + 1))
         if r.get("error") or not r.get("ok"):
             continue
         key = (r["where"], r["layout"], r["mode"], r["count"], r["lib"])
-        best[key] = min(best.get(key, float("inf")), r["seconds"])
+        best[key] = max(best.get(key, 0.0), n ** 3 * 4 / 1e9 / r["seconds"])
     L = ["## Scaling with cores (benchmarks/scaling.py)\n"]
     L.append(
         f"{results['started']}, **{m['cpus']} CPUs** ({m['platform']}), load average "
         f"{m['loadavg_start'][0]:.2f} at the start and {m['loadavg_end'][0]:.2f} at the end; "
-        f"{results['seconds']} s in all. N={n} ({n ** 3 * 4 / 2 ** 20:g} MiB "
-        f"float32), best of {results['repeats']}. Decoded GB/s (in brackets: the speed-up "
+        f"{results['seconds']} s in all. Arrays: {per_place(sizes)}, float32; best "
+        f"of: {per_place(repeats)}. Decoded GB/s (in brackets: the speed-up "
         f"over one). `threads`: one call reading the whole array, the library's pool at K "
         f"threads; `processes`: K processes, each with a pool of one, reading one of K boxes "
         f"that tile the array, released together. Limits: K threads copying memory (numpy) "
@@ -378,8 +408,8 @@ def markdown(results):
     if link:
         L.append(f"Link: {link['delay_ms']:g} ms each way; TCP connect "
                  f"{link['connect_rtt_ms']:.1f} ms, one stream {link['get_1_MBps']:.0f} MB/s, "
-                 f"8 streams {link['get_8_MBps']:.0f} MB/s (downloads; _link.py --selftest), "
-                 f"which caps every row over the link.\n")
+                 f"8 streams {link['get_8_MBps']:.0f} MB/s (downloads; _link.py --selftest); "
+                 f"more connections carry more.\n")
     L.append("Versions: " + "; ".join(f"{k}: {v}" for k, v in results["versions"].items())
              + ".\n")
     for where in ("local", "link"):
@@ -395,10 +425,10 @@ def markdown(results):
                 for k in counts:
                     cells = []
                     for lib in libs:
-                        t = best.get((where, layout, mode, k, lib))
-                        t1 = best.get((where, layout, mode, counts[0], lib))
-                        cells.append("—" if t is None else
-                                     f"{gb / t:.3g} ({t1 / t:.2f}×)" if t1 else f"{gb / t:.3g}")
+                        g = best.get((where, layout, mode, k, lib))
+                        g1 = best.get((where, layout, mode, counts[0], lib))
+                        cells.append("—" if g is None else
+                                     f"{g:.3g} ({g / g1:.2f}×)" if g1 else f"{g:.3g}")
                     lim = results["limits"].get(str(k), {})
                     L.append(f"| {k} | " + " | ".join(cells)
                              + f" | {lim.get('memcpy', 0):.3g} | {lim.get('zstd', 0):.3g} |")
@@ -429,7 +459,8 @@ def main(argv=None):
     p.add_argument("--out", default=None)
     p.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"))
     p.add_argument("--no-results", dest="write_results", action="store_false")
-    p.add_argument("--report-only", metavar="JSON")
+    p.add_argument("--report-only", metavar="JSON", nargs="+",
+                   help="write the report of earlier runs (several: as one)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--http-url", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -437,8 +468,11 @@ def main(argv=None):
         Worker(args).serve()
         return 0
     if args.report_only:
-        with open(args.report_only) as f:
-            results = json.load(f)
+        runs = []
+        for path in args.report_only:
+            with open(path) as f:
+                runs.append(json.load(f))
+        results = merged(runs)
     else:
         args.counts = [int(x) for x in args.counts.split(",") if x]
         for name in ("libs", "layouts", "modes", "where"):
@@ -449,7 +483,6 @@ def main(argv=None):
             except _link.LinkError as e:
                 p.error(f"{e} (or --where local)")
         results = run(args)
-        cloud.save_run(args, results, f"scaling-n{args.n}")
     cloud.publish(args, "scaling", markdown(results))
     return 0 if all(r.get("ok") and not r.get("error") for r in results["rows"]) else 1
 
