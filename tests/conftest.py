@@ -113,6 +113,43 @@ def store(request, tmp_path):
     return zarrcore.LocalStore(tmp_path / "store")
 
 
+@pytest.fixture
+def disk_path(tmp_path):
+    """A directory on a disk's file system (with a page cache to drop): `tmp_path`, unless
+    that is on tmpfs (as `make test` keeps it); skips where no such directory can be made."""
+    import shutil
+    from pathlib import Path
+
+    import file_systems
+
+    if not file_systems.on_tmpfs(tmp_path):
+        yield tmp_path
+        return
+    path = file_systems.new_disk_dir()
+    if path is None:
+        pytest.skip("every place for a temporary directory is on tmpfs")
+    yield Path(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def shm_path(disk_path):
+    """A directory on /dev/shm (tmpfs), another file system than `disk_path`'s, or None where
+    there is none."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    import file_systems
+
+    if not os.path.isdir(file_systems.SHM) or file_systems.on_tmpfs(disk_path):
+        yield None
+        return
+    path = tempfile.mkdtemp(prefix="zarrcore-", dir=file_systems.SHM)
+    yield Path(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
 def cluster_client():
     """A dask Client of a LocalCluster of 2 worker processes (one thread each), one per test

@@ -252,63 +252,43 @@ def test_chunks_that_fill_huge_pages_badly_or_exceed_them(tmp_path, edge):
 
 
 @pytest.mark.posix("symbolic links need a privilege on Windows, and /dev/shm is Linux's")
-@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs a second file system, /dev/shm")
-def test_shards_on_another_file_system_are_opened_and_still_cached(tmp_path):
+def test_shards_on_another_file_system_are_opened_and_still_cached(disk_path, shm_path):
     """Shards in a directory linked to another file system than the array's have their
     indexes and chunks served from the cache as any, and a shard replaced there is read
     afresh."""
     import shutil
-    import tempfile
 
-    if os.stat("/dev/shm").st_dev == os.stat(tmp_path).st_dev:
-        pytest.skip("/dev/shm is on the same file system as the test's directory")
+    if shm_path is None:
+        pytest.skip("needs a second file system, /dev/shm")
     data = np.arange(29 * 41, dtype="i4").reshape(29, 41)
-    a = make(tmp_path, "a.zarr", (12, 20), [ZSTD], data)
-    b = make(tmp_path, "b.zarr", (12, 20), [ZSTD], data + 1000)
-    elsewhere = tempfile.mkdtemp(dir="/dev/shm")
-    try:
-        shutil.move(str(tmp_path / "a.zarr" / "c" / "1"), elsewhere)
-        os.symlink(os.path.join(elsewhere, "1"), tmp_path / "a.zarr" / "c" / "1")
-        settle()
-        h = a.native_handle(cache_bytes=1 << 20)
-        for _ in range(3):
-            np.testing.assert_array_equal(h.read((0, 0), a.shape), data)
-        info = h.cache_info()
-        assert info["misses"] == info["inserts"] == 45 and info["hits"] == 90
-        shutil.copy(tmp_path / "b.zarr" / "c" / "1" / "1", os.path.join(elsewhere, "new"))
-        settle()
-        os.replace(os.path.join(elsewhere, "new"), os.path.join(elsewhere, "1", "1"))
-        expected = data.copy()
-        expected[12:24, 20:40] += 1000
-        np.testing.assert_array_equal(h.read((0, 0), a.shape), expected)
-    finally:
-        shutil.rmtree(elsewhere)
+    a = make(disk_path, "a.zarr", (12, 20), [ZSTD], data)
+    b = make(disk_path, "b.zarr", (12, 20), [ZSTD], data + 1000)
+    elsewhere = str(shm_path)
+    shutil.move(str(disk_path / "a.zarr" / "c" / "1"), elsewhere)
+    os.symlink(os.path.join(elsewhere, "1"), disk_path / "a.zarr" / "c" / "1")
+    settle()
+    h = a.native_handle(cache_bytes=1 << 20)
+    for _ in range(3):
+        np.testing.assert_array_equal(h.read((0, 0), a.shape), data)
+    info = h.cache_info()
+    assert info["misses"] == info["inserts"] == 45 and info["hits"] == 90
+    shutil.copy(disk_path / "b.zarr" / "c" / "1" / "1", os.path.join(elsewhere, "new"))
+    settle()
+    os.replace(os.path.join(elsewhere, "new"), os.path.join(elsewhere, "1", "1"))
+    expected = data.copy()
+    expected[12:24, 20:40] += 1000
+    np.testing.assert_array_equal(h.read((0, 0), a.shape), expected)
 
 
-def _file_system_dirs(tmp_path):
-    """The test's directory and, where it is another file system, a directory on /dev/shm
-    (tmpfs, which never updates a file's times for stores through a shared map)."""
-    import tempfile
-
-    dirs = [("tmp", str(tmp_path), None)]
-    if os.path.isdir("/dev/shm") and os.stat("/dev/shm").st_dev != os.stat(tmp_path).st_dev:
-        shm = tempfile.mkdtemp(dir="/dev/shm")
-        dirs.append(("shm", shm, shm))
-    return dirs
-
-
-@pytest.fixture(params=["tmp", "shm"])
-def any_file_system(request, tmp_path):
-    """A directory on the test's file system, or on /dev/shm (tmpfs)."""
-    import shutil
-
-    dirs = {name: (path, cleanup) for name, path, cleanup in _file_system_dirs(tmp_path)}
-    if request.param not in dirs:
-        pytest.skip("/dev/shm is missing or on the test directory's file system")
-    path, cleanup = dirs[request.param]
-    yield path
-    if cleanup is not None:
-        shutil.rmtree(cleanup)
+@pytest.fixture(params=["disk", "shm"])
+def any_file_system(request, disk_path, shm_path):
+    """A directory on a disk's file system, or on /dev/shm (tmpfs, which never updates a
+    file's times for stores through a shared map)."""
+    if request.param == "disk":
+        return str(disk_path)
+    if shm_path is None:
+        pytest.skip("/dev/shm is missing or on the disk directory's file system")
+    return str(shm_path)
 
 
 def _stored_file(root, shards):

@@ -365,19 +365,19 @@ linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
 
 
 @linux_only
-def test_read_asks_for_the_next_whole_shard_ahead(tmp_path):
+def test_read_asks_for_the_next_whole_shard_ahead(disk_path):
     """A read that needs the next shard whole asks for its file while the shard before it is
     decoded, so a cold read keeps the device busy: here the second shard's first page arrives
     although the read stops at that shard's index, before reading any of its chunks."""
     config.set(num_threads=1)  # (shards in order)
-    a = zarrcore.create_array(str(tmp_path / "a"), shape=(2 * 65536,), dtype="uint16",
+    a = zarrcore.create_array(str(disk_path / "a"), shape=(2 * 65536,), dtype="uint16",
                               chunks=(1024,), shards=(65536,), compressors=None, fill_value=0)
     a[...] = np.arange(2 * 65536) % 65535 + 1
-    second = tmp_path / "a/c/1"
+    second = disk_path / "a/c/1"
     data = bytearray(second.read_bytes())
     data[-1] ^= 1  # the index's crc32c: the read fails when it loads the second shard
     second.write_bytes(bytes(data))
-    evict(tmp_path / "a", second)
+    evict(disk_path / "a", second)
     with pytest.raises(ChecksumError, match=r"c/1'.*shard index"):
         a[...]
     assert arrives(second)
@@ -408,32 +408,32 @@ def padded_shards(tmp_path, nshards, size, corrupt):
 
 
 @linux_only
-def test_read_asks_for_several_whole_shards_ahead_within_a_budget(tmp_path):
+def test_read_asks_for_several_whole_shards_ahead_within_a_budget(disk_path):
     """Loading a shard asks for the files of the shards after it that the read needs whole, as
     many as fit in PREFETCH_MAX bytes: here the read stops at the second shard's index, yet
     the third and fourth shards arrive; the fifth, past the budget, is never asked for."""
     size = _shard_io.PREFETCH_MAX * 3 // 10
-    a = padded_shards(tmp_path, 6, size, corrupt=1)
+    a = padded_shards(disk_path, 6, size, corrupt=1)
     with pytest.raises(ChecksumError, match=r"c/1'.*shard index"):
         a[...]
     for i in (2, 3):
-        assert arrives(tmp_path / f"a/c/{i}", 0)
-        assert arrives(tmp_path / f"a/c/{i}", size - 1)
+        assert arrives(disk_path / f"a/c/{i}", 0)
+        assert arrives(disk_path / f"a/c/{i}", size - 1)
     time.sleep(0.2)  # (what was asked for had time to arrive)
     for i in (4, 5):
-        assert not resident(tmp_path / f"a/c/{i}", 0)
-        assert not resident(tmp_path / f"a/c/{i}", size - 1)
+        assert not resident(disk_path / f"a/c/{i}", 0)
+        assert not resident(disk_path / f"a/c/{i}", size - 1)
 
 
 @linux_only
-def test_read_asks_for_a_large_shard_whole(tmp_path):
+def test_read_asks_for_a_large_shard_whole(disk_path):
     """A shard larger than the system's read-ahead window (Linux reads at most that much of
     one request to read ahead) is asked for whole all the same: here its page at 24 MiB
     arrives although the read stops at its index."""
-    a = padded_shards(tmp_path, 2, 32 << 20, corrupt=1)
+    a = padded_shards(disk_path, 2, 32 << 20, corrupt=1)
     with pytest.raises(ChecksumError, match=r"c/1'.*shard index"):
         a[...]
-    assert arrives(tmp_path / "a/c/1", 24 << 20)
+    assert arrives(disk_path / "a/c/1", 24 << 20)
 
 
 def test_read_of_many_shards_matches_numpy(tmp_path, no_python_shards):
@@ -450,16 +450,16 @@ def test_read_of_many_shards_matches_numpy(tmp_path, no_python_shards):
 
 
 @linux_only
-def test_read_asks_for_a_shards_chunks_ahead(tmp_path):
+def test_read_asks_for_a_shards_chunks_ahead(disk_path):
     """Loading a shard's index asks for every inner chunk the read needs, wherever stored: here
     the shard's chunks lie in reverse order, which the system's own read-ahead never follows,
     and the last chunk's page arrives although the read stops at the second chunk."""
     config.set(num_threads=1)  # (chunks in order)
     n = 32768  # 64 KiB per inner chunk
-    a = zarrcore.create_array(str(tmp_path / "a"), shape=(4 * n,), dtype="uint16", chunks=(n,),
+    a = zarrcore.create_array(str(disk_path / "a"), shape=(4 * n,), dtype="uint16", chunks=(n,),
                               shards=(4 * n,), compressors=None, fill_value=0)
     a[...] = np.arange(4 * n) % 65535 + 1
-    shard = tmp_path / "a/c/0"
+    shard = disk_path / "a/c/0"
     data = shard.read_bytes()
     size, isz = 2 * n, 4 * 16 + 4
     body = b"".join(data[i * size:(i + 1) * size] for i in reversed(range(4)))
@@ -468,7 +468,7 @@ def test_read_asks_for_a_shards_chunks_ahead(tmp_path):
     raw = np.asarray(entries, dtype="<u8").tobytes()
     shard.write_bytes(body + raw + struct.pack("<I", crc32c.crc32c(raw)))
     assert len(body) + isz == len(data)
-    evict(tmp_path / "a", shard)
+    evict(disk_path / "a", shard)
     with pytest.raises(ZarrcoreError, match=r"c/0'.*inner chunk \(1,\)"):
         a[...]
     assert arrives(shard, 0)  # the fourth chunk, never read

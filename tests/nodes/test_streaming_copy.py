@@ -1,12 +1,8 @@
 """Array-to-array copies stream block by block: `b[region] = a` with `a` an Array, and
 `from_array`; the same values as numpy's assignment, memory bounded by blocks, and copies
 that zarr-python 3.1 (here) and 3.4 (the peer interpreter) read exactly."""
-import os
-import shutil
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -152,23 +148,16 @@ def test_alike_arrays_copy_their_stored_objects_and_drop_the_others(monkeypatch)
     np.testing.assert_array_equal(b[...], a[...])
 
 
-def _local_roots(tmp_path):
-    """Directories for a source and a destination on one file system, and (where /dev/shm is a
-    different one) on two: the system copies between the first, through memory between the
-    second."""
-    roots = [(tmp_path / "a", tmp_path / "b")]
-    if os.path.isdir("/dev/shm") and os.stat("/dev/shm").st_dev != os.stat(tmp_path).st_dev:
-        shm = tempfile.mkdtemp(dir="/dev/shm")
-        roots.append((Path(shm) / "a", tmp_path / "c"))
-    return roots
-
-
 @pytest.mark.parametrize("size", [1, (1 << 20) + 3])
 def test_alike_local_arrays_copy_their_files_without_reading_them_into_python(
-        tmp_path, monkeypatch, size):
+        disk_path, shm_path, monkeypatch, size):
     """Between directory stores the files are copied by the system, whole, the bytes never
-    passing through Python, wherever the two directories are."""
-    for src, dst in _local_roots(tmp_path):
+    passing through Python, wherever the two directories are: on one file system (the system
+    copies) and, where /dev/shm is another, on two (through memory)."""
+    roots = [(disk_path / "a", disk_path / "b")]
+    if shm_path is not None:
+        roots.append((shm_path / "a", disk_path / "c"))
+    for src, dst in roots:
         kw = dict(shape=(3, size), dtype="u1", chunks=(1, size), compressors=None, fill_value=7)
         a = zarrcore.create_array(str(src), **kw)
         a[:2] = np.random.default_rng(0).integers(0, 255, (2, size), dtype="u1")
@@ -181,8 +170,6 @@ def test_alike_local_arrays_copy_their_files_without_reading_them_into_python(
         assert sorted(b.store.list_prefix("c/")) == ["c/0/0", "c/1/0"]
         assert all(b.store.get(k) == a.store.get(k) for k in ("c/0/0", "c/1/0"))
         np.testing.assert_array_equal(b[...], a[...])
-        if src.parent != tmp_path:
-            shutil.rmtree(src.parent)
 
 
 def test_a_source_whose_missing_chunks_must_raise_raises_as_its_read_would():

@@ -12,8 +12,10 @@ a crash, a sanitizer report, an allocation over the malloc limit or a slow input
 The first input byte picks a variant; `tests/support/fuzz/run.py` runs one harness under atheris,
 and tests/project/test_fuzz_corpus.py replays tests/support/fuzz/corpus/<harness>/ through them.
 """
+import atexit
 import json
 import os
+import shutil
 import tempfile
 import warnings
 
@@ -23,9 +25,10 @@ import zarrcore
 from zarrcore.errors import ZarrcoreError
 
 # A directory store for the variants that exercise the compiled batch; /dev/shm when there is
-# one, so the fuzzer does not write to disk.
+# one, so the fuzzer does not write to disk (removed at exit: tmpfs holds it in memory).
 _SCRATCH = tempfile.mkdtemp(prefix="zarrcore-fuzz-",
                             dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+atexit.register(shutil.rmtree, _SCRATCH, True)
 SEPARATOR = b"\n\x00\n"  # splits one input into several documents
 
 
