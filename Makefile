@@ -86,7 +86,8 @@ $(PEER_VENV)/.installed: tests/support/peer-requirements.txt
 # dask cluster, the peers) start once; files are handed out in the order tests/conftest.py
 # gives. Three on two cores: the suite spends about a third of its time waiting (on processes
 # it starts, servers, timeouts), and a third process fills it (8 min 50 s with two, 7 min 31 s
-# with three, here). The newest tests, three files of imports more than waits, take two.
+# with three, here; a fourth took it from 8 min 1 s to 8 min 39 s). The newest tests, three
+# files of imports more than waits, take two.
 TEST_WORKERS ?= 3
 NEWEST_LOG ?= build/newest-test.log
 # pytest's temporary directories (tmp_path) on tmpfs where /dev/shm has room: the suite makes
