@@ -95,8 +95,10 @@ NEWEST_LOG ?= build/newest-test.log
 # on a disk (alone, the suite took 8 min 1 s against 9 min 2 s here). The tests that need a disk
 # or a second file system ask tests/conftest.py's disk_path and shm_path. One folder per
 # checkout, user and run; a run that passes removes its own.
-TEST_TMP ?= $(shell [ "$$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 {print $$4}')" -gt 4194304 ] \
+ifeq ($(origin TEST_TMP),undefined)
+TEST_TMP := $(shell [ "$$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 {print $$4}')" -gt 4194304 ] \
 	2>/dev/null && [ -w /dev/shm ] && echo /dev/shm/zarrcore-tests-$$(id -u)-$$(pwd | cksum | cut -d' ' -f1))
+endif
 # pytest's option that puts a run's temporary directories in $(TEST_TMP)-$(1), and the command
 # that removes them after it passed.
 basetemp = $(if $(TEST_TMP),--basetemp=$(TEST_TMP)-$(1))

@@ -386,7 +386,7 @@ def markdown(results):
     for r in results["rows"]:
         n = r.get("n", results["n"])
         sizes[r["where"]] = f"{n}³ ({n ** 3 * 4 / 2 ** 20:g} MiB)"
-        repeats[r["where"]] = str(max(int(repeats.get(r["where"], 0)), r.get("round", 0) + 1))
+        repeats[r["where"]] = max(repeats.get(r["where"], 0), r.get("round", 0) + 1)
         if r.get("error") or not r.get("ok"):
             continue
         key = (r["where"], r["layout"], r["mode"], r["count"], r["lib"])
@@ -396,7 +396,7 @@ def markdown(results):
         f"{results['started']}, **{m['cpus']} CPUs** ({m['platform']}), load average "
         f"{m['loadavg_start'][0]:.2f} at the start and {m['loadavg_end'][0]:.2f} at the end; "
         f"{results['seconds']} s in all. Arrays: {per_place(sizes)}, float32; best "
-        f"of: {per_place(repeats)}. Decoded GB/s (in brackets: the speed-up "
+        f"of: {per_place({k: str(v) for k, v in repeats.items()})}. Decoded GB/s (in brackets: the speed-up "
         f"over one). `threads`: one call reading the whole array, the library's pool at K "
         f"threads; `processes`: K processes, each with a pool of one, reading one of K boxes "
         f"that tile the array, released together. Limits: K threads copying memory (numpy) "

@@ -11,13 +11,9 @@ SHM = "/dev/shm"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def same_file_system(a, b):
-    return os.stat(a).st_dev == os.stat(b).st_dev
-
-
 def on_tmpfs(path):
     """Is `path` on /dev/shm's file system?"""
-    return os.path.isdir(SHM) and same_file_system(SHM, path)
+    return os.path.isdir(SHM) and os.stat(SHM).st_dev == os.stat(path).st_dev
 
 
 def new_disk_dir():
