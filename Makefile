@@ -22,23 +22,27 @@ BUILD_REQUIRES := "setuptools>=77" "cython>=3.1" "numpy>=2.0" "blosc>=1.11" whee
 PRUNE_BUILD := find build -path 'build/lib.*' -type f -not -name '*.so' -delete 2>/dev/null || true
 # How the virtualenvs install zarrcore: with the build requirements above.
 PIP_INSTALL := --no-build-isolation
+# `$(INSTALL_INTO) PYTHON ARGS`: `pip install ARGS` into PYTHON's virtualenv, by uv (installed
+# into $(VENV) with it), set up from pip's configuration (.ci/pip-install): seconds where pip
+# takes a minute for the test extra.
+INSTALL_INTO := $(PY) .ci/pip-install
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --upgrade pip
+	$(PY) -m pip install -q "uv>=0.5"
 
 $(VENV)/.build-requires: | $(PY)
-	$(PY) -m pip install $(BUILD_REQUIRES)
+	$(INSTALL_INTO) $(PY) $(BUILD_REQUIRES)
 	touch $@
 
 $(VENV)/.installed: $(VENV)/.build-requires $(SOURCES)
 	$(PRUNE_BUILD)
-	$(PY) -m pip install $(PIP_INSTALL) .
+	$(INSTALL_INTO) $(PY) $(PIP_INSTALL) .
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.build-requires $(SOURCES)
 	$(PRUNE_BUILD)
-	$(PY) -m pip install $(PIP_INSTALL) ".[test]"
+	$(INSTALL_INTO) $(PY) $(PIP_INSTALL) ".[test]"
 	touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed
@@ -72,10 +76,10 @@ PEER_PYTHON ?= $(shell for p in $(PYENV_VERSIONS)/*/bin/python3; do "$$p" -c \
 peer-venv: $(if $(PEER_PYTHON),$(PEER_VENV)/.installed)
 	$(if $(PEER_PYTHON),,@echo "no Python >= 3.12 in $(PYENV_VERSIONS): the peer tests skip")
 
-$(PEER_VENV)/.installed: tests/support/peer-requirements.txt
+$(PEER_VENV)/.installed: tests/support/peer-requirements.txt | $(PY)
 	rm -rf $(PEER_VENV)
 	$(PEER_PYTHON) -m venv $(PEER_VENV)
-	$(PEER_VENV)/bin/python -m pip install -q --only-binary :all: -r $<
+	$(INSTALL_INTO) $(PEER_VENV)/bin/python -q --only-binary :all: -r $<
 	touch $@
 
 # On a fresh clone the three virtualenvs' installs overlap: the peers' (no zarrcore), and the
@@ -162,10 +166,10 @@ NEWEST_REQUIRES := "virtualizarr>=2.1" "h5py>=3.10" "tensorstore>=0.1.86" "s3fs>
 	"moto[s3]>=5.1" "flask!=2.2.0,!=2.2.1" flask-cors "pytest>=7" "pytest-xdist>=3.8" "hypothesis>=6" \
 	"dill>=0.3"
 
-$(NEWEST_VENV)/.build-requires:
+$(NEWEST_VENV)/.build-requires: | $(PY)
 	rm -rf $(NEWEST_VENV)
 	$(PEER_PYTHON) -m venv $(NEWEST_VENV)
-	$(NEWEST_VENV)/bin/python -m pip install -q $(BUILD_REQUIRES) $(NEWEST_REQUIRES)
+	$(INSTALL_INTO) $(NEWEST_VENV)/bin/python -q $(BUILD_REQUIRES) $(NEWEST_REQUIRES)
 	touch $@
 
 # Its zarrcore is built from a copy of the sources with a build/ of its own (NEWEST_SRC), so
@@ -179,8 +183,9 @@ endef
 
 $(NEWEST_VENV)/.installed: $(NEWEST_VENV)/.build-requires $(SOURCES)
 	$(call copy_sources,$(NEWEST_SRC))
-	cd $(NEWEST_SRC) && $(PRUNE_BUILD) && CFLAGS="$$CFLAGS -O1" $(abspath $(NEWEST_VENV))/bin/python -m pip install \
-		-q $(PIP_INSTALL) ".[icechunk,xarray,remote,cubed]" $(NEWEST_REQUIRES)
+	cd $(NEWEST_SRC) && $(PRUNE_BUILD) && CFLAGS="$$CFLAGS -O1" $(abspath $(PY)) $(abspath \
+		.ci/pip-install) $(abspath $(NEWEST_VENV))/bin/python -q $(PIP_INSTALL) \
+		".[icechunk,xarray,remote,cubed]" $(NEWEST_REQUIRES)
 	touch $@
 
 # The oldest numpy and Cython pyproject.toml claims (wheels/oldest.py): zarrcore built with
@@ -265,7 +270,7 @@ tsan-test: $(FT_TSAN_VENV)/.build-requires
 # the docs extra; warnings are errors. `make test` builds it too (tests/project/test_docs_build.py).
 $(VENV)/.installed-docs: $(VENV)/.build-requires $(SOURCES)
 	$(PRUNE_BUILD)
-	$(PY) -m pip install $(PIP_INSTALL) ".[docs]"
+	$(INSTALL_INTO) $(PY) $(PIP_INSTALL) ".[docs]"
 	touch $@ $(VENV)/.installed
 
 docs: $(VENV)/.installed-docs
