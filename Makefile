@@ -23,8 +23,8 @@ PRUNE_BUILD := find build -path 'build/lib.*' -type f -not -name '*.so' -delete 
 # How the virtualenvs install zarrcore: with the build requirements above.
 PIP_INSTALL := --no-build-isolation
 # `$(INSTALL_INTO) PYTHON ARGS`: `pip install ARGS` into PYTHON's virtualenv, by uv (installed
-# into $(VENV) with it), set up from pip's configuration (.ci/pip-install): seconds where pip
-# takes a minute for the test extra.
+# into $(VENV) with it), set up from pip's configuration (.ci/pip-install): in parallel, where
+# pip takes a minute of one core for the test extra.
 INSTALL_INTO := $(PY) .ci/pip-install
 
 $(PY):
@@ -183,7 +183,7 @@ endef
 
 $(NEWEST_VENV)/.installed: $(NEWEST_VENV)/.build-requires $(SOURCES)
 	$(call copy_sources,$(NEWEST_SRC))
-	cd $(NEWEST_SRC) && $(PRUNE_BUILD) && CFLAGS="$$CFLAGS -O1" $(abspath $(PY)) $(abspath \
+	cd $(NEWEST_SRC) && $(PRUNE_BUILD) && CFLAGS="$$CFLAGS -O0" $(abspath $(PY)) $(abspath \
 		.ci/pip-install) $(abspath $(NEWEST_VENV))/bin/python -q $(PIP_INSTALL) \
 		".[icechunk,xarray,remote,cubed]" $(NEWEST_REQUIRES)
 	touch $@

@@ -65,8 +65,8 @@ if sys.platform == "win32":
 else:
     COMPILE_ARGS = ["-std=c99", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"]
     # -O3 unless the builder's CFLAGS choose a level: `make test` builds the newest tests'
-    # copy at -O1 (those tests check how zarrcore works with zarr-python 3.4, Icechunk and
-    # Cubed, not how fast: the build takes 40% less CPU).
+    # copy at -O0 (those tests check how zarrcore works with zarr-python 3.4, Icechunk and
+    # Cubed, not how fast: the build takes a third of the CPU).
     if not any(flag.startswith("-O") for flag in os.environ.get("CFLAGS", "").split()):
         COMPILE_ARGS.insert(0, "-O3")
     # Python's own CFLAGS carry -g, with which the bindings' generated C takes about 45% longer
