@@ -280,6 +280,30 @@ def test_a_wait_on_a_loop_that_never_runs_ends_with_a_store_error():
     assert e.value.errno == 110 and time.monotonic() - started < 3
 
 
+def test_a_wait_on_the_loops_own_thread_is_refused_at_once(loop):
+    # (It would wait for itself until the deadline, then time out.)
+    import errno
+
+    from zarrcore.runtime import _aio
+
+    async def inner():
+        return 1
+
+    async def outer():
+        waiting = inner()
+        try:
+            _aio.run(waiting, loop, deadline=30)
+        except StoreError as e:
+            return e
+        finally:
+            assert waiting.cr_frame is None  # (closed: never "was never awaited")
+
+    started = time.monotonic()
+    error = asyncio.run_coroutine_threadsafe(outer(), loop).result(10)
+    assert isinstance(error, StoreError) and error.errno == errno.EDEADLK
+    assert "inner" in str(error) and time.monotonic() - started < 3
+
+
 @pytest.mark.parametrize("workers", [1, 2, 5])
 def test_parallel_map_runs_on_at_most_its_workers_within_the_pool(workers):
     # (An array's own num_threads bounds its requests so; the pool has config.num_threads.)

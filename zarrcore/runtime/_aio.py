@@ -178,10 +178,16 @@ def io_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
+def _loop_thread(loop: asyncio.AbstractEventLoop) -> int | None:
+    """The ident of the thread that runs `loop` (None before one ran it): asyncio's loops
+    note it."""
+    return getattr(loop, "_thread_id", None)
+
+
 def on_io_loop() -> bool:
     """Is this the I/O loop's thread (where waiting for the loop would wait forever)?"""
     loop = _loop
-    return loop is not None and getattr(loop, "_thread_id", None) == threading.get_ident()
+    return loop is not None and _loop_thread(loop) == threading.get_ident()
 
 
 class DaemonThreads(concurrent.futures.Executor):
@@ -274,7 +280,7 @@ def request(call: Callable[..., _T], *args: Any, slots: int = 1, **kwargs: Any) 
 def _thread_gone(loop: asyncio.AbstractEventLoop) -> bool:
     """Was `loop` run by a thread that this process does not have (a forked child inherits
     its parent's loops, not their threads)?"""
-    ident = getattr(loop, "_thread_id", None)  # (asyncio's loops note the thread running them)
+    ident = _loop_thread(loop)
     return ident is not None and all(t.ident != ident for t in threading.enumerate())
 
 
@@ -287,10 +293,18 @@ def run(
     """Run `coro` on the I/O loop (or `loop`) and return its result, from any other thread.
     A StoreError (ETIMEDOUT) after `deadline` seconds (default `answer_deadline()`) without
     its result, or at once when no thread of this process runs the loop: the requests in it
-    time out sooner, so only a loop that no longer runs gets there."""
+    time out sooner, so only a loop that no longer runs gets there. A StoreError (EDEADLK) at
+    once on the loop's own thread, which would wait for itself."""
     import asyncio
 
     loop = loop or io_loop()
+    if _loop_thread(loop) == threading.get_ident():
+        coro.close()
+        raise StoreError(
+            errno.EDEADLK,
+            f"{getattr(coro, '__qualname__', coro)}: waited for on the thread that runs its "
+            f"event loop, which would wait for itself: await it there",
+        )
     future = asyncio.run_coroutine_threadsafe(coro, loop)
     wait = answer_deadline() if deadline is None else deadline
     ends = time.monotonic() + wait
