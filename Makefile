@@ -83,10 +83,10 @@ $(PEER_VENV)/.installed: tests/support/peer-requirements.txt | $(PY)
 	touch $@
 
 # On a fresh clone the three virtualenvs' installs overlap: the peers' (no zarrcore), and the
-# newest one's with its own build of zarrcore, while $(VENV) builds zarrcore (made after it,
-# beside the suite, it delayed the end: 12:05 against 11:29). The suite starts once $(VENV)
-# and the peers' are ready, and the newest tests run beside it (what they print is kept in
-# NEWEST_LOG and shown when they end). The suite runs in TEST_WORKERS processes
+# newest one's with its own build of zarrcore, while $(VENV) builds zarrcore (made after it
+# instead, beside the suite, it ended the run later: 12:05 against 11:29). The suite starts
+# once $(VENV) and the peers' are ready, and the newest tests run beside it (what they print is
+# kept in NEWEST_LOG and shown when they end). The suite runs in TEST_WORKERS processes
 # (pytest-xdist), each test file in one of them, so that a file's module-scoped fixtures (a
 # dask cluster, the peers) start once; files are handed out in the order tests/conftest.py
 # gives. Three on two cores: the suite spends about a third of its time waiting (on processes
@@ -184,9 +184,9 @@ endef
 
 $(NEWEST_VENV)/.installed: $(NEWEST_VENV)/.build-requires $(SOURCES)
 	$(call copy_sources,$(NEWEST_SRC))
-	cd $(NEWEST_SRC) && $(PRUNE_BUILD) && CFLAGS="$$CFLAGS -O0" $(abspath $(PY)) $(abspath \
-		.ci/pip-install) $(abspath $(NEWEST_VENV))/bin/python -q $(PIP_INSTALL) \
-		".[icechunk,xarray,remote,cubed]" $(NEWEST_REQUIRES)
+	cd $(NEWEST_SRC) && $(PRUNE_BUILD) && CFLAGS="$$CFLAGS -O0" $(abspath $(INSTALL_INTO)) \
+		$(abspath $(NEWEST_VENV))/bin/python -q $(PIP_INSTALL) ".[icechunk,xarray,remote,cubed]" \
+		$(NEWEST_REQUIRES)
 	touch $@
 
 # The oldest numpy and Cython pyproject.toml claims (wheels/oldest.py): zarrcore built with

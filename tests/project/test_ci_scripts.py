@@ -1,6 +1,7 @@
 """.ci/apt-mirror, which .ci/debian-source (the source packages of .ci/ft-python) and
 wheels/chroot.py (debootstrap) take the Debian archive from (no mirror is named in the
-project): it reads both of apt's source formats as apt would, on fake configurations."""
+project): it reads both of apt's source formats as apt would, on fake configurations. And
+.ci/pip-install, which hands uv pip's configuration."""
 import os
 import shutil
 import subprocess
@@ -84,3 +85,24 @@ def test_the_ci_scripts_name_no_host():
     for name in os.listdir(folder):
         with open(os.path.join(folder, name), encoding="utf-8") as f:
             assert "://" not in f.read(), name
+
+
+def _pip_install_script():
+    """.ci/pip-install's functions (run from its source: an import would leave bytecode in
+    .ci/, which holds scripts only)."""
+    path = os.path.join(ROOT, ".ci", "pip-install")
+    namespace = {"__name__": "pip_install"}
+    with open(path, encoding="utf-8") as f:
+        exec(compile(f.read(), path, "exec"), namespace)
+    return namespace
+
+
+def test_pip_install_hands_uv_pips_settings_or_leaves_the_install_to_pip():
+    uv_environment = _pip_install_script()["uv_environment"]
+    environment = uv_environment({
+        "extra-index-url": "/srv/simple /srv/more", "find-links": "/opt/a\n/opt/b",
+        "constraint": "/etc/c.txt", "disable-pip-version-check": "1"})
+    assert environment == {"UV_INDEX_STRATEGY": "unsafe-best-match", "UV_COMPILE_BYTECODE": "1",
+                           "UV_EXTRA_INDEX_URL": "/srv/simple /srv/more",
+                           "UV_FIND_LINKS": "/opt/a,/opt/b", "UV_CONSTRAINT": "/etc/c.txt"}
+    assert uv_environment({"require-hashes": "1"}) is None
