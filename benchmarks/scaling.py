@@ -373,7 +373,7 @@ def merged(runs):
 
 
 def per_place(values):
-    """'3', or 'local 3, link 1' where the places differ; `values` maps place to text."""
+    """'3', or 'local 3, link 1' where the places differ; `values` maps place to value."""
     if len(set(values.values())) <= 1:
         return next(iter(values.values()), "")
     return ", ".join(f"{k} {v}" for k, v in values.items())
@@ -396,7 +396,7 @@ def markdown(results):
         f"{results['started']}, **{m['cpus']} CPUs** ({m['platform']}), load average "
         f"{m['loadavg_start'][0]:.2f} at the start and {m['loadavg_end'][0]:.2f} at the end; "
         f"{results['seconds']} s in all. Arrays: {per_place(sizes)}, float32; best "
-        f"of: {per_place({k: str(v) for k, v in repeats.items()})}. Decoded GB/s (in brackets: the speed-up "
+        f"of: {per_place(repeats)}. Decoded GB/s (in brackets: the speed-up "
         f"over one). `threads`: one call reading the whole array, the library's pool at K "
         f"threads; `processes`: K processes, each with a pool of one, reading one of K boxes "
         f"that tile the array, released together. Limits: K threads copying memory (numpy) "
