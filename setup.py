@@ -9,6 +9,7 @@ import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 from setuptools.command.bdist_wheel import bdist_wheel
+from setuptools.command.build import build
 from setuptools.command.build_ext import build_ext
 
 
@@ -58,16 +59,18 @@ if not MODULES or not C_SOURCES:
              f"source tree (an sdist must ship them: MANIFEST.in)")
 # The public header of the array API (zarrcore/array_api.h) is compiled into the core too.
 C_HEADERS = sorted(glob.glob("csrc/**/*.h", recursive=True)) + ["zarrcore/array_api.h"]
+# The optimisation level the builder's CFLAGS choose (the last one counts), if any.
+CHOSEN_LEVEL = next((flag for flag in reversed(os.environ.get("CFLAGS", "").split())
+                     if flag.startswith("-O")), None)
 if sys.platform == "win32":
     # MSVC (on Windows; a cross-build for it uses clang, zig's); csrc/os/zc_os.h holds what
     # differs from POSIX systems and GCC-like compilers.
     COMPILE_ARGS = ["/O2", "/std:c11"]
 else:
     COMPILE_ARGS = ["-std=c99", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"]
-    # -O3 unless the builder's CFLAGS choose a level: `make test` builds the newest tests'
-    # copy at -O0 (those tests check how zarrcore works with zarr-python 3.4, Icechunk and
-    # Cubed, not how fast: the build takes a third of the CPU).
-    if not any(flag.startswith("-O") for flag in os.environ.get("CFLAGS", "").split()):
+    # -O3 unless the builder's CFLAGS choose a level: `make test` builds its copies at -O1 and
+    # -O0 (the suite checks behaviour, not speed; the -O3 wheels have `make release-test`).
+    if CHOSEN_LEVEL is None:
         COMPILE_ARGS.insert(0, "-O3")
     # Python's own CFLAGS carry -g, with which the bindings' generated C takes about 45% longer
     # to compile (and the wheels are stripped of it anyway): debug information only when the
@@ -176,6 +179,21 @@ class BuildExt(build_ext):
         super().build_extensions()
 
 
+class Build(build):
+    """build whose compiled objects and extensions go to directories named after the level
+    CFLAGS chose: setuptools rebuilds by timestamps alone, so a build at another level from
+    the same tree (make test's -O1, a wheel's -O3) would otherwise reuse them."""
+
+    def finalize_options(self):
+        chosen_dirs = any(path is not None for path in (self.build_temp, self.build_lib,
+                                                        self.build_platlib))
+        super().finalize_options()
+        if CHOSEN_LEVEL is not None and not chosen_dirs:
+            self.build_temp += CHOSEN_LEVEL
+            self.build_platlib += CHOSEN_LEVEL
+            self.build_lib = self.build_platlib
+
+
 class BdistWheel(bdist_wheel):
     """bdist_wheel that writes the wheel's SBOM (PEP 770) into its dist-info directory:
     wheels/sbom.py's CycloneDX document of the libraries statically linked, generated from the
@@ -201,7 +219,7 @@ class BdistWheel(bdist_wheel):
 setup(
     ext_modules=[extension(m) for m in MODULES],
     libraries=[CORE_LIBRARY],
-    cmdclass={"build_ext": BuildExt, "bdist_wheel": BdistWheel},
+    cmdclass={"build": Build, "build_ext": BuildExt, "bdist_wheel": BdistWheel},
     package_data={"zarrcore": ["kernels.pxd", "array_api.pxd", "array_api.h", "py.typed",
                                "*.pyi"],
                   "zarrcore._native": ["*.pyi"]},
