@@ -12,6 +12,7 @@ imports them by name (`from peers import peer`). The test folders are not packag
 imports each test file by its own name, so two test files may not share a name (pytest stops at
 collection if they do).
 """
+import gc
 import importlib.util
 import os
 import sys
@@ -92,6 +93,14 @@ def pytest_collection_modifyitems(config, items):
         for name, reason in reasons.items():
             if item.get_closest_marker(name):
                 item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def pytest_collection_finish(session):
+    # What collection imported (the test modules, zarrcore, numpy, xarray, dask, ...) lives for
+    # the whole run: frozen out of the cyclic collector, whose full collections then stop
+    # walking it (4 files of many small tests took 6-8% less CPU here).
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)
