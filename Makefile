@@ -187,9 +187,13 @@ mkdir -p $(1)
 cp -p --parents LICENSE $(SOURCES) $(1)
 endef
 
+# Its level, as VENV_CFLAGS is $(VENV)'s: the tests check how it works with the newest packages.
+NEWEST_CFLAGS := -O0
+
 $(NEWEST_VENV)/.installed: $(NEWEST_VENV)/.build-requires $(SOURCES)
 	$(call copy_sources,$(NEWEST_SRC))
-	cd $(NEWEST_SRC) && $(PRUNE_BUILD) && CFLAGS="$$CFLAGS -O0" $(abspath $(INSTALL_INTO)) \
+	cd $(NEWEST_SRC) && $(PRUNE_BUILD) && CFLAGS="$$CFLAGS $(NEWEST_CFLAGS)" \
+		$(abspath $(INSTALL_INTO)) \
 		$(abspath $(NEWEST_VENV))/bin/python -q $(PIP_INSTALL) ".[icechunk,xarray,remote,cubed]" \
 		$(NEWEST_REQUIRES)
 	touch $@
