@@ -961,11 +961,12 @@ def _served(server, name, chunk):
 
 
 def test_large_bodies_are_collected_by_the_clients_runtime(http_server, monkeypatch):
-    """A body of COLLECTED_BY_RUNTIME bytes or more is awaited on the I/O loop
-    (obstore's asynchronous call), a smaller one read in the thread that asked; both read
-    what was written."""
+    """Over a link that is not fast, a body of COLLECTED_BY_RUNTIME bytes or more is
+    awaited on the I/O loop (obstore's asynchronous call), a smaller one read in the thread
+    that asked; both read what was written."""
     from zarrcore.storage import _object_bodies
 
+    monkeypatch.setattr(_object_bodies, "FAST_ROUND_TRIP", 0.0)  # (no link is fast)
     collected = []
     collect = _object_bodies._collect
 
@@ -987,14 +988,78 @@ def test_large_bodies_are_collected_by_the_clients_runtime(http_server, monkeypa
     assert collected == []
 
 
-def test_a_large_body_cut_short_fails_naming_its_key(http_server, io_config):
+def test_large_bodies_over_a_fast_link_are_read_in_the_thread_that_asked(http_server, monkeypatch):
+    """Over a link whose round trip is under FAST_ROUND_TRIP, large bodies and large sets
+    of ranges are read in the thread that asked, and read what was written."""
+    from zarrcore.runtime.link import Link
+    from zarrcore.storage import _object_bodies
+
+    awaited = []
+    monkeypatch.setattr(_object_bodies, "_collect", lambda result: awaited.append(result))
+    monkeypatch.setattr(_object_bodies, "_ranges", lambda *args: awaited.append(args))
+    big = 65536 * 4
+    assert big >= _object_bodies.COLLECTED_BY_RUNTIME
+    data = _served(http_server, "fast", 65536)
+    store = make_store(f"{http_server.url}/fast")
+    store.link = Link()
+    store.link.observe_answer(_object_bodies.FAST_ROUND_TRIP / 2)
+    assert store.get("c/1/0") == data[1].tobytes()
+    assert store.get_ranges("c/2/0", [(0, 150_000), (150_000, big)]) == [
+        data[2].tobytes()[:150_000], data[2].tobytes()[150_000:]]
+    assert awaited == []
+
+
+def test_large_bodies_go_to_the_runtime_unless_the_link_is_timed_fast():
+    """A link not yet timed is taken to be slow, as is one whose least round trip is
+    FAST_ROUND_TRIP or more; small bodies stay in the asking thread over any link."""
+    from zarrcore.runtime.link import Link
+    from zarrcore.storage._object_bodies import COLLECTED_BY_RUNTIME, FAST_ROUND_TRIP, _by_runtime
+
+    class Result:
+        def bytes_async(self):
+            raise AssertionError("not called")
+
+    def by_runtime(nbytes, *round_trips):
+        link = Link()
+        for seconds in round_trips:
+            link.observe_answer(seconds)
+        return _by_runtime(nbytes, Result(), "bytes_async", link)
+
+    big = COLLECTED_BY_RUNTIME
+    assert _by_runtime(big, Result(), "bytes_async", None)
+    assert by_runtime(big)
+    assert by_runtime(big, 2 * FAST_ROUND_TRIP)
+    assert not by_runtime(big, 2 * FAST_ROUND_TRIP, FAST_ROUND_TRIP / 2)
+    assert not by_runtime(big - 1)
+
+
+def test_a_link_learns_its_round_trip_from_the_answers_of_large_requests():
+    """Every answer times a round trip, however large its body: the least of them."""
+    from zarrcore.runtime.link import ASSUMED_ROUND_TRIP, Link
+
+    link = Link()
+    assert link.round_trip == ASSUMED_ROUND_TRIP
+    link.observe_answer(0.03)  # (a first request, which opened its connection)
+    link.observe_answer(0.0015)
+    link.observe(0.25, 8 << 20)  # (the transfer of a large body: not a round trip)
+    assert link.round_trip == 0.0015
+
+
+@pytest.mark.parametrize("fast_link", [True, False], ids=["fast-link", "slow-link"])
+def test_a_large_body_cut_short_fails_naming_its_key(http_server, io_config, monkeypatch,
+                                                      fast_link):
     """A server that announces a large body and closes halfway: the read fails with a
-    StoreError naming the chunk, as a small body's would."""
+    StoreError naming the chunk, as a small body's would, read in the asking thread (a fast
+    link) or on the I/O loop."""
+    from zarrcore.storage import _object_bodies
+
+    monkeypatch.setattr(_object_bodies, "FAST_ROUND_TRIP", 60.0 if fast_link else 0.0)
     io_config.set(io_retries=0)
-    _served(http_server, "cut", 65536)
-    a = zarrcore.open_array(f"{http_server.url}/cut", mode="r")
-    http_server.faults.match, http_server.faults.truncate = "cut/c/2/0", True
-    with pytest.raises(StoreError, match="key .c/2/0. of .*cut"):
+    name = f"cut-{fast_link}"
+    _served(http_server, name, 65536)
+    a = zarrcore.open_array(f"{http_server.url}/{name}", mode="r")
+    http_server.faults.match, http_server.faults.truncate = f"{name}/c/2/0", True
+    with pytest.raises(StoreError, match=f"key .c/2/0. of .*{name}"):
         a[...]
 
 
@@ -1002,6 +1067,9 @@ def test_a_large_body_the_loop_never_answers_fails_naming_its_key(http_server, m
     """The I/O loop gives no answer within the deadline (a loop that stopped): the read fails
     with a StoreError naming the chunk, not only the coroutine it waited for."""
     from zarrcore.runtime import _aio
+    from zarrcore.storage import _object_bodies
+
+    monkeypatch.setattr(_object_bodies, "FAST_ROUND_TRIP", 0.0)  # (no link is fast)
 
     _served(http_server, "silent", 65536)
     a = zarrcore.open_array(f"{http_server.url}/silent", mode="r")
@@ -1017,11 +1085,13 @@ def test_a_large_body_the_loop_never_answers_fails_naming_its_key(http_server, m
 
 
 def test_large_sets_of_ranges_are_collected_by_the_clients_runtime(http_server, monkeypatch):
-    """get_ranges of one object whose ranges add up to COLLECTED_BY_RUNTIME bytes or more
-    runs as obstore's asynchronous call on the I/O loop, fewer bytes synchronously; both
-    read what was written, and a range past the end reads empty either way."""
+    """Over a link that is not fast, get_ranges of one object whose ranges add up to
+    COLLECTED_BY_RUNTIME bytes or more runs as obstore's asynchronous call on the I/O loop,
+    fewer bytes synchronously; both read what was written, and a range past the end reads
+    empty either way."""
     from zarrcore.storage import _object_bodies
 
+    monkeypatch.setattr(_object_bodies, "FAST_ROUND_TRIP", 0.0)  # (no link is fast)
     awaited = []
     ranges = _object_bodies._ranges
 

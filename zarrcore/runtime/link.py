@@ -80,6 +80,12 @@ class Link:
             if moving > 0:
                 self._rates.add(nbytes / moving)
 
+    def observe_answer(self, seconds: float) -> None:
+        """Take in a request that took `seconds` from its start to the first line of its
+        answer: a round trip, whatever the body that follows (more where it opened a
+        connection or queued, which the least of them leaves out)."""
+        self._round_trips.add(seconds)
+
     @property
     def round_trip(self) -> float:
         """Seconds of a request's round trip."""

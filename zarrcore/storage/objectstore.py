@@ -437,6 +437,7 @@ class ObjectStore(Store):
                     options,
                     (start, stop) if cut else None,
                     self._deadline(),
+                    self.link,
                 )
                 self.link.observe(time.monotonic() - began, len(data))
             except obs.exceptions.PreconditionError as e:
@@ -512,6 +513,7 @@ class ObjectStore(Store):
                 [r[0] for r in ranges],
                 [r[1] for r in ranges],
                 self._deadline(),
+                self.link,
                 slots=min(len(ranges), _RANGES_IN_FLIGHT),
             )
         except Exception as e:
@@ -648,13 +650,15 @@ class ObjectStore(Store):
         try:
             try:
                 result, body = _request(
-                    get_body, self._store, path, options, None, self._deadline()
+                    get_body, self._store, path, options, None, self._deadline(), self.link
                 )
             except obs.exceptions.BaseError as e:
                 if not options or not _NOT_SATISFIABLE.search(str(e)):
                     raise
                 # (empty: no range fits)
-                result, body = _request(get_body, self._store, path, {}, None, self._deadline())
+                result, body = _request(
+                    get_body, self._store, path, {}, None, self._deadline(), self.link
+                )
         except Exception as e:
             if self._missing(key, e):
                 return None, None
