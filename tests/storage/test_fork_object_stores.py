@@ -460,6 +460,8 @@ def test_a_killed_template_is_reaped_and_started_again(http_server):
 
 def test_a_child_whose_helper_cannot_start_is_told_how_to_start_workers(remote_array,
                                                                       monkeypatch):
+    """A child without obstore's helper cannot read S3; an HTTP server's chunks come by the
+    plain client, which needs none."""
     a, data = remote_array
 
     def child():
@@ -467,11 +469,33 @@ def test_a_child_whose_helper_cannot_start_is_told_how_to_start_workers(remote_a
         # start one.
         _obstore_runtime._forked = _obstore_runtime._template = None
         monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+        if a.store.url.startswith("http://"):
+            np.testing.assert_array_equal(a[2], data[2])
+            return
         with pytest.raises(zarrcore.errors.StoreError,
                            match='DataLoader\\(multiprocessing_context="spawn"\\)'):
             a[2]
 
     assert run_in_child(child, timeout=60) == 0
+
+
+def test_a_forked_child_opens_plain_connections_of_its_own(http_server):
+    """A child never reads from its parent's kept connections (answers meant for the parent
+    would go to either): it opens its own, and the parent's still serve the parent."""
+    with open(f"{http_server.root}/forked-plain", "wb") as f:
+        f.write(bytes(range(256)) * 100)
+    store = zarrcore.storage.make_store(http_server.url)
+    assert store.get("forked-plain", 0, 4) == bytes(range(4))
+    kept = list(store._plain._idle)
+    assert kept
+
+    def child():
+        assert not store._plain._idle
+        assert store.get("forked-plain", 4, 8) == bytes(range(4, 8))
+
+    assert run_in_child(child, timeout=60) == 0
+    assert store.get("forked-plain", 8, 12) == bytes(range(8, 12))
+    assert store._plain._idle[0] in kept
 
 
 def test_a_child_with_an_obstore_memory_store_is_told_how_to_start_workers():

@@ -623,6 +623,94 @@ def test_http_faults(http_server, io_config):
         assert time.monotonic() - started < 6, fault
 
 
+def test_http_chunks_come_by_the_plain_client(http_server, monkeypatch):
+    """An http:// store's metadata and chunks, whole and as byte ranges of one version of a
+    shard, come by the plain client, and read what was written."""
+    from zarrcore.storage import objectstore
+
+    asked = []
+    get_body = objectstore.get_body
+    monkeypatch.setattr(
+        objectstore,
+        "get_body",
+        lambda store, path, *args: asked.append(path) or get_body(store, path, *args),
+    )
+    data = _served(http_server, "plainly", 4096)
+    np.testing.assert_array_equal(
+        zarrcore.open_array(f"{http_server.url}/plainly", mode="r")[...], data
+    )
+    zarrcore.create_array(
+        zarrcore.LocalStore(http_server.root),
+        name="plain-shards",
+        data=data,
+        chunks=(1, 4096),
+        shards=(2, 16384),
+    )
+    sharded = zarrcore.open_array(f"{http_server.url}/plain-shards", mode="r")
+    np.testing.assert_array_equal(sharded[1:3, 5:40000], data[1:3, 5:40000])
+    assert asked == []
+
+
+def test_the_plain_client_replaces_a_connection_that_was_closed(http_server):
+    """A kept connection that closed meanwhile (a server's idle timeout) costs nothing: the
+    request goes again on a new one."""
+    import socket
+
+    with open(f"{http_server.root}/kept", "wb") as f:
+        f.write(bytes(range(256)) * 100)
+    store = make_store(http_server.url)
+    assert store.get("kept", 0, 10) == bytes(range(10))
+    closed = list(store._plain._idle)
+    for connection in closed:
+        connection.shutdown(socket.SHUT_RDWR)
+    assert store.get("kept", 10, 20) == bytes(range(10, 20))
+    assert store._plain._idle[-1] not in closed
+
+
+def test_what_the_plain_client_does_not_read_is_left_to_obstore():
+    """A redirect: obstore follows it. A body sent in chunks (Transfer-Encoding), which
+    neither client reads: an error naming the key, and obstore is asked from then on."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Answers(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            body = self.path.encode() * 100
+            if self.path.startswith("/moved/"):
+                self.send_response(302)
+                self.send_header("Location", self.path.replace("/moved/", "/here/"))
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            elif self.path.startswith("/chunked/"):
+                self.send_response(200)
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+            else:
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Answers)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        store = make_store(f"http://127.0.0.1:{server.server_address[1]}")
+        assert store.get("moved/a") == b"/here/a" * 100
+        assert not store._plain.refused
+        with pytest.raises(StoreError, match="key 'chunked/b'"):
+            store.get("chunked/b")
+        assert store._plain.refused
+        assert store.get("c") == b"/c" * 100
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 # -- fsspec -----------------------------------------------------------------
 def test_fsspec_store_on_s3fs_both_ways(s3_bucket):
     server, bucket = s3_bucket
@@ -960,6 +1048,11 @@ def _served(server, name, chunk):
     return data
 
 
+# Options that leave every request of an http:// store to obstore (the plain client takes no
+# client options).
+_BY_OBSTORE = {"client_options": {"allow_http": True}}
+
+
 def test_large_bodies_are_collected_by_the_clients_runtime(http_server, monkeypatch):
     """Over a link that is not fast, a body of COLLECTED_BY_RUNTIME bytes or more is
     awaited on the I/O loop (obstore's asynchronous call), a smaller one read in the thread
@@ -978,12 +1071,14 @@ def test_large_bodies_are_collected_by_the_clients_runtime(http_server, monkeypa
     big = 65536 * 4  # (bytes of a chunk: one row)
     assert big >= _object_bodies.COLLECTED_BY_RUNTIME
     data = _served(http_server, "big", 65536)
-    got = zarrcore.open_array(f"{http_server.url}/big", mode="r")[...]
+    got = zarrcore.open_array(f"{http_server.url}/big", mode="r",
+                              storage_options=_BY_OBSTORE)[...]
     np.testing.assert_array_equal(got, data)
     assert sorted(collected) == [(0, big)] * 4
     collected.clear()
     data = _served(http_server, "small", 1024)
-    got = zarrcore.open_array(f"{http_server.url}/small", mode="r")[...]
+    got = zarrcore.open_array(f"{http_server.url}/small", mode="r",
+                              storage_options=_BY_OBSTORE)[...]
     np.testing.assert_array_equal(got, data)
     assert collected == []
 
@@ -1000,7 +1095,7 @@ def test_large_bodies_over_a_fast_link_are_read_in_the_thread_that_asked(http_se
     big = 65536 * 4
     assert big >= _object_bodies.COLLECTED_BY_RUNTIME
     data = _served(http_server, "fast", 65536)
-    store = make_store(f"{http_server.url}/fast")
+    store = make_store(f"{http_server.url}/fast", storage_options=_BY_OBSTORE)
     store.link = Link()
     store.link.observe_answer(_object_bodies.FAST_ROUND_TRIP / 2)
     assert store.get("c/1/0") == data[1].tobytes()
@@ -1045,19 +1140,20 @@ def test_a_link_learns_its_round_trip_from_the_answers_of_large_requests():
     assert link.round_trip == 0.0015
 
 
-@pytest.mark.parametrize("fast_link", [True, False], ids=["fast-link", "slow-link"])
+@pytest.mark.parametrize("client", ["plain", "fast-link", "slow-link"])
 def test_a_large_body_cut_short_fails_naming_its_key(http_server, io_config, monkeypatch,
-                                                      fast_link):
+                                                      client):
     """A server that announces a large body and closes halfway: the read fails with a
-    StoreError naming the chunk, as a small body's would, read in the asking thread (a fast
-    link) or on the I/O loop."""
+    StoreError naming the chunk, as a small body's would, whether the plain client or
+    obstore read it, in the asking thread (a fast link) or on the I/O loop."""
     from zarrcore.storage import _object_bodies
 
-    monkeypatch.setattr(_object_bodies, "FAST_ROUND_TRIP", 60.0 if fast_link else 0.0)
+    monkeypatch.setattr(_object_bodies, "FAST_ROUND_TRIP", 60.0 if client == "fast-link" else 0.0)
     io_config.set(io_retries=0)
-    name = f"cut-{fast_link}"
+    name = f"cut-{client}"
     _served(http_server, name, 65536)
-    a = zarrcore.open_array(f"{http_server.url}/{name}", mode="r")
+    a = zarrcore.open_array(f"{http_server.url}/{name}", mode="r",
+                            storage_options=None if client == "plain" else _BY_OBSTORE)
     http_server.faults.match, http_server.faults.truncate = f"{name}/c/2/0", True
     with pytest.raises(StoreError, match=f"key .c/2/0. of .*{name}"):
         a[...]
@@ -1072,7 +1168,8 @@ def test_a_large_body_the_loop_never_answers_fails_naming_its_key(http_server, m
     monkeypatch.setattr(_object_bodies, "FAST_ROUND_TRIP", 0.0)  # (no link is fast)
 
     _served(http_server, "silent", 65536)
-    a = zarrcore.open_array(f"{http_server.url}/silent", mode="r")
+    a = zarrcore.open_array(f"{http_server.url}/silent", mode="r",
+                            storage_options=_BY_OBSTORE)
 
     def no_answer(coro, loop=None, deadline=None):
         coro.close()
@@ -1102,7 +1199,7 @@ def test_large_sets_of_ranges_are_collected_by_the_clients_runtime(http_server, 
     monkeypatch.setattr(_object_bodies, "_ranges", counting)
     _served(http_server, "parts", 65536)
     blob = np.arange(65536, 2 * 65536, dtype="f4").tobytes()  # (row 1: chunk c/1/0)
-    store = make_store(f"{http_server.url}/parts")
+    store = make_store(f"{http_server.url}/parts", storage_options=_BY_OBSTORE)
     assert store.get_ranges("c/1/0", [(0, 100_000), (150_000, 262_144)]) == [
         blob[:100_000], blob[150_000:]]
     assert awaited == ["parts/c/1/0"]

@@ -62,6 +62,7 @@ from ._object_locks import LOCK_PREFIX, Lease, is_lock_object
 from ._object_options import url_settings
 from ._object_versions import ObjectVersion, put_mode, version_of
 from ._obstore_runtime import obstore_module as _obstore
+from ._plain_http import Answer, PlainHTTP, plain_client, plain_path
 from .base import (
     S3_LEAST_PART_BYTES,
     UNCHANGED,
@@ -205,6 +206,10 @@ class ObjectStore(Store):
         # Set when the server turned a byte range down (an HTTP server without them): ranges
         # are then cut from streamed whole GETs.
         self._no_ranges = False
+        # The plain client that sends this store's GETs first (from_url's of an http(s)
+        # store), and the path below its origin that the keys are under.
+        self._plain: PlainHTTP | None = None
+        self._plain_base = ""
 
     # The ETags this store wrote or read last, by key: what its next PUT of the key is
     # conditional on (see the module's docstring). A key whose PUT is in flight, failed or
@@ -224,11 +229,15 @@ class ObjectStore(Store):
             "_versions": collections.OrderedDict(),
             "_clock_offset": None,
             "link": None,
+            "_plain": self._plain is not None,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.link = _link_of(self.url)
+        self._plain = None
+        if state["_plain"]:
+            self._take_plain_client()
         if self._client_key is not None:
             unpickled = self._store
             self._store = shared_client(self._client_key, lambda: unpickled)
@@ -270,7 +279,16 @@ class ObjectStore(Store):
         )
         made._client_key = client_key
         made.io_timeout, made.io_retries = settings.timeout, settings.retries
+        if backend == "http" and not options and not own.get("client_options"):
+            made._take_plain_client()
         return made
+
+    def _take_plain_client(self) -> None:
+        """Send GETs by the process's plain client of this store's URL, where it may."""
+        assert self.url is not None and self.io_timeout is not None
+        plain = plain_client(self.url, self.io_timeout)
+        if plain is not None:
+            self._plain, self._plain_base = plain
 
     @staticmethod
     def _client_of(
@@ -428,6 +446,10 @@ class ObjectStore(Store):
                     return self._get(key, lo, max(lo, hi), pin)
                 options["range"] = spec
             cut = spec is None and (start, stop) != (None, None)
+            if not cut:
+                plain = self._plain_get(key, (start, stop), pin, copy)
+                if plain is not None:
+                    return plain[0]
             try:
                 began = time.monotonic()
                 result, data = _request(
@@ -472,6 +494,25 @@ class ObjectStore(Store):
             if self._missing(key, e):
                 return None
 
+    def _plain_get(
+        self, key: str, span: tuple[int | None, int | None], pin: _ObjectReader | None, copy: bool
+    ) -> tuple[ReadBytes | None] | None:
+        """(The bytes of `key` that `span` names (see PlainHTTP.get); None when it is
+        missing), read by the plain client; None when it has no answer (ask obstore)."""
+        plain = self._plain
+        if plain is None or not plain_path(key):
+            return None
+        began = time.monotonic()
+        tag = None if pin is None else pin.e_tag
+        answer = _request(plain.get, f"{self._plain_base}/{key}", span, tag, self.link)
+        if not isinstance(answer, Answer):
+            return None if answer is None else (None,)  # (MISSING)
+        self.link.observe(time.monotonic() - began, len(answer.body))
+        check_length(self, key, len(answer.body), *span, answer.size)
+        if pin is not None:
+            pin.saw(cast("ObjectMeta", {"e_tag": answer.e_tag, "size": answer.size}))
+        return (bytes(answer.body) if copy else answer.body,)
+
     def _each_range(
         self,
         key: str,
@@ -502,8 +543,9 @@ class ObjectStore(Store):
             start is not None and start >= 0 and stop is not None and stop > start
             for start, stop in ranges
         )
-        # (One range is one GET, whose answer tells the object's version too: see _saw.)
-        if not simple or self._no_ranges or len(ranges) == 1:
+        # (One range is one GET, whose answer tells the object's version too: see _saw. The
+        # plain client sends each range as the engine planned it.)
+        if not simple or self._no_ranges or len(ranges) == 1 or self._plain is not None:
             return self._each_range(key, ranges, copy)
         try:
             parts = _request(
