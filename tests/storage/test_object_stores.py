@@ -667,6 +667,20 @@ def test_the_plain_client_replaces_a_connection_that_was_closed(http_server):
     assert store._plain._idle[-1] not in closed
 
 
+def test_a_missing_key_keeps_its_plain_connection(http_server):
+    """A 404 reads as None, and its connection carries the next request (a sparse array's
+    missing chunks open no connection each)."""
+    with open(f"{http_server.root}/present", "wb") as f:
+        f.write(b"here")
+    store = make_store(http_server.url)
+    assert store.get("present") == b"here"
+    kept = set(store._plain._idle)
+    assert store.get("absent") is None
+    assert store.get("absent", 2, 4) is None
+    assert store.get("present", -2) == b"re"
+    assert set(store._plain._idle) == kept
+
+
 def test_what_the_plain_client_does_not_read_is_left_to_obstore():
     """A redirect: obstore follows it. A body sent in chunks (Transfer-Encoding), which
     neither client reads: an error naming the key, and obstore is asked from then on."""

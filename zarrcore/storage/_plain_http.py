@@ -35,7 +35,8 @@ __all__ = ["MISSING", "Answer", "PlainHTTP", "plain_client", "plain_path"]
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9._~/-]*")
 # An answer's head larger than this is not a plain file server's.
 _HEAD_BYTES = 64 << 10
-_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
+_CONTENT_RANGE = re.compile(r"bytes ([0-9]+)-([0-9]+)/([0-9]+)")
+_DIGITS = re.compile(r"[0-9]+")
 _WAIT_ALL: Final = getattr(socket, "MSG_WAITALL", 0)
 # The environment's proxies, which obstore's client takes (urllib's names).
 _PROXY_VARIABLES = {"http_proxy", "https_proxy", "all_proxy"}
@@ -190,11 +191,14 @@ class PlainHTTP:
             or fields.get("content-encoding", "identity") != "identity"
         ):
             raise _Unreadable
-        if "content-length" not in fields:
+        if not _DIGITS.fullmatch(fields.get("content-length", "")):
             raise _NoAnswer if status >= 300 else _Unreadable
         length = int(fields["content-length"])
-        if status == 404:
-            return MISSING, False  # (its body, unread, goes with the connection)
+        reusable = fields.get("connection", "").lower() != "close"
+        if status == 404 and 0 <= length <= _HEAD_BYTES:
+            # (Its body read, the connection carries the next request.)
+            self._body(sock, head[end + 4 : have], length, deadline)
+            return MISSING, reusable
         if span == (None, None) and status == 200:
             size = length
         elif span != (None, None) and status == 206:
@@ -207,11 +211,19 @@ class PlainHTTP:
                 raise _NoAnswer
         else:
             raise _NoAnswer  # (a range answered whole goes to obstore, which cuts it)
-        body = bytearray(length)
-        extra = have - end - 4
+        body = self._body(sock, head[end + 4 : have], length, deadline)
+        return Answer(body, size, fields.get("etag")), reusable
+
+    def _body(
+        self, sock: socket.socket, arrived: bytearray, length: int, deadline: float
+    ) -> memoryview:
+        """The `length` bytes of a body whose first bytes `arrived` with its head, the rest
+        read from `sock`."""
+        extra = len(arrived)
         if extra > length:
             raise _NoAnswer
-        body[:extra] = head[end + 4 : have]
+        body = bytearray(length)
+        body[:extra] = arrived
         view = memoryview(body)
         at = extra
         while at < length:
@@ -219,8 +231,7 @@ class PlainHTTP:
             if not got or time.monotonic() > deadline:
                 raise _NoAnswer
             at += got
-        reusable = fields.get("connection", "").lower() != "close"
-        return Answer(view.toreadonly(), size, fields.get("etag")), reusable
+        return view.toreadonly()
 
 
 class _Empty(ConnectionError):
