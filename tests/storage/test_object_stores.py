@@ -651,20 +651,45 @@ def test_http_chunks_come_by_the_plain_client(http_server, monkeypatch):
     assert asked == []
 
 
-def test_the_plain_client_replaces_a_connection_that_was_closed(http_server):
-    """A kept connection that closed meanwhile (a server's idle timeout) costs nothing: the
-    request goes again on a new one."""
+def test_the_plain_client_replaces_connections_that_were_closed(http_server, io_config):
+    """Kept connections that closed meanwhile (a server's idle timeout) cost nothing: the
+    request goes on the next one, and on a new one when none is left."""
     import socket
 
     with open(f"{http_server.root}/kept", "wb") as f:
         f.write(bytes(range(256)) * 100)
     store = make_store(http_server.url)
-    assert store.get("kept", 0, 10) == bytes(range(10))
+    store._plain.forget_connections()  # (the session's server: other tests' connections)
+    io_config.set(io_concurrency=2)
+    http_server.faults.delay = 0.2  # (two requests at once: two connections)
+    assert [v for _, v in store.get_many([("kept", [(0, 10)])] * 2)] == [[bytes(range(10))]] * 2
+    http_server.faults.reset()
     closed = list(store._plain._idle)
-    for connection in closed:
+    assert len(closed) == 2
+    for _, connection in closed:
         connection.shutdown(socket.SHUT_RDWR)
     assert store.get("kept", 10, 20) == bytes(range(10, 20))
-    assert store._plain._idle[-1] not in closed
+    assert len(store._plain._idle) == 1 and store._plain._idle[0] not in closed
+
+
+def test_the_plain_client_takes_its_oldest_idle_connection(http_server, io_config, monkeypatch):
+    """Of the idle connections, the one opened first carries the next request (see
+    PlainHTTP's _idle: the one whose server window is likely the widest)."""
+    with open(f"{http_server.root}/oldest", "wb") as f:
+        f.write(b"old" * 1000)
+    store = make_store(http_server.url)
+    store._plain.forget_connections()  # (the session's server: other tests' connections)
+    io_config.set(io_concurrency=3)
+    http_server.faults.delay = 0.2  # (three requests at once: three connections)
+    assert [v for _, v in store.get_many([("oldest", None)] * 3)] == [b"old" * 1000] * 3
+    http_server.faults.reset()
+    plain, used = store._plain, []
+    exchange = plain._exchange
+    monkeypatch.setattr(plain, "_exchange", lambda sock, *args: used.append(sock) or exchange(sock, *args))
+    oldest = plain._idle[0][1]
+    assert len(plain._idle) >= 3 and all(oldest is not sock for _, sock in plain._idle[1:])
+    assert store.get("oldest", 0, 3) == b"old" and store.get("oldest", 3, 6) == b"old"
+    assert used == [oldest, oldest]
 
 
 def test_a_missing_key_keeps_its_plain_connection(http_server):
@@ -673,6 +698,7 @@ def test_a_missing_key_keeps_its_plain_connection(http_server):
     with open(f"{http_server.root}/present", "wb") as f:
         f.write(b"here")
     store = make_store(http_server.url)
+    store._plain.forget_connections()  # (the session's server: other tests' connections)
     assert store.get("present") == b"here"
     kept = set(store._plain._idle)
     assert store.get("absent") is None
