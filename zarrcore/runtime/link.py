@@ -46,10 +46,13 @@ SMALLEST_PIECE = 1 << 20
 
 # Requests of many bytes each are kept in flight up to about BYTES_IN_FLIGHT in all, but
 # never fewer than FEWEST_IN_FLIGHT: once the link is full, more connections only split its
-# bandwidth finer, and each then wakes its reader for fewer bytes (over a 40 ms link, 64
-# requests of 1 MiB in flight took 3-4x the CPU and twice the time of 16; 32 took 0.65-0.85x
-# the time of 16, and 48 no less than 32: benchmarks/RESULTS.md, "cloud-after").
-BYTES_IN_FLIGHT = 32 << 20
+# bandwidth finer. Through obstore's synchronous bodies, 64 requests of 1 MiB in flight over
+# a 40 ms link took 3-4x the CPU and twice the time of 16, as each woke its reader for every
+# piece (benchmarks/RESULTS.md, "cloud-after"); with bodies read in one call (the plain HTTP
+# client, obstore's runtime), a 512 MiB uncompressed array took 0.75 s with 64 MiB in flight
+# against 1.02 s with 32 at the same CPU, its zstd and sharded copies 0.55-0.78 s either way
+# ("zarrcore's own HTTP client").
+BYTES_IN_FLIGHT = 64 << 20
 FEWEST_IN_FLIGHT = 16
 
 # Requests that share a link finish at about the same time, so one that waits for a place
