@@ -1,8 +1,8 @@
 """A plain HTTP/1.1 client for the GETs of an http(s):// store's objects: the answers that go
-as planned (a whole object, a byte range, a missing key) cost a third of obstore's CPU each.
+as planned (a whole object, a byte range, a missing key).
 
 Why: obstore spends about 0.35 ms of CPU on a GET of 0.5 MB over loopback, with a dozen
-thread wakeups, where sockets read in the asking thread spend about 0.18 ms (tensorstore's
+thread wakeups, where sockets read in the asking thread spend about 0.2 ms (tensorstore's
 client 0.21). Random samples over a short round trip are that CPU on a small machine.
 
 Anything else (another status, a redirect, a body sent in chunks or encoded, a dropped
