@@ -96,12 +96,24 @@ def test_a_shard_replaced_by_another_writer_is_read_through_its_new_index(counte
         assert _requests(proxy, lambda: np.testing.assert_array_equal(a[2], data[2])) == 1
 
 
-def test_the_indexes_an_array_keeps_are_bounded(counted, monkeypatch):
+def test_a_later_opening_of_the_array_knows_the_indexes_an_earlier_one_read(counted):
     server, bucket, proxy = counted
     data = np.arange(np.prod(SHAPE), dtype="float32").reshape(SHAPE)
     _written(server, bucket, data)
-    # Room for two shards' indexes (16 entries of 16 bytes each).
+    first = _through(server, bucket, proxy)
+    assert _requests(proxy, lambda: np.testing.assert_array_equal(first[0], data[0])) == 2
+    del first
+    again = _through(server, bucket, proxy)
+    assert _requests(proxy, lambda: np.testing.assert_array_equal(again[1], data[1])) == 1
+    assert _requests(proxy, lambda: np.testing.assert_array_equal(again[17], data[17])) == 2
+
+
+def test_the_indexes_an_array_keeps_are_bounded(counted, monkeypatch):
+    server, bucket, proxy = counted
+    data = np.arange(np.prod(SHAPE), dtype="float32").reshape(SHAPE)
+    # Room for two shards' indexes (16 entries of 16 bytes each), in every opening's.
     monkeypatch.setattr(engine, "SHARD_INDEX_BYTES", 2 * 16 * 16)
+    _written(server, bucket, data)
     a = _through(server, bucket, proxy)
     for t in (0, 16, 32):
         np.testing.assert_array_equal(a[t], data[t])

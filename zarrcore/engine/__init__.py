@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import math
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -39,7 +40,7 @@ from ..metadata.indexing import BasicIndexer, check_out
 from ..runtime.pool import in_turns, parallel_map
 from ..storage.base import at_most, bounded, get_at_most
 from ..storage.updates import conflict_pause, retry_conflicts
-from .cache import SHARD_INDEX_BYTES, ChunkVersions, RecheckPolicy, ShardIndexes
+from .cache import SHARD_INDEX_BYTES, ChunkVersions, RecheckPolicy, ShardIndexes, kept_shard_indexes
 from .directory import read_chunk_batch, read_shard_batch, write_chunk_batch, write_shard_batch
 from .fetched import (
     read_chunk_waves,
@@ -165,7 +166,8 @@ class ChunkEngine:
     def _shard_indexes(self) -> ShardIndexes | None:
         """The shard indexes reads by byte ranges learn (fetched.read_shard_ranges), for
         stores whose readers keep one version (and say which: RangeReader.version); on a
-        regular grid, in the shared table too where the cache is shared between processes.
+        regular grid, in the shared table too where the cache is shared between processes,
+        else shared by every opening of the array in this process (kept_shard_indexes).
         None where no such read runs."""
         if not (self.routes.shard_ranges and self.store.readers_keep_one_version):
             return None
@@ -177,11 +179,12 @@ class ChunkEngine:
             and (self.cache.shared_ref is not None)
             else None
         )
-        return ShardIndexes(
-            SHARD_INDEX_BYTES,
-            shared,
-            math.prod(s // c for s, c in zip(self.chunk_shape, self.sharding.chunk_shape)),
-        )
+        ninner = math.prod(s // c for s, c in zip(self.chunk_shape, self.sharding.chunk_shape))
+        if shared is None and self.grid.is_regular:
+            layout = json.dumps([self.chunk_shape, self.sharding.configuration()])
+            array = (self.store.identity, self.key_prefix, layout)
+            return kept_shard_indexes(array, SHARD_INDEX_BYTES, ninner)
+        return ShardIndexes(SHARD_INDEX_BYTES, shared, ninner)
 
     def _chunk_cache(self, cache_bytes: int, shared: Any = None) -> ChunkCache | None:
         """The decoded-chunk cache of `cache_bytes` (EngineSettings.cache_budget) that the
