@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ChunkVersions",
+    "KEPT_ARRAY_INDEXES",
     "KnownIndex",
     "RecheckPolicy",
     "SHARD_INDEX_BYTES",
