@@ -211,12 +211,12 @@ _kept_guard = threading.Lock()
 
 
 def kept_shard_indexes(array: Hashable, limit: int, ninner: int) -> ShardIndexes:
-    """The ShardIndexes (of `limit` bytes, of shards of `ninner` inner chunks; a new one's)
-    that every opening of `array`
-    (its store, key prefix and layout) in this process shares: a later opening learns the
-    indexes an earlier one read, and still asks for their shards' versions, so it reads an
-    inner chunk in one round trip (over a 40 ms link a fresh opening's box of 8 shards paid
-    41-44 ms for their indexes before 78-100 ms for its inner chunks)."""
+    """The ShardIndexes that every opening of `array` (its store, key prefix and layout) in
+    this process shares (a new one of `limit` bytes, of shards of `ninner` inner chunks): a
+    later opening learns the indexes an earlier one read, and still asks for their shards'
+    versions, so it reads an inner chunk in one round trip (over a 40 ms link a fresh
+    opening's box of 8 shards paid 41-44 ms for their indexes before 78-100 ms for its inner
+    chunks). At most KEPT_ARRAY_INDEXES times `limit` bytes in all."""
     with _kept_guard:
         found = _kept_indexes.get(array)
         if found is None:
