@@ -73,7 +73,6 @@ class PlainHTTP:
 
     def __init__(self, origin: str, timeout: float) -> None:
         parts = urllib.parse.urlsplit(origin)
-        self.spec = (origin, timeout)
         self._tls = parts.scheme == "https"
         self._address = (parts.hostname or "", parts.port or (443 if self._tls else 80))
         self._host = parts.netloc
@@ -184,8 +183,8 @@ class PlainHTTP:
         self, sock: socket.socket, request: bytes, span: tuple[int | None, int | None], link: Link
     ) -> tuple[Answer | _Missing, bool]:
         """(The answer to `request` on `sock`, whether `sock` may carry another request)."""
-        deadline = time.monotonic() + self._timeout
         began = time.monotonic()
+        deadline = began + self._timeout
         sock.sendall(request)
         head = bytearray(_HEAD_BYTES)
         have = 0
@@ -200,7 +199,8 @@ class PlainHTTP:
             if have == len(head) or time.monotonic() > deadline:
                 raise _NoAnswer
         link.observe_answer(time.monotonic() - began)
-        status, fields = _parse_head(bytes(head[:end]))
+        arrived = memoryview(head)[end + 4 : have]  # (the body's first bytes, if any)
+        status, fields = _parse_head(head[:end])
         if (
             fields.get("transfer-encoding")
             or fields.get("content-encoding", "identity") != "identity"
@@ -212,7 +212,7 @@ class PlainHTTP:
         reusable = fields.get("connection", "").lower() != "close"
         if status == 404 and 0 <= length <= _HEAD_BYTES:
             # (Its body read, the connection carries the next request.)
-            self._body(sock, head[end + 4 : have], length, deadline)
+            self._body(sock, arrived, length, deadline)
             return MISSING, reusable
         if span == (None, None) and status == 200:
             size = length
@@ -226,11 +226,11 @@ class PlainHTTP:
                 raise _NoAnswer
         else:
             raise _NoAnswer  # (a range answered whole goes to obstore, which cuts it)
-        body = self._body(sock, head[end + 4 : have], length, deadline)
+        body = self._body(sock, arrived, length, deadline)
         return Answer(body, size, fields.get("etag")), reusable
 
     def _body(
-        self, sock: socket.socket, arrived: bytearray, length: int, deadline: float
+        self, sock: socket.socket, arrived: memoryview, length: int, deadline: float
     ) -> memoryview:
         """The `length` bytes of a body whose first bytes `arrived` with its head, the rest
         read from `sock`."""
@@ -253,7 +253,7 @@ class _Empty(ConnectionError):
     """A connection closed before any byte of an answer (a kept one the server let go)."""
 
 
-def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
+def _parse_head(head: bytearray) -> tuple[int, dict[str, str]]:
     """(status, lower-cased header fields) of an answer's head."""
     lines = head.decode("latin-1").split("\r\n")
     version, _, rest = lines[0].partition(" ")
