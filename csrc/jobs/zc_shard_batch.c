@@ -224,58 +224,59 @@ static int read_listed(const zc_shard_job *j, int64_t t, const task_view *v, siz
                         v->data_strides);
 }
 
+/* Decode task `t` into `data` on this thread; `scratch` and `planes_taken` as the worker's. */
+static int read_task(zc_shard_job *j, int64_t t, size_t n, unsigned char **scratch,
+                     int *planes_taken)
+{
+    int st;
+    zc_chunk_cache_entry *made;
+    const unsigned char *chunk = cached(j, t, n, &made, &st);
+    if (st != ZC_OK)
+        return st;
+    if (j->listing.point_start != NULL) {
+        st = read_listed(j, t, NULL, n, scratch, chunk);
+        zc_chunk_cache_unpin(made);
+        return st;
+    }
+    task_view v;
+    task_geometry(j, t, &v);
+    const int64_t s = j->src_by_task ? t : v.chunk;
+    const unsigned char *src = j->src[s];
+    if (v.listed) {
+        st = read_listed(j, t, &v, n, scratch, chunk);
+    } else if (chunk != NULL) {
+        st = zc_copy_nd(j->ndim, v.shape, j->chain.itemsize, chunk + v.chunk_offset,
+                        v.chunk_strides, v.data, v.data_strides);
+    } else if (src == NULL) {
+        st = fill_region(j, &v);
+    } else if (v.direct) {
+        st = zc_chain_decode(&j->chain, src, j->src_len[s], v.data, n);
+    } else if (zc_chain_unshuffles_last(&j->chain)) {
+        /* Unshuffled straight into the region: no pass through a decoded chunk. */
+        const unsigned char *planes;
+        *planes_taken = 1;
+        st = zc_chain_decode_shuffled(&j->chain, src, j->src_len[s], n, &planes);
+        if (st == ZC_OK)
+            st = zc_unshuffle_nd(planes, n, j->chain.itemsize, j->ndim, v.shape,
+                                 v.chunk_offset, v.chunk_strides, v.data, v.data_strides);
+    } else {
+        const unsigned char *whole = decoded(j, src, j->src_len[s], n, scratch, &st);
+        if (whole != NULL)
+            st = zc_copy_nd(j->ndim, v.shape, j->chain.itemsize, whole + v.chunk_offset,
+                            v.chunk_strides, v.data, v.data_strides);
+    }
+    zc_chunk_cache_unpin(made);
+    return st;
+}
+
 void zc_shard_read_worker(zc_shard_job *j)
 {
     size_t n = chunk_nbytes(j);
     unsigned char *scratch = NULL;
     int planes_taken = 0; /* zc_chain_decode_shuffled took this thread's scratch */
-    const int points = j->listing.point_start != NULL;
     int64_t t;
     while ((t = next_task(j)) >= 0) {
-        task_view v;
-        int st;
-        zc_chunk_cache_entry *made;
-        const unsigned char *chunk = cached(j, t, n, &made, &st);
-        if (st != ZC_OK) {
-            fail(j, t, st);
-            break;
-        }
-        if (points) {
-            st = read_listed(j, t, NULL, n, &scratch, chunk);
-            zc_chunk_cache_unpin(made);
-            if (st != ZC_OK) {
-                fail(j, t, st);
-                break;
-            }
-            continue;
-        }
-        task_geometry(j, t, &v);
-        const int64_t s = j->src_by_task ? t : v.chunk;
-        const unsigned char *src = j->src[s];
-        if (v.listed) {
-            st = read_listed(j, t, &v, n, &scratch, chunk);
-        } else if (chunk != NULL) {
-            st = zc_copy_nd(j->ndim, v.shape, j->chain.itemsize, chunk + v.chunk_offset,
-                            v.chunk_strides, v.data, v.data_strides);
-        } else if (src == NULL) {
-            st = fill_region(j, &v);
-        } else if (v.direct) {
-            st = zc_chain_decode(&j->chain, src, j->src_len[s], v.data, n);
-        } else if (zc_chain_unshuffles_last(&j->chain)) {
-            /* Unshuffled straight into the region: no pass through a decoded chunk. */
-            const unsigned char *planes;
-            planes_taken = 1;
-            st = zc_chain_decode_shuffled(&j->chain, src, j->src_len[s], n, &planes);
-            if (st == ZC_OK)
-                st = zc_unshuffle_nd(planes, n, j->chain.itemsize, j->ndim, v.shape,
-                                     v.chunk_offset, v.chunk_strides, v.data, v.data_strides);
-        } else {
-            const unsigned char *whole = decoded(j, src, j->src_len[s], n, &scratch, &st);
-            if (whole != NULL)
-                st = zc_copy_nd(j->ndim, v.shape, j->chain.itemsize, whole + v.chunk_offset,
-                                v.chunk_strides, v.data, v.data_strides);
-        }
-        zc_chunk_cache_unpin(made);
+        int st = read_task(j, t, n, &scratch, &planes_taken);
         if (st != ZC_OK) {
             fail(j, t, st);
             break;
@@ -283,6 +284,18 @@ void zc_shard_read_worker(zc_shard_job *j)
     }
     if (scratch != NULL || planes_taken)
         zc_scratch_idle();
+}
+
+int zc_shard_read_one(zc_shard_job *j, int64_t t)
+{
+    if (t < 0 || t >= j->ntasks)
+        return ZC_ERR_PARAM;
+    unsigned char *scratch = NULL;
+    int planes_taken = 0;
+    int st = read_task(j, t, chunk_nbytes(j), &scratch, &planes_taken);
+    if (scratch != NULL || planes_taken)
+        zc_scratch_idle();
+    return st;
 }
 
 void zc_shard_write_worker(zc_shard_job *j)

@@ -68,6 +68,10 @@ int zc_shard_job_list(zc_shard_job *j, const int64_t *tasks, int64_t n);
 int64_t zc_shard_task_chunk(const zc_shard_job *j, int64_t t);
 /* Decode tasks into `data` until none are left (empty inner chunks read as fill). */
 void zc_shard_read_worker(zc_shard_job *j);
+/* Decode task `t` alone on the calling thread, as a worker would (tasks on several threads
+ * at once, each its own): a chunk decoded as soon as its bytes arrive. The job's shared
+ * progress and outcome are left alone; its status is returned. */
+int zc_shard_read_one(zc_shard_job *j, int64_t t);
 /* Encode tasks from `data` until none are left; partly covered inner chunks start from their
  * stored bytes (or fill). A job with a listing fails with ZC_ERR_PARAM. */
 void zc_shard_write_worker(zc_shard_job *j);

@@ -17,7 +17,8 @@ from zarrcore._native.indexing cimport one_block
 from zarrcore._native.jobs cimport (
     check_read_into, set_up_job, set_up_one_block, stop_claims, zc_chunk_cache_entry,
     zc_chunk_cache_find, zc_chunk_cache_unpin, zc_chunk_version, zc_piece, zc_shard_job,
-    zc_shard_job_list, zc_shard_job_prepare, zc_shard_read_worker, zc_shard_task_chunk,
+    zc_shard_job_list, zc_shard_job_prepare, zc_shard_read_one, zc_shard_read_worker,
+    zc_shard_task_chunk,
     zc_shard_write_worker,
 )
 from zarrcore._native.status cimport ZC_MAX_NDIM, ZC_OK
@@ -388,6 +389,34 @@ cdef class ChunkWaves(_CompiledJob):
         for k in range(t.shape[0]):
             zc_chunk_cache_unpin(self._pins[t[k]])
             self._pins[t[k]] = NULL
+
+    def read_one(self, int64_t task, buffer):
+        """Decode task `task` from `buffer` (its encoded bytes; None: not stored, read as
+        fill) on the calling thread, GIL released, with no wave: each chunk as soon as its
+        bytes arrive, on the thread they arrived on, several at once. The bytes are not
+        kept. None, or the exception of its failure."""
+        if task < 0 or task >= self.j.ntasks:
+            raise ValueError("task out of range")
+        check_read_into(self.data_writable)
+        cdef const unsigned char[::1] v
+        cdef unsigned char **src = <unsigned char **>self.j.src
+        cdef size_t *src_len = <size_t *>self.j.src_len
+        cdef int st
+        if buffer is not None:
+            v = memoryview(buffer).cast("B")
+            # A zero-length encoding still counts as stored: point it somewhere non-NULL.
+            src[task] = <unsigned char *>(&v[0] if v.shape[0] else self.j.fill)
+            src_len[task] = v.shape[0]
+        try:
+            with nogil:
+                st = zc_shard_read_one(&self.j, task)
+        finally:
+            src[task] = NULL
+            src_len[task] = 0
+            if self._pins != NULL:
+                zc_chunk_cache_unpin(self._pins[task])
+                self._pins[task] = NULL
+        return None if st == ZC_OK else status_error(st)
 
     def read_here(self):
         """Decode every task on the calling thread, GIL released, and let go of the bytes

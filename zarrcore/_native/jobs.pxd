@@ -143,6 +143,7 @@ cdef extern from "jobs/zc_shard_batch.h":
     int zc_shard_job_list(zc_shard_job *j, const int64_t *tasks, int64_t n)
     int64_t zc_shard_task_chunk(const zc_shard_job *j, int64_t t)
     void zc_shard_read_worker(zc_shard_job *j) nogil
+    int zc_shard_read_one(zc_shard_job *j, int64_t t) nogil
     void zc_shard_write_worker(zc_shard_job *j) nogil
 
 cdef extern from "jobs/zc_shard_io.h":

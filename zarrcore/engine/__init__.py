@@ -347,11 +347,13 @@ class ChunkEngine:
         return [(key, ranges) for key in keys]
 
     def stored_chunk(self, key: str, parts: Fetched) -> ReadBytes | None:
-        """The stored chunk `key` from the result `parts` of its `whole_requests` request
-        (None: not stored), its size noted (`stored_bytes`); ValueTooLargeError when it is
-        larger than a valid chunk."""
+        """The stored chunk `key` from the result `parts` of its `whole_requests` request, or
+        of its ranges (fetched.split_ranges), None when not stored; its size noted
+        (`stored_bytes`). ValueTooLargeError when it is larger than a valid chunk."""
         if isinstance(parts, (bytes, memoryview)):  # (a request without ranges: none here)
             parts = [parts]
+        elif parts is not None and len(parts) > 1:  # (asked for in ranges: split_ranges)
+            parts = [b"".join(parts)]
         data = bounded(self.store, key, parts, self.chain.max_encoded_bytes, ENCODED_BOUND)
         if data is not None:
             self.stored_bytes.nbytes = len(data)

@@ -37,6 +37,7 @@ _PLAIN_PATH = re.compile(r"[A-Za-z0-9._~/-]*")
 # An answer's head larger than this is not a plain file server's.
 _HEAD_BYTES = 64 << 10
 _CONTENT_RANGE = re.compile(r"bytes ([0-9]+)-([0-9]+)/([0-9]+)")
+_UNSATISFIED = re.compile(r"bytes \*/([0-9]+)")
 _DIGITS = re.compile(r"[0-9]+")
 _WAIT_ALL: Final = getattr(socket, "MSG_WAITALL", 0)
 # The environment's proxies, which obstore's client takes (urllib's names).
@@ -198,7 +199,8 @@ class PlainHTTP:
                 break
             if have == len(head) or time.monotonic() > deadline:
                 raise _NoAnswer
-        link.observe_answer(time.monotonic() - began)
+        answered = time.monotonic()
+        link.observe_answer(answered - began)
         arrived = memoryview(head)[end + 4 : have]  # (the body's first bytes, if any)
         status, fields = _parse_head(head[:end])
         if (
@@ -224,9 +226,17 @@ class PlainHTTP:
             lo, hi, _ = slice(*span).indices(size)
             if (start, last + 1) != (lo, hi) or last - start + 1 != length:
                 raise _NoAnswer
+        elif status == 416 and span[0] is not None and span[0] >= 0 and length <= _HEAD_BYTES:
+            # (A range past the end: empty, as Python's slice, with the object's size.)
+            matched = _UNSATISFIED.fullmatch(fields.get("content-range", ""))
+            if matched is None or int(matched[1]) > span[0]:
+                raise _NoAnswer
+            self._body(sock, arrived, length, deadline)
+            return Answer(memoryview(b""), int(matched[1]), fields.get("etag")), reusable
         else:
             raise _NoAnswer  # (a range answered whole goes to obstore, which cuts it)
         body = self._body(sock, arrived, length, deadline)
+        link.observe_body(time.monotonic() - answered, length - len(arrived))
         return Answer(body, size, fields.get("etag")), reusable
 
     def _body(

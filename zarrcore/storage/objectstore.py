@@ -2,13 +2,12 @@
 
 Requests are obstore's synchronous calls: one in the calling thread, or many at once on the
 process's I/O threads (storage/_aio.py), up to the caller's concurrency (an array's
-io_concurrency, `in_flight`) at once per call and `config.io_process_concurrency` in the
-whole process. (Its asynchronous calls cost an asyncio loop 0.3-0.5 ms of CPU a request,
-against 0.25 ms for a synchronous call in a thread.) Each request is bounded by
-`config.io_timeout` seconds and tried again `config.io_retries` times (storage_options
-`timeout` and `retries` override them). The stores `from_url` opens on one endpoint, bucket
-and credentials (and client settings) share one client, so one pool of connections, whatever
-their paths.
+io_concurrency, `in_flight`) at once per call and `config.io_process_concurrency` in the whole
+process. (Its asynchronous calls cost an asyncio loop 0.3-0.5 ms of CPU a request, against 0.25
+ms for a synchronous call in a thread.) Each request is bounded by `config.io_timeout` seconds
+and tried again `config.io_retries` times (storage_options `timeout` and `retries` override
+them). The stores `from_url` opens on one endpoint, bucket and credentials (and client
+settings) share one client, so one pool of connections, whatever their paths.
 Objects are written by single PUTs, or, larger than the parts the engine asks for
 (`set_many`'s part_bytes), by multipart uploads whose parts are sent at once (S3, GCS and
 Azure); a reader sees each object old or new either way: a multipart upload shows nothing
@@ -22,8 +21,7 @@ the object. A whole write that finds the object changed learns its ETag (HEAD) a
 last writer wins. What this cannot fence: a late create-only PUT of a key deleted meantime
 (deletes are not conditional), a late PUT after a rewrite of the very bytes it was
 conditioned on (S3's ETag is the MD5 of the body, so such a rewrite keeps it), and a late
-completion of a multipart upload (obstore's take no condition).
-"""
+completion of a multipart upload (obstore's take no condition)."""
 
 from __future__ import annotations
 
@@ -544,9 +542,10 @@ class ObjectStore(Store):
             for start, stop in ranges
         )
         # (One range is one GET, whose answer tells the object's version too: see _saw. The
-        # plain client sends each range as the engine planned it.)
+        # plain client sends each range as planned, at once: answers of one version only.)
         if not simple or self._no_ranges or len(ranges) == 1 or self._plain is not None:
-            return self._each_range(key, ranges, copy)
+            pin = _ObjectReader(self, key) if self._plain is not None else None
+            return self._each_range(key, ranges, copy, pin)
         try:
             parts = _request(
                 get_parts,
@@ -967,14 +966,15 @@ class _ObjectReader:
 
     def saw(self, meta: ObjectMeta) -> None:
         """Note the version of an answer: the first one's is the reader's; a later one of
-        another ETag (a server or proxy that ignored If-Match) is refused."""
-        if self.e_tag is None:
-            self.e_tag, self.size = meta["e_tag"], meta["size"]
-        elif meta["e_tag"] is not None and meta["e_tag"] != self.e_tag:
+        another ETag or size (a server or proxy that ignored If-Match, or ranges asked at
+        once of an object replaced meanwhile) is refused."""
+        e_tag, size = meta["e_tag"], meta["size"]
+        if self.e_tag not in (None, e_tag) and e_tag is not None or self.size not in (None, size):
             raise KeyChangedError(
                 f"key {self._key!r} of {self._store!r} answered another "
                 f"version than the one asked for; read it again"
             )
+        self.e_tag, self.size = self.e_tag or e_tag, size
 
     @property
     def version(self) -> tuple[str, int | None] | None:

@@ -1,0 +1,117 @@
+"""Small reads over a link whose connections are slow beside its round trip: each chunk asked
+for in several ranges at once (Link.split), read by the plain HTTP client, ranges past the
+end empty, a chunk replaced between its ranges read again whole; and each chunk decoded on
+the thread its bytes arrived on (ChunkWaves.read_one)."""
+import numpy as np
+import pytest
+
+import zarrcore
+from zarrcore.errors import ChunkDecodeError, KeyChangedError
+from zarrcore.runtime.link import MOST_SPLIT, SPLIT_BYTES, Link
+from zarrcore.storage import make_store
+
+pytest.importorskip("obstore", reason="obstore (the remote extra) is not installed")
+
+
+def slow_link(round_trip=0.02, body_rate=4e6):
+    """A Link that has timed requests of `round_trip` seconds and bodies at `body_rate`, and
+    learns nothing more (the local server's answers would show a fast link)."""
+    link = Link()
+    link.observe(round_trip, 100)
+    link.observe_body(1.0, int(body_rate))
+    link.observe = link.observe_answer = link.observe_body = lambda *args: None
+    return link
+
+
+def test_a_link_splits_only_what_one_connection_moves_slowly_beside_a_round_trip():
+    assert Link().split(1 << 20) == 1  # (no body timed yet)
+    assert slow_link(round_trip=0.0005).split(1 << 20) == 1  # (a round trip of a LAN)
+    assert slow_link(body_rate=1e9).split(50_000) == 1  # (moved in 50 us)
+    assert slow_link().split(50_000) == MOST_SPLIT
+    assert slow_link().split(2 * SPLIT_BYTES) == 2  # (no range smaller than SPLIT_BYTES)
+    assert slow_link(body_rate=40e6).split(50_000) == 1
+    assert 1 < slow_link(body_rate=40e6).split(500_000) <= MOST_SPLIT
+
+
+def _split_array(server, name):
+    """A zstd array at `name` below the server's root whose first chunk is noise (about its
+    whole 64 KiB stored) and the others zeros but for one value (a few bytes each); its
+    values, and its store over the plain client with a slow link."""
+    data = np.zeros((4, 16384), dtype="f4")
+    data[0] = np.random.default_rng(3).random(16384, dtype="f4")
+    data[1:, 7] = 5
+    zarrcore.create_array(zarrcore.LocalStore(server.root), name=name, data=data,
+                          chunks=(1, 16384), compressors=zarrcore.codecs.ZstdCodec(level=1))
+    store = make_store(server.url)
+    assert store._plain is not None
+    store.link = slow_link()
+    return data, store
+
+
+def test_small_reads_ask_for_each_chunk_in_ranges_at_once(http_server):
+    data, store = _split_array(http_server, "split-ranges")
+    array = zarrcore.open_array(store, path="split-ranges", mode="r")
+    np.testing.assert_array_equal(array[0], data[0])  # (whole: the size is learned)
+    http_server.reset()
+    np.testing.assert_array_equal(array[0, 5:9000], data[0, 5:9000])
+    assert http_server.requests == MOST_SPLIT
+    # Small chunks read in the ranges of a large one: those past their end are empty.
+    http_server.reset()
+    np.testing.assert_array_equal(array[:3, 3:10], data[:3, 3:10])
+    assert http_server.requests == 3 * MOST_SPLIT
+
+
+def test_a_chunk_replaced_between_its_ranges_is_read_again_whole(http_server, monkeypatch):
+    data, store = _split_array(http_server, "split-replaced")
+    array = zarrcore.open_array(store, path="split-replaced", mode="r")
+    np.testing.assert_array_equal(array[0], data[0])
+    asked = []
+    get_many = store.get_many
+
+    def replaced_meanwhile(requests, concurrency=None):
+        asked.extend(ranges for _, ranges in requests)
+        if len(requests[0][1]) > 1:
+            raise KeyChangedError("replaced between its ranges")
+        return get_many(requests, concurrency)
+
+    monkeypatch.setattr(store, "get_many", replaced_meanwhile)
+    np.testing.assert_array_equal(array[0, :100], data[0, :100])
+    assert [len(ranges) for ranges in asked] == [MOST_SPLIT, 1]
+
+
+def test_the_ranges_of_one_request_are_of_one_version(http_server):
+    """A version of another size among the answers to one request's ranges (sent at once,
+    before any told the ETag to ask for) is refused."""
+    from zarrcore.storage.objectstore import _ObjectReader
+
+    store = make_store(http_server.url)
+    reader = _ObjectReader(store, "blob")
+    reader.saw({"e_tag": None, "size": 100})  # (a range past the end: no ETag)
+    reader.saw({"e_tag": '"a"', "size": 100})
+    with pytest.raises(KeyChangedError, match="'blob'"):
+        reader.saw({"e_tag": None, "size": 99})
+    with pytest.raises(KeyChangedError, match="'blob'"):
+        reader.saw({"e_tag": '"b"', "size": 100})
+
+
+def test_a_range_past_the_end_is_empty_by_the_plain_client(http_server, monkeypatch):
+    from zarrcore.storage import objectstore
+
+    with open(f"{http_server.root}/short", "wb") as f:
+        f.write(b"x" * 100)
+    monkeypatch.setattr(objectstore, "get_body", lambda *args: pytest.fail("asked obstore"))
+    store = make_store(http_server.url)
+    assert store.get("short", 100, 200) == b"" and store.get("short", 500) == b""
+    assert store.get_ranges("short", [(0, 60), (60, 120), (120, 180)]) == [
+        b"x" * 60, b"x" * 40, b""
+    ]
+
+
+def test_a_chunk_decoded_where_it_arrived_names_its_key_when_corrupt(http_server):
+    data, store = _split_array(http_server, "split-corrupt")
+    with open(f"{http_server.root}/split-corrupt/c/2/0", "wb") as f:
+        f.write(b"not zstd at all")
+    array = zarrcore.open_array(store, path="split-corrupt", mode="r")
+    np.testing.assert_array_equal(array[:2, :9], data[:2, :9])
+    with pytest.raises(ChunkDecodeError, match="'split-corrupt/c/2/0'"):
+        array[1:4, :9]
