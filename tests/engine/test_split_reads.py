@@ -31,12 +31,15 @@ def test_a_link_splits_only_what_one_connection_moves_slowly_beside_a_round_trip
     assert slow_link().split(2 * SPLIT_BYTES) == 2  # (no range smaller than SPLIT_BYTES)
     assert slow_link(body_rate=40e6).split(50_000) == 1
     assert 1 < slow_link(body_rate=40e6).split(500_000) <= MOST_SPLIT
+    link = slow_link()
+    link.idle_connections = 5  # (no range waits for a new connection)
+    assert (link.split(50_000), link.split(50_000, 2), link.split(50_000, 6)) == (4, 2, 1)
 
 
-def _split_array(server, name):
+def _split_array(server, name, io_config):
     """A zstd array at `name` below the server's root whose first chunk is noise (about its
     whole 64 KiB stored) and the others zeros but for one value (a few bytes each); its
-    values, and its store over the plain client with a slow link."""
+    values, and its store over the plain client with a slow link and 16 idle connections."""
     data = np.zeros((4, 16384), dtype="f4")
     data[0] = np.random.default_rng(3).random(16384, dtype="f4")
     data[1:, 7] = 5
@@ -45,11 +48,17 @@ def _split_array(server, name):
     store = make_store(server.url)
     assert store._plain is not None
     store.link = slow_link()
+    store._plain.forget_connections()  # (the session's server: other tests' connections)
+    io_config.set(io_concurrency=16)
+    server.faults.delay = 0.2  # (16 requests at once: 16 connections)
+    list(store.get_many([(f"{name}/zarr.json", None)] * 16))
+    server.faults.reset()
+    assert store.link.idle_connections == 16
     return data, store
 
 
-def test_small_reads_ask_for_each_chunk_in_ranges_at_once(http_server):
-    data, store = _split_array(http_server, "split-ranges")
+def test_small_reads_ask_for_each_chunk_in_ranges_at_once(http_server, io_config):
+    data, store = _split_array(http_server, "split-ranges", io_config)
     array = zarrcore.open_array(store, path="split-ranges", mode="r")
     np.testing.assert_array_equal(array[0], data[0])  # (whole: the size is learned)
     http_server.reset()
@@ -61,8 +70,10 @@ def test_small_reads_ask_for_each_chunk_in_ranges_at_once(http_server):
     assert http_server.requests == 3 * MOST_SPLIT
 
 
-def test_a_chunk_replaced_between_its_ranges_is_read_again_whole(http_server, monkeypatch):
-    data, store = _split_array(http_server, "split-replaced")
+def test_a_chunk_replaced_between_its_ranges_is_read_again_whole(
+    http_server, io_config, monkeypatch
+):
+    data, store = _split_array(http_server, "split-replaced", io_config)
     array = zarrcore.open_array(store, path="split-replaced", mode="r")
     np.testing.assert_array_equal(array[0], data[0])
     asked = []
@@ -107,8 +118,8 @@ def test_a_range_past_the_end_is_empty_by_the_plain_client(http_server, monkeypa
     ]
 
 
-def test_a_chunk_decoded_where_it_arrived_names_its_key_when_corrupt(http_server):
-    data, store = _split_array(http_server, "split-corrupt")
+def test_a_chunk_decoded_where_it_arrived_names_its_key_when_corrupt(http_server, io_config):
+    data, store = _split_array(http_server, "split-corrupt", io_config)
     with open(f"{http_server.root}/split-corrupt/c/2/0", "wb") as f:
         f.write(b"not zstd at all")
     array = zarrcore.open_array(store, path="split-corrupt", mode="r")

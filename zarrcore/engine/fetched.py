@@ -462,7 +462,7 @@ def _read_on_arrival(
     (in ranges at once where its link splits it: `split_ranges`) and decoded
     (ChunkWaves.read_one) by one call on the shared I/O threads, `concurrency` at once; a
     failure names its chunk's key."""
-    ranges = split_ranges(engine)
+    ranges = split_ranges(engine, len(requests))
 
     def fetch_and_decode(i: int) -> None:
         j = bisect.bisect_right(first, i) - 1
@@ -474,14 +474,14 @@ def _read_on_arrival(
     run_bounded(fetch_and_decode, range(len(requests)), concurrency, executor=config.io_executor())
 
 
-def split_ranges(engine: ChunkEngine) -> list[ByteRange] | None:
-    """The ranges a small read asks for each stored chunk in, at once, where its store's link
-    splits a chunk of the size last read (Link.split): all but the last of that size's equal
-    shares, the last to a byte past the largest valid chunk (as `whole_requests`); None
-    where a chunk goes whole."""
+def split_ranges(engine: ChunkEngine, chunks: int) -> list[ByteRange] | None:
+    """The ranges a small read of `chunks` chunks asks for each stored chunk in, at once,
+    where its store's link splits chunks of the size last read (Link.split): all but the
+    last of that size's equal shares, the last to a byte past the largest valid chunk (as
+    `whole_requests`); None where a chunk goes whole."""
     link, limit = engine.store.link, engine.chain.max_encoded_bytes
     expected = engine.stored_bytes.nbytes
-    count = 1 if link is None or expected >= limit else link.split(expected)
+    count = 1 if link is None or expected >= limit else link.split(expected, chunks)
     if count <= 1:
         return None
     share = -(-expected // count)
@@ -812,7 +812,7 @@ def read_one_block(engine: ChunkEngine, selection: Any, fortran: bool) -> Any:
             return out[()] if scalar else out
         # (get_many, not get_stored: its answer is the store's own buffer, not a copy)
         whole = engine.whole_requests([key])[0]
-        data = _stored_in_ranges(engine, key, split_ranges(engine), whole)
+        data = _stored_in_ranges(engine, key, split_ranges(engine, 1), whole)
         if data is not None:
             job.add_whole(0, data)
     else:

@@ -95,6 +95,9 @@ class Link:
         self._round_trips = _Ring(ASSUMED_ROUND_TRIP)
         self._rates = _Ring(float(ASSUMED_RATE))
         self._body_rates = _Ring(math.inf)  # (no split until bodies were timed)
+        # Connections to the server kept open and idle, as the client that keeps them last
+        # told (None: it tells none).
+        self.idle_connections: int | None = None
 
     def observe(self, seconds: float, nbytes: int) -> None:
         """Take in a request that took `seconds` from its start to its last byte, for a
@@ -143,17 +146,21 @@ class Link:
         most = self._share(PIECE_ROUND_TRIPS * self.round_trip * self.rate, total, connections)
         return max(SMALLEST_PIECE, int(most))
 
-    def split(self, nbytes: int) -> int:
-        """In how many ranges a small read asks for an object of about `nbytes`, each on a
-        connection of its own: where moving it on one connection (at the median rate of the
-        last bodies) takes time t, n ranges take t / n and n - 1 requests more; the n that
-        costs least. 1 below SPLIT_ROUND_TRIP, and no range under SPLIT_BYTES."""
+    def split(self, nbytes: int, count: int = 1) -> int:
+        """In how many ranges a small read of `count` objects of about `nbytes` asks for each,
+        each range on a connection of its own: where moving one on a connection (at the
+        median rate of the last bodies) takes time t, n ranges take t / n and n - 1 requests
+        more; the n that costs least. 1 below SPLIT_ROUND_TRIP; no range under SPLIT_BYTES;
+        and no more ranges in all than idle connections, where the client tells them (a new
+        one costs a round trip to open, more than a split saves)."""
         if self.round_trip < SPLIT_ROUND_TRIP:
             return 1
         rates = sorted(self._body_rates.items)
         moving = nbytes / rates[len(rates) // 2]
-        best = int(math.sqrt(moving / REQUEST_SECONDS))
-        return max(1, min(MOST_SPLIT, best, nbytes // SPLIT_BYTES))
+        best = min(MOST_SPLIT, int(math.sqrt(moving / REQUEST_SECONDS)), nbytes // SPLIT_BYTES)
+        if self.idle_connections is not None:
+            best = min(best, self.idle_connections // max(count, 1))
+        return max(1, best)
 
     @staticmethod
     def in_flight(request_bytes: int, most: int, count: int | None = None) -> int:
@@ -202,6 +209,8 @@ def link_to(server: str) -> Link:
 def _unlock_links_in_child() -> None:
     global _links_lock
     _links_lock = threading.Lock()
+    for link in _links.values():  # (a child opens connections of its own)
+        link.idle_connections = 0
 
 
 at_fork_in_child(_unlock_links_in_child)

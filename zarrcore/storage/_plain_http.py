@@ -144,6 +144,7 @@ class PlainHTTP:
             if reusable:
                 with self._guard:
                     heapq.heappush(self._idle, (serial, sock))
+                    link.idle_connections = len(self._idle)
             else:
                 sock.close()
             return answer
