@@ -126,3 +126,29 @@ def test_a_chunk_decoded_where_it_arrived_names_its_key_when_corrupt(http_server
     np.testing.assert_array_equal(array[:2, :9], data[:2, :9])
     with pytest.raises(ChunkDecodeError, match="'split-corrupt/c/2/0'"):
         array[1:4, :9]
+
+
+def test_listed_and_point_selections_decode_where_they_arrived(http_server, io_config):
+    data, store = _split_array(http_server, "split-listed", io_config)
+    array = zarrcore.open_array(store, path="split-listed", mode="r")
+    np.testing.assert_array_equal(array[0], data[0])
+    rows, cols = [0, 2, 3, 0], [1, 9000, 7, 16383]
+    np.testing.assert_array_equal(array.vindex[rows, cols], data[rows, cols])
+    np.testing.assert_array_equal(array.oindex[[0, 3], [7, 2, 9000]], data[[0, 3]][:, [7, 2, 9000]])
+    np.testing.assert_array_equal(array[data > 0.99], data[data > 0.99])
+
+
+def test_small_sharded_reads_ask_for_their_ranges_in_pieces(http_server, io_config):
+    _, store = _split_array(http_server, "split-shards-setup", io_config)
+    data = np.random.default_rng(4).random((8, 16384), dtype="f4")
+    zarrcore.create_array(zarrcore.LocalStore(http_server.root), name="split-shards", data=data,
+                          chunks=(1, 16384), shards=(4, 16384),
+                          compressors=zarrcore.codecs.ZstdCodec(level=1))
+    array = zarrcore.open_array(store, path="split-shards", mode="r")
+    np.testing.assert_array_equal(array[...], data)  # (the indexes learned)
+    http_server.reset()
+    np.testing.assert_array_equal(array[1, 5:9000], data[1, 5:9000])  # (one inner chunk)
+    assert http_server.requests == MOST_SPLIT
+    http_server.reset()
+    np.testing.assert_array_equal(array[3:5, 5:9000], data[3:5, 5:9000])  # (two shards)
+    assert http_server.requests == 2 * MOST_SPLIT

@@ -38,6 +38,7 @@ from .planning import (
     point_listing,
     replan,
     requests_in_flight,
+    split_span,
     task_grid,
     task_values,
     with_key,
@@ -48,6 +49,7 @@ from .shard_ranges import (
     ShardReaders,
     ShardRequests,
     ShardWaves,
+    joined,
     known_indexes,
     ranges_in_flight,
     read_indexed_shards,
@@ -476,17 +478,14 @@ def _read_on_arrival(
 
 def split_ranges(engine: ChunkEngine, chunks: int) -> list[ByteRange] | None:
     """The ranges a small read of `chunks` chunks asks for each stored chunk in, at once,
-    where its store's link splits chunks of the size last read (Link.split): all but the
-    last of that size's equal shares, the last to a byte past the largest valid chunk (as
-    `whole_requests`); None where a chunk goes whole."""
-    link, limit = engine.store.link, engine.chain.max_encoded_bytes
-    expected = engine.stored_bytes.nbytes
-    count = 1 if link is None or expected >= limit else link.split(expected, chunks)
-    if count <= 1:
+    where its store's link splits chunks of the size last read (`split_span`), the last
+    reaching a byte past the largest valid chunk (as `whole_requests`); None where a chunk
+    goes whole."""
+    expected, limit = engine.stored_bytes.nbytes, engine.chain.max_encoded_bytes
+    ranges = split_span(engine, 0, expected, chunks) if expected < limit else []
+    if len(ranges) <= 1:
         return None
-    share = -(-expected // count)
-    ranges: list[ByteRange] = [(k * share, (k + 1) * share) for k in range(count - 1)]
-    return [*ranges, ((count - 1) * share, limit + 1)]
+    return [*ranges[:-1], (ranges[-1][0], limit + 1)]
 
 
 def _stored_in_ranges(
@@ -866,19 +865,23 @@ def _fetch_inner_chunk(
     try:
         with engine.store.reader(key, version=version) as reader:
             assert reader is not None  # (a store whose readers keep one version)
-            parts = reader.get_ranges([codec.index_range() if hit else (offset, offset + nbytes)])
+            ranges = (
+                [codec.index_range()] if hit else split_span(engine, offset, offset + nbytes, 1)
+            )
+            parts = reader.get_ranges(ranges)
     except KeyChangedError:
         parts = None
     if parts is None:  # (replaced or deleted since its index was read)
         indexes.forget([key])
         return None
     if not hit:
-        if memoryview(parts[0]).nbytes != nbytes:  # (a range GET answers what there is)
+        data = joined(parts)
+        if data is None or memoryview(data).nbytes != nbytes:  # (a GET answers what there is)
             raise ShardIndexError(
                 f"chunk {_block_name(engine, key, local)}: shard index entry (offset "
                 f"{offset}, nbytes {nbytes}) reaches past the end of the shard"
             )
-        job.add_whole(0, parts[0])
+        job.add_whole(0, data)
     if engine.recheck.trusts_any:
         indexes.confirm(key, version, asked)
     return key, local

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .._native.indexing import AxisPlan, PointGroups
     from ..codecs.base import NativeForm
     from ..metadata.indexing import Indexer
-    from ..storage.base import Store
+    from ..storage.base import ByteRange, Store
     from . import ChunkEngine
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "replan",
     "requests_in_flight",
     "selection_boxes",
+    "split_span",
     "selection_kind",
     "stored_bytes_of",
     "task_grid",
@@ -107,6 +108,16 @@ def requests_in_flight(engine: ChunkEngine, request_bytes: int, count: int | Non
     (Link.in_flight)."""
     most, link = engine.options.io_concurrency, engine.store.link
     return most if link is None else link.in_flight(request_bytes, most, count)
+
+
+def split_span(engine: ChunkEngine, start: int, stop: int, count: int) -> list[ByteRange]:
+    """The ranges a read of `count` requests asks for the bytes [start, stop) of an object
+    in, at once, each on a connection of its own: equal shares where the store's link splits
+    so many bytes (Link.split), else the span itself."""
+    link = engine.store.link
+    pieces = 1 if link is None else link.split(stop - start, count)
+    share = max(-(-(stop - start) // pieces), 1)
+    return [(at, min(at + share, stop)) for at in range(start, stop, share)] or [(start, stop)]
 
 
 def task_grid(plans: Sequence[AxisPlan]) -> Int64s:

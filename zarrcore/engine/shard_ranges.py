@@ -20,7 +20,7 @@ from ..runtime.config import config
 from ..runtime.link import SMALLEST_PIECE
 from ..storage.base import at_most
 from .cache import KnownIndex, same_version
-from .planning import Int64s, requests_in_flight, with_key
+from .planning import Int64s, requests_in_flight, split_span, with_key
 
 if TYPE_CHECKING:
     import contextlib
@@ -41,6 +41,7 @@ __all__ = [
     "known_indexes",
     "ShardReaders",
     "read_indexed_shards",
+    "joined",
 ]
 
 
@@ -119,12 +120,24 @@ def _span_bytes(request: Request) -> int:
     return -start if start is not None and start < 0 else (stop or 0) - (start or 0)
 
 
-def _first(parts: Fetched) -> ReadBytes | None:
-    """The bytes of the first range of a get_many or get_ranges result `parts` (None: not
-    stored)."""
+def _in_pieces(engine: ChunkEngine, request: Request, count: int) -> Request:
+    """`request` (one range, as `place` makes them) as a read of `count` requests asks for
+    it: its range in pieces at once where the link splits it (`split_span`); an index's
+    suffix as it is."""
+    key, spans = request
+    assert spans is not None and len(spans) == 1  # (as `place` makes them)
+    start, stop = spans[0]
+    if start is None or stop is None or start < 0:
+        return request
+    return key, split_span(engine, start, stop, count)
+
+
+def joined(parts: Fetched) -> ReadBytes | None:
+    """The bytes of a get_many or get_ranges result `parts` of one range (None: not
+    stored), or of one span asked for in several (`split_span`): joined."""
     if parts is None or isinstance(parts, (bytes, memoryview)):
         return parts
-    return parts[0]
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def known_indexes(
@@ -308,7 +321,7 @@ class _IndexedShards:
             for u, (parts, version) in batch:
                 s = unknown[u]
                 whole_shard = requests[s][1] is None
-                data = self.engine.stored_chunk(keys[s], parts) if whole_shard else _first(parts)
+                data = self.engine.stored_chunk(keys[s], parts) if whole_shard else joined(parts)
                 if data is None:
                     wave.append(self.shards.tasks[s])
                     continue  # not stored: fill
@@ -334,10 +347,13 @@ class _IndexedShards:
         runs the tasks whose bytes arrived."""
         ranged = self.ranged
         known_keys = {self.shards.keys[s] for s in self.known}
-        for batch in fetch([r[0] for r in ranged], [_span_bytes(r[0]) for r in ranged]):
+        sizes = [_span_bytes(r[0]) for r in ranged]
+        # (A small read's large ranges go in pieces at once, each on a connection of its own.)
+        requests = [_in_pieces(self.engine, r[0], len(ranged)) for r in ranged]
+        for batch in fetch(requests, sizes):
             for r, (parts, version) in batch:
                 key, _ = ranged[r][0]
-                data = _first(parts)
+                data = joined(parts)
                 if data is None:
                     if key in known_keys:  # (deleted since its index was read)
                         raise KeyChangedError(f"shard {key!r} was deleted")
