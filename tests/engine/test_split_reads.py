@@ -32,6 +32,9 @@ def test_a_link_splits_only_what_one_connection_moves_slowly_beside_a_round_trip
     assert slow_link(body_rate=40e6).split(50_000) == 1
     assert 1 < slow_link(body_rate=40e6).split(500_000) <= MOST_SPLIT
     link = slow_link()
+    Link.observe_body(link, 0.001, 1 << 20)  # (one connection moved a body fast: none split)
+    assert link.split(50_000) == 1
+    link = slow_link()
     link.idle_connections = 5  # (no range waits for a new connection)
     assert (link.split(50_000), link.split(50_000, 2), link.split(50_000, 6)) == (4, 2, 1)
 

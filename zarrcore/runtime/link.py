@@ -149,14 +149,13 @@ class Link:
     def split(self, nbytes: int, count: int = 1) -> int:
         """In how many ranges a small read of `count` objects of about `nbytes` asks for each,
         each range on a connection of its own: where moving one on a connection (at the
-        median rate of the last bodies) takes time t, n ranges take t / n and n - 1 requests
+        fastest of the last bodies) takes time t, n ranges take t / n and n - 1 requests
         more; the n that costs least. 1 below SPLIT_ROUND_TRIP; no range under SPLIT_BYTES;
         and no more ranges in all than idle connections, where the client tells them (a new
         one costs a round trip to open, more than a split saves)."""
         if self.round_trip < SPLIT_ROUND_TRIP:
             return 1
-        rates = sorted(self._body_rates.items)
-        moving = nbytes / rates[len(rates) // 2]
+        moving = nbytes / max(self._body_rates.items)
         best = min(MOST_SPLIT, int(math.sqrt(moving / REQUEST_SECONDS)), nbytes // SPLIT_BYTES)
         if self.idle_connections is not None:
             best = min(best, self.idle_connections // max(count, 1))
