@@ -348,7 +348,7 @@ class ChunkEngine:
 
     def stored_chunk(self, key: str, parts: Fetched) -> ReadBytes | None:
         """The stored chunk `key` from the result `parts` of its `whole_requests` request, or
-        of its ranges (fetched.split_ranges), None when not stored; its size noted
+        of its ranges (on_arrival.split_ranges), None when not stored; its size noted
         (`stored_bytes`). ValueTooLargeError when it is larger than a valid chunk."""
         if isinstance(parts, (bytes, memoryview)):  # (a request without ranges: none here)
             parts = [parts]

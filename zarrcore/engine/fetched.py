@@ -23,11 +23,11 @@ from ..codecs.sharding import EMPTY, partial_codec
 from ..errors import KeyChangedError, ShardIndexError, ZarrcoreError
 from ..metadata.indexing import BasicIndexer, ChunkProjection, CoordinateIndexer, OrthogonalIndexer
 from ..runtime.cancellation import carrying, current
-from ..runtime.concurrency import run_bounded
 from ..runtime.config import config
 from ..runtime.pool import Claims, parallel_map, run_workers
 from ..storage.base import UNCHANGED
 from .cache import KnownIndex, inner_chunk_digest, share_versions, shared_versions, version_digest
+from .on_arrival import decodes_on_arrival, read_on_arrival, split_ranges, stored_in_ranges
 from .planning import (
     Int64s,
     chunk_projections,
@@ -67,13 +67,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FETCHED_BYTES_MIN",
-    "ON_ARRIVAL_PER_THREAD",
     "WRITE_WAVES",
     "arrivals",
     "cached_task",
     "cached_tasks",
     "decode_arrived",
-    "decodes_on_arrival",
     "encoded_chunk",
     "encoded_waves",
     "fetched_whole",
@@ -86,7 +84,6 @@ __all__ = [
     "read_shard_ranges",
     "read_shard_waves",
     "shard_codecs",
-    "split_ranges",
     "trimmed",
     "whole_in_flight",
     "write_chunk_waves",
@@ -98,11 +95,6 @@ __all__ = [
 # A write to a store that streams writes encodes its chunks in at most this many waves (each
 # a round of the thread pool), so the first uploads start after a small part of the encoding.
 WRITE_WAVES = 16
-
-
-# A read of at most this many chunks per thread of the array decodes each on the I/O thread
-# its bytes arrived on (decodes_on_arrival).
-ON_ARRIVAL_PER_THREAD = 2
 
 
 # A sharded read holds at most the bytes of a shard (decoded) per thread at a time, fetched
@@ -428,7 +420,7 @@ def read_chunk_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any
     requests = engine.whole_requests(keys)
     concurrency = whole_in_flight(engine, len(requests))
     if decodes_on_arrival(engine, len(requests)):
-        _read_on_arrival(engine, jobs, keys, first, requests, concurrency)
+        read_on_arrival(engine, jobs, keys, first, requests, concurrency)
         return
     # Per batch in Python ints, no numpy call: a small read's batch is one chunk.
     for batch in arrivals(engine.store, requests, concurrency):
@@ -440,69 +432,6 @@ def read_chunk_waves(engine: ChunkEngine, indexer: Indexer, out: npt.NDArray[Any
                 jobs[j].add_whole(i - first[j], data)
             arrived.setdefault(j, []).append(i - first[j])
         decode_arrived(engine, jobs, arrived, keys, first)
-
-
-def decodes_on_arrival(engine: ChunkEngine, count: int) -> bool:
-    """Does a read of `count` chunks decode each on the I/O thread its bytes arrived on,
-    rather than in waves on the array's threads? For small reads (ON_ARRIVAL_PER_THREAD
-    chunks per thread at most), whose time is the path from the first request to the last
-    chunk decoded: no thread hands a chunk on, and the chunks decode at once. (Larger reads
-    decode on the array's threads, as many at a time, while the I/O threads keep their
-    requests going.)"""
-    return count <= ON_ARRIVAL_PER_THREAD * engine.options.num_threads
-
-
-def _read_on_arrival(
-    engine: ChunkEngine,
-    jobs: list[ChunkWaves],
-    keys: list[str],
-    first: list[int],
-    requests: Sequence[Request],
-    concurrency: int,
-) -> None:
-    """`read_chunk_waves`' fetch and decoding where `decodes_on_arrival`: each chunk fetched
-    (in ranges at once where its link splits it: `split_ranges`) and decoded
-    (ChunkWaves.read_one) by one call on the shared I/O threads, `concurrency` at once; a
-    failure names its chunk's key."""
-    ranges = split_ranges(engine, len(requests))
-
-    def fetch_and_decode(i: int) -> None:
-        j = bisect.bisect_right(first, i) - 1
-        data = _stored_in_ranges(engine, keys[i], ranges, requests[i])
-        error = jobs[j].read_one(i - first[j], data)
-        if error is not None:
-            raise with_key(error, keys[i])
-
-    run_bounded(fetch_and_decode, range(len(requests)), concurrency, executor=config.io_executor())
-
-
-def split_ranges(engine: ChunkEngine, chunks: int) -> list[ByteRange] | None:
-    """The ranges a small read of `chunks` chunks asks for each stored chunk in, at once,
-    where its store's link splits chunks of the size last read (`split_span`), the last
-    reaching a byte past the largest valid chunk (as `whole_requests`); None where a chunk
-    goes whole."""
-    expected, limit = engine.stored_bytes.nbytes, engine.chain.max_encoded_bytes
-    ranges = split_span(engine, 0, expected, chunks) if expected < limit else []
-    if len(ranges) <= 1:
-        return None
-    return [*ranges[:-1], (ranges[-1][0], limit + 1)]
-
-
-def _stored_in_ranges(
-    engine: ChunkEngine, key: str, ranges: list[ByteRange] | None, whole: Request
-) -> ReadBytes | None:
-    """The stored chunk at `key` (None: not stored), fetched in `ranges` (`split_ranges`)
-    or by its request `whole`: so too where the object was replaced between the ranges,
-    which its store tells (KeyChangedError)."""
-    if ranges is not None:
-        try:
-            for _, parts in engine.store.get_many([(key, ranges)], 1):
-                return engine.stored_chunk(key, parts)
-        except KeyChangedError:
-            pass  # (read again, whole)
-    for _, parts in engine.store.get_many([whole], 1):
-        return engine.stored_chunk(key, parts)
-    return None
 
 
 def read_cached_waves(
@@ -811,7 +740,7 @@ def read_one_block(engine: ChunkEngine, selection: Any, fortran: bool) -> Any:
             return out[()] if scalar else out
         # (get_many, not get_stored: its answer is the store's own buffer, not a copy)
         whole = engine.whole_requests([key])[0]
-        data = _stored_in_ranges(engine, key, split_ranges(engine, 1), whole)
+        data = stored_in_ranges(engine, key, split_ranges(engine, 1), whole)
         if data is not None:
             job.add_whole(0, data)
     else:

@@ -1,6 +1,6 @@
 """What a remote store's requests show of the link to its server: the round trip and what one
 connection carries. The engine plans its byte ranges and the requests it keeps in flight by
-them (`gap_bytes`, `piece_bytes`, `in_flight`)."""
+them (`gap_bytes`, `piece_bytes`, `in_flight`, `split`)."""
 
 from __future__ import annotations
 
