@@ -153,13 +153,13 @@ class Link:
         more; the n that costs least. 1 below SPLIT_ROUND_TRIP; no range under SPLIT_BYTES;
         and no more ranges in all than idle connections, where the client tells them (a new
         one costs a round trip to open, more than a split saves)."""
-        if self.round_trip < SPLIT_ROUND_TRIP:
-            return 1
-        moving = nbytes / max(self._body_rates.items)
-        best = min(MOST_SPLIT, int(math.sqrt(moving / REQUEST_SECONDS)), nbytes // SPLIT_BYTES)
+        most = min(MOST_SPLIT, nbytes // SPLIT_BYTES)
         if self.idle_connections is not None:
-            best = min(best, self.idle_connections // max(count, 1))
-        return max(1, best)
+            most = min(most, self.idle_connections // max(count, 1))
+        if most <= 1 or self.round_trip < SPLIT_ROUND_TRIP:
+            return 1  # (a large read's ranges: no rate weighed)
+        moving = nbytes / max(self._body_rates.items)
+        return max(1, min(most, int(math.sqrt(moving / REQUEST_SECONDS))))
 
     @staticmethod
     def in_flight(request_bytes: int, most: int, count: int | None = None) -> int:

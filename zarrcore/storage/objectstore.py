@@ -3,8 +3,8 @@
 Requests are obstore's synchronous calls: one in the calling thread, or many at once on the
 process's I/O threads (storage/_aio.py), up to the caller's concurrency (an array's
 io_concurrency, `in_flight`) at once per call and `config.io_process_concurrency` in the whole
-process. (Its asynchronous calls cost an asyncio loop 0.3-0.5 ms of CPU a request, against 0.25
-ms for a synchronous call in a thread.) Each request is bounded by `config.io_timeout` seconds
+process. (Its asynchronous calls cost an asyncio loop 0.3-0.5 ms of CPU a request, against
+0.25 ms for a synchronous call in a thread.) Each request is bounded by `config.io_timeout` seconds
 and tried again `config.io_retries` times (storage_options `timeout` and `retries` override
 them). The stores `from_url` opens on one endpoint, bucket and credentials (and client
 settings) share one client, so one pool of connections, whatever their paths.
@@ -544,7 +544,7 @@ class ObjectStore(Store):
         # (One range is one GET, whose answer tells the object's version too: see _saw. The
         # plain client sends each range as planned, at once: answers of one version only.)
         if not simple or self._no_ranges or len(ranges) == 1 or self._plain is not None:
-            pin = _ObjectReader(self, key) if self._plain is not None else None
+            pin = _ObjectReader(self, key) if self._plain is not None and len(ranges) > 1 else None
             return self._each_range(key, ranges, copy, pin)
         try:
             parts = _request(
