@@ -13,6 +13,7 @@ from typing import Any, Protocol, TypeVar
 from . import cancellation
 
 __all__ = [
+    "CALLER_TASKS_PER_WORKER",
     "Claims",
     "PoolSettings",
     "TURN_ITEMS",
@@ -74,6 +75,13 @@ def in_parallel_work() -> bool:
 WAIT_SLICE = 0.05
 WAIT_STARTED = 1.0
 
+# Up to this many tasks per worker, the main thread works beside the pool rather than waiting
+# for it: Ctrl-C then waits for those few tasks, and a small read is spared the wakeups of
+# the caller and of one more pool thread. (On 2 cores, 100 random 32^3 boxes of an array of
+# 64^3 zstd chunks, 1-8 chunks each, took 0.23-0.25 s with the caller waiting, 0.19-0.20 s
+# working.)
+CALLER_TASKS_PER_WORKER = 4
+
 
 # Not concurrency.fan_out: compute on the shared pool, the caller working too, nested inline.
 def run_workers(
@@ -94,10 +102,10 @@ def run_workers(
     lock never waits for pool work queued behind tasks blocked on that lock, and a busy pool
     or a descheduled thread delays nobody.
 
-    In the main thread, with more tasks than workers, the pool does the work while the caller
-    waits in short slices, so that Ctrl-C is handled at once: `stop()` then makes the calls
-    of `work` take no further task, and KeyboardInterrupt is raised once the tasks in
-    progress are finished (each chunk written whole or not at all).
+    In the main thread, with more than CALLER_TASKS_PER_WORKER tasks per worker, the pool
+    does the work while the caller waits in short slices, so that Ctrl-C is handled at once:
+    `stop()` then makes the calls of `work` take no further task, and KeyboardInterrupt is
+    raised once the tasks in progress are finished (each chunk written whole or not at all).
 
     Work started in the background (zarrcore.runtime.background) runs under a cancellation token:
     this is the one place that checks it, before and after each job (raising WorkCancelled),
@@ -117,7 +125,10 @@ def run_workers(
     if in_parallel_work():
         work()  # the threads are busy with this work already
         return
-    if ntasks > nworkers and threading.current_thread() is threading.main_thread():
+    if (
+        ntasks > CALLER_TASKS_PER_WORKER * nworkers
+        and threading.current_thread() is threading.main_thread()
+    ):
         _run_interruptibly(work, nworkers, stop)
         return
     if nworkers <= 1:
