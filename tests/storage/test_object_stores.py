@@ -685,11 +685,74 @@ def test_the_plain_client_takes_its_oldest_idle_connection(http_server, io_confi
     http_server.faults.reset()
     plain, used = store._plain, []
     exchange = plain._exchange
-    monkeypatch.setattr(plain, "_exchange", lambda sock, *args: used.append(sock) or exchange(sock, *args))
+    monkeypatch.setattr(plain, "_exchange",
+                        lambda sent, *args: used.append(sent.sock) or exchange(sent, *args))
     oldest = plain._idle[0][1]
     assert len(plain._idle) >= 3 and all(oldest is not sock for _, sock in plain._idle[1:])
     assert store.get("oldest", 0, 3) == b"old" and store.get("oldest", 3, 6) == b"old"
     assert used == [oldest, oldest]
+
+
+def test_the_plain_client_sends_the_ranges_of_an_object_at_once_from_one_thread(
+    http_server, monkeypatch
+):
+    """Each range on a connection of its own, every request sent before any answer is read,
+    all in the calling thread (no hop to the I/O threads, no obstore)."""
+    from zarrcore.storage import objectstore
+
+    blob = np.random.default_rng(5).bytes(90_000)
+    with open(f"{http_server.root}/ranged", "wb") as f:
+        f.write(blob)
+    store = make_store(http_server.url)
+    monkeypatch.setattr(objectstore, "fan_out", lambda *args, **kwargs: pytest.fail("fanned out"))
+    monkeypatch.setattr(objectstore, "get_body", lambda *args: pytest.fail("asked obstore"))
+    plain, sent, read = store._plain, [], []
+    send, answer = plain._sent, plain._answer
+    monkeypatch.setattr(plain, "_sent", lambda *args, **kw: sent.append(1) or send(*args, **kw))
+    monkeypatch.setattr(plain, "_answer",
+                        lambda *args, **kw: read.append(len(sent)) or answer(*args, **kw))
+    ranges = [(0, 30_000), (30_000, 60_000), (60_000, 90_001)]
+    assert [bytes(p) for p in store.get_ranges("ranged", ranges)] == [
+        blob[:30_000], blob[30_000:60_000], blob[60_000:]
+    ]
+    assert read == [3, 3, 3]
+
+
+def test_ranges_on_kept_connections_the_server_closed_go_on_new_ones(http_server, monkeypatch):
+    import socket
+
+    from zarrcore.storage import objectstore
+
+    with open(f"{http_server.root}/again", "wb") as f:
+        f.write(b"0123456789" * 10)
+    store = make_store(http_server.url)
+    plain = store._plain
+    plain.forget_connections()
+    monkeypatch.setattr(objectstore, "get_body", lambda *args: pytest.fail("asked obstore"))
+    for serial in range(3):  # idle connections whose server end is gone
+        ours, theirs = socket.socketpair()
+        theirs.close()
+        plain._idle.append((-1 - serial, ours))
+    assert store.get_ranges("again", [(0, 5), (95, 100), (50, 51)]) == [b"01234", b"56789", b"0"]
+    assert len(plain._idle) == 3 and all(serial >= 0 for serial, _ in plain._idle)
+
+
+def test_ranges_answered_with_an_error_are_left_to_obstore(http_server, monkeypatch):
+    """Obstore is asked instead, whose error names the key; the plain client reads right
+    afterwards, the connections of the answers it left unread closed."""
+    from zarrcore.storage import objectstore
+
+    with open(f"{http_server.root}/failing", "wb") as f:
+        f.write(bytes(range(200)))
+    store = make_store(http_server.url)
+    store._plain.forget_connections()
+    http_server.faults.status = 503
+    http_server.faults.match = "/failing"
+    with pytest.raises(StoreError, match="failing"):
+        store.get_ranges("failing", [(0, 50), (50, 100), (100, 150)])
+    http_server.faults.reset()
+    monkeypatch.setattr(objectstore, "get_body", lambda *args: pytest.fail("asked obstore"))
+    assert store.get_ranges("failing", [(0, 2), (198, 200)]) == [b"\x00\x01", b"\xc6\xc7"]
 
 
 def test_a_missing_key_keeps_its_plain_connection(http_server):

@@ -22,10 +22,15 @@ import sys
 import threading
 import time
 import urllib.parse
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final, NamedTuple
 
+import numpy as np
+
+from .._native import memory as _memory
 from ..runtime.link import Link
 from ..runtime.portable import at_fork_in_child
+from .base import ByteRange
 
 if TYPE_CHECKING:
     import ssl
@@ -58,6 +63,23 @@ class _Missing:
 
 
 MISSING: Final = _Missing()
+
+
+class _Sent(NamedTuple):
+    """A request sent on a connection: its order (PlainHTTP._idle), the connection, whether
+    it was opened for this request, and when the request was sent."""
+
+    serial: int
+    sock: socket.socket
+    fresh: bool
+    began: float
+
+
+class _Again:
+    """PlainHTTP._answer's: send the request again, on a new connection."""
+
+
+_AGAIN: Final = _Again()
 
 
 class _Unreadable(Exception):
@@ -99,26 +121,45 @@ class PlainHTTP:
             sock.close()
 
     def get(
-        self, target: str, span: tuple[int | None, int | None], if_match: str | None, link: Link
-    ) -> Answer | _Missing | None:
-        """GET `target` (a path below the origin): the bytes [start:stop] of it that `span`
-        gives as Python's slice bounds (both None: all of it; a negative start without a
-        stop: a suffix; a stop: never below start or 0), of the ETag `if_match` when given.
-        Its Answer, MISSING for a 404, None when this client has no answer (ask obstore)."""
+        self, target: str, spans: Sequence[ByteRange], if_match: str | None, link: Link
+    ) -> list[Answer] | _Missing | None:
+        """GET `target` (a path below the origin) once for each span, all at once, each on
+        a connection of its own, their answers read in the calling thread: the bytes
+        [start:stop] of it that a span gives as Python's slice bounds (both None: all of it;
+        a negative start without a stop: a suffix; a stop: never below start or 0), of the
+        ETag `if_match` when given. Their Answers, MISSING for a 404, None when this client
+        has no answer to one of them (ask obstore)."""
         if self.refused:
             return None
-        lines = [f"GET {target} HTTP/1.1", f"Host: {self._host}", "Accept-Encoding: identity"]
-        start, stop = span
-        if stop is not None:
-            lines.append(f"Range: bytes={start or 0}-{stop - 1}")
-        elif start is not None:
-            lines.append(f"Range: bytes={start}" if start < 0 else f"Range: bytes={start}-")
-        if if_match is not None:
-            lines.append(f"If-Match: {if_match}")
-        request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        # Kept connections the server closed meanwhile fail before any answer: the request
-        # goes on the next, or on a new one.
-        fresh = False
+        requests = [_request_bytes(self._host, target, span, if_match) for span in spans]
+        # Every request sent before any answer is read: the answers arrive together, and
+        # those read later wait in their sockets.
+        sent: list[_Sent | None] = [self._sent(request, fresh=False) for request in requests]
+        answers: list[Answer] = []
+        try:
+            for k, (request, span) in enumerate(zip(requests, spans)):
+                taken, sent[k] = sent[k], None
+                answer: Answer | _Missing | _Again | None = _AGAIN
+                while taken is not None:
+                    # (Timed where it is read first only: the others' bytes waited meanwhile.)
+                    answer = self._answer(taken, span, link, timed=k == 0)
+                    if answer is not _AGAIN:
+                        break
+                    taken = self._sent(request, fresh=True)
+                if isinstance(answer, _Again):
+                    return None
+                if not isinstance(answer, Answer):
+                    return answer
+                answers.append(answer)
+        finally:
+            for unread in sent:  # (after a failure: their answers are never read)
+                if unread is not None:
+                    unread.sock.close()
+        return answers
+
+    def _sent(self, request: bytes, fresh: bool) -> _Sent | None:
+        """A connection with `request` sent on it: an idle one unless `fresh` (or none is
+        idle, or the server closed it), else a new one; None where none opens."""
         while True:
             taken = None if fresh else self._connection(kept=True)
             if taken is None:
@@ -127,27 +168,43 @@ class PlainHTTP:
                 if taken is None:
                     return None
             serial, sock = taken
+            began = time.monotonic()
             try:
-                answer, reusable = self._exchange(sock, request, span, link)
-            except _Unreadable:
-                self.refused = True
+                sock.sendall(request)
+            except OSError:
                 sock.close()
-                return None
-            except _NoAnswer:
-                sock.close()
-                return None
-            except OSError as e:
-                sock.close()
-                if not fresh and isinstance(e, ConnectionError):
-                    continue
-                return None
-            if reusable:
-                with self._guard:
-                    heapq.heappush(self._idle, (serial, sock))
-                    link.idle_connections = len(self._idle)
-            else:
-                sock.close()
-            return answer
+                if fresh:
+                    return None
+                continue
+            return _Sent(serial, sock, fresh, began)
+
+    def _answer(
+        self, sent: _Sent, span: ByteRange, link: Link, timed: bool
+    ) -> Answer | _Missing | _Again | None:
+        """The answer to the request `sent` (a connection it went on), whose times `link`
+        learns from where `timed`; _AGAIN where a kept connection the server closed meanwhile failed
+        before any answer (the request goes on a new one); None where there is no answer
+        this client takes."""
+        sock = sent.sock
+        try:
+            answer, reusable = self._exchange(sent, span, link if timed else None)
+        except _Unreadable:
+            self.refused = True
+            sock.close()
+            return None
+        except _NoAnswer:
+            sock.close()
+            return None
+        except OSError as e:
+            sock.close()
+            return _AGAIN if not sent.fresh and isinstance(e, ConnectionError) else None
+        if reusable:
+            with self._guard:
+                heapq.heappush(self._idle, (sent.serial, sock))
+                link.idle_connections = len(self._idle)
+        else:
+            sock.close()
+        return answer
 
     def _connection(self, kept: bool) -> tuple[int, socket.socket] | None:
         """(The order it was opened in, an idle connection (`kept`; None when there is
@@ -182,13 +239,12 @@ class PlainHTTP:
         return next(self._opened), sock
 
     def _exchange(
-        self, sock: socket.socket, request: bytes, span: tuple[int | None, int | None], link: Link
+        self, sent: _Sent, span: ByteRange, link: Link | None
     ) -> tuple[Answer | _Missing, bool]:
-        """(The answer to `request` on `sock`, whether `sock` may carry another request)."""
-        began = time.monotonic()
+        """(The answer to the request `sent`, whether its connection may carry another)."""
+        sock, began = sent.sock, sent.began
         deadline = began + self._timeout
-        sock.sendall(request)
-        head = bytearray(_HEAD_BYTES)
+        head = _head_buffer()
         have = 0
         while True:
             got = sock.recv_into(memoryview(head)[have:])
@@ -201,7 +257,8 @@ class PlainHTTP:
             if have == len(head) or time.monotonic() > deadline:
                 raise _NoAnswer
         answered = time.monotonic()
-        link.observe_answer(answered - began)
+        if link is not None:
+            link.observe_answer(answered - began)
         arrived = memoryview(head)[end + 4 : have]  # (the body's first bytes, if any)
         status, fields = _parse_head(head[:end])
         if (
@@ -237,7 +294,8 @@ class PlainHTTP:
         else:
             raise _NoAnswer  # (a range answered whole goes to obstore, which cuts it)
         body = self._body(sock, arrived, length, deadline)
-        link.observe_body(time.monotonic() - answered, length - len(arrived))
+        if link is not None:
+            link.observe_body(time.monotonic() - answered, length - len(arrived))
         return Answer(body, size, fields.get("etag")), reusable
 
     def _body(
@@ -248,9 +306,10 @@ class PlainHTTP:
         extra = len(arrived)
         if extra > length:
             raise _NoAnswer
-        body = bytearray(length)
-        body[:extra] = arrived
-        view = memoryview(body)
+        # (Uninitialised and pooled: zeroing half a MB and faulting it in cost more CPU than
+        # the rest of a request.)
+        view = memoryview(_memory.empty((length,), np.uint8))
+        view[:extra] = arrived
         at = extra
         while at < length:
             got = sock.recv_into(view[at:], length - at, 0 if self._tls else _WAIT_ALL)
@@ -258,6 +317,31 @@ class PlainHTTP:
                 raise _NoAnswer
             at += got
         return view.toreadonly()
+
+
+def _request_bytes(host: str, target: str, span: ByteRange, if_match: str | None) -> bytes:
+    """The GET of `span` of `target` at `host` (PlainHTTP.get)."""
+    lines = [f"GET {target} HTTP/1.1", f"Host: {host}", "Accept-Encoding: identity"]
+    start, stop = span
+    if stop is not None:
+        lines.append(f"Range: bytes={start or 0}-{stop - 1}")
+    elif start is not None:
+        lines.append(f"Range: bytes={start}" if start < 0 else f"Range: bytes={start}-")
+    if if_match is not None:
+        lines.append(f"If-Match: {if_match}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+_heads = threading.local()
+
+
+def _head_buffer() -> bytearray:
+    """The calling thread's buffer for an answer's head (and the body's first bytes, copied
+    out of it before the next request): one for all its requests, not one zeroed for each."""
+    head: bytearray | None = getattr(_heads, "buffer", None)
+    if head is None:
+        head = _heads.buffer = bytearray(_HEAD_BYTES)
+    return head
 
 
 class _Empty(ConnectionError):

@@ -40,6 +40,7 @@ __all__ = [
     "Unchanged",
     "Version",
     "at_most",
+    "both_bounds",
     "bounded",
     "check_length",
     "get_at_most",
@@ -147,6 +148,11 @@ def check_length(
             f"key {key!r} of {store!r}: the answer held {got} bytes "
             f"of the {wanted} of [{start}:{stop}] of its {size}",
         )
+
+
+def both_bounds(ranges: Sequence[ByteRange]) -> bool:
+    """Has every range both bounds, from 0 on, and a byte at least?"""
+    return all(lo is not None and hi is not None and 0 <= lo < hi for lo, hi in ranges)
 
 
 def at_most(limit: int) -> list[ByteRange]:

@@ -60,7 +60,7 @@ from ._object_locks import LOCK_PREFIX, Lease, is_lock_object
 from ._object_options import url_settings
 from ._object_versions import ObjectVersion, put_mode, version_of
 from ._obstore_runtime import obstore_module as _obstore
-from ._plain_http import Answer, PlainHTTP, plain_client, plain_path
+from ._plain_http import PlainHTTP, plain_client, plain_path
 from .base import (
     S3_LEAST_PART_BYTES,
     UNCHANGED,
@@ -72,6 +72,7 @@ from .base import (
     Store,
     Unchanged,
     at_most,
+    both_bounds,
     bounded,
     check_length,
     in_flight,
@@ -445,7 +446,7 @@ class ObjectStore(Store):
                 options["range"] = spec
             cut = spec is None and (start, stop) != (None, None)
             if not cut:
-                plain = self._plain_get(key, (start, stop), pin, copy)
+                plain = self._plain_get(key, [(start, stop)], pin, copy)
                 if plain is not None:
                     return plain[0]
             try:
@@ -493,23 +494,26 @@ class ObjectStore(Store):
                 return None
 
     def _plain_get(
-        self, key: str, span: tuple[int | None, int | None], pin: _ObjectReader | None, copy: bool
-    ) -> tuple[ReadBytes | None] | None:
-        """(The bytes of `key` that `span` names (see PlainHTTP.get); None when it is
-        missing), read by the plain client; None when it has no answer (ask obstore)."""
+        self, key: str, spans: Sequence[ByteRange], pin: _ObjectReader | None, copy: bool
+    ) -> Sequence[ReadBytes | None] | None:
+        """The bytes of `key` that each span names (see PlainHTTP.get), read by the plain
+        client at once ([None] when it is missing); None when it has no answer (ask obstore)."""
         plain = self._plain
         if plain is None or not plain_path(key):
             return None
         began = time.monotonic()
         tag = None if pin is None else pin.e_tag
-        answer = _request(plain.get, f"{self._plain_base}/{key}", span, tag, self.link)
-        if not isinstance(answer, Answer):
-            return None if answer is None else (None,)  # (MISSING)
-        self.link.observe(time.monotonic() - began, len(answer.body))
-        check_length(self, key, len(answer.body), *span, answer.size)
-        if pin is not None:
-            pin.saw(cast("ObjectMeta", {"e_tag": answer.e_tag, "size": answer.size}))
-        return (bytes(answer.body) if copy else answer.body,)
+        target = f"{self._plain_base}/{key}"
+        answers = _request(plain.get, target, spans, tag, self.link, slots=len(spans))
+        if not isinstance(answers, list):
+            return None if answers is None else [None]  # (MISSING)
+        took = time.monotonic() - began
+        for answer, span in zip(answers, spans):
+            self.link.observe(took, len(answer.body))
+            check_length(self, key, len(answer.body), *span, answer.size)
+            if pin is not None:
+                pin.saw(cast("ObjectMeta", {"e_tag": answer.e_tag, "size": answer.size}))
+        return [bytes(a.body) if copy else a.body for a in answers]
 
     def _each_range(
         self,
@@ -518,7 +522,13 @@ class ObjectStore(Store):
         copy: bool = True,
         pin: _ObjectReader | None = None,
     ) -> list[ReadBytes] | None:
-        """Each range of `key` as a GET of its own, at once (None when it is missing)."""
+        """Each range of `key` as a GET of its own, at once (None when it is missing): by
+        the plain client in the calling thread, of `pin`'s version, where it answers."""
+        plain = None
+        if pin is not None and both_bounds(ranges):
+            plain = self._plain_get(key, ranges, pin, copy)
+        if plain is not None:
+            return None if None in plain else cast("list[ReadBytes]", plain)
         parts: list[ReadBytes | None] = [None] * len(ranges)
         for i, part in each(
             fan_out(
@@ -537,10 +547,7 @@ class ObjectStore(Store):
     def _get_ranges(
         self, key: str, ranges: Sequence[ByteRange], copy: bool = True
     ) -> list[ReadBytes] | None:
-        simple = all(
-            start is not None and start >= 0 and stop is not None and stop > start
-            for start, stop in ranges
-        )
+        simple = both_bounds(ranges)
         # (One range is one GET, whose answer tells the object's version too: see _saw. The
         # plain client sends each range as planned, at once: answers of one version only.)
         if not simple or self._no_ranges or len(ranges) == 1 or self._plain is not None:
@@ -575,15 +582,6 @@ class ObjectStore(Store):
                 check_length(self, key, len(part), start, stop, size)
         return [bytes(p) if copy else memoryview(p) for p in parts]
 
-    @overload
-    def _fetch(self, key: str, ranges: None) -> ReadBytes | None: ...
-
-    @overload
-    def _fetch(self, key: str, ranges: Sequence[ByteRange]) -> list[ReadBytes] | None: ...
-
-    @overload
-    def _fetch(self, key: str, ranges: Sequence[ByteRange] | None) -> Fetched: ...
-
     def _fetch(self, key: str, ranges: Sequence[ByteRange] | None) -> Fetched:
         validate_key(key)
         # (The engine decodes from any buffer: no copy of each object as bytes.)
@@ -602,7 +600,8 @@ class ObjectStore(Store):
         return self._get(validate_key(key), start, stop)
 
     def get_ranges(self, key: str, ranges: Sequence[ByteRange]) -> Sequence[ReadBytes] | None:
-        return self._fetch(key, list(ranges))
+        # (The engine decodes from any buffer: no copy of each object as bytes.)
+        return self._get_ranges(validate_key(key), list(ranges), copy=False)
 
     @contextlib.contextmanager
     def reader(self, key: str, version: Any = None) -> Iterator[RangeReader | None]:
