@@ -182,9 +182,9 @@ class PlainHTTP:
         self, sent: _Sent, span: ByteRange, link: Link, timed: bool
     ) -> Answer | _Missing | _Again | None:
         """The answer to the request `sent` (a connection it went on), whose times `link`
-        learns from where `timed`; _AGAIN where a kept connection the server closed meanwhile failed
-        before any answer (the request goes on a new one); None where there is no answer
-        this client takes."""
+        learns from where `timed`; _AGAIN where a kept connection the server closed meanwhile
+        failed before any answer (the request goes on a new one); None where there is no
+        answer this client takes."""
         sock = sent.sock
         try:
             answer, reusable = self._exchange(sent, span, link if timed else None)
