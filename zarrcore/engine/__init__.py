@@ -38,7 +38,7 @@ from ..codecs.sharding import partial_codec
 from ..errors import ChunkNotFoundError, KeyChangedError, SettingValueError, ZarrcoreError
 from ..metadata.indexing import BasicIndexer, check_out
 from ..runtime.pool import in_turns, parallel_map
-from ..storage.base import at_most, bounded, get_at_most
+from ..storage.base import at_most, bounded, get_at_most, joined
 from ..storage.updates import conflict_pause, retry_conflicts
 from .cache import SHARD_INDEX_BYTES, ChunkVersions, RecheckPolicy, ShardIndexes, kept_shard_indexes
 from .directory import read_chunk_batch, read_shard_batch, write_chunk_batch, write_shard_batch
@@ -350,11 +350,9 @@ class ChunkEngine:
         """The stored chunk `key` from the result `parts` of its `whole_requests` request, or
         of its ranges (on_arrival.split_ranges), None when not stored; its size noted
         (`stored_bytes`). ValueTooLargeError when it is larger than a valid chunk."""
-        if isinstance(parts, (bytes, memoryview)):  # (a request without ranges: none here)
-            parts = [parts]
-        elif parts is not None and len(parts) > 1:  # (asked for in ranges: split_ranges)
-            parts = [b"".join(parts)]
-        data = bounded(self.store, key, parts, self.chain.max_encoded_bytes, ENCODED_BOUND)
+        data = bounded(
+            self.store, key, [joined(parts)], self.chain.max_encoded_bytes, ENCODED_BOUND
+        )
         if data is not None:
             self.stored_bytes.nbytes = len(data)
         return data

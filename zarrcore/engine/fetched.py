@@ -25,7 +25,7 @@ from ..metadata.indexing import BasicIndexer, ChunkProjection, CoordinateIndexer
 from ..runtime.cancellation import carrying, current
 from ..runtime.config import config
 from ..runtime.pool import Claims, parallel_map, run_workers
-from ..storage.base import UNCHANGED
+from ..storage.base import UNCHANGED, joined
 from .cache import KnownIndex, inner_chunk_digest, share_versions, shared_versions, version_digest
 from .on_arrival import decodes_on_arrival, read_on_arrival, split_ranges, stored_in_ranges
 from .planning import (
@@ -49,7 +49,6 @@ from .shard_ranges import (
     ShardReaders,
     ShardRequests,
     ShardWaves,
-    joined,
     known_indexes,
     ranges_in_flight,
     read_indexed_shards,

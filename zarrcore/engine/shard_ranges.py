@@ -18,7 +18,7 @@ from ..errors import KeyChangedError, ShardIndexError, ZarrcoreError
 from ..runtime.concurrency import fan_out
 from ..runtime.config import config
 from ..runtime.link import SMALLEST_PIECE
-from ..storage.base import at_most
+from ..storage.base import at_most, joined
 from .cache import KnownIndex, same_version
 from .planning import Int64s, requests_in_flight, split_span, with_key
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import contextlib
 
     from ..codecs.sharding import ShardingCodec
-    from ..storage.base import ByteRange, Fetched, RangeReader, ReadBytes, Request
+    from ..storage.base import ByteRange, RangeReader, ReadBytes, Request
     from . import ChunkEngine
 
 __all__ = [
@@ -41,7 +41,6 @@ __all__ = [
     "known_indexes",
     "ShardReaders",
     "read_indexed_shards",
-    "joined",
 ]
 
 
@@ -130,14 +129,6 @@ def _in_pieces(engine: ChunkEngine, request: Request, count: int) -> Request:
     if start is None or stop is None or start < 0:
         return request
     return key, split_span(engine, start, stop, count)
-
-
-def joined(parts: Fetched) -> ReadBytes | None:
-    """The bytes of a get_many or get_ranges result `parts` of one range (None: not
-    stored), or of one span asked for in several (`split_span`): joined."""
-    if parts is None or isinstance(parts, (bytes, memoryview)):
-        return parts
-    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def known_indexes(

@@ -44,6 +44,7 @@ __all__ = [
     "bounded",
     "check_length",
     "get_at_most",
+    "joined",
     "in_flight",
     "too_large",
     "validate_key",
@@ -148,6 +149,14 @@ def check_length(
             f"key {key!r} of {store!r}: the answer held {got} bytes "
             f"of the {wanted} of [{start}:{stop}] of its {size}",
         )
+
+
+def joined(parts: Fetched) -> ReadBytes | None:
+    """The bytes of a get_many or get_ranges result `parts` of one span (None: not stored),
+    asked for whole, as one range, or as several adjoining ones (their bytes joined)."""
+    if parts is None or isinstance(parts, (bytes, memoryview)):
+        return parts
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def both_bounds(ranges: Sequence[ByteRange]) -> bool:
