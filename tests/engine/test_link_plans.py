@@ -14,7 +14,7 @@ import zarrcore
 from zarrcore.runtime.concurrency import fan_out
 from zarrcore.runtime.link import (
     ASSUMED_RATE, ASSUMED_ROUND_TRIP, BYTES_IN_FLIGHT, FEWEST_IN_FLIGHT, PIECE_ROUND_TRIPS,
-    SMALLEST_PIECE, TAIL_IN_FLIGHT, Link, link_to,
+    SHARE_PIECE, SMALLEST_PIECE, TAIL_IN_FLIGHT, Link, link_to,
 )
 from _remote_stores import DelayedStore, KeepingStore
 
@@ -46,6 +46,22 @@ def test_a_link_learns_what_one_connection_carries():
     assert link.gap_bytes() == pytest.approx(0.04 * 50 * MIB, rel=0.01)
     assert link.piece_bytes() == pytest.approx(PIECE_ROUND_TRIPS * 0.04 * 50 * MIB, rel=0.01)
     assert link_of(0.0001, 50 * MIB).piece_bytes() == SMALLEST_PIECE
+
+
+def test_a_large_read_goes_in_its_share_of_the_connections_whatever_the_rate():
+    # A rate timed under the read's own 64 requests is a share of the link: a large read's
+    # pieces are its share of the connections up to SHARE_PIECE, not the 80 KiB that two
+    # round trips move at that rate.
+    slow = link_of(0.01, 4 * MIB)
+    assert slow.piece_bytes(512 * MIB, 64) == SHARE_PIECE
+    assert slow.piece_bytes(128 * MIB, 64) == 2 * MIB
+    assert slow.piece_bytes(16 * MIB, 64) == SMALLEST_PIECE
+    assert slow.piece_bytes() == SMALLEST_PIECE
+    # Where one connection moves more than SHARE_PIECE in two round trips, pieces go up to it.
+    fast = link_of(0.04, 256 * MIB)
+    most = PIECE_ROUND_TRIPS * 0.04 * 256 * MIB
+    assert fast.piece_bytes(1 << 30, 16) == pytest.approx(most, rel=0.01)
+    assert fast.piece_bytes(128 * MIB, 16) == 8 * MIB
 
 
 def test_stores_of_one_server_share_its_link():
