@@ -666,15 +666,18 @@ def test_the_plain_client_replaces_connections_that_were_closed(http_server, io_
     http_server.faults.reset()
     closed = list(store._plain._idle)
     assert len(closed) == 2
-    for _, connection in closed:
+    for *_, connection in closed:
         connection.shutdown(socket.SHUT_RDWR)
     assert store.get("kept", 10, 20) == bytes(range(10, 20))
     assert len(store._plain._idle) == 1 and store._plain._idle[0] not in closed
 
 
-def test_the_plain_client_takes_its_oldest_idle_connection(http_server, io_config, monkeypatch):
-    """Of the idle connections, the one opened first carries the next request (see
-    PlainHTTP's _idle: the one whose server window is likely the widest)."""
+def test_the_plain_client_takes_its_fastest_idle_connection(http_server, io_config, monkeypatch):
+    """Of the idle connections, the one whose last timed body came fastest carries the next
+    request, and of those never timed the one opened first (see PlainHTTP's _idle: a server
+    paces a connection by what it has carried)."""
+    import heapq
+
     with open(f"{http_server.root}/oldest", "wb") as f:
         f.write(b"old" * 1000)
     store = make_store(http_server.url)
@@ -687,10 +690,25 @@ def test_the_plain_client_takes_its_oldest_idle_connection(http_server, io_confi
     exchange = plain._exchange
     monkeypatch.setattr(plain, "_exchange",
                         lambda sent, *args: used.append(sent.sock) or exchange(sent, *args))
-    oldest = plain._idle[0][1]
-    assert len(plain._idle) >= 3 and all(oldest is not sock for _, sock in plain._idle[1:])
+    assert len(plain._idle) == 3
+    plain._idle = [(0.0, serial, sock) for _, serial, sock in plain._idle]  # (none timed)
+    heapq.heapify(plain._idle)
+    oldest = min(plain._idle)[2]
+    # (Small bodies: their rates are not timed, and the connection keeps its place.)
     assert store.get("oldest", 0, 3) == b"old" and store.get("oldest", 3, 6) == b"old"
     assert used == [oldest, oldest]
+    *_, fastest = max(plain._idle)  # (the newest)
+    plain._idle = [(-1e9 if sock is fastest else 0.0, s, sock) for _, s, sock in plain._idle]
+    heapq.heapify(plain._idle)
+    assert store.get("oldest", 6, 9) == b"old"
+    assert used[2] is fastest and fastest is not oldest
+    # A body large enough to time gives its connection a rate.
+    with open(f"{http_server.root}/timed", "wb") as f:
+        f.write(bytes(200_000))
+    plain._idle = [(0.0, s, sock) for _, s, sock in plain._idle]
+    heapq.heapify(plain._idle)
+    assert len(store.get("timed")) == 200_000
+    assert [rate < 0 for rate, *_ in sorted(plain._idle)] == [True, False, False]
 
 
 def test_the_plain_client_sends_the_ranges_of_an_object_at_once_from_one_thread(
@@ -732,9 +750,9 @@ def test_ranges_on_kept_connections_the_server_closed_go_on_new_ones(http_server
     for serial in range(3):  # idle connections whose server end is gone
         ours, theirs = socket.socketpair()
         theirs.close()
-        plain._idle.append((-1 - serial, ours))
+        plain._idle.append((0.0, -1 - serial, ours))
     assert store.get_ranges("again", [(0, 5), (95, 100), (50, 51)]) == [b"01234", b"56789", b"0"]
-    assert len(plain._idle) == 3 and all(serial >= 0 for serial, _ in plain._idle)
+    assert len(plain._idle) == 3 and all(serial >= 0 for _, serial, _ in plain._idle)
 
 
 def test_ranges_answered_with_an_error_are_left_to_obstore(http_server, monkeypatch):
