@@ -252,11 +252,12 @@ def test_large_requests_over_a_link_keep_fewer_in_flight(linked):
             assert max(FEWEST_IN_FLIGHT, 0.9 * fitting) <= store.asked[0] <= fitting
         else:
             assert store.asked[0] == 64
-    # A sharded read's ranges of 1 MiB alike, with never fewer than FEWEST_IN_FLIGHT.
+    # A sharded read's inner chunks go in ranges of SHARE_PIECE (its 96 MiB shared by the
+    # requests of that size that fit in flight), never fewer than FEWEST_IN_FLIGHT of them.
     sharded_big = zarrcore.create_array(store, name="s", shape=(nbig, 512, 512),
                                         chunks=(1, 512, 512), shards=(nbig, 512, 512), **kw)
     sharded_big[...] = 3
     store.asked = []
     assert (sharded_big[...] == 3).all()
-    fitting = max(FEWEST_IN_FLIGHT, BYTES_IN_FLIGHT // MIB)
+    fitting = max(FEWEST_IN_FLIGHT, BYTES_IN_FLIGHT // SHARE_PIECE)
     assert min(store.asked) == (fitting if linked else 64)

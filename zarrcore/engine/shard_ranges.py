@@ -17,7 +17,7 @@ from ..codecs.sharding import EMPTY, Entries, coalesce
 from ..errors import KeyChangedError, ShardIndexError, ZarrcoreError
 from ..runtime.concurrency import fan_out
 from ..runtime.config import config
-from ..runtime.link import SMALLEST_PIECE
+from ..runtime.link import SHARE_PIECE
 from ..storage.base import at_most, joined
 from .cache import KnownIndex, same_version
 from .planning import Int64s, requests_in_flight, split_span, with_key
@@ -94,12 +94,14 @@ def range_limits(engine: ChunkEngine, whole: bool, total: int) -> tuple[int, int
     (config.array_options), or one request for a whole shard; over a link with a round trip,
     also every gap that moving costs less than a round trip (Link.gap_bytes), and requests
     cut to what one connection moves fast (Link.piece_bytes), unless the options set the
-    most; both within the read's share of a connection."""
+    most; both within the read's share of the requests of SHARE_PIECE that fit in flight
+    (fewer and larger requests than of the least piece: over a 10 ms link, a 34 MB shard
+    from S3 took 0.36 s in ranges of 1 MiB, 0.20 s in 16 ranges)."""
     gap = WHOLE_GAP if whole else engine.options.coalesce_gap_bytes
     most = None if whole else engine.options.coalesce_max_bytes
     link = engine.store.link
     if link is not None:
-        connections = requests_in_flight(engine, SMALLEST_PIECE)
+        connections = requests_in_flight(engine, SHARE_PIECE)
         gap = max(gap, link.gap_bytes(total, connections))
         if most is None:
             most = link.piece_bytes(total, connections)
