@@ -24,9 +24,10 @@ void zc_store_le32(unsigned char *p, uint32_t v)
 }
 
 /* The stored bytes' crc32c checked and their compressor run: `n` bytes at `dst`, which is
- * `src` itself (with `*dst` NULL on entry) when there is no compressor. */
+ * `src` itself (with `*dst` NULL on entry) when there is no compressor; of zstd, at least the
+ * first `need` of them. */
 static int decompress(const zc_chain *c, const unsigned char *src, size_t len,
-                      const unsigned char **dst, size_t n)
+                      const unsigned char **dst, size_t n, size_t need)
 {
     if (src == NULL)
         src = (const unsigned char *)""; /* an empty chunk: corrupt, not a bad parameter */
@@ -47,7 +48,7 @@ static int decompress(const zc_chain *c, const unsigned char *src, size_t len,
         else
             memcpy(out, src, n);
         return ZC_OK;
-    case ZC_COMP_ZSTD: return zc_zstd_decompress(src, len, out, n);
+    case ZC_COMP_ZSTD: return zc_zstd_decompress_prefix(src, len, out, n, need);
     case ZC_COMP_BLOSC: return zc_blosc_decompress(src, len, out, n, c->decode_threads);
     case ZC_COMP_GZIP: return zc_inflate(src, len, out, n, ZC_ZLIB_FORMAT_GZIP);
     case ZC_COMP_ZLIB: return zc_inflate(src, len, out, n, ZC_ZLIB_FORMAT_ZLIB);
@@ -65,22 +66,34 @@ static int decompress_shuffled(const zc_chain *c, const unsigned char *src, size
     *planes = NULL;
     if (c->compressor != ZC_COMP_NONE && (*planes = zc_scratch(ZC_SCRATCH_SHUFFLED, n)) == NULL)
         return ZC_ERR_NOMEM;
-    return decompress(c, src, len, planes, n);
+    return decompress(c, src, len, planes, n, n);
 }
 
 int zc_chain_decode(const zc_chain *c, const unsigned char *src, size_t len, void *out, size_t n)
 {
+    return zc_chain_decode_prefix(c, src, len, out, n, n);
+}
+
+int zc_chain_decode_prefix(const zc_chain *c, const unsigned char *src, size_t len, void *out,
+                           size_t n, size_t need)
+{
     int st;
+    if (need > n)
+        need = n;
     if (zc_chain_shuffles(c)) {
         const unsigned char *planes;
         if ((st = decompress_shuffled(c, src, len, n, &planes)) == ZC_OK)
             st = zc_unshuffle(planes, out, n, c->byte_shuffle);
     } else {
         const unsigned char *dst = (const unsigned char *)out;
-        st = decompress(c, src, len, &dst, n);
+        st = decompress(c, src, len, &dst, n, need);
     }
-    if (st == ZC_OK && c->swap_size > 1)
-        st = zc_byteswap(out, out, n / c->swap_size, c->swap_size);
+    if (st == ZC_OK && c->swap_size > 1) {
+        /* (whole items: the prefix rounded up, within the chunk) */
+        size_t swapped = (need + c->swap_size - 1) / c->swap_size;
+        st = zc_byteswap(out, out, swapped < n / c->swap_size ? swapped : n / c->swap_size,
+                         c->swap_size);
+    }
     return st;
 }
 

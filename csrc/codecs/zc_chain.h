@@ -56,6 +56,12 @@ void zc_store_le32(unsigned char *p, uint32_t v);
 /* Encoded bytes -> exactly `n` decoded bytes at `out`, in memory byte order. */
 int zc_chain_decode(const zc_chain *c, const unsigned char *src, size_t len, void *out, size_t n);
 
+/* As zc_chain_decode, for a reader of the first `need` bytes only: those are right, the rest
+ * of `out` may be left undecoded (zstd stops after the block that reaches them; the stored
+ * bytes' crc32c is still checked whole). */
+int zc_chain_decode_prefix(const zc_chain *c, const unsigned char *src, size_t len, void *out,
+                           size_t n, size_t need);
+
 /* For a chain that zc_chain_unshuffles_last: encoded bytes -> the `n` bytes of its items
  * still shuffled, at `*planes` (this thread's scratch, or `src` without a compressor), for
  * zc_unshuffle_nd to place straight into an array region. */

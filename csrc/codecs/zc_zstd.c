@@ -182,6 +182,36 @@ int zc_zstd_decompress(const void *src, size_t srclen, void *dst, size_t dstlen)
     return n == dstlen ? ZC_OK : ZC_ERR_SIZE;
 }
 
+int zc_zstd_decompress_prefix(const void *src, size_t srclen, void *dst, size_t dstlen,
+                              size_t need)
+{
+    const unsigned char *p = (const unsigned char *)src;
+    /* RFC 8878: the magic number, then the frame header descriptor, whose bit 2 is the
+     * content checksum flag. */
+    if (need >= dstlen || src == NULL || dst == NULL || srclen < 5 || p[0] != 0x28 ||
+        p[1] != 0xB5 || p[2] != 0x2F || p[3] != 0xFD || (p[4] & 4) ||
+        ZSTD_findDecompressedSize(src, srclen) != (unsigned long long)dstlen ||
+        ZSTD_findFrameCompressedSize(src, srclen) != srclen)
+        return zc_zstd_decompress(src, srclen, dst, dstlen);
+    ZSTD_DCtx *d = zc_zstd_thread_dctx();
+    if (d == NULL)
+        return ZC_ERR_NOMEM;
+    if (ZSTD_isError(ZSTD_decompressBegin(d)))
+        return ZC_ERR_CORRUPT;
+    size_t at = 0, made = 0;
+    while (made < need) {
+        size_t k = ZSTD_nextSrcSizeToDecompress(d);
+        if (k == 0 || k > srclen - at)
+            return ZC_ERR_CORRUPT; /* the frame ended (or its input did) short of its size */
+        size_t got = ZSTD_decompressContinue(d, (char *)dst + made, dstlen - made, p + at, k);
+        if (ZSTD_isError(got))
+            return ZC_ERR_CORRUPT;
+        at += k;
+        made += got;
+    }
+    return ZC_OK;
+}
+
 int zc_zstd_decompress_alloc(const void *src, size_t srclen, size_t maxlen, void **out,
                              size_t *outlen)
 {

@@ -27,6 +27,13 @@ int zc_zstd_content_size(const void *src, size_t srclen, int *known, size_t *siz
 /* Decompress every frame of `src` into `dst`, which must be exactly the decoded size. */
 int zc_zstd_decompress(const void *src, size_t srclen, void *dst, size_t dstlen);
 
+/* At least the first `need` of the `dstlen` decoded bytes of one frame into `dst`: the blocks
+ * past them are left undecoded where the frame tells its content size (`dstlen`), carries no
+ * content checksum (which only the whole content can confirm) and ends the input; else as
+ * zc_zstd_decompress. */
+int zc_zstd_decompress_prefix(const void *src, size_t srclen, void *dst, size_t dstlen,
+                              size_t need);
+
 /* Decompress frames of unknown size into a malloc'd buffer of at most `maxlen` bytes;
  * on ZC_OK the caller frees `*out` (non-NULL even when `*outlen` is 0). */
 int zc_zstd_decompress_alloc(const void *src, size_t srclen, size_t maxlen, void **out,

@@ -151,11 +151,12 @@ static int fill_region(const zc_shard_job *j, const task_view *v)
     return zc_copy_nd(j->ndim, v->shape, j->chain.itemsize, j->fill, zero, v->data, v->data_strides);
 }
 
-/* The decoded bytes of the `n`-byte inner chunk `src` (`len` bytes stored): `src` itself when
- * it holds the items as they lie in memory, else `*scratch`, a per-thread buffer kept from job
- * to job (no page faults for each), taken on first need. NULL with *st set on failure. */
+/* The decoded bytes of the `n`-byte inner chunk `src` (`len` bytes stored), of which the
+ * first `need` are read (zc_chain_decode_prefix): `src` itself when it holds the items as they
+ * lie in memory, else `*scratch`, a per-thread buffer kept from job to job (no page faults for
+ * each), taken on first need. NULL with *st set on failure. */
 static const unsigned char *decoded(const zc_shard_job *j, const unsigned char *src, size_t len,
-                                    size_t n, unsigned char **scratch, int *st)
+                                    size_t n, size_t need, unsigned char **scratch, int *st)
 {
     if (zc_chain_stores_items(&j->chain)) {
         *st = len != n ? ZC_ERR_SIZE : ZC_OK;
@@ -165,7 +166,7 @@ static const unsigned char *decoded(const zc_shard_job *j, const unsigned char *
         *st = ZC_ERR_NOMEM;
         return NULL;
     }
-    *st = zc_chain_decode(&j->chain, src, len, *scratch, n);
+    *st = zc_chain_decode_prefix(&j->chain, src, len, *scratch, n, need);
     return *st == ZC_OK ? *scratch : NULL;
 }
 
@@ -200,7 +201,7 @@ static int read_listed(const zc_shard_job *j, int64_t t, const task_view *v, siz
     const zc_listing *l = &j->listing;
     int st = ZC_OK;
     if (chunk == NULL)
-        chunk = src == NULL ? j->fill : decoded(j, src, j->src_len[s], n, scratch, &st);
+        chunk = src == NULL ? j->fill : decoded(j, src, j->src_len[s], n, n, scratch, &st);
     if (chunk == NULL)
         return st;
     if (l->point_start != NULL) {
@@ -222,6 +223,19 @@ static int read_listed(const zc_shard_job *j, int64_t t, const task_view *v, siz
         return zc_gather_fill(j->ndim, j->chain.itemsize, j->fill, axes, v->data, v->data_strides);
     return zc_gather_nd(j->ndim, j->chunk_shape, j->chain.itemsize, chunk, axes, v->data,
                         v->data_strides);
+}
+
+/* The end of the bytes of `v`'s region in its C-ordered inner chunk: what a decode of the
+ * chunk for it must reach. */
+static size_t region_end(const zc_shard_job *j, const task_view *v)
+{
+    size_t end = v->chunk_offset + j->chain.itemsize;
+    for (int d = 0; d < j->ndim; d++) {
+        if (v->chunk_strides[d] < 0)
+            return chunk_nbytes(j);
+        end += (size_t)(v->shape[d] - 1) * (size_t)v->chunk_strides[d];
+    }
+    return end;
 }
 
 /* Decode task `t` into `data` on this thread; `scratch` and `planes_taken` as the worker's. */
@@ -260,7 +274,8 @@ static int read_task(zc_shard_job *j, int64_t t, size_t n, unsigned char **scrat
             st = zc_unshuffle_nd(planes, n, j->chain.itemsize, j->ndim, v.shape,
                                  v.chunk_offset, v.chunk_strides, v.data, v.data_strides);
     } else {
-        const unsigned char *whole = decoded(j, src, j->src_len[s], n, scratch, &st);
+        const unsigned char *whole =
+            decoded(j, src, j->src_len[s], n, region_end(j, &v), scratch, &st);
         if (whole != NULL)
             st = zc_copy_nd(j->ndim, v.shape, j->chain.itemsize, whole + v.chunk_offset,
                             v.chunk_strides, v.data, v.data_strides);
