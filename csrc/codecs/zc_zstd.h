@@ -27,6 +27,9 @@ int zc_zstd_content_size(const void *src, size_t srclen, int *known, size_t *siz
 /* Decompress every frame of `src` into `dst`, which must be exactly the decoded size. */
 int zc_zstd_decompress(const void *src, size_t srclen, void *dst, size_t dstlen);
 
+/* The most bytes a zstd block decodes to. */
+#define ZC_ZSTD_BLOCK ((size_t)128 << 10)
+
 /* At least the first `need` of the `dstlen` decoded bytes of one frame into `dst`: the blocks
  * past them are left undecoded where the frame tells its content size (`dstlen`), carries no
  * content checksum (which only the whole content can confirm) and ends the input; else as

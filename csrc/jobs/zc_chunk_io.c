@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codecs/zc_zstd.h"
 #include "jobs/zc_copy.h"
 #include "zc_status.h"
 
@@ -142,6 +143,21 @@ int zc_chunk_load(const zc_chain *c, const zc_object *o, uint64_t offset, size_t
     return st == ZC_ERR_SIZE ? ZC_ERR_CORRUPT : st; /* shrunk under us: a truncated chunk */
 }
 
+/* The end of the selection's bytes in its C-ordered chunk (`n` where its geometry is not a
+ * valid one: the checks that follow refuse it). */
+static size_t selection_end(const zc_chunk_sel *s, size_t itemsize, size_t n)
+{
+    size_t end = itemsize, cstride = itemsize;
+    for (int d = s->ndim - 1; d >= 0; d--) {
+        if (s->start[d] < 0 || s->step[d] < 1 || s->count[d] < 1 ||
+            s->start[d] + (s->count[d] - 1) * s->step[d] >= s->shape[d])
+            return n;
+        end += (size_t)(s->start[d] + (s->count[d] - 1) * s->step[d]) * cstride;
+        cstride *= (size_t)s->shape[d];
+    }
+    return end;
+}
+
 int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, const zc_object *o, uint64_t offset,
                   size_t size, zc_chunk_reader *r)
 {
@@ -156,7 +172,12 @@ int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, const zc_object *o, 
     if (too_large(c, size))
         return ZC_ERR_TOO_LARGE;
     const int listed = s->gather != NULL || s->local != NULL;
-    if (!listed && !zc_chain_shuffles(c)
+    /* A selection that ends a zstd block or more before its chunk does: the stored bytes read
+     * whole, and decoded only up to its end (zc_chain_decode_prefix). */
+    const size_t end = listed ? n : selection_end(s, c->itemsize, n);
+    const int prefix = c->compressor == ZC_COMP_ZSTD && !zc_chain_shuffles(c) &&
+                       end <= n - (n < ZC_ZSTD_BLOCK ? n : ZC_ZSTD_BLOCK);
+    if (!listed && !prefix && !zc_chain_shuffles(c)
         && (c->compressor == ZC_COMP_NONE || c->compressor == ZC_COMP_ZSTD)) {
         zc_scatter sc;
         int st = zc_scatter_init(&sc, s->ndim, s->shape, s->start, s->step, s->count, c->itemsize,
@@ -177,7 +198,7 @@ int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, const zc_object *o, 
         return zc_chain_decode(c, r->file.p, size, s->out, n);
     if (zc_buf_reserve(&r->scratch, n) != ZC_OK)
         return ZC_ERR_NOMEM;
-    if ((st = zc_chain_decode(c, r->file.p, size, r->scratch.p, n)) != ZC_OK)
+    if ((st = zc_chain_decode_prefix(c, r->file.p, size, r->scratch.p, n, end)) != ZC_OK)
         return st;
     return zc_chunk_sel_copy(s, c->itemsize, r->scratch.p);
 }
