@@ -63,6 +63,7 @@ unsigned ZSTD_isError(size_t code);
 size_t ZSTD_DCtx_setParameter(ZSTD_DCtx *dctx, int param, int value);
 size_t ZSTD_sizeof_DCtx(const ZSTD_DCtx *dctx);
 size_t ZSTD_findFrameCompressedSize(const void *src, size_t srcSize);
+unsigned long long ZSTD_getFrameContentSize(const void *src, size_t srcSize);
 /* The buffer-less decoding API (static-linking section): a frame block by block. */
 size_t ZSTD_decompressBegin(ZSTD_DCtx *dctx);
 size_t ZSTD_nextSrcSizeToDecompress(ZSTD_DCtx *dctx);

@@ -190,7 +190,7 @@ int zc_zstd_decompress_prefix(const void *src, size_t srclen, void *dst, size_t 
      * content checksum flag. */
     if (need >= dstlen || src == NULL || dst == NULL || srclen < 5 || p[0] != 0x28 ||
         p[1] != 0xB5 || p[2] != 0x2F || p[3] != 0xFD || (p[4] & 4) ||
-        ZSTD_findDecompressedSize(src, srclen) != (unsigned long long)dstlen ||
+        ZSTD_getFrameContentSize(src, srclen) != (unsigned long long)dstlen ||
         ZSTD_findFrameCompressedSize(src, srclen) != srclen)
         return zc_zstd_decompress(src, srclen, dst, dstlen);
     ZSTD_DCtx *d = zc_zstd_thread_dctx();

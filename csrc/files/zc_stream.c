@@ -47,27 +47,36 @@ static void copy_streaming(char *d, const char *s, size_t n)
 #endif
 }
 
-int zc_scatter_init(zc_scatter *s, int ndim, const int64_t *shape, const int64_t *start,
-                    const int64_t *step, const int64_t *count, size_t itemsize, char *out,
-                    const ptrdiff_t *out_strides)
+int zc_selection_extent(int ndim, const int64_t *shape, const int64_t *start, const int64_t *step,
+                        const int64_t *count, size_t itemsize, size_t *lo, size_t *hi)
 {
-    if (s == NULL || ndim < 0 || ndim > ZC_MAX_NDIM || itemsize == 0)
+    if (ndim < 0 || ndim > ZC_MAX_NDIM || itemsize == 0)
         return ZC_ERR_PARAM;
-    s->itemsize = itemsize;
-    s->out = out;
-    s->stream_out = 0;
-    /* The byte extent of the selection; every index is checked to stay in its axis. */
-    size_t cstride = itemsize, lo = 0, last = 0;
+    /* Every index is checked to stay in its axis. */
+    size_t cstride = itemsize, first = 0, last = 0;
     for (int d = ndim - 1; d >= 0; d--) {
         if (shape[d] < 1 || start[d] < 0 || step[d] < 1 || count[d] < 1 || start[d] >= shape[d] ||
             (count[d] - 1) > (shape[d] - 1 - start[d]) / step[d])
             return ZC_ERR_PARAM;
-        lo += (size_t)start[d] * cstride;
+        first += (size_t)start[d] * cstride;
         last += (size_t)(start[d] + (count[d] - 1) * step[d]) * cstride;
         cstride *= (size_t)shape[d];
     }
-    s->lo = lo;
-    s->hi = last + itemsize;
+    *lo = first;
+    *hi = last + itemsize;
+    return ZC_OK;
+}
+
+int zc_scatter_init(zc_scatter *s, int ndim, const int64_t *shape, const int64_t *start,
+                    const int64_t *step, const int64_t *count, size_t itemsize, char *out,
+                    const ptrdiff_t *out_strides)
+{
+    if (s == NULL ||
+        zc_selection_extent(ndim, shape, start, step, count, itemsize, &s->lo, &s->hi) != ZC_OK)
+        return ZC_ERR_PARAM;
+    s->itemsize = itemsize;
+    s->out = out;
+    s->stream_out = 0;
     /* Simplify, outermost first: unit axes carry no offset; a wholly selected axis folds into
      * the axis outside it when that one is a single index or a step-1 run whose output
      * stride is exactly one inner span. */

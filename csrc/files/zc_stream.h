@@ -47,6 +47,11 @@ typedef struct {
  * the memory traffic (2.4x faster for 128-byte rows of a 256 MiB output, measured). */
 #define ZC_STREAM_OUT_MIN (8u << 20)
 
+/* The bytes [*lo, *hi) of a C-ordered chunk of `shape` that the selection (start, step, count
+ * per axis) reaches from its first item to its last; ZC_ERR_PARAM when it leaves the chunk. */
+int zc_selection_extent(int ndim, const int64_t *shape, const int64_t *start, const int64_t *step,
+                        const int64_t *count, size_t itemsize, size_t *lo, size_t *hi);
+
 /* Set up `s` (stream_out off); ZC_OK, or ZC_ERR_PARAM when the selection leaves the chunk. */
 int zc_scatter_init(zc_scatter *s, int ndim, const int64_t *shape, const int64_t *start,
                     const int64_t *step, const int64_t *count, size_t itemsize, char *out,

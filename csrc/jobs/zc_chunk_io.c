@@ -143,21 +143,6 @@ int zc_chunk_load(const zc_chain *c, const zc_object *o, uint64_t offset, size_t
     return st == ZC_ERR_SIZE ? ZC_ERR_CORRUPT : st; /* shrunk under us: a truncated chunk */
 }
 
-/* The end of the selection's bytes in its C-ordered chunk (`n` where its geometry is not a
- * valid one: the checks that follow refuse it). */
-static size_t selection_end(const zc_chunk_sel *s, size_t itemsize, size_t n)
-{
-    size_t end = itemsize, cstride = itemsize;
-    for (int d = s->ndim - 1; d >= 0; d--) {
-        if (s->start[d] < 0 || s->step[d] < 1 || s->count[d] < 1 ||
-            s->start[d] + (s->count[d] - 1) * s->step[d] >= s->shape[d])
-            return n;
-        end += (size_t)(s->start[d] + (s->count[d] - 1) * s->step[d]) * cstride;
-        cstride *= (size_t)s->shape[d];
-    }
-    return end;
-}
-
 int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, const zc_object *o, uint64_t offset,
                   size_t size, zc_chunk_reader *r)
 {
@@ -174,7 +159,11 @@ int zc_chunk_read(const zc_chain *c, const zc_chunk_sel *s, const zc_object *o, 
     const int listed = s->gather != NULL || s->local != NULL;
     /* A selection that ends a zstd block or more before its chunk does: the stored bytes read
      * whole, and decoded only up to its end (zc_chain_decode_prefix). */
-    const size_t end = listed ? n : selection_end(s, c->itemsize, n);
+    size_t lo, end = n; /* (kept for a listing, or a selection that leaves the chunk: refused
+                         * below) */
+    if (!listed)
+        (void)zc_selection_extent(s->ndim, s->shape, s->start, s->step, s->count, c->itemsize,
+                                  &lo, &end);
     const int prefix = c->compressor == ZC_COMP_ZSTD && !zc_chain_shuffles(c) &&
                        end <= n - (n < ZC_ZSTD_BLOCK ? n : ZC_ZSTD_BLOCK);
     if (!listed && !prefix && !zc_chain_shuffles(c)

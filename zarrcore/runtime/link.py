@@ -122,11 +122,15 @@ class Link:
         connection or queued, which the least of them leaves out)."""
         self._round_trips.add(seconds)
 
-    def observe_body(self, seconds: float, nbytes: int) -> None:
+    def observe_body(self, seconds: float, nbytes: int) -> float | None:
         """Take in the body of an answer whose last `nbytes` (those after its head) took
-        `seconds` to arrive: what one connection carries, as its server paces it."""
-        if nbytes >= BODY_BYTES and seconds > 0:
-            self._body_rates.add(nbytes / seconds)
+        `seconds` to arrive: what one connection carries, as its server paces it. The rate
+        taken in, or None where the body is too short to time."""
+        if nbytes < BODY_BYTES or seconds <= 0:
+            return None
+        rate = nbytes / seconds
+        self._body_rates.add(rate)
+        return rate
 
     @property
     def round_trip(self) -> float:

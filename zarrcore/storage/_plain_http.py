@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 import numpy as np
 
 from .._native import memory as _memory
-from ..runtime.link import BODY_BYTES, Link
+from ..runtime.link import Link
 from ..runtime.portable import at_fork_in_child
 from .base import ByteRange
 
@@ -301,12 +301,10 @@ class PlainHTTP:
         else:
             raise _NoAnswer  # (a range answered whole goes to obstore, which cuts it)
         body = self._body(sock, arrived, length, deadline)
-        rate = sent.rate
+        timed = None
         if link is not None:
-            moving, moved = time.monotonic() - answered, length - len(arrived)
-            link.observe_body(moving, moved)
-            if moved >= BODY_BYTES and moving > 0:
-                rate = moved / moving
+            timed = link.observe_body(time.monotonic() - answered, length - len(arrived))
+        rate = sent.rate if timed is None else timed
         return Answer(body, size, fields.get("etag")), reusable, rate
 
     def _body(
