@@ -7,8 +7,9 @@ encoded with the index codecs (normally little-endian bytes and a crc32c).
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Union, overload
 
 import numpy as np
@@ -657,6 +658,51 @@ class ShardingCodec(ArrayBytesCodec):
         if not keep_empty and all(b is None for b in blobs):
             return None
         return self._assemble(_stored(blobs))
+
+    def pieces(
+        self, value: npt.NDArray[Any], keep_empty: bool, wave_chunks: int
+    ) -> Iterator[BytesLike] | None:
+        """The bytes of a shard holding `value` (the shard's shape) in pieces, made as they
+        are taken: the inner chunks encoded in waves of about `wave_chunks` (in parallel,
+        each wave a box of them consecutive in C order), then the index. Nothing when no
+        inner chunk is stored, unless `keep_empty`. None where shards are not laid out in C
+        order with the index last, so that no piece can go before the last is encoded."""
+        if self.index_location == "start" or self.write_order() is not None:
+            return None
+        return self._pieces(value, keep_empty, wave_chunks)
+
+    def _pieces(
+        self, value: npt.NDArray[Any], keep_empty: bool, wave_chunks: int
+    ) -> Iterator[BytesLike]:
+        grid, chunk = self._grid, self.chunk_shape
+        # The first axis along which runs of `step` rows of the later axes' chunks make a
+        # wave: the axes before it take one index at a time.
+        axis = next(a for a in range(len(grid)) if math.prod(grid[a + 1 :]) <= wave_chunks)
+        step = max(1, wave_chunks // math.prod(grid[axis + 1 :]))
+        blobs: Blobs = [None] * self._n
+        entries = np.full((self._n, 2), EMPTY, dtype=np.uint64)
+        offset = first = 0
+        for lead in itertools.product(*(range(g) for g in grid[:axis])):
+            for start in range(0, grid[axis], step):
+                stop = min(start + step, grid[axis])
+                box = (
+                    *(slice(i * c, (i + 1) * c) for i, c in zip(lead, chunk)),
+                    slice(start * chunk[axis], stop * chunk[axis]),
+                    *(slice(None),) * (len(grid) - axis - 1),
+                )
+                self._update(blobs, box, value[box])
+                last = first + (stop - start) * math.prod(grid[axis + 1 :])
+                for i in range(first, last):
+                    blob = blobs[i]
+                    if blob is not None:
+                        nbytes = memoryview(blob).nbytes
+                        entries[i] = (offset, nbytes)
+                        offset += nbytes
+                        blobs[i] = None
+                        yield blob
+                first = last
+        if keep_empty or (entries[:, 0] != EMPTY).any():
+            yield self._encode_index(entries)
 
     def trim(
         self, data: BytesLike, bound: Sequence[int], keep_empty: bool = False

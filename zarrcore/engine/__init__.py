@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from ..codecs.base import BytesLike, NativeForm
     from ..metadata import ArrayMetadataV2, ArrayMetadataV3
     from ..metadata.indexing import Indexer
-    from ..storage.base import Fetched, ReadBytes, Request, Store
+    from ..storage.base import Fetched, Pieces, ReadBytes, Request, Store
 
 __all__ = ["ChunkEngine"]
 
@@ -456,7 +456,7 @@ class ChunkEngine:
         if rest:
             write_projections(self, rest, value)
 
-    def put_many(self, items: Iterable[tuple[str, BytesLike | None]]) -> None:
+    def put_many(self, items: Iterable[tuple[str, BytesLike | Pieces | None]]) -> None:
         """Store every (key, encoded chunk or None) of the iterable `items` (see `put`): each
         under its lock on a store with locks, else all together (Store.set_many, which a
         store that streams writes starts uploading as `items` yields them, and one that
@@ -467,7 +467,7 @@ class ChunkEngine:
             return
         deleted: list[str] = []
 
-        def stored() -> Iterator[tuple[str, BytesLike]]:
+        def stored() -> Iterator[tuple[str, BytesLike | Pieces]]:
             for key, data in items:
                 if data is None:
                     deleted.append(key)

@@ -25,7 +25,7 @@ from ..metadata.indexing import BasicIndexer, ChunkProjection, CoordinateIndexer
 from ..runtime.cancellation import carrying, current
 from ..runtime.config import config
 from ..runtime.pool import Claims, parallel_map, run_workers
-from ..storage.base import UNCHANGED, joined
+from ..storage.base import S3_MOST_PARTS, UNCHANGED, Pieces, joined
 from .cache import KnownIndex, inner_chunk_digest, share_versions, shared_versions, version_digest
 from .on_arrival import decodes_on_arrival, read_on_arrival, split_ranges, stored_in_ranges
 from .planning import (
@@ -74,6 +74,7 @@ __all__ = [
     "encoded_chunk",
     "encoded_waves",
     "fetched_whole",
+    "piece_part_bytes",
     "read_cached_waves",
     "read_chunk_waves",
     "read_each_chunk",
@@ -83,6 +84,7 @@ __all__ = [
     "read_shard_ranges",
     "read_shard_waves",
     "shard_codecs",
+    "shard_pieces",
     "trimmed",
     "whole_in_flight",
     "write_chunk_waves",
@@ -206,6 +208,45 @@ def write_part_bytes(store: Store) -> int | None:
     if least is None or not config.write_part_bytes:
         return None
     return max(2 * least, config.write_part_bytes)
+
+
+def piece_part_bytes(store: Store, most_bytes: int) -> int | None:
+    """The parts in which a store that `writes_pieces` takes Pieces of at most `most_bytes`:
+    its least part (the most connections at once: measured over a 40 ms link, a 34 MB shard
+    went 17% faster in 5 MiB parts than in one PUT, 13% in 7 MiB ones), or more where that
+    would take over S3's most parts. None where it takes none, or write_part_bytes is 0."""
+    least = store.least_part_bytes
+    if not store.writes_pieces or least is None or not config.write_part_bytes:
+        return None
+    return max(least, -(-most_bytes // S3_MOST_PARTS))
+
+
+def shard_pieces(
+    engine: ChunkEngine, coords: tuple[int, ...], value: npt.NDArray[Any]
+) -> Pieces | None:
+    """The shard at `coords` holding `value` whole, as Pieces made in waves of inner chunks
+    (ShardingCodec.pieces), so that its first parts upload while the rest is encoded: on a
+    store that takes Pieces, for a shard that fills two parts decoded. None otherwise."""
+    chain = engine.chain_at(coords)
+    codec = partial_codec(chain)
+    if codec is None or value.shape != tuple(chain.spec.shape):
+        return None
+    part = piece_part_bytes(engine.store, codec.max_encoded_bytes)
+    if part is None or value.nbytes < 2 * part:
+        return None
+    waves = write_waves(codec.ninner, engine.store, engine.options.num_threads)
+    pieces = codec.pieces(value, engine.spec.writes_empty, waves[0].stop)
+    if pieces is None:
+        return None
+    key = engine.key(coords)
+
+    def keyed() -> Iterator[BytesLike]:
+        try:
+            yield from pieces
+        except ZarrcoreError as e:
+            raise with_key(e, key) from e
+
+    return Pieces(keyed(), part)
 
 
 def _run_waves(

@@ -16,16 +16,18 @@ from ..errors import LockUnavailableError, WriteConflictError, ZarrcoreError
 from ..metadata.indexing import ChunkProjection
 from ..runtime.pool import parallel_map
 from ..storage.updates import CONFLICT_RETRIES, retry_conflicts, update_mode
-from .fetched import encoded_chunk, write_waves
+from .fetched import encoded_chunk, shard_pieces, write_waves
 from .planning import with_key
 
 if TYPE_CHECKING:
     from ..codecs.base import BytesLike
     from ..metadata.indexing import Indexer
+    from ..storage.base import Pieces
     from . import ChunkEngine
 
 __all__ = [
     "Merge",
+    "encoded_whole",
     "merged_chunk",
     "put_locked",
     "read_modify_write",
@@ -55,10 +57,9 @@ def write_projections(
     encoded and stored (`put_many`); in waves (`write_waves`) on the pool."""
     locked = whole_writes_locked(engine)
 
-    def work(p: ChunkProjection) -> tuple[str, BytesLike | None] | None:
+    def work(p: ChunkProjection) -> tuple[str, BytesLike | Pieces | None] | None:
         key = engine.key(p.coords)
         part = value[p.out_selection + (Ellipsis,)]
-        chain = engine.chain_at(p.coords)
         try:
             if not p.complete:
                 read_modify_write(
@@ -67,15 +68,10 @@ def write_projections(
                     lambda data, keep_empty: merged_chunk(engine, data, p, part, keep_empty),
                 )
                 return None
-            if part.size != math.prod(chain.spec.shape):
-                # a chunk at the array's edge: what lies outside is fill
-                data = merged_chunk(engine, None, p, part, False)
-            elif engine.sharding is not None:  # (sharding encodes `part` where it lies)
-                data = merged_chunk(engine, None, p, part, engine.spec.writes_empty)
-            else:
-                data = chain.encode_unless_fill(
-                    np.ascontiguousarray(part).reshape(chain.spec.shape)
-                )
+            pieces = None if locked else shard_pieces(engine, p.coords, part)
+            if pieces is not None:
+                return key, pieces
+            data = encoded_whole(engine, p, part)
             if not locked:
                 return key, data
             # Locked too, so it lands wholly before or after another writer's
@@ -86,7 +82,7 @@ def write_projections(
         except ZarrcoreError as e:
             raise with_key(e, key) from e
 
-    def encoded() -> Iterator[tuple[str, BytesLike | None]]:
+    def encoded() -> Iterator[tuple[str, BytesLike | Pieces | None]]:
         listed = list(projections)
         threads = engine.options.num_threads
         # The whole objects first: they upload while those covered in part are merged. A
@@ -107,6 +103,20 @@ def write_projections(
                 )
 
     engine.put_many(encoded())
+
+
+def encoded_whole(
+    engine: ChunkEngine, p: ChunkProjection, part: npt.NDArray[Any]
+) -> BytesLike | None:
+    """The chunk or shard of projection `p` holding `part`, which covers it wholly, encoded;
+    None when it is all fill and not kept."""
+    chain = engine.chain_at(p.coords)
+    if part.size != math.prod(chain.spec.shape):
+        # a chunk at the array's edge: what lies outside is fill
+        return merged_chunk(engine, None, p, part, False)
+    if engine.sharding is not None:  # (sharding encodes `part` where it lies)
+        return merged_chunk(engine, None, p, part, engine.spec.writes_empty)
+    return chain.encode_unless_fill(np.ascontiguousarray(part).reshape(chain.spec.shape))
 
 
 def put_locked(engine: ChunkEngine, item: tuple[str, BytesLike | None]) -> None:

@@ -24,9 +24,9 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import StoreError
 from ..runtime import _aio
@@ -194,6 +194,23 @@ def obstore_module() -> ModuleType:
                 _forked = _ForkedObstore(obstore)
             return _forked
     return obstore
+
+
+_T = TypeVar("_T")
+
+
+def obstore_request(call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """`_aio.request` of one of obstore's calls, whose panics (BaseExceptions, as its
+    synchronous calls raise them) come back as exceptions, so that every caller handles
+    them as it handles any failure of the request."""
+    try:
+        return _aio.request(call, *args, **kwargs)
+    except Exception:
+        raise
+    except BaseException as e:
+        if type(e).__name__ != "PanicException":
+            raise  # (an interrupt, an exit)
+        raise RuntimeError(f"obstore panicked: {e}") from e
 
 
 class _HelperResult:

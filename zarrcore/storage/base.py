@@ -32,9 +32,11 @@ __all__ = [
     "BytesReader",
     "Fetched",
     "RangeReader",
+    "Pieces",
     "ReadBytes",
     "Request",
     "S3_LEAST_PART_BYTES",
+    "S3_MOST_PARTS",
     "Store",
     "UNCHANGED",
     "Unchanged",
@@ -66,6 +68,23 @@ Fetched = Union[ReadBytes, Sequence[ReadBytes], None]
 Version = Any
 #: The least part of an S3 multipart upload but the last (Store.least_part_bytes).
 S3_LEAST_PART_BYTES = 5 << 20
+#: The most parts of an S3 multipart upload.
+S3_MOST_PARTS = 10_000
+
+
+class Pieces:
+    """A value given as the buffers `pieces` yields in turn, made as they are taken (a shard
+    whose inner chunks are encoded in waves), for Store.set_many of a store that
+    `writes_pieces`: past one part of `part_bytes`, it goes in such parts, each sent as it
+    fills. No piece at all: the key is deleted."""
+
+    __slots__ = ("part_bytes", "pieces")
+
+    def __init__(self, pieces: Iterable[ReadableBuffer], part_bytes: int) -> None:
+        self.pieces, self.part_bytes = pieces, part_bytes
+
+    def __iter__(self) -> Iterator[ReadableBuffer]:
+        return iter(self.pieces)
 
 
 class Unchanged:
@@ -269,6 +288,8 @@ class Store:
     - `least_part_bytes`: set_many can write one object in parts sent at once (an S3
       multipart upload, made visible whole when it completes), each but the last of at least
       this many bytes; None where every object is written by one request;
+    - `writes_pieces`: set_many takes a value as Pieces, whose pieces it takes in the calling
+      thread (so they are made there) while the parts they fill upload in the background;
     - `process_local`: the data lives in this process's memory only, so a copy of the store
       in another process (a task pickled to a worker) reads and writes other data;
     - `merges_task_writes`: a copy of the store in another process (a task's) writes changes
@@ -307,6 +328,7 @@ class Store:
     supports_consolidated_metadata = True
     streams_writes = False
     least_part_bytes: int | None = None
+    writes_pieces = False
     process_local = False
     merges_task_writes = False
     readers_keep_one_version = False
@@ -401,15 +423,17 @@ class Store:
 
     def set_many(
         self,
-        items: Iterable[tuple[str, ReadableBuffer]],
+        items: Iterable[tuple[str, ReadableBuffer | Pieces]],
         concurrency: int | None = None,
         part_bytes: int | None = None,
     ) -> None:
         """Write every (key, value) of the iterable `items`; remote stores upload
         concurrently, up to `in_flight(concurrency)` at once. A store with
         `least_part_bytes` writes each value larger than `part_bytes` (at least twice
-        that least) in parts of about `part_bytes`, sent at once; others ignore it."""
+        that least) in parts of about `part_bytes`, sent at once; others ignore it. Values
+        come as Pieces to stores that `writes_pieces` only."""
         for key, value in items:
+            assert not isinstance(value, Pieces)  # (see above)
             self.set(key, value)
 
     def set_copy(self, key: str, source: Store, source_key: str) -> bool:

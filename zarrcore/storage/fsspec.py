@@ -27,6 +27,7 @@ from .base import (
     S3_LEAST_PART_BYTES,
     ByteRange,
     Fetched,
+    Pieces,
     Request,
     Store,
     check_length,
@@ -359,7 +360,7 @@ class FsspecStore(Store):
 
     def set_many(
         self,
-        items: Iterable[tuple[str, ReadableBuffer]],
+        items: Iterable[tuple[str, ReadableBuffer | Pieces]],
         concurrency: int | None = None,
         part_bytes: int | None = None,
     ) -> None:
@@ -368,6 +369,7 @@ class FsspecStore(Store):
 
         def checked() -> Iterator[tuple[str, ReadableBuffer]]:
             for key, value in items:
+                assert not isinstance(value, Pieces)  # (no `writes_pieces`)
                 self.check_writable(validate_key(key))
                 yield key, value
 
@@ -383,13 +385,13 @@ class FsspecStore(Store):
                 doing="writing",
             )
             return
-        items = list(checked())
-        if not items:
+        listed = list(checked())
+        if not listed:
             return
         try:
-            self._call("pipe", {self._full(key): bytes(value) for key, value in items})
+            self._call("pipe", {self._full(key): bytes(value) for key, value in listed})
         except Exception as e:
-            raise self._error(items[0][0] if len(items) == 1 else f"{len(items)} keys", e) from e
+            raise self._error(listed[0][0] if len(listed) == 1 else f"{len(listed)} keys", e) from e
 
     def delete(self, key: str) -> None:
         self.check_writable(key)

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import errno
+import functools
 import re
 import time
 import urllib.parse
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from ..errors import (
     KeyChangedError,
@@ -41,6 +41,7 @@ from ..errors import (
     StoreError,
     StoreURLError,
     WriteConflictError,
+    ZarrcoreError,
 )
 from ..runtime import _aio
 from ..runtime.concurrency import each, fan_out, run_bounded
@@ -55,17 +56,20 @@ from ._object_clients import (
     shared_client,
     split_client,
 )
-from ._object_errors import REFUSED_CREDENTIALS, first_line, server_answer
+from ._object_errors import first_line, what_failed
 from ._object_locks import LOCK_PREFIX, Lease, is_lock_object
 from ._object_options import url_settings
+from ._object_uploads import PiecesUpload, pieces_upload, put_parts
 from ._object_versions import ObjectVersion, put_mode, version_of
 from ._obstore_runtime import obstore_module as _obstore
+from ._obstore_runtime import obstore_request as _request
 from ._plain_http import PlainHTTP, plain_client, plain_path
 from .base import (
     S3_LEAST_PART_BYTES,
     UNCHANGED,
     ByteRange,
     Fetched,
+    Pieces,
     RangeReader,
     ReadBytes,
     Request,
@@ -90,8 +94,6 @@ if TYPE_CHECKING:
 __all__ = ["KNOWN_VERSIONS", "ObjectStore", "WRITE_TRIES"]
 
 
-_T = TypeVar("_T")
-
 # Backends whose PUT takes If-Match / If-None-Match (S3 since 2024, GCS generations, Azure).
 _CONDITIONAL_BACKENDS = ("S3Store", "GCSStore", "AzureStore", "MemoryStore")
 # Whole-object PUTs that keep finding the object replaced by another writer give up after
@@ -102,8 +104,6 @@ WRITE_TRIES = 8
 KNOWN_VERSIONS = 1 << 16
 
 
-# How obstore's errors (reqwest's underneath) say a request timed out.
-_TIMED_OUT = re.compile(r"TimedOut|kind: Timeout|timed out", re.IGNORECASE)
 # How they say the server answered 416 (a range past the end) or a whole object to a range:
 # by the status, never a "416" that a URL's port or a duration holds.
 _NOT_SATISFIABLE = re.compile(r"status code: 416 |status: 416,")
@@ -116,20 +116,6 @@ _RANGES_IN_FLIGHT = 10
 
 def _visible(path: str) -> bool:
     return not is_lock_object(path.rpartition("/")[2])
-
-
-def _request(call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-    """_aio.request of one of obstore's calls, whose panics (BaseExceptions, as its
-    synchronous calls raise them) come back as exceptions, so that every caller handles
-    them as it handles any failure of the request."""
-    try:
-        return _aio.request(call, *args, **kwargs)
-    except Exception:
-        raise
-    except BaseException as e:
-        if type(e).__name__ != "PanicException":
-            raise  # (an interrupt, an exit)
-        raise RuntimeError(f"obstore panicked: {e}") from e
 
 
 def _link_of(url: str | None) -> Link:
@@ -184,6 +170,7 @@ class ObjectStore(Store):
         self.shares_versions = kind in SERVER_BACKENDS
         # (S3's least part is GCS's too; Azure's blocks have none.)
         self.least_part_bytes = S3_LEAST_PART_BYTES if kind in SERVER_BACKENDS else None
+        self.writes_pieces = self.least_part_bytes is not None
         self.supports_conditional_writes = (
             kind in _CONDITIONAL_BACKENDS
             if conditional_writes is None
@@ -325,46 +312,7 @@ class ObjectStore(Store):
         )
         if no_credentials is not None:
             return no_credentials
-        obs = _obstore()
-        fields, text = server_answer(error)
-        if fields.get("Code") in REFUSED_CREDENTIALS:
-            code, what = (
-                errno.EACCES,
-                (
-                    "access denied: the server does not accept these credentials; check the key "
-                    "and secret (storage_options, or the environment's AWS_ACCESS_KEY_ID and "
-                    "AWS_SECRET_ACCESS_KEY) and the endpoint they belong to"
-                ),
-            )
-        elif isinstance(
-            error,
-            (
-                PermissionError,
-                obs.exceptions.PermissionDeniedError,
-                obs.exceptions.UnauthenticatedError,
-            ),
-        ):
-            code, what = (
-                errno.EACCES,
-                (
-                    "access denied: check the key and secret, and that they may use this bucket "
-                    "and key"
-                ),
-            )
-        elif "NoSuchBucket" in str(error):
-            bucket = fields.get("BucketName") or urllib.parse.urlsplit(self.url or "").netloc
-            code, what = (
-                errno.ENOENT,
-                (
-                    f"the bucket {bucket!r} does not exist"
-                    if bucket
-                    else "the bucket does not exist"
-                ),
-            )
-        elif isinstance(error, TimeoutError) or _TIMED_OUT.search(str(error)):
-            code, what = errno.ETIMEDOUT, "timed out"
-        else:
-            code, what = errno.EIO, "failed"
+        code, what, text = what_failed(error, self.url)
         return StoreError(code, f"key {key!r} of {self!r}: {what}: {text}")
 
     def _missing(self, key: str, error: BaseException) -> Literal[True]:
@@ -758,37 +706,19 @@ class ObjectStore(Store):
                 return None  # another writer came first (or deleted it)
             raise self._error(key, e) from e
 
-    def _put_parts(self, key: str, value: ReadableBuffer, parts: int) -> PutResult:
-        """Put `value` at `key` by a multipart upload of `parts` equal parts sent at once,
-        holding as many of the process's request slots. Not conditional (obstore's multipart
-        uploads take no condition); obstore aborts the upload when a part or its completion
-        fails."""
-        view = memoryview(value).cast("B")
-        try:
-            put: PutResult = _request(
-                _obstore().put,
-                self._store,
-                self._path(key),
-                view,
-                use_multipart=True,
-                chunk_size=-(-view.nbytes // parts),
-                max_concurrency=parts,
-                slots=parts,
-            )
-            return put
-        except Exception as e:
-            raise self._error(key, e) from e
-
     def _write(
         self, key: str, value: ReadableBuffer, part_bytes: int | None = None
     ) -> PutResult | None:
         """Put `value` at `key`, conditional on the version this store knows of it (see the
         module's docstring); on a conflict, learn the current version and put again. A value
-        larger than `part_bytes` goes in parts of at most that many bytes (`_put_parts`)."""
+        larger than `part_bytes` goes in parts of at most that many bytes (`put_parts`)."""
         size = memoryview(value).nbytes
         if part_bytes is not None and size > part_bytes:
             self._versions.pop(key, None)  # (as below: unknown until the upload is answered)
-            put = self._put_parts(key, value, -(-size // part_bytes))
+            try:
+                put = put_parts(self._store, self._path(key), value, -(-size // part_bytes))
+            except Exception as e:
+                raise self._error(key, e) from e
             self._saw(key, put)
             return put
         if not self.supports_conditional_writes:
@@ -816,27 +746,65 @@ class ObjectStore(Store):
 
     def set_many(
         self,
-        items: Iterable[tuple[str, ReadableBuffer]],
+        items: Iterable[tuple[str, ReadableBuffer | Pieces]],
         concurrency: int | None = None,
         part_bytes: int | None = None,
     ) -> None:
         """As Store.set_many, each PUT (or multipart upload) started as soon as `items`
-        (which may be a generator) yields it."""
+        (which may be a generator) yields it; a value given as Pieces is taken here, its
+        parts uploading as they fill (`writes_pieces`)."""
+        parts = None if self.least_part_bytes is None else part_bytes
+        uploads: list[PiecesUpload] = []
 
-        def checked() -> Iterator[tuple[str, ReadableBuffer]]:
+        def writes() -> Iterator[tuple[str, Callable[[], object]]]:
             for key, value in items:
                 self.check_writable(key)
-                yield validate_key(key), value
+                key = validate_key(key)
+                if not isinstance(value, Pieces):
+                    yield key, functools.partial(self._write, key, value, parts)
+                    continue
+                try:
+                    write = pieces_upload(
+                        self._store, self._path(key), value, functools.partial(self._whole, key)
+                    )
+                except ZarrcoreError:
+                    raise  # (a piece's own failure)
+                except Exception as e:
+                    raise self._error(key, e) from e
+                if isinstance(write, PiecesUpload):
+                    uploads.append(write)
+                    write = functools.partial(self._completed, key, write)
+                yield key, write
 
-        parts = None if self.least_part_bytes is None else part_bytes
-        run_bounded(
-            lambda item: self._write(*item, parts),
-            checked(),
-            in_flight(concurrency),
-            executor=_aio.io_threads(),
-            deadline=self._deadline(),
-            doing="writing",
-        )
+        try:
+            run_bounded(
+                lambda item: item[1](),
+                writes(),
+                in_flight(concurrency),
+                executor=_aio.io_threads(),
+                deadline=self._deadline(),
+                doing="writing",
+            )
+        finally:
+            for upload in uploads:
+                upload.abort()  # (those that never completed: a failure stopped the rest)
+
+    def _whole(self, key: str, value: ReadableBuffer | None) -> None:
+        """Write `value` at `key` whole (`_write`); None deletes the key."""
+        if value is None:
+            self._delete(key)
+        else:
+            self._write(key, value)
+
+    def _completed(self, key: str, upload: PiecesUpload) -> None:
+        """Complete the multipart upload of `key`, whose version is unknown then (the
+        completion answers no ETag)."""
+        try:
+            upload()
+        except Exception as e:
+            raise self._error(key, e) from e
+        finally:
+            self._versions.pop(key, None)
 
     def set_if(self, key: str, value: ReadableBuffer, version: ObjectVersion | None) -> bool:
         self.check_writable(key)

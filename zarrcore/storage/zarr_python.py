@@ -28,6 +28,7 @@ from ..runtime.concurrency import each, fan_out, run_bounded
 from .base import (
     ByteRange,
     Fetched,
+    Pieces,
     ReadBytes,
     Request,
     Store,
@@ -482,7 +483,7 @@ class ZarrPythonStore(Store):
 
     def set_many(
         self,
-        items: Iterable[tuple[str, ReadableBuffer]],
+        items: Iterable[tuple[str, ReadableBuffer | Pieces]],
         concurrency: int | None = None,
         part_bytes: int | None = None,
     ) -> None:
@@ -490,6 +491,7 @@ class ZarrPythonStore(Store):
 
         def checked() -> Iterator[tuple[str, ReadableBuffer]]:
             for key, value in items:
+                assert not isinstance(value, Pieces)  # (no `writes_pieces`)
                 self.check_writable(key)
                 yield validate_key(key), value
 
