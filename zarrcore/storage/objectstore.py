@@ -10,9 +10,11 @@ them). The stores `from_url` opens on one endpoint, bucket and credentials (and 
 settings) share one client, so one pool of connections, whatever their paths.
 Objects are written by single PUTs, or, larger than the parts the engine asks for
 (`set_many`'s part_bytes), by multipart uploads whose parts are sent at once (S3, GCS and
-Azure); a reader sees each object old or new either way: a multipart upload shows nothing
-until it completes, and obstore aborts one whose part or completion failed (only a killed
-process leaves one behind, which a bucket's lifecycle rule for incomplete uploads removes).
+Azure), or, given as Pieces past one part, by multipart uploads whose parts are sent as they
+fill (_object_uploads.py); a reader sees each object old or new either way: a multipart
+upload shows nothing until it completes, and one whose piece, part or completion failed is
+aborted (only a killed process leaves one behind, which a bucket's lifecycle rule for
+incomplete uploads removes).
 
 Where the backend has conditional writes, every PUT is one: If-Match the ETag this store last
 wrote or read of the key, or create-only (If-None-Match) when it knows none, so a PUT that
