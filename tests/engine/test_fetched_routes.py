@@ -416,8 +416,16 @@ class _StreamingStore(zarrcore.MemoryStore):
                 self.after_first()
 
 
+@pytest.fixture
+def small_waves(monkeypatch):
+    """Waves of a few bytes, so that these small arrays are written in several."""
+    from zarrcore.engine import fetched
+
+    monkeypatch.setattr(fetched, "WRITE_WAVE_BYTES", 16)
+
+
 @pytest.mark.parametrize("layout", ["chunks", "shards", "zstd chunks"])
-def test_writes_to_a_store_that_streams_them_hand_over_chunks_in_waves(layout):
+def test_writes_to_a_store_that_streams_them_hand_over_chunks_in_waves(layout, small_waves):
     """The first chunks reach the store before the last are encoded: values changed once the
     first chunk is stored show up in the last chunks only."""
     zarrcore.config.set(num_threads=2)
@@ -437,7 +445,7 @@ def test_writes_to_a_store_that_streams_them_hand_over_chunks_in_waves(layout):
     assert np.array_equal(written[-8:], np.arange(120, 128) + 1000)
 
 
-def test_whole_shards_are_handed_over_one_by_one():
+def test_whole_shards_are_handed_over_one_by_one(small_waves):
     """A shard of as many inner chunks as threads or more is alone in its wave (encoded over
     every thread): each is stored before the next is encoded."""
     zarrcore.config.set(num_threads=2)
@@ -456,10 +464,14 @@ def test_whole_shards_are_handed_over_one_by_one():
     assert np.array_equal(written[16:], np.arange(16, 64) + 1000)
 
 
-def test_writes_to_other_stores_encode_every_chunk_before_storing_any():
+@pytest.mark.parametrize("streams", [False, True])
+def test_writes_to_other_stores_or_of_less_than_a_wave_encode_every_chunk_before_storing_any(
+        streams):
+    """(A write of less than WRITE_WAVE_BYTES is one wave: uploads beside its encoding would
+    only slow it.)"""
     zarrcore.config.set(num_threads=2)
     store = _StreamingStore()
-    store.streams_writes = False
+    store.streams_writes = streams
     a = zarrcore.create_array(store, shape=(128,), dtype="int32", chunks=(8,), compressors=None)
     value = np.arange(128, dtype="int32")
 

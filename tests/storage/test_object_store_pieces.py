@@ -14,10 +14,17 @@ pytest.importorskip("obstore", reason="obstore (the remote extra) is not install
 zarr = pytest.importorskip("zarr", reason="zarr-python is not installed")
 
 # One shard of 8 inner chunks, float64, uncompressed: 25 MiB and its index, so 5 parts of
-# S3's least (5 MiB) and a last one of the index.
+# S3's least (5 MiB) and a last one of the index; streamed with write waves of 8 MiB.
 SHAPE = (1600, 2048)
 INNER = (200, 2048)
 PARTS = 6
+
+
+@pytest.fixture(autouse=True)
+def waves_of_8_mib(monkeypatch):
+    from zarrcore.engine import fetched
+
+    monkeypatch.setattr(fetched, "WRITE_WAVE_BYTES", 8 << 20)
 
 
 def _store(server, bucket, endpoint):
@@ -131,6 +138,17 @@ def test_an_encoding_failure_mid_shard_leaves_the_old_shard_and_no_upload(
         a[...] = _values(4)
     requests = _shard_requests(fault_proxy)  # (started, then aborted)
     assert requests[0] == ("POST", "uploads=") and requests[-1][0] == "DELETE"
-    monkeypatch.undo()
+    monkeypatch.setattr(ShardingCodec, "_update", update)
     _read_back(server, bucket, old)
     assert not _uploads(server, bucket)
+
+
+def test_a_shard_of_less_than_two_write_waves_is_one_put(s3_bucket, fault_proxy, monkeypatch):
+    from zarrcore.engine import fetched
+
+    monkeypatch.setattr(fetched, "WRITE_WAVE_BYTES", 16 << 20)  # (the shard: 25 MiB)
+    server, bucket = s3_bucket
+    value = _values(5)
+    _create(_store(server, bucket, fault_proxy.endpoint), value)
+    assert [m for m, _ in _shard_requests(fault_proxy)] == ["PUT"]
+    _read_back(server, bucket, value)

@@ -93,11 +93,12 @@ def write_projections(
             if codec is None
             else math.prod(s // c for s, c in zip(engine.chunk_shape, codec.chunk_shape))
         )
+        object_bytes = math.prod(engine.chunk_shape) * engine.dtype.itemsize
         for group, tasks_each in (
             ([p for p in listed if p.complete], inner),
             ([p for p in listed if not p.complete], 1),
         ):
-            for wave in write_waves(len(group), engine.store, threads, tasks_each):
+            for wave in write_waves(len(group), engine.store, threads, tasks_each, object_bytes):
                 yield from (
                     item for item in parallel_map(work, group[wave], threads) if item is not None
                 )
