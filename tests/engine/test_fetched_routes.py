@@ -419,9 +419,9 @@ class _StreamingStore(zarrcore.MemoryStore):
 @pytest.fixture
 def small_waves(monkeypatch):
     """Waves of a few bytes, so that these small arrays are written in several."""
-    from zarrcore.engine import fetched
+    from zarrcore.engine import write_waves
 
-    monkeypatch.setattr(fetched, "WRITE_WAVE_BYTES", 16)
+    monkeypatch.setattr(write_waves, "WRITE_WAVE_BYTES", 16)
 
 
 @pytest.mark.parametrize("layout", ["chunks", "shards", "zstd chunks"])

@@ -114,7 +114,7 @@ def test_s3fs_writes_large_objects_in_parts(s3_bucket, parts):
 
 
 def test_the_parts_asked_for_hold_two_of_the_stores_least_at_least():
-    from zarrcore.engine.fetched import write_part_bytes
+    from zarrcore.engine.write_waves import write_part_bytes
 
     class Parts(zarrcore.MemoryStore):
         least_part_bytes = 5 << 20

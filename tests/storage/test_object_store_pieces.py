@@ -22,9 +22,9 @@ PARTS = 6
 
 @pytest.fixture(autouse=True)
 def waves_of_8_mib(monkeypatch):
-    from zarrcore.engine import fetched
+    from zarrcore.engine import write_waves
 
-    monkeypatch.setattr(fetched, "WRITE_WAVE_BYTES", 8 << 20)
+    monkeypatch.setattr(write_waves, "WRITE_WAVE_BYTES", 8 << 20)
 
 
 def _store(server, bucket, endpoint):
@@ -144,9 +144,9 @@ def test_an_encoding_failure_mid_shard_leaves_the_old_shard_and_no_upload(
 
 
 def test_a_shard_of_less_than_two_write_waves_is_one_put(s3_bucket, fault_proxy, monkeypatch):
-    from zarrcore.engine import fetched
+    from zarrcore.engine import write_waves
 
-    monkeypatch.setattr(fetched, "WRITE_WAVE_BYTES", 16 << 20)  # (the shard: 25 MiB)
+    monkeypatch.setattr(write_waves, "WRITE_WAVE_BYTES", 16 << 20)  # (the shard: 25 MiB)
     server, bucket = s3_bucket
     value = _values(5)
     _create(_store(server, bucket, fault_proxy.endpoint), value)

@@ -50,7 +50,6 @@ from .fetched import (
     read_shard_waves,
     trimmed,
     write_chunk_waves,
-    write_part_bytes,
 )
 from .layout import ArrayLayout, EngineSettings, ObjectPlaces
 from .partial_writes import (
@@ -62,6 +61,7 @@ from .partial_writes import (
 )
 from .planning import Route, core_form, selection_boxes, stored_bytes_of, with_key
 from .routes import OpenRoutes, open_routes
+from .write_waves import write_part_bytes
 
 if TYPE_CHECKING:
     from ..codecs.base import BytesLike, NativeForm

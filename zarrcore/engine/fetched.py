@@ -26,7 +26,7 @@ from ..metadata.indexing import BasicIndexer, ChunkProjection, CoordinateIndexer
 from ..runtime.cancellation import carrying, current
 from ..runtime.config import config
 from ..runtime.pool import Claims, parallel_map, run_workers
-from ..storage.base import S3_MOST_PARTS, UNCHANGED, Pieces, joined
+from ..storage.base import UNCHANGED, joined
 from .cache import KnownIndex, inner_chunk_digest, share_versions, shared_versions, version_digest
 from .on_arrival import decodes_on_arrival, read_on_arrival, split_ranges, stored_in_ranges
 from .planning import (
@@ -55,6 +55,7 @@ from .shard_ranges import (
     read_indexed_shards,
     shard_bytes,
 )
+from .write_waves import write_waves
 
 if TYPE_CHECKING:
     from .._native.cache import ChunkCache
@@ -67,8 +68,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FETCHED_BYTES_MIN",
-    "WRITE_WAVES",
-    "WRITE_WAVE_BYTES",
     "arrivals",
     "cached_task",
     "cached_tasks",
@@ -76,7 +75,6 @@ __all__ = [
     "encoded_chunk",
     "encoded_waves",
     "fetched_whole",
-    "piece_part_bytes",
     "read_cached_waves",
     "read_chunk_waves",
     "read_each_chunk",
@@ -86,25 +84,10 @@ __all__ = [
     "read_shard_ranges",
     "read_shard_waves",
     "shard_codecs",
-    "shard_pieces",
     "trimmed",
     "whole_in_flight",
     "write_chunk_waves",
-    "write_part_bytes",
-    "write_waves",
 ]
-
-
-# A write to a store that streams writes encodes its chunks in at most this many waves (each
-# a round of the thread pool), so the first uploads start after a small part of the encoding.
-WRITE_WAVES = 16
-# ... and waves of at least this many bytes decoded: a smaller one encodes faster than an
-# upload takes over a link (a fresh connection's slow start: about 8 round trips for 0.5 MB),
-# so splitting the encoding finer only slows it by the uploads beside it. Measured against
-# moto over links of 10-40 ms RTT (2026-11-28): 27 MiB of 1 MiB chunks in one wave took
-# 0.33-0.35 s against 0.35-0.40 s in 14; 64 MiB in 2 waves 0.62-0.68 s and 0.74-0.78 s
-# against 0.65-0.67 s and 0.86-0.91 s in 16.
-WRITE_WAVE_BYTES = 32 << 20
 
 
 # A sharded read holds at most the bytes of a shard (decoded) per thread at a time, fetched
@@ -193,80 +176,6 @@ def _arrived(arrived: queue.SimpleQueue[object]) -> tuple[list[tuple[int, Fetche
             batch.append(item)  # type: ignore[arg-type]  # (what fetch() put)
     items.clear()
     return batch, done
-
-
-def write_waves(
-    n: int, store: Store, threads: int, tasks_each: int = 1, item_bytes: int = 0
-) -> list[slice]:
-    """Consecutive slices of range(n) that a write encodes one after another. On a store that
-    streams writes, each wave's objects upload while the next is encoded: as few objects per
-    wave as keep the `threads` busy (each object `tasks_each` tasks that run in parallel: a
-    shard's inner chunks) and, with `item_bytes` (each object's bytes decoded), hold
-    WRITE_WAVE_BYTES, or more so that there are at most WRITE_WAVES; one slice otherwise.
-    (So a large shard is alone in its wave, encoded over every thread: the first upload
-    starts after one shard, and one is left after the last wave.)"""
-    if not store.streams_writes:
-        return [slice(0, n)]
-    size = max(-(-threads // tasks_each), -(-n // WRITE_WAVES))
-    if item_bytes:
-        size = max(size, -(-WRITE_WAVE_BYTES // item_bytes))
-    return [slice(start, start + size) for start in range(0, n, size)]
-
-
-def write_part_bytes(store: Store) -> int | None:
-    """The `part_bytes` of Store.set_many for `store`: config.write_part_bytes, but twice the
-    store's least part at least (Store.least_part_bytes), so that an object's equal parts
-    are never less; None where the store writes whole objects only, or with
-    write_part_bytes 0."""
-    least = store.least_part_bytes
-    if least is None or not config.write_part_bytes:
-        return None
-    return max(2 * least, config.write_part_bytes)
-
-
-def piece_part_bytes(store: Store, most_bytes: int) -> int | None:
-    """The parts in which a store that `writes_pieces` takes Pieces of at most `most_bytes`:
-    its least part (the most connections at once: measured over a 40 ms link, a 34 MB shard
-    went 17% faster in 5 MiB parts than in one PUT, 13% in 7 MiB ones), or more where that
-    would take over S3's most parts. None where it takes none, or write_part_bytes is 0."""
-    least = store.least_part_bytes
-    if not store.writes_pieces or least is None or not config.write_part_bytes:
-        return None
-    return max(least, -(-most_bytes // S3_MOST_PARTS))
-
-
-def shard_pieces(
-    engine: ChunkEngine, coords: tuple[int, ...], value: npt.NDArray[Any]
-) -> Pieces | None:
-    """The shard at `coords` holding `value` whole, as Pieces made in waves of inner chunks
-    (ShardingCodec.pieces), so that its first parts upload while the rest is encoded: on a
-    store that takes Pieces, for a shard of two write waves (WRITE_WAVE_BYTES) decoded, which
-    gains more than the multipart upload's two more requests cost. None otherwise. (Measured
-    against moto: a 64 MiB shard, 34 MB encoded, took 0.83-0.87x the time of one PUT after
-    the encoding over a 40 ms link, and as long over 10 ms; a 27 MiB one, 14 MB encoded,
-    1.15x over 24 ms.)"""
-    chain = engine.chain_at(coords)
-    codec = partial_codec(chain)
-    if codec is None or value.shape != tuple(chain.spec.shape):
-        return None
-    part = piece_part_bytes(engine.store, codec.max_encoded_bytes)
-    if part is None or value.nbytes < 2 * WRITE_WAVE_BYTES:
-        return None
-    waves = write_waves(codec.ninner, engine.store, engine.options.num_threads)
-    if len(waves) < 2:
-        return None  # (nothing to overlap: encoded whole, and one PUT)
-    pieces = codec.pieces(value, engine.spec.writes_empty, waves[0].stop)
-    if pieces is None:
-        return None
-    key = engine.key(coords)
-
-    def keyed() -> Iterator[BytesLike]:
-        try:
-            yield from pieces
-        except ZarrcoreError as e:
-            raise with_key(e, key) from e
-
-    return Pieces(keyed(), part)
 
 
 def _run_waves(

@@ -16,8 +16,9 @@ from ..errors import LockUnavailableError, WriteConflictError, ZarrcoreError
 from ..metadata.indexing import ChunkProjection
 from ..runtime.pool import parallel_map
 from ..storage.updates import CONFLICT_RETRIES, retry_conflicts, update_mode
-from .fetched import encoded_chunk, shard_pieces, write_waves
+from .fetched import encoded_chunk
 from .planning import with_key
+from .write_waves import shard_pieces, write_waves
 
 if TYPE_CHECKING:
     from ..codecs.base import BytesLike

@@ -186,7 +186,7 @@ class Config:
         # multipart uploads) in equal parts of at most this many, sent at once over as many
         # connections: each part costs a request, and the upload two more in turn, to start
         # and to complete it, so only objects that hold one connection for many round trips
-        # gain (engine.fetched.write_part_bytes). 0: every object in one request.
+        # gain (engine.write_waves.write_part_bytes). 0: every object in one request.
         self.write_part_bytes = _env_int("ZARRCORE_WRITE_PART_BYTES", 64 << 20, 0)
         # A write of part of a chunk or shard reads, merges and rewrites it. On a store with
         # neither locks nor conditional writes a concurrent writer's update could be lost
