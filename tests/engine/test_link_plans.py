@@ -156,6 +156,19 @@ def test_gaps_cheaper_than_a_round_trip_are_read_through_when_requests_wait():
     assert store.nbytes == 2 * (64 * 16 + 4) + 16 * 64 * 64 * 8
 
 
+def test_a_box_mostly_in_one_shard_is_cut_at_its_share_of_the_read():
+    # 64 MiB/s and 40 ms: a read's requests are its share of the connections. A box of 225
+    # inner chunks of one shard (too large to fetch whole) and 31 of three others wants
+    # 8 MiB: pieces of the least (1 MiB), not the share of four shards as full as the first
+    # (28 MiB: 1.76 MiB).
+    store = Linked(KeepingStore, 0.04, 64 * MIB).store
+    a, data = sharded(store, shape=(2048, 2048), shards=(1024, 1024))
+    np.testing.assert_array_equal(a[64:1088, 64:1088], data[64:1088, 64:1088])
+    first = [ranges[0] for key, ranges in data_reads(store) if key.endswith("c/0/0")]
+    assert max(stop - start for start, stop in first) <= MIB
+    assert sum(stop - start for start, stop in first) >= 225 * 32 * 1024
+
+
 def test_the_options_most_still_caps_requests_over_a_link():
     store = Linked(KeepingStore, 0.04, 1 << 30).store
     a, data = sharded(store)

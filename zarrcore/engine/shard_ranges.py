@@ -279,8 +279,9 @@ class _IndexedShards:
         """Plan the requests for the stored `tasks` of shard `s` (at `spans`, their entries):
         neighbours coalesced by the array's limits (`range_limits`)."""
         keys = self.shards.keys
-        # (The read's bytes, were every shard's wanted bytes as many as this one's.)
-        total = int(spans[:, 1].sum()) * len(keys)
+        # (The read's bytes, were each of its inner chunks as large as this shard's: shards
+        # may hold few of them, a box's corner, or many.)
+        total = int(spans[:, 1].sum()) * len(self.shards.local) // len(spans)
         whole = self.shards.requests[s][1] is None
         starts, stops, group = coalesce(
             spans[:, 0], spans[:, 1], *range_limits(self.engine, whole, total)
