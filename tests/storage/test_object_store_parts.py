@@ -44,15 +44,6 @@ def _store(kind, server, bucket, endpoint, timeout=30, **extra):
     return FsspecStore(fs, bucket)
 
 
-def _uploads(server, bucket):
-    """The multipart uploads the bucket holds that were neither completed nor aborted."""
-    import boto3
-
-    client = boto3.client("s3", endpoint_url=server.endpoint, aws_access_key_id="testing",
-                          aws_secret_access_key="testing", region_name="us-east-1")
-    return client.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
-
-
 def _create(store, value):
     a = zarrcore.create_array(store, name="a", shape=SHAPE, dtype="float64", chunks=SHAPE,
                               compressors=None, fill_value=0)
@@ -67,19 +58,7 @@ def parts():
 
 
 def _etag(server, bucket, key):
-    import boto3
-
-    client = boto3.client("s3", endpoint_url=server.endpoint, aws_access_key_id="testing",
-                          aws_secret_access_key="testing", region_name="us-east-1")
-    return client.head_object(Bucket=bucket, Key=key)["ETag"]
-
-
-def _read_back(server, bucket, value):
-    direct = make_store(f"s3://{bucket}", storage_options=server.storage_options())
-    np.testing.assert_array_equal(zarrcore.open_array(direct, path="a", mode="r")[...], value)
-    z = zarr.open_array(zarr.storage.FsspecStore(server.s3fs(True), path=f"{bucket}/a"),
-                        mode="r")
-    np.testing.assert_array_equal(z[...], value)
+    return server.client().head_object(Bucket=bucket, Key=key)["ETag"]
 
 
 def test_large_objects_go_in_parts_sent_at_once(s3_bucket, fault_proxy, parts):
@@ -97,8 +76,8 @@ def test_large_objects_go_in_parts_sent_at_once(s3_bucket, fault_proxy, parts):
     assert _etag(server, bucket, "a/c/0/0").endswith('-3"')  # (S3's ETag of 3 parts)
     # The metadata, far smaller, is one PUT.
     assert ("PUT", f"/{bucket}/a/zarr.json") in fault_proxy.requests
-    _read_back(server, bucket, value)
-    assert not _uploads(server, bucket)
+    server.assert_reads(bucket, "a", value)
+    assert not server.open_uploads(bucket)
 
 
 def test_s3fs_writes_large_objects_in_parts(s3_bucket, parts):
@@ -109,8 +88,8 @@ def test_s3fs_writes_large_objects_in_parts(s3_bucket, parts):
     _create(store, value)
     # (s3fs's cut of equal parts leaves a last one of a few bytes)
     assert _etag(server, bucket, "a/c/0/0")[-3:] in ('-3"', '-4"')
-    _read_back(server, bucket, value)
-    assert not _uploads(server, bucket)
+    server.assert_reads(bucket, "a", value)
+    assert not server.open_uploads(bucket)
 
 
 def test_the_parts_asked_for_hold_two_of_the_stores_least_at_least():
@@ -167,7 +146,7 @@ def test_a_fault_mid_upload_leaves_the_old_object_and_no_upload(s3_bucket, fault
     np.testing.assert_array_equal(zarrcore.open_array(store, path="a", mode="r")[...], old)
     if fault == "a part times out":  # (the part the proxy holds lands once it forwards it)
         fault_proxy.wait_idle(40)
-    assert not _uploads(server, bucket)
+    assert not server.open_uploads(bucket)
 
 
 @pytest.mark.parametrize("fault", ["upload_part", "complete_multipart_upload"])
@@ -190,7 +169,7 @@ def test_s3fs_fault_mid_upload_leaves_the_old_object_and_no_upload(s3_bucket, pa
         zarrcore.open_array(store, path="a", mode="r+")[...] = _values(3)
     fs._call_s3 = call
     np.testing.assert_array_equal(zarrcore.open_array(store, path="a", mode="r")[...], old)
-    assert not _uploads(server, bucket)
+    assert not server.open_uploads(bucket)
 
 
 def test_a_completion_whose_answer_is_lost_leaves_the_new_object(s3_bucket, fault_proxy,
@@ -208,7 +187,7 @@ def test_a_completion_whose_answer_is_lost_leaves_the_new_object(s3_bucket, faul
         pass  # (the retried completion finds no upload: which failed is not known here)
     assert faults.count == 0
     np.testing.assert_array_equal(zarrcore.open_array(store, path="a", mode="r")[...], new)
-    assert not _uploads(server, bucket)
+    assert not server.open_uploads(bucket)
 
 
 _KILLED_WRITER = """
@@ -251,4 +230,4 @@ def test_a_writer_killed_mid_upload_leaves_the_old_object(s3_bucket, fault_proxy
     faults.reset()
     store = _store("obstore", server, bucket, server.endpoint)
     np.testing.assert_array_equal(zarrcore.open_array(store, path="a", mode="r")[...], old)
-    assert len(_uploads(server, bucket)) == 1
+    assert len(server.open_uploads(bucket)) == 1

@@ -43,28 +43,9 @@ def _create(store, value, compressors=None):
     return a
 
 
-def _client(server):
-    import boto3
-
-    return boto3.client("s3", endpoint_url=server.endpoint, aws_access_key_id="testing",
-                        aws_secret_access_key="testing", region_name="us-east-1")
-
-
-def _uploads(server, bucket):
-    return _client(server).list_multipart_uploads(Bucket=bucket).get("Uploads", [])
-
-
 def _shard_requests(fault_proxy):
     return [(method, path.split("?")[1] if "?" in path else "")
             for method, path in fault_proxy.requests if "/a/c/0/0" in path]
-
-
-def _read_back(server, bucket, value):
-    store = make_store(f"s3://{bucket}", storage_options=server.storage_options())
-    np.testing.assert_array_equal(zarrcore.open_array(store, path="a", mode="r")[...], value)
-    z = zarr.open_array(zarr.storage.FsspecStore(server.s3fs(True), path=f"{bucket}/a"),
-                        mode="r")
-    np.testing.assert_array_equal(z[...], value)
 
 
 def test_a_large_shard_goes_in_parts_as_its_inner_chunks_are_encoded(s3_bucket, fault_proxy):
@@ -78,11 +59,11 @@ def test_a_large_shard_goes_in_parts_as_its_inner_chunks_are_encoded(s3_bucket, 
     assert sorted(int(p.split("&")[0].split("=")[1]) for m, p in requests if m == "PUT") == list(
         range(1, PARTS + 1))
     assert requests[-1][0] == "POST" and requests[-1][1].startswith("uploadId=")
-    head = _client(server).head_object(Bucket=bucket, Key="a/c/0/0")
+    head = server.client().head_object(Bucket=bucket, Key="a/c/0/0")
     assert head["ETag"].endswith(f'-{PARTS}"')
     assert head["ContentLength"] == 8 * SHAPE[1] * SHAPE[0] + 16 * 8 + 4
-    _read_back(server, bucket, value)
-    assert not _uploads(server, bucket)
+    server.assert_reads(bucket, "a", value)
+    assert not server.open_uploads(bucket)
 
 
 def test_a_shard_within_one_part_is_one_put_and_one_of_fill_is_deleted(s3_bucket,
@@ -92,7 +73,7 @@ def test_a_shard_within_one_part_is_one_put_and_one_of_fill_is_deleted(s3_bucket
     value = np.broadcast_to(np.arange(SHAPE[1], dtype="float64") % 7, SHAPE)
     a = _create(store, value, compressors=[{"name": "zstd", "configuration": {"level": 1}}])
     assert [m for m, _ in _shard_requests(fault_proxy)] == ["PUT"]
-    _read_back(server, bucket, value)
+    server.assert_reads(bucket, "a", value)
     a[...] = 0
     assert "a/c/0/0" not in store.list_prefix("a/")
     np.testing.assert_array_equal(a[...], 0)
@@ -112,8 +93,8 @@ def test_a_fault_mid_upload_leaves_the_old_shard_and_no_upload(s3_bucket, fault_
     with pytest.raises(StoreError, match="a/c/0/0"):
         a[...] = _values(2)
     faults.reset()
-    _read_back(server, bucket, old)
-    assert not _uploads(server, bucket)
+    server.assert_reads(bucket, "a", old)
+    assert not server.open_uploads(bucket)
 
 
 def test_an_encoding_failure_mid_shard_leaves_the_old_shard_and_no_upload(
@@ -139,8 +120,8 @@ def test_an_encoding_failure_mid_shard_leaves_the_old_shard_and_no_upload(
     requests = _shard_requests(fault_proxy)  # (started, then aborted)
     assert requests[0] == ("POST", "uploads=") and requests[-1][0] == "DELETE"
     monkeypatch.setattr(ShardingCodec, "_update", update)
-    _read_back(server, bucket, old)
-    assert not _uploads(server, bucket)
+    server.assert_reads(bucket, "a", old)
+    assert not server.open_uploads(bucket)
 
 
 def test_a_shard_of_less_than_two_write_waves_is_one_put(s3_bucket, fault_proxy, monkeypatch):
@@ -151,4 +132,4 @@ def test_a_shard_of_less_than_two_write_waves_is_one_put(s3_bucket, fault_proxy,
     value = _values(5)
     _create(_store(server, bucket, fault_proxy.endpoint), value)
     assert [m for m, _ in _shard_requests(fault_proxy)] == ["PUT"]
-    _read_back(server, bucket, value)
+    server.assert_reads(bucket, "a", value)

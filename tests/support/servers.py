@@ -103,15 +103,38 @@ class MotoServer:
         return S3Store(bucket, prefix=prefix, endpoint=self.endpoint,
                        client_options={"allow_http": True}, **S3_CREDENTIALS)
 
-    def new_bucket(self):
-        """The name of a new, empty bucket."""
+    def client(self):
+        """A boto3 client of this server."""
         import boto3
 
+        return boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id="testing",
+                            aws_secret_access_key="testing", region_name="us-east-1")
+
+    def new_bucket(self):
+        """The name of a new, empty bucket."""
         self._buckets += 1
         name = f"bucket-{os.getpid()}-{self._buckets}"
-        boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id="testing",
-                     aws_secret_access_key="testing", region_name="us-east-1").create_bucket(Bucket=name)
+        self.client().create_bucket(Bucket=name)
         return name
+
+    def open_uploads(self, bucket):
+        """The multipart uploads of `bucket` that were neither completed nor aborted."""
+        return self.client().list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+
+    def assert_reads(self, bucket, path, value):
+        """zarrcore and zarr-python both read `value` from the array at `path` of `bucket`."""
+        import numpy as np
+        import zarr
+
+        import zarrcore
+        from zarrcore.storage import make_store
+
+        store = make_store(f"s3://{bucket}", storage_options=self.storage_options())
+        np.testing.assert_array_equal(zarrcore.open_array(store, path=path, mode="r")[...],
+                                      value)
+        z = zarr.open_array(zarr.storage.FsspecStore(self.s3fs(True), path=f"{bucket}/{path}"),
+                            mode="r")
+        np.testing.assert_array_equal(z[...], value)
 
     def stop(self):
         self._process.terminate()
