@@ -681,26 +681,25 @@ class ShardingCodec(ArrayBytesCodec):
         step = max(1, wave_chunks // math.prod(grid[axis + 1 :]))
         blobs: Blobs = [None] * self._n
         entries = np.full((self._n, 2), EMPTY, dtype=np.uint64)
-        offset = first = 0
-        for lead in itertools.product(*(range(g) for g in grid[:axis])):
-            for start in range(0, grid[axis], step):
-                stop = min(start + step, grid[axis])
-                box = (
-                    *(slice(i * c, (i + 1) * c) for i, c in zip(lead, chunk)),
-                    slice(start * chunk[axis], stop * chunk[axis]),
-                    *(slice(None),) * (len(grid) - axis - 1),
-                )
-                self._update(blobs, box, value[box])
-                last = first + (stop - start) * math.prod(grid[axis + 1 :])
-                for i in range(first, last):
-                    blob = blobs[i]
-                    if blob is not None:
-                        nbytes = memoryview(blob).nbytes
-                        entries[i] = (offset, nbytes)
-                        offset += nbytes
-                        blobs[i] = None
-                        yield blob
-                first = last
+
+        def encoded_in_waves() -> Iterator[int]:
+            first = 0
+            for lead in itertools.product(*(range(g) for g in grid[:axis])):
+                for start in range(0, grid[axis], step):
+                    stop = min(start + step, grid[axis])
+                    box = (
+                        *(slice(i * c, (i + 1) * c) for i, c in zip(lead, chunk)),
+                        slice(start * chunk[axis], stop * chunk[axis]),
+                        *(slice(None),) * (len(grid) - axis - 1),
+                    )
+                    self._update(blobs, box, value[box])
+                    last = first + (stop - start) * math.prod(grid[axis + 1 :])
+                    for i in range(first, last):
+                        yield i
+                        blobs[i] = None  # (handed on: not held until the shard ends)
+                    first = last
+
+        yield from self._placed(encoded_in_waves(), blobs, entries, 0)
         if keep_empty or (entries[:, 0] != EMPTY).any():
             yield self._encode_index(entries)
 
@@ -769,19 +768,28 @@ class ShardingCodec(ArrayBytesCodec):
             work, zip(indexer.projections(), self._touched(indexer)), self._spec.options.num_threads
         )
 
+    @staticmethod
+    def _placed(
+        order: Iterable[int], blobs: Blobs | dict[int, BytesLike], entries: Entries, offset: int
+    ) -> Iterator[BytesLike]:
+        """The stored inner chunks of `blobs` in `order` (C-order indices), laid out one after
+        another from `offset`: each one's (offset, nbytes) noted in `entries` as it is taken."""
+        for i in order:
+            blob = blobs[i]
+            if blob is None:
+                continue
+            nbytes = memoryview(blob).nbytes
+            entries[i] = (offset, nbytes)
+            offset += nbytes
+            yield blob
+
     def _assemble(self, blobs: dict[int, BytesLike]) -> bytes:
         """The shard bytes of the inner chunks `blobs` ({C-order index: encoded bytes}): laid
         out in the configured write order, with the index."""
         entries = np.full((self._n, 2), EMPTY, dtype=np.uint64)
         at_start = self.index_location == "start"
-        offset = self._index_size if at_start else 0
-        parts = []
-        for i in self._layout(list(blobs)).tolist():
-            blob = blobs[i]
-            nbytes = memoryview(blob).nbytes
-            entries[i] = (offset, nbytes)
-            parts.append(blob)
-            offset += nbytes
+        order = self._layout(list(blobs)).tolist()
+        parts = list(self._placed(order, blobs, entries, self._index_size if at_start else 0))
         index = self._encode_index(entries)
         pieces = [index, *parts] if at_start else [*parts, index]
         return b"".join(pieces)

@@ -102,6 +102,8 @@ class ChunkEngine:
         self.chunk_shape, self.array_shape = layout.chunk_shape, layout.array_shape
         self.grid, self.key_layout = layout.grid, layout.key_layout
         self.dtype, self.fill_value = layout.dtype, layout.fill_value
+        # The bytes of one stored object (a chunk, or a shard; the largest), decoded.
+        self.object_bytes = self.dtype.itemsize * math.prod(self.chunk_shape)
         # How requests run (threads, requests in flight, coalescing, shards' write order):
         # the array's own options, else zarrcore.config's. The engine hands them to every
         # route, store call and codec (through `spec`).

@@ -7,7 +7,6 @@ from __future__ import annotations
 import bisect
 import contextlib
 import functools
-import math
 import queue
 import threading
 import time
@@ -53,7 +52,6 @@ from .shard_ranges import (
     known_indexes,
     ranges_in_flight,
     read_indexed_shards,
-    shard_bytes,
 )
 from .write_waves import write_waves
 
@@ -806,7 +804,7 @@ def fetched_whole(engine: ChunkEngine, codec: ShardingCodec, ntouched: int) -> b
     one connection moves it fast (Link.piece_bytes): a larger one's ranges go over many."""
     link = engine.store.link
     return codec.reads_whole(ntouched) and (
-        link is None or shard_bytes(engine) <= link.piece_bytes()
+        link is None or engine.object_bytes <= link.piece_bytes()
     )
 
 
@@ -821,7 +819,7 @@ def read_shard_ranges(
     two cannot tear the read; other stores through get_many (with `waves.cached`,
     get_many_versioned: each shard's version, which its inner chunks' entries are of)."""
     indexes = engine.shard_indexes
-    budget = max(engine.options.num_threads * shard_bytes(engine), FETCHED_BYTES_MIN)
+    budget = max(engine.options.num_threads * engine.object_bytes, FETCHED_BYTES_MIN)
     asked = time.time()  # (what the answers tell was so at this time, or later)
     # (Each yields batches of (i, (result, the shard's version or None)) of requests of
     # about `sizes` bytes, those held at once at most `budget` bytes.)
@@ -911,8 +909,7 @@ def encoded_waves(
     """(key, encoding) of the tasks `tasks` of the write `job`, at the keys `keys`,
     encoded in waves (write_waves) as they are taken."""
     threads = engine.options.num_threads
-    chunk_bytes = math.prod(engine.chunk_shape) * engine.dtype.itemsize
-    for wave in write_waves(len(tasks), engine.store, threads, 1, chunk_bytes):
+    for wave in write_waves(len(tasks), engine.store, threads, 1, engine.object_bytes):
         failure = _run_waves(job, tasks[wave], job.work_write, threads)
         if failure is not None:
             error, task = failure

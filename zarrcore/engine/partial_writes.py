@@ -88,18 +88,14 @@ def write_projections(
         threads = engine.options.num_threads
         # The whole objects first: they upload while those covered in part are merged. A
         # whole shard encodes its inner chunks in parallel (when alone in its wave).
-        codec = engine.sharding
-        inner = (
-            1
-            if codec is None
-            else math.prod(s // c for s, c in zip(engine.chunk_shape, codec.chunk_shape))
-        )
-        object_bytes = math.prod(engine.chunk_shape) * engine.dtype.itemsize
+        inner = 1 if engine.sharding is None else engine.sharding.ninner
         for group, tasks_each in (
             ([p for p in listed if p.complete], inner),
             ([p for p in listed if not p.complete], 1),
         ):
-            for wave in write_waves(len(group), engine.store, threads, tasks_each, object_bytes):
+            for wave in write_waves(
+                len(group), engine.store, threads, tasks_each, engine.object_bytes
+            ):
                 yield from (
                     item for item in parallel_map(work, group[wave], threads) if item is not None
                 )

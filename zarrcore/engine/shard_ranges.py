@@ -5,7 +5,6 @@ fetched.read_shard_ranges chooses how the store is fetched."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -35,7 +34,6 @@ __all__ = [
     "Cached",
     "ShardRequests",
     "ShardWaves",
-    "shard_bytes",
     "range_limits",
     "ranges_in_flight",
     "known_indexes",
@@ -81,11 +79,6 @@ class ShardWaves(Protocol):
     def add(self, data: ReadBytes, tasks: Int64s, offsets: Int64s, lengths: Int64s) -> None: ...
 
     def run(self, tasks: Int64s) -> None: ...
-
-
-def shard_bytes(engine: ChunkEngine) -> int:
-    """The bytes of one of the array's shards, decoded."""
-    return engine.dtype.itemsize * math.prod(engine.chunk_shape)
 
 
 def range_limits(engine: ChunkEngine, whole: bool, total: int) -> tuple[int, int | None]:
@@ -306,7 +299,7 @@ class _IndexedShards:
         requests, keys = self.shards.requests, self.shards.keys
         unknown = [s for s in range(len(keys)) if s not in self.known]
         whole = at_most(self.engine.chain.max_encoded_bytes)
-        shard = shard_bytes(self.engine)
+        shard = self.engine.object_bytes
         for batch in fetch(
             [(keys[s], whole if requests[s][1] is None else requests[s][1]) for s in unknown],
             [shard if requests[s][1] is None else 0 for s in unknown],
