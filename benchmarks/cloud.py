@@ -14,7 +14,8 @@ ranges and keep-alive; and moto's S3 server (a Python process). Clients stay on 
 Data (generated once into benchmarks/data/cloud/n<N>/ by zarr-python): an N^3 float32 array
 (512 MiB at N=512) of a smooth field quantized to 1/64 plus 2 bits of noise (zstd compresses
 it about 2x), in three layouts: `sharded` (256^3 shards of 64^3 inner chunks, zstd, index
-bytes+crc32c at the end), `zstd` (64^3 chunks) and `plain` (64^3 chunks, uncompressed); and
+bytes+crc32c at the end), `zstd` (64^3 chunks) and `plain` (64^3 chunks, uncompressed), or
+the sides given by --chunk and --shard (data in n<N>-c<chunk>-s<shard>/); and
 for S3 its first (N/2)^3 corner (64 MiB) in the `zstd` and `sharded` layouts (one shard).
 
 Workloads (over HTTP unless said): `whole` (a[...]; every layout), `box` (the middle half
@@ -125,21 +126,27 @@ def values(n, z0, z1, corner=None):
     return (np.round(field * 64) / 64 + noise / 16.0).astype(np.float32)
 
 
-def dataset(layout, n, name=None):
+def dataset(layout, n, args):
     """The C.Dataset of `layout` for an n^3 float32 array."""
-    inner = min(64, n)
-    shard = min(256, n)
+    inner = min(args.chunk, n)
+    shard = min(args.shard, n)
     if layout == "sharded":
-        return C.Dataset(name or layout, (n,) * 3, "float32", (inner,) * 3, shards=(shard,) * 3)
-    return C.Dataset(name or layout, (n,) * 3, "float32", (inner,) * 3, zstd=layout != "plain")
+        return C.Dataset(layout, (n,) * 3, "float32", (inner,) * 3, shards=(shard,) * 3)
+    return C.Dataset(layout, (n,) * 3, "float32", (inner,) * 3, zstd=layout != "plain")
 
 
 def s3_n(n):
     return n // 2
 
 
+def size_tag(args):
+    """n<N>, with the chunk and shard sides where they are not 64 and 256."""
+    layout = "" if (args.chunk, args.shard) == (64, 256) else f"-c{args.chunk}-s{args.shard}"
+    return f"n{args.n}{layout}"
+
+
 def data_root(args):
-    return os.path.join(args.data_dir, "cloud", f"n{args.n}")
+    return os.path.join(args.data_dir, "cloud", size_tag(args))
 
 
 def expected_path(args, s3=False):
@@ -169,7 +176,7 @@ def prepare(args):
         for prefix, data, size in (("", full, n), ("s3-", corner, h)):
             if prefix and layout == "plain":
                 continue
-            ds = dataset(layout, size)
+            ds = dataset(layout, size, args)
             path = os.path.join(root, f"{prefix}{layout}.zarr")
             shutil.rmtree(path, ignore_errors=True)
             a = zarr.create_array(store=path, shape=ds.shape, dtype=ds.dtype, chunks=ds.chunks,
@@ -738,7 +745,7 @@ class Worker:
         workload, layout, cfg = msg["workload"], msg["layout"], msg["config"]
         kind = WORKLOADS[workload][1]
         n = self.args.n if kind == "http" else s3_n(self.args.n)
-        ds = dataset(layout, n)
+        ds = dataset(layout, n, self.args)
         expected = self.expected if kind == "http" else self.expected_s3
         sels = selections(workload, n, self.args.samples)
         gb = sum(sel_nbytes(s, ds.shape) for s in sels) / 1e9
@@ -755,7 +762,8 @@ class Worker:
                 seconds, cpu, _ = self._timed(lambda: c.write(h, data))
             ok = self._verify_write(prefix, expected)
             return {"seconds": seconds, "cpu": cpu, "gb": gb, "ok": ok}
-        prefix = f"{layout}.zarr" if kind == "http" else f"n{self.args.n}/s3-{layout}.zarr"
+        prefix = (f"{layout}.zarr" if kind == "http"
+                  else f"{size_tag(self.args)}/s3-{layout}.zarr")
         h = c.open(kind, prefix, cfg)
 
         def run():
@@ -787,7 +795,7 @@ class Worker:
             base, root = self.args.http_url + f"/{layout}.zarr", os.path.join(
                 self.root, f"{layout}.zarr")
         else:
-            prefix = f"n{self.args.n}/s3-{layout}.zarr"
+            prefix = f"{size_tag(self.args)}/s3-{layout}.zarr"
             base, root = f"{self.args.s3_url}/{BUCKET}/{prefix}", os.path.join(
                 self.root, f"s3-{layout}.zarr")
         plans = [chunk_ranges(root, layout, ds, s) for s in sels]
@@ -931,7 +939,7 @@ def cases(args):
 def run(args):
     prepare(args)
     root = data_root(args)
-    uploads = [(f"n{args.n}/s3-{layout}.zarr", os.path.join(root, f"s3-{layout}.zarr"))
+    uploads = [(f"{size_tag(args)}/s3-{layout}.zarr", os.path.join(root, f"s3-{layout}.zarr"))
                for layout in ("zstd", "sharded")]
     names = list(args.contenders) + ([FLOOR] if args.floors else [])
     started = time.time()
@@ -941,7 +949,8 @@ def run(args):
         log(f"link up: {args.delay:g} ms each way; starting nginx and moto")
         servers = Servers(link, root, tmp, uploads)
         args.http_url, args.s3_url = servers.http_url, servers.s3_url
-        argv = [sys.executable, os.path.abspath(__file__), "--n", str(args.n), "--samples",
+        argv = [sys.executable, os.path.abspath(__file__), "--n", str(args.n), "--chunk",
+                str(args.chunk), "--shard", str(args.shard), "--samples",
                 str(args.samples), "--tuned", str(args.tuned), "--data-dir", args.data_dir,
                 "--zarrcore", args.zarrcore, "--floor-connections", str(args.floor_connections),
                 "--floor-split-mib", str(args.floor_split_mib),
@@ -996,7 +1005,8 @@ def run(args):
             for w in workers.values():
                 w.stop()
     stats = link.stats
-    return {"n": args.n, "delay_ms": args.delay, "rate_mbit": args.rate_mbit,
+    return {"n": args.n, "chunk": args.chunk, "shard": args.shard, "delay_ms": args.delay,
+            "rate_mbit": args.rate_mbit,
             "repeats": args.repeats, "samples": args.samples, "tuned": args.tuned,
             "floor_connections": args.floor_connections,
             "floor_split_mib": args.floor_split_mib, "versions": versions,
@@ -1033,7 +1043,12 @@ LABELS = {
     "samples": "random samples, one by one", "s3_read": "S3 read, {mib:g} MiB",
     "s3_write": "S3 write, {mib:g} MiB",
 }
-LAYOUT_LABELS = {"sharded": "sharded", "zstd": "zstd 64³ chunks", "plain": "uncompressed"}
+
+
+def layout_label(layout, results):
+    chunk, shard = results.get("chunk", 64), results.get("shard", 256)
+    return {"sharded": f"sharded {shard}³ of {chunk}³", "zstd": f"zstd {chunk}³ chunks",
+            "plain": f"uncompressed {chunk}³"}[layout]
 
 
 def best_rows(results):
@@ -1104,7 +1119,7 @@ def markdown(results):
                      else f"{fl['put']:.3f}+{fl['encode']:.3f}")
             floor = f"{fl['seconds']:.3f} ({parts})"
         label = LABELS[workload].format(mib=s3_n(n) ** 3 * 4 / 2 ** 20)
-        L.append(f"| {label} | {LAYOUT_LABELS[layout]} | " + " | ".join(cells)
+        L.append(f"| {label} | {layout_label(layout, results)} | " + " | ".join(cells)
                  + f" | {bp or ''} | {ratio} | {floor} | {to_floor} |")
     L.append("")
     L.append(
@@ -1132,6 +1147,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=512)
+    p.add_argument("--chunk", type=int, default=64, help="chunk (inner chunk) side")
+    p.add_argument("--shard", type=int, default=256, help="shard side")
     p.add_argument("--delay", type=float, default=20.0, help="ms each way (default 20)")
     p.add_argument("--rate-mbit", type=float, default=None, help="link bandwidth cap")
     p.add_argument("--repeats", type=int, default=3)
@@ -1185,7 +1202,7 @@ def main(argv=None):
         except _link.LinkError as e:
             p.error(str(e))
         results = run(args)
-        save_run(args, results, f"cloud-n{args.n}")
+        save_run(args, results, f"cloud-{size_tag(args)}")
     publish(args, "cloud", markdown(results))
     return 0 if all(r.get("ok") and not r.get("error") for r in results["runs"]) else 1
 

@@ -465,10 +465,10 @@ def test_whole_shards_are_handed_over_one_by_one(small_waves):
 
 
 @pytest.mark.parametrize("streams", [False, True])
-def test_writes_to_other_stores_or_of_less_than_a_wave_encode_every_chunk_before_storing_any(
-        streams):
-    """(A write of less than WRITE_WAVE_BYTES is one wave: uploads beside its encoding would
-    only slow it.)"""
+def test_a_write_hands_over_a_first_wave_of_a_chunk_per_thread_or_encodes_all_first(streams):
+    """On a store that streams writes, the first wave (a chunk per thread) reaches the store
+    before the rest is encoded, however small the write; on another, every chunk is encoded
+    before any is stored."""
     zarrcore.config.set(num_threads=2)
     store = _StreamingStore()
     store.streams_writes = streams
@@ -480,7 +480,24 @@ def test_writes_to_other_stores_or_of_less_than_a_wave_encode_every_chunk_before
 
     store.after_first = change_the_source
     a[...] = value
-    assert np.array_equal(a[...], np.arange(128))
+    expected = np.arange(128)
+    if streams:
+        expected[16:] += 1000
+    assert np.array_equal(a[...], expected)
+
+
+def test_write_waves_double_from_a_chunk_per_thread_up_to_a_full_wave():
+    from zarrcore.engine.write_waves import WRITE_WAVE_BYTES, write_waves
+
+    store = _StreamingStore()
+    mib = 1 << 20
+    sizes = [w.stop - w.start for w in write_waves(64, store, 2, item_bytes=mib)]
+    assert sizes == [2, 4, 8, 16, WRITE_WAVE_BYTES // mib, 2]
+    # (a shard of 8 inner chunks keeps 2 threads busy alone; waves of 2 shards of 64 MiB)
+    sizes = [w.stop - w.start for w in write_waves(5, store, 2, 8, item_bytes=64 * mib)]
+    assert sizes == [1, 1, 1, 1, 1]
+    store.streams_writes = False
+    assert write_waves(64, store, 2, item_bytes=mib) == [slice(0, 64)]
 
 
 @pytest.mark.parametrize("endian", ["little", "big"])
