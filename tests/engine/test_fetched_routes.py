@@ -466,9 +466,9 @@ def test_whole_shards_are_handed_over_one_by_one(small_waves):
 
 @pytest.mark.parametrize("streams", [False, True])
 def test_a_write_hands_over_a_first_wave_of_a_chunk_per_thread_or_encodes_all_first(streams):
-    """On a store that streams writes, the first wave (a chunk per thread) reaches the store
-    before the rest is encoded, however small the write; on another, every chunk is encoded
-    before any is stored."""
+    """On a store that streams writes, the first wave of a small write (a chunk per thread)
+    reaches the store before the rest is encoded; on another, every chunk is encoded before
+    any is stored."""
     zarrcore.config.set(num_threads=2)
     store = _StreamingStore()
     store.streams_writes = streams
@@ -486,18 +486,21 @@ def test_a_write_hands_over_a_first_wave_of_a_chunk_per_thread_or_encodes_all_fi
     assert np.array_equal(a[...], expected)
 
 
-def test_write_waves_double_from_a_chunk_per_thread_up_to_a_full_wave():
-    from zarrcore.engine.write_waves import WRITE_WAVE_BYTES, write_waves
+def test_write_waves_of_a_small_write_double_from_a_chunk_per_thread():
+    from zarrcore.engine.write_waves import write_waves
 
     store = _StreamingStore()
-    mib = 1 << 20
+    kib, mib = 1 << 10, 1 << 20
+    # 8 MiB: from a chunk per thread up to the whole; 64 MiB: two full waves of 32 MiB.
+    sizes = [w.stop - w.start for w in write_waves(64, store, 2, item_bytes=128 * kib)]
+    assert sizes == [2, 4, 8, 16, 32, 2]
     sizes = [w.stop - w.start for w in write_waves(64, store, 2, item_bytes=mib)]
-    assert sizes == [2, 4, 8, 16, WRITE_WAVE_BYTES // mib, 2]
-    # (a shard of 8 inner chunks keeps 2 threads busy alone; waves of 2 shards of 64 MiB)
+    assert sizes == [32, 32]
+    # (a shard of 8 inner chunks keeps 2 threads busy alone)
     sizes = [w.stop - w.start for w in write_waves(5, store, 2, 8, item_bytes=64 * mib)]
     assert sizes == [1, 1, 1, 1, 1]
     store.streams_writes = False
-    assert write_waves(64, store, 2, item_bytes=mib) == [slice(0, 64)]
+    assert write_waves(64, store, 2, item_bytes=128 * kib) == [slice(0, 64)]
 
 
 @pytest.mark.parametrize("endian", ["little", "big"])

@@ -29,20 +29,23 @@ __all__ = [
     "write_waves",
 ]
 
-# A write to a store that streams writes encodes its chunks in waves (each a round of the
-# thread pool), so that uploads go while the rest is encoded. The first wave keeps the threads
-# busy once, and each next one is twice as large, up to a full wave: so the first upload starts
-# after a small part of the encoding (against moto over a 30 ms link, 8 MiB of 128 KiB chunks
-# took 0.24-0.26 s so, 0.26-0.28 s in one wave after the encoding).
-# A full wave is a sixteenth of the write (WRITE_WAVES) ...
+# A write to a store that streams writes encodes its chunks in at most this many waves (each
+# a round of the thread pool), so the first uploads start after a small part of the encoding.
 WRITE_WAVES = 16
-# ... and holds at least this many bytes decoded: a smaller one encodes faster than an upload
-# takes over a link (a fresh connection's slow start: about 8 round trips for 0.5 MB), so
-# splitting the encoding finer only slows it by the uploads beside it. Measured against moto
-# over links of 10-40 ms RTT (2026-11-28): 27 MiB of 1 MiB chunks in one wave took
+# ... and waves of at least this many bytes decoded: a smaller one encodes faster than an
+# upload takes over a link (a fresh connection's slow start: about 8 round trips for 0.5 MB),
+# so splitting the encoding finer only slows it by the uploads beside it. Measured against
+# moto over links of 10-40 ms RTT (2026-11-28): 27 MiB of 1 MiB chunks in one wave took
 # 0.33-0.35 s against 0.35-0.40 s in 14; 64 MiB in 2 waves 0.62-0.68 s and 0.74-0.78 s
 # against 0.65-0.67 s and 0.86-0.91 s in 16.
 WRITE_WAVE_BYTES = 32 << 20
+# A write of at most half a wave, though, whose encoding is short beside one upload, starts
+# with a wave of a chunk per thread, and each next wave is twice as large: its first uploads
+# go while the rest is encoded, and the server takes them meanwhile. Against moto over a
+# 30 ms link, 8 MiB of 128 KiB chunks took 0.24-0.26 s so and 0.27-0.32 s in one wave; but
+# 27 MiB of 1 MiB chunks, over 16 and 24 ms, at best 0.29 and 0.34 s so against 0.28 and
+# 0.32 s in one wave (its uploads slowed its encoding), and the 64 MiB array over 16 ms
+# 0.71-0.80 s against 0.62-0.77 s in two equal waves.
 
 
 def full_wave(n: int, threads: int, tasks_each: int = 1, item_bytes: int = 0) -> int:
@@ -60,15 +63,16 @@ def write_waves(
     n: int, store: Store, threads: int, tasks_each: int = 1, item_bytes: int = 0
 ) -> list[slice]:
     """Consecutive slices of range(n) that a write encodes one after another. On a store that
-    streams writes, each wave's objects upload while the next is encoded: the first wave keeps
-    the threads busy once, and each next doubles, up to a `full_wave`. (So a large shard is
-    alone in its wave, encoded over every thread: the first upload starts after one shard.)
-    One slice otherwise."""
+    streams writes, each wave's objects upload while the next is encoded: `full_wave`s, but
+    for a write of at most half of WRITE_WAVE_BYTES, whose first wave keeps the threads busy
+    once and each next doubles. (So a large shard is alone in its wave, encoded over every
+    thread: the first upload starts after one shard.) One slice otherwise."""
     if not store.streams_writes:
         return [slice(0, n)]
     most = full_wave(n, threads, tasks_each, item_bytes)
+    small = 0 < n * item_bytes <= WRITE_WAVE_BYTES // 2
     waves: list[slice] = []
-    start, size = 0, min(most, -(-threads // tasks_each))
+    start, size = 0, min(most, -(-threads // tasks_each)) if small else most
     while start < n:
         waves.append(slice(start, min(start + size, n)))
         start, size = start + size, min(most, 2 * size)
