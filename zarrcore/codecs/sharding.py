@@ -678,7 +678,8 @@ class ShardingCodec(ArrayBytesCodec):
         # The first axis along which runs of `step` rows of the later axes' chunks make a
         # wave: the axes before it take one index at a time.
         axis = next(a for a in range(len(grid)) if math.prod(grid[a + 1 :]) <= wave_chunks)
-        step = max(1, wave_chunks // math.prod(grid[axis + 1 :]))
+        row = math.prod(grid[axis + 1 :])  # (inner chunks of one index along `axis`)
+        step = max(1, wave_chunks // row)
         blobs: Blobs = [None] * self._n
         entries = np.full((self._n, 2), EMPTY, dtype=np.uint64)
 
@@ -693,7 +694,7 @@ class ShardingCodec(ArrayBytesCodec):
                         *(slice(None),) * (len(grid) - axis - 1),
                     )
                     self._update(blobs, box, value[box])
-                    last = first + (stop - start) * math.prod(grid[axis + 1 :])
+                    last = first + (stop - start) * row
                     for i in range(first, last):
                         yield i
                         blobs[i] = None  # (handed on: not held until the shard ends)

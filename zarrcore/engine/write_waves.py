@@ -72,7 +72,8 @@ def write_waves(
     most = full_wave(n, threads, tasks_each, item_bytes)
     small = 0 < n * item_bytes <= WRITE_WAVE_BYTES // 2
     waves: list[slice] = []
-    start, size = 0, min(most, -(-threads // tasks_each)) if small else most
+    # (a full wave keeps the threads busy at least)
+    start, size = 0, -(-threads // tasks_each) if small else most
     while start < n:
         waves.append(slice(start, min(start + size, n)))
         start, size = start + size, min(most, 2 * size)
