@@ -90,6 +90,25 @@ def test_items_are_taken_only_as_calls_finish():
     timer.join()
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_next_calls_start_before_results_are_handed_on(weighted):
+    # The caller works on a result while the call taking its place runs: here one at a time,
+    # by the limit or by the budget.
+    taken = []
+
+    def items():
+        for i in range(3):
+            taken.append(i)
+            yield i
+
+    options = {"weights": [5, 5, 5], "budget": 5} if weighted else {}
+    batches = fan_out(lambda i: i, items(), 8 if weighted else 1, **options)
+    for i in range(3):
+        assert next(batches) == [(i, i)]
+        assert taken == list(range(min(i + 2, 3)))
+    assert next(batches, None) is None
+
+
 def test_first_failure_is_raised_and_unstarted_calls_never_run():
     ran = []
 

@@ -108,8 +108,9 @@ def fan_out(
     that pool itself must not give it: its calls would queue behind it).
     With `keep=False` results are dropped and nothing is yielded (writes).
     With `weights` (of the items, in their order: their bytes), the items in flight weigh at
-    most `budget` together, but for one at a time: the next starts once the results of
-    enough others have been handed on (the caller is done with them when it asks for more).
+    most `budget` together, but for one at a time. Finished calls' results are handed on
+    once the calls that take their places (and weight) have started: the caller works on
+    them while those run, holding at most `budget` more.
 
     The first exception, of a call or of `items`, is raised here; so is WorkCancelled once
     the calling thread's cancellation token (work started in the background) has fired, and
@@ -151,6 +152,9 @@ def fan_out(
     pending = enumerate(items)
     exhausted = False
     taken = held = 0  # (items taken, and the weight of those running)
+    # (The results of the calls that finished last: handed on once the calls their places
+    # free have started, so that the caller's work on them overlaps those.)
+    results: list[tuple[int, _R]] = []
     try:
         while True:
             while not exhausted and len(running) < limit:
@@ -179,6 +183,9 @@ def fan_out(
                     future = threads.submit(run, item)
                 running[future] = (i, item)
                 future.add_done_callback(finished.put)
+            if results:
+                yield results
+                results = []
             if not running:
                 return
             done = [_next_finished(finished, running, deadline, doing)]
@@ -189,7 +196,6 @@ def fan_out(
                     break
             if token is not None:
                 token.check()  # (fired: the calls it cancelled have no results)
-            results = []
             for future in done:
                 i, _ = running.pop(future)
                 if weights is not None:
@@ -197,8 +203,6 @@ def fan_out(
                 result = future.result()  # a failure is raised here
                 if keep:
                     results.append((i, result))
-            if results:
-                yield results
     finally:
         watching.close()
         if cancel_running is not None:
