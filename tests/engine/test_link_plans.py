@@ -11,10 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import zarrcore
+from zarrcore.codecs.sharding import coalesce
+from zarrcore.engine.shard_ranges import _even_cut
 from zarrcore.runtime.concurrency import fan_out
 from zarrcore.runtime.link import (
-    ASSUMED_RATE, ASSUMED_ROUND_TRIP, BYTES_IN_FLIGHT, FEWEST_IN_FLIGHT, PIECE_ROUND_TRIPS,
-    SHARE_PIECE, SMALLEST_PIECE, TAIL_IN_FLIGHT, Link, link_to,
+    ASSUMED_RATE, ASSUMED_ROUND_TRIP, BYTES_IN_FLIGHT, FAST_PIECE, FAST_RANK, FEWEST_IN_FLIGHT,
+    LARGE_BYTES, PIECE_ROUND_TRIPS, SHARE_PIECE, SLOW_SHARE, SMALLEST_PIECE, TAIL_IN_FLIGHT,
+    Link, link_to,
 )
 from _remote_stores import DelayedStore, KeepingStore
 
@@ -67,6 +70,63 @@ def test_a_large_read_goes_in_its_share_of_the_connections_whatever_the_rate():
 def test_stores_of_one_server_share_its_link():
     assert link_to("s3://one") is link_to("s3://one")
     assert link_to("s3://one") is not link_to("s3://two")
+
+
+def test_connections_that_carried_small_answers_are_slow_for_large_ranges():
+    link = Link()
+    assert link.fast_share(MIB) is None  # (no client told its connections)
+    # Three outliers and a fast group (the FAST_RANK-th fastest sets the bar), and connections
+    # that moved small answers at a tenth of that.
+    fast = [5000e6, 900e6, 300e6, 90e6, 80e6, 60e6]
+    slow = [9e6, 8e6, 0.0]
+    link.kept(fast + slow)
+    assert FAST_RANK == 4 and all(r * SLOW_SHARE < 80e6 for r in slow)
+    assert (link.idle_connections, link.fast_connections) == (9, 6)
+    # A read the fast ones carry in pieces of at most FAST_PIECE keeps to them; a larger one
+    # goes on as many connections as fit, as slow ones gain speed over long transfers.
+    assert link.fast_share(6 * FAST_PIECE) == 6
+    assert link.fast_share(6 * FAST_PIECE + 1) is None
+    link.kept([])
+    assert (link.idle_connections, link.fast_connections, link.fast_share(MIB)) == (0, 0, 1)
+
+
+def test_a_large_object_is_split_over_the_fast_connections_only():
+    link = link_of(0.03, 10 * MIB)
+    link.observe_body(1.0, 10 * MIB)  # (bodies move slowly: large objects are split)
+    link.kept([80e6] * 5 + [8e6] * 30)
+    assert link.split(LARGE_BYTES, 2) == 2  # (5 // 2, not 4: the slow ones are left out)
+    assert link.split(LARGE_BYTES // 2, 2) == 4  # (a small object's ranges take any)
+
+
+def test_shards_wanted_whole_go_on_a_fast_connection_each_the_largest_first(io_config):
+    # Three shards of 1 MiB (half of it fill, not stored), 2 MiB and 2 MiB; at 8 MiB/s a
+    # connection and 40 ms each would go in pieces of 1 MiB, but five connections are fast:
+    # each shard is one request, the largest asked first.
+    store = Linked(DelayedStore, 0.04, 8 * MIB).store
+    a = zarrcore.create_array(store, name="s", shape=(1536, 512), dtype="uint64",
+                              chunks=(64, 64), shards=(512, 512), compressors=None, fill_value=0)
+    data = np.arange(1536 * 512, dtype="uint64").reshape(1536, 512)
+    data[:256] = 0
+    a[...] = data
+    io_config.set(io_concurrency=1)  # (one request at a time: asked in order)
+    store.link.kept([80e6] * 5 + [8e6] * 30)
+    store.reset()
+    np.testing.assert_array_equal(a[...], data)
+    got = [(key, ranges[0][1] - ranges[0][0]) for key, ranges in data_reads(store)]
+    assert [n for _, n in got] == [2 * MIB, 2 * MIB, MIB]
+    assert sorted(got) == [("s/c/0/0", MIB), ("s/c/1/0", 2 * MIB), ("s/c/2/0", 2 * MIB)]
+
+
+def test_a_shards_bytes_cut_for_fast_connections_leave_no_short_tail():
+    # 64 inner chunks of 67 KB in a run: cut for requests of 4.13 MB, 2.1 MB or 1.05 MB, they
+    # are 1, 2 or 4 requests of about equal size, not those and a tail of a chunk or a few.
+    lengths = np.full(64, 67_000, dtype=np.uint64)
+    spans = np.stack([np.arange(64, dtype=np.uint64) * 67_000, lengths], axis=1)
+    for most, count in [(4_130_000, 1), (2_100_000, 2), (1_050_000, 4)]:
+        assert len(coalesce(spans[:, 0], spans[:, 1], 0, most)[0]) == count + 1
+        starts, stops, _ = coalesce(spans[:, 0], spans[:, 1], 0, _even_cut(spans, most))
+        assert len(starts) == count
+        assert (stops - starts).min() >= 0.75 * 64 * 67_000 / count  # (no short tail)
 
 
 def test_fan_out_holds_at_most_its_budget_of_weight():

@@ -81,24 +81,43 @@ class ShardWaves(Protocol):
     def run(self, tasks: Int64s) -> None: ...
 
 
-def range_limits(engine: ChunkEngine, whole: bool, total: int) -> tuple[int, int | None]:
-    """(gap, most) by which `coalesce` groups a shard's byte ranges into requests, where all
-    of it is wanted (`whole`) or some, in a read of about `total` bytes: the array's options
-    (config.array_options), or one request for a whole shard; over a link with a round trip,
-    also every gap that moving costs less than a round trip (Link.gap_bytes), and requests
-    cut to what one connection moves fast (Link.piece_bytes), unless the options set the
-    most; both within the read's share of the requests of SHARE_PIECE that fit in flight
-    (fewer and larger requests than of the least piece: over a 10 ms link, a 34 MB shard
-    from S3 took 0.36 s in ranges of 1 MiB, 0.20 s in 16 ranges)."""
+def range_limits(
+    engine: ChunkEngine, whole: bool, total: int, spans: Entries
+) -> tuple[int, int | None]:
+    """(gap, most) by which `coalesce` groups a shard's byte ranges (its stored `spans`) into
+    requests, where all of it is wanted (`whole`) or some, in a read of about `total` bytes:
+    the array's options (config.array_options), or one request for a whole shard; over a
+    link with a round trip, also every gap that moving costs less than a round trip
+    (Link.gap_bytes), and requests cut to what one connection moves fast (Link.piece_bytes),
+    unless the options set the most; both within the read's share of the requests of
+    SHARE_PIECE that fit in flight (fewer and larger requests than of the least piece: over a
+    10 ms link, a 34 MB shard from S3 took 0.36 s in ranges of 1 MiB, 0.20 s in 16 ranges),
+    or of the fast connections (Link.fast_share) where fewer: then the shard's bytes are cut
+    about equally (`_even_cut`), so that the requests are no more than those connections."""
     gap = WHOLE_GAP if whole else engine.options.coalesce_gap_bytes
     most = None if whole else engine.options.coalesce_max_bytes
     link = engine.store.link
     if link is not None:
         connections = requests_in_flight(engine, SHARE_PIECE)
+        fast = link.fast_share(total)
+        if fast is not None:
+            connections = min(connections, fast)
         gap = max(gap, link.gap_bytes(total, connections))
         if most is None:
             most = link.piece_bytes(total, connections)
+            if fast is not None and len(spans):
+                most = _even_cut(spans, most)
     return gap, most
+
+
+def _even_cut(spans: Entries, most: int) -> int:
+    """The most bytes of a request where the bytes of `spans` are cut in the nearest whole
+    number of requests of `most`, about equal: not in requests of `most` and a short tail,
+    which would take one connection more for little."""
+    ends = spans[:, 0] + spans[:, 1]
+    extent = int(ends.max() - spans[:, 0].min())
+    count = max(1, round(extent / most))
+    return -(-extent // count) + int(spans[:, 1].max())
 
 
 def ranges_in_flight(engine: ChunkEngine, sizes: Sequence[int]) -> int:
@@ -277,7 +296,7 @@ class _IndexedShards:
         total = int(spans[:, 1].sum()) * len(self.shards.local) // len(spans)
         whole = self.shards.requests[s][1] is None
         starts, stops, group = coalesce(
-            spans[:, 0], spans[:, 1], *range_limits(self.engine, whole, total)
+            spans[:, 0], spans[:, 1], *range_limits(self.engine, whole, total, spans)
         )
         order = np.argsort(group, kind="stable")
         cuts = np.searchsorted(group[order], np.arange(len(starts) + 1))
@@ -332,9 +351,11 @@ class _IndexedShards:
     def read_ranges(self, fetch: Fetch) -> None:
         """Fetch the planned ranges, each at its shard's version in this read; each wave
         runs the tasks whose bytes arrived."""
-        ranged = self.ranged
         known_keys = {self.shards.keys[s] for s in self.known}
-        sizes = [_span_bytes(r[0]) for r in ranged]
+        # The largest first: each request takes the fastest kept connection left.
+        sizes = [_span_bytes(r[0]) for r in self.ranged]
+        order = np.argsort(-np.asarray(sizes, dtype=np.int64), kind="stable").tolist()
+        ranged, sizes = [self.ranged[r] for r in order], [sizes[r] for r in order]
         # (A small read's large ranges go in pieces at once, each on a connection of its own.)
         requests = [_in_pieces(self.engine, r[0], len(ranged)) for r in ranged]
         for batch in fetch(requests, sizes):

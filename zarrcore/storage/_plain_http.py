@@ -203,7 +203,7 @@ class PlainHTTP:
         if reusable:
             with self._guard:
                 heapq.heappush(self._idle, (-rate, sent.serial, sock))
-                link.idle_connections = len(self._idle)
+                link.kept([-kept[0] for kept in self._idle])
         else:
             sock.close()
         return answer
