@@ -72,6 +72,25 @@ def test_stores_of_one_server_share_its_link():
     assert link_to("s3://one") is not link_to("s3://two")
 
 
+def test_small_requests_over_a_long_round_trip_go_up_to_the_process_limit(io_config):
+    # Many small chunks over a 30 ms link: with io_concurrency at its default, more in flight
+    # than it, up to the process's; over a short round trip, or io_concurrency set, no more.
+    assert Link.in_flight(128 * 1024, 64, 512, widest=128) == 128
+    assert Link.in_flight(4 * MIB, 64, 512, widest=128) == FEWEST_IN_FLIGHT
+    io_config.set(io_process_concurrency=96)
+    for round_trip, own, most in [(0.03, None, 96), (0.0005, None, 64), (0.03, 32, 32)]:
+        store = AskedStore(concurrency=8)
+        store.link = link_of(round_trip, 100 * MIB)
+        a = zarrcore.create_array(store, name="z", shape=(128, 1024), dtype="f8",
+                                  chunks=(1, 1024), compressors=None, fill_value=0)
+        a[...] = 1.0
+        if own is not None:
+            a = a.with_config({"io_concurrency": own})
+        store.asked = []
+        np.testing.assert_array_equal(a[...], 1.0)
+        assert store.asked == [most]
+
+
 def test_connections_that_carried_small_answers_are_slow_for_large_ranges():
     link = Link()
     assert link.fast_share(MIB) is None  # (no client told its connections)
@@ -298,7 +317,9 @@ def test_an_array_opened_again_plans_its_first_read_by_the_chunks_it_read():
         assert (zarrcore.open_array(store, path="a")[...] == data).all()
         asked.append(store.asked[0])
     assert asked[0] == pytest.approx(BYTES_IN_FLIGHT / MIB, rel=0.1)
-    assert asked[1] == min(zarrcore.config.io_concurrency, round(BYTES_IN_FLIGHT / stored))
+    # (io_concurrency at its default: small requests up to the process's requests in flight)
+    assert asked[1] == min(zarrcore.config.io_process_concurrency,
+                           round(BYTES_IN_FLIGHT / stored))
 
 
 @pytest.mark.parametrize("linked", [False, True])
@@ -323,8 +344,8 @@ def test_large_requests_over_a_link_keep_fewer_in_flight(linked):
             # encoded bound), never fewer than FEWEST_IN_FLIGHT.
             fitting = BYTES_IN_FLIGHT // MIB
             assert max(FEWEST_IN_FLIGHT, 0.9 * fitting) <= store.asked[0] <= fitting
-        else:
-            assert store.asked[0] == 64
+        else:  # (over a link, up to the process's requests in flight: 128)
+            assert store.asked[0] == (128 if linked else 64)
     # A sharded read's inner chunks go in ranges of SHARE_PIECE (its 96 MiB shared by the
     # requests of that size that fit in flight), never fewer than FEWEST_IN_FLIGHT of them.
     sharded_big = zarrcore.create_array(store, name="s", shape=(nbig, 512, 512),

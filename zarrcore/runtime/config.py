@@ -42,6 +42,7 @@ __all__ = [
     "ARRAY_OPTIONS",
     "ArrayOptions",
     "Config",
+    "DEFAULT_IO_CONCURRENCY",
     "DIMENSIONS_CEILING",
     "LIMITS",
     "Options",
@@ -53,6 +54,10 @@ __all__ = [
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
+
+# io_concurrency unless set. At this value, a read over a link with a round trip keeps more
+# small requests in flight, up to io_process_concurrency (engine.planning.requests_in_flight).
+DEFAULT_IO_CONCURRENCY = 64
 
 
 def _env_int(name: str, default: int, minimum: int) -> int:
@@ -166,8 +171,9 @@ class Config:
         # Requests one call of a remote store keeps in flight at once (one get_many or
         # set_many, so one array read or write): object stores answer each in tens of
         # milliseconds, so throughput needs many in flight. Calls from several threads each
-        # have this many, within io_process_concurrency.
-        self.io_concurrency = _env_int("ZARRCORE_IO_CONCURRENCY", 64, 1)
+        # have this many, within io_process_concurrency; at the default, a read over a link
+        # with a round trip keeps small ones in flight up to io_process_concurrency.
+        self.io_concurrency = _env_int("ZARRCORE_IO_CONCURRENCY", DEFAULT_IO_CONCURRENCY, 1)
         # Requests all the remote stores of this process keep in flight at once (object
         # stores and async fsspec filesystems; every store, array, thread and call): each
         # holds one of these slots while it is sent and its answer read, and further

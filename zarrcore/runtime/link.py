@@ -220,14 +220,17 @@ class Link:
         return max(1, min(most, int(math.sqrt(moving / REQUEST_SECONDS))))
 
     @staticmethod
-    def in_flight(request_bytes: int, most: int, count: int | None = None) -> int:
+    def in_flight(
+        request_bytes: int, most: int, count: int | None = None, widest: int | None = None
+    ) -> int:
         """How many requests of about `request_bytes` each to keep in flight, at most
         `most`: all of them while small, fewer once they fill the link; all `count` of a read
-        where they are at most TAIL_IN_FLIGHT times those that fit."""
+        where they are at most TAIL_IN_FLIGHT times those that fit. With `widest`, small
+        ones up to it, as many as fit (a long round trip needs them to fill the link)."""
         fitting = round(BYTES_IN_FLIGHT / max(request_bytes, 1))
         if count is not None and count <= TAIL_IN_FLIGHT * fitting:
             fitting = max(fitting, count)
-        return max(min(most, FEWEST_IN_FLIGHT), min(most, fitting))
+        return max(min(most, FEWEST_IN_FLIGHT), min(max(most, widest or 0), fitting))
 
     @staticmethod
     def _share(most: float, total: int | None, connections: int) -> float:
