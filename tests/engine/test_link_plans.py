@@ -17,7 +17,7 @@ from zarrcore.runtime.concurrency import fan_out
 from zarrcore.runtime.link import (
     ASSUMED_RATE, ASSUMED_ROUND_TRIP, BYTES_IN_FLIGHT, FAST_PIECE, FAST_RANK, FEWEST_IN_FLIGHT,
     LARGE_BYTES, PIECE_ROUND_TRIPS, SHARE_PIECE, SLOW_SHARE, SMALLEST_PIECE, TAIL_IN_FLIGHT,
-    Link, link_to,
+    WIDE_BYTES, Link, link_to,
 )
 from _remote_stores import DelayedStore, KeepingStore
 
@@ -76,6 +76,8 @@ def test_small_requests_over_a_long_round_trip_go_up_to_the_process_limit(io_con
     # Many small chunks over a 30 ms link: with io_concurrency at its default, more in flight
     # than it, up to the process's; over a short round trip, or io_concurrency set, no more.
     assert Link.in_flight(128 * 1024, 64, 512, widest=128) == 128
+    assert Link.in_flight(WIDE_BYTES // 96, 64, 512, widest=128) == 96  # (WIDE_BYTES in all)
+    assert Link.in_flight(432_000, 64, 512, widest=128) == 64  # (not fewer than `most`)
     assert Link.in_flight(4 * MIB, 64, 512, widest=128) == FEWEST_IN_FLIGHT
     io_config.set(io_process_concurrency=96)
     for round_trip, own, most in [(0.03, None, 96), (0.0005, None, 64), (0.03, 32, 32)]:
@@ -317,8 +319,10 @@ def test_an_array_opened_again_plans_its_first_read_by_the_chunks_it_read():
         assert (zarrcore.open_array(store, path="a")[...] == data).all()
         asked.append(store.asked[0])
     assert asked[0] == pytest.approx(BYTES_IN_FLIGHT / MIB, rel=0.1)
-    # (io_concurrency at its default: small requests up to the process's requests in flight)
-    assert asked[1] == min(zarrcore.config.io_process_concurrency,
+    # (io_concurrency at its default: small requests up to the process's requests in flight
+    # while they hold WIDE_BYTES, never fewer than io_concurrency)
+    wide = min(zarrcore.config.io_process_concurrency, WIDE_BYTES // stored)
+    assert asked[1] == min(max(zarrcore.config.io_concurrency, wide),
                            round(BYTES_IN_FLIGHT / stored))
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "SPLIT_BYTES",
     "SPLIT_ROUND_TRIP",
     "TAIL_IN_FLIGHT",
+    "WIDE_BYTES",
     "link_to",
 ]
 
@@ -100,6 +101,13 @@ FAST_RANK = 4
 # slow one gains speed over a long transfer (8 shards of 13 MB over a 24 ms link took
 # 0.37-0.59 s on the fast ones only, 0.28-0.30 s on 16 connections).
 FAST_PIECE = 8 << 20
+
+# Small requests over a long round trip are kept in flight beyond a call's io_concurrency
+# while they hold at most WIDE_BYTES (engine.planning.requests_in_flight): over a 30 ms
+# link, 512 chunks of 128 KiB took 0.38-0.40 s with 64 in flight and 0.29-0.30 s with 128
+# (16 MiB); 512 of 432 KB took 0.54-0.65 s with 128 (55 MB) in a fresh process and
+# 0.30 s with 64, as every connection more opens and starts slowly.
+WIDE_BYTES = 16 << 20
 
 # Requests that share a link finish at about the same time, so one that waits for a place
 # in flight starts a round trip late: a read of at most TAIL_IN_FLIGHT times the requests
@@ -226,11 +234,14 @@ class Link:
         """How many requests of about `request_bytes` each to keep in flight, at most
         `most`: all of them while small, fewer once they fill the link; all `count` of a read
         where they are at most TAIL_IN_FLIGHT times those that fit. With `widest`, small
-        ones up to it, as many as fit (a long round trip needs them to fill the link)."""
+        ones up to it while they hold at most WIDE_BYTES (a round trip per request, not the
+        link's bandwidth, then bounds a read: more in flight fill it)."""
         fitting = round(BYTES_IN_FLIGHT / max(request_bytes, 1))
         if count is not None and count <= TAIL_IN_FLIGHT * fitting:
             fitting = max(fitting, count)
-        return max(min(most, FEWEST_IN_FLIGHT), min(max(most, widest or 0), fitting))
+        if widest is not None:
+            most = max(most, min(widest, WIDE_BYTES // max(request_bytes, 1)))
+        return max(min(most, FEWEST_IN_FLIGHT), min(most, fitting))
 
     @staticmethod
     def _share(most: float, total: int | None, connections: int) -> float:
