@@ -4,6 +4,7 @@ them (`gap_bytes`, `piece_bytes`, `in_flight`, `split`)."""
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import threading
@@ -98,7 +99,7 @@ FEWEST_IN_FLIGHT = 16
 SLOW_SHARE = 4
 FAST_RANK = 4
 # Only a read the fast connections carry in pieces of at most FAST_PIECE keeps to them: a
-# slow one gains speed over a long transfer (8 shards of 13 MB over a 24 ms link took
+# slow one gains speed over a long transfer (8 shards of 14 MB over a 24 ms link took
 # 0.37-0.59 s on the fast ones only, 0.28-0.30 s on 16 connections).
 FAST_PIECE = 8 << 20
 
@@ -127,10 +128,10 @@ class Link:
         self._round_trips = _Ring(ASSUMED_ROUND_TRIP)
         self._rates = _Ring(float(ASSUMED_RATE))
         self._body_rates = _Ring(math.inf)  # (no split until bodies were timed)
-        # Connections to the server kept open and idle, and how many of them are fast
-        # (`kept`), as the client that keeps them last told (None: it tells none).
+        # Connections to the server kept open and idle, and their last bodies' rates, as the
+        # client that keeps them last told (`kept`; None: it tells none).
         self.idle_connections: int | None = None
-        self.fast_connections: int | None = None
+        self._kept_rates: Sequence[float] | None = None
 
     def observe(self, seconds: float, nbytes: int) -> None:
         """Take in a request that took `seconds` from its start to its last byte, for a
@@ -159,16 +160,23 @@ class Link:
         return rate
 
     def kept(self, body_rates: Sequence[float]) -> None:
-        """Take in the connections a client keeps idle, by their last bodies' rates: their
-        count, and how many are fast, moving at 1/SLOW_SHARE at least of the FAST_RANK-th
-        fastest (a short body's rate is far off either way; so is the link's `rate` once
-        slow connections carried the last large ranges)."""
+        """Take in the connections a client keeps idle, by their last bodies' rates."""
         self.idle_connections = len(body_rates)
-        if body_rates:
-            fast = sorted(body_rates, reverse=True)[min(FAST_RANK, len(body_rates)) - 1]
-            self.fast_connections = sum(rate * SLOW_SHARE >= fast for rate in body_rates)
-        else:
-            self.fast_connections = 0
+        self._kept_rates = body_rates
+
+    @property
+    def fast_connections(self) -> int | None:
+        """How many kept connections are fast, moving at 1/SLOW_SHARE at least of the
+        FAST_RANK-th fastest (a short body's rate is far off either way; so is the link's
+        `rate` once slow connections carried the last large ranges); None where the client
+        tells none."""
+        rates = self._kept_rates
+        if rates is None:
+            return None
+        if not rates:
+            return 0
+        fast = heapq.nlargest(FAST_RANK, rates)[-1]
+        return sum(rate * SLOW_SHARE >= fast for rate in rates)
 
     def fast_share(self, total: int) -> int | None:
         """The kept connections a read of `total` bytes in large ranges spreads them over:
