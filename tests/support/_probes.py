@@ -1,5 +1,6 @@
 """Probes several test modules share: the Python calls a read makes, the memory a script
 peaks at in a fresh interpreter, and whether a write waits for a store's key lock."""
+import gc
 import os
 import subprocess
 import sys
@@ -19,11 +20,18 @@ def python_calls(read):
         if event == "call":
             calls += 1
 
+    # (Earlier tests' garbage is collected first and not during: its finalizers, a generator's
+    # `finally` among them, would run inside `read` and be counted as its calls.)
+    gc.collect()
+    collecting = gc.isenabled()
+    gc.disable()
     sys.setprofile(count)
     try:
         read()
     finally:
         sys.setprofile(None)
+        if collecting:
+            gc.enable()
     return calls
 
 
