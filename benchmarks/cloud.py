@@ -92,6 +92,7 @@ BUCKET = remote.BUCKET
 CREDENTIALS = remote.CREDENTIALS
 HTTP_PORT, S3_PORT = 8080, 9000
 LAYOUTS = ("sharded", "zstd", "plain")
+CHUNK, SHARD = 64, 256  # (the default sides of chunks and shards)
 # workload -> (the layouts it runs on, the transport)
 WORKLOADS = {
     "whole": (("sharded", "zstd", "plain"), "http"),
@@ -140,9 +141,15 @@ def s3_n(n):
 
 
 def size_tag(args):
-    """n<N>, with the chunk and shard sides where they are not 64 and 256."""
-    layout = "" if (args.chunk, args.shard) == (64, 256) else f"-c{args.chunk}-s{args.shard}"
+    """n<N>, with the chunk and shard sides where they are not the defaults."""
+    sides = (args.chunk, args.shard)
+    layout = "" if sides == (CHUNK, SHARD) else f"-c{args.chunk}-s{args.shard}"
     return f"n{args.n}{layout}"
+
+
+def s3_prefix(args, layout):
+    """The key prefix of `layout`'s S3 copy in the bucket."""
+    return f"{size_tag(args)}/s3-{layout}.zarr"
 
 
 def data_root(args):
@@ -762,8 +769,7 @@ class Worker:
                 seconds, cpu, _ = self._timed(lambda: c.write(h, data))
             ok = self._verify_write(prefix, expected)
             return {"seconds": seconds, "cpu": cpu, "gb": gb, "ok": ok}
-        prefix = (f"{layout}.zarr" if kind == "http"
-                  else f"{size_tag(self.args)}/s3-{layout}.zarr")
+        prefix = f"{layout}.zarr" if kind == "http" else s3_prefix(self.args, layout)
         h = c.open(kind, prefix, cfg)
 
         def run():
@@ -795,7 +801,7 @@ class Worker:
             base, root = self.args.http_url + f"/{layout}.zarr", os.path.join(
                 self.root, f"{layout}.zarr")
         else:
-            prefix = f"{size_tag(self.args)}/s3-{layout}.zarr"
+            prefix = s3_prefix(self.args, layout)
             base, root = f"{self.args.s3_url}/{BUCKET}/{prefix}", os.path.join(
                 self.root, f"s3-{layout}.zarr")
         plans = [chunk_ranges(root, layout, ds, s) for s in sels]
@@ -939,7 +945,7 @@ def cases(args):
 def run(args):
     prepare(args)
     root = data_root(args)
-    uploads = [(f"{size_tag(args)}/s3-{layout}.zarr", os.path.join(root, f"s3-{layout}.zarr"))
+    uploads = [(s3_prefix(args, layout), os.path.join(root, f"s3-{layout}.zarr"))
                for layout in ("zstd", "sharded")]
     names = list(args.contenders) + ([FLOOR] if args.floors else [])
     started = time.time()
@@ -1046,7 +1052,7 @@ LABELS = {
 
 
 def layout_label(layout, results):
-    chunk, shard = results.get("chunk", 64), results.get("shard", 256)
+    chunk, shard = results.get("chunk", CHUNK), results.get("shard", SHARD)
     return {"sharded": f"sharded {shard}³ of {chunk}³", "zstd": f"zstd {chunk}³ chunks",
             "plain": f"uncompressed {chunk}³"}[layout]
 
@@ -1147,8 +1153,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=512)
-    p.add_argument("--chunk", type=int, default=64, help="chunk (inner chunk) side")
-    p.add_argument("--shard", type=int, default=256, help="shard side")
+    p.add_argument("--chunk", type=int, default=CHUNK, help="chunk (inner chunk) side")
+    p.add_argument("--shard", type=int, default=SHARD, help="shard side")
     p.add_argument("--delay", type=float, default=20.0, help="ms each way (default 20)")
     p.add_argument("--rate-mbit", type=float, default=None, help="link bandwidth cap")
     p.add_argument("--repeats", type=int, default=3)

@@ -100,21 +100,23 @@ def test_connections_that_carried_small_answers_are_slow_for_large_ranges():
     # that moved small answers at a tenth of that.
     fast = [5000e6, 900e6, 300e6, 90e6, 80e6, 60e6]
     slow = [9e6, 8e6, 0.0]
-    link.kept(fast + slow)
+    kept = fast + slow
+    link.kept(len(kept), lambda: kept)
     assert FAST_RANK == 4 and all(r * SLOW_SHARE < 80e6 for r in slow)
     assert (link.idle_connections, link.fast_connections) == (9, 6)
     # A read the fast ones carry in pieces of at most FAST_PIECE keeps to them; a larger one
     # goes on as many connections as fit, as slow ones gain speed over long transfers.
     assert link.fast_share(6 * FAST_PIECE) == 6
     assert link.fast_share(6 * FAST_PIECE + 1) is None
-    link.kept([])
+    link.kept(0, list)
     assert (link.idle_connections, link.fast_connections, link.fast_share(MIB)) == (0, 0, 1)
 
 
 def test_a_large_object_is_split_over_the_fast_connections_only():
     link = link_of(0.03, 10 * MIB)
     link.observe_body(1.0, 10 * MIB)  # (bodies move slowly: large objects are split)
-    link.kept([80e6] * 5 + [8e6] * 30)
+    kept = [80e6] * 5 + [8e6] * 30
+    link.kept(len(kept), lambda: kept)
     assert link.split(LARGE_BYTES, 2) == 2  # (5 // 2, not 4: the slow ones are left out)
     assert link.split(LARGE_BYTES // 2, 2) == 4  # (a small object's ranges take any)
 
@@ -130,7 +132,8 @@ def test_shards_wanted_whole_go_on_a_fast_connection_each_the_largest_first(io_c
     data[:256] = 0
     a[...] = data
     io_config.set(io_concurrency=1)  # (one request at a time: asked in order)
-    store.link.kept([80e6] * 5 + [8e6] * 30)
+    kept = [80e6] * 5 + [8e6] * 30
+    store.link.kept(len(kept), lambda: kept)
     store.reset()
     np.testing.assert_array_equal(a[...], data)
     got = [(key, ranges[0][1] - ranges[0][0]) for key, ranges in data_reads(store)]

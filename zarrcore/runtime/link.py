@@ -8,7 +8,7 @@ import heapq
 import itertools
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .portable import at_fork_in_child
 
@@ -128,10 +128,11 @@ class Link:
         self._round_trips = _Ring(ASSUMED_ROUND_TRIP)
         self._rates = _Ring(float(ASSUMED_RATE))
         self._body_rates = _Ring(math.inf)  # (no split until bodies were timed)
-        # Connections to the server kept open and idle, and their last bodies' rates, as the
-        # client that keeps them last told (`kept`; None: it tells none).
+        # Connections to the server kept open and idle, and how to ask their last bodies'
+        # rates, as the client that keeps them last told (`kept`; None: it tells none).
         self.idle_connections: int | None = None
-        self._kept_rates: Sequence[float] | None = None
+        self._kept_rates: Callable[[], Sequence[float]] | None = None
+        self._fast: int | None = None  # (fast_connections since the client last told)
 
     def observe(self, seconds: float, nbytes: int) -> None:
         """Take in a request that took `seconds` from its start to its last byte, for a
@@ -159,10 +160,11 @@ class Link:
         self._body_rates.add(rate)
         return rate
 
-    def kept(self, body_rates: Sequence[float]) -> None:
-        """Take in the connections a client keeps idle, by their last bodies' rates."""
-        self.idle_connections = len(body_rates)
-        self._kept_rates = body_rates
+    def kept(self, count: int, body_rates: Callable[[], Sequence[float]]) -> None:
+        """Take in the `count` connections a client keeps idle, and how to ask their last
+        bodies' rates (only when a read plans by them: `fast_connections`)."""
+        self.idle_connections = count
+        self._kept_rates, self._fast = body_rates, None
 
     @property
     def fast_connections(self) -> int | None:
@@ -170,13 +172,12 @@ class Link:
         FAST_RANK-th fastest (a short body's rate is far off either way; so is the link's
         `rate` once slow connections carried the last large ranges); None where the client
         tells none."""
-        rates = self._kept_rates
-        if rates is None:
-            return None
-        if not rates:
-            return 0
-        fast = heapq.nlargest(FAST_RANK, rates)[-1]
-        return sum(rate * SLOW_SHARE >= fast for rate in rates)
+        if self._kept_rates is None or self._fast is not None:
+            return self._fast
+        rates = self._kept_rates()
+        bar = heapq.nlargest(FAST_RANK, rates)[-1] if rates else 0.0
+        self._fast = sum(rate * SLOW_SHARE >= bar for rate in rates)
+        return self._fast
 
     def fast_share(self, total: int) -> int | None:
         """The kept connections a read of `total` bytes in large ranges spreads them over:

@@ -203,10 +203,15 @@ class PlainHTTP:
         if reusable:
             with self._guard:
                 heapq.heappush(self._idle, (-rate, sent.serial, sock))
-                link.kept([-kept[0] for kept in self._idle])
+                link.kept(len(self._idle), self._idle_rates)
         else:
             sock.close()
         return answer
+
+    def _idle_rates(self) -> list[float]:
+        """The last body rate of each idle connection."""
+        with self._guard:
+            return [-rate for rate, _, _ in self._idle]
 
     def _connection(self, kept: bool) -> tuple[int, float, socket.socket] | None:
         """(The order it was opened in, its last body rate, an idle connection (`kept`; None
