@@ -251,6 +251,27 @@ def test_reader(kind):
         assert _read_through(reader, [(0, 1)]) is None
 
 
+def test_streaming_readers_hand_on_the_bodies_they_read(kind):
+    """A store that streams_reads: its readers' get_streamed reads what get_ranges reads,
+    and hands each body on as it arrives (if at all), the bytes it names all come."""
+    store = kind.fill({"k": VALUE})
+    if not store.streams_reads:
+        return
+    seen = []
+
+    def progress(part, body, filled):
+        seen.append((part, bytes(body[:filled])))
+        return filled + 1 if filled < len(body) else len(body) + 1
+
+    with store.reader("k") as reader:
+        parts = reader.get_streamed(BOUNDS, progress)
+        assert [bytes(p) for p in parts] == [VALUE[a:b] for a, b in BOUNDS]
+    for part, arrived in seen:
+        assert VALUE[slice(*BOUNDS[part])].startswith(arrived)
+    with store.reader("missing") as reader:
+        assert reader is None or reader.get_streamed([(0, 1)], progress) is None
+
+
 def test_reader_reads_one_version_where_declared(writable):
     """A store whose readers_keep_one_version reads one version throughout (or raises
     KeyChangedError); others read each range as the value is at that moment."""

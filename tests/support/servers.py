@@ -160,6 +160,7 @@ class _Faults:
         self.unframed = False   # (proxy) send the answer without its Content-Length and only
         #                         half its body, then close: a short body no framing reveals
         self.drop = False       # close the connection without an answer
+        self.close = False      # answer saying "Connection: close", then close
         self.cut_request_after = None   # (proxy) forward this many request bytes, then close
         self.after_apply = False  # (proxy) `status` or `drop` once the server has answered
         self.method = None      # (proxy) only requests of this method ("PUT", "DELETE", ...)
@@ -263,6 +264,8 @@ class _RangeHandler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return
+        if faulty and faults.close:
+            headers["Connection"] = "close"  # (send_header closes it after this answer)
         self._reply(status, b"" if head else data, headers, length=len(data))
 
     def _reply(self, status, body, headers=None, length=None):

@@ -248,23 +248,28 @@ class _InnerChunkWaves:
         return len(self.listed)
 
     def work_read(self) -> None:
-        counts = [len(p) for p in self.pieces]
         for k in self.claim:
             if self.failure is not None or self.stopped:
                 return
             task = self.listed[k]
-            combo = [pieces[i] for pieces, i in zip(self.pieces, np.unravel_index(task, counts))]
-            chunk_sel = tuple(c[0] for c in combo)
-            out_sel = tuple(c[1] for c in combo if c[1] is not None)
-            try:
-                self.chain.read_into(
-                    self.blobs.pop(task, None),
-                    chunk_sel,
-                    self.out[out_sel + (Ellipsis,)],
-                    all(c[2] for c in combo),
-                )
-            except ZarrcoreError as e:
-                self.failure = (e, task)
+            error = self.read_one(task, self.blobs.pop(task, None))
+            if error is not None:
+                self.failure = (error, task)
+
+    def read_one(self, task: int, data: ReadBytes | None) -> ZarrcoreError | None:
+        """Decode task `task` from `data` (None: fill) on the calling thread; None, or the
+        error."""
+        counts = [len(p) for p in self.pieces]
+        combo = [pieces[i] for pieces, i in zip(self.pieces, np.unravel_index(task, counts))]
+        chunk_sel = tuple(c[0] for c in combo)
+        out_sel = tuple(c[1] for c in combo if c[1] is not None)
+        try:
+            self.chain.read_into(
+                data, chunk_sel, self.out[out_sel + (Ellipsis,)], all(c[2] for c in combo)
+            )
+        except ZarrcoreError as e:
+            return e
+        return None
 
     def stop(self) -> None:
         """Let the workers take no further chunk (Ctrl-C)."""
@@ -644,6 +649,9 @@ class _ShardWaves:
             error, task = failure
             raise type(error)(f"chunk {self.name(task)}: {error}")
 
+    def decode_now(self, task: int, data: ReadBytes) -> bool:
+        return self.job.read_one(task, data) is None
+
     def add(self, data: ReadBytes, tasks: Int64s, offsets: Int64s, lengths: Int64s) -> None:
         bad = self.job.add(data, tasks, offsets, lengths)
         if bad >= 0:
@@ -825,13 +833,16 @@ def read_shard_ranges(
     # about `sizes` bytes, those held at once at most `budget` bytes.)
     fetch: Fetch
     known: dict[int, KnownIndex] = {}
+    streams = None
     if engine.store.readers_keep_one_version:
         known = known_indexes(engine, shards, waves.cached is not None)
-        fetch = ShardReaders(engine, held, shards.keys, known, budget)
+        # (Whole shards decode as they arrive, unless they go through the cache.)
+        readers = ShardReaders(engine, held, shards.keys, known, budget, waves.cached is None)
+        fetch, streams = readers, readers.streams
     else:
         fetch = _get_many_fetch(engine, budget, waves.cached is not None)
     try:
-        learned = read_indexed_shards(engine, shards, known, fetch, waves)
+        learned = read_indexed_shards(engine, shards, known, fetch, waves, streams)
     except KeyChangedError:
         if indexes is not None:  # (the read is tried again, reading the indexes anew)
             indexes.forget(shards.keys)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -20,12 +20,13 @@ from ..runtime.link import SHARE_PIECE
 from ..storage.base import at_most, joined
 from .cache import KnownIndex, same_version
 from .planning import Int64s, requests_in_flight, split_span, with_key
+from .streamed_shards import ShardStream
 
 if TYPE_CHECKING:
     import contextlib
 
     from ..codecs.sharding import ShardingCodec
-    from ..storage.base import ByteRange, RangeReader, ReadBytes, Request
+    from ..storage.base import ByteRange, RangeReader, ReadBytes, Request, StreamingReader
     from . import ChunkEngine
 
 __all__ = [
@@ -71,14 +72,18 @@ class ShardRequests:
 
 class ShardWaves(Protocol):
     """What a sharded read hands the bytes it fetched to: `add` gives tasks their bytes (at
-    offsets and lengths in `data`), `run` decodes a wave of tasks, and `cached` (None where
-    the read keeps no decoded chunks) tells which stored tasks the cache holds."""
+    offsets and lengths in `data`), `run` decodes a wave of tasks, `decode_now` one task on
+    the calling thread (False where it did not: its wave is then to run it), and `cached`
+    (None where the read keeps no decoded chunks) tells which stored tasks the cache
+    holds."""
 
     cached: Cached | None
 
     def add(self, data: ReadBytes, tasks: Int64s, offsets: Int64s, lengths: Int64s) -> None: ...
 
     def run(self, tasks: Int64s) -> None: ...
+
+    def decode_now(self, task: int, data: ReadBytes) -> bool: ...
 
 
 def range_limits(
@@ -169,7 +174,8 @@ class ShardReaders:
     (Store.readers_keep_one_version), index and inner chunks alike, so that a writer
     replacing a shard between the two cannot tear the read: the known shards' readers at
     the version their index was learned from, the others' opened as they are first asked
-    for; each held until `held` closes."""
+    for; each held until `held` closes. `streaming`, where the store streams reads: `streams`
+    (by key) takes the shards whose bodies are handed on as they arrive (ShardStream)."""
 
     def __init__(
         self,
@@ -178,8 +184,12 @@ class ShardReaders:
         keys: Sequence[str],
         known: dict[int, KnownIndex],
         budget: int,
+        streaming: bool,
     ) -> None:
         self.engine, self.store, self.held, self.budget = engine, engine.store, held, budget
+        self.streams: dict[str, ShardStream] | None = (
+            {} if streaming and self.store.streams_reads else None
+        )
         self.readers: dict[str, RangeReader | None] = {
             keys[s]: held.enter_context(self.store.reader(keys[s], version=hit.version))
             for s, hit in known.items()
@@ -190,8 +200,13 @@ class ShardReaders:
         reader = self.readers[key]
         if reader is None or ranges is None:
             return None, None
+        stream = None if self.streams is None else self.streams.get(key)
+        if stream is None:
+            parts = reader.get_ranges(ranges)
+        else:
+            parts = cast("StreamingReader", reader).get_streamed(ranges, stream)
         # (None: a version the reader cannot tell, or one that tells no bytes apart)
-        return reader.get_ranges(ranges), getattr(reader, "version", None)
+        return parts, getattr(reader, "version", None)
 
     def __call__(
         self, requests: Sequence[Request], sizes: Sequence[int]
@@ -217,20 +232,26 @@ def read_indexed_shards(
     known: dict[int, KnownIndex],
     fetch: Fetch,
     waves: ShardWaves,
+    streams: dict[str, ShardStream] | None = None,
 ) -> dict[int, tuple[Any, Entries]]:
     """The waves of read_shard_ranges: the indexes (or whole shards) of the shards whose
     indexes are not `known`, then the inner chunks' ranges of them all, but of those
     `waves.cached` finds at their shard's version. A known shard none of whose inner chunks
     is fetched is asked for its index at its version (but where the array's `recheck`
     trusts the index's stamp), and the known shards' tasks that need no bytes run last, so
-    that no read goes through an index (nor entries) of a shard replaced since. The indexes
+    that no read goes through an index (nor entries) of a shard replaced since. With
+    `streams` (`fetch`'s, ShardReaders.streams), the shards fetched whole stream. The indexes
     it read, by shard, each with its shard's version."""
-    read = _IndexedShards(engine, shards, known, waves)
+    read = _IndexedShards(engine, shards, known, waves, streams)
     # The tasks of known shards that need no bytes (cached, or not stored): run once every
     # request at their shards' versions has succeeded, so that what a replaced shard's stale
     # index or entries say never reaches the output.
     confirmed = [read.place(s, k.entries, None) for s, k in known.items()]
-    read.read_indexes(fetch)
+    try:
+        read.read_indexes(fetch)
+    finally:
+        for stream in (streams or {}).values():  # (none decodes on once the read failed)
+            stream.close()
     read.read_ranges(fetch)
     if confirmed:
         waves.run(np.concatenate(confirmed))
@@ -247,8 +268,10 @@ class _IndexedShards:
         shards: ShardRequests,
         known: dict[int, KnownIndex],
         waves: ShardWaves,
+        streams: dict[str, ShardStream] | None,
     ) -> None:
         self.engine, self.shards, self.known, self.waves = engine, shards, known, waves
+        self.streams = streams
         # (key, [(start, stop)]), and the tasks whose bytes that range holds, their offsets
         # in it and lengths.
         self.ranged: list[tuple[Request, Int64s, Int64s, Int64s]] = []
@@ -256,12 +279,17 @@ class _IndexedShards:
         # Each shard's version in this read (None: unknown, or not stored).
         self.versions: dict[str, Any] = {shards.keys[s]: k.version for s, k in known.items()}
 
-    def place(self, s: int, entries: Entries, data: ReadBytes | None) -> Int64s:
+    def place(
+        self, s: int, entries: Entries, data: ReadBytes | None, decoded: Sequence[int] = ()
+    ) -> Int64s:
         """Hand the tasks of shard `s` stored in the whole shard `data` to `add`, or
         plan the ranges of those stored (data None): the tasks to run now (those not stored,
-        and those the cache holds, with the whole shard's)."""
+        and those the cache holds, with the whole shard's), but those `decoded` already."""
         keys, cached = self.shards.keys, self.waves.cached
         tasks = self.shards.tasks[s]
+        if decoded:
+            tasks = tasks[~np.isin(tasks, decoded)]
+        every = tasks
         spans = entries[self.shards.local[tasks]]
         stored = spans[:, 0] != EMPTY
         left: Int64s = tasks[~stored]
@@ -275,7 +303,7 @@ class _IndexedShards:
             tasks, spans = tasks[~hits], spans[~hits]
         if data is not None:  # (all of them run in this wave: those stored decode)
             self.waves.add(data, tasks, spans[:, 0].astype(np.int64), spans[:, 1].astype(np.int64))
-            return self.shards.tasks[s]
+            return every
         if not len(tasks):
             if s in self.known and not self.engine.recheck.trusts(self.known[s].stamp):
                 # (its version confirmed by one request for its index)
@@ -318,15 +346,21 @@ class _IndexedShards:
         requests, keys = self.shards.requests, self.shards.keys
         unknown = [s for s in range(len(keys)) if s not in self.known]
         whole = at_most(self.engine.chain.max_encoded_bytes)
+        firsts = [(keys[s], whole if requests[s][1] is None else requests[s][1]) for s in unknown]
+        if self.streams is not None:
+            firsts = [
+                (key, self.streamed(s, whole) if requests[s][1] is None else ranges)
+                for s, (key, ranges) in zip(unknown, firsts)
+            ]
         shard = self.engine.object_bytes
-        for batch in fetch(
-            [(keys[s], whole if requests[s][1] is None else requests[s][1]) for s in unknown],
-            [shard if requests[s][1] is None else 0 for s in unknown],
-        ):
+        for batch in fetch(firsts, [shard if requests[s][1] is None else 0 for s in unknown]):
             wave = []
             for u, (parts, version) in batch:
                 s = unknown[u]
                 whole_shard = requests[s][1] is None
+                stream = self.streams.get(keys[s]) if self.streams else None
+                if stream is not None and parts is not None:
+                    parts = stream.shard(parts)
                 data = self.engine.stored_chunk(keys[s], parts) if whole_shard else joined(parts)
                 if data is None:
                     wave.append(self.shards.tasks[s])
@@ -334,9 +368,19 @@ class _IndexedShards:
                 entries = self.parse_index(s, data, whole_shard)
                 self.learned[s] = (version, entries)
                 self.versions[keys[s]] = version
-                wave.append(self.place(s, entries, data if whole_shard else None))
+                decoded = () if stream is None else stream.decoded(entries)
+                wave.append(self.place(s, entries, data if whole_shard else None, decoded))
             self.waves.run(np.concatenate(wave))
             del data, parts, batch  # (the wave's bytes go while the next arrives)
+
+    def streamed(self, s: int, whole: Sequence[ByteRange]) -> list[ByteRange]:
+        """The ranges shard `s`, wanted `whole`, is asked in by its stream (ShardStream),
+        which its body goes to as it arrives."""
+        assert self.streams is not None  # (a read that streams)
+        tasks = self.shards.tasks[s]
+        stream = ShardStream(self.shards.codecs[s], tasks, self.shards.local[tasks], self.waves)
+        self.streams[self.shards.keys[s]] = stream
+        return stream.ranges(whole)
 
     def parse_index(self, s: int, data: ReadBytes, whole_shard: bool) -> Entries:
         """The index entries of shard `s` from `data`: its index, or the whole shard."""

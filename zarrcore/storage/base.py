@@ -6,7 +6,7 @@ import contextlib
 import errno
 import re
 import threading
-from collections.abc import Collection, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Optional, Protocol, Union, cast
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ..runtime.link import Link
 
 __all__ = [
+    "BodyProgress",
     "ByteRange",
     "BytesReader",
     "Fetched",
@@ -38,6 +39,7 @@ __all__ = [
     "S3_LEAST_PART_BYTES",
     "S3_MOST_PARTS",
     "Store",
+    "StreamingReader",
     "UNCHANGED",
     "Unchanged",
     "Version",
@@ -66,6 +68,10 @@ Fetched = Union[ReadBytes, Sequence[ReadBytes], None]
 #: A value's version (Store.get_versioned, Store.set_if): opaque, each store's own (an ETag
 #: pair, a generation, a hash), read only by the store that gave it.
 Version = Any
+#: What a streaming read (StreamingReader.get_streamed) hands each body to as it arrives:
+#: (the range's place in the request, the body's buffer, how many of its bytes arrived) ->
+#: how many must have arrived for the next call (more than the body holds: none).
+BodyProgress = Callable[[int, memoryview, int], int]
 #: The least part of an S3 multipart upload but the last (Store.least_part_bytes).
 S3_LEAST_PART_BYTES = 5 << 20
 #: The most parts of an S3 multipart upload.
@@ -108,6 +114,16 @@ class RangeReader(Protocol):
     def size(self) -> int | None: ...
 
     def get_ranges(self, ranges: Sequence[ByteRange]) -> Sequence[ReadBytes] | None: ...
+
+
+class StreamingReader(RangeReader, Protocol):
+    """The reader of a store that `streams_reads`: `get_streamed` asks for its ranges at
+    once and hands each body to `on_body` while it arrives (not at all where the request
+    goes another way), as get_ranges otherwise."""
+
+    def get_streamed(
+        self, ranges: Sequence[ByteRange], on_body: BodyProgress
+    ) -> Sequence[ReadBytes] | None: ...
 
 
 def validate_key(key: object) -> str:
@@ -297,6 +313,7 @@ class Store:
       (picklable), `merge_task_changes(changes)` takes them in (an Icechunk fork session);
     - `readers_keep_one_version`: `reader(key)` reads one version of the value throughout,
       even when the key is replaced meanwhile (KeyChangedError where it cannot);
+    - `streams_reads`: with `readers_keep_one_version`, its readers are StreamingReaders;
     - `versioned_reads`: get_many_versioned gives each value with its version (a token with
       a stable repr that only equal bytes share, so it never comes back for other bytes),
       and UNCHANGED without reading it when the version the caller knows is still the
@@ -332,6 +349,7 @@ class Store:
     process_local = False
     merges_task_writes = False
     readers_keep_one_version = False
+    streams_reads = False
     versioned_reads = False
     shares_versions = False
     link: Link | None = None

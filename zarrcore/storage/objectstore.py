@@ -69,6 +69,7 @@ from ._plain_http import PlainHTTP, plain_client, plain_path
 from .base import (
     S3_LEAST_PART_BYTES,
     UNCHANGED,
+    BodyProgress,
     ByteRange,
     Fetched,
     Pieces,
@@ -223,7 +224,7 @@ class ObjectStore(Store):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.link = _link_of(self.url)
-        self._plain = None
+        self._plain, self.streams_reads = None, False
         if state["_plain"]:
             self._take_plain_client()
         if self._client_key is not None:
@@ -277,6 +278,7 @@ class ObjectStore(Store):
         plain = plain_client(self.url, self.io_timeout)
         if plain is not None:
             self._plain, self._plain_base = plain
+            self.streams_reads = True
 
     @staticmethod
     def _client_of(
@@ -444,17 +446,24 @@ class ObjectStore(Store):
                 return None
 
     def _plain_get(
-        self, key: str, spans: Sequence[ByteRange], pin: _ObjectReader | None, copy: bool
+        self,
+        key: str,
+        spans: Sequence[ByteRange],
+        pin: _ObjectReader | None,
+        copy: bool,
+        on_body: BodyProgress | None = None,
     ) -> Sequence[ReadBytes | None] | None:
         """The bytes of `key` that each span names (see PlainHTTP.get), read by the plain
-        client at once ([None] when it is missing); None when it has no answer (ask obstore)."""
+        client at once ([None] when it is missing); with `on_body`, on one connection in
+        turn, each body handed to it as it arrives. None when it has no answer (ask
+        obstore)."""
         plain = self._plain
         if plain is None or not plain_path(key):
             return None
         began = time.monotonic()
         tag = None if pin is None else pin.e_tag
         target = f"{self._plain_base}/{key}"
-        answers = _request(plain.get, target, spans, tag, self.link, slots=len(spans))
+        answers = _request(plain.get, target, spans, tag, self.link, on_body, slots=len(spans))
         if not isinstance(answers, list):
             return None if answers is None else [None]  # (MISSING)
         took = time.monotonic() - began
@@ -967,3 +976,16 @@ class _ObjectReader:
             first, ranges = [part], ranges[1:]
         rest = self._store._each_range(self._key, ranges, copy=False, pin=self)
         return None if rest is None else first + rest
+
+    def get_streamed(
+        self, ranges: Sequence[ByteRange], on_body: BodyProgress
+    ) -> list[ReadBytes] | None:
+        """As StreamingReader.get_streamed: by the plain client where it answers (ranges
+        without a stop, or of a byte at least from 0 on), each answer's version checked
+        (`saw`) once all arrived."""
+        if not both_bounds([(lo, hi) for lo, hi in ranges if hi is not None]):
+            return self.get_ranges(ranges)
+        plain = self._store._plain_get(self._key, ranges, self, False, on_body)
+        if plain is None:
+            return self.get_ranges(ranges)
+        return None if None in plain else cast("list[ReadBytes]", plain)

@@ -1,0 +1,88 @@
+"""Whole shards read over a store that streams (ShardStream): each inner chunk decoded while
+the rest of its shard arrives, by the index asked for with it or read at its start, and
+checked against the shard's own index once it came whole."""
+import os
+
+import numpy as np
+import pytest
+
+import zarrcore
+from zarrcore.engine import streamed_shards
+from zarrcore.errors import ChunkDecodeError
+
+pytest.importorskip("obstore", reason="obstore (the remote extra) is not installed")
+
+
+def _sharded(server, name, location, dtype="f4"):
+    """An array of 4 shards of 16 zstd inner chunks each below the server's root, its values,
+    and the array over http."""
+    data = np.random.default_rng(7).integers(0, 50, (64, 64)).astype(dtype)
+    zarrcore.create_array(
+        zarrcore.LocalStore(server.root), name=name, data=data, chunks=(8, 8),
+        shards={"shape": (32, 32), "index_location": location},
+        compressors=zarrcore.codecs.ZstdCodec(level=1),
+    )
+    return data, zarrcore.open_array(f"{server.url}/{name}", mode="r")
+
+
+def _decoded(monkeypatch):
+    """The tasks ShardStreams decode, as they decode them."""
+    tasks, decode = [], streamed_shards.ShardStream._decode
+
+    def noted(stream, task, data):
+        tasks.append(task)
+        decode(stream, task, data)
+
+    monkeypatch.setattr(streamed_shards.ShardStream, "_decode", noted)
+    return tasks
+
+
+@pytest.mark.parametrize("location", ["end", "start"])
+def test_whole_shards_decode_while_they_arrive(http_server, monkeypatch, location):
+    data, array = _sharded(http_server, f"streamed-{location}", location)
+    decoded = _decoded(monkeypatch)
+    np.testing.assert_array_equal(array[...], data)
+    assert sorted(decoded) == list(range(64))  # (every inner chunk, each once)
+    # (one request a shard, its index asked in turn with it where it is at the end)
+    assert http_server.requests == 1 + 4 * (2 if location == "end" else 1)
+
+
+def test_a_corrupt_inner_chunk_of_a_streamed_shard_is_named(http_server, monkeypatch):
+    data, array = _sharded(http_server, "streamed-corrupt", "end")
+    path = os.path.join(http_server.root, "streamed-corrupt", "c", "0", "1")
+    entries = array._engine.sharding.parse_index(open(path, "rb").read()[-16 * 16 - 4:])
+    offset, nbytes = (int(v) for v in entries[5])
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(b"\xff" * nbytes)
+    with pytest.raises(ChunkDecodeError, match=r"c/0/1'?, inner chunk \(1, 1\)"):
+        array[...]
+
+
+def test_decodes_stand_only_by_the_index_they_were_made_by(http_server, monkeypatch):
+    """A shard whose own index differs from the one its inner chunks were decoded by (replaced
+    between the two answers) has them all decoded again from its bytes."""
+    data, array = _sharded(http_server, "streamed-index", "end")
+    codec = array._engine.sharding
+    shard = open(os.path.join(http_server.root, "streamed-index", "c", "0", "0"), "rb").read()
+    index = memoryview(shard[-16 * 16 - 4:])
+    done = []
+
+    class Waves:
+        def decode_now(self, task, data):
+            done.append(task)
+            return True
+
+    tasks = np.arange(16, dtype=np.int64)
+    stream = streamed_shards.ShardStream(codec, tasks, tasks, Waves())
+    assert stream.ranges([(0, 10**9)]) == [codec.index_range(), (0, 10**9)]
+    assert stream(0, index, len(index)) == len(index) + 1
+    body = memoryview(shard)
+    wanted = stream(1, body, 0)
+    assert 0 < wanted <= len(shard)
+    stream(1, body, len(shard))
+    entries = codec.parse_index(index)
+    assert sorted(stream.decoded(entries)) == list(range(16)) and sorted(done) == list(range(16))
+    other = entries.copy()
+    other[[0, 1]] = other[[1, 0]]
+    assert stream.decoded(other) == []
