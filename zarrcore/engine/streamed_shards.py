@@ -4,8 +4,9 @@ pool as soon as its bytes are there, while the rest still comes.
 
 Why: a read of eight whole shards over a 24 ms link spent its last 18 ms decoding 27 MiB
 after the bodies arrived, their bytes having come over the 17 ms before; decoded while they
-came, it took 55-57 ms at best instead of 59-64. On the pool rather than the thread that
-reads the body, which goes on reading meanwhile (58-59 ms at best on that thread)."""
+came, it took 54.7-55.6 ms at best instead of 57.5-58.9. On the pool rather than the
+thread that reads the body, which goes on reading meanwhile (58-59 ms at best on that
+thread)."""
 
 from __future__ import annotations
 
