@@ -86,3 +86,12 @@ def test_decodes_stand_only_by_the_index_they_were_made_by(http_server, monkeypa
     other = entries.copy()
     other[[0, 1]] = other[[1, 0]]
     assert stream.decoded(other) == []
+
+
+def test_a_streamed_read_on_the_busy_pool_decodes_what_the_pool_has_not(http_server):
+    """A read running on the thread pool's only thread (a task of it), whose decodings queue
+    behind it: it decodes them itself rather than wait for them."""
+    data, array = _sharded(http_server, "streamed-pool", "end")
+    with zarrcore.config.set(num_threads=1):
+        read = zarrcore.config.executor().submit(lambda: array[...])
+        np.testing.assert_array_equal(read.result(timeout=30), data)

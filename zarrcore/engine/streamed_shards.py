@@ -54,7 +54,8 @@ class ShardStream:
         self.index_apart = codec.index_location == "end"
         self.entries: Entries | None = None
         self.done: list[int] = []
-        self._decoding: list[concurrent.futures.Future[None]] = []
+        # (Each decoding handed to the pool, with its task and bytes.)
+        self._decoding: list[tuple[concurrent.futures.Future[None], int, memoryview]] = []
         self._closed = False
         self._guard = threading.Lock()
         # The stored tasks by where their bytes end, and their spans: the next to decode
@@ -74,11 +75,15 @@ class ShardStream:
         return list(parts[1:] if self.index_apart else parts)
 
     def decoded(self, entries: Entries) -> list[int]:
-        """The tasks decoded (once the body arrived: the decoding of all of them ended),
-        where the shard's own index (`entries`) is the one they were decoded by; none
-        otherwise."""
-        for future in self._decoding:
-            future.result()
+        """The tasks decoded (once the body arrived: those the pool has not started are
+        decoded here, and those it has are waited for), where the shard's own index
+        (`entries`) is the one they were decoded by; none otherwise. (Never a wait for the
+        pool's queue: the read may run on the pool itself.)"""
+        for future, task, data in self._decoding:
+            if future.cancel():
+                self._decode(task, data)
+            else:
+                future.result()
         same = self.entries is not None and np.array_equal(self.entries, entries)
         return self.done if same else []
 
@@ -86,7 +91,7 @@ class ShardStream:
         """Start no more decoding (a read that failed), and wait for that started."""
         with self._guard:
             self._closed = True
-        for future in self._decoding:
+        for future, _, _ in self._decoding:
             if not future.cancel():
                 future.result()
 
@@ -114,8 +119,8 @@ class ShardStream:
             pool = config.executor()
             while self._next < len(ends) and ends[self._next] <= filled:
                 k = self._next
-                piece = body[self._starts[k] : ends[k]]
-                self._decoding.append(pool.submit(self._decode, self._tasks[k], piece))
+                task, piece = self._tasks[k], body[self._starts[k] : ends[k]]
+                self._decoding.append((pool.submit(self._decode, task, piece), task, piece))
                 self._next += 1
         return ends[self._next] if self._next < len(ends) else never
 
