@@ -82,10 +82,43 @@ def test_decodes_stand_only_by_the_index_they_were_made_by(http_server, monkeypa
     assert 0 < wanted <= len(shard)
     stream(1, body, len(shard))
     entries = codec.parse_index(index)
+    assert stream.shard([index, body]) == [body]
     assert sorted(stream.decoded(entries)) == list(range(16)) and sorted(done) == list(range(16))
     other = entries.copy()
     other[[0, 1]] = other[[1, 0]]
     assert stream.decoded(other) == []
+    # (the shard read again another way, after the streamed request failed: other bytes)
+    assert stream.shard([index, memoryview(bytes(shard))]) != [] and stream.decoded(entries) == []
+
+
+def test_decodes_of_a_streamed_request_that_failed_are_made_again(http_server, monkeypatch):
+    """The plain client streamed part of a shard, then gave up (the reader reads it another
+    way): the decodes made from the part it had go, even where the shard read again has the
+    same index (here: replaced meanwhile, uncompressed, so every inner chunk is as long)."""
+    from zarrcore.storage._plain_http import PlainHTTP
+
+    root, name = http_server.root, "streamed-again"
+    data = np.arange(64 * 64, dtype="f4").reshape(64, 64)
+    zarrcore.create_array(zarrcore.LocalStore(root), name=name, data=data, chunks=(8, 8),
+                          shards=(32, 32), compressors=None)
+    array = zarrcore.open_array(f"{http_server.url}/{name}", mode="r")
+    writer = zarrcore.open_array(zarrcore.LocalStore(root), path=name, mode="r+")
+    get, replaced = PlainHTTP.get, set()
+
+    def streamed_then_gave_up(self, target, spans, if_match, link, on_body=None):
+        answers = get(self, target, spans, if_match, link, on_body)
+        if on_body is None or target in replaced:
+            return answers
+        replaced.add(target)  # (this shard replaced once, after its bytes streamed)
+        i, j = (int(n) for n in target.split("/")[-2:])
+        box = (slice(32 * i, 32 * i + 32), slice(32 * j, 32 * j + 32))
+        writer[box] = -data[box]
+        return None
+
+    decoded = _decoded(monkeypatch)
+    monkeypatch.setattr(PlainHTTP, "get", streamed_then_gave_up)
+    np.testing.assert_array_equal(array[...], -data)
+    assert decoded  # (the streamed parts were decoded, and then not taken)
 
 
 def test_a_streamed_read_on_the_busy_pool_decodes_what_the_pool_has_not(http_server):

@@ -54,6 +54,10 @@ class ShardStream:
         self.index_apart = codec.index_location == "end"
         self.entries: Entries | None = None
         self.done: list[int] = []
+        # The body decoded from, and whether the shard's answer is it (`shard`): not where
+        # the streamed request failed and the reader read the shard again another way.
+        self._body: memoryview | None = None
+        self._answered = False
         # (Each decoding handed to the pool, with its task and bytes.)
         self._decoding: list[tuple[concurrent.futures.Future[None], int, memoryview]] = []
         self._closed = False
@@ -72,20 +76,23 @@ class ShardStream:
 
     def shard(self, parts: Sequence[ReadBytes]) -> list[ReadBytes]:
         """The parts of the whole shard in the answer `parts` to `ranges`."""
-        return list(parts[1:] if self.index_apart else parts)
+        shard = list(parts[1:] if self.index_apart else parts)
+        self._answered = len(shard) == 1 and shard[0] is self._body
+        return shard
 
     def decoded(self, entries: Entries) -> list[int]:
         """The tasks decoded (once the body arrived: those the pool has not started are
         decoded here, and those it has are waited for), where the shard's own index
-        (`entries`) is the one they were decoded by; none otherwise. (Never a wait for the
-        pool's queue: the read may run on the pool itself.)"""
+        (`entries`) is the one they were decoded by, and its bytes (`shard`) those they were
+        decoded from; none otherwise. (Never a wait for the pool's queue: the read may run
+        on the pool itself.)"""
         for future, task, data in self._decoding:
             if future.cancel():
                 self._decode(task, data)
             else:
                 future.result()
         same = self.entries is not None and np.array_equal(self.entries, entries)
-        return self.done if same else []
+        return self.done if same and self._answered else []
 
     def close(self) -> None:
         """Start no more decoding (a read that failed), and wait for that started."""
@@ -114,8 +121,9 @@ class ShardStream:
                 return never
         ends = self._ends
         with self._guard:
-            if self._closed:
+            if self._closed or (self._body is not None and self._body is not body):
                 return never
+            self._body = body
             pool = config.executor()
             while self._next < len(ends) and ends[self._next] <= filled:
                 k = self._next
