@@ -116,13 +116,16 @@ def pytest_collection(session):
 
 @pytest.fixture(autouse=True)
 def _restore_config():
-    """Tests may change zarrcore.config; put it back afterwards."""
+    """Tests may change zarrcore.config; put it back afterwards, and which options are set
+    rather than at their defaults (Config.chose) too."""
     cfg = zarrcore.config
     saved = {name: getattr(cfg, name) for name in (
         "num_threads", "write_empty_chunks", "array_order", "shard_write_order",
         "buffer_pool_bytes", "confine_local_stores", *LIMITS)}
+    chosen = set(cfg._chosen)
     yield
     cfg.set(**saved)
+    cfg._chosen = chosen
 
 
 @pytest.fixture(params=["memory", "local"])

@@ -80,7 +80,8 @@ def test_small_requests_over_a_long_round_trip_go_up_to_the_process_limit(io_con
     assert Link.in_flight(432_000, 64, 512, widest=128) == 64  # (not fewer than `most`)
     assert Link.in_flight(4 * MIB, 64, 512, widest=128) == FEWEST_IN_FLIGHT
     io_config.set(io_process_concurrency=96)
-    for round_trip, own, most in [(0.03, None, 96), (0.0005, None, 64), (0.03, 32, 32)]:
+
+    def asked(round_trip, own=None):
         store = AskedStore(concurrency=8)
         store.link = link_of(round_trip, 100 * MIB)
         a = zarrcore.create_array(store, name="z", shape=(128, 1024), dtype="f8",
@@ -90,7 +91,17 @@ def test_small_requests_over_a_long_round_trip_go_up_to_the_process_limit(io_con
             a = a.with_config({"io_concurrency": own})
         store.asked = []
         np.testing.assert_array_equal(a[...], 1.0)
-        assert store.asked == [most]
+        return store.asked
+
+    # (a set io_concurrency is the most, even one of the default's value)
+    for round_trip, own, most in [(0.03, None, 96), (0.0005, None, 64), (0.03, 32, 32),
+                                  (0.03, 64, 64)]:
+        assert asked(round_trip, own) == [most]
+    with zarrcore.config.set(io_concurrency=64):
+        assert zarrcore.config.chose("io_concurrency")
+        assert asked(0.03) == [64]
+    assert not zarrcore.config.chose("io_concurrency")  # (as it was before the block)
+    assert asked(0.03) == [96]
 
 
 def test_connections_that_carried_small_answers_are_slow_for_large_ranges():

@@ -534,6 +534,21 @@ def test_num_threads_env_variable():
     assert bad.returncode != 0 and "ZARRCORE_NUM_THREADS" in bad.stderr
 
 
+def test_io_concurrency_set_by_its_env_variable_counts_as_chosen():
+    """ZARRCORE_IO_CONCURRENCY sets io_concurrency as config.set does: Config.chose tells it
+    (and reads over a long round trip then keep to it)."""
+    code = ("import zarrcore; c = zarrcore.config\n"
+            "print(c.io_concurrency, c.chose('io_concurrency'), c.chose('num_threads'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=_subprocess_env(ZARRCORE_IO_CONCURRENCY="64"), check=True)
+    assert out.stdout.split() == ["64", "True", "False"]
+    env = _subprocess_env()
+    env.pop("ZARRCORE_IO_CONCURRENCY", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         check=True)
+    assert out.stdout.split() == ["64", "False", "False"]
+
+
 @pytest.mark.slow
 def test_buffer_pool_env_variable():
     code = ("import zarrcore, numpy as np; from zarrcore._native import memory as _memory\n"

@@ -42,7 +42,6 @@ __all__ = [
     "ARRAY_OPTIONS",
     "ArrayOptions",
     "Config",
-    "DEFAULT_IO_CONCURRENCY",
     "DIMENSIONS_CEILING",
     "LIMITS",
     "Options",
@@ -54,10 +53,6 @@ __all__ = [
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
-
-# io_concurrency unless set. At this value, a read over a link with a round trip keeps more
-# small requests in flight, up to io_process_concurrency (engine.planning.requests_in_flight).
-DEFAULT_IO_CONCURRENCY = 64
 
 
 def _env_int(name: str, default: int, minimum: int) -> int:
@@ -172,8 +167,12 @@ class Config:
         # set_many, so one array read or write): object stores answer each in tens of
         # milliseconds, so throughput needs many in flight. Calls from several threads each
         # have this many, within io_process_concurrency; at the default, a read over a link
-        # with a round trip keeps small ones in flight up to io_process_concurrency.
-        self.io_concurrency = _env_int("ZARRCORE_IO_CONCURRENCY", DEFAULT_IO_CONCURRENCY, 1)
+        # with a round trip keeps small ones in flight up to io_process_concurrency
+        # (engine.planning.requests_in_flight).
+        self.io_concurrency = _env_int("ZARRCORE_IO_CONCURRENCY", 64, 1)
+        # The options set (config.set, or their environment variable) rather than left at
+        # their defaults (`chose`).
+        self._chosen = {"io_concurrency"} if os.environ.get("ZARRCORE_IO_CONCURRENCY") else set()
         # Requests all the remote stores of this process keep in flight at once (object
         # stores and async fsspec filesystems; every store, array, thread and call): each
         # holds one of these slots while it is sent and its answer read, and further
@@ -256,11 +255,31 @@ class Config:
         checked = {name: self._checked(name, value) for name, value in options.items()}
         with self._lock:  # one call's values all land together, and `previous` is theirs
             previous = {name: getattr(self, name) for name in checked}
+            chosen = self._chosen & set(checked)
             for name, value in checked.items():
                 if name == "buffer_pool_bytes":
                     _memory.set_limit(value)
                 setattr(self, name, value)
-        return _Restore(self, previous)
+            self._chosen |= set(checked)
+        return _Restore(self, previous, chosen)
+
+    def chose(self, name: str) -> bool:
+        """Whether an option was set rather than left at its default.
+
+        Parameters
+        ----------
+        name : str
+            The option's name.
+
+        Returns
+        -------
+        bool
+            True once `set` or its environment variable gave it a value, even the default's;
+            `set` used as a context manager leaves it as it was before the block. Over a
+            link with a round trip, reads keep more small requests in flight than an
+            `io_concurrency` left unset.
+        """
+        return _ALIASES.get(name, name) in self._chosen
 
     def get(self, name: str) -> Any:
         """The value of an option.
@@ -452,13 +471,16 @@ class Options(Protocol):
     an ArrayOptions. `num_threads` bounds the threads of one request (the pool has
     config.num_threads); `coalesce_gap_bytes` and `coalesce_max_bytes` group a shard's byte
     ranges (codecs.sharding.coalesce); `io_concurrency` is the requests one store call keeps
-    in flight; `shard_write_order` lays out written shards."""
+    in flight; `shard_write_order` lays out written shards. `chose(name)`: whether an option
+    was set rather than left at its default."""
 
     io_concurrency: int
     num_threads: int
     coalesce_gap_bytes: int
     coalesce_max_bytes: int | None
     shard_write_order: str
+
+    def chose(self, name: str) -> bool: ...
 
 
 class ArrayOptions:
@@ -481,6 +503,10 @@ class ArrayOptions:
         if name in ARRAY_OPTIONS:
             return getattr(config, name)
         raise AttributeError(name)
+
+    def chose(self, name: str) -> bool:
+        """Did the array set option `name`, or zarrcore.config (Config.chose)?"""
+        return name in self.own or config.chose(name)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ArrayOptions) and other.own == self.own
@@ -515,14 +541,18 @@ def array_options(own: Mapping[str, Any]) -> Options:
 class _Restore:
     """What Config.set returns: as a context manager, it restores the previous values."""
 
-    def __init__(self, config: Config, previous: dict[str, Any]) -> None:
-        self._config, self._previous = config, previous
+    def __init__(self, config: Config, previous: dict[str, Any], chosen: set[str]) -> None:
+        # (and which of them had been set: the others are left at their defaults again)
+        self._config, self._previous, self._chosen = config, previous, chosen
 
     def __enter__(self) -> Config:
         return self._config
 
     def __exit__(self, *exc: object) -> None:
-        self._config.set(self._previous)
+        config = self._config
+        config.set(self._previous)
+        with config._lock:
+            config._chosen -= set(self._previous) - self._chosen
 
 
 config = Config()
