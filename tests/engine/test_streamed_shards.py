@@ -128,3 +128,19 @@ def test_a_streamed_read_on_the_busy_pool_decodes_what_the_pool_has_not(http_ser
     with zarrcore.config.set(num_threads=1):
         read = zarrcore.config.executor().submit(lambda: array[...])
         np.testing.assert_array_equal(read.result(timeout=30), data)
+
+
+def test_whole_shards_that_come_in_waves_decode_in_them(http_server, monkeypatch):
+    """More whole shards than a read holds at once come in waves, each decoded while the next
+    arrives: none is streamed."""
+    from zarrcore.engine import fetched
+
+    data, array = _sharded(http_server, "streamed-waves", "end")
+    decoded = _decoded(monkeypatch)
+    monkeypatch.setattr(fetched, "FETCHED_BYTES_MIN", 2 * 32 * 32 * 4)  # (two shards)
+    with zarrcore.config.set(num_threads=1):
+        np.testing.assert_array_equal(array[...], data)
+    assert decoded == []
+    monkeypatch.setattr(fetched, "FETCHED_BYTES_MIN", 4 * 32 * 32 * 4)  # (all four)
+    np.testing.assert_array_equal(array[...], data)
+    assert sorted(decoded) == list(range(64))
