@@ -44,8 +44,9 @@ class ShardStream:
     the body's first bytes), then each stored inner chunk of the read's `tasks` (at C-order
     places `local` in the shard), decoded (`waves.decode_now`, on the thread pool) once all
     its bytes came. `decoded` tells the tasks decoded: the read runs them again unless the
-    shard's own index, once it arrived whole, is the index they were decoded by. `close`
-    ends the decoding: none runs after it returned."""
+    shard's own index, once it arrived whole, is the index they were decoded by, and its
+    answer the body they came from. `close` ends the decoding: none runs after it
+    returned."""
 
     def __init__(
         self, codec: ShardingCodec, tasks: Int64s, local: Int64s, waves: DecodesNow

@@ -549,10 +549,10 @@ class _Restore:
         return self._config
 
     def __exit__(self, *exc: object) -> None:
-        config = self._config
-        config.set(self._previous)
-        with config._lock:
-            config._chosen -= set(self._previous) - self._chosen
+        settings = self._config
+        settings.set(self._previous)
+        with settings._lock:
+            settings._chosen -= set(self._previous) - self._chosen
 
 
 config = Config()
