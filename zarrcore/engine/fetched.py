@@ -226,6 +226,7 @@ class _InnerChunkWaves:
     def __init__(self, chain: CodecChain, plans: Sequence[AxisPlan], out: npt.NDArray[Any]) -> None:
         self.chain, self.out = chain, out
         self.pieces = [list(zip(p.chunk_sel, p.out_sel, p.complete)) for p in plans]
+        self.counts = [len(p) for p in self.pieces]
         self.blobs: dict[int, memoryview] = {}
         self.listed: list[int] = []
         self.failure: tuple[Exception, int] | None = None
@@ -259,8 +260,8 @@ class _InnerChunkWaves:
     def read_one(self, task: int, data: ReadBytes | None) -> ZarrcoreError | None:
         """Decode task `task` from `data` (None: fill) on the calling thread; None, or the
         error."""
-        counts = [len(p) for p in self.pieces]
-        combo = [pieces[i] for pieces, i in zip(self.pieces, np.unravel_index(task, counts))]
+        at = np.unravel_index(task, self.counts)
+        combo = [pieces[i] for pieces, i in zip(self.pieces, at)]
         chunk_sel = tuple(c[0] for c in combo)
         out_sel = tuple(c[1] for c in combo if c[1] is not None)
         try:

@@ -20,7 +20,7 @@ from ..runtime.link import SHARE_PIECE
 from ..storage.base import at_most, joined
 from .cache import KnownIndex, same_version
 from .planning import Int64s, requests_in_flight, split_span, with_key
-from .streamed_shards import ShardStream
+from .streamed_shards import DecodesNow, ShardStream
 
 if TYPE_CHECKING:
     import contextlib
@@ -70,7 +70,7 @@ class ShardRequests:
     codecs: Sequence[ShardingCodec]
 
 
-class ShardWaves(Protocol):
+class ShardWaves(DecodesNow, Protocol):
     """What a sharded read hands the bytes it fetched to: `add` gives tasks their bytes (at
     offsets and lengths in `data`), `run` decodes a wave of tasks, `decode_now` one task on
     the calling thread (False where it did not: its wave is then to run it), and `cached`
@@ -82,8 +82,6 @@ class ShardWaves(Protocol):
     def add(self, data: ReadBytes, tasks: Int64s, offsets: Int64s, lengths: Int64s) -> None: ...
 
     def run(self, tasks: Int64s) -> None: ...
-
-    def decode_now(self, task: int, data: ReadBytes) -> bool: ...
 
 
 def range_limits(
@@ -174,7 +172,7 @@ class ShardReaders:
     (Store.readers_keep_one_version), index and inner chunks alike, so that a writer
     replacing a shard between the two cannot tear the read: the known shards' readers at
     the version their index was learned from, the others' opened as they are first asked
-    for; each held until `held` closes. `streaming`, where the store streams reads: `streams`
+    for; each held until `held` closes. `streaming` (a store that streams reads): `streams`
     (by key) takes the shards whose bodies are handed on as they arrive (ShardStream)."""
 
     def __init__(
@@ -187,9 +185,7 @@ class ShardReaders:
         streaming: bool,
     ) -> None:
         self.engine, self.store, self.held, self.budget = engine, engine.store, held, budget
-        self.streams: dict[str, ShardStream] | None = (
-            {} if streaming and self.store.streams_reads else None
-        )
+        self.streams: dict[str, ShardStream] | None = {} if streaming else None
         self.readers: dict[str, RangeReader | None] = {
             keys[s]: held.enter_context(self.store.reader(keys[s], version=hit.version))
             for s, hit in known.items()

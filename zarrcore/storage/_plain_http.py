@@ -404,23 +404,20 @@ class PlainHTTP:
         view[:extra] = arrived
         body = view.toreadonly()
         at, busy = extra, 0.0
-        wanted = length + 1
-        if on_body is not None:
-            began = time.monotonic()
-            wanted = on_body(body, at)
-            busy += time.monotonic() - began
-        while at < length:
+        wanted = 0 if on_body is not None else length + 1  # (a first call: what came)
+        while True:
+            if on_body is not None and at >= wanted:
+                began = time.monotonic()
+                wanted = on_body(body, at)
+                busy += time.monotonic() - began
+            if at == length:
+                return body, busy
             # (Up to what on_body waits for: one wakeup each, the rest left in the socket.)
             upto = wanted if at < wanted < length else length
             got = sock.recv_into(view[at:], upto - at, 0 if self._tls else _WAIT_ALL)
             if not got or time.monotonic() > deadline:
                 raise _NoAnswer
             at += got
-            if on_body is not None and at >= wanted:
-                began = time.monotonic()
-                wanted = on_body(body, at)
-                busy += time.monotonic() - began
-        return body, busy
 
 
 def _request_bytes(host: str, target: str, span: ByteRange, if_match: str | None) -> bytes:
