@@ -286,11 +286,43 @@ def test_reads_over_any_link_equal_numpy(kind, rate, start, size, step):
 
 
 class AskedStore(DelayedStore):
-    """A DelayedStore that notes the requests in flight each get_many is asked for."""
+    """A DelayedStore that notes the requests in flight each get_many and set_many is
+    asked for."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.asked = []
 
     def get_many(self, requests, concurrency=None):
         self.asked.append(concurrency)
         return super().get_many(requests, concurrency)
+
+    def set_many(self, items, concurrency=None, part_bytes=None):
+        self.asked.append(concurrency)
+        return super().set_many(items, concurrency, part_bytes)
+
+
+def test_writes_keep_as_many_in_flight_as_reads_of_their_objects(io_config):
+    # Small objects over a long round trip go up to the process's limit (125 PUTs of 60 KB
+    # over a 40 ms link: 0.44-0.52 s with 128 in flight, 0.49-0.66 s with 64); large ones
+    # fill the bytes budget; over a short round trip, or io_concurrency set, no more.
+    io_config.set(io_process_concurrency=96)
+
+    def asked(round_trip, chunk, own=None):
+        store = AskedStore(concurrency=8)
+        store.link = link_of(round_trip, 100 * MIB)
+        a = zarrcore.create_array(store, name="z", shape=(16 * chunk,), dtype="u1",
+                                  chunks=(chunk,), compressors=None, fill_value=0)
+        if own is not None:
+            a = a.with_config({"io_concurrency": own})
+        store.asked = []
+        a[...] = 1
+        return store.asked
+
+    for round_trip, chunk, own, most in [(0.04, 8192, None, 96), (0.0005, 8192, None, 64),
+                                         (0.04, 8192, 32, 32), (0.04, 4 * MIB, None,
+                                                                FEWEST_IN_FLIGHT)]:
+        assert asked(round_trip, chunk, own) == [most]
 
 
 def test_requests_in_flight_fill_the_bytes_budget_within_their_bounds():

@@ -105,12 +105,12 @@ def stored_bytes_of(store: Store, key_prefix: str, default: int) -> StoredBytes:
 
 
 def requests_in_flight(engine: ChunkEngine, request_bytes: int, count: int | None = None) -> int:
-    """How many requests of about `request_bytes` each a read (of `count`) keeps in flight:
-    the array's io_concurrency, or over a link (Store.link) fewer where they are large
-    (Link.in_flight); and, io_concurrency left at its default (Options.chose), over one with
-    a round trip of SPLIT_ROUND_TRIP or more, more where they are small, up to the process's
-    io_process_concurrency (a whole read of 512 chunks of 128 KiB over a 30 ms link took
-    0.38-0.40 s with 64 in flight, 0.29-0.30 s with 128)."""
+    """How many requests of about `request_bytes` each a read (of `count`) or a write keeps
+    in flight: the array's io_concurrency, or over a link (Store.link) fewer where they are
+    large (Link.in_flight); and, io_concurrency left at its default (Options.chose), over one
+    with a round trip of SPLIT_ROUND_TRIP or more, more where they are small, up to the
+    process's io_process_concurrency (a whole read of 512 chunks of 128 KiB over a 30 ms link
+    took 0.38-0.40 s with 64 in flight, 0.29-0.30 s with 128)."""
     most, link = engine.options.io_concurrency, engine.store.link
     if link is None:
         return most
