@@ -158,3 +158,62 @@ def test_the_ranges_of_a_batch_are_requested_at_once(s3_bucket, fault_proxy):
         assert counting.peak_requests >= 2, counting.peak_requests
     finally:
         counting.stop()
+
+
+def test_a_known_shards_ranges_go_out_with_the_unknown_shards_indexes(counted):
+    """A read of inner chunks of a shard whose index is known and of one whose index is not
+    sends the known one's range with the other's index request, not after its answer: each
+    request held 0.3 s by the proxy, both arrive together."""
+    server, bucket, proxy = counted
+    data = np.arange(np.prod(SHAPE), dtype="float32").reshape(SHAPE)
+    _written(server, bucket, data)
+    a = _through(server, bucket, proxy)
+    np.testing.assert_array_equal(a[0], data[0])  # (shard c/0/0's index)
+    proxy.delay = 0.3
+    first = len(proxy.asked)
+    np.testing.assert_array_equal(a[[1, 17]], data[[1, 17]])
+    asked = [(path.rsplit(".zarr/", 1)[1], t)
+             for (path, _), t in zip(proxy.asked[first:], proxy.arrivals[first:])]
+    assert [key for key, _ in asked] == ["c/0/0", "c/1/0", "c/1/0"] or [
+        key for key, _ in asked] == ["c/1/0", "c/0/0", "c/1/0"], asked
+    known = next(t for key, t in asked if key == "c/0/0")
+    assert known - asked[0][1] < 0.2, asked  # (not after the index's 0.3 s)
+
+
+@pytest.mark.parametrize("side", [256, 1024])
+def test_a_shard_wanted_whole_is_read_by_its_known_index_where_it_is_large(counted, side):
+    """Over a link (40 ms, 1 GiB/s: a shard of 4 MiB is wanted whole), a shard wanted whole
+    is fetched whole (its index in it); once its index is known and it stores more than
+    WHOLE_KNOWN_BYTES, by the index's ranges instead (on as many connections as the link
+    splits them over), without the index's bytes."""
+    from zarrcore.engine.shard_ranges import WHOLE_KNOWN_BYTES
+    from zarrcore.runtime.link import Link
+
+    server, bucket, proxy = counted
+    data = np.random.default_rng(1).standard_normal((side, 1024)).astype("float32")
+    assert (data.nbytes > WHOLE_KNOWN_BYTES) == (side == 1024)
+    a = zarrcore.create_array(f"s3://{bucket}/w{side}.zarr", shape=data.shape, dtype="f4",
+                              chunks=(side // 4, 1024), shards=data.shape, compressors=None,
+                              storage_options=server.storage_options())
+    a[...] = data
+    a = _through(server, bucket, proxy, f"w{side}.zarr")
+    a.store.link = Link()
+    a.store.link.observe(0.04, 100)
+    for _ in range(40):
+        a.store.link.observe(0.04 + 4 * 2**20 / 2**30, 4 * 2**20)
+    index_start = data.nbytes  # (the index follows the inner chunks)
+    reads = []
+    for _ in range(2):
+        first = len(proxy.asked)
+        np.testing.assert_array_equal(a[...], data)
+        reads.append([ranged for path, ranged in proxy.asked[first:] if "/c/" in path])
+    assert len(reads[0]) == 1  # (whole, its index in it)
+
+    def last_byte(ranged):
+        return int(ranged.rsplit("-", 1)[1]) if ranged and ranged[-1] != "-" else None
+
+    if side == 1024:
+        assert reads[1] and all(last_byte(r) is not None and last_byte(r) < index_start
+                                for r in reads[1]), reads[1]
+    else:
+        assert reads[1] == reads[0]

@@ -479,13 +479,23 @@ def _stamping(sock):
             pass
 
 
+def _range_of(request):
+    """The Range header of the HTTP `request` (its first bytes, the head among them), or None."""
+    for line in request.split(b"\r\n\r\n", 1)[0].split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"range":
+            return value.strip().decode("latin-1")
+    return None
+
+
 class CountingProxy:
     """A TCP proxy to `target_port` that passes connections through unchanged (kept alive as
     long as client and server keep them) and counts `connections` opened in all and the
     most requests in flight at once (`peak_requests`; each from its first byte until the
     proxy has the whole answer, by its Content-Length, so never more than the client has
     in flight), and the requests by method and path (`methods`), with the time.time() each
-    request's first bytes arrived (`arrivals`, in the order read). Each request is held `delay`
+    request's first bytes arrived (`arrivals`, in the order read) and its path and Range
+    header or None (`asked`, in the same order). Each request is held `delay`
     seconds before it is forwarded (so that requests are in flight for as long). It reads
     HTTP/1.1 without pipelining, as clients send it."""
 
@@ -497,6 +507,7 @@ class CountingProxy:
         self.connections = self.requests = self.in_flight = self.peak_requests = 0
         self.methods = collections.Counter()
         self.arrivals = []
+        self.asked = []
         self.delay = 0.0
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -537,6 +548,7 @@ class CountingProxy:
                                 method, path = data.split(b" ", 2)[:2]
                                 self.methods[method.decode(), path.decode("latin-1")] += 1
                                 self.arrivals.append(arrived)
+                                self.asked.append((path.decode("latin-1"), _range_of(data)))
                                 self.requests += 1
                                 self.in_flight += 1
                                 self.peak_requests = max(self.peak_requests, self.in_flight)
