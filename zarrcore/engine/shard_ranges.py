@@ -50,10 +50,12 @@ WHOLE_GAP = 1 << 62
 
 # A shard wanted whole is fetched whole (its index in it; streamed where the store streams
 # reads) unless its index is known and, over a link, it stores more than WHOLE_KNOWN_BYTES:
-# then its known index's ranges go in pieces, on several connections at once, where one
-# connection would carry it slowly. The 1/8 box of a 320^3 array in 128^3 shards of 4.3 MB
-# over a 40 ms link took 0.07-0.10 s in pieces and 0.10-0.15 s whole; of a 384^3 one in 96^3
-# shards of 1.8 MB over 24 ms, 0.057-0.063 s in pieces against 0.055-0.060 s whole.
+# then its ranges go as the link cuts them, in pieces on several connections at once where
+# one would carry them slowly. The 1/8 box of a 320^3 array in 128^3 shards of 4.3 MB over a
+# 40 ms link took 0.07-0.10 s so and 0.10-0.15 s whole, its whole read 0.16-0.22 s and
+# 0.31 s; of a 384^3 one in 96^3 shards of 1.8 MB over 24 ms, 0.057-0.063 s so against
+# 0.055-0.060 s whole. (Ranges split only where the link's idle connections allow: not
+# measured as a rule, as which of them are fast changed the choice from read to read.)
 WHOLE_KNOWN_BYTES = 2 << 20
 
 # A sharded read's fetch: (requests, their sizes in bytes) -> batches of (i, (result, the
@@ -187,8 +189,7 @@ def known_indexes(
 
 def _stored_bytes(entries: Entries) -> int:
     """The bytes of the inner chunks stored in a shard of index `entries`."""
-    stored = entries[:, 0] != EMPTY
-    return int(entries[stored, 1].sum())
+    return int(entries[entries[:, 0] != EMPTY, 1].sum())
 
 
 class ShardReaders:
