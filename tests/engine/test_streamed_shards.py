@@ -1,6 +1,7 @@
 """Whole shards read over a store that streams (ShardStream): each inner chunk decoded while
 the rest of its shard arrives, by the index asked for with it or read at its start, and
-checked against the shard's own index once it came whole."""
+checked against the shard's own index once it came whole; and ranges of shards read by their
+indexes (RangeStream), decoded as they arrive."""
 import os
 
 import numpy as np
@@ -144,3 +145,80 @@ def test_whole_shards_that_come_in_waves_decode_in_them(http_server, monkeypatch
     monkeypatch.setattr(fetched, "FETCHED_BYTES_MIN", 4 * 32 * 32 * 4)  # (all four)
     np.testing.assert_array_equal(array[...], data)
     assert sorted(decoded) == list(range(64))
+
+
+def test_ranges_of_shards_decode_while_they_arrive(http_server, monkeypatch):
+    """The ranges a read asks of shards by their indexes in one piece stream too
+    (RangeStream): a row of inner chunks in each of two shards decodes every inner chunk from
+    its range's stream, and the read equals numpy's."""
+    data, array = _sharded(http_server, "streamed-ranges", "end")
+    tasks, decode = [], streamed_shards.RangeStream._decode
+
+    def noted(stream, task, data):
+        tasks.append(task)
+        decode(stream, task, data)
+
+    monkeypatch.setattr(streamed_shards.RangeStream, "_decode", noted)
+    np.testing.assert_array_equal(array[8:16], data[8:16])
+    assert sorted(tasks) == list(range(8))  # (4 inner chunks of each shard, each once)
+    # (two indexes, then a range of each shard)
+    assert http_server.requests == 1 + 2 + 2
+
+
+def test_range_decodes_of_a_streamed_request_that_failed_are_made_again(http_server,
+                                                                        monkeypatch):
+    """As for whole shards: a range streamed, then given up by the plain client, its shard
+    replaced meanwhile (uncompressed: its inner chunks where they were): the read gives the
+    new values."""
+    from zarrcore.storage._plain_http import PlainHTTP
+
+    root, name = http_server.root, "streamed-range-again"
+    data = np.arange(64 * 64, dtype="f4").reshape(64, 64)
+    zarrcore.create_array(zarrcore.LocalStore(root), name=name, data=data, chunks=(8, 8),
+                          shards=(32, 32), compressors=None)
+    array = zarrcore.open_array(f"{http_server.url}/{name}", mode="r")
+    writer = zarrcore.open_array(zarrcore.LocalStore(root), path=name, mode="r+")
+    get, replaced = PlainHTTP.get, set()
+
+    def streamed_then_gave_up(self, target, spans, if_match, link, on_body=None):
+        answers = get(self, target, spans, if_match, link, on_body)
+        if on_body is None or target in replaced:
+            return answers
+        replaced.add(target)  # (this shard replaced once, after its range streamed)
+        i, j = (int(n) for n in target.split("/")[-2:])
+        box = (slice(32 * i, 32 * i + 32), slice(32 * j, 32 * j + 32))
+        writer[box] = -data[box]
+        return None
+
+    tasks, decode = [], streamed_shards.RangeStream._decode
+
+    def noted(stream, task, data):
+        tasks.append(task)
+        decode(stream, task, data)
+
+    monkeypatch.setattr(streamed_shards.RangeStream, "_decode", noted)
+    monkeypatch.setattr(PlainHTTP, "get", streamed_then_gave_up)
+    np.testing.assert_array_equal(array[8:16], -data[8:16])
+    assert tasks  # (the streamed ranges were decoded, and then not taken)
+
+
+def test_range_decodes_stand_only_for_the_body_they_came_from():
+    """A RangeStream decodes each task once its bytes came, and tells them decoded only for
+    the answer it streamed, not for one read another way."""
+    done = []
+
+    class Waves:
+        def decode_now(self, task, data):
+            done.append((task, bytes(data)))
+            return True
+
+    tasks = np.array([7, 3, 5], dtype=np.int64)
+    offsets, lengths = np.array([0, 4, 10], dtype=np.int64), np.array([4, 6, 2], dtype=np.int64)
+    stream = streamed_shards.RangeStream(tasks, offsets, lengths, Waves())
+    body = memoryview(bytearray(b"abcdefghijkl"))
+    assert stream(0, body, 0) == 4
+    assert stream(0, body, 5) == 10  # (task 7's bytes came; task 3's end at 10)
+    assert stream(0, body, 12) == 13  # (all came: nothing more wanted)
+    assert sorted(stream.decoded([body])) == [3, 5, 7]
+    assert sorted(done) == [(3, b"efghij"), (5, b"kl"), (7, b"abcd")]
+    assert stream.decoded([memoryview(bytes(body))]) == []
