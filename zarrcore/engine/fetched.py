@@ -837,7 +837,7 @@ def read_shard_ranges(
     streams = None
     if engine.store.readers_keep_one_version:
         known = known_indexes(engine, shards, waves.cached is not None)
-        # Shards (and known shards' ranges) decode as they arrive where the read's inner
+        # Shards (and ranges in one piece) decode as they arrive where the read's inner
         # chunks all come at once (no later arrival to overlap their decoding with), not
         # through the cache. More come in waves of `budget`, each decoded while the next
         # arrives: decoding them as they arrived took longer (64 shards of 1.8 MB over a

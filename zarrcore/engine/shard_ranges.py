@@ -199,7 +199,7 @@ class ShardReaders:
     replacing a shard between the two cannot tear the read: the known shards' readers at
     the version their index was learned from, the others' opened as they are first asked
     for; each held until `held` closes. `streaming` (a store that streams reads): `streams`
-    takes the bodies handed on as they arrive (whole shards' and known shards' ranges)."""
+    takes the bodies handed on as they arrive (whole shards', and ranges in one piece)."""
 
     def __init__(
         self,
@@ -263,8 +263,8 @@ def read_indexed_shards(
     its version (but where the array's `recheck` trusts the index's stamp), and the known
     shards' tasks that need no bytes run last, so that no read goes through an index (nor
     entries) of a shard replaced since. With `streams` (`fetch`'s, ShardReaders.streams),
-    the shards fetched whole stream, and so do the known shards' ranges asked for in one
-    piece. The indexes it read, by shard, each with its shard's version."""
+    the shards fetched whole stream, and so do the ranges asked for in one piece. The
+    indexes it read, by shard, each with its shard's version."""
     read = _IndexedShards(engine, shards, known, waves, streams)
     # The tasks of known shards that need no bytes (cached, or not stored): run once every
     # request at their shards' versions has succeeded, so that what a replaced shard's stale

@@ -114,7 +114,7 @@ class _Decodes:
 
 
 class RangeStream(_Decodes):
-    """What one range of a shard whose index is known is handed to as it arrives: each of
+    """What one range of a shard, planned by its index, is handed to as it arrives: each of
     the read's `tasks` in it (at `offsets` in the range, `lengths` long) decoded once its
     bytes came. `decoded` tells those decoded from the answer."""
 
@@ -205,7 +205,7 @@ class ShardStream(_Decodes):
 
 class ReadStreams:
     """The streams of one read over a store that streams reads: its whole shards' (by key)
-    and its ranges of shards whose indexes it knows (by key and range)."""
+    and its ranges asked for in one piece by their shards' indexes (by key and range)."""
 
     def __init__(self) -> None:
         self.shards: dict[str, ShardStream] = {}
