@@ -26,15 +26,15 @@ def _sharded(server, name, location, dtype="f4"):
     return data, zarrcore.open_array(f"{server.url}/{name}", mode="r")
 
 
-def _decoded(monkeypatch):
-    """The tasks ShardStreams decode, as they decode them."""
-    tasks, decode = [], streamed_shards.ShardStream._decode
+def _decoded(monkeypatch, kind=streamed_shards.ShardStream):
+    """The tasks streams of `kind` decode, as they decode them."""
+    tasks, decode = [], kind._decode
 
     def noted(stream, task, data):
         tasks.append(task)
         decode(stream, task, data)
 
-    monkeypatch.setattr(streamed_shards.ShardStream, "_decode", noted)
+    monkeypatch.setattr(kind, "_decode", noted)
     return tasks
 
 
@@ -92,13 +92,17 @@ def test_decodes_stand_only_by_the_index_they_were_made_by(http_server, monkeypa
     assert stream.shard([index, memoryview(bytes(shard))]) != [] and stream.decoded(entries) == []
 
 
-def test_decodes_of_a_streamed_request_that_failed_are_made_again(http_server, monkeypatch):
-    """The plain client streamed part of a shard, then gave up (the reader reads it another
-    way): the decodes made from the part it had go, even where the shard read again has the
-    same index (here: replaced meanwhile, uncompressed, so every inner chunk is as long)."""
+@pytest.mark.parametrize("kind, rows", [(streamed_shards.ShardStream, slice(None)),
+                                        (streamed_shards.RangeStream, slice(8, 16))])
+def test_decodes_of_a_streamed_request_that_failed_are_made_again(http_server, monkeypatch,
+                                                                  kind, rows):
+    """The plain client streamed part of a shard (or of a range of it), then gave up (the
+    reader reads it another way), the shard replaced meanwhile (uncompressed, so every inner
+    chunk is as long and the index the same): the read gives the new values, whatever was
+    decoded from the part it had."""
     from zarrcore.storage._plain_http import PlainHTTP
 
-    root, name = http_server.root, "streamed-again"
+    root, name = http_server.root, f"streamed-again-{kind.__name__}"
     data = np.arange(64 * 64, dtype="f4").reshape(64, 64)
     zarrcore.create_array(zarrcore.LocalStore(root), name=name, data=data, chunks=(8, 8),
                           shards=(32, 32), compressors=None)
@@ -116,9 +120,9 @@ def test_decodes_of_a_streamed_request_that_failed_are_made_again(http_server, m
         writer[box] = -data[box]
         return None
 
-    decoded = _decoded(monkeypatch)
+    decoded = _decoded(monkeypatch, kind)
     monkeypatch.setattr(PlainHTTP, "get", streamed_then_gave_up)
-    np.testing.assert_array_equal(array[...], -data)
+    np.testing.assert_array_equal(array[rows], -data[rows])
     assert decoded  # (the streamed parts were decoded, and then not taken)
 
 
@@ -152,54 +156,11 @@ def test_ranges_of_shards_decode_while_they_arrive(http_server, monkeypatch):
     (RangeStream): a row of inner chunks in each of two shards decodes every inner chunk from
     its range's stream, and the read equals numpy's."""
     data, array = _sharded(http_server, "streamed-ranges", "end")
-    tasks, decode = [], streamed_shards.RangeStream._decode
-
-    def noted(stream, task, data):
-        tasks.append(task)
-        decode(stream, task, data)
-
-    monkeypatch.setattr(streamed_shards.RangeStream, "_decode", noted)
+    tasks = _decoded(monkeypatch, streamed_shards.RangeStream)
     np.testing.assert_array_equal(array[8:16], data[8:16])
     assert sorted(tasks) == list(range(8))  # (4 inner chunks of each shard, each once)
     # (two indexes, then a range of each shard)
     assert http_server.requests == 1 + 2 + 2
-
-
-def test_range_decodes_of_a_streamed_request_that_failed_are_made_again(http_server,
-                                                                        monkeypatch):
-    """As for whole shards: a range streamed, then given up by the plain client, its shard
-    replaced meanwhile (uncompressed: its inner chunks where they were): the read gives the
-    new values."""
-    from zarrcore.storage._plain_http import PlainHTTP
-
-    root, name = http_server.root, "streamed-range-again"
-    data = np.arange(64 * 64, dtype="f4").reshape(64, 64)
-    zarrcore.create_array(zarrcore.LocalStore(root), name=name, data=data, chunks=(8, 8),
-                          shards=(32, 32), compressors=None)
-    array = zarrcore.open_array(f"{http_server.url}/{name}", mode="r")
-    writer = zarrcore.open_array(zarrcore.LocalStore(root), path=name, mode="r+")
-    get, replaced = PlainHTTP.get, set()
-
-    def streamed_then_gave_up(self, target, spans, if_match, link, on_body=None):
-        answers = get(self, target, spans, if_match, link, on_body)
-        if on_body is None or target in replaced:
-            return answers
-        replaced.add(target)  # (this shard replaced once, after its range streamed)
-        i, j = (int(n) for n in target.split("/")[-2:])
-        box = (slice(32 * i, 32 * i + 32), slice(32 * j, 32 * j + 32))
-        writer[box] = -data[box]
-        return None
-
-    tasks, decode = [], streamed_shards.RangeStream._decode
-
-    def noted(stream, task, data):
-        tasks.append(task)
-        decode(stream, task, data)
-
-    monkeypatch.setattr(streamed_shards.RangeStream, "_decode", noted)
-    monkeypatch.setattr(PlainHTTP, "get", streamed_then_gave_up)
-    np.testing.assert_array_equal(array[8:16], -data[8:16])
-    assert tasks  # (the streamed ranges were decoded, and then not taken)
 
 
 def test_range_decodes_stand_only_for_the_body_they_came_from():
