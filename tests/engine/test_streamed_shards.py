@@ -1,7 +1,6 @@
 """Whole shards read over a store that streams (ShardStream): each inner chunk decoded while
 the rest of its shard arrives, by the index asked for with it or read at its start, and
-checked against the shard's own index once it came whole; and ranges of shards read by their
-indexes (RangeStream), decoded as they arrive."""
+checked against the shard's own index once it came whole."""
 import os
 
 import numpy as np
@@ -26,15 +25,15 @@ def _sharded(server, name, location, dtype="f4"):
     return data, zarrcore.open_array(f"{server.url}/{name}", mode="r")
 
 
-def _decoded(monkeypatch, kind=streamed_shards.ShardStream):
-    """The tasks streams of `kind` decode, as they decode them."""
-    tasks, decode = [], kind._decode
+def _decoded(monkeypatch):
+    """The tasks ShardStreams decode, as they decode them."""
+    tasks, decode = [], streamed_shards.ShardStream._decode
 
     def noted(stream, task, data):
         tasks.append(task)
         decode(stream, task, data)
 
-    monkeypatch.setattr(kind, "_decode", noted)
+    monkeypatch.setattr(streamed_shards.ShardStream, "_decode", noted)
     return tasks
 
 
@@ -92,17 +91,13 @@ def test_decodes_stand_only_by_the_index_they_were_made_by(http_server, monkeypa
     assert stream.shard([index, memoryview(bytes(shard))]) != [] and stream.decoded(entries) == []
 
 
-@pytest.mark.parametrize("kind, rows", [(streamed_shards.ShardStream, slice(None)),
-                                        (streamed_shards.RangeStream, slice(8, 16))])
-def test_decodes_of_a_streamed_request_that_failed_are_made_again(http_server, monkeypatch,
-                                                                  kind, rows):
-    """The plain client streamed part of a shard (or of a range of it), then gave up (the
-    reader reads it another way), the shard replaced meanwhile (uncompressed, so every inner
-    chunk is as long and the index the same): the read gives the new values, whatever was
-    decoded from the part it had."""
+def test_decodes_of_a_streamed_request_that_failed_are_made_again(http_server, monkeypatch):
+    """The plain client streamed part of a shard, then gave up (the reader reads it another
+    way): the decodes made from the part it had go, even where the shard read again has the
+    same index (here: replaced meanwhile, uncompressed, so every inner chunk is as long)."""
     from zarrcore.storage._plain_http import PlainHTTP
 
-    root, name = http_server.root, f"streamed-again-{kind.__name__}"
+    root, name = http_server.root, "streamed-again"
     data = np.arange(64 * 64, dtype="f4").reshape(64, 64)
     zarrcore.create_array(zarrcore.LocalStore(root), name=name, data=data, chunks=(8, 8),
                           shards=(32, 32), compressors=None)
@@ -120,9 +115,9 @@ def test_decodes_of_a_streamed_request_that_failed_are_made_again(http_server, m
         writer[box] = -data[box]
         return None
 
-    decoded = _decoded(monkeypatch, kind)
+    decoded = _decoded(monkeypatch)
     monkeypatch.setattr(PlainHTTP, "get", streamed_then_gave_up)
-    np.testing.assert_array_equal(array[rows], -data[rows])
+    np.testing.assert_array_equal(array[...], -data)
     assert decoded  # (the streamed parts were decoded, and then not taken)
 
 
@@ -149,37 +144,3 @@ def test_whole_shards_that_come_in_waves_decode_in_them(http_server, monkeypatch
     monkeypatch.setattr(fetched, "FETCHED_BYTES_MIN", 4 * 32 * 32 * 4)  # (all four)
     np.testing.assert_array_equal(array[...], data)
     assert sorted(decoded) == list(range(64))
-
-
-def test_ranges_of_shards_decode_while_they_arrive(http_server, monkeypatch):
-    """The ranges a read asks of shards by their indexes in one piece stream too
-    (RangeStream): a row of inner chunks in each of two shards decodes every inner chunk from
-    its range's stream, and the read equals numpy's."""
-    data, array = _sharded(http_server, "streamed-ranges", "end")
-    tasks = _decoded(monkeypatch, streamed_shards.RangeStream)
-    np.testing.assert_array_equal(array[8:16], data[8:16])
-    assert sorted(tasks) == list(range(8))  # (4 inner chunks of each shard, each once)
-    # (two indexes, then a range of each shard)
-    assert http_server.requests == 1 + 2 + 2
-
-
-def test_range_decodes_stand_only_for_the_body_they_came_from():
-    """A RangeStream decodes each task once its bytes came, and tells them decoded only for
-    the answer it streamed, not for one read another way."""
-    done = []
-
-    class Waves:
-        def decode_now(self, task, data):
-            done.append((task, bytes(data)))
-            return True
-
-    tasks = np.array([7, 3, 5], dtype=np.int64)
-    offsets, lengths = np.array([0, 4, 10], dtype=np.int64), np.array([4, 6, 2], dtype=np.int64)
-    stream = streamed_shards.RangeStream(tasks, offsets, lengths, Waves())
-    body = memoryview(bytearray(b"abcdefghijkl"))
-    assert stream(0, body, 0) == 4
-    assert stream(0, body, 5) == 10  # (task 7's bytes came; task 3's end at 10)
-    assert stream(0, body, 12) == 13  # (all came: nothing more wanted)
-    assert sorted(stream.decoded([body])) == [3, 5, 7]
-    assert sorted(done) == [(3, b"efghij"), (5, b"kl"), (7, b"abcd")]
-    assert stream.decoded([memoryview(bytes(body))]) == []

@@ -837,15 +837,14 @@ def read_shard_ranges(
     streams = None
     if engine.store.readers_keep_one_version:
         known = known_indexes(engine, shards, waves.cached is not None)
-        # Shards (and ranges in one piece) decode as they arrive where the read's inner
-        # chunks all come at once (no later arrival to overlap their decoding with), not
-        # through the cache. More come in waves of `budget`, each decoded while the next
-        # arrives: decoding them as they arrived took longer (64 shards of 1.8 MB over a
-        # 24 ms link: medians of 0.28-0.32 s against 0.27 s).
+        # Whole shards decode as they arrive where they all come at once (no later arrival to
+        # overlap their decoding with), not through the cache. More come in waves of `budget`,
+        # each decoded while the next arrives: decoding them as they arrived took longer (64
+        # shards of 1.8 MB over a 24 ms link: medians of 0.28-0.32 s against 0.27 s).
         streaming = (
             waves.cached is None
             and engine.store.streams_reads
-            and _decoded_bytes(engine, shards) <= budget
+            and sum(r is None for _, r in shards.requests) * engine.object_bytes <= budget
         )
         readers = ShardReaders(engine, held, shards.keys, known, budget, streaming)
         fetch, streams = readers, readers.streams
@@ -861,16 +860,6 @@ def read_shard_ranges(
         for s, (version, entries) in learned.items():
             if version is not None:
                 indexes.put(shards.keys[s], version, entries, asked)
-
-
-def _decoded_bytes(engine: ChunkEngine, shards: ShardRequests) -> int:
-    """The bytes of the inner chunks a sharded read fetches, decoded: its whole shards', and
-    its tasks' in the others."""
-    inner = [engine.object_bytes // codec.ninner for codec in shards.codecs]
-    return sum(
-        engine.object_bytes if ranges is None else len(tasks) * each
-        for (_, ranges), tasks, each in zip(shards.requests, shards.tasks, inner)
-    )
 
 
 def _get_many_fetch(engine: ChunkEngine, budget: int, versioned: bool) -> Fetch:

@@ -20,7 +20,7 @@ from ..runtime.link import SHARE_PIECE
 from ..storage.base import at_most, joined
 from .cache import KnownIndex, same_version
 from .planning import Int64s, requests_in_flight, split_span, with_key
-from .streamed_shards import DecodesNow, RangeStream, ReadStreams, ShardStream
+from .streamed_shards import DecodesNow, ShardStream
 
 if TYPE_CHECKING:
     import contextlib
@@ -199,7 +199,7 @@ class ShardReaders:
     replacing a shard between the two cannot tear the read: the known shards' readers at
     the version their index was learned from, the others' opened as they are first asked
     for; each held until `held` closes. `streaming` (a store that streams reads): `streams`
-    takes the bodies handed on as they arrive (whole shards', and ranges in one piece)."""
+    (by key) takes the shards whose bodies are handed on as they arrive (ShardStream)."""
 
     def __init__(
         self,
@@ -211,7 +211,7 @@ class ShardReaders:
         streaming: bool,
     ) -> None:
         self.engine, self.store, self.held, self.budget = engine, engine.store, held, budget
-        self.streams = ReadStreams() if streaming else None
+        self.streams: dict[str, ShardStream] | None = {} if streaming else None
         self.readers: dict[str, RangeReader | None] = {
             keys[s]: held.enter_context(self.store.reader(keys[s], version=hit.version))
             for s, hit in known.items()
@@ -222,7 +222,7 @@ class ShardReaders:
         reader = self.readers[key]
         if reader is None or ranges is None:
             return None, None
-        stream = None if self.streams is None else self.streams.taking(key, ranges)
+        stream = None if self.streams is None else self.streams.get(key)
         if stream is None:
             parts = reader.get_ranges(ranges)
         else:
@@ -254,7 +254,7 @@ def read_indexed_shards(
     known: dict[int, KnownIndex],
     fetch: Fetch,
     waves: ShardWaves,
-    streams: ReadStreams | None = None,
+    streams: dict[str, ShardStream] | None = None,
 ) -> dict[int, tuple[Any, Entries]]:
     """The waves of read_shard_ranges: the indexes (or whole shards) of the shards whose
     indexes are not `known` together with the inner chunks' ranges of the known ones, then
@@ -263,8 +263,8 @@ def read_indexed_shards(
     its version (but where the array's `recheck` trusts the index's stamp), and the known
     shards' tasks that need no bytes run last, so that no read goes through an index (nor
     entries) of a shard replaced since. With `streams` (`fetch`'s, ShardReaders.streams),
-    the shards fetched whole stream, and so do the ranges asked for in one piece. The
-    indexes it read, by shard, each with its shard's version."""
+    the shards fetched whole stream. The indexes it read, by shard, each with its shard's
+    version."""
     read = _IndexedShards(engine, shards, known, waves, streams)
     # The tasks of known shards that need no bytes (cached, or not stored): run once every
     # request at their shards' versions has succeeded, so that what a replaced shard's stale
@@ -272,10 +272,10 @@ def read_indexed_shards(
     confirmed = [read.place(s, k.entries, None) for s, k in known.items()]
     try:
         read.read_indexes(fetch)
-        read.read_ranges(fetch)
     finally:
-        if streams is not None:
-            streams.close()
+        for stream in (streams or {}).values():  # (none decodes on once the read failed)
+            stream.close()
+    read.read_ranges(fetch)
     if confirmed:
         waves.run(np.concatenate(confirmed))
     return read.learned
@@ -291,7 +291,7 @@ class _IndexedShards:
         shards: ShardRequests,
         known: dict[int, KnownIndex],
         waves: ShardWaves,
-        streams: ReadStreams | None,
+        streams: dict[str, ShardStream] | None,
     ) -> None:
         self.engine, self.shards, self.known, self.waves = engine, shards, known, waves
         self.streams = streams
@@ -383,13 +383,12 @@ class _IndexedShards:
             wave = []
             for i, (parts, version) in batch:
                 if i >= len(unknown):
-                    j = i - len(unknown)
-                    wave.append(self.range_arrived(ranged[j], more[j], parts, version))
+                    wave.append(self.range_arrived(ranged[i - len(unknown)], parts, version))
                     continue
                 # (inline, not a call per shard: reads of a thousand shards count them)
                 s = unknown[i]
                 whole_shard = requests[s][1] is None
-                stream = self.streams.shards.get(keys[s]) if self.streams else None
+                stream = self.streams.get(keys[s]) if self.streams else None
                 if stream is not None and parts is not None:
                     parts = stream.shard(parts)
                 data = self.engine.stored_chunk(keys[s], parts) if whole_shard else joined(parts)
@@ -411,7 +410,7 @@ class _IndexedShards:
         assert self.streams is not None  # (a read that streams)
         tasks = self.shards.tasks[s]
         stream = ShardStream(self.shards.codecs[s], tasks, self.shards.local[tasks], self.waves)
-        self.streams.shards[self.shards.keys[s]] = stream
+        self.streams[self.shards.keys[s]] = stream
         return stream.ranges(whole)
 
     def parse_index(self, s: int, data: ReadBytes, whole_shard: bool) -> Entries:
@@ -429,10 +428,7 @@ class _IndexedShards:
         read; each wave runs the tasks whose bytes arrived."""
         ranged, requests, sizes = self.range_requests()
         for batch in fetch(requests, sizes):
-            wave = [
-                self.range_arrived(ranged[r], requests[r], parts, version)
-                for r, (parts, version) in batch
-            ]
+            wave = [self.range_arrived(ranged[r], parts, version) for r, (parts, version) in batch]
             self.waves.run(np.concatenate(wave))
             del batch  # (the wave's bytes go while the next arrives)
 
@@ -440,25 +436,16 @@ class _IndexedShards:
         """The ranges planned so far (taken: none is left planned), the requests for them and
         their sizes: the largest first, as each request takes the fastest kept connection
         left, and a small read's large ranges in pieces at once, each on a connection of its
-        own. Where the read streams, a range asked for in one piece streams (RangeStream)."""
+        own."""
         sizes = [_span_bytes(r[0]) for r in self.ranged]
         order = np.argsort(-np.asarray(sizes, dtype=np.int64), kind="stable").tolist()
         ranged, sizes = [self.ranged[r] for r in order], [sizes[r] for r in order]
         self.ranged = []
-        requests = [_in_pieces(self.engine, r[0], len(ranged)) for r in ranged]
-        if self.streams is not None:
-            for (_, tasks, offsets, lengths), (key, spans) in zip(ranged, requests):
-                if spans is not None and len(spans) == 1 and len(tasks):
-                    stream = RangeStream(tasks, offsets, lengths, self.waves)
-                    self.streams.ranges[key, spans[0]] = stream
-        return ranged, requests, sizes
+        return ranged, [_in_pieces(self.engine, r[0], len(ranged)) for r in ranged], sizes
 
-    def range_arrived(
-        self, planned: PlannedRange, request: Request, parts: Any, version: Any
-    ) -> Int64s:
-        """Hand the bytes of the range `planned` that arrived as `parts` (the answer to
-        `request`) at `version` to the waves: the tasks whose bytes they hold, but those
-        its stream decoded."""
+    def range_arrived(self, planned: PlannedRange, parts: Any, version: Any) -> Int64s:
+        """Hand the bytes of the range `planned` that arrived as `parts` at `version` to the
+        waves: the tasks whose bytes they hold."""
         key = planned[0][0]
         data = joined(parts)
         if data is None:
@@ -469,10 +456,5 @@ class _IndexedShards:
             # (a store whose readers do not keep one version: read again, whole)
             raise KeyChangedError(f"shard {key!r} was replaced while it was read")
         _, tasks, offsets, lengths = planned
-        spans = request[1]
-        stream = self.streams.ranges.get((key, spans[0])) if self.streams and spans else None
-        if stream is not None:
-            left = ~np.isin(tasks, stream.decoded(parts))
-            tasks, offsets, lengths = tasks[left], offsets[left], lengths[left]
         self.waves.add(data, tasks, offsets, lengths)
         return tasks

@@ -1,15 +1,12 @@
-"""Shards decoded while they arrive: over a store whose readers stream their bodies
-(Store.streams_reads), each inner chunk of a shard fetched whole (ShardStream), or of a
-range of a shard read by its index (RangeStream), is decoded on the thread pool as soon as
-its bytes are there, while the rest still comes.
+"""Whole shards decoded while they arrive: over a store whose readers stream their bodies
+(Store.streams_reads), each inner chunk of a shard fetched whole is decoded on the thread
+pool as soon as its bytes are there, while the rest still comes.
 
 Why: a read of eight whole shards over a 24 ms link spent its last 18 ms decoding 27 MiB
 after the bodies arrived, their bytes having come over the 17 ms before; decoded while they
 came, it took 54.7-55.6 ms at best instead of 57.5-58.9. On the pool rather than the
 thread that reads the body, which goes on reading meanwhile (58-59 ms at best on that
-thread). Eight ranges of 4.3 MB over a 30 ms link (a whole 256^3 array): 0.111-0.120 s
-streamed against 0.116-0.124 s decoded after they came; on two cores the decoding shares
-them with the arriving bytes, which then come later."""
+thread)."""
 
 from __future__ import annotations
 
@@ -29,7 +26,7 @@ if TYPE_CHECKING:
     from ..storage.base import ByteRange, ReadBytes
     from .planning import Int64s
 
-__all__ = ["DecodesNow", "RangeStream", "ReadStreams", "ShardStream"]
+__all__ = ["DecodesNow", "ShardStream"]
 
 _FAR = np.uint64(1 << 62)
 
@@ -41,113 +38,37 @@ class DecodesNow(Protocol):
     def decode_now(self, task: int, data: ReadBytes) -> bool: ...
 
 
-class _Decodes:
-    """The inner chunks of one body handed on as it arrives (a BodyProgress), each decoded
-    (`waves.decode_now`, on the thread pool) once all its bytes came: those of `_spans`, by
-    where their bytes end. `close` ends the decoding: none runs after it returned."""
-
-    def __init__(self, waves: DecodesNow) -> None:
-        self.waves = waves
-        self.done: list[int] = []
-        # The body decoded from (`_came_from` tells whether an answer is it: not where the
-        # streamed request failed and the reader read it again another way).
-        self._body: memoryview | None = None
-        # (Each decoding handed to the pool, with its task and bytes.)
-        self._decoding: list[tuple[concurrent.futures.Future[None], int, memoryview]] = []
-        self._closed = False
-        self._guard = threading.Lock()
-        # The tasks by where their bytes end, and their spans: the next to decode is at
-        # `_next`.
-        self._tasks: list[int] = []
-        self._starts: list[int] = []
-        self._ends: list[int] = []
-        self._next = 0
-
-    def _spans(self, tasks: Int64s, starts: Int64s, ends: Int64s) -> None:
-        """Take the tasks to decode, at [starts, ends) of the body."""
-        order = np.argsort(ends, kind="stable")
-        self._tasks = tasks[order].tolist()
-        self._starts, self._ends = starts[order].tolist(), ends[order].tolist()
-
-    def _hand_on(self, body: memoryview, filled: int) -> int:
-        """Hand the tasks whose bytes the first `filled` of `body` hold to the pool: where the
-        next one's bytes end (past the body: none is left)."""
-        never = len(body) + 1
-        ends = self._ends
-        with self._guard:
-            if self._closed or (self._body is not None and self._body is not body):
-                return never
-            self._body = body
-            pool = config.executor()
-            while self._next < len(ends) and ends[self._next] <= filled:
-                k = self._next
-                task, piece = self._tasks[k], body[self._starts[k] : ends[k]]
-                self._decoding.append((pool.submit(self._decode, task, piece), task, piece))
-                self._next += 1
-        return ends[self._next] if self._next < len(ends) else never
-
-    def _finish(self) -> None:
-        """Let every decoding handed on end: those the pool has not started are decoded
-        here, and those it has are waited for. (Never a wait for the pool's queue: the read
-        may run on the pool itself.)"""
-        for future, task, data in self._decoding:
-            if future.cancel():
-                self._decode(task, data)
-            else:
-                future.result()
-
-    def _came_from(self, body: ReadBytes) -> bool:
-        return body is self._body
-
-    def close(self) -> None:
-        """Start no more decoding (a read that failed), and wait for that started."""
-        with self._guard:
-            self._closed = True
-        for future, _, _ in self._decoding:
-            if not future.cancel():
-                future.result()
-
-    def _decode(self, task: int, data: memoryview) -> None:
-        # (A failure leaves the task to the read's waves, which name it.)
-        if self.waves.decode_now(task, data):
-            self.done.append(task)
-
-
-class RangeStream(_Decodes):
-    """What one range of a shard, planned by its index, is handed to as it arrives: each of
-    the read's `tasks` in it (at `offsets` in the range, `lengths` long) decoded once its
-    bytes came. `decoded` tells those decoded from the answer."""
-
-    def __init__(self, tasks: Int64s, offsets: Int64s, lengths: Int64s, waves: DecodesNow) -> None:
-        super().__init__(waves)
-        self._spans(tasks, offsets, offsets + lengths)
-
-    def __call__(self, part: int, body: memoryview, filled: int) -> int:
-        return self._hand_on(body, filled) if part == 0 else len(body) + 1
-
-    def decoded(self, parts: Sequence[ReadBytes]) -> list[int]:
-        """The tasks decoded, where the answer `parts` is the body they came from; none
-        otherwise (once every decoding ended)."""
-        self._finish()
-        return self.done if len(parts) == 1 and self._came_from(parts[0]) else []
-
-
-class ShardStream(_Decodes):
+class ShardStream:
     """What one whole shard's body is handed to as it arrives (a BodyProgress): first its
     index (where it is at the end, a range of its own asked for just before the shard, else
     the body's first bytes), then each stored inner chunk of the read's `tasks` (at C-order
-    places `local` in the shard), decoded once all its bytes came. `decoded` tells the
-    tasks decoded: the read runs them again unless the shard's own index, once it arrived
-    whole, is the index they were decoded by, and its answer the body they came from."""
+    places `local` in the shard), decoded (`waves.decode_now`, on the thread pool) once all
+    its bytes came. `decoded` tells the tasks decoded: the read runs them again unless the
+    shard's own index, once it arrived whole, is the index they were decoded by, and its
+    answer the body they came from. `close` ends the decoding: none runs after it
+    returned."""
 
     def __init__(
         self, codec: ShardingCodec, tasks: Int64s, local: Int64s, waves: DecodesNow
     ) -> None:
-        super().__init__(waves)
-        self.codec, self.tasks, self.local = codec, tasks, local
+        self.codec, self.tasks, self.local, self.waves = codec, tasks, local, waves
         self.index_apart = codec.index_location == "end"
         self.entries: Entries | None = None
+        self.done: list[int] = []
+        # The body decoded from, and whether the shard's answer is it (`shard`): not where
+        # the streamed request failed and the reader read the shard again another way.
+        self._body: memoryview | None = None
         self._answered = False
+        # (Each decoding handed to the pool, with its task and bytes.)
+        self._decoding: list[tuple[concurrent.futures.Future[None], int, memoryview]] = []
+        self._closed = False
+        self._guard = threading.Lock()
+        # The stored tasks by where their bytes end, and their spans: the next to decode
+        # is at `_next`.
+        self._tasks: list[int] = []
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+        self._next = 0
 
     def ranges(self, whole: Sequence[ByteRange]) -> list[ByteRange]:
         """The ranges to ask for the shard in: those of it `whole`, after its index's where
@@ -157,16 +78,30 @@ class ShardStream(_Decodes):
     def shard(self, parts: Sequence[ReadBytes]) -> list[ReadBytes]:
         """The parts of the whole shard in the answer `parts` to `ranges`."""
         shard = list(parts[1:] if self.index_apart else parts)
-        self._answered = len(shard) == 1 and self._came_from(shard[0])
+        self._answered = len(shard) == 1 and shard[0] is self._body
         return shard
 
     def decoded(self, entries: Entries) -> list[int]:
-        """The tasks decoded (once every decoding ended), where the shard's own index
+        """The tasks decoded (once the body arrived: those the pool has not started are
+        decoded here, and those it has are waited for), where the shard's own index
         (`entries`) is the one they were decoded by, and its bytes (`shard`) those they were
-        decoded from; none otherwise."""
-        self._finish()
+        decoded from; none otherwise. (Never a wait for the pool's queue: the read may run
+        on the pool itself.)"""
+        for future, task, data in self._decoding:
+            if future.cancel():
+                self._decode(task, data)
+            else:
+                future.result()
         same = self.entries is not None and np.array_equal(self.entries, entries)
         return self.done if same and self._answered else []
+
+    def close(self) -> None:
+        """Start no more decoding (a read that failed), and wait for that started."""
+        with self._guard:
+            self._closed = True
+        for future, _, _ in self._decoding:
+            if not future.cancel():
+                future.result()
 
     def __call__(self, part: int, body: memoryview, filled: int) -> int:
         never = len(body) + 1
@@ -185,7 +120,23 @@ class ShardStream(_Decodes):
             self._learn(body[:index_bytes])
             if self.entries is None:
                 return never
-        return self._hand_on(body, filled)
+        ends = self._ends
+        with self._guard:
+            if self._closed or (self._body is not None and self._body is not body):
+                return never
+            self._body = body
+            pool = config.executor()
+            while self._next < len(ends) and ends[self._next] <= filled:
+                k = self._next
+                task, piece = self._tasks[k], body[self._starts[k] : ends[k]]
+                self._decoding.append((pool.submit(self._decode, task, piece), task, piece))
+                self._next += 1
+        return ends[self._next] if self._next < len(ends) else never
+
+    def _decode(self, task: int, data: memoryview) -> None:
+        # (A failure leaves the task to the read's waves, which name it.)
+        if self.waves.decode_now(task, data):
+            self.done.append(task)
 
     def _learn(self, index: ReadBytes) -> None:
         """Take the entries of the shard's `index` bytes (none where they are not valid: the
@@ -199,23 +150,8 @@ class ShardStream(_Decodes):
         # whole shard, whose size tells.)
         stored = (spans[:, 0] != EMPTY) & (spans[:, 0] + spans[:, 1] < _FAR)
         starts = spans[stored, 0].astype(np.int64)
-        self._spans(self.tasks[stored], starts, starts + spans[stored, 1].astype(np.int64))
+        ends = starts + spans[stored, 1].astype(np.int64)
+        order = np.argsort(ends, kind="stable")
+        self._tasks = self.tasks[stored][order].tolist()
+        self._starts, self._ends = starts[order].tolist(), ends[order].tolist()
         self.entries = entries
-
-
-class ReadStreams:
-    """The streams of one read over a store that streams reads: its whole shards' (by key)
-    and its ranges asked for in one piece by their shards' indexes (by key and range)."""
-
-    def __init__(self) -> None:
-        self.shards: dict[str, ShardStream] = {}
-        self.ranges: dict[tuple[str, ByteRange], RangeStream] = {}
-
-    def taking(self, key: str, ranges: Sequence[ByteRange]) -> ShardStream | RangeStream | None:
-        """The stream that the request for `ranges` of `key` hands its body to, if any."""
-        return self.shards.get(key) or self.ranges.get((key, ranges[0]))
-
-    def close(self) -> None:
-        """Close them all: none decodes on once the read failed."""
-        for stream in [*self.shards.values(), *self.ranges.values()]:
-            stream.close()
