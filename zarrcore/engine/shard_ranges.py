@@ -370,12 +370,12 @@ class _IndexedShards:
         requests, keys = self.shards.requests, self.shards.keys
         unknown = [s for s in range(len(keys)) if s not in self.known]
         whole = at_most(self.engine.chain.max_encoded_bytes)
-        firsts = [(keys[s], whole if requests[s][1] is None else requests[s][1]) for s in unknown]
-        if self.streams is not None:
-            firsts = [
-                (key, self.streamed(s, whole) if requests[s][1] is None else ranges)
-                for s, (key, ranges) in zip(unknown, firsts)
-            ]
+        firsts = []
+        for s in unknown:
+            ranges = requests[s][1]
+            if ranges is None:  # (the whole shard; streamed where the read streams)
+                ranges = whole if self.streams is None else self.streamed(s, whole)
+            firsts.append((keys[s], ranges))
         shard = self.engine.object_bytes
         sizes = [shard if requests[s][1] is None else 0 for s in unknown]
         ranged, more, more_sizes = self.range_requests()
