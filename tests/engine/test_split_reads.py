@@ -7,7 +7,7 @@ import pytest
 
 import zarrcore
 from zarrcore.errors import ChunkDecodeError, KeyChangedError
-from zarrcore.runtime.link import MOST_SPLIT, SPLIT_BYTES, Link
+from zarrcore.runtime.link import MOST_SPLIT, RESTART_SECONDS, SPLIT_BYTES, Link
 from zarrcore.storage import make_store
 
 pytest.importorskip("obstore", reason="obstore (the remote extra) is not installed")
@@ -37,6 +37,15 @@ def test_a_link_splits_only_what_one_connection_moves_slowly_beside_a_round_trip
     link = slow_link()
     link.idle_connections = 5  # (no range waits for a new connection)
     assert (link.split(50_000), link.split(50_000, 2), link.split(50_000, 6)) == (4, 2, 1)
+
+
+def test_a_link_idle_for_a_retransmission_timeout_splits_by_halved_windows():
+    # (Bodies already waiting in the socket when read, each within a round trip: at 1 GB/s.)
+    link = slow_link(round_trip=0.01)
+    Link.observe_body(link, 0.0005, 540_000)
+    assert link.split(540_000, 8) == 1  # (just read: the windows held 540 KB)
+    link.last_body -= 0.01 + RESTART_SECONDS  # (a server restarts them halved)
+    assert link.split(540_000, 8) == MOST_SPLIT
 
 
 def _split_array(server, name, io_config):
