@@ -140,7 +140,7 @@ class Link:
         self._body_rates = _Ring(math.inf)  # (no split until bodies were timed)
         # What a connection's window carried per round trip, as bodies showed it (at most a
         # body per round trip: one that came within one shows only that the window held
-        # it), and when the last body ended.
+        # it), and when the last body timed ended.
         self._window_rates = _Ring(math.inf)
         self.last_body = time.monotonic()
         # Connections to the server kept open and idle, and how to ask their last bodies'
@@ -169,9 +169,9 @@ class Link:
         """Take in the body of an answer whose last `nbytes` (those after its head) took
         `seconds` to arrive: what one connection carries, as its server paces it. The rate
         taken in, or None where the body is too short to time."""
-        self.last_body = time.monotonic()
         if nbytes < BODY_BYTES or seconds <= 0:
-            return None
+            return None  # (nor a pause ended: a small answer leaves the other connections idle)
+        self.last_body = time.monotonic()
         rate = nbytes / seconds
         self._body_rates.add(rate)
         self._window_rates.add(nbytes / max(seconds, self.round_trip))
