@@ -236,8 +236,8 @@ class Link:
     def split(self, nbytes: int, count: int = 1) -> int:
         """In how many ranges a small read of `count` objects of about `nbytes` asks for each,
         each range on a connection of its own: where moving one on a connection (at
-        `_split_rate`) takes time t, n ranges take t / n and n - 1 requests
-        more; the n that costs least. 1 below SPLIT_ROUND_TRIP; no range under SPLIT_BYTES;
+        `_split_rate`) takes time t, n ranges take t / n and n - 1 requests more; the n
+        that costs least. 1 below SPLIT_ROUND_TRIP; no range under SPLIT_BYTES;
         and no more ranges in all than idle connections, where the client tells them (a new
         one costs a round trip to open, more than a split saves), or `fast_share` for an
         object of LARGE_BYTES or more."""
