@@ -45,6 +45,9 @@ _HEAD_BYTES = 64 << 10
 _CONTENT_RANGE = re.compile(r"bytes ([0-9]+)-([0-9]+)/([0-9]+)")
 _UNSATISFIED = re.compile(r"bytes \*/([0-9]+)")
 _DIGITS = re.compile(r"[0-9]+")
+# What one answer's body is handed to as it arrives: a BodyProgress with its range's place
+# bound, (the body's buffer, how many of its bytes arrived) -> how many for the next call.
+_OnBody = Callable[[memoryview, int], int]
 _WAIT_ALL: Final = getattr(socket, "MSG_WAITALL", 0)
 # The environment's proxies, which obstore's client takes (urllib's names).
 _PROXY_VARIABLES = {"http_proxy", "https_proxy", "all_proxy"}
@@ -229,7 +232,7 @@ class PlainHTTP:
         span: ByteRange,
         link: Link,
         timed: bool,
-        on_body: Callable[[memoryview, int], int] | None,
+        on_body: _OnBody | None,
         ahead: bytearray | None = None,
         then: bool = False,
     ) -> Answer | _Missing | _Again | None:
@@ -308,7 +311,7 @@ class PlainHTTP:
         sent: _Sent,
         span: ByteRange,
         link: Link | None,
-        on_body: Callable[[memoryview, int], int] | None,
+        on_body: _OnBody | None,
         ahead: bytearray | None,
         then: bool,
     ) -> tuple[Answer | _Missing, bool, float]:
@@ -389,7 +392,7 @@ class PlainHTTP:
         arrived: memoryview,
         length: int,
         deadline: float,
-        on_body: Callable[[memoryview, int], int] | None,
+        on_body: _OnBody | None,
     ) -> tuple[memoryview, float]:
         """(The `length` bytes of a body whose first bytes `arrived` with its head, the rest
         read from `sock`; the seconds `on_body` took.) `on_body(body, filled)` is called
