@@ -19,18 +19,10 @@ from zarrcore.runtime.link import (
     LARGE_BYTES, PIECE_ROUND_TRIPS, SHARE_PIECE, SLOW_SHARE, SMALLEST_PIECE, TAIL_IN_FLIGHT,
     WIDE_BYTES, Link, link_to,
 )
+from _links import link_of
 from _remote_stores import DelayedStore, KeepingStore
 
 MIB = 1 << 20
-
-
-def link_of(round_trip, rate):
-    """A Link that has seen requests of `round_trip` seconds and transfers at `rate`."""
-    link = Link()
-    link.observe(round_trip, 100)
-    for _ in range(40):
-        link.observe(round_trip + 4 * MIB / rate, 4 * MIB)
-    return link
 
 
 def test_a_link_assumes_a_cloud_round_trip_until_it_has_timed_one():

@@ -11,6 +11,8 @@ import pytest
 import zarrcore
 from zarrcore import engine
 
+from _links import link_of
+
 pytest.importorskip("obstore", reason="obstore (the remote extra) is not installed")
 
 SHAPE, CHUNKS, SHARDS = (64, 24), (1, 24), (16, 24)
@@ -187,7 +189,6 @@ def test_a_shard_wanted_whole_is_read_by_its_known_index_where_it_is_large(count
     it); once its index is known and it stores more than WHOLE_KNOWN_BYTES, by the index's
     ranges instead, in pieces on several connections, without the index's bytes."""
     from zarrcore.engine.shard_ranges import WHOLE_KNOWN_BYTES
-    from zarrcore.runtime.link import Link
 
     server, bucket, proxy = counted
     data = np.random.default_rng(1).standard_normal((side, 1024)).astype("float32")
@@ -197,11 +198,7 @@ def test_a_shard_wanted_whole_is_read_by_its_known_index_where_it_is_large(count
                               storage_options=server.storage_options())
     a[...] = data
     a = _through(server, bucket, proxy, f"w{side}.zarr")
-    a.store.link = Link()
-    a.store.link.observe(0.04, 100)
-    for _ in range(40):
-        a.store.link.observe(0.04 + 4 * 2**20 / 2**30, 4 * 2**20)
-    a.store.link.observe_body(1.0, 10 * 2**20)
+    a.store.link = link_of(0.04, 2**30, body_rate=10 * 2**20)
     index_start = data.nbytes  # (the index follows the inner chunks)
     reads = []
     for _ in range(2):
