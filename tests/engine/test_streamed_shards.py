@@ -44,7 +44,7 @@ def test_whole_shards_decode_while_they_arrive(http_server, monkeypatch, locatio
     np.testing.assert_array_equal(array[...], data)
     assert sorted(decoded) == list(range(64))  # (every inner chunk, each once)
     # (one request a shard, its index asked in turn with it where it is at the end)
-    assert http_server.requests == 1 + 4 * (2 if location == "end" else 1)
+    assert http_server.requests == 1 + 4 * (2 if location == "end" else 1), http_server.paths
 
 
 def test_a_corrupt_inner_chunk_of_a_streamed_shard_is_named(http_server, monkeypatch):

@@ -208,6 +208,7 @@ class _RangeHandler(BaseHTTPRequestHandler):
             server.in_flight += 1
             server.max_in_flight = max(server.max_in_flight, server.in_flight)
             server.requests += 1
+            server.paths.append(self.path)
         try:
             self._answer(server, head)
         finally:
@@ -281,7 +282,7 @@ class _RangeHandler(BaseHTTPRequestHandler):
 class RangeHTTPServer(ThreadingHTTPServer):
     """Serves the files below `root` with GET and HEAD, byte ranges (one per request) and
     ETags; `faults` makes it slow, truncate bodies, drop connections or answer an error.
-    Counts requests and the most it had in flight at once."""
+    Counts requests, the paths asked for, and the most it had in flight at once."""
 
     daemon_threads = True
 
@@ -291,6 +292,7 @@ class RangeHTTPServer(ThreadingHTTPServer):
         self.faults = _Faults()
         self.counter = threading.Lock()
         self.requests = self.in_flight = self.max_in_flight = 0
+        self.paths = []
         self.url = f"http://127.0.0.1:{self.server_address[1]}"
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
         self._thread.start()
@@ -298,6 +300,7 @@ class RangeHTTPServer(ThreadingHTTPServer):
     def reset(self):
         self.faults.reset()
         self.requests = self.max_in_flight = 0
+        self.paths = []
 
     def stop(self):
         self.shutdown()
