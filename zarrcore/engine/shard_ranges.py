@@ -53,10 +53,10 @@ WHOLE_GAP = 1 << 62
 # reads) unless its index is known and, over a link, it stores more than WHOLE_KNOWN_BYTES:
 # then its ranges go as the link cuts them, in pieces on several connections at once where
 # one would carry them slowly. The 1/8 box of a 320^3 array in 128^3 shards of 4.3 MB over a
-# 40 ms link took 0.07-0.12 s so once the link was timed, 0.10-0.40 s whole; of a 384^3 one
-# in 96^3 shards of 1.8 MB over 24 ms, 0.057-0.063 s so against 0.055-0.060 s whole. (By
-# size alone: a rule by the link's split changed its choice from read to read, as the kept
-# connections that were fast changed.)
+# 40 ms link took 0.07-0.12 s by ranges once the link was timed, 0.10-0.40 s whole; of a
+# 384^3 one in 96^3 shards of 1.8 MB over 24 ms, 0.057-0.063 s by ranges, 0.055-0.060 s
+# whole. (By size alone: a rule by the link's split changed its choice from read to read,
+# as the kept connections that were fast changed.)
 WHOLE_KNOWN_BYTES = 2 << 20
 
 # A sharded read's fetch: (requests, their sizes in bytes) -> batches of (i, (result, the

@@ -257,12 +257,10 @@ class Link:
         """What one connection moves a small read's object at: the fastest of the last
         bodies, or, where the server's connections have been idle for a retransmission
         timeout (RESTART_SECONDS), their windows halved for each."""
-        rate = max(self._body_rates.items)
-        timeout = self.round_trip + RESTART_SECONDS
-        timeouts = int((time.monotonic() - self.last_body) / timeout)
-        if timeouts:
-            rate = min(rate, max(self._window_rates.items) / 2 ** min(timeouts, 32))
-        return rate
+        timeouts = int((time.monotonic() - self.last_body) / (self.round_trip + RESTART_SECONDS))
+        if timeouts:  # (a window's rate is never above its body's: no min to take)
+            return max(self._window_rates.items) / (1 << min(timeouts, 32))
+        return max(self._body_rates.items)
 
     @staticmethod
     def in_flight(
