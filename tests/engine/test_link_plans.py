@@ -225,6 +225,17 @@ def test_a_shard_one_connection_moves_fast_is_read_by_one_request(kind):
     assert len(got) == 2
 
 
+def test_shards_a_little_over_a_piece_go_in_one_request_each():
+    # 8 MiB/s and 40 ms, 20 shards of 4.5 MiB: a read this large goes in pieces of 4 MiB
+    # (SHARE_PIECE); a shard is one request, not one of 4 MiB and another of 0.5 MiB.
+    store = Linked(KeepingStore, 0.04, 8 * MIB).store
+    a, data = sharded(store, shape=(3072, 3840), shards=(768, 768))
+    np.testing.assert_array_equal(a[...], data)
+    got = data_reads(store)
+    assert len(got) == 20
+    assert all(ranges[0][1] - ranges[0][0] == 768 * 768 * 8 for _, ranges in got)
+
+
 def test_gaps_cheaper_than_a_round_trip_are_read_through_when_requests_wait():
     # Column 0 of inner chunks, 7 inner chunks (224 KiB) apart in each shard: at 40 ms and
     # 8 MiB/s (gaps up to 320 KiB cost less than a round trip) over 2 connections, 16 requests
@@ -246,13 +257,16 @@ def test_gaps_cheaper_than_a_round_trip_are_read_through_when_requests_wait():
 def test_a_box_mostly_in_one_shard_is_cut_at_its_share_of_the_read():
     # 64 MiB/s and 40 ms: a read's requests are its share of the connections. A box of 225
     # inner chunks of one shard (too large to fetch whole) and 31 of three others wants
-    # 8 MiB: pieces of the least (1 MiB), not the share of four shards as full as the first
-    # (28 MiB: 1.76 MiB).
+    # 8 MiB: pieces of about the least (1 MiB), not the share of four shards as full as the
+    # first (28 MiB: 1.76 MiB); the first shard's 239 inner chunks from the first wanted
+    # (7.5 MiB, its gaps read through) in 7 about equal pieces, not 7 of 1 MiB and a tail.
     store = Linked(KeepingStore, 0.04, 64 * MIB).store
     a, data = sharded(store, shape=(2048, 2048), shards=(1024, 1024))
     np.testing.assert_array_equal(a[64:1088, 64:1088], data[64:1088, 64:1088])
     first = [ranges[0] for key, ranges in data_reads(store) if key.endswith("c/0/0")]
-    assert max(stop - start for start, stop in first) <= MIB
+    inner = 64 * 64 * 8
+    assert len(first) == 7
+    assert all(MIB - 4 * inner <= stop - start <= MIB + 3 * inner for start, stop in first[:-1])
     assert sum(stop - start for start, stop in first) >= 225 * 32 * 1024
 
 
