@@ -26,6 +26,8 @@ def slow_link(round_trip=0.02, body_rate=4e6):
 def test_a_link_splits_only_what_one_connection_moves_slowly_beside_a_round_trip():
     assert Link().split(1 << 20) == 1  # (no body timed yet)
     assert slow_link(round_trip=0.0005).split(1 << 20) == 1  # (a round trip of a LAN)
+    assert slow_link(round_trip=0.004).split(1 << 20) == 1  # (the hosts' CPU bounds it)
+    assert slow_link(round_trip=0.008).split(1 << 20) == MOST_SPLIT
     assert slow_link(body_rate=1e9).split(50_000) == 1  # (moved in 50 us)
     assert slow_link().split(50_000) == MOST_SPLIT
     assert slow_link().split(2 * SPLIT_BYTES) == 2  # (no range smaller than SPLIT_BYTES)
