@@ -74,7 +74,7 @@ SHARE_PIECE = 4 << 20
 # only where the round trip is at least SPLIT_ROUND_TRIP, as on a link whose pacing, not the
 # hosts' CPU, sets a connection's rate: over a 4 ms link, a sharded box of 8 ranges of
 # 540 KB took 0.022-0.029 s in 32 requests, 0.016-0.025 s in 8, and 100 random samples
-# 0.52-0.57 s in 953 requests, 0.52-0.54 s in 263.
+# 0.52-0.57 s in 357-953 requests, 0.52-0.54 s in 263.
 REQUEST_SECONDS = 0.0005
 MOST_SPLIT = 4
 SPLIT_ROUND_TRIP = 0.008
