@@ -234,8 +234,11 @@ def test_resizes_growing_one_axis_and_shrinking_another_killed_leave_old_or_new(
 
     killer = Killer(op, seed=5)
     shape, data = MAX_SHAPE, np.full(MAX_SHAPE, FILL, "int32")
-    applied = resized = 0
-    for _ in range(KILLS):
+    applied = resized = kills = 0
+    # Where the kills land depends on the machine's load (a busy one saw 6 of 32 in resizes):
+    # kill on, up to 4 times as often, until enough have landed in resizes.
+    while kills < KILLS or (resized <= KILLS // 4 and kills < 4 * KILLS):
+        kills += 1
         finished = killer.run_one()
         while applied < finished:
             applied += 1
