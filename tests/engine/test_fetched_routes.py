@@ -486,14 +486,17 @@ def test_a_write_hands_over_a_first_wave_of_a_chunk_per_thread_or_encodes_all_fi
     assert np.array_equal(a[...], expected)
 
 
-def test_write_waves_of_a_small_write_double_from_a_chunk_per_thread():
+def test_write_waves_of_a_small_write_grow_from_a_chunk_per_thread():
     from zarrcore.engine.write_waves import write_waves
 
     store = _StreamingStore()
     kib, mib = 1 << 10, 1 << 20
-    # 8 MiB: from a chunk per thread up to the whole; 64 MiB: two full waves of 32 MiB.
+    # 8 MiB: from a chunk per thread up to two, or a 16th of the write; 64 MiB: two full
+    # waves of 32 MiB.
     sizes = [w.stop - w.start for w in write_waves(64, store, 2, item_bytes=128 * kib)]
-    assert sizes == [2, 4, 8, 16, 32, 2]
+    assert sizes == [2] + [4] * 15 + [2]
+    sizes = [w.stop - w.start for w in write_waves(216, store, 2, item_bytes=128 * kib)]
+    assert sizes == [2, 4, 8] + [14] * 14 + [6]
     sizes = [w.stop - w.start for w in write_waves(64, store, 2, item_bytes=mib)]
     assert sizes == [32, 32]
     # (a shard of 8 inner chunks keeps 2 threads busy alone)

@@ -32,20 +32,25 @@ __all__ = [
 # A write to a store that streams writes encodes its chunks in at most this many waves (each
 # a round of the thread pool), so the first uploads start after a small part of the encoding.
 WRITE_WAVES = 16
-# ... and waves of at least this many bytes decoded: a smaller one encodes faster than an
-# upload takes over a link (a fresh connection's slow start: about 8 round trips for 0.5 MB),
-# so splitting the encoding finer only slows it by the uploads beside it. Measured against
-# moto over links of 10-40 ms RTT (2026-11-28): 27 MiB of 1 MiB chunks in one wave took
-# 0.33-0.35 s against 0.35-0.40 s in 14; 64 MiB in 2 waves 0.62-0.68 s and 0.74-0.78 s
-# against 0.65-0.67 s and 0.86-0.91 s in 16.
+# ... and, in a write larger than this many bytes decoded, waves of at least as many: a
+# smaller one encodes faster than an upload takes over a link (a fresh connection's slow
+# start: about 8 round trips for 0.5 MB), so splitting such a write's encoding finer only
+# slows it by the uploads beside it. Measured against moto over links of 10-40 ms RTT
+# (2026-11-28): 64 MiB in 2 waves 0.62-0.68 s and 0.74-0.78 s against 0.65-0.67 s and
+# 0.86-0.91 s in 16.
 WRITE_WAVE_BYTES = 32 << 20
-# A write of at most half a wave, though, whose encoding is short beside one upload, starts
-# with a wave of a chunk per thread, and each next wave is twice as large: its first uploads
-# go while the rest is encoded, and the server takes them meanwhile. Against moto over a
-# 30 ms link, 8 MiB of 128 KiB chunks took 0.24-0.26 s so and 0.27-0.32 s in one wave; but
-# 27 MiB of 1 MiB chunks, over 16 and 24 ms, at best 0.29 and 0.34 s so against 0.28 and
-# 0.32 s in one wave (its uploads slowed its encoding), and the 64 MiB array over 16 ms
-# 0.71-0.80 s against 0.62-0.77 s in two equal waves.
+# A write of at most a wave, though, whose encoding is short beside one upload, starts with
+# a wave of a chunk per thread, and each next wave is twice as large, up to two chunks per
+# thread (or a WRITE_WAVES-th of the write): its uploads go while the rest is encoded, and
+# reach the server spread over the encoding rather than all at its end. Against moto over
+# links of 40-50 ms RTT (2026-11-29, alternating, 8 rounds each): 27 MiB of 432 KiB chunks
+# took 0.42-0.46 s so, 0.44-0.46 s doubling up to the whole and 0.46-0.50 s in one wave
+# (tensorstore 0.41-0.45 s); of 1 MiB chunks 0.47-0.49 s against 0.49-0.51 s in one wave;
+# of 128 KiB chunks 0.65-0.69 s (once 1.03) against 0.68-0.85 s; over 20 ms, 8 MiB of
+# 128 KiB chunks 0.19-0.22 s either way. (An earlier trial, 2026-11-28, saw
+# 27 MiB of 1 MiB chunks 0.29 and 0.34 s so against 0.28 and 0.32 s in one wave, and the
+# 64 MiB array over 16 ms 0.71-0.80 s doubling against 0.62-0.77 s in two equal waves: a
+# write of more than a wave keeps its full waves.)
 
 
 def full_wave(n: int, threads: int, tasks_each: int = 1, item_bytes: int = 0) -> int:
@@ -64,16 +69,20 @@ def write_waves(
 ) -> list[slice]:
     """Consecutive slices of range(n) that a write encodes one after another. On a store that
     streams writes, each wave's objects upload while the next is encoded: `full_wave`s, but
-    for a write of at most half of WRITE_WAVE_BYTES, whose first wave keeps the threads busy
-    once and each next doubles. (So a large shard is alone in its wave, encoded over every
-    thread: the first upload starts after one shard.) One slice otherwise."""
+    for a write of at most WRITE_WAVE_BYTES, whose first wave keeps the threads busy once
+    and each next doubles, up to twice that or a WRITE_WAVES-th of the write. (So a large
+    shard is alone in its wave, encoded over every thread: the first upload starts after
+    one shard.) One slice otherwise."""
     if not store.streams_writes:
         return [slice(0, n)]
-    most = full_wave(n, threads, tasks_each, item_bytes)
-    small = 0 < n * item_bytes <= WRITE_WAVE_BYTES // 2
+    per_thread = -(-threads // tasks_each)  # (the objects of a wave that keeps them busy)
+    small = 0 < n * item_bytes <= WRITE_WAVE_BYTES
+    if small:
+        most = max(2 * per_thread, -(-n // WRITE_WAVES))
+    else:
+        most = full_wave(n, threads, tasks_each, item_bytes)
     waves: list[slice] = []
-    # (a full wave keeps the threads busy at least)
-    start, size = 0, -(-threads // tasks_each) if small else most
+    start, size = 0, per_thread if small else most
     while start < n:
         waves.append(slice(start, min(start + size, n)))
         start, size = start + size, min(most, 2 * size)
