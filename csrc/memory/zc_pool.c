@@ -68,7 +68,7 @@ static kept_block unlist(int i)
     return b;
 }
 
-void *zc_pool_take(size_t size)
+void *zc_pool_take_kept(size_t size)
 {
     size_t block = zc_pool_block_size(size);
     if (block == 0)
@@ -83,6 +83,15 @@ void *zc_pool_take(size_t size)
     if (best >= 0)
         p = unlist(best).p;
     zc_mutex_unlock(&lock);
+    return p;
+}
+
+void *zc_pool_take(size_t size)
+{
+    size_t block = zc_pool_block_size(size);
+    if (block == 0)
+        return NULL;
+    void *p = zc_pool_take_kept(size);
     return p != NULL ? p : map_block(block);
 }
 
@@ -142,6 +151,25 @@ static void keep(kept_block b)
         advise_free(&cool[i]);
         keep(cool[i]); /* cold now, so this cools nothing further */
     }
+}
+
+int zc_pool_give_kept(void *p, size_t size)
+{
+    size_t block = zc_pool_block_size(size);
+    int listed = 0;
+    if (p == NULL)
+        return 1;
+    zc_once_run(&atfork_once, register_atfork);
+    zc_mutex_lock(&lock);
+    /* (What keep() would do without dropping, cooling or advising anything.) */
+    if (nkept < MAX_KEPT && kept_bytes + block <= limit_bytes && hot_bytes + block <= HOT_BYTES) {
+        kept[nkept++] = (kept_block){.p = p, .size = block, .age = ++clock_ticks};
+        kept_bytes += block;
+        hot_bytes += block;
+        listed = 1;
+    }
+    zc_mutex_unlock(&lock);
+    return listed;
 }
 
 void zc_pool_give(void *p, size_t size)

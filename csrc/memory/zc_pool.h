@@ -17,8 +17,16 @@ size_t zc_pool_block_size(size_t size);
  * contents are unspecified. */
 void *zc_pool_take(size_t size);
 
+/* A kept block of zc_pool_block_size(size) bytes, or NULL when none is kept: a moment under a
+ * mutex, never a system call. */
+void *zc_pool_take_kept(size_t size);
+
 /* Return a block from zc_pool_take (with the same `size`): kept when the limit allows. */
 void zc_pool_give(void *p, size_t size);
+
+/* zc_pool_give where that needs no system call (the block stays resident, nothing is dropped
+ * or advised): 1; else 0, and nothing was done. */
+int zc_pool_give_kept(void *p, size_t size);
 
 /* Keep at most `bytes` (0: keep nothing); blocks over the new limit are released. */
 void zc_pool_set_limit(size_t bytes);

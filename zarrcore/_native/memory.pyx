@@ -18,7 +18,9 @@ cdef extern from "numpy/arrayobject.h":
 
 cdef extern from "memory/zc_pool.h" nogil:
     void *zc_pool_take(size_t size)
+    void *zc_pool_take_kept(size_t size)
     void zc_pool_give(void *p, size_t size)
+    int zc_pool_give_kept(void *p, size_t size)
     void zc_pool_set_limit(size_t nbytes)
     size_t zc_pool_kept()
     ctypedef struct zc_slab
@@ -52,13 +54,16 @@ cdef class _Block:
     cdef zc_slab *slab  # set when the block is a piece of a shared one
 
     def __cinit__(self, size_t size, bint piece=False):
-        # A piece is a moment's work under a mutex: keeping the GIL spares a handover to
-        # another thread and the wait to get it back.
+        # A piece, or a kept block, is a moment's work under a mutex: keeping the GIL spares
+        # a handover to another thread and the wait to get it back (over a 5 ms link, one in
+        # ten of a whole read's futex calls were that). Only mapping a block releases it.
         if piece:
             self.p = zc_pool_take_piece(size, &self.slab)
         else:
-            with nogil:
-                self.p = zc_pool_take(size)
+            self.p = zc_pool_take_kept(size)
+            if self.p == NULL:
+                with nogil:
+                    self.p = zc_pool_take(size)
         if self.p == NULL:
             raise MemoryError(f"cannot allocate {size} bytes")
         self.size = size
@@ -72,6 +77,8 @@ cdef class _Block:
         if self.slab != NULL:
             zc_pool_give_piece(self.slab)
             return
+        if zc_pool_give_kept(self.p, self.size):
+            return  # (as a kept block is taken: see __cinit__)
         with nogil:
             zc_pool_give(self.p, self.size)
 
