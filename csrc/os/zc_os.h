@@ -318,6 +318,14 @@ ptrdiff_t zc_os_write(int fd, const void *buf, size_t len);
  * files, and the caller copies through memory). */
 ptrdiff_t zc_os_copy_range(int in_fd, uint64_t at, int out_fd, size_t len);
 int zc_os_fstat(int fd, zc_file_info *info);
+/* Sockets: `sock` is a connected stream socket's descriptor (on Windows its SOCKET).
+ * Send up to `len` bytes: the count, or -1 (EINTR: try again); never a SIGPIPE. */
+ptrdiff_t zc_os_socket_send(intptr_t sock, const void *buf, size_t len);
+/* Receive up to `len` bytes: the count (0: the peer closed), or -1 (EINTR: try again; a
+ * receive timeout of the socket's: EAGAIN). On Windows both fail with ENOSYS: the extensions
+ * link no socket library there (the callers keep their own sockets' code). */
+ptrdiff_t zc_os_socket_recv(intptr_t sock, void *buf, size_t len);
+
 /* Information on `name` in `dir`; with `nofollow`, on a symbolic link itself. */
 int zc_os_stat_at(int dir, const char *name, int nofollow, zc_file_info *info);
 /* Rename `from` (in `from_dir`) to `to` (in `to_dir`), atomically replacing `to` if it exists

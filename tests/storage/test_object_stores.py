@@ -788,6 +788,41 @@ def test_a_missing_key_keeps_its_plain_connection(http_server):
     assert set(store._plain._idle) == kept
 
 
+def test_the_plain_client_reads_a_head_that_comes_in_pieces():
+    """An answer whose head comes a few bytes at a time (the first read, sent with the
+    request, holds only its start) is read whole, on a connection kept for the next."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    requests = []
+
+    def serve():
+        conn, _ = listener.accept()
+        with conn:
+            for _ in range(2):
+                asked = b""
+                while not asked.endswith(b"\r\n\r\n"):
+                    asked += conn.recv(4096)
+                requests.append(asked.split(b"\r\n")[0])
+                body = b"0123456789"[int(asked.split(b"=")[1][:1]):]
+                answer = b"HTTP/1.1 206 Partial Content\r\nContent-Length: %d\r\n" % len(body)
+                answer += b"Content-Range: bytes %d-9/10\r\n\r\n" % (10 - len(body)) + body
+                for at in range(0, len(answer), 7):
+                    conn.sendall(answer[at : at + 7])
+                    time.sleep(0.002)
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    try:
+        store = make_store(f"http://127.0.0.1:{listener.getsockname()[1]}")
+        assert store.get("k", 3, None) == b"3456789"
+        assert store.get("k", 6, None) == b"6789"
+        server.join(5)
+        assert requests == [b"GET /k HTTP/1.1"] * 2
+    finally:
+        listener.close()
+
+
 def test_what_the_plain_client_does_not_read_is_left_to_obstore():
     """A redirect: obstore follows it. A body sent in chunks (Transfer-Encoding), which
     neither client reads: an error naming the key, and obstore is asked from then on."""
