@@ -55,3 +55,33 @@ def test_ask_tells_a_closed_peer_and_a_failed_call():
     assert failed.value.errno == errno.EBADF
     with pytest.raises(ValueError, match="empty buffer"):
         _http.ask(0, b"GET", bytearray())
+
+
+def test_a_signal_while_ask_waits_raises_what_its_handler_raises():
+    """As Python's own socket calls: a handler's exception (Ctrl-C) ends the wait; a handler
+    that raises nothing lets it go on."""
+    import signal
+
+    class Stop(Exception):
+        pass
+
+    def stop(signum, frame):
+        raise Stop
+
+    calls = []
+    old = signal.signal(signal.SIGALRM, stop)
+    ours, theirs = socket.socketpair()
+    try:
+        with ours, theirs:
+            signal.setitimer(signal.ITIMER_REAL, 0.05)
+            with pytest.raises(Stop):
+                _http.ask(ours.fileno(), b"GET", bytearray(8))  # (no answer ever comes)
+            signal.signal(signal.SIGALRM, lambda *_: calls.append(1))
+            signal.setitimer(signal.ITIMER_REAL, 0.05)
+            threading.Timer(0.2, lambda: theirs.sendall(b"late")).start()
+            answer = bytearray(8)
+            assert _http.ask(ours.fileno(), b"GET", answer) == 4 and answer[:4] == b"late"
+            assert calls == [1]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
