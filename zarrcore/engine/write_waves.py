@@ -43,7 +43,7 @@ WRITE_WAVE_BYTES = 32 << 20
 # a wave of a chunk per thread, and each next wave is twice as large, up to two chunks per
 # thread (or a WRITE_WAVES-th of the write): its uploads go while the rest is encoded, and
 # reach the server spread over the encoding rather than all at its end. Against moto over
-# links of 40-50 ms RTT (2026-11-29, alternating, 8 rounds each): 27 MiB of 432 KiB chunks
+# links of 40-50 ms RTT (2026-11-29, alternating, 8-12 rounds each): 27 MiB of 432 KiB chunks
 # took 0.42-0.46 s so, 0.44-0.46 s doubling up to the whole and 0.46-0.50 s in one wave
 # (tensorstore 0.41-0.45 s); of 1 MiB chunks 0.47-0.49 s against 0.49-0.51 s in one wave;
 # of 128 KiB chunks 0.65-0.69 s (once 1.03) against 0.68-0.85 s; over 20 ms, 8 MiB of
