@@ -68,11 +68,20 @@ static kept_block unlist(int i)
     return b;
 }
 
-void *zc_pool_take_kept(size_t size)
+/* Put `b` on the list, aged now unless it has an age (lock held; room checked). */
+static void list_block(kept_block b)
 {
-    size_t block = zc_pool_block_size(size);
-    if (block == 0)
-        return NULL;
+    if (b.age == 0)
+        b.age = ++clock_ticks;
+    kept[nkept++] = b;
+    kept_bytes += b.size;
+    if (!b.advised)
+        hot_bytes += b.size;
+}
+
+/* The most recently given back kept block of `block` bytes, or NULL. */
+static void *take_kept(size_t block)
+{
     zc_once_run(&atfork_once, register_atfork);
     void *p = NULL;
     zc_mutex_lock(&lock);
@@ -86,12 +95,18 @@ void *zc_pool_take_kept(size_t size)
     return p;
 }
 
+void *zc_pool_take_kept(size_t size)
+{
+    size_t block = zc_pool_block_size(size);
+    return block == 0 ? NULL : take_kept(block);
+}
+
 void *zc_pool_take(size_t size)
 {
     size_t block = zc_pool_block_size(size);
     if (block == 0)
         return NULL;
-    void *p = zc_pool_take_kept(size);
+    void *p = take_kept(block);
     return p != NULL ? p : map_block(block);
 }
 
@@ -125,14 +140,9 @@ static void keep(kept_block b)
     kept_block drop[MAX_KEPT], cool[MAX_COOL];
     int ndrop = 0, ncool = 0, listed = 0;
     zc_mutex_lock(&lock);
-    if (b.age == 0)
-        b.age = ++clock_ticks;
     if (b.size <= limit_bytes) {
         ndrop = make_room(b.size, 1, drop);
-        kept[nkept++] = b;
-        kept_bytes += b.size;
-        if (!b.advised)
-            hot_bytes += b.size;
+        list_block(b);
         listed = 1;
         while (hot_bytes > HOT_BYTES && ncool < MAX_COOL) {
             int oldest = -1;
@@ -163,9 +173,7 @@ int zc_pool_give_kept(void *p, size_t size)
     zc_mutex_lock(&lock);
     /* (What keep() would do without dropping, cooling or advising anything.) */
     if (nkept < MAX_KEPT && kept_bytes + block <= limit_bytes && hot_bytes + block <= HOT_BYTES) {
-        kept[nkept++] = (kept_block){.p = p, .size = block, .age = ++clock_ticks};
-        kept_bytes += block;
-        hot_bytes += block;
+        list_block((kept_block){.p = p, .size = block});
         listed = 1;
     }
     zc_mutex_unlock(&lock);

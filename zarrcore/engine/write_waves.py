@@ -77,10 +77,10 @@ def write_waves(
         return [slice(0, n)]
     per_thread = -(-threads // tasks_each)  # (the objects of a wave that keeps them busy)
     small = 0 < n * item_bytes <= WRITE_WAVE_BYTES
+    # (a small write's full waves: with no bytes to hold, at least twice a busy one)
+    most = full_wave(n, threads, tasks_each, 0 if small else item_bytes)
     if small:
-        most = max(2 * per_thread, -(-n // WRITE_WAVES))
-    else:
-        most = full_wave(n, threads, tasks_each, item_bytes)
+        most = max(most, 2 * per_thread)
     waves: list[slice] = []
     start, size = 0, per_thread if small else most
     while start < n:

@@ -347,16 +347,16 @@ class PlainHTTP:
                 raise _NoAnswer
             head[:have] = ahead
             ahead.clear()
-        if sent.unsent is not None:
-            got = _http.ask(sock.fileno(), sent.unsent, memoryview(head)[have:])
-            if not got:
-                raise _Empty if have == 0 else _NoAnswer
-            have += got
+        unsent = sent.unsent  # (sent with the first receive, in one call)
         end = head.find(b"\r\n\r\n", 0, have)
-        while end < 0:
+        while end < 0 or unsent is not None:
             if have == len(head) or time.monotonic() > deadline:
                 raise _NoAnswer
-            got = sock.recv_into(memoryview(head)[have:])
+            if unsent is not None:
+                got = _http.ask(sock.fileno(), unsent, memoryview(head)[have:])
+                unsent = None
+            else:
+                got = sock.recv_into(memoryview(head)[have:])
             if not got:
                 raise _Empty if have == 0 else _NoAnswer
             have += got
