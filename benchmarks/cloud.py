@@ -22,7 +22,9 @@ Workloads (over HTTP unless said): `whole` (a[...]; every layout), `box` (the mi
 along every axis, 1/8 of the array; sharded and zstd), `slabs` (48 time slabs a[t], one call
 each, t spread over the first axis; sharded and zstd), `samples` (--samples random boxes of
 (N/16)^3, 100 by default, one call each, one seeded list for all; sharded and zstd),
-`s3_read` and `s3_write` (the 64 MiB array from and to moto's S3, zstd and sharded).
+`s3_read` and `s3_write` (the 64 MiB array from and to moto's S3, zstd and sharded), and
+`s3_rewrite` (the same write by a handle opened afresh onto the array written before: the
+objects exist and their versions are unknown to it, as in a new process).
 
 Connections: each peer opens the array afresh for every measurement, as each library's own
 pooling then decides whether its connections are still open and warm (fsspec keeps one
@@ -101,6 +103,7 @@ WORKLOADS = {
     "samples": (("sharded", "zstd"), "http"),
     "s3_read": (("zstd", "sharded"), "s3"),
     "s3_write": (("zstd", "sharded"), "s3"),
+    "s3_rewrite": (("zstd", "sharded"), "s3"),
 }
 CONTENDERS = ("zarrcore", "tensorstore", "zarr-python+fsspec", "zarr-python-fused+fsspec",
               "zarr-python+obstore", "zarr-python-fused+obstore", "zarrs-python+obstore",
@@ -202,7 +205,7 @@ def stored_bytes(path):
 
 def selections(workload, n, samples=200):
     """The selections of a workload, read one call each, in order."""
-    if workload in ("whole", "s3_read", "s3_write"):
+    if workload in ("whole", "s3_read", "s3_write", "s3_rewrite"):
         return [(slice(None),) * 3]
     if workload == "box":
         return [(slice(n // 4, n // 4 + n // 2),) * 3]
@@ -378,8 +381,8 @@ class Zarrcore(Contender):
         return {"endpoint": self.s3, "access_key_id": "bench", "secret_access_key": "bench",
                 "region": "us-east-1"}
 
-    def open(self, kind, prefix, cfg):
-        return self.zc.open_array(self.url(kind, prefix), mode="r",
+    def open(self, kind, prefix, cfg, write=False):
+        return self.zc.open_array(self.url(kind, prefix), mode="r+" if write else "r",
                                   storage_options=self.options(kind))
 
     def read(self, h, sel):
@@ -423,9 +426,9 @@ class TensorStore(Contender, remote.TensorStore):
             return {"driver": "file", "path": self.url(kind, prefix) + "/"}
         return self.kvstore(kind, self.http if kind == "http" else self.s3, prefix)
 
-    def open(self, kind, prefix, cfg):
+    def open(self, kind, prefix, cfg, write=False):
         spec = {"driver": "zarr3", "kvstore": self._kv(kind, prefix)}
-        return self.ts.open(spec, read=True, context=self.context(cfg)).result()
+        return self.ts.open(spec, read=True, write=write, context=self.context(cfg)).result()
 
     def create(self, kind, prefix, ds, cfg):
         spec = {"driver": "zarr3", "kvstore": self._kv(kind, prefix),
@@ -483,9 +486,10 @@ class ZarrPython(Contender):
                                                       storage_options=options,
                                                       read_only=read_only)
 
-    def open(self, kind, prefix, cfg):
+    def open(self, kind, prefix, cfg, write=False):
         with self.config(cfg):
-            return self.zarr.open_array(store=self._store(kind, prefix, True), mode="r")
+            return self.zarr.open_array(store=self._store(kind, prefix, not write),
+                                        mode="r+" if write else "r")
 
     def read(self, h, sel):
         if self.lib == "zarrs-python" and any(isinstance(s, int) for s in sel):
@@ -761,10 +765,14 @@ class Worker:
         c = self.c
         if not c.supports(kind):
             return {"skipped": f"{c.name} does not read {kind} stores"}
-        if workload == "s3_write":
+        if workload in ("s3_write", "s3_rewrite"):
             prefix = f"write/{c.name}-{cfg}/{layout}.zarr"
             h = c.create(kind, prefix, ds, cfg)
             data = expected
+            if workload == "s3_rewrite":
+                with c.config(cfg):
+                    c.write(h, data[::-1])  # (other bytes than the timed write's)
+                h = c.open(kind, prefix, cfg, write=True)
             with c.config(cfg):
                 seconds, cpu, _ = self._timed(lambda: c.write(h, data))
             ok = self._verify_write(prefix, expected)
@@ -795,7 +803,7 @@ class Worker:
 
     def _floor(self, workload, layout, kind, ds, expected, sels, gb):
         f = self.c
-        if workload == "s3_write":
+        if workload in ("s3_write", "s3_rewrite"):
             return self._write_floor(layout, ds, expected, gb)
         if kind == "http":
             base, root = self.args.http_url + f"/{layout}.zarr", os.path.join(
@@ -1048,6 +1056,7 @@ LABELS = {
     "whole": "whole array", "box": "1/8 box", "slabs": f"{N_SLABS} time slabs, one by one",
     "samples": "random samples, one by one", "s3_read": "S3 read, {mib:g} MiB",
     "s3_write": "S3 write, {mib:g} MiB",
+    "s3_rewrite": "S3 rewrite, {mib:g} MiB",
 }
 
 

@@ -2,6 +2,7 @@
 survive lost answers, failed releases and bad stamps, PUTs that land late, and cached reads
 that a proxy's 304 for another ETag does not fool."""
 import json
+import pickle
 import threading
 import time
 
@@ -169,6 +170,58 @@ def test_conditional_writes_cost_one_put_per_object(s3_bucket, fault_proxy):
         a[...] = value
         assert sorted(m for m, _ in fault_proxy.requests) == ["PUT"] * 4, fault_proxy.requests
     np.testing.assert_array_equal(a[...], 2)
+
+
+def _requests(proxy):
+    """The methods of the requests `proxy` forwarded, a listing as "LIST"; sorted."""
+    return sorted("LIST" if "list-type" in path else m for m, path in proxy.requests)
+
+
+@pytest.mark.parametrize("rows", [8, 16], ids=["a-head-each", "one-listing"])
+def test_a_handle_opened_afresh_learns_what_was_stored_before_it(s3_bucket, fault_proxy, rows):
+    """A handle opened afresh learns the versions of the objects that may be stored from
+    before, a few by a HEAD each, more by one listing, then PUTs each once, never sending a
+    whole body to be refused; objects past the shape it opened, or of an array made for it
+    elsewhere, take one PUT each."""
+    server, bucket = s3_bucket
+    url, chunks = f"s3://{bucket}/o.zarr", rows // 2
+    made = zarrcore.create_array(url, shape=(rows, 8), dtype="i4", chunks=(2, 8), fill_value=0,
+                                 storage_options=_proxied_options(server, fault_proxy))
+    made[...] = 1
+    a = zarrcore.open_array(url, mode="r+", storage_options=_proxied_options(server, fault_proxy))
+    del fault_proxy.requests[:]
+    a[...] = 2
+    learnt = ["HEAD"] * chunks if chunks < 8 else ["LIST"]
+    assert _requests(fault_proxy) == sorted(learnt + ["PUT"] * chunks), fault_proxy.requests
+    a.resize((rows + 4, 8))
+    del fault_proxy.requests[:]
+    a[rows:] = 3
+    assert _requests(fault_proxy) == ["PUT"] * 2, fault_proxy.requests
+    shipped = pickle.loads(pickle.dumps(zarrcore.create_array(
+        f"s3://{bucket}/p.zarr", shape=(rows, 8), dtype="i4", chunks=(2, 8), fill_value=0,
+        storage_options=_proxied_options(server, fault_proxy))))
+    del fault_proxy.requests[:]
+    shipped[...] = 4
+    assert _requests(fault_proxy) == ["PUT"] * chunks, fault_proxy.requests
+    for path, expected in (("o", np.repeat([2, 3], [rows, 4])), ("p", np.full(rows, 4))):
+        got = zarrcore.open_array(f"s3://{bucket}/{path}.zarr", mode="r",
+                                  storage_options=server.storage_options())[...]
+        np.testing.assert_array_equal(got, np.broadcast_to(expected[:, None], got.shape))
+
+
+def test_a_listing_refused_leaves_a_head_each(s3_bucket, fault_proxy):
+    """Credentials that may write but not list: the versions are learnt by a HEAD each."""
+    server, bucket = s3_bucket
+    url = f"s3://{bucket}/l.zarr"
+    zarrcore.create_array(url, shape=(16, 8), dtype="i4", chunks=(2, 8), fill_value=0,
+                          storage_options=server.storage_options())[...] = 1
+    a = zarrcore.open_array(url, mode="r+", storage_options=_proxied_options(server, fault_proxy))
+    fault_proxy.faults.match, fault_proxy.faults.status = "list-type", 403
+    del fault_proxy.requests[:]
+    a[...] = 2
+    assert _requests(fault_proxy) == ["HEAD"] * 8 + ["LIST"] + ["PUT"] * 8, fault_proxy.requests
+    np.testing.assert_array_equal(zarrcore.open_array(
+        url, mode="r", storage_options=server.storage_options())[...], 2)
 
 
 @pytest.mark.parametrize("etag", ['"0123456789abcdef0123456789abcdef"', None],

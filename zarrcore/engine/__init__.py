@@ -136,6 +136,9 @@ class ChunkEngine:
         # array read (until then, the most a valid one takes), by which reads of whole chunks
         # plan their requests (whole_in_flight).
         self.stored_bytes = stored_bytes_of(store, self.key_prefix, chain.max_encoded_bytes)
+        # The box (from the origin) outside which no object stored before the array was
+        # opened lies: none, unless its Array was opened onto stored data (then its shape).
+        self.prior_extent: tuple[int, ...] = (0,) * len(self.array_shape)
         # R0's job templates (`read_selection`), made on first need.
         self._one_chunk: ChunkBatch | None = None
         self._one_blocks: OneBlocks | None = None
@@ -348,6 +351,15 @@ class ChunkEngine:
     def key(self, coords: Sequence[int]) -> str:
         rel = self._chunk_key(coords)
         return f"{self.key_prefix}/{rel}" if self.key_prefix else rel
+
+    def note_prior(self, coords: Iterable[Sequence[int]], keys: Sequence[str]) -> None:
+        """Tell a store that `conditions_writes` (Store.may_hold) which of the objects at
+        `coords` (at `keys`), about to be written whole, may have been stored before the
+        array was opened."""
+        extent, origin = self.prior_extent, self.grid.origin
+        self.store.may_hold(
+            key for c, key in zip(coords, keys) if all(o < e for o, e in zip(origin(c), extent))
+        )
 
     def whole_requests(self, keys: Iterable[str]) -> list[Request]:
         """Store.get_many requests of the stored chunks at `keys`, each whole but of at most

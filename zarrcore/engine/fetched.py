@@ -919,7 +919,10 @@ def write_chunk_waves(
             engine.spec.writes_empty,
         )
         coords = task_values(group.plans, "chunks")
-        engine.put_many(encoded_waves(engine, job, tasks, [engine.key(coords[t]) for t in tasks]))
+        keys = [engine.key(coords[t]) for t in tasks]
+        if engine.store.conditions_writes:
+            engine.note_prior([coords[t] for t in tasks], keys)
+        engine.put_many(encoded_waves(engine, job, tasks, keys))
     return rest
 
 

@@ -85,6 +85,9 @@ def write_projections(
 
     def encoded() -> Iterator[tuple[str, BytesLike | Pieces | None]]:
         listed = list(projections)
+        if engine.store.conditions_writes:
+            whole = [p.coords for p in listed if p.complete]
+            engine.note_prior(whole, [engine.key(c) for c in whole])
         threads = engine.options.num_threads
         # The whole objects first: they upload while those covered in part are merged. A
         # whole shard encodes its inner chunks in parallel (when alone in its wave).

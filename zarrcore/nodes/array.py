@@ -74,6 +74,8 @@ class Array(SelectionMethods, ChunkMethods, Node):
         metadata: NodeMetadata,
         read_only: bool = False,
         config: Mapping[str, Any] | None = None,
+        *,
+        stored_before: bool = False,
     ) -> None:
         super().__init__(store, path, metadata, read_only)
         self._config = array_config(config)
@@ -87,13 +89,18 @@ class Array(SelectionMethods, ChunkMethods, Node):
         # free-threaded Python.)
         self._read_missing: bool | None = self._config.get("read_missing_chunks")
         self._apply_metadata(metadata)
+        if stored_before:  # (opened onto data others stored: ChunkEngine.prior_extent)
+            self._engine.prior_extent = self.shape
 
     def _apply_metadata(self, metadata: NodeMetadata) -> None:
         super()._apply_metadata(metadata)
         where = join(self._path, V3_KEY if metadata.zarr_format == 3 else V2_ARRAY_KEY)
+        before = self.__dict__.get("_engine")
         self._engine = ChunkEngine.from_metadata(
             self._store, self._path, self._metadata, where, self._config
         )
+        if before is not None:  # (a new shape: what was stored before it was opened stays)
+            self._engine.prior_extent = before.prior_extent
         self._fortran = self.order == "F"
 
     # -- properties -----------------------------------------------------------
@@ -397,7 +404,13 @@ class Array(SelectionMethods, ChunkMethods, Node):
             config["shared_cache"] = ref
         if config.get("recheck_cached_data") == "open":
             config["recheck_cached_data"] = self._engine.recheck.since
-        return type(self), (self._store, self._path, self._metadata, self._read_only, config)
+        # And what was stored before it was opened (ChunkEngine.prior_extent): a worker
+        # writing an array made for it writes new objects as new.
+        state = self._engine.prior_extent
+        return type(self), (self._store, self._path, self._metadata, self._read_only, config), state
+
+    def __setstate__(self, prior_extent: tuple[int, ...]) -> None:
+        self._engine.prior_extent = prior_extent
 
     def __dask_tokenize__(self) -> tuple[Any, ...]:
         # The same array (store, path, metadata) tokenizes alike in every process.
@@ -812,7 +825,12 @@ def make_array(spec: ArraySpec) -> Array:
     written."""
     # (Made first: it checks codecs and limits before anything is written.)
     array = Array(
-        spec.store, spec.path, spec.metadata, read_only=spec.read_only, config=spec.config
+        spec.store,
+        spec.path,
+        spec.metadata,
+        read_only=spec.read_only,
+        config=spec.config,
+        stored_before=not spec.new,
     )
     if spec.new:
         create_node(spec.store, spec.path, spec.metadata, spec.overwrite)

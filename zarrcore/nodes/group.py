@@ -69,7 +69,7 @@ def open_node(
     else:
         metadata, consolidated = open_group_metadata(store, path, zarr_format, use_consolidated)
     if metadata.node_type == "array":
-        return Array(store, path, metadata, read_only=read_only)
+        return Array(store, path, metadata, read_only=read_only, stored_before=True)
     return Group(store, path, metadata, read_only=read_only, consolidated=consolidated)
 
 
@@ -148,7 +148,7 @@ class Group(ArrayMakers, Node):
                 f"no member {rel!r} in the consolidated metadata of {self.name!r}"
             )
         if metadata.node_type == "array":
-            return Array(self._store, path, metadata, read_only=self._read_only)
+            return Array(self._store, path, metadata, read_only=self._read_only, stored_before=True)
         return Group(
             self._store,
             path,

@@ -296,6 +296,9 @@ class Store:
     - `supports_locks`: lock() excludes every thread, process and host writing the store;
     - `supports_conditional_writes`: get_versioned and set_if work, so a read-modify-write
       can detect a concurrent one and retry instead of locking;
+    - `conditions_writes`: every write is conditional on the version the store knows of
+      the key (create-only when it knows none), so whole writes of keys that may hold
+      objects it has not seen are better announced first (`may_hold`);
     - `supports_consolidated_metadata`: a group's consolidated metadata may be written and
       used (a store that versions its metadata itself, such as Icechunk's, has none);
     - `streams_writes`: set_many starts writing each item as soon as its iterable yields it
@@ -342,6 +345,7 @@ class Store:
     supports_atomic_writes = True
     supports_locks = False
     supports_conditional_writes = False
+    conditions_writes = False
     supports_consolidated_metadata = True
     streams_writes = False
     least_part_bytes: int | None = None
@@ -453,6 +457,11 @@ class Store:
         for key, value in items:
             assert not isinstance(value, Pieces)  # (see above)
             self.set(key, value)
+
+    def may_hold(self, keys: Iterable[str]) -> None:
+        """Hear that `keys`, about to be written whole, may hold objects this store has not
+        seen (written before it was opened): a store that `conditions_writes` learns their
+        versions before writing them rather than after a refusal."""
 
     def set_copy(self, key: str, source: Store, source_key: str) -> bool:
         """Write at `key` a copy of `source`'s value at `source_key` (known to be stored) in

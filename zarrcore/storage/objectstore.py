@@ -20,7 +20,9 @@ Where the backend has conditional writes, every PUT is one: If-Match the ETag th
 wrote or read of the key, or create-only (If-None-Match) when it knows none, so a PUT that
 reaches the server late (after its client timed out) is refused once a newer write changed
 the object. A whole write that finds the object changed learns its ETag (HEAD) and puts again:
-last writer wins. What this cannot fence: a late create-only PUT of a key deleted meantime
+last writer wins. Keys that may hold objects the store has not seen (`may_hold`: an array's
+chunks stored before it was opened) have their ETags learnt before their PUTs (one listing,
+or a HEAD each). What this cannot fence: a late create-only PUT of a key deleted meantime
 (deletes are not conditional), a late PUT after a rewrite of the very bytes it was
 conditioned on (S3's ETag is the MD5 of the body, so such a rewrite keeps it), and a late
 completion of a multipart upload (obstore's take no condition)."""
@@ -28,8 +30,10 @@ completion of a multipart upload (obstore's take no condition)."""
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import contextlib
 import functools
+import os
 import re
 import time
 import urllib.parse
@@ -105,6 +109,10 @@ WRITE_TRIES = 8
 # ETags a store keeps (ObjectStore._versions); the oldest are forgotten past it, which costs
 # a later write of such a key a refused PUT and a HEAD.
 KNOWN_VERSIONS = 1 << 16
+# Keys announced together (may_hold) from which one listing learns their ETags rather than a
+# HEAD each; and the most objects that listing goes through (the keys beyond are HEADed).
+LISTED_LEAST = 8
+LISTED_MOST = 1 << 14
 
 
 # How they say the server answered 416 (a range past the end) or a whole object to a range:
@@ -179,6 +187,7 @@ class ObjectStore(Store):
             if conditional_writes is None
             else bool(conditional_writes)
         )
+        self.conditions_writes = self.supports_conditional_writes
         # Locks are lock objects made by create-only puts (see lock); without conditional
         # writes, `single_writer` (the caller's word that only this process writes the
         # store) makes them locks across this process's threads.
@@ -190,6 +199,10 @@ class ObjectStore(Store):
             self.supports_conditional_writes or self.single_writer
         )
         self._versions: collections.OrderedDict[str, ObjectVersion] = collections.OrderedDict()
+        # Keys about to be written whole that may hold objects this store has not seen
+        # (may_hold): their versions are learnt before their PUTs, by the listing of theirs
+        # (the set of keys it settled, found or not) or, where None, by a HEAD.
+        self._may_hold: dict[str, concurrent.futures.Future[set[str]] | None] = {}
         # this host's clock minus the store's (seconds), once known
         self._clock_offset: float | None = None
         # Set when the server turned a byte range down (an HTTP server without them): ranges
@@ -216,6 +229,7 @@ class ObjectStore(Store):
         return {
             **self.__dict__,
             "_versions": collections.OrderedDict(),
+            "_may_hold": {},
             "_clock_offset": None,
             "link": None,
             "_plain": self._plain is not None,
@@ -734,6 +748,14 @@ class ObjectStore(Store):
             return put
         if not self.supports_conditional_writes:
             return self._put(key, value)
+        if key in self._may_hold:
+            # Its version learnt first, where a create-only PUT would be refused with its
+            # whole body sent and then need a HEAD: over a 40 ms link (moto), 64 objects of
+            # 128 KiB rewritten by a handle opened afresh took 0.39 s with one listing, 0.41 s
+            # with a HEAD each, 0.63 s after refusals.
+            listing = self._may_hold.pop(key, None)
+            if key not in self._versions and key not in self._settled(listing):
+                self._learn(key)
         for _ in range(WRITE_TRIES):
             # Forgotten until this PUT is answered: one that fails or times out may still
             # land, so the next write of the key learns the version anew.
@@ -741,15 +763,66 @@ class ObjectStore(Store):
             if put is not None:
                 self._saw(key, put)
                 return put
-            try:
-                meta = _request(_obstore().head, self._store, self._path(key))
-                self._saw(key, meta)
-            except Exception as e:
-                self._missing(key, e)  # gone meanwhile: create it
+            self._learn(key)
         raise WriteConflictError(
             f"key {key!r} of {self!r}: other writers replaced it "
             f"{WRITE_TRIES} times while it was being written"
         )
+
+    def _learn(self, key: str) -> None:
+        """Learn the version `key` is at now (HEAD); a missing key has none."""
+        try:
+            self._saw(key, _request(_obstore().head, self._store, self._path(key)))
+        except Exception as e:
+            self._missing(key, e)  # (raised unless the key is missing)
+
+    def may_hold(self, keys: Iterable[str]) -> None:
+        if len(self._may_hold) > KNOWN_VERSIONS:
+            self._may_hold.clear()  # (those of writes that never came)
+        unknown = sorted(key for key in keys if key not in self._versions)
+        threads = _aio.io_threads() if len(unknown) >= LISTED_LEAST else None
+        listing = None if threads is None else threads.submit(self._listed_versions, unknown)
+        self._may_hold.update(dict.fromkeys(unknown, listing))
+
+    def _listed_versions(self, keys: list[str]) -> set[str]:
+        """Learn the versions of the sorted `keys` from one listing of the objects from the
+        first to the last (at most LISTED_MOST of them): those of the keys it settled (the
+        ones found, and those it passed without finding)."""
+        first, last = self._path(keys[0]), self._path(keys[-1])
+        # (Objects under the deepest folder holding both, from just before the first.)
+        under = os.path.commonprefix([first, last]).rpartition("/")[0]
+
+        def listed() -> str | None:
+            seen, wanted = 0, set(keys)
+            stream = _obstore().list(
+                self._store, prefix=under or None, offset=first[:-1], chunk_size=1000
+            )
+            for batch in stream:
+                for meta in batch:
+                    path: str = meta["path"]
+                    if path > last:
+                        return None
+                    key = self._key_of(path)
+                    if key in wanted:
+                        self._saw(key, meta)
+                    seen += 1
+                    if seen == LISTED_MOST:
+                        return path
+            return None
+
+        end = _request(listed)
+        return set(keys) if end is None else {key for key in keys if self._path(key) <= end}
+
+    @staticmethod
+    def _settled(listing: concurrent.futures.Future[set[str]] | None) -> set[str]:
+        """The keys `listing` settled; none where there is none or it failed (a store whose
+        credentials may write but not list, say)."""
+        if listing is None:
+            return set()
+        try:
+            return listing.result()
+        except Exception:
+            return set()
 
     def set(self, key: str, value: ReadableBuffer) -> None:
         self.check_writable(key)
