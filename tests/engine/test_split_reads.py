@@ -107,10 +107,10 @@ def test_a_chunk_replaced_between_its_ranges_is_read_again_whole(
 def test_the_ranges_of_one_request_are_of_one_version(http_server):
     """A version of another size among the answers to one request's ranges (sent at once,
     before any told the ETag to ask for) is refused."""
-    from zarrcore.storage.objectstore import _ObjectReader
+    from zarrcore.storage._object_readers import ObjectReader
 
     store = make_store(http_server.url)
-    reader = _ObjectReader(store, "blob")
+    reader = ObjectReader(store, "blob")
     reader.saw({"e_tag": None, "size": 100})  # (a range past the end: no ETag)
     reader.saw({"e_tag": '"a"', "size": 100})
     with pytest.raises(KeyChangedError, match="'blob'"):

@@ -33,7 +33,6 @@ import collections
 import concurrent.futures
 import contextlib
 import functools
-import os
 import re
 import time
 import urllib.parse
@@ -65,8 +64,9 @@ from ._object_clients import (
 from ._object_errors import first_line, what_failed
 from ._object_locks import LOCK_PREFIX, Lease, is_lock_object
 from ._object_options import url_settings
+from ._object_readers import ObjectReader
 from ._object_uploads import PiecesUpload, pieces_upload, put_parts
-from ._object_versions import ObjectVersion, put_mode, version_of
+from ._object_versions import ObjectVersion, listed_objects, put_mode, version_of
 from ._obstore_runtime import obstore_module as _obstore
 from ._obstore_runtime import obstore_request as _request
 from ._plain_http import PlainHTTP, plain_client, plain_path
@@ -98,7 +98,7 @@ if TYPE_CHECKING:
     from obstore.store import ClientConfig, RetryConfig
     from obstore.store import ObjectStore as ObstoreStore
 
-__all__ = ["KNOWN_VERSIONS", "ObjectStore", "WRITE_TRIES"]
+__all__ = ["KNOWN_VERSIONS", "LISTED_LEAST", "LISTED_MOST", "ObjectStore", "WRITE_TRIES"]
 
 
 # Backends whose PUT takes If-Match / If-None-Match (S3 since 2024, GCS generations, Azure).
@@ -359,13 +359,13 @@ class ObjectStore(Store):
         key: str,
         start: int | None = None,
         stop: int | None = None,
-        pin: _ObjectReader | None = None,
+        pin: ObjectReader | None = None,
         copy: Literal[True] = True,
     ) -> bytes | None: ...
 
     @overload
     def _get(
-        self, key: str, start: int | None, stop: int | None, pin: _ObjectReader | None, copy: bool
+        self, key: str, start: int | None, stop: int | None, pin: ObjectReader | None, copy: bool
     ) -> ReadBytes | None: ...
 
     @overload
@@ -374,7 +374,7 @@ class ObjectStore(Store):
         key: str,
         start: int | None = None,
         stop: int | None = None,
-        pin: _ObjectReader | None = None,
+        pin: ObjectReader | None = None,
         *,
         copy: bool,
     ) -> ReadBytes | None: ...
@@ -384,11 +384,11 @@ class ObjectStore(Store):
         key: str,
         start: int | None = None,
         stop: int | None = None,
-        pin: _ObjectReader | None = None,
+        pin: ObjectReader | None = None,
         copy: bool = True,
     ) -> ReadBytes | None:
         """The bytes of key[start:stop], None when it is missing. With `pin` (an
-        _ObjectReader), only from the version of the object `pin` saw first. `copy` False:
+        ObjectReader), only from the version of the object `pin` saw first. `copy` False:
         a read-only view of obstore's buffer instead of a copy as bytes."""
         obs = _obstore()
         options: GetOptions = {} if pin is None or pin.e_tag is None else {"if_match": pin.e_tag}
@@ -463,7 +463,7 @@ class ObjectStore(Store):
         self,
         key: str,
         spans: Sequence[ByteRange],
-        pin: _ObjectReader | None,
+        pin: ObjectReader | None,
         copy: bool,
         on_body: BodyProgress | None = None,
     ) -> Sequence[ReadBytes | None] | None:
@@ -493,7 +493,7 @@ class ObjectStore(Store):
         key: str,
         ranges: Sequence[ByteRange],
         copy: bool = True,
-        pin: _ObjectReader | None = None,
+        pin: ObjectReader | None = None,
     ) -> list[ReadBytes] | None:
         """Each range of `key` as a GET of its own, at once (None when it is missing): by
         the plain client in the calling thread, of `pin`'s version, where it answers."""
@@ -524,7 +524,7 @@ class ObjectStore(Store):
         # (One range is one GET, whose answer tells the object's version too: see _saw. The
         # plain client sends each range as planned, at once: answers of one version only.)
         if not simple or self._no_ranges or len(ranges) == 1 or self._plain is not None:
-            pin = _ObjectReader(self, key) if self._plain is not None and len(ranges) > 1 else None
+            pin = ObjectReader(self, key) if self._plain is not None and len(ranges) > 1 else None
             return self._each_range(key, ranges, copy, pin)
         try:
             parts = _request(
@@ -582,7 +582,7 @@ class ObjectStore(Store):
         every later read asks for that ETag (If-Match), so a reader never mixes two versions;
         if the object is replaced meanwhile, KeyChangedError. With `version` (an earlier
         reader's), every read asks for that one."""
-        reader = _ObjectReader(self, validate_key(key))
+        reader = ObjectReader(self, validate_key(key))
         if version is not None:
             reader.e_tag, reader.size = version
         yield reader
@@ -611,7 +611,7 @@ class ObjectStore(Store):
         validate_key(key)
         if known is not None and self._etag(key) == known:
             return UNCHANGED, known
-        pin = _ObjectReader(self, key)
+        pin = ObjectReader(self, key)
         result: Fetched
         if ranges is None:
             result = self._get(key, None, None, pin, False)
@@ -785,33 +785,15 @@ class ObjectStore(Store):
         self._may_hold.update(dict.fromkeys(unknown, listing))
 
     def _listed_versions(self, keys: list[str]) -> set[str]:
-        """Learn the versions of the sorted `keys` from one listing of the objects from the
-        first to the last (at most LISTED_MOST of them): those of the keys it settled (the
-        ones found, and those it passed without finding)."""
-        first, last = self._path(keys[0]), self._path(keys[-1])
-        # (Objects under the deepest folder holding both, from just before the first.)
-        under = os.path.commonprefix([first, last]).rpartition("/")[0]
-
-        def listed() -> str | None:
-            seen, wanted = 0, set(keys)
-            stream = _obstore().list(
-                self._store, prefix=under or None, offset=first[:-1], chunk_size=1000
-            )
-            for batch in stream:
-                for meta in batch:
-                    path: str = meta["path"]
-                    if path > last:
-                        return None
-                    key = self._key_of(path)
-                    if key in wanted:
-                        self._saw(key, meta)
-                    seen += 1
-                    if seen == LISTED_MOST:
-                        return path
-            return None
-
-        end = _request(listed)
-        return set(keys) if end is None else {key for key in keys if self._path(key) <= end}
+        """Learn the versions of the sorted `keys` from one listing from the first to the last
+        (`listed_objects`): the keys it settled (found, or passed without finding)."""
+        paths = dict(zip(map(self._path, keys), keys))
+        objects, end = _request(listed_objects, self._store, list(paths), LISTED_MOST)
+        for meta in objects:
+            key = paths.get(meta["path"])
+            if key is not None:
+                self._saw(key, meta)
+        return set(keys) if end is None else {key for p, key in paths.items() if p <= end}
 
     @staticmethod
     def _settled(listing: concurrent.futures.Future[set[str]] | None) -> set[str]:
@@ -1005,60 +987,3 @@ class ObjectStore(Store):
                 return None
             self._clock_offset = put - meta["last_modified"].timestamp()
         return time.time() - self._clock_offset
-
-
-class _ObjectReader:
-    """Byte ranges of one version of an object (ObjectStore.reader)."""
-
-    def __init__(self, store: ObjectStore, key: str) -> None:
-        self._store, self._key = store, key
-        self.e_tag: str | None = None
-        self.size: int | None = None
-
-    def saw(self, meta: ObjectMeta) -> None:
-        """Note the version of an answer: the first one's is the reader's; a later one of
-        another ETag or size (a server or proxy that ignored If-Match, or ranges asked at
-        once of an object replaced meanwhile) is refused."""
-        e_tag, size = meta["e_tag"], meta["size"]
-        if self.e_tag not in (None, e_tag) and e_tag is not None or self.size not in (None, size):
-            raise KeyChangedError(
-                f"key {self._key!r} of {self._store!r} answered another "
-                f"version than the one asked for; read it again"
-            )
-        self.e_tag, self.size = self.e_tag or e_tag, size
-
-    @property
-    def version(self) -> tuple[str, int | None] | None:
-        """(ETag, size) of the version read, which a later reader asks for (If-Match); None
-        for a weak ETag, which If-Match never matches. (An HTTP server's too, though its
-        ETags may not tell apart two files of one size written within a second: it versions
-        what the array keeps of a shard, its index, but no decoded chunk, `versioned_reads`
-        being False.)"""
-        if self.e_tag is None or self.e_tag.startswith("W/"):
-            return None
-        return self.e_tag, self.size
-
-    def get_ranges(self, ranges: Sequence[ByteRange]) -> list[ReadBytes] | None:
-        # (Views of obstore's buffers, not copies: readers' callers decode from any buffer.)
-        ranges = list(ranges)
-        first: list[ReadBytes] = []
-        if self.e_tag is None and ranges:  # the first read learns the version
-            part = self._store._get(self._key, *ranges[0], pin=self, copy=False)
-            if part is None:
-                return None
-            first, ranges = [part], ranges[1:]
-        rest = self._store._each_range(self._key, ranges, copy=False, pin=self)
-        return None if rest is None else first + rest
-
-    def get_streamed(
-        self, ranges: Sequence[ByteRange], on_body: BodyProgress
-    ) -> list[ReadBytes] | None:
-        """As StreamingReader.get_streamed: by the plain client where it answers (ranges
-        without a stop, or of a byte at least from 0 on), each answer's version checked
-        (`saw`) once all arrived."""
-        if not both_bounds([(lo, hi) for lo, hi in ranges if hi is not None]):
-            return self.get_ranges(ranges)
-        plain = self._store._plain_get(self._key, ranges, self, False, on_body)
-        if plain is None:
-            return self.get_ranges(ranges)
-        return None if None in plain else cast("list[ReadBytes]", plain)
