@@ -357,6 +357,8 @@ class ChunkEngine:
         `coords` (at `keys`), about to be written whole, may have been stored before the
         array was opened."""
         extent, origin = self.prior_extent, self.grid.origin
+        if 0 in extent:
+            return  # (none: an array made here)
         self.store.may_hold(
             key for c, key in zip(coords, keys) if all(o < e for o, e in zip(origin(c), extent))
         )

@@ -32,6 +32,8 @@ _IO_THREAD = "zarrcore-request"
 _worker: bool | None = None
 
 _T = TypeVar("_T")
+# (A waiter for request slots: a thread's future or a loop's.)
+_F = TypeVar("_F", "asyncio.Future[None]", "concurrent.futures.Future[None]")
 
 # What a process that cannot do its remote I/O because it was forked is told to do instead.
 SPAWN_ADVICE = (
@@ -72,8 +74,8 @@ class RequestSlots:
     def hold(self, wanted: int = 1) -> Iterator[None]:
         """As `slots`, waited for in the calling thread."""
         wanted = max(1, min(wanted, config.io_process_concurrency))
-        granted: concurrent.futures.Future[None] = concurrent.futures.Future()
-        if not self._granted_at_once(wanted, granted):
+        granted = self._granted_at_once(wanted, concurrent.futures.Future[None])
+        if granted is not None:
             try:
                 granted.result()
             except BaseException:
@@ -84,16 +86,17 @@ class RequestSlots:
         finally:
             self._release(wanted)
 
-    def _granted_at_once(
-        self, wanted: int, granted: asyncio.Future[None] | concurrent.futures.Future[None]
-    ) -> bool:
-        """Take the slots if they are free and nobody waits; else queue `granted`."""
+    def _granted_at_once(self, wanted: int, waiter: Callable[[], _F]) -> _F | None:
+        """Take the slots if they are free and nobody waits (None); else queue a future
+        `waiter()` makes, to be granted them, and give it. (Made only then: a future costs
+        a request a lock and a condition.)"""
         with self._lock:
             if not self._waiting and self.held + wanted <= config.io_process_concurrency:
                 self.held += wanted
-                return True
+                return None
+            granted = waiter()
             self._waiting.append((wanted, granted))
-            return False
+            return granted
 
     def _give_up(
         self, wanted: int, granted: asyncio.Future[None] | concurrent.futures.Future[None]
@@ -112,8 +115,8 @@ class RequestSlots:
     async def _acquire(self, wanted: int) -> None:
         import asyncio
 
-        granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if self._granted_at_once(wanted, granted):
+        granted = self._granted_at_once(wanted, asyncio.get_running_loop().create_future)
+        if granted is None:
             return
         try:
             await granted
