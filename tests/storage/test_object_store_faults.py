@@ -209,6 +209,24 @@ def test_a_handle_opened_afresh_learns_what_was_stored_before_it(s3_bucket, faul
         np.testing.assert_array_equal(got, np.broadcast_to(expected[:, None], got.shape))
 
 
+def test_keys_past_a_listings_page_are_headed(s3_bucket, fault_proxy, monkeypatch):
+    """A listing goes through one page of objects at most (here 3): the keys past it have a
+    HEAD each."""
+    from zarrcore.storage import objectstore
+
+    monkeypatch.setattr(objectstore, "LISTED_MOST", 3)
+    server, bucket = s3_bucket
+    url = f"s3://{bucket}/m.zarr"
+    zarrcore.create_array(url, shape=(16, 8), dtype="i4", chunks=(2, 8), fill_value=0,
+                          storage_options=server.storage_options())[...] = 1
+    a = zarrcore.open_array(url, mode="r+", storage_options=_proxied_options(server, fault_proxy))
+    del fault_proxy.requests[:]
+    a[...] = 2
+    assert _requests(fault_proxy) == ["HEAD"] * 5 + ["LIST"] + ["PUT"] * 8, fault_proxy.requests
+    np.testing.assert_array_equal(zarrcore.open_array(
+        url, mode="r", storage_options=server.storage_options())[...], 2)
+
+
 def test_a_listing_refused_leaves_a_head_each(s3_bucket, fault_proxy):
     """Credentials that may write but not list: the versions are learnt by a HEAD each."""
     server, bucket = s3_bucket

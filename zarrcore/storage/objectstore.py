@@ -110,9 +110,10 @@ WRITE_TRIES = 8
 # a later write of such a key a refused PUT and a HEAD.
 KNOWN_VERSIONS = 1 << 16
 # Keys announced together (may_hold) from which one listing learns their ETags rather than a
-# HEAD each; and the most objects that listing goes through (the keys beyond are HEADed).
+# HEAD each; and the most objects that listing goes through: one page of S3's, one round
+# trip (the keys beyond it are HEADed, at once, rather than waiting on more pages).
 LISTED_LEAST = 8
-LISTED_MOST = 1 << 14
+LISTED_MOST = 1000
 
 
 # How they say the server answered 416 (a range past the end) or a whole object to a range:
