@@ -796,14 +796,14 @@ class ObjectStore(Store):
                 self._saw(key, meta)
         return set(keys) if end is None else {key for p, key in paths.items() if p <= end}
 
-    @staticmethod
-    def _settled(listing: concurrent.futures.Future[set[str]] | None) -> set[str]:
-        """The keys `listing` settled; none where there is none or it failed (a store whose
-        credentials may write but not list, say)."""
+    def _settled(self, listing: concurrent.futures.Future[set[str]] | None) -> set[str]:
+        """The keys `listing` settled; none where there is none, or it failed (a store whose
+        credentials may write but not list, say) or gave no answer in time (a forked child's
+        copy of one that its parent's thread ran)."""
         if listing is None:
             return set()
         try:
-            return listing.result()
+            return listing.result(timeout=self._deadline())
         except Exception:
             return set()
 
