@@ -227,6 +227,26 @@ def test_keys_past_a_listings_page_are_headed(s3_bucket, fault_proxy, monkeypatc
         url, mode="r", storage_options=server.storage_options())[...], 2)
 
 
+def test_keys_nobody_announced_are_learnt_first_once_one_was_found_stored(s3_bucket,
+                                                                          fault_proxy):
+    """Keys written without `may_hold` (as zarr-python's pipeline writes) go create-only
+    while they are new; once one was found stored, the next ones are HEADed first, until
+    one is found missing."""
+    server, bucket = s3_bucket
+    url = f"s3://{bucket}/u"
+    make_store(url, storage_options=server.storage_options()).set_many(
+        [(f"old{i}", b"old") for i in range(2)])
+    store = make_store(url, storage_options=_proxied_options(server, fault_proxy))
+    for key, expected in (("new0", ["PUT"]), ("old0", ["PUT", "HEAD", "PUT"]),
+                          ("old1", ["HEAD", "PUT"]), ("new1", ["HEAD", "PUT"]),
+                          ("new2", ["PUT"])):
+        del fault_proxy.requests[:]
+        store.set(key, key.encode())
+        assert [m for m, _ in fault_proxy.requests] == expected, (key, fault_proxy.requests)
+    assert sorted(store.list_prefix("")) == ["new0", "new1", "new2", "old0", "old1"]
+    assert [store.get(k) for k in ("old0", "new1")] == [b"old0", b"new1"]
+
+
 def test_a_listing_refused_leaves_a_head_each(s3_bucket, fault_proxy):
     """Credentials that may write but not list: the versions are learnt by a HEAD each."""
     server, bucket = s3_bucket
