@@ -227,6 +227,22 @@ def test_keys_past_a_listings_page_are_headed(s3_bucket, fault_proxy, monkeypatc
         url, mode="r", storage_options=server.storage_options())[...], 2)
 
 
+def test_a_groups_own_new_array_opened_through_it_writes_one_put_each(s3_bucket,
+                                                                      fault_proxy):
+    """An array a group object made, opened again through that group, writes its objects
+    create-only (nothing was stored before); what it wrote, rewritten through the group,
+    is put over the ETag its PUT gave."""
+    server, bucket = s3_bucket
+    g = zarrcore.open_group(f"s3://{bucket}/g.zarr", mode="w",
+                            storage_options=_proxied_options(server, fault_proxy))
+    g.create_array("x", shape=(16, 8), dtype="i4", chunks=(2, 8), fill_value=0)
+    for value in (1, 2):
+        del fault_proxy.requests[:]
+        g["x"][...] = value
+        assert _requests(fault_proxy) == ["GET"] + ["PUT"] * 8, fault_proxy.requests
+    np.testing.assert_array_equal(g["x"][...], 2)
+
+
 def test_keys_nobody_announced_are_learnt_first_once_one_was_found_stored(s3_bucket,
                                                                           fault_proxy):
     """Keys written without `may_hold` (as zarr-python's pipeline writes) go create-only

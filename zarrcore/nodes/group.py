@@ -61,15 +61,17 @@ def open_node(
     zarr_format: int | None = None,
     read_only: bool = False,
     use_consolidated: bool | None = False,
+    stored_before: bool = True,
 ) -> Array | Group:
     """The Array or Group at `path`; a group's consolidated metadata is used unless
-    `use_consolidated` is False, and required when it is True."""
+    `use_consolidated` is False, and required when it is True. An array presumes that
+    objects may have been stored before it was opened unless not `stored_before`."""
     if use_consolidated is False:
         metadata, consolidated = read_metadata(store, path, zarr_format), None
     else:
         metadata, consolidated = open_group_metadata(store, path, zarr_format, use_consolidated)
     if metadata.node_type == "array":
-        return Array(store, path, metadata, read_only=read_only, stored_before=True)
+        return Array(store, path, metadata, read_only=read_only, stored_before=stored_before)
     return Group(store, path, metadata, read_only=read_only, consolidated=consolidated)
 
 
@@ -93,6 +95,9 @@ class Group(ArrayMakers, Node):
         super().__init__(store, path, metadata, read_only)
         # Members' metadata, when opened through consolidated metadata: no store reads.
         self._consolidated = consolidated
+        # The paths of the arrays this group object made: opened through it, they presume
+        # nothing was stored before (ChunkEngine.prior_extent), as the handle made does.
+        self._made: set[str] = set()
 
     @property
     def consolidated(self) -> bool:
@@ -140,7 +145,9 @@ class Group(ArrayMakers, Node):
     def _open_member(self, name: str) -> Array | Group:
         path = self._child_path(name)
         if self._consolidated is None:
-            return open_node(self._store, path, read_only=self._read_only)
+            return open_node(
+                self._store, path, read_only=self._read_only, stored_before=path not in self._made
+            )
         rel = normalize_path(name)
         metadata = self._consolidated.metadata(rel)
         if metadata is None:

@@ -80,6 +80,7 @@ class ArrayMakers:
     if TYPE_CHECKING:  # (what Group gives the methods)
         _store: Store
         _consolidated: ConsolidatedMetadata | None
+        _made: set[str]
 
         @property
         def zarr_format(self) -> int: ...
@@ -96,7 +97,10 @@ class ArrayMakers:
         self._check_writable()
         self._consolidated = None  # the hierarchy changes: read members from the store
         kwargs.setdefault("zarr_format", self.zarr_format)
-        return create_array(self._store, name=self._child_path(name), **kwargs)
+        path = self._child_path(name)
+        array = create_array(self._store, name=path, **kwargs)
+        self._made.add(path)
+        return array
 
     @_makes(
         "The array `name` (a path relative to this group), created with `shape`, `dtype` "
