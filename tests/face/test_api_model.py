@@ -4,8 +4,9 @@ A hypothesis state machine keeps a numpy array (with the array's attributes) as 
 one stored array, and drives random interleavings of every way to read and write it: `Array`
 selections of each kind, `resize` and `append`, `AsyncArray` tasks and read and write futures
 cancelled at random points, lazy views made before and used after resizes, chunk-level
-reads and writes, handles with an in-process and a shared cache, other processes writing (one
-killed at a random moment), and Ray Data datasets read and written by tasks on a local Ray
+reads and writes, handles with an in-process and a shared cache, handles opened afresh (which
+learn what was stored before they write), pickled handles, and, for an array made in a group,
+the handle the group gives, other processes writing (one killed at a random moment), and Ray Data datasets read and written by tasks on a local Ray
 cluster (`zarrcore.ray`; a write task's worker killed at a random moment, Ray retrying it),
 and Cubed computations reading and writing it through zarr-python with zarrcore's codec
 pipeline (where Cubed installs: Python 3.12 and later); over a memory store, a directory, a
@@ -24,6 +25,7 @@ import itertools
 import multiprocessing
 import os
 import json
+import pickle
 import re
 import subprocess
 import sys
@@ -150,10 +152,19 @@ class ArrayModel(RuleBasedStateMachine):
         self.store, self.options, self.address = self.place.new()
         # (a zip's members cannot be deleted: chunks of fill are stored too)
         self.config = {"write_empty_chunks": True} if kind == "zip" else None
-        self.array = zarrcore.create_array(
-            self.store, shape=shape, chunks=chunks, shards=shards, dtype="i4",
-            fill_value=FILL, zarr_format=zarr_format, compressors=[{"name": "zstd"}]
-            if zarr_format == 3 else None, config=self.config, storage_options=self.options)
+        spec = dict(shape=shape, chunks=chunks, shards=shards, dtype="i4", fill_value=FILL,
+                    zarr_format=zarr_format, config=self.config,
+                    compressors=[{"name": "zstd"}] if zarr_format == 3 else None)
+        # The array at the store's root, or made by a group as its member "x".
+        self.group, self.path = None, None
+        if d(st.booleans()):
+            self.group = zarrcore.open_group(self.store, mode="w", zarr_format=zarr_format,
+                                             storage_options=self.options)
+            self.array, self.path = self.group.create_array("x", **spec), "x"
+            if self.address is not None:
+                self.address = (f"{self.address[0]}/x", self.address[1])
+        else:
+            self.array = zarrcore.create_array(self.store, storage_options=self.options, **spec)
         self.objects = shards or chunks  # what a write stores whole
         self.model = np.full(shape, FILL, dtype="i4")
         self.attrs = {}
@@ -163,7 +174,7 @@ class ArrayModel(RuleBasedStateMachine):
         self._open_handles()
 
     def _open(self, opener=zarrcore.open_array, **kwargs):
-        return opener(self.store, mode="r+", storage_options=self.options,
+        return opener(self.store, mode="r+", path=self.path, storage_options=self.options,
                       config=self.config, **kwargs)
 
     def _open_handles(self):
@@ -217,10 +228,7 @@ class ArrayModel(RuleBasedStateMachine):
     @rule(data=st.data())
     @precondition(nonempty)
     def write(self, data):
-        kind, selection, key = self._selection(data, writing=True)
-        value = self._value(data, self.model[key].shape)
-        self._write(self._handle(data), kind, selection, value)
-        self.model[key] = value
+        self.write_through(self._handle(data), data)
 
     @rule(data=st.data())
     @precondition(nonempty)
@@ -228,6 +236,48 @@ class ArrayModel(RuleBasedStateMachine):
         kind, selection, key = self._selection(data)
         np.testing.assert_array_equal(self._read(self._handle(data), kind, selection),
                                       self.model[key])
+
+    # -- handles that know nothing of what was written, or what their maker knew ----------
+    @rule(data=st.data(), cancel=st.booleans())
+    @precondition(nonempty)
+    def fresh_handle_write(self, data, cancel):
+        """A handle opened afresh, as a new process opens it, writes: on an object store it
+        learns the versions of the objects stored before (one listing or a HEAD each) and
+        puts over them (G4); its write future cancelled at random (G1, G2)."""
+        handle = self._open()
+        if not cancel:
+            self.write_through(handle, data)
+            return
+        key = tuple(slice(None) for _ in self.model.shape)
+        value = self._value(data, self.model.shape)
+        future = handle.write_future(key, value)
+        time.sleep(data.draw(st.sampled_from(CANCEL_AFTER)))
+        if not future.cancel():
+            assert future.result() is None
+        self._settle(key, value)
+
+    @rule(data=st.data())
+    @precondition(lambda self: self.nonempty() and self.address is not None)
+    def pickled_handle_write(self, data):
+        """A handle pickled and unpickled (as a task ships it) writes, with what its maker
+        knew of what was stored before (G4). (Where another process reaches the data: a
+        memory store's or an open zip's copy holds data of its own.)"""
+        self.write_through(pickle.loads(pickle.dumps(self._handle(data))), data)
+
+    @rule(data=st.data())
+    @precondition(lambda self: self.nonempty() and self.group is not None)
+    def group_member_write(self, data):
+        """The handle the group that made the array gives (`group["x"]`), which writes its
+        new objects as new (G4), and reads what the others wrote."""
+        member = self.group[self.path]
+        np.testing.assert_array_equal(member[...], self.model)
+        self.write_through(member, data)
+
+    def write_through(self, handle, data):
+        kind, selection, key = self._selection(data, writing=True)
+        value = self._value(data, self.model[key].shape)
+        self._write(handle, kind, selection, value)
+        self.model[key] = value
 
     @rule(data=st.data())
     def resize(self, data):
