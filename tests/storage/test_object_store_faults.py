@@ -5,6 +5,7 @@ import json
 import pickle
 import threading
 import time
+import urllib.parse
 
 import numpy as np
 import pytest
@@ -210,19 +211,45 @@ def test_a_handle_opened_afresh_learns_what_was_stored_before_it(s3_bucket, faul
 
 
 def test_keys_past_a_listings_page_are_headed(s3_bucket, fault_proxy, monkeypatch):
-    """A listing goes through one page of objects at most (here 3): the keys past it have a
-    HEAD each."""
+    """Listings go through one page of objects at most (here 3), the keys cut into runs of
+    at most a page each, listed at once: where other objects lie between them, the keys
+    past a page have a HEAD each."""
     from zarrcore.storage import objectstore
 
     monkeypatch.setattr(objectstore, "LISTED_MOST", 3)
     server, bucket = s3_bucket
-    url = f"s3://{bucket}/m.zarr"
-    zarrcore.create_array(url, shape=(16, 8), dtype="i4", chunks=(2, 8), fill_value=0,
+    url = f"s3://{bucket}/m"
+    keys = [f"k{i}" for i in range(8)]
+    make_store(url, storage_options=server.storage_options()).set_many(
+        [(k, b"old") for k in keys] + [("k1a", b"other")])
+    store = make_store(url, storage_options=_proxied_options(server, fault_proxy))
+    store.may_hold(keys)
+    store.set_many([(k, k.encode()) for k in keys])
+    # (Runs k0-k2, k3-k5 and k6-k7: the first's page ends at k1a, short of k2.)
+    assert _requests(fault_proxy) == ["HEAD"] + ["LIST"] * 3 + ["PUT"] * 8, fault_proxy.requests
+    assert [path for m, path in fault_proxy.requests if m == "HEAD"] == [f"/{bucket}/m/k2"]
+    assert [store.get(k) for k in keys] == [k.encode() for k in keys]
+
+
+def test_keys_in_many_folders_are_listed_at_once_a_run_of_folders_each(
+        s3_bucket, fault_proxy, monkeypatch):
+    """The keys of a rewrite spread over folders are learnt by listings sent at once, each
+    of the folders at the deepest level that holds LISTED_RUN keys on average (here 4: the
+    rows' folders of 4 chunks each), then PUT once each."""
+    from zarrcore.storage import objectstore
+
+    monkeypatch.setattr(objectstore, "LISTED_RUN", 4)
+    server, bucket = s3_bucket
+    url = f"s3://{bucket}/f.zarr"
+    zarrcore.create_array(url, shape=(8, 8), dtype="i4", chunks=(2, 2), fill_value=0,
                           storage_options=server.storage_options())[...] = 1
     a = zarrcore.open_array(url, mode="r+", storage_options=_proxied_options(server, fault_proxy))
     del fault_proxy.requests[:]
     a[...] = 2
-    assert _requests(fault_proxy) == ["HEAD"] * 5 + ["LIST"] + ["PUT"] * 8, fault_proxy.requests
+    assert _requests(fault_proxy) == ["LIST"] * 4 + ["PUT"] * 16, fault_proxy.requests
+    prefixes = sorted(urllib.parse.parse_qs(urllib.parse.urlsplit(path).query)["prefix"][0]
+                      for m, path in fault_proxy.requests if "list-type" in path)
+    assert prefixes == [f"f.zarr/c/{i}/" for i in range(4)], fault_proxy.requests
     np.testing.assert_array_equal(zarrcore.open_array(
         url, mode="r", storage_options=server.storage_options())[...], 2)
 

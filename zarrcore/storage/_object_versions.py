@@ -1,9 +1,11 @@
 """An object's version, as an ObjectStore reads it and conditions its writes on it, the
-put mode of obstore that writes only over one, and the listing that learns many at once."""
+put mode of obstore that writes only over one, and the listings that learn many at once."""
 
 from __future__ import annotations
 
+import itertools
 import os
+import string
 from typing import TYPE_CHECKING, Optional
 
 from ._obstore_runtime import obstore_module
@@ -12,7 +14,9 @@ if TYPE_CHECKING:
     from obstore import ObjectMeta, PutMode, PutResult, UpdateVersion
     from obstore.store import ObjectStore as ObstoreStore
 
-__all__ = ["ObjectVersion", "listed_objects", "put_mode", "version_of"]
+__all__ = ["ObjectVersion", "listed_objects", "listing_runs", "put_mode", "version_of"]
+
+_PLAIN = frozenset(string.ascii_letters + string.digits + "-_.")
 
 #: An object's version as an ObjectStore reads and conditions writes on it: (ETag, version).
 ObjectVersion = tuple[Optional[str], Optional[str]]
@@ -45,10 +49,13 @@ def listed_objects(
     last, at most `most` of them, and the path it stopped at short of the last (None when it
     got there)."""
     first, last = paths[0], paths[-1]
-    # (Under the deepest folder holding both, from just before the first.)
+    # (Under the deepest folder holding both, from just before the first: its last character
+    # one lower where that is a plain one, else without it, as a path has no empty part.)
     under = os.path.commonprefix([first, last]).rpartition("/")[0]
+    lower = chr(ord(first[-1]) - 1)
+    offset = first[:-1] + (lower if lower in _PLAIN else "")
     found: list[ObjectMeta] = []
-    stream = obstore_module().list(store, prefix=under or None, offset=first[:-1], chunk_size=1000)
+    stream = obstore_module().list(store, prefix=under or None, offset=offset, chunk_size=1000)
     for batch in stream:
         for meta in batch:
             if meta["path"] > last:
@@ -57,3 +64,16 @@ def listed_objects(
             if len(found) == most:
                 return found, meta["path"]
     return found, None
+
+
+def listing_runs(keys: list[str], run: int, most: int) -> list[list[str]]:
+    """The sorted `keys` in runs for listings of their own, sent at once: the keys under
+    one folder each, at the deepest level of folders that holds `run` of them on average (the
+    keys' common folder at least), cut evenly into runs of at most `most`."""
+    depth = max(key.count("/") for key in keys)
+    for level in range(depth, -1, -1):
+        runs = [list(g) for _, g in itertools.groupby(keys, lambda k: k.split("/")[:level])]
+        if len(keys) >= run * len(runs):
+            break
+    cut = [-(-len(r) // -(-len(r) // most)) for r in runs]  # (even runs of at most `most`)
+    return [r[i : i + step] for r, step in zip(runs, cut) for i in range(0, len(r), step)]
