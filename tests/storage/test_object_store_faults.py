@@ -214,9 +214,9 @@ def test_keys_past_a_listings_page_are_headed(s3_bucket, fault_proxy, monkeypatc
     """Listings go through one page of objects at most (here 3), the keys cut into runs of
     at most a page each, listed at once: where other objects lie between them, the keys
     past a page have a HEAD each."""
-    from zarrcore.storage import objectstore
+    from zarrcore.storage import _object_versions
 
-    monkeypatch.setattr(objectstore, "LISTED_MOST", 3)
+    monkeypatch.setattr(_object_versions, "LISTED_MOST", 3)
     server, bucket = s3_bucket
     url = f"s3://{bucket}/m"
     keys = [f"k{i}" for i in range(8)]
@@ -236,9 +236,9 @@ def test_keys_in_many_folders_are_listed_at_once_a_run_of_folders_each(
     """The keys of a rewrite spread over folders are learnt by listings sent at once, each
     of the folders at the deepest level that holds LISTED_RUN keys on average (here 4: the
     rows' folders of 4 chunks each), then PUT once each."""
-    from zarrcore.storage import objectstore
+    from zarrcore.storage import _object_versions
 
-    monkeypatch.setattr(objectstore, "LISTED_RUN", 4)
+    monkeypatch.setattr(_object_versions, "LISTED_RUN", 4)
     server, bucket = s3_bucket
     url = f"s3://{bucket}/f.zarr"
     zarrcore.create_array(url, shape=(8, 8), dtype="i4", chunks=(2, 2), fill_value=0,

@@ -31,7 +31,6 @@ condition)."""
 from __future__ import annotations
 
 import collections
-import concurrent.futures
 import contextlib
 import functools
 import re
@@ -67,7 +66,7 @@ from ._object_locks import LOCK_PREFIX, Lease, is_lock_object
 from ._object_options import url_settings
 from ._object_readers import ObjectReader
 from ._object_uploads import PiecesUpload, pieces_upload, put_parts
-from ._object_versions import ObjectVersion, listed_objects, listing_runs, put_mode, version_of
+from ._object_versions import ObjectVersion, PriorVersions, put_mode, version_of
 from ._obstore_runtime import obstore_module as _obstore
 from ._obstore_runtime import obstore_request as _request
 from ._plain_http import PlainHTTP, plain_client, plain_path
@@ -99,14 +98,7 @@ if TYPE_CHECKING:
     from obstore.store import ClientConfig, RetryConfig
     from obstore.store import ObjectStore as ObstoreStore
 
-__all__ = [
-    "KNOWN_VERSIONS",
-    "LISTED_LEAST",
-    "LISTED_MOST",
-    "LISTED_RUN",
-    "ObjectStore",
-    "WRITE_TRIES",
-]
+__all__ = ["KNOWN_VERSIONS", "ObjectStore", "WRITE_TRIES"]
 
 
 # Backends whose PUT takes If-Match / If-None-Match (S3 since 2024, GCS generations, Azure).
@@ -117,15 +109,6 @@ WRITE_TRIES = 8
 # ETags a store keeps (ObjectStore._versions); the oldest are forgotten past it, which costs
 # a later write of such a key a refused PUT and a HEAD.
 KNOWN_VERSIONS = 1 << 16
-# Keys announced together (may_hold) from which listings learn their ETags, not a HEAD
-# each; the most objects a listing goes through: one page of S3's (those past it are
-# HEADed); and the keys a listing takes on average, the listings sent at once, each under
-# a folder of its own (512 keys in 64 folders over a 40 ms link to moto: one listing 258
-# ms, 8 listings of 64 keys all answered by 152 ms and the first by 95 ms, 64 listings of
-# 8 by 270 ms).
-LISTED_LEAST = 8
-LISTED_MOST = 1000
-LISTED_RUN = 64
 
 
 # How they say the server answered 416 (a range past the end) or a whole object to a range:
@@ -212,11 +195,10 @@ class ObjectStore(Store):
             self.supports_conditional_writes or self.single_writer
         )
         self._versions: collections.OrderedDict[str, ObjectVersion] = collections.OrderedDict()
-        # Keys about to be written whole that may hold objects this store has not seen
-        # (may_hold): their versions are learnt before their PUTs, by the listing of theirs
-        # (the keys it settled, found or not) or, where None, by a HEAD; and whether the
-        # last key put that nobody announced and this store had not seen was stored.
-        self._may_hold: dict[str, concurrent.futures.Future[set[str]] | None] = {}
+        # Keys that may hold objects this store has not seen, learnt before their PUTs
+        # (may_hold); and whether the last key put that nobody announced and this store had
+        # not seen was stored.
+        self._prior = PriorVersions(self, KNOWN_VERSIONS)
         self._unseen_stored = False
         # this host's clock minus the store's (seconds), once known
         self._clock_offset: float | None = None
@@ -244,7 +226,7 @@ class ObjectStore(Store):
         return {
             **self.__dict__,
             "_versions": collections.OrderedDict(),
-            "_may_hold": {},
+            "_prior": None,
             "_clock_offset": None,
             "link": None,
             "_plain": self._plain is not None,
@@ -253,6 +235,7 @@ class ObjectStore(Store):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.link = _link_of(self.url)
+        self._prior = PriorVersions(self, KNOWN_VERSIONS)
         self._plain, self.streams_reads = None, False
         if state["_plain"]:
             self._take_plain_client()
@@ -767,9 +750,8 @@ class ObjectStore(Store):
         # refused with its whole body sent and then need a HEAD (64 objects of 128 KiB
         # rewritten over 40 ms: 0.39 s with one listing, 0.41 s with a HEAD each, 0.63 s).
         presumed = False  # (put create-only on the presumption that the key is new)
-        if key in self._may_hold:
-            listing = self._may_hold.pop(key, None)
-            if key not in self._versions and key not in self._settled(listing):
+        if key in self._prior:
+            if not self._prior.settles(key, self._deadline()) and key not in self._versions:
                 self._learn(key)
         elif key not in self._versions:
             # One nobody announced (by a caller that cannot tell, as zarr-python's pipeline):
@@ -802,36 +784,7 @@ class ObjectStore(Store):
         return True
 
     def may_hold(self, keys: Iterable[str]) -> None:
-        if len(self._may_hold) > KNOWN_VERSIONS:
-            self._may_hold.clear()  # (those of writes that never came)
-        unknown = sorted(key for key in keys if key not in self._versions)
-        threads = _aio.io_threads() if len(unknown) >= LISTED_LEAST else None
-        if threads is None:
-            self._may_hold.update(dict.fromkeys(unknown))
-            return
-        for run in listing_runs(unknown, LISTED_RUN, LISTED_MOST):
-            self._may_hold.update(dict.fromkeys(run, threads.submit(self._listed_versions, run)))
-
-    def _listed_versions(self, keys: list[str]) -> set[str]:
-        """Learn the versions of the sorted `keys` from one listing from the first to the last
-        (`listed_objects`): the keys it settled (found, or passed without finding)."""
-        paths = dict(zip(map(self._path, keys), keys))
-        objects, end = _request(listed_objects, self._store, list(paths), LISTED_MOST)
-        for meta in objects:
-            key = paths.get(meta["path"])
-            if key is not None:
-                self._saw(key, meta)
-        return set(keys) if end is None else {key for p, key in paths.items() if p <= end}
-
-    def _settled(self, listing: concurrent.futures.Future[set[str]] | None) -> set[str]:
-        """The keys `listing` settled; none without one, or where it failed (credentials that
-        may not list) or gave no answer in time (a forked child's copy of its parent's)."""
-        if listing is None:
-            return set()
-        try:
-            return listing.result(timeout=self._deadline())
-        except Exception:
-            return set()
+        self._prior.announce(sorted(key for key in keys if key not in self._versions))
 
     def set(self, key: str, value: ReadableBuffer) -> None:
         self.check_writable(key)
