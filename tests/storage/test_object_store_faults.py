@@ -231,14 +231,14 @@ def test_keys_past_a_listings_page_are_headed(s3_bucket, fault_proxy, monkeypatc
     assert [store.get(k) for k in keys] == [k.encode() for k in keys]
 
 
-def test_keys_in_many_folders_are_listed_at_once_a_run_of_folders_each(
+def test_keys_in_many_folders_are_listed_at_once_a_folder_each(
         s3_bucket, fault_proxy, monkeypatch):
-    """The keys of a rewrite spread over folders are learnt by listings sent at once, each
-    of the folders at the deepest level that holds LISTED_RUN keys on average (here 4: the
+    """The keys of a rewrite spread over folders are learnt by listings sent at once, one
+    of each folder where their answers then hold LISTED_FLIGHT keys at most (here 4: the
     rows' folders of 4 chunks each), then PUT once each."""
     from zarrcore.storage import _object_versions
 
-    monkeypatch.setattr(_object_versions, "LISTED_RUN", 4)
+    monkeypatch.setattr(_object_versions, "LISTED_FLIGHT", 4)
     server, bucket = s3_bucket
     url = f"s3://{bucket}/f.zarr"
     zarrcore.create_array(url, shape=(8, 8), dtype="i4", chunks=(2, 2), fill_value=0,
