@@ -34,10 +34,11 @@ __all__ = [
 # Keys announced together (PriorVersions.announce) from which listings learn their
 # versions, not a HEAD each; the most objects a listing goes through: one page of S3's
 # (those past it are HEADed); the most keys whose listing answers in one flight of a new
-# connection (10 segments, at about 350 bytes a key); and the most listings sent at once.
-# Over an 80 ms link to moto, which closes every connection, 64 keys took 253 ms in one
-# listing, 170-181 ms in 4 of 16 keys and 166-200 ms in 16 of 4; over 40 ms, 512 keys took
-# 258 ms in one, 95-152 ms in 8 of 64 and 86-270 ms in 64 of 8.
+# connection (10 segments, at 200-300 bytes a key); and the most listings sent at once.
+# Over an 80 ms link to moto, which closes every connection, 64 keys took 251-253 ms in one
+# listing (13.3 KB: a second flight; 12.7 KB with shorter names took 170 ms), 170-181 ms in
+# 4 of 16 keys and 166-200 ms in 16 of 4; over 40 ms, 512 keys took 258 ms in one, 95-152 ms
+# in 8 of 64 and 86-270 ms in 64 of 8.
 LISTED_LEAST = 8
 LISTED_MOST = 1000
 LISTED_FLIGHT = 32
