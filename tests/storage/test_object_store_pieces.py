@@ -117,11 +117,11 @@ def test_an_encoding_failure_mid_shard_leaves_the_old_shard_and_no_upload(
     with zarrcore.config.set(num_threads=1), pytest.raises(
             ChunkEncodeError, match="a/c/0/0.*injected"):
         a[...] = _values(4)
-    # (Started, then aborted, never completed; beside the HEAD that learnt the version of
-    # the shard stored before, sent while it was encoded.)
+    # (Started, then aborted, never completed; beside the HEAD that learns the version of
+    # the shard stored before, sent as the write starts, unless it is still on its way.)
     requests = _shard_requests(fault_proxy)
     methods = [method for method, _ in requests]
-    assert methods.count("HEAD") == 1
+    assert methods.count("HEAD") <= 1
     upload = [request for request in requests if request[0] != "HEAD"]
     # (a part sent before the abort may arrive after it)
     assert upload[0] == ("POST", "uploads=") and "DELETE" in methods
