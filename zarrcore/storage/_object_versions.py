@@ -99,19 +99,20 @@ def listing_runs(keys: list[str], flight: int, listings: int, most: int) -> list
     under one folder: the fewest whose listings each answer in one `flight` of keys where
     that takes at most `listings` of them, else the smallest of at most `listings`; cut
     evenly into runs of at most `most`."""
+    # Folders deeper down split the keys finer, so a level of more than `listings` ends the
+    # search: the level before it is the smallest of at most `listings`.
     parts = [key.split("/") for key in keys]
-    levels = [
-        [
+    runs = [keys]  # (level 0: one run)
+    for level in range(1, max(map(len, parts))):
+        if max(map(len, runs)) <= flight:
+            break
+        finer = [
             [keys[i] for i, _ in g]
             for _, g in itertools.groupby(enumerate(parts), lambda p: p[1][:level])
         ]
-        for level in range(max(map(len, parts)))
-    ]
-    fitting = next((runs for runs in levels if max(map(len, runs)) <= flight), None)
-    if fitting is not None and len(fitting) <= listings:
-        runs = fitting
-    else:
-        runs = [runs for runs in levels if len(runs) <= listings][-1]  # (level 0: one run)
+        if len(finer) > listings:
+            break
+        runs = finer
     cut = [-(-len(r) // -(-len(r) // most)) for r in runs]  # (even runs of at most `most`)
     return [r[i : i + step] for r, step in zip(runs, cut) for i in range(0, len(r), step)]
 
