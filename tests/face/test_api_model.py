@@ -242,7 +242,7 @@ class ArrayModel(RuleBasedStateMachine):
     @precondition(nonempty)
     def fresh_handle_write(self, data, cancel):
         """A handle opened afresh, as a new process opens it, writes: on an object store it
-        learns the versions of the objects stored before (one listing or a HEAD each) and
+        learns the versions of the objects stored before (listings or a HEAD each) and
         puts over them (G4); its write future cancelled at random (G1, G2)."""
         handle = self._open()
         if cancel:
@@ -264,6 +264,8 @@ class ArrayModel(RuleBasedStateMachine):
         """The handle the group that made the array gives (`group["x"]`), which writes its
         new objects as new (G4), and reads what the others wrote."""
         member = self.group[self.path]
+        if self.config:  # (a handle's own settings are not stored: a zip's given again)
+            member = member.with_config(self.config)
         np.testing.assert_array_equal(member[...], self.model)
         self.write_through(member, data)
 
