@@ -210,6 +210,21 @@ def test_a_handle_opened_afresh_learns_what_was_stored_before_it(s3_bucket, faul
         np.testing.assert_array_equal(got, np.broadcast_to(expected[:, None], got.shape))
 
 
+def test_a_handle_opened_afresh_with_other_settings_learns_first(s3_bucket, fault_proxy):
+    """`with_config` of a handle opened onto stored data keeps what was stored before it:
+    its rewrite learns the versions first (one listing), then PUTs each once."""
+    server, bucket = s3_bucket
+    url = f"s3://{bucket}/w.zarr"
+    zarrcore.create_array(url, shape=(16, 8), dtype="i4", chunks=(2, 8), fill_value=0,
+                          storage_options=server.storage_options())[...] = 1
+    a = zarrcore.open_array(url, mode="r+", storage_options=_proxied_options(server, fault_proxy))
+    b = a.with_config({"write_empty_chunks": True})
+    del fault_proxy.requests[:]
+    b[...] = 2
+    assert _requests(fault_proxy) == ["LIST"] + ["PUT"] * 8, fault_proxy.requests
+    np.testing.assert_array_equal(a[...], 2)
+
+
 def test_keys_past_a_listings_page_are_headed(s3_bucket, fault_proxy, monkeypatch):
     """Listings go through one page of objects at most (here 3), the keys cut into runs of
     at most a page each, listed at once: where other objects lie between them, the keys

@@ -377,13 +377,15 @@ class Array(SelectionMethods, ChunkMethods, Node):
         TypeError
             An unknown setting.
         """
-        return type(self)(
+        other = type(self)(
             self._store,
             self._path,
             self._metadata,
             self._read_only,
             {**self._config, **config_items(config)},
         )
+        other._engine.prior_extent = self._engine.prior_extent  # (the same stored objects)
+        return other
 
     def __len__(self) -> int:
         """The length of the first axis; TypeError for a 0-d array."""
