@@ -67,10 +67,10 @@ def test_stores_of_one_server_share_its_link():
 def test_small_requests_over_a_long_round_trip_go_up_to_the_process_limit(io_config):
     # Many small chunks over a 30 ms link: with io_concurrency at its default, more in flight
     # than it, up to the process's; over a short round trip, or io_concurrency set, no more.
-    assert Link.in_flight(128 * 1024, 64, 512, widest=128) == 128
-    assert Link.in_flight(WIDE_BYTES // 96, 64, 512, widest=128) == 96  # (WIDE_BYTES in all)
-    assert Link.in_flight(432_000, 64, 512, widest=128) == 64  # (not fewer than `most`)
-    assert Link.in_flight(4 * MIB, 64, 512, widest=128) == FEWEST_IN_FLIGHT
+    assert Link().in_flight(128 * 1024, 64, 512, widest=128) == 128
+    assert Link().in_flight(WIDE_BYTES // 96, 64, 512, widest=128) == 96  # (WIDE_BYTES in all)
+    assert Link().in_flight(432_000, 64, 512, widest=128) == 64  # (not fewer than `most`)
+    assert Link().in_flight(4 * MIB, 64, 512, widest=128) == FEWEST_IN_FLIGHT
     io_config.set(io_process_concurrency=96)
 
     def asked(round_trip, own=None):
@@ -334,10 +334,10 @@ def test_writes_keep_as_many_in_flight_as_reads_of_their_objects(io_config):
 def test_requests_in_flight_fill_the_bytes_budget_within_their_bounds():
     """Large requests fill BYTES_IN_FLIGHT, never fewer than FEWEST_IN_FLIGHT nor more than
     the most asked for; small ones all go at once."""
-    assert Link.in_flight(MIB, 1000) == BYTES_IN_FLIGHT // MIB
-    assert Link.in_flight(BYTES_IN_FLIGHT, 64) == FEWEST_IN_FLIGHT
-    assert Link.in_flight(BYTES_IN_FLIGHT, 4) == 4
-    assert Link.in_flight(16 * 1024, 64) == 64
+    assert Link().in_flight(MIB, 1000) == BYTES_IN_FLIGHT // MIB
+    assert Link().in_flight(BYTES_IN_FLIGHT, 64) == FEWEST_IN_FLIGHT
+    assert Link().in_flight(BYTES_IN_FLIGHT, 4) == 4
+    assert Link().in_flight(16 * 1024, 64) == 64
 
 
 def test_a_read_a_little_over_the_budget_sends_all_its_requests_at_once():
@@ -345,11 +345,37 @@ def test_a_read_a_little_over_the_budget_sends_all_its_requests_at_once():
     all rather than leave the last a round trip behind; more than that keeps to the budget."""
     fitting = BYTES_IN_FLIGHT // MIB
     tail = int(TAIL_IN_FLIGHT * fitting)
-    assert Link.in_flight(MIB, 1000, fitting + 1) == fitting + 1
-    assert Link.in_flight(MIB, 1000, tail) == tail
-    assert Link.in_flight(MIB, 1000, tail + 1) == fitting
-    assert Link.in_flight(MIB, 20, tail) == 20
-    assert Link.in_flight(MIB, 1000, 3) == fitting  # (all 3 go at once)
+    assert Link().in_flight(MIB, 1000, fitting + 1) == fitting + 1
+    assert Link().in_flight(MIB, 1000, tail) == tail
+    assert Link().in_flight(MIB, 1000, tail + 1) == fitting
+    assert Link().in_flight(MIB, 20, tail) == 20
+    assert Link().in_flight(MIB, 1000, 3) == fitting  # (all 3 go at once)
+
+
+def test_a_read_of_one_wave_sends_it_all_on_new_connections():
+    """With no connection kept, a read of no more small requests than the process may keep
+    in flight sends them all (one slow start, not a second wave after it); more than that
+    keeps to WIDE_BYTES."""
+    link = link_of(0.07, 100 * MIB)
+    assert link.in_flight(220_000, 64, 125, widest=128) == 125
+    assert link.in_flight(220_000, 64, 129, widest=128) == WIDE_BYTES // 220_000
+    assert link.in_flight(220_000, 64, 125) == 64  # (io_concurrency set: no widening)
+
+
+def test_a_read_waits_for_kept_connections_where_a_new_one_is_slower():
+    """Requests beyond the kept connections wait for one where a second round on them ends
+    before a new connection's slow start would; where a new one ends first, they open."""
+    link = link_of(0.07, 100 * MIB, body_rate=4_400_000)  # (a 220 KB body: a round trip)
+    link.kept(74, lambda: [4_400_000.0] * 74)
+    assert link.in_flight(220_000, 64, 125, widest=128) == 74
+    # 8 rounds on the kept ones take longer than a new connection's 6 round trips.
+    assert link.in_flight(220_000, 64, 8 * 74, widest=128) == WIDE_BYTES // 220_000
+    link.kept(125, lambda: [4_400_000.0] * 125)
+    assert link.in_flight(220_000, 64, 125, widest=128) == 125  # (enough kept)
+    # Over a short round trip a new connection costs little: it opens.
+    short = link_of(0.001, 100 * MIB, body_rate=100 * MIB)
+    short.kept(10, lambda: [100.0 * MIB] * 10)
+    assert short.in_flight(220_000, 64, 100) == 64
 
 
 def test_an_array_opened_again_plans_its_first_read_by_the_chunks_it_read():
@@ -372,10 +398,12 @@ def test_an_array_opened_again_plans_its_first_read_by_the_chunks_it_read():
         asked.append(store.asked[0])
     assert asked[0] == pytest.approx(BYTES_IN_FLIGHT / MIB, rel=0.1)
     # (io_concurrency at its default: small requests up to the process's requests in flight
-    # while they hold WIDE_BYTES, never fewer than io_concurrency)
+    # while they hold WIDE_BYTES, or all of a read of no more, never fewer than io_concurrency)
+    fitting = round(BYTES_IN_FLIGHT / stored)
     wide = min(zarrcore.config.io_process_concurrency, WIDE_BYTES // stored)
-    assert asked[1] == min(max(zarrcore.config.io_concurrency, wide),
-                           round(BYTES_IN_FLIGHT / stored))
+    if count <= min(zarrcore.config.io_process_concurrency, fitting):
+        wide = max(wide, count)
+    assert asked[1] == min(max(zarrcore.config.io_concurrency, wide), fitting)
 
 
 @pytest.mark.parametrize("linked", [False, True])
