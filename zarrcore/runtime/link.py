@@ -159,6 +159,9 @@ class Link:
         self.idle_connections: int | None = None
         self._kept_rates: Callable[[], Sequence[float]] | None = None
         self._fast: int | None = None  # (fast_connections since the client last told)
+        # Seconds that reads waiting for kept connections lost since the client last opened
+        # more for one (`in_flight`).
+        self._lost_waiting = 0.0
 
     def observe(self, seconds: float, nbytes: int) -> None:
         """Take in a request that took `seconds` from its start to its last byte, for a
@@ -282,7 +285,8 @@ class Link:
         ones up to it while they hold at most WIDE_BYTES (a round trip per request, not the
         link's bandwidth, then bounds a read: more in flight fill it). A read of more
         requests than kept connections keeps to those where waiting for one ends sooner
-        than a new connection would (INITIAL_WINDOW)."""
+        than a new connection would (INITIAL_WINDOW), until the reads that waited lost what
+        opening the connections costs."""
         fitting = round(BYTES_IN_FLIGHT / max(request_bytes, 1))
         if count is not None and count <= TAIL_IN_FLIGHT * fitting:
             fitting = max(fitting, count)
@@ -299,7 +303,16 @@ class Link:
         # each retransmission timeout it has been idle: `_split_rate`.)
         on_kept = self._seconds(request_bytes, self._split_rate() * self.round_trip)
         on_new = self.round_trip + self._seconds(request_bytes, INITIAL_WINDOW)
-        return idle if math.ceil(count / idle) * on_kept <= on_new else chosen
+        waiting = math.ceil(count / idle) * on_kept
+        # (Each read that waits loses the rounds a pool as large as it would have saved; once
+        # those losses add up to what opening the connections costs a read, one opens them:
+        # the kept ones then serve the next reads in one round.)
+        lost = self._lost_waiting + waiting - on_kept
+        if waiting <= on_new and lost <= on_new - waiting:
+            self._lost_waiting = lost
+            return idle
+        self._lost_waiting = 0.0
+        return chosen
 
     def _seconds(self, nbytes: int, window: float) -> float:
         """How long a request for a body of `nbytes` takes on a connection whose server
