@@ -15,9 +15,9 @@ from zarrcore.codecs.sharding import coalesce
 from zarrcore.engine.shard_ranges import _even_cut
 from zarrcore.runtime.concurrency import fan_out
 from zarrcore.runtime.link import (
-    ASSUMED_RATE, ASSUMED_ROUND_TRIP, BYTES_IN_FLIGHT, FAST_PIECE, FAST_RANK, FEWEST_IN_FLIGHT,
-    LARGE_BYTES, PIECE_ROUND_TRIPS, SHARE_PIECE, SLOW_SHARE, SMALLEST_PIECE, TAIL_IN_FLIGHT,
-    WIDE_BYTES, Link, link_to,
+    ASSUMED_RATE, ASSUMED_ROUND_TRIP, BYTES_IN_FLIGHT, BYTES_ROUND_TRIP, FAST_PIECE, FAST_RANK,
+    FEWEST_IN_FLIGHT, LARGE_BYTES, MOST_BYTES_IN_FLIGHT, PIECE_ROUND_TRIPS, SHARE_PIECE,
+    SLOW_SHARE, SMALLEST_PIECE, TAIL_IN_FLIGHT, WIDE_BYTES, Link, link_to,
 )
 from _links import link_of
 from _remote_stores import DelayedStore, KeepingStore
@@ -338,6 +338,16 @@ def test_requests_in_flight_fill_the_bytes_budget_within_their_bounds():
     assert Link().in_flight(BYTES_IN_FLIGHT, 64) == FEWEST_IN_FLIGHT
     assert Link().in_flight(BYTES_IN_FLIGHT, 4) == 4
     assert Link().in_flight(16 * 1024, 64) == 64
+
+
+def test_a_longer_round_trip_keeps_more_bytes_in_flight():
+    """What fills a link grows with its round trip: BYTES_IN_FLIGHT up to BYTES_ROUND_TRIP,
+    in proportion beyond, never above MOST_BYTES_IN_FLIGHT."""
+    assert link_of(0.01, 50 * MIB).bytes_in_flight == BYTES_IN_FLIGHT
+    long = link_of(2.25 * BYTES_ROUND_TRIP, 50 * MIB)
+    assert long.bytes_in_flight == pytest.approx(2.25 * BYTES_IN_FLIGHT, rel=0.01)
+    assert long.in_flight(MIB, 1000) == round(long.bytes_in_flight / MIB)
+    assert link_of(100 * BYTES_ROUND_TRIP, 50 * MIB).bytes_in_flight == MOST_BYTES_IN_FLIGHT
 
 
 def test_a_read_a_little_over_the_budget_sends_all_its_requests_at_once():

@@ -134,13 +134,19 @@ def test_whole_shards_that_come_in_waves_decode_in_them(http_server, monkeypatch
     """More whole shards than a read holds at once come in waves, each decoded while the next
     arrives: none is streamed."""
     from zarrcore.engine import fetched
+    from zarrcore.runtime import link
 
     data, array = _sharded(http_server, "streamed-waves", "end")
     decoded = _decoded(monkeypatch)
-    monkeypatch.setattr(fetched, "FETCHED_BYTES_MIN", 2 * 32 * 32 * 4)  # (two shards)
+
+    def hold(nbytes):  # (what a read holds at once: its least, and what its link keeps)
+        monkeypatch.setattr(fetched, "FETCHED_BYTES_MIN", nbytes)
+        monkeypatch.setattr(link, "MOST_BYTES_IN_FLIGHT", nbytes)
+
+    hold(2 * 32 * 32 * 4)  # (two shards)
     with zarrcore.config.set(num_threads=1):
         np.testing.assert_array_equal(array[...], data)
     assert decoded == []
-    monkeypatch.setattr(fetched, "FETCHED_BYTES_MIN", 4 * 32 * 32 * 4)  # (all four)
+    hold(4 * 32 * 32 * 4)  # (all four)
     np.testing.assert_array_equal(array[...], data)
     assert sorted(decoded) == list(range(64))

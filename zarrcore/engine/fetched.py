@@ -89,7 +89,9 @@ __all__ = [
 
 
 # A sharded read holds at most the bytes of a shard (decoded) per thread at a time, fetched
-# and not yet decoded, or this many when shards are smaller.
+# and not yet decoded, or this many when shards are smaller; over a link, at least what its
+# large requests keep in flight (Link.bytes_in_flight), so that the budget does not leave
+# the link idle.
 FETCHED_BYTES_MIN = 64 << 20
 
 
@@ -828,7 +830,12 @@ def read_shard_ranges(
     two cannot tear the read; other stores through get_many (with `waves.cached`,
     get_many_versioned: each shard's version, which its inner chunks' entries are of)."""
     indexes = engine.shard_indexes
-    budget = max(engine.options.num_threads * engine.object_bytes, FETCHED_BYTES_MIN)
+    link = engine.store.link
+    budget = max(
+        engine.options.num_threads * engine.object_bytes,
+        FETCHED_BYTES_MIN,
+        0 if link is None else link.bytes_in_flight,
+    )
     asked = time.time()  # (what the answers tell was so at this time, or later)
     # (Each yields batches of (i, (result, the shard's version or None)) of requests of
     # about `sizes` bytes, those held at once at most `budget` bytes.)
