@@ -250,6 +250,21 @@ class ArrayModel(RuleBasedStateMachine):
         else:
             self.write_through(handle, data)
 
+    @rule(data=st.data(), cancel=st.booleans())
+    @precondition(nonempty)
+    def configured_handle_write(self, data, cancel):
+        """A handle that `with_config` made of one opened afresh writes as the one it came
+        from would: it learns the versions of the objects stored before (G4); its write
+        future cancelled at random (G1, G2). (A zip's chunks of fill stay written.)"""
+        settings = {"num_threads": data.draw(st.integers(1, 2))}
+        if self.place.kind != "zip":
+            settings["write_empty_chunks"] = data.draw(st.booleans())
+        handle = self._open().with_config(settings)
+        if cancel:
+            self.cancel_write_future(handle, data)
+        else:
+            self.write_through(handle, data)
+
     @rule(data=st.data())
     @precondition(lambda self: self.nonempty() and self.address is not None)
     def pickled_handle_write(self, data):
