@@ -146,6 +146,8 @@ class PriorVersions:
         request may wait for another there: by each PUT)."""
         if len(self._learning) > self._most:
             self._learning.clear()  # (those of writes that never came)
+        if not unknown:
+            return
         threads = _aio.io_threads()
         if threads is None:
             self._learning.update(dict.fromkeys(unknown))
