@@ -59,6 +59,25 @@ def test_a_large_read_goes_in_its_share_of_the_connections_whatever_the_rate():
     assert fast.piece_bytes(128 * MIB, 16) == 8 * MIB
 
 
+def test_a_dense_reads_pieces_go_below_the_least_where_slow_start_costs_more():
+    """A read with no gaps whose share of the connections is under SMALLEST_PIECE goes in
+    smaller pieces where new connections' slow start makes them end sooner than their
+    requests cost: over a long round trip, down to the share; over a short one, not; nor
+    on kept connections whose windows carry a piece in a round trip; nor with gaps."""
+    total = 4_330_000  # (a shard of 64 inner chunks of 68 KB, from moto's S3)
+    share = total // 64
+    assert link_of(0.3, 1 * MIB).piece_bytes(total, 64, dense=True) == share
+    assert link_of(0.08, 4 * MIB).piece_bytes(total, 32, dense=True) == total // 32
+    assert link_of(0.02, 64 * MIB).piece_bytes(total, 16, dense=True) == total // 16
+    assert link_of(0.003, 64 * MIB).piece_bytes(total, 16, dense=True) == SMALLEST_PIECE
+    assert link_of(0.3, 1 * MIB).piece_bytes(total, 64) == SMALLEST_PIECE
+    kept = link_of(0.3, 1 * MIB, body_rate=64 * MIB)
+    kept.kept(64, lambda: [64.0 * MIB] * 64)
+    assert kept.piece_bytes(total, 64, dense=True) == SMALLEST_PIECE
+    kept.kept(4, lambda: [64.0 * MIB] * 4)  # (more pieces than kept connections: new ones)
+    assert kept.piece_bytes(total, 64, dense=True) == share
+
+
 def test_stores_of_one_server_share_its_link():
     assert link_to("s3://one") is link_to("s3://one")
     assert link_to("s3://one") is not link_to("s3://two")
@@ -205,13 +224,15 @@ def data_reads(store):
 
 @pytest.mark.parametrize("kind", [DelayedStore, KeepingStore])
 def test_a_large_shard_wanted_whole_is_read_in_pieces_over_a_slow_link(kind):
-    # 8 MiB/s a connection and 40 ms: pieces of 1 MiB (the least), gaps up to 320 KiB merged.
+    # 8 MiB/s a connection and 40 ms, no connection kept: pieces of the read's share of 16
+    # connections (256 KiB), which new connections' slow start carries two round trips
+    # sooner than pieces of 1 MiB, the least of a read with gaps.
     store = Linked(kind, 0.04, 8 * MIB, delay=0.02).store
     a, data = sharded(store)
     np.testing.assert_array_equal(a[...], data)
     got = data_reads(store)
-    assert len(got) == 4  # (2 shards of 2 MiB, in 2 pieces each)
-    assert all(len(ranges) == 1 and ranges[0][1] - ranges[0][0] <= MIB for _, ranges in got)
+    assert len(got) == 16  # (2 shards of 2 MiB, in 8 pieces each)
+    assert all(len(ranges) == 1 and ranges[0][1] - ranges[0][0] <= MIB // 4 for _, ranges in got)
     assert store.most_in_flight >= 2
 
 

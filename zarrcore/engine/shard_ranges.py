@@ -108,7 +108,8 @@ def range_limits(
     the array's options (config.array_options), or one request for a whole shard; over a
     link with a round trip, also every gap that moving costs less than a round trip
     (Link.gap_bytes), and requests cut to what one connection moves fast (Link.piece_bytes),
-    unless the options set the most; both within the read's share of the requests of
+    unless the options set the most (smaller than Link's least where the `spans` leave no
+    gaps: `dense`); both within the read's share of the requests of
     SHARE_PIECE that fit in flight (fewer and larger requests than of the least piece: over a
     10 ms link, a 34 MB shard from S3 took 0.36 s in ranges of 1 MiB, 0.20 s in 16 ranges),
     or of the fast connections (Link.fast_share) where fewer; the shard's bytes cut about
@@ -124,10 +125,16 @@ def range_limits(
             connections = min(connections, fast)
         gap = max(gap, link.gap_bytes(total, connections))
         if most is None:
-            most = link.piece_bytes(total, connections)
+            dense = whole or (len(spans) > 0 and _extent(spans) == int(spans[:, 1].sum()))
+            most = link.piece_bytes(total, connections, dense)
             if len(spans):
                 most = _even_cut(spans, most)
     return gap, most
+
+
+def _extent(spans: Entries) -> int:
+    """The bytes from the first of `spans` to the end of the last."""
+    return int((spans[:, 0] + spans[:, 1]).max() - spans[:, 0].min())
 
 
 def _even_cut(spans: Entries, most: int) -> int:
@@ -135,8 +142,7 @@ def _even_cut(spans: Entries, most: int) -> int:
     number of requests of `most`, about equal: not in requests of `most` and a short tail,
     which would take one connection more for little. An equal share where its cuts fall
     between inner chunks, else up to an inner chunk more."""
-    ends = spans[:, 0] + spans[:, 1]
-    extent = int(ends.max() - spans[:, 0].min())
+    extent = _extent(spans)
     count = max(1, round(extent / most))
     share = -(-extent // count)
     if len(coalesce(spans[:, 0], spans[:, 1], 0, share)[0]) <= count:
