@@ -60,12 +60,13 @@ KEPT = 32
 
 # A range that takes one connection longer than this many round trips is split across
 # connections; pieces are never smaller than SMALLEST_PIECE, but in a read with no gaps
-# whose share of the connections is smaller, where new connections' slow start carries
-# smaller pieces so much sooner that their requests cost less (`piece_bytes`): each costs
-# the read about PIECE_REQUEST_SECONDS at both ends, the server's time included. A whole
-# shard of 4.3 MB from moto's S3 took 0.046-0.049 s in 4 requests over a 4 ms link,
-# 0.067-0.085 s in 16, 0.10 s in 30; over 10 ms, 0.095-0.099 s in 4, 0.093-0.095 s in 14;
-# over 40 ms, 0.36 s in 4, 0.28 s in 30; over 150 ms, 1.30 s in 4, 0.78 s in 64.
+# whose share of the connections is smaller, by a client that tells no kept connections
+# (obstore's, to S3), where new connections' slow start carries smaller pieces so much
+# sooner that their requests cost less (`piece_bytes`): each costs the read about
+# PIECE_REQUEST_SECONDS at both ends, the server's time included. A whole shard of 4.3 MB
+# from moto's S3 took 0.046-0.049 s in 4 requests over a 4 ms link, 0.067-0.085 s in 16,
+# 0.10 s in 30; over 10 ms, 0.095-0.099 s in 4, 0.093-0.095 s in 14; over 40 ms, 0.36 s
+# in 4, 0.28 s in 30; over 150 ms, 1.30 s in 4, 0.78 s in 64.
 PIECE_ROUND_TRIPS = 2
 SMALLEST_PIECE = 1 << 20
 PIECE_REQUEST_SECONDS = 0.0025
@@ -261,13 +262,14 @@ class Link:
         `total` bytes over `connections`, its share of one, so that it keeps them all busy,
         up to SHARE_PIECE at least. Never less than SMALLEST_PIECE, but in a `dense` read
         (no gaps between its ranges: half the piece makes twice the requests, not more, as
-        where it also merges ranges across gaps) whose share is less, where pieces down to
-        it end the read sooner (`_pieces_seconds`)."""
+        where it also merges ranges across gaps) whose share is less, by a client that
+        tells no kept connections (one that does splits a piece over them by their windows:
+        `split`), where pieces down to the share end the read sooner (`_pieces_seconds`)."""
         most = PIECE_ROUND_TRIPS * self.round_trip * self.rate
         if total is None:
             return max(SMALLEST_PIECE, int(most))
         share = max(1, int(self._share(max(most, SHARE_PIECE), total, connections)))
-        if not dense:
+        if not dense or self.idle_connections is not None:
             return max(SMALLEST_PIECE, share)
         pieces = [max(SMALLEST_PIECE, share)]  # (halved down to the share; the largest first)
         while pieces[-1] > share:
@@ -275,18 +277,11 @@ class Link:
         return min(pieces, key=lambda piece: self._pieces_seconds(piece, total))
 
     def _pieces_seconds(self, piece: int, total: int) -> float:
-        """How long a read of `total` bytes takes in requests of `piece` bytes, all at once:
-        on kept connections where the client keeps as many (at their windows, as
-        `_split_rate` tells them), else on new ones in slow start (a client that tells none
-        may open one for each request: moto's S3 closes every one); PIECE_REQUEST_SECONDS
-        for each request."""
-        count = -(-total // piece)
-        idle = self.idle_connections
-        if idle is not None and count <= idle:
-            took = self._seconds(piece, self._split_rate() * self.round_trip)
-        else:
-            took = self.round_trip + self._seconds(piece, INITIAL_WINDOW)
-        return took + count * PIECE_REQUEST_SECONDS
+        """How long a read of `total` bytes takes in requests of `piece` bytes at once,
+        each on a new connection in slow start (a client that tells no kept connections may
+        open one for each request: moto's S3 closes every one), PIECE_REQUEST_SECONDS more
+        for each request; less the round trip to open them, the same for any piece."""
+        return self._seconds(piece, INITIAL_WINDOW) + -(-total // piece) * PIECE_REQUEST_SECONDS
 
     def split(self, nbytes: int, count: int = 1) -> int:
         """In how many ranges a small read of `count` objects of about `nbytes` asks for each,
