@@ -402,14 +402,30 @@ def test_a_read_waits_for_kept_connections_where_a_new_one_is_slower():
     picks = [link.in_flight(220_000, 64, 125, widest=128) for _ in range(6)]
     assert picks[:3] == [74] * 3 and 125 in picks[3:]
     assert picks[picks.index(125) + 1 :] == [74] * (5 - picks.index(125))
-    # 8 rounds on the kept ones take longer than a new connection's 6 round trips.
-    assert link.in_flight(220_000, 64, 8 * 74, widest=128) == WIDE_BYTES // 220_000
+    # 8 rounds on the kept ones take longer than a new connection's 6 round trips: the
+    # kept ones and new ones beside them, up to the widest.
+    assert link.in_flight(220_000, 64, 8 * 74, widest=128) == 128
     link.kept(125, lambda: [4_400_000.0] * 125)
     assert link.in_flight(220_000, 64, 125, widest=128) == 125  # (enough kept)
     # Over a short round trip a new connection costs little: it opens.
     short = link_of(0.001, 100 * MIB, body_rate=100 * MIB)
     short.kept(10, lambda: [100.0 * MIB] * 10)
     assert short.in_flight(220_000, 64, 100) == 64
+
+
+def test_small_requests_go_wider_on_kept_connections():
+    """WIDE_BYTES bounds the connections a read of small requests opens, not those kept:
+    a process that kept some goes up to WIDE_BYTES' worth beyond them, to the widest."""
+    fresh = link_of(0.04, 100 * MIB)
+    assert fresh.in_flight(250_000, 64, 512, widest=128) == WIDE_BYTES // 250_000
+    fresh.kept(0, list)  # (told none kept: the same)
+    assert fresh.in_flight(250_000, 64, 512, widest=128) == WIDE_BYTES // 250_000
+    warm = link_of(0.04, 100 * MIB, body_rate=6_000_000)
+    warm.kept(40, lambda: [6_000_000.0] * 40)
+    assert warm.in_flight(250_000, 64, 512, widest=128) == WIDE_BYTES // 250_000 + 40
+    warm.kept(128, lambda: [6_000_000.0] * 128)
+    assert warm.in_flight(250_000, 64, 512, widest=128) == 128
+    assert warm.in_flight(250_000, 64, 512) == 64  # (io_concurrency set: no widening)
 
 
 def test_an_array_opened_again_plans_its_first_read_by_the_chunks_it_read():
