@@ -140,7 +140,8 @@ FAST_PIECE = 8 << 20
 # 0.30 s with 64, as every connection more opens and starts slowly. It bounds only the
 # connections a read opens; those kept open go beside them (a process reading 512
 # chunks of 250 KB over 40 ms, 1 s apart: 0.37-0.39 s a read once 128 were kept, 0.51-0.52 s
-# with 64; the read that opened the 64 more, 0.60-0.67 s against 0.53-0.58 s).
+# with 64; the read that opened the 64 more, 0.60-0.67 s against 0.53-0.58 s; over 10 ms,
+# 0.17-0.23 s against 0.18-0.19 s, the read that opened them 0.30-0.43 s against 0.25 s).
 WIDE_BYTES = 16 << 20
 
 # Requests that share a link finish at about the same time, so one that waits for a place
