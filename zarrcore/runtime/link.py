@@ -328,14 +328,13 @@ class Link:
     ) -> int:
         """How many requests of about `request_bytes` each to keep in flight, at most
         `most`: all of them while small, fewer once they fill the link (`bytes_in_flight`);
-        all `count` of a read
-        where they are at most TAIL_IN_FLIGHT times those that fit. With `widest`, small
-        ones up to it while those beyond the kept connections hold at most WIDE_BYTES (a
-        round trip per request, not the link's bandwidth, then bounds a read: more in
-        flight fill it). A read of more
-        requests than kept connections keeps to those where waiting for one ends sooner
-        than a new connection would (INITIAL_WINDOW), until the reads that waited lost what
-        opening the connections costs."""
+        all `count` of a read where they are at most TAIL_IN_FLIGHT times those that fit.
+        With `widest`, small ones up to it while those beyond the kept connections hold at
+        most WIDE_BYTES (a round trip per request, not the link's bandwidth, then bounds a
+        read: more in flight fill it). A read of more requests than kept connections keeps
+        to those where waiting for one ends sooner than a new connection would
+        (INITIAL_WINDOW), until the reads that waited lost what opening the connections
+        costs."""
         fitting = round(self.bytes_in_flight / max(request_bytes, 1))
         if count is not None and count <= TAIL_IN_FLIGHT * fitting:
             fitting = max(fitting, count)
