@@ -282,10 +282,9 @@ class Link:
 
     def _pieces_seconds(self, piece: int, total: int) -> float:
         """How long a read of `total` bytes takes in requests of `piece` bytes at once,
-        each on a new connection in slow start (a client that tells no kept connections may
-        open one for each request: moto's S3 closes every one), PIECE_REQUEST_SECONDS more
-        for each request; less the round trip to open them, the same for any piece."""
-        return self._seconds(piece, INITIAL_WINDOW) + -(-total // piece) * PIECE_REQUEST_SECONDS
+        each on a new connection (a client that tells no kept connections may open one for
+        each request: moto's S3 closes every one), PIECE_REQUEST_SECONDS more for each."""
+        return self._on_new(piece) + -(-total // piece) * PIECE_REQUEST_SECONDS
 
     def split(self, nbytes: int, count: int = 1) -> int:
         """In how many ranges a small read of `count` objects of about `nbytes` asks for each,
@@ -335,6 +334,7 @@ class Link:
         to those where waiting for one ends sooner than a new connection would
         (INITIAL_WINDOW), until the reads that waited lost what opening the connections
         costs."""
+        idle = self.idle_connections
         fitting = round(self.bytes_in_flight / max(request_bytes, 1))
         if count is not None and count <= TAIL_IN_FLIGHT * fitting:
             fitting = max(fitting, count)
@@ -343,16 +343,15 @@ class Link:
                 wide = count  # (one wave on new connections, not two)
             else:  # (WIDE_BYTES bounds the connections a read opens, not those kept)
                 opened = WIDE_BYTES // max(request_bytes, 1)
-                wide = min(widest, opened + (self.idle_connections or 0))
+                wide = min(widest, opened + (idle or 0))
             most = max(most, wide)
         chosen = max(min(most, FEWEST_IN_FLIGHT), min(most, fitting))
-        idle = self.idle_connections
         if not idle or count is None or min(chosen, count) <= idle:
             return chosen
         # (A kept connection's window: what its bodies carried in a round trip, halved for
         # each retransmission timeout it has been idle: `_split_rate`.)
         on_kept = self._seconds(request_bytes, self._split_rate() * self.round_trip)
-        on_new = self.round_trip + self._seconds(request_bytes, INITIAL_WINDOW)
+        on_new = self._on_new(request_bytes)
         waiting = math.ceil(count / idle) * on_kept
         # (Each read that waits loses the rounds a pool as large as it would have saved; once
         # those losses add up to what opening the connections costs a read, one opens them:
@@ -363,6 +362,11 @@ class Link:
             return idle
         self._lost_waiting = 0.0
         return chosen
+
+    def _on_new(self, nbytes: int) -> float:
+        """How long a request for a body of `nbytes` takes on a new connection: a round trip
+        to open it, then slow start from INITIAL_WINDOW."""
+        return self.round_trip + self._seconds(nbytes, INITIAL_WINDOW)
 
     def _seconds(self, nbytes: int, window: float) -> float:
         """How long a request for a body of `nbytes` takes on a connection whose server
